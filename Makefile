@@ -1,0 +1,41 @@
+# barista build, test and tooling targets. Run "make help" for the list.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+GO ?= go
+
+# Packages that start real processes run one at a time (-p 1).
+UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v '/test/')
+PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
+
+.PHONY: help build test test-unit test-proc lint bench proto run clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+
+build: ## build bin/barista
+	$(GO) build -o bin/barista ./cmd/barista
+
+test: test-unit test-proc ## run the test suite (the README's test command)
+
+test-unit:
+	$(GO) test -count=1 -timeout 10m $(UNIT_PKGS)
+
+test-proc: build
+	@if [ -n "$(PROC_PKGS)" ]; then $(GO) test -count=1 -p 1 -timeout 20m $(PROC_PKGS); fi
+
+lint: ## gofmt check, go vet, staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+bench: ## run the Go benchmarks of the scheduling core
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./sfq/
+
+proto: ## regenerate the protobuf Go code
+	@echo "no .proto files yet"
+
+run: ## run a local cluster with workers and demo load
+	$(GO) run ./cmd/barista dev
+
+clean:
+	rm -rf bin

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand, registered in commands under its path
+// ("replay", "operator raft list-peers").
+type command struct {
+	synopsis string
+	usage    string // the argument part of the usage line
+	help     string // longer description, shown by --help
+	flags    func(fs *flag.FlagSet) any
+	run      func(env *cmdEnv, opts any, args []string) error
+}
+
+// cmdEnv is what a running command writes to.
+type cmdEnv struct {
+	stdout, stderr io.Writer
+}
+
+var commands = map[string]*command{}
+
+func register(path string, c *command) { commands[path] = c }
+
+// exitError carries an exit code other than 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+// usageError marks bad command-line usage (exit code 2).
+func usageError(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// silentError exits with the code without printing anything more.
+type silentError struct{ code int }
+
+func (e *silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// Run runs the barista command line and returns the exit code.
+func Run(args []string, stdout, stderr io.Writer) int {
+	env := &cmdEnv{stdout: stdout, stderr: stderr}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			if c, path := lookup(args[1:]); c != nil {
+				printHelp(stdout, path, c, nil)
+				return 0
+			}
+		}
+		printOverview(stdout)
+		return 0
+	}
+	if args[0] == "version" || args[0] == "--version" {
+		fmt.Fprintln(stdout, "barista", version)
+		return 0
+	}
+	c, path := lookup(args)
+	if c == nil {
+		fmt.Fprintf(stderr, "barista: unknown command %q\n\n", strings.Join(args, " "))
+		printOverview(stderr)
+		return 2
+	}
+	rest := args[len(strings.Fields(path)):]
+	fs := flag.NewFlagSet("barista "+path, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var opts any
+	if c.flags != nil {
+		opts = c.flags(fs)
+	}
+	if err := fs.Parse(interleave(fs, rest)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(stdout, path, c, fs)
+			return 0
+		}
+		fmt.Fprintf(stderr, "barista %s: %v\n", path, err)
+		fmt.Fprintf(stderr, "usage: barista %s %s (see --help)\n", path, c.usage)
+		return 2
+	}
+	if err := c.run(env, opts, fs.Args()); err != nil {
+		var se *silentError
+		if errors.As(err, &se) {
+			return se.code
+		}
+		fmt.Fprintln(stderr, err.Error())
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.code == 2 {
+				fmt.Fprintf(stderr, "usage: barista %s %s (see --help)\n", path, c.usage)
+			}
+			return ee.code
+		}
+		return 1
+	}
+	return 0
+}
+
+// interleave lets flags follow positional arguments ("job 7 --json"),
+// stopping at "--" so a job's own command line is left alone.
+func interleave(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i:]...)
+			break
+		}
+		if len(a) > 1 && a[0] == '-' {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if strings.Contains(name, "=") {
+				continue
+			}
+			if f := fs.Lookup(name); f != nil {
+				if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+					continue
+				}
+				if i+1 < len(args) {
+					flags = append(flags, args[i+1])
+					i++
+				}
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	if len(pos) > 0 && pos[0] != "--" {
+		return append(append(flags, "--"), pos...)
+	}
+	return append(flags, pos...)
+}
+
+// lookup finds the longest registered command path that prefixes args.
+func lookup(args []string) (*command, string) {
+	for n := len(args); n > 0; n-- {
+		path := strings.Join(args[:n], " ")
+		if c, ok := commands[path]; ok {
+			return c, path
+		}
+	}
+	return nil, ""
+}
+
+func printOverview(w io.Writer) {
+	fmt.Fprintln(w, "barista: a tiered, fair-share job dispatcher replicated by Raft.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: barista COMMAND [flags] [args]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	paths := make([]string, 0, len(commands))
+	for p := range commands {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		fmt.Fprintf(w, "  %-34s %s\n", p, commands[p].synopsis)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, `Run "barista COMMAND --help" for a command's flags.`)
+}
+
+func printHelp(w io.Writer, path string, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: barista %s %s\n\n%s\n", path, c.usage, c.synopsis)
+	if c.help != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.help))
+	}
+	if fs == nil {
+		fs = flag.NewFlagSet(path, flag.ContinueOnError)
+		if c.flags != nil {
+			c.flags(fs)
+		}
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFlags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		fmt.Fprintf(w, "%-30s %s", line, usage)
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// version is set by the build (-ldflags "-X main.version=...").
+var version = "dev"

@@ -1,0 +1,240 @@
+package sfq
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ClampMode selects how SFQ keeps idle tenants from banking credit.
+type ClampMode uint8
+
+const (
+	// ClampActivation (default): when a tenant becomes eligible after being
+	// ineligible, its finish tag is raised to virtual_now. A tenant that
+	// stays eligible keeps the credit of a negative cost correction.
+	ClampActivation ClampMode = iota
+	// ClampDispatch: start = max(virtual_now, finish_tag) at every dispatch,
+	// the reference design's rule.
+	ClampDispatch
+)
+
+func (c ClampMode) String() string {
+	if c == ClampDispatch {
+		return "dispatch"
+	}
+	return "activation"
+}
+
+// ParseClamp reads "activation" or "dispatch".
+func ParseClamp(s string) (ClampMode, error) {
+	switch s {
+	case "activation":
+		return ClampActivation, nil
+	case "dispatch":
+		return ClampDispatch, nil
+	}
+	return 0, fmt.Errorf("%w: unknown clamp %q (want activation or dispatch)", ErrInvalid, s)
+}
+
+// StealPolicy decides whether a worker takes a smaller job over the best
+// job of its own size. It is consulted only when both exist; with no
+// eligible same-size job every policy takes the best smaller one.
+type StealPolicy interface {
+	// Steal reports whether a smaller job whose start tag is steal should
+	// run instead of the same-size job whose start tag is same.
+	Steal(same, steal VirtualTime) bool
+	// String names the policy as ParsePolicy reads it.
+	String() string
+}
+
+// PreferFit always takes a same-size job when one is eligible.
+type PreferFit struct{}
+
+// Steal implements StealPolicy.
+func (PreferFit) Steal(same, steal VirtualTime) bool { return false }
+
+func (PreferFit) String() string { return "prefer-fit" }
+
+// Reserve steals a smaller job only when its start tag is below the best
+// same-size tag by more than Margin.
+type Reserve struct{ Margin VirtualTime }
+
+// Steal implements StealPolicy.
+func (r Reserve) Steal(same, steal VirtualTime) bool { return same-steal > r.Margin }
+
+func (r Reserve) String() string {
+	return "reserve:" + formatDurationMs(int64(r.Margin)/1000, int64(r.Margin)%1000)
+}
+
+// ParsePolicy reads "prefer-fit" or "reserve:DURATION" (a margin in virtual
+// time, e.g. "reserve:500ms").
+func ParsePolicy(s string) (StealPolicy, error) {
+	if s == "prefer-fit" {
+		return PreferFit{}, nil
+	}
+	if m, ok := strings.CutPrefix(s, "reserve:"); ok {
+		d, err := time.ParseDuration(m)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%w: bad reserve margin %q (want a duration like 500ms)", ErrInvalid, m)
+		}
+		return Reserve{Margin: VirtualTime(d.Microseconds())}, nil
+	}
+	return nil, fmt.Errorf("%w: unknown policy %q (want prefer-fit or reserve:DURATION)", ErrInvalid, s)
+}
+
+// Decay configures usage decay. A nil *Decay in Config means plain SFQ.
+type Decay struct {
+	// HalfLifeMs is the time after which half the usage is forgotten.
+	HalfLifeMs int64
+	// NormMs is the usage (CPU ms) that halves a tenant's weight.
+	NormMs int64
+}
+
+func (d *Decay) String() string {
+	if d == nil {
+		return "off"
+	}
+	return "half_life:" + formatDurationMs(d.HalfLifeMs, 0) + ",norm:" + formatDurationMs(d.NormMs, 0)
+}
+
+// ParseDecay reads "off" or "half_life:DURATION,norm:DURATION" (norm is CPU
+// time, e.g. "half_life:168h,norm:10000s").
+func ParseDecay(s string) (*Decay, error) {
+	if s == "off" {
+		return nil, nil
+	}
+	var d Decay
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(part, ":")
+		if !ok {
+			return nil, fmt.Errorf("%w: bad decay %q (want off or half_life:DUR,norm:DUR)", ErrInvalid, s)
+		}
+		dur, err := time.ParseDuration(v)
+		if err != nil || dur <= 0 {
+			return nil, fmt.Errorf("%w: bad decay %s %q (want a positive duration)", ErrInvalid, k, v)
+		}
+		switch k {
+		case "half_life":
+			d.HalfLifeMs = dur.Milliseconds()
+		case "norm":
+			d.NormMs = dur.Milliseconds()
+		default:
+			return nil, fmt.Errorf("%w: unknown decay key %q (want half_life or norm)", ErrInvalid, k)
+		}
+	}
+	if err := d.validate(); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func (d *Decay) validate() error {
+	if d == nil {
+		return nil
+	}
+	if d.HalfLifeMs <= 0 || d.HalfLifeMs > maxHalfPowerDenominator {
+		return fmt.Errorf("%w: decay half_life %d ms out of range (1 ms .. 2^40 ms)", ErrInvalid, d.HalfLifeMs)
+	}
+	if d.NormMs <= 0 || d.NormMs > maxHalfPowerDenominator {
+		return fmt.Errorf("%w: decay norm %d ms out of range (1 ms .. 2^40 ms)", ErrInvalid, d.NormMs)
+	}
+	return nil
+}
+
+// Config is everything the core reads besides its inputs. In the replicated
+// system it is part of the replicated state, changed only by a command.
+type Config struct {
+	// TierWeights is the weight of each tier (default 1, 2, 4, 8, 16).
+	TierWeights [NumTiers]uint32
+	// Policy decides size stealing (default PreferFit).
+	Policy StealPolicy
+	// Clamp selects the clamp mode (default ClampActivation).
+	Clamp ClampMode
+	// Decay enables usage decay; nil means plain SFQ.
+	Decay *Decay
+	// AckTimeoutMs is how long an assigned job waits for Started.
+	AckTimeoutMs int64
+	// LeaseTimeoutMs is how long a running job's lease lasts without a
+	// heartbeat; GrantLeases also gives every live deadline this long.
+	LeaseTimeoutMs int64
+	// DefaultMaxAttempts applies to submits that do not set max_attempts.
+	DefaultMaxAttempts uint32
+}
+
+// Limits on configuration and input values, chosen so that no product in
+// the scheduling arithmetic can leave int64.
+const (
+	MaxTierWeight  = 1 << 20
+	MaxMultiplier  = 1 << 16
+	MaxEstCostMs   = 365 * 24 * 3600 * 1000 // one CPU-year
+	MaxMaxAttempts = 1000
+	MaxTimeoutMs   = 365 * 24 * 3600 * 1000
+)
+
+// DefaultConfig returns the defaults of the design: weights 1, 2, 4, 8, 16,
+// prefer-fit, the activation clamp, no decay, a 10 s ack timeout, a 30 s
+// lease and 3 attempts.
+func DefaultConfig() Config {
+	return Config{
+		TierWeights:        [NumTiers]uint32{1, 2, 4, 8, 16},
+		Policy:             PreferFit{},
+		Clamp:              ClampActivation,
+		AckTimeoutMs:       10_000,
+		LeaseTimeoutMs:     30_000,
+		DefaultMaxAttempts: 3,
+	}
+}
+
+// Validate checks every field and names the offending value.
+func (c Config) Validate() error {
+	for i, w := range c.TierWeights {
+		if w < 1 || w > MaxTierWeight {
+			return fmt.Errorf("%w: weight of tier %s is %d (want 1..%d)", ErrInvalid, Tier(i), w, MaxTierWeight)
+		}
+	}
+	switch p := c.Policy.(type) {
+	case PreferFit:
+	case Reserve:
+		if p.Margin < 0 {
+			return fmt.Errorf("%w: reserve margin %d is negative", ErrInvalid, p.Margin)
+		}
+	default:
+		return fmt.Errorf("%w: unsupported steal policy %v", ErrInvalid, c.Policy)
+	}
+	if c.Clamp > ClampDispatch {
+		return fmt.Errorf("%w: unknown clamp mode %d", ErrInvalid, c.Clamp)
+	}
+	if err := c.Decay.validate(); err != nil {
+		return err
+	}
+	if c.AckTimeoutMs <= 0 || c.AckTimeoutMs > MaxTimeoutMs {
+		return fmt.Errorf("%w: ack timeout %d ms out of range", ErrInvalid, c.AckTimeoutMs)
+	}
+	if c.LeaseTimeoutMs <= 0 || c.LeaseTimeoutMs > MaxTimeoutMs {
+		return fmt.Errorf("%w: lease timeout %d ms out of range", ErrInvalid, c.LeaseTimeoutMs)
+	}
+	if c.DefaultMaxAttempts < 1 || c.DefaultMaxAttempts > MaxMaxAttempts {
+		return fmt.Errorf("%w: default max attempts %d (want 1..%d)", ErrInvalid, c.DefaultMaxAttempts, MaxMaxAttempts)
+	}
+	return nil
+}
+
+// formatDurationMs prints ms milliseconds plus frac thousandths of a
+// millisecond in the largest exact unit (h, m, s, ms, us).
+func formatDurationMs(ms, frac int64) string {
+	if frac != 0 {
+		return fmt.Sprintf("%dus", ms*1000+frac)
+	}
+	switch {
+	case ms == 0:
+		return "0s"
+	case ms%3_600_000 == 0:
+		return fmt.Sprintf("%dh", ms/3_600_000)
+	case ms%60_000 == 0:
+		return fmt.Sprintf("%dm", ms/60_000)
+	case ms%1000 == 0:
+		return fmt.Sprintf("%ds", ms/1000)
+	}
+	return fmt.Sprintf("%dms", ms)
+}

@@ -1,0 +1,223 @@
+package sfq
+
+// heapOrder selects how a tenantHeap compares its entries.
+type heapOrder uint8
+
+const (
+	// byTag: lowest tag first, then higher tier, then lower head seq.
+	byTag heapOrder = iota
+	// byTierSeq: higher tier first, then lower head seq (the tenants that
+	// tie at virtual_now under the dispatch clamp).
+	byTierSeq
+	// byTagDesc: highest tag first (the idle rule's maximum finish tag).
+	byTagDesc
+)
+
+// hentry is one tenant's key in a heap. The keys are copied in so that
+// comparisons never chase a pointer.
+type hentry struct {
+	tag    VirtualTime
+	seq    JobID
+	tenant uint32
+	tier   Tier
+}
+
+// tenantHeap is a binary heap of tenants with O(log n) update and removal
+// of any tenant by index. It allocates only when it grows.
+type tenantHeap struct {
+	order heapOrder
+	items []hentry
+	pos   []int32 // pos[tenant] = index in items + 1; 0 = absent
+}
+
+func (h *tenantHeap) less(a, b *hentry) bool {
+	switch h.order {
+	case byTag:
+		if a.tag != b.tag {
+			return a.tag < b.tag
+		}
+	case byTagDesc:
+		if a.tag != b.tag {
+			return a.tag > b.tag
+		}
+		return a.tenant < b.tenant
+	}
+	if a.tier != b.tier {
+		return a.tier > b.tier
+	}
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	return a.tenant < b.tenant
+}
+
+func (h *tenantHeap) len() int { return len(h.items) }
+
+func (h *tenantHeap) top() *hentry {
+	if len(h.items) == 0 {
+		return nil
+	}
+	return &h.items[0]
+}
+
+func (h *tenantHeap) has(t uint32) bool {
+	return int(t) < len(h.pos) && h.pos[t] != 0
+}
+
+// set inserts tenant e.tenant with key e, or updates its key.
+func (h *tenantHeap) set(e hentry) {
+	for int(e.tenant) >= len(h.pos) {
+		h.pos = append(h.pos, 0)
+	}
+	if p := h.pos[e.tenant]; p != 0 {
+		i := int(p - 1)
+		if h.items[i] == e {
+			return
+		}
+		h.items[i] = e
+		if !h.up(i) {
+			h.down(i)
+		}
+		return
+	}
+	h.items = append(h.items, e)
+	i := len(h.items) - 1
+	h.pos[e.tenant] = int32(i + 1)
+	h.up(i)
+}
+
+// remove takes tenant t out of the heap if present.
+func (h *tenantHeap) remove(t uint32) {
+	if !h.has(t) {
+		return
+	}
+	i := int(h.pos[t] - 1)
+	last := len(h.items) - 1
+	if i != last {
+		h.swap(i, last)
+	}
+	h.items = h.items[:last]
+	h.pos[t] = 0
+	if i != last {
+		if !h.up(i) {
+			h.down(i)
+		}
+	}
+}
+
+// pop removes and returns the top entry.
+func (h *tenantHeap) pop() hentry {
+	e := h.items[0]
+	h.remove(e.tenant)
+	return e
+}
+
+func (h *tenantHeap) swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.pos[h.items[i].tenant] = int32(i + 1)
+	h.pos[h.items[j].tenant] = int32(j + 1)
+}
+
+func (h *tenantHeap) up(i int) bool {
+	moved := false
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(&h.items[i], &h.items[p]) {
+			break
+		}
+		h.swap(i, p)
+		i = p
+		moved = true
+	}
+	return moved
+}
+
+func (h *tenantHeap) down(i int) {
+	n := len(h.items)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h.less(&h.items[r], &h.items[l]) {
+			m = r
+		}
+		if !h.less(&h.items[m], &h.items[i]) {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+// jobQueue holds the IDs of one tenant's queued jobs of one size, oldest
+// first. Fresh submits append to a ring in ID order; a requeued job (older
+// than every job still waiting that was never dispatched) goes to a small
+// sorted side list. The head is the smaller of the two fronts. Cancelled or
+// pruned jobs are left in place and skipped lazily when they reach the head.
+type jobQueue struct {
+	ring     []JobID // power-of-two capacity
+	head, n  int
+	requeued []JobID // sorted descending; the smallest is last
+}
+
+func (q *jobQueue) empty() bool { return q.n == 0 && len(q.requeued) == 0 }
+
+// front returns the smallest ID in the queue.
+func (q *jobQueue) front() (JobID, bool) {
+	var best JobID
+	ok := false
+	if q.n > 0 {
+		best, ok = q.ring[q.head], true
+	}
+	if k := len(q.requeued); k > 0 && (!ok || q.requeued[k-1] < best) {
+		best, ok = q.requeued[k-1], true
+	}
+	return best, ok
+}
+
+// popFront removes the smallest ID.
+func (q *jobQueue) popFront() {
+	if k := len(q.requeued); k > 0 && (q.n == 0 || q.requeued[k-1] < q.ring[q.head]) {
+		q.requeued = q.requeued[:k-1]
+	} else if q.n > 0 {
+		q.ring[q.head] = 0
+		q.head = (q.head + 1) & (len(q.ring) - 1)
+		q.n--
+	}
+	if q.empty() {
+		// Give back a large buffer once the burst is over.
+		if cap(q.ring) > 64 {
+			q.ring, q.head = nil, 0
+		}
+		if cap(q.requeued) > 64 {
+			q.requeued = nil
+		}
+	}
+}
+
+// pushBack appends a fresh job, which must be newer than every job in the
+// ring.
+func (q *jobQueue) pushBack(id JobID) {
+	if q.n == len(q.ring) {
+		grown := make([]JobID, max(8, 2*len(q.ring)))
+		for i := 0; i < q.n; i++ {
+			grown[i] = q.ring[(q.head+i)&(len(q.ring)-1)]
+		}
+		q.ring, q.head = grown, 0
+	}
+	q.ring[(q.head+q.n)&(len(q.ring)-1)] = id
+	q.n++
+}
+
+// pushRequeued puts a requeued job back in ID order.
+func (q *jobQueue) pushRequeued(id JobID) {
+	i := len(q.requeued)
+	q.requeued = append(q.requeued, id)
+	for i > 0 && q.requeued[i-1] < id {
+		q.requeued[i] = q.requeued[i-1]
+		i--
+	}
+	q.requeued[i] = id
+}

@@ -1,0 +1,385 @@
+package sfq
+
+import "fmt"
+
+// State is a job's lifecycle state.
+type State uint8
+
+// The job states. StateNone marks an empty (never used or pruned) slot.
+const (
+	StateNone State = iota
+	Queued
+	Assigned
+	Running
+	Completed
+	Failed
+	Cancelled
+	TimedOut
+	numStates
+)
+
+var stateNames = [numStates]string{"none", "queued", "assigned", "running", "completed", "failed", "cancelled", "timed_out"}
+
+func (s State) String() string {
+	if s < numStates {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// ParseState reads a state name as String prints it.
+func ParseState(s string) (State, error) {
+	for i := Queued; i < numStates; i++ {
+		if stateNames[i] == s {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown state %q", ErrInvalid, s)
+}
+
+// Terminal reports whether s is a final state.
+func (s State) Terminal() bool { return s >= Completed && s < numStates }
+
+// Live reports whether a job in state s holds a worker slot (and counts
+// against its tenant's caps).
+func (s State) Live() bool { return s == Assigned || s == Running }
+
+// CancelReason says why a cancel is pending on a live job.
+type CancelReason uint8
+
+// The cancel reasons.
+const (
+	CancelNone CancelReason = iota
+	CancelRequested
+	CancelTimeout
+)
+
+func (c CancelReason) String() string {
+	switch c {
+	case CancelNone:
+		return "none"
+	case CancelRequested:
+		return "requested"
+	case CancelTimeout:
+		return "timeout"
+	}
+	return fmt.Sprintf("cancel(%d)", uint8(c))
+}
+
+// FinishOutcome is what a worker reports about a run.
+type FinishOutcome uint8
+
+// The outcomes of a run.
+const (
+	OutcomeOK FinishOutcome = iota + 1
+	OutcomeFailed
+	OutcomeCancelled
+)
+
+func (o FinishOutcome) String() string {
+	switch o {
+	case OutcomeOK:
+		return "ok"
+	case OutcomeFailed:
+		return "failed"
+	case OutcomeCancelled:
+		return "cancelled"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// ParseOutcome reads an outcome name.
+func ParseOutcome(s string) (FinishOutcome, error) {
+	for o := OutcomeOK; o <= OutcomeCancelled; o++ {
+		if o.String() == s {
+			return o, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown outcome %q (want ok, failed or cancelled)", ErrInvalid, s)
+}
+
+// Life is the mutable lifecycle part of a job: everything Apply reads and
+// writes. Attempt counts dispatches and is the fencing token; Failures counts
+// lost or failed runs and is compared with MaxAttempts.
+type Life struct {
+	State       State
+	Cancel      CancelReason
+	Attempt     uint32
+	Failures    uint32
+	MaxAttempts uint32
+	// Settled has bit i set when the CPU of attempt Attempt-i has been
+	// accounted for: its Finished was accepted, or billed as a zombie. It
+	// makes a repeated Finished a no-op and bills a zombie once.
+	Settled uint64
+	// Worker holds the worker of the current attempt while the job is live.
+	Worker       string
+	AckDeadline  Time // Assigned: Started must arrive by then
+	LeaseExpires Time // Running: moved by every heartbeat
+	TimeoutAt    Time // Running: Started + job timeout; 0 = no timeout
+}
+
+// EventKind names a lifecycle event.
+type EventKind uint8
+
+// The lifecycle events.
+const (
+	EvDispatch EventKind = iota + 1
+	EvStart
+	EvHeartbeat
+	EvFinish
+	EvCancel
+	EvExpireAck
+	EvExpireLease
+	EvExpireTimeout
+	EvGrant
+	numEventKinds
+)
+
+var eventNames = [numEventKinds]string{"", "dispatch", "start", "heartbeat", "finish", "cancel", "expire-ack", "expire-lease", "expire-timeout", "grant"}
+
+func (k EventKind) String() string {
+	if k > 0 && k < numEventKinds {
+		return eventNames[k]
+	}
+	return fmt.Sprintf("event(%d)", uint8(k))
+}
+
+// Event is one input to the lifecycle. Which fields matter depends on Kind:
+// Dispatch uses Worker, Now, AckMs; Start and Heartbeat use Attempt, Worker,
+// Now, LeaseMs (Start also TimeoutMs); Finish uses Attempt, Worker, Outcome;
+// the expiries use Attempt and Now; Grant uses Now and LeaseMs.
+type Event struct {
+	Kind      EventKind
+	Attempt   uint32
+	Worker    string
+	Now       Time
+	Outcome   FinishOutcome
+	AckMs     int64
+	LeaseMs   int64
+	TimeoutMs int64
+}
+
+// Outcome says what Apply did with an event. Only Changed and Zombie carry
+// a new Life; every side effect keys off them.
+type Outcome uint8
+
+// The outcomes of Apply.
+const (
+	// Changed: the event was accepted and the Life changed.
+	Changed Outcome = iota + 1
+	// Duplicate: the event repeats one already applied; acknowledge it,
+	// change nothing.
+	Duplicate
+	// Stale: the event is fenced off (another attempt or worker, or the
+	// attempt is over); refuse it, change nothing.
+	Stale
+	// Zombie: the first Finished of a stale attempt. Bill its CPU; only the
+	// Settled mask changes.
+	Zombie
+	// NotDue: an expiry whose deadline has not passed.
+	NotDue
+	// Invalid: the event makes no sense in this state.
+	Invalid
+)
+
+var outcomeNames = [...]string{"", "changed", "duplicate", "stale", "zombie", "not-due", "invalid"}
+
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) && o > 0 {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// Apply is the job lifecycle: one pure function from a Life and an Event to
+// the next Life and what happened. It never panics and has no side effects.
+func Apply(l Life, e Event) (Life, Outcome) {
+	match := e.Attempt == l.Attempt && e.Worker == l.Worker
+	switch e.Kind {
+	case EvDispatch:
+		if l.State != Queued {
+			return l, Invalid
+		}
+		l.State = Assigned
+		l.Attempt++
+		l.Settled <<= 1
+		l.Worker = e.Worker
+		l.AckDeadline = e.Now + Time(e.AckMs)
+		l.LeaseExpires, l.TimeoutAt = 0, 0
+		return l, Changed
+
+	case EvStart:
+		switch {
+		case l.State == Assigned && match:
+			return start(l, e), Changed
+		case l.State == Running && match:
+			return l, Duplicate
+		}
+		return l, Stale
+
+	case EvHeartbeat:
+		switch {
+		case l.State == Assigned && match:
+			// A heartbeat proves the run started even if its Started was
+			// lost in a leader change; treating it as one keeps the ack
+			// deadline from requeueing a job that is running.
+			return start(l, e), Changed
+		case l.State == Running && match:
+			next := e.Now + Time(e.LeaseMs)
+			if next <= l.LeaseExpires {
+				return l, Duplicate
+			}
+			l.LeaseExpires = next
+			return l, Changed
+		}
+		return l, Stale
+
+	case EvFinish:
+		if l.State.Live() && match {
+			l.Settled |= 1
+			return finish(l, e.Outcome), Changed
+		}
+		if e.Attempt == 0 || e.Attempt > l.Attempt || (l.State.Live() && e.Attempt == l.Attempt) {
+			// Unknown attempt, or the live attempt claimed by another worker.
+			return l, Stale
+		}
+		back := l.Attempt - e.Attempt
+		if back >= 64 {
+			return l, Stale // too old to remember: neither billed nor applied
+		}
+		if l.Settled&(1<<back) != 0 {
+			return l, Duplicate
+		}
+		l.Settled |= 1 << back
+		return l, Zombie
+
+	case EvCancel:
+		switch {
+		case l.State == Queued:
+			l.State = Cancelled
+			l.Cancel = CancelRequested
+			return l, Changed
+		case l.State.Live() && l.Cancel == CancelNone:
+			l.Cancel = CancelRequested
+			return l, Changed
+		case l.State.Live() || l.State == Cancelled:
+			return l, Duplicate
+		}
+		return l, Invalid
+
+	case EvExpireAck:
+		if l.State != Assigned || e.Attempt != l.Attempt {
+			return l, Stale
+		}
+		if e.Now < l.AckDeadline {
+			return l, NotDue
+		}
+		if l.Cancel != CancelNone {
+			return endCancelled(l), Changed
+		}
+		// The worker never acknowledged: back to the queue, not a failure.
+		return requeue(l), Changed
+
+	case EvExpireLease:
+		if l.State != Running || e.Attempt != l.Attempt {
+			return l, Stale
+		}
+		if e.Now < l.LeaseExpires {
+			return l, NotDue
+		}
+		if l.Cancel != CancelNone {
+			return endCancelled(l), Changed
+		}
+		return fail(l), Changed
+
+	case EvExpireTimeout:
+		if !l.State.Live() || e.Attempt != l.Attempt || l.TimeoutAt == 0 {
+			return l, Stale
+		}
+		if e.Now < l.TimeoutAt {
+			return l, NotDue
+		}
+		if l.Cancel != CancelNone {
+			return l, Duplicate
+		}
+		l.Cancel = CancelTimeout
+		return l, Changed
+
+	case EvGrant:
+		if !l.State.Live() {
+			return l, Invalid
+		}
+		floor := e.Now + Time(e.LeaseMs)
+		moved := false
+		raise := func(d *Time) {
+			if *d != 0 && *d < floor {
+				*d = floor
+				moved = true
+			}
+		}
+		raise(&l.AckDeadline)
+		raise(&l.LeaseExpires)
+		raise(&l.TimeoutAt)
+		if !moved {
+			return l, Duplicate
+		}
+		return l, Changed
+	}
+	return l, Invalid
+}
+
+func start(l Life, e Event) Life {
+	l.State = Running
+	l.AckDeadline = 0
+	l.LeaseExpires = e.Now + Time(e.LeaseMs)
+	if e.TimeoutMs > 0 {
+		l.TimeoutAt = e.Now + Time(e.TimeoutMs)
+	}
+	return l
+}
+
+// finish applies an accepted Finished of the current attempt. The worker's
+// own success beats a pending cancel; a failure or a cancel confirmation
+// with a cancel pending ends the job by the cancel's reason; a failure (or
+// an unrequested "cancelled") counts against MaxAttempts.
+func finish(l Life, o FinishOutcome) Life {
+	switch {
+	case o == OutcomeOK:
+		return end(l, Completed)
+	case l.Cancel != CancelNone:
+		return endCancelled(l)
+	default:
+		return fail(l)
+	}
+}
+
+// fail counts a lost or failed run and requeues the job if it has attempts
+// left.
+func fail(l Life) Life {
+	l.Failures++
+	if l.Failures < l.MaxAttempts {
+		return requeue(l)
+	}
+	return end(l, Failed)
+}
+
+func requeue(l Life) Life {
+	l.State = Queued
+	l.Worker = ""
+	l.AckDeadline, l.LeaseExpires, l.TimeoutAt = 0, 0, 0
+	return l
+}
+
+func endCancelled(l Life) Life {
+	if l.Cancel == CancelTimeout {
+		return end(l, TimedOut)
+	}
+	return end(l, Cancelled)
+}
+
+func end(l Life, s State) Life {
+	l.State = s
+	l.Worker = ""
+	l.AckDeadline, l.LeaseExpires, l.TimeoutAt = 0, 0, 0
+	return l
+}

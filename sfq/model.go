@@ -1,0 +1,196 @@
+package sfq
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Caps are a tenant's hard limits. Zero means "no cap" for every field.
+type Caps struct {
+	// MaxRunning caps the tenant's Assigned+Running jobs across all sizes.
+	MaxRunning uint32
+	// MaxRunningSize caps Assigned+Running jobs per job size (counted by
+	// the job's size, whatever the worker's).
+	MaxRunningSize [NumSizes]uint32
+	// MaxInflightCPUMs caps the sum of est_cost of Assigned+Running jobs. A
+	// job is eligible when inflight + est_cost <= cap, or when nothing is in
+	// flight (an oversized job still runs alone).
+	MaxInflightCPUMs int64
+	// MaxQueued is the quota of queued jobs. The core does not enforce it:
+	// the API refuses a submit beyond it before it reaches the log.
+	MaxQueued uint32
+}
+
+// TenantSpec is what an operator sets on a tenant.
+type TenantSpec struct {
+	Name       string
+	Tier       Tier
+	Multiplier uint32 // >= 1; 0 is read as 1
+	Caps       Caps
+}
+
+// MaxNameLen bounds tenant names, idempotency keys and job types.
+const MaxNameLen = 256
+
+// ValidateName checks a tenant name: 1..256 bytes of printable UTF-8
+// without spaces.
+func ValidateName(field, s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: %s is empty", ErrInvalid, field)
+	}
+	if len(s) > MaxNameLen {
+		return fmt.Errorf("%w: %s is %d bytes (max %d)", ErrInvalid, field, len(s), MaxNameLen)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, field)
+	}
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f {
+			return fmt.Errorf("%w: %s %q contains a space or control character", ErrInvalid, field, s)
+		}
+	}
+	return nil
+}
+
+// Validate checks a spec and names the offending field.
+func (ts TenantSpec) Validate() error {
+	if err := ValidateName("tenant name", ts.Name); err != nil {
+		return err
+	}
+	if ts.Tier >= NumTiers {
+		return fmt.Errorf("%w: tier %d", ErrInvalid, ts.Tier)
+	}
+	if ts.Multiplier > MaxMultiplier {
+		return fmt.Errorf("%w: multiplier %d (want 1..%d)", ErrInvalid, ts.Multiplier, MaxMultiplier)
+	}
+	if ts.Caps.MaxInflightCPUMs < 0 || ts.Caps.MaxInflightCPUMs > MaxEstCostMs*1000 {
+		return fmt.Errorf("%w: inflight_cpu cap %d ms out of range", ErrInvalid, ts.Caps.MaxInflightCPUMs)
+	}
+	return nil
+}
+
+// Billing holds a tenant's cumulative counters. They are not derivable from
+// the job table (terminal jobs are pruned) and only ever grow.
+type Billing struct {
+	CPUMs       int64  // CPU of accepted Finished reports and zombies
+	ZombieCPUMs int64  // the part of CPUMs from stale attempts
+	Submitted   uint64 // jobs submitted
+	Dispatches  uint64 // dispatches (attempts)
+	Completed   uint64
+	Failed      uint64 // jobs that ended failed
+	Cancelled   uint64
+	TimedOut    uint64
+	Failures    uint64 // failed runs and lost leases
+	Requeues    uint64 // requeues for any reason
+}
+
+// Tenant is a tenant's record: configuration, scheduling state, counters.
+type Tenant struct {
+	TenantSpec
+	// Deleted marks a tombstone: the name stays reserved for the terminal
+	// jobs that still refer to it; upserting the name revives it.
+	Deleted bool
+	// FinishTag is the tenant's next start tag (before clamping).
+	FinishTag VirtualTime
+	// Usage is decayed CPU usage in ms as of UsageAt (decay only).
+	Usage   int64
+	UsageAt Time
+	// Running, RunningBySize, InflightCPUMs and Queued are derived from the
+	// job table and checked by Verify.
+	Running       uint32
+	RunningBySize [NumSizes]uint32
+	InflightCPUMs int64
+	Queued        [NumSizes]uint32
+	Billing       Billing
+}
+
+// QueuedTotal is the tenant's queued jobs over all sizes.
+func (t *Tenant) QueuedTotal() uint32 { return t.Queued[SM] + t.Queued[MD] + t.Queued[LG] }
+
+// Result is what a finished run reported.
+type Result struct {
+	ExitCode   int32
+	StderrTail string
+}
+
+// Job is a job's record. ID doubles as enqueue_seq.
+type Job struct {
+	ID     JobID
+	Tenant uint32 // tenant index
+	Size   Size
+	Life
+	EstCostMs   int64
+	TimeoutMs   int64 // job timeout measured from Started; 0 = none
+	StartTag    VirtualTime
+	Weight      Weight // weight at dispatch, the divisor of the cost correction
+	CPUMs       int64  // last heartbeat's CPU, then the final CPU
+	SubmittedAt Time
+	EndedAt     Time
+	Key         string // idempotency key, "" = none
+	Type        string
+	Payload     string
+	Result      *Result // set by the accepted Finished; immutable once set
+}
+
+// MaxStderrTail bounds the stderr tail kept on a job.
+const MaxStderrTail = 4096
+
+// Submission is a new job as the core takes it.
+type Submission struct {
+	Tenant      string
+	Key         string
+	Type        string
+	Size        Size
+	EstCostMs   int64
+	Payload     string
+	MaxAttempts uint32 // 0 = the configured default
+	TimeoutMs   int64  // 0 = none
+}
+
+// Validate checks a submission's own fields (not whether the tenant
+// exists) and names the offending field.
+func (s *Submission) Validate() error {
+	if s.Key != "" && len(s.Key) > MaxNameLen {
+		return fmt.Errorf("%w: idempotency_key is %d bytes (max %d)", ErrInvalid, len(s.Key), MaxNameLen)
+	}
+	if len(s.Type) > MaxNameLen {
+		return fmt.Errorf("%w: job_type is %d bytes (max %d)", ErrInvalid, len(s.Type), MaxNameLen)
+	}
+	if s.Size >= NumSizes {
+		return fmt.Errorf("%w: size %d", ErrInvalid, s.Size)
+	}
+	if s.EstCostMs <= 0 || s.EstCostMs > MaxEstCostMs {
+		return fmt.Errorf("%w: est_cost_ms %d (want 1..%d)", ErrInvalid, s.EstCostMs, int64(MaxEstCostMs))
+	}
+	if s.MaxAttempts > MaxMaxAttempts {
+		return fmt.Errorf("%w: max_attempts %d (max %d)", ErrInvalid, s.MaxAttempts, MaxMaxAttempts)
+	}
+	if s.TimeoutMs < 0 || s.TimeoutMs > MaxTimeoutMs {
+		return fmt.Errorf("%w: timeout %d ms out of range", ErrInvalid, s.TimeoutMs)
+	}
+	return nil
+}
+
+// Assignment is the result of a successful dispatch.
+type Assignment struct {
+	Job     JobID
+	Tenant  uint32
+	Size    Size
+	Attempt uint32
+	Start   VirtualTime
+	Weight  Weight
+}
+
+// Change reports what an event did to one job.
+type Change struct {
+	Job     JobID
+	Tenant  uint32
+	Attempt uint32
+	Outcome Outcome
+	From    State
+	To      State
+	// CancelSet is true when the event set a pending cancel (its reason is
+	// in Cancel).
+	CancelSet bool
+	Cancel    CancelReason
+}

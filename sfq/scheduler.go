@@ -1,0 +1,799 @@
+package sfq
+
+import (
+	"fmt"
+)
+
+// Scheduler is the scheduling core. It is not safe for concurrent use,
+// except that a View returned by Freeze may be read by other goroutines
+// while the Scheduler keeps changing.
+type Scheduler struct {
+	cfg     Config
+	vnow    VirtualTime
+	nextJob JobID
+	jobs    cowTable[Job]
+	tenants cowTable[Tenant]
+
+	// Everything below is derived from the tables and rebuilt on restore.
+	byName map[string]uint32
+	rt     []tenantRT
+	// heapA[s] orders tenants whose oldest queued job of size s is
+	// eligible, by (finish tag, tier, seq). Under the dispatch clamp,
+	// heapB[s] holds those whose finish tag is <= virtual_now: they all
+	// start at virtual_now and are ordered by (tier, seq).
+	heapA  [NumSizes]tenantHeap
+	heapB  [NumSizes]tenantHeap
+	maxTag tenantHeap // every live tenant by finish tag, highest first
+	queued uint64     // queued jobs of all tenants
+	reap   deadlineHeap
+	ended  endedQueue
+}
+
+type tenantRT struct {
+	queues   [NumSizes]jobQueue
+	eligible bool
+}
+
+// New returns an empty scheduler.
+func New(cfg Config) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Scheduler{cfg: cfg, nextJob: 1, byName: make(map[string]uint32)}
+	s.initHeaps()
+	return s, nil
+}
+
+func (s *Scheduler) initHeaps() {
+	for i := range s.heapA {
+		s.heapA[i].order = byTag
+		s.heapB[i].order = byTierSeq
+	}
+	s.maxTag.order = byTagDesc
+}
+
+// Config returns the configuration in force.
+func (s *Scheduler) Config() Config { return s.cfg }
+
+// VirtualNow returns virtual_now.
+func (s *Scheduler) VirtualNow() VirtualTime { return s.vnow }
+
+// NextJobID returns the ID the next submit will get.
+func (s *Scheduler) NextJobID() JobID { return s.nextJob }
+
+// QueuedTotal returns the number of queued jobs of all tenants.
+func (s *Scheduler) QueuedTotal() uint64 { return s.queued }
+
+// SetConfig replaces the configuration. Changing the clamp mode raises
+// every finish tag to at least virtual_now and rebuilds the order.
+func (s *Scheduler) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	old := s.cfg
+	s.cfg = cfg
+	if old.Clamp != cfg.Clamp {
+		for i := range s.rt {
+			ti := uint32(i)
+			if t := s.tenants.get(uint64(ti)); t != nil && t.FinishTag < s.vnow {
+				s.tenants.mut(uint64(ti)).FinishTag = s.vnow
+			}
+		}
+		s.rebuildOrder()
+	}
+	return nil
+}
+
+// rebuildOrder recomputes every heap from the tenants and their queues.
+func (s *Scheduler) rebuildOrder() {
+	for i := range s.heapA {
+		s.heapA[i] = tenantHeap{order: byTag}
+		s.heapB[i] = tenantHeap{order: byTierSeq}
+	}
+	s.maxTag = tenantHeap{order: byTagDesc}
+	for i := range s.rt {
+		ti := uint32(i)
+		t := s.tenants.get(uint64(ti))
+		if t == nil || t.Deleted {
+			continue
+		}
+		s.rt[ti].eligible = false
+		s.place(ti, false)
+	}
+}
+
+// TenantIndex returns the index of a live tenant.
+func (s *Scheduler) TenantIndex(name string) (uint32, bool) {
+	i, ok := s.byName[name]
+	if !ok {
+		return 0, false
+	}
+	if t := s.tenants.get(uint64(i)); t == nil || t.Deleted {
+		return 0, false
+	}
+	return i, true
+}
+
+// Tenant returns a copy of a live tenant's record.
+func (s *Scheduler) Tenant(name string) (Tenant, bool) {
+	i, ok := s.TenantIndex(name)
+	if !ok {
+		return Tenant{}, false
+	}
+	return *s.tenants.get(uint64(i)), true
+}
+
+// TenantAt returns a copy of the tenant at index i (tombstones included).
+func (s *Scheduler) TenantAt(i uint32) (Tenant, bool) {
+	t := s.tenants.get(uint64(i))
+	if t == nil {
+		return Tenant{}, false
+	}
+	return *t, true
+}
+
+// TenantName returns the name of the tenant at index i.
+func (s *Scheduler) TenantName(i uint32) string {
+	if t := s.tenants.get(uint64(i)); t != nil {
+		return t.Name
+	}
+	return ""
+}
+
+// TenantCount returns the number of tenant slots, tombstones included.
+func (s *Scheduler) TenantCount() int { return s.tenants.len() }
+
+// Tenants calls fn for every live tenant in index order.
+func (s *Scheduler) Tenants(fn func(i uint32, t *Tenant) bool) {
+	s.tenants.view().each(func(i uint64, t *Tenant) bool {
+		if t.Deleted {
+			return true
+		}
+		return fn(uint32(i), t)
+	})
+}
+
+// Job returns a copy of a job's record.
+func (s *Scheduler) Job(id JobID) (Job, bool) {
+	j := s.jobs.get(uint64(id))
+	if j == nil {
+		return Job{}, false
+	}
+	return *j, true
+}
+
+// JobCount returns the number of jobs in the table.
+func (s *Scheduler) JobCount() int { return s.jobs.len() }
+
+// Jobs calls fn for every job with ID >= from in ID order until fn returns
+// false. The pointer must not be retained or written.
+func (s *Scheduler) Jobs(from JobID, fn func(j *Job) bool) {
+	v := s.jobs.view()
+	for c := uint64(from) >> chunkBits; c < uint64(len(v.dir)); c++ {
+		ch := v.dir[c]
+		if ch == nil {
+			continue
+		}
+		for o := 0; o < chunkSize; o++ {
+			id := c<<chunkBits | uint64(o)
+			if id < uint64(from) || ch.present[o/64]&(1<<(o%64)) == 0 {
+				continue
+			}
+			if !fn(&ch.items[o]) {
+				return
+			}
+		}
+	}
+}
+
+// Weight returns the weight tenant t would be dispatched with at now,
+// without storing the decayed usage.
+func (s *Scheduler) Weight(t *Tenant, now Time) Weight {
+	return s.weight(t, s.decayedUsage(t, now))
+}
+
+// DecayedUsage returns the tenant's usage decayed to now, without storing
+// it.
+func (s *Scheduler) DecayedUsage(t *Tenant, now Time) int64 { return s.decayedUsage(t, now) }
+
+func (s *Scheduler) decayedUsage(t *Tenant, now Time) int64 {
+	if s.cfg.Decay == nil {
+		return t.Usage
+	}
+	return decayUsage(t.Usage, int64(now-t.UsageAt), s.cfg.Decay.HalfLifeMs)
+}
+
+func (s *Scheduler) weight(t *Tenant, usage int64) Weight {
+	factor := WeightOne
+	if s.cfg.Decay != nil {
+		factor = decayFactor(usage, s.cfg.Decay.NormMs)
+	}
+	mult := max(t.Multiplier, 1)
+	return Weight(int64(s.cfg.TierWeights[t.Tier]) * int64(mult) * int64(factor))
+}
+
+// UpsertTenant creates a tenant or updates one. An update keeps the
+// tenant's tags, usage and counters; a cap change takes effect at the next
+// dispatch and preempts nothing. Upserting a deleted tenant's name revives
+// it as a new tenant.
+func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
+	if err := spec.Validate(); err != nil {
+		return false, err
+	}
+	if spec.Multiplier == 0 {
+		spec.Multiplier = 1
+	}
+	if i, ok := s.byName[spec.Name]; ok {
+		t := s.tenants.mut(uint64(i))
+		if t.Deleted {
+			*t = Tenant{TenantSpec: spec}
+			created = true
+		} else {
+			t.TenantSpec = spec
+		}
+		s.place(i, true)
+		return created, nil
+	}
+	i := uint32(s.tenants.len())
+	s.tenants.put(uint64(i), Tenant{TenantSpec: spec})
+	s.byName[spec.Name] = i
+	s.rt = append(s.rt, tenantRT{})
+	s.place(i, true)
+	return true, nil
+}
+
+// DeleteTenant deletes a tenant without queued or running jobs. Its record
+// stays as a tombstone so that its terminal jobs keep their tenant name.
+func (s *Scheduler) DeleteTenant(name string) error {
+	i, ok := s.TenantIndex(name)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTenant, name)
+	}
+	t := s.tenants.get(uint64(i))
+	if t.Running > 0 || t.QueuedTotal() > 0 {
+		return fmt.Errorf("%w: %q has %d queued and %d running", ErrTenantBusy, name, t.QueuedTotal(), t.Running)
+	}
+	s.tenants.mut(uint64(i)).Deleted = true
+	for sz := range s.heapA {
+		s.heapA[sz].remove(i)
+		s.heapB[sz].remove(i)
+	}
+	s.maxTag.remove(i)
+	s.rt[i] = tenantRT{}
+	return nil
+}
+
+// Submit queues a new job and returns its ID. The core does not dedupe
+// idempotency keys; the state machine above it does.
+func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
+	if err := sub.Validate(); err != nil {
+		return 0, err
+	}
+	ti, ok := s.TenantIndex(sub.Tenant)
+	if !ok {
+		return 0, fmt.Errorf("%w: %q", ErrUnknownTenant, sub.Tenant)
+	}
+	if s.queued == 0 {
+		// Idle rule: with nothing queued anywhere, virtual_now first
+		// advances to the highest finish tag, so no tenant banks credit.
+		if top := s.maxTag.top(); top != nil && top.tag > s.vnow {
+			s.vnow = top.tag
+		}
+	}
+	maxAttempts := sub.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = s.cfg.DefaultMaxAttempts
+	}
+	id := s.nextJob
+	s.nextJob++
+	s.jobs.put(uint64(id), Job{
+		ID:          id,
+		Tenant:      ti,
+		Size:        sub.Size,
+		Life:        Life{State: Queued, MaxAttempts: maxAttempts},
+		EstCostMs:   sub.EstCostMs,
+		TimeoutMs:   sub.TimeoutMs,
+		SubmittedAt: now,
+		Key:         sub.Key,
+		Type:        sub.Type,
+		Payload:     sub.Payload,
+	})
+	t := s.tenants.mut(uint64(ti))
+	t.Queued[sub.Size]++
+	t.Billing.Submitted++
+	s.queued++
+	s.rt[ti].queues[sub.Size].pushBack(id)
+	s.place(ti, true)
+	return id, nil
+}
+
+// candidate is a tenant's oldest eligible job of one size, with the start
+// tag it would get.
+type candidate struct {
+	tag    VirtualTime
+	seq    JobID
+	tenant uint32
+	tier   Tier
+	size   Size
+	ok     bool
+}
+
+// before orders candidates: lower start tag, then higher tier, then larger
+// size, then lower enqueue_seq.
+func before(a, b *candidate) bool {
+	if a.tag != b.tag {
+		return a.tag < b.tag
+	}
+	if a.tier != b.tier {
+		return a.tier > b.tier
+	}
+	if a.size != b.size {
+		return a.size > b.size
+	}
+	return a.seq < b.seq
+}
+
+// best returns the best candidate of one size.
+func (s *Scheduler) best(sz Size) candidate {
+	a, b := &s.heapA[sz], &s.heapB[sz]
+	if s.cfg.Clamp == ClampDispatch {
+		// Tenants whose tag virtual_now has passed all start at
+		// virtual_now; move them to the tie heap.
+		for a.len() > 0 && a.top().tag <= s.vnow {
+			e := a.pop()
+			b.set(e)
+		}
+		if e := b.top(); e != nil {
+			return candidate{tag: s.vnow, seq: e.seq, tenant: e.tenant, tier: e.tier, size: sz, ok: true}
+		}
+	}
+	if e := a.top(); e != nil {
+		return candidate{tag: e.tag, seq: e.seq, tenant: e.tenant, tier: e.tier, size: sz, ok: true}
+	}
+	return candidate{}
+}
+
+// pick chooses the job a worker of size ws gets: the best same-size
+// candidate, or the best smaller one when there is none or the policy
+// prefers stealing it.
+func (s *Scheduler) pick(ws Size) candidate {
+	same := s.best(ws)
+	var steal candidate
+	for sz := ws; sz > 0; {
+		sz--
+		if c := s.best(sz); c.ok && (!steal.ok || before(&c, &steal)) {
+			steal = c
+		}
+	}
+	if !same.ok || (steal.ok && s.cfg.Policy.Steal(same.tag, steal.tag)) {
+		return steal
+	}
+	return same
+}
+
+// Eligible reports whether a worker of size ws would get a job now.
+func (s *Scheduler) Eligible(ws Size) bool {
+	for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
+		if s.heapA[sz].len() > 0 || s.heapB[sz].len() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Dispatch gives a free worker of size ws the next job, or reports that
+// nothing is eligible. It allocates nothing.
+func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool, error) {
+	if ws >= NumSizes {
+		return Assignment{}, false, fmt.Errorf("%w: worker size %d", ErrInvalid, ws)
+	}
+	c := s.pick(ws)
+	if !c.ok {
+		return Assignment{}, false, nil
+	}
+	t := s.tenants.get(uint64(c.tenant))
+	j := s.jobs.get(uint64(c.seq))
+	usage := s.decayedUsage(t, now)
+	w := s.weight(t, usage)
+	step, err := tagStep(j.EstCostMs, w)
+	if err != nil {
+		return Assignment{}, false, err
+	}
+	finish, err := addVT(c.tag, step)
+	if err != nil {
+		return Assignment{}, false, err
+	}
+	life, out := Apply(j.Life, Event{Kind: EvDispatch, Worker: worker, Now: now, AckMs: s.cfg.AckTimeoutMs})
+	if out != Changed {
+		return Assignment{}, false, fmt.Errorf("%w: job %d at the head of its queue is %s", ErrRefused, j.ID, j.State)
+	}
+
+	s.rt[c.tenant].queues[c.size].popFront()
+	jm := s.jobs.mut(uint64(c.seq))
+	jm.Life = life
+	jm.StartTag = c.tag
+	jm.Weight = w
+	jm.CPUMs = 0
+	jm.Result = nil
+	tm := s.tenants.mut(uint64(c.tenant))
+	tm.FinishTag = finish
+	if s.cfg.Decay != nil {
+		tm.Usage = usage + jm.EstCostMs
+		tm.UsageAt = now
+	}
+	tm.Queued[c.size]--
+	tm.Running++
+	tm.RunningBySize[c.size]++
+	tm.InflightCPUMs += jm.EstCostMs
+	tm.Billing.Dispatches++
+	s.queued--
+	if c.tag > s.vnow {
+		s.vnow = c.tag
+	}
+	s.reap.push(deadline{at: life.AckDeadline, job: jm.ID, attempt: life.Attempt, kind: EvExpireAck})
+	s.place(c.tenant, true)
+	s.tidy(now)
+	return Assignment{Job: jm.ID, Tenant: c.tenant, Size: c.size, Attempt: life.Attempt, Start: c.tag, Weight: w}, true, nil
+}
+
+// passes reports whether job j of tenant t passes every cap.
+func passes(t *Tenant, j *Job) bool {
+	c := &t.Caps
+	if c.MaxRunning > 0 && t.Running >= c.MaxRunning {
+		return false
+	}
+	if m := c.MaxRunningSize[j.Size]; m > 0 && t.RunningBySize[j.Size] >= m {
+		return false
+	}
+	if c.MaxInflightCPUMs > 0 && t.InflightCPUMs > 0 && t.InflightCPUMs+j.EstCostMs > c.MaxInflightCPUMs {
+		return false
+	}
+	return true
+}
+
+// place re-evaluates tenant ti after a command touched it: it drops
+// cancelled or pruned jobs from the heads of its queues, decides for each
+// size whether the oldest queued job passes every cap, applies the
+// activation clamp when the tenant went from ineligible to eligible (only
+// if clamp is true), and puts the tenant in the right heaps with fresh
+// keys.
+func (s *Scheduler) place(ti uint32, clamp bool) {
+	t := s.tenants.get(uint64(ti))
+	rt := &s.rt[ti]
+	var heads [NumSizes]JobID
+	var elig [NumSizes]bool
+	any := false
+	for sz := range NumSizes {
+		q := &rt.queues[sz]
+		for {
+			id, ok := q.front()
+			if !ok {
+				break
+			}
+			if j := s.jobs.get(uint64(id)); j != nil && j.State == Queued {
+				heads[sz] = id
+				elig[sz] = passes(t, j)
+				any = any || elig[sz]
+				break
+			}
+			q.popFront()
+		}
+	}
+	if any && !rt.eligible && clamp && s.cfg.Clamp == ClampActivation && t.FinishTag < s.vnow {
+		s.tenants.mut(uint64(ti)).FinishTag = s.vnow
+		t = s.tenants.get(uint64(ti))
+	}
+	rt.eligible = any
+	for sz := range NumSizes {
+		a, b := &s.heapA[sz], &s.heapB[sz]
+		if !elig[sz] {
+			a.remove(ti)
+			b.remove(ti)
+			continue
+		}
+		e := hentry{tag: t.FinishTag, seq: heads[sz], tenant: ti, tier: t.Tier}
+		if s.cfg.Clamp == ClampDispatch && t.FinishTag <= s.vnow {
+			a.remove(ti)
+			b.set(e)
+		} else {
+			b.remove(ti)
+			a.set(e)
+		}
+	}
+	s.maxTag.set(hentry{tag: t.FinishTag, tenant: ti})
+}
+
+// Start records that a worker started an assigned job.
+func (s *Scheduler) Start(now Time, id JobID, attempt uint32, worker string) (Change, error) {
+	return s.event(now, id, Event{Kind: EvStart, Attempt: attempt, Worker: worker}, 0)
+}
+
+// Heartbeat renews a running job's lease and records its CPU so far. A
+// heartbeat for an assigned job counts as its Started.
+func (s *Scheduler) Heartbeat(now Time, id JobID, attempt uint32, worker string, cpuMs int64) (Change, error) {
+	if cpuMs < 0 {
+		return Change{}, fmt.Errorf("%w: cpu_ms %d is negative", ErrInvalid, cpuMs)
+	}
+	return s.event(now, id, Event{Kind: EvHeartbeat, Attempt: attempt, Worker: worker}, cpuMs)
+}
+
+// Cancel cancels a queued job at once, or marks a live one
+// cancel_requested (it ends when the worker confirms or its lease expires).
+func (s *Scheduler) Cancel(now Time, id JobID) (Change, error) {
+	return s.event(now, id, Event{Kind: EvCancel}, 0)
+}
+
+// Expire applies a passed deadline: kind is EvExpireAck, EvExpireLease or
+// EvExpireTimeout. The lifecycle re-checks state, attempt and deadline, so a
+// stale or early expiry changes nothing.
+func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind EventKind) (Change, error) {
+	switch kind {
+	case EvExpireAck, EvExpireLease, EvExpireTimeout:
+	default:
+		return Change{}, fmt.Errorf("%w: expire kind %s", ErrInvalid, kind)
+	}
+	return s.event(now, id, Event{Kind: kind, Attempt: attempt}, 0)
+}
+
+// event applies a lifecycle event other than Dispatch and Finish.
+func (s *Scheduler) event(now Time, id JobID, e Event, cpuMs int64) (Change, error) {
+	j := s.jobs.get(uint64(id))
+	if j == nil {
+		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	e.Now = now
+	e.LeaseMs = s.cfg.LeaseTimeoutMs
+	e.TimeoutMs = j.TimeoutMs
+	life, out := Apply(j.Life, e)
+	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
+	if out != Changed {
+		if out == Duplicate {
+			return ch, nil
+		}
+		return ch, s.refusal(j, e, out)
+	}
+	old := j.Life
+	jm := s.jobs.mut(uint64(id))
+	jm.Life = life
+	if cpuMs > jm.CPUMs {
+		jm.CPUMs = cpuMs
+	}
+	if old.Cancel == CancelNone && life.Cancel != CancelNone && life.State.Live() {
+		ch.CancelSet, ch.Cancel = true, life.Cancel
+	}
+	if old.State == Assigned && life.State == Running {
+		s.reap.push(deadline{at: life.LeaseExpires, job: id, attempt: life.Attempt, kind: EvExpireLease})
+		if life.TimeoutAt != 0 {
+			s.reap.push(deadline{at: life.TimeoutAt, job: id, attempt: life.Attempt, kind: EvExpireTimeout})
+		}
+	}
+	s.transition(jm, old, now)
+	s.tidy(now)
+	return ch, nil
+}
+
+// Finish applies a worker's report of a run. An accepted report corrects
+// the tenant's tag and usage by the actual CPU (with the weight used at
+// dispatch) and bills the CPU; a repeat is acknowledged and changes
+// nothing; the first report of a stale attempt (a zombie) bills its CPU and
+// changes nothing else.
+func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, cpuMs int64, res Result) (Change, error) {
+	if outcome < OutcomeOK || outcome > OutcomeCancelled {
+		return Change{}, fmt.Errorf("%w: outcome %d", ErrInvalid, outcome)
+	}
+	if cpuMs < 0 || cpuMs > MaxEstCostMs {
+		return Change{}, fmt.Errorf("%w: cpu_ms %d out of range", ErrInvalid, cpuMs)
+	}
+	if len(res.StderrTail) > MaxStderrTail {
+		res.StderrTail = res.StderrTail[len(res.StderrTail)-MaxStderrTail:]
+	}
+	j := s.jobs.get(uint64(id))
+	if j == nil {
+		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	e := Event{Kind: EvFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome}
+	life, out := Apply(j.Life, e)
+	ch := Change{Job: id, Tenant: j.Tenant, Attempt: attempt, Outcome: out, From: j.State, To: life.State}
+	switch out {
+	case Changed:
+	case Zombie:
+		s.jobs.mut(uint64(id)).Life = life
+		tm := s.tenants.mut(uint64(j.Tenant))
+		tm.Billing.CPUMs += cpuMs
+		tm.Billing.ZombieCPUMs += cpuMs
+		return ch, nil
+	case Duplicate:
+		return ch, nil
+	default:
+		return ch, s.refusal(j, e, out)
+	}
+
+	// Cost correction: the tag advanced by step(est) at dispatch; make it
+	// step(cpu), with the weight of that dispatch.
+	t := s.tenants.get(uint64(j.Tenant))
+	stepEst, err := tagStep(j.EstCostMs, j.Weight)
+	if err != nil {
+		return Change{}, err
+	}
+	stepCPU, err := tagStep(cpuMs, j.Weight)
+	if err != nil {
+		return Change{}, err
+	}
+	corr, err := subVT(stepCPU, stepEst)
+	if err != nil {
+		return Change{}, err
+	}
+	tag, err := addVT(t.FinishTag, corr)
+	if err != nil {
+		return Change{}, err
+	}
+
+	old := j.Life
+	jm := s.jobs.mut(uint64(id))
+	jm.Life = life
+	jm.CPUMs = cpuMs
+	jm.Result = &Result{ExitCode: res.ExitCode, StderrTail: res.StderrTail}
+	tm := s.tenants.mut(uint64(j.Tenant))
+	tm.FinishTag = tag
+	tm.Billing.CPUMs += cpuMs
+	if s.cfg.Decay != nil {
+		tm.Usage = max(0, s.decayedUsage(tm, now)+cpuMs-jm.EstCostMs)
+		tm.UsageAt = now
+	}
+	s.transition(jm, old, now)
+	s.tidy(now)
+	return ch, nil
+}
+
+// transition updates counters and queues after job j changed from old to
+// j.Life, then re-places its tenant.
+func (s *Scheduler) transition(j *Job, old Life, now Time) {
+	if (old.State == j.State && old.Failures == j.Failures) || (old.State.Live() && j.State.Live()) {
+		return // a start, a lease move or a cancel request: no counter moves
+	}
+	tm := s.tenants.mut(uint64(j.Tenant))
+	if old.State.Live() && !j.State.Live() {
+		tm.Running--
+		tm.RunningBySize[j.Size]--
+		tm.InflightCPUMs -= j.EstCostMs
+	}
+	if old.State == Queued && j.State != Queued {
+		tm.Queued[j.Size]--
+		s.queued--
+	}
+	tm.Billing.Failures += uint64(j.Failures - old.Failures)
+	switch j.State {
+	case Queued:
+		if old.State != Queued {
+			tm.Queued[j.Size]++
+			tm.Billing.Requeues++
+			s.queued++
+			s.rt[j.Tenant].queues[j.Size].pushRequeued(j.ID)
+		}
+	case Completed:
+		tm.Billing.Completed++
+	case Failed:
+		tm.Billing.Failed++
+	case Cancelled:
+		tm.Billing.Cancelled++
+	case TimedOut:
+		tm.Billing.TimedOut++
+	}
+	if j.State.Terminal() && !old.State.Terminal() {
+		j.EndedAt = now
+		s.ended.push(j.ID)
+	}
+	s.place(j.Tenant, true)
+}
+
+func (s *Scheduler) refusal(j *Job, e Event, out Outcome) error {
+	what := fmt.Sprintf("%s of job %d", e.Kind, j.ID)
+	if e.Attempt != 0 || e.Worker != "" {
+		what += fmt.Sprintf(" (attempt %d, worker %q)", e.Attempt, e.Worker)
+	}
+	state := fmt.Sprintf("job is %s at attempt %d", j.State, j.Attempt)
+	if j.State.Live() {
+		state += fmt.Sprintf(" on worker %q", j.Worker)
+	}
+	switch out {
+	case Stale:
+		return fmt.Errorf("%w: %s is stale: %s", ErrRefused, what, state)
+	case NotDue:
+		return fmt.Errorf("%w: %s is not due yet", ErrRefused, what)
+	}
+	return fmt.Errorf("%w: %s does not apply: %s", ErrRefused, what, state)
+}
+
+// GrantLeases gives every live job's lease, ack deadline and timeout at
+// least LeaseTimeoutMs from now; the new leader calls it before its reaper
+// may expire anything. It returns the number of jobs whose deadlines moved.
+func (s *Scheduler) GrantLeases(now Time) int {
+	moved := 0
+	e := Event{Kind: EvGrant, Now: now, LeaseMs: s.cfg.LeaseTimeoutMs}
+	for _, d := range s.reap.items {
+		j := s.jobs.get(uint64(d.job))
+		if j == nil || j.Attempt != d.attempt {
+			continue
+		}
+		if life, out := Apply(j.Life, e); out == Changed {
+			s.jobs.mut(uint64(d.job)).Life = life
+			moved++
+		}
+	}
+	return moved
+}
+
+// Due calls fn for every deadline that has passed at now: the expiries a
+// reaper should propose. It changes nothing.
+func (s *Scheduler) Due(now Time, fn func(id JobID, attempt uint32, kind EventKind) bool) {
+	s.reap.walk(now, func(d *deadline) bool {
+		at, ok := s.deadlineOf(d)
+		if ok && at <= now {
+			return fn(d.job, d.attempt, d.kind)
+		}
+		return true
+	})
+}
+
+// deadlineOf returns the current deadline of the kind d names, if the job
+// is still in the state and attempt that deadline belongs to.
+func (s *Scheduler) deadlineOf(d *deadline) (Time, bool) {
+	j := s.jobs.get(uint64(d.job))
+	if j == nil || j.Attempt != d.attempt {
+		return 0, false
+	}
+	switch d.kind {
+	case EvExpireAck:
+		return j.AckDeadline, j.State == Assigned
+	case EvExpireLease:
+		return j.LeaseExpires, j.State == Running
+	case EvExpireTimeout:
+		return j.TimeoutAt, j.State.Live() && j.TimeoutAt != 0 && j.Cancel == CancelNone
+	}
+	return 0, false
+}
+
+// tidy drops deadlines that no longer apply from the top of the reaper
+// heap and moves those that were extended.
+func (s *Scheduler) tidy(now Time) {
+	for {
+		d := s.reap.top()
+		if d == nil || d.at > now {
+			return
+		}
+		at, ok := s.deadlineOf(d)
+		switch {
+		case !ok:
+			s.reap.pop()
+		case at > d.at:
+			moved := *d
+			moved.at = at
+			s.reap.pop()
+			s.reap.push(moved)
+		default:
+			return // due: the reaper will expire it
+		}
+	}
+}
+
+// Prune removes up to limit terminal jobs that ended before cutoff, oldest
+// first, and returns how many it removed.
+func (s *Scheduler) Prune(cutoff Time, limit int) int {
+	n := 0
+	for n < limit {
+		id, ok := s.ended.front()
+		if !ok {
+			break
+		}
+		j := s.jobs.get(uint64(id))
+		if j != nil && j.EndedAt >= cutoff {
+			break
+		}
+		s.ended.pop()
+		if j != nil {
+			s.jobs.del(uint64(id))
+			n++
+		}
+	}
+	return n
+}

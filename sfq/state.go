@@ -1,0 +1,434 @@
+package sfq
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// stateVersion is the version of the canonical state encoding.
+const stateVersion = 1
+
+// View is an immutable picture of the scheduler's persistent state: its
+// configuration, scalars, and tenant and job tables. A View returned by
+// Freeze may be read from any goroutine while the scheduler goes on.
+type View struct {
+	cfg     Config
+	vnow    VirtualTime
+	nextJob JobID
+	tenants tableView[Tenant]
+	jobs    tableView[Job]
+}
+
+// Freeze returns an immutable View of the current state in O(chunks) time.
+// Writes after it copy the chunks they touch, so the View never changes.
+func (s *Scheduler) Freeze() *View {
+	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.freeze(), jobs: s.jobs.freeze()}
+}
+
+// view returns a View valid only until the next write, for reading on the
+// scheduler's own goroutine.
+func (s *Scheduler) view() *View {
+	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.view(), jobs: s.jobs.view()}
+}
+
+// JobCount returns the number of jobs in the view.
+func (v *View) JobCount() int { return v.jobs.len() }
+
+// TenantCount returns the number of tenant slots in the view.
+func (v *View) TenantCount() int { return v.tenants.len() }
+
+// Encode writes the view's canonical encoding. Equal states encode to equal
+// bytes on every machine.
+func (v *View) Encode(e *Encoder) {
+	e.Uvarint(stateVersion)
+	encodeConfig(e, &v.cfg)
+	e.Varint(int64(v.vnow))
+	e.Uvarint(uint64(v.nextJob))
+	e.Uvarint(uint64(v.tenants.len()))
+	v.tenants.each(func(_ uint64, t *Tenant) bool {
+		encodeTenant(e, t)
+		return true
+	})
+	e.Uvarint(uint64(v.jobs.len()))
+	v.jobs.each(func(_ uint64, j *Job) bool {
+		encodeJob(e, j)
+		return true
+	})
+}
+
+// Hash returns the SHA-256 of the canonical encoding of the state.
+func (s *Scheduler) Hash() [32]byte {
+	h := sha256.New()
+	e := NewEncoder(h)
+	s.view().Encode(e)
+	_ = e.Flush() // a hash never fails to write
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// EncodeConfig writes a configuration's canonical encoding.
+func EncodeConfig(e *Encoder, c *Config) { encodeConfig(e, c) }
+
+// DecodeConfig reads what EncodeConfig wrote.
+func DecodeConfig(d *Decoder) Config { return decodeConfig(d) }
+
+func encodeConfig(e *Encoder, c *Config) {
+	for _, w := range c.TierWeights {
+		e.Uvarint(uint64(w))
+	}
+	switch p := c.Policy.(type) {
+	case Reserve:
+		e.Byte(1)
+		e.Varint(int64(p.Margin))
+	default:
+		e.Byte(0)
+	}
+	e.Byte(byte(c.Clamp))
+	if c.Decay != nil {
+		e.Byte(1)
+		e.Varint(c.Decay.HalfLifeMs)
+		e.Varint(c.Decay.NormMs)
+	} else {
+		e.Byte(0)
+	}
+	e.Varint(c.AckTimeoutMs)
+	e.Varint(c.LeaseTimeoutMs)
+	e.Uvarint(uint64(c.DefaultMaxAttempts))
+}
+
+func decodeConfig(d *Decoder) Config {
+	var c Config
+	for i := range c.TierWeights {
+		c.TierWeights[i] = d.Uint32()
+	}
+	switch d.Enum("policy", 2) {
+	case 0:
+		c.Policy = PreferFit{}
+	case 1:
+		c.Policy = Reserve{Margin: VirtualTime(d.Varint())}
+	}
+	c.Clamp = ClampMode(d.Enum("clamp", 2))
+	if d.Bool() {
+		c.Decay = &Decay{HalfLifeMs: d.Varint(), NormMs: d.Varint()}
+	}
+	c.AckTimeoutMs = d.Varint()
+	c.LeaseTimeoutMs = d.Varint()
+	c.DefaultMaxAttempts = d.Uint32()
+	return c
+}
+
+func encodeTenant(e *Encoder, t *Tenant) {
+	e.String(t.Name)
+	e.Byte(byte(t.Tier))
+	e.Uvarint(uint64(t.Multiplier))
+	e.Uvarint(uint64(t.Caps.MaxRunning))
+	for _, m := range t.Caps.MaxRunningSize {
+		e.Uvarint(uint64(m))
+	}
+	e.Varint(t.Caps.MaxInflightCPUMs)
+	e.Uvarint(uint64(t.Caps.MaxQueued))
+	e.Bool(t.Deleted)
+	e.Varint(int64(t.FinishTag))
+	e.Varint(t.Usage)
+	e.Varint(int64(t.UsageAt))
+	e.Uvarint(uint64(t.Running))
+	for _, r := range t.RunningBySize {
+		e.Uvarint(uint64(r))
+	}
+	e.Varint(t.InflightCPUMs)
+	for _, q := range t.Queued {
+		e.Uvarint(uint64(q))
+	}
+	b := &t.Billing
+	e.Varint(b.CPUMs)
+	e.Varint(b.ZombieCPUMs)
+	for _, x := range [...]uint64{b.Submitted, b.Dispatches, b.Completed, b.Failed, b.Cancelled, b.TimedOut, b.Failures, b.Requeues} {
+		e.Uvarint(x)
+	}
+}
+
+func decodeTenant(d *Decoder) Tenant {
+	var t Tenant
+	t.Name = d.String()
+	t.Tier = Tier(d.Enum("tier", NumTiers))
+	t.Multiplier = d.Uint32()
+	t.Caps.MaxRunning = d.Uint32()
+	for i := range t.Caps.MaxRunningSize {
+		t.Caps.MaxRunningSize[i] = d.Uint32()
+	}
+	t.Caps.MaxInflightCPUMs = d.Varint()
+	t.Caps.MaxQueued = d.Uint32()
+	t.Deleted = d.Bool()
+	t.FinishTag = VirtualTime(d.Varint())
+	t.Usage = d.Varint()
+	t.UsageAt = Time(d.Varint())
+	t.Running = d.Uint32()
+	for i := range t.RunningBySize {
+		t.RunningBySize[i] = d.Uint32()
+	}
+	t.InflightCPUMs = d.Varint()
+	for i := range t.Queued {
+		t.Queued[i] = d.Uint32()
+	}
+	b := &t.Billing
+	b.CPUMs = d.Varint()
+	b.ZombieCPUMs = d.Varint()
+	for _, p := range [...]*uint64{&b.Submitted, &b.Dispatches, &b.Completed, &b.Failed, &b.Cancelled, &b.TimedOut, &b.Failures, &b.Requeues} {
+		*p = d.Uvarint()
+	}
+	return t
+}
+
+func encodeJob(e *Encoder, j *Job) {
+	e.Uvarint(uint64(j.ID))
+	e.Uvarint(uint64(j.Tenant))
+	e.Byte(byte(j.Size))
+	e.Byte(byte(j.State))
+	e.Byte(byte(j.Cancel))
+	e.Uvarint(uint64(j.Attempt))
+	e.Uvarint(uint64(j.Failures))
+	e.Uvarint(uint64(j.MaxAttempts))
+	e.Uvarint(j.Settled)
+	e.String(j.Worker)
+	e.Varint(int64(j.AckDeadline))
+	e.Varint(int64(j.LeaseExpires))
+	e.Varint(int64(j.TimeoutAt))
+	e.Varint(j.EstCostMs)
+	e.Varint(j.TimeoutMs)
+	e.Varint(int64(j.StartTag))
+	e.Varint(int64(j.Weight))
+	e.Varint(j.CPUMs)
+	e.Varint(int64(j.SubmittedAt))
+	e.Varint(int64(j.EndedAt))
+	e.String(j.Key)
+	e.String(j.Type)
+	e.String(j.Payload)
+	if j.Result != nil {
+		e.Byte(1)
+		e.Varint(int64(j.Result.ExitCode))
+		e.String(j.Result.StderrTail)
+	} else {
+		e.Byte(0)
+	}
+}
+
+func decodeJob(d *Decoder) Job {
+	var j Job
+	j.ID = JobID(d.Uvarint())
+	j.Tenant = d.Uint32()
+	j.Size = Size(d.Enum("size", NumSizes))
+	j.State = State(d.Enum("state", byte(numStates)))
+	j.Cancel = CancelReason(d.Enum("cancel reason", 3))
+	j.Attempt = d.Uint32()
+	j.Failures = d.Uint32()
+	j.MaxAttempts = d.Uint32()
+	j.Settled = d.Uvarint()
+	j.Worker = d.String()
+	j.AckDeadline = Time(d.Varint())
+	j.LeaseExpires = Time(d.Varint())
+	j.TimeoutAt = Time(d.Varint())
+	j.EstCostMs = d.Varint()
+	j.TimeoutMs = d.Varint()
+	j.StartTag = VirtualTime(d.Varint())
+	j.Weight = Weight(d.Varint())
+	j.CPUMs = d.Varint()
+	j.SubmittedAt = Time(d.Varint())
+	j.EndedAt = Time(d.Varint())
+	j.Key = d.String()
+	j.Type = d.String()
+	j.Payload = d.String()
+	if d.Bool() {
+		j.Result = &Result{ExitCode: int32(d.Varint()), StderrTail: d.String()}
+	}
+	return j
+}
+
+// Decode reads a state written by View.Encode, rebuilds every derived
+// structure, and runs Verify: a state whose counters do not match its job
+// table is refused.
+func Decode(d *Decoder) (*Scheduler, error) {
+	if v := d.Uvarint(); d.Err() == nil && v != stateVersion {
+		return nil, fmt.Errorf("%w: state encoding version %d (this build reads %d)", ErrCorrupt, v, stateVersion)
+	}
+	cfg := decodeConfig(d)
+	vnow := VirtualTime(d.Varint())
+	nextJob := JobID(d.Uvarint())
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	s, _ := New(cfg)
+	s.vnow, s.nextJob = vnow, nextJob
+	nt := d.Uvarint()
+	for i := uint64(0); i < nt && d.Err() == nil; i++ {
+		t := decodeTenant(d)
+		if d.Err() != nil {
+			break
+		}
+		if _, dup := s.byName[t.Name]; dup || t.Name == "" {
+			return nil, fmt.Errorf("%w: tenant %d has a duplicate or empty name %q", ErrCorrupt, i, t.Name)
+		}
+		s.tenants.put(i, t)
+		s.byName[t.Name] = uint32(i)
+		s.rt = append(s.rt, tenantRT{})
+	}
+	nj := d.Uvarint()
+	var last JobID
+	for i := uint64(0); i < nj && d.Err() == nil; i++ {
+		j := decodeJob(d)
+		if d.Err() != nil {
+			break
+		}
+		if j.ID <= last || j.ID >= nextJob || uint64(j.Tenant) >= nt || j.State == StateNone {
+			return nil, fmt.Errorf("%w: job record %d (id %d, tenant %d, state %s) is out of order or range", ErrCorrupt, i, j.ID, j.Tenant, j.State)
+		}
+		last = j.ID
+		s.jobs.put(uint64(j.ID), j)
+	}
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	s.rebuild()
+	if err := s.Verify(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// rebuild derives the queues, heaps, deadlines and ended list from the
+// tables.
+func (s *Scheduler) rebuild() {
+	s.queued = 0
+	s.reap = deadlineHeap{}
+	s.ended = endedQueue{}
+	var ended []*Job
+	s.jobs.view().each(func(_ uint64, j *Job) bool {
+		switch {
+		case j.State == Queued:
+			s.rt[j.Tenant].queues[j.Size].pushBack(j.ID)
+			s.queued++
+		case j.State == Assigned:
+			s.reap.push(deadline{at: j.AckDeadline, job: j.ID, attempt: j.Attempt, kind: EvExpireAck})
+		case j.State == Running:
+			s.reap.push(deadline{at: j.LeaseExpires, job: j.ID, attempt: j.Attempt, kind: EvExpireLease})
+			if j.TimeoutAt != 0 {
+				s.reap.push(deadline{at: j.TimeoutAt, job: j.ID, attempt: j.Attempt, kind: EvExpireTimeout})
+			}
+		case j.State.Terminal():
+			ended = append(ended, j)
+		}
+		return true
+	})
+	slices.SortFunc(ended, func(a, b *Job) int {
+		return cmp.Or(cmp.Compare(a.EndedAt, b.EndedAt), cmp.Compare(a.ID, b.ID))
+	})
+	for _, j := range ended {
+		s.ended.push(j.ID)
+	}
+	s.rebuildOrder()
+}
+
+// ErrVerify marks a state whose derived counters or indexes disagree with
+// its job table.
+var ErrVerify = errors.New("state verification failed")
+
+// Verify recomputes every counter from the job table and checks it, and
+// checks that every tenant sits in exactly the heaps its queues and caps
+// call for. It returns an error listing each difference (at most 20).
+func (s *Scheduler) Verify() error {
+	var problems []string
+	report := func(format string, args ...any) {
+		if len(problems) < 20 {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+	}
+	type counts struct {
+		running   uint32
+		bySize    [NumSizes]uint32
+		inflight  int64
+		queued    [NumSizes]uint32
+		oldest    [NumSizes]JobID
+		hasOldest [NumSizes]bool
+	}
+	nt := s.tenants.len()
+	derived := make([]counts, nt)
+	var queued uint64
+	s.jobs.view().each(func(_ uint64, j *Job) bool {
+		if int(j.Tenant) >= nt {
+			report("job %d refers to tenant %d of %d", j.ID, j.Tenant, nt)
+			return true
+		}
+		c := &derived[j.Tenant]
+		switch {
+		case j.State == Queued:
+			c.queued[j.Size]++
+			queued++
+			if !c.hasOldest[j.Size] {
+				c.oldest[j.Size], c.hasOldest[j.Size] = j.ID, true
+			}
+		case j.State.Live():
+			c.running++
+			c.bySize[j.Size]++
+			c.inflight += j.EstCostMs
+			if j.Worker == "" {
+				report("job %d is %s without a worker", j.ID, j.State)
+			}
+		}
+		if j.ID >= s.nextJob {
+			report("job %d is at or above next id %d", j.ID, s.nextJob)
+		}
+		if j.Failures > j.MaxAttempts {
+			report("job %d has %d failures over max_attempts %d", j.ID, j.Failures, j.MaxAttempts)
+		}
+		return true
+	})
+	if queued != s.queued {
+		report("queued total is %d, job table says %d", s.queued, queued)
+	}
+	for i := range nt {
+		t := s.tenants.get(uint64(i))
+		if t == nil {
+			report("tenant slot %d is empty", i)
+			continue
+		}
+		c := &derived[i]
+		if t.Running != c.running || t.RunningBySize != c.bySize || t.InflightCPUMs != c.inflight || t.Queued != c.queued {
+			report("tenant %q counters running=%d by_size=%v inflight=%d queued=%v, job table says running=%d by_size=%v inflight=%d queued=%v",
+				t.Name, t.Running, t.RunningBySize, t.InflightCPUMs, t.Queued, c.running, c.bySize, c.inflight, c.queued)
+		}
+		if t.Deleted && (c.running > 0 || c.queued != [NumSizes]uint32{}) {
+			report("deleted tenant %q has live jobs", t.Name)
+		}
+		if got, ok := s.byName[t.Name]; !ok || got != uint32(i) {
+			report("tenant %q is not indexed by name", t.Name)
+		}
+		for sz := range NumSizes {
+			inA, inB := s.heapA[sz].has(uint32(i)), s.heapB[sz].has(uint32(i))
+			want := false
+			if c.hasOldest[sz] && !t.Deleted {
+				head, ok := s.rt[i].queues[sz].front()
+				if !ok || head != c.oldest[sz] {
+					report("tenant %q size %s queue head is %d, oldest queued job is %d", t.Name, Size(sz), head, c.oldest[sz])
+				}
+				want = passes(t, s.jobs.get(uint64(c.oldest[sz])))
+			}
+			if (inA || inB) != want || (inA && inB) {
+				report("tenant %q size %s: in order heaps %v/%v, eligible %v", t.Name, Size(sz), inA, inB, want)
+			}
+		}
+	}
+	if len(s.byName) != nt {
+		report("name index has %d entries for %d tenants", len(s.byName), nt)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrVerify, strings.Join(problems, "; "))
+}

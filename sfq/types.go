@@ -1,0 +1,95 @@
+package sfq
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Time is cluster time in milliseconds. The core never reads a clock: every
+// operation that needs the time takes it as an argument.
+type Time int64
+
+// Tier is a tenant's subscription tier. Higher tiers win ties.
+type Tier uint8
+
+// The tiers, lowest first.
+const (
+	Free Tier = iota
+	Bronze
+	Silver
+	Gold
+	Diamond
+	NumTiers = 5
+)
+
+var tierNames = [NumTiers]string{"free", "bronze", "silver", "gold", "diamond"}
+
+func (t Tier) String() string {
+	if t < NumTiers {
+		return tierNames[t]
+	}
+	return fmt.Sprintf("tier(%d)", uint8(t))
+}
+
+// ParseTier reads a tier name (case-insensitive).
+func ParseTier(s string) (Tier, error) {
+	for i, n := range tierNames {
+		if strings.EqualFold(s, n) {
+			return Tier(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown tier %q (want free, bronze, silver, gold or diamond)", ErrInvalid, s)
+}
+
+// Size is a container size. A worker of size S may run a job of size <= S.
+type Size uint8
+
+// The sizes, smallest first.
+const (
+	SM Size = iota
+	MD
+	LG
+	NumSizes = 3
+)
+
+var sizeNames = [NumSizes]string{"sm", "md", "lg"}
+
+func (s Size) String() string {
+	if s < NumSizes {
+		return sizeNames[s]
+	}
+	return fmt.Sprintf("size(%d)", uint8(s))
+}
+
+// ParseSize reads a size name.
+func ParseSize(s string) (Size, error) {
+	for i, n := range sizeNames {
+		if strings.EqualFold(s, n) {
+			return Size(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown size %q (want sm, md or lg)", ErrInvalid, s)
+}
+
+// JobID identifies a job. IDs are assigned 1, 2, 3, ... in submit order and
+// double as the job's enqueue sequence: a lower ID is older and goes first
+// inside its tenant and size, also after a requeue.
+type JobID uint64
+
+// Sentinel errors callers branch on. Every error the core returns wraps one.
+var (
+	// ErrInvalid marks input that is malformed or out of range.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrUnknownTenant marks a tenant name that does not exist.
+	ErrUnknownTenant = errors.New("unknown tenant")
+	// ErrUnknownJob marks a job ID that does not exist (or was pruned).
+	ErrUnknownJob = errors.New("unknown job")
+	// ErrTenantBusy marks a tenant delete refused because of live jobs.
+	ErrTenantBusy = errors.New("tenant has queued or running jobs")
+	// ErrRefused marks an event the job lifecycle does not accept in the
+	// job's current state (stale attempt, wrong worker, not due, ...).
+	ErrRefused = errors.New("refused")
+	// ErrOverflow marks virtual-time arithmetic that left the int64 range.
+	ErrOverflow = errors.New("virtual time overflow")
+)

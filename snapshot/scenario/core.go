@@ -1,0 +1,89 @@
+package scenario
+
+import "barista/sfq"
+
+// Core runs scripts directly against the scheduling core.
+type Core struct{ S *sfq.Scheduler }
+
+// NewCore returns a Core over a fresh scheduler with the default config.
+func NewCore() *Core {
+	s, _ := sfq.New(sfq.DefaultConfig())
+	return &Core{S: s}
+}
+
+// SetConfig implements Target.
+func (c *Core) SetConfig(_ sfq.Time, cfg sfq.Config) error { return c.S.SetConfig(cfg) }
+
+// Config implements Target.
+func (c *Core) Config() sfq.Config { return c.S.Config() }
+
+// UpsertTenant implements Target.
+func (c *Core) UpsertTenant(_ sfq.Time, spec sfq.TenantSpec) error {
+	_, err := c.S.UpsertTenant(spec)
+	return err
+}
+
+// Tenant implements Target.
+func (c *Core) Tenant(name string) (sfq.TenantSpec, bool) {
+	t, ok := c.S.Tenant(name)
+	return t.TenantSpec, ok
+}
+
+// DeleteTenant implements Target.
+func (c *Core) DeleteTenant(_ sfq.Time, name string) error { return c.S.DeleteTenant(name) }
+
+// Submit implements Target.
+func (c *Core) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) { return c.S.Submit(now, sub) }
+
+// Dispatch implements Target.
+func (c *Core) Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignment, bool, error) {
+	return c.S.Dispatch(now, size, worker)
+}
+
+// Job implements Target.
+func (c *Core) Job(id sfq.JobID) (uint32, string, bool) {
+	j, ok := c.S.Job(id)
+	return j.Attempt, j.Worker, ok
+}
+
+// TenantName implements Target.
+func (c *Core) TenantName(i uint32) string { return c.S.TenantName(i) }
+
+// Start implements Target.
+func (c *Core) Start(now sfq.Time, id sfq.JobID, attempt uint32, worker string) error {
+	_, err := c.S.Start(now, id, attempt, worker)
+	return err
+}
+
+// Heartbeat implements Target.
+func (c *Core) Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker string, cpuMs int64) error {
+	_, err := c.S.Heartbeat(now, id, attempt, worker, cpuMs)
+	return err
+}
+
+// Finish implements Target.
+func (c *Core) Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64) error {
+	_, err := c.S.Finish(now, id, attempt, worker, outcome, cpuMs, sfq.Result{})
+	return err
+}
+
+// Cancel implements Target.
+func (c *Core) Cancel(now sfq.Time, id sfq.JobID) error {
+	_, err := c.S.Cancel(now, id)
+	return err
+}
+
+// Expire implements Target.
+func (c *Core) Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.EventKind) error {
+	_, err := c.S.Expire(now, id, attempt, kind)
+	return err
+}
+
+// Check implements Target.
+func (c *Core) Check() error { return c.S.Verify() }
+
+// Hash implements Target.
+func (c *Core) Hash() []byte {
+	h := c.S.Hash()
+	return h[:]
+}

@@ -1,0 +1,519 @@
+// Package scenario runs replay scripts: readable scheduling scenarios (one
+// command a line) fed through the scheduler, printing one line per dispatch
+// request and the final state hash. Operators use them to ask "what shares
+// would my tenants get?" before changing tiers; the tests use them to pin
+// the exact dispatch order. docs/replay.md documents the grammar.
+package scenario
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"barista/sfq"
+)
+
+// Target is what a script drives: the scheduling core directly, or the
+// replicated state machine.
+type Target interface {
+	SetConfig(now sfq.Time, cfg sfq.Config) error
+	Config() sfq.Config
+	UpsertTenant(now sfq.Time, spec sfq.TenantSpec) error
+	Tenant(name string) (sfq.TenantSpec, bool)
+	DeleteTenant(now sfq.Time, name string) error
+	Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error)
+	Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignment, bool, error)
+	// Job returns the job's current attempt and worker.
+	Job(id sfq.JobID) (attempt uint32, worker string, ok bool)
+	TenantName(index uint32) string
+	Start(now sfq.Time, id sfq.JobID, attempt uint32, worker string) error
+	Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker string, cpuMs int64) error
+	Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64) error
+	Cancel(now sfq.Time, id sfq.JobID) error
+	Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.EventKind) error
+	// Check verifies the target's invariants (run after every line).
+	Check() error
+	Hash() []byte
+}
+
+// Options control a run.
+type Options struct {
+	// JSON prints JSON lines instead of text.
+	JSON bool
+}
+
+// Result summarises a run.
+type Result struct {
+	Dispatches int // dispatch requests, those that found nothing included
+	Errors     int // lines refused or not understood
+}
+
+// ErrScript is returned by Run when any line was refused.
+var ErrScript = errors.New("script had errors")
+
+// Run executes the script read from r against t, writing the output to w.
+// A refused or malformed line prints "error LINE: reason" and the run goes
+// on; Run then returns ErrScript. A failed invariant check stops the run.
+func Run(r io.Reader, t Target, w io.Writer, opt Options) (Result, error) {
+	rn := &runner{t: t, out: bufio.NewWriter(w), opt: opt}
+	defer rn.out.Flush()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = text[:i]
+		}
+		fields := strings.Fields(text)
+		if len(fields) == 0 {
+			continue
+		}
+		if err := rn.exec(fields); err != nil {
+			rn.res.Errors++
+			rn.emitError(line, err)
+		}
+		if err := t.Check(); err != nil {
+			rn.emitError(line, err)
+			return rn.res, fmt.Errorf("line %d: invariant check failed: %w", line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return rn.res, err
+	}
+	rn.emitHash(t.Hash())
+	if rn.res.Errors > 0 {
+		return rn.res, ErrScript
+	}
+	return rn.res, nil
+}
+
+type runner struct {
+	t   Target
+	out *bufio.Writer
+	opt Options
+	now sfq.Time
+	res Result
+}
+
+func (rn *runner) emitJSON(v any) {
+	b, _ := json.Marshal(v)
+	rn.out.Write(b)
+	rn.out.WriteByte('\n')
+}
+
+func (rn *runner) emitError(line int, err error) {
+	if rn.opt.JSON {
+		rn.emitJSON(map[string]any{"line": line, "error": err.Error()})
+		return
+	}
+	fmt.Fprintf(rn.out, "error %d: %v\n", line, err)
+}
+
+func (rn *runner) emitHash(h []byte) {
+	if rn.opt.JSON {
+		rn.emitJSON(map[string]string{"hash": hex.EncodeToString(h)})
+		return
+	}
+	fmt.Fprintf(rn.out, "hash=%x\n", h)
+}
+
+// dispatchLine is the JSON form of a dispatch result.
+type dispatchLine struct {
+	N       int             `json:"n"`
+	Tenant  string          `json:"tenant,omitempty"`
+	Job     uint64          `json:"job,omitempty"`
+	Size    string          `json:"size,omitempty"`
+	StartMs json.RawMessage `json:"start_ms,omitempty"`
+	None    bool            `json:"none,omitempty"`
+}
+
+func (rn *runner) exec(f []string) error {
+	cmd, args := f[0], f[1:]
+	switch cmd {
+	case "at":
+		return rn.at(args)
+	case "config":
+		return rn.config(args)
+	case "tenant":
+		return rn.tenant(args)
+	case "delete":
+		if len(args) != 1 {
+			return fmt.Errorf("usage: delete TENANT")
+		}
+		return rn.t.DeleteTenant(rn.now, args[0])
+	case "submit":
+		return rn.submit(args)
+	case "dispatch":
+		return rn.dispatch(args)
+	case "start", "heartbeat", "finish", "cancel", "expire":
+		return rn.jobEvent(cmd, args)
+	}
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+func (rn *runner) at(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: at DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil {
+		return fmt.Errorf("bad time %q: %v", args[0], err)
+	}
+	t := sfq.Time(d.Milliseconds())
+	if t < rn.now {
+		return fmt.Errorf("time goes backwards: %s is before %s", args[0], time.Duration(rn.now)*time.Millisecond)
+	}
+	rn.now = t
+	return nil
+}
+
+// option is one key=value argument.
+type option struct{ k, v string }
+
+// options are key=value arguments in the order given.
+type options []option
+
+func (o options) has(k string) bool {
+	for _, x := range o {
+		if x.k == k {
+			return true
+		}
+	}
+	return false
+}
+
+func (o options) get(k string) (string, bool) {
+	for _, x := range o {
+		if x.k == k {
+			return x.v, true
+		}
+	}
+	return "", false
+}
+
+// kv splits "key=value" arguments; bare words go to positional.
+func kv(args []string) (positional []string, opts options, err error) {
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok {
+			positional = append(positional, a)
+			continue
+		}
+		if opts.has(k) {
+			return nil, nil, fmt.Errorf("%s given twice", k)
+		}
+		opts = append(opts, option{k, v})
+	}
+	return positional, opts, nil
+}
+
+func durationMs(key, v string) (int64, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("bad %s %q: want a duration like 1s or 250ms", key, v)
+	}
+	return d.Milliseconds(), nil
+}
+
+func count(key, v string) (uint32, error) {
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("bad %s %q: want a whole number", key, v)
+	}
+	return uint32(n), nil
+}
+
+func (rn *runner) config(args []string) error {
+	pos, opts, err := kv(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("config takes key=value pairs, not %q", pos[0])
+	}
+	cfg := rn.t.Config()
+	for _, o := range opts {
+		k, v := o.k, o.v
+		switch k {
+		case "policy":
+			if cfg.Policy, err = sfq.ParsePolicy(v); err != nil {
+				return err
+			}
+		case "decay":
+			if cfg.Decay, err = sfq.ParseDecay(v); err != nil {
+				return err
+			}
+		case "clamp":
+			if cfg.Clamp, err = sfq.ParseClamp(v); err != nil {
+				return err
+			}
+		case "ack_timeout":
+			if cfg.AckTimeoutMs, err = durationMs(k, v); err != nil {
+				return err
+			}
+		case "lease_timeout":
+			if cfg.LeaseTimeoutMs, err = durationMs(k, v); err != nil {
+				return err
+			}
+		case "max_attempts":
+			if cfg.DefaultMaxAttempts, err = count(k, v); err != nil {
+				return err
+			}
+		case "weights":
+			parts := strings.Split(v, ",")
+			if len(parts) != sfq.NumTiers {
+				return fmt.Errorf("weights wants %d comma-separated numbers, got %q", sfq.NumTiers, v)
+			}
+			for i, p := range parts {
+				if cfg.TierWeights[i], err = count(k, p); err != nil {
+					return err
+				}
+			}
+		default:
+			return fmt.Errorf("unknown config key %q", k)
+		}
+	}
+	return rn.t.SetConfig(rn.now, cfg)
+}
+
+func (rn *runner) tenant(args []string) error {
+	pos, opts, err := kv(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("usage: tenant NAME tier=T [multiplier=N cap=N cap_sm=N cap_md=N cap_lg=N inflight_cpu=DUR max_queued=N]")
+	}
+	spec, exists := rn.t.Tenant(pos[0])
+	spec.Name = pos[0]
+	if !opts.has("tier") && !exists {
+		return fmt.Errorf("new tenant %q needs tier=", pos[0])
+	}
+	for _, o := range opts {
+		k, v := o.k, o.v
+		switch k {
+		case "tier":
+			if spec.Tier, err = sfq.ParseTier(v); err != nil {
+				return err
+			}
+		case "multiplier":
+			spec.Multiplier, err = count(k, v)
+		case "cap":
+			spec.Caps.MaxRunning, err = count(k, v)
+		case "cap_sm":
+			spec.Caps.MaxRunningSize[sfq.SM], err = count(k, v)
+		case "cap_md":
+			spec.Caps.MaxRunningSize[sfq.MD], err = count(k, v)
+		case "cap_lg":
+			spec.Caps.MaxRunningSize[sfq.LG], err = count(k, v)
+		case "inflight_cpu":
+			spec.Caps.MaxInflightCPUMs, err = durationMs(k, v)
+		case "max_queued":
+			spec.Caps.MaxQueued, err = count(k, v)
+		default:
+			return fmt.Errorf("unknown tenant key %q", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return rn.t.UpsertTenant(rn.now, spec)
+}
+
+// times reads an optional "xN" repeat count.
+func times(pos []string) (int, []string, error) {
+	for i, p := range pos {
+		if len(p) > 1 && p[0] == 'x' {
+			n, err := strconv.Atoi(p[1:])
+			if err != nil || n < 1 || n > 10_000_000 {
+				return 0, nil, fmt.Errorf("bad repeat %q: want x1 .. x10000000", p)
+			}
+			return n, append(append([]string{}, pos[:i]...), pos[i+1:]...), nil
+		}
+	}
+	return 1, pos, nil
+}
+
+func (rn *runner) submit(args []string) error {
+	pos, opts, err := kv(args)
+	if err != nil {
+		return err
+	}
+	n, pos, err := times(pos)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("usage: submit TENANT [xN] size=S cost=DUR [key=K type=T max_attempts=N timeout=DUR]")
+	}
+	sub := sfq.Submission{Tenant: pos[0]}
+	for _, req := range []string{"size", "cost"} {
+		if !opts.has(req) {
+			return fmt.Errorf("submit needs %s=", req)
+		}
+	}
+	for _, o := range opts {
+		k, v := o.k, o.v
+		switch k {
+		case "size":
+			sub.Size, err = sfq.ParseSize(v)
+		case "cost":
+			sub.EstCostMs, err = durationMs(k, v)
+		case "key":
+			sub.Key = v
+		case "type":
+			sub.Type = v
+		case "max_attempts":
+			sub.MaxAttempts, err = count(k, v)
+		case "timeout":
+			sub.TimeoutMs, err = durationMs(k, v)
+		default:
+			return fmt.Errorf("unknown submit key %q", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if n > 1 && sub.Key != "" {
+		return fmt.Errorf("key= cannot be combined with a repeat count")
+	}
+	for range n {
+		if _, err := rn.t.Submit(rn.now, sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (rn *runner) dispatch(args []string) error {
+	pos, opts, err := kv(args)
+	if err != nil {
+		return err
+	}
+	n, pos, err := times(pos)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("usage: dispatch SIZE [xN] [worker=NAME]")
+	}
+	size, err := sfq.ParseSize(pos[0])
+	if err != nil {
+		return err
+	}
+	worker, named := opts.get("worker")
+	for _, o := range opts {
+		if o.k != "worker" {
+			return fmt.Errorf("unknown dispatch key %q", o.k)
+		}
+	}
+	for range n {
+		rn.res.Dispatches++
+		w := worker
+		if !named {
+			w = fmt.Sprintf("%s-%d", size, rn.res.Dispatches)
+		}
+		a, ok, err := rn.t.Dispatch(rn.now, size, w)
+		if err != nil {
+			return err
+		}
+		rn.emitDispatch(a, ok)
+	}
+	return nil
+}
+
+func (rn *runner) emitDispatch(a sfq.Assignment, ok bool) {
+	n := rn.res.Dispatches
+	if !ok {
+		if rn.opt.JSON {
+			rn.emitJSON(dispatchLine{N: n, None: true})
+		} else {
+			fmt.Fprintf(rn.out, "dispatch %d none\n", n)
+		}
+		return
+	}
+	tenant := rn.t.TenantName(a.Tenant)
+	start := sfq.FormatMillis(int64(a.Start))
+	if rn.opt.JSON {
+		rn.emitJSON(dispatchLine{N: n, Tenant: tenant, Job: uint64(a.Job), Size: a.Size.String(), StartMs: json.RawMessage(start)})
+		return
+	}
+	fmt.Fprintf(rn.out, "dispatch %d tenant=%s job=%d size=%s start=%s\n", n, tenant, a.Job, a.Size, start)
+}
+
+func (rn *runner) jobEvent(cmd string, args []string) error {
+	pos, opts, err := kv(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 {
+		return fmt.Errorf("usage: %s JOB [key=value ...]", cmd)
+	}
+	id64, err := strconv.ParseUint(pos[0], 10, 64)
+	if err != nil || id64 == 0 {
+		return fmt.Errorf("bad job id %q", pos[0])
+	}
+	id := sfq.JobID(id64)
+	attempt, worker, ok := rn.t.Job(id)
+	if !ok {
+		return fmt.Errorf("%w: %d", sfq.ErrUnknownJob, id)
+	}
+	var cpu int64
+	outcome := sfq.OutcomeOK
+	for _, o := range opts {
+		k, v := o.k, o.v
+		switch k {
+		case "attempt":
+			attempt, err = count(k, v)
+		case "worker":
+			worker = v
+		case "cpu":
+			if cmd != "heartbeat" && cmd != "finish" {
+				return fmt.Errorf("%s takes no cpu=", cmd)
+			}
+			cpu, err = durationMs(k, v)
+		case "outcome":
+			if cmd != "finish" {
+				return fmt.Errorf("%s takes no outcome=", cmd)
+			}
+			outcome, err = sfq.ParseOutcome(v)
+		default:
+			return fmt.Errorf("unknown %s key %q", cmd, k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	switch cmd {
+	case "start":
+		return rn.t.Start(rn.now, id, attempt, worker)
+	case "heartbeat":
+		return rn.t.Heartbeat(rn.now, id, attempt, worker, cpu)
+	case "finish":
+		if !opts.has("cpu") {
+			return fmt.Errorf("finish needs cpu=")
+		}
+		return rn.t.Finish(rn.now, id, attempt, worker, outcome, cpu)
+	case "cancel":
+		return rn.t.Cancel(rn.now, id)
+	case "expire":
+		if len(pos) != 2 {
+			return fmt.Errorf("usage: expire JOB ack|lease|timeout")
+		}
+		kinds := map[string]sfq.EventKind{"ack": sfq.EvExpireAck, "lease": sfq.EvExpireLease, "timeout": sfq.EvExpireTimeout}
+		kind, ok := kinds[pos[1]]
+		if !ok {
+			return fmt.Errorf("bad expiry %q: want ack, lease or timeout", pos[1])
+		}
+		return rn.t.Expire(rn.now, id, attempt, kind)
+	}
+	return nil
+}
