@@ -688,8 +688,11 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 
 func (s *Scheduler) refusal(j *Job, e Event, out Outcome) error {
 	what := fmt.Sprintf("%s of job %d", e.Kind, j.ID)
-	if e.Attempt != 0 || e.Worker != "" {
+	switch {
+	case e.Worker != "":
 		what += fmt.Sprintf(" (attempt %d, worker %q)", e.Attempt, e.Worker)
+	case e.Attempt != 0:
+		what += fmt.Sprintf(" (attempt %d)", e.Attempt)
 	}
 	state := fmt.Sprintf("job is %s at attempt %d", j.State, j.Attempt)
 	if j.State.Live() {

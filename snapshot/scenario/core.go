@@ -41,9 +41,12 @@ func (c *Core) Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignm
 }
 
 // Job implements Target.
-func (c *Core) Job(id sfq.JobID) (uint32, string, bool) {
-	j, ok := c.S.Job(id)
-	return j.Attempt, j.Worker, ok
+func (c *Core) Job(id sfq.JobID) (sfq.Job, bool) { return c.S.Job(id) }
+
+// TenantState implements Target.
+func (c *Core) TenantState(name string) (sfq.Tenant, sfq.VirtualTime, bool) {
+	t, ok := c.S.Tenant(name)
+	return t, c.S.VirtualNow(), ok
 }
 
 // TenantName implements Target.

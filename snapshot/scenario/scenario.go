@@ -29,8 +29,10 @@ type Target interface {
 	DeleteTenant(now sfq.Time, name string) error
 	Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error)
 	Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignment, bool, error)
-	// Job returns the job's current attempt and worker.
-	Job(id sfq.JobID) (attempt uint32, worker string, ok bool)
+	// Job returns a copy of the job's record.
+	Job(id sfq.JobID) (sfq.Job, bool)
+	// TenantState returns a tenant's record and virtual_now.
+	TenantState(name string) (sfq.Tenant, sfq.VirtualTime, bool)
 	TenantName(index uint32) string
 	Start(now sfq.Time, id sfq.JobID, attempt uint32, worker string) error
 	Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker string, cpuMs int64) error
@@ -155,6 +157,8 @@ func (rn *runner) exec(f []string) error {
 		return rn.dispatch(args)
 	case "start", "heartbeat", "finish", "cancel", "expire":
 		return rn.jobEvent(cmd, args)
+	case "show":
+		return rn.show(args)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
 }
@@ -462,10 +466,11 @@ func (rn *runner) jobEvent(cmd string, args []string) error {
 		return fmt.Errorf("bad job id %q", pos[0])
 	}
 	id := sfq.JobID(id64)
-	attempt, worker, ok := rn.t.Job(id)
+	job, ok := rn.t.Job(id)
 	if !ok {
 		return fmt.Errorf("%w: %d", sfq.ErrUnknownJob, id)
 	}
+	attempt, worker := job.Attempt, job.Worker
 	var cpu int64
 	outcome := sfq.OutcomeOK
 	for _, o := range opts {
@@ -515,5 +520,48 @@ func (rn *runner) jobEvent(cmd string, args []string) error {
 		}
 		return rn.t.Expire(rn.now, id, attempt, kind)
 	}
+	return nil
+}
+
+// show prints a job's or a tenant's state:
+//
+//	job ID tenant=T state=S attempt=N failures=N cancel=R cpu=MS
+//	tenant NAME tier=T tag=MS vnow=MS running=N queued=SM/MD/LG billed_cpu=MS zombie_cpu=MS failures=N
+func (rn *runner) show(args []string) error {
+	if len(args) != 2 || (args[0] != "job" && args[0] != "tenant") {
+		return fmt.Errorf("usage: show job ID | show tenant NAME")
+	}
+	if args[0] == "job" {
+		id, err := strconv.ParseUint(args[1], 10, 64)
+		if err != nil {
+			return fmt.Errorf("bad job id %q", args[1])
+		}
+		j, ok := rn.t.Job(sfq.JobID(id))
+		if !ok {
+			return fmt.Errorf("%w: %d", sfq.ErrUnknownJob, id)
+		}
+		line := map[string]any{"job": j.ID, "tenant": rn.t.TenantName(j.Tenant), "state": j.State.String(),
+			"attempt": j.Attempt, "failures": j.Failures, "cancel": j.Cancel.String(), "cpu_ms": j.CPUMs}
+		if rn.opt.JSON {
+			rn.emitJSON(line)
+			return nil
+		}
+		fmt.Fprintf(rn.out, "job %d tenant=%s state=%s attempt=%d failures=%d cancel=%s cpu=%dms\n",
+			j.ID, line["tenant"], j.State, j.Attempt, j.Failures, j.Cancel, j.CPUMs)
+		return nil
+	}
+	t, vnow, ok := rn.t.TenantState(args[1])
+	if !ok {
+		return fmt.Errorf("%w: %q", sfq.ErrUnknownTenant, args[1])
+	}
+	if rn.opt.JSON {
+		rn.emitJSON(map[string]any{"tenant": t.Name, "tier": t.Tier.String(), "tag_ms": json.RawMessage(t.FinishTag.String()),
+			"vnow_ms": json.RawMessage(vnow.String()), "running": t.Running, "queued": t.Queued,
+			"billed_cpu_ms": t.Billing.CPUMs, "zombie_cpu_ms": t.Billing.ZombieCPUMs, "failures": t.Billing.Failures})
+		return nil
+	}
+	fmt.Fprintf(rn.out, "tenant %s tier=%s tag=%s vnow=%s running=%d queued=%d/%d/%d billed_cpu=%dms zombie_cpu=%dms failures=%d\n",
+		t.Name, t.Tier, t.FinishTag, vnow, t.Running, t.Queued[sfq.SM], t.Queued[sfq.MD], t.Queued[sfq.LG],
+		t.Billing.CPUMs, t.Billing.ZombieCPUMs, t.Billing.Failures)
 	return nil
 }

@@ -1,0 +1,175 @@
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the .golden files of testdata/scenarios")
+
+const scenarioDir = "../../testdata/scenarios"
+
+// TestScenarios runs every script under testdata/scenarios through the
+// core and compares its output with the .golden file beside it.
+func TestScenarios(t *testing.T) {
+	scripts, err := filepath.Glob(filepath.Join(scenarioDir, "*.txt"))
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no scenarios found in %s: %v", scenarioDir, err)
+	}
+	for _, script := range scripts {
+		name := strings.TrimSuffix(filepath.Base(script), ".txt")
+		t.Run(name, func(t *testing.T) {
+			got := runScript(t, script)
+			golden := strings.TrimSuffix(script, ".txt") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./snapshot/scenario -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("output differs from %s\n--- got\n%s--- want\n%s", golden, got, want)
+			}
+			// Same script, fresh scheduler: identical bytes, hash included.
+			if again := runScript(t, script); !bytes.Equal(got, again) {
+				t.Errorf("second run differs:\n%s\nvs\n%s", got, again)
+			}
+		})
+	}
+}
+
+func runScript(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out bytes.Buffer
+	res, err := Run(f, NewCore(), &out, Options{})
+	if err != nil && !errors.Is(err, ErrScript) {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if n := strings.Count(out.String(), "\nerror ") + boolInt(strings.HasPrefix(out.String(), "error ")); n != res.Errors {
+		t.Fatalf("%d error lines printed, %d counted", n, res.Errors)
+	}
+	return out.Bytes()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestWorkedExample pins SPEC §3's worked example independently of the
+// golden file: the exact 18-line order, the tie at dispatch 10, and 16:2.
+func TestWorkedExample(t *testing.T) {
+	for _, clamp := range []string{"activation", "dispatch"} {
+		script := "at 0s\nconfig clamp=" + clamp + "\ntenant gold tier=gold\ntenant free tier=free\n" +
+			"submit gold x20 size=md cost=1s\nsubmit free x20 size=md cost=1s\ndispatch md x18\n"
+		var out bytes.Buffer
+		if _, err := Run(strings.NewReader(script), NewCore(), &out, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) != 19 {
+			t.Fatalf("%s: %d lines:\n%s", clamp, len(lines), out.String())
+		}
+		gold, free := 0, 0
+		for i, l := range lines[:18] {
+			wantTenant := "gold"
+			if i == 1 || i == 10 {
+				wantTenant = "free"
+			}
+			if !strings.Contains(l, "tenant="+wantTenant+" ") {
+				t.Errorf("%s: dispatch %d is %q, want %s", clamp, i+1, l, wantTenant)
+			}
+			if strings.Contains(l, "tenant=gold") {
+				gold++
+			} else {
+				free++
+			}
+		}
+		if gold != 16 || free != 2 {
+			t.Errorf("%s: gold %d free %d, want 16:2", clamp, gold, free)
+		}
+		if lines[9] != "dispatch 10 tenant=gold job=9 size=md start=1000" || lines[10] != "dispatch 11 tenant=free job=22 size=md start=1000" {
+			t.Errorf("%s: tie at dispatch 10 not won by gold on tier:\n%s\n%s", clamp, lines[9], lines[10])
+		}
+	}
+}
+
+// TestJSONOutput checks the --json form of each kind of line.
+func TestJSONOutput(t *testing.T) {
+	script := "at 0s\ntenant a tier=gold\nsubmit a size=lg cost=1500ms\ndispatch lg x2\nstart 1\nfinish 1 cpu=1001ms\nsubmit a size=sm cost=1s\ndispatch sm\nfinish 9 cpu=1s\n"
+	var out bytes.Buffer
+	_, err := Run(strings.NewReader(script), NewCore(), &out, Options{JSON: true})
+	if !errors.Is(err, ErrScript) {
+		t.Fatalf("want ErrScript, got %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		`{"n":1,"tenant":"a","job":1,"size":"lg","start_ms":0}`,
+		`{"n":2,"none":true}`,
+		`{"n":3,"tenant":"a","job":2,"size":"sm","start_ms":125.125}`,
+		`{"error":"unknown job: 9","line":9}`,
+	}
+	if len(lines) != len(want)+1 {
+		t.Fatalf("got %d lines:\n%s", len(lines), out.String())
+	}
+	for i, w := range want {
+		if lines[i] != w {
+			t.Errorf("line %d: got %s, want %s", i+1, lines[i], w)
+		}
+	}
+	if !strings.HasPrefix(lines[len(lines)-1], `{"hash":"`) {
+		t.Errorf("last line %s is not the hash", lines[len(lines)-1])
+	}
+}
+
+// TestScriptErrors checks that malformed lines are reported with their
+// line number and the run goes on.
+func TestScriptErrors(t *testing.T) {
+	cases := []struct{ line, want string }{
+		{"bogus", `unknown command "bogus"`},
+		{"at 5", `bad time "5"`},
+		{"tenant x", `new tenant "x" needs tier=`},
+		{"tenant x tier=platinum", `unknown tier "platinum"`},
+		{"submit a size=xl cost=1s", `unknown size "xl"`},
+		{"submit a size=sm", `submit needs cost=`},
+		{"submit nobody size=sm cost=1s", `unknown tenant: "nobody"`},
+		{"submit a size=sm cost=0s", `est_cost_ms 0`},
+		{"dispatch md x0", `bad repeat "x0"`},
+		{"config policy=random", `unknown policy "random"`},
+		{"config decay=half_life:0s,norm:1s", `bad decay half_life`},
+		{"expire 1 soon", `bad expiry "soon"`},
+		{"finish 1", `finish needs cpu=`},
+		{"delete a", `tenant has queued or running jobs`},
+	}
+	for _, c := range cases {
+		script := "at 0s\ntenant a tier=free\nsubmit a size=sm cost=1s\n" + c.line + "\ndispatch sm\n"
+		var out bytes.Buffer
+		res, err := Run(strings.NewReader(script), NewCore(), &out, Options{})
+		if !errors.Is(err, ErrScript) || res.Errors != 1 {
+			t.Errorf("%q: err %v, %d errors", c.line, err, res.Errors)
+			continue
+		}
+		if !strings.Contains(out.String(), "error 4: ") || !strings.Contains(out.String(), c.want) {
+			t.Errorf("%q: output\n%s\nwant error 4 containing %q", c.line, out.String(), c.want)
+		}
+		if !strings.Contains(out.String(), "dispatch 1 tenant=a job=1") {
+			t.Errorf("%q: run did not go on after the error:\n%s", c.line, out.String())
+		}
+	}
+}
