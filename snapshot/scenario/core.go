@@ -33,7 +33,9 @@ func (c *Core) Tenant(name string) (sfq.TenantSpec, bool) {
 func (c *Core) DeleteTenant(_ sfq.Time, name string) error { return c.S.DeleteTenant(name) }
 
 // Submit implements Target.
-func (c *Core) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) { return c.S.Submit(now, sub) }
+func (c *Core) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
+	return c.S.Submit(now, sub)
+}
 
 // Dispatch implements Target.
 func (c *Core) Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignment, bool, error) {
