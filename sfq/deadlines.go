@@ -86,26 +86,61 @@ func (h *deadlineHeap) walk(now Time, fn func(*deadline) bool) {
 	visit(0)
 }
 
-// endedQueue lists terminal jobs in the order they ended, for pruning.
+// endedQueue orders terminal jobs by (ended_at, id) for pruning, so that
+// which jobs a limited prune removes depends only on the state, never on
+// the order in which jobs ended or the state was restored.
 type endedQueue struct {
-	ids  []JobID
-	head int
+	items []endedEntry
 }
 
-func (q *endedQueue) push(id JobID) { q.ids = append(q.ids, id) }
+type endedEntry struct {
+	at Time
+	id JobID
+}
 
-func (q *endedQueue) front() (JobID, bool) {
-	if q.head >= len(q.ids) {
-		return 0, false
+func (q *endedQueue) less(i, j int) bool {
+	a, b := q.items[i], q.items[j]
+	return a.at < b.at || (a.at == b.at && a.id < b.id)
+}
+
+func (q *endedQueue) push(at Time, id JobID) {
+	q.items = append(q.items, endedEntry{at, id})
+	i := len(q.items) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q.items[i], q.items[p] = q.items[p], q.items[i]
+		i = p
 	}
-	return q.ids[q.head], true
+}
+
+func (q *endedQueue) front() (endedEntry, bool) {
+	if len(q.items) == 0 {
+		return endedEntry{}, false
+	}
+	return q.items[0], true
 }
 
 func (q *endedQueue) pop() {
-	q.ids[q.head] = 0
-	q.head++
-	if q.head >= 1024 && q.head*2 >= len(q.ids) {
-		q.ids = append([]JobID(nil), q.ids[q.head:]...)
-		q.head = 0
+	n := len(q.items) - 1
+	q.items[0] = q.items[n]
+	q.items = q.items[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && q.less(r, l) {
+			m = r
+		}
+		if !q.less(m, i) {
+			return
+		}
+		q.items[i], q.items[m] = q.items[m], q.items[i]
+		i = m
 	}
 }

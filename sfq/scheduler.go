@@ -387,6 +387,9 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	if ws >= NumSizes {
 		return Assignment{}, false, fmt.Errorf("%w: worker size %d", ErrInvalid, ws)
 	}
+	if worker == "" {
+		return Assignment{}, false, fmt.Errorf("%w: empty worker id", ErrInvalid)
+	}
 	c := s.pick(ws)
 	if !c.ok {
 		return Assignment{}, false, nil
@@ -681,7 +684,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	}
 	if j.State.Terminal() && !old.State.Terminal() {
 		j.EndedAt = now
-		s.ended.push(j.ID)
+		s.ended.push(now, j.ID)
 	}
 	s.place(j.Tenant, true)
 }
@@ -779,22 +782,18 @@ func (s *Scheduler) tidy(now Time) {
 	}
 }
 
-// Prune removes up to limit terminal jobs that ended before cutoff, oldest
-// first, and returns how many it removed.
+// Prune removes up to limit terminal jobs that ended before cutoff, in
+// (ended_at, id) order, and returns how many it removed.
 func (s *Scheduler) Prune(cutoff Time, limit int) int {
 	n := 0
 	for n < limit {
-		id, ok := s.ended.front()
-		if !ok {
-			break
-		}
-		j := s.jobs.get(uint64(id))
-		if j != nil && j.EndedAt >= cutoff {
+		e, ok := s.ended.front()
+		if !ok || e.at >= cutoff {
 			break
 		}
 		s.ended.pop()
-		if j != nil {
-			s.jobs.del(uint64(id))
+		if j := s.jobs.get(uint64(e.id)); j != nil && j.State.Terminal() {
+			s.jobs.del(uint64(e.id))
 			n++
 		}
 	}

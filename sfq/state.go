@@ -1,11 +1,9 @@
 package sfq
 
 import (
-	"cmp"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -308,7 +306,6 @@ func (s *Scheduler) rebuild() {
 	s.queued = 0
 	s.reap = deadlineHeap{}
 	s.ended = endedQueue{}
-	var ended []*Job
 	s.jobs.view().each(func(_ uint64, j *Job) bool {
 		switch {
 		case j.State == Queued:
@@ -322,16 +319,10 @@ func (s *Scheduler) rebuild() {
 				s.reap.push(deadline{at: j.TimeoutAt, job: j.ID, attempt: j.Attempt, kind: EvExpireTimeout})
 			}
 		case j.State.Terminal():
-			ended = append(ended, j)
+			s.ended.push(j.EndedAt, j.ID)
 		}
 		return true
 	})
-	slices.SortFunc(ended, func(a, b *Job) int {
-		return cmp.Or(cmp.Compare(a.EndedAt, b.EndedAt), cmp.Compare(a.ID, b.ID))
-	})
-	for _, j := range ended {
-		s.ended.push(j.ID)
-	}
 	s.rebuildOrder()
 }
 
