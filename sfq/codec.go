@@ -195,6 +195,16 @@ func (d *Decoder) Uint32() uint32 {
 	return uint32(x)
 }
 
+// Uint16 reads an unsigned varint that must fit in 16 bits.
+func (d *Decoder) Uint16() uint16 {
+	x := d.Uvarint()
+	if x > 1<<16-1 {
+		d.Fail("value %d exceeds 16 bits", x)
+		return 0
+	}
+	return uint16(x)
+}
+
 // Enum reads one byte that must be below limit.
 func (d *Decoder) Enum(what string, limit byte) byte {
 	b := d.Byte()

@@ -22,8 +22,10 @@ type hentry struct {
 	tier   Tier
 }
 
-// tenantHeap is a binary heap of tenants with O(log n) update and removal
-// of any tenant by index. It allocates only when it grows.
+// tenantHeap is a 4-ary heap of tenants with O(log n) update and removal
+// of any tenant by index. Four children per node halve the depth of a
+// binary heap and keep siblings in adjacent cache lines, which matters at
+// 100,000 tenants. It allocates only when it grows.
 type tenantHeap struct {
 	order heapOrder
 	items []hentry
@@ -62,6 +64,14 @@ func (h *tenantHeap) top() *hentry {
 
 func (h *tenantHeap) has(t uint32) bool {
 	return int(t) < len(h.pos) && h.pos[t] != 0
+}
+
+// get returns tenant t's entry, or nil.
+func (h *tenantHeap) get(t uint32) *hentry {
+	if !h.has(t) {
+		return nil
+	}
+	return &h.items[h.pos[t]-1]
 }
 
 // set inserts tenant e.tenant with key e, or updates its key.
@@ -121,7 +131,7 @@ func (h *tenantHeap) swap(i, j int) {
 func (h *tenantHeap) up(i int) bool {
 	moved := false
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / 4
 		if !h.less(&h.items[i], &h.items[p]) {
 			break
 		}
@@ -135,13 +145,15 @@ func (h *tenantHeap) up(i int) bool {
 func (h *tenantHeap) down(i int) {
 	n := len(h.items)
 	for {
-		l := 2*i + 1
-		if l >= n {
+		first := 4*i + 1
+		if first >= n {
 			return
 		}
-		m := l
-		if r := l + 1; r < n && h.less(&h.items[r], &h.items[l]) {
-			m = r
+		m := first
+		for c := first + 1; c < first+4 && c < n; c++ {
+			if h.less(&h.items[c], &h.items[m]) {
+				m = c
+			}
 		}
 		if !h.less(&h.items[m], &h.items[i]) {
 			return
@@ -160,6 +172,11 @@ type jobQueue struct {
 	ring     []JobID // power-of-two capacity
 	head, n  int
 	requeued []JobID // sorted descending; the smallest is last
+	// cachedHead and cachedCost remember the front job once it has been
+	// checked to be queued; the scheduler clears cachedHead when that job
+	// leaves the queue by any way other than popFront.
+	cachedHead JobID
+	cachedCost int64
 }
 
 func (q *jobQueue) empty() bool { return q.n == 0 && len(q.requeued) == 0 }
@@ -201,7 +218,7 @@ func (q *jobQueue) popFront() {
 // ring.
 func (q *jobQueue) pushBack(id JobID) {
 	if q.n == len(q.ring) {
-		grown := make([]JobID, max(8, 2*len(q.ring)))
+		grown := make([]JobID, max(4, 2*len(q.ring)))
 		for i := 0; i < q.n; i++ {
 			grown[i] = q.ring[(q.head+i)&(len(q.ring)-1)]
 		}

@@ -104,13 +104,14 @@ func ParseOutcome(s string) (FinishOutcome, error) {
 type Life struct {
 	State       State
 	Cancel      CancelReason
+	Failures    uint16
+	MaxAttempts uint16 // at most MaxMaxAttempts
 	Attempt     uint32
-	Failures    uint32
-	MaxAttempts uint32
 	// Settled has bit i set when the CPU of attempt Attempt-i has been
 	// accounted for: its Finished was accepted, or billed as a zombie. It
-	// makes a repeated Finished a no-op and bills a zombie once.
-	Settled uint64
+	// makes a repeated Finished a no-op and bills a zombie once. Reports
+	// more than 31 attempts old are refused unbilled.
+	Settled uint32
 	// Worker holds the worker of the current attempt while the job is live.
 	Worker       string
 	AckDeadline  Time // Assigned: Started must arrive by then
@@ -244,7 +245,7 @@ func Apply(l Life, e Event) (Life, Outcome) {
 			return l, Stale
 		}
 		back := l.Attempt - e.Attempt
-		if back >= 64 {
+		if back >= 32 {
 			return l, Stale // too old to remember: neither billed nor applied
 		}
 		if l.Settled&(1<<back) != 0 {

@@ -172,7 +172,8 @@ func TestLifecycleDetails(t *testing.T) {
 			}
 		}},
 		{"a zombie is billed once", with(L[Running], func(l *Life) { l.Attempt = 2; l.Settled = 2 }), ev(EvFinish, func(e *Event) { e.Worker = "old" }), Duplicate, nil},
-		{"a finish 64 attempts back is too old to bill", with(L[Running], func(l *Life) { l.Attempt = 65 }), E[EvFinish], Stale, nil},
+		{"a finish 32 attempts back is too old to bill", with(L[Running], func(l *Life) { l.Attempt = 33 }), E[EvFinish], Stale, nil},
+		{"a finish 31 attempts back is still billed", with(L[Running], func(l *Life) { l.Attempt = 32 }), E[EvFinish], Zombie, nil},
 		{"cancel of a live job with a cancel pending is a duplicate", with(L[Running], func(l *Life) { l.Cancel = CancelTimeout }), E[EvCancel], Duplicate, func(t *testing.T, l Life) {
 			if l.Cancel != CancelTimeout {
 				t.Errorf("%+v", l)
@@ -263,9 +264,9 @@ func TestApplyTotal(t *testing.T) {
 			State:        State(rapid.IntRange(int(Queued), int(numStates)-1).Draw(t, "state")),
 			Cancel:       CancelReason(rapid.IntRange(0, 2).Draw(t, "cancel")),
 			Attempt:      uint32(rapid.IntRange(0, 70).Draw(t, "attempt")),
-			Failures:     uint32(rapid.IntRange(0, 3).Draw(t, "failures")),
-			MaxAttempts:  uint32(rapid.IntRange(1, 4).Draw(t, "max")),
-			Settled:      rapid.Uint64().Draw(t, "settled"),
+			Failures:     uint16(rapid.IntRange(0, 3).Draw(t, "failures")),
+			MaxAttempts:  uint16(rapid.IntRange(1, 4).Draw(t, "max")),
+			Settled:      rapid.Uint32().Draw(t, "settled"),
 			Worker:       rapid.SampledFrom([]string{"", "w1", "w2"}).Draw(t, "worker"),
 			AckDeadline:  Time(rapid.Int64Range(0, 2000).Draw(t, "ack")),
 			LeaseExpires: Time(rapid.Int64Range(0, 2000).Draw(t, "lease")),
@@ -297,7 +298,7 @@ func TestApplyTotal(t *testing.T) {
 		default:
 			t.Fatalf("unknown outcome %d", out)
 		}
-		if got.Failures > got.MaxAttempts && got.Failures > l.Failures {
+		if l.Failures < l.MaxAttempts && got.Failures > got.MaxAttempts {
 			t.Fatalf("failures %d over max %d", got.Failures, got.MaxAttempts)
 		}
 		wellFormed := l.State.Live() == (l.Worker != "") && (e.Kind != EvDispatch || e.Worker != "")

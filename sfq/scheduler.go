@@ -290,7 +290,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		ID:          id,
 		Tenant:      ti,
 		Size:        sub.Size,
-		Life:        Life{State: Queued, MaxAttempts: maxAttempts},
+		Life:        Life{State: Queued, MaxAttempts: uint16(maxAttempts)},
 		EstCostMs:   sub.EstCostMs,
 		TimeoutMs:   sub.TimeoutMs,
 		SubmittedAt: now,
@@ -333,19 +333,41 @@ func before(a, b *candidate) bool {
 	return a.seq < b.seq
 }
 
-// best returns the best candidate of one size.
+// realKey returns tenant ti's current key in the heaps of size sz.
+func (s *Scheduler) realKey(ti uint32, sz Size, stored *hentry) hentry {
+	t := s.tenants.get(uint64(ti))
+	return hentry{tag: t.FinishTag, seq: stored.seq, tenant: ti, tier: t.Tier}
+}
+
+// best returns the best candidate of one size, first re-sifting entries
+// whose stored tag lags behind (see place).
 func (s *Scheduler) best(sz Size) candidate {
 	a, b := &s.heapA[sz], &s.heapB[sz]
-	if s.cfg.Clamp == ClampDispatch {
-		// Tenants whose tag virtual_now has passed all start at
-		// virtual_now; move them to the tie heap.
-		for a.len() > 0 && a.top().tag <= s.vnow {
-			e := a.pop()
-			b.set(e)
+	for {
+		if e := a.top(); e != nil {
+			if r := s.realKey(e.tenant, sz, e); r != *e {
+				a.set(r)
+				continue
+			}
+			if s.cfg.Clamp == ClampDispatch && e.tag <= s.vnow {
+				// virtual_now has passed this tenant's tag: it starts at
+				// virtual_now, tied with the others there.
+				b.set(a.pop())
+				continue
+			}
 		}
 		if e := b.top(); e != nil {
+			if r := s.realKey(e.tenant, sz, e); r.tag > s.vnow {
+				b.remove(e.tenant)
+				a.set(r)
+				continue
+			} else if r != *e {
+				b.set(r)
+				continue
+			}
 			return candidate{tag: s.vnow, seq: e.seq, tenant: e.tenant, tier: e.tier, size: sz, ok: true}
 		}
+		break
 	}
 	if e := a.top(); e != nil {
 		return candidate{tag: e.tag, seq: e.seq, tenant: e.tenant, tier: e.tier, size: sz, ok: true}
@@ -439,16 +461,17 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	return Assignment{Job: jm.ID, Tenant: c.tenant, Size: c.size, Attempt: life.Attempt, Start: c.tag, Weight: w}, true, nil
 }
 
-// passes reports whether job j of tenant t passes every cap.
-func passes(t *Tenant, j *Job) bool {
+// passes reports whether a job of tenant t of size sz and cost estMs
+// passes every cap.
+func passes(t *Tenant, sz Size, estMs int64) bool {
 	c := &t.Caps
 	if c.MaxRunning > 0 && t.Running >= c.MaxRunning {
 		return false
 	}
-	if m := c.MaxRunningSize[j.Size]; m > 0 && t.RunningBySize[j.Size] >= m {
+	if m := c.MaxRunningSize[sz]; m > 0 && t.RunningBySize[sz] >= m {
 		return false
 	}
-	if c.MaxInflightCPUMs > 0 && t.InflightCPUMs > 0 && t.InflightCPUMs+j.EstCostMs > c.MaxInflightCPUMs {
+	if c.MaxInflightCPUMs > 0 && t.InflightCPUMs > 0 && t.InflightCPUMs+estMs > c.MaxInflightCPUMs {
 		return false
 	}
 	return true
@@ -458,8 +481,13 @@ func passes(t *Tenant, j *Job) bool {
 // cancelled or pruned jobs from the heads of its queues, decides for each
 // size whether the oldest queued job passes every cap, applies the
 // activation clamp when the tenant went from ineligible to eligible (only
-// if clamp is true), and puts the tenant in the right heaps with fresh
-// keys.
+// if clamp is true), and puts the tenant in the right heaps.
+//
+// Keys in the size heaps may lag behind a tag increase: a stored key lower
+// than the real one makes the entry surface early, where best() checks
+// and re-sifts it, and the top of a min-heap whose keys are all <= their
+// real values is still the true minimum. Every other key change (a lower
+// tag, another head job, another tier) is applied at once.
 func (s *Scheduler) place(ti uint32, clamp bool) {
 	t := s.tenants.get(uint64(ti))
 	rt := &s.rt[ti]
@@ -467,19 +495,10 @@ func (s *Scheduler) place(ti uint32, clamp bool) {
 	var elig [NumSizes]bool
 	any := false
 	for sz := range NumSizes {
-		q := &rt.queues[sz]
-		for {
-			id, ok := q.front()
-			if !ok {
-				break
-			}
-			if j := s.jobs.get(uint64(id)); j != nil && j.State == Queued {
-				heads[sz] = id
-				elig[sz] = passes(t, j)
-				any = any || elig[sz]
-				break
-			}
-			q.popFront()
+		if id, cost, ok := s.head(&rt.queues[sz]); ok {
+			heads[sz] = id
+			elig[sz] = passes(t, Size(sz), cost)
+			any = any || elig[sz]
 		}
 	}
 	if any && !rt.eligible && clamp && s.cfg.Clamp == ClampActivation && t.FinishTag < s.vnow {
@@ -495,6 +514,12 @@ func (s *Scheduler) place(ti uint32, clamp bool) {
 			continue
 		}
 		e := hentry{tag: t.FinishTag, seq: heads[sz], tenant: ti, tier: t.Tier}
+		if old := a.get(ti); old != nil && lagging(old, &e) {
+			continue
+		}
+		if old := b.get(ti); old != nil && lagging(old, &e) {
+			continue
+		}
 		if s.cfg.Clamp == ClampDispatch && t.FinishTag <= s.vnow {
 			a.remove(ti)
 			b.set(e)
@@ -504,6 +529,32 @@ func (s *Scheduler) place(ti uint32, clamp bool) {
 		}
 	}
 	s.maxTag.set(hentry{tag: t.FinishTag, tenant: ti})
+}
+
+// lagging reports whether a stored entry differs from the real one only by
+// a lower tag, which best() may fix lazily.
+func lagging(stored, real *hentry) bool {
+	return stored.seq == real.seq && stored.tier == real.tier && stored.tag <= real.tag
+}
+
+// head returns the oldest queued job of a queue and its cost, dropping
+// cancelled or pruned jobs from the front. The cost of the head is cached
+// on the queue, so re-evaluating a tenant costs no job lookup.
+func (s *Scheduler) head(q *jobQueue) (JobID, int64, bool) {
+	for {
+		id, ok := q.front()
+		if !ok {
+			return 0, 0, false
+		}
+		if id == q.cachedHead {
+			return id, q.cachedCost, true
+		}
+		if j := s.jobs.get(uint64(id)); j != nil && j.State == Queued {
+			q.cachedHead, q.cachedCost = id, j.EstCostMs
+			return id, j.EstCostMs, true
+		}
+		q.popFront()
+	}
 }
 
 // Start records that a worker started an assigned job.
@@ -663,6 +714,9 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	if old.State == Queued && j.State != Queued {
 		tm.Queued[j.Size]--
 		s.queued--
+		if q := &s.rt[j.Tenant].queues[j.Size]; q.cachedHead == j.ID {
+			q.cachedHead = 0
+		}
 	}
 	tm.Billing.Failures += uint64(j.Failures - old.Failures)
 	switch j.State {

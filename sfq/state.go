@@ -191,7 +191,7 @@ func encodeJob(e *Encoder, j *Job) {
 	e.Uvarint(uint64(j.Attempt))
 	e.Uvarint(uint64(j.Failures))
 	e.Uvarint(uint64(j.MaxAttempts))
-	e.Uvarint(j.Settled)
+	e.Uvarint(uint64(j.Settled))
 	e.String(j.Worker)
 	e.Varint(int64(j.AckDeadline))
 	e.Varint(int64(j.LeaseExpires))
@@ -223,9 +223,9 @@ func decodeJob(d *Decoder) Job {
 	j.State = State(d.Enum("state", byte(numStates)))
 	j.Cancel = CancelReason(d.Enum("cancel reason", 3))
 	j.Attempt = d.Uint32()
-	j.Failures = d.Uint32()
-	j.MaxAttempts = d.Uint32()
-	j.Settled = d.Uvarint()
+	j.Failures = d.Uint16()
+	j.MaxAttempts = d.Uint16()
+	j.Settled = d.Uint32()
 	j.Worker = d.String()
 	j.AckDeadline = Time(d.Varint())
 	j.LeaseExpires = Time(d.Varint())
@@ -408,10 +408,18 @@ func (s *Scheduler) Verify() error {
 				if !ok || head != c.oldest[sz] {
 					report("tenant %q size %s queue head is %d, oldest queued job is %d", t.Name, Size(sz), head, c.oldest[sz])
 				}
-				want = passes(t, s.jobs.get(uint64(c.oldest[sz])))
+				oj := s.jobs.get(uint64(c.oldest[sz]))
+				want = passes(t, oj.Size, oj.EstCostMs)
 			}
 			if (inA || inB) != want || (inA && inB) {
 				report("tenant %q size %s: in order heaps %v/%v, eligible %v", t.Name, Size(sz), inA, inB, want)
+			}
+			// A stored key may lag behind a tag increase, never ahead.
+			for _, e := range []*hentry{s.heapA[sz].get(uint32(i)), s.heapB[sz].get(uint32(i))} {
+				real := hentry{tag: t.FinishTag, seq: c.oldest[sz], tenant: uint32(i), tier: t.Tier}
+				if e != nil && !lagging(e, &real) {
+					report("tenant %q size %s: heap key %+v is ahead of the real key %+v", t.Name, Size(sz), *e, real)
+				}
 			}
 		}
 	}

@@ -1,0 +1,158 @@
+package sfq
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// backlog builds a scheduler with the given tenants (tiers cycling through
+// all five) and queued jobs of every size spread evenly over them.
+func backlog(tb testing.TB, tenants, jobs int) *Scheduler {
+	tb.Helper()
+	s, err := New(DefaultConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	names := make([]string, tenants)
+	for i := range names {
+		names[i] = fmt.Sprintf("tenant-%06d", i)
+		if _, err := s.UpsertTenant(TenantSpec{Name: names[i], Tier: Tier(i % NumTiers)}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for i := range jobs {
+		sub := Submission{Tenant: names[i%tenants], Size: Size(i / tenants % NumSizes), EstCostMs: int64(1000 + i%7*500)}
+		if _, err := s.Submit(0, sub); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return s
+}
+
+var workers = [NumSizes]string{"worker-sm", "worker-md", "worker-lg"}
+
+// BenchmarkDispatchSubmit measures one dispatch plus one submit that keeps
+// the dispatched tenant's backlog steady, over 1,000,000 queued jobs.
+func BenchmarkDispatchSubmit(b *testing.B) {
+	for _, tenants := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("tenants=%d", tenants), func(b *testing.B) {
+			s := backlog(b, tenants, 1_000_000)
+			subs := make([]Submission, tenants)
+			for i := range subs {
+				subs[i] = Submission{Tenant: s.TenantName(uint32(i)), EstCostMs: 1500}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				a, ok, err := s.Dispatch(Time(i), Size(i%NumSizes), workers[i%NumSizes])
+				if err != nil || !ok {
+					b.Fatalf("dispatch %d: %v %v", i, ok, err)
+				}
+				sub := subs[a.Tenant]
+				sub.Size = a.Size
+				if _, err := s.Submit(Time(i), sub); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDispatch measures dispatch alone over 1,000,000 queued jobs
+// (the backlog shrinks by one per op; b.N stays well under it).
+func BenchmarkDispatch(b *testing.B) {
+	for _, tenants := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("tenants=%d", tenants), func(b *testing.B) {
+			s := backlog(b, tenants, 1_000_000)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if i >= 900_000 {
+					b.StopTimer()
+					s = backlog(b, tenants, 1_000_000)
+					i = 0
+					b.StartTimer()
+				}
+				if _, ok, err := s.Dispatch(Time(i), LG, workers[LG]); err != nil || !ok {
+					b.Fatalf("dispatch %d: %v %v", i, ok, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFullLifecycle measures submit, dispatch, start, heartbeat and
+// finish of one job against a backlog of 100,000 tenants.
+func BenchmarkFullLifecycle(b *testing.B) {
+	s := backlog(b, 100_000, 1_000_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		now := Time(i)
+		a, ok, err := s.Dispatch(now, LG, "w")
+		if err != nil || !ok {
+			b.Fatal(err)
+		}
+		if _, err := s.Start(now, a.Job, a.Attempt, "w"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Heartbeat(now, a.Job, a.Attempt, "w", 100); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Finish(now, a.Job, a.Attempt, "w", OutcomeOK, 1200, Result{}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Submit(now, Submission{Tenant: s.TenantName(a.Tenant), Size: a.Size, EstCostMs: 1500}); err != nil {
+			b.Fatal(err)
+		}
+		if i%1024 == 0 {
+			s.Prune(now, 1<<20)
+		}
+	}
+}
+
+// BenchmarkMemoryPerQueuedJob reports the heap bytes per queued job (no
+// payload, no key) at 1,000,000 jobs.
+func BenchmarkMemoryPerQueuedJob(b *testing.B) {
+	for _, tenants := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("tenants=%d", tenants), func(b *testing.B) {
+			for b.Loop() {
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				s := backlog(b, tenants, 1_000_000)
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1e6, "B/queued-job")
+				runtime.KeepAlive(s)
+			}
+		})
+	}
+}
+
+// TestDispatchAllocatesNothing pins the zero-allocation dispatch path.
+func TestDispatchAllocatesNothing(t *testing.T) {
+	for _, clamp := range []ClampMode{ClampActivation, ClampDispatch} {
+		s := backlog(t, 1000, 50_000)
+		cfg := s.Config()
+		cfg.Clamp = clamp
+		cfg.Decay = &Decay{HalfLifeMs: 3_600_000, NormMs: 100_000}
+		if err := s.SetConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 100 { // warm the heaps
+			s.Dispatch(Time(i), Size(i%3), workers[i%3])
+		}
+		i := 0
+		allocs := testing.AllocsPerRun(5000, func() {
+			if _, ok, err := s.Dispatch(Time(1000+i), Size(i%3), workers[i%3]); err != nil || !ok {
+				t.Fatalf("dispatch: %v %v", ok, err)
+			}
+			i++
+		})
+		if allocs != 0 {
+			t.Errorf("%s clamp: %.2f allocations per dispatch, want 0", clamp, allocs)
+		}
+	}
+}
