@@ -17,7 +17,7 @@ func TestTagStep(t *testing.T) {
 		{1000, 8 * WeightOne, 125_000},
 		{1000, WeightOne, 1_000_000},
 		{2500, 8 * WeightOne, 312_500},
-		{1, 3 * WeightOne, 333},        // floor
+		{1, 3 * WeightOne, 333},          // floor
 		{1000, WeightOne / 2, 2_000_000}, // decayed weight 0.5
 		{0, WeightOne, 0},
 	}
