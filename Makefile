@@ -31,8 +31,12 @@ lint: ## gofmt check, go vet, staticcheck
 bench: ## run the Go benchmarks of the scheduling core
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./sfq/
 
-proto: ## regenerate the protobuf Go code
-	@echo "no .proto files yet"
+proto: ## regenerate the protobuf Go code (needs protoc: apt-get install protobuf-compiler)
+	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
+	protoc -I proto --plugin=protoc-gen-go=$$($(GO) tool -n protoc-gen-go) \
+		--go_out=proto --go_opt=paths=source_relative proto/*.proto
+	protoc -I proto --plugin=protoc-gen-go-grpc=$$($(GO) tool -n protoc-gen-go-grpc) \
+		--go-grpc_out=proto --go-grpc_opt=paths=source_relative proto/*.proto
 
 run: ## run a local cluster with workers and demo load
 	$(GO) run ./cmd/barista dev

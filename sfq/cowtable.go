@@ -2,13 +2,13 @@ package sfq
 
 import "math/bits"
 
-// A cowTable is a vector of T indexed by a dense uint64, stored in fixed
+// A Vector is a vector of T indexed by a dense uint64, stored in fixed
 // chunks so that a frozen view can be read by another goroutine while the
 // table keeps changing. Freezing bumps the table's generation; a write to a
 // chunk (or to the chunk directory) of an older generation first copies it.
 // Between freezes writes are in place and allocate nothing; after a freeze
 // the first write to each chunk copies chunkSize items once.
-type cowTable[T any] struct {
+type Vector[T any] struct {
 	dir    []*chunk[T]
 	dirGen uint64
 	gen    uint64
@@ -28,21 +28,21 @@ type chunk[T any] struct {
 	items   [chunkSize]T
 }
 
-// tableView is an immutable view of a cowTable at one generation.
-type tableView[T any] struct {
+// VectorView is an immutable view of a Vector at one generation.
+type VectorView[T any] struct {
 	dir []*chunk[T]
 	n   int
 }
 
-func (t *cowTable[T]) len() int { return t.n }
+func (t *Vector[T]) Len() int { return t.n }
 
 // get returns the item at i, or nil if absent. The pointer must not be
 // written through; use mut.
-func (t *cowTable[T]) get(i uint64) *T {
-	return t.view().get(i)
+func (t *Vector[T]) Get(i uint64) *T {
+	return t.View().Get(i)
 }
 
-func (v tableView[T]) get(i uint64) *T {
+func (v VectorView[T]) Get(i uint64) *T {
 	c := i >> chunkBits
 	if c >= uint64(len(v.dir)) {
 		return nil
@@ -60,7 +60,7 @@ func (v tableView[T]) get(i uint64) *T {
 
 // ownDir makes the directory writable at the current generation and at
 // least minLen long.
-func (t *cowTable[T]) ownDir(minLen uint64) {
+func (t *Vector[T]) ownDir(minLen uint64) {
 	n := max(uint64(len(t.dir)), minLen)
 	if t.dirGen == t.gen && n <= uint64(cap(t.dir)) {
 		t.dir = t.dir[:n]
@@ -77,7 +77,7 @@ func (t *cowTable[T]) ownDir(minLen uint64) {
 }
 
 // ownChunk returns a writable chunk c, copying or creating it as needed.
-func (t *cowTable[T]) ownChunk(c uint64) *chunk[T] {
+func (t *Vector[T]) ownChunk(c uint64) *chunk[T] {
 	if c < uint64(len(t.dir)) {
 		if ch := t.dir[c]; ch != nil && ch.gen == t.gen {
 			return ch
@@ -95,8 +95,8 @@ func (t *cowTable[T]) ownChunk(c uint64) *chunk[T] {
 }
 
 // mut returns a writable pointer to the present item at i, or nil.
-func (t *cowTable[T]) mut(i uint64) *T {
-	if t.get(i) == nil {
+func (t *Vector[T]) Mut(i uint64) *T {
+	if t.Get(i) == nil {
 		return nil
 	}
 	ch := t.ownChunk(i >> chunkBits)
@@ -104,7 +104,7 @@ func (t *cowTable[T]) mut(i uint64) *T {
 }
 
 // put stores v at i, adding it if absent, and returns a writable pointer.
-func (t *cowTable[T]) put(i uint64, v T) *T {
+func (t *Vector[T]) Put(i uint64, v T) *T {
 	ch := t.ownChunk(i >> chunkBits)
 	o := i & chunkMask
 	if ch.present[o/64]&(1<<(o%64)) == 0 {
@@ -117,8 +117,8 @@ func (t *cowTable[T]) put(i uint64, v T) *T {
 }
 
 // del removes the item at i; a chunk left empty is released.
-func (t *cowTable[T]) del(i uint64) {
-	if t.get(i) == nil {
+func (t *Vector[T]) Del(i uint64) {
+	if t.Get(i) == nil {
 		return
 	}
 	c := i >> chunkBits
@@ -136,21 +136,21 @@ func (t *cowTable[T]) del(i uint64) {
 
 // view returns a view for reading on the writer's goroutine. It stays valid
 // only until the next write.
-func (t *cowTable[T]) view() tableView[T] { return tableView[T]{dir: t.dir, n: t.n} }
+func (t *Vector[T]) View() VectorView[T] { return VectorView[T]{dir: t.dir, n: t.n} }
 
 // freeze returns an immutable view and starts a new generation, so that
 // every later write copies what it touches first. O(1).
-func (t *cowTable[T]) freeze() tableView[T] {
-	v := t.view()
+func (t *Vector[T]) Freeze() VectorView[T] {
+	v := t.View()
 	t.gen++
 	return v
 }
 
-func (v tableView[T]) len() int { return v.n }
+func (v VectorView[T]) Len() int { return v.n }
 
 // each calls fn for every present item in index order until fn returns
 // false.
-func (v tableView[T]) each(fn func(i uint64, item *T) bool) {
+func (v VectorView[T]) Each(fn func(i uint64, item *T) bool) {
 	for c, ch := range v.dir {
 		if ch == nil {
 			continue

@@ -53,7 +53,7 @@ func (h *tenantHeap) less(a, b *hentry) bool {
 	return a.tenant < b.tenant
 }
 
-func (h *tenantHeap) len() int { return len(h.items) }
+func (h *tenantHeap) Len() int { return len(h.items) }
 
 func (h *tenantHeap) top() *hentry {
 	if len(h.items) == 0 {

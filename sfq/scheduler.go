@@ -11,8 +11,8 @@ type Scheduler struct {
 	cfg     Config
 	vnow    VirtualTime
 	nextJob JobID
-	jobs    cowTable[Job]
-	tenants cowTable[Tenant]
+	jobs    Vector[Job]
+	tenants Vector[Tenant]
 
 	// Everything below is derived from the tables and rebuilt on restore.
 	byName map[string]uint32
@@ -75,8 +75,8 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 	if old.Clamp != cfg.Clamp {
 		for i := range s.rt {
 			ti := uint32(i)
-			if t := s.tenants.get(uint64(ti)); t != nil && t.FinishTag < s.vnow {
-				s.tenants.mut(uint64(ti)).FinishTag = s.vnow
+			if t := s.tenants.Get(uint64(ti)); t != nil && t.FinishTag < s.vnow {
+				s.tenants.Mut(uint64(ti)).FinishTag = s.vnow
 			}
 		}
 		s.rebuildOrder()
@@ -93,7 +93,7 @@ func (s *Scheduler) rebuildOrder() {
 	s.maxTag = tenantHeap{order: byTagDesc}
 	for i := range s.rt {
 		ti := uint32(i)
-		t := s.tenants.get(uint64(ti))
+		t := s.tenants.Get(uint64(ti))
 		if t == nil || t.Deleted {
 			continue
 		}
@@ -108,7 +108,7 @@ func (s *Scheduler) TenantIndex(name string) (uint32, bool) {
 	if !ok {
 		return 0, false
 	}
-	if t := s.tenants.get(uint64(i)); t == nil || t.Deleted {
+	if t := s.tenants.Get(uint64(i)); t == nil || t.Deleted {
 		return 0, false
 	}
 	return i, true
@@ -120,12 +120,12 @@ func (s *Scheduler) Tenant(name string) (Tenant, bool) {
 	if !ok {
 		return Tenant{}, false
 	}
-	return *s.tenants.get(uint64(i)), true
+	return *s.tenants.Get(uint64(i)), true
 }
 
 // TenantAt returns a copy of the tenant at index i (tombstones included).
 func (s *Scheduler) TenantAt(i uint32) (Tenant, bool) {
-	t := s.tenants.get(uint64(i))
+	t := s.tenants.Get(uint64(i))
 	if t == nil {
 		return Tenant{}, false
 	}
@@ -134,18 +134,18 @@ func (s *Scheduler) TenantAt(i uint32) (Tenant, bool) {
 
 // TenantName returns the name of the tenant at index i.
 func (s *Scheduler) TenantName(i uint32) string {
-	if t := s.tenants.get(uint64(i)); t != nil {
+	if t := s.tenants.Get(uint64(i)); t != nil {
 		return t.Name
 	}
 	return ""
 }
 
 // TenantCount returns the number of tenant slots, tombstones included.
-func (s *Scheduler) TenantCount() int { return s.tenants.len() }
+func (s *Scheduler) TenantCount() int { return s.tenants.Len() }
 
 // Tenants calls fn for every live tenant in index order.
 func (s *Scheduler) Tenants(fn func(i uint32, t *Tenant) bool) {
-	s.tenants.view().each(func(i uint64, t *Tenant) bool {
+	s.tenants.View().Each(func(i uint64, t *Tenant) bool {
 		if t.Deleted {
 			return true
 		}
@@ -155,7 +155,7 @@ func (s *Scheduler) Tenants(fn func(i uint32, t *Tenant) bool) {
 
 // Job returns a copy of a job's record.
 func (s *Scheduler) Job(id JobID) (Job, bool) {
-	j := s.jobs.get(uint64(id))
+	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Job{}, false
 	}
@@ -163,12 +163,12 @@ func (s *Scheduler) Job(id JobID) (Job, bool) {
 }
 
 // JobCount returns the number of jobs in the table.
-func (s *Scheduler) JobCount() int { return s.jobs.len() }
+func (s *Scheduler) JobCount() int { return s.jobs.Len() }
 
 // Jobs calls fn for every job with ID >= from in ID order until fn returns
 // false. The pointer must not be retained or written.
 func (s *Scheduler) Jobs(from JobID, fn func(j *Job) bool) {
-	v := s.jobs.view()
+	v := s.jobs.View()
 	for c := uint64(from) >> chunkBits; c < uint64(len(v.dir)); c++ {
 		ch := v.dir[c]
 		if ch == nil {
@@ -224,7 +224,7 @@ func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
 		spec.Multiplier = 1
 	}
 	if i, ok := s.byName[spec.Name]; ok {
-		t := s.tenants.mut(uint64(i))
+		t := s.tenants.Mut(uint64(i))
 		if t.Deleted {
 			*t = Tenant{TenantSpec: spec}
 			created = true
@@ -234,8 +234,8 @@ func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
 		s.place(i, true)
 		return created, nil
 	}
-	i := uint32(s.tenants.len())
-	s.tenants.put(uint64(i), Tenant{TenantSpec: spec})
+	i := uint32(s.tenants.Len())
+	s.tenants.Put(uint64(i), Tenant{TenantSpec: spec})
 	s.byName[spec.Name] = i
 	s.rt = append(s.rt, tenantRT{})
 	s.place(i, true)
@@ -249,11 +249,11 @@ func (s *Scheduler) DeleteTenant(name string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownTenant, name)
 	}
-	t := s.tenants.get(uint64(i))
+	t := s.tenants.Get(uint64(i))
 	if t.Running > 0 || t.QueuedTotal() > 0 {
 		return fmt.Errorf("%w: %q has %d queued and %d running", ErrTenantBusy, name, t.QueuedTotal(), t.Running)
 	}
-	s.tenants.mut(uint64(i)).Deleted = true
+	s.tenants.Mut(uint64(i)).Deleted = true
 	for sz := range s.heapA {
 		s.heapA[sz].remove(i)
 		s.heapB[sz].remove(i)
@@ -286,7 +286,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	}
 	id := s.nextJob
 	s.nextJob++
-	s.jobs.put(uint64(id), Job{
+	s.jobs.Put(uint64(id), Job{
 		ID:          id,
 		Tenant:      ti,
 		Size:        sub.Size,
@@ -298,7 +298,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		Type:        sub.Type,
 		Payload:     sub.Payload,
 	})
-	t := s.tenants.mut(uint64(ti))
+	t := s.tenants.Mut(uint64(ti))
 	t.Queued[sub.Size]++
 	t.Billing.Submitted++
 	s.queued++
@@ -335,7 +335,7 @@ func before(a, b *candidate) bool {
 
 // realKey returns tenant ti's current key in the heaps of size sz.
 func (s *Scheduler) realKey(ti uint32, sz Size, stored *hentry) hentry {
-	t := s.tenants.get(uint64(ti))
+	t := s.tenants.Get(uint64(ti))
 	return hentry{tag: t.FinishTag, seq: stored.seq, tenant: ti, tier: t.Tier}
 }
 
@@ -396,7 +396,7 @@ func (s *Scheduler) pick(ws Size) candidate {
 // Eligible reports whether a worker of size ws would get a job now.
 func (s *Scheduler) Eligible(ws Size) bool {
 	for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
-		if s.heapA[sz].len() > 0 || s.heapB[sz].len() > 0 {
+		if s.heapA[sz].Len() > 0 || s.heapB[sz].Len() > 0 {
 			return true
 		}
 	}
@@ -416,8 +416,8 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	if !c.ok {
 		return Assignment{}, false, nil
 	}
-	t := s.tenants.get(uint64(c.tenant))
-	j := s.jobs.get(uint64(c.seq))
+	t := s.tenants.Get(uint64(c.tenant))
+	j := s.jobs.Get(uint64(c.seq))
 	usage := s.decayedUsage(t, now)
 	w := s.weight(t, usage)
 	step, err := tagStep(j.EstCostMs, w)
@@ -434,13 +434,13 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	}
 
 	s.rt[c.tenant].queues[c.size].popFront()
-	jm := s.jobs.mut(uint64(c.seq))
+	jm := s.jobs.Mut(uint64(c.seq))
 	jm.Life = life
 	jm.StartTag = c.tag
 	jm.Weight = w
 	jm.CPUMs = 0
 	jm.Result = nil
-	tm := s.tenants.mut(uint64(c.tenant))
+	tm := s.tenants.Mut(uint64(c.tenant))
 	tm.FinishTag = finish
 	if s.cfg.Decay != nil {
 		tm.Usage = usage + jm.EstCostMs
@@ -489,7 +489,7 @@ func passes(t *Tenant, sz Size, estMs int64) bool {
 // real values is still the true minimum. Every other key change (a lower
 // tag, another head job, another tier) is applied at once.
 func (s *Scheduler) place(ti uint32, clamp bool) {
-	t := s.tenants.get(uint64(ti))
+	t := s.tenants.Get(uint64(ti))
 	rt := &s.rt[ti]
 	var heads [NumSizes]JobID
 	var elig [NumSizes]bool
@@ -502,8 +502,8 @@ func (s *Scheduler) place(ti uint32, clamp bool) {
 		}
 	}
 	if any && !rt.eligible && clamp && s.cfg.Clamp == ClampActivation && t.FinishTag < s.vnow {
-		s.tenants.mut(uint64(ti)).FinishTag = s.vnow
-		t = s.tenants.get(uint64(ti))
+		s.tenants.Mut(uint64(ti)).FinishTag = s.vnow
+		t = s.tenants.Get(uint64(ti))
 	}
 	rt.eligible = any
 	for sz := range NumSizes {
@@ -549,7 +549,7 @@ func (s *Scheduler) head(q *jobQueue) (JobID, int64, bool) {
 		if id == q.cachedHead {
 			return id, q.cachedCost, true
 		}
-		if j := s.jobs.get(uint64(id)); j != nil && j.State == Queued {
+		if j := s.jobs.Get(uint64(id)); j != nil && j.State == Queued {
 			q.cachedHead, q.cachedCost = id, j.EstCostMs
 			return id, j.EstCostMs, true
 		}
@@ -591,7 +591,7 @@ func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind EventKind) (
 
 // event applies a lifecycle event other than Dispatch and Finish.
 func (s *Scheduler) event(now Time, id JobID, e Event, cpuMs int64) (Change, error) {
-	j := s.jobs.get(uint64(id))
+	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
@@ -607,7 +607,7 @@ func (s *Scheduler) event(now Time, id JobID, e Event, cpuMs int64) (Change, err
 		return ch, s.refusal(j, e, out)
 	}
 	old := j.Life
-	jm := s.jobs.mut(uint64(id))
+	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
 	if cpuMs > jm.CPUMs {
 		jm.CPUMs = cpuMs
@@ -641,7 +641,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if len(res.StderrTail) > MaxStderrTail {
 		res.StderrTail = res.StderrTail[len(res.StderrTail)-MaxStderrTail:]
 	}
-	j := s.jobs.get(uint64(id))
+	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
@@ -651,8 +651,8 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	switch out {
 	case Changed:
 	case Zombie:
-		s.jobs.mut(uint64(id)).Life = life
-		tm := s.tenants.mut(uint64(j.Tenant))
+		s.jobs.Mut(uint64(id)).Life = life
+		tm := s.tenants.Mut(uint64(j.Tenant))
 		tm.Billing.CPUMs += cpuMs
 		tm.Billing.ZombieCPUMs += cpuMs
 		return ch, nil
@@ -664,7 +664,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 
 	// Cost correction: the tag advanced by step(est) at dispatch; make it
 	// step(cpu), with the weight of that dispatch.
-	t := s.tenants.get(uint64(j.Tenant))
+	t := s.tenants.Get(uint64(j.Tenant))
 	stepEst, err := tagStep(j.EstCostMs, j.Weight)
 	if err != nil {
 		return Change{}, err
@@ -683,11 +683,11 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	}
 
 	old := j.Life
-	jm := s.jobs.mut(uint64(id))
+	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
 	jm.CPUMs = cpuMs
 	jm.Result = &Result{ExitCode: res.ExitCode, StderrTail: res.StderrTail}
-	tm := s.tenants.mut(uint64(j.Tenant))
+	tm := s.tenants.Mut(uint64(j.Tenant))
 	tm.FinishTag = tag
 	tm.Billing.CPUMs += cpuMs
 	if s.cfg.Decay != nil {
@@ -705,7 +705,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	if (old.State == j.State && old.Failures == j.Failures) || (old.State.Live() && j.State.Live()) {
 		return // a start, a lease move or a cancel request: no counter moves
 	}
-	tm := s.tenants.mut(uint64(j.Tenant))
+	tm := s.tenants.Mut(uint64(j.Tenant))
 	if old.State.Live() && !j.State.Live() {
 		tm.Running--
 		tm.RunningBySize[j.Size]--
@@ -771,12 +771,12 @@ func (s *Scheduler) GrantLeases(now Time) int {
 	moved := 0
 	e := Event{Kind: EvGrant, Now: now, LeaseMs: s.cfg.LeaseTimeoutMs}
 	for _, d := range s.reap.items {
-		j := s.jobs.get(uint64(d.job))
+		j := s.jobs.Get(uint64(d.job))
 		if j == nil || j.Attempt != d.attempt {
 			continue
 		}
 		if life, out := Apply(j.Life, e); out == Changed {
-			s.jobs.mut(uint64(d.job)).Life = life
+			s.jobs.Mut(uint64(d.job)).Life = life
 			moved++
 		}
 	}
@@ -798,7 +798,7 @@ func (s *Scheduler) Due(now Time, fn func(id JobID, attempt uint32, kind EventKi
 // deadlineOf returns the current deadline of the kind d names, if the job
 // is still in the state and attempt that deadline belongs to.
 func (s *Scheduler) deadlineOf(d *deadline) (Time, bool) {
-	j := s.jobs.get(uint64(d.job))
+	j := s.jobs.Get(uint64(d.job))
 	if j == nil || j.Attempt != d.attempt {
 		return 0, false
 	}
@@ -846,8 +846,8 @@ func (s *Scheduler) Prune(cutoff Time, limit int) int {
 			break
 		}
 		s.ended.pop()
-		if j := s.jobs.get(uint64(e.id)); j != nil && j.State.Terminal() {
-			s.jobs.del(uint64(e.id))
+		if j := s.jobs.Get(uint64(e.id)); j != nil && j.State.Terminal() {
+			s.jobs.Del(uint64(e.id))
 			n++
 		}
 	}

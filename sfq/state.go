@@ -17,27 +17,31 @@ type View struct {
 	cfg     Config
 	vnow    VirtualTime
 	nextJob JobID
-	tenants tableView[Tenant]
-	jobs    tableView[Job]
+	tenants VectorView[Tenant]
+	jobs    VectorView[Job]
 }
 
 // Freeze returns an immutable View of the current state in O(chunks) time.
 // Writes after it copy the chunks they touch, so the View never changes.
 func (s *Scheduler) Freeze() *View {
-	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.freeze(), jobs: s.jobs.freeze()}
+	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.Freeze(), jobs: s.jobs.Freeze()}
 }
+
+// Peek returns a View valid only until the next write, for reading while
+// no write can happen (on the writer's goroutine, or under its lock).
+func (s *Scheduler) Peek() *View { return s.view() }
 
 // view returns a View valid only until the next write, for reading on the
 // scheduler's own goroutine.
 func (s *Scheduler) view() *View {
-	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.view(), jobs: s.jobs.view()}
+	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.View(), jobs: s.jobs.View()}
 }
 
 // JobCount returns the number of jobs in the view.
-func (v *View) JobCount() int { return v.jobs.len() }
+func (v *View) JobCount() int { return v.jobs.Len() }
 
 // TenantCount returns the number of tenant slots in the view.
-func (v *View) TenantCount() int { return v.tenants.len() }
+func (v *View) TenantCount() int { return v.tenants.Len() }
 
 // Encode writes the view's canonical encoding. Equal states encode to equal
 // bytes on every machine.
@@ -46,13 +50,13 @@ func (v *View) Encode(e *Encoder) {
 	encodeConfig(e, &v.cfg)
 	e.Varint(int64(v.vnow))
 	e.Uvarint(uint64(v.nextJob))
-	e.Uvarint(uint64(v.tenants.len()))
-	v.tenants.each(func(_ uint64, t *Tenant) bool {
+	e.Uvarint(uint64(v.tenants.Len()))
+	v.tenants.Each(func(_ uint64, t *Tenant) bool {
 		encodeTenant(e, t)
 		return true
 	})
-	e.Uvarint(uint64(v.jobs.len()))
-	v.jobs.each(func(_ uint64, j *Job) bool {
+	e.Uvarint(uint64(v.jobs.Len()))
+	v.jobs.Each(func(_ uint64, j *Job) bool {
 		encodeJob(e, j)
 		return true
 	})
@@ -273,7 +277,7 @@ func Decode(d *Decoder) (*Scheduler, error) {
 		if _, dup := s.byName[t.Name]; dup || t.Name == "" {
 			return nil, fmt.Errorf("%w: tenant %d has a duplicate or empty name %q", ErrCorrupt, i, t.Name)
 		}
-		s.tenants.put(i, t)
+		s.tenants.Put(i, t)
 		s.byName[t.Name] = uint32(i)
 		s.rt = append(s.rt, tenantRT{})
 	}
@@ -288,7 +292,7 @@ func Decode(d *Decoder) (*Scheduler, error) {
 			return nil, fmt.Errorf("%w: job record %d (id %d, tenant %d, state %s) is out of order or range", ErrCorrupt, i, j.ID, j.Tenant, j.State)
 		}
 		last = j.ID
-		s.jobs.put(uint64(j.ID), j)
+		s.jobs.Put(uint64(j.ID), j)
 	}
 	if err := d.Err(); err != nil {
 		return nil, err
@@ -306,7 +310,7 @@ func (s *Scheduler) rebuild() {
 	s.queued = 0
 	s.reap = deadlineHeap{}
 	s.ended = endedQueue{}
-	s.jobs.view().each(func(_ uint64, j *Job) bool {
+	s.jobs.View().Each(func(_ uint64, j *Job) bool {
 		switch {
 		case j.State == Queued:
 			s.rt[j.Tenant].queues[j.Size].pushBack(j.ID)
@@ -348,10 +352,10 @@ func (s *Scheduler) Verify() error {
 		oldest    [NumSizes]JobID
 		hasOldest [NumSizes]bool
 	}
-	nt := s.tenants.len()
+	nt := s.tenants.Len()
 	derived := make([]counts, nt)
 	var queued uint64
-	s.jobs.view().each(func(_ uint64, j *Job) bool {
+	s.jobs.View().Each(func(_ uint64, j *Job) bool {
 		if int(j.Tenant) >= nt {
 			report("job %d refers to tenant %d of %d", j.ID, j.Tenant, nt)
 			return true
@@ -384,7 +388,7 @@ func (s *Scheduler) Verify() error {
 		report("queued total is %d, job table says %d", s.queued, queued)
 	}
 	for i := range nt {
-		t := s.tenants.get(uint64(i))
+		t := s.tenants.Get(uint64(i))
 		if t == nil {
 			report("tenant slot %d is empty", i)
 			continue
@@ -408,7 +412,7 @@ func (s *Scheduler) Verify() error {
 				if !ok || head != c.oldest[sz] {
 					report("tenant %q size %s queue head is %d, oldest queued job is %d", t.Name, Size(sz), head, c.oldest[sz])
 				}
-				oj := s.jobs.get(uint64(c.oldest[sz]))
+				oj := s.jobs.Get(uint64(c.oldest[sz]))
 				want = passes(t, oj.Size, oj.EstCostMs)
 			}
 			if (inA || inB) != want || (inA && inB) {

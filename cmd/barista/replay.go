@@ -18,8 +18,9 @@ func init() {
 	register("replay", &command{
 		synopsis: "Replay a scheduling scenario script and print its dispatch table",
 		usage:    "--script FILE [--json]",
-		help: `Runs a scenario script (see docs/replay.md) through the scheduler and
-prints one line per dispatch request:
+		help: `Runs a scenario script (see docs/replay.md) through the replicated
+state machine's Apply (each line is one command, stamped with the script's
+time) and prints one line per dispatch request:
 
   dispatch N tenant=NAME job=ID size=S start=TAG_MS
   dispatch N none
@@ -55,7 +56,7 @@ func runReplay(env *cmdEnv, o any, args []string) error {
 		defer f.Close()
 		in = f
 	}
-	_, err := scenario.Run(in, scenario.NewCore(), env.stdout, scenario.Options{JSON: opts.json})
+	_, err := scenario.Run(in, scenario.NewMachine(), env.stdout, scenario.Options{JSON: opts.json})
 	if errors.Is(err, scenario.ErrScript) {
 		return &silentError{code: 1}
 	}

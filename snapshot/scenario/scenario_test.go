@@ -39,9 +39,15 @@ func TestScenarios(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Errorf("output differs from %s\n--- got\n%s--- want\n%s", golden, got, want)
 			}
-			// Same script, fresh scheduler: identical bytes, hash included.
+			// Same script, fresh state machine: identical bytes, hash included.
 			if again := runScript(t, script); !bytes.Equal(got, again) {
 				t.Errorf("second run differs:\n%s\nvs\n%s", got, again)
+			}
+			// The core alone makes the same decisions: identical dispatch and
+			// show lines (hashes and error texts differ by design).
+			core := runScriptOn(t, script, NewCore())
+			if a, b := decisions(got), decisions(core); a != b {
+				t.Errorf("the core and the state machine disagree:\n--- fsm\n%s--- core\n%s", a, b)
 			}
 		})
 	}
@@ -49,13 +55,29 @@ func TestScenarios(t *testing.T) {
 
 func runScript(t *testing.T, path string) []byte {
 	t.Helper()
+	return runScriptOn(t, path, NewMachine())
+}
+
+// decisions keeps the dispatch and show lines of an output.
+func decisions(out []byte) string {
+	var b strings.Builder
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "dispatch ") || strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "tenant ") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+func runScriptOn(t *testing.T, path string, target Target) []byte {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	var out bytes.Buffer
-	res, err := Run(f, NewCore(), &out, Options{})
+	res, err := Run(f, target, &out, Options{})
 	if err != nil && !errors.Is(err, ErrScript) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -79,7 +101,7 @@ func TestWorkedExample(t *testing.T) {
 		script := "at 0s\nconfig clamp=" + clamp + "\ntenant gold tier=gold\ntenant free tier=free\n" +
 			"submit gold x20 size=md cost=1s\nsubmit free x20 size=md cost=1s\ndispatch md x18\n"
 		var out bytes.Buffer
-		if _, err := Run(strings.NewReader(script), NewCore(), &out, Options{}); err != nil {
+		if _, err := Run(strings.NewReader(script), NewMachine(), &out, Options{}); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -114,7 +136,7 @@ func TestWorkedExample(t *testing.T) {
 func TestJSONOutput(t *testing.T) {
 	script := "at 0s\ntenant a tier=gold\nsubmit a size=lg cost=1500ms\ndispatch lg x2\nstart 1\nfinish 1 cpu=1001ms\nsubmit a size=sm cost=1s\ndispatch sm\nfinish 9 cpu=1s\n"
 	var out bytes.Buffer
-	_, err := Run(strings.NewReader(script), NewCore(), &out, Options{JSON: true})
+	_, err := Run(strings.NewReader(script), NewMachine(), &out, Options{JSON: true})
 	if !errors.Is(err, ErrScript) {
 		t.Fatalf("want ErrScript, got %v", err)
 	}
@@ -148,7 +170,7 @@ func TestScriptErrors(t *testing.T) {
 		{"tenant x tier=platinum", `unknown tier "platinum"`},
 		{"submit a size=xl cost=1s", `unknown size "xl"`},
 		{"submit a size=sm", `submit needs cost=`},
-		{"submit nobody size=sm cost=1s", `unknown tenant: "nobody"`},
+		{"submit nobody size=sm cost=1s", `NOT_FOUND: unknown tenant "nobody"`},
 		{"submit a size=sm cost=0s", `est_cost_ms 0`},
 		{"dispatch md x0", `bad repeat "x0"`},
 		{"config policy=random", `unknown policy "random"`},
@@ -160,7 +182,7 @@ func TestScriptErrors(t *testing.T) {
 	for _, c := range cases {
 		script := "at 0s\ntenant a tier=free\nsubmit a size=sm cost=1s\n" + c.line + "\ndispatch sm\n"
 		var out bytes.Buffer
-		res, err := Run(strings.NewReader(script), NewCore(), &out, Options{})
+		res, err := Run(strings.NewReader(script), NewMachine(), &out, Options{})
 		if !errors.Is(err, ErrScript) || res.Errors != 1 {
 			t.Errorf("%q: err %v, %d errors", c.line, err, res.Errors)
 			continue

@@ -1,0 +1,370 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"slices"
+	"strings"
+
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// keyEntry remembers an idempotency key for the dedupe window, even after
+// its job is pruned. Entries are numbered in insertion order.
+type keyEntry struct {
+	Seq     uint64
+	Tenant  uint32
+	Key     string
+	Job     sfq.JobID
+	Expires sfq.Time
+	Digest  [16]byte
+}
+
+type keyRef struct {
+	tenant uint32
+	key    string
+}
+
+// submitDigest hashes the deterministic encoding of every submitted field:
+// a repeated submit with the same key is the same job only if it is equal.
+func submitDigest(c *pb.SubmitJob) [16]byte {
+	h := sha256.New()
+	e := sfq.NewEncoder(h)
+	e.String(c.Tenant)
+	e.String(c.IdempotencyKey)
+	e.String(c.JobType)
+	e.Uvarint(uint64(c.Size))
+	e.Varint(c.EstCostMs)
+	e.String(string(c.Payload))
+	e.Uvarint(uint64(c.MaxAttempts))
+	e.Varint(c.TimeoutMs)
+	_ = e.Flush()
+	var d [16]byte
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
+	size, err := SizeFromPB(c.Size)
+	if err != nil {
+		return refuse(err)
+	}
+	if uint64(len(c.Payload)) > uint64(f.cfg.MaxPayloadBytes) {
+		return refusef(ResourceExhausted, "payload is %d bytes, over the limit of %d", len(c.Payload), f.cfg.MaxPayloadBytes)
+	}
+	ti, ok := f.sched.TenantIndex(c.Tenant)
+	if !ok {
+		return refusef(NotFound, "unknown tenant %q", c.Tenant)
+	}
+	sub := sfq.Submission{
+		Tenant: c.Tenant, Key: c.IdempotencyKey, Type: c.JobType, Size: size, EstCostMs: c.EstCostMs,
+		Payload: string(c.Payload), MaxAttempts: c.MaxAttempts, TimeoutMs: c.TimeoutMs,
+	}
+	if err := sub.Validate(); err != nil {
+		return refuse(err)
+	}
+	var digest [16]byte
+	ref := keyRef{ti, c.IdempotencyKey}
+	if c.IdempotencyKey != "" {
+		digest = submitDigest(c)
+		if seq, ok := f.keyIndex[ref]; ok {
+			if e := f.keys.Get(seq); e != nil && e.Expires > f.clock {
+				if e.Digest != digest {
+					return refusef(AlreadyExists, "idempotency key %q of tenant %q was used for job %d with different content", c.IdempotencyKey, c.Tenant, e.Job)
+				}
+				return Result{Job: e.Job, Tenant: c.Tenant}
+			}
+		}
+	}
+	t, _ := f.sched.TenantAt(ti)
+	if q := t.Caps.MaxQueued; q > 0 && t.QueuedTotal() >= q {
+		return refusef(ResourceExhausted, "tenant %q has %d queued jobs, its max_queued quota", c.Tenant, t.QueuedTotal())
+	}
+	id, err := f.sched.Submit(f.clock, sub)
+	if err != nil {
+		return refuse(err)
+	}
+	if c.IdempotencyKey != "" && f.cfg.DedupeWindowMs > 0 {
+		seq := f.nextKey
+		f.nextKey++
+		f.keys.Put(seq, keyEntry{Seq: seq, Tenant: ti, Key: c.IdempotencyKey, Job: id, Expires: f.clock + sfq.Time(f.cfg.DedupeWindowMs), Digest: digest})
+		f.keyIndex[ref] = seq
+	}
+	j, _ := f.sched.Job(id)
+	f.emit(EvQueued, &j, ReasonNone)
+	return Result{Job: id, Created: true, Tenant: c.Tenant}
+}
+
+func validWorkerID(id string) Result {
+	if err := sfq.ValidateName("worker_id", id); err != nil {
+		return refuse(err)
+	}
+	return Result{}
+}
+
+func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
+	if r := validWorkerID(c.WorkerId); r.Code != OK {
+		return r
+	}
+	size, err := SizeFromPB(c.Size)
+	if err != nil {
+		return refuse(err)
+	}
+	w := f.workers[c.WorkerId]
+	if w != nil && c.Credit != 0 && w.Credit == c.Credit {
+		// A retry of a dispatch already applied (e.g. after a lost
+		// leadership): return the same assignment if it still holds.
+		if j, ok := f.workerJob(w); ok {
+			return Result{Assigned: true, Job: j.ID, Attempt: j.Attempt, Size: j.Size, Tenant: f.sched.TenantName(j.Tenant), Outcome: sfq.Duplicate}
+		}
+		return Result{Outcome: sfq.Duplicate}
+	}
+	if w == nil {
+		w = &Worker{ID: c.WorkerId}
+		f.workers[w.ID] = w
+	}
+	w.Size, w.LastSeen = size, f.clock
+	if w.Drained {
+		return refusef(FailedPrecondition, "worker %q is drained", w.ID)
+	}
+	if j, ok := f.workerJob(w); ok {
+		return refusef(FailedPrecondition, "worker %q still holds job %d (attempt %d)", w.ID, j.ID, j.Attempt)
+	}
+	a, ok, err := f.sched.Dispatch(f.clock, size, w.ID)
+	if err != nil {
+		return refuse(err)
+	}
+	w.Credit = c.Credit
+	if !ok {
+		w.Job, w.Attempt = 0, 0
+		return Result{}
+	}
+	w.Job, w.Attempt = a.Job, a.Attempt
+	j, _ := f.sched.Job(a.Job)
+	f.emit(EvAssigned, &j, ReasonNone)
+	return Result{Assigned: true, Job: a.Job, Attempt: a.Attempt, Size: a.Size, Tenant: f.sched.TenantName(a.Tenant), Outcome: sfq.Changed}
+}
+
+// workerJob returns the job w holds, if it is still live on w.
+func (f *FSM) workerJob(w *Worker) (sfq.Job, bool) {
+	if w.Job == 0 {
+		return sfq.Job{}, false
+	}
+	j, ok := f.sched.Job(w.Job)
+	if !ok || !j.State.Live() || j.Worker != w.ID || j.Attempt != w.Attempt {
+		return sfq.Job{}, false
+	}
+	return j, true
+}
+
+// internWorker returns the worker table's copy of id (so that jobs share
+// one string per worker), or id itself.
+func (f *FSM) internWorker(id string) string {
+	if w := f.workers[id]; w != nil {
+		w.LastSeen = f.clock
+		return w.ID
+	}
+	return id
+}
+
+func (f *FSM) workerResult(ch sfq.Change, err error) Result {
+	r := Result{Outcome: ch.Outcome, Job: ch.Job, Attempt: ch.Attempt}
+	if ch.Job != 0 {
+		r.Tenant = f.sched.TenantName(ch.Tenant)
+	}
+	if err != nil {
+		ref := refuse(err)
+		r.Code, r.Msg = ref.Code, ref.Msg
+	}
+	return r
+}
+
+func (f *FSM) applyStarted(c *pb.Started) Result {
+	ch, err := f.sched.Start(f.clock, sfq.JobID(c.Job), c.Attempt, f.internWorker(c.WorkerId))
+	f.emitChange(ch, ReasonNone)
+	return f.workerResult(ch, err)
+}
+
+func (f *FSM) applyHeartbeats(c *pb.HeartbeatBatch) Result {
+	r := Result{HeartbeatOutcomes: make([]sfq.Outcome, len(c.Heartbeats))}
+	for i, hb := range c.Heartbeats {
+		ch, err := f.sched.Heartbeat(f.clock, sfq.JobID(hb.Job), hb.Attempt, f.internWorker(hb.WorkerId), hb.CpuMs)
+		out := ch.Outcome
+		if err != nil && out == 0 {
+			out = sfq.Stale // unknown or pruned job: the worker must drop it
+		}
+		r.HeartbeatOutcomes[i] = out
+		if out == sfq.Changed || out == sfq.Duplicate {
+			r.Count++
+		}
+		f.emitChange(ch, ReasonNone)
+	}
+	return r
+}
+
+func (f *FSM) applyFinished(c *pb.Finished) Result {
+	outcome, err := OutcomeFromPB(c.Outcome)
+	if err != nil {
+		return refuse(err)
+	}
+	id := sfq.JobID(c.Job)
+	ch, err := f.sched.Finish(f.clock, id, c.Attempt, f.internWorker(c.WorkerId), outcome, c.CpuMs,
+		sfq.Result{ExitCode: c.ExitCode, StderrTail: c.StderrTail})
+	reason := ReasonRunFailed
+	if outcome == sfq.OutcomeCancelled {
+		reason = ReasonRequested
+	}
+	f.emitChange(ch, reason)
+	if w := f.workers[c.WorkerId]; w != nil && w.Job == id && w.Attempt == c.Attempt && ch.Outcome == sfq.Changed {
+		w.Job, w.Attempt = 0, 0
+	}
+	return f.workerResult(ch, err)
+}
+
+func (f *FSM) applyCancel(c *pb.CancelJob) Result {
+	id := sfq.JobID(c.Job)
+	j, ok := f.sched.Job(id)
+	if !ok || (c.Tenant != "" && f.sched.TenantName(j.Tenant) != c.Tenant) {
+		// The same answer for another tenant's job: ids cannot be probed.
+		return refusef(NotFound, "job %d not found", c.Job)
+	}
+	ch, err := f.sched.Cancel(f.clock, id)
+	if err != nil {
+		if ch.Outcome == sfq.Invalid {
+			r := refusef(FailedPrecondition, "job %d is already %s", id, j.State)
+			r.Job, r.Outcome, r.Tenant = id, ch.Outcome, f.sched.TenantName(j.Tenant)
+			return r
+		}
+		return f.workerResult(ch, err)
+	}
+	f.emitChange(ch, ReasonRequested)
+	return f.workerResult(ch, nil)
+}
+
+func (f *FSM) applyExpire(c *pb.Expire) Result {
+	var kind sfq.EventKind
+	var reason Reason
+	switch c.Kind {
+	case pb.ExpireKind_ACK:
+		kind, reason = sfq.EvExpireAck, ReasonAckTimeout
+	case pb.ExpireKind_LEASE:
+		kind, reason = sfq.EvExpireLease, ReasonLeaseExpired
+	case pb.ExpireKind_TIMEOUT:
+		kind, reason = sfq.EvExpireTimeout, ReasonTimeout
+	default:
+		return refusef(Invalid, "expire kind %v", c.Kind)
+	}
+	ch, err := f.sched.Expire(f.clock, sfq.JobID(c.Job), c.Attempt, kind)
+	f.emitChange(ch, reason)
+	return f.workerResult(ch, err)
+}
+
+func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
+	tier, err := TierFromPB(c.Tier)
+	if err != nil {
+		return refuse(err)
+	}
+	created, err := f.sched.UpsertTenant(sfq.TenantSpec{Name: c.Name, Tier: tier, Multiplier: c.Multiplier, Caps: CapsFromPB(c.Caps)})
+	if err != nil {
+		return refuse(err)
+	}
+	return Result{Created: created, Tenant: c.Name}
+}
+
+func (f *FSM) applySetConfig(c *pb.SetConfig) Result {
+	cfg, err := ConfigFromPB(c.Config)
+	if err != nil {
+		return refuse(err)
+	}
+	if err := f.sched.SetConfig(cfg.Sched); err != nil {
+		return refuse(err)
+	}
+	f.cfg = cfg
+	return Result{}
+}
+
+// DefaultPruneLimit bounds the items of each kind one Prune removes when
+// the command does not say, so that one entry never pauses Apply long.
+const DefaultPruneLimit = 10_000
+
+func (f *FSM) applyPrune(c *pb.Prune) Result {
+	limit := int(c.Limit)
+	if limit <= 0 || limit > 1_000_000 {
+		limit = DefaultPruneLimit
+	}
+	n := f.sched.Prune(f.clock-sfq.Time(f.cfg.JobRetentionMs), limit)
+	// Events: beyond the count, or older than the age.
+	for i := 0; i < limit; i++ {
+		first := f.nextEvent - uint64(f.events.Len())
+		ev := f.events.Get(first)
+		if ev == nil || (uint64(f.events.Len()) <= f.cfg.EventRetentionCount && ev.At >= f.clock-sfq.Time(f.cfg.EventRetentionMs)) {
+			break
+		}
+		f.events.Del(first)
+		n++
+	}
+	// Idempotency keys past their window, oldest first.
+	for i := 0; i < limit; i++ {
+		first := f.nextKey - uint64(f.keys.Len())
+		e := f.keys.Get(first)
+		if e == nil || e.Expires > f.clock {
+			break
+		}
+		ref := keyRef{e.Tenant, e.Key}
+		if f.keyIndex[ref] == first {
+			delete(f.keyIndex, ref)
+		}
+		f.keys.Del(first)
+		n++
+	}
+	// Workers that hold nothing, are not drained, and were not seen within
+	// the job retention.
+	ids := make([]string, 0, len(f.workers))
+	for id := range f.workers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		w := f.workers[id]
+		if _, live := f.workerJob(w); !live && !w.Drained && w.LastSeen < f.clock-sfq.Time(f.cfg.JobRetentionMs) {
+			delete(f.workers, id)
+			n++
+		}
+	}
+	return Result{Count: uint64(n)}
+}
+
+func (f *FSM) applyMemberUpsert(c *pb.MemberUpsert) Result {
+	if c.Id == "" || c.RaftAddr == "" {
+		return refusef(Invalid, "member needs an id and a raft address")
+	}
+	m := Member{ID: c.Id, RaftAddr: c.RaftAddr, GRPCAddr: c.GrpcAddr, HTTPAddr: c.HttpAddr}
+	i, found := slices.BinarySearchFunc(f.members, c.Id, func(m Member, id string) int { return strings.Compare(m.ID, id) })
+	if found {
+		f.members[i] = m
+	} else {
+		f.members = slices.Insert(f.members, i, m)
+	}
+	return Result{}
+}
+
+func (f *FSM) applyMemberRemove(c *pb.MemberRemove) Result {
+	i, found := slices.BinarySearchFunc(f.members, c.Id, func(m Member, id string) int { return strings.Compare(m.ID, id) })
+	if found {
+		f.members = slices.Delete(f.members, i, i+1)
+	}
+	return Result{}
+}
+
+func (f *FSM) applyWorkerDrain(c *pb.WorkerDrain) Result {
+	if r := validWorkerID(c.WorkerId); r.Code != OK {
+		return r
+	}
+	w := f.workers[c.WorkerId]
+	if w == nil {
+		w = &Worker{ID: c.WorkerId, LastSeen: f.clock}
+		f.workers[w.ID] = w
+	}
+	w.Drained = c.Drain
+	return Result{}
+}

@@ -1,0 +1,173 @@
+package fsm
+
+import (
+	"fmt"
+
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// SizeFromPB converts a proto size; SIZE_UNSPECIFIED is an error.
+func SizeFromPB(s pb.Size) (sfq.Size, error) {
+	switch s {
+	case pb.Size_SM:
+		return sfq.SM, nil
+	case pb.Size_MD:
+		return sfq.MD, nil
+	case pb.Size_LG:
+		return sfq.LG, nil
+	}
+	return 0, fmt.Errorf("%w: size %v (want sm, md or lg)", sfq.ErrInvalid, s)
+}
+
+// SizeToPB converts a size.
+func SizeToPB(s sfq.Size) pb.Size { return pb.Size(s + 1) }
+
+// TierFromPB converts a proto tier; TIER_UNSPECIFIED is an error.
+func TierFromPB(t pb.Tier) (sfq.Tier, error) {
+	if t < pb.Tier_FREE || t > pb.Tier_DIAMOND {
+		return 0, fmt.Errorf("%w: tier %v (want free, bronze, silver, gold or diamond)", sfq.ErrInvalid, t)
+	}
+	return sfq.Tier(t - 1), nil
+}
+
+// TierToPB converts a tier.
+func TierToPB(t sfq.Tier) pb.Tier { return pb.Tier(t + 1) }
+
+// OutcomeFromPB converts a proto outcome.
+func OutcomeFromPB(o pb.Outcome) (sfq.FinishOutcome, error) {
+	switch o {
+	case pb.Outcome_OK:
+		return sfq.OutcomeOK, nil
+	case pb.Outcome_FAILED:
+		return sfq.OutcomeFailed, nil
+	case pb.Outcome_CANCELLED:
+		return sfq.OutcomeCancelled, nil
+	}
+	return 0, fmt.Errorf("%w: outcome %v", sfq.ErrInvalid, o)
+}
+
+// OutcomeToPB converts an outcome.
+func OutcomeToPB(o sfq.FinishOutcome) pb.Outcome { return pb.Outcome(o) }
+
+// CapsFromPB converts proto caps.
+func CapsFromPB(c *pb.Caps) sfq.Caps {
+	return sfq.Caps{
+		MaxRunning:       c.GetMaxRunning(),
+		MaxRunningSize:   [sfq.NumSizes]uint32{c.GetMaxRunningSm(), c.GetMaxRunningMd(), c.GetMaxRunningLg()},
+		MaxInflightCPUMs: c.GetMaxInflightCpuMs(),
+		MaxQueued:        c.GetMaxQueued(),
+	}
+}
+
+// CapsToPB converts caps.
+func CapsToPB(c sfq.Caps) *pb.Caps {
+	return &pb.Caps{
+		MaxRunning:       c.MaxRunning,
+		MaxRunningSm:     c.MaxRunningSize[sfq.SM],
+		MaxRunningMd:     c.MaxRunningSize[sfq.MD],
+		MaxRunningLg:     c.MaxRunningSize[sfq.LG],
+		MaxInflightCpuMs: c.MaxInflightCPUMs,
+		MaxQueued:        c.MaxQueued,
+	}
+}
+
+// ConfigFromPB converts a proto configuration and validates it.
+func ConfigFromPB(p *pb.SchedulerConfig) (Config, error) {
+	var c Config
+	if p == nil {
+		return c, fmt.Errorf("%w: config is missing", sfq.ErrInvalid)
+	}
+	if len(p.TierWeights) != sfq.NumTiers {
+		return c, fmt.Errorf("%w: tier_weights has %d values (want %d)", sfq.ErrInvalid, len(p.TierWeights), sfq.NumTiers)
+	}
+	copy(c.Sched.TierWeights[:], p.TierWeights)
+	switch p.Policy {
+	case pb.Policy_PREFER_FIT:
+		c.Sched.Policy = sfq.PreferFit{}
+	case pb.Policy_RESERVE:
+		c.Sched.Policy = sfq.Reserve{Margin: sfq.VirtualTime(p.ReserveMarginUs)}
+	default:
+		return c, fmt.Errorf("%w: policy %v", sfq.ErrInvalid, p.Policy)
+	}
+	switch p.Clamp {
+	case pb.Clamp_ACTIVATION:
+		c.Sched.Clamp = sfq.ClampActivation
+	case pb.Clamp_DISPATCH:
+		c.Sched.Clamp = sfq.ClampDispatch
+	default:
+		return c, fmt.Errorf("%w: clamp %v", sfq.ErrInvalid, p.Clamp)
+	}
+	if p.Decay {
+		c.Sched.Decay = &sfq.Decay{HalfLifeMs: p.DecayHalfLifeMs, NormMs: p.DecayNormMs}
+	}
+	c.Sched.AckTimeoutMs = p.AckTimeoutMs
+	c.Sched.LeaseTimeoutMs = p.LeaseTimeoutMs
+	c.Sched.DefaultMaxAttempts = p.DefaultMaxAttempts
+	c.HeartbeatIntervalMs = p.HeartbeatIntervalMs
+	c.SelfKillAfterMs = p.SelfKillAfterMs
+	c.CancelGraceMs = p.CancelGraceMs
+	c.JobRetentionMs = p.JobRetentionMs
+	c.EventRetentionCount = p.EventRetentionCount
+	c.EventRetentionMs = p.EventRetentionMs
+	c.DedupeWindowMs = p.DedupeWindowMs
+	c.MaxPayloadBytes = p.MaxPayloadBytes
+	return c, c.Validate()
+}
+
+// ConfigToPB converts a configuration.
+func ConfigToPB(c Config) *pb.SchedulerConfig {
+	p := &pb.SchedulerConfig{
+		TierWeights:         append([]uint32(nil), c.Sched.TierWeights[:]...),
+		Policy:              pb.Policy_PREFER_FIT,
+		Clamp:               pb.Clamp_ACTIVATION,
+		AckTimeoutMs:        c.Sched.AckTimeoutMs,
+		LeaseTimeoutMs:      c.Sched.LeaseTimeoutMs,
+		DefaultMaxAttempts:  c.Sched.DefaultMaxAttempts,
+		HeartbeatIntervalMs: c.HeartbeatIntervalMs,
+		SelfKillAfterMs:     c.SelfKillAfterMs,
+		CancelGraceMs:       c.CancelGraceMs,
+		JobRetentionMs:      c.JobRetentionMs,
+		EventRetentionCount: c.EventRetentionCount,
+		EventRetentionMs:    c.EventRetentionMs,
+		DedupeWindowMs:      c.DedupeWindowMs,
+		MaxPayloadBytes:     c.MaxPayloadBytes,
+	}
+	if r, ok := c.Sched.Policy.(sfq.Reserve); ok {
+		p.Policy = pb.Policy_RESERVE
+		p.ReserveMarginUs = int64(r.Margin)
+	}
+	if c.Sched.Clamp == sfq.ClampDispatch {
+		p.Clamp = pb.Clamp_DISPATCH
+	}
+	if d := c.Sched.Decay; d != nil {
+		p.Decay = true
+		p.DecayHalfLifeMs = d.HalfLifeMs
+		p.DecayNormMs = d.NormMs
+	}
+	return p
+}
+
+// ResultToPB converts a result.
+func ResultToPB(r Result) *pb.CommandResult {
+	out := &pb.CommandResult{
+		Code:     pb.Code(r.Code),
+		Message:  r.Msg,
+		Job:      uint64(r.Job),
+		Created:  r.Created,
+		Attempt:  r.Attempt,
+		Assigned: r.Assigned,
+		Count:    r.Count,
+		Tenant:   r.Tenant,
+	}
+	if r.Assigned {
+		out.Size = SizeToPB(r.Size)
+	}
+	if r.Outcome != 0 {
+		out.Outcome = r.Outcome.String()
+	}
+	for _, o := range r.HeartbeatOutcomes {
+		out.HeartbeatOutcomes = append(out.HeartbeatOutcomes, o.String())
+	}
+	return out
+}

@@ -1,0 +1,241 @@
+// Package fsm is barista's replicated state machine: the commands of the
+// Raft log, their Apply, the job table (through the scheduling core), the
+// event log, idempotency keys, workers and members, and the state hash.
+//
+// Apply is deterministic: it reads only the command and the replicated
+// state — never a clock, a random source, the environment, or a map's
+// iteration order — so every node that applies the same log holds
+// byte-identical state and reports the same Hash. Time comes from the
+// leader's stamp on each entry: the FSM clock is max(previous, stamp).
+//
+// An entry that cannot be decoded, or carries an unknown version, latches
+// a fatal state: no command is applied after it, snapshots fail from then
+// on (so the entry is never compacted away), and Fatal reports it so the
+// node can stop loudly.
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// Version is the command encoding version this build proposes and
+// understands.
+const Version = 1
+
+// FSM is the replicated state machine. Its methods are safe for
+// concurrent use: Apply takes the write lock, readers take the read lock.
+type FSM struct {
+	mu sync.RWMutex
+
+	sched     *sfq.Scheduler
+	cfg       Config
+	clock     sfq.Time
+	lastIndex uint64 // index of the last applied entry
+	lastWall  int64  // the leader's wall clock on that entry (display)
+
+	members []Member         // sorted by ID
+	workers map[string]*Worker // copied (sorted) into snapshots
+
+	events    sfq.Vector[Event] // by Seq
+	nextEvent uint64
+	keys      sfq.Vector[keyEntry] // idempotency keys by insertion seq
+	nextKey   uint64
+	keyIndex  map[keyRef]uint64 // derived: (tenant, key) -> seq of its entry
+
+	fatal   error
+	fatalCh chan struct{}
+
+	hashIndex uint64
+	hashValid bool
+	hash      [32]byte
+}
+
+// Member is a node's addresses, replicated so that any node can reach the
+// leader's gRPC service.
+type Member struct {
+	ID, RaftAddr, GRPCAddr, HTTPAddr string
+}
+
+// Worker is what the state machine remembers of a worker: its last
+// dispatch (so that a retried Dispatch returns the same assignment) and
+// whether it is drained.
+type Worker struct {
+	ID       string
+	Size     sfq.Size
+	Credit   uint64
+	Job      sfq.JobID
+	Attempt  uint32
+	Drained  bool
+	LastSeen sfq.Time
+}
+
+// New returns an empty state machine with the default configuration.
+func New() *FSM {
+	s, err := sfq.New(DefaultConfig().Sched)
+	if err != nil {
+		panic(err) // the defaults are valid; a test guards it
+	}
+	return &FSM{
+		sched:     s,
+		cfg:       DefaultConfig(),
+		workers:   map[string]*Worker{},
+		keyIndex:  map[keyRef]uint64{},
+		nextEvent: 1,
+		nextKey:   1,
+		fatalCh:   make(chan struct{}),
+	}
+}
+
+// FatalError reports a log entry the state machine could not apply.
+type FatalError struct {
+	Index uint64
+	Err   error
+}
+
+func (e *FatalError) Error() string {
+	return fmt.Sprintf("fatal: log entry %d cannot be applied: %v; the node stops rather than skip it", e.Index, e.Err)
+}
+
+func (e *FatalError) Unwrap() error { return e.Err }
+
+// ErrUnknownVersion marks an entry of a command version this build does
+// not understand.
+var ErrUnknownVersion = errors.New("unknown command version")
+
+// Fatal returns a channel closed when a fatal entry is applied.
+func (f *FSM) Fatal() <-chan struct{} { return f.fatalCh }
+
+// FatalErr returns the fatal error, if any.
+func (f *FSM) FatalErr() error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.fatal
+}
+
+// Encode marshals an envelope.
+func Encode(env *pb.Envelope) ([]byte, error) {
+	return proto.MarshalOptions{Deterministic: true}.Marshal(env)
+}
+
+// Decode unmarshals an envelope and checks its version.
+func Decode(data []byte) (*pb.Envelope, error) {
+	env := &pb.Envelope{}
+	if err := proto.Unmarshal(data, env); err != nil {
+		return nil, fmt.Errorf("undecodable entry (%d bytes): %w", len(data), err)
+	}
+	if env.Version != Version {
+		return nil, fmt.Errorf("%w %d (this build understands %d)", ErrUnknownVersion, env.Version, Version)
+	}
+	return env, nil
+}
+
+// Apply implements raft.FSM. It returns []Result, one per command, or a
+// *FatalError.
+func (f *FSM) Apply(l *raft.Log) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applyLog(l)
+}
+
+// ApplyBatch implements raft.BatchingFSM: one lock for a batch of entries.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]any, len(logs))
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = f.applyLog(l)
+		}
+	}
+	return out
+}
+
+func (f *FSM) applyLog(l *raft.Log) any {
+	if f.fatal != nil {
+		return f.fatal
+	}
+	env, err := Decode(l.Data)
+	if err != nil {
+		f.fatal = &FatalError{Index: l.Index, Err: err}
+		close(f.fatalCh)
+		return f.fatal
+	}
+	return f.applyEnvelope(l.Index, env)
+}
+
+// ApplyEnvelope applies a decoded envelope as the entry at index, without
+// Raft (the replay and scenario tools use it).
+func (f *FSM) ApplyEnvelope(index uint64, env *pb.Envelope) ([]Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fatal != nil {
+		return nil, f.fatal
+	}
+	if env.Version != Version {
+		f.fatal = &FatalError{Index: index, Err: fmt.Errorf("%w %d", ErrUnknownVersion, env.Version)}
+		close(f.fatalCh)
+		return nil, f.fatal
+	}
+	return f.applyEnvelope(index, env), nil
+}
+
+func (f *FSM) applyEnvelope(index uint64, env *pb.Envelope) []Result {
+	if sfq.Time(env.StampMs) > f.clock {
+		f.clock = sfq.Time(env.StampMs)
+	}
+	f.lastIndex = index
+	f.lastWall = env.WallMs
+	f.hashValid = false
+	results := make([]Result, len(env.Commands))
+	for i, c := range env.Commands {
+		results[i] = f.applyCommand(c)
+	}
+	return results
+}
+
+func (f *FSM) applyCommand(c *pb.Command) Result {
+	switch cmd := c.GetCmd().(type) {
+	case *pb.Command_Submit:
+		return f.applySubmit(cmd.Submit)
+	case *pb.Command_Dispatch:
+		return f.applyDispatch(cmd.Dispatch)
+	case *pb.Command_Started:
+		return f.applyStarted(cmd.Started)
+	case *pb.Command_Heartbeats:
+		return f.applyHeartbeats(cmd.Heartbeats)
+	case *pb.Command_Finished:
+		return f.applyFinished(cmd.Finished)
+	case *pb.Command_Cancel:
+		return f.applyCancel(cmd.Cancel)
+	case *pb.Command_Expire:
+		return f.applyExpire(cmd.Expire)
+	case *pb.Command_GrantLeases:
+		return Result{Count: uint64(f.sched.GrantLeases(f.clock))}
+	case *pb.Command_TenantUpsert:
+		return f.applyTenantUpsert(cmd.TenantUpsert)
+	case *pb.Command_TenantDelete:
+		if err := f.sched.DeleteTenant(cmd.TenantDelete.GetName()); err != nil {
+			return refuse(err)
+		}
+		return Result{}
+	case *pb.Command_SetConfig:
+		return f.applySetConfig(cmd.SetConfig)
+	case *pb.Command_Prune:
+		return f.applyPrune(cmd.Prune)
+	case *pb.Command_MemberUpsert:
+		return f.applyMemberUpsert(cmd.MemberUpsert)
+	case *pb.Command_MemberRemove:
+		return f.applyMemberRemove(cmd.MemberRemove)
+	case *pb.Command_WorkerDrain:
+		return f.applyWorkerDrain(cmd.WorkerDrain)
+	}
+	return refusef(Invalid, "empty or unknown command")
+}

@@ -1,0 +1,232 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strings"
+
+	"barista/sfq"
+)
+
+// stateVersion is the version of the FSM state encoding (the body of a
+// snapshot).
+const stateVersion = 1
+
+// View is an immutable picture of the whole state at one applied index.
+// Freeze makes one in time proportional to the number of table chunks;
+// Encode may then run on another goroutine while Apply goes on.
+type View struct {
+	Index     uint64
+	clock     sfq.Time
+	cfg       Config
+	members   []Member
+	workers   []Worker
+	nextKey   uint64
+	keys      sfq.VectorView[keyEntry]
+	nextEvent uint64
+	events    sfq.VectorView[Event]
+	sched     *sfq.View
+}
+
+// Freeze returns an immutable View of the current state. Writes after it
+// copy what they touch.
+func (f *FSM) Freeze() (*View, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fatal != nil {
+		return nil, f.fatal
+	}
+	v := f.view()
+	v.keys = f.keys.Freeze()
+	v.events = f.events.Freeze()
+	v.sched = f.sched.Freeze()
+	return v, nil
+}
+
+// view copies the small tables and scalars; the caller fills the big ones.
+func (f *FSM) view() *View {
+	v := &View{
+		Index:     f.lastIndex,
+		clock:     f.clock,
+		cfg:       f.cfg,
+		members:   slices.Clone(f.members),
+		nextKey:   f.nextKey,
+		nextEvent: f.nextEvent,
+	}
+	v.workers = make([]Worker, 0, len(f.workers))
+	for _, w := range f.workers {
+		v.workers = append(v.workers, *w)
+	}
+	slices.SortFunc(v.workers, func(a, b Worker) int { return strings.Compare(a.ID, b.ID) })
+	return v
+}
+
+// Encode writes the canonical encoding of the state.
+func (v *View) Encode(e *sfq.Encoder) {
+	e.Uvarint(stateVersion)
+	e.Varint(int64(v.clock))
+	encodeConfig(e, &v.cfg)
+	e.Uvarint(uint64(len(v.members)))
+	for _, m := range v.members {
+		e.String(m.ID)
+		e.String(m.RaftAddr)
+		e.String(m.GRPCAddr)
+		e.String(m.HTTPAddr)
+	}
+	e.Uvarint(uint64(len(v.workers)))
+	for _, w := range v.workers {
+		e.String(w.ID)
+		e.Byte(byte(w.Size))
+		e.Uvarint(w.Credit)
+		e.Uvarint(uint64(w.Job))
+		e.Uvarint(uint64(w.Attempt))
+		e.Bool(w.Drained)
+		e.Varint(int64(w.LastSeen))
+	}
+	e.Uvarint(v.nextKey)
+	e.Uvarint(uint64(v.keys.Len()))
+	v.keys.Each(func(_ uint64, k *keyEntry) bool {
+		e.Uvarint(k.Seq)
+		e.Uvarint(uint64(k.Tenant))
+		e.String(k.Key)
+		e.Uvarint(uint64(k.Job))
+		e.Varint(int64(k.Expires))
+		e.String(string(k.Digest[:]))
+		return true
+	})
+	e.Uvarint(v.nextEvent)
+	e.Uvarint(uint64(v.events.Len()))
+	v.events.Each(func(_ uint64, ev *Event) bool {
+		encodeEvent(e, ev)
+		return true
+	})
+	v.sched.Encode(e)
+}
+
+// Restore reads a state written by View.Encode and replaces this FSM's
+// state with it. The decoded state must pass Verify; on any error the FSM
+// is left unchanged.
+func (f *FSM) Restore(d *sfq.Decoder, index uint64) error {
+	n, err := decodeState(d)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sched, f.cfg, f.clock = n.sched, n.cfg, n.clock
+	f.members, f.workers = n.members, n.workers
+	f.keys, f.nextKey, f.keyIndex = n.keys, n.nextKey, n.keyIndex
+	f.events, f.nextEvent = n.events, n.nextEvent
+	f.lastIndex = index
+	f.hashValid = false
+	return nil
+}
+
+func decodeState(d *sfq.Decoder) (*FSM, error) {
+	if v := d.Uvarint(); d.Err() == nil && v != stateVersion {
+		return nil, fmt.Errorf("%w: state version %d (this build reads %d)", sfq.ErrCorrupt, v, stateVersion)
+	}
+	f := New()
+	f.clock = sfq.Time(d.Varint())
+	f.cfg = decodeConfig(d)
+	nm := d.Uvarint()
+	for i := uint64(0); i < nm && d.Err() == nil; i++ {
+		f.members = append(f.members, Member{ID: d.String(), RaftAddr: d.String(), GRPCAddr: d.String(), HTTPAddr: d.String()})
+	}
+	nw := d.Uvarint()
+	for i := uint64(0); i < nw && d.Err() == nil; i++ {
+		w := &Worker{ID: d.String(), Size: sfq.Size(d.Enum("worker size", sfq.NumSizes)), Credit: d.Uvarint(),
+			Job: sfq.JobID(d.Uvarint()), Attempt: d.Uint32(), Drained: d.Bool(), LastSeen: sfq.Time(d.Varint())}
+		f.workers[w.ID] = w
+	}
+	f.nextKey = d.Uvarint()
+	nk := d.Uvarint()
+	for i := uint64(0); i < nk && d.Err() == nil; i++ {
+		k := keyEntry{Seq: d.Uvarint(), Tenant: d.Uint32(), Key: d.String(), Job: sfq.JobID(d.Uvarint()), Expires: sfq.Time(d.Varint())}
+		digest := d.String()
+		if d.Err() != nil {
+			break
+		}
+		if len(digest) != len(k.Digest) || k.Seq >= f.nextKey || f.keys.Get(k.Seq) != nil {
+			d.Fail("idempotency key record %d is malformed", i)
+			break
+		}
+		copy(k.Digest[:], digest)
+		f.keys.Put(k.Seq, k)
+		f.keyIndex[keyRef{k.Tenant, k.Key}] = k.Seq
+	}
+	f.nextEvent = d.Uvarint()
+	ne := d.Uvarint()
+	for i := uint64(0); i < ne && d.Err() == nil; i++ {
+		ev := decodeEvent(d)
+		if d.Err() != nil {
+			break
+		}
+		if ev.Seq >= f.nextEvent || f.events.Get(ev.Seq) != nil {
+			d.Fail("event record %d (seq %d) is out of order", i, ev.Seq)
+			break
+		}
+		f.events.Put(ev.Seq, ev)
+	}
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	if err := f.cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", sfq.ErrCorrupt, err)
+	}
+	s, err := sfq.Decode(d)
+	if err != nil {
+		return nil, err
+	}
+	f.sched = s
+	return f, nil
+}
+
+// Hash returns the SHA-256 of the canonical encoding of the state and the
+// index it was taken at. It is cached until the next Apply.
+func (f *FSM) Hash() ([32]byte, uint64) {
+	f.mu.RLock()
+	if f.hashValid {
+		defer f.mu.RUnlock()
+		return f.hash, f.hashIndex
+	}
+	f.mu.RUnlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.hashValid {
+		v := f.view()
+		v.keys, v.events, v.sched = f.keys.View(), f.events.View(), f.sched.Peek()
+		f.hash, f.hashIndex, f.hashValid = HashView(v), f.lastIndex, true
+	}
+	return f.hash, f.hashIndex
+}
+
+// HashView hashes a view's canonical encoding.
+func HashView(v *View) [32]byte {
+	h := sha256.New()
+	e := sfq.NewEncoder(h)
+	v.Encode(e)
+	_ = e.Flush()
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// Verify checks the core's counters and the FSM's own tables.
+func (f *FSM) Verify() error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if err := f.sched.Verify(); err != nil {
+		return err
+	}
+	for ref, seq := range f.keyIndex {
+		if e := f.keys.Get(seq); e == nil || e.Tenant != ref.tenant || e.Key != ref.key {
+			return fmt.Errorf("%w: idempotency index entry %q points to a missing record", sfq.ErrVerify, ref.key)
+		}
+	}
+	if uint64(f.events.Len()) > f.nextEvent-1 {
+		return fmt.Errorf("%w: %d events but next seq %d", sfq.ErrVerify, f.events.Len(), f.nextEvent)
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package scenario
+
+import (
+	"fmt"
+
+	pb "barista/proto"
+	"barista/fsm"
+	"barista/sfq"
+)
+
+// Machine runs scripts through the replicated state machine: each line
+// becomes a command in its own envelope, stamped with the script's time,
+// and goes through the same Apply as a Raft log entry.
+type Machine struct {
+	F      *fsm.FSM
+	index  uint64
+	credit uint64
+}
+
+// NewMachine returns a Machine over a fresh state machine.
+func NewMachine() *Machine { return &Machine{F: fsm.New()} }
+
+func (m *Machine) apply(now sfq.Time, c *pb.Command) (fsm.Result, error) {
+	m.index++
+	res, err := m.F.ApplyEnvelope(m.index, &pb.Envelope{Version: fsm.Version, StampMs: int64(now), Commands: []*pb.Command{c}})
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	return res[0], res[0].Err()
+}
+
+// SetConfig implements Target.
+func (m *Machine) SetConfig(now sfq.Time, cfg sfq.Config) error {
+	full := m.F.Config()
+	full.Sched = cfg
+	if full.SelfKillAfterMs >= cfg.LeaseTimeoutMs {
+		// Keep the runtime timeouts below a lease the script shortened.
+		full.SelfKillAfterMs = cfg.LeaseTimeoutMs * 5 / 6
+		full.HeartbeatIntervalMs = min(full.HeartbeatIntervalMs, full.SelfKillAfterMs/5)
+	}
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: fsm.ConfigToPB(full)}}})
+	return err
+}
+
+// Config implements Target.
+func (m *Machine) Config() sfq.Config { return m.F.Config().Sched }
+
+// UpsertTenant implements Target.
+func (m *Machine) UpsertTenant(now sfq.Time, spec sfq.TenantSpec) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{
+		Name: spec.Name, Tier: fsm.TierToPB(spec.Tier), Multiplier: spec.Multiplier, Caps: fsm.CapsToPB(spec.Caps)}}})
+	return err
+}
+
+// Tenant implements Target.
+func (m *Machine) Tenant(name string) (spec sfq.TenantSpec, ok bool) {
+	m.F.Read(func(s *sfq.Scheduler) {
+		var t sfq.Tenant
+		t, ok = s.Tenant(name)
+		spec = t.TenantSpec
+	})
+	return spec, ok
+}
+
+// TenantState implements Target.
+func (m *Machine) TenantState(name string) (t sfq.Tenant, vnow sfq.VirtualTime, ok bool) {
+	m.F.Read(func(s *sfq.Scheduler) {
+		t, ok = s.Tenant(name)
+		vnow = s.VirtualNow()
+	})
+	return t, vnow, ok
+}
+
+// DeleteTenant implements Target.
+func (m *Machine) DeleteTenant(now sfq.Time, name string) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_TenantDelete{TenantDelete: &pb.TenantDelete{Name: name}}})
+	return err
+}
+
+// Submit implements Target.
+func (m *Machine) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
+	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
+		Tenant: sub.Tenant, IdempotencyKey: sub.Key, JobType: sub.Type, Size: fsm.SizeToPB(sub.Size),
+		EstCostMs: sub.EstCostMs, Payload: []byte(sub.Payload), MaxAttempts: sub.MaxAttempts, TimeoutMs: sub.TimeoutMs}}})
+	return r.Job, err
+}
+
+// Dispatch implements Target.
+func (m *Machine) Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignment, bool, error) {
+	m.credit++
+	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: fsm.SizeToPB(size), Credit: m.credit}}})
+	if err != nil || !r.Assigned {
+		return sfq.Assignment{}, false, err
+	}
+	j, _ := m.Job(r.Job)
+	return sfq.Assignment{Job: j.ID, Tenant: j.Tenant, Size: j.Size, Attempt: j.Attempt, Start: j.StartTag, Weight: j.Weight}, true, nil
+}
+
+// Job implements Target.
+func (m *Machine) Job(id sfq.JobID) (j sfq.Job, ok bool) {
+	m.F.Read(func(s *sfq.Scheduler) { j, ok = s.Job(id) })
+	return j, ok
+}
+
+// TenantName implements Target.
+func (m *Machine) TenantName(i uint32) (name string) {
+	m.F.Read(func(s *sfq.Scheduler) { name = s.TenantName(i) })
+	return name
+}
+
+// Start implements Target.
+func (m *Machine) Start(now sfq.Time, id sfq.JobID, attempt uint32, worker string) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: uint64(id), Attempt: attempt, WorkerId: worker}}})
+	return err
+}
+
+// Heartbeat implements Target.
+func (m *Machine) Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker string, cpuMs int64) error {
+	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Heartbeats{Heartbeats: &pb.HeartbeatBatch{Heartbeats: []*pb.Heartbeat{
+		{Job: uint64(id), Attempt: attempt, WorkerId: worker, CpuMs: cpuMs}}}}})
+	if err == nil && len(r.HeartbeatOutcomes) == 1 {
+		if o := r.HeartbeatOutcomes[0]; o != sfq.Changed && o != sfq.Duplicate {
+			return &fsm.Refusal{Code: fsm.FailedPrecondition, Msg: fmt.Sprintf("heartbeat of job %d (attempt %d, worker %q) is %s", id, attempt, worker, o)}
+		}
+	}
+	return err
+}
+
+// Finish implements Target.
+func (m *Machine) Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{
+		Job: uint64(id), Attempt: attempt, WorkerId: worker, Outcome: fsm.OutcomeToPB(outcome), CpuMs: cpuMs}}})
+	return err
+}
+
+// Cancel implements Target.
+func (m *Machine) Cancel(now sfq.Time, id sfq.JobID) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Job: uint64(id)}}})
+	return err
+}
+
+// Expire implements Target.
+func (m *Machine) Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.EventKind) error {
+	k := map[sfq.EventKind]pb.ExpireKind{sfq.EvExpireAck: pb.ExpireKind_ACK, sfq.EvExpireLease: pb.ExpireKind_LEASE, sfq.EvExpireTimeout: pb.ExpireKind_TIMEOUT}[kind]
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: uint64(id), Attempt: attempt, Kind: k}}})
+	return err
+}
+
+// Check implements Target.
+func (m *Machine) Check() error { return m.F.Verify() }
+
+// Hash implements Target.
+func (m *Machine) Hash() []byte {
+	h, _ := m.F.Hash()
+	return h[:]
+}
