@@ -280,6 +280,7 @@ func (f *FSM) applySetConfig(c *pb.SetConfig) Result {
 		return refuse(err)
 	}
 	f.cfg = cfg
+	f.configured = true
 	return Result{}
 }
 

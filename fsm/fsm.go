@@ -35,13 +35,14 @@ const Version = 1
 type FSM struct {
 	mu sync.RWMutex
 
-	sched     *sfq.Scheduler
-	cfg       Config
-	clock     sfq.Time
-	lastIndex uint64 // index of the last applied entry
-	lastWall  int64  // the leader's wall clock on that entry (display)
+	sched      *sfq.Scheduler
+	cfg        Config
+	configured bool // a SetConfig has been applied (the seed is in)
+	clock      sfq.Time
+	lastIndex  uint64 // index of the last applied entry
+	lastWall   int64  // the leader's wall clock on that entry (display)
 
-	members []Member         // sorted by ID
+	members []Member           // sorted by ID
 	workers map[string]*Worker // copied (sorted) into snapshots
 
 	events    sfq.Vector[Event] // by Seq

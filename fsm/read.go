@@ -22,6 +22,14 @@ func (f *FSM) Clock() (sfq.Time, uint64) {
 	return f.clock, f.lastIndex
 }
 
+// Configured reports whether a SetConfig has been applied: a new
+// cluster's first leader seeds the configuration only if not.
+func (f *FSM) Configured() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.configured
+}
+
 // Config returns the configuration in force.
 func (f *FSM) Config() Config {
 	f.mu.RLock()
@@ -90,4 +98,22 @@ func (f *FSM) Events(from uint64, fn func(ev *Event) bool) (first, next uint64) 
 		}
 	}
 	return first, next
+}
+
+// PruneDue reports whether a Prune at now would remove anything (terminal
+// jobs past retention, events past retention, expired idempotency keys).
+func (f *FSM) PruneDue(now sfq.Time) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if uint64(f.events.Len()) > f.cfg.EventRetentionCount {
+		return true
+	}
+	if ev := f.events.Get(f.nextEvent - uint64(f.events.Len())); ev != nil && ev.At < now-sfq.Time(f.cfg.EventRetentionMs) {
+		return true
+	}
+	if k := f.keys.Get(f.nextKey - uint64(f.keys.Len())); k != nil && k.Expires <= now {
+		return true
+	}
+	at, ok := f.sched.OldestEnded()
+	return ok && at < now-sfq.Time(f.cfg.JobRetentionMs)
 }

@@ -17,16 +17,17 @@ const stateVersion = 1
 // Freeze makes one in time proportional to the number of table chunks;
 // Encode may then run on another goroutine while Apply goes on.
 type View struct {
-	Index     uint64
-	clock     sfq.Time
-	cfg       Config
-	members   []Member
-	workers   []Worker
-	nextKey   uint64
-	keys      sfq.VectorView[keyEntry]
-	nextEvent uint64
-	events    sfq.VectorView[Event]
-	sched     *sfq.View
+	Index      uint64
+	configured bool
+	clock      sfq.Time
+	cfg        Config
+	members    []Member
+	workers    []Worker
+	nextKey    uint64
+	keys       sfq.VectorView[keyEntry]
+	nextEvent  uint64
+	events     sfq.VectorView[Event]
+	sched      *sfq.View
 }
 
 // Freeze returns an immutable View of the current state. Writes after it
@@ -47,12 +48,13 @@ func (f *FSM) Freeze() (*View, error) {
 // view copies the small tables and scalars; the caller fills the big ones.
 func (f *FSM) view() *View {
 	v := &View{
-		Index:     f.lastIndex,
-		clock:     f.clock,
-		cfg:       f.cfg,
-		members:   slices.Clone(f.members),
-		nextKey:   f.nextKey,
-		nextEvent: f.nextEvent,
+		Index:      f.lastIndex,
+		configured: f.configured,
+		clock:      f.clock,
+		cfg:        f.cfg,
+		members:    slices.Clone(f.members),
+		nextKey:    f.nextKey,
+		nextEvent:  f.nextEvent,
 	}
 	v.workers = make([]Worker, 0, len(f.workers))
 	for _, w := range f.workers {
@@ -66,6 +68,7 @@ func (f *FSM) view() *View {
 func (v *View) Encode(e *sfq.Encoder) {
 	e.Uvarint(stateVersion)
 	e.Varint(int64(v.clock))
+	e.Bool(v.configured)
 	encodeConfig(e, &v.cfg)
 	e.Uvarint(uint64(len(v.members)))
 	for _, m := range v.members {
@@ -108,19 +111,39 @@ func (v *View) Encode(e *sfq.Encoder) {
 // state with it. The decoded state must pass Verify; on any error the FSM
 // is left unchanged.
 func (f *FSM) Restore(d *sfq.Decoder, index uint64) error {
-	n, err := decodeState(d)
+	n, err := DecodeState(d, index)
 	if err != nil {
 		return err
 	}
+	f.Adopt(n)
+	return nil
+}
+
+// DecodeState reads a state written by View.Encode into a new FSM whose
+// last applied index is index. The core's counters are verified.
+func DecodeState(d *sfq.Decoder, index uint64) (*FSM, error) {
+	n, err := decodeState(d)
+	if err != nil {
+		return nil, err
+	}
+	n.lastIndex = index
+	if err := n.Verify(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Adopt replaces f's state with n's. n must not be used afterwards.
+func (f *FSM) Adopt(n *FSM) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sched, f.cfg, f.clock = n.sched, n.cfg, n.clock
 	f.members, f.workers = n.members, n.workers
 	f.keys, f.nextKey, f.keyIndex = n.keys, n.nextKey, n.keyIndex
 	f.events, f.nextEvent = n.events, n.nextEvent
-	f.lastIndex = index
+	f.lastIndex, f.lastWall = n.lastIndex, n.lastWall
+	f.configured = n.configured
 	f.hashValid = false
-	return nil
 }
 
 func decodeState(d *sfq.Decoder) (*FSM, error) {
@@ -129,6 +152,7 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	}
 	f := New()
 	f.clock = sfq.Time(d.Varint())
+	f.configured = d.Bool()
 	f.cfg = decodeConfig(d)
 	nm := d.Uvarint()
 	for i := uint64(0); i < nm && d.Err() == nil; i++ {

@@ -853,3 +853,10 @@ func (s *Scheduler) Prune(cutoff Time, limit int) int {
 	}
 	return n
 }
+
+// OldestEnded returns when the longest-ended terminal job still in the
+// table ended.
+func (s *Scheduler) OldestEnded() (Time, bool) {
+	e, ok := s.ended.front()
+	return e.at, ok
+}

@@ -1,24 +1,38 @@
 package main
 
 import (
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
+	"barista/snapshot"
 	"barista/snapshot/scenario"
 )
 
 type replayOpts struct {
-	script string
-	json   bool
+	script  string
+	dataDir string
+	until   uint64
+	dump    bool
+	json    bool
 }
 
 func init() {
 	register("replay", &command{
-		synopsis: "Replay a scheduling scenario script and print its dispatch table",
-		usage:    "--script FILE [--json]",
-		help: `Runs a scenario script (see docs/replay.md) through the replicated
+		synopsis: "Rebuild state from a data directory, or replay a scenario script",
+		usage:    "--data-dir DIR [--until INDEX] [--dump] | --script FILE [--json]",
+		help: `With --data-dir, rebuilds a node's state from the newest snapshot and the
+Raft log in DIR without starting Raft (the node must be stopped), and
+prints "index=N hash=HEX". By default it replays up to the applied index
+the node recorded at its last snapshot or clean shutdown; --until INDEX
+replays up to another index (entries past the recorded one may never have
+been committed, and the output says so). --dump prints every applied entry
+as a JSON line (commands and results) before the summary.
+
+With --script, runs a scenario script (see docs/replay.md) through the replicated
 state machine's Apply (each line is one command, stamped with the script's
 time) and prints one line per dispatch request:
 
@@ -32,7 +46,10 @@ line; hash). "-" reads the script from standard input.`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &replayOpts{}
 			fs.StringVar(&o.script, "script", "", "scenario script to run (`FILE`, - for stdin)")
-			fs.BoolVar(&o.json, "json", false, "print JSON lines")
+			fs.StringVar(&o.dataDir, "data-dir", "", "a stopped node's data `DIR` to rebuild")
+			fs.Uint64Var(&o.until, "until", 0, "replay up to this log `INDEX` (default: the recorded applied index)")
+			fs.BoolVar(&o.dump, "dump", false, "print every applied entry as a JSON line")
+			fs.BoolVar(&o.json, "json", false, "print JSON")
 			return o
 		},
 		run: runReplay,
@@ -44,8 +61,11 @@ func runReplay(env *cmdEnv, o any, args []string) error {
 	if len(args) > 0 {
 		return usageError("unexpected argument %q", args[0])
 	}
-	if opts.script == "" {
-		return usageError("replay needs --script FILE")
+	if (opts.script == "") == (opts.dataDir == "") {
+		return usageError("replay needs exactly one of --script FILE and --data-dir DIR")
+	}
+	if opts.dataDir != "" {
+		return replayDataDir(env, opts)
 	}
 	in := os.Stdin
 	if opts.script != "-" {
@@ -63,5 +83,38 @@ func runReplay(env *cmdEnv, o any, args []string) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
+	return nil
+}
+
+func replayDataDir(env *cmdEnv, opts *replayOpts) error {
+	var dump io.Writer
+	if opts.dump {
+		dump = env.stdout
+	}
+	res, err := snapshot.Replay(opts.dataDir, opts.until, dump)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	note := ""
+	switch {
+	case res.Recorded == nil:
+		note = "no applied index was recorded (the node never snapshotted or stopped cleanly); replayed the whole log, which may include uncommitted entries"
+	case res.Uncommitted:
+		note = fmt.Sprintf("replayed past the recorded applied index %d: entries after it may never have been committed", res.Recorded.Index)
+	}
+	if opts.json {
+		out := map[string]any{"index": res.Index, "hash": hex.EncodeToString(res.Hash[:]), "snapshot_index": res.SnapshotAt, "last_log_index": res.LastLogIndex}
+		if res.Recorded != nil {
+			out["recorded_index"], out["recorded_hash"] = res.Recorded.Index, res.Recorded.Hash
+		}
+		if note != "" {
+			out["note"] = note
+		}
+		return printJSON(env.stdout, out)
+	}
+	if note != "" {
+		fmt.Fprintln(env.stderr, "note:", note)
+	}
+	fmt.Fprintf(env.stdout, "index=%d hash=%x\n", res.Index, res.Hash)
 	return nil
 }

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// defaultServer is the --server default: $BARISTA_ADDR, else the default
+// gRPC address.
+func defaultServer() string {
+	if a := os.Getenv("BARISTA_ADDR"); a != "" {
+		return a
+	}
+	return "127.0.0.1:7400"
+}
+
+// clientFlags are the connection flags every client command shares.
+type clientFlags struct {
+	servers string
+	token   string
+	json    bool
+	timeout time.Duration
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.servers, "server", defaultServer(), "gRPC `ADDR[,ADDR...]` of any node; on failure the next is tried ($BARISTA_ADDR)")
+	fs.StringVar(&c.token, "token", os.Getenv("BARISTA_TOKEN"), "bearer `TOKEN` ($BARISTA_TOKEN)")
+	fs.BoolVar(&c.json, "json", false, "print JSON")
+	fs.DurationVar(&c.timeout, "timeout", 15*time.Second, "give up after this `DURATION`")
+}
+
+// retryable reports whether another server may succeed where one failed.
+func retryable(err error) bool {
+	s, ok := status.FromError(err)
+	return !ok || s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded
+}
+
+// call runs fn against each server in turn until one does not fail with
+// a connection-level error.
+func (c *clientFlags) call(fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	var last error
+	for _, addr := range strings.Split(c.servers, ",") {
+		addr = strings.TrimSpace(addr)
+		if addr == "" {
+			continue
+		}
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			last = status.Errorf(codes.InvalidArgument, "server %q: %v", addr, err)
+			continue
+		}
+		err = fn(ctx, cc)
+		cc.Close()
+		if err == nil || !retryable(err) {
+			return statusErr(err)
+		}
+		last = err
+	}
+	if last == nil {
+		return usageError("no server given")
+	}
+	return statusErr(last)
+}
+
+// statusErr formats an RPC error as one line starting with the gRPC code
+// name ("NOT_FOUND: job 7 not found").
+func statusErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	s, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	return errors.New(codeName(s.Code()) + ": " + s.Message())
+}
+
+func codeName(c codes.Code) string {
+	names := map[codes.Code]string{
+		codes.OK: "OK", codes.Canceled: "CANCELLED", codes.Unknown: "UNKNOWN", codes.InvalidArgument: "INVALID_ARGUMENT",
+		codes.DeadlineExceeded: "DEADLINE_EXCEEDED", codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
+		codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
+		codes.FailedPrecondition: "FAILED_PRECONDITION", codes.Aborted: "ABORTED", codes.OutOfRange: "OUT_OF_RANGE",
+		codes.Unimplemented: "UNIMPLEMENTED", codes.Internal: "INTERNAL", codes.Unavailable: "UNAVAILABLE",
+		codes.DataLoss: "DATA_LOSS", codes.Unauthenticated: "UNAUTHENTICATED",
+	}
+	if n, ok := names[c]; ok {
+		return n
+	}
+	return c.String()
+}
+
+// printJSON writes v as one JSON line.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// printTable writes aligned key/value lines.
+func printTable(w io.Writer, rows [][2]string) {
+	width := 0
+	for _, r := range rows {
+		width = max(width, len(r[0]))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "%-*s  %s\n", width, r[0], r[1])
+	}
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/raftnode"
+	"barista/rpc"
+)
+
+type serverOpts struct {
+	fs          *flag.FlagSet
+	configFile  string
+	id          string
+	dataDir     string
+	raftAddr    string
+	grpcAddr    string
+	httpAddr    string
+	bootstrap   bool
+	join        string
+	logLevel    string
+	logJSON     bool
+	hbTimeout   time.Duration
+	elTimeout   time.Duration
+	snapThresh  uint64
+	snapIntvl   time.Duration
+	trailing    uint64
+	pruneIntvl  time.Duration
+	unsafeDebug bool
+	clockOffset time.Duration
+}
+
+func init() {
+	register("server", &command{
+		synopsis: "Run a barista server (one Raft node)",
+		usage:    "--node-id ID --data-dir DIR [--bootstrap | --join ADDR] [flags]",
+		help: `Runs one node of a barista cluster: the Raft member, the replicated
+state machine, and the gRPC services on --grpc-addr.
+
+Start the first node of a new cluster with --bootstrap; start the others
+with --join ADDR (the gRPC address of any member; joining is idempotent, so
+the same command works on first boot and on restart). A restarted node
+needs neither: its data directory holds its state.
+
+--config FILE reads a TOML file (docs/configuration.md); flags given on
+the command line override it. The file's [scheduler] section only seeds
+the replicated configuration when a new cluster is first configured.
+
+SIGINT or SIGTERM shuts the node down cleanly: a leader hands leadership
+over first, and the applied index and state hash are recorded in the data
+directory (see barista replay --data-dir).`,
+		flags: func(fs *flag.FlagSet) any {
+			d := raftnode.DefaultConfig()
+			o := &serverOpts{fs: fs}
+			fs.StringVar(&o.configFile, "config", "", "TOML configuration `FILE`")
+			fs.StringVar(&o.id, "node-id", "", "this node's unique `ID`")
+			fs.StringVar(&o.dataDir, "data-dir", "", "`DIR` for the Raft log, snapshots and records")
+			fs.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:7440", "Raft transport `HOST:PORT`")
+			fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:7400", "gRPC `HOST:PORT` for clients, workers and operators")
+			fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7480", "HTTP `HOST:PORT` for health and metrics")
+			fs.BoolVar(&o.bootstrap, "bootstrap", false, "bootstrap a new one-node cluster if the data dir is empty")
+			fs.StringVar(&o.join, "join", "", "join the cluster through a member's gRPC `ADDR[,ADDR...]`")
+			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: trace, debug, info, warn, error")
+			fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
+			fs.DurationVar(&o.hbTimeout, "raft-heartbeat-timeout", d.HeartbeatTimeout, "Raft heartbeat timeout")
+			fs.DurationVar(&o.elTimeout, "raft-election-timeout", d.ElectionTimeout, "Raft election timeout")
+			fs.Uint64Var(&o.snapThresh, "snapshot-threshold", d.SnapshotThreshold, "log entries between snapshots")
+			fs.DurationVar(&o.snapIntvl, "snapshot-interval", d.SnapshotInterval, "how often to check the snapshot threshold")
+			fs.Uint64Var(&o.trailing, "trailing-logs", d.TrailingLogs, "log entries kept after a snapshot")
+			fs.DurationVar(&o.pruneIntvl, "prune-interval", d.PruneInterval, "how often the leader checks for prunable state")
+			fs.BoolVar(&o.unsafeDebug, "unsafe-debug", false, "allow raw envelopes of other versions through Apply (tests only)")
+			fs.DurationVar(&o.clockOffset, "test-clock-offset", 0, "shift this node's wall clock (tests only)")
+			return o
+		},
+		run: runServer,
+	})
+}
+
+// resolve merges the config file under the flags given on the command line.
+func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
+	set := map[string]bool{}
+	o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cfg := raftnode.DefaultConfig()
+	var join []string
+	if o.configFile != "" {
+		fc, err := loadConfigFile(o.configFile)
+		if err != nil {
+			return cfg, nil, err
+		}
+		pick := func(flagName string, dst *string, fileVal string) {
+			if !set[flagName] && fileVal != "" {
+				*dst = fileVal
+			}
+		}
+		pick("node-id", &o.id, fc.Node.ID)
+		pick("data-dir", &o.dataDir, fc.Node.DataDir)
+		pick("raft-addr", &o.raftAddr, fc.Node.RaftAddr)
+		pick("grpc-addr", &o.grpcAddr, fc.Node.GRPCAddr)
+		pick("http-addr", &o.httpAddr, fc.Node.HTTPAddr)
+		pick("log-level", &o.logLevel, fc.Log.Level)
+		if !set["bootstrap"] {
+			o.bootstrap = fc.Node.Bootstrap
+		}
+		if !set["log-json"] {
+			o.logJSON = fc.Log.JSON
+		}
+		if !set["join"] {
+			join = fc.Node.Join
+		}
+		durs := []struct {
+			flag string
+			dst  *time.Duration
+			v    *duration
+		}{
+			{"raft-heartbeat-timeout", &o.hbTimeout, fc.Raft.HeartbeatTimeout},
+			{"raft-election-timeout", &o.elTimeout, fc.Raft.ElectionTimeout},
+			{"snapshot-interval", &o.snapIntvl, fc.Raft.SnapshotInterval},
+		}
+		for _, d := range durs {
+			if !set[d.flag] && d.v != nil {
+				*d.dst = d.v.Duration
+			}
+		}
+		if fc.Raft.LeaderLeaseTimeout != nil {
+			cfg.LeaderLeaseTimeout = fc.Raft.LeaderLeaseTimeout.Duration
+		}
+		if fc.Raft.CommitTimeout != nil {
+			cfg.CommitTimeout = fc.Raft.CommitTimeout.Duration
+		}
+		if !set["snapshot-threshold"] && fc.Raft.SnapshotThreshold != nil {
+			o.snapThresh = *fc.Raft.SnapshotThreshold
+		}
+		if !set["trailing-logs"] && fc.Raft.TrailingLogs != nil {
+			o.trailing = *fc.Raft.TrailingLogs
+		}
+		if cfg.Seed, err = fc.Scheduler.apply(fsm.DefaultConfig()); err != nil {
+			return cfg, nil, err
+		}
+	}
+	if o.join != "" {
+		join = strings.Split(o.join, ",")
+	}
+	switch {
+	case o.id == "":
+		return cfg, nil, usageError("server needs --node-id (or node.id in --config)")
+	case o.dataDir == "":
+		return cfg, nil, usageError("server needs --data-dir (or node.data_dir in --config)")
+	case o.bootstrap && len(join) > 0:
+		return cfg, nil, usageError("--bootstrap and --join exclude each other")
+	case !validLogLevel(o.logLevel):
+		return cfg, nil, usageError("unknown --log-level %q", o.logLevel)
+	}
+	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.GRPCAddr, cfg.HTTPAddr = o.id, o.dataDir, o.raftAddr, o.grpcAddr, o.httpAddr
+	cfg.Bootstrap = o.bootstrap
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout = o.hbTimeout, o.elTimeout
+	if cfg.LeaderLeaseTimeout > cfg.HeartbeatTimeout {
+		cfg.LeaderLeaseTimeout = cfg.HeartbeatTimeout
+	}
+	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = o.snapThresh, o.snapIntvl, o.trailing
+	cfg.PruneInterval = o.pruneIntvl
+	cfg.ClockOffset = o.clockOffset
+	return cfg, join, nil
+}
+
+func newLogger(level string, json bool) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "barista", Level: hclog.LevelFromString(level), JSONFormat: json, Output: os.Stderr})
+}
+
+func runServer(env *cmdEnv, o any, args []string) error {
+	opts := o.(*serverOpts)
+	if len(args) > 0 {
+		return usageError("unexpected argument %q", args[0])
+	}
+	cfg, join, err := opts.resolve()
+	if err != nil {
+		return err
+	}
+	log := newLogger(opts.logLevel, opts.logJSON)
+	cfg.Logger = log
+	if opts.unsafeDebug {
+		log.Warn("--unsafe-debug is on: Apply accepts envelopes of any version; never use this in production")
+	}
+	lis, err := net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		return fmt.Errorf("listening on --grpc-addr %s: %w", cfg.GRPCAddr, err)
+	}
+	node, err := raftnode.New(cfg)
+	if err != nil {
+		lis.Close()
+		return fmt.Errorf("starting node %s: %w", cfg.ID, err)
+	}
+	srv := grpc.NewServer(
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	)
+	nodeSvc := rpc.NewNodeService(node, rpc.NodeOptions{Logger: log.Named("rpc"), UnsafeDebug: opts.unsafeDebug})
+	pb.RegisterNodeServer(srv, nodeSvc)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv, hs)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(lis) }()
+	log.Info("barista server started", "id", cfg.ID, "raft_addr", cfg.RaftAddr, "grpc_addr", cfg.GRPCAddr, "data_dir", cfg.DataDir)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if len(join) > 0 {
+		go joinLoop(ctx, log, cfg, join)
+	}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	stop := func() {
+		cancel()
+		hs.Shutdown()
+		stopped := make(chan struct{})
+		go func() { srv.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			srv.Stop()
+		}
+		nodeSvc.Close()
+	}
+	select {
+	case sig := <-sigs:
+		log.Info("shutting down", "signal", sig.String())
+		stop()
+		if err := node.Shutdown(); err != nil {
+			log.Error("raft shutdown", "error", err)
+		}
+		log.Info("stopped")
+		return nil
+	case <-node.Fatal():
+		ferr := node.FSM.FatalErr()
+		log.Error("stopping: the replicated log holds an entry this node cannot apply", "error", ferr)
+		srv.Stop()
+		nodeSvc.Close()
+		node.Shutdown()
+		return &exitError{code: 3, err: fmt.Errorf("barista server: %w", ferr)}
+	case err := <-serveErr:
+		node.Shutdown()
+		return fmt.Errorf("grpc server: %w", err)
+	}
+}
+
+// joinLoop asks the given members to add this node as a voter until one
+// accepts. Joining is idempotent.
+func joinLoop(ctx context.Context, log hclog.Logger, cfg raftnode.Config, addrs []string) {
+	req := &pb.JoinRequest{Id: cfg.ID, RaftAddr: cfg.RaftAddr, GrpcAddr: cfg.GRPCAddr, HttpAddr: cfg.HTTPAddr}
+	backoff := 200 * time.Millisecond
+	for {
+		for _, addr := range addrs {
+			err := tryJoin(ctx, addr, req)
+			if err == nil {
+				log.Info("joined the cluster", "via", addr)
+				return
+			}
+			log.Warn("join attempt failed", "via", addr, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func tryJoin(ctx context.Context, addr string, req *pb.JoinRequest) error {
+	cc, err := grpc.NewClient(strings.TrimSpace(addr), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	cctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+	defer cancel()
+	_, err = pb.NewNodeClient(cc).Join(cctx, req)
+	return err
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"google.golang.org/grpc"
+
+	pb "barista/proto"
+)
+
+type statusOpts struct{ clientFlags }
+
+func init() {
+	register("status", &command{
+		synopsis: "Show a node's view of the cluster: state, leader, applied index, state hash",
+		usage:    "[--server ADDR] [--json]",
+		help: `Asks one node (the first of --server that answers) for its status. With
+--json prints one object with the keys node_id, state, leader_id,
+leader_addr, applied_index, state_hash, and more.`,
+		flags: func(fs *flag.FlagSet) any {
+			o := &statusOpts{}
+			o.register(fs)
+			return o
+		},
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*statusOpts)
+			if len(args) > 0 {
+				return usageError("unexpected argument %q", args[0])
+			}
+			var st *pb.StatusResponse
+			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+				st, err = pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if opts.json {
+				return printJSON(env.stdout, map[string]any{
+					"node_id": st.NodeId, "state": st.State, "leader_id": st.LeaderId, "leader_addr": st.LeaderAddr,
+					"applied_index": st.AppliedIndex, "state_hash": st.StateHash, "raft_addr": st.RaftAddr,
+					"grpc_addr": st.GrpcAddr, "last_log_index": st.LastLogIndex, "commit_index": st.CommitIndex,
+					"term": st.Term, "cluster_time_ms": st.ClusterTimeMs, "jobs": st.Jobs, "tenants": st.Tenants,
+				})
+			}
+			printTable(env.stdout, [][2]string{
+				{"node", st.NodeId + " (" + st.State + ")"},
+				{"leader", fmt.Sprintf("%s %s", st.LeaderId, st.LeaderAddr)},
+				{"term", fmt.Sprint(st.Term)},
+				{"applied index", fmt.Sprint(st.AppliedIndex)},
+				{"commit index", fmt.Sprint(st.CommitIndex)},
+				{"state hash", st.StateHash},
+				{"jobs", fmt.Sprint(st.Jobs)},
+				{"tenants", fmt.Sprint(st.Tenants)},
+			})
+			return nil
+		},
+	})
+}

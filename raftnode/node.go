@@ -1,0 +1,596 @@
+// Package raftnode wires barista's state machine into hashicorp/raft: the
+// BoltDB log and stable store, the file snapshot store, the TCP (or TLS)
+// transport, bootstrap, join and removal, cluster-time stamping, and the
+// leader-only loops, which start after a barrier when this node gains
+// leadership and stop, waited for, when it loses it.
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/sfq"
+	"barista/snapshot"
+)
+
+// Config configures a node. DefaultConfig fills every field but the
+// node's identity and addresses.
+type Config struct {
+	ID       string
+	DataDir  string
+	RaftAddr string // bind and advertise address of the Raft transport
+	GRPCAddr string // recorded in the replicated member table
+	HTTPAddr string
+
+	// Bootstrap makes this node a one-voter cluster if it has no state.
+	Bootstrap bool
+	// Seed is the configuration the first leader of a never-configured
+	// cluster proposes. A node never applies it on its own.
+	Seed fsm.Config
+
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	SnapshotThreshold  uint64
+	SnapshotInterval   time.Duration
+	TrailingLogs       uint64
+	// PruneInterval is how often the leader checks for prunable jobs,
+	// events and keys.
+	PruneInterval time.Duration
+
+	// StreamLayer replaces the plain TCP transport (mutual TLS).
+	StreamLayer raft.StreamLayer
+	Logger      hclog.Logger
+	// ClockOffset shifts this node's wall clock, for tests that show a
+	// skewed clock cannot move cluster time.
+	ClockOffset time.Duration
+}
+
+// DefaultConfig returns LAN defaults: heartbeat and election timeouts of
+// 500 ms (a leader failure is detected in about a second), a snapshot
+// every 8192 entries or 2 minutes, and 10240 trailing log entries.
+func DefaultConfig() Config {
+	return Config{
+		Seed:               fsm.DefaultConfig(),
+		HeartbeatTimeout:   500 * time.Millisecond,
+		ElectionTimeout:    500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
+		CommitTimeout:      20 * time.Millisecond,
+		SnapshotThreshold:  8192,
+		SnapshotInterval:   2 * time.Minute,
+		TrailingLogs:       10240,
+		PruneInterval:      10 * time.Second,
+	}
+}
+
+// Errors callers branch on.
+var (
+	// ErrNotLeader: this node is not the leader (or not ready yet).
+	ErrNotLeader = errors.New("not the leader")
+	// ErrMaybeCommitted: leadership was lost while the entry was in
+	// flight; it may or may not have been committed. Retrying is safe:
+	// every command is idempotent or fenced.
+	ErrMaybeCommitted = errors.New("leadership lost; the command may or may not have been applied")
+)
+
+// LeaderLoop is a function that runs only while this node leads. It must
+// return soon after ctx is done.
+type LeaderLoop func(ctx context.Context)
+
+// Node is one barista server's Raft member.
+type Node struct {
+	cfg   Config
+	log   hclog.Logger
+	FSM   *fsm.FSM
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	store *raftboltdb.BoltStore
+	snaps *raft.FileSnapshotStore
+
+	notify chan bool
+	done   chan struct{}
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	loops     map[string]LeaderLoop
+	lead      *leadership
+	stampBase sfq.Time
+	stampMono time.Time
+	stampOK   bool
+	shutdown  bool
+}
+
+type leadership struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New opens (or creates) the node's data directory and starts Raft. It
+// refuses to start if the newest snapshot is unusable.
+func New(cfg Config) (*Node, error) {
+	if cfg.ID == "" || cfg.DataDir == "" || cfg.RaftAddr == "" {
+		return nil, errors.New("raftnode: ID, DataDir and RaftAddr are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger, notify: make(chan bool, 1), done: make(chan struct{}), loops: map[string]LeaderLoop{}}
+	var err error
+	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshot")); err != nil {
+		return nil, err
+	}
+	meta, restored, err := snapshot.LoadNewest(n.snaps, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n.FSM = fsm.New()
+	if restored != nil {
+		n.FSM.Adopt(restored)
+		n.log.Info("restored state from snapshot", "id", meta.ID, "index", meta.Index)
+	}
+	path := filepath.Join(cfg.DataDir, snapshot.LogFile)
+	n.store, err = raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bolt.Options{Timeout: 2 * time.Second}})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("%s: %w", path, snapshot.ErrInUse)
+		}
+		return nil, err
+	}
+	if err := n.openTransport(); err != nil {
+		n.store.Close()
+		return nil, err
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.NotifyCh = n.notify
+	rc.BatchApplyCh = true
+	rc.NoSnapshotRestoreOnStart = true // LoadNewest restored it, checked
+	rc.Logger = cfg.Logger.Named("raft")
+	if err := raft.ValidateConfig(rc); err != nil {
+		n.closeStores()
+		return nil, fmt.Errorf("raft config: %w", err)
+	}
+	hasState, err := raft.HasExistingState(n.store, n.store, n.snaps)
+	if err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	if n.raft, err = raft.NewRaft(rc, &machine{FSM: n.FSM, node: n}, n.store, n.store, n.snaps, n.trans); err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	if cfg.Bootstrap && !hasState {
+		boot := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: n.trans.LocalAddr()}}}
+		if err := n.raft.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			n.Shutdown()
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+		n.log.Info("bootstrapped a new cluster", "id", cfg.ID, "raft_addr", n.trans.LocalAddr())
+	}
+	n.wg.Add(1)
+	go n.watchLeadership()
+	return n, nil
+}
+
+func (n *Node) openTransport() error {
+	if n.cfg.StreamLayer != nil {
+		n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: n.cfg.StreamLayer, MaxPool: 5, Timeout: 10 * time.Second, Logger: n.log.Named("transport"),
+		})
+		return nil
+	}
+	addr, err := net.ResolveTCPAddr("tcp", n.cfg.RaftAddr)
+	if err != nil {
+		return fmt.Errorf("raft address %q: %w", n.cfg.RaftAddr, err)
+	}
+	n.trans, err = raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, addr, 5, 10*time.Second, n.log.Named("transport"))
+	if err != nil {
+		return fmt.Errorf("raft transport on %s: %w", n.cfg.RaftAddr, err)
+	}
+	return nil
+}
+
+func (n *Node) closeStores() {
+	if n.trans != nil {
+		n.trans.Close()
+	}
+	if n.store != nil {
+		n.store.Close()
+	}
+}
+
+// OnLeader registers a leader-only loop. Loops registered after New start
+// at the next leadership gain.
+func (n *Node) OnLeader(name string, loop LeaderLoop) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.loops[name] = loop
+}
+
+// Raft exposes the Raft instance (status, configuration).
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// ID returns the node's ID.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Config returns the node's configuration.
+func (n *Node) Config() Config { return n.cfg }
+
+// IsLeader reports whether this node leads and is ready to propose.
+func (n *Node) IsLeader() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.stampOK && n.raft.State() == raft.Leader
+}
+
+// Leader returns the current leader's ID and Raft address, if known.
+func (n *Node) Leader() (id, raftAddr string) {
+	addr, lid := n.raft.LeaderWithID()
+	return string(lid), string(addr)
+}
+
+// Fatal returns a channel closed when the state machine hits an entry it
+// cannot apply.
+func (n *Node) Fatal() <-chan struct{} { return n.FSM.Fatal() }
+
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	for {
+		select {
+		case leader := <-n.notify:
+			if leader {
+				n.gainLeadership()
+			} else {
+				n.loseLeadership()
+			}
+		case <-n.done:
+			n.loseLeadership()
+			return
+		}
+	}
+}
+
+// gainLeadership runs a barrier, then (in order) stamps cluster time from
+// the applied clock, seeds the configuration of a never-configured
+// cluster, records this node's addresses, grants every live lease a fresh
+// lease_timeout, and starts the leader loops.
+func (n *Node) gainLeadership() {
+	n.mu.Lock()
+	if n.lead != nil {
+		n.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &leadership{cancel: cancel}
+	n.lead = l
+	loops := make(map[string]LeaderLoop, len(n.loops))
+	for k, v := range n.loops {
+		loops[k] = v
+	}
+	n.mu.Unlock()
+
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		start := time.Now()
+		if err := n.raft.Barrier(30 * time.Second).Error(); err != nil {
+			n.log.Warn("barrier after gaining leadership failed", "error", err)
+			return
+		}
+		clock, index := n.FSM.Clock()
+		if clock == 0 {
+			// A brand-new cluster: cluster time starts at this wall clock,
+			// once. From here on only monotonic durations move it.
+			clock = sfq.Time(n.wallNow().UnixMilli())
+		}
+		n.mu.Lock()
+		if ctx.Err() != nil {
+			n.mu.Unlock()
+			return
+		}
+		n.stampBase, n.stampMono, n.stampOK = clock, time.Now(), true
+		n.mu.Unlock()
+		n.log.Info("leadership gained", "applied_index", index, "cluster_time_ms", int64(clock), "barrier", time.Since(start).Round(time.Millisecond))
+
+		var setup []*pb.Command
+		if !n.FSM.Configured() {
+			setup = append(setup, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: fsm.ConfigToPB(n.cfg.Seed)}}})
+		}
+		if m, ok := n.FSM.Member(n.cfg.ID); !ok || m.RaftAddr != string(n.trans.LocalAddr()) || m.GRPCAddr != n.cfg.GRPCAddr || m.HTTPAddr != n.cfg.HTTPAddr {
+			setup = append(setup, &pb.Command{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{
+				Id: n.cfg.ID, RaftAddr: string(n.trans.LocalAddr()), GrpcAddr: n.cfg.GRPCAddr, HttpAddr: n.cfg.HTTPAddr}}})
+		}
+		setup = append(setup, &pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
+		_, results, err := n.Propose(ctx, setup)
+		if err != nil {
+			n.log.Warn("leader setup failed", "error", err)
+			return
+		}
+		for i, r := range results {
+			if r.Code != fsm.OK {
+				n.log.Error("leader setup command refused", "command", i, "error", r.Msg)
+			}
+		}
+		for name, loop := range loops {
+			l.wg.Add(1)
+			go func() {
+				defer l.wg.Done()
+				loop(ctx)
+				n.log.Debug("leader loop stopped", "loop", name)
+			}()
+		}
+		l.wg.Add(1)
+		go func() { defer l.wg.Done(); n.pruneLoop(ctx) }()
+	}()
+}
+
+func (n *Node) loseLeadership() {
+	n.mu.Lock()
+	l := n.lead
+	n.lead = nil
+	n.stampOK = false
+	n.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.cancel()
+	l.wg.Wait()
+	n.log.Info("leadership lost; leader loops stopped")
+}
+
+// pruneLoop proposes a Prune whenever something is due.
+func (n *Node) pruneLoop(ctx context.Context) {
+	t := time.NewTicker(n.cfg.PruneInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			clock, _ := n.FSM.Clock()
+			if !n.FSM.PruneDue(clock) {
+				continue
+			}
+			if _, _, err := n.Propose(ctx, []*pb.Command{{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}}}); err != nil {
+				n.log.Warn("prune failed", "error", err)
+			}
+		}
+	}
+}
+
+func (n *Node) wallNow() time.Time { return time.Now().Add(n.cfg.ClockOffset) }
+
+// stamp returns the current cluster time: the FSM clock at the barrier
+// plus the monotonic time elapsed since. It never reads the wall clock.
+func (n *Node) stamp() (int64, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.stampOK {
+		return 0, false
+	}
+	return int64(n.stampBase) + time.Since(n.stampMono).Milliseconds(), true
+}
+
+// Propose stamps commands with cluster time, replicates them as one log
+// entry, and returns the entry's index and one result per command. Only
+// the leader may propose.
+func (n *Node) Propose(ctx context.Context, cmds []*pb.Command) (uint64, []fsm.Result, error) {
+	return n.ProposeVersion(ctx, fsm.Version, cmds)
+}
+
+// ProposeVersion proposes with an explicit envelope version (tests of the
+// fatal-entry path).
+func (n *Node) ProposeVersion(ctx context.Context, version uint32, cmds []*pb.Command) (uint64, []fsm.Result, error) {
+	stamp, ok := n.stamp()
+	if !ok {
+		return 0, nil, ErrNotLeader
+	}
+	data, err := fsm.Encode(&pb.Envelope{Version: version, StampMs: stamp, WallMs: n.wallNow().UnixMilli(), Commands: cmds})
+	if err != nil {
+		return 0, nil, err
+	}
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	f := n.raft.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrRaftShutdown):
+			return 0, nil, ErrNotLeader
+		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return 0, nil, fmt.Errorf("%w: %v", ErrMaybeCommitted, err)
+		}
+		return 0, nil, err
+	}
+	switch r := f.Response().(type) {
+	case []fsm.Result:
+		return f.Index(), r, nil
+	case error:
+		return f.Index(), nil, r
+	}
+	return f.Index(), nil, fmt.Errorf("unexpected apply response %T", f.Response())
+}
+
+// Join adds a voter, or fixes its address, and records its member
+// addresses. Joining a member already present with the same address is a
+// no-op. Leader only.
+func (n *Node) Join(ctx context.Context, id, raftAddr, grpcAddr, httpAddr string) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return err
+	}
+	present := false
+	for _, s := range cf.Configuration().Servers {
+		switch {
+		case string(s.ID) == id && string(s.Address) == raftAddr && s.Suffrage == raft.Voter:
+			present = true
+		case string(s.ID) == id || string(s.Address) == raftAddr:
+			if err := n.raft.RemoveServer(s.ID, 0, 30*time.Second).Error(); err != nil {
+				return fmt.Errorf("removing stale entry %s@%s: %w", s.ID, s.Address, err)
+			}
+		}
+	}
+	if !present {
+		if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 30*time.Second).Error(); err != nil {
+			return fmt.Errorf("adding voter %s@%s: %w", id, raftAddr, err)
+		}
+		n.log.Info("added voter", "id", id, "raft_addr", raftAddr)
+	}
+	if m, ok := n.FSM.Member(id); !ok || m.RaftAddr != raftAddr || m.GRPCAddr != grpcAddr || m.HTTPAddr != httpAddr {
+		_, res, err := n.Propose(ctx, []*pb.Command{{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{Id: id, RaftAddr: raftAddr, GrpcAddr: grpcAddr, HttpAddr: httpAddr}}}})
+		if err != nil {
+			return err
+		}
+		return res[0].Err()
+	}
+	return nil
+}
+
+// RemovePeer removes a server from the configuration and its member
+// record. Leader only.
+func (n *Node) RemovePeer(ctx context.Context, id string) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 30*time.Second).Error(); err != nil {
+		return err
+	}
+	n.log.Info("removed peer", "id", id)
+	_, res, err := n.Propose(ctx, []*pb.Command{{Cmd: &pb.Command_MemberRemove{MemberRemove: &pb.MemberRemove{Id: id}}}})
+	if err != nil {
+		return err
+	}
+	return res[0].Err()
+}
+
+// TransferLeadership hands leadership to id (any voter if empty).
+func (n *Node) TransferLeadership(id string) error {
+	if id == "" {
+		return n.raft.LeadershipTransfer().Error()
+	}
+	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
+		if string(s.ID) == id {
+			return n.raft.LeadershipTransferToServer(s.ID, s.Address).Error()
+		}
+	}
+	return fmt.Errorf("no server %q in the configuration", id)
+}
+
+// Shutdown stops the node. A leader of a multi-voter cluster first hands
+// leadership over. The applied index and state hash are recorded in the
+// data directory for barista replay.
+func (n *Node) Shutdown() error {
+	n.mu.Lock()
+	if n.shutdown {
+		n.mu.Unlock()
+		return nil
+	}
+	n.shutdown = true
+	n.mu.Unlock()
+	if n.raft.State() == raft.Leader && len(n.raft.GetConfiguration().Configuration().Servers) > 1 {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("leadership transfer before shutdown failed", "error", err)
+		}
+	}
+	close(n.done)
+	n.wg.Wait()
+	err := n.raft.Shutdown().Error()
+	if n.FSM.FatalErr() == nil {
+		hash, _ := n.FSM.Hash()
+		index := n.raft.AppliedIndex()
+		if werr := snapshot.WriteApplied(n.cfg.DataDir, index, hash, "shutdown"); werr != nil {
+			n.log.Error("recording the applied index failed", "error", werr)
+		} else {
+			n.log.Info("recorded applied index at shutdown", "index", index, "hash", fmt.Sprintf("%x", hash))
+		}
+	}
+	n.closeStores()
+	return err
+}
+
+// Snapshot forces a snapshot now.
+func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+
+// machine adapts the FSM to raft.FSM: Apply and ApplyBatch come from the
+// FSM; snapshots use the snapshot package's format.
+type machine struct {
+	*fsm.FSM
+	node *Node
+}
+
+// Snapshot freezes the state (O(table chunks)); Persist writes it while
+// Apply goes on.
+func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
+	start := time.Now()
+	v, err := m.FSM.Freeze()
+	if err != nil {
+		return nil, err
+	}
+	m.node.log.Debug("snapshot frozen", "index", v.Index, "pause", time.Since(start))
+	return &persister{view: v, node: m.node}, nil
+}
+
+// Restore replaces the state with an installed snapshot.
+func (m *machine) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	index, err := snapshot.Read(rc, m.FSM)
+	if err != nil {
+		m.node.log.Error("restoring an installed snapshot failed", "error", err)
+		return err
+	}
+	m.node.log.Info("installed snapshot restored", "index", index)
+	return nil
+}
+
+type persister struct {
+	view *fsm.View
+	node *Node
+}
+
+func (p *persister) Persist(sink raft.SnapshotSink) error {
+	start := time.Now()
+	hash, err := snapshot.Write(sink, p.view)
+	if err != nil {
+		sink.Cancel()
+		return err
+	}
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	p.node.log.Info("snapshot written", "id", sink.ID(), "index", p.view.Index, "took", time.Since(start).Round(time.Millisecond))
+	if err := snapshot.WriteApplied(p.node.cfg.DataDir, p.view.Index, hash, "snapshot"); err != nil {
+		p.node.log.Error("recording the applied index failed", "error", err)
+	}
+	return nil
+}
+
+func (p *persister) Release() {}

@@ -1,0 +1,108 @@
+// Package rpc holds barista's gRPC services: the node service (status,
+// membership, raw commands), and — as they arrive — the client, admin and
+// worker services, with leader forwarding, auth and validation.
+package rpc
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"barista/raftnode"
+)
+
+// ForwardWait is how long a follower holds a write while no leader is
+// known (an election in progress) before failing it.
+const ForwardWait = 7 * time.Second
+
+// leaderConns dials and caches connections to the current leader.
+type leaderConns struct {
+	node  *raftnode.Node
+	creds credentials.TransportCredentials
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+func newLeaderConns(node *raftnode.Node, creds credentials.TransportCredentials) *leaderConns {
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	return &leaderConns{node: node, creds: creds, conns: map[string]*grpc.ClientConn{}}
+}
+
+// errIsLeader tells the caller to handle the request locally.
+var errIsLeader = errors.New("this node is the leader")
+
+// leader waits up to ForwardWait (or the context's deadline) for a leader
+// other than this node whose gRPC address is known, and returns a
+// connection to it; errIsLeader if this node leads.
+func (lc *leaderConns) leader(ctx context.Context) (*grpc.ClientConn, string, error) {
+	deadline := time.Now().Add(ForwardWait)
+	for {
+		if lc.node.IsLeader() {
+			return nil, "", errIsLeader
+		}
+		id, _ := lc.node.Leader()
+		if id != "" && id != lc.node.ID() {
+			if m, ok := lc.node.FSM.Member(id); ok && m.GRPCAddr != "" {
+				cc, err := lc.dial(m.GRPCAddr)
+				return cc, m.GRPCAddr, err
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, "", status.Error(codes.Unavailable, "no leader elected (waited "+ForwardWait.String()+")")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, "", status.FromContextError(ctx.Err()).Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+func (lc *leaderConns) dial(addr string) (*grpc.ClientConn, error) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if cc, ok := lc.conns[addr]; ok {
+		return cc, nil
+	}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(lc.creds))
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "dialing leader at %s: %v", addr, err)
+	}
+	lc.conns[addr] = cc
+	return cc, nil
+}
+
+// Close closes every cached connection.
+func (lc *leaderConns) Close() {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	for _, cc := range lc.conns {
+		cc.Close()
+	}
+	lc.conns = map[string]*grpc.ClientConn{}
+}
+
+// proposeErr maps a proposal error to a gRPC status.
+func proposeErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raftnode.ErrNotLeader):
+		return status.Error(codes.Unavailable, "leadership changed; retry: "+err.Error())
+	case errors.Is(err, raftnode.ErrMaybeCommitted):
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codes.Internal, err.Error())
+}

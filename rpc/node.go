@@ -1,0 +1,212 @@
+package rpc
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/raftnode"
+)
+
+// MaxCommandsPerApply bounds one Apply request.
+const MaxCommandsPerApply = 1000
+
+// NodeService implements pb.NodeServer.
+type NodeService struct {
+	pb.UnimplementedNodeServer
+	node        *raftnode.Node
+	log         hclog.Logger
+	leader      *leaderConns
+	unsafeDebug bool
+}
+
+// NodeOptions configure the node service.
+type NodeOptions struct {
+	Logger hclog.Logger
+	// UnsafeDebug lets Apply propose envelopes of another version (tests of
+	// the fatal-entry path). Never enable it in production.
+	UnsafeDebug bool
+}
+
+// NewNodeService returns the node service for a node.
+func NewNodeService(node *raftnode.Node, opt NodeOptions) *NodeService {
+	if opt.Logger == nil {
+		opt.Logger = hclog.NewNullLogger()
+	}
+	return &NodeService{node: node, log: opt.Logger, leader: newLeaderConns(node, nil), unsafeDebug: opt.UnsafeDebug}
+}
+
+// Close releases the service's connections.
+func (s *NodeService) Close() { s.leader.Close() }
+
+// Status reports this node's view of the cluster.
+func (s *NodeService) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusResponse, error) {
+	r := s.node.Raft()
+	hash, _ := s.node.FSM.Hash()
+	clock, _ := s.node.FSM.Clock()
+	jobs, tenants := s.node.FSM.Counts()
+	id, raftAddr := s.node.Leader()
+	resp := &pb.StatusResponse{
+		NodeId:         s.node.ID(),
+		State:          stateName(r.State()),
+		LeaderId:       id,
+		LeaderRaftAddr: raftAddr,
+		AppliedIndex:   r.AppliedIndex(),
+		LastLogIndex:   r.LastIndex(),
+		StateHash:      hex.EncodeToString(hash[:]),
+		RaftAddr:       s.node.Config().RaftAddr,
+		GrpcAddr:       s.node.Config().GRPCAddr,
+		ClusterTimeMs:  int64(clock),
+		Jobs:           uint64(jobs),
+		Tenants:        uint64(tenants),
+	}
+	if m, ok := s.node.FSM.Member(id); ok {
+		resp.LeaderAddr = m.GRPCAddr
+	}
+	stats := r.Stats()
+	fmt.Sscan(stats["commit_index"], &resp.CommitIndex)
+	fmt.Sscan(stats["term"], &resp.Term)
+	return resp, nil
+}
+
+func stateName(s raft.RaftState) string {
+	switch s {
+	case raft.Leader:
+		return "leader"
+	case raft.Follower:
+		return "follower"
+	case raft.Candidate:
+		return "candidate"
+	}
+	return "shutdown"
+}
+
+// Apply proposes commands through the leader.
+func (s *NodeService) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
+	if len(req.Commands) == 0 || len(req.Commands) > MaxCommandsPerApply {
+		return nil, status.Errorf(codes.InvalidArgument, "commands: %d given (want 1..%d)", len(req.Commands), MaxCommandsPerApply)
+	}
+	version := uint32(fsm.Version)
+	if req.UnsafeVersion != 0 {
+		if !s.unsafeDebug {
+			return nil, status.Error(codes.PermissionDenied, "unsafe_version needs a server started with --unsafe-debug")
+		}
+		version = req.UnsafeVersion
+	}
+	cc, _, err := s.leader.leader(ctx)
+	if err == nil {
+		if req.Forwarded {
+			return nil, status.Error(codes.Unavailable, "forwarded to a node that is not the leader")
+		}
+		fwd := &pb.ApplyRequest{Commands: req.Commands, Forwarded: true, UnsafeVersion: req.UnsafeVersion}
+		return pb.NewNodeClient(cc).Apply(ctx, fwd)
+	}
+	if err != errIsLeader {
+		return nil, err
+	}
+	index, results, err := s.node.ProposeVersion(ctx, version, req.Commands)
+	if err != nil {
+		return nil, proposeErr(err)
+	}
+	resp := &pb.ApplyResponse{Index: index}
+	for _, r := range results {
+		resp.Results = append(resp.Results, fsm.ResultToPB(r))
+	}
+	return resp, nil
+}
+
+// Join adds a voter through the leader.
+func (s *NodeService) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinResponse, error) {
+	if req.Id == "" || req.RaftAddr == "" {
+		return nil, status.Error(codes.InvalidArgument, "join needs id and raft_addr")
+	}
+	cc, _, err := s.leader.leader(ctx)
+	if err == nil {
+		return pb.NewNodeClient(cc).Join(ctx, req)
+	}
+	if err != errIsLeader {
+		return nil, err
+	}
+	if err := s.node.Join(ctx, req.Id, req.RaftAddr, req.GrpcAddr, req.HttpAddr); err != nil {
+		return nil, proposeErr(err)
+	}
+	_, index := s.node.FSM.Clock()
+	return &pb.JoinResponse{LeaderId: s.node.ID(), Index: index}, nil
+}
+
+// RemovePeer removes a server through the leader.
+func (s *NodeService) RemovePeer(ctx context.Context, req *pb.RemovePeerRequest) (*pb.RemovePeerResponse, error) {
+	if req.Id == "" {
+		return nil, status.Error(codes.InvalidArgument, "remove-peer needs an id")
+	}
+	cc, _, err := s.leader.leader(ctx)
+	if err == nil {
+		return pb.NewNodeClient(cc).RemovePeer(ctx, req)
+	}
+	if err != errIsLeader {
+		return nil, err
+	}
+	if !s.hasServer(req.Id) {
+		return nil, status.Errorf(codes.NotFound, "no server %q in the Raft configuration", req.Id)
+	}
+	if err := s.node.RemovePeer(ctx, req.Id); err != nil {
+		return nil, proposeErr(err)
+	}
+	return &pb.RemovePeerResponse{}, nil
+}
+
+func (s *NodeService) hasServer(id string) bool {
+	for _, srv := range s.node.Raft().GetConfiguration().Configuration().Servers {
+		if string(srv.ID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ListPeers lists the Raft configuration.
+func (s *NodeService) ListPeers(ctx context.Context, _ *pb.ListPeersRequest) (*pb.ListPeersResponse, error) {
+	cf := s.node.Raft().GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	leaderID, _ := s.node.Leader()
+	resp := &pb.ListPeersResponse{Index: cf.Index()}
+	for _, srv := range cf.Configuration().Servers {
+		p := &pb.Peer{Id: string(srv.ID), RaftAddr: string(srv.Address), Voter: srv.Suffrage == raft.Voter, Leader: string(srv.ID) == leaderID}
+		if m, ok := s.node.FSM.Member(p.Id); ok {
+			p.GrpcAddr, p.HttpAddr = m.GRPCAddr, m.HTTPAddr
+		}
+		if p.Id == s.node.ID() {
+			p.AppliedIndex = s.node.Raft().AppliedIndex()
+		}
+		resp.Peers = append(resp.Peers, p)
+	}
+	return resp, nil
+}
+
+// TransferLeadership hands leadership over.
+func (s *NodeService) TransferLeadership(ctx context.Context, req *pb.TransferLeadershipRequest) (*pb.TransferLeadershipResponse, error) {
+	cc, _, err := s.leader.leader(ctx)
+	if err == nil {
+		return pb.NewNodeClient(cc).TransferLeadership(ctx, req)
+	}
+	if err != errIsLeader {
+		return nil, err
+	}
+	if req.Id != "" && !s.hasServer(req.Id) {
+		return nil, status.Errorf(codes.NotFound, "no server %q in the Raft configuration", req.Id)
+	}
+	if err := s.node.TransferLeadership(req.Id); err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	id, _ := s.node.Leader()
+	return &pb.TransferLeadershipResponse{LeaderId: id}, nil
+}

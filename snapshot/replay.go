@@ -1,0 +1,189 @@
+package snapshot
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"barista/fsm"
+)
+
+// AppliedFile is the name, in a data directory, of the record of the last
+// applied index and state hash, written at every snapshot and at clean
+// shutdown (Raft itself persists no commit index).
+const AppliedFile = "applied.json"
+
+// LogFile is the name of the Raft log and stable store in a data directory.
+const LogFile = "raft.db"
+
+// Applied is the content of AppliedFile.
+type Applied struct {
+	Index  uint64 `json:"index"`
+	Hash   string `json:"hash"`
+	Reason string `json:"reason"` // "snapshot" or "shutdown"
+	At     string `json:"at"`
+}
+
+// WriteApplied records the applied index and hash atomically.
+func WriteApplied(dataDir string, index uint64, hash [32]byte, reason string) error {
+	b, err := json.MarshalIndent(Applied{Index: index, Hash: hex.EncodeToString(hash[:]), Reason: reason, At: time.Now().UTC().Format(time.RFC3339)}, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dataDir, AppliedFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dataDir, AppliedFile))
+}
+
+// ReadApplied reads AppliedFile; it returns nil if there is none.
+func ReadApplied(dataDir string) (*Applied, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, AppliedFile))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var a Applied
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("%s: %w", AppliedFile, err)
+	}
+	return &a, nil
+}
+
+// ReplayResult is what Replay rebuilt.
+type ReplayResult struct {
+	Index        uint64   // the last index applied
+	Hash         [32]byte // the state hash there
+	SnapshotAt   uint64   // the snapshot it started from (0: none)
+	LastLogIndex uint64   // the last entry in the log
+	Recorded     *Applied // the recorded applied index, if any
+	// Uncommitted is set when entries past the recorded applied index were
+	// applied: they may never have been committed.
+	Uncommitted bool
+}
+
+// ErrInUse reports a data directory locked by a running node.
+var ErrInUse = errors.New("the data directory is in use (is the node still running?)")
+
+// Replay rebuilds the state in dataDir from its newest snapshot and its
+// log, without starting Raft. It applies entries up to until, or when
+// until is 0 up to the recorded applied index (or the whole log if none is
+// recorded). With dump set it writes one JSON line per applied entry.
+func Replay(dataDir string, until uint64, dump io.Writer) (ReplayResult, error) {
+	var res ReplayResult
+	rec, err := ReadApplied(dataDir)
+	if err != nil {
+		return res, err
+	}
+	res.Recorded = rec
+	logger := hclog.New(&hclog.LoggerOptions{Output: io.Discard})
+	store, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 1, logger)
+	if err != nil {
+		return res, err
+	}
+	meta, f, err := LoadNewest(store, dataDir)
+	if err != nil {
+		return res, err
+	}
+	if f == nil {
+		f = fsm.New()
+	} else {
+		res.SnapshotAt = meta.Index
+	}
+	logPath := filepath.Join(dataDir, LogFile)
+	if _, err := os.Stat(logPath); err != nil {
+		return res, fmt.Errorf("no Raft log at %s: %w", logPath, err)
+	}
+	db, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second}})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return res, fmt.Errorf("%s: %w", logPath, ErrInUse)
+		}
+		return res, err
+	}
+	defer db.Close()
+	first, err := db.FirstIndex()
+	if err != nil {
+		return res, err
+	}
+	last, err := db.LastIndex()
+	if err != nil {
+		return res, err
+	}
+	res.LastLogIndex = last
+	target := until
+	if target == 0 {
+		target = last
+		if rec != nil {
+			target = rec.Index
+		}
+	}
+	if target > last {
+		return res, fmt.Errorf("index %d is past the end of the log (%d)", target, last)
+	}
+	if target < res.SnapshotAt {
+		return res, fmt.Errorf("index %d is before the newest snapshot (index %d): the log before it is compacted", target, res.SnapshotAt)
+	}
+	if start := res.SnapshotAt + 1; start < first && start <= target {
+		return res, fmt.Errorf("the log starts at %d but the snapshot ends at %d: entries are missing", first, res.SnapshotAt)
+	}
+	res.Uncommitted = rec == nil || target > rec.Index
+	res.Index = res.SnapshotAt
+	for i := res.SnapshotAt + 1; i <= target; i++ {
+		var l raft.Log
+		if err := db.GetLog(i, &l); err != nil {
+			return res, fmt.Errorf("log entry %d: %w", i, err)
+		}
+		if l.Type == raft.LogCommand {
+			out := f.Apply(&l)
+			if err, ok := out.(error); ok {
+				return res, err
+			}
+			if dump != nil {
+				dumpEntry(dump, &l, out)
+			}
+		}
+		res.Index = i
+	}
+	res.Hash, _ = f.Hash()
+	return res, nil
+}
+
+func dumpEntry(w io.Writer, l *raft.Log, out any) {
+	env, err := fsm.Decode(l.Data)
+	if err != nil {
+		fmt.Fprintf(w, "{\"index\":%d,\"error\":%q}\n", l.Index, err.Error())
+		return
+	}
+	line := map[string]any{"index": l.Index, "term": l.Term, "stamp_ms": env.StampMs}
+	var cmds []json.RawMessage
+	for _, c := range env.Commands {
+		b, _ := protojson.Marshal(c)
+		cmds = append(cmds, b)
+	}
+	line["commands"] = cmds
+	if rs, ok := out.([]fsm.Result); ok {
+		var results []json.RawMessage
+		for _, r := range rs {
+			b, _ := protojson.Marshal(fsm.ResultToPB(r))
+			results = append(results, b)
+		}
+		line["results"] = results
+	}
+	b, _ := json.Marshal(line)
+	fmt.Fprintf(w, "%s\n", b)
+}

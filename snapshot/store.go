@@ -1,0 +1,89 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/raft"
+
+	"barista/fsm"
+)
+
+// UnusableError reports a snapshot the node refuses to start from. The
+// node never falls back to an older snapshot on its own.
+type UnusableError struct {
+	Path string
+	Err  error
+}
+
+func (e *UnusableError) Error() string {
+	return fmt.Sprintf("snapshot %s is unusable: %v. The node refuses to start rather than fall back to an older snapshot; "+
+		"move that directory aside to start from the previous snapshot, or remove the node and let it catch up from the cluster (docs/operations.md)", e.Path, e.Err)
+}
+
+func (e *UnusableError) Unwrap() error { return e.Err }
+
+// StateFile returns the path of a snapshot's data file in a file snapshot
+// store rooted at base.
+func StateFile(base, id string) string { return filepath.Join(base, "snapshots", id, "state.bin") }
+
+// LoadNewest validates every snapshot directory's metadata under base (the
+// root of a raft.FileSnapshotStore) and decodes the newest snapshot. It
+// returns nil metadata when there is no snapshot. Any unreadable metadata,
+// checksum failure or undecodable state is an *UnusableError naming the
+// file.
+func LoadNewest(store *raft.FileSnapshotStore, base string) (*raft.SnapshotMeta, *fsm.FSM, error) {
+	dir := filepath.Join(base, "snapshots")
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	complete := 0
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		complete++
+		metaPath := filepath.Join(dir, e.Name(), "meta.json")
+		b, err := os.ReadFile(metaPath)
+		var meta raft.SnapshotMeta
+		if err == nil {
+			err = json.Unmarshal(b, &meta)
+		}
+		if err != nil {
+			return nil, nil, &UnusableError{Path: metaPath, Err: err}
+		}
+	}
+	list, err := store.List()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(list) != complete {
+		return nil, nil, &UnusableError{Path: dir, Err: fmt.Errorf("%d snapshot directories but the store lists %d (an unsupported version?)", complete, len(list))}
+	}
+	if len(list) == 0 {
+		return nil, nil, nil
+	}
+	newest := list[0]
+	path := StateFile(base, newest.ID)
+	meta, rc, err := store.Open(newest.ID) // verifies the store's CRC64
+	if err != nil {
+		return nil, nil, &UnusableError{Path: path, Err: err}
+	}
+	defer rc.Close()
+	f := fsm.New()
+	index, err := Read(rc, f)
+	if err != nil {
+		return nil, nil, &UnusableError{Path: path, Err: err}
+	}
+	if index != meta.Index {
+		return nil, nil, &UnusableError{Path: path, Err: fmt.Errorf("state is at index %d, metadata says %d", index, meta.Index)}
+	}
+	return meta, f, nil
+}
