@@ -3,8 +3,8 @@ package scenario
 import (
 	"fmt"
 
-	pb "barista/proto"
 	"barista/fsm"
+	pb "barista/proto"
 	"barista/sfq"
 )
 
