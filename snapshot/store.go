@@ -44,33 +44,38 @@ func LoadNewest(store *raft.FileSnapshotStore, base string) (*raft.SnapshotMeta,
 	if err != nil {
 		return nil, nil, err
 	}
-	complete := 0
+	var newest *raft.SnapshotMeta
 	for _, e := range entries {
 		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
 			continue
 		}
-		complete++
 		metaPath := filepath.Join(dir, e.Name(), "meta.json")
 		b, err := os.ReadFile(metaPath)
 		var meta raft.SnapshotMeta
 		if err == nil {
 			err = json.Unmarshal(b, &meta)
 		}
+		if err == nil && (meta.Version < raft.SnapshotVersionMin || meta.Version > raft.SnapshotVersionMax) {
+			err = fmt.Errorf("unsupported snapshot metadata version %d", meta.Version)
+		}
 		if err != nil {
 			return nil, nil, &UnusableError{Path: metaPath, Err: err}
 		}
+		if newest == nil || newer(&meta, newest) {
+			m := meta
+			newest = &m
+		}
+	}
+	if newest == nil {
+		return nil, nil, nil
 	}
 	list, err := store.List()
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(list) != complete {
-		return nil, nil, &UnusableError{Path: dir, Err: fmt.Errorf("%d snapshot directories but the store lists %d (an unsupported version?)", complete, len(list))}
+	if len(list) == 0 || list[0].ID != newest.ID {
+		return nil, nil, &UnusableError{Path: filepath.Join(dir, newest.ID), Err: fmt.Errorf("the snapshot store does not list it as the newest")}
 	}
-	if len(list) == 0 {
-		return nil, nil, nil
-	}
-	newest := list[0]
 	path := StateFile(base, newest.ID)
 	meta, rc, err := store.Open(newest.ID) // verifies the store's CRC64
 	if err != nil {
@@ -86,4 +91,15 @@ func LoadNewest(store *raft.FileSnapshotStore, base string) (*raft.SnapshotMeta,
 		return nil, nil, &UnusableError{Path: path, Err: fmt.Errorf("state is at index %d, metadata says %d", index, meta.Index)}
 	}
 	return meta, f, nil
+}
+
+// newer orders snapshots as the file store does: by term, index, then ID.
+func newer(a, b *raft.SnapshotMeta) bool {
+	if a.Term != b.Term {
+		return a.Term > b.Term
+	}
+	if a.Index != b.Index {
+		return a.Index > b.Index
+	}
+	return a.ID > b.ID
 }

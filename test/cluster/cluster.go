@@ -1,0 +1,486 @@
+// Package cluster starts real barista server processes on 127.0.0.1 ports
+// chosen at run time, for multi-process tests. Every process it starts is
+// killed by PID when the test ends, whatever the outcome; node logs are
+// shown when a test fails.
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "barista/proto"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// Binary returns the barista binary to run: $BARISTA_BIN, or one built
+// once per test process from this module.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if b := os.Getenv("BARISTA_BIN"); b != "" {
+		return b
+	}
+	buildOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "barista-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "barista")
+		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/barista")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Cluster is a set of server processes.
+type Cluster struct {
+	T     testing.TB
+	Bin   string
+	Dir   string
+	Nodes []*Node
+	// Args are added to every node's command line.
+	Args []string
+
+	mu    sync.Mutex
+	procs map[int]*exec.Cmd
+}
+
+// Node is one server process (running or not).
+type Node struct {
+	c        *Cluster
+	ID       string
+	DataDir  string
+	RaftAddr string
+	GRPCAddr string
+	HTTPAddr string
+	LogPath  string
+	// Args are added to this node's command line at every start.
+	Args []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
+	cc     *grpc.ClientConn
+}
+
+// New returns an empty cluster whose processes are all killed when the
+// test ends.
+func New(t testing.TB, args ...string) *Cluster {
+	c := &Cluster{T: t, Bin: Binary(t), Dir: t.TempDir(), Args: args, procs: map[int]*exec.Cmd{}}
+	t.Cleanup(c.cleanup)
+	return c
+}
+
+// Start starts n nodes: the first bootstraps, the others join it, and it
+// waits until every node sees the same leader.
+func Start(t testing.TB, n int, args ...string) *Cluster {
+	c := New(t, args...)
+	for i := 1; i <= n; i++ {
+		node := c.Add(fmt.Sprintf("n%d", i))
+		if i == 1 {
+			node.Start("--bootstrap")
+			c.WaitLeader(20 * time.Second)
+		} else {
+			node.Start("--join", c.Nodes[0].GRPCAddr)
+		}
+	}
+	c.WaitVoters(n, 30*time.Second)
+	return c
+}
+
+// Add creates a node with fresh ports and data directory (not started).
+func (c *Cluster) Add(id string) *Node {
+	n := &Node{c: c, ID: id, DataDir: filepath.Join(c.Dir, id)}
+	n.RaftAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(c.T))
+	n.GRPCAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(c.T))
+	n.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(c.T))
+	n.LogPath = filepath.Join(c.Dir, id+".log")
+	c.Nodes = append(c.Nodes, n)
+	return n
+}
+
+func (c *Cluster) cleanup() {
+	c.mu.Lock()
+	procs := c.procs
+	c.procs = map[int]*exec.Cmd{}
+	c.mu.Unlock()
+	for pid := range procs {
+		syscall.Kill(pid, syscall.SIGCONT)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, n := range c.Nodes {
+		n.wait(10 * time.Second)
+		n.closeConn()
+	}
+	if c.T.Failed() {
+		for _, n := range c.Nodes {
+			c.T.Logf("---- log of %s (last 60 lines)\n%s", n.ID, tail(n.LogPath, 60))
+		}
+	}
+}
+
+func tail(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+// Start launches the node's process with its standard flags, the
+// cluster's and node's extra arguments, and args.
+func (n *Node) Start(args ...string) {
+	n.c.T.Helper()
+	full := []string{"server", "--node-id", n.ID, "--data-dir", n.DataDir, "--raft-addr", n.RaftAddr,
+		"--grpc-addr", n.GRPCAddr, "--http-addr", n.HTTPAddr, "--log-level", "debug"}
+	full = append(append(append(full, n.c.Args...), n.Args...), args...)
+	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		n.c.T.Fatal(err)
+	}
+	fmt.Fprintf(logf, "==== start %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(full, " "))
+	cmd := exec.Command(n.c.Bin, full...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		n.c.T.Fatalf("starting %s: %v", n.ID, err)
+	}
+	exited := make(chan struct{})
+	n.mu.Lock()
+	n.cmd, n.exited, n.err = cmd, exited, nil
+	n.mu.Unlock()
+	n.c.mu.Lock()
+	n.c.procs[cmd.Process.Pid] = cmd
+	n.c.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		n.c.mu.Lock()
+		delete(n.c.procs, cmd.Process.Pid)
+		n.c.mu.Unlock()
+		n.mu.Lock()
+		n.err = err
+		n.mu.Unlock()
+		close(exited)
+	}()
+}
+
+// PID returns the running process's PID (0 if none).
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// Running reports whether the process is alive.
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	ch := n.exited
+	n.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+// Signal sends a signal to the process.
+func (n *Node) Signal(sig syscall.Signal) {
+	if pid := n.PID(); pid != 0 && n.Running() {
+		syscall.Kill(pid, sig)
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to exit.
+func (n *Node) Kill() {
+	n.Signal(syscall.SIGKILL)
+	n.wait(10 * time.Second)
+	n.closeConn()
+}
+
+// Stop sends SIGTERM (a clean shutdown) and waits up to 30 s.
+func (n *Node) Stop() error {
+	n.Signal(syscall.SIGTERM)
+	if !n.wait(30 * time.Second) {
+		n.c.T.Errorf("%s did not stop within 30s of SIGTERM", n.ID)
+		n.Kill()
+	}
+	n.closeConn()
+	return n.ExitErr()
+}
+
+// Wait waits for the process to exit on its own and returns its error.
+func (n *Node) Wait(timeout time.Duration) (error, bool) {
+	ok := n.wait(timeout)
+	return n.ExitErr(), ok
+}
+
+func (n *Node) wait(timeout time.Duration) bool {
+	n.mu.Lock()
+	ch := n.exited
+	n.mu.Unlock()
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// ExitErr returns the last process's exit error.
+func (n *Node) ExitErr() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err
+}
+
+// Log returns the node's whole log.
+func (n *Node) Log() string {
+	b, _ := os.ReadFile(n.LogPath)
+	return string(b)
+}
+
+// Conn returns a (cached) gRPC connection to the node.
+func (n *Node) Conn() *grpc.ClientConn {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cc == nil {
+		cc, err := grpc.NewClient(n.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			n.c.T.Fatal(err)
+		}
+		n.cc = cc
+	}
+	return n.cc
+}
+
+func (n *Node) closeConn() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cc != nil {
+		n.cc.Close()
+		n.cc = nil
+	}
+}
+
+// Client returns a node service client.
+func (n *Node) Client() pb.NodeClient { return pb.NewNodeClient(n.Conn()) }
+
+// Status asks the node for its status (2 s timeout).
+func (n *Node) Status() (*pb.StatusResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return n.Client().Status(ctx, &pb.StatusRequest{})
+}
+
+// Running returns the nodes whose process is alive.
+func (c *Cluster) Running() []*Node {
+	var out []*Node
+	for _, n := range c.Nodes {
+		if n.Running() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// WaitLeader waits until every running node reports the same leader, and
+// returns it.
+func (c *Cluster) WaitLeader(timeout time.Duration) *Node {
+	c.T.Helper()
+	var last string
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		leader := ""
+		agree := true
+		for _, n := range c.Running() {
+			st, err := n.Status()
+			if err != nil || st.LeaderId == "" || (leader != "" && st.LeaderId != leader) {
+				agree = false
+				if err != nil {
+					last = err.Error()
+				}
+				break
+			}
+			leader = st.LeaderId
+		}
+		if agree && leader != "" {
+			for _, n := range c.Nodes {
+				if n.ID == leader && n.Running() {
+					if st, err := n.Status(); err == nil && st.State == "leader" {
+						return n
+					}
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.T.Fatalf("no agreed leader within %s (last error: %s)", timeout, last)
+	return nil
+}
+
+// WaitVoters waits until the leader's configuration has n voters.
+func (c *Cluster) WaitVoters(n int, timeout time.Duration) {
+	c.T.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		leader := c.WaitLeader(timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		resp, err := leader.Client().ListPeers(ctx, &pb.ListPeersRequest{})
+		cancel()
+		if err == nil {
+			voters := 0
+			for _, p := range resp.Peers {
+				if p.Voter {
+					voters++
+				}
+			}
+			if voters == n {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.T.Fatalf("the cluster did not reach %d voters within %s", n, timeout)
+}
+
+// WaitConverged waits until every running node reports the same applied
+// index and state hash, and returns them.
+func (c *Cluster) WaitConverged(timeout time.Duration) (uint64, string) {
+	c.T.Helper()
+	deadline := time.Now().Add(timeout)
+	var report bytes.Buffer
+	for time.Now().Before(deadline) {
+		report.Reset()
+		var index uint64
+		hash := ""
+		same := true
+		for i, n := range c.Running() {
+			st, err := n.Status()
+			if err != nil {
+				same = false
+				fmt.Fprintf(&report, "%s: %v; ", n.ID, err)
+				continue
+			}
+			fmt.Fprintf(&report, "%s: index %d hash %.12s; ", n.ID, st.AppliedIndex, st.StateHash)
+			if i == 0 {
+				index, hash = st.AppliedIndex, st.StateHash
+			} else if st.AppliedIndex != index || st.StateHash != hash {
+				same = false
+			}
+		}
+		if same && hash != "" {
+			return index, hash
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.T.Fatalf("nodes did not converge within %s: %s", timeout, report.String())
+	return 0, ""
+}
+
+// Apply proposes commands through any running node, retrying on
+// unavailability until the context ends.
+func (c *Cluster) Apply(ctx context.Context, cmds ...*pb.Command) (*pb.ApplyResponse, error) {
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		nodes := c.Running()
+		if len(nodes) == 0 {
+			return nil, fmt.Errorf("no node running")
+		}
+		n := nodes[attempt%len(nodes)]
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := n.Client().Apply(actx, &pb.ApplyRequest{Commands: cmds})
+		cancel()
+		if err == nil {
+			return resp, nil
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Run runs the barista binary with args and returns its stdout, stderr
+// and exit error.
+func (c *Cluster) Run(args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.Command(c.Bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}

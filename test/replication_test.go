@@ -1,0 +1,528 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pb "barista/proto"
+	"barista/test/cluster"
+)
+
+func tenantCmd(name string, tier pb.Tier, cap uint32) *pb.Command {
+	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: tier, Caps: &pb.Caps{MaxRunning: cap}}}}
+}
+
+func submitCmd(tenant, key string, size pb.Size, cost int64) *pb.Command {
+	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, IdempotencyKey: key, Size: size, EstCostMs: cost, Payload: []byte("sleep 1")}}}
+}
+
+// workload draws random commands against a small world: tenants, submits
+// (some keyed), dispatches, starts, heartbeats, finishes, cancels and
+// tenant changes, with job and worker numbers in range.
+type workload struct {
+	mu      sync.Mutex
+	rng     *rand.Rand
+	jobs    uint64
+	credit  uint64
+	tenants []string
+}
+
+func (w *workload) next() *pb.Command {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := w.rng
+	tenant := w.tenants[r.IntN(len(w.tenants))]
+	job := uint64(1)
+	if w.jobs > 0 {
+		job = 1 + r.Uint64N(w.jobs)
+	}
+	worker := fmt.Sprintf("w%d", r.IntN(40))
+	attempt := uint32(1 + r.IntN(2))
+	switch k := r.IntN(100); {
+	case k < 40:
+		w.jobs++
+		key := ""
+		if r.IntN(3) == 0 {
+			key = fmt.Sprintf("k%d", r.IntN(200))
+		}
+		return submitCmd(tenant, key, pb.Size(1+r.IntN(3)), int64(100+r.IntN(60_000)))
+	case k < 60:
+		w.credit++
+		return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: pb.Size(1 + r.IntN(3)), Credit: w.credit}}}
+	case k < 70:
+		return &pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: job, Attempt: attempt, WorkerId: worker}}}
+	case k < 75:
+		return &pb.Command{Cmd: &pb.Command_Heartbeats{Heartbeats: &pb.HeartbeatBatch{Heartbeats: []*pb.Heartbeat{{Job: job, Attempt: attempt, WorkerId: worker, CpuMs: 100}}}}}
+	case k < 90:
+		return &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: job, Attempt: attempt, WorkerId: worker, Outcome: pb.Outcome(1 + r.IntN(3)), CpuMs: int64(r.IntN(90_000))}}}
+	case k < 96:
+		return &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Job: job}}}
+	default:
+		return tenantCmd(tenant, pb.Tier(1+r.IntN(5)), uint32(r.IntN(5)))
+	}
+}
+
+func newWorkload(seed uint64) (*workload, []*pb.Command) {
+	w := &workload{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b9)), tenants: []string{"free1", "bronze1", "silver1", "gold1", "diamond1", "gold2"}}
+	tiers := []pb.Tier{pb.Tier_FREE, pb.Tier_BRONZE, pb.Tier_SILVER, pb.Tier_GOLD, pb.Tier_DIAMOND, pb.Tier_GOLD}
+	var setup []*pb.Command
+	for i, t := range w.tenants {
+		setup = append(setup, tenantCmd(t, tiers[i], 0))
+	}
+	return w, setup
+}
+
+// TestReplicatedWorkload drives thousands of random commands through all
+// three nodes (followers forward to the leader) from concurrent clients;
+// every node then reports the same state hash at the same applied index.
+func TestReplicatedWorkload(t *testing.T) {
+	c := cluster.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w, setup := newWorkload(1)
+	if _, err := c.Apply(ctx, setup...); err != nil {
+		t.Fatal(err)
+	}
+	const clients, batches, perBatch = 12, 50, 5
+	var applied atomic.Int64
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			node := c.Nodes[i%len(c.Nodes)]
+			for range batches {
+				var cmds []*pb.Command
+				for range perBatch {
+					cmds = append(cmds, w.next())
+				}
+				resp, err := node.Client().Apply(ctx, &pb.ApplyRequest{Commands: cmds})
+				if err != nil {
+					t.Errorf("apply via %s: %v", node.ID, err)
+					return
+				}
+				applied.Add(int64(len(resp.Results)))
+			}
+		}()
+	}
+	wg.Wait()
+	if got := applied.Load(); got != clients*batches*perBatch {
+		t.Fatalf("%d commands applied", got)
+	}
+	index, hash := c.WaitConverged(30 * time.Second)
+	t.Logf("%d commands; all nodes at index %d with hash %.16s", applied.Load(), index, hash)
+	st, _ := c.Nodes[0].Status()
+	if st.Jobs == 0 || st.Tenants != 6 {
+		t.Fatalf("state looks empty: %d jobs, %d tenants", st.Jobs, st.Tenants)
+	}
+}
+
+// TestKillAndRestart kills -9 a follower, then the leader, while clients
+// submit with idempotency keys and retry; restarted nodes rejoin and
+// converge, and every acknowledged submit exists exactly once.
+func TestKillAndRestart(t *testing.T) {
+	c := cluster.Start(t, 3, "--snapshot-threshold", "200", "--trailing-logs", "100", "--snapshot-interval", "500ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := c.Apply(ctx, tenantCmd("acme", pb.Tier_GOLD, 0), tenantCmd("beta", pb.Tier_FREE, 0)); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked := map[string]uint64{} // key -> job id
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for cl := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("c%d-%d", cl, i)
+				tenant := []string{"acme", "beta"}[i%2]
+				resp, err := c.Apply(ctx, submitCmd(tenant, key, pb.Size_MD, 1000))
+				if err != nil {
+					return
+				}
+				if r := resp.Results[0]; r.Code == pb.Code_CODE_OK {
+					mu.Lock()
+					acked[tenant+"/"+key] = r.Job
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	leader := c.WaitLeader(20 * time.Second)
+	var follower *cluster.Node
+	for _, n := range c.Nodes {
+		if n != leader {
+			follower = n
+			break
+		}
+	}
+	t.Logf("kill -9 follower %s", follower.ID)
+	follower.Kill()
+	time.Sleep(1500 * time.Millisecond)
+	follower.Start()
+	time.Sleep(1500 * time.Millisecond)
+	t.Logf("kill -9 leader %s", leader.ID)
+	leader.Kill()
+	time.Sleep(2 * time.Second)
+	leader.Start()
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	index, hash := c.WaitConverged(60 * time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d acknowledged submits; converged at index %d hash %.16s", len(acked), index, hash)
+	if len(acked) < 50 {
+		t.Fatalf("only %d submits acknowledged", len(acked))
+	}
+	// Every acknowledged submit exists: resubmitting its key returns the
+	// same job and creates nothing.
+	keys := make([]string, 0, len(acked))
+	for k := range acked {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i := 0; i < len(keys); i += 200 {
+		var cmds []*pb.Command
+		batch := keys[i:min(i+200, len(keys))]
+		for _, k := range batch {
+			tenant, key, _ := strings.Cut(k, "/")
+			cmds = append(cmds, submitCmd(tenant, key, pb.Size_MD, 1000))
+		}
+		resp, err := c.Apply(ctx, cmds...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, r := range resp.Results {
+			if r.Created || r.Job != acked[batch[j]] {
+				t.Errorf("acknowledged submit %s (job %d) lost: resubmit gave job %d created=%v %s", batch[j], acked[batch[j]], r.Job, r.Created, r.Message)
+			}
+		}
+	}
+	// No duplicates: every job in the table is one acknowledged or
+	// in-flight submit; the job count cannot be below the acked count.
+	st, _ := c.WaitLeader(10 * time.Second).Status()
+	if int(st.Jobs) < len(acked) {
+		t.Errorf("%d jobs for %d acknowledged submits", st.Jobs, len(acked))
+	}
+	c.WaitConverged(30 * time.Second)
+}
+
+// TestCatchUpBySnapshot adds a fourth node after the log was compacted:
+// it catches up through InstallSnapshot and reaches the same hash.
+func TestCatchUpBySnapshot(t *testing.T) {
+	c := cluster.Start(t, 3, "--snapshot-threshold", "64", "--trailing-logs", "16", "--snapshot-interval", "200ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w, setup := newWorkload(7)
+	if _, err := c.Apply(ctx, setup...); err != nil {
+		t.Fatal(err)
+	}
+	for range 300 {
+		if _, err := c.Apply(ctx, w.next(), w.next()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.WaitConverged(30 * time.Second)
+	// Wait for a snapshot on the leader.
+	leader := c.WaitLeader(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(leader.Log(), "snapshot written") {
+		if time.Now().After(deadline) {
+			t.Fatal("the leader never wrote a snapshot")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	n4 := c.Add("n4")
+	n4.Start("--join", c.Nodes[1].GRPCAddr)
+	c.WaitVoters(4, 30*time.Second)
+	index, hash := c.WaitConverged(60 * time.Second)
+	if !strings.Contains(n4.Log(), "installed snapshot restored") {
+		t.Fatalf("n4 did not catch up through InstallSnapshot")
+	}
+	t.Logf("n4 caught up by snapshot to index %d hash %.16s", index, hash)
+}
+
+// TestReplayDataDir stops a node cleanly and rebuilds its state from the
+// data directory: barista replay prints the index and hash the node
+// recorded at shutdown, which are the cluster's.
+func TestReplayDataDir(t *testing.T) {
+	c := cluster.Start(t, 3, "--snapshot-threshold", "100", "--trailing-logs", "1000", "--snapshot-interval", "300ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w, setup := newWorkload(3)
+	if _, err := c.Apply(ctx, setup...); err != nil {
+		t.Fatal(err)
+	}
+	for range 250 {
+		if _, err := c.Apply(ctx, w.next(), w.next()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	index, hash := c.WaitConverged(30 * time.Second)
+	node := c.Nodes[2]
+	if err := node.Stop(); err != nil {
+		t.Fatalf("clean stop: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(node.DataDir, "applied.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Index  uint64
+		Hash   string
+		Reason string
+	}
+	json.Unmarshal(b, &rec)
+	if rec.Reason != "shutdown" || rec.Index != index || rec.Hash != hash {
+		t.Fatalf("recorded %+v, cluster at index %d hash %s", rec, index, hash)
+	}
+	out, errOut, err := c.Run("replay", "--data-dir", node.DataDir)
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, errOut)
+	}
+	if want := fmt.Sprintf("index=%d hash=%s\n", index, hash); out != want {
+		t.Fatalf("replay printed %q, want %q", out, want)
+	}
+	if !strings.Contains(node.Log(), "snapshot written") {
+		t.Error("the replay did not start from a snapshot (none was written)")
+	}
+	// Replaying an earlier index gives another hash and says nothing of
+	// uncommitted entries.
+	out, _, err = c.Run("replay", "--data-dir", node.DataDir, "--until", fmt.Sprint(index-1), "--json")
+	if err != nil || !strings.Contains(out, fmt.Sprintf(`"index":%d`, index-1)) || strings.Contains(out, "note") {
+		t.Fatalf("replay --until: %v %s", err, out)
+	}
+}
+
+// TestConfigFilesSeedOnlyAtBootstrap starts nodes with different config
+// files: only the bootstrap node's file seeds the replicated config, and
+// all nodes hold equal hashes.
+func TestConfigFilesSeedOnlyAtBootstrap(t *testing.T) {
+	c := cluster.New(t)
+	dir := t.TempDir()
+	files := []string{
+		"[scheduler]\nlease_timeout = \"40s\"\nself_kill_after = \"30s\"\n[scheduler.weights]\ngold = 10\n",
+		"[scheduler]\nlease_timeout = \"90s\"\nself_kill_after = \"60s\"\npolicy = \"reserve:2s\"\n[scheduler.weights]\ngold = 99\n",
+		"[scheduler]\nclamp = \"dispatch\"\ndecay = \"half_life:1h,norm:100s\"\n",
+	}
+	for i, body := range files {
+		path := filepath.Join(dir, fmt.Sprintf("n%d.toml", i+1))
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n := c.Add(fmt.Sprintf("n%d", i+1))
+		n.Args = []string{"--config", path}
+		if i == 0 {
+			n.Start("--bootstrap")
+			c.WaitLeader(20 * time.Second)
+		} else {
+			n.Start("--join", c.Nodes[0].GRPCAddr)
+		}
+	}
+	c.WaitVoters(3, 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Apply(ctx, tenantCmd("g", pb.Tier_GOLD, 0), submitCmd("g", "", pb.Size_MD, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	// Hand leadership to n2, whose file differs: nothing is re-seeded.
+	if _, err := c.WaitLeader(10*time.Second).Client().TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(ctx, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w", Size: pb.Size_MD, Credit: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, hash := c.WaitConverged(30 * time.Second)
+	// Every node replays to the same hash from its own data dir, and a
+	// scenario-free check of the seed: gold weight 10 gives the first
+	// dispatch's successor tag 100 (1000 ms / 10).
+	for _, n := range c.Nodes {
+		if err := n.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, err := c.Run("replay", "--data-dir", n.DataDir, "--dump")
+		if err != nil {
+			t.Fatalf("replay %s: %v %s", n.ID, err, errOut)
+		}
+		if !strings.HasSuffix(out, "hash="+hash+"\n") {
+			t.Fatalf("%s replays to another hash:\n%s", n.ID, out)
+		}
+		if !strings.Contains(out, `"tierWeights":[1,2,4,10,16]`) || strings.Contains(out, `"tierWeights":[1,2,4,99`) || strings.Contains(out, "RESERVE") {
+			t.Fatalf("%s: the seed config is not the bootstrap node's:\n%s", n.ID, out)
+		}
+	}
+}
+
+// TestSkewedLeaderClock makes a node whose wall clock is 60 s ahead the
+// leader: cluster time advances only by the real time elapsed.
+func TestSkewedLeaderClock(t *testing.T) {
+	c := cluster.New(t)
+	for i := 1; i <= 3; i++ {
+		n := c.Add(fmt.Sprintf("n%d", i))
+		if i == 2 {
+			n.Args = []string{"--test-clock-offset", "60s"}
+		}
+		if i == 1 {
+			n.Start("--bootstrap")
+			c.WaitLeader(20 * time.Second)
+		} else {
+			n.Start("--join", c.Nodes[0].GRPCAddr)
+		}
+	}
+	c.WaitVoters(3, 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tick := func() int64 {
+		t.Helper()
+		if _, err := c.Apply(ctx, tenantCmd("t", pb.Tier_FREE, 0)); err != nil {
+			t.Fatal(err)
+		}
+		c.WaitConverged(10 * time.Second)
+		st, err := c.WaitLeader(10 * time.Second).Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ClusterTimeMs
+	}
+	t0, r0 := tick(), time.Now()
+	if _, err := c.WaitLeader(10*time.Second).Client().TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	if l := c.WaitLeader(10 * time.Second); l.ID != "n2" {
+		t.Fatalf("leader is %s", l.ID)
+	}
+	time.Sleep(time.Second)
+	t1 := tick()
+	elapsed := time.Since(r0).Milliseconds()
+	if d := t1 - t0; d < 0 || d > elapsed+200 {
+		t.Fatalf("cluster time moved %d ms in %d ms of real time under the skewed leader", d, elapsed)
+	}
+	t.Logf("cluster time moved %d ms in %d ms of real time (leader clock +60s)", t1-t0, elapsed)
+}
+
+// TestCorruptSnapshotRefused flips one byte of a node's newest snapshot:
+// the node refuses to start and names the file; it never falls back to an
+// older snapshot.
+func TestCorruptSnapshotRefused(t *testing.T) {
+	c := cluster.Start(t, 1, "--snapshot-threshold", "20", "--trailing-logs", "10", "--snapshot-interval", "100ms")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, setup := newWorkload(5)
+	if _, err := c.Apply(ctx, setup...); err != nil {
+		t.Fatal(err)
+	}
+	n := c.Nodes[0]
+	for i := 0; !strings.Contains(n.Log(), "snapshot written"); i++ {
+		if i > 400 {
+			t.Fatal("no snapshot written")
+		}
+		if _, err := c.Apply(ctx, w.next()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	index, hash := c.WaitConverged(10 * time.Second)
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The snapshot plus the log rebuild exactly the state at shutdown.
+	out, errOut, err := c.Run("replay", "--data-dir", n.DataDir)
+	if want := fmt.Sprintf("index=%d hash=%s\n", index, hash); err != nil || out != want {
+		t.Fatalf("replay: %q (%v %s), want %q", out, err, errOut, want)
+	}
+	// A clean restart starts from the snapshot.
+	n.Start()
+	c.WaitConverged(20 * time.Second)
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(n.Log(), "restored state from snapshot") {
+		t.Fatal("the restart did not restore the snapshot")
+	}
+	snaps, _ := filepath.Glob(filepath.Join(n.DataDir, "snapshots", "*", "state.bin"))
+	sort.Strings(snaps)
+	if len(snaps) == 0 {
+		t.Fatal("no snapshot files")
+	}
+	newest := newestSnapshot(t, snaps)
+	b, _ := os.ReadFile(newest)
+	b[len(b)/2] ^= 0x40
+	os.WriteFile(newest, b, 0o644)
+	n.Start()
+	err, exited := n.Wait(20 * time.Second)
+	if !exited || err == nil {
+		t.Fatalf("the node started on a corrupt snapshot (exited %v, err %v)", exited, err)
+	}
+	if !strings.Contains(n.Log(), newest) || !strings.Contains(n.Log(), "unusable") {
+		t.Fatalf("the error does not name %s:\n%s", newest, n.Log()[max(0, len(n.Log())-1500):])
+	}
+}
+
+// newestSnapshot picks the snapshot file of the highest index from paths
+// like .../snapshots/TERM-INDEX-MILLIS/state.bin.
+func newestSnapshot(t *testing.T, paths []string) string {
+	best, bestIndex := "", uint64(0)
+	for _, p := range paths {
+		var term, index, ms uint64
+		fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d-%d-%d", &term, &index, &ms)
+		if index >= bestIndex {
+			best, bestIndex = p, index
+		}
+	}
+	return best
+}
+
+// TestUnknownVersionStopsNodes proposes an entry of an unknown envelope
+// version: every node stops with a non-zero exit naming the index, and a
+// restarted node stops on it again rather than skip it.
+func TestUnknownVersionStopsNodes(t *testing.T) {
+	c := cluster.Start(t, 3, "--unsafe-debug")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Apply(ctx, tenantCmd("a", pb.Tier_FREE, 0)); err != nil {
+		t.Fatal(err)
+	}
+	leader := c.WaitLeader(10 * time.Second)
+	resp, err := leader.Client().Apply(ctx, &pb.ApplyRequest{Commands: []*pb.Command{tenantCmd("b", pb.Tier_FREE, 0)}, UnsafeVersion: 99})
+	if err == nil {
+		t.Fatalf("the bad entry was applied: %v", resp)
+	}
+	for _, n := range c.Nodes {
+		err, exited := n.Wait(20 * time.Second)
+		if !exited || err == nil {
+			t.Fatalf("%s kept running (exited %v err %v)", n.ID, exited, err)
+		}
+		if !strings.Contains(n.Log(), "unknown command version 99") || !strings.Contains(n.Log(), "log entry") {
+			t.Fatalf("%s did not name the entry:\n%s", n.ID, n.Log()[max(0, len(n.Log())-1500):])
+		}
+	}
+	// Restarted, a majority elects a leader, commits up to the bad entry,
+	// and stops on it again: it is never skipped.
+	for _, n := range c.Nodes[:2] {
+		n.Start()
+	}
+	for _, n := range c.Nodes[:2] {
+		err, exited := n.Wait(30 * time.Second)
+		if !exited || err == nil {
+			t.Fatalf("restarted %s skipped the bad entry", n.ID)
+		}
+	}
+}
