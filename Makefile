@@ -4,7 +4,7 @@ export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
 # Packages that start real processes run one at a time (-p 1).
-UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v '/test/')
+UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
 .PHONY: help build test test-unit test-proc lint bench proto run clean
