@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"slices"
 	"strings"
 
@@ -28,19 +29,20 @@ type keyRef struct {
 // submitDigest hashes the deterministic encoding of every submitted field:
 // a repeated submit with the same key is the same job only if it is equal.
 func submitDigest(c *pb.SubmitJob) [16]byte {
-	h := sha256.New()
-	e := sfq.NewEncoder(h)
-	e.String(c.Tenant)
-	e.String(c.IdempotencyKey)
-	e.String(c.JobType)
-	e.Uvarint(uint64(c.Size))
-	e.Varint(c.EstCostMs)
-	e.String(string(c.Payload))
-	e.Uvarint(uint64(c.MaxAttempts))
-	e.Varint(c.TimeoutMs)
-	_ = e.Flush()
+	b := make([]byte, 0, 64+len(c.Tenant)+len(c.IdempotencyKey)+len(c.JobType)+len(c.Payload))
+	for _, s := range []string{c.Tenant, c.IdempotencyKey, c.JobType} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = binary.AppendUvarint(b, uint64(c.Size))
+	b = binary.AppendVarint(b, c.EstCostMs)
+	b = binary.AppendUvarint(b, uint64(len(c.Payload)))
+	b = append(b, c.Payload...)
+	b = binary.AppendUvarint(b, uint64(c.MaxAttempts))
+	b = binary.AppendVarint(b, c.TimeoutMs)
+	sum := sha256.Sum256(b)
 	var d [16]byte
-	copy(d[:], h.Sum(nil))
+	copy(d[:], sum[:])
 	return d
 }
 

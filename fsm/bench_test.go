@@ -1,0 +1,126 @@
+package fsm
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// benchFSM returns an FSM with 1,000 tenants and queued jobs, and the next
+// log index.
+func benchFSM(b *testing.B, queued int) (*FSM, uint64) {
+	b.Helper()
+	f := New()
+	var index uint64
+	apply := func(cmds ...*pb.Command) {
+		index++
+		if _, err := f.ApplyEnvelope(index, &pb.Envelope{Version: Version, StampMs: int64(index), Commands: cmds}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 1000 {
+		apply(tenant(fmt.Sprintf("t%d", i), pb.Tier(1+i%5)))
+	}
+	for i := 0; i < queued; i += 100 {
+		var cmds []*pb.Command
+		for j := i; j < i+100 && j < queued; j++ {
+			cmds = append(cmds, submit(fmt.Sprintf("t%d", j%1000), "", 1000, "run"))
+		}
+		apply(cmds...)
+	}
+	return f, index
+}
+
+// logs encodes one single-command entry per op.
+func logs(b *testing.B, first uint64, n int, cmd func(i int) *pb.Command) []*raft.Log {
+	out := make([]*raft.Log, n)
+	for i := range out {
+		data, err := Encode(&pb.Envelope{Version: Version, StampMs: int64(first) + int64(i), Commands: []*pb.Command{cmd(i)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[i] = &raft.Log{Index: first + uint64(i), Type: raft.LogCommand, Data: data}
+	}
+	return out
+}
+
+func runLogs(b *testing.B, f *FSM, ls []*raft.Log) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, l := range ls {
+		res, ok := f.Apply(l).([]Result)
+		if !ok || res[0].Code != OK || (res[0].Outcome != 0 && res[0].Outcome != sfq.Changed) {
+			b.Fatalf("entry %d: %+v", l.Index, res)
+		}
+		for _, o := range res[0].HeartbeatOutcomes {
+			if o != sfq.Changed {
+				b.Fatalf("heartbeat %d: %s", l.Index, o)
+			}
+		}
+	}
+}
+
+// BenchmarkApply measures Apply of one command per log entry (decode
+// included) against 1,000 tenants, per command type.
+func BenchmarkApply(b *testing.B) {
+	b.Run("submit", func(b *testing.B) {
+		f, idx := benchFSM(b, 100_000)
+		ls := logs(b, idx+1, b.N, func(i int) *pb.Command { return submit(fmt.Sprintf("t%d", i%1000), "", 1000, "run") })
+		runLogs(b, f, ls)
+	})
+	b.Run("submit-keyed", func(b *testing.B) {
+		f, idx := benchFSM(b, 100_000)
+		ls := logs(b, idx+1, b.N, func(i int) *pb.Command { return submit(fmt.Sprintf("t%d", i%1000), fmt.Sprintf("key-%d", i), 1000, "run") })
+		runLogs(b, f, ls)
+	})
+	b.Run("dispatch", func(b *testing.B) {
+		f, idx := benchFSM(b, b.N+1000)
+		ls := logs(b, idx+1, b.N, func(i int) *pb.Command { return dispatch(fmt.Sprintf("w%d", i), 1) })
+		runLogs(b, f, ls)
+	})
+	// The worker events need jobs in the right state first; jobs[i] is the
+	// job worker w<i> got.
+	prepared := func(b *testing.B, start bool) (*FSM, uint64, []uint64) {
+		f, idx := benchFSM(b, b.N+1000)
+		jobs := make([]uint64, b.N)
+		for i, l := range logs(b, idx+1, b.N, func(i int) *pb.Command { return dispatch(fmt.Sprintf("w%d", i), 1) }) {
+			jobs[i] = uint64(f.Apply(l).([]Result)[0].Job)
+		}
+		idx += uint64(b.N)
+		if start {
+			for _, l := range logs(b, idx+1, b.N, func(i int) *pb.Command { return started(jobs[i], 1, fmt.Sprintf("w%d", i)) }) {
+				f.Apply(l)
+			}
+			idx += uint64(b.N)
+		}
+		return f, idx, jobs
+	}
+	b.Run("started", func(b *testing.B) {
+		f, idx, jobs := prepared(b, false)
+		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *pb.Command { return started(jobs[i], 1, fmt.Sprintf("w%d", i)) }))
+	})
+	b.Run("heartbeat", func(b *testing.B) {
+		f, idx, jobs := prepared(b, true)
+		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *pb.Command {
+			return &pb.Command{Cmd: &pb.Command_Heartbeats{Heartbeats: &pb.HeartbeatBatch{Heartbeats: []*pb.Heartbeat{{Job: jobs[i], Attempt: 1, WorkerId: fmt.Sprintf("w%d", i), CpuMs: 10}}}}}
+		}))
+	})
+	b.Run("finished", func(b *testing.B) {
+		f, idx, jobs := prepared(b, true)
+		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *pb.Command { return finished(jobs[i], 1, fmt.Sprintf("w%d", i), 900) }))
+	})
+	b.Run("cancel", func(b *testing.B) {
+		f, idx := benchFSM(b, b.N+1000)
+		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *pb.Command {
+			return &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: fmt.Sprintf("t%d", i%1000), Job: uint64(i + 1)}}}
+		}))
+	})
+	b.Run("tenant-upsert", func(b *testing.B) {
+		f, idx := benchFSM(b, 100_000)
+		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *pb.Command { return tenant(fmt.Sprintf("t%d", i%1000), pb.Tier(1+i%5)) }))
+	})
+}
