@@ -38,9 +38,9 @@ type raftSection struct {
 	ElectionTimeout    *duration `toml:"election_timeout"`
 	LeaderLeaseTimeout *duration `toml:"leader_lease_timeout"`
 	CommitTimeout      *duration `toml:"commit_timeout"`
-	SnapshotThreshold  *uint64   `toml:"snapshot_threshold"`
+	SnapshotThreshold  *int64    `toml:"snapshot_threshold"`
 	SnapshotInterval   *duration `toml:"snapshot_interval"`
-	TrailingLogs       *uint64   `toml:"trailing_logs"`
+	TrailingLogs       *int64    `toml:"trailing_logs"`
 }
 
 type logSection struct {
@@ -49,7 +49,7 @@ type logSection struct {
 }
 
 type schedulerSection struct {
-	Weights             map[string]uint32 `toml:"weights"`
+	Weights             map[string]int64  `toml:"weights"`
 	Policy              *string           `toml:"policy"`
 	Clamp               *string           `toml:"clamp"`
 	Decay               *string           `toml:"decay"`
@@ -58,12 +58,12 @@ type schedulerSection struct {
 	HeartbeatInterval   *duration         `toml:"heartbeat_interval"`
 	SelfKillAfter       *duration         `toml:"self_kill_after"`
 	CancelGrace         *duration         `toml:"cancel_grace"`
-	MaxAttempts         *uint32           `toml:"max_attempts"`
+	MaxAttempts         *int64            `toml:"max_attempts"`
 	JobRetention        *duration         `toml:"job_retention"`
 	EventRetention      *duration         `toml:"event_retention"`
-	EventRetentionCount *uint64           `toml:"event_retention_count"`
+	EventRetentionCount *int64            `toml:"event_retention_count"`
 	DedupeWindow        *duration         `toml:"dedupe_window"`
-	MaxPayloadBytes     *uint32           `toml:"max_payload_bytes"`
+	MaxPayloadBytes     *int64            `toml:"max_payload_bytes"`
 }
 
 // duration reads a TOML string like "500ms" or "24h".
@@ -89,7 +89,11 @@ func loadConfigFile(path string) (*fileConfig, error) {
 	if err != nil {
 		var perr toml.ParseError
 		if errors.As(err, &perr) {
-			return nil, fmt.Errorf("%s: %s", path, perr.ErrorWithPosition())
+			where := fmt.Sprintf("line %d, column %d", perr.Position.Line, perr.Position.Col)
+			if perr.LastKey != "" {
+				where += " (key " + perr.LastKey + ")"
+			}
+			return nil, fmt.Errorf("%s: %s: %s", path, where, perr.Message)
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -99,6 +103,14 @@ func loadConfigFile(path string) (*fileConfig, error) {
 			keys[i] = k.String()
 		}
 		return nil, fmt.Errorf("%s: unknown key %s", path, strings.Join(keys, ", "))
+	}
+	for _, v := range []struct {
+		key string
+		val *int64
+	}{{"raft.snapshot_threshold", fc.Raft.SnapshotThreshold}, {"raft.trailing_logs", fc.Raft.TrailingLogs}} {
+		if v.val != nil && *v.val < 1 {
+			return nil, fmt.Errorf("%s: %s: %d is not a positive count", path, v.key, *v.val)
+		}
 	}
 	if _, err := fc.Scheduler.apply(fsm.DefaultConfig()); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -126,7 +138,10 @@ func (s *schedulerSection) apply(base fsm.Config) (fsm.Config, error) {
 		if err != nil {
 			return c, fmt.Errorf("scheduler.weights.%s: not a tier (want free, bronze, silver, gold or diamond)", name)
 		}
-		c.Sched.TierWeights[t] = w
+		if w < 1 || w > sfq.MaxTierWeight {
+			return c, fmt.Errorf("scheduler.weights.%s: weight of tier %s is %d (want 1..%d)", name, name, w, sfq.MaxTierWeight)
+		}
+		c.Sched.TierWeights[t] = uint32(w)
 	}
 	var err error
 	if s.Policy != nil {
@@ -157,14 +172,24 @@ func (s *schedulerSection) apply(base fsm.Config) (fsm.Config, error) {
 	setMs(&c.JobRetentionMs, s.JobRetention)
 	setMs(&c.EventRetentionMs, s.EventRetention)
 	setMs(&c.DedupeWindowMs, s.DedupeWindow)
-	if s.MaxAttempts != nil {
-		c.Sched.DefaultMaxAttempts = *s.MaxAttempts
+	counts := []struct {
+		key      string
+		val      *int64
+		min, max int64
+		set      func(int64)
+	}{
+		{"max_attempts", s.MaxAttempts, 1, sfq.MaxMaxAttempts, func(v int64) { c.Sched.DefaultMaxAttempts = uint32(v) }},
+		{"event_retention_count", s.EventRetentionCount, 0, 1 << 40, func(v int64) { c.EventRetentionCount = uint64(v) }},
+		{"max_payload_bytes", s.MaxPayloadBytes, 1, fsm.MaxPayloadLimit, func(v int64) { c.MaxPayloadBytes = uint32(v) }},
 	}
-	if s.EventRetentionCount != nil {
-		c.EventRetentionCount = *s.EventRetentionCount
-	}
-	if s.MaxPayloadBytes != nil {
-		c.MaxPayloadBytes = *s.MaxPayloadBytes
+	for _, n := range counts {
+		if n.val == nil {
+			continue
+		}
+		if *n.val < n.min || *n.val > n.max {
+			return c, fmt.Errorf("scheduler.%s: %d is out of range (%d..%d)", n.key, *n.val, n.min, n.max)
+		}
+		n.set(*n.val)
 	}
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("scheduler: %w", err)

@@ -144,10 +144,10 @@ func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
 			cfg.CommitTimeout = fc.Raft.CommitTimeout.Duration
 		}
 		if !set["snapshot-threshold"] && fc.Raft.SnapshotThreshold != nil {
-			o.snapThresh = *fc.Raft.SnapshotThreshold
+			o.snapThresh = uint64(*fc.Raft.SnapshotThreshold)
 		}
 		if !set["trailing-logs"] && fc.Raft.TrailingLogs != nil {
-			o.trailing = *fc.Raft.TrailingLogs
+			o.trailing = uint64(*fc.Raft.TrailingLogs)
 		}
 		if cfg.Seed, err = fc.Scheduler.apply(fsm.DefaultConfig()); err != nil {
 			return cfg, nil, err
