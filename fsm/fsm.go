@@ -53,6 +53,9 @@ type FSM struct {
 
 	fatal   error
 	fatalCh chan struct{}
+	// changed is closed and replaced whenever events are appended or the
+	// state is replaced, waking event watchers.
+	changed chan struct{}
 
 	hashIndex uint64
 	hashValid bool
@@ -92,6 +95,7 @@ func New() *FSM {
 		nextEvent: 1,
 		nextKey:   1,
 		fatalCh:   make(chan struct{}),
+		changed:   make(chan struct{}),
 	}
 }
 
@@ -195,11 +199,29 @@ func (f *FSM) applyEnvelope(index uint64, env *pb.Envelope) []Result {
 	f.lastIndex = index
 	f.lastWall = env.WallMs
 	f.hashValid = false
+	events := f.nextEvent
 	results := make([]Result, len(env.Commands))
 	for i, c := range env.Commands {
 		results[i] = f.applyCommand(c)
 	}
+	if f.nextEvent != events {
+		f.wake()
+	}
 	return results
+}
+
+// wake closes the changed channel; callers hold the write lock.
+func (f *FSM) wake() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// Changed returns a channel closed at the next change of the event log
+// (or replacement of the whole state).
+func (f *FSM) Changed() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.changed
 }
 
 func (f *FSM) applyCommand(c *pb.Command) Result {

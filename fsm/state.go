@@ -144,6 +144,7 @@ func (f *FSM) Adopt(n *FSM) {
 	f.lastIndex, f.lastWall = n.lastIndex, n.lastWall
 	f.configured = n.configured
 	f.hashValid = false
+	f.wake()
 }
 
 func decodeState(d *sfq.Decoder) (*FSM, error) {

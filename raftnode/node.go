@@ -594,3 +594,25 @@ func (p *persister) Persist(sink raft.SnapshotSink) error {
 }
 
 func (p *persister) Release() {}
+
+// ConsistentRead returns nil when a read of the local state machine is
+// linearizable: this node leads, its barrier has run (every entry
+// committed by earlier leaders is applied), and a quorum still follows it
+// (VerifyLeader). Every write this leader acknowledged was applied before
+// its acknowledgement, so the local state includes it.
+func (n *Node) ConsistentRead(ctx context.Context) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.raft.VerifyLeader().Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrNotLeader, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -5,14 +5,13 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"barista/fsm"
 	pb "barista/proto"
-	"barista/raftnode"
 )
 
 // MaxCommandsPerApply bounds one Apply request.
@@ -21,30 +20,9 @@ const MaxCommandsPerApply = 1000
 // NodeService implements pb.NodeServer.
 type NodeService struct {
 	pb.UnimplementedNodeServer
-	node        *raftnode.Node
-	log         hclog.Logger
-	leader      *leaderConns
+	base
 	unsafeDebug bool
 }
-
-// NodeOptions configure the node service.
-type NodeOptions struct {
-	Logger hclog.Logger
-	// UnsafeDebug lets Apply propose envelopes of another version (tests of
-	// the fatal-entry path). Never enable it in production.
-	UnsafeDebug bool
-}
-
-// NewNodeService returns the node service for a node.
-func NewNodeService(node *raftnode.Node, opt NodeOptions) *NodeService {
-	if opt.Logger == nil {
-		opt.Logger = hclog.NewNullLogger()
-	}
-	return &NodeService{node: node, log: opt.Logger, leader: newLeaderConns(node, nil), unsafeDebug: opt.UnsafeDebug}
-}
-
-// Close releases the service's connections.
-func (s *NodeService) Close() { s.leader.Close() }
 
 // Status reports this node's view of the cluster.
 func (s *NodeService) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusResponse, error) {
@@ -100,16 +78,10 @@ func (s *NodeService) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Appl
 		}
 		version = req.UnsafeVersion
 	}
-	cc, _, err := s.leader.leader(ctx)
-	if err == nil {
-		if req.Forwarded {
-			return nil, status.Error(codes.Unavailable, "forwarded to a node that is not the leader")
-		}
-		fwd := &pb.ApplyRequest{Commands: req.Commands, Forwarded: true, UnsafeVersion: req.UnsafeVersion}
-		return pb.NewNodeClient(cc).Apply(ctx, fwd)
-	}
-	if err != errIsLeader {
-		return nil, err
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ApplyResponse, error) {
+		return pb.NewNodeClient(cc).Apply(ctx, req)
+	}); handled {
+		return resp, err
 	}
 	index, results, err := s.node.ProposeVersion(ctx, version, req.Commands)
 	if err != nil {
@@ -127,12 +99,10 @@ func (s *NodeService) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRe
 	if req.Id == "" || req.RaftAddr == "" {
 		return nil, status.Error(codes.InvalidArgument, "join needs id and raft_addr")
 	}
-	cc, _, err := s.leader.leader(ctx)
-	if err == nil {
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.JoinResponse, error) {
 		return pb.NewNodeClient(cc).Join(ctx, req)
-	}
-	if err != errIsLeader {
-		return nil, err
+	}); handled {
+		return resp, err
 	}
 	if err := s.node.Join(ctx, req.Id, req.RaftAddr, req.GrpcAddr, req.HttpAddr); err != nil {
 		return nil, proposeErr(err)
@@ -146,12 +116,10 @@ func (s *NodeService) RemovePeer(ctx context.Context, req *pb.RemovePeerRequest)
 	if req.Id == "" {
 		return nil, status.Error(codes.InvalidArgument, "remove-peer needs an id")
 	}
-	cc, _, err := s.leader.leader(ctx)
-	if err == nil {
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.RemovePeerResponse, error) {
 		return pb.NewNodeClient(cc).RemovePeer(ctx, req)
-	}
-	if err != errIsLeader {
-		return nil, err
+	}); handled {
+		return resp, err
 	}
 	if !s.hasServer(req.Id) {
 		return nil, status.Errorf(codes.NotFound, "no server %q in the Raft configuration", req.Id)
@@ -194,12 +162,10 @@ func (s *NodeService) ListPeers(ctx context.Context, _ *pb.ListPeersRequest) (*p
 
 // TransferLeadership hands leadership over.
 func (s *NodeService) TransferLeadership(ctx context.Context, req *pb.TransferLeadershipRequest) (*pb.TransferLeadershipResponse, error) {
-	cc, _, err := s.leader.leader(ctx)
-	if err == nil {
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.TransferLeadershipResponse, error) {
 		return pb.NewNodeClient(cc).TransferLeadership(ctx, req)
-	}
-	if err != errIsLeader {
-		return nil, err
+	}); handled {
+		return resp, err
 	}
 	if req.Id != "" && !s.hasServer(req.Id) {
 		return nil, status.Errorf(codes.NotFound, "no server %q in the Raft configuration", req.Id)

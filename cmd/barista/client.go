@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,8 +14,12 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"barista/raftnode"
+	"barista/rpc"
 )
 
 // defaultServer is the --server default: $BARISTA_ADDR, else the default
@@ -32,6 +37,9 @@ type clientFlags struct {
 	token   string
 	json    bool
 	timeout time.Duration
+	tlsCA   string
+	tlsCert string
+	tlsKey  string
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -39,6 +47,34 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.token, "token", os.Getenv("BARISTA_TOKEN"), "bearer `TOKEN` ($BARISTA_TOKEN)")
 	fs.BoolVar(&c.json, "json", false, "print JSON")
 	fs.DurationVar(&c.timeout, "timeout", 15*time.Second, "give up after this `DURATION`")
+	fs.StringVar(&c.tlsCA, "tls-ca", os.Getenv("BARISTA_TLS_CA"), "verify the server with this CA `FILE` (enables TLS; $BARISTA_TLS_CA)")
+	fs.StringVar(&c.tlsCert, "tls-cert", os.Getenv("BARISTA_TLS_CERT"), "client certificate `FILE` ($BARISTA_TLS_CERT)")
+	fs.StringVar(&c.tlsKey, "tls-key", os.Getenv("BARISTA_TLS_KEY"), "client key `FILE` ($BARISTA_TLS_KEY)")
+}
+
+// dialOptions returns the transport credentials and the bearer token.
+func (c *clientFlags) dialOptions() ([]grpc.DialOption, error) {
+	creds := insecure.NewCredentials()
+	if c.tlsCA != "" {
+		pool, err := raftnode.LoadCAPool(c.tlsCA)
+		if err != nil {
+			return nil, usageError("--tls-ca: %v", err)
+		}
+		cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		if c.tlsCert != "" || c.tlsKey != "" {
+			cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+			if err != nil {
+				return nil, usageError("--tls-cert/--tls-key: %v", err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		creds = credentials.NewTLS(cfg)
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if c.token != "" {
+		opts = append(opts, grpc.WithDefaultCallOptions(rpc.Bearer(c.token, false)))
+	}
+	return opts, nil
 }
 
 // retryable reports whether another server may succeed where one failed.
@@ -50,15 +86,28 @@ func retryable(err error) bool {
 // call runs fn against each server in turn until one does not fail with
 // a connection-level error.
 func (c *clientFlags) call(fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	return c.callCtx(context.Background(), true, fn)
+}
+
+// callCtx is call with a parent context; timed applies --timeout (a watch
+// runs until interrupted).
+func (c *clientFlags) callCtx(parent context.Context, timed bool, fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
+	ctx, cancel := context.WithCancel(parent)
+	if timed {
+		ctx, cancel = context.WithTimeout(parent, c.timeout)
+	}
 	defer cancel()
+	dial, err := c.dialOptions()
+	if err != nil {
+		return err
+	}
 	var last error
 	for _, addr := range strings.Split(c.servers, ",") {
 		addr = strings.TrimSpace(addr)
 		if addr == "" {
 			continue
 		}
-		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err := grpc.NewClient(addr, dial...)
 		if err != nil {
 			last = status.Errorf(codes.InvalidArgument, "server %q: %v", addr, err)
 			continue

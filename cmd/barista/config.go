@@ -9,6 +9,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"barista/fsm"
+	"barista/rpc"
 	"barista/sfq"
 )
 
@@ -20,7 +21,43 @@ type fileConfig struct {
 	Node      nodeSection      `toml:"node"`
 	Raft      raftSection      `toml:"raft"`
 	Log       logSection       `toml:"log"`
+	Auth      authSection      `toml:"auth"`
+	TLS       tlsSection       `toml:"tls"`
 	Scheduler schedulerSection `toml:"scheduler"`
+}
+
+type authSection struct {
+	InsecureDev bool         `toml:"insecure_dev"`
+	Tokens      []tokenEntry `toml:"tokens"`
+}
+
+type tokenEntry struct {
+	Role   string `toml:"role"`
+	Tenant string `toml:"tenant"`
+	Token  string `toml:"token"`
+}
+
+type tlsSection struct {
+	Cert string `toml:"cert"`
+	Key  string `toml:"key"`
+	CA   string `toml:"ca"`
+}
+
+// tokens converts the [[auth.tokens]] entries, naming the bad one.
+func (a authSection) tokens() ([]rpc.Token, error) {
+	var out []rpc.Token
+	for i, e := range a.Tokens {
+		role, err := rpc.ParseRole(e.Role)
+		if err != nil {
+			return nil, fmt.Errorf("auth.tokens[%d].role: %w", i, err)
+		}
+		t := rpc.Token{Secret: e.Token, Role: role, Tenant: e.Tenant}
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("auth.tokens[%d]: %w", i, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 type nodeSection struct {
@@ -113,6 +150,9 @@ func loadConfigFile(path string) (*fileConfig, error) {
 		}
 	}
 	if _, err := fc.Scheduler.apply(fsm.DefaultConfig()); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := fc.Auth.tokens(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if l := fc.Log.Level; l != "" && !validLogLevel(l) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net"
@@ -13,10 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/keepalive"
 
 	"barista/fsm"
 	pb "barista/proto"
@@ -44,6 +43,10 @@ type serverOpts struct {
 	pruneIntvl  time.Duration
 	unsafeDebug bool
 	clockOffset time.Duration
+	insecureDev bool
+	tls         raftnode.TLSFiles
+
+	tokens []rpc.Token // resolved from the file and BARISTA_TOKENS
 }
 
 func init() {
@@ -61,6 +64,16 @@ needs neither: its data directory holds its state.
 --config FILE reads a TOML file (docs/configuration.md); flags given on
 the command line override it. The file's [scheduler] section only seeds
 the replicated configuration when a new cluster is first configured.
+
+Authentication: bearer tokens with roles client (pinned to one tenant),
+worker and admin, from [[auth.tokens]] in --config and from $BARISTA_TOKENS
+(ROLE[:TENANT]=SECRET,...). Every member needs the same tokens. With no
+token configured the server refuses to start unless --insecure-dev is
+given, which serves every call unauthenticated (barista dev uses it).
+
+TLS: --tls-cert, --tls-key and --tls-ca serve gRPC over TLS and run Raft
+over mutual TLS (a member whose certificate another CA signed cannot
+connect). "barista tls init" makes a local CA and certificates.
 
 SIGINT or SIGTERM shuts the node down cleanly: a leader hands leadership
 over first, and the applied index and state hash are recorded in the data
@@ -86,6 +99,10 @@ directory (see barista replay --data-dir).`,
 			fs.DurationVar(&o.pruneIntvl, "prune-interval", d.PruneInterval, "how often the leader checks for prunable state")
 			fs.BoolVar(&o.unsafeDebug, "unsafe-debug", false, "allow raw envelopes of other versions through Apply (tests only)")
 			fs.DurationVar(&o.clockOffset, "test-clock-offset", 0, "shift this node's wall clock (tests only)")
+			fs.BoolVar(&o.insecureDev, "insecure-dev", false, "with no tokens configured, serve every call without authentication (development only)")
+			fs.StringVar(&o.tls.Cert, "tls-cert", "", "PEM certificate `FILE` for gRPC and Raft TLS")
+			fs.StringVar(&o.tls.Key, "tls-key", "", "PEM private key `FILE` of --tls-cert")
+			fs.StringVar(&o.tls.CA, "tls-ca", "", "PEM `FILE` of the CA that signed every member's certificate")
 			return o
 		},
 		run: runServer,
@@ -152,6 +169,22 @@ func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
 		if cfg.Seed, err = fc.Scheduler.apply(fsm.DefaultConfig()); err != nil {
 			return cfg, nil, err
 		}
+		if o.tokens, err = fc.Auth.tokens(); err != nil {
+			return cfg, nil, err
+		}
+		if !set["insecure-dev"] {
+			o.insecureDev = fc.Auth.InsecureDev
+		}
+		pick("tls-cert", &o.tls.Cert, fc.TLS.Cert)
+		pick("tls-key", &o.tls.Key, fc.TLS.Key)
+		pick("tls-ca", &o.tls.CA, fc.TLS.CA)
+	}
+	if env := os.Getenv("BARISTA_TOKENS"); env != "" {
+		more, err := rpc.ParseTokens(env)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("BARISTA_TOKENS: %w", err)
+		}
+		o.tokens = append(o.tokens, more...)
 	}
 	if o.join != "" {
 		join = strings.Split(o.join, ",")
@@ -193,8 +226,29 @@ func runServer(env *cmdEnv, o any, args []string) error {
 	}
 	log := newLogger(opts.logLevel, opts.logJSON)
 	cfg.Logger = log
+	auth, err := rpc.NewAuth(opts.tokens, opts.insecureDev)
+	if err != nil {
+		return err
+	}
+	if auth.Open() {
+		log.Warn("--insecure-dev: no tokens configured; every call is served without authentication")
+	}
 	if opts.unsafeDebug {
 		log.Warn("--unsafe-debug is on: Apply accepts envelopes of any version; never use this in production")
+	}
+	var grpcTLS, peerTLS *tls.Config
+	if opts.tls.Enabled() {
+		raftServer, raftClient, err := opts.tls.MutualTLS()
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		if grpcTLS, err = opts.tls.GRPCServerTLS(); err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		peerTLS = raftClient
+		if cfg.StreamLayer, err = raftnode.NewTLSStreamLayer(cfg.RaftAddr, raftServer, raftClient); err != nil {
+			return err
+		}
 	}
 	lis, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
@@ -203,45 +257,30 @@ func runServer(env *cmdEnv, o any, args []string) error {
 	node, err := raftnode.New(cfg)
 	if err != nil {
 		lis.Close()
+		if cfg.StreamLayer != nil {
+			cfg.StreamLayer.Close()
+		}
 		return fmt.Errorf("starting node %s: %w", cfg.ID, err)
 	}
-	srv := grpc.NewServer(
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-	)
-	nodeSvc := rpc.NewNodeService(node, rpc.NodeOptions{Logger: log.Named("rpc"), UnsafeDebug: opts.unsafeDebug})
-	pb.RegisterNodeServer(srv, nodeSvc)
-	hs := health.NewServer()
-	healthpb.RegisterHealthServer(srv, hs)
+	srv := rpc.NewServer(node, rpc.Options{Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: opts.unsafeDebug})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
-	log.Info("barista server started", "id", cfg.ID, "raft_addr", cfg.RaftAddr, "grpc_addr", cfg.GRPCAddr, "data_dir", cfg.DataDir)
+	log.Info("barista server started", "id", cfg.ID, "raft_addr", cfg.RaftAddr, "grpc_addr", cfg.GRPCAddr, "data_dir", cfg.DataDir, "tls", grpcTLS != nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if len(join) > 0 {
-		go joinLoop(ctx, log, cfg, join)
+		go joinLoop(ctx, log, cfg, join, auth.AdminToken(), peerTLS)
 	}
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	stop := func() {
-		cancel()
-		hs.Shutdown()
-		stopped := make(chan struct{})
-		go func() { srv.GracefulStop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-time.After(5 * time.Second):
-			srv.Stop()
-		}
-		nodeSvc.Close()
-	}
 	select {
 	case sig := <-sigs:
 		log.Info("shutting down", "signal", sig.String())
-		stop()
+		cancel()
+		srv.Stop(5 * time.Second)
 		if err := node.Shutdown(); err != nil {
 			log.Error("raft shutdown", "error", err)
 		}
@@ -250,8 +289,8 @@ func runServer(env *cmdEnv, o any, args []string) error {
 	case <-node.Fatal():
 		ferr := node.FSM.FatalErr()
 		log.Error("stopping: the replicated log holds an entry this node cannot apply", "error", ferr)
-		srv.Stop()
-		nodeSvc.Close()
+		cancel()
+		srv.Stop(0)
 		node.Shutdown()
 		return &exitError{code: 3, err: fmt.Errorf("barista server: %w", ferr)}
 	case err := <-serveErr:
@@ -262,12 +301,12 @@ func runServer(env *cmdEnv, o any, args []string) error {
 
 // joinLoop asks the given members to add this node as a voter until one
 // accepts. Joining is idempotent.
-func joinLoop(ctx context.Context, log hclog.Logger, cfg raftnode.Config, addrs []string) {
+func joinLoop(ctx context.Context, log hclog.Logger, cfg raftnode.Config, addrs []string, token string, peerTLS *tls.Config) {
 	req := &pb.JoinRequest{Id: cfg.ID, RaftAddr: cfg.RaftAddr, GrpcAddr: cfg.GRPCAddr, HttpAddr: cfg.HTTPAddr}
 	backoff := 200 * time.Millisecond
 	for {
 		for _, addr := range addrs {
-			err := tryJoin(ctx, addr, req)
+			err := tryJoin(ctx, addr, req, token, peerTLS)
 			if err == nil {
 				log.Info("joined the cluster", "via", addr)
 				return
@@ -283,14 +322,18 @@ func joinLoop(ctx context.Context, log hclog.Logger, cfg raftnode.Config, addrs 
 	}
 }
 
-func tryJoin(ctx context.Context, addr string, req *pb.JoinRequest) error {
-	cc, err := grpc.NewClient(strings.TrimSpace(addr), grpc.WithTransportCredentials(insecure.NewCredentials()))
+func tryJoin(ctx context.Context, addr string, req *pb.JoinRequest, token string, peerTLS *tls.Config) error {
+	creds := insecure.NewCredentials()
+	if peerTLS != nil {
+		creds = credentials.NewTLS(peerTLS)
+	}
+	cc, err := grpc.NewClient(strings.TrimSpace(addr), grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return err
 	}
 	defer cc.Close()
 	cctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
-	_, err = pb.NewNodeClient(cc).Join(cctx, req)
+	_, err = pb.NewNodeClient(cc).Join(cctx, req, rpc.Bearer(token, false))
 	return err
 }

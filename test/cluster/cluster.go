@@ -194,7 +194,7 @@ func tail(path string, lines int) string {
 func (n *Node) Start(args ...string) {
 	n.c.T.Helper()
 	full := []string{"server", "--node-id", n.ID, "--data-dir", n.DataDir, "--raft-addr", n.RaftAddr,
-		"--grpc-addr", n.GRPCAddr, "--http-addr", n.HTTPAddr, "--log-level", "debug"}
+		"--grpc-addr", n.GRPCAddr, "--http-addr", n.HTTPAddr, "--log-level", "debug", "--insecure-dev"}
 	full = append(append(append(full, n.c.Args...), n.Args...), args...)
 	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"google.golang.org/grpc"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// configView renders the replicated configuration with the keys of the
+// [scheduler] section of the config file.
+func configView(c fsm.Config) map[string]any {
+	d := func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+	m := map[string]any{
+		"policy": c.Sched.Policy.String(), "clamp": c.Sched.Clamp.String(), "decay": c.Sched.Decay.String(),
+		"ack_timeout": d(c.Sched.AckTimeoutMs), "lease_timeout": d(c.Sched.LeaseTimeoutMs),
+		"heartbeat_interval": d(c.HeartbeatIntervalMs), "self_kill_after": d(c.SelfKillAfterMs), "cancel_grace": d(c.CancelGraceMs),
+		"max_attempts": c.Sched.DefaultMaxAttempts, "job_retention": d(c.JobRetentionMs), "event_retention": d(c.EventRetentionMs),
+		"event_retention_count": c.EventRetentionCount, "dedupe_window": d(c.DedupeWindowMs), "max_payload_bytes": c.MaxPayloadBytes,
+	}
+	for t := sfq.Tier(0); t < sfq.NumTiers; t++ {
+		m["weights."+t.String()] = c.Sched.TierWeights[t]
+	}
+	return m
+}
+
+// stringKeys are the [scheduler] keys whose values are TOML strings.
+var stringKeys = map[string]bool{
+	"policy": true, "clamp": true, "decay": true, "ack_timeout": true, "lease_timeout": true, "heartbeat_interval": true,
+	"self_kill_after": true, "cancel_grace": true, "job_retention": true, "event_retention": true, "dedupe_window": true,
+}
+
+// applySettings lays KEY=VALUE settings (the config file's [scheduler]
+// keys, weights.TIER for weights) over c, naming a bad key.
+func applySettings(c fsm.Config, settings []string) (fsm.Config, error) {
+	var doc strings.Builder
+	var weights []string
+	doc.WriteString("[scheduler]\n")
+	for _, s := range settings {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return c, usageError("%q: want KEY=VALUE", s)
+		}
+		if tier, isWeight := strings.CutPrefix(k, "weights."); isWeight {
+			weights = append(weights, fmt.Sprintf("%s = %s\n", tier, v))
+			continue
+		}
+		if stringKeys[k] {
+			v = strconv.Quote(v)
+		}
+		fmt.Fprintf(&doc, "%s = %s\n", k, v)
+	}
+	if len(weights) > 0 {
+		doc.WriteString("[scheduler.weights]\n")
+		for _, w := range weights {
+			doc.WriteString(w)
+		}
+	}
+	var fc fileConfig
+	md, err := toml.Decode(doc.String(), &fc)
+	if err != nil {
+		return c, usageError("%v", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return c, usageError("unknown key %s", strings.TrimPrefix(und[0].String(), "scheduler."))
+	}
+	return fc.Scheduler.apply(c)
+}
+
+func init() {
+	register("config get", &command{
+		synopsis: "Show the replicated scheduler configuration",
+		usage:    "[--json]",
+		flags:    func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*clientFlags)
+			var pc *pb.SchedulerConfig
+			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+				pc, err = pb.NewAdminClient(cc).GetConfig(ctx, &pb.GetConfigRequest{})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			c, err := fsm.ConfigFromPB(pc)
+			if err != nil {
+				return err
+			}
+			return printConfig(env, c, opts.json)
+		},
+	})
+	register("config set", &command{
+		synopsis: "Change the replicated scheduler configuration",
+		usage:    "KEY=VALUE...",
+		help: `Reads the configuration in force, changes the given keys, and proposes the
+result through the leader; it applies on every node at the same log index.
+Keys are those of the config file's [scheduler] section (see
+docs/configuration.md), with weights.TIER for a tier weight:
+
+  barista config set lease_timeout=45s self_kill_after=35s
+  barista config set policy=reserve:500ms weights.gold=10
+  barista config set decay=half_life:168h,norm:10000s`,
+		flags: func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*clientFlags)
+			if len(args) == 0 {
+				return usageError("config set needs KEY=VALUE settings")
+			}
+			var c fsm.Config
+			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+				admin := pb.NewAdminClient(cc)
+				cur, err := admin.GetConfig(ctx, &pb.GetConfigRequest{})
+				if err != nil {
+					return err
+				}
+				base, err := fsm.ConfigFromPB(cur)
+				if err != nil {
+					return err
+				}
+				next, err := applySettings(base, args)
+				if err != nil {
+					return err
+				}
+				out, err := admin.SetConfig(ctx, &pb.SetConfigRequest{Config: fsm.ConfigToPB(next)})
+				if err != nil {
+					return err
+				}
+				c, err = fsm.ConfigFromPB(out)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			return printConfig(env, c, opts.json)
+		},
+	})
+}
+
+func printConfig(env *cmdEnv, c fsm.Config, asJSON bool) error {
+	m := configView(c)
+	if asJSON {
+		return printJSON(env.stdout, m)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	rows := make([][2]string, len(keys))
+	for i, k := range keys {
+		rows[i] = [2]string{k, fmt.Sprint(m[k])}
+	}
+	printTable(env.stdout, rows)
+	return nil
+}

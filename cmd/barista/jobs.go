@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"barista/fsm"
+	pb "barista/proto"
+)
+
+// tenantFlags adds --tenant to the client flags.
+type tenantFlags struct {
+	clientFlags
+	tenant string
+	stale  bool
+}
+
+func (t *tenantFlags) register(fs *flag.FlagSet) {
+	t.clientFlags.register(fs)
+	fs.StringVar(&t.tenant, "tenant", os.Getenv("BARISTA_TENANT"), "`TENANT` (may be omitted with a client token; $BARISTA_TENANT)")
+	fs.BoolVar(&t.stale, "stale", false, "read this node's state without asking the leader (faster, maybe behind)")
+}
+
+func msTime(ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+}
+
+func sizeName(s pb.Size) string {
+	if sz, err := fsm.SizeFromPB(s); err == nil {
+		return sz.String()
+	}
+	return ""
+}
+
+// jobJSON is the JSON form of a job (the CLI contract's keys).
+func jobJSON(j *pb.Job) map[string]any {
+	m := map[string]any{
+		"job_id": j.JobId, "tenant": j.Tenant, "state": j.State, "attempt": j.Attempt, "failures": j.Failures,
+		"max_attempts": j.MaxAttempts, "size": sizeName(j.Size), "est_cost_ms": j.EstCostMs, "cpu_ms": j.CpuMs,
+		"job_type": j.JobType, "idempotency_key": j.IdempotencyKey, "submitted_at": msTime(j.SubmittedAtMs),
+		"ended_at": msTime(j.EndedAtMs), "worker_id": j.WorkerId, "cancel": j.Cancel, "timeout_ms": j.TimeoutMs,
+		"start_tag_ms": j.StartTagMs, "payload": string(j.Payload),
+	}
+	if j.HasResult {
+		m["exit_code"], m["stderr_tail"] = j.ExitCode, j.StderrTail
+	}
+	return m
+}
+
+func parseJobID(s string) (uint64, error) {
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, usageError("bad job id %q", s)
+	}
+	return id, nil
+}
+
+func init() {
+	register("job", &command{
+		synopsis: "Show one job",
+		usage:    "ID [--tenant NAME] [--json]",
+		flags:    func(fs *flag.FlagSet) any { o := &tenantFlags{}; o.register(fs); return o },
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*tenantFlags)
+			if len(args) != 1 {
+				return usageError("job needs one ID")
+			}
+			id, err := parseJobID(args[0])
+			if err != nil {
+				return err
+			}
+			var j *pb.Job
+			err = opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+				j, err = pb.NewClientClient(cc).GetJob(ctx, &pb.GetJobRequest{Tenant: opts.tenant, JobId: id, Read: &pb.ReadOptions{Stale: opts.stale}})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if opts.json {
+				return printJSON(env.stdout, jobJSON(j))
+			}
+			rows := [][2]string{
+				{"job", fmt.Sprint(j.JobId)}, {"tenant", j.Tenant}, {"state", j.State},
+				{"size", sizeName(j.Size)}, {"attempt", fmt.Sprintf("%d (failures %d of max %d)", j.Attempt, j.Failures, j.MaxAttempts)},
+				{"estimated", (time.Duration(j.EstCostMs) * time.Millisecond).String()},
+				{"cpu", (time.Duration(j.CpuMs) * time.Millisecond).String()},
+				{"submitted", msTime(j.SubmittedAtMs)},
+			}
+			if j.JobType != "" {
+				rows = append(rows, [2]string{"type", j.JobType})
+			}
+			if j.IdempotencyKey != "" {
+				rows = append(rows, [2]string{"key", j.IdempotencyKey})
+			}
+			if j.WorkerId != "" {
+				rows = append(rows, [2]string{"worker", j.WorkerId})
+			}
+			if j.Cancel != "none" {
+				rows = append(rows, [2]string{"cancel", j.Cancel})
+			}
+			if j.EndedAtMs != 0 {
+				rows = append(rows, [2]string{"ended", msTime(j.EndedAtMs)})
+			}
+			if j.HasResult {
+				rows = append(rows, [2]string{"exit code", fmt.Sprint(j.ExitCode)})
+			}
+			printTable(env.stdout, rows)
+			if j.StderrTail != "" {
+				fmt.Fprintf(env.stdout, "stderr (tail):\n%s\n", j.StderrTail)
+			}
+			return nil
+		},
+	})
+	type jobsOpts struct {
+		tenantFlags
+		state string
+		limit uint
+		page  string
+	}
+	register("jobs", &command{
+		synopsis: "List a tenant's jobs",
+		usage:    "[--tenant NAME] [--state STATE] [--limit N] [--json]",
+		help: `Lists jobs in ID order, optionally of one state (queued, assigned,
+running, completed, failed, cancelled, timed_out). With --json prints one
+JSON object per job. When more jobs remain, the token for the next page is
+printed on stderr ("--page-token TOKEN").`,
+		flags: func(fs *flag.FlagSet) any {
+			o := &jobsOpts{}
+			o.tenantFlags.register(fs)
+			fs.StringVar(&o.state, "state", "", "only jobs in this `STATE`")
+			fs.UintVar(&o.limit, "limit", 100, "at most `N` jobs (1..1000)")
+			fs.StringVar(&o.page, "page-token", "", "continue from this `TOKEN`")
+			return o
+		},
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*jobsOpts)
+			if len(args) > 0 {
+				return usageError("unexpected argument %q", args[0])
+			}
+			var resp *pb.ListJobsResponse
+			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+				resp, err = pb.NewClientClient(cc).ListJobs(ctx, &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state,
+					PageSize: uint32(opts.limit), PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale}})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if opts.json {
+				for _, j := range resp.Jobs {
+					if err := printJSON(env.stdout, jobJSON(j)); err != nil {
+						return err
+					}
+				}
+			} else {
+				fmt.Fprintf(env.stdout, "%-8s %-10s %-4s %7s %10s %10s %s\n", "ID", "STATE", "SIZE", "ATTEMPT", "EST", "CPU", "TYPE")
+				for _, j := range resp.Jobs {
+					fmt.Fprintf(env.stdout, "%-8d %-10s %-4s %7d %10s %10s %s\n", j.JobId, j.State, sizeName(j.Size), j.Attempt,
+						time.Duration(j.EstCostMs)*time.Millisecond, time.Duration(j.CpuMs)*time.Millisecond, j.JobType)
+				}
+			}
+			if resp.NextPageToken != "" {
+				fmt.Fprintf(env.stderr, "more: --page-token %s\n", resp.NextPageToken)
+			}
+			return nil
+		},
+	})
+	register("cancel", &command{
+		synopsis: "Cancel a job",
+		usage:    "ID [--tenant NAME]",
+		help: `A queued job is cancelled at once. An assigned or running job is marked
+cancel-requested; its worker is told to stop (SIGTERM, then SIGKILL after
+the grace) and the job ends cancelled when the worker confirms or its lease
+expires.`,
+		flags: func(fs *flag.FlagSet) any { o := &tenantFlags{}; o.register(fs); return o },
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*tenantFlags)
+			if len(args) != 1 {
+				return usageError("cancel needs one ID")
+			}
+			id, err := parseJobID(args[0])
+			if err != nil {
+				return err
+			}
+			var resp *pb.CancelJobResponse
+			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+				resp, err = pb.NewClientClient(cc).CancelJob(ctx, &pb.CancelJobRequest{Tenant: opts.tenant, JobId: id})
+				return err
+			}); err != nil {
+				return err
+			}
+			if opts.json {
+				return printJSON(env.stdout, map[string]any{"job_id": id, "state": resp.State, "cancel_requested": resp.CancelRequested})
+			}
+			if resp.CancelRequested {
+				fmt.Fprintf(env.stdout, "job %d: cancel requested (it is %s; the worker is being told to stop)\n", id, resp.State)
+			} else {
+				fmt.Fprintf(env.stdout, "job %d: %s\n", id, resp.State)
+			}
+			return nil
+		},
+	})
+	type watchOpts struct {
+		tenantFlags
+		from uint64
+	}
+	register("watch", &command{
+		synopsis: "Stream a tenant's job events",
+		usage:    "[--tenant NAME] [--from SEQ] [--json]",
+		help: `Streams job events (queued, assigned, started, requeued, completed,
+failed, cancel_requested, cancelled, timed_out) in order until interrupted.
+--from SEQ starts at that event; without it the stream starts with the
+next new event. If the connection breaks, watch reconnects (to the next
+--server if needed) and resumes after the last event it printed: no gap,
+at least once. With --json prints one JSON object per event.`,
+		flags: func(fs *flag.FlagSet) any {
+			o := &watchOpts{}
+			o.tenantFlags.register(fs)
+			fs.Uint64Var(&o.from, "from", 0, "first event `SEQ` to print (0: the next new one)")
+			return o
+		},
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*watchOpts)
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			return watch(ctx, env, &opts.tenantFlags, opts.from)
+		},
+	})
+	register("usage", &command{
+		synopsis: "Show a tenant's running and queued jobs, billed CPU, weight and tag",
+		usage:    "[--tenant NAME] [--json]",
+		flags:    func(fs *flag.FlagSet) any { o := &tenantFlags{}; o.register(fs); return o },
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*tenantFlags)
+			var u *pb.TenantUsageResponse
+			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+				u, err = pb.NewClientClient(cc).TenantUsage(ctx, &pb.TenantUsageRequest{Tenant: opts.tenant, Read: &pb.ReadOptions{Stale: opts.stale}})
+				return err
+			}); err != nil {
+				return err
+			}
+			tier, _ := fsm.TierFromPB(u.Tier)
+			m := map[string]any{
+				"tenant": u.Tenant, "tier": tier.String(), "running": u.Running, "queued": u.Queued,
+				"running_by_size": u.RunningBySize, "queued_by_size": u.QueuedBySize, "inflight_cpu_ms": u.InflightCpuMs,
+				"cpu_billed_ms": u.CpuBilledMs, "zombie_cpu_ms": u.ZombieCpuMs, "weight": u.Weight,
+				"finish_tag_ms": u.FinishTagMs, "virtual_now_ms": u.VirtualNowMs, "usage_ms": u.UsageMs,
+				"submitted": u.Submitted, "dispatches": u.Dispatches, "completed": u.Completed, "failed": u.Failed,
+				"cancelled": u.Cancelled, "timed_out": u.TimedOut, "failures": u.Failures, "requeues": u.Requeues,
+			}
+			if opts.json {
+				return printJSON(env.stdout, m)
+			}
+			printTable(env.stdout, [][2]string{
+				{"tenant", u.Tenant + " (" + tier.String() + ")"},
+				{"weight", strconv.FormatFloat(u.Weight, 'f', -1, 64)},
+				{"running", fmt.Sprintf("%d (sm/md/lg %v)", u.Running, u.RunningBySize)},
+				{"queued", fmt.Sprintf("%d (sm/md/lg %v)", u.Queued, u.QueuedBySize)},
+				{"cpu billed", (time.Duration(u.CpuBilledMs) * time.Millisecond).String()},
+				{"finish tag", u.FinishTagMs + " virtual ms (virtual now " + u.VirtualNowMs + ")"},
+				{"jobs", fmt.Sprintf("%d submitted, %d completed, %d failed, %d cancelled, %d timed out", u.Submitted, u.Completed, u.Failed, u.Cancelled, u.TimedOut)},
+				{"runs", fmt.Sprintf("%d dispatches, %d failed runs or lost leases, %d requeues", u.Dispatches, u.Failures, u.Requeues)},
+			})
+			return nil
+		},
+	})
+}
+
+func eventJSON(ev *pb.Event) map[string]any {
+	m := map[string]any{"seq": ev.Seq, "job_id": ev.JobId, "tenant": ev.Tenant, "attempt": ev.Attempt, "kind": ev.Kind, "at": msTime(ev.AtMs)}
+	if ev.WorkerId != "" {
+		m["worker_id"] = ev.WorkerId
+	}
+	switch ev.Kind {
+	case "completed", "failed", "cancelled", "timed_out", "requeued":
+		m["cpu_ms"], m["exit_code"] = ev.CpuMs, ev.ExitCode
+	}
+	if ev.Reason != "" {
+		m["reason"] = ev.Reason
+	}
+	return m
+}
+
+// watch streams events, reconnecting with the cursor after a failure.
+func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, from uint64) error {
+	next := from
+	for {
+		err := opts.callCtx(ctx, false, func(ctx context.Context, cc *grpc.ClientConn) error {
+			stream, err := pb.NewClientClient(cc).WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: opts.tenant, FromSeq: next})
+			if err != nil {
+				return err
+			}
+			for {
+				ev, err := stream.Recv()
+				if err != nil {
+					return err
+				}
+				if opts.json {
+					printJSON(env.stdout, eventJSON(ev))
+				} else {
+					line := fmt.Sprintf("%-8d %s job=%d attempt=%d %s", ev.Seq, msTime(ev.AtMs), ev.JobId, ev.Attempt, ev.Kind)
+					if ev.WorkerId != "" {
+						line += " worker=" + ev.WorkerId
+					}
+					if ev.Reason != "" {
+						line += " reason=" + ev.Reason
+					}
+					fmt.Fprintln(env.stdout, line)
+				}
+				next = ev.Seq + 1
+			}
+		})
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err == nil || errors.Is(err, io.EOF):
+		case retryable(err):
+			fmt.Fprintf(env.stderr, "watch: %v; reconnecting from %d\n", statusErr(err), next)
+		default:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(300 * time.Millisecond):
+		}
+		if status.Code(err) == codes.Unauthenticated {
+			return err
+		}
+	}
+}

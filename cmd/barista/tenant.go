@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+type tenantSetOpts struct {
+	clientFlags
+	fs          *flag.FlagSet
+	tier        string
+	multiplier  uint
+	cap         uint
+	capSM       uint
+	capMD       uint
+	capLG       uint
+	inflightCPU time.Duration
+	maxQueued   uint
+}
+
+func tenantJSON(t *pb.Tenant) map[string]any {
+	tier, _ := fsm.TierFromPB(t.Tier)
+	c := t.Caps
+	return map[string]any{
+		"name": t.Name, "tier": tier.String(), "multiplier": t.Multiplier,
+		"cap": c.GetMaxRunning(), "cap_sm": c.GetMaxRunningSm(), "cap_md": c.GetMaxRunningMd(), "cap_lg": c.GetMaxRunningLg(),
+		"inflight_cpu_ms": c.GetMaxInflightCpuMs(), "max_queued": c.GetMaxQueued(),
+	}
+}
+
+func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
+	if asJSON {
+		return printJSON(env.stdout, tenantJSON(t))
+	}
+	m := tenantJSON(t)
+	rows := [][2]string{{"name", t.Name}, {"tier", fmt.Sprint(m["tier"])}, {"multiplier", fmt.Sprint(t.Multiplier)}}
+	for _, k := range []string{"cap", "cap_sm", "cap_md", "cap_lg", "max_queued"} {
+		v := fmt.Sprint(m[k])
+		if v == "0" {
+			v = "none"
+		}
+		rows = append(rows, [2]string{k, v})
+	}
+	inflight := "none"
+	if ms := t.Caps.GetMaxInflightCpuMs(); ms > 0 {
+		inflight = (time.Duration(ms) * time.Millisecond).String()
+	}
+	rows = append(rows, [2]string{"inflight_cpu", inflight})
+	printTable(env.stdout, rows)
+	return nil
+}
+
+func init() {
+	register("tenant set", &command{
+		synopsis: "Create or update a tenant (tier, multiplier, caps, quota)",
+		usage:    "NAME --tier TIER [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N]",
+		help: `Creates the tenant, or updates it: flags not given keep their current
+values, and an update keeps the tenant's tags, usage and counters. A cap
+of 0 means no cap. A cap decrease preempts nothing; it blocks new
+dispatches until usage falls below it.`,
+		flags: func(fs *flag.FlagSet) any {
+			o := &tenantSetOpts{fs: fs}
+			o.register(fs)
+			fs.StringVar(&o.tier, "tier", "", "`TIER`: free, bronze, silver, gold or diamond (required for a new tenant)")
+			fs.UintVar(&o.multiplier, "multiplier", 1, "weight multiplier `N` (>= 1)")
+			fs.UintVar(&o.cap, "cap", 0, "max running jobs over all sizes (`N`, 0 = none)")
+			fs.UintVar(&o.capSM, "cap-sm", 0, "max running sm jobs (`N`)")
+			fs.UintVar(&o.capMD, "cap-md", 0, "max running md jobs (`N`)")
+			fs.UintVar(&o.capLG, "cap-lg", 0, "max running lg jobs (`N`)")
+			fs.DurationVar(&o.inflightCPU, "inflight-cpu", 0, "max estimated CPU of running jobs (`DURATION`, 0 = none)")
+			fs.UintVar(&o.maxQueued, "max-queued", 0, "quota of queued jobs (`N`, 0 = none)")
+			return o
+		},
+		run: runTenantSet,
+	})
+	register("tenant get", &command{
+		synopsis: "Show a tenant's configuration",
+		usage:    "NAME [--json]",
+		flags:    func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*clientFlags)
+			if len(args) != 1 {
+				return usageError("tenant get needs one NAME")
+			}
+			var t *pb.Tenant
+			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+				t, err = pb.NewAdminClient(cc).GetTenant(ctx, &pb.GetTenantRequest{Name: args[0]})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			return printTenant(env, t, opts.json)
+		},
+	})
+	register("tenant list", &command{
+		synopsis: "List tenants",
+		usage:    "[--json]",
+		flags:    func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*clientFlags)
+			var resp *pb.ListTenantsResponse
+			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+				resp, err = pb.NewAdminClient(cc).ListTenants(ctx, &pb.ListTenantsRequest{})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if opts.json {
+				for _, t := range resp.Tenants {
+					if err := printJSON(env.stdout, tenantJSON(t)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			fmt.Fprintf(env.stdout, "%-24s %-8s %4s %5s %s\n", "NAME", "TIER", "MULT", "CAP", "QUOTA")
+			for _, t := range resp.Tenants {
+				m := tenantJSON(t)
+				fmt.Fprintf(env.stdout, "%-24s %-8s %4d %5d %d\n", t.Name, m["tier"], t.Multiplier, t.Caps.GetMaxRunning(), t.Caps.GetMaxQueued())
+			}
+			return nil
+		},
+	})
+	register("tenant delete", &command{
+		synopsis: "Delete a tenant that has no queued or running job",
+		usage:    "NAME",
+		flags:    func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*clientFlags)
+			if len(args) != 1 {
+				return usageError("tenant delete needs one NAME")
+			}
+			return opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+				_, err := pb.NewAdminClient(cc).DeleteTenant(ctx, &pb.DeleteTenantRequest{Name: args[0]})
+				return err
+			})
+		},
+	})
+}
+
+func runTenantSet(env *cmdEnv, o any, args []string) error {
+	opts := o.(*tenantSetOpts)
+	if len(args) != 1 {
+		return usageError("tenant set needs one NAME")
+	}
+	set := map[string]bool{}
+	opts.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var out *pb.Tenant
+	err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+		admin := pb.NewAdminClient(cc)
+		req := &pb.UpsertTenantRequest{Name: args[0], Multiplier: 1, Caps: &pb.Caps{}}
+		cur, err := admin.GetTenant(ctx, &pb.GetTenantRequest{Name: args[0]})
+		switch status.Code(err) {
+		case codes.OK:
+			req.Tier, req.Multiplier, req.Caps = cur.Tier, cur.Multiplier, cur.Caps
+			if req.Caps == nil {
+				req.Caps = &pb.Caps{}
+			}
+		case codes.NotFound:
+			if !set["tier"] {
+				return usageError("tenant %q is new: --tier is required", args[0])
+			}
+		default:
+			return err
+		}
+		if set["tier"] {
+			t, err := sfq.ParseTier(strings.ToLower(opts.tier))
+			if err != nil {
+				return usageError("--tier: %v", err)
+			}
+			req.Tier = fsm.TierToPB(t)
+		}
+		if set["multiplier"] {
+			req.Multiplier = uint32(opts.multiplier)
+		}
+		c := req.Caps
+		for name, dst := range map[string]*uint32{"cap": &c.MaxRunning, "cap-sm": &c.MaxRunningSm, "cap-md": &c.MaxRunningMd, "cap-lg": &c.MaxRunningLg, "max-queued": &c.MaxQueued} {
+			if set[name] {
+				v := map[string]uint{"cap": opts.cap, "cap-sm": opts.capSM, "cap-md": opts.capMD, "cap-lg": opts.capLG, "max-queued": opts.maxQueued}[name]
+				*dst = uint32(v)
+			}
+		}
+		if set["inflight-cpu"] {
+			c.MaxInflightCpuMs = opts.inflightCPU.Milliseconds()
+		}
+		out, err = admin.UpsertTenant(ctx, req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		m := tenantJSON(out)
+		m["created"] = out.Created
+		return printJSON(env.stdout, m)
+	}
+	verb := "updated"
+	if out.Created {
+		verb = "created"
+	}
+	fmt.Fprintf(env.stdout, "tenant %s %s\n", out.Name, verb)
+	return printTenant(env, out, false)
+}

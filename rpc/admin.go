@@ -1,0 +1,153 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// AdminService implements pb.AdminServer.
+type AdminService struct {
+	pb.UnimplementedAdminServer
+	base
+}
+
+func tenantToPB(t *sfq.Tenant) *pb.Tenant {
+	return &pb.Tenant{Name: t.Name, Tier: fsm.TierToPB(t.Tier), Multiplier: t.Multiplier, Caps: fsm.CapsToPB(t.Caps)}
+}
+
+// validateTenant checks an upsert and names the field.
+func validateTenant(req *pb.UpsertTenantRequest) error {
+	if err := sfq.ValidateName("name", req.Name); err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	if _, err := fsm.TierFromPB(req.Tier); err != nil {
+		return status.Errorf(codes.InvalidArgument, "tier: must be free, bronze, silver, gold or diamond (got %v)", req.Tier)
+	}
+	if req.Multiplier > sfq.MaxMultiplier {
+		return status.Errorf(codes.InvalidArgument, "multiplier: %d, at most %d", req.Multiplier, sfq.MaxMultiplier)
+	}
+	if c := req.Caps; c != nil && (c.MaxInflightCpuMs < 0 || c.MaxInflightCpuMs > sfq.MaxEstCostMs*1000) {
+		return status.Errorf(codes.InvalidArgument, "caps.max_inflight_cpu_ms: %d is out of range", c.MaxInflightCpuMs)
+	}
+	return nil
+}
+
+// UpsertTenant creates or updates a tenant (an update keeps its tags,
+// usage and counters).
+func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantRequest) (*pb.Tenant, error) {
+	if err := validateTenant(req); err != nil {
+		return nil, err
+	}
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Tenant, error) {
+		return pb.NewAdminClient(cc).UpsertTenant(ctx, req)
+	}); handled {
+		return resp, err
+	}
+	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{
+		Name: req.Name, Tier: req.Tier, Multiplier: req.Multiplier, Caps: req.Caps}}})
+	if err != nil {
+		return nil, err
+	}
+	if err := resultErr(res[0]); err != nil {
+		return nil, err
+	}
+	var out *pb.Tenant
+	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+		if t, ok := sc.Tenant(req.Name); ok {
+			out = tenantToPB(&t)
+		}
+	})
+	if out == nil {
+		return nil, status.Errorf(codes.Internal, "tenant %q vanished after its upsert", req.Name)
+	}
+	out.Created = res[0].Created
+	return out, nil
+}
+
+// DeleteTenant deletes a tenant without queued or running jobs.
+func (s *AdminService) DeleteTenant(ctx context.Context, req *pb.DeleteTenantRequest) (*pb.DeleteTenantResponse, error) {
+	if req.Name == "" {
+		return nil, status.Error(codes.InvalidArgument, "name: required")
+	}
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.DeleteTenantResponse, error) {
+		return pb.NewAdminClient(cc).DeleteTenant(ctx, req)
+	}); handled {
+		return resp, err
+	}
+	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_TenantDelete{TenantDelete: &pb.TenantDelete{Name: req.Name}}})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.DeleteTenantResponse{}, resultErr(res[0])
+}
+
+// GetTenant returns one tenant's configuration.
+func (s *AdminService) GetTenant(ctx context.Context, req *pb.GetTenantRequest) (*pb.Tenant, error) {
+	fwd := &pb.GetTenantRequest{Name: req.Name}
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Tenant, error) {
+		return pb.NewAdminClient(cc).GetTenant(ctx, fwd)
+	}, func() (out *pb.Tenant, err error) {
+		s.node.FSM.Read(func(sc *sfq.Scheduler) {
+			if t, ok := sc.Tenant(req.Name); ok {
+				out = tenantToPB(&t)
+			}
+		})
+		if out == nil {
+			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", req.Name)
+		}
+		return out, nil
+	})
+}
+
+// ListTenants lists every tenant in creation order.
+func (s *AdminService) ListTenants(ctx context.Context, req *pb.ListTenantsRequest) (*pb.ListTenantsResponse, error) {
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListTenantsResponse, error) {
+		return pb.NewAdminClient(cc).ListTenants(ctx, &pb.ListTenantsRequest{})
+	}, func() (*pb.ListTenantsResponse, error) {
+		out := &pb.ListTenantsResponse{}
+		s.node.FSM.Read(func(sc *sfq.Scheduler) {
+			sc.Tenants(func(_ uint32, t *sfq.Tenant) bool {
+				out.Tenants = append(out.Tenants, tenantToPB(t))
+				return true
+			})
+		})
+		return out, nil
+	})
+}
+
+// GetConfig returns the replicated scheduler configuration.
+func (s *AdminService) GetConfig(ctx context.Context, req *pb.GetConfigRequest) (*pb.SchedulerConfig, error) {
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SchedulerConfig, error) {
+		return pb.NewAdminClient(cc).GetConfig(ctx, &pb.GetConfigRequest{})
+	}, func() (*pb.SchedulerConfig, error) {
+		return fsm.ConfigToPB(s.node.FSM.Config()), nil
+	})
+}
+
+// SetConfig replaces the replicated scheduler configuration.
+func (s *AdminService) SetConfig(ctx context.Context, req *pb.SetConfigRequest) (*pb.SchedulerConfig, error) {
+	if _, err := fsm.ConfigFromPB(req.Config); err != nil {
+		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("config: %v", err))
+	}
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SchedulerConfig, error) {
+		return pb.NewAdminClient(cc).SetConfig(ctx, req)
+	}); handled {
+		return resp, err
+	}
+	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: req.Config}}})
+	if err != nil {
+		return nil, err
+	}
+	if err := resultErr(res[0]); err != nil {
+		return nil, err
+	}
+	return fsm.ConfigToPB(s.node.FSM.Config()), nil
+}

@@ -1,0 +1,281 @@
+package rpc
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"barista/sfq"
+)
+
+// Role is what a bearer token may do.
+type Role uint8
+
+// The roles.
+const (
+	// RoleClient calls the client service for the one tenant its token is
+	// pinned to.
+	RoleClient Role = iota + 1
+	// RoleWorker runs jobs (the worker service).
+	RoleWorker
+	// RoleAdmin may do anything, for any tenant.
+	RoleAdmin
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleClient:
+		return "client"
+	case RoleWorker:
+		return "worker"
+	case RoleAdmin:
+		return "admin"
+	}
+	return fmt.Sprintf("role(%d)", uint8(r))
+}
+
+// ParseRole reads a role name.
+func ParseRole(s string) (Role, error) {
+	for r := RoleClient; r <= RoleAdmin; r++ {
+		if r.String() == s {
+			return r, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown role %q (want client, worker or admin)", s)
+}
+
+// Token is one configured bearer token.
+type Token struct {
+	Secret string
+	Role   Role
+	Tenant string // client tokens only: the tenant the token is pinned to
+}
+
+// Validate checks a token's fields.
+func (t Token) Validate() error {
+	if len(t.Secret) < 8 {
+		return fmt.Errorf("a %s token must be at least 8 characters", t.Role)
+	}
+	switch {
+	case t.Role == RoleClient && t.Tenant == "":
+		return fmt.Errorf("a client token needs a tenant")
+	case t.Role != RoleClient && t.Tenant != "":
+		return fmt.Errorf("only client tokens are pinned to a tenant")
+	case t.Role < RoleClient || t.Role > RoleAdmin:
+		return fmt.Errorf("token without a role")
+	}
+	if t.Tenant != "" {
+		return sfq.ValidateName("tenant", t.Tenant)
+	}
+	return nil
+}
+
+// ParseTokens reads tokens written as ROLE[:TENANT]=SECRET, separated by
+// commas (the BARISTA_TOKENS environment variable), e.g.
+// "admin=s3cr3t-admin,client:acme=acme-s3cr3t,worker=w0rker-s3cr3t".
+func ParseTokens(s string) ([]Token, error) {
+	var out []Token
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		who, secret, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, fmt.Errorf("token %q: want ROLE[:TENANT]=SECRET", redact(part))
+		}
+		roleName, tenant, _ := strings.Cut(who, ":")
+		role, err := ParseRole(roleName)
+		if err != nil {
+			return nil, err
+		}
+		t := Token{Secret: secret, Role: role, Tenant: tenant}
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("token for %s: %w", who, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func redact(s string) string {
+	if i := strings.IndexByte(s, '='); i >= 0 {
+		return s[:i] + "=…"
+	}
+	return "…"
+}
+
+// Identity is who a request comes from.
+type Identity struct {
+	Role   Role
+	Tenant string // pinned tenant of a client token
+}
+
+type identityKey struct{}
+
+// IdentityFrom returns the caller's identity set by the auth interceptor.
+func IdentityFrom(ctx context.Context) Identity {
+	id, _ := ctx.Value(identityKey{}).(Identity)
+	return id
+}
+
+// Auth checks bearer tokens and method permissions.
+type Auth struct {
+	tokens map[[32]byte]Identity
+	open   bool
+	admin  string // a configured admin secret, for this server's own calls
+}
+
+// NewAuth builds an authenticator. With no tokens the server is open only
+// if insecureDev is set; otherwise it is an error.
+func NewAuth(tokens []Token, insecureDev bool) (*Auth, error) {
+	a := &Auth{tokens: map[[32]byte]Identity{}, open: len(tokens) == 0 && insecureDev}
+	if len(tokens) == 0 && !insecureDev {
+		return nil, fmt.Errorf("no tokens configured: set [[auth.tokens]] in --config or BARISTA_TOKENS, or run an open development server with --insecure-dev")
+	}
+	for _, t := range tokens {
+		if err := t.Validate(); err != nil {
+			return nil, err
+		}
+		key := sha256.Sum256([]byte(t.Secret))
+		if _, dup := a.tokens[key]; dup {
+			return nil, fmt.Errorf("a %s token is configured twice", t.Role)
+		}
+		a.tokens[key] = Identity{Role: t.Role, Tenant: t.Tenant}
+		if t.Role == RoleAdmin && a.admin == "" {
+			a.admin = t.Secret
+		}
+	}
+	return a, nil
+}
+
+// Open reports whether the server runs without tokens (--insecure-dev).
+func (a *Auth) Open() bool { return a.open }
+
+// AdminToken returns a configured admin secret ("" if none), which this
+// server uses for its own calls to other members (join).
+func (a *Auth) AdminToken() string { return a.admin }
+
+// methodRoles lists who may call each service or method; a method entry
+// overrides its service's. A method of no listed service is refused.
+var methodRoles = map[string][]Role{
+	"/barista.v1.Client/":     {RoleClient, RoleAdmin},
+	"/barista.v1.Admin/":      {RoleAdmin},
+	"/barista.v1.Worker/":     {RoleWorker, RoleAdmin},
+	"/barista.v1.Node/":       {RoleAdmin},
+	"/barista.v1.Node/Status": {RoleClient, RoleWorker, RoleAdmin},
+	"/grpc.health.v1.Health/": nil, // no token needed
+}
+
+func allowed(method string) ([]Role, bool) {
+	if roles, ok := methodRoles[method]; ok {
+		return roles, true
+	}
+	if i := strings.LastIndexByte(method, '/'); i > 0 {
+		roles, ok := methodRoles[method[:i+1]]
+		return roles, ok
+	}
+	return nil, false
+}
+
+// authorize identifies the caller and checks the method's roles.
+func (a *Auth) authorize(ctx context.Context, method string) (context.Context, error) {
+	roles, known := allowed(method)
+	if !known {
+		return nil, status.Errorf(codes.PermissionDenied, "method %s is not open to any role", method)
+	}
+	if roles == nil {
+		return ctx, nil
+	}
+	if a.open {
+		return context.WithValue(ctx, identityKey{}, Identity{Role: RoleAdmin}), nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	var secret string
+	for _, v := range md.Get("authorization") {
+		if s, ok := strings.CutPrefix(v, "Bearer "); ok {
+			secret = s
+		}
+	}
+	if secret == "" {
+		return nil, status.Error(codes.Unauthenticated, "missing bearer token (authorization: Bearer TOKEN)")
+	}
+	id, ok := a.tokens[sha256.Sum256([]byte(secret))]
+	if !ok {
+		return nil, status.Error(codes.Unauthenticated, "unknown token")
+	}
+	for _, r := range roles {
+		if r == id.Role {
+			return context.WithValue(ctx, identityKey{}, id), nil
+		}
+	}
+	return nil, status.Errorf(codes.PermissionDenied, "a %s token may not call %s", id.Role, method)
+}
+
+// UnaryInterceptor authenticates unary calls.
+func (a *Auth) UnaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	ctx, err := a.authorize(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	return handler(ctx, req)
+}
+
+// StreamInterceptor authenticates streams.
+func (a *Auth) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx, err := a.authorize(ss.Context(), info.FullMethod)
+	if err != nil {
+		return err
+	}
+	return handler(srv, &identityStream{ServerStream: ss, ctx: ctx})
+}
+
+type identityStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *identityStream) Context() context.Context { return s.ctx }
+
+// scopeTenant resolves the tenant a call acts on: a client token's own
+// tenant (naming another is PERMISSION_DENIED), or the tenant an admin
+// names. required makes an admin's tenant mandatory.
+func scopeTenant(ctx context.Context, named string, required bool) (string, error) {
+	id := IdentityFrom(ctx)
+	if id.Role == RoleClient {
+		if named != "" && named != id.Tenant {
+			return "", status.Errorf(codes.PermissionDenied, "tenant: this token is for tenant %q, not %q", id.Tenant, named)
+		}
+		return id.Tenant, nil
+	}
+	if named == "" && required {
+		return "", status.Error(codes.InvalidArgument, "tenant: required")
+	}
+	return named, nil
+}
+
+// Bearer returns per-RPC credentials sending a bearer token (nil if the
+// token is empty).
+func Bearer(token string, requireTLS bool) grpc.CallOption {
+	return grpc.PerRPCCredentials(bearer{token: token, tls: requireTLS})
+}
+
+type bearer struct {
+	token string
+	tls   bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	if b.token == "" {
+		return nil, nil
+	}
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return b.tls }

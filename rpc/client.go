@@ -1,0 +1,343 @@
+package rpc
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// ClientService implements pb.ClientServer.
+type ClientService struct {
+	pb.UnimplementedClientServer
+	base
+}
+
+// maxPage bounds ListJobs pages.
+const (
+	defaultPage = 100
+	maxPage     = 1000
+)
+
+// validateSubmit checks every field of a submit that needs no state, and
+// names the field in its error.
+func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
+	if req.IdempotencyKey != nil {
+		switch k := *req.IdempotencyKey; {
+		case k == "":
+			return status.Error(codes.InvalidArgument, "idempotency_key: given but empty (omit it to submit without deduplication)")
+		case len(k) > sfq.MaxNameLen:
+			return status.Errorf(codes.InvalidArgument, "idempotency_key: %d bytes, at most %d", len(k), sfq.MaxNameLen)
+		}
+	}
+	if len(req.JobType) > sfq.MaxNameLen {
+		return status.Errorf(codes.InvalidArgument, "job_type: %d bytes, at most %d", len(req.JobType), sfq.MaxNameLen)
+	}
+	if _, err := fsm.SizeFromPB(req.Size); err != nil {
+		return status.Errorf(codes.InvalidArgument, "size: must be sm, md or lg (got %v)", req.Size)
+	}
+	switch {
+	case req.EstCostMs <= 0:
+		return status.Errorf(codes.InvalidArgument, "est_cost_ms: must be positive (got %d)", req.EstCostMs)
+	case req.EstCostMs > sfq.MaxEstCostMs:
+		return status.Errorf(codes.InvalidArgument, "est_cost_ms: %d is more than a CPU-year", req.EstCostMs)
+	}
+	if req.MaxAttempts > sfq.MaxMaxAttempts {
+		return status.Errorf(codes.InvalidArgument, "max_attempts: %d, at most %d", req.MaxAttempts, sfq.MaxMaxAttempts)
+	}
+	if req.TimeoutMs < 0 || req.TimeoutMs > sfq.MaxTimeoutMs {
+		return status.Errorf(codes.InvalidArgument, "timeout_ms: %d is out of range (0 = none, at most a year)", req.TimeoutMs)
+	}
+	if uint64(len(req.Payload)) > uint64(cfg.MaxPayloadBytes) {
+		return status.Errorf(codes.ResourceExhausted, "payload: %d bytes, over the limit of %d", len(req.Payload), cfg.MaxPayloadBytes)
+	}
+	return nil
+}
+
+// Submit queues a job.
+func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
+	tenant, err := scopeTenant(ctx, req.Tenant, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateSubmit(req, s.node.FSM.Config()); err != nil {
+		return nil, err
+	}
+	fwd := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: req.IdempotencyKey, JobType: req.JobType, Size: req.Size,
+		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs}
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubmitResponse, error) {
+		return pb.NewClientClient(cc).Submit(ctx, fwd)
+	}); handled {
+		return resp, err
+	}
+	// On the leader: the checks that need state. Apply re-checks them.
+	var t sfq.Tenant
+	var ok bool
+	s.node.FSM.Read(func(sc *sfq.Scheduler) { t, ok = sc.Tenant(tenant) })
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+	}
+	if q := t.Caps.MaxQueued; q > 0 && t.QueuedTotal() >= q {
+		return nil, status.Errorf(codes.ResourceExhausted, "tenant: %q has %d queued jobs, its max_queued quota", tenant, t.QueuedTotal())
+	}
+	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
+		Tenant: tenant, IdempotencyKey: req.GetIdempotencyKey(), JobType: req.JobType, Size: req.Size,
+		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs}}})
+	if err != nil {
+		return nil, err
+	}
+	if err := resultErr(res[0]); err != nil {
+		return nil, err
+	}
+	return &pb.SubmitResponse{JobId: uint64(res[0].Job), Created: res[0].Created}, nil
+}
+
+// jobToPB converts a job record.
+func jobToPB(j *sfq.Job, tenant string) *pb.Job {
+	out := &pb.Job{
+		JobId: uint64(j.ID), Tenant: tenant, State: j.State.String(), Attempt: j.Attempt, Failures: uint32(j.Failures),
+		MaxAttempts: uint32(j.MaxAttempts), Size: fsm.SizeToPB(j.Size), EstCostMs: j.EstCostMs, CpuMs: j.CPUMs,
+		JobType: j.Type, IdempotencyKey: j.Key, SubmittedAtMs: int64(j.SubmittedAt), EndedAtMs: int64(j.EndedAt),
+		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload),
+	}
+	if j.Attempt > 0 {
+		out.StartTagMs = j.StartTag.String()
+	}
+	if j.Result != nil {
+		out.HasResult, out.ExitCode, out.StderrTail = true, j.Result.ExitCode, j.Result.StderrTail
+	}
+	return out
+}
+
+func jobNotFound(id uint64) error { return status.Errorf(codes.NotFound, "job %d not found", id) }
+
+// GetJob returns one job of the caller's tenant.
+func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Job, error) {
+	tenant, err := scopeTenant(ctx, req.Tenant, false)
+	if err != nil {
+		return nil, err
+	}
+	fwd := &pb.GetJobRequest{Tenant: tenant, JobId: req.JobId}
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Job, error) {
+		return pb.NewClientClient(cc).GetJob(ctx, fwd)
+	}, func() (out *pb.Job, err error) {
+		s.node.FSM.Read(func(sc *sfq.Scheduler) {
+			j, ok := sc.Job(sfq.JobID(req.JobId))
+			name := sc.TenantName(j.Tenant)
+			if !ok || (tenant != "" && name != tenant) {
+				err = jobNotFound(req.JobId)
+				return
+			}
+			out = jobToPB(&j, name)
+		})
+		return out, err
+	})
+}
+
+// pageToken encodes where the next page starts.
+func pageToken(next sfq.JobID) string { return "p" + strconv.FormatUint(uint64(next), 10) }
+
+func parsePageToken(tok string) (sfq.JobID, error) {
+	if tok == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(strings.TrimPrefix(tok, "p"), 10, 64)
+	if err != nil || !strings.HasPrefix(tok, "p") || v == 0 {
+		return 0, status.Errorf(codes.InvalidArgument, "page_token: %q is not a token this server issued", tok)
+	}
+	return sfq.JobID(v), nil
+}
+
+// ListJobs pages through a tenant's jobs in ID order, optionally of one
+// state.
+func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
+	tenant, err := scopeTenant(ctx, req.Tenant, false)
+	if err != nil {
+		return nil, err
+	}
+	var state sfq.State
+	if req.State != "" {
+		if state, err = sfq.ParseState(req.State); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "state: %q (want queued, assigned, running, completed, failed, cancelled or timed_out)", req.State)
+		}
+	}
+	from, err := parsePageToken(req.PageToken)
+	if err != nil {
+		return nil, err
+	}
+	size := int(req.PageSize)
+	switch {
+	case size == 0:
+		size = defaultPage
+	case size > maxPage:
+		return nil, status.Errorf(codes.InvalidArgument, "page_size: %d, at most %d", size, maxPage)
+	}
+	fwd := &pb.ListJobsRequest{Tenant: tenant, State: req.State, PageSize: req.PageSize, PageToken: req.PageToken}
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListJobsResponse, error) {
+		return pb.NewClientClient(cc).ListJobs(ctx, fwd)
+	}, func() (*pb.ListJobsResponse, error) {
+		out := &pb.ListJobsResponse{}
+		var err error
+		s.node.FSM.Read(func(sc *sfq.Scheduler) {
+			var ti uint32
+			if tenant != "" {
+				var ok bool
+				if ti, ok = sc.TenantIndex(tenant); !ok {
+					err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+					return
+				}
+			}
+			sc.Jobs(from, func(j *sfq.Job) bool {
+				if (tenant != "" && j.Tenant != ti) || (state != 0 && j.State != state) {
+					return true
+				}
+				if len(out.Jobs) == size {
+					out.NextPageToken = pageToken(j.ID)
+					return false
+				}
+				out.Jobs = append(out.Jobs, jobToPB(j, sc.TenantName(j.Tenant)))
+				return true
+			})
+		})
+		return out, err
+	})
+}
+
+// CancelJob cancels a job of the caller's tenant.
+func (s *ClientService) CancelJob(ctx context.Context, req *pb.CancelJobRequest) (*pb.CancelJobResponse, error) {
+	tenant, err := scopeTenant(ctx, req.Tenant, false)
+	if err != nil {
+		return nil, err
+	}
+	fwd := &pb.CancelJobRequest{Tenant: tenant, JobId: req.JobId}
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.CancelJobResponse, error) {
+		return pb.NewClientClient(cc).CancelJob(ctx, fwd)
+	}); handled {
+		return resp, err
+	}
+	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: tenant, Job: req.JobId}}})
+	if err != nil {
+		return nil, err
+	}
+	if err := resultErr(res[0]); err != nil {
+		return nil, err
+	}
+	var out pb.CancelJobResponse
+	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+		if j, ok := sc.Job(sfq.JobID(req.JobId)); ok {
+			out.State, out.CancelRequested = j.State.String(), j.State.Live() && j.Cancel != sfq.CancelNone
+		}
+	})
+	return &out, nil
+}
+
+// eventToPB converts an event.
+func eventToPB(ev *fsm.Event, tenant string) *pb.Event {
+	out := &pb.Event{Seq: ev.Seq, JobId: uint64(ev.Job), Tenant: tenant, Attempt: ev.Attempt, Kind: ev.Kind.String(),
+		AtMs: int64(ev.At), WorkerId: ev.Worker, CpuMs: ev.CPUMs, ExitCode: ev.ExitCode}
+	if ev.Reason != fsm.ReasonNone {
+		out.Reason = ev.Reason.String()
+	}
+	return out
+}
+
+// WatchEvents streams the tenant's events from this node's state, in
+// order, waiting for new ones; the stream ends only with the caller.
+func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.ServerStreamingServer[pb.Event]) error {
+	ctx := stream.Context()
+	tenant, err := scopeTenant(ctx, req.Tenant, false)
+	if err != nil {
+		return err
+	}
+	f := s.node.FSM
+	var ti uint32
+	var ok bool
+	if tenant != "" {
+		f.Read(func(sc *sfq.Scheduler) { ti, ok = sc.TenantIndex(tenant) })
+		if !ok {
+			return status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+		}
+	}
+	cursor := req.FromSeq
+	first, next := f.Events(^uint64(0), func(*fsm.Event) bool { return false })
+	if cursor == 0 {
+		cursor = next
+	} else if cursor < first {
+		return status.Errorf(codes.OutOfRange, "from_seq: %d is older than the oldest retained event (%d)", cursor, first)
+	}
+	for {
+		changed := f.Changed()
+		var batch []*pb.Event
+		last := cursor
+		first, _ := f.Events(cursor, func(ev *fsm.Event) bool {
+			last = ev.Seq + 1
+			if tenant == "" || ev.Tenant == ti {
+				name := tenant
+				if name == "" {
+					f.Read(func(sc *sfq.Scheduler) { name = sc.TenantName(ev.Tenant) })
+				}
+				batch = append(batch, eventToPB(ev, name))
+			}
+			return len(batch) < 512
+		})
+		if first > cursor {
+			return status.Errorf(codes.OutOfRange, "from_seq: events from %d on were pruned before this watch read them (oldest retained: %d)", cursor, first)
+		}
+		for _, ev := range batch {
+			if err := stream.Send(ev); err != nil {
+				return err
+			}
+		}
+		if last > cursor {
+			cursor = last
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-changed:
+		}
+	}
+}
+
+// TenantUsage reports a tenant's counters, weight and tag.
+func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequest) (*pb.TenantUsageResponse, error) {
+	tenant, err := scopeTenant(ctx, req.Tenant, true)
+	if err != nil {
+		return nil, err
+	}
+	fwd := &pb.TenantUsageRequest{Tenant: tenant}
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.TenantUsageResponse, error) {
+		return pb.NewClientClient(cc).TenantUsage(ctx, fwd)
+	}, func() (*pb.TenantUsageResponse, error) {
+		clock, _ := s.node.FSM.Clock()
+		var out *pb.TenantUsageResponse
+		s.node.FSM.Read(func(sc *sfq.Scheduler) {
+			t, ok := sc.Tenant(tenant)
+			if !ok {
+				return
+			}
+			b := t.Billing
+			out = &pb.TenantUsageResponse{
+				Tenant: t.Name, Tier: fsm.TierToPB(t.Tier), Running: t.Running, RunningBySize: t.RunningBySize[:],
+				Queued: t.QueuedTotal(), QueuedBySize: t.Queued[:], InflightCpuMs: t.InflightCPUMs,
+				CpuBilledMs: b.CPUMs, ZombieCpuMs: b.ZombieCPUMs,
+				Weight:      float64(sc.Weight(&t, clock)) / float64(sfq.WeightOne),
+				FinishTagMs: t.FinishTag.String(), VirtualNowMs: sc.VirtualNow().String(), UsageMs: sc.DecayedUsage(&t, clock),
+				Submitted: b.Submitted, Dispatches: b.Dispatches, Completed: b.Completed, Failed: b.Failed,
+				Cancelled: b.Cancelled, TimedOut: b.TimedOut, Failures: b.Failures, Requeues: b.Requeues,
+			}
+		})
+		if out == nil {
+			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+		}
+		return out, nil
+	})
+}

@@ -1,0 +1,82 @@
+package rpc
+
+import (
+	"crypto/tls"
+	"net"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	pb "barista/proto"
+	"barista/raftnode"
+)
+
+// Options configure a node's gRPC server.
+type Options struct {
+	Logger hclog.Logger
+	// Auth checks tokens and roles (required).
+	Auth *Auth
+	// TLS, when set, serves gRPC over TLS.
+	TLS *tls.Config
+	// PeerTLS, when set, is used to dial other members (forwarding).
+	PeerTLS *tls.Config
+	// UnsafeDebug lets Apply propose envelopes of another version (tests of
+	// the fatal-entry path). Never enable it in production.
+	UnsafeDebug bool
+}
+
+// Server is a node's gRPC server with every service registered.
+type Server struct {
+	GRPC   *grpc.Server
+	Health *health.Server
+	leader *leaderConns
+}
+
+// NewServer builds the gRPC server of a node.
+func NewServer(node *raftnode.Node, opt Options) *Server {
+	if opt.Logger == nil {
+		opt.Logger = hclog.NewNullLogger()
+	}
+	var peerCreds credentials.TransportCredentials
+	if opt.PeerTLS != nil {
+		peerCreds = credentials.NewTLS(opt.PeerTLS)
+	}
+	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger}
+	sopts := []grpc.ServerOption{
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.ChainUnaryInterceptor(opt.Auth.UnaryInterceptor),
+		grpc.ChainStreamInterceptor(opt.Auth.StreamInterceptor),
+	}
+	if opt.TLS != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
+	}
+	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader}
+	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug})
+	pb.RegisterClientServer(s.GRPC, &ClientService{base: b})
+	pb.RegisterAdminServer(s.GRPC, &AdminService{base: b})
+	healthpb.RegisterHealthServer(s.GRPC, s.Health)
+	return s
+}
+
+// Serve serves on lis until Stop.
+func (s *Server) Serve(lis net.Listener) error { return s.GRPC.Serve(lis) }
+
+// Stop stops gracefully, forcing after timeout, and closes connections to
+// other members.
+func (s *Server) Stop(timeout time.Duration) {
+	s.Health.Shutdown()
+	done := make(chan struct{})
+	go func() { s.GRPC.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		s.GRPC.Stop()
+	}
+	s.leader.Close()
+}
