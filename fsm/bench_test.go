@@ -74,7 +74,9 @@ func BenchmarkApply(b *testing.B) {
 	})
 	b.Run("submit-keyed", func(b *testing.B) {
 		f, idx := benchFSM(b, 100_000)
-		ls := logs(b, idx+1, b.N, func(i int) *pb.Command { return submit(fmt.Sprintf("t%d", i%1000), fmt.Sprintf("key-%d", i), 1000, "run") })
+		ls := logs(b, idx+1, b.N, func(i int) *pb.Command {
+			return submit(fmt.Sprintf("t%d", i%1000), fmt.Sprintf("key-%d", i), 1000, "run")
+		})
 		runLogs(b, f, ls)
 	})
 	b.Run("dispatch", func(b *testing.B) {

@@ -86,21 +86,21 @@ type logSection struct {
 }
 
 type schedulerSection struct {
-	Weights             map[string]int64  `toml:"weights"`
-	Policy              *string           `toml:"policy"`
-	Clamp               *string           `toml:"clamp"`
-	Decay               *string           `toml:"decay"`
-	AckTimeout          *duration         `toml:"ack_timeout"`
-	LeaseTimeout        *duration         `toml:"lease_timeout"`
-	HeartbeatInterval   *duration         `toml:"heartbeat_interval"`
-	SelfKillAfter       *duration         `toml:"self_kill_after"`
-	CancelGrace         *duration         `toml:"cancel_grace"`
-	MaxAttempts         *int64            `toml:"max_attempts"`
-	JobRetention        *duration         `toml:"job_retention"`
-	EventRetention      *duration         `toml:"event_retention"`
-	EventRetentionCount *int64            `toml:"event_retention_count"`
-	DedupeWindow        *duration         `toml:"dedupe_window"`
-	MaxPayloadBytes     *int64            `toml:"max_payload_bytes"`
+	Weights             map[string]int64 `toml:"weights"`
+	Policy              *string          `toml:"policy"`
+	Clamp               *string          `toml:"clamp"`
+	Decay               *string          `toml:"decay"`
+	AckTimeout          *duration        `toml:"ack_timeout"`
+	LeaseTimeout        *duration        `toml:"lease_timeout"`
+	HeartbeatInterval   *duration        `toml:"heartbeat_interval"`
+	SelfKillAfter       *duration        `toml:"self_kill_after"`
+	CancelGrace         *duration        `toml:"cancel_grace"`
+	MaxAttempts         *int64           `toml:"max_attempts"`
+	JobRetention        *duration        `toml:"job_retention"`
+	EventRetention      *duration        `toml:"event_retention"`
+	EventRetentionCount *int64           `toml:"event_retention_count"`
+	DedupeWindow        *duration        `toml:"dedupe_window"`
+	MaxPayloadBytes     *int64           `toml:"max_payload_bytes"`
 }
 
 // duration reads a TOML string like "500ms" or "24h".
