@@ -7,6 +7,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	pb "barista/proto"
@@ -97,6 +99,8 @@ type Cluster struct {
 	Nodes []*Node
 	// Args are added to every node's command line.
 	Args []string
+	// Token, if set, is sent by every connection the harness makes.
+	Token string
 
 	mu    sync.Mutex
 	procs map[int]*exec.Cmd
@@ -133,6 +137,13 @@ func New(t testing.TB, args ...string) *Cluster {
 // waits until every node sees the same leader.
 func Start(t testing.TB, n int, args ...string) *Cluster {
 	c := New(t, args...)
+	c.Boot(n)
+	return c
+}
+
+// Boot adds and starts n nodes: the first bootstraps, the others join it,
+// and it waits until they all are voters.
+func (c *Cluster) Boot(n int) {
 	for i := 1; i <= n; i++ {
 		node := c.Add(fmt.Sprintf("n%d", i))
 		if i == 1 {
@@ -143,7 +154,6 @@ func Start(t testing.TB, n int, args ...string) *Cluster {
 		}
 	}
 	c.WaitVoters(n, 30*time.Second)
-	return c
 }
 
 // Add creates a node with fresh ports and data directory (not started).
@@ -172,12 +182,13 @@ func (c *Cluster) cleanup() {
 	}
 	if c.T.Failed() {
 		for _, n := range c.Nodes {
-			c.T.Logf("---- log of %s (last 60 lines)\n%s", n.ID, tail(n.LogPath, 60))
+			c.T.Logf("---- log of %s (last 60 lines)\n%s", n.ID, Tail(n.LogPath, 60))
 		}
 	}
 }
 
-func tail(path string, lines int) string {
+// Tail returns the last lines of a file.
+func Tail(path string, lines int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
@@ -317,7 +328,11 @@ func (n *Node) Conn() *grpc.ClientConn {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cc == nil {
-		cc, err := grpc.NewClient(n.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		if n.c.Token != "" {
+			opts = append(opts, grpc.WithPerRPCCredentials(tokenCreds(n.c.Token)))
+		}
+		cc, err := grpc.NewClient(n.GRPCAddr, opts...)
 		if err != nil {
 			n.c.T.Fatal(err)
 		}
@@ -484,3 +499,30 @@ func (c *Cluster) Run(args ...string) (string, string, error) {
 	err := cmd.Run()
 	return out.String(), errb.String(), err
 }
+
+// Dial connects to addr with an optional bearer token and TLS config.
+func Dial(t testing.TB, addr, token string, tlsCfg *tls.Config) *grpc.ClientConn {
+	t.Helper()
+	creds := insecure.NewCredentials()
+	if tlsCfg != nil {
+		creds = credentials.NewTLS(tlsCfg)
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(tokenCreds(token)))
+	}
+	cc, err := grpc.NewClient(addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+type tokenCreds string
+
+func (t tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(t)}, nil
+}
+
+func (tokenCreds) RequireTransportSecurity() bool { return false }
