@@ -53,8 +53,8 @@ type FSM struct {
 
 	fatal   error
 	fatalCh chan struct{}
-	// changed is closed and replaced whenever events are appended or the
-	// state is replaced, waking event watchers.
+	// changed is closed and replaced after every applied entry (and when
+	// the state is replaced), waking event watchers and the dispatcher.
 	changed chan struct{}
 
 	hashIndex uint64
@@ -199,14 +199,11 @@ func (f *FSM) applyEnvelope(index uint64, env *pb.Envelope) []Result {
 	f.lastIndex = index
 	f.lastWall = env.WallMs
 	f.hashValid = false
-	events := f.nextEvent
 	results := make([]Result, len(env.Commands))
 	for i, c := range env.Commands {
 		results[i] = f.applyCommand(c)
 	}
-	if f.nextEvent != events {
-		f.wake()
-	}
+	f.wake()
 	return results
 }
 
@@ -216,8 +213,8 @@ func (f *FSM) wake() {
 	f.changed = make(chan struct{})
 }
 
-// Changed returns a channel closed at the next change of the event log
-// (or replacement of the whole state).
+// Changed returns a channel closed after the next applied entry (or
+// replacement of the whole state).
 func (f *FSM) Changed() <-chan struct{} {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

@@ -117,3 +117,34 @@ func (f *FSM) PruneDue(now sfq.Time) bool {
 	at, ok := f.sched.OldestEnded()
 	return ok && at < now-sfq.Time(f.cfg.JobRetentionMs)
 }
+
+// EligibleCount returns how many (tenant, size) queues a worker of this
+// size could take a job from now: an upper bound on the dispatches that
+// can succeed before the state changes.
+func (f *FSM) EligibleCount(size sfq.Size) int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.sched.EligibleCount(size)
+}
+
+// Job returns a copy of a job and its tenant's name.
+func (f *FSM) Job(id sfq.JobID) (sfq.Job, string, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	j, ok := f.sched.Job(id)
+	if !ok {
+		return j, "", false
+	}
+	return j, f.sched.TenantName(j.Tenant), true
+}
+
+// Worker returns the state machine's record of a worker.
+func (f *FSM) Worker(id string) (Worker, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	w, ok := f.workers[id]
+	if !ok {
+		return Worker{}, false
+	}
+	return *w, true
+}

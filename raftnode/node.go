@@ -116,8 +116,10 @@ type Node struct {
 }
 
 type leadership struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started bool // the leader loops run (guarded by Node.mu)
 }
 
 // New opens (or creates) the node's data directory and starts Raft. It
@@ -224,12 +226,25 @@ func (n *Node) closeStores() {
 	}
 }
 
-// OnLeader registers a leader-only loop. Loops registered after New start
-// at the next leadership gain.
+// OnLeader registers a leader-only loop. If this node already leads (its
+// loops are running), the loop starts at once.
 func (n *Node) OnLeader(name string, loop LeaderLoop) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.loops[name] = loop
+	if l := n.lead; l != nil && l.started {
+		n.startLoop(l, name, loop)
+	}
+}
+
+// startLoop runs a loop under a leadership; callers hold n.mu.
+func (n *Node) startLoop(l *leadership, name string, loop LeaderLoop) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		loop(l.ctx)
+		n.log.Debug("leader loop stopped", "loop", name)
+	}()
 }
 
 // Raft exposes the Raft instance (status, configuration).
@@ -286,12 +301,8 @@ func (n *Node) gainLeadership() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &leadership{cancel: cancel}
+	l := &leadership{ctx: ctx, cancel: cancel}
 	n.lead = l
-	loops := make(map[string]LeaderLoop, len(n.loops))
-	for k, v := range n.loops {
-		loops[k] = v
-	}
 	n.mu.Unlock()
 
 	l.wg.Add(1)
@@ -336,16 +347,15 @@ func (n *Node) gainLeadership() {
 				n.log.Error("leader setup command refused", "command", i, "error", r.Msg)
 			}
 		}
-		for name, loop := range loops {
-			l.wg.Add(1)
-			go func() {
-				defer l.wg.Done()
-				loop(ctx)
-				n.log.Debug("leader loop stopped", "loop", name)
-			}()
+		n.mu.Lock()
+		if ctx.Err() == nil {
+			l.started = true
+			for name, loop := range n.loops {
+				n.startLoop(l, name, loop)
+			}
+			n.startLoop(l, "prune", n.pruneLoop)
 		}
-		l.wg.Add(1)
-		go func() { defer l.wg.Done(); n.pruneLoop(ctx) }()
+		n.mu.Unlock()
 	}()
 }
 
@@ -394,6 +404,13 @@ func (n *Node) stamp() (int64, bool) {
 		return 0, false
 	}
 	return int64(n.stampBase) + time.Since(n.stampMono).Milliseconds(), true
+}
+
+// ClusterNow returns the current cluster time on the leader (the clock
+// the next proposal would be stamped with).
+func (n *Node) ClusterNow() (sfq.Time, bool) {
+	t, ok := n.stamp()
+	return sfq.Time(t), ok
 }
 
 // Propose stamps commands with cluster time, replicates them as one log

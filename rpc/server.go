@@ -60,6 +60,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug})
 	pb.RegisterClientServer(s.GRPC, &ClientService{base: b})
 	pb.RegisterAdminServer(s.GRPC, &AdminService{base: b})
+	pb.RegisterWorkerServer(s.GRPC, newWorkerService(b))
 	healthpb.RegisterHealthServer(s.GRPC, s.Health)
 	return s
 }

@@ -403,6 +403,16 @@ func (s *Scheduler) Eligible(ws Size) bool {
 	return false
 }
 
+// EligibleCount returns the number of (tenant, size) queues with an
+// eligible head that a worker of size ws may take from.
+func (s *Scheduler) EligibleCount(ws Size) int {
+	n := 0
+	for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
+		n += s.heapA[sz].Len() + s.heapB[sz].Len()
+	}
+	return n
+}
+
 // Dispatch gives a free worker of size ws the next job, or reports that
 // nothing is eligible. It allocates nothing.
 func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool, error) {

@@ -1,0 +1,530 @@
+// Package agent is barista's worker agent: it holds one gRPC stream to the
+// leader, runs one job at a time, heartbeats its lease with the job's
+// measured CPU, stops the job on Cancel (SIGTERM, then SIGKILL after the
+// grace), kills it at once on Reject or when it has lost contact for
+// self_kill_after, and follows the leader across failovers.
+//
+// Contact is the send time of the last heartbeat the leader acknowledged
+// (or the last Welcome): a worker partitioned from the cluster kills its
+// job before the job's lease can expire and the job run elsewhere.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// Run is one running job as the agent sees it.
+type Run interface {
+	// CPU is the CPU used so far.
+	CPU() time.Duration
+	// Terminate asks the job to stop, then kills it after grace.
+	Terminate(grace time.Duration)
+	// Kill kills the job at once.
+	Kill()
+	// Done is closed when the job (and everything it started) is gone.
+	Done() <-chan struct{}
+	// Result is valid after Done.
+	Result() Result
+}
+
+// Result is how a run ended.
+type Result struct {
+	ExitCode   int
+	Signaled   bool
+	CPU        time.Duration
+	StderrTail string
+}
+
+// Runner starts jobs.
+type Runner interface {
+	Start(job *pb.Assign) (Run, error)
+}
+
+// Config configures an agent.
+type Config struct {
+	ID      string
+	Size    sfq.Size
+	Servers []string
+	// Dial are the options for every connection (credentials, token).
+	Dial   []grpc.DialOption
+	Runner Runner
+	Logger hclog.Logger
+	// Observer, if set, hears about every job the agent starts and stops
+	// (tests record histories with it).
+	Observer func(ev Observation)
+}
+
+// Observation is a moment in a job run's life on this worker.
+type Observation struct {
+	Kind    string // "started", "finished", "killed", "cancelled"
+	Job     uint64
+	Attempt uint32
+	At      time.Time
+	CPU     time.Duration
+	Reason  string
+}
+
+// Agent is a worker agent.
+type Agent struct {
+	cfg Config
+	log hclog.Logger
+
+	mu        sync.Mutex
+	cur       *job
+	credit    uint64
+	seq       uint64
+	sentAt    map[uint64]time.Time
+	contact   time.Time
+	interval  time.Duration
+	selfKill  time.Duration
+	leader    string // address from the last Redirect
+	draining  bool
+	wakeReady chan struct{}
+}
+
+// job is the agent's one job slot.
+type job struct {
+	assign     *pb.Assign
+	run        Run
+	cancelling bool
+	finished   *pb.JobFinished // sent, not yet acknowledged
+	dropped    bool            // killed by Reject or self-kill: no result
+}
+
+// New returns an agent.
+func New(cfg Config) (*Agent, error) {
+	if err := sfq.ValidateName("worker id", cfg.ID); err != nil {
+		return nil, err
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, errors.New("agent: no server address")
+	}
+	if cfg.Runner == nil {
+		return nil, errors.New("agent: no runner")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Agent{
+		cfg: cfg, log: cfg.Logger, sentAt: map[uint64]time.Time{},
+		credit: uint64(time.Now().UnixNano()), interval: 5 * time.Second, selfKill: 25 * time.Second,
+		wakeReady: make(chan struct{}, 1),
+	}, nil
+}
+
+func (a *Agent) observe(kind string, j *pb.Assign, cpu time.Duration, reason string) {
+	if a.cfg.Observer != nil {
+		a.cfg.Observer(Observation{Kind: kind, Job: j.Job, Attempt: j.Attempt, At: time.Now(), CPU: cpu, Reason: reason})
+	}
+}
+
+// Drain makes the agent finish its current job and take no new one; Run
+// returns once the slot is empty.
+func (a *Agent) Drain() {
+	a.mu.Lock()
+	a.draining = true
+	a.mu.Unlock()
+	a.poke()
+}
+
+func (a *Agent) poke() {
+	select {
+	case a.wakeReady <- struct{}{}:
+	default:
+	}
+}
+
+// Busy reports whether a job occupies the slot.
+func (a *Agent) Busy() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cur != nil
+}
+
+// Run connects and serves until ctx ends (or, when draining, until the
+// slot is empty). On return any running job is killed.
+func (a *Agent) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go a.watchdog(ctx)
+	defer a.killCurrent("agent stopping")
+	backoff := 100 * time.Millisecond
+	for i := 0; ctx.Err() == nil; i++ {
+		if a.doneDraining() {
+			return nil
+		}
+		addr := a.nextServer(i)
+		err := a.session(ctx, addr)
+		if ctx.Err() != nil || a.doneDraining() {
+			return nil
+		}
+		var redirect *redirectError
+		if errors.As(err, &redirect) {
+			a.log.Info("redirected to the leader", "leader", redirect.id, "addr", redirect.addr)
+			backoff = 50 * time.Millisecond
+		} else {
+			a.log.Warn("stream to the cluster ended; reconnecting", "server", addr, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+		if err == nil {
+			backoff = 100 * time.Millisecond
+		}
+	}
+	return nil
+}
+
+func (a *Agent) doneDraining() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.draining && a.cur == nil
+}
+
+func (a *Agent) nextServer(i int) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.leader != "" {
+		l := a.leader
+		a.leader = ""
+		return l
+	}
+	return a.cfg.Servers[i%len(a.cfg.Servers)]
+}
+
+type redirectError struct{ id, addr string }
+
+func (e *redirectError) Error() string { return "redirected to " + e.id + " at " + e.addr }
+
+// watchdog kills the job when contact is older than self_kill_after,
+// whether or not a stream is up.
+func (a *Agent) watchdog(ctx context.Context) {
+	for {
+		a.mu.Lock()
+		period := max(a.selfKill/20, 10*time.Millisecond)
+		var stale time.Duration
+		if a.cur != nil && a.cur.finished == nil && !a.cur.dropped && !a.contact.IsZero() {
+			stale = time.Since(a.contact)
+		}
+		limit := a.selfKill
+		a.mu.Unlock()
+		if stale > limit {
+			a.killCurrent(fmt.Sprintf("no contact with the cluster for %s (self_kill_after %s)", stale.Round(time.Millisecond), limit))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(period):
+		}
+	}
+}
+
+// killCurrent kills the running job at once and drops its result.
+func (a *Agent) killCurrent(reason string) {
+	a.mu.Lock()
+	j := a.cur
+	if j == nil || j.dropped || j.finished != nil {
+		a.mu.Unlock()
+		return
+	}
+	j.dropped = true
+	a.mu.Unlock()
+	a.log.Warn("killing job", "job", j.assign.Job, "attempt", j.assign.Attempt, "reason", reason)
+	if j.run != nil {
+		j.run.Kill()
+		<-j.run.Done()
+		a.observe("killed", j.assign, j.run.Result().CPU, reason)
+	}
+	a.mu.Lock()
+	if a.cur == j {
+		a.cur = nil
+	}
+	a.mu.Unlock()
+	a.poke()
+}
+
+// session runs one stream.
+func (a *Agent) session(ctx context.Context, addr string) error {
+	cc, err := grpc.NewClient(addr, a.cfg.Dial...)
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := pb.NewWorkerClient(cc).Connect(sctx)
+	if err != nil {
+		return err
+	}
+	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: pb.Size(a.cfg.Size + 1), Version: "1"}
+	a.mu.Lock()
+	if j := a.cur; j != nil && !j.dropped {
+		r := &pb.RunningJob{Job: j.assign.Job, Attempt: j.assign.Attempt, Finished: j.finished != nil}
+		if j.run != nil {
+			r.CpuMs = j.run.CPU().Milliseconds()
+		}
+		hello.Running = append(hello.Running, r)
+	}
+	a.mu.Unlock()
+	if err := stream.Send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Hello{Hello: hello}}); err != nil {
+		return err
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	if r := first.GetRedirect(); r != nil {
+		a.mu.Lock()
+		a.leader = r.LeaderAddr
+		a.mu.Unlock()
+		return &redirectError{id: r.LeaderId, addr: r.LeaderAddr}
+	}
+	w := first.GetWelcome()
+	if w == nil {
+		return errors.New("the leader's first message is not Welcome")
+	}
+	a.mu.Lock()
+	a.interval = time.Duration(w.HeartbeatIntervalMs) * time.Millisecond
+	a.selfKill = time.Duration(w.SelfKillAfterMs) * time.Millisecond
+	a.contact = time.Now()
+	a.mu.Unlock()
+	a.log.Info("connected", "server", addr, "leader", w.LeaderId, "heartbeat", a.interval, "self_kill_after", a.selfKill)
+
+	var sendMu sync.Mutex
+	send := func(m *pb.WorkerMessage) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(m)
+	}
+	for _, c := range w.PendingCancels {
+		a.cancel(c)
+	}
+	// Resend an unacknowledged result, or offer the slot.
+	a.mu.Lock()
+	var resend *pb.JobFinished
+	if a.cur != nil && a.cur.finished != nil {
+		resend = a.cur.finished
+	}
+	a.mu.Unlock()
+	if resend != nil {
+		if err := send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: resend}}); err != nil {
+			return err
+		}
+	}
+	a.poke()
+
+	msgs := make(chan *pb.LeaderMessage, 16)
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			m, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			select {
+			case msgs <- m:
+			case <-sctx.Done():
+				return
+			}
+		}
+	}()
+	hb := time.NewTicker(a.interval)
+	defer hb.Stop()
+	for {
+		a.mu.Lock()
+		var done <-chan struct{}
+		if j := a.cur; j != nil && j.run != nil && j.finished == nil && !j.dropped {
+			done = j.run.Done()
+		}
+		a.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-recvErr:
+			if errors.Is(err, io.EOF) {
+				return errors.New("the leader closed the stream")
+			}
+			return err
+		case m := <-msgs:
+			if err := a.handle(m, send); err != nil {
+				return err
+			}
+		case <-hb.C:
+			if err := a.heartbeat(send); err != nil {
+				return err
+			}
+		case <-done:
+			if err := a.finish(send); err != nil {
+				return err
+			}
+		case <-a.wakeReady:
+			if err := a.offer(send); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// offer sends Ready if the slot is free.
+func (a *Agent) offer(send func(*pb.WorkerMessage) error) error {
+	a.mu.Lock()
+	if a.cur != nil || a.draining {
+		a.mu.Unlock()
+		return nil
+	}
+	a.credit++
+	credit := a.credit
+	a.mu.Unlock()
+	return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: credit}}})
+}
+
+func (a *Agent) heartbeat(send func(*pb.WorkerMessage) error) error {
+	a.mu.Lock()
+	a.seq++
+	hb := &pb.JobHeartbeat{Seq: a.seq}
+	if j := a.cur; j != nil && j.finished == nil && !j.dropped && j.run != nil {
+		hb.Job, hb.Attempt, hb.CpuMs = j.assign.Job, j.assign.Attempt, j.run.CPU().Milliseconds()
+	}
+	a.sentAt[hb.Seq] = time.Now()
+	for s := range a.sentAt {
+		if s+64 < hb.Seq {
+			delete(a.sentAt, s)
+		}
+	}
+	a.mu.Unlock()
+	return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: hb}})
+}
+
+func (a *Agent) handle(m *pb.LeaderMessage, send func(*pb.WorkerMessage) error) error {
+	switch msg := m.Msg.(type) {
+	case *pb.LeaderMessage_Assign:
+		return a.start(msg.Assign, send)
+	case *pb.LeaderMessage_Cancel:
+		a.cancel(msg.Cancel)
+	case *pb.LeaderMessage_HeartbeatAck:
+		a.mu.Lock()
+		if t, ok := a.sentAt[msg.HeartbeatAck.Seq]; ok && t.After(a.contact) {
+			a.contact = t
+		}
+		a.mu.Unlock()
+	case *pb.LeaderMessage_Reject:
+		r := msg.Reject
+		a.mu.Lock()
+		j := a.cur
+		match := j != nil && j.assign.Job == r.Job && j.assign.Attempt == r.Attempt
+		if match && j.finished != nil {
+			a.cur = nil // the result was refused (a stale attempt): drop it
+		}
+		a.mu.Unlock()
+		if match {
+			a.killCurrent("rejected by the leader: " + r.Reason)
+			a.poke()
+		}
+	case *pb.LeaderMessage_FinishedAck:
+		f := msg.FinishedAck
+		a.mu.Lock()
+		if j := a.cur; j != nil && j.finished != nil && j.assign.Job == f.Job && j.assign.Attempt == f.Attempt {
+			a.cur = nil
+		}
+		a.mu.Unlock()
+		a.poke()
+	case *pb.LeaderMessage_Welcome, *pb.LeaderMessage_Redirect:
+		return errors.New("unexpected Welcome or Redirect within a session")
+	}
+	return nil
+}
+
+func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
+	a.mu.Lock()
+	if a.cur != nil {
+		a.mu.Unlock()
+		a.log.Error("assigned a job while busy; rejecting it locally", "job", as.Job)
+		return nil
+	}
+	j := &job{assign: as}
+	a.cur = j
+	a.mu.Unlock()
+	run, err := a.cfg.Runner.Start(as)
+	a.mu.Lock()
+	j.run = run
+	a.mu.Unlock()
+	if err != nil {
+		a.log.Warn("job could not start", "job", as.Job, "error", err)
+		a.mu.Lock()
+		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: err.Error()}
+		fin := j.finished
+		a.mu.Unlock()
+		if err := send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: as.Job, Attempt: as.Attempt}}}); err != nil {
+			return err
+		}
+		return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: fin}})
+	}
+	a.log.Info("job started", "job", as.Job, "attempt", as.Attempt, "tenant", as.Tenant)
+	a.observe("started", as, 0, "")
+	return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: as.Job, Attempt: as.Attempt}}})
+}
+
+func (a *Agent) cancel(c *pb.CancelOrder) {
+	a.mu.Lock()
+	j := a.cur
+	if j == nil || j.assign.Job != c.Job || j.assign.Attempt != c.Attempt || j.cancelling || j.finished != nil || j.dropped || j.run == nil {
+		a.mu.Unlock()
+		return
+	}
+	j.cancelling = true
+	a.mu.Unlock()
+	grace := time.Duration(c.GraceMs) * time.Millisecond
+	a.log.Info("cancelling job", "job", c.Job, "attempt", c.Attempt, "reason", c.Reason, "grace", grace)
+	j.run.Terminate(grace)
+}
+
+// finish reports a run that ended.
+func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
+	a.mu.Lock()
+	j := a.cur
+	if j == nil || j.finished != nil || j.dropped {
+		a.mu.Unlock()
+		return nil
+	}
+	res := j.run.Result()
+	outcome := pb.Outcome_FAILED
+	switch {
+	case j.cancelling:
+		outcome = pb.Outcome_CANCELLED
+	case res.ExitCode == 0 && !res.Signaled:
+		outcome = pb.Outcome_OK
+	}
+	j.finished = &pb.JobFinished{Job: j.assign.Job, Attempt: j.assign.Attempt, Outcome: outcome, CpuMs: res.CPU.Milliseconds(),
+		ExitCode: int32(res.ExitCode), StderrTail: tail(res.StderrTail, sfq.MaxStderrTail)}
+	fin := j.finished
+	a.mu.Unlock()
+	kind := "finished"
+	if outcome == pb.Outcome_CANCELLED {
+		kind = "cancelled"
+	}
+	a.observe(kind, j.assign, res.CPU, strings.ToLower(outcome.String()))
+	a.log.Info("job ended", "job", fin.Job, "attempt", fin.Attempt, "outcome", outcome, "exit_code", res.ExitCode, "cpu", res.CPU)
+	return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: fin}})
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
