@@ -141,3 +141,15 @@ func TestRunHelpAndUsage(t *testing.T) {
 		t.Fatalf("server without id: %d %s", code, errb.String())
 	}
 }
+
+// TestEveryCommandHelp runs --help of every registered command: flag
+// definitions must not collide, and the help must name the command.
+func TestEveryCommandHelp(t *testing.T) {
+	for path := range commands {
+		var out, errb strings.Builder
+		args := append(strings.Fields(path), "--help")
+		if code := Run(args, &out, &errb); code != 0 || !strings.Contains(out.String(), "Usage: barista "+path) {
+			t.Errorf("%s --help: exit %d\n%s%s", path, code, out.String(), errb.String())
+		}
+	}
+}

@@ -211,19 +211,31 @@ type redirectError struct{ id, addr string }
 func (e *redirectError) Error() string { return "redirected to " + e.id + " at " + e.addr }
 
 // watchdog kills the job when contact is older than self_kill_after,
-// whether or not a stream is up.
+// whether or not a stream is up. After a pause of the agent itself (its
+// tick came far too late: SIGSTOP, a frozen VM) it first gives the runner
+// a tick to reap a job that ended meanwhile: a finished job is reported
+// (and fenced off by the leader if its lease is gone), only a live one is
+// killed.
 func (a *Agent) watchdog(ctx context.Context) {
+	last := time.Now()
 	for {
 		a.mu.Lock()
 		period := max(a.selfKill/20, 10*time.Millisecond)
 		var stale time.Duration
+		var run Run
 		if a.cur != nil && a.cur.finished == nil && !a.cur.dropped && !a.contact.IsZero() {
-			stale = time.Since(a.contact)
+			stale, run = time.Since(a.contact), a.cur.run
 		}
 		limit := a.selfKill
 		a.mu.Unlock()
-		if stale > limit {
-			a.killCurrent(fmt.Sprintf("no contact with the cluster for %s (self_kill_after %s)", stale.Round(time.Millisecond), limit))
+		paused := time.Since(last) > 5*period
+		last = time.Now()
+		if stale > limit && run != nil && !paused {
+			select {
+			case <-run.Done(): // ended on its own: the session reports it
+			default:
+				a.killCurrent(fmt.Sprintf("no contact with the cluster for %s (self_kill_after %s)", stale.Round(time.Millisecond), limit))
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/rpc/agent"
+	"barista/rpc/agent/runner"
+	"barista/sfq"
+)
+
+type workerOpts struct {
+	clientFlags
+	size     string
+	id       string
+	logDir   string
+	maxLog   int64
+	logLevel string
+	logJSON  bool
+}
+
+func init() {
+	register("worker", &command{
+		synopsis: "Run a worker agent: one job at a time as a child process",
+		usage:    "--size sm|md|lg [--server ADDRS] [--id ID] [--token T] [--log-dir DIR]",
+		help: `Connects to the cluster (any node; a follower redirects it to the leader)
+and runs one job at a time. A job's payload is a JSON command line:
+
+  {"argv": ["python3", "train.py", "--epochs", "3"], "env": {"SEED": "7"}, "dir": "/srv/jobs"}
+
+(barista submit -- COMMAND ARGS... writes it). The job runs in its own
+process group; the worker is a child subreaper, so orphaned grandchildren
+are still counted and killed. CPU time is measured from the OS (/proc
+while it runs, rusage at the end), never taken from the job. stdout and
+stderr go to DIR/job-ID-attempt-N.log (bounded); the last 4 KiB of stderr
+are reported with the result.
+
+Cancel: SIGTERM to the job's whole tree, SIGKILL after the cancel grace.
+Reject, or no acknowledged heartbeat for self_kill_after: SIGKILL at once,
+and the result is dropped. The worker follows the leader across failovers
+and resumes its job's lease on reconnect.
+
+SIGINT or SIGTERM drains the worker: it finishes its current job, takes no
+new one, and exits; a second signal kills the job and exits at once.`,
+		flags: func(fs *flag.FlagSet) any {
+			o := &workerOpts{}
+			o.register(fs)
+			fs.StringVar(&o.size, "size", "", "container `SIZE`: sm, md or lg (required)")
+			host, _ := os.Hostname()
+			fs.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "unique worker `ID`")
+			fs.StringVar(&o.logDir, "log-dir", filepath.Join(os.TempDir(), "barista-worker"), "`DIR` for job output logs")
+			fs.Int64Var(&o.maxLog, "max-log-bytes", runner.DefaultMaxLogBytes, "bound of each job's log file, in `BYTES`")
+			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`")
+			fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
+			return o
+		},
+		run: runWorker,
+	})
+	register("workers", &command{
+		synopsis: "List workers: id, size, state, job, last heartbeat",
+		usage:    "[--json]",
+		flags:    func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
+		run:      runWorkers,
+	})
+	type drainOpts struct {
+		clientFlags
+		undo bool
+	}
+	register("worker drain", &command{
+		synopsis: "Stop new assignments to a worker (it finishes its current job)",
+		usage:    "ID [--undo]",
+		flags: func(fs *flag.FlagSet) any {
+			o := &drainOpts{}
+			o.register(fs)
+			fs.BoolVar(&o.undo, "undo", false, "resume assignments")
+			return o
+		},
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*drainOpts)
+			if len(args) != 1 {
+				return usageError("worker drain needs one worker ID")
+			}
+			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+				_, err := pb.NewWorkerClient(cc).Drain(ctx, &pb.DrainRequest{WorkerId: args[0], Undrain: opts.undo})
+				return err
+			}); err != nil {
+				return err
+			}
+			verb := "drained"
+			if opts.undo {
+				verb = "undrained"
+			}
+			fmt.Fprintf(env.stdout, "worker %s %s\n", args[0], verb)
+			return nil
+		},
+	})
+}
+
+func runWorker(env *cmdEnv, o any, args []string) error {
+	opts := o.(*workerOpts)
+	if len(args) > 0 {
+		return usageError("unexpected argument %q", args[0])
+	}
+	size, err := sfq.ParseSize(opts.size)
+	if err != nil {
+		return usageError("--size: %v", err)
+	}
+	dial, err := opts.dialOptions()
+	if err != nil {
+		return err
+	}
+	log := newLogger(opts.logLevel, opts.logJSON).Named("worker")
+	if err := runner.EnableSubreaper(); err != nil {
+		log.Warn("cannot become a child subreaper: orphaned grandchildren of a job escape measurement", "error", err)
+	}
+	a, err := agent.New(agent.Config{
+		ID: opts.id, Size: size, Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: log,
+		Runner: agent.ProcessRunner{LogDir: opts.logDir, MaxLogBytes: opts.maxLog},
+	})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		<-sigs
+		log.Info("draining: finishing the current job, then exiting (signal again to stop now)")
+		a.Drain()
+		<-sigs
+		log.Warn("stopping now")
+		cancel()
+	}()
+	log.Info("worker starting", "id", opts.id, "size", size, "servers", opts.servers, "log_dir", opts.logDir)
+	return a.Run(ctx)
+}
+
+func runWorkers(env *cmdEnv, o any, args []string) error {
+	opts := o.(*clientFlags)
+	var resp *pb.ListWorkersResponse
+	if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		resp, err = pb.NewWorkerClient(cc).ListWorkers(ctx, &pb.ListWorkersRequest{})
+		return err
+	}); err != nil {
+		return err
+	}
+	sizeOf := func(s pb.Size) string {
+		if sz, err := fsm.SizeFromPB(s); err == nil {
+			return sz.String()
+		}
+		return "?"
+	}
+	if opts.json {
+		for _, w := range resp.Workers {
+			m := map[string]any{"worker_id": w.WorkerId, "size": sizeOf(w.Size), "state": w.State, "job": w.Job,
+				"attempt": w.Attempt, "connected": w.Connected, "drained": w.Drained, "last_heartbeat": msTime(w.LastHeartbeatMs)}
+			if err := printJSON(env.stdout, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(env.stdout, "%-28s %-4s %-9s %-10s %s\n", "WORKER", "SIZE", "STATE", "JOB", "LAST HEARTBEAT")
+	for _, w := range resp.Workers {
+		job := "-"
+		if w.Job != 0 {
+			job = fmt.Sprintf("%d/%d", w.Job, w.Attempt)
+		}
+		hb := "-"
+		if w.LastHeartbeatMs != 0 {
+			hb = time.Since(time.UnixMilli(w.LastHeartbeatMs)).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(env.stdout, "%-28s %-4s %-9s %-10s %s\n", w.WorkerId, sizeOf(w.Size), w.State, job, hb)
+	}
+	return nil
+}

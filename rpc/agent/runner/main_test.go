@@ -1,0 +1,220 @@
+//go:build linux
+
+package runner
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the helper program run by the jobs under test:
+// started with helperEnv set, TestMain runs the helper mode instead of the
+// tests. That avoids building a separate program.
+const helperEnv = "BARISTA_RUNNER_HELPER"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(runHelper(mode, os.Args[1:]))
+	}
+	if err := EnableSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if code == 0 {
+		// Like goleak.VerifyTestMain (goleak is not a dependency of this
+		// module): every goroutine started by the package must be gone.
+		if err := verifyNoGoroutines(5 * time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// verifyNoGoroutines waits up to timeout for every goroutine but the calling
+// one and the os/signal dispatcher (which runs for the life of a process once
+// signal.Notify has been used) to end.
+func verifyNoGoroutines(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		leaked := otherGoroutines()
+		if len(leaked) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("leaked goroutines:\n\n%s", strings.Join(leaked, "\n\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func otherGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for i, g := range strings.Split(string(buf), "\n\n") {
+		if i == 0 || strings.Contains(g, "os/signal.signal_recv") || strings.Contains(g, "os/signal.loop") {
+			continue // the first one is the caller
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// helperSpec returns a Spec that runs this test binary in the given helper
+// mode.
+func helperSpec(t *testing.T, mode string, args ...string) Spec {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// GORACE: a race-enabled helper would otherwise sleep 1s at exit.
+	return Spec{Argv: append([]string{exe}, args...), Env: map[string]string{helperEnv: mode, "GORACE": "atexit_sleep_ms=0"}}
+}
+
+func runHelper(mode string, args []string) int {
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	dur := func(s string) time.Duration {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(100)
+		}
+		return d
+	}
+	num := func(s string) int {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(100)
+		}
+		return n
+	}
+	switch mode {
+	case "burn": // burn D [fd3]: burn D of CPU, report own CPU on stdout or fd 3
+		burn(dur(arg(0)))
+		out := io.Writer(os.Stdout)
+		if arg(1) == "fd3" {
+			out = os.NewFile(3, "report")
+		}
+		fmt.Fprintf(out, "self %d\n", int64(rusage(syscall.RUSAGE_SELF)))
+	case "fork": // fork D: a child burns D/2 while this process burns D/2
+		d := dur(arg(0))
+		child := helperCommand("burn", (d / 2).String())
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		burn(d / 2)
+		if err := child.Wait(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		fmt.Printf("total %d\n", int64(rusage(syscall.RUSAGE_SELF)+rusage(syscall.RUSAGE_CHILDREN)))
+	case "orphan": // orphan D: a middle process starts a grandchild burning D and exits
+		r, w, err := os.Pipe()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		middle := helperCommand("middle", arg(0))
+		middle.ExtraFiles = []*os.File{w}
+		if err := middle.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		w.Close()
+		report, _ := io.ReadAll(r) // EOF when the grandchild has exited
+		gc, _ := strings.CutPrefix(strings.TrimSpace(string(report)), "self ")
+		fmt.Printf("grandchild %s\ntotal %d\n", gc, int64(rusage(syscall.RUSAGE_SELF)+rusage(syscall.RUSAGE_CHILDREN)))
+	case "middle":
+		gc := helperCommand("burn", arg(0), "fd3")
+		gc.ExtraFiles = []*os.File{os.NewFile(3, "report")}
+		if err := gc.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		// Exit without waiting: the grandchild is orphaned.
+	case "trapterm": // exit 0 on SIGTERM
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		fmt.Println("ready")
+		<-c
+		fmt.Println("got TERM")
+	case "ignoreterm":
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
+	case "stderr": // stderr N: a line on stdout, N pattern bytes on stderr
+		fmt.Print("to stdout\n")
+		p := pattern(num(arg(0)))
+		for len(p) > 0 {
+			n := min(len(p), 1000)
+			os.Stderr.Write(p[:n])
+			p = p[n:]
+		}
+	case "flood": // flood N: N numbered lines on stdout, then END
+		os.Stdout.Write(floodOutput(num(arg(0))))
+	default:
+		fmt.Fprintln(os.Stderr, "helper: unknown mode", mode)
+		return 100
+	}
+	return 0
+}
+
+func helperCommand(mode string, args ...string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err) // only in the helper process
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+var sink uint64
+
+// burn uses CPU until the calling process has used d in all, as measured by
+// getrusage.
+func burn(d time.Duration) {
+	x := uint64(1)
+	for rusage(syscall.RUSAGE_SELF) < d {
+		for range 100000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	sink = x
+}
+
+func rusage(who int) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		panic(err) // only in the helper process
+	}
+	return rusageCPU(&ru)
+}
+
+func floodOutput(lines int) []byte {
+	var b []byte
+	for i := range lines {
+		b = fmt.Appendf(b, "line %07d\n", i)
+	}
+	return append(b, "END\n"...)
+}

@@ -1,0 +1,238 @@
+//go:build linux
+
+package runner
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// procStat is the part of /proc/PID/stat that runner uses.
+type procStat struct {
+	pid, ppid, pgid, sid int
+	state                byte
+	// CPU in clock ticks: own user and system time, and that of the
+	// children this process has waited for.
+	utime, stime, cutime, cstime uint64
+	start                        uint64 // starttime: ticks after boot; tells a reused pid apart
+}
+
+// cpuTicks is the CPU of the process and of its waited-for children.
+func (s procStat) cpuTicks() uint64 { return s.utime + s.stime + s.cutime + s.cstime }
+
+var errBadStat = errors.New("malformed /proc/PID/stat")
+
+// parseStat parses the contents of /proc/PID/stat. The second field, comm, is
+// in parentheses and may itself contain spaces and ')', so the fields after
+// it are parsed from the last ')'.
+func parseStat(b []byte) (procStat, error) {
+	var s procStat
+	open := -1
+	for i, c := range b {
+		if c == '(' {
+			open = i
+			break
+		}
+	}
+	end := -1
+	for i := len(b) - 1; i > open; i-- {
+		if b[i] == ')' {
+			end = i
+			break
+		}
+	}
+	if open < 1 || end < 0 {
+		return s, errBadStat
+	}
+	pid, err := strconv.Atoi(string(trimSpace(b[:open])))
+	if err != nil {
+		return s, errBadStat
+	}
+	s.pid = pid
+	// Fields after comm, numbered as in proc(5): field 3 is rest[0].
+	var rest [20][]byte
+	n := 0
+	for i := end + 1; i < len(b) && n < len(rest); {
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		j := i
+		for j < len(b) && !isSpace(b[j]) {
+			j++
+		}
+		if j > i {
+			rest[n] = b[i:j]
+			n++
+		}
+		i = j
+	}
+	if n < len(rest) || len(rest[0]) != 1 {
+		return s, errBadStat
+	}
+	s.state = rest[0][0]
+	ints := []struct {
+		dst   *int
+		field int
+	}{{&s.ppid, 4}, {&s.pgid, 5}, {&s.sid, 6}}
+	for _, f := range ints {
+		v, err := strconv.Atoi(string(rest[f.field-3]))
+		if err != nil {
+			return s, errBadStat
+		}
+		*f.dst = v
+	}
+	uints := []struct {
+		dst   *uint64
+		field int
+	}{{&s.utime, 14}, {&s.stime, 15}, {&s.cutime, 16}, {&s.cstime, 17}, {&s.start, 22}}
+	for _, f := range uints {
+		field := rest[f.field-3]
+		// cutime and cstime are printed as signed longs; never negative in
+		// practice, but do not fail on it.
+		if len(field) > 0 && field[0] == '-' {
+			if _, err := strconv.ParseInt(string(field), 10, 64); err != nil {
+				return s, errBadStat
+			}
+			*f.dst = 0
+			continue
+		}
+		v, err := strconv.ParseUint(string(field), 10, 64)
+		if err != nil {
+			return s, errBadStat
+		}
+		*f.dst = v
+	}
+	return s, nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' }
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// errGone means the process no longer exists (or has been reaped).
+var errGone = errors.New("process gone")
+
+// readStat reads and parses /proc/PID/stat into buf's storage. It returns
+// errGone if the process does not exist.
+func readStat(pid int, buf []byte) (procStat, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if err == syscall.ENOENT || err == syscall.ESRCH {
+			return procStat{}, errGone
+		}
+		return procStat{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer syscall.Close(fd)
+	n := 0
+	for n < len(buf) {
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err == syscall.ESRCH {
+			return procStat{}, errGone
+		}
+		if err != nil {
+			return procStat{}, fmt.Errorf("read %s: %w", path, err)
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	s, err := parseStat(buf[:n])
+	if err != nil {
+		return procStat{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// statBufSize bounds /proc/PID/stat: 52 numeric fields and a comm of at most
+// 64 bytes fit easily.
+const statBufSize = 2048
+
+// scanProcs reads the stat of every process in /proc. Processes that vanish
+// while it runs are skipped.
+func scanProcs() (map[int]procStat, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("runner: scan /proc: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("runner: scan /proc: %w", err)
+	}
+	buf := make([]byte, statBufSize)
+	procs := make(map[int]procStat, len(names))
+	for _, name := range names {
+		if name == "" || name[0] < '1' || name[0] > '9' {
+			continue
+		}
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		s, err := readStat(pid, buf)
+		if errors.Is(err, errGone) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("runner: scan /proc: %w", err)
+		}
+		procs[pid] = s
+	}
+	return procs, nil
+}
+
+// clockTicks is the unit of the CPU fields of /proc/PID/stat (sysconf
+// _SC_CLK_TCK), read from the auxiliary vector (AT_CLKTCK); 100 if unknown.
+var clockTicks = sync.OnceValue(func() uint64 {
+	const atClkTck = 17
+	b, err := os.ReadFile("/proc/self/auxv")
+	if err != nil {
+		return 100
+	}
+	word := int(unsafe.Sizeof(uintptr(0)))
+	get := func(p []byte) uint64 {
+		if word == 8 {
+			return binary.NativeEndian.Uint64(p)
+		}
+		return uint64(binary.NativeEndian.Uint32(p))
+	}
+	for i := 0; i+2*word <= len(b); i += 2 * word {
+		tag, val := get(b[i:]), get(b[i+word:])
+		if tag == atClkTck && val > 0 {
+			return val
+		}
+		if tag == 0 {
+			break
+		}
+	}
+	return 100
+})
+
+func ticksToDuration(t uint64) time.Duration {
+	hz := clockTicks()
+	return time.Duration(t/hz)*time.Second + time.Duration(t%hz)*time.Second/time.Duration(hz)
+}
+
+func rusageCPU(ru *syscall.Rusage) time.Duration {
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
