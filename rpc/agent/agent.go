@@ -439,10 +439,14 @@ func (a *Agent) handle(m *pb.LeaderMessage, send func(*pb.WorkerMessage) error) 
 		a.mu.Lock()
 		j := a.cur
 		match := j != nil && j.assign.Job == r.Job && j.assign.Attempt == r.Attempt
-		if match && j.finished != nil {
+		reported := match && j.finished != nil
+		if reported {
 			a.cur = nil // the result was refused (a stale attempt): drop it
 		}
 		a.mu.Unlock()
+		if reported {
+			a.log.Warn("the leader rejected this run's result; dropping it", "job", r.Job, "attempt", r.Attempt, "reason", r.Reason)
+		}
 		if match {
 			a.killCurrent("rejected by the leader: " + r.Reason)
 			a.poke()

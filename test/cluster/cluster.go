@@ -80,6 +80,47 @@ func moduleRoot() (string, error) {
 	}
 }
 
+var (
+	helpers   sync.Map // package path -> *helperBuild
+	helperDir string
+)
+
+type helperBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Helper builds (once per test process) a helper program of this module,
+// e.g. "./test/testdata/burn", and returns the binary's path.
+func Helper(t testing.TB, pkg string) string {
+	t.Helper()
+	v, _ := helpers.LoadOrStore(pkg, &helperBuild{})
+	hb := v.(*helperBuild)
+	hb.once.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			hb.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "barista-helper-")
+		if err != nil {
+			hb.err = err
+			return
+		}
+		hb.path = filepath.Join(dir, filepath.Base(pkg))
+		cmd := exec.Command("go", "build", "-o", hb.path, pkg)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			hb.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		}
+	})
+	if hb.err != nil {
+		t.Fatal(hb.err)
+	}
+	return hb.path
+}
+
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
@@ -94,9 +135,10 @@ func FreePort(t testing.TB) int {
 // Cluster is a set of server processes.
 type Cluster struct {
 	T     testing.TB
-	Bin   string
-	Dir   string
-	Nodes []*Node
+	Bin     string
+	Dir     string
+	Nodes   []*Node
+	Workers []*Worker
 	// Args are added to every node's command line.
 	Args []string
 	// Token, if set, is sent by every connection the harness makes.
@@ -180,9 +222,15 @@ func (c *Cluster) cleanup() {
 		n.wait(10 * time.Second)
 		n.closeConn()
 	}
+	for _, w := range c.Workers {
+		w.Wait(10 * time.Second)
+	}
 	if c.T.Failed() {
 		for _, n := range c.Nodes {
 			c.T.Logf("---- log of %s (last 60 lines)\n%s", n.ID, Tail(n.LogPath, 60))
+		}
+		for _, w := range c.Workers {
+			c.T.Logf("---- log of worker %s (last 40 lines)\n%s", w.ID, Tail(w.LogPath, 40))
 		}
 	}
 }

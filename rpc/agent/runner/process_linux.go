@@ -121,7 +121,9 @@ func Start(spec Spec, opt Options) (*Process, error) {
 		Dir:   spec.Dir,
 		Env:   env,
 		Files: []uintptr{devnull.Fd(), outW.Fd(), errW.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		// Pdeathsig: a job never outlives a worker agent that dies (even by
+		// SIGKILL); the lease then expires and the job runs elsewhere.
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 
 	// Fork under reg.mu: the supervisor must not see the new child (and
