@@ -16,12 +16,14 @@ import (
 	"barista/test/cluster"
 )
 
-// Short runtime timeouts so that lease expiries happen within a test.
+// Short runtime timeouts so that lease expiries happen within a test, yet
+// longer than a leader failover with reconnects (about 1.5 s on a loaded
+// two-core machine), in the ratios of the defaults.
 const workerTimeouts = `[scheduler]
-heartbeat_interval = "200ms"
-self_kill_after = "1200ms"
-lease_timeout = "2s"
-ack_timeout = "2s"
+heartbeat_interval = "250ms"
+self_kill_after = "4s"
+lease_timeout = "5s"
+ack_timeout = "5s"
 cancel_grace = "1s"
 `
 
@@ -198,7 +200,7 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	setupTenants(t, c, map[string]pb.Tier{"acme": pb.Tier_GOLD})
 	a := c.AddWorker("wa", "md")
 	a.Start("")
-	marker := "7.0301"
+	marker := "2.0301"
 	id := submitJob(t, c, 0, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000, Payload: payload(t, "sleep", marker)})
 	client := pb.NewClientClient(c.Nodes[2].Conn())
 	waitJob(t, client, id, 30*time.Second, "running on wa", func(j *pb.Job) bool { return j.State == "running" && j.WorkerId == "wa" })
@@ -228,30 +230,49 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	}
 }
 
-// collectEvents returns one job's events as "kind(reason)" words.
+// collectEvents returns one job's events as "kind(reason)" words: it
+// reads the event log from the start until it is idle for 300 ms.
 func collectEvents(t *testing.T, client pb.ClientClient, job uint64) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := client.WatchEvents(ctx, &pb.WatchEventsRequest{FromSeq: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	evs := make(chan *pb.Event)
+	go func() {
+		defer close(evs)
+		for {
+			ev, err := s.Recv()
+			if err != nil {
+				return
+			}
+			select {
+			case evs <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	var words []string
 	for {
-		ev, err := s.Recv()
-		if err != nil {
-			break
-		}
-		if ev.JobId == job {
-			w := ev.Kind
-			if ev.Reason != "" {
-				w += "(" + ev.Reason + ")"
+		select {
+		case ev, ok := <-evs:
+			if !ok {
+				return strings.Join(words, " ")
 			}
-			words = append(words, w)
+			if ev.JobId == job {
+				w := ev.Kind
+				if ev.Reason != "" {
+					w += "(" + ev.Reason + ")"
+				}
+				words = append(words, w)
+			}
+		case <-time.After(300 * time.Millisecond):
+			return strings.Join(words, " ")
 		}
 	}
-	return strings.Join(words, " ")
 }
 
 // TestWorkerPausedPastLease: SIGSTOP the worker running a job past its
