@@ -134,7 +134,7 @@ func FreePort(t testing.TB) int {
 
 // Cluster is a set of server processes.
 type Cluster struct {
-	T     testing.TB
+	T       testing.TB
 	Bin     string
 	Dir     string
 	Nodes   []*Node
