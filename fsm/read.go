@@ -118,13 +118,18 @@ func (f *FSM) PruneDue(now sfq.Time) bool {
 	return ok && at < now-sfq.Time(f.cfg.JobRetentionMs)
 }
 
-// EligibleCount returns how many (tenant, size) queues a worker of this
-// size could take a job from now: an upper bound on the dispatches that
-// can succeed before the state changes.
-func (f *FSM) EligibleCount(size sfq.Size) int {
+// DispatchBudget bounds the dispatches to workers of this size worth
+// proposing now: 0 when no queue a worker of this size may take from is
+// eligible (a dispatch would find nothing), else the number of queued
+// jobs. An eligible queue guarantees the next pick succeeds, so proposals
+// beyond the jobs really available waste at most one entry per change.
+func (f *FSM) DispatchBudget(size sfq.Size) int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.sched.EligibleCount(size)
+	if f.sched.EligibleCount(size) == 0 {
+		return 0
+	}
+	return int(f.sched.QueuedTotal())
 }
 
 // Job returns a copy of a job and its tenant's name.

@@ -369,7 +369,7 @@ func (h *hub) dispatcher() {
 
 // dispatchRound proposes one Dispatch per ready worker that can take a job
 // now, smallest workers first (so small jobs go to small containers when
-// both are free), no more than the eligible queues can serve. It reports
+// both are free), within the state machine's dispatch budget. It reports
 // whether any job was assigned.
 func (h *hub) dispatchRound() bool {
 	f := h.svc.node.FSM
@@ -394,7 +394,7 @@ func (h *hub) dispatchRound() bool {
 	var who []*session
 	used := 0
 	for _, s := range ready {
-		if len(cmds) == maxDispatchBatch || used >= f.EligibleCount(s.size) {
+		if len(cmds) == maxDispatchBatch || used >= f.DispatchBudget(s.size) {
 			continue
 		}
 		if w, ok := f.Worker(s.id); ok {

@@ -106,3 +106,116 @@ func TestFakeWorkersRunJobs(t *testing.T) {
 		t.Errorf("events of %d jobs", len(kinds))
 	}
 }
+
+// TestIdleWorkersAndDrain: idle workers add nothing to the log; a drained
+// worker gets no job while another does, and gets one once undrained.
+func TestIdleWorkersAndDrain(t *testing.T) {
+	c := cluster.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	ran := map[uint64]string{}
+	observe := func(who string) func(agent.Observation) {
+		return func(o agent.Observation) {
+			if o.Kind == "started" {
+				mu.Lock()
+				ran[o.Job] = who
+				mu.Unlock()
+			}
+		}
+	}
+	startFakeWorkers(t, c, 5, sfq.MD, agent.FakeRunner{}, nil)
+	time.Sleep(time.Second)
+	before, _ := c.WaitConverged(10 * time.Second)
+	time.Sleep(2 * time.Second)
+	after, _ := c.WaitConverged(10 * time.Second)
+	if after != before {
+		t.Fatalf("5 idle workers grew the log from %d to %d in 2 s", before, after)
+	}
+	// Two more workers: one drained before it connects.
+	worker := pb.NewWorkerClient(c.Nodes[1].Conn())
+	if _, err := worker.Drain(ctx, &pb.DrainRequest{WorkerId: "drained-0"}); err != nil {
+		t.Fatal(err)
+	}
+	var servers []string
+	for _, n := range c.Nodes {
+		servers = append(servers, n.GRPCAddr)
+	}
+	for _, id := range []string{"drained-0", "open-0"} {
+		a, err := agent.New(agent.Config{ID: id, Size: sfq.LG, Servers: servers, Observer: observe(id),
+			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: agent.FakeRunner{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		actx, acancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); a.Run(actx) }()
+		t.Cleanup(func() { acancel(); <-done })
+	}
+	client := pb.NewClientClient(c.Nodes[2].Conn())
+	var ids []uint64
+	for range 5 {
+		r, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_LG, EstCostMs: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.JobId)
+	}
+	waitAll := func() {
+		for _, id := range ids {
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				j, err := client.GetJob(ctx, &pb.GetJobRequest{JobId: id})
+				if err == nil && j.State == "completed" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("job %d: %v %v", id, j, err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	waitAll()
+	mu.Lock()
+	for id, who := range ran {
+		if who != "open-0" {
+			t.Errorf("job %d ran on %s", id, who)
+		}
+	}
+	mu.Unlock()
+	list, err := worker.ListWorkers(ctx, &pb.ListWorkersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, w := range list.Workers {
+		states[w.WorkerId] = w.State
+	}
+	if states["drained-0"] != "drained" || states["open-0"] != "idle" || len(list.Workers) != 7 {
+		t.Fatalf("workers: %v", states)
+	}
+	// Undrained, it works again: drain the other one and submit more.
+	if _, err := worker.Drain(ctx, &pb.DrainRequest{WorkerId: "drained-0", Undrain: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := worker.Drain(ctx, &pb.DrainRequest{WorkerId: "open-0"}); err != nil {
+		t.Fatal(err)
+	}
+	ids = ids[:0]
+	for range 3 {
+		r, _ := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_LG, EstCostMs: 10})
+		ids = append(ids, r.JobId)
+	}
+	waitAll()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if ran[id] != "drained-0" {
+			t.Errorf("after undrain, job %d ran on %q", id, ran[id])
+		}
+	}
+}

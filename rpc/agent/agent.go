@@ -68,12 +68,14 @@ type Config struct {
 
 // Observation is a moment in a job run's life on this worker.
 type Observation struct {
-	Kind    string // "started", "finished", "killed", "cancelled"
+	Kind    string // "assigned", "started", "finished", "killed", "cancelled"
 	Job     uint64
 	Attempt uint32
 	At      time.Time
 	CPU     time.Duration
 	Reason  string
+	// Wait is, for "assigned", the time from the Ready to its Assign.
+	Wait time.Duration
 }
 
 // Agent is a worker agent.
@@ -90,6 +92,7 @@ type Agent struct {
 	interval  time.Duration
 	selfKill  time.Duration
 	leader    string // address from the last Redirect
+	readyAt   time.Time
 	draining  bool
 	wakeReady chan struct{}
 }
@@ -401,6 +404,7 @@ func (a *Agent) offer(send func(*pb.WorkerMessage) error) error {
 	}
 	a.credit++
 	credit := a.credit
+	a.readyAt = time.Now()
 	a.mu.Unlock()
 	return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: credit}}})
 }
@@ -474,7 +478,11 @@ func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
 	}
 	j := &job{assign: as}
 	a.cur = j
+	wait := time.Since(a.readyAt)
 	a.mu.Unlock()
+	if a.cfg.Observer != nil {
+		a.cfg.Observer(Observation{Kind: "assigned", Job: as.Job, Attempt: as.Attempt, At: time.Now(), Wait: wait})
+	}
 	run, err := a.cfg.Runner.Start(as)
 	a.mu.Lock()
 	j.run = run

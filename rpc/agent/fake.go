@@ -30,7 +30,9 @@ func (r FakeRunner) Start(a *pb.Assign) (Run, error) {
 		spec = r.Plan(a)
 	}
 	f := &fakeRun{spec: spec, start: time.Now(), done: make(chan struct{})}
+	f.mu.Lock() // end waits for the timer to be stored, even at duration 0
 	f.timer = time.AfterFunc(spec.Duration, func() { f.end(spec.ExitCode, false) })
+	f.mu.Unlock()
 	return f, nil
 }
 
@@ -54,8 +56,8 @@ func (f *fakeRun) CPU() time.Duration {
 
 func (f *fakeRun) end(code int, signaled bool) {
 	f.once.Do(func() {
-		f.timer.Stop()
 		f.mu.Lock()
+		f.timer.Stop()
 		f.res = Result{ExitCode: code, Signaled: signaled, CPU: f.CPU()}
 		f.mu.Unlock()
 		close(f.done)
