@@ -262,6 +262,9 @@ func (n *Node) Start(args ...string) {
 	fmt.Fprintf(logf, "==== start %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(full, " "))
 	cmd := exec.Command(n.c.Bin, full...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// If the test process dies (a panic skips every cleanup), so do its
+	// children.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		n.c.T.Fatalf("starting %s: %v", n.ID, err)

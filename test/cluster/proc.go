@@ -59,6 +59,9 @@ func (w *Worker) Start(servers string) {
 	fmt.Fprintf(logf, "==== start %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
 	cmd := exec.Command(w.c.Bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// If the test process dies (a panic skips every cleanup), so do its
+	// children.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		w.c.T.Fatalf("starting worker %s: %v", w.ID, err)
