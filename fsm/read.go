@@ -153,3 +153,79 @@ func (f *FSM) Worker(id string) (Worker, bool) {
 	}
 	return *w, true
 }
+
+// TenantShare is one tenant's line of the live view of fair shares.
+type TenantShare struct {
+	Name    string
+	Tier    sfq.Tier
+	Weight  float64 // current weight (tier x multiplier x decay)
+	Queued  uint32
+	Running uint32
+	// Dispatches and DispatchedCostMs count the dispatches of the window.
+	Dispatches       uint64
+	DispatchedCostMs int64
+	// Share is the tenant's fraction of the window's dispatches; Entitled
+	// is its weight's fraction among the active tenants (queued, running
+	// or dispatched in the window).
+	Share, Entitled float64
+}
+
+// Shares computes the live view over the last window of cluster time,
+// from the assigned events. Presentation only: nothing here reaches Apply.
+func (f *FSM) Shares(window sfq.Time) ([]TenantShare, sfq.Time) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var rows []TenantShare
+	index := map[uint32]int{}
+	f.sched.Tenants(func(i uint32, t *sfq.Tenant) bool {
+		index[i] = len(rows)
+		rows = append(rows, TenantShare{Name: t.Name, Tier: t.Tier, Queued: t.QueuedTotal(), Running: t.Running,
+			Weight: float64(f.sched.Weight(t, f.clock)) / float64(sfq.WeightOne)})
+		return true
+	})
+	var total uint64
+	first := f.nextEvent - uint64(f.events.Len())
+	for seq := f.nextEvent - 1; seq >= first && seq > 0; seq-- {
+		ev := f.events.Get(seq)
+		if ev == nil || ev.At < f.clock-window {
+			break
+		}
+		if ev.Kind != EvAssigned {
+			continue
+		}
+		i, ok := index[ev.Tenant]
+		if !ok {
+			continue
+		}
+		rows[i].Dispatches++
+		if j, ok := f.sched.Job(ev.Job); ok {
+			rows[i].DispatchedCostMs += j.EstCostMs
+		}
+		total++
+	}
+	var active float64
+	for _, r := range rows {
+		if r.Queued > 0 || r.Running > 0 || r.Dispatches > 0 {
+			active += r.Weight
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		if total > 0 {
+			r.Share = float64(r.Dispatches) / float64(total)
+		}
+		if active > 0 && (r.Queued > 0 || r.Running > 0 || r.Dispatches > 0) {
+			r.Entitled = r.Weight / active
+		}
+	}
+	return rows, f.clock
+}
+
+// SetIndex sets the index the state is taken to be at (after a restore
+// from a snapshot whose Raft index differs from its own).
+func (f *FSM) SetIndex(index uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastIndex = index
+	f.hashValid = false
+}

@@ -477,6 +477,242 @@ func (x *SetConfigRequest) GetConfig() *SchedulerConfig {
 	return nil
 }
 
+type TopRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Read          *ReadOptions           `protobuf:"bytes,1,opt,name=read,proto3" json:"read,omitempty"`
+	WindowMs      int64                  `protobuf:"varint,2,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"` // default 60000
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopRequest) Reset() {
+	*x = TopRequest{}
+	mi := &file_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopRequest) ProtoMessage() {}
+
+func (x *TopRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopRequest.ProtoReflect.Descriptor instead.
+func (*TopRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TopRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+func (x *TopRequest) GetWindowMs() int64 {
+	if x != nil {
+		return x.WindowMs
+	}
+	return 0
+}
+
+type TenantShare struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Name             string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Tier             Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
+	Weight           float64                `protobuf:"fixed64,3,opt,name=weight,proto3" json:"weight,omitempty"`
+	Queued           uint32                 `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`
+	Running          uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`
+	Dispatches       uint64                 `protobuf:"varint,6,opt,name=dispatches,proto3" json:"dispatches,omitempty"`                                       // in the window
+	DispatchedCostMs int64                  `protobuf:"varint,7,opt,name=dispatched_cost_ms,json=dispatchedCostMs,proto3" json:"dispatched_cost_ms,omitempty"` // est_cost dispatched in the window
+	Share            float64                `protobuf:"fixed64,8,opt,name=share,proto3" json:"share,omitempty"`                                                // of the window's dispatches
+	EntitledShare    float64                `protobuf:"fixed64,9,opt,name=entitled_share,json=entitledShare,proto3" json:"entitled_share,omitempty"`           // weight among the active tenants
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *TenantShare) Reset() {
+	*x = TenantShare{}
+	mi := &file_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantShare) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantShare) ProtoMessage() {}
+
+func (x *TenantShare) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantShare.ProtoReflect.Descriptor instead.
+func (*TenantShare) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TenantShare) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TenantShare) GetTier() Tier {
+	if x != nil {
+		return x.Tier
+	}
+	return Tier_TIER_UNSPECIFIED
+}
+
+func (x *TenantShare) GetWeight() float64 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *TenantShare) GetQueued() uint32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *TenantShare) GetRunning() uint32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *TenantShare) GetDispatches() uint64 {
+	if x != nil {
+		return x.Dispatches
+	}
+	return 0
+}
+
+func (x *TenantShare) GetDispatchedCostMs() int64 {
+	if x != nil {
+		return x.DispatchedCostMs
+	}
+	return 0
+}
+
+func (x *TenantShare) GetShare() float64 {
+	if x != nil {
+		return x.Share
+	}
+	return 0
+}
+
+func (x *TenantShare) GetEntitledShare() float64 {
+	if x != nil {
+		return x.EntitledShare
+	}
+	return 0
+}
+
+type TopResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	AppliedIndex  uint64                 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	ClusterTimeMs int64                  `protobuf:"varint,3,opt,name=cluster_time_ms,json=clusterTimeMs,proto3" json:"cluster_time_ms,omitempty"`
+	WindowMs      int64                  `protobuf:"varint,4,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"`
+	Tenants       []*TenantShare         `protobuf:"bytes,5,rep,name=tenants,proto3" json:"tenants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopResponse) Reset() {
+	*x = TopResponse{}
+	mi := &file_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopResponse) ProtoMessage() {}
+
+func (x *TopResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopResponse.ProtoReflect.Descriptor instead.
+func (*TopResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TopResponse) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *TopResponse) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *TopResponse) GetClusterTimeMs() int64 {
+	if x != nil {
+		return x.ClusterTimeMs
+	}
+	return 0
+}
+
+func (x *TopResponse) GetWindowMs() int64 {
+	if x != nil {
+		return x.WindowMs
+	}
+	return 0
+}
+
+func (x *TopResponse) GetTenants() []*TenantShare {
+	if x != nil {
+		return x.Tenants
+	}
+	return nil
+}
+
 var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
@@ -511,14 +747,37 @@ const file_admin_proto_rawDesc = "" +
 	"\x10GetConfigRequest\x12+\n" +
 	"\x04read\x18\x01 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"G\n" +
 	"\x10SetConfigRequest\x123\n" +
-	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config2\xbe\x03\n" +
+	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"V\n" +
+	"\n" +
+	"TopRequest\x12+\n" +
+	"\x04read\x18\x01 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1b\n" +
+	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\x9c\x02\n" +
+	"\vTenantShare\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
+	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x16\n" +
+	"\x06weight\x18\x03 \x01(\x01R\x06weight\x12\x16\n" +
+	"\x06queued\x18\x04 \x01(\rR\x06queued\x12\x18\n" +
+	"\arunning\x18\x05 \x01(\rR\arunning\x12\x1e\n" +
+	"\n" +
+	"dispatches\x18\x06 \x01(\x04R\n" +
+	"dispatches\x12,\n" +
+	"\x12dispatched_cost_ms\x18\a \x01(\x03R\x10dispatchedCostMs\x12\x14\n" +
+	"\x05share\x18\b \x01(\x01R\x05share\x12%\n" +
+	"\x0eentitled_share\x18\t \x01(\x01R\rentitledShare\"\xc7\x01\n" +
+	"\vTopResponse\x12\x1b\n" +
+	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12#\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12&\n" +
+	"\x0fcluster_time_ms\x18\x03 \x01(\x03R\rclusterTimeMs\x12\x1b\n" +
+	"\twindow_ms\x18\x04 \x01(\x03R\bwindowMs\x121\n" +
+	"\atenants\x18\x05 \x03(\v2\x17.barista.v1.TenantShareR\atenants2\xf6\x03\n" +
 	"\x05Admin\x12C\n" +
 	"\fUpsertTenant\x12\x1f.barista.v1.UpsertTenantRequest\x1a\x12.barista.v1.Tenant\x12Q\n" +
 	"\fDeleteTenant\x12\x1f.barista.v1.DeleteTenantRequest\x1a .barista.v1.DeleteTenantResponse\x12=\n" +
 	"\tGetTenant\x12\x1c.barista.v1.GetTenantRequest\x1a\x12.barista.v1.Tenant\x12N\n" +
 	"\vListTenants\x12\x1e.barista.v1.ListTenantsRequest\x1a\x1f.barista.v1.ListTenantsResponse\x12F\n" +
 	"\tGetConfig\x12\x1c.barista.v1.GetConfigRequest\x1a\x1b.barista.v1.SchedulerConfig\x12F\n" +
-	"\tSetConfig\x12\x1c.barista.v1.SetConfigRequest\x1a\x1b.barista.v1.SchedulerConfigB\x12Z\x10barista/proto;pbb\x06proto3"
+	"\tSetConfig\x12\x1c.barista.v1.SetConfigRequest\x1a\x1b.barista.v1.SchedulerConfig\x126\n" +
+	"\x03Top\x12\x16.barista.v1.TopRequest\x1a\x17.barista.v1.TopResponseB\x12Z\x10barista/proto;pbb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -532,7 +791,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_admin_proto_goTypes = []any{
 	(*Tenant)(nil),               // 0: barista.v1.Tenant
 	(*UpsertTenantRequest)(nil),  // 1: barista.v1.UpsertTenantRequest
@@ -543,38 +802,46 @@ var file_admin_proto_goTypes = []any{
 	(*ListTenantsResponse)(nil),  // 6: barista.v1.ListTenantsResponse
 	(*GetConfigRequest)(nil),     // 7: barista.v1.GetConfigRequest
 	(*SetConfigRequest)(nil),     // 8: barista.v1.SetConfigRequest
-	(Tier)(0),                    // 9: barista.v1.Tier
-	(*Caps)(nil),                 // 10: barista.v1.Caps
-	(*ReadOptions)(nil),          // 11: barista.v1.ReadOptions
-	(*SchedulerConfig)(nil),      // 12: barista.v1.SchedulerConfig
+	(*TopRequest)(nil),           // 9: barista.v1.TopRequest
+	(*TenantShare)(nil),          // 10: barista.v1.TenantShare
+	(*TopResponse)(nil),          // 11: barista.v1.TopResponse
+	(Tier)(0),                    // 12: barista.v1.Tier
+	(*Caps)(nil),                 // 13: barista.v1.Caps
+	(*ReadOptions)(nil),          // 14: barista.v1.ReadOptions
+	(*SchedulerConfig)(nil),      // 15: barista.v1.SchedulerConfig
 }
 var file_admin_proto_depIdxs = []int32{
-	9,  // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
-	10, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	9,  // 2: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	10, // 3: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	11, // 4: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	11, // 5: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	12, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
+	13, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
+	12, // 2: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	13, // 3: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
+	14, // 4: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	14, // 5: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
 	0,  // 6: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	11, // 7: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	12, // 8: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	1,  // 9: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	2,  // 10: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	4,  // 11: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	5,  // 12: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	7,  // 13: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	8,  // 14: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	0,  // 15: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	3,  // 16: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	0,  // 17: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	6,  // 18: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	12, // 19: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	12, // 20: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	14, // 7: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	15, // 8: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	14, // 9: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	12, // 10: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	10, // 11: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	1,  // 12: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	2,  // 13: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	4,  // 14: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	5,  // 15: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	7,  // 16: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	8,  // 17: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	9,  // 18: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	0,  // 19: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	3,  // 20: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	0,  // 21: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	6,  // 22: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	15, // 23: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	15, // 24: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	11, // 25: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	19, // [19:26] is the sub-list for method output_type
+	12, // [12:19] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -590,7 +857,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,6 +29,7 @@ const (
 	Admin_ListTenants_FullMethodName  = "/barista.v1.Admin/ListTenants"
 	Admin_GetConfig_FullMethodName    = "/barista.v1.Admin/GetConfig"
 	Admin_SetConfig_FullMethodName    = "/barista.v1.Admin/SetConfig"
+	Admin_Top_FullMethodName          = "/barista.v1.Admin/Top"
 )
 
 // AdminClient is the client API for Admin service.
@@ -41,6 +42,8 @@ type AdminClient interface {
 	ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error)
 	GetConfig(ctx context.Context, in *GetConfigRequest, opts ...grpc.CallOption) (*SchedulerConfig, error)
 	SetConfig(ctx context.Context, in *SetConfigRequest, opts ...grpc.CallOption) (*SchedulerConfig, error)
+	// Top is the live view of fair shares over the last minute.
+	Top(ctx context.Context, in *TopRequest, opts ...grpc.CallOption) (*TopResponse, error)
 }
 
 type adminClient struct {
@@ -111,6 +114,16 @@ func (c *adminClient) SetConfig(ctx context.Context, in *SetConfigRequest, opts 
 	return out, nil
 }
 
+func (c *adminClient) Top(ctx context.Context, in *TopRequest, opts ...grpc.CallOption) (*TopResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopResponse)
+	err := c.cc.Invoke(ctx, Admin_Top_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -121,6 +134,8 @@ type AdminServer interface {
 	ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error)
 	GetConfig(context.Context, *GetConfigRequest) (*SchedulerConfig, error)
 	SetConfig(context.Context, *SetConfigRequest) (*SchedulerConfig, error)
+	// Top is the live view of fair shares over the last minute.
+	Top(context.Context, *TopRequest) (*TopResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -148,6 +163,9 @@ func (UnimplementedAdminServer) GetConfig(context.Context, *GetConfigRequest) (*
 }
 func (UnimplementedAdminServer) SetConfig(context.Context, *SetConfigRequest) (*SchedulerConfig, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetConfig not implemented")
+}
+func (UnimplementedAdminServer) Top(context.Context, *TopRequest) (*TopResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Top not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -278,6 +296,24 @@ func _Admin_SetConfig_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Top_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Top(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Top_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Top(ctx, req.(*TopRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -308,6 +344,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetConfig",
 			Handler:    _Admin_SetConfig_Handler,
+		},
+		{
+			MethodName: "Top",
+			Handler:    _Admin_Top_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

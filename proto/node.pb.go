@@ -800,6 +800,138 @@ func (x *TransferLeadershipResponse) GetLeaderId() string {
 	return ""
 }
 
+type SnapshotSaveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotSaveRequest) Reset() {
+	*x = SnapshotSaveRequest{}
+	mi := &file_node_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotSaveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotSaveRequest) ProtoMessage() {}
+
+func (x *SnapshotSaveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_node_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotSaveRequest.ProtoReflect.Descriptor instead.
+func (*SnapshotSaveRequest) Descriptor() ([]byte, []int) {
+	return file_node_proto_rawDescGZIP(), []int{13}
+}
+
+type SnapshotChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotChunk) Reset() {
+	*x = SnapshotChunk{}
+	mi := &file_node_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotChunk) ProtoMessage() {}
+
+func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_node_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SnapshotChunk) Descriptor() ([]byte, []int) {
+	return file_node_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SnapshotChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type SnapshotRestoreResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	StateHash     string                 `protobuf:"bytes,2,opt,name=state_hash,json=stateHash,proto3" json:"state_hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotRestoreResponse) Reset() {
+	*x = SnapshotRestoreResponse{}
+	mi := &file_node_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotRestoreResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotRestoreResponse) ProtoMessage() {}
+
+func (x *SnapshotRestoreResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_node_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotRestoreResponse.ProtoReflect.Descriptor instead.
+func (*SnapshotRestoreResponse) Descriptor() ([]byte, []int) {
+	return file_node_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SnapshotRestoreResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *SnapshotRestoreResponse) GetStateHash() string {
+	if x != nil {
+		return x.StateHash
+	}
+	return ""
+}
+
 var File_node_proto protoreflect.FileDescriptor
 
 const file_node_proto_rawDesc = "" +
@@ -860,7 +992,14 @@ const file_node_proto_rawDesc = "" +
 	"\x19TransferLeadershipRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"9\n" +
 	"\x1aTransferLeadershipResponse\x12\x1b\n" +
-	"\tleader_id\x18\x01 \x01(\tR\bleaderId2\xbc\x03\n" +
+	"\tleader_id\x18\x01 \x01(\tR\bleaderId\"\x15\n" +
+	"\x13SnapshotSaveRequest\"#\n" +
+	"\rSnapshotChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"N\n" +
+	"\x17SnapshotRestoreResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1d\n" +
+	"\n" +
+	"state_hash\x18\x02 \x01(\tR\tstateHash2\xdf\x04\n" +
 	"\x04Node\x12?\n" +
 	"\x06Status\x12\x19.barista.v1.StatusRequest\x1a\x1a.barista.v1.StatusResponse\x12<\n" +
 	"\x05Apply\x12\x18.barista.v1.ApplyRequest\x1a\x19.barista.v1.ApplyResponse\x129\n" +
@@ -868,7 +1007,9 @@ const file_node_proto_rawDesc = "" +
 	"\n" +
 	"RemovePeer\x12\x1d.barista.v1.RemovePeerRequest\x1a\x1e.barista.v1.RemovePeerResponse\x12H\n" +
 	"\tListPeers\x12\x1c.barista.v1.ListPeersRequest\x1a\x1d.barista.v1.ListPeersResponse\x12c\n" +
-	"\x12TransferLeadership\x12%.barista.v1.TransferLeadershipRequest\x1a&.barista.v1.TransferLeadershipResponseB\x12Z\x10barista/proto;pbb\x06proto3"
+	"\x12TransferLeadership\x12%.barista.v1.TransferLeadershipRequest\x1a&.barista.v1.TransferLeadershipResponse\x12L\n" +
+	"\fSnapshotSave\x12\x1f.barista.v1.SnapshotSaveRequest\x1a\x19.barista.v1.SnapshotChunk0\x01\x12S\n" +
+	"\x0fSnapshotRestore\x12\x19.barista.v1.SnapshotChunk\x1a#.barista.v1.SnapshotRestoreResponse(\x01B\x12Z\x10barista/proto;pbb\x06proto3"
 
 var (
 	file_node_proto_rawDescOnce sync.Once
@@ -882,7 +1023,7 @@ func file_node_proto_rawDescGZIP() []byte {
 	return file_node_proto_rawDescData
 }
 
-var file_node_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_node_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_node_proto_goTypes = []any{
 	(*StatusRequest)(nil),              // 0: barista.v1.StatusRequest
 	(*StatusResponse)(nil),             // 1: barista.v1.StatusResponse
@@ -897,12 +1038,15 @@ var file_node_proto_goTypes = []any{
 	(*ListPeersResponse)(nil),          // 10: barista.v1.ListPeersResponse
 	(*TransferLeadershipRequest)(nil),  // 11: barista.v1.TransferLeadershipRequest
 	(*TransferLeadershipResponse)(nil), // 12: barista.v1.TransferLeadershipResponse
-	(*Command)(nil),                    // 13: barista.v1.Command
-	(*CommandResult)(nil),              // 14: barista.v1.CommandResult
+	(*SnapshotSaveRequest)(nil),        // 13: barista.v1.SnapshotSaveRequest
+	(*SnapshotChunk)(nil),              // 14: barista.v1.SnapshotChunk
+	(*SnapshotRestoreResponse)(nil),    // 15: barista.v1.SnapshotRestoreResponse
+	(*Command)(nil),                    // 16: barista.v1.Command
+	(*CommandResult)(nil),              // 17: barista.v1.CommandResult
 }
 var file_node_proto_depIdxs = []int32{
-	13, // 0: barista.v1.ApplyRequest.commands:type_name -> barista.v1.Command
-	14, // 1: barista.v1.ApplyResponse.results:type_name -> barista.v1.CommandResult
+	16, // 0: barista.v1.ApplyRequest.commands:type_name -> barista.v1.Command
+	17, // 1: barista.v1.ApplyResponse.results:type_name -> barista.v1.CommandResult
 	9,  // 2: barista.v1.ListPeersResponse.peers:type_name -> barista.v1.Peer
 	0,  // 3: barista.v1.Node.Status:input_type -> barista.v1.StatusRequest
 	2,  // 4: barista.v1.Node.Apply:input_type -> barista.v1.ApplyRequest
@@ -910,14 +1054,18 @@ var file_node_proto_depIdxs = []int32{
 	6,  // 6: barista.v1.Node.RemovePeer:input_type -> barista.v1.RemovePeerRequest
 	8,  // 7: barista.v1.Node.ListPeers:input_type -> barista.v1.ListPeersRequest
 	11, // 8: barista.v1.Node.TransferLeadership:input_type -> barista.v1.TransferLeadershipRequest
-	1,  // 9: barista.v1.Node.Status:output_type -> barista.v1.StatusResponse
-	3,  // 10: barista.v1.Node.Apply:output_type -> barista.v1.ApplyResponse
-	5,  // 11: barista.v1.Node.Join:output_type -> barista.v1.JoinResponse
-	7,  // 12: barista.v1.Node.RemovePeer:output_type -> barista.v1.RemovePeerResponse
-	10, // 13: barista.v1.Node.ListPeers:output_type -> barista.v1.ListPeersResponse
-	12, // 14: barista.v1.Node.TransferLeadership:output_type -> barista.v1.TransferLeadershipResponse
-	9,  // [9:15] is the sub-list for method output_type
-	3,  // [3:9] is the sub-list for method input_type
+	13, // 9: barista.v1.Node.SnapshotSave:input_type -> barista.v1.SnapshotSaveRequest
+	14, // 10: barista.v1.Node.SnapshotRestore:input_type -> barista.v1.SnapshotChunk
+	1,  // 11: barista.v1.Node.Status:output_type -> barista.v1.StatusResponse
+	3,  // 12: barista.v1.Node.Apply:output_type -> barista.v1.ApplyResponse
+	5,  // 13: barista.v1.Node.Join:output_type -> barista.v1.JoinResponse
+	7,  // 14: barista.v1.Node.RemovePeer:output_type -> barista.v1.RemovePeerResponse
+	10, // 15: barista.v1.Node.ListPeers:output_type -> barista.v1.ListPeersResponse
+	12, // 16: barista.v1.Node.TransferLeadership:output_type -> barista.v1.TransferLeadershipResponse
+	14, // 17: barista.v1.Node.SnapshotSave:output_type -> barista.v1.SnapshotChunk
+	15, // 18: barista.v1.Node.SnapshotRestore:output_type -> barista.v1.SnapshotRestoreResponse
+	11, // [11:19] is the sub-list for method output_type
+	3,  // [3:11] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -935,7 +1083,7 @@ func file_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_node_proto_rawDesc), len(file_node_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,6 +28,8 @@ const (
 	Node_RemovePeer_FullMethodName         = "/barista.v1.Node/RemovePeer"
 	Node_ListPeers_FullMethodName          = "/barista.v1.Node/ListPeers"
 	Node_TransferLeadership_FullMethodName = "/barista.v1.Node/TransferLeadership"
+	Node_SnapshotSave_FullMethodName       = "/barista.v1.Node/SnapshotSave"
+	Node_SnapshotRestore_FullMethodName    = "/barista.v1.Node/SnapshotRestore"
 )
 
 // NodeClient is the client API for Node service.
@@ -47,6 +49,11 @@ type NodeClient interface {
 	ListPeers(ctx context.Context, in *ListPeersRequest, opts ...grpc.CallOption) (*ListPeersResponse, error)
 	// TransferLeadership asks the leader to hand leadership to another voter.
 	TransferLeadership(ctx context.Context, in *TransferLeadershipRequest, opts ...grpc.CallOption) (*TransferLeadershipResponse, error)
+	// SnapshotSave streams a snapshot of this node's state (a backup).
+	SnapshotSave(ctx context.Context, in *SnapshotSaveRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
+	// SnapshotRestore replaces the cluster's state with an uploaded snapshot
+	// (leader only; followers get it by InstallSnapshot).
+	SnapshotRestore(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SnapshotChunk, SnapshotRestoreResponse], error)
 }
 
 type nodeClient struct {
@@ -117,6 +124,38 @@ func (c *nodeClient) TransferLeadership(ctx context.Context, in *TransferLeaders
 	return out, nil
 }
 
+func (c *nodeClient) SnapshotSave(ctx context.Context, in *SnapshotSaveRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Node_ServiceDesc.Streams[0], Node_SnapshotSave_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SnapshotSaveRequest, SnapshotChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Node_SnapshotSaveClient = grpc.ServerStreamingClient[SnapshotChunk]
+
+func (c *nodeClient) SnapshotRestore(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SnapshotChunk, SnapshotRestoreResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Node_ServiceDesc.Streams[1], Node_SnapshotRestore_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SnapshotChunk, SnapshotRestoreResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Node_SnapshotRestoreClient = grpc.ClientStreamingClient[SnapshotChunk, SnapshotRestoreResponse]
+
 // NodeServer is the server API for Node service.
 // All implementations must embed UnimplementedNodeServer
 // for forward compatibility.
@@ -134,6 +173,11 @@ type NodeServer interface {
 	ListPeers(context.Context, *ListPeersRequest) (*ListPeersResponse, error)
 	// TransferLeadership asks the leader to hand leadership to another voter.
 	TransferLeadership(context.Context, *TransferLeadershipRequest) (*TransferLeadershipResponse, error)
+	// SnapshotSave streams a snapshot of this node's state (a backup).
+	SnapshotSave(*SnapshotSaveRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
+	// SnapshotRestore replaces the cluster's state with an uploaded snapshot
+	// (leader only; followers get it by InstallSnapshot).
+	SnapshotRestore(grpc.ClientStreamingServer[SnapshotChunk, SnapshotRestoreResponse]) error
 	mustEmbedUnimplementedNodeServer()
 }
 
@@ -161,6 +205,12 @@ func (UnimplementedNodeServer) ListPeers(context.Context, *ListPeersRequest) (*L
 }
 func (UnimplementedNodeServer) TransferLeadership(context.Context, *TransferLeadershipRequest) (*TransferLeadershipResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TransferLeadership not implemented")
+}
+func (UnimplementedNodeServer) SnapshotSave(*SnapshotSaveRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
+	return status.Error(codes.Unimplemented, "method SnapshotSave not implemented")
+}
+func (UnimplementedNodeServer) SnapshotRestore(grpc.ClientStreamingServer[SnapshotChunk, SnapshotRestoreResponse]) error {
+	return status.Error(codes.Unimplemented, "method SnapshotRestore not implemented")
 }
 func (UnimplementedNodeServer) mustEmbedUnimplementedNodeServer() {}
 func (UnimplementedNodeServer) testEmbeddedByValue()              {}
@@ -291,6 +341,24 @@ func _Node_TransferLeadership_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Node_SnapshotSave_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SnapshotSaveRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(NodeServer).SnapshotSave(m, &grpc.GenericServerStream[SnapshotSaveRequest, SnapshotChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Node_SnapshotSaveServer = grpc.ServerStreamingServer[SnapshotChunk]
+
+func _Node_SnapshotRestore_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(NodeServer).SnapshotRestore(&grpc.GenericServerStream[SnapshotChunk, SnapshotRestoreResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Node_SnapshotRestoreServer = grpc.ClientStreamingServer[SnapshotChunk, SnapshotRestoreResponse]
+
 // Node_ServiceDesc is the grpc.ServiceDesc for Node service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -323,6 +391,17 @@ var Node_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Node_TransferLeadership_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "SnapshotSave",
+			Handler:       _Node_SnapshotSave_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "SnapshotRestore",
+			Handler:       _Node_SnapshotRestore_Handler,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "node.proto",
 }

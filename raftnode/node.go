@@ -94,9 +94,10 @@ type LeaderLoop func(ctx context.Context)
 
 // Node is one barista server's Raft member.
 type Node struct {
-	cfg   Config
-	log   hclog.Logger
-	FSM   *fsm.FSM
+	cfg     Config
+	log     hclog.Logger
+	FSM     *fsm.FSM
+	Metrics *Metrics
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
 	store *raftboltdb.BoltStore
@@ -134,7 +135,7 @@ func New(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, notify: make(chan bool, 1), done: make(chan struct{}), loops: map[string]LeaderLoop{}}
+	n := &Node{cfg: cfg, log: cfg.Logger, notify: make(chan bool, 1), done: make(chan struct{}), loops: map[string]LeaderLoop{}, Metrics: newMetrics()}
 	var err error
 	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshot")); err != nil {
 		return nil, err
@@ -194,8 +195,9 @@ func New(cfg Config) (*Node, error) {
 		}
 		n.log.Info("bootstrapped a new cluster", "id", cfg.ID, "raft_addr", n.trans.LocalAddr())
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.watchLeadership()
+	go func() { defer n.wg.Done(); n.observeLeaders(n.done) }()
 	return n, nil
 }
 
@@ -435,7 +437,9 @@ func (n *Node) ProposeVersion(ctx context.Context, version uint32, cmds []*pb.Co
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(dl), time.Millisecond)
 	}
+	start := time.Now()
 	f := n.raft.Apply(data, timeout)
+	defer func() { n.Metrics.Propose.Observe(time.Since(start).Seconds()) }()
 	if err := f.Error(); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrRaftShutdown):
@@ -564,6 +568,14 @@ type machine struct {
 	node *Node
 }
 
+// ApplyBatch applies a batch, timing it.
+func (m *machine) ApplyBatch(logs []*raft.Log) []any {
+	start := time.Now()
+	out := m.FSM.ApplyBatch(logs)
+	m.node.Metrics.ApplyBatch.Observe(time.Since(start).Seconds())
+	return out
+}
+
 // Snapshot freezes the state (O(table chunks)); Persist writes it while
 // Apply goes on.
 func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
@@ -572,6 +584,7 @@ func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.node.Metrics.SnapshotFreeze.Observe(time.Since(start).Seconds())
 	m.node.log.Debug("snapshot frozen", "index", v.Index, "pause", time.Since(start))
 	return &persister{view: v, node: m.node}, nil
 }
@@ -603,8 +616,17 @@ func (p *persister) Persist(sink raft.SnapshotSink) error {
 	if err := sink.Close(); err != nil {
 		return err
 	}
+	p.node.Metrics.SnapshotPersist.Observe(time.Since(start).Seconds())
 	p.node.log.Info("snapshot written", "id", sink.ID(), "index", p.view.Index, "took", time.Since(start).Round(time.Millisecond))
-	if err := snapshot.WriteApplied(p.node.cfg.DataDir, p.view.Index, hash, "snapshot"); err != nil {
+	// After a restored backup, raft's index for the snapshot is ahead of the
+	// state's own (the log has a hole); record the larger.
+	index := p.view.Index
+	var term, sinkIndex uint64
+	var ms int64
+	if _, err := fmt.Sscanf(sink.ID(), "%d-%d-%d", &term, &sinkIndex, &ms); err == nil && sinkIndex > index {
+		index = sinkIndex
+	}
+	if err := snapshot.WriteApplied(p.node.cfg.DataDir, index, hash, "snapshot"); err != nil {
 		p.node.log.Error("recording the applied index failed", "error", err)
 	}
 	return nil
@@ -632,4 +654,14 @@ func (n *Node) ConsistentRead(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// RestoreBackup replaces the cluster's state with a snapshot file (leader
+// only): Raft installs it with an index past its log, so followers and new
+// members get it by InstallSnapshot.
+func (n *Node) RestoreBackup(r io.Reader, size int64) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	return n.raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size}, r, 5*time.Minute)
 }

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -150,4 +151,34 @@ func (s *AdminService) SetConfig(ctx context.Context, req *pb.SetConfigRequest) 
 		return nil, err
 	}
 	return fsm.ConfigToPB(s.node.FSM.Config()), nil
+}
+
+// DefaultTopWindow is the window of the live view.
+const DefaultTopWindow = 60 * time.Second
+
+// Top returns the live view of fair shares.
+func (s *AdminService) Top(ctx context.Context, req *pb.TopRequest) (*pb.TopResponse, error) {
+	window := time.Duration(req.WindowMs) * time.Millisecond
+	if window == 0 {
+		window = DefaultTopWindow
+	}
+	if window < 0 || window > 24*time.Hour {
+		return nil, status.Errorf(codes.InvalidArgument, "window_ms: %d, want 1 ms .. 24 h", req.WindowMs)
+	}
+	fwd := &pb.TopRequest{WindowMs: req.WindowMs}
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.TopResponse, error) {
+		return pb.NewAdminClient(cc).Top(ctx, fwd)
+	}, func() (*pb.TopResponse, error) { return topView(&s.base, window), nil })
+}
+
+// topView computes the live view from this node's state.
+func topView(b *base, window time.Duration) *pb.TopResponse {
+	rows, clock := b.node.FSM.Shares(sfq.Time(window.Milliseconds()))
+	leader, _ := b.node.Leader()
+	out := &pb.TopResponse{LeaderId: leader, AppliedIndex: b.node.Raft().AppliedIndex(), ClusterTimeMs: int64(clock), WindowMs: window.Milliseconds()}
+	for _, r := range rows {
+		out.Tenants = append(out.Tenants, &pb.TenantShare{Name: r.Name, Tier: fsm.TierToPB(r.Tier), Weight: r.Weight, Queued: r.Queued,
+			Running: r.Running, Dispatches: r.Dispatches, DispatchedCostMs: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.Entitled})
+	}
+	return out
 }

@@ -21,9 +21,10 @@ const forwardedKey = "x-barista-forwarded"
 // base is what every service shares: the node, connections to the leader,
 // and a logger.
 type base struct {
-	node   *raftnode.Node
-	leader *leaderConns
-	log    hclog.Logger
+	node    *raftnode.Node
+	leader  *leaderConns
+	log     hclog.Logger
+	metrics *metrics
 }
 
 // forward sends a call to the leader, carrying the caller's bearer token.

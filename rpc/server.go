@@ -35,6 +35,7 @@ type Server struct {
 	GRPC   *grpc.Server
 	Health *health.Server
 	leader *leaderConns
+	base   base
 }
 
 // NewServer builds the gRPC server of a node.
@@ -46,7 +47,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.PeerTLS != nil {
 		peerCreds = credentials.NewTLS(opt.PeerTLS)
 	}
-	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger}
+	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node)}
 	sopts := []grpc.ServerOption{
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -56,7 +57,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
 	}
-	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader}
+	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b}
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug})
 	pb.RegisterClientServer(s.GRPC, &ClientService{base: b})
 	pb.RegisterAdminServer(s.GRPC, &AdminService{base: b})

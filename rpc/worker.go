@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,6 +91,7 @@ type session struct {
 	// Guarded by hub.mu.
 	credit  uint64
 	ready   bool
+	readyAt time.Time
 	job     sfq.JobID
 	attempt uint32
 	lastHB  time.Time
@@ -286,7 +288,7 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 	switch m := msg.Msg.(type) {
 	case *pb.WorkerMessage_Ready:
 		h.mu.Lock()
-		s.credit, s.ready = m.Ready.Credit, true
+		s.credit, s.ready, s.readyAt = m.Ready.Credit, true, time.Now()
 		h.mu.Unlock()
 		h.poke()
 		return nil
@@ -315,6 +317,7 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		case sfq.Changed, sfq.Duplicate:
 			h.setJob(s, sfq.JobID(st.Job), st.Attempt)
 		default:
+			h.svc.metrics.fenced.WithLabelValues("started").Inc()
 			s.send(reject(st.Job, st.Attempt, res[0].Msg))
 		}
 		return nil
@@ -333,9 +336,11 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		case sfq.Changed, sfq.Duplicate:
 			s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
 		case sfq.Zombie:
+			h.svc.metrics.fenced.WithLabelValues("finished").Inc()
 			h.svc.log.Warn("late report of a stale attempt: CPU billed, result dropped", "worker", s.id, "job", fin.Job, "attempt", fin.Attempt, "cpu_ms", fin.CpuMs)
 			s.send(reject(fin.Job, fin.Attempt, "stale attempt: its CPU was billed, its result dropped"))
 		default:
+			h.svc.metrics.fenced.WithLabelValues("finished").Inc()
 			s.send(reject(fin.Job, fin.Attempt, r.Msg))
 		}
 		return nil
@@ -436,7 +441,9 @@ func (h *hub) dispatchRound() bool {
 		}
 		h.mu.Lock()
 		s.ready, s.job, s.attempt = false, r.Job, r.Attempt
+		waited := time.Since(s.readyAt)
 		h.mu.Unlock()
+		h.svc.metrics.dispatchLatency.Observe(waited.Seconds())
 		s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{
 			Job: uint64(j.ID), Attempt: r.Attempt, TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload), Tenant: tenant,
 			Size: fsm.SizeToPB(j.Size), Credit: cmds[i].GetDispatch().Credit, EstCostMs: j.EstCostMs}}})
@@ -496,6 +503,7 @@ func (h *hub) heartbeats() {
 				}
 				h.mu.Unlock()
 				if current {
+					h.svc.metrics.fenced.WithLabelValues("heartbeat").Inc()
 					p.sess.send(reject(p.hb.Job, attempt, "lease no longer held: "+out.String()))
 				}
 			}
@@ -575,7 +583,9 @@ func (h *hub) reaper() {
 		for i, r := range res {
 			if r.Outcome == sfq.Changed {
 				e := cmds[i].GetExpire()
-				h.svc.log.Info("deadline expired", "job", e.Job, "attempt", e.Attempt, "kind", e.Kind.String())
+				kind := strings.ToLower(e.Kind.String())
+				h.svc.metrics.expiries.WithLabelValues(kind).Inc()
+				h.svc.log.Info("deadline expired", "job", e.Job, "attempt", e.Attempt, "kind", kind)
 			}
 		}
 		h.poke()

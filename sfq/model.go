@@ -76,6 +76,9 @@ type Billing struct {
 	ZombieCPUMs int64  // the part of CPUMs from stale attempts
 	Submitted   uint64 // jobs submitted
 	Dispatches  uint64 // dispatches (attempts)
+	// DispatchedCostMs is the est_cost of every dispatch: the service the
+	// scheduler handed out, which its fair shares are about.
+	DispatchedCostMs int64
 	Completed   uint64
 	Failed      uint64 // jobs that ended failed
 	Cancelled   uint64

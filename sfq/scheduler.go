@@ -461,6 +461,7 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	tm.RunningBySize[c.size]++
 	tm.InflightCPUMs += jm.EstCostMs
 	tm.Billing.Dispatches++
+	tm.Billing.DispatchedCostMs += jm.EstCostMs
 	s.queued--
 	if c.tag > s.vnow {
 		s.vnow = c.tag

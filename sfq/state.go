@@ -149,6 +149,7 @@ func encodeTenant(e *Encoder, t *Tenant) {
 	b := &t.Billing
 	e.Varint(b.CPUMs)
 	e.Varint(b.ZombieCPUMs)
+	e.Varint(b.DispatchedCostMs)
 	for _, x := range [...]uint64{b.Submitted, b.Dispatches, b.Completed, b.Failed, b.Cancelled, b.TimedOut, b.Failures, b.Requeues} {
 		e.Uvarint(x)
 	}
@@ -180,6 +181,7 @@ func decodeTenant(d *Decoder) Tenant {
 	b := &t.Billing
 	b.CPUMs = d.Varint()
 	b.ZombieCPUMs = d.Varint()
+	b.DispatchedCostMs = d.Varint()
 	for _, p := range [...]*uint64{&b.Submitted, &b.Dispatches, &b.Completed, &b.Failed, &b.Cancelled, &b.TimedOut, &b.Failures, &b.Requeues} {
 		*p = d.Uvarint()
 	}

@@ -87,9 +87,12 @@ func LoadNewest(store *raft.FileSnapshotStore, base string) (*raft.SnapshotMeta,
 	if err != nil {
 		return nil, nil, &UnusableError{Path: path, Err: err}
 	}
-	if index != meta.Index {
-		return nil, nil, &UnusableError{Path: path, Err: fmt.Errorf("state is at index %d, metadata says %d", index, meta.Index)}
+	if index > meta.Index {
+		return nil, nil, &UnusableError{Path: path, Err: fmt.Errorf("state is at index %d, past the metadata's %d", index, meta.Index)}
 	}
+	// A restored backup carries its own, older index: Raft's is the one the
+	// log continues from.
+	f.SetIndex(meta.Index)
 	return meta, f, nil
 }
 

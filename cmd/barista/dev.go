@@ -1,15 +1,342 @@
 package main
 
-import "fmt"
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "barista/proto"
+	"barista/rpc/agent/runner"
+)
+
+type devOpts struct {
+	dataDir  string
+	basePort int
+	nodes    int
+	workers  string
+	backlog  int
+	noLoad   bool
+	quiet    bool
+	duration time.Duration
+}
+
+// demoTenants are the demo load's tenants, one per tier.
+var demoTenants = []struct {
+	name string
+	tier pb.Tier
+}{
+	{"acme-diamond", pb.Tier_DIAMOND}, {"globex-gold", pb.Tier_GOLD}, {"initech-silver", pb.Tier_SILVER},
+	{"umbrella-bronze", pb.Tier_BRONZE}, {"hooli-free", pb.Tier_FREE},
+}
 
 func init() {
 	register("dev", &command{
-		synopsis: "Run a local cluster with workers and demo load (not yet available)",
-		usage:    "",
-		run: func(env *cmdEnv, _ any, _ []string) error {
-			fmt.Fprintln(env.stdout, "barista dev: not yet available. Start a cluster by hand as the README shows,")
-			fmt.Fprintln(env.stdout, "or try: barista replay --script testdata/scenarios/worked-example.txt")
+		synopsis: "Run a local cluster with workers and demo load, and watch the fair shares",
+		usage:    "[--data-dir DIR] [--base-port 7400] [--nodes 3] [--workers sm:2,md:2,lg:1]",
+		help: `Starts, as child processes of this one: a cluster of --nodes servers (real
+Raft over loopback TCP, a data directory each), workers of every size, and
+a demo load: one tenant per tier, each kept backlogged with jobs that burn
+200-400 ms of CPU. Then shows the live share table (as "barista top"):
+every tenant gets the share of the dispatched CPU its weight entitles it
+to. The first node listens on 127.0.0.1:7400 (gRPC), :7440 (Raft) and :7480
+(HTTP: the web page, /metrics); the others on the next ports; --base-port
+moves them all (gRPC BASE+i, Raft BASE+40+i, HTTP BASE+80+i).
+
+Ctrl-C stops the load, drains the workers, shuts the servers down, and
+deletes the temporary data directory; with --data-dir it is kept (and a
+restart there resumes the cluster).`,
+		flags: func(fs *flag.FlagSet) any {
+			o := &devOpts{}
+			fs.StringVar(&o.dataDir, "data-dir", "", "keep the cluster's data in `DIR` (default: a temporary directory, removed at exit)")
+			fs.IntVar(&o.basePort, "base-port", 7400, "first gRPC `PORT`")
+			fs.IntVar(&o.nodes, "nodes", 3, "number of servers (`N`, 1, 3 or 5)")
+			fs.StringVar(&o.workers, "workers", "sm:2,md:2,lg:1", "workers per size (`SIZE:N,...`)")
+			fs.IntVar(&o.backlog, "backlog", 20, "queued jobs the demo load keeps per tenant (`N`)")
+			fs.BoolVar(&o.noLoad, "no-load", false, "start the cluster and workers without demo tenants or load")
+			fs.BoolVar(&o.quiet, "quiet", false, "do not draw the live table")
+			fs.DurationVar(&o.duration, "duration", 0, "stop by itself after this `DURATION` (0: run until Ctrl-C)")
+			return o
+		},
+		run: runDev,
+	})
+	register("demo-burn", &command{
+		synopsis: "Use a given amount of CPU time (the demo load's job)",
+		usage:    "--ms N",
+		flags: func(fs *flag.FlagSet) any {
+			ms := new(int)
+			fs.IntVar(ms, "ms", 300, "CPU `MILLISECONDS` to use")
+			return ms
+		},
+		run: func(env *cmdEnv, o any, _ []string) error {
+			target := time.Duration(*o.(*int)) * time.Millisecond
+			x := 0
+			for cpuTime() < target {
+				for i := 0; i < 50_000; i++ {
+					x += i
+				}
+			}
+			fmt.Fprintf(env.stderr, "used %s of CPU (%d)\n", cpuTime().Round(time.Millisecond), x%3)
 			return nil
 		},
 	})
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// child is a process dev started.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func runDev(env *cmdEnv, o any, args []string) error {
+	opts := o.(*devOpts)
+	if len(args) > 0 {
+		return usageError("unexpected argument %q", args[0])
+	}
+	if opts.nodes < 1 || opts.nodes > 7 {
+		return usageError("--nodes: %d (want 1..7)", opts.nodes)
+	}
+	workers, err := parseWorkers(opts.workers)
+	if err != nil {
+		return usageError("--workers: %v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir, keep := opts.dataDir, opts.dataDir != ""
+	if !keep {
+		if dir, err = os.MkdirTemp("", "barista-dev-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if opts.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.duration)
+		defer cancel()
+	}
+
+	var mu sync.Mutex
+	var children []*child
+	start := func(name string, argv ...string) (*child, error) {
+		logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(self, argv...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		// The children die with dev, even if dev is killed.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			logf.Close()
+			return nil, fmt.Errorf("starting %s: %w", name, err)
+		}
+		c := &child{name: name, cmd: cmd, done: make(chan struct{})}
+		go func() { cmd.Wait(); logf.Close(); close(c.done) }()
+		mu.Lock()
+		children = append(children, c)
+		mu.Unlock()
+		return c, nil
+	}
+	stopAll := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		// Workers first (they finish their job), then servers; each group
+		// gets 15 s before it is killed.
+		for _, group := range []string{"worker", "node"} {
+			var waiting []*child
+			for _, c := range children {
+				if strings.HasPrefix(c.name, group) {
+					c.cmd.Process.Signal(syscall.SIGTERM)
+					waiting = append(waiting, c)
+				}
+			}
+			deadline := time.After(15 * time.Second)
+			for _, c := range waiting {
+				select {
+				case <-c.done:
+				case <-deadline:
+					c.cmd.Process.Kill()
+					<-c.done
+				}
+			}
+		}
+	}
+	defer stopAll()
+
+	var grpcAddrs []string
+	fmt.Fprintf(env.stdout, "barista dev: data in %s%s\n", dir, map[bool]string{true: " (kept)", false: " (removed at exit)"}[keep])
+	for i := 0; i < opts.nodes; i++ {
+		id := fmt.Sprintf("n%d", i+1)
+		g, r, h := fmt.Sprintf("127.0.0.1:%d", opts.basePort+i), fmt.Sprintf("127.0.0.1:%d", opts.basePort+40+i), fmt.Sprintf("127.0.0.1:%d", opts.basePort+80+i)
+		argv := []string{"server", "--node-id", id, "--data-dir", filepath.Join(dir, id), "--raft-addr", r, "--grpc-addr", g, "--http-addr", h, "--insecure-dev"}
+		if i == 0 {
+			argv = append(argv, "--bootstrap")
+		} else {
+			argv = append(argv, "--join", grpcAddrs[0])
+		}
+		if _, err := start("node-"+id, argv...); err != nil {
+			return err
+		}
+		grpcAddrs = append(grpcAddrs, g)
+		fmt.Fprintf(env.stdout, "  server %s  grpc %s  raft %s  http://%s/  log %s\n", id, g, r, h, filepath.Join(dir, "node-"+id+".log"))
+		if i == 0 {
+			if err := waitLeader(ctx, g); err != nil {
+				return err
+			}
+		}
+	}
+	servers := strings.Join(grpcAddrs, ",")
+	for _, w := range workers {
+		for i := 0; i < w.n; i++ {
+			id := fmt.Sprintf("dev-%s-%d", w.size, i+1)
+			if _, err := start("worker-"+id, "worker", "--size", w.size, "--id", id, "--server", servers, "--log-dir", filepath.Join(dir, "jobs")); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(env.stdout, "  %d %s worker(s)\n", w.n, w.size)
+	}
+	fmt.Fprintf(env.stdout, "  try: barista top --server %s   ·   barista jobs --tenant globex-gold --server %s\n", grpcAddrs[0], grpcAddrs[0])
+	cc, err := grpc.NewClient(grpcAddrs[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	if !opts.noLoad {
+		if err := setupDemo(ctx, cc); err != nil {
+			return err
+		}
+		go demoLoad(ctx, env, cc, self, opts.backlog)
+	}
+	top := &topOpts{clientFlags: clientFlags{servers: servers, timeout: 5 * time.Second}, window: time.Minute, stale: true}
+	for {
+		if !opts.quiet {
+			if t, err := fetchTop(top); err == nil {
+				fmt.Fprint(env.stdout, "\x1b[H\x1b[2J")
+				renderTop(env.stdout, t)
+				fmt.Fprintf(env.stdout, "\nweb page http://127.0.0.1:%d/ · data %s · Ctrl-C stops everything\n", opts.basePort+80, dir)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(env.stdout, "\nbarista dev: stopping the load, the workers and the servers...")
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+type workerSpec struct {
+	size string
+	n    int
+}
+
+func parseWorkers(s string) ([]workerSpec, error) {
+	var out []workerSpec
+	for _, part := range strings.Split(s, ",") {
+		size, n, ok := strings.Cut(strings.TrimSpace(part), ":")
+		count, err := strconv.Atoi(n)
+		if !ok || err != nil || count < 0 || count > 64 || (size != "sm" && size != "md" && size != "lg") {
+			return nil, fmt.Errorf("%q: want SIZE:N with SIZE sm, md or lg", part)
+		}
+		out = append(out, workerSpec{size, count})
+	}
+	return out, nil
+}
+
+func waitLeader(ctx context.Context, addr string) error {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		st, err := pb.NewNodeClient(cc).Status(sctx, &pb.StatusRequest{})
+		cancel()
+		if err == nil && st.State == "leader" {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the first server at %s did not become leader within 30s (see its log)", addr)
+}
+
+func setupDemo(ctx context.Context, cc *grpc.ClientConn) error {
+	for _, t := range demoTenants {
+		for try := 0; ; try++ {
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := pb.NewAdminClient(cc).UpsertTenant(sctx, &pb.UpsertTenantRequest{Name: t.name, Tier: t.tier})
+			cancel()
+			if err == nil {
+				break
+			}
+			if try > 50 || ctx.Err() != nil {
+				return fmt.Errorf("creating demo tenant %s: %w", t.name, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// demoLoad keeps every demo tenant's queue at backlog jobs that burn
+// 200, 300 or 400 ms of CPU (their estimated cost exactly). The jobs are
+// all sm, which every worker may run: one shared class, where the shares
+// follow the weights (the SFQ bound of SPEC §8.6 is for one worker size).
+func demoLoad(ctx context.Context, env *cmdEnv, cc *grpc.ClientConn, self string, backlog int) {
+	client := pb.NewClientClient(cc)
+	n := 0
+	for ctx.Err() == nil {
+		for _, t := range demoTenants {
+			uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			u, err := client.TenantUsage(uctx, &pb.TenantUsageRequest{Tenant: t.name, Read: &pb.ReadOptions{Stale: true}})
+			cancel()
+			if err != nil {
+				continue
+			}
+			for q := int(u.Queued); q < backlog && ctx.Err() == nil; q++ {
+				n++
+				ms := 200 + 100*(n%3)
+				p, _ := runner.EncodePayload(runner.Spec{Argv: []string{self, "demo-burn", "--ms", strconv.Itoa(ms)}})
+				sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, err := client.Submit(sctx, &pb.SubmitRequest{Tenant: t.name, JobType: "demo", Size: pb.Size_SM, EstCostMs: int64(ms), Payload: p})
+				cancel()
+				if err != nil {
+					break
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
 }

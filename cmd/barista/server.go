@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -44,6 +45,7 @@ type serverOpts struct {
 	unsafeDebug bool
 	clockOffset time.Duration
 	insecureDev bool
+	pprof       bool
 	tls         raftnode.TLSFiles
 
 	tokens []rpc.Token // resolved from the file and BARISTA_TOKENS
@@ -99,6 +101,7 @@ directory (see barista replay --data-dir).`,
 			fs.DurationVar(&o.pruneIntvl, "prune-interval", d.PruneInterval, "how often the leader checks for prunable state")
 			fs.BoolVar(&o.unsafeDebug, "unsafe-debug", false, "allow raw envelopes of other versions through Apply (tests only)")
 			fs.DurationVar(&o.clockOffset, "test-clock-offset", 0, "shift this node's wall clock (tests only)")
+			fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof/ on --http-addr (profiling)")
 			fs.BoolVar(&o.insecureDev, "insecure-dev", false, "with no tokens configured, serve every call without authentication (development only)")
 			fs.StringVar(&o.tls.Cert, "tls-cert", "", "PEM certificate `FILE` for gRPC and Raft TLS")
 			fs.StringVar(&o.tls.Key, "tls-key", "", "PEM private key `FILE` of --tls-cert")
@@ -263,9 +266,25 @@ func runServer(env *cmdEnv, o any, args []string) error {
 		return fmt.Errorf("starting node %s: %w", cfg.ID, err)
 	}
 	srv := rpc.NewServer(node, rpc.Options{Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: opts.unsafeDebug})
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(lis) }()
-	log.Info("barista server started", "id", cfg.ID, "raft_addr", cfg.RaftAddr, "grpc_addr", cfg.GRPCAddr, "data_dir", cfg.DataDir, "tls", grpcTLS != nil)
+	var web *http.Server
+	if cfg.HTTPAddr != "" {
+		hl, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			srv.Stop(0)
+			node.Shutdown()
+			return fmt.Errorf("listening on --http-addr %s: %w", cfg.HTTPAddr, err)
+		}
+		web = &http.Server{Handler: srv.HTTPHandler(rpc.HTTPOptions{Pprof: opts.pprof}), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := web.Serve(hl); err != nil && err != http.ErrServerClosed {
+				serveErr <- err
+			}
+		}()
+		defer web.Close()
+	}
+	log.Info("barista server started", "id", cfg.ID, "raft_addr", cfg.RaftAddr, "grpc_addr", cfg.GRPCAddr, "http_addr", cfg.HTTPAddr, "data_dir", cfg.DataDir, "tls", grpcTLS != nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

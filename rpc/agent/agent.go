@@ -395,9 +395,17 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	}
 }
 
-// offer sends Ready if the slot is free.
+// errDrained ends a session once a draining agent's slot is empty.
+var errDrained = errors.New("drained")
+
+// offer sends Ready if the slot is free; a draining agent with an empty
+// slot ends its session instead.
 func (a *Agent) offer(send func(*pb.WorkerMessage) error) error {
 	a.mu.Lock()
+	if a.draining && a.cur == nil {
+		a.mu.Unlock()
+		return errDrained
+	}
 	if a.cur != nil || a.draining {
 		a.mu.Unlock()
 		return nil

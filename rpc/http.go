@@ -1,0 +1,164 @@
+package rpc
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"barista/fsm"
+	pb "barista/proto"
+)
+
+// HTTPOptions configure the HTTP handler.
+type HTTPOptions struct {
+	// Pprof serves /debug/pprof/ (profiling; keep it on a private address).
+	Pprof bool
+}
+
+// HTTPHandler serves a node's HTTP address: /metrics (Prometheus),
+// /healthz (the process is up), /readyz (a leader is known and this node
+// has applied what it knows is committed), /api/top (the live view as
+// JSON) and / (a read-only web page of fair shares and membership). They
+// read this node's state without authentication: bind --http-addr to a
+// private address.
+func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
+	b := s.base
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(b.node.Metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if ok, why := ready(&b); !ok {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	mux.HandleFunc("/api/top", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(topJSON(topView(&b, DefaultTopWindow)))
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if err := pageTmpl.Execute(w, pageData(&b)); err != nil {
+			b.log.Warn("web page", "error", err)
+		}
+	})
+	if opt.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
+
+// ready reports whether this node has a leader and has caught up with the
+// commit index it knows.
+func ready(b *base) (bool, string) {
+	id, _ := b.node.Leader()
+	if id == "" {
+		return false, "no leader"
+	}
+	r := b.node.Raft()
+	commit, _ := strconv.ParseUint(r.Stats()["commit_index"], 10, 64)
+	if applied := r.AppliedIndex(); applied < commit {
+		return false, fmt.Sprintf("applied index %d behind commit index %d", applied, commit)
+	}
+	return true, ""
+}
+
+// TopJSON is the JSON form of the live view (barista top --once --json).
+type TopJSON struct {
+	LeaderID     string          `json:"leader_id"`
+	AppliedIndex uint64          `json:"applied_index"`
+	WindowMs     int64           `json:"window_ms"`
+	Tenants      []TenantTopJSON `json:"tenants"`
+}
+
+// TenantTopJSON is one tenant's line.
+type TenantTopJSON struct {
+	Name             string  `json:"name"`
+	Tier             string  `json:"tier"`
+	Weight           float64 `json:"weight"`
+	Queued           uint32  `json:"queued"`
+	Running          uint32  `json:"running"`
+	Dispatches1m     uint64  `json:"dispatches_1m"`
+	DispatchedCost1m int64   `json:"dispatched_cost_ms_1m"`
+	Share            float64 `json:"share"`
+	EntitledShare    float64 `json:"entitled_share"`
+}
+
+func topJSON(t *pb.TopResponse) TopJSON {
+	out := TopJSON{LeaderID: t.LeaderId, AppliedIndex: t.AppliedIndex, WindowMs: t.WindowMs, Tenants: []TenantTopJSON{}}
+	for _, r := range t.Tenants {
+		tier, _ := fsm.TierFromPB(r.Tier)
+		out.Tenants = append(out.Tenants, TenantTopJSON{Name: r.Name, Tier: tier.String(), Weight: r.Weight, Queued: r.Queued,
+			Running: r.Running, Dispatches1m: r.Dispatches, DispatchedCost1m: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.EntitledShare})
+	}
+	return out
+}
+
+// TopToJSON converts a Top response (the CLI uses it).
+func TopToJSON(t *pb.TopResponse) TopJSON { return topJSON(t) }
+
+type page struct {
+	Node, State, Leader string
+	Applied             uint64
+	Time                string
+	Top                 TopJSON
+	Members             []pageMember
+}
+
+type pageMember struct {
+	ID, Raft, GRPC, HTTP string
+	Leader               bool
+}
+
+func pageData(b *base) page {
+	leader, _ := b.node.Leader()
+	p := page{Node: b.node.ID(), State: b.node.Raft().State().String(), Leader: leader, Applied: b.node.Raft().AppliedIndex(),
+		Time: time.Now().UTC().Format("15:04:05 UTC"), Top: topJSON(topView(b, DefaultTopWindow))}
+	for _, m := range b.node.FSM.Members() {
+		p.Members = append(p.Members, pageMember{ID: m.ID, Raft: m.RaftAddr, GRPC: m.GRPCAddr, HTTP: m.HTTPAddr, Leader: m.ID == leader})
+	}
+	return p
+}
+
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+	"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	"bar": func(f float64) string { return fmt.Sprintf("%.1f", 100*f) },
+	"w":   func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
+<title>barista · {{.Node}}</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fafafa}
+h1{font-size:20px;margin:0 0 4px} .sub{color:#666;margin-bottom:18px}
+table{border-collapse:collapse;background:#fff;box-shadow:0 1px 2px #0002;margin-bottom:22px}
+th,td{padding:6px 12px;text-align:right;border-bottom:1px solid #eee} th{background:#f0f0f0} td.l,th.l{text-align:left}
+.bars{width:220px} .b{height:8px;border-radius:4px;margin:2px 0}
+.got{background:#3b82f6} .ent{background:#d1d5db} .lead{font-weight:600;color:#0a7}
+</style></head><body>
+<h1>barista</h1>
+<div class="sub">node <b>{{.Node}}</b> ({{.State}}) · leader <b>{{.Leader}}</b> · applied index {{.Applied}} · {{.Time}} · shares of the last minute's dispatches</div>
+<table id="tenants"><tr><th class="l">tenant</th><th class="l">tier</th><th>weight</th><th>queued</th><th>running</th><th>dispatches (1m)</th><th>share</th><th>entitled</th><th class="l bars">share vs entitled</th></tr>
+{{range .Top.Tenants}}<tr><td class="l">{{.Name}}</td><td class="l">{{.Tier}}</td><td>{{w .Weight}}</td><td>{{.Queued}}</td><td>{{.Running}}</td><td>{{.Dispatches1m}}</td><td>{{pct .Share}}</td><td>{{pct .EntitledShare}}</td>
+<td class="l bars"><div class="b got" style="width:{{bar .Share}}%"></div><div class="b ent" style="width:{{bar .EntitledShare}}%"></div></td></tr>
+{{else}}<tr><td class="l" colspan="9">no tenants yet</td></tr>{{end}}
+</table>
+<table id="members"><tr><th class="l">member</th><th class="l">raft</th><th class="l">grpc</th><th class="l">http</th><th class="l">role</th></tr>
+{{range .Members}}<tr><td class="l">{{.ID}}</td><td class="l">{{.Raft}}</td><td class="l">{{.GRPC}}</td><td class="l">{{.HTTP}}</td><td class="l">{{if .Leader}}<span class="lead">leader</span>{{else}}follower{{end}}</td></tr>{{end}}
+</table>
+</body></html>
+`))
