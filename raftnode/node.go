@@ -98,10 +98,10 @@ type Node struct {
 	log     hclog.Logger
 	FSM     *fsm.FSM
 	Metrics *Metrics
-	raft  *raft.Raft
-	trans *raft.NetworkTransport
-	store *raftboltdb.BoltStore
-	snaps *raft.FileSnapshotStore
+	raft    *raft.Raft
+	trans   *raft.NetworkTransport
+	store   *raftboltdb.BoltStore
+	snaps   *raft.FileSnapshotStore
 
 	notify chan bool
 	done   chan struct{}

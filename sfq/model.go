@@ -79,12 +79,12 @@ type Billing struct {
 	// DispatchedCostMs is the est_cost of every dispatch: the service the
 	// scheduler handed out, which its fair shares are about.
 	DispatchedCostMs int64
-	Completed   uint64
-	Failed      uint64 // jobs that ended failed
-	Cancelled   uint64
-	TimedOut    uint64
-	Failures    uint64 // failed runs and lost leases
-	Requeues    uint64 // requeues for any reason
+	Completed        uint64
+	Failed           uint64 // jobs that ended failed
+	Cancelled        uint64
+	TimedOut         uint64
+	Failures         uint64 // failed runs and lost leases
+	Requeues         uint64 // requeues for any reason
 }
 
 // Tenant is a tenant's record: configuration, scheduling state, counters.
