@@ -219,3 +219,10 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 		}
 	}
 }
+
+// slowFakes runs each fake job for 100 ms at its estimated CPU.
+func slowFakes() agent.Runner {
+	return agent.FakeRunner{Plan: func(a *pb.Assign) agent.FakeSpec {
+		return agent.FakeSpec{Duration: 100 * time.Millisecond, CPU: time.Duration(a.EstCostMs) * time.Millisecond}
+	}}
+}

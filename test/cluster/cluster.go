@@ -20,8 +20,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	pb "barista/proto"
 )
@@ -531,6 +533,9 @@ func (c *Cluster) Apply(ctx context.Context, cmds ...*pb.Command) (*pb.ApplyResp
 		cancel()
 		if err == nil {
 			return resp, nil
+		}
+		if c := status.Code(err); c != codes.Unavailable && c != codes.DeadlineExceeded && c != codes.Canceled {
+			return nil, err
 		}
 		lastErr = err
 		select {
