@@ -38,8 +38,8 @@ proto: ## regenerate the protobuf Go code (needs protoc: apt-get install protobu
 	protoc -I proto --plugin=protoc-gen-go-grpc=$$($(GO) tool -n protoc-gen-go-grpc) \
 		--go-grpc_out=proto --go-grpc_opt=paths=source_relative proto/*.proto
 
-run: ## run a local cluster with workers and demo load
-	$(GO) run ./cmd/barista dev
+run: build ## run a local cluster with workers and demo load (Ctrl-C stops it)
+	bin/barista dev
 
 clean:
 	rm -rf bin
