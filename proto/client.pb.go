@@ -1149,6 +1149,156 @@ func (x *TenantUsageResponse) GetRequeues() uint64 {
 	return 0
 }
 
+type SubmitBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Jobs          []*SubmitRequest       `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitBatchRequest) Reset() {
+	*x = SubmitBatchRequest{}
+	mi := &file_client_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitBatchRequest) ProtoMessage() {}
+
+func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
+func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SubmitBatchRequest) GetJobs() []*SubmitRequest {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+type SubmitResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Created bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// error is empty on success, else "CODE_NAME: message" (the gRPC code
+	// name, as for a single Submit).
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitResult) Reset() {
+	*x = SubmitResult{}
+	mi := &file_client_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitResult) ProtoMessage() {}
+
+func (x *SubmitResult) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitResult.ProtoReflect.Descriptor instead.
+func (*SubmitResult) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SubmitResult) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *SubmitResult) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *SubmitResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type SubmitBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*SubmitResult        `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitBatchResponse) Reset() {
+	*x = SubmitBatchResponse{}
+	mi := &file_client_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitBatchResponse) ProtoMessage() {}
+
+func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
+func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SubmitBatchResponse) GetResults() []*SubmitResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 var File_client_proto protoreflect.FileDescriptor
 
 const file_client_proto_rawDesc = "" +
@@ -1260,9 +1410,18 @@ const file_client_proto_rawDesc = "" +
 	"\tcancelled\x18\x12 \x01(\x04R\tcancelled\x12\x1b\n" +
 	"\ttimed_out\x18\x13 \x01(\x04R\btimedOut\x12\x1a\n" +
 	"\bfailures\x18\x14 \x01(\x04R\bfailures\x12\x1a\n" +
-	"\brequeues\x18\x15 \x01(\x04R\brequeues2\xa4\x03\n" +
+	"\brequeues\x18\x15 \x01(\x04R\brequeues\"C\n" +
+	"\x12SubmitBatchRequest\x12-\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x19.barista.v1.SubmitRequestR\x04jobs\"U\n" +
+	"\fSubmitResult\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"I\n" +
+	"\x13SubmitBatchResponse\x122\n" +
+	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults2\xf4\x03\n" +
 	"\x06Client\x12?\n" +
-	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x124\n" +
+	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
+	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
 	"\x06GetJob\x12\x19.barista.v1.GetJobRequest\x1a\x0f.barista.v1.Job\x12E\n" +
 	"\bListJobs\x12\x1b.barista.v1.ListJobsRequest\x1a\x1c.barista.v1.ListJobsResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.barista.v1.CancelJobRequest\x1a\x1d.barista.v1.CancelJobResponse\x12B\n" +
@@ -1281,7 +1440,7 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_client_proto_goTypes = []any{
 	(*SubmitRequest)(nil),       // 0: barista.v1.SubmitRequest
 	(*SubmitResponse)(nil),      // 1: barista.v1.SubmitResponse
@@ -1296,34 +1455,41 @@ var file_client_proto_goTypes = []any{
 	(*Event)(nil),               // 10: barista.v1.Event
 	(*TenantUsageRequest)(nil),  // 11: barista.v1.TenantUsageRequest
 	(*TenantUsageResponse)(nil), // 12: barista.v1.TenantUsageResponse
-	(Size)(0),                   // 13: barista.v1.Size
-	(Tier)(0),                   // 14: barista.v1.Tier
+	(*SubmitBatchRequest)(nil),  // 13: barista.v1.SubmitBatchRequest
+	(*SubmitResult)(nil),        // 14: barista.v1.SubmitResult
+	(*SubmitBatchResponse)(nil), // 15: barista.v1.SubmitBatchResponse
+	(Size)(0),                   // 16: barista.v1.Size
+	(Tier)(0),                   // 17: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
-	13, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
+	16, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
 	2,  // 1: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	13, // 2: barista.v1.Job.size:type_name -> barista.v1.Size
+	16, // 2: barista.v1.Job.size:type_name -> barista.v1.Size
 	2,  // 3: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
 	4,  // 4: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
 	2,  // 5: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	14, // 6: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	0,  // 7: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	3,  // 8: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	5,  // 9: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	7,  // 10: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	9,  // 11: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	11, // 12: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	1,  // 13: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	4,  // 14: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	6,  // 15: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	8,  // 16: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	10, // 17: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	12, // 18: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	13, // [13:19] is the sub-list for method output_type
-	7,  // [7:13] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	17, // 6: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	0,  // 7: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	14, // 8: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	0,  // 9: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	13, // 10: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	3,  // 11: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	5,  // 12: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	7,  // 13: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	9,  // 14: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	11, // 15: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	1,  // 16: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	15, // 17: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	4,  // 18: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	6,  // 19: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	8,  // 20: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	10, // 21: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	12, // 22: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -1339,7 +1505,7 @@ func file_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	Client_Submit_FullMethodName      = "/barista.v1.Client/Submit"
+	Client_SubmitBatch_FullMethodName = "/barista.v1.Client/SubmitBatch"
 	Client_GetJob_FullMethodName      = "/barista.v1.Client/GetJob"
 	Client_ListJobs_FullMethodName    = "/barista.v1.Client/ListJobs"
 	Client_CancelJob_FullMethodName   = "/barista.v1.Client/CancelJob"
@@ -37,6 +38,10 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type ClientClient interface {
 	Submit(ctx context.Context, in *SubmitRequest, opts ...grpc.CallOption) (*SubmitResponse, error)
+	// SubmitBatch submits up to 1000 jobs in one log entry, each idempotent
+	// on its own key, with one result per job (a refused job does not stop
+	// the others).
+	SubmitBatch(ctx context.Context, in *SubmitBatchRequest, opts ...grpc.CallOption) (*SubmitBatchResponse, error)
 	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*Job, error)
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
 	CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*CancelJobResponse, error)
@@ -58,6 +63,16 @@ func (c *clientClient) Submit(ctx context.Context, in *SubmitRequest, opts ...gr
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SubmitResponse)
 	err := c.cc.Invoke(ctx, Client_Submit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) SubmitBatch(ctx context.Context, in *SubmitBatchRequest, opts ...grpc.CallOption) (*SubmitBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubmitBatchResponse)
+	err := c.cc.Invoke(ctx, Client_SubmitBatch_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +143,10 @@ func (c *clientClient) TenantUsage(ctx context.Context, in *TenantUsageRequest, 
 // for forward compatibility.
 type ClientServer interface {
 	Submit(context.Context, *SubmitRequest) (*SubmitResponse, error)
+	// SubmitBatch submits up to 1000 jobs in one log entry, each idempotent
+	// on its own key, with one result per job (a refused job does not stop
+	// the others).
+	SubmitBatch(context.Context, *SubmitBatchRequest) (*SubmitBatchResponse, error)
 	GetJob(context.Context, *GetJobRequest) (*Job, error)
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
 	CancelJob(context.Context, *CancelJobRequest) (*CancelJobResponse, error)
@@ -147,6 +166,9 @@ type UnimplementedClientServer struct{}
 
 func (UnimplementedClientServer) Submit(context.Context, *SubmitRequest) (*SubmitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Submit not implemented")
+}
+func (UnimplementedClientServer) SubmitBatch(context.Context, *SubmitBatchRequest) (*SubmitBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubmitBatch not implemented")
 }
 func (UnimplementedClientServer) GetJob(context.Context, *GetJobRequest) (*Job, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetJob not implemented")
@@ -198,6 +220,24 @@ func _Client_Submit_Handler(srv interface{}, ctx context.Context, dec func(inter
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ClientServer).Submit(ctx, req.(*SubmitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_SubmitBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubmitBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).SubmitBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_SubmitBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).SubmitBatch(ctx, req.(*SubmitBatchRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -295,6 +335,10 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Submit",
 			Handler:    _Client_Submit_Handler,
+		},
+		{
+			MethodName: "SubmitBatch",
+			Handler:    _Client_SubmitBatch_Handler,
 		},
 		{
 			MethodName: "GetJob",

@@ -15,6 +15,7 @@ type Metrics struct {
 	LeaderChanges   prometheus.Counter
 	SnapshotPersist prometheus.Histogram
 	SnapshotFreeze  prometheus.Histogram
+	EntryCommands   prometheus.Histogram
 }
 
 func newMetrics() *Metrics {
@@ -31,11 +32,14 @@ func newMetrics() *Metrics {
 		SnapshotPersist: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "barista_snapshot_persist_seconds", Help: "Time to write a snapshot (Apply continues meanwhile).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		EntryCommands: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "barista_entry_commands", Help: "Commands per proposed log entry (coalescing).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 13)}),
 		SnapshotFreeze: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "barista_snapshot_freeze_seconds", Help: "Apply pause of a snapshot: freezing the state.",
 			Buckets: prometheus.ExponentialBuckets(0.000001, 4, 12)}),
 	}
-	m.Registry.MustRegister(m.Propose, m.ApplyBatch, m.LeaderChanges, m.SnapshotPersist, m.SnapshotFreeze,
+	m.Registry.MustRegister(m.Propose, m.ApplyBatch, m.LeaderChanges, m.SnapshotPersist, m.SnapshotFreeze, m.EntryCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

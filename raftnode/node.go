@@ -103,9 +103,10 @@ type Node struct {
 	store   *raftboltdb.BoltStore
 	snaps   *raft.FileSnapshotStore
 
-	notify chan bool
-	done   chan struct{}
-	wg     sync.WaitGroup
+	notify    chan bool
+	done      chan struct{}
+	wg        sync.WaitGroup
+	proposals chan *proposal
 
 	mu        sync.Mutex
 	loops     map[string]LeaderLoop
@@ -135,7 +136,7 @@ func New(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, notify: make(chan bool, 1), done: make(chan struct{}), loops: map[string]LeaderLoop{}, Metrics: newMetrics()}
+	n := &Node{cfg: cfg, log: cfg.Logger, notify: make(chan bool, 1), done: make(chan struct{}), loops: map[string]LeaderLoop{}, Metrics: newMetrics(), proposals: make(chan *proposal, 8192)}
 	var err error
 	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshot")); err != nil {
 		return nil, err
@@ -195,7 +196,8 @@ func New(cfg Config) (*Node, error) {
 		}
 		n.log.Info("bootstrapped a new cluster", "id", cfg.ID, "raft_addr", n.trans.LocalAddr())
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
+	go n.coalesce()
 	go n.watchLeadership()
 	go func() { defer n.wg.Done(); n.observeLeaders(n.done) }()
 	return n, nil
@@ -413,49 +415,6 @@ func (n *Node) stamp() (int64, bool) {
 func (n *Node) ClusterNow() (sfq.Time, bool) {
 	t, ok := n.stamp()
 	return sfq.Time(t), ok
-}
-
-// Propose stamps commands with cluster time, replicates them as one log
-// entry, and returns the entry's index and one result per command. Only
-// the leader may propose.
-func (n *Node) Propose(ctx context.Context, cmds []*pb.Command) (uint64, []fsm.Result, error) {
-	return n.ProposeVersion(ctx, fsm.Version, cmds)
-}
-
-// ProposeVersion proposes with an explicit envelope version (tests of the
-// fatal-entry path).
-func (n *Node) ProposeVersion(ctx context.Context, version uint32, cmds []*pb.Command) (uint64, []fsm.Result, error) {
-	stamp, ok := n.stamp()
-	if !ok {
-		return 0, nil, ErrNotLeader
-	}
-	data, err := fsm.Encode(&pb.Envelope{Version: version, StampMs: stamp, WallMs: n.wallNow().UnixMilli(), Commands: cmds})
-	if err != nil {
-		return 0, nil, err
-	}
-	timeout := 10 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(dl), time.Millisecond)
-	}
-	start := time.Now()
-	f := n.raft.Apply(data, timeout)
-	defer func() { n.Metrics.Propose.Observe(time.Since(start).Seconds()) }()
-	if err := f.Error(); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrRaftShutdown):
-			return 0, nil, ErrNotLeader
-		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return 0, nil, fmt.Errorf("%w: %v", ErrMaybeCommitted, err)
-		}
-		return 0, nil, err
-	}
-	switch r := f.Response().(type) {
-	case []fsm.Result:
-		return f.Index(), r, nil
-	case error:
-		return f.Index(), nil, r
-	}
-	return f.Index(), nil, fmt.Errorf("unexpected apply response %T", f.Response())
 }
 
 // Join adds a voter, or fixes its address, and records its member

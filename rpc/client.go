@@ -341,3 +341,72 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 		return out, nil
 	})
 }
+
+// MaxBatch bounds SubmitBatch.
+const MaxBatch = 1000
+
+// SubmitBatch submits up to MaxBatch jobs in one proposal.
+func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequest) (*pb.SubmitBatchResponse, error) {
+	if len(req.Jobs) == 0 || len(req.Jobs) > MaxBatch {
+		return nil, status.Errorf(codes.InvalidArgument, "jobs: %d given (want 1..%d)", len(req.Jobs), MaxBatch)
+	}
+	out := &pb.SubmitBatchResponse{Results: make([]*pb.SubmitResult, len(req.Jobs))}
+	cfg := s.node.FSM.Config()
+	fwd := &pb.SubmitBatchRequest{Jobs: make([]*pb.SubmitRequest, len(req.Jobs))}
+	for i, j := range req.Jobs {
+		tenant, err := scopeTenant(ctx, j.Tenant, true)
+		if err == nil {
+			err = validateSubmit(j, cfg)
+		}
+		if err != nil {
+			if status.Code(err) == codes.PermissionDenied {
+				return nil, err // a token naming another tenant is refused whole
+			}
+			out.Results[i] = &pb.SubmitResult{Error: statusLine(err)}
+		}
+		fwd.Jobs[i] = &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: j.IdempotencyKey, JobType: j.JobType, Size: j.Size,
+			EstCostMs: j.EstCostMs, Payload: j.Payload, MaxAttempts: j.MaxAttempts, TimeoutMs: j.TimeoutMs}
+	}
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubmitBatchResponse, error) {
+		return pb.NewClientClient(cc).SubmitBatch(ctx, fwd)
+	}); handled {
+		return resp, err
+	}
+	var cmds []*pb.Command
+	var which []int
+	for i, j := range fwd.Jobs {
+		if out.Results[i] != nil {
+			continue
+		}
+		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
+			Tenant: j.Tenant, IdempotencyKey: j.GetIdempotencyKey(), JobType: j.JobType, Size: j.Size,
+			EstCostMs: j.EstCostMs, Payload: j.Payload, MaxAttempts: j.MaxAttempts, TimeoutMs: j.TimeoutMs}}})
+		which = append(which, i)
+	}
+	if len(cmds) > 0 {
+		res, err := s.propose(ctx, cmds...)
+		if err != nil {
+			return nil, err
+		}
+		for k, r := range res {
+			if err := resultErr(r); err != nil {
+				out.Results[which[k]] = &pb.SubmitResult{Error: statusLine(err)}
+			} else {
+				out.Results[which[k]] = &pb.SubmitResult{JobId: uint64(r.Job), Created: r.Created}
+			}
+		}
+	}
+	return out, nil
+}
+
+// statusLine renders an error as "CODE_NAME: message".
+func statusLine(err error) string {
+	st := status.Convert(err)
+	return codeNames[st.Code()] + ": " + st.Message()
+}
+
+var codeNames = map[codes.Code]string{
+	codes.InvalidArgument: "INVALID_ARGUMENT", codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
+	codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
+	codes.FailedPrecondition: "FAILED_PRECONDITION", codes.Internal: "INTERNAL", codes.Unavailable: "UNAVAILABLE",
+}

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -26,6 +30,7 @@ type submitOpts struct {
 	env         multiFlag
 	dir         string
 	payload     string
+	fromFile    string
 }
 
 type multiFlag []string
@@ -44,7 +49,16 @@ the submit is idempotent: the same key and content returns the existing
 job ("created": false); the same key with other content is ALREADY_EXISTS.
 --env KEY=VALUE (repeatable) and --dir set the job's environment and
 working directory; --payload gives the raw JSON payload instead of a
-command. With --json prints {"job_id": N, "created": true|false}.`,
+command. With --json prints {"job_id": N, "created": true|false}.
+
+--from-file FILE submits many jobs with the batch API, one JSON object per
+line (keys as the flags; cost and timeout are durations; the command is
+"argv" with optional "env" and "dir", or a raw "payload" object):
+
+  {"tenant": "acme", "size": "md", "cost": "90s", "key": "k1", "argv": ["render", "7"]}
+
+It prints a summary (or one JSON result per line with --json) and exits 1
+if any job was refused.`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &submitOpts{fs: fs}
 			o.tenantFlags.register(fs)
@@ -57,6 +71,7 @@ command. With --json prints {"job_id": N, "created": true|false}.`,
 			fs.Var(&o.env, "env", "environment `KEY=VALUE` for the job (repeatable)")
 			fs.StringVar(&o.dir, "dir", "", "working `DIR` of the job")
 			fs.StringVar(&o.payload, "payload", "", "raw `JSON` payload instead of a command")
+			fs.StringVar(&o.fromFile, "from-file", "", "submit every job of a JSON-lines `FILE` (- for stdin), 1000 per request")
 			return o
 		},
 		run: runSubmit,
@@ -65,6 +80,12 @@ command. With --json prints {"job_id": N, "created": true|false}.`,
 
 func runSubmit(env *cmdEnv, o any, args []string) error {
 	opts := o.(*submitOpts)
+	if opts.fromFile != "" {
+		if len(args) > 0 {
+			return usageError("--from-file takes no command")
+		}
+		return submitFile(env, opts)
+	}
 	set := map[string]bool{}
 	opts.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	size, err := sfq.ParseSize(opts.size)
@@ -117,6 +138,157 @@ func runSubmit(env *cmdEnv, o any, args []string) error {
 		fmt.Fprintf(env.stdout, "job %d submitted\n", resp.JobId)
 	} else {
 		fmt.Fprintf(env.stdout, "job %d already exists for key %q\n", resp.JobId, opts.key)
+	}
+	return nil
+}
+
+// fileJob is one line of a --from-file submit.
+type fileJob struct {
+	Tenant      string            `json:"tenant"`
+	Size        string            `json:"size"`
+	Cost        string            `json:"cost"`
+	EstCostMs   int64             `json:"est_cost_ms"`
+	Key         *string           `json:"key"`
+	Type        string            `json:"type"`
+	MaxAttempts uint32            `json:"max_attempts"`
+	Timeout     string            `json:"timeout"`
+	Argv        []string          `json:"argv"`
+	Env         map[string]string `json:"env"`
+	Dir         string            `json:"dir"`
+	Payload     json.RawMessage   `json:"payload"`
+}
+
+func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
+	size, err := sfq.ParseSize(f.Size)
+	if err != nil {
+		return nil, fmt.Errorf("size: %v", err)
+	}
+	req := &pb.SubmitRequest{Tenant: f.Tenant, IdempotencyKey: f.Key, JobType: f.Type, Size: pb.Size(size + 1), MaxAttempts: f.MaxAttempts, EstCostMs: f.EstCostMs}
+	if req.Tenant == "" {
+		req.Tenant = defaultTenant
+	}
+	if f.Cost != "" {
+		d, err := time.ParseDuration(f.Cost)
+		if err != nil {
+			return nil, fmt.Errorf("cost: %v", err)
+		}
+		req.EstCostMs = d.Milliseconds()
+	}
+	if f.Timeout != "" {
+		d, err := time.ParseDuration(f.Timeout)
+		if err != nil {
+			return nil, fmt.Errorf("timeout: %v", err)
+		}
+		req.TimeoutMs = d.Milliseconds()
+	}
+	switch {
+	case len(f.Payload) > 0 && len(f.Argv) > 0:
+		return nil, errors.New("give argv or payload, not both")
+	case len(f.Payload) > 0:
+		if _, err := runner.ParsePayload(f.Payload); err != nil {
+			return nil, fmt.Errorf("payload: %v", err)
+		}
+		req.Payload = f.Payload
+	default:
+		if req.Payload, err = runner.EncodePayload(runner.Spec{Argv: f.Argv, Env: f.Env, Dir: f.Dir}); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+func submitFile(env *cmdEnv, opts *submitOpts) error {
+	in := os.Stdin
+	if opts.fromFile != "-" {
+		f, err := os.Open(opts.fromFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 8<<20)
+	var batch []*pb.SubmitRequest
+	var lines []int
+	created, existing, refused := 0, 0, 0
+	report := func(line int, r *pb.SubmitResult) {
+		switch {
+		case r.Error != "":
+			refused++
+			if !opts.json {
+				fmt.Fprintf(env.stderr, "line %d: %s\n", line, r.Error)
+			}
+		case r.Created:
+			created++
+		default:
+			existing++
+		}
+		if opts.json {
+			m := map[string]any{"line": line}
+			if r.Error != "" {
+				m["error"] = r.Error
+			} else {
+				m["job_id"], m["created"] = r.JobId, r.Created
+			}
+			printJSON(env.stdout, m)
+		}
+	}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		var resp *pb.SubmitBatchResponse
+		if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			resp, err = pb.NewClientClient(cc).SubmitBatch(ctx, &pb.SubmitBatchRequest{Jobs: batch})
+			return err
+		}); err != nil {
+			return err
+		}
+		for i, r := range resp.Results {
+			report(lines[i], r)
+		}
+		batch, lines = batch[:0], lines[:0]
+		return nil
+	}
+	n := 0
+	for sc.Scan() {
+		n++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		var fj fileJob
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&fj); err != nil {
+			report(n, &pb.SubmitResult{Error: "INVALID_ARGUMENT: " + err.Error()})
+			continue
+		}
+		req, err := fj.request(opts.tenant)
+		if err != nil {
+			report(n, &pb.SubmitResult{Error: "INVALID_ARGUMENT: " + err.Error()})
+			continue
+		}
+		batch = append(batch, req)
+		lines = append(lines, n)
+		if len(batch) == 1000 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if !opts.json {
+		fmt.Fprintf(env.stdout, "%d submitted, %d already existed, %d refused\n", created, existing, refused)
+	}
+	if refused > 0 {
+		return &silentError{code: 1}
 	}
 	return nil
 }

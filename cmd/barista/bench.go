@@ -1,0 +1,796 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/rpc/agent"
+	"barista/sfq"
+	"barista/snapshot"
+)
+
+type benchOpts struct {
+	quick bool
+	json  bool
+	dir     string
+	pprof   bool
+	profile string
+}
+
+// benchResult is one measured variant of a scenario.
+type benchResult struct {
+	Scenario string         `json:"scenario"`
+	OpsPerS  float64        `json:"ops_per_s,omitempty"`
+	P50Ms    float64        `json:"p50_ms,omitempty"`
+	P99Ms    float64        `json:"p99_ms,omitempty"`
+	P999Ms   float64        `json:"p999_ms,omitempty"`
+	Params   map[string]any `json:"params"`
+	Results  map[string]any `json:"results,omitempty"`
+}
+
+type benchScenario struct {
+	name string
+	help string
+	run  func(ctx context.Context, o *benchOpts) ([]benchResult, error)
+}
+
+var benchScenarios = []benchScenario{
+	{"submit", "single submits from 64 and 256 concurrent clients, through the leader and through a follower", benchSubmit},
+	{"submit-batch", "SubmitBatch with batches of 100 from 16 clients", benchSubmitBatch},
+	{"dispatch", "1,000 in-process workers (real gRPC streams) running 0-second jobs, with 100 and 10,000 tenants", benchDispatch},
+	{"failover", "kill -9 the leader of a loaded cluster: time to the next accepted submit and the next dispatch", benchFailover},
+	{"snapshot", "persist and restore of a large state (in process), and a new follower's catch-up by InstallSnapshot", benchSnapshot},
+	{"memory", "resident bytes per queued job of a server", benchMemory},
+}
+
+func init() {
+	var help strings.Builder
+	for _, s := range benchScenarios {
+		fmt.Fprintf(&help, "  %-13s %s\n", s.name, s.help)
+	}
+	register("bench", &command{
+		synopsis: "Measure throughput, latency, failover and snapshots on a local cluster",
+		usage:    "SCENARIO... | all [--quick] [--json]",
+		help: "Starts a cluster of server processes on loopback (fsync on) and drives it from\n" +
+			"this process; prints a table per scenario, or with --json one object per\n" +
+			"measured variant (scenario, ops_per_s, p50_ms, p99_ms, p999_ms, params,\n" +
+			"results). --quick makes every scenario finish in about 30 s; without it\n" +
+			"the sizes of BENCHMARKS.md are used (1,000,000 jobs, 100,000 tenants).\n\nScenarios:\n" + help.String(),
+		flags: func(fs *flag.FlagSet) any {
+			o := &benchOpts{}
+			fs.BoolVar(&o.quick, "quick", false, "small sizes and short runs (about 30 s per scenario)")
+			fs.BoolVar(&o.json, "json", false, "print one JSON object per result")
+			fs.StringVar(&o.dir, "dir", "", "keep the clusters' data and logs under `DIR` (default: a temporary directory)")
+			fs.BoolVar(&o.pprof, "pprof", false, "start the servers with --pprof")
+			fs.StringVar(&o.profile, "profile", "", "write CPU profiles of the leader (and of this process) for each measured variant to `DIR` (implies --pprof)")
+			return o
+		},
+		run: runBench,
+	})
+}
+
+func runBench(env *cmdEnv, o any, args []string) error {
+	opts := o.(*benchOpts)
+	if opts.profile != "" {
+		opts.pprof = true
+		if err := os.MkdirAll(opts.profile, 0o755); err != nil {
+			return err
+		}
+	}
+	if len(args) == 0 {
+		return usageError("name a scenario (or all)")
+	}
+	var todo []benchScenario
+	for _, a := range args {
+		found := false
+		for _, s := range benchScenarios {
+			if a == s.name || a == "all" {
+				todo = append(todo, s)
+				found = true
+			}
+		}
+		if !found {
+			return usageError("unknown scenario %q", a)
+		}
+	}
+	if opts.dir == "" {
+		d, err := os.MkdirTemp("", "barista-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		opts.dir = d
+	}
+	ctx := context.Background()
+	for _, s := range todo {
+		start := time.Now()
+		if !opts.json {
+			fmt.Fprintf(env.stdout, "== %s: %s\n", s.name, s.help)
+		}
+		res, err := s.run(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", s.name, err)
+		}
+		for _, r := range res {
+			if opts.json {
+				printJSON(env.stdout, r)
+			} else {
+				printBench(env, r)
+			}
+		}
+		if !opts.json {
+			fmt.Fprintf(env.stdout, "   (%s)\n\n", time.Since(start).Round(time.Second))
+		}
+	}
+	return nil
+}
+
+func printBench(env *cmdEnv, r benchResult) {
+	var params []string
+	for k, v := range r.Params {
+		params = append(params, fmt.Sprintf("%s=%v", k, v))
+	}
+	sort.Strings(params)
+	line := fmt.Sprintf("   %-40s", strings.Join(params, " "))
+	if r.OpsPerS > 0 {
+		line += fmt.Sprintf(" %10.0f ops/s", r.OpsPerS)
+	}
+	if r.P50Ms > 0 {
+		line += fmt.Sprintf("  p50 %7.2f ms  p99 %7.2f ms", r.P50Ms, r.P99Ms)
+	}
+	if r.P999Ms > 0 {
+		line += fmt.Sprintf("  p999 %7.2f ms", r.P999Ms)
+	}
+	var extra []string
+	for k, v := range r.Results {
+		extra = append(extra, fmt.Sprintf("%s=%v", k, v))
+	}
+	sort.Strings(extra)
+	if len(extra) > 0 {
+		line += "  " + strings.Join(extra, " ")
+	}
+	fmt.Fprintln(env.stdout, line)
+}
+
+// latencies collects durations from many goroutines.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) { l.mu.Lock(); l.d = append(l.d, d); l.mu.Unlock() }
+
+func (l *latencies) pct(q float64) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0
+	}
+	sort.Slice(l.d, func(i, j int) bool { return l.d[i] < l.d[j] })
+	return float64(l.d[int(q*float64(len(l.d)-1))].Microseconds()) / 1000
+}
+
+// profileWindow records CPU profiles of every server (name.nX.pprof,
+// the target node marked) and of this process (name.bench.pprof) for d,
+// when --profile is set; call the returned function before reading them.
+func profileWindow(o *benchOpts, lc *localCluster, target int, name string, d time.Duration) func() {
+	if o.profile == "" {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for i, n := range lc.nodes {
+		file := name + "." + n.id
+		if i == target {
+			file += "-target"
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", n.http, max(1, int(d.Seconds()))))
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			if f, err := os.Create(filepath.Join(o.profile, file+".pprof")); err == nil {
+				io.Copy(f, resp.Body)
+				f.Close()
+			}
+		}()
+	}
+	if f, err := os.Create(filepath.Join(o.profile, name+".bench.pprof")); err == nil {
+		if pprof.StartCPUProfile(f) == nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(d)
+				pprof.StopCPUProfile()
+				f.Close()
+			}()
+		} else {
+			f.Close()
+		}
+	}
+	return wg.Wait
+}
+
+func round(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+
+// benchCluster starts a fresh cluster for one measurement.
+func benchCluster(ctx context.Context, o *benchOpts, name string, n int, extra ...string) (*localCluster, error) {
+	dir, err := os.MkdirTemp(o.dir, name+"-")
+	if err != nil {
+		return nil, err
+	}
+	if o.pprof {
+		extra = append(extra, "--pprof")
+	}
+	lc, err := newLocalCluster(dir, n, extra...)
+	if err != nil {
+		return nil, err
+	}
+	if err := lc.start(ctx); err != nil {
+		lc.stop()
+		return nil, fmt.Errorf("%w (logs in %s)", err, dir)
+	}
+	return lc, nil
+}
+
+// setupTenants creates count tenants (tiers cycling), 1000 per entry.
+func setupTenants(ctx context.Context, cc *grpc.ClientConn, count int) error {
+	for i := 0; i < count; i += 1000 {
+		var cmds []*pb.Command
+		for j := i; j < min(i+1000, count); j++ {
+			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(j), Tier: pb.Tier(1 + j%5)}}})
+		}
+		if _, err := pb.NewNodeClient(cc).Apply(ctx, &pb.ApplyRequest{Commands: cmds}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func benchTenant(i int) string { return fmt.Sprintf("tenant-%05d", i) }
+
+var benchPayload = []byte(`{"argv":["render","--frame","42"]}`)
+
+// preload queues jobs over tenants with SubmitBatch, from 4 clients.
+func preload(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := pb.NewClientClient(cc)
+			for {
+				start := int(next.Add(1000)) - 1000
+				if start >= jobs {
+					return
+				}
+				req := &pb.SubmitBatchRequest{}
+				for j := start; j < min(start+1000, jobs); j++ {
+					req.Jobs = append(req.Jobs, &pb.SubmitRequest{Tenant: benchTenant(j % tenants), Size: pb.Size_SM, EstCostMs: int64(100 + j%10*100), Payload: benchPayload})
+				}
+				resp, err := client.SubmitBatch(ctx, req)
+				if err == nil {
+					for _, r := range resp.Results {
+						if r.Error != "" {
+							err = fmt.Errorf("preload: %s", r.Error)
+							break
+						}
+					}
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+// drive runs clients goroutines calling op in a loop for d over conns
+// (round robin) and returns the successful calls per second and their
+// latencies.
+func drive(conns []*grpc.ClientConn, clients int, d time.Duration, op func(cc *grpc.ClientConn, w, i int) error) (float64, *latencies) {
+	var lat latencies
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cc := conns[w%len(conns)]
+			for i := 0; time.Now().Before(deadline); i++ {
+				t := time.Now()
+				if op(cc, w, i) == nil {
+					lat.add(time.Since(t))
+					n.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return round(float64(n.Load()) / time.Since(start).Seconds()), &lat
+}
+
+func benchSubmit(ctx context.Context, o *benchOpts) ([]benchResult, error) {
+	lc, err := benchCluster(ctx, o, "submit", 3)
+	if err != nil {
+		return nil, err
+	}
+	defer lc.stop()
+	leader, _ := lc.leader(ctx)
+	cc, _ := lc.dial(leader)
+	defer cc.Close()
+	if err := setupTenants(ctx, cc, 1); err != nil {
+		return nil, err
+	}
+	d := 10 * time.Second
+	if o.quick {
+		d = 3 * time.Second
+	}
+	var out []benchResult
+	run := func(name string, clients, target int, params map[string]any, op func(cc *grpc.ClientConn, w, i int) error) {
+		var conns []*grpc.ClientConn
+		for range max(1, clients/32) {
+			c, _ := lc.dial(target)
+			conns = append(conns, c)
+		}
+		prof := profileWindow(o, lc, target, fmt.Sprintf("%s-%d-%v", name, clients, params["via"]), d-time.Second)
+		ops, lat := drive(conns, clients, d, op)
+		prof()
+		for _, c := range conns {
+			c.Close()
+		}
+		params["clients"], params["nodes"], params["seconds"] = clients, 3, d.Seconds()
+		out = append(out, benchResult{Scenario: name, OpsPerS: ops, P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99), P999Ms: lat.pct(0.999), Params: params})
+	}
+	stamp := time.Now().UnixNano()
+	for _, clients := range []int{1, 64, 256} {
+		for _, via := range []string{"leader", "follower"} {
+			target := leader
+			if via == "follower" {
+				target = (leader + 1) % len(lc.nodes)
+			}
+			run("submit", clients, target, map[string]any{"via": via}, func(cc *grpc.ClientConn, w, i int) error {
+				key := fmt.Sprintf("%s-%d-%d-%d-%d", via, clients, w, i, stamp)
+				_, err := pb.NewClientClient(cc).Submit(ctx, &pb.SubmitRequest{Tenant: benchTenant(0), IdempotencyKey: &key, Size: pb.Size_SM, EstCostMs: 1000, Payload: benchPayload})
+				return err
+			})
+		}
+	}
+	// The floor: a local read of one job, the same gRPC round trip with no
+	// Raft behind it, from as many clients on the same machine.
+	run("read-floor", 256, leader, map[string]any{"via": "leader", "rpc": "GetJob"}, func(cc *grpc.ClientConn, w, i int) error {
+		_, err := pb.NewClientClient(cc).GetJob(ctx, &pb.GetJobRequest{Tenant: benchTenant(0), JobId: 1})
+		return err
+	})
+	return out, nil
+}
+
+func benchSubmitBatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
+	lc, err := benchCluster(ctx, o, "submit-batch", 3)
+	if err != nil {
+		return nil, err
+	}
+	defer lc.stop()
+	leader, _ := lc.leader(ctx)
+	cc, _ := lc.dial(leader)
+	defer cc.Close()
+	if err := setupTenants(ctx, cc, 100); err != nil {
+		return nil, err
+	}
+	d := 10 * time.Second
+	if o.quick {
+		d = 5 * time.Second
+	}
+	const clients, size = 16, 100
+	var lat latencies
+	var jobs atomic.Int64
+	var wg sync.WaitGroup
+	prof := profileWindow(o, lc, leader, "submit-batch", d-time.Second)
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := pb.NewClientClient(cc)
+			for i := 0; time.Now().Before(deadline); i++ {
+				req := &pb.SubmitBatchRequest{}
+				for j := range size {
+					key := fmt.Sprintf("b-%d-%d-%d", w, i, j)
+					req.Jobs = append(req.Jobs, &pb.SubmitRequest{Tenant: benchTenant((w*size + j) % 100), IdempotencyKey: &key, Size: pb.Size_SM, EstCostMs: 1000, Payload: benchPayload})
+				}
+				t := time.Now()
+				if _, err := client.SubmitBatch(ctx, req); err == nil {
+					lat.add(time.Since(t))
+					jobs.Add(size)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	prof()
+	return []benchResult{{Scenario: "submit-batch", OpsPerS: round(float64(jobs.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
+		Params: map[string]any{"clients": clients, "batch": size, "via": "leader", "seconds": d.Seconds()},
+		Results: map[string]any{"unit": "jobs/s; latency per batch"}}}, nil
+}
+
+// fakeWorkers starts n in-process workers whose jobs end at once.
+func fakeWorkers(ctx context.Context, servers string, n int, observe func(agent.Observation), plan func(*pb.Assign) agent.FakeSpec) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for i := range n {
+		a, err := agent.New(agent.Config{ID: fmt.Sprintf("bench-%04d", i), Size: sfq.SM, Servers: strings.Split(servers, ","),
+			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: agent.FakeRunner{Plan: plan}, Observer: observe})
+		if err != nil {
+			panic(err) // fixed, valid arguments
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); a.Run(ctx) }()
+	}
+	return &wg
+}
+
+func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
+	jobs, window := 1_000_000, 20*time.Second
+	if o.quick {
+		jobs, window = 100_000, 8*time.Second
+	}
+	var out []benchResult
+	for _, tenants := range []int{100, 10_000} {
+		lc, err := benchCluster(ctx, o, fmt.Sprintf("dispatch-%d", tenants), 3)
+		if err != nil {
+			return nil, err
+		}
+		leader, _ := lc.leader(ctx)
+		cc, _ := lc.dial(leader)
+		if err := setupTenants(ctx, cc, tenants); err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		if err := preload(ctx, cc, tenants, jobs); err != nil {
+			return nil, err
+		}
+		loaded := time.Since(t0)
+		var measuring atomic.Bool
+		var assigned atomic.Int64
+		var lat latencies
+		observe := func(ob agent.Observation) {
+			if ob.Kind == "assigned" && measuring.Load() {
+				assigned.Add(1)
+				lat.add(ob.Wait)
+			}
+		}
+		wctx, stop := context.WithCancel(ctx)
+		wg := fakeWorkers(wctx, lc.servers(), 1000, observe, nil)
+		time.Sleep(3 * time.Second) // connect and warm up
+		measuring.Store(true)
+		prof := profileWindow(o, lc, leader, fmt.Sprintf("dispatch-%d", tenants), window-time.Second)
+		start := time.Now()
+		time.Sleep(window)
+		measuring.Store(false)
+		elapsed := time.Since(start)
+		prof()
+		stop()
+		wg.Wait()
+		cc.Close()
+		lc.stop()
+		out = append(out, benchResult{Scenario: "dispatch", OpsPerS: round(float64(assigned.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
+			Params:  map[string]any{"workers": 1000, "tenants": tenants, "queued": jobs, "seconds": window.Seconds()},
+			Results: map[string]any{"unit": "dispatches/s; latency Ready to Assign", "preload_jobs_per_s": round(float64(jobs) / loaded.Seconds())}})
+	}
+	return out, nil
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func benchFailover(ctx context.Context, o *benchOpts) ([]benchResult, error) {
+	reps := 5
+	if o.quick {
+		reps = 3
+	}
+	lc, err := benchCluster(ctx, o, "failover", 3)
+	if err != nil {
+		return nil, err
+	}
+	defer lc.stop()
+	leader, _ := lc.leader(ctx)
+	cc, _ := lc.dial(leader)
+	if err := setupTenants(ctx, cc, 10); err != nil {
+		return nil, err
+	}
+	if err := preload(ctx, cc, 10, 20_000); err != nil {
+		return nil, err
+	}
+	cc.Close()
+	var lastAssigned atomic.Int64
+	observe := func(ob agent.Observation) {
+		if ob.Kind == "assigned" {
+			lastAssigned.Store(ob.At.UnixNano())
+		}
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	fakeWorkers(wctx, lc.servers(), 50, observe, func(*pb.Assign) agent.FakeSpec {
+		return agent.FakeSpec{Duration: 20 * time.Millisecond, CPU: 20 * time.Millisecond}
+	})
+	// A prober submits every 5 ms to every live node, recording successes.
+	var lastAccepted atomic.Int64
+	var conns []*grpc.ClientConn
+	for i := range lc.nodes {
+		c, _ := lc.dial(i)
+		conns = append(conns, c)
+		defer c.Close()
+	}
+	for i := range conns {
+		go func() {
+			client := pb.NewClientClient(conns[i])
+			for k := 0; wctx.Err() == nil; k++ {
+				sctx, cancel := context.WithTimeout(wctx, time.Second)
+				_, err := client.Submit(sctx, &pb.SubmitRequest{Tenant: benchTenant(0), Size: pb.Size_SM, EstCostMs: 10, Payload: benchPayload})
+				cancel()
+				if err == nil {
+					lastAccepted.Store(time.Now().UnixNano())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	var toSubmit, toDispatch []time.Duration
+	for range reps {
+		time.Sleep(2 * time.Second)
+		victim, err := lc.leader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		killed := time.Now()
+		lc.kill(victim)
+		var sub, disp time.Duration
+		for sub == 0 || disp == 0 {
+			if time.Since(killed) > 30*time.Second {
+				return nil, fmt.Errorf("no recovery within 30 s of the leader kill")
+			}
+			if t := time.Unix(0, lastAccepted.Load()); sub == 0 && t.After(killed) {
+				sub = t.Sub(killed)
+			}
+			if t := time.Unix(0, lastAssigned.Load()); disp == 0 && t.After(killed) {
+				disp = t.Sub(killed)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		toSubmit, toDispatch = append(toSubmit, sub), append(toDispatch, disp)
+		if err := lc.startNode(victim); err != nil {
+			return nil, err
+		}
+		var all []int
+		for i := range lc.nodes {
+			all = append(all, i)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		lc.waitConverged(cctx, all)
+		cancel()
+	}
+	maxOf := func(d []time.Duration) time.Duration {
+		m := d[0]
+		for _, x := range d {
+			m = max(m, x)
+		}
+		return m
+	}
+	ms := func(d time.Duration) float64 { return round(float64(d.Microseconds()) / 1000) }
+	return []benchResult{{Scenario: "failover", P50Ms: ms(median(toSubmit)),
+		Params: map[string]any{"repetitions": reps, "nodes": 3, "raft_timeouts": "500ms"},
+		Results: map[string]any{
+			"submit_median_ms": ms(median(toSubmit)), "submit_max_ms": ms(maxOf(toSubmit)),
+			"dispatch_median_ms": ms(median(toDispatch)), "dispatch_max_ms": ms(maxOf(toDispatch)),
+		}}}, nil
+}
+
+func rss(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
+	tenants, jobs := 100_000, 1_000_000
+	if o.quick {
+		tenants, jobs = 20_000, 200_000
+	}
+	f := fsm.New()
+	var idx uint64
+	apply := func(cmds []*pb.Command) {
+		idx++
+		f.ApplyEnvelope(idx, &pb.Envelope{Version: fsm.Version, StampMs: int64(idx), Commands: cmds})
+	}
+	var cmds []*pb.Command
+	for i := range tenants {
+		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(i), Tier: pb.Tier(1 + i%5)}}})
+		if len(cmds) == 1000 {
+			apply(cmds)
+			cmds = nil
+		}
+	}
+	for j := range jobs {
+		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: benchTenant(j % tenants), Size: pb.Size_SM, EstCostMs: 1000, Payload: benchPayload}}})
+		if len(cmds) == 1000 {
+			apply(cmds)
+			cmds = nil
+		}
+	}
+	runtime.GC()
+	base := rss(os.Getpid())
+	path := o.dir + "/bench.snap"
+	t := time.Now()
+	v, err := f.Freeze()
+	if err != nil {
+		return nil, err
+	}
+	pause := time.Since(t)
+	fh, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	t = time.Now()
+	if _, err := snapshot.Write(fh, v); err != nil {
+		return nil, err
+	}
+	fh.Sync()
+	fh.Close()
+	persist := time.Since(t)
+	st, _ := os.Stat(path)
+	fh, _ = os.Open(path)
+	t = time.Now()
+	g := fsm.New()
+	if _, err := snapshot.Read(fh, g); err != nil {
+		return nil, err
+	}
+	restore := time.Since(t)
+	fh.Close()
+	peak := rss(os.Getpid())
+	os.Remove(path)
+	runtime.KeepAlive(g)
+	out := []benchResult{{Scenario: "snapshot",
+		Params: map[string]any{"jobs": jobs, "tenants": tenants},
+		Results: map[string]any{"freeze_pause_ms": round(float64(pause.Microseconds()) / 1000), "persist_s": round(persist.Seconds()),
+			"restore_s": round(restore.Seconds()), "file_mb": round(float64(st.Size()) / 1e6), "rss_before_mb": round(float64(base) / 1e6),
+			"rss_after_restore_mb": round(float64(peak) / 1e6)}}}
+
+	// A new follower catches up by InstallSnapshot.
+	catch := jobs / 4
+	lc, err := benchCluster(ctx, o, "catch-up", 3, "--snapshot-threshold", "20000", "--trailing-logs", "2000", "--snapshot-interval", "1s")
+	if err != nil {
+		return nil, err
+	}
+	defer lc.stop()
+	leader, _ := lc.leader(ctx)
+	cc, _ := lc.dial(leader)
+	defer cc.Close()
+	if err := setupTenants(ctx, cc, tenants/10); err != nil {
+		return nil, err
+	}
+	if err := preload(ctx, cc, tenants/10, catch); err != nil {
+		return nil, err
+	}
+	time.Sleep(3 * time.Second) // let the snapshot happen
+	n4, err := freeLocalNode(lc, "n4")
+	if err != nil {
+		return nil, err
+	}
+	t = time.Now()
+	if err := lc.startNode(n4, "--join", lc.nodes[leader].grpc); err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := lc.waitConverged(cctx, []int{leader, n4}); err != nil {
+		return nil, fmt.Errorf("the new follower did not catch up: %w", err)
+	}
+	out = append(out, benchResult{Scenario: "snapshot-catch-up", Params: map[string]any{"jobs": catch, "tenants": tenants / 10},
+		Results: map[string]any{"catch_up_s": round(time.Since(t).Seconds())}})
+	return out, nil
+}
+
+// freeLocalNode adds a node (not started) to the cluster.
+func freeLocalNode(lc *localCluster, id string) (int, error) {
+	n := &localNode{id: id, dataDir: lc.dir + "/" + id}
+	for _, p := range []*string{&n.grpc, &n.raft, &n.http} {
+		a, err := freeAddr()
+		if err != nil {
+			return 0, err
+		}
+		*p = a
+	}
+	lc.nodes = append(lc.nodes, n)
+	return len(lc.nodes) - 1, nil
+}
+
+func scrapeMetric(addr, name string) float64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
+}
+
+func benchMemory(ctx context.Context, o *benchOpts) ([]benchResult, error) {
+	jobs := 1_000_000
+	if o.quick {
+		jobs = 200_000
+	}
+	lc, err := benchCluster(ctx, o, "memory", 1)
+	if err != nil {
+		return nil, err
+	}
+	defer lc.stop()
+	cc, _ := lc.dial(0)
+	defer cc.Close()
+	if err := setupTenants(ctx, cc, 1000); err != nil {
+		return nil, err
+	}
+	time.Sleep(time.Second)
+	pid := lc.nodes[0].cmd.Process.Pid
+	rss0, heap0 := rss(pid), scrapeMetric(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")
+	if err := preload(ctx, cc, 1000, jobs); err != nil {
+		return nil, err
+	}
+	time.Sleep(3 * time.Second)
+	rss1, heap1 := rss(pid), scrapeMetric(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")
+	return []benchResult{{Scenario: "memory", Params: map[string]any{"jobs": jobs, "tenants": 1000, "payload_bytes": len(benchPayload)},
+		Results: map[string]any{"rss_bytes_per_job": round(float64(rss1-rss0) / float64(jobs)), "heap_bytes_per_job": round((heap1 - heap0) / float64(jobs)),
+			"rss_mb": round(float64(rss1) / 1e6)}}}, nil
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "barista/proto"
+)
+
+// localCluster runs barista servers as child processes of this one, on
+// loopback, each with its own data directory (barista bench uses it).
+type localCluster struct {
+	self  string
+	dir   string
+	extra []string // added to every server's command line
+	nodes []*localNode
+}
+
+type localNode struct {
+	id, grpc, raft, http, dataDir string
+	mu                            sync.Mutex
+	cmd                           *exec.Cmd
+	done                          chan struct{}
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// newLocalCluster prepares n nodes on free ports under dir.
+func newLocalCluster(dir string, n int, extra ...string) (*localCluster, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	lc := &localCluster{self: self, dir: dir, extra: extra}
+	for i := 1; i <= n; i++ {
+		node := &localNode{id: fmt.Sprintf("n%d", i), dataDir: filepath.Join(dir, fmt.Sprintf("n%d", i))}
+		for _, p := range []*string{&node.grpc, &node.raft, &node.http} {
+			if *p, err = freeAddr(); err != nil {
+				return nil, err
+			}
+		}
+		lc.nodes = append(lc.nodes, node)
+	}
+	return lc, nil
+}
+
+// start boots the first node and joins the others.
+func (lc *localCluster) start(ctx context.Context) error {
+	for i := range lc.nodes {
+		args := []string{"--bootstrap"}
+		if i > 0 {
+			args = []string{"--join", lc.nodes[0].grpc}
+		}
+		if err := lc.startNode(i, args...); err != nil {
+			return err
+		}
+		if i == 0 {
+			if err := waitLeader(ctx, lc.nodes[0].grpc); err != nil {
+				return err
+			}
+		}
+	}
+	return lc.waitVoters(ctx, len(lc.nodes))
+}
+
+func (lc *localCluster) startNode(i int, args ...string) error {
+	n := lc.nodes[i]
+	argv := append([]string{"server", "--node-id", n.id, "--data-dir", n.dataDir, "--raft-addr", n.raft,
+		"--grpc-addr", n.grpc, "--http-addr", n.http, "--insecure-dev", "--log-level", "warn"}, lc.extra...)
+	argv = append(argv, args...)
+	logf, err := os.OpenFile(filepath.Join(lc.dir, n.id+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(lc.self, argv...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	n.mu.Lock()
+	n.cmd, n.done = cmd, done
+	n.mu.Unlock()
+	return nil
+}
+
+// kill sends SIGKILL to node i and waits for it.
+func (lc *localCluster) kill(i int) {
+	n := lc.nodes[i]
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	n.mu.Unlock()
+	if cmd != nil {
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// stop shuts every node down cleanly (SIGTERM), killing stragglers.
+func (lc *localCluster) stop() {
+	var waits []chan struct{}
+	for _, n := range lc.nodes {
+		n.mu.Lock()
+		if n.cmd != nil {
+			n.cmd.Process.Signal(syscall.SIGTERM)
+			waits = append(waits, n.done)
+		}
+		n.mu.Unlock()
+	}
+	deadline := time.After(20 * time.Second)
+	for i, w := range waits {
+		select {
+		case <-w:
+		case <-deadline:
+			lc.kill(i)
+		}
+	}
+}
+
+func (lc *localCluster) servers() string {
+	var s []string
+	for _, n := range lc.nodes {
+		s = append(s, n.grpc)
+	}
+	return strings.Join(s, ",")
+}
+
+func (lc *localCluster) dial(i int) (*grpc.ClientConn, error) {
+	return grpc.NewClient(lc.nodes[i].grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+func (lc *localCluster) status(i int) (*pb.StatusResponse, error) {
+	cc, err := lc.dial(i)
+	if err != nil {
+		return nil, err
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{})
+}
+
+// leader returns the index of the node that leads, waiting for one.
+func (lc *localCluster) leader(ctx context.Context) (int, error) {
+	for ctx.Err() == nil {
+		for i := range lc.nodes {
+			if st, err := lc.status(i); err == nil && st.State == "leader" {
+				return i, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return -1, errors.New("no leader")
+}
+
+func (lc *localCluster) waitVoters(ctx context.Context, want int) error {
+	for ctx.Err() == nil {
+		if i, err := lc.leader(ctx); err == nil {
+			cc, err := lc.dial(i)
+			if err == nil {
+				sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				resp, err := pb.NewNodeClient(cc).ListPeers(sctx, &pb.ListPeersRequest{})
+				cancel()
+				cc.Close()
+				if err == nil && len(resp.Peers) == want {
+					return nil
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the cluster did not reach %d voters", want)
+}
+
+// waitConverged waits until the running nodes report one applied index
+// and state hash.
+func (lc *localCluster) waitConverged(ctx context.Context, nodes []int) error {
+	for ctx.Err() == nil {
+		var idx uint64
+		hash := ""
+		same := true
+		for k, i := range nodes {
+			st, err := lc.status(i)
+			if err != nil || (k > 0 && (st.AppliedIndex != idx || st.StateHash != hash)) {
+				same = false
+				break
+			}
+			idx, hash = st.AppliedIndex, st.StateHash
+		}
+		if same {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,182 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+
+	"barista/fsm"
+	pb "barista/proto"
+)
+
+// Command coalescing: concurrent proposals are packed into shared log
+// entries. One goroutine takes every proposal queued when an entry slot is
+// free and sends them as one envelope, applied in order with one result
+// per command. At most maxInflight entries are outstanding; while they
+// are, new proposals queue up and ride the next entry together, so the
+// batch size follows the load and a lone proposal waits for nothing. A
+// coalesced entry is an ordinary entry: it replays to the same state as
+// the same commands applied one by one.
+const (
+	maxInflight      = 4
+	maxEntryCommands = 4096
+	maxEntryBytes    = 4 << 20
+)
+
+type proposal struct {
+	cmds  []*pb.Command
+	bytes int
+	done  chan proposalResult
+}
+
+type proposalResult struct {
+	index   uint64
+	results []fsm.Result
+	err     error
+}
+
+func (n *Node) coalesce() {
+	defer n.wg.Done()
+	slots := make(chan struct{}, maxInflight)
+	var carry *proposal
+	for {
+		p := carry
+		carry = nil
+		if p == nil {
+			select {
+			case p = <-n.proposals:
+			case <-n.done:
+				return
+			}
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-n.done:
+			p.done <- proposalResult{err: ErrNotLeader}
+			return
+		}
+		batch, count, size := []*proposal{p}, len(p.cmds), p.bytes
+	drain:
+		for count < maxEntryCommands {
+			select {
+			case q := <-n.proposals:
+				if count+len(q.cmds) > maxEntryCommands || size+q.bytes > maxEntryBytes {
+					carry = q
+					break drain
+				}
+				batch = append(batch, q)
+				count += len(q.cmds)
+				size += q.bytes
+			default:
+				break drain
+			}
+		}
+		go func() {
+			n.commit(batch, count)
+			<-slots
+		}()
+	}
+}
+
+// commit replicates one entry of several proposals and hands each its
+// results.
+func (n *Node) commit(batch []*proposal, count int) {
+	cmds := make([]*pb.Command, 0, count)
+	for _, p := range batch {
+		cmds = append(cmds, p.cmds...)
+	}
+	index, results, err := n.apply(fsm.Version, cmds, 30*time.Second)
+	n.Metrics.EntryCommands.Observe(float64(count))
+	off := 0
+	for _, p := range batch {
+		r := proposalResult{index: index, err: err}
+		if err == nil {
+			r.results = results[off : off+len(p.cmds)]
+		}
+		off += len(p.cmds)
+		p.done <- r
+	}
+}
+
+// apply stamps and replicates one envelope and waits for its results.
+func (n *Node) apply(version uint32, cmds []*pb.Command, timeout time.Duration) (uint64, []fsm.Result, error) {
+	stamp, ok := n.stamp()
+	if !ok {
+		return 0, nil, ErrNotLeader
+	}
+	data, err := fsm.Encode(&pb.Envelope{Version: version, StampMs: stamp, WallMs: n.wallNow().UnixMilli(), Commands: cmds})
+	if err != nil {
+		return 0, nil, err
+	}
+	start := time.Now()
+	f := n.raft.Apply(data, timeout)
+	err = f.Error()
+	n.Metrics.Propose.Observe(time.Since(start).Seconds())
+	if err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrRaftShutdown):
+			return 0, nil, ErrNotLeader
+		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return 0, nil, fmt.Errorf("%w: %v", ErrMaybeCommitted, err)
+		}
+		return 0, nil, err
+	}
+	switch r := f.Response().(type) {
+	case []fsm.Result:
+		if len(r) != len(cmds) {
+			return f.Index(), nil, fmt.Errorf("entry %d: %d results for %d commands", f.Index(), len(r), len(cmds))
+		}
+		return f.Index(), r, nil
+	case error:
+		return f.Index(), nil, r
+	}
+	return f.Index(), nil, fmt.Errorf("unexpected apply response %T", f.Response())
+}
+
+// Propose replicates commands, sharing a log entry with concurrent
+// proposals, and returns the entry's index and one result per command.
+// Only the leader may propose. A context that ends first returns its
+// error; the commands may still be applied (every command is idempotent or
+// fenced, so a retry is safe).
+func (n *Node) Propose(ctx context.Context, cmds []*pb.Command) (uint64, []fsm.Result, error) {
+	if !n.IsLeader() {
+		return 0, nil, ErrNotLeader
+	}
+	size := 0
+	for _, c := range cmds {
+		size += proto.Size(c)
+	}
+	p := &proposal{cmds: cmds, bytes: size, done: make(chan proposalResult, 1)}
+	select {
+	case n.proposals <- p:
+	case <-ctx.Done():
+		return 0, nil, ctx.Err()
+	case <-n.done:
+		return 0, nil, ErrNotLeader
+	}
+	select {
+	case r := <-p.done:
+		return r.index, r.results, r.err
+	case <-ctx.Done():
+		return 0, nil, fmt.Errorf("%w: %v", ErrMaybeCommitted, ctx.Err())
+	case <-n.done:
+		return 0, nil, fmt.Errorf("%w: the node is shutting down", ErrMaybeCommitted)
+	}
+}
+
+// ProposeVersion proposes one envelope of an explicit version on its own
+// (tests of the fatal-entry path).
+func (n *Node) ProposeVersion(ctx context.Context, version uint32, cmds []*pb.Command) (uint64, []fsm.Result, error) {
+	if version == fsm.Version {
+		return n.Propose(ctx, cmds)
+	}
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	return n.apply(version, cmds, timeout)
+}
