@@ -28,8 +28,9 @@ lint: ## gofmt check, go vet, staticcheck
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-bench: ## run the Go benchmarks of the scheduling core
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./sfq/
+bench: build ## quick run of every barista bench scenario, then the Go benchmarks of the core (about 4 minutes)
+	bin/barista bench all --quick
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s ./sfq/ ./fsm/
 
 proto: ## regenerate the protobuf Go code (needs protoc: apt-get install protobuf-compiler)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }

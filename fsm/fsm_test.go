@@ -424,3 +424,52 @@ func TestRestoreRefusesBadState(t *testing.T) {
 		t.Fatalf("version: %v", err)
 	}
 }
+
+// TestCoalescedEntriesApplyAlike: the leader packs concurrent commands
+// into shared entries. A log of coalesced entries must apply to the same
+// state hash, with the same result per command, as the same commands each
+// in its own entry at the same leader time.
+func TestCoalescedEntriesApplyAlike(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		one, packed := New(), New()
+		var oneIdx, packedIdx uint64
+		now := int64(1000)
+		apply := func(f *FSM, idx *uint64, cmds []*pb.Command) []Result {
+			*idx++
+			res, err := f.ApplyEnvelope(*idx, &pb.Envelope{Version: Version, StampMs: now, Commands: cmds})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		setup := []*pb.Command{tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), tenant("c", pb.Tier_SILVER)}
+		apply(packed, &packedIdx, setup)
+		for _, c := range setup {
+			apply(one, &oneIdx, []*pb.Command{c})
+		}
+		entries := rapid.IntRange(1, 40).Draw(t, "entries")
+		for range entries {
+			now += rapid.Int64Range(0, 20_000).Draw(t, "dt")
+			jobs, _ := one.Counts()
+			var cmds []*pb.Command
+			for range rapid.IntRange(1, 12).Draw(t, "commands") {
+				cmds = append(cmds, randomCommand(t, uint64(jobs)+uint64(len(cmds))+1))
+			}
+			got := apply(packed, &packedIdx, cmds)
+			for i, c := range cmds {
+				want := apply(one, &oneIdx, []*pb.Command{c})[0]
+				if fmt.Sprint(got[i]) != fmt.Sprint(want) {
+					t.Fatalf("command %d of a coalesced entry: result %+v, alone %+v", i, got[i], want)
+				}
+			}
+		}
+		ho, _ := one.Hash()
+		hp, _ := packed.Hash()
+		if ho != hp {
+			t.Fatalf("coalesced log hashes to %x, one command per entry to %x", hp, ho)
+		}
+		if err := packed.Verify(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

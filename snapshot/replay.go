@@ -91,13 +91,25 @@ func Replay(dataDir string, until uint64, dump io.Writer) (ReplayResult, error) 
 	}
 	res.Recorded = rec
 	logger := hclog.New(&hclog.LoggerOptions{Output: io.Discard})
-	store, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 1, logger)
+	// Replay never writes snapshots; a large retain count makes List show
+	// every snapshot on disk.
+	store, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 1<<20, logger)
 	if err != nil {
 		return res, err
 	}
 	meta, f, err := LoadNewest(store, dataDir)
 	if err != nil {
 		return res, err
+	}
+	if f != nil && until != 0 && until < meta.Index {
+		// An earlier point: start from an older retained snapshot.
+		newest := meta.Index
+		if meta, f, err = LoadAtOrBefore(store, dataDir, until); err != nil {
+			return res, err
+		}
+		if f == nil {
+			return res, fmt.Errorf("index %d is before every retained snapshot (the newest is at %d): the log before them is compacted", until, newest)
+		}
 	}
 	if f == nil {
 		f = fsm.New()
@@ -136,7 +148,7 @@ func Replay(dataDir string, until uint64, dump io.Writer) (ReplayResult, error) 
 		return res, fmt.Errorf("index %d is past the end of the log (%d)", target, last)
 	}
 	if target < res.SnapshotAt {
-		return res, fmt.Errorf("index %d is before the newest snapshot (index %d): the log before it is compacted", target, res.SnapshotAt)
+		return res, fmt.Errorf("index %d is before the oldest retained snapshot (index %d): the log before it is compacted", target, res.SnapshotAt)
 	}
 	if start := res.SnapshotAt + 1; start < first && start <= target {
 		return res, fmt.Errorf("the log starts at %d but the snapshot ends at %d: entries are missing", first, res.SnapshotAt)

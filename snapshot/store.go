@@ -76,8 +76,28 @@ func LoadNewest(store *raft.FileSnapshotStore, base string) (*raft.SnapshotMeta,
 	if len(list) == 0 || list[0].ID != newest.ID {
 		return nil, nil, &UnusableError{Path: filepath.Join(dir, newest.ID), Err: fmt.Errorf("the snapshot store does not list it as the newest")}
 	}
-	path := StateFile(base, newest.ID)
-	meta, rc, err := store.Open(newest.ID) // verifies the store's CRC64
+	return loadID(store, base, newest.ID)
+}
+
+// LoadAtOrBefore decodes the newest retained snapshot whose index is at
+// most index (replaying to an earlier point of the log); nil metadata
+// when none is.
+func LoadAtOrBefore(store *raft.FileSnapshotStore, base string, index uint64) (*raft.SnapshotMeta, *fsm.FSM, error) {
+	list, err := store.List()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, m := range list { // newest first
+		if m.Index <= index {
+			return loadID(store, base, m.ID)
+		}
+	}
+	return nil, nil, nil
+}
+
+func loadID(store *raft.FileSnapshotStore, base, id string) (*raft.SnapshotMeta, *fsm.FSM, error) {
+	path := StateFile(base, id)
+	meta, rc, err := store.Open(id) // verifies the store's CRC64
 	if err != nil {
 		return nil, nil, &UnusableError{Path: path, Err: err}
 	}

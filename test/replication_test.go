@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -277,6 +280,26 @@ func TestReplayDataDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A burst of concurrent single submits: the leader packs them into
+	// shared entries, which replay like any other.
+	leader := c.WaitLeader(10 * time.Second)
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				if _, err := leader.Client().Apply(ctx, &pb.ApplyRequest{Commands: []*pb.Command{submitCmd("gold1", fmt.Sprintf("burst-%d-%d", g, i), pb.Size_SM, 100)}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if packed := entriesOver(t, leader.HTTPAddr, 2); packed == 0 {
+		t.Fatal("no entry carried more than 2 commands: the burst was not coalesced")
+	}
 	index, hash := c.WaitConverged(30 * time.Second)
 	node := c.Nodes[2]
 	if err := node.Stop(); err != nil {
@@ -307,9 +330,9 @@ func TestReplayDataDir(t *testing.T) {
 	}
 	// Replaying an earlier index gives another hash and says nothing of
 	// uncommitted entries.
-	out, _, err = c.Run("replay", "--data-dir", node.DataDir, "--until", fmt.Sprint(index-1), "--json")
+	out, errOut, err = c.Run("replay", "--data-dir", node.DataDir, "--until", fmt.Sprint(index-1), "--json")
 	if err != nil || !strings.Contains(out, fmt.Sprintf(`"index":%d`, index-1)) || strings.Contains(out, "note") {
-		t.Fatalf("replay --until: %v %s", err, out)
+		t.Fatalf("replay --until: %v %s %s", err, out, errOut)
 	}
 }
 
@@ -525,4 +548,26 @@ func TestUnknownVersionStopsNodes(t *testing.T) {
 			t.Fatalf("restarted %s skipped the bad entry", n.ID)
 		}
 	}
+}
+
+// entriesOver reads from a node's /metrics how many entries it proposed
+// with more than n commands (n a bucket bound of barista_entry_commands).
+func entriesOver(t *testing.T, httpAddr string, n int) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var count, upTo float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "barista_entry_commands_count "); ok {
+			count, _ = strconv.ParseFloat(v, 64)
+		}
+		if v, ok := strings.CutPrefix(line, fmt.Sprintf(`barista_entry_commands_bucket{le="%d"} `, n)); ok {
+			upTo, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return count - upTo
 }

@@ -29,8 +29,8 @@ import (
 )
 
 type benchOpts struct {
-	quick bool
-	json  bool
+	quick   bool
+	json    bool
 	dir     string
 	pprof   bool
 	profile string
@@ -155,7 +155,10 @@ func printBench(env *cmdEnv, r benchResult) {
 		line += fmt.Sprintf(" %10.0f ops/s", r.OpsPerS)
 	}
 	if r.P50Ms > 0 {
-		line += fmt.Sprintf("  p50 %7.2f ms  p99 %7.2f ms", r.P50Ms, r.P99Ms)
+		line += fmt.Sprintf("  p50 %7.2f ms", r.P50Ms)
+	}
+	if r.P99Ms > 0 {
+		line += fmt.Sprintf("  p99 %7.2f ms", r.P99Ms)
 	}
 	if r.P999Ms > 0 {
 		line += fmt.Sprintf("  p999 %7.2f ms", r.P999Ms)
@@ -367,13 +370,18 @@ func benchSubmit(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			conns = append(conns, c)
 		}
 		prof := profileWindow(o, lc, target, fmt.Sprintf("%s-%d-%v", name, clients, params["via"]), d-time.Second)
+		before := sampleRaft(lc.nodes[leader].http)
 		ops, lat := drive(conns, clients, d, op)
+		results := map[string]any{}
+		if name != "read-floor" {
+			sampleRaft(lc.nodes[leader].http).since(before, results)
+		}
 		prof()
 		for _, c := range conns {
 			c.Close()
 		}
 		params["clients"], params["nodes"], params["seconds"] = clients, 3, d.Seconds()
-		out = append(out, benchResult{Scenario: name, OpsPerS: ops, P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99), P999Ms: lat.pct(0.999), Params: params})
+		out = append(out, benchResult{Scenario: name, OpsPerS: ops, P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99), P999Ms: lat.pct(0.999), Params: params, Results: results})
 	}
 	stamp := time.Now().UnixNano()
 	for _, clients := range []int{1, 64, 256} {
@@ -444,7 +452,7 @@ func benchSubmitBatch(ctx context.Context, o *benchOpts) ([]benchResult, error) 
 	elapsed := time.Since(start)
 	prof()
 	return []benchResult{{Scenario: "submit-batch", OpsPerS: round(float64(jobs.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
-		Params: map[string]any{"clients": clients, "batch": size, "via": "leader", "seconds": d.Seconds()},
+		Params:  map[string]any{"clients": clients, "batch": size, "via": "leader", "seconds": d.Seconds()},
 		Results: map[string]any{"unit": "jobs/s; latency per batch"}}}, nil
 }
 
@@ -498,18 +506,20 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		time.Sleep(3 * time.Second) // connect and warm up
 		measuring.Store(true)
 		prof := profileWindow(o, lc, leader, fmt.Sprintf("dispatch-%d", tenants), window-time.Second)
+		before := sampleRaft(lc.nodes[leader].http)
 		start := time.Now()
 		time.Sleep(window)
 		measuring.Store(false)
 		elapsed := time.Since(start)
+		results := map[string]any{"unit": "dispatches/s; latency Ready to Assign", "preload_jobs_per_s": round(float64(jobs) / loaded.Seconds())}
+		sampleRaft(lc.nodes[leader].http).since(before, results)
 		prof()
 		stop()
 		wg.Wait()
 		cc.Close()
 		lc.stop()
 		out = append(out, benchResult{Scenario: "dispatch", OpsPerS: round(float64(assigned.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
-			Params:  map[string]any{"workers": 1000, "tenants": tenants, "queued": jobs, "seconds": window.Seconds()},
-			Results: map[string]any{"unit": "dispatches/s; latency Ready to Assign", "preload_jobs_per_s": round(float64(jobs) / loaded.Seconds())}})
+			Params: map[string]any{"workers": 1000, "tenants": tenants, "queued": jobs, "seconds": window.Seconds()}, Results: results})
 	}
 	return out, nil
 }
@@ -598,13 +608,12 @@ func benchFailover(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		if err := lc.startNode(victim); err != nil {
 			return nil, err
 		}
-		var all []int
-		for i := range lc.nodes {
-			all = append(all, i)
-		}
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		lc.waitConverged(cctx, all)
+		err = lc.waitCaughtUp(cctx, victim)
 		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("the restarted node did not catch up: %w", err)
+		}
 	}
 	maxOf := func(d []time.Duration) time.Duration {
 		m := d[0]
@@ -704,7 +713,7 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 
 	// A new follower catches up by InstallSnapshot.
 	catch := jobs / 4
-	lc, err := benchCluster(ctx, o, "catch-up", 3, "--snapshot-threshold", "20000", "--trailing-logs", "2000", "--snapshot-interval", "1s")
+	lc, err := benchCluster(ctx, o, "catch-up", 3, "--snapshot-threshold", "16", "--trailing-logs", "8", "--snapshot-interval", "1s")
 	if err != nil {
 		return nil, err
 	}
@@ -724,7 +733,7 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		return nil, err
 	}
 	t = time.Now()
-	if err := lc.startNode(n4, "--join", lc.nodes[leader].grpc); err != nil {
+	if err := lc.startNode(n4, "--join", lc.nodes[leader].grpc, "--log-level", "info"); err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -732,8 +741,10 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	if err := lc.waitConverged(cctx, []int{leader, n4}); err != nil {
 		return nil, fmt.Errorf("the new follower did not catch up: %w", err)
 	}
+	took := time.Since(t)
+	logText, _ := os.ReadFile(filepath.Join(lc.dir, "n4.log"))
 	out = append(out, benchResult{Scenario: "snapshot-catch-up", Params: map[string]any{"jobs": catch, "tenants": tenants / 10},
-		Results: map[string]any{"catch_up_s": round(time.Since(t).Seconds())}})
+		Results: map[string]any{"catch_up_s": round(took.Seconds()), "by_install_snapshot": strings.Contains(string(logText), "installed snapshot restored")}})
 	return out, nil
 }
 
@@ -767,6 +778,29 @@ func scrapeMetric(addr, name string) float64 {
 	return 0
 }
 
+// raftStats samples a server's commit counters; since reports the mean
+// entry commit time (propose to applied result) and commands per entry
+// between two samples.
+type raftStats struct {
+	at                                         time.Time
+	proposeSum, proposeCount, cmdSum, cmdCount float64
+}
+
+func sampleRaft(addr string) raftStats {
+	return raftStats{time.Now(), scrapeMetric(addr, "barista_raft_propose_seconds_sum"), scrapeMetric(addr, "barista_raft_propose_seconds_count"),
+		scrapeMetric(addr, "barista_entry_commands_sum"), scrapeMetric(addr, "barista_entry_commands_count")}
+}
+
+func (a raftStats) since(b raftStats, into map[string]any) {
+	if n := a.proposeCount - b.proposeCount; n > 0 {
+		into["commit_mean_ms"] = round((a.proposeSum - b.proposeSum) / n * 1000)
+		into["entries_per_s"] = round(n / a.at.Sub(b.at).Seconds())
+	}
+	if n := a.cmdCount - b.cmdCount; n > 0 {
+		into["cmds_per_entry"] = round((a.cmdSum - b.cmdSum) / n)
+	}
+}
+
 func benchMemory(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	jobs := 1_000_000
 	if o.quick {
@@ -790,6 +824,15 @@ func benchMemory(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	}
 	time.Sleep(3 * time.Second)
 	rss1, heap1 := rss(pid), scrapeMetric(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")
+	if o.profile != "" {
+		if resp, err := http.Get("http://" + lc.nodes[0].http + "/debug/pprof/heap?gc=1"); err == nil {
+			if f, err := os.Create(filepath.Join(o.profile, "memory.heap.pprof")); err == nil {
+				io.Copy(f, resp.Body)
+				f.Close()
+			}
+			resp.Body.Close()
+		}
+	}
 	return []benchResult{{Scenario: "memory", Params: map[string]any{"jobs": jobs, "tenants": 1000, "payload_bytes": len(benchPayload)},
 		Results: map[string]any{"rss_bytes_per_job": round(float64(rss1-rss0) / float64(jobs)), "heap_bytes_per_job": round((heap1 - heap0) / float64(jobs)),
 			"rss_mb": round(float64(rss1) / 1e6)}}}, nil

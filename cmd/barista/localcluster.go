@@ -216,3 +216,27 @@ func (lc *localCluster) waitConverged(ctx context.Context, nodes []int) error {
 	}
 	return ctx.Err()
 }
+
+// waitCaughtUp waits until node i has applied what the leader had applied
+// when the wait began (the cluster may keep taking writes meanwhile).
+func (lc *localCluster) waitCaughtUp(ctx context.Context, i int) error {
+	l, err := lc.leader(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := lc.status(l)
+	for err != nil && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+		st, err = lc.status(l)
+	}
+	if err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		if s, err := lc.status(i); err == nil && s.AppliedIndex >= st.AppliedIndex {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return ctx.Err()
+}
