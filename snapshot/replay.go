@@ -84,6 +84,13 @@ var ErrInUse = errors.New("the data directory is in use (is the node still runni
 // until is 0 up to the recorded applied index (or the whole log if none is
 // recorded). With dump set it writes one JSON line per applied entry.
 func Replay(dataDir string, until uint64, dump io.Writer) (ReplayResult, error) {
+	return replay(dataDir, until, dump, nil)
+}
+
+// replay applies the log as Replay does; with audit set it starts from an
+// empty state at index 1 (ignoring snapshots) and applies every command as
+// its own step, reporting facts to audit.
+func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (ReplayResult, error) {
 	var res ReplayResult
 	rec, err := ReadApplied(dataDir)
 	if err != nil {
@@ -97,9 +104,12 @@ func Replay(dataDir string, until uint64, dump io.Writer) (ReplayResult, error) 
 	if err != nil {
 		return res, err
 	}
-	meta, f, err := LoadNewest(store, dataDir)
-	if err != nil {
-		return res, err
+	var meta *raft.SnapshotMeta
+	var f *fsm.FSM
+	if audit == nil {
+		if meta, f, err = LoadNewest(store, dataDir); err != nil {
+			return res, err
+		}
 	}
 	if f != nil && until != 0 && until < meta.Index {
 		// An earlier point: start from an older retained snapshot.
@@ -137,6 +147,9 @@ func Replay(dataDir string, until uint64, dump io.Writer) (ReplayResult, error) 
 		return res, err
 	}
 	res.LastLogIndex = last
+	if audit != nil && first > 1 {
+		return res, fmt.Errorf("the log starts at index %d (compacted): an audit needs the whole log, kept by a --trailing-logs above the number of entries", first)
+	}
 	target := until
 	if target == 0 {
 		target = last
@@ -160,7 +173,11 @@ func Replay(dataDir string, until uint64, dump io.Writer) (ReplayResult, error) 
 		if err := db.GetLog(i, &l); err != nil {
 			return res, fmt.Errorf("log entry %d: %w", i, err)
 		}
-		if l.Type == raft.LogCommand {
+		if l.Type == raft.LogCommand && audit != nil {
+			if err := audit.entry(f, &l); err != nil {
+				return res, err
+			}
+		} else if l.Type == raft.LogCommand {
 			out := f.Apply(&l)
 			if err, ok := out.(error); ok {
 				return res, err
@@ -170,6 +187,9 @@ func Replay(dataDir string, until uint64, dump io.Writer) (ReplayResult, error) 
 			}
 		}
 		res.Index = i
+	}
+	if audit != nil {
+		audit.finish(f)
 	}
 	res.Hash, _ = f.Hash()
 	return res, nil

@@ -328,6 +328,40 @@ func TestReplayDataDir(t *testing.T) {
 	if !strings.Contains(node.Log(), "snapshot written") {
 		t.Error("the replay did not start from a snapshot (none was written)")
 	}
+	// The audit replays the whole log command by command (the coalesced
+	// entries too) to the same hash, with every submit accounted for.
+	out, errOut, err = c.Run("replay", "--data-dir", node.DataDir, "--audit")
+	if err != nil {
+		t.Fatalf("replay --audit: %v\n%s", err, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if want := fmt.Sprintf("index=%d hash=%s", index, hash); lines[len(lines)-1] != want {
+		t.Fatalf("audit ended with %q, want %q", lines[len(lines)-1], want)
+	}
+	kinds := map[string]int{}
+	created, jobs := 0, 0
+	for _, line := range lines[:len(lines)-1] {
+		var f struct {
+			Kind, Verify string
+			Created      bool
+		}
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		kinds[f.Kind]++
+		if f.Verify != "" {
+			t.Fatalf("audit: %s", line)
+		}
+		if f.Kind == "submit" && f.Created {
+			created++
+		}
+		if f.Kind == "job" {
+			jobs++
+		}
+	}
+	if created != jobs || jobs < 640 || uint64(kinds["entry"]) > index || kinds["entry"] < 250 {
+		t.Fatalf("audit facts %v: %d created submits, %d jobs at the end", kinds, created, jobs)
+	}
 	// Replaying an earlier index gives another hash and says nothing of
 	// uncommitted entries.
 	out, errOut, err = c.Run("replay", "--data-dir", node.DataDir, "--until", fmt.Sprint(index-1), "--json")

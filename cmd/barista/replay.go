@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,19 +19,27 @@ type replayOpts struct {
 	until   uint64
 	dump    bool
 	json    bool
+	audit   bool
 }
 
 func init() {
 	register("replay", &command{
 		synopsis: "Rebuild state from a data directory, or replay a scenario script",
-		usage:    "--data-dir DIR [--until INDEX] [--dump] | --script FILE [--json]",
+		usage:    "--data-dir DIR [--until INDEX] [--dump | --audit] | --script FILE [--json]",
 		help: `With --data-dir, rebuilds a node's state from the newest snapshot and the
 Raft log in DIR without starting Raft (the node must be stopped), and
 prints "index=N hash=HEX". By default it replays up to the applied index
 the node recorded at its last snapshot or clean shutdown; --until INDEX
 replays up to another index (entries past the recorded one may never have
 been committed, and the output says so). --dump prints every applied entry
-as a JSON line (commands and results) before the summary.
+as a JSON line (commands and results) before the summary. --audit
+replays the whole log from index 1 (snapshots ignored; the log must not
+be compacted) one command at a time and prints one JSON fact per line
+before the summary: kind "entry" (index, virtual_now, verify: the
+counter self-check's error if any), "submit", "dispatch" (the tenant's
+counters after it and the caps in force), "finish" (accepted reports),
+"terminal" (a job's terminal transition), and finally "job" (every job
+in the table). The chaos checker reads them.
 
 With --script, runs a scenario script (see docs/replay.md) through the replicated
 state machine's Apply (each line is one command, stamped with the script's
@@ -49,6 +58,7 @@ line; hash). "-" reads the script from standard input.`,
 			fs.StringVar(&o.dataDir, "data-dir", "", "a stopped node's data `DIR` to rebuild")
 			fs.Uint64Var(&o.until, "until", 0, "replay up to this log `INDEX` (default: the recorded applied index)")
 			fs.BoolVar(&o.dump, "dump", false, "print every applied entry as a JSON line")
+			fs.BoolVar(&o.audit, "audit", false, "replay the whole log command by command and print audit facts as JSON lines")
 			fs.BoolVar(&o.json, "json", false, "print JSON")
 			return o
 		},
@@ -91,7 +101,17 @@ func replayDataDir(env *cmdEnv, opts *replayOpts) error {
 	if opts.dump {
 		dump = env.stdout
 	}
-	res, err := snapshot.Replay(opts.dataDir, opts.until, dump)
+	if opts.audit && opts.dump {
+		return usageError("--dump and --audit cannot be combined")
+	}
+	var res snapshot.ReplayResult
+	var err error
+	if opts.audit {
+		enc := json.NewEncoder(env.stdout)
+		res, err = snapshot.Audit(opts.dataDir, opts.until, func(f snapshot.AuditFact) { enc.Encode(f) })
+	} else {
+		res, err = snapshot.Replay(opts.dataDir, opts.until, dump)
+	}
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}

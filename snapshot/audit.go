@@ -1,0 +1,173 @@
+package snapshot
+
+import (
+	"github.com/hashicorp/raft"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// An AuditFact is one fact an audited replay reports (barista replay
+// --audit prints them as JSON lines). Kind says which fields are set:
+//
+//   - "entry": one per applied log entry: Index, VirtualNow after it,
+//     and Verify, the error of the state's self-check ("" when the counters
+//     equal what the job table derives).
+//   - "submit": Index, Job, Tenant, Key, Created (false: an earlier job
+//     with the same key was returned), Code (a refusal).
+//   - "dispatch": an assigning Dispatch: Index, Job, Tenant, Size (the
+//     job's), Attempt, EstCostMs, Weight (the divisor of its tag step);
+//     the tenant's counters after it (Running, RunningSize for the job's
+//     size, InflightCPUMs) and the caps in force (MaxRunning,
+//     MaxRunningSize, MaxInflightCPUMs; 0 = none); Backlogged, the
+//     tenants with queued jobs just before it.
+//   - "finish": an accepted Finished: Index, Job, Tenant, Attempt, CPUMs,
+//     EstCostMs, Weight.
+//   - "terminal": a job entering a terminal state: Index, Job, Tenant,
+//     State.
+//   - "job": after the last entry, one per job in the table: Job, Tenant,
+//     Key, State.
+type AuditFact struct {
+	Kind             string   `json:"kind"`
+	Index            uint64   `json:"index,omitempty"`
+	Job              uint64   `json:"job,omitempty"`
+	Tenant           string   `json:"tenant,omitempty"`
+	Key              string   `json:"key,omitempty"`
+	Created          bool     `json:"created,omitempty"`
+	Code             string   `json:"code,omitempty"`
+	Size             string   `json:"size,omitempty"`
+	Attempt          uint32   `json:"attempt,omitempty"`
+	State            string   `json:"state,omitempty"`
+	EstCostMs        int64    `json:"est_cost_ms,omitempty"`
+	CPUMs            int64    `json:"cpu_ms,omitempty"`
+	Weight           int64    `json:"weight,omitempty"`
+	Running          uint32   `json:"running,omitempty"`
+	RunningSize      uint32   `json:"running_size,omitempty"`
+	InflightCPUMs    int64    `json:"inflight_cpu_ms,omitempty"`
+	MaxRunning       uint32   `json:"max_running,omitempty"`
+	MaxRunningSize   uint32   `json:"max_running_size,omitempty"`
+	MaxInflightCPUMs int64    `json:"max_inflight_cpu_ms,omitempty"`
+	Backlogged       []string `json:"backlogged,omitempty"`
+	VirtualNow       int64    `json:"virtual_now,omitempty"`
+	Verify           string   `json:"verify,omitempty"`
+}
+
+type auditor struct{ emit func(AuditFact) }
+
+// Audit replays a data directory's whole log from index 1, without
+// snapshots, applying every command as its own step (a coalesced entry
+// applies alike, see the fsm tests), and reports what each step did to
+// emit. The log must not have been compacted: audited clusters run with a
+// TrailingLogs above their entry count. until works as in Replay.
+func Audit(dataDir string, until uint64, emit func(AuditFact)) (ReplayResult, error) {
+	return replay(dataDir, until, nil, &auditor{emit: emit})
+}
+
+// jobState reads a job's state, tenant and key.
+func jobState(s *sfq.Scheduler, id sfq.JobID) (sfq.State, string, bool) {
+	j, ok := s.Job(id)
+	if !ok {
+		return 0, "", false
+	}
+	return j.State, s.TenantName(j.Tenant), true
+}
+
+// commandJob names the job a command acts on (0: none known before it
+// applies).
+func commandJob(c *pb.Command) uint64 {
+	switch x := c.Cmd.(type) {
+	case *pb.Command_Started:
+		return x.Started.Job
+	case *pb.Command_Finished:
+		return x.Finished.Job
+	case *pb.Command_Cancel:
+		return x.Cancel.Job
+	case *pb.Command_Expire:
+		return x.Expire.Job
+	}
+	return 0
+}
+
+func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
+	env, err := fsm.Decode(l.Data)
+	if err != nil {
+		return &fsm.FatalError{Index: l.Index, Err: err}
+	}
+	for _, c := range env.Commands {
+		var backlogged []string
+		var before sfq.State
+		var known bool
+		job := commandJob(c)
+		f.Inspect(func(s *sfq.Scheduler) {
+			if c.GetDispatch() != nil {
+				s.Tenants(func(_ uint32, t *sfq.Tenant) bool {
+					if !t.Deleted && t.Queued[0]+t.Queued[1]+t.Queued[2] > 0 {
+						backlogged = append(backlogged, t.Name)
+					}
+					return true
+				})
+			}
+			if job != 0 {
+				before, _, known = jobState(s, sfq.JobID(job))
+			}
+		})
+		one := &pb.Envelope{Version: env.Version, StampMs: env.StampMs, WallMs: env.WallMs, Commands: []*pb.Command{c}}
+		out, err := f.ApplyEnvelope(l.Index, one)
+		if err != nil {
+			return err
+		}
+		r := out[0]
+		f.Inspect(func(s *sfq.Scheduler) {
+			switch x := c.Cmd.(type) {
+			case *pb.Command_Submit:
+				fact := AuditFact{Kind: "submit", Index: l.Index, Job: uint64(r.Job), Tenant: x.Submit.Tenant, Key: x.Submit.IdempotencyKey, Created: r.Created}
+				if r.Code != fsm.OK {
+					fact.Code = r.Code.String()
+				}
+				a.emit(fact)
+			case *pb.Command_Dispatch:
+				if !r.Assigned {
+					return
+				}
+				j, _ := s.Job(r.Job)
+				t, _ := s.TenantAt(j.Tenant)
+				a.emit(AuditFact{Kind: "dispatch", Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
+					EstCostMs: j.EstCostMs, Weight: int64(j.Weight), Running: t.Running, RunningSize: t.RunningBySize[j.Size],
+					InflightCPUMs: t.InflightCPUMs, MaxRunning: t.Caps.MaxRunning, MaxRunningSize: t.Caps.MaxRunningSize[j.Size],
+					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged})
+			case *pb.Command_Finished:
+				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
+					j, _ := s.Job(sfq.JobID(x.Finished.Job))
+					a.emit(AuditFact{Kind: "finish", Index: l.Index, Job: x.Finished.Job, Tenant: s.TenantName(j.Tenant), Attempt: x.Finished.Attempt,
+						CPUMs: x.Finished.CpuMs, EstCostMs: j.EstCostMs, Weight: int64(j.Weight)})
+				}
+			}
+			if job != 0 && known {
+				if after, tenant, ok := jobState(s, sfq.JobID(job)); ok && after.Terminal() && !before.Terminal() {
+					a.emit(AuditFact{Kind: "terminal", Index: l.Index, Job: job, Tenant: tenant, State: after.String()})
+				}
+			}
+		})
+	}
+	var vnow int64
+	var verr error
+	f.Inspect(func(s *sfq.Scheduler) { vnow = int64(s.VirtualNow()) })
+	verr = f.Verify()
+	fact := AuditFact{Kind: "entry", Index: l.Index, VirtualNow: vnow}
+	if verr != nil {
+		fact.Verify = verr.Error()
+	}
+	a.emit(fact)
+	return nil
+}
+
+// finish reports every job of the final state.
+func (a *auditor) finish(f *fsm.FSM) {
+	f.Inspect(func(s *sfq.Scheduler) {
+		s.Jobs(0, func(j *sfq.Job) bool {
+			a.emit(AuditFact{Kind: "job", Job: uint64(j.ID), Tenant: s.TenantName(j.Tenant), Key: j.Key, State: j.State.String()})
+			return true
+		})
+	})
+}
