@@ -126,7 +126,7 @@ func runWorker(env *cmdEnv, o any, args []string) error {
 	}
 	a, err := agent.New(agent.Config{
 		ID: opts.id, Size: size, Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: log,
-		Runner: agent.ProcessRunner{LogDir: opts.logDir, MaxLogBytes: opts.maxLog},
+		Runner: agent.ProcessRunner{LogDir: opts.logDir, MaxLogBytes: opts.maxLog, WorkerID: opts.id},
 	})
 	if err != nil {
 		return usageError("%v", err)

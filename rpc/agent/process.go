@@ -13,10 +13,13 @@ import (
 // ProcessRunner runs each job as a child process tree (see package
 // runner): the payload is a JSON command line, the output goes to
 // LogDir/job-ID-attempt-N.log (bounded), and the CPU is measured from the
-// operating system.
+// operating system. The child's environment names its run:
+// BARISTA_JOB_ID, BARISTA_ATTEMPT, BARISTA_TENANT and BARISTA_WORKER_ID
+// (these override the payload's env).
 type ProcessRunner struct {
 	LogDir      string
 	MaxLogBytes int64
+	WorkerID    string
 }
 
 // Start implements Runner.
@@ -25,6 +28,13 @@ func (r ProcessRunner) Start(a *pb.Assign) (Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job %d: bad payload: %w", a.Job, err)
 	}
+	if spec.Env == nil {
+		spec.Env = map[string]string{}
+	}
+	spec.Env["BARISTA_JOB_ID"] = fmt.Sprint(a.Job)
+	spec.Env["BARISTA_ATTEMPT"] = fmt.Sprint(a.Attempt)
+	spec.Env["BARISTA_TENANT"] = a.Tenant
+	spec.Env["BARISTA_WORKER_ID"] = r.WorkerID
 	opt := runner.Options{MaxLogBytes: r.MaxLogBytes}
 	if r.LogDir != "" {
 		if err := os.MkdirAll(r.LogDir, 0o755); err != nil {
