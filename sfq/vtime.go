@@ -166,3 +166,6 @@ func decayFactor(usage, norm int64) Weight {
 	f := Weight(HalfPower(usage, norm))
 	return max(f, minDecayFactor)
 }
+
+// TagStep is tagStep for audits and checkers outside the core.
+func TagStep(costMs int64, w Weight) (VirtualTime, error) { return tagStep(costMs, w) }

@@ -145,6 +145,12 @@ type Cluster struct {
 	Args []string
 	// Token, if set, is sent by every connection the harness makes.
 	Token string
+	// Host, if set, gives the address a node or worker (by ID) listens
+	// on, instead of 127.0.0.1; Wrap, if set, is a command prefix that
+	// runs its process (e.g. in a network namespace). Both are called
+	// once per Add and start.
+	Host func(id string) string
+	Wrap func(id string) []string
 
 	mu    sync.Mutex
 	procs map[int]*exec.Cmd
@@ -203,9 +209,13 @@ func (c *Cluster) Boot(n int) {
 // Add creates a node with fresh ports and data directory (not started).
 func (c *Cluster) Add(id string) *Node {
 	n := &Node{c: c, ID: id, DataDir: filepath.Join(c.Dir, id)}
-	n.RaftAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(c.T))
-	n.GRPCAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(c.T))
-	n.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(c.T))
+	host := "127.0.0.1"
+	if c.Host != nil {
+		host = c.Host(id)
+	}
+	n.RaftAddr = fmt.Sprintf("%s:%d", host, FreePort(c.T))
+	n.GRPCAddr = fmt.Sprintf("%s:%d", host, FreePort(c.T))
+	n.HTTPAddr = fmt.Sprintf("%s:%d", host, FreePort(c.T))
 	n.LogPath = filepath.Join(c.Dir, id+".log")
 	c.Nodes = append(c.Nodes, n)
 	return n
@@ -237,6 +247,15 @@ func (c *Cluster) cleanup() {
 	}
 }
 
+// command builds the command line of a process of member id.
+func (c *Cluster) command(id string, args []string) *exec.Cmd {
+	if c.Wrap == nil {
+		return exec.Command(c.Bin, args...)
+	}
+	w := c.Wrap(id)
+	return exec.Command(w[0], append(append(w[1:len(w):len(w)], c.Bin), args...)...)
+}
+
 // Tail returns the last lines of a file.
 func Tail(path string, lines int) string {
 	b, err := os.ReadFile(path)
@@ -262,7 +281,7 @@ func (n *Node) Start(args ...string) {
 		n.c.T.Fatal(err)
 	}
 	fmt.Fprintf(logf, "==== start %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(full, " "))
-	cmd := exec.Command(n.c.Bin, full...)
+	cmd := n.c.command(n.ID, full)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// If the test process dies (a panic skips every cleanup), so do its
 	// children.

@@ -57,7 +57,7 @@ func (w *Worker) Start(servers string) {
 		w.c.T.Fatal(err)
 	}
 	fmt.Fprintf(logf, "==== start %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
-	cmd := exec.Command(w.c.Bin, args...)
+	cmd := w.c.command(w.ID, args)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// If the test process dies (a panic skips every cleanup), so do its
 	// children.

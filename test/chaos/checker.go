@@ -1,0 +1,365 @@
+package chaos
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"barista/sfq"
+	"barista/snapshot"
+)
+
+// Violation is one broken invariant. Rule is the number of the invariant
+// in SPEC §8 (1 lost submits, 2 single terminal state and no concurrent
+// attempts, 3 caps, 4 virtual time and counters, 5 equal hashes, 6
+// fairness).
+type Violation struct {
+	Rule int
+	Msg  string
+}
+
+func (v Violation) String() string { return fmt.Sprintf("invariant %d: %s", v.Rule, v.Msg) }
+
+// Check runs every rule over a history and returns the violations, in
+// rule order.
+func Check(h *History) []Violation {
+	var out []Violation
+	for _, rule := range []func(*History) []Violation{
+		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness,
+	} {
+		out = append(out, rule(h)...)
+	}
+	return out
+}
+
+// Report renders violations readably (at most 50).
+func Report(vs []Violation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d invariant violation(s):\n", len(vs))
+	for i, v := range vs {
+		if i == 50 {
+			fmt.Fprintf(&b, "  ... and %d more\n", len(vs)-50)
+			break
+		}
+		fmt.Fprintf(&b, "  %s\n", v)
+	}
+	return b.String()
+}
+
+// checkSubmits (1): every acknowledged submit's job was created once
+// under its key and is in the final job table, and no key made two jobs.
+func checkSubmits(h *History) []Violation {
+	var out []Violation
+	created := map[string][]uint64{} // key -> jobs created under it
+	for _, f := range h.Audit {
+		if f.Kind == "submit" && f.Created && f.Key != "" {
+			created[f.Key] = append(created[f.Key], f.Job)
+		}
+	}
+	final := map[uint64]string{} // job -> key
+	for _, f := range h.Audit {
+		if f.Kind == "job" {
+			final[f.Job] = f.Key
+		}
+	}
+	keys := make([]string, 0, len(created))
+	for k, jobs := range created {
+		if len(jobs) > 1 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, Violation{1, fmt.Sprintf("key %q created %d jobs: %v", k, len(created[k]), created[k])})
+	}
+	for _, o := range h.Ops {
+		if o.Kind != "submit" || !o.Acked() {
+			continue
+		}
+		jobs := created[o.Key]
+		switch {
+		case len(jobs) == 0:
+			out = append(out, Violation{1, fmt.Sprintf("acknowledged submit of job %d (key %q, acked %s) was never created in the log", o.Job, o.Key, o.Ack.Format(time.RFC3339Nano))})
+		case jobs[0] != o.Job:
+			out = append(out, Violation{1, fmt.Sprintf("submit with key %q was acknowledged as job %d but the log created job %d", o.Key, o.Job, jobs[0])})
+		default:
+			if key, ok := final[o.Job]; !ok {
+				out = append(out, Violation{1, fmt.Sprintf("acknowledged job %d (key %q) is missing from the final state", o.Job, o.Key)})
+			} else if key != o.Key {
+				out = append(out, Violation{1, fmt.Sprintf("acknowledged job %d has key %q in the final state, not %q", o.Job, key, o.Key)})
+			}
+		}
+	}
+	return out
+}
+
+// checkTerminal (2): a job enters a terminal state at most once and has at
+// most one accepted Finished.
+func checkTerminal(h *History) []Violation {
+	var out []Violation
+	terminal := map[uint64][]string{}
+	finished := map[uint64][]uint64{}
+	var order []uint64
+	for _, f := range h.Audit {
+		switch f.Kind {
+		case "terminal":
+			if len(terminal[f.Job]) == 0 && len(finished[f.Job]) == 0 {
+				order = append(order, f.Job)
+			}
+			terminal[f.Job] = append(terminal[f.Job], fmt.Sprintf("%s at index %d", f.State, f.Index))
+		case "finish":
+			if len(terminal[f.Job]) == 0 && len(finished[f.Job]) == 0 {
+				order = append(order, f.Job)
+			}
+			finished[f.Job] = append(finished[f.Job], f.Index)
+		}
+	}
+	for _, job := range order {
+		if t := terminal[job]; len(t) > 1 {
+			out = append(out, Violation{2, fmt.Sprintf("job %d reached a terminal state %d times: %s", job, len(t), strings.Join(t, ", "))})
+		}
+		if f := finished[job]; len(f) > 1 {
+			out = append(out, Violation{2, fmt.Sprintf("job %d had %d accepted Finished reports, at indexes %v", job, len(f), f)})
+		}
+	}
+	return out
+}
+
+// checkAttempts (2): no attempt number of a job ran twice, and no two
+// attempts of a job ran at the same time (beyond the journal's tick).
+func checkAttempts(h *History) []Violation {
+	var out []Violation
+	byJob := map[uint64][]Attempt{}
+	var jobs []uint64
+	for _, a := range h.Attempts {
+		if len(byJob[a.Job]) == 0 {
+			jobs = append(jobs, a.Job)
+		}
+		byJob[a.Job] = append(byJob[a.Job], a)
+	}
+	for _, job := range jobs {
+		runs := byJob[job]
+		seen := map[uint32]string{}
+		for _, a := range runs {
+			if w, dup := seen[a.Attempt]; dup {
+				out = append(out, Violation{2, fmt.Sprintf("job %d attempt %d ran twice (workers %s and %s)", job, a.Attempt, w, a.Worker)})
+			}
+			seen[a.Attempt] = a.Worker
+		}
+		for i := range runs {
+			for j := i + 1; j < len(runs); j++ {
+				a, b := runs[i], runs[j]
+				if over := a.End.Sub(b.Start); b.Start.Before(a.End) && over > h.Overlap {
+					out = append(out, Violation{2, fmt.Sprintf("job %d: attempt %d (worker %s) still ran %s after attempt %d (worker %s) started",
+						job, a.Attempt, a.Worker, over.Round(time.Millisecond), b.Attempt, b.Worker)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+var terminalKinds = map[string]bool{"completed": true, "failed": true, "cancelled": true, "timed_out": true}
+
+// checkWatchers (2, 5): every watcher saw the same event at a sequence
+// number, and a job's stream has at most one terminal event.
+func checkWatchers(h *History) []Violation {
+	var out []Violation
+	bySeq := map[uint64]WatchEvent{}
+	term := map[uint64]uint64{} // job -> seq of its terminal event
+	for _, e := range h.Events {
+		if prev, ok := bySeq[e.Seq]; ok {
+			if prev.Job != e.Job || prev.Kind != e.Kind || prev.Attempt != e.Attempt {
+				out = append(out, Violation{5, fmt.Sprintf("event %d: watcher %d saw job %d %s (attempt %d), watcher %d saw job %d %s (attempt %d)",
+					e.Seq, prev.Watcher, prev.Job, prev.Kind, prev.Attempt, e.Watcher, e.Job, e.Kind, e.Attempt)})
+			}
+			continue
+		}
+		bySeq[e.Seq] = e
+		if terminalKinds[e.Kind] {
+			if s, ok := term[e.Job]; ok && s != e.Seq {
+				out = append(out, Violation{2, fmt.Sprintf("job %d has two terminal events: %d and %d (%s)", e.Job, s, e.Seq, e.Kind)})
+			}
+			term[e.Job] = e.Seq
+		}
+	}
+	return out
+}
+
+// checkCaps (3): after every assigning Dispatch, the tenant's counts are
+// within the caps in force; the in-flight CPU cap admits one oversized
+// job alone.
+func checkCaps(h *History) []Violation {
+	var out []Violation
+	for _, f := range h.Audit {
+		if f.Kind != "dispatch" {
+			continue
+		}
+		if f.MaxRunning > 0 && f.Running > f.MaxRunning {
+			out = append(out, Violation{3, fmt.Sprintf("index %d: dispatching job %d raised tenant %s to %d running, cap %d", f.Index, f.Job, f.Tenant, f.Running, f.MaxRunning)})
+		}
+		if f.MaxRunningSize > 0 && f.RunningSize > f.MaxRunningSize {
+			out = append(out, Violation{3, fmt.Sprintf("index %d: dispatching job %d raised tenant %s to %d running %s jobs, cap %d", f.Index, f.Job, f.Tenant, f.RunningSize, f.Size, f.MaxRunningSize)})
+		}
+		if f.MaxInflightCPUMs > 0 && f.InflightCPUMs > f.MaxInflightCPUMs && f.InflightCPUMs != f.EstCostMs {
+			out = append(out, Violation{3, fmt.Sprintf("index %d: dispatching job %d raised tenant %s to %d ms in flight, cap %d", f.Index, f.Job, f.Tenant, f.InflightCPUMs, f.MaxInflightCPUMs)})
+		}
+	}
+	return out
+}
+
+// checkVirtualTime (4): virtual_now never decreases, and after every entry
+// the counters equal what the job table derives.
+func checkVirtualTime(h *History) []Violation {
+	var out []Violation
+	var last int64
+	var lastIndex uint64
+	for _, f := range h.Audit {
+		if f.Kind != "entry" {
+			continue
+		}
+		if f.VirtualNow < last {
+			out = append(out, Violation{4, fmt.Sprintf("index %d: virtual_now went back from %d (index %d) to %d", f.Index, last, lastIndex, f.VirtualNow)})
+		}
+		last, lastIndex = f.VirtualNow, f.Index
+		if f.Verify != "" {
+			out = append(out, Violation{4, fmt.Sprintf("index %d: %s", f.Index, f.Verify)})
+		}
+	}
+	return out
+}
+
+// checkHashes (5): every node ends at one index with one hash, which the
+// audited replay of the leader's log reproduces.
+func checkHashes(h *History) []Violation {
+	var out []Violation
+	if len(h.Nodes) == 0 {
+		return []Violation{{5, "no node reported its final state"}}
+	}
+	ref := h.Nodes[0]
+	for _, n := range h.Nodes[1:] {
+		if n.Index != ref.Index || n.Hash != ref.Hash {
+			out = append(out, Violation{5, fmt.Sprintf("node %s ends at index %d hash %.12s, node %s at index %d hash %.12s", n.ID, n.Index, n.Hash, ref.ID, ref.Index, ref.Hash)})
+		}
+	}
+	if h.AuditIndex != ref.Index || h.AuditHash != ref.Hash {
+		out = append(out, Violation{5, fmt.Sprintf("the audited replay ends at index %d hash %.12s, the nodes at index %d hash %.12s", h.AuditIndex, h.AuditHash, ref.Index, ref.Hash)})
+	}
+	return out
+}
+
+// checkFairness (6): for each pair of fairness tenants, over every window
+// of dispatches during which both stayed backlogged, the difference of
+// their normalised charged service stays within the SFQ bound widened for
+// the cost corrections of jobs in flight.
+//
+// A tenant is charged step(est_cost, w) at dispatch and corrected by
+// step(cpu, w) - step(est_cost, w) when a run's Finished is accepted
+// (SPEC §4: shares are in CPU cost). Between two dispatches the tags of
+// backlogged tenants differ by at most one step each (the SFQ bound); an
+// accepted correction moves a tag by at most one step of its job, so with
+// at most k jobs of a tenant in flight its tag can drift k further steps
+// from the bound before dispatch order pulls it back. The service
+// difference over a window is the change of the tag difference, so it
+// stays within twice (1+k_i)·step_i + (1+k_j)·step_j. A starved tenant
+// breaks it: the others' service grows while its own does not.
+func checkFairness(h *History) []Violation {
+	var out []Violation
+	fair := map[string]bool{}
+	for _, t := range h.Fair {
+		fair[t] = true
+	}
+	type tstate struct {
+		service  int64 // normalised charged service, virtual ms
+		maxStep  int64 // largest step of one of its jobs
+		inflight uint32
+	}
+	st := map[string]*tstate{}
+	for _, t := range h.Fair {
+		st[t] = &tstate{}
+	}
+	step := func(c, w int64) int64 {
+		v, err := sfq.TagStep(c, sfq.Weight(w))
+		if err != nil {
+			return 0
+		}
+		return int64(v)
+	}
+	for _, f := range h.Audit {
+		if f.Kind == "dispatch" && fair[f.Tenant] {
+			s := st[f.Tenant]
+			s.maxStep = max(s.maxStep, step(f.EstCostMs, f.Weight))
+			s.inflight = max(s.inflight, f.Running)
+		}
+		if f.Kind == "finish" && fair[f.Tenant] {
+			s := st[f.Tenant]
+			s.maxStep = max(s.maxStep, step(f.CPUMs, f.Weight))
+		}
+	}
+	for x := 0; x < len(h.Fair); x++ {
+		for y := x + 1; y < len(h.Fair); y++ {
+			a, b := h.Fair[x], h.Fair[y]
+			bound := 2 * (int64(1+st[a].inflight)*st[a].maxStep + int64(1+st[b].inflight)*st[b].maxStep)
+			out = append(out, fairPair(h.Audit, a, b, bound, step)...)
+		}
+	}
+	return out
+}
+
+func fairPair(facts []snapshot.AuditFact, a, b string, bound int64, step func(c, w int64) int64) []Violation {
+	in := func(list []string, t string) bool {
+		for _, x := range list {
+			if x == t {
+				return true
+			}
+		}
+		return false
+	}
+	open := false
+	var d, lo, hi int64
+	var start uint64
+	var out []Violation
+	closeWindow := func(end uint64) {
+		if open && hi-lo > bound {
+			out = append(out, Violation{6, fmt.Sprintf("tenants %s and %s, both backlogged from index %d to %d: normalised service difference moved by %d virtual ms, bound %d",
+				a, b, start, end, hi-lo, bound)})
+		}
+		open = false
+	}
+	for _, f := range facts {
+		switch f.Kind {
+		case "dispatch":
+			both := in(f.Backlogged, a) && in(f.Backlogged, b)
+			if !both {
+				closeWindow(f.Index)
+				continue
+			}
+			if !open {
+				open, d, lo, hi, start = true, 0, 0, 0, f.Index
+			}
+			if f.Tenant == a {
+				d += step(f.EstCostMs, f.Weight)
+			} else if f.Tenant == b {
+				d -= step(f.EstCostMs, f.Weight)
+			}
+		case "finish":
+			if !open {
+				continue
+			}
+			corr := step(f.CPUMs, f.Weight) - step(f.EstCostMs, f.Weight)
+			if f.Tenant == a {
+				d += corr
+			} else if f.Tenant == b {
+				d -= corr
+			}
+		default:
+			continue
+		}
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if open {
+		closeWindow(facts[len(facts)-1].Index)
+	}
+	return out
+}

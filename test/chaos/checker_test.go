@@ -1,0 +1,198 @@
+package chaos
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"barista/snapshot"
+)
+
+var t0 = time.Unix(1_800_000_000, 0)
+
+// validHistory is a small consistent history: two fairness tenants of
+// equal weight, alternating sm jobs of 1000 ms on one worker, every job
+// completed with cpu = est.
+func validHistory() *History {
+	h := &History{Fair: []string{"fa", "fb"}, Overlap: 100 * time.Millisecond,
+		Nodes:      []NodeFinal{{"n1", 40, "abc"}, {"n2", 40, "abc"}, {"n3", 40, "abc"}},
+		AuditIndex: 40, AuditHash: "abc"}
+	idx := uint64(0)
+	fact := func(f snapshot.AuditFact) {
+		idx++
+		f.Index = idx
+		h.Audit = append(h.Audit, f)
+		h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "entry", Index: idx, VirtualNow: int64(idx) * 10})
+	}
+	for j := uint64(1); j <= 6; j++ {
+		tenant := []string{"fa", "fb"}[j%2]
+		key := "k" + string(rune('0'+j))
+		fact(snapshot.AuditFact{Kind: "submit", Job: j, Tenant: tenant, Key: key, Created: true})
+		h.Ops = append(h.Ops, Op{Kind: "submit", Key: key, Tenant: tenant, Job: j, Invoke: t0, Ack: t0.Add(time.Millisecond), Result: "ok", Tries: 1})
+	}
+	for j := uint64(1); j <= 4; j++ {
+		tenant := []string{"fa", "fb"}[j%2]
+		fact(snapshot.AuditFact{Kind: "dispatch", Job: j, Tenant: tenant, Size: "sm", Attempt: 1, EstCostMs: 1000, Weight: 65536,
+			Running: 1, RunningSize: 1, InflightCPUMs: 1000, MaxRunning: 2, Backlogged: []string{"fa", "fb"}})
+		fact(snapshot.AuditFact{Kind: "finish", Job: j, Tenant: tenant, Attempt: 1, CPUMs: 1000, EstCostMs: 1000, Weight: 65536})
+		fact(snapshot.AuditFact{Kind: "terminal", Job: j, Tenant: tenant, State: "completed"})
+		start := t0.Add(time.Duration(j) * time.Second)
+		h.Attempts = append(h.Attempts, Attempt{Job: j, Attempt: 1, Worker: "w1", Start: start, End: start.Add(500 * time.Millisecond), Ended: true})
+		h.Events = append(h.Events, WatchEvent{Watcher: 0, Seq: j, Job: j, Kind: "completed", Attempt: 1}, WatchEvent{Watcher: 1, Seq: j, Job: j, Kind: "completed", Attempt: 1})
+	}
+	for j := uint64(1); j <= 6; j++ {
+		h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "job", Job: j, Tenant: []string{"fa", "fb"}[j%2], Key: "k" + string(rune('0'+j)), State: "completed"})
+	}
+	return h
+}
+
+func TestCheckerAcceptsAValidHistory(t *testing.T) {
+	if vs := Check(validHistory()); len(vs) != 0 {
+		t.Fatal(Report(vs))
+	}
+}
+
+// TestCheckerCatchesBrokenHistories breaks a valid history one way at a
+// time: the checker reports exactly that rule, naming the job or index.
+func TestCheckerCatchesBrokenHistories(t *testing.T) {
+	drop := func(h *History, pred func(f snapshot.AuditFact) bool) {
+		var keep []snapshot.AuditFact
+		for _, f := range h.Audit {
+			if !pred(f) {
+				keep = append(keep, f)
+			}
+		}
+		h.Audit = keep
+	}
+	cases := []struct {
+		name  string
+		rule  int
+		want  string
+		break_ func(h *History)
+	}{
+		{"lost submit", 1, "job 3 (key \"k3\"", func(h *History) {
+			drop(h, func(f snapshot.AuditFact) bool { return f.Kind == "job" && f.Job == 3 })
+		}},
+		{"submit never in the log", 1, "acknowledged submit of job 5", func(h *History) {
+			drop(h, func(f snapshot.AuditFact) bool { return f.Kind == "submit" && f.Job == 5 })
+		}},
+		{"key created twice", 1, "key \"k2\" created 2 jobs", func(h *History) {
+			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "submit", Index: 99, Job: 7, Tenant: "fa", Key: "k2", Created: true})
+		}},
+		{"double completion", 2, "job 2 reached a terminal state 2 times", func(h *History) {
+			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "terminal", Index: 39, Job: 2, State: "failed"})
+		}},
+		{"two accepted Finished", 2, "job 4 had 2 accepted Finished", func(h *History) {
+			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "finish", Index: 39, Job: 4, Tenant: "fb", Attempt: 2, EstCostMs: 1000, Weight: 65536})
+		}},
+		{"concurrent attempts", 2, "job 1: attempt 1 (worker w1) still ran", func(h *History) {
+			h.Attempts = append(h.Attempts, Attempt{Job: 1, Attempt: 2, Worker: "w2", Start: t0.Add(1100 * time.Millisecond), End: t0.Add(3 * time.Second), Ended: true})
+		}},
+		{"one attempt run twice", 2, "job 2 attempt 1 ran twice", func(h *History) {
+			h.Attempts = append(h.Attempts, Attempt{Job: 2, Attempt: 1, Worker: "w9", Start: t0.Add(9 * time.Second), End: t0.Add(10 * time.Second), Ended: true})
+		}},
+		{"watchers disagree", 5, "event 3: watcher 0 saw job 3 completed", func(h *History) {
+			h.Events = append(h.Events, WatchEvent{Watcher: 2, Seq: 3, Job: 3, Kind: "failed", Attempt: 1})
+		}},
+		{"over-cap step", 3, "index 10: dispatching job 2 raised tenant fa to 3 running, cap 2", func(h *History) {
+			for i := range h.Audit {
+				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Job == 2 {
+					h.Audit[i].Running = 3
+				}
+			}
+		}},
+		{"in-flight cap", 3, "raised tenant fb to 2500 ms in flight, cap 2000", func(h *History) {
+			for i := range h.Audit {
+				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Job == 3 {
+					h.Audit[i].InflightCPUMs, h.Audit[i].MaxInflightCPUMs = 2500, 2000
+				}
+			}
+		}},
+		{"virtual time back", 4, "index 5: virtual_now went back", func(h *History) {
+			for i := range h.Audit {
+				if h.Audit[i].Kind == "entry" && h.Audit[i].Index == 5 {
+					h.Audit[i].VirtualNow = 1
+				}
+			}
+		}},
+		{"counters off", 4, "index 8: tenant fa: running 2, derived 1", func(h *History) {
+			for i := range h.Audit {
+				if h.Audit[i].Kind == "entry" && h.Audit[i].Index == 8 {
+					h.Audit[i].Verify = "tenant fa: running 2, derived 1"
+				}
+			}
+		}},
+		{"diverging hash", 5, "node n3 ends at index 40 hash def", func(h *History) { h.Nodes[2].Hash = "def" }},
+		{"replay diverges", 5, "the audited replay ends at index 40 hash 999", func(h *History) { h.AuditHash = "999" }},
+		{"starved tenant", 6, "tenants fa and fb, both backlogged", func(h *History) {
+			idx := uint64(100)
+			for j := uint64(10); j < 30; j++ { // fb alone is served while fa waits
+				idx++
+				h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "dispatch", Index: idx, Job: j, Tenant: "fb", Size: "sm", Attempt: 1,
+					EstCostMs: 1000, Weight: 65536, Running: 1, Backlogged: []string{"fa", "fb"}})
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := validHistory()
+			c.break_(h)
+			vs := Check(h)
+			if len(vs) == 0 {
+				t.Fatal("the checker accepted the broken history")
+			}
+			found := false
+			for _, v := range vs {
+				if v.Rule != c.rule {
+					t.Errorf("unexpected %s", v)
+				}
+				if strings.Contains(v.Msg, c.want) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("no violation of rule %d mentions %q:\n%s", c.rule, c.want, Report(vs))
+			}
+		})
+	}
+}
+
+func TestReadJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal")
+	ns := func(d time.Duration) int64 { return t0.Add(d).UnixNano() }
+	body := strings.Join([]string{
+		"S 7 1 w1 " + itoa(ns(0)),
+		"T 7 1 w1 " + itoa(ns(100*time.Millisecond)),
+		"S 7 2 w2 " + itoa(ns(2*time.Second)),
+		"T 7 1 w1 " + itoa(ns(200*time.Millisecond)),
+		"E 7 2 w2 " + itoa(ns(3*time.Second)),
+	}, "\n") + "\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadJournal(path, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Attempt{
+		{Job: 7, Attempt: 1, Worker: "w1", Start: t0, End: t0.Add(300 * time.Millisecond)},
+		{Job: 7, Attempt: 2, Worker: "w2", Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), Ended: true},
+	}
+	if len(got) != 2 {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range want {
+		if !got[i].Start.Equal(want[i].Start) || !got[i].End.Equal(want[i].End) || got[i].Ended != want[i].Ended || got[i].Attempt != want[i].Attempt {
+			t.Errorf("attempt %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	os.WriteFile(path, []byte("S 7 x w1 1\n"), 0o644)
+	if _, err := ReadJournal(path, time.Millisecond); err == nil || !strings.Contains(err.Error(), ":1: malformed") {
+		t.Fatalf("malformed line: %v", err)
+	}
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
