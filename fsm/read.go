@@ -229,11 +229,3 @@ func (f *FSM) SetIndex(index uint64) {
 	f.lastIndex = index
 	f.hashValid = false
 }
-
-// Inspect runs fn with read access to the scheduling core (audits and
-// diagnostics). fn must not keep the pointer or change anything.
-func (f *FSM) Inspect(fn func(s *sfq.Scheduler)) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	fn(f.sched)
-}

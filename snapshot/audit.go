@@ -99,7 +99,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 		var before sfq.State
 		var known bool
 		job := commandJob(c)
-		f.Inspect(func(s *sfq.Scheduler) {
+		f.Read(func(s *sfq.Scheduler) {
 			if c.GetDispatch() != nil {
 				s.Tenants(func(_ uint32, t *sfq.Tenant) bool {
 					if !t.Deleted && t.Queued[0]+t.Queued[1]+t.Queued[2] > 0 {
@@ -118,7 +118,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 			return err
 		}
 		r := out[0]
-		f.Inspect(func(s *sfq.Scheduler) {
+		f.Read(func(s *sfq.Scheduler) {
 			switch x := c.Cmd.(type) {
 			case *pb.Command_Submit:
 				fact := AuditFact{Kind: "submit", Index: l.Index, Job: uint64(r.Job), Tenant: x.Submit.Tenant, Key: x.Submit.IdempotencyKey, Created: r.Created}
@@ -152,7 +152,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 	}
 	var vnow int64
 	var verr error
-	f.Inspect(func(s *sfq.Scheduler) { vnow = int64(s.VirtualNow()) })
+	f.Read(func(s *sfq.Scheduler) { vnow = int64(s.VirtualNow()) })
 	verr = f.Verify()
 	fact := AuditFact{Kind: "entry", Index: l.Index, VirtualNow: vnow}
 	if verr != nil {
@@ -164,7 +164,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 
 // finish reports every job of the final state.
 func (a *auditor) finish(f *fsm.FSM) {
-	f.Inspect(func(s *sfq.Scheduler) {
+	f.Read(func(s *sfq.Scheduler) {
 		s.Jobs(0, func(j *sfq.Job) bool {
 			a.emit(AuditFact{Kind: "job", Job: uint64(j.ID), Tenant: s.TenantName(j.Tenant), Key: j.Key, State: j.State.String()})
 			return true
