@@ -7,7 +7,7 @@ import (
 )
 
 // Read runs fn with the scheduling core under the read lock. fn must not
-// change anything nor keep the pointer.
+// change anything nor keep the pointer, nor call the FSM (see Events).
 func (f *FSM) Read(fn func(s *sfq.Scheduler)) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -88,6 +88,9 @@ func (f *FSM) Due(now sfq.Time, fn func(id sfq.JobID, attempt uint32, kind sfq.E
 
 // Events calls fn for events with Seq >= from, in order, until fn returns
 // false. It returns the oldest retained seq and the next seq to be written.
+// fn runs under the state's read lock, like every callback of this type:
+// it must not call the FSM again (a second read lock waits behind a
+// pending Apply, which waits for the first: a deadlock).
 func (f *FSM) Events(from uint64, fn func(ev *Event) bool) (first, next uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

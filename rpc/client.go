@@ -274,22 +274,30 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 	}
 	for {
 		changed := f.Changed()
-		var batch []*pb.Event
+		var events []fsm.Event
 		last := cursor
+		// The callback runs under the state's read lock: it may not call
+		// the FSM again (tenant names are looked up after).
 		first, _ := f.Events(cursor, func(ev *fsm.Event) bool {
 			last = ev.Seq + 1
 			if tenant == "" || ev.Tenant == ti {
-				name := tenant
-				if name == "" {
-					f.Read(func(sc *sfq.Scheduler) { name = sc.TenantName(ev.Tenant) })
-				}
-				batch = append(batch, eventToPB(ev, name))
+				events = append(events, *ev)
 			}
-			return len(batch) < 512
+			return len(events) < 512
 		})
 		if first > cursor {
 			return status.Errorf(codes.OutOfRange, "from_seq: events from %d on were pruned before this watch read them (oldest retained: %d)", cursor, first)
 		}
+		batch := make([]*pb.Event, len(events))
+		f.Read(func(sc *sfq.Scheduler) {
+			for i := range events {
+				name := tenant
+				if name == "" {
+					name = sc.TenantName(events[i].Tenant)
+				}
+				batch[i] = eventToPB(&events[i], name)
+			}
+		})
 		for _, ev := range batch {
 			if err := stream.Send(ev); err != nil {
 				return err

@@ -61,23 +61,29 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		leader = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descLeader, prometheus.GaugeValue, leader)
+	// Built under the read lock, sent after it: a slow scrape must not
+	// hold up Apply.
+	var out []prometheus.Metric
 	f.Read(func(s *sfq.Scheduler) {
-		ch <- prometheus.MustNewConstMetric(descVnow, prometheus.GaugeValue, float64(s.VirtualNow())/1000)
+		out = append(out, prometheus.MustNewConstMetric(descVnow, prometheus.GaugeValue, float64(s.VirtualNow())/1000))
 		s.Tenants(func(_ uint32, t *sfq.Tenant) bool {
 			for sz := sfq.Size(0); sz < sfq.NumSizes; sz++ {
-				ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(t.Queued[sz]), t.Name, sz.String())
+				out = append(out, prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(t.Queued[sz]), t.Name, sz.String()))
 			}
 			b := t.Billing
-			ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, float64(t.Running), t.Name)
-			ch <- prometheus.MustNewConstMetric(descDispatches, prometheus.CounterValue, float64(b.Dispatches), t.Name)
-			ch <- prometheus.MustNewConstMetric(descCost, prometheus.CounterValue, float64(b.DispatchedCostMs), t.Name)
-			ch <- prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, float64(b.CPUMs), t.Name)
+			out = append(out, prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, float64(t.Running), t.Name))
+			out = append(out, prometheus.MustNewConstMetric(descDispatches, prometheus.CounterValue, float64(b.Dispatches), t.Name))
+			out = append(out, prometheus.MustNewConstMetric(descCost, prometheus.CounterValue, float64(b.DispatchedCostMs), t.Name))
+			out = append(out, prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, float64(b.CPUMs), t.Name))
 			for state, n := range map[string]uint64{"completed": b.Completed, "failed": b.Failed, "cancelled": b.Cancelled, "timed_out": b.TimedOut} {
-				ch <- prometheus.MustNewConstMetric(descEnded, prometheus.CounterValue, float64(n), t.Name, state)
+				out = append(out, prometheus.MustNewConstMetric(descEnded, prometheus.CounterValue, float64(n), t.Name, state))
 			}
-			ch <- prometheus.MustNewConstMetric(descFailures, prometheus.CounterValue, float64(b.Failures), t.Name)
-			ch <- prometheus.MustNewConstMetric(descWeight, prometheus.GaugeValue, float64(s.Weight(t, clock))/float64(sfq.WeightOne), t.Name, t.Tier.String())
+			out = append(out, prometheus.MustNewConstMetric(descFailures, prometheus.CounterValue, float64(b.Failures), t.Name))
+			out = append(out, prometheus.MustNewConstMetric(descWeight, prometheus.GaugeValue, float64(s.Weight(t, clock))/float64(sfq.WeightOne), t.Name, t.Tier.String()))
 			return true
 		})
 	})
+	for _, m := range out {
+		ch <- m
+	}
 }

@@ -354,8 +354,11 @@ func (n *Node) Kill() {
 func (n *Node) Stop() error {
 	n.Signal(syscall.SIGTERM)
 	if !n.wait(30 * time.Second) {
-		n.c.T.Errorf("%s did not stop within 30s of SIGTERM", n.ID)
-		n.Kill()
+		n.c.T.Errorf("%s did not stop within 30s of SIGTERM (its goroutines are in its log)", n.ID)
+		n.Signal(syscall.SIGQUIT) // the Go runtime dumps every goroutine
+		if !n.wait(5 * time.Second) {
+			n.Kill()
+		}
 	}
 	n.closeConn()
 	return n.ExitErr()

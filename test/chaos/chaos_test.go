@@ -1,0 +1,60 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// TestChaos runs real servers and workers under a seeded fault schedule
+// with client load, then checks the history against SPEC §8. By default
+// it is the short run of the test suite (fixed seed, about three
+// minutes); make chaos sets CHAOS_SEED, CHAOS_DURATION and CHAOS_NODES
+// for long runs.
+func TestChaos(t *testing.T) {
+	seed, err := strconv.ParseUint(envOr("CHAOS_SEED", "20261129"), 10, 64)
+	if err != nil {
+		t.Fatalf("CHAOS_SEED: %v", err)
+	}
+	dur, err := time.ParseDuration(envOr("CHAOS_DURATION", "100s"))
+	if err != nil {
+		t.Fatalf("CHAOS_DURATION: %v", err)
+	}
+	nodes, err := strconv.Atoi(envOr("CHAOS_NODES", "3"))
+	if err != nil || (nodes != 3 && nodes != 5) {
+		t.Fatalf("CHAOS_NODES: want 3 or 5, got %q", os.Getenv("CHAOS_NODES"))
+	}
+	cfg := Config{Seed: seed, Duration: dur, Nodes: nodes, SM: 3, MD: 2, LG: 1, Submitters: 3}
+	if why := NetAvailable(); why != "" {
+		t.Logf("partitions skipped: %s", why)
+	} else {
+		cfg.Partitions = true
+	}
+	run := Start(t, cfg)
+	res := run.Execute()
+	t.Log("\n" + res.Report)
+	if t.Failed() || len(res.Violations) > 0 {
+		keep := filepath.Join(os.TempDir(), fmt.Sprintf("barista-chaos-%d-%d", seed, os.Getpid()))
+		if err := exec.Command("cp", "-a", run.Dir(), keep).Run(); err == nil {
+			t.Logf("logs, data directories and the job journal kept in %s", keep)
+		}
+	}
+	if len(res.Violations) > 0 {
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("barista-chaos-%d.json", seed))
+		if err := res.History.Save(path); err == nil {
+			t.Logf("history saved to %s", path)
+		}
+		t.Fatal(Report(res.Violations))
+	}
+}
