@@ -16,6 +16,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -272,6 +273,21 @@ func (a *Agent) killCurrent(reason string) {
 	a.poke()
 }
 
+// handshakeTimeout bounds the wait for a server's Welcome or Redirect.
+const handshakeTimeout = 5 * time.Second
+
+// silenceLimit is how long a session may go without an acknowledged
+// heartbeat before the worker gives up on it: four heartbeats (at least a
+// second), and at most half the self-kill deadline, so that a worker cut
+// off from a leader finds the next one before it kills its job.
+func silenceLimit(interval, selfKill time.Duration) time.Duration {
+	limit := max(4*interval, time.Second)
+	if selfKill > 0 {
+		limit = min(limit, selfKill/2)
+	}
+	return limit
+}
+
 // session runs one stream.
 func (a *Agent) session(ctx context.Context, addr string) error {
 	cc, err := grpc.NewClient(addr, a.cfg.Dial...)
@@ -281,8 +297,16 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	defer cc.Close()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A server that cannot answer (down, or cut off one way) must not hold
+	// the worker: the handshake has handshakeTimeout.
+	var handshakeExpired atomic.Bool
+	hs := time.AfterFunc(handshakeTimeout, func() { handshakeExpired.Store(true); cancel() })
+	defer hs.Stop()
 	stream, err := pb.NewWorkerClient(cc).Connect(sctx)
 	if err != nil {
+		if handshakeExpired.Load() {
+			return fmt.Errorf("no answer from %s within %s", addr, handshakeTimeout)
+		}
 		return err
 	}
 	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: pb.Size(a.cfg.Size + 1), Version: "1"}
@@ -300,8 +324,12 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	}
 	first, err := stream.Recv()
 	if err != nil {
+		if handshakeExpired.Load() {
+			return fmt.Errorf("no answer from %s within %s", addr, handshakeTimeout)
+		}
 		return err
 	}
+	hs.Stop()
 	if r := first.GetRedirect(); r != nil {
 		a.mu.Lock()
 		a.leader = r.LeaderAddr
@@ -360,6 +388,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	}()
 	hb := time.NewTicker(a.interval)
 	defer hb.Stop()
+	silence := silenceLimit(a.interval, a.selfKill)
 	for {
 		a.mu.Lock()
 		var done <-chan struct{}
@@ -380,6 +409,15 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 				return err
 			}
 		case <-hb.C:
+			a.mu.Lock()
+			quiet := time.Since(a.contact)
+			a.mu.Unlock()
+			if quiet > silence {
+				// The stream may look open while the leader is gone or cut
+				// off: reconnect (perhaps to a new leader) well before the
+				// self-kill deadline.
+				return fmt.Errorf("no heartbeat acknowledged for %s (limit %s)", quiet.Round(time.Millisecond), silence)
+			}
 			if err := a.heartbeat(send); err != nil {
 				return err
 			}

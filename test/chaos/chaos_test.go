@@ -44,7 +44,7 @@ func TestChaos(t *testing.T) {
 	run := Start(t, cfg)
 	res := run.Execute()
 	t.Log("\n" + res.Report)
-	if t.Failed() || len(res.Violations) > 0 {
+	if t.Failed() || len(res.Violations) > 0 || os.Getenv("CHAOS_KEEP") != "" {
 		keep := filepath.Join(os.TempDir(), fmt.Sprintf("barista-chaos-%d-%d", seed, os.Getpid()))
 		if err := exec.Command("cp", "-a", run.Dir(), keep).Run(); err == nil {
 			t.Logf("logs, data directories and the job journal kept in %s", keep)

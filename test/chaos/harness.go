@@ -328,8 +328,8 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 				return err
 			})
 			op.Tries, op.Result = tries, resultOf(err)
-			if err == nil {
-				op.Ack = time.Now()
+			if err == nil || !retriable(err) {
+				op.Ack = time.Now() // answered (a refusal, e.g. of an ended job, is an answer)
 			}
 			r.rec.op(op)
 		}
@@ -393,12 +393,32 @@ func (r *Run) record(f Fault) *Fault {
 	return &r.faults[len(r.faults)-1]
 }
 
-// failoverAfter waits (up to 30 s) for a dispatch committed after at and
-// returns its delay.
-func (r *Run) failoverAfter(at time.Time) time.Duration {
+// term returns the highest term any running node reports.
+func (r *Run) term() uint64 {
+	var t uint64
+	for _, n := range r.c.Nodes {
+		if st, err := n.Status(); err == nil {
+			t = max(t, st.Term)
+		}
+	}
+	return t
+}
+
+// failoverAfter waits (up to 30 s) for a leader of a term above old, then
+// for a dispatch a watcher receives after that, and returns the time from
+// at to it (never less than the real failover: events committed before
+// the fault are excluded by the term change).
+func (r *Run) failoverAfter(at time.Time, old uint64) time.Duration {
 	deadline := time.Now().Add(30 * time.Second)
+	var elected time.Time
 	for time.Now().Before(deadline) {
-		if t := time.Unix(0, r.lastAssign.Load()); t.After(at) {
+		if elected.IsZero() {
+			if l := r.leader(); l >= 0 {
+				if st, err := r.c.Nodes[l].Status(); err == nil && st.Term > old {
+					elected = time.Now()
+				}
+			}
+		} else if t := time.Unix(0, r.lastAssign.Load()); t.After(elected) {
 			return t.Sub(at)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -431,6 +451,7 @@ func (r *Run) inject(ctx context.Context) {
 				continue
 			}
 			n := r.c.Nodes[l]
+			old := r.term()
 			at := time.Now()
 			f := r.record(Fault{Kind: kind, Target: n.ID, At: at, For: hold})
 			switch kind {
@@ -445,7 +466,7 @@ func (r *Run) inject(ctx context.Context) {
 					}
 				}
 			}
-			f.Failover = r.failoverAfter(at)
+			f.Failover = r.failoverAfter(at, old)
 			sleepCtx(context.Background(), max(0, hold-time.Since(at)))
 			switch kind {
 			case "kill-leader":
@@ -470,6 +491,7 @@ func (r *Run) inject(ctx context.Context) {
 				continue
 			}
 			n := r.c.Nodes[cands[r.rng.IntN(len(cands))]]
+			old := r.term()
 			at := time.Now()
 			f := r.record(Fault{Kind: kind, Target: n.ID, At: at, For: hold})
 			wasLeader := l >= 0 && r.c.Nodes[l] == n
@@ -482,7 +504,7 @@ func (r *Run) inject(ctx context.Context) {
 				r.isolate(n.ID)
 			}
 			if wasLeader {
-				f.Failover = r.failoverAfter(at)
+				f.Failover = r.failoverAfter(at, old)
 			}
 			sleepCtx(context.Background(), max(0, hold-time.Since(at)))
 			if kind == "partition-node" {
@@ -605,6 +627,9 @@ func (r *Run) Execute() *Result {
 	r.rec.mu.Lock()
 	h.Ops, h.Events = r.rec.ops, r.rec.events
 	r.rec.mu.Unlock()
+	if b, err := json.MarshalIndent(r.faults, "", " "); err == nil {
+		os.WriteFile(filepath.Join(r.c.Dir, "faults.json"), b, 0o644)
+	}
 	res := &Result{History: h, Violations: Check(h)}
 	res.Report = r.report(h, fenced)
 	return res

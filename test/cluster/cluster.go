@@ -145,8 +145,9 @@ type Cluster struct {
 	Args []string
 	// Token, if set, is sent by every connection the harness makes.
 	Token string
-	// Host, if set, gives the address a node or worker (by ID) listens
-	// on, instead of 127.0.0.1; Wrap, if set, is a command prefix that
+	// Host, if set, gives the address a node (by ID) listens on, with
+	// ports 7000 (Raft), 7001 (gRPC) and 7002 (HTTP), instead of
+	// 127.0.0.1 and free ports; Wrap, if set, is a command prefix that
 	// runs its process (e.g. in a network namespace). Both are called
 	// once per Add and start.
 	Host func(id string) string
@@ -209,13 +210,15 @@ func (c *Cluster) Boot(n int) {
 // Add creates a node with fresh ports and data directory (not started).
 func (c *Cluster) Add(id string) *Node {
 	n := &Node{c: c, ID: id, DataDir: filepath.Join(c.Dir, id)}
-	host := "127.0.0.1"
 	if c.Host != nil {
-		host = c.Host(id)
+		// A node of its own address uses fixed ports.
+		host := c.Host(id)
+		n.RaftAddr, n.GRPCAddr, n.HTTPAddr = host+":7000", host+":7001", host+":7002"
+	} else {
+		n.RaftAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(c.T))
+		n.GRPCAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(c.T))
+		n.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(c.T))
 	}
-	n.RaftAddr = fmt.Sprintf("%s:%d", host, FreePort(c.T))
-	n.GRPCAddr = fmt.Sprintf("%s:%d", host, FreePort(c.T))
-	n.HTTPAddr = fmt.Sprintf("%s:%d", host, FreePort(c.T))
 	n.LogPath = filepath.Join(c.Dir, id+".log")
 	c.Nodes = append(c.Nodes, n)
 	return n
