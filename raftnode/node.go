@@ -184,7 +184,7 @@ func New(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
-	if n.raft, err = raft.NewRaft(rc, &machine{FSM: n.FSM, node: n}, n.store, n.store, n.snaps, n.trans); err != nil {
+	if n.raft, err = raft.NewRaft(rc, &machine{FSM: n.FSM, node: n}, n.store, n.store, n.snaps, serialTransport{n.trans}); err != nil {
 		n.closeStores()
 		return nil, err
 	}
@@ -201,6 +201,18 @@ func New(cfg Config) (*Node, error) {
 	go n.watchLeadership()
 	go func() { defer n.wg.Done(); n.observeLeaders(n.done) }()
 	return n, nil
+}
+
+// serialTransport is the Raft transport without pipelined replication:
+// hashicorp/raft's pipeline can wedge replication to a follower whose
+// answers stop (the send loop parks on a full in-flight queue that nothing
+// drains, and only a leader restart clears it; hashicorp/raft#612). Each
+// follower then gets one AppendEntries at a time, each carrying up to
+// MaxAppendEntries entries, which the command coalescing fills.
+type serialTransport struct{ *raft.NetworkTransport }
+
+func (serialTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
 func (n *Node) openTransport() error {
@@ -503,7 +515,12 @@ func (n *Node) Shutdown() error {
 	}
 	close(n.done)
 	n.wg.Wait()
-	err := n.raft.Shutdown().Error()
+	// Closing the transport before waiting for Raft's goroutines releases
+	// a replication goroutine blocked on a peer that does not answer (cut
+	// off one way); the stores close only after they have all ended.
+	shut := n.raft.Shutdown()
+	n.trans.Close()
+	err := shut.Error()
 	if n.FSM.FatalErr() == nil {
 		hash, _ := n.FSM.Hash()
 		index := n.raft.AppliedIndex()
