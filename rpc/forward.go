@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	"barista/raftnode"
@@ -73,13 +74,19 @@ func (lc *leaderConns) dial(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := lc.conns[addr]; ok {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(lc.creds))
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(lc.creds), ClientKeepalive)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "dialing leader at %s: %v", addr, err)
 	}
 	lc.conns[addr] = cc
 	return cc, nil
 }
+
+// ClientKeepalive pings a silent connection every 10 s and drops it when
+// a ping goes unanswered for 5 s, so that a call or stream to a server
+// that vanished (or was cut off) fails instead of hanging. The servers
+// accept pings every 5 s or slower.
+var ClientKeepalive = grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true})
 
 // Close closes every cached connection.
 func (lc *leaderConns) Close() {

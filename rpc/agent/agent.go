@@ -90,6 +90,7 @@ type Agent struct {
 	seq       uint64
 	sentAt    map[uint64]time.Time
 	contact   time.Time
+	failed    string // the server of the last failed session
 	interval  time.Duration
 	selfKill  time.Duration
 	leader    string // address from the last Redirect
@@ -171,6 +172,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		addr := a.nextServer(i)
 		err := a.session(ctx, addr)
+		a.mu.Lock()
+		a.failed = ""
+		if err != nil {
+			a.failed = addr // try another server next
+		}
+		a.mu.Unlock()
 		if ctx.Err() != nil || a.doneDraining() {
 			return nil
 		}
@@ -207,7 +214,11 @@ func (a *Agent) nextServer(i int) string {
 		a.leader = ""
 		return l
 	}
-	return a.cfg.Servers[i%len(a.cfg.Servers)]
+	addr := a.cfg.Servers[i%len(a.cfg.Servers)]
+	if addr == a.failed && len(a.cfg.Servers) > 1 {
+		addr = a.cfg.Servers[(i+1)%len(a.cfg.Servers)]
+	}
+	return addr
 }
 
 type redirectError struct{ id, addr string }

@@ -342,10 +342,15 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 			var next uint64
 			for node := w; ctx.Err() == nil; node++ {
 				n := r.c.Nodes[node%len(r.c.Nodes)]
-				stream, err := pb.NewClientClient(n.Conn()).WatchEvents(ctx, &pb.WatchEventsRequest{FromSeq: next})
+				// Events flow all the time under this load: a stream
+				// silent for 3 s is on a node that is down or cut off.
+				sctx, cancel := context.WithCancel(ctx)
+				idle := time.AfterFunc(3*time.Second, cancel)
+				stream, err := pb.NewClientClient(n.Conn()).WatchEvents(sctx, &pb.WatchEventsRequest{FromSeq: next})
 				for err == nil {
 					var ev *pb.Event
 					if ev, err = stream.Recv(); err == nil {
+						idle.Reset(3 * time.Second)
 						r.rec.event(WatchEvent{Watcher: w, Seq: ev.Seq, Job: ev.JobId, Kind: ev.Kind, Attempt: ev.Attempt})
 						next = ev.Seq + 1
 						if ev.Kind == "assigned" {
@@ -353,6 +358,8 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 						}
 					}
 				}
+				idle.Stop()
+				cancel()
 				sleepCtx(ctx, 200*time.Millisecond)
 			}
 		}()
