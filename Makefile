@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-proc lint bench proto run clean
+.PHONY: help build test test-unit test-proc lint bench chaos proto run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -31,6 +31,14 @@ lint: ## gofmt check, go vet, staticcheck
 bench: build ## quick run of every barista bench scenario, then the Go benchmarks of the core (about 4 minutes)
 	bin/barista bench all --quick
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s ./sfq/ ./fsm/
+
+# Long chaos run: make chaos CHAOS_SEED=7 CHAOS_DURATION=20m CHAOS_NODES=5
+CHAOS_SEED ?= $(shell date +%s)
+CHAOS_DURATION ?= 20m
+CHAOS_NODES ?= 3
+chaos: build ## long chaos run: faults under load, then the invariant checker (CHAOS_SEED, CHAOS_DURATION=20m, CHAOS_NODES=3|5)
+	CHAOS_SEED=$(CHAOS_SEED) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_NODES=$(CHAOS_NODES) \
+		$(GO) test -count=1 -timeout 0 -run '^TestChaos$$' -v ./test/chaos/ 2>&1 | grep -v '^\s*20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T' ; exit $${PIPESTATUS[0]}
 
 proto: ## regenerate the protobuf Go code (needs protoc: apt-get install protobuf-compiler)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }

@@ -68,9 +68,9 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 		h.Audit = keep
 	}
 	cases := []struct {
-		name  string
-		rule  int
-		want  string
+		name   string
+		rule   int
+		want   string
 		break_ func(h *History)
 	}{
 		{"lost submit", 1, "job 3 (key \"k3\"", func(h *History) {
