@@ -398,7 +398,7 @@ func TestCancelAndTimeout(t *testing.T) {
 	t.Logf("process tree gone %s after the cancel; job %s", gone.Round(time.Millisecond), j.State)
 
 	tid := submitJob(t, c, 2, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000, TimeoutMs: 800, MaxAttempts: 3, Payload: payload(t, "sleep", "30")})
-	j = waitJob(t, client, tid, 30*time.Second, "timed_out", func(j *pb.Job) bool { return j.State == "timed_out" })
+	waitJob(t, client, tid, 30*time.Second, "timed_out", func(j *pb.Job) bool { return j.State == "timed_out" })
 	time.Sleep(2 * time.Second)
 	j, _ = client.GetJob(ctx, &pb.GetJobRequest{JobId: tid})
 	if j.State != "timed_out" || j.Attempt != 1 || j.Cancel != "timeout" {

@@ -271,7 +271,6 @@ func checkFairness(h *History) []Violation {
 		fair[t] = true
 	}
 	type tstate struct {
-		service  int64 // normalised charged service, virtual ms
 		maxStep  int64 // largest step of one of its jobs
 		inflight uint32
 	}

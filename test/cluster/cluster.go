@@ -82,10 +82,7 @@ func moduleRoot() (string, error) {
 	}
 }
 
-var (
-	helpers   sync.Map // package path -> *helperBuild
-	helperDir string
-)
+var helpers sync.Map // package path -> *helperBuild
 
 type helperBuild struct {
 	once sync.Once
