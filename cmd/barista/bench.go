@@ -257,6 +257,29 @@ func benchCluster(ctx context.Context, o *benchOpts, name string, n int, extra .
 	return lc, nil
 }
 
+// benchLeader starts a cluster of n nodes with tenants and returns it, its
+// leader and a connection to the leader.
+func benchLeader(ctx context.Context, o *benchOpts, name string, n, tenants int, extra ...string) (*localCluster, int, *grpc.ClientConn, error) {
+	lc, err := benchCluster(ctx, o, name, n, extra...)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	leader, err := lc.leader(ctx)
+	if err != nil {
+		lc.stop()
+		return nil, 0, nil, err
+	}
+	cc, err := lc.dial(leader)
+	if err == nil {
+		err = setupTenants(ctx, cc, tenants)
+	}
+	if err != nil {
+		lc.stop()
+		return nil, 0, nil, err
+	}
+	return lc, leader, cc, nil
+}
+
 // setupTenants creates count tenants (tiers cycling), 1000 per entry.
 func setupTenants(ctx context.Context, cc *grpc.ClientConn, count int) error {
 	for i := 0; i < count; i += 1000 {
@@ -347,17 +370,12 @@ func drive(conns []*grpc.ClientConn, clients int, d time.Duration, op func(cc *g
 }
 
 func benchSubmit(ctx context.Context, o *benchOpts) ([]benchResult, error) {
-	lc, err := benchCluster(ctx, o, "submit", 3)
+	lc, leader, cc, err := benchLeader(ctx, o, "submit", 3, 1)
 	if err != nil {
 		return nil, err
 	}
 	defer lc.stop()
-	leader, _ := lc.leader(ctx)
-	cc, _ := lc.dial(leader)
 	defer cc.Close()
-	if err := setupTenants(ctx, cc, 1); err != nil {
-		return nil, err
-	}
 	d := 10 * time.Second
 	if o.quick {
 		d = 3 * time.Second
@@ -407,17 +425,12 @@ func benchSubmit(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 }
 
 func benchSubmitBatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
-	lc, err := benchCluster(ctx, o, "submit-batch", 3)
+	lc, leader, cc, err := benchLeader(ctx, o, "submit-batch", 3, 100)
 	if err != nil {
 		return nil, err
 	}
 	defer lc.stop()
-	leader, _ := lc.leader(ctx)
-	cc, _ := lc.dial(leader)
 	defer cc.Close()
-	if err := setupTenants(ctx, cc, 100); err != nil {
-		return nil, err
-	}
 	d := 10 * time.Second
 	if o.quick {
 		d = 5 * time.Second
@@ -478,13 +491,8 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	}
 	var out []benchResult
 	for _, tenants := range []int{100, 10_000} {
-		lc, err := benchCluster(ctx, o, fmt.Sprintf("dispatch-%d", tenants), 3)
+		lc, leader, cc, err := benchLeader(ctx, o, fmt.Sprintf("dispatch-%d", tenants), 3, tenants)
 		if err != nil {
-			return nil, err
-		}
-		leader, _ := lc.leader(ctx)
-		cc, _ := lc.dial(leader)
-		if err := setupTenants(ctx, cc, tenants); err != nil {
 			return nil, err
 		}
 		t0 := time.Now()
@@ -535,16 +543,11 @@ func benchFailover(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	if o.quick {
 		reps = 3
 	}
-	lc, err := benchCluster(ctx, o, "failover", 3)
+	lc, _, cc, err := benchLeader(ctx, o, "failover", 3, 10)
 	if err != nil {
 		return nil, err
 	}
 	defer lc.stop()
-	leader, _ := lc.leader(ctx)
-	cc, _ := lc.dial(leader)
-	if err := setupTenants(ctx, cc, 10); err != nil {
-		return nil, err
-	}
 	if err := preload(ctx, cc, 10, 20_000); err != nil {
 		return nil, err
 	}
@@ -713,17 +716,12 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 
 	// A new follower catches up by InstallSnapshot.
 	catch := jobs / 4
-	lc, err := benchCluster(ctx, o, "catch-up", 3, "--snapshot-threshold", "16", "--trailing-logs", "8", "--snapshot-interval", "1s")
+	lc, leader, cc, err := benchLeader(ctx, o, "catch-up", 3, tenants/10, "--snapshot-threshold", "16", "--trailing-logs", "8", "--snapshot-interval", "1s")
 	if err != nil {
 		return nil, err
 	}
 	defer lc.stop()
-	leader, _ := lc.leader(ctx)
-	cc, _ := lc.dial(leader)
 	defer cc.Close()
-	if err := setupTenants(ctx, cc, tenants/10); err != nil {
-		return nil, err
-	}
 	if err := preload(ctx, cc, tenants/10, catch); err != nil {
 		return nil, err
 	}
@@ -806,16 +804,12 @@ func benchMemory(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	if o.quick {
 		jobs = 200_000
 	}
-	lc, err := benchCluster(ctx, o, "memory", 1)
+	lc, _, cc, err := benchLeader(ctx, o, "memory", 1, 1000)
 	if err != nil {
 		return nil, err
 	}
 	defer lc.stop()
-	cc, _ := lc.dial(0)
 	defer cc.Close()
-	if err := setupTenants(ctx, cc, 1000); err != nil {
-		return nil, err
-	}
 	time.Sleep(time.Second)
 	pid := lc.nodes[0].cmd.Process.Pid
 	rss0, heap0 := rss(pid), scrapeMetric(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")

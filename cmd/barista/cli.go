@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 )
@@ -200,3 +201,11 @@ func printHelp(w io.Writer, path string, c *command, fs *flag.FlagSet) {
 
 // version is set by the build (-ldflags "-X main.version=...").
 var version = "dev"
+
+// openInput opens a named file, or standard input for "-".
+func openInput(path string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), nil
+	}
+	return os.Open(path)
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -49,15 +48,11 @@ func runDebugApply(env *cmdEnv, o any, args []string) error {
 	opts := o.(*debugApplyOpts)
 	lines := args
 	if opts.file != "" {
-		in := os.Stdin
-		if opts.file != "-" {
-			f, err := os.Open(opts.file)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			in = f
+		in, err := openInput(opts.file)
+		if err != nil {
+			return err
 		}
+		defer in.Close()
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 1<<20), 8<<20)
 		for sc.Scan() {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"barista/snapshot"
 	"barista/snapshot/scenario"
@@ -77,16 +76,12 @@ func runReplay(env *cmdEnv, o any, args []string) error {
 	if opts.dataDir != "" {
 		return replayDataDir(env, opts)
 	}
-	in := os.Stdin
-	if opts.script != "-" {
-		f, err := os.Open(opts.script)
-		if err != nil {
-			return fmt.Errorf("replay: %w", err)
-		}
-		defer f.Close()
-		in = f
+	in, err := openInput(opts.script)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
 	}
-	_, err := scenario.Run(in, scenario.NewMachine(), env.stdout, scenario.Options{JSON: opts.json})
+	defer in.Close()
+	_, err = scenario.Run(in, scenario.NewMachine(), env.stdout, scenario.Options{JSON: opts.json})
 	if errors.Is(err, scenario.ErrScript) {
 		return &silentError{code: 1}
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -198,15 +197,11 @@ func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
 }
 
 func submitFile(env *cmdEnv, opts *submitOpts) error {
-	in := os.Stdin
-	if opts.fromFile != "-" {
-		f, err := os.Open(opts.fromFile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
+	in, err := openInput(opts.fromFile)
+	if err != nil {
+		return err
 	}
+	defer in.Close()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 8<<20)
 	var batch []*pb.SubmitRequest
