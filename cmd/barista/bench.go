@@ -552,10 +552,11 @@ func benchFailover(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		return nil, err
 	}
 	cc.Close()
-	var lastAssigned atomic.Int64
+	// Only an assignment whose Ready was sent after the kill counts.
+	var lastAssigned atomic.Pointer[[2]time.Time] // ready sent, assigned
 	observe := func(ob agent.Observation) {
 		if ob.Kind == "assigned" {
-			lastAssigned.Store(ob.At.UnixNano())
+			lastAssigned.Store(&[2]time.Time{ob.At.Add(-ob.Wait), ob.At})
 		}
 	}
 	wctx, stop := context.WithCancel(ctx)
@@ -564,7 +565,9 @@ func benchFailover(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		return agent.FakeSpec{Duration: 20 * time.Millisecond, CPU: 20 * time.Millisecond}
 	})
 	// A prober submits every 5 ms to every live node, recording successes.
-	var lastAccepted atomic.Int64
+	// Only a submit sent after the kill counts: an answer in flight from
+	// the old leader says nothing of the failover.
+	var lastAccepted atomic.Pointer[[2]time.Time] // sent, acknowledged
 	var conns []*grpc.ClientConn
 	for i := range lc.nodes {
 		c, _ := lc.dial(i)
@@ -575,11 +578,12 @@ func benchFailover(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		go func() {
 			client := pb.NewClientClient(conns[i])
 			for k := 0; wctx.Err() == nil; k++ {
-				sctx, cancel := context.WithTimeout(wctx, time.Second)
+				sctx, cancel := context.WithTimeout(wctx, 10*time.Second)
+				sent := time.Now()
 				_, err := client.Submit(sctx, &pb.SubmitRequest{Tenant: benchTenant(0), Size: pb.Size_SM, EstCostMs: 10, Payload: benchPayload})
 				cancel()
 				if err == nil {
-					lastAccepted.Store(time.Now().UnixNano())
+					lastAccepted.Store(&[2]time.Time{sent, time.Now()})
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
@@ -599,11 +603,11 @@ func benchFailover(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			if time.Since(killed) > 30*time.Second {
 				return nil, fmt.Errorf("no recovery within 30 s of the leader kill")
 			}
-			if t := time.Unix(0, lastAccepted.Load()); sub == 0 && t.After(killed) {
-				sub = t.Sub(killed)
+			if a := lastAccepted.Load(); sub == 0 && a != nil && a[0].After(killed) {
+				sub = a[1].Sub(killed)
 			}
-			if t := time.Unix(0, lastAssigned.Load()); disp == 0 && t.After(killed) {
-				disp = t.Sub(killed)
+			if a := lastAssigned.Load(); disp == 0 && a != nil && a[0].After(killed) {
+				disp = a[1].Sub(killed)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
