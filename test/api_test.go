@@ -784,3 +784,87 @@ func TestWatchAllTenantsUnderLoad(t *testing.T) {
 		t.Fatalf("the watchers saw %d queued events, want %d", got, clients*each*watchers)
 	}
 }
+
+// TestSubmitBatch: one call, one result per job in order, each job
+// validated and idempotent on its own; through a follower alike; and the
+// CLI's --from-file on top of it.
+func TestSubmitBatch(t *testing.T) {
+	c := cluster.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+		t.Fatal(err)
+	}
+	leader := c.WaitLeader(10 * time.Second)
+	var follower *cluster.Node
+	for _, n := range c.Nodes {
+		if n != leader {
+			follower = n
+		}
+	}
+	job := func(tenant, key string, size pb.Size) *pb.SubmitRequest {
+		r := &pb.SubmitRequest{Tenant: tenant, Size: size, EstCostMs: 1000, Payload: []byte(`{"argv":["true"]}`)}
+		if key != "" {
+			r.IdempotencyKey = str(key)
+		}
+		return r
+	}
+	batch := &pb.SubmitBatchRequest{Jobs: []*pb.SubmitRequest{
+		job("acme", "k1", pb.Size_MD),
+		job("acme", "k1", pb.Size_MD), // the same job again
+		job("acme", "k2", pb.Size_SIZE_UNSPECIFIED),
+		job("nobody", "k3", pb.Size_SM),
+		job("acme", "", pb.Size_LG),
+	}}
+	render := func(rs []*pb.SubmitResult) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, fmt.Sprintf("%d/%v/%s", r.JobId, r.Created, r.Error))
+		}
+		return strings.Join(out, "\n")
+	}
+	resp, err := pb.NewClientClient(leader.Conn()).SubmitBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		"1/true/",
+		"1/false/",
+		"0/false/INVALID_ARGUMENT: size: must be sm, md or lg (got SIZE_UNSPECIFIED)",
+		"0/false/NOT_FOUND: unknown tenant \"nobody\"",
+		"2/true/",
+	}, "\n")
+	if got := render(resp.Results); got != want {
+		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
+	}
+	// Again through a follower: the keyed job exists, the unkeyed one is new.
+	resp, err = pb.NewClientClient(follower.Conn()).SubmitBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = strings.Replace(strings.Replace(want, "1/true/", "1/false/", 1), "2/true/", "3/true/", 1)
+	if got := render(resp.Results); got != want {
+		t.Fatalf("results through a follower:\n%s\nwant:\n%s", got, want)
+	}
+	for _, n := range []int{0, 1001} {
+		_, err := pb.NewClientClient(leader.Conn()).SubmitBatch(ctx, &pb.SubmitBatchRequest{Jobs: make([]*pb.SubmitRequest, n)})
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), fmt.Sprintf("jobs: %d given (want 1..1000)", n)) {
+			t.Fatalf("a batch of %d: %v", n, err)
+		}
+	}
+	// The CLI: a JSON-lines file, one bad line; a rerun finds the keyed jobs.
+	file := filepath.Join(t.TempDir(), "jobs.jsonl")
+	body := `{"tenant": "acme", "size": "md", "cost": "90s", "key": "f1", "argv": ["render", "7"]}
+{"tenant": "acme", "size": "huge", "cost": "1s", "key": "f2", "argv": ["true"]}
+{"tenant": "acme", "size": "sm", "cost": "2s", "key": "f3", "payload": {"argv": ["sleep", "1"]}}
+`
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 submitted, 0 already existed, 1 refused", "0 submitted, 2 already existed, 1 refused"} {
+		out, errOut, err := c.Run("submit", "--server", follower.GRPCAddr, "--from-file", file)
+		if err == nil || !strings.Contains(out, want) || !strings.Contains(errOut, "line 2") {
+			t.Fatalf("submit --from-file: err %v, stdout %q, stderr %q; want exit 1 and %q", err, out, errOut, want)
+		}
+	}
+}
