@@ -285,7 +285,7 @@ func (a *Agent) killCurrent(reason string) {
 }
 
 // handshakeTimeout bounds the wait for a server's Welcome or Redirect.
-const handshakeTimeout = 2 * time.Second
+const handshakeTimeout = 3 * time.Second
 
 // silenceLimit is how long a session may go without an acknowledged
 // heartbeat before the worker gives up on it: four heartbeats (at least a
