@@ -508,11 +508,7 @@ func (n *Node) Shutdown() error {
 	}
 	n.shutdown = true
 	n.mu.Unlock()
-	if n.raft.State() == raft.Leader && len(n.raft.GetConfiguration().Configuration().Servers) > 1 {
-		if err := n.raft.LeadershipTransfer().Error(); err != nil {
-			n.log.Warn("leadership transfer before shutdown failed", "error", err)
-		}
-	}
+	n.StepDown()
 	close(n.done)
 	n.wg.Wait()
 	// Closing the transport before waiting for Raft's goroutines releases
@@ -532,6 +528,18 @@ func (n *Node) Shutdown() error {
 	}
 	n.closeStores()
 	return err
+}
+
+// StepDown hands leadership to another voter if this node leads (the
+// first step of a clean shutdown: the cluster keeps serving while this
+// node closes its streams).
+func (n *Node) StepDown() {
+	if n.raft.State() != raft.Leader || len(n.raft.GetConfiguration().Configuration().Servers) < 2 {
+		return
+	}
+	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		n.log.Warn("leadership transfer before shutdown failed", "error", err)
+	}
 }
 
 // Snapshot forces a snapshot now.

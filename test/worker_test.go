@@ -362,6 +362,49 @@ func TestLeaderKilledWhileJobsRun(t *testing.T) {
 	}
 }
 
+// TestLeaderStopsCleanlyWhileJobsRun: SIGTERM to the leader while
+// workers hold jobs: it hands leadership over first, so its worker streams
+// close at once (it exits well within the 5 s stream grace) and the jobs
+// finish on their first attempt under the next leader.
+func TestLeaderStopsCleanlyWhileJobsRun(t *testing.T) {
+	c := cluster.Start(t, 3, "--config", configFile(t, workerTimeouts))
+	setupTenants(t, c, map[string]pb.Tier{"acme": pb.Tier_GOLD})
+	for i := range 2 {
+		c.AddWorker(fmt.Sprintf("w%d", i), "md").Start("")
+	}
+	var ids []uint64
+	for i := range 4 {
+		ids = append(ids, submitJob(t, c, i, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 2000, Payload: payload(t, "sleep", "2")}))
+	}
+	leader := c.WaitLeader(10 * time.Second)
+	var follower *cluster.Node
+	for _, n := range c.Nodes {
+		if n != leader {
+			follower = n
+		}
+	}
+	client := pb.NewClientClient(follower.Conn())
+	for _, id := range ids[:2] {
+		waitJob(t, client, id, 30*time.Second, "running", func(j *pb.Job) bool { return j.State == "running" })
+	}
+	start := time.Now()
+	if err := leader.Stop(); err != nil {
+		t.Fatalf("clean stop: %v", err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("the leader took %s to stop: its worker streams waited out the grace", took.Round(time.Millisecond))
+	}
+	if !strings.Contains(leader.Log(), "leadership lost") {
+		t.Error("the leader did not hand leadership over before stopping")
+	}
+	for _, id := range ids {
+		j := waitJob(t, client, id, 60*time.Second, "completed", func(j *pb.Job) bool { return j.State == "completed" })
+		if j.Attempt != 1 || j.Failures != 0 {
+			t.Errorf("job %d completed on attempt %d with %d failures", id, j.Attempt, j.Failures)
+		}
+	}
+}
+
 // TestCancelAndTimeout: cancelling a running job stops its whole process
 // tree within the grace and ends it cancelled; a job past its timeout ends
 // timed_out and is not retried.

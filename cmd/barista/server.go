@@ -298,6 +298,9 @@ func runServer(env *cmdEnv, o any, args []string) error {
 	select {
 	case sig := <-sigs:
 		log.Info("shutting down", "signal", sig.String())
+		// Leadership first: workers and clients move to the next leader
+		// while this node drains its streams.
+		node.StepDown()
 		cancel()
 		srv.Stop(5 * time.Second)
 		if err := node.Shutdown(); err != nil {
