@@ -54,7 +54,7 @@ type benchScenario struct {
 }
 
 var benchScenarios = []benchScenario{
-	{"submit", "single submits from 64 and 256 concurrent clients, through the leader and through a follower", benchSubmit},
+	{"submit", "single submits from 1, 64 and 256 concurrent clients, through the leader and through a follower; and the read floor (GetJob, no Raft) at 256", benchSubmit},
 	{"submit-batch", "SubmitBatch with batches of 100 from 16 clients", benchSubmitBatch},
 	{"dispatch", "1,000 in-process workers (real gRPC streams) running 0-second jobs, with 100 and 10,000 tenants", benchDispatch},
 	{"failover", "kill -9 the leader of a loaded cluster: time to the next accepted submit and the next dispatch", benchFailover},
@@ -69,7 +69,7 @@ func init() {
 	}
 	register("bench", &command{
 		synopsis: "Measure throughput, latency, failover and snapshots on a local cluster",
-		usage:    "SCENARIO... | all [--quick] [--json]",
+		usage:    "SCENARIO... | all [--quick] [--json] [--profile DIR]",
 		help: "Starts a cluster of server processes on loopback (fsync on) and drives it from\n" +
 			"this process; prints a table per scenario, or with --json one object per\n" +
 			"measured variant (scenario, ops_per_s, p50_ms, p99_ms, p999_ms, params,\n" +
@@ -81,7 +81,7 @@ func init() {
 			fs.BoolVar(&o.json, "json", false, "print one JSON object per result")
 			fs.StringVar(&o.dir, "dir", "", "keep the clusters' data and logs under `DIR` (default: a temporary directory)")
 			fs.BoolVar(&o.pprof, "pprof", false, "start the servers with --pprof")
-			fs.StringVar(&o.profile, "profile", "", "write CPU profiles of the leader (and of this process) for each measured variant to `DIR` (implies --pprof)")
+			fs.StringVar(&o.profile, "profile", "", "write CPU profiles of every server and of this process for each measured variant to `DIR` (implies --pprof)")
 			return o
 		},
 		run: runBench,
