@@ -753,13 +753,11 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 // freeLocalNode adds a node (not started) to the cluster.
 func freeLocalNode(lc *localCluster, id string) (int, error) {
 	n := &localNode{id: id, dataDir: lc.dir + "/" + id}
-	for _, p := range []*string{&n.grpc, &n.raft, &n.http} {
-		a, err := freeAddr()
-		if err != nil {
-			return 0, err
-		}
-		*p = a
+	addrs, err := freeAddrs(3)
+	if err != nil {
+		return 0, err
 	}
+	n.grpc, n.raft, n.http = addrs[0], addrs[1], addrs[2]
 	lc.nodes = append(lc.nodes, n)
 	return len(lc.nodes) - 1, nil
 }

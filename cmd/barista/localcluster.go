@@ -35,13 +35,20 @@ type localNode struct {
 	done                          chan struct{}
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freeAddrs returns n distinct 127.0.0.1 addresses that were free a
+// moment ago: every listener stays open until all are picked, so the
+// kernel cannot hand out one port twice.
+func freeAddrs(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return addrs, nil
 }
 
 // newLocalCluster prepares n nodes on free ports under dir.
@@ -51,13 +58,13 @@ func newLocalCluster(dir string, n int, extra ...string) (*localCluster, error) 
 		return nil, err
 	}
 	lc := &localCluster{self: self, dir: dir, extra: extra}
+	addrs, err := freeAddrs(3 * n)
+	if err != nil {
+		return nil, err
+	}
 	for i := 1; i <= n; i++ {
 		node := &localNode{id: fmt.Sprintf("n%d", i), dataDir: filepath.Join(dir, fmt.Sprintf("n%d", i))}
-		for _, p := range []*string{&node.grpc, &node.raft, &node.http} {
-			if *p, err = freeAddr(); err != nil {
-				return nil, err
-			}
-		}
+		node.grpc, node.raft, node.http = addrs[3*i-3], addrs[3*i-2], addrs[3*i-1]
 		lc.nodes = append(lc.nodes, node)
 	}
 	return lc, nil
