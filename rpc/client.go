@@ -104,8 +104,8 @@ func jobToPB(j *sfq.Job, tenant string) *pb.Job {
 	out := &pb.Job{
 		JobId: uint64(j.ID), Tenant: tenant, State: j.State.String(), Attempt: j.Attempt, Failures: uint32(j.Failures),
 		MaxAttempts: uint32(j.MaxAttempts), Size: fsm.SizeToPB(j.Size), EstCostMs: j.EstCostMs, CpuMs: j.CPUMs,
-		JobType: j.Type, IdempotencyKey: j.Key, SubmittedAtMs: int64(j.SubmittedAt), EndedAtMs: int64(j.EndedAt),
-		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload),
+		JobType: j.Type(), IdempotencyKey: j.Key(), SubmittedAtMs: int64(j.SubmittedAt), EndedAtMs: int64(j.EndedAt),
+		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload()),
 	}
 	if j.Attempt > 0 {
 		out.StartTagMs = j.StartTag.String()

@@ -445,7 +445,7 @@ func (h *hub) dispatchRound() bool {
 		h.mu.Unlock()
 		h.svc.metrics.dispatchLatency.Observe(waited.Seconds())
 		s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{
-			Job: uint64(j.ID), Attempt: r.Attempt, TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload), Tenant: tenant,
+			Job: uint64(j.ID), Attempt: r.Attempt, TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload()), Tenant: tenant,
 			Size: fsm.SizeToPB(j.Size), Credit: cmds[i].GetDispatch().Credit, EstCostMs: j.EstCostMs}}})
 		progress = true
 	}

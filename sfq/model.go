@@ -1,6 +1,7 @@
 package sfq
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unicode/utf8"
 )
@@ -129,11 +130,69 @@ type Job struct {
 	CPUMs       int64  // last heartbeat's CPU, then the final CPU
 	SubmittedAt Time
 	EndedAt     Time
-	Key         string // idempotency key, "" = none
-	Type        string
-	Payload     string
-	Result      *Result // set by the accepted Finished; immutable once set
+	// text holds the idempotency key ("" = none), the job type and the
+	// payload in one string: uvarint(len(key)) key uvarint(len(type)) type
+	// payload. One string header instead of three keeps a million queued
+	// jobs 32 MB smaller; Key, Type and Payload read it.
+	text   string
+	Result *Result // set by the accepted Finished; immutable once set
 }
+
+// noText is the text of a job without key, type or payload.
+const noText = "\x00\x00"
+
+// SetText stores the job's idempotency key, type and payload.
+func (j *Job) SetText(key, typ, payload string) {
+	if key == "" && typ == "" && payload == "" {
+		j.text = noText
+		return
+	}
+	b := make([]byte, 0, 2*binary.MaxVarintLen64+len(key)+len(typ)+len(payload))
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	b = binary.AppendUvarint(b, uint64(len(typ)))
+	b = append(b, typ...)
+	b = append(b, payload...)
+	j.text = string(b)
+}
+
+// textParts splits text into key, type and payload.
+func (j *Job) textParts() (key, typ, payload string) {
+	t := j.text
+	n, w := uvarintPrefix(t)
+	if w <= 0 || uint64(len(t)-w) < n {
+		return "", "", ""
+	}
+	key, t = t[w:w+int(n)], t[w+int(n):]
+	n, w = uvarintPrefix(t)
+	if w <= 0 || uint64(len(t)-w) < n {
+		return key, "", ""
+	}
+	return key, t[w : w+int(n)], t[w+int(n):]
+}
+
+// uvarintPrefix reads the uvarint at the start of s and its width (0 if
+// there is none).
+func uvarintPrefix(s string) (uint64, int) {
+	var x uint64
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		b := s[i]
+		if b < 0x80 {
+			return x | uint64(b)<<(7*i), i + 1
+		}
+		x |= uint64(b&0x7f) << (7 * i)
+	}
+	return 0, 0
+}
+
+// Key is the job's idempotency key ("" = none).
+func (j *Job) Key() string { k, _, _ := j.textParts(); return k }
+
+// Type is the job's type.
+func (j *Job) Type() string { _, t, _ := j.textParts(); return t }
+
+// Payload is the job's payload.
+func (j *Job) Payload() string { _, _, p := j.textParts(); return p }
 
 // MaxStderrTail bounds the stderr tail kept on a job.
 const MaxStderrTail = 4096

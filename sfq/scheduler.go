@@ -286,7 +286,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	}
 	id := s.nextJob
 	s.nextJob++
-	s.jobs.Put(uint64(id), Job{
+	job := Job{
 		ID:          id,
 		Tenant:      ti,
 		Size:        sub.Size,
@@ -294,10 +294,9 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		EstCostMs:   sub.EstCostMs,
 		TimeoutMs:   sub.TimeoutMs,
 		SubmittedAt: now,
-		Key:         sub.Key,
-		Type:        sub.Type,
-		Payload:     sub.Payload,
-	})
+	}
+	job.SetText(sub.Key, sub.Type, sub.Payload)
+	s.jobs.Put(uint64(id), job)
 	t := s.tenants.Mut(uint64(ti))
 	t.Queued[sub.Size]++
 	t.Billing.Submitted++

@@ -209,9 +209,10 @@ func encodeJob(e *Encoder, j *Job) {
 	e.Varint(j.CPUMs)
 	e.Varint(int64(j.SubmittedAt))
 	e.Varint(int64(j.EndedAt))
-	e.String(j.Key)
-	e.String(j.Type)
-	e.String(j.Payload)
+	key, typ, payload := j.textParts()
+	e.String(key)
+	e.String(typ)
+	e.String(payload)
 	if j.Result != nil {
 		e.Byte(1)
 		e.Varint(int64(j.Result.ExitCode))
@@ -243,9 +244,8 @@ func decodeJob(d *Decoder) Job {
 	j.CPUMs = d.Varint()
 	j.SubmittedAt = Time(d.Varint())
 	j.EndedAt = Time(d.Varint())
-	j.Key = d.String()
-	j.Type = d.String()
-	j.Payload = d.String()
+	key, typ, payload := d.String(), d.String(), d.String()
+	j.SetText(key, typ, payload)
 	if d.Bool() {
 		j.Result = &Result{ExitCode: int32(d.Varint()), StderrTail: d.String()}
 	}

@@ -166,7 +166,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 func (a *auditor) finish(f *fsm.FSM) {
 	f.Read(func(s *sfq.Scheduler) {
 		s.Jobs(0, func(j *sfq.Job) bool {
-			a.emit(AuditFact{Kind: "job", Job: uint64(j.ID), Tenant: s.TenantName(j.Tenant), Key: j.Key, State: j.State.String()})
+			a.emit(AuditFact{Kind: "job", Job: uint64(j.ID), Tenant: s.TenantName(j.Tenant), Key: j.Key(), State: j.State.String()})
 			return true
 		})
 	})
