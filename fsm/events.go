@@ -68,7 +68,12 @@ func (r Reason) String() string {
 // Event is one job state change. Events are numbered by a monotonic Seq
 // and kept in a bounded, replicated log that clients watch.
 type Event struct {
-	Seq      uint64
+	Seq uint64
+	eventRecord
+}
+
+// eventRecord is an event as the log keeps it: its Seq is its position.
+type eventRecord struct {
 	Job      sfq.JobID
 	At       sfq.Time
 	CPUMs    int64  // completed, failed, cancelled, timed_out, requeued after a run
@@ -80,8 +85,8 @@ type Event struct {
 	Reason   Reason
 }
 
-func encodeEvent(e *sfq.Encoder, ev *Event) {
-	e.Uvarint(ev.Seq)
+func encodeEvent(e *sfq.Encoder, seq uint64, ev *eventRecord) {
+	e.Uvarint(seq)
 	e.Uvarint(uint64(ev.Job))
 	e.Varint(int64(ev.At))
 	e.Varint(ev.CPUMs)
@@ -93,9 +98,9 @@ func encodeEvent(e *sfq.Encoder, ev *Event) {
 	e.Byte(byte(ev.Reason))
 }
 
-func decodeEvent(d *sfq.Decoder) Event {
-	var ev Event
-	ev.Seq = d.Uvarint()
+func decodeEvent(d *sfq.Decoder) (uint64, eventRecord) {
+	var ev eventRecord
+	seq := d.Uvarint()
 	ev.Job = sfq.JobID(d.Uvarint())
 	ev.At = sfq.Time(d.Varint())
 	ev.CPUMs = d.Varint()
@@ -106,14 +111,14 @@ func decodeEvent(d *sfq.Decoder) Event {
 	ev.Kind = EventKind(d.Enum("event kind", byte(numEventKinds)))
 	ev.Reason = Reason(d.Enum("event reason", byte(numReasons)))
 	if ev.Kind == 0 {
-		d.Fail("event %d has no kind", ev.Seq)
+		d.Fail("event %d has no kind", seq)
 	}
-	return ev
+	return seq, ev
 }
 
 // emit appends an event for job j.
 func (f *FSM) emit(kind EventKind, j *sfq.Job, reason Reason) {
-	ev := Event{Seq: f.nextEvent, Job: j.ID, At: f.clock, Tenant: j.Tenant, Attempt: j.Attempt, Kind: kind, Reason: reason}
+	ev := eventRecord{Job: j.ID, At: f.clock, Tenant: j.Tenant, Attempt: j.Attempt, Kind: kind, Reason: reason}
 	switch kind {
 	case EvAssigned, EvStarted:
 		ev.Worker = j.Worker
@@ -123,7 +128,7 @@ func (f *FSM) emit(kind EventKind, j *sfq.Job, reason Reason) {
 			ev.ExitCode = j.Result.ExitCode
 		}
 	}
-	f.events.Put(ev.Seq, ev)
+	f.events.Put(f.nextEvent, ev)
 	f.nextEvent++
 }
 

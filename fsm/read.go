@@ -87,7 +87,8 @@ func (f *FSM) Due(now sfq.Time, fn func(id sfq.JobID, attempt uint32, kind sfq.E
 }
 
 // Events calls fn for events with Seq >= from, in order, until fn returns
-// false. It returns the oldest retained seq and the next seq to be written.
+// false; ev is reused, so fn copies what it keeps. It returns the oldest
+// retained seq and the next seq to be written.
 // fn runs under the state's read lock, like every callback of this type:
 // it must not call the FSM again (a second read lock waits behind a
 // pending Apply, which waits for the first: a deadlock).
@@ -95,9 +96,13 @@ func (f *FSM) Events(from uint64, fn func(ev *Event) bool) (first, next uint64) 
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	first, next = f.nextEvent-uint64(f.events.Len()), f.nextEvent
+	var ev Event
 	for seq := max(from, first); seq < next; seq++ {
-		if ev := f.events.Get(seq); ev != nil && !fn(ev) {
-			break
+		if r := f.events.Get(seq); r != nil {
+			ev.Seq, ev.eventRecord = seq, *r
+			if !fn(&ev) {
+				break
+			}
 		}
 	}
 	return first, next

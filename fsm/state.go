@@ -26,7 +26,7 @@ type View struct {
 	nextKey    uint64
 	keys       sfq.VectorView[keyEntry]
 	nextEvent  uint64
-	events     sfq.VectorView[Event]
+	events     sfq.VectorView[eventRecord]
 	sched      *sfq.View
 }
 
@@ -100,8 +100,8 @@ func (v *View) Encode(e *sfq.Encoder) {
 	})
 	e.Uvarint(v.nextEvent)
 	e.Uvarint(uint64(v.events.Len()))
-	v.events.Each(func(_ uint64, ev *Event) bool {
-		encodeEvent(e, ev)
+	v.events.Each(func(seq uint64, ev *eventRecord) bool {
+		encodeEvent(e, seq, ev)
 		return true
 	})
 	v.sched.Encode(e)
@@ -184,15 +184,15 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	f.nextEvent = d.Uvarint()
 	ne := d.Uvarint()
 	for i := uint64(0); i < ne && d.Err() == nil; i++ {
-		ev := decodeEvent(d)
+		seq, ev := decodeEvent(d)
 		if d.Err() != nil {
 			break
 		}
-		if ev.Seq >= f.nextEvent || f.events.Get(ev.Seq) != nil {
-			d.Fail("event record %d (seq %d) is out of order", i, ev.Seq)
+		if seq >= f.nextEvent || f.events.Get(seq) != nil {
+			d.Fail("event record %d (seq %d) is out of order", i, seq)
 			break
 		}
-		f.events.Put(ev.Seq, ev)
+		f.events.Put(seq, ev)
 	}
 	if err := d.Err(); err != nil {
 		return nil, err
