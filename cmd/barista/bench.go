@@ -638,7 +638,11 @@ func benchFailover(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		}}}, nil
 }
 
-func rss(pid int) int64 {
+// rss is a process's resident set size in bytes.
+func rss(pid int) int64 { return procStatus(pid, "VmRSS") }
+
+// procStatus reads a kB field of /proc/PID/status, in bytes (0 if absent).
+func procStatus(pid int, field string) int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
@@ -646,7 +650,7 @@ func rss(pid int) int64 {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb * 1024
 		}
@@ -815,11 +819,13 @@ func benchMemory(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	time.Sleep(time.Second)
 	pid := lc.nodes[0].cmd.Process.Pid
 	rss0, heap0 := rss(pid), scrapeMetric(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")
+	anon0 := procStatus(pid, "RssAnon")
 	if err := preload(ctx, cc, 1000, jobs); err != nil {
 		return nil, err
 	}
 	time.Sleep(3 * time.Second)
 	rss1, heap1 := rss(pid), scrapeMetric(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")
+	anon1 := procStatus(pid, "RssAnon")
 	if o.profile != "" {
 		if resp, err := http.Get("http://" + lc.nodes[0].http + "/debug/pprof/heap?gc=1"); err == nil {
 			if f, err := os.Create(filepath.Join(o.profile, "memory.heap.pprof")); err == nil {
@@ -831,5 +837,6 @@ func benchMemory(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	}
 	return []benchResult{{Scenario: "memory", Params: map[string]any{"jobs": jobs, "tenants": 1000, "payload_bytes": len(benchPayload)},
 		Results: map[string]any{"rss_bytes_per_job": round(float64(rss1-rss0) / float64(jobs)), "heap_bytes_per_job": round((heap1 - heap0) / float64(jobs)),
-			"rss_mb": round(float64(rss1) / 1e6)}}}, nil
+			"anon_rss_bytes_per_job": round(float64(anon1-anon0) / float64(jobs)),
+			"rss_mb":                 round(float64(rss1) / 1e6)}}}, nil
 }
