@@ -25,6 +25,10 @@ type base struct {
 	leader  *leaderConns
 	log     hclog.Logger
 	metrics *metrics
+	// stopping closes when the server begins to stop: long streams
+	// (watches, worker sessions) end at once so their clients move to
+	// another node instead of holding the shutdown.
+	stopping chan struct{}
 }
 
 // forward sends a call to the leader, carrying the caller's bearer token.

@@ -310,6 +310,8 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 		select {
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
+		case <-s.stopping:
+			return status.Errorf(codes.Unavailable, "this node is shutting down; resume the watch on another node from seq %d", cursor)
 		case <-changed:
 		}
 	}

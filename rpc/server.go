@@ -3,6 +3,7 @@ package rpc
 import (
 	"crypto/tls"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -32,10 +33,11 @@ type Options struct {
 
 // Server is a node's gRPC server with every service registered.
 type Server struct {
-	GRPC   *grpc.Server
-	Health *health.Server
-	leader *leaderConns
-	base   base
+	GRPC     *grpc.Server
+	Health   *health.Server
+	leader   *leaderConns
+	base     base
+	stopOnce sync.Once
 }
 
 // NewServer builds the gRPC server of a node.
@@ -47,7 +49,8 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.PeerTLS != nil {
 		peerCreds = credentials.NewTLS(opt.PeerTLS)
 	}
-	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node)}
+	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node),
+		stopping: make(chan struct{})}
 	sopts := []grpc.ServerOption{
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -73,6 +76,7 @@ func (s *Server) Serve(lis net.Listener) error { return s.GRPC.Serve(lis) }
 // other members.
 func (s *Server) Stop(timeout time.Duration) {
 	s.Health.Shutdown()
+	s.stopOnce.Do(func() { close(s.base.stopping) })
 	done := make(chan struct{})
 	go func() { s.GRPC.GracefulStop(); close(done) }()
 	select {

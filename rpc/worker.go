@@ -245,6 +245,8 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 			return err
 		case <-sess.done:
 			return status.Error(codes.Unavailable, "session closed (leadership changed, or a newer stream of this worker); reconnect")
+		case <-s.stopping:
+			return status.Error(codes.Unavailable, "this node is shutting down; reconnect to another node")
 		}
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pb "barista/proto"
 	"barista/rpc/agent/runner"
 	"barista/test/cluster"
@@ -387,12 +390,34 @@ func TestLeaderStopsCleanlyWhileJobsRun(t *testing.T) {
 	for _, id := range ids[:2] {
 		waitJob(t, client, id, 30*time.Second, "running", func(j *pb.Job) bool { return j.State == "running" })
 	}
+	// A watcher on the stopping node is told to move on at once.
+	watch, err := pb.NewClientClient(leader.Conn()).WatchEvents(context.Background(), &pb.WatchEventsRequest{FromSeq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchEnd := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := watch.Recv(); err != nil {
+				watchEnd <- err
+				return
+			}
+		}
+	}()
 	start := time.Now()
 	if err := leader.Stop(); err != nil {
 		t.Fatalf("clean stop: %v", err)
 	}
 	if took := time.Since(start); took > 4*time.Second {
-		t.Errorf("the leader took %s to stop: its worker streams waited out the grace", took.Round(time.Millisecond))
+		t.Errorf("the leader took %s to stop: its worker or watch streams waited out the grace", took.Round(time.Millisecond))
+	}
+	select {
+	case err := <-watchEnd:
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "resume the watch on another node") {
+			t.Errorf("the watch on the stopped node ended with %v, want UNAVAILABLE naming where to resume", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the watch on the stopped node did not end")
 	}
 	if !strings.Contains(leader.Log(), "leadership lost") {
 		t.Error("the leader did not hand leadership over before stopping")

@@ -507,16 +507,21 @@ func (r *Run) inject(ctx context.Context) {
 			at := time.Now()
 			f := r.record(Fault{Kind: kind, Target: n.ID, At: at, For: hold})
 			wasLeader := l >= 0 && r.c.Nodes[l] == n
+			stopped := make(chan struct{})
 			switch kind {
 			case "kill-follower":
 				n.Kill()
 			case "restart-node":
-				n.Stop()
+				// The failover clock runs while the node stops.
+				go func() { n.Stop(); close(stopped) }()
 			case "partition-node":
 				r.isolate(n.ID)
 			}
 			if wasLeader {
 				f.Failover = r.failoverAfter(at, old)
+			}
+			if kind == "restart-node" {
+				<-stopped
 			}
 			sleepCtx(context.Background(), max(0, hold-time.Since(at)))
 			if kind == "partition-node" {
