@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -125,4 +126,21 @@ func BenchmarkApply(b *testing.B) {
 		f, idx := benchFSM(b, 100_000)
 		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *pb.Command { return tenant(fmt.Sprintf("t%d", i%1000), pb.Tier(1+i%5)) }))
 	})
+}
+
+// BenchmarkMemoryPerQueuedJob reports the live heap per queued job of the
+// whole state machine (job record, queued event, queues, tenants), with
+// 1,000 tenants and 500,000 jobs of no payload.
+func BenchmarkMemoryPerQueuedJob(b *testing.B) {
+	const jobs = 500_000
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f, _ := benchFSM(b, jobs)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/jobs, "B/queued-job")
+		runtime.KeepAlive(f)
+	}
 }
