@@ -515,12 +515,7 @@ func TestWatchAcrossLeaderKill(t *testing.T) {
 		}
 	}
 	leader := c.WaitLeader(10 * time.Second)
-	var followers []*cluster.Node
-	for _, n := range c.Nodes {
-		if n != leader {
-			followers = append(followers, n)
-		}
-	}
+	followers := c.Followers(leader)
 	var got []*pb.Event
 	var gotMu sync.Mutex
 	watchDone := make(chan struct{})
@@ -796,12 +791,7 @@ func TestSubmitBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := c.WaitLeader(10 * time.Second)
-	var follower *cluster.Node
-	for _, n := range c.Nodes {
-		if n != leader {
-			follower = n
-		}
-	}
+	follower := c.Followers(leader)[0]
 	job := func(tenant, key string, size pb.Size) *pb.SubmitRequest {
 		r := &pb.SubmitRequest{Tenant: tenant, Size: size, EstCostMs: 1000, Payload: []byte(`{"argv":["true"]}`)}
 		if key != "" {

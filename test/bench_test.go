@@ -33,12 +33,7 @@ func BenchmarkCommit(b *testing.B) {
 			leader := c.WaitLeader(10 * time.Second)
 			target := leader
 			if via == "follower" {
-				for _, n := range c.Nodes {
-					if n != leader {
-						target = n
-						break
-					}
-				}
+				target = c.Followers(leader)[0]
 			}
 			for b.Loop() {
 				ops, lat := hammer(b, target, 256, 5*time.Second)
@@ -174,12 +169,7 @@ func BenchmarkClientSubmit(b *testing.B) {
 			leader := c.WaitLeader(10 * time.Second)
 			target := leader
 			if via == "follower" {
-				for _, n := range c.Nodes {
-					if n != leader {
-						target = n
-						break
-					}
-				}
+				target = c.Followers(leader)[0]
 			}
 			client := pb.NewClientClient(target.Conn())
 			for b.Loop() {

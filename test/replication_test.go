@@ -170,13 +170,7 @@ func TestKillAndRestart(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond)
 	leader := c.WaitLeader(20 * time.Second)
-	var follower *cluster.Node
-	for _, n := range c.Nodes {
-		if n != leader {
-			follower = n
-			break
-		}
-	}
+	follower := c.Followers(leader)[0]
 	t.Logf("kill -9 follower %s", follower.ID)
 	follower.Kill()
 	time.Sleep(1500 * time.Millisecond)

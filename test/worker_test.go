@@ -340,12 +340,7 @@ func TestLeaderKilledWhileJobsRun(t *testing.T) {
 		ids = append(ids, submitJob(t, c, i, &pb.SubmitRequest{Tenant: []string{"acme", "beta"}[i%2], Size: pb.Size_MD, EstCostMs: 3000, Payload: payload(t, "sleep", "3")}))
 	}
 	leader := c.WaitLeader(10 * time.Second)
-	var follower *cluster.Node
-	for _, n := range c.Nodes {
-		if n != leader {
-			follower = n
-		}
-	}
+	follower := c.Followers(leader)[0]
 	client := pb.NewClientClient(follower.Conn())
 	for _, id := range ids[:3] {
 		waitJob(t, client, id, 30*time.Second, "running", func(j *pb.Job) bool { return j.State == "running" })
@@ -380,12 +375,7 @@ func TestLeaderStopsCleanlyWhileJobsRun(t *testing.T) {
 		ids = append(ids, submitJob(t, c, i, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 2000, Payload: payload(t, "sleep", "2")}))
 	}
 	leader := c.WaitLeader(10 * time.Second)
-	var follower *cluster.Node
-	for _, n := range c.Nodes {
-		if n != leader {
-			follower = n
-		}
-	}
+	follower := c.Followers(leader)[0]
 	client := pb.NewClientClient(follower.Conn())
 	for _, id := range ids[:2] {
 		waitJob(t, client, id, 30*time.Second, "running", func(j *pb.Job) bool { return j.State == "running" })

@@ -468,6 +468,17 @@ func (n *Node) Status() (*pb.StatusResponse, error) {
 	return n.Client().Status(ctx, &pb.StatusRequest{})
 }
 
+// Followers returns the nodes other than leader, in order.
+func (c *Cluster) Followers(leader *Node) []*Node {
+	var out []*Node
+	for _, n := range c.Nodes {
+		if n != leader {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Running returns the nodes whose process is alive.
 func (c *Cluster) Running() []*Node {
 	var out []*Node
