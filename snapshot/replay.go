@@ -107,18 +107,21 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (Repla
 	var meta *raft.SnapshotMeta
 	var f *fsm.FSM
 	if audit == nil {
-		if meta, f, err = LoadNewest(store, dataDir); err != nil {
+		list, err := store.List() // newest first
+		if err != nil {
 			return res, err
 		}
-	}
-	if f != nil && until != 0 && until < meta.Index {
-		// An earlier point: start from an older retained snapshot.
-		newest := meta.Index
-		if meta, f, err = LoadAtOrBefore(store, dataDir, until); err != nil {
+		if until != 0 && len(list) > 0 && until < list[0].Index {
+			// An earlier point: start from an older retained snapshot
+			// (the newer ones are not read at all).
+			if meta, f, err = LoadAtOrBefore(store, dataDir, until); err != nil {
+				return res, err
+			}
+			if f == nil {
+				return res, fmt.Errorf("index %d is before every retained snapshot (the newest is at %d): the log before them is compacted", until, list[0].Index)
+			}
+		} else if meta, f, err = LoadNewest(store, dataDir); err != nil {
 			return res, err
-		}
-		if f == nil {
-			return res, fmt.Errorf("index %d is before every retained snapshot (the newest is at %d): the log before them is compacted", until, newest)
 		}
 	}
 	if f == nil {
