@@ -766,20 +766,24 @@ func freeLocalNode(lc *localCluster, id string) (int, error) {
 	return len(lc.nodes) - 1, nil
 }
 
-func scrapeMetric(addr, name string) float64 {
+// scrapeMetrics reads the named unlabelled metrics from one scrape of a
+// server's /metrics (0 for a metric it does not find).
+func scrapeMetrics(addr string, names ...string) []float64 {
+	out := make([]float64, len(names))
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return 0
+		return out
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
+		for i, name := range names {
+			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+				out[i], _ = strconv.ParseFloat(v, 64)
+			}
 		}
 	}
-	return 0
+	return out
 }
 
 // raftStats samples a server's commit counters; since reports the mean
@@ -791,8 +795,9 @@ type raftStats struct {
 }
 
 func sampleRaft(addr string) raftStats {
-	return raftStats{time.Now(), scrapeMetric(addr, "barista_raft_propose_seconds_sum"), scrapeMetric(addr, "barista_raft_propose_seconds_count"),
-		scrapeMetric(addr, "barista_entry_commands_sum"), scrapeMetric(addr, "barista_entry_commands_count")}
+	m := scrapeMetrics(addr, "barista_raft_propose_seconds_sum", "barista_raft_propose_seconds_count",
+		"barista_entry_commands_sum", "barista_entry_commands_count")
+	return raftStats{time.Now(), m[0], m[1], m[2], m[3]}
 }
 
 func (a raftStats) since(b raftStats, into map[string]any) {
@@ -818,13 +823,13 @@ func benchMemory(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	defer cc.Close()
 	time.Sleep(time.Second)
 	pid := lc.nodes[0].cmd.Process.Pid
-	rss0, heap0 := rss(pid), scrapeMetric(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")
+	rss0, heap0 := rss(pid), scrapeMetrics(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")[0]
 	anon0 := procStatus(pid, "RssAnon")
 	if err := preload(ctx, cc, 1000, jobs); err != nil {
 		return nil, err
 	}
 	time.Sleep(3 * time.Second)
-	rss1, heap1 := rss(pid), scrapeMetric(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")
+	rss1, heap1 := rss(pid), scrapeMetrics(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")[0]
 	anon1 := procStatus(pid, "RssAnon")
 	if o.profile != "" {
 		if resp, err := http.Get("http://" + lc.nodes[0].http + "/debug/pprof/heap?gc=1"); err == nil {
