@@ -102,7 +102,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 		f.Read(func(s *sfq.Scheduler) {
 			if c.GetDispatch() != nil {
 				s.Tenants(func(_ uint32, t *sfq.Tenant) bool {
-					if !t.Deleted && t.Queued[0]+t.Queued[1]+t.Queued[2] > 0 {
+					if !t.Deleted && t.QueuedTotal() > 0 {
 						backlogged = append(backlogged, t.Name)
 					}
 					return true
