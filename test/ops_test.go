@@ -1,14 +1,12 @@
 package test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"image/png"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,21 +34,18 @@ func scrape(t *testing.T, url, metric, label string) map[string]float64 {
 }
 
 func tryScrape(url, metric, label string) (map[string]float64, error) {
-	resp, err := http.Get(url)
+	all, err := cluster.Scrape(url)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	re := regexp.MustCompile(`^` + metric + `\{` + label + `="([^"]+)"\} ([0-9.e+]+)$`)
+	re := regexp.MustCompile(`^` + metric + `\{` + label + `="([^"]+)"\}$`)
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			v, _ := strconv.ParseFloat(m[2], 64)
+	for k, v := range all {
+		if m := re.FindStringSubmatch(k); m != nil {
 			out[m[1]] = v
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // TestDevShares runs the README's run command (barista dev) for about 30

@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -609,20 +606,9 @@ func TestUnknownVersionStopsNodes(t *testing.T) {
 // with more than n commands (n a bucket bound of barista_entry_commands).
 func entriesOver(t *testing.T, httpAddr string, n int) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	m, err := cluster.Scrape("http://" + httpAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var count, upTo float64
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "barista_entry_commands_count "); ok {
-			count, _ = strconv.ParseFloat(v, 64)
-		}
-		if v, ok := strings.CutPrefix(line, fmt.Sprintf(`barista_entry_commands_bucket{le="%d"} `, n)); ok {
-			upTo, _ = strconv.ParseFloat(v, 64)
-		}
-	}
-	return count - upTo
+	return m["barista_entry_commands_count"] - m[fmt.Sprintf(`barista_entry_commands_bucket{le="%d"}`, n)]
 }

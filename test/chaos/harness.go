@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -737,21 +736,11 @@ func countLine(m map[string]int) string {
 
 // scrapeSum adds every sample of a metric on a node's /metrics.
 func scrapeSum(addr, name string) float64 {
-	client := http.Client{Timeout: 2 * time.Second}
-	resp, err := client.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
+	m, _ := cluster.Scrape("http://" + addr + "/metrics")
 	sum := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, name) {
-			if i := strings.LastIndexByte(line, ' '); i > 0 {
-				v, _ := strconv.ParseFloat(line[i+1:], 64)
-				sum += v
-			}
+	for k, v := range m {
+		if cluster.Series(k, name) {
+			sum += v
 		}
 	}
 	return sum
