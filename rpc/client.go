@@ -129,13 +129,12 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 		return pb.NewClientClient(cc).GetJob(ctx, fwd)
 	}, func() (out *pb.Job, err error) {
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
-			j, ok := sc.Job(sfq.JobID(req.JobId))
-			name := sc.TenantName(j.Tenant)
-			if !ok || (tenant != "" && name != tenant) {
+			j, ok := sc.TenantJob(tenant, sfq.JobID(req.JobId))
+			if !ok {
 				err = jobNotFound(req.JobId)
 				return
 			}
-			out = jobToPB(&j, name)
+			out = jobToPB(&j, sc.TenantName(j.Tenant))
 		})
 		return out, err
 	})
@@ -186,16 +185,8 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 		out := &pb.ListJobsResponse{}
 		var err error
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
-			var ti uint32
-			if tenant != "" {
-				var ok bool
-				if ti, ok = sc.TenantIndex(tenant); !ok {
-					err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
-					return
-				}
-			}
-			sc.Jobs(from, func(j *sfq.Job) bool {
-				if (tenant != "" && j.Tenant != ti) || (state != 0 && j.State != state) {
+			ok := sc.TenantJobs(tenant, from, func(j *sfq.Job) bool {
+				if state != 0 && j.State != state {
 					return true
 				}
 				if len(out.Jobs) == size {
@@ -205,6 +196,9 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 				out.Jobs = append(out.Jobs, jobToPB(j, sc.TenantName(j.Tenant)))
 				return true
 			})
+			if !ok {
+				err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+			}
 		})
 		return out, err
 	})

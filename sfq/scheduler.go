@@ -162,6 +162,35 @@ func (s *Scheduler) Job(id JobID) (Job, bool) {
 	return *j, true
 }
 
+// TenantJob returns a copy of a job as seen through a tenant's scope: the
+// job only if it belongs to the live tenant named tenant (any job when
+// tenant is empty, the admin's scope). Another tenant's job and a missing
+// one look the same, so IDs cannot be probed.
+func (s *Scheduler) TenantJob(tenant string, id JobID) (Job, bool) {
+	j := s.jobs.Get(uint64(id))
+	if j == nil || (tenant != "" && s.TenantName(j.Tenant) != tenant) {
+		return Job{}, false
+	}
+	return *j, true
+}
+
+// TenantJobs calls fn for the jobs of the live tenant named tenant (every
+// job when tenant is empty) with ID >= from, in ID order, until fn returns
+// false. It reports false, calling nothing, when no live tenant has that
+// name. The pointer must not be retained or written.
+func (s *Scheduler) TenantJobs(tenant string, from JobID, fn func(j *Job) bool) bool {
+	if tenant == "" {
+		s.Jobs(from, fn)
+		return true
+	}
+	ti, ok := s.TenantIndex(tenant)
+	if !ok {
+		return false
+	}
+	s.Jobs(from, func(j *Job) bool { return j.Tenant != ti || fn(j) })
+	return true
+}
+
 // JobCount returns the number of jobs in the table.
 func (s *Scheduler) JobCount() int { return s.jobs.Len() }
 
