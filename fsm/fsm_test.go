@@ -541,3 +541,58 @@ func TestRecreatedTenantStartsEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPayloadLimitFitsAMessage: max_payload_bytes may not exceed what one
+// gRPC message carries beside a job's other fields, in a SetConfig as in
+// Validate; a snapshot of an older build holding the limit it accepted
+// (4 MiB) still loads, and submits are cut at the message's limit.
+func TestPayloadLimitFitsAMessage(t *testing.T) {
+	cfg := DefaultConfig()
+	for _, c := range []struct {
+		v    uint32
+		want string
+	}{
+		{MaxPayloadLimit, ""},
+		{0, "invalid argument: max_payload_bytes is 0 (want 1..4128768)"},
+		{MaxPayloadLimit + 1, "invalid argument: max_payload_bytes 4128769 is over 4128768, the most a job's payload may be for the job to fit one 4194304-byte gRPC message"},
+		{4 << 20, "invalid argument: max_payload_bytes 4194304 is over 4128768, the most a job's payload may be for the job to fit one 4194304-byte gRPC message"},
+	} {
+		cfg.MaxPayloadBytes = c.v
+		err := cfg.Validate()
+		if got := fmt.Sprint(err); (err == nil) != (c.want == "") || (err != nil && got != c.want) {
+			t.Errorf("max_payload_bytes %d: %v, want %q", c.v, err, c.want)
+		}
+	}
+	h := newHarness(t)
+	cfg.MaxPayloadBytes = 4 << 20
+	r := h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
+	if r.Code != Invalid || !strings.Contains(r.Msg, "max_payload_bytes 4194304 is over 4128768") || h.f.Config().MaxPayloadBytes != 1<<20 {
+		t.Fatalf("SetConfig of 4 MiB: %+v (limit now %d)", r, h.f.Config().MaxPayloadBytes)
+	}
+	// An older build's state with the 4 MiB it accepted.
+	h.f.cfg.MaxPayloadBytes = 4 << 20
+	v, err := h.f.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := New()
+	if err := restored.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(encodeFSM(v)))), v.Index); err != nil {
+		t.Fatalf("a state with max_payload_bytes 4194304 does not load: %v", err)
+	}
+	if c := restored.Config(); c.MaxPayloadBytes != 4<<20 || c.PayloadLimit() != MaxPayloadLimit {
+		t.Fatalf("restored limit %d, effective %d", c.MaxPayloadBytes, c.PayloadLimit())
+	}
+	// A client reads it back (to show or change it); a new config may not
+	// carry it.
+	if c, err := StoredConfigFromPB(ConfigToPB(restored.Config())); err != nil || c != restored.Config() {
+		t.Fatalf("reading the stored config back: %v", err)
+	}
+	if _, err := ConfigFromPB(ConfigToPB(restored.Config())); err == nil {
+		t.Fatal("a new config with max_payload_bytes 4194304 was accepted")
+	}
+	h.f.cfg.MaxPayloadBytes = 4<<20 + 1
+	v, _ = h.f.Freeze()
+	if err := New().Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(encodeFSM(v)))), v.Index); !errors.Is(err, sfq.ErrCorrupt) {
+		t.Fatalf("a state over every limit loaded: %v", err)
+	}
+}
