@@ -225,8 +225,8 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 
 func (f *FSM) applyCancel(c *pb.CancelJob) Result {
 	id := sfq.JobID(c.Job)
-	j, ok := f.sched.Job(id)
-	if !ok || (c.Tenant != "" && f.sched.TenantName(j.Tenant) != c.Tenant) {
+	j, ok := f.sched.TenantJob(c.Tenant, id)
+	if !ok {
 		// The same answer for another tenant's job: ids cannot be probed.
 		return refusef(NotFound, "job %d not found", c.Job)
 	}

@@ -35,10 +35,21 @@ type Config struct {
 
 // Limits on runtime settings.
 const (
-	// MaxPayloadLimit is the largest payload limit a config may set: a
-	// Raft entry must stay small.
-	MaxPayloadLimit = 4 << 20
-	maxDuration     = 365 * 24 * 3600 * 1000
+	// MaxMessageBytes is the largest gRPC message a node receives or sends,
+	// on every connection (clients, workers, forwarding between members).
+	// It is gRPC's default, so clients in any language need no setting.
+	MaxMessageBytes = 4 << 20
+	// MaxPayloadLimit is the largest payload limit a config may set: a job
+	// with a payload that large and every other field at its longest still
+	// fits one message (Submit, GetJob, a worker's Assign) and one Raft
+	// entry. The margin covers the other fields (stderr tail 4 KiB, names
+	// 256 bytes each) many times over.
+	MaxPayloadLimit = MaxMessageBytes - 64<<10
+	// legacyPayloadLimit is the limit builds before MaxPayloadLimit
+	// accepted: a replicated config holding such a value still loads from
+	// a snapshot (the edge cuts payloads at PayloadLimit all the same).
+	legacyPayloadLimit = 4 << 20
+	maxDuration        = 365 * 24 * 3600 * 1000
 )
 
 // DefaultConfig returns the defaults of the design: heartbeat 5 s, lease
@@ -61,9 +72,20 @@ func DefaultConfig() Config {
 
 func ms(v int64) string { return (time.Duration(v) * time.Millisecond).String() }
 
+// PayloadLimit is the largest payload a submit may carry now: the
+// configured limit, within what one message carries.
+func (c Config) PayloadLimit() uint32 { return min(c.MaxPayloadBytes, MaxPayloadLimit) }
+
 // Validate checks every field, and the order of the timeouts (heartbeat <
 // self-kill < lease), naming the values in its errors.
-func (c Config) Validate() error {
+func (c Config) Validate() error { return c.validate(MaxPayloadLimit) }
+
+// validateStored checks a configuration read from a snapshot: as Validate,
+// but with the payload limit older builds accepted, so that their state
+// still loads.
+func (c Config) validateStored() error { return c.validate(legacyPayloadLimit) }
+
+func (c Config) validate(payloadLimit uint32) error {
 	if err := c.Sched.Validate(); err != nil {
 		return err
 	}
@@ -96,8 +118,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: self_kill_after %s must be below lease_timeout %s, so a partitioned worker kills its job before the lease expires",
 			sfq.ErrInvalid, ms(c.SelfKillAfterMs), ms(c.Sched.LeaseTimeoutMs))
 	}
-	if c.MaxPayloadBytes == 0 || c.MaxPayloadBytes > MaxPayloadLimit {
-		return fmt.Errorf("%w: max_payload_bytes %d (want 1..%d)", sfq.ErrInvalid, c.MaxPayloadBytes, MaxPayloadLimit)
+	switch {
+	case c.MaxPayloadBytes == 0:
+		return fmt.Errorf("%w: max_payload_bytes is 0 (want 1..%d)", sfq.ErrInvalid, payloadLimit)
+	case c.MaxPayloadBytes > payloadLimit:
+		return fmt.Errorf("%w: max_payload_bytes %d is over %d, the most a job's payload may be for the job to fit one %d-byte gRPC message",
+			sfq.ErrInvalid, c.MaxPayloadBytes, payloadLimit, MaxMessageBytes)
 	}
 	return nil
 }

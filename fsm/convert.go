@@ -74,6 +74,25 @@ func CapsToPB(c sfq.Caps) *pb.Caps {
 
 // ConfigFromPB converts a proto configuration and validates it.
 func ConfigFromPB(p *pb.SchedulerConfig) (Config, error) {
+	c, err := configFromPB(p)
+	if err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// StoredConfigFromPB converts a configuration a cluster holds (as GetConfig
+// returns it) and validates it as a snapshot's: it accepts the values
+// older builds stored, so that a client can read it and change it.
+func StoredConfigFromPB(p *pb.SchedulerConfig) (Config, error) {
+	c, err := configFromPB(p)
+	if err != nil {
+		return c, err
+	}
+	return c, c.validateStored()
+}
+
+func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	var c Config
 	if p == nil {
 		return c, fmt.Errorf("%w: config is missing", sfq.ErrInvalid)
@@ -112,7 +131,7 @@ func ConfigFromPB(p *pb.SchedulerConfig) (Config, error) {
 	c.EventRetentionMs = p.EventRetentionMs
 	c.DedupeWindowMs = p.DedupeWindowMs
 	c.MaxPayloadBytes = p.MaxPayloadBytes
-	return c, c.Validate()
+	return c, nil
 }
 
 // ConfigToPB converts a configuration.

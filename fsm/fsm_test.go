@@ -314,7 +314,7 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	job := rapid.Uint64Range(1, max(jobs, 1)).Draw(t, "job")
 	attempt := uint32(rapid.IntRange(1, 3).Draw(t, "attempt"))
 	worker := rapid.SampledFrom(workers).Draw(t, "worker")
-	switch rapid.IntRange(0, 11).Draw(t, "kind") {
+	switch rapid.IntRange(0, 12).Draw(t, "kind") {
 	case 0, 1, 2:
 		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			IdempotencyKey: rapid.SampledFrom([]string{"", "", "k1", "k2"}).Draw(t, "key"), Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")),
@@ -334,6 +334,10 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	case 10:
 		return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			Tier: pb.Tier(rapid.IntRange(1, 5).Draw(t, "tier")), Caps: &pb.Caps{MaxRunning: uint32(rapid.IntRange(0, 3).Draw(t, "cap"))}}}}
+	case 11:
+		// Refused while the tenant has live jobs; a later upsert of the
+		// name creates a new tenant.
+		return deleteTenant(rapid.SampledFrom(tenants).Draw(t, "tenant"))
 	default:
 		return &pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{Limit: 5}}}
 	}
@@ -472,4 +476,123 @@ func TestCoalescedEntriesApplyAlike(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func deleteTenant(name string) *pb.Command {
+	return &pb.Command{Cmd: &pb.Command_TenantDelete{TenantDelete: &pb.TenantDelete{Name: name}}}
+}
+
+func cancelJob(tenant string, job uint64) *pb.Command {
+	return &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: tenant, Job: job}}}
+}
+
+// TestRecreatedTenantStartsEmpty: a tenant deleted and created again under
+// the same name is a new tenant. The old incarnation's idempotency keys,
+// jobs and counters are never visible through the new one.
+func TestRecreatedTenantStartsEmpty(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("acme", pb.Tier_GOLD))
+	if r := h.one(submit("acme", "K", 1000, "old")); r.Code != OK || !r.Created || r.Job != 1 {
+		t.Fatalf("first submit: %+v", r)
+	}
+	if r := h.one(cancelJob("acme", 1)); r.Code != OK {
+		t.Fatalf("cancel: %+v", r)
+	}
+	if r := h.one(deleteTenant("acme")); r.Code != OK {
+		t.Fatalf("delete: %+v", r)
+	}
+	if r := h.one(tenant("acme", pb.Tier_GOLD)); r.Code != OK || !r.Created {
+		t.Fatalf("re-create: %+v", r)
+	}
+	// The same key and content as the old incarnation's job: a new job.
+	if r := h.one(submit("acme", "K", 1000, "old")); r.Code != OK || !r.Created || r.Job != 2 {
+		t.Fatalf("submit with the old key: %+v, want a new job 2", r)
+	}
+	var listed []sfq.JobID
+	var old, oldAdmin, fresh bool
+	var usage sfq.Billing
+	h.f.Read(func(s *sfq.Scheduler) {
+		s.TenantJobs("acme", 0, func(j *sfq.Job) bool { listed = append(listed, j.ID); return true })
+		_, old = s.TenantJob("acme", 1)
+		_, oldAdmin = s.TenantJob("", 1)
+		_, fresh = s.TenantJob("acme", 2)
+		tn, _ := s.Tenant("acme")
+		usage = tn.Billing
+	})
+	if fmt.Sprint(listed) != "[2]" {
+		t.Errorf("acme lists jobs %v, want [2]", listed)
+	}
+	if old || !oldAdmin || !fresh {
+		t.Errorf("job 1 through acme's scope: %v (want false); through the admin's: %v (want true); job 2 through acme's: %v (want true)", old, oldAdmin, fresh)
+	}
+	if usage != (sfq.Billing{Submitted: 1}) {
+		t.Errorf("the new acme's counters %+v, want only its one submit", usage)
+	}
+	// Cancelling the old job through the new tenant: the same NotFound as
+	// for any job that is not its own.
+	if r := h.one(cancelJob("acme", 1)); r.Code != NotFound || r.Msg != "job 1 not found" {
+		t.Errorf("cancel of the old job through the new tenant: %+v", r)
+	}
+	// The old key is the new incarnation's own now: a repeat dedupes to job 2.
+	if r := h.one(submit("acme", "K", 1000, "old")); r.Code != OK || r.Created || r.Job != 2 {
+		t.Errorf("repeat of the key: %+v, want job 2", r)
+	}
+	if err := h.f.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPayloadLimitFitsAMessage: max_payload_bytes may not exceed what one
+// gRPC message carries beside a job's other fields, in a SetConfig as in
+// Validate; a snapshot of an older build holding the limit it accepted
+// (4 MiB) still loads, and submits are cut at the message's limit.
+func TestPayloadLimitFitsAMessage(t *testing.T) {
+	cfg := DefaultConfig()
+	for _, c := range []struct {
+		v    uint32
+		want string
+	}{
+		{MaxPayloadLimit, ""},
+		{0, "invalid argument: max_payload_bytes is 0 (want 1..4128768)"},
+		{MaxPayloadLimit + 1, "invalid argument: max_payload_bytes 4128769 is over 4128768, the most a job's payload may be for the job to fit one 4194304-byte gRPC message"},
+		{4 << 20, "invalid argument: max_payload_bytes 4194304 is over 4128768, the most a job's payload may be for the job to fit one 4194304-byte gRPC message"},
+	} {
+		cfg.MaxPayloadBytes = c.v
+		err := cfg.Validate()
+		if got := fmt.Sprint(err); (err == nil) != (c.want == "") || (err != nil && got != c.want) {
+			t.Errorf("max_payload_bytes %d: %v, want %q", c.v, err, c.want)
+		}
+	}
+	h := newHarness(t)
+	cfg.MaxPayloadBytes = 4 << 20
+	r := h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
+	if r.Code != Invalid || !strings.Contains(r.Msg, "max_payload_bytes 4194304 is over 4128768") || h.f.Config().MaxPayloadBytes != 1<<20 {
+		t.Fatalf("SetConfig of 4 MiB: %+v (limit now %d)", r, h.f.Config().MaxPayloadBytes)
+	}
+	// An older build's state with the 4 MiB it accepted.
+	h.f.cfg.MaxPayloadBytes = 4 << 20
+	v, err := h.f.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := New()
+	if err := restored.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(encodeFSM(v)))), v.Index); err != nil {
+		t.Fatalf("a state with max_payload_bytes 4194304 does not load: %v", err)
+	}
+	if c := restored.Config(); c.MaxPayloadBytes != 4<<20 || c.PayloadLimit() != MaxPayloadLimit {
+		t.Fatalf("restored limit %d, effective %d", c.MaxPayloadBytes, c.PayloadLimit())
+	}
+	// A client reads it back (to show or change it); a new config may not
+	// carry it.
+	if c, err := StoredConfigFromPB(ConfigToPB(restored.Config())); err != nil || c != restored.Config() {
+		t.Fatalf("reading the stored config back: %v", err)
+	}
+	if _, err := ConfigFromPB(ConfigToPB(restored.Config())); err == nil {
+		t.Fatal("a new config with max_payload_bytes 4194304 was accepted")
+	}
+	h.f.cfg.MaxPayloadBytes = 4<<20 + 1
+	v, _ = h.f.Freeze()
+	if err := New().Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(encodeFSM(v)))), v.Index); !errors.Is(err, sfq.ErrCorrupt) {
+		t.Fatalf("a state over every limit loaded: %v", err)
+	}
 }

@@ -197,7 +197,7 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
-	if err := f.cfg.Validate(); err != nil {
+	if err := f.cfg.validateStored(); err != nil {
 		return nil, fmt.Errorf("%w: %w", sfq.ErrCorrupt, err)
 	}
 	s, err := sfq.Decode(d)

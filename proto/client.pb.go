@@ -308,7 +308,7 @@ type Job struct {
 	Cancel         string                 `protobuf:"bytes,17,opt,name=cancel,proto3" json:"cancel,omitempty"` // none, requested, timeout
 	TimeoutMs      int64                  `protobuf:"varint,18,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	StartTagMs     string                 `protobuf:"bytes,19,opt,name=start_tag_ms,json=startTagMs,proto3" json:"start_tag_ms,omitempty"` // virtual ms of the last dispatch
-	Payload        []byte                 `protobuf:"bytes,20,opt,name=payload,proto3" json:"payload,omitempty"`
+	Payload        []byte                 `protobuf:"bytes,20,opt,name=payload,proto3" json:"payload,omitempty"`                           // from GetJob, and from ListJobs only with include_payload
 	HasResult      bool                   `protobuf:"varint,21,opt,name=has_result,json=hasResult,proto3" json:"has_result,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -492,14 +492,21 @@ func (x *Job) GetHasResult() bool {
 }
 
 type ListJobsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`                        // empty: every state
-	PageSize      uint32                 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"` // default 100, at most 1000
-	PageToken     string                 `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	Read          *ReadOptions           `protobuf:"bytes,5,opt,name=read,proto3" json:"read,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	State  string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"` // empty: every state
+	// page_size bounds the jobs of a page: default 100, at most 1000. A
+	// page also stops before it would pass 3 MiB (one job larger than that
+	// comes alone), so it always fits one 4 MiB message: a page may hold
+	// fewer jobs than page_size while more remain.
+	PageSize  uint32       `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string       `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	Read      *ReadOptions `protobuf:"bytes,5,opt,name=read,proto3" json:"read,omitempty"`
+	// include_payload returns each job's payload; without it the jobs come
+	// without (GetJob returns one job's payload).
+	IncludePayload bool `protobuf:"varint,6,opt,name=include_payload,json=includePayload,proto3" json:"include_payload,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ListJobsRequest) Reset() {
@@ -567,10 +574,19 @@ func (x *ListJobsRequest) GetRead() *ReadOptions {
 	return nil
 }
 
+func (x *ListJobsRequest) GetIncludePayload() bool {
+	if x != nil {
+		return x.IncludePayload
+	}
+	return false
+}
+
 type ListJobsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Jobs          []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
-	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"` // empty: no more
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Jobs  []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	// next_page_token continues after the last job of this page; empty: no
+	// more.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1351,14 +1367,15 @@ const file_client_proto_rawDesc = "" +
 	"startTagMs\x12\x18\n" +
 	"\apayload\x18\x14 \x01(\fR\apayload\x12\x1d\n" +
 	"\n" +
-	"has_result\x18\x15 \x01(\bR\thasResult\"\xa8\x01\n" +
+	"has_result\x18\x15 \x01(\bR\thasResult\"\xd1\x01\n" +
 	"\x0fListJobsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
 	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12+\n" +
-	"\x04read\x18\x05 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"_\n" +
+	"\x04read\x18\x05 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12'\n" +
+	"\x0finclude_payload\x18\x06 \x01(\bR\x0eincludePayload\"_\n" +
 	"\x10ListJobsResponse\x12#\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0f.barista.v1.JobR\x04jobs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"A\n" +

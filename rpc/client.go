@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"barista/fsm"
 	pb "barista/proto"
@@ -20,10 +22,15 @@ type ClientService struct {
 	base
 }
 
-// maxPage bounds ListJobs pages.
+// ListJobs pages: at most maxPage jobs (defaultPage unless asked), and
+// no more than maxPageBytes of encoded jobs, so that a page always fits
+// one message (fsm.MaxMessageBytes) with room to spare. One job larger
+// than maxPageBytes comes alone: MaxPayloadLimit keeps it within a
+// message.
 const (
-	defaultPage = 100
-	maxPage     = 1000
+	defaultPage  = 100
+	maxPage      = 1000
+	maxPageBytes = 3 << 20
 )
 
 // validateSubmit checks every field of a submit that needs no state, and
@@ -55,8 +62,8 @@ func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
 	if req.TimeoutMs < 0 || req.TimeoutMs > sfq.MaxTimeoutMs {
 		return status.Errorf(codes.InvalidArgument, "timeout_ms: %d is out of range (0 = none, at most a year)", req.TimeoutMs)
 	}
-	if uint64(len(req.Payload)) > uint64(cfg.MaxPayloadBytes) {
-		return status.Errorf(codes.ResourceExhausted, "payload: %d bytes, over the limit of %d", len(req.Payload), cfg.MaxPayloadBytes)
+	if limit := cfg.PayloadLimit(); uint64(len(req.Payload)) > uint64(limit) {
+		return status.Errorf(codes.ResourceExhausted, "payload: %d bytes, over the limit of %d", len(req.Payload), limit)
 	}
 	return nil
 }
@@ -99,13 +106,16 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 	return &pb.SubmitResponse{JobId: uint64(res[0].Job), Created: res[0].Created}, nil
 }
 
-// jobToPB converts a job record.
-func jobToPB(j *sfq.Job, tenant string) *pb.Job {
+// jobToPB converts a job record, with its payload or without.
+func jobToPB(j *sfq.Job, tenant string, payload bool) *pb.Job {
 	out := &pb.Job{
 		JobId: uint64(j.ID), Tenant: tenant, State: j.State.String(), Attempt: j.Attempt, Failures: uint32(j.Failures),
 		MaxAttempts: uint32(j.MaxAttempts), Size: fsm.SizeToPB(j.Size), EstCostMs: j.EstCostMs, CpuMs: j.CPUMs,
 		JobType: j.Type(), IdempotencyKey: j.Key(), SubmittedAtMs: int64(j.SubmittedAt), EndedAtMs: int64(j.EndedAt),
-		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload()),
+		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs,
+	}
+	if payload {
+		out.Payload = []byte(j.Payload())
 	}
 	if j.Attempt > 0 {
 		out.StartTagMs = j.StartTag.String()
@@ -129,13 +139,12 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 		return pb.NewClientClient(cc).GetJob(ctx, fwd)
 	}, func() (out *pb.Job, err error) {
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
-			j, ok := sc.Job(sfq.JobID(req.JobId))
-			name := sc.TenantName(j.Tenant)
-			if !ok || (tenant != "" && name != tenant) {
+			j, ok := sc.TenantJob(tenant, sfq.JobID(req.JobId))
+			if !ok {
 				err = jobNotFound(req.JobId)
 				return
 			}
-			out = jobToPB(&j, name)
+			out = jobToPB(&j, sc.TenantName(j.Tenant), true)
 		})
 		return out, err
 	})
@@ -155,8 +164,39 @@ func parsePageToken(tok string) (sfq.JobID, error) {
 	return sfq.JobID(v), nil
 }
 
+// listPage reads one page of ListJobs from the state: the jobs of tenant
+// (every tenant's if empty) from ID from on, of one state unless state is
+// 0, at most size of them and no more than maxBytes once encoded (but
+// never none while one remains). The next page token names the first job
+// left out, so the next page starts exactly there. ok is false when the
+// tenant does not exist.
+func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, from sfq.JobID, size int, payload bool, maxBytes int) (out *pb.ListJobsResponse, ok bool) {
+	out = &pb.ListJobsResponse{}
+	total := 0
+	ok = sc.TenantJobs(tenant, from, func(j *sfq.Job) bool {
+		if state != 0 && j.State != state {
+			return true
+		}
+		if len(out.Jobs) == size {
+			out.NextPageToken = pageToken(j.ID)
+			return false
+		}
+		pj := jobToPB(j, sc.TenantName(j.Tenant), payload)
+		// The bytes this job adds to the response: field tag, length, body.
+		n := protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(pj))
+		if len(out.Jobs) > 0 && total+n > maxBytes {
+			out.NextPageToken = pageToken(j.ID)
+			return false
+		}
+		total += n
+		out.Jobs = append(out.Jobs, pj)
+		return true
+	})
+	return out, ok
+}
+
 // ListJobs pages through a tenant's jobs in ID order, optionally of one
-// state.
+// state, without their payloads unless asked.
 func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
 	tenant, err := scopeTenant(ctx, req.Tenant, false)
 	if err != nil {
@@ -179,32 +219,15 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 	case size > maxPage:
 		return nil, status.Errorf(codes.InvalidArgument, "page_size: %d, at most %d", size, maxPage)
 	}
-	fwd := &pb.ListJobsRequest{Tenant: tenant, State: req.State, PageSize: req.PageSize, PageToken: req.PageToken}
+	fwd := &pb.ListJobsRequest{Tenant: tenant, State: req.State, PageSize: req.PageSize, PageToken: req.PageToken, IncludePayload: req.IncludePayload}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListJobsResponse, error) {
 		return pb.NewClientClient(cc).ListJobs(ctx, fwd)
-	}, func() (*pb.ListJobsResponse, error) {
-		out := &pb.ListJobsResponse{}
-		var err error
+	}, func() (out *pb.ListJobsResponse, err error) {
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
-			var ti uint32
-			if tenant != "" {
-				var ok bool
-				if ti, ok = sc.TenantIndex(tenant); !ok {
-					err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
-					return
-				}
+			var ok bool
+			if out, ok = listPage(sc, tenant, state, from, size, req.IncludePayload, maxPageBytes); !ok {
+				err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 			}
-			sc.Jobs(from, func(j *sfq.Job) bool {
-				if (tenant != "" && j.Tenant != ti) || (state != 0 && j.State != state) {
-					return true
-				}
-				if len(out.Jobs) == size {
-					out.NextPageToken = pageToken(j.ID)
-					return false
-				}
-				out.Jobs = append(out.Jobs, jobToPB(j, sc.TenantName(j.Tenant)))
-				return true
-			})
 		})
 		return out, err
 	})

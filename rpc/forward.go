@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"barista/fsm"
 	"barista/raftnode"
 )
 
@@ -74,7 +75,7 @@ func (lc *leaderConns) dial(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := lc.conns[addr]; ok {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(lc.creds), ClientKeepalive)
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(lc.creds), ClientKeepalive, MessageLimits)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "dialing leader at %s: %v", addr, err)
 	}
@@ -87,6 +88,11 @@ func (lc *leaderConns) dial(addr string) (*grpc.ClientConn, error) {
 // that vanished (or was cut off) fails instead of hanging. The servers
 // accept pings every 5 s or slower.
 var ClientKeepalive = grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true})
+
+// MessageLimits sizes a connection's calls to the largest message a node
+// sends or receives (fsm.MaxMessageBytes), so that whatever a leader
+// answers, a follower forwarding the call can carry back.
+var MessageLimits = grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(fsm.MaxMessageBytes), grpc.MaxCallSendMsgSize(fsm.MaxMessageBytes))
 
 // Close closes every cached connection.
 func (lc *leaderConns) Close() {

@@ -13,6 +13,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 
+	"barista/fsm"
 	pb "barista/proto"
 	"barista/raftnode"
 )
@@ -52,6 +53,10 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node),
 		stopping: make(chan struct{})}
 	sopts := []grpc.ServerOption{
+		// Explicit, and the same on every connection a node makes (see
+		// leaderConns.dial): max_payload_bytes is bounded by it.
+		grpc.MaxRecvMsgSize(fsm.MaxMessageBytes),
+		grpc.MaxSendMsgSize(fsm.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(opt.Auth.UnaryInterceptor),

@@ -91,8 +91,10 @@ type Billing struct {
 // Tenant is a tenant's record: configuration, scheduling state, counters.
 type Tenant struct {
 	TenantSpec
-	// Deleted marks a tombstone: the name stays reserved for the terminal
-	// jobs that still refer to it; upserting the name revives it.
+	// Deleted marks a tombstone: it keeps its name for the terminal jobs
+	// that still refer to it. Upserting the name creates a new tenant at a
+	// new index; several tombstones may share a name, the newest index
+	// holding it is the one the name resolves to.
 	Deleted bool
 	// FinishTag is the tenant's next start tag (before clamping).
 	FinishTag VirtualTime

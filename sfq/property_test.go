@@ -259,14 +259,21 @@ func (w *world) step(t *rapid.T, step int) {
 			m.ft[ti] = max(m.ft[ti], m.vnow)
 			return true
 		})
-	case 16: // delete an idle tenant (refused while it has jobs); upsert revives it
+	case 16: // delete an idle tenant (refused while it has jobs); upserting the name creates a new one
 		name := rapid.SampledFrom(w.tenants).Draw(t, "tenant")
 		ti, _ := s.TenantIndex(name)
 		if _, err := both(t, w, "delete", func(s *Scheduler) (bool, error) { return true, s.DeleteTenant(name) }); err == nil {
 			delete(m.ft, ti)
 			delete(m.elig, ti)
 			spec := TenantSpec{Name: name, Tier: Tier(rapid.IntRange(0, 4).Draw(t, "tier"))}
-			both(t, w, "revive", func(s *Scheduler) (bool, error) { return s.UpsertTenant(spec) })
+			both(t, w, "re-create", func(s *Scheduler) (bool, error) { return s.UpsertTenant(spec) })
+			nti, _ := s.TenantIndex(name)
+			tn, _ := s.Tenant(name)
+			old := 0
+			s.TenantJobs(name, 0, func(*Job) bool { old++; return true })
+			if nti <= ti || tn.Billing != (Billing{}) || old != 0 {
+				t.Fatalf("re-created %s: index %d after %d, billing %+v, %d jobs of the old one visible", name, nti, ti, tn.Billing, old)
+			}
 		}
 	case 14: // freeze and remember the bytes; later writes must not change them
 		if len(w.frozen) < 3 {

@@ -162,6 +162,41 @@ func (s *Scheduler) Job(id JobID) (Job, bool) {
 	return *j, true
 }
 
+// TenantJob returns a copy of a job as seen through a tenant's scope: the
+// job only if it belongs to the live tenant named tenant (any job when
+// tenant is empty, the admin's scope). Another tenant's job, a job of a
+// deleted tenant of the same name, and a missing one look the same, so IDs
+// cannot be probed.
+func (s *Scheduler) TenantJob(tenant string, id JobID) (Job, bool) {
+	j := s.jobs.Get(uint64(id))
+	if j == nil {
+		return Job{}, false
+	}
+	if tenant != "" {
+		if ti, ok := s.TenantIndex(tenant); !ok || j.Tenant != ti {
+			return Job{}, false
+		}
+	}
+	return *j, true
+}
+
+// TenantJobs calls fn for the jobs of the live tenant named tenant (every
+// job when tenant is empty) with ID >= from, in ID order, until fn returns
+// false. It reports false, calling nothing, when no live tenant has that
+// name. The pointer must not be retained or written.
+func (s *Scheduler) TenantJobs(tenant string, from JobID, fn func(j *Job) bool) bool {
+	if tenant == "" {
+		s.Jobs(from, fn)
+		return true
+	}
+	ti, ok := s.TenantIndex(tenant)
+	if !ok {
+		return false
+	}
+	s.Jobs(from, func(j *Job) bool { return j.Tenant != ti || fn(j) })
+	return true
+}
+
 // JobCount returns the number of jobs in the table.
 func (s *Scheduler) JobCount() int { return s.jobs.Len() }
 
@@ -214,8 +249,10 @@ func (s *Scheduler) weight(t *Tenant, usage int64) Weight {
 
 // UpsertTenant creates a tenant or updates one. An update keeps the
 // tenant's tags, usage and counters; a cap change takes effect at the next
-// dispatch and preempts nothing. Upserting a deleted tenant's name revives
-// it as a new tenant.
+// dispatch and preempts nothing. Upserting a deleted tenant's name creates
+// a new tenant at a new index (indexes are never reused): the tombstone
+// keeps the old incarnation's jobs, and everything keyed by the index
+// (idempotency keys, events) stays with it, out of the new tenant's sight.
 func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
 	if err := spec.Validate(); err != nil {
 		return false, err
@@ -223,16 +260,10 @@ func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
 	if spec.Multiplier == 0 {
 		spec.Multiplier = 1
 	}
-	if i, ok := s.byName[spec.Name]; ok {
-		t := s.tenants.Mut(uint64(i))
-		if t.Deleted {
-			*t = Tenant{TenantSpec: spec}
-			created = true
-		} else {
-			t.TenantSpec = spec
-		}
+	if i, ok := s.TenantIndex(spec.Name); ok {
+		s.tenants.Mut(uint64(i)).TenantSpec = spec
 		s.place(i, true)
-		return created, nil
+		return false, nil
 	}
 	i := uint32(s.tenants.Len())
 	s.tenants.Put(uint64(i), Tenant{TenantSpec: spec})
@@ -243,7 +274,8 @@ func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
 }
 
 // DeleteTenant deletes a tenant without queued or running jobs. Its record
-// stays as a tombstone so that its terminal jobs keep their tenant name.
+// stays as a tombstone so that its terminal jobs keep their tenant name;
+// the name is free for a new tenant (see UpsertTenant).
 func (s *Scheduler) DeleteTenant(name string) error {
 	i, ok := s.TenantIndex(name)
 	if !ok {

@@ -276,7 +276,9 @@ func Decode(d *Decoder) (*Scheduler, error) {
 		if d.Err() != nil {
 			break
 		}
-		if _, dup := s.byName[t.Name]; dup || t.Name == "" {
+		// A name may repeat only after tombstones: a tenant deleted and
+		// created again gets a new index, and the name resolves to it.
+		if prev, dup := s.byName[t.Name]; (dup && !s.tenants.Get(uint64(prev)).Deleted) || t.Name == "" {
 			return nil, fmt.Errorf("%w: tenant %d has a duplicate or empty name %q", ErrCorrupt, i, t.Name)
 		}
 		s.tenants.Put(i, t)
@@ -356,6 +358,7 @@ func (s *Scheduler) Verify() error {
 	}
 	nt := s.tenants.Len()
 	derived := make([]counts, nt)
+	names := 0 // tenants the name index resolves to
 	var queued uint64
 	s.jobs.View().Each(func(_ uint64, j *Job) bool {
 		if int(j.Tenant) >= nt {
@@ -403,7 +406,12 @@ func (s *Scheduler) Verify() error {
 		if t.Deleted && (c.running > 0 || c.queued != [NumSizes]uint32{}) {
 			report("deleted tenant %q has live jobs", t.Name)
 		}
-		if got, ok := s.byName[t.Name]; !ok || got != uint32(i) {
+		switch got, ok := s.byName[t.Name]; {
+		case ok && got == uint32(i):
+			names++
+		case !ok || got < uint32(i) || !t.Deleted:
+			// Only a tombstone of an earlier incarnation may be
+			// shadowed, by a later index of the same name.
 			report("tenant %q is not indexed by name", t.Name)
 		}
 		for sz := range NumSizes {
@@ -429,8 +437,8 @@ func (s *Scheduler) Verify() error {
 			}
 		}
 	}
-	if len(s.byName) != nt {
-		report("name index has %d entries for %d tenants", len(s.byName), nt)
+	if len(s.byName) != names {
+		report("name index has %d entries for %d names", len(s.byName), names)
 	}
 	if len(problems) == 0 {
 		return nil

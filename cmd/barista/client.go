@@ -70,7 +70,7 @@ func (c *clientFlags) dialOptions() ([]grpc.DialOption, error) {
 		}
 		creds = credentials.NewTLS(cfg)
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), rpc.ClientKeepalive}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), rpc.ClientKeepalive, rpc.MessageLimits}
 	if c.token != "" {
 		opts = append(opts, grpc.WithDefaultCallOptions(rpc.Bearer(c.token, false)))
 	}

@@ -92,7 +92,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			c, err := fsm.ConfigFromPB(pc)
+			c, err := fsm.StoredConfigFromPB(pc)
 			if err != nil {
 				return err
 			}
@@ -123,7 +123,7 @@ docs/configuration.md), with weights.TIER for a tier weight:
 				if err != nil {
 					return err
 				}
-				base, err := fsm.ConfigFromPB(cur)
+				base, err := fsm.StoredConfigFromPB(cur)
 				if err != nil {
 					return err
 				}
@@ -135,7 +135,7 @@ docs/configuration.md), with weights.TIER for a tier weight:
 				if err != nil {
 					return err
 				}
-				c, err = fsm.ConfigFromPB(out)
+				c, err = fsm.StoredConfigFromPB(out)
 				return err
 			})
 			if err != nil {

@@ -46,14 +46,18 @@ func sizeName(s pb.Size) string {
 	return ""
 }
 
-// jobJSON is the JSON form of a job (the CLI contract's keys).
-func jobJSON(j *pb.Job) map[string]any {
+// jobJSON is the JSON form of a job (the CLI contract's keys); "payload"
+// only when the job was read with it.
+func jobJSON(j *pb.Job, payload bool) map[string]any {
 	m := map[string]any{
 		"job_id": j.JobId, "tenant": j.Tenant, "state": j.State, "attempt": j.Attempt, "failures": j.Failures,
 		"max_attempts": j.MaxAttempts, "size": sizeName(j.Size), "est_cost_ms": j.EstCostMs, "cpu_ms": j.CpuMs,
 		"job_type": j.JobType, "idempotency_key": j.IdempotencyKey, "submitted_at": msTime(j.SubmittedAtMs),
 		"ended_at": msTime(j.EndedAtMs), "worker_id": j.WorkerId, "cancel": j.Cancel, "timeout_ms": j.TimeoutMs,
-		"start_tag_ms": j.StartTagMs, "payload": string(j.Payload),
+		"start_tag_ms": j.StartTagMs,
+	}
+	if payload {
+		m["payload"] = string(j.Payload)
 	}
 	if j.HasResult {
 		m["exit_code"], m["stderr_tail"] = j.ExitCode, j.StderrTail
@@ -92,7 +96,7 @@ func init() {
 				return err
 			}
 			if opts.json {
-				return printJSON(env.stdout, jobJSON(j))
+				return printJSON(env.stdout, jobJSON(j, true))
 			}
 			rows := [][2]string{
 				{"job", fmt.Sprint(j.JobId)}, {"tenant", j.Tenant}, {"state", j.State},
@@ -128,23 +132,28 @@ func init() {
 	})
 	type jobsOpts struct {
 		tenantFlags
-		state string
-		limit uint
-		page  string
+		state   string
+		limit   uint
+		page    string
+		payload bool
 	}
 	register("jobs", &command{
 		synopsis: "List a tenant's jobs",
-		usage:    "[--tenant NAME] [--state STATE] [--limit N] [--json]",
+		usage:    "[--tenant NAME] [--state STATE] [--limit N] [--page-token TOKEN] [--payload] [--json]",
 		help: `Lists jobs in ID order, optionally of one state (queued, assigned,
 running, completed, failed, cancelled, timed_out). With --json prints one
-JSON object per job. When more jobs remain, the token for the next page is
-printed on stderr ("--page-token TOKEN").`,
+JSON object per job; with --payload too, each object has the job's
+"payload" (without --json, --payload changes nothing). A page holds at most
+--limit jobs and about 3 MiB: with payloads it may hold fewer. When more
+jobs remain, the token for the next page is printed on stderr
+("--page-token TOKEN").`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &jobsOpts{}
 			o.tenantFlags.register(fs)
 			fs.StringVar(&o.state, "state", "", "only jobs in this `STATE`")
 			fs.UintVar(&o.limit, "limit", 100, "at most `N` jobs (1..1000)")
 			fs.StringVar(&o.page, "page-token", "", "continue from this `TOKEN`")
+			fs.BoolVar(&o.payload, "payload", false, "with --json, include each job's payload")
 			return o
 		},
 		run: func(env *cmdEnv, o any, args []string) error {
@@ -155,7 +164,8 @@ printed on stderr ("--page-token TOKEN").`,
 			var resp *pb.ListJobsResponse
 			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
 				resp, err = pb.NewClientClient(cc).ListJobs(ctx, &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state,
-					PageSize: uint32(opts.limit), PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale}})
+					PageSize: uint32(opts.limit), PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale},
+					IncludePayload: opts.payload && opts.json})
 				return err
 			})
 			if err != nil {
@@ -163,7 +173,7 @@ printed on stderr ("--page-token TOKEN").`,
 			}
 			if opts.json {
 				for _, j := range resp.Jobs {
-					if err := printJSON(env.stdout, jobJSON(j)); err != nil {
+					if err := printJSON(env.stdout, jobJSON(j, opts.payload)); err != nil {
 						return err
 					}
 				}
