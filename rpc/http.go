@@ -63,19 +63,12 @@ func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 	return mux
 }
 
-// ready reports whether this node has a leader and has caught up with the
-// commit index it knows.
+// ready reports whether this node can serve (raftnode.Node.Health): a
+// leader is known, its log is writable, and it is within the configured
+// lag of the leader's commit index.
 func ready(b *base) (bool, string) {
-	id, _ := b.node.Leader()
-	if id == "" {
-		return false, "no leader"
-	}
-	r := b.node.Raft()
-	commit, _ := strconv.ParseUint(r.Stats()["commit_index"], 10, 64)
-	if applied := r.AppliedIndex(); applied < commit {
-		return false, fmt.Sprintf("applied index %d behind commit index %d", applied, commit)
-	}
-	return true, ""
+	h := b.node.Health()
+	return h.Ready, h.Reason
 }
 
 // TopJSON is the JSON form of the live view (barista top --once --json).

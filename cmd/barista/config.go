@@ -78,6 +78,8 @@ type raftSection struct {
 	SnapshotThreshold  *int64    `toml:"snapshot_threshold"`
 	SnapshotInterval   *duration `toml:"snapshot_interval"`
 	TrailingLogs       *int64    `toml:"trailing_logs"`
+	ReadyMaxLagEntries *int64    `toml:"ready_max_lag_entries"`
+	ReadyMaxLag        *duration `toml:"ready_max_lag"`
 }
 
 type logSection struct {
@@ -144,7 +146,7 @@ func loadConfigFile(path string) (*fileConfig, error) {
 	for _, v := range []struct {
 		key string
 		val *int64
-	}{{"raft.snapshot_threshold", fc.Raft.SnapshotThreshold}, {"raft.trailing_logs", fc.Raft.TrailingLogs}} {
+	}{{"raft.snapshot_threshold", fc.Raft.SnapshotThreshold}, {"raft.trailing_logs", fc.Raft.TrailingLogs}, {"raft.ready_max_lag_entries", fc.Raft.ReadyMaxLagEntries}} {
 		if v.val != nil && *v.val < 1 {
 			return nil, fmt.Errorf("%s: %s: %d is not a positive count", path, v.key, *v.val)
 		}

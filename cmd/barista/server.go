@@ -42,6 +42,8 @@ type serverOpts struct {
 	snapIntvl   time.Duration
 	trailing    uint64
 	pruneIntvl  time.Duration
+	maxLagN     uint64
+	maxLag      time.Duration
 	unsafeDebug bool
 	clockOffset time.Duration
 	insecureDev bool
@@ -99,6 +101,8 @@ directory (see barista replay --data-dir).`,
 			fs.DurationVar(&o.snapIntvl, "snapshot-interval", d.SnapshotInterval, "how often to check the snapshot threshold")
 			fs.Uint64Var(&o.trailing, "trailing-logs", d.TrailingLogs, "log entries kept after a snapshot")
 			fs.DurationVar(&o.pruneIntvl, "prune-interval", d.PruneInterval, "how often the leader checks for prunable state")
+			fs.Uint64Var(&o.maxLagN, "ready-max-lag-entries", d.MaxLagEntries, "not ready (/readyz, gRPC health) when more entries behind the leader's commit index")
+			fs.DurationVar(&o.maxLag, "ready-max-lag", d.MaxLag, "not ready when the leader committed an entry not applied here this long ago, or was silent this long")
 			fs.BoolVar(&o.unsafeDebug, "unsafe-debug", false, "allow raw envelopes of other versions through Apply (tests only)")
 			fs.DurationVar(&o.clockOffset, "test-clock-offset", 0, "shift this node's wall clock (tests only)")
 			fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof/ on --http-addr (profiling)")
@@ -169,6 +173,12 @@ func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
 		if !set["trailing-logs"] && fc.Raft.TrailingLogs != nil {
 			o.trailing = uint64(*fc.Raft.TrailingLogs)
 		}
+		if !set["ready-max-lag-entries"] && fc.Raft.ReadyMaxLagEntries != nil {
+			o.maxLagN = uint64(*fc.Raft.ReadyMaxLagEntries)
+		}
+		if !set["ready-max-lag"] && fc.Raft.ReadyMaxLag != nil {
+			o.maxLag = fc.Raft.ReadyMaxLag.Duration
+		}
 		if cfg.Seed, err = fc.Scheduler.apply(fsm.DefaultConfig()); err != nil {
 			return cfg, nil, err
 		}
@@ -210,6 +220,7 @@ func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
 	}
 	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = o.snapThresh, o.snapIntvl, o.trailing
 	cfg.PruneInterval = o.pruneIntvl
+	cfg.MaxLagEntries, cfg.MaxLag = o.maxLagN, o.maxLag
 	cfg.ClockOffset = o.clockOffset
 	return cfg, join, nil
 }
