@@ -16,9 +16,9 @@ func TestLagTracker(t *testing.T) {
 		commit  uint64
 		ageMs   int
 	}{
-		{saw: 10, atMs: 0, applied: 10, commit: 10, ageMs: 0},  // caught up
+		{saw: 10, atMs: 0, applied: 10, commit: 10, ageMs: 0},   // caught up
 		{saw: 20, atMs: 100, applied: 10, commit: 20, ageMs: 0}, // behind since now
-		{atMs: 600, applied: 12, commit: 20, ageMs: 500},       // still behind the commit seen at 100
+		{atMs: 600, applied: 12, commit: 20, ageMs: 500},        // still behind the commit seen at 100
 		{saw: 30, atMs: 700, applied: 15, commit: 30, ageMs: 600},
 		{saw: 31, atMs: 720, applied: 20, commit: 31, ageMs: 20}, // 20 applied: the sample of 700 is the oldest left
 		{saw: 29, atMs: 800, applied: 31, commit: 31, ageMs: 0},  // an older announcement is ignored
