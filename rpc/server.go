@@ -39,6 +39,8 @@ type Server struct {
 	base     base
 	stopOnce sync.Once
 	watching sync.WaitGroup
+	auth     *Auth
+	web      sessions
 }
 
 // NewServer builds the gRPC server of a node.
@@ -61,7 +63,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
 	}
-	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b}
+	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth}
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug})
 	pb.RegisterClientServer(s.GRPC, &ClientService{base: b})
 	pb.RegisterAdminServer(s.GRPC, &AdminService{base: b})

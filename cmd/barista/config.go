@@ -23,6 +23,7 @@ type fileConfig struct {
 	Log       logSection       `toml:"log"`
 	Auth      authSection      `toml:"auth"`
 	TLS       tlsSection       `toml:"tls"`
+	HTTP      httpSection      `toml:"http"`
 	Scheduler schedulerSection `toml:"scheduler"`
 }
 
@@ -35,6 +36,11 @@ type tokenEntry struct {
 	Role   string `toml:"role"`
 	Tenant string `toml:"tenant"`
 	Token  string `toml:"token"`
+}
+
+type httpSection struct {
+	Insecure            bool `toml:"insecure"`
+	MetricsRequireToken bool `toml:"metrics_require_token"`
 }
 
 type tlsSection struct {
