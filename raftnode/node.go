@@ -52,6 +52,12 @@ type Config struct {
 	// PruneInterval is how often the leader checks for prunable jobs,
 	// events and keys.
 	PruneInterval time.Duration
+	// MaxLagEntries and MaxLag bound how far behind the leader's commit
+	// index (in entries, or in time since the leader committed the oldest
+	// entry not applied here) and how long without contact a follower may
+	// be and still report itself ready (/readyz, gRPC health).
+	MaxLagEntries uint64
+	MaxLag        time.Duration
 
 	// StreamLayer replaces the plain TCP transport (mutual TLS).
 	StreamLayer raft.StreamLayer
@@ -75,6 +81,8 @@ func DefaultConfig() Config {
 		SnapshotInterval:   2 * time.Minute,
 		TrailingLogs:       10240,
 		PruneInterval:      10 * time.Second,
+		MaxLagEntries:      1000,
+		MaxLag:             5 * time.Second,
 	}
 }
 
@@ -100,7 +108,8 @@ type Node struct {
 	Metrics *Metrics
 	raft    *raft.Raft
 	trans   *raft.NetworkTransport
-	store   *raftboltdb.BoltStore
+	store   *watchedStore
+	lag     lagTracker
 	snaps   *raft.FileSnapshotStore
 
 	notify    chan bool
@@ -151,13 +160,14 @@ func New(cfg Config) (*Node, error) {
 		n.log.Info("restored state from snapshot", "id", meta.ID, "index", meta.Index)
 	}
 	path := filepath.Join(cfg.DataDir, snapshot.LogFile)
-	n.store, err = raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bolt.Options{Timeout: 2 * time.Second}})
+	bs, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bolt.Options{Timeout: 2 * time.Second}})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fmt.Errorf("%s: %w", path, snapshot.ErrInUse)
 		}
 		return nil, err
 	}
+	n.store = &watchedStore{BoltStore: bs}
 	if err := n.openTransport(); err != nil {
 		n.store.Close()
 		return nil, err
@@ -184,7 +194,8 @@ func New(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
-	if n.raft, err = raft.NewRaft(rc, &machine{FSM: n.FSM, node: n}, n.store, n.store, n.snaps, serialTransport{n.trans}); err != nil {
+	trans := &observedTransport{serialTransport: serialTransport{n.trans}, rpcs: make(chan raft.RPC)}
+	if n.raft, err = raft.NewRaft(rc, &machine{FSM: n.FSM, node: n}, n.store, n.store, n.snaps, trans); err != nil {
 		n.closeStores()
 		return nil, err
 	}
@@ -196,7 +207,8 @@ func New(cfg Config) (*Node, error) {
 		}
 		n.log.Info("bootstrapped a new cluster", "id", cfg.ID, "raft_addr", n.trans.LocalAddr())
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
+	go func() { defer n.wg.Done(); trans.relay(&n.lag, n.done) }()
 	go n.coalesce()
 	go n.watchLeadership()
 	go func() { defer n.wg.Done(); n.observeLeaders(n.done) }()

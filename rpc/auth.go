@@ -26,6 +26,8 @@ const (
 	RoleWorker
 	// RoleAdmin may do anything, for any tenant.
 	RoleAdmin
+	// RoleMetrics may only scrape /metrics (when it needs a token).
+	RoleMetrics
 )
 
 func (r Role) String() string {
@@ -36,18 +38,20 @@ func (r Role) String() string {
 		return "worker"
 	case RoleAdmin:
 		return "admin"
+	case RoleMetrics:
+		return "metrics"
 	}
 	return fmt.Sprintf("role(%d)", uint8(r))
 }
 
 // ParseRole reads a role name.
 func ParseRole(s string) (Role, error) {
-	for r := RoleClient; r <= RoleAdmin; r++ {
+	for r := RoleClient; r <= RoleMetrics; r++ {
 		if r.String() == s {
 			return r, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown role %q (want client, worker or admin)", s)
+	return 0, fmt.Errorf("unknown role %q (want client, worker, admin or metrics)", s)
 }
 
 // Token is one configured bearer token.
@@ -67,7 +71,7 @@ func (t Token) Validate() error {
 		return fmt.Errorf("a client token needs a tenant")
 	case t.Role != RoleClient && t.Tenant != "":
 		return fmt.Errorf("only client tokens are pinned to a tenant")
-	case t.Role < RoleClient || t.Role > RoleAdmin:
+	case t.Role < RoleClient || t.Role > RoleMetrics:
 		return fmt.Errorf("token without a role")
 	}
 	if t.Tenant != "" {
@@ -155,6 +159,15 @@ func NewAuth(tokens []Token, insecureDev bool) (*Auth, error) {
 	return a, nil
 }
 
+// Identify returns the identity of a bearer secret.
+func (a *Auth) Identify(secret string) (Identity, bool) {
+	if secret == "" {
+		return Identity{}, false
+	}
+	id, ok := a.tokens[sha256.Sum256([]byte(secret))]
+	return id, ok
+}
+
 // Open reports whether the server runs without tokens (--insecure-dev).
 func (a *Auth) Open() bool { return a.open }
 
@@ -206,7 +219,7 @@ func (a *Auth) authorize(ctx context.Context, method string) (context.Context, e
 	if secret == "" {
 		return nil, status.Error(codes.Unauthenticated, "missing bearer token (authorization: Bearer TOKEN)")
 	}
-	id, ok := a.tokens[sha256.Sum256([]byte(secret))]
+	id, ok := a.Identify(secret)
 	if !ok {
 		return nil, status.Error(codes.Unauthenticated, "unknown token")
 	}

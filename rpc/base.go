@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
@@ -61,6 +62,7 @@ func forward[T any](ctx context.Context, b *base, call func(ctx context.Context,
 // leadership (a linearizable read).
 func read[T any](ctx context.Context, b *base, ro *pb.ReadOptions, remote func(ctx context.Context, cc *grpc.ClientConn) (T, error), local func() (T, error)) (T, error) {
 	if ro.GetStale() {
+		staleHeader(ctx, b.node.ID(), b.node.Health())
 		return local()
 	}
 	resp, handled, err := forward(ctx, b, remote)
@@ -71,6 +73,30 @@ func read[T any](ctx context.Context, b *base, ro *pb.ReadOptions, remote func(c
 		return resp, proposeErr(err)
 	}
 	return local()
+}
+
+// Headers of a stale read: how far behind the leader this node may be.
+const (
+	HeaderAppliedIndex  = "x-barista-applied-index"
+	HeaderBehindEntries = "x-barista-behind-entries"
+	HeaderBehindMs      = "x-barista-behind-ms"
+	HeaderNode          = "x-barista-node"
+)
+
+// staleHeader tells a stale reader how old the state it reads may be:
+// the entries and milliseconds this node is behind the commit index the
+// leader last announced to it (a follower cut off from its leader knows
+// only what it was last told).
+func staleHeader(ctx context.Context, node string, h raftnode.Health) {
+	behind := h.Behind
+	if h.LastContact > behind {
+		behind = h.LastContact
+	}
+	grpc.SetHeader(ctx, metadata.Pairs(
+		HeaderNode, node,
+		HeaderAppliedIndex, strconv.FormatUint(h.Applied, 10),
+		HeaderBehindEntries, strconv.FormatUint(h.BehindEntries, 10),
+		HeaderBehindMs, strconv.FormatInt(behind.Milliseconds(), 10)))
 }
 
 // propose replicates commands (this node must lead) and maps errors.

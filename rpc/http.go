@@ -17,20 +17,29 @@ import (
 
 // HTTPOptions configure the HTTP handler.
 type HTTPOptions struct {
-	// Pprof serves /debug/pprof/ (profiling; keep it on a private address).
+	// Pprof serves /debug/pprof/ (profiling; admin only once tokens are
+	// configured).
 	Pprof bool
+	// MetricsAuth makes /metrics need an admin or metrics token.
+	MetricsAuth bool
 }
 
 // HTTPHandler serves a node's HTTP address: /metrics (Prometheus),
-// /healthz (the process is up), /readyz (a leader is known and this node
-// has applied what it knows is committed), /api/top (the live view as
-// JSON) and / (a read-only web page of fair shares and membership). They
-// read this node's state without authentication: bind --http-addr to a
-// private address.
+// /healthz (the process is up), /readyz (the node can serve; see
+// raftnode.Node.Health), /api/top (the live view as JSON), / (a read-only
+// web page of fair shares and membership) and /login. With tokens
+// configured, / and /api/ need an admin token or a client token, which
+// sees only its own tenant; /healthz and /readyz stay open, and /metrics
+// too unless MetricsAuth is set.
 func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 	b := s.base
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(b.node.Metrics.Registry, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(b.node.Metrics.Registry, promhttp.HandlerOpts{})
+	if opt.MetricsAuth {
+		mux.HandleFunc("/metrics", s.guard(metricsRoles, false, metrics.ServeHTTP))
+	} else {
+		mux.Handle("/metrics", metrics)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if ok, why := ready(&b); !ok {
@@ -39,43 +48,54 @@ func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	mux.HandleFunc("/api/top", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/api/top", s.guard(pageRoles, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(topJSON(topView(&b, DefaultTopWindow)))
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		json.NewEncoder(w).Encode(topJSON(visibleTop(topView(&b, DefaultTopWindow), requestIdentity(r))))
+	}))
+	mux.HandleFunc("/login", s.login)
+	mux.HandleFunc("/logout", s.logout)
+	mux.HandleFunc("/", s.guard(pageRoles, true, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := pageTmpl.Execute(w, pageData(&b)); err != nil {
+		pageHeaders(w)
+		if err := pageTmpl.Execute(w, pageData(&b, requestIdentity(r), !s.auth.Open())); err != nil {
 			b.log.Warn("web page", "error", err)
 		}
-	})
+	}))
 	if opt.Pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		for path, h := range map[string]http.HandlerFunc{"/debug/pprof/": pprof.Index, "/debug/pprof/cmdline": pprof.Cmdline,
+			"/debug/pprof/profile": pprof.Profile, "/debug/pprof/symbol": pprof.Symbol, "/debug/pprof/trace": pprof.Trace} {
+			mux.HandleFunc(path, s.guard(adminRoles, false, h))
+		}
 	}
 	return mux
 }
 
-// ready reports whether this node has a leader and has caught up with the
-// commit index it knows.
+// visibleTop keeps what an identity may see: a client token only its own
+// tenant.
+func visibleTop(t *pb.TopResponse, id Identity) *pb.TopResponse {
+	if id.Role == RoleAdmin {
+		return t
+	}
+	own := t.Tenants[:0:0]
+	for _, r := range t.Tenants {
+		if r.Name == id.Tenant {
+			own = append(own, r)
+		}
+	}
+	t.Tenants = own
+	return t
+}
+
+// ready reports whether this node can serve (raftnode.Node.Health): a
+// leader is known, its log is writable, and it is within the configured
+// lag of the leader's commit index.
 func ready(b *base) (bool, string) {
-	id, _ := b.node.Leader()
-	if id == "" {
-		return false, "no leader"
-	}
-	r := b.node.Raft()
-	commit, _ := strconv.ParseUint(r.Stats()["commit_index"], 10, 64)
-	if applied := r.AppliedIndex(); applied < commit {
-		return false, fmt.Sprintf("applied index %d behind commit index %d", applied, commit)
-	}
-	return true, ""
+	h := b.node.Health()
+	return h.Ready, h.Reason
 }
 
 // TopJSON is the JSON form of the live view (barista top --once --json).
@@ -118,6 +138,10 @@ type page struct {
 	Time                string
 	Top                 TopJSON
 	Members             []pageMember
+	// Who is signed in ("" without tokens); a client sees its own tenant
+	// and no members.
+	Who     string
+	Session bool
 }
 
 type pageMember struct {
@@ -125,10 +149,17 @@ type pageMember struct {
 	Leader               bool
 }
 
-func pageData(b *base) page {
+func pageData(b *base, id Identity, signedIn bool) page {
 	leader, _ := b.node.Leader()
 	p := page{Node: b.node.ID(), State: b.node.Raft().State().String(), Leader: leader, Applied: b.node.Raft().AppliedIndex(),
-		Time: time.Now().UTC().Format("15:04:05 UTC"), Top: topJSON(topView(b, DefaultTopWindow))}
+		Time: time.Now().UTC().Format("15:04:05 UTC"), Top: topJSON(visibleTop(topView(b, DefaultTopWindow), id)), Session: signedIn}
+	if signedIn {
+		p.Who = id.Role.String()
+		if id.Role == RoleClient {
+			p.Who += " of tenant " + id.Tenant
+			return p
+		}
+	}
 	for _, m := range b.node.FSM.Members() {
 		p.Members = append(p.Members, pageMember{ID: m.ID, Raft: m.RaftAddr, GRPC: m.GRPCAddr, HTTP: m.HTTPAddr, Leader: m.ID == leader})
 	}
@@ -151,14 +182,14 @@ th,td{padding:6px 12px;text-align:right;border-bottom:1px solid #eee} th{backgro
 .got{background:#3b82f6} .ent{background:#d1d5db} .lead{font-weight:600;color:#0a7}
 </style></head><body>
 <h1>barista</h1>
-<div class="sub">node <b>{{.Node}}</b> ({{.State}}) · leader <b>{{.Leader}}</b> · applied index {{.Applied}} · {{.Time}} · shares of the last minute's dispatches</div>
+<div class="sub">node <b>{{.Node}}</b> ({{.State}}) · leader <b>{{.Leader}}</b> · applied index {{.Applied}} · {{.Time}} · shares of the last minute's dispatches{{if .Session}} · signed in as {{.Who}} <form method="post" action="/logout" style="display:inline"><button type="submit">sign out</button></form>{{end}}</div>
 <table id="tenants"><tr><th class="l">tenant</th><th class="l">tier</th><th>weight</th><th>queued</th><th>running</th><th>dispatches (1m)</th><th>share</th><th>entitled</th><th class="l bars">share vs entitled</th></tr>
 {{range .Top.Tenants}}<tr><td class="l">{{.Name}}</td><td class="l">{{.Tier}}</td><td>{{w .Weight}}</td><td>{{.Queued}}</td><td>{{.Running}}</td><td>{{.Dispatches1m}}</td><td>{{pct .Share}}</td><td>{{pct .EntitledShare}}</td>
 <td class="l bars"><div class="b got" style="width:{{bar .Share}}%"></div><div class="b ent" style="width:{{bar .EntitledShare}}%"></div></td></tr>
 {{else}}<tr><td class="l" colspan="9">no tenants yet</td></tr>{{end}}
 </table>
-<table id="members"><tr><th class="l">member</th><th class="l">raft</th><th class="l">grpc</th><th class="l">http</th><th class="l">role</th></tr>
+{{if .Members}}<table id="members"><tr><th class="l">member</th><th class="l">raft</th><th class="l">grpc</th><th class="l">http</th><th class="l">role</th></tr>
 {{range .Members}}<tr><td class="l">{{.ID}}</td><td class="l">{{.Raft}}</td><td class="l">{{.GRPC}}</td><td class="l">{{.HTTP}}</td><td class="l">{{if .Leader}}<span class="lead">leader</span>{{else}}follower{{end}}</td></tr>{{end}}
-</table>
+</table>{{end}}
 </body></html>
 `))

@@ -39,6 +39,9 @@ type Server struct {
 	leader   *leaderConns
 	base     base
 	stopOnce sync.Once
+	watching sync.WaitGroup
+	auth     *Auth
+	web      sessions
 }
 
 // NewServer builds the gRPC server of a node.
@@ -65,13 +68,44 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
 	}
-	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b}
+	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth}
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug})
 	pb.RegisterClientServer(s.GRPC, &ClientService{base: b})
 	pb.RegisterAdminServer(s.GRPC, &AdminService{base: b})
 	pb.RegisterWorkerServer(s.GRPC, newWorkerService(b))
 	healthpb.RegisterHealthServer(s.GRPC, s.Health)
+	s.watching.Add(1)
+	go s.watchHealth()
 	return s
+}
+
+// healthEvery is how often the gRPC health status follows the node's.
+const healthEvery = 500 * time.Millisecond
+
+// watchHealth keeps the gRPC health status (the whole server, service "")
+// in step with the node's readiness, as /readyz reports it.
+func (s *Server) watchHealth() {
+	defer s.watching.Done()
+	t := time.NewTicker(healthEvery)
+	defer t.Stop()
+	last := healthpb.HealthCheckResponse_UNKNOWN
+	for {
+		st := healthpb.HealthCheckResponse_NOT_SERVING
+		if h := s.base.node.Health(); h.Ready {
+			st = healthpb.HealthCheckResponse_SERVING
+		} else if st != last {
+			s.base.log.Warn("not ready", "reason", h.Reason)
+		}
+		if st != last {
+			s.Health.SetServingStatus("", st)
+			last = st
+		}
+		select {
+		case <-s.base.stopping:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Serve serves on lis until Stop.
@@ -80,8 +114,9 @@ func (s *Server) Serve(lis net.Listener) error { return s.GRPC.Serve(lis) }
 // Stop stops gracefully, forcing after timeout, and closes connections to
 // other members.
 func (s *Server) Stop(timeout time.Duration) {
-	s.Health.Shutdown()
 	s.stopOnce.Do(func() { close(s.base.stopping) })
+	s.watching.Wait()
+	s.Health.Shutdown()
 	done := make(chan struct{})
 	go func() { s.GRPC.GracefulStop(); close(done) }()
 	select {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"barista/raftnode"
@@ -70,11 +71,26 @@ func (c *clientFlags) dialOptions() ([]grpc.DialOption, error) {
 		}
 		creds = credentials.NewTLS(cfg)
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), rpc.ClientKeepalive, rpc.MessageLimits}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), rpc.ClientKeepalive, rpc.MessageLimits, grpc.WithChainUnaryInterceptor(staleNotice)}
 	if c.token != "" {
 		opts = append(opts, grpc.WithDefaultCallOptions(rpc.Bearer(c.token, false)))
 	}
 	return opts, nil
+}
+
+// staleNotice tells the user, on stderr, how far behind the leader the
+// node that served a --stale read was (the server's stale-read headers).
+func staleNotice(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	var md metadata.MD
+	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Header(&md))...)
+	if err == nil && len(md.Get(rpc.HeaderBehindMs)) > 0 {
+		entries, ms := first(md, rpc.HeaderBehindEntries), first(md, rpc.HeaderBehindMs)
+		if entries != "0" || ms != "0" {
+			fmt.Fprintf(os.Stderr, "stale read from %s (applied index %s): up to %s entries, %s ms behind the leader\n",
+				first(md, rpc.HeaderNode), first(md, rpc.HeaderAppliedIndex), entries, ms)
+		}
+	}
+	return err
 }
 
 // retryable reports whether another server may succeed where one failed.

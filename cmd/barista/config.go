@@ -23,6 +23,7 @@ type fileConfig struct {
 	Log       logSection       `toml:"log"`
 	Auth      authSection      `toml:"auth"`
 	TLS       tlsSection       `toml:"tls"`
+	HTTP      httpSection      `toml:"http"`
 	Scheduler schedulerSection `toml:"scheduler"`
 }
 
@@ -35,6 +36,11 @@ type tokenEntry struct {
 	Role   string `toml:"role"`
 	Tenant string `toml:"tenant"`
 	Token  string `toml:"token"`
+}
+
+type httpSection struct {
+	Insecure            bool `toml:"insecure"`
+	MetricsRequireToken bool `toml:"metrics_require_token"`
 }
 
 type tlsSection struct {
@@ -78,6 +84,8 @@ type raftSection struct {
 	SnapshotThreshold  *int64    `toml:"snapshot_threshold"`
 	SnapshotInterval   *duration `toml:"snapshot_interval"`
 	TrailingLogs       *int64    `toml:"trailing_logs"`
+	ReadyMaxLagEntries *int64    `toml:"ready_max_lag_entries"`
+	ReadyMaxLag        *duration `toml:"ready_max_lag"`
 }
 
 type logSection struct {
@@ -144,7 +152,7 @@ func loadConfigFile(path string) (*fileConfig, error) {
 	for _, v := range []struct {
 		key string
 		val *int64
-	}{{"raft.snapshot_threshold", fc.Raft.SnapshotThreshold}, {"raft.trailing_logs", fc.Raft.TrailingLogs}} {
+	}{{"raft.snapshot_threshold", fc.Raft.SnapshotThreshold}, {"raft.trailing_logs", fc.Raft.TrailingLogs}, {"raft.ready_max_lag_entries", fc.Raft.ReadyMaxLagEntries}} {
 		if v.val != nil && *v.val < 1 {
 			return nil, fmt.Errorf("%s: %s: %d is not a positive count", path, v.key, *v.val)
 		}

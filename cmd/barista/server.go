@@ -42,10 +42,14 @@ type serverOpts struct {
 	snapIntvl   time.Duration
 	trailing    uint64
 	pruneIntvl  time.Duration
+	maxLagN     uint64
+	maxLag      time.Duration
 	unsafeDebug bool
 	clockOffset time.Duration
 	insecureDev bool
 	pprof       bool
+	insecureWeb bool
+	metricsAuth bool
 	tls         raftnode.TLSFiles
 
 	tokens []rpc.Token // resolved from the file and BARISTA_TOKENS
@@ -99,9 +103,13 @@ directory (see barista replay --data-dir).`,
 			fs.DurationVar(&o.snapIntvl, "snapshot-interval", d.SnapshotInterval, "how often to check the snapshot threshold")
 			fs.Uint64Var(&o.trailing, "trailing-logs", d.TrailingLogs, "log entries kept after a snapshot")
 			fs.DurationVar(&o.pruneIntvl, "prune-interval", d.PruneInterval, "how often the leader checks for prunable state")
+			fs.Uint64Var(&o.maxLagN, "ready-max-lag-entries", d.MaxLagEntries, "not ready (/readyz, gRPC health) when more entries behind the leader's commit index")
+			fs.DurationVar(&o.maxLag, "ready-max-lag", d.MaxLag, "not ready when the leader committed an entry not applied here this long ago, or was silent this long")
 			fs.BoolVar(&o.unsafeDebug, "unsafe-debug", false, "allow raw envelopes of other versions through Apply (tests only)")
 			fs.DurationVar(&o.clockOffset, "test-clock-offset", 0, "shift this node's wall clock (tests only)")
-			fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof/ on --http-addr (profiling)")
+			fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof/ on --http-addr (profiling; admin token once tokens are configured)")
+			fs.BoolVar(&o.insecureWeb, "insecure-http", false, "with tokens configured, allow a non-loopback --http-addr without TLS (tokens then cross the network in clear)")
+			fs.BoolVar(&o.metricsAuth, "metrics-require-token", false, "/metrics needs an admin or metrics token (it shows tenant names)")
 			fs.BoolVar(&o.insecureDev, "insecure-dev", false, "with no tokens configured, serve every call without authentication (development only)")
 			fs.StringVar(&o.tls.Cert, "tls-cert", "", "PEM certificate `FILE` for gRPC and Raft TLS")
 			fs.StringVar(&o.tls.Key, "tls-key", "", "PEM private key `FILE` of --tls-cert")
@@ -169,6 +177,12 @@ func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
 		if !set["trailing-logs"] && fc.Raft.TrailingLogs != nil {
 			o.trailing = uint64(*fc.Raft.TrailingLogs)
 		}
+		if !set["ready-max-lag-entries"] && fc.Raft.ReadyMaxLagEntries != nil {
+			o.maxLagN = uint64(*fc.Raft.ReadyMaxLagEntries)
+		}
+		if !set["ready-max-lag"] && fc.Raft.ReadyMaxLag != nil {
+			o.maxLag = fc.Raft.ReadyMaxLag.Duration
+		}
 		if cfg.Seed, err = fc.Scheduler.apply(fsm.DefaultConfig()); err != nil {
 			return cfg, nil, err
 		}
@@ -177,6 +191,12 @@ func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
 		}
 		if !set["insecure-dev"] {
 			o.insecureDev = fc.Auth.InsecureDev
+		}
+		if !set["insecure-http"] {
+			o.insecureWeb = fc.HTTP.Insecure
+		}
+		if !set["metrics-require-token"] {
+			o.metricsAuth = fc.HTTP.MetricsRequireToken
 		}
 		pick("tls-cert", &o.tls.Cert, fc.TLS.Cert)
 		pick("tls-key", &o.tls.Key, fc.TLS.Key)
@@ -210,6 +230,7 @@ func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
 	}
 	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = o.snapThresh, o.snapIntvl, o.trailing
 	cfg.PruneInterval = o.pruneIntvl
+	cfg.MaxLagEntries, cfg.MaxLag = o.maxLagN, o.maxLag
 	cfg.ClockOffset = o.clockOffset
 	return cfg, join, nil
 }
@@ -235,6 +256,12 @@ func runServer(env *cmdEnv, o any, args []string) error {
 	}
 	if auth.Open() {
 		log.Warn("--insecure-dev: no tokens configured; every call is served without authentication")
+	}
+	if err := checkHTTPExposure(cfg.HTTPAddr, !auth.Open(), opts.tls.Enabled(), opts.insecureWeb); err != nil {
+		return err
+	}
+	if opts.insecureWeb && !auth.Open() && !opts.tls.Enabled() && !isLoopback(cfg.HTTPAddr) {
+		log.Warn("--insecure-http: the web console and HTTP API take tokens over plain HTTP on a non-loopback address", "http_addr", cfg.HTTPAddr)
 	}
 	if opts.unsafeDebug {
 		log.Warn("--unsafe-debug is on: Apply accepts envelopes of any version; never use this in production")
@@ -276,7 +303,13 @@ func runServer(env *cmdEnv, o any, args []string) error {
 			node.Shutdown()
 			return fmt.Errorf("listening on --http-addr %s: %w", cfg.HTTPAddr, err)
 		}
-		web = &http.Server{Handler: srv.HTTPHandler(rpc.HTTPOptions{Pprof: opts.pprof}), ReadHeaderTimeout: 10 * time.Second}
+		if grpcTLS != nil {
+			// Tokens cross this listener (the console, the API): it
+			// serves TLS with the node's certificate.
+			hl = tls.NewListener(hl, grpcTLS.Clone())
+		}
+		web = &http.Server{Handler: srv.HTTPHandler(rpc.HTTPOptions{Pprof: opts.pprof, MetricsAuth: opts.metricsAuth}),
+			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 		go func() {
 			if err := web.Serve(hl); err != nil && err != http.ErrServerClosed {
 				serveErr <- err
