@@ -77,8 +77,11 @@ type StatusResponse struct {
 	Tenants        uint64                 `protobuf:"varint,13,opt,name=tenants,proto3" json:"tenants,omitempty"`
 	LeaderRaftAddr string                 `protobuf:"bytes,14,opt,name=leader_raft_addr,json=leaderRaftAddr,proto3" json:"leader_raft_addr,omitempty"`
 	Term           uint64                 `protobuf:"varint,15,opt,name=term,proto3" json:"term,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// last_leader_contact_ms: on a follower, how long ago it last heard from
+	// the leader (0 on the leader).
+	LastLeaderContactMs int64 `protobuf:"varint,16,opt,name=last_leader_contact_ms,json=lastLeaderContactMs,proto3" json:"last_leader_contact_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -212,6 +215,13 @@ func (x *StatusResponse) GetLeaderRaftAddr() string {
 func (x *StatusResponse) GetTerm() uint64 {
 	if x != nil {
 		return x.Term
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetLastLeaderContactMs() int64 {
+	if x != nil {
+		return x.LastLeaderContactMs
 	}
 	return 0
 }
@@ -569,14 +579,21 @@ func (*ListPeersRequest) Descriptor() ([]byte, []int) {
 }
 
 type Peer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RaftAddr      string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
-	GrpcAddr      string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
-	Voter         bool                   `protobuf:"varint,4,opt,name=voter,proto3" json:"voter,omitempty"`
-	Leader        bool                   `protobuf:"varint,5,opt,name=leader,proto3" json:"leader,omitempty"`
-	AppliedIndex  uint64                 `protobuf:"varint,6,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"` // only known for this node; 0 otherwise
-	HttpAddr      string                 `protobuf:"bytes,7,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddr     string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	GrpcAddr     string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	Voter        bool                   `protobuf:"varint,4,opt,name=voter,proto3" json:"voter,omitempty"`
+	Leader       bool                   `protobuf:"varint,5,opt,name=leader,proto3" json:"leader,omitempty"`
+	AppliedIndex uint64                 `protobuf:"varint,6,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"` // only known for the node that answered; 0 otherwise
+	HttpAddr     string                 `protobuf:"bytes,7,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	// known: the answering node leads and has heard from this peer since it
+	// started (the fields below are then set); a follower answers only when
+	// no leader is known.
+	Known         bool   `protobuf:"varint,8,opt,name=known,proto3" json:"known,omitempty"`
+	LastContactMs int64  `protobuf:"varint,9,opt,name=last_contact_ms,json=lastContactMs,proto3" json:"last_contact_ms,omitempty"` // how long ago the leader last heard from it
+	Lag           uint64 `protobuf:"varint,10,opt,name=lag,proto3" json:"lag,omitempty"`                                           // entries its log trails the leader's
+	Reachable     bool   `protobuf:"varint,11,opt,name=reachable,proto3" json:"reachable,omitempty"`                               // the leader, or heard from within the election timeout
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -658,6 +675,34 @@ func (x *Peer) GetHttpAddr() string {
 		return x.HttpAddr
 	}
 	return ""
+}
+
+func (x *Peer) GetKnown() bool {
+	if x != nil {
+		return x.Known
+	}
+	return false
+}
+
+func (x *Peer) GetLastContactMs() int64 {
+	if x != nil {
+		return x.LastContactMs
+	}
+	return 0
+}
+
+func (x *Peer) GetLag() uint64 {
+	if x != nil {
+		return x.Lag
+	}
+	return 0
+}
+
+func (x *Peer) GetReachable() bool {
+	if x != nil {
+		return x.Reachable
+	}
+	return false
 }
 
 type ListPeersResponse struct {
@@ -939,7 +984,7 @@ const file_node_proto_rawDesc = "" +
 	"\n" +
 	"node.proto\x12\n" +
 	"barista.v1\x1a\x0ecommands.proto\"\x0f\n" +
-	"\rStatusRequest\"\xd8\x03\n" +
+	"\rStatusRequest\"\x8d\x04\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -958,7 +1003,8 @@ const file_node_proto_rawDesc = "" +
 	"\x04jobs\x18\f \x01(\x04R\x04jobs\x12\x18\n" +
 	"\atenants\x18\r \x01(\x04R\atenants\x12(\n" +
 	"\x10leader_raft_addr\x18\x0e \x01(\tR\x0eleaderRaftAddr\x12\x12\n" +
-	"\x04term\x18\x0f \x01(\x04R\x04term\"\x84\x01\n" +
+	"\x04term\x18\x0f \x01(\x04R\x04term\x123\n" +
+	"\x16last_leader_contact_ms\x18\x10 \x01(\x03R\x13lastLeaderContactMs\"\x84\x01\n" +
 	"\fApplyRequest\x12/\n" +
 	"\bcommands\x18\x01 \x03(\v2\x13.barista.v1.CommandR\bcommands\x12\x1c\n" +
 	"\tforwarded\x18\x02 \x01(\bR\tforwarded\x12%\n" +
@@ -977,7 +1023,7 @@ const file_node_proto_rawDesc = "" +
 	"\x11RemovePeerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x14\n" +
 	"\x12RemovePeerResponse\"\x12\n" +
-	"\x10ListPeersRequest\"\xc0\x01\n" +
+	"\x10ListPeersRequest\"\xae\x02\n" +
 	"\x04Peer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
@@ -985,7 +1031,12 @@ const file_node_proto_rawDesc = "" +
 	"\x05voter\x18\x04 \x01(\bR\x05voter\x12\x16\n" +
 	"\x06leader\x18\x05 \x01(\bR\x06leader\x12#\n" +
 	"\rapplied_index\x18\x06 \x01(\x04R\fappliedIndex\x12\x1b\n" +
-	"\thttp_addr\x18\a \x01(\tR\bhttpAddr\"Q\n" +
+	"\thttp_addr\x18\a \x01(\tR\bhttpAddr\x12\x14\n" +
+	"\x05known\x18\b \x01(\bR\x05known\x12&\n" +
+	"\x0flast_contact_ms\x18\t \x01(\x03R\rlastContactMs\x12\x10\n" +
+	"\x03lag\x18\n" +
+	" \x01(\x04R\x03lag\x12\x1c\n" +
+	"\treachable\x18\v \x01(\bR\treachable\"Q\n" +
 	"\x11ListPeersResponse\x12&\n" +
 	"\x05peers\x18\x01 \x03(\v2\x10.barista.v1.PeerR\x05peers\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\"+\n" +

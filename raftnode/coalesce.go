@@ -118,9 +118,10 @@ func (n *Node) apply(version uint32, cmds []*pb.Command, timeout time.Duration) 
 	n.Metrics.Propose.Observe(time.Since(start).Seconds())
 	if err != nil {
 		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrRaftShutdown):
+		case errors.Is(err, raft.ErrNotLeader):
 			return 0, nil, ErrNotLeader
-		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown):
+			// A shutdown may come after the entry left: it may be committed.
 			return 0, nil, fmt.Errorf("%w: %v", ErrMaybeCommitted, err)
 		}
 		return 0, nil, err

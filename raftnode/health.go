@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -98,7 +99,8 @@ func (l *lagTracker) behind(applied uint64, now time.Time) (commit uint64, age t
 // the transport's fast path).
 type observedTransport struct {
 	serialTransport
-	rpcs chan raft.RPC
+	rpcs  chan raft.RPC
+	peers peerTracker
 }
 
 // Consumer returns the channel Raft reads its RPCs from.
@@ -194,4 +196,129 @@ func (n *Node) Health() Health {
 		h.Ready = true
 	}
 	return h
+}
+
+// peerTracker records, on the leader, the last successful AppendEntries
+// (heartbeats included) or InstallSnapshot answer of each peer and the
+// last log index it reported: the leader's view of who is alive and how
+// far each follower's log trails its own.
+type peerTracker struct {
+	mu    sync.Mutex
+	peers map[raft.ServerID]PeerContact
+}
+
+// PeerContact is what the leader last heard from a peer.
+type PeerContact struct {
+	LastContact time.Time // zero: never, since this node started
+	LastLog     uint64    // the peer's last log index in that answer
+}
+
+func (p *peerTracker) contact(id raft.ServerID, lastLog uint64, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.peers == nil {
+		p.peers = map[raft.ServerID]PeerContact{}
+	}
+	c := p.peers[id]
+	c.LastContact = now
+	if lastLog > 0 {
+		c.LastLog = lastLog
+	}
+	p.peers[id] = c
+}
+
+func (p *peerTracker) get(id raft.ServerID) PeerContact {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.peers[id]
+}
+
+// AppendEntries sends entries or a heartbeat, noting the peer's answer.
+func (t *observedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
+	if err == nil {
+		t.peers.contact(id, resp.LastLog, time.Now())
+	}
+	return err
+}
+
+// InstallSnapshot sends a snapshot, noting the peer's answer.
+func (t *observedTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	err := t.NetworkTransport.InstallSnapshot(id, target, args, resp, data)
+	if err == nil && resp.Success {
+		t.peers.contact(id, args.LastLogIndex, time.Now())
+	}
+	return err
+}
+
+// Peer is one server of the Raft configuration as this node sees it.
+type Peer struct {
+	ID, Address string
+	Voter       bool
+	Leader      bool
+	// Known is false when this node does not lead (only the leader hears
+	// from every peer) or has not heard from the peer since it started.
+	Known bool
+	// LastContact is how long ago the leader last heard from the peer.
+	LastContact time.Duration
+	// Lag is how many entries the peer's log trails the leader's.
+	Lag uint64
+	// Reachable: the leader itself, or a peer heard from within the
+	// election timeout.
+	Reachable bool
+}
+
+// Peers lists the Raft configuration with, on the leader, each peer's
+// last contact and replication lag.
+func (n *Node) Peers() ([]Peer, uint64, error) {
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, 0, err
+	}
+	leaderID, _ := n.Leader()
+	leading := n.raft.State() == raft.Leader
+	last := n.raft.LastIndex()
+	var since time.Time
+	n.mu.Lock()
+	if n.lead != nil {
+		since = n.lead.since
+	}
+	n.mu.Unlock()
+	now := time.Now()
+	var out []Peer
+	for _, s := range cf.Configuration().Servers {
+		p := Peer{ID: string(s.ID), Address: string(s.Address), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == leaderID}
+		switch {
+		case p.ID == n.cfg.ID && leading:
+			p.Known, p.Reachable = true, true
+		case leading:
+			c := n.obs.peers.get(s.ID)
+			heard := c.LastContact
+			if heard.Before(since) {
+				// Not heard from since this node leads: silent for at
+				// least that long (unknown until an election timeout).
+				heard = since
+			}
+			p.LastContact = now.Sub(heard)
+			p.Known = !c.LastContact.IsZero() || p.LastContact > n.cfg.ElectionTimeout
+			p.Reachable = p.LastContact <= n.cfg.ElectionTimeout
+			if !c.LastContact.IsZero() && last > c.LastLog {
+				p.Lag = last - c.LastLog
+			}
+		}
+		out = append(out, p)
+	}
+	return out, cf.Index(), nil
+}
+
+// LastLeaderContact is how long ago this follower last heard from the
+// leader (0 on the leader or before any contact).
+func (n *Node) LastLeaderContact() time.Duration {
+	if n.raft.State() == raft.Leader {
+		return 0
+	}
+	if last := n.raft.LastContact(); !last.IsZero() {
+		return time.Since(last)
+	}
+	return 0
 }

@@ -108,6 +108,7 @@ type Node struct {
 	Metrics *Metrics
 	raft    *raft.Raft
 	trans   *raft.NetworkTransport
+	obs     *observedTransport // trans as Raft uses it
 	store   *watchedStore
 	lag     lagTracker
 	snaps   *raft.FileSnapshotStore
@@ -127,6 +128,7 @@ type Node struct {
 }
 
 type leadership struct {
+	since   time.Time // when this node learned it leads
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -195,6 +197,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	trans := &observedTransport{serialTransport: serialTransport{n.trans}, rpcs: make(chan raft.RPC)}
+	n.obs = trans
 	if n.raft, err = raft.NewRaft(rc, &machine{FSM: n.FSM, node: n}, n.store, n.store, n.snaps, trans); err != nil {
 		n.closeStores()
 		return nil, err
@@ -329,7 +332,7 @@ func (n *Node) gainLeadership() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &leadership{ctx: ctx, cancel: cancel}
+	l := &leadership{ctx: ctx, cancel: cancel, since: time.Now()}
 	n.lead = l
 	n.mu.Unlock()
 

@@ -3,6 +3,9 @@ package rpc
 import (
 	"context"
 	"strconv"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
@@ -26,6 +29,9 @@ type base struct {
 	leader  *leaderConns
 	log     hclog.Logger
 	metrics *metrics
+	// selfToken is an admin token of this server's configuration, for its
+	// own calls to the leader ("" in open mode).
+	selfToken string
 	// stopping closes when the server begins to stop: long streams
 	// (watches, worker sessions) end at once so their clients move to
 	// another node instead of holding the shutdown.
@@ -34,27 +40,70 @@ type base struct {
 
 // forward sends a call to the leader, carrying the caller's bearer token.
 // It returns handled=false when this node leads and must serve the call.
+//
+// A call is sent only over a connection that is ready, so a leader that
+// died (connection refused) or a node that no longer leads (it refuses a
+// forwarded call before doing anything: errNotLeader) means the call was
+// never served: the follower keeps holding it until a new leader is known
+// and reachable, up to ForwardWait, then forwards it there. A call that
+// failed after it was sent is answered as it failed: it may have been
+// served, and only the caller knows whether it is safe to repeat.
 func forward[T any](ctx context.Context, b *base, call func(ctx context.Context, cc *grpc.ClientConn) (T, error)) (resp T, handled bool, err error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	if len(md.Get(forwardedKey)) > 0 {
 		if !b.node.IsLeader() {
-			return resp, true, status.Error(codes.Unavailable, "forwarded to a node that is no longer the leader; retry")
+			return resp, true, errNotLeader
 		}
 		return resp, false, nil
-	}
-	cc, _, err := b.leader.leader(ctx)
-	if err == errIsLeader {
-		return resp, false, nil
-	}
-	if err != nil {
-		return resp, true, err
 	}
 	out := metadata.Pairs(forwardedKey, "1")
 	for _, v := range md.Get("authorization") {
 		out.Append("authorization", v)
 	}
-	resp, err = call(metadata.NewOutgoingContext(ctx, out), cc)
-	return resp, true, err
+	deadline := time.Now().Add(ForwardWait)
+	for {
+		cc, _, err := b.leader.leader(ctx, deadline)
+		if err == errIsLeader {
+			return resp, false, nil
+		}
+		if err != nil {
+			return resp, true, err
+		}
+		resp, err = call(metadata.NewOutgoingContext(ctx, out), cc)
+		if !IsNotLeader(err) || time.Now().After(deadline) {
+			return resp, true, err
+		}
+		b.log.Debug("the forwarded-to node no longer leads; waiting for the next leader")
+		select {
+		case <-ctx.Done():
+			return resp, true, status.FromContextError(ctx.Err()).Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// errNotLeader answers a forwarded call on a node that no longer leads.
+// It did nothing, so the forwarding follower sends the call again to the
+// next leader; the ErrorInfo reason tells it so.
+var errNotLeader = func() error {
+	st, _ := status.New(codes.Unavailable, "forwarded to a node that is no longer the leader; retry").
+		WithDetails(&errdetails.ErrorInfo{Reason: "NOT_LEADER", Domain: "barista"})
+	return st.Err()
+}()
+
+// IsNotLeader reports whether a call was refused by a node that no longer
+// leads, before it did anything: another node may be asked.
+func IsNotLeader(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == "NOT_LEADER" && info.Domain == "barista" {
+			return true
+		}
+	}
+	return false
 }
 
 // read serves a read: from local state if stale reads are asked for,

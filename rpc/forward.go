@@ -6,11 +6,15 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
@@ -42,24 +46,36 @@ func newLeaderConns(node *raftnode.Node, creds credentials.TransportCredentials)
 // errIsLeader tells the caller to handle the request locally.
 var errIsLeader = errors.New("this node is the leader")
 
-// leader waits up to ForwardWait (or the context's deadline) for a leader
-// other than this node whose gRPC address is known, and returns a
-// connection to it; errIsLeader if this node leads.
-func (lc *leaderConns) leader(ctx context.Context) (*grpc.ClientConn, string, error) {
-	deadline := time.Now().Add(ForwardWait)
+// leader waits until the deadline (or the context's end) for a leader
+// other than this node whose gRPC address is known and whose connection is
+// ready, and returns that connection; errIsLeader if this node leads.
+// While the known leader cannot be reached (it died and the election has
+// not ended yet), it keeps waiting: nothing has been sent.
+func (lc *leaderConns) leader(ctx context.Context, deadline time.Time) (*grpc.ClientConn, string, error) {
+	why := "no leader elected"
 	for {
 		if lc.node.IsLeader() {
 			return nil, "", errIsLeader
 		}
 		id, _ := lc.node.Leader()
 		if id != "" && id != lc.node.ID() {
+			why = "no leader known"
 			if m, ok := lc.node.FSM.Member(id); ok && m.GRPCAddr != "" {
 				cc, err := lc.dial(m.GRPCAddr)
-				return cc, m.GRPCAddr, err
+				if err != nil {
+					return nil, "", err
+				}
+				switch cc.GetState() {
+				case connectivity.Ready:
+					return cc, m.GRPCAddr, nil
+				case connectivity.Idle:
+					cc.Connect()
+				}
+				why = fmt.Sprintf("the leader %s at %s cannot be reached", id, m.GRPCAddr)
 			}
 		}
 		if time.Now().After(deadline) {
-			return nil, "", status.Error(codes.Unavailable, "no leader elected (waited "+ForwardWait.String()+")")
+			return nil, "", status.Errorf(codes.Unavailable, "%s (waited %s)", why, ForwardWait)
 		}
 		select {
 		case <-ctx.Done():
@@ -75,12 +91,21 @@ func (lc *leaderConns) dial(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := lc.conns[addr]; ok {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(lc.creds), ClientKeepalive, MessageLimits)
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(lc.creds), ClientKeepalive, MessageLimits,
+		grpc.WithConnectParams(forwardConnect))
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "dialing leader at %s: %v", addr, err)
 	}
 	lc.conns[addr] = cc
+	cc.Connect()
 	return cc, nil
+}
+
+// forwardConnect retries a refused connection to a member quickly: a
+// member that restarts is reachable again within a fraction of a second.
+var forwardConnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+	MinConnectTimeout: 2 * time.Second,
 }
 
 // ClientKeepalive pings a silent connection every 10 s and drops it when
@@ -110,7 +135,11 @@ func proposeErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, raftnode.ErrNotLeader):
-		return status.Error(codes.Unavailable, "leadership changed; retry: "+err.Error())
+		// Nothing was proposed: a forwarding follower sends it again to
+		// the next leader.
+		st, _ := status.New(codes.Unavailable, "leadership changed; retry: "+err.Error()).
+			WithDetails(&errdetails.ErrorInfo{Reason: "NOT_LEADER", Domain: "barista"})
+		return st.Err()
 	case errors.Is(err, raftnode.ErrMaybeCommitted):
 		return status.Error(codes.Unavailable, err.Error())
 	}

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -147,6 +148,8 @@ type page struct {
 type pageMember struct {
 	ID, Raft, GRPC, HTTP string
 	Leader               bool
+	State                string // leader, follower, unreachable, unknown
+	Contact, Lag         string
 }
 
 func pageData(b *base, id Identity, signedIn bool) page {
@@ -160,8 +163,20 @@ func pageData(b *base, id Identity, signedIn bool) page {
 			return p
 		}
 	}
-	for _, m := range b.node.FSM.Members() {
-		p.Members = append(p.Members, pageMember{ID: m.ID, Raft: m.RaftAddr, GRPC: m.GRPCAddr, HTTP: m.HTTPAddr, Leader: m.ID == leader})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	peers, err := b.leaderPeers(ctx)
+	if err != nil {
+		b.log.Debug("web page: peers from the leader", "error", err)
+		peers, _ = peersView(b)
+	}
+	for _, m := range peers.GetPeers() {
+		pm := pageMember{ID: m.Id, Raft: m.RaftAddr, GRPC: m.GrpcAddr, HTTP: m.HttpAddr, Leader: m.Leader, State: PeerState(m), Contact: "-", Lag: "-"}
+		if m.Known && !m.Leader {
+			pm.Contact = (time.Duration(m.LastContactMs) * time.Millisecond).String() + " ago"
+			pm.Lag = strconv.FormatUint(m.Lag, 10)
+		}
+		p.Members = append(p.Members, pm)
 	}
 	return p
 }
@@ -179,7 +194,7 @@ h1{font-size:20px;margin:0 0 4px} .sub{color:#666;margin-bottom:18px}
 table{border-collapse:collapse;background:#fff;box-shadow:0 1px 2px #0002;margin-bottom:22px}
 th,td{padding:6px 12px;text-align:right;border-bottom:1px solid #eee} th{background:#f0f0f0} td.l,th.l{text-align:left}
 .bars{width:220px} .b{height:8px;border-radius:4px;margin:2px 0}
-.got{background:#3b82f6} .ent{background:#d1d5db} .lead{font-weight:600;color:#0a7}
+.got{background:#3b82f6} .ent{background:#d1d5db} .lead{font-weight:600;color:#0a7} .down{font-weight:600;color:#c00}
 </style></head><body>
 <h1>barista</h1>
 <div class="sub">node <b>{{.Node}}</b> ({{.State}}) · leader <b>{{.Leader}}</b> · applied index {{.Applied}} · {{.Time}} · shares of the last minute's dispatches{{if .Session}} · signed in as {{.Who}} <form method="post" action="/logout" style="display:inline"><button type="submit">sign out</button></form>{{end}}</div>
@@ -188,8 +203,8 @@ th,td{padding:6px 12px;text-align:right;border-bottom:1px solid #eee} th{backgro
 <td class="l bars"><div class="b got" style="width:{{bar .Share}}%"></div><div class="b ent" style="width:{{bar .EntitledShare}}%"></div></td></tr>
 {{else}}<tr><td class="l" colspan="9">no tenants yet</td></tr>{{end}}
 </table>
-{{if .Members}}<table id="members"><tr><th class="l">member</th><th class="l">raft</th><th class="l">grpc</th><th class="l">http</th><th class="l">role</th></tr>
-{{range .Members}}<tr><td class="l">{{.ID}}</td><td class="l">{{.Raft}}</td><td class="l">{{.GRPC}}</td><td class="l">{{.HTTP}}</td><td class="l">{{if .Leader}}<span class="lead">leader</span>{{else}}follower{{end}}</td></tr>{{end}}
+{{if .Members}}<table id="members"><tr><th class="l">member</th><th class="l">raft</th><th class="l">grpc</th><th class="l">http</th><th class="l">role</th><th>last contact</th><th>lag (entries)</th></tr>
+{{range .Members}}<tr><td class="l">{{.ID}}</td><td class="l">{{.Raft}}</td><td class="l">{{.GRPC}}</td><td class="l">{{.HTTP}}</td><td class="l">{{if .Leader}}<span class="lead">leader</span>{{else if eq .State "unreachable"}}<span class="down">unreachable</span>{{else}}{{.State}}{{end}}</td><td>{{.Contact}}</td><td>{{.Lag}}</td></tr>{{end}}
 </table>{{end}}
 </body></html>
 `))

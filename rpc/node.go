@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"barista/fsm"
@@ -32,18 +34,19 @@ func (s *NodeService) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.Stat
 	jobs, tenants := s.node.FSM.Counts()
 	id, raftAddr := s.node.Leader()
 	resp := &pb.StatusResponse{
-		NodeId:         s.node.ID(),
-		State:          stateName(r.State()),
-		LeaderId:       id,
-		LeaderRaftAddr: raftAddr,
-		AppliedIndex:   r.AppliedIndex(),
-		LastLogIndex:   r.LastIndex(),
-		StateHash:      hex.EncodeToString(hash[:]),
-		RaftAddr:       s.node.Config().RaftAddr,
-		GrpcAddr:       s.node.Config().GRPCAddr,
-		ClusterTimeMs:  int64(clock),
-		Jobs:           uint64(jobs),
-		Tenants:        uint64(tenants),
+		NodeId:              s.node.ID(),
+		State:               stateName(r.State()),
+		LeaderId:            id,
+		LeaderRaftAddr:      raftAddr,
+		AppliedIndex:        r.AppliedIndex(),
+		LastLogIndex:        r.LastIndex(),
+		StateHash:           hex.EncodeToString(hash[:]),
+		RaftAddr:            s.node.Config().RaftAddr,
+		GrpcAddr:            s.node.Config().GRPCAddr,
+		ClusterTimeMs:       int64(clock),
+		Jobs:                uint64(jobs),
+		Tenants:             uint64(tenants),
+		LastLeaderContactMs: s.node.LastLeaderContact().Milliseconds(),
 	}
 	if m, ok := s.node.FSM.Member(id); ok {
 		resp.LeaderAddr = m.GRPCAddr
@@ -139,23 +142,67 @@ func (s *NodeService) hasServer(id string) bool {
 	return false
 }
 
-// ListPeers lists the Raft configuration.
-func (s *NodeService) ListPeers(ctx context.Context, _ *pb.ListPeersRequest) (*pb.ListPeersResponse, error) {
-	cf := s.node.Raft().GetConfiguration()
-	if err := cf.Error(); err != nil {
+// ListPeers lists the Raft configuration, with each member's last
+// contact and replication lag as the leader sees them (a follower
+// forwards the call; it answers itself, without those, only when no
+// leader is known).
+func (s *NodeService) ListPeers(ctx context.Context, req *pb.ListPeersRequest) (*pb.ListPeersResponse, error) {
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListPeersResponse, error) {
+		return pb.NewNodeClient(cc).ListPeers(ctx, req)
+	}); handled && (err == nil || status.Code(err) != codes.Unavailable) {
+		return resp, err
+	}
+	return peersView(&s.base)
+}
+
+// leaderPeers asks the leader for the peers view with this server's own
+// credentials (the web page shows it on every node).
+func (b *base) leaderPeers(ctx context.Context) (*pb.ListPeersResponse, error) {
+	if b.node.IsLeader() {
+		return peersView(b)
+	}
+	cc, _, err := b.leader.leader(ctx, time.Now().Add(ForwardWait))
+	if err != nil {
+		return nil, err
+	}
+	md := metadata.Pairs(forwardedKey, "1")
+	if b.selfToken != "" {
+		md.Append("authorization", "Bearer "+b.selfToken)
+	}
+	return pb.NewNodeClient(cc).ListPeers(metadata.NewOutgoingContext(ctx, md), &pb.ListPeersRequest{})
+}
+
+// PeerState names a peer's state as the leader sees it: leader,
+// follower, unreachable (not heard from within the election timeout), or
+// unknown (no leader answered, or not heard from since it started).
+func PeerState(p *pb.Peer) string {
+	switch {
+	case p.Leader:
+		return "leader"
+	case !p.Known:
+		return "unknown"
+	case !p.Reachable:
+		return "unreachable"
+	}
+	return "follower"
+}
+
+func peersView(b *base) (*pb.ListPeersResponse, error) {
+	peers, index, err := b.node.Peers()
+	if err != nil {
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
-	leaderID, _ := s.node.Leader()
-	resp := &pb.ListPeersResponse{Index: cf.Index()}
-	for _, srv := range cf.Configuration().Servers {
-		p := &pb.Peer{Id: string(srv.ID), RaftAddr: string(srv.Address), Voter: srv.Suffrage == raft.Voter, Leader: string(srv.ID) == leaderID}
-		if m, ok := s.node.FSM.Member(p.Id); ok {
-			p.GrpcAddr, p.HttpAddr = m.GRPCAddr, m.HTTPAddr
+	resp := &pb.ListPeersResponse{Index: index}
+	for _, p := range peers {
+		out := &pb.Peer{Id: p.ID, RaftAddr: p.Address, Voter: p.Voter, Leader: p.Leader, Known: p.Known,
+			LastContactMs: p.LastContact.Milliseconds(), Lag: p.Lag, Reachable: p.Reachable}
+		if m, ok := b.node.FSM.Member(p.ID); ok {
+			out.GrpcAddr, out.HttpAddr = m.GRPCAddr, m.HTTPAddr
 		}
-		if p.Id == s.node.ID() {
-			p.AppliedIndex = s.node.Raft().AppliedIndex()
+		if p.ID == b.node.ID() {
+			out.AppliedIndex = b.node.Raft().AppliedIndex()
 		}
-		resp.Peers = append(resp.Peers, p)
+		resp.Peers = append(resp.Peers, out)
 	}
 	return resp, nil
 }

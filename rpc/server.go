@@ -54,7 +54,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		peerCreds = credentials.NewTLS(opt.PeerTLS)
 	}
 	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node),
-		stopping: make(chan struct{})}
+		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken()}
 	sopts := []grpc.ServerOption{
 		// Explicit, and the same on every connection a node makes (see
 		// leaderConns.dial): max_payload_bytes is bounded by it.

@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	pb "barista/proto"
 	"barista/raftnode"
 	"barista/rpc"
 )
@@ -71,7 +73,7 @@ func (c *clientFlags) dialOptions() ([]grpc.DialOption, error) {
 		}
 		creds = credentials.NewTLS(cfg)
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), rpc.ClientKeepalive, rpc.MessageLimits, grpc.WithChainUnaryInterceptor(staleNotice)}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), rpc.ClientKeepalive, rpc.MessageLimits, grpc.WithChainUnaryInterceptor(trackCall, staleNotice)}
 	if c.token != "" {
 		opts = append(opts, grpc.WithDefaultCallOptions(rpc.Bearer(c.token, false)))
 	}
@@ -99,14 +101,21 @@ func retryable(err error) bool {
 	return !ok || s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded
 }
 
-// call runs fn against each server in turn until one does not fail with
-// a connection-level error.
+// call runs fn against the servers (see callCtx).
 func (c *clientFlags) call(fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
 	return c.callCtx(context.Background(), true, fn)
 }
 
-// callCtx is call with a parent context; timed applies --timeout (a watch
-// runs until interrupted).
+// connectTimeout bounds the wait for one server's connection.
+const connectTimeout = 2 * time.Second
+
+// callCtx runs fn against each server in turn until one answers. A call
+// goes out only once its connection is ready, so a server that is down
+// costs nothing but the attempt to connect. A call that failed after it
+// went out (UNAVAILABLE, DEADLINE_EXCEEDED) is sent again — to the next
+// server, in rounds with backoff until --rpc-timeout — only when repeating
+// it is safe: reads, keyed submits, upserts (see idempotentCall). timed
+// applies --rpc-timeout; an untimed call (a watch) makes one round.
 func (c *clientFlags) callCtx(parent context.Context, timed bool, fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
 	ctx, cancel := context.WithCancel(parent)
 	if timed {
@@ -117,28 +126,114 @@ func (c *clientFlags) callCtx(parent context.Context, timed bool, fn func(ctx co
 	if err != nil {
 		return err
 	}
-	var last error
+	var addrs []string
 	for _, addr := range strings.Split(c.servers, ",") {
-		addr = strings.TrimSpace(addr)
-		if addr == "" {
-			continue
+		if addr = strings.TrimSpace(addr); addr != "" {
+			addrs = append(addrs, addr)
 		}
-		cc, err := grpc.NewClient(addr, dial...)
-		if err != nil {
-			last = status.Errorf(codes.InvalidArgument, "server %q: %v", addr, err)
-			continue
-		}
-		err = fn(ctx, cc)
-		cc.Close()
-		if err == nil || !retryable(err) {
-			return statusErr(err)
-		}
-		last = err
 	}
-	if last == nil {
+	if len(addrs) == 0 {
 		return usageError("no server given")
 	}
-	return statusErr(last)
+	var last error
+	pause := 100 * time.Millisecond
+	for {
+		for _, addr := range addrs {
+			cc, err := grpc.NewClient(addr, dial...)
+			if err != nil {
+				return usageError("server %q: %v", addr, err)
+			}
+			if !waitReady(ctx, cc) {
+				cc.Close()
+				if ctx.Err() != nil {
+					break
+				}
+				last = status.Errorf(codes.Unavailable, "cannot connect to %s", addr)
+				continue
+			}
+			info := &callInfo{}
+			err = fn(context.WithValue(ctx, callInfoKey{}, info), cc)
+			cc.Close()
+			if err == nil || !retryable(err) {
+				return statusErr(err)
+			}
+			last = err
+			if info.sent && !info.idempotent && !rpc.IsNotLeader(err) {
+				// It may have been served: repeating it could do it twice.
+				return statusErr(err)
+			}
+		}
+		if !timed || ctx.Err() != nil {
+			return statusErr(last)
+		}
+		select {
+		case <-ctx.Done():
+			return statusErr(last)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+// waitReady connects cc and waits up to connectTimeout for it to be
+// ready; a refused connection returns false at once.
+func waitReady(ctx context.Context, cc *grpc.ClientConn) bool {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	cc.Connect()
+	for {
+		switch st := cc.GetState(); st {
+		case connectivity.Ready:
+			return true
+		case connectivity.TransientFailure, connectivity.Shutdown:
+			return false
+		default:
+			if !cc.WaitForStateChange(ctx, st) {
+				return false
+			}
+		}
+	}
+}
+
+// callInfo records what the call through one server did (set by
+// trackCall): whether a request went out, and whether it may be repeated.
+type callInfo struct{ sent, idempotent bool }
+
+type callInfoKey struct{}
+
+// trackCall notes each unary request before it goes out.
+func trackCall(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if info, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
+		info.sent = true
+		info.idempotent = idempotentCall(method, req)
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// idempotentCall reports whether sending a request twice has the effect
+// of sending it once: reads, submits with an idempotency key (every job of
+// a batch keyed), upserts of tenants and configuration, drains, joins. A submit
+// without a key, a cancel or a delete is not (the second answer differs,
+// or a second job is made).
+func idempotentCall(method string, req any) bool {
+	name := method[strings.LastIndexByte(method, '/')+1:]
+	switch r := req.(type) {
+	case *pb.SubmitRequest:
+		return r.GetIdempotencyKey() != ""
+	case *pb.SubmitBatchRequest:
+		for _, j := range r.Jobs {
+			if j.GetIdempotencyKey() == "" {
+				return false
+			}
+		}
+		return len(r.Jobs) > 0
+	}
+	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "UpsertTenant", "SetConfig", "Drain", "Join"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // statusErr formats an RPC error as one line starting with the gRPC code

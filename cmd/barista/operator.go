@@ -4,15 +4,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 
 	pb "barista/proto"
+	"barista/rpc"
 )
 
 func init() {
 	register("operator raft list-peers", &command{
-		synopsis: "List the Raft configuration: id, addresses, voter, leader",
+		synopsis: "List the Raft configuration: addresses, state, last contact and lag of each member",
 		usage:    "[--server ADDR] [--json]",
 		flags:    func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
 		run: func(env *cmdEnv, o any, args []string) error {
@@ -28,22 +30,31 @@ func init() {
 			if opts.json {
 				var peers []map[string]any
 				for _, p := range resp.Peers {
-					peers = append(peers, map[string]any{"id": p.Id, "raft_addr": p.RaftAddr, "grpc_addr": p.GrpcAddr,
-						"http_addr": p.HttpAddr, "voter": p.Voter, "leader": p.Leader, "applied_index": p.AppliedIndex})
+					m := map[string]any{"id": p.Id, "raft_addr": p.RaftAddr, "grpc_addr": p.GrpcAddr,
+						"http_addr": p.HttpAddr, "voter": p.Voter, "leader": p.Leader, "applied_index": p.AppliedIndex,
+						"state": rpc.PeerState(p)}
+					if p.Known {
+						m["last_contact_ms"], m["lag"], m["reachable"] = p.LastContactMs, p.Lag, p.Reachable
+					}
+					peers = append(peers, m)
 				}
 				return printJSON(env.stdout, map[string]any{"peers": peers, "index": resp.Index})
 			}
-			fmt.Fprintf(env.stdout, "%-12s %-22s %-22s %-6s %s\n", "ID", "RAFT", "GRPC", "VOTER", "STATE")
+			fmt.Fprintf(env.stdout, "%-12s %-22s %-22s %-6s %-12s %-14s %s\n", "ID", "RAFT", "GRPC", "VOTER", "STATE", "LAST CONTACT", "LAG")
 			for _, p := range resp.Peers {
-				state := "follower"
-				if p.Leader {
-					state = "leader"
+				contact, lag := "-", "-"
+				if p.Known && !p.Leader {
+					contact = (time.Duration(p.LastContactMs) * time.Millisecond).String() + " ago"
+					lag = fmt.Sprint(p.Lag)
 				}
-				fmt.Fprintf(env.stdout, "%-12s %-22s %-22s %-6v %s\n", p.Id, p.RaftAddr, p.GrpcAddr, p.Voter, state)
+				fmt.Fprintf(env.stdout, "%-12s %-22s %-22s %-6v %-12s %-14s %s\n", p.Id, p.RaftAddr, p.GrpcAddr, p.Voter, rpc.PeerState(p), contact, lag)
 			}
 			return nil
 		},
 	})
+}
+
+func init() {
 	register("operator raft remove-peer", &command{
 		synopsis: "Remove a server from the Raft configuration",
 		usage:    "ID",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -43,11 +44,16 @@ leader_addr, applied_index, state_hash, and more.`,
 					"applied_index": st.AppliedIndex, "state_hash": st.StateHash, "raft_addr": st.RaftAddr,
 					"grpc_addr": st.GrpcAddr, "last_log_index": st.LastLogIndex, "commit_index": st.CommitIndex,
 					"term": st.Term, "cluster_time_ms": st.ClusterTimeMs, "jobs": st.Jobs, "tenants": st.Tenants,
+					"last_leader_contact_ms": st.LastLeaderContactMs,
 				})
+			}
+			leader := fmt.Sprintf("%s %s", st.LeaderId, st.LeaderAddr)
+			if st.State != "leader" && st.LeaderId != "" {
+				leader += fmt.Sprintf(" (last heard from %s ago)", time.Duration(st.LastLeaderContactMs)*time.Millisecond)
 			}
 			printTable(env.stdout, [][2]string{
 				{"node", st.NodeId + " (" + st.State + ")"},
-				{"leader", fmt.Sprintf("%s %s", st.LeaderId, st.LeaderAddr)},
+				{"leader", leader},
 				{"term", fmt.Sprint(st.Term)},
 				{"applied index", fmt.Sprint(st.AppliedIndex)},
 				{"commit index", fmt.Sprint(st.CommitIndex)},
