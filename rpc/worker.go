@@ -95,6 +95,7 @@ type session struct {
 	job     sfq.JobID
 	attempt uint32
 	lastHB  time.Time
+	lastMsg time.Time // the last message of the worker (Hello included)
 }
 
 func (s *session) end() { s.once.Do(func() { close(s.done) }) }
@@ -139,15 +140,36 @@ func (h *hub) closeAll() {
 	}
 }
 
-func (h *hub) open(hello *pb.Hello, size sfq.Size) *session {
-	s := &session{id: hello.WorkerId, size: size, out: make(chan *pb.LeaderMessage, 256), done: make(chan struct{}), since: time.Now()}
+// open starts a session for worker id. A worker ID has one session: a
+// second one is refused (ABORTED, which the worker retries) while the
+// first is live, so that nobody can take over a worker's session, its
+// job and its report. A session silent for two heartbeat intervals (a
+// worker that vanished without its stream ending, e.g. cut off) is
+// ended, and the new one wins.
+func (h *hub) open(id string, size sfq.Size) (*session, error) {
+	now := time.Now()
+	limit := 2 * time.Duration(h.svc.node.FSM.Config().HeartbeatIntervalMs) * time.Millisecond
+	s := &session{id: id, size: size, out: make(chan *pb.LeaderMessage, 256), done: make(chan struct{}), since: now, lastMsg: now}
 	h.mu.Lock()
-	if old := h.sessions[s.id]; old != nil {
-		old.end() // the newer stream of a worker wins
+	defer h.mu.Unlock()
+	if old := h.sessions[id]; old != nil {
+		if silent := now.Sub(old.lastMsg); silent < limit {
+			return nil, status.Errorf(codes.Aborted, "worker %q has a live session (its last message came %s ago); "+
+				"another is refused until that one has been silent for %s (two heartbeat intervals); retry later",
+				id, silent.Round(time.Millisecond), limit)
+		}
+		h.svc.log.Warn("ending a silent session: a new stream of its worker replaces it", "worker", id, "silent", now.Sub(old.lastMsg).Round(time.Millisecond))
+		old.end()
 	}
-	h.sessions[s.id] = s
+	h.sessions[id] = s
+	return s, nil
+}
+
+// touch records that s's worker just sent a message.
+func (h *hub) touch(s *session) {
+	h.mu.Lock()
+	s.lastMsg = time.Now()
 	h.mu.Unlock()
-	return s
 }
 
 func (h *hub) close(s *session) {
@@ -205,6 +227,9 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 	if err != nil {
 		return status.Errorf(codes.InvalidArgument, "size: must be sm, md or lg (got %v)", hello.Size)
 	}
+	if id := IdentityFrom(ctx); !id.MayBeWorker(hello.WorkerId) {
+		return status.Errorf(codes.PermissionDenied, "hello.worker_id: %q is outside this token's binding (worker_id %q)", hello.WorkerId, id.Worker)
+	}
 	h := s.currentHub(ctx)
 	if h == nil {
 		id, _ := s.node.Leader()
@@ -213,7 +238,11 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 		}
 		return status.Error(codes.Unavailable, "no leader is ready; retry")
 	}
-	sess := h.open(hello, size)
+	sess, err := h.open(hello.WorkerId, size)
+	if err != nil {
+		s.log.Info("second session of a worker refused", "worker", hello.WorkerId, "error", err)
+		return err
+	}
 	defer h.close(sess)
 	s.log.Info("worker connected", "worker", sess.id, "size", size, "running", len(hello.Running))
 	h.welcome(sess, hello)
@@ -223,6 +252,7 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 		for {
 			msg, err := stream.Recv()
 			if err == nil {
+				h.touch(sess)
 				err = h.handle(ctx, sess, msg)
 			}
 			if err != nil {
@@ -244,7 +274,7 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 			}
 			return err
 		case <-sess.done:
-			return status.Error(codes.Unavailable, "session closed (leadership changed, or a newer stream of this worker); reconnect")
+			return status.Error(codes.Unavailable, "session closed (leadership changed, or a newer stream of this worker replaced a silent one); reconnect")
 		case <-s.stopping:
 			return status.Error(codes.Unavailable, "this node is shutting down; reconnect to another node")
 		}
@@ -643,6 +673,12 @@ func (s *WorkerService) ListWorkers(ctx context.Context, req *pb.ListWorkersRequ
 func (s *WorkerService) Drain(ctx context.Context, req *pb.DrainRequest) (*pb.DrainResponse, error) {
 	if err := sfq.ValidateName("worker_id", req.WorkerId); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if id := IdentityFrom(ctx); !id.MayDrain(req.WorkerId) {
+		if id.Worker == "" {
+			return nil, status.Errorf(codes.PermissionDenied, "worker_id: draining worker %q needs an admin token or that worker's own token (a worker token bound to it); this worker token is bound to no worker ID", req.WorkerId)
+		}
+		return nil, status.Errorf(codes.PermissionDenied, "worker_id: draining worker %q needs an admin token or that worker's own token; this token is bound to worker_id %q", req.WorkerId, id.Worker)
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.DrainResponse, error) {
 		return pb.NewWorkerClient(cc).Drain(ctx, req)

@@ -21,6 +21,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "barista/proto"
 	"barista/sfq"
@@ -159,7 +161,11 @@ func (a *Agent) Busy() bool {
 }
 
 // Run connects and serves until ctx ends (or, when draining, until the
-// slot is empty). On return any running job is killed.
+// slot is empty). On return any running job is killed. Every failed
+// session is retried with backoff (ABORTED too: another session of this
+// worker ID is still live), except PERMISSION_DENIED: the token may not
+// be this worker (its worker_id binding), and retrying cannot change
+// that, so Run returns the error.
 func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -180,6 +186,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.mu.Unlock()
 		if ctx.Err() != nil || a.doneDraining() {
 			return nil
+		}
+		if status.Code(err) == codes.PermissionDenied {
+			return fmt.Errorf("worker %q refused by %s: %w", a.cfg.ID, addr, err)
 		}
 		var redirect *redirectError
 		if errors.As(err, &redirect) {
