@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -220,12 +221,9 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 	if hello == nil {
 		return status.Error(codes.InvalidArgument, "the first message must be Hello")
 	}
-	if err := sfq.ValidateName("worker_id", hello.WorkerId); err != nil {
-		return status.Error(codes.InvalidArgument, err.Error())
-	}
-	size, err := fsm.SizeFromPB(hello.Size)
+	size, err := checkHello(hello)
 	if err != nil {
-		return status.Errorf(codes.InvalidArgument, "size: must be sm, md or lg (got %v)", hello.Size)
+		return err
 	}
 	if id := IdentityFrom(ctx); !id.MayBeWorker(hello.WorkerId) {
 		return status.Errorf(codes.PermissionDenied, "hello.worker_id: %q is outside this token's binding (worker_id %q)", hello.WorkerId, id.Worker)
@@ -315,8 +313,22 @@ func (h *hub) proposeCtx(ctx context.Context) (context.Context, context.CancelFu
 	return c, func() { stop(); cancel() }
 }
 
-// handle processes one message of a worker, in stream order.
+// handle processes one message of a worker, in stream order. Every field
+// is checked (checkMessage) before anything is proposed, and every
+// command names the session's worker ID, never one the message claims.
 func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) error {
+	msg, refused, err := checkMessage(msg)
+	if err != nil {
+		return err
+	}
+	if refused != "" {
+		job, attempt := reportRef(msg)
+		h.svc.metrics.unproposed.WithLabelValues(messageName(msg), "invalid").Inc()
+		h.svc.log.Warn("invalid worker report refused", "worker", s.id, "job", job, "attempt", attempt, "error", refused)
+		h.clearJob(s, sfq.JobID(job), attempt)
+		s.send(reject(job, attempt, "invalid report: "+refused))
+		return nil
+	}
 	switch m := msg.Msg.(type) {
 	case *pb.WorkerMessage_Ready:
 		h.mu.Lock()
@@ -339,9 +351,18 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		return nil
 	case *pb.WorkerMessage_Started:
 		st := m.Started
+		switch known, out := h.precheck(sfq.EvStart, st.Job, st.Attempt, s.id); {
+		case !known:
+			h.unknownJob(s, "started", st.Job, st.Attempt)
+			return nil
+		case out == sfq.Duplicate: // already started: Apply could only say so again
+			h.svc.metrics.unproposed.WithLabelValues("started", "repeat").Inc()
+			h.setJob(s, sfq.JobID(st.Job), st.Attempt)
+			return nil
+		}
 		pctx, cancel := h.proposeCtx(ctx)
 		defer cancel()
-		res, err := h.svc.propose(pctx, &pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: st.Job, Attempt: st.Attempt, WorkerId: s.id}}})
+		res, err := h.svc.propose(pctx, startedCommand(s.id, st))
 		if err != nil {
 			return err
 		}
@@ -355,11 +376,23 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		return nil
 	case *pb.WorkerMessage_Finished:
 		fin := m.Finished
+		switch known, out := h.precheck(sfq.EvFinish, fin.Job, fin.Attempt, s.id); {
+		case !known:
+			h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
+			h.unknownJob(s, "finished", fin.Job, fin.Attempt)
+			return nil
+		case out == sfq.Duplicate:
+			// The CPU of a (job, attempt) is billed once: a report the
+			// state shows settled (accepted, or billed as a zombie's) is
+			// acknowledged as Apply would, without a log entry.
+			h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
+			h.svc.metrics.unproposed.WithLabelValues("finished", "repeat").Inc()
+			s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
+			return nil
+		}
 		pctx, cancel := h.proposeCtx(ctx)
 		defer cancel()
-		res, err := h.svc.propose(pctx, &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{
-			Job: fin.Job, Attempt: fin.Attempt, WorkerId: s.id, Outcome: fin.Outcome, CpuMs: fin.CpuMs,
-			ExitCode: fin.ExitCode, StderrTail: fin.StderrTail}}})
+		res, err := h.svc.propose(pctx, finishedCommand(s.id, fin))
 		if err != nil {
 			return err
 		}
@@ -376,10 +409,46 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 			s.send(reject(fin.Job, fin.Attempt, r.Msg))
 		}
 		return nil
-	case *pb.WorkerMessage_Hello:
-		return status.Error(codes.InvalidArgument, "Hello may only be the first message")
 	}
-	return status.Error(codes.InvalidArgument, "empty worker message")
+	return status.Error(codes.InvalidArgument, "empty worker message") // checkMessage let through a kind it does not know
+}
+
+// precheck reads what Apply would do with a report of (job, attempt) by
+// worker, from the leader's applied state: known is false for a job the
+// state does not hold (never submitted, or pruned), which no proposal
+// could change. Only answers that cannot change before the report would
+// apply are acted on: a Duplicate stays one (an attempt once started or
+// settled stays so).
+func (h *hub) precheck(kind sfq.EventKind, job uint64, attempt uint32, worker string) (known bool, out sfq.Outcome) {
+	j, _, ok := h.svc.node.FSM.Job(sfq.JobID(job))
+	if !ok {
+		return false, 0
+	}
+	_, out = sfq.Apply(j.Life, sfq.Event{Kind: kind, Attempt: attempt, Worker: worker})
+	return true, out
+}
+
+// unknownJob rejects a report of a job the state does not hold.
+func (h *hub) unknownJob(s *session, message string, job uint64, attempt uint32) {
+	h.svc.metrics.unproposed.WithLabelValues(message, "unknown_job").Inc()
+	s.send(reject(job, attempt, fmt.Sprintf("job %d is unknown (never submitted, or pruned)", job)))
+}
+
+// messageName names a worker message's kind for metrics and logs.
+func messageName(msg *pb.WorkerMessage) string {
+	switch msg.GetMsg().(type) {
+	case *pb.WorkerMessage_Hello:
+		return "hello"
+	case *pb.WorkerMessage_Ready:
+		return "ready"
+	case *pb.WorkerMessage_Started:
+		return "started"
+	case *pb.WorkerMessage_Heartbeat:
+		return "heartbeat"
+	case *pb.WorkerMessage_Finished:
+		return "finished"
+	}
+	return "empty"
 }
 
 // maxDispatchBatch bounds the Dispatch commands of one round (one entry).

@@ -3,10 +3,14 @@ package rpc
 import (
 	"context"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -17,6 +21,7 @@ import (
 	"barista/raftnode"
 	"barista/rpc/agent"
 	"barista/sfq"
+	"barista/snapshot"
 )
 
 // Secrets of the in-process tests (at least 16 bytes).
@@ -291,6 +296,83 @@ func billed(n *testNode) (cpu, zombie int64) {
 	return cpu, zombie
 }
 
+// TestStaleFinishedProposedOnce: five stale Finished reports of one
+// attempt, each with a 4 MB stderr tail. The first is proposed once (its
+// CPU is billed as a zombie's) carrying only the last 4 KiB of the tail;
+// the repeats are answered from the leader's state and never reach the
+// log. Read back from raft.db after the node stops.
+func TestStaleFinishedProposedOnce(t *testing.T) {
+	n := startTestNode(t, nil, func(c *fsm.Config) { c.Sched.AckTimeoutMs = 200 })
+	job := n.submit()
+	w, _, err := n.connect("", hello("w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := w.ready(1)
+	// No Started: the ack deadline passes and the job is requeued, so
+	// attempt 1 is stale.
+	waitFor(t, 10*time.Second, "the ack timeout", func() bool {
+		j, _, _ := n.node.FSM.Job(job)
+		return j.State == sfq.Queued
+	})
+	first := n.node.Raft().LastIndex()
+	tail := strings.Repeat("x", 4_000_000-5) + "\nend\n"
+	for i := range 5 {
+		w.send(finished(a.Job, a.Attempt, 700+int64(i), tail))
+		m := w.next()
+		if i == 0 && m.GetReject() == nil {
+			t.Fatalf("first stale report: %v, want Reject", m)
+		}
+		if i > 0 && m.GetFinishedAck() == nil {
+			t.Fatalf("repeat %d: %v, want FinishedAck (a repeat of a settled report)", i, m)
+		}
+	}
+	var m dto.Metric
+	if err := n.srv.base.metrics.unproposed.WithLabelValues("finished", "repeat").Write(&m); err != nil || m.GetCounter().GetValue() != 4 {
+		got := m.GetCounter().GetValue()
+		t.Errorf("barista_worker_reports_unproposed_total{finished,repeat} = %v, want 4", got)
+	}
+	if cpu, zombie := billed(n); cpu != 700 || zombie != 700 {
+		t.Errorf("billed %d ms (zombie %d), want 700 (700): the first report, once", cpu, zombie)
+	}
+	n.stop()
+
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(n.dir, snapshot.LogFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	last, err := store.LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []*pb.Finished
+	for i := first + 1; i <= last; i++ {
+		var l raft.Log
+		if err := store.GetLog(i, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		env, err := fsm.Decode(l.Data)
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		for _, c := range env.Commands {
+			if f := c.GetFinished(); f != nil {
+				reports = append(reports, f)
+			}
+		}
+	}
+	if len(reports) != 1 {
+		t.Fatalf("%d Finished commands in the log, want 1", len(reports))
+	}
+	if got := reports[0]; len(got.StderrTail) != sfq.MaxStderrTail || got.StderrTail != tail[len(tail)-sfq.MaxStderrTail:] || got.CpuMs != 700 {
+		t.Errorf("logged report: %d bytes of tail (want the last %d), cpu %d", len(got.StderrTail), sfq.MaxStderrTail, got.CpuMs)
+	}
+}
+
 // TestWorkerTokenBinding: a worker token bound to an ID or a prefix opens
 // sessions only for the IDs its binding covers; an unbound one and an
 // admin token for any.
@@ -426,6 +508,26 @@ func TestDrainNeedsOwnToken(t *testing.T) {
 	}
 }
 
+// fixedRunner starts runs that end at once with a given result.
+type fixedRunner struct{ res agent.Result }
+
+func (r fixedRunner) Start(*pb.Assign) (agent.Run, error) {
+	done := make(chan struct{})
+	close(done)
+	return fixedRun{r.res, done}, nil
+}
+
+type fixedRun struct {
+	res  agent.Result
+	done chan struct{}
+}
+
+func (r fixedRun) CPU() time.Duration      { return r.res.CPU }
+func (r fixedRun) Terminate(time.Duration) {}
+func (r fixedRun) Kill()                   {}
+func (r fixedRun) Done() <-chan struct{}   { return r.done }
+func (r fixedRun) Result() agent.Result    { return r.res }
+
 // startAgent runs an agent until the test ends; its Run error arrives on
 // the returned channel.
 func (n *testNode) startAgent(id, token string, runner agent.Runner, observe func(agent.Observation)) <-chan error {
@@ -441,6 +543,26 @@ func (n *testNode) startAgent(id, token string, runner agent.Runner, observe fun
 	go func() { defer close(done); errc <- a.Run(ctx) }()
 	n.t.Cleanup(func() { cancel(); <-done })
 	return errc
+}
+
+// TestAgentReportsBinaryStderr: a run whose stderr ends in bytes that
+// are not UTF-8 (and is longer than 4 KiB, cut inside a character) is
+// still reported: the agent sends valid UTF-8, which gRPC requires of a
+// string field, so the report is not refused by the encoder forever.
+func TestAgentReportsBinaryStderr(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	job := n.submit()
+	stderr := strings.Repeat("€", 2000) + "\xff\xfe\x00binary"
+	n.startAgent("w1", "", fixedRunner{agent.Result{ExitCode: 3, CPU: 40 * time.Millisecond, StderrTail: stderr}}, nil)
+	waitFor(t, 20*time.Second, "the job to fail its first run", func() bool {
+		j, _, _ := n.node.FSM.Job(job)
+		return j.Failures >= 1
+	})
+	j, _, _ := n.node.FSM.Job(job)
+	want := sfq.StderrTail(stderr)
+	if j.Result == nil || j.Result.StderrTail != want || j.Result.ExitCode != 3 || !strings.HasSuffix(want, "\uFFFD\x00binary") {
+		t.Fatalf("result %+v, want exit 3 and the tail %q...", j.Result, want[len(want)-20:])
+	}
 }
 
 // TestAgentIdentity: an agent whose token's binding does not cover its

@@ -556,7 +556,7 @@ func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
 	if err != nil {
 		a.log.Warn("job could not start", "job", as.Job, "error", err)
 		a.mu.Lock()
-		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: err.Error()}
+		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: sfq.StderrTail(err.Error())}
 		fin := j.finished
 		a.mu.Unlock()
 		if err := send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: as.Job, Attempt: as.Attempt}}}); err != nil {
@@ -600,7 +600,7 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 		outcome = pb.Outcome_OK
 	}
 	j.finished = &pb.JobFinished{Job: j.assign.Job, Attempt: j.assign.Attempt, Outcome: outcome, CpuMs: res.CPU.Milliseconds(),
-		ExitCode: int32(res.ExitCode), StderrTail: tail(res.StderrTail, sfq.MaxStderrTail)}
+		ExitCode: int32(res.ExitCode), StderrTail: sfq.StderrTail(res.StderrTail)}
 	fin := j.finished
 	a.mu.Unlock()
 	kind := "finished"
@@ -610,11 +610,4 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 	a.observe(kind, j.assign, res.CPU, strings.ToLower(outcome.String()))
 	a.log.Info("job ended", "job", fin.Job, "attempt", fin.Attempt, "outcome", outcome, "exit_code", res.ExitCode, "cpu", res.CPU)
 	return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: fin}})
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
