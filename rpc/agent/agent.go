@@ -96,6 +96,7 @@ type Agent struct {
 	interval  time.Duration
 	selfKill  time.Duration
 	leader    string // address from the last Redirect
+	welcomes  uint64 // sessions that got their Welcome
 	readyAt   time.Time
 	draining  bool
 	wakeReady chan struct{}
@@ -171,17 +172,23 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer cancel()
 	go a.watchdog(ctx)
 	defer a.killCurrent("agent stopping")
-	backoff := 100 * time.Millisecond
+	backoff := minBackoff
 	for i := 0; ctx.Err() == nil; i++ {
 		if a.doneDraining() {
 			return nil
 		}
 		addr := a.nextServer(i)
+		a.mu.Lock()
+		welcomes := a.welcomes
+		a.mu.Unlock()
 		err := a.session(ctx, addr)
 		a.mu.Lock()
 		a.failed = ""
 		if err != nil {
 			a.failed = addr // try another server next
+		}
+		if a.welcomes != welcomes {
+			backoff = minBackoff // the session got going: reconnect promptly
 		}
 		a.mu.Unlock()
 		if ctx.Err() != nil || a.doneDraining() {
@@ -190,24 +197,33 @@ func (a *Agent) Run(ctx context.Context) error {
 		if status.Code(err) == codes.PermissionDenied {
 			return fmt.Errorf("worker %q refused by %s: %w", a.cfg.ID, addr, err)
 		}
+		// A redirect is followed at once; failures back off, and a
+		// redirect in between does not reset the backoff (a refused
+		// worker goes follower, redirect, leader, refused again).
+		wait := backoff
 		var redirect *redirectError
 		if errors.As(err, &redirect) {
 			a.log.Info("redirected to the leader", "leader", redirect.id, "addr", redirect.addr)
-			backoff = 50 * time.Millisecond
+			wait = 50 * time.Millisecond
 		} else {
-			a.log.Warn("stream to the cluster ended; reconnecting", "server", addr, "error", err)
+			a.log.Warn("stream to the cluster ended; reconnecting", "server", addr, "error", err, "retry_in", wait)
+			backoff = min(2*backoff, maxBackoff)
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 2*time.Second)
-		if err == nil {
-			backoff = 100 * time.Millisecond
+		case <-time.After(wait):
 		}
 	}
 	return nil
 }
+
+// The agent's reconnect backoff: it doubles with every failed session
+// from minBackoff to maxBackoff, and starts over after a session that
+// got its Welcome.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 2 * time.Second
+)
 
 func (a *Agent) doneDraining() bool {
 	a.mu.Lock()
@@ -364,6 +380,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	a.interval = time.Duration(w.HeartbeatIntervalMs) * time.Millisecond
 	a.selfKill = time.Duration(w.SelfKillAfterMs) * time.Millisecond
 	a.contact = time.Now()
+	a.welcomes++
 	a.mu.Unlock()
 	a.log.Info("connected", "server", addr, "leader", w.LeaderId, "heartbeat", a.interval, "self_kill_after", a.selfKill)
 
