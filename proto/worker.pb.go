@@ -323,8 +323,8 @@ type Hello struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	Size          Size                   `protobuf:"varint,2,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
-	Running       []*RunningJob          `protobuf:"bytes,3,rep,name=running,proto3" json:"running,omitempty"`
-	Version       string                 `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	Running       []*RunningJob          `protobuf:"bytes,3,rep,name=running,proto3" json:"running,omitempty"` // at most 8
+	Version       string                 `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"` // at most 64 bytes
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -630,8 +630,8 @@ type JobFinished struct {
 	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	Outcome       Outcome                `protobuf:"varint,3,opt,name=outcome,proto3,enum=barista.v1.Outcome" json:"outcome,omitempty"`
 	CpuMs         int64                  `protobuf:"varint,4,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
-	ExitCode      int32                  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	StderrTail    string                 `protobuf:"bytes,6,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"`
+	ExitCode      int32                  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`      // -1 (a signal) .. 255
+	StderrTail    string                 `protobuf:"bytes,6,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"` // the last 4 KiB of stderr, valid UTF-8
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -33,10 +33,15 @@ const (
 type WorkerClient interface {
 	// Connect is the worker's stream. The first message must be Hello. A
 	// follower answers with Redirect (the leader's address) and closes.
+	// A worker_id outside the token's binding is PERMISSION_DENIED; the ID
+	// of a live session is ABORTED (retry) until that session has been
+	// silent for two heartbeat intervals. Every field is bounded before
+	// anything is proposed (a stderr_tail to its last 4 KiB).
 	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkerMessage, LeaderMessage], error)
 	// ListWorkers lists connected workers (leader state) and drained ones.
 	ListWorkers(ctx context.Context, in *ListWorkersRequest, opts ...grpc.CallOption) (*ListWorkersResponse, error)
-	// Drain stops (or resumes) new assignments to a worker.
+	// Drain stops (or resumes) new assignments to a worker. It needs an
+	// admin token or the worker's own (a worker token bound to that ID).
 	Drain(ctx context.Context, in *DrainRequest, opts ...grpc.CallOption) (*DrainResponse, error)
 }
 
@@ -87,10 +92,15 @@ func (c *workerClient) Drain(ctx context.Context, in *DrainRequest, opts ...grpc
 type WorkerServer interface {
 	// Connect is the worker's stream. The first message must be Hello. A
 	// follower answers with Redirect (the leader's address) and closes.
+	// A worker_id outside the token's binding is PERMISSION_DENIED; the ID
+	// of a live session is ABORTED (retry) until that session has been
+	// silent for two heartbeat intervals. Every field is bounded before
+	// anything is proposed (a stderr_tail to its last 4 KiB).
 	Connect(grpc.BidiStreamingServer[WorkerMessage, LeaderMessage]) error
 	// ListWorkers lists connected workers (leader state) and drained ones.
 	ListWorkers(context.Context, *ListWorkersRequest) (*ListWorkersResponse, error)
-	// Drain stops (or resumes) new assignments to a worker.
+	// Drain stops (or resumes) new assignments to a worker. It needs an
+	// admin token or the worker's own (a worker token bound to that ID).
 	Drain(context.Context, *DrainRequest) (*DrainResponse, error)
 	mustEmbedUnimplementedWorkerServer()
 }

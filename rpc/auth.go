@@ -59,6 +59,10 @@ type Token struct {
 	Secret string
 	Role   Role
 	Tenant string // client tokens only: the tenant the token is pinned to
+	// Worker (worker tokens only) binds the token to one worker ID, or
+	// with a trailing "*" to every ID of a prefix ("gpu-*"); empty: any
+	// worker ID.
+	Worker string
 }
 
 // Validate checks a token's fields.
@@ -71,18 +75,52 @@ func (t Token) Validate() error {
 		return fmt.Errorf("a client token needs a tenant")
 	case t.Role != RoleClient && t.Tenant != "":
 		return fmt.Errorf("only client tokens are pinned to a tenant")
+	case t.Role != RoleWorker && t.Worker != "":
+		return fmt.Errorf("only worker tokens are bound to a worker_id")
 	case t.Role < RoleClient || t.Role > RoleMetrics:
 		return fmt.Errorf("token without a role")
 	}
 	if t.Tenant != "" {
 		return sfq.ValidateName("tenant", t.Tenant)
 	}
+	if t.Worker != "" {
+		return ValidateWorkerBinding(t.Worker)
+	}
 	return nil
 }
 
-// ParseTokens reads tokens written as ROLE[:TENANT]=SECRET, separated by
-// commas (the BARISTA_TOKENS environment variable), e.g.
-// "admin=s3cr3t-admin,client:acme=acme-s3cr3t,worker=w0rker-s3cr3t".
+// ValidateWorkerBinding checks a worker token's binding: a worker ID, or
+// a prefix of worker IDs followed by one "*" ("gpu-*"). "*" may appear
+// only at the end, and a lone "*" is refused: a token for every worker
+// is one without a binding.
+func ValidateWorkerBinding(b string) error {
+	prefix, wild := strings.CutSuffix(b, "*")
+	switch {
+	case wild && prefix == "":
+		return fmt.Errorf("worker_id %q binds nothing: a worker token for every worker ID has no worker_id", b)
+	case strings.Contains(prefix, "*"):
+		return fmt.Errorf("worker_id %q: \"*\" may only end a prefix (\"gpu-*\")", b)
+	}
+	if err := sfq.ValidateName("worker_id", prefix); err != nil {
+		return err
+	}
+	return nil
+}
+
+// bindingCovers reports whether a worker binding ("" = any) covers the
+// worker ID id.
+func bindingCovers(binding, id string) bool {
+	if prefix, wild := strings.CutSuffix(binding, "*"); wild {
+		return strings.HasPrefix(id, prefix)
+	}
+	return binding == "" || binding == id
+}
+
+// ParseTokens reads tokens written as ROLE[:SCOPE]=SECRET, separated by
+// commas (the BARISTA_TOKENS environment variable). The scope of a client
+// token is its tenant; of a worker token, its worker ID binding (an ID,
+// or a prefix ending in "*"; none: any worker ID). E.g.
+// "admin=s3cr3t-admin,client:acme=acme-s3cr3t,worker:gpu-*=gpu-s3cr3t".
 func ParseTokens(s string) ([]Token, error) {
 	var out []Token
 	for _, part := range strings.Split(s, ",") {
@@ -92,14 +130,17 @@ func ParseTokens(s string) ([]Token, error) {
 		}
 		who, secret, ok := strings.Cut(part, "=")
 		if !ok {
-			return nil, fmt.Errorf("token %q: want ROLE[:TENANT]=SECRET", redact(part))
+			return nil, fmt.Errorf("token %q: want ROLE[:SCOPE]=SECRET", redact(part))
 		}
-		roleName, tenant, _ := strings.Cut(who, ":")
+		roleName, scope, _ := strings.Cut(who, ":")
 		role, err := ParseRole(roleName)
 		if err != nil {
 			return nil, err
 		}
-		t := Token{Secret: secret, Role: role, Tenant: tenant}
+		t := Token{Secret: secret, Role: role, Tenant: scope}
+		if role == RoleWorker {
+			t.Tenant, t.Worker = "", scope
+		}
 		if err := t.Validate(); err != nil {
 			return nil, fmt.Errorf("token for %s: %w", who, err)
 		}
@@ -119,6 +160,34 @@ func redact(s string) string {
 type Identity struct {
 	Role   Role
 	Tenant string // pinned tenant of a client token
+	Worker string // worker ID binding of a worker token ("" = any ID)
+}
+
+// MayBeWorker reports whether the caller may open a worker session as
+// worker id: an admin, or a worker token whose binding covers id (an
+// unbound worker token covers every ID).
+func (i Identity) MayBeWorker(id string) bool {
+	switch i.Role {
+	case RoleAdmin:
+		return true
+	case RoleWorker:
+		return bindingCovers(i.Worker, id)
+	}
+	return false
+}
+
+// MayDrain reports whether the caller may drain (or undrain) worker id:
+// an admin, or the worker's own token, i.e. a worker token bound to a
+// binding that covers id. An unbound worker token is shared by every
+// worker, so it is no worker's own: it may drain none.
+func (i Identity) MayDrain(id string) bool {
+	switch i.Role {
+	case RoleAdmin:
+		return true
+	case RoleWorker:
+		return i.Worker != "" && bindingCovers(i.Worker, id)
+	}
+	return false
 }
 
 type identityKey struct{}
@@ -151,7 +220,7 @@ func NewAuth(tokens []Token, insecureDev bool) (*Auth, error) {
 		if _, dup := a.tokens[key]; dup {
 			return nil, fmt.Errorf("a %s token is configured twice", t.Role)
 		}
-		a.tokens[key] = Identity{Role: t.Role, Tenant: t.Tenant}
+		a.tokens[key] = Identity{Role: t.Role, Tenant: t.Tenant, Worker: t.Worker}
 		if t.Role == RoleAdmin && a.admin == "" {
 			a.admin = t.Secret
 		}

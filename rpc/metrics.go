@@ -12,6 +12,7 @@ type metrics struct {
 	dispatchLatency prometheus.Histogram
 	expiries        *prometheus.CounterVec
 	fenced          *prometheus.CounterVec
+	unproposed      *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, node *raftnode.Node) *metrics {
@@ -23,8 +24,12 @@ func newMetrics(reg *prometheus.Registry, node *raftnode.Node) *metrics {
 			Name: "barista_expiries_total", Help: "Deadlines the reaper expired, by kind (ack, lease, timeout)."}, []string{"kind"}),
 		fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "barista_fenced_writes_total", Help: "Worker writes refused by fencing, by message (started, heartbeat, finished)."}, []string{"message"}),
+		unproposed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "barista_worker_reports_unproposed_total",
+			Help: "Worker reports answered at the edge without a log entry, by message and reason (repeat: the state shows it applied; unknown_job; invalid)."},
+			[]string{"message", "reason"}),
 	}
-	reg.MustRegister(m.dispatchLatency, m.expiries, m.fenced, &stateCollector{node: node})
+	reg.MustRegister(m.dispatchLatency, m.expiries, m.fenced, m.unproposed, &stateCollector{node: node})
 	return m
 }
 

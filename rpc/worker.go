@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -95,6 +96,7 @@ type session struct {
 	job     sfq.JobID
 	attempt uint32
 	lastHB  time.Time
+	lastMsg time.Time // the last message of the worker (Hello included)
 }
 
 func (s *session) end() { s.once.Do(func() { close(s.done) }) }
@@ -139,15 +141,36 @@ func (h *hub) closeAll() {
 	}
 }
 
-func (h *hub) open(hello *pb.Hello, size sfq.Size) *session {
-	s := &session{id: hello.WorkerId, size: size, out: make(chan *pb.LeaderMessage, 256), done: make(chan struct{}), since: time.Now()}
+// open starts a session for worker id. A worker ID has one session: a
+// second one is refused (ABORTED, which the worker retries) while the
+// first is live, so that nobody can take over a worker's session, its
+// job and its report. A session silent for two heartbeat intervals (a
+// worker that vanished without its stream ending, e.g. cut off) is
+// ended, and the new one wins.
+func (h *hub) open(id string, size sfq.Size) (*session, error) {
+	now := time.Now()
+	limit := 2 * time.Duration(h.svc.node.FSM.Config().HeartbeatIntervalMs) * time.Millisecond
+	s := &session{id: id, size: size, out: make(chan *pb.LeaderMessage, 256), done: make(chan struct{}), since: now, lastMsg: now}
 	h.mu.Lock()
-	if old := h.sessions[s.id]; old != nil {
-		old.end() // the newer stream of a worker wins
+	defer h.mu.Unlock()
+	if old := h.sessions[id]; old != nil {
+		if silent := now.Sub(old.lastMsg); silent < limit {
+			return nil, status.Errorf(codes.Aborted, "worker %q has a live session (its last message came %s ago); "+
+				"another is refused until that one has been silent for %s (two heartbeat intervals); retry later",
+				id, silent.Round(time.Millisecond), limit)
+		}
+		h.svc.log.Warn("ending a silent session: a new stream of its worker replaces it", "worker", id, "silent", now.Sub(old.lastMsg).Round(time.Millisecond))
+		old.end()
 	}
-	h.sessions[s.id] = s
+	h.sessions[id] = s
+	return s, nil
+}
+
+// touch records that s's worker just sent a message.
+func (h *hub) touch(s *session) {
+	h.mu.Lock()
+	s.lastMsg = time.Now()
 	h.mu.Unlock()
-	return s
 }
 
 func (h *hub) close(s *session) {
@@ -198,12 +221,12 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 	if hello == nil {
 		return status.Error(codes.InvalidArgument, "the first message must be Hello")
 	}
-	if err := sfq.ValidateName("worker_id", hello.WorkerId); err != nil {
-		return status.Error(codes.InvalidArgument, err.Error())
-	}
-	size, err := fsm.SizeFromPB(hello.Size)
+	size, err := checkHello(hello)
 	if err != nil {
-		return status.Errorf(codes.InvalidArgument, "size: must be sm, md or lg (got %v)", hello.Size)
+		return err
+	}
+	if id := IdentityFrom(ctx); !id.MayBeWorker(hello.WorkerId) {
+		return status.Errorf(codes.PermissionDenied, "hello.worker_id: %q is outside this token's binding (worker_id %q)", hello.WorkerId, id.Worker)
 	}
 	h := s.currentHub(ctx)
 	if h == nil {
@@ -213,7 +236,11 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 		}
 		return status.Error(codes.Unavailable, "no leader is ready; retry")
 	}
-	sess := h.open(hello, size)
+	sess, err := h.open(hello.WorkerId, size)
+	if err != nil {
+		s.log.Info("second session of a worker refused", "worker", hello.WorkerId, "error", err)
+		return err
+	}
 	defer h.close(sess)
 	s.log.Info("worker connected", "worker", sess.id, "size", size, "running", len(hello.Running))
 	h.welcome(sess, hello)
@@ -223,6 +250,7 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 		for {
 			msg, err := stream.Recv()
 			if err == nil {
+				h.touch(sess)
 				err = h.handle(ctx, sess, msg)
 			}
 			if err != nil {
@@ -244,7 +272,7 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 			}
 			return err
 		case <-sess.done:
-			return status.Error(codes.Unavailable, "session closed (leadership changed, or a newer stream of this worker); reconnect")
+			return status.Error(codes.Unavailable, "session closed (leadership changed, or a newer stream of this worker replaced a silent one); reconnect")
 		case <-s.stopping:
 			return status.Error(codes.Unavailable, "this node is shutting down; reconnect to another node")
 		}
@@ -285,8 +313,22 @@ func (h *hub) proposeCtx(ctx context.Context) (context.Context, context.CancelFu
 	return c, func() { stop(); cancel() }
 }
 
-// handle processes one message of a worker, in stream order.
+// handle processes one message of a worker, in stream order. Every field
+// is checked (checkMessage) before anything is proposed, and every
+// command names the session's worker ID, never one the message claims.
 func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) error {
+	msg, refused, err := checkMessage(msg)
+	if err != nil {
+		return err
+	}
+	if refused != "" {
+		job, attempt := reportRef(msg)
+		h.svc.metrics.unproposed.WithLabelValues(messageName(msg), "invalid").Inc()
+		h.svc.log.Warn("invalid worker report refused", "worker", s.id, "job", job, "attempt", attempt, "error", refused)
+		h.clearJob(s, sfq.JobID(job), attempt)
+		s.send(reject(job, attempt, "invalid report: "+refused))
+		return nil
+	}
 	switch m := msg.Msg.(type) {
 	case *pb.WorkerMessage_Ready:
 		h.mu.Lock()
@@ -309,9 +351,18 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		return nil
 	case *pb.WorkerMessage_Started:
 		st := m.Started
+		switch known, out := h.precheck(sfq.EvStart, st.Job, st.Attempt, s.id); {
+		case !known:
+			h.unknownJob(s, "started", st.Job, st.Attempt)
+			return nil
+		case out == sfq.Duplicate: // already started: Apply could only say so again
+			h.svc.metrics.unproposed.WithLabelValues("started", "repeat").Inc()
+			h.setJob(s, sfq.JobID(st.Job), st.Attempt)
+			return nil
+		}
 		pctx, cancel := h.proposeCtx(ctx)
 		defer cancel()
-		res, err := h.svc.propose(pctx, &pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: st.Job, Attempt: st.Attempt, WorkerId: s.id}}})
+		res, err := h.svc.propose(pctx, startedCommand(s.id, st))
 		if err != nil {
 			return err
 		}
@@ -325,11 +376,23 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		return nil
 	case *pb.WorkerMessage_Finished:
 		fin := m.Finished
+		switch known, out := h.precheck(sfq.EvFinish, fin.Job, fin.Attempt, s.id); {
+		case !known:
+			h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
+			h.unknownJob(s, "finished", fin.Job, fin.Attempt)
+			return nil
+		case out == sfq.Duplicate:
+			// The CPU of a (job, attempt) is billed once: a report the
+			// state shows settled (accepted, or billed as a zombie's) is
+			// acknowledged as Apply would, without a log entry.
+			h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
+			h.svc.metrics.unproposed.WithLabelValues("finished", "repeat").Inc()
+			s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
+			return nil
+		}
 		pctx, cancel := h.proposeCtx(ctx)
 		defer cancel()
-		res, err := h.svc.propose(pctx, &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{
-			Job: fin.Job, Attempt: fin.Attempt, WorkerId: s.id, Outcome: fin.Outcome, CpuMs: fin.CpuMs,
-			ExitCode: fin.ExitCode, StderrTail: fin.StderrTail}}})
+		res, err := h.svc.propose(pctx, finishedCommand(s.id, fin))
 		if err != nil {
 			return err
 		}
@@ -346,10 +409,46 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 			s.send(reject(fin.Job, fin.Attempt, r.Msg))
 		}
 		return nil
-	case *pb.WorkerMessage_Hello:
-		return status.Error(codes.InvalidArgument, "Hello may only be the first message")
 	}
-	return status.Error(codes.InvalidArgument, "empty worker message")
+	return status.Error(codes.InvalidArgument, "empty worker message") // checkMessage let through a kind it does not know
+}
+
+// precheck reads what Apply would do with a report of (job, attempt) by
+// worker, from the leader's applied state: known is false for a job the
+// state does not hold (never submitted, or pruned), which no proposal
+// could change. Only answers that cannot change before the report would
+// apply are acted on: a Duplicate stays one (an attempt once started or
+// settled stays so).
+func (h *hub) precheck(kind sfq.EventKind, job uint64, attempt uint32, worker string) (known bool, out sfq.Outcome) {
+	j, _, ok := h.svc.node.FSM.Job(sfq.JobID(job))
+	if !ok {
+		return false, 0
+	}
+	_, out = sfq.Apply(j.Life, sfq.Event{Kind: kind, Attempt: attempt, Worker: worker})
+	return true, out
+}
+
+// unknownJob rejects a report of a job the state does not hold.
+func (h *hub) unknownJob(s *session, message string, job uint64, attempt uint32) {
+	h.svc.metrics.unproposed.WithLabelValues(message, "unknown_job").Inc()
+	s.send(reject(job, attempt, fmt.Sprintf("job %d is unknown (never submitted, or pruned)", job)))
+}
+
+// messageName names a worker message's kind for metrics and logs.
+func messageName(msg *pb.WorkerMessage) string {
+	switch msg.GetMsg().(type) {
+	case *pb.WorkerMessage_Hello:
+		return "hello"
+	case *pb.WorkerMessage_Ready:
+		return "ready"
+	case *pb.WorkerMessage_Started:
+		return "started"
+	case *pb.WorkerMessage_Heartbeat:
+		return "heartbeat"
+	case *pb.WorkerMessage_Finished:
+		return "finished"
+	}
+	return "empty"
 }
 
 // maxDispatchBatch bounds the Dispatch commands of one round (one entry).
@@ -643,6 +742,12 @@ func (s *WorkerService) ListWorkers(ctx context.Context, req *pb.ListWorkersRequ
 func (s *WorkerService) Drain(ctx context.Context, req *pb.DrainRequest) (*pb.DrainResponse, error) {
 	if err := sfq.ValidateName("worker_id", req.WorkerId); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if id := IdentityFrom(ctx); !id.MayDrain(req.WorkerId) {
+		if id.Worker == "" {
+			return nil, status.Errorf(codes.PermissionDenied, "worker_id: draining worker %q needs an admin token or that worker's own token (a worker token bound to it); this worker token is bound to no worker ID", req.WorkerId)
+		}
+		return nil, status.Errorf(codes.PermissionDenied, "worker_id: draining worker %q needs an admin token or that worker's own token; this token is bound to worker_id %q", req.WorkerId, id.Worker)
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.DrainResponse, error) {
 		return pb.NewWorkerClient(cc).Drain(ctx, req)

@@ -3,6 +3,7 @@ package sfq
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -198,6 +199,28 @@ func (j *Job) Payload() string { _, _, p := j.textParts(); return p }
 
 // MaxStderrTail bounds the stderr tail kept on a job.
 const MaxStderrTail = 4096
+
+// StderrTail returns the end of a run's stderr as a job keeps it: valid
+// UTF-8 (each invalid sequence becomes U+FFFD), at most MaxStderrTail
+// bytes, cut at a character boundary. Workers report it so, and the
+// leader cuts every report so before proposing it.
+func StderrTail(s string) string {
+	// Only the end matters; bound the work on a huge input first.
+	if len(s) > 4*MaxStderrTail {
+		s = s[len(s)-4*MaxStderrTail:]
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if len(s) <= MaxStderrTail {
+		return s
+	}
+	s = s[len(s)-MaxStderrTail:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return s
+}
 
 // Submission is a new job as the core takes it.
 type Submission struct {

@@ -161,6 +161,14 @@ func TestAuthMatrix(t *testing.T) {
 			_, err := pb.NewNodeClient(cc).TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: "nobody"})
 			return err
 		},
+		"Worker.ListWorkers": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewWorkerClient(cc).ListWorkers(ctx, &pb.ListWorkersRequest{})
+			return err
+		},
+		"Worker.Drain": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewWorkerClient(cc).Drain(ctx, &pb.DrainRequest{WorkerId: "nobody", Undrain: true})
+			return err
+		},
 	}
 	// What an admin gets past authorization (each call is built to fail
 	// or succeed harmlessly).
@@ -169,7 +177,7 @@ func TestAuthMatrix(t *testing.T) {
 		"Client.WatchEvents": codes.OK, "Client.TenantUsage": codes.OK, "Admin.UpsertTenant": codes.OK, "Admin.DeleteTenant": codes.NotFound,
 		"Admin.GetTenant": codes.OK, "Admin.ListTenants": codes.OK, "Admin.GetConfig": codes.OK, "Admin.SetConfig": codes.InvalidArgument,
 		"Node.Status": codes.OK, "Node.Apply": codes.InvalidArgument, "Node.Join": codes.InvalidArgument, "Node.RemovePeer": codes.NotFound,
-		"Node.ListPeers": codes.OK, "Node.TransferLeadership": codes.NotFound,
+		"Node.ListPeers": codes.OK, "Node.TransferLeadership": codes.NotFound, "Worker.ListWorkers": codes.OK, "Worker.Drain": codes.OK,
 	}
 	roles := []struct {
 		name  string
@@ -185,10 +193,10 @@ func TestAuthMatrix(t *testing.T) {
 			return codes.PermissionDenied
 		}},
 		{"worker", workerToken, func(m string) codes.Code {
-			if m == "Node.Status" {
+			if m == "Node.Status" || m == "Worker.ListWorkers" {
 				return codes.OK
 			}
-			return codes.PermissionDenied
+			return codes.PermissionDenied // Worker.Drain too: an unbound worker token is no worker's own
 		}},
 		{"admin", adminToken, func(m string) codes.Code { return adminWant[m] }},
 	}

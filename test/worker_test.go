@@ -514,3 +514,89 @@ func TestWorkerPartitionedKillsItsJob(t *testing.T) {
 	}
 	t.Logf("job killed by its partitioned worker %s after the cut; lease expired at %s", killedAt.Round(time.Millisecond), requeuedAt.Round(time.Millisecond))
 }
+
+// TestWorkerIdentity, with real worker processes against three nodes with
+// tokens: a second worker process started with the shared worker token
+// and the victim's ID while the victim runs a job is refused (ABORTED,
+// retried) and never connects, and the victim's job completes with the
+// CPU it measured itself; a worker whose bound token does not cover its
+// ID exits with PERMISSION_DENIED while one inside the binding runs a
+// job; drain is refused to a worker token that is not the worker's own.
+func TestWorkerIdentity(t *testing.T) {
+	const gpuToken = "gpu-worker-secret-0001"
+	burn := cluster.Helper(t, "./test/testdata/burn")
+	c := cluster.New(t, "--config", tokenConfig(t, fmt.Sprintf("[[auth.tokens]]\nrole = \"worker\"\nworker_id = \"gpu-*\"\ntoken = %q\n%s", gpuToken, workerTimeouts)))
+	c.Token = adminToken
+	c.Boot(3)
+	setupTenants(t, c, map[string]pb.Tier{"acme": pb.Tier_GOLD})
+	client := pb.NewClientClient(c.Nodes[0].Conn())
+
+	victim := c.AddWorker("victim", "md")
+	victim.Token = workerToken
+	victim.Start("")
+	self := filepath.Join(t.TempDir(), "victim.cpu")
+	job := submitJob(t, c, 1, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 500,
+		Payload: payload(t, burn, "-ms", "400", "-sleep", "3s", "-out", self)})
+	waitJob(t, client, job, 30*time.Second, "running on the victim", func(j *pb.Job) bool { return j.State == "running" && j.WorkerId == "victim" })
+
+	attacker := c.AddWorker("attacker", "md")
+	attacker.Args = []string{"--id", "victim"}
+	attacker.Token = workerToken
+	attacker.Start("")
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(attacker.Log(), "code = Aborted") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second worker with the victim's ID was never refused ABORTED:\n%s", cluster.Tail(attacker.LogPath, 20))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	j := waitJob(t, client, job, 60*time.Second, "completed", func(j *pb.Job) bool { return j.State == "completed" })
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured, _ := strconv.ParseInt(string(b), 10, 64)
+	if diff := float64(j.CpuMs-measured) / float64(measured); j.Attempt != 1 || diff < -0.05 || diff > 0.05 {
+		t.Errorf("job %d: attempt %d charged %d ms CPU, measured itself %d ms", job, j.Attempt, j.CpuMs, measured)
+	}
+	if log := attacker.Log(); strings.Contains(log, "connected") || !strings.Contains(log, `has a live session`) {
+		t.Errorf("the second worker with the victim's ID:\n%s", cluster.Tail(attacker.LogPath, 20))
+	}
+	if log := victim.Log(); strings.Contains(log, "reconnecting") {
+		t.Errorf("the victim lost its session:\n%s", cluster.Tail(victim.LogPath, 20))
+	}
+
+	// A bound token: outside its binding the worker exits; inside, it works.
+	outside := c.AddWorker("cpu-1", "lg")
+	outside.Token = gpuToken
+	outside.Start("")
+	if !outside.Wait(30 * time.Second) {
+		t.Fatal("a worker outside its token's binding still runs")
+	}
+	if log := outside.Log(); !strings.Contains(log, "code = PermissionDenied") || !strings.Contains(log, `outside this token's binding`) {
+		t.Errorf("worker outside its binding:\n%s", cluster.Tail(outside.LogPath, 10))
+	}
+	inside := c.AddWorker("gpu-1", "lg")
+	inside.Token = gpuToken
+	inside.Start("")
+	lg := submitJob(t, c, 2, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_LG, EstCostMs: 10, Payload: payload(t, "true")})
+	waitJob(t, client, lg, 60*time.Second, "completed", func(j *pb.Job) bool { return j.State == "completed" })
+	if !strings.Contains(inside.Log(), fmt.Sprintf("job started: job=%d attempt=1", lg)) {
+		t.Errorf("the lg job did not run on gpu-1:\n%s", cluster.Tail(inside.LogPath, 10))
+	}
+
+	// Drain: the worker's own token, or an admin's.
+	for _, d := range []struct {
+		id, token, want string
+	}{
+		{"victim", workerToken, `PERMISSION_DENIED: worker_id: draining worker "victim" needs an admin token or that worker's own token`},
+		{"victim", gpuToken, `PERMISSION_DENIED: worker_id: draining worker "victim" needs an admin token or that worker's own token`},
+		{"gpu-1", gpuToken, "worker gpu-1 drained"},
+		{"victim", adminToken, "worker victim drained"},
+	} {
+		out, errOut, err := c.Run("worker", "drain", d.id, "--server", c.Nodes[2].GRPCAddr, "--token", d.token)
+		if !strings.Contains(out+errOut, d.want) || (err == nil) != strings.HasSuffix(d.want, "drained") {
+			t.Errorf("drain %s: %q %q %v, want %q", d.id, out, errOut, err, d.want)
+		}
+	}
+}

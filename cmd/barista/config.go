@@ -33,9 +33,10 @@ type authSection struct {
 }
 
 type tokenEntry struct {
-	Role   string `toml:"role"`
-	Tenant string `toml:"tenant"`
-	Token  string `toml:"token"`
+	Role     string `toml:"role"`
+	Tenant   string `toml:"tenant"`
+	WorkerID string `toml:"worker_id"` // worker tokens: an ID, or a prefix ending in "*"
+	Token    string `toml:"token"`
 }
 
 type httpSection struct {
@@ -57,7 +58,7 @@ func (a authSection) tokens() ([]rpc.Token, error) {
 		if err != nil {
 			return nil, fmt.Errorf("auth.tokens[%d].role: %w", i, err)
 		}
-		t := rpc.Token{Secret: e.Token, Role: role, Tenant: e.Tenant}
+		t := rpc.Token{Secret: e.Token, Role: role, Tenant: e.Tenant, Worker: e.WorkerID}
 		if err := t.Validate(); err != nil {
 			return nil, fmt.Errorf("auth.tokens[%d]: %w", i, err)
 		}

@@ -73,7 +73,8 @@ the replicated configuration when a new cluster is first configured.
 
 Authentication: bearer tokens with roles client (pinned to one tenant),
 worker and admin, from [[auth.tokens]] in --config and from $BARISTA_TOKENS
-(ROLE[:TENANT]=SECRET,...). Every member needs the same tokens. With no
+(ROLE[:SCOPE]=SECRET,...: a client token's tenant, a worker token's worker
+ID or ID prefix such as gpu-*). Every member needs the same tokens. With no
 token configured the server refuses to start unless --insecure-dev is
 given, which serves every call unauthenticated (barista dev uses it).
 

@@ -52,7 +52,12 @@ and the result is dropped. The worker follows the leader across failovers
 and resumes its job's lease on reconnect.
 
 SIGINT or SIGTERM drains the worker: it finishes its current job, takes no
-new one, and exits; a second signal kills the job and exits at once.`,
+new one, and exits; a second signal kills the job and exits at once.
+
+--token is a worker token. If the servers bind it to worker IDs
+(worker_id in [[auth.tokens]]), --id must be one of them, or the worker
+exits with PERMISSION_DENIED. While another session of the same ID is
+live, the worker is refused (ABORTED) and retries with backoff.`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &workerOpts{}
 			o.register(fs)
@@ -78,7 +83,7 @@ new one, and exits; a second signal kills the job and exits at once.`,
 		undo bool
 	}
 	register("worker drain", &command{
-		synopsis: "Stop new assignments to a worker (it finishes its current job)",
+		synopsis: "Stop new assignments to a worker (an admin's or the worker's own token)",
 		usage:    "ID [--undo]",
 		flags: func(fs *flag.FlagSet) any {
 			o := &drainOpts{}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "barista/proto"
 	"barista/sfq"
@@ -94,6 +96,7 @@ type Agent struct {
 	interval  time.Duration
 	selfKill  time.Duration
 	leader    string // address from the last Redirect
+	welcomes  uint64 // sessions that got their Welcome
 	readyAt   time.Time
 	draining  bool
 	wakeReady chan struct{}
@@ -159,46 +162,68 @@ func (a *Agent) Busy() bool {
 }
 
 // Run connects and serves until ctx ends (or, when draining, until the
-// slot is empty). On return any running job is killed.
+// slot is empty). On return any running job is killed. Every failed
+// session is retried with backoff (ABORTED too: another session of this
+// worker ID is still live), except PERMISSION_DENIED: the token may not
+// be this worker (its worker_id binding), and retrying cannot change
+// that, so Run returns the error.
 func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go a.watchdog(ctx)
 	defer a.killCurrent("agent stopping")
-	backoff := 100 * time.Millisecond
+	backoff := minBackoff
 	for i := 0; ctx.Err() == nil; i++ {
 		if a.doneDraining() {
 			return nil
 		}
 		addr := a.nextServer(i)
+		a.mu.Lock()
+		welcomes := a.welcomes
+		a.mu.Unlock()
 		err := a.session(ctx, addr)
 		a.mu.Lock()
 		a.failed = ""
 		if err != nil {
 			a.failed = addr // try another server next
 		}
+		if a.welcomes != welcomes {
+			backoff = minBackoff // the session got going: reconnect promptly
+		}
 		a.mu.Unlock()
 		if ctx.Err() != nil || a.doneDraining() {
 			return nil
 		}
+		if status.Code(err) == codes.PermissionDenied {
+			return fmt.Errorf("worker %q refused by %s: %w", a.cfg.ID, addr, err)
+		}
+		// A redirect is followed at once; failures back off, and a
+		// redirect in between does not reset the backoff (a refused
+		// worker goes follower, redirect, leader, refused again).
+		wait := backoff
 		var redirect *redirectError
 		if errors.As(err, &redirect) {
 			a.log.Info("redirected to the leader", "leader", redirect.id, "addr", redirect.addr)
-			backoff = 50 * time.Millisecond
+			wait = 50 * time.Millisecond
 		} else {
-			a.log.Warn("stream to the cluster ended; reconnecting", "server", addr, "error", err)
+			a.log.Warn("stream to the cluster ended; reconnecting", "server", addr, "error", err, "retry_in", wait)
+			backoff = min(2*backoff, maxBackoff)
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 2*time.Second)
-		if err == nil {
-			backoff = 100 * time.Millisecond
+		case <-time.After(wait):
 		}
 	}
 	return nil
 }
+
+// The agent's reconnect backoff: it doubles with every failed session
+// from minBackoff to maxBackoff, and starts over after a session that
+// got its Welcome.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 2 * time.Second
+)
 
 func (a *Agent) doneDraining() bool {
 	a.mu.Lock()
@@ -355,6 +380,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	a.interval = time.Duration(w.HeartbeatIntervalMs) * time.Millisecond
 	a.selfKill = time.Duration(w.SelfKillAfterMs) * time.Millisecond
 	a.contact = time.Now()
+	a.welcomes++
 	a.mu.Unlock()
 	a.log.Info("connected", "server", addr, "leader", w.LeaderId, "heartbeat", a.interval, "self_kill_after", a.selfKill)
 
@@ -547,7 +573,7 @@ func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
 	if err != nil {
 		a.log.Warn("job could not start", "job", as.Job, "error", err)
 		a.mu.Lock()
-		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: err.Error()}
+		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: sfq.StderrTail(err.Error())}
 		fin := j.finished
 		a.mu.Unlock()
 		if err := send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: as.Job, Attempt: as.Attempt}}}); err != nil {
@@ -591,7 +617,7 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 		outcome = pb.Outcome_OK
 	}
 	j.finished = &pb.JobFinished{Job: j.assign.Job, Attempt: j.assign.Attempt, Outcome: outcome, CpuMs: res.CPU.Milliseconds(),
-		ExitCode: int32(res.ExitCode), StderrTail: tail(res.StderrTail, sfq.MaxStderrTail)}
+		ExitCode: int32(res.ExitCode), StderrTail: sfq.StderrTail(res.StderrTail)}
 	fin := j.finished
 	a.mu.Unlock()
 	kind := "finished"
@@ -601,11 +627,4 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 	a.observe(kind, j.assign, res.CPU, strings.ToLower(outcome.String()))
 	a.log.Info("job ended", "job", fin.Job, "attempt", fin.Attempt, "outcome", outcome, "exit_code", res.ExitCode, "cpu", res.CPU)
 	return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: fin}})
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,8 @@ type Worker struct {
 	LogPath string
 	LogDir  string
 	Args    []string
+	// Token, if set, is the worker's token instead of the cluster's.
+	Token string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -49,8 +52,8 @@ func (w *Worker) Start(servers string) {
 		servers = w.c.Servers()
 	}
 	args := append([]string{"worker", "--id", w.ID, "--size", w.Size, "--server", servers, "--log-dir", w.LogDir, "--log-level", "debug"}, w.Args...)
-	if w.c.Token != "" {
-		args = append(args, "--token", w.c.Token)
+	if token := cmp.Or(w.Token, w.c.Token); token != "" {
+		args = append(args, "--token", token)
 	}
 	logf, err := os.OpenFile(w.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

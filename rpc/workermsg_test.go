@@ -1,0 +1,197 @@
+package rpc
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// TestCheckHello: every bound of a Hello, with its exact message.
+func TestCheckHello(t *testing.T) {
+	run := func(n int) []*pb.RunningJob {
+		out := make([]*pb.RunningJob, n)
+		for i := range out {
+			out[i] = &pb.RunningJob{Job: uint64(i + 1), Attempt: 1}
+		}
+		return out
+	}
+	cases := []struct {
+		name  string
+		hello *pb.Hello
+		want  string // "" = valid
+	}{
+		{"valid", &pb.Hello{WorkerId: "w1", Size: pb.Size_LG, Version: "1", Running: run(MaxHelloRunning)}, ""},
+		{"no id", &pb.Hello{Size: pb.Size_SM}, "rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id is empty"},
+		{"id with a space", &pb.Hello{WorkerId: "w 1", Size: pb.Size_SM}, `rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id "w 1" contains a space or control character`},
+		{"long id", &pb.Hello{WorkerId: strings.Repeat("w", 257), Size: pb.Size_SM}, "rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id is 257 bytes (max 256)"},
+		{"no size", &pb.Hello{WorkerId: "w1"}, "rpc error: code = InvalidArgument desc = hello.size: must be sm, md or lg (got SIZE_UNSPECIFIED)"},
+		{"bad size", &pb.Hello{WorkerId: "w1", Size: 9}, "rpc error: code = InvalidArgument desc = hello.size: must be sm, md or lg (got 9)"},
+		{"long version", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Version: strings.Repeat("v", 65)}, "rpc error: code = InvalidArgument desc = hello.version: 65 bytes, at most 64"},
+		{"many running", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: run(MaxHelloRunning + 1)}, "rpc error: code = InvalidArgument desc = hello.running: 9 jobs, at most 8 (a worker runs one job at a time)"},
+		{"running job 0", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: []*pb.RunningJob{{Attempt: 1}}}, "rpc error: code = InvalidArgument desc = hello.running[0]: hello.running.job: must not be 0"},
+		{"running attempt 0", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: []*pb.RunningJob{{Job: 1, Attempt: 1}, {Job: 2}}}, "rpc error: code = InvalidArgument desc = hello.running[1]: hello.running.attempt: must not be 0"},
+		{"running negative cpu", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: []*pb.RunningJob{{Job: 1, Attempt: 1, CpuMs: -1}}}, "rpc error: code = InvalidArgument desc = hello.running[0]: hello.running.cpu_ms: -1 is out of range 0..31536000000"},
+	}
+	for _, c := range cases {
+		size, err := checkHello(c.hello)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+		if err == nil && size != sfq.LG {
+			t.Errorf("%s: size %v", c.name, size)
+		}
+	}
+}
+
+// TestCheckMessage: what is refused (Reject, or the stream ends) and
+// what is cut, with the exact reasons.
+func TestCheckMessage(t *testing.T) {
+	fin := func(f *pb.JobFinished) *pb.WorkerMessage {
+		return &pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: f}}
+	}
+	hb := func(h *pb.JobHeartbeat) *pb.WorkerMessage {
+		return &pb.WorkerMessage{Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: h}}
+	}
+	st := func(s *pb.JobStarted) *pb.WorkerMessage {
+		return &pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: s}}
+	}
+	cases := []struct {
+		name    string
+		msg     *pb.WorkerMessage
+		refused string
+		err     string
+	}{
+		{"ready", &pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: 1 << 63}}}, "", ""},
+		{"idle heartbeat", hb(&pb.JobHeartbeat{Seq: 9, CpuMs: -5}), "", ""},
+		{"heartbeat", hb(&pb.JobHeartbeat{Job: 1, Attempt: 2, CpuMs: 3}), "", ""},
+		{"heartbeat attempt 0", hb(&pb.JobHeartbeat{Job: 1}), "heartbeat.attempt: must not be 0", ""},
+		{"heartbeat negative cpu", hb(&pb.JobHeartbeat{Job: 1, Attempt: 1, CpuMs: -1}), "heartbeat.cpu_ms: -1 is out of range 0..31536000000", ""},
+		{"heartbeat huge cpu", hb(&pb.JobHeartbeat{Job: 1, Attempt: 1, CpuMs: sfq.MaxEstCostMs + 1}), "heartbeat.cpu_ms: 31536000001 is out of range 0..31536000000", ""},
+		{"started", st(&pb.JobStarted{Job: 1, Attempt: 1}), "", ""},
+		{"started job 0", st(&pb.JobStarted{Attempt: 1}), "", "rpc error: code = InvalidArgument desc = started.job: must not be 0"},
+		{"started attempt 0", st(&pb.JobStarted{Job: 1}), "started.attempt: must not be 0", ""},
+		{"finished", fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_CANCELLED, CpuMs: sfq.MaxEstCostMs, ExitCode: -1}), "", ""},
+		{"finished job 0", fin(&pb.JobFinished{Attempt: 1, Outcome: pb.Outcome_OK}), "", "rpc error: code = InvalidArgument desc = finished.job: must not be 0"},
+		{"finished attempt 0", fin(&pb.JobFinished{Job: 1, Outcome: pb.Outcome_OK}), "finished.attempt: must not be 0", ""},
+		{"finished negative cpu", fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_OK, CpuMs: -7}), "finished.cpu_ms: -7 is out of range 0..31536000000", ""},
+		{"finished no outcome", fin(&pb.JobFinished{Job: 1, Attempt: 1}), "finished.outcome: must be ok, failed or cancelled (got OUTCOME_UNSPECIFIED)", ""},
+		{"finished bad outcome", fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: 4}), "finished.outcome: must be ok, failed or cancelled (got 4)", ""},
+		{"finished exit 256", fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_FAILED, ExitCode: 256}), "finished.exit_code: 256 is out of range -1..255", ""},
+		{"finished exit -2", fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_FAILED, ExitCode: -2}), "finished.exit_code: -2 is out of range -1..255", ""},
+		{"hello", &pb.WorkerMessage{Msg: &pb.WorkerMessage_Hello{Hello: &pb.Hello{WorkerId: "w1"}}}, "", "rpc error: code = InvalidArgument desc = hello: only the first message of a stream may be Hello"},
+		{"empty", &pb.WorkerMessage{}, "", "rpc error: code = InvalidArgument desc = empty worker message"},
+	}
+	for _, c := range cases {
+		before := proto.Clone(c.msg)
+		out, refused, err := checkMessage(c.msg)
+		gotErr := ""
+		if err != nil {
+			gotErr = err.Error()
+		}
+		if refused != c.refused || gotErr != c.err {
+			t.Errorf("%s: refused %q, error %q; want %q, %q", c.name, refused, gotErr, c.refused, c.err)
+		}
+		if err == nil && !proto.Equal(out, c.msg) {
+			t.Errorf("%s: changed to %v", c.name, out)
+		}
+		if !proto.Equal(before, c.msg) {
+			t.Errorf("%s: the input was modified", c.name)
+		}
+	}
+
+	// A long tail is cut to its last 4 KiB, at a character boundary; the
+	// input is untouched.
+	long := strings.Repeat("é", 3000) + "the end" // 6007 bytes
+	in := fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_FAILED, ExitCode: 1, StderrTail: long})
+	out, refused, err := checkMessage(in)
+	if err != nil || refused != "" {
+		t.Fatalf("long tail: %q %v", refused, err)
+	}
+	// 4096 bytes would split an "é": the cut keeps 4095.
+	if got := out.GetFinished().StderrTail; got != long[len(long)-4095:] || !utf8.ValidString(got) {
+		t.Errorf("cut tail: %d bytes %q...", len(got), got[:10])
+	}
+	if in.GetFinished().StderrTail != long {
+		t.Error("the input tail was modified")
+	}
+	cmd := finishedCommand("w1", out.GetFinished())
+	if n := proto.Size(cmd); n > sfq.MaxStderrTail+64 {
+		t.Errorf("the Finished command is %d bytes", n)
+	}
+}
+
+// FuzzWorkerMessage: checking and converting any worker message never
+// panics, and what passes is bounded: a Hello within its limits, a
+// command carrying at most 4 KiB of valid UTF-8 tail and nothing Apply
+// would refuse for its range. tail replaces a Finished's stderr tail with
+// arbitrary bytes when it is not empty (gRPC would refuse invalid UTF-8
+// before the check; the check must not rely on it).
+func FuzzWorkerMessage(f *testing.F) {
+	seeds := []*pb.WorkerMessage{
+		{Msg: &pb.WorkerMessage_Hello{Hello: &pb.Hello{WorkerId: "gpu-1", Size: pb.Size_MD, Version: "1", Running: []*pb.RunningJob{{Job: 3, Attempt: 2, CpuMs: 10, Finished: true}}}}},
+		{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: 7}}},
+		{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: 3, Attempt: 2}}},
+		{Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: &pb.JobHeartbeat{Job: 3, Attempt: 2, CpuMs: 500, Seq: 4}}},
+		{Msg: &pb.WorkerMessage_Finished{Finished: &pb.JobFinished{Job: 3, Attempt: 2, Outcome: pb.Outcome_FAILED, CpuMs: 900, ExitCode: 2, StderrTail: "Traceback...\n"}}},
+	}
+	for _, m := range seeds {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, []byte{})
+	}
+	f.Add([]byte{0x2a, 0x00}, []byte("\xff\xfe"+strings.Repeat("é", 2100)))
+	f.Fuzz(func(t *testing.T, data, tail []byte) {
+		var msg pb.WorkerMessage
+		if err := proto.Unmarshal(data, &msg); err != nil {
+			return
+		}
+		if fin := msg.GetFinished(); fin != nil && len(tail) > 0 {
+			fin.StderrTail = string(tail)
+		}
+		if h := msg.GetHello(); h != nil {
+			if _, err := checkHello(h); err == nil {
+				if len(h.Running) > MaxHelloRunning || len(h.WorkerId) > sfq.MaxNameLen || len(h.Version) > MaxHelloVersion {
+					t.Fatalf("accepted %v", h)
+				}
+			}
+		}
+		out, refused, err := checkMessage(&msg)
+		if err != nil || refused != "" {
+			return
+		}
+		var cmd *pb.Command
+		switch m := out.Msg.(type) {
+		case *pb.WorkerMessage_Started:
+			cmd = startedCommand("w1", m.Started)
+		case *pb.WorkerMessage_Finished:
+			cmd = finishedCommand("w1", m.Finished)
+			fin := cmd.GetFinished()
+			if len(fin.StderrTail) > sfq.MaxStderrTail || !utf8.ValidString(fin.StderrTail) {
+				t.Fatalf("tail of %d bytes, valid UTF-8 %v", len(fin.StderrTail), utf8.ValidString(fin.StderrTail))
+			}
+			if fin.CpuMs < 0 || fin.CpuMs > sfq.MaxEstCostMs || fin.Job == 0 || fin.Attempt == 0 {
+				t.Fatalf("accepted %v", fin)
+			}
+		default:
+			return
+		}
+		b, err := proto.Marshal(cmd)
+		if err != nil {
+			t.Fatalf("the command does not encode: %v", err)
+		}
+		if len(b) > sfq.MaxStderrTail+64 {
+			t.Fatalf("a %d-byte command", len(b))
+		}
+	})
+}
