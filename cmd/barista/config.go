@@ -41,6 +41,9 @@ type tlsSection struct {
 	Cert string `toml:"cert"`
 	Key  string `toml:"key"`
 	CA   string `toml:"ca"`
+	// ClusterName is --cluster-name: members' certificates carry
+	// server.NAME.barista.
+	ClusterName string `toml:"cluster_name"`
 }
 
 // tokens converts the [[auth.tokens]] entries, naming the bad one.
@@ -78,6 +81,8 @@ type raftSection struct {
 	SnapshotThreshold  *int64    `toml:"snapshot_threshold"`
 	SnapshotInterval   *duration `toml:"snapshot_interval"`
 	TrailingLogs       *int64    `toml:"trailing_logs"`
+	// Insecure is --insecure-raft.
+	Insecure bool `toml:"insecure"`
 }
 
 type logSection struct {
