@@ -153,14 +153,13 @@ func (f TLSFiles) GRPCServerTLS() (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12}, nil
 }
 
-const (
-	// handshakeTimeout bounds a Raft connection's TLS handshake. Members
-	// complete theirs in milliseconds.
-	handshakeTimeout = 2 * time.Second
-	// maxHandshakes bounds the handshakes in progress; a connection
-	// beyond it is closed at once.
-	maxHandshakes = 64
-)
+// maxHandshakes bounds the handshakes in progress; a connection beyond it
+// is closed at once.
+const maxHandshakes = 64
+
+// handshakeTimeout bounds a Raft connection's TLS handshake (members
+// complete theirs in milliseconds). A variable for tests.
+var handshakeTimeout = 2 * time.Second
 
 // tlsLayer is a raft.StreamLayer over mutual TLS. Handshakes run off the
 // accept loop, each in its own goroutine under a short deadline, so a
@@ -171,6 +170,7 @@ type tlsLayer struct {
 	advertise net.Addr
 	server    *tls.Config
 	client    *tls.Config
+	timeout   time.Duration // of a handshake
 
 	conns  chan net.Conn // completed handshakes
 	sem    chan struct{} // one token per handshake in progress
@@ -195,7 +195,7 @@ func NewTLSStreamLayer(bind string, server, client *tls.Config) (raft.StreamLaye
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &tlsLayer{
-		ln: ln, advertise: addr, server: server, client: client,
+		ln: ln, advertise: addr, server: server, client: client, timeout: handshakeTimeout,
 		conns: make(chan net.Conn), sem: make(chan struct{}, maxHandshakes), ctx: ctx, cancel: cancel,
 	}
 	l.wg.Add(1)
@@ -241,7 +241,7 @@ func (l *tlsLayer) handshake(c net.Conn) {
 	defer l.wg.Done()
 	defer func() { <-l.sem }()
 	tc := tls.Server(c, l.server)
-	ctx, cancel := context.WithTimeout(l.ctx, handshakeTimeout)
+	ctx, cancel := context.WithTimeout(l.ctx, l.timeout)
 	err := tc.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
