@@ -94,6 +94,9 @@ var (
 	// flight; it may or may not have been committed. Retrying is safe:
 	// every command is idempotent or fenced.
 	ErrMaybeCommitted = errors.New("leadership lost; the command may or may not have been applied")
+	// ErrNotMember: a joining node's Raft address did not answer as a
+	// member (over TLS: its certificate lacks the member name).
+	ErrNotMember = errors.New("cannot speak Raft with the joining node")
 )
 
 // LeaderLoop is a function that runs only while this node leads. It must
@@ -457,9 +460,21 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, grpcAddr, httpAddr string
 	}
 	present := false
 	for _, s := range cf.Configuration().Servers {
+		if string(s.ID) == id && string(s.Address) == raftAddr && s.Suffrage == raft.Voter {
+			present = true
+		}
+	}
+	if !present {
+		// Before the configuration changes (a stale entry of the same ID
+		// is removed below): a voter this leader cannot speak Raft with
+		// only costs the quorum.
+		if err := n.checkMember(raftAddr); err != nil {
+			return err
+		}
+	}
+	for _, s := range cf.Configuration().Servers {
 		switch {
 		case string(s.ID) == id && string(s.Address) == raftAddr && s.Suffrage == raft.Voter:
-			present = true
 		case string(s.ID) == id || string(s.Address) == raftAddr:
 			if err := n.raft.RemoveServer(s.ID, 0, 30*time.Second).Error(); err != nil {
 				return fmt.Errorf("removing stale entry %s@%s: %w", s.ID, s.Address, err)
@@ -480,6 +495,20 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, grpcAddr, httpAddr string
 		return res[0].Err()
 	}
 	return nil
+}
+
+// checkMember dials a joining node's Raft address through the stream
+// layer: over TLS the handshake proves that its certificate carries the
+// member name. Without TLS there is nothing to prove.
+func (n *Node) checkMember(raftAddr string) error {
+	if n.cfg.StreamLayer == nil {
+		return nil
+	}
+	c, err := n.cfg.StreamLayer.Dial(raft.ServerAddress(raftAddr), 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrNotMember, raftAddr, err)
+	}
+	return c.Close()
 }
 
 // RemovePeer removes a server from the configuration and its member

@@ -142,6 +142,8 @@ func proposeErr(err error) error {
 		return st.Err()
 	case errors.Is(err, raftnode.ErrMaybeCommitted):
 		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, raftnode.ErrNotMember):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	if _, ok := status.FromError(err); ok {
 		return err

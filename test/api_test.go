@@ -635,7 +635,7 @@ func TestWatchAcrossLeaderKill(t *testing.T) {
 func TestTLSCluster(t *testing.T) {
 	dir, other := t.TempDir(), t.TempDir()
 	c := cluster.New(t)
-	if _, errOut, err := c.Run("tls", "init", "--dir", dir, "--names", "n1,n2,n3,client"); err != nil {
+	if _, errOut, err := c.Run("tls", "init", "--dir", dir, "--names", "n1,n2,n3", "--clients", "client"); err != nil {
 		t.Fatalf("tls init: %v %s", err, errOut)
 	}
 	if _, errOut, err := c.Run("tls", "init", "--dir", other, "--names", "n4"); err != nil {

@@ -48,6 +48,9 @@ type tlsSection struct {
 	Cert string `toml:"cert"`
 	Key  string `toml:"key"`
 	CA   string `toml:"ca"`
+	// ClusterName is --cluster-name: members' certificates carry
+	// server.NAME.barista.
+	ClusterName string `toml:"cluster_name"`
 }
 
 // tokens converts the [[auth.tokens]] entries, naming the bad one.
@@ -87,6 +90,8 @@ type raftSection struct {
 	TrailingLogs       *int64    `toml:"trailing_logs"`
 	ReadyMaxLagEntries *int64    `toml:"ready_max_lag_entries"`
 	ReadyMaxLag        *duration `toml:"ready_max_lag"`
+	// Insecure is --insecure-raft.
+	Insecure bool `toml:"insecure"`
 }
 
 type logSection struct {

@@ -47,6 +47,7 @@ type serverOpts struct {
 	unsafeDebug bool
 	clockOffset time.Duration
 	insecureDev bool
+	plainRaft   bool
 	pprof       bool
 	insecureWeb bool
 	metricsAuth bool
@@ -79,8 +80,15 @@ token configured the server refuses to start unless --insecure-dev is
 given, which serves every call unauthenticated (barista dev uses it).
 
 TLS: --tls-cert, --tls-key and --tls-ca serve gRPC over TLS and run Raft
-over mutual TLS (a member whose certificate another CA signed cannot
-connect). "barista tls init" makes a local CA and certificates.
+over mutual TLS. Only a certificate of that CA that carries the member name
+server.CLUSTER.barista (--cluster-name, default "default") may speak Raft
+or join; "barista tls init --names" issues such node certificates, and
+"--clients" issues client certificates that cannot.
+
+Anyone who reaches a Raft port without TLS can rewrite the replicated log.
+The server refuses to start with a --raft-addr that is not a loopback
+address and no TLS, unless --insecure-raft is given (then it warns at
+start and every hour). See "Threat model" in docs/operations.md.
 
 SIGINT or SIGTERM shuts the node down cleanly: a leader hands leadership
 over first, and the applied index and state hash are recorded in the data
@@ -115,6 +123,8 @@ directory (see barista replay --data-dir).`,
 			fs.StringVar(&o.tls.Cert, "tls-cert", "", "PEM certificate `FILE` for gRPC and Raft TLS")
 			fs.StringVar(&o.tls.Key, "tls-key", "", "PEM private key `FILE` of --tls-cert")
 			fs.StringVar(&o.tls.CA, "tls-ca", "", "PEM `FILE` of the CA that signed every member's certificate")
+			fs.StringVar(&o.tls.Cluster, "cluster-name", raftnode.DefaultClusterName, "cluster `NAME`: members' certificates carry server.NAME.barista")
+			fs.BoolVar(&o.plainRaft, "insecure-raft", false, "allow a non-loopback --raft-addr without TLS (anyone who reaches it can rewrite the log)")
 			return o
 		},
 		run: runServer,
@@ -202,6 +212,10 @@ func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
 		pick("tls-cert", &o.tls.Cert, fc.TLS.Cert)
 		pick("tls-key", &o.tls.Key, fc.TLS.Key)
 		pick("tls-ca", &o.tls.CA, fc.TLS.CA)
+		pick("cluster-name", &o.tls.Cluster, fc.TLS.ClusterName)
+		if !set["insecure-raft"] {
+			o.plainRaft = fc.Raft.Insecure
+		}
 	}
 	if env := os.Getenv("BARISTA_TOKENS"); env != "" {
 		more, err := rpc.ParseTokens(env)
@@ -249,6 +263,9 @@ func runServer(env *cmdEnv, o any, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRaftSecurity(cfg.RaftAddr, opts.tls, opts.plainRaft); err != nil {
+		return err
+	}
 	log := newLogger(opts.logLevel, opts.logJSON)
 	cfg.Logger = log
 	auth, err := rpc.NewAuth(opts.tokens, opts.insecureDev)
@@ -258,10 +275,9 @@ func runServer(env *cmdEnv, o any, args []string) error {
 	if auth.Open() {
 		log.Warn("--insecure-dev: no tokens configured; every call is served without authentication")
 	}
-	if err := checkHTTPExposure(cfg.HTTPAddr, !auth.Open(), opts.tls.Enabled(), opts.insecureWeb); err != nil {
+	if exposed, err := checkHTTPExposure(cfg.HTTPAddr, !auth.Open(), opts.tls.Enabled(), opts.insecureWeb); err != nil {
 		return err
-	}
-	if opts.insecureWeb && !auth.Open() && !opts.tls.Enabled() && !isLoopback(cfg.HTTPAddr) {
+	} else if exposed {
 		log.Warn("--insecure-http: the web console and HTTP API take tokens over plain HTTP on a non-loopback address", "http_addr", cfg.HTTPAddr)
 	}
 	if opts.unsafeDebug {
@@ -322,6 +338,9 @@ func runServer(env *cmdEnv, o any, args []string) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if opts.plainRaft {
+		warnInsecureRaft(ctx, log, cfg.RaftAddr, opts.tls, time.Hour)
+	}
 	if len(join) > 0 {
 		go joinLoop(ctx, log, cfg, join, auth.AdminToken(), peerTLS)
 	}

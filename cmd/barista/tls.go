@@ -15,33 +15,49 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"barista/raftnode"
 )
 
 type tlsInitOpts struct {
-	dir   string
-	names string
-	hosts string
-	days  int
-	ca    string
+	dir     string
+	names   string
+	clients string
+	cluster string
+	hosts   string
+	days    int
+	ca      string
 }
 
 func init() {
 	register("tls init", &command{
 		synopsis: "Create a local CA and certificates for nodes and clients",
-		usage:    "--dir DIR [--names n1,n2,n3,client] [--hosts 127.0.0.1,localhost]",
-		help: `Writes DIR/ca.pem and DIR/ca-key.pem (a new ECDSA P-256 CA), then for
-each name DIR/NAME.pem and DIR/NAME-key.pem, signed by that CA, valid for
-the hosts given (IP addresses and DNS names) and usable both as a server
-and as a client certificate (nodes use mutual TLS with each other). With
---ca DIR2 it signs with the existing CA in DIR2 instead of creating one.
+		usage:    "--dir DIR [--names n1,n2,n3] [--clients client] [--cluster-name NAME] [--hosts 127.0.0.1,localhost]",
+		help: `Writes DIR/ca.pem and DIR/ca-key.pem (a new ECDSA P-256 CA), then a
+certificate DIR/NAME.pem and its key DIR/NAME-key.pem for each name, signed
+by that CA. With --ca DIR2 it signs with the existing CA in DIR2 instead of
+creating one.
+
+--names issues node certificates: valid for the hosts given (IP addresses
+and DNS names), usable as server and client certificates, and carrying the
+member name server.CLUSTER.barista (--cluster-name, default "default").
+Only a certificate with that name may speak Raft or join; give every
+server of the cluster the same --cluster-name.
+
+--clients issues client certificates (for barista commands and workers
+that present one): client usage only, no member name, no hosts. They can
+never act as a node.
 
 Start a server with --tls-cert DIR/n1.pem --tls-key DIR/n1-key.pem
---tls-ca DIR/ca.pem; clients pass --tls-ca DIR/ca.pem.`,
+--tls-ca DIR/ca.pem; clients pass --tls-ca DIR/ca.pem (and may present
+--tls-cert DIR/client.pem --tls-key DIR/client-key.pem).`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &tlsInitOpts{}
 			fs.StringVar(&o.dir, "dir", "", "output `DIR`")
-			fs.StringVar(&o.names, "names", "n1,n2,n3,client", "comma-separated certificate `NAMES`")
-			fs.StringVar(&o.hosts, "hosts", "127.0.0.1,::1,localhost", "comma-separated `HOSTS` the certificates are valid for")
+			fs.StringVar(&o.names, "names", "n1,n2,n3", "comma-separated `NAMES` of node certificates")
+			fs.StringVar(&o.clients, "clients", "client", "comma-separated `NAMES` of client certificates")
+			fs.StringVar(&o.cluster, "cluster-name", raftnode.DefaultClusterName, "cluster `NAME` in the nodes' member name server.NAME.barista")
+			fs.StringVar(&o.hosts, "hosts", "127.0.0.1,::1,localhost", "comma-separated `HOSTS` the node certificates are valid for")
 			fs.IntVar(&o.days, "days", 825, "validity in `DAYS`")
 			fs.StringVar(&o.ca, "ca", "", "sign with the CA in this `DIR` (ca.pem, ca-key.pem) instead of a new one")
 			return o
@@ -50,17 +66,70 @@ Start a server with --tls-cert DIR/n1.pem --tls-key DIR/n1-key.pem
 	})
 }
 
+// certNames splits a --names or --clients list, checking that each name
+// makes a plain file name.
+func certNames(flagName, list string) ([]string, error) {
+	var out []string
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		ok := len(name) <= 64 && name[0] != '.' && name[0] != '-'
+		for _, r := range name {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+				ok = false
+			}
+		}
+		if !ok {
+			return nil, usageError("--%s: %q is not a certificate name (want up to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-')", flagName, name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
 func runTLSInit(env *cmdEnv, o any, args []string) error {
 	opts := o.(*tlsInitOpts)
+	if len(args) > 0 {
+		return usageError("unexpected argument %q", args[0])
+	}
 	if opts.dir == "" {
 		return usageError("tls init needs --dir")
+	}
+	if err := raftnode.ValidateClusterName(opts.cluster); err != nil {
+		return usageError("--cluster-name: %v", err)
+	}
+	nodes, err := certNames("names", opts.names)
+	if err != nil {
+		return err
+	}
+	clients, err := certNames("clients", opts.clients)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if n == "client" || n == "worker" {
+			// The command line of earlier versions listed the client
+			// among the nodes; it would now make a member certificate.
+			return usageError("--names %s: --names issues node certificates, which may speak Raft; give client and worker certificates with --clients", n)
+		}
+		seen[n] = true
+	}
+	for _, n := range clients {
+		if seen[n] {
+			return usageError("%q is in both --names and --clients", n)
+		}
+		seen[n] = true
+	}
+	if len(seen) == 0 {
+		return usageError("tls init needs at least one name in --names or --clients")
 	}
 	if err := os.MkdirAll(opts.dir, 0o755); err != nil {
 		return err
 	}
 	var caCert *x509.Certificate
 	var caKey *ecdsa.PrivateKey
-	var err error
 	if opts.ca != "" {
 		caCert, caKey, err = loadCA(opts.ca)
 	} else {
@@ -81,41 +150,57 @@ func runTLSInit(env *cmdEnv, o any, args []string) error {
 			dns = append(dns, h)
 		}
 	}
-	for _, name := range strings.Split(opts.names, ",") {
-		if name = strings.TrimSpace(name); name == "" {
-			continue
-		}
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
+	member := raftnode.MemberName(opts.cluster)
+	for _, name := range nodes {
+		tmpl := certTemplate(name, opts.days)
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+		tmpl.IPAddresses = ips
+		tmpl.DNSNames = append([]string{name, member}, dns...)
+		if err := issueCert(opts.dir, name, tmpl, caCert, caKey); err != nil {
 			return err
 		}
-		tmpl := &x509.Certificate{
-			SerialNumber: serial(),
-			Subject:      pkix.Name{CommonName: name, Organization: []string{"barista"}},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().AddDate(0, 0, opts.days),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			IPAddresses:  ips,
-			DNSNames:     append([]string{name}, dns...),
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
+		fmt.Fprintf(env.stdout, "wrote %s (node, member name %s)\n", filepath.Join(opts.dir, name+".pem"), member)
+	}
+	for _, name := range clients {
+		tmpl := certTemplate(name, opts.days)
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+		if err := issueCert(opts.dir, name, tmpl, caCert, caKey); err != nil {
 			return err
 		}
-		if err := writePEM(filepath.Join(opts.dir, name+".pem"), "CERTIFICATE", der, 0o644); err != nil {
-			return err
-		}
-		kb, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			return err
-		}
-		if err := writePEM(filepath.Join(opts.dir, name+"-key.pem"), "EC PRIVATE KEY", kb, 0o600); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "wrote %s\n", filepath.Join(opts.dir, name+".pem"))
+		fmt.Fprintf(env.stdout, "wrote %s (client)\n", filepath.Join(opts.dir, name+".pem"))
 	}
 	return nil
+}
+
+func certTemplate(name string, days int) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: name, Organization: []string{"barista"}},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(0, 0, days),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+	}
+}
+
+// issueCert signs tmpl with a new key and writes DIR/NAME.pem and
+// DIR/NAME-key.pem.
+func issueCert(dir, name string, tmpl, caCert *x509.Certificate, caKey *ecdsa.PrivateKey) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	if err := writePEM(filepath.Join(dir, name+".pem"), "CERTIFICATE", der, 0o644); err != nil {
+		return err
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	return writePEM(filepath.Join(dir, name+"-key.pem"), "EC PRIVATE KEY", kb, 0o600)
 }
 
 func serial() *big.Int {

@@ -136,6 +136,8 @@ func Start(t testing.TB, cfg Config) *Run {
 			return a
 		}
 		r.c.Wrap = n.Exec
+		// Raft without TLS on the namespaces' private addresses.
+		r.c.Args = append(r.c.Args, "--insecure-raft")
 	}
 	for i := 1; i <= cfg.Nodes; i++ {
 		node := r.c.Add(fmt.Sprintf("n%d", i))

@@ -175,6 +175,8 @@ type Cluster struct {
 	Args []string
 	// Token, if set, is sent by every connection the harness makes.
 	Token string
+	// TLS, if set, is used by every gRPC connection the harness makes.
+	TLS *tls.Config
 	// Host, if set, gives the address a node (by ID) listens on, with
 	// ports 7000 (Raft), 7001 (gRPC) and 7002 (HTTP), instead of
 	// 127.0.0.1 and free ports; Wrap, if set, is a command prefix that
@@ -436,7 +438,11 @@ func (n *Node) Conn() *grpc.ClientConn {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cc == nil {
-		opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+		creds := insecure.NewCredentials()
+		if n.c.TLS != nil {
+			creds = credentials.NewTLS(n.c.TLS)
+		}
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
 		if n.c.Token != "" {
 			opts = append(opts, grpc.WithPerRPCCredentials(tokenCreds(n.c.Token)))
 		}
