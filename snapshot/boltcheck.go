@@ -74,7 +74,7 @@ func (v *boltVerifier) run() (LogInfo, error) {
 	v.mark(1)
 	// The root bucket: its leaves hold the buckets conf and logs.
 	var logs, conf bool
-	err = v.tree(m.root, 0, nil, func(k, val []byte, flags uint32) error {
+	err = v.tree(m.root, 0, nil, nil, nil, func(k, val []byte, flags uint32) error {
 		if flags&boltBucketLeafFlag == 0 {
 			return fmt.Errorf("a key %q outside any bucket", k)
 		}
@@ -204,8 +204,10 @@ func (v *boltVerifier) page(id uint64) ([]byte, error) {
 }
 
 // tree walks the B+tree rooted at page id (or the inline page, when id is
-// 0), calling leaf for every leaf element in key order.
-func (v *boltVerifier) tree(id uint64, depth int, inline []byte, leaf func(k, val []byte, flags uint32) error) error {
+// 0), calling leaf for every leaf element in key order. Every key lies in
+// [lo, hi) (nil: unbounded), the range bbolt's search leads to that page
+// from its parent's keys: a key outside it is one bbolt would not find.
+func (v *boltVerifier) tree(id uint64, depth int, inline []byte, lo, hi []byte, leaf func(k, val []byte, flags uint32) error) error {
 	if depth > boltMaxDepth {
 		return fmt.Errorf("the tree at page %d is deeper than %d", id, boltMaxDepth)
 	}
@@ -221,48 +223,58 @@ func (v *boltVerifier) tree(id uint64, depth int, inline []byte, leaf func(k, va
 	}
 	le := binary.LittleEndian
 	flags, count := le.Uint16(p[8:]), int(le.Uint16(p[10:]))
-	if boltPageHeader+count*boltElement > len(p) {
+	// bbolt takes any page without the leaf flag for a branch.
+	isBranch, isLeaf := flags&boltBranchFlag != 0, flags&boltLeafFlag != 0
+	switch {
+	case isBranch == isLeaf || flags&^(boltBranchFlag|boltLeafFlag) != 0:
+		return fmt.Errorf("page %d has type %#x where a tree page belongs", id, flags)
+	case isBranch && inline != nil:
+		return errors.New("an inline bucket holds a branch page")
+	case isBranch && count == 0:
+		return fmt.Errorf("page %d is an empty branch", id)
+	case boltPageHeader+count*boltElement > len(p):
 		return fmt.Errorf("page %d: %d elements do not fit", id, count)
 	}
-	var prev []byte
+	keys := make([][]byte, count)
 	for i := range count {
-		e := boltPageHeader + i*boltElement
-		var k, val []byte
-		var eflags uint32
-		var child uint64
+		e := uint64(boltPageHeader + i*boltElement)
+		var pos, ksize, vsize uint64
+		if isBranch {
+			pos, ksize = uint64(le.Uint32(p[e:])), uint64(le.Uint32(p[e+4:]))
+		} else {
+			pos, ksize, vsize = uint64(le.Uint32(p[e+4:])), uint64(le.Uint32(p[e+8:])), uint64(le.Uint32(p[e+12:]))
+		}
+		if e+pos+ksize+vsize > uint64(len(p)) {
+			return fmt.Errorf("page %d: element %d lies outside it", id, i)
+		}
+		k := p[e+pos : e+pos+ksize]
 		switch {
-		case flags&boltBranchFlag != 0 && inline == nil:
-			pos, ksize := uint64(le.Uint32(p[e:])), uint64(le.Uint32(p[e+4:]))
-			child = le.Uint64(p[e+8:])
-			if uint64(e)+pos+ksize > uint64(len(p)) {
-				return fmt.Errorf("page %d: element %d lies outside it", id, i)
-			}
-			k = p[uint64(e)+pos : uint64(e)+pos+ksize]
-		case flags&boltLeafFlag != 0:
-			eflags = le.Uint32(p[e:])
-			pos, ksize, vsize := uint64(le.Uint32(p[e+4:])), uint64(le.Uint32(p[e+8:])), uint64(le.Uint32(p[e+12:]))
-			if uint64(e)+pos+ksize+vsize > uint64(len(p)) {
-				return fmt.Errorf("page %d: element %d lies outside it", id, i)
-			}
-			k = p[uint64(e)+pos : uint64(e)+pos+ksize]
-			val = p[uint64(e)+pos+ksize : uint64(e)+pos+ksize+vsize]
-		default:
-			return fmt.Errorf("page %d has type %#x where a tree page belongs", id, flags)
-		}
-		if len(k) == 0 {
+		case len(k) == 0:
 			return fmt.Errorf("page %d: element %d has an empty key", id, i)
-		}
-		if prev != nil && bytes.Compare(prev, k) >= 0 {
+		case i > 0 && bytes.Compare(keys[i-1], k) >= 0:
 			return fmt.Errorf("page %d: keys out of order", id)
+		case hi != nil && bytes.Compare(k, hi) >= 0, !isBranch && lo != nil && bytes.Compare(k, lo) < 0:
+			return fmt.Errorf("page %d: key %x is outside the range its parent leads to", id, k)
 		}
-		prev = k
-		if flags&boltBranchFlag != 0 {
-			if err := v.tree(child, depth+1, nil, leaf); err != nil {
+		keys[i] = k
+	}
+	for i := range count {
+		e := uint64(boltPageHeader + i*boltElement)
+		if isBranch {
+			clo, chi := keys[i], hi
+			if i == 0 {
+				clo = lo // bbolt's search sends keys below the first to the first child
+			}
+			if i+1 < count {
+				chi = keys[i+1]
+			}
+			if err := v.tree(le.Uint64(p[e+8:]), depth+1, nil, clo, chi, leaf); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := leaf(k, val, eflags); err != nil {
+		pos, ksize, vsize := uint64(le.Uint32(p[e+4:])), uint64(le.Uint32(p[e+8:])), uint64(le.Uint32(p[e+12:]))
+		if err := leaf(keys[i], p[e+pos+ksize:e+pos+ksize+vsize], le.Uint32(p[e:])); err != nil {
 			return fmt.Errorf("page %d: %w", id, err)
 		}
 	}
@@ -280,11 +292,15 @@ func (v *boltVerifier) bucket(name, val []byte) error {
 		inline = val[16:]
 	}
 	v.logs = string(name) == string(logsBucket)
-	return v.tree(root, 1, inline, func(k, val []byte, flags uint32) error {
+	return v.tree(root, 1, inline, nil, nil, func(k, val []byte, flags uint32) error {
 		if flags&boltBucketLeafFlag != 0 {
 			return fmt.Errorf("a bucket %q inside %q", k, name)
 		}
 		if !v.logs {
+			// Raft's uint64 keys: raft-boltdb panics on a short value.
+			if (string(k) == "CurrentTerm" || string(k) == "LastVoteTerm") && len(val) != 8 {
+				return fmt.Errorf("%s is %d bytes, not 8", k, len(val))
+			}
 			return nil
 		}
 		if len(k) != 8 {
