@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-proc lint bench chaos proto run clean
+.PHONY: help build test test-unit test-fuzz test-proc lint bench chaos fuzz proto run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -15,7 +15,7 @@ help: ## list the targets
 build: ## build bin/barista
 	$(GO) build -o bin/barista ./cmd/barista
 
-test: test-unit test-proc ## run the test suite (the README's test command)
+test: test-unit test-fuzz test-proc ## run the test suite (the README's test command)
 
 test-unit:
 	$(GO) test -count=1 -timeout 10m $(UNIT_PKGS)
@@ -39,6 +39,17 @@ CHAOS_NODES ?= 3
 chaos: build ## long chaos run: faults under load, then the invariant checker (CHAOS_SEED, CHAOS_DURATION=20m, CHAOS_NODES=3|5)
 	CHAOS_SEED=$(CHAOS_SEED) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_NODES=$(CHAOS_NODES) \
 		$(GO) test -count=1 -timeout 0 -run '^TestChaos$$' -v ./test/chaos/ 2>&1 | grep -v '^\s*20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T' ; exit $${PIPESTATUS[0]}
+
+# Every Fuzz* function of the module (scripts/fuzz.sh finds them). make test
+# runs their committed seeds (testdata/fuzz) and each for FUZZ_SHORT;
+# make fuzz explores for FUZZTIME each.
+FUZZTIME ?= 2m
+FUZZ_SHORT ?= 3s
+fuzz: ## run every fuzz target for FUZZTIME each (default 2m); a failing input lands in the package's testdata/fuzz
+	scripts/fuzz.sh $(FUZZTIME)
+
+test-fuzz:
+	scripts/fuzz.sh $(FUZZ_SHORT)
 
 proto: ## regenerate the protobuf Go code (needs protoc: apt-get install protobuf-compiler)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }

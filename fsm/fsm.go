@@ -8,8 +8,8 @@
 // byte-identical state and reports the same Hash. Time comes from the
 // leader's stamp on each entry: the FSM clock is max(previous, stamp).
 //
-// An entry that cannot be decoded, or carries an unknown version, latches
-// a fatal state: no command is applied after it, snapshots fail from then
+// An entry that cannot be decoded, carries an unknown version, or makes
+// Apply panic (a defect) latches a fatal state: no command is applied after it, snapshots fail from then
 // on (so the entry is never compacted away), and Fatal reports it so the
 // node can stop loudly.
 package fsm
@@ -115,6 +115,10 @@ func (e *FatalError) Unwrap() error { return e.Err }
 // not understand.
 var ErrUnknownVersion = errors.New("unknown command version")
 
+// ErrApplyPanic marks an entry whose Apply panicked: a defect, latched
+// like an undecodable entry rather than crashing the node mid-entry.
+var ErrApplyPanic = errors.New("applying the entry panicked")
+
 // Fatal returns a channel closed when a fatal entry is applied.
 func (f *FSM) Fatal() <-chan struct{} { return f.fatalCh }
 
@@ -173,7 +177,10 @@ func (f *FSM) applyLog(l *raft.Log) any {
 		close(f.fatalCh)
 		return f.fatal
 	}
-	return f.applyEnvelope(l.Index, env)
+	if res := f.applyEnvelope(l.Index, env); f.fatal == nil {
+		return res
+	}
+	return f.fatal
 }
 
 // ApplyEnvelope applies a decoded envelope as the entry at index, without
@@ -189,17 +196,32 @@ func (f *FSM) ApplyEnvelope(index uint64, env *pb.Envelope) ([]Result, error) {
 		close(f.fatalCh)
 		return nil, f.fatal
 	}
-	return f.applyEnvelope(index, env), nil
+	res := f.applyEnvelope(index, env)
+	if f.fatal != nil {
+		return nil, f.fatal
+	}
+	return res, nil
 }
 
-func (f *FSM) applyEnvelope(index uint64, env *pb.Envelope) []Result {
+// applyEnvelope applies a decoded entry; callers hold the write lock. A
+// panic inside it latches the fatal state (every node applying the entry
+// panics alike): the partly applied entry is never snapshotted, and the
+// node stops naming the entry.
+func (f *FSM) applyEnvelope(index uint64, env *pb.Envelope) (results []Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.fatal = &FatalError{Index: index, Err: fmt.Errorf("%w: %v", ErrApplyPanic, r)}
+			close(f.fatalCh)
+			results = nil
+		}
+	}()
 	if sfq.Time(env.StampMs) > f.clock {
 		f.clock = sfq.Time(env.StampMs)
 	}
 	f.lastIndex = index
 	f.lastWall = env.WallMs
 	f.hashValid = false
-	results := make([]Result, len(env.Commands))
+	results = make([]Result, len(env.Commands))
 	for i, c := range env.Commands {
 		results[i] = f.applyCommand(c)
 	}

@@ -166,6 +166,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		f.workers[w.ID] = w
 	}
 	f.nextKey = d.Uvarint()
+	if f.nextKey > sfq.MaxID {
+		d.Fail("next idempotency key seq %d is past %d", f.nextKey, uint64(sfq.MaxID))
+	}
 	nk := d.Uvarint()
 	for i := uint64(0); i < nk && d.Err() == nil; i++ {
 		k := keyEntry{Seq: d.Uvarint(), Tenant: d.Uint32(), Key: d.String(), Job: sfq.JobID(d.Uvarint()), Expires: sfq.Time(d.Varint())}
@@ -182,6 +185,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		f.keyIndex[keyRef{k.Tenant, k.Key}] = k.Seq
 	}
 	f.nextEvent = d.Uvarint()
+	if f.nextEvent > sfq.MaxID {
+		d.Fail("next event seq %d is past %d", f.nextEvent, uint64(sfq.MaxID))
+	}
 	ne := d.Uvarint()
 	for i := uint64(0); i < ne && d.Err() == nil; i++ {
 		seq, ev := decodeEvent(d)

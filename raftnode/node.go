@@ -12,14 +12,11 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	bolt "go.etcd.io/bbolt"
 
 	"barista/fsm"
 	pb "barista/proto"
@@ -139,7 +136,9 @@ type leadership struct {
 }
 
 // New opens (or creates) the node's data directory and starts Raft. It
-// refuses to start if the newest snapshot is unusable.
+// refuses to start if the newest snapshot is unusable, or if the log store
+// is damaged or does not hold everything the node applied since that
+// snapshot (a *RefusedError).
 func New(cfg Config) (*Node, error) {
 	if cfg.ID == "" || cfg.DataDir == "" || cfg.RaftAddr == "" {
 		return nil, errors.New("raftnode: ID, DataDir and RaftAddr are required")
@@ -164,12 +163,8 @@ func New(cfg Config) (*Node, error) {
 		n.FSM.Adopt(restored)
 		n.log.Info("restored state from snapshot", "id", meta.ID, "index", meta.Index)
 	}
-	path := filepath.Join(cfg.DataDir, snapshot.LogFile)
-	bs, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bolt.Options{Timeout: 2 * time.Second}})
+	bs, err := n.openLog(meta)
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("%s: %w", path, snapshot.ErrInUse)
-		}
 		return nil, err
 	}
 	n.store = &watchedStore{BoltStore: bs}
@@ -201,9 +196,9 @@ func New(cfg Config) (*Node, error) {
 	}
 	trans := &observedTransport{serialTransport: serialTransport{n.trans}, rpcs: make(chan raft.RPC)}
 	n.obs = trans
-	if n.raft, err = raft.NewRaft(rc, &machine{FSM: n.FSM, node: n}, n.store, n.store, n.snaps, trans); err != nil {
+	if n.raft, err = newRaft(rc, &machine{FSM: n.FSM, node: n}, n.store, n.snaps, trans); err != nil {
 		n.closeStores()
-		return nil, err
+		return nil, &RefusedError{NodeID: cfg.ID, DataDir: cfg.DataDir, Err: err}
 	}
 	if cfg.Bootstrap && !hasState {
 		boot := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: n.trans.LocalAddr()}}}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Encoder writes the canonical binary encoding of barista's state: unsigned
@@ -177,12 +178,29 @@ func (d *Decoder) String() string {
 	if n == 0 {
 		return ""
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(d.r, b); err != nil {
-		d.fail(err)
-		return ""
+	// Allocate as the bytes arrive, not as the prefix claims: a damaged
+	// prefix must not cost 64 MiB.
+	const chunk = 64 << 10
+	if n <= chunk {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(d.r, b); err != nil {
+			d.fail(err)
+			return ""
+		}
+		return string(b)
 	}
-	return string(b)
+	var sb strings.Builder
+	var buf [chunk]byte
+	for rest := n; rest > 0; {
+		m, err := io.ReadFull(d.r, buf[:min(rest, chunk)])
+		sb.Write(buf[:m])
+		if err != nil {
+			d.fail(err)
+			return ""
+		}
+		rest -= uint64(m)
+	}
+	return sb.String()
 }
 
 // Uint32 reads an unsigned varint that must fit in 32 bits.
@@ -214,3 +232,10 @@ func (d *Decoder) Enum(what string, limit byte) byte {
 	}
 	return b
 }
+
+// MaxID bounds every dense ID a decoded state may hold (job IDs, and the
+// state machine's event and key sequence numbers): their tables are
+// sized by their highest ID, so a decoder must not trust a larger one.
+// At 2^40 (about 10^12 jobs) a live node's job table would already need
+// a 32 GiB directory; no cluster gets near it.
+const MaxID = 1 << 40

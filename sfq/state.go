@@ -265,6 +265,9 @@ func Decode(d *Decoder) (*Scheduler, error) {
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
+	if nextJob > MaxID {
+		return nil, fmt.Errorf("%w: next job ID %d is past %d", ErrCorrupt, nextJob, uint64(MaxID))
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}

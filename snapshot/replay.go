@@ -12,8 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"barista/fsm"
@@ -133,22 +131,16 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (Repla
 	if _, err := os.Stat(logPath); err != nil {
 		return res, fmt.Errorf("no Raft log at %s: %w", logPath, err)
 	}
-	db, err := raftboltdb.New(raftboltdb.Options{Path: logPath, BoltOptions: &bolt.Options{ReadOnly: true, Timeout: 2 * time.Second}})
+	db, err := OpenLog(logPath, true)
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return res, fmt.Errorf("%s: %w", logPath, ErrInUse)
-		}
 		return res, err
 	}
 	defer db.Close()
-	first, err := db.FirstIndex()
+	info, err := VerifyLogFile(logPath)
 	if err != nil {
 		return res, err
 	}
-	last, err := db.LastIndex()
-	if err != nil {
-		return res, err
-	}
+	first, last := info.First, info.Last
 	res.LastLogIndex = last
 	if audit != nil && first > 1 {
 		return res, fmt.Errorf("the log starts at index %d (compacted): an audit needs the whole log, kept by a --trailing-logs above the number of entries", first)
@@ -173,8 +165,8 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (Repla
 	res.Index = res.SnapshotAt
 	for i := res.SnapshotAt + 1; i <= target; i++ {
 		var l raft.Log
-		if err := db.GetLog(i, &l); err != nil {
-			return res, fmt.Errorf("log entry %d: %w", i, err)
+		if err := readLog(db, logPath, i, &l); err != nil {
+			return res, err
 		}
 		if l.Type == raft.LogCommand && audit != nil {
 			if err := audit.entry(f, &l); err != nil {

@@ -20,8 +20,9 @@ type UnusableError struct {
 }
 
 func (e *UnusableError) Error() string {
-	return fmt.Sprintf("snapshot %s is unusable: %v. The node refuses to start rather than fall back to an older snapshot; "+
-		"move that directory aside to start from the previous snapshot, or remove the node and let it catch up from the cluster (docs/operations.md)", e.Path, e.Err)
+	return fmt.Sprintf("snapshot %s is unusable: %v. The node refuses to start rather than fall back to an older snapshot by itself: "+
+		"move that snapshot's directory out of snapshots/ to start from the previous one (the node checks that its log still reaches back to it), "+
+		"or rebuild the node from the cluster (docs/operations.md, \"A corrupt snapshot stops the node\")", e.Path, e.Err)
 }
 
 func (e *UnusableError) Unwrap() error { return e.Err }

@@ -475,9 +475,11 @@ func TestSkewedLeaderClock(t *testing.T) {
 
 // TestCorruptSnapshotRefused flips one byte of a node's newest snapshot:
 // the node refuses to start and names the file; it never falls back to an
-// older snapshot.
+// older snapshot. Then the guide's "use the previous snapshot": with the
+// corrupt one moved aside, the node starts from the older snapshot and
+// the log after it (which still reaches back) and holds what it held.
 func TestCorruptSnapshotRefused(t *testing.T) {
-	c := cluster.Start(t, 1, "--snapshot-threshold", "20", "--trailing-logs", "10", "--snapshot-interval", "100ms")
+	c := cluster.Start(t, 1, "--snapshot-threshold", "20", "--trailing-logs", "1000", "--snapshot-interval", "100ms")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, setup := newWorkload(5)
@@ -485,15 +487,20 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := c.Nodes[0]
-	for i := 0; !strings.Contains(n.Log(), "snapshot written"); i++ {
-		if i > 400 {
-			t.Fatal("no snapshot written")
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(n.Log(), "snapshot written") < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("fewer than two snapshots written in 30s")
 		}
 		if _, err := c.Apply(ctx, w.next()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	index, hash := c.WaitConverged(10 * time.Second)
+	st, err := n.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, tenants := st.Jobs, st.Tenants
 	if err := n.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -527,6 +534,38 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 	}
 	if !strings.Contains(n.Log(), newest) || !strings.Contains(n.Log(), "unusable") {
 		t.Fatalf("the error does not name %s:\n%s", newest, n.Log()[max(0, len(n.Log())-1500):])
+	}
+
+	// Move the corrupt snapshot aside and start from the previous one.
+	if len(snaps) != 2 {
+		t.Fatalf("%d snapshots retained, want 2", len(snaps))
+	}
+	quarantine := filepath.Join(n.DataDir, "snapshots-quarantine")
+	os.MkdirAll(quarantine, 0o755)
+	if err := os.Rename(filepath.Dir(newest), filepath.Join(quarantine, filepath.Base(filepath.Dir(newest)))); err != nil {
+		t.Fatal(err)
+	}
+	older := filepath.Base(filepath.Dir(snaps[0]))
+	if snaps[0] == newest {
+		older = filepath.Base(filepath.Dir(snaps[1]))
+	}
+	mark := len(n.Log())
+	n.Start()
+	c.WaitLeader(20 * time.Second)
+	if log := n.Log()[mark:]; !strings.Contains(log, "restored state from snapshot: id="+older) {
+		t.Fatalf("the node did not start from the older snapshot %s:\n%s", older, log[max(0, len(log)-1500):])
+	}
+	st, err = n.Status()
+	if err != nil || st.AppliedIndex <= index || st.Jobs != jobs || st.Tenants != tenants {
+		t.Fatalf("restarted from the older snapshot: %v %v; before: index %d, %d jobs, %d tenants", st, err, index, jobs, tenants)
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The older snapshot plus the log give the state the node had.
+	out, errOut, err = c.Run("replay", "--data-dir", n.DataDir, "--until", fmt.Sprint(index))
+	if want := fmt.Sprintf("index=%d hash=%s\n", index, hash); err != nil || out != want {
+		t.Fatalf("replay --until %d: %q (%v %s), want %q", index, out, err, errOut, want)
 	}
 }
 
