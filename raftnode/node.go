@@ -44,7 +44,7 @@ type Config struct {
 
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
-	LeaderLeaseTimeout time.Duration
+	LeaderLeaseTimeout time.Duration // at most HeartbeatTimeout; 0: DefaultLeaderLease, or HeartbeatTimeout if shorter
 	CommitTimeout      time.Duration
 	SnapshotThreshold  uint64
 	SnapshotInterval   time.Duration
@@ -62,14 +62,15 @@ type Config struct {
 }
 
 // DefaultConfig returns LAN defaults: heartbeat and election timeouts of
-// 500 ms (a leader failure is detected in about a second), a snapshot
-// every 8192 entries or 2 minutes, and 10240 trailing log entries.
+// 500 ms (a leader failure is detected in about a second), a 250 ms
+// leader lease, a snapshot every 8192 entries or 2 minutes, and 10240
+// trailing log entries. Validate lists every field's limits.
 func DefaultConfig() Config {
 	return Config{
 		Seed:               fsm.DefaultConfig(),
 		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    500 * time.Millisecond,
-		LeaderLeaseTimeout: 250 * time.Millisecond,
+		LeaderLeaseTimeout: 0, // DefaultLeaderLease, at most HeartbeatTimeout
 		CommitTimeout:      20 * time.Millisecond,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   2 * time.Minute,
@@ -125,10 +126,11 @@ type leadership struct {
 }
 
 // New opens (or creates) the node's data directory and starts Raft. It
-// refuses to start if the newest snapshot is unusable.
+// refuses a configuration that Validate refuses, and refuses to start if
+// the newest snapshot is unusable.
 func New(cfg Config) (*Node, error) {
-	if cfg.ID == "" || cfg.DataDir == "" || cfg.RaftAddr == "" {
-		return nil, errors.New("raftnode: ID, DataDir and RaftAddr are required")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -166,7 +168,7 @@ func New(cfg Config) (*Node, error) {
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
-	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.LeaderLeaseTimeout = cfg.leaderLease()
 	rc.CommitTimeout = cfg.CommitTimeout
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
