@@ -18,37 +18,16 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"barista/fsm"
 	pb "barista/proto"
 	"barista/raftnode"
 	"barista/rpc"
 )
 
 type serverOpts struct {
-	fs          *flag.FlagSet
-	configFile  string
-	id          string
-	dataDir     string
-	raftAddr    string
-	grpcAddr    string
-	httpAddr    string
-	bootstrap   bool
-	join        string
-	logLevel    string
-	logJSON     bool
-	hbTimeout   time.Duration
-	elTimeout   time.Duration
-	snapThresh  uint64
-	snapIntvl   time.Duration
-	trailing    uint64
-	pruneIntvl  time.Duration
-	unsafeDebug bool
-	clockOffset time.Duration
-	insecureDev bool
-	pprof       bool
-	tls         raftnode.TLSFiles
-
-	tokens []rpc.Token // resolved from the file and BARISTA_TOKENS
+	fs         *flag.FlagSet
+	configFile string
+	cfg        serverConfig // the flags write here; resolve merges the file under them
+	settings   []setting    // bound to cfg
 }
 
 func init() {
@@ -81,137 +60,33 @@ SIGINT or SIGTERM shuts the node down cleanly: a leader hands leadership
 over first, and the applied index and state hash are recorded in the data
 directory (see barista replay --data-dir).`,
 		flags: func(fs *flag.FlagSet) any {
-			d := raftnode.DefaultConfig()
-			o := &serverOpts{fs: fs}
-			fs.StringVar(&o.configFile, "config", "", "TOML configuration `FILE`")
-			fs.StringVar(&o.id, "node-id", "", "this node's unique `ID`")
-			fs.StringVar(&o.dataDir, "data-dir", "", "`DIR` for the Raft log, snapshots and records")
-			fs.StringVar(&o.raftAddr, "raft-addr", "127.0.0.1:7440", "Raft transport `HOST:PORT`")
-			fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:7400", "gRPC `HOST:PORT` for clients, workers and operators")
-			fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:7480", "HTTP `HOST:PORT` for health and metrics")
-			fs.BoolVar(&o.bootstrap, "bootstrap", false, "bootstrap a new one-node cluster if the data dir is empty")
-			fs.StringVar(&o.join, "join", "", "join the cluster through a member's gRPC `ADDR[,ADDR...]`")
-			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: trace, debug, info, warn, error")
-			fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
-			fs.DurationVar(&o.hbTimeout, "raft-heartbeat-timeout", d.HeartbeatTimeout, "Raft heartbeat timeout")
-			fs.DurationVar(&o.elTimeout, "raft-election-timeout", d.ElectionTimeout, "Raft election timeout")
-			fs.Uint64Var(&o.snapThresh, "snapshot-threshold", d.SnapshotThreshold, "log entries between snapshots")
-			fs.DurationVar(&o.snapIntvl, "snapshot-interval", d.SnapshotInterval, "how often to check the snapshot threshold")
-			fs.Uint64Var(&o.trailing, "trailing-logs", d.TrailingLogs, "log entries kept after a snapshot")
-			fs.DurationVar(&o.pruneIntvl, "prune-interval", d.PruneInterval, "how often the leader checks for prunable state")
-			fs.BoolVar(&o.unsafeDebug, "unsafe-debug", false, "allow raw envelopes of other versions through Apply (tests only)")
-			fs.DurationVar(&o.clockOffset, "test-clock-offset", 0, "shift this node's wall clock (tests only)")
-			fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof/ on --http-addr (profiling)")
-			fs.BoolVar(&o.insecureDev, "insecure-dev", false, "with no tokens configured, serve every call without authentication (development only)")
-			fs.StringVar(&o.tls.Cert, "tls-cert", "", "PEM certificate `FILE` for gRPC and Raft TLS")
-			fs.StringVar(&o.tls.Key, "tls-key", "", "PEM private key `FILE` of --tls-cert")
-			fs.StringVar(&o.tls.CA, "tls-ca", "", "PEM `FILE` of the CA that signed every member's certificate")
+			o := &serverOpts{fs: fs, cfg: defaultServerConfig()}
+			o.settings = o.cfg.settings()
+			fs.StringVar(&o.configFile, "config", "", "TOML configuration `FILE` (docs/configuration.md)")
+			registerServerFlags(fs, o.settings)
 			return o
 		},
 		run: runServer,
 	})
 }
 
-// resolve merges the config file under the flags given on the command line.
-func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
+// resolve merges the defaults, the config file and the flags given on
+// the command line, and validates the result.
+func (o *serverOpts) resolve() (*serverConfig, error) {
 	set := map[string]bool{}
 	o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	cfg := raftnode.DefaultConfig()
-	var join []string
+	var file *configFile
 	if o.configFile != "" {
-		fc, err := loadConfigFile(o.configFile)
-		if err != nil {
-			return cfg, nil, err
+		var err error
+		if file, err = loadConfigFile(o.configFile); err != nil {
+			return nil, err
 		}
-		pick := func(flagName string, dst *string, fileVal string) {
-			if !set[flagName] && fileVal != "" {
-				*dst = fileVal
-			}
-		}
-		pick("node-id", &o.id, fc.Node.ID)
-		pick("data-dir", &o.dataDir, fc.Node.DataDir)
-		pick("raft-addr", &o.raftAddr, fc.Node.RaftAddr)
-		pick("grpc-addr", &o.grpcAddr, fc.Node.GRPCAddr)
-		pick("http-addr", &o.httpAddr, fc.Node.HTTPAddr)
-		pick("log-level", &o.logLevel, fc.Log.Level)
-		if !set["bootstrap"] {
-			o.bootstrap = fc.Node.Bootstrap
-		}
-		if !set["log-json"] {
-			o.logJSON = fc.Log.JSON
-		}
-		if !set["join"] {
-			join = fc.Node.Join
-		}
-		durs := []struct {
-			flag string
-			dst  *time.Duration
-			v    *duration
-		}{
-			{"raft-heartbeat-timeout", &o.hbTimeout, fc.Raft.HeartbeatTimeout},
-			{"raft-election-timeout", &o.elTimeout, fc.Raft.ElectionTimeout},
-			{"snapshot-interval", &o.snapIntvl, fc.Raft.SnapshotInterval},
-		}
-		for _, d := range durs {
-			if !set[d.flag] && d.v != nil {
-				*d.dst = d.v.Duration
-			}
-		}
-		if fc.Raft.LeaderLeaseTimeout != nil {
-			cfg.LeaderLeaseTimeout = fc.Raft.LeaderLeaseTimeout.Duration
-		}
-		if fc.Raft.CommitTimeout != nil {
-			cfg.CommitTimeout = fc.Raft.CommitTimeout.Duration
-		}
-		if !set["snapshot-threshold"] && fc.Raft.SnapshotThreshold != nil {
-			o.snapThresh = uint64(*fc.Raft.SnapshotThreshold)
-		}
-		if !set["trailing-logs"] && fc.Raft.TrailingLogs != nil {
-			o.trailing = uint64(*fc.Raft.TrailingLogs)
-		}
-		if cfg.Seed, err = fc.Scheduler.apply(fsm.DefaultConfig()); err != nil {
-			return cfg, nil, err
-		}
-		if o.tokens, err = fc.Auth.tokens(); err != nil {
-			return cfg, nil, err
-		}
-		if !set["insecure-dev"] {
-			o.insecureDev = fc.Auth.InsecureDev
-		}
-		pick("tls-cert", &o.tls.Cert, fc.TLS.Cert)
-		pick("tls-key", &o.tls.Key, fc.TLS.Key)
-		pick("tls-ca", &o.tls.CA, fc.TLS.CA)
 	}
-	if env := os.Getenv("BARISTA_TOKENS"); env != "" {
-		more, err := rpc.ParseTokens(env)
-		if err != nil {
-			return cfg, nil, fmt.Errorf("BARISTA_TOKENS: %w", err)
-		}
-		o.tokens = append(o.tokens, more...)
+	c, err := mergeConfig(&o.cfg, o.settings, set, file, os.Getenv("BARISTA_TOKENS"))
+	if err != nil {
+		return nil, usageError("%v", err)
 	}
-	if o.join != "" {
-		join = strings.Split(o.join, ",")
-	}
-	switch {
-	case o.id == "":
-		return cfg, nil, usageError("server needs --node-id (or node.id in --config)")
-	case o.dataDir == "":
-		return cfg, nil, usageError("server needs --data-dir (or node.data_dir in --config)")
-	case o.bootstrap && len(join) > 0:
-		return cfg, nil, usageError("--bootstrap and --join exclude each other")
-	case !validLogLevel(o.logLevel):
-		return cfg, nil, usageError("unknown --log-level %q", o.logLevel)
-	}
-	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.GRPCAddr, cfg.HTTPAddr = o.id, o.dataDir, o.raftAddr, o.grpcAddr, o.httpAddr
-	cfg.Bootstrap = o.bootstrap
-	cfg.HeartbeatTimeout, cfg.ElectionTimeout = o.hbTimeout, o.elTimeout
-	if cfg.LeaderLeaseTimeout > cfg.HeartbeatTimeout {
-		cfg.LeaderLeaseTimeout = cfg.HeartbeatTimeout
-	}
-	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = o.snapThresh, o.snapIntvl, o.trailing
-	cfg.PruneInterval = o.pruneIntvl
-	cfg.ClockOffset = o.clockOffset
-	return cfg, join, nil
+	return c, nil
 }
 
 func newLogger(level string, json bool) hclog.Logger {
@@ -223,29 +98,30 @@ func runServer(env *cmdEnv, o any, args []string) error {
 	if len(args) > 0 {
 		return usageError("unexpected argument %q", args[0])
 	}
-	cfg, join, err := opts.resolve()
+	sc, err := opts.resolve()
 	if err != nil {
 		return err
 	}
-	log := newLogger(opts.logLevel, opts.logJSON)
+	cfg, join := sc.Node, sc.Join
+	log := newLogger(sc.LogLevel, sc.LogJSON)
 	cfg.Logger = log
-	auth, err := rpc.NewAuth(opts.tokens, opts.insecureDev)
+	auth, err := rpc.NewAuth(sc.Tokens, sc.InsecureDev)
 	if err != nil {
 		return err
 	}
 	if auth.Open() {
 		log.Warn("--insecure-dev: no tokens configured; every call is served without authentication")
 	}
-	if opts.unsafeDebug {
+	if sc.UnsafeDebug {
 		log.Warn("--unsafe-debug is on: Apply accepts envelopes of any version; never use this in production")
 	}
 	var grpcTLS, peerTLS *tls.Config
-	if opts.tls.Enabled() {
-		raftServer, raftClient, err := opts.tls.MutualTLS()
+	if sc.TLS.Enabled() {
+		raftServer, raftClient, err := sc.TLS.MutualTLS()
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
-		if grpcTLS, err = opts.tls.GRPCServerTLS(); err != nil {
+		if grpcTLS, err = sc.TLS.GRPCServerTLS(); err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
 		peerTLS = raftClient
@@ -265,7 +141,7 @@ func runServer(env *cmdEnv, o any, args []string) error {
 		}
 		return fmt.Errorf("starting node %s: %w", cfg.ID, err)
 	}
-	srv := rpc.NewServer(node, rpc.Options{Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: opts.unsafeDebug})
+	srv := rpc.NewServer(node, rpc.Options{Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: sc.UnsafeDebug})
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(lis) }()
 	var web *http.Server
@@ -276,7 +152,7 @@ func runServer(env *cmdEnv, o any, args []string) error {
 			node.Shutdown()
 			return fmt.Errorf("listening on --http-addr %s: %w", cfg.HTTPAddr, err)
 		}
-		web = &http.Server{Handler: srv.HTTPHandler(rpc.HTTPOptions{Pprof: opts.pprof}), ReadHeaderTimeout: 10 * time.Second}
+		web = &http.Server{Handler: srv.HTTPHandler(rpc.HTTPOptions{Pprof: sc.Pprof}), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := web.Serve(hl); err != nil && err != http.ErrServerClosed {
 				serveErr <- err
