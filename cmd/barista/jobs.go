@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -129,7 +130,7 @@ func init() {
 	type jobsOpts struct {
 		tenantFlags
 		state string
-		limit uint
+		limit uint32
 		page  string
 	}
 	register("jobs", &command{
@@ -143,7 +144,7 @@ printed on stderr ("--page-token TOKEN").`,
 			o := &jobsOpts{}
 			o.tenantFlags.register(fs)
 			fs.StringVar(&o.state, "state", "", "only jobs in this `STATE`")
-			fs.UintVar(&o.limit, "limit", 100, "at most `N` jobs (1..1000)")
+			numFlag(fs, &o.limit, "limit", 100, 1, 1000, "at most `N` jobs")
 			fs.StringVar(&o.page, "page-token", "", "continue from this `TOKEN`")
 			return o
 		},
@@ -155,7 +156,7 @@ printed on stderr ("--page-token TOKEN").`,
 			var resp *pb.ListJobsResponse
 			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
 				resp, err = pb.NewClientClient(cc).ListJobs(ctx, &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state,
-					PageSize: uint32(opts.limit), PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale}})
+					PageSize: opts.limit, PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale}})
 				return err
 			})
 			if err != nil {
@@ -231,7 +232,7 @@ at least once. With --json prints one JSON object per event.`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &watchOpts{}
 			o.tenantFlags.register(fs)
-			fs.Uint64Var(&o.from, "from", 0, "first event `SEQ` to print (0: the next new one)")
+			numFlag(fs, &o.from, "from", 0, 0, math.MaxUint64, "first event `SEQ` to print (0: the next new one)")
 			return o
 		},
 		run: func(env *cmdEnv, o any, args []string) error {
