@@ -126,7 +126,8 @@ func (c *clientFlags) callCtx(parent context.Context, timed bool, fn func(ctx co
 }
 
 // statusErr formats an RPC error as one line starting with the gRPC code
-// name ("NOT_FOUND: job 7 not found").
+// name ("NOT_FOUND: job 7 not found"). The code stays readable by
+// status.Code.
 func statusErr(err error) error {
 	if err == nil {
 		return nil
@@ -139,8 +140,16 @@ func statusErr(err error) error {
 	if !ok {
 		return err
 	}
-	return errors.New(codeName(s.Code()) + ": " + s.Message())
+	return &rpcError{s: s}
 }
+
+// rpcError is an RPC failure, printed with its code's name.
+type rpcError struct{ s *status.Status }
+
+func (e *rpcError) Error() string { return codeName(e.s.Code()) + ": " + e.s.Message() }
+
+// GRPCStatus lets status.Code and status.FromError read the code.
+func (e *rpcError) GRPCStatus() *status.Status { return e.s }
 
 func codeName(c codes.Code) string {
 	names := map[codes.Code]string{

@@ -9,8 +9,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "barista/proto"
 )
@@ -162,5 +165,85 @@ func TestSubmitFromFileLines(t *testing.T) {
 	}
 	if b.Tenant != "beta" || b.EstCostMs != 1000 || b.TimeoutMs != 90_000 || b.MaxAttempts != 4 {
 		t.Errorf("line 6: %v", b)
+	}
+}
+
+// runWatch runs "barista watch" against addr and waits at most limit.
+func runWatch(t *testing.T, addr string, limit time.Duration) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb strings.Builder
+	done := make(chan int, 1)
+	go func() { done <- Run([]string{"watch", "--server", addr, "--tenant", "acme"}, &out, &errb) }()
+	select {
+	case code = <-done:
+	case <-time.After(limit):
+		t.Fatalf("watch still running after %s; stderr so far:\n%s", limit, errb.String())
+	}
+	return code, out.String(), errb.String()
+}
+
+// TestWatchStopsOnPermanentErrors: an error that never clears ends the
+// watch with the error and exit 1, after one attempt (it used to print
+// "reconnecting" every 300 ms forever).
+func TestWatchStopsOnPermanentErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{status.Error(codes.PermissionDenied, `tenant: this token is for tenant "beta", not "acme"`), `PERMISSION_DENIED: tenant: this token is for tenant "beta", not "acme"`},
+		{status.Error(codes.NotFound, `tenant: "acme" not found`), `NOT_FOUND: tenant: "acme" not found`},
+		{status.Error(codes.Unauthenticated, "unknown token"), "UNAUTHENTICATED: unknown token"},
+		{status.Error(codes.OutOfRange, "from_seq: 1 is older than the oldest retained event (9)"), "OUT_OF_RANGE: from_seq: 1 is older than the oldest retained event (9)"},
+	} {
+		f := &fakeClient{watch: func(int, *pb.WatchEventsRequest, grpc.ServerStreamingServer[pb.Event]) error { return c.err }}
+		code, _, stderr := runWatch(t, serveFake(t, f), 10*time.Second)
+		if code != 1 || stderr != c.want+"\n" || len(f.watches) != 1 {
+			t.Errorf("%v: exit %d after %d calls, stderr %q", c.err, code, len(f.watches), stderr)
+		}
+	}
+}
+
+// TestWatchRetriesWithBackoff: failures that may clear are retried with
+// a doubling wait, reset once an event arrives, resuming after the last
+// event printed.
+func TestWatchRetriesWithBackoff(t *testing.T) {
+	old := watchBackoff
+	watchBackoff.first, watchBackoff.most = time.Millisecond, 4*time.Millisecond
+	t.Cleanup(func() { watchBackoff = old })
+	f := &fakeClient{watch: func(call int, req *pb.WatchEventsRequest, s grpc.ServerStreamingServer[pb.Event]) error {
+		switch call {
+		case 1, 2, 3, 4:
+			return status.Error([]codes.Code{codes.Unavailable, codes.Aborted, codes.ResourceExhausted, codes.Unavailable}[call-1], "try again")
+		case 5:
+			for seq := uint64(5); seq <= 6; seq++ {
+				if err := s.Send(&pb.Event{Seq: seq, JobId: 1, Kind: "queued", AtMs: 1000}); err != nil {
+					return err
+				}
+			}
+			return status.Error(codes.Unavailable, "node shutting down")
+		}
+		return status.Error(codes.PermissionDenied, "no more")
+	}}
+	code, stdout, stderr := runWatch(t, serveFake(t, f), 20*time.Second)
+	wantErr := strings.Join([]string{
+		"watch: UNAVAILABLE: try again; reconnecting from 0 in 1ms",
+		"watch: ABORTED: try again; reconnecting from 0 in 2ms",
+		"watch: RESOURCE_EXHAUSTED: try again; reconnecting from 0 in 4ms",
+		"watch: UNAVAILABLE: try again; reconnecting from 0 in 4ms",
+		"watch: UNAVAILABLE: node shutting down; reconnecting from 7 in 1ms",
+		"PERMISSION_DENIED: no more",
+	}, "\n") + "\n"
+	if code != 1 || stderr != wantErr {
+		t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", code, stderr, wantErr)
+	}
+	if n := strings.Count(stdout, "\n"); n != 2 || !strings.HasPrefix(stdout, "5 ") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	var from []uint64
+	for _, w := range f.watches {
+		from = append(from, w.FromSeq)
+	}
+	if len(from) != 6 || from[4] != 0 || from[5] != 7 {
+		t.Errorf("watch calls from %v", from)
 	}
 }

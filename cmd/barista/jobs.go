@@ -226,9 +226,13 @@ expires.`,
 		help: `Streams job events (queued, assigned, started, requeued, completed,
 failed, cancel_requested, cancelled, timed_out) in order until interrupted.
 --from SEQ starts at that event; without it the stream starts with the
-next new event. If the connection breaks, watch reconnects (to the next
---server if needed) and resumes after the last event it printed: no gap,
-at least once. With --json prints one JSON object per event.`,
+next new event. If the connection breaks or the node is unavailable,
+watch reconnects (to the next --server if needed) and resumes after the
+last event it printed: no gap, at least once; it waits 300ms before the
+first retry, doubling up to 10s, and starts again at 300ms once an event
+arrives. An error that retrying cannot clear (PERMISSION_DENIED,
+NOT_FOUND, UNAUTHENTICATED, OUT_OF_RANGE, ...) ends the watch with the
+error and exit code 1. With --json prints one JSON object per event.`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &watchOpts{}
 			o.tenantFlags.register(fs)
@@ -297,9 +301,33 @@ func eventJSON(ev *pb.Event) map[string]any {
 	return m
 }
 
-// watch streams events, reconnecting with the cursor after a failure.
+// watchBackoff is how long watch waits before reconnecting: first, then
+// doubled after each failure up to most, and back to first once an event
+// arrives.
+var watchBackoff = struct{ first, most time.Duration }{300 * time.Millisecond, 10 * time.Second}
+
+// watchRetryable reports whether a failed watch may succeed if tried
+// again: the connection or the node failed (UNAVAILABLE, or an error
+// without a code), it timed out, was aborted or was turned away for load.
+// Any other code (PERMISSION_DENIED, NOT_FOUND, UNAUTHENTICATED,
+// OUT_OF_RANGE ...) does not clear by itself.
+func watchRetryable(err error) bool {
+	s, ok := status.FromError(err)
+	if !ok {
+		return true
+	}
+	switch s.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted:
+		return true
+	}
+	return false
+}
+
+// watch streams events, reconnecting with the cursor after a failure
+// that may clear, with exponential backoff; any other failure ends it.
 func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, from uint64) error {
 	next := from
+	wait := watchBackoff.first
 	for {
 		err := opts.callCtx(ctx, false, func(ctx context.Context, cc *grpc.ClientConn) error {
 			stream, err := pb.NewClientClient(cc).WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: opts.tenant, FromSeq: next})
@@ -324,24 +352,24 @@ func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, from uint64) err
 					fmt.Fprintln(env.stdout, line)
 				}
 				next = ev.Seq + 1
+				wait = watchBackoff.first
 			}
 		})
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case err == nil || errors.Is(err, io.EOF):
-		case retryable(err):
-			fmt.Fprintf(env.stderr, "watch: %v; reconnecting from %d\n", statusErr(err), next)
+			fmt.Fprintf(env.stderr, "watch: the stream ended; reconnecting from %d in %s\n", next, wait)
+		case watchRetryable(err):
+			fmt.Fprintf(env.stderr, "watch: %v; reconnecting from %d in %s\n", err, next, wait)
 		default:
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(300 * time.Millisecond):
+		case <-time.After(wait):
 		}
-		if status.Code(err) == codes.Unauthenticated {
-			return err
-		}
+		wait = min(2*wait, watchBackoff.most)
 	}
 }
