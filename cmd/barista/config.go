@@ -110,10 +110,10 @@ func (c *serverConfig) settings() []setting {
 		{key: "scheduler.self_kill_after", usage: "a worker with no acknowledged heartbeat kills its job (below lease_timeout)", val: msVal(&s.SelfKillAfterMs, time.Millisecond, year)},
 		{key: "scheduler.cancel_grace", usage: "SIGTERM to SIGKILL", val: msVal(&s.CancelGraceMs, time.Millisecond, year)},
 		{key: "scheduler.max_attempts", usage: "default for submits that do not set it", val: &intVal[uint32]{&s.Sched.DefaultMaxAttempts, 1, sfq.MaxMaxAttempts}},
-		{key: "scheduler.job_retention", usage: "terminal jobs are kept this long", val: msVal(&s.JobRetentionMs, 0, year)},
+		{key: "scheduler.job_retention", usage: "terminal jobs are kept this long (0: until the next prune)", val: msVal(&s.JobRetentionMs, 0, year)},
 		{key: "scheduler.event_retention", usage: "events are kept this long ...", val: msVal(&s.EventRetentionMs, 0, year)},
 		{key: "scheduler.event_retention_count", usage: "... and at most this many", val: &intVal[uint64]{&s.EventRetentionCount, 0, 1 << 40}},
-		{key: "scheduler.dedupe_window", usage: "idempotency keys are remembered this long", val: msVal(&s.DedupeWindowMs, 0, year)},
+		{key: "scheduler.dedupe_window", usage: "idempotency keys are remembered this long (0: not at all)", val: msVal(&s.DedupeWindowMs, 0, year)},
 		{key: "scheduler.max_payload_bytes", usage: "largest job payload", val: &intVal[uint32]{&s.MaxPayloadBytes, 1, fsm.MaxPayloadLimit}},
 	}
 	for t := range sfq.Tier(sfq.NumTiers) {
