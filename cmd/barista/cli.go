@@ -221,7 +221,7 @@ func printHelp(w io.Writer, path string, c *command, fs *flag.FlagSet) {
 			line += " " + name
 		}
 		fmt.Fprintf(w, "%-30s %s", line, usage)
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
 			fmt.Fprintf(w, " (default %s)", f.DefValue)
 		}
 		fmt.Fprintln(w)
