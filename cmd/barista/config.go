@@ -253,8 +253,9 @@ func parseConfigFile(path string, data []byte) (*configFile, error) {
 			continue
 		}
 		byKey[s.key] = s
-		for i := strings.IndexByte(s.key, '.'); i >= 0; i = next(s.key, i) {
-			sections[s.key[:i]] = true
+		parts := strings.Split(s.key, ".")
+		for i := 1; i < len(parts); i++ {
+			sections[strings.Join(parts[:i], ".")] = true
 		}
 	}
 	f := &configFile{path: path, values: map[string]any{}}
@@ -297,15 +298,6 @@ func parseConfigFile(path string, data []byte) (*configFile, error) {
 	return f, nil
 }
 
-// next returns the index of the next '.' in key after i, or -1.
-func next(key string, i int) int {
-	j := strings.IndexByte(key[i+1:], '.')
-	if j < 0 {
-		return -1
-	}
-	return i + 1 + j
-}
-
 // source is where a setting's value came from.
 type source uint8
 
@@ -316,9 +308,9 @@ const (
 )
 
 // mergeConfig lays the file (may be nil) under the command-line flags
-// already parsed into c (set lists the flags given), then adds the
-// tokens of $BARISTA_TOKENS (env), and validates the result.
-func mergeConfig(c *serverConfig, list []setting, set map[string]bool, file *configFile, env string) (*serverConfig, error) {
+// already parsed into c through list (set names the flags given), adds
+// the tokens of $BARISTA_TOKENS (env), and validates the result.
+func mergeConfig(c *serverConfig, list []setting, set map[string]bool, file *configFile, env string) error {
 	sources := make([]source, len(list))
 	for i, s := range list {
 		switch {
@@ -330,7 +322,7 @@ func mergeConfig(c *serverConfig, list []setting, set map[string]bool, file *con
 				continue
 			}
 			if err := s.val.setTOML(v); err != nil {
-				return nil, fmt.Errorf("%s: %w", file.path, named(s.key, err))
+				return fmt.Errorf("%s: %w", file.path, named(s.key, err))
 			}
 			sources[i] = fromFile
 		}
@@ -338,7 +330,7 @@ func mergeConfig(c *serverConfig, list []setting, set map[string]bool, file *con
 	if env != "" {
 		more, err := rpc.ParseTokens(env)
 		if err != nil {
-			return nil, fmt.Errorf("BARISTA_TOKENS: %w", err)
+			return fmt.Errorf("BARISTA_TOKENS: %w", err)
 		}
 		c.Tokens = append(c.Tokens, more...)
 	}
@@ -359,10 +351,7 @@ func mergeConfig(c *serverConfig, list []setting, set map[string]bool, file *con
 		}
 		return fieldOrKey
 	}
-	if err := c.validate(name); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c.validate(name)
 }
 
 // validate checks the merged configuration; name renders a setting, by

@@ -82,11 +82,10 @@ func (o *serverOpts) resolve() (*serverConfig, error) {
 			return nil, err
 		}
 	}
-	c, err := mergeConfig(&o.cfg, o.settings, set, file, os.Getenv("BARISTA_TOKENS"))
-	if err != nil {
+	if err := mergeConfig(&o.cfg, o.settings, set, file, os.Getenv("BARISTA_TOKENS")); err != nil {
 		return nil, usageError("%v", err)
 	}
-	return c, nil
+	return &o.cfg, nil
 }
 
 func newLogger(level string, json bool) hclog.Logger {
