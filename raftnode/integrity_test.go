@@ -22,7 +22,7 @@ func testConfig(t *testing.T, dir string, trailing uint64) Config {
 	cfg := DefaultConfig()
 	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.Bootstrap = "n1", dir, freeAddr(t), true
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond
-	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = 1<<30, time.Hour, trailing
+	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = MaxLogEntries, time.Hour, trailing
 	return cfg
 }
 

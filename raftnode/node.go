@@ -41,7 +41,7 @@ type Config struct {
 
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
-	LeaderLeaseTimeout time.Duration
+	LeaderLeaseTimeout time.Duration // at most HeartbeatTimeout; 0: DefaultLeaderLease, or HeartbeatTimeout if shorter
 	CommitTimeout      time.Duration
 	SnapshotThreshold  uint64
 	SnapshotInterval   time.Duration
@@ -58,21 +58,25 @@ type Config struct {
 
 	// StreamLayer replaces the plain TCP transport (mutual TLS).
 	StreamLayer raft.StreamLayer
-	Logger      hclog.Logger
+	// RaftListener, if set (and StreamLayer is not), is the plain TCP
+	// Raft listener, already bound to RaftAddr; the node closes it.
+	RaftListener net.Listener
+	Logger       hclog.Logger
 	// ClockOffset shifts this node's wall clock, for tests that show a
 	// skewed clock cannot move cluster time.
 	ClockOffset time.Duration
 }
 
 // DefaultConfig returns LAN defaults: heartbeat and election timeouts of
-// 500 ms (a leader failure is detected in about a second), a snapshot
-// every 8192 entries or 2 minutes, and 10240 trailing log entries.
+// 500 ms (a leader failure is detected in about a second), a 250 ms
+// leader lease, a snapshot every 8192 entries or 2 minutes, and 10240
+// trailing log entries. Validate lists every field's limits.
 func DefaultConfig() Config {
 	return Config{
 		Seed:               fsm.DefaultConfig(),
 		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    500 * time.Millisecond,
-		LeaderLeaseTimeout: 250 * time.Millisecond,
+		LeaderLeaseTimeout: 0, // DefaultLeaderLease, at most HeartbeatTimeout
 		CommitTimeout:      20 * time.Millisecond,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   2 * time.Minute,
@@ -136,12 +140,12 @@ type leadership struct {
 }
 
 // New opens (or creates) the node's data directory and starts Raft. It
-// refuses to start if the newest snapshot is unusable, or if the log store
-// is damaged or does not hold everything the node applied since that
-// snapshot (a *RefusedError).
+// refuses a configuration that Validate refuses, refuses to start if the
+// newest snapshot is unusable, or if the log store is damaged or does not
+// hold everything the node applied since that snapshot (a *RefusedError).
 func New(cfg Config) (*Node, error) {
-	if cfg.ID == "" || cfg.DataDir == "" || cfg.RaftAddr == "" {
-		return nil, errors.New("raftnode: ID, DataDir and RaftAddr are required")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -176,7 +180,7 @@ func New(cfg Config) (*Node, error) {
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
-	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.LeaderLeaseTimeout = cfg.leaderLease()
 	rc.CommitTimeout = cfg.CommitTimeout
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
@@ -229,21 +233,32 @@ func (serialTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) 
 }
 
 func (n *Node) openTransport() error {
-	if n.cfg.StreamLayer != nil {
-		n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-			Stream: n.cfg.StreamLayer, MaxPool: 5, Timeout: 10 * time.Second, Logger: n.log.Named("transport"),
-		})
-		return nil
+	layer := n.cfg.StreamLayer
+	if layer == nil {
+		ln := n.cfg.RaftListener
+		if ln == nil {
+			var err error
+			if ln, err = net.Listen("tcp", n.cfg.RaftAddr); err != nil {
+				return fmt.Errorf("raft transport on %s: %w", n.cfg.RaftAddr, err)
+			}
+		}
+		if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || tcp.IP.IsUnspecified() {
+			ln.Close()
+			return fmt.Errorf("raft address %q: not an address other members can reach", n.cfg.RaftAddr)
+		}
+		layer = tcpLayer{ln}
 	}
-	addr, err := net.ResolveTCPAddr("tcp", n.cfg.RaftAddr)
-	if err != nil {
-		return fmt.Errorf("raft address %q: %w", n.cfg.RaftAddr, err)
-	}
-	n.trans, err = raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, addr, 5, 10*time.Second, n.log.Named("transport"))
-	if err != nil {
-		return fmt.Errorf("raft transport on %s: %w", n.cfg.RaftAddr, err)
-	}
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: layer, MaxPool: 5, Timeout: 10 * time.Second, Logger: n.log.Named("transport"),
+	})
 	return nil
+}
+
+// tcpLayer is the plain TCP Raft stream layer over a bound listener.
+type tcpLayer struct{ net.Listener }
+
+func (l tcpLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(address), timeout)
 }
 
 func (n *Node) closeStores() {

@@ -185,22 +185,24 @@ type tlsLayer struct {
 // peer whose certificate another CA signed, or that lacks the member name
 // (see MutualTLS), cannot connect, in either direction.
 func NewTLSStreamLayer(bind string, server, client *tls.Config) (raft.StreamLayer, error) {
-	addr, err := net.ResolveTCPAddr("tcp", bind)
-	if err != nil {
-		return nil, fmt.Errorf("raft address %q: %w", bind, err)
-	}
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("raft TLS listener on %s: %w", bind, err)
 	}
+	return TLSStreamLayerOn(ln, server, client), nil
+}
+
+// TLSStreamLayerOn is NewTLSStreamLayer over a listener already bound
+// (the server binds every listener before it starts anything).
+func TLSStreamLayerOn(ln net.Listener, server, client *tls.Config) raft.StreamLayer {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &tlsLayer{
-		ln: ln, advertise: addr, server: server, client: client, timeout: handshakeTimeout,
+		ln: ln, advertise: ln.Addr(), server: server, client: client, timeout: handshakeTimeout,
 		conns: make(chan net.Conn), sem: make(chan struct{}, maxHandshakes), ctx: ctx, cancel: cancel,
 	}
 	l.wg.Add(1)
 	go l.acceptLoop()
-	return l, nil
+	return l
 }
 
 // acceptLoop accepts TCP connections and starts a handshake for each,

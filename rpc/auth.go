@@ -65,20 +65,30 @@ type Token struct {
 	Worker string
 }
 
-// Validate checks a token's fields.
+// MinSecretLen is the shortest accepted secret, in bytes.
+const MinSecretLen = 16
+
+// Validate checks a token's fields. A secret has at least MinSecretLen
+// bytes, each printable ASCII other than the space (it travels in an HTTP
+// header): no whitespace anywhere. Messages never show the secret.
 func (t Token) Validate() error {
-	if len(t.Secret) < 8 {
-		return fmt.Errorf("a %s token must be at least 8 characters", t.Role)
-	}
 	switch {
+	case t.Role < RoleClient || t.Role > RoleMetrics:
+		return fmt.Errorf("token without a role")
 	case t.Role == RoleClient && t.Tenant == "":
 		return fmt.Errorf("a client token needs a tenant")
 	case t.Role != RoleClient && t.Tenant != "":
 		return fmt.Errorf("only client tokens are pinned to a tenant")
 	case t.Role != RoleWorker && t.Worker != "":
 		return fmt.Errorf("only worker tokens are bound to a worker_id")
-	case t.Role < RoleClient || t.Role > RoleMetrics:
-		return fmt.Errorf("token without a role")
+	}
+	for i := 0; i < len(t.Secret); i++ {
+		if c := t.Secret[i]; c <= ' ' || c > '~' {
+			return fmt.Errorf("%s token: byte %d of the secret is whitespace or not printable ASCII (want %d or more printable ASCII bytes, no whitespace)", t.Role, i, MinSecretLen)
+		}
+	}
+	if len(t.Secret) < MinSecretLen {
+		return fmt.Errorf("%s token: the secret has %d bytes (want %d or more printable ASCII bytes, no whitespace)", t.Role, len(t.Secret), MinSecretLen)
 	}
 	if t.Tenant != "" {
 		return sfq.ValidateName("tenant", t.Tenant)
@@ -120,7 +130,7 @@ func bindingCovers(binding, id string) bool {
 // commas (the BARISTA_TOKENS environment variable). The scope of a client
 // token is its tenant; of a worker token, its worker ID binding (an ID,
 // or a prefix ending in "*"; none: any worker ID). E.g.
-// "admin=s3cr3t-admin,client:acme=acme-s3cr3t,worker:gpu-*=gpu-s3cr3t".
+// "admin=s3cr3t-admin-0001,client:acme=acme-s3cr3t-0001,worker:gpu-*=gpu-s3cr3t-0001".
 func ParseTokens(s string) ([]Token, error) {
 	var out []Token
 	for _, part := range strings.Split(s, ",") {
@@ -217,8 +227,11 @@ func NewAuth(tokens []Token, insecureDev bool) (*Auth, error) {
 			return nil, err
 		}
 		key := sha256.Sum256([]byte(t.Secret))
-		if _, dup := a.tokens[key]; dup {
-			return nil, fmt.Errorf("a %s token is configured twice", t.Role)
+		if prev, dup := a.tokens[key]; dup {
+			if prev.Role == t.Role {
+				return nil, fmt.Errorf("the same secret is configured twice for role %s", t.Role)
+			}
+			return nil, fmt.Errorf("the same secret is configured for roles %s and %s", prev.Role, t.Role)
 		}
 		a.tokens[key] = Identity{Role: t.Role, Tenant: t.Tenant, Worker: t.Worker}
 		if t.Role == RoleAdmin && a.admin == "" {

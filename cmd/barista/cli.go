@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -82,7 +83,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			printHelp(stdout, path, c, fs)
 			return 0
 		}
-		fmt.Fprintf(stderr, "barista %s: %v\n", path, err)
+		fmt.Fprintf(stderr, "barista %s: %s\n", path, flagError(err))
 		fmt.Fprintf(stderr, "usage: barista %s %s (see --help)\n", path, c.usage)
 		return 2
 	}
@@ -102,6 +103,34 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// flagError words the flag package's errors like every other refusal:
+// the flag first, with two dashes ("--cap: 4294967297 is out of range
+// (0..4294967295)").
+func flagError(err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{"invalid value ", "invalid boolean value "} {
+		rest, ok := strings.CutPrefix(msg, prefix)
+		if !ok {
+			continue
+		}
+		q, qerr := strconv.QuotedPrefix(rest)
+		if qerr != nil {
+			break
+		}
+		rest = strings.TrimPrefix(strings.TrimPrefix(rest[len(q):], " for"), " flag")
+		if name, why, ok := strings.Cut(strings.TrimPrefix(rest, " -"), ": "); ok {
+			return "--" + name + ": " + why
+		}
+	}
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return "unknown flag --" + name
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return "--" + name + " needs a value"
+	}
+	return msg
 }
 
 // interleave lets flags follow positional arguments ("job 7 --json"),
@@ -192,7 +221,7 @@ func printHelp(w io.Writer, path string, c *command, fs *flag.FlagSet) {
 			line += " " + name
 		}
 		fmt.Fprintf(w, "%-30s %s", line, usage)
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
 			fmt.Fprintf(w, " (default %s)", f.DefValue)
 		}
 		fmt.Fprintln(w)

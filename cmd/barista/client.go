@@ -49,7 +49,7 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.servers, "server", defaultServer(), "gRPC `ADDR[,ADDR...]` of any node; on failure the next is tried ($BARISTA_ADDR)")
 	fs.StringVar(&c.token, "token", os.Getenv("BARISTA_TOKEN"), "bearer `TOKEN` ($BARISTA_TOKEN)")
 	fs.BoolVar(&c.json, "json", false, "print JSON")
-	fs.DurationVar(&c.timeout, "rpc-timeout", 15*time.Second, "give up on the server after this `DURATION`")
+	durFlag(fs, &c.timeout, "rpc-timeout", 15*time.Second, time.Millisecond, 24*time.Hour, "", "give up on the server after this `DURATION`")
 	fs.StringVar(&c.tlsCA, "tls-ca", os.Getenv("BARISTA_TLS_CA"), "verify the server with this CA `FILE` (enables TLS; $BARISTA_TLS_CA)")
 	fs.StringVar(&c.tlsCert, "tls-cert", os.Getenv("BARISTA_TLS_CERT"), "client certificate `FILE` ($BARISTA_TLS_CERT)")
 	fs.StringVar(&c.tlsKey, "tls-key", os.Getenv("BARISTA_TLS_KEY"), "client key `FILE` ($BARISTA_TLS_KEY)")
@@ -237,7 +237,8 @@ func idempotentCall(method string, req any) bool {
 }
 
 // statusErr formats an RPC error as one line starting with the gRPC code
-// name ("NOT_FOUND: job 7 not found").
+// name ("NOT_FOUND: job 7 not found"). The code stays readable by
+// status.Code.
 func statusErr(err error) error {
 	if err == nil {
 		return nil
@@ -250,8 +251,16 @@ func statusErr(err error) error {
 	if !ok {
 		return err
 	}
-	return errors.New(codeName(s.Code()) + ": " + s.Message())
+	return &rpcError{s: s}
 }
+
+// rpcError is an RPC failure, printed with its code's name.
+type rpcError struct{ s *status.Status }
+
+func (e *rpcError) Error() string { return codeName(e.s.Code()) + ": " + e.s.Message() }
+
+// GRPCStatus lets status.Code and status.FromError read the code.
+func (e *rpcError) GRPCStatus() *status.Status { return e.s }
 
 func codeName(c codes.Code) string {
 	names := map[codes.Code]string{

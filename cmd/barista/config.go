@@ -2,177 +2,151 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
 
 	"barista/fsm"
+	"barista/raftnode"
 	"barista/rpc"
 	"barista/sfq"
 )
 
-// fileConfig is the server's TOML configuration file. docs/configuration.md
-// documents every key and its default. The [scheduler] section only seeds
-// the replicated configuration when a new cluster is first configured; a
-// node never applies it on its own afterwards (use "barista config set").
-type fileConfig struct {
-	Node      nodeSection      `toml:"node"`
-	Raft      raftSection      `toml:"raft"`
-	Log       logSection       `toml:"log"`
-	Auth      authSection      `toml:"auth"`
-	TLS       tlsSection       `toml:"tls"`
-	HTTP      httpSection      `toml:"http"`
-	Scheduler schedulerSection `toml:"scheduler"`
+// serverConfig is a server's whole configuration: defaults, then the
+// configuration file, then the command line, merged by one loop over
+// serverConfig.settings and checked by validate.
+type serverConfig struct {
+	Node        raftnode.Config // identity, addresses, Raft tuning, the scheduler seed
+	Join        []string
+	LogLevel    string
+	LogJSON     bool
+	InsecureDev bool
+	UnsafeDebug bool
+	Pprof       bool
+	TLS         raftnode.TLSFiles
+	Tokens      []rpc.Token
+	// InsecureRaft allows a non-loopback Raft address without TLS.
+	InsecureRaft bool
+	// InsecureHTTP allows a non-loopback HTTP address without TLS while
+	// tokens are configured.
+	InsecureHTTP bool
+	// MetricsAuth makes /metrics need an admin or metrics token.
+	MetricsAuth bool
 }
 
-type authSection struct {
-	InsecureDev bool         `toml:"insecure_dev"`
-	Tokens      []tokenEntry `toml:"tokens"`
+func defaultServerConfig() serverConfig {
+	n := raftnode.DefaultConfig()
+	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
+	return serverConfig{Node: n, LogLevel: "info", TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName}}
 }
 
-type tokenEntry struct {
-	Role     string `toml:"role"`
-	Tenant   string `toml:"tenant"`
-	WorkerID string `toml:"worker_id"` // worker tokens: an ID, or a prefix ending in "*"
-	Token    string `toml:"token"`
+// setting is one server setting, declared once: its configuration file
+// key ("" for a flag only), its flag ("" for a file key only), its help,
+// and its typed, bounded value bound to the serverConfig field it fills;
+// the field's value in defaultServerConfig is the default. field names
+// the raftnode.Config field it fills, so that a refusal of
+// raftnode.Config.Validate names the flag or key that set it.
+type setting struct {
+	key, flag, usage string
+	val              value
+	field            string
 }
 
-type httpSection struct {
-	Insecure            bool `toml:"insecure"`
-	MetricsRequireToken bool `toml:"metrics_require_token"`
-}
+// settings lists every setting of c, bound to c's fields. Adding a
+// setting is one line here (and its field); flags, file keys, defaults,
+// --help and docs/configuration.md follow from it.
+func (c *serverConfig) settings() []setting {
+	n, s := &c.Node, &c.Node.Seed
+	const year = 365 * 24 * time.Hour
+	list := []setting{
+		{key: "node.id", flag: "node-id", usage: "this node's unique `ID` (required)", val: &stringVal{&n.ID}, field: "ID"},
+		{key: "node.data_dir", flag: "data-dir", usage: "`DIR` for the Raft log, snapshots and records (required)", val: &stringVal{&n.DataDir}, field: "DataDir"},
+		{key: "node.raft_addr", flag: "raft-addr", usage: "Raft transport `HOST:PORT`", val: &stringVal{&n.RaftAddr}, field: "RaftAddr"},
+		{key: "node.grpc_addr", flag: "grpc-addr", usage: "gRPC `HOST:PORT` for clients, workers and operators", val: &stringVal{&n.GRPCAddr}},
+		{key: "node.http_addr", flag: "http-addr", usage: "HTTP `HOST:PORT` for health and metrics (empty: none)", val: &stringVal{&n.HTTPAddr}},
+		{key: "node.bootstrap", flag: "bootstrap", usage: "bootstrap a new one-node cluster if the data dir is empty", val: &boolVal{&n.Bootstrap}},
+		{key: "node.join", flag: "join", usage: "join the cluster through a member's gRPC `ADDR[,ADDR...]`", val: &listVal{&c.Join}},
+		{key: "node.prune_interval", flag: "prune-interval", usage: "how often the leader checks for prunable jobs, events and keys",
+			val: durationVal(&n.PruneInterval, raftnode.MinPruneInterval, raftnode.MaxPruneInterval), field: "PruneInterval"},
+		{key: "node.pprof", flag: "pprof", usage: "serve /debug/pprof/ on --http-addr (profiling; an admin token once tokens are configured)", val: &boolVal{&c.Pprof}},
 
-type tlsSection struct {
-	Cert string `toml:"cert"`
-	Key  string `toml:"key"`
-	CA   string `toml:"ca"`
-	// ClusterName is --cluster-name: members' certificates carry
-	// server.NAME.barista.
-	ClusterName string `toml:"cluster_name"`
-}
+		{key: "raft.heartbeat_timeout", flag: "raft-heartbeat-timeout", usage: "Raft heartbeat timeout",
+			val: durationVal(&n.HeartbeatTimeout, raftnode.MinTimeout, raftnode.MaxTimeout), field: "HeartbeatTimeout"},
+		{key: "raft.election_timeout", flag: "raft-election-timeout", usage: "Raft election timeout (at least the heartbeat timeout)",
+			val: durationVal(&n.ElectionTimeout, raftnode.MinTimeout, raftnode.MaxTimeout), field: "ElectionTimeout"},
+		{key: "raft.leader_lease_timeout", flag: "raft-leader-lease-timeout", usage: "Raft leader lease (at most the heartbeat timeout)",
+			val: durationVal(&n.LeaderLeaseTimeout, raftnode.MinTimeout, raftnode.MaxTimeout).orZero("250ms or the heartbeat timeout if shorter"), field: "LeaderLeaseTimeout"},
+		{key: "raft.commit_timeout", flag: "raft-commit-timeout", usage: "Raft commit timeout",
+			val: durationVal(&n.CommitTimeout, raftnode.MinCommitTimeout, raftnode.MaxCommitTimeout), field: "CommitTimeout"},
+		{key: "raft.snapshot_threshold", flag: "snapshot-threshold", usage: "log entries between snapshots",
+			val: &intVal[uint64]{&n.SnapshotThreshold, 1, raftnode.MaxLogEntries}, field: "SnapshotThreshold"},
+		{key: "raft.snapshot_interval", flag: "snapshot-interval", usage: "how often to check the snapshot threshold",
+			val: durationVal(&n.SnapshotInterval, raftnode.MinTimeout, raftnode.MaxSnapshotInterval), field: "SnapshotInterval"},
+		{key: "raft.trailing_logs", flag: "trailing-logs", usage: "log entries kept after a snapshot",
+			val: &intVal[uint64]{&n.TrailingLogs, 1, raftnode.MaxLogEntries}, field: "TrailingLogs"},
+		{key: "raft.insecure", flag: "insecure-raft", usage: "allow a non-loopback --raft-addr without TLS (anyone who reaches it can rewrite the log)", val: &boolVal{&c.InsecureRaft}},
+		{key: "raft.ready_max_lag_entries", flag: "ready-max-lag-entries", usage: "not ready (/readyz, gRPC health) when more entries behind the leader's commit index",
+			val: &intVal[uint64]{&n.MaxLagEntries, 1, raftnode.MaxLogEntries}, field: "MaxLagEntries"},
+		{key: "raft.ready_max_lag", flag: "ready-max-lag", usage: "not ready when the leader committed an entry not applied here this long ago, or was silent this long",
+			val: durationVal(&n.MaxLag, raftnode.MinTimeout, raftnode.MaxLagLimit), field: "MaxLag"},
 
-// tokens converts the [[auth.tokens]] entries, naming the bad one.
-func (a authSection) tokens() ([]rpc.Token, error) {
-	var out []rpc.Token
-	for i, e := range a.Tokens {
-		role, err := rpc.ParseRole(e.Role)
-		if err != nil {
-			return nil, fmt.Errorf("auth.tokens[%d].role: %w", i, err)
-		}
-		t := rpc.Token{Secret: e.Token, Role: role, Tenant: e.Tenant, Worker: e.WorkerID}
-		if err := t.Validate(); err != nil {
-			return nil, fmt.Errorf("auth.tokens[%d]: %w", i, err)
-		}
-		out = append(out, t)
+		{key: "log.level", flag: "log-level", usage: "log `LEVEL`", val: logLevelVal(&c.LogLevel)},
+		{key: "log.json", flag: "log-json", usage: "log JSON lines", val: &boolVal{&c.LogJSON}},
+
+		{key: "auth.insecure_dev", flag: "insecure-dev", usage: "with no tokens configured, serve every call without authentication (development only)", val: &boolVal{&c.InsecureDev}},
+		{key: "auth.tokens", usage: "bearer tokens: [[auth.tokens]] tables with role, tenant (client tokens), worker_id (worker tokens) and token", val: &tokensVal{&c.Tokens}},
+
+		{key: "http.insecure", flag: "insecure-http", usage: "with tokens configured, allow a non-loopback --http-addr without TLS (tokens then cross the network in clear)", val: &boolVal{&c.InsecureHTTP}},
+		{key: "http.metrics_require_token", flag: "metrics-require-token", usage: "/metrics needs an admin or metrics token (it shows tenant names)", val: &boolVal{&c.MetricsAuth}},
+
+		{key: "tls.cert", flag: "tls-cert", usage: "PEM certificate `FILE` for gRPC and Raft TLS", val: &stringVal{&c.TLS.Cert}},
+		{key: "tls.key", flag: "tls-key", usage: "PEM private key `FILE` of --tls-cert", val: &stringVal{&c.TLS.Key}},
+		{key: "tls.ca", flag: "tls-ca", usage: "PEM `FILE` of the CA that signed every member's certificate", val: &stringVal{&c.TLS.CA}},
+		{key: "tls.cluster_name", flag: "cluster-name", usage: "cluster `NAME`: members' certificates carry server.NAME.barista", val: &stringVal{&c.TLS.Cluster}},
+
+		{flag: "unsafe-debug", usage: "allow raw envelopes of other versions through Apply (tests only)", val: &boolVal{&c.UnsafeDebug}},
+		{flag: "test-clock-offset", usage: "shift this node's wall clock (tests only)",
+			val: durationVal(&n.ClockOffset, -raftnode.MaxClockOffset, raftnode.MaxClockOffset), field: "ClockOffset"},
+
+		{key: "scheduler.policy", usage: "size stealing: prefer-fit, or reserve:DURATION (a margin in virtual time)",
+			val: &parsedVal[sfq.StealPolicy]{&s.Sched.Policy, sfq.ParsePolicy, sfq.StealPolicy.String, "prefer-fit or reserve:DURATION"}},
+		{key: "scheduler.clamp", usage: "clamp mode: activation or dispatch",
+			val: &parsedVal[sfq.ClampMode]{&s.Sched.Clamp, sfq.ParseClamp, sfq.ClampMode.String, "activation or dispatch"}},
+		{key: "scheduler.decay", usage: "usage decay: off, or half_life:DURATION,norm:DURATION",
+			val: &parsedVal[*sfq.Decay]{&s.Sched.Decay, sfq.ParseDecay, (*sfq.Decay).String, "off or half_life:DURATION,norm:DURATION"}},
+		{key: "scheduler.ack_timeout", usage: "Assign to Started", val: msVal(&s.Sched.AckTimeoutMs, time.Millisecond, sfq.MaxTimeoutMs*time.Millisecond)},
+		{key: "scheduler.lease_timeout", usage: "a running job's lease without a heartbeat", val: msVal(&s.Sched.LeaseTimeoutMs, time.Millisecond, sfq.MaxTimeoutMs*time.Millisecond)},
+		{key: "scheduler.heartbeat_interval", usage: "worker heartbeats (below self_kill_after)", val: msVal(&s.HeartbeatIntervalMs, time.Millisecond, year)},
+		{key: "scheduler.self_kill_after", usage: "a worker with no acknowledged heartbeat kills its job (below lease_timeout)", val: msVal(&s.SelfKillAfterMs, time.Millisecond, year)},
+		{key: "scheduler.cancel_grace", usage: "SIGTERM to SIGKILL", val: msVal(&s.CancelGraceMs, time.Millisecond, year)},
+		{key: "scheduler.max_attempts", usage: "default for submits that do not set it", val: &intVal[uint32]{&s.Sched.DefaultMaxAttempts, 1, sfq.MaxMaxAttempts}},
+		{key: "scheduler.job_retention", usage: "terminal jobs are kept this long (0: until the next prune)", val: msVal(&s.JobRetentionMs, 0, year)},
+		{key: "scheduler.event_retention", usage: "events are kept this long ...", val: msVal(&s.EventRetentionMs, 0, year)},
+		{key: "scheduler.event_retention_count", usage: "... and at most this many", val: &intVal[uint64]{&s.EventRetentionCount, 0, 1 << 40}},
+		{key: "scheduler.dedupe_window", usage: "idempotency keys are remembered this long (0: not at all)", val: msVal(&s.DedupeWindowMs, 0, year)},
+		{key: "scheduler.max_payload_bytes", usage: "largest job payload", val: &intVal[uint32]{&s.MaxPayloadBytes, 1, fsm.MaxPayloadLimit}},
 	}
-	return out, nil
-}
-
-type nodeSection struct {
-	ID        string   `toml:"id"`
-	DataDir   string   `toml:"data_dir"`
-	RaftAddr  string   `toml:"raft_addr"`
-	GRPCAddr  string   `toml:"grpc_addr"`
-	HTTPAddr  string   `toml:"http_addr"`
-	Bootstrap bool     `toml:"bootstrap"`
-	Join      []string `toml:"join"`
-}
-
-type raftSection struct {
-	HeartbeatTimeout   *duration `toml:"heartbeat_timeout"`
-	ElectionTimeout    *duration `toml:"election_timeout"`
-	LeaderLeaseTimeout *duration `toml:"leader_lease_timeout"`
-	CommitTimeout      *duration `toml:"commit_timeout"`
-	SnapshotThreshold  *int64    `toml:"snapshot_threshold"`
-	SnapshotInterval   *duration `toml:"snapshot_interval"`
-	TrailingLogs       *int64    `toml:"trailing_logs"`
-	ReadyMaxLagEntries *int64    `toml:"ready_max_lag_entries"`
-	ReadyMaxLag        *duration `toml:"ready_max_lag"`
-	// Insecure is --insecure-raft.
-	Insecure bool `toml:"insecure"`
-}
-
-type logSection struct {
-	Level string `toml:"level"`
-	JSON  bool   `toml:"json"`
-}
-
-type schedulerSection struct {
-	Weights             map[string]int64 `toml:"weights"`
-	Policy              *string          `toml:"policy"`
-	Clamp               *string          `toml:"clamp"`
-	Decay               *string          `toml:"decay"`
-	AckTimeout          *duration        `toml:"ack_timeout"`
-	LeaseTimeout        *duration        `toml:"lease_timeout"`
-	HeartbeatInterval   *duration        `toml:"heartbeat_interval"`
-	SelfKillAfter       *duration        `toml:"self_kill_after"`
-	CancelGrace         *duration        `toml:"cancel_grace"`
-	MaxAttempts         *int64           `toml:"max_attempts"`
-	JobRetention        *duration        `toml:"job_retention"`
-	EventRetention      *duration        `toml:"event_retention"`
-	EventRetentionCount *int64           `toml:"event_retention_count"`
-	DedupeWindow        *duration        `toml:"dedupe_window"`
-	MaxPayloadBytes     *int64           `toml:"max_payload_bytes"`
-}
-
-// duration reads a TOML string like "500ms" or "24h".
-type duration struct{ time.Duration }
-
-func (d *duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("want a duration like 500ms or 24h, got %q", b)
+	for t := range sfq.Tier(sfq.NumTiers) {
+		list = append(list, setting{key: "scheduler.weights." + t.String(), usage: "weight of tier " + t.String(),
+			val: &intVal[uint32]{&s.Sched.TierWeights[t], 1, sfq.MaxTierWeight}})
 	}
-	if v < 0 {
-		return fmt.Errorf("negative duration %q", b)
-	}
-	d.Duration = v
-	return nil
+	return list
 }
 
-// loadConfigFile reads a configuration file. Unknown keys and bad values
-// are errors that name the key.
-func loadConfigFile(path string) (*fileConfig, error) {
-	var fc fileConfig
-	md, err := toml.DecodeFile(path, &fc)
-	if err != nil {
-		var perr toml.ParseError
-		if errors.As(err, &perr) {
-			where := fmt.Sprintf("line %d, column %d", perr.Position.Line, perr.Position.Col)
-			if perr.LastKey != "" {
-				where += " (key " + perr.LastKey + ")"
+func logLevelVal(p *string) value {
+	return &parsedVal[string]{p: p, want: "trace, debug, info, warn or error", format: func(s string) string { return s },
+		parse: func(s string) (string, error) {
+			if !validLogLevel(s) {
+				return "", fmt.Errorf("unknown level %q (want trace, debug, info, warn or error)", s)
 			}
-			return nil, fmt.Errorf("%s: %s: %s", path, where, perr.Message)
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return nil, fmt.Errorf("%s: unknown key %s", path, strings.Join(keys, ", "))
-	}
-	for _, v := range []struct {
-		key string
-		val *int64
-	}{{"raft.snapshot_threshold", fc.Raft.SnapshotThreshold}, {"raft.trailing_logs", fc.Raft.TrailingLogs}, {"raft.ready_max_lag_entries", fc.Raft.ReadyMaxLagEntries}} {
-		if v.val != nil && *v.val < 1 {
-			return nil, fmt.Errorf("%s: %s: %d is not a positive count", path, v.key, *v.val)
-		}
-	}
-	if _, err := fc.Scheduler.apply(fsm.DefaultConfig()); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if _, err := fc.Auth.tokens(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if l := fc.Log.Level; l != "" && !validLogLevel(l) {
-		return nil, fmt.Errorf("%s: log.level: unknown level %q (want trace, debug, info, warn or error)", path, l)
-	}
-	return &fc, nil
+			return s, nil
+		}}
 }
 
 func validLogLevel(l string) bool {
@@ -183,70 +157,250 @@ func validLogLevel(l string) bool {
 	return false
 }
 
-// apply lays the section's keys over base and validates the result,
-// naming the key of any bad value.
-func (s *schedulerSection) apply(base fsm.Config) (fsm.Config, error) {
-	c := base
-	for name, w := range s.Weights {
-		t, err := sfq.ParseTier(name)
-		if err != nil {
-			return c, fmt.Errorf("scheduler.weights.%s: not a tier (want free, bronze, silver, gold or diamond)", name)
-		}
-		if w < 1 || w > sfq.MaxTierWeight {
-			return c, fmt.Errorf("scheduler.weights.%s: weight of tier %s is %d (want 1..%d)", name, name, w, sfq.MaxTierWeight)
-		}
-		c.Sched.TierWeights[t] = uint32(w)
+// tokensVal is the list of bearer tokens: [[auth.tokens]] tables in the
+// file, ROLE[:TENANT]=SECRET,... as text ($BARISTA_TOKENS). Its String
+// never shows a secret.
+type tokensVal struct{ p *[]rpc.Token }
+
+// tokenKeys are the keys of an [[auth.tokens]] table.
+var tokenKeys = map[string]func(t *rpc.Token, s string) error{
+	"role":      func(t *rpc.Token, s string) (err error) { t.Role, err = rpc.ParseRole(s); return err },
+	"tenant":    func(t *rpc.Token, s string) error { t.Tenant = s; return nil },
+	"worker_id": func(t *rpc.Token, s string) error { t.Worker = s; return nil },
+	"token":     func(t *rpc.Token, s string) error { t.Secret = s; return nil },
+}
+
+func (v *tokensVal) String() string {
+	if v == nil || v.p == nil {
+		return ""
 	}
-	var err error
-	if s.Policy != nil {
-		if c.Sched.Policy, err = sfq.ParsePolicy(*s.Policy); err != nil {
-			return c, fmt.Errorf("scheduler.policy: %w", err)
+	return fmt.Sprintf("%d tokens", len(*v.p))
+}
+func (v *tokensVal) allowed() string { return "" }
+
+func (v *tokensVal) Set(s string) error {
+	ts, err := rpc.ParseTokens(s)
+	if err != nil {
+		return err
+	}
+	*v.p = append(*v.p, ts...)
+	return nil
+}
+
+func (v *tokensVal) setTOML(x any) error {
+	var tables []map[string]any
+	switch x := x.(type) {
+	case []map[string]any:
+		tables = x
+	case []any:
+		for i, e := range x {
+			m, ok := e.(map[string]any)
+			if !ok {
+				return &subkeyError{sub: fmt.Sprintf("[%d]", i), err: wrongType("a table", e)}
+			}
+			tables = append(tables, m)
 		}
+	default:
+		return wrongType("an array of tables ([[auth.tokens]])", x)
 	}
-	if s.Clamp != nil {
-		if c.Sched.Clamp, err = sfq.ParseClamp(*s.Clamp); err != nil {
-			return c, fmt.Errorf("scheduler.clamp: %w", err)
+	out := make([]rpc.Token, 0, len(tables))
+	for i, m := range tables {
+		var t rpc.Token
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			sub := fmt.Sprintf("[%d].%s", i, k)
+			set, ok := tokenKeys[k]
+			if !ok {
+				return &subkeyError{sub: sub, err: errors.New("unknown key")}
+			}
+			s, ok := m[k].(string)
+			if !ok {
+				return &subkeyError{sub: sub, err: wrongType("a string", m[k])}
+			}
+			if err := set(&t, s); err != nil {
+				return &subkeyError{sub: sub, err: err}
+			}
 		}
-	}
-	if s.Decay != nil {
-		if c.Sched.Decay, err = sfq.ParseDecay(*s.Decay); err != nil {
-			return c, fmt.Errorf("scheduler.decay: %w", err)
+		if err := t.Validate(); err != nil {
+			return &subkeyError{sub: fmt.Sprintf("[%d]", i), err: err}
 		}
+		out = append(out, t)
 	}
-	setMs := func(dst *int64, d *duration) {
-		if d != nil {
-			*dst = d.Milliseconds()
+	*v.p = out
+	return nil
+}
+
+// configFile is a parsed configuration file: the TOML value of each key
+// it sets, every one already checked.
+type configFile struct {
+	path   string
+	values map[string]any
+}
+
+// loadConfigFile reads and checks a configuration file.
+func loadConfigFile(path string) (*configFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseConfigFile(path, data)
+}
+
+// parseConfigFile decodes a configuration file and checks it: an unknown
+// key, a value of the wrong type or out of range, and a [scheduler]
+// section the scheduler refuses are errors naming the key. Each value is
+// applied to a scratch configuration, so one the command line overrides
+// is checked too.
+func parseConfigFile(path string, data []byte) (*configFile, error) {
+	var tree map[string]any
+	if _, err := toml.Decode(string(data), &tree); err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			where := fmt.Sprintf("line %d, column %d", perr.Position.Line, perr.Position.Col)
+			if perr.LastKey != "" {
+				where += " (key " + perr.LastKey + ")"
+			}
+			return nil, fmt.Errorf("%s: %s: %s", path, where, perr.Message)
 		}
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	setMs(&c.Sched.AckTimeoutMs, s.AckTimeout)
-	setMs(&c.Sched.LeaseTimeoutMs, s.LeaseTimeout)
-	setMs(&c.HeartbeatIntervalMs, s.HeartbeatInterval)
-	setMs(&c.SelfKillAfterMs, s.SelfKillAfter)
-	setMs(&c.CancelGraceMs, s.CancelGrace)
-	setMs(&c.JobRetentionMs, s.JobRetention)
-	setMs(&c.EventRetentionMs, s.EventRetention)
-	setMs(&c.DedupeWindowMs, s.DedupeWindow)
-	counts := []struct {
-		key      string
-		val      *int64
-		min, max int64
-		set      func(int64)
-	}{
-		{"max_attempts", s.MaxAttempts, 1, sfq.MaxMaxAttempts, func(v int64) { c.Sched.DefaultMaxAttempts = uint32(v) }},
-		{"event_retention_count", s.EventRetentionCount, 0, 1 << 40, func(v int64) { c.EventRetentionCount = uint64(v) }},
-		{"max_payload_bytes", s.MaxPayloadBytes, 1, fsm.MaxPayloadLimit, func(v int64) { c.MaxPayloadBytes = uint32(v) }},
-	}
-	for _, n := range counts {
-		if n.val == nil {
+	scratch := defaultServerConfig()
+	byKey, sections := map[string]setting{}, map[string]bool{}
+	for _, s := range scratch.settings() {
+		if s.key == "" {
 			continue
 		}
-		if *n.val < n.min || *n.val > n.max {
-			return c, fmt.Errorf("scheduler.%s: %d is out of range (%d..%d)", n.key, *n.val, n.min, n.max)
+		byKey[s.key] = s
+		parts := strings.Split(s.key, ".")
+		for i := 1; i < len(parts); i++ {
+			sections[strings.Join(parts[:i], ".")] = true
 		}
-		n.set(*n.val)
 	}
-	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("scheduler: %w", err)
+	f := &configFile{path: path, values: map[string]any{}}
+	var unknown []string
+	var walk func(prefix string, m map[string]any) error
+	walk = func(prefix string, m map[string]any) error {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			key := prefix + k
+			if k == "" || strings.Contains(k, ".") {
+				unknown = append(unknown, fmt.Sprintf("%q", key))
+				continue
+			}
+			if s, ok := byKey[key]; ok {
+				if err := s.val.setTOML(m[k]); err != nil {
+					return named(key, err)
+				}
+				f.values[key] = m[k]
+				continue
+			}
+			if sub, ok := m[k].(map[string]any); ok && sections[key] {
+				if err := walk(key+".", sub); err != nil {
+					return err
+				}
+				continue
+			}
+			unknown = append(unknown, key)
+		}
+		return nil
 	}
-	return c, nil
+	if err := walk("", tree); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("%s: unknown key %s", path, strings.Join(unknown, ", "))
+	}
+	// The scheduler keys have no flags: the file's seed is final.
+	if err := scratch.Node.Seed.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: scheduler: %w", path, err)
+	}
+	return f, nil
+}
+
+// source is where a setting's value came from.
+type source uint8
+
+const (
+	fromDefault source = iota
+	fromFile
+	fromFlag
+)
+
+// mergeConfig lays the file (may be nil) under the command-line flags
+// already parsed into c through list (set names the flags given), adds
+// the tokens of $BARISTA_TOKENS (env), and validates the result.
+func mergeConfig(c *serverConfig, list []setting, set map[string]bool, file *configFile, env string) error {
+	sources := make([]source, len(list))
+	for i, s := range list {
+		switch {
+		case s.flag != "" && set[s.flag]:
+			sources[i] = fromFlag
+		case file != nil && s.key != "":
+			v, ok := file.values[s.key]
+			if !ok {
+				continue
+			}
+			if err := s.val.setTOML(v); err != nil {
+				return fmt.Errorf("%s: %w", file.path, named(s.key, err))
+			}
+			sources[i] = fromFile
+		}
+	}
+	if env != "" {
+		more, err := rpc.ParseTokens(env)
+		if err != nil {
+			return fmt.Errorf("BARISTA_TOKENS: %w", err)
+		}
+		c.Tokens = append(c.Tokens, more...)
+	}
+	// name renders a setting, found by its raftnode.Config field or its
+	// key, as the flag or key that set it.
+	name := func(fieldOrKey string) string {
+		for i, s := range list {
+			if s.field != fieldOrKey && s.key != fieldOrKey {
+				continue
+			}
+			switch {
+			case sources[i] == fromFlag || s.key == "":
+				return "--" + s.flag
+			case sources[i] == fromFile || s.flag == "":
+				return s.key
+			}
+			return "--" + s.flag + " (or " + s.key + " in --config)"
+		}
+		return fieldOrKey
+	}
+	return c.validate(name)
+}
+
+// validate checks the merged configuration; name renders a setting, by
+// its raftnode.Config field or its key, as the flag or key that set it.
+func (c *serverConfig) validate(name func(fieldOrKey string) string) error {
+	if c.Node.Bootstrap && len(c.Join) > 0 {
+		return fmt.Errorf("%s and %s exclude each other", name("node.bootstrap"), name("node.join"))
+	}
+	if err := c.Node.Seed.Validate(); err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	if err := c.Node.Validate(); err != nil {
+		var ce *raftnode.ConfigError
+		if errors.As(err, &ce) {
+			return errors.New(ce.Format(name))
+		}
+		return err
+	}
+	if _, err := rpc.NewAuth(c.Tokens, c.InsecureDev); err != nil {
+		return err
+	}
+	if err := raftnode.ValidateClusterName(c.TLS.Cluster); err != nil {
+		return fmt.Errorf("%s: %w", name("tls.cluster_name"), err)
+	}
+	return nil
+}
+
+// registerServerFlags defines a flag for every setting that has one.
+func registerServerFlags(fs *flag.FlagSet, list []setting) {
+	for _, s := range list {
+		if s.flag != "" {
+			defineFlag(fs, s.flag, s.usage, s.val)
+		}
+	}
 }

@@ -5,11 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
 	"google.golang.org/grpc"
 
 	"barista/fsm"
@@ -34,47 +32,35 @@ func configView(c fsm.Config) map[string]any {
 	return m
 }
 
-// stringKeys are the [scheduler] keys whose values are TOML strings.
-var stringKeys = map[string]bool{
-	"policy": true, "clamp": true, "decay": true, "ack_timeout": true, "lease_timeout": true, "heartbeat_interval": true,
-	"self_kill_after": true, "cancel_grace": true, "job_retention": true, "event_retention": true, "dedupe_window": true,
-}
-
 // applySettings lays KEY=VALUE settings (the config file's [scheduler]
-// keys, weights.TIER for weights) over c, naming a bad key.
+// keys, weights.TIER for weights) over c, naming a bad key. Values are
+// read and checked by the same settings as the file's.
 func applySettings(c fsm.Config, settings []string) (fsm.Config, error) {
-	var doc strings.Builder
-	var weights []string
-	doc.WriteString("[scheduler]\n")
-	for _, s := range settings {
-		k, v, ok := strings.Cut(s, "=")
+	sc := defaultServerConfig()
+	sc.Node.Seed = c
+	byKey := map[string]setting{}
+	for _, s := range sc.settings() {
+		if k, ok := strings.CutPrefix(s.key, "scheduler."); ok {
+			byKey[k] = s
+		}
+	}
+	for _, kv := range settings {
+		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return c, usageError("%q: want KEY=VALUE", s)
+			return c, usageError("%q: want KEY=VALUE", kv)
 		}
-		if tier, isWeight := strings.CutPrefix(k, "weights."); isWeight {
-			weights = append(weights, fmt.Sprintf("%s = %s\n", tier, v))
-			continue
+		s, ok := byKey[k]
+		if !ok {
+			return c, usageError("unknown key %s", k)
 		}
-		if stringKeys[k] {
-			v = strconv.Quote(v)
-		}
-		fmt.Fprintf(&doc, "%s = %s\n", k, v)
-	}
-	if len(weights) > 0 {
-		doc.WriteString("[scheduler.weights]\n")
-		for _, w := range weights {
-			doc.WriteString(w)
+		if err := s.val.Set(v); err != nil {
+			return c, usageError("%v", named(k, err))
 		}
 	}
-	var fc fileConfig
-	md, err := toml.Decode(doc.String(), &fc)
-	if err != nil {
+	if err := sc.Node.Seed.Validate(); err != nil {
 		return c, usageError("%v", err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return c, usageError("unknown key %s", strings.TrimPrefix(und[0].String(), "scheduler."))
-	}
-	return fc.Scheduler.apply(c)
+	return sc.Node.Seed, nil
 }
 
 func init() {

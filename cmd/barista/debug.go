@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -16,7 +17,7 @@ import (
 type debugApplyOpts struct {
 	clientFlags
 	file          string
-	unsafeVersion uint
+	unsafeVersion uint32
 }
 
 func init() {
@@ -37,7 +38,7 @@ node then stops on it (the server must run with --unsafe-debug).`,
 			o := &debugApplyOpts{}
 			o.register(fs)
 			fs.StringVar(&o.file, "file", "", "read commands from `FILE`, one JSON object per line (- for stdin)")
-			fs.UintVar(&o.unsafeVersion, "unsafe-version", 0, "propose with this envelope `VERSION` (tests of the fatal path)")
+			numFlag(fs, &o.unsafeVersion, "unsafe-version", 0, 0, math.MaxUint32, "propose with this envelope `VERSION` (tests of the fatal path)")
 			return o
 		},
 		run: runDebugApply,
@@ -67,7 +68,7 @@ func runDebugApply(env *cmdEnv, o any, args []string) error {
 	if len(lines) == 0 {
 		return usageError("no commands given")
 	}
-	req := &pb.ApplyRequest{UnsafeVersion: uint32(opts.unsafeVersion)}
+	req := &pb.ApplyRequest{UnsafeVersion: opts.unsafeVersion}
 	for i, l := range lines {
 		c := &pb.Command{}
 		if err := protojson.Unmarshal([]byte(l), c); err != nil {

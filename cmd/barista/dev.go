@@ -60,13 +60,13 @@ restart there resumes the cluster).`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &devOpts{}
 			fs.StringVar(&o.dataDir, "data-dir", "", "keep the cluster's data in `DIR` (default: a temporary directory, removed at exit)")
-			fs.IntVar(&o.basePort, "base-port", 7400, "first gRPC `PORT`")
-			fs.IntVar(&o.nodes, "nodes", 3, "number of servers (`N`, 1, 3 or 5)")
+			numFlag(fs, &o.basePort, "base-port", 7400, 1, 65535-80-7, "first gRPC `PORT`")
+			numFlag(fs, &o.nodes, "nodes", 3, 1, 7, "number of servers (`N`, 1, 3 or 5 for a quorum that survives failures)")
 			fs.StringVar(&o.workers, "workers", "sm:2,md:2,lg:1", "workers per size (`SIZE:N,...`)")
-			fs.IntVar(&o.backlog, "backlog", 20, "queued jobs the demo load keeps per tenant (`N`)")
+			numFlag(fs, &o.backlog, "backlog", 20, 0, 100_000, "queued jobs the demo load keeps per tenant (`N`)")
 			fs.BoolVar(&o.noLoad, "no-load", false, "start the cluster and workers without demo tenants or load")
 			fs.BoolVar(&o.quiet, "quiet", false, "do not draw the live table")
-			fs.DurationVar(&o.duration, "duration", 0, "stop by itself after this `DURATION` (0: run until Ctrl-C)")
+			durFlag(fs, &o.duration, "duration", 0, time.Millisecond, 365*24*time.Hour, "run until Ctrl-C", "stop by itself after this `DURATION`")
 			return o
 		},
 		run: runDev,
@@ -76,7 +76,7 @@ restart there resumes the cluster).`,
 		usage:    "--ms N",
 		flags: func(fs *flag.FlagSet) any {
 			ms := new(int)
-			fs.IntVar(ms, "ms", 300, "CPU `MILLISECONDS` to use")
+			numFlag(fs, ms, "ms", 300, 0, 24*3600*1000, "CPU `MILLISECONDS` to use")
 			return ms
 		},
 		run: func(env *cmdEnv, o any, _ []string) error {
@@ -110,9 +110,6 @@ func runDev(env *cmdEnv, o any, args []string) error {
 	opts := o.(*devOpts)
 	if len(args) > 0 {
 		return usageError("unexpected argument %q", args[0])
-	}
-	if opts.nodes < 1 || opts.nodes > 7 {
-		return usageError("--nodes: %d (want 1..7)", opts.nodes)
 	}
 	workers, err := parseWorkers(opts.workers)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -133,7 +134,7 @@ func init() {
 	type jobsOpts struct {
 		tenantFlags
 		state   string
-		limit   uint
+		limit   uint32
 		page    string
 		payload bool
 	}
@@ -151,7 +152,7 @@ jobs remain, the token for the next page is printed on stderr
 			o := &jobsOpts{}
 			o.tenantFlags.register(fs)
 			fs.StringVar(&o.state, "state", "", "only jobs in this `STATE`")
-			fs.UintVar(&o.limit, "limit", 100, "at most `N` jobs (1..1000)")
+			numFlag(fs, &o.limit, "limit", 100, 1, 1000, "at most `N` jobs")
 			fs.StringVar(&o.page, "page-token", "", "continue from this `TOKEN`")
 			fs.BoolVar(&o.payload, "payload", false, "with --json, include each job's payload")
 			return o
@@ -164,7 +165,7 @@ jobs remain, the token for the next page is printed on stderr
 			var resp *pb.ListJobsResponse
 			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
 				resp, err = pb.NewClientClient(cc).ListJobs(ctx, &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state,
-					PageSize: uint32(opts.limit), PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale},
+					PageSize: opts.limit, PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale},
 					IncludePayload: opts.payload && opts.json})
 				return err
 			})
@@ -235,13 +236,17 @@ expires.`,
 		help: `Streams job events (queued, assigned, started, requeued, completed,
 failed, cancel_requested, cancelled, timed_out) in order until interrupted.
 --from SEQ starts at that event; without it the stream starts with the
-next new event. If the connection breaks, watch reconnects (to the next
---server if needed) and resumes after the last event it printed: no gap,
-at least once. With --json prints one JSON object per event.`,
+next new event. If the connection breaks or the node is unavailable,
+watch reconnects (to the next --server if needed) and resumes after the
+last event it printed: no gap, at least once; it waits 300ms before the
+first retry, doubling up to 10s, and starts again at 300ms once an event
+arrives. An error that retrying cannot clear (PERMISSION_DENIED,
+NOT_FOUND, UNAUTHENTICATED, OUT_OF_RANGE, ...) ends the watch with the
+error and exit code 1. With --json prints one JSON object per event.`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &watchOpts{}
 			o.tenantFlags.register(fs)
-			fs.Uint64Var(&o.from, "from", 0, "first event `SEQ` to print (0: the next new one)")
+			numFlag(fs, &o.from, "from", 0, 0, math.MaxUint64, "first event `SEQ` to print (0: the next new one)")
 			return o
 		},
 		run: func(env *cmdEnv, o any, args []string) error {
@@ -306,9 +311,33 @@ func eventJSON(ev *pb.Event) map[string]any {
 	return m
 }
 
-// watch streams events, reconnecting with the cursor after a failure.
+// watchBackoff is how long watch waits before reconnecting: first, then
+// doubled after each failure up to most, and back to first once an event
+// arrives.
+var watchBackoff = struct{ first, most time.Duration }{300 * time.Millisecond, 10 * time.Second}
+
+// watchRetryable reports whether a failed watch may succeed if tried
+// again: the connection or the node failed (UNAVAILABLE, or an error
+// without a code), it timed out, was aborted or was turned away for load.
+// Any other code (PERMISSION_DENIED, NOT_FOUND, UNAUTHENTICATED,
+// OUT_OF_RANGE ...) does not clear by itself.
+func watchRetryable(err error) bool {
+	s, ok := status.FromError(err)
+	if !ok {
+		return true
+	}
+	switch s.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted:
+		return true
+	}
+	return false
+}
+
+// watch streams events, reconnecting with the cursor after a failure
+// that may clear, with exponential backoff; any other failure ends it.
 func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, from uint64) error {
 	next := from
+	wait := watchBackoff.first
 	for {
 		err := opts.callCtx(ctx, false, func(ctx context.Context, cc *grpc.ClientConn) error {
 			stream, err := pb.NewClientClient(cc).WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: opts.tenant, FromSeq: next})
@@ -333,24 +362,24 @@ func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, from uint64) err
 					fmt.Fprintln(env.stdout, line)
 				}
 				next = ev.Seq + 1
+				wait = watchBackoff.first
 			}
 		})
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case err == nil || errors.Is(err, io.EOF):
-		case retryable(err):
-			fmt.Fprintf(env.stderr, "watch: %v; reconnecting from %d\n", statusErr(err), next)
+			fmt.Fprintf(env.stderr, "watch: the stream ended; reconnecting from %d in %s\n", next, wait)
+		case watchRetryable(err):
+			fmt.Fprintf(env.stderr, "watch: %v; reconnecting from %d in %s\n", err, next, wait)
 		default:
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(300 * time.Millisecond):
+		case <-time.After(wait):
 		}
-		if status.Code(err) == codes.Unauthenticated {
-			return err
-		}
+		wait = min(2*wait, watchBackoff.most)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 
 	"barista/snapshot"
 	"barista/snapshot/scenario"
@@ -55,7 +56,7 @@ line; hash). "-" reads the script from standard input.`,
 			o := &replayOpts{}
 			fs.StringVar(&o.script, "script", "", "scenario script to run (`FILE`, - for stdin)")
 			fs.StringVar(&o.dataDir, "data-dir", "", "a stopped node's data `DIR` to rebuild")
-			fs.Uint64Var(&o.until, "until", 0, "replay up to this log `INDEX` (default: the recorded applied index)")
+			numFlag(fs, &o.until, "until", 0, 0, math.MaxUint64, "replay up to this log `INDEX` (0: the recorded applied index)")
 			fs.BoolVar(&o.dump, "dump", false, "print every applied entry as a JSON line")
 			fs.BoolVar(&o.audit, "audit", false, "replay the whole log command by command and print audit facts as JSON lines")
 			fs.BoolVar(&o.json, "json", false, "print JSON")

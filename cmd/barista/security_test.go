@@ -72,17 +72,18 @@ func TestServerRefusesExposedRaft(t *testing.T) {
 }
 
 // serverFlags parses a server command line and resolves it.
-func serverFlags(t *testing.T, args ...string) *serverOpts {
+func serverFlags(t *testing.T, args ...string) *serverConfig {
 	t.Helper()
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	o := commands["server"].flags(fs).(*serverOpts)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(append(args, "--insecure-dev")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := o.resolve(); err != nil {
+	sc, err := o.resolve()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return o
+	return sc
 }
 
 // TestRaftSecurityConfigKeys: raft.insecure and tls.cluster_name in the
@@ -90,14 +91,14 @@ func serverFlags(t *testing.T, args ...string) *serverOpts {
 func TestRaftSecurityConfigKeys(t *testing.T) {
 	p := writeConfig(t, "[raft]\ninsecure = true\n[tls]\ncluster_name = \"prod\"\n")
 	base := []string{"--node-id", "n1", "--data-dir", t.TempDir(), "--config", p}
-	if o := serverFlags(t, base...); !o.plainRaft || o.tls.Cluster != "prod" {
-		t.Fatalf("from the file: insecure %v, cluster %q", o.plainRaft, o.tls.Cluster)
+	if o := serverFlags(t, base...); !o.InsecureRaft || o.TLS.Cluster != "prod" {
+		t.Fatalf("from the file: insecure %v, cluster %q", o.InsecureRaft, o.TLS.Cluster)
 	}
-	if o := serverFlags(t, append(base, "--insecure-raft=false", "--cluster-name", "east")...); o.plainRaft || o.tls.Cluster != "east" {
-		t.Fatalf("flags over the file: insecure %v, cluster %q", o.plainRaft, o.tls.Cluster)
+	if o := serverFlags(t, append(base, "--insecure-raft=false", "--cluster-name", "east")...); o.InsecureRaft || o.TLS.Cluster != "east" {
+		t.Fatalf("flags over the file: insecure %v, cluster %q", o.InsecureRaft, o.TLS.Cluster)
 	}
-	if o := serverFlags(t, "--node-id", "n1", "--data-dir", t.TempDir()); o.plainRaft || o.tls.Cluster != "default" {
-		t.Fatalf("defaults: insecure %v, cluster %q", o.plainRaft, o.tls.Cluster)
+	if o := serverFlags(t, "--node-id", "n1", "--data-dir", t.TempDir()); o.InsecureRaft || o.TLS.Cluster != "default" {
+		t.Fatalf("defaults: insecure %v, cluster %q", o.InsecureRaft, o.TLS.Cluster)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ type submitOpts struct {
 	cost        time.Duration
 	key         string
 	jobType     string
-	maxAttempts uint
+	maxAttempts uint32
 	timeout     time.Duration
 	env         multiFlag
 	dir         string
@@ -62,11 +63,11 @@ if any job was refused.`,
 			o := &submitOpts{fs: fs}
 			o.tenantFlags.register(fs)
 			fs.StringVar(&o.size, "size", "", "container `SIZE`: sm, md or lg (required)")
-			fs.DurationVar(&o.cost, "cost", 0, "estimated CPU time, a `DURATION` (required)")
+			defineFlag(fs, "cost", "estimated CPU time, a `DURATION` (required)", costVal(&o.cost))
 			fs.StringVar(&o.key, "key", "", "idempotency `KEY` (1..256 bytes)")
 			fs.StringVar(&o.jobType, "type", "", "job `TYPE` (a label)")
-			fs.UintVar(&o.maxAttempts, "max-attempts", 0, "runs allowed to fail before the job fails (`N`, default from the config)")
-			fs.DurationVar(&o.timeout, "timeout", 0, "kill the job after this running `DURATION` (ends timed_out, never retried)")
+			defineFlag(fs, "max-attempts", "runs allowed to fail before the job fails (`N`, 0 = the configured default)", attemptsVal(&o.maxAttempts))
+			defineFlag(fs, "timeout", "kill the job after this running `DURATION` (ends timed_out, never retried)", timeoutVal(&o.timeout))
 			fs.Var(&o.env, "env", "environment `KEY=VALUE` for the job (repeatable)")
 			fs.StringVar(&o.dir, "dir", "", "working `DIR` of the job")
 			fs.StringVar(&o.payload, "payload", "", "raw `JSON` payload instead of a command")
@@ -91,8 +92,8 @@ func runSubmit(env *cmdEnv, o any, args []string) error {
 	if err != nil {
 		return usageError("--size: %v", err)
 	}
-	if opts.cost <= 0 {
-		return usageError("--cost: a positive estimated CPU time is required (e.g. 90s)")
+	if !set["cost"] {
+		return usageError("--cost: required, the estimated CPU time (e.g. 90s)")
 	}
 	var payload []byte
 	switch {
@@ -119,7 +120,7 @@ func runSubmit(env *cmdEnv, o any, args []string) error {
 		}
 	}
 	req := &pb.SubmitRequest{Tenant: opts.tenant, JobType: opts.jobType, Size: pb.Size(size + 1), EstCostMs: opts.cost.Milliseconds(),
-		Payload: payload, MaxAttempts: uint32(opts.maxAttempts), TimeoutMs: opts.timeout.Milliseconds()}
+		Payload: payload, MaxAttempts: opts.maxAttempts, TimeoutMs: opts.timeout.Milliseconds()}
 	if set["key"] {
 		req.IdempotencyKey = &opts.key
 	}
@@ -141,15 +142,29 @@ func runSubmit(env *cmdEnv, o any, args []string) error {
 	return nil
 }
 
-// fileJob is one line of a --from-file submit.
+// The bounds of a job's numbers, shared by the flags and the fields of a
+// --from-file line. Durations are sent in whole milliseconds: a finer one
+// is refused, not rounded (1ns is not "no timeout").
+func costVal(p *time.Duration) value {
+	return durationVal(p, time.Millisecond, sfq.MaxEstCostMs*time.Millisecond).wholeMs()
+}
+
+func timeoutVal(p *time.Duration) value {
+	return durationVal(p, time.Millisecond, sfq.MaxTimeoutMs*time.Millisecond).orZero("no timeout").wholeMs()
+}
+
+func attemptsVal(p *uint32) value { return &intVal[uint32]{p, 0, sfq.MaxMaxAttempts} }
+
+// fileJob is one line of a --from-file submit. Numbers are kept as text
+// and read by the same values as the flags.
 type fileJob struct {
 	Tenant      string            `json:"tenant"`
 	Size        string            `json:"size"`
 	Cost        string            `json:"cost"`
-	EstCostMs   int64             `json:"est_cost_ms"`
+	EstCostMs   json.Number       `json:"est_cost_ms"`
 	Key         *string           `json:"key"`
 	Type        string            `json:"type"`
-	MaxAttempts uint32            `json:"max_attempts"`
+	MaxAttempts json.Number       `json:"max_attempts"`
 	Timeout     string            `json:"timeout"`
 	Argv        []string          `json:"argv"`
 	Env         map[string]string `json:"env"`
@@ -162,24 +177,37 @@ func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("size: %v", err)
 	}
-	req := &pb.SubmitRequest{Tenant: f.Tenant, IdempotencyKey: f.Key, JobType: f.Type, Size: pb.Size(size + 1), MaxAttempts: f.MaxAttempts, EstCostMs: f.EstCostMs}
+	req := &pb.SubmitRequest{Tenant: f.Tenant, IdempotencyKey: f.Key, JobType: f.Type, Size: pb.Size(size + 1)}
 	if req.Tenant == "" {
 		req.Tenant = defaultTenant
 	}
-	if f.Cost != "" {
-		d, err := time.ParseDuration(f.Cost)
-		if err != nil {
-			return nil, fmt.Errorf("cost: %v", err)
-		}
-		req.EstCostMs = d.Milliseconds()
+	var cost, timeout time.Duration
+	fields := []struct {
+		name, text string
+		val        value
+	}{
+		{"cost", f.Cost, costVal(&cost)},
+		{"est_cost_ms", f.EstCostMs.String(), &intVal[int64]{&req.EstCostMs, 1, sfq.MaxEstCostMs}},
+		{"max_attempts", f.MaxAttempts.String(), attemptsVal(&req.MaxAttempts)},
+		{"timeout", f.Timeout, timeoutVal(&timeout)},
 	}
-	if f.Timeout != "" {
-		d, err := time.ParseDuration(f.Timeout)
-		if err != nil {
-			return nil, fmt.Errorf("timeout: %v", err)
+	for _, fd := range fields {
+		if fd.text == "" {
+			continue
 		}
-		req.TimeoutMs = d.Milliseconds()
+		if err := fd.val.Set(fd.text); err != nil {
+			return nil, named(fd.name, err)
+		}
 	}
+	switch {
+	case f.Cost != "" && f.EstCostMs != "":
+		return nil, errors.New("give cost or est_cost_ms, not both")
+	case f.Cost != "":
+		req.EstCostMs = cost.Milliseconds()
+	case f.EstCostMs == "":
+		return nil, errors.New("cost: required, the estimated CPU time (e.g. \"90s\")")
+	}
+	req.TimeoutMs = timeout.Milliseconds()
 	switch {
 	case len(f.Payload) > 0 && len(f.Argv) > 0:
 		return nil, errors.New("give argv or payload, not both")
@@ -258,6 +286,10 @@ func submitFile(env *cmdEnv, opts *submitOpts) error {
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&fj); err != nil {
 			report(n, &pb.SubmitResult{Error: "INVALID_ARGUMENT: " + err.Error()})
+			continue
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			report(n, &pb.SubmitResult{Error: "INVALID_ARGUMENT: data after the job's JSON object (one object per line)"})
 			continue
 		}
 		req, err := fj.request(opts.tenant)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -20,13 +21,13 @@ type tenantSetOpts struct {
 	clientFlags
 	fs          *flag.FlagSet
 	tier        string
-	multiplier  uint
-	cap         uint
-	capSM       uint
-	capMD       uint
-	capLG       uint
+	multiplier  uint32
+	cap         uint32
+	capSM       uint32
+	capMD       uint32
+	capLG       uint32
 	inflightCPU time.Duration
-	maxQueued   uint
+	maxQueued   uint32
 }
 
 func tenantJSON(t *pb.Tenant) map[string]any {
@@ -73,13 +74,16 @@ dispatches until usage falls below it.`,
 			o := &tenantSetOpts{fs: fs}
 			o.register(fs)
 			fs.StringVar(&o.tier, "tier", "", "`TIER`: free, bronze, silver, gold or diamond (required for a new tenant)")
-			fs.UintVar(&o.multiplier, "multiplier", 1, "weight multiplier `N` (>= 1)")
-			fs.UintVar(&o.cap, "cap", 0, "max running jobs over all sizes (`N`, 0 = none)")
-			fs.UintVar(&o.capSM, "cap-sm", 0, "max running sm jobs (`N`)")
-			fs.UintVar(&o.capMD, "cap-md", 0, "max running md jobs (`N`)")
-			fs.UintVar(&o.capLG, "cap-lg", 0, "max running lg jobs (`N`)")
-			fs.DurationVar(&o.inflightCPU, "inflight-cpu", 0, "max estimated CPU of running jobs (`DURATION`, 0 = none)")
-			fs.UintVar(&o.maxQueued, "max-queued", 0, "quota of queued jobs (`N`, 0 = none)")
+			numFlag(fs, &o.multiplier, "multiplier", 1, 1, sfq.MaxMultiplier, "weight multiplier `N`")
+			numFlag(fs, &o.cap, "cap", 0, 0, math.MaxUint32, "max running jobs over all sizes (`N`, 0 = none)")
+			numFlag(fs, &o.capSM, "cap-sm", 0, 0, math.MaxUint32, "max running sm jobs (`N`, 0 = none)")
+			numFlag(fs, &o.capMD, "cap-md", 0, 0, math.MaxUint32, "max running md jobs (`N`, 0 = none)")
+			numFlag(fs, &o.capLG, "cap-lg", 0, 0, math.MaxUint32, "max running lg jobs (`N`, 0 = none)")
+			// The server allows up to 1000 CPU-years; a time.Duration
+			// stops at about 292 years.
+			msFlag(fs, &o.inflightCPU, "inflight-cpu", 0, time.Millisecond, 2562047*time.Hour, "none",
+				"max estimated CPU of running jobs (`DURATION`)")
+			numFlag(fs, &o.maxQueued, "max-queued", 0, 0, math.MaxUint32, "quota of queued jobs (`N`, 0 = none)")
 			return o
 		},
 		run: runTenantSet,
@@ -184,13 +188,16 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 			req.Tier = fsm.TierToPB(t)
 		}
 		if set["multiplier"] {
-			req.Multiplier = uint32(opts.multiplier)
+			req.Multiplier = opts.multiplier
 		}
 		c := req.Caps
-		for name, dst := range map[string]*uint32{"cap": &c.MaxRunning, "cap-sm": &c.MaxRunningSm, "cap-md": &c.MaxRunningMd, "cap-lg": &c.MaxRunningLg, "max-queued": &c.MaxQueued} {
-			if set[name] {
-				v := map[string]uint{"cap": opts.cap, "cap-sm": opts.capSM, "cap-md": opts.capMD, "cap-lg": opts.capLG, "max-queued": opts.maxQueued}[name]
-				*dst = uint32(v)
+		for _, f := range []struct {
+			name     string
+			dst, src *uint32
+		}{{"cap", &c.MaxRunning, &opts.cap}, {"cap-sm", &c.MaxRunningSm, &opts.capSM}, {"cap-md", &c.MaxRunningMd, &opts.capMD},
+			{"cap-lg", &c.MaxRunningLg, &opts.capLG}, {"max-queued", &c.MaxQueued, &opts.maxQueued}} {
+			if set[f.name] {
+				*f.dst = *f.src
 			}
 		}
 		if set["inflight-cpu"] {

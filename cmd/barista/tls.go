@@ -58,7 +58,7 @@ Start a server with --tls-cert DIR/n1.pem --tls-key DIR/n1-key.pem
 			fs.StringVar(&o.clients, "clients", "client", "comma-separated `NAMES` of client certificates")
 			fs.StringVar(&o.cluster, "cluster-name", raftnode.DefaultClusterName, "cluster `NAME` in the nodes' member name server.NAME.barista")
 			fs.StringVar(&o.hosts, "hosts", "127.0.0.1,::1,localhost", "comma-separated `HOSTS` the node certificates are valid for")
-			fs.IntVar(&o.days, "days", 825, "validity in `DAYS`")
+			numFlag(fs, &o.days, "days", 825, 1, 36500, "validity in `DAYS`")
 			fs.StringVar(&o.ca, "ca", "", "sign with the CA in this `DIR` (ca.pem, ca-key.pem) instead of a new one")
 			return o
 		},

@@ -43,8 +43,8 @@ index. --once prints one view and exits; with --json it prints one object:
 			o := &topOpts{}
 			o.register(fs)
 			fs.BoolVar(&o.once, "once", false, "print one view and exit")
-			fs.DurationVar(&o.interval, "interval", time.Second, "refresh every `DURATION`")
-			fs.DurationVar(&o.window, "window", time.Minute, "shares over the last `DURATION` of cluster time")
+			durFlag(fs, &o.interval, "interval", time.Second, 10*time.Millisecond, time.Hour, "", "refresh every `DURATION`")
+			msFlag(fs, &o.window, "window", time.Minute, time.Millisecond, 24*time.Hour, "", "shares over the last `DURATION` of cluster time")
 			fs.BoolVar(&o.stale, "stale", false, "read the connected node's state without asking the leader")
 			return o
 		},

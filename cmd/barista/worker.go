@@ -65,7 +65,7 @@ live, the worker is refused (ABORTED) and retries with backoff.`,
 			host, _ := os.Hostname()
 			fs.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "unique worker `ID`")
 			fs.StringVar(&o.logDir, "log-dir", filepath.Join(os.TempDir(), "barista-worker"), "`DIR` for job output logs")
-			fs.Int64Var(&o.maxLog, "max-log-bytes", runner.DefaultMaxLogBytes, "bound of each job's log file, in `BYTES`")
+			numFlag(fs, &o.maxLog, "max-log-bytes", runner.DefaultMaxLogBytes, 4096, 1<<40, "bound of each job's log file, in `BYTES`")
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`")
 			fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
 			return o
