@@ -112,11 +112,10 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (Repla
 		if until != 0 && len(list) > 0 && until < list[0].Index {
 			// An earlier point: start from an older retained snapshot
 			// (the newer ones are not read at all).
+			// With none at or before it, the replay starts from the empty
+			// state, if the log still reaches back to index 1.
 			if meta, f, err = LoadAtOrBefore(store, dataDir, until); err != nil {
 				return res, err
-			}
-			if f == nil {
-				return res, fmt.Errorf("index %d is before every retained snapshot (the newest is at %d): the log before them is compacted", until, list[0].Index)
 			}
 		} else if meta, f, err = LoadNewest(store, dataDir); err != nil {
 			return res, err
@@ -159,6 +158,9 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (Repla
 		return res, fmt.Errorf("index %d is before the oldest retained snapshot (index %d): the log before it is compacted", target, res.SnapshotAt)
 	}
 	if start := res.SnapshotAt + 1; start < first && start <= target {
+		if res.SnapshotAt == 0 {
+			return res, fmt.Errorf("index %d is before every retained snapshot and the log starts at %d (compacted): entries are missing", target, first)
+		}
 		return res, fmt.Errorf("the log starts at %d but the snapshot ends at %d: entries are missing", first, res.SnapshotAt)
 	}
 	res.Uncommitted = rec == nil || target > rec.Index
