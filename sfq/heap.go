@@ -11,6 +11,10 @@ const (
 	byTierSeq
 	// byTagDesc: highest tag first (the idle rule's maximum finish tag).
 	byTagDesc
+	// byDeadline: earliest deadline first, then lower job ID (the tenants
+	// whose deadline head of one class and size is eligible; tag holds
+	// the head's deadline_at).
+	byDeadline
 )
 
 // hentry is one tenant's key in a heap. The keys are copied in so that
@@ -41,6 +45,14 @@ func (h *tenantHeap) less(a, b *hentry) bool {
 	case byTagDesc:
 		if a.tag != b.tag {
 			return a.tag > b.tag
+		}
+		return a.tenant < b.tenant
+	case byDeadline:
+		if a.tag != b.tag {
+			return a.tag < b.tag
+		}
+		if a.seq != b.seq {
+			return a.seq < b.seq
 		}
 		return a.tenant < b.tenant
 	}
@@ -237,4 +249,67 @@ func (q *jobQueue) pushRequeued(id JobID) {
 		i--
 	}
 	q.requeued[i] = id
+}
+
+// dlEntry is one queued deadline job.
+type dlEntry struct {
+	at Time
+	id JobID
+}
+
+func dlBefore(a, b dlEntry) bool { return a.at < b.at || (a.at == b.at && a.id < b.id) }
+
+// deadlineQueue holds the IDs of one tenant's queued jobs with a deadline
+// of one class and size, as a binary min-heap by (deadline_at, job ID).
+// Like jobQueue, cancelled or pruned jobs are left in place and dropped
+// when they reach the head; the head's cost is cached.
+type deadlineQueue struct {
+	items      []dlEntry
+	cachedHead JobID
+	cachedCost int64
+}
+
+func (q *deadlineQueue) front() (dlEntry, bool) {
+	if len(q.items) == 0 {
+		return dlEntry{}, false
+	}
+	return q.items[0], true
+}
+
+func (q *deadlineQueue) push(e dlEntry) {
+	q.items = append(q.items, e)
+	i := len(q.items) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !dlBefore(q.items[i], q.items[p]) {
+			break
+		}
+		q.items[i], q.items[p] = q.items[p], q.items[i]
+		i = p
+	}
+}
+
+func (q *deadlineQueue) popFront() {
+	n := len(q.items) - 1
+	q.items[0] = q.items[n]
+	q.items = q.items[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && dlBefore(q.items[r], q.items[l]) {
+			m = r
+		}
+		if !dlBefore(q.items[m], q.items[i]) {
+			break
+		}
+		q.items[i], q.items[m] = q.items[m], q.items[i]
+		i = m
+	}
+	if n == 0 && cap(q.items) > 64 {
+		q.items = nil // give back a large buffer once the burst is over
+	}
 }

@@ -22,7 +22,9 @@ func TestJobTextRoundTrip(t *testing.T) {
 	if j.Key() != "" || j.Type() != "" || j.Payload() != "" {
 		t.Fatal("a zero job has text")
 	}
-	if got := unsafe.Sizeof(Job{}); got != 152 {
-		t.Fatalf("Job is %d bytes; every byte is paid a million times: keep it at 152 or less", got)
+	// 152 bytes before deadlines; class and estimate source fit in the
+	// padding after Size, deadline_at costs 8 bytes.
+	if got := unsafe.Sizeof(Job{}); got != 160 {
+		t.Fatalf("Job is %d bytes; every byte is paid a million times: keep it at 160 or less", got)
 	}
 }
