@@ -58,11 +58,12 @@ func runScript(t *testing.T, path string) []byte {
 	return runScriptOn(t, path, NewMachine())
 }
 
-// decisions keeps the dispatch and show lines of an output.
+// decisions keeps the dispatch, show and explain lines of an output.
 func decisions(out []byte) string {
 	var b strings.Builder
 	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, "dispatch ") || strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "tenant ") {
+		if strings.HasPrefix(l, "dispatch ") || strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "tenant ") ||
+			strings.HasPrefix(l, "explain ") || strings.HasPrefix(l, "type ") {
 			b.WriteString(l + "\n")
 		}
 	}
