@@ -168,7 +168,7 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 		return Reason{}, fmt.Errorf("%w: job %d is %s", ErrInvalid, id, j.State)
 	}
 	t := s.tenants.Get(uint64(j.Tenant))
-	cr := s.rt[j.Tenant].cls[j.Class]
+	cr := s.rt[j.Tenant].queues(j.Class)
 	if cr == nil {
 		return Reason{}, fmt.Errorf("%w: queued job %d has no queue", ErrVerify, id)
 	}
@@ -261,7 +261,8 @@ func (s *Scheduler) startKey(c Class, t *Tenant, id JobID) startKey {
 // peekHeads reads a tenant's queue heads of one size without changing
 // anything (head and dlHead drop stale entries; this skips them).
 func (s *Scheduler) peekHeads(ti uint32, sz Size, h *sizeHeads) {
-	for c, cr := range s.rt[ti].cls {
+	for c := range Class(NumClasses) {
+		cr := s.rt[ti].queues(c)
 		if cr == nil {
 			continue
 		}

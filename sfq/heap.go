@@ -185,10 +185,16 @@ type jobQueue struct {
 	head, n  int
 	requeued []JobID // sorted descending; the smallest is last
 	// cachedHead and cachedCost remember the front job once it has been
-	// checked to be queued; the scheduler clears cachedHead when that job
-	// leaves the queue by any way other than popFront.
+	// checked to be queued; 0 = unknown. popFront and pushRequeued clear
+	// it, and the scheduler clears it when that job leaves the queue by
+	// any other way, so a set cachedHead is the front without reading
+	// the ring.
 	cachedHead JobID
 	cachedCost int64
+	// placed is the head job this queue has in its class and size's fair
+	// heaps (0 = none), so that re-placing a tenant touches only the heaps
+	// whose entry changes.
+	placed JobID
 }
 
 func (q *jobQueue) empty() bool { return q.n == 0 && len(q.requeued) == 0 }
@@ -208,6 +214,7 @@ func (q *jobQueue) front() (JobID, bool) {
 
 // popFront removes the smallest ID.
 func (q *jobQueue) popFront() {
+	q.cachedHead = 0
 	if k := len(q.requeued); k > 0 && (q.n == 0 || q.requeued[k-1] < q.ring[q.head]) {
 		q.requeued = q.requeued[:k-1]
 	} else if q.n > 0 {
@@ -242,6 +249,7 @@ func (q *jobQueue) pushBack(id JobID) {
 
 // pushRequeued puts a requeued job back in ID order.
 func (q *jobQueue) pushRequeued(id JobID) {
+	q.cachedHead = 0 // it may go before the front
 	i := len(q.requeued)
 	q.requeued = append(q.requeued, id)
 	for i > 0 && q.requeued[i-1] < id {
@@ -262,11 +270,13 @@ func dlBefore(a, b dlEntry) bool { return a.at < b.at || (a.at == b.at && a.id <
 // deadlineQueue holds the IDs of one tenant's queued jobs with a deadline
 // of one class and size, as a binary min-heap by (deadline_at, job ID).
 // Like jobQueue, cancelled or pruned jobs are left in place and dropped
-// when they reach the head; the head's cost is cached.
+// when they reach the head; the head's cost is cached (as in jobQueue, a
+// set cachedHead is the front).
 type deadlineQueue struct {
 	items      []dlEntry
 	cachedHead JobID
 	cachedCost int64
+	placed     JobID // the head job this queue has in its deadline heap (0 = none)
 }
 
 func (q *deadlineQueue) front() (dlEntry, bool) {
@@ -277,6 +287,7 @@ func (q *deadlineQueue) front() (dlEntry, bool) {
 }
 
 func (q *deadlineQueue) push(e dlEntry) {
+	q.cachedHead = 0 // it may go before the front
 	q.items = append(q.items, e)
 	i := len(q.items) - 1
 	for i > 0 {
@@ -290,6 +301,7 @@ func (q *deadlineQueue) push(e dlEntry) {
 }
 
 func (q *deadlineQueue) popFront() {
+	q.cachedHead = 0
 	n := len(q.items) - 1
 	q.items[0] = q.items[n]
 	q.items = q.items[:n]

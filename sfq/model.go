@@ -30,6 +30,13 @@ type Caps struct {
 	MaxRunningDeadline uint32
 }
 
+// none reports whether no cap is set (the quota aside, which the core does
+// not enforce).
+func (c *Caps) none() bool {
+	return c.MaxRunning == 0 && c.MaxRunningSize == [NumSizes]uint32{} && c.MaxInflightCPUMs == 0 &&
+		c.MaxRunningCritical == 0 && c.MaxRunningHigh == 0 && c.MaxRunningDeadline == 0
+}
+
 // classCap returns the cap of class c (0 = none).
 func (c *Caps) classCap(cl Class) uint32 {
 	switch cl {

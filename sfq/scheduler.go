@@ -40,11 +40,23 @@ type Scheduler struct {
 }
 
 type tenantRT struct {
-	cls [NumClasses]*classRT // nil until the tenant first queues a job of the class
+	// other holds the queues of high, critical and low (at Class-1), nil
+	// until the tenant first queues a job of the class; normal (below)
+	// holds those of class normal, where most work is.
+	other [NumClasses - 1]*classRT
+	// fairBits and dlBits have bit c*NumSizes+s set when the tenant's head
+	// without a deadline, or its deadline head, of class c and size s is
+	// a candidate (as of its last placement).
+	fairBits, dlBits uint16
 	// eligible[c]: the tenant had a candidate without a deadline in class
 	// c at its last placement (the activation clamp watches it change).
 	eligible [NumClasses]bool
-	types    []uint64 // slots of the tenant's job-type estimates
+	// inMaxTag[c] and maxTagged[c]: the tenant is in maxTag[c] with that
+	// tag.
+	inMaxTag  [NumClasses]bool
+	maxTagged [NumClasses]VirtualTime
+	types     []uint64 // slots of the tenant's job-type estimates
+	normal    classRT
 }
 
 // classRT holds a tenant's queues of one class: jobs without a deadline
@@ -54,12 +66,30 @@ type classRT struct {
 	dl   [NumSizes]*deadlineQueue // nil until the first deadline job of the size
 }
 
-func (rt *tenantRT) class(c Class) *classRT {
-	if rt.cls[c] == nil {
-		rt.cls[c] = new(classRT)
+// queues returns the tenant's queues of class c, or nil if it never had
+// any.
+func (rt *tenantRT) queues(c Class) *classRT {
+	if c == ClassNormal {
+		return &rt.normal
 	}
-	return rt.cls[c]
+	return rt.other[c-1]
 }
+
+// class returns the tenant's queues of class c, creating them.
+func (rt *tenantRT) class(c Class) *classRT {
+	if c == ClassNormal {
+		return &rt.normal
+	}
+	if rt.other[c-1] == nil {
+		rt.other[c-1] = new(classRT)
+	}
+	return rt.other[c-1]
+}
+
+func bit(c Class, sz int) uint16 { return 1 << (uint(c)*NumSizes + uint(sz)) }
+
+// classBits is the mask of every size of class c in fairBits or dlBits.
+func classBits(c Class) uint16 { return (1<<NumSizes - 1) << (uint(c) * NumSizes) }
 
 func (cr *classRT) deadlines(sz Size) *deadlineQueue {
 	if cr.dl[sz] == nil {
@@ -148,7 +178,7 @@ func (s *Scheduler) rebuildOrder() {
 			continue
 		}
 		s.rt[ti].eligible = [NumClasses]bool{}
-		s.place(ti, false)
+		s.place(ti, false, false, everything)
 	}
 }
 
@@ -281,14 +311,14 @@ func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
 		} else {
 			t.TenantSpec = spec
 		}
-		s.place(i, true)
+		s.place(i, true, false, everything)
 		return created, nil
 	}
 	i := uint32(s.tenants.Len())
 	s.tenants.Put(uint64(i), Tenant{TenantSpec: spec})
 	s.byName[spec.Name] = i
 	s.rt = append(s.rt, tenantRT{})
-	s.place(i, true)
+	s.place(i, true, false, everything)
 	return true, nil
 }
 
@@ -386,7 +416,13 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		s.queuedFair[c]++
 		cr.fifo[sub.Size].pushBack(id)
 	}
-	s.place(ti, true)
+	// A new job can change the heads of its own size only (and, without
+	// caps, only its own queue's).
+	scope := placeScope{size: int8(sub.Size), class: int8(c)}
+	if !t.Caps.none() {
+		scope.class = -1
+	}
+	s.place(ti, true, true, scope)
 	return id, nil
 }
 
@@ -484,6 +520,9 @@ func (s *Scheduler) bestDeadline(c Class, ws Size) candidate {
 // there is none or the policy prefers stealing it.
 func (s *Scheduler) pickFair(c Class, ws Size) candidate {
 	same := s.best(c, ws)
+	if _, preferFit := s.cfg.Policy.(PreferFit); preferFit && same.ok {
+		return same // prefer-fit never steals over an eligible same-size job
+	}
 	var steal candidate
 	for sz := ws; sz > 0; {
 		sz--
@@ -502,6 +541,9 @@ func (s *Scheduler) pickFair(c Class, ws Size) candidate {
 // its fair-share pick.
 func (s *Scheduler) pick(ws Size) candidate {
 	for _, c := range classOrder {
+		if !s.eligibleIn(c, ws) {
+			continue
+		}
 		if d := s.bestDeadline(c, ws); d.ok {
 			return d
 		}
@@ -574,7 +616,7 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 		return Assignment{}, false, fmt.Errorf("%w: job %d at the head of its queue is %s", ErrRefused, j.ID, j.State)
 	}
 
-	cr := s.rt[c.tenant].cls[c.class]
+	cr := s.rt[c.tenant].queues(c.class)
 	if c.deadline {
 		cr.dl[c.size].popFront()
 	} else {
@@ -610,7 +652,17 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 		}
 	}
 	s.reap.push(deadline{at: life.AckDeadline, job: jm.ID, attempt: life.Attempt, kind: EvExpireAck})
-	s.place(c.tenant, true)
+	// The dispatch changed one queue's head and raised the tenant's
+	// counters: without caps nothing else can change; with only size caps,
+	// nothing of another size.
+	scope := placeScope{size: int8(c.size), class: int8(c.class)}
+	if cp := &tm.Caps; !cp.none() {
+		scope.class = -1
+		if cp.MaxRunning != 0 || cp.MaxInflightCPUMs != 0 || cp.classCap(c.class) != 0 || (c.deadline && cp.MaxRunningDeadline != 0) {
+			scope = everything
+		}
+	}
+	s.place(c.tenant, true, true, scope)
 	s.tidy(now)
 	return Assignment{Job: jm.ID, Tenant: c.tenant, Size: c.size, Class: c.class, Attempt: life.Attempt, Start: c.tag, Weight: w,
 		Deadline: c.deadline, DeadlineMissed: c.deadline && now > jm.DeadlineAt}, true, nil
@@ -710,15 +762,31 @@ func decide(t *Tenant, sz Size, h *sizeHeads) sizeDecision {
 // real values is still the true minimum. Every other key change (a lower
 // tag, another head job, another tier) is applied at once. Deadline heap
 // keys are (deadline_at, ID) of the head and are always exact.
-func (s *Scheduler) place(ti uint32, clamp bool) {
+//
+// fast is for commands that can only raise the tenant's tags and keep its
+// tier (Submit, Dispatch): a queue whose head is still the one it placed,
+// and still a candidate, is left alone without reading the heaps, so a
+// dispatch touches only the heaps of the queue it took from (and those of
+// queues that lost their candidate). only limits the work to one size, or
+// one class and size, when the command could change nothing else; one
+// class is only possible for a tenant without caps, whose heads are all
+// candidates.
+func (s *Scheduler) place(ti uint32, clamp, fast bool, only placeScope) {
 	t := s.tenants.Get(uint64(ti))
 	rt := &s.rt[ti]
-	var dec [NumSizes]sizeDecision
+	lo, hi := 0, NumSizes
+	if only.size >= 0 {
+		lo, hi = int(only.size), int(only.size)+1
+	}
+	clo, chi := Class(0), Class(NumClasses)
+	if only.class >= 0 {
+		clo, chi = Class(only.class), Class(only.class)+1
+	}
 	var heads [NumSizes]sizeHeads
-	var elig [NumClasses]bool
-	for sz := range NumSizes {
+	for sz := lo; sz < hi; sz++ {
 		h := &heads[sz]
-		for c, cr := range rt.cls {
+		for c := clo; c < chi; c++ {
+			cr := rt.queues(c)
 			if cr == nil {
 				continue
 			}
@@ -727,40 +795,87 @@ func (s *Scheduler) place(ti uint32, clamp bool) {
 				h.dl[c] = s.dlHead(dq)
 			}
 		}
-		dec[sz] = decide(t, Size(sz), h)
-		for c := range NumClasses {
-			elig[c] = elig[c] || dec[sz].fair[c]
+		var dec sizeDecision
+		if only.class >= 0 {
+			c := clo
+			dec.fair[c], dec.dl[c] = h.fifo[c].ok, h.dl[c].ok
+		} else {
+			dec = decide(t, Size(sz), h)
+		}
+		for c := clo; c < chi; c++ {
+			b := bit(c, sz)
+			rt.fairBits &^= b
+			rt.dlBits &^= b
+			if dec.fair[c] {
+				rt.fairBits |= b
+			}
+			if dec.dl[c] {
+				rt.dlBits |= b
+			}
 		}
 	}
-	for c := range Class(NumClasses) {
-		if elig[c] && !rt.eligible[c] && clamp && s.cfg.Clamp == ClampActivation && t.Tag(c) < s.vnow[c] {
+	// Only the classes re-evaluated can change eligibility; without caps,
+	// only their tags (or none) changed.
+	for c := clo; c < chi; c++ {
+		elig := rt.fairBits&classBits(c) != 0
+		if elig && !rt.eligible[c] && clamp && s.cfg.Clamp == ClampActivation && t.Tag(c) < s.vnow[c] {
 			*s.tenants.Mut(uint64(ti)).tagPtr(c) = s.vnow[c]
 			t = s.tenants.Get(uint64(ti))
 		}
+		rt.eligible[c] = elig
 	}
-	rt.eligible = elig
-	for c := range Class(NumClasses) {
-		tag := t.Tag(c)
-		if rt.cls[c] != nil {
-			for sz := range NumSizes {
-				s.placeFair(ti, t, c, sz, dec[sz].fair[c], heads[sz].fifo[c].id)
-				if d := &s.dheap[c][sz]; dec[sz].dl[c] {
-					h := &heads[sz].dl[c]
-					d.set(hentry{tag: VirtualTime(h.at), seq: h.id, tenant: ti})
-				} else {
-					d.remove(ti)
+	for c := clo; c < chi; c++ {
+		if cr := rt.queues(c); cr != nil {
+			for sz := lo; sz < hi; sz++ {
+				b := bit(c, sz)
+				s.placeFair(ti, t, c, sz, &cr.fifo[sz], rt.fairBits&b != 0, heads[sz].fifo[c].id, fast)
+				if dq := cr.dl[sz]; dq != nil {
+					want := JobID(0)
+					if rt.dlBits&b != 0 {
+						want = heads[sz].dl[c].id
+					}
+					if fast && dq.placed == want {
+						continue
+					}
+					if d := &s.dheap[c][sz]; want != 0 {
+						d.set(hentry{tag: VirtualTime(heads[sz].dl[c].at), seq: want, tenant: ti})
+					} else {
+						d.remove(ti)
+					}
+					dq.placed = want
 				}
 			}
 		}
-		if m := &s.maxTag[c]; tag != 0 || m.has(ti) {
-			m.set(hentry{tag: tag, tenant: ti})
+	}
+	// The idle rule's heaps: every tenant whose tag in the class is not 0
+	// (a tag of 0 never raises virtual_now). Outside the classes
+	// re-evaluated, a tag changes only on a full placement.
+	for c := clo; c < chi; c++ {
+		tag := t.Tag(c)
+		if (tag != 0 || rt.inMaxTag[c]) && (!fast || !rt.inMaxTag[c] || rt.maxTagged[c] != tag) {
+			s.maxTag[c].set(hentry{tag: tag, tenant: ti})
+			rt.inMaxTag[c], rt.maxTagged[c] = true, tag
 		}
 	}
 }
 
+// placeScope is what place re-evaluates: one size (or -1, all), and one
+// class of it (or -1, all).
+type placeScope struct{ size, class int8 }
+
+// everything asks place to re-evaluate every class and size.
+var everything = placeScope{size: -1, class: -1}
+
 // placeFair puts tenant ti in or out of the fair heaps of class c and size
-// sz.
-func (s *Scheduler) placeFair(ti uint32, t *Tenant, c Class, sz int, elig bool, head JobID) {
+// sz, for queue q whose head is head.
+func (s *Scheduler) placeFair(ti uint32, t *Tenant, c Class, sz int, q *jobQueue, elig bool, head JobID, fast bool) {
+	if !elig {
+		head = 0
+	}
+	if fast && q.placed == head {
+		return
+	}
+	q.placed = head
 	a, b := &s.heapA[c][sz], &s.heapB[c][sz]
 	if !elig {
 		a.remove(ti)
@@ -793,13 +908,13 @@ func lagging(stored, real *hentry) bool {
 // cancelled or pruned jobs from the front. The cost of the head is cached
 // on the queue, so re-evaluating a tenant costs no job lookup.
 func (s *Scheduler) head(q *jobQueue) headInfo {
+	if q.cachedHead != 0 {
+		return headInfo{id: q.cachedHead, cost: q.cachedCost, ok: true}
+	}
 	for {
 		id, ok := q.front()
 		if !ok {
 			return headInfo{}
-		}
-		if id == q.cachedHead {
-			return headInfo{id: id, cost: q.cachedCost, ok: true}
 		}
 		if j := s.jobs.Get(uint64(id)); j != nil && j.State == Queued {
 			q.cachedHead, q.cachedCost = id, j.EstCostMs
@@ -811,13 +926,13 @@ func (s *Scheduler) head(q *jobQueue) headInfo {
 
 // dlHead is head for a deadline queue.
 func (s *Scheduler) dlHead(q *deadlineQueue) headInfo {
+	if q.cachedHead != 0 {
+		return headInfo{id: q.cachedHead, cost: q.cachedCost, at: q.items[0].at, ok: true}
+	}
 	for {
 		e, ok := q.front()
 		if !ok {
 			return headInfo{}
-		}
-		if e.id == q.cachedHead {
-			return headInfo{id: e.id, cost: q.cachedCost, at: e.at, ok: true}
 		}
 		if j := s.jobs.Get(uint64(e.id)); j != nil && j.State == Queued {
 			q.cachedHead, q.cachedCost = e.id, j.EstCostMs
@@ -1030,7 +1145,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		j.EndedAt = now
 		s.ended.push(now, j.ID)
 	}
-	s.place(j.Tenant, true)
+	s.place(j.Tenant, true, false, everything)
 }
 
 func (s *Scheduler) refusal(j *Job, e Event, out Outcome) error {

@@ -540,7 +540,7 @@ func (s *Scheduler) Verify() error {
 					h.fifo[cl], h.dl[cl] = headInfo{}, headInfo{}
 				}
 				if h.fifo[cl].ok || h.dl[cl].ok {
-					cr := rt.cls[cl]
+					cr := rt.queues(cl)
 					if cr == nil {
 						report("tenant %q class %s has queued jobs and no queues", t.Name, cl)
 						continue
@@ -559,6 +559,10 @@ func (s *Scheduler) Verify() error {
 			}
 			dec := decide(t, Size(sz), &h)
 			for cl := range Class(NumClasses) {
+				if b := bit(cl, sz); (rt.fairBits&b != 0) != dec.fair[cl] || (rt.dlBits&b != 0) != dec.dl[cl] {
+					report("tenant %q %s %s: candidate bits %v/%v, the candidate rule says %v/%v", t.Name, cl, Size(sz),
+						rt.fairBits&b != 0, rt.dlBits&b != 0, dec.fair[cl], dec.dl[cl])
+				}
 				inA, inB := s.heapA[cl][sz].has(ti), s.heapB[cl][sz].has(ti)
 				if want := dec.fair[cl]; (inA || inB) != want || (inA && inB) {
 					report("tenant %q %s %s: in order heaps %v/%v, candidate %v", t.Name, cl, Size(sz), inA, inB, want)
