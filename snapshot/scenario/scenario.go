@@ -661,9 +661,15 @@ func (rn *runner) explain(args []string) error {
 	}
 	if rn.opt.JSON {
 		line := map[string]any{"explain": id, "reason": r.Name()}
-		for _, f := range strings.Fields(r.Format())[1:] {
-			k, v, _ := strings.Cut(f, "=")
-			line[k] = v
+		switch r.Kind {
+		case sfq.ReasonBehind:
+			line["position"] = r.Position
+		case sfq.ReasonCap:
+			line["vertex"], line["current"], line["limit"] = r.Cap.String(), r.Current, r.Limit
+		case sfq.ReasonWaiting:
+			line["ahead"], line["tag_ms"], line["vnow_ms"] = r.Ahead, json.RawMessage(r.Tag.String()), json.RawMessage(r.VirtualNow.String())
+		case sfq.ReasonAssigned, sfq.ReasonRunning:
+			line["worker"] = r.Worker
 		}
 		rn.emitJSON(line)
 		return nil
