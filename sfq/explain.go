@@ -172,7 +172,7 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 	if cr == nil {
 		return Reason{}, fmt.Errorf("%w: queued job %d has no queue", ErrVerify, id)
 	}
-	deadline := j.DeadlineAt != 0
+	deadline := j.deadline
 	// 3. behind: its own queue's older (or more urgent) jobs.
 	var heads sizeHeads
 	s.peekHeads(j.Tenant, j.Size, &heads)
@@ -204,7 +204,7 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 	// 10. waiting.
 	r := Reason{Kind: ReasonWaiting, Tag: t.Tag(j.Class), VirtualNow: s.vnow[j.Class]}
 	if deadline {
-		me := dlEntry{at: j.DeadlineAt, id: id}
+		me := dlEntry{at: j.DeadlineAt(), id: id}
 		for sz := range NumSizes {
 			for _, e := range s.dheap[j.Class][sz].items {
 				if dlBefore(dlEntry{at: Time(e.tag), id: e.seq}, me) {
@@ -273,8 +273,8 @@ func (s *Scheduler) peekHeads(ti uint32, sz Size, h *sizeHeads) {
 				best = id
 			}
 		}
-		for i := 0; i < q.n; i++ { // fresh submits, in ID order
-			id := q.ring[(q.head+i)&(len(q.ring)-1)]
+		for i := range int(q.n) { // fresh submits, in ID order
+			id := q.ring[(int(q.head)+i)&(len(q.ring)-1)]
 			if best != 0 && id > best {
 				break
 			}
@@ -286,7 +286,7 @@ func (s *Scheduler) peekHeads(ti uint32, sz Size, h *sizeHeads) {
 		if best != 0 {
 			h.fifo[c] = headInfo{id: best, cost: s.jobs.Get(uint64(best)).EstCostMs, ok: true}
 		}
-		if dq := cr.dl[sz]; dq != nil {
+		if dq := cr.dlq(sz); dq != nil {
 			if e, ok := dq.front(); ok && s.queuedJob(e.id) != nil {
 				h.dl[c] = headInfo{id: e.id, cost: s.jobs.Get(uint64(e.id)).EstCostMs, at: e.at, ok: true}
 			} else {
@@ -314,9 +314,9 @@ func (s *Scheduler) queuedJob(id JobID) *Job {
 // position counts the queued jobs ahead of j in its queue.
 func (s *Scheduler) position(cr *classRT, j *Job) uint64 {
 	var n uint64
-	if j.DeadlineAt != 0 {
-		me := dlEntry{at: j.DeadlineAt, id: j.ID}
-		if dq := cr.dl[j.Size]; dq != nil {
+	if j.deadline {
+		me := dlEntry{at: j.DeadlineAt(), id: j.ID}
+		if dq := cr.dlq(j.Size); dq != nil {
 			for _, e := range dq.items {
 				if dlBefore(e, me) && s.queuedJob(e.id) != nil {
 					n++
@@ -332,8 +332,8 @@ func (s *Scheduler) position(cr *classRT, j *Job) uint64 {
 		}
 	}
 	// The ring holds fresh submits in ID order.
-	for i := 0; i < q.n; i++ {
-		id := q.ring[(q.head+i)&(len(q.ring)-1)]
+	for i := range int(q.n) {
+		id := q.ring[(int(q.head)+i)&(len(q.ring)-1)]
 		if id >= j.ID {
 			break
 		}

@@ -182,7 +182,7 @@ func (h *tenantHeap) down(i int) {
 // pruned jobs are left in place and skipped lazily when they reach the head.
 type jobQueue struct {
 	ring     []JobID // power-of-two capacity
-	head, n  int
+	head, n  int32
 	requeued []JobID // sorted descending; the smallest is last
 	// cachedHead and cachedCost remember the front job once it has been
 	// checked to be queued; 0 = unknown. popFront and pushRequeued clear
@@ -219,7 +219,7 @@ func (q *jobQueue) popFront() {
 		q.requeued = q.requeued[:k-1]
 	} else if q.n > 0 {
 		q.ring[q.head] = 0
-		q.head = (q.head + 1) & (len(q.ring) - 1)
+		q.head = (q.head + 1) & int32(len(q.ring)-1)
 		q.n--
 	}
 	if q.empty() {
@@ -236,14 +236,14 @@ func (q *jobQueue) popFront() {
 // pushBack appends a fresh job, which must be newer than every job in the
 // ring.
 func (q *jobQueue) pushBack(id JobID) {
-	if q.n == len(q.ring) {
+	if int(q.n) == len(q.ring) {
 		grown := make([]JobID, max(4, 2*len(q.ring)))
-		for i := 0; i < q.n; i++ {
-			grown[i] = q.ring[(q.head+i)&(len(q.ring)-1)]
+		for i := range int(q.n) {
+			grown[i] = q.ring[(int(q.head)+i)&(len(q.ring)-1)]
 		}
 		q.ring, q.head = grown, 0
 	}
-	q.ring[(q.head+q.n)&(len(q.ring)-1)] = id
+	q.ring[(int(q.head)+int(q.n))&(len(q.ring)-1)] = id
 	q.n++
 }
 

@@ -199,10 +199,9 @@ type Job struct {
 	Class  Class
 	// EstSource says where EstCostMs came from.
 	EstSource EstSource
+	// deadline marks a job with a deadline; DeadlineAt reads it from text.
+	deadline bool
 	Life
-	// DeadlineAt is the cluster time of the job's deadline; 0 = none (a
-	// deadline is at least 1 s after a submit at time >= 0).
-	DeadlineAt  Time
 	EstCostMs   int64
 	TimeoutMs   int64 // job timeout measured from Started; 0 = none
 	StartTag    VirtualTime
@@ -212,8 +211,10 @@ type Job struct {
 	EndedAt     Time
 	// text holds the idempotency key ("" = none), the job type and the
 	// payload in one string: uvarint(len(key)) key uvarint(len(type)) type
-	// payload. One string header instead of three keeps a million queued
-	// jobs 32 MB smaller; Key, Type and Payload read it.
+	// payload, after uvarint(deadline_at) for a job with a deadline. One
+	// string header instead of three keeps a million queued jobs 32 MB
+	// smaller, and a Job of 152 bytes fits 256 of them in five 8 KiB pages;
+	// Key, Type, Payload and DeadlineAt read it.
 	text   string
 	Result *Result // set by the accepted Finished; immutable once set
 }
@@ -221,13 +222,22 @@ type Job struct {
 // noText is the text of a job without key, type or payload.
 const noText = "\x00\x00"
 
-// SetText stores the job's idempotency key, type and payload.
-func (j *Job) SetText(key, typ, payload string) {
-	if key == "" && typ == "" && payload == "" {
+// SetText stores the job's idempotency key, type and payload (keeping its
+// deadline).
+func (j *Job) SetText(key, typ, payload string) { j.setText(j.DeadlineAt(), key, typ, payload) }
+
+// setText stores the job's deadline (0 = none), idempotency key, type and
+// payload.
+func (j *Job) setText(deadlineAt Time, key, typ, payload string) {
+	j.deadline = deadlineAt != 0
+	if !j.deadline && key == "" && typ == "" && payload == "" {
 		j.text = noText
 		return
 	}
-	b := make([]byte, 0, 2*binary.MaxVarintLen64+len(key)+len(typ)+len(payload))
+	b := make([]byte, 0, 3*binary.MaxVarintLen64+len(key)+len(typ)+len(payload))
+	if j.deadline {
+		b = binary.AppendUvarint(b, uint64(deadlineAt))
+	}
 	b = binary.AppendUvarint(b, uint64(len(key)))
 	b = append(b, key...)
 	b = binary.AppendUvarint(b, uint64(len(typ)))
@@ -236,9 +246,26 @@ func (j *Job) SetText(key, typ, payload string) {
 	j.text = string(b)
 }
 
+// HasDeadline reports whether the job has a deadline.
+func (j *Job) HasDeadline() bool { return j.deadline }
+
+// DeadlineAt is the cluster time of the job's deadline; 0 = none (a
+// deadline is at least 1 s after a submit at time >= 0).
+func (j *Job) DeadlineAt() Time {
+	if !j.deadline {
+		return 0
+	}
+	n, _ := uvarintPrefix(j.text)
+	return Time(n)
+}
+
 // textParts splits text into key, type and payload.
 func (j *Job) textParts() (key, typ, payload string) {
 	t := j.text
+	if j.deadline {
+		_, w := uvarintPrefix(t)
+		t = t[w:]
+	}
 	n, w := uvarintPrefix(t)
 	if w <= 0 || uint64(len(t)-w) < n {
 		return "", "", ""

@@ -69,7 +69,7 @@ func refPasses(t *Tenant, j *Job) bool {
 	if j.Class == ClassHigh && c.MaxRunningHigh != 0 && t.RunningByClass[ClassHigh]+1 > c.MaxRunningHigh {
 		return false
 	}
-	if j.DeadlineAt != 0 && c.MaxRunningDeadline != 0 && t.RunningDeadline+1 > c.MaxRunningDeadline {
+	if j.DeadlineAt() != 0 && c.MaxRunningDeadline != 0 && t.RunningDeadline+1 > c.MaxRunningDeadline {
 		return false
 	}
 	return true
@@ -99,11 +99,11 @@ func heads(s *Scheduler) map[refHeadKey]*refHeads {
 			out[k] = h
 		}
 		cp := *j
-		if j.DeadlineAt == 0 {
+		if j.DeadlineAt() == 0 {
 			if h.fifo == nil {
 				h.fifo = &cp
 			}
-		} else if h.dl == nil || j.DeadlineAt < h.dl.DeadlineAt || (j.DeadlineAt == h.dl.DeadlineAt && j.ID < h.dl.ID) {
+		} else if h.dl == nil || j.DeadlineAt() < h.dl.DeadlineAt() || (j.DeadlineAt() == h.dl.DeadlineAt() && j.ID < h.dl.ID) {
 			h.dl = &cp
 		}
 		return true
@@ -148,7 +148,7 @@ func candidates(s *Scheduler) []refCand {
 				}
 				for _, j := range []*Job{h.fifo, h.dl} {
 					if j != nil && refPasses(t, j) {
-						out = append(out, refCand{tier: t.Tier, size: sz, seq: j.ID, tenant: ti, class: c, deadline: j.DeadlineAt != 0, at: j.DeadlineAt})
+						out = append(out, refCand{tier: t.Tier, size: sz, seq: j.ID, tenant: ti, class: c, deadline: j.DeadlineAt() != 0, at: j.DeadlineAt()})
 					}
 				}
 			}
@@ -231,7 +231,7 @@ func (m *refModel) pick(s *Scheduler, ws Size) (refCand, bool) {
 func (m *refModel) idle(s *Scheduler, c Class) bool {
 	idle := true
 	s.Jobs(0, func(j *Job) bool {
-		if j.State == Queued && j.Class == c && j.DeadlineAt == 0 {
+		if j.State == Queued && j.Class == c && j.DeadlineAt() == 0 {
 			idle = false
 		}
 		return idle

@@ -175,7 +175,7 @@ func (w *world) step(t *rapid.T, step int) {
 				m.submitted(s, sub.Class)
 			}
 			j, _ := s.Job(id)
-			if j.EstCostMs != est || j.EstSource != src || j.Class != sub.Class || (j.DeadlineAt != 0) != (sub.DeadlineMs != 0) {
+			if j.EstCostMs != est || j.EstSource != src || j.Class != sub.Class || (j.DeadlineAt() != 0) != (sub.DeadlineMs != 0) {
 				t.Fatalf("submitted %+v, the model estimates %d from %s", j, est, src)
 			}
 		} else if sub.DeadlineMs != 0 && !tn.AllowDeadlines && !errors.Is(err, ErrPermission) {
@@ -210,11 +210,11 @@ func (w *world) step(t *rapid.T, step int) {
 				if c.size <= size && c.class.Above(j.Class) {
 					t.Fatalf("dispatched job %d of class %s while job %d of class %s fits", j.ID, j.Class, c.seq, c.class)
 				}
-				if c.size <= size && c.class == j.Class && c.deadline && j.DeadlineAt == 0 {
+				if c.size <= size && c.class == j.Class && c.deadline && j.DeadlineAt() == 0 {
 					t.Fatalf("dispatched job %d without a deadline while deadline job %d of its class fits", j.ID, c.seq)
 				}
 			}
-			if a.Class != j.Class || a.Deadline != (j.DeadlineAt != 0) || a.DeadlineMissed != (j.DeadlineAt != 0 && w.now > j.DeadlineAt) {
+			if a.Class != j.Class || a.Deadline != (j.DeadlineAt() != 0) || a.DeadlineMissed != (j.DeadlineAt() != 0 && w.now > j.DeadlineAt()) {
 				t.Fatalf("assignment %+v of job %+v", a, j)
 			}
 			m.dispatched(pred, j.EstCostMs, predWeight)
@@ -232,7 +232,7 @@ func (w *world) step(t *rapid.T, step int) {
 			if m := c.classCap(j.Class); m > 0 && tn.RunningByClass[j.Class] > m {
 				t.Fatalf("dispatch raised %s %s running to %d over cap %d", tn.Name, j.Class, tn.RunningByClass[j.Class], m)
 			}
-			if m := c.MaxRunningDeadline; m > 0 && j.DeadlineAt != 0 && tn.RunningDeadline > m {
+			if m := c.MaxRunningDeadline; m > 0 && j.DeadlineAt() != 0 && tn.RunningDeadline > m {
 				t.Fatalf("dispatch raised %s deadline running to %d over cap %d", tn.Name, tn.RunningDeadline, m)
 			}
 			if j.Size > size || j.State != Assigned || j.Worker != worker {
@@ -414,8 +414,8 @@ func (w *world) checkReason(t *rapid.T, id JobID, r Reason) {
 				continue
 			}
 			switch {
-			case j.DeadlineAt != 0:
-				if c.deadline && (c.at < j.DeadlineAt || (c.at == j.DeadlineAt && c.seq < id)) {
+			case j.DeadlineAt() != 0:
+				if c.deadline && (c.at < j.DeadlineAt() || (c.at == j.DeadlineAt() && c.seq < id)) {
 					ahead++
 				}
 			case c.deadline:

@@ -63,7 +63,16 @@ type tenantRT struct {
 // in FIFO order, and jobs with one by (deadline_at, ID), per size.
 type classRT struct {
 	fifo [NumSizes]jobQueue
-	dl   [NumSizes]*deadlineQueue // nil until the first deadline job of the size
+	dls  *[NumSizes]deadlineQueue // nil until the first deadline job of the class
+}
+
+// dlq returns the deadline queue of size sz, or nil if the class never had
+// a deadline job.
+func (cr *classRT) dlq(sz Size) *deadlineQueue {
+	if cr.dls == nil {
+		return nil
+	}
+	return &cr.dls[sz]
 }
 
 // queues returns the tenant's queues of class c, or nil if it never had
@@ -92,10 +101,10 @@ func bit(c Class, sz int) uint16 { return 1 << (uint(c)*NumSizes + uint(sz)) }
 func classBits(c Class) uint16 { return (1<<NumSizes - 1) << (uint(c) * NumSizes) }
 
 func (cr *classRT) deadlines(sz Size) *deadlineQueue {
-	if cr.dl[sz] == nil {
-		cr.dl[sz] = new(deadlineQueue)
+	if cr.dls == nil {
+		cr.dls = new([NumSizes]deadlineQueue)
 	}
-	return cr.dl[sz]
+	return &cr.dls[sz]
 }
 
 // New returns an empty scheduler.
@@ -398,12 +407,11 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		Class:       c,
 		EstSource:   src,
 		Life:        Life{State: Queued, MaxAttempts: uint16(maxAttempts)},
-		DeadlineAt:  deadlineAt,
 		EstCostMs:   est,
 		TimeoutMs:   sub.TimeoutMs,
 		SubmittedAt: now,
 	}
-	job.SetText(sub.Key, sub.Type, sub.Payload)
+	job.setText(deadlineAt, sub.Key, sub.Type, sub.Payload)
 	s.jobs.Put(uint64(id), job)
 	tm := s.tenants.Mut(uint64(ti))
 	tm.Queued[sub.Size]++
@@ -618,7 +626,7 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 
 	cr := s.rt[c.tenant].queues(c.class)
 	if c.deadline {
-		cr.dl[c.size].popFront()
+		cr.dlq(c.size).popFront()
 	} else {
 		cr.fifo[c.size].popFront()
 	}
@@ -665,7 +673,7 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	s.place(c.tenant, true, true, scope)
 	s.tidy(now)
 	return Assignment{Job: jm.ID, Tenant: c.tenant, Size: c.size, Class: c.class, Attempt: life.Attempt, Start: c.tag, Weight: w,
-		Deadline: c.deadline, DeadlineMissed: c.deadline && now > jm.DeadlineAt}, true, nil
+		Deadline: c.deadline, DeadlineMissed: c.deadline && now > jm.DeadlineAt()}, true, nil
 }
 
 // capBlock returns the first cap, in the order "Why a job waits" lists
@@ -791,7 +799,7 @@ func (s *Scheduler) place(ti uint32, clamp, fast bool, only placeScope) {
 				continue
 			}
 			h.fifo[c] = s.head(&cr.fifo[sz])
-			if dq := cr.dl[sz]; dq != nil {
+			if dq := cr.dlq(Size(sz)); dq != nil {
 				h.dl[c] = s.dlHead(dq)
 			}
 		}
@@ -829,7 +837,7 @@ func (s *Scheduler) place(ti uint32, clamp, fast bool, only placeScope) {
 			for sz := lo; sz < hi; sz++ {
 				b := bit(c, sz)
 				s.placeFair(ti, t, c, sz, &cr.fifo[sz], rt.fairBits&b != 0, heads[sz].fifo[c].id, fast)
-				if dq := cr.dl[sz]; dq != nil {
+				if dq := cr.dlq(Size(sz)); dq != nil {
 					want := JobID(0)
 					if rt.dlBits&b != 0 {
 						want = heads[sz].dl[c].id
@@ -1098,7 +1106,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		tm.Running--
 		tm.RunningBySize[j.Size]--
 		tm.RunningByClass[j.Class]--
-		if j.DeadlineAt != 0 {
+		if j.deadline {
 			tm.RunningDeadline--
 		}
 		tm.InflightCPUMs -= j.EstCostMs
@@ -1107,8 +1115,8 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	if old.State == Queued && j.State != Queued {
 		tm.Queued[j.Size]--
 		s.queued--
-		if j.DeadlineAt != 0 {
-			if q := cr.dl[j.Size]; q != nil && q.cachedHead == j.ID {
+		if j.deadline {
+			if q := cr.dlq(j.Size); q != nil && q.cachedHead == j.ID {
 				q.cachedHead = 0
 			}
 		} else {
@@ -1125,8 +1133,8 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 			tm.Queued[j.Size]++
 			tm.Billing.Requeues++
 			s.queued++
-			if j.DeadlineAt != 0 {
-				cr.deadlines(j.Size).push(dlEntry{at: j.DeadlineAt, id: j.ID})
+			if j.deadline {
+				cr.deadlines(j.Size).push(dlEntry{at: j.DeadlineAt(), id: j.ID})
 			} else {
 				s.queuedFair[j.Class]++
 				cr.fifo[j.Size].pushRequeued(j.ID)

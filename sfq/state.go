@@ -283,7 +283,7 @@ func encodeJob(e *Encoder, j *Job) {
 	// Version 2.
 	e.Byte(byte(j.Class))
 	e.Byte(byte(j.EstSource))
-	e.Varint(int64(j.DeadlineAt))
+	e.Varint(int64(j.DeadlineAt()))
 }
 
 func decodeJob(d *Decoder, version int) Job {
@@ -309,15 +309,19 @@ func decodeJob(d *Decoder, version int) Job {
 	j.SubmittedAt = Time(d.Varint())
 	j.EndedAt = Time(d.Varint())
 	key, typ, payload := d.String(), d.String(), d.String()
-	j.SetText(key, typ, payload)
 	if d.Bool() {
 		j.Result = &Result{ExitCode: int32(d.Varint()), StderrTail: d.String()}
 	}
+	var deadlineAt Time
 	if version >= 2 {
 		j.Class = Class(d.Enum("class", NumClasses))
 		j.EstSource = EstSource(d.Enum("estimate source", byte(numEstSources)))
-		j.DeadlineAt = Time(d.Varint())
+		deadlineAt = Time(d.Varint())
+		if deadlineAt < 0 {
+			d.Fail("job %d has a negative deadline", j.ID)
+		}
 	}
+	j.setText(deadlineAt, key, typ, payload)
 	return j
 }
 
@@ -413,8 +417,8 @@ func (s *Scheduler) rebuild() {
 		switch {
 		case j.State == Queued:
 			cr := s.rt[j.Tenant].class(j.Class)
-			if j.DeadlineAt != 0 {
-				cr.deadlines(j.Size).push(dlEntry{at: j.DeadlineAt, id: j.ID})
+			if j.deadline {
+				cr.deadlines(j.Size).push(dlEntry{at: j.DeadlineAt(), id: j.ID})
 			} else {
 				cr.fifo[j.Size].pushBack(j.ID)
 				s.queuedFair[j.Class]++
@@ -473,8 +477,8 @@ func (s *Scheduler) Verify() error {
 		case j.State == Queued:
 			c.queued[j.Size]++
 			queued++
-			h := headInfo{id: j.ID, cost: j.EstCostMs, at: j.DeadlineAt, ok: true}
-			if j.DeadlineAt == 0 {
+			h := headInfo{id: j.ID, cost: j.EstCostMs, at: j.DeadlineAt(), ok: true}
+			if !j.deadline {
 				queuedFair[j.Class]++
 				if !c.fifo[j.Size][j.Class].ok {
 					c.fifo[j.Size][j.Class] = h
@@ -486,7 +490,7 @@ func (s *Scheduler) Verify() error {
 			c.running++
 			c.bySize[j.Size]++
 			c.byClass[j.Class]++
-			if j.DeadlineAt != 0 {
+			if j.deadline {
 				c.deadline++
 			}
 			c.inflight += j.EstCostMs
@@ -500,8 +504,8 @@ func (s *Scheduler) Verify() error {
 		if j.Failures > j.MaxAttempts {
 			report("job %d has %d failures over max_attempts %d", j.ID, j.Failures, j.MaxAttempts)
 		}
-		if j.Class >= NumClasses || j.DeadlineAt < 0 {
-			report("job %d has class %d and deadline %d", j.ID, j.Class, j.DeadlineAt)
+		if j.Class >= NumClasses || j.DeadlineAt() < 0 || j.deadline != (j.DeadlineAt() != 0) {
+			report("job %d has class %d and deadline %v at %d", j.ID, j.Class, j.deadline, j.DeadlineAt())
 		}
 		return true
 	})
@@ -549,7 +553,7 @@ func (s *Scheduler) Verify() error {
 						report("tenant %q %s %s queue head is %d, oldest queued job is %d", t.Name, cl, Size(sz), id, h.fifo[cl].id)
 					}
 					if h.dl[cl].ok {
-						if dq := cr.dl[sz]; dq == nil {
+						if dq := cr.dlq(Size(sz)); dq == nil {
 							report("tenant %q %s %s has deadline jobs and no deadline queue", t.Name, cl, Size(sz))
 						} else if e, _ := dq.front(); e.id != h.dl[cl].id {
 							report("tenant %q %s %s deadline queue head is %d, earliest is %d", t.Name, cl, Size(sz), e.id, h.dl[cl].id)
@@ -572,6 +576,25 @@ func (s *Scheduler) Verify() error {
 				for _, e := range []*hentry{s.heapA[cl][sz].get(ti), s.heapB[cl][sz].get(ti)} {
 					if e != nil && !lagging(e, &real) {
 						report("tenant %q %s %s: heap key %+v is ahead of the real key %+v", t.Name, cl, Size(sz), *e, real)
+					}
+				}
+				// What each queue remembers having placed is what its heaps hold.
+				if cr := rt.queues(cl); cr != nil {
+					var placed JobID
+					for _, e := range []*hentry{s.heapA[cl][sz].get(ti), s.heapB[cl][sz].get(ti)} {
+						if e != nil {
+							placed = e.seq
+						}
+					}
+					if cr.fifo[sz].placed != placed {
+						report("tenant %q %s %s: queue placed %d, heaps hold %d", t.Name, cl, Size(sz), cr.fifo[sz].placed, placed)
+					}
+					placed = 0
+					if e := s.dheap[cl][sz].get(ti); e != nil {
+						placed = e.seq
+					}
+					if dq := cr.dlq(Size(sz)); (dq == nil && placed != 0) || (dq != nil && dq.placed != placed) {
+						report("tenant %q %s %s: deadline queue placed differs from its heap's %d", t.Name, cl, Size(sz), placed)
 					}
 				}
 				e := s.dheap[cl][sz].get(ti)
