@@ -572,6 +572,20 @@ func (s *Scheduler) eligibleIn(c Class, ws Size) bool {
 	return false
 }
 
+// EligibleIn reports whether class c has an eligible job of size <= ws
+// without a deadline (fair) and with one (deadline): what SPEC §8 rule 7
+// checks a dispatch against.
+func (s *Scheduler) EligibleIn(c Class, ws Size) (fair, deadline bool) {
+	if c >= NumClasses {
+		return false, false
+	}
+	for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
+		fair = fair || s.heapA[c][sz].Len() > 0 || s.heapB[c][sz].Len() > 0
+		deadline = deadline || s.dheap[c][sz].Len() > 0
+	}
+	return fair, deadline
+}
+
 // Eligible reports whether a worker of size ws would get a job now.
 func (s *Scheduler) Eligible(ws Size) bool {
 	for c := range Class(NumClasses) {
