@@ -40,6 +40,12 @@ func submitDigest(c *pb.SubmitJob) [16]byte {
 	b = append(b, c.Payload...)
 	b = binary.AppendUvarint(b, uint64(c.MaxAttempts))
 	b = binary.AppendVarint(b, c.TimeoutMs)
+	// Fields added later are appended only when set, so that a submit
+	// without them keeps the digest it had before they existed.
+	if class, _ := ClassFromPB(c.JobClass); class != sfq.ClassNormal || c.DeadlineMs != 0 {
+		b = append(b, 'v', '2', byte(class))
+		b = binary.AppendVarint(b, c.DeadlineMs)
+	}
 	sum := sha256.Sum256(b)
 	var d [16]byte
 	copy(d[:], sum[:])
@@ -54,6 +60,10 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 	if uint64(len(c.Payload)) > uint64(f.cfg.MaxPayloadBytes) {
 		return refusef(ResourceExhausted, "payload is %d bytes, over the limit of %d", len(c.Payload), f.cfg.MaxPayloadBytes)
 	}
+	class, err := ClassFromPB(c.JobClass)
+	if err != nil {
+		return refuse(err)
+	}
 	ti, ok := f.sched.TenantIndex(c.Tenant)
 	if !ok {
 		return refusef(NotFound, "unknown tenant %q", c.Tenant)
@@ -61,6 +71,7 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 	sub := sfq.Submission{
 		Tenant: c.Tenant, Key: c.IdempotencyKey, Type: c.JobType, Size: size, EstCostMs: c.EstCostMs,
 		Payload: string(c.Payload), MaxAttempts: c.MaxAttempts, TimeoutMs: c.TimeoutMs,
+		Class: class, DeadlineMs: c.DeadlineMs,
 	}
 	if err := sub.Validate(); err != nil {
 		return refuse(err)
@@ -143,8 +154,13 @@ func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
 	}
 	w.Job, w.Attempt = a.Job, a.Attempt
 	j, _ := f.sched.Job(a.Job)
-	f.emit(EvAssigned, &j, ReasonNone)
-	return Result{Assigned: true, Job: a.Job, Attempt: a.Attempt, Size: a.Size, Tenant: f.sched.TenantName(a.Tenant), Outcome: sfq.Changed}
+	reason := ReasonNone
+	if a.DeadlineMissed {
+		reason = ReasonDeadlineMissed
+	}
+	f.emit(EvAssigned, &j, reason)
+	return Result{Assigned: true, Job: a.Job, Attempt: a.Attempt, Size: a.Size, Tenant: f.sched.TenantName(a.Tenant), Outcome: sfq.Changed,
+		DeadlineMissed: a.DeadlineMissed}
 }
 
 // workerJob returns the job w holds, if it is still live on w.
@@ -262,11 +278,11 @@ func (f *FSM) applyExpire(c *pb.Expire) Result {
 }
 
 func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
-	tier, err := TierFromPB(c.Tier)
+	spec, err := TenantSpecFromPB(c)
 	if err != nil {
 		return refuse(err)
 	}
-	created, err := f.sched.UpsertTenant(sfq.TenantSpec{Name: c.Name, Tier: tier, Multiplier: c.Multiplier, Caps: CapsFromPB(c.Caps)})
+	created, err := f.sched.UpsertTenant(spec)
 	if err != nil {
 		return refuse(err)
 	}

@@ -140,9 +140,11 @@ func encodeConfig(e *sfq.Encoder, c *Config) {
 	e.Uvarint(uint64(c.MaxPayloadBytes))
 }
 
-func decodeConfig(d *sfq.Decoder) Config {
+// decodeConfig reads a configuration of FSM state version v (its core part
+// is the core's encoding of the same version).
+func decodeConfig(d *sfq.Decoder, v int) Config {
 	var c Config
-	c.Sched = sfq.DecodeConfig(d)
+	c.Sched = sfq.DecodeConfigVersion(d, v)
 	c.HeartbeatIntervalMs = d.Varint()
 	c.SelfKillAfterMs = d.Varint()
 	c.CancelGraceMs = d.Varint()

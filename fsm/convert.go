@@ -34,6 +34,34 @@ func TierFromPB(t pb.Tier) (sfq.Tier, error) {
 // TierToPB converts a tier.
 func TierToPB(t sfq.Tier) pb.Tier { return pb.Tier(t + 1) }
 
+// ClassFromPB converts a proto class; CLASS_UNSPECIFIED is normal.
+func ClassFromPB(c pb.Class) (sfq.Class, error) {
+	switch c {
+	case pb.Class_CLASS_UNSPECIFIED, pb.Class_NORMAL:
+		return sfq.ClassNormal, nil
+	case pb.Class_CRITICAL:
+		return sfq.ClassCritical, nil
+	case pb.Class_HIGH:
+		return sfq.ClassHigh, nil
+	case pb.Class_LOW:
+		return sfq.ClassLow, nil
+	}
+	return 0, fmt.Errorf("%w: class %v (want critical, high, normal or low)", sfq.ErrInvalid, c)
+}
+
+// ClassToPB converts a class.
+func ClassToPB(c sfq.Class) pb.Class {
+	switch c {
+	case sfq.ClassCritical:
+		return pb.Class_CRITICAL
+	case sfq.ClassHigh:
+		return pb.Class_HIGH
+	case sfq.ClassLow:
+		return pb.Class_LOW
+	}
+	return pb.Class_NORMAL
+}
+
 // OutcomeFromPB converts a proto outcome.
 func OutcomeFromPB(o pb.Outcome) (sfq.FinishOutcome, error) {
 	switch o {
@@ -53,23 +81,49 @@ func OutcomeToPB(o sfq.FinishOutcome) pb.Outcome { return pb.Outcome(o) }
 // CapsFromPB converts proto caps.
 func CapsFromPB(c *pb.Caps) sfq.Caps {
 	return sfq.Caps{
-		MaxRunning:       c.GetMaxRunning(),
-		MaxRunningSize:   [sfq.NumSizes]uint32{c.GetMaxRunningSm(), c.GetMaxRunningMd(), c.GetMaxRunningLg()},
-		MaxInflightCPUMs: c.GetMaxInflightCpuMs(),
-		MaxQueued:        c.GetMaxQueued(),
+		MaxRunning:         c.GetMaxRunning(),
+		MaxRunningSize:     [sfq.NumSizes]uint32{c.GetMaxRunningSm(), c.GetMaxRunningMd(), c.GetMaxRunningLg()},
+		MaxInflightCPUMs:   c.GetMaxInflightCpuMs(),
+		MaxQueued:          c.GetMaxQueued(),
+		MaxRunningCritical: c.GetMaxRunningCritical(),
+		MaxRunningHigh:     c.GetMaxRunningHigh(),
+		MaxRunningDeadline: c.GetMaxRunningDeadline(),
 	}
 }
 
 // CapsToPB converts caps.
 func CapsToPB(c sfq.Caps) *pb.Caps {
 	return &pb.Caps{
-		MaxRunning:       c.MaxRunning,
-		MaxRunningSm:     c.MaxRunningSize[sfq.SM],
-		MaxRunningMd:     c.MaxRunningSize[sfq.MD],
-		MaxRunningLg:     c.MaxRunningSize[sfq.LG],
-		MaxInflightCpuMs: c.MaxInflightCPUMs,
-		MaxQueued:        c.MaxQueued,
+		MaxRunning:         c.MaxRunning,
+		MaxRunningSm:       c.MaxRunningSize[sfq.SM],
+		MaxRunningMd:       c.MaxRunningSize[sfq.MD],
+		MaxRunningLg:       c.MaxRunningSize[sfq.LG],
+		MaxInflightCpuMs:   c.MaxInflightCPUMs,
+		MaxQueued:          c.MaxQueued,
+		MaxRunningCritical: c.MaxRunningCritical,
+		MaxRunningHigh:     c.MaxRunningHigh,
+		MaxRunningDeadline: c.MaxRunningDeadline,
 	}
+}
+
+// TenantSpecFromPB converts a tenant upsert into the core's spec.
+func TenantSpecFromPB(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
+	tier, err := TierFromPB(c.GetTier())
+	if err != nil {
+		return sfq.TenantSpec{}, err
+	}
+	class, err := ClassFromPB(c.GetMaxClass())
+	if err != nil {
+		return sfq.TenantSpec{}, fmt.Errorf("max_class: %w", err)
+	}
+	return sfq.TenantSpec{Name: c.GetName(), Tier: tier, Multiplier: c.GetMultiplier(), Caps: CapsFromPB(c.GetCaps()),
+		MaxClass: class, AllowDeadlines: c.GetAllowDeadlines()}, nil
+}
+
+// TenantSpecToPB converts a tenant spec into an upsert.
+func TenantSpecToPB(s sfq.TenantSpec) *pb.TenantUpsert {
+	return &pb.TenantUpsert{Name: s.Name, Tier: TierToPB(s.Tier), Multiplier: s.Multiplier, Caps: CapsToPB(s.Caps),
+		MaxClass: ClassToPB(s.MaxClass), AllowDeadlines: s.AllowDeadlines}
 }
 
 // ConfigFromPB converts a proto configuration and validates it.
@@ -120,6 +174,19 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	if p.Decay {
 		c.Sched.Decay = &sfq.Decay{HalfLifeMs: p.DecayHalfLifeMs, NormMs: p.DecayNormMs}
 	}
+	switch p.Estimate {
+	case pb.Estimate_ESTIMATE_UNSPECIFIED, pb.Estimate_SUBMITTED:
+		c.Sched.Estimate = sfq.EstimateSubmitted
+	case pb.Estimate_AUTO:
+		c.Sched.Estimate = sfq.EstimateAuto
+	default:
+		return c, fmt.Errorf("%w: estimate %v", sfq.ErrInvalid, p.Estimate)
+	}
+	c.Sched.DefaultCostMs = p.DefaultCostMs
+	if c.Sched.DefaultCostMs == 0 {
+		// An entry from before default_cost existed.
+		c.Sched.DefaultCostMs = sfq.DefaultCostMs
+	}
 	c.Sched.AckTimeoutMs = p.AckTimeoutMs
 	c.Sched.LeaseTimeoutMs = p.LeaseTimeoutMs
 	c.Sched.DefaultMaxAttempts = p.DefaultMaxAttempts
@@ -151,6 +218,11 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 		EventRetentionMs:    c.EventRetentionMs,
 		DedupeWindowMs:      c.DedupeWindowMs,
 		MaxPayloadBytes:     c.MaxPayloadBytes,
+		Estimate:            pb.Estimate_SUBMITTED,
+		DefaultCostMs:       c.Sched.DefaultCostMs,
+	}
+	if c.Sched.Estimate == sfq.EstimateAuto {
+		p.Estimate = pb.Estimate_AUTO
 	}
 	if r, ok := c.Sched.Policy.(sfq.Reserve); ok {
 		p.Policy = pb.Policy_RESERVE
@@ -178,6 +250,8 @@ func ResultToPB(r Result) *pb.CommandResult {
 		Assigned: r.Assigned,
 		Count:    r.Count,
 		Tenant:   r.Tenant,
+
+		DeadlineMissed: r.DeadlineMissed,
 	}
 	if r.Assigned {
 		out.Size = SizeToPB(r.Size)

@@ -53,10 +53,13 @@ const (
 	ReasonRunFailed
 	ReasonRequested
 	ReasonTimeout
+	// ReasonDeadlineMissed marks the assigned event of a job dispatched
+	// after its deadline.
+	ReasonDeadlineMissed
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"", "ack_timeout", "lease_expired", "run_failed", "requested", "timeout"}
+var reasonNames = [numReasons]string{"", "ack_timeout", "lease_expired", "run_failed", "requested", "timeout", "deadline_missed"}
 
 func (r Reason) String() string {
 	if r < numReasons {

@@ -151,6 +151,21 @@ func (f *FSM) Job(id sfq.JobID) (sfq.Job, string, bool) {
 	return j, f.sched.TenantName(j.Tenant), true
 }
 
+// Explain returns why a job is where it is (SPEC §3 "Why a job waits") and
+// its tenant's name, computed from the state under the read lock. The
+// caller scopes it to a tenant and, knowing the connected workers, may
+// turn sfq.ReasonWaiting into sfq.ReasonNoWorker.
+func (f *FSM) Explain(id sfq.JobID) (sfq.Reason, string, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	r, err := f.sched.Explain(id)
+	if err != nil {
+		return r, "", err
+	}
+	j, _ := f.sched.Job(id)
+	return r, f.sched.TenantName(j.Tenant), nil
+}
+
 // Worker returns the state machine's record of a worker.
 func (f *FSM) Worker(id string) (Worker, bool) {
 	f.mu.RLock()

@@ -20,9 +20,10 @@ const (
 	FailedPrecondition
 	ResourceExhausted
 	Internal
+	PermissionDenied
 )
 
-var codeNames = [...]string{"OK", "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "FAILED_PRECONDITION", "RESOURCE_EXHAUSTED", "INTERNAL"}
+var codeNames = [...]string{"OK", "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "FAILED_PRECONDITION", "RESOURCE_EXHAUSTED", "INTERNAL", "PERMISSION_DENIED"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -53,6 +54,8 @@ type Result struct {
 	HeartbeatOutcomes []sfq.Outcome
 	// Count is how many items a grant or prune touched.
 	Count uint64
+	// DeadlineMissed reports a dispatch of a job after its deadline.
+	DeadlineMissed bool
 }
 
 // Err returns the result's refusal as an error, or nil.
@@ -81,6 +84,8 @@ func refuse(err error) Result {
 		code = NotFound
 	case errors.Is(err, sfq.ErrTenantBusy), errors.Is(err, sfq.ErrRefused):
 		code = FailedPrecondition
+	case errors.Is(err, sfq.ErrPermission):
+		code = PermissionDenied
 	case errors.Is(err, sfq.ErrOverflow):
 		code = Internal
 	}

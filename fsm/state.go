@@ -10,8 +10,10 @@ import (
 )
 
 // stateVersion is the version of the FSM state encoding (the body of a
-// snapshot).
-const stateVersion = 1
+// snapshot). Version 2 carries the core's state version 2 (classes,
+// deadlines, cost estimates) and its configuration; version 1 is still
+// read.
+const stateVersion = 2
 
 // View is an immutable picture of the whole state at one applied index.
 // Freeze makes one in time proportional to the number of table chunks;
@@ -148,13 +150,14 @@ func (f *FSM) Adopt(n *FSM) {
 }
 
 func decodeState(d *sfq.Decoder) (*FSM, error) {
-	if v := d.Uvarint(); d.Err() == nil && v != stateVersion {
-		return nil, fmt.Errorf("%w: state version %d (this build reads %d)", sfq.ErrCorrupt, v, stateVersion)
+	version := int(d.Uvarint())
+	if d.Err() == nil && (version < 1 || version > stateVersion) {
+		return nil, fmt.Errorf("%w: state version %d (this build reads 1 to %d)", sfq.ErrCorrupt, version, stateVersion)
 	}
 	f := New()
 	f.clock = sfq.Time(d.Varint())
 	f.configured = d.Bool()
-	f.cfg = decodeConfig(d)
+	f.cfg = decodeConfig(d, version)
 	nm := d.Uvarint()
 	for i := uint64(0); i < nm && d.Err() == nil; i++ {
 		f.members = append(f.members, Member{ID: d.String(), RaftAddr: d.String(), GRPCAddr: d.String(), HTTPAddr: d.String()})

@@ -186,6 +186,63 @@ func (Outcome) EnumDescriptor() ([]byte, []int) {
 	return file_commands_proto_rawDescGZIP(), []int{2}
 }
 
+// Class is a job's priority class; a worker is served from the highest
+// class with an eligible job it fits. CLASS_UNSPECIFIED reads as NORMAL.
+type Class int32
+
+const (
+	Class_CLASS_UNSPECIFIED Class = 0
+	Class_CRITICAL          Class = 1
+	Class_HIGH              Class = 2
+	Class_NORMAL            Class = 3
+	Class_LOW               Class = 4
+)
+
+// Enum value maps for Class.
+var (
+	Class_name = map[int32]string{
+		0: "CLASS_UNSPECIFIED",
+		1: "CRITICAL",
+		2: "HIGH",
+		3: "NORMAL",
+		4: "LOW",
+	}
+	Class_value = map[string]int32{
+		"CLASS_UNSPECIFIED": 0,
+		"CRITICAL":          1,
+		"HIGH":              2,
+		"NORMAL":            3,
+		"LOW":               4,
+	}
+)
+
+func (x Class) Enum() *Class {
+	p := new(Class)
+	*p = x
+	return p
+}
+
+func (x Class) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Class) Descriptor() protoreflect.EnumDescriptor {
+	return file_commands_proto_enumTypes[3].Descriptor()
+}
+
+func (Class) Type() protoreflect.EnumType {
+	return &file_commands_proto_enumTypes[3]
+}
+
+func (x Class) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Class.Descriptor instead.
+func (Class) EnumDescriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{3}
+}
+
 type ExpireKind int32
 
 const (
@@ -222,11 +279,11 @@ func (x ExpireKind) String() string {
 }
 
 func (ExpireKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[3].Descriptor()
+	return file_commands_proto_enumTypes[4].Descriptor()
 }
 
 func (ExpireKind) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[3]
+	return &file_commands_proto_enumTypes[4]
 }
 
 func (x ExpireKind) Number() protoreflect.EnumNumber {
@@ -235,7 +292,7 @@ func (x ExpireKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ExpireKind.Descriptor instead.
 func (ExpireKind) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{3}
+	return file_commands_proto_rawDescGZIP(), []int{4}
 }
 
 type Policy int32
@@ -271,11 +328,11 @@ func (x Policy) String() string {
 }
 
 func (Policy) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[4].Descriptor()
+	return file_commands_proto_enumTypes[5].Descriptor()
 }
 
 func (Policy) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[4]
+	return &file_commands_proto_enumTypes[5]
 }
 
 func (x Policy) Number() protoreflect.EnumNumber {
@@ -284,7 +341,7 @@ func (x Policy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Policy.Descriptor instead.
 func (Policy) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{4}
+	return file_commands_proto_rawDescGZIP(), []int{5}
 }
 
 type Clamp int32
@@ -320,11 +377,11 @@ func (x Clamp) String() string {
 }
 
 func (Clamp) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[5].Descriptor()
+	return file_commands_proto_enumTypes[6].Descriptor()
 }
 
 func (Clamp) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[5]
+	return &file_commands_proto_enumTypes[6]
 }
 
 func (x Clamp) Number() protoreflect.EnumNumber {
@@ -333,7 +390,58 @@ func (x Clamp) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Clamp.Descriptor instead.
 func (Clamp) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{5}
+	return file_commands_proto_rawDescGZIP(), []int{6}
+}
+
+// Estimate says where a submit's est_cost comes from.
+// ESTIMATE_UNSPECIFIED reads as SUBMITTED.
+type Estimate int32
+
+const (
+	Estimate_ESTIMATE_UNSPECIFIED Estimate = 0
+	Estimate_SUBMITTED            Estimate = 1 // every submit states its cost
+	Estimate_AUTO                 Estimate = 2 // the job type's moving average once it has 3 samples, else the stated cost, else default_cost_ms
+)
+
+// Enum value maps for Estimate.
+var (
+	Estimate_name = map[int32]string{
+		0: "ESTIMATE_UNSPECIFIED",
+		1: "SUBMITTED",
+		2: "AUTO",
+	}
+	Estimate_value = map[string]int32{
+		"ESTIMATE_UNSPECIFIED": 0,
+		"SUBMITTED":            1,
+		"AUTO":                 2,
+	}
+)
+
+func (x Estimate) Enum() *Estimate {
+	p := new(Estimate)
+	*p = x
+	return p
+}
+
+func (x Estimate) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Estimate) Descriptor() protoreflect.EnumDescriptor {
+	return file_commands_proto_enumTypes[7].Descriptor()
+}
+
+func (Estimate) Type() protoreflect.EnumType {
+	return &file_commands_proto_enumTypes[7]
+}
+
+func (x Estimate) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Estimate.Descriptor instead.
+func (Estimate) EnumDescriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{7}
 }
 
 type Code int32
@@ -346,6 +454,7 @@ const (
 	Code_CODE_FAILED_PRECONDITION Code = 4
 	Code_CODE_RESOURCE_EXHAUSTED  Code = 5
 	Code_CODE_INTERNAL            Code = 6
+	Code_CODE_PERMISSION_DENIED   Code = 7
 )
 
 // Enum value maps for Code.
@@ -358,6 +467,7 @@ var (
 		4: "CODE_FAILED_PRECONDITION",
 		5: "CODE_RESOURCE_EXHAUSTED",
 		6: "CODE_INTERNAL",
+		7: "CODE_PERMISSION_DENIED",
 	}
 	Code_value = map[string]int32{
 		"CODE_OK":                  0,
@@ -367,6 +477,7 @@ var (
 		"CODE_FAILED_PRECONDITION": 4,
 		"CODE_RESOURCE_EXHAUSTED":  5,
 		"CODE_INTERNAL":            6,
+		"CODE_PERMISSION_DENIED":   7,
 	}
 )
 
@@ -381,11 +492,11 @@ func (x Code) String() string {
 }
 
 func (Code) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[6].Descriptor()
+	return file_commands_proto_enumTypes[8].Descriptor()
 }
 
 func (Code) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[6]
+	return &file_commands_proto_enumTypes[8]
 }
 
 func (x Code) Number() protoreflect.EnumNumber {
@@ -394,7 +505,7 @@ func (x Code) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Code.Descriptor instead.
 func (Code) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{6}
+	return file_commands_proto_rawDescGZIP(), []int{8}
 }
 
 // Envelope is one Raft log entry: a versioned batch of commands applied in
@@ -777,8 +888,11 @@ type SubmitJob struct {
 	Payload        []byte                 `protobuf:"bytes,6,opt,name=payload,proto3" json:"payload,omitempty"`
 	MaxAttempts    uint32                 `protobuf:"varint,7,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"` // 0 = the configured default
 	TimeoutMs      int64                  `protobuf:"varint,8,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`       // 0 = none
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// est_cost_ms may be 0 (not stated) only under estimate=auto.
+	JobClass      Class `protobuf:"varint,9,opt,name=job_class,json=jobClass,proto3,enum=barista.v1.Class" json:"job_class,omitempty"` // unspecified = normal; at most the tenant's max_class
+	DeadlineMs    int64 `protobuf:"varint,10,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`                // 0 = none; else from the submit, >= 1000
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitJob) Reset() {
@@ -863,6 +977,20 @@ func (x *SubmitJob) GetMaxAttempts() uint32 {
 func (x *SubmitJob) GetTimeoutMs() int64 {
 	if x != nil {
 		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *SubmitJob) GetJobClass() Class {
+	if x != nil {
+		return x.JobClass
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *SubmitJob) GetDeadlineMs() int64 {
+	if x != nil {
+		return x.DeadlineMs
 	}
 	return 0
 }
@@ -1349,15 +1477,18 @@ func (*GrantLeases) Descriptor() ([]byte, []int) {
 }
 
 type Caps struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	MaxRunning       uint32                 `protobuf:"varint,1,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
-	MaxRunningSm     uint32                 `protobuf:"varint,2,opt,name=max_running_sm,json=maxRunningSm,proto3" json:"max_running_sm,omitempty"`
-	MaxRunningMd     uint32                 `protobuf:"varint,3,opt,name=max_running_md,json=maxRunningMd,proto3" json:"max_running_md,omitempty"`
-	MaxRunningLg     uint32                 `protobuf:"varint,4,opt,name=max_running_lg,json=maxRunningLg,proto3" json:"max_running_lg,omitempty"`
-	MaxInflightCpuMs int64                  `protobuf:"varint,5,opt,name=max_inflight_cpu_ms,json=maxInflightCpuMs,proto3" json:"max_inflight_cpu_ms,omitempty"`
-	MaxQueued        uint32                 `protobuf:"varint,6,opt,name=max_queued,json=maxQueued,proto3" json:"max_queued,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	MaxRunning         uint32                 `protobuf:"varint,1,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
+	MaxRunningSm       uint32                 `protobuf:"varint,2,opt,name=max_running_sm,json=maxRunningSm,proto3" json:"max_running_sm,omitempty"`
+	MaxRunningMd       uint32                 `protobuf:"varint,3,opt,name=max_running_md,json=maxRunningMd,proto3" json:"max_running_md,omitempty"`
+	MaxRunningLg       uint32                 `protobuf:"varint,4,opt,name=max_running_lg,json=maxRunningLg,proto3" json:"max_running_lg,omitempty"`
+	MaxInflightCpuMs   int64                  `protobuf:"varint,5,opt,name=max_inflight_cpu_ms,json=maxInflightCpuMs,proto3" json:"max_inflight_cpu_ms,omitempty"`
+	MaxQueued          uint32                 `protobuf:"varint,6,opt,name=max_queued,json=maxQueued,proto3" json:"max_queued,omitempty"`
+	MaxRunningCritical uint32                 `protobuf:"varint,7,opt,name=max_running_critical,json=maxRunningCritical,proto3" json:"max_running_critical,omitempty"` // cap_critical: Assigned+Running jobs of class critical
+	MaxRunningHigh     uint32                 `protobuf:"varint,8,opt,name=max_running_high,json=maxRunningHigh,proto3" json:"max_running_high,omitempty"`             // cap_high
+	MaxRunningDeadline uint32                 `protobuf:"varint,9,opt,name=max_running_deadline,json=maxRunningDeadline,proto3" json:"max_running_deadline,omitempty"` // deadline_cap: Assigned+Running jobs with a deadline
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Caps) Reset() {
@@ -1432,14 +1563,37 @@ func (x *Caps) GetMaxQueued() uint32 {
 	return 0
 }
 
+func (x *Caps) GetMaxRunningCritical() uint32 {
+	if x != nil {
+		return x.MaxRunningCritical
+	}
+	return 0
+}
+
+func (x *Caps) GetMaxRunningHigh() uint32 {
+	if x != nil {
+		return x.MaxRunningHigh
+	}
+	return 0
+}
+
+func (x *Caps) GetMaxRunningDeadline() uint32 {
+	if x != nil {
+		return x.MaxRunningDeadline
+	}
+	return 0
+}
+
 type TenantUpsert struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Tier          Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
-	Multiplier    uint32                 `protobuf:"varint,3,opt,name=multiplier,proto3" json:"multiplier,omitempty"`
-	Caps          *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Tier           Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
+	Multiplier     uint32                 `protobuf:"varint,3,opt,name=multiplier,proto3" json:"multiplier,omitempty"`
+	Caps           *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
+	MaxClass       Class                  `protobuf:"varint,5,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"` // unspecified = normal; low is always allowed
+	AllowDeadlines bool                   `protobuf:"varint,6,opt,name=allow_deadlines,json=allowDeadlines,proto3" json:"allow_deadlines,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TenantUpsert) Reset() {
@@ -1498,6 +1652,20 @@ func (x *TenantUpsert) GetCaps() *Caps {
 		return x.Caps
 	}
 	return nil
+}
+
+func (x *TenantUpsert) GetMaxClass() Class {
+	if x != nil {
+		return x.MaxClass
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *TenantUpsert) GetAllowDeadlines() bool {
+	if x != nil {
+		return x.AllowDeadlines
+	}
+	return false
 }
 
 type TenantDelete struct {
@@ -1566,6 +1734,8 @@ type SchedulerConfig struct {
 	EventRetentionMs    int64                  `protobuf:"varint,16,opt,name=event_retention_ms,json=eventRetentionMs,proto3" json:"event_retention_ms,omitempty"`
 	DedupeWindowMs      int64                  `protobuf:"varint,17,opt,name=dedupe_window_ms,json=dedupeWindowMs,proto3" json:"dedupe_window_ms,omitempty"`
 	MaxPayloadBytes     uint32                 `protobuf:"varint,18,opt,name=max_payload_bytes,json=maxPayloadBytes,proto3" json:"max_payload_bytes,omitempty"`
+	Estimate            Estimate               `protobuf:"varint,19,opt,name=estimate,proto3,enum=barista.v1.Estimate" json:"estimate,omitempty"`
+	DefaultCostMs       int64                  `protobuf:"varint,20,opt,name=default_cost_ms,json=defaultCostMs,proto3" json:"default_cost_ms,omitempty"` // 0 = 60 s
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -1722,6 +1892,20 @@ func (x *SchedulerConfig) GetDedupeWindowMs() int64 {
 func (x *SchedulerConfig) GetMaxPayloadBytes() uint32 {
 	if x != nil {
 		return x.MaxPayloadBytes
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetEstimate() Estimate {
+	if x != nil {
+		return x.Estimate
+	}
+	return Estimate_ESTIMATE_UNSPECIFIED
+}
+
+func (x *SchedulerConfig) GetDefaultCostMs() int64 {
+	if x != nil {
+		return x.DefaultCostMs
 	}
 	return 0
 }
@@ -1998,6 +2182,7 @@ type CommandResult struct {
 	Count             uint64                 `protobuf:"varint,9,opt,name=count,proto3" json:"count,omitempty"`
 	HeartbeatOutcomes []string               `protobuf:"bytes,10,rep,name=heartbeat_outcomes,json=heartbeatOutcomes,proto3" json:"heartbeat_outcomes,omitempty"`
 	Tenant            string                 `protobuf:"bytes,11,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	DeadlineMissed    bool                   `protobuf:"varint,12,opt,name=deadline_missed,json=deadlineMissed,proto3" json:"deadline_missed,omitempty"` // a dispatch of a job after its deadline
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -2109,6 +2294,13 @@ func (x *CommandResult) GetTenant() string {
 	return ""
 }
 
+func (x *CommandResult) GetDeadlineMissed() bool {
+	if x != nil {
+		return x.DeadlineMissed
+	}
+	return false
+}
+
 var File_commands_proto protoreflect.FileDescriptor
 
 const file_commands_proto_rawDesc = "" +
@@ -2140,7 +2332,7 @@ const file_commands_proto_rawDesc = "" +
 	"\rmember_upsert\x18\r \x01(\v2\x18.barista.v1.MemberUpsertH\x00R\fmemberUpsert\x12?\n" +
 	"\rmember_remove\x18\x0e \x01(\v2\x18.barista.v1.MemberRemoveH\x00R\fmemberRemove\x12<\n" +
 	"\fworker_drain\x18\x0f \x01(\v2\x17.barista.v1.WorkerDrainH\x00R\vworkerDrainB\x05\n" +
-	"\x03cmd\"\x89\x02\n" +
+	"\x03cmd\"\xda\x02\n" +
 	"\tSubmitJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12'\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tR\x0eidempotencyKey\x12\x19\n" +
@@ -2150,7 +2342,11 @@ const file_commands_proto_rawDesc = "" +
 	"\apayload\x18\x06 \x01(\fR\apayload\x12!\n" +
 	"\fmax_attempts\x18\a \x01(\rR\vmaxAttempts\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\b \x01(\x03R\ttimeoutMs\"e\n" +
+	"timeout_ms\x18\b \x01(\x03R\ttimeoutMs\x12.\n" +
+	"\tjob_class\x18\t \x01(\x0e2\x11.barista.v1.ClassR\bjobClass\x12\x1f\n" +
+	"\vdeadline_ms\x18\n" +
+	" \x01(\x03R\n" +
+	"deadlineMs\"e\n" +
 	"\bDispatch\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12$\n" +
 	"\x04size\x18\x02 \x01(\x0e2\x10.barista.v1.SizeR\x04size\x12\x16\n" +
@@ -2184,7 +2380,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12*\n" +
 	"\x04kind\x18\x03 \x01(\x0e2\x16.barista.v1.ExpireKindR\x04kind\"\r\n" +
-	"\vGrantLeases\"\xe7\x01\n" +
+	"\vGrantLeases\"\xf5\x02\n" +
 	"\x04Caps\x12\x1f\n" +
 	"\vmax_running\x18\x01 \x01(\rR\n" +
 	"maxRunning\x12$\n" +
@@ -2193,16 +2389,21 @@ const file_commands_proto_rawDesc = "" +
 	"\x0emax_running_lg\x18\x04 \x01(\rR\fmaxRunningLg\x12-\n" +
 	"\x13max_inflight_cpu_ms\x18\x05 \x01(\x03R\x10maxInflightCpuMs\x12\x1d\n" +
 	"\n" +
-	"max_queued\x18\x06 \x01(\rR\tmaxQueued\"\x8e\x01\n" +
+	"max_queued\x18\x06 \x01(\rR\tmaxQueued\x120\n" +
+	"\x14max_running_critical\x18\a \x01(\rR\x12maxRunningCritical\x12(\n" +
+	"\x10max_running_high\x18\b \x01(\rR\x0emaxRunningHigh\x120\n" +
+	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xe7\x01\n" +
 	"\fTenantUpsert\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
 	"\n" +
 	"multiplier\x18\x03 \x01(\rR\n" +
 	"multiplier\x12$\n" +
-	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\"\"\n" +
+	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12.\n" +
+	"\tmax_class\x18\x05 \x01(\x0e2\x11.barista.v1.ClassR\bmaxClass\x12'\n" +
+	"\x0fallow_deadlines\x18\x06 \x01(\bR\x0eallowDeadlines\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\x89\x06\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xe3\x06\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -2222,7 +2423,9 @@ const file_commands_proto_rawDesc = "" +
 	"\x15event_retention_count\x18\x0f \x01(\x04R\x13eventRetentionCount\x12,\n" +
 	"\x12event_retention_ms\x18\x10 \x01(\x03R\x10eventRetentionMs\x12(\n" +
 	"\x10dedupe_window_ms\x18\x11 \x01(\x03R\x0ededupeWindowMs\x12*\n" +
-	"\x11max_payload_bytes\x18\x12 \x01(\rR\x0fmaxPayloadBytes\"@\n" +
+	"\x11max_payload_bytes\x18\x12 \x01(\rR\x0fmaxPayloadBytes\x120\n" +
+	"\bestimate\x18\x13 \x01(\x0e2\x14.barista.v1.EstimateR\bestimate\x12&\n" +
+	"\x0fdefault_cost_ms\x18\x14 \x01(\x03R\rdefaultCostMs\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +
 	"\x05Prune\x12\x14\n" +
@@ -2236,7 +2439,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"@\n" +
 	"\vWorkerDrain\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x14\n" +
-	"\x05drain\x18\x02 \x01(\bR\x05drain\"\xce\x02\n" +
+	"\x05drain\x18\x02 \x01(\bR\x05drain\"\xf7\x02\n" +
 	"\rCommandResult\x12$\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x10.barista.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x10\n" +
@@ -2249,7 +2452,8 @@ const file_commands_proto_rawDesc = "" +
 	"\x05count\x18\t \x01(\x04R\x05count\x12-\n" +
 	"\x12heartbeat_outcomes\x18\n" +
 	" \x03(\tR\x11heartbeatOutcomes\x12\x16\n" +
-	"\x06tenant\x18\v \x01(\tR\x06tenant*4\n" +
+	"\x06tenant\x18\v \x01(\tR\x06tenant\x12'\n" +
+	"\x0fdeadline_missed\x18\f \x01(\bR\x0edeadlineMissed*4\n" +
 	"\x04Size\x12\x14\n" +
 	"\x10SIZE_UNSPECIFIED\x10\x00\x12\x06\n" +
 	"\x02SM\x10\x01\x12\x06\n" +
@@ -2269,7 +2473,14 @@ const file_commands_proto_rawDesc = "" +
 	"\x02OK\x10\x01\x12\n" +
 	"\n" +
 	"\x06FAILED\x10\x02\x12\r\n" +
-	"\tCANCELLED\x10\x03*E\n" +
+	"\tCANCELLED\x10\x03*K\n" +
+	"\x05Class\x12\x15\n" +
+	"\x11CLASS_UNSPECIFIED\x10\x00\x12\f\n" +
+	"\bCRITICAL\x10\x01\x12\b\n" +
+	"\x04HIGH\x10\x02\x12\n" +
+	"\n" +
+	"\x06NORMAL\x10\x03\x12\a\n" +
+	"\x03LOW\x10\x04*E\n" +
 	"\n" +
 	"ExpireKind\x12\x16\n" +
 	"\x12EXPIRE_UNSPECIFIED\x10\x00\x12\a\n" +
@@ -2285,7 +2496,11 @@ const file_commands_proto_rawDesc = "" +
 	"\x11CLAMP_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
 	"ACTIVATION\x10\x01\x12\f\n" +
-	"\bDISPATCH\x10\x02*\xa9\x01\n" +
+	"\bDISPATCH\x10\x02*=\n" +
+	"\bEstimate\x12\x18\n" +
+	"\x14ESTIMATE_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tSUBMITTED\x10\x01\x12\b\n" +
+	"\x04AUTO\x10\x02*\xc5\x01\n" +
 	"\x04Code\x12\v\n" +
 	"\aCODE_OK\x10\x00\x12\x19\n" +
 	"\x15CODE_INVALID_ARGUMENT\x10\x01\x12\x12\n" +
@@ -2293,7 +2508,8 @@ const file_commands_proto_rawDesc = "" +
 	"\x13CODE_ALREADY_EXISTS\x10\x03\x12\x1c\n" +
 	"\x18CODE_FAILED_PRECONDITION\x10\x04\x12\x1b\n" +
 	"\x17CODE_RESOURCE_EXHAUSTED\x10\x05\x12\x11\n" +
-	"\rCODE_INTERNAL\x10\x06B\x12Z\x10barista/proto;pbb\x06proto3"
+	"\rCODE_INTERNAL\x10\x06\x12\x1a\n" +
+	"\x16CODE_PERMISSION_DENIED\x10\aB\x12Z\x10barista/proto;pbb\x06proto3"
 
 var (
 	file_commands_proto_rawDescOnce sync.Once
@@ -2307,72 +2523,77 @@ func file_commands_proto_rawDescGZIP() []byte {
 	return file_commands_proto_rawDescData
 }
 
-var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
 var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_commands_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
 	(Outcome)(0),            // 2: barista.v1.Outcome
-	(ExpireKind)(0),         // 3: barista.v1.ExpireKind
-	(Policy)(0),             // 4: barista.v1.Policy
-	(Clamp)(0),              // 5: barista.v1.Clamp
-	(Code)(0),               // 6: barista.v1.Code
-	(*Envelope)(nil),        // 7: barista.v1.Envelope
-	(*Command)(nil),         // 8: barista.v1.Command
-	(*SubmitJob)(nil),       // 9: barista.v1.SubmitJob
-	(*Dispatch)(nil),        // 10: barista.v1.Dispatch
-	(*Started)(nil),         // 11: barista.v1.Started
-	(*Heartbeat)(nil),       // 12: barista.v1.Heartbeat
-	(*HeartbeatBatch)(nil),  // 13: barista.v1.HeartbeatBatch
-	(*Finished)(nil),        // 14: barista.v1.Finished
-	(*CancelJob)(nil),       // 15: barista.v1.CancelJob
-	(*Expire)(nil),          // 16: barista.v1.Expire
-	(*GrantLeases)(nil),     // 17: barista.v1.GrantLeases
-	(*Caps)(nil),            // 18: barista.v1.Caps
-	(*TenantUpsert)(nil),    // 19: barista.v1.TenantUpsert
-	(*TenantDelete)(nil),    // 20: barista.v1.TenantDelete
-	(*SchedulerConfig)(nil), // 21: barista.v1.SchedulerConfig
-	(*SetConfig)(nil),       // 22: barista.v1.SetConfig
-	(*Prune)(nil),           // 23: barista.v1.Prune
-	(*MemberUpsert)(nil),    // 24: barista.v1.MemberUpsert
-	(*MemberRemove)(nil),    // 25: barista.v1.MemberRemove
-	(*WorkerDrain)(nil),     // 26: barista.v1.WorkerDrain
-	(*CommandResult)(nil),   // 27: barista.v1.CommandResult
+	(Class)(0),              // 3: barista.v1.Class
+	(ExpireKind)(0),         // 4: barista.v1.ExpireKind
+	(Policy)(0),             // 5: barista.v1.Policy
+	(Clamp)(0),              // 6: barista.v1.Clamp
+	(Estimate)(0),           // 7: barista.v1.Estimate
+	(Code)(0),               // 8: barista.v1.Code
+	(*Envelope)(nil),        // 9: barista.v1.Envelope
+	(*Command)(nil),         // 10: barista.v1.Command
+	(*SubmitJob)(nil),       // 11: barista.v1.SubmitJob
+	(*Dispatch)(nil),        // 12: barista.v1.Dispatch
+	(*Started)(nil),         // 13: barista.v1.Started
+	(*Heartbeat)(nil),       // 14: barista.v1.Heartbeat
+	(*HeartbeatBatch)(nil),  // 15: barista.v1.HeartbeatBatch
+	(*Finished)(nil),        // 16: barista.v1.Finished
+	(*CancelJob)(nil),       // 17: barista.v1.CancelJob
+	(*Expire)(nil),          // 18: barista.v1.Expire
+	(*GrantLeases)(nil),     // 19: barista.v1.GrantLeases
+	(*Caps)(nil),            // 20: barista.v1.Caps
+	(*TenantUpsert)(nil),    // 21: barista.v1.TenantUpsert
+	(*TenantDelete)(nil),    // 22: barista.v1.TenantDelete
+	(*SchedulerConfig)(nil), // 23: barista.v1.SchedulerConfig
+	(*SetConfig)(nil),       // 24: barista.v1.SetConfig
+	(*Prune)(nil),           // 25: barista.v1.Prune
+	(*MemberUpsert)(nil),    // 26: barista.v1.MemberUpsert
+	(*MemberRemove)(nil),    // 27: barista.v1.MemberRemove
+	(*WorkerDrain)(nil),     // 28: barista.v1.WorkerDrain
+	(*CommandResult)(nil),   // 29: barista.v1.CommandResult
 }
 var file_commands_proto_depIdxs = []int32{
-	8,  // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
-	9,  // 1: barista.v1.Command.submit:type_name -> barista.v1.SubmitJob
-	10, // 2: barista.v1.Command.dispatch:type_name -> barista.v1.Dispatch
-	11, // 3: barista.v1.Command.started:type_name -> barista.v1.Started
-	13, // 4: barista.v1.Command.heartbeats:type_name -> barista.v1.HeartbeatBatch
-	14, // 5: barista.v1.Command.finished:type_name -> barista.v1.Finished
-	15, // 6: barista.v1.Command.cancel:type_name -> barista.v1.CancelJob
-	16, // 7: barista.v1.Command.expire:type_name -> barista.v1.Expire
-	17, // 8: barista.v1.Command.grant_leases:type_name -> barista.v1.GrantLeases
-	19, // 9: barista.v1.Command.tenant_upsert:type_name -> barista.v1.TenantUpsert
-	20, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
-	22, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
-	23, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
-	24, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
-	25, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
-	26, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
+	10, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
+	11, // 1: barista.v1.Command.submit:type_name -> barista.v1.SubmitJob
+	12, // 2: barista.v1.Command.dispatch:type_name -> barista.v1.Dispatch
+	13, // 3: barista.v1.Command.started:type_name -> barista.v1.Started
+	15, // 4: barista.v1.Command.heartbeats:type_name -> barista.v1.HeartbeatBatch
+	16, // 5: barista.v1.Command.finished:type_name -> barista.v1.Finished
+	17, // 6: barista.v1.Command.cancel:type_name -> barista.v1.CancelJob
+	18, // 7: barista.v1.Command.expire:type_name -> barista.v1.Expire
+	19, // 8: barista.v1.Command.grant_leases:type_name -> barista.v1.GrantLeases
+	21, // 9: barista.v1.Command.tenant_upsert:type_name -> barista.v1.TenantUpsert
+	22, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
+	24, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
+	25, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
+	26, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
+	27, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
+	28, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
 	0,  // 16: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	0,  // 17: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	12, // 18: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	2,  // 19: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	3,  // 20: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 21: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	18, // 22: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	4,  // 23: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	5,  // 24: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	21, // 25: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	6,  // 26: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 27: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	3,  // 17: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	0,  // 18: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	14, // 19: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	2,  // 20: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	4,  // 21: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	1,  // 22: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	20, // 23: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	3,  // 24: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	5,  // 25: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	6,  // 26: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	7,  // 27: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	23, // 28: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	8,  // 29: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	0,  // 30: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -2402,7 +2623,7 @@ func file_commands_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
-			NumEnums:      7,
+			NumEnums:      9,
 			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,

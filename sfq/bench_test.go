@@ -30,6 +30,34 @@ func backlog(tb testing.TB, tenants, jobs int) *Scheduler {
 	return s
 }
 
+// backlogClasses is backlog with the jobs spread over the four classes
+// (pseudo-randomly) and 5 % of them with a deadline (from 1 s to an hour).
+func backlogClasses(tb testing.TB, tenants, jobs int) *Scheduler {
+	tb.Helper()
+	s, err := New(DefaultConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	names := make([]string, tenants)
+	for i := range names {
+		names[i] = fmt.Sprintf("tenant-%06d", i)
+		if _, err := s.UpsertTenant(TenantSpec{Name: names[i], Tier: Tier(i % NumTiers), MaxClass: ClassCritical, AllowDeadlines: true}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for i := range jobs {
+		h := uint64(i) * 2654435761
+		sub := Submission{Tenant: names[i%tenants], Size: Size(i / tenants % NumSizes), EstCostMs: int64(1000 + i%7*500), Class: Class(h >> 16 % NumClasses)}
+		if i%20 == 3 {
+			sub.DeadlineMs = 1000 + int64(h>>8%3_599_000)
+		}
+		if _, err := s.Submit(0, sub); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return s
+}
+
 var workers = [NumSizes]string{"worker-sm", "worker-md", "worker-lg"}
 
 // BenchmarkDispatchSubmit measures one dispatch plus one submit that keeps
@@ -71,6 +99,29 @@ func BenchmarkDispatch(b *testing.B) {
 				if i >= 900_000 {
 					b.StopTimer()
 					s = backlog(b, tenants, 1_000_000)
+					i = 0
+					b.StartTimer()
+				}
+				if _, ok, err := s.Dispatch(Time(i), LG, workers[LG]); err != nil || !ok {
+					b.Fatalf("dispatch %d: %v %v", i, ok, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDispatchClasses is BenchmarkDispatch with the backlog spread
+// over the four priority classes, 5 % of it with deadlines.
+func BenchmarkDispatchClasses(b *testing.B) {
+	for _, tenants := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("tenants=%d", tenants), func(b *testing.B) {
+			s := backlogClasses(b, tenants, 1_000_000)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if i >= 900_000 {
+					b.StopTimer()
+					s = backlogClasses(b, tenants, 1_000_000)
 					i = 0
 					b.StartTimer()
 				}
@@ -131,10 +182,14 @@ func BenchmarkMemoryPerQueuedJob(b *testing.B) {
 	}
 }
 
-// TestDispatchAllocatesNothing pins the zero-allocation dispatch path.
+// TestDispatchAllocatesNothing pins the zero-allocation dispatch path, with
+// one class and with four classes and deadlines.
 func TestDispatchAllocatesNothing(t *testing.T) {
-	for _, clamp := range []ClampMode{ClampActivation, ClampDispatch} {
+	for i, clamp := range []ClampMode{ClampActivation, ClampDispatch, ClampActivation, ClampDispatch} {
 		s := backlog(t, 1000, 50_000)
+		if i >= 2 {
+			s = backlogClasses(t, 1000, 50_000)
+		}
 		cfg := s.Config()
 		cfg.Clamp = clamp
 		cfg.Decay = &Decay{HalfLifeMs: 3_600_000, NormMs: 100_000}

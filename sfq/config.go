@@ -160,6 +160,12 @@ type Config struct {
 	LeaseTimeoutMs int64
 	// DefaultMaxAttempts applies to submits that do not set max_attempts.
 	DefaultMaxAttempts uint32
+	// Estimate says where a submit's est_cost comes from (default
+	// EstimateSubmitted).
+	Estimate EstimateMode
+	// DefaultCostMs is the est_cost under EstimateAuto of a submit that
+	// states none while its job type has too few samples (default 60 s).
+	DefaultCostMs int64
 }
 
 // Limits on configuration and input values, chosen so that no product in
@@ -172,9 +178,12 @@ const (
 	MaxTimeoutMs   = 365 * 24 * 3600 * 1000
 )
 
+// DefaultCostMs is the default of Config.DefaultCostMs.
+const DefaultCostMs = 60_000
+
 // DefaultConfig returns the defaults of the design: weights 1, 2, 4, 8, 16,
 // prefer-fit, the activation clamp, no decay, a 10 s ack timeout, a 30 s
-// lease and 3 attempts.
+// lease, 3 attempts, submitted estimates and a 60 s default cost.
 func DefaultConfig() Config {
 	return Config{
 		TierWeights:        [NumTiers]uint32{1, 2, 4, 8, 16},
@@ -183,6 +192,8 @@ func DefaultConfig() Config {
 		AckTimeoutMs:       10_000,
 		LeaseTimeoutMs:     30_000,
 		DefaultMaxAttempts: 3,
+		Estimate:           EstimateSubmitted,
+		DefaultCostMs:      DefaultCostMs,
 	}
 }
 
@@ -216,6 +227,12 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultMaxAttempts < 1 || c.DefaultMaxAttempts > MaxMaxAttempts {
 		return fmt.Errorf("%w: default max attempts %d (want 1..%d)", ErrInvalid, c.DefaultMaxAttempts, MaxMaxAttempts)
+	}
+	if c.Estimate > EstimateAuto {
+		return fmt.Errorf("%w: unknown estimate mode %d (want submitted or auto)", ErrInvalid, c.Estimate)
+	}
+	if c.DefaultCostMs < 1 || c.DefaultCostMs > MaxEstCostMs {
+		return fmt.Errorf("%w: default_cost %d ms (want 1 ms .. a CPU-year)", ErrInvalid, c.DefaultCostMs)
 	}
 	return nil
 }

@@ -11,6 +11,10 @@ const (
 	byTierSeq
 	// byTagDesc: highest tag first (the idle rule's maximum finish tag).
 	byTagDesc
+	// byDeadline: earliest deadline first, then lower job ID (the tenants
+	// whose deadline head of one class and size is eligible; tag holds
+	// the head's deadline_at).
+	byDeadline
 )
 
 // hentry is one tenant's key in a heap. The keys are copied in so that
@@ -41,6 +45,14 @@ func (h *tenantHeap) less(a, b *hentry) bool {
 	case byTagDesc:
 		if a.tag != b.tag {
 			return a.tag > b.tag
+		}
+		return a.tenant < b.tenant
+	case byDeadline:
+		if a.tag != b.tag {
+			return a.tag < b.tag
+		}
+		if a.seq != b.seq {
+			return a.seq < b.seq
 		}
 		return a.tenant < b.tenant
 	}
@@ -170,13 +182,19 @@ func (h *tenantHeap) down(i int) {
 // pruned jobs are left in place and skipped lazily when they reach the head.
 type jobQueue struct {
 	ring     []JobID // power-of-two capacity
-	head, n  int
+	head, n  int32
 	requeued []JobID // sorted descending; the smallest is last
 	// cachedHead and cachedCost remember the front job once it has been
-	// checked to be queued; the scheduler clears cachedHead when that job
-	// leaves the queue by any way other than popFront.
+	// checked to be queued; 0 = unknown. popFront and pushRequeued clear
+	// it, and the scheduler clears it when that job leaves the queue by
+	// any other way, so a set cachedHead is the front without reading
+	// the ring.
 	cachedHead JobID
 	cachedCost int64
+	// placed is the head job this queue has in its class and size's fair
+	// heaps (0 = none), so that re-placing a tenant touches only the heaps
+	// whose entry changes.
+	placed JobID
 }
 
 func (q *jobQueue) empty() bool { return q.n == 0 && len(q.requeued) == 0 }
@@ -196,11 +214,12 @@ func (q *jobQueue) front() (JobID, bool) {
 
 // popFront removes the smallest ID.
 func (q *jobQueue) popFront() {
+	q.cachedHead = 0
 	if k := len(q.requeued); k > 0 && (q.n == 0 || q.requeued[k-1] < q.ring[q.head]) {
 		q.requeued = q.requeued[:k-1]
 	} else if q.n > 0 {
 		q.ring[q.head] = 0
-		q.head = (q.head + 1) & (len(q.ring) - 1)
+		q.head = (q.head + 1) & int32(len(q.ring)-1)
 		q.n--
 	}
 	if q.empty() {
@@ -217,19 +236,20 @@ func (q *jobQueue) popFront() {
 // pushBack appends a fresh job, which must be newer than every job in the
 // ring.
 func (q *jobQueue) pushBack(id JobID) {
-	if q.n == len(q.ring) {
+	if int(q.n) == len(q.ring) {
 		grown := make([]JobID, max(4, 2*len(q.ring)))
-		for i := 0; i < q.n; i++ {
-			grown[i] = q.ring[(q.head+i)&(len(q.ring)-1)]
+		for i := range int(q.n) {
+			grown[i] = q.ring[(int(q.head)+i)&(len(q.ring)-1)]
 		}
 		q.ring, q.head = grown, 0
 	}
-	q.ring[(q.head+q.n)&(len(q.ring)-1)] = id
+	q.ring[(int(q.head)+int(q.n))&(len(q.ring)-1)] = id
 	q.n++
 }
 
 // pushRequeued puts a requeued job back in ID order.
 func (q *jobQueue) pushRequeued(id JobID) {
+	q.cachedHead = 0 // it may go before the front
 	i := len(q.requeued)
 	q.requeued = append(q.requeued, id)
 	for i > 0 && q.requeued[i-1] < id {
@@ -237,4 +257,71 @@ func (q *jobQueue) pushRequeued(id JobID) {
 		i--
 	}
 	q.requeued[i] = id
+}
+
+// dlEntry is one queued deadline job.
+type dlEntry struct {
+	at Time
+	id JobID
+}
+
+func dlBefore(a, b dlEntry) bool { return a.at < b.at || (a.at == b.at && a.id < b.id) }
+
+// deadlineQueue holds the IDs of one tenant's queued jobs with a deadline
+// of one class and size, as a binary min-heap by (deadline_at, job ID).
+// Like jobQueue, cancelled or pruned jobs are left in place and dropped
+// when they reach the head; the head's cost is cached (as in jobQueue, a
+// set cachedHead is the front).
+type deadlineQueue struct {
+	items      []dlEntry
+	cachedHead JobID
+	cachedCost int64
+	placed     JobID // the head job this queue has in its deadline heap (0 = none)
+}
+
+func (q *deadlineQueue) front() (dlEntry, bool) {
+	if len(q.items) == 0 {
+		return dlEntry{}, false
+	}
+	return q.items[0], true
+}
+
+func (q *deadlineQueue) push(e dlEntry) {
+	q.cachedHead = 0 // it may go before the front
+	q.items = append(q.items, e)
+	i := len(q.items) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !dlBefore(q.items[i], q.items[p]) {
+			break
+		}
+		q.items[i], q.items[p] = q.items[p], q.items[i]
+		i = p
+	}
+}
+
+func (q *deadlineQueue) popFront() {
+	q.cachedHead = 0
+	n := len(q.items) - 1
+	q.items[0] = q.items[n]
+	q.items = q.items[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && dlBefore(q.items[r], q.items[l]) {
+			m = r
+		}
+		if !dlBefore(q.items[m], q.items[i]) {
+			break
+		}
+		q.items[i], q.items[m] = q.items[m], q.items[i]
+		i = m
+	}
+	if n == 0 && cap(q.items) > 64 {
+		q.items = nil // give back a large buffer once the burst is over
+	}
 }

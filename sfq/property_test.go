@@ -3,6 +3,7 @@ package sfq
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -63,7 +64,20 @@ func drawCaps(t *rapid.T) Caps {
 	if rapid.IntRange(0, 3).Draw(t, "has_inflight") == 0 {
 		c.MaxInflightCPUMs = rapid.Int64Range(500, 8000).Draw(t, "inflight")
 	}
+	if rapid.IntRange(0, 2).Draw(t, "has_class_caps") == 0 {
+		c.MaxRunningCritical = uint32(rapid.IntRange(0, 2).Draw(t, "cap_critical"))
+		c.MaxRunningHigh = uint32(rapid.IntRange(0, 2).Draw(t, "cap_high"))
+	}
+	if rapid.IntRange(0, 2).Draw(t, "has_deadline_cap") == 0 {
+		c.MaxRunningDeadline = uint32(rapid.IntRange(1, 2).Draw(t, "deadline_cap"))
+	}
 	return c
+}
+
+// drawSpec draws a tenant's settings.
+func drawSpec(t *rapid.T, name string) TenantSpec {
+	return TenantSpec{Name: name, Tier: Tier(rapid.IntRange(0, 4).Draw(t, "tier")), Multiplier: uint32(rapid.IntRange(1, 3).Draw(t, "mult")),
+		Caps: drawCaps(t), MaxClass: Class(rapid.IntRange(0, NumClasses-1).Draw(t, "max_class")), AllowDeadlines: rapid.IntRange(0, 3).Draw(t, "deadlines") > 0}
 }
 
 func TestSchedulerProperties(t *testing.T) {
@@ -76,6 +90,8 @@ func TestSchedulerProperties(t *testing.T) {
 		if rapid.Bool().Draw(t, "decay") {
 			cfg.Decay = &Decay{HalfLifeMs: rapid.Int64Range(1000, 100_000).Draw(t, "half_life"), NormMs: rapid.Int64Range(1000, 50_000).Draw(t, "norm")}
 		}
+		cfg.Estimate = EstimateMode(rapid.IntRange(0, 1).Draw(t, "estimate"))
+		cfg.DefaultCostMs = rapid.Int64Range(1, 5000).Draw(t, "default_cost")
 		cfg.AckTimeoutMs, cfg.LeaseTimeoutMs = 5_000, 10_000
 		s1, err := New(cfg)
 		if err != nil {
@@ -87,7 +103,7 @@ func TestSchedulerProperties(t *testing.T) {
 		for i := range nt {
 			name := fmt.Sprintf("t%d", i)
 			w.tenants = append(w.tenants, name)
-			spec := TenantSpec{Name: name, Tier: Tier(rapid.IntRange(0, 4).Draw(t, "tier")), Multiplier: uint32(rapid.IntRange(1, 3).Draw(t, "mult")), Caps: drawCaps(t)}
+			spec := drawSpec(t, name)
 			both(t, w, "upsert", func(s *Scheduler) (bool, error) { return s.UpsertTenant(spec) })
 		}
 		steps := rapid.IntRange(1, 300).Draw(t, "steps")
@@ -131,21 +147,45 @@ func (w *world) anyJob(t *rapid.T) JobID {
 func (w *world) step(t *rapid.T, step int) {
 	s := w.s
 	m := w.model
-	action := rapid.IntRange(0, 16).Draw(t, "action")
+	action := rapid.IntRange(0, 17).Draw(t, "action")
 	switch action {
-	case 0, 1, 2: // submit
+	case 0, 1, 2: // submit, of any class, with or without a deadline
 		sub := Submission{
 			Tenant:    rapid.SampledFrom(w.tenants).Draw(t, "tenant"),
 			Size:      Size(rapid.IntRange(0, 2).Draw(t, "size")),
-			EstCostMs: rapid.Int64Range(1, 10_000).Draw(t, "cost"),
+			EstCostMs: rapid.Int64Range(0, 10_000).Draw(t, "cost"),
 			TimeoutMs: rapid.SampledFrom([]int64{0, 0, 20_000}).Draw(t, "timeout"),
+			Class:     Class(rapid.IntRange(0, NumClasses-1).Draw(t, "class")),
+			Type:      rapid.SampledFrom([]string{"", "a", "b"}).Draw(t, "type"),
 		}
-		m.beforeSubmit(s)
-		both(t, w, "submit", func(s *Scheduler) (JobID, error) { return s.Submit(w.now, sub) })
+		if rapid.IntRange(0, 3).Draw(t, "has_deadline") == 0 {
+			sub.DeadlineMs = rapid.Int64Range(1000, 30_000).Draw(t, "deadline")
+		}
+		ti, _ := s.TenantIndex(sub.Tenant)
+		tn, _ := s.TenantAt(ti)
+		est, src, estOK := m.estimate(s, ti, sub)
+		allowed := tn.Permit(sub.Class, sub.DeadlineMs != 0) == nil && estOK
+		idle := sub.DeadlineMs == 0 && m.idle(s, sub.Class)
+		id, err := both(t, w, "submit", func(s *Scheduler) (JobID, error) { return s.Submit(w.now, sub) })
+		if (err == nil) != allowed {
+			t.Fatalf("submit %+v to %+v: %v, want allowed=%v", sub, tn.TenantSpec, err, allowed)
+		}
+		if err == nil {
+			if idle {
+				m.submitted(s, sub.Class)
+			}
+			j, _ := s.Job(id)
+			if j.EstCostMs != est || j.EstSource != src || j.Class != sub.Class || (j.DeadlineAt() != 0) != (sub.DeadlineMs != 0) {
+				t.Fatalf("submitted %+v, the model estimates %d from %s", j, est, src)
+			}
+		} else if sub.DeadlineMs != 0 && !tn.AllowDeadlines && !errors.Is(err, ErrPermission) {
+			t.Fatalf("a deadline without allow_deadlines: %v", err)
+		}
 	case 3, 4, 5: // dispatch, checking every cap of the tenant it picked
 		size := Size(rapid.IntRange(0, 2).Draw(t, "worker_size"))
 		worker := fmt.Sprintf("w%d", step)
 		pred, predOK := m.pick(s, size)
+		cands := candidates(s)
 		var predWeight Weight
 		if predOK {
 			tn, _ := s.TenantAt(pred.tenant)
@@ -163,6 +203,20 @@ func (w *world) step(t *rapid.T, step int) {
 		}
 		if a.Job != 0 {
 			j, _ := s.Job(a.Job)
+			// SPEC §8 rule 7: no job of a lower class while an eligible
+			// job of a higher class fits; no job without a deadline while
+			// an eligible deadline job of its class fits.
+			for _, c := range cands {
+				if c.size <= size && c.class.Above(j.Class) {
+					t.Fatalf("dispatched job %d of class %s while job %d of class %s fits", j.ID, j.Class, c.seq, c.class)
+				}
+				if c.size <= size && c.class == j.Class && c.deadline && j.DeadlineAt() == 0 {
+					t.Fatalf("dispatched job %d without a deadline while deadline job %d of its class fits", j.ID, c.seq)
+				}
+			}
+			if a.Class != j.Class || a.Deadline != (j.DeadlineAt() != 0) || a.DeadlineMissed != (j.DeadlineAt() != 0 && w.now > j.DeadlineAt()) {
+				t.Fatalf("assignment %+v of job %+v", a, j)
+			}
 			m.dispatched(pred, j.EstCostMs, predWeight)
 			tn, _ := s.TenantAt(a.Tenant)
 			c := tn.Caps
@@ -174,6 +228,12 @@ func (w *world) step(t *rapid.T, step int) {
 			}
 			if c.MaxInflightCPUMs > 0 && tn.InflightCPUMs > c.MaxInflightCPUMs && tn.InflightCPUMs != j.EstCostMs {
 				t.Fatalf("dispatch raised %s inflight to %d over cap %d", tn.Name, tn.InflightCPUMs, c.MaxInflightCPUMs)
+			}
+			if m := c.classCap(j.Class); m > 0 && tn.RunningByClass[j.Class] > m {
+				t.Fatalf("dispatch raised %s %s running to %d over cap %d", tn.Name, j.Class, tn.RunningByClass[j.Class], m)
+			}
+			if m := c.MaxRunningDeadline; m > 0 && j.DeadlineAt() != 0 && tn.RunningDeadline > m {
+				t.Fatalf("dispatch raised %s deadline running to %d over cap %d", tn.Name, tn.RunningDeadline, m)
 			}
 			if j.Size > size || j.State != Assigned || j.Worker != worker {
 				t.Fatalf("bad assignment %+v to %s worker", j, size)
@@ -202,7 +262,8 @@ func (w *world) step(t *rapid.T, step int) {
 				return ch.Outcome, err
 			})
 			if out == Changed {
-				m.finished(j, cpu)
+				after, _ := s.Job(j.ID)
+				m.finished(j, cpu, after.State == Completed, w.now)
 			}
 		}
 	case 9: // cancel any job
@@ -232,8 +293,8 @@ func (w *world) step(t *rapid.T, step int) {
 				t.Fatalf("Due reported %+v but Expire refused: %v", d, err)
 			}
 		}
-	case 11: // tenant update: tier and caps (cap decreases preempt nothing)
-		spec := TenantSpec{Name: rapid.SampledFrom(w.tenants).Draw(t, "tenant"), Tier: Tier(rapid.IntRange(0, 4).Draw(t, "tier")), Multiplier: 1, Caps: drawCaps(t)}
+	case 11: // tenant update: tier, caps, classes, deadlines (cap decreases preempt nothing)
+		spec := drawSpec(t, rapid.SampledFrom(w.tenants).Draw(t, "tenant"))
 		both(t, w, "update", func(s *Scheduler) (bool, error) { return s.UpsertTenant(spec) })
 	case 12: // leader change, or pruning
 		if rapid.Bool().Draw(t, "grant") {
@@ -251,21 +312,27 @@ func (w *world) step(t *rapid.T, step int) {
 			t.Fatal("decoded state hashes differently")
 		}
 		w.twin = d
-	case 15: // flip the clamp mode: every tag rises to at least virtual_now
+	case 15: // flip the clamp mode (every tag rises to at least its class's virtual_now), or the estimate mode
 		cfg := s.Config()
+		if rapid.Bool().Draw(t, "flip_estimate") {
+			cfg.Estimate = 1 - cfg.Estimate
+			both(t, w, "set config", func(s *Scheduler) (bool, error) { return true, s.SetConfig(cfg) })
+			break
+		}
 		cfg.Clamp = 1 - cfg.Clamp
 		both(t, w, "set config", func(s *Scheduler) (bool, error) { return true, s.SetConfig(cfg) })
 		s.Tenants(func(ti uint32, _ *Tenant) bool {
-			m.ft[ti] = max(m.ft[ti], m.vnow)
+			for c := range NumClasses {
+				m.tags(ti)[c] = max(m.tags(ti)[c], m.vnow[c])
+			}
 			return true
 		})
 	case 16: // delete an idle tenant (refused while it has jobs); upserting the name creates a new one
 		name := rapid.SampledFrom(w.tenants).Draw(t, "tenant")
 		ti, _ := s.TenantIndex(name)
 		if _, err := both(t, w, "delete", func(s *Scheduler) (bool, error) { return true, s.DeleteTenant(name) }); err == nil {
-			delete(m.ft, ti)
-			delete(m.elig, ti)
-			spec := TenantSpec{Name: name, Tier: Tier(rapid.IntRange(0, 4).Draw(t, "tier"))}
+			m.forget(ti)
+			spec := drawSpec(t, name)
 			both(t, w, "re-create", func(s *Scheduler) (bool, error) { return s.UpsertTenant(spec) })
 			nti, _ := s.TenantIndex(name)
 			tn, _ := s.Tenant(name)
@@ -274,6 +341,16 @@ func (w *world) step(t *rapid.T, step int) {
 			if nti <= ti || tn.Billing != (Billing{}) || old != 0 {
 				t.Fatalf("re-created %s: index %d after %d, billing %+v, %d jobs of the old one visible", name, nti, ti, tn.Billing, old)
 			}
+		}
+	case 17: // explain any job: it changes nothing, and a queued job's reason agrees with the model
+		id := w.anyJob(t)
+		before := s.Hash()
+		r, err := s.Explain(id)
+		if s.Hash() != before {
+			t.Fatal("explain changed the state")
+		}
+		if err == nil {
+			w.checkReason(t, id, r)
 		}
 	case 14: // freeze and remember the bytes; later writes must not change them
 		if len(w.frozen) < 3 {
@@ -293,6 +370,95 @@ func (w *world) step(t *rapid.T, step int) {
 		t.Fatalf("virtual_now went back from %d to %d", w.vnow, v)
 	} else {
 		w.vnow = v
+	}
+}
+
+// checkReason compares a job's reason with what the model derives: a
+// queued job is a candidate (waiting, higher_class) or it is not (behind,
+// cap, held); waiting means no higher class has a candidate that fits it.
+func (w *world) checkReason(t *rapid.T, id JobID, r Reason) {
+	j, _ := w.s.Job(id)
+	switch {
+	case j.State == Assigned:
+		if r.Kind != ReasonAssigned || r.Worker != j.Worker {
+			t.Fatalf("job %d is assigned to %s, reason %s", id, j.Worker, r.Format())
+		}
+		return
+	case j.State == Running:
+		if r.Kind != ReasonRunning || r.Worker != j.Worker {
+			t.Fatalf("job %d is running on %s, reason %s", id, j.Worker, r.Format())
+		}
+		return
+	case j.State.Terminal():
+		if r.Kind != ReasonTerminal || r.State != j.State || r.Name() != j.State.String() {
+			t.Fatalf("job %d is %s, reason %s", id, j.State, r.Format())
+		}
+		return
+	}
+	cands := candidates(w.s)
+	isCand, higher := false, false
+	for _, c := range cands {
+		if c.seq == id {
+			isCand = true
+		}
+		if c.size <= j.Size && c.class.Above(j.Class) {
+			higher = true
+		}
+	}
+	switch r.Kind {
+	case ReasonWaiting:
+		if !isCand || higher {
+			t.Fatalf("job %d waits (%s), but candidate=%v higher=%v", id, r.Format(), isCand, higher)
+		}
+		tn, _ := w.s.TenantAt(j.Tenant)
+		if r.Tag != tn.Tag(j.Class) || r.VirtualNow != w.s.ClassVirtualNow(j.Class) {
+			t.Fatalf("job %d: %s, tag %s vnow %s", id, r.Format(), tn.Tag(j.Class), w.s.ClassVirtualNow(j.Class))
+		}
+		// ahead, by brute force
+		var ahead uint64
+		for _, c := range cands {
+			if c.class != j.Class || c.seq == id {
+				continue
+			}
+			switch {
+			case j.DeadlineAt() != 0:
+				if c.deadline && (c.at < j.DeadlineAt() || (c.at == j.DeadlineAt() && c.seq < id)) {
+					ahead++
+				}
+			case c.deadline:
+				if c.size <= j.Size {
+					ahead++
+				}
+			case c.size == j.Size && c.tenant != j.Tenant:
+				other, _ := w.s.TenantAt(c.tenant)
+				a, b := other.Tag(j.Class), tn.Tag(j.Class)
+				if w.s.cfg.Clamp == ClampDispatch {
+					a, b = max(a, w.s.ClassVirtualNow(j.Class)), max(b, w.s.ClassVirtualNow(j.Class))
+				}
+				if a < b || (a == b && (other.Tier > tn.Tier || (other.Tier == tn.Tier && c.seq < id))) {
+					ahead++
+				}
+			}
+		}
+		if ahead != r.Ahead {
+			t.Fatalf("job %d: %s, the model counts %d ahead", id, r.Format(), ahead)
+		}
+	case ReasonHigherClass:
+		if !isCand || !higher {
+			t.Fatalf("job %d: %s, but candidate=%v higher=%v", id, r.Format(), isCand, higher)
+		}
+	case ReasonBehind, ReasonCap, ReasonHeld:
+		if isCand {
+			t.Fatalf("job %d is a candidate, reason %s", id, r.Format())
+		}
+		if r.Kind == ReasonCap {
+			tn, _ := w.s.TenantAt(j.Tenant)
+			if refPasses(&tn, &j) {
+				t.Fatalf("job %d passes its caps, reason %s", id, r.Format())
+			}
+		}
+	default:
+		t.Fatalf("job %d: unexpected reason %s", id, r.Format())
 	}
 }
 

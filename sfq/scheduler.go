@@ -6,32 +6,105 @@ import (
 
 // Scheduler is the scheduling core. It is not safe for concurrent use,
 // except that a View returned by Freeze may be read by other goroutines
-// while the Scheduler keeps changing.
+// while the Scheduler keeps changing, and that the read-only methods
+// (Explain, Job, Tenant, ...) may run concurrently with each other.
 type Scheduler struct {
 	cfg     Config
-	vnow    VirtualTime
+	vnow    [NumClasses]VirtualTime // virtual_now of each class
 	nextJob JobID
 	jobs    Vector[Job]
 	tenants Vector[Tenant]
+	types   Vector[TypeStat] // cost estimates per (tenant, job type)
 
 	// Everything below is derived from the tables and rebuilt on restore.
 	byName map[string]uint32
 	rt     []tenantRT
-	// heapA[s] orders tenants whose oldest queued job of size s is
-	// eligible, by (finish tag, tier, seq). Under the dispatch clamp,
-	// heapB[s] holds those whose finish tag is <= virtual_now: they all
-	// start at virtual_now and are ordered by (tier, seq).
-	heapA  [NumSizes]tenantHeap
-	heapB  [NumSizes]tenantHeap
-	maxTag tenantHeap // every live tenant by finish tag, highest first
-	queued uint64     // queued jobs of all tenants
-	reap   deadlineHeap
-	ended  endedQueue
+	// heapA[c][s] orders tenants whose candidate without a deadline of
+	// class c and size s is eligible, by (finish tag, tier, seq). Under
+	// the dispatch clamp, heapB[c][s] holds those whose finish tag is <=
+	// the class's virtual_now: they all start at virtual_now and are
+	// ordered by (tier, seq).
+	heapA [NumClasses][NumSizes]tenantHeap
+	heapB [NumClasses][NumSizes]tenantHeap
+	// dheap[c][s] orders tenants whose deadline head of class c and size
+	// s is eligible, by (deadline_at, job ID).
+	dheap  [NumClasses][NumSizes]tenantHeap
+	maxTag [NumClasses]tenantHeap // per class, tenants by finish tag, highest first
+	queued uint64                 // queued jobs of all tenants
+	// queuedFair counts the queued jobs without a deadline of each class
+	// (the idle rule looks at them only).
+	queuedFair [NumClasses]uint64
+	reap       deadlineHeap
+	ended      endedQueue
+	est        estimateIndex
 }
 
 type tenantRT struct {
-	queues   [NumSizes]jobQueue
-	eligible bool
+	// other holds the queues of high, critical and low (at Class-1), nil
+	// until the tenant first queues a job of the class; normal (below)
+	// holds those of class normal, where most work is.
+	other [NumClasses - 1]*classRT
+	// fairBits and dlBits have bit c*NumSizes+s set when the tenant's head
+	// without a deadline, or its deadline head, of class c and size s is
+	// a candidate (as of its last placement).
+	fairBits, dlBits uint16
+	// eligible[c]: the tenant had a candidate without a deadline in class
+	// c at its last placement (the activation clamp watches it change).
+	eligible [NumClasses]bool
+	// inMaxTag[c] and maxTagged[c]: the tenant is in maxTag[c] with that
+	// tag.
+	inMaxTag  [NumClasses]bool
+	maxTagged [NumClasses]VirtualTime
+	types     []uint64 // slots of the tenant's job-type estimates
+	normal    classRT
+}
+
+// classRT holds a tenant's queues of one class: jobs without a deadline
+// in FIFO order, and jobs with one by (deadline_at, ID), per size.
+type classRT struct {
+	fifo [NumSizes]jobQueue
+	dls  *[NumSizes]deadlineQueue // nil until the first deadline job of the class
+}
+
+// dlq returns the deadline queue of size sz, or nil if the class never had
+// a deadline job.
+func (cr *classRT) dlq(sz Size) *deadlineQueue {
+	if cr.dls == nil {
+		return nil
+	}
+	return &cr.dls[sz]
+}
+
+// queues returns the tenant's queues of class c, or nil if it never had
+// any.
+func (rt *tenantRT) queues(c Class) *classRT {
+	if c == ClassNormal {
+		return &rt.normal
+	}
+	return rt.other[c-1]
+}
+
+// class returns the tenant's queues of class c, creating them.
+func (rt *tenantRT) class(c Class) *classRT {
+	if c == ClassNormal {
+		return &rt.normal
+	}
+	if rt.other[c-1] == nil {
+		rt.other[c-1] = new(classRT)
+	}
+	return rt.other[c-1]
+}
+
+func bit(c Class, sz int) uint16 { return 1 << (uint(c)*NumSizes + uint(sz)) }
+
+// classBits is the mask of every size of class c in fairBits or dlBits.
+func classBits(c Class) uint16 { return (1<<NumSizes - 1) << (uint(c) * NumSizes) }
+
+func (cr *classRT) deadlines(sz Size) *deadlineQueue {
+	if cr.dls == nil {
+		cr.dls = new([NumSizes]deadlineQueue)
+	}
+	return &cr.dls[sz]
 }
 
 // New returns an empty scheduler.
@@ -41,22 +114,34 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{cfg: cfg, nextJob: 1, byName: make(map[string]uint32)}
 	s.initHeaps()
+	s.est.init()
 	return s, nil
 }
 
 func (s *Scheduler) initHeaps() {
-	for i := range s.heapA {
-		s.heapA[i].order = byTag
-		s.heapB[i].order = byTierSeq
+	for c := range NumClasses {
+		for sz := range NumSizes {
+			s.heapA[c][sz] = tenantHeap{order: byTag}
+			s.heapB[c][sz] = tenantHeap{order: byTierSeq}
+			s.dheap[c][sz] = tenantHeap{order: byDeadline}
+		}
+		s.maxTag[c] = tenantHeap{order: byTagDesc}
 	}
-	s.maxTag.order = byTagDesc
 }
 
 // Config returns the configuration in force.
 func (s *Scheduler) Config() Config { return s.cfg }
 
-// VirtualNow returns virtual_now.
-func (s *Scheduler) VirtualNow() VirtualTime { return s.vnow }
+// VirtualNow returns virtual_now of class normal.
+func (s *Scheduler) VirtualNow() VirtualTime { return s.vnow[ClassNormal] }
+
+// ClassVirtualNow returns virtual_now of class c.
+func (s *Scheduler) ClassVirtualNow(c Class) VirtualTime {
+	if c >= NumClasses {
+		return 0
+	}
+	return s.vnow[c]
+}
 
 // NextJobID returns the ID the next submit will get.
 func (s *Scheduler) NextJobID() JobID { return s.nextJob }
@@ -65,7 +150,8 @@ func (s *Scheduler) NextJobID() JobID { return s.nextJob }
 func (s *Scheduler) QueuedTotal() uint64 { return s.queued }
 
 // SetConfig replaces the configuration. Changing the clamp mode raises
-// every finish tag to at least virtual_now and rebuilds the order.
+// every finish tag to at least its class's virtual_now and rebuilds the
+// order.
 func (s *Scheduler) SetConfig(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -75,8 +161,15 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 	if old.Clamp != cfg.Clamp {
 		for i := range s.rt {
 			ti := uint32(i)
-			if t := s.tenants.Get(uint64(ti)); t != nil && t.FinishTag < s.vnow {
-				s.tenants.Mut(uint64(ti)).FinishTag = s.vnow
+			t := s.tenants.Get(uint64(ti))
+			if t == nil {
+				continue
+			}
+			for c := range Class(NumClasses) {
+				if t.Tag(c) < s.vnow[c] {
+					*s.tenants.Mut(uint64(ti)).tagPtr(c) = s.vnow[c]
+					t = s.tenants.Get(uint64(ti))
+				}
 			}
 		}
 		s.rebuildOrder()
@@ -86,19 +179,15 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 
 // rebuildOrder recomputes every heap from the tenants and their queues.
 func (s *Scheduler) rebuildOrder() {
-	for i := range s.heapA {
-		s.heapA[i] = tenantHeap{order: byTag}
-		s.heapB[i] = tenantHeap{order: byTierSeq}
-	}
-	s.maxTag = tenantHeap{order: byTagDesc}
+	s.initHeaps()
 	for i := range s.rt {
 		ti := uint32(i)
 		t := s.tenants.Get(uint64(ti))
 		if t == nil || t.Deleted {
 			continue
 		}
-		s.rt[ti].eligible = false
-		s.place(ti, false)
+		s.rt[ti].eligible = [NumClasses]bool{}
+		s.place(ti, false, false, everything)
 	}
 }
 
@@ -262,20 +351,21 @@ func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
 	}
 	if i, ok := s.TenantIndex(spec.Name); ok {
 		s.tenants.Mut(uint64(i)).TenantSpec = spec
-		s.place(i, true)
+		s.place(i, true, false, everything)
 		return false, nil
 	}
 	i := uint32(s.tenants.Len())
 	s.tenants.Put(uint64(i), Tenant{TenantSpec: spec})
 	s.byName[spec.Name] = i
 	s.rt = append(s.rt, tenantRT{})
-	s.place(i, true)
+	s.place(i, true, false, everything)
 	return true, nil
 }
 
 // DeleteTenant deletes a tenant without queued or running jobs. Its record
 // stays as a tombstone so that its terminal jobs keep their tenant name;
-// the name is free for a new tenant (see UpsertTenant).
+// the name is free for a new tenant (see UpsertTenant). Its cost estimates
+// are forgotten.
 func (s *Scheduler) DeleteTenant(name string) error {
 	i, ok := s.TenantIndex(name)
 	if !ok {
@@ -286,17 +376,23 @@ func (s *Scheduler) DeleteTenant(name string) error {
 		return fmt.Errorf("%w: %q has %d queued and %d running", ErrTenantBusy, name, t.QueuedTotal(), t.Running)
 	}
 	s.tenants.Mut(uint64(i)).Deleted = true
-	for sz := range s.heapA {
-		s.heapA[sz].remove(i)
-		s.heapB[sz].remove(i)
+	for c := range NumClasses {
+		for sz := range NumSizes {
+			s.heapA[c][sz].remove(i)
+			s.heapB[c][sz].remove(i)
+			s.dheap[c][sz].remove(i)
+		}
+		s.maxTag[c].remove(i)
 	}
-	s.maxTag.remove(i)
+	s.forgetEstimates(i)
 	s.rt[i] = tenantRT{}
 	return nil
 }
 
 // Submit queues a new job and returns its ID. The core does not dedupe
-// idempotency keys; the state machine above it does.
+// idempotency keys; the state machine above it does. It checks the
+// tenant's max_class and allow_deadlines (ErrPermission) and fixes the
+// job's cost estimate.
 func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	if err := sub.Validate(); err != nil {
 		return 0, err
@@ -305,11 +401,29 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	if !ok {
 		return 0, fmt.Errorf("%w: %q", ErrUnknownTenant, sub.Tenant)
 	}
-	if s.queued == 0 {
-		// Idle rule: with nothing queued anywhere, virtual_now first
-		// advances to the highest finish tag, so no tenant banks credit.
-		if top := s.maxTag.top(); top != nil && top.tag > s.vnow {
-			s.vnow = top.tag
+	t := s.tenants.Get(uint64(ti))
+	deadline := sub.DeadlineMs != 0
+	if err := t.Permit(sub.Class, deadline); err != nil {
+		return 0, err
+	}
+	est, src, err := s.estimate(ti, &sub)
+	if err != nil {
+		return 0, err
+	}
+	var deadlineAt Time
+	if deadline {
+		deadlineAt = now + Time(sub.DeadlineMs)
+		if deadlineAt <= 0 {
+			return 0, fmt.Errorf("%w: deadline at %d ms of cluster time", ErrInvalid, deadlineAt)
+		}
+	}
+	c := sub.Class
+	if !deadline && s.queuedFair[c] == 0 {
+		// Idle rule: with nothing (without a deadline) queued in the
+		// class, its virtual_now first advances to the highest finish
+		// tag, so no tenant banks credit.
+		if top := s.maxTag[c].top(); top != nil && top.tag > s.vnow[c] {
+			s.vnow[c] = top.tag
 		}
 	}
 	maxAttempts := sub.MaxAttempts
@@ -322,35 +436,51 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		ID:          id,
 		Tenant:      ti,
 		Size:        sub.Size,
+		Class:       c,
+		EstSource:   src,
 		Life:        Life{State: Queued, MaxAttempts: uint16(maxAttempts)},
-		EstCostMs:   sub.EstCostMs,
+		EstCostMs:   est,
 		TimeoutMs:   sub.TimeoutMs,
 		SubmittedAt: now,
 	}
-	job.SetText(sub.Key, sub.Type, sub.Payload)
+	job.setText(deadlineAt, sub.Key, sub.Type, sub.Payload)
 	s.jobs.Put(uint64(id), job)
-	t := s.tenants.Mut(uint64(ti))
-	t.Queued[sub.Size]++
-	t.Billing.Submitted++
+	tm := s.tenants.Mut(uint64(ti))
+	tm.Queued[sub.Size]++
+	tm.Billing.Submitted++
 	s.queued++
-	s.rt[ti].queues[sub.Size].pushBack(id)
-	s.place(ti, true)
+	cr := s.rt[ti].class(c)
+	if deadline {
+		cr.deadlines(sub.Size).push(dlEntry{at: deadlineAt, id: id})
+	} else {
+		s.queuedFair[c]++
+		cr.fifo[sub.Size].pushBack(id)
+	}
+	// A new job can change the heads of its own size only (and, without
+	// caps, only its own queue's).
+	scope := placeScope{size: int8(sub.Size), class: int8(c)}
+	if !t.Caps.none() {
+		scope.class = -1
+	}
+	s.place(ti, true, true, scope)
 	return id, nil
 }
 
-// candidate is a tenant's oldest eligible job of one size, with the start
-// tag it would get.
+// candidate is a job that may be dispatched next: a tenant's eligible
+// head of one class and size, with the start tag it would be charged at.
 type candidate struct {
-	tag    VirtualTime
-	seq    JobID
-	tenant uint32
-	tier   Tier
-	size   Size
-	ok     bool
+	tag      VirtualTime
+	seq      JobID
+	tenant   uint32
+	tier     Tier
+	size     Size
+	class    Class
+	deadline bool
+	ok       bool
 }
 
-// before orders candidates: lower start tag, then higher tier, then larger
-// size, then lower enqueue_seq.
+// before orders candidates without a deadline: lower start tag, then
+// higher tier, then larger size, then lower enqueue_seq.
 func before(a, b *candidate) bool {
 	if a.tag != b.tag {
 		return a.tag < b.tag
@@ -364,23 +494,24 @@ func before(a, b *candidate) bool {
 	return a.seq < b.seq
 }
 
-// realKey returns tenant ti's current key in the heaps of size sz.
-func (s *Scheduler) realKey(ti uint32, sz Size, stored *hentry) hentry {
+// realKey returns tenant ti's current key in the fair heaps of class c.
+func (s *Scheduler) realKey(ti uint32, c Class, stored *hentry) hentry {
 	t := s.tenants.Get(uint64(ti))
-	return hentry{tag: t.FinishTag, seq: stored.seq, tenant: ti, tier: t.Tier}
+	return hentry{tag: t.Tag(c), seq: stored.seq, tenant: ti, tier: t.Tier}
 }
 
-// best returns the best candidate of one size, first re-sifting entries
-// whose stored tag lags behind (see place).
-func (s *Scheduler) best(sz Size) candidate {
-	a, b := &s.heapA[sz], &s.heapB[sz]
+// best returns the best candidate without a deadline of one class and
+// size, first re-sifting entries whose stored tag lags behind (see place).
+func (s *Scheduler) best(c Class, sz Size) candidate {
+	a, b := &s.heapA[c][sz], &s.heapB[c][sz]
+	vnow := s.vnow[c]
 	for {
 		if e := a.top(); e != nil {
-			if r := s.realKey(e.tenant, sz, e); r != *e {
+			if r := s.realKey(e.tenant, c, e); r != *e {
 				a.set(r)
 				continue
 			}
-			if s.cfg.Clamp == ClampDispatch && e.tag <= s.vnow {
+			if s.cfg.Clamp == ClampDispatch && e.tag <= vnow {
 				// virtual_now has passed this tenant's tag: it starts at
 				// virtual_now, tied with the others there.
 				b.set(a.pop())
@@ -388,7 +519,7 @@ func (s *Scheduler) best(sz Size) candidate {
 			}
 		}
 		if e := b.top(); e != nil {
-			if r := s.realKey(e.tenant, sz, e); r.tag > s.vnow {
+			if r := s.realKey(e.tenant, c, e); r.tag > vnow {
 				b.remove(e.tenant)
 				a.set(r)
 				continue
@@ -396,26 +527,47 @@ func (s *Scheduler) best(sz Size) candidate {
 				b.set(r)
 				continue
 			}
-			return candidate{tag: s.vnow, seq: e.seq, tenant: e.tenant, tier: e.tier, size: sz, ok: true}
+			return candidate{tag: vnow, seq: e.seq, tenant: e.tenant, tier: e.tier, size: sz, class: c, ok: true}
 		}
 		break
 	}
 	if e := a.top(); e != nil {
-		return candidate{tag: e.tag, seq: e.seq, tenant: e.tenant, tier: e.tier, size: sz, ok: true}
+		return candidate{tag: e.tag, seq: e.seq, tenant: e.tenant, tier: e.tier, size: sz, class: c, ok: true}
 	}
 	return candidate{}
 }
 
-// pick chooses the job a worker of size ws gets: the best same-size
-// candidate, or the best smaller one when there is none or the policy
-// prefers stealing it.
-func (s *Scheduler) pick(ws Size) candidate {
-	same := s.best(ws)
+// bestDeadline returns the eligible deadline head of class c with the
+// earliest (deadline_at, ID) among sizes <= ws: urgency before size fit.
+// It is charged at max(finish tag, virtual_now) of its class.
+func (s *Scheduler) bestDeadline(c Class, ws Size) candidate {
+	var top *hentry
+	var size Size
+	for sz := Size(0); sz <= ws; sz++ {
+		if e := s.dheap[c][sz].top(); e != nil && (top == nil || e.tag < top.tag || (e.tag == top.tag && e.seq < top.seq)) {
+			top, size = e, sz
+		}
+	}
+	if top == nil {
+		return candidate{}
+	}
+	t := s.tenants.Get(uint64(top.tenant))
+	return candidate{tag: max(t.Tag(c), s.vnow[c]), seq: top.seq, tenant: top.tenant, tier: t.Tier, size: size, class: c, deadline: true, ok: true}
+}
+
+// pickFair chooses, inside class c, the job without a deadline a worker of
+// size ws gets: the best same-size candidate, or the best smaller one when
+// there is none or the policy prefers stealing it.
+func (s *Scheduler) pickFair(c Class, ws Size) candidate {
+	same := s.best(c, ws)
+	if _, preferFit := s.cfg.Policy.(PreferFit); preferFit && same.ok {
+		return same // prefer-fit never steals over an eligible same-size job
+	}
 	var steal candidate
 	for sz := ws; sz > 0; {
 		sz--
-		if c := s.best(sz); c.ok && (!steal.ok || before(&c, &steal)) {
-			steal = c
+		if cand := s.best(c, sz); cand.ok && (!steal.ok || before(&cand, &steal)) {
+			steal = cand
 		}
 	}
 	if !same.ok || (steal.ok && s.cfg.Policy.Steal(same.tag, steal.tag)) {
@@ -424,22 +576,66 @@ func (s *Scheduler) pick(ws Size) candidate {
 	return same
 }
 
-// Eligible reports whether a worker of size ws would get a job now.
-func (s *Scheduler) Eligible(ws Size) bool {
+// pick chooses the job a worker of size ws gets: from the highest class
+// with an eligible job of size <= ws, its most urgent deadline head, else
+// its fair-share pick.
+func (s *Scheduler) pick(ws Size) candidate {
+	for _, c := range classOrder {
+		if !s.eligibleIn(c, ws) {
+			continue
+		}
+		if d := s.bestDeadline(c, ws); d.ok {
+			return d
+		}
+		if f := s.pickFair(c, ws); f.ok {
+			return f
+		}
+	}
+	return candidate{}
+}
+
+// eligibleIn reports whether class c has an eligible job of size <= ws.
+func (s *Scheduler) eligibleIn(c Class, ws Size) bool {
 	for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
-		if s.heapA[sz].Len() > 0 || s.heapB[sz].Len() > 0 {
+		if s.heapA[c][sz].Len() > 0 || s.heapB[c][sz].Len() > 0 || s.dheap[c][sz].Len() > 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// EligibleCount returns the number of (tenant, size) queues with an
-// eligible head that a worker of size ws may take from.
+// EligibleIn reports whether class c has an eligible job of size <= ws
+// without a deadline (fair) and with one (deadline): what SPEC §8 rule 7
+// checks a dispatch against.
+func (s *Scheduler) EligibleIn(c Class, ws Size) (fair, deadline bool) {
+	if c >= NumClasses {
+		return false, false
+	}
+	for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
+		fair = fair || s.heapA[c][sz].Len() > 0 || s.heapB[c][sz].Len() > 0
+		deadline = deadline || s.dheap[c][sz].Len() > 0
+	}
+	return fair, deadline
+}
+
+// Eligible reports whether a worker of size ws would get a job now.
+func (s *Scheduler) Eligible(ws Size) bool {
+	for c := range Class(NumClasses) {
+		if s.eligibleIn(c, ws) {
+			return true
+		}
+	}
+	return false
+}
+
+// EligibleCount returns the number of queue heads, of every class, with
+// an eligible job that a worker of size ws may take.
 func (s *Scheduler) EligibleCount(ws Size) int {
 	n := 0
-	for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
-		n += s.heapA[sz].Len() + s.heapB[sz].Len()
+	for c := range NumClasses {
+		for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
+			n += s.heapA[c][sz].Len() + s.heapB[c][sz].Len() + s.dheap[c][sz].Len()
+		}
 	}
 	return n
 }
@@ -474,7 +670,12 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 		return Assignment{}, false, fmt.Errorf("%w: job %d at the head of its queue is %s", ErrRefused, j.ID, j.State)
 	}
 
-	s.rt[c.tenant].queues[c.size].popFront()
+	cr := s.rt[c.tenant].queues(c.class)
+	if c.deadline {
+		cr.dlq(c.size).popFront()
+	} else {
+		cr.fifo[c.size].popFront()
+	}
 	jm := s.jobs.Mut(uint64(c.seq))
 	jm.Life = life
 	jm.StartTag = c.tag
@@ -482,7 +683,7 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	jm.CPUMs = 0
 	jm.Result = nil
 	tm := s.tenants.Mut(uint64(c.tenant))
-	tm.FinishTag = finish
+	*tm.tagPtr(c.class) = finish
 	if s.cfg.Decay != nil {
 		tm.Usage = usage + jm.EstCostMs
 		tm.UsageAt = now
@@ -490,87 +691,265 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	tm.Queued[c.size]--
 	tm.Running++
 	tm.RunningBySize[c.size]++
+	tm.RunningByClass[c.class]++
 	tm.InflightCPUMs += jm.EstCostMs
 	tm.Billing.Dispatches++
 	tm.Billing.DispatchedCostMs += jm.EstCostMs
 	s.queued--
-	if c.tag > s.vnow {
-		s.vnow = c.tag
+	if c.deadline {
+		// A deadline job is paid for, but leaves virtual_now alone.
+		tm.RunningDeadline++
+	} else {
+		s.queuedFair[c.class]--
+		if c.tag > s.vnow[c.class] {
+			s.vnow[c.class] = c.tag
+		}
 	}
 	s.reap.push(deadline{at: life.AckDeadline, job: jm.ID, attempt: life.Attempt, kind: EvExpireAck})
-	s.place(c.tenant, true)
+	// The dispatch changed one queue's head and raised the tenant's
+	// counters: without caps nothing else can change; with only size caps,
+	// nothing of another size.
+	scope := placeScope{size: int8(c.size), class: int8(c.class)}
+	if cp := &tm.Caps; !cp.none() {
+		scope.class = -1
+		if cp.MaxRunning != 0 || cp.MaxInflightCPUMs != 0 || cp.classCap(c.class) != 0 || (c.deadline && cp.MaxRunningDeadline != 0) {
+			scope = everything
+		}
+	}
+	s.place(c.tenant, true, true, scope)
 	s.tidy(now)
-	return Assignment{Job: jm.ID, Tenant: c.tenant, Size: c.size, Attempt: life.Attempt, Start: c.tag, Weight: w}, true, nil
+	return Assignment{Job: jm.ID, Tenant: c.tenant, Size: c.size, Class: c.class, Attempt: life.Attempt, Start: c.tag, Weight: w,
+		Deadline: c.deadline, DeadlineMissed: c.deadline && now > jm.DeadlineAt()}, true, nil
 }
 
-// passes reports whether a job of tenant t of size sz and cost estMs
-// passes every cap.
-func passes(t *Tenant, sz Size, estMs int64) bool {
-	c := &t.Caps
-	if c.MaxRunning > 0 && t.Running >= c.MaxRunning {
-		return false
+// capBlock returns the first cap, in the order "Why a job waits" lists
+// them, that a job of tenant t of class c, size sz and cost estMs (with a
+// deadline or not) would break, or CapNone.
+func capBlock(t *Tenant, c Class, deadline bool, sz Size, estMs int64) CapVertex {
+	cp := &t.Caps
+	if cp.MaxRunning > 0 && t.Running >= cp.MaxRunning {
+		return CapTenantRunning
 	}
-	if m := c.MaxRunningSize[sz]; m > 0 && t.RunningBySize[sz] >= m {
-		return false
+	if m := cp.MaxRunningSize[sz]; m > 0 && t.RunningBySize[sz] >= m {
+		return CapTenantSize
 	}
-	if c.MaxInflightCPUMs > 0 && t.InflightCPUMs > 0 && t.InflightCPUMs+estMs > c.MaxInflightCPUMs {
-		return false
+	if cp.MaxInflightCPUMs > 0 && t.InflightCPUMs > 0 && t.InflightCPUMs+estMs > cp.MaxInflightCPUMs {
+		return CapTenantInflight
 	}
-	return true
+	if m := cp.classCap(c); m > 0 && t.RunningByClass[c] >= m {
+		return CapClass
+	}
+	if deadline && cp.MaxRunningDeadline > 0 && t.RunningDeadline >= cp.MaxRunningDeadline {
+		return CapDeadline
+	}
+	return CapNone
+}
+
+// headInfo is the head of one queue: its job, cost and (deadline queues)
+// deadline.
+type headInfo struct {
+	id   JobID
+	cost int64
+	at   Time
+	ok   bool
+}
+
+// sizeHeads holds a tenant's queue heads of one size, per class.
+type sizeHeads struct {
+	fifo, dl [NumClasses]headInfo
+}
+
+// sizeDecision is what the candidate rule makes of a tenant's heads of
+// one size.
+type sizeDecision struct {
+	// fair[c] and dl[c]: the head without a deadline, and the deadline
+	// head, of class c are candidates.
+	fair, dl [NumClasses]bool
+	// held[c]: every head of class c that passes its caps is held back,
+	// by its class's older blocked head or by a higher class's.
+	held [NumClasses]bool
+}
+
+// decide applies the candidate rule to a tenant's heads of size sz: going
+// from the highest class down, a head is a candidate when it passes every
+// cap, unless the oldest (lowest job ID) head of its class is blocked by a
+// cap, or a higher class's was: a blocked job is not overtaken by younger
+// jobs of its tenant and size, nor by any of a lower class.
+func decide(t *Tenant, sz Size, h *sizeHeads) sizeDecision {
+	var d sizeDecision
+	held := false
+	for _, c := range classOrder {
+		f, dl := &h.fifo[c], &h.dl[c]
+		if !f.ok && !dl.ok {
+			d.held[c] = held
+			continue
+		}
+		if held {
+			d.held[c] = true
+			continue
+		}
+		fPass := f.ok && capBlock(t, c, false, sz, f.cost) == CapNone
+		dPass := dl.ok && capBlock(t, c, true, sz, dl.cost) == CapNone
+		oldestPasses := dPass
+		if f.ok && (!dl.ok || f.id < dl.id) {
+			oldestPasses = fPass
+		}
+		if !oldestPasses {
+			held = true
+			d.held[c] = true
+			continue
+		}
+		d.fair[c], d.dl[c] = fPass, dPass
+	}
+	return d
 }
 
 // place re-evaluates tenant ti after a command touched it: it drops
-// cancelled or pruned jobs from the heads of its queues, decides for each
-// size whether the oldest queued job passes every cap, applies the
-// activation clamp when the tenant went from ineligible to eligible (only
-// if clamp is true), and puts the tenant in the right heaps.
+// cancelled or pruned jobs from the heads of its queues, applies the
+// candidate rule to every class and size, applies the activation clamp in
+// each class where the tenant went from no candidate without a deadline
+// to one (only if clamp is true), and puts the tenant in the right heaps.
 //
-// Keys in the size heaps may lag behind a tag increase: a stored key lower
+// Keys in the fair heaps may lag behind a tag increase: a stored key lower
 // than the real one makes the entry surface early, where best() checks
 // and re-sifts it, and the top of a min-heap whose keys are all <= their
 // real values is still the true minimum. Every other key change (a lower
-// tag, another head job, another tier) is applied at once.
-func (s *Scheduler) place(ti uint32, clamp bool) {
+// tag, another head job, another tier) is applied at once. Deadline heap
+// keys are (deadline_at, ID) of the head and are always exact.
+//
+// fast is for commands that can only raise the tenant's tags and keep its
+// tier (Submit, Dispatch): a queue whose head is still the one it placed,
+// and still a candidate, is left alone without reading the heaps, so a
+// dispatch touches only the heaps of the queue it took from (and those of
+// queues that lost their candidate). only limits the work to one size, or
+// one class and size, when the command could change nothing else; one
+// class is only possible for a tenant without caps, whose heads are all
+// candidates.
+func (s *Scheduler) place(ti uint32, clamp, fast bool, only placeScope) {
 	t := s.tenants.Get(uint64(ti))
 	rt := &s.rt[ti]
-	var heads [NumSizes]JobID
-	var elig [NumSizes]bool
-	any := false
-	for sz := range NumSizes {
-		if id, cost, ok := s.head(&rt.queues[sz]); ok {
-			heads[sz] = id
-			elig[sz] = passes(t, Size(sz), cost)
-			any = any || elig[sz]
-		}
+	lo, hi := 0, NumSizes
+	if only.size >= 0 {
+		lo, hi = int(only.size), int(only.size)+1
 	}
-	if any && !rt.eligible && clamp && s.cfg.Clamp == ClampActivation && t.FinishTag < s.vnow {
-		s.tenants.Mut(uint64(ti)).FinishTag = s.vnow
-		t = s.tenants.Get(uint64(ti))
+	clo, chi := Class(0), Class(NumClasses)
+	if only.class >= 0 {
+		clo, chi = Class(only.class), Class(only.class)+1
 	}
-	rt.eligible = any
-	for sz := range NumSizes {
-		a, b := &s.heapA[sz], &s.heapB[sz]
-		if !elig[sz] {
-			a.remove(ti)
-			b.remove(ti)
-			continue
+	var heads [NumSizes]sizeHeads
+	for sz := lo; sz < hi; sz++ {
+		h := &heads[sz]
+		for c := clo; c < chi; c++ {
+			cr := rt.queues(c)
+			if cr == nil {
+				continue
+			}
+			h.fifo[c] = s.head(&cr.fifo[sz])
+			if dq := cr.dlq(Size(sz)); dq != nil {
+				h.dl[c] = s.dlHead(dq)
+			}
 		}
-		e := hentry{tag: t.FinishTag, seq: heads[sz], tenant: ti, tier: t.Tier}
-		if old := a.get(ti); old != nil && lagging(old, &e) {
-			continue
-		}
-		if old := b.get(ti); old != nil && lagging(old, &e) {
-			continue
-		}
-		if s.cfg.Clamp == ClampDispatch && t.FinishTag <= s.vnow {
-			a.remove(ti)
-			b.set(e)
+		var dec sizeDecision
+		if only.class >= 0 {
+			c := clo
+			dec.fair[c], dec.dl[c] = h.fifo[c].ok, h.dl[c].ok
 		} else {
-			b.remove(ti)
-			a.set(e)
+			dec = decide(t, Size(sz), h)
+		}
+		for c := clo; c < chi; c++ {
+			b := bit(c, sz)
+			rt.fairBits &^= b
+			rt.dlBits &^= b
+			if dec.fair[c] {
+				rt.fairBits |= b
+			}
+			if dec.dl[c] {
+				rt.dlBits |= b
+			}
 		}
 	}
-	s.maxTag.set(hentry{tag: t.FinishTag, tenant: ti})
+	// Only the classes re-evaluated can change eligibility; without caps,
+	// only their tags (or none) changed.
+	for c := clo; c < chi; c++ {
+		elig := rt.fairBits&classBits(c) != 0
+		if elig && !rt.eligible[c] && clamp && s.cfg.Clamp == ClampActivation && t.Tag(c) < s.vnow[c] {
+			*s.tenants.Mut(uint64(ti)).tagPtr(c) = s.vnow[c]
+			t = s.tenants.Get(uint64(ti))
+		}
+		rt.eligible[c] = elig
+	}
+	for c := clo; c < chi; c++ {
+		if cr := rt.queues(c); cr != nil {
+			for sz := lo; sz < hi; sz++ {
+				b := bit(c, sz)
+				s.placeFair(ti, t, c, sz, &cr.fifo[sz], rt.fairBits&b != 0, heads[sz].fifo[c].id, fast)
+				if dq := cr.dlq(Size(sz)); dq != nil {
+					want := JobID(0)
+					if rt.dlBits&b != 0 {
+						want = heads[sz].dl[c].id
+					}
+					if fast && dq.placed == want {
+						continue
+					}
+					if d := &s.dheap[c][sz]; want != 0 {
+						d.set(hentry{tag: VirtualTime(heads[sz].dl[c].at), seq: want, tenant: ti})
+					} else {
+						d.remove(ti)
+					}
+					dq.placed = want
+				}
+			}
+		}
+	}
+	// The idle rule's heaps: every tenant whose tag in the class is not 0
+	// (a tag of 0 never raises virtual_now). Outside the classes
+	// re-evaluated, a tag changes only on a full placement.
+	for c := clo; c < chi; c++ {
+		tag := t.Tag(c)
+		if (tag != 0 || rt.inMaxTag[c]) && (!fast || !rt.inMaxTag[c] || rt.maxTagged[c] != tag) {
+			s.maxTag[c].set(hentry{tag: tag, tenant: ti})
+			rt.inMaxTag[c], rt.maxTagged[c] = true, tag
+		}
+	}
+}
+
+// placeScope is what place re-evaluates: one size (or -1, all), and one
+// class of it (or -1, all).
+type placeScope struct{ size, class int8 }
+
+// everything asks place to re-evaluate every class and size.
+var everything = placeScope{size: -1, class: -1}
+
+// placeFair puts tenant ti in or out of the fair heaps of class c and size
+// sz, for queue q whose head is head.
+func (s *Scheduler) placeFair(ti uint32, t *Tenant, c Class, sz int, q *jobQueue, elig bool, head JobID, fast bool) {
+	if !elig {
+		head = 0
+	}
+	if fast && q.placed == head {
+		return
+	}
+	q.placed = head
+	a, b := &s.heapA[c][sz], &s.heapB[c][sz]
+	if !elig {
+		a.remove(ti)
+		b.remove(ti)
+		return
+	}
+	e := hentry{tag: t.Tag(c), seq: head, tenant: ti, tier: t.Tier}
+	if old := a.get(ti); old != nil && lagging(old, &e) {
+		return
+	}
+	if old := b.get(ti); old != nil && lagging(old, &e) {
+		return
+	}
+	if s.cfg.Clamp == ClampDispatch && e.tag <= s.vnow[c] {
+		a.remove(ti)
+		b.set(e)
+	} else {
+		b.remove(ti)
+		a.set(e)
+	}
 }
 
 // lagging reports whether a stored entry differs from the real one only by
@@ -582,18 +961,36 @@ func lagging(stored, real *hentry) bool {
 // head returns the oldest queued job of a queue and its cost, dropping
 // cancelled or pruned jobs from the front. The cost of the head is cached
 // on the queue, so re-evaluating a tenant costs no job lookup.
-func (s *Scheduler) head(q *jobQueue) (JobID, int64, bool) {
+func (s *Scheduler) head(q *jobQueue) headInfo {
+	if q.cachedHead != 0 {
+		return headInfo{id: q.cachedHead, cost: q.cachedCost, ok: true}
+	}
 	for {
 		id, ok := q.front()
 		if !ok {
-			return 0, 0, false
-		}
-		if id == q.cachedHead {
-			return id, q.cachedCost, true
+			return headInfo{}
 		}
 		if j := s.jobs.Get(uint64(id)); j != nil && j.State == Queued {
 			q.cachedHead, q.cachedCost = id, j.EstCostMs
-			return id, j.EstCostMs, true
+			return headInfo{id: id, cost: j.EstCostMs, ok: true}
+		}
+		q.popFront()
+	}
+}
+
+// dlHead is head for a deadline queue.
+func (s *Scheduler) dlHead(q *deadlineQueue) headInfo {
+	if q.cachedHead != 0 {
+		return headInfo{id: q.cachedHead, cost: q.cachedCost, at: q.items[0].at, ok: true}
+	}
+	for {
+		e, ok := q.front()
+		if !ok {
+			return headInfo{}
+		}
+		if j := s.jobs.Get(uint64(e.id)); j != nil && j.State == Queued {
+			q.cachedHead, q.cachedCost = e.id, j.EstCostMs
+			return headInfo{id: e.id, cost: j.EstCostMs, at: e.at, ok: true}
 		}
 		q.popFront()
 	}
@@ -719,7 +1116,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if err != nil {
 		return Change{}, err
 	}
-	tag, err := addVT(t.FinishTag, corr)
+	tag, err := addVT(t.Tag(j.Class), corr)
 	if err != nil {
 		return Change{}, err
 	}
@@ -730,11 +1127,14 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	jm.CPUMs = cpuMs
 	jm.Result = &Result{ExitCode: res.ExitCode, StderrTail: res.StderrTail}
 	tm := s.tenants.Mut(uint64(j.Tenant))
-	tm.FinishTag = tag
+	*tm.tagPtr(j.Class) = tag
 	tm.Billing.CPUMs += cpuMs
 	if s.cfg.Decay != nil {
 		tm.Usage = max(0, s.decayedUsage(tm, now)+cpuMs-jm.EstCostMs)
 		tm.UsageAt = now
+	}
+	if life.State == Completed {
+		s.learn(j.Tenant, jm.Type(), cpuMs, now)
 	}
 	s.transition(jm, old, now)
 	s.tidy(now)
@@ -751,13 +1151,25 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	if old.State.Live() && !j.State.Live() {
 		tm.Running--
 		tm.RunningBySize[j.Size]--
+		tm.RunningByClass[j.Class]--
+		if j.deadline {
+			tm.RunningDeadline--
+		}
 		tm.InflightCPUMs -= j.EstCostMs
 	}
+	cr := s.rt[j.Tenant].class(j.Class)
 	if old.State == Queued && j.State != Queued {
 		tm.Queued[j.Size]--
 		s.queued--
-		if q := &s.rt[j.Tenant].queues[j.Size]; q.cachedHead == j.ID {
-			q.cachedHead = 0
+		if j.deadline {
+			if q := cr.dlq(j.Size); q != nil && q.cachedHead == j.ID {
+				q.cachedHead = 0
+			}
+		} else {
+			s.queuedFair[j.Class]--
+			if q := &cr.fifo[j.Size]; q.cachedHead == j.ID {
+				q.cachedHead = 0
+			}
 		}
 	}
 	tm.Billing.Failures += uint64(j.Failures - old.Failures)
@@ -767,7 +1179,12 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 			tm.Queued[j.Size]++
 			tm.Billing.Requeues++
 			s.queued++
-			s.rt[j.Tenant].queues[j.Size].pushRequeued(j.ID)
+			if j.deadline {
+				cr.deadlines(j.Size).push(dlEntry{at: j.DeadlineAt(), id: j.ID})
+			} else {
+				s.queuedFair[j.Class]++
+				cr.fifo[j.Size].pushRequeued(j.ID)
+			}
 		}
 	case Completed:
 		tm.Billing.Completed++
@@ -782,7 +1199,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		j.EndedAt = now
 		s.ended.push(now, j.ID)
 	}
-	s.place(j.Tenant, true)
+	s.place(j.Tenant, true, false, everything)
 }
 
 func (s *Scheduler) refusal(j *Job, e Event, out Outcome) error {

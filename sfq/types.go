@@ -92,4 +92,19 @@ var (
 	ErrRefused = errors.New("refused")
 	// ErrOverflow marks virtual-time arithmetic that left the int64 range.
 	ErrOverflow = errors.New("virtual time overflow")
+	// ErrPermission marks a submit the tenant is not allowed to make (a
+	// class above its max_class, a deadline without allow_deadlines).
+	ErrPermission = errors.New("permission denied")
 )
+
+// permissionError is a refusal by ErrPermission whose text is the rule
+// alone ("class critical is above tenant acme's max_class normal"), so
+// that the API can show it after its own status code.
+type permissionError struct{ msg string }
+
+func (e *permissionError) Error() string        { return e.msg }
+func (e *permissionError) Is(target error) bool { return target == ErrPermission }
+
+func permissionf(format string, args ...any) error {
+	return &permissionError{msg: fmt.Sprintf(format, args...)}
+}

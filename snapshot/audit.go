@@ -21,7 +21,11 @@ import (
 //     the tenant's counters after it (Running, RunningSize for the job's
 //     size, InflightCPUMs) and the caps in force (MaxRunning,
 //     MaxRunningSize, MaxInflightCPUMs; 0 = none); Backlogged, the
-//     tenants with queued jobs just before it.
+//     tenants with queued jobs just before it; Class, Deadline and
+//     DeadlineMissed of the job, Start, the start tag it was charged at
+//     (virtual µs), and Eligible, the classes with an eligible job the
+//     worker fits just before it ("high", and "high:deadline" when one
+//     has a deadline), for SPEC §8 rule 7.
 //   - "finish": an accepted Finished: Index, Job, Tenant, Attempt, CPUMs,
 //     EstCostMs, Weight.
 //   - "terminal": a job entering a terminal state: Index, Job, Tenant,
@@ -49,6 +53,11 @@ type AuditFact struct {
 	MaxRunningSize   uint32   `json:"max_running_size,omitempty"`
 	MaxInflightCPUMs int64    `json:"max_inflight_cpu_ms,omitempty"`
 	Backlogged       []string `json:"backlogged,omitempty"`
+	Class            string   `json:"class,omitempty"`
+	Deadline         bool     `json:"deadline,omitempty"`
+	DeadlineMissed   bool     `json:"deadline_missed,omitempty"`
+	Start            int64    `json:"start,omitempty"`
+	Eligible         []string `json:"eligible,omitempty"`
 	VirtualNow       int64    `json:"virtual_now,omitempty"`
 	Verify           string   `json:"verify,omitempty"`
 }
@@ -95,18 +104,29 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 		return &fsm.FatalError{Index: l.Index, Err: err}
 	}
 	for _, c := range env.Commands {
-		var backlogged []string
+		var backlogged, eligible []string
 		var before sfq.State
 		var known bool
 		job := commandJob(c)
 		f.Read(func(s *sfq.Scheduler) {
-			if c.GetDispatch() != nil {
+			if d := c.GetDispatch(); d != nil {
 				s.Tenants(func(_ uint32, t *sfq.Tenant) bool {
 					if !t.Deleted && t.QueuedTotal() > 0 {
 						backlogged = append(backlogged, t.Name)
 					}
 					return true
 				})
+				if size, err := fsm.SizeFromPB(d.Size); err == nil {
+					for _, cl := range sfq.Classes() {
+						fair, dl := s.EligibleIn(cl, size)
+						if fair {
+							eligible = append(eligible, cl.String())
+						}
+						if dl {
+							eligible = append(eligible, cl.String()+":deadline")
+						}
+					}
+				}
 			}
 			if job != 0 {
 				before, _, known = jobState(s, sfq.JobID(job))
@@ -135,7 +155,8 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				a.emit(AuditFact{Kind: "dispatch", Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
 					EstCostMs: j.EstCostMs, Weight: int64(j.Weight), Running: t.Running, RunningSize: t.RunningBySize[j.Size],
 					InflightCPUMs: t.InflightCPUMs, MaxRunning: t.Caps.MaxRunning, MaxRunningSize: t.Caps.MaxRunningSize[j.Size],
-					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged})
+					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged,
+					Class: j.Class.String(), Deadline: j.HasDeadline(), DeadlineMissed: r.DeadlineMissed, Start: int64(j.StartTag), Eligible: eligible})
 			case *pb.Command_Finished:
 				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
 					j, _ := s.Job(sfq.JobID(x.Finished.Job))

@@ -6,12 +6,17 @@
 // A snapshot file is:
 //
 //	"BARISTA-SNAPSHOT"        16 bytes of magic
-//	format version            uvarint (this build writes and reads 1)
+//	format version            uvarint (this build writes 2, reads 1 and 2)
 //	index                     uvarint: the last log index the state includes
 //	state                     the FSM's canonical state encoding
 //	checksum                  32 bytes: SHA-256 of every byte before it
 //
 // The state hash a node reports is the SHA-256 of the state part alone.
+//
+// Format 2 carries state encoding version 2 (priority classes, deadlines,
+// learned cost estimates). A format 1 file is still read: its state loads
+// as jobs of class normal without deadlines, with no estimates learned,
+// and schedules exactly as it did.
 package snapshot
 
 import (
@@ -31,8 +36,10 @@ import (
 
 const (
 	magic = "BARISTA-SNAPSHOT"
-	// FormatVersion is the snapshot format this build writes and reads.
-	FormatVersion = 1
+	// FormatVersion is the snapshot format this build writes.
+	FormatVersion = 2
+	// MinFormatVersion is the oldest snapshot format this build reads.
+	MinFormatVersion = 1
 )
 
 // Errors a damaged snapshot is reported with.
@@ -101,8 +108,8 @@ func Read(r io.Reader, f *fsm.FSM) (uint64, error) {
 		return 0, ErrNotSnapshot
 	}
 	d := sfq.NewDecoder(hr)
-	if v := d.Uvarint(); d.Err() == nil && v != FormatVersion {
-		return 0, fmt.Errorf("%w %d (this build reads %d)", ErrVersion, v, FormatVersion)
+	if v := d.Uvarint(); d.Err() == nil && (v < MinFormatVersion || v > FormatVersion) {
+		return 0, fmt.Errorf("%w %d (this build reads %d to %d)", ErrVersion, v, MinFormatVersion, FormatVersion)
 	}
 	index := d.Uvarint()
 	if err := d.Err(); err != nil {

@@ -46,10 +46,16 @@ func (c *Core) Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignm
 func (c *Core) Job(id sfq.JobID) (sfq.Job, bool) { return c.S.Job(id) }
 
 // TenantState implements Target.
-func (c *Core) TenantState(name string) (sfq.Tenant, sfq.VirtualTime, bool) {
+func (c *Core) TenantState(name string, class sfq.Class) (sfq.Tenant, sfq.VirtualTime, bool) {
 	t, ok := c.S.Tenant(name)
-	return t, c.S.VirtualNow(), ok
+	return t, c.S.ClassVirtualNow(class), ok
 }
+
+// Explain implements Target.
+func (c *Core) Explain(id sfq.JobID) (sfq.Reason, error) { return c.S.Explain(id) }
+
+// Estimate implements Target.
+func (c *Core) Estimate(tenant, typ string) (sfq.TypeStat, bool) { return c.S.Estimate(tenant, typ) }
 
 // TenantName implements Target.
 func (c *Core) TenantName(i uint32) string { return c.S.TenantName(i) }

@@ -47,8 +47,7 @@ func (m *Machine) Config() sfq.Config { return m.F.Config().Sched }
 
 // UpsertTenant implements Target.
 func (m *Machine) UpsertTenant(now sfq.Time, spec sfq.TenantSpec) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{
-		Name: spec.Name, Tier: fsm.TierToPB(spec.Tier), Multiplier: spec.Multiplier, Caps: fsm.CapsToPB(spec.Caps)}}})
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: fsm.TenantSpecToPB(spec)}})
 	return err
 }
 
@@ -63,12 +62,24 @@ func (m *Machine) Tenant(name string) (spec sfq.TenantSpec, ok bool) {
 }
 
 // TenantState implements Target.
-func (m *Machine) TenantState(name string) (t sfq.Tenant, vnow sfq.VirtualTime, ok bool) {
+func (m *Machine) TenantState(name string, c sfq.Class) (t sfq.Tenant, vnow sfq.VirtualTime, ok bool) {
 	m.F.Read(func(s *sfq.Scheduler) {
 		t, ok = s.Tenant(name)
-		vnow = s.VirtualNow()
+		vnow = s.ClassVirtualNow(c)
 	})
 	return t, vnow, ok
+}
+
+// Explain implements Target.
+func (m *Machine) Explain(id sfq.JobID) (sfq.Reason, error) {
+	r, _, err := m.F.Explain(id)
+	return r, err
+}
+
+// Estimate implements Target.
+func (m *Machine) Estimate(tenant, typ string) (st sfq.TypeStat, ok bool) {
+	m.F.Read(func(s *sfq.Scheduler) { st, ok = s.Estimate(tenant, typ) })
+	return st, ok
 }
 
 // DeleteTenant implements Target.
@@ -81,7 +92,8 @@ func (m *Machine) DeleteTenant(now sfq.Time, name string) error {
 func (m *Machine) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
 	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
 		Tenant: sub.Tenant, IdempotencyKey: sub.Key, JobType: sub.Type, Size: fsm.SizeToPB(sub.Size),
-		EstCostMs: sub.EstCostMs, Payload: []byte(sub.Payload), MaxAttempts: sub.MaxAttempts, TimeoutMs: sub.TimeoutMs}}})
+		EstCostMs: sub.EstCostMs, Payload: []byte(sub.Payload), MaxAttempts: sub.MaxAttempts, TimeoutMs: sub.TimeoutMs,
+		JobClass: fsm.ClassToPB(sub.Class), DeadlineMs: sub.DeadlineMs}}})
 	return r.Job, err
 }
 

@@ -31,8 +31,12 @@ type Target interface {
 	Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignment, bool, error)
 	// Job returns a copy of the job's record.
 	Job(id sfq.JobID) (sfq.Job, bool)
-	// TenantState returns a tenant's record and virtual_now.
-	TenantState(name string) (sfq.Tenant, sfq.VirtualTime, bool)
+	// TenantState returns a tenant's record and virtual_now of class c.
+	TenantState(name string, c sfq.Class) (sfq.Tenant, sfq.VirtualTime, bool)
+	// Explain returns why a job is where it is.
+	Explain(id sfq.JobID) (sfq.Reason, error)
+	// Estimate returns what was learned of a tenant's job type.
+	Estimate(tenant, typ string) (sfq.TypeStat, bool)
 	TenantName(index uint32) string
 	Start(now sfq.Time, id sfq.JobID, attempt uint32, worker string) error
 	Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker string, cpuMs int64) error
@@ -159,6 +163,8 @@ func (rn *runner) exec(f []string) error {
 		return rn.jobEvent(cmd, args)
 	case "show":
 		return rn.show(args)
+	case "explain":
+		return rn.explain(args)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
 }
@@ -271,6 +277,14 @@ func (rn *runner) config(args []string) error {
 			if cfg.DefaultMaxAttempts, err = count(k, v); err != nil {
 				return err
 			}
+		case "estimate":
+			if cfg.Estimate, err = sfq.ParseEstimateMode(v); err != nil {
+				return err
+			}
+		case "default_cost":
+			if cfg.DefaultCostMs, err = durationMs(k, v); err != nil {
+				return err
+			}
 		case "weights":
 			parts := strings.Split(v, ",")
 			if len(parts) != sfq.NumTiers {
@@ -294,7 +308,8 @@ func (rn *runner) tenant(args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("usage: tenant NAME tier=T [multiplier=N cap=N cap_sm=N cap_md=N cap_lg=N inflight_cpu=DUR max_queued=N]")
+		return fmt.Errorf("usage: tenant NAME tier=T [multiplier=N cap=N cap_sm=N cap_md=N cap_lg=N inflight_cpu=DUR max_queued=N " +
+			"max_class=C cap_critical=N cap_high=N deadlines=on|off deadline_cap=N]")
 	}
 	spec, exists := rn.t.Tenant(pos[0])
 	spec.Name = pos[0]
@@ -322,6 +337,23 @@ func (rn *runner) tenant(args []string) error {
 			spec.Caps.MaxInflightCPUMs, err = durationMs(k, v)
 		case "max_queued":
 			spec.Caps.MaxQueued, err = count(k, v)
+		case "max_class":
+			spec.MaxClass, err = sfq.ParseClass(v)
+		case "cap_critical":
+			spec.Caps.MaxRunningCritical, err = count(k, v)
+		case "cap_high":
+			spec.Caps.MaxRunningHigh, err = count(k, v)
+		case "deadline_cap":
+			spec.Caps.MaxRunningDeadline, err = count(k, v)
+		case "deadlines":
+			switch v {
+			case "on":
+				spec.AllowDeadlines = true
+			case "off":
+				spec.AllowDeadlines = false
+			default:
+				err = fmt.Errorf("bad deadlines %q: want on or off", v)
+			}
 		default:
 			return fmt.Errorf("unknown tenant key %q", k)
 		}
@@ -356,7 +388,7 @@ func (rn *runner) submit(args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("usage: submit TENANT [xN] size=S cost=DUR [key=K type=T max_attempts=N timeout=DUR]")
+		return fmt.Errorf("usage: submit TENANT [xN] size=S cost=DUR|auto [class=C deadline=DUR key=K type=T max_attempts=N timeout=DUR]")
 	}
 	sub := sfq.Submission{Tenant: pos[0]}
 	for _, req := range []string{"size", "cost"} {
@@ -370,7 +402,13 @@ func (rn *runner) submit(args []string) error {
 		case "size":
 			sub.Size, err = sfq.ParseSize(v)
 		case "cost":
-			sub.EstCostMs, err = durationMs(k, v)
+			if v != "auto" { // auto: no stated cost (estimate=auto)
+				sub.EstCostMs, err = durationMs(k, v)
+			}
+		case "class":
+			sub.Class, err = sfq.ParseClass(v)
+		case "deadline":
+			sub.DeadlineMs, err = durationMs(k, v)
 		case "key":
 			sub.Key = v
 		case "type":
@@ -523,45 +561,119 @@ func (rn *runner) jobEvent(cmd string, args []string) error {
 	return nil
 }
 
-// show prints a job's or a tenant's state:
+// show prints a job's, a tenant's or a job type's state:
 //
-//	job ID tenant=T state=S attempt=N failures=N cancel=R cpu=MS
+//	job ID tenant=T state=S attempt=N failures=N cancel=R cpu=MS class=C est=MS est_source=S
 //	tenant NAME tier=T tag=MS vnow=MS running=N queued=SM/MD/LG billed_cpu=MS zombie_cpu=MS failures=N
+//	type TENANT TYPE ema=MS samples=N
 func (rn *runner) show(args []string) error {
-	if len(args) != 2 || (args[0] != "job" && args[0] != "tenant") {
-		return fmt.Errorf("usage: show job ID | show tenant NAME")
+	pos, opts, err := kv(args)
+	if err != nil {
+		return err
 	}
-	if args[0] == "job" {
-		id, err := strconv.ParseUint(args[1], 10, 64)
+	usage := fmt.Errorf("usage: show job ID | show tenant NAME [class=C] | show type TENANT TYPE")
+	if len(pos) < 1 {
+		return usage
+	}
+	switch pos[0] {
+	case "job":
+		if len(pos) != 2 || len(opts) > 0 {
+			return usage
+		}
+		id, err := strconv.ParseUint(pos[1], 10, 64)
 		if err != nil {
-			return fmt.Errorf("bad job id %q", args[1])
+			return fmt.Errorf("bad job id %q", pos[1])
 		}
 		j, ok := rn.t.Job(sfq.JobID(id))
 		if !ok {
 			return fmt.Errorf("%w: %d", sfq.ErrUnknownJob, id)
 		}
 		line := map[string]any{"job": j.ID, "tenant": rn.t.TenantName(j.Tenant), "state": j.State.String(),
-			"attempt": j.Attempt, "failures": j.Failures, "cancel": j.Cancel.String(), "cpu_ms": j.CPUMs}
+			"attempt": j.Attempt, "failures": j.Failures, "cancel": j.Cancel.String(), "cpu_ms": j.CPUMs,
+			"class": j.Class.String(), "est_ms": j.EstCostMs, "est_source": j.EstSource.String()}
 		if rn.opt.JSON {
 			rn.emitJSON(line)
 			return nil
 		}
-		fmt.Fprintf(rn.out, "job %d tenant=%s state=%s attempt=%d failures=%d cancel=%s cpu=%dms\n",
-			j.ID, line["tenant"], j.State, j.Attempt, j.Failures, j.Cancel, j.CPUMs)
+		fmt.Fprintf(rn.out, "job %d tenant=%s state=%s attempt=%d failures=%d cancel=%s cpu=%dms class=%s est=%dms est_source=%s\n",
+			j.ID, line["tenant"], j.State, j.Attempt, j.Failures, j.Cancel, j.CPUMs, j.Class, j.EstCostMs, j.EstSource)
 		return nil
+	case "type":
+		if len(pos) != 3 || len(opts) > 0 {
+			return usage
+		}
+		st, ok := rn.t.Estimate(pos[1], pos[2])
+		if !ok {
+			return fmt.Errorf("no estimate for tenant %q job type %q", pos[1], pos[2])
+		}
+		if rn.opt.JSON {
+			rn.emitJSON(map[string]any{"tenant": pos[1], "type": st.Type, "ema_ms": st.EMAMs, "samples": st.Samples})
+			return nil
+		}
+		fmt.Fprintf(rn.out, "type %s %s ema=%dms samples=%d\n", pos[1], st.Type, st.EMAMs, st.Samples)
+		return nil
+	case "tenant":
+	default:
+		return usage
 	}
-	t, vnow, ok := rn.t.TenantState(args[1])
+	if len(pos) != 2 {
+		return usage
+	}
+	class := sfq.ClassNormal
+	for _, o := range opts {
+		if o.k != "class" {
+			return fmt.Errorf("unknown show tenant key %q", o.k)
+		}
+		if class, err = sfq.ParseClass(o.v); err != nil {
+			return err
+		}
+	}
+	t, vnow, ok := rn.t.TenantState(pos[1], class)
 	if !ok {
-		return fmt.Errorf("%w: %q", sfq.ErrUnknownTenant, args[1])
+		return fmt.Errorf("%w: %q", sfq.ErrUnknownTenant, pos[1])
 	}
+	tag := t.Tag(class)
 	if rn.opt.JSON {
-		rn.emitJSON(map[string]any{"tenant": t.Name, "tier": t.Tier.String(), "tag_ms": json.RawMessage(t.FinishTag.String()),
+		rn.emitJSON(map[string]any{"tenant": t.Name, "tier": t.Tier.String(), "class": class.String(), "tag_ms": json.RawMessage(tag.String()),
 			"vnow_ms": json.RawMessage(vnow.String()), "running": t.Running, "queued": t.Queued,
 			"billed_cpu_ms": t.Billing.CPUMs, "zombie_cpu_ms": t.Billing.ZombieCPUMs, "failures": t.Billing.Failures})
 		return nil
 	}
 	fmt.Fprintf(rn.out, "tenant %s tier=%s tag=%s vnow=%s running=%d queued=%d/%d/%d billed_cpu=%dms zombie_cpu=%dms failures=%d\n",
-		t.Name, t.Tier, t.FinishTag, vnow, t.Running, t.Queued[sfq.SM], t.Queued[sfq.MD], t.Queued[sfq.LG],
+		t.Name, t.Tier, tag, vnow, t.Running, t.Queued[sfq.SM], t.Queued[sfq.MD], t.Queued[sfq.LG],
 		t.Billing.CPUMs, t.Billing.ZombieCPUMs, t.Billing.Failures)
+	return nil
+}
+
+// explain prints why a job is where it is: "explain JOB reason=R" and the
+// fields of that reason (sfq.Reason.Format).
+func (rn *runner) explain(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: explain JOB")
+	}
+	id, err := strconv.ParseUint(args[0], 10, 64)
+	if err != nil || id == 0 {
+		return fmt.Errorf("bad job id %q", args[0])
+	}
+	r, err := rn.t.Explain(sfq.JobID(id))
+	if err != nil {
+		return err
+	}
+	if rn.opt.JSON {
+		line := map[string]any{"explain": id, "reason": r.Name()}
+		switch r.Kind {
+		case sfq.ReasonBehind:
+			line["position"] = r.Position
+		case sfq.ReasonCap:
+			line["vertex"], line["current"], line["limit"] = r.Cap.String(), r.Current, r.Limit
+		case sfq.ReasonWaiting:
+			line["ahead"], line["tag_ms"], line["vnow_ms"] = r.Ahead, json.RawMessage(r.Tag.String()), json.RawMessage(r.VirtualNow.String())
+		case sfq.ReasonAssigned, sfq.ReasonRunning:
+			line["worker"] = r.Worker
+		}
+		rn.emitJSON(line)
+		return nil
+	}
+	fmt.Fprintf(rn.out, "explain %d %s\n", id, r.Format())
 	return nil
 }

@@ -58,11 +58,12 @@ func runScript(t *testing.T, path string) []byte {
 	return runScriptOn(t, path, NewMachine())
 }
 
-// decisions keeps the dispatch and show lines of an output.
+// decisions keeps the dispatch, show and explain lines of an output.
 func decisions(out []byte) string {
 	var b strings.Builder
 	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, "dispatch ") || strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "tenant ") {
+		if strings.HasPrefix(l, "dispatch ") || strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "tenant ") ||
+			strings.HasPrefix(l, "explain ") || strings.HasPrefix(l, "type ") {
 			b.WriteString(l + "\n")
 		}
 	}
@@ -134,7 +135,8 @@ func TestWorkedExample(t *testing.T) {
 
 // TestJSONOutput checks the --json form of each kind of line.
 func TestJSONOutput(t *testing.T) {
-	script := "at 0s\ntenant a tier=gold\nsubmit a size=lg cost=1500ms\ndispatch lg x2\nstart 1\nfinish 1 cpu=1001ms\nsubmit a size=sm cost=1s\ndispatch sm\nfinish 9 cpu=1s\n"
+	script := "at 0s\ntenant a tier=gold\nsubmit a size=lg cost=1500ms\ndispatch lg x2\nstart 1\nfinish 1 cpu=1001ms\nsubmit a size=sm cost=1s\ndispatch sm\nfinish 9 cpu=1s\n" +
+		"submit a x2 size=md cost=1s\nexplain 3\nexplain 4\nexplain 2\n"
 	var out bytes.Buffer
 	_, err := Run(strings.NewReader(script), NewMachine(), &out, Options{JSON: true})
 	if !errors.Is(err, ErrScript) {
@@ -146,6 +148,9 @@ func TestJSONOutput(t *testing.T) {
 		`{"n":2,"none":true}`,
 		`{"n":3,"tenant":"a","job":2,"size":"sm","start_ms":125.125}`,
 		`{"error":"unknown job: 9","line":9}`,
+		`{"ahead":0,"explain":3,"reason":"waiting","tag_ms":250.125,"vnow_ms":250.125}`,
+		`{"explain":4,"position":1,"reason":"behind"}`,
+		`{"explain":2,"reason":"assigned","worker":"sm-3"}`,
 	}
 	if len(lines) != len(want)+1 {
 		t.Fatalf("got %d lines:\n%s", len(lines), out.String())

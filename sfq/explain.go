@@ -1,0 +1,345 @@
+package sfq
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ReasonKind is why a job is where it is: the first of SPEC §3 "Why a job
+// waits" that applies, or its live or terminal state.
+type ReasonKind uint8
+
+// The reasons, in the order they are checked. ReasonScheduled,
+// ReasonPaused, ReasonRate and ReasonGroupTurn belong to delays, pauses,
+// rate limits and groups; ReasonNoWorker is decided by the leader, which
+// knows the connected workers (see Explain). The core does not produce
+// them yet; their places in the order are kept.
+const (
+	ReasonNone ReasonKind = iota
+	// ReasonScheduled: delayed or backing off until Due.
+	ReasonScheduled
+	// ReasonPaused: dispatch, its tenant or its group is paused (Vertex).
+	ReasonPaused
+	// ReasonBehind: older jobs of its queue are ahead (Position of them).
+	ReasonBehind
+	// ReasonCap: it is its queue's head and a cap blocks it (Cap, Current,
+	// Limit).
+	ReasonCap
+	// ReasonRate: a rate limit holds it until EligibleAt.
+	ReasonRate
+	// ReasonHeld: an older job of its tenant and size, blocked by a
+	// tenant-level limit, holds it back (or one of a higher class is).
+	ReasonHeld
+	// ReasonGroupTurn: another group of its tenant goes first.
+	ReasonGroupTurn
+	// ReasonHigherClass: a higher class has an eligible job of size <= its
+	// size, which any worker that fits it would take first.
+	ReasonHigherClass
+	// ReasonNoWorker: no connected, undrained worker fits it.
+	ReasonNoWorker
+	// ReasonWaiting: eligible; Ahead candidates go before it; Tag and
+	// VirtualNow are its tenant's finish tag and its class's virtual_now.
+	ReasonWaiting
+	// ReasonAssigned and ReasonRunning: live on Worker.
+	ReasonAssigned
+	ReasonRunning
+	// ReasonTerminal: ended in State.
+	ReasonTerminal
+	numReasonKinds
+)
+
+var reasonKindNames = [numReasonKinds]string{"", "scheduled", "paused", "behind", "cap", "rate", "held", "group_turn",
+	"higher_class", "no_worker", "waiting", "assigned", "running", ""}
+
+func (k ReasonKind) String() string {
+	if k < numReasonKinds && reasonKindNames[k] != "" {
+		return reasonKindNames[k]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(k))
+}
+
+// Reason is why a job is where it is, with the fields of its kind.
+type Reason struct {
+	Kind ReasonKind
+	// Position (behind): how many queued jobs of its queue are ahead.
+	Position uint64
+	// Cap, Current and Limit (cap): the first failing cap, its count (CPU
+	// ms for tenant_inflight) and its limit.
+	Cap            CapVertex
+	Current, Limit int64
+	// Ahead, Tag and VirtualNow (waiting): see ReasonWaiting.
+	Ahead      uint64
+	Tag        VirtualTime
+	VirtualNow VirtualTime
+	// Worker (assigned, running).
+	Worker string
+	// State (terminal).
+	State State
+	// Due (scheduled) and EligibleAt (rate), in cluster time; Vertex
+	// (paused, rate): "all", "tenant" or "group".
+	Due, EligibleAt Time
+	Vertex          string
+}
+
+// Name is the reason's name: the kind, or the terminal state.
+func (r Reason) Name() string {
+	if r.Kind == ReasonTerminal {
+		return r.State.String()
+	}
+	return r.Kind.String()
+}
+
+// Format prints the reason as the replay tool does: "reason=NAME" and the
+// fields of its kind, times and virtual times in milliseconds.
+func (r Reason) Format() string {
+	var b strings.Builder
+	b.WriteString("reason=")
+	b.WriteString(r.Name())
+	field := func(k, v string) { b.WriteString(" " + k + "=" + v) }
+	ms := func(t Time) string { return strconv.FormatInt(int64(t), 10) }
+	switch r.Kind {
+	case ReasonScheduled:
+		field("due", ms(r.Due))
+	case ReasonPaused:
+		field("vertex", r.Vertex)
+	case ReasonBehind:
+		field("position", strconv.FormatUint(r.Position, 10))
+	case ReasonCap:
+		field("vertex", r.Cap.String())
+		field("current", strconv.FormatInt(r.Current, 10))
+		field("limit", strconv.FormatInt(r.Limit, 10))
+	case ReasonRate:
+		field("vertex", r.Vertex)
+		field("eligible_at", ms(r.EligibleAt))
+	case ReasonWaiting:
+		field("ahead", strconv.FormatUint(r.Ahead, 10))
+		field("tag", r.Tag.String())
+		field("vnow", r.VirtualNow.String())
+	case ReasonAssigned, ReasonRunning:
+		field("worker", r.Worker)
+	}
+	return b.String()
+}
+
+// capDetail returns the count and limit of cap vertex v for tenant t and a
+// job of class c and size sz.
+func capDetail(t *Tenant, v CapVertex, c Class, sz Size) (current, limit int64) {
+	switch v {
+	case CapTenantRunning:
+		return int64(t.Running), int64(t.Caps.MaxRunning)
+	case CapTenantSize:
+		return int64(t.RunningBySize[sz]), int64(t.Caps.MaxRunningSize[sz])
+	case CapTenantInflight:
+		return t.InflightCPUMs, t.Caps.MaxInflightCPUMs
+	case CapClass:
+		return int64(t.RunningByClass[c]), int64(t.Caps.classCap(c))
+	case CapDeadline:
+		return int64(t.RunningDeadline), int64(t.Caps.MaxRunningDeadline)
+	}
+	return 0, 0
+}
+
+// Explain returns why job id is where it is, computed from the state; it
+// changes nothing and may run concurrently with other reads.
+//
+// Cost: the "behind" position counts the queued jobs ahead in the job's
+// queue (O(position) lookups), and the "waiting" count of candidates
+// ahead walks the heaps of the job's class and size (O(T) in the tenants
+// with eligible work); everything else is O(1). It is never on the
+// dispatch path.
+//
+// A caller that knows the connected workers (the leader) turns
+// ReasonWaiting into ReasonNoWorker when no connected, undrained worker
+// fits the job: the core has no workers.
+func (s *Scheduler) Explain(id JobID) (Reason, error) {
+	j := s.jobs.Get(uint64(id))
+	if j == nil {
+		return Reason{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	switch {
+	case j.State == Assigned:
+		return Reason{Kind: ReasonAssigned, Worker: j.Worker}, nil
+	case j.State == Running:
+		return Reason{Kind: ReasonRunning, Worker: j.Worker}, nil
+	case j.State.Terminal():
+		return Reason{Kind: ReasonTerminal, State: j.State}, nil
+	case j.State != Queued:
+		return Reason{}, fmt.Errorf("%w: job %d is %s", ErrInvalid, id, j.State)
+	}
+	t := s.tenants.Get(uint64(j.Tenant))
+	cr := s.rt[j.Tenant].queues(j.Class)
+	if cr == nil {
+		return Reason{}, fmt.Errorf("%w: queued job %d has no queue", ErrVerify, id)
+	}
+	deadline := j.deadline
+	// 3. behind: its own queue's older (or more urgent) jobs.
+	var heads sizeHeads
+	s.peekHeads(j.Tenant, j.Size, &heads)
+	own := &heads.fifo[j.Class]
+	if deadline {
+		own = &heads.dl[j.Class]
+	}
+	if !own.ok || own.id != id {
+		return Reason{Kind: ReasonBehind, Position: s.position(cr, j)}, nil
+	}
+	// 4. cap.
+	if v := capBlock(t, j.Class, deadline, j.Size, j.EstCostMs); v != CapNone {
+		cur, lim := capDetail(t, v, j.Class, j.Size)
+		return Reason{Kind: ReasonCap, Cap: v, Current: cur, Limit: lim}, nil
+	}
+	// 6. held: the candidate rule holds it behind an older blocked job.
+	if dec := decide(t, j.Size, &heads); dec.held[j.Class] {
+		return Reason{Kind: ReasonHeld}, nil
+	}
+	// 8. higher_class.
+	for _, c := range classOrder {
+		if c == j.Class {
+			break
+		}
+		if s.eligibleIn(c, j.Size) {
+			return Reason{Kind: ReasonHigherClass}, nil
+		}
+	}
+	// 10. waiting.
+	r := Reason{Kind: ReasonWaiting, Tag: t.Tag(j.Class), VirtualNow: s.vnow[j.Class]}
+	if deadline {
+		me := dlEntry{at: j.DeadlineAt(), id: id}
+		for sz := range NumSizes {
+			for _, e := range s.dheap[j.Class][sz].items {
+				if dlBefore(dlEntry{at: Time(e.tag), id: e.seq}, me) {
+					r.Ahead++
+				}
+			}
+		}
+		return r, nil
+	}
+	for sz := Size(0); sz <= j.Size; sz++ {
+		r.Ahead += uint64(s.dheap[j.Class][sz].Len())
+	}
+	mine := s.startKey(j.Class, t, id)
+	for _, h := range []*tenantHeap{&s.heapA[j.Class][j.Size], &s.heapB[j.Class][j.Size]} {
+		for i := range h.items {
+			e := &h.items[i]
+			if e.tenant == j.Tenant {
+				continue
+			}
+			if other := s.startKey(j.Class, s.tenants.Get(uint64(e.tenant)), e.seq); other.before(mine) {
+				r.Ahead++
+			}
+		}
+	}
+	return r, nil
+}
+
+// startKey is a candidate's key among the candidates of one size: start
+// tag (max with virtual_now under the dispatch clamp), higher tier, job ID.
+type startKey struct {
+	tag  VirtualTime
+	tier Tier
+	id   JobID
+}
+
+func (a startKey) before(b startKey) bool {
+	if a.tag != b.tag {
+		return a.tag < b.tag
+	}
+	if a.tier != b.tier {
+		return a.tier > b.tier
+	}
+	return a.id < b.id
+}
+
+func (s *Scheduler) startKey(c Class, t *Tenant, id JobID) startKey {
+	tag := t.Tag(c)
+	if s.cfg.Clamp == ClampDispatch {
+		tag = max(tag, s.vnow[c])
+	}
+	return startKey{tag: tag, tier: t.Tier, id: id}
+}
+
+// peekHeads reads a tenant's queue heads of one size without changing
+// anything (head and dlHead drop stale entries; this skips them).
+func (s *Scheduler) peekHeads(ti uint32, sz Size, h *sizeHeads) {
+	for c := range Class(NumClasses) {
+		cr := s.rt[ti].queues(c)
+		if cr == nil {
+			continue
+		}
+		q := &cr.fifo[sz]
+		best := JobID(0)
+		for _, id := range q.requeued {
+			if (best == 0 || id < best) && s.queuedJob(id) != nil {
+				best = id
+			}
+		}
+		for i := range int(q.n) { // fresh submits, in ID order
+			id := q.ring[(int(q.head)+i)&(len(q.ring)-1)]
+			if best != 0 && id > best {
+				break
+			}
+			if s.queuedJob(id) != nil {
+				best = id
+				break
+			}
+		}
+		if best != 0 {
+			h.fifo[c] = headInfo{id: best, cost: s.jobs.Get(uint64(best)).EstCostMs, ok: true}
+		}
+		if dq := cr.dlq(sz); dq != nil {
+			if e, ok := dq.front(); ok && s.queuedJob(e.id) != nil {
+				h.dl[c] = headInfo{id: e.id, cost: s.jobs.Get(uint64(e.id)).EstCostMs, at: e.at, ok: true}
+			} else {
+				var top dlEntry
+				for _, e := range dq.items {
+					if s.queuedJob(e.id) != nil && (top.id == 0 || dlBefore(e, top)) {
+						top = e
+					}
+				}
+				if top.id != 0 {
+					h.dl[c] = headInfo{id: top.id, cost: s.jobs.Get(uint64(top.id)).EstCostMs, at: top.at, ok: true}
+				}
+			}
+		}
+	}
+}
+
+func (s *Scheduler) queuedJob(id JobID) *Job {
+	if j := s.jobs.Get(uint64(id)); j != nil && j.State == Queued {
+		return j
+	}
+	return nil
+}
+
+// position counts the queued jobs ahead of j in its queue.
+func (s *Scheduler) position(cr *classRT, j *Job) uint64 {
+	var n uint64
+	if j.deadline {
+		me := dlEntry{at: j.DeadlineAt(), id: j.ID}
+		if dq := cr.dlq(j.Size); dq != nil {
+			for _, e := range dq.items {
+				if dlBefore(e, me) && s.queuedJob(e.id) != nil {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	q := &cr.fifo[j.Size]
+	for _, id := range q.requeued {
+		if id < j.ID && s.queuedJob(id) != nil {
+			n++
+		}
+	}
+	// The ring holds fresh submits in ID order.
+	for i := range int(q.n) {
+		id := q.ring[(int(q.head)+i)&(len(q.ring)-1)]
+		if id >= j.ID {
+			break
+		}
+		if s.queuedJob(id) != nil {
+			n++
+		}
+	}
+	return n
+}
