@@ -1433,11 +1433,14 @@ func (x *Caps) GetMaxQueued() uint32 {
 }
 
 type TenantUpsert struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Tier          Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
-	Multiplier    uint32                 `protobuf:"varint,3,opt,name=multiplier,proto3" json:"multiplier,omitempty"`
-	Caps          *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Tier       Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
+	Multiplier uint32                 `protobuf:"varint,3,opt,name=multiplier,proto3" json:"multiplier,omitempty"`
+	Caps       *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
+	// export_metrics keeps the tenant's own series on /metrics when there
+	// are more tenants than a node's metrics.max_tenants.
+	ExportMetrics bool `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1498,6 +1501,13 @@ func (x *TenantUpsert) GetCaps() *Caps {
 		return x.Caps
 	}
 	return nil
+}
+
+func (x *TenantUpsert) GetExportMetrics() bool {
+	if x != nil {
+		return x.ExportMetrics
+	}
+	return false
 }
 
 type TenantDelete struct {
@@ -2193,14 +2203,15 @@ const file_commands_proto_rawDesc = "" +
 	"\x0emax_running_lg\x18\x04 \x01(\rR\fmaxRunningLg\x12-\n" +
 	"\x13max_inflight_cpu_ms\x18\x05 \x01(\x03R\x10maxInflightCpuMs\x12\x1d\n" +
 	"\n" +
-	"max_queued\x18\x06 \x01(\rR\tmaxQueued\"\x8e\x01\n" +
+	"max_queued\x18\x06 \x01(\rR\tmaxQueued\"\xb5\x01\n" +
 	"\fTenantUpsert\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
 	"\n" +
 	"multiplier\x18\x03 \x01(\rR\n" +
 	"multiplier\x12$\n" +
-	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\"\"\n" +
+	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12%\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x89\x06\n" +
 	"\x0fSchedulerConfig\x12!\n" +
