@@ -24,6 +24,7 @@ type fileConfig struct {
 	Auth      authSection      `toml:"auth"`
 	TLS       tlsSection       `toml:"tls"`
 	HTTP      httpSection      `toml:"http"`
+	Metrics   metricsSection   `toml:"metrics"`
 	Scheduler schedulerSection `toml:"scheduler"`
 }
 
@@ -42,6 +43,10 @@ type tokenEntry struct {
 type httpSection struct {
 	Insecure            bool `toml:"insecure"`
 	MetricsRequireToken bool `toml:"metrics_require_token"`
+}
+
+type metricsSection struct {
+	MaxTenants *int64 `toml:"max_tenants"` // --metrics-max-tenants
 }
 
 type tlsSection struct {
@@ -162,6 +167,9 @@ func loadConfigFile(path string) (*fileConfig, error) {
 		if v.val != nil && *v.val < 1 {
 			return nil, fmt.Errorf("%s: %s: %d is not a positive count", path, v.key, *v.val)
 		}
+	}
+	if m := fc.Metrics.MaxTenants; m != nil && *m < 0 {
+		return nil, fmt.Errorf("%s: metrics.max_tenants: %d is negative (want 0 or more)", path, *m)
 	}
 	if _, err := fc.Scheduler.apply(fsm.DefaultConfig()); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

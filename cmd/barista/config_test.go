@@ -42,6 +42,8 @@ trailing_logs = 50
 [log]
 level = "debug"
 json = true
+[metrics]
+max_tenants = 50
 [scheduler]
 policy = "reserve:500ms"
 clamp = "dispatch"
@@ -66,7 +68,7 @@ diamond = 32
 		t.Fatal(err)
 	}
 	if fc.Node.ID != "n7" || !fc.Node.Bootstrap || len(fc.Node.Join) != 2 || fc.Raft.HeartbeatTimeout.Duration != 700*time.Millisecond ||
-		*fc.Raft.TrailingLogs != 50 || fc.Log.Level != "debug" || !fc.Log.JSON {
+		*fc.Raft.TrailingLogs != 50 || fc.Log.Level != "debug" || !fc.Log.JSON || *fc.Metrics.MaxTenants != 50 {
 		t.Fatalf("node/raft/log sections: %+v", fc)
 	}
 	c, err := fc.Scheduler.apply(fsm.DefaultConfig())
@@ -105,6 +107,7 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 		{"[scheduler]\nmax_payload_bytes = 99999999\n", "scheduler.max_payload_bytes: 99999999 is out of range"},
 		{"[scheduler]\nmax_attempts = 0\n", "scheduler.max_attempts: 0 is out of range"},
 		{"[raft]\nsnapshot_threshold = -1\n", "raft.snapshot_threshold: -1 is not a positive count"},
+		{"[metrics]\nmax_tenants = -1\n", "metrics.max_tenants: -1 is negative (want 0 or more)"},
 		{"[node]\nid = 7\n", "node.id"},
 		{"[log]\nlevel = \"loud\"\n", "log.level"},
 		{"[node\nid=1", "line 2, column 6"},

@@ -51,6 +51,7 @@ type serverOpts struct {
 	pprof       bool
 	insecureWeb bool
 	metricsAuth bool
+	maxTenants  int
 	tls         raftnode.TLSFiles
 
 	tokens []rpc.Token // resolved from the file and BARISTA_TOKENS
@@ -119,6 +120,7 @@ directory (see barista replay --data-dir).`,
 			fs.BoolVar(&o.pprof, "pprof", false, "serve /debug/pprof/ on --http-addr (profiling; admin token once tokens are configured)")
 			fs.BoolVar(&o.insecureWeb, "insecure-http", false, "with tokens configured, allow a non-loopback --http-addr without TLS (tokens then cross the network in clear)")
 			fs.BoolVar(&o.metricsAuth, "metrics-require-token", false, "/metrics needs an admin or metrics token (it shows tenant names)")
+			fs.IntVar(&o.maxTenants, "metrics-max-tenants", rpc.DefaultMetricsMaxTenants, "/metrics has per-tenant series for every tenant while there are at most `N`, beyond that only for tenants marked --export-metrics")
 			fs.BoolVar(&o.insecureDev, "insecure-dev", false, "with no tokens configured, serve every call without authentication (development only)")
 			fs.StringVar(&o.tls.Cert, "tls-cert", "", "PEM certificate `FILE` for gRPC and Raft TLS")
 			fs.StringVar(&o.tls.Key, "tls-key", "", "PEM private key `FILE` of --tls-cert")
@@ -209,6 +211,9 @@ func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
 		if !set["metrics-require-token"] {
 			o.metricsAuth = fc.HTTP.MetricsRequireToken
 		}
+		if !set["metrics-max-tenants"] && fc.Metrics.MaxTenants != nil {
+			o.maxTenants = int(*fc.Metrics.MaxTenants)
+		}
 		pick("tls-cert", &o.tls.Cert, fc.TLS.Cert)
 		pick("tls-key", &o.tls.Key, fc.TLS.Key)
 		pick("tls-ca", &o.tls.CA, fc.TLS.CA)
@@ -236,6 +241,8 @@ func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
 		return cfg, nil, usageError("--bootstrap and --join exclude each other")
 	case !validLogLevel(o.logLevel):
 		return cfg, nil, usageError("unknown --log-level %q", o.logLevel)
+	case o.maxTenants < 0:
+		return cfg, nil, usageError("--metrics-max-tenants: %d is negative (want 0 or more; 0: only tenants marked --export-metrics)", o.maxTenants)
 	}
 	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.GRPCAddr, cfg.HTTPAddr = o.id, o.dataDir, o.raftAddr, o.grpcAddr, o.httpAddr
 	cfg.Bootstrap = o.bootstrap
@@ -248,6 +255,15 @@ func (o *serverOpts) resolve() (raftnode.Config, []string, error) {
 	cfg.MaxLagEntries, cfg.MaxLag = o.maxLagN, o.maxLag
 	cfg.ClockOffset = o.clockOffset
 	return cfg, join, nil
+}
+
+// metricsMaxTenants converts --metrics-max-tenants to rpc.Options, where 0
+// means the default.
+func metricsMaxTenants(n int) int {
+	if n == 0 {
+		return rpc.MetricsOnlyMarked
+	}
+	return n
 }
 
 func newLogger(level string, json bool) hclog.Logger {
@@ -309,7 +325,8 @@ func runServer(env *cmdEnv, o any, args []string) error {
 		}
 		return fmt.Errorf("starting node %s: %w", cfg.ID, err)
 	}
-	srv := rpc.NewServer(node, rpc.Options{Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: opts.unsafeDebug})
+	srv := rpc.NewServer(node, rpc.Options{Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: opts.unsafeDebug,
+		MetricsMaxTenants: metricsMaxTenants(opts.maxTenants)})
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(lis) }()
 	var web *http.Server
