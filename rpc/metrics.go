@@ -48,6 +48,10 @@ func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *
 // DefaultMetricsMaxTenants is the default of Options.MetricsMaxTenants.
 const DefaultMetricsMaxTenants = 1000
 
+// MetricsOnlyMarked as Options.MetricsMaxTenants gives per-tenant series
+// only to the tenants marked export_metrics.
+const MetricsOnlyMarked = -1
+
 // stateCollector reports the replicated state at scrape time. Every node
 // reports the same values for the same applied index (given the same
 // metrics.max_tenants).

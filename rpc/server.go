@@ -33,7 +33,8 @@ type Options struct {
 	// MetricsMaxTenants bounds the tenants with their own series on
 	// /metrics: all of them while there are at most this many, beyond
 	// that only those an admin marked export_metrics. 0 is read as
-	// DefaultMetricsMaxTenants; a negative value exports only the marked.
+	// DefaultMetricsMaxTenants; MetricsOnlyMarked (any negative value)
+	// exports only the marked.
 	MetricsMaxTenants int
 }
 
