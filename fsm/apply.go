@@ -282,11 +282,28 @@ func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
 	if err != nil {
 		return refuse(err)
 	}
+	old, existed := f.sched.Tenant(c.Name)
 	created, err := f.sched.UpsertTenant(spec)
 	if err != nil {
 		return refuse(err)
 	}
+	if existed {
+		f.moveTier(old.Tier, spec.Tier, &old.Billing)
+	}
+	i, _ := f.sched.TenantIndex(c.Name)
+	f.setExported(i, c.ExportMetrics)
 	return Result{Created: created, Tenant: c.Name}
+}
+
+func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {
+	i, ok := f.sched.TenantIndex(c.Name)
+	if err := f.sched.DeleteTenant(c.Name); err != nil {
+		return refuse(err)
+	}
+	if ok {
+		f.setExported(i, false)
+	}
+	return Result{}
 }
 
 func (f *FSM) applySetConfig(c *pb.SetConfig) Result {

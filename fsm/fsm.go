@@ -51,6 +51,10 @@ type FSM struct {
 	nextKey   uint64
 	keyIndex  map[keyRef]uint64 // derived: (tenant, key) -> seq of its entry
 
+	// Beside the core, for the metrics exposition (metrics.go).
+	exported  []uint32 // sorted live tenant indexes; replaced, never written
+	tierCarry [sfq.NumTiers]Counters
+
 	fatal   error
 	fatalCh chan struct{}
 	// changed is closed and replaced after every applied entry (and when
@@ -264,10 +268,7 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 	case *pb.Command_TenantUpsert:
 		return f.applyTenantUpsert(cmd.TenantUpsert)
 	case *pb.Command_TenantDelete:
-		if err := f.sched.DeleteTenant(cmd.TenantDelete.GetName()); err != nil {
-			return refuse(err)
-		}
-		return Result{}
+		return f.applyTenantDelete(cmd.TenantDelete)
 	case *pb.Command_SetConfig:
 		return f.applySetConfig(cmd.SetConfig)
 	case *pb.Command_Prune:

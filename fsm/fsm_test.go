@@ -333,7 +333,8 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 		return &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: job, Attempt: attempt, Kind: pb.ExpireKind(rapid.IntRange(1, 3).Draw(t, "ekind"))}}}
 	case 10:
 		return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: rapid.SampledFrom(tenants).Draw(t, "tenant"),
-			Tier: pb.Tier(rapid.IntRange(1, 5).Draw(t, "tier")), Caps: &pb.Caps{MaxRunning: uint32(rapid.IntRange(0, 3).Draw(t, "cap"))}}}}
+			Tier: pb.Tier(rapid.IntRange(1, 5).Draw(t, "tier")), Caps: &pb.Caps{MaxRunning: uint32(rapid.IntRange(0, 3).Draw(t, "cap"))},
+			ExportMetrics: rapid.Bool().Draw(t, "export")}}}
 	case 11:
 		// Refused while the tenant has live jobs; a later upsert of the
 		// name creates a new tenant.

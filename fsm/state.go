@@ -15,6 +15,12 @@ import (
 // read.
 const stateVersion = 2
 
+// stateVersionMetrics is stateVersion with the metrics section (marked
+// tenants, tier carries) after the version. It is written only when that
+// section holds something, so that a state without it keeps the encoding,
+// and the hash, of version 2.
+const stateVersionMetrics = 3
+
 // View is an immutable picture of the whole state at one applied index.
 // Freeze makes one in time proportional to the number of table chunks;
 // Encode may then run on another goroutine while Apply goes on.
@@ -30,6 +36,8 @@ type View struct {
 	nextEvent  uint64
 	events     sfq.VectorView[eventRecord]
 	sched      *sfq.View
+	exported   []uint32
+	tierCarry  [sfq.NumTiers]Counters
 }
 
 // Freeze returns an immutable View of the current state. Writes after it
@@ -57,6 +65,8 @@ func (f *FSM) view() *View {
 		members:    slices.Clone(f.members),
 		nextKey:    f.nextKey,
 		nextEvent:  f.nextEvent,
+		exported:   f.exported,
+		tierCarry:  f.tierCarry,
 	}
 	v.workers = make([]Worker, 0, len(f.workers))
 	for _, w := range f.workers {
@@ -68,7 +78,12 @@ func (f *FSM) view() *View {
 
 // Encode writes the canonical encoding of the state.
 func (v *View) Encode(e *sfq.Encoder) {
-	e.Uvarint(stateVersion)
+	if v.hasMetricsState() {
+		e.Uvarint(stateVersionMetrics)
+		v.encodeMetrics(e)
+	} else {
+		e.Uvarint(stateVersion)
+	}
 	e.Varint(int64(v.clock))
 	e.Bool(v.configured)
 	encodeConfig(e, &v.cfg)
@@ -145,16 +160,21 @@ func (f *FSM) Adopt(n *FSM) {
 	f.events, f.nextEvent = n.events, n.nextEvent
 	f.lastIndex, f.lastWall = n.lastIndex, n.lastWall
 	f.configured = n.configured
+	f.exported, f.tierCarry = n.exported, n.tierCarry
 	f.hashValid = false
 	f.wake()
 }
 
 func decodeState(d *sfq.Decoder) (*FSM, error) {
 	version := int(d.Uvarint())
-	if d.Err() == nil && (version < 1 || version > stateVersion) {
-		return nil, fmt.Errorf("%w: state version %d (this build reads 1 to %d)", sfq.ErrCorrupt, version, stateVersion)
+	if d.Err() == nil && (version < 1 || version > stateVersionMetrics) {
+		return nil, fmt.Errorf("%w: state version %d (this build reads 1 to %d)", sfq.ErrCorrupt, version, stateVersionMetrics)
 	}
 	f := New()
+	if version == stateVersionMetrics {
+		f.decodeMetrics(d)
+		version = stateVersion
+	}
 	f.clock = sfq.Time(d.Varint())
 	f.configured = d.Bool()
 	f.cfg = decodeConfig(d, version)
@@ -262,5 +282,5 @@ func (f *FSM) Verify() error {
 	if uint64(f.events.Len()) > f.nextEvent-1 {
 		return fmt.Errorf("%w: %d events but next seq %d", sfq.ErrVerify, f.events.Len(), f.nextEvent)
 	}
-	return nil
+	return f.verifyMetrics()
 }

@@ -31,7 +31,8 @@ type Tenant struct {
 	Tier          Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
 	Multiplier    uint32                 `protobuf:"varint,3,opt,name=multiplier,proto3" json:"multiplier,omitempty"`
 	Caps          *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
-	Created       bool                   `protobuf:"varint,5,opt,name=created,proto3" json:"created,omitempty"` // set by UpsertTenant: the tenant is new
+	Created       bool                   `protobuf:"varint,5,opt,name=created,proto3" json:"created,omitempty"`                                   // set by UpsertTenant: the tenant is new
+	ExportMetrics bool                   `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"` // its own series on /metrics beyond metrics.max_tenants
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -101,12 +102,23 @@ func (x *Tenant) GetCreated() bool {
 	return false
 }
 
+func (x *Tenant) GetExportMetrics() bool {
+	if x != nil {
+		return x.ExportMetrics
+	}
+	return false
+}
+
 type UpsertTenantRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Tier          Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
-	Multiplier    uint32                 `protobuf:"varint,3,opt,name=multiplier,proto3" json:"multiplier,omitempty"` // 0 is read as 1
-	Caps          *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Tier       Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
+	Multiplier uint32                 `protobuf:"varint,3,opt,name=multiplier,proto3" json:"multiplier,omitempty"` // 0 is read as 1
+	Caps       *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
+	// export_metrics keeps the tenant's own series on /metrics when there
+	// are more tenants than a node's metrics.max_tenants. An upsert sets
+	// every field: send the current value to keep it.
+	ExportMetrics bool `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -167,6 +179,13 @@ func (x *UpsertTenantRequest) GetCaps() *Caps {
 		return x.Caps
 	}
 	return nil
+}
+
+func (x *UpsertTenantRequest) GetExportMetrics() bool {
+	if x != nil {
+		return x.ExportMetrics
+	}
+	return false
 }
 
 type DeleteTenantRequest struct {
@@ -718,7 +737,7 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\xa2\x01\n" +
+	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\xc9\x01\n" +
 	"\x06Tenant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -726,14 +745,16 @@ const file_admin_proto_rawDesc = "" +
 	"multiplier\x18\x03 \x01(\rR\n" +
 	"multiplier\x12$\n" +
 	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12\x18\n" +
-	"\acreated\x18\x05 \x01(\bR\acreated\"\x95\x01\n" +
+	"\acreated\x18\x05 \x01(\bR\acreated\x12%\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\"\xbc\x01\n" +
 	"\x13UpsertTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
 	"\n" +
 	"multiplier\x18\x03 \x01(\rR\n" +
 	"multiplier\x12$\n" +
-	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\")\n" +
+	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12%\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\")\n" +
 	"\x13DeleteTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
 	"\x14DeleteTenantResponse\"S\n" +

@@ -1592,8 +1592,11 @@ type TenantUpsert struct {
 	Caps           *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
 	MaxClass       Class                  `protobuf:"varint,5,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"` // unspecified = normal; low is always allowed
 	AllowDeadlines bool                   `protobuf:"varint,6,opt,name=allow_deadlines,json=allowDeadlines,proto3" json:"allow_deadlines,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// export_metrics keeps the tenant's own series on /metrics when there
+	// are more tenants than a node's metrics.max_tenants.
+	ExportMetrics bool `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TenantUpsert) Reset() {
@@ -1664,6 +1667,13 @@ func (x *TenantUpsert) GetMaxClass() Class {
 func (x *TenantUpsert) GetAllowDeadlines() bool {
 	if x != nil {
 		return x.AllowDeadlines
+	}
+	return false
+}
+
+func (x *TenantUpsert) GetExportMetrics() bool {
+	if x != nil {
+		return x.ExportMetrics
 	}
 	return false
 }
@@ -2392,7 +2402,7 @@ const file_commands_proto_rawDesc = "" +
 	"max_queued\x18\x06 \x01(\rR\tmaxQueued\x120\n" +
 	"\x14max_running_critical\x18\a \x01(\rR\x12maxRunningCritical\x12(\n" +
 	"\x10max_running_high\x18\b \x01(\rR\x0emaxRunningHigh\x120\n" +
-	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xe7\x01\n" +
+	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\x8e\x02\n" +
 	"\fTenantUpsert\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -2401,7 +2411,8 @@ const file_commands_proto_rawDesc = "" +
 	"multiplier\x12$\n" +
 	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12.\n" +
 	"\tmax_class\x18\x05 \x01(\x0e2\x11.barista.v1.ClassR\bmaxClass\x12'\n" +
-	"\x0fallow_deadlines\x18\x06 \x01(\bR\x0eallowDeadlines\"\"\n" +
+	"\x0fallow_deadlines\x18\x06 \x01(\bR\x0eallowDeadlines\x12%\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\xe3\x06\n" +
 	"\x0fSchedulerConfig\x12!\n" +

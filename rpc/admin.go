@@ -20,8 +20,20 @@ type AdminService struct {
 	base
 }
 
-func tenantToPB(t *sfq.Tenant) *pb.Tenant {
-	return &pb.Tenant{Name: t.Name, Tier: fsm.TierToPB(t.Tier), Multiplier: t.Multiplier, Caps: fsm.CapsToPB(t.Caps)}
+func tenantToPB(i uint32, t *sfq.Tenant, flags fsm.TenantFlags) *pb.Tenant {
+	return &pb.Tenant{Name: t.Name, Tier: fsm.TierToPB(t.Tier), Multiplier: t.Multiplier, Caps: fsm.CapsToPB(t.Caps),
+		ExportMetrics: flags.ExportMetrics(i)}
+}
+
+// readTenant returns a live tenant's configuration, or nil.
+func readTenant(f *fsm.FSM, name string) (out *pb.Tenant) {
+	f.ReadTenants(func(sc *sfq.Scheduler, flags fsm.TenantFlags) {
+		if i, ok := sc.TenantIndex(name); ok {
+			t, _ := sc.TenantAt(i)
+			out = tenantToPB(i, &t, flags)
+		}
+	})
+	return out
 }
 
 // validateTenant checks an upsert and names the field.
@@ -53,19 +65,14 @@ func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantReq
 		return resp, err
 	}
 	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{
-		Name: req.Name, Tier: req.Tier, Multiplier: req.Multiplier, Caps: req.Caps}}})
+		Name: req.Name, Tier: req.Tier, Multiplier: req.Multiplier, Caps: req.Caps, ExportMetrics: req.ExportMetrics}}})
 	if err != nil {
 		return nil, err
 	}
 	if err := resultErr(res[0]); err != nil {
 		return nil, err
 	}
-	var out *pb.Tenant
-	s.node.FSM.Read(func(sc *sfq.Scheduler) {
-		if t, ok := sc.Tenant(req.Name); ok {
-			out = tenantToPB(&t)
-		}
-	})
+	out := readTenant(s.node.FSM, req.Name)
 	if out == nil {
 		return nil, status.Errorf(codes.Internal, "tenant %q vanished after its upsert", req.Name)
 	}
@@ -95,12 +102,8 @@ func (s *AdminService) GetTenant(ctx context.Context, req *pb.GetTenantRequest) 
 	fwd := &pb.GetTenantRequest{Name: req.Name}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Tenant, error) {
 		return pb.NewAdminClient(cc).GetTenant(ctx, fwd)
-	}, func() (out *pb.Tenant, err error) {
-		s.node.FSM.Read(func(sc *sfq.Scheduler) {
-			if t, ok := sc.Tenant(req.Name); ok {
-				out = tenantToPB(&t)
-			}
-		})
+	}, func() (*pb.Tenant, error) {
+		out := readTenant(s.node.FSM, req.Name)
 		if out == nil {
 			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", req.Name)
 		}
@@ -114,9 +117,9 @@ func (s *AdminService) ListTenants(ctx context.Context, req *pb.ListTenantsReque
 		return pb.NewAdminClient(cc).ListTenants(ctx, &pb.ListTenantsRequest{})
 	}, func() (*pb.ListTenantsResponse, error) {
 		out := &pb.ListTenantsResponse{}
-		s.node.FSM.Read(func(sc *sfq.Scheduler) {
-			sc.Tenants(func(_ uint32, t *sfq.Tenant) bool {
-				out.Tenants = append(out.Tenants, tenantToPB(t))
+		s.node.FSM.ReadTenants(func(sc *sfq.Scheduler, flags fsm.TenantFlags) {
+			sc.Tenants(func(i uint32, t *sfq.Tenant) bool {
+				out.Tenants = append(out.Tenants, tenantToPB(i, t, flags))
 				return true
 			})
 		})

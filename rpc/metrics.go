@@ -3,6 +3,7 @@ package rpc
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"barista/fsm"
 	"barista/raftnode"
 	"barista/sfq"
 )
@@ -15,7 +16,7 @@ type metrics struct {
 	unproposed      *prometheus.CounterVec
 }
 
-func newMetrics(reg *prometheus.Registry, node *raftnode.Node) *metrics {
+func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *metrics {
 	m := &metrics{
 		dispatchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "barista_dispatch_latency_seconds", Help: "Time from a worker's Ready to its Assign, on the leader.",
@@ -29,66 +30,137 @@ func newMetrics(reg *prometheus.Registry, node *raftnode.Node) *metrics {
 			Help: "Worker reports answered at the edge without a log entry, by message and reason (repeat: the state shows it applied; unknown_job; invalid)."},
 			[]string{"message", "reason"}),
 	}
-	reg.MustRegister(m.dispatchLatency, m.expiries, m.fenced, m.unproposed, &stateCollector{node: node})
+	// Series that exist from the start read as 0 instead of missing.
+	for _, kind := range []string{"ack", "lease", "timeout"} {
+		m.expiries.WithLabelValues(kind)
+	}
+	for _, msg := range []string{"started", "heartbeat", "finished"} {
+		m.fenced.WithLabelValues(msg)
+	}
+	for _, msg := range []string{"started", "finished"} {
+		m.unproposed.WithLabelValues(msg, "repeat")
+		m.unproposed.WithLabelValues(msg, "unknown_job")
+	}
+	reg.MustRegister(m.dispatchLatency, m.expiries, m.fenced, m.unproposed, &stateCollector{node: node, maxTenants: maxTenants})
 	return m
 }
 
+// DefaultMetricsMaxTenants is the default of Options.MetricsMaxTenants.
+const DefaultMetricsMaxTenants = 1000
+
+// MetricsOnlyMarked as Options.MetricsMaxTenants gives per-tenant series
+// only to the tenants marked export_metrics.
+const MetricsOnlyMarked = -1
+
 // stateCollector reports the replicated state at scrape time. Every node
-// reports the same values for the same applied index.
-type stateCollector struct{ node *raftnode.Node }
+// reports the same values for the same applied index (given the same
+// metrics.max_tenants).
+//
+// Cardinality is bounded by the tenants an admin allows, never by load:
+// per-tenant series exist for every live tenant while there are at most
+// maxTenants of them, and beyond that only for the tenants marked
+// export_metrics; the per-tier aggregates always exist. A counter series
+// either exists with its whole value or not at all (see fsm.Metrics), so
+// none ever decreases.
+type stateCollector struct {
+	node       *raftnode.Node
+	maxTenants int
+}
+
+// Per-tenant families (help strings name the bound: see stateCollector).
+var (
+	descQueued     = prometheus.NewDesc("barista_queued_jobs", "Queued jobs by tenant and size (tenants with their own series only).", []string{"tenant", "size"}, nil)
+	descRunning    = prometheus.NewDesc("barista_running_jobs", "Assigned and running jobs by tenant (tenants with their own series only).", []string{"tenant"}, nil)
+	descDispatches = prometheus.NewDesc("barista_dispatches_total", "Dispatches by tenant name, over every tenant that held the name.", []string{"tenant"}, nil)
+	descCost       = prometheus.NewDesc("barista_dispatched_cost_seconds_total", "Estimated CPU seconds dispatched, by tenant name, over every tenant that held the name.", []string{"tenant"}, nil)
+	descCPU        = prometheus.NewDesc("barista_cpu_billed_seconds_total", "CPU seconds billed (zombies included), by tenant name, over every tenant that held the name.", []string{"tenant"}, nil)
+	descEnded      = prometheus.NewDesc("barista_jobs_ended_total", "Jobs that ended, by tenant name and final state, over every tenant that held the name.", []string{"tenant", "state"}, nil)
+	descFailures   = prometheus.NewDesc("barista_run_failures_total", "Failed runs and lost leases, by tenant name, over every tenant that held the name.", []string{"tenant"}, nil)
+	descWeight     = prometheus.NewDesc("barista_tenant_weight", "Current weight (tier x multiplier x decay), by tenant (tenants with their own series only).", []string{"tenant", "tier"}, nil)
+)
+
+// Per-tier aggregates, always present for every tier.
+var (
+	descTierTenants    = prometheus.NewDesc("barista_tier_tenants", "Live tenants by tier.", []string{"tier"}, nil)
+	descTierQueued     = prometheus.NewDesc("barista_tier_queued_jobs", "Queued jobs by tier and size.", []string{"tier", "size"}, nil)
+	descTierRunning    = prometheus.NewDesc("barista_tier_running_jobs", "Assigned and running jobs by tier.", []string{"tier"}, nil)
+	descTierDispatches = prometheus.NewDesc("barista_tier_dispatches_total", "Dispatches by tier (each counted in the tier its tenant was in).", []string{"tier"}, nil)
+	descTierCost       = prometheus.NewDesc("barista_tier_dispatched_cost_seconds_total", "Estimated CPU seconds dispatched, by tier.", []string{"tier"}, nil)
+	descTierCPU        = prometheus.NewDesc("barista_tier_cpu_billed_seconds_total", "CPU seconds billed (zombies included), by tier.", []string{"tier"}, nil)
+	descTierEnded      = prometheus.NewDesc("barista_tier_jobs_ended_total", "Jobs that ended, by tier and final state.", []string{"tier", "state"}, nil)
+	descTierFailures   = prometheus.NewDesc("barista_tier_run_failures_total", "Failed runs and lost leases, by tier.", []string{"tier"}, nil)
+)
 
 var (
-	descQueued     = prometheus.NewDesc("barista_queued_jobs", "Queued jobs by tenant and size.", []string{"tenant", "size"}, nil)
-	descRunning    = prometheus.NewDesc("barista_running_jobs", "Assigned and running jobs by tenant.", []string{"tenant"}, nil)
-	descDispatches = prometheus.NewDesc("barista_dispatches_total", "Dispatches by tenant.", []string{"tenant"}, nil)
-	descCost       = prometheus.NewDesc("barista_dispatched_cost_ms_total", "Estimated CPU milliseconds dispatched, by tenant.", []string{"tenant"}, nil)
-	descCPU        = prometheus.NewDesc("barista_cpu_billed_ms_total", "CPU milliseconds billed (zombies included), by tenant.", []string{"tenant"}, nil)
-	descEnded      = prometheus.NewDesc("barista_jobs_ended_total", "Jobs that ended, by tenant and final state.", []string{"tenant", "state"}, nil)
-	descFailures   = prometheus.NewDesc("barista_run_failures_total", "Failed runs and lost leases, by tenant.", []string{"tenant"}, nil)
-	descWeight     = prometheus.NewDesc("barista_tenant_weight", "Current weight (tier x multiplier x decay), by tenant.", []string{"tenant", "tier"}, nil)
-	descApplied    = prometheus.NewDesc("barista_applied_index", "Last Raft index applied by this node.", nil, nil)
-	descLeader     = prometheus.NewDesc("barista_is_leader", "1 if this node is the leader.", nil, nil)
-	descVnow       = prometheus.NewDesc("barista_virtual_now_ms", "Virtual time now, in virtual milliseconds.", nil, nil)
+	descExported = prometheus.NewDesc("barista_exported_tenants", "Tenants with their own series on this node: every live tenant while there are at most metrics.max_tenants, otherwise those marked export_metrics.", nil, nil)
+	descApplied  = prometheus.NewDesc("barista_applied_index", "Last Raft index applied by this node.", nil, nil)
+	descLeader   = prometheus.NewDesc("barista_is_leader", "1 if this node is the leader.", nil, nil)
+	descVnow     = prometheus.NewDesc("barista_virtual_now_seconds", "Virtual time now, in virtual seconds (a weight-1 tenant's CPU second advances its tag by one).", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descQueued, descRunning, descDispatches, descCost, descCPU, descEnded, descFailures, descWeight, descApplied, descLeader, descVnow} {
+	for _, d := range []*prometheus.Desc{descQueued, descRunning, descDispatches, descCost, descCPU, descEnded, descFailures, descWeight,
+		descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
+		descExported, descApplied, descLeader, descVnow} {
 		ch <- d
 	}
 }
 
+// endedStates names the final states of jobs_ended_total, in a fixed order.
+var endedStates = [...]string{"completed", "failed", "cancelled", "timed_out"}
+
+func ended(c *fsm.Counters) [len(endedStates)]int64 {
+	return [...]int64{c.Completed, c.Failed, c.Cancelled, c.TimedOut}
+}
+
+func msToSeconds(ms int64) float64 { return float64(ms) / 1000 }
+
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	f := c.node.FSM
-	clock, _ := f.Clock()
-	ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(c.node.Raft().AppliedIndex()))
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge(descApplied, float64(c.node.Raft().AppliedIndex()))
 	leader := 0.0
 	if c.node.IsLeader() {
 		leader = 1
 	}
-	ch <- prometheus.MustNewConstMetric(descLeader, prometheus.GaugeValue, leader)
-	// Built under the read lock, sent after it: a slow scrape must not
+	gauge(descLeader, leader)
+	// Computed under the read lock, sent after it: a slow scrape must not
 	// hold up Apply.
-	var out []prometheus.Metric
-	f.Read(func(s *sfq.Scheduler) {
-		out = append(out, prometheus.MustNewConstMetric(descVnow, prometheus.GaugeValue, float64(s.VirtualNow())/1000))
-		s.Tenants(func(_ uint32, t *sfq.Tenant) bool {
-			for sz := sfq.Size(0); sz < sfq.NumSizes; sz++ {
-				out = append(out, prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(t.Queued[sz]), t.Name, sz.String()))
-			}
-			b := t.Billing
-			out = append(out, prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, float64(t.Running), t.Name))
-			out = append(out, prometheus.MustNewConstMetric(descDispatches, prometheus.CounterValue, float64(b.Dispatches), t.Name))
-			out = append(out, prometheus.MustNewConstMetric(descCost, prometheus.CounterValue, float64(b.DispatchedCostMs), t.Name))
-			out = append(out, prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, float64(b.CPUMs), t.Name))
-			for state, n := range map[string]uint64{"completed": b.Completed, "failed": b.Failed, "cancelled": b.Cancelled, "timed_out": b.TimedOut} {
-				out = append(out, prometheus.MustNewConstMetric(descEnded, prometheus.CounterValue, float64(n), t.Name, state))
-			}
-			out = append(out, prometheus.MustNewConstMetric(descFailures, prometheus.CounterValue, float64(b.Failures), t.Name))
-			out = append(out, prometheus.MustNewConstMetric(descWeight, prometheus.GaugeValue, float64(s.Weight(t, clock))/float64(sfq.WeightOne), t.Name, t.Tier.String()))
-			return true
-		})
-	})
-	for _, m := range out {
-		ch <- m
+	v := c.node.FSM.Metrics(c.maxTenants)
+	gauge(descVnow, float64(v.VirtualNow)/1e6)
+	gauge(descExported, float64(len(v.Tenants)))
+	for t := range v.Tiers {
+		m, tier := &v.Tiers[t], sfq.Tier(t).String()
+		gauge(descTierTenants, float64(m.Tenants), tier)
+		for sz := sfq.Size(0); sz < sfq.NumSizes; sz++ {
+			gauge(descTierQueued, float64(m.Queued[sz]), tier, sz.String())
+		}
+		gauge(descTierRunning, float64(m.Running), tier)
+		counter(descTierDispatches, float64(m.Counters.Dispatches), tier)
+		counter(descTierCost, msToSeconds(m.Counters.DispatchedCostMs), tier)
+		counter(descTierCPU, msToSeconds(m.Counters.CPUMs), tier)
+		for k, n := range ended(&m.Counters) {
+			counter(descTierEnded, float64(n), tier, endedStates[k])
+		}
+		counter(descTierFailures, float64(m.Counters.Failures), tier)
+	}
+	for i := range v.Tenants {
+		m := &v.Tenants[i]
+		for sz := sfq.Size(0); sz < sfq.NumSizes; sz++ {
+			gauge(descQueued, float64(m.Queued[sz]), m.Name, sz.String())
+		}
+		gauge(descRunning, float64(m.Running), m.Name)
+		counter(descDispatches, float64(m.Counters.Dispatches), m.Name)
+		counter(descCost, msToSeconds(m.Counters.DispatchedCostMs), m.Name)
+		counter(descCPU, msToSeconds(m.Counters.CPUMs), m.Name)
+		for k, n := range ended(&m.Counters) {
+			counter(descEnded, float64(n), m.Name, endedStates[k])
+		}
+		counter(descFailures, float64(m.Counters.Failures), m.Name)
+		gauge(descWeight, float64(m.Weight)/float64(sfq.WeightOne), m.Name, m.Tier.String())
 	}
 }

@@ -30,6 +30,12 @@ type Options struct {
 	// UnsafeDebug lets Apply propose envelopes of another version (tests of
 	// the fatal-entry path). Never enable it in production.
 	UnsafeDebug bool
+	// MetricsMaxTenants bounds the tenants with their own series on
+	// /metrics: all of them while there are at most this many, beyond
+	// that only those an admin marked export_metrics. 0 is read as
+	// DefaultMetricsMaxTenants; MetricsOnlyMarked (any negative value)
+	// exports only the marked.
+	MetricsMaxTenants int
 }
 
 // Server is a node's gRPC server with every service registered.
@@ -44,6 +50,16 @@ type Server struct {
 	web      sessions
 }
 
+func metricsMaxTenants(n int) int {
+	switch {
+	case n == 0:
+		return DefaultMetricsMaxTenants
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
 // NewServer builds the gRPC server of a node.
 func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.Logger == nil {
@@ -53,7 +69,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.PeerTLS != nil {
 		peerCreds = credentials.NewTLS(opt.PeerTLS)
 	}
-	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node),
+	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node, metricsMaxTenants(opt.MetricsMaxTenants)),
 		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken()}
 	sopts := []grpc.ServerOption{
 		// Explicit, and the same on every connection a node makes (see

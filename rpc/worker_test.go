@@ -32,7 +32,7 @@ const (
 
 // testNode is a one-node cluster and its gRPC server in this process.
 type testNode struct {
-	t    *testing.T
+	t    testing.TB
 	node *raftnode.Node
 	srv  *Server
 	addr string
@@ -43,7 +43,7 @@ type testNode struct {
 // startTestNode bootstraps a one-node cluster serving gRPC on a free
 // loopback port, with the given tokens (none: an open development
 // server) and its seed configuration adjusted by seed.
-func startTestNode(t *testing.T, tokens []Token, seed func(*fsm.Config)) *testNode {
+func startTestNode(t testing.TB, tokens []Token, seed func(*fsm.Config)) *testNode {
 	t.Helper()
 	raftLis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -90,7 +90,7 @@ func startTestNode(t *testing.T, tokens []Token, seed func(*fsm.Config)) *testNo
 }
 
 // waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -139,7 +139,7 @@ func (n *testNode) submit() sfq.JobID {
 
 // rawWorker is one worker stream driven message by message.
 type rawWorker struct {
-	t      *testing.T
+	t      testing.TB
 	stream grpc.BidiStreamingClient[pb.WorkerMessage, pb.LeaderMessage]
 	cancel context.CancelFunc
 	msgs   chan *pb.LeaderMessage

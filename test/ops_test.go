@@ -33,6 +33,16 @@ func scrape(t *testing.T, url, metric, label string) map[string]float64 {
 	return m
 }
 
+// scrapeMs reads a family in seconds by label value, in milliseconds.
+func scrapeMs(t *testing.T, url, metric, label string) map[string]float64 {
+	t.Helper()
+	m := scrape(t, url, metric, label)
+	for k, v := range m {
+		m[k] = v * 1000
+	}
+	return m
+}
+
 func tryScrape(url, metric, label string) (map[string]float64, error) {
 	all, err := cluster.Scrape(url)
 	if err != nil {
@@ -83,7 +93,7 @@ func TestDevShares(t *testing.T) {
 	// Warm up until every demo tenant has work dispatched.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		m, _ := tryScrape(metrics, "barista_dispatched_cost_ms_total", "tenant")
+		m, _ := tryScrape(metrics, "barista_dispatched_cost_seconds_total", "tenant")
 		if len(m) == 5 && m["hooli-free"] > 0 {
 			break
 		}
@@ -92,9 +102,9 @@ func TestDevShares(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	m0 := scrape(t, metrics, "barista_dispatched_cost_ms_total", "tenant")
+	m0 := scrapeMs(t, metrics, "barista_dispatched_cost_seconds_total", "tenant")
 	time.Sleep(25 * time.Second)
-	m1 := scrape(t, metrics, "barista_dispatched_cost_ms_total", "tenant")
+	m1 := scrapeMs(t, metrics, "barista_dispatched_cost_seconds_total", "tenant")
 	const maxCost = 400.0
 	for a, wa := range weights {
 		for b, wb := range weights {

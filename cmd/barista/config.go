@@ -38,12 +38,16 @@ type serverConfig struct {
 	InsecureHTTP bool
 	// MetricsAuth makes /metrics need an admin or metrics token.
 	MetricsAuth bool
+	// MetricsMaxTenants bounds the tenants with their own /metrics series
+	// (0: only tenants marked export_metrics).
+	MetricsMaxTenants uint32
 }
 
 func defaultServerConfig() serverConfig {
 	n := raftnode.DefaultConfig()
 	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
-	return serverConfig{Node: n, LogLevel: "info", TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName}}
+	return serverConfig{Node: n, LogLevel: "info", TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
+		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants}
 }
 
 // setting is one server setting, declared once: its configuration file
@@ -104,6 +108,8 @@ func (c *serverConfig) settings() []setting {
 
 		{key: "http.insecure", flag: "insecure-http", usage: "with tokens configured, allow a non-loopback --http-addr without TLS (tokens then cross the network in clear)", val: &boolVal{&c.InsecureHTTP}},
 		{key: "http.metrics_require_token", flag: "metrics-require-token", usage: "/metrics needs an admin or metrics token (it shows tenant names)", val: &boolVal{&c.MetricsAuth}},
+		{key: "metrics.max_tenants", flag: "metrics-max-tenants", usage: "/metrics has per-tenant series for every tenant while there are at most `N`, beyond that only for tenants marked --export-metrics (0: only those)",
+			val: &intVal[uint32]{&c.MetricsMaxTenants, 0, 10_000_000}},
 
 		{key: "tls.cert", flag: "tls-cert", usage: "PEM certificate `FILE` for gRPC and Raft TLS", val: &stringVal{&c.TLS.Cert}},
 		{key: "tls.key", flag: "tls-key", usage: "PEM private key `FILE` of --tls-cert", val: &stringVal{&c.TLS.Key}},

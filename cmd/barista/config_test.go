@@ -86,6 +86,8 @@ cert = "n7.pem"
 key = "n7-key.pem"
 ca = "ca.pem"
 cluster_name = "east"
+[metrics]
+max_tenants = 50
 [scheduler]
 policy = "reserve:500ms"
 clamp = "dispatch"
@@ -135,7 +137,7 @@ func TestConfigFileEveryKey(t *testing.T) {
 		t.Errorf("node:\n got %+v\nwant %+v", got, want)
 	}
 	if strings.Join(c.Join, " ") != "a:1 b:2" || c.LogLevel != "debug" || !c.LogJSON || !c.Pprof || c.InsecureDev || c.UnsafeDebug ||
-		!c.InsecureRaft || !c.InsecureHTTP || !c.MetricsAuth ||
+		!c.InsecureRaft || !c.InsecureHTTP || !c.MetricsAuth || c.MetricsMaxTenants != 50 ||
 		c.TLS != (raftnode.TLSFiles{Cert: "n7.pem", Key: "n7-key.pem", CA: "ca.pem", Cluster: "east"}) {
 		t.Errorf("server settings: %+v", c)
 	}
@@ -324,6 +326,7 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 		{"[node]\nbootstrap = \"yes\"\n", "node.bootstrap: want true or false, got a string"},
 		{"[auth]\ntokens = 5\n", "auth.tokens: want an array of tables ([[auth.tokens]]), got an integer"},
 		{"[log]\nlevel = \"loud\"\n", `log.level: unknown level "loud" (want trace, debug, info, warn or error)`},
+		{"[metrics]\nmax_tenants = -1\n", "metrics.max_tenants: -1 is out of range (0..10000000)"},
 		{"[node\nid=1", "line 2, column 6"},
 	}
 	for _, c := range cases {

@@ -159,7 +159,8 @@ func runServer(env *cmdEnv, o any, args []string) error {
 		}
 		return fmt.Errorf("starting node %s: %w", cfg.ID, err)
 	}
-	srv := rpc.NewServer(node, rpc.Options{Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: sc.UnsafeDebug})
+	srv := rpc.NewServer(node, rpc.Options{Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: sc.UnsafeDebug,
+		MetricsMaxTenants: metricsMaxTenants(sc.MetricsMaxTenants)})
 	serveErr := make(chan error, 2)
 	grpcLis := ls.grpc
 	ls.grpc = nil
@@ -218,6 +219,15 @@ func runServer(env *cmdEnv, o any, args []string) error {
 		node.Shutdown()
 		return fmt.Errorf("grpc server: %w", err)
 	}
+}
+
+// metricsMaxTenants converts --metrics-max-tenants to rpc.Options, where
+// 0 would mean the default.
+func metricsMaxTenants(n uint32) int {
+	if n == 0 {
+		return rpc.MetricsOnlyMarked
+	}
+	return int(n)
 }
 
 // listeners are a server's three listeners, bound before anything starts.

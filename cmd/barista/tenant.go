@@ -28,6 +28,7 @@ type tenantSetOpts struct {
 	capLG       uint32
 	inflightCPU time.Duration
 	maxQueued   uint32
+	export      bool
 }
 
 func tenantJSON(t *pb.Tenant) map[string]any {
@@ -36,7 +37,7 @@ func tenantJSON(t *pb.Tenant) map[string]any {
 	return map[string]any{
 		"name": t.Name, "tier": tier.String(), "multiplier": t.Multiplier,
 		"cap": c.GetMaxRunning(), "cap_sm": c.GetMaxRunningSm(), "cap_md": c.GetMaxRunningMd(), "cap_lg": c.GetMaxRunningLg(),
-		"inflight_cpu_ms": c.GetMaxInflightCpuMs(), "max_queued": c.GetMaxQueued(),
+		"inflight_cpu_ms": c.GetMaxInflightCpuMs(), "max_queued": c.GetMaxQueued(), "export_metrics": t.ExportMetrics,
 	}
 }
 
@@ -57,19 +58,24 @@ func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
 	if ms := t.Caps.GetMaxInflightCpuMs(); ms > 0 {
 		inflight = (time.Duration(ms) * time.Millisecond).String()
 	}
-	rows = append(rows, [2]string{"inflight_cpu", inflight})
+	rows = append(rows, [2]string{"inflight_cpu", inflight}, [2]string{"export_metrics", fmt.Sprint(t.ExportMetrics)})
 	printTable(env.stdout, rows)
 	return nil
 }
 
 func init() {
 	register("tenant set", &command{
-		synopsis: "Create or update a tenant (tier, multiplier, caps, quota)",
-		usage:    "NAME --tier TIER [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N]",
+		synopsis: "Create or update a tenant (tier, multiplier, caps, quota, metrics)",
+		usage:    "NAME --tier TIER [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N] [--export-metrics[=false]]",
 		help: `Creates the tenant, or updates it: flags not given keep their current
 values, and an update keeps the tenant's tags, usage and counters. A cap
 of 0 means no cap. A cap decrease preempts nothing; it blocks new
-dispatches until usage falls below it.`,
+dispatches until usage falls below it.
+
+--export-metrics keeps the tenant's own series on /metrics when the
+cluster has more tenants than the servers' --metrics-max-tenants (below
+that bound every tenant has them); --export-metrics=false removes the
+mark.`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &tenantSetOpts{fs: fs}
 			o.register(fs)
@@ -84,6 +90,7 @@ dispatches until usage falls below it.`,
 			msFlag(fs, &o.inflightCPU, "inflight-cpu", 0, time.Millisecond, 2562047*time.Hour, "none",
 				"max estimated CPU of running jobs (`DURATION`)")
 			numFlag(fs, &o.maxQueued, "max-queued", 0, 0, math.MaxUint32, "quota of queued jobs (`N`, 0 = none)")
+			fs.BoolVar(&o.export, "export-metrics", false, "its own series on /metrics beyond the servers' --metrics-max-tenants")
 			return o
 		},
 		run: runTenantSet,
@@ -169,7 +176,7 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 		cur, err := admin.GetTenant(ctx, &pb.GetTenantRequest{Name: args[0]})
 		switch status.Code(err) {
 		case codes.OK:
-			req.Tier, req.Multiplier, req.Caps = cur.Tier, cur.Multiplier, cur.Caps
+			req.Tier, req.Multiplier, req.Caps, req.ExportMetrics = cur.Tier, cur.Multiplier, cur.Caps, cur.ExportMetrics
 			if req.Caps == nil {
 				req.Caps = &pb.Caps{}
 			}
@@ -202,6 +209,9 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 		}
 		if set["inflight-cpu"] {
 			c.MaxInflightCpuMs = opts.inflightCPU.Milliseconds()
+		}
+		if set["export-metrics"] {
+			req.ExportMetrics = opts.export
 		}
 		out, err = admin.UpsertTenant(ctx, req)
 		return err

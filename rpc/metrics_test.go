@@ -1,0 +1,237 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	pb "barista/proto"
+)
+
+// addTenants creates tenants t-000000 .. t-(n-1), tiers in turn, each with
+// one queued md job, in batches of commands per log entry.
+func (n *testNode) addTenants(count int) {
+	n.t.Helper()
+	const batch = 500
+	for lo := 0; lo < count; lo += batch {
+		var cmds []*pb.Command
+		for i := lo; i < min(lo+batch, count); i++ {
+			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: fmt.Sprintf("t-%06d", i), Tier: pb.Tier(1 + i%5)}}})
+		}
+		n.propose(cmds...)
+		cmds = cmds[:0]
+		for i := lo; i < min(lo+batch, count); i++ {
+			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: fmt.Sprintf("t-%06d", i), Size: pb.Size_MD, EstCostMs: 1000}}})
+		}
+		n.propose(cmds...)
+	}
+}
+
+// scrape returns one /metrics response body.
+func scrape(tb testing.TB, h http.Handler, gzip bool) []byte {
+	tb.Helper()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	if gzip {
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		tb.Fatalf("/metrics: %d %s", rec.Code, rec.Body.String())
+	}
+	body, _ := io.ReadAll(rec.Body)
+	return body
+}
+
+// samples counts the sample lines of a text exposition.
+func samples(body []byte) int {
+	n := 0
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		if len(line) > 0 && line[0] != '#' {
+			n++
+		}
+	}
+	return n
+}
+
+// BenchmarkMetricsScrape10kTenants measures one /metrics scrape of a node
+// holding 10,000 tenants: its time, and its size plain and gzipped. bound:
+// the node's whole page with the default metrics.max_tenants (no tenant
+// marked); all: the replicated state's series alone with a bound above
+// 10,000, so that every tenant has its own series.
+func BenchmarkMetricsScrape10kTenants(b *testing.B) {
+	n := startTestNode(b, nil, nil)
+	n.addTenants(10_000)
+	all := prometheus.NewRegistry()
+	all.MustRegister(&stateCollector{node: n.node, maxTenants: 10_000})
+	for _, c := range []struct {
+		name string
+		h    http.Handler
+	}{
+		{"bound", n.srv.HTTPHandler(HTTPOptions{})},
+		{"all", promhttp.HandlerFor(all, promhttp.HandlerOpts{})},
+	} {
+		for _, gz := range []bool{false, true} {
+			b.Run(c.name+map[bool]string{false: "/plain", true: "/gzip"}[gz], func(b *testing.B) {
+				var body []byte
+				for b.Loop() {
+					body = scrape(b, c.h, gz)
+				}
+				b.ReportMetric(float64(len(body)), "bytes/scrape")
+				if !gz {
+					b.ReportMetric(float64(samples(body)), "samples/scrape")
+				}
+			})
+		}
+	}
+}
+
+// families lists the barista families of a text exposition (its TYPE
+// lines), sorted.
+func families(body []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[1] == "TYPE" && strings.HasPrefix(f[2], "barista_") {
+			out = append(out, f[2])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMetricsLintClean: a node's whole /metrics page, with a tenant that
+// ran a job, passes promlint, and holds exactly these barista families.
+func TestMetricsLintClean(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	n.submit()
+	w, _, err := n.connect("", hello("w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := w.ready(1)
+	w.send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: a.Job, Attempt: a.Attempt}}})
+	w.send(finished(a.Job, a.Attempt, 1500, ""))
+	for w.next().GetFinishedAck() == nil {
+	}
+	body := scrape(t, n.srv.HTTPHandler(HTTPOptions{}), false)
+
+	problems, err := promlint.New(bytes.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	want := []string{
+		"barista_applied_index", "barista_cpu_billed_seconds_total", "barista_dispatch_latency_seconds",
+		"barista_dispatched_cost_seconds_total", "barista_dispatches_total", "barista_entry_commands", "barista_expiries_total",
+		"barista_exported_tenants", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds", "barista_is_leader",
+		"barista_jobs_ended_total", "barista_leader_changes_total", "barista_queued_jobs", "barista_raft_propose_seconds",
+		"barista_run_failures_total", "barista_running_jobs", "barista_snapshot_freeze_seconds", "barista_snapshot_persist_seconds",
+		"barista_tenant_weight", "barista_tier_cpu_billed_seconds_total", "barista_tier_dispatched_cost_seconds_total",
+		"barista_tier_dispatches_total", "barista_tier_jobs_ended_total", "barista_tier_queued_jobs", "barista_tier_run_failures_total",
+		"barista_tier_running_jobs", "barista_tier_tenants", "barista_virtual_now_seconds", "barista_worker_reports_unproposed_total",
+	}
+	if got := families(body); !slices.Equal(got, want) {
+		t.Errorf("families:\n got %q\nwant %q", got, want)
+	}
+	for _, line := range []string{
+		`barista_cpu_billed_seconds_total{tenant="acme"} 1.5`,
+		`barista_dispatched_cost_seconds_total{tenant="acme"} 1`,
+		`barista_tier_cpu_billed_seconds_total{tier="gold"} 1.5`,
+		`barista_tier_jobs_ended_total{state="completed",tier="gold"} 1`,
+		`barista_exported_tenants 1`,
+	} {
+		if !bytes.Contains(body, []byte("\n"+line+"\n")) {
+			t.Errorf("no line %s", line)
+		}
+	}
+}
+
+// TestMetricsTenantBound: beyond the bound, only the tenants an admin
+// marked export_metrics keep their own series; the tiers always report.
+// The mark is set through the admin API and read back by GetTenant.
+func TestMetricsTenantBound(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	admin := pb.NewAdminClient(n.dial(""))
+	ctx := context.Background()
+	for _, r := range []*pb.UpsertTenantRequest{
+		{Name: "a", Tier: pb.Tier_GOLD},
+		{Name: "b", Tier: pb.Tier_GOLD},
+		{Name: "c", Tier: pb.Tier_FREE, ExportMetrics: true},
+	} {
+		out, err := admin.UpsertTenant(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.ExportMetrics != r.ExportMetrics {
+			t.Fatalf("upsert %s: export_metrics %v, want %v", r.Name, out.ExportMetrics, r.ExportMetrics)
+		}
+	}
+	if got, err := admin.GetTenant(ctx, &pb.GetTenantRequest{Name: "c"}); err != nil || !got.ExportMetrics {
+		t.Fatalf("get c: %v, %v; want export_metrics", got, err)
+	}
+	n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 10}}})
+
+	check := func(max int, want string) {
+		t.Helper()
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(&stateCollector{node: n.node, maxTenants: max})
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "barista_running_jobs", "barista_exported_tenants",
+			"barista_tier_tenants", "barista_tier_queued_jobs"); err != nil {
+			t.Errorf("max_tenants %d: %v", max, err)
+		}
+	}
+	const tiers = `# HELP barista_tier_queued_jobs Queued jobs by tier and size.
+# TYPE barista_tier_queued_jobs gauge
+barista_tier_queued_jobs{size="lg",tier="bronze"} 0
+barista_tier_queued_jobs{size="lg",tier="diamond"} 0
+barista_tier_queued_jobs{size="lg",tier="free"} 0
+barista_tier_queued_jobs{size="lg",tier="gold"} 0
+barista_tier_queued_jobs{size="lg",tier="silver"} 0
+barista_tier_queued_jobs{size="md",tier="bronze"} 0
+barista_tier_queued_jobs{size="md",tier="diamond"} 0
+barista_tier_queued_jobs{size="md",tier="free"} 0
+barista_tier_queued_jobs{size="md",tier="gold"} 0
+barista_tier_queued_jobs{size="md",tier="silver"} 0
+barista_tier_queued_jobs{size="sm",tier="bronze"} 0
+barista_tier_queued_jobs{size="sm",tier="diamond"} 0
+barista_tier_queued_jobs{size="sm",tier="free"} 0
+barista_tier_queued_jobs{size="sm",tier="gold"} 1
+barista_tier_queued_jobs{size="sm",tier="silver"} 0
+# HELP barista_tier_tenants Live tenants by tier.
+# TYPE barista_tier_tenants gauge
+barista_tier_tenants{tier="bronze"} 0
+barista_tier_tenants{tier="diamond"} 0
+barista_tier_tenants{tier="free"} 1
+barista_tier_tenants{tier="gold"} 2
+barista_tier_tenants{tier="silver"} 0
+`
+	check(3, `# HELP barista_exported_tenants Tenants with their own series on this node: every live tenant while there are at most metrics.max_tenants, otherwise those marked export_metrics.
+# TYPE barista_exported_tenants gauge
+barista_exported_tenants 3
+# HELP barista_running_jobs Assigned and running jobs by tenant (tenants with their own series only).
+# TYPE barista_running_jobs gauge
+barista_running_jobs{tenant="a"} 0
+barista_running_jobs{tenant="b"} 0
+barista_running_jobs{tenant="c"} 0
+`+tiers)
+	check(2, `# HELP barista_exported_tenants Tenants with their own series on this node: every live tenant while there are at most metrics.max_tenants, otherwise those marked export_metrics.
+# TYPE barista_exported_tenants gauge
+barista_exported_tenants 1
+# HELP barista_running_jobs Assigned and running jobs by tenant (tenants with their own series only).
+# TYPE barista_running_jobs gauge
+barista_running_jobs{tenant="c"} 0
+`+tiers)
+}
