@@ -279,6 +279,8 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 		return f.applyMemberRemove(cmd.MemberRemove)
 	case *pb.Command_WorkerDrain:
 		return f.applyWorkerDrain(cmd.WorkerDrain)
+	case *pb.Command_SetGroup:
+		return f.applySetGroup(cmd.SetGroup)
 	}
 	return refusef(Invalid, "empty or unknown command")
 }

@@ -93,8 +93,29 @@ func (m *Machine) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
 	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
 		Tenant: sub.Tenant, IdempotencyKey: sub.Key, JobType: sub.Type, Size: fsm.SizeToPB(sub.Size),
 		EstCostMs: sub.EstCostMs, Payload: []byte(sub.Payload), MaxAttempts: sub.MaxAttempts, TimeoutMs: sub.TimeoutMs,
-		JobClass: fsm.ClassToPB(sub.Class), DeadlineMs: sub.DeadlineMs}}})
+		JobClass: fsm.ClassToPB(sub.Class), DeadlineMs: sub.DeadlineMs, Group: sub.Group}}})
 	return r.Job, err
+}
+
+// SetGroup implements Target.
+func (m *Machine) SetGroup(now sfq.Time, tenant, group string, admin sfq.GroupCap, own uint32, asTenant bool) error {
+	c := &pb.SetGroup{Tenant: tenant, Group: group, AsTenant: asTenant}
+	if asTenant {
+		c.CapKind, c.Limit = pb.GroupCapKind_GROUP_CAP_NONE, 0
+		if own != 0 {
+			c.CapKind, c.Limit = pb.GroupCapKind_GROUP_CAP_LIMIT, own
+		}
+	} else {
+		c.CapKind, c.Limit = fsm.GroupCapToPB(admin)
+	}
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: c}})
+	return err
+}
+
+// Group implements Target.
+func (m *Machine) Group(tenant, group string) (g sfq.Group, ok bool) {
+	m.F.Read(func(s *sfq.Scheduler) { g, ok = s.Group(tenant, group) })
+	return g, ok
 }
 
 // Dispatch implements Target.

@@ -63,7 +63,7 @@ func decisions(out []byte) string {
 	var b strings.Builder
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(l, "dispatch ") || strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "tenant ") ||
-			strings.HasPrefix(l, "explain ") || strings.HasPrefix(l, "type ") {
+			strings.HasPrefix(l, "explain ") || strings.HasPrefix(l, "type ") || strings.HasPrefix(l, "group ") {
 			b.WriteString(l + "\n")
 		}
 	}
@@ -183,6 +183,14 @@ func TestScriptErrors(t *testing.T) {
 		{"expire 1 soon", `bad expiry "soon"`},
 		{"finish 1", `finish needs cpu=`},
 		{"delete a", `tenant has queued or running jobs`},
+		{"submit a size=sm cost=1s group=bad/name", `group name "bad/name" has '/' at byte 3 (allowed: A-Z a-z 0-9 . _ : @ -)`},
+		{"tenant a group_order=random", `unknown group_order "random" (want fifo or fair)`},
+		{"tenant a max_groups=0", `bad max_groups "0"`},
+		{"tenant a group_cap=0", `bad group_cap "0"`},
+		{"group a g cap=0", `group cap "0" (want inherit, none or 1..1000000)`},
+		{"group a g size=1", `unknown group key "size" (want cap or tenant_cap)`},
+		{"group nobody g cap=1", `NOT_FOUND: unknown tenant "nobody"`},
+		{"show group a g", `tenant "a" has no group "g"`},
 	}
 	for _, c := range cases {
 		script := "at 0s\ntenant a tier=free\nsubmit a size=sm cost=1s\n" + c.line + "\ndispatch sm\n"
