@@ -33,6 +33,10 @@ type Tenant struct {
 	Caps          *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
 	Created       bool                   `protobuf:"varint,5,opt,name=created,proto3" json:"created,omitempty"`                                   // set by UpsertTenant: the tenant is new
 	ExportMetrics bool                   `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"` // its own series on /metrics beyond metrics.max_tenants
+	GroupCap      uint32                 `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`                // cap of each named group whose cap is inherit; 0 = none
+	GroupOrder    GroupOrder             `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
+	MaxGroups     uint32                 `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"` // 0 = the default (10000)
+	Groups        uint32                 `protobuf:"varint,43,opt,name=groups,proto3" json:"groups,omitempty"`                        // its named groups with jobs or settings
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -109,6 +113,34 @@ func (x *Tenant) GetExportMetrics() bool {
 	return false
 }
 
+func (x *Tenant) GetGroupCap() uint32 {
+	if x != nil {
+		return x.GroupCap
+	}
+	return 0
+}
+
+func (x *Tenant) GetGroupOrder() GroupOrder {
+	if x != nil {
+		return x.GroupOrder
+	}
+	return GroupOrder_GROUP_ORDER_UNSPECIFIED
+}
+
+func (x *Tenant) GetMaxGroups() uint32 {
+	if x != nil {
+		return x.MaxGroups
+	}
+	return 0
+}
+
+func (x *Tenant) GetGroups() uint32 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
 type UpsertTenantRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -119,6 +151,13 @@ type UpsertTenantRequest struct {
 	// are more tenants than a node's metrics.max_tenants. An upsert sets
 	// every field: send the current value to keep it.
 	ExportMetrics bool `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"`
+	// group_cap caps the Assigned+Running jobs of each named group whose
+	// own cap is inherit (0 = none); group_order chooses among the heads of
+	// the tenant's groups; max_groups bounds its named groups (0 = the
+	// default, 10000).
+	GroupCap      uint32     `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`
+	GroupOrder    GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
+	MaxGroups     uint32     `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -186,6 +225,27 @@ func (x *UpsertTenantRequest) GetExportMetrics() bool {
 		return x.ExportMetrics
 	}
 	return false
+}
+
+func (x *UpsertTenantRequest) GetGroupCap() uint32 {
+	if x != nil {
+		return x.GroupCap
+	}
+	return 0
+}
+
+func (x *UpsertTenantRequest) GetGroupOrder() GroupOrder {
+	if x != nil {
+		return x.GroupOrder
+	}
+	return GroupOrder_GROUP_ORDER_UNSPECIFIED
+}
+
+func (x *UpsertTenantRequest) GetMaxGroups() uint32 {
+	if x != nil {
+		return x.MaxGroups
+	}
+	return 0
 }
 
 type DeleteTenantRequest struct {
@@ -559,8 +619,10 @@ type TenantShare struct {
 	DispatchedCostMs int64                  `protobuf:"varint,7,opt,name=dispatched_cost_ms,json=dispatchedCostMs,proto3" json:"dispatched_cost_ms,omitempty"` // est_cost dispatched in the window
 	Share            float64                `protobuf:"fixed64,8,opt,name=share,proto3" json:"share,omitempty"`                                                // of the window's dispatches
 	EntitledShare    float64                `protobuf:"fixed64,9,opt,name=entitled_share,json=entitledShare,proto3" json:"entitled_share,omitempty"`           // weight among the active tenants
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// groups are the tenant's groups with the most queued jobs (at most 5).
+	Groups        []*GroupUsage `protobuf:"bytes,40,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TenantShare) Reset() {
@@ -656,6 +718,13 @@ func (x *TenantShare) GetEntitledShare() float64 {
 	return 0
 }
 
+func (x *TenantShare) GetGroups() []*GroupUsage {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
 type TopResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
@@ -737,7 +806,7 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\xc9\x01\n" +
+	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\xd6\x02\n" +
 	"\x06Tenant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -746,7 +815,13 @@ const file_admin_proto_rawDesc = "" +
 	"multiplier\x12$\n" +
 	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12\x18\n" +
 	"\acreated\x18\x05 \x01(\bR\acreated\x12%\n" +
-	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\"\xbc\x01\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12\x1b\n" +
+	"\tgroup_cap\x18( \x01(\rR\bgroupCap\x127\n" +
+	"\vgroup_order\x18) \x01(\x0e2\x16.barista.v1.GroupOrderR\n" +
+	"groupOrder\x12\x1d\n" +
+	"\n" +
+	"max_groups\x18* \x01(\rR\tmaxGroups\x12\x16\n" +
+	"\x06groups\x18+ \x01(\rR\x06groups\"\xb1\x02\n" +
 	"\x13UpsertTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -754,7 +829,12 @@ const file_admin_proto_rawDesc = "" +
 	"multiplier\x18\x03 \x01(\rR\n" +
 	"multiplier\x12$\n" +
 	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12%\n" +
-	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\")\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12\x1b\n" +
+	"\tgroup_cap\x18( \x01(\rR\bgroupCap\x127\n" +
+	"\vgroup_order\x18) \x01(\x0e2\x16.barista.v1.GroupOrderR\n" +
+	"groupOrder\x12\x1d\n" +
+	"\n" +
+	"max_groups\x18* \x01(\rR\tmaxGroups\")\n" +
 	"\x13DeleteTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
 	"\x14DeleteTenantResponse\"S\n" +
@@ -772,7 +852,7 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"TopRequest\x12+\n" +
 	"\x04read\x18\x01 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1b\n" +
-	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\x9c\x02\n" +
+	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\xcc\x02\n" +
 	"\vTenantShare\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x16\n" +
@@ -784,7 +864,8 @@ const file_admin_proto_rawDesc = "" +
 	"dispatches\x12,\n" +
 	"\x12dispatched_cost_ms\x18\a \x01(\x03R\x10dispatchedCostMs\x12\x14\n" +
 	"\x05share\x18\b \x01(\x01R\x05share\x12%\n" +
-	"\x0eentitled_share\x18\t \x01(\x01R\rentitledShare\"\xc7\x01\n" +
+	"\x0eentitled_share\x18\t \x01(\x01R\rentitledShare\x12.\n" +
+	"\x06groups\x18( \x03(\v2\x16.barista.v1.GroupUsageR\x06groups\"\xc7\x01\n" +
 	"\vTopResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12#\n" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12&\n" +
@@ -828,41 +909,46 @@ var file_admin_proto_goTypes = []any{
 	(*TopResponse)(nil),          // 11: barista.v1.TopResponse
 	(Tier)(0),                    // 12: barista.v1.Tier
 	(*Caps)(nil),                 // 13: barista.v1.Caps
-	(*ReadOptions)(nil),          // 14: barista.v1.ReadOptions
-	(*SchedulerConfig)(nil),      // 15: barista.v1.SchedulerConfig
+	(GroupOrder)(0),              // 14: barista.v1.GroupOrder
+	(*ReadOptions)(nil),          // 15: barista.v1.ReadOptions
+	(*SchedulerConfig)(nil),      // 16: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),           // 17: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
 	12, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
 	13, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	12, // 2: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	13, // 3: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	14, // 4: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	14, // 5: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
-	0,  // 6: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	14, // 7: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	15, // 8: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	14, // 9: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	12, // 10: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	10, // 11: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	1,  // 12: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	2,  // 13: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	4,  // 14: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	5,  // 15: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	7,  // 16: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	8,  // 17: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	9,  // 18: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	0,  // 19: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	3,  // 20: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	0,  // 21: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	6,  // 22: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	15, // 23: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	15, // 24: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	11, // 25: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	19, // [19:26] is the sub-list for method output_type
-	12, // [12:19] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	14, // 2: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
+	12, // 3: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	13, // 4: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
+	14, // 5: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	15, // 6: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	15, // 7: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	0,  // 8: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
+	15, // 9: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	16, // 10: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	15, // 11: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	12, // 12: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	17, // 13: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	10, // 14: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	1,  // 15: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	2,  // 16: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	4,  // 17: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	5,  // 18: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	7,  // 19: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	8,  // 20: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	9,  // 21: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	0,  // 22: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	3,  // 23: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	0,  // 24: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	6,  // 25: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	16, // 26: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	16, // 27: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	11, // 28: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	22, // [22:29] is the sub-list for method output_type
+	15, // [15:22] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }

@@ -31,6 +31,9 @@ const (
 	Client_CancelJob_FullMethodName   = "/barista.v1.Client/CancelJob"
 	Client_WatchEvents_FullMethodName = "/barista.v1.Client/WatchEvents"
 	Client_TenantUsage_FullMethodName = "/barista.v1.Client/TenantUsage"
+	Client_SetGroup_FullMethodName    = "/barista.v1.Client/SetGroup"
+	Client_GetGroup_FullMethodName    = "/barista.v1.Client/GetGroup"
+	Client_ListGroups_FullMethodName  = "/barista.v1.Client/ListGroups"
 )
 
 // ClientClient is the client API for Client service.
@@ -49,6 +52,13 @@ type ClientClient interface {
 	// at least once; reconnect with the last seq + 1 to resume without a gap.
 	WatchEvents(ctx context.Context, in *WatchEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error)
 	TenantUsage(ctx context.Context, in *TenantUsageRequest, opts ...grpc.CallOption) (*TenantUsageResponse, error)
+	// SetGroup sets a group's cap: with an admin token the admin's cap
+	// (inherit, none or N), with the tenant's client token the tenant's
+	// own cap, a second cap that can only tighten (both apply).
+	SetGroup(ctx context.Context, in *SetGroupRequest, opts ...grpc.CallOption) (*Group, error)
+	GetGroup(ctx context.Context, in *GetGroupRequest, opts ...grpc.CallOption) (*Group, error)
+	// ListGroups pages through a tenant's groups by name.
+	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
 }
 
 type clientClient struct {
@@ -138,6 +148,36 @@ func (c *clientClient) TenantUsage(ctx context.Context, in *TenantUsageRequest, 
 	return out, nil
 }
 
+func (c *clientClient) SetGroup(ctx context.Context, in *SetGroupRequest, opts ...grpc.CallOption) (*Group, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Group)
+	err := c.cc.Invoke(ctx, Client_SetGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) GetGroup(ctx context.Context, in *GetGroupRequest, opts ...grpc.CallOption) (*Group, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Group)
+	err := c.cc.Invoke(ctx, Client_GetGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListGroupsResponse)
+	err := c.cc.Invoke(ctx, Client_ListGroups_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServer is the server API for Client service.
 // All implementations must embed UnimplementedClientServer
 // for forward compatibility.
@@ -154,6 +194,13 @@ type ClientServer interface {
 	// at least once; reconnect with the last seq + 1 to resume without a gap.
 	WatchEvents(*WatchEventsRequest, grpc.ServerStreamingServer[Event]) error
 	TenantUsage(context.Context, *TenantUsageRequest) (*TenantUsageResponse, error)
+	// SetGroup sets a group's cap: with an admin token the admin's cap
+	// (inherit, none or N), with the tenant's client token the tenant's
+	// own cap, a second cap that can only tighten (both apply).
+	SetGroup(context.Context, *SetGroupRequest) (*Group, error)
+	GetGroup(context.Context, *GetGroupRequest) (*Group, error)
+	// ListGroups pages through a tenant's groups by name.
+	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
 	mustEmbedUnimplementedClientServer()
 }
 
@@ -184,6 +231,15 @@ func (UnimplementedClientServer) WatchEvents(*WatchEventsRequest, grpc.ServerStr
 }
 func (UnimplementedClientServer) TenantUsage(context.Context, *TenantUsageRequest) (*TenantUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TenantUsage not implemented")
+}
+func (UnimplementedClientServer) SetGroup(context.Context, *SetGroupRequest) (*Group, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetGroup not implemented")
+}
+func (UnimplementedClientServer) GetGroup(context.Context, *GetGroupRequest) (*Group, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetGroup not implemented")
+}
+func (UnimplementedClientServer) ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListGroups not implemented")
 }
 func (UnimplementedClientServer) mustEmbedUnimplementedClientServer() {}
 func (UnimplementedClientServer) testEmbeddedByValue()                {}
@@ -325,6 +381,60 @@ func _Client_TenantUsage_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Client_SetGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).SetGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_SetGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).SetGroup(ctx, req.(*SetGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_GetGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).GetGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_GetGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).GetGroup(ctx, req.(*GetGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_ListGroups_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListGroupsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).ListGroups(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_ListGroups_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).ListGroups(ctx, req.(*ListGroupsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Client_ServiceDesc is the grpc.ServiceDesc for Client service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -355,6 +465,18 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TenantUsage",
 			Handler:    _Client_TenantUsage_Handler,
+		},
+		{
+			MethodName: "SetGroup",
+			Handler:    _Client_SetGroup_Handler,
+		},
+		{
+			MethodName: "GetGroup",
+			Handler:    _Client_GetGroup_Handler,
+		},
+		{
+			MethodName: "ListGroups",
+			Handler:    _Client_ListGroups_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -22,7 +22,8 @@ type AdminService struct {
 
 func tenantToPB(i uint32, t *sfq.Tenant, flags fsm.TenantFlags) *pb.Tenant {
 	return &pb.Tenant{Name: t.Name, Tier: fsm.TierToPB(t.Tier), Multiplier: t.Multiplier, Caps: fsm.CapsToPB(t.Caps),
-		ExportMetrics: flags.ExportMetrics(i)}
+		ExportMetrics: flags.ExportMetrics(i), GroupCap: t.GroupCap, GroupOrder: fsm.GroupOrderToPB(t.GroupOrder), MaxGroups: t.MaxGroups,
+		Groups: t.Groups}
 }
 
 // readTenant returns a live tenant's configuration, or nil.
@@ -50,6 +51,15 @@ func validateTenant(req *pb.UpsertTenantRequest) error {
 	if c := req.Caps; c != nil && (c.MaxInflightCpuMs < 0 || c.MaxInflightCpuMs > sfq.MaxEstCostMs*1000) {
 		return status.Errorf(codes.InvalidArgument, "caps.max_inflight_cpu_ms: %d is out of range", c.MaxInflightCpuMs)
 	}
+	if req.GroupCap > sfq.MaxGroupCap {
+		return status.Errorf(codes.InvalidArgument, "group_cap: %d, at most %d (0 = none)", req.GroupCap, sfq.MaxGroupCap)
+	}
+	if _, err := fsm.GroupOrderFromPB(req.GroupOrder); err != nil {
+		return status.Errorf(codes.InvalidArgument, "group_order: must be fifo or fair (got %v)", req.GroupOrder)
+	}
+	if req.MaxGroups > sfq.MaxMaxGroups {
+		return status.Errorf(codes.InvalidArgument, "max_groups: %d, at most %d (0 = the default %d)", req.MaxGroups, sfq.MaxMaxGroups, sfq.DefaultMaxGroups)
+	}
 	return nil
 }
 
@@ -65,7 +75,8 @@ func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantReq
 		return resp, err
 	}
 	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{
-		Name: req.Name, Tier: req.Tier, Multiplier: req.Multiplier, Caps: req.Caps, ExportMetrics: req.ExportMetrics}}})
+		Name: req.Name, Tier: req.Tier, Multiplier: req.Multiplier, Caps: req.Caps, ExportMetrics: req.ExportMetrics,
+		GroupCap: req.GroupCap, GroupOrder: req.GroupOrder, MaxGroups: req.MaxGroups}}})
 	if err != nil {
 		return nil, err
 	}
@@ -183,5 +194,18 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 		out.Tenants = append(out.Tenants, &pb.TenantShare{Name: r.Name, Tier: fsm.TierToPB(r.Tier), Weight: r.Weight, Queued: r.Queued,
 			Running: r.Running, Dispatches: r.Dispatches, DispatchedCostMs: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.Entitled})
 	}
+	// The groups of each tenant that has named ones, those with the most
+	// queued jobs first.
+	b.node.FSM.Read(func(sc *sfq.Scheduler) {
+		for _, row := range out.Tenants {
+			if t, ok := sc.Tenant(row.Name); ok && t.Groups > 0 {
+				gs, _ := sc.TopGroups(row.Name, topGroupsPerTenant)
+				row.Groups = groupUsage(&t, gs)
+			}
+		}
+	})
 	return out
 }
+
+// topGroupsPerTenant is how many groups of a tenant the live view lists.
+const topGroupsPerTenant = 5

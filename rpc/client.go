@@ -65,6 +65,24 @@ func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
 	if limit := cfg.PayloadLimit(); uint64(len(req.Payload)) > uint64(limit) {
 		return status.Errorf(codes.ResourceExhausted, "payload: %d bytes, over the limit of %d", len(req.Payload), limit)
 	}
+	if req.Group != "" {
+		if err := groupNameErr("group", req.Group); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupRoom checks, on the leader, that a submit to a new group fits the
+// tenant's max_groups (Apply checks it again).
+func groupRoom(sc *sfq.Scheduler, t *sfq.Tenant, group string) error {
+	if group == "" {
+		return nil
+	}
+	if _, ok := sc.Group(t.Name, group); !ok && t.Groups >= t.GroupLimit() {
+		return status.Errorf(codes.ResourceExhausted, "group: tenant %q has %d groups, its max_groups; a job of a new group %q would exceed it",
+			t.Name, t.Groups, group)
+	}
 	return nil
 }
 
@@ -78,7 +96,7 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 		return nil, err
 	}
 	fwd := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: req.IdempotencyKey, JobType: req.JobType, Size: req.Size,
-		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs}
+		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs, Group: req.Group}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubmitResponse, error) {
 		return pb.NewClientClient(cc).Submit(ctx, fwd)
 	}); handled {
@@ -87,16 +105,24 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 	// On the leader: the checks that need state. Apply re-checks them.
 	var t sfq.Tenant
 	var ok bool
-	s.node.FSM.Read(func(sc *sfq.Scheduler) { t, ok = sc.Tenant(tenant) })
+	var roomErr error
+	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+		if t, ok = sc.Tenant(tenant); ok {
+			roomErr = groupRoom(sc, &t, req.Group)
+		}
+	})
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 	}
 	if q := t.Caps.MaxQueued; q > 0 && t.QueuedTotal() >= q {
 		return nil, status.Errorf(codes.ResourceExhausted, "tenant: %q has %d queued jobs, its max_queued quota", tenant, t.QueuedTotal())
 	}
+	if roomErr != nil {
+		return nil, roomErr
+	}
 	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
 		Tenant: tenant, IdempotencyKey: req.GetIdempotencyKey(), JobType: req.JobType, Size: req.Size,
-		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs}}})
+		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs, Group: req.Group}}})
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +138,7 @@ func jobToPB(j *sfq.Job, tenant string, payload bool) *pb.Job {
 		JobId: uint64(j.ID), Tenant: tenant, State: j.State.String(), Attempt: j.Attempt, Failures: uint32(j.Failures),
 		MaxAttempts: uint32(j.MaxAttempts), Size: fsm.SizeToPB(j.Size), EstCostMs: j.EstCostMs, CpuMs: j.CPUMs,
 		JobType: j.Type(), IdempotencyKey: j.Key(), SubmittedAtMs: int64(j.SubmittedAt), EndedAtMs: int64(j.EndedAt),
-		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs,
+		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs, Group: j.Group(),
 	}
 	if payload {
 		out.Payload = []byte(j.Payload())
@@ -346,7 +372,14 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 	if err != nil {
 		return nil, err
 	}
-	fwd := &pb.TenantUsageRequest{Tenant: tenant}
+	top := int(req.TopGroups)
+	switch {
+	case top == 0:
+		top = defaultTopGroups
+	case top > maxPage:
+		return nil, status.Errorf(codes.InvalidArgument, "top_groups: %d, at most %d", top, maxPage)
+	}
+	fwd := &pb.TenantUsageRequest{Tenant: tenant, TopGroups: req.TopGroups}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.TenantUsageResponse, error) {
 		return pb.NewClientClient(cc).TenantUsage(ctx, fwd)
 	}, func() (*pb.TenantUsageResponse, error) {
@@ -367,6 +400,8 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 				Submitted: b.Submitted, Dispatches: b.Dispatches, Completed: b.Completed, Failed: b.Failed,
 				Cancelled: b.Cancelled, TimedOut: b.TimedOut, Failures: b.Failures, Requeues: b.Requeues,
 			}
+			groups, n := sc.TopGroups(tenant, top)
+			out.Groups, out.GroupCount = groupUsage(&t, groups), uint32(n)
 		})
 		if out == nil {
 			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
@@ -374,6 +409,9 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 		return out, nil
 	})
 }
+
+// defaultTopGroups is how many groups TenantUsage lists unless asked.
+const defaultTopGroups = 10
 
 // MaxBatch bounds SubmitBatch.
 const MaxBatch = 1000
@@ -398,7 +436,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 			out.Results[i] = &pb.SubmitResult{Error: statusLine(err)}
 		}
 		fwd.Jobs[i] = &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: j.IdempotencyKey, JobType: j.JobType, Size: j.Size,
-			EstCostMs: j.EstCostMs, Payload: j.Payload, MaxAttempts: j.MaxAttempts, TimeoutMs: j.TimeoutMs}
+			EstCostMs: j.EstCostMs, Payload: j.Payload, MaxAttempts: j.MaxAttempts, TimeoutMs: j.TimeoutMs, Group: j.Group}
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubmitBatchResponse, error) {
 		return pb.NewClientClient(cc).SubmitBatch(ctx, fwd)
@@ -413,7 +451,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 		}
 		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
 			Tenant: j.Tenant, IdempotencyKey: j.GetIdempotencyKey(), JobType: j.JobType, Size: j.Size,
-			EstCostMs: j.EstCostMs, Payload: j.Payload, MaxAttempts: j.MaxAttempts, TimeoutMs: j.TimeoutMs}}})
+			EstCostMs: j.EstCostMs, Payload: j.Payload, MaxAttempts: j.MaxAttempts, TimeoutMs: j.TimeoutMs, Group: j.Group}}})
 		which = append(which, i)
 	}
 	if len(cmds) > 0 {

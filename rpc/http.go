@@ -118,6 +118,26 @@ type TenantTopJSON struct {
 	DispatchedCost1m int64   `json:"dispatched_cost_ms_1m"`
 	Share            float64 `json:"share"`
 	EntitledShare    float64 `json:"entitled_share"`
+	// Groups are the tenant's groups with the most queued jobs, when it
+	// has named groups.
+	Groups []GroupUsageJSON `json:"groups,omitempty"`
+}
+
+// GroupUsageJSON is one group's jobs.
+type GroupUsageJSON struct {
+	Name    string `json:"name"`
+	Running uint32 `json:"running"`
+	Queued  uint32 `json:"queued"`
+	Limit   uint32 `json:"limit,omitempty"`
+}
+
+// GroupUsageToJSON converts group usage rows.
+func GroupUsageToJSON(gs []*pb.GroupUsage) []GroupUsageJSON {
+	var out []GroupUsageJSON
+	for _, g := range gs {
+		out = append(out, GroupUsageJSON{Name: g.Name, Running: g.Running, Queued: g.Queued, Limit: g.Limit})
+	}
+	return out
 }
 
 func topJSON(t *pb.TopResponse) TopJSON {
@@ -125,7 +145,8 @@ func topJSON(t *pb.TopResponse) TopJSON {
 	for _, r := range t.Tenants {
 		tier, _ := fsm.TierFromPB(r.Tier)
 		out.Tenants = append(out.Tenants, TenantTopJSON{Name: r.Name, Tier: tier.String(), Weight: r.Weight, Queued: r.Queued,
-			Running: r.Running, Dispatches1m: r.Dispatches, DispatchedCost1m: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.EntitledShare})
+			Running: r.Running, Dispatches1m: r.Dispatches, DispatchedCost1m: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.EntitledShare,
+			Groups: GroupUsageToJSON(r.Groups)})
 	}
 	return out
 }

@@ -3,7 +3,9 @@ package sfq
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // GroupOrder is how a tenant chooses among the eligible heads of its
@@ -479,4 +481,69 @@ func (s *Scheduler) SetGroup(tenant, name string, set GroupSettings) error {
 	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
 	s.tidyGroup(gs)
 	return nil
+}
+
+// TopGroups returns up to n groups of the live tenant named tenant, those
+// with the most queued jobs first (then the most running, then by name),
+// and how many groups it has (its unnamed group included). Cost: O(G log n)
+// in the tenant's groups; it is a read, never on the dispatch path.
+func (s *Scheduler) TopGroups(tenant string, n int) ([]Group, int) {
+	ti, ok := s.TenantIndex(tenant)
+	if !ok || n <= 0 {
+		return nil, 0
+	}
+	gs := s.rt[ti].groups
+	better := func(a, b *Group) bool {
+		if a.Queued != b.Queued {
+			return a.Queued > b.Queued
+		}
+		if a.Running != b.Running {
+			return a.Running > b.Running
+		}
+		return a.Name < b.Name
+	}
+	top := make([]Group, 0, min(n, len(gs)))
+	for _, slot := range gs {
+		g := s.groups.Get(uint64(slot))
+		i := len(top)
+		for i > 0 && better(g, &top[i-1]) {
+			i--
+		}
+		if i >= n {
+			continue
+		}
+		if len(top) < n {
+			top = append(top, Group{})
+		}
+		copy(top[i+1:], top[i:len(top)-1])
+		top[i] = *g
+	}
+	return top, len(gs)
+}
+
+// SortedGroups returns the groups of the live tenant named tenant by name
+// (the unnamed one, "", first): from the start when first is true, else
+// those whose names sort after after; at most limit of them, and whether
+// more follow. It reports ok false when no live tenant has that name.
+func (s *Scheduler) SortedGroups(tenant, after string, first bool, limit int) (out []Group, more, ok bool) {
+	ti, ok := s.TenantIndex(tenant)
+	if !ok {
+		return nil, false, false
+	}
+	all := make([]*Group, 0, len(s.rt[ti].groups))
+	for _, slot := range s.rt[ti].groups {
+		all = append(all, s.groups.Get(uint64(slot)))
+	}
+	slices.SortFunc(all, func(a, b *Group) int { return strings.Compare(a.Name, b.Name) })
+	i := 0
+	if !first {
+		i, _ = slices.BinarySearchFunc(all, after, func(g *Group, name string) int { return strings.Compare(g.Name, name) })
+		for i < len(all) && all[i].Name <= after {
+			i++
+		}
+	}
+	for ; i < len(all) && len(out) < limit; i++ {
+		out = append(out, *all[i])
+	}
+	return out, i < len(all), true
 }

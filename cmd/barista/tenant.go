@@ -29,6 +29,9 @@ type tenantSetOpts struct {
 	inflightCPU time.Duration
 	maxQueued   uint32
 	export      bool
+	groupCap    string
+	groupOrder  string
+	maxGroups   uint32
 }
 
 func tenantJSON(t *pb.Tenant) map[string]any {
@@ -38,7 +41,21 @@ func tenantJSON(t *pb.Tenant) map[string]any {
 		"name": t.Name, "tier": tier.String(), "multiplier": t.Multiplier,
 		"cap": c.GetMaxRunning(), "cap_sm": c.GetMaxRunningSm(), "cap_md": c.GetMaxRunningMd(), "cap_lg": c.GetMaxRunningLg(),
 		"inflight_cpu_ms": c.GetMaxInflightCpuMs(), "max_queued": c.GetMaxQueued(), "export_metrics": t.ExportMetrics,
+		"group_cap": t.GroupCap, "group_order": groupOrderName(t.GroupOrder), "max_groups": maxGroupsOf(t), "groups": t.Groups,
 	}
+}
+
+func groupOrderName(o pb.GroupOrder) string {
+	g, _ := fsm.GroupOrderFromPB(o)
+	return g.String()
+}
+
+// maxGroupsOf is a tenant's max_groups in force.
+func maxGroupsOf(t *pb.Tenant) uint32 {
+	if t.MaxGroups == 0 {
+		return sfq.DefaultMaxGroups
+	}
+	return t.MaxGroups
 }
 
 func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
@@ -59,18 +76,34 @@ func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
 		inflight = (time.Duration(ms) * time.Millisecond).String()
 	}
 	rows = append(rows, [2]string{"inflight_cpu", inflight}, [2]string{"export_metrics", fmt.Sprint(t.ExportMetrics)})
+	groupCap := "none"
+	if t.GroupCap > 0 {
+		groupCap = fmt.Sprint(t.GroupCap)
+	}
+	rows = append(rows, [2]string{"group_cap", groupCap}, [2]string{"group_order", groupOrderName(t.GroupOrder)},
+		[2]string{"max_groups", fmt.Sprint(maxGroupsOf(t))}, [2]string{"groups", fmt.Sprint(t.Groups)})
 	printTable(env.stdout, rows)
 	return nil
 }
 
 func init() {
 	register("tenant set", &command{
-		synopsis: "Create or update a tenant (tier, multiplier, caps, quota, metrics)",
-		usage:    "NAME --tier TIER [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N] [--export-metrics[=false]]",
+		synopsis: "Create or update a tenant (tier, multiplier, caps, quota, groups, metrics)",
+		usage: "NAME --tier TIER [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N] " +
+			"[--group-cap N|none] [--group-order fifo|fair] [--max-groups N] [--export-metrics[=false]]",
 		help: `Creates the tenant, or updates it: flags not given keep their current
 values, and an update keeps the tenant's tags, usage and counters. A cap
 of 0 means no cap. A cap decrease preempts nothing; it blocks new
 dispatches until usage falls below it.
+
+--group-cap caps the running jobs of each of the tenant's named groups
+whose own cap is inherit (see "barista group set"); the unnamed group
+(jobs submitted without --group) has no group cap. --group-order fifo
+(default) runs the tenant's jobs in submission order whatever their
+group; fair shares the tenant's dispatches equally between its groups,
+in cost. --max-groups bounds the tenant's named groups with jobs or
+settings (0 = the default, 10000); a submit to one more group is
+RESOURCE_EXHAUSTED.
 
 --export-metrics keeps the tenant's own series on /metrics when the
 cluster has more tenants than the servers' --metrics-max-tenants (below
@@ -91,6 +124,9 @@ mark.`,
 				"max estimated CPU of running jobs (`DURATION`)")
 			numFlag(fs, &o.maxQueued, "max-queued", 0, 0, math.MaxUint32, "quota of queued jobs (`N`, 0 = none)")
 			fs.BoolVar(&o.export, "export-metrics", false, "its own series on /metrics beyond the servers' --metrics-max-tenants")
+			fs.StringVar(&o.groupCap, "group-cap", "", "max running jobs of each named group whose cap is inherit (`N`, or none)")
+			fs.StringVar(&o.groupOrder, "group-order", "", "`ORDER` among the tenant's groups: fifo (default) or fair")
+			numFlag(fs, &o.maxGroups, "max-groups", 0, 0, sfq.MaxMaxGroups, "max named groups with jobs or settings (`N`, 0 = the default 10000)")
 			return o
 		},
 		run: runTenantSet,
@@ -169,6 +205,22 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 	}
 	set := map[string]bool{}
 	opts.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var groupCap uint32
+	var groupOrder pb.GroupOrder
+	if set["group-cap"] {
+		n, err := parseCapOrNone(opts.groupCap)
+		if err != nil {
+			return usageError("--group-cap: %v", err)
+		}
+		groupCap = n
+	}
+	if set["group-order"] {
+		order, err := sfq.ParseGroupOrder(opts.groupOrder)
+		if err != nil {
+			return usageError("--group-order: %q: want fifo or fair", opts.groupOrder)
+		}
+		groupOrder = fsm.GroupOrderToPB(order)
+	}
 	var out *pb.Tenant
 	err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
 		admin := pb.NewAdminClient(cc)
@@ -177,6 +229,7 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 		switch status.Code(err) {
 		case codes.OK:
 			req.Tier, req.Multiplier, req.Caps, req.ExportMetrics = cur.Tier, cur.Multiplier, cur.Caps, cur.ExportMetrics
+			req.GroupCap, req.GroupOrder, req.MaxGroups = cur.GroupCap, cur.GroupOrder, cur.MaxGroups
 			if req.Caps == nil {
 				req.Caps = &pb.Caps{}
 			}
@@ -213,6 +266,15 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 		if set["export-metrics"] {
 			req.ExportMetrics = opts.export
 		}
+		if set["group-cap"] {
+			req.GroupCap = groupCap
+		}
+		if set["group-order"] {
+			req.GroupOrder = groupOrder
+		}
+		if set["max-groups"] {
+			req.MaxGroups = opts.maxGroups
+		}
 		out, err = admin.UpsertTenant(ctx, req)
 		return err
 	})
@@ -230,4 +292,16 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "tenant %s %s\n", out.Name, verb)
 	return printTenant(env, out, false)
+}
+
+// parseCapOrNone reads "none" (0) or a number 1..sfq.MaxGroupCap.
+func parseCapOrNone(s string) (uint32, error) {
+	if s == "none" {
+		return 0, nil
+	}
+	cp, err := sfq.ParseGroupCap(s)
+	if err != nil || cp == sfq.GroupCapInherit || cp == sfq.GroupCapNone {
+		return 0, fmt.Errorf("%q: want none or a number 1..%d", s, sfq.MaxGroupCap)
+	}
+	return uint32(cp), nil
 }

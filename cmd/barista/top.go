@@ -32,11 +32,14 @@ func init() {
 running jobs, its share of the dispatches of the last --window, and the
 share its weight entitles it to among the active tenants (those with
 queued, running or recent work); and the cluster's leader and applied
-index. --once prints one view and exits; with --json it prints one object:
+index. Under a tenant with named groups, its groups with the most queued
+jobs (at most 5) follow, each with its running and queued jobs and its
+cap. --once prints one view and exits; with --json it prints one object:
 
   {"leader_id", "applied_index", "window_ms", "tenants": [{"name", "tier",
    "weight", "queued", "running", "dispatches_1m", "dispatched_cost_ms_1m",
-   "share", "entitled_share"}]}
+   "share", "entitled_share", "groups": [{"name", "running", "queued",
+   "limit"}]}]}
 
 (shares are fractions of the window's dispatches).`,
 		flags: func(fs *flag.FlagSet) any {
@@ -112,5 +115,13 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 		}
 		fmt.Fprintf(w, "%-20s %-8s %7.3g %7d %7d %8d %6.1f%% %7.1f%%  [%s]\n", r.Name, r.Tier, r.Weight, r.Queued, r.Running,
 			r.Dispatches1m, 100*r.Share, 100*r.EntitledShare, bar)
+		for _, g := range r.Groups {
+			name := groupName(g.Name)
+			limit := ""
+			if g.Limit > 0 {
+				limit = fmt.Sprintf("cap %d", g.Limit)
+			}
+			fmt.Fprintf(w, "  group %-20.20s %16d %7d  %s\n", name, g.Queued, g.Running, limit)
+		}
 	}
 }
