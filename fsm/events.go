@@ -32,6 +32,11 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("event(%d)", uint8(k))
 }
 
+// Terminal reports whether the event ends its job.
+func (k EventKind) Terminal() bool {
+	return k == EvCompleted || k == EvFailed || k == EvCancelled || k == EvTimedOut
+}
+
 // ParseEventKind reads an event kind name.
 func ParseEventKind(s string) (EventKind, bool) {
 	for k := EvQueued; k < numEventKinds; k++ {

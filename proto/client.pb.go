@@ -744,7 +744,15 @@ type WatchEventsRequest struct {
 	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	// from_seq is the first event to send; 0 starts with the next new
 	// event. A cursor older than the oldest retained event is OUT_OF_RANGE.
-	FromSeq       uint64 `protobuf:"varint,2,opt,name=from_seq,json=fromSeq,proto3" json:"from_seq,omitempty"`
+	FromSeq uint64 `protobuf:"varint,2,opt,name=from_seq,json=fromSeq,proto3" json:"from_seq,omitempty"`
+	// job_id, if set, sends only that job's events (a job of another
+	// tenant is NOT_FOUND), and ends the stream after its terminal event.
+	JobId uint64 `protobuf:"varint,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// from_oldest starts at the oldest retained event (from_seq is ignored).
+	FromOldest bool `protobuf:"varint,4,opt,name=from_oldest,json=fromOldest,proto3" json:"from_oldest,omitempty"`
+	// until_idle ends the stream once every event so far is sent and the
+	// tenant (all tenants, if none is named) has no queued or running job.
+	UntilIdle     bool `protobuf:"varint,5,opt,name=until_idle,json=untilIdle,proto3" json:"until_idle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -791,6 +799,27 @@ func (x *WatchEventsRequest) GetFromSeq() uint64 {
 		return x.FromSeq
 	}
 	return 0
+}
+
+func (x *WatchEventsRequest) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *WatchEventsRequest) GetFromOldest() bool {
+	if x != nil {
+		return x.FromOldest
+	}
+	return false
+}
+
+func (x *WatchEventsRequest) GetUntilIdle() bool {
+	if x != nil {
+		return x.UntilIdle
+	}
+	return false
 }
 
 type Event struct {
@@ -1384,10 +1413,15 @@ const file_client_proto_rawDesc = "" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"T\n" +
 	"\x11CancelJobResponse\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12)\n" +
-	"\x10cancel_requested\x18\x02 \x01(\bR\x0fcancelRequested\"G\n" +
+	"\x10cancel_requested\x18\x02 \x01(\bR\x0fcancelRequested\"\x9e\x01\n" +
 	"\x12WatchEventsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x19\n" +
-	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\"\xf4\x01\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\x12\x15\n" +
+	"\x06job_id\x18\x03 \x01(\x04R\x05jobId\x12\x1f\n" +
+	"\vfrom_oldest\x18\x04 \x01(\bR\n" +
+	"fromOldest\x12\x1d\n" +
+	"\n" +
+	"until_idle\x18\x05 \x01(\bR\tuntilIdle\"\xf4\x01\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x16\n" +

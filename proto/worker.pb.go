@@ -1353,9 +1353,12 @@ func (x *ListWorkersResponse) GetLeaderId() string {
 }
 
 type DrainRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Undrain       bool                   `protobuf:"varint,2,opt,name=undrain,proto3" json:"undrain,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Undrain  bool                   `protobuf:"varint,2,opt,name=undrain,proto3" json:"undrain,omitempty"`
+	// create drains a worker the cluster does not know yet (it gets no job
+	// when it first connects); without it an unknown worker is NOT_FOUND.
+	Create        bool `protobuf:"varint,3,opt,name=create,proto3" json:"create,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1400,6 +1403,13 @@ func (x *DrainRequest) GetWorkerId() string {
 func (x *DrainRequest) GetUndrain() bool {
 	if x != nil {
 		return x.Undrain
+	}
+	return false
+}
+
+func (x *DrainRequest) GetCreate() bool {
+	if x != nil {
+		return x.Create
 	}
 	return false
 }
@@ -1538,10 +1548,11 @@ const file_worker_proto_rawDesc = "" +
 	"\tconnected\x18\b \x01(\bR\tconnected\"d\n" +
 	"\x13ListWorkersResponse\x120\n" +
 	"\aworkers\x18\x01 \x03(\v2\x16.barista.v1.WorkerInfoR\aworkers\x12\x1b\n" +
-	"\tleader_id\x18\x02 \x01(\tR\bleaderId\"E\n" +
+	"\tleader_id\x18\x02 \x01(\tR\bleaderId\"]\n" +
 	"\fDrainRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
-	"\aundrain\x18\x02 \x01(\bR\aundrain\"\x0f\n" +
+	"\aundrain\x18\x02 \x01(\bR\aundrain\x12\x16\n" +
+	"\x06create\x18\x03 \x01(\bR\x06create\"\x0f\n" +
 	"\rDrainResponse2\xdb\x01\n" +
 	"\x06Worker\x12C\n" +
 	"\aConnect\x12\x19.barista.v1.WorkerMessage\x1a\x19.barista.v1.LeaderMessage(\x010\x01\x12N\n" +

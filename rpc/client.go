@@ -288,25 +288,36 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 			return status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 		}
 	}
+	if req.JobId != 0 {
+		f.Read(func(sc *sfq.Scheduler) { _, ok = sc.TenantJob(tenant, sfq.JobID(req.JobId)) })
+		if !ok {
+			return status.Errorf(codes.NotFound, "job %d not found", req.JobId)
+		}
+	}
 	cursor := req.FromSeq
 	first, next := f.Events(^uint64(0), func(*fsm.Event) bool { return false })
-	if cursor == 0 {
+	switch {
+	case req.FromOldest:
+		cursor = first
+	case cursor == 0:
 		cursor = next
-	} else if cursor < first {
+	case cursor < first:
 		return status.Errorf(codes.OutOfRange, "from_seq: %d is older than the oldest retained event (%d)", cursor, first)
 	}
 	for {
 		changed := f.Changed()
 		var events []fsm.Event
 		last := cursor
+		ended := false
 		// The callback runs under the state's read lock: it may not call
 		// the FSM again (tenant names are looked up after).
 		first, _ := f.Events(cursor, func(ev *fsm.Event) bool {
 			last = ev.Seq + 1
-			if tenant == "" || ev.Tenant == ti {
+			if (tenant == "" || ev.Tenant == ti) && (req.JobId == 0 || uint64(ev.Job) == req.JobId) {
 				events = append(events, *ev)
+				ended = req.JobId != 0 && ev.Kind.Terminal()
 			}
-			return len(events) < 512
+			return len(events) < 512 && !ended
 		})
 		if first > cursor {
 			return status.Errorf(codes.OutOfRange, "from_seq: events from %d on were pruned before this watch read them (oldest retained: %d)", cursor, first)
@@ -326,9 +337,28 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 				return err
 			}
 		}
+		if ended {
+			return nil
+		}
 		if last > cursor {
 			cursor = last
 			continue
+		}
+		// Caught up.
+		if req.JobId != 0 || req.UntilIdle {
+			done := false
+			f.Read(func(sc *sfq.Scheduler) {
+				if req.JobId != 0 {
+					// Its terminal event was pruned before it was read.
+					j, ok := sc.TenantJob(tenant, sfq.JobID(req.JobId))
+					done = !ok || j.State.Terminal()
+				} else {
+					done = idle(sc, tenant)
+				}
+			})
+			if done {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -338,6 +368,19 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 		case <-changed:
 		}
 	}
+}
+
+// idle reports whether a tenant (every tenant, if none is named) has no
+// queued or running job.
+func idle(sc *sfq.Scheduler, tenant string) bool {
+	busy := false
+	sc.Tenants(func(_ uint32, t *sfq.Tenant) bool {
+		if (tenant == "" || t.Name == tenant) && !t.Deleted && (t.QueuedTotal() > 0 || t.Running > 0) {
+			busy = true
+		}
+		return !busy
+	})
+	return !busy
 }
 
 // TenantUsage reports a tenant's counters, weight and tag.

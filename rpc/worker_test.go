@@ -484,7 +484,7 @@ func TestDrainNeedsOwnToken(t *testing.T) {
 	defer cancel()
 	for _, c := range cases {
 		for _, undrain := range []bool{false, true} {
-			_, err := pb.NewWorkerClient(n.dial(c.token)).Drain(ctx, &pb.DrainRequest{WorkerId: c.id, Undrain: undrain})
+			_, err := pb.NewWorkerClient(n.dial(c.token)).Drain(ctx, &pb.DrainRequest{WorkerId: c.id, Undrain: undrain, Create: true})
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -611,5 +611,31 @@ func TestAgentIdentity(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the agent never replaced the silent session")
+	}
+}
+
+// TestDrainUnknownWorker: draining (or undraining) a worker the cluster
+// has never seen is NOT_FOUND, and lists nothing; create drains it ahead
+// of its first connection.
+func TestDrainUnknownWorker(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := pb.NewWorkerClient(n.dial(""))
+	for _, undrain := range []bool{false, true} {
+		_, err := w.Drain(ctx, &pb.DrainRequest{WorkerId: "nosuch", Undrain: undrain})
+		if want := `rpc error: code = NotFound desc = worker_id: no worker "nosuch" is connected or known (create=true drains it before it first connects)`; err == nil || err.Error() != want {
+			t.Fatalf("drain nosuch (undrain %v): %v, want %s", undrain, err, want)
+		}
+	}
+	list, err := w.ListWorkers(ctx, &pb.ListWorkersRequest{})
+	if err != nil || len(list.Workers) != 0 {
+		t.Fatalf("workers after refused drains: %v %v", list, err)
+	}
+	if _, err := w.Drain(ctx, &pb.DrainRequest{WorkerId: "later", Create: true}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err = w.ListWorkers(ctx, &pb.ListWorkersRequest{}); err != nil || len(list.Workers) != 1 || list.Workers[0].State != "drained" {
+		t.Fatalf("workers after drain --create: %v %v", list, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -326,10 +327,34 @@ func TestWebPageInChromium(t *testing.T) {
 		t.Fatalf("screenshot: %v %v", err, img)
 	}
 	if *updateScreenshot {
-		b, _ := os.ReadFile(shot)
-		if err := os.WriteFile("../docs/web-ui.png", b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		screenshotDev(t, browser, args)
+	}
+}
+
+// screenshotDev rewrites docs/web-ui.png from what "make run" shows: a
+// "barista dev" cluster on its default ports, its demo load after a
+// minute.
+func screenshotDev(t *testing.T, browser string, args []string) {
+	dev := exec.Command(cluster.Binary(t), "dev", "--quiet", "--duration", "3m")
+	dev.Stdout, dev.Stderr = io.Discard, io.Discard
+	dev.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := dev.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		syscall.Kill(-dev.Process.Pid, syscall.SIGINT)
+		dev.Wait()
+	}()
+	time.Sleep(70 * time.Second) // the demo tenants settle to their shares
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	shot := filepath.Join(t.TempDir(), "web-ui.png")
+	if out, err := exec.CommandContext(ctx, browser, append(args, "--window-size=1200,600", "--hide-scrollbars", "--screenshot="+shot, "http://127.0.0.1:7480/")...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(shot)
+	if err := os.WriteFile("../docs/web-ui.png", b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -38,6 +38,9 @@ type serverConfig struct {
 	InsecureHTTP bool
 	// MetricsAuth makes /metrics need an admin or metrics token.
 	MetricsAuth bool
+	// GRPCReflection serves gRPC server reflection (always with
+	// --insecure-dev and no tokens).
+	GRPCReflection bool
 	// MetricsMaxTenants bounds the tenants with their own /metrics series
 	// (0: only tenants marked export_metrics).
 	MetricsMaxTenants uint32
@@ -78,6 +81,7 @@ func (c *serverConfig) settings() []setting {
 		{key: "node.join", flag: "join", usage: "join the cluster through a member's gRPC `ADDR[,ADDR...]`", val: &listVal{&c.Join}},
 		{key: "node.prune_interval", flag: "prune-interval", usage: "how often the leader checks for prunable jobs, events and keys",
 			val: durationVal(&n.PruneInterval, raftnode.MinPruneInterval, raftnode.MaxPruneInterval), field: "PruneInterval"},
+		{key: "node.grpc_reflection", flag: "grpc-reflection", usage: "serve gRPC server reflection (grpcurl); any token may read it; always on for an --insecure-dev server without tokens", val: &boolVal{&c.GRPCReflection}},
 		{key: "node.pprof", flag: "pprof", usage: "serve /debug/pprof/ on --http-addr (profiling; an admin token once tokens are configured)", val: &boolVal{&c.Pprof}},
 
 		{key: "raft.heartbeat_timeout", flag: "raft-heartbeat-timeout", usage: "Raft heartbeat timeout",

@@ -37,7 +37,8 @@ func msTime(ms int64) string {
 	if ms == 0 {
 		return ""
 	}
-	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+	// Always three decimals: columns of times line up.
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 func sizeName(s pb.Size) string {
@@ -228,11 +229,13 @@ expires.`,
 	})
 	type watchOpts struct {
 		tenantFlags
-		from uint64
+		from      uint64
+		job       uint64
+		untilIdle bool
 	}
 	register("watch", &command{
 		synopsis: "Stream a tenant's job events",
-		usage:    "[--tenant NAME] [--from SEQ] [--json]",
+		usage:    "[--tenant NAME] [--from SEQ | --job ID | --until-idle] [--json]",
 		help: `Streams job events (queued, assigned, started, requeued, completed,
 failed, cancel_requested, cancelled, timed_out) in order until interrupted.
 --from SEQ starts at that event; without it the stream starts with the
@@ -242,18 +245,36 @@ last event it printed: no gap, at least once; it waits 300ms before the
 first retry, doubling up to 10s, and starts again at 300ms once an event
 arrives. An error that retrying cannot clear (PERMISSION_DENIED,
 NOT_FOUND, UNAUTHENTICATED, OUT_OF_RANGE, ...) ends the watch with the
-error and exit code 1. With --json prints one JSON object per event.`,
+error and exit code 1. With --json prints one JSON object per event.
+
+--job ID prints only that job's events, from the oldest retained one
+(or --from), and exits when the job ends: exit code 0 if it completed,
+3 if it failed, 4 if it timed out, 5 if it was cancelled (1 if it is
+not found). --until-idle exits once the tenant has no queued or running
+job (exit code 0).`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &watchOpts{}
 			o.tenantFlags.register(fs)
 			numFlag(fs, &o.from, "from", 0, 0, math.MaxUint64, "first event `SEQ` to print (0: the next new one)")
+			numFlag(fs, &o.job, "job", 0, 1, math.MaxUint64, "only the events of job `ID`; exit when it ends")
+			fs.BoolVar(&o.untilIdle, "until-idle", false, "exit once the tenant has no queued or running job")
 			return o
 		},
 		run: func(env *cmdEnv, o any, args []string) error {
 			opts := o.(*watchOpts)
+			if len(args) > 0 {
+				return usageError("unexpected argument %q", args[0])
+			}
+			if opts.job != 0 && opts.untilIdle {
+				return usageError("--job and --until-idle exclude each other")
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
-			return watch(ctx, env, &opts.tenantFlags, opts.from)
+			req := &pb.WatchEventsRequest{FromSeq: opts.from, JobId: opts.job, UntilIdle: opts.untilIdle, FromOldest: opts.job != 0 && opts.from == 0}
+			if err := watch(ctx, env, &opts.tenantFlags, req); err != nil || opts.job == 0 || ctx.Err() != nil {
+				return err
+			}
+			return jobExit(&opts.tenantFlags, opts.job)
 		},
 	})
 	register("usage", &command{
@@ -333,14 +354,35 @@ func watchRetryable(err error) bool {
 	return false
 }
 
+// jobExit ends watch --job with the exit code of the job's final state.
+func jobExit(opts *tenantFlags, id uint64) error {
+	var j *pb.Job
+	if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		j, err = pb.NewClientClient(cc).GetJob(ctx, &pb.GetJobRequest{Tenant: opts.tenant, JobId: id})
+		return err
+	}); err != nil {
+		return err
+	}
+	codes := map[string]int{"completed": 0, "failed": 3, "timed_out": 4, "cancelled": 5}
+	code, ok := codes[j.State]
+	if !ok {
+		return fmt.Errorf("job %d is %s", id, j.State)
+	}
+	if code == 0 {
+		return nil
+	}
+	return &exitError{code: code, err: fmt.Errorf("job %d %s", id, j.State)}
+}
+
 // watch streams events, reconnecting with the cursor after a failure
 // that may clear, with exponential backoff; any other failure ends it.
-func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, from uint64) error {
-	next := from
+func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, req *pb.WatchEventsRequest) error {
+	next, oldest := req.FromSeq, req.FromOldest
 	wait := watchBackoff.first
 	for {
 		err := opts.callCtx(ctx, false, func(ctx context.Context, cc *grpc.ClientConn) error {
-			stream, err := pb.NewClientClient(cc).WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: opts.tenant, FromSeq: next})
+			stream, err := pb.NewClientClient(cc).WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: opts.tenant, FromSeq: next,
+				FromOldest: oldest, JobId: req.JobId, UntilIdle: req.UntilIdle})
 			if err != nil {
 				return err
 			}
@@ -361,13 +403,15 @@ func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, from uint64) err
 					}
 					fmt.Fprintln(env.stdout, line)
 				}
-				next = ev.Seq + 1
+				next, oldest = ev.Seq+1, false
 				wait = watchBackoff.first
 			}
 		})
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case (err == nil || errors.Is(err, io.EOF)) && (req.JobId != 0 || req.UntilIdle):
+			return nil // the job ended, or the tenant is idle
 		case err == nil || errors.Is(err, io.EOF):
 			fmt.Fprintf(env.stderr, "watch: the stream ended; reconnecting from %d in %s\n", next, wait)
 		case watchRetryable(err):

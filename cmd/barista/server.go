@@ -160,7 +160,7 @@ func runServer(env *cmdEnv, o any, args []string) error {
 		return fmt.Errorf("starting node %s: %w", cfg.ID, err)
 	}
 	srv := rpc.NewServer(node, rpc.Options{Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: sc.UnsafeDebug,
-		MetricsMaxTenants: metricsMaxTenants(sc.MetricsMaxTenants)})
+		MetricsMaxTenants: metricsMaxTenants(sc.MetricsMaxTenants), Reflection: sc.GRPCReflection || auth.Open()})
 	serveErr := make(chan error, 2)
 	grpcLis := ls.grpc
 	ls.grpc = nil

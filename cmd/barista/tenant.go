@@ -80,7 +80,7 @@ mark.`,
 			o := &tenantSetOpts{fs: fs}
 			o.register(fs)
 			fs.StringVar(&o.tier, "tier", "", "`TIER`: free, bronze, silver, gold or diamond (required for a new tenant)")
-			numFlag(fs, &o.multiplier, "multiplier", 1, 1, sfq.MaxMultiplier, "weight multiplier `N`")
+			numFlag(fs, &o.multiplier, "multiplier", 0, 1, sfq.MaxMultiplier, "weight multiplier `N` (a new tenant: 1)")
 			numFlag(fs, &o.cap, "cap", 0, 0, math.MaxUint32, "max running jobs over all sizes (`N`, 0 = none)")
 			numFlag(fs, &o.capSM, "cap-sm", 0, 0, math.MaxUint32, "max running sm jobs (`N`, 0 = none)")
 			numFlag(fs, &o.capMD, "cap-md", 0, 0, math.MaxUint32, "max running md jobs (`N`, 0 = none)")
