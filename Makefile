@@ -18,7 +18,7 @@ build: ## build bin/barista
 test: test-unit test-fuzz test-proc ## run the test suite (the README's test command)
 
 test-unit:
-	$(GO) test -count=1 -timeout 10m $(UNIT_PKGS)
+	$(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
 
 test-proc: build
 	@if [ -n "$(PROC_PKGS)" ]; then $(GO) test -count=1 -p 1 -timeout 20m $(PROC_PKGS); fi
