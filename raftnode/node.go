@@ -37,7 +37,7 @@ type Config struct {
 	// name). Empty: the bind address.
 	RaftAdvertise string
 	GRPCAdvertise string
-	HTTPAddr string
+	HTTPAddr      string
 
 	// Bootstrap makes this node a one-voter cluster if it has no state.
 	Bootstrap bool
