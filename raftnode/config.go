@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -43,6 +44,8 @@ type ConfigError struct {
 	// Rel ("at least", "at most") relates Field to the field Other, whose
 	// value is OtherValue, for a rule between two fields.
 	Rel, Other, OtherValue string
+	// Rule, if set, says what is wrong with the value.
+	Rule string
 }
 
 func (e *ConfigError) Error() string {
@@ -56,6 +59,8 @@ func (e *ConfigError) Format(name func(field string) string) string {
 		return fmt.Sprintf("%s is required", name(e.Field))
 	case e.Other != "":
 		return fmt.Sprintf("%s: %s must be %s %s (%s)", name(e.Field), e.Value, e.Rel, name(e.Other), e.OtherValue)
+	case e.Rule != "":
+		return fmt.Sprintf("%s: %s %s", name(e.Field), e.Value, e.Rule)
 	}
 	return fmt.Sprintf("%s: %s is out of range (%s..%s)", name(e.Field), e.Value, e.Min, e.Max)
 }
@@ -101,6 +106,16 @@ func (c Config) Validate() error {
 	}{{"SnapshotThreshold", c.SnapshotThreshold}, {"TrailingLogs", c.TrailingLogs}, {"MaxLagEntries", c.MaxLagEntries}} {
 		if n.v < 1 || n.v > MaxLogEntries {
 			return &ConfigError{Field: n.field, Value: fmt.Sprint(n.v), Min: "1", Max: fmt.Sprint(MaxLogEntries)}
+		}
+	}
+	for _, a := range []struct{ field, v string }{{"RaftAdvertise", c.RaftAdvertise}, {"GRPCAdvertise", c.GRPCAdvertise}} {
+		if a.v == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(a.v)
+		ip := net.ParseIP(host)
+		if err != nil || host == "" || port == "" || (ip != nil && ip.IsUnspecified()) {
+			return &ConfigError{Field: a.field, Value: a.v, Rule: "is not a HOST:PORT other members can reach"}
 		}
 	}
 	if c.ElectionTimeout < c.HeartbeatTimeout {

@@ -29,9 +29,15 @@ import (
 type Config struct {
 	ID       string
 	DataDir  string
-	RaftAddr string // bind and advertise address of the Raft transport
-	GRPCAddr string // recorded in the replicated member table
-	HTTPAddr string
+	RaftAddr string // bind address of the Raft transport
+	GRPCAddr string // bind address of the gRPC services
+	// RaftAdvertise and GRPCAdvertise are the addresses other members and
+	// clients use to reach this node, when they differ from the bind
+	// addresses (a container binds 0.0.0.0 and is reached by its stable
+	// name). Empty: the bind address.
+	RaftAdvertise string
+	GRPCAdvertise string
+	HTTPAddr      string
 
 	// Bootstrap makes this node a one-voter cluster if it has no state.
 	Bootstrap bool
@@ -242,16 +248,50 @@ func (n *Node) openTransport() error {
 				return fmt.Errorf("raft transport on %s: %w", n.cfg.RaftAddr, err)
 			}
 		}
-		if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || tcp.IP.IsUnspecified() {
+		if tcp, ok := ln.Addr().(*net.TCPAddr); (!ok || tcp.IP.IsUnspecified()) && n.cfg.RaftAdvertise == "" {
 			ln.Close()
-			return fmt.Errorf("raft address %q: not an address other members can reach", n.cfg.RaftAddr)
+			return fmt.Errorf("--raft-addr %s: not an address other members can reach; set --raft-advertise to the address they use", n.cfg.RaftAddr)
 		}
 		layer = tcpLayer{ln}
+	}
+	if n.cfg.RaftAdvertise != "" {
+		layer = advertisedLayer{StreamLayer: layer, addr: advertiseAddr(n.cfg.RaftAdvertise)}
 	}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer, MaxPool: 5, Timeout: 10 * time.Second, Logger: n.log.Named("transport"),
 	})
 	return nil
+}
+
+// advertisedLayer is a stream layer that tells Raft another address than
+// the one it listens on.
+type advertisedLayer struct {
+	raft.StreamLayer
+	addr net.Addr
+}
+
+func (l advertisedLayer) Addr() net.Addr { return l.addr }
+
+// advertiseAddr is a HOST:PORT given by the operator (a name or an IP).
+type advertiseAddr string
+
+func (a advertiseAddr) Network() string { return "tcp" }
+func (a advertiseAddr) String() string  { return string(a) }
+
+// AdvertisedGRPC is the gRPC address recorded in the member table.
+func (c Config) AdvertisedGRPC() string {
+	if c.GRPCAdvertise != "" {
+		return c.GRPCAdvertise
+	}
+	return c.GRPCAddr
+}
+
+// AdvertisedRaft is the Raft address other members use.
+func (c Config) AdvertisedRaft() string {
+	if c.RaftAdvertise != "" {
+		return c.RaftAdvertise
+	}
+	return c.RaftAddr
 }
 
 // tcpLayer is the plain TCP Raft stream layer over a bound listener.
@@ -376,9 +416,9 @@ func (n *Node) gainLeadership() {
 		if !n.FSM.Configured() {
 			setup = append(setup, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: fsm.ConfigToPB(n.cfg.Seed)}}})
 		}
-		if m, ok := n.FSM.Member(n.cfg.ID); !ok || m.RaftAddr != string(n.trans.LocalAddr()) || m.GRPCAddr != n.cfg.GRPCAddr || m.HTTPAddr != n.cfg.HTTPAddr {
+		if m, ok := n.FSM.Member(n.cfg.ID); !ok || m.RaftAddr != string(n.trans.LocalAddr()) || m.GRPCAddr != n.cfg.AdvertisedGRPC() || m.HTTPAddr != n.cfg.HTTPAddr {
 			setup = append(setup, &pb.Command{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{
-				Id: n.cfg.ID, RaftAddr: string(n.trans.LocalAddr()), GrpcAddr: n.cfg.GRPCAddr, HttpAddr: n.cfg.HTTPAddr}}})
+				Id: n.cfg.ID, RaftAddr: string(n.trans.LocalAddr()), GrpcAddr: n.cfg.AdvertisedGRPC(), HttpAddr: n.cfg.HTTPAddr}}})
 		}
 		setup = append(setup, &pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
 		_, results, err := n.Propose(ctx, setup)
@@ -549,6 +589,25 @@ func (n *Node) TransferLeadership(id string) error {
 		}
 	}
 	return fmt.Errorf("no server %q in the configuration", id)
+}
+
+// BootstrapIfNew makes this node a one-voter cluster if it has no Raft
+// state at all (never bootstrapped, never joined, nothing installed); it
+// reports whether it did.
+func (n *Node) BootstrapIfNew() (bool, error) {
+	has, err := raft.HasExistingState(n.store, n.store, n.snaps)
+	if err != nil || has {
+		return false, err
+	}
+	boot := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(n.cfg.ID), Address: n.trans.LocalAddr()}}}
+	if err := n.raft.BootstrapCluster(boot).Error(); err != nil {
+		if errors.Is(err, raft.ErrCantBootstrap) {
+			return false, nil
+		}
+		return false, err
+	}
+	n.log.Info("bootstrapped a new cluster", "id", n.cfg.ID, "raft_addr", n.trans.LocalAddr())
+	return true, nil
 }
 
 // Shutdown stops the node. A leader of a multi-voter cluster first hands

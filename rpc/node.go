@@ -102,6 +102,12 @@ func (s *NodeService) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRe
 	if req.Id == "" || req.RaftAddr == "" {
 		return nil, status.Error(codes.InvalidArgument, "join needs id and raft_addr")
 	}
+	if id, _ := s.node.Leader(); id == "" && len(s.node.Raft().GetConfiguration().Configuration().Servers) == 0 {
+		// This node belongs to no cluster yet: no leader will appear here
+		// to forward to (a node that is itself waiting to join or to
+		// bootstrap answers at once).
+		return nil, status.Error(codes.Unavailable, "this node is not a member of a cluster yet")
+	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.JoinResponse, error) {
 		return pb.NewNodeClient(cc).Join(ctx, req)
 	}); handled {

@@ -38,6 +38,10 @@ type serverConfig struct {
 	InsecureHTTP bool
 	// MetricsAuth makes /metrics need an admin or metrics token.
 	MetricsAuth bool
+	// BootstrapNode names the node that creates the cluster (see
+	// --bootstrap-node).
+	BootstrapNode string
+	BootstrapWait time.Duration
 	// GRPCReflection serves gRPC server reflection (always with
 	// --insecure-dev and no tokens).
 	GRPCReflection bool
@@ -49,7 +53,7 @@ type serverConfig struct {
 func defaultServerConfig() serverConfig {
 	n := raftnode.DefaultConfig()
 	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
-	return serverConfig{Node: n, LogLevel: "info", TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
+	return serverConfig{Node: n, LogLevel: "info", BootstrapWait: 30 * time.Second, TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
 		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants}
 }
 
@@ -76,8 +80,13 @@ func (c *serverConfig) settings() []setting {
 		{key: "node.data_dir", flag: "data-dir", usage: "`DIR` for the Raft log, snapshots and records (required)", val: &stringVal{&n.DataDir}, field: "DataDir"},
 		{key: "node.raft_addr", flag: "raft-addr", usage: "Raft transport `HOST:PORT`", val: &stringVal{&n.RaftAddr}, field: "RaftAddr"},
 		{key: "node.grpc_addr", flag: "grpc-addr", usage: "gRPC `HOST:PORT` for clients, workers and operators", val: &stringVal{&n.GRPCAddr}},
+		{key: "node.raft_advertise", flag: "raft-advertise", usage: "Raft `HOST:PORT` other members reach this node at (default: --raft-addr; needed when that binds 0.0.0.0)", val: &stringVal{&n.RaftAdvertise}, field: "RaftAdvertise"},
+		{key: "node.grpc_advertise", flag: "grpc-advertise", usage: "gRPC `HOST:PORT` members and clients reach this node at (default: --grpc-addr)", val: &stringVal{&n.GRPCAdvertise}, field: "GRPCAdvertise"},
 		{key: "node.http_addr", flag: "http-addr", usage: "HTTP `HOST:PORT` for health and metrics (empty: none)", val: &stringVal{&n.HTTPAddr}},
 		{key: "node.bootstrap", flag: "bootstrap", usage: "bootstrap a new one-node cluster if the data dir is empty", val: &boolVal{&n.Bootstrap}},
+		{key: "node.bootstrap_node", flag: "bootstrap-node", usage: "the node `ID` that creates the cluster: with that ID and an empty data dir, a node first tries to --join for 30s, then bootstraps; other nodes only join (one command line for every node, e.g. a StatefulSet)", val: &stringVal{&c.BootstrapNode}},
+		{key: "node.bootstrap_wait", flag: "bootstrap-wait", usage: "how long the --bootstrap-node tries to join before it bootstraps",
+			val: durationVal(&c.BootstrapWait, time.Second, time.Hour)},
 		{key: "node.join", flag: "join", usage: "join the cluster through a member's gRPC `ADDR[,ADDR...]`", val: &listVal{&c.Join}},
 		{key: "node.prune_interval", flag: "prune-interval", usage: "how often the leader checks for prunable jobs, events and keys",
 			val: durationVal(&n.PruneInterval, raftnode.MinPruneInterval, raftnode.MaxPruneInterval), field: "PruneInterval"},
@@ -386,6 +395,9 @@ func mergeConfig(c *serverConfig, list []setting, set map[string]bool, file *con
 func (c *serverConfig) validate(name func(fieldOrKey string) string) error {
 	if c.Node.Bootstrap && len(c.Join) > 0 {
 		return fmt.Errorf("%s and %s exclude each other", name("node.bootstrap"), name("node.join"))
+	}
+	if c.Node.Bootstrap && c.BootstrapNode != "" {
+		return fmt.Errorf("%s and %s exclude each other", name("node.bootstrap"), name("node.bootstrap_node"))
 	}
 	if err := c.Node.Seed.Validate(); err != nil {
 		return fmt.Errorf("scheduler: %w", err)
