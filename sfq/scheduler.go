@@ -1090,11 +1090,13 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if cpuMs < 0 || cpuMs > MaxEstCostMs {
 		return Change{}, fmt.Errorf("%w: cpu_ms %d out of range", ErrInvalid, cpuMs)
 	}
-	for _, t := range []*string{&res.StderrTail, &res.StdoutTail} {
-		if len(*t) > MaxOutputTail {
-			*t = (*t)[len(*t)-MaxOutputTail:]
-		}
+	// The edge cuts both tails so already. A stdout tail is cut here by
+	// the same rule; a stderr tail keeps the byte cut that entries written
+	// before OutputTail were applied with.
+	if len(res.StderrTail) > MaxOutputTail {
+		res.StderrTail = res.StderrTail[len(res.StderrTail)-MaxOutputTail:]
 	}
+	res.StdoutTail = OutputTail(res.StdoutTail)
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)

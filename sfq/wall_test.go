@@ -2,6 +2,7 @@ package sfq
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -118,5 +119,22 @@ func TestJobWallTimes(t *testing.T) {
 		if (o.Hash() == queued) != c.same {
 			t.Errorf("wall %d: hash equal %v, want %v", c.wall, o.Hash() == queued, c.same)
 		}
+	}
+}
+
+// TestFinishCutsStdoutTail: Apply cuts a stdout tail by OutputTail (the
+// edge does already; an entry that did not pass the edge is cut alike).
+func TestFinishCutsStdoutTail(t *testing.T) {
+	s, _ := New(DefaultConfig())
+	s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold})
+	id, _ := s.Submit(0, Submission{Tenant: "a", Size: SM, EstCostMs: 10})
+	s.Dispatch(0, SM, "w1")
+	long := strings.Repeat("é", 3000) + "\xffend"
+	if _, err := s.Finish(10, id, 1, "w1", OutcomeOK, 5, Result{StdoutTail: long}); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := s.Job(id)
+	if got := j.Result.StdoutTail; got != OutputTail(long) || len(got) > MaxOutputTail || !strings.HasSuffix(got, "\uFFFDend") {
+		t.Fatalf("stdout tail of %d bytes, ends %q", len(got), got[len(got)-8:])
 	}
 }
