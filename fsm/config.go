@@ -140,8 +140,8 @@ func encodeConfig(e *sfq.Encoder, c *Config) {
 	e.Uvarint(uint64(c.MaxPayloadBytes))
 }
 
-// decodeConfig reads a configuration of FSM state version v (its core part
-// is the core's encoding of the same version).
+// decodeConfig reads a configuration whose core part is of the core's
+// encoding version v.
 func decodeConfig(d *sfq.Decoder, v int) Config {
 	var c Config
 	c.Sched = sfq.DecodeConfigVersion(d, v)

@@ -16,6 +16,7 @@ func encodeWithEvent(next, seq uint64) []byte {
 	var buf bytes.Buffer
 	e := sfq.NewEncoder(&buf)
 	e.Uvarint(stateVersion)
+	(&View{}).encodeMetrics(e)
 	e.Varint(0)
 	e.Bool(false)
 	encodeConfig(e, &f.cfg)

@@ -40,7 +40,7 @@ type FSM struct {
 	configured bool // a SetConfig has been applied (the seed is in)
 	clock      sfq.Time
 	lastIndex  uint64 // index of the last applied entry
-	lastWall   int64  // the leader's wall clock on that entry (display)
+	lastWall   int64  // the leader's wall clock on that entry (display; 0 = none)
 
 	members []Member           // sorted by ID
 	workers map[string]*Worker // copied (sorted) into snapshots
@@ -224,6 +224,7 @@ func (f *FSM) applyEnvelope(index uint64, env *pb.Envelope) (results []Result) {
 	}
 	f.lastIndex = index
 	f.lastWall = env.WallMs
+	f.sched.SetWall(sfq.Time(env.WallMs))
 	f.hashValid = false
 	results = make([]Result, len(env.Commands))
 	for i, c := range env.Commands {

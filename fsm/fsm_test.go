@@ -355,7 +355,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		var log []*pb.Envelope
 		n := rapid.IntRange(1, 150).Draw(t, "n")
 		cut := rapid.IntRange(0, n).Draw(t, "cut")
-		now := int64(1000)
+		now, ahead := int64(1000), int64(0) // the wall clock runs ahead after each pause
 		var frozen *View
 		var want []byte
 		var wg sync.WaitGroup
@@ -374,12 +374,13 @@ func TestSnapshotRoundTrip(t *testing.T) {
 				go func() { defer wg.Done(); got = encodeFSM(frozen) }()
 			}
 			now += rapid.Int64Range(0, 20_000).Draw(t, "dt")
+			ahead += rapid.Int64Range(-2, 5_000_000).Draw(t, "pause")
 			cmds := []*pb.Command{tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), tenant("c", pb.Tier_SILVER)}
 			if i > 0 {
 				jobs, _ := a.Counts()
 				cmds = []*pb.Command{randomCommand(t, uint64(jobs)+1)}
 			}
-			env := &pb.Envelope{Version: Version, StampMs: now, Commands: cmds}
+			env := &pb.Envelope{Version: Version, StampMs: now, WallMs: now + ahead, Commands: cmds}
 			log = append(log, env)
 			if _, err := a.ApplyEnvelope(uint64(i+1), env); err != nil {
 				t.Fatal(err)

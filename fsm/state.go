@@ -10,16 +10,27 @@ import (
 )
 
 // stateVersion is the version of the FSM state encoding (the body of a
-// snapshot). Version 2 carries the core's state version 2 (classes,
-// deadlines, cost estimates) and its configuration; version 1 is still
-// read.
-const stateVersion = 2
+// snapshot) this build writes. Version 4: events carry their wall-clock
+// time, the metrics section (marked tenants, tier carries) is always
+// written after the version, and the core's state is its version 3 (jobs
+// with wall-clock times, stdout tails and their last worker). Versions 1
+// to 3 are still read: their events show their cluster time as their wall
+// time.
+const stateVersion = 4
 
-// stateVersionMetrics is stateVersion with the metrics section (marked
-// tenants, tier carries) after the version. It is written only when that
-// section holds something, so that a state without it keeps the encoding,
-// and the hash, of version 2.
+// stateVersionMetrics is the version that added the metrics section:
+// version 2 with that section after the version, written only when the
+// section held something (a state without it stayed version 2).
 const stateVersionMetrics = 3
+
+// coreConfigVersion is the core's encoding version of the configuration
+// in an FSM state of version v.
+func coreConfigVersion(v int) int {
+	if v >= 2 {
+		return 2
+	}
+	return 1
+}
 
 // View is an immutable picture of the whole state at one applied index.
 // Freeze makes one in time proportional to the number of table chunks;
@@ -78,12 +89,8 @@ func (f *FSM) view() *View {
 
 // Encode writes the canonical encoding of the state.
 func (v *View) Encode(e *sfq.Encoder) {
-	if v.hasMetricsState() {
-		e.Uvarint(stateVersionMetrics)
-		v.encodeMetrics(e)
-	} else {
-		e.Uvarint(stateVersion)
-	}
+	e.Uvarint(stateVersion)
+	v.encodeMetrics(e)
 	e.Varint(int64(v.clock))
 	e.Bool(v.configured)
 	encodeConfig(e, &v.cfg)
@@ -167,17 +174,16 @@ func (f *FSM) Adopt(n *FSM) {
 
 func decodeState(d *sfq.Decoder) (*FSM, error) {
 	version := int(d.Uvarint())
-	if d.Err() == nil && (version < 1 || version > stateVersionMetrics) {
-		return nil, fmt.Errorf("%w: state version %d (this build reads 1 to %d)", sfq.ErrCorrupt, version, stateVersionMetrics)
+	if d.Err() == nil && (version < 1 || version > stateVersion) {
+		return nil, fmt.Errorf("%w: state version %d (this build reads 1 to %d)", sfq.ErrCorrupt, version, stateVersion)
 	}
 	f := New()
-	if version == stateVersionMetrics {
+	if version >= stateVersionMetrics {
 		f.decodeMetrics(d)
-		version = stateVersion
 	}
 	f.clock = sfq.Time(d.Varint())
 	f.configured = d.Bool()
-	f.cfg = decodeConfig(d, version)
+	f.cfg = decodeConfig(d, coreConfigVersion(version))
 	nm := d.Uvarint()
 	for i := uint64(0); i < nm && d.Err() == nil; i++ {
 		f.members = append(f.members, Member{ID: d.String(), RaftAddr: d.String(), GRPCAddr: d.String(), HTTPAddr: d.String()})
@@ -213,7 +219,7 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	}
 	ne := d.Uvarint()
 	for i := uint64(0); i < ne && d.Err() == nil; i++ {
-		seq, ev := decodeEvent(d)
+		seq, ev := decodeEvent(d, version)
 		if d.Err() != nil {
 			break
 		}

@@ -300,18 +300,31 @@ type Job struct {
 	CpuMs          int64                  `protobuf:"varint,9,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
 	JobType        string                 `protobuf:"bytes,10,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
 	IdempotencyKey string                 `protobuf:"bytes,11,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	SubmittedAtMs  int64                  `protobuf:"varint,12,opt,name=submitted_at_ms,json=submittedAtMs,proto3" json:"submitted_at_ms,omitempty"`
-	EndedAtMs      int64                  `protobuf:"varint,13,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"`
-	WorkerId       string                 `protobuf:"bytes,14,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	ExitCode       int32                  `protobuf:"varint,15,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	StderrTail     string                 `protobuf:"bytes,16,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"`
-	Cancel         string                 `protobuf:"bytes,17,opt,name=cancel,proto3" json:"cancel,omitempty"` // none, requested, timeout
-	TimeoutMs      int64                  `protobuf:"varint,18,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	StartTagMs     string                 `protobuf:"bytes,19,opt,name=start_tag_ms,json=startTagMs,proto3" json:"start_tag_ms,omitempty"` // virtual ms of the last dispatch
-	Payload        []byte                 `protobuf:"bytes,20,opt,name=payload,proto3" json:"payload,omitempty"`                           // from GetJob, and from ListJobs only with include_payload
-	HasResult      bool                   `protobuf:"varint,21,opt,name=has_result,json=hasResult,proto3" json:"has_result,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// submitted_at_ms and ended_at_ms are cluster time (ms): the clock every
+	// deadline and rule runs on, which pauses while no leader runs;
+	// submitted_wall_ms and ended_wall_ms are the leader's wall clock (ms
+	// since the Unix epoch) at the same moments, for display.
+	SubmittedAtMs int64 `protobuf:"varint,12,opt,name=submitted_at_ms,json=submittedAtMs,proto3" json:"submitted_at_ms,omitempty"`
+	EndedAtMs     int64 `protobuf:"varint,13,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"` // 0 while the job has not ended
+	// worker_id is the worker of the current attempt while the job is
+	// assigned or running, and of its last attempt once it ended on a
+	// worker; empty while queued.
+	WorkerId        string `protobuf:"bytes,14,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	ExitCode        int32  `protobuf:"varint,15,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	StderrTail      string `protobuf:"bytes,16,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"` // the last 4 KiB of the run's stderr, valid UTF-8
+	Cancel          string `protobuf:"bytes,17,opt,name=cancel,proto3" json:"cancel,omitempty"`                           // none, requested, timeout
+	TimeoutMs       int64  `protobuf:"varint,18,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	StartTagMs      string `protobuf:"bytes,19,opt,name=start_tag_ms,json=startTagMs,proto3" json:"start_tag_ms,omitempty"` // virtual ms of the last dispatch
+	Payload         []byte `protobuf:"bytes,20,opt,name=payload,proto3" json:"payload,omitempty"`                           // from GetJob, and from ListJobs only with include_payload
+	HasResult       bool   `protobuf:"varint,21,opt,name=has_result,json=hasResult,proto3" json:"has_result,omitempty"`
+	SubmittedWallMs int64  `protobuf:"varint,22,opt,name=submitted_wall_ms,json=submittedWallMs,proto3" json:"submitted_wall_ms,omitempty"`
+	EndedWallMs     int64  `protobuf:"varint,23,opt,name=ended_wall_ms,json=endedWallMs,proto3" json:"ended_wall_ms,omitempty"` // 0 while the job has not ended
+	// stdout_tail is the last 4 KiB of the run's stdout, valid UTF-8 (empty
+	// from workers of builds that did not report it); the whole output is
+	// in the worker's log directory.
+	StdoutTail    string `protobuf:"bytes,24,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -489,6 +502,27 @@ func (x *Job) GetHasResult() bool {
 		return x.HasResult
 	}
 	return false
+}
+
+func (x *Job) GetSubmittedWallMs() int64 {
+	if x != nil {
+		return x.SubmittedWallMs
+	}
+	return 0
+}
+
+func (x *Job) GetEndedWallMs() int64 {
+	if x != nil {
+		return x.EndedWallMs
+	}
+	return 0
+}
+
+func (x *Job) GetStdoutTail() string {
+	if x != nil {
+		return x.StdoutTail
+	}
+	return ""
 }
 
 type ListJobsRequest struct {
@@ -828,12 +862,13 @@ type Event struct {
 	JobId         uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Tenant        string                 `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	Attempt       uint32                 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Kind          string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"` // queued, assigned, started, requeued, completed, failed, cancel_requested, cancelled, timed_out
-	AtMs          int64                  `protobuf:"varint,6,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	Kind          string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`              // queued, assigned, started, requeued, completed, failed, cancel_requested, cancelled, timed_out
+	AtMs          int64                  `protobuf:"varint,6,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"` // cluster time (ms); wall_ms is the leader's wall clock then
 	WorkerId      string                 `protobuf:"bytes,7,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	CpuMs         int64                  `protobuf:"varint,8,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
 	ExitCode      int32                  `protobuf:"varint,9,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	Reason        string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"` // ack_timeout, lease_expired, run_failed, requested, timeout
+	Reason        string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`                // ack_timeout, lease_expired, run_failed, requested, timeout
+	WallMs        int64                  `protobuf:"varint,20,opt,name=wall_ms,json=wallMs,proto3" json:"wall_ms,omitempty"` // ms since the Unix epoch, for display
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -936,6 +971,13 @@ func (x *Event) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *Event) GetWallMs() int64 {
+	if x != nil {
+		return x.WallMs
+	}
+	return 0
 }
 
 type TenantUsageRequest struct {
@@ -1369,7 +1411,7 @@ const file_client_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12+\n" +
-	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xf9\x04\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xea\x05\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -1396,7 +1438,11 @@ const file_client_proto_rawDesc = "" +
 	"startTagMs\x12\x18\n" +
 	"\apayload\x18\x14 \x01(\fR\apayload\x12\x1d\n" +
 	"\n" +
-	"has_result\x18\x15 \x01(\bR\thasResult\"\xd1\x01\n" +
+	"has_result\x18\x15 \x01(\bR\thasResult\x12*\n" +
+	"\x11submitted_wall_ms\x18\x16 \x01(\x03R\x0fsubmittedWallMs\x12\"\n" +
+	"\rended_wall_ms\x18\x17 \x01(\x03R\vendedWallMs\x12\x1f\n" +
+	"\vstdout_tail\x18\x18 \x01(\tR\n" +
+	"stdoutTail\"\xd1\x01\n" +
 	"\x0fListJobsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -1421,7 +1467,7 @@ const file_client_proto_rawDesc = "" +
 	"\vfrom_oldest\x18\x04 \x01(\bR\n" +
 	"fromOldest\x12\x1d\n" +
 	"\n" +
-	"until_idle\x18\x05 \x01(\bR\tuntilIdle\"\xf4\x01\n" +
+	"until_idle\x18\x05 \x01(\bR\tuntilIdle\"\x8d\x02\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x16\n" +
@@ -1433,7 +1479,8 @@ const file_client_proto_rawDesc = "" +
 	"\x06cpu_ms\x18\b \x01(\x03R\x05cpuMs\x12\x1b\n" +
 	"\texit_code\x18\t \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06reason\x18\n" +
-	" \x01(\tR\x06reason\"Y\n" +
+	" \x01(\tR\x06reason\x12\x17\n" +
+	"\awall_ms\x18\x14 \x01(\x03R\x06wallMs\"Y\n" +
 	"\x12TenantUsageRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12+\n" +
 	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xa7\x05\n" +

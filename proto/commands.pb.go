@@ -1239,6 +1239,7 @@ type Finished struct {
 	CpuMs         int64                  `protobuf:"varint,5,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
 	ExitCode      int32                  `protobuf:"varint,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	StderrTail    string                 `protobuf:"bytes,7,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"`
+	StdoutTail    string                 `protobuf:"bytes,8,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1318,6 +1319,13 @@ func (x *Finished) GetExitCode() int32 {
 func (x *Finished) GetStderrTail() string {
 	if x != nil {
 		return x.StderrTail
+	}
+	return ""
+}
+
+func (x *Finished) GetStdoutTail() string {
+	if x != nil {
+		return x.StdoutTail
 	}
 	return ""
 }
@@ -2373,7 +2381,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x0eHeartbeatBatch\x125\n" +
 	"\n" +
 	"heartbeats\x18\x01 \x03(\v2\x15.barista.v1.HeartbeatR\n" +
-	"heartbeats\"\xd7\x01\n" +
+	"heartbeats\"\xf8\x01\n" +
 	"\bFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1b\n" +
@@ -2382,7 +2390,9 @@ const file_commands_proto_rawDesc = "" +
 	"\x06cpu_ms\x18\x05 \x01(\x03R\x05cpuMs\x12\x1b\n" +
 	"\texit_code\x18\x06 \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vstderr_tail\x18\a \x01(\tR\n" +
-	"stderrTail\"5\n" +
+	"stderrTail\x12\x1f\n" +
+	"\vstdout_tail\x18\b \x01(\tR\n" +
+	"stdoutTail\"5\n" +
 	"\tCancelJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\x04R\x03job\"`\n" +

@@ -112,6 +112,7 @@ func jobToPB(j *sfq.Job, tenant string, payload bool) *pb.Job {
 		JobId: uint64(j.ID), Tenant: tenant, State: j.State.String(), Attempt: j.Attempt, Failures: uint32(j.Failures),
 		MaxAttempts: uint32(j.MaxAttempts), Size: fsm.SizeToPB(j.Size), EstCostMs: j.EstCostMs, CpuMs: j.CPUMs,
 		JobType: j.Type(), IdempotencyKey: j.Key(), SubmittedAtMs: int64(j.SubmittedAt), EndedAtMs: int64(j.EndedAt),
+		SubmittedWallMs: int64(j.SubmittedWall()), EndedWallMs: int64(j.EndedWall()),
 		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs,
 	}
 	if payload {
@@ -121,7 +122,7 @@ func jobToPB(j *sfq.Job, tenant string, payload bool) *pb.Job {
 		out.StartTagMs = j.StartTag.String()
 	}
 	if j.Result != nil {
-		out.HasResult, out.ExitCode, out.StderrTail = true, j.Result.ExitCode, j.Result.StderrTail
+		out.HasResult, out.ExitCode, out.StderrTail, out.StdoutTail = true, j.Result.ExitCode, j.Result.StderrTail, j.Result.StdoutTail
 	}
 	return out
 }
@@ -264,7 +265,7 @@ func (s *ClientService) CancelJob(ctx context.Context, req *pb.CancelJobRequest)
 // eventToPB converts an event.
 func eventToPB(ev *fsm.Event, tenant string) *pb.Event {
 	out := &pb.Event{Seq: ev.Seq, JobId: uint64(ev.Job), Tenant: tenant, Attempt: ev.Attempt, Kind: ev.Kind.String(),
-		AtMs: int64(ev.At), WorkerId: ev.Worker, CpuMs: ev.CPUMs, ExitCode: ev.ExitCode}
+		AtMs: int64(ev.At), WallMs: int64(ev.Wall()), WorkerId: ev.Worker, CpuMs: ev.CPUMs, ExitCode: int32(ev.ExitCode)}
 	if ev.Reason != fsm.ReasonNone {
 		out.Reason = ev.Reason.String()
 	}

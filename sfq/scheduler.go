@@ -37,6 +37,10 @@ type Scheduler struct {
 	reap       deadlineHeap
 	ended      endedQueue
 	est        estimateIndex
+
+	// wall is the wall clock of the input being applied (SetWall): kept
+	// on the jobs it submits and ends, for display, and read by no rule.
+	wall Time
 }
 
 type tenantRT struct {
@@ -128,6 +132,14 @@ func (s *Scheduler) initHeaps() {
 		s.maxTag[c] = tenantHeap{order: byTagDesc}
 	}
 }
+
+// SetWall gives the wall-clock time (ms since the Unix epoch; 0 =
+// unknown) of the inputs that follow, until the next SetWall: the state
+// machine sets that of each log entry before applying it. Jobs keep it
+// beside the cluster time of their submit and of their end (SubmittedWall,
+// EndedWall), for display only: no deadline or rule reads it, and it is
+// not state of its own (the next input sets it again).
+func (s *Scheduler) SetWall(wall Time) { s.wall = wall }
 
 // Config returns the configuration in force.
 func (s *Scheduler) Config() Config { return s.cfg }
@@ -442,6 +454,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		EstCostMs:   est,
 		TimeoutMs:   sub.TimeoutMs,
 		SubmittedAt: now,
+		submitWall:  MakeWallDelta(s.wall, now),
 	}
 	job.setText(deadlineAt, sub.Key, sub.Type, sub.Payload)
 	s.jobs.Put(uint64(id), job)
@@ -1077,9 +1090,13 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if cpuMs < 0 || cpuMs > MaxEstCostMs {
 		return Change{}, fmt.Errorf("%w: cpu_ms %d out of range", ErrInvalid, cpuMs)
 	}
-	if len(res.StderrTail) > MaxStderrTail {
-		res.StderrTail = res.StderrTail[len(res.StderrTail)-MaxStderrTail:]
+	// The edge cuts both tails so already. A stdout tail is cut here by
+	// the same rule; a stderr tail keeps the byte cut that entries written
+	// before OutputTail were applied with.
+	if len(res.StderrTail) > MaxOutputTail {
+		res.StderrTail = res.StderrTail[len(res.StderrTail)-MaxOutputTail:]
 	}
+	res.StdoutTail = OutputTail(res.StdoutTail)
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
@@ -1125,7 +1142,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
 	jm.CPUMs = cpuMs
-	jm.Result = &Result{ExitCode: res.ExitCode, StderrTail: res.StderrTail}
+	jm.Result = &Result{ExitCode: res.ExitCode, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail}
 	tm := s.tenants.Mut(uint64(j.Tenant))
 	*tm.tagPtr(j.Class) = tag
 	tm.Billing.CPUMs += cpuMs
@@ -1196,7 +1213,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		tm.Billing.TimedOut++
 	}
 	if j.State.Terminal() && !old.State.Terminal() {
-		j.EndedAt = now
+		j.EndedAt, j.endWall = now, MakeWallDelta(s.wall, now)
 		s.ended.push(now, j.ID)
 	}
 	s.place(j.Tenant, true, false, everything)

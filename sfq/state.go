@@ -10,9 +10,12 @@ import (
 // stateVersion is the version of the canonical state encoding. Version 2
 // added priority classes (a virtual_now per class, a finish tag per tenant
 // and class, class caps and max_class), deadlines and learned cost
-// estimates; Decode still reads version 1, whose jobs are all of class
-// normal without a deadline.
-const stateVersion = 2
+// estimates; version 3 the wall-clock times of a job's submit and end and
+// the stdout tail of its result (an ended job also keeps its last worker,
+// which needs no new field). Decode still reads versions 1 and 2: their
+// jobs show their cluster times as wall times and have no stdout tail,
+// and version 1's are all of class normal without a deadline.
+const stateVersion = 3
 
 // View is an immutable picture of the scheduler's persistent state: its
 // configuration, scalars, and tenant and job tables. A View returned by
@@ -98,8 +101,8 @@ func EncodeConfig(e *Encoder, c *Config) { encodeConfig(e, c) }
 func DecodeConfig(d *Decoder) Config { return decodeConfig(d, stateVersion) }
 
 // DecodeConfigVersion reads a configuration written by the EncodeConfig of
-// state encoding version v (1 or 2); fields a version lacks get their
-// defaults.
+// state encoding version v (1 to 3; 3 writes it as 2 did); fields a
+// version lacks get their defaults.
 func DecodeConfigVersion(d *Decoder, v int) Config { return decodeConfig(d, v) }
 
 func encodeConfig(e *Encoder, c *Config) {
@@ -284,6 +287,12 @@ func encodeJob(e *Encoder, j *Job) {
 	e.Byte(byte(j.Class))
 	e.Byte(byte(j.EstSource))
 	e.Varint(int64(j.DeadlineAt()))
+	// Version 3.
+	e.Varint(int64(j.submitWall))
+	e.Varint(int64(j.endWall))
+	if j.Result != nil {
+		e.String(j.Result.StdoutTail)
+	}
 }
 
 func decodeJob(d *Decoder, version int) Job {
@@ -321,8 +330,25 @@ func decodeJob(d *Decoder, version int) Job {
 			d.Fail("job %d has a negative deadline", j.ID)
 		}
 	}
+	if version >= 3 {
+		j.submitWall = decodeWallDelta(d)
+		j.endWall = decodeWallDelta(d)
+		if j.Result != nil {
+			j.Result.StdoutTail = d.String()
+		}
+	}
 	j.setText(deadlineAt, key, typ, payload)
 	return j
+}
+
+// decodeWallDelta reads a WallDelta, which must fit in 32 bits.
+func decodeWallDelta(d *Decoder) WallDelta {
+	x := d.Varint()
+	if x < -1<<31 || x > 1<<31-1 {
+		d.Fail("wall-clock delta %d exceeds 32 bits", x)
+		return 0
+	}
+	return WallDelta(x)
 }
 
 // Decode reads a state written by View.Encode, rebuilds every derived

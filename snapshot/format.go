@@ -6,7 +6,7 @@
 // A snapshot file is:
 //
 //	"BARISTA-SNAPSHOT"        16 bytes of magic
-//	format version            uvarint (this build writes 2, reads 1 and 2)
+//	format version            uvarint (this build writes 3, reads 1 to 3)
 //	index                     uvarint: the last log index the state includes
 //	state                     the FSM's canonical state encoding
 //	checksum                  32 bytes: SHA-256 of every byte before it
@@ -14,9 +14,13 @@
 // The state hash a node reports is the SHA-256 of the state part alone.
 //
 // Format 2 carries state encoding version 2 (priority classes, deadlines,
-// learned cost estimates). A format 1 file is still read: its state loads
-// as jobs of class normal without deadlines, with no estimates learned,
-// and schedules exactly as it did.
+// learned cost estimates). Format 3 carries FSM state version 4 and the
+// core's version 3: the wall-clock times of jobs and events, stdout tails,
+// and the worker an ended job ran on. Older files are still read: a
+// format 1 state loads as jobs of class normal without deadlines, with no
+// estimates learned, and schedules exactly as it did; the jobs and events
+// of formats 1 and 2 show their cluster times as wall times, their results
+// no stdout tail and their ended jobs no worker.
 package snapshot
 
 import (
@@ -37,7 +41,7 @@ import (
 const (
 	magic = "BARISTA-SNAPSHOT"
 	// FormatVersion is the snapshot format this build writes.
-	FormatVersion = 2
+	FormatVersion = 3
 	// MinFormatVersion is the oldest snapshot format this build reads.
 	MinFormatVersion = 1
 )
