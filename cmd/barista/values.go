@@ -33,7 +33,7 @@ type integer interface {
 // intVal is a whole number in [lo, hi]. Text is parsed without a size
 // limit, so a number too large for the field is out of range, never
 // wrapped.
-func (*intVal[T]) isInteger() {}
+func (*intVal[T]) isInteger()  {}
 func (*durVal[T]) isDuration() {}
 
 type intVal[T integer] struct {
