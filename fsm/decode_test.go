@@ -18,7 +18,7 @@ func encodeWithEvent(next, seq uint64) []byte {
 	e.Uvarint(stateVersion)
 	e.Varint(0)
 	e.Bool(false)
-	encodeConfig(e, &f.cfg)
+	encodeConfig(e, &f.cfg, stateVersion)
 	e.Uvarint(0) // members
 	e.Uvarint(0) // workers
 	e.Uvarint(1) // next key

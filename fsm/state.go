@@ -27,6 +27,7 @@ const stateVersionMetrics = 3
 type View struct {
 	Index      uint64
 	configured bool
+	level      uint32
 	clock      sfq.Time
 	cfg        Config
 	members    []Member
@@ -60,6 +61,7 @@ func (f *FSM) view() *View {
 	v := &View{
 		Index:      f.lastIndex,
 		configured: f.configured,
+		level:      f.level,
 		clock:      f.clock,
 		cfg:        f.cfg,
 		members:    slices.Clone(f.members),
@@ -76,17 +78,38 @@ func (f *FSM) view() *View {
 	return v
 }
 
+// Level returns the cluster's feature level of the view.
+func (v *View) Level() uint32 { return v.level }
+
+// StateVersion is the version of the state encoding Encode writes: 1 at
+// feature level 1 (what older builds read and hash), else 2 or, with the
+// metrics section, 3. The level is read back from it.
+func (v *View) StateVersion() int {
+	switch {
+	case v.level < Level2:
+		return 1
+	case v.hasMetricsState():
+		return stateVersionMetrics
+	}
+	return stateVersion
+}
+
 // Encode writes the canonical encoding of the state.
 func (v *View) Encode(e *sfq.Encoder) {
-	if v.hasMetricsState() {
+	version := v.StateVersion()
+	switch version {
+	case 1:
+		e.Uvarint(1)
+	case stateVersionMetrics:
 		e.Uvarint(stateVersionMetrics)
 		v.encodeMetrics(e)
-	} else {
+		version = stateVersion
+	default:
 		e.Uvarint(stateVersion)
 	}
 	e.Varint(int64(v.clock))
 	e.Bool(v.configured)
-	encodeConfig(e, &v.cfg)
+	encodeConfig(e, &v.cfg, version)
 	e.Uvarint(uint64(len(v.members)))
 	for _, m := range v.members {
 		e.String(m.ID)
@@ -121,7 +144,7 @@ func (v *View) Encode(e *sfq.Encoder) {
 		encodeEvent(e, seq, ev)
 		return true
 	})
-	v.sched.Encode(e)
+	v.sched.EncodeVersion(e, version)
 }
 
 // Restore reads a state written by View.Encode and replaces this FSM's
@@ -159,7 +182,7 @@ func (f *FSM) Adopt(n *FSM) {
 	f.keys, f.nextKey, f.keyIndex = n.keys, n.nextKey, n.keyIndex
 	f.events, f.nextEvent = n.events, n.nextEvent
 	f.lastIndex, f.lastWall = n.lastIndex, n.lastWall
-	f.configured = n.configured
+	f.configured, f.level = n.configured, n.level
 	f.exported, f.tierCarry = n.exported, n.tierCarry
 	f.hashValid = false
 	f.wake()
@@ -234,6 +257,12 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		return nil, err
 	}
 	f.sched = s
+	// The encoding says the level: version 1 is what a cluster at level
+	// 1 writes (and all older builds); versions 2 and 3 are level 2.
+	f.setLevel(Level1)
+	if version >= 2 {
+		f.setLevel(Level2)
+	}
 	return f, nil
 }
 
@@ -272,6 +301,9 @@ func (f *FSM) Verify() error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if err := f.sched.Verify(); err != nil {
+		return err
+	}
+	if err := f.fitsLevel(); err != nil {
 		return err
 	}
 	for ref, seq := range f.keyIndex {

@@ -37,6 +37,10 @@ type Scheduler struct {
 	reap       deadlineHeap
 	ended      endedQueue
 	est        estimateIndex
+	// noLearn stops the moving averages from learning (SetLearning). It is
+	// not encoded: the state machine above sets it from its replicated
+	// feature level.
+	noLearn bool
 }
 
 type tenantRT struct {
@@ -128,6 +132,13 @@ func (s *Scheduler) initHeaps() {
 		s.maxTag[c] = tenantHeap{order: byTagDesc}
 	}
 }
+
+// SetLearning turns the learning of cost estimates from completed runs on
+// (the default) or off. A cluster whose voters do not all keep estimates
+// (an older build) keeps none, so that every node holds the same table
+// once they all do: the state machine turns learning on with the feature
+// level that brought estimates.
+func (s *Scheduler) SetLearning(on bool) { s.noLearn = !on }
 
 // Config returns the configuration in force.
 func (s *Scheduler) Config() Config { return s.cfg }
@@ -1133,7 +1144,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 		tm.Usage = max(0, s.decayedUsage(tm, now)+cpuMs-jm.EstCostMs)
 		tm.UsageAt = now
 	}
-	if life.State == Completed {
+	if life.State == Completed && !s.noLearn {
 		s.learn(j.Tenant, jm.Type(), cpuMs, now)
 	}
 	s.transition(jm, old, now)
