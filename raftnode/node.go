@@ -65,6 +65,10 @@ type Config struct {
 	// ClockOffset shifts this node's wall clock, for tests that show a
 	// skewed clock cannot move cluster time.
 	ClockOffset time.Duration
+	// FeatureLevel is the highest cluster feature level this node reports
+	// that it understands (0: fsm.MaxFeatureLevel). Tests of upgrades set
+	// a lower one to play an older build.
+	FeatureLevel uint32
 }
 
 // DefaultConfig returns LAN defaults: heartbeat and election timeouts of
@@ -123,6 +127,7 @@ type Node struct {
 	proposals chan *proposal
 
 	mu        sync.Mutex
+	prober    LevelProber
 	loops     map[string]LeaderLoop
 	lead      *leadership
 	stampBase sfq.Time
@@ -380,6 +385,12 @@ func (n *Node) gainLeadership() {
 			setup = append(setup, &pb.Command{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{
 				Id: n.cfg.ID, RaftAddr: string(n.trans.LocalAddr()), GrpcAddr: n.cfg.GRPCAddr, HttpAddr: n.cfg.HTTPAddr}}})
 		}
+		if own := n.FeatureLevel(); n.FSM.Level() < own {
+			// The only voter (a new cluster) needs to ask nobody.
+			if voters, err := n.voters(); err == nil && len(voters) == 1 && voters[0] == n.cfg.ID {
+				setup = append(setup, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: own}}})
+			}
+		}
 		setup = append(setup, &pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
 		_, results, err := n.Propose(ctx, setup)
 		if err != nil {
@@ -398,6 +409,7 @@ func (n *Node) gainLeadership() {
 				n.startLoop(l, name, loop)
 			}
 			n.startLoop(l, "prune", n.pruneLoop)
+			n.startLoop(l, "feature-level", n.featureLevelLoop)
 		}
 		n.mu.Unlock()
 	}()
@@ -477,8 +489,12 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, grpcAddr, httpAddr string
 	if !present {
 		// Before the configuration changes (a stale entry of the same ID
 		// is removed below): a voter this leader cannot speak Raft with
-		// only costs the quorum.
+		// only costs the quorum, and one that does not understand the
+		// cluster's feature level would apply its entries wrongly.
 		if err := n.checkMember(raftAddr); err != nil {
+			return err
+		}
+		if err := n.checkJoinLevel(ctx, id, grpcAddr); err != nil {
 			return err
 		}
 	}
