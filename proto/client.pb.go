@@ -338,8 +338,9 @@ type Job struct {
 	Class          Class                  `protobuf:"varint,30,opt,name=class,proto3,enum=barista.v1.Class" json:"class,omitempty"`
 	DeadlineAtMs   int64                  `protobuf:"varint,31,opt,name=deadline_at_ms,json=deadlineAtMs,proto3" json:"deadline_at_ms,omitempty"` // cluster time of the deadline; 0 = none
 	EstSource      string                 `protobuf:"bytes,32,opt,name=est_source,json=estSource,proto3" json:"est_source,omitempty"`             // where est_cost_ms came from: submitted, ema or default
-	// deadline_missed: the job was last dispatched after its deadline (set
-	// only for a job with a deadline that has been dispatched).
+	// deadline_missed: the job is still queued at or past its deadline
+	// (whenever it runs, it is late). Whether a dispatched job went late,
+	// its assigned event says (reason deadline_missed).
 	DeadlineMissed bool `protobuf:"varint,33,opt,name=deadline_missed,json=deadlineMissed,proto3" json:"deadline_missed,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
