@@ -188,3 +188,18 @@ func (n *Node) checkJoinLevel(ctx context.Context, id, grpcAddr string) error {
 	}
 	return nil
 }
+
+// seedCommand is the SetConfig that seeds a never-configured cluster at
+// feature level level. Settings the level does not allow (a seed of
+// estimate=auto while a voter runs an older build) are left at their
+// defaults, and said so: set them once the level is raised.
+func (n *Node) seedCommand(level uint32) *pb.Command {
+	seed := fsm.ConfigToPB(n.cfg.Seed)
+	cmd := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: seed}}}
+	if err := fsm.CheckLevel(cmd, level); err != nil {
+		n.log.Warn("seeding the configuration without its estimate settings; set them with barista config set once the level is raised", "reason", err)
+		def := fsm.ConfigToPB(fsm.DefaultConfig())
+		seed.Estimate, seed.DefaultCostMs = def.Estimate, def.DefaultCostMs
+	}
+	return cmd
+}

@@ -378,18 +378,20 @@ func (n *Node) gainLeadership() {
 		n.log.Info("leadership gained", "applied_index", index, "cluster_time_ms", int64(clock), "barrier", time.Since(start).Round(time.Millisecond))
 
 		var setup []*pb.Command
+		level := n.FSM.Level()
+		if own := n.FeatureLevel(); level < own {
+			// The only voter (a new cluster) needs to ask nobody.
+			if voters, err := n.voters(); err == nil && len(voters) == 1 && voters[0] == n.cfg.ID {
+				setup = append(setup, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: own}}})
+				level = own
+			}
+		}
 		if !n.FSM.Configured() {
-			setup = append(setup, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: fsm.ConfigToPB(n.cfg.Seed)}}})
+			setup = append(setup, n.seedCommand(level))
 		}
 		if m, ok := n.FSM.Member(n.cfg.ID); !ok || m.RaftAddr != string(n.trans.LocalAddr()) || m.GRPCAddr != n.cfg.GRPCAddr || m.HTTPAddr != n.cfg.HTTPAddr {
 			setup = append(setup, &pb.Command{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{
 				Id: n.cfg.ID, RaftAddr: string(n.trans.LocalAddr()), GrpcAddr: n.cfg.GRPCAddr, HttpAddr: n.cfg.HTTPAddr}}})
-		}
-		if own := n.FeatureLevel(); n.FSM.Level() < own {
-			// The only voter (a new cluster) needs to ask nobody.
-			if voters, err := n.voters(); err == nil && len(voters) == 1 && voters[0] == n.cfg.ID {
-				setup = append(setup, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: own}}})
-			}
 		}
 		setup = append(setup, &pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
 		_, results, err := n.Propose(ctx, setup)

@@ -36,7 +36,7 @@ const (
 )
 
 // validateSubmit checks every field of a submit that needs no state, and
-// names the field in its error.
+// names the field in its error. cfg is this node's configuration.
 func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
 	if req.IdempotencyKey != nil {
 		switch k := *req.IdempotencyKey; {
@@ -76,6 +76,18 @@ func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
 		return status.Errorf(codes.ResourceExhausted, "payload: %d bytes, over the limit of %d", len(req.Payload), limit)
 	}
 	return nil
+}
+
+// submitConfig is the configuration a submit is checked against here. A
+// follower may not have applied the leader's latest change yet: it lets a
+// submit without a cost through for the leader to judge, so that one
+// right after "config set estimate=auto" is not refused by a node behind.
+func (s *ClientService) submitConfig() fsm.Config {
+	cfg := s.node.FSM.Config()
+	if !s.node.IsLeader() {
+		cfg.Sched.Estimate = sfq.EstimateAuto
+	}
+	return cfg
 }
 
 // submitCommand is the command of a submit for tenant.
@@ -139,7 +151,7 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 	if err != nil {
 		return nil, err
 	}
-	if err := validateSubmit(req, s.node.FSM.Config()); err != nil {
+	if err := validateSubmit(req, s.submitConfig()); err != nil {
 		return nil, err
 	}
 	cmd := submitCommand(tenant, req)
@@ -471,7 +483,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 		return nil, status.Errorf(codes.InvalidArgument, "jobs: %d given (want 1..%d)", len(req.Jobs), MaxBatch)
 	}
 	out := &pb.SubmitBatchResponse{Results: make([]*pb.SubmitResult, len(req.Jobs))}
-	cfg := s.node.FSM.Config()
+	cfg := s.submitConfig()
 	fwd := &pb.SubmitBatchRequest{Jobs: make([]*pb.SubmitRequest, len(req.Jobs))}
 	for i, j := range req.Jobs {
 		tenant, err := scopeTenant(ctx, j.Tenant, true)

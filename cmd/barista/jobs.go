@@ -55,7 +55,8 @@ func jobJSON(j *pb.Job, payload bool) map[string]any {
 		"max_attempts": j.MaxAttempts, "size": sizeName(j.Size), "est_cost_ms": j.EstCostMs, "cpu_ms": j.CpuMs,
 		"job_type": j.JobType, "idempotency_key": j.IdempotencyKey, "submitted_at": msTime(j.SubmittedAtMs),
 		"ended_at": msTime(j.EndedAtMs), "worker_id": j.WorkerId, "cancel": j.Cancel, "timeout_ms": j.TimeoutMs,
-		"start_tag_ms": j.StartTagMs,
+		"start_tag_ms": j.StartTagMs, "class": className(j.Class), "est_source": j.EstSource,
+		"deadline_at": msTime(j.DeadlineAtMs), "deadline_missed": j.DeadlineMissed,
 	}
 	if payload {
 		m["payload"] = string(j.Payload)
@@ -101,10 +102,18 @@ func init() {
 			}
 			rows := [][2]string{
 				{"job", fmt.Sprint(j.JobId)}, {"tenant", j.Tenant}, {"state", j.State},
-				{"size", sizeName(j.Size)}, {"attempt", fmt.Sprintf("%d (failures %d of max %d)", j.Attempt, j.Failures, j.MaxAttempts)},
-				{"estimated", (time.Duration(j.EstCostMs) * time.Millisecond).String()},
+				{"size", sizeName(j.Size)}, {"class", className(j.Class)},
+				{"attempt", fmt.Sprintf("%d (failures %d of max %d)", j.Attempt, j.Failures, j.MaxAttempts)},
+				{"estimated", fmt.Sprintf("%s (%s)", time.Duration(j.EstCostMs)*time.Millisecond, j.EstSource)},
 				{"cpu", (time.Duration(j.CpuMs) * time.Millisecond).String()},
 				{"submitted", msTime(j.SubmittedAtMs)},
+			}
+			if j.DeadlineAtMs != 0 {
+				d := msTime(j.DeadlineAtMs)
+				if j.DeadlineMissed {
+					d += " (missed: still queued)"
+				}
+				rows = append(rows, [2]string{"deadline", d})
 			}
 			if j.JobType != "" {
 				rows = append(rows, [2]string{"type", j.JobType})
