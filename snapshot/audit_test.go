@@ -56,10 +56,12 @@ func TestAuditClassesAndDeadlines(t *testing.T) {
 	// without; then the deadline job, dispatched at 6 s, 3 s after its
 	// deadline (submitted at 3 s, due in 1 s), charged at the tag the high
 	// job did not touch (normal's is still 0).
-	if f := got[0]; f.Job != 3 || f.Class != "high" || f.Deadline || !reflect.DeepEqual(f.Eligible, []string{"high", "normal", "normal:deadline"}) {
+	if f := got[0]; f.Job != 3 || f.Class != "high" || f.Deadline || !reflect.DeepEqual(f.Eligible, []string{"high", "normal", "normal:deadline"}) ||
+		!reflect.DeepEqual(f.BackloggedIn, []string{"a:high", "a:normal"}) {
 		t.Fatalf("first dispatch %+v", f)
 	}
-	if f := got[1]; f.Job != 2 || f.Class != "normal" || !f.Deadline || !f.DeadlineMissed || f.Start != 0 || !reflect.DeepEqual(f.Eligible, []string{"normal", "normal:deadline"}) {
+	if f := got[1]; f.Job != 2 || f.Class != "normal" || !f.Deadline || !f.DeadlineMissed || f.Start != 0 || !reflect.DeepEqual(f.Eligible, []string{"normal", "normal:deadline"}) ||
+		!reflect.DeepEqual(f.BackloggedIn, []string{"a:normal"}) {
 		t.Fatalf("second dispatch %+v", f)
 	}
 }
