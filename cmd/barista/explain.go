@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 
 	"google.golang.org/grpc"
 
@@ -32,9 +33,15 @@ one paragraph; --json prints one object: job_id, reason, class, size,
 text, and the reason's fields as numbers (position; vertex, current,
 limit; ahead, tag_ms, vnow_ms; worker). Another tenant's job is
 NOT_FOUND, like a missing one.`,
-		flags: func(fs *flag.FlagSet) any { o := &tenantFlags{}; o.register(fs); return o },
+		flags: func(fs *flag.FlagSet) any {
+			// No --stale: the leader answers (it knows the workers).
+			o := &explainOpts{}
+			o.register(fs)
+			fs.StringVar(&o.tenant, "tenant", os.Getenv("BARISTA_TENANT"), "`TENANT` (may be omitted with a client token; $BARISTA_TENANT)")
+			return o
+		},
 		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*tenantFlags)
+			opts := o.(*explainOpts)
 			if len(args) != 1 {
 				return usageError("explain needs one JOB id")
 			}
@@ -56,6 +63,11 @@ NOT_FOUND, like a missing one.`,
 			return err
 		},
 	})
+}
+
+type explainOpts struct {
+	clientFlags
+	tenant string
 }
 
 // explainJSON is the JSON form of a reason: its fields as numbers, like

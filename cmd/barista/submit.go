@@ -62,9 +62,9 @@ earliest first, if the tenant is allowed deadlines (barista tenant set
 --deadlines on). A deadline is urgency, not expiry: a late job still runs.
 See docs/scheduling.md.
 
-With --key
-the submit is idempotent: the same key and content returns the existing
-job ("created": false); the same key with other content is ALREADY_EXISTS.
+With --key the submit is idempotent: the same key and content returns the
+existing job ("created": false); the same key with other content is
+ALREADY_EXISTS.
 --env KEY=VALUE (repeatable) and --dir set the job's environment and
 working directory; --payload gives the raw JSON payload instead of a
 command. With --json prints {"job_id": N, "created": true|false}.
@@ -74,6 +74,7 @@ line (keys as the flags; cost and timeout are durations; the command is
 "argv" with optional "env" and "dir", or a raw "payload" object):
 
   {"tenant": "acme", "size": "md", "cost": "90s", "key": "k1", "argv": ["render", "7"]}
+  {"size": "sm", "class": "high", "deadline": "10m", "type": "thumb", "argv": ["thumb", "9"]}
 
 It prints a summary (or one JSON result per line with --json) and exits 1
 if any job was refused.`,

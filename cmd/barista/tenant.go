@@ -127,7 +127,7 @@ mark.`,
 			defineFlag(fs, "max-class", "highest priority `CLASS` it may submit", classVal(&o.maxClass))
 			numFlag(fs, &o.capCritical, "cap-critical", 0, 0, math.MaxUint32, "max running critical jobs (`N`, 0 = none)")
 			numFlag(fs, &o.capHigh, "cap-high", 0, 0, math.MaxUint32, "max running high jobs (`N`, 0 = none)")
-			defineFlag(fs, "deadlines", "may it submit jobs with a deadline: `on` or off", onOffVal(&o.deadlines))
+			defineFlag(fs, "deadlines", "may it submit jobs with a deadline (`ON|OFF`)", onOffVal(&o.deadlines))
 			numFlag(fs, &o.deadlineCap, "deadline-cap", 0, 0, math.MaxUint32, "max running jobs with a deadline (`N`, 0 = none)")
 			fs.BoolVar(&o.export, "export-metrics", false, "its own series on /metrics beyond the servers' --metrics-max-tenants")
 			return o
