@@ -128,8 +128,9 @@ func (c Config) validate(payloadLimit uint32) error {
 	return nil
 }
 
-func encodeConfig(e *sfq.Encoder, c *Config) {
-	sfq.EncodeConfig(e, &c.Sched)
+// encodeConfig writes a configuration of FSM state version v (1 or 2).
+func encodeConfig(e *sfq.Encoder, c *Config, v int) {
+	sfq.EncodeConfigVersion(e, &c.Sched, v)
 	e.Varint(c.HeartbeatIntervalMs)
 	e.Varint(c.SelfKillAfterMs)
 	e.Varint(c.CancelGraceMs)

@@ -102,7 +102,7 @@ type eventRecord struct {
 // entry that made it, for display (At is its cluster time).
 func (ev *eventRecord) Wall() sfq.Time { return ev.wall.Wall(ev.At) }
 
-func encodeEvent(e *sfq.Encoder, seq uint64, ev *eventRecord) {
+func encodeEvent(e *sfq.Encoder, seq uint64, ev *eventRecord, version int) {
 	e.Uvarint(seq)
 	e.Uvarint(uint64(ev.Job))
 	e.Varint(int64(ev.At))
@@ -113,7 +113,9 @@ func encodeEvent(e *sfq.Encoder, seq uint64, ev *eventRecord) {
 	e.Varint(int64(ev.ExitCode))
 	e.Byte(byte(ev.Kind))
 	e.Byte(byte(ev.Reason))
-	e.Varint(int64(ev.wall))
+	if version >= 4 {
+		e.Varint(int64(ev.wall))
+	}
 }
 
 // decodeEvent reads an event of FSM state version version.
@@ -151,8 +153,11 @@ func clampExit(c int64) int16 { return int16(min(max(c, -1<<15), 1<<15-1)) }
 
 // emit appends an event for job j.
 func (f *FSM) emit(kind EventKind, j *sfq.Job, reason Reason) {
-	ev := eventRecord{Job: j.ID, At: f.clock, Tenant: j.Tenant, Attempt: j.Attempt, Kind: kind, Reason: reason,
-		wall: sfq.MakeWallDelta(sfq.Time(f.lastWall), f.clock)}
+	ev := eventRecord{Job: j.ID, At: f.clock, Tenant: j.Tenant, Attempt: j.Attempt, Kind: kind, Reason: reason}
+	if f.level >= Level2 {
+		// Below level 2 an event keeps no wall time, as the builds before.
+		ev.wall = sfq.MakeWallDelta(sfq.Time(f.lastWall), f.clock)
+	}
 	switch kind {
 	case EvAssigned, EvStarted:
 		ev.Worker = j.Worker

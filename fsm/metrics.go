@@ -87,9 +87,10 @@ func (f *FSM) setExported(i uint32, on bool) {
 }
 
 // moveTier keeps both tiers' counters unchanged when a tenant with
-// billing b moves from one to the other.
+// billing b moves from one to the other. Below Level2 it keeps nothing, as
+// builds before the carries did: the tenant's counters move with it.
 func (f *FSM) moveTier(from, to sfq.Tier, b *sfq.Billing) {
-	if from == to {
+	if from == to || f.level < Level2 {
 		return
 	}
 	c := countersOf(b)

@@ -168,7 +168,7 @@ func TestMetricsMembership(t *testing.T) {
 // decreases, and the marked set holds only live tenants.
 func TestMetricsCountersNeverDecrease(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		f := New()
+		f := NewLatest()
 		now := int64(1000)
 		var prev MetricsView
 		for i := 0; i < 200; i++ {

@@ -38,6 +38,7 @@ func coreConfigVersion(v int) int {
 type View struct {
 	Index      uint64
 	configured bool
+	level      uint32
 	clock      sfq.Time
 	cfg        Config
 	members    []Member
@@ -71,6 +72,7 @@ func (f *FSM) view() *View {
 	v := &View{
 		Index:      f.lastIndex,
 		configured: f.configured,
+		level:      f.level,
 		clock:      f.clock,
 		cfg:        f.cfg,
 		members:    slices.Clone(f.members),
@@ -87,13 +89,41 @@ func (f *FSM) view() *View {
 	return v
 }
 
+// Level returns the cluster's feature level of the view.
+func (v *View) Level() uint32 { return v.level }
+
+// StateVersion is the version of the state encoding Encode writes: 1 at
+// feature level 1 (what older builds read and hash), else stateVersion.
+// The level is read back from it.
+func (v *View) StateVersion() int {
+	if v.level < Level2 {
+		return 1
+	}
+	return stateVersion
+}
+
+// coreStateVersion is the core's state encoding version in an FSM state
+// of version v.
+func coreStateVersion(v int) int {
+	switch {
+	case v >= 4:
+		return 3
+	case v >= 2:
+		return 2
+	}
+	return 1
+}
+
 // Encode writes the canonical encoding of the state.
 func (v *View) Encode(e *sfq.Encoder) {
-	e.Uvarint(stateVersion)
-	v.encodeMetrics(e)
+	version := v.StateVersion()
+	e.Uvarint(uint64(version))
+	if version >= stateVersionMetrics {
+		v.encodeMetrics(e)
+	}
 	e.Varint(int64(v.clock))
 	e.Bool(v.configured)
-	encodeConfig(e, &v.cfg)
+	encodeConfig(e, &v.cfg, coreConfigVersion(version))
 	e.Uvarint(uint64(len(v.members)))
 	for _, m := range v.members {
 		e.String(m.ID)
@@ -125,10 +155,10 @@ func (v *View) Encode(e *sfq.Encoder) {
 	e.Uvarint(v.nextEvent)
 	e.Uvarint(uint64(v.events.Len()))
 	v.events.Each(func(seq uint64, ev *eventRecord) bool {
-		encodeEvent(e, seq, ev)
+		encodeEvent(e, seq, ev, version)
 		return true
 	})
-	v.sched.Encode(e)
+	v.sched.EncodeVersion(e, coreStateVersion(version))
 }
 
 // Restore reads a state written by View.Encode and replaces this FSM's
@@ -166,7 +196,7 @@ func (f *FSM) Adopt(n *FSM) {
 	f.keys, f.nextKey, f.keyIndex = n.keys, n.nextKey, n.keyIndex
 	f.events, f.nextEvent = n.events, n.nextEvent
 	f.lastIndex, f.lastWall = n.lastIndex, n.lastWall
-	f.configured = n.configured
+	f.configured, f.level = n.configured, n.level
 	f.exported, f.tierCarry = n.exported, n.tierCarry
 	f.hashValid = false
 	f.wake()
@@ -240,6 +270,12 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		return nil, err
 	}
 	f.sched = s
+	// The encoding says the level: version 1 is what a cluster at level
+	// 1 writes (and all older builds); later versions are level 2.
+	f.setLevel(Level1)
+	if version >= 2 {
+		f.setLevel(Level2)
+	}
 	return f, nil
 }
 
@@ -278,6 +314,9 @@ func (f *FSM) Verify() error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if err := f.sched.Verify(); err != nil {
+		return err
+	}
+	if err := f.fitsLevel(); err != nil {
 		return err
 	}
 	for ref, seq := range f.keyIndex {

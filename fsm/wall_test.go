@@ -22,6 +22,8 @@ func wallLog(wallAhead int64) []*pb.Envelope {
 		at, wall int64
 		cmd      *pb.Command
 	}{
+		// Wall times are kept from feature level 2 on.
+		{c0, c0, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: Level2}}}},
 		{c0, c0, tenant("a", pb.Tier_GOLD)},
 		{c0 + 10, c0 + 10 + wallAhead, submit("a", "", 1000, "run")},
 		{c0 + 20, c0 + 20 + wallAhead, dispatch("w1", 1)},
@@ -117,7 +119,7 @@ func encodeLegacy(v *View, version int) []byte {
 	}
 	e.Varint(int64(v.clock))
 	e.Bool(v.configured)
-	encodeConfig(e, &v.cfg)
+	encodeConfig(e, &v.cfg, coreConfigVersion(version))
 	e.Uvarint(uint64(len(v.members)))
 	e.Uvarint(uint64(len(v.workers)))
 	for _, w := range v.workers {
@@ -136,7 +138,7 @@ func encodeLegacy(v *View, version int) []byte {
 	v.events.Each(func(seq uint64, ev *eventRecord) bool {
 		var b bytes.Buffer
 		x := sfq.NewEncoder(&b)
-		encodeEvent(x, seq, ev)
+		encodeEvent(x, seq, ev, stateVersion)
 		x.Flush()
 		e.Flush()
 		buf.Write(b.Bytes()[:b.Len()-1]) // without the wall delta (0: one byte)

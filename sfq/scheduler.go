@@ -41,6 +41,12 @@ type Scheduler struct {
 	// wall is the wall clock of the input being applied (SetWall): kept
 	// on the jobs it submits and ends, for display, and read by no rule.
 	wall Time
+	// v1 makes the scheduler behave as the builds before feature level 2
+	// (SetVersion1): it learns no cost estimates, records no wall times,
+	// keeps no stdout tail and forgets an ended job's worker, so that its
+	// state is what those builds hold. It is not encoded: the state machine
+	// above sets it from its replicated feature level.
+	v1 bool
 }
 
 type tenantRT struct {
@@ -139,7 +145,28 @@ func (s *Scheduler) initHeaps() {
 // beside the cluster time of their submit and of their end (SubmittedWall,
 // EndedWall), for display only: no deadline or rule reads it, and it is
 // not state of its own (the next input sets it again).
-func (s *Scheduler) SetWall(wall Time) { s.wall = wall }
+func (s *Scheduler) SetWall(wall Time) {
+	if s.v1 {
+		wall = 0 // unknown: as before wall times
+	}
+	s.wall = wall
+}
+// SetVersion1 makes the scheduler hold exactly what the builds before
+// feature level 2 hold (on), or all it knows (off, the default): while
+// some voter may run such a build, the cluster keeps no cost estimates, no
+// wall times, no stdout tails and no worker of an ended job, so that every
+// node holds (and hashes) the same state; the state machine turns it off
+// with the feature level that brought them.
+func (s *Scheduler) SetVersion1(on bool) { s.v1 = on }
+
+// version1Life forgets an ended job's worker under SetVersion1, as the
+// builds before feature level 2 did.
+func (s *Scheduler) version1Life(l Life) Life {
+	if s.v1 && l.State.Terminal() {
+		l.Worker = ""
+	}
+	return l
+}
 
 // Config returns the configuration in force.
 func (s *Scheduler) Config() Config { return s.cfg }
@@ -1051,6 +1078,7 @@ func (s *Scheduler) event(now Time, id JobID, e Event, cpuMs int64) (Change, err
 	e.LeaseMs = s.cfg.LeaseTimeoutMs
 	e.TimeoutMs = j.TimeoutMs
 	life, out := Apply(j.Life, e)
+	life = s.version1Life(life)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
 	if out != Changed {
 		if out == Duplicate {
@@ -1097,12 +1125,16 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 		res.StderrTail = res.StderrTail[len(res.StderrTail)-MaxOutputTail:]
 	}
 	res.StdoutTail = OutputTail(res.StdoutTail)
+	if s.v1 {
+		res.StdoutTail = ""
+	}
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
 	e := Event{Kind: EvFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome}
 	life, out := Apply(j.Life, e)
+	life = s.version1Life(life)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: attempt, Outcome: out, From: j.State, To: life.State}
 	switch out {
 	case Changed:
@@ -1150,7 +1182,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 		tm.Usage = max(0, s.decayedUsage(tm, now)+cpuMs-jm.EstCostMs)
 		tm.UsageAt = now
 	}
-	if life.State == Completed {
+	if life.State == Completed && !s.v1 {
 		s.learn(j.Tenant, jm.Type(), cpuMs, now)
 	}
 	s.transition(jm, old, now)

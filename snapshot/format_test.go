@@ -17,7 +17,8 @@ import (
 // submits job 2; job 1 cancelled; acme deleted and created again (that
 // build revived index 0, keeping job 1 and key K); acme submits K (that
 // build answered job 1) and K2 (job 3). The file loads (snapshot format
-// 1), re-encodes in today's format to a state that reads back to the same
+// 1) at feature level 1 and is written back byte for byte; raised to level
+// 2 it re-encodes in today's format to a state that reads back to the same
 // hash, and the state is the one that build left: nothing is rewritten on
 // upgrade. The next delete and re-create on the loaded
 // state gives a new, empty tenant.
@@ -36,6 +37,17 @@ func TestReadsSnapshotOfRevivedTenant(t *testing.T) {
 	}
 	v, err := f.Freeze()
 	if err != nil {
+		t.Fatal(err)
+	}
+	var same bytes.Buffer
+	if _, err := Write(&same, v); err != nil || !bytes.Equal(same.Bytes(), raw) {
+		t.Fatalf("written back at level 1: %v, equal %t", err, bytes.Equal(same.Bytes(), raw))
+	}
+	if res, err := f.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*pb.Command{
+		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level2}}}}}); err != nil || res[0].Code != fsm.OK {
+		t.Fatalf("raising the level: %v %v", res, err)
+	}
+	if v, err = f.Freeze(); err != nil {
 		t.Fatal(err)
 	}
 	var again bytes.Buffer

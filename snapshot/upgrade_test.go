@@ -74,8 +74,9 @@ func sameState(t *testing.T, what string, loaded, replayed *fsm.FSM, endedOnWork
 const v1StateHash = "22a3fb7a595b15af46c6904f37ee8c509b0d2a8ad380b434f707bbe4995b7949"
 
 // TestUpgradeFromV1: a snapshot written by format 1 loads into the current
-// build as the same state the same commands build today, and both go on
-// alike.
+// build at feature level 1, where it hashes, and is written back, exactly
+// as the old build did; raised to level 2 it is the state the same
+// commands build today, and both go on alike.
 func TestUpgradeFromV1(t *testing.T) {
 	raw, err := os.ReadFile("testdata/upgrade-v1.snap")
 	if err != nil {
@@ -99,6 +100,22 @@ func TestUpgradeFromV1(t *testing.T) {
 	if index != 31 {
 		t.Fatalf("index %d, want 31", index)
 	}
+	// At level 1 this build hashes it as the old build did, and writes it
+	// back byte for byte: a voter still on the old build can install it.
+	if h, _ := loaded.Hash(); loaded.Level() != fsm.Level1 || hex.EncodeToString(h[:]) != v1StateHash {
+		t.Fatalf("loaded at level %d with hash %x, want level 1 and %s", loaded.Level(), h, v1StateHash)
+	}
+	v1, err := loaded.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back bytes.Buffer
+	if _, err := Write(&back, v1); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.Bytes(), raw) {
+		t.Fatalf("written back at level 1: %d bytes, format %d, not the old build's file", back.Len(), back.Bytes()[len(magic)])
+	}
 
 	replayed := scenario.NewMachine()
 	script, err := os.Open("testdata/upgrade-v1.txt")
@@ -109,7 +126,12 @@ func TestUpgradeFromV1(t *testing.T) {
 	if _, err := scenario.Run(script, replayed, io.Discard, scenario.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	// Job 8 completed on its worker.
+	// The leader raises the level once every voter runs the new build.
+	if res, err := loaded.ApplyEnvelope(32, &pb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*pb.Command{
+		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level2}}}}}); err != nil || res[0].Code != fsm.OK {
+		t.Fatalf("raising the level: %v %v", res, err)
+	}
+	// Job 8 completed on its worker: a build of format 1 did not keep it.
 	sameState(t, "a format 1 snapshot", loaded, replayed.F, 1)
 
 	// Both go on alike, with the features format 1 did not have.
@@ -128,7 +150,7 @@ func TestUpgradeFromV1(t *testing.T) {
 		t.Fatalf("the critical job did not go first:\n%s", out1.String())
 	}
 
-	// A format 1 snapshot read and written again is of the current format.
+	// At level 2 it is written again in the current format.
 	v, err := loaded.Freeze()
 	if err != nil {
 		t.Fatal(err)

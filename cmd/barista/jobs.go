@@ -102,6 +102,8 @@ func jobJSON(j *pb.Job, payload bool) map[string]any {
 		"submitted_at": msTime(wallMs(j.SubmittedWallMs, j.SubmittedAtMs)), "cluster_submitted_at_ms": j.SubmittedAtMs,
 		"ended_at": msTime(wallMs(j.EndedWallMs, j.EndedAtMs)), "cluster_ended_at_ms": j.EndedAtMs,
 		"worker_id": j.WorkerId, "cancel": j.Cancel, "timeout_ms": j.TimeoutMs, "start_tag_ms": j.StartTagMs,
+		"class": className(j.Class), "est_source": j.EstSource,
+		"deadline_at": msTime(j.DeadlineAtMs), "deadline_missed": j.DeadlineMissed,
 	}
 	if payload {
 		m["payload"] = string(j.Payload)
@@ -110,6 +112,16 @@ func jobJSON(j *pb.Job, payload bool) map[string]any {
 		m["exit_code"], m["stderr_tail"], m["stdout_tail"] = j.ExitCode, j.StderrTail, j.StdoutTail
 	}
 	return m
+}
+
+// estimated shows a job's estimate and where it came from (submitted,
+// ema or default), when the server says.
+func estimated(j *pb.Job) string {
+	s := (time.Duration(j.EstCostMs) * time.Millisecond).String()
+	if j.EstSource != "" {
+		s += " (" + j.EstSource + ")"
+	}
+	return s
 }
 
 func parseJobID(s string) (uint64, error) {
@@ -157,10 +169,18 @@ or more, the cluster time is shown beside. --json has both:
 			}
 			rows := [][2]string{
 				{"job", fmt.Sprint(j.JobId)}, {"tenant", j.Tenant}, {"state", j.State},
-				{"size", sizeName(j.Size)}, {"attempt", fmt.Sprintf("%d (failures %d of max %d)", j.Attempt, j.Failures, j.MaxAttempts)},
-				{"estimated", (time.Duration(j.EstCostMs) * time.Millisecond).String()},
+				{"size", sizeName(j.Size)}, {"class", className(j.Class)},
+				{"attempt", fmt.Sprintf("%d (failures %d of max %d)", j.Attempt, j.Failures, j.MaxAttempts)},
+				{"estimated", estimated(j)},
 				{"cpu", (time.Duration(j.CpuMs) * time.Millisecond).String()},
 				{"submitted", wallRow(j.SubmittedWallMs, j.SubmittedAtMs)},
+			}
+			if j.DeadlineAtMs != 0 {
+				d := msTime(j.DeadlineAtMs)
+				if j.DeadlineMissed {
+					d += " (missed: still queued)"
+				}
+				rows = append(rows, [2]string{"deadline", d})
 			}
 			if j.JobType != "" {
 				rows = append(rows, [2]string{"type", termSafe(j.JobType, false)})

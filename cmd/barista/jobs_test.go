@@ -67,6 +67,7 @@ func TestJobShowsWallTimeWorkerAndOutput(t *testing.T) {
 tenant     acme
 state      completed
 size       md
+class      normal
 attempt    1 (failures 0 of max 3)
 estimated  2s
 cpu        1.5s

@@ -228,6 +228,20 @@ func (v *boolVal) setTOML(x any) error {
 	return nil
 }
 
+// onOffVal is on or off (as a flag it needs its argument).
+func onOffVal(p *bool) value {
+	return &parsedVal[bool]{p: p, want: "", format: onOff,
+		parse: func(s string) (bool, error) {
+			switch strings.ToLower(s) {
+			case "on":
+				return true, nil
+			case "off":
+				return false, nil
+			}
+			return false, fmt.Errorf("%q is not on or off", s)
+		}}
+}
+
 // listVal is a list of strings: comma-separated as text, an array of
 // strings in TOML.
 type listVal struct{ p *[]string }
