@@ -151,6 +151,7 @@ func (s *Scheduler) SetWall(wall Time) {
 	}
 	s.wall = wall
 }
+
 // SetVersion1 makes the scheduler hold exactly what the builds before
 // feature level 2 hold (on), or all it knows (off, the default): while
 // some voter may run such a build, the cluster keeps no cost estimates, no

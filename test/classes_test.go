@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "barista/proto"
+	"barista/snapshot"
 	"barista/test/cluster"
 )
 
@@ -349,8 +350,8 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	if _, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_HIGH, DeadlineMs: 5000}); err != nil {
 		t.Fatalf("class and deadline at level 2: %v", err)
 	}
-	if f := snap(); f != 2 {
-		t.Errorf("snapshot format %d at level 2", f)
+	if f := snap(); f != snapshot.FormatVersion {
+		t.Errorf("snapshot format %d at level 2, want %d", f, snapshot.FormatVersion)
 	}
 	c.WaitConverged(30 * time.Second)
 
