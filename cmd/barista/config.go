@@ -132,6 +132,8 @@ func (c *serverConfig) settings() []setting {
 		{flag: "unsafe-debug", usage: "allow raw envelopes of other versions through Apply (tests only)", val: &boolVal{&c.UnsafeDebug}},
 		{flag: "test-clock-offset", usage: "shift this node's wall clock (tests only)",
 			val: durationVal(&n.ClockOffset, -raftnode.MaxClockOffset, raftnode.MaxClockOffset), field: "ClockOffset"},
+		{flag: "test-feature-level", usage: "report this highest feature level instead of the build's, to play an older build (upgrade tests only; 0: the build's)",
+			val: &intVal[uint32]{&n.FeatureLevel, 0, fsm.MaxFeatureLevel}, field: "FeatureLevel"},
 
 		{key: "scheduler.policy", usage: "size stealing: prefer-fit, or reserve:DURATION (a margin in virtual time)",
 			val: &parsedVal[sfq.StealPolicy]{&s.Sched.Policy, sfq.ParsePolicy, sfq.StealPolicy.String, "prefer-fit or reserve:DURATION"}},
@@ -150,6 +152,10 @@ func (c *serverConfig) settings() []setting {
 		{key: "scheduler.event_retention_count", usage: "... and at most this many", val: &intVal[uint64]{&s.EventRetentionCount, 0, 1 << 40}},
 		{key: "scheduler.dedupe_window", usage: "idempotency keys are remembered this long (0: not at all)", val: msVal(&s.DedupeWindowMs, 0, year)},
 		{key: "scheduler.max_payload_bytes", usage: "largest job payload", val: &intVal[uint32]{&s.MaxPayloadBytes, 1, fsm.MaxPayloadLimit}},
+		{key: "scheduler.estimate", usage: "where a job's est_cost comes from: submitted (each submit states it), or auto (its type's moving average once 3 runs completed, else the stated cost, else default_cost)",
+			val: &parsedVal[sfq.EstimateMode]{&s.Sched.Estimate, sfq.ParseEstimateMode, sfq.EstimateMode.String, "submitted or auto"}},
+		{key: "scheduler.default_cost", usage: "est_cost under estimate=auto of a submit without one whose type has fewer than 3 completed runs",
+			val: msVal(&s.Sched.DefaultCostMs, time.Millisecond, sfq.MaxEstCostMs*time.Millisecond)},
 	}
 	for t := range sfq.Tier(sfq.NumTiers) {
 		list = append(list, setting{key: "scheduler.weights." + t.String(), usage: "weight of tier " + t.String(),
