@@ -100,7 +100,7 @@ func TestGatewayAnswers(t *testing.T) {
 		{"a bad enum", "POST", "/v1/jobs", gwAcme, `{"size":"HUGE"}`, nil, 400,
 			`{"code":"INVALID_ARGUMENT","message":"request body: (line 1:9): invalid value for enum field size: \"HUGE\""}`},
 		{"a bad value", "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"-5"}`, nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"est_cost_ms: must be positive (got -5)"}`},
+			`{"code":"INVALID_ARGUMENT","message":"est_cost_ms: must be positive (got -5); it may be left out only while the cluster's estimate is auto"}`},
 		{"not JSON", "POST", "/v1/jobs", gwAcme, `size=SM`, nil, 400,
 			`{"code":"INVALID_ARGUMENT","message":"invalid character 's' looking for beginning of value"}`},
 		{"get", "GET", "/v1/jobs/2?stale=true", gwAcme, "", nil, 200, ""},
@@ -120,6 +120,11 @@ func TestGatewayAnswers(t *testing.T) {
 			`{"code":"UNAUTHENTICATED","message":"missing bearer token (authorization: Bearer TOKEN)"}`},
 		{"a client token on an admin route", "GET", "/v1/admin/tenants", gwAcme, "", nil, 403,
 			`{"code":"PERMISSION_DENIED","message":"a client token may not call /barista.v1.Admin/ListTenants"}`},
+		{"explain", "GET", "/v1/jobs/2:explain", gwAcme, "", nil, 200, `{"job_id":"2","reason":"no_worker",` +
+			`"text":"Job 2 (tenant acme, class normal, size lg) could run, but no connected, undrained worker of size lg or larger is there to take it.",` +
+			`"size":"LG","class":"NORMAL","position":"0","vertex":"","current":"0","limit":"0","ahead":"0","tag_ms":"","vnow_ms":"","worker_id":"",` +
+			`"due_ms":"0","eligible_at_ms":"0"}`},
+		{"explain another tenant's job", "GET", "/v1/jobs/1:explain", gwAcme, "", nil, 404, `{"code":"NOT_FOUND","message":"job 1 not found"}`},
 		{"cancel", "POST", "/v1/jobs/2:cancel", gwAcme, "", nil, 200, `{"cancel_requested":false,"state":"cancelled"}`},
 		{"cancel a cancelled job", "POST", "/v1/jobs/2:cancel", gwAcme, "", nil, 200, `{"cancel_requested":false,"state":"cancelled"}`},
 		{"an admin names the tenant", "POST", "/v1/jobs", gwAdmin, `{"tenant":"beta","size":"SM","est_cost_ms":"7"}`, nil, 200, `{"created":true,"job_id":"3"}`},
@@ -265,7 +270,7 @@ func TestGatewayStreamError(t *testing.T) {
 		t.Errorf("error line %s %v", b, err)
 	}
 	b, err = m.Marshal(map[string]any{"result": &pb.Event{Seq: 7, Kind: "queued"}})
-	if err != nil || canonical(t, string(b)) != `{"at_ms":"0","attempt":0,"cpu_ms":"0","exit_code":0,"job_id":"0","kind":"queued","reason":"","seq":"7","tenant":"","worker_id":""}` {
+	if err != nil || canonical(t, string(b)) != `{"at_ms":"0","attempt":0,"cpu_ms":"0","exit_code":0,"job_id":"0","kind":"queued","reason":"","seq":"7","tenant":"","wall_ms":"0","worker_id":""}` {
 		t.Errorf("event line %s %v", b, err)
 	}
 	if strings.Contains(string(b), "\n") {

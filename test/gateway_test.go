@@ -264,7 +264,7 @@ func TestHTTPAPI(t *testing.T) {
 		{"size":"LG","idempotency_key":"b2"},
 		{"size":"LG","est_cost_ms":"500","idempotency_key":"b3"}]}`, &batch)
 	if len(batch.Results) != 3 || !batch.Results[0].Created || batch.Results[1].Created || batch.Results[1].JobID != "0" ||
-		batch.Results[1].Error != "INVALID_ARGUMENT: est_cost_ms: must be positive (got 0)" || !batch.Results[2].Created || batch.Results[2].Error != "" {
+		batch.Results[1].Error != "INVALID_ARGUMENT: est_cost_ms: must be positive (got 0); it may be left out only while the cluster's estimate is auto" || !batch.Results[2].Created || batch.Results[2].Error != "" {
 		t.Fatalf("batch: %+v", batch.Results)
 	}
 	b1, b3 := batch.Results[0].JobID, batch.Results[2].JobID
@@ -297,6 +297,16 @@ func TestHTTPAPI(t *testing.T) {
 	}
 	if want := []string{first, b1, b3}; !slices.Equal(got, want) || pages != 1 {
 		t.Errorf("paged list: %v in %d pages after the first, want %v in 1", got, pages, want)
+	}
+
+	// Why a job waits (no worker of its size).
+	var why struct {
+		JobID  string `json:"job_id"`
+		Reason string `json:"reason"`
+	}
+	a.json("GET", "/v1/jobs/"+first+":explain", acmeToken, "", &why)
+	if why.JobID != first || why.Reason != "no_worker" {
+		t.Errorf("explain %s: %+v", first, why)
 	}
 
 	// Cancel a queued job.
@@ -362,6 +372,7 @@ func TestHTTPAPI(t *testing.T) {
 	a.expect("another tenant's job", a.do("GET", "/v1/jobs/"+first, betaToken, ""), 404, "NOT_FOUND", "job "+first+" not found")
 	a.expect("cancel another tenant's job", a.do("POST", "/v1/jobs/"+first+":cancel", betaToken, ""), 404, "NOT_FOUND", "job "+first+" not found")
 	a.expect("watch another tenant's job", a.do("GET", "/v1/events?job_id="+first, betaToken, ""), 404, "NOT_FOUND", "job "+first+" not found")
+	a.expect("explain another tenant's job", a.do("GET", "/v1/jobs/"+first+":explain", betaToken, ""), 404, "NOT_FOUND", "job "+first+" not found")
 	a.expect("another tenant by name", a.do("GET", "/v1/usage?tenant=acme", betaToken, ""),
 		403, "PERMISSION_DENIED", `tenant: this token is for tenant "beta", not "acme"`)
 	a.expect("a completed job cancelled", a.do("POST", "/v1/jobs/"+run+":cancel", acmeToken, ""),
