@@ -628,6 +628,35 @@ func TestOpenAPIDocument(t *testing.T) {
 	if err := doc3.Validate(context.Background()); err != nil {
 		t.Fatalf("the OpenAPI document does not validate: %v", err)
 	}
+	// What the generator cannot know: the short query names, the stream,
+	// the error shape, the token.
+	params := func(path string) string {
+		var names []string
+		for _, p := range doc2.Paths[path].Get.Parameters {
+			names = append(names, p.In+":"+p.Name)
+		}
+		return strings.Join(names, " ")
+	}
+	if got := params("/v1/jobs"); got != "query:tenant query:state query:page_size query:page_token query:stale query:include_payload" {
+		t.Errorf("GET /v1/jobs parameters: %s", got)
+	}
+	if got := params("/v1/events"); got != "query:tenant query:from query:job_id query:from_oldest query:until_idle" {
+		t.Errorf("GET /v1/events parameters: %s", got)
+	}
+	watch := doc2.Paths["/v1/events"].Get
+	if ok := watch.Responses.Value("200").Schema.Ref == "#/definitions/v1Event" && slices.Equal(watch.Produces, []string{"application/x-ndjson"}); !ok {
+		t.Errorf("GET /v1/events answers %+v, produces %v", watch.Responses.Value("200").Schema, watch.Produces)
+	}
+	if ref := doc2.Paths["/v1/jobs/{job_id}"].Get.Responses.Value("default").Schema.Ref; ref != "#/definitions/Error" {
+		t.Errorf("the error answer: %s", ref)
+	}
+	errSchema := doc2.Definitions["Error"].Value
+	if code := errSchema.Properties["code"].Value; code == nil || len(code.Enum) != 16 || code.Enum[4] != "NOT_FOUND" || errSchema.Properties["message"] == nil {
+		t.Errorf("the error schema: %+v", errSchema)
+	}
+	if sec := doc2.SecurityDefinitions["bearer"]; sec == nil || sec.Type != "apiKey" || sec.In != "header" || sec.Name != "Authorization" || len(doc2.Security) != 1 {
+		t.Errorf("security: %+v %+v", sec, doc2.Security)
+	}
 	var documented []string
 	for path, item := range doc2.Paths {
 		for method := range item.Operations() {
