@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -403,6 +404,11 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 		cursor = next
 	case cursor < first:
 		return status.Errorf(codes.OutOfRange, "from_seq: %d is older than the oldest retained event (%d)", cursor, first)
+	}
+	// The watch is accepted: headers now, not with the first event (the
+	// HTTP/JSON stream answers 200 as soon as they arrive).
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return err
 	}
 	for {
 		changed := f.Changed()

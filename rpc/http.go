@@ -28,10 +28,12 @@ type HTTPOptions struct {
 // HTTPHandler serves a node's HTTP address: /metrics (Prometheus),
 // /healthz (the process is up), /readyz (the node can serve; see
 // raftnode.Node.Health), /api/top (the live view as JSON), / (a read-only
-// web page of fair shares and membership) and /login. With tokens
-// configured, / and /api/ need an admin token or a client token, which
-// sees only its own tenant; /healthz and /readyz stay open, and /metrics
-// too unless MetricsAuth is set.
+// web page of fair shares and membership), /login, and /v1/ (the
+// HTTP/JSON API, see gateway.go: its routes take the bearer header only,
+// checked by the gRPC server they call; /v1/openapi.json is open). With
+// tokens configured, / and /api/ need an admin token or a client token,
+// which sees only its own tenant; /healthz and /readyz stay open, and
+// /metrics too unless MetricsAuth is set.
 func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 	b := s.base
 	mux := http.NewServeMux()
@@ -54,6 +56,7 @@ func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		json.NewEncoder(w).Encode(topJSON(visibleTop(topView(&b, DefaultTopWindow), requestIdentity(r))))
 	}))
+	mux.Handle("/v1/", s.gatewayHandler())
 	mux.HandleFunc("/login", s.login)
 	mux.HandleFunc("/logout", s.logout)
 	mux.HandleFunc("/", s.guard(pageRoles, true, func(w http.ResponseWriter, r *http.Request) {

@@ -82,7 +82,7 @@ func (c *serverConfig) settings() []setting {
 		{key: "node.grpc_addr", flag: "grpc-addr", usage: "gRPC `HOST:PORT` for clients, workers and operators", val: &stringVal{&n.GRPCAddr}},
 		{key: "node.raft_advertise", flag: "raft-advertise", usage: "Raft `HOST:PORT` other members reach this node at (default: --raft-addr; needed when that binds 0.0.0.0)", val: &stringVal{&n.RaftAdvertise}, field: "RaftAdvertise"},
 		{key: "node.grpc_advertise", flag: "grpc-advertise", usage: "gRPC `HOST:PORT` members and clients reach this node at (default: --grpc-addr)", val: &stringVal{&n.GRPCAdvertise}, field: "GRPCAdvertise"},
-		{key: "node.http_addr", flag: "http-addr", usage: "HTTP `HOST:PORT` for health and metrics (empty: none)", val: &stringVal{&n.HTTPAddr}},
+		{key: "node.http_addr", flag: "http-addr", usage: "HTTP `HOST:PORT` for health, metrics, the web console and the HTTP/JSON API (empty: none)", val: &stringVal{&n.HTTPAddr}},
 		{key: "node.bootstrap", flag: "bootstrap", usage: "bootstrap a new one-node cluster if the data dir is empty", val: &boolVal{&n.Bootstrap}},
 		{key: "node.bootstrap_node", flag: "bootstrap-node", usage: "the node `ID` that creates the cluster: with that ID and an empty data dir, a node first tries to --join for 30s, then bootstraps; other nodes only join (one command line for every node, e.g. a StatefulSet)", val: &stringVal{&c.BootstrapNode}},
 		{key: "node.bootstrap_wait", flag: "bootstrap-wait", usage: "how long the --bootstrap-node tries to join before it bootstraps",
