@@ -24,7 +24,14 @@ type harness struct {
 	now   sfq.Time
 }
 
-func newHarness(t testing.TB) *harness { return &harness{t: t, f: New(), now: 1_000} }
+func newHarness(t testing.TB) *harness { return &harness{t: t, f: NewLatest(), now: 1_000} }
+
+// newAt returns an empty state machine at feature level l.
+func newAt(l uint32) *FSM {
+	f := New()
+	f.setLevel(l)
+	return f
+}
 
 func (h *harness) apply(cmds ...*pb.Command) []Result {
 	h.t.Helper()
@@ -314,11 +321,18 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	job := rapid.Uint64Range(1, max(jobs, 1)).Draw(t, "job")
 	attempt := uint32(rapid.IntRange(1, 3).Draw(t, "attempt"))
 	worker := rapid.SampledFrom(workers).Draw(t, "worker")
-	switch rapid.IntRange(0, 12).Draw(t, "kind") {
+	switch rapid.IntRange(0, 14).Draw(t, "kind") {
+	case 13:
+		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3}).Draw(t, "level")}}}
+	case 14:
+		// Groups: refused below level 3.
+		return &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
+			Group: rapid.SampledFrom([]string{"g1", "g2"}).Draw(t, "group"), CapKind: pb.GroupCapKind(rapid.IntRange(1, 3).Draw(t, "capkind")),
+			Limit: uint32(rapid.IntRange(1, 2).Draw(t, "limit")), AsTenant: rapid.Bool().Draw(t, "astenant")}}}
 	case 0, 1, 2:
 		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			IdempotencyKey: rapid.SampledFrom([]string{"", "", "k1", "k2"}).Draw(t, "key"), Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")),
-			EstCostMs: rapid.Int64Range(1, 5000).Draw(t, "cost")}}}
+			EstCostMs: rapid.Int64Range(1, 5000).Draw(t, "cost"), Group: rapid.SampledFrom([]string{"", "", "g1", "g2"}).Draw(t, "group")}}}
 	case 3, 4:
 		return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "wsize")), Credit: rapid.Uint64Range(1, 1000).Draw(t, "credit")}}}
 	case 5:
@@ -334,7 +348,8 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	case 10:
 		return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			Tier: pb.Tier(rapid.IntRange(1, 5).Draw(t, "tier")), Caps: &pb.Caps{MaxRunning: uint32(rapid.IntRange(0, 3).Draw(t, "cap"))},
-			ExportMetrics: rapid.Bool().Draw(t, "export")}}}
+			ExportMetrics: rapid.Bool().Draw(t, "export"), GroupCap: uint32(rapid.IntRange(0, 2).Draw(t, "groupcap")),
+			GroupOrder: pb.GroupOrder(rapid.IntRange(0, 2).Draw(t, "grouporder"))}}}
 	case 11:
 		// Refused while the tenant has live jobs; a later upsert of the
 		// name creates a new tenant.
@@ -351,11 +366,11 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 // hash as the original.
 func TestSnapshotRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		a := New()
+		a := newAt(rapid.SampledFrom([]uint32{Level1, Level2, Level3}).Draw(t, "level"))
 		var log []*pb.Envelope
 		n := rapid.IntRange(1, 150).Draw(t, "n")
 		cut := rapid.IntRange(0, n).Draw(t, "cut")
-		now := int64(1000)
+		now, ahead := int64(1000), int64(0) // the wall clock runs ahead after each pause
 		var frozen *View
 		var want []byte
 		var wg sync.WaitGroup
@@ -374,12 +389,13 @@ func TestSnapshotRoundTrip(t *testing.T) {
 				go func() { defer wg.Done(); got = encodeFSM(frozen) }()
 			}
 			now += rapid.Int64Range(0, 20_000).Draw(t, "dt")
+			ahead += rapid.Int64Range(-2, 5_000_000).Draw(t, "pause")
 			cmds := []*pb.Command{tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), tenant("c", pb.Tier_SILVER)}
 			if i > 0 {
 				jobs, _ := a.Counts()
 				cmds = []*pb.Command{randomCommand(t, uint64(jobs)+1)}
 			}
-			env := &pb.Envelope{Version: Version, StampMs: now, Commands: cmds}
+			env := &pb.Envelope{Version: Version, StampMs: now, WallMs: now + ahead, Commands: cmds}
 			log = append(log, env)
 			if _, err := a.ApplyEnvelope(uint64(i+1), env); err != nil {
 				t.Fatal(err)
@@ -436,7 +452,8 @@ func TestRestoreRefusesBadState(t *testing.T) {
 // in its own entry at the same leader time.
 func TestCoalescedEntriesApplyAlike(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		one, packed := New(), New()
+		level := rapid.SampledFrom([]uint32{Level1, Level2, Level3}).Draw(t, "level")
+		one, packed := newAt(level), newAt(level)
 		var oneIdx, packedIdx uint64
 		now := int64(1000)
 		apply := func(f *FSM, idx *uint64, cmds []*pb.Command) []Result {
@@ -595,5 +612,34 @@ func TestPayloadLimitFitsAMessage(t *testing.T) {
 	v, _ = h.f.Freeze()
 	if err := New().Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(encodeFSM(v)))), v.Index); !errors.Is(err, sfq.ErrCorrupt) {
 		t.Fatalf("a state over every limit loaded: %v", err)
+	}
+}
+
+// TestSharesInCostAmongQueued: the live view's share is of the estimated
+// CPU dispatched, and a tenant with nothing queued is entitled to nothing
+// (it does not dilute the entitlement of those that wait).
+func TestSharesInCostAmongQueued(t *testing.T) {
+	h := newHarness(t)
+	h.apply(tenant("gold", pb.Tier_GOLD), tenant("free", pb.Tier_FREE), tenant("idle", pb.Tier_DIAMOND))
+	// idle: one 4 s job, dispatched; gold: one 3 s job dispatched and one
+	// queued; free: one 1 s job dispatched and one queued.
+	h.apply(submit("idle", "", 4000, ""), submit("gold", "", 3000, ""), submit("free", "", 1000, ""),
+		submit("gold", "", 3000, ""), submit("free", "", 1000, ""))
+	for i := range 3 {
+		if r := h.one(dispatch(fmt.Sprintf("w%d", i), 1)); !r.Assigned {
+			t.Fatalf("dispatch %d: %+v", i, r)
+		}
+	}
+	rows, _ := h.f.Shares(60_000)
+	got := map[string][2]float64{}
+	for _, r := range rows {
+		got[r.Name] = [2]float64{r.Share, r.Entitled}
+	}
+	// Dispatched: idle 4000 (diamond first), gold 3000, free 1000 of 8000.
+	want := map[string][2]float64{"idle": {0.5, 0}, "gold": {0.375, 8.0 / 9}, "free": {0.125, 1.0 / 9}}
+	for name, w := range want {
+		if g := got[name]; g != w {
+			t.Errorf("%s: share %v entitled %v, want %v %v", name, g[0], g[1], w[0], w[1])
+		}
 	}
 }

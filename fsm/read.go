@@ -22,6 +22,16 @@ func (f *FSM) Clock() (sfq.Time, uint64) {
 	return f.clock, f.lastIndex
 }
 
+// WallClock returns the leader's wall clock on the last applied entry (0
+// if it carried none, or none was applied since the state was loaded)
+// and the FSM clock (cluster time) after it: how far cluster time lags
+// the wall clock, for display.
+func (f *FSM) WallClock() (wall, cluster sfq.Time) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return sfq.Time(f.lastWall), f.clock
+}
+
 // Configured reports whether a SetConfig has been applied: a new
 // cluster's first leader seeds the configuration only if not.
 func (f *FSM) Configured() bool {
@@ -187,9 +197,9 @@ type TenantShare struct {
 	// Dispatches and DispatchedCostMs count the dispatches of the window.
 	Dispatches       uint64
 	DispatchedCostMs int64
-	// Share is the tenant's fraction of the window's dispatches; Entitled
-	// is its weight's fraction among the active tenants (queued, running
-	// or dispatched in the window).
+	// Share is the tenant's fraction of the estimated CPU dispatched in
+	// the window; Entitled is its weight's fraction among the tenants with
+	// queued jobs now (0 without any).
 	Share, Entitled float64
 }
 
@@ -206,7 +216,6 @@ func (f *FSM) Shares(window sfq.Time) ([]TenantShare, sfq.Time) {
 			Weight: float64(f.sched.Weight(t, f.clock)) / float64(sfq.WeightOne)})
 		return true
 	})
-	var total uint64
 	first := f.nextEvent - uint64(f.events.Len())
 	for seq := f.nextEvent - 1; seq >= first && seq > 0; seq-- {
 		ev := f.events.Get(seq)
@@ -224,20 +233,24 @@ func (f *FSM) Shares(window sfq.Time) ([]TenantShare, sfq.Time) {
 		if j, ok := f.sched.Job(ev.Job); ok {
 			rows[i].DispatchedCostMs += j.EstCostMs
 		}
-		total++
 	}
+	// Share is in cost (SPEC §8: shares are in cost, not in dispatch
+	// counts); entitlement is the weight among the tenants with queued
+	// work now (a tenant without any is entitled to nothing more).
 	var active float64
+	var totalCost int64
 	for _, r := range rows {
-		if r.Queued > 0 || r.Running > 0 || r.Dispatches > 0 {
+		if r.Queued > 0 {
 			active += r.Weight
 		}
+		totalCost += r.DispatchedCostMs
 	}
 	for i := range rows {
 		r := &rows[i]
-		if total > 0 {
-			r.Share = float64(r.Dispatches) / float64(total)
+		if totalCost > 0 {
+			r.Share = float64(r.DispatchedCostMs) / float64(totalCost)
 		}
-		if active > 0 && (r.Queued > 0 || r.Running > 0 || r.Dispatches > 0) {
+		if active > 0 && r.Queued > 0 {
 			r.Entitled = r.Weight / active
 		}
 	}

@@ -33,12 +33,18 @@ type Tenant struct {
 	Caps          *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
 	Created       bool                   `protobuf:"varint,5,opt,name=created,proto3" json:"created,omitempty"`                                   // set by UpsertTenant: the tenant is new
 	ExportMetrics bool                   `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"` // its own series on /metrics beyond metrics.max_tenants
-	GroupCap      uint32                 `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`                // cap of each named group whose cap is inherit; 0 = none
-	GroupOrder    GroupOrder             `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
-	MaxGroups     uint32                 `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"` // 0 = the default (10000)
-	Groups        uint32                 `protobuf:"varint,43,opt,name=groups,proto3" json:"groups,omitempty"`                        // its named groups with jobs or settings
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// max_class is the highest class the tenant may submit (normal unless
+	// set; low is always allowed). cap_critical, cap_high and deadline_cap
+	// are caps.max_running_critical, caps.max_running_high and
+	// caps.max_running_deadline.
+	MaxClass       Class      `protobuf:"varint,30,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"`
+	AllowDeadlines bool       `protobuf:"varint,31,opt,name=allow_deadlines,json=allowDeadlines,proto3" json:"allow_deadlines,omitempty"` // the tenant may submit jobs with a deadline
+	GroupCap       uint32     `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`                   // cap of each named group whose cap is inherit; 0 = none
+	GroupOrder     GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
+	MaxGroups      uint32     `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"` // 0 = the default (10000)
+	Groups         uint32     `protobuf:"varint,43,opt,name=groups,proto3" json:"groups,omitempty"`                        // its named groups with jobs or settings
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Tenant) Reset() {
@@ -113,6 +119,20 @@ func (x *Tenant) GetExportMetrics() bool {
 	return false
 }
 
+func (x *Tenant) GetMaxClass() Class {
+	if x != nil {
+		return x.MaxClass
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *Tenant) GetAllowDeadlines() bool {
+	if x != nil {
+		return x.AllowDeadlines
+	}
+	return false
+}
+
 func (x *Tenant) GetGroupCap() uint32 {
 	if x != nil {
 		return x.GroupCap
@@ -151,6 +171,12 @@ type UpsertTenantRequest struct {
 	// are more tenants than a node's metrics.max_tenants. An upsert sets
 	// every field: send the current value to keep it.
 	ExportMetrics bool `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"`
+	// max_class (unspecified = normal) and allow_deadlines, like every field
+	// of an upsert, replace the tenant's: an update that leaves them out
+	// sets normal and off. Read the tenant first (barista tenant set does)
+	// to keep them. The class caps and deadline_cap are in caps.
+	MaxClass       Class `protobuf:"varint,30,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"`
+	AllowDeadlines bool  `protobuf:"varint,31,opt,name=allow_deadlines,json=allowDeadlines,proto3" json:"allow_deadlines,omitempty"`
 	// group_cap caps the Assigned+Running jobs of each named group whose
 	// own cap is inherit (0 = none); group_order chooses among the heads of
 	// the tenant's groups; max_groups bounds its named groups (0 = the
@@ -223,6 +249,20 @@ func (x *UpsertTenantRequest) GetCaps() *Caps {
 func (x *UpsertTenantRequest) GetExportMetrics() bool {
 	if x != nil {
 		return x.ExportMetrics
+	}
+	return false
+}
+
+func (x *UpsertTenantRequest) GetMaxClass() Class {
+	if x != nil {
+		return x.MaxClass
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *UpsertTenantRequest) GetAllowDeadlines() bool {
+	if x != nil {
+		return x.AllowDeadlines
 	}
 	return false
 }
@@ -806,7 +846,7 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\xd6\x02\n" +
+	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\xaf\x03\n" +
 	"\x06Tenant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -815,13 +855,15 @@ const file_admin_proto_rawDesc = "" +
 	"multiplier\x12$\n" +
 	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12\x18\n" +
 	"\acreated\x18\x05 \x01(\bR\acreated\x12%\n" +
-	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12\x1b\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12.\n" +
+	"\tmax_class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\bmaxClass\x12'\n" +
+	"\x0fallow_deadlines\x18\x1f \x01(\bR\x0eallowDeadlines\x12\x1b\n" +
 	"\tgroup_cap\x18( \x01(\rR\bgroupCap\x127\n" +
 	"\vgroup_order\x18) \x01(\x0e2\x16.barista.v1.GroupOrderR\n" +
 	"groupOrder\x12\x1d\n" +
 	"\n" +
 	"max_groups\x18* \x01(\rR\tmaxGroups\x12\x16\n" +
-	"\x06groups\x18+ \x01(\rR\x06groups\"\xb1\x02\n" +
+	"\x06groups\x18+ \x01(\rR\x06groups\"\x8a\x03\n" +
 	"\x13UpsertTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -829,7 +871,9 @@ const file_admin_proto_rawDesc = "" +
 	"multiplier\x18\x03 \x01(\rR\n" +
 	"multiplier\x12$\n" +
 	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12%\n" +
-	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12\x1b\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12.\n" +
+	"\tmax_class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\bmaxClass\x12'\n" +
+	"\x0fallow_deadlines\x18\x1f \x01(\bR\x0eallowDeadlines\x12\x1b\n" +
 	"\tgroup_cap\x18( \x01(\rR\bgroupCap\x127\n" +
 	"\vgroup_order\x18) \x01(\x0e2\x16.barista.v1.GroupOrderR\n" +
 	"groupOrder\x12\x1d\n" +
@@ -909,46 +953,49 @@ var file_admin_proto_goTypes = []any{
 	(*TopResponse)(nil),          // 11: barista.v1.TopResponse
 	(Tier)(0),                    // 12: barista.v1.Tier
 	(*Caps)(nil),                 // 13: barista.v1.Caps
-	(GroupOrder)(0),              // 14: barista.v1.GroupOrder
-	(*ReadOptions)(nil),          // 15: barista.v1.ReadOptions
-	(*SchedulerConfig)(nil),      // 16: barista.v1.SchedulerConfig
-	(*GroupUsage)(nil),           // 17: barista.v1.GroupUsage
+	(Class)(0),                   // 14: barista.v1.Class
+	(GroupOrder)(0),              // 15: barista.v1.GroupOrder
+	(*ReadOptions)(nil),          // 16: barista.v1.ReadOptions
+	(*SchedulerConfig)(nil),      // 17: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),           // 18: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
 	12, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
 	13, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	14, // 2: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
-	12, // 3: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	13, // 4: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	14, // 5: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
-	15, // 6: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	15, // 7: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
-	0,  // 8: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	15, // 9: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	16, // 10: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	15, // 11: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	12, // 12: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	17, // 13: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
-	10, // 14: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	1,  // 15: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	2,  // 16: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	4,  // 17: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	5,  // 18: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	7,  // 19: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	8,  // 20: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	9,  // 21: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	0,  // 22: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	3,  // 23: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	0,  // 24: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	6,  // 25: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	16, // 26: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	16, // 27: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	11, // 28: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	22, // [22:29] is the sub-list for method output_type
-	15, // [15:22] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	14, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
+	15, // 3: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
+	12, // 4: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	13, // 5: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
+	14, // 6: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	15, // 7: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	16, // 8: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	16, // 9: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	0,  // 10: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
+	16, // 11: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	17, // 12: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	16, // 13: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	12, // 14: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	18, // 15: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	10, // 16: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	1,  // 17: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	2,  // 18: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	4,  // 19: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	5,  // 20: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	7,  // 21: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	8,  // 22: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	9,  // 23: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	0,  // 24: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	3,  // 25: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	0,  // 26: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	6,  // 27: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	17, // 28: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	17, // 29: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	11, // 30: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	24, // [24:31] is the sub-list for method output_type
+	17, // [17:24] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }

@@ -707,6 +707,7 @@ type Command struct {
 	//	*Command_MemberUpsert
 	//	*Command_MemberRemove
 	//	*Command_WorkerDrain
+	//	*Command_SetFeatureLevel
 	//	*Command_SetGroup
 	Cmd           isCommand_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
@@ -885,6 +886,15 @@ func (x *Command) GetWorkerDrain() *WorkerDrain {
 	return nil
 }
 
+func (x *Command) GetSetFeatureLevel() *SetFeatureLevel {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_SetFeatureLevel); ok {
+			return x.SetFeatureLevel
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSetGroup() *SetGroup {
 	if x != nil {
 		if x, ok := x.Cmd.(*Command_SetGroup); ok {
@@ -958,6 +968,10 @@ type Command_WorkerDrain struct {
 	WorkerDrain *WorkerDrain `protobuf:"bytes,15,opt,name=worker_drain,json=workerDrain,proto3,oneof"`
 }
 
+type Command_SetFeatureLevel struct {
+	SetFeatureLevel *SetFeatureLevel `protobuf:"bytes,16,opt,name=set_feature_level,json=setFeatureLevel,proto3,oneof"`
+}
+
 type Command_SetGroup struct {
 	SetGroup *SetGroup `protobuf:"bytes,40,opt,name=set_group,json=setGroup,proto3,oneof"`
 }
@@ -991,6 +1005,8 @@ func (*Command_MemberUpsert) isCommand_Cmd() {}
 func (*Command_MemberRemove) isCommand_Cmd() {}
 
 func (*Command_WorkerDrain) isCommand_Cmd() {}
+
+func (*Command_SetFeatureLevel) isCommand_Cmd() {}
 
 func (*Command_SetGroup) isCommand_Cmd() {}
 
@@ -1368,6 +1384,7 @@ type Finished struct {
 	CpuMs         int64                  `protobuf:"varint,5,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
 	ExitCode      int32                  `protobuf:"varint,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	StderrTail    string                 `protobuf:"bytes,7,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"`
+	StdoutTail    string                 `protobuf:"bytes,8,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1447,6 +1464,13 @@ func (x *Finished) GetExitCode() int32 {
 func (x *Finished) GetStderrTail() string {
 	if x != nil {
 		return x.StderrTail
+	}
+	return ""
+}
+
+func (x *Finished) GetStdoutTail() string {
+	if x != nil {
+		return x.StdoutTail
 	}
 	return ""
 }
@@ -1981,8 +2005,12 @@ type SchedulerConfig struct {
 	MaxPayloadBytes     uint32                 `protobuf:"varint,18,opt,name=max_payload_bytes,json=maxPayloadBytes,proto3" json:"max_payload_bytes,omitempty"`
 	Estimate            Estimate               `protobuf:"varint,19,opt,name=estimate,proto3,enum=barista.v1.Estimate" json:"estimate,omitempty"`
 	DefaultCostMs       int64                  `protobuf:"varint,20,opt,name=default_cost_ms,json=defaultCostMs,proto3" json:"default_cost_ms,omitempty"` // 0 = 60 s
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// feature_level is the cluster's feature level (docs/operations.md,
+	// "Upgrades"). Read only: GetConfig reports it, SetConfig ignores it;
+	// the leader raises it with SetFeatureLevel.
+	FeatureLevel  uint32 `protobuf:"varint,21,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SchedulerConfig) Reset() {
@@ -2151,6 +2179,13 @@ func (x *SchedulerConfig) GetEstimate() Estimate {
 func (x *SchedulerConfig) GetDefaultCostMs() int64 {
 	if x != nil {
 		return x.DefaultCostMs
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetFeatureLevel() uint32 {
+	if x != nil {
+		return x.FeatureLevel
 	}
 	return 0
 }
@@ -2413,6 +2448,54 @@ func (x *WorkerDrain) GetDrain() bool {
 	return false
 }
 
+// SetFeatureLevel raises the cluster's feature level. The leader proposes
+// it only once every voter reports that it understands the level; a level
+// never goes down. A node whose build does not understand the level stops
+// rather than apply it.
+type SetFeatureLevel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Level         uint32                 `protobuf:"varint,1,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetFeatureLevel) Reset() {
+	*x = SetFeatureLevel{}
+	mi := &file_commands_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetFeatureLevel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetFeatureLevel) ProtoMessage() {}
+
+func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetFeatureLevel.ProtoReflect.Descriptor instead.
+func (*SetFeatureLevel) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SetFeatureLevel) GetLevel() uint32 {
+	if x != nil {
+		return x.Level
+	}
+	return 0
+}
+
 // CommandResult is what Apply returned for one command.
 type CommandResult struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -2434,7 +2517,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2529,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2542,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{21}
+	return file_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CommandResult) GetCode() Code {
@@ -2556,7 +2639,7 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\x8f\a\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xda\a\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x14.barista.v1.DispatchH\x00R\bdispatch\x12/\n" +
@@ -2576,7 +2659,8 @@ const file_commands_proto_rawDesc = "" +
 	"\x05prune\x18\f \x01(\v2\x11.barista.v1.PruneH\x00R\x05prune\x12?\n" +
 	"\rmember_upsert\x18\r \x01(\v2\x18.barista.v1.MemberUpsertH\x00R\fmemberUpsert\x12?\n" +
 	"\rmember_remove\x18\x0e \x01(\v2\x18.barista.v1.MemberRemoveH\x00R\fmemberRemove\x12<\n" +
-	"\fworker_drain\x18\x0f \x01(\v2\x17.barista.v1.WorkerDrainH\x00R\vworkerDrain\x123\n" +
+	"\fworker_drain\x18\x0f \x01(\v2\x17.barista.v1.WorkerDrainH\x00R\vworkerDrain\x12I\n" +
+	"\x11set_feature_level\x18\x10 \x01(\v2\x1b.barista.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevel\x123\n" +
 	"\tset_group\x18( \x01(\v2\x14.barista.v1.SetGroupH\x00R\bsetGroupB\x05\n" +
 	"\x03cmd\"\xf0\x02\n" +
 	"\tSubmitJob\x12\x16\n" +
@@ -2610,7 +2694,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x0eHeartbeatBatch\x125\n" +
 	"\n" +
 	"heartbeats\x18\x01 \x03(\v2\x15.barista.v1.HeartbeatR\n" +
-	"heartbeats\"\xd7\x01\n" +
+	"heartbeats\"\xf8\x01\n" +
 	"\bFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1b\n" +
@@ -2619,7 +2703,9 @@ const file_commands_proto_rawDesc = "" +
 	"\x06cpu_ms\x18\x05 \x01(\x03R\x05cpuMs\x12\x1b\n" +
 	"\texit_code\x18\x06 \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vstderr_tail\x18\a \x01(\tR\n" +
-	"stderrTail\"5\n" +
+	"stderrTail\x12\x1f\n" +
+	"\vstdout_tail\x18\b \x01(\tR\n" +
+	"stdoutTail\"5\n" +
 	"\tCancelJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\x04R\x03job\"`\n" +
@@ -2662,7 +2748,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x1b\n" +
 	"\tas_tenant\x18\x05 \x01(\bR\basTenant\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xe3\x06\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x88\a\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -2684,7 +2770,8 @@ const file_commands_proto_rawDesc = "" +
 	"\x10dedupe_window_ms\x18\x11 \x01(\x03R\x0ededupeWindowMs\x12*\n" +
 	"\x11max_payload_bytes\x18\x12 \x01(\rR\x0fmaxPayloadBytes\x120\n" +
 	"\bestimate\x18\x13 \x01(\x0e2\x14.barista.v1.EstimateR\bestimate\x12&\n" +
-	"\x0fdefault_cost_ms\x18\x14 \x01(\x03R\rdefaultCostMs\"@\n" +
+	"\x0fdefault_cost_ms\x18\x14 \x01(\x03R\rdefaultCostMs\x12#\n" +
+	"\rfeature_level\x18\x15 \x01(\rR\ffeatureLevel\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +
 	"\x05Prune\x12\x14\n" +
@@ -2698,7 +2785,9 @@ const file_commands_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"@\n" +
 	"\vWorkerDrain\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x14\n" +
-	"\x05drain\x18\x02 \x01(\bR\x05drain\"\xf7\x02\n" +
+	"\x05drain\x18\x02 \x01(\bR\x05drain\"'\n" +
+	"\x0fSetFeatureLevel\x12\x14\n" +
+	"\x05level\x18\x01 \x01(\rR\x05level\"\xf7\x02\n" +
 	"\rCommandResult\x12$\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x10.barista.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x10\n" +
@@ -2795,7 +2884,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_commands_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
@@ -2829,7 +2918,8 @@ var file_commands_proto_goTypes = []any{
 	(*MemberUpsert)(nil),    // 29: barista.v1.MemberUpsert
 	(*MemberRemove)(nil),    // 30: barista.v1.MemberRemove
 	(*WorkerDrain)(nil),     // 31: barista.v1.WorkerDrain
-	(*CommandResult)(nil),   // 32: barista.v1.CommandResult
+	(*SetFeatureLevel)(nil), // 32: barista.v1.SetFeatureLevel
+	(*CommandResult)(nil),   // 33: barista.v1.CommandResult
 }
 var file_commands_proto_depIdxs = []int32{
 	12, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
@@ -2848,29 +2938,30 @@ var file_commands_proto_depIdxs = []int32{
 	29, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
 	30, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
 	31, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
-	24, // 16: barista.v1.Command.set_group:type_name -> barista.v1.SetGroup
-	0,  // 17: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	3,  // 18: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	0,  // 19: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	16, // 20: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	2,  // 21: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	4,  // 22: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 23: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	22, // 24: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	3,  // 25: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	5,  // 26: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
-	6,  // 27: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
-	7,  // 28: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	8,  // 29: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	9,  // 30: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	26, // 31: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	10, // 32: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 33: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	32, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
+	24, // 17: barista.v1.Command.set_group:type_name -> barista.v1.SetGroup
+	0,  // 18: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	3,  // 19: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	0,  // 20: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	16, // 21: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	2,  // 22: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	4,  // 23: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	1,  // 24: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	22, // 25: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	3,  // 26: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	5,  // 27: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	6,  // 28: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	7,  // 29: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	8,  // 30: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	9,  // 31: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	26, // 32: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	10, // 33: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	0,  // 34: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -2894,6 +2985,7 @@ func file_commands_proto_init() {
 		(*Command_MemberUpsert)(nil),
 		(*Command_MemberRemove)(nil),
 		(*Command_WorkerDrain)(nil),
+		(*Command_SetFeatureLevel)(nil),
 		(*Command_SetGroup)(nil),
 	}
 	type x struct{}
@@ -2902,7 +2994,7 @@ func file_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2,7 +2,10 @@ package raftnode
 
 import (
 	"fmt"
+	"net"
 	"time"
+
+	"barista/fsm"
 )
 
 // Limits of a node's settings. Validate refuses a value outside them; the
@@ -43,6 +46,8 @@ type ConfigError struct {
 	// Rel ("at least", "at most") relates Field to the field Other, whose
 	// value is OtherValue, for a rule between two fields.
 	Rel, Other, OtherValue string
+	// Rule, if set, says what is wrong with the value.
+	Rule string
 }
 
 func (e *ConfigError) Error() string {
@@ -56,6 +61,8 @@ func (e *ConfigError) Format(name func(field string) string) string {
 		return fmt.Sprintf("%s is required", name(e.Field))
 	case e.Other != "":
 		return fmt.Sprintf("%s: %s must be %s %s (%s)", name(e.Field), e.Value, e.Rel, name(e.Other), e.OtherValue)
+	case e.Rule != "":
+		return fmt.Sprintf("%s: %s %s", name(e.Field), e.Value, e.Rule)
 	}
 	return fmt.Sprintf("%s: %s is out of range (%s..%s)", name(e.Field), e.Value, e.Min, e.Max)
 }
@@ -103,11 +110,24 @@ func (c Config) Validate() error {
 			return &ConfigError{Field: n.field, Value: fmt.Sprint(n.v), Min: "1", Max: fmt.Sprint(MaxLogEntries)}
 		}
 	}
+	for _, a := range []struct{ field, v string }{{"RaftAdvertise", c.RaftAdvertise}, {"GRPCAdvertise", c.GRPCAdvertise}} {
+		if a.v == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(a.v)
+		ip := net.ParseIP(host)
+		if err != nil || host == "" || port == "" || (ip != nil && ip.IsUnspecified()) {
+			return &ConfigError{Field: a.field, Value: a.v, Rule: "is not a HOST:PORT other members can reach"}
+		}
+	}
 	if c.ElectionTimeout < c.HeartbeatTimeout {
 		return &ConfigError{Field: "ElectionTimeout", Value: c.ElectionTimeout.String(), Rel: "at least", Other: "HeartbeatTimeout", OtherValue: c.HeartbeatTimeout.String()}
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return &ConfigError{Field: "LeaderLeaseTimeout", Value: c.LeaderLeaseTimeout.String(), Rel: "at most", Other: "HeartbeatTimeout", OtherValue: c.HeartbeatTimeout.String()}
+	}
+	if c.FeatureLevel > fsm.MaxFeatureLevel {
+		return &ConfigError{Field: "FeatureLevel", Value: fmt.Sprint(c.FeatureLevel), Min: "1", Max: fmt.Sprint(fsm.MaxFeatureLevel)}
 	}
 	if err := c.Seed.Validate(); err != nil {
 		return fmt.Errorf("raftnode: seed configuration: %w", err)

@@ -166,8 +166,18 @@ func TestRestartChecksLog(t *testing.T) {
 	if !n.FSM.Configured() {
 		t.Fatal("the restarted node did not replay the log")
 	}
-	h, i := n.FSM.Hash()
+	// The new leader's setup commands (GrantLeases) follow its election.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, i := n.FSM.Clock(); i > index {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted leader applied nothing new")
+		}
+	}
 	n.Shutdown()
+	// Read after the shutdown: nothing applies any more.
+	h, i := n.FSM.Hash()
 	// The shutdown records Raft's applied index, which counts entries
 	// that are not commands too.
 	if res, err := snapshot.Replay(dir, 0, nil); err != nil || res.Hash != h || res.Index < i || i <= index {

@@ -29,9 +29,15 @@ import (
 type Config struct {
 	ID       string
 	DataDir  string
-	RaftAddr string // bind and advertise address of the Raft transport
-	GRPCAddr string // recorded in the replicated member table
-	HTTPAddr string
+	RaftAddr string // bind address of the Raft transport
+	GRPCAddr string // bind address of the gRPC services
+	// RaftAdvertise and GRPCAdvertise are the addresses other members and
+	// clients use to reach this node, when they differ from the bind
+	// addresses (a container binds 0.0.0.0 and is reached by its stable
+	// name). Empty: the bind address.
+	RaftAdvertise string
+	GRPCAdvertise string
+	HTTPAddr      string
 
 	// Bootstrap makes this node a one-voter cluster if it has no state.
 	Bootstrap bool
@@ -65,6 +71,10 @@ type Config struct {
 	// ClockOffset shifts this node's wall clock, for tests that show a
 	// skewed clock cannot move cluster time.
 	ClockOffset time.Duration
+	// FeatureLevel is the highest cluster feature level this node reports
+	// that it understands (0: fsm.MaxFeatureLevel). Tests of upgrades set
+	// a lower one to play an older build.
+	FeatureLevel uint32
 }
 
 // DefaultConfig returns LAN defaults: heartbeat and election timeouts of
@@ -123,6 +133,7 @@ type Node struct {
 	proposals chan *proposal
 
 	mu        sync.Mutex
+	prober    LevelProber
 	loops     map[string]LeaderLoop
 	lead      *leadership
 	stampBase sfq.Time
@@ -242,16 +253,50 @@ func (n *Node) openTransport() error {
 				return fmt.Errorf("raft transport on %s: %w", n.cfg.RaftAddr, err)
 			}
 		}
-		if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || tcp.IP.IsUnspecified() {
+		if tcp, ok := ln.Addr().(*net.TCPAddr); (!ok || tcp.IP.IsUnspecified()) && n.cfg.RaftAdvertise == "" {
 			ln.Close()
-			return fmt.Errorf("raft address %q: not an address other members can reach", n.cfg.RaftAddr)
+			return fmt.Errorf("--raft-addr %s: not an address other members can reach; set --raft-advertise to the address they use", n.cfg.RaftAddr)
 		}
 		layer = tcpLayer{ln}
+	}
+	if n.cfg.RaftAdvertise != "" {
+		layer = advertisedLayer{StreamLayer: layer, addr: advertiseAddr(n.cfg.RaftAdvertise)}
 	}
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer, MaxPool: 5, Timeout: 10 * time.Second, Logger: n.log.Named("transport"),
 	})
 	return nil
+}
+
+// advertisedLayer is a stream layer that tells Raft another address than
+// the one it listens on.
+type advertisedLayer struct {
+	raft.StreamLayer
+	addr net.Addr
+}
+
+func (l advertisedLayer) Addr() net.Addr { return l.addr }
+
+// advertiseAddr is a HOST:PORT given by the operator (a name or an IP).
+type advertiseAddr string
+
+func (a advertiseAddr) Network() string { return "tcp" }
+func (a advertiseAddr) String() string  { return string(a) }
+
+// AdvertisedGRPC is the gRPC address recorded in the member table.
+func (c Config) AdvertisedGRPC() string {
+	if c.GRPCAdvertise != "" {
+		return c.GRPCAdvertise
+	}
+	return c.GRPCAddr
+}
+
+// AdvertisedRaft is the Raft address other members use.
+func (c Config) AdvertisedRaft() string {
+	if c.RaftAdvertise != "" {
+		return c.RaftAdvertise
+	}
+	return c.RaftAddr
 }
 
 // tcpLayer is the plain TCP Raft stream layer over a bound listener.
@@ -373,12 +418,20 @@ func (n *Node) gainLeadership() {
 		n.log.Info("leadership gained", "applied_index", index, "cluster_time_ms", int64(clock), "barrier", time.Since(start).Round(time.Millisecond))
 
 		var setup []*pb.Command
-		if !n.FSM.Configured() {
-			setup = append(setup, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: fsm.ConfigToPB(n.cfg.Seed)}}})
+		level := n.FSM.Level()
+		if own := n.FeatureLevel(); level < own {
+			// The only voter (a new cluster) needs to ask nobody.
+			if voters, err := n.voters(); err == nil && len(voters) == 1 && voters[0] == n.cfg.ID {
+				setup = append(setup, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: own}}})
+				level = own
+			}
 		}
-		if m, ok := n.FSM.Member(n.cfg.ID); !ok || m.RaftAddr != string(n.trans.LocalAddr()) || m.GRPCAddr != n.cfg.GRPCAddr || m.HTTPAddr != n.cfg.HTTPAddr {
+		if !n.FSM.Configured() {
+			setup = append(setup, n.seedCommand(level))
+		}
+		if m, ok := n.FSM.Member(n.cfg.ID); !ok || m.RaftAddr != string(n.trans.LocalAddr()) || m.GRPCAddr != n.cfg.AdvertisedGRPC() || m.HTTPAddr != n.cfg.HTTPAddr {
 			setup = append(setup, &pb.Command{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{
-				Id: n.cfg.ID, RaftAddr: string(n.trans.LocalAddr()), GrpcAddr: n.cfg.GRPCAddr, HttpAddr: n.cfg.HTTPAddr}}})
+				Id: n.cfg.ID, RaftAddr: string(n.trans.LocalAddr()), GrpcAddr: n.cfg.AdvertisedGRPC(), HttpAddr: n.cfg.HTTPAddr}}})
 		}
 		setup = append(setup, &pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
 		_, results, err := n.Propose(ctx, setup)
@@ -398,6 +451,7 @@ func (n *Node) gainLeadership() {
 				n.startLoop(l, name, loop)
 			}
 			n.startLoop(l, "prune", n.pruneLoop)
+			n.startLoop(l, "feature-level", n.featureLevelLoop)
 		}
 		n.mu.Unlock()
 	}()
@@ -477,8 +531,12 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, grpcAddr, httpAddr string
 	if !present {
 		// Before the configuration changes (a stale entry of the same ID
 		// is removed below): a voter this leader cannot speak Raft with
-		// only costs the quorum.
+		// only costs the quorum, and one that does not understand the
+		// cluster's feature level would apply its entries wrongly.
 		if err := n.checkMember(raftAddr); err != nil {
+			return err
+		}
+		if err := n.checkJoinLevel(ctx, id, grpcAddr); err != nil {
 			return err
 		}
 	}
@@ -549,6 +607,25 @@ func (n *Node) TransferLeadership(id string) error {
 		}
 	}
 	return fmt.Errorf("no server %q in the configuration", id)
+}
+
+// BootstrapIfNew makes this node a one-voter cluster if it has no Raft
+// state at all (never bootstrapped, never joined, nothing installed); it
+// reports whether it did.
+func (n *Node) BootstrapIfNew() (bool, error) {
+	has, err := raft.HasExistingState(n.store, n.store, n.snaps)
+	if err != nil || has {
+		return false, err
+	}
+	boot := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(n.cfg.ID), Address: n.trans.LocalAddr()}}}
+	if err := n.raft.BootstrapCluster(boot).Error(); err != nil {
+		if errors.Is(err, raft.ErrCantBootstrap) {
+			return false, nil
+		}
+		return false, err
+	}
+	n.log.Info("bootstrapped a new cluster", "id", n.cfg.ID, "raft_addr", n.trans.LocalAddr())
+	return true, nil
 }
 
 // Shutdown stops the node. A leader of a multi-voter cluster first hands

@@ -266,6 +266,9 @@ var methodRoles = map[string][]Role{
 	"/barista.v1.Node/":       {RoleAdmin},
 	"/barista.v1.Node/Status": {RoleClient, RoleWorker, RoleAdmin},
 	"/grpc.health.v1.Health/": nil, // no token needed
+	// The API's schema (with --grpc-reflection): any token.
+	"/grpc.reflection.v1.ServerReflection/":      {RoleClient, RoleWorker, RoleAdmin, RoleMetrics},
+	"/grpc.reflection.v1alpha.ServerReflection/": {RoleClient, RoleWorker, RoleAdmin, RoleMetrics},
 }
 
 func allowed(method string) ([]Role, bool) {

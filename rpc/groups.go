@@ -82,6 +82,10 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 	if err != nil {
 		return nil, err
 	}
+	command := &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: cmd}}
+	if err := levelErr(s.node.FSM, command); err != nil {
+		return nil, err
+	}
 	fwd := &pb.SetGroupRequest{Tenant: tenant, Group: req.Group, Cap: req.Cap}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Group, error) {
 		return pb.NewClientClient(cc).SetGroup(ctx, fwd)
@@ -103,7 +107,7 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 		return nil, status.Errorf(codes.ResourceExhausted, "group: tenant %q has %d groups, its max_groups; a setting on a new group %q would exceed it",
 			tenant, t.Groups, req.Group)
 	}
-	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: cmd}})
+	res, err := s.propose(ctx, command)
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,8 @@ func (s *NodeService) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.Stat
 		Jobs:                uint64(jobs),
 		Tenants:             uint64(tenants),
 		LastLeaderContactMs: s.node.LastLeaderContact().Milliseconds(),
+		FeatureLevel:        s.node.FeatureLevel(),
+		ClusterFeatureLevel: s.node.FSM.Level(),
 	}
 	if m, ok := s.node.FSM.Member(id); ok {
 		resp.LeaderAddr = m.GRPCAddr
@@ -81,6 +83,14 @@ func (s *NodeService) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Appl
 		}
 		version = req.UnsafeVersion
 	}
+	for i, c := range req.Commands {
+		if c.GetSetFeatureLevel() != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "commands[%d]: set_feature_level is proposed by the leader alone, once every voter understands the level", i)
+		}
+		if err := levelErr(s.node.FSM, c); err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "commands[%d]: %s", i, status.Convert(err).Message())
+		}
+	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ApplyResponse, error) {
 		return pb.NewNodeClient(cc).Apply(ctx, req)
 	}); handled {
@@ -101,6 +111,12 @@ func (s *NodeService) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Appl
 func (s *NodeService) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinResponse, error) {
 	if req.Id == "" || req.RaftAddr == "" {
 		return nil, status.Error(codes.InvalidArgument, "join needs id and raft_addr")
+	}
+	if id, _ := s.node.Leader(); id == "" && len(s.node.Raft().GetConfiguration().Configuration().Servers) == 0 {
+		// This node belongs to no cluster yet: no leader will appear here
+		// to forward to (a node that is itself waiting to join or to
+		// bootstrap answers at once).
+		return nil, status.Error(codes.Unavailable, "this node is not a member of a cluster yet")
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.JoinResponse, error) {
 		return pb.NewNodeClient(cc).Join(ctx, req)

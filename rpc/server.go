@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
 
 	"barista/fsm"
 	pb "barista/proto"
@@ -27,6 +28,9 @@ type Options struct {
 	TLS *tls.Config
 	// PeerTLS, when set, is used to dial other members (forwarding).
 	PeerTLS *tls.Config
+	// Reflection serves the gRPC server reflection service (grpcurl and
+	// other tools read the API's schema from it).
+	Reflection bool
 	// UnsafeDebug lets Apply propose envelopes of another version (tests of
 	// the fatal-entry path). Never enable it in production.
 	UnsafeDebug bool
@@ -85,11 +89,16 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
 	}
 	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth}
+	workers := newWorkerService(b)
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug})
-	pb.RegisterClientServer(s.GRPC, &ClientService{base: b})
+	pb.RegisterClientServer(s.GRPC, &ClientService{base: b, workers: workers})
 	pb.RegisterAdminServer(s.GRPC, &AdminService{base: b})
-	pb.RegisterWorkerServer(s.GRPC, newWorkerService(b))
+	pb.RegisterWorkerServer(s.GRPC, workers)
+	node.SetLevelProber(levelProber{&s.base})
 	healthpb.RegisterHealthServer(s.GRPC, s.Health)
+	if opt.Reflection {
+		reflection.Register(s.GRPC)
+	}
 	s.watching.Add(1)
 	go s.watchHealth()
 	return s

@@ -754,11 +754,23 @@ func (s *WorkerService) Drain(ctx context.Context, req *pb.DrainRequest) (*pb.Dr
 	}); handled {
 		return resp, err
 	}
+	h := s.currentHub(ctx)
+	if !req.Create {
+		_, known := s.node.FSM.Worker(req.WorkerId)
+		if !known && h != nil {
+			h.mu.Lock()
+			known = h.sessions[req.WorkerId] != nil
+			h.mu.Unlock()
+		}
+		if !known {
+			return nil, status.Errorf(codes.NotFound, "worker_id: no worker %q is connected or known (create=true drains it before it first connects)", req.WorkerId)
+		}
+	}
 	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_WorkerDrain{WorkerDrain: &pb.WorkerDrain{WorkerId: req.WorkerId, Drain: !req.Undrain}}})
 	if err != nil {
 		return nil, err
 	}
-	if h := s.currentHub(ctx); h != nil {
+	if h != nil {
 		h.poke()
 	}
 	return &pb.DrainResponse{}, resultErr(res[0])

@@ -271,6 +271,24 @@ func (s *Scheduler) startKey(c Class, t *Tenant, id JobID) startKey {
 	return startKey{tag: tag, tier: t.Tier, id: id}
 }
 
+// QueuedIn reports which classes tenant ti has queued jobs without a
+// deadline in (bit c set for class c). Read-only, O(groups × queues) of
+// the tenant; for audits (SPEC §8 rule 6 holds inside each class).
+func (s *Scheduler) QueuedIn(ti uint32) (classes uint8) {
+	if int(ti) >= len(s.rt) {
+		return 0
+	}
+	for _, gs := range s.rt[ti].groups {
+		g := &s.grt[gs]
+		for i := range g.nq {
+			if q := g.at(i); q.fnode != 0 {
+				classes |= 1 << q.class
+			}
+		}
+	}
+	return classes
+}
+
 func (s *Scheduler) queuedJob(id JobID) *Job {
 	if j := s.jobs.Get(uint64(id)); j != nil && j.State == Queued {
 		return j

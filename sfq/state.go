@@ -12,20 +12,24 @@ import (
 // stateVersion is the version of the canonical state encoding. Version 2
 // added priority classes (a virtual_now per class, a finish tag per tenant
 // and class, class caps and max_class), deadlines and learned cost
-// estimates; version 3 added groups (a job's group, the tenants' group
-// settings and group_now, and the group table). Decode still reads
-// version 1, whose jobs are all of class normal without a deadline, and
-// version 2, whose jobs are all in their tenants' unnamed groups.
+// estimates; version 3 the wall-clock times of a job's submit and end and
+// the stdout tail of its result (an ended job also keeps its last worker,
+// which needs no new field); version 4 groups (a job's group, the tenants'
+// group settings and group_now, and the group table). Decode still reads
+// versions 1 to 3: their jobs are all in their tenants' unnamed groups;
+// those of versions 1 and 2 show their cluster times as wall times and
+// have no stdout tail, and version 1's are all of class normal without a
+// deadline.
 //
 // A state that uses nothing of groups (no job of a named group, no group
-// setting, no group tag or group_now) is written as version 2, byte for
+// setting, no group tag or group_now) is written as version 3, byte for
 // byte as before groups existed: its hash does not change, and a build
 // before groups can still load it during a rolling upgrade.
-const stateVersion = 3
+const stateVersion = 4
 
 // stateVersionNoGroups is the version a state without groups is written
 // as.
-const stateVersionNoGroups = 2
+const stateVersionNoGroups = 3
 
 // View is an immutable picture of the scheduler's persistent state: its
 // configuration, scalars, and tenant and job tables. A View returned by
@@ -66,7 +70,7 @@ func (v *View) JobCount() int { return v.jobs.Len() }
 func (v *View) TenantCount() int { return v.tenants.Len() }
 
 // usesGroups reports whether the state holds anything of groups that the
-// encoding of version 2 cannot carry.
+// encoding of version 3 cannot carry.
 func (v *View) usesGroups() bool {
 	if v.grouped > 0 {
 		return true
@@ -91,10 +95,23 @@ func (v *View) Encode(e *Encoder) {
 	if v.usesGroups() {
 		version = stateVersion
 	}
+	v.EncodeVersion(e, version)
+}
+
+// EncodeVersion writes the view's canonical encoding of version 1 to 4.
+// Version 1 is what builds before classes wrote: a state that FitsVersion1
+// reads back from it unchanged; versions below 4 leave groups out (a state
+// that FitsVersion3 reads back unchanged). Anything else a version cannot
+// hold is left out.
+func (v *View) EncodeVersion(e *Encoder, version int) {
 	e.Uvarint(uint64(version))
-	encodeConfig(e, &v.cfg)
-	for _, vn := range v.vnow {
-		e.Varint(int64(vn))
+	encodeConfig(e, &v.cfg, version)
+	if version < 2 {
+		e.Varint(int64(v.vnow[ClassNormal]))
+	} else {
+		for _, vn := range v.vnow {
+			e.Varint(int64(vn))
+		}
 	}
 	e.Uvarint(uint64(v.nextJob))
 	e.Uvarint(uint64(v.tenants.Len()))
@@ -107,6 +124,9 @@ func (v *View) Encode(e *Encoder) {
 		encodeJob(e, j, version)
 		return true
 	})
+	if version < 2 {
+		return
+	}
 	e.Uvarint(uint64(v.types.Len()))
 	v.types.Each(func(slot uint64, st *TypeStat) bool {
 		e.Uvarint(slot)
@@ -117,10 +137,10 @@ func (v *View) Encode(e *Encoder) {
 		e.Varint(int64(st.UpdatedAt))
 		return true
 	})
-	if version < 3 {
+	if version < 4 {
 		return
 	}
-	// Version 3: the groups, by (tenant, name). Their slots are not part
+	// Version 4: the groups, by (tenant, name). Their slots are not part
 	// of the state: nothing the scheduler decides depends on them.
 	groups := make([]*Group, 0, v.groups.Len())
 	v.groups.Each(func(_ uint64, g *Group) bool {
@@ -147,6 +167,60 @@ func (v *View) Encode(e *Encoder) {
 	}
 }
 
+// FitsVersion1 reports, as an error naming the first one, anything the
+// version 1 encoding cannot hold: groups (FitsVersion3), a class other than normal, a deadline, a
+// learned estimate or an estimate not submitted, a tenant's max_class,
+// allow_deadlines, class or deadline caps, a tag or virtual_now of another
+// class, or the estimate settings. O(tenants + jobs).
+func (v *View) FitsVersion1() error {
+	if err := v.FitsVersion3(); err != nil {
+		return err
+	}
+	if v.cfg.Estimate != EstimateSubmitted || v.cfg.DefaultCostMs != DefaultCostMs {
+		return fmt.Errorf("estimate=%s default_cost=%d ms", v.cfg.Estimate, v.cfg.DefaultCostMs)
+	}
+	for c, vn := range v.vnow {
+		if Class(c) != ClassNormal && vn != 0 {
+			return fmt.Errorf("virtual_now of class %s is %s", Class(c), vn)
+		}
+	}
+	if n := v.types.Len(); n > 0 {
+		return fmt.Errorf("%d learned cost estimates", n)
+	}
+	var err error
+	v.tenants.Each(func(_ uint64, t *Tenant) bool {
+		switch {
+		case t.MaxClass != ClassNormal || t.AllowDeadlines:
+			err = fmt.Errorf("tenant %s has max_class %s, allow_deadlines %t", t.Name, t.MaxClass, t.AllowDeadlines)
+		case t.Caps.MaxRunningCritical != 0 || t.Caps.MaxRunningHigh != 0 || t.Caps.MaxRunningDeadline != 0:
+			err = fmt.Errorf("tenant %s has a class or deadline cap", t.Name)
+		case t.classTags != [NumClasses - 1]VirtualTime{}:
+			err = fmt.Errorf("tenant %s has a tag in a class other than normal", t.Name)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	v.jobs.Each(func(_ uint64, j *Job) bool {
+		if j.Class != ClassNormal || j.deadline || j.EstSource != EstFromSubmit {
+			err = fmt.Errorf("job %d has class %s, a deadline %t, estimate from %s", j.ID, j.Class, j.deadline, j.EstSource)
+		}
+		return err == nil
+	})
+	return err
+}
+
+// FitsVersion3 reports, as an error, anything of groups the encodings
+// before version 4 cannot hold: a job of a named group, a group setting, a
+// group tag or group_now, a tenant's group settings (see usesGroups).
+func (v *View) FitsVersion3() error {
+	if v.usesGroups() {
+		return errors.New("groups (a job of a named group, a group setting, a group tag, or a tenant's group_cap, group_order or max_groups)")
+	}
+	return nil
+}
+
 // Hash returns the SHA-256 of the canonical encoding of the state.
 func (s *Scheduler) Hash() [32]byte {
 	h := sha256.New()
@@ -159,17 +233,21 @@ func (s *Scheduler) Hash() [32]byte {
 }
 
 // EncodeConfig writes a configuration's canonical encoding.
-func EncodeConfig(e *Encoder, c *Config) { encodeConfig(e, c) }
+func EncodeConfig(e *Encoder, c *Config) { encodeConfig(e, c, stateVersion) }
+
+// EncodeConfigVersion writes a configuration's encoding of state version v
+// (1 or 2); version 1 has no estimate settings.
+func EncodeConfigVersion(e *Encoder, c *Config, v int) { encodeConfig(e, c, v) }
 
 // DecodeConfig reads what EncodeConfig wrote.
 func DecodeConfig(d *Decoder) Config { return decodeConfig(d, stateVersion) }
 
 // DecodeConfigVersion reads a configuration written by the EncodeConfig of
-// state encoding version v (1 or 2); fields a version lacks get their
-// defaults.
+// state encoding version v (1 to 3; 3 writes it as 2 did); fields a
+// version lacks get their defaults.
 func DecodeConfigVersion(d *Decoder, v int) Config { return decodeConfig(d, v) }
 
-func encodeConfig(e *Encoder, c *Config) {
+func encodeConfig(e *Encoder, c *Config, version int) {
 	for _, w := range c.TierWeights {
 		e.Uvarint(uint64(w))
 	}
@@ -191,6 +269,9 @@ func encodeConfig(e *Encoder, c *Config) {
 	e.Varint(c.AckTimeoutMs)
 	e.Varint(c.LeaseTimeoutMs)
 	e.Uvarint(uint64(c.DefaultMaxAttempts))
+	if version < 2 {
+		return
+	}
 	e.Byte(byte(c.Estimate))
 	e.Varint(c.DefaultCostMs)
 }
@@ -250,6 +331,9 @@ func encodeTenant(e *Encoder, t *Tenant, version int) {
 	for _, x := range [...]uint64{b.Submitted, b.Dispatches, b.Completed, b.Failed, b.Cancelled, b.TimedOut, b.Failures, b.Requeues} {
 		e.Uvarint(x)
 	}
+	if version < 2 {
+		return
+	}
 	// Version 2: classes and deadlines.
 	e.Byte(byte(t.MaxClass))
 	e.Bool(t.AllowDeadlines)
@@ -263,10 +347,10 @@ func encodeTenant(e *Encoder, t *Tenant, version int) {
 		e.Uvarint(uint64(r))
 	}
 	e.Uvarint(uint64(t.RunningDeadline))
-	if version < 3 {
+	if version < 4 {
 		return
 	}
-	// Version 3: groups.
+	// Version 4: groups.
 	e.Uvarint(uint64(t.GroupCap))
 	e.Byte(byte(t.GroupOrder))
 	e.Uvarint(uint64(t.MaxGroups))
@@ -323,7 +407,7 @@ func decodeTenant(d *Decoder, version int) Tenant {
 		t.RunningByClass[i] = d.Uint32()
 	}
 	t.RunningDeadline = d.Uint32()
-	if version < 3 {
+	if version < 4 {
 		return t
 	}
 	t.GroupCap = d.Uint32()
@@ -368,13 +452,27 @@ func encodeJob(e *Encoder, j *Job, version int) {
 	} else {
 		e.Byte(0)
 	}
+	if version < 2 {
+		return
+	}
 	// Version 2.
 	e.Byte(byte(j.Class))
 	e.Byte(byte(j.EstSource))
 	e.Varint(int64(j.DeadlineAt()))
-	if version >= 3 {
-		e.String(group)
+	if version < 3 {
+		return
 	}
+	// Version 3.
+	e.Varint(int64(j.submitWall))
+	e.Varint(int64(j.endWall))
+	if j.Result != nil {
+		e.String(j.Result.StdoutTail)
+	}
+	if version < 4 {
+		return
+	}
+	// Version 4.
+	e.String(group)
 }
 
 func decodeJob(d *Decoder, version int) Job {
@@ -412,8 +510,15 @@ func decodeJob(d *Decoder, version int) Job {
 			d.Fail("job %d has a negative deadline", j.ID)
 		}
 	}
-	var group string
 	if version >= 3 {
+		j.submitWall = decodeWallDelta(d)
+		j.endWall = decodeWallDelta(d)
+		if j.Result != nil {
+			j.Result.StdoutTail = d.String()
+		}
+	}
+	var group string
+	if version >= 4 {
 		group = d.String()
 		if group != "" && ValidateGroupName(group) != nil {
 			d.Fail("job %d has an invalid group name %q", j.ID, group)
@@ -421,6 +526,16 @@ func decodeJob(d *Decoder, version int) Job {
 	}
 	j.setText(deadlineAt, group, key, typ, payload)
 	return j
+}
+
+// decodeWallDelta reads a WallDelta, which must fit in 32 bits.
+func decodeWallDelta(d *Decoder) WallDelta {
+	x := d.Varint()
+	if x < -1<<31 || x > 1<<31-1 {
+		d.Fail("wall-clock delta %d exceeds 32 bits", x)
+		return 0
+	}
+	return WallDelta(x)
 }
 
 // Decode reads a state written by View.Encode, rebuilds every derived
@@ -496,7 +611,7 @@ func Decode(d *Decoder) (*Scheduler, error) {
 			s.types.Put(slot, st)
 		}
 	}
-	if version >= 3 {
+	if version >= 4 {
 		if err := s.decodeGroups(d); err != nil {
 			return nil, err
 		}
@@ -519,7 +634,7 @@ func Decode(d *Decoder) (*Scheduler, error) {
 	return s, nil
 }
 
-// decodeGroups reads the group table of a version 3 state.
+// decodeGroups reads the group table of a version 4 state.
 func (s *Scheduler) decodeGroups(d *Decoder) error {
 	n := d.Uvarint()
 	var prev groupKey
@@ -553,7 +668,7 @@ func (s *Scheduler) decodeGroups(d *Decoder) error {
 	return d.Err()
 }
 
-// unnamedGroups creates, for a state of version 2 or older, the unnamed
+// unnamedGroups creates, for a state of version 3 or older, the unnamed
 // group of every tenant with a queued or live job (their counters are
 // checked by Verify).
 func (s *Scheduler) unnamedGroups() {

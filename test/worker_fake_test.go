@@ -137,7 +137,7 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 	}
 	// Two more workers: one drained before it connects.
 	worker := pb.NewWorkerClient(c.Nodes[1].Conn())
-	if _, err := worker.Drain(ctx, &pb.DrainRequest{WorkerId: "drained-0"}); err != nil {
+	if _, err := worker.Drain(ctx, &pb.DrainRequest{WorkerId: "drained-0", Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	var servers []string

@@ -38,6 +38,13 @@ type serverConfig struct {
 	InsecureHTTP bool
 	// MetricsAuth makes /metrics need an admin or metrics token.
 	MetricsAuth bool
+	// BootstrapNode names the node that creates the cluster (see
+	// --bootstrap-node).
+	BootstrapNode string
+	BootstrapWait time.Duration
+	// GRPCReflection serves gRPC server reflection (always with
+	// --insecure-dev and no tokens).
+	GRPCReflection bool
 	// MetricsMaxTenants bounds the tenants with their own /metrics series
 	// (0: only tenants marked export_metrics).
 	MetricsMaxTenants uint32
@@ -46,7 +53,7 @@ type serverConfig struct {
 func defaultServerConfig() serverConfig {
 	n := raftnode.DefaultConfig()
 	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
-	return serverConfig{Node: n, LogLevel: "info", TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
+	return serverConfig{Node: n, LogLevel: "info", BootstrapWait: 30 * time.Second, TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
 		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants}
 }
 
@@ -73,11 +80,17 @@ func (c *serverConfig) settings() []setting {
 		{key: "node.data_dir", flag: "data-dir", usage: "`DIR` for the Raft log, snapshots and records (required)", val: &stringVal{&n.DataDir}, field: "DataDir"},
 		{key: "node.raft_addr", flag: "raft-addr", usage: "Raft transport `HOST:PORT`", val: &stringVal{&n.RaftAddr}, field: "RaftAddr"},
 		{key: "node.grpc_addr", flag: "grpc-addr", usage: "gRPC `HOST:PORT` for clients, workers and operators", val: &stringVal{&n.GRPCAddr}},
-		{key: "node.http_addr", flag: "http-addr", usage: "HTTP `HOST:PORT` for health and metrics (empty: none)", val: &stringVal{&n.HTTPAddr}},
+		{key: "node.raft_advertise", flag: "raft-advertise", usage: "Raft `HOST:PORT` other members reach this node at (default: --raft-addr; needed when that binds 0.0.0.0)", val: &stringVal{&n.RaftAdvertise}, field: "RaftAdvertise"},
+		{key: "node.grpc_advertise", flag: "grpc-advertise", usage: "gRPC `HOST:PORT` members and clients reach this node at (default: --grpc-addr)", val: &stringVal{&n.GRPCAdvertise}, field: "GRPCAdvertise"},
+		{key: "node.http_addr", flag: "http-addr", usage: "HTTP `HOST:PORT` for health, metrics, the web console and the HTTP/JSON API (empty: none)", val: &stringVal{&n.HTTPAddr}},
 		{key: "node.bootstrap", flag: "bootstrap", usage: "bootstrap a new one-node cluster if the data dir is empty", val: &boolVal{&n.Bootstrap}},
+		{key: "node.bootstrap_node", flag: "bootstrap-node", usage: "the node `ID` that creates the cluster: with that ID and an empty data dir, a node first tries to --join for 30s, then bootstraps; other nodes only join (one command line for every node, e.g. a StatefulSet)", val: &stringVal{&c.BootstrapNode}},
+		{key: "node.bootstrap_wait", flag: "bootstrap-wait", usage: "how long the --bootstrap-node tries to join before it bootstraps",
+			val: durationVal(&c.BootstrapWait, time.Second, time.Hour)},
 		{key: "node.join", flag: "join", usage: "join the cluster through a member's gRPC `ADDR[,ADDR...]`", val: &listVal{&c.Join}},
 		{key: "node.prune_interval", flag: "prune-interval", usage: "how often the leader checks for prunable jobs, events and keys",
 			val: durationVal(&n.PruneInterval, raftnode.MinPruneInterval, raftnode.MaxPruneInterval), field: "PruneInterval"},
+		{key: "node.grpc_reflection", flag: "grpc-reflection", usage: "serve gRPC server reflection (grpcurl); any token may read it; always on for an --insecure-dev server without tokens", val: &boolVal{&c.GRPCReflection}},
 		{key: "node.pprof", flag: "pprof", usage: "serve /debug/pprof/ on --http-addr (profiling; an admin token once tokens are configured)", val: &boolVal{&c.Pprof}},
 
 		{key: "raft.heartbeat_timeout", flag: "raft-heartbeat-timeout", usage: "Raft heartbeat timeout",
@@ -119,6 +132,8 @@ func (c *serverConfig) settings() []setting {
 		{flag: "unsafe-debug", usage: "allow raw envelopes of other versions through Apply (tests only)", val: &boolVal{&c.UnsafeDebug}},
 		{flag: "test-clock-offset", usage: "shift this node's wall clock (tests only)",
 			val: durationVal(&n.ClockOffset, -raftnode.MaxClockOffset, raftnode.MaxClockOffset), field: "ClockOffset"},
+		{flag: "test-feature-level", usage: "report this highest feature level instead of the build's, to play an older build (upgrade tests only; 0: the build's)",
+			val: &intVal[uint32]{&n.FeatureLevel, 0, fsm.MaxFeatureLevel}, field: "FeatureLevel"},
 
 		{key: "scheduler.policy", usage: "size stealing: prefer-fit, or reserve:DURATION (a margin in virtual time)",
 			val: &parsedVal[sfq.StealPolicy]{&s.Sched.Policy, sfq.ParsePolicy, sfq.StealPolicy.String, "prefer-fit or reserve:DURATION"}},
@@ -137,6 +152,10 @@ func (c *serverConfig) settings() []setting {
 		{key: "scheduler.event_retention_count", usage: "... and at most this many", val: &intVal[uint64]{&s.EventRetentionCount, 0, 1 << 40}},
 		{key: "scheduler.dedupe_window", usage: "idempotency keys are remembered this long (0: not at all)", val: msVal(&s.DedupeWindowMs, 0, year)},
 		{key: "scheduler.max_payload_bytes", usage: "largest job payload", val: &intVal[uint32]{&s.MaxPayloadBytes, 1, fsm.MaxPayloadLimit}},
+		{key: "scheduler.estimate", usage: "where a job's est_cost comes from: submitted (each submit states it), or auto (its type's moving average once 3 runs completed, else the stated cost, else default_cost)",
+			val: &parsedVal[sfq.EstimateMode]{&s.Sched.Estimate, sfq.ParseEstimateMode, sfq.EstimateMode.String, "submitted or auto"}},
+		{key: "scheduler.default_cost", usage: "est_cost under estimate=auto of a submit without one whose type has fewer than 3 completed runs",
+			val: msVal(&s.Sched.DefaultCostMs, time.Millisecond, sfq.MaxEstCostMs*time.Millisecond)},
 	}
 	for t := range sfq.Tier(sfq.NumTiers) {
 		list = append(list, setting{key: "scheduler.weights." + t.String(), usage: "weight of tier " + t.String(),
@@ -382,6 +401,9 @@ func mergeConfig(c *serverConfig, list []setting, set map[string]bool, file *con
 func (c *serverConfig) validate(name func(fieldOrKey string) string) error {
 	if c.Node.Bootstrap && len(c.Join) > 0 {
 		return fmt.Errorf("%s and %s exclude each other", name("node.bootstrap"), name("node.join"))
+	}
+	if c.Node.Bootstrap && c.BootstrapNode != "" {
+		return fmt.Errorf("%s and %s exclude each other", name("node.bootstrap"), name("node.bootstrap_node"))
 	}
 	if err := c.Node.Seed.Validate(); err != nil {
 		return fmt.Errorf("scheduler: %w", err)

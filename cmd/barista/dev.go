@@ -128,7 +128,12 @@ func runDev(env *cmdEnv, o any, args []string) error {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal went away) and SIGPIPE (its output was piped to
+	// a program that ended, as in "make run | tee log" and Ctrl-C) stop it
+	// as cleanly as Ctrl-C: the children are stopped and the temporary data
+	// removed. Without SIGPIPE here, Go would end the process at its next
+	// write, before any of that.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer stop()
 	if opts.duration > 0 {
 		var cancel context.CancelFunc
@@ -216,7 +221,7 @@ func runDev(env *cmdEnv, o any, args []string) error {
 		}
 		fmt.Fprintf(env.stdout, "  %d %s worker(s)\n", w.n, w.size)
 	}
-	fmt.Fprintf(env.stdout, "  try: barista top --server %s   ·   barista jobs --tenant globex-gold --server %s\n", grpcAddrs[0], grpcAddrs[0])
+	fmt.Fprintf(env.stdout, "  try: %s top --server %s   ·   %s jobs --tenant globex-gold --server %s\n", os.Args[0], grpcAddrs[0], os.Args[0], grpcAddrs[0])
 	cc, err := grpc.NewClient(grpcAddrs[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err

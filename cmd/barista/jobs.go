@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -37,7 +39,50 @@ func msTime(ms int64) string {
 	if ms == 0 {
 		return ""
 	}
-	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+	// Always three decimals: columns of times line up.
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// termSafe makes text a tenant's job wrote (or named) safe to print on a
+// terminal: every control character (escape sequences could move the
+// cursor, rewrite what is shown or set the window title) is shown as a Go
+// escape, \x1b; tabs and, with lines, newlines stay.
+func termSafe(s string, lines bool) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\t' || (lines && r == '\n'):
+			b.WriteRune(r)
+		case unicode.IsControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// wallMs is the wall-clock time to show for a moment the API gives both
+// ways: its wall time, or its cluster time from a server that sent none
+// (a build before wall times, or a job that has not ended: both 0).
+func wallMs(wall, cluster int64) int64 {
+	if wall != 0 {
+		return wall
+	}
+	return cluster
+}
+
+// wallRow shows a wall time, and the cluster time beside it when they are
+// a second or more apart (cluster time pauses while no leader runs; every
+// deadline runs on it).
+func wallRow(wall, cluster int64) string {
+	w := wallMs(wall, cluster)
+	s := msTime(w)
+	if d := w - cluster; d <= -1000 || d >= 1000 {
+		s += " (cluster time " + msTime(cluster) + ")"
+	}
+	return s
 }
 
 func sizeName(s pb.Size) string {
@@ -53,17 +98,30 @@ func jobJSON(j *pb.Job, payload bool) map[string]any {
 	m := map[string]any{
 		"job_id": j.JobId, "tenant": j.Tenant, "state": j.State, "attempt": j.Attempt, "failures": j.Failures,
 		"max_attempts": j.MaxAttempts, "size": sizeName(j.Size), "est_cost_ms": j.EstCostMs, "cpu_ms": j.CpuMs,
-		"job_type": j.JobType, "idempotency_key": j.IdempotencyKey, "submitted_at": msTime(j.SubmittedAtMs),
-		"ended_at": msTime(j.EndedAtMs), "worker_id": j.WorkerId, "cancel": j.Cancel, "timeout_ms": j.TimeoutMs,
-		"start_tag_ms": j.StartTagMs, "group": j.Group,
+		"job_type": j.JobType, "idempotency_key": j.IdempotencyKey,
+		"submitted_at": msTime(wallMs(j.SubmittedWallMs, j.SubmittedAtMs)), "cluster_submitted_at_ms": j.SubmittedAtMs,
+		"ended_at": msTime(wallMs(j.EndedWallMs, j.EndedAtMs)), "cluster_ended_at_ms": j.EndedAtMs,
+		"worker_id": j.WorkerId, "cancel": j.Cancel, "timeout_ms": j.TimeoutMs, "start_tag_ms": j.StartTagMs,
+		"class": className(j.Class), "est_source": j.EstSource,
+		"deadline_at": msTime(j.DeadlineAtMs), "deadline_missed": j.DeadlineMissed, "group": j.Group,
 	}
 	if payload {
 		m["payload"] = string(j.Payload)
 	}
 	if j.HasResult {
-		m["exit_code"], m["stderr_tail"] = j.ExitCode, j.StderrTail
+		m["exit_code"], m["stderr_tail"], m["stdout_tail"] = j.ExitCode, j.StderrTail, j.StdoutTail
 	}
 	return m
+}
+
+// estimated shows a job's estimate and where it came from (submitted,
+// ema or default), when the server says.
+func estimated(j *pb.Job) string {
+	s := (time.Duration(j.EstCostMs) * time.Millisecond).String()
+	if j.EstSource != "" {
+		s += " (" + j.EstSource + ")"
+	}
+	return s
 }
 
 func parseJobID(s string) (uint64, error) {
@@ -78,7 +136,17 @@ func init() {
 	register("job", &command{
 		synopsis: "Show one job",
 		usage:    "ID [--tenant NAME] [--json]",
-		flags:    func(fs *flag.FlagSet) any { o := &tenantFlags{}; o.register(fs); return o },
+		help: `Shows a job: its state, attempts, cost, times, the worker that runs it
+(or ran its last attempt), and once it ended its exit code and the last
+4 KiB of its stdout and stderr. The whole output is on that worker's disk:
+job-ID-attempt-N.log in its --log-dir.
+
+Times are the leader's wall clock (UTC). Every deadline runs on cluster
+time, which pauses while no leader runs: when the two differ by a second
+or more, the cluster time is shown beside. --json has both:
+"submitted_at" and "ended_at" (wall clock, RFC 3339) and
+"cluster_submitted_at_ms" and "cluster_ended_at_ms".`,
+		flags: func(fs *flag.FlagSet) any { o := &tenantFlags{}; o.register(fs); return o },
 		run: func(env *cmdEnv, o any, args []string) error {
 			opts := o.(*tenantFlags)
 			if len(args) != 1 {
@@ -101,19 +169,27 @@ func init() {
 			}
 			rows := [][2]string{
 				{"job", fmt.Sprint(j.JobId)}, {"tenant", j.Tenant}, {"state", j.State},
-				{"size", sizeName(j.Size)}, {"attempt", fmt.Sprintf("%d (failures %d of max %d)", j.Attempt, j.Failures, j.MaxAttempts)},
-				{"estimated", (time.Duration(j.EstCostMs) * time.Millisecond).String()},
+				{"size", sizeName(j.Size)}, {"class", className(j.Class)},
+				{"attempt", fmt.Sprintf("%d (failures %d of max %d)", j.Attempt, j.Failures, j.MaxAttempts)},
+				{"estimated", estimated(j)},
 				{"cpu", (time.Duration(j.CpuMs) * time.Millisecond).String()},
-				{"submitted", msTime(j.SubmittedAtMs)},
+				{"submitted", wallRow(j.SubmittedWallMs, j.SubmittedAtMs)},
+			}
+			if j.DeadlineAtMs != 0 {
+				d := msTime(j.DeadlineAtMs)
+				if j.DeadlineMissed {
+					d += " (missed: still queued)"
+				}
+				rows = append(rows, [2]string{"deadline", d})
 			}
 			if j.Group != "" {
 				rows = append(rows, [2]string{"group", j.Group})
 			}
 			if j.JobType != "" {
-				rows = append(rows, [2]string{"type", j.JobType})
+				rows = append(rows, [2]string{"type", termSafe(j.JobType, false)})
 			}
 			if j.IdempotencyKey != "" {
-				rows = append(rows, [2]string{"key", j.IdempotencyKey})
+				rows = append(rows, [2]string{"key", termSafe(j.IdempotencyKey, false)})
 			}
 			if j.WorkerId != "" {
 				rows = append(rows, [2]string{"worker", j.WorkerId})
@@ -122,14 +198,22 @@ func init() {
 				rows = append(rows, [2]string{"cancel", j.Cancel})
 			}
 			if j.EndedAtMs != 0 {
-				rows = append(rows, [2]string{"ended", msTime(j.EndedAtMs)})
+				rows = append(rows, [2]string{"ended", wallRow(j.EndedWallMs, j.EndedAtMs)})
 			}
 			if j.HasResult {
 				rows = append(rows, [2]string{"exit code", fmt.Sprint(j.ExitCode)})
 			}
+			if j.WorkerId != "" && j.Attempt > 0 {
+				rows = append(rows, [2]string{"output", fmt.Sprintf("job-%d-attempt-%d.log in the --log-dir of worker %s", j.JobId, j.Attempt, j.WorkerId)})
+			}
 			printTable(env.stdout, rows)
-			if j.StderrTail != "" {
-				fmt.Fprintf(env.stdout, "stderr (tail):\n%s\n", j.StderrTail)
+			for _, t := range [][2]string{{"stdout", j.StdoutTail}, {"stderr", j.StderrTail}} {
+				if t[1] != "" {
+					fmt.Fprintf(env.stdout, "%s (tail):\n%s", t[0], termSafe(t[1], true))
+					if !strings.HasSuffix(t[1], "\n") {
+						fmt.Fprintln(env.stdout)
+					}
+				}
 			}
 			return nil
 		},
@@ -182,10 +266,11 @@ jobs remain, the token for the next page is printed on stderr
 					}
 				}
 			} else {
-				fmt.Fprintf(env.stdout, "%-8s %-10s %-4s %7s %10s %10s %s\n", "ID", "STATE", "SIZE", "ATTEMPT", "EST", "CPU", "TYPE")
+				fmt.Fprintf(env.stdout, "%-8s %-10s %-4s %7s %10s %10s %-24s %s\n", "ID", "STATE", "SIZE", "ATTEMPT", "EST", "CPU", "SUBMITTED", "TYPE")
 				for _, j := range resp.Jobs {
-					fmt.Fprintf(env.stdout, "%-8d %-10s %-4s %7d %10s %10s %s\n", j.JobId, j.State, sizeName(j.Size), j.Attempt,
-						time.Duration(j.EstCostMs)*time.Millisecond, time.Duration(j.CpuMs)*time.Millisecond, j.JobType)
+					fmt.Fprintf(env.stdout, "%-8d %-10s %-4s %7d %10s %10s %-24s %s\n", j.JobId, j.State, sizeName(j.Size), j.Attempt,
+						time.Duration(j.EstCostMs)*time.Millisecond, time.Duration(j.CpuMs)*time.Millisecond,
+						msTime(wallMs(j.SubmittedWallMs, j.SubmittedAtMs)), termSafe(j.JobType, false))
 				}
 			}
 			if resp.NextPageToken != "" {
@@ -231,11 +316,13 @@ expires.`,
 	})
 	type watchOpts struct {
 		tenantFlags
-		from uint64
+		from      uint64
+		job       uint64
+		untilIdle bool
 	}
 	register("watch", &command{
 		synopsis: "Stream a tenant's job events",
-		usage:    "[--tenant NAME] [--from SEQ] [--json]",
+		usage:    "[--tenant NAME] [--from SEQ | --job ID | --until-idle] [--json]",
 		help: `Streams job events (queued, assigned, started, requeued, completed,
 failed, cancel_requested, cancelled, timed_out) in order until interrupted.
 --from SEQ starts at that event; without it the stream starts with the
@@ -245,18 +332,39 @@ last event it printed: no gap, at least once; it waits 300ms before the
 first retry, doubling up to 10s, and starts again at 300ms once an event
 arrives. An error that retrying cannot clear (PERMISSION_DENIED,
 NOT_FOUND, UNAUTHENTICATED, OUT_OF_RANGE, ...) ends the watch with the
-error and exit code 1. With --json prints one JSON object per event.`,
+error and exit code 1. With --json prints one JSON object per event.
+
+--job ID prints only that job's events, from the oldest retained one
+(or --from), and exits when the job ends: exit code 0 if it completed,
+3 if it failed, 4 if it timed out, 5 if it was cancelled (1 if it is
+not found). --until-idle exits once the tenant has no queued or running
+job (exit code 0).
+
+An event's time is the leader's wall clock when it happened ("at"; with
+--json also "cluster_at_ms", its cluster time).`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &watchOpts{}
 			o.tenantFlags.register(fs)
 			numFlag(fs, &o.from, "from", 0, 0, math.MaxUint64, "first event `SEQ` to print (0: the next new one)")
+			numFlag(fs, &o.job, "job", 0, 1, math.MaxUint64, "only the events of job `ID`; exit when it ends")
+			fs.BoolVar(&o.untilIdle, "until-idle", false, "exit once the tenant has no queued or running job")
 			return o
 		},
 		run: func(env *cmdEnv, o any, args []string) error {
 			opts := o.(*watchOpts)
+			if len(args) > 0 {
+				return usageError("unexpected argument %q", args[0])
+			}
+			if opts.job != 0 && opts.untilIdle {
+				return usageError("--job and --until-idle exclude each other")
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
-			return watch(ctx, env, &opts.tenantFlags, opts.from)
+			req := &pb.WatchEventsRequest{FromSeq: opts.from, JobId: opts.job, UntilIdle: opts.untilIdle, FromOldest: opts.job != 0 && opts.from == 0}
+			if err := watch(ctx, env, &opts.tenantFlags, req); err != nil || opts.job == 0 || ctx.Err() != nil {
+				return err
+			}
+			return jobExit(&opts.tenantFlags, opts.job)
 		},
 	})
 	register("usage", &command{
@@ -331,7 +439,8 @@ type usageOpts struct {
 }
 
 func eventJSON(ev *pb.Event) map[string]any {
-	m := map[string]any{"seq": ev.Seq, "job_id": ev.JobId, "tenant": ev.Tenant, "attempt": ev.Attempt, "kind": ev.Kind, "at": msTime(ev.AtMs)}
+	m := map[string]any{"seq": ev.Seq, "job_id": ev.JobId, "tenant": ev.Tenant, "attempt": ev.Attempt, "kind": ev.Kind,
+		"at": msTime(wallMs(ev.WallMs, ev.AtMs)), "cluster_at_ms": ev.AtMs}
 	if ev.WorkerId != "" {
 		m["worker_id"] = ev.WorkerId
 	}
@@ -367,14 +476,35 @@ func watchRetryable(err error) bool {
 	return false
 }
 
+// jobExit ends watch --job with the exit code of the job's final state.
+func jobExit(opts *tenantFlags, id uint64) error {
+	var j *pb.Job
+	if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+		j, err = pb.NewClientClient(cc).GetJob(ctx, &pb.GetJobRequest{Tenant: opts.tenant, JobId: id})
+		return err
+	}); err != nil {
+		return err
+	}
+	codes := map[string]int{"completed": 0, "failed": 3, "timed_out": 4, "cancelled": 5}
+	code, ok := codes[j.State]
+	if !ok {
+		return fmt.Errorf("job %d is %s", id, j.State)
+	}
+	if code == 0 {
+		return nil
+	}
+	return &exitError{code: code, err: fmt.Errorf("job %d %s", id, j.State)}
+}
+
 // watch streams events, reconnecting with the cursor after a failure
 // that may clear, with exponential backoff; any other failure ends it.
-func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, from uint64) error {
-	next := from
+func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, req *pb.WatchEventsRequest) error {
+	next, oldest := req.FromSeq, req.FromOldest
 	wait := watchBackoff.first
 	for {
 		err := opts.callCtx(ctx, false, func(ctx context.Context, cc *grpc.ClientConn) error {
-			stream, err := pb.NewClientClient(cc).WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: opts.tenant, FromSeq: next})
+			stream, err := pb.NewClientClient(cc).WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: opts.tenant, FromSeq: next,
+				FromOldest: oldest, JobId: req.JobId, UntilIdle: req.UntilIdle})
 			if err != nil {
 				return err
 			}
@@ -386,7 +516,7 @@ func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, from uint64) err
 				if opts.json {
 					printJSON(env.stdout, eventJSON(ev))
 				} else {
-					line := fmt.Sprintf("%-8d %s job=%d attempt=%d %s", ev.Seq, msTime(ev.AtMs), ev.JobId, ev.Attempt, ev.Kind)
+					line := fmt.Sprintf("%-8d %s job=%d attempt=%d %s", ev.Seq, msTime(wallMs(ev.WallMs, ev.AtMs)), ev.JobId, ev.Attempt, ev.Kind)
 					if ev.WorkerId != "" {
 						line += " worker=" + ev.WorkerId
 					}
@@ -395,13 +525,15 @@ func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, from uint64) err
 					}
 					fmt.Fprintln(env.stdout, line)
 				}
-				next = ev.Seq + 1
+				next, oldest = ev.Seq+1, false
 				wait = watchBackoff.first
 			}
 		})
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case (err == nil || errors.Is(err, io.EOF)) && (req.JobId != 0 || req.UntilIdle):
+			return nil // the job ended, or the tenant is idle
 		case err == nil || errors.Is(err, io.EOF):
 			fmt.Fprintf(env.stderr, "watch: the stream ended; reconnecting from %d in %s\n", next, wait)
 		case watchRetryable(err):

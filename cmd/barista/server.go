@@ -160,7 +160,7 @@ func runServer(env *cmdEnv, o any, args []string) error {
 		return fmt.Errorf("starting node %s: %w", cfg.ID, err)
 	}
 	srv := rpc.NewServer(node, rpc.Options{Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: sc.UnsafeDebug,
-		MetricsMaxTenants: metricsMaxTenants(sc.MetricsMaxTenants)})
+		MetricsMaxTenants: metricsMaxTenants(sc.MetricsMaxTenants), Reflection: sc.GRPCReflection || auth.Open()})
 	serveErr := make(chan error, 2)
 	grpcLis := ls.grpc
 	ls.grpc = nil
@@ -181,12 +181,27 @@ func runServer(env *cmdEnv, o any, args []string) error {
 		}()
 		defer web.Close()
 	}
-	log.Info("barista server started", "id", cfg.ID, "raft_addr", cfg.RaftAddr, "grpc_addr", cfg.GRPCAddr, "http_addr", cfg.HTTPAddr, "data_dir", cfg.DataDir, "tls", grpcTLS != nil)
+	log.Info("barista server started", "id", cfg.ID, "raft_addr", cfg.AdvertisedRaft(), "grpc_addr", cfg.AdvertisedGRPC(), "http_addr", cfg.HTTPAddr, "data_dir", cfg.DataDir, "tls", grpcTLS != nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if len(join) > 0 {
-		go joinLoop(ctx, log, cfg, join, auth.AdminToken(), peerTLS)
+	switch {
+	case sc.BootstrapNode != "" && sc.BootstrapNode == cfg.ID && len(join) == 0:
+		if _, err := node.BootstrapIfNew(); err != nil {
+			log.Error("bootstrap", "error", err)
+		}
+	case sc.BootstrapNode != "" && sc.BootstrapNode == cfg.ID:
+		// The bootstrap node first looks for a cluster to join: after its
+		// data was lost it must rejoin, never found a second cluster.
+		go joinLoop(ctx, log, cfg, join, auth.AdminToken(), peerTLS, sc.BootstrapWait, func() bool {
+			done, err := node.BootstrapIfNew()
+			if err != nil {
+				log.Error("bootstrap", "error", err)
+			}
+			return done
+		})
+	case len(join) > 0:
+		go joinLoop(ctx, log, cfg, join, auth.AdminToken(), peerTLS, 0, nil)
 	}
 	if sc.InsecureRaft {
 		warnInsecureRaft(ctx, log, cfg.RaftAddr, sc.TLS, time.Hour)
@@ -264,12 +279,24 @@ func (ls *listeners) close() {
 }
 
 // joinLoop asks the given members to add this node as a voter until one
-// accepts. Joining is idempotent.
-func joinLoop(ctx context.Context, log hclog.Logger, cfg raftnode.Config, addrs []string, token string, peerTLS *tls.Config) {
-	req := &pb.JoinRequest{Id: cfg.ID, RaftAddr: cfg.RaftAddr, GrpcAddr: cfg.GRPCAddr, HttpAddr: cfg.HTTPAddr}
+// accepts. Joining is idempotent. With fallback set, once wait has passed without a member accepting, it calls fallback (which
+// bootstraps a new cluster if this node has no state) and stops if that
+// bootstrapped.
+func joinLoop(ctx context.Context, log hclog.Logger, cfg raftnode.Config, addrs []string, token string, peerTLS *tls.Config, wait time.Duration, fallback func() bool) {
+	req := &pb.JoinRequest{Id: cfg.ID, RaftAddr: cfg.AdvertisedRaft(), GrpcAddr: cfg.AdvertisedGRPC(), HttpAddr: cfg.HTTPAddr}
 	backoff := 200 * time.Millisecond
+	start := time.Now()
 	for {
+		if fallback != nil && time.Since(start) > wait {
+			if fallback() {
+				return
+			}
+			fallback = nil
+		}
 		for _, addr := range addrs {
+			if addr = strings.TrimSpace(addr); addr == cfg.AdvertisedGRPC() || addr == cfg.GRPCAddr {
+				continue // one command line for every node lists this one too
+			}
 			err := tryJoin(ctx, addr, req, token, peerTLS)
 			if err == nil {
 				log.Info("joined the cluster", "via", addr)

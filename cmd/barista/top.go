@@ -102,10 +102,15 @@ func runTop(env *cmdEnv, o any, args []string) error {
 
 func renderTop(w io.Writer, t *pb.TopResponse) {
 	j := rpc.TopToJSON(t)
-	fmt.Fprintf(w, "barista · leader %s · applied index %d · shares of the last %s of dispatches · %s\n\n",
-		j.LeaderID, j.AppliedIndex, time.Duration(j.WindowMs)*time.Millisecond, time.Now().Format("15:04:05"))
+	fmt.Fprintf(w, "barista · leader %s · applied index %d · %s\n", j.LeaderID, j.AppliedIndex, time.Now().Format("15:04:05"))
+	fmt.Fprintf(w, "SHARE: of the estimated CPU dispatched in the last %s · ENTITLED: weight among the tenants with queued jobs now (- without any)\n\n",
+		time.Duration(j.WindowMs)*time.Millisecond)
 	fmt.Fprintf(w, "%-20s %-8s %7s %7s %7s %8s %7s %8s  %s\n", "TENANT", "TIER", "WEIGHT", "QUEUED", "RUNNING", "DISP/1M", "SHARE", "ENTITLED", "share (#) vs entitled (|)")
 	for _, r := range j.Tenants {
+		entitled := fmt.Sprintf("%7.1f%%", 100*r.EntitledShare)
+		if r.Queued == 0 {
+			entitled = fmt.Sprintf("%8s", "-")
+		}
 		bar := []byte(strings.Repeat(" ", 30))
 		for i := 0; i < int(r.Share*30+0.5) && i < 30; i++ {
 			bar[i] = '#'
@@ -113,8 +118,8 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 		if e := int(r.EntitledShare*30 + 0.5); e > 0 && e <= 30 {
 			bar[e-1] = '|'
 		}
-		fmt.Fprintf(w, "%-20s %-8s %7.3g %7d %7d %8d %6.1f%% %7.1f%%  [%s]\n", r.Name, r.Tier, r.Weight, r.Queued, r.Running,
-			r.Dispatches1m, 100*r.Share, 100*r.EntitledShare, bar)
+		fmt.Fprintf(w, "%-20s %-8s %7.3g %7d %7d %8d %6.1f%% %s  [%s]\n", r.Name, r.Tier, r.Weight, r.Queued, r.Running,
+			r.Dispatches1m, 100*r.Share, entitled, bar)
 		for _, g := range r.Groups {
 			name := groupName(g.Name)
 			limit := ""

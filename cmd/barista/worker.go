@@ -64,7 +64,7 @@ live, the worker is refused (ABORTED) and retries with backoff.`,
 			fs.StringVar(&o.size, "size", "", "container `SIZE`: sm, md or lg (required)")
 			host, _ := os.Hostname()
 			fs.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "unique worker `ID`")
-			fs.StringVar(&o.logDir, "log-dir", filepath.Join(os.TempDir(), "barista-worker"), "`DIR` for job output logs")
+			fs.StringVar(&o.logDir, "log-dir", filepath.Join(os.TempDir(), "barista-worker"), "`DIR` for job output logs: job-ID-attempt-N.log, stdout and stderr, never deleted")
 			numFlag(fs, &o.maxLog, "max-log-bytes", runner.DefaultMaxLogBytes, 4096, 1<<40, "bound of each job's log file, in `BYTES`")
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`")
 			fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
@@ -80,15 +80,21 @@ live, the worker is refused (ABORTED) and retries with backoff.`,
 	})
 	type drainOpts struct {
 		clientFlags
-		undo bool
+		undo   bool
+		create bool
 	}
 	register("worker drain", &command{
 		synopsis: "Stop new assignments to a worker (an admin's or the worker's own token)",
-		usage:    "ID [--undo]",
+		usage:    "ID [--undo] [--create]",
+		help: `Drains a worker: it finishes its job and gets no new one, until
+"worker drain ID --undo". An unknown worker ID is NOT_FOUND; --create
+drains a worker that has not connected yet, so that it gets no job when
+it does.`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &drainOpts{}
 			o.register(fs)
 			fs.BoolVar(&o.undo, "undo", false, "resume assignments")
+			fs.BoolVar(&o.create, "create", false, "drain a worker that has not connected yet")
 			return o
 		},
 		run: func(env *cmdEnv, o any, args []string) error {
@@ -97,7 +103,7 @@ live, the worker is refused (ABORTED) and retries with backoff.`,
 				return usageError("worker drain needs one worker ID")
 			}
 			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
-				_, err := pb.NewWorkerClient(cc).Drain(ctx, &pb.DrainRequest{WorkerId: args[0], Undrain: opts.undo})
+				_, err := pb.NewWorkerClient(cc).Drain(ctx, &pb.DrainRequest{WorkerId: args[0], Undrain: opts.undo, Create: opts.create})
 				return err
 			}); err != nil {
 				return err

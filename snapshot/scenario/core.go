@@ -32,6 +32,9 @@ func (c *Core) Tenant(name string) (sfq.TenantSpec, bool) {
 // DeleteTenant implements Target.
 func (c *Core) DeleteTenant(_ sfq.Time, name string) error { return c.S.DeleteTenant(name) }
 
+// SetLevel implements Target: the core has no feature levels.
+func (c *Core) SetLevel(sfq.Time, uint32) error { return nil }
+
 // SetGroup implements Target.
 func (c *Core) SetGroup(_ sfq.Time, tenant, group string, admin sfq.GroupCap, own uint32, asTenant bool) error {
 	set := sfq.GroupSettings{}

@@ -17,8 +17,19 @@ type Machine struct {
 	credit uint64
 }
 
-// NewMachine returns a Machine over a fresh state machine.
-func NewMachine() *Machine { return &Machine{F: fsm.New()} }
+// DefaultLevel is the feature level a script starts at: level 2, what
+// the builds before groups hold, so that a script written for them gives
+// the same state and hash. "level 3" raises it.
+const DefaultLevel = fsm.Level2
+
+// NewMachine returns a Machine over a fresh state machine at DefaultLevel.
+func NewMachine() *Machine { return &Machine{F: fsm.NewAtLevel(DefaultLevel)} }
+
+// SetLevel implements Target: a SetFeatureLevel entry.
+func (m *Machine) SetLevel(now sfq.Time, level uint32) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: level}}})
+	return err
+}
 
 func (m *Machine) apply(now sfq.Time, c *pb.Command) (fsm.Result, error) {
 	m.index++

@@ -27,6 +27,9 @@ type Target interface {
 	UpsertTenant(now sfq.Time, spec sfq.TenantSpec) error
 	Tenant(name string) (sfq.TenantSpec, bool)
 	DeleteTenant(now sfq.Time, name string) error
+	// SetLevel raises the cluster's feature level, as a leader does once
+	// every voter understands it (the core alone has no levels).
+	SetLevel(now sfq.Time, level uint32) error
 	// SetGroup sets a group's cap: the admin's (inherit, none or N), or
 	// with asTenant the tenant's own (0 = none).
 	SetGroup(now sfq.Time, tenant, group string, admin sfq.GroupCap, own uint32, asTenant bool) error
@@ -165,6 +168,15 @@ func (rn *runner) exec(f []string) error {
 		return rn.submit(args)
 	case "group":
 		return rn.group(args)
+	case "level":
+		if len(args) != 1 {
+			return fmt.Errorf("usage: level N")
+		}
+		n, err := strconv.ParseUint(args[0], 10, 32)
+		if err != nil {
+			return fmt.Errorf("bad level %q", args[0])
+		}
+		return rn.t.SetLevel(rn.now, uint32(n))
 	case "dispatch":
 		return rn.dispatch(args)
 	case "start", "heartbeat", "finish", "cancel", "expire":
@@ -569,7 +581,13 @@ func (rn *runner) jobEvent(cmd string, args []string) error {
 	if !ok {
 		return fmt.Errorf("%w: %d", sfq.ErrUnknownJob, id)
 	}
-	attempt, worker := job.Attempt, job.Worker
+	// By default a report names the current attempt and, while the job is
+	// live, its worker (an ended job keeps the worker it ran on, which a
+	// report of it does not name unless told).
+	attempt, worker := job.Attempt, ""
+	if job.State.Live() {
+		worker = job.Worker
+	}
 	var cpu int64
 	outcome := sfq.OutcomeOK
 	for _, o := range opts {

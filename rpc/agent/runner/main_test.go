@@ -8,12 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // The test binary doubles as the helper program run by the jobs under test:
@@ -29,46 +30,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	if code == 0 {
-		// Like goleak.VerifyTestMain (goleak is not a dependency of this
-		// module): every goroutine started by the package must be gone.
-		if err := verifyNoGoroutines(5 * time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// verifyNoGoroutines waits up to timeout for every goroutine but the calling
-// one and the os/signal dispatcher (which runs for the life of a process once
-// signal.Notify has been used) to end.
-func verifyNoGoroutines(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		leaked := otherGoroutines()
-		if len(leaked) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("leaked goroutines:\n\n%s", strings.Join(leaked, "\n\n"))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func otherGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for i, g := range strings.Split(string(buf), "\n\n") {
-		if i == 0 || strings.Contains(g, "os/signal.signal_recv") || strings.Contains(g, "os/signal.loop") {
-			continue // the first one is the caller
-		}
-		out = append(out, g)
-	}
-	return out
+	// Every goroutine started by the package must be gone; the os/signal
+	// dispatcher runs for the life of a process once signal.Notify is used.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("os/signal.signal_recv"), goleak.IgnoreTopFunction("os/signal.loop"))
 }
 
 // helperSpec returns a Spec that runs this test binary in the given helper
