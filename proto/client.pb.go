@@ -1972,12 +1972,16 @@ type ExplainJobResponse struct {
 	// waiting: the candidates that go before it, its tenant's finish tag in
 	// its class and the class's virtual_now (virtual ms, like
 	// start_tag_ms).
-	Ahead         uint64 `protobuf:"varint,10,opt,name=ahead,proto3" json:"ahead,omitempty"`
-	TagMs         string `protobuf:"bytes,11,opt,name=tag_ms,json=tagMs,proto3" json:"tag_ms,omitempty"`
-	VnowMs        string `protobuf:"bytes,12,opt,name=vnow_ms,json=vnowMs,proto3" json:"vnow_ms,omitempty"`
-	WorkerId      string `protobuf:"bytes,13,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`                // assigned, running
-	DueMs         int64  `protobuf:"varint,14,opt,name=due_ms,json=dueMs,proto3" json:"due_ms,omitempty"`                        // scheduled: cluster time
-	EligibleAtMs  int64  `protobuf:"varint,15,opt,name=eligible_at_ms,json=eligibleAtMs,proto3" json:"eligible_at_ms,omitempty"` // rate: cluster time
+	Ahead        uint64 `protobuf:"varint,10,opt,name=ahead,proto3" json:"ahead,omitempty"`
+	TagMs        string `protobuf:"bytes,11,opt,name=tag_ms,json=tagMs,proto3" json:"tag_ms,omitempty"`
+	VnowMs       string `protobuf:"bytes,12,opt,name=vnow_ms,json=vnowMs,proto3" json:"vnow_ms,omitempty"`
+	WorkerId     string `protobuf:"bytes,13,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`                // assigned, running
+	DueMs        int64  `protobuf:"varint,14,opt,name=due_ms,json=dueMs,proto3" json:"due_ms,omitempty"`                        // scheduled: cluster time
+	EligibleAtMs int64  `protobuf:"varint,15,opt,name=eligible_at_ms,json=eligibleAtMs,proto3" json:"eligible_at_ms,omitempty"` // rate: cluster time
+	// group is the job's group in its tenant (empty: the unnamed group);
+	// group_turn: group_order is its tenant's (fifo or fair).
+	Group         string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
+	GroupOrder    string `protobuf:"bytes,41,opt,name=group_order,json=groupOrder,proto3" json:"group_order,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2115,6 +2119,20 @@ func (x *ExplainJobResponse) GetEligibleAtMs() int64 {
 		return x.EligibleAtMs
 	}
 	return 0
+}
+
+func (x *ExplainJobResponse) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ExplainJobResponse) GetGroupOrder() string {
+	if x != nil {
+		return x.GroupOrder
+	}
+	return ""
 }
 
 var File_client_proto protoreflect.FileDescriptor
@@ -2297,7 +2315,7 @@ const file_client_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults\"B\n" +
 	"\x11ExplainJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\xaa\x03\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\xe1\x03\n" +
 	"\x12ExplainJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -2314,7 +2332,10 @@ const file_client_proto_rawDesc = "" +
 	"\avnow_ms\x18\f \x01(\tR\x06vnowMs\x12\x1b\n" +
 	"\tworker_id\x18\r \x01(\tR\bworkerId\x12\x15\n" +
 	"\x06due_ms\x18\x0e \x01(\x03R\x05dueMs\x12$\n" +
-	"\x0eeligible_at_ms\x18\x0f \x01(\x03R\feligibleAtMs2\x86\x06\n" +
+	"\x0eeligible_at_ms\x18\x0f \x01(\x03R\feligibleAtMs\x12\x14\n" +
+	"\x05group\x18( \x01(\tR\x05group\x12\x1f\n" +
+	"\vgroup_order\x18) \x01(\tR\n" +
+	"groupOrder2\x86\x06\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +

@@ -62,6 +62,8 @@ type ClientClient interface {
 	// (inherit, none or N), with the tenant's client token the tenant's
 	// own cap, a second cap that can only tighten (both apply).
 	SetGroup(ctx context.Context, in *SetGroupRequest, opts ...grpc.CallOption) (*Group, error)
+	// GetGroup returns one group of a tenant: its caps and its jobs. A
+	// group without jobs or settings is forgotten: NOT_FOUND.
 	GetGroup(ctx context.Context, in *GetGroupRequest, opts ...grpc.CallOption) (*Group, error)
 	// ListGroups pages through a tenant's groups by name.
 	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
@@ -219,6 +221,8 @@ type ClientServer interface {
 	// (inherit, none or N), with the tenant's client token the tenant's
 	// own cap, a second cap that can only tighten (both apply).
 	SetGroup(context.Context, *SetGroupRequest) (*Group, error)
+	// GetGroup returns one group of a tenant: its caps and its jobs. A
+	// group without jobs or settings is forgotten: NOT_FOUND.
 	GetGroup(context.Context, *GetGroupRequest) (*Group, error)
 	// ListGroups pages through a tenant's groups by name.
 	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
