@@ -255,9 +255,9 @@ func TestClassesDeadlinesThroughAPIAndCLI(t *testing.T) {
 // previous feature level (as a server of the previous build would) stays
 // at level 1: class, deadline and the new tenant and configuration fields
 // are refused at the edge naming the level, snapshots are format 1. When
-// that voter restarts at the new level, the leader raises the level (a
-// command in the log) and they are accepted. A voter below the level in
-// force cannot join.
+// that voter restarts at the build's level (3), the leader raises the
+// level (a command in the log) and they are accepted. A voter below the
+// level in force cannot join.
 func TestFeatureLevelOldVoter(t *testing.T) {
 	c := cluster.New(t)
 	old := c.Add("n1")
@@ -280,7 +280,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 		return strings.TrimSpace(b.String())
 	}
 	c.WaitConverged(30 * time.Second)
-	if got := levels(); got != "n1:1/1 n2:1/2 n3:1/2" {
+	if got := levels(); got != "n1:1/1 n2:1/3 n3:1/3" {
 		t.Fatalf("levels (cluster/own): %s", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -328,7 +328,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	old.Args = nil
 	old.Start()
 	deadline := time.Now().Add(60 * time.Second)
-	for levels() != "n1:2/2 n2:2/2 n3:2/2" {
+	for levels() != "n1:3/3 n2:3/3 n3:3/3" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the level was not raised: %s", levels())
 		}
@@ -336,7 +336,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	}
 	raised := 0
 	for _, n := range c.Nodes {
-		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=2")
+		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=3")
 	}
 	if raised != 1 {
 		t.Errorf("%d leaders logged raising the level, want 1", raised)
@@ -351,7 +351,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 		t.Fatalf("class and deadline at level 2: %v", err)
 	}
 	if f := snap(); f != snapshot.FormatVersion {
-		t.Errorf("snapshot format %d at level 2, want %d", f, snapshot.FormatVersion)
+		t.Errorf("snapshot format %d at level 3, want %d", f, snapshot.FormatVersion)
 	}
 	c.WaitConverged(30 * time.Second)
 
@@ -359,7 +359,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	n4 := c.Add("n4")
 	n4.Args = []string{"--test-feature-level", "1"}
 	n4.Start("--join", n2.GRPCAddr)
-	want := "n4 understands feature level 1, the cluster is at 2: upgrade it before it joins"
+	want := "n4 understands feature level 1, the cluster is at 3: upgrade it before it joins"
 	deadline = time.Now().Add(30 * time.Second)
 	for !strings.Contains(n4.Log(), want) {
 		if time.Now().After(deadline) {
