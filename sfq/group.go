@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // GroupOrder is how a tenant chooses among the eligible heads of its
@@ -485,15 +484,16 @@ func (s *Scheduler) SetGroup(tenant, name string, set GroupSettings) error {
 
 // TopGroups returns up to n groups of the live tenant named tenant, those
 // with the most queued jobs first (then the most running, then by name),
-// and how many groups it has (its unnamed group included). Cost: O(G log n)
-// in the tenant's groups; it is a read, never on the dispatch path.
+// and how many groups it has (its unnamed group included). Cost:
+// O(G log n) in the tenant's groups; it is a read, never on the dispatch
+// path.
 func (s *Scheduler) TopGroups(tenant string, n int) ([]Group, int) {
 	ti, ok := s.TenantIndex(tenant)
 	if !ok || n <= 0 {
 		return nil, 0
 	}
 	gs := s.rt[ti].groups
-	better := func(a, b *Group) bool {
+	before := func(a, b *Group) bool {
 		if a.Queued != b.Queued {
 			return a.Queued > b.Queued
 		}
@@ -502,48 +502,96 @@ func (s *Scheduler) TopGroups(tenant string, n int) ([]Group, int) {
 		}
 		return a.Name < b.Name
 	}
-	top := make([]Group, 0, min(n, len(gs)))
+	best := boundedBest{n: n, before: before}
 	for _, slot := range gs {
-		g := s.groups.Get(uint64(slot))
-		i := len(top)
-		for i > 0 && better(g, &top[i-1]) {
-			i--
-		}
-		if i >= n {
-			continue
-		}
-		if len(top) < n {
-			top = append(top, Group{})
-		}
-		copy(top[i+1:], top[i:len(top)-1])
-		top[i] = *g
+		best.offer(s.groups.Get(uint64(slot)))
 	}
-	return top, len(gs)
+	return best.sorted(), len(gs)
 }
 
 // SortedGroups returns the groups of the live tenant named tenant by name
 // (the unnamed one, "", first): from the start when first is true, else
 // those whose names sort after after; at most limit of them, and whether
 // more follow. It reports ok false when no live tenant has that name.
+// Cost: O(G log limit) in the tenant's groups, whatever the page.
 func (s *Scheduler) SortedGroups(tenant, after string, first bool, limit int) (out []Group, more, ok bool) {
 	ti, ok := s.TenantIndex(tenant)
 	if !ok {
 		return nil, false, false
 	}
-	all := make([]*Group, 0, len(s.rt[ti].groups))
-	for _, slot := range s.rt[ti].groups {
-		all = append(all, s.groups.Get(uint64(slot)))
+	if limit <= 0 {
+		return nil, false, true
 	}
-	slices.SortFunc(all, func(a, b *Group) int { return strings.Compare(a.Name, b.Name) })
-	i := 0
-	if !first {
-		i, _ = slices.BinarySearchFunc(all, after, func(g *Group, name string) int { return strings.Compare(g.Name, name) })
-		for i < len(all) && all[i].Name <= after {
-			i++
+	// The limit+1 first names after the cursor: one more says whether
+	// more follow.
+	best := boundedBest{n: limit + 1, before: func(a, b *Group) bool { return a.Name < b.Name }}
+	for _, slot := range s.rt[ti].groups {
+		if g := s.groups.Get(uint64(slot)); first || g.Name > after {
+			best.offer(g)
 		}
 	}
-	for ; i < len(all) && len(out) < limit; i++ {
-		out = append(out, *all[i])
+	out = best.sorted()
+	if len(out) > limit {
+		return out[:limit], true, true
 	}
-	return out, i < len(all), true
+	return out, false, true
+}
+
+// boundedBest keeps the n first of the groups offered in the order of
+// before, in a heap whose root is the last of them: O(log n) an offer.
+type boundedBest struct {
+	n      int
+	before func(a, b *Group) bool
+	h      []*Group
+}
+
+func (b *boundedBest) offer(g *Group) {
+	if len(b.h) < b.n {
+		b.h = append(b.h, g)
+		for i := len(b.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !b.before(b.h[p], b.h[i]) {
+				break
+			}
+			b.h[p], b.h[i] = b.h[i], b.h[p]
+			i = p
+		}
+		return
+	}
+	if !b.before(g, b.h[0]) {
+		return
+	}
+	b.h[0] = g
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(b.h) && b.before(b.h[m], b.h[l]) {
+			m = l
+		}
+		if r < len(b.h) && b.before(b.h[m], b.h[r]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		b.h[i], b.h[m] = b.h[m], b.h[i]
+		i = m
+	}
+}
+
+// sorted returns copies of the kept groups in the order of before.
+func (b *boundedBest) sorted() []Group {
+	slices.SortFunc(b.h, func(x, y *Group) int {
+		switch {
+		case b.before(x, y):
+			return -1
+		case b.before(y, x):
+			return 1
+		}
+		return 0
+	})
+	out := make([]Group, len(b.h))
+	for i, g := range b.h {
+		out[i] = *g
+	}
+	return out
 }

@@ -2,8 +2,11 @@ package sfq
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // showGroups prints groups as name:running/queued, in order.
@@ -125,4 +128,59 @@ func TestTopGroupsAndSortedGroups(t *testing.T) {
 	if err := s.Verify(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestGroupReadsAgainstSorting: whatever the groups and their jobs,
+// TopGroups is the first n of all groups sorted by (queued desc, running
+// desc, name), and paging SortedGroups returns every group once, by name.
+func TestGroupReadsAgainstSorting(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s, _ := New(DefaultConfig())
+		s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold})
+		for i := range rapid.IntRange(0, 60).Draw(t, "jobs") {
+			g := rapid.SampledFrom([]string{"", "b", "c", "d", "e", "f", "g", "h", "x:1", "x@2"}).Draw(t, "group")
+			if _, err := s.Submit(Time(i), Submission{Tenant: "a", Size: SM, EstCostMs: 10, Group: g}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range rapid.IntRange(0, 20).Draw(t, "dispatches") {
+			s.Dispatch(0, SM, "w")
+		}
+		var all []Group
+		s.Groups("a", func(g *Group) bool { all = append(all, *g); return true })
+		want := slices.Clone(all)
+		slices.SortFunc(want, func(x, y Group) int {
+			switch {
+			case x.Queued != y.Queued:
+				return int(y.Queued) - int(x.Queued)
+			case x.Running != y.Running:
+				return int(y.Running) - int(x.Running)
+			}
+			return strings.Compare(x.Name, y.Name)
+		})
+		n := rapid.IntRange(1, 12).Draw(t, "n")
+		got, count := s.TopGroups("a", n)
+		if count != len(all) || showGroups(got) != showGroups(want[:min(n, len(want))]) {
+			t.Fatalf("TopGroups(%d) = %s (%d), want %s (%d)", n, showGroups(got), count, showGroups(want[:min(n, len(want))]), len(all))
+		}
+		byName := slices.Clone(all)
+		slices.SortFunc(byName, func(x, y Group) int { return strings.Compare(x.Name, y.Name) })
+		size := rapid.IntRange(1, 5).Draw(t, "page")
+		var paged []Group
+		after, first := "", true
+		for {
+			page, more, ok := s.SortedGroups("a", after, first, size)
+			if !ok || len(page) > size {
+				t.Fatalf("page of %d: %d groups, ok %v", size, len(page), ok)
+			}
+			paged = append(paged, page...)
+			if !more {
+				break
+			}
+			after, first = page[len(page)-1].Name, false
+		}
+		if showGroups(paged) != showGroups(byName) {
+			t.Fatalf("pages of %d: %s, want %s", size, showGroups(paged), showGroups(byName))
+		}
+	})
 }
