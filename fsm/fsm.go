@@ -55,6 +55,12 @@ type FSM struct {
 	exported  []uint32 // sorted live tenant indexes; replaced, never written
 	tierCarry [sfq.NumTiers]Counters
 
+	// Webhook endpoints (webhook.go), sorted by tenant index; replaced,
+	// never written in place. whSerial is the next secret version or
+	// epoch (0: never used).
+	webhooks []Webhook
+	whSerial uint64
+
 	fatal   error
 	fatalCh chan struct{}
 	// changed is closed and replaced after every applied entry (and when
@@ -279,6 +285,14 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 		return f.applyMemberRemove(cmd.MemberRemove)
 	case *pb.Command_WorkerDrain:
 		return f.applyWorkerDrain(cmd.WorkerDrain)
+	case *pb.Command_WebhookSet:
+		return f.applyWebhookSet(cmd.WebhookSet)
+	case *pb.Command_WebhookDelete:
+		return f.applyWebhookDelete(cmd.WebhookDelete)
+	case *pb.Command_WebhookAck:
+		return f.applyWebhookAck(cmd.WebhookAck)
+	case *pb.Command_WebhookReplay:
+		return f.applyWebhookReplay(cmd.WebhookReplay)
 	}
 	return refusef(Invalid, "empty or unknown command")
 }

@@ -38,6 +38,8 @@ type View struct {
 	sched      *sfq.View
 	exported   []uint32
 	tierCarry  [sfq.NumTiers]Counters
+	webhooks   []Webhook
+	whSerial   uint64
 }
 
 // Freeze returns an immutable View of the current state. Writes after it
@@ -67,6 +69,8 @@ func (f *FSM) view() *View {
 		nextEvent:  f.nextEvent,
 		exported:   f.exported,
 		tierCarry:  f.tierCarry,
+		webhooks:   f.webhooks,
+		whSerial:   f.whSerial,
 	}
 	v.workers = make([]Worker, 0, len(f.workers))
 	for _, w := range f.workers {
@@ -78,6 +82,10 @@ func (f *FSM) view() *View {
 
 // Encode writes the canonical encoding of the state.
 func (v *View) Encode(e *sfq.Encoder) {
+	if v.hasWebhookState() {
+		e.Uvarint(stateSectionWebhooks)
+		v.encodeWebhooks(e)
+	}
 	if v.hasMetricsState() {
 		e.Uvarint(stateVersionMetrics)
 		v.encodeMetrics(e)
@@ -161,16 +169,21 @@ func (f *FSM) Adopt(n *FSM) {
 	f.lastIndex, f.lastWall = n.lastIndex, n.lastWall
 	f.configured = n.configured
 	f.exported, f.tierCarry = n.exported, n.tierCarry
+	f.webhooks, f.whSerial = n.webhooks, n.whSerial
 	f.hashValid = false
 	f.wake()
 }
 
 func decodeState(d *sfq.Decoder) (*FSM, error) {
+	f := New()
 	version := int(d.Uvarint())
+	if version == stateSectionWebhooks {
+		f.decodeWebhooks(d)
+		version = int(d.Uvarint())
+	}
 	if d.Err() == nil && (version < 1 || version > stateVersionMetrics) {
 		return nil, fmt.Errorf("%w: state version %d (this build reads 1 to %d)", sfq.ErrCorrupt, version, stateVersionMetrics)
 	}
-	f := New()
 	if version == stateVersionMetrics {
 		f.decodeMetrics(d)
 		version = stateVersion
@@ -281,6 +294,9 @@ func (f *FSM) Verify() error {
 	}
 	if uint64(f.events.Len()) > f.nextEvent-1 {
 		return fmt.Errorf("%w: %d events but next seq %d", sfq.ErrVerify, f.events.Len(), f.nextEvent)
+	}
+	if err := f.verifyWebhooks(); err != nil {
+		return err
 	}
 	return f.verifyMetrics()
 }

@@ -604,6 +604,10 @@ type Command struct {
 	//	*Command_MemberUpsert
 	//	*Command_MemberRemove
 	//	*Command_WorkerDrain
+	//	*Command_WebhookSet
+	//	*Command_WebhookDelete
+	//	*Command_WebhookAck
+	//	*Command_WebhookReplay
 	Cmd           isCommand_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -781,6 +785,42 @@ func (x *Command) GetWorkerDrain() *WorkerDrain {
 	return nil
 }
 
+func (x *Command) GetWebhookSet() *WebhookSet {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_WebhookSet); ok {
+			return x.WebhookSet
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetWebhookDelete() *WebhookDelete {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_WebhookDelete); ok {
+			return x.WebhookDelete
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetWebhookAck() *WebhookAck {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_WebhookAck); ok {
+			return x.WebhookAck
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetWebhookReplay() *WebhookReplay {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_WebhookReplay); ok {
+			return x.WebhookReplay
+		}
+	}
+	return nil
+}
+
 type isCommand_Cmd interface {
 	isCommand_Cmd()
 }
@@ -845,6 +885,23 @@ type Command_WorkerDrain struct {
 	WorkerDrain *WorkerDrain `protobuf:"bytes,15,opt,name=worker_drain,json=workerDrain,proto3,oneof"`
 }
 
+type Command_WebhookSet struct {
+	// Webhooks (docs/webhooks.md): numbers 60 to 69.
+	WebhookSet *WebhookSet `protobuf:"bytes,60,opt,name=webhook_set,json=webhookSet,proto3,oneof"`
+}
+
+type Command_WebhookDelete struct {
+	WebhookDelete *WebhookDelete `protobuf:"bytes,61,opt,name=webhook_delete,json=webhookDelete,proto3,oneof"`
+}
+
+type Command_WebhookAck struct {
+	WebhookAck *WebhookAck `protobuf:"bytes,62,opt,name=webhook_ack,json=webhookAck,proto3,oneof"`
+}
+
+type Command_WebhookReplay struct {
+	WebhookReplay *WebhookReplay `protobuf:"bytes,63,opt,name=webhook_replay,json=webhookReplay,proto3,oneof"`
+}
+
 func (*Command_Submit) isCommand_Cmd() {}
 
 func (*Command_Dispatch) isCommand_Cmd() {}
@@ -874,6 +931,14 @@ func (*Command_MemberUpsert) isCommand_Cmd() {}
 func (*Command_MemberRemove) isCommand_Cmd() {}
 
 func (*Command_WorkerDrain) isCommand_Cmd() {}
+
+func (*Command_WebhookSet) isCommand_Cmd() {}
+
+func (*Command_WebhookDelete) isCommand_Cmd() {}
+
+func (*Command_WebhookAck) isCommand_Cmd() {}
+
+func (*Command_WebhookReplay) isCommand_Cmd() {}
 
 // SubmitJob queues a job. With an idempotency key, the same (tenant, key)
 // and the same content returns the existing job; different content is
@@ -2178,6 +2243,303 @@ func (x *WorkerDrain) GetDrain() bool {
 	return false
 }
 
+// WebhookSet registers a tenant's webhook endpoint, or changes it. The
+// endpoint's secret is never stored: every server derives it from the
+// cluster's webhook key, the tenant's incarnation and the secret version
+// kept here. key_id names the key the proposing leader derived it with.
+type WebhookSet struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Url    string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Kinds  []string               `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"` // event kinds to deliver; empty: every kind
+	// rotate issues a new secret version; the previous one stays valid for
+	// grace_ms of cluster time (0: not at all).
+	Rotate        bool   `protobuf:"varint,4,opt,name=rotate,proto3" json:"rotate,omitempty"`
+	GraceMs       int64  `protobuf:"varint,5,opt,name=grace_ms,json=graceMs,proto3" json:"grace_ms,omitempty"`
+	KeyId         uint64 `protobuf:"varint,6,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookSet) Reset() {
+	*x = WebhookSet{}
+	mi := &file_commands_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookSet) ProtoMessage() {}
+
+func (x *WebhookSet) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookSet.ProtoReflect.Descriptor instead.
+func (*WebhookSet) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *WebhookSet) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WebhookSet) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *WebhookSet) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *WebhookSet) GetRotate() bool {
+	if x != nil {
+		return x.Rotate
+	}
+	return false
+}
+
+func (x *WebhookSet) GetGraceMs() int64 {
+	if x != nil {
+		return x.GraceMs
+	}
+	return 0
+}
+
+func (x *WebhookSet) GetKeyId() uint64 {
+	if x != nil {
+		return x.KeyId
+	}
+	return 0
+}
+
+type WebhookDelete struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDelete) Reset() {
+	*x = WebhookDelete{}
+	mi := &file_commands_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelete) ProtoMessage() {}
+
+func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelete.ProtoReflect.Descriptor instead.
+func (*WebhookDelete) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *WebhookDelete) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+// WebhookCursor advances one endpoint's delivered cursor: every event of
+// the tenant up to seq was delivered. epoch fences it: an ack of an older
+// epoch (the endpoint changed, or was replayed, meanwhile) changes nothing.
+type WebhookCursor struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookCursor) Reset() {
+	*x = WebhookCursor{}
+	mi := &file_commands_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookCursor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookCursor) ProtoMessage() {}
+
+func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookCursor.ProtoReflect.Descriptor instead.
+func (*WebhookCursor) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *WebhookCursor) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WebhookCursor) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *WebhookCursor) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// WebhookAck advances the cursors of many endpoints at once; the leader
+// proposes one every commit interval at most.
+type WebhookAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cursors       []*WebhookCursor       `protobuf:"bytes,1,rep,name=cursors,proto3" json:"cursors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookAck) Reset() {
+	*x = WebhookAck{}
+	mi := &file_commands_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookAck) ProtoMessage() {}
+
+func (x *WebhookAck) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookAck.ProtoReflect.Descriptor instead.
+func (*WebhookAck) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *WebhookAck) GetCursors() []*WebhookCursor {
+	if x != nil {
+		return x.Cursors
+	}
+	return nil
+}
+
+// WebhookReplay moves an endpoint's cursor so that delivery starts again
+// at from_seq.
+type WebhookReplay struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	FromSeq       uint64                 `protobuf:"varint,2,opt,name=from_seq,json=fromSeq,proto3" json:"from_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookReplay) Reset() {
+	*x = WebhookReplay{}
+	mi := &file_commands_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookReplay) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookReplay) ProtoMessage() {}
+
+func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookReplay.ProtoReflect.Descriptor instead.
+func (*WebhookReplay) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *WebhookReplay) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WebhookReplay) GetFromSeq() uint64 {
+	if x != nil {
+		return x.FromSeq
+	}
+	return 0
+}
+
 // CommandResult is what Apply returned for one command.
 type CommandResult struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -2199,7 +2561,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2211,7 +2573,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2224,7 +2586,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{20}
+	return file_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CommandResult) GetCode() Code {
@@ -2321,7 +2683,7 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xda\x06\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xd8\b\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x14.barista.v1.DispatchH\x00R\bdispatch\x12/\n" +
@@ -2341,7 +2703,13 @@ const file_commands_proto_rawDesc = "" +
 	"\x05prune\x18\f \x01(\v2\x11.barista.v1.PruneH\x00R\x05prune\x12?\n" +
 	"\rmember_upsert\x18\r \x01(\v2\x18.barista.v1.MemberUpsertH\x00R\fmemberUpsert\x12?\n" +
 	"\rmember_remove\x18\x0e \x01(\v2\x18.barista.v1.MemberRemoveH\x00R\fmemberRemove\x12<\n" +
-	"\fworker_drain\x18\x0f \x01(\v2\x17.barista.v1.WorkerDrainH\x00R\vworkerDrainB\x05\n" +
+	"\fworker_drain\x18\x0f \x01(\v2\x17.barista.v1.WorkerDrainH\x00R\vworkerDrain\x129\n" +
+	"\vwebhook_set\x18< \x01(\v2\x16.barista.v1.WebhookSetH\x00R\n" +
+	"webhookSet\x12B\n" +
+	"\x0ewebhook_delete\x18= \x01(\v2\x19.barista.v1.WebhookDeleteH\x00R\rwebhookDelete\x129\n" +
+	"\vwebhook_ack\x18> \x01(\v2\x16.barista.v1.WebhookAckH\x00R\n" +
+	"webhookAck\x12B\n" +
+	"\x0ewebhook_replay\x18? \x01(\v2\x19.barista.v1.WebhookReplayH\x00R\rwebhookReplayB\x05\n" +
 	"\x03cmd\"\xda\x02\n" +
 	"\tSubmitJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12'\n" +
@@ -2450,7 +2818,27 @@ const file_commands_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"@\n" +
 	"\vWorkerDrain\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x14\n" +
-	"\x05drain\x18\x02 \x01(\bR\x05drain\"\xf7\x02\n" +
+	"\x05drain\x18\x02 \x01(\bR\x05drain\"\x96\x01\n" +
+	"\n" +
+	"WebhookSet\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
+	"\x05kinds\x18\x03 \x03(\tR\x05kinds\x12\x16\n" +
+	"\x06rotate\x18\x04 \x01(\bR\x06rotate\x12\x19\n" +
+	"\bgrace_ms\x18\x05 \x01(\x03R\agraceMs\x12\x15\n" +
+	"\x06key_id\x18\x06 \x01(\x04R\x05keyId\"'\n" +
+	"\rWebhookDelete\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"O\n" +
+	"\rWebhookCursor\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"A\n" +
+	"\n" +
+	"WebhookAck\x123\n" +
+	"\acursors\x18\x01 \x03(\v2\x19.barista.v1.WebhookCursorR\acursors\"B\n" +
+	"\rWebhookReplay\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x19\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\"\xf7\x02\n" +
 	"\rCommandResult\x12$\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x10.barista.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x10\n" +
@@ -2535,7 +2923,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_commands_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
@@ -2566,7 +2954,12 @@ var file_commands_proto_goTypes = []any{
 	(*MemberUpsert)(nil),    // 26: barista.v1.MemberUpsert
 	(*MemberRemove)(nil),    // 27: barista.v1.MemberRemove
 	(*WorkerDrain)(nil),     // 28: barista.v1.WorkerDrain
-	(*CommandResult)(nil),   // 29: barista.v1.CommandResult
+	(*WebhookSet)(nil),      // 29: barista.v1.WebhookSet
+	(*WebhookDelete)(nil),   // 30: barista.v1.WebhookDelete
+	(*WebhookCursor)(nil),   // 31: barista.v1.WebhookCursor
+	(*WebhookAck)(nil),      // 32: barista.v1.WebhookAck
+	(*WebhookReplay)(nil),   // 33: barista.v1.WebhookReplay
+	(*CommandResult)(nil),   // 34: barista.v1.CommandResult
 }
 var file_commands_proto_depIdxs = []int32{
 	10, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
@@ -2585,26 +2978,31 @@ var file_commands_proto_depIdxs = []int32{
 	26, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
 	27, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
 	28, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
-	0,  // 16: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	3,  // 17: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	0,  // 18: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	14, // 19: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	2,  // 20: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	4,  // 21: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 22: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	20, // 23: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	3,  // 24: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	5,  // 25: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	6,  // 26: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	7,  // 27: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	23, // 28: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	8,  // 29: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 30: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	29, // 16: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
+	30, // 17: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
+	32, // 18: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
+	33, // 19: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
+	0,  // 20: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	3,  // 21: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	0,  // 22: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	14, // 23: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	2,  // 24: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	4,  // 25: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	1,  // 26: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	20, // 27: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	3,  // 28: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	5,  // 29: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	6,  // 30: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	7,  // 31: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	23, // 32: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	31, // 33: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	8,  // 34: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	0,  // 35: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -2628,6 +3026,10 @@ func file_commands_proto_init() {
 		(*Command_MemberUpsert)(nil),
 		(*Command_MemberRemove)(nil),
 		(*Command_WorkerDrain)(nil),
+		(*Command_WebhookSet)(nil),
+		(*Command_WebhookDelete)(nil),
+		(*Command_WebhookAck)(nil),
+		(*Command_WebhookReplay)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2635,7 +3037,7 @@ func file_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   21,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
