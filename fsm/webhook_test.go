@@ -212,12 +212,12 @@ func TestWebhookGapOnPrune(t *testing.T) {
 	h.one(tenant("a", pb.Tier_GOLD))
 	h.one(tenant("b", pb.Tier_GOLD))
 	h.one(webhookSet("a", "https://a.example/", false, 0, 1, "queued", "cancelled"))
-	h.one(submit("a", "", 1000, "x"))         // 1 a queued
-	h.one(submit("b", "", 1000, "x"))         // 2 b queued
-	h.one(submit("a", "", 1000, "x"))         // 3 a queued
-	h.one(dispatch("w1", 1))                  // 4 a assigned (not a kind of the endpoint)
-	h.one(submit("b", "", 1000, "x"))         // 5 b queued
-	h.one(cancelJob("a", 3))                  // 6 a cancelled
+	h.one(submit("a", "", 1000, "x")) // 1 a queued
+	h.one(submit("b", "", 1000, "x")) // 2 b queued
+	h.one(submit("a", "", 1000, "x")) // 3 a queued
+	h.one(dispatch("w1", 1))          // 4 a assigned (not a kind of the endpoint)
+	h.one(submit("b", "", 1000, "x")) // 5 b queued
+	h.one(cancelJob("a", 3))          // 6 a cancelled
 	h.one(webhookAck(&pb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 1}))
 	if r := h.one(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}}); r.Count != 4 {
 		t.Fatalf("pruned %d", r.Count)

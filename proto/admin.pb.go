@@ -860,9 +860,9 @@ type WebhookSetRequest struct {
 	Url    string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
 	Kinds  []string               `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"`
 	// rotate issues a new secret; the previous one stays valid for grace_ms
-	// (default 24 h; at most 30 days).
-	Rotate        bool  `protobuf:"varint,4,opt,name=rotate,proto3" json:"rotate,omitempty"`
-	GraceMs       int64 `protobuf:"varint,5,opt,name=grace_ms,json=graceMs,proto3" json:"grace_ms,omitempty"`
+	// (unset: 24 h; 0: not at all; at most 30 days).
+	Rotate        bool   `protobuf:"varint,4,opt,name=rotate,proto3" json:"rotate,omitempty"`
+	GraceMs       *int64 `protobuf:"varint,5,opt,name=grace_ms,json=graceMs,proto3,oneof" json:"grace_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -926,8 +926,8 @@ func (x *WebhookSetRequest) GetRotate() bool {
 }
 
 func (x *WebhookSetRequest) GetGraceMs() int64 {
-	if x != nil {
-		return x.GraceMs
+	if x != nil && x.GraceMs != nil {
+		return *x.GraceMs
 	}
 	return 0
 }
@@ -1415,13 +1415,14 @@ const file_admin_proto_rawDesc = "" +
 	"gapFromSeq\x12\x1c\n" +
 	"\n" +
 	"gap_to_seq\x18\n" +
-	" \x01(\x04R\bgapToSeq\"\x86\x01\n" +
+	" \x01(\x04R\bgapToSeq\"\x98\x01\n" +
 	"\x11WebhookSetRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
 	"\x05kinds\x18\x03 \x03(\tR\x05kinds\x12\x16\n" +
-	"\x06rotate\x18\x04 \x01(\bR\x06rotate\x12\x19\n" +
-	"\bgrace_ms\x18\x05 \x01(\x03R\agraceMs\"\xa7\x01\n" +
+	"\x06rotate\x18\x04 \x01(\bR\x06rotate\x12\x1e\n" +
+	"\bgrace_ms\x18\x05 \x01(\x03H\x00R\agraceMs\x88\x01\x01B\v\n" +
+	"\t_grace_ms\"\xa7\x01\n" +
 	"\x12WebhookSetResponse\x12-\n" +
 	"\awebhook\x18\x01 \x01(\v2\x13.barista.v1.WebhookR\awebhook\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\x12\x16\n" +
@@ -1559,6 +1560,7 @@ func file_admin_proto_init() {
 	}
 	file_commands_proto_init()
 	file_client_proto_init()
+	file_admin_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

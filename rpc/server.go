@@ -17,6 +17,7 @@ import (
 	"barista/fsm"
 	pb "barista/proto"
 	"barista/raftnode"
+	"barista/webhook"
 )
 
 // Options configure a node's gRPC server.
@@ -40,6 +41,9 @@ type Options struct {
 	// DefaultMetricsMaxTenants; MetricsOnlyMarked (any negative value)
 	// exports only the marked.
 	MetricsMaxTenants int
+	// Webhooks is the node's webhook deliverer (nil: webhook calls that
+	// need the key are refused).
+	Webhooks *webhook.Deliverer
 }
 
 // Server is a node's gRPC server with every service registered.
@@ -74,7 +78,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		peerCreds = credentials.NewTLS(opt.PeerTLS)
 	}
 	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node, metricsMaxTenants(opt.MetricsMaxTenants)),
-		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken()}
+		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken(), webhooks: opt.Webhooks}
 	sopts := []grpc.ServerOption{
 		// Explicit, and the same on every connection a node makes (see
 		// leaderConns.dial): max_payload_bytes is bounded by it.
