@@ -81,7 +81,9 @@ func (w *Webhook) PreviousValid(now sfq.Time) bool {
 const allKinds = uint32(1)<<numEventKinds - 2
 
 // ParseWebhookKinds reads event kind names into a mask (none: 0, every
-// kind). A name may repeat.
+// kind, including kinds a later version adds). A name may repeat. The
+// mask is what was named, whatever this build's kinds: builds that know
+// more kinds store the same mask.
 func ParseWebhookKinds(names []string) (uint32, error) {
 	var m uint32
 	for _, n := range names {
@@ -90,9 +92,6 @@ func ParseWebhookKinds(names []string) (uint32, error) {
 			return 0, fmt.Errorf("kinds: unknown event kind %q (want %s)", n, strings.Join(eventKindNames[1:], ", "))
 		}
 		m |= 1 << k
-	}
-	if m == allKinds {
-		m = 0
 	}
 	return m, nil
 }

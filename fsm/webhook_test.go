@@ -52,12 +52,12 @@ func TestWebhookSetRotateReplayDelete(t *testing.T) {
 	if got := h.webhook("acme"); got != want {
 		t.Fatalf("after set:\n got %+v\nwant %+v", got, want)
 	}
-	// An update keeps the secret version; every kind is stored as none.
+	// An update keeps the secret version.
 	all := strings.Split("queued assigned started requeued completed failed cancel_requested cancelled timed_out", " ")
 	if r := h.one(webhookSet("acme", "https://hooks.example.com/c", false, 0, 77, all...)); r.Code != OK || r.Created {
 		t.Fatalf("update: %+v", r)
 	}
-	want.URL, want.Kinds, want.Epoch = "https://hooks.example.com/c", 0, 2
+	want.URL, want.Kinds, want.Epoch = "https://hooks.example.com/c", allKinds, 2
 	if got := h.webhook("acme"); got != want {
 		t.Fatalf("after update:\n got %+v\nwant %+v", got, want)
 	}
@@ -69,7 +69,7 @@ func TestWebhookSetRotateReplayDelete(t *testing.T) {
 	}
 	h.now = 5_000
 	h.one(webhookSet("acme", "https://hooks.example.com/c", true, 60_000, 77))
-	want.Version, want.PrevVersion, want.PrevUntil, want.Epoch = 3, 1, 65_000, 3
+	want.Version, want.PrevVersion, want.PrevUntil, want.Epoch, want.Kinds = 3, 1, 65_000, 3, 0
 	if got := h.webhook("acme"); got != want {
 		t.Fatalf("after rotate:\n got %+v\nwant %+v", got, want)
 	}
