@@ -1,8 +1,12 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -125,4 +129,23 @@ func (v *cidrListVal) setTOML(x any) error {
 	}
 	*v.p = out
 	return nil
+}
+
+// devWebhookConfig returns a configuration file under dir holding a
+// webhook key, made once (a kept --data-dir keeps its key, and so its
+// endpoints' secrets): barista dev's servers read it.
+func devWebhookConfig(dir string) (string, error) {
+	path := filepath.Join(dir, "webhooks.toml")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	body := fmt.Sprintf("# The webhook key of this barista dev cluster (docs/webhooks.md).\n[webhooks]\nkey = %q\n", hex.EncodeToString(b[:]))
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
 }
