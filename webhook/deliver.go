@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"barista/fsm"
 	pb "barista/proto"
@@ -63,6 +64,8 @@ type Options struct {
 	// MaxBackoff; each wait is jittered.
 	MinBackoff, MaxBackoff time.Duration
 	Logger                 hclog.Logger
+	// Registerer, if set, gets the deliverer's metrics.
+	Registerer prometheus.Registerer
 
 	// For tests: the HTTP client (default: the guard's), the wall clock
 	// that stamps signatures, and the jitter that turns a backoff into a
@@ -125,9 +128,10 @@ type Status struct {
 
 // Deliverer runs the delivery loop while its node leads.
 type Deliverer struct {
-	node Node
-	opt  Options
-	log  hclog.Logger
+	node    Node
+	opt     Options
+	log     hclog.Logger
+	metrics *metrics
 
 	mu      sync.Mutex
 	leading bool
@@ -137,7 +141,7 @@ type Deliverer struct {
 // New returns a deliverer; Run runs it.
 func New(node Node, opt Options) *Deliverer {
 	opt.defaults()
-	return &Deliverer{node: node, opt: opt, log: opt.Logger}
+	return &Deliverer{node: node, opt: opt, log: opt.Logger, metrics: newMetrics(opt.Registerer)}
 }
 
 // Key returns the webhook key (nil: none configured).
@@ -243,6 +247,8 @@ func (d *Deliverer) Run(ctx context.Context) {
 		d.mu.Lock()
 		d.leading, d.status = false, nil
 		d.mu.Unlock()
+		d.metrics.failing.Set(0)
+		d.metrics.unsignable.Set(0)
 	}()
 
 	wctx, cancel := context.WithCancel(ctx)
@@ -568,6 +574,8 @@ func (r *run) handle(o *outcome) {
 	}
 	now := time.Now()
 	if o.err == nil && o.code >= 200 && o.code < 300 {
+		r.d.metrics.requests.WithLabelValues("delivered").Inc()
+		r.d.metrics.events.Add(float64(len(o.req.payload.Events)))
 		if t.st.Failures > 0 {
 			r.d.log.Info("webhook endpoint recovered", "tenant", t.ep.Name, "failures", t.st.Failures)
 		}
@@ -582,6 +590,7 @@ func (r *run) handle(o *outcome) {
 		r.acks[t.ep.Tenant] = &pb.WebhookCursor{Tenant: t.ep.Name, Epoch: t.ep.Epoch, Seq: t.st.Delivered}
 		return
 	}
+	r.d.metrics.requests.WithLabelValues("failed").Inc()
 	why := describe(o.code, o.err, r.d.opt.Timeout)
 	r.fail(t, now, why, r.backoff(t.st.Failures+1))
 	lvl := hclog.Debug
@@ -656,11 +665,20 @@ func (r *run) publish() {
 	}
 	r.dirty = false
 	m := make(map[uint32]Status, len(r.targets))
+	failing, unsignable := 0, 0
 	for ti, t := range r.targets {
 		if !t.gone {
 			m[ti] = t.st
+			if t.st.Failures > 0 {
+				failing++
+			}
+			if keyProblem(r.d.opt.Key, t.ep.KeyID) != "" {
+				unsignable++
+			}
 		}
 	}
+	r.d.metrics.failing.Set(float64(failing))
+	r.d.metrics.unsignable.Set(float64(unsignable))
 	r.d.mu.Lock()
 	r.d.status = m
 	r.d.mu.Unlock()

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"barista/fsm"
 	pb "barista/proto"
 )
@@ -458,5 +461,46 @@ func TestReplayRedelivers(t *testing.T) {
 	}
 	if want := "[1 queued 2 cancelled 3 queued 2 cancelled 3 queued]"; fmt.Sprint(got) != want {
 		t.Fatalf("delivered %v, want %s", got, want)
+	}
+}
+
+// TestMetrics: requests by result, events delivered, and the endpoints
+// failing or that the leader cannot sign for, on a registry.
+func TestMetrics(t *testing.T) {
+	r := newReceiver(t)
+	n := world(t, r.srv.URL)
+	reg := prometheus.NewRegistry()
+	r.setMode("500")
+	submit(t, n, "a")
+	submit(t, n, "a")
+	d, stop := start(t, n, Options{Registerer: reg})
+	waitFor(t, "a failure", func() bool { st, _ := d.Status(0); return st.Failures >= 1 })
+	r.setMode("ok")
+	waitFor(t, "delivery", func() bool { return len(r.delivered()) == 2 })
+	waitFor(t, "the gauge", func() bool { return testutil.ToFloat64(d.metrics.failing) == 0 })
+	stop()
+	if got := testutil.ToFloat64(d.metrics.requests.WithLabelValues("delivered")); got != 1 {
+		t.Errorf("delivered requests %v", got)
+	}
+	if got := testutil.ToFloat64(d.metrics.events); got != 2 {
+		t.Errorf("events %v", got)
+	}
+	if got := testutil.ToFloat64(d.metrics.requests.WithLabelValues("failed")); got < 1 {
+		t.Errorf("failed requests %v", got)
+	}
+	// Without a key: one endpoint the leader cannot sign for.
+	d2 := New(n, Options{Guard: loopback(), Registerer: prometheus.NewRegistry()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); d2.Run(ctx) }()
+	waitFor(t, "the unsignable gauge", func() bool { return testutil.ToFloat64(d2.metrics.unsignable) == 1 })
+	cancel()
+	<-done
+	if got := testutil.ToFloat64(d2.metrics.unsignable); got != 0 {
+		t.Errorf("unsignable after leadership ended: %v", got)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("lint: %v %v", err, problems)
 	}
 }

@@ -26,6 +26,9 @@ func Start(node *raftnode.Node, opt Options) *Deliverer {
 		off := node.Config().ClockOffset
 		opt.Wall = func() time.Time { return time.Now().Add(off) }
 	}
+	if opt.Registerer == nil {
+		opt.Registerer = node.Metrics.Registry
+	}
 	d := New(raftNode{node}, opt)
 	node.OnLeader("webhooks", d.Run)
 	return d
