@@ -66,6 +66,11 @@ type FSM struct {
 	// changed is closed and replaced after every applied entry (and when
 	// the state is replaced), waking event watchers and the dispatcher.
 	changed chan struct{}
+	// replaced counts the replacements of the whole state (Adopt: a
+	// snapshot installed, a backup restored). It is this node's, not the
+	// replicated state's: readers that keep positions in the event log
+	// compare it to know that the log they read may have gone back.
+	replaced uint64
 
 	hashIndex uint64
 	hashValid bool

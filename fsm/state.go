@@ -171,7 +171,17 @@ func (f *FSM) Adopt(n *FSM) {
 	f.exported, f.tierCarry = n.exported, n.tierCarry
 	f.webhooks, f.whSerial = n.webhooks, n.whSerial
 	f.hashValid = false
+	f.replaced++
 	f.wake()
+}
+
+// Replaced returns the number of times the whole state was replaced
+// (Adopt) on this node. A position in the event log read before a
+// replacement may not name the same event after it.
+func (f *FSM) Replaced() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.replaced
 }
 
 func decodeState(d *sfq.Decoder) (*FSM, error) {

@@ -187,6 +187,7 @@ func (t *target) reset(w fsm.Webhook) {
 type request struct {
 	t       *target
 	epoch   uint64
+	gen     uint64 // the state's replacement count when it was built
 	url     string
 	secrets []string
 	payload Payload
@@ -215,8 +216,13 @@ type run struct {
 	results chan *outcome
 	idle    int
 
+	// gen is the state's replacement count (fsm.Replaced) the positions
+	// above were read under.
+	gen uint64
+
 	acks       map[uint32]*pb.WebhookCursor // delivered, not yet proposed
 	committing map[uint32]*pb.WebhookCursor // proposed, not yet applied
+	commitGen  uint64                       // gen when committing was proposed
 	commitDone chan error
 
 	keyWarned time.Time
@@ -236,8 +242,9 @@ func (r *run) maxQueue() int { return max(2*r.d.opt.MaxBatch, 256) }
 // Run delivers until ctx ends (the node lost leadership): a leader loop.
 func (d *Deliverer) Run(ctx context.Context) {
 	f := d.node.State()
+	gen := f.Replaced()
 	_, next := f.Events(^uint64(0), func(*fsm.Event) bool { return false })
-	r := &run{d: d, f: f, targets: map[uint32]*target{}, frontier: next,
+	r := &run{d: d, f: f, targets: map[uint32]*target{}, frontier: next, gen: gen,
 		jobs: make(chan *request, d.opt.Workers), results: make(chan *outcome, d.opt.Workers), idle: d.opt.Workers,
 		acks: map[uint32]*pb.WebhookCursor{}, commitDone: make(chan error, 1)}
 	d.mu.Lock()
@@ -312,7 +319,16 @@ func (d *Deliverer) Run(ctx context.Context) {
 // pass syncs the endpoints, reads new events, dispatches what is due and
 // publishes the status.
 func (r *run) pass(now time.Time) {
+	// The count is read before the state: a replacement after it is seen
+	// by the next pass.
+	replaced := r.f.Replaced() != r.gen
+	if replaced {
+		r.gen = r.f.Replaced()
+	}
 	r.sync()
+	if replaced {
+		r.restart()
+	}
 	r.more = r.scan()
 	r.dispatch(now)
 	r.publish()
@@ -367,6 +383,27 @@ func (r *run) sync() {
 	}
 }
 
+// restart follows a replacement of the whole state (a backup restored
+// under this leader): the event log may have gone back or forward, and a
+// seq may name another event than before, so every endpoint starts again
+// at its restored cursor and the frontier at the restored log's end.
+// Cursors delivered or being proposed for the replaced state are
+// dropped, and so are the outcomes of the requests in flight (handle):
+// the events after the restored cursors are delivered again, at least
+// once.
+func (r *run) restart() {
+	_, next := r.f.Events(^uint64(0), func(*fsm.Event) bool { return false })
+	r.d.log.Info("the state was replaced: webhook delivery starts again from the restored cursors", "next_seq", next)
+	r.frontier = next
+	for _, t := range r.targets {
+		if !t.gone {
+			t.reset(t.ep)
+		}
+	}
+	r.acks = map[uint32]*pb.WebhookCursor{}
+	r.dirty = true
+}
+
 // scan offers new events to the targets: a target behind the frontier
 // reads its own range; the others share one read from the frontier on.
 // It reports whether it stopped at its budget with work left.
@@ -412,8 +449,17 @@ func (r *run) scan() bool {
 	}
 	// The shared read.
 	start := r.frontier
+	readers := 0
 	for _, t := range r.targets {
-		t.full = false
+		// A target with a full queue waits where it is: it reads on its
+		// own once it drains.
+		t.full = len(t.queue) >= r.maxQueue()
+		if !t.gone && !t.full && t.pos >= start {
+			readers++
+		}
+	}
+	if readers == 0 {
+		r.frontier = next // nobody to offer events to
 	}
 	for r.frontier < next && budget > 0 {
 		from := max(r.frontier, first)
@@ -517,7 +563,7 @@ func (r *run) dispatch(now time.Time) {
 		if t.ep.PreviousValid(clusterNow) {
 			secrets = append(secrets, key.Secret(t.ep.Tenant, t.ep.Name, t.ep.PrevVersion))
 		}
-		req := &request{t: t, epoch: t.ep.Epoch, url: t.ep.URL, secrets: secrets, payload: Payload{Events: events}, cursor: cursor}
+		req := &request{t: t, epoch: t.ep.Epoch, gen: r.gen, url: t.ep.URL, secrets: secrets, payload: Payload{Events: events}, cursor: cursor}
 		t.st.InFlight = true
 		r.idle--
 		r.jobs <- req // never blocks: at most Workers requests are out
@@ -569,8 +615,8 @@ func (r *run) handle(o *outcome) {
 		}
 		return
 	}
-	if o.req.epoch != t.ep.Epoch {
-		return // the endpoint changed meanwhile: its new epoch starts over
+	if o.req.epoch != t.ep.Epoch || o.req.gen != r.gen {
+		return // the endpoint or the whole state changed meanwhile: it starts over
 	}
 	now := time.Now()
 	if o.err == nil && o.code >= 200 && o.code < 300 {
@@ -628,7 +674,10 @@ func (r *run) commit(ctx context.Context, wg *sync.WaitGroup) {
 	if len(r.acks) == 0 || r.committing != nil {
 		return
 	}
-	r.committing, r.acks = r.acks, map[uint32]*pb.WebhookCursor{}
+	if r.f.Replaced() != r.gen {
+		return // cursors of a replaced state: the next pass drops them
+	}
+	r.committing, r.acks, r.commitGen = r.acks, map[uint32]*pb.WebhookCursor{}, r.gen
 	cursors := make([]*pb.WebhookCursor, 0, len(r.committing))
 	for _, c := range r.committing {
 		cursors = append(cursors, c)
@@ -645,9 +694,9 @@ func (r *run) commit(ctx context.Context, wg *sync.WaitGroup) {
 
 // committed ends a commit; after a failure its cursors are proposed
 // again with the next (unless a newer one of the same epoch replaced
-// them).
+// them, or the whole state was replaced since).
 func (r *run) committed(err error) {
-	if err != nil {
+	if err != nil && r.commitGen == r.gen {
 		r.d.log.Warn("proposing webhook cursors failed", "error", err)
 		for ti, c := range r.committing {
 			if cur, ok := r.acks[ti]; !ok || (cur.Epoch == c.Epoch && cur.Seq < c.Seq) {

@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +21,7 @@ import (
 
 	"barista/fsm"
 	pb "barista/proto"
+	"barista/sfq"
 )
 
 // receiver is an endpoint for tests: it answers as mode says and keeps
@@ -502,5 +505,118 @@ func TestMetrics(t *testing.T) {
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("lint: %v %v", err, problems)
+	}
+}
+
+// TestLargeBacklogInOrder: a backlog far larger than what a target keeps
+// in memory, interleaved with another tenant's events and growing while
+// it is delivered, arrives whole, in order, once, in batches of at most
+// MaxBatch.
+func TestLargeBacklogInOrder(t *testing.T) {
+	r := newReceiver(t)
+	n := world(t, r.srv.URL)
+	var want []uint64
+	for range 700 {
+		want = append(want, submit(t, n, "a"))
+		submit(t, n, "b")
+	}
+	start(t, n, Options{MaxBatch: 10})
+	for range 300 {
+		want = append(want, submit(t, n, "a"))
+		submit(t, n, "b")
+	}
+	waitFor(t, "every event", func() bool { return len(r.delivered()) >= len(want) })
+	got, dups := firstSeen(r.delivered())
+	if !slices.Equal(got, want) || dups != 0 {
+		t.Fatalf("delivered %d events (%d repeats), want %d in order", len(got), dups, len(want))
+	}
+	for i, q := range r.requests() {
+		if len(q.events) > 10 {
+			t.Fatalf("request %d carries %d events", i, len(q.events))
+		}
+	}
+	// The cursor passes the other tenant's events after the last: all
+	// were examined.
+	waitFor(t, "the cursor", func() bool { return n.cursor(t, "a") == want[len(want)-1]+1 })
+}
+
+// restoreState replaces n's whole state with src's, as a backup restore
+// does on a running leader.
+func restoreState(t *testing.T, n *MemNode, src *fsm.FSM) {
+	t.Helper()
+	v, err := src.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	e := sfq.NewEncoder(&buf)
+	v.Encode(e)
+	if err := e.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.F.Restore(sfq.NewDecoder(bufio.NewReader(&buf)), v.Index+1000); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRestoredStateStartsOver: when the whole state is replaced under a
+// running leader (a backup restored), delivery starts again from the
+// restored cursor — whether the restored log is shorter than the one
+// delivered from or longer — so that every event of the restored log
+// after its cursor arrives, then the events that follow, in order. What
+// the leader had delivered or was committing for the replaced state
+// moves no cursor of the restored one.
+func TestRestoredStateStartsOver(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		live, backup int // events of a before the restore
+	}{
+		{"shorter", 6, 2},
+		{"longer", 3, 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newReceiver(t)
+			n := world(t, r.srv.URL)
+			b := world(t, r.srv.URL)
+			var want []uint64
+			for range c.backup {
+				want = append(want, submit(t, b, "a"))
+				submit(t, b, "b")
+			}
+			var live []uint64
+			for range c.live {
+				live = append(live, submit(t, n, "a"))
+			}
+			start(t, n, Options{})
+			waitFor(t, "the live events", func() bool { return n.cursor(t, "a") == live[len(live)-1] })
+			before := len(r.requests())
+
+			restoreState(t, n, b.F)
+			if got := n.cursor(t, "a"); got != 0 {
+				t.Fatalf("restored cursor %d", got)
+			}
+			for range 2 {
+				want = append(want, submit(t, n, "a"))
+			}
+			last := want[len(want)-1]
+			delivered := func() []uint64 {
+				var got []uint64
+				for _, q := range r.requests()[before:] {
+					if q.status == 200 {
+						for _, e := range q.events {
+							got = append(got, e.Seq)
+						}
+					}
+				}
+				return got
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for (len(delivered()) < len(want) || n.cursor(t, "a") != last) && time.Now().Before(deadline) {
+				time.Sleep(2 * time.Millisecond)
+			}
+			if got, dups := firstSeen(delivered()); !slices.Equal(got, want) || dups != 0 || n.cursor(t, "a") != last {
+				t.Fatalf("after the restore delivered %v (%d repeats), cursor %d; want %v, cursor %d", got, dups, n.cursor(t, "a"), want, last)
+			}
+		})
 	}
 }
