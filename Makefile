@@ -51,12 +51,19 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 2m); a failing input l
 test-fuzz:
 	scripts/fuzz.sh $(FUZZ_SHORT)
 
-proto: ## regenerate the protobuf Go code (needs protoc: apt-get install protobuf-compiler)
+# The HTTP/JSON gateway (proto/*.pb.gw.go) and its OpenAPI document
+# (proto/barista.swagger.json) come from the routes in proto/barista.http.yaml.
+GATEWAY_OPTS := grpc_api_configuration=proto/barista.http.yaml
+proto: ## regenerate the protobuf Go code, the HTTP/JSON gateway and its OpenAPI document (needs protoc: apt-get install protobuf-compiler)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
 	protoc -I proto --plugin=protoc-gen-go=$$($(GO) tool -n protoc-gen-go) \
 		--go_out=proto --go_opt=paths=source_relative proto/*.proto
 	protoc -I proto --plugin=protoc-gen-go-grpc=$$($(GO) tool -n protoc-gen-go-grpc) \
 		--go-grpc_out=proto --go-grpc_opt=paths=source_relative proto/*.proto
+	protoc -I proto --plugin=protoc-gen-grpc-gateway=$$($(GO) tool -n protoc-gen-grpc-gateway) \
+		--grpc-gateway_out=proto --grpc-gateway_opt=paths=source_relative,omit_package_doc=true,$(GATEWAY_OPTS) proto/*.proto
+	protoc -I proto --plugin=protoc-gen-openapiv2=$$($(GO) tool -n protoc-gen-openapiv2) \
+		--openapiv2_out=proto --openapiv2_opt=$(GATEWAY_OPTS),allow_merge=true,merge_file_name=barista,json_names_for_fields=false proto/*.proto
 
 run: build ## run a local cluster with workers and demo load (Ctrl-C stops it)
 	bin/barista dev

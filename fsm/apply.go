@@ -227,7 +227,7 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 	}
 	id := sfq.JobID(c.Job)
 	ch, err := f.sched.Finish(f.clock, id, c.Attempt, f.internWorker(c.WorkerId), outcome, c.CpuMs,
-		sfq.Result{ExitCode: c.ExitCode, StderrTail: c.StderrTail})
+		sfq.Result{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail})
 	reason := ReasonRunFailed
 	if outcome == sfq.OutcomeCancelled {
 		reason = ReasonRequested

@@ -15,7 +15,7 @@ import (
 // log index.
 func benchFSM(b *testing.B, queued int) (*FSM, uint64) {
 	b.Helper()
-	f := New()
+	f := NewLatest()
 	var index uint64
 	apply := func(cmds ...*pb.Command) {
 		index++

@@ -128,8 +128,9 @@ func (c Config) validate(payloadLimit uint32) error {
 	return nil
 }
 
-func encodeConfig(e *sfq.Encoder, c *Config) {
-	sfq.EncodeConfig(e, &c.Sched)
+// encodeConfig writes a configuration of FSM state version v (1 or 2).
+func encodeConfig(e *sfq.Encoder, c *Config, v int) {
+	sfq.EncodeConfigVersion(e, &c.Sched, v)
 	e.Varint(c.HeartbeatIntervalMs)
 	e.Varint(c.SelfKillAfterMs)
 	e.Varint(c.CancelGraceMs)
@@ -140,8 +141,8 @@ func encodeConfig(e *sfq.Encoder, c *Config) {
 	e.Uvarint(uint64(c.MaxPayloadBytes))
 }
 
-// decodeConfig reads a configuration of FSM state version v (its core part
-// is the core's encoding of the same version).
+// decodeConfig reads a configuration whose core part is of the core's
+// encoding version v.
 func decodeConfig(d *sfq.Decoder, v int) Config {
 	var c Config
 	c.Sched = sfq.DecodeConfigVersion(d, v)

@@ -16,16 +16,18 @@ func encodeWithEvent(next, seq uint64) []byte {
 	var buf bytes.Buffer
 	e := sfq.NewEncoder(&buf)
 	e.Uvarint(stateVersion)
+	(&View{}).encodeMetrics(e)
+	(&View{}).encodeWebhooks(e)
 	e.Varint(0)
 	e.Bool(false)
-	encodeConfig(e, &f.cfg)
+	encodeConfig(e, &f.cfg, stateVersion)
 	e.Uvarint(0) // members
 	e.Uvarint(0) // workers
 	e.Uvarint(1) // next key
 	e.Uvarint(0) // keys
 	e.Uvarint(next)
 	e.Uvarint(1)
-	encodeEvent(e, seq, &eventRecord{Job: 1, Kind: EvQueued})
+	encodeEvent(e, seq, &eventRecord{Job: 1, Kind: EvQueued}, stateVersion)
 	f.sched.Peek().Encode(e)
 	e.Flush()
 	return buf.Bytes()

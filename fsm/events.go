@@ -82,18 +82,27 @@ type Event struct {
 
 // eventRecord is an event as the log keeps it: its Seq is its position.
 type eventRecord struct {
-	Job      sfq.JobID
-	At       sfq.Time
-	CPUMs    int64  // completed, failed, cancelled, timed_out, requeued after a run
-	Worker   string // assigned, started
-	Tenant   uint32
-	Attempt  uint32
-	ExitCode int32
+	Job     sfq.JobID
+	At      sfq.Time // cluster time: what rules and retention use
+	CPUMs   int64    // completed, failed, cancelled, timed_out, requeued after a run
+	Worker  string   // assigned, started
+	Tenant  uint32
+	Attempt uint32
+	wall    sfq.WallDelta // the leader's wall clock on the entry, from At
+	// ExitCode is the run's exit code, clamped to 16 bits (workers report
+	// -1..255; the job's result keeps the reported value): with the wall
+	// time the record stays 56 bytes, and a chunk of 256 events (with
+	// its allocation header) in 16 KiB.
+	ExitCode int16
 	Kind     EventKind
 	Reason   Reason
 }
 
-func encodeEvent(e *sfq.Encoder, seq uint64, ev *eventRecord) {
+// Wall is the wall-clock time of the event: the leader's clock on the
+// entry that made it, for display (At is its cluster time).
+func (ev *eventRecord) Wall() sfq.Time { return ev.wall.Wall(ev.At) }
+
+func encodeEvent(e *sfq.Encoder, seq uint64, ev *eventRecord, version int) {
 	e.Uvarint(seq)
 	e.Uvarint(uint64(ev.Job))
 	e.Varint(int64(ev.At))
@@ -104,9 +113,13 @@ func encodeEvent(e *sfq.Encoder, seq uint64, ev *eventRecord) {
 	e.Varint(int64(ev.ExitCode))
 	e.Byte(byte(ev.Kind))
 	e.Byte(byte(ev.Reason))
+	if version >= 4 {
+		e.Varint(int64(ev.wall))
+	}
 }
 
-func decodeEvent(d *sfq.Decoder) (uint64, eventRecord) {
+// decodeEvent reads an event of FSM state version version.
+func decodeEvent(d *sfq.Decoder, version int) (uint64, eventRecord) {
 	var ev eventRecord
 	seq := d.Uvarint()
 	ev.Job = sfq.JobID(d.Uvarint())
@@ -115,25 +128,43 @@ func decodeEvent(d *sfq.Decoder) (uint64, eventRecord) {
 	ev.Worker = d.String()
 	ev.Tenant = d.Uint32()
 	ev.Attempt = d.Uint32()
-	ev.ExitCode = int32(d.Varint())
+	exit := d.Varint()
 	ev.Kind = EventKind(d.Enum("event kind", byte(numEventKinds)))
 	ev.Reason = Reason(d.Enum("event reason", byte(numReasons)))
+	ev.ExitCode = clampExit(exit)
+	if version >= 4 {
+		if int64(ev.ExitCode) != exit {
+			d.Fail("event %d: exit code %d exceeds 16 bits", seq, exit)
+		}
+		w := d.Varint()
+		if w < -1<<31 || w > 1<<31-1 {
+			d.Fail("event %d: wall-clock delta %d exceeds 32 bits", seq, w)
+		}
+		ev.wall = sfq.WallDelta(w)
+	}
 	if ev.Kind == 0 {
 		d.Fail("event %d has no kind", seq)
 	}
 	return seq, ev
 }
 
+// clampExit is an exit code as an event keeps it.
+func clampExit(c int64) int16 { return int16(min(max(c, -1<<15), 1<<15-1)) }
+
 // emit appends an event for job j.
 func (f *FSM) emit(kind EventKind, j *sfq.Job, reason Reason) {
 	ev := eventRecord{Job: j.ID, At: f.clock, Tenant: j.Tenant, Attempt: j.Attempt, Kind: kind, Reason: reason}
+	if f.level >= Level2 {
+		// Below level 2 an event keeps no wall time, as the builds before.
+		ev.wall = sfq.MakeWallDelta(sfq.Time(f.lastWall), f.clock)
+	}
 	switch kind {
 	case EvAssigned, EvStarted:
 		ev.Worker = j.Worker
 	case EvCompleted, EvFailed, EvCancelled, EvTimedOut, EvRequeued:
 		ev.CPUMs = j.CPUMs
 		if j.Result != nil {
-			ev.ExitCode = j.Result.ExitCode
+			ev.ExitCode = clampExit(int64(j.Result.ExitCode))
 		}
 	}
 	f.events.Put(f.nextEvent, ev)

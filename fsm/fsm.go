@@ -37,10 +37,11 @@ type FSM struct {
 
 	sched      *sfq.Scheduler
 	cfg        Config
-	configured bool // a SetConfig has been applied (the seed is in)
+	configured bool   // a SetConfig has been applied (the seed is in)
+	level      uint32 // the cluster's feature level (level.go)
 	clock      sfq.Time
 	lastIndex  uint64 // index of the last applied entry
-	lastWall   int64  // the leader's wall clock on that entry (display)
+	lastWall   int64  // the leader's wall clock on that entry (display; 0 = none)
 
 	members []Member           // sorted by ID
 	workers map[string]*Worker // copied (sorted) into snapshots
@@ -102,8 +103,10 @@ func New() *FSM {
 	if err != nil {
 		panic(err) // the defaults are valid; a test guards it
 	}
+	s.SetVersion1(true) // Level1
 	return &FSM{
 		sched:     s,
+		level:     Level1,
 		cfg:       DefaultConfig(),
 		workers:   map[string]*Worker{},
 		keyIndex:  map[keyRef]uint64{},
@@ -142,6 +145,14 @@ func (f *FSM) FatalErr() error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.fatal
+}
+
+// latch records a fatal error; callers hold the write lock.
+func (f *FSM) latch(err error) {
+	if f.fatal == nil {
+		f.fatal = &FatalError{Index: f.lastIndex, Err: err}
+		close(f.fatalCh)
+	}
 }
 
 // Encode marshals an envelope.
@@ -235,6 +246,7 @@ func (f *FSM) applyEnvelope(index uint64, env *pb.Envelope) (results []Result) {
 	}
 	f.lastIndex = index
 	f.lastWall = env.WallMs
+	f.sched.SetWall(sfq.Time(env.WallMs))
 	f.hashValid = false
 	results = make([]Result, len(env.Commands))
 	for i, c := range env.Commands {
@@ -259,6 +271,10 @@ func (f *FSM) Changed() <-chan struct{} {
 }
 
 func (f *FSM) applyCommand(c *pb.Command) Result {
+	if err := CheckLevel(c, f.level); err != nil {
+		// The edge refuses it first; this holds for any other path.
+		return refusef(FailedPrecondition, "%s", err.(*Refusal).Msg)
+	}
 	switch cmd := c.GetCmd().(type) {
 	case *pb.Command_Submit:
 		return f.applySubmit(cmd.Submit)
@@ -290,6 +306,8 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 		return f.applyMemberRemove(cmd.MemberRemove)
 	case *pb.Command_WorkerDrain:
 		return f.applyWorkerDrain(cmd.WorkerDrain)
+	case *pb.Command_SetFeatureLevel:
+		return f.applySetFeatureLevel(cmd.SetFeatureLevel)
 	case *pb.Command_WebhookSet:
 		return f.applyWebhookSet(cmd.WebhookSet)
 	case *pb.Command_WebhookDelete:

@@ -24,7 +24,14 @@ type harness struct {
 	now   sfq.Time
 }
 
-func newHarness(t testing.TB) *harness { return &harness{t: t, f: New(), now: 1_000} }
+func newHarness(t testing.TB) *harness { return &harness{t: t, f: NewLatest(), now: 1_000} }
+
+// newAt returns an empty state machine at feature level l.
+func newAt(l uint32) *FSM {
+	f := New()
+	f.setLevel(l)
+	return f
+}
 
 func (h *harness) apply(cmds ...*pb.Command) []Result {
 	h.t.Helper()
@@ -314,7 +321,9 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	job := rapid.Uint64Range(1, max(jobs, 1)).Draw(t, "job")
 	attempt := uint32(rapid.IntRange(1, 3).Draw(t, "attempt"))
 	worker := rapid.SampledFrom(workers).Draw(t, "worker")
-	switch rapid.IntRange(0, 12).Draw(t, "kind") {
+	switch rapid.IntRange(0, 13).Draw(t, "kind") {
+	case 13:
+		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: Level2}}}
 	case 0, 1, 2:
 		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			IdempotencyKey: rapid.SampledFrom([]string{"", "", "k1", "k2"}).Draw(t, "key"), Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")),
@@ -351,11 +360,11 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 // hash as the original.
 func TestSnapshotRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		a := New()
+		a := newAt(rapid.SampledFrom([]uint32{Level1, Level2}).Draw(t, "level"))
 		var log []*pb.Envelope
 		n := rapid.IntRange(1, 150).Draw(t, "n")
 		cut := rapid.IntRange(0, n).Draw(t, "cut")
-		now := int64(1000)
+		now, ahead := int64(1000), int64(0) // the wall clock runs ahead after each pause
 		var frozen *View
 		var want []byte
 		var wg sync.WaitGroup
@@ -374,12 +383,13 @@ func TestSnapshotRoundTrip(t *testing.T) {
 				go func() { defer wg.Done(); got = encodeFSM(frozen) }()
 			}
 			now += rapid.Int64Range(0, 20_000).Draw(t, "dt")
+			ahead += rapid.Int64Range(-2, 5_000_000).Draw(t, "pause")
 			cmds := []*pb.Command{tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), tenant("c", pb.Tier_SILVER)}
 			if i > 0 {
 				jobs, _ := a.Counts()
 				cmds = []*pb.Command{randomCommand(t, uint64(jobs)+1)}
 			}
-			env := &pb.Envelope{Version: Version, StampMs: now, Commands: cmds}
+			env := &pb.Envelope{Version: Version, StampMs: now, WallMs: now + ahead, Commands: cmds}
 			log = append(log, env)
 			if _, err := a.ApplyEnvelope(uint64(i+1), env); err != nil {
 				t.Fatal(err)
@@ -447,7 +457,8 @@ func TestRestoreRefusesBadState(t *testing.T) {
 // in its own entry at the same leader time.
 func TestCoalescedEntriesApplyAlike(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		one, packed := New(), New()
+		level := rapid.SampledFrom([]uint32{Level1, Level2}).Draw(t, "level")
+		one, packed := newAt(level), newAt(level)
 		var oneIdx, packedIdx uint64
 		now := int64(1000)
 		apply := func(f *FSM, idx *uint64, cmds []*pb.Command) []Result {

@@ -21,9 +21,7 @@ import (
 //     tier's counters at that moment and each later increment counts in
 //     the new tier. No tier counter ever decreases.
 //
-// Both are written into the state encoding only when not empty (see
-// stateVersionMetrics): a cluster that never used them keeps its encoding
-// and state hashes.
+// Both are in the state encoding since version 3 (see stateVersion).
 
 // Counters are the monotonic counters reported for a tenant or a tier.
 // CPU and cost are in milliseconds.
@@ -89,19 +87,15 @@ func (f *FSM) setExported(i uint32, on bool) {
 }
 
 // moveTier keeps both tiers' counters unchanged when a tenant with
-// billing b moves from one to the other.
+// billing b moves from one to the other. Below Level2 it keeps nothing, as
+// builds before the carries did: the tenant's counters move with it.
 func (f *FSM) moveTier(from, to sfq.Tier, b *sfq.Billing) {
-	if from == to {
+	if from == to || f.level < Level2 {
 		return
 	}
 	c := countersOf(b)
 	f.tierCarry[from].add(c, 1)
 	f.tierCarry[to].add(c, -1)
-}
-
-// hasMetricsState reports whether the metrics section must be encoded.
-func (v *View) hasMetricsState() bool {
-	return len(v.exported) > 0 || v.tierCarry != [sfq.NumTiers]Counters{}
 }
 
 func (v *View) encodeMetrics(e *sfq.Encoder) {

@@ -163,38 +163,12 @@ func TestMetricsMembership(t *testing.T) {
 	}
 }
 
-// TestMetricsStateEncodedOnlyWhenUsed: a state that never marked a tenant
-// nor moved a billed one encodes as version 1, as before.
-func TestMetricsStateEncodedOnlyWhenUsed(t *testing.T) {
-	h := newHarness(t)
-	h.one(tenant("a", pb.Tier_GOLD))
-	h.one(tenant("a", pb.Tier_SILVER)) // nothing billed: no carry
-	version := func() byte {
-		v, err := h.f.Freeze()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return encodeFSM(v)[0]
-	}
-	if got := version(); got != stateVersion {
-		t.Fatalf("unused: version %d, want %d", got, stateVersion)
-	}
-	h.one(markedTenant("a", pb.Tier_SILVER, true))
-	if got := version(); got != stateVersionMetrics {
-		t.Fatalf("marked: version %d, want %d", got, stateVersionMetrics)
-	}
-	h.one(deleteTenant("a"))
-	if got := version(); got != stateVersion {
-		t.Fatalf("marked tenant deleted: version %d, want %d", got, stateVersion)
-	}
-}
-
 // TestMetricsCountersNeverDecrease: over random command streams, no tier
 // counter and no counter of a tenant name with its own series ever
 // decreases, and the marked set holds only live tenants.
 func TestMetricsCountersNeverDecrease(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		f := New()
+		f := NewLatest()
 		now := int64(1000)
 		var prev MetricsView
 		for i := 0; i < 200; i++ {

@@ -22,6 +22,16 @@ func (f *FSM) Clock() (sfq.Time, uint64) {
 	return f.clock, f.lastIndex
 }
 
+// WallClock returns the leader's wall clock on the last applied entry (0
+// if it carried none, or none was applied since the state was loaded)
+// and the FSM clock (cluster time) after it: how far cluster time lags
+// the wall clock, for display.
+func (f *FSM) WallClock() (wall, cluster sfq.Time) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return sfq.Time(f.lastWall), f.clock
+}
+
 // Configured reports whether a SetConfig has been applied: a new
 // cluster's first leader seeds the configuration only if not.
 func (f *FSM) Configured() bool {

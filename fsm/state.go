@@ -10,16 +10,34 @@ import (
 )
 
 // stateVersion is the version of the FSM state encoding (the body of a
-// snapshot). Version 2 carries the core's state version 2 (classes,
-// deadlines, cost estimates) and its configuration; version 1 is still
-// read.
-const stateVersion = 2
+// snapshot) this build writes. Version 4: events carry their wall-clock
+// time, the metrics section (marked tenants, tier carries) is always
+// written after the version, and the core's state is its version 3 (jobs
+// with wall-clock times, stdout tails and their last worker). Versions 1
+// to 3 are still read: their events show their cluster time as their wall
+// time. Version 5 (feature level 3) is version 4 with the webhook section
+// (webhook.go) after the metrics section.
+const stateVersion = 5
 
-// stateVersionMetrics is stateVersion with the metrics section (marked
-// tenants, tier carries) after the version. It is written only when that
-// section holds something, so that a state without it keeps the encoding,
-// and the hash, of version 2.
+// stateVersionLevel2 is the version a cluster at feature level 2 writes.
+const stateVersionLevel2 = 4
+
+// stateVersionWebhooks is the version that added the webhook section.
+const stateVersionWebhooks = 5
+
+// stateVersionMetrics is the version that added the metrics section:
+// version 2 with that section after the version, written only when the
+// section held something (a state without it stayed version 2).
 const stateVersionMetrics = 3
+
+// coreConfigVersion is the core's encoding version of the configuration
+// in an FSM state of version v.
+func coreConfigVersion(v int) int {
+	if v >= 2 {
+		return 2
+	}
+	return 1
+}
 
 // View is an immutable picture of the whole state at one applied index.
 // Freeze makes one in time proportional to the number of table chunks;
@@ -27,6 +45,7 @@ const stateVersionMetrics = 3
 type View struct {
 	Index      uint64
 	configured bool
+	level      uint32
 	clock      sfq.Time
 	cfg        Config
 	members    []Member
@@ -62,6 +81,7 @@ func (f *FSM) view() *View {
 	v := &View{
 		Index:      f.lastIndex,
 		configured: f.configured,
+		level:      f.level,
 		clock:      f.clock,
 		cfg:        f.cfg,
 		members:    slices.Clone(f.members),
@@ -80,21 +100,48 @@ func (f *FSM) view() *View {
 	return v
 }
 
+// Level returns the cluster's feature level of the view.
+func (v *View) Level() uint32 { return v.level }
+
+// StateVersion is the version of the state encoding Encode writes: 1 at
+// feature level 1 (what older builds read and hash), 4 at level 2 (what
+// builds up to level 2 read and hash), else stateVersion. The level is
+// read back from it.
+func (v *View) StateVersion() int {
+	switch {
+	case v.level < Level2:
+		return 1
+	case v.level < Level3:
+		return stateVersionLevel2
+	}
+	return stateVersion
+}
+
+// coreStateVersion is the core's state encoding version in an FSM state
+// of version v.
+func coreStateVersion(v int) int {
+	switch {
+	case v >= 4:
+		return 3
+	case v >= 2:
+		return 2
+	}
+	return 1
+}
+
 // Encode writes the canonical encoding of the state.
 func (v *View) Encode(e *sfq.Encoder) {
-	if v.hasWebhookState() {
-		e.Uvarint(stateSectionWebhooks)
-		v.encodeWebhooks(e)
-	}
-	if v.hasMetricsState() {
-		e.Uvarint(stateVersionMetrics)
+	version := v.StateVersion()
+	e.Uvarint(uint64(version))
+	if version >= stateVersionMetrics {
 		v.encodeMetrics(e)
-	} else {
-		e.Uvarint(stateVersion)
+	}
+	if version >= stateVersionWebhooks {
+		v.encodeWebhooks(e)
 	}
 	e.Varint(int64(v.clock))
 	e.Bool(v.configured)
-	encodeConfig(e, &v.cfg)
+	encodeConfig(e, &v.cfg, coreConfigVersion(version))
 	e.Uvarint(uint64(len(v.members)))
 	for _, m := range v.members {
 		e.String(m.ID)
@@ -126,10 +173,10 @@ func (v *View) Encode(e *sfq.Encoder) {
 	e.Uvarint(v.nextEvent)
 	e.Uvarint(uint64(v.events.Len()))
 	v.events.Each(func(seq uint64, ev *eventRecord) bool {
-		encodeEvent(e, seq, ev)
+		encodeEvent(e, seq, ev, version)
 		return true
 	})
-	v.sched.Encode(e)
+	v.sched.EncodeVersion(e, coreStateVersion(version))
 }
 
 // Restore reads a state written by View.Encode and replaces this FSM's
@@ -167,7 +214,7 @@ func (f *FSM) Adopt(n *FSM) {
 	f.keys, f.nextKey, f.keyIndex = n.keys, n.nextKey, n.keyIndex
 	f.events, f.nextEvent = n.events, n.nextEvent
 	f.lastIndex, f.lastWall = n.lastIndex, n.lastWall
-	f.configured = n.configured
+	f.configured, f.level = n.configured, n.level
 	f.exported, f.tierCarry = n.exported, n.tierCarry
 	f.webhooks, f.whSerial = n.webhooks, n.whSerial
 	f.hashValid = false
@@ -185,22 +232,20 @@ func (f *FSM) Replaced() uint64 {
 }
 
 func decodeState(d *sfq.Decoder) (*FSM, error) {
-	f := New()
 	version := int(d.Uvarint())
-	if version == stateSectionWebhooks {
-		f.decodeWebhooks(d)
-		version = int(d.Uvarint())
+	if d.Err() == nil && (version < 1 || version > stateVersion) {
+		return nil, fmt.Errorf("%w: state version %d (this build reads 1 to %d)", sfq.ErrCorrupt, version, stateVersion)
 	}
-	if d.Err() == nil && (version < 1 || version > stateVersionMetrics) {
-		return nil, fmt.Errorf("%w: state version %d (this build reads 1 to %d)", sfq.ErrCorrupt, version, stateVersionMetrics)
-	}
-	if version == stateVersionMetrics {
+	f := New()
+	if version >= stateVersionMetrics {
 		f.decodeMetrics(d)
-		version = stateVersion
+	}
+	if version >= stateVersionWebhooks {
+		f.decodeWebhooks(d)
 	}
 	f.clock = sfq.Time(d.Varint())
 	f.configured = d.Bool()
-	f.cfg = decodeConfig(d, version)
+	f.cfg = decodeConfig(d, coreConfigVersion(version))
 	nm := d.Uvarint()
 	for i := uint64(0); i < nm && d.Err() == nil; i++ {
 		f.members = append(f.members, Member{ID: d.String(), RaftAddr: d.String(), GRPCAddr: d.String(), HTTPAddr: d.String()})
@@ -236,7 +281,7 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	}
 	ne := d.Uvarint()
 	for i := uint64(0); i < ne && d.Err() == nil; i++ {
-		seq, ev := decodeEvent(d)
+		seq, ev := decodeEvent(d, version)
 		if d.Err() != nil {
 			break
 		}
@@ -257,6 +302,17 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		return nil, err
 	}
 	f.sched = s
+	// The encoding says the level: version 1 is what a cluster at level
+	// 1 writes (and all older builds); versions 2 to 4 are level 2; the
+	// webhook section's version is level 3.
+	switch {
+	case version >= stateVersionWebhooks:
+		f.setLevel(Level3)
+	case version >= 2:
+		f.setLevel(Level2)
+	default:
+		f.setLevel(Level1)
+	}
 	return f, nil
 }
 
@@ -295,6 +351,9 @@ func (f *FSM) Verify() error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if err := f.sched.Verify(); err != nil {
+		return err
+	}
+	if err := f.fitsLevel(); err != nil {
 		return err
 	}
 	for ref, seq := range f.keyIndex {

@@ -17,15 +17,9 @@ import (
 // one stopped — the URL, the event kinds, the secret's version (never the
 // secret: every server derives it from the cluster's webhook key), and the
 // delivered cursor — and nothing a leader learns on its own (errors,
-// retry times). The section is encoded only once an endpoint was ever
-// set (see stateSectionWebhooks), so a cluster that never used webhooks
-// keeps its encoding and state hashes.
-
-// stateSectionWebhooks marks the webhook section in the state encoding:
-// the marker and the section come before the version of the rest (any
-// version), and only when the section holds something. Section markers
-// are numbered from 64, apart from the versions of the body.
-const stateSectionWebhooks = 64
+// retry times). The webhook commands need feature level 3 (level.go); the
+// section is in the state encoding from version 5, the version of that
+// level, so a cluster below it keeps its encoding and state hashes.
 
 // Limits of a webhook endpoint.
 const (
@@ -330,9 +324,6 @@ func (f *FSM) dropTenantWebhook(ti uint32) {
 	}
 }
 
-// hasWebhookState reports whether the webhook section must be encoded.
-func (v *View) hasWebhookState() bool { return v.whSerial != 0 }
-
 func (v *View) encodeWebhooks(e *sfq.Encoder) {
 	e.Uvarint(v.whSerial)
 	e.Uvarint(uint64(len(v.webhooks)))
@@ -355,7 +346,7 @@ func (v *View) encodeWebhooks(e *sfq.Encoder) {
 
 func (f *FSM) decodeWebhooks(d *sfq.Decoder) {
 	f.whSerial = d.Uvarint()
-	if d.Err() == nil && (f.whSerial == 0 || f.whSerial > sfq.MaxID) {
+	if d.Err() == nil && f.whSerial > sfq.MaxID {
 		d.Fail("webhook serial %d is out of range", f.whSerial)
 		return
 	}

@@ -255,12 +255,18 @@ func TestWebhookGapOnPrune(t *testing.T) {
 	}
 }
 
-// TestWebhookStateEncodedOnlyWhenUsed: a state that never had an endpoint
-// keeps its encoding; once one was set, the section stays (versions are
-// never reused) and round-trips.
-func TestWebhookStateEncodedOnlyWhenUsed(t *testing.T) {
-	h := newHarness(t)
+// TestWebhooksNeedLevel3: below feature level 3 every webhook command is
+// refused, naming the command and both levels (a build of level 2 does
+// not know them), and the state is written as version 4, what builds of
+// level 2 write and hash. From level 3 the state is version 5, with the
+// webhook section even while it is empty; it reads back at level 3, and
+// once an endpoint was set the section keeps the serial (versions are
+// never reused), deleted or not.
+func TestWebhooksNeedLevel3(t *testing.T) {
+	h := &harness{t: t, f: New(), now: 1_000}
+	h.one(setLevelCmd(Level2))
 	h.one(tenant("a", pb.Tier_GOLD))
+	h.one(submit("a", "", 1000, "x"))
 	first := func() byte {
 		v, err := h.f.Freeze()
 		if err != nil {
@@ -268,19 +274,51 @@ func TestWebhookStateEncodedOnlyWhenUsed(t *testing.T) {
 		}
 		return encodeFSM(v)[0]
 	}
-	before, _ := h.f.Hash()
-	if got := first(); got != stateVersion {
-		t.Fatalf("unused: first byte %d, want %d", got, stateVersion)
+	msg := func(what string) string {
+		return "FAILED_PRECONDITION: " + what + " needs cluster feature level 3; the cluster is at level 2 until every voter runs a build that understands level 3 (docs/operations.md, \"Upgrades\")"
 	}
-	h.one(webhookSet("a", "https://a.example/", false, 0, 1))
-	if got := first(); got != stateSectionWebhooks {
-		t.Fatalf("set: first byte %d, want %d", got, stateSectionWebhooks)
+	for _, c := range []struct {
+		cmd  *pb.Command
+		what string
+	}{
+		{webhookSet("a", "https://a.example/", false, 0, 1), "webhook set"},
+		{webhookDelete("a"), "webhook delete"},
+		{webhookAck(&pb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 1}), "webhook ack"},
+		{webhookReplay("a", 1), "webhook replay"},
+	} {
+		if r := h.one(c.cmd); r.Code != FailedPrecondition || r.Err().Error() != msg(c.what) {
+			t.Errorf("%s at level 2: %v", c.what, r.Err())
+		}
+		if err := CheckLevel(c.cmd, Level2); err == nil || err.Error() != msg(c.what) {
+			t.Errorf("CheckLevel of %s: %v", c.what, err)
+		}
+	}
+	if got := first(); got != stateVersionLevel2 || h.f.HasWebhooks() {
+		t.Fatalf("level 2: state version %d, webhooks %t", got, h.f.HasWebhooks())
+	}
+	level2, _ := h.f.Hash()
+
+	if r := h.one(setLevelCmd(Level3)); r.Code != OK || h.f.Level() != Level3 {
+		t.Fatalf("raise to 3: %+v", r)
+	}
+	if got := first(); got != stateVersion {
+		t.Fatalf("level 3: state version %d, want %d", got, stateVersion)
+	}
+	if h3, _ := h.f.Hash(); h3 == level2 {
+		t.Fatal("the level is not in the hash")
+	}
+	roundTrip(t, h.f)
+	v, _ := h.f.Freeze()
+	back, err := DecodeState(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(encodeFSM(v)))), v.Index)
+	if err != nil || back.Level() != Level3 {
+		t.Fatalf("read back at level %d: %v", back.Level(), err)
+	}
+	before, _ := h.f.Hash()
+	if r := h.one(webhookSet("a", "https://a.example/", false, 0, 1)); r.Code != OK {
+		t.Fatalf("set at level 3: %v", r.Err())
 	}
 	roundTrip(t, h.f)
 	h.one(webhookDelete("a"))
-	if got := first(); got != stateSectionWebhooks {
-		t.Fatalf("deleted: first byte %d, want %d", got, stateSectionWebhooks)
-	}
 	roundTrip(t, h.f)
 	if after, _ := h.f.Hash(); after == before {
 		t.Fatal("the serial is not in the hash")
@@ -288,6 +326,18 @@ func TestWebhookStateEncodedOnlyWhenUsed(t *testing.T) {
 	// With the metrics section too.
 	h.one(markedTenant("a", pb.Tier_GOLD, true))
 	roundTrip(t, h.f)
+}
+
+// TestWebhooksBelowLevel3AreCorrupt: a state of level 2 that holds
+// webhooks cannot be (a build of level 2 would drop them): Verify says so.
+func TestWebhooksBelowLevel3AreCorrupt(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("a", pb.Tier_GOLD))
+	h.one(webhookSet("a", "https://a.example/", false, 0, 1))
+	h.f.setLevel(Level2)
+	if err := h.f.Verify(); !errors.Is(err, sfq.ErrVerify) || !strings.Contains(err.Error(), "at feature level 2 the state holds webhooks") {
+		t.Fatalf("verify: %v", err)
+	}
 }
 
 // TestWebhookDecodeRefusesMalformed: endpoints out of order, or with a

@@ -33,8 +33,14 @@ type Tenant struct {
 	Caps          *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
 	Created       bool                   `protobuf:"varint,5,opt,name=created,proto3" json:"created,omitempty"`                                   // set by UpsertTenant: the tenant is new
 	ExportMetrics bool                   `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"` // its own series on /metrics beyond metrics.max_tenants
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// max_class is the highest class the tenant may submit (normal unless
+	// set; low is always allowed). cap_critical, cap_high and deadline_cap
+	// are caps.max_running_critical, caps.max_running_high and
+	// caps.max_running_deadline.
+	MaxClass       Class `protobuf:"varint,30,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"`
+	AllowDeadlines bool  `protobuf:"varint,31,opt,name=allow_deadlines,json=allowDeadlines,proto3" json:"allow_deadlines,omitempty"` // the tenant may submit jobs with a deadline
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Tenant) Reset() {
@@ -109,6 +115,20 @@ func (x *Tenant) GetExportMetrics() bool {
 	return false
 }
 
+func (x *Tenant) GetMaxClass() Class {
+	if x != nil {
+		return x.MaxClass
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *Tenant) GetAllowDeadlines() bool {
+	if x != nil {
+		return x.AllowDeadlines
+	}
+	return false
+}
+
 type UpsertTenantRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -119,8 +139,14 @@ type UpsertTenantRequest struct {
 	// are more tenants than a node's metrics.max_tenants. An upsert sets
 	// every field: send the current value to keep it.
 	ExportMetrics bool `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// max_class (unspecified = normal) and allow_deadlines, like every field
+	// of an upsert, replace the tenant's: an update that leaves them out
+	// sets normal and off. Read the tenant first (barista tenant set does)
+	// to keep them. The class caps and deadline_cap are in caps.
+	MaxClass       Class `protobuf:"varint,30,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"`
+	AllowDeadlines bool  `protobuf:"varint,31,opt,name=allow_deadlines,json=allowDeadlines,proto3" json:"allow_deadlines,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UpsertTenantRequest) Reset() {
@@ -184,6 +210,20 @@ func (x *UpsertTenantRequest) GetCaps() *Caps {
 func (x *UpsertTenantRequest) GetExportMetrics() bool {
 	if x != nil {
 		return x.ExportMetrics
+	}
+	return false
+}
+
+func (x *UpsertTenantRequest) GetMaxClass() Class {
+	if x != nil {
+		return x.MaxClass
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *UpsertTenantRequest) GetAllowDeadlines() bool {
+	if x != nil {
+		return x.AllowDeadlines
 	}
 	return false
 }
@@ -1348,7 +1388,7 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\xc9\x01\n" +
+	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\xa2\x02\n" +
 	"\x06Tenant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -1357,7 +1397,9 @@ const file_admin_proto_rawDesc = "" +
 	"multiplier\x12$\n" +
 	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12\x18\n" +
 	"\acreated\x18\x05 \x01(\bR\acreated\x12%\n" +
-	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\"\xbc\x01\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12.\n" +
+	"\tmax_class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\bmaxClass\x12'\n" +
+	"\x0fallow_deadlines\x18\x1f \x01(\bR\x0eallowDeadlines\"\x95\x02\n" +
 	"\x13UpsertTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -1365,7 +1407,9 @@ const file_admin_proto_rawDesc = "" +
 	"multiplier\x18\x03 \x01(\rR\n" +
 	"multiplier\x12$\n" +
 	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12%\n" +
-	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\")\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12.\n" +
+	"\tmax_class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\bmaxClass\x12'\n" +
+	"\x0fallow_deadlines\x18\x1f \x01(\bR\x0eallowDeadlines\")\n" +
 	"\x13DeleteTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
 	"\x14DeleteTenantResponse\"S\n" +
@@ -1503,54 +1547,57 @@ var file_admin_proto_goTypes = []any{
 	(*WebhookReplayRequest)(nil),  // 20: barista.v1.WebhookReplayRequest
 	(Tier)(0),                     // 21: barista.v1.Tier
 	(*Caps)(nil),                  // 22: barista.v1.Caps
-	(*ReadOptions)(nil),           // 23: barista.v1.ReadOptions
-	(*SchedulerConfig)(nil),       // 24: barista.v1.SchedulerConfig
+	(Class)(0),                    // 23: barista.v1.Class
+	(*ReadOptions)(nil),           // 24: barista.v1.ReadOptions
+	(*SchedulerConfig)(nil),       // 25: barista.v1.SchedulerConfig
 }
 var file_admin_proto_depIdxs = []int32{
 	21, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
 	22, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	21, // 2: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	22, // 3: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	23, // 4: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	23, // 5: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
-	0,  // 6: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	23, // 7: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	24, // 8: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	23, // 9: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	21, // 10: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	10, // 11: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	12, // 12: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
-	23, // 13: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
-	12, // 14: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
-	1,  // 15: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	2,  // 16: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	4,  // 17: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	5,  // 18: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	7,  // 19: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	8,  // 20: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	9,  // 21: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	13, // 22: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
-	15, // 23: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
-	16, // 24: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
-	18, // 25: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
-	20, // 26: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
-	0,  // 27: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	3,  // 28: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	0,  // 29: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	6,  // 30: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	24, // 31: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	24, // 32: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	11, // 33: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	14, // 34: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
-	12, // 35: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
-	17, // 36: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
-	19, // 37: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
-	12, // 38: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
-	27, // [27:39] is the sub-list for method output_type
-	15, // [15:27] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	23, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
+	21, // 3: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	22, // 4: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
+	23, // 5: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	24, // 6: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	24, // 7: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	0,  // 8: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
+	24, // 9: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	25, // 10: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	24, // 11: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	21, // 12: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	10, // 13: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	12, // 14: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
+	24, // 15: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
+	12, // 16: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
+	1,  // 17: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	2,  // 18: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	4,  // 19: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	5,  // 20: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	7,  // 21: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	8,  // 22: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	9,  // 23: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	13, // 24: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
+	15, // 25: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
+	16, // 26: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
+	18, // 27: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
+	20, // 28: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
+	0,  // 29: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	3,  // 30: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	0,  // 31: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	6,  // 32: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	25, // 33: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	25, // 34: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	11, // 35: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	14, // 36: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
+	12, // 37: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
+	17, // 38: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
+	19, // 39: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
+	12, // 40: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
+	29, // [29:41] is the sub-list for method output_type
+	17, // [17:29] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }

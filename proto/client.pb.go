@@ -34,12 +34,23 @@ type SubmitRequest struct {
 	IdempotencyKey *string `protobuf:"bytes,2,opt,name=idempotency_key,json=idempotencyKey,proto3,oneof" json:"idempotency_key,omitempty"`
 	JobType        string  `protobuf:"bytes,3,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
 	Size           Size    `protobuf:"varint,4,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
-	EstCostMs      int64   `protobuf:"varint,5,opt,name=est_cost_ms,json=estCostMs,proto3" json:"est_cost_ms,omitempty"`
-	Payload        []byte  `protobuf:"bytes,6,opt,name=payload,proto3" json:"payload,omitempty"`
-	MaxAttempts    uint32  `protobuf:"varint,7,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
-	TimeoutMs      int64   `protobuf:"varint,8,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// est_cost_ms may be 0 (left out) only while the cluster's estimate is
+	// auto: the job type's moving average once it has 3 samples, else
+	// default_cost.
+	EstCostMs   int64  `protobuf:"varint,5,opt,name=est_cost_ms,json=estCostMs,proto3" json:"est_cost_ms,omitempty"`
+	Payload     []byte `protobuf:"bytes,6,opt,name=payload,proto3" json:"payload,omitempty"`
+	MaxAttempts uint32 `protobuf:"varint,7,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	TimeoutMs   int64  `protobuf:"varint,8,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// class is the job's priority class (unspecified = normal); a class
+	// above the tenant's max_class is PERMISSION_DENIED. low is always
+	// allowed.
+	Class Class `protobuf:"varint,30,opt,name=class,proto3,enum=barista.v1.Class" json:"class,omitempty"`
+	// deadline_ms, if not 0, is the job's deadline as a duration from the
+	// submit (1 s .. 1 year); only a tenant with allow_deadlines may give
+	// one (PERMISSION_DENIED otherwise).
+	DeadlineMs    int64 `protobuf:"varint,31,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitRequest) Reset() {
@@ -124,6 +135,20 @@ func (x *SubmitRequest) GetMaxAttempts() uint32 {
 func (x *SubmitRequest) GetTimeoutMs() int64 {
 	if x != nil {
 		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *SubmitRequest) GetClass() Class {
+	if x != nil {
+		return x.Class
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *SubmitRequest) GetDeadlineMs() int64 {
+	if x != nil {
+		return x.DeadlineMs
 	}
 	return 0
 }
@@ -300,16 +325,36 @@ type Job struct {
 	CpuMs          int64                  `protobuf:"varint,9,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
 	JobType        string                 `protobuf:"bytes,10,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
 	IdempotencyKey string                 `protobuf:"bytes,11,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	SubmittedAtMs  int64                  `protobuf:"varint,12,opt,name=submitted_at_ms,json=submittedAtMs,proto3" json:"submitted_at_ms,omitempty"`
-	EndedAtMs      int64                  `protobuf:"varint,13,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"`
-	WorkerId       string                 `protobuf:"bytes,14,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	ExitCode       int32                  `protobuf:"varint,15,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	StderrTail     string                 `protobuf:"bytes,16,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"`
-	Cancel         string                 `protobuf:"bytes,17,opt,name=cancel,proto3" json:"cancel,omitempty"` // none, requested, timeout
-	TimeoutMs      int64                  `protobuf:"varint,18,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	StartTagMs     string                 `protobuf:"bytes,19,opt,name=start_tag_ms,json=startTagMs,proto3" json:"start_tag_ms,omitempty"` // virtual ms of the last dispatch
-	Payload        []byte                 `protobuf:"bytes,20,opt,name=payload,proto3" json:"payload,omitempty"`                           // from GetJob, and from ListJobs only with include_payload
-	HasResult      bool                   `protobuf:"varint,21,opt,name=has_result,json=hasResult,proto3" json:"has_result,omitempty"`
+	// submitted_at_ms and ended_at_ms are cluster time (ms): the clock every
+	// deadline and rule runs on, which pauses while no leader runs;
+	// submitted_wall_ms and ended_wall_ms are the leader's wall clock (ms
+	// since the Unix epoch) at the same moments, for display.
+	SubmittedAtMs int64 `protobuf:"varint,12,opt,name=submitted_at_ms,json=submittedAtMs,proto3" json:"submitted_at_ms,omitempty"`
+	EndedAtMs     int64 `protobuf:"varint,13,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"` // 0 while the job has not ended
+	// worker_id is the worker of the current attempt while the job is
+	// assigned or running, and of its last attempt once it ended on a
+	// worker; empty while queued.
+	WorkerId        string `protobuf:"bytes,14,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	ExitCode        int32  `protobuf:"varint,15,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	StderrTail      string `protobuf:"bytes,16,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"` // the last 4 KiB of the run's stderr, valid UTF-8
+	Cancel          string `protobuf:"bytes,17,opt,name=cancel,proto3" json:"cancel,omitempty"`                           // none, requested, timeout
+	TimeoutMs       int64  `protobuf:"varint,18,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	StartTagMs      string `protobuf:"bytes,19,opt,name=start_tag_ms,json=startTagMs,proto3" json:"start_tag_ms,omitempty"` // virtual ms of the last dispatch
+	Payload         []byte `protobuf:"bytes,20,opt,name=payload,proto3" json:"payload,omitempty"`                           // from GetJob, and from ListJobs only with include_payload
+	HasResult       bool   `protobuf:"varint,21,opt,name=has_result,json=hasResult,proto3" json:"has_result,omitempty"`
+	SubmittedWallMs int64  `protobuf:"varint,22,opt,name=submitted_wall_ms,json=submittedWallMs,proto3" json:"submitted_wall_ms,omitempty"`
+	EndedWallMs     int64  `protobuf:"varint,23,opt,name=ended_wall_ms,json=endedWallMs,proto3" json:"ended_wall_ms,omitempty"` // 0 while the job has not ended
+	// stdout_tail is the last 4 KiB of the run's stdout, valid UTF-8 (empty
+	// from workers of builds that did not report it); the whole output is
+	// in the worker's log directory.
+	StdoutTail   string `protobuf:"bytes,24,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
+	Class        Class  `protobuf:"varint,30,opt,name=class,proto3,enum=barista.v1.Class" json:"class,omitempty"`
+	DeadlineAtMs int64  `protobuf:"varint,31,opt,name=deadline_at_ms,json=deadlineAtMs,proto3" json:"deadline_at_ms,omitempty"` // cluster time of the deadline; 0 = none
+	EstSource    string `protobuf:"bytes,32,opt,name=est_source,json=estSource,proto3" json:"est_source,omitempty"`             // where est_cost_ms came from: submitted, ema or default
+	// deadline_missed: the job is still queued at or past its deadline
+	// (whenever it runs, it is late). Whether a dispatched job went late,
+	// its assigned event says (reason deadline_missed).
+	DeadlineMissed bool `protobuf:"varint,33,opt,name=deadline_missed,json=deadlineMissed,proto3" json:"deadline_missed,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -487,6 +532,55 @@ func (x *Job) GetPayload() []byte {
 func (x *Job) GetHasResult() bool {
 	if x != nil {
 		return x.HasResult
+	}
+	return false
+}
+
+func (x *Job) GetSubmittedWallMs() int64 {
+	if x != nil {
+		return x.SubmittedWallMs
+	}
+	return 0
+}
+
+func (x *Job) GetEndedWallMs() int64 {
+	if x != nil {
+		return x.EndedWallMs
+	}
+	return 0
+}
+
+func (x *Job) GetStdoutTail() string {
+	if x != nil {
+		return x.StdoutTail
+	}
+	return ""
+}
+
+func (x *Job) GetClass() Class {
+	if x != nil {
+		return x.Class
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *Job) GetDeadlineAtMs() int64 {
+	if x != nil {
+		return x.DeadlineAtMs
+	}
+	return 0
+}
+
+func (x *Job) GetEstSource() string {
+	if x != nil {
+		return x.EstSource
+	}
+	return ""
+}
+
+func (x *Job) GetDeadlineMissed() bool {
+	if x != nil {
+		return x.DeadlineMissed
 	}
 	return false
 }
@@ -828,12 +922,13 @@ type Event struct {
 	JobId         uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Tenant        string                 `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	Attempt       uint32                 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Kind          string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"` // queued, assigned, started, requeued, completed, failed, cancel_requested, cancelled, timed_out
-	AtMs          int64                  `protobuf:"varint,6,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	Kind          string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`              // queued, assigned, started, requeued, completed, failed, cancel_requested, cancelled, timed_out
+	AtMs          int64                  `protobuf:"varint,6,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"` // cluster time (ms); wall_ms is the leader's wall clock then
 	WorkerId      string                 `protobuf:"bytes,7,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	CpuMs         int64                  `protobuf:"varint,8,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
 	ExitCode      int32                  `protobuf:"varint,9,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	Reason        string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"` // ack_timeout, lease_expired, run_failed, requested, timeout
+	Reason        string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`                // ack_timeout, lease_expired, run_failed, requested, timeout
+	WallMs        int64                  `protobuf:"varint,20,opt,name=wall_ms,json=wallMs,proto3" json:"wall_ms,omitempty"` // ms since the Unix epoch, for display
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -936,6 +1031,13 @@ func (x *Event) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *Event) GetWallMs() int64 {
+	if x != nil {
+		return x.WallMs
+	}
+	return 0
 }
 
 type TenantUsageRequest struct {
@@ -1344,12 +1446,232 @@ func (x *SubmitBatchResponse) GetResults() []*SubmitResult {
 	return nil
 }
 
+type ExplainJobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	JobId         uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainJobRequest) Reset() {
+	*x = ExplainJobRequest{}
+	mi := &file_client_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainJobRequest) ProtoMessage() {}
+
+func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainJobRequest.ProtoReflect.Descriptor instead.
+func (*ExplainJobRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ExplainJobRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ExplainJobRequest) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+// ExplainJobResponse is a job's reason and that reason's fields; fields of
+// other reasons are left empty.
+type ExplainJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// reason: scheduled, paused, behind, cap, rate, held, group_turn,
+	// higher_class, no_worker, waiting, assigned, running, or the terminal
+	// state (completed, failed, cancelled, timed_out, expired).
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// text says it in one readable paragraph.
+	Text  string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	Size  Size   `protobuf:"varint,4,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
+	Class Class  `protobuf:"varint,5,opt,name=class,proto3,enum=barista.v1.Class" json:"class,omitempty"`
+	// behind: the queued jobs ahead in its queue.
+	Position uint64 `protobuf:"varint,6,opt,name=position,proto3" json:"position,omitempty"`
+	// cap: tenant_running, tenant_size, tenant_inflight, class, deadline or
+	// group_running; paused and rate: all, tenant or group.
+	Vertex  string `protobuf:"bytes,7,opt,name=vertex,proto3" json:"vertex,omitempty"`
+	Current int64  `protobuf:"varint,8,opt,name=current,proto3" json:"current,omitempty"` // cap: the count (CPU ms for tenant_inflight)
+	Limit   int64  `protobuf:"varint,9,opt,name=limit,proto3" json:"limit,omitempty"`     // cap: its limit
+	// waiting: the candidates that go before it, its tenant's finish tag in
+	// its class and the class's virtual_now (virtual ms, like
+	// start_tag_ms).
+	Ahead         uint64 `protobuf:"varint,10,opt,name=ahead,proto3" json:"ahead,omitempty"`
+	TagMs         string `protobuf:"bytes,11,opt,name=tag_ms,json=tagMs,proto3" json:"tag_ms,omitempty"`
+	VnowMs        string `protobuf:"bytes,12,opt,name=vnow_ms,json=vnowMs,proto3" json:"vnow_ms,omitempty"`
+	WorkerId      string `protobuf:"bytes,13,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`                // assigned, running
+	DueMs         int64  `protobuf:"varint,14,opt,name=due_ms,json=dueMs,proto3" json:"due_ms,omitempty"`                        // scheduled: cluster time
+	EligibleAtMs  int64  `protobuf:"varint,15,opt,name=eligible_at_ms,json=eligibleAtMs,proto3" json:"eligible_at_ms,omitempty"` // rate: cluster time
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainJobResponse) Reset() {
+	*x = ExplainJobResponse{}
+	mi := &file_client_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainJobResponse) ProtoMessage() {}
+
+func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainJobResponse.ProtoReflect.Descriptor instead.
+func (*ExplainJobResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ExplainJobResponse) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ExplainJobResponse) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *ExplainJobResponse) GetSize() Size {
+	if x != nil {
+		return x.Size
+	}
+	return Size_SIZE_UNSPECIFIED
+}
+
+func (x *ExplainJobResponse) GetClass() Class {
+	if x != nil {
+		return x.Class
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *ExplainJobResponse) GetPosition() uint64 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetVertex() string {
+	if x != nil {
+		return x.Vertex
+	}
+	return ""
+}
+
+func (x *ExplainJobResponse) GetCurrent() int64 {
+	if x != nil {
+		return x.Current
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetAhead() uint64 {
+	if x != nil {
+		return x.Ahead
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetTagMs() string {
+	if x != nil {
+		return x.TagMs
+	}
+	return ""
+}
+
+func (x *ExplainJobResponse) GetVnowMs() string {
+	if x != nil {
+		return x.VnowMs
+	}
+	return ""
+}
+
+func (x *ExplainJobResponse) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *ExplainJobResponse) GetDueMs() int64 {
+	if x != nil {
+		return x.DueMs
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetEligibleAtMs() int64 {
+	if x != nil {
+		return x.EligibleAtMs
+	}
+	return 0
+}
+
 var File_client_proto protoreflect.FileDescriptor
 
 const file_client_proto_rawDesc = "" +
 	"\n" +
 	"\fclient.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\"\xa6\x02\n" +
+	"barista.v1\x1a\x0ecommands.proto\"\xf0\x02\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +
@@ -1359,7 +1681,10 @@ const file_client_proto_rawDesc = "" +
 	"\apayload\x18\x06 \x01(\fR\apayload\x12!\n" +
 	"\fmax_attempts\x18\a \x01(\rR\vmaxAttempts\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\b \x01(\x03R\ttimeoutMsB\x12\n" +
+	"timeout_ms\x18\b \x01(\x03R\ttimeoutMs\x12'\n" +
+	"\x05class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\x05class\x12\x1f\n" +
+	"\vdeadline_ms\x18\x1f \x01(\x03R\n" +
+	"deadlineMsB\x12\n" +
 	"\x10_idempotency_key\"A\n" +
 	"\x0eSubmitResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -1369,7 +1694,7 @@ const file_client_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12+\n" +
-	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xf9\x04\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\x81\a\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -1396,7 +1721,16 @@ const file_client_proto_rawDesc = "" +
 	"startTagMs\x12\x18\n" +
 	"\apayload\x18\x14 \x01(\fR\apayload\x12\x1d\n" +
 	"\n" +
-	"has_result\x18\x15 \x01(\bR\thasResult\"\xd1\x01\n" +
+	"has_result\x18\x15 \x01(\bR\thasResult\x12*\n" +
+	"\x11submitted_wall_ms\x18\x16 \x01(\x03R\x0fsubmittedWallMs\x12\"\n" +
+	"\rended_wall_ms\x18\x17 \x01(\x03R\vendedWallMs\x12\x1f\n" +
+	"\vstdout_tail\x18\x18 \x01(\tR\n" +
+	"stdoutTail\x12'\n" +
+	"\x05class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\x05class\x12$\n" +
+	"\x0edeadline_at_ms\x18\x1f \x01(\x03R\fdeadlineAtMs\x12\x1d\n" +
+	"\n" +
+	"est_source\x18  \x01(\tR\testSource\x12'\n" +
+	"\x0fdeadline_missed\x18! \x01(\bR\x0edeadlineMissed\"\xd1\x01\n" +
 	"\x0fListJobsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -1421,7 +1755,7 @@ const file_client_proto_rawDesc = "" +
 	"\vfrom_oldest\x18\x04 \x01(\bR\n" +
 	"fromOldest\x12\x1d\n" +
 	"\n" +
-	"until_idle\x18\x05 \x01(\bR\tuntilIdle\"\xf4\x01\n" +
+	"until_idle\x18\x05 \x01(\bR\tuntilIdle\"\x8d\x02\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x16\n" +
@@ -1433,7 +1767,8 @@ const file_client_proto_rawDesc = "" +
 	"\x06cpu_ms\x18\b \x01(\x03R\x05cpuMs\x12\x1b\n" +
 	"\texit_code\x18\t \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06reason\x18\n" +
-	" \x01(\tR\x06reason\"Y\n" +
+	" \x01(\tR\x06reason\x12\x17\n" +
+	"\awall_ms\x18\x14 \x01(\x03R\x06wallMs\"Y\n" +
 	"\x12TenantUsageRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12+\n" +
 	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xa7\x05\n" +
@@ -1469,7 +1804,27 @@ const file_client_proto_rawDesc = "" +
 	"\acreated\x18\x02 \x01(\bR\acreated\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\"I\n" +
 	"\x13SubmitBatchResponse\x122\n" +
-	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults2\xf4\x03\n" +
+	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults\"B\n" +
+	"\x11ExplainJobRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\xaa\x03\n" +
+	"\x12ExplainJobResponse\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\x12$\n" +
+	"\x04size\x18\x04 \x01(\x0e2\x10.barista.v1.SizeR\x04size\x12'\n" +
+	"\x05class\x18\x05 \x01(\x0e2\x11.barista.v1.ClassR\x05class\x12\x1a\n" +
+	"\bposition\x18\x06 \x01(\x04R\bposition\x12\x16\n" +
+	"\x06vertex\x18\a \x01(\tR\x06vertex\x12\x18\n" +
+	"\acurrent\x18\b \x01(\x03R\acurrent\x12\x14\n" +
+	"\x05limit\x18\t \x01(\x03R\x05limit\x12\x14\n" +
+	"\x05ahead\x18\n" +
+	" \x01(\x04R\x05ahead\x12\x15\n" +
+	"\x06tag_ms\x18\v \x01(\tR\x05tagMs\x12\x17\n" +
+	"\avnow_ms\x18\f \x01(\tR\x06vnowMs\x12\x1b\n" +
+	"\tworker_id\x18\r \x01(\tR\bworkerId\x12\x15\n" +
+	"\x06due_ms\x18\x0e \x01(\x03R\x05dueMs\x12$\n" +
+	"\x0eeligible_at_ms\x18\x0f \x01(\x03R\feligibleAtMs2\xc1\x04\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
@@ -1477,7 +1832,9 @@ const file_client_proto_rawDesc = "" +
 	"\bListJobs\x12\x1b.barista.v1.ListJobsRequest\x1a\x1c.barista.v1.ListJobsResponse\x12H\n" +
 	"\tCancelJob\x12\x1c.barista.v1.CancelJobRequest\x1a\x1d.barista.v1.CancelJobResponse\x12B\n" +
 	"\vWatchEvents\x12\x1e.barista.v1.WatchEventsRequest\x1a\x11.barista.v1.Event0\x01\x12N\n" +
-	"\vTenantUsage\x12\x1e.barista.v1.TenantUsageRequest\x1a\x1f.barista.v1.TenantUsageResponseB\x12Z\x10barista/proto;pbb\x06proto3"
+	"\vTenantUsage\x12\x1e.barista.v1.TenantUsageRequest\x1a\x1f.barista.v1.TenantUsageResponse\x12K\n" +
+	"\n" +
+	"ExplainJob\x12\x1d.barista.v1.ExplainJobRequest\x1a\x1e.barista.v1.ExplainJobResponseB\x12Z\x10barista/proto;pbb\x06proto3"
 
 var (
 	file_client_proto_rawDescOnce sync.Once
@@ -1491,7 +1848,7 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_client_proto_goTypes = []any{
 	(*SubmitRequest)(nil),       // 0: barista.v1.SubmitRequest
 	(*SubmitResponse)(nil),      // 1: barista.v1.SubmitResponse
@@ -1509,38 +1866,47 @@ var file_client_proto_goTypes = []any{
 	(*SubmitBatchRequest)(nil),  // 13: barista.v1.SubmitBatchRequest
 	(*SubmitResult)(nil),        // 14: barista.v1.SubmitResult
 	(*SubmitBatchResponse)(nil), // 15: barista.v1.SubmitBatchResponse
-	(Size)(0),                   // 16: barista.v1.Size
-	(Tier)(0),                   // 17: barista.v1.Tier
+	(*ExplainJobRequest)(nil),   // 16: barista.v1.ExplainJobRequest
+	(*ExplainJobResponse)(nil),  // 17: barista.v1.ExplainJobResponse
+	(Size)(0),                   // 18: barista.v1.Size
+	(Class)(0),                  // 19: barista.v1.Class
+	(Tier)(0),                   // 20: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
-	16, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
-	2,  // 1: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	16, // 2: barista.v1.Job.size:type_name -> barista.v1.Size
-	2,  // 3: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
-	4,  // 4: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
-	2,  // 5: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	17, // 6: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	0,  // 7: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	14, // 8: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	0,  // 9: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	13, // 10: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	3,  // 11: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	5,  // 12: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	7,  // 13: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	9,  // 14: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	11, // 15: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	1,  // 16: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	15, // 17: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	4,  // 18: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	6,  // 19: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	8,  // 20: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	10, // 21: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	12, // 22: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	18, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
+	19, // 1: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
+	2,  // 2: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
+	18, // 3: barista.v1.Job.size:type_name -> barista.v1.Size
+	19, // 4: barista.v1.Job.class:type_name -> barista.v1.Class
+	2,  // 5: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
+	4,  // 6: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
+	2,  // 7: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
+	20, // 8: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	0,  // 9: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	14, // 10: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	18, // 11: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	19, // 12: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	0,  // 13: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	13, // 14: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	3,  // 15: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	5,  // 16: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	7,  // 17: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	9,  // 18: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	11, // 19: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	16, // 20: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	1,  // 21: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	15, // 22: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	4,  // 23: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	6,  // 24: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	8,  // 25: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	10, // 26: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	12, // 27: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	17, // 28: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	21, // [21:29] is the sub-list for method output_type
+	13, // [13:21] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -1556,7 +1922,7 @@ func file_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	Client_CancelJob_FullMethodName   = "/barista.v1.Client/CancelJob"
 	Client_WatchEvents_FullMethodName = "/barista.v1.Client/WatchEvents"
 	Client_TenantUsage_FullMethodName = "/barista.v1.Client/TenantUsage"
+	Client_ExplainJob_FullMethodName  = "/barista.v1.Client/ExplainJob"
 )
 
 // ClientClient is the client API for Client service.
@@ -49,6 +50,11 @@ type ClientClient interface {
 	// at least once; reconnect with the last seq + 1 to resume without a gap.
 	WatchEvents(ctx context.Context, in *WatchEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error)
 	TenantUsage(ctx context.Context, in *TenantUsageRequest, opts ...grpc.CallOption) (*TenantUsageResponse, error)
+	// ExplainJob says why a job of the caller's tenant is where it is (SPEC
+	// §3 "Why a job waits"). The leader serves it (a follower forwards the
+	// call), so that no_worker sees the connected workers. A job of another
+	// tenant is NOT_FOUND, exactly like a missing one.
+	ExplainJob(ctx context.Context, in *ExplainJobRequest, opts ...grpc.CallOption) (*ExplainJobResponse, error)
 }
 
 type clientClient struct {
@@ -138,6 +144,16 @@ func (c *clientClient) TenantUsage(ctx context.Context, in *TenantUsageRequest, 
 	return out, nil
 }
 
+func (c *clientClient) ExplainJob(ctx context.Context, in *ExplainJobRequest, opts ...grpc.CallOption) (*ExplainJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExplainJobResponse)
+	err := c.cc.Invoke(ctx, Client_ExplainJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServer is the server API for Client service.
 // All implementations must embed UnimplementedClientServer
 // for forward compatibility.
@@ -154,6 +170,11 @@ type ClientServer interface {
 	// at least once; reconnect with the last seq + 1 to resume without a gap.
 	WatchEvents(*WatchEventsRequest, grpc.ServerStreamingServer[Event]) error
 	TenantUsage(context.Context, *TenantUsageRequest) (*TenantUsageResponse, error)
+	// ExplainJob says why a job of the caller's tenant is where it is (SPEC
+	// §3 "Why a job waits"). The leader serves it (a follower forwards the
+	// call), so that no_worker sees the connected workers. A job of another
+	// tenant is NOT_FOUND, exactly like a missing one.
+	ExplainJob(context.Context, *ExplainJobRequest) (*ExplainJobResponse, error)
 	mustEmbedUnimplementedClientServer()
 }
 
@@ -184,6 +205,9 @@ func (UnimplementedClientServer) WatchEvents(*WatchEventsRequest, grpc.ServerStr
 }
 func (UnimplementedClientServer) TenantUsage(context.Context, *TenantUsageRequest) (*TenantUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TenantUsage not implemented")
+}
+func (UnimplementedClientServer) ExplainJob(context.Context, *ExplainJobRequest) (*ExplainJobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExplainJob not implemented")
 }
 func (UnimplementedClientServer) mustEmbedUnimplementedClientServer() {}
 func (UnimplementedClientServer) testEmbeddedByValue()                {}
@@ -325,6 +349,24 @@ func _Client_TenantUsage_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Client_ExplainJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExplainJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).ExplainJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_ExplainJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).ExplainJob(ctx, req.(*ExplainJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Client_ServiceDesc is the grpc.ServiceDesc for Client service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -355,6 +397,10 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TenantUsage",
 			Handler:    _Client_TenantUsage_Handler,
+		},
+		{
+			MethodName: "ExplainJob",
+			Handler:    _Client_ExplainJob_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -604,6 +604,7 @@ type Command struct {
 	//	*Command_MemberUpsert
 	//	*Command_MemberRemove
 	//	*Command_WorkerDrain
+	//	*Command_SetFeatureLevel
 	//	*Command_WebhookSet
 	//	*Command_WebhookDelete
 	//	*Command_WebhookAck
@@ -785,6 +786,15 @@ func (x *Command) GetWorkerDrain() *WorkerDrain {
 	return nil
 }
 
+func (x *Command) GetSetFeatureLevel() *SetFeatureLevel {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_SetFeatureLevel); ok {
+			return x.SetFeatureLevel
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetWebhookSet() *WebhookSet {
 	if x != nil {
 		if x, ok := x.Cmd.(*Command_WebhookSet); ok {
@@ -885,6 +895,10 @@ type Command_WorkerDrain struct {
 	WorkerDrain *WorkerDrain `protobuf:"bytes,15,opt,name=worker_drain,json=workerDrain,proto3,oneof"`
 }
 
+type Command_SetFeatureLevel struct {
+	SetFeatureLevel *SetFeatureLevel `protobuf:"bytes,16,opt,name=set_feature_level,json=setFeatureLevel,proto3,oneof"`
+}
+
 type Command_WebhookSet struct {
 	// Webhooks (docs/webhooks.md): numbers 60 to 69.
 	WebhookSet *WebhookSet `protobuf:"bytes,60,opt,name=webhook_set,json=webhookSet,proto3,oneof"`
@@ -931,6 +945,8 @@ func (*Command_MemberUpsert) isCommand_Cmd() {}
 func (*Command_MemberRemove) isCommand_Cmd() {}
 
 func (*Command_WorkerDrain) isCommand_Cmd() {}
+
+func (*Command_SetFeatureLevel) isCommand_Cmd() {}
 
 func (*Command_WebhookSet) isCommand_Cmd() {}
 
@@ -1304,6 +1320,7 @@ type Finished struct {
 	CpuMs         int64                  `protobuf:"varint,5,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
 	ExitCode      int32                  `protobuf:"varint,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	StderrTail    string                 `protobuf:"bytes,7,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"`
+	StdoutTail    string                 `protobuf:"bytes,8,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1383,6 +1400,13 @@ func (x *Finished) GetExitCode() int32 {
 func (x *Finished) GetStderrTail() string {
 	if x != nil {
 		return x.StderrTail
+	}
+	return ""
+}
+
+func (x *Finished) GetStdoutTail() string {
+	if x != nil {
+		return x.StdoutTail
 	}
 	return ""
 }
@@ -1811,8 +1835,12 @@ type SchedulerConfig struct {
 	MaxPayloadBytes     uint32                 `protobuf:"varint,18,opt,name=max_payload_bytes,json=maxPayloadBytes,proto3" json:"max_payload_bytes,omitempty"`
 	Estimate            Estimate               `protobuf:"varint,19,opt,name=estimate,proto3,enum=barista.v1.Estimate" json:"estimate,omitempty"`
 	DefaultCostMs       int64                  `protobuf:"varint,20,opt,name=default_cost_ms,json=defaultCostMs,proto3" json:"default_cost_ms,omitempty"` // 0 = 60 s
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// feature_level is the cluster's feature level (docs/operations.md,
+	// "Upgrades"). Read only: GetConfig reports it, SetConfig ignores it;
+	// the leader raises it with SetFeatureLevel.
+	FeatureLevel  uint32 `protobuf:"varint,21,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SchedulerConfig) Reset() {
@@ -1981,6 +2009,13 @@ func (x *SchedulerConfig) GetEstimate() Estimate {
 func (x *SchedulerConfig) GetDefaultCostMs() int64 {
 	if x != nil {
 		return x.DefaultCostMs
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetFeatureLevel() uint32 {
+	if x != nil {
+		return x.FeatureLevel
 	}
 	return 0
 }
@@ -2243,6 +2278,54 @@ func (x *WorkerDrain) GetDrain() bool {
 	return false
 }
 
+// SetFeatureLevel raises the cluster's feature level. The leader proposes
+// it only once every voter reports that it understands the level; a level
+// never goes down. A node whose build does not understand the level stops
+// rather than apply it.
+type SetFeatureLevel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Level         uint32                 `protobuf:"varint,1,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetFeatureLevel) Reset() {
+	*x = SetFeatureLevel{}
+	mi := &file_commands_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetFeatureLevel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetFeatureLevel) ProtoMessage() {}
+
+func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetFeatureLevel.ProtoReflect.Descriptor instead.
+func (*SetFeatureLevel) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SetFeatureLevel) GetLevel() uint32 {
+	if x != nil {
+		return x.Level
+	}
+	return 0
+}
+
 // WebhookSet registers a tenant's webhook endpoint, or changes it. The
 // endpoint's secret is never stored: every server derives it from the
 // cluster's webhook key, the tenant's incarnation and the secret version
@@ -2263,7 +2346,7 @@ type WebhookSet struct {
 
 func (x *WebhookSet) Reset() {
 	*x = WebhookSet{}
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2275,7 +2358,7 @@ func (x *WebhookSet) String() string {
 func (*WebhookSet) ProtoMessage() {}
 
 func (x *WebhookSet) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2288,7 +2371,7 @@ func (x *WebhookSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSet.ProtoReflect.Descriptor instead.
 func (*WebhookSet) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{20}
+	return file_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WebhookSet) GetTenant() string {
@@ -2342,7 +2425,7 @@ type WebhookDelete struct {
 
 func (x *WebhookDelete) Reset() {
 	*x = WebhookDelete{}
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2354,7 +2437,7 @@ func (x *WebhookDelete) String() string {
 func (*WebhookDelete) ProtoMessage() {}
 
 func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2367,7 +2450,7 @@ func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelete.ProtoReflect.Descriptor instead.
 func (*WebhookDelete) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{21}
+	return file_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WebhookDelete) GetTenant() string {
@@ -2391,7 +2474,7 @@ type WebhookCursor struct {
 
 func (x *WebhookCursor) Reset() {
 	*x = WebhookCursor{}
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2403,7 +2486,7 @@ func (x *WebhookCursor) String() string {
 func (*WebhookCursor) ProtoMessage() {}
 
 func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2416,7 +2499,7 @@ func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookCursor.ProtoReflect.Descriptor instead.
 func (*WebhookCursor) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{22}
+	return file_commands_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WebhookCursor) GetTenant() string {
@@ -2451,7 +2534,7 @@ type WebhookAck struct {
 
 func (x *WebhookAck) Reset() {
 	*x = WebhookAck{}
-	mi := &file_commands_proto_msgTypes[23]
+	mi := &file_commands_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2463,7 +2546,7 @@ func (x *WebhookAck) String() string {
 func (*WebhookAck) ProtoMessage() {}
 
 func (x *WebhookAck) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[23]
+	mi := &file_commands_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2476,7 +2559,7 @@ func (x *WebhookAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAck.ProtoReflect.Descriptor instead.
 func (*WebhookAck) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{23}
+	return file_commands_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WebhookAck) GetCursors() []*WebhookCursor {
@@ -2498,7 +2581,7 @@ type WebhookReplay struct {
 
 func (x *WebhookReplay) Reset() {
 	*x = WebhookReplay{}
-	mi := &file_commands_proto_msgTypes[24]
+	mi := &file_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2510,7 +2593,7 @@ func (x *WebhookReplay) String() string {
 func (*WebhookReplay) ProtoMessage() {}
 
 func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[24]
+	mi := &file_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2523,7 +2606,7 @@ func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplay.ProtoReflect.Descriptor instead.
 func (*WebhookReplay) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{24}
+	return file_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WebhookReplay) GetTenant() string {
@@ -2561,7 +2644,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_commands_proto_msgTypes[25]
+	mi := &file_commands_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2573,7 +2656,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[25]
+	mi := &file_commands_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2586,7 +2669,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{25}
+	return file_commands_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CommandResult) GetCode() Code {
@@ -2683,7 +2766,7 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xd8\b\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xa3\t\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x14.barista.v1.DispatchH\x00R\bdispatch\x12/\n" +
@@ -2703,7 +2786,8 @@ const file_commands_proto_rawDesc = "" +
 	"\x05prune\x18\f \x01(\v2\x11.barista.v1.PruneH\x00R\x05prune\x12?\n" +
 	"\rmember_upsert\x18\r \x01(\v2\x18.barista.v1.MemberUpsertH\x00R\fmemberUpsert\x12?\n" +
 	"\rmember_remove\x18\x0e \x01(\v2\x18.barista.v1.MemberRemoveH\x00R\fmemberRemove\x12<\n" +
-	"\fworker_drain\x18\x0f \x01(\v2\x17.barista.v1.WorkerDrainH\x00R\vworkerDrain\x129\n" +
+	"\fworker_drain\x18\x0f \x01(\v2\x17.barista.v1.WorkerDrainH\x00R\vworkerDrain\x12I\n" +
+	"\x11set_feature_level\x18\x10 \x01(\v2\x1b.barista.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevel\x129\n" +
 	"\vwebhook_set\x18< \x01(\v2\x16.barista.v1.WebhookSetH\x00R\n" +
 	"webhookSet\x12B\n" +
 	"\x0ewebhook_delete\x18= \x01(\v2\x19.barista.v1.WebhookDeleteH\x00R\rwebhookDelete\x129\n" +
@@ -2741,7 +2825,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x0eHeartbeatBatch\x125\n" +
 	"\n" +
 	"heartbeats\x18\x01 \x03(\v2\x15.barista.v1.HeartbeatR\n" +
-	"heartbeats\"\xd7\x01\n" +
+	"heartbeats\"\xf8\x01\n" +
 	"\bFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1b\n" +
@@ -2750,7 +2834,9 @@ const file_commands_proto_rawDesc = "" +
 	"\x06cpu_ms\x18\x05 \x01(\x03R\x05cpuMs\x12\x1b\n" +
 	"\texit_code\x18\x06 \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vstderr_tail\x18\a \x01(\tR\n" +
-	"stderrTail\"5\n" +
+	"stderrTail\x12\x1f\n" +
+	"\vstdout_tail\x18\b \x01(\tR\n" +
+	"stdoutTail\"5\n" +
 	"\tCancelJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\x04R\x03job\"`\n" +
@@ -2782,7 +2868,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x0fallow_deadlines\x18\x06 \x01(\bR\x0eallowDeadlines\x12%\n" +
 	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xe3\x06\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x88\a\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -2804,7 +2890,8 @@ const file_commands_proto_rawDesc = "" +
 	"\x10dedupe_window_ms\x18\x11 \x01(\x03R\x0ededupeWindowMs\x12*\n" +
 	"\x11max_payload_bytes\x18\x12 \x01(\rR\x0fmaxPayloadBytes\x120\n" +
 	"\bestimate\x18\x13 \x01(\x0e2\x14.barista.v1.EstimateR\bestimate\x12&\n" +
-	"\x0fdefault_cost_ms\x18\x14 \x01(\x03R\rdefaultCostMs\"@\n" +
+	"\x0fdefault_cost_ms\x18\x14 \x01(\x03R\rdefaultCostMs\x12#\n" +
+	"\rfeature_level\x18\x15 \x01(\rR\ffeatureLevel\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +
 	"\x05Prune\x12\x14\n" +
@@ -2818,7 +2905,9 @@ const file_commands_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"@\n" +
 	"\vWorkerDrain\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x14\n" +
-	"\x05drain\x18\x02 \x01(\bR\x05drain\"\x96\x01\n" +
+	"\x05drain\x18\x02 \x01(\bR\x05drain\"'\n" +
+	"\x0fSetFeatureLevel\x12\x14\n" +
+	"\x05level\x18\x01 \x01(\rR\x05level\"\x96\x01\n" +
 	"\n" +
 	"WebhookSet\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
@@ -2923,7 +3012,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_commands_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
@@ -2954,12 +3043,13 @@ var file_commands_proto_goTypes = []any{
 	(*MemberUpsert)(nil),    // 26: barista.v1.MemberUpsert
 	(*MemberRemove)(nil),    // 27: barista.v1.MemberRemove
 	(*WorkerDrain)(nil),     // 28: barista.v1.WorkerDrain
-	(*WebhookSet)(nil),      // 29: barista.v1.WebhookSet
-	(*WebhookDelete)(nil),   // 30: barista.v1.WebhookDelete
-	(*WebhookCursor)(nil),   // 31: barista.v1.WebhookCursor
-	(*WebhookAck)(nil),      // 32: barista.v1.WebhookAck
-	(*WebhookReplay)(nil),   // 33: barista.v1.WebhookReplay
-	(*CommandResult)(nil),   // 34: barista.v1.CommandResult
+	(*SetFeatureLevel)(nil), // 29: barista.v1.SetFeatureLevel
+	(*WebhookSet)(nil),      // 30: barista.v1.WebhookSet
+	(*WebhookDelete)(nil),   // 31: barista.v1.WebhookDelete
+	(*WebhookCursor)(nil),   // 32: barista.v1.WebhookCursor
+	(*WebhookAck)(nil),      // 33: barista.v1.WebhookAck
+	(*WebhookReplay)(nil),   // 34: barista.v1.WebhookReplay
+	(*CommandResult)(nil),   // 35: barista.v1.CommandResult
 }
 var file_commands_proto_depIdxs = []int32{
 	10, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
@@ -2978,31 +3068,32 @@ var file_commands_proto_depIdxs = []int32{
 	26, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
 	27, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
 	28, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
-	29, // 16: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
-	30, // 17: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
-	32, // 18: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
-	33, // 19: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
-	0,  // 20: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	3,  // 21: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	0,  // 22: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	14, // 23: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	2,  // 24: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	4,  // 25: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 26: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	20, // 27: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	3,  // 28: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	5,  // 29: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	6,  // 30: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	7,  // 31: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	23, // 32: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	31, // 33: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
-	8,  // 34: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 35: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	29, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
+	30, // 17: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
+	31, // 18: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
+	33, // 19: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
+	34, // 20: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
+	0,  // 21: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	3,  // 22: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	0,  // 23: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	14, // 24: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	2,  // 25: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	4,  // 26: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	1,  // 27: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	20, // 28: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	3,  // 29: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	5,  // 30: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	6,  // 31: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	7,  // 32: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	23, // 33: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	32, // 34: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	8,  // 35: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	0,  // 36: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -3026,6 +3117,7 @@ func file_commands_proto_init() {
 		(*Command_MemberUpsert)(nil),
 		(*Command_MemberRemove)(nil),
 		(*Command_WorkerDrain)(nil),
+		(*Command_SetFeatureLevel)(nil),
 		(*Command_WebhookSet)(nil),
 		(*Command_WebhookDelete)(nil),
 		(*Command_WebhookAck)(nil),
@@ -3037,7 +3129,7 @@ func file_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

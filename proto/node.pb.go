@@ -80,6 +80,11 @@ type StatusResponse struct {
 	// last_leader_contact_ms: on a follower, how long ago it last heard from
 	// the leader (0 on the leader).
 	LastLeaderContactMs int64 `protobuf:"varint,16,opt,name=last_leader_contact_ms,json=lastLeaderContactMs,proto3" json:"last_leader_contact_ms,omitempty"`
+	// feature_level is the highest feature level this node's build
+	// understands (0 from builds before feature levels: read as 1);
+	// cluster_feature_level is the level of the state it has applied.
+	FeatureLevel        uint32 `protobuf:"varint,17,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	ClusterFeatureLevel uint32 `protobuf:"varint,18,opt,name=cluster_feature_level,json=clusterFeatureLevel,proto3" json:"cluster_feature_level,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -222,6 +227,20 @@ func (x *StatusResponse) GetTerm() uint64 {
 func (x *StatusResponse) GetLastLeaderContactMs() int64 {
 	if x != nil {
 		return x.LastLeaderContactMs
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetFeatureLevel() uint32 {
+	if x != nil {
+		return x.FeatureLevel
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetClusterFeatureLevel() uint32 {
+	if x != nil {
+		return x.ClusterFeatureLevel
 	}
 	return 0
 }
@@ -984,7 +1003,7 @@ const file_node_proto_rawDesc = "" +
 	"\n" +
 	"node.proto\x12\n" +
 	"barista.v1\x1a\x0ecommands.proto\"\x0f\n" +
-	"\rStatusRequest\"\x8d\x04\n" +
+	"\rStatusRequest\"\xe6\x04\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -1004,7 +1023,9 @@ const file_node_proto_rawDesc = "" +
 	"\atenants\x18\r \x01(\x04R\atenants\x12(\n" +
 	"\x10leader_raft_addr\x18\x0e \x01(\tR\x0eleaderRaftAddr\x12\x12\n" +
 	"\x04term\x18\x0f \x01(\x04R\x04term\x123\n" +
-	"\x16last_leader_contact_ms\x18\x10 \x01(\x03R\x13lastLeaderContactMs\"\x84\x01\n" +
+	"\x16last_leader_contact_ms\x18\x10 \x01(\x03R\x13lastLeaderContactMs\x12#\n" +
+	"\rfeature_level\x18\x11 \x01(\rR\ffeatureLevel\x122\n" +
+	"\x15cluster_feature_level\x18\x12 \x01(\rR\x13clusterFeatureLevel\"\x84\x01\n" +
 	"\fApplyRequest\x12/\n" +
 	"\bcommands\x18\x01 \x03(\v2\x13.barista.v1.CommandR\bcommands\x12\x1c\n" +
 	"\tforwarded\x18\x02 \x01(\bR\tforwarded\x12%\n" +

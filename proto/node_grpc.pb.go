@@ -41,7 +41,9 @@ type NodeClient interface {
 	// Apply proposes commands through the leader (a follower forwards them)
 	// and returns one result per command. Admin only.
 	Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*ApplyResponse, error)
-	// Join adds a voter; any member forwards it to the leader. Idempotent.
+	// Join adds a voter; any member forwards it to the leader. Idempotent. A
+	// new voter whose build does not understand the cluster's feature level
+	// (its Status says) is refused.
 	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
 	// RemovePeer removes a server from the Raft configuration.
 	RemovePeer(ctx context.Context, in *RemovePeerRequest, opts ...grpc.CallOption) (*RemovePeerResponse, error)
@@ -165,7 +167,9 @@ type NodeServer interface {
 	// Apply proposes commands through the leader (a follower forwards them)
 	// and returns one result per command. Admin only.
 	Apply(context.Context, *ApplyRequest) (*ApplyResponse, error)
-	// Join adds a voter; any member forwards it to the leader. Idempotent.
+	// Join adds a voter; any member forwards it to the leader. Idempotent. A
+	// new voter whose build does not understand the cluster's feature level
+	// (its Status says) is refused.
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
 	// RemovePeer removes a server from the Raft configuration.
 	RemovePeer(context.Context, *RemovePeerRequest) (*RemovePeerResponse, error)

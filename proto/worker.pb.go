@@ -625,13 +625,16 @@ func (x *JobHeartbeat) GetSeq() uint64 {
 }
 
 type JobFinished struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Outcome       Outcome                `protobuf:"varint,3,opt,name=outcome,proto3,enum=barista.v1.Outcome" json:"outcome,omitempty"`
-	CpuMs         int64                  `protobuf:"varint,4,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
-	ExitCode      int32                  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`      // -1 (a signal) .. 255
-	StderrTail    string                 `protobuf:"bytes,6,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"` // the last 4 KiB of stderr, valid UTF-8
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Job        uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
+	Attempt    uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Outcome    Outcome                `protobuf:"varint,3,opt,name=outcome,proto3,enum=barista.v1.Outcome" json:"outcome,omitempty"`
+	CpuMs      int64                  `protobuf:"varint,4,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
+	ExitCode   int32                  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`      // -1 (a signal) .. 255
+	StderrTail string                 `protobuf:"bytes,6,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"` // the last 4 KiB of stderr, valid UTF-8
+	// stdout_tail is the last 4 KiB of stdout, valid UTF-8. Workers of
+	// builds before it send none, and are accepted.
+	StdoutTail    string `protobuf:"bytes,7,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -704,6 +707,13 @@ func (x *JobFinished) GetExitCode() int32 {
 func (x *JobFinished) GetStderrTail() string {
 	if x != nil {
 		return x.StderrTail
+	}
+	return ""
+}
+
+func (x *JobFinished) GetStdoutTail() string {
+	if x != nil {
+		return x.StdoutTail
 	}
 	return ""
 }
@@ -1493,7 +1503,7 @@ const file_worker_proto_rawDesc = "" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x15\n" +
 	"\x06cpu_ms\x18\x03 \x01(\x03R\x05cpuMs\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xbd\x01\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xde\x01\n" +
 	"\vJobFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12-\n" +
@@ -1501,7 +1511,9 @@ const file_worker_proto_rawDesc = "" +
 	"\x06cpu_ms\x18\x04 \x01(\x03R\x05cpuMs\x12\x1b\n" +
 	"\texit_code\x18\x05 \x01(\x05R\bexitCode\x12\x1f\n" +
 	"\vstderr_tail\x18\x06 \x01(\tR\n" +
-	"stderrTail\"\xc9\x01\n" +
+	"stderrTail\x12\x1f\n" +
+	"\vstdout_tail\x18\a \x01(\tR\n" +
+	"stdoutTail\"\xc9\x01\n" +
 	"\aWelcome\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12+\n" +
 	"\x12self_kill_after_ms\x18\x02 \x01(\x03R\x0fselfKillAfterMs\x12@\n" +

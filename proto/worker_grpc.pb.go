@@ -36,7 +36,7 @@ type WorkerClient interface {
 	// A worker_id outside the token's binding is PERMISSION_DENIED; the ID
 	// of a live session is ABORTED (retry) until that session has been
 	// silent for two heartbeat intervals. Every field is bounded before
-	// anything is proposed (a stderr_tail to its last 4 KiB).
+	// anything is proposed (a stderr_tail or stdout_tail to its last 4 KiB).
 	Connect(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkerMessage, LeaderMessage], error)
 	// ListWorkers lists connected workers (leader state) and drained ones.
 	ListWorkers(ctx context.Context, in *ListWorkersRequest, opts ...grpc.CallOption) (*ListWorkersResponse, error)
@@ -95,7 +95,7 @@ type WorkerServer interface {
 	// A worker_id outside the token's binding is PERMISSION_DENIED; the ID
 	// of a live session is ABORTED (retry) until that session has been
 	// silent for two heartbeat intervals. Every field is bounded before
-	// anything is proposed (a stderr_tail to its last 4 KiB).
+	// anything is proposed (a stderr_tail or stdout_tail to its last 4 KiB).
 	Connect(grpc.BidiStreamingServer[WorkerMessage, LeaderMessage]) error
 	// ListWorkers lists connected workers (leader state) and drained ones.
 	ListWorkers(context.Context, *ListWorkersRequest) (*ListWorkersResponse, error)

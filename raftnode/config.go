@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"barista/fsm"
 )
 
 // Limits of a node's settings. Validate refuses a value outside them; the
@@ -123,6 +125,9 @@ func (c Config) Validate() error {
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return &ConfigError{Field: "LeaderLeaseTimeout", Value: c.LeaderLeaseTimeout.String(), Rel: "at most", Other: "HeartbeatTimeout", OtherValue: c.HeartbeatTimeout.String()}
+	}
+	if c.FeatureLevel > fsm.MaxFeatureLevel {
+		return &ConfigError{Field: "FeatureLevel", Value: fmt.Sprint(c.FeatureLevel), Min: "1", Max: fmt.Sprint(fsm.MaxFeatureLevel)}
 	}
 	if err := c.Seed.Validate(); err != nil {
 		return fmt.Errorf("raftnode: seed configuration: %w", err)

@@ -71,6 +71,10 @@ type Config struct {
 	// ClockOffset shifts this node's wall clock, for tests that show a
 	// skewed clock cannot move cluster time.
 	ClockOffset time.Duration
+	// FeatureLevel is the highest cluster feature level this node reports
+	// that it understands (0: fsm.MaxFeatureLevel). Tests of upgrades set
+	// a lower one to play an older build.
+	FeatureLevel uint32
 }
 
 // DefaultConfig returns LAN defaults: heartbeat and election timeouts of
@@ -129,6 +133,7 @@ type Node struct {
 	proposals chan *proposal
 
 	mu        sync.Mutex
+	prober    LevelProber
 	loops     map[string]LeaderLoop
 	lead      *leadership
 	stampBase sfq.Time
@@ -413,8 +418,16 @@ func (n *Node) gainLeadership() {
 		n.log.Info("leadership gained", "applied_index", index, "cluster_time_ms", int64(clock), "barrier", time.Since(start).Round(time.Millisecond))
 
 		var setup []*pb.Command
+		level := n.FSM.Level()
+		if own := n.FeatureLevel(); level < own {
+			// The only voter (a new cluster) needs to ask nobody.
+			if voters, err := n.voters(); err == nil && len(voters) == 1 && voters[0] == n.cfg.ID {
+				setup = append(setup, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: own}}})
+				level = own
+			}
+		}
 		if !n.FSM.Configured() {
-			setup = append(setup, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: fsm.ConfigToPB(n.cfg.Seed)}}})
+			setup = append(setup, n.seedCommand(level))
 		}
 		if m, ok := n.FSM.Member(n.cfg.ID); !ok || m.RaftAddr != string(n.trans.LocalAddr()) || m.GRPCAddr != n.cfg.AdvertisedGRPC() || m.HTTPAddr != n.cfg.HTTPAddr {
 			setup = append(setup, &pb.Command{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{
@@ -438,6 +451,7 @@ func (n *Node) gainLeadership() {
 				n.startLoop(l, name, loop)
 			}
 			n.startLoop(l, "prune", n.pruneLoop)
+			n.startLoop(l, "feature-level", n.featureLevelLoop)
 		}
 		n.mu.Unlock()
 	}()
@@ -517,8 +531,12 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, grpcAddr, httpAddr string
 	if !present {
 		// Before the configuration changes (a stale entry of the same ID
 		// is removed below): a voter this leader cannot speak Raft with
-		// only costs the quorum.
+		// only costs the quorum, and one that does not understand the
+		// cluster's feature level would apply its entries wrongly.
 		if err := n.checkMember(raftAddr); err != nil {
+			return err
+		}
+		if err := n.checkJoinLevel(ctx, id, grpcAddr); err != nil {
 			return err
 		}
 	}

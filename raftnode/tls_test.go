@@ -284,6 +284,11 @@ func TestTLSLayerCloseStopsEverything(t *testing.T) {
 			t.Fatalf("silent connection %d after Close: %v, want EOF", i, err)
 		}
 	}
+	// Close waited for its own goroutines; a goroutine that called
+	// Accept (acceptOne) may still be returning.
+	for deadline := time.Now().Add(time.Second); layerGoroutines() != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if n := layerGoroutines(); n != 0 {
 		t.Fatalf("%d goroutines of the stream layer outlive Close", n)
 	}

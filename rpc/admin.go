@@ -22,7 +22,14 @@ type AdminService struct {
 
 func tenantToPB(i uint32, t *sfq.Tenant, flags fsm.TenantFlags) *pb.Tenant {
 	return &pb.Tenant{Name: t.Name, Tier: fsm.TierToPB(t.Tier), Multiplier: t.Multiplier, Caps: fsm.CapsToPB(t.Caps),
-		ExportMetrics: flags.ExportMetrics(i)}
+		ExportMetrics: flags.ExportMetrics(i), MaxClass: fsm.ClassToPB(t.MaxClass), AllowDeadlines: t.AllowDeadlines}
+}
+
+// upsertCommand is the command of a tenant upsert.
+func upsertCommand(req *pb.UpsertTenantRequest) *pb.Command {
+	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{
+		Name: req.Name, Tier: req.Tier, Multiplier: req.Multiplier, Caps: req.Caps, ExportMetrics: req.ExportMetrics,
+		MaxClass: req.MaxClass, AllowDeadlines: req.AllowDeadlines}}}
 }
 
 // readTenant returns a live tenant's configuration, or nil.
@@ -50,6 +57,9 @@ func validateTenant(req *pb.UpsertTenantRequest) error {
 	if c := req.Caps; c != nil && (c.MaxInflightCpuMs < 0 || c.MaxInflightCpuMs > sfq.MaxEstCostMs*1000) {
 		return status.Errorf(codes.InvalidArgument, "caps.max_inflight_cpu_ms: %d is out of range", c.MaxInflightCpuMs)
 	}
+	if _, err := fsm.ClassFromPB(req.MaxClass); err != nil {
+		return status.Errorf(codes.InvalidArgument, "max_class: must be critical, high, normal or low (got %v)", req.MaxClass)
+	}
 	return nil
 }
 
@@ -59,13 +69,16 @@ func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantReq
 	if err := validateTenant(req); err != nil {
 		return nil, err
 	}
+	cmd := upsertCommand(req)
+	if err := levelErr(s.node.FSM, cmd); err != nil {
+		return nil, err
+	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Tenant, error) {
 		return pb.NewAdminClient(cc).UpsertTenant(ctx, req)
 	}); handled {
 		return resp, err
 	}
-	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{
-		Name: req.Name, Tier: req.Tier, Multiplier: req.Multiplier, Caps: req.Caps, ExportMetrics: req.ExportMetrics}}})
+	res, err := s.propose(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +145,16 @@ func (s *AdminService) GetConfig(ctx context.Context, req *pb.GetConfigRequest) 
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SchedulerConfig, error) {
 		return pb.NewAdminClient(cc).GetConfig(ctx, &pb.GetConfigRequest{})
 	}, func() (*pb.SchedulerConfig, error) {
-		return fsm.ConfigToPB(s.node.FSM.Config()), nil
+		return configToPB(s.node.FSM), nil
 	})
+}
+
+// configToPB is the configuration in force with the cluster's feature
+// level.
+func configToPB(f *fsm.FSM) *pb.SchedulerConfig {
+	p := fsm.ConfigToPB(f.Config())
+	p.FeatureLevel = f.Level()
+	return p
 }
 
 // SetConfig replaces the replicated scheduler configuration.
@@ -141,19 +162,23 @@ func (s *AdminService) SetConfig(ctx context.Context, req *pb.SetConfigRequest) 
 	if _, err := fsm.ConfigFromPB(req.Config); err != nil {
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("config: %v", err))
 	}
+	cmd := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: req.Config}}}
+	if err := levelErr(s.node.FSM, cmd); err != nil {
+		return nil, err
+	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SchedulerConfig, error) {
 		return pb.NewAdminClient(cc).SetConfig(ctx, req)
 	}); handled {
 		return resp, err
 	}
-	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: req.Config}}})
+	res, err := s.propose(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
 	if err := resultErr(res[0]); err != nil {
 		return nil, err
 	}
-	return fsm.ConfigToPB(s.node.FSM.Config()), nil
+	return configToPB(s.node.FSM), nil
 }
 
 // DefaultTopWindow is the window of the live view.

@@ -176,6 +176,8 @@ func grpcCode(c fsm.Code) codes.Code {
 		return codes.FailedPrecondition
 	case fsm.ResourceExhausted:
 		return codes.ResourceExhausted
+	case fsm.PermissionDenied:
+		return codes.PermissionDenied
 	}
 	return codes.Internal
 }

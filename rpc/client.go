@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -20,6 +21,8 @@ import (
 type ClientService struct {
 	pb.UnimplementedClientServer
 	base
+	// workers holds the leader's worker sessions (ExplainJob's no_worker).
+	workers *WorkerService
 }
 
 // ListJobs pages: at most maxPage jobs (defaultPage unless asked), and
@@ -34,7 +37,7 @@ const (
 )
 
 // validateSubmit checks every field of a submit that needs no state, and
-// names the field in its error.
+// names the field in its error. cfg is this node's configuration.
 func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
 	if req.IdempotencyKey != nil {
 		switch k := *req.IdempotencyKey; {
@@ -51,10 +54,18 @@ func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
 		return status.Errorf(codes.InvalidArgument, "size: must be sm, md or lg (got %v)", req.Size)
 	}
 	switch {
+	case req.EstCostMs == 0 && cfg.Sched.Estimate == sfq.EstimateAuto:
+		// The job type's moving average, or default_cost.
 	case req.EstCostMs <= 0:
-		return status.Errorf(codes.InvalidArgument, "est_cost_ms: must be positive (got %d)", req.EstCostMs)
+		return status.Errorf(codes.InvalidArgument, "est_cost_ms: must be positive (got %d); it may be left out only while the cluster's estimate is auto", req.EstCostMs)
 	case req.EstCostMs > sfq.MaxEstCostMs:
 		return status.Errorf(codes.InvalidArgument, "est_cost_ms: %d is more than a CPU-year", req.EstCostMs)
+	}
+	if _, err := fsm.ClassFromPB(req.Class); err != nil {
+		return status.Errorf(codes.InvalidArgument, "class: must be critical, high, normal or low (got %v)", req.Class)
+	}
+	if d := req.DeadlineMs; d != 0 && (d < sfq.MinDeadlineMs || d > sfq.MaxDeadlineMs) {
+		return status.Errorf(codes.InvalidArgument, "deadline_ms: %d is out of range (0 = none, else 1 s .. 1 year after the submit)", d)
 	}
 	if req.MaxAttempts > sfq.MaxMaxAttempts {
 		return status.Errorf(codes.InvalidArgument, "max_attempts: %d, at most %d", req.MaxAttempts, sfq.MaxMaxAttempts)
@@ -68,35 +79,98 @@ func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
 	return nil
 }
 
+// submitConfig is the configuration a submit is checked against here. A
+// follower may not have applied the leader's latest change yet: it lets a
+// submit without a cost through for the leader to judge, so that one
+// right after "config set estimate=auto" is not refused by a node behind.
+func (s *ClientService) submitConfig() fsm.Config {
+	cfg := s.node.FSM.Config()
+	if !s.node.IsLeader() {
+		cfg.Sched.Estimate = sfq.EstimateAuto
+	}
+	return cfg
+}
+
+// submitCommand is the command of a submit for tenant.
+func submitCommand(tenant string, req *pb.SubmitRequest) *pb.Command {
+	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
+		Tenant: tenant, IdempotencyKey: req.GetIdempotencyKey(), JobType: req.JobType, Size: req.Size,
+		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs,
+		JobClass: req.Class, DeadlineMs: req.DeadlineMs}}}
+}
+
+// forwardedSubmit is what a follower sends the leader for a submit.
+func forwardedSubmit(tenant string, req *pb.SubmitRequest) *pb.SubmitRequest {
+	return &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: req.IdempotencyKey, JobType: req.JobType, Size: req.Size,
+		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs,
+		Class: req.Class, DeadlineMs: req.DeadlineMs}
+}
+
+// levelErr refuses a command that needs a feature level above the
+// cluster's (fsm.CheckLevel) as FAILED_PRECONDITION. Every node checks it
+// before forwarding: a node of a build that does not know a field would
+// drop it.
+func levelErr(f *fsm.FSM, c *pb.Command) error {
+	if err := fsm.CheckLevel(c, f.Level()); err != nil {
+		return status.Error(codes.FailedPrecondition, err.(*fsm.Refusal).Msg)
+	}
+	return nil
+}
+
+// submitState checks, on the leader, what a submit needs of the state:
+// the tenant exists, its quota, and that it may submit the job's class and
+// deadline (sfq.TenantSpec.Permit, the rule Apply checks again).
+func submitState(sc *sfq.Scheduler, tenant string, req *pb.SubmitRequest) error {
+	t, ok := sc.Tenant(tenant)
+	if !ok {
+		return status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+	}
+	if q := t.Caps.MaxQueued; q > 0 && t.QueuedTotal() >= q {
+		return status.Errorf(codes.ResourceExhausted, "tenant: %q has %d queued jobs, its max_queued quota", tenant, t.QueuedTotal())
+	}
+	return permit(sc, tenant, req)
+}
+
+// permit checks that the tenant may submit the job's class and deadline:
+// sfq.TenantSpec.Permit, the rule Apply checks again. An unknown tenant
+// passes (Apply refuses it).
+func permit(sc *sfq.Scheduler, tenant string, req *pb.SubmitRequest) error {
+	t, ok := sc.Tenant(tenant)
+	if !ok {
+		return nil
+	}
+	class, _ := fsm.ClassFromPB(req.Class) // validateSubmit checked it
+	if err := t.Permit(class, req.DeadlineMs != 0); err != nil {
+		return status.Error(codes.PermissionDenied, err.Error())
+	}
+	return nil
+}
+
 // Submit queues a job.
 func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
 	tenant, err := scopeTenant(ctx, req.Tenant, true)
 	if err != nil {
 		return nil, err
 	}
-	if err := validateSubmit(req, s.node.FSM.Config()); err != nil {
+	if err := validateSubmit(req, s.submitConfig()); err != nil {
 		return nil, err
 	}
-	fwd := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: req.IdempotencyKey, JobType: req.JobType, Size: req.Size,
-		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs}
+	cmd := submitCommand(tenant, req)
+	if err := levelErr(s.node.FSM, cmd); err != nil {
+		return nil, err
+	}
+	fwd := forwardedSubmit(tenant, req)
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubmitResponse, error) {
 		return pb.NewClientClient(cc).Submit(ctx, fwd)
 	}); handled {
 		return resp, err
 	}
 	// On the leader: the checks that need state. Apply re-checks them.
-	var t sfq.Tenant
-	var ok bool
-	s.node.FSM.Read(func(sc *sfq.Scheduler) { t, ok = sc.Tenant(tenant) })
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+	s.node.FSM.Read(func(sc *sfq.Scheduler) { err = submitState(sc, tenant, req) })
+	if err != nil {
+		return nil, err
 	}
-	if q := t.Caps.MaxQueued; q > 0 && t.QueuedTotal() >= q {
-		return nil, status.Errorf(codes.ResourceExhausted, "tenant: %q has %d queued jobs, its max_queued quota", tenant, t.QueuedTotal())
-	}
-	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
-		Tenant: tenant, IdempotencyKey: req.GetIdempotencyKey(), JobType: req.JobType, Size: req.Size,
-		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs}}})
+	res, err := s.propose(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +186,7 @@ func jobToPB(j *sfq.Job, tenant string, payload bool) *pb.Job {
 		JobId: uint64(j.ID), Tenant: tenant, State: j.State.String(), Attempt: j.Attempt, Failures: uint32(j.Failures),
 		MaxAttempts: uint32(j.MaxAttempts), Size: fsm.SizeToPB(j.Size), EstCostMs: j.EstCostMs, CpuMs: j.CPUMs,
 		JobType: j.Type(), IdempotencyKey: j.Key(), SubmittedAtMs: int64(j.SubmittedAt), EndedAtMs: int64(j.EndedAt),
+		SubmittedWallMs: int64(j.SubmittedWall()), EndedWallMs: int64(j.EndedWall()),
 		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs,
 	}
 	if payload {
@@ -121,9 +196,27 @@ func jobToPB(j *sfq.Job, tenant string, payload bool) *pb.Job {
 		out.StartTagMs = j.StartTag.String()
 	}
 	if j.Result != nil {
-		out.HasResult, out.ExitCode, out.StderrTail = true, j.Result.ExitCode, j.Result.StderrTail
+		out.HasResult, out.ExitCode, out.StderrTail, out.StdoutTail = true, j.Result.ExitCode, j.Result.StderrTail, j.Result.StdoutTail
 	}
+	jobClassToPB(out, j)
 	return out
+}
+
+// jobClassToPB adds a job's class, deadline and estimate source.
+func jobClassToPB(out *pb.Job, j *sfq.Job) {
+	out.Class, out.EstSource, out.DeadlineAtMs = fsm.ClassToPB(j.Class), j.EstSource.String(), int64(j.DeadlineAt())
+}
+
+// markDeadlineMissed sets deadline_missed on the jobs still queued at or
+// past their deadline at cluster time now: whenever they are dispatched,
+// it is late. (Whether a dispatched job went late, its assigned event
+// says: reason deadline_missed.)
+func markDeadlineMissed(now sfq.Time, jobs ...*pb.Job) {
+	for _, j := range jobs {
+		if j.DeadlineAtMs != 0 && j.State == sfq.Queued.String() && int64(now) >= j.DeadlineAtMs {
+			j.DeadlineMissed = true
+		}
+	}
 }
 
 func jobNotFound(id uint64) error { return status.Errorf(codes.NotFound, "job %d not found", id) }
@@ -146,6 +239,10 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 			}
 			out = jobToPB(&j, sc.TenantName(j.Tenant), true)
 		})
+		if out != nil {
+			clock, _ := s.node.FSM.Clock()
+			markDeadlineMissed(clock, out)
+		}
 		return out, err
 	})
 }
@@ -229,6 +326,10 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 				err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 			}
 		})
+		if err == nil {
+			clock, _ := s.node.FSM.Clock()
+			markDeadlineMissed(clock, out.Jobs...)
+		}
 		return out, err
 	})
 }
@@ -264,7 +365,7 @@ func (s *ClientService) CancelJob(ctx context.Context, req *pb.CancelJobRequest)
 // eventToPB converts an event.
 func eventToPB(ev *fsm.Event, tenant string) *pb.Event {
 	out := &pb.Event{Seq: ev.Seq, JobId: uint64(ev.Job), Tenant: tenant, Attempt: ev.Attempt, Kind: ev.Kind.String(),
-		AtMs: int64(ev.At), WorkerId: ev.Worker, CpuMs: ev.CPUMs, ExitCode: ev.ExitCode}
+		AtMs: int64(ev.At), WallMs: int64(ev.Wall()), WorkerId: ev.Worker, CpuMs: ev.CPUMs, ExitCode: int32(ev.ExitCode)}
 	if ev.Reason != fsm.ReasonNone {
 		out.Reason = ev.Reason.String()
 	}
@@ -303,6 +404,11 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 		cursor = next
 	case cursor < first:
 		return status.Errorf(codes.OutOfRange, "from_seq: %d is older than the oldest retained event (%d)", cursor, first)
+	}
+	// The watch is accepted: headers now, not with the first event (the
+	// HTTP/JSON stream answers 200 as soon as they arrive).
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return err
 	}
 	for {
 		changed := f.Changed()
@@ -427,12 +533,15 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 		return nil, status.Errorf(codes.InvalidArgument, "jobs: %d given (want 1..%d)", len(req.Jobs), MaxBatch)
 	}
 	out := &pb.SubmitBatchResponse{Results: make([]*pb.SubmitResult, len(req.Jobs))}
-	cfg := s.node.FSM.Config()
+	cfg := s.submitConfig()
 	fwd := &pb.SubmitBatchRequest{Jobs: make([]*pb.SubmitRequest, len(req.Jobs))}
 	for i, j := range req.Jobs {
 		tenant, err := scopeTenant(ctx, j.Tenant, true)
 		if err == nil {
 			err = validateSubmit(j, cfg)
+		}
+		if err == nil {
+			err = levelErr(s.node.FSM, submitCommand(tenant, j))
 		}
 		if err != nil {
 			if status.Code(err) == codes.PermissionDenied {
@@ -440,23 +549,32 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 			}
 			out.Results[i] = &pb.SubmitResult{Error: statusLine(err)}
 		}
-		fwd.Jobs[i] = &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: j.IdempotencyKey, JobType: j.JobType, Size: j.Size,
-			EstCostMs: j.EstCostMs, Payload: j.Payload, MaxAttempts: j.MaxAttempts, TimeoutMs: j.TimeoutMs}
+		fwd.Jobs[i] = forwardedSubmit(tenant, j)
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubmitBatchResponse, error) {
 		return pb.NewClientClient(cc).SubmitBatch(ctx, fwd)
 	}); handled {
 		return resp, err
 	}
+	// On the leader: each job's class and deadline against its tenant's
+	// grants (Apply checks them again, and the tenant and its quota as
+	// the batch goes).
+	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+		for i, j := range fwd.Jobs {
+			if out.Results[i] == nil {
+				if err := permit(sc, j.Tenant, j); err != nil {
+					out.Results[i] = &pb.SubmitResult{Error: statusLine(err)}
+				}
+			}
+		}
+	})
 	var cmds []*pb.Command
 	var which []int
 	for i, j := range fwd.Jobs {
 		if out.Results[i] != nil {
 			continue
 		}
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
-			Tenant: j.Tenant, IdempotencyKey: j.GetIdempotencyKey(), JobType: j.JobType, Size: j.Size,
-			EstCostMs: j.EstCostMs, Payload: j.Payload, MaxAttempts: j.MaxAttempts, TimeoutMs: j.TimeoutMs}}})
+		cmds = append(cmds, submitCommand(j.Tenant, j))
 		which = append(which, i)
 	}
 	if len(cmds) > 0 {

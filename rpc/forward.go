@@ -142,7 +142,7 @@ func proposeErr(err error) error {
 		return st.Err()
 	case errors.Is(err, raftnode.ErrMaybeCommitted):
 		return status.Error(codes.Unavailable, err.Error())
-	case errors.Is(err, raftnode.ErrNotMember):
+	case errors.Is(err, raftnode.ErrNotMember), errors.Is(err, raftnode.ErrLevel):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	if _, ok := status.FromError(err); ok {

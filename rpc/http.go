@@ -28,10 +28,12 @@ type HTTPOptions struct {
 // HTTPHandler serves a node's HTTP address: /metrics (Prometheus),
 // /healthz (the process is up), /readyz (the node can serve; see
 // raftnode.Node.Health), /api/top (the live view as JSON), / (a read-only
-// web page of fair shares and membership) and /login. With tokens
-// configured, / and /api/ need an admin token or a client token, which
-// sees only its own tenant; /healthz and /readyz stay open, and /metrics
-// too unless MetricsAuth is set.
+// web page of fair shares and membership), /login, and /v1/ (the
+// HTTP/JSON API, see gateway.go: its routes take the bearer header only,
+// checked by the gRPC server they call; /v1/openapi.json is open). With
+// tokens configured, / and /api/ need an admin token or a client token,
+// which sees only its own tenant; /healthz and /readyz stay open, and
+// /metrics too unless MetricsAuth is set.
 func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 	b := s.base
 	mux := http.NewServeMux()
@@ -54,6 +56,7 @@ func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		json.NewEncoder(w).Encode(topJSON(visibleTop(topView(&b, DefaultTopWindow), requestIdentity(r))))
 	}))
+	mux.Handle("/v1/", s.gatewayHandler())
 	mux.HandleFunc("/login", s.login)
 	mux.HandleFunc("/logout", s.logout)
 	mux.HandleFunc("/", s.guard(pageRoles, true, func(w http.ResponseWriter, r *http.Request) {
@@ -143,6 +146,10 @@ type page struct {
 	// and no members.
 	Who     string
 	Session bool
+	// Time is this node's wall clock; Lag says how far cluster time (the
+	// clock of every deadline, which pauses while no leader runs) is
+	// behind it as of the last applied entry, when a second or more.
+	Lag string
 }
 
 type pageMember struct {
@@ -156,6 +163,9 @@ func pageData(b *base, id Identity, signedIn bool) page {
 	leader, _ := b.node.Leader()
 	p := page{Node: b.node.ID(), State: b.node.Raft().State().String(), Leader: leader, Applied: b.node.Raft().AppliedIndex(),
 		Time: time.Now().UTC().Format("15:04:05 UTC"), Top: topJSON(visibleTop(topView(b, DefaultTopWindow), id)), Session: signedIn}
+	if wall, cluster := b.node.FSM.WallClock(); wall != 0 && wall-cluster >= 1000 {
+		p.Lag = (time.Duration(wall-cluster) * time.Millisecond).Round(100 * time.Millisecond).String()
+	}
 	if signedIn {
 		p.Who = id.Role.String()
 		if id.Role == RoleClient {
@@ -197,7 +207,7 @@ th,td{padding:6px 12px;text-align:right;border-bottom:1px solid #eee} th{backgro
 .got{background:#3b82f6} .ent{background:#d1d5db} .lead{font-weight:600;color:#0a7} .down{font-weight:600;color:#c00}
 </style></head><body>
 <h1>barista</h1>
-<div class="sub">node <b>{{.Node}}</b> ({{.State}}) · leader <b>{{.Leader}}</b> · applied index {{.Applied}} · {{.Time}} · share: of the estimated CPU dispatched in the last minute · entitled: weight among the tenants with queued jobs now{{if .Session}} · signed in as {{.Who}} <form method="post" action="/logout" style="display:inline"><button type="submit">sign out</button></form>{{end}}</div>
+<div class="sub">node <b>{{.Node}}</b> ({{.State}}) · leader <b>{{.Leader}}</b> · applied index {{.Applied}} · {{.Time}}{{if .Lag}} (cluster time {{.Lag}} behind: it pauses while no leader runs){{end}} · share: of the estimated CPU dispatched in the last minute · entitled: weight among the tenants with queued jobs now{{if .Session}} · signed in as {{.Who}} <form method="post" action="/logout" style="display:inline"><button type="submit">sign out</button></form>{{end}}</div>
 <table id="tenants"><tr><th class="l">tenant</th><th class="l">tier</th><th>weight</th><th>queued</th><th>running</th><th>dispatches (1m)</th><th>share</th><th>entitled</th><th class="l bars">share vs entitled</th></tr>
 {{range .Top.Tenants}}<tr><td class="l">{{.Name}}</td><td class="l">{{.Tier}}</td><td>{{w .Weight}}</td><td>{{.Queued}}</td><td>{{.Running}}</td><td>{{.Dispatches1m}}</td><td>{{pct .Share}}</td><td>{{if .Queued}}{{pct .EntitledShare}}{{else}}-{{end}}</td>
 <td class="l bars"><div class="b got" style="width:{{bar .Share}}%"></div><div class="b ent" style="width:{{bar .EntitledShare}}%"></div></td></tr>

@@ -47,6 +47,8 @@ func (s *NodeService) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.Stat
 		Jobs:                uint64(jobs),
 		Tenants:             uint64(tenants),
 		LastLeaderContactMs: s.node.LastLeaderContact().Milliseconds(),
+		FeatureLevel:        s.node.FeatureLevel(),
+		ClusterFeatureLevel: s.node.FSM.Level(),
 	}
 	if m, ok := s.node.FSM.Member(id); ok {
 		resp.LeaderAddr = m.GRPCAddr
@@ -80,6 +82,14 @@ func (s *NodeService) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Appl
 			return nil, status.Error(codes.PermissionDenied, "unsafe_version needs a server started with --unsafe-debug")
 		}
 		version = req.UnsafeVersion
+	}
+	for i, c := range req.Commands {
+		if c.GetSetFeatureLevel() != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "commands[%d]: set_feature_level is proposed by the leader alone, once every voter understands the level", i)
+		}
+		if err := levelErr(s.node.FSM, c); err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "commands[%d]: %s", i, status.Convert(err).Message())
+		}
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ApplyResponse, error) {
 		return pb.NewNodeClient(cc).Apply(ctx, req)

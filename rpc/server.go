@@ -93,10 +93,12 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
 	}
 	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth}
+	workers := newWorkerService(b)
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug})
-	pb.RegisterClientServer(s.GRPC, &ClientService{base: b})
+	pb.RegisterClientServer(s.GRPC, &ClientService{base: b, workers: workers})
 	pb.RegisterAdminServer(s.GRPC, &AdminService{base: b})
-	pb.RegisterWorkerServer(s.GRPC, newWorkerService(b))
+	pb.RegisterWorkerServer(s.GRPC, workers)
+	node.SetLevelProber(levelProber{&s.base})
 	healthpb.RegisterHealthServer(s.GRPC, s.Health)
 	if opt.Reflection {
 		reflection.Register(s.GRPC)

@@ -63,6 +63,9 @@ func (s *AdminService) WebhookSet(ctx context.Context, req *pb.WebhookSetRequest
 	if err := validateWebhookSet(req); err != nil {
 		return nil, err
 	}
+	if err := levelErr(s.node.FSM, &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{}}}); err != nil {
+		return nil, err
+	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.WebhookSetResponse, error) {
 		return pb.NewAdminClient(cc).WebhookSet(ctx, req)
 	}); handled {
@@ -143,12 +146,16 @@ func (s *AdminService) WebhookDelete(ctx context.Context, req *pb.WebhookDeleteR
 	if req.Tenant == "" {
 		return nil, status.Error(codes.InvalidArgument, "tenant: required")
 	}
+	cmd := &pb.Command{Cmd: &pb.Command_WebhookDelete{WebhookDelete: &pb.WebhookDelete{Tenant: req.Tenant}}}
+	if err := levelErr(s.node.FSM, cmd); err != nil {
+		return nil, err
+	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.WebhookDeleteResponse, error) {
 		return pb.NewAdminClient(cc).WebhookDelete(ctx, req)
 	}); handled {
 		return resp, err
 	}
-	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_WebhookDelete{WebhookDelete: &pb.WebhookDelete{Tenant: req.Tenant}}})
+	res, err := s.propose(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +214,10 @@ func (s *AdminService) WebhookReplay(ctx context.Context, req *pb.WebhookReplayR
 	if req.FromSeq == 0 {
 		return nil, status.Error(codes.InvalidArgument, "from_seq: must be at least 1")
 	}
+	cmd := &pb.Command{Cmd: &pb.Command_WebhookReplay{WebhookReplay: &pb.WebhookReplay{Tenant: req.Tenant, FromSeq: req.FromSeq}}}
+	if err := levelErr(s.node.FSM, cmd); err != nil {
+		return nil, err
+	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Webhook, error) {
 		return pb.NewAdminClient(cc).WebhookReplay(ctx, req)
 	}); handled {
@@ -216,7 +227,7 @@ func (s *AdminService) WebhookReplay(ctx context.Context, req *pb.WebhookReplayR
 	if req.FromSeq < first {
 		return nil, status.Errorf(codes.OutOfRange, "from_seq: %d was pruned; the oldest retained event is %d", req.FromSeq, first)
 	}
-	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_WebhookReplay{WebhookReplay: &pb.WebhookReplay{Tenant: req.Tenant, FromSeq: req.FromSeq}}})
+	res, err := s.propose(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}

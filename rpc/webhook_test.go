@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"barista/fsm"
 	pb "barista/proto"
 	"barista/raftnode"
 	"barista/webhook"
@@ -22,6 +23,13 @@ import (
 // startWebhookNode is a one-node open cluster whose server has a webhook
 // deliverer with key (nil: none) that may reach loopback.
 func startWebhookNode(t *testing.T, key webhook.Key) (pb.AdminClient, *raftnode.Node) {
+	t.Helper()
+	return startWebhookNodeAt(t, key, 0)
+}
+
+// startWebhookNodeAt is startWebhookNode with a build that understands
+// feature levels up to level (0: this build's).
+func startWebhookNodeAt(t *testing.T, key webhook.Key, level uint32) (pb.AdminClient, *raftnode.Node) {
 	t.Helper()
 	raftLis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -36,6 +44,7 @@ func startWebhookNode(t *testing.T, key webhook.Key) (pb.AdminClient, *raftnode.
 	cfg := raftnode.DefaultConfig()
 	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.GRPCAddr, cfg.Bootstrap = "n1", t.TempDir(), raftAddr, lis.Addr().String(), true
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond
+	cfg.FeatureLevel = level
 	node, err := raftnode.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -175,4 +184,31 @@ func dialAdmin(t *testing.T, node *raftnode.Node) *grpc.ClientConn {
 	}
 	t.Cleanup(func() { cc.Close() })
 	return cc
+}
+
+// TestWebhookCallsNeedLevel3: in a cluster whose voters understand only
+// feature level 2, the webhook calls that change the state are refused at
+// the edge, naming the call and both levels; reads find no endpoint.
+func TestWebhookCallsNeedLevel3(t *testing.T) {
+	ctx := context.Background()
+	key, _ := webhook.ParseKey("0123456789abcdef0123456789abcdef")
+	admin, node := startWebhookNodeAt(t, key, fsm.Level2)
+	waitFor(t, 20*time.Second, "level 2", func() bool { return node.FSM.Level() == fsm.Level2 })
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+		t.Fatal(err)
+	}
+	msg := func(what string) string {
+		return what + ` needs cluster feature level 3; the cluster is at level 2 until every voter runs a build that understands level 3 (docs/operations.md, "Upgrades")`
+	}
+	_, err := admin.WebhookSet(ctx, &pb.WebhookSetRequest{Tenant: "acme", Url: "https://hooks.example.com/"})
+	wantStatus(t, err, codes.FailedPrecondition, msg("webhook set"))
+	_, err = admin.WebhookDelete(ctx, &pb.WebhookDeleteRequest{Tenant: "acme"})
+	wantStatus(t, err, codes.FailedPrecondition, msg("webhook delete"))
+	_, err = admin.WebhookReplay(ctx, &pb.WebhookReplayRequest{Tenant: "acme", FromSeq: 1})
+	wantStatus(t, err, codes.FailedPrecondition, msg("webhook replay"))
+	_, err = admin.WebhookGet(ctx, &pb.WebhookGetRequest{Tenant: "acme"})
+	wantStatus(t, err, codes.NotFound, `tenant "acme" has no webhook`)
+	if node.FSM.HasWebhooks() || node.FSM.Level() != fsm.Level2 {
+		t.Fatalf("webhooks %t at level %d", node.FSM.HasWebhooks(), node.FSM.Level())
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"barista/fsm"
 	pb "barista/proto"
@@ -368,8 +369,8 @@ func TestStaleFinishedProposedOnce(t *testing.T) {
 	if len(reports) != 1 {
 		t.Fatalf("%d Finished commands in the log, want 1", len(reports))
 	}
-	if got := reports[0]; len(got.StderrTail) != sfq.MaxStderrTail || got.StderrTail != tail[len(tail)-sfq.MaxStderrTail:] || got.CpuMs != 700 {
-		t.Errorf("logged report: %d bytes of tail (want the last %d), cpu %d", len(got.StderrTail), sfq.MaxStderrTail, got.CpuMs)
+	if got := reports[0]; len(got.StderrTail) != sfq.MaxOutputTail || got.StderrTail != tail[len(tail)-sfq.MaxOutputTail:] || got.CpuMs != 700 {
+		t.Errorf("logged report: %d bytes of tail (want the last %d), cpu %d", len(got.StderrTail), sfq.MaxOutputTail, got.CpuMs)
 	}
 }
 
@@ -559,9 +560,67 @@ func TestAgentReportsBinaryStderr(t *testing.T) {
 		return j.State == sfq.Failed
 	})
 	j, _, _ := n.node.FSM.Job(job)
-	want := sfq.StderrTail(stderr)
+	want := sfq.OutputTail(stderr)
 	if j.Result == nil || j.Result.StderrTail != want || j.Result.ExitCode != 3 || !strings.HasSuffix(want, "\uFFFD\x00binary") {
 		t.Fatalf("result %+v, want exit 3 and the tail ...%q", j.Result, want[len(want)-21:])
+	}
+}
+
+// TestAgentReportsStdoutTail: the agent reports the end of a run's
+// stdout beside its stderr; the ended job keeps both and the worker it
+// ran on.
+func TestAgentReportsStdoutTail(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	job := n.submit()
+	stdout := strings.Repeat("0123456789", 1000) + "€ done\n"
+	n.startAgent("w1", "", fixedRunner{agent.Result{CPU: 40 * time.Millisecond, StdoutTail: stdout, StderrTail: "warn\n"}}, nil)
+	waitFor(t, 20*time.Second, "the job to complete", func() bool {
+		j, _, _ := n.node.FSM.Job(job)
+		return j.State == sfq.Completed
+	})
+	j, _, _ := n.node.FSM.Job(job)
+	if j.Result == nil || j.Result.StdoutTail != stdout[len(stdout)-sfq.MaxOutputTail:] || j.Result.StderrTail != "warn\n" || j.Worker != "w1" {
+		t.Fatalf("worker %q, result %+v", j.Worker, j.Result)
+	}
+}
+
+// TestFinishedWithoutStdoutTail: a worker of a build before stdout tails
+// sends a Finished without one (field 7 absent: the bytes below are such
+// a message). It is accepted and acknowledged; the job completes with its
+// stderr tail, no stdout tail, and the worker it ran on.
+func TestFinishedWithoutStdoutTail(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	job := n.submit()
+	w, _, err := n.connect("", hello("w-old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := w.ready(1)
+	w.send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: a.Job, Attempt: a.Attempt}}})
+	// JobFinished{job: a.Job, attempt: a.Attempt, outcome: OK, cpu_ms: 300,
+	// exit_code: 0, stderr_tail: "old worker\n"} as the old protocol wrote it.
+	old := []byte{0x08, byte(a.Job), 0x10, byte(a.Attempt), 0x18, byte(pb.Outcome_OK), 0x20, 0xac, 0x02, 0x32, 11}
+	old = append(old, "old worker\n"...)
+	var fin pb.JobFinished
+	if err := proto.Unmarshal(old, &fin); err != nil || fin.CpuMs != 300 || fin.StderrTail != "old worker\n" || a.Job > 127 || a.Attempt > 127 {
+		t.Fatalf("old Finished: %v %v", &fin, err)
+	}
+	w.send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: &fin}})
+	for {
+		m := w.next()
+		if m.GetReject() != nil {
+			t.Fatalf("an old-protocol Finished was rejected: %v", m)
+		}
+		if ack := m.GetFinishedAck(); ack != nil {
+			if ack.Job != a.Job || ack.Attempt != a.Attempt {
+				t.Fatalf("ack %v", ack)
+			}
+			break
+		}
+	}
+	j, _, _ := n.node.FSM.Job(job)
+	if j.State != sfq.Completed || j.Worker != "w-old" || j.CPUMs != 300 || j.Result == nil || j.Result.StderrTail != "old worker\n" || j.Result.StdoutTail != "" {
+		t.Fatalf("job %s on %q cpu %d, result %+v", j.State, j.Worker, j.CPUMs, j.Result)
 	}
 }
 

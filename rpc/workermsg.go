@@ -66,8 +66,9 @@ func checkRef(field string, job uint64, attempt uint32, cpuMs int64) string {
 
 // checkMessage validates one message of a session (any but Hello) at the
 // edge. It never modifies msg; the message it returns is the one to act
-// on. What a worker may legitimately send too long is cut: a stderr tail
-// keeps its last 4 KiB (sfq.StderrTail). What no correct worker sends is
+// on. What a worker may legitimately send too long is cut: a stderr or
+// stdout tail keeps its last 4 KiB (sfq.OutputTail). What no correct
+// worker sends is
 // refused:
 //   - a job report (Started, Heartbeat of a job, Finished) that breaks a
 //     rule returns refused, the reason naming the field and the rule: the
@@ -105,9 +106,10 @@ func checkMessage(msg *pb.WorkerMessage) (out *pb.WorkerMessage, refused string,
 		if fin.ExitCode < MinExitCode || fin.ExitCode > MaxExitCode {
 			return msg, fmt.Sprintf("finished.exit_code: %d is out of range %d..%d", fin.ExitCode, MinExitCode, MaxExitCode), nil
 		}
-		if tail := sfq.StderrTail(fin.StderrTail); tail != fin.StderrTail {
+		stderr, stdout := sfq.OutputTail(fin.StderrTail), sfq.OutputTail(fin.StdoutTail)
+		if stderr != fin.StderrTail || stdout != fin.StdoutTail {
 			cut := proto.CloneOf(fin)
-			cut.StderrTail = tail
+			cut.StderrTail, cut.StdoutTail = stderr, stdout
 			return &pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: cut}}, "", nil
 		}
 		return msg, "", nil
@@ -139,5 +141,5 @@ func startedCommand(worker string, st *pb.JobStarted) *pb.Command {
 func finishedCommand(worker string, fin *pb.JobFinished) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{
 		Job: fin.Job, Attempt: fin.Attempt, WorkerId: worker, Outcome: fin.Outcome, CpuMs: fin.CpuMs,
-		ExitCode: fin.ExitCode, StderrTail: fin.StderrTail}}}
+		ExitCode: fin.ExitCode, StderrTail: fin.StderrTail, StdoutTail: fin.StdoutTail}}}
 }

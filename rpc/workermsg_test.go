@@ -124,17 +124,34 @@ func TestCheckMessage(t *testing.T) {
 		t.Error("the input tail was modified")
 	}
 	cmd := finishedCommand("w1", out.GetFinished())
-	if n := proto.Size(cmd); n > sfq.MaxStderrTail+64 {
+	if n := proto.Size(cmd); n > sfq.MaxOutputTail+64 {
+		t.Errorf("the Finished command is %d bytes", n)
+	}
+
+	// A stdout tail is cut alike, and carried to the command; a short
+	// stderr tail beside it is kept as it is.
+	in = fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_OK, StderrTail: "warn\n", StdoutTail: long})
+	out, refused, err = checkMessage(in)
+	if err != nil || refused != "" {
+		t.Fatalf("long stdout tail: %q %v", refused, err)
+	}
+	if got := out.GetFinished(); got.StdoutTail != long[len(long)-4095:] || got.StderrTail != "warn\n" || in.GetFinished().StdoutTail != long {
+		t.Errorf("cut stdout tail: %d bytes, stderr %q", len(got.StdoutTail), got.StderrTail)
+	}
+	if c := finishedCommand("w1", out.GetFinished()).GetFinished(); c.StdoutTail != long[len(long)-4095:] || c.StderrTail != "warn\n" {
+		t.Errorf("the command carries stdout %d bytes, stderr %q", len(c.StdoutTail), c.StderrTail)
+	}
+	if n := proto.Size(finishedCommand("w1", out.GetFinished())); n > 2*sfq.MaxOutputTail+64 {
 		t.Errorf("the Finished command is %d bytes", n)
 	}
 }
 
 // FuzzWorkerMessage: checking and converting any worker message never
 // panics, and what passes is bounded: a Hello within its limits, a
-// command carrying at most 4 KiB of valid UTF-8 tail and nothing Apply
-// would refuse for its range. tail replaces a Finished's stderr tail with
-// arbitrary bytes when it is not empty (gRPC would refuse invalid UTF-8
-// before the check; the check must not rely on it).
+// command carrying at most 4 KiB of valid UTF-8 in each tail and nothing
+// Apply would refuse for its range. tail replaces a Finished's stderr and
+// stdout tails with arbitrary bytes when it is not empty (gRPC would refuse
+// invalid UTF-8 before the check; the check must not rely on it).
 func FuzzWorkerMessage(f *testing.F) {
 	seeds := []*pb.WorkerMessage{
 		{Msg: &pb.WorkerMessage_Hello{Hello: &pb.Hello{WorkerId: "gpu-1", Size: pb.Size_MD, Version: "1", Running: []*pb.RunningJob{{Job: 3, Attempt: 2, CpuMs: 10, Finished: true}}}}},
@@ -157,7 +174,7 @@ func FuzzWorkerMessage(f *testing.F) {
 			return
 		}
 		if fin := msg.GetFinished(); fin != nil && len(tail) > 0 {
-			fin.StderrTail = string(tail)
+			fin.StderrTail, fin.StdoutTail = string(tail), string(tail[len(tail)/2:])
 		}
 		if h := msg.GetHello(); h != nil {
 			if _, err := checkHello(h); err == nil {
@@ -177,8 +194,10 @@ func FuzzWorkerMessage(f *testing.F) {
 		case *pb.WorkerMessage_Finished:
 			cmd = finishedCommand("w1", m.Finished)
 			fin := cmd.GetFinished()
-			if len(fin.StderrTail) > sfq.MaxStderrTail || !utf8.ValidString(fin.StderrTail) {
-				t.Fatalf("tail of %d bytes, valid UTF-8 %v", len(fin.StderrTail), utf8.ValidString(fin.StderrTail))
+			for _, tail := range []string{fin.StderrTail, fin.StdoutTail} {
+				if len(tail) > sfq.MaxOutputTail || !utf8.ValidString(tail) {
+					t.Fatalf("tail of %d bytes, valid UTF-8 %v", len(tail), utf8.ValidString(tail))
+				}
 			}
 			if fin.CpuMs < 0 || fin.CpuMs > sfq.MaxEstCostMs || fin.Job == 0 || fin.Attempt == 0 {
 				t.Fatalf("accepted %v", fin)
@@ -190,7 +209,7 @@ func FuzzWorkerMessage(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the command does not encode: %v", err)
 		}
-		if len(b) > sfq.MaxStderrTail+64 {
+		if len(b) > 2*sfq.MaxOutputTail+64 {
 			t.Fatalf("a %d-byte command", len(b))
 		}
 	})

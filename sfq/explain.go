@@ -304,6 +304,25 @@ func (s *Scheduler) peekHeads(ti uint32, sz Size, h *sizeHeads) {
 	}
 }
 
+// QueuedIn reports which classes tenant ti has queued jobs without a
+// deadline in (bit c set for class c). Read-only, O(sizes × classes) of
+// queue heads; for audits (SPEC §8 rule 6 holds inside each class).
+func (s *Scheduler) QueuedIn(ti uint32) (classes uint8) {
+	if int(ti) >= len(s.rt) {
+		return 0
+	}
+	for sz := range Size(NumSizes) {
+		var h sizeHeads
+		s.peekHeads(ti, sz, &h)
+		for c := range Class(NumClasses) {
+			if h.fifo[c].ok {
+				classes |= 1 << c
+			}
+		}
+	}
+	return classes
+}
+
 func (s *Scheduler) queuedJob(id JobID) *Job {
 	if j := s.jobs.Get(uint64(id)); j != nil && j.State == Queued {
 		return j

@@ -112,7 +112,10 @@ type Life struct {
 	// makes a repeated Finished a no-op and bills a zombie once. Reports
 	// more than 31 attempts old are refused unbilled.
 	Settled uint32
-	// Worker holds the worker of the current attempt while the job is live.
+	// Worker is the worker of the current attempt while the job is live,
+	// and stays that of its last attempt when the job ends from a live
+	// state (it shows where the job ran and its output is); a requeue
+	// clears it.
 	Worker       string
 	AckDeadline  Time // Assigned: Started must arrive by then
 	LeaseExpires Time // Running: moved by every heartbeat
@@ -380,7 +383,6 @@ func endCancelled(l Life) Life {
 
 func end(l Life, s State) Life {
 	l.State = s
-	l.Worker = ""
 	l.AckDeadline, l.LeaseExpires, l.TimeoutAt = 0, 0, 0
 	return l
 }

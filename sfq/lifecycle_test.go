@@ -122,7 +122,7 @@ func TestLifecycleDetails(t *testing.T) {
 		{"heartbeat that does not move the lease is a duplicate", with(L[Running], func(l *Life) { l.LeaseExpires = 31_000 }), E[EvHeartbeat], Duplicate, nil},
 		{"heartbeat from another worker is fenced", L[Running], ev(EvHeartbeat, func(e *Event) { e.Worker = "w9" }), Stale, nil},
 		{"finish ok beats a pending cancel", with(L[Running], func(l *Life) { l.Cancel = CancelRequested }), E[EvFinish], Changed, func(t *testing.T, l Life) {
-			if l.State != Completed || l.Settled != 1 {
+			if l.State != Completed || l.Settled != 1 || l.Worker != "w1" || l.LeaseExpires != 0 || l.TimeoutAt != 0 {
 				t.Errorf("%+v", l)
 			}
 		}},
@@ -132,7 +132,7 @@ func TestLifecycleDetails(t *testing.T) {
 			}
 		}},
 		{"finish failed at max attempts fails", with(L[Running], func(l *Life) { l.Failures = 2 }), ev(EvFinish, func(e *Event) { e.Outcome = OutcomeFailed }), Changed, func(t *testing.T, l Life) {
-			if l.State != Failed || l.Failures != 3 {
+			if l.State != Failed || l.Failures != 3 || l.Worker != "w1" {
 				t.Errorf("%+v", l)
 			}
 		}},
@@ -192,7 +192,7 @@ func TestLifecycleDetails(t *testing.T) {
 		{"ack expiry before the deadline", L[Assigned], ev(EvExpireAck, func(e *Event) { e.Now = 499 }), NotDue, nil},
 		{"ack expiry of another attempt", L[Assigned], ev(EvExpireAck, func(e *Event) { e.Attempt = 2 }), Stale, nil},
 		{"ack expiry with a cancel pending cancels", with(L[Assigned], func(l *Life) { l.Cancel = CancelRequested }), E[EvExpireAck], Changed, func(t *testing.T, l Life) {
-			if l.State != Cancelled {
+			if l.State != Cancelled || l.Worker != "w1" || l.AckDeadline != 0 {
 				t.Errorf("%+v", l)
 			}
 		}},
@@ -301,9 +301,16 @@ func TestApplyTotal(t *testing.T) {
 		if l.Failures < l.MaxAttempts && got.Failures > got.MaxAttempts {
 			t.Fatalf("failures %d over max %d", got.Failures, got.MaxAttempts)
 		}
-		wellFormed := l.State.Live() == (l.Worker != "") && (e.Kind != EvDispatch || e.Worker != "")
-		if wellFormed && got.State.Live() != (got.Worker != "") && out == Changed {
-			t.Fatalf("live=%v with worker %q after %s", got.State.Live(), got.Worker, e.Kind)
+		// A live job has a worker, a queued one none; a job that ends
+		// keeps the worker it ended on.
+		wellFormed := (!l.State.Live() || l.Worker != "") && (l.State != Queued || l.Worker == "") && (e.Kind != EvDispatch || e.Worker != "")
+		if wellFormed && out == Changed {
+			switch {
+			case got.State.Live() && got.Worker == "", got.State == Queued && got.Worker != "":
+				t.Fatalf("%s with worker %q after %s", got.State, got.Worker, e.Kind)
+			case got.State.Terminal() && !l.State.Terminal() && got.Worker != l.Worker:
+				t.Fatalf("%s -> %s on %s: worker %q, want %q kept", l.State, got.State, e.Kind, got.Worker, l.Worker)
+			}
 		}
 		if e.Kind != EvDispatch && e.Kind != EvHeartbeat && e.Kind != EvGrant && out == Changed {
 			if again, out2 := Apply(got, e); out2 == Changed && again.State == got.State && e.Kind != EvFinish {

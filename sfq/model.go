@@ -188,10 +188,13 @@ func (t *Tenant) tagPtr(c Class) *VirtualTime {
 	return &t.classTags[c-1]
 }
 
-// Result is what a finished run reported.
+// Result is what a finished run reported: its exit code and the ends of
+// its stderr and stdout (OutputTail; the whole output stays on the
+// worker's disk).
 type Result struct {
 	ExitCode   int32
 	StderrTail string
+	StdoutTail string
 }
 
 // Job is a job's record. ID doubles as enqueue_seq.
@@ -212,6 +215,10 @@ type Job struct {
 	CPUMs       int64  // last heartbeat's CPU, then the final CPU
 	SubmittedAt Time
 	EndedAt     Time
+	// submitWall and endWall are the leader's wall clock on the entries
+	// that submitted and ended the job, for display only (see WallDelta):
+	// SubmittedWall and EndedWall read them.
+	submitWall, endWall WallDelta
 	// text holds the idempotency key ("" = none), the job type and the
 	// payload in one string: uvarint(len(key)) key uvarint(len(type)) type
 	// payload, after uvarint(deadline_at) for a job with a deadline. One
@@ -221,6 +228,13 @@ type Job struct {
 	text   string
 	Result *Result // set by the accepted Finished; immutable once set
 }
+
+// SubmittedWall is the wall-clock time of the job's submit (display
+// only; SubmittedAt is the cluster time every rule uses).
+func (j *Job) SubmittedWall() Time { return j.submitWall.Wall(j.SubmittedAt) }
+
+// EndedWall is the wall-clock time the job ended (0 while it has not).
+func (j *Job) EndedWall() Time { return j.endWall.Wall(j.EndedAt) }
 
 // noText is the text of a job without key, type or payload.
 const noText = "\x00\x00"
@@ -304,25 +318,25 @@ func (j *Job) Type() string { _, t, _ := j.textParts(); return t }
 // Payload is the job's payload.
 func (j *Job) Payload() string { _, _, p := j.textParts(); return p }
 
-// MaxStderrTail bounds the stderr tail kept on a job.
-const MaxStderrTail = 4096
+// MaxOutputTail bounds each of the stderr and stdout tails kept on a job.
+const MaxOutputTail = 4096
 
-// StderrTail returns the end of a run's stderr as a job keeps it: valid
-// UTF-8 (each invalid sequence becomes U+FFFD), at most MaxStderrTail
-// bytes, cut at a character boundary. Workers report it so, and the
-// leader cuts every report so before proposing it.
-func StderrTail(s string) string {
+// OutputTail returns the end of a run's stderr or stdout as a job keeps
+// it: valid UTF-8 (each invalid sequence becomes U+FFFD), at most
+// MaxOutputTail bytes, cut at a character boundary. Workers report it so,
+// and the leader cuts every report so before proposing it.
+func OutputTail(s string) string {
 	// Only the end matters; bound the work on a huge input first.
-	if len(s) > 4*MaxStderrTail {
-		s = s[len(s)-4*MaxStderrTail:]
+	if len(s) > 4*MaxOutputTail {
+		s = s[len(s)-4*MaxOutputTail:]
 	}
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	if len(s) <= MaxStderrTail {
+	if len(s) <= MaxOutputTail {
 		return s
 	}
-	s = s[len(s)-MaxStderrTail:]
+	s = s[len(s)-MaxOutputTail:]
 	for len(s) > 0 && !utf8.RuneStart(s[0]) {
 		s = s[1:]
 	}

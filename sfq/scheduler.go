@@ -37,6 +37,16 @@ type Scheduler struct {
 	reap       deadlineHeap
 	ended      endedQueue
 	est        estimateIndex
+
+	// wall is the wall clock of the input being applied (SetWall): kept
+	// on the jobs it submits and ends, for display, and read by no rule.
+	wall Time
+	// v1 makes the scheduler behave as the builds before feature level 2
+	// (SetVersion1): it learns no cost estimates, records no wall times,
+	// keeps no stdout tail and forgets an ended job's worker, so that its
+	// state is what those builds hold. It is not encoded: the state machine
+	// above sets it from its replicated feature level.
+	v1 bool
 }
 
 type tenantRT struct {
@@ -127,6 +137,36 @@ func (s *Scheduler) initHeaps() {
 		}
 		s.maxTag[c] = tenantHeap{order: byTagDesc}
 	}
+}
+
+// SetWall gives the wall-clock time (ms since the Unix epoch; 0 =
+// unknown) of the inputs that follow, until the next SetWall: the state
+// machine sets that of each log entry before applying it. Jobs keep it
+// beside the cluster time of their submit and of their end (SubmittedWall,
+// EndedWall), for display only: no deadline or rule reads it, and it is
+// not state of its own (the next input sets it again).
+func (s *Scheduler) SetWall(wall Time) {
+	if s.v1 {
+		wall = 0 // unknown: as before wall times
+	}
+	s.wall = wall
+}
+
+// SetVersion1 makes the scheduler hold exactly what the builds before
+// feature level 2 hold (on), or all it knows (off, the default): while
+// some voter may run such a build, the cluster keeps no cost estimates, no
+// wall times, no stdout tails and no worker of an ended job, so that every
+// node holds (and hashes) the same state; the state machine turns it off
+// with the feature level that brought them.
+func (s *Scheduler) SetVersion1(on bool) { s.v1 = on }
+
+// version1Life forgets an ended job's worker under SetVersion1, as the
+// builds before feature level 2 did.
+func (s *Scheduler) version1Life(l Life) Life {
+	if s.v1 && l.State.Terminal() {
+		l.Worker = ""
+	}
+	return l
 }
 
 // Config returns the configuration in force.
@@ -442,6 +482,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		EstCostMs:   est,
 		TimeoutMs:   sub.TimeoutMs,
 		SubmittedAt: now,
+		submitWall:  MakeWallDelta(s.wall, now),
 	}
 	job.setText(deadlineAt, sub.Key, sub.Type, sub.Payload)
 	s.jobs.Put(uint64(id), job)
@@ -1038,6 +1079,7 @@ func (s *Scheduler) event(now Time, id JobID, e Event, cpuMs int64) (Change, err
 	e.LeaseMs = s.cfg.LeaseTimeoutMs
 	e.TimeoutMs = j.TimeoutMs
 	life, out := Apply(j.Life, e)
+	life = s.version1Life(life)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
 	if out != Changed {
 		if out == Duplicate {
@@ -1077,8 +1119,15 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if cpuMs < 0 || cpuMs > MaxEstCostMs {
 		return Change{}, fmt.Errorf("%w: cpu_ms %d out of range", ErrInvalid, cpuMs)
 	}
-	if len(res.StderrTail) > MaxStderrTail {
-		res.StderrTail = res.StderrTail[len(res.StderrTail)-MaxStderrTail:]
+	// The edge cuts both tails so already. A stdout tail is cut here by
+	// the same rule; a stderr tail keeps the byte cut that entries written
+	// before OutputTail were applied with.
+	if len(res.StderrTail) > MaxOutputTail {
+		res.StderrTail = res.StderrTail[len(res.StderrTail)-MaxOutputTail:]
+	}
+	res.StdoutTail = OutputTail(res.StdoutTail)
+	if s.v1 {
+		res.StdoutTail = ""
 	}
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
@@ -1086,6 +1135,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	}
 	e := Event{Kind: EvFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome}
 	life, out := Apply(j.Life, e)
+	life = s.version1Life(life)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: attempt, Outcome: out, From: j.State, To: life.State}
 	switch out {
 	case Changed:
@@ -1125,7 +1175,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
 	jm.CPUMs = cpuMs
-	jm.Result = &Result{ExitCode: res.ExitCode, StderrTail: res.StderrTail}
+	jm.Result = &Result{ExitCode: res.ExitCode, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail}
 	tm := s.tenants.Mut(uint64(j.Tenant))
 	*tm.tagPtr(j.Class) = tag
 	tm.Billing.CPUMs += cpuMs
@@ -1133,7 +1183,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 		tm.Usage = max(0, s.decayedUsage(tm, now)+cpuMs-jm.EstCostMs)
 		tm.UsageAt = now
 	}
-	if life.State == Completed {
+	if life.State == Completed && !s.v1 {
 		s.learn(j.Tenant, jm.Type(), cpuMs, now)
 	}
 	s.transition(jm, old, now)
@@ -1196,7 +1246,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		tm.Billing.TimedOut++
 	}
 	if j.State.Terminal() && !old.State.Terminal() {
-		j.EndedAt = now
+		j.EndedAt, j.endWall = now, MakeWallDelta(s.wall, now)
 		s.ended.push(now, j.ID)
 	}
 	s.place(j.Tenant, true, false, everything)

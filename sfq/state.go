@@ -10,9 +10,12 @@ import (
 // stateVersion is the version of the canonical state encoding. Version 2
 // added priority classes (a virtual_now per class, a finish tag per tenant
 // and class, class caps and max_class), deadlines and learned cost
-// estimates; Decode still reads version 1, whose jobs are all of class
-// normal without a deadline.
-const stateVersion = 2
+// estimates; version 3 the wall-clock times of a job's submit and end and
+// the stdout tail of its result (an ended job also keeps its last worker,
+// which needs no new field). Decode still reads versions 1 and 2: their
+// jobs show their cluster times as wall times and have no stdout tail,
+// and version 1's are all of class normal without a deadline.
+const stateVersion = 3
 
 // View is an immutable picture of the scheduler's persistent state: its
 // configuration, scalars, and tenant and job tables. A View returned by
@@ -51,23 +54,35 @@ func (v *View) TenantCount() int { return v.tenants.Len() }
 // Encode writes the view's canonical encoding. Equal states encode to equal
 // bytes on every machine. Per-class values are written in Class order
 // (normal, high, critical, low).
-func (v *View) Encode(e *Encoder) {
-	e.Uvarint(stateVersion)
-	encodeConfig(e, &v.cfg)
-	for _, vn := range v.vnow {
-		e.Varint(int64(vn))
+func (v *View) Encode(e *Encoder) { v.EncodeVersion(e, stateVersion) }
+
+// EncodeVersion writes the view's canonical encoding of version 1 or 2.
+// Version 1 is what builds before classes wrote: a state that FitsVersion1
+// reads back from it unchanged; anything else it cannot hold is left out.
+func (v *View) EncodeVersion(e *Encoder, version int) {
+	e.Uvarint(uint64(version))
+	encodeConfig(e, &v.cfg, version)
+	if version < 2 {
+		e.Varint(int64(v.vnow[ClassNormal]))
+	} else {
+		for _, vn := range v.vnow {
+			e.Varint(int64(vn))
+		}
 	}
 	e.Uvarint(uint64(v.nextJob))
 	e.Uvarint(uint64(v.tenants.Len()))
 	v.tenants.Each(func(_ uint64, t *Tenant) bool {
-		encodeTenant(e, t)
+		encodeTenant(e, t, version)
 		return true
 	})
 	e.Uvarint(uint64(v.jobs.Len()))
 	v.jobs.Each(func(_ uint64, j *Job) bool {
-		encodeJob(e, j)
+		encodeJob(e, j, version)
 		return true
 	})
+	if version < 2 {
+		return
+	}
 	e.Uvarint(uint64(v.types.Len()))
 	v.types.Each(func(slot uint64, st *TypeStat) bool {
 		e.Uvarint(slot)
@@ -78,6 +93,47 @@ func (v *View) Encode(e *Encoder) {
 		e.Varint(int64(st.UpdatedAt))
 		return true
 	})
+}
+
+// FitsVersion1 reports, as an error naming the first one, anything the
+// version 1 encoding cannot hold: a class other than normal, a deadline, a
+// learned estimate or an estimate not submitted, a tenant's max_class,
+// allow_deadlines, class or deadline caps, a tag or virtual_now of another
+// class, or the estimate settings. O(tenants + jobs).
+func (v *View) FitsVersion1() error {
+	if v.cfg.Estimate != EstimateSubmitted || v.cfg.DefaultCostMs != DefaultCostMs {
+		return fmt.Errorf("estimate=%s default_cost=%d ms", v.cfg.Estimate, v.cfg.DefaultCostMs)
+	}
+	for c, vn := range v.vnow {
+		if Class(c) != ClassNormal && vn != 0 {
+			return fmt.Errorf("virtual_now of class %s is %s", Class(c), vn)
+		}
+	}
+	if n := v.types.Len(); n > 0 {
+		return fmt.Errorf("%d learned cost estimates", n)
+	}
+	var err error
+	v.tenants.Each(func(_ uint64, t *Tenant) bool {
+		switch {
+		case t.MaxClass != ClassNormal || t.AllowDeadlines:
+			err = fmt.Errorf("tenant %s has max_class %s, allow_deadlines %t", t.Name, t.MaxClass, t.AllowDeadlines)
+		case t.Caps.MaxRunningCritical != 0 || t.Caps.MaxRunningHigh != 0 || t.Caps.MaxRunningDeadline != 0:
+			err = fmt.Errorf("tenant %s has a class or deadline cap", t.Name)
+		case t.classTags != [NumClasses - 1]VirtualTime{}:
+			err = fmt.Errorf("tenant %s has a tag in a class other than normal", t.Name)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	v.jobs.Each(func(_ uint64, j *Job) bool {
+		if j.Class != ClassNormal || j.deadline || j.EstSource != EstFromSubmit {
+			err = fmt.Errorf("job %d has class %s, a deadline %t, estimate from %s", j.ID, j.Class, j.deadline, j.EstSource)
+		}
+		return err == nil
+	})
+	return err
 }
 
 // Hash returns the SHA-256 of the canonical encoding of the state.
@@ -92,17 +148,21 @@ func (s *Scheduler) Hash() [32]byte {
 }
 
 // EncodeConfig writes a configuration's canonical encoding.
-func EncodeConfig(e *Encoder, c *Config) { encodeConfig(e, c) }
+func EncodeConfig(e *Encoder, c *Config) { encodeConfig(e, c, stateVersion) }
+
+// EncodeConfigVersion writes a configuration's encoding of state version v
+// (1 or 2); version 1 has no estimate settings.
+func EncodeConfigVersion(e *Encoder, c *Config, v int) { encodeConfig(e, c, v) }
 
 // DecodeConfig reads what EncodeConfig wrote.
 func DecodeConfig(d *Decoder) Config { return decodeConfig(d, stateVersion) }
 
 // DecodeConfigVersion reads a configuration written by the EncodeConfig of
-// state encoding version v (1 or 2); fields a version lacks get their
-// defaults.
+// state encoding version v (1 to 3; 3 writes it as 2 did); fields a
+// version lacks get their defaults.
 func DecodeConfigVersion(d *Decoder, v int) Config { return decodeConfig(d, v) }
 
-func encodeConfig(e *Encoder, c *Config) {
+func encodeConfig(e *Encoder, c *Config, version int) {
 	for _, w := range c.TierWeights {
 		e.Uvarint(uint64(w))
 	}
@@ -124,6 +184,9 @@ func encodeConfig(e *Encoder, c *Config) {
 	e.Varint(c.AckTimeoutMs)
 	e.Varint(c.LeaseTimeoutMs)
 	e.Uvarint(uint64(c.DefaultMaxAttempts))
+	if version < 2 {
+		return
+	}
 	e.Byte(byte(c.Estimate))
 	e.Varint(c.DefaultCostMs)
 }
@@ -154,7 +217,7 @@ func decodeConfig(d *Decoder, version int) Config {
 	return c
 }
 
-func encodeTenant(e *Encoder, t *Tenant) {
+func encodeTenant(e *Encoder, t *Tenant, version int) {
 	e.String(t.Name)
 	e.Byte(byte(t.Tier))
 	e.Uvarint(uint64(t.Multiplier))
@@ -182,6 +245,9 @@ func encodeTenant(e *Encoder, t *Tenant) {
 	e.Varint(b.DispatchedCostMs)
 	for _, x := range [...]uint64{b.Submitted, b.Dispatches, b.Completed, b.Failed, b.Cancelled, b.TimedOut, b.Failures, b.Requeues} {
 		e.Uvarint(x)
+	}
+	if version < 2 {
+		return
 	}
 	// Version 2: classes and deadlines.
 	e.Byte(byte(t.MaxClass))
@@ -248,7 +314,7 @@ func decodeTenant(d *Decoder, version int) Tenant {
 	return t
 }
 
-func encodeJob(e *Encoder, j *Job) {
+func encodeJob(e *Encoder, j *Job, version int) {
 	e.Uvarint(uint64(j.ID))
 	e.Uvarint(uint64(j.Tenant))
 	e.Byte(byte(j.Size))
@@ -280,10 +346,22 @@ func encodeJob(e *Encoder, j *Job) {
 	} else {
 		e.Byte(0)
 	}
+	if version < 2 {
+		return
+	}
 	// Version 2.
 	e.Byte(byte(j.Class))
 	e.Byte(byte(j.EstSource))
 	e.Varint(int64(j.DeadlineAt()))
+	if version < 3 {
+		return
+	}
+	// Version 3.
+	e.Varint(int64(j.submitWall))
+	e.Varint(int64(j.endWall))
+	if j.Result != nil {
+		e.String(j.Result.StdoutTail)
+	}
 }
 
 func decodeJob(d *Decoder, version int) Job {
@@ -321,8 +399,25 @@ func decodeJob(d *Decoder, version int) Job {
 			d.Fail("job %d has a negative deadline", j.ID)
 		}
 	}
+	if version >= 3 {
+		j.submitWall = decodeWallDelta(d)
+		j.endWall = decodeWallDelta(d)
+		if j.Result != nil {
+			j.Result.StdoutTail = d.String()
+		}
+	}
 	j.setText(deadlineAt, key, typ, payload)
 	return j
+}
+
+// decodeWallDelta reads a WallDelta, which must fit in 32 bits.
+func decodeWallDelta(d *Decoder) WallDelta {
+	x := d.Varint()
+	if x < -1<<31 || x > 1<<31-1 {
+		d.Fail("wall-clock delta %d exceeds 32 bits", x)
+		return 0
+	}
+	return WallDelta(x)
 }
 
 // Decode reads a state written by View.Encode, rebuilds every derived

@@ -3,6 +3,7 @@ package sfq
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,86 @@ func TestRecreatedTenantEncoding(t *testing.T) {
 	s.tenants.Mut(2).Name = "b"
 	if err := s.Verify(); !errors.Is(err, ErrVerify) || !strings.Contains(err.Error(), `tenant "b" is not indexed by name`) {
 		t.Fatalf("shadowed live tenant: %v", err)
+	}
+}
+
+// TestVersion1Encoding: a state that holds only what version 1 can (class
+// normal, no deadline, no learned estimate) written as version 1 decodes
+// to the same state; with learning off, completions teach nothing, so the
+// state keeps fitting. Anything version 1 cannot hold is named.
+func TestVersion1Encoding(t *testing.T) {
+	s, _ := New(DefaultConfig())
+	s.SetVersion1(true)
+	s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold, Caps: Caps{MaxRunning: 3}})
+	s.UpsertTenant(TenantSpec{Name: "b", Tier: Free})
+	for i := range 6 {
+		if _, err := s.Submit(Time(i), Submission{Tenant: []string{"a", "b"}[i%2], Type: "render", Size: Size(i % 3), EstCostMs: 1000, Key: fmt.Sprint("k", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		a, ok, _ := s.Dispatch(10, LG, fmt.Sprint("w", i))
+		if !ok {
+			t.Fatal("nothing dispatched")
+		}
+		if i < 2 {
+			s.Finish(11, a.Job, a.Attempt, fmt.Sprint("w", i), OutcomeOK, 900, Result{})
+		}
+	}
+	if _, ok := s.Estimate("a", "render"); ok {
+		t.Fatal("learned an estimate with learning off")
+	}
+	v := s.Freeze()
+	if err := v.FitsVersion1(); err != nil {
+		t.Fatalf("FitsVersion1: %v", err)
+	}
+	var buf bytes.Buffer
+	e := NewEncoder(&buf)
+	v.EncodeVersion(e, 1)
+	e.Flush()
+	if buf.Bytes()[0] != 1 {
+		t.Fatalf("version byte %d", buf.Bytes()[0])
+	}
+	d, err := decodeBytes(buf.Bytes())
+	if err != nil {
+		t.Fatalf("decode version 1: %v", err)
+	}
+	if d.Hash() != s.Hash() {
+		t.Fatal("a state written as version 1 decodes to another state")
+	}
+	if len(buf.Bytes()) >= len(encodeView(v)) {
+		t.Fatalf("version 1 is %d bytes, version 2 %d", len(buf.Bytes()), len(encodeView(v)))
+	}
+
+	for _, c := range []struct {
+		change func(s *Scheduler)
+		want   string
+	}{
+		{func(s *Scheduler) { s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold, MaxClass: ClassHigh}) }, "tenant a has max_class high, allow_deadlines false"},
+		{func(s *Scheduler) {
+			s.UpsertTenant(TenantSpec{Name: "b", Tier: Free, Caps: Caps{MaxRunningDeadline: 1}})
+		}, "tenant b has a class or deadline cap"},
+		{func(s *Scheduler) {
+			s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold, AllowDeadlines: true})
+			s.Submit(20, Submission{Tenant: "a", Size: SM, EstCostMs: 5, DeadlineMs: 5000})
+			s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold})
+		}, "job 7 has class normal, a deadline true, estimate from submitted"},
+		{func(s *Scheduler) {
+			s.SetVersion1(false)
+			a, _, _ := s.Dispatch(30, LG, "w9")
+			s.Finish(31, a.Job, a.Attempt, "w9", OutcomeOK, 5, Result{})
+		}, "1 learned cost estimates"},
+		{func(s *Scheduler) {
+			cfg := DefaultConfig()
+			cfg.Estimate = EstimateAuto
+			s.SetConfig(cfg)
+		}, "estimate=auto default_cost=60000 ms"},
+	} {
+		w, _ := decodeBytes(buf.Bytes())
+		w.SetVersion1(true)
+		c.change(w)
+		if err := w.Freeze().FitsVersion1(); err == nil || err.Error() != c.want {
+			t.Errorf("FitsVersion1 = %v, want %q", err, c.want)
+		}
 	}
 }

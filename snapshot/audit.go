@@ -21,7 +21,9 @@ import (
 //     the tenant's counters after it (Running, RunningSize for the job's
 //     size, InflightCPUMs) and the caps in force (MaxRunning,
 //     MaxRunningSize, MaxInflightCPUMs; 0 = none); Backlogged, the
-//     tenants with queued jobs just before it; Class, Deadline and
+//     tenants with queued jobs just before it, and BackloggedIn, as
+//     "tenant:class", the classes in which each had queued jobs without
+//     a deadline (SPEC §8 rule 6 holds inside a class); Class, Deadline and
 //     DeadlineMissed of the job, Start, the start tag it was charged at
 //     (virtual µs), and Eligible, the classes with an eligible job the
 //     worker fits just before it ("high", and "high:deadline" when one
@@ -53,6 +55,7 @@ type AuditFact struct {
 	MaxRunningSize   uint32   `json:"max_running_size,omitempty"`
 	MaxInflightCPUMs int64    `json:"max_inflight_cpu_ms,omitempty"`
 	Backlogged       []string `json:"backlogged,omitempty"`
+	BackloggedIn     []string `json:"backlogged_in,omitempty"`
 	Class            string   `json:"class,omitempty"`
 	Deadline         bool     `json:"deadline,omitempty"`
 	DeadlineMissed   bool     `json:"deadline_missed,omitempty"`
@@ -104,15 +107,21 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 		return &fsm.FatalError{Index: l.Index, Err: err}
 	}
 	for _, c := range env.Commands {
-		var backlogged, eligible []string
+		var backlogged, backloggedIn, eligible []string
 		var before sfq.State
 		var known bool
 		job := commandJob(c)
 		f.Read(func(s *sfq.Scheduler) {
 			if d := c.GetDispatch(); d != nil {
-				s.Tenants(func(_ uint32, t *sfq.Tenant) bool {
+				s.Tenants(func(i uint32, t *sfq.Tenant) bool {
 					if !t.Deleted && t.QueuedTotal() > 0 {
 						backlogged = append(backlogged, t.Name)
+						in := s.QueuedIn(i)
+						for _, c := range sfq.Classes() {
+							if in&(1<<c) != 0 {
+								backloggedIn = append(backloggedIn, t.Name+":"+c.String())
+							}
+						}
 					}
 					return true
 				})
@@ -155,7 +164,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				a.emit(AuditFact{Kind: "dispatch", Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
 					EstCostMs: j.EstCostMs, Weight: int64(j.Weight), Running: t.Running, RunningSize: t.RunningBySize[j.Size],
 					InflightCPUMs: t.InflightCPUMs, MaxRunning: t.Caps.MaxRunning, MaxRunningSize: t.Caps.MaxRunningSize[j.Size],
-					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged,
+					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged, BackloggedIn: backloggedIn,
 					Class: j.Class.String(), Deadline: j.HasDeadline(), DeadlineMissed: r.DeadlineMissed, Start: int64(j.StartTag), Eligible: eligible})
 			case *pb.Command_Finished:
 				if r.Code == fsm.OK && r.Outcome == sfq.Changed {

@@ -22,6 +22,8 @@ func TestAuditClassesAndDeadlines(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmds := []*pb.Command{
+		// As a new cluster's first leader raises it.
+		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level2}}},
 		{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH, AllowDeadlines: true}}},
 		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1000}}},
 		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, DeadlineMs: 1000}}},
@@ -51,13 +53,15 @@ func TestAuditClassesAndDeadlines(t *testing.T) {
 		t.Fatalf("%d dispatch facts", len(got))
 	}
 	// The high sm job goes first while normal has a deadline job and one
-	// without; then the deadline job, dispatched at 5 s, 2 s after its
-	// deadline (submitted at 2 s, due in 1 s), charged at the tag the high
+	// without; then the deadline job, dispatched at 6 s, 3 s after its
+	// deadline (submitted at 3 s, due in 1 s), charged at the tag the high
 	// job did not touch (normal's is still 0).
-	if f := got[0]; f.Job != 3 || f.Class != "high" || f.Deadline || !reflect.DeepEqual(f.Eligible, []string{"high", "normal", "normal:deadline"}) {
+	if f := got[0]; f.Job != 3 || f.Class != "high" || f.Deadline || !reflect.DeepEqual(f.Eligible, []string{"high", "normal", "normal:deadline"}) ||
+		!reflect.DeepEqual(f.BackloggedIn, []string{"a:high", "a:normal"}) {
 		t.Fatalf("first dispatch %+v", f)
 	}
-	if f := got[1]; f.Job != 2 || f.Class != "normal" || !f.Deadline || !f.DeadlineMissed || f.Start != 0 || !reflect.DeepEqual(f.Eligible, []string{"normal", "normal:deadline"}) {
+	if f := got[1]; f.Job != 2 || f.Class != "normal" || !f.Deadline || !f.DeadlineMissed || f.Start != 0 || !reflect.DeepEqual(f.Eligible, []string{"normal", "normal:deadline"}) ||
+		!reflect.DeepEqual(f.BackloggedIn, []string{"a:normal"}) {
 		t.Fatalf("second dispatch %+v", f)
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 // bigFSM builds a state of jobs queued over tenants through Apply.
 func bigFSM(b *testing.B, tenants, jobs int) (*fsm.FSM, uint64) {
-	f := fsm.New()
+	f := fsm.NewLatest()
 	var index uint64
 	apply := func(cmds []*pb.Command) {
 		index++

@@ -6,7 +6,7 @@
 // A snapshot file is:
 //
 //	"BARISTA-SNAPSHOT"        16 bytes of magic
-//	format version            uvarint (this build writes 2, reads 1 and 2)
+//	format version            uvarint (this build writes 1, 3 or 4, reads 1 to 4)
 //	index                     uvarint: the last log index the state includes
 //	state                     the FSM's canonical state encoding
 //	checksum                  32 bytes: SHA-256 of every byte before it
@@ -14,9 +14,20 @@
 // The state hash a node reports is the SHA-256 of the state part alone.
 //
 // Format 2 carries state encoding version 2 (priority classes, deadlines,
-// learned cost estimates). A format 1 file is still read: its state loads
-// as jobs of class normal without deadlines, with no estimates learned,
-// and schedules exactly as it did.
+// learned cost estimates). Format 3 carries FSM state version 4 and the
+// core's version 3: the wall-clock times of jobs and events, stdout tails,
+// and the worker an ended job ran on. Format 4 carries FSM state version
+// 5: webhook endpoints and their cursors. Older files are still read: a
+// format 1 state loads as jobs of class normal without deadlines, with no
+// estimates learned, and schedules exactly as it did; the jobs and events
+// of formats 1 and 2 show their cluster times as wall times, their results
+// no stdout tail and their ended jobs no worker.
+//
+// Which format is written follows the cluster's feature level (the state
+// says it): a cluster at level 1, whose voters may still run a build that
+// reads only format 1, writes format 1, which such a build reads and
+// hashes alike; at level 2, format 3, which builds of level 2 read and
+// hash alike; from level 3 on, format 4.
 package snapshot
 
 import (
@@ -36,8 +47,9 @@ import (
 
 const (
 	magic = "BARISTA-SNAPSHOT"
-	// FormatVersion is the snapshot format this build writes.
-	FormatVersion = 2
+	// FormatVersion is the newest snapshot format this build writes (at
+	// feature level 3 and above).
+	FormatVersion = 4
 	// MinFormatVersion is the oldest snapshot format this build reads.
 	MinFormatVersion = 1
 )
@@ -55,7 +67,7 @@ func Write(w io.Writer, v *fsm.View) ([32]byte, error) {
 	sum := sha256.New()
 	bw := bufio.NewWriterSize(w, 256<<10)
 	all := io.MultiWriter(bw, sum)
-	head := append([]byte(magic), binary.AppendUvarint(nil, FormatVersion)...)
+	head := append([]byte(magic), binary.AppendUvarint(nil, uint64(Format(v)))...)
 	head = binary.AppendUvarint(head, v.Index)
 	if _, err := all.Write(head); err != nil {
 		return [32]byte{}, err
@@ -75,6 +87,18 @@ func Write(w io.Writer, v *fsm.View) ([32]byte, error) {
 	var h [32]byte
 	state.Sum(h[:0])
 	return h, nil
+}
+
+// Format is the snapshot format Write uses for v: 1 while the cluster is
+// at feature level 1, 3 at level 2, else FormatVersion.
+func Format(v *fsm.View) int {
+	switch {
+	case v.StateVersion() == 1:
+		return 1
+	case v.Level() < fsm.Level3:
+		return 3
+	}
+	return FormatVersion
 }
 
 // hashingReader hashes exactly the bytes handed to its caller, so that the

@@ -17,14 +17,15 @@ import (
 // submits job 2; job 1 cancelled; acme deleted and created again (that
 // build revived index 0, keeping job 1 and key K); acme submits K (that
 // build answered job 1) and K2 (job 3). The file loads (snapshot format
-// 1), re-encodes in today's format to a state that reads back to the same
+// 1) at feature level 1 and is written back byte for byte; raised to level
+// 2 it re-encodes in today's format to a state that reads back to the same
 // hash, and the state is the one that build left: nothing is rewritten on
 // upgrade. The next delete and re-create on the loaded
 // state gives a new, empty tenant.
 func TestReadsSnapshotOfRevivedTenant(t *testing.T) {
 	const path = "testdata/recreated-tenant-v1.snap"
-	// The hash of the loaded state in today's state encoding (2).
-	const wantHash = "cd63bf33c3ed5971c2bd2a1be9132cee9f15b4784d3c3cf3d58f54e53c01a7d5"
+	// The hash of the loaded state in today's state encoding (4).
+	const wantHash = "022048531fc70f1047658c39a7f87cee2b7c871e91b9c33007ee3abf4a1a9bbb"
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +37,17 @@ func TestReadsSnapshotOfRevivedTenant(t *testing.T) {
 	}
 	v, err := f.Freeze()
 	if err != nil {
+		t.Fatal(err)
+	}
+	var same bytes.Buffer
+	if _, err := Write(&same, v); err != nil || !bytes.Equal(same.Bytes(), raw) {
+		t.Fatalf("written back at level 1: %v, equal %t", err, bytes.Equal(same.Bytes(), raw))
+	}
+	if res, err := f.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*pb.Command{
+		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level2}}}}}); err != nil || res[0].Code != fsm.OK {
+		t.Fatalf("raising the level: %v %v", res, err)
+	}
+	if v, err = f.Freeze(); err != nil {
 		t.Fatal(err)
 	}
 	var again bytes.Buffer

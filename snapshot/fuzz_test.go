@@ -29,7 +29,7 @@ import (
 // smallState is a state with every table in use: tenants, queued, running
 // and finished jobs with keys, events, workers, a member.
 func smallState(t testing.TB) *fsm.FSM {
-	f := fsm.New()
+	f := fsm.NewLatest()
 	var index uint64
 	apply := func(cmds ...*pb.Command) {
 		index++

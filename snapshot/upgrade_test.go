@@ -4,22 +4,79 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"testing"
 
 	"barista/fsm"
+	pb "barista/proto"
+	"barista/sfq"
 	"barista/snapshot/scenario"
 )
+
+// dumpState lists every job, tenant and event of f, one per line. With
+// endedWorkers false, a job that ended on a worker is listed without it:
+// builds before snapshot format 3 did not keep it.
+func dumpState(f *fsm.FSM, endedWorkers bool) []string {
+	var out []string
+	f.Read(func(s *sfq.Scheduler) {
+		s.Tenants(func(i uint32, t *sfq.Tenant) bool {
+			out = append(out, fmt.Sprintf("tenant %d %+v", i, *t))
+			return true
+		})
+		s.Jobs(0, func(j *sfq.Job) bool {
+			c := *j
+			if !endedWorkers && c.State.Terminal() {
+				c.Worker = ""
+			}
+			res := c.Result
+			c.Result = nil
+			line := fmt.Sprintf("job %q", fmt.Sprintf("%+v", c))
+			if res != nil {
+				line += fmt.Sprintf(" result %+v", *res)
+			}
+			out = append(out, line)
+			return true
+		})
+	})
+	f.Events(0, func(ev *fsm.Event) bool {
+		out = append(out, fmt.Sprintf("event %+v", *ev))
+		return true
+	})
+	return out
+}
+
+// sameState checks that a state loaded from an older snapshot is the
+// state the same commands build today, but for the worker the jobs that
+// ended on a worker keep now (endedOnWorker of them): the older build
+// cleared it.
+func sameState(t *testing.T, what string, loaded, replayed *fsm.FSM, endedOnWorker int) {
+	t.Helper()
+	got, want := dumpState(loaded, true), dumpState(replayed, false)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("%s loads to\n%s\nthe same commands build\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	diff := 0
+	for i, l := range dumpState(replayed, true) {
+		if l != want[i] {
+			diff++
+		}
+	}
+	if diff != endedOnWorker {
+		t.Fatalf("%s: %d ended jobs keep their worker today, want %d", what, diff, endedOnWorker)
+	}
+}
 
 // v1StateHash is the state hash the build of snapshot format 1 reported for
 // testdata/upgrade-v1.snap (the SHA-256 of its state part).
 const v1StateHash = "22a3fb7a595b15af46c6904f37ee8c509b0d2a8ad380b434f707bbe4995b7949"
 
 // TestUpgradeFromV1: a snapshot written by format 1 loads into the current
-// build as the same state the same commands build today, and both go on
-// alike.
+// build at feature level 1, where it hashes, and is written back, exactly
+// as the old build did; raised to level 2 it is the state the same
+// commands build today, and both go on alike.
 func TestUpgradeFromV1(t *testing.T) {
 	raw, err := os.ReadFile("testdata/upgrade-v1.snap")
 	if err != nil {
@@ -43,6 +100,22 @@ func TestUpgradeFromV1(t *testing.T) {
 	if index != 31 {
 		t.Fatalf("index %d, want 31", index)
 	}
+	// At level 1 this build hashes it as the old build did, and writes it
+	// back byte for byte: a voter still on the old build can install it.
+	if h, _ := loaded.Hash(); loaded.Level() != fsm.Level1 || hex.EncodeToString(h[:]) != v1StateHash {
+		t.Fatalf("loaded at level %d with hash %x, want level 1 and %s", loaded.Level(), h, v1StateHash)
+	}
+	v1, err := loaded.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back bytes.Buffer
+	if _, err := Write(&back, v1); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.Bytes(), raw) {
+		t.Fatalf("written back at level 1: %d bytes, format %d, not the old build's file", back.Len(), back.Bytes()[len(magic)])
+	}
 
 	replayed := scenario.NewMachine()
 	script, err := os.Open("testdata/upgrade-v1.txt")
@@ -53,11 +126,13 @@ func TestUpgradeFromV1(t *testing.T) {
 	if _, err := scenario.Run(script, replayed, io.Discard, scenario.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	h1, _ := loaded.Hash()
-	h2, _ := replayed.F.Hash()
-	if h1 != h2 {
-		t.Fatalf("a format 1 snapshot loads to state %x, the same commands build %x", h1, h2)
+	// The leader raises the level once every voter runs the new build.
+	if res, err := loaded.ApplyEnvelope(32, &pb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*pb.Command{
+		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level2}}}}}); err != nil || res[0].Code != fsm.OK {
+		t.Fatalf("raising the level: %v %v", res, err)
 	}
+	// Job 8 completed on its worker: a build of format 1 did not keep it.
+	sameState(t, "a format 1 snapshot", loaded, replayed.F, 1)
 
 	// Both go on alike, with the features format 1 did not have.
 	more := "at 50s\ntenant gold max_class=critical deadlines=on\nsubmit gold size=md cost=1s class=critical\n" +
@@ -75,7 +150,7 @@ func TestUpgradeFromV1(t *testing.T) {
 		t.Fatalf("the critical job did not go first:\n%s", out1.String())
 	}
 
-	// A format 1 snapshot read and written again is format 2.
+	// At level 2 it is written again in format 3, the format of level 2.
 	v, err := loaded.Freeze()
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +159,7 @@ func TestUpgradeFromV1(t *testing.T) {
 	if _, err := Write(&buf, v); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.Bytes()[len(magic)]; got != FormatVersion {
+	if got := buf.Bytes()[len(magic)]; got != 3 {
 		t.Fatalf("rewritten snapshot is format %d", got)
 	}
 	again := fsm.New()
@@ -92,7 +167,7 @@ func TestUpgradeFromV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a, b := again.Hash(); a != func() [32]byte { h, _ := loaded.Hash(); return h }() {
-		t.Fatalf("format 2 round trip changed the state (index %d)", b)
+		t.Fatalf("round trip changed the state (index %d)", b)
 	}
 }
 
@@ -106,7 +181,193 @@ func TestUnknownFormatRefused(t *testing.T) {
 	bad := append([]byte(nil), raw...)
 	bad[len(magic)] = FormatVersion + 1
 	_, err = Read(bytes.NewReader(bad), fsm.New())
-	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 3 (this build reads 1 to 2)") {
+	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 5 (this build reads 1 to 4)") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// v2StateHash is the state hash the build of snapshot format 2 reported
+// for testdata/upgrade-v2.snap.
+const v2StateHash = "b21e65d5417ffc2428a443e80a611710f9fed19775339b625e29308da0909857"
+
+// TestUpgradeFromV2: a snapshot written by format 2 loads into the current
+// build as the state the same commands build today without wall clocks:
+// its jobs and events show their cluster times as wall times, its results
+// have no stdout tail, its ended jobs no worker. Both go on alike, and
+// what the loaded state does next gets wall times like any other.
+func TestUpgradeFromV2(t *testing.T) {
+	raw, err := os.ReadFile("testdata/upgrade-v2.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw[len(magic)] != 2 {
+		t.Fatalf("fixture is format %d, want 2", raw[len(magic)])
+	}
+	state := raw[len(magic)+2 : len(raw)-sha256.Size]
+	if sum := sha256.Sum256(state); hex.EncodeToString(sum[:]) != v2StateHash {
+		t.Fatalf("fixture state hash %x, want %s", sum, v2StateHash)
+	}
+	loaded := fsm.New()
+	index, err := Read(bytes.NewReader(raw), loaded)
+	if err != nil {
+		t.Fatalf("reading a format 2 snapshot: %v", err)
+	}
+	if index != 28 {
+		t.Fatalf("index %d, want 28", index)
+	}
+	replayed := scenario.NewMachine()
+	script, err := os.Open("testdata/upgrade-v2.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer script.Close()
+	if _, err := scenario.Run(script, replayed, io.Discard, scenario.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// Jobs 1 and 3 completed, 2 was cancelled on its worker.
+	sameState(t, "a format 2 snapshot", loaded, replayed.F, 3)
+	loaded.Read(func(s *sfq.Scheduler) {
+		s.Jobs(0, func(j *sfq.Job) bool {
+			if j.SubmittedWall() != j.SubmittedAt || j.EndedWall() != j.EndedAt || (j.Result != nil && j.Result.StdoutTail != "") {
+				t.Errorf("job %d: submitted %d (wall %d), ended %d (wall %d), result %+v", j.ID, j.SubmittedAt, j.SubmittedWall(), j.EndedAt, j.EndedWall(), j.Result)
+			}
+			return true
+		})
+	})
+
+	// The loaded state goes on: a run finished by a new worker keeps the
+	// wall clock of its entry, its worker and its stdout tail.
+	const wall = 41_000 + 68_321 // the wall clock 68 s ahead
+	fin := &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 5, Attempt: 2, WorkerId: "lg-8",
+		Outcome: pb.Outcome_OK, CpuMs: 1000, StdoutTail: "done\n"}}}
+	res, err := loaded.ApplyEnvelope(29, &pb.Envelope{Version: fsm.Version, StampMs: 41_000, WallMs: wall, Commands: []*pb.Command{fin}})
+	if err != nil || res[0].Err() != nil {
+		t.Fatalf("finish job 5: %v %v", err, res)
+	}
+	j, _, _ := loaded.Job(5)
+	if j.State != sfq.Completed || j.EndedAt != 41_000 || j.EndedWall() != wall || j.Worker != "lg-8" || j.Result.StdoutTail != "done\n" || j.SubmittedWall() != j.SubmittedAt {
+		t.Fatalf("job 5 after the upgrade: %+v %+v", j, j.Result)
+	}
+
+	// Written again, it is of the format of level 2 and reads back alike.
+	v, err := loaded.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := Write(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.Bytes()[len(magic)]; got != 3 {
+		t.Fatalf("rewritten snapshot is format %d", got)
+	}
+	again := fsm.New()
+	if _, err := Read(&buf, again); err != nil {
+		t.Fatal(err)
+	}
+	h1, _ := again.Hash()
+	h2, _ := loaded.Hash()
+	if h1 != h2 {
+		t.Fatal("round trip changed the state")
+	}
+}
+
+// v3StateHash is the state hash the build of snapshot format 3 (feature
+// level 2) reported for testdata/upgrade-v3.snap.
+const v3StateHash = "4f8c1a10288aadb2e94e5e96a4e90e4e24f6c6df791105c898269a58a2407e27"
+
+// TestUpgradeFromV3: a snapshot written by format 3 loads into the current
+// build at feature level 2, where it hashes, and is written back, exactly
+// as the build of format 3 did, and where webhooks are refused; raised to
+// level 3 it is the state the same commands build today, takes an
+// endpoint, and is written as format 4.
+func TestUpgradeFromV3(t *testing.T) {
+	raw, err := os.ReadFile("testdata/upgrade-v3.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw[len(magic)] != 3 {
+		t.Fatalf("fixture is format %d, want 3", raw[len(magic)])
+	}
+	state := raw[len(magic)+2 : len(raw)-sha256.Size]
+	if sum := sha256.Sum256(state); hex.EncodeToString(sum[:]) != v3StateHash {
+		t.Fatalf("fixture state hash %x, want %s", sum, v3StateHash)
+	}
+	loaded := fsm.New()
+	index, err := Read(bytes.NewReader(raw), loaded)
+	if err != nil {
+		t.Fatalf("reading a format 3 snapshot: %v", err)
+	}
+	if index != 28 {
+		t.Fatalf("index %d, want 28", index)
+	}
+	if h, _ := loaded.Hash(); loaded.Level() != fsm.Level2 || hex.EncodeToString(h[:]) != v3StateHash {
+		t.Fatalf("loaded at level %d with hash %x, want level 2 and %s", loaded.Level(), h, v3StateHash)
+	}
+	v2, err := loaded.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back bytes.Buffer
+	if _, err := Write(&back, v2); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.Bytes(), raw) {
+		t.Fatalf("written back at level 2: %d bytes, format %d, not the old build's file", back.Len(), back.Bytes()[len(magic)])
+	}
+	set := &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "gold", Url: "https://hooks.example.com/", KeyId: 1}}}
+	apply := func(index uint64, cmd *pb.Command) fsm.Result {
+		t.Helper()
+		res, err := loaded.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*pb.Command{cmd}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	if r := apply(29, set); r.Code != fsm.FailedPrecondition {
+		t.Fatalf("a webhook at level 2: %+v", r)
+	}
+
+	replayed := scenario.NewMachine()
+	script, err := os.Open("testdata/upgrade-v3.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer script.Close()
+	if _, err := scenario.Run(script, replayed, io.Discard, scenario.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := apply(30, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level3}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level3 {
+		t.Fatalf("raising the level: %+v", r)
+	}
+	if got, want := dumpState(loaded, true), dumpState(replayed.F, true); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("a format 3 snapshot loads to\n%s\nthe same commands build\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if h1, h2 := func() [32]byte { h, _ := loaded.Hash(); return h }(), func() [32]byte { h, _ := replayed.F.Hash(); return h }(); h1 != h2 {
+		t.Fatalf("raised to level 3: hash %x, the same commands build %x", h1, h2)
+	}
+	if r := apply(31, set); r.Code != fsm.OK || !r.Created {
+		t.Fatalf("a webhook at level 3: %+v", r)
+	}
+
+	v, err := loaded.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := Write(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.Bytes()[len(magic)]; got != FormatVersion || FormatVersion != 4 {
+		t.Fatalf("rewritten snapshot is format %d", got)
+	}
+	again := fsm.New()
+	if _, err := Read(&buf, again); err != nil {
+		t.Fatal(err)
+	}
+	h1, _ := again.Hash()
+	h2, _ := loaded.Hash()
+	if h1 != h2 || again.Level() != fsm.Level3 || !again.HasWebhooks() {
+		t.Fatalf("round trip: same hash %t, level %d, webhooks %t", h1 == h2, again.Level(), again.HasWebhooks())
 	}
 }

@@ -161,6 +161,10 @@ func TestAuthMatrix(t *testing.T) {
 			_, err := pb.NewNodeClient(cc).TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: "nobody"})
 			return err
 		},
+		"Client.ExplainJob": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewClientClient(cc).ExplainJob(ctx, &pb.ExplainJobRequest{Tenant: "acme", JobId: 999})
+			return err
+		},
 		"Worker.ListWorkers": func(ctx context.Context, cc *grpc.ClientConn) error {
 			_, err := pb.NewWorkerClient(cc).ListWorkers(ctx, &pb.ListWorkersRequest{})
 			return err
@@ -174,7 +178,7 @@ func TestAuthMatrix(t *testing.T) {
 	// or succeed harmlessly).
 	adminWant := map[string]codes.Code{
 		"Client.Submit": codes.OK, "Client.GetJob": codes.NotFound, "Client.ListJobs": codes.OK, "Client.CancelJob": codes.NotFound,
-		"Client.WatchEvents": codes.OK, "Client.TenantUsage": codes.OK, "Admin.UpsertTenant": codes.OK, "Admin.DeleteTenant": codes.NotFound,
+		"Client.WatchEvents": codes.OK, "Client.TenantUsage": codes.OK, "Client.ExplainJob": codes.NotFound, "Admin.UpsertTenant": codes.OK, "Admin.DeleteTenant": codes.NotFound,
 		"Admin.GetTenant": codes.OK, "Admin.ListTenants": codes.OK, "Admin.GetConfig": codes.OK, "Admin.SetConfig": codes.InvalidArgument,
 		"Node.Status": codes.OK, "Node.Apply": codes.InvalidArgument, "Node.Join": codes.InvalidArgument, "Node.RemovePeer": codes.NotFound,
 		"Node.ListPeers": codes.OK, "Node.TransferLeadership": codes.NotFound, "Worker.ListWorkers": codes.OK, "Worker.Drain": codes.NotFound,

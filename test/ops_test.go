@@ -359,3 +359,86 @@ func screenshotDev(t *testing.T, browser string, args []string) {
 }
 
 var demoTenantsForPage = []string{"acme-diamond", "globex-gold", "initech-silver", "umbrella-bronze", "hooli-free"}
+
+// TestDevStopsCleanlyOnPipeAndHangup: "make run | tee log" and Ctrl-C (the
+// reader of dev's output goes away: SIGPIPE), or a closed terminal
+// (SIGHUP), stop barista dev as cleanly as Ctrl-C: every child stopped,
+// the temporary data removed.
+func TestDevStopsCleanlyOnPipeAndHangup(t *testing.T) {
+	bin := cluster.Binary(t)
+	for i, how := range []string{"pipe", "hangup"} {
+		t.Run(how, func(t *testing.T) {
+			tmp := t.TempDir()
+			base := 20000 + (os.Getpid()+500*(i+1))%20000
+			var cmd *exec.Cmd
+			if how == "pipe" {
+				// head exits after 3000 bytes of the live table.
+				cmd = exec.Command("sh", "-c", fmt.Sprintf("%s dev --base-port %d | head -c 3000 >/dev/null", bin, base))
+			} else {
+				cmd = exec.Command(bin, "dev", "--base-port", strconv.Itoa(base), "--quiet")
+			}
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pgid := cmd.Process.Pid
+			defer syscall.Kill(-pgid, syscall.SIGKILL)
+			// Wait for its temporary data directory and a server in it.
+			var data string
+			deadline := time.Now().Add(60 * time.Second)
+			for data == "" || !fileExists(filepath.Join(data, "n1", "raft.db")) {
+				if time.Now().After(deadline) {
+					t.Fatal("barista dev did not start")
+				}
+				if m, _ := filepath.Glob(filepath.Join(tmp, "barista-dev-*")); len(m) == 1 {
+					data = m[0]
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if how == "hangup" {
+				time.Sleep(2 * time.Second)
+				cmd.Process.Signal(syscall.SIGHUP)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatal("barista dev did not stop")
+			}
+			// Every process of the group is gone, and the data with them.
+			deadline = time.Now().Add(40 * time.Second)
+			for syscall.Kill(-pgid, 0) == nil || fileExists(data) || len(processesUsing(data)) > 0 {
+				if time.Now().After(deadline) {
+					left, _ := filepath.Glob(filepath.Join(tmp, "*"))
+					t.Fatalf("after %s: process group left %v, children left %v, data left %v", how, syscall.Kill(-pgid, 0) == nil, processesUsing(data), left)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// processesUsing lists the PIDs whose command line names path (dev's
+// children run in process groups of their own).
+func processesUsing(path string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), path) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

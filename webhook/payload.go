@@ -8,12 +8,15 @@ import (
 
 // Event is one event as a request's body carries it.
 type Event struct {
-	Seq      uint64 `json:"seq"`
-	JobID    uint64 `json:"job_id"`
-	Tenant   string `json:"tenant"`
-	Kind     string `json:"kind"`
-	Attempt  uint32 `json:"attempt"`
-	AtMs     int64  `json:"at_ms"`
+	Seq     uint64 `json:"seq"`
+	JobID   uint64 `json:"job_id"`
+	Tenant  string `json:"tenant"`
+	Kind    string `json:"kind"`
+	Attempt uint32 `json:"attempt"`
+	AtMs    int64  `json:"at_ms"` // cluster time
+	// WallMs is the leader's wall clock when the event happened (ms
+	// since the Unix epoch), for display; none on a gap event.
+	WallMs   int64  `json:"wall_ms,omitempty"`
 	WorkerID string `json:"worker_id,omitempty"`
 	CPUMs    int64  `json:"cpu_ms,omitempty"`
 	ExitCode int32  `json:"exit_code,omitempty"`
@@ -37,7 +40,7 @@ type Payload struct {
 // eventOf renders a log event.
 func eventOf(ev *fsm.Event, tenant string) Event {
 	out := Event{Seq: ev.Seq, JobID: uint64(ev.Job), Tenant: tenant, Kind: ev.Kind.String(), Attempt: ev.Attempt, AtMs: int64(ev.At),
-		WorkerID: ev.Worker, CPUMs: ev.CPUMs, ExitCode: ev.ExitCode}
+		WallMs: int64(ev.Wall()), WorkerID: ev.Worker, CPUMs: ev.CPUMs, ExitCode: int32(ev.ExitCode)}
 	if ev.Reason != fsm.ReasonNone {
 		out.Reason = ev.Reason.String()
 	}

@@ -22,9 +22,10 @@ type MemNode struct {
 	acks  int
 }
 
-// NewMemNode returns an empty state machine at cluster time now.
+// NewMemNode returns an empty state machine at cluster time now, at this
+// build's feature level.
 func NewMemNode(now sfq.Time) *MemNode {
-	return &MemNode{F: fsm.New(), now: now}
+	return &MemNode{F: fsm.NewLatest(), now: now}
 }
 
 // SetFail makes proposals fail with err (nil: succeed again), as after a

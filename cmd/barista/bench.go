@@ -663,7 +663,7 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	if o.quick {
 		tenants, jobs = 20_000, 200_000
 	}
-	f := fsm.New()
+	f := fsm.NewLatest()
 	var idx uint64
 	apply := func(cmds []*pb.Command) {
 		idx++

@@ -216,6 +216,10 @@ func printHelp(w io.Writer, path string, c *command, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "\nFlags:")
 	fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
+		if name == "value" {
+			// A value without a `NAME` in its usage: name it by its kind.
+			name = valueName(f.Value)
+		}
 		line := "  --" + f.Name
 		if name != "" {
 			line += " " + name
@@ -226,6 +230,19 @@ func printHelp(w io.Writer, path string, c *command, fs *flag.FlagSet) {
 		}
 		fmt.Fprintln(w)
 	})
+}
+
+// valueName names a flag's value in --help when its usage does not.
+func valueName(v flag.Value) string {
+	switch v.(type) {
+	case interface{ isDuration() }:
+		return "DURATION"
+	case interface{ isInteger() }:
+		return "N"
+	case *listVal:
+		return "LIST"
+	}
+	return "VALUE"
 }
 
 // version is set by the build (-ldflags "-X main.version=...").

@@ -228,7 +228,7 @@ func idempotentCall(method string, req any) bool {
 		}
 		return len(r.Jobs) > 0
 	}
-	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "UpsertTenant", "SetConfig", "Drain", "Join"} {
+	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetConfig", "Drain", "Join"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

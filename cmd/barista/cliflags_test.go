@@ -39,7 +39,12 @@ func TestCLINumbersRangeChecked(t *testing.T) {
 			"barista submit: --timeout: 1ns is out of range (0 for no timeout, or 1ms..8760h in whole milliseconds)"},
 		{[]string{"submit", "--size", "sm", "--cost", "1s", "--timeout", "1500us", "--", "true"}, "barista submit: --timeout: 1500us is not a whole number of milliseconds"},
 		{[]string{"submit", "--size", "sm", "--cost", "0s", "--", "true"}, "barista submit: --cost: 0s is out of range (1ms..8760h in whole milliseconds)"},
-		{[]string{"submit", "--size", "sm", "--", "true"}, "--cost: required, the estimated CPU time (e.g. 90s)"},
+		{[]string{"submit", "--size", "sm", "--cost", "1s", "--deadline", "500ms", "--", "true"}, "barista submit: --deadline: 500ms is out of range (1s..8760h in whole milliseconds)"},
+		{[]string{"submit", "--size", "sm", "--cost", "1s", "--class", "urgent", "--", "true"}, `barista submit: --class: "urgent" is not a class (critical, high, normal or low)`},
+		{[]string{"tenant", "set", "acme", "--max-class", "top"}, `barista tenant set: --max-class: "top" is not a class (critical, high, normal or low)`},
+		{[]string{"tenant", "set", "acme", "--deadlines", "maybe"}, `barista tenant set: --deadlines: "maybe" is not on or off`},
+		{[]string{"tenant", "set", "acme", "--cap-high", "-1"}, "barista tenant set: --cap-high: -1 is out of range (0..4294967295)"},
+		{[]string{"explain", "0"}, `bad job id "0"`},
 		{[]string{"jobs", "--limit", "4294967297"}, "barista jobs: --limit: 4294967297 is out of range (1..1000)"},
 		{[]string{"watch", "--from", "-1"}, "barista watch: --from: -1 is out of range (0..18446744073709551615)"},
 		{[]string{"debug", "apply", "--unsafe-version", "4294967297", "{}"}, "barista debug apply: --unsafe-version: 4294967297 is out of range (0..4294967295)"},
@@ -132,6 +137,9 @@ func TestSubmitFromFileLines(t *testing.T) {
 		`{"size": "sm", "cost": "1s", "argv": ["true"]} x`,
 		`{"size": "sm", "cost": "1.5ms", "argv": ["true"]}`,
 		`{"size": "sm", "est_cost_ms": 2.5, "argv": ["true"]}`,
+		`{"size": "sm", "cost": "1s", "class": "high", "deadline": "10m", "argv": ["true"]}`,
+		`{"size": "sm", "cost": "1s", "class": "urgent", "argv": ["true"]}`,
+		`{"size": "sm", "cost": "1s", "deadline": "10ms", "argv": ["true"]}`,
 	}
 	path := filepath.Join(t.TempDir(), "jobs.jsonl")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
@@ -139,7 +147,7 @@ func TestSubmitFromFileLines(t *testing.T) {
 	}
 	var out, errb strings.Builder
 	code := Run([]string{"submit", "--from-file", path, "--tenant", "beta", "--server", addr}, &out, &errb)
-	if code != 1 || out.String() != "2 submitted, 0 already existed, 9 refused\n" {
+	if code != 1 || out.String() != "4 submitted, 0 already existed, 10 refused\n" {
 		t.Errorf("exit %d, stdout %q", code, out.String())
 	}
 	wantErr := strings.Join([]string{
@@ -148,18 +156,26 @@ func TestSubmitFromFileLines(t *testing.T) {
 		"line 4: INVALID_ARGUMENT: max_attempts: 4294967297 is out of range (0..1000)",
 		"line 5: INVALID_ARGUMENT: est_cost_ms: -5 is out of range (1..31536000000)",
 		"line 7: INVALID_ARGUMENT: give cost or est_cost_ms, not both",
-		`line 8: INVALID_ARGUMENT: cost: required, the estimated CPU time (e.g. "90s")`,
 		"line 9: INVALID_ARGUMENT: data after the job's JSON object (one object per line)",
 		"line 10: INVALID_ARGUMENT: cost: 1.5ms is not a whole number of milliseconds",
 		`line 11: INVALID_ARGUMENT: est_cost_ms: "2.5" is not a whole number`,
+		`line 13: INVALID_ARGUMENT: class: "urgent" is not a class (critical, high, normal or low)`,
+		"line 14: INVALID_ARGUMENT: deadline: 10ms is out of range (1s..8760h in whole milliseconds)",
 	}, "\n") + "\n"
 	if errb.String() != wantErr {
 		t.Errorf("stderr:\n%s\nwant:\n%s", errb.String(), wantErr)
 	}
-	if len(f.batches) != 1 || len(f.batches[0]) != 2 {
+	if len(f.batches) != 1 || len(f.batches[0]) != 4 {
 		t.Fatalf("batches %v", f.batches)
 	}
 	a, b := f.batches[0][0], f.batches[0][1]
+	// Without a cost the server decides (estimate=auto takes it).
+	if c := f.batches[0][2]; c.EstCostMs != 0 || c.Class != pb.Class_CLASS_UNSPECIFIED || c.DeadlineMs != 0 {
+		t.Errorf("line 8: %v", c)
+	}
+	if d := f.batches[0][3]; d.EstCostMs != 1000 || d.Class != pb.Class_HIGH || d.DeadlineMs != 600_000 {
+		t.Errorf("line 12: %v", d)
+	}
 	if a.Tenant != "acme" || a.EstCostMs != 1000 || a.TimeoutMs != 0 || a.MaxAttempts != 0 || a.Size != pb.Size_SM {
 		t.Errorf("line 1: %v", a)
 	}

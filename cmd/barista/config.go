@@ -84,7 +84,7 @@ func (c *serverConfig) settings() []setting {
 		{key: "node.grpc_addr", flag: "grpc-addr", usage: "gRPC `HOST:PORT` for clients, workers and operators", val: &stringVal{&n.GRPCAddr}},
 		{key: "node.raft_advertise", flag: "raft-advertise", usage: "Raft `HOST:PORT` other members reach this node at (default: --raft-addr; needed when that binds 0.0.0.0)", val: &stringVal{&n.RaftAdvertise}, field: "RaftAdvertise"},
 		{key: "node.grpc_advertise", flag: "grpc-advertise", usage: "gRPC `HOST:PORT` members and clients reach this node at (default: --grpc-addr)", val: &stringVal{&n.GRPCAdvertise}, field: "GRPCAdvertise"},
-		{key: "node.http_addr", flag: "http-addr", usage: "HTTP `HOST:PORT` for health and metrics (empty: none)", val: &stringVal{&n.HTTPAddr}},
+		{key: "node.http_addr", flag: "http-addr", usage: "HTTP `HOST:PORT` for health, metrics, the web console and the HTTP/JSON API (empty: none)", val: &stringVal{&n.HTTPAddr}},
 		{key: "node.bootstrap", flag: "bootstrap", usage: "bootstrap a new one-node cluster if the data dir is empty", val: &boolVal{&n.Bootstrap}},
 		{key: "node.bootstrap_node", flag: "bootstrap-node", usage: "the node `ID` that creates the cluster: with that ID and an empty data dir, a node first tries to --join for 30s, then bootstraps; other nodes only join (one command line for every node, e.g. a StatefulSet)", val: &stringVal{&c.BootstrapNode}},
 		{key: "node.bootstrap_wait", flag: "bootstrap-wait", usage: "how long the --bootstrap-node tries to join before it bootstraps",
@@ -141,6 +141,8 @@ func (c *serverConfig) settings() []setting {
 		{flag: "unsafe-debug", usage: "allow raw envelopes of other versions through Apply (tests only)", val: &boolVal{&c.UnsafeDebug}},
 		{flag: "test-clock-offset", usage: "shift this node's wall clock (tests only)",
 			val: durationVal(&n.ClockOffset, -raftnode.MaxClockOffset, raftnode.MaxClockOffset), field: "ClockOffset"},
+		{flag: "test-feature-level", usage: "report this highest feature level instead of the build's, to play an older build (upgrade tests only; 0: the build's)",
+			val: &intVal[uint32]{&n.FeatureLevel, 0, fsm.MaxFeatureLevel}, field: "FeatureLevel"},
 
 		{key: "scheduler.policy", usage: "size stealing: prefer-fit, or reserve:DURATION (a margin in virtual time)",
 			val: &parsedVal[sfq.StealPolicy]{&s.Sched.Policy, sfq.ParsePolicy, sfq.StealPolicy.String, "prefer-fit or reserve:DURATION"}},
@@ -159,6 +161,10 @@ func (c *serverConfig) settings() []setting {
 		{key: "scheduler.event_retention_count", usage: "... and at most this many", val: &intVal[uint64]{&s.EventRetentionCount, 0, 1 << 40}},
 		{key: "scheduler.dedupe_window", usage: "idempotency keys are remembered this long (0: not at all)", val: msVal(&s.DedupeWindowMs, 0, year)},
 		{key: "scheduler.max_payload_bytes", usage: "largest job payload", val: &intVal[uint32]{&s.MaxPayloadBytes, 1, fsm.MaxPayloadLimit}},
+		{key: "scheduler.estimate", usage: "where a job's est_cost comes from: submitted (each submit states it), or auto (its type's moving average once 3 runs completed, else the stated cost, else default_cost)",
+			val: &parsedVal[sfq.EstimateMode]{&s.Sched.Estimate, sfq.ParseEstimateMode, sfq.EstimateMode.String, "submitted or auto"}},
+		{key: "scheduler.default_cost", usage: "est_cost under estimate=auto of a submit without one whose type has fewer than 3 completed runs",
+			val: msVal(&s.Sched.DefaultCostMs, time.Millisecond, sfq.MaxEstCostMs*time.Millisecond)},
 	}
 	for t := range sfq.Tier(sfq.NumTiers) {
 		list = append(list, setting{key: "scheduler.weights." + t.String(), usage: "weight of tier " + t.String(),

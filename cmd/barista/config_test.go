@@ -103,6 +103,8 @@ event_retention = "2h"
 event_retention_count = 1000
 dedupe_window = "3h"
 max_payload_bytes = 4096
+estimate = "auto"
+default_cost = "2m"
 [scheduler.weights]
 free = 2
 diamond = 32
@@ -128,6 +130,7 @@ func TestConfigFileEveryKey(t *testing.T) {
 	s.HeartbeatIntervalMs, s.SelfKillAfterMs, s.CancelGraceMs = 2000, 15000, 3000
 	s.JobRetentionMs, s.EventRetentionMs, s.EventRetentionCount, s.DedupeWindowMs = 3600_000, 7200_000, 1000, 3*3600_000
 	s.MaxPayloadBytes = 4096
+	s.Sched.Estimate, s.Sched.DefaultCostMs = sfq.EstimateAuto, 120_000
 	got := c.Node
 	if *got.Seed.Sched.Decay != (sfq.Decay{HalfLifeMs: 168 * 3600_000, NormMs: 10_000_000}) {
 		t.Errorf("decay %+v", got.Seed.Sched.Decay)
@@ -327,6 +330,8 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 		{"[auth]\ntokens = 5\n", "auth.tokens: want an array of tables ([[auth.tokens]]), got an integer"},
 		{"[log]\nlevel = \"loud\"\n", `log.level: unknown level "loud" (want trace, debug, info, warn or error)`},
 		{"[metrics]\nmax_tenants = -1\n", "metrics.max_tenants: -1 is out of range (0..10000000)"},
+		{"[scheduler]\nestimate = \"guess\"\n", `scheduler.estimate: unknown estimate mode "guess" (want submitted or auto)`},
+		{"[scheduler]\ndefault_cost = \"0s\"\n", "scheduler.default_cost: 0s is out of range (1ms..8760h in whole milliseconds)"},
 		{"[node\nid=1", "line 2, column 6"},
 	}
 	for _, c := range cases {
@@ -342,13 +347,15 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 // settings of the file's [scheduler] keys, and refuses with the same
 // message but for the name.
 func TestConfigSetUsesTheFileSettings(t *testing.T) {
-	c, err := applySettings(fsm.DefaultConfig(), []string{"lease_timeout=45s", "self_kill_after=35s", "weights.gold=10", "policy=reserve:500ms", "max_attempts=7"})
+	c, err := applySettings(fsm.DefaultConfig(), []string{"lease_timeout=45s", "self_kill_after=35s", "weights.gold=10", "policy=reserve:500ms", "max_attempts=7",
+		"estimate=auto", "default_cost=90s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := fsm.DefaultConfig()
 	want.Sched.LeaseTimeoutMs, want.SelfKillAfterMs, want.Sched.TierWeights[sfq.Gold] = 45_000, 35_000, 10
 	want.Sched.Policy, want.Sched.DefaultMaxAttempts = sfq.Reserve{Margin: 500_000}, 7
+	want.Sched.Estimate, want.Sched.DefaultCostMs = sfq.EstimateAuto, 90_000
 	if c != want {
 		t.Errorf("got %+v\nwant %+v", c, want)
 	}

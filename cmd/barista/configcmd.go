@@ -25,6 +25,7 @@ func configView(c fsm.Config) map[string]any {
 		"heartbeat_interval": d(c.HeartbeatIntervalMs), "self_kill_after": d(c.SelfKillAfterMs), "cancel_grace": d(c.CancelGraceMs),
 		"max_attempts": c.Sched.DefaultMaxAttempts, "job_retention": d(c.JobRetentionMs), "event_retention": d(c.EventRetentionMs),
 		"event_retention_count": c.EventRetentionCount, "dedupe_window": d(c.DedupeWindowMs), "max_payload_bytes": c.MaxPayloadBytes,
+		"estimate": c.Sched.Estimate.String(), "default_cost": d(c.Sched.DefaultCostMs),
 	}
 	for t := sfq.Tier(0); t < sfq.NumTiers; t++ {
 		m["weights."+t.String()] = c.Sched.TierWeights[t]
@@ -82,7 +83,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			return printConfig(env, c, opts.json)
+			return printConfig(env, c, pc.FeatureLevel, opts.json)
 		},
 	})
 	register("config set", &command{
@@ -95,7 +96,11 @@ docs/configuration.md), with weights.TIER for a tier weight:
 
   barista config set lease_timeout=45s self_kill_after=35s
   barista config set policy=reserve:500ms weights.gold=10
-  barista config set decay=half_life:168h,norm:10000s`,
+  barista config set decay=half_life:168h,norm:10000s
+  barista config set estimate=auto default_cost=2m
+
+feature_level, shown by config get, is not a setting: the leader raises it
+once every voter runs a build that understands it.`,
 		flags: func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
 		run: func(env *cmdEnv, o any, args []string) error {
 			opts := o.(*clientFlags)
@@ -103,6 +108,7 @@ docs/configuration.md), with weights.TIER for a tier weight:
 				return usageError("config set needs KEY=VALUE settings")
 			}
 			var c fsm.Config
+			var level uint32
 			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
 				admin := pb.NewAdminClient(cc)
 				cur, err := admin.GetConfig(ctx, &pb.GetConfigRequest{})
@@ -122,18 +128,22 @@ docs/configuration.md), with weights.TIER for a tier weight:
 					return err
 				}
 				c, err = fsm.StoredConfigFromPB(out)
+				level = out.FeatureLevel
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			return printConfig(env, c, opts.json)
+			return printConfig(env, c, level, opts.json)
 		},
 	})
 }
 
-func printConfig(env *cmdEnv, c fsm.Config, asJSON bool) error {
+// printConfig prints the configuration and the cluster's feature level
+// (read only: the leader raises it; docs/operations.md "Upgrades").
+func printConfig(env *cmdEnv, c fsm.Config, level uint32, asJSON bool) error {
 	m := configView(c)
+	m["feature_level"] = level
 	if asJSON {
 		return printJSON(env.stdout, m)
 	}

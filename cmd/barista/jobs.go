@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -41,6 +43,48 @@ func msTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
+// termSafe makes text a tenant's job wrote (or named) safe to print on a
+// terminal: every control character (escape sequences could move the
+// cursor, rewrite what is shown or set the window title) is shown as a Go
+// escape, \x1b; tabs and, with lines, newlines stay.
+func termSafe(s string, lines bool) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\t' || (lines && r == '\n'):
+			b.WriteRune(r)
+		case unicode.IsControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// wallMs is the wall-clock time to show for a moment the API gives both
+// ways: its wall time, or its cluster time from a server that sent none
+// (a build before wall times, or a job that has not ended: both 0).
+func wallMs(wall, cluster int64) int64 {
+	if wall != 0 {
+		return wall
+	}
+	return cluster
+}
+
+// wallRow shows a wall time, and the cluster time beside it when they are
+// a second or more apart (cluster time pauses while no leader runs; every
+// deadline runs on it).
+func wallRow(wall, cluster int64) string {
+	w := wallMs(wall, cluster)
+	s := msTime(w)
+	if d := w - cluster; d <= -1000 || d >= 1000 {
+		s += " (cluster time " + msTime(cluster) + ")"
+	}
+	return s
+}
+
 func sizeName(s pb.Size) string {
 	if sz, err := fsm.SizeFromPB(s); err == nil {
 		return sz.String()
@@ -54,17 +98,30 @@ func jobJSON(j *pb.Job, payload bool) map[string]any {
 	m := map[string]any{
 		"job_id": j.JobId, "tenant": j.Tenant, "state": j.State, "attempt": j.Attempt, "failures": j.Failures,
 		"max_attempts": j.MaxAttempts, "size": sizeName(j.Size), "est_cost_ms": j.EstCostMs, "cpu_ms": j.CpuMs,
-		"job_type": j.JobType, "idempotency_key": j.IdempotencyKey, "submitted_at": msTime(j.SubmittedAtMs),
-		"ended_at": msTime(j.EndedAtMs), "worker_id": j.WorkerId, "cancel": j.Cancel, "timeout_ms": j.TimeoutMs,
-		"start_tag_ms": j.StartTagMs,
+		"job_type": j.JobType, "idempotency_key": j.IdempotencyKey,
+		"submitted_at": msTime(wallMs(j.SubmittedWallMs, j.SubmittedAtMs)), "cluster_submitted_at_ms": j.SubmittedAtMs,
+		"ended_at": msTime(wallMs(j.EndedWallMs, j.EndedAtMs)), "cluster_ended_at_ms": j.EndedAtMs,
+		"worker_id": j.WorkerId, "cancel": j.Cancel, "timeout_ms": j.TimeoutMs, "start_tag_ms": j.StartTagMs,
+		"class": className(j.Class), "est_source": j.EstSource,
+		"deadline_at": msTime(j.DeadlineAtMs), "deadline_missed": j.DeadlineMissed,
 	}
 	if payload {
 		m["payload"] = string(j.Payload)
 	}
 	if j.HasResult {
-		m["exit_code"], m["stderr_tail"] = j.ExitCode, j.StderrTail
+		m["exit_code"], m["stderr_tail"], m["stdout_tail"] = j.ExitCode, j.StderrTail, j.StdoutTail
 	}
 	return m
+}
+
+// estimated shows a job's estimate and where it came from (submitted,
+// ema or default), when the server says.
+func estimated(j *pb.Job) string {
+	s := (time.Duration(j.EstCostMs) * time.Millisecond).String()
+	if j.EstSource != "" {
+		s += " (" + j.EstSource + ")"
+	}
+	return s
 }
 
 func parseJobID(s string) (uint64, error) {
@@ -79,7 +136,17 @@ func init() {
 	register("job", &command{
 		synopsis: "Show one job",
 		usage:    "ID [--tenant NAME] [--json]",
-		flags:    func(fs *flag.FlagSet) any { o := &tenantFlags{}; o.register(fs); return o },
+		help: `Shows a job: its state, attempts, cost, times, the worker that runs it
+(or ran its last attempt), and once it ended its exit code and the last
+4 KiB of its stdout and stderr. The whole output is on that worker's disk:
+job-ID-attempt-N.log in its --log-dir.
+
+Times are the leader's wall clock (UTC). Every deadline runs on cluster
+time, which pauses while no leader runs: when the two differ by a second
+or more, the cluster time is shown beside. --json has both:
+"submitted_at" and "ended_at" (wall clock, RFC 3339) and
+"cluster_submitted_at_ms" and "cluster_ended_at_ms".`,
+		flags: func(fs *flag.FlagSet) any { o := &tenantFlags{}; o.register(fs); return o },
 		run: func(env *cmdEnv, o any, args []string) error {
 			opts := o.(*tenantFlags)
 			if len(args) != 1 {
@@ -102,16 +169,24 @@ func init() {
 			}
 			rows := [][2]string{
 				{"job", fmt.Sprint(j.JobId)}, {"tenant", j.Tenant}, {"state", j.State},
-				{"size", sizeName(j.Size)}, {"attempt", fmt.Sprintf("%d (failures %d of max %d)", j.Attempt, j.Failures, j.MaxAttempts)},
-				{"estimated", (time.Duration(j.EstCostMs) * time.Millisecond).String()},
+				{"size", sizeName(j.Size)}, {"class", className(j.Class)},
+				{"attempt", fmt.Sprintf("%d (failures %d of max %d)", j.Attempt, j.Failures, j.MaxAttempts)},
+				{"estimated", estimated(j)},
 				{"cpu", (time.Duration(j.CpuMs) * time.Millisecond).String()},
-				{"submitted", msTime(j.SubmittedAtMs)},
+				{"submitted", wallRow(j.SubmittedWallMs, j.SubmittedAtMs)},
+			}
+			if j.DeadlineAtMs != 0 {
+				d := msTime(j.DeadlineAtMs)
+				if j.DeadlineMissed {
+					d += " (missed: still queued)"
+				}
+				rows = append(rows, [2]string{"deadline", d})
 			}
 			if j.JobType != "" {
-				rows = append(rows, [2]string{"type", j.JobType})
+				rows = append(rows, [2]string{"type", termSafe(j.JobType, false)})
 			}
 			if j.IdempotencyKey != "" {
-				rows = append(rows, [2]string{"key", j.IdempotencyKey})
+				rows = append(rows, [2]string{"key", termSafe(j.IdempotencyKey, false)})
 			}
 			if j.WorkerId != "" {
 				rows = append(rows, [2]string{"worker", j.WorkerId})
@@ -120,14 +195,22 @@ func init() {
 				rows = append(rows, [2]string{"cancel", j.Cancel})
 			}
 			if j.EndedAtMs != 0 {
-				rows = append(rows, [2]string{"ended", msTime(j.EndedAtMs)})
+				rows = append(rows, [2]string{"ended", wallRow(j.EndedWallMs, j.EndedAtMs)})
 			}
 			if j.HasResult {
 				rows = append(rows, [2]string{"exit code", fmt.Sprint(j.ExitCode)})
 			}
+			if j.WorkerId != "" && j.Attempt > 0 {
+				rows = append(rows, [2]string{"output", fmt.Sprintf("job-%d-attempt-%d.log in the --log-dir of worker %s", j.JobId, j.Attempt, j.WorkerId)})
+			}
 			printTable(env.stdout, rows)
-			if j.StderrTail != "" {
-				fmt.Fprintf(env.stdout, "stderr (tail):\n%s\n", j.StderrTail)
+			for _, t := range [][2]string{{"stdout", j.StdoutTail}, {"stderr", j.StderrTail}} {
+				if t[1] != "" {
+					fmt.Fprintf(env.stdout, "%s (tail):\n%s", t[0], termSafe(t[1], true))
+					if !strings.HasSuffix(t[1], "\n") {
+						fmt.Fprintln(env.stdout)
+					}
+				}
 			}
 			return nil
 		},
@@ -180,10 +263,11 @@ jobs remain, the token for the next page is printed on stderr
 					}
 				}
 			} else {
-				fmt.Fprintf(env.stdout, "%-8s %-10s %-4s %7s %10s %10s %s\n", "ID", "STATE", "SIZE", "ATTEMPT", "EST", "CPU", "TYPE")
+				fmt.Fprintf(env.stdout, "%-8s %-10s %-4s %7s %10s %10s %-24s %s\n", "ID", "STATE", "SIZE", "ATTEMPT", "EST", "CPU", "SUBMITTED", "TYPE")
 				for _, j := range resp.Jobs {
-					fmt.Fprintf(env.stdout, "%-8d %-10s %-4s %7d %10s %10s %s\n", j.JobId, j.State, sizeName(j.Size), j.Attempt,
-						time.Duration(j.EstCostMs)*time.Millisecond, time.Duration(j.CpuMs)*time.Millisecond, j.JobType)
+					fmt.Fprintf(env.stdout, "%-8d %-10s %-4s %7d %10s %10s %-24s %s\n", j.JobId, j.State, sizeName(j.Size), j.Attempt,
+						time.Duration(j.EstCostMs)*time.Millisecond, time.Duration(j.CpuMs)*time.Millisecond,
+						msTime(wallMs(j.SubmittedWallMs, j.SubmittedAtMs)), termSafe(j.JobType, false))
 				}
 			}
 			if resp.NextPageToken != "" {
@@ -251,7 +335,10 @@ error and exit code 1. With --json prints one JSON object per event.
 (or --from), and exits when the job ends: exit code 0 if it completed,
 3 if it failed, 4 if it timed out, 5 if it was cancelled (1 if it is
 not found). --until-idle exits once the tenant has no queued or running
-job (exit code 0).`,
+job (exit code 0).
+
+An event's time is the leader's wall clock when it happened ("at"; with
+--json also "cluster_at_ms", its cluster time).`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &watchOpts{}
 			o.tenantFlags.register(fs)
@@ -318,7 +405,8 @@ job (exit code 0).`,
 }
 
 func eventJSON(ev *pb.Event) map[string]any {
-	m := map[string]any{"seq": ev.Seq, "job_id": ev.JobId, "tenant": ev.Tenant, "attempt": ev.Attempt, "kind": ev.Kind, "at": msTime(ev.AtMs)}
+	m := map[string]any{"seq": ev.Seq, "job_id": ev.JobId, "tenant": ev.Tenant, "attempt": ev.Attempt, "kind": ev.Kind,
+		"at": msTime(wallMs(ev.WallMs, ev.AtMs)), "cluster_at_ms": ev.AtMs}
 	if ev.WorkerId != "" {
 		m["worker_id"] = ev.WorkerId
 	}
@@ -394,7 +482,7 @@ func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, req *pb.WatchEve
 				if opts.json {
 					printJSON(env.stdout, eventJSON(ev))
 				} else {
-					line := fmt.Sprintf("%-8d %s job=%d attempt=%d %s", ev.Seq, msTime(ev.AtMs), ev.JobId, ev.Attempt, ev.Kind)
+					line := fmt.Sprintf("%-8d %s job=%d attempt=%d %s", ev.Seq, msTime(wallMs(ev.WallMs, ev.AtMs)), ev.JobId, ev.Attempt, ev.Kind)
 					if ev.WorkerId != "" {
 						line += " worker=" + ev.WorkerId
 					}

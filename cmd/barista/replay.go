@@ -37,9 +37,19 @@ replays the whole log from index 1 (snapshots ignored; the log must not
 be compacted) one command at a time and prints one JSON fact per line
 before the summary: kind "entry" (index, virtual_now, verify: the
 counter self-check's error if any), "submit", "dispatch" (the tenant's
-counters after it and the caps in force), "finish" (accepted reports),
-"terminal" (a job's terminal transition), and finally "job" (every job
-in the table). The chaos checker reads them.
+counters after it and the caps in force; the job's class, deadline,
+deadline_missed and start tag; "backlogged", the tenants with queued jobs
+just before it, and "backlogged_in", as tenant:class, the classes where
+each had queued jobs without a deadline; "eligible", the classes with an
+eligible job the worker fits just before it, "high:deadline" for a job
+with a deadline), "finish" (accepted reports), "terminal" (a job's
+terminal transition), and finally "job" (every job in the table). The
+chaos checker reads them (docs/chaos.md): caps, fairness inside each
+class, and class and deadline order at every dispatch.
+
+A data directory's state is at the cluster's feature level of its log
+(docs/operations.md, "Upgrades"): a log that never raised it replays at
+level 1, as the previous build would.
 
 With --script, runs a scenario script (see docs/replay.md) through the replicated
 state machine's Apply (each line is one command, stamped with the script's

@@ -19,7 +19,9 @@ func init() {
 		usage:    "[--server ADDR] [--json]",
 		help: `Asks one node (the first of --server that answers) for its status. With
 --json prints one object with the keys node_id, state, leader_id,
-leader_addr, applied_index, state_hash, and more.`,
+leader_addr, applied_index, state_hash, and more. The feature level is the
+cluster's, as this node applied it, and the highest its build understands
+(docs/operations.md, "Upgrades").`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &statusOpts{}
 			o.register(fs)
@@ -44,7 +46,8 @@ leader_addr, applied_index, state_hash, and more.`,
 					"applied_index": st.AppliedIndex, "state_hash": st.StateHash, "raft_addr": st.RaftAddr,
 					"grpc_addr": st.GrpcAddr, "last_log_index": st.LastLogIndex, "commit_index": st.CommitIndex,
 					"term": st.Term, "cluster_time_ms": st.ClusterTimeMs, "jobs": st.Jobs, "tenants": st.Tenants,
-					"last_leader_contact_ms": st.LastLeaderContactMs,
+					"last_leader_contact_ms": st.LastLeaderContactMs, "feature_level": st.FeatureLevel,
+					"cluster_feature_level": st.ClusterFeatureLevel,
 				})
 			}
 			leader := fmt.Sprintf("%s %s", st.LeaderId, st.LeaderAddr)
@@ -60,6 +63,7 @@ leader_addr, applied_index, state_hash, and more.`,
 				{"state hash", st.StateHash},
 				{"jobs", fmt.Sprint(st.Jobs)},
 				{"tenants", fmt.Sprint(st.Tenants)},
+				{"feature level", fmt.Sprintf("%d (this node's build understands up to %d)", st.ClusterFeatureLevel, st.FeatureLevel)},
 			})
 			return nil
 		},

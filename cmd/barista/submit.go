@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"barista/fsm"
 	pb "barista/proto"
 	"barista/rpc/agent/runner"
 	"barista/sfq"
@@ -31,6 +32,8 @@ type submitOpts struct {
 	dir         string
 	payload     string
 	fromFile    string
+	class       pb.Class
+	deadline    time.Duration
 }
 
 type multiFlag []string
@@ -41,12 +44,27 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func init() {
 	register("submit", &command{
 		synopsis: "Submit a job",
-		usage:    "--tenant NAME --size sm|md|lg --cost DUR [--key K] [--type T] [--max-attempts N] [--timeout DUR] -- COMMAND [ARGS...]",
+		usage:    "--tenant NAME --size sm|md|lg --cost DUR [--class C] [--deadline DUR] [--key K] [--type T] [--max-attempts N] [--timeout DUR] -- COMMAND [ARGS...]",
 		help: `Submits a job that runs COMMAND ARGS... on a worker of at least the given
 size. --cost is the estimated CPU time: the scheduler charges it at
-dispatch and corrects it by the measured CPU when the job ends. With --key
-the submit is idempotent: the same key and content returns the existing
-job ("created": false); the same key with other content is ALREADY_EXISTS.
+dispatch and corrects it by the measured CPU when the job ends. While the
+cluster's estimate is auto (barista config set estimate=auto) --cost may
+be left out: the job type's moving average, once it has 3 completed runs,
+or the configured default_cost is used (and wins over --cost too once the
+average has its runs).
+
+--class critical|high|normal|low (default normal) is the job's priority
+class: a worker takes the highest class it fits first. A tenant may use
+classes up to its max_class (low always); above it the submit is
+PERMISSION_DENIED. --deadline DUR (1s .. 1 year) asks that the job start
+within DUR: jobs with a deadline go before the rest of their class,
+earliest first, if the tenant is allowed deadlines (barista tenant set
+--deadlines on). A deadline is urgency, not expiry: a late job still runs.
+See docs/scheduling.md.
+
+With --key the submit is idempotent: the same key and content returns the
+existing job ("created": false); the same key with other content is
+ALREADY_EXISTS.
 --env KEY=VALUE (repeatable) and --dir set the job's environment and
 working directory; --payload gives the raw JSON payload instead of a
 command. With --json prints {"job_id": N, "created": true|false}.
@@ -56,6 +74,7 @@ line (keys as the flags; cost and timeout are durations; the command is
 "argv" with optional "env" and "dir", or a raw "payload" object):
 
   {"tenant": "acme", "size": "md", "cost": "90s", "key": "k1", "argv": ["render", "7"]}
+  {"size": "sm", "class": "high", "deadline": "10m", "type": "thumb", "argv": ["thumb", "9"]}
 
 It prints a summary (or one JSON result per line with --json) and exits 1
 if any job was refused.`,
@@ -63,7 +82,9 @@ if any job was refused.`,
 			o := &submitOpts{fs: fs}
 			o.tenantFlags.register(fs)
 			fs.StringVar(&o.size, "size", "", "container `SIZE`: sm, md or lg (required)")
-			defineFlag(fs, "cost", "estimated CPU time, a `DURATION` (required)", costVal(&o.cost))
+			defineFlag(fs, "cost", "estimated CPU time, a `DURATION` (required unless the cluster's estimate is auto)", costVal(&o.cost))
+			defineFlag(fs, "class", "priority `CLASS` (default normal)", classVal(&o.class))
+			defineFlag(fs, "deadline", "start the job within this `DURATION` of the submit (the tenant needs deadlines on)", deadlineVal(&o.deadline))
 			fs.StringVar(&o.key, "key", "", "idempotency `KEY` (1..256 bytes)")
 			fs.StringVar(&o.jobType, "type", "", "job `TYPE` (a label)")
 			defineFlag(fs, "max-attempts", "runs allowed to fail before the job fails (`N`, 0 = the configured default)", attemptsVal(&o.maxAttempts))
@@ -92,9 +113,6 @@ func runSubmit(env *cmdEnv, o any, args []string) error {
 	if err != nil {
 		return usageError("--size: %v", err)
 	}
-	if !set["cost"] {
-		return usageError("--cost: required, the estimated CPU time (e.g. 90s)")
-	}
 	var payload []byte
 	switch {
 	case opts.payload != "" && len(args) > 0:
@@ -119,8 +137,11 @@ func runSubmit(env *cmdEnv, o any, args []string) error {
 			return usageError("%v", err)
 		}
 	}
+	// Without --cost, 0: the server takes it only under estimate=auto
+	// and says so otherwise.
 	req := &pb.SubmitRequest{Tenant: opts.tenant, JobType: opts.jobType, Size: pb.Size(size + 1), EstCostMs: opts.cost.Milliseconds(),
-		Payload: payload, MaxAttempts: opts.maxAttempts, TimeoutMs: opts.timeout.Milliseconds()}
+		Payload: payload, MaxAttempts: opts.maxAttempts, TimeoutMs: opts.timeout.Milliseconds(),
+		Class: opts.class, DeadlineMs: opts.deadline.Milliseconds()}
 	if set["key"] {
 		req.IdempotencyKey = &opts.key
 	}
@@ -155,6 +176,29 @@ func timeoutVal(p *time.Duration) value {
 
 func attemptsVal(p *uint32) value { return &intVal[uint32]{p, 0, sfq.MaxMaxAttempts} }
 
+func deadlineVal(p *time.Duration) value {
+	return durationVal(p, sfq.MinDeadlineMs*time.Millisecond, sfq.MaxDeadlineMs*time.Millisecond).wholeMs()
+}
+
+// classVal is a class name: critical, high, normal or low.
+func classVal(p *pb.Class) value {
+	return &parsedVal[pb.Class]{p: p, want: "critical, high, normal or low",
+		parse: func(s string) (pb.Class, error) {
+			c, err := sfq.ParseClass(s)
+			if err != nil {
+				return 0, fmt.Errorf("%q is not a class (critical, high, normal or low)", s)
+			}
+			return fsm.ClassToPB(c), nil
+		},
+		format: func(c pb.Class) string {
+			if c == pb.Class_CLASS_UNSPECIFIED {
+				return ""
+			}
+			k, _ := fsm.ClassFromPB(c)
+			return k.String()
+		}}
+}
+
 // fileJob is one line of a --from-file submit. Numbers are kept as text
 // and read by the same values as the flags.
 type fileJob struct {
@@ -166,6 +210,8 @@ type fileJob struct {
 	Type        string            `json:"type"`
 	MaxAttempts json.Number       `json:"max_attempts"`
 	Timeout     string            `json:"timeout"`
+	Class       string            `json:"class"`
+	Deadline    string            `json:"deadline"`
 	Argv        []string          `json:"argv"`
 	Env         map[string]string `json:"env"`
 	Dir         string            `json:"dir"`
@@ -181,7 +227,7 @@ func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
 	if req.Tenant == "" {
 		req.Tenant = defaultTenant
 	}
-	var cost, timeout time.Duration
+	var cost, timeout, deadline time.Duration
 	fields := []struct {
 		name, text string
 		val        value
@@ -190,6 +236,8 @@ func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
 		{"est_cost_ms", f.EstCostMs.String(), &intVal[int64]{&req.EstCostMs, 1, sfq.MaxEstCostMs}},
 		{"max_attempts", f.MaxAttempts.String(), attemptsVal(&req.MaxAttempts)},
 		{"timeout", f.Timeout, timeoutVal(&timeout)},
+		{"deadline", f.Deadline, deadlineVal(&deadline)},
+		{"class", f.Class, classVal(&req.Class)},
 	}
 	for _, fd := range fields {
 		if fd.text == "" {
@@ -204,10 +252,9 @@ func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
 		return nil, errors.New("give cost or est_cost_ms, not both")
 	case f.Cost != "":
 		req.EstCostMs = cost.Milliseconds()
-	case f.EstCostMs == "":
-		return nil, errors.New("cost: required, the estimated CPU time (e.g. \"90s\")")
 	}
-	req.TimeoutMs = timeout.Milliseconds()
+	// Without either, 0: the server takes it only under estimate=auto.
+	req.TimeoutMs, req.DeadlineMs = timeout.Milliseconds(), deadline.Milliseconds()
 	switch {
 	case len(f.Payload) > 0 && len(f.Argv) > 0:
 		return nil, errors.New("give argv or payload, not both")

@@ -29,6 +29,11 @@ type tenantSetOpts struct {
 	inflightCPU time.Duration
 	maxQueued   uint32
 	export      bool
+	maxClass    pb.Class
+	capCritical uint32
+	capHigh     uint32
+	deadlines   bool
+	deadlineCap uint32
 }
 
 func tenantJSON(t *pb.Tenant) map[string]any {
@@ -38,7 +43,26 @@ func tenantJSON(t *pb.Tenant) map[string]any {
 		"name": t.Name, "tier": tier.String(), "multiplier": t.Multiplier,
 		"cap": c.GetMaxRunning(), "cap_sm": c.GetMaxRunningSm(), "cap_md": c.GetMaxRunningMd(), "cap_lg": c.GetMaxRunningLg(),
 		"inflight_cpu_ms": c.GetMaxInflightCpuMs(), "max_queued": c.GetMaxQueued(), "export_metrics": t.ExportMetrics,
+		"max_class": className(t.MaxClass), "cap_critical": c.GetMaxRunningCritical(), "cap_high": c.GetMaxRunningHigh(),
+		"deadlines": t.AllowDeadlines, "deadline_cap": c.GetMaxRunningDeadline(),
 	}
+}
+
+// className names a proto class (unspecified is normal).
+func className(c pb.Class) string {
+	k, err := fsm.ClassFromPB(c)
+	if err != nil {
+		return c.String()
+	}
+	return k.String()
+}
+
+// onOff is "on" or "off".
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
@@ -46,8 +70,9 @@ func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
 		return printJSON(env.stdout, tenantJSON(t))
 	}
 	m := tenantJSON(t)
-	rows := [][2]string{{"name", t.Name}, {"tier", fmt.Sprint(m["tier"])}, {"multiplier", fmt.Sprint(t.Multiplier)}}
-	for _, k := range []string{"cap", "cap_sm", "cap_md", "cap_lg", "max_queued"} {
+	rows := [][2]string{{"name", t.Name}, {"tier", fmt.Sprint(m["tier"])}, {"multiplier", fmt.Sprint(t.Multiplier)},
+		{"max_class", className(t.MaxClass)}, {"deadlines", onOff(t.AllowDeadlines)}}
+	for _, k := range []string{"cap", "cap_sm", "cap_md", "cap_lg", "cap_critical", "cap_high", "deadline_cap", "max_queued"} {
 		v := fmt.Sprint(m[k])
 		if v == "0" {
 			v = "none"
@@ -65,12 +90,21 @@ func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
 
 func init() {
 	register("tenant set", &command{
-		synopsis: "Create or update a tenant (tier, multiplier, caps, quota, metrics)",
-		usage:    "NAME --tier TIER [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N] [--export-metrics[=false]]",
+		synopsis: "Create or update a tenant (tier, multiplier, caps, quota, classes, deadlines, metrics)",
+		usage: "NAME --tier TIER [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N] " +
+			"[--max-class CLASS] [--cap-critical N] [--cap-high N] [--deadlines on|off] [--deadline-cap N] [--export-metrics[=false]]",
 		help: `Creates the tenant, or updates it: flags not given keep their current
-values, and an update keeps the tenant's tags, usage and counters. A cap
-of 0 means no cap. A cap decrease preempts nothing; it blocks new
-dispatches until usage falls below it.
+values (it reads the tenant first: the API's upsert sets every field), and
+an update keeps the tenant's tags, usage and counters. A cap of 0 means no
+cap. A cap decrease preempts nothing; it blocks new dispatches until usage
+falls below it.
+
+--max-class is the highest priority class the tenant may submit (normal
+unless set; low is always allowed); --cap-critical and --cap-high bound
+its running jobs of those classes, so that a grant of priority cannot
+take every container. --deadlines on lets it submit jobs with a deadline,
+which go before the rest of their class; --deadline-cap bounds its
+running jobs with one. See docs/scheduling.md.
 
 --export-metrics keeps the tenant's own series on /metrics when the
 cluster has more tenants than the servers' --metrics-max-tenants (below
@@ -90,6 +124,11 @@ mark.`,
 			msFlag(fs, &o.inflightCPU, "inflight-cpu", 0, time.Millisecond, 2562047*time.Hour, "none",
 				"max estimated CPU of running jobs (`DURATION`)")
 			numFlag(fs, &o.maxQueued, "max-queued", 0, 0, math.MaxUint32, "quota of queued jobs (`N`, 0 = none)")
+			defineFlag(fs, "max-class", "highest priority `CLASS` it may submit", classVal(&o.maxClass))
+			numFlag(fs, &o.capCritical, "cap-critical", 0, 0, math.MaxUint32, "max running critical jobs (`N`, 0 = none)")
+			numFlag(fs, &o.capHigh, "cap-high", 0, 0, math.MaxUint32, "max running high jobs (`N`, 0 = none)")
+			defineFlag(fs, "deadlines", "may it submit jobs with a deadline (`ON|OFF`)", onOffVal(&o.deadlines))
+			numFlag(fs, &o.deadlineCap, "deadline-cap", 0, 0, math.MaxUint32, "max running jobs with a deadline (`N`, 0 = none)")
 			fs.BoolVar(&o.export, "export-metrics", false, "its own series on /metrics beyond the servers' --metrics-max-tenants")
 			return o
 		},
@@ -177,6 +216,7 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 		switch status.Code(err) {
 		case codes.OK:
 			req.Tier, req.Multiplier, req.Caps, req.ExportMetrics = cur.Tier, cur.Multiplier, cur.Caps, cur.ExportMetrics
+			req.MaxClass, req.AllowDeadlines = cur.MaxClass, cur.AllowDeadlines
 			if req.Caps == nil {
 				req.Caps = &pb.Caps{}
 			}
@@ -202,7 +242,9 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 			name     string
 			dst, src *uint32
 		}{{"cap", &c.MaxRunning, &opts.cap}, {"cap-sm", &c.MaxRunningSm, &opts.capSM}, {"cap-md", &c.MaxRunningMd, &opts.capMD},
-			{"cap-lg", &c.MaxRunningLg, &opts.capLG}, {"max-queued", &c.MaxQueued, &opts.maxQueued}} {
+			{"cap-lg", &c.MaxRunningLg, &opts.capLG}, {"max-queued", &c.MaxQueued, &opts.maxQueued},
+			{"cap-critical", &c.MaxRunningCritical, &opts.capCritical}, {"cap-high", &c.MaxRunningHigh, &opts.capHigh},
+			{"deadline-cap", &c.MaxRunningDeadline, &opts.deadlineCap}} {
 			if set[f.name] {
 				*f.dst = *f.src
 			}
@@ -212,6 +254,12 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 		}
 		if set["export-metrics"] {
 			req.ExportMetrics = opts.export
+		}
+		if set["max-class"] {
+			req.MaxClass = opts.maxClass
+		}
+		if set["deadlines"] {
+			req.AllowDeadlines = opts.deadlines
 		}
 		out, err = admin.UpsertTenant(ctx, req)
 		return err

@@ -33,6 +33,9 @@ type integer interface {
 // intVal is a whole number in [lo, hi]. Text is parsed without a size
 // limit, so a number too large for the field is out of range, never
 // wrapped.
+func (*intVal[T]) isInteger()  {}
+func (*durVal[T]) isDuration() {}
+
 type intVal[T integer] struct {
 	p      *T
 	lo, hi T
@@ -223,6 +226,20 @@ func (v *boolVal) setTOML(x any) error {
 	}
 	*v.p = b
 	return nil
+}
+
+// onOffVal is on or off (as a flag it needs its argument).
+func onOffVal(p *bool) value {
+	return &parsedVal[bool]{p: p, want: "", format: onOff,
+		parse: func(s string) (bool, error) {
+			switch strings.ToLower(s) {
+			case "on":
+				return true, nil
+			case "off":
+				return false, nil
+			}
+			return false, fmt.Errorf("%q is not on or off", s)
+		}}
 }
 
 // listVal is a list of strings: comma-separated as text, an array of

@@ -64,7 +64,7 @@ live, the worker is refused (ABORTED) and retries with backoff.`,
 			fs.StringVar(&o.size, "size", "", "container `SIZE`: sm, md or lg (required)")
 			host, _ := os.Hostname()
 			fs.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "unique worker `ID`")
-			fs.StringVar(&o.logDir, "log-dir", filepath.Join(os.TempDir(), "barista-worker"), "`DIR` for job output logs")
+			fs.StringVar(&o.logDir, "log-dir", filepath.Join(os.TempDir(), "barista-worker"), "`DIR` for job output logs: job-ID-attempt-N.log, stdout and stderr, never deleted")
 			numFlag(fs, &o.maxLog, "max-log-bytes", runner.DefaultMaxLogBytes, 4096, 1<<40, "bound of each job's log file, in `BYTES`")
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`")
 			fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")

@@ -47,7 +47,8 @@ type Result struct {
 	ExitCode   int
 	Signaled   bool
 	CPU        time.Duration
-	StderrTail string
+	StderrTail string // the end of stderr, any length and bytes
+	StdoutTail string // the end of stdout, any length and bytes
 }
 
 // Runner starts jobs.
@@ -573,7 +574,7 @@ func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
 	if err != nil {
 		a.log.Warn("job could not start", "job", as.Job, "error", err)
 		a.mu.Lock()
-		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: sfq.StderrTail(err.Error())}
+		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: sfq.OutputTail(err.Error())}
 		fin := j.finished
 		a.mu.Unlock()
 		if err := send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: as.Job, Attempt: as.Attempt}}}); err != nil {
@@ -617,7 +618,7 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 		outcome = pb.Outcome_OK
 	}
 	j.finished = &pb.JobFinished{Job: j.assign.Job, Attempt: j.assign.Attempt, Outcome: outcome, CpuMs: res.CPU.Milliseconds(),
-		ExitCode: int32(res.ExitCode), StderrTail: sfq.StderrTail(res.StderrTail)}
+		ExitCode: int32(res.ExitCode), StderrTail: sfq.OutputTail(res.StderrTail), StdoutTail: sfq.OutputTail(res.StdoutTail)}
 	fin := j.finished
 	a.mu.Unlock()
 	kind := "finished"

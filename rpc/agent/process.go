@@ -12,7 +12,8 @@ import (
 
 // ProcessRunner runs each job as a child process tree (see package
 // runner): the payload is a JSON command line, the output goes to
-// LogDir/job-ID-attempt-N.log (bounded), and the CPU is measured from the
+// LogDir/job-ID-attempt-N.log (bounded; the last 4 KiB of stderr and of
+// stdout are reported with the result), and the CPU is measured from the
 // operating system. The child's environment names its run:
 // BARISTA_JOB_ID, BARISTA_ATTEMPT, BARISTA_TENANT and BARISTA_WORKER_ID
 // (these override the payload's env).
@@ -62,5 +63,5 @@ func (r processRun) Done() <-chan struct{}         { return r.p.Done() }
 
 func (r processRun) Result() Result {
 	res := r.p.Result()
-	return Result{ExitCode: res.ExitCode, Signaled: res.Signal != "", CPU: res.CPU, StderrTail: res.StderrTail}
+	return Result{ExitCode: res.ExitCode, Signaled: res.Signal != "", CPU: res.CPU, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail}
 }

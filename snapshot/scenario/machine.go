@@ -18,7 +18,7 @@ type Machine struct {
 }
 
 // NewMachine returns a Machine over a fresh state machine.
-func NewMachine() *Machine { return &Machine{F: fsm.New()} }
+func NewMachine() *Machine { return &Machine{F: fsm.NewLatest()} }
 
 func (m *Machine) apply(now sfq.Time, c *pb.Command) (fsm.Result, error) {
 	m.index++

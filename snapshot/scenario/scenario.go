@@ -508,7 +508,13 @@ func (rn *runner) jobEvent(cmd string, args []string) error {
 	if !ok {
 		return fmt.Errorf("%w: %d", sfq.ErrUnknownJob, id)
 	}
-	attempt, worker := job.Attempt, job.Worker
+	// By default a report names the current attempt and, while the job is
+	// live, its worker (an ended job keeps the worker it ran on, which a
+	// report of it does not name unless told).
+	attempt, worker := job.Attempt, ""
+	if job.State.Live() {
+		worker = job.Worker
+	}
 	var cpu int64
 	outcome := sfq.OutcomeOK
 	for _, o := range opts {

@@ -13,7 +13,7 @@ import (
 // Violation is one broken invariant. Rule is the number of the invariant
 // in SPEC §8 (1 lost submits, 2 single terminal state and no concurrent
 // attempts, 3 caps, 4 virtual time and counters, 5 equal hashes, 6
-// fairness).
+// fairness inside a class, 7 class and deadline order).
 type Violation struct {
 	Rule int
 	Msg  string
@@ -26,7 +26,7 @@ func (v Violation) String() string { return fmt.Sprintf("invariant %d: %s", v.Ru
 func Check(h *History) []Violation {
 	var out []Violation
 	for _, rule := range []func(*History) []Violation{
-		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness,
+		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness, checkPriority,
 	} {
 		out = append(out, rule(h)...)
 	}
@@ -249,10 +249,13 @@ func checkHashes(h *History) []Violation {
 	return out
 }
 
-// checkFairness (6): for each pair of fairness tenants, over every window
-// of dispatches during which both stayed backlogged, the difference of
-// their normalised charged service stays within the SFQ bound widened for
-// the cost corrections of jobs in flight.
+// checkFairness (6): inside each class, among jobs without a deadline:
+// for each pair of fairness tenants, over every window of dispatches
+// during which both stayed backlogged, the difference of their normalised
+// charged service stays within the SFQ bound widened for the cost
+// corrections of jobs in flight. A tenant is backlogged in a class while
+// it has queued jobs without a deadline there (the audit's BackloggedIn;
+// histories from before classes have only Backlogged, over all).
 //
 // A tenant is charged step(est_cost, w) at dispatch and corrected by
 // step(cpu, w) - step(est_cost, w) when a run's Finished is accepted
@@ -296,17 +299,85 @@ func checkFairness(h *History) []Violation {
 			s.maxStep = max(s.maxStep, step(f.CPUMs, f.Weight))
 		}
 	}
-	for x := 0; x < len(h.Fair); x++ {
-		for y := x + 1; y < len(h.Fair); y++ {
-			a, b := h.Fair[x], h.Fair[y]
-			bound := 2 * (int64(1+st[a].inflight)*st[a].maxStep + int64(1+st[b].inflight)*st[b].maxStep)
-			out = append(out, fairPair(h.Audit, a, b, bound, step)...)
+	// Each job's class, and whether it has a deadline, from its dispatch.
+	type jobKind struct {
+		class    string
+		deadline bool
+	}
+	kinds := map[uint64]jobKind{}
+	used := map[string]bool{}
+	for _, f := range h.Audit {
+		if f.Kind == "dispatch" {
+			kinds[f.Job] = jobKind{classOf(f), f.Deadline}
+			used[classOf(f)] = true
+		}
+	}
+	for _, c := range sfq.Classes() {
+		class := c.String()
+		if !used[class] {
+			continue
+		}
+		var facts []snapshot.AuditFact
+		for _, f := range h.Audit {
+			if (f.Kind == "dispatch" || f.Kind == "finish") && kinds[f.Job] == (jobKind{class, false}) {
+				facts = append(facts, f)
+			}
+		}
+		for x := 0; x < len(h.Fair); x++ {
+			for y := x + 1; y < len(h.Fair); y++ {
+				a, b := h.Fair[x], h.Fair[y]
+				bound := 2 * (int64(1+st[a].inflight)*st[a].maxStep + int64(1+st[b].inflight)*st[b].maxStep)
+				out = append(out, fairPair(facts, class, a, b, bound, step)...)
+			}
 		}
 	}
 	return out
 }
 
-func fairPair(facts []snapshot.AuditFact, a, b string, bound int64, step func(c, w int64) int64) []Violation {
+// classOf is a dispatched job's class (histories from before classes say
+// none: normal).
+func classOf(f snapshot.AuditFact) string {
+	if f.Class == "" {
+		return sfq.ClassNormal.String()
+	}
+	return f.Class
+}
+
+// checkPriority (7): at every assigning Dispatch, no class above the
+// job's had an eligible job the worker fits, and, for a job without a
+// deadline, no job with a deadline of its own class was eligible (the
+// audit lists, just before each dispatch, the classes with an eligible
+// job the worker fits: "high", and "high:deadline" for a deadline job).
+func checkPriority(h *History) []Violation {
+	var out []Violation
+	for _, f := range h.Audit {
+		if f.Kind != "dispatch" {
+			continue
+		}
+		class, err := sfq.ParseClass(classOf(f))
+		if err != nil {
+			out = append(out, Violation{7, fmt.Sprintf("index %d: job %d has an unknown class %q", f.Index, f.Job, f.Class)})
+			continue
+		}
+		for _, e := range f.Eligible {
+			name, dl := strings.CutSuffix(e, ":deadline")
+			other, err := sfq.ParseClass(name)
+			switch {
+			case err != nil:
+				out = append(out, Violation{7, fmt.Sprintf("index %d: an unknown eligible class %q", f.Index, e)})
+			case other.Above(class):
+				out = append(out, Violation{7, fmt.Sprintf("index %d: dispatching job %d of class %s (tenant %s, size %s) while class %s had an eligible job the worker fits",
+					f.Index, f.Job, class, f.Tenant, f.Size, other)})
+			case other == class && dl && !f.Deadline:
+				out = append(out, Violation{7, fmt.Sprintf("index %d: dispatching job %d of class %s without a deadline (tenant %s) while a job of its class with a deadline was eligible",
+					f.Index, f.Job, class, f.Tenant)})
+			}
+		}
+	}
+	return out
+}
+
+func fairPair(facts []snapshot.AuditFact, class, a, b string, bound int64, step func(c, w int64) int64) []Violation {
 	in := func(list []string, t string) bool {
 		for _, x := range list {
 			if x == t {
@@ -321,8 +392,8 @@ func fairPair(facts []snapshot.AuditFact, a, b string, bound int64, step func(c,
 	var out []Violation
 	closeWindow := func(end uint64) {
 		if open && hi-lo > bound {
-			out = append(out, Violation{6, fmt.Sprintf("tenants %s and %s, both backlogged from index %d to %d: normalised service difference moved by %d virtual ms, bound %d",
-				a, b, start, end, hi-lo, bound)})
+			out = append(out, Violation{6, fmt.Sprintf("class %s: tenants %s and %s, both backlogged from index %d to %d: normalised service difference moved by %d virtual ms, bound %d",
+				class, a, b, start, end, hi-lo, bound)})
 		}
 		open = false
 	}
@@ -330,6 +401,9 @@ func fairPair(facts []snapshot.AuditFact, a, b string, bound int64, step func(c,
 		switch f.Kind {
 		case "dispatch":
 			both := in(f.Backlogged, a) && in(f.Backlogged, b)
+			if f.BackloggedIn != nil {
+				both = in(f.BackloggedIn, a+":"+class) && in(f.BackloggedIn, b+":"+class)
+			}
 			if !both {
 				closeWindow(f.Index)
 				continue

@@ -14,8 +14,9 @@ import (
 var t0 = time.Unix(1_800_000_000, 0)
 
 // validHistory is a small consistent history: two fairness tenants of
-// equal weight, alternating sm jobs of 1000 ms on one worker, every job
-// completed with cpu = est.
+// equal weight, alternating sm jobs of 1000 ms of class normal on one
+// worker (normal and low had eligible jobs), every job completed with
+// cpu = est.
 func validHistory() *History {
 	h := &History{Fair: []string{"fa", "fb"}, Overlap: 100 * time.Millisecond,
 		Nodes:      []NodeFinal{{"n1", 40, "abc"}, {"n2", 40, "abc"}, {"n3", 40, "abc"}},
@@ -36,7 +37,8 @@ func validHistory() *History {
 	for j := uint64(1); j <= 4; j++ {
 		tenant := []string{"fa", "fb"}[j%2]
 		fact(snapshot.AuditFact{Kind: "dispatch", Job: j, Tenant: tenant, Size: "sm", Attempt: 1, EstCostMs: 1000, Weight: 65536,
-			Running: 1, RunningSize: 1, InflightCPUMs: 1000, MaxRunning: 2, Backlogged: []string{"fa", "fb"}})
+			Running: 1, RunningSize: 1, InflightCPUMs: 1000, MaxRunning: 2, Backlogged: []string{"fa", "fb"},
+			Class: "normal", Eligible: []string{"normal", "low", "low:deadline"}, BackloggedIn: []string{"fa:normal", "fb:normal"}})
 		fact(snapshot.AuditFact{Kind: "finish", Job: j, Tenant: tenant, Attempt: 1, CPUMs: 1000, EstCostMs: 1000, Weight: 65536})
 		fact(snapshot.AuditFact{Kind: "terminal", Job: j, Tenant: tenant, State: "completed"})
 		start := t0.Add(time.Duration(j) * time.Second)
@@ -51,6 +53,40 @@ func validHistory() *History {
 
 func TestCheckerAcceptsAValidHistory(t *testing.T) {
 	if vs := Check(validHistory()); len(vs) != 0 {
+		t.Fatal(Report(vs))
+	}
+}
+
+// TestFairnessInsideEachClass: rule 6 holds inside a class, among jobs
+// without a deadline. While both fairness tenants are backlogged in class
+// normal, one's jobs of class high (where the other has none) and its
+// deadline jobs are no unfairness; the same dispatches without a deadline
+// in class normal are (the "starved tenant" case below), and so are they
+// in class high once both are backlogged there.
+func TestFairnessInsideEachClass(t *testing.T) {
+	build := func(faHigh bool) *History {
+		h := validHistory()
+		idx := uint64(100)
+		for j := uint64(10); j < 30; j++ {
+			idx++
+			f := snapshot.AuditFact{Kind: "dispatch", Index: idx, Job: j, Tenant: "fb", Size: "sm", Attempt: 1,
+				EstCostMs: 1000, Weight: 65536, Running: 1, Backlogged: []string{"fa", "fb"}, Class: "high", Eligible: []string{"high", "normal"},
+				BackloggedIn: []string{"fb:high", "fa:normal", "fb:normal"}}
+			if faHigh {
+				f.BackloggedIn = append(f.BackloggedIn, "fa:high")
+			}
+			if j%2 == 0 {
+				f.Class, f.Deadline, f.Eligible = "normal", true, []string{"normal", "normal:deadline"}
+			}
+			h.Audit = append(h.Audit, f)
+		}
+		return h
+	}
+	if vs := Check(build(false)); len(vs) != 0 {
+		t.Fatal(Report(vs))
+	}
+	vs := Check(build(true))
+	if len(vs) != 1 || vs[0].String() != "invariant 6: class high: tenants fa and fb, both backlogged from index 102 to 120: normalised service difference moved by 10000000 virtual ms, bound 8000000" {
 		t.Fatal(Report(vs))
 	}
 }
@@ -127,12 +163,26 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 		}},
 		{"diverging hash", 5, "node n3 ends at index 40 hash def", func(h *History) { h.Nodes[2].Hash = "def" }},
 		{"replay diverges", 5, "the audited replay ends at index 40 hash 999", func(h *History) { h.AuditHash = "999" }},
-		{"starved tenant", 6, "tenants fa and fb, both backlogged", func(h *History) {
+		{"lower class first", 7, "index 13: dispatching job 3 of class normal (tenant fb, size sm) while class high had an eligible job the worker fits", func(h *History) {
+			for i := range h.Audit {
+				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Job == 3 {
+					h.Audit[i].Eligible = []string{"high", "normal"}
+				}
+			}
+		}},
+		{"no deadline before a deadline job", 7, "index 10: dispatching job 2 of class normal without a deadline (tenant fa) while a job of its class with a deadline was eligible", func(h *History) {
+			for i := range h.Audit {
+				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Job == 2 {
+					h.Audit[i].Eligible = []string{"normal", "normal:deadline"}
+				}
+			}
+		}},
+		{"starved tenant", 6, "class normal: tenants fa and fb, both backlogged", func(h *History) {
 			idx := uint64(100)
 			for j := uint64(10); j < 30; j++ { // fb alone is served while fa waits
 				idx++
 				h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "dispatch", Index: idx, Job: j, Tenant: "fb", Size: "sm", Attempt: 1,
-					EstCostMs: 1000, Weight: 65536, Running: 1, Backlogged: []string{"fa", "fb"}})
+					EstCostMs: 1000, Weight: 65536, Running: 1, Backlogged: []string{"fa", "fb"}, BackloggedIn: []string{"fa:normal", "fb:normal"}})
 			}
 		}},
 	}

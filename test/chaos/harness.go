@@ -89,16 +89,36 @@ type Run struct {
 	fair []string
 }
 
-// tenants of a run: three fairness tenants (sm jobs only, no caps), two
-// capped tenants and two of mixed sizes.
+// tenants of a run: three fairness tenants (sm jobs of class normal
+// without a deadline only, no caps), two capped tenants and two of mixed
+// sizes, which also submit jobs of classes high (mix-gold, capped) and
+// low, and jobs with deadlines (the mixed ones).
 var tenantSpecs = []*pb.UpsertTenantRequest{
 	{Name: "fair-free", Tier: pb.Tier_FREE},
 	{Name: "fair-silver", Tier: pb.Tier_SILVER},
 	{Name: "fair-gold", Tier: pb.Tier_GOLD},
 	{Name: "cap-bronze", Tier: pb.Tier_BRONZE, Caps: &pb.Caps{MaxRunning: 1}},
 	{Name: "cap-diamond", Tier: pb.Tier_DIAMOND, Caps: &pb.Caps{MaxRunningMd: 1, MaxInflightCpuMs: 1500}},
-	{Name: "mix-bronze", Tier: pb.Tier_BRONZE},
-	{Name: "mix-gold", Tier: pb.Tier_GOLD},
+	{Name: "mix-bronze", Tier: pb.Tier_BRONZE, AllowDeadlines: true, Caps: &pb.Caps{MaxRunningDeadline: 2}},
+	{Name: "mix-gold", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH, AllowDeadlines: true, Caps: &pb.Caps{MaxRunningHigh: 2}},
+}
+
+// classAndDeadline draws a submit's class and deadline for a tenant of
+// the mixed and capped work: 30 % of mix-gold's jobs are high, 10 % of
+// every tenant's low, 20 % of the mixed tenants' carry a deadline of 2 to
+// 10 s.
+func classAndDeadline(rng *rand.Rand, tenant string) (pb.Class, int64) {
+	class, deadline := pb.Class_CLASS_UNSPECIFIED, int64(0)
+	switch d := rng.IntN(10); {
+	case d < 3 && tenant == "mix-gold":
+		class = pb.Class_HIGH
+	case d == 3:
+		class = pb.Class_LOW
+	}
+	if strings.HasPrefix(tenant, "mix-") && rng.IntN(5) == 0 {
+		deadline = int64(2000 + rng.IntN(8000))
+	}
+	return class, deadline
 }
 
 // Start boots the cluster, the workers and the network of a run.
@@ -230,9 +250,9 @@ func (r *Run) payload(run time.Duration) []byte {
 }
 
 // submit sends one keyed submit until it is acknowledged or ctx ends.
-func (r *Run) submit(ctx context.Context, client int, key, tenant string, size pb.Size, est int64, run time.Duration) {
+func (r *Run) submit(ctx context.Context, client int, key, tenant string, size pb.Size, est int64, run time.Duration, class pb.Class, deadline int64) {
 	op := Op{Kind: "submit", Client: client, Key: key, Tenant: tenant, Invoke: time.Now()}
-	req := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: &key, Size: size, EstCostMs: est, Payload: r.payload(run)}
+	req := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: &key, Size: size, EstCostMs: est, Payload: r.payload(run), Class: class, DeadlineMs: deadline}
 	tries, err := r.retry(ctx, client, func(ctx context.Context, n *cluster.Node) error {
 		resp, err := pb.NewClientClient(n.Conn()).Submit(ctx, req)
 		if err == nil {
@@ -267,7 +287,8 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 				tenant := others[rng.IntN(len(others))]
 				size := []pb.Size{pb.Size_SM, pb.Size_MD, pb.Size_LG}[rng.IntN(3)]
 				key := fmt.Sprintf("c%d-%d", c, seq.Add(1))
-				r.submit(ctx, c, key, tenant, size, int64(200+rng.IntN(1800)), time.Duration(200+rng.IntN(800))*time.Millisecond)
+				class, deadline := classAndDeadline(rng, tenant)
+				r.submit(ctx, c, key, tenant, size, int64(200+rng.IntN(1800)), time.Duration(200+rng.IntN(800))*time.Millisecond, class, deadline)
 				sleepCtx(ctx, time.Duration(300+rng.IntN(700))*time.Millisecond)
 			}
 		}()
@@ -290,7 +311,7 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 				})
 				for q := queued; q >= 0 && q < 8 && ctx.Err() == nil; q++ {
 					key := fmt.Sprintf("f%d-%d", client, seq.Add(1))
-					r.submit(ctx, client, key, tenant, pb.Size_SM, int64(300+rng.IntN(500)), time.Duration(150+rng.IntN(300))*time.Millisecond)
+					r.submit(ctx, client, key, tenant, pb.Size_SM, int64(300+rng.IntN(500)), time.Duration(150+rng.IntN(300))*time.Millisecond, 0, 0)
 				}
 				sleepCtx(ctx, 300*time.Millisecond)
 			}
@@ -720,6 +741,20 @@ func (r *Run) report(h *History, fenced float64) string {
 	}
 	fmt.Fprintf(&b, "log: %d entries, %d jobs, %d dispatches, %d accepted finishes, %d terminal; requeues seen %d; fenced writes rejected %.0f; attempts run %d; watch events %d\n",
 		facts["entry"], facts["job"], facts["dispatch"], facts["finish"], facts["terminal"], requeued, fenced, len(h.Attempts), len(h.Events))
+	classes := map[string]int{}
+	for _, f := range h.Audit {
+		if f.Kind == "dispatch" {
+			k := classOf(f)
+			if f.Deadline {
+				k += ":deadline"
+				if f.DeadlineMissed {
+					classes["deadline-missed"]++
+				}
+			}
+			classes[k]++
+		}
+	}
+	fmt.Fprintf(&b, "dispatches by class: %s\n", countLine(classes))
 	return b.String()
 }
 

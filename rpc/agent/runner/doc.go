@@ -8,7 +8,8 @@
 //
 //   - The job's main process runs in its own process group (Setpgid), with
 //     stdin from /dev/null and stdout+stderr appended to a size-bounded log
-//     file (see [Options]). The last bytes of stderr are kept in memory.
+//     file (see [Options]). The last bytes of stderr and of stdout are kept
+//     in memory.
 //   - The job is "done" ([Process.Done]) only when its main process has
 //     exited AND every descendant is gone. When the main process exits while
 //     descendants remain (for example a backgrounded "sleep 100 &"), the

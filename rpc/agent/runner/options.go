@@ -5,15 +5,16 @@ import "time"
 const (
 	// DefaultMaxLogBytes is the log file bound used when Options.MaxLogBytes <= 0.
 	DefaultMaxLogBytes = 16 << 20
-	// DefaultTailBytes is the stderr tail size used when Options.TailBytes <= 0.
+	// DefaultTailBytes is the size of the stderr and stdout tails used when
+	// Options.TailBytes <= 0.
 	DefaultTailBytes = 4096
 )
 
 // Options tune how a job's output is kept.
 type Options struct {
 	// LogPath is the file that the job's stdout and stderr are appended to
-	// (created with mode 0600 if needed). "" discards the output (the stderr
-	// tail is still kept).
+	// (created with mode 0600 if needed). "" discards the output (the
+	// tails are still kept).
 	//
 	// The file is bounded by MaxLogBytes (default [DefaultMaxLogBytes]). When a
 	// write would make it larger, the file is cut in place: it is truncated
@@ -26,8 +27,9 @@ type Options struct {
 	LogPath     string
 	MaxLogBytes int64
 
-	// TailBytes is how many of the last bytes of stderr [Result.StderrTail]
-	// holds (default [DefaultTailBytes]).
+	// TailBytes is how many of the last bytes of stderr and of stdout
+	// [Result.StderrTail] and [Result.StdoutTail] hold (default
+	// [DefaultTailBytes]).
 	TailBytes int
 }
 
@@ -52,6 +54,7 @@ type Result struct {
 	CPU time.Duration
 
 	StderrTail string // last Options.TailBytes bytes of stderr (not necessarily valid UTF-8)
+	StdoutTail string // last Options.TailBytes bytes of stdout (not necessarily valid UTF-8)
 
 	Started time.Time // just before the main process was created
 	Ended   time.Time // when the main process and every descendant were found gone

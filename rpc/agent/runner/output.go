@@ -102,8 +102,8 @@ func (l *boundedLog) Close() error {
 }
 
 // tailBuffer keeps the last n bytes written to it. It is not safe for
-// concurrent use: only the stderr copier writes it, and the result is read
-// after that copier has finished.
+// concurrent use: only one copier (of stderr, or of stdout) writes it, and
+// the result is read after that copier has finished.
 type tailBuffer struct {
 	n   int
 	buf []byte

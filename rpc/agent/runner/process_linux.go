@@ -32,7 +32,7 @@ type Process struct {
 	stdout, stderr   *os.File // read ends of the pipes
 	outDone, errDone chan struct{}
 	log              *boundedLog
-	tail             *tailBuffer
+	errTail, outTail *tailBuffer
 
 	// Guarded by reg.mu.
 	mainReaped bool
@@ -59,7 +59,8 @@ type member struct {
 
 // Start runs spec as a child of the calling process, in a process group of
 // its own (Setpgid), with stdin from /dev/null and stdout and stderr copied
-// to opt.LogPath (bounded, see [Options]) and stderr's tail kept in memory.
+// to opt.LogPath (bounded, see [Options]) and the tails of both kept in
+// memory.
 //
 // The environment is the calling process's with spec.Env added (overriding),
 // and Argv[0], unless it contains a '/', is looked up in that environment's
@@ -115,7 +116,8 @@ func Start(spec Spec, opt Options) (*Process, error) {
 		outDone: make(chan struct{}),
 		errDone: make(chan struct{}),
 		log:     log,
-		tail:    &tailBuffer{n: opt.TailBytes},
+		errTail: &tailBuffer{n: opt.TailBytes},
+		outTail: &tailBuffer{n: opt.TailBytes},
 	}
 	attr := &syscall.ProcAttr{
 		Dir:   spec.Dir,
@@ -150,8 +152,8 @@ func Start(spec Spec, opt Options) (*Process, error) {
 	devnull.Close()
 	outW.Close()
 	errW.Close()
-	go copyOutput(outR, p.outDone, p.log)
-	go copyOutput(errR, p.errDone, p.log, p.tail)
+	go copyOutput(outR, p.outDone, p.log, p.outTail)
+	go copyOutput(errR, p.errDone, p.log, p.errTail)
 	return p, nil
 }
 
@@ -255,7 +257,7 @@ func (p *Process) finalize(res Result) {
 	if err := p.log.Close(); err != nil && res.Err == nil {
 		res.Err = err
 	}
-	res.StderrTail = p.tail.String()
+	res.StderrTail, res.StdoutTail = p.errTail.String(), p.outTail.String()
 	p.result = res
 	close(p.done)
 }

@@ -377,6 +377,9 @@ func TestStderrTailAndLog(t *testing.T) {
 			if got := res.StderrTail; got != string(want[n-tc.wantTail:]) {
 				t.Errorf("StderrTail has %d bytes %q..., want the last %d bytes of stderr", len(got), got[:min(len(got), 20)], tc.wantTail)
 			}
+			if got, wantOut := res.StdoutTail, "to stdout\n"; got != wantOut[max(0, len(wantOut)-tc.wantTail):] {
+				t.Errorf("StdoutTail %q, want the stdout line", got)
+			}
 			// Both streams are in the log; the stdout line was written in
 			// one piece, somewhere among the stderr bytes.
 			out := readFile(t, log)
@@ -406,6 +409,9 @@ func TestLogBounded(t *testing.T) {
 	}
 	if !strings.HasSuffix(got, "line 0099999\nEND\n") {
 		t.Errorf("log does not end with the final output: %q", got[max(0, len(got)-30):])
+	}
+	if res.StdoutTail != want[len(want)-DefaultTailBytes:] || res.StderrTail != "" {
+		t.Errorf("StdoutTail has %d bytes, ends %q; StderrTail %q", len(res.StdoutTail), res.StdoutTail[max(0, len(res.StdoutTail)-30):], res.StderrTail)
 	}
 }
 

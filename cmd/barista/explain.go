@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+
+	"google.golang.org/grpc"
+
+	pb "barista/proto"
+)
+
+func init() {
+	register("explain", &command{
+		synopsis: "Say why a job is waiting (or where it is)",
+		usage:    "JOB [--tenant NAME] [--json]",
+		help: `Asks the leader why a job of the tenant waits: the first of these that
+applies (docs/scheduling.md, "Why a job waits"):
+
+  behind        older jobs of its queue (tenant, class, size) go first
+  cap           it is next in its queue but a cap of its tenant holds it
+  held          an older job of its tenant and size, blocked by a cap,
+                holds it back (jobs of one size keep their order)
+  higher_class  a higher class has an eligible job that fits the same workers
+  no_worker     no connected, undrained worker of its size or larger
+  waiting       it can run and waits its turn (candidates ahead, its
+                tenant's tag and its class's virtual_now)
+
+or assigned/running (and the worker), or the state it ended in. Prints
+one paragraph; --json prints one object: job_id, reason, class, size,
+text, and the reason's fields as numbers (position; vertex, current,
+limit; ahead, tag_ms, vnow_ms; worker). Another tenant's job is
+NOT_FOUND, like a missing one.`,
+		flags: func(fs *flag.FlagSet) any {
+			// No --stale: the leader answers (it knows the workers).
+			o := &explainOpts{}
+			o.register(fs)
+			fs.StringVar(&o.tenant, "tenant", os.Getenv("BARISTA_TENANT"), "`TENANT` (may be omitted with a client token; $BARISTA_TENANT)")
+			return o
+		},
+		run: func(env *cmdEnv, o any, args []string) error {
+			opts := o.(*explainOpts)
+			if len(args) != 1 {
+				return usageError("explain needs one JOB id")
+			}
+			id, err := parseJobID(args[0])
+			if err != nil {
+				return err
+			}
+			var r *pb.ExplainJobResponse
+			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+				r, err = pb.NewClientClient(cc).ExplainJob(ctx, &pb.ExplainJobRequest{Tenant: opts.tenant, JobId: id})
+				return err
+			}); err != nil {
+				return err
+			}
+			if opts.json {
+				return printJSON(env.stdout, explainJSON(r))
+			}
+			_, err = fmt.Fprintln(env.stdout, r.Text)
+			return err
+		},
+	})
+}
+
+type explainOpts struct {
+	clientFlags
+	tenant string
+}
+
+// explainJSON is the JSON form of a reason: its fields as numbers, like
+// barista replay --json prints an explain line.
+func explainJSON(r *pb.ExplainJobResponse) map[string]any {
+	m := map[string]any{"job_id": r.JobId, "reason": r.Reason, "class": className(r.Class), "size": sizeName(r.Size), "text": r.Text}
+	switch r.Reason {
+	case "scheduled":
+		m["due_ms"] = r.DueMs
+	case "paused":
+		m["vertex"] = r.Vertex
+	case "behind":
+		m["position"] = r.Position
+	case "cap":
+		m["vertex"], m["current"], m["limit"] = r.Vertex, r.Current, r.Limit
+	case "rate":
+		m["vertex"], m["eligible_at_ms"] = r.Vertex, r.EligibleAtMs
+	case "waiting":
+		m["ahead"], m["tag_ms"], m["vnow_ms"] = r.Ahead, json.RawMessage(r.TagMs), json.RawMessage(r.VnowMs)
+	case "assigned", "running":
+		m["worker"] = r.WorkerId
+	}
+	return m
+}

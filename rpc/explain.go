@@ -1,0 +1,192 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// ExplainJob says why a job of the caller's tenant is where it is (SPEC §3
+// "Why a job waits"). The leader serves it after confirming its leadership
+// (a follower forwards the call): the reason is computed from the state,
+// and the leader, which holds the worker sessions, turns waiting into
+// no_worker when no connected, undrained worker fits the job.
+func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobRequest) (*pb.ExplainJobResponse, error) {
+	tenant, err := scopeTenant(ctx, req.Tenant, false)
+	if err != nil {
+		return nil, err
+	}
+	fwd := &pb.ExplainJobRequest{Tenant: tenant, JobId: req.JobId}
+	return read(ctx, &s.base, nil, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ExplainJobResponse, error) {
+		return pb.NewClientClient(cc).ExplainJob(ctx, fwd)
+	}, func() (*pb.ExplainJobResponse, error) {
+		var r sfq.Reason
+		var j sfq.Job
+		var name string
+		err := jobNotFound(req.JobId)
+		s.node.FSM.Read(func(sc *sfq.Scheduler) {
+			var ok bool
+			// Scoped like GetJob: another tenant's job (or one of a
+			// deleted tenant of the same name) is not found.
+			if j, ok = sc.TenantJob(tenant, sfq.JobID(req.JobId)); ok {
+				name = sc.TenantName(j.Tenant)
+				r, err = sc.Explain(j.ID)
+			}
+		})
+		if err != nil {
+			if _, ok := status.FromError(err); ok {
+				return nil, err
+			}
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		if r.Kind == sfq.ReasonWaiting && !s.workers.fitting(ctx, j.Size) {
+			r = sfq.Reason{Kind: sfq.ReasonNoWorker}
+		}
+		return explainToPB(&j, name, r), nil
+	})
+}
+
+// fitting reports whether a connected, undrained worker of size sz or
+// larger has a session with this leader. Without a hub (this node just
+// gained leadership and the sessions are not known yet) it says yes: a
+// reason is never no_worker for want of knowing.
+func (s *WorkerService) fitting(ctx context.Context, sz sfq.Size) bool {
+	h := s.currentHub(ctx)
+	if h == nil {
+		return true
+	}
+	h.mu.Lock()
+	var ids []string
+	for id, sess := range h.sessions {
+		if sess.size >= sz {
+			ids = append(ids, id)
+		}
+	}
+	h.mu.Unlock()
+	for _, id := range ids {
+		if w, ok := s.node.FSM.Worker(id); !ok || !w.Drained {
+			return true
+		}
+	}
+	return false
+}
+
+// explainToPB converts a reason, with its paragraph.
+func explainToPB(j *sfq.Job, tenant string, r sfq.Reason) *pb.ExplainJobResponse {
+	out := &pb.ExplainJobResponse{JobId: uint64(j.ID), Reason: r.Name(), Size: fsm.SizeToPB(j.Size), Class: fsm.ClassToPB(j.Class)}
+	switch r.Kind {
+	case sfq.ReasonScheduled:
+		out.DueMs = int64(r.Due)
+	case sfq.ReasonPaused:
+		out.Vertex = r.Vertex
+	case sfq.ReasonBehind:
+		out.Position = r.Position
+	case sfq.ReasonCap:
+		out.Vertex, out.Current, out.Limit = r.Cap.String(), r.Current, r.Limit
+	case sfq.ReasonRate:
+		out.Vertex, out.EligibleAtMs = r.Vertex, int64(r.EligibleAt)
+	case sfq.ReasonWaiting:
+		out.Ahead, out.TagMs, out.VnowMs = r.Ahead, r.Tag.String(), r.VirtualNow.String()
+	case sfq.ReasonAssigned, sfq.ReasonRunning:
+		out.WorkerId = r.Worker
+	}
+	out.Text = explainText(j, tenant, r)
+	return out
+}
+
+// explainText says a reason in one paragraph. Names in it (tenant,
+// worker) are validated names without spaces or control characters.
+func explainText(j *sfq.Job, tenant string, r sfq.Reason) string {
+	id := fmt.Sprintf("Job %d (tenant %s, class %s, size %s", j.ID, tenant, j.Class, j.Size)
+	if at := j.DeadlineAt(); at != 0 {
+		id += fmt.Sprintf(", deadline at %d ms", at)
+	}
+	id += ")"
+	plural := func(n uint64, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	}
+	var b strings.Builder
+	b.WriteString(id)
+	switch r.Kind {
+	case sfq.ReasonScheduled:
+		fmt.Fprintf(&b, " is scheduled: it enters its queue at %d ms of cluster time.", r.Due)
+	case sfq.ReasonPaused:
+		fmt.Fprintf(&b, " waits: dispatch is paused (%s).", r.Vertex)
+	case sfq.ReasonBehind:
+		queue := "queue"
+		if j.HasDeadline() {
+			queue = "deadline queue"
+		}
+		fmt.Fprintf(&b, " waits behind %s of its %s (same tenant, class and size): they go first, in order.",
+			plural(r.Position, "older job", "older jobs"), queue)
+	case sfq.ReasonCap:
+		fmt.Fprintf(&b, " is next in its queue but a cap holds it: %s.", capText(j, tenant, r))
+	case sfq.ReasonRate:
+		fmt.Fprintf(&b, " is held by the %s rate limit until %d ms of cluster time.", r.Vertex, r.EligibleAt)
+	case sfq.ReasonHeld:
+		fmt.Fprintf(&b, " is held back: an older %s job of tenant %s is blocked by one of the tenant's limits, and jobs of one size keep their order, in this class and below.", j.Size, tenant)
+	case sfq.ReasonGroupTurn:
+		b.WriteString(" waits: another group of its tenant goes first.")
+	case sfq.ReasonHigherClass:
+		fmt.Fprintf(&b, " could run, but a higher class than %s has an eligible job that fits the same workers: higher classes go first.", j.Class)
+	case sfq.ReasonNoWorker:
+		fmt.Fprintf(&b, " could run, but no connected, undrained worker of size %s or larger is there to take it.", j.Size)
+	case sfq.ReasonWaiting:
+		if j.HasDeadline() {
+			fmt.Fprintf(&b, " could run and waits its turn: %s of class %s with an earlier deadline go%s first.",
+				plural(r.Ahead, "deadline job", "deadline jobs"), j.Class, verbS(r.Ahead))
+		} else {
+			fmt.Fprintf(&b, " could run and waits its turn: %s go%s first (deadline jobs of its class, and tenants with an earlier start tag).",
+				plural(r.Ahead, "candidate", "candidates"), verbS(r.Ahead))
+		}
+		fmt.Fprintf(&b, " Tenant %s's tag in class %s is %s virtual ms; the class's virtual_now is %s.", tenant, j.Class, r.Tag, r.VirtualNow)
+	case sfq.ReasonAssigned:
+		fmt.Fprintf(&b, " is assigned to worker %s, which has not reported it started.", r.Worker)
+	case sfq.ReasonRunning:
+		fmt.Fprintf(&b, " is running on worker %s.", r.Worker)
+	case sfq.ReasonTerminal:
+		fmt.Fprintf(&b, " has ended: %s.", r.State)
+	default:
+		fmt.Fprintf(&b, ": %s.", r.Name())
+	}
+	return b.String()
+}
+
+func verbS(n uint64) string {
+	if n == 1 {
+		return "es"
+	}
+	return ""
+}
+
+// capText names a cap, its count and its limit.
+func capText(j *sfq.Job, tenant string, r sfq.Reason) string {
+	switch r.Cap {
+	case sfq.CapTenantRunning:
+		return fmt.Sprintf("tenant %s runs %d jobs, its cap (max_running) is %d", tenant, r.Current, r.Limit)
+	case sfq.CapTenantSize:
+		return fmt.Sprintf("tenant %s runs %d %s jobs, its cap for %s is %d", tenant, r.Current, j.Size, j.Size, r.Limit)
+	case sfq.CapTenantInflight:
+		return fmt.Sprintf("tenant %s has %s of estimated CPU in flight; with this job's %s it would pass its cap of %s",
+			tenant, msText(r.Current), msText(j.EstCostMs), msText(r.Limit))
+	case sfq.CapClass:
+		return fmt.Sprintf("tenant %s runs %d jobs of class %s, its cap_%s is %d", tenant, r.Current, j.Class, j.Class, r.Limit)
+	case sfq.CapDeadline:
+		return fmt.Sprintf("tenant %s runs %d jobs with a deadline, its deadline_cap is %d", tenant, r.Current, r.Limit)
+	}
+	return fmt.Sprintf("%s: %d of %d", r.Cap, r.Current, r.Limit)
+}
+
+func msText(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }

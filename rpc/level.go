@@ -1,0 +1,34 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/metadata"
+
+	"barista/fsm"
+	pb "barista/proto"
+)
+
+// levelProber asks a member's Node service which feature level its build
+// understands (raftnode.LevelProber), over the connections and with the
+// credentials this server uses to reach other members.
+type levelProber struct{ b *base }
+
+func (p levelProber) MemberLevel(ctx context.Context, m fsm.Member) (uint32, error) {
+	if m.GRPCAddr == "" {
+		return 0, errors.New("no gRPC address recorded")
+	}
+	cc, err := p.b.leader.dial(m.GRPCAddr)
+	if err != nil {
+		return 0, err
+	}
+	if p.b.selfToken != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+p.b.selfToken)
+	}
+	st, err := pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{})
+	if err != nil {
+		return 0, err
+	}
+	return st.FeatureLevel, nil // 0 from a build before feature levels
+}

@@ -1,0 +1,378 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "barista/proto"
+	"barista/snapshot"
+	"barista/test/cluster"
+)
+
+// wantStatus fails unless err has the code and message.
+func wantStatus(t *testing.T, what string, err error, code codes.Code, msg string) {
+	t.Helper()
+	if st := status.Convert(err); err == nil || st.Code() != code || st.Message() != msg {
+		t.Errorf("%s: %v\nwant %v: %s", what, err, code, msg)
+	}
+}
+
+// runCLI runs the barista command line and returns stdout, the first line
+// of stderr and whether it exited 0.
+func runCLI(c *cluster.Cluster, args ...string) (string, string, bool) {
+	out, errOut, err := c.Run(args...)
+	first, _, _ := strings.Cut(errOut, "\n")
+	return out, first, err == nil
+}
+
+// hasRow reports whether a table printed by the command line has a row
+// whose words are row's.
+func hasRow(table, row string) bool {
+	for _, l := range strings.Split(table, "\n") {
+		if strings.Join(strings.Fields(l), " ") == row {
+			return true
+		}
+	}
+	return false
+}
+
+// TestClassesDeadlinesThroughAPIAndCLI: priority classes, deadlines and
+// cost estimates through the API and the command line of a three-node
+// cluster, every call on a follower. Every refusal names the field and
+// the rule; tenant set keeps what it is not given; explain gives the
+// reasons, no_worker among them, from the leader, to the job's own tenant
+// only.
+func TestClassesDeadlinesThroughAPIAndCLI(t *testing.T) {
+	c := cluster.New(t, "--config", tokenConfig(t, workerTimeouts))
+	c.Token = adminToken
+	c.Boot(3)
+	follower := c.Followers(c.WaitLeader(20 * time.Second))[0]
+	addr := follower.GRPCAddr
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil))
+	acme := pb.NewClientClient(cluster.Dial(t, addr, acmeToken, nil))
+	beta := pb.NewClientClient(cluster.Dial(t, addr, betaToken, nil))
+	for _, n := range []string{"acme", "beta"} {
+		if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: n, Tier: pb.Tier_GOLD}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cli := func(token string, args ...string) (string, string, bool) {
+		at := len(args)
+		for i, a := range args {
+			if a == "--" {
+				at = i
+				break
+			}
+		}
+		full := append(append(append([]string{}, args[:at]...), "--server", addr, "--token", token), args[at:]...)
+		return runCLI(c, full...)
+	}
+	sleep := payload(t, "sleep", "600")
+
+	// Refusals through the API, each naming the field and the rule.
+	_, err := acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_CRITICAL})
+	wantStatus(t, "critical", err, codes.PermissionDenied, "class critical is above tenant acme's max_class normal")
+	_, err = acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000, DeadlineMs: 60_000})
+	wantStatus(t, "deadline", err, codes.PermissionDenied, "tenant acme may not submit a job with a deadline (allow_deadlines is off)")
+	_, err = acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM})
+	wantStatus(t, "no cost", err, codes.InvalidArgument, "est_cost_ms: must be positive (got 0); it may be left out only while the cluster's estimate is auto")
+	_, err = acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000, DeadlineMs: 500})
+	wantStatus(t, "short deadline", err, codes.InvalidArgument, "deadline_ms: 500 is out of range (0 = none, else 1 s .. 1 year after the submit)")
+	batch, err := acme.SubmitBatch(ctx, &pb.SubmitBatchRequest{Jobs: []*pb.SubmitRequest{
+		{Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_HIGH}, {Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_LOW, Payload: sleep},
+	}})
+	if err != nil || batch.Results[0].Error != "PERMISSION_DENIED: class high is above tenant acme's max_class normal" || batch.Results[1].Error != "" {
+		t.Fatalf("batch: %v %v", batch, err)
+	}
+	lowJob := batch.Results[1].JobId
+	// ... and through the command line.
+	if _, e, ok := cli(acmeToken, "submit", "--size", "sm", "--cost", "1s", "--class", "critical", "--", "true"); ok || e != "PERMISSION_DENIED: class critical is above tenant acme's max_class normal" {
+		t.Errorf("CLI critical: ok=%t %q", ok, e)
+	}
+	if _, e, ok := cli(acmeToken, "submit", "--size", "sm", "--cost", "1s", "--deadline", "1m", "--", "true"); ok || e != "PERMISSION_DENIED: tenant acme may not submit a job with a deadline (allow_deadlines is off)" {
+		t.Errorf("CLI deadline: ok=%t %q", ok, e)
+	}
+
+	// The admin grants high, deadlines and caps; tenant set keeps what it
+	// is not given.
+	if _, e, ok := cli(adminToken, "tenant", "set", "acme", "--max-class", "high", "--deadlines", "on", "--cap-high", "1", "--deadline-cap", "2"); !ok {
+		t.Fatal(e)
+	}
+	if _, e, ok := cli(adminToken, "tenant", "set", "acme", "--multiplier", "2"); !ok {
+		t.Fatal(e)
+	}
+	out, e, ok := cli(adminToken, "tenant", "get", "acme", "--json")
+	var tj map[string]any
+	if !ok || json.Unmarshal([]byte(out), &tj) != nil || tj["max_class"] != "high" || tj["deadlines"] != true || tj["cap_high"] != 1.0 ||
+		tj["deadline_cap"] != 2.0 || tj["cap_critical"] != 0.0 || tj["multiplier"] != 2.0 {
+		t.Fatalf("tenant get after two sets: %s %s", out, e)
+	}
+	if out, _, _ := cli(adminToken, "tenant", "get", "acme"); !hasRow(out, "max_class high") || !hasRow(out, "deadlines on") || !hasRow(out, "cap_high 1") {
+		t.Errorf("tenant get:\n%s", out)
+	}
+	// The API's upsert sets every field: one without them resets them.
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", Tier: pb.Tier_GOLD, MaxClass: pb.Class_CRITICAL, AllowDeadlines: true}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", Tier: pb.Tier_GOLD}); err != nil || b.MaxClass != pb.Class_NORMAL || b.AllowDeadlines {
+		t.Fatalf("an upsert without the grants: %v %v", b, err)
+	}
+	if _, e, ok := cli(acmeToken, "submit", "--size", "sm", "--cost", "1s", "--class", "critical", "--", "true"); ok || e != "PERMISSION_DENIED: class critical is above tenant acme's max_class high" {
+		t.Errorf("CLI critical under high: ok=%t %q", ok, e)
+	}
+
+	// Beta may have deadlines again.
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", Tier: pb.Tier_GOLD, AllowDeadlines: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	// One sm worker runs a high job of acme; acme's next high sm job is
+	// capped, and holds back acme's sm jobs of lower classes; acme's md job
+	// has no worker; acme's low lg job waits for the higher classes;
+	// beta's sm jobs wait their turn, one behind the other.
+	w := c.AddWorker("w-sm", "sm")
+	w.Token = workerToken
+	w.Start(addr)
+	submit := func(cl pb.ClientClient, sz pb.Size, class pb.Class, deadline int64) uint64 {
+		t.Helper()
+		r, err := cl.Submit(ctx, &pb.SubmitRequest{Size: sz, EstCostMs: 1000, Class: class, DeadlineMs: deadline, Payload: sleep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.JobId
+	}
+	running := submit(acme, pb.Size_SM, pb.Class_HIGH, 0)
+	waitJob(t, acme, running, time.Minute, "running", func(j *pb.Job) bool { return j.State == "running" })
+	capped := submit(acme, pb.Size_SM, pb.Class_HIGH, 0)
+	md := submit(acme, pb.Size_MD, pb.Class_NORMAL, 0)
+	held := submit(acme, pb.Size_SM, pb.Class_NORMAL, 0)
+	lg := submit(acme, pb.Size_LG, pb.Class_LOW, 0)
+	waiting := submit(beta, pb.Size_SM, pb.Class_NORMAL, 0)
+	behind := submit(beta, pb.Size_SM, pb.Class_NORMAL, 0)
+
+	explainAs := func(cl pb.ClientClient, id uint64) *pb.ExplainJobResponse {
+		t.Helper()
+		r, err := cl.ExplainJob(ctx, &pb.ExplainJobRequest{JobId: id})
+		if err != nil {
+			t.Fatalf("explain %d: %v", id, err)
+		}
+		return r
+	}
+	explain := func(id uint64) *pb.ExplainJobResponse { t.Helper(); return explainAs(acme, id) }
+	if r := explain(running); r.Reason != "running" || r.WorkerId != "w-sm" {
+		t.Errorf("running job: %v", r)
+	}
+	if r := explain(capped); r.Reason != "cap" || r.Vertex != "class" || r.Current != 1 || r.Limit != 1 ||
+		r.Text != fmt.Sprintf("Job %d (tenant acme, class high, size sm) is next in its queue but a cap holds it: tenant acme runs 1 jobs of class high, its cap_high is 1.", capped) {
+		t.Errorf("capped job: %v", r)
+	}
+	if r := explain(md); r.Reason != "no_worker" {
+		t.Errorf("md job: %v", r)
+	}
+	for _, id := range []uint64{held, lowJob} {
+		if r := explain(id); r.Reason != "held" {
+			t.Errorf("acme's sm job %d below the capped one: %v", id, r)
+		}
+	}
+	if r := explain(lg); r.Reason != "higher_class" {
+		t.Errorf("low lg job: %v", r)
+	}
+	if r := explainAs(beta, waiting); r.Reason != "waiting" || r.Ahead != 0 || r.TagMs != "0" || r.VnowMs != "0" ||
+		r.Text != fmt.Sprintf("Job %d (tenant beta, class normal, size sm) could run and waits its turn: 0 candidates go first (deadline jobs of its class, and tenants with an earlier start tag). Tenant beta's tag in class normal is 0 virtual ms; the class's virtual_now is 0.", waiting) {
+		t.Errorf("waiting job: %v", r)
+	}
+	if r := explainAs(beta, behind); r.Reason != "behind" || r.Position != 1 {
+		t.Errorf("behind job: %v", r)
+	}
+	// The command line: a paragraph, or the fields as numbers.
+	if out, e, ok := cli(acmeToken, "explain", fmt.Sprint(md)); !ok ||
+		out != fmt.Sprintf("Job %d (tenant acme, class normal, size md) could run, but no connected, undrained worker of size md or larger is there to take it.\n", md) {
+		t.Errorf("explain md: %q %s", out, e)
+	}
+	out, e, ok = cli(acmeToken, "explain", fmt.Sprint(capped), "--json")
+	var ej map[string]any
+	if !ok || json.Unmarshal([]byte(out), &ej) != nil || ej["reason"] != "cap" || ej["vertex"] != "class" || ej["current"] != 1.0 ||
+		ej["limit"] != 1.0 || ej["job_id"] != float64(capped) || ej["class"] != "high" || ej["size"] != "sm" {
+		t.Errorf("explain --json: %s %s", out, e)
+	}
+	// A deadline job goes ahead of its class's other jobs (the waiting
+	// job now has one candidate ahead); still queued past its deadline,
+	// it has missed it.
+	dl := submit(beta, pb.Size_SM, pb.Class_NORMAL, 1000)
+	if r := explainAs(beta, waiting); r.Reason != "waiting" || r.Ahead != 1 {
+		t.Errorf("waiting job behind a deadline job: %v", r)
+	}
+	if r := explainAs(beta, dl); r.Reason != "waiting" || r.Ahead != 0 {
+		t.Errorf("deadline job: %v", r)
+	}
+	j := waitJob(t, beta, dl, 30*time.Second, "deadline missed", func(j *pb.Job) bool { return j.DeadlineMissed })
+	if j.Class != pb.Class_NORMAL || j.DeadlineAtMs != j.SubmittedAtMs+1000 || j.EstSource != "submitted" || j.State != "queued" {
+		t.Errorf("deadline job: %v", j)
+	}
+	if out, _, _ := cli(betaToken, "job", fmt.Sprint(dl)); !strings.Contains(out, "(missed: still queued)\n") || !hasRow(out, "estimated 1s (submitted)") {
+		t.Errorf("barista job:\n%s", out)
+	}
+	// Another tenant's job is not found, exactly like a missing one.
+	_, err = beta.ExplainJob(ctx, &pb.ExplainJobRequest{JobId: running})
+	wantStatus(t, "beta explains acme's job", err, codes.NotFound, fmt.Sprintf("job %d not found", running))
+	_, err = acme.ExplainJob(ctx, &pb.ExplainJobRequest{JobId: 99999})
+	wantStatus(t, "a missing job", err, codes.NotFound, "job 99999 not found")
+	if _, e, ok := cli(betaToken, "explain", fmt.Sprint(running)); ok || e != fmt.Sprintf("NOT_FOUND: job %d not found", running) {
+		t.Errorf("CLI explain of another tenant's job: ok=%t %q", ok, e)
+	}
+	if _, err := beta.CancelJob(ctx, &pb.CancelJobRequest{JobId: behind}); err != nil {
+		t.Fatal(err)
+	}
+	if r := explainAs(beta, behind); r.Reason != "cancelled" || r.Text != fmt.Sprintf("Job %d (tenant beta, class normal, size sm) has ended: cancelled.", behind) {
+		t.Errorf("cancelled job: %v", r)
+	}
+
+	// estimate=auto: a submit may leave its cost out.
+	if _, e, ok := cli(adminToken, "config", "set", "estimate=auto", "default_cost=2m"); !ok {
+		t.Fatal(e)
+	}
+	out, e, ok = cli(acmeToken, "submit", "--size", "lg", "--json", "--", "true")
+	var sj map[string]any
+	if !ok || json.Unmarshal([]byte(out), &sj) != nil {
+		t.Fatalf("submit without a cost under estimate=auto: %s %s", out, e)
+	}
+	if out, _, _ := cli(acmeToken, "job", fmt.Sprint(sj["job_id"])); !hasRow(out, "estimated 2m0s (default)") || !hasRow(out, "class normal") {
+		t.Errorf("barista job of an auto estimate:\n%s", out)
+	}
+}
+
+// TestFeatureLevelOldVoter: a cluster with one voter that reports feature
+// level 1 (as a server of a build before feature levels would) stays at
+// level 1: class, deadline, the new tenant and configuration fields and
+// webhooks are refused at the edge naming the level, snapshots are format
+// 1. When that voter restarts at this build's level (3), the leader
+// raises the level (a command in the log) and they are accepted. A voter
+// below the level in force cannot join.
+func TestFeatureLevelOldVoter(t *testing.T) {
+	c := cluster.New(t)
+	old := c.Add("n1")
+	old.Args = []string{"--test-feature-level", "1"}
+	old.Start("--bootstrap")
+	c.WaitLeader(20 * time.Second)
+	for _, id := range []string{"n2", "n3"} {
+		c.Add(id).Start("--join", old.GRPCAddr)
+	}
+	c.WaitVoters(3, 30*time.Second)
+	levels := func() string {
+		var b strings.Builder
+		for _, n := range c.Running() {
+			st, err := n.Status()
+			if err != nil {
+				return err.Error()
+			}
+			fmt.Fprintf(&b, "%s:%d/%d ", n.ID, st.ClusterFeatureLevel, st.FeatureLevel)
+		}
+		return strings.TrimSpace(b.String())
+	}
+	c.WaitConverged(30 * time.Second)
+	if got := levels(); got != "n1:1/1 n2:1/3 n3:1/3" {
+		t.Fatalf("levels (cluster/own): %s", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	setupTenants(t, c, map[string]pb.Tier{"acme": pb.Tier_GOLD})
+	n2 := c.Nodes[1]
+	client := pb.NewClientClient(n2.Conn())
+	msgAt := func(what string, need int) string {
+		return fmt.Sprintf(`%s needs cluster feature level %d; the cluster is at level 1 until every voter runs a build that understands level %d (docs/operations.md, "Upgrades")`, what, need, need)
+	}
+	msg := func(what string) string { return msgAt(what, 2) }
+	_, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_HIGH})
+	wantStatus(t, "class at level 1", err, codes.FailedPrecondition, msg("class high"))
+	_, err = client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, DeadlineMs: 5000})
+	wantStatus(t, "deadline at level 1", err, codes.FailedPrecondition, msg("deadline"))
+	if _, e, ok := runCLI(c, "tenant", "set", "acme", "--max-class", "high", "--server", n2.GRPCAddr); ok || e != "FAILED_PRECONDITION: "+msg("max_class high") {
+		t.Errorf("tenant set --max-class at level 1: ok=%t %q", ok, e)
+	}
+	if _, e, ok := runCLI(c, "config", "set", "estimate=auto", "--server", old.GRPCAddr); ok || e != "FAILED_PRECONDITION: "+msg("estimate=auto") {
+		t.Errorf("config set estimate=auto at level 1: ok=%t %q", ok, e)
+	}
+	if _, e, ok := runCLI(c, "webhook", "set", "--tenant", "acme", "--url", "https://hooks.example.com/", "--server", n2.GRPCAddr); ok || e != "FAILED_PRECONDITION: "+msgAt("webhook set", 3) {
+		t.Errorf("webhook set at level 1: ok=%t %q", ok, e)
+	}
+	if _, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000}); err != nil {
+		t.Fatalf("a normal submit at level 1: %v", err)
+	}
+	// Snapshots are what the previous build reads.
+	snap := func() byte {
+		t.Helper()
+		file := t.TempDir() + "/backup.snap"
+		if _, e, ok := runCLI(c, "operator", "snapshot", "save", file, "--server", n2.GRPCAddr); !ok {
+			t.Fatal(e)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil || len(b) < 17 {
+			t.Fatalf("snapshot: %v", err)
+		}
+		return b[16]
+	}
+	if f := snap(); f != 1 {
+		t.Errorf("snapshot format %d at level 1", f)
+	}
+
+	// The old voter is upgraded: restarted at the build's level.
+	if err := old.Stop(); err != nil {
+		t.Fatalf("stopping n1: %v", err)
+	}
+	old.Args = nil
+	old.Start()
+	deadline := time.Now().Add(60 * time.Second)
+	for levels() != "n1:3/3 n2:3/3 n3:3/3" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the level was not raised: %s", levels())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	raised := 0
+	for _, n := range c.Nodes {
+		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=3")
+	}
+	if raised != 1 {
+		t.Errorf("%d leaders logged raising the level, want 1", raised)
+	}
+	if _, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_LOW, DeadlineMs: 0}); err != nil {
+		t.Fatalf("a low submit at level 3: %v", err)
+	}
+	if _, e, ok := runCLI(c, "tenant", "set", "acme", "--max-class", "high", "--deadlines", "on", "--server", n2.GRPCAddr); !ok {
+		t.Fatalf("tenant set at level 3: %s", e)
+	}
+	if _, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_HIGH, DeadlineMs: 5000}); err != nil {
+		t.Fatalf("class and deadline at level 3: %v", err)
+	}
+	if f := snap(); f != snapshot.FormatVersion {
+		t.Errorf("snapshot format %d at level 3, want %d", f, snapshot.FormatVersion)
+	}
+	c.WaitConverged(30 * time.Second)
+
+	// A server that understands only level 1 cannot join now.
+	n4 := c.Add("n4")
+	n4.Args = []string{"--test-feature-level", "1"}
+	n4.Start("--join", n2.GRPCAddr)
+	want := "n4 understands feature level 1, the cluster is at 3: upgrade it before it joins"
+	deadline = time.Now().Add(30 * time.Second)
+	for !strings.Contains(n4.Log(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("n4's join was not refused naming the levels; its log:\n%s", cluster.Tail(n4.LogPath, 20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	peers, err := n2.Client().ListPeers(ctx, &pb.ListPeersRequest{})
+	if err != nil || len(peers.Peers) != 3 {
+		t.Fatalf("peers after n4's refused join: %v %v", peers, err)
+	}
+}
