@@ -49,14 +49,18 @@ type AdminClient interface {
 	SetConfig(ctx context.Context, in *SetConfigRequest, opts ...grpc.CallOption) (*SchedulerConfig, error)
 	// Top is the live view of fair shares over the last minute.
 	Top(ctx context.Context, in *TopRequest, opts ...grpc.CallOption) (*TopResponse, error)
-	// Webhooks (docs/webhooks.md). WebhookSet shows the endpoint's secret
-	// when it creates the endpoint or rotates its secret, and never again.
+	// WebhookSet registers or changes a tenant's endpoint. Its answer
+	// carries the endpoint's secret when it creates the endpoint or
+	// rotates its secret, and never again.
 	WebhookSet(ctx context.Context, in *WebhookSetRequest, opts ...grpc.CallOption) (*WebhookSetResponse, error)
+	// WebhookGet returns a tenant's endpoint (never its secret).
 	WebhookGet(ctx context.Context, in *WebhookGetRequest, opts ...grpc.CallOption) (*Webhook, error)
+	// WebhookDelete removes a tenant's endpoint.
 	WebhookDelete(ctx context.Context, in *WebhookDeleteRequest, opts ...grpc.CallOption) (*WebhookDeleteResponse, error)
 	// WebhookStatus adds the backlog and the delivery state the leader
-	// keeps (last error, next retry).
+	// keeps (last success, last error, next retry).
 	WebhookStatus(ctx context.Context, in *WebhookStatusRequest, opts ...grpc.CallOption) (*WebhookStatusResponse, error)
+	// WebhookReplay delivers a tenant's events again from from_seq on.
 	WebhookReplay(ctx context.Context, in *WebhookReplayRequest, opts ...grpc.CallOption) (*Webhook, error)
 }
 
@@ -200,14 +204,18 @@ type AdminServer interface {
 	SetConfig(context.Context, *SetConfigRequest) (*SchedulerConfig, error)
 	// Top is the live view of fair shares over the last minute.
 	Top(context.Context, *TopRequest) (*TopResponse, error)
-	// Webhooks (docs/webhooks.md). WebhookSet shows the endpoint's secret
-	// when it creates the endpoint or rotates its secret, and never again.
+	// WebhookSet registers or changes a tenant's endpoint. Its answer
+	// carries the endpoint's secret when it creates the endpoint or
+	// rotates its secret, and never again.
 	WebhookSet(context.Context, *WebhookSetRequest) (*WebhookSetResponse, error)
+	// WebhookGet returns a tenant's endpoint (never its secret).
 	WebhookGet(context.Context, *WebhookGetRequest) (*Webhook, error)
+	// WebhookDelete removes a tenant's endpoint.
 	WebhookDelete(context.Context, *WebhookDeleteRequest) (*WebhookDeleteResponse, error)
 	// WebhookStatus adds the backlog and the delivery state the leader
-	// keeps (last error, next retry).
+	// keeps (last success, last error, next retry).
 	WebhookStatus(context.Context, *WebhookStatusRequest) (*WebhookStatusResponse, error)
+	// WebhookReplay delivers a tenant's events again from from_seq on.
 	WebhookReplay(context.Context, *WebhookReplayRequest) (*Webhook, error)
 	mustEmbedUnimplementedAdminServer()
 }
