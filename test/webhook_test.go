@@ -135,11 +135,17 @@ func webhookStatus(t *testing.T, c *cluster.Cluster, servers, tenant string) map
 // tenant arrives, in order (no event first seen after a later one), at
 // least once; every request's signature verifies under the secret "webhook
 // set" printed, with a timestamp within five minutes; no other tenant's
-// event is sent. Meanwhile another tenant's jobs are dispatched to fake
-// workers at the same rate whether the endpoint is up or down.
+// event is sent; the receiver's duplicates are counted and reported.
+// Meanwhile another tenant's jobs are dispatched to fake workers, and the
+// dispatch rate measured while the endpoint answers 500 and while it
+// times out is logged and must stay within half of the rate measured
+// while it was up.
 func TestWebhookDeliveryAcrossOutageAndLeaderKills(t *testing.T) {
 	t.Setenv("BARISTA_WEBHOOK_KEY", "a-webhook-key-of-the-multi-process-test-0001")
-	c := cluster.Start(t, 3, "--webhook-allow-cidr", "127.0.0.0/8", "--webhook-timeout", "1s", "--webhook-commit-interval", "200ms")
+	// Cursors are committed every 2 s, so that the leader killed while the
+	// backlog is delivered has most likely delivered events it has not
+	// committed: the next one sends them again (the duplicates reported).
+	c := cluster.Start(t, 3, "--webhook-allow-cidr", "127.0.0.0/8", "--webhook-timeout", "1s", "--webhook-commit-interval", "2s")
 	recv := startHookRecv(t, 3*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -329,6 +335,12 @@ func TestWebhookDeliveryAcrossOutageAndLeaderKills(t *testing.T) {
 	if s.OutOfOrder != 0 || s.BadSignatures != 0 || s.Stale != 0 || s.Gaps != 0 || !slices.Equal(s.Tenants, []string{"hook"}) || s.ByStatus["401"] != 0 {
 		t.Fatalf("receiver stats: %+v", s)
 	}
+	// Every event delivered is either seen for the first time or a
+	// duplicate (at least once: a leader killed before it committed its
+	// cursor sends again what it had delivered).
+	if s.Events != len(s.Seqs)+s.Duplicates {
+		t.Fatalf("receiver counted %d events delivered, %d first seen and %d duplicates", s.Events, len(s.Seqs), s.Duplicates)
+	}
 	waitFor(t, time.Minute, "the cursor", func() (bool, string) {
 		st = webhookStatus(t, c, all, "hook")
 		return st != nil && st["backlog"].(float64) == 0 && uint64(st["cursor"].(float64)) >= want[len(want)-1], fmt.Sprint(st)
@@ -340,9 +352,15 @@ func TestWebhookDeliveryAcrossOutageAndLeaderKills(t *testing.T) {
 	hookMu.Unlock()
 	t.Logf("hook: %d jobs, %d events; receiver: %d requests %v, %d events delivered, %d duplicates, %d given up",
 		jobs, len(want), s.Requests, s.ByStatus, s.Events, s.Duplicates, s.GaveUp)
-	t.Logf("busy dispatches per second: endpoint up %.1f, answering 500 %.1f, timing out %.1f", up, down500, downSleep)
+	t.Logf("busy dispatches per second: endpoint up %.1f, answering 500 %.1f (%.2f of up), timing out %.1f (%.2f of up)",
+		up, down500, down500/up, downSleep, downSleep/up)
+	// Dispatch does not wait on deliveries: a loop that did (a lock held
+	// across a request, a proposal queue blocked behind the endpoint)
+	// would cut the rate to a fraction while requests hang for a second
+	// each. The bound leaves room for what other processes on the machine
+	// do to a 6-second window.
 	for name, r := range map[string]float64{"answering 500": down500, "timing out": downSleep} {
-		if r < 0.7*up {
+		if up <= 0 || r < 0.5*up {
 			t.Errorf("dispatch rate with the endpoint %s: %.1f/s, endpoint up %.1f/s", name, r, up)
 		}
 	}
