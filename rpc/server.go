@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"barista/fsm"
+	"barista/leader"
 	pb "barista/proto"
 	"barista/raftnode"
 )
@@ -95,6 +96,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	pb.RegisterAdminServer(s.GRPC, &AdminService{base: b})
 	pb.RegisterWorkerServer(s.GRPC, workers)
 	node.SetLevelProber(levelProber{&s.base})
+	leader.Establish(node, leader.Loops{Workers: workers.lead}, opt.Logger.Named("leader"), node.Metrics.Registry)
 	healthpb.RegisterHealthServer(s.GRPC, s.Health)
 	if opt.Reflection {
 		reflection.Register(s.GRPC)
