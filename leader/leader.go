@@ -1,6 +1,6 @@
 // Package leader holds what runs only while a node leads: Establish lists
 // every leader-only loop of a server in one place, and the loops that need
-// no worker session (the reaper of passed deadlines, the pruner) live
+// no worker session (the expiry of passed deadlines, the pruner) live
 // here. A loop sees the node only through Node — propose, read the state
 // machine, cluster time — so Memory, an in-process Node without Raft, can
 // drive any loop deterministically in a unit test.
@@ -54,14 +54,14 @@ type Loops struct {
 
 // Establish names every loop that runs only while node leads, in start
 // order, under one context that ends with the leadership: the feature
-// level, the pruner, the reaper, the worker sessions' loops, webhook
+// level, the pruner, the deadlines, the worker sessions' loops, webhook
 // delivery. A new leader-only loop is added here and nowhere else.
 func Establish(node *raftnode.Node, parts Loops, log hclog.Logger, reg prometheus.Registerer) {
 	n := OnRaft(node)
 	loops := []raftnode.Loop{
 		{Name: "feature-level", Run: node.FeatureLevelLoop},
 		{Name: "prune", Run: Pruner(n, node.Config().PruneInterval, log.Named("prune"))},
-		{Name: "reaper", Run: Reaper(n, log.Named("reaper"), NewReaperMetrics(reg))},
+		{Name: "deadlines", Run: Deadlines(n, log.Named("deadlines"), NewDeadlineMetrics(reg))},
 	}
 	if parts.Workers != nil {
 		loops = append(loops, raftnode.Loop{Name: "workers", Run: parts.Workers})

@@ -46,9 +46,9 @@ func must(t *testing.T, m *Memory, cmds ...*pb.Command) []fsm.Result {
 	return res
 }
 
-// TestReapRunTimeout: a started run over its own timeout is expired with
+// TestExpireRunTimeout: a started run over its own timeout is expired with
 // kind timeout at its deadline and not a millisecond before, once.
-func TestReapRunTimeout(t *testing.T) {
+func TestExpireRunTimeout(t *testing.T) {
 	m := newMemory(t, nil)
 	must(t, m, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
 	job := must(t, m, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, TimeoutMs: 60_000}}})[0].Job
@@ -57,7 +57,7 @@ func TestReapRunTimeout(t *testing.T) {
 	}
 	must(t, m, &pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: uint64(job), Attempt: 1, WorkerId: "w1"}}})
 	start, _ := m.ClusterNow()
-	met, log := NewReaperMetrics(nil), hclog.NewNullLogger()
+	met, log := NewDeadlineMetrics(nil), hclog.NewNullLogger()
 	// Heartbeats keep the lease; only the run's own timeout is left.
 	for range 3 {
 		m.Advance(19_999 * time.Millisecond)
@@ -67,20 +67,20 @@ func TestReapRunTimeout(t *testing.T) {
 	if now, _ := m.ClusterNow(); now != start+59_999 {
 		t.Fatalf("cluster time %d", now-start)
 	}
-	reap := func() int {
+	expire := func() int {
 		now, _ := m.ClusterNow()
-		n, err := Reap(context.Background(), m, now, log, met)
+		n, err := ExpireDue(context.Background(), m, now, log, met)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
-	if n := reap(); n != 0 {
-		t.Fatalf("reaped %d a millisecond before the timeout", n)
+	if n := expire(); n != 0 {
+		t.Fatalf("expired %d a millisecond before the timeout", n)
 	}
 	m.Advance(time.Millisecond)
-	if n := reap(); n != 1 {
-		t.Fatalf("reaped %d at the timeout, want 1", n)
+	if n := expire(); n != 1 {
+		t.Fatalf("expired %d at the timeout, want 1", n)
 	}
 	for kind, want := range map[string]float64{"ack": 0, "lease": 0, "timeout": 1} {
 		if got := testutil.ToFloat64(met.Expiries(kind)); got != want {
@@ -92,8 +92,8 @@ func TestReapRunTimeout(t *testing.T) {
 	if j, _, _ := m.State().Job(job); j.Cancel != sfq.CancelTimeout {
 		t.Fatalf("job's cancel is %v after its timeout, want timeout", j.Cancel)
 	}
-	if n := reap(); n != 0 {
-		t.Fatalf("a second pass reaped %d", n)
+	if n := expire(); n != 0 {
+		t.Fatalf("a second pass expired %d", n)
 	}
 }
 
@@ -133,18 +133,18 @@ func TestMemoryNotLeader(t *testing.T) {
 	if _, ok := m.ClusterNow(); ok {
 		t.Fatal("a follower has cluster time")
 	}
-	if n, err := Reap(context.Background(), m, 1<<40, hclog.NewNullLogger(), nil); n != 0 || err != nil {
-		t.Fatalf("reap with nothing due: %d %v", n, err)
+	if n, err := ExpireDue(context.Background(), m, 1<<40, hclog.NewNullLogger(), nil); n != 0 || err != nil {
+		t.Fatalf("expiry with nothing due: %d %v", n, err)
 	}
 }
 
-// TestLoopsStopWithLeadership: the pruner and the reaper return when
+// TestLoopsStopWithLeadership: the pruner and the deadlines loop return when
 // their context ends (goleak checks nothing is left).
 func TestLoopsStopWithLeadership(t *testing.T) {
 	m := newMemory(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
-	for _, loop := range []raftnode.LeaderLoop{Pruner(m, time.Millisecond, hclog.NewNullLogger()), Reaper(m, hclog.NewNullLogger(), nil)} {
+	for _, loop := range []raftnode.LeaderLoop{Pruner(m, time.Millisecond, hclog.NewNullLogger()), Deadlines(m, hclog.NewNullLogger(), nil)} {
 		go func() { loop(ctx); done <- struct{}{} }()
 	}
 	time.Sleep(30 * time.Millisecond) // let both loops tick at least once

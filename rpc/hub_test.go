@@ -147,7 +147,7 @@ func TestDispatchRoundOrder(t *testing.T) {
 	}
 }
 
-// TestHeartbeatFencing: a lease the reaper expired is not renewed by a
+// TestHeartbeatFencing: a lease the leader expired is not renewed by a
 // late heartbeat: the batch answers it with Reject and acknowledges the
 // other worker's heartbeat, and the fenced count says so.
 func TestHeartbeatFencing(t *testing.T) {
@@ -168,9 +168,9 @@ func TestHeartbeatFencing(t *testing.T) {
 	m.h.flushHeartbeats()
 	m.mem.Advance(5 * time.Second)
 	now, _ := m.mem.ClusterNow()
-	n, err := leader.Reap(context.Background(), m.mem, now, hclog.NewNullLogger(), nil)
+	n, err := leader.ExpireDue(context.Background(), m.mem, now, hclog.NewNullLogger(), nil)
 	if err != nil || n != 1 {
-		t.Fatalf("reaped %d (%v), want w1's lease only", n, err)
+		t.Fatalf("expired %d (%v), want w1's lease only", n, err)
 	}
 	if j, _, _ := m.mem.State().Job(sfq.JobID(a)); j.State != sfq.Queued {
 		t.Fatalf("job %d is %v after its lease expired, want queued", a, j.State)
@@ -192,26 +192,26 @@ func TestHeartbeatFencing(t *testing.T) {
 	}
 }
 
-// TestReapAckTimeout: an assignment never acknowledged by Started goes
+// TestExpireAckTimeout: an assignment never acknowledged by Started goes
 // back to the queue after ack_timeout, once, and the job's next attempt
 // goes to the next ready worker.
-func TestReapAckTimeout(t *testing.T) {
+func TestExpireAckTimeout(t *testing.T) {
 	m := newMemHub(t)
 	m.propose(tenant("acme", pb.Tier_GOLD))
 	job := m.submit("acme", pb.Size_MD)
 	w1 := m.ready("w1", sfq.MD)
 	m.h.dispatchRound()
 	sent(w1)
-	met := leader.NewReaperMetrics(nil)
+	met := leader.NewDeadlineMetrics(nil)
 	now, _ := m.mem.ClusterNow()
-	if n, _ := leader.Reap(context.Background(), m.mem, now+1_999, hclog.NewNullLogger(), met); n != 0 {
-		t.Fatalf("reaped %d before ack_timeout", n)
+	if n, _ := leader.ExpireDue(context.Background(), m.mem, now+1_999, hclog.NewNullLogger(), met); n != 0 {
+		t.Fatalf("expired %d before ack_timeout", n)
 	}
 	m.mem.Advance(2 * time.Second)
 	now, _ = m.mem.ClusterNow()
 	for i, want := range []int{1, 0} {
-		if n, err := leader.Reap(context.Background(), m.mem, now, hclog.NewNullLogger(), met); err != nil || n != want {
-			t.Fatalf("pass %d reaped %d (%v), want %d", i, n, err, want)
+		if n, err := leader.ExpireDue(context.Background(), m.mem, now, hclog.NewNullLogger(), met); err != nil || n != want {
+			t.Fatalf("pass %d expired %d (%v), want %d", i, n, err, want)
 		}
 	}
 	w2 := m.ready("w2", sfq.MD)

@@ -16,15 +16,15 @@ import (
 // maxExpiries bounds the Expire commands of one proposal.
 const maxExpiries = 1000
 
-// ReaperMetrics counts what the reaper expired.
-type ReaperMetrics struct {
+// DeadlineMetrics counts the deadlines the leader expired.
+type DeadlineMetrics struct {
 	expiries *prometheus.CounterVec
 }
 
-// NewReaperMetrics registers the reaper's metrics with reg (none if nil).
-func NewReaperMetrics(reg prometheus.Registerer) *ReaperMetrics {
-	m := &ReaperMetrics{expiries: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "barista_expiries_total", Help: "Deadlines the reaper expired, by kind (ack, lease, timeout)."}, []string{"kind"})}
+// NewDeadlineMetrics registers the deadline metrics with reg (none if nil).
+func NewDeadlineMetrics(reg prometheus.Registerer) *DeadlineMetrics {
+	m := &DeadlineMetrics{expiries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "barista_expiries_total", Help: "Deadlines the leader expired, by kind (ack, lease, timeout)."}, []string{"kind"})}
 	for _, kind := range []string{"ack", "lease", "timeout"} {
 		m.expiries.WithLabelValues(kind)
 	}
@@ -34,11 +34,11 @@ func NewReaperMetrics(reg prometheus.Registerer) *ReaperMetrics {
 	return m
 }
 
-// Reaper proposes an Expire for every passed deadline (an unacknowledged
+// Deadlines proposes an Expire for every passed deadline (an unacknowledged
 // assignment, a lease not renewed, a run over its timeout) at least every
 // tenth of the shorter of the ack and lease timeouts, and at most every
 // second; Apply checks each deadline again.
-func Reaper(n Node, log hclog.Logger, m *ReaperMetrics) raftnode.LeaderLoop {
+func Deadlines(n Node, log hclog.Logger, m *DeadlineMetrics) raftnode.LeaderLoop {
 	return func(ctx context.Context) {
 		for {
 			cfg := n.State().Config()
@@ -52,16 +52,16 @@ func Reaper(n Node, log hclog.Logger, m *ReaperMetrics) raftnode.LeaderLoop {
 			if !ok {
 				continue
 			}
-			if _, err := Reap(ctx, n, now, log, m); err != nil {
-				log.Warn("reaper proposal failed", "error", err)
+			if _, err := ExpireDue(ctx, n, now, log, m); err != nil {
+				log.Warn("expiry proposal failed", "error", err)
 			}
 		}
 	}
 }
 
-// Reap proposes the expiries due at now (at most maxExpiries) and returns
+// ExpireDue proposes the expiries due at now (at most maxExpiries) and returns
 // how many Apply carried out.
-func Reap(ctx context.Context, n Node, now sfq.Time, log hclog.Logger, m *ReaperMetrics) (int, error) {
+func ExpireDue(ctx context.Context, n Node, now sfq.Time, log hclog.Logger, m *DeadlineMetrics) (int, error) {
 	var cmds []*pb.Command
 	n.State().Due(now, func(id sfq.JobID, attempt uint32, kind sfq.EventKind) bool {
 		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: uint64(id), Attempt: attempt, Kind: expireKind(kind)}}})
@@ -103,6 +103,6 @@ func expireKind(k sfq.EventKind) pb.ExpireKind {
 }
 
 // Expiries returns the counter of one kind (ack, lease, timeout).
-func (m *ReaperMetrics) Expiries(kind string) prometheus.Counter {
+func (m *DeadlineMetrics) Expiries(kind string) prometheus.Counter {
 	return m.expiries.WithLabelValues(kind)
 }
