@@ -66,7 +66,7 @@ func (h *hub) dispatchRound() bool {
 				continue
 			}
 			if w.Job != 0 {
-				if j, _, ok := f.Job(w.Job); ok && j.State.Live() && j.Worker == s.id && j.Attempt == w.Attempt {
+				if j, _, ok := f.Job(w.Job); ok && j.HeldBy(s.id, w.Attempt) {
 					continue // still holds a job; its Finished is not in yet
 				}
 			}

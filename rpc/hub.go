@@ -196,7 +196,7 @@ func (h *hub) welcome(s *session, hello *pb.Hello) {
 		switch {
 		case r.Finished:
 			// Its Finished follows; Apply decides whether it is accepted.
-		case ok && j.State.Live() && j.Worker == s.id && j.Attempt == r.Attempt:
+		case ok && j.HeldBy(s.id, r.Attempt):
 			h.setJob(s, j.ID, j.Attempt)
 			if j.Cancel != sfq.CancelNone {
 				welcome.PendingCancels = append(welcome.PendingCancels, cancelOrder(&j, cfg).GetCancel())

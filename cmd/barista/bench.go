@@ -23,6 +23,7 @@ import (
 
 	"barista/fsm"
 	pb "barista/proto"
+	"barista/rpc"
 	"barista/rpc/agent"
 	"barista/sfq"
 	"barista/snapshot"
@@ -285,7 +286,7 @@ func setupTenants(ctx context.Context, cc *grpc.ClientConn, count int) error {
 	for i := 0; i < count; i += 1000 {
 		var cmds []*pb.Command
 		for j := i; j < min(i+1000, count); j++ {
-			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(j), Tier: pb.Tier(1 + j%5)}}})
+			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(j), Tier: fsm.TierToPB(sfq.Tier(j % 5))}}})
 		}
 		if _, err := pb.NewNodeClient(cc).Apply(ctx, &pb.ApplyRequest{Commands: cmds}); err != nil {
 			return err
@@ -671,7 +672,7 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	}
 	var cmds []*pb.Command
 	for i := range tenants {
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(i), Tier: pb.Tier(1 + i%5)}}})
+		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(i), Tier: fsm.TierToPB(sfq.Tier(i % 5))}}})
 		if len(cmds) == 1000 {
 			apply(cmds)
 			cmds = nil
@@ -770,18 +771,9 @@ func freeLocalNode(lc *localCluster, id string) (int, error) {
 // server's /metrics (0 for a metric it does not find).
 func scrapeMetrics(addr string, names ...string) []float64 {
 	out := make([]float64, len(names))
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return out
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		for i, name := range names {
-			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-				out[i], _ = strconv.ParseFloat(v, 64)
-			}
-		}
+	m, _ := rpc.Scrape(context.Background(), "http://"+addr+"/metrics", "")
+	for i, name := range names {
+		out[i] = m[name]
 	}
 	return out
 }
