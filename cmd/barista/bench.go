@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"barista/fsm"
+	"barista/internal/proc"
 	pb "barista/proto"
 	"barista/rpc"
 	"barista/rpc/agent"
@@ -758,11 +759,12 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 // freeLocalNode adds a node (not started) to the cluster.
 func freeLocalNode(lc *localCluster, id string) (int, error) {
 	n := &localNode{id: id, dataDir: lc.dir + "/" + id}
-	addrs, err := freeAddrs(3)
+	addrs, err := proc.FreeAddrs(3)
 	if err != nil {
 		return 0, err
 	}
 	n.grpc, n.raft, n.http = addrs[0], addrs[1], addrs[2]
+	n.LogPath = filepath.Join(lc.dir, n.id+".log")
 	lc.nodes = append(lc.nodes, n)
 	return len(lc.nodes) - 1, nil
 }
@@ -814,7 +816,7 @@ func benchMemory(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	defer lc.stop()
 	defer cc.Close()
 	time.Sleep(time.Second)
-	pid := lc.nodes[0].cmd.Process.Pid
+	pid := lc.nodes[0].PID()
 	rss0, heap0 := rss(pid), scrapeMetrics(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")[0]
 	anon0 := procStatus(pid, "RssAnon")
 	if err := preload(ctx, cc, 1000, jobs); err != nil {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"barista/internal/proc"
 	pb "barista/proto"
 	"barista/rpc/agent/runner"
 )
@@ -102,8 +103,7 @@ func cpuTime() time.Duration {
 // child is a process dev started.
 type child struct {
 	name string
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc.Process
 }
 
 func runDev(env *cmdEnv, o any, args []string) error {
@@ -144,20 +144,13 @@ func runDev(env *cmdEnv, o any, args []string) error {
 	var mu sync.Mutex
 	var children []*child
 	start := func(name string, argv ...string) (*child, error) {
-		logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.Command(self, argv...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		// The children die with dev, even if dev is killed.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			logf.Close()
+		c := &child{name: name}
+		c.LogPath = filepath.Join(dir, name+".log")
+		// The children die with dev, even if dev is killed; Ctrl-C
+		// reaches dev alone, which stops them in order.
+		if err := c.Start(exec.Command(self, argv...), true, nil); err != nil {
 			return nil, fmt.Errorf("starting %s: %w", name, err)
 		}
-		c := &child{name: name, cmd: cmd, done: make(chan struct{})}
-		go func() { cmd.Wait(); logf.Close(); close(c.done) }()
 		mu.Lock()
 		children = append(children, c)
 		mu.Unlock()
@@ -172,17 +165,14 @@ func runDev(env *cmdEnv, o any, args []string) error {
 			var waiting []*child
 			for _, c := range children {
 				if strings.HasPrefix(c.name, group) {
-					c.cmd.Process.Signal(syscall.SIGTERM)
+					c.Signal(syscall.SIGTERM)
 					waiting = append(waiting, c)
 				}
 			}
-			deadline := time.After(15 * time.Second)
+			deadline := time.Now().Add(15 * time.Second)
 			for _, c := range waiting {
-				select {
-				case <-c.done:
-				case <-deadline:
-					c.cmd.Process.Kill()
-					<-c.done
+				if !c.Wait(time.Until(deadline)) {
+					c.Stop(0)
 				}
 			}
 		}
