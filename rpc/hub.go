@@ -163,15 +163,23 @@ func (h *hub) setJob(s *session, job sfq.JobID, attempt uint32) {
 	s.job, s.attempt = job, attempt
 }
 
-// clearJob forgets s's job if it is still (job, attempt).
+// clearJob forgets s's job if it is still (job, attempt). A heartbeat of
+// that job still waiting for its batch has nothing left to renew: it is
+// acknowledged now (the worker counts acknowledgements as contact with
+// the leader), not replicated.
 func (h *hub) clearJob(s *session, job sfq.JobID, attempt uint32) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if s.job == job && s.attempt == attempt {
 		s.job, s.attempt = 0, 0
 	}
+	var ack *pb.JobHeartbeat
 	if p := h.pending[s.id]; p != nil && p.sess == s && sfq.JobID(p.hb.Job) == job {
 		delete(h.pending, s.id)
+		ack = p.hb
+	}
+	h.mu.Unlock()
+	if ack != nil {
+		s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_HeartbeatAck{HeartbeatAck: &pb.HeartbeatAck{Seq: ack.Seq}}})
 	}
 }
 

@@ -266,3 +266,24 @@ func TestLeadershipLoss(t *testing.T) {
 		t.Fatalf("a closed hub opened a session: %v", err)
 	}
 }
+
+// TestHeartbeatOfAFinishedJobIsAcknowledged: a heartbeat still waiting
+// for its batch when the job's Finished arrives is acknowledged, not
+// dropped. A worker running short jobs back to back sends most of its
+// heartbeats while a job runs; when every one was dropped it heard no
+// acknowledgement for 2.5 intervals and reconnected, again and again.
+func TestHeartbeatOfAFinishedJobIsAcknowledged(t *testing.T) {
+	m := newMemHub(t)
+	m.propose(tenant("acme", pb.Tier_GOLD))
+	job := m.submit("acme", pb.Size_MD)
+	w1 := m.ready("w1", sfq.MD)
+	m.h.dispatchRound()
+	sent(w1)
+	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: job, Attempt: 1}}})
+	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: &pb.JobHeartbeat{Job: job, Attempt: 1, Seq: 5, CpuMs: 3}}})
+	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: &pb.JobFinished{Job: job, Attempt: 1, Outcome: pb.Outcome_OK, CpuMs: 4}}})
+	m.h.flushHeartbeats()
+	if got := strings.Join(sent(w1), ","); got != fmt.Sprintf("heartbeat-ack 5,finished-ack %d/1", job) {
+		t.Fatalf("w1 got %q", got)
+	}
+}
