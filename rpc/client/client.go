@@ -43,14 +43,16 @@ type Options struct {
 	// Backoff is the pause between rounds of a retried unary call
 	// through every node: 0 means 100 ms, doubling up to 2 s.
 	Backoff Backoff
-	// WatchBackoff is the pause before a watch reconnects: 0 means 300
+	// WatchBackoff is the pause before a watch reconnects once it has
+	// tried every node (it moves to the next node at once): 0 means 300
 	// ms, doubling up to 10 s, and back to the first once an event
 	// arrives.
 	WatchBackoff Backoff
 	// OnWatchRetry, if set, is called before a watch reconnects, with
 	// the error that broke it (nil: the node ended the stream), the
 	// sequence number it resumes from (0: the next new event) and the
-	// pause before it does.
+	// pause before it does (0 when it moves on to the next node at
+	// once).
 	OnWatchRetry func(err error, from uint64, wait time.Duration)
 	// DialOptions are added to every connection's options (interceptors,
 	// for instance).

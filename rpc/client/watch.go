@@ -22,8 +22,9 @@ const HeaderWatchCursor = "x-barista-watch-cursor"
 
 // Watch streams the events req selects to fn, in order, and follows them
 // across failures: when the stream breaks or its node fails, it
-// reconnects (to the next node if need be) after Options.WatchBackoff and
-// resumes after the last event fn was given, so fn sees every event
+// reconnects — to the next node at once, and after Options.WatchBackoff
+// once it has tried every node — and resumes after the last event fn was
+// given, so fn sees every event
 // once, with no gap. It returns
 //   - nil when the stream ends by itself: req.JobId's job ended, or, with
 //     req.UntilIdle, the tenant has nothing queued or running;
@@ -40,7 +41,14 @@ func (c *Client) Watch(ctx context.Context, req *pb.WatchEventsRequest, fn func(
 	bo := c.opts.WatchBackoff
 	wait := bo.First
 	for {
-		err := c.run(ctx, false, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		// broke is the error of a stream the round moves on from to the
+		// next node at once: reported when the next stream opens.
+		var broke error
+		err := c.run(ctx, false, func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
+			if broke != nil && c.opts.OnWatchRetry != nil {
+				c.opts.OnWatchRetry(wrap(broke), next, 0)
+			}
+			defer func() { broke = err }()
 			stream, err := pb.NewClientClient(cc).WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: req.Tenant, FromSeq: next,
 				FromOldest: oldest, JobId: req.JobId, UntilIdle: req.UntilIdle})
 			if err != nil {

@@ -131,7 +131,7 @@ func TestWatchResumesAcrossDrops(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []retry{{"UNAVAILABLE: connection reset", 10, time.Millisecond}}; !slices.Equal(retries, want) {
+	if want := []retry{{"UNAVAILABLE: node stopping", 8, 0}, {"UNAVAILABLE: connection reset", 10, time.Millisecond}}; !slices.Equal(retries, want) {
 		t.Errorf("retries %v, want %v", retries, want)
 	}
 }
