@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-fuzz test-proc lint bench chaos soak fuzz proto run clean
+.PHONY: help build test test-unit test-examples test-fuzz test-proc lint bench chaos soak fuzz proto run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -15,10 +15,15 @@ help: ## list the targets
 build: ## build bin/barista
 	$(GO) build -o bin/barista ./cmd/barista
 
-test: test-unit test-fuzz test-proc ## run the test suite (the README's test command)
+test: test-unit test-examples test-fuzz test-proc ## run the test suite (the README's test command)
 
 test-unit:
 	$(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
+
+# examples/ is a module of its own that requires this one (through a
+# replace), the way a program using the Go client does.
+test-examples: ## build and vet the examples module
+	cd examples && $(GO) build -o /dev/null ./... && $(GO) vet ./...
 
 test-proc: build
 	@if [ -n "$(PROC_PKGS)" ]; then $(GO) test -count=1 -p 1 -timeout 20m $(PROC_PKGS); fi

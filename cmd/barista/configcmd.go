@@ -74,7 +74,7 @@ func init() {
 		run: func(env *cmdEnv, o any, args []string) error {
 			opts := o.(*clientFlags)
 			var pc *pb.SchedulerConfig
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				pc, err = pb.NewAdminClient(cc).GetConfig(ctx, &pb.GetConfigRequest{})
 				return err
 			})
@@ -111,7 +111,7 @@ once every voter runs a build that understands it.`,
 			}
 			var c fsm.Config
 			var level uint32
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 				admin := pb.NewAdminClient(cc)
 				cur, err := admin.GetConfig(ctx, &pb.GetConfigRequest{})
 				if err != nil {

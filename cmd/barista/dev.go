@@ -20,6 +20,7 @@ import (
 	"barista/internal/proc"
 	pb "barista/proto"
 	"barista/rpc/agent/runner"
+	"barista/rpc/client"
 )
 
 type devOpts struct {
@@ -212,16 +213,16 @@ func runDev(env *cmdEnv, o any, args []string) error {
 		fmt.Fprintf(env.stdout, "  %d %s worker(s)\n", w.n, w.size)
 	}
 	fmt.Fprintf(env.stdout, "  try: %s top --server %s   ·   %s jobs --tenant globex-gold --server %s\n", os.Args[0], grpcAddrs[0], os.Args[0], grpcAddrs[0])
-	cc, err := grpc.NewClient(grpcAddrs[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cl, err := client.New(grpcAddrs, client.Options{CallTimeout: 5 * time.Second})
 	if err != nil {
 		return err
 	}
-	defer cc.Close()
+	defer cl.Close()
 	if !opts.noLoad {
-		if err := setupDemo(ctx, cc); err != nil {
+		if err := setupDemo(ctx, cl); err != nil {
 			return err
 		}
-		go demoLoad(ctx, env, cc, self, opts.backlog)
+		go demoLoad(ctx, cl, self, opts.backlog)
 	}
 	top := &topOpts{clientFlags: clientFlags{servers: servers, timeout: 5 * time.Second}, window: time.Minute, stale: true}
 	for {
@@ -281,12 +282,13 @@ func waitLeader(ctx context.Context, addr string) error {
 	return fmt.Errorf("the first server at %s did not become leader within 30s (see its log)", addr)
 }
 
-func setupDemo(ctx context.Context, cc *grpc.ClientConn) error {
+func setupDemo(ctx context.Context, cl *client.Client) error {
 	for _, t := range demoTenants {
 		for try := 0; ; try++ {
-			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := pb.NewAdminClient(cc).UpsertTenant(sctx, &pb.UpsertTenantRequest{Name: t.name, Tier: t.tier})
-			cancel()
+			err := cl.Call(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+				_, err := pb.NewAdminClient(cc).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: t.name, Tier: t.tier})
+				return err
+			})
 			if err == nil {
 				break
 			}
@@ -303,14 +305,11 @@ func setupDemo(ctx context.Context, cc *grpc.ClientConn) error {
 // 200, 300 or 400 ms of CPU (their estimated cost exactly). The jobs are
 // all sm, which every worker may run: one shared class, where the shares
 // follow the weights (the SFQ bound of SPEC §8.6 is for one worker size).
-func demoLoad(ctx context.Context, env *cmdEnv, cc *grpc.ClientConn, self string, backlog int) {
-	client := pb.NewClientClient(cc)
+func demoLoad(ctx context.Context, cl *client.Client, self string, backlog int) {
 	n := 0
 	for ctx.Err() == nil {
 		for _, t := range demoTenants {
-			uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			u, err := client.TenantUsage(uctx, &pb.TenantUsageRequest{Tenant: t.name, Read: &pb.ReadOptions{Stale: true}})
-			cancel()
+			u, err := cl.TenantUsage(ctx, &pb.TenantUsageRequest{Tenant: t.name, Read: &pb.ReadOptions{Stale: true}})
 			if err != nil {
 				continue
 			}
@@ -318,9 +317,7 @@ func demoLoad(ctx context.Context, env *cmdEnv, cc *grpc.ClientConn, self string
 				n++
 				ms := 200 + 100*(n%3)
 				p, _ := runner.EncodePayload(runner.Spec{Argv: []string{self, "demo-burn", "--ms", strconv.Itoa(ms)}})
-				sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				_, err := client.Submit(sctx, &pb.SubmitRequest{Tenant: t.name, JobType: "demo", Size: pb.Size_SM, EstCostMs: int64(ms), Payload: p})
-				cancel()
+				_, err := cl.Submit(ctx, &pb.SubmitRequest{Tenant: t.name, JobType: "demo", Size: pb.Size_SM, EstCostMs: int64(ms), Payload: p})
 				if err != nil {
 					break
 				}
