@@ -169,7 +169,7 @@ func (f *FSM) workerJob(w *Worker) (sfq.Job, bool) {
 		return sfq.Job{}, false
 	}
 	j, ok := f.sched.Job(w.Job)
-	if !ok || !j.State.Live() || j.Worker != w.ID || j.Attempt != w.Attempt {
+	if !ok || !j.HeldBy(w.ID, w.Attempt) {
 		return sfq.Job{}, false
 	}
 	return j, true

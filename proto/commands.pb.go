@@ -1528,7 +1528,7 @@ func (x *Expire) GetKind() ExpireKind {
 }
 
 // GrantLeases gives every live lease, ack deadline and timeout a fresh
-// lease_timeout; a new leader proposes it before its reaper runs.
+// lease_timeout; a new leader proposes it before it expires any deadline.
 type GrantLeases struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields

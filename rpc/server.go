@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"barista/fsm"
+	"barista/leader"
 	pb "barista/proto"
 	"barista/raftnode"
 	"barista/webhook"
@@ -99,6 +100,11 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	pb.RegisterAdminServer(s.GRPC, &AdminService{base: b})
 	pb.RegisterWorkerServer(s.GRPC, workers)
 	node.SetLevelProber(levelProber{&s.base})
+	loops := leader.Loops{Workers: workers.lead}
+	if opt.Webhooks != nil {
+		loops.Webhooks = opt.Webhooks.Run
+	}
+	leader.Establish(node, loops, opt.Logger.Named("leader"), node.Metrics.Registry)
 	healthpb.RegisterHealthServer(s.GRPC, s.Health)
 	if opt.Reflection {
 		reflection.Register(s.GRPC)

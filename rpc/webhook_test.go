@@ -55,7 +55,7 @@ func startWebhookNodeAt(t *testing.T, key webhook.Key, level uint32) (pb.AdminCl
 	if err != nil {
 		t.Fatal(err)
 	}
-	hooks := webhook.Start(node, webhook.Options{Key: key, Guard: webhook.NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}),
+	hooks := webhook.OnNode(node, webhook.Options{Key: key, Guard: webhook.NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}),
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 40 * time.Millisecond, CommitInterval: 20 * time.Millisecond})
 	srv := NewServer(node, Options{Auth: auth, Webhooks: hooks})
 	served := make(chan struct{})

@@ -171,7 +171,7 @@ func runServer(env *cmdEnv, o any, args []string) error {
 	}
 	wopt := sc.Webhooks.options()
 	wopt.Logger = log.Named("webhook")
-	hooks := webhook.Start(node, wopt)
+	hooks := webhook.OnNode(node, wopt)
 	if wopt.Key == nil && node.FSM.HasWebhooks() {
 		log.Error("webhook endpoints are registered but this server has no webhook key: it delivers nothing while it leads; set [webhooks] key or $BARISTA_WEBHOOK_KEY, the same on every server")
 	}

@@ -128,7 +128,7 @@ addresses are refused unless the servers allow them
 				return err
 			}
 			var w *pb.Webhook
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				w, err = pb.NewAdminClient(cc).WebhookGet(ctx, &pb.WebhookGetRequest{Tenant: opts.tenant})
 				return err
 			})
@@ -151,7 +151,7 @@ addresses are refused unless the servers allow them
 			if err := noArgs(args, opts); err != nil {
 				return err
 			}
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 				_, err := pb.NewAdminClient(cc).WebhookDelete(ctx, &pb.WebhookDeleteRequest{Tenant: opts.tenant})
 				return err
 			})
@@ -180,7 +180,7 @@ body), the consecutive failures and the next retry.`,
 				return err
 			}
 			var st *pb.WebhookStatusResponse
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				st, err = pb.NewAdminClient(cc).WebhookStatus(ctx, &pb.WebhookStatusRequest{Tenant: opts.tenant})
 				return err
 			})
@@ -236,7 +236,7 @@ A SEQ past the cursor skips the events between.`,
 				return usageError("--from is required")
 			}
 			var w *pb.Webhook
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				w, err = pb.NewAdminClient(cc).WebhookReplay(ctx, &pb.WebhookReplayRequest{Tenant: opts.tenant, FromSeq: opts.from})
 				return err
 			})
@@ -270,7 +270,7 @@ func runWebhookSet(env *cmdEnv, o any, args []string) error {
 		return usageError("--grace needs --rotate")
 	}
 	var out *pb.WebhookSetResponse
-	err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+	err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		admin := pb.NewAdminClient(cc)
 		req := &pb.WebhookSetRequest{Tenant: opts.tenant, Rotate: opts.rotate}
 		cur, err := admin.WebhookGet(ctx, &pb.WebhookGetRequest{Tenant: opts.tenant})
