@@ -302,6 +302,7 @@ func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {
 	}
 	if ok {
 		f.setExported(i, false)
+		f.dropTenantWebhook(i)
 	}
 	return Result{}
 }
@@ -330,12 +331,14 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 	}
 	n := f.sched.Prune(f.clock-sfq.Time(f.cfg.JobRetentionMs), limit)
 	// Events: beyond the count, or older than the age.
+	lost := f.webhookPruner()
 	for i := 0; i < limit; i++ {
 		first := f.nextEvent - uint64(f.events.Len())
 		ev := f.events.Get(first)
 		if ev == nil || (uint64(f.events.Len()) <= f.cfg.EventRetentionCount && ev.At >= f.clock-sfq.Time(f.cfg.EventRetentionMs)) {
 			break
 		}
+		lost(first, ev)
 		f.events.Del(first)
 		n++
 	}

@@ -430,13 +430,24 @@ func TestRestoreRefusesBadState(t *testing.T) {
 	v, _ := h.f.Freeze()
 	good := encodeFSM(v)
 	// Truncated.
-	if err := New().Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(good[:len(good)-3]))), 2); !errors.Is(err, sfq.ErrCorrupt) {
+	f := New()
+	if err := f.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(good[:len(good)-3]))), 2); !errors.Is(err, sfq.ErrCorrupt) {
 		t.Fatalf("truncated: %v", err)
 	}
 	// Unknown version.
 	bad := append([]byte{9}, good[1:]...)
-	if err := New().Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(bad))), 2); err == nil || !strings.Contains(err.Error(), "state version 9") {
+	if err := f.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(bad))), 2); err == nil || !strings.Contains(err.Error(), "state version 9") {
 		t.Fatalf("version: %v", err)
+	}
+	// A refused state replaces nothing; a good one counts.
+	if n := f.Replaced(); n != 0 {
+		t.Fatalf("replaced %d times by refused states", n)
+	}
+	if err := f.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(good))), 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.Replaced(); n != 1 {
+		t.Fatalf("replaced %d times, want 1", n)
 	}
 }
 

@@ -24,8 +24,14 @@ const (
 	// level on), tenants' export_metrics marks and per-tier carries; its
 	// state is written as snapshot format 2.
 	Level2 uint32 = 2
+	// Level3 adds webhooks: the commands that set, delete, acknowledge
+	// and replay a tenant's endpoint, and the webhook section of the
+	// state (state version 5, snapshot format 4). A build of level 2
+	// knows none of them: it would refuse each as unknown and could not
+	// read the state.
+	Level3 uint32 = 3
 	// MaxFeatureLevel is the highest level this build understands.
-	MaxFeatureLevel = Level2
+	MaxFeatureLevel = Level3
 )
 
 // ErrFeatureLevel marks a SetFeatureLevel above what this build
@@ -62,6 +68,14 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		case u.ExportMetrics:
 			return Level2, "export_metrics"
 		}
+	case *pb.Command_WebhookSet:
+		return Level3, "webhook set"
+	case *pb.Command_WebhookDelete:
+		return Level3, "webhook delete"
+	case *pb.Command_WebhookAck:
+		return Level3, "webhook ack"
+	case *pb.Command_WebhookReplay:
+		return Level3, "webhook replay"
 	case *pb.Command_SetConfig:
 		p := cmd.SetConfig.GetConfig()
 		if e := p.GetEstimate(); e != pb.Estimate_ESTIMATE_UNSPECIFIED && e != pb.Estimate_SUBMITTED {
@@ -136,9 +150,13 @@ func (f *FSM) applySetFeatureLevel(c *pb.SetFeatureLevel) Result {
 	return Result{Outcome: sfq.Changed, Count: uint64(c.Level)}
 }
 
-// fitsLevel checks that the state holds nothing its level cannot (at
-// Level1: nothing the version 1 encoding would leave out).
+// fitsLevel checks that the state holds nothing its level cannot (below
+// Level3 no webhooks; at Level1 nothing the version 1 encoding would
+// leave out).
 func (f *FSM) fitsLevel() error {
+	if f.level < Level3 && (f.whSerial != 0 || len(f.webhooks) > 0) {
+		return fmt.Errorf("%w: at feature level %d the state holds webhooks", sfq.ErrVerify, f.level)
+	}
 	if f.level >= Level2 {
 		return nil
 	}

@@ -15,8 +15,15 @@ import (
 // written after the version, and the core's state is its version 3 (jobs
 // with wall-clock times, stdout tails and their last worker). Versions 1
 // to 3 are still read: their events show their cluster time as their wall
-// time.
-const stateVersion = 4
+// time. Version 5 (feature level 3) is version 4 with the webhook section
+// (webhook.go) after the metrics section.
+const stateVersion = 5
+
+// stateVersionLevel2 is the version a cluster at feature level 2 writes.
+const stateVersionLevel2 = 4
+
+// stateVersionWebhooks is the version that added the webhook section.
+const stateVersionWebhooks = 5
 
 // stateVersionMetrics is the version that added the metrics section:
 // version 2 with that section after the version, written only when the
@@ -50,6 +57,8 @@ type View struct {
 	sched      *sfq.View
 	exported   []uint32
 	tierCarry  [sfq.NumTiers]Counters
+	webhooks   []Webhook
+	whSerial   uint64
 }
 
 // Freeze returns an immutable View of the current state. Writes after it
@@ -80,6 +89,8 @@ func (f *FSM) view() *View {
 		nextEvent:  f.nextEvent,
 		exported:   f.exported,
 		tierCarry:  f.tierCarry,
+		webhooks:   f.webhooks,
+		whSerial:   f.whSerial,
 	}
 	v.workers = make([]Worker, 0, len(f.workers))
 	for _, w := range f.workers {
@@ -93,11 +104,15 @@ func (f *FSM) view() *View {
 func (v *View) Level() uint32 { return v.level }
 
 // StateVersion is the version of the state encoding Encode writes: 1 at
-// feature level 1 (what older builds read and hash), else stateVersion.
-// The level is read back from it.
+// feature level 1 (what older builds read and hash), 4 at level 2 (what
+// builds up to level 2 read and hash), else stateVersion. The level is
+// read back from it.
 func (v *View) StateVersion() int {
-	if v.level < Level2 {
+	switch {
+	case v.level < Level2:
 		return 1
+	case v.level < Level3:
+		return stateVersionLevel2
 	}
 	return stateVersion
 }
@@ -120,6 +135,9 @@ func (v *View) Encode(e *sfq.Encoder) {
 	e.Uvarint(uint64(version))
 	if version >= stateVersionMetrics {
 		v.encodeMetrics(e)
+	}
+	if version >= stateVersionWebhooks {
+		v.encodeWebhooks(e)
 	}
 	e.Varint(int64(v.clock))
 	e.Bool(v.configured)
@@ -198,8 +216,19 @@ func (f *FSM) Adopt(n *FSM) {
 	f.lastIndex, f.lastWall = n.lastIndex, n.lastWall
 	f.configured, f.level = n.configured, n.level
 	f.exported, f.tierCarry = n.exported, n.tierCarry
+	f.webhooks, f.whSerial = n.webhooks, n.whSerial
 	f.hashValid = false
+	f.replaced++
 	f.wake()
+}
+
+// Replaced returns the number of times the whole state was replaced
+// (Adopt) on this node. A position in the event log read before a
+// replacement may not name the same event after it.
+func (f *FSM) Replaced() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.replaced
 }
 
 func decodeState(d *sfq.Decoder) (*FSM, error) {
@@ -210,6 +239,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	f := New()
 	if version >= stateVersionMetrics {
 		f.decodeMetrics(d)
+	}
+	if version >= stateVersionWebhooks {
+		f.decodeWebhooks(d)
 	}
 	f.clock = sfq.Time(d.Varint())
 	f.configured = d.Bool()
@@ -271,10 +303,15 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	}
 	f.sched = s
 	// The encoding says the level: version 1 is what a cluster at level
-	// 1 writes (and all older builds); later versions are level 2.
-	f.setLevel(Level1)
-	if version >= 2 {
+	// 1 writes (and all older builds); versions 2 to 4 are level 2; the
+	// webhook section's version is level 3.
+	switch {
+	case version >= stateVersionWebhooks:
+		f.setLevel(Level3)
+	case version >= 2:
 		f.setLevel(Level2)
+	default:
+		f.setLevel(Level1)
 	}
 	return f, nil
 }
@@ -326,6 +363,9 @@ func (f *FSM) Verify() error {
 	}
 	if uint64(f.events.Len()) > f.nextEvent-1 {
 		return fmt.Errorf("%w: %d events but next seq %d", sfq.ErrVerify, f.events.Len(), f.nextEvent)
+	}
+	if err := f.verifyWebhooks(); err != nil {
+		return err
 	}
 	return f.verifyMetrics()
 }

@@ -17,6 +17,7 @@ import (
 	pb "barista/proto"
 	"barista/raftnode"
 	"barista/rpc/client"
+	"barista/webhook"
 )
 
 // forwardedKey marks a request a follower forwarded to the leader, so
@@ -33,6 +34,9 @@ type base struct {
 	// selfToken is an admin token of this server's configuration, for its
 	// own calls to the leader ("" in open mode).
 	selfToken string
+	// webhooks is the webhook deliverer (nil: none), for its key and the
+	// leader's delivery status.
+	webhooks *webhook.Deliverer
 	// stopping closes when the server begins to stop: long streams
 	// (watches, worker sessions) end at once so their clients move to
 	// another node instead of holding the shutdown.

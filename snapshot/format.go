@@ -6,7 +6,7 @@
 // A snapshot file is:
 //
 //	"BARISTA-SNAPSHOT"        16 bytes of magic
-//	format version            uvarint (this build writes 1 or 3, reads 1 to 3)
+//	format version            uvarint (this build writes 1, 3 or 4, reads 1 to 4)
 //	index                     uvarint: the last log index the state includes
 //	state                     the FSM's canonical state encoding
 //	checksum                  32 bytes: SHA-256 of every byte before it
@@ -16,7 +16,8 @@
 // Format 2 carries state encoding version 2 (priority classes, deadlines,
 // learned cost estimates). Format 3 carries FSM state version 4 and the
 // core's version 3: the wall-clock times of jobs and events, stdout tails,
-// and the worker an ended job ran on. Older files are still read: a
+// and the worker an ended job ran on. Format 4 carries FSM state version
+// 5: webhook endpoints and their cursors. Older files are still read: a
 // format 1 state loads as jobs of class normal without deadlines, with no
 // estimates learned, and schedules exactly as it did; the jobs and events
 // of formats 1 and 2 show their cluster times as wall times, their results
@@ -25,7 +26,8 @@
 // Which format is written follows the cluster's feature level (the state
 // says it): a cluster at level 1, whose voters may still run a build that
 // reads only format 1, writes format 1, which such a build reads and
-// hashes alike; from level 2 on, format 3.
+// hashes alike; at level 2, format 3, which builds of level 2 read and
+// hash alike; from level 3 on, format 4.
 package snapshot
 
 import (
@@ -46,8 +48,8 @@ import (
 const (
 	magic = "BARISTA-SNAPSHOT"
 	// FormatVersion is the newest snapshot format this build writes (at
-	// feature level 2 and above).
-	FormatVersion = 3
+	// feature level 3 and above).
+	FormatVersion = 4
 	// MinFormatVersion is the oldest snapshot format this build reads.
 	MinFormatVersion = 1
 )
@@ -88,10 +90,13 @@ func Write(w io.Writer, v *fsm.View) ([32]byte, error) {
 }
 
 // Format is the snapshot format Write uses for v: 1 while the cluster is
-// at feature level 1, else FormatVersion.
+// at feature level 1, 3 at level 2, else FormatVersion.
 func Format(v *fsm.View) int {
-	if v.StateVersion() == 1 {
+	switch {
+	case v.StateVersion() == 1:
 		return 1
+	case v.Level() < fsm.Level3:
+		return 3
 	}
 	return FormatVersion
 }

@@ -150,7 +150,7 @@ func TestUpgradeFromV1(t *testing.T) {
 		t.Fatalf("the critical job did not go first:\n%s", out1.String())
 	}
 
-	// At level 2 it is written again in the current format.
+	// At level 2 it is written again in format 3, the format of level 2.
 	v, err := loaded.Freeze()
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestUpgradeFromV1(t *testing.T) {
 	if _, err := Write(&buf, v); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.Bytes()[len(magic)]; got != FormatVersion {
+	if got := buf.Bytes()[len(magic)]; got != 3 {
 		t.Fatalf("rewritten snapshot is format %d", got)
 	}
 	again := fsm.New()
@@ -181,7 +181,7 @@ func TestUnknownFormatRefused(t *testing.T) {
 	bad := append([]byte(nil), raw...)
 	bad[len(magic)] = FormatVersion + 1
 	_, err = Read(bytes.NewReader(bad), fsm.New())
-	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 4 (this build reads 1 to 3)") {
+	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 5 (this build reads 1 to 4)") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -249,7 +249,7 @@ func TestUpgradeFromV2(t *testing.T) {
 		t.Fatalf("job 5 after the upgrade: %+v %+v", j, j.Result)
 	}
 
-	// Written again, it is of the current format and reads back alike.
+	// Written again, it is of the format of level 2 and reads back alike.
 	v, err := loaded.Freeze()
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestUpgradeFromV2(t *testing.T) {
 	if _, err := Write(&buf, v); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.Bytes()[len(magic)]; got != FormatVersion {
+	if got := buf.Bytes()[len(magic)]; got != 3 {
 		t.Fatalf("rewritten snapshot is format %d", got)
 	}
 	again := fsm.New()
@@ -269,5 +269,105 @@ func TestUpgradeFromV2(t *testing.T) {
 	h2, _ := loaded.Hash()
 	if h1 != h2 {
 		t.Fatal("round trip changed the state")
+	}
+}
+
+// v3StateHash is the state hash the build of snapshot format 3 (feature
+// level 2) reported for testdata/upgrade-v3.snap.
+const v3StateHash = "4f8c1a10288aadb2e94e5e96a4e90e4e24f6c6df791105c898269a58a2407e27"
+
+// TestUpgradeFromV3: a snapshot written by format 3 loads into the current
+// build at feature level 2, where it hashes, and is written back, exactly
+// as the build of format 3 did, and where webhooks are refused; raised to
+// level 3 it is the state the same commands build today, takes an
+// endpoint, and is written as format 4.
+func TestUpgradeFromV3(t *testing.T) {
+	raw, err := os.ReadFile("testdata/upgrade-v3.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw[len(magic)] != 3 {
+		t.Fatalf("fixture is format %d, want 3", raw[len(magic)])
+	}
+	state := raw[len(magic)+2 : len(raw)-sha256.Size]
+	if sum := sha256.Sum256(state); hex.EncodeToString(sum[:]) != v3StateHash {
+		t.Fatalf("fixture state hash %x, want %s", sum, v3StateHash)
+	}
+	loaded := fsm.New()
+	index, err := Read(bytes.NewReader(raw), loaded)
+	if err != nil {
+		t.Fatalf("reading a format 3 snapshot: %v", err)
+	}
+	if index != 28 {
+		t.Fatalf("index %d, want 28", index)
+	}
+	if h, _ := loaded.Hash(); loaded.Level() != fsm.Level2 || hex.EncodeToString(h[:]) != v3StateHash {
+		t.Fatalf("loaded at level %d with hash %x, want level 2 and %s", loaded.Level(), h, v3StateHash)
+	}
+	v2, err := loaded.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back bytes.Buffer
+	if _, err := Write(&back, v2); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.Bytes(), raw) {
+		t.Fatalf("written back at level 2: %d bytes, format %d, not the old build's file", back.Len(), back.Bytes()[len(magic)])
+	}
+	set := &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "gold", Url: "https://hooks.example.com/", KeyId: 1}}}
+	apply := func(index uint64, cmd *pb.Command) fsm.Result {
+		t.Helper()
+		res, err := loaded.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*pb.Command{cmd}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	if r := apply(29, set); r.Code != fsm.FailedPrecondition {
+		t.Fatalf("a webhook at level 2: %+v", r)
+	}
+
+	replayed := scenario.NewMachine()
+	script, err := os.Open("testdata/upgrade-v3.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer script.Close()
+	if _, err := scenario.Run(script, replayed, io.Discard, scenario.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := apply(30, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level3}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level3 {
+		t.Fatalf("raising the level: %+v", r)
+	}
+	if got, want := dumpState(loaded, true), dumpState(replayed.F, true); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("a format 3 snapshot loads to\n%s\nthe same commands build\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if h1, h2 := func() [32]byte { h, _ := loaded.Hash(); return h }(), func() [32]byte { h, _ := replayed.F.Hash(); return h }(); h1 != h2 {
+		t.Fatalf("raised to level 3: hash %x, the same commands build %x", h1, h2)
+	}
+	if r := apply(31, set); r.Code != fsm.OK || !r.Created {
+		t.Fatalf("a webhook at level 3: %+v", r)
+	}
+
+	v, err := loaded.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := Write(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.Bytes()[len(magic)]; got != FormatVersion || FormatVersion != 4 {
+		t.Fatalf("rewritten snapshot is format %d", got)
+	}
+	again := fsm.New()
+	if _, err := Read(&buf, again); err != nil {
+		t.Fatal(err)
+	}
+	h1, _ := again.Hash()
+	h2, _ := loaded.Hash()
+	if h1 != h2 || again.Level() != fsm.Level3 || !again.HasWebhooks() {
+		t.Fatalf("round trip: same hash %t, level %d, webhooks %t", h1 == h2, again.Level(), again.HasWebhooks())
 	}
 }

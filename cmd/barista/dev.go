@@ -56,6 +56,10 @@ to. The first node listens on 127.0.0.1:7400 (gRPC), :7440 (Raft) and :7480
 (HTTP: the web page, /metrics); the others on the next ports; --base-port
 moves them all (gRPC BASE+i, Raft BASE+40+i, HTTP BASE+80+i).
 
+Webhooks work as in production (docs/webhooks.md), with a key made for
+the cluster (DIR/webhooks.toml) and endpoints allowed on 127.0.0.0/8 so
+that a receiver on this machine can take them.
+
 Ctrl-C stops the load, drains the workers, shuts the servers down, and
 deletes the temporary data directory; with --data-dir it is kept (and a
 restart there resumes the cluster).`,
@@ -180,12 +184,17 @@ func runDev(env *cmdEnv, o any, args []string) error {
 	}
 	defer stopAll()
 
+	hooks, err := devWebhookConfig(dir)
+	if err != nil {
+		return err
+	}
 	var grpcAddrs []string
 	fmt.Fprintf(env.stdout, "barista dev: data in %s%s\n", dir, map[bool]string{true: " (kept)", false: " (removed at exit)"}[keep])
 	for i := 0; i < opts.nodes; i++ {
 		id := fmt.Sprintf("n%d", i+1)
 		g, r, h := fmt.Sprintf("127.0.0.1:%d", opts.basePort+i), fmt.Sprintf("127.0.0.1:%d", opts.basePort+40+i), fmt.Sprintf("127.0.0.1:%d", opts.basePort+80+i)
-		argv := []string{"server", "--node-id", id, "--data-dir", filepath.Join(dir, id), "--raft-addr", r, "--grpc-addr", g, "--http-addr", h, "--insecure-dev"}
+		argv := []string{"server", "--node-id", id, "--data-dir", filepath.Join(dir, id), "--raft-addr", r, "--grpc-addr", g, "--http-addr", h, "--insecure-dev",
+			"--config", hooks, "--webhook-allow-cidr", "127.0.0.0/8"}
 		if i == 0 {
 			argv = append(argv, "--bootstrap")
 		} else {

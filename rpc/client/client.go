@@ -343,7 +343,8 @@ func trackCall(ctx context.Context, method string, req, reply any, cc *grpc.Clie
 // sending it once: reads, submits with an idempotency key (every job of a
 // batch keyed), upserts of tenants and configuration, drains, joins. A
 // submit without a key, a cancel or a delete is not (the second answer
-// differs, or a second job is made).
+// differs, or a second job is made), nor a webhook set (the answer that
+// shows a new secret comes once) or replay.
 func idempotent(method string, req any) bool {
 	name := method[strings.LastIndexByte(method, '/')+1:]
 	switch r := req.(type) {
@@ -357,7 +358,7 @@ func idempotent(method string, req any) bool {
 		}
 		return len(r.Jobs) > 0
 	}
-	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetConfig", "Drain", "Join"} {
+	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetConfig", "Drain", "Join", "WebhookGet", "WebhookStatus"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

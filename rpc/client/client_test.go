@@ -423,6 +423,11 @@ func TestIdempotentCalls(t *testing.T) {
 		{"/barista.v1.Node/TransferLeadership", &pb.TransferLeadershipRequest{}, false},
 		{"/barista.v1.Node/Apply", &pb.ApplyRequest{}, false},
 		{"/barista.v1.Worker/Drain", &pb.DrainRequest{}, true},
+		{"/barista.v1.Admin/WebhookGet", &pb.WebhookGetRequest{}, true},
+		{"/barista.v1.Admin/WebhookStatus", &pb.WebhookStatusRequest{}, true},
+		{"/barista.v1.Admin/WebhookSet", &pb.WebhookSetRequest{}, false},
+		{"/barista.v1.Admin/WebhookDelete", &pb.WebhookDeleteRequest{}, false},
+		{"/barista.v1.Admin/WebhookReplay", &pb.WebhookReplayRequest{}, false},
 	}
 	for _, tc := range cases {
 		if got := idempotent(tc.method, tc.req); got != tc.want {
