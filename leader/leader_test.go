@@ -25,7 +25,7 @@ func newMemory(t *testing.T, adjust func(*fsm.Config)) *Memory {
 	if adjust != nil {
 		adjust(&cfg)
 	}
-	m, err := NewMemory(cfg, 5_000_000)
+	m, err := NewConfigured(cfg, 5_000_000)
 	if err != nil {
 		t.Fatal(err)
 	}

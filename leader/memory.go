@@ -23,26 +23,38 @@ type Memory struct {
 	index   uint64
 	now     sfq.Time
 	leading bool
+	fail    error
 	log     []*pb.Envelope
 }
 
-// NewMemory returns a leading Memory at cluster time start, its state
-// configured with cfg at the highest feature level.
-func NewMemory(cfg fsm.Config, start sfq.Time) (*Memory, error) {
-	m := &Memory{f: fsm.New(), now: start, leading: true}
-	res, err := m.Propose(context.Background(), []*pb.Command{
-		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.MaxFeatureLevel}}},
-		{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: fsm.ConfigToPB(cfg)}}},
-	})
+// NewMemory returns a leading Memory at cluster time start whose state is
+// empty, at this build's highest feature level.
+func NewMemory(start sfq.Time) *Memory {
+	return &Memory{f: fsm.NewLatest(), now: start, leading: true}
+}
+
+// NewConfigured returns NewMemory(start) with cfg applied as its first
+// entry.
+func NewConfigured(cfg fsm.Config, start sfq.Time) (*Memory, error) {
+	m := NewMemory(start)
+	if _, err := m.Apply(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: fsm.ConfigToPB(cfg)}}}); err != nil {
+		return nil, fmt.Errorf("leader: configuring the state: %w", err)
+	}
+	return m, nil
+}
+
+// Apply proposes cmds as one entry; a refused command is an error.
+func (m *Memory) Apply(cmds ...*pb.Command) ([]fsm.Result, error) {
+	res, err := m.Propose(context.Background(), cmds)
 	if err != nil {
 		return nil, err
 	}
-	for i, r := range res {
-		if r.Code != fsm.OK {
-			return nil, fmt.Errorf("leader: setting up the state (command %d): %s", i, r.Msg)
+	for _, r := range res {
+		if err := r.Err(); err != nil {
+			return res, err
 		}
 	}
-	return m, nil
+	return res, nil
 }
 
 // Propose applies cmds as one entry stamped with the current cluster time.
@@ -54,6 +66,9 @@ func (m *Memory) Propose(ctx context.Context, cmds []*pb.Command) ([]fsm.Result,
 	defer m.mu.Unlock()
 	if !m.leading {
 		return nil, raftnode.ErrNotLeader
+	}
+	if m.fail != nil {
+		return nil, m.fail
 	}
 	m.index++
 	env := &pb.Envelope{Version: fsm.Version, StampMs: int64(m.now), WallMs: int64(m.now), Commands: cmds}
@@ -76,6 +91,21 @@ func (m *Memory) Advance(d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.now += sfq.Time(d.Milliseconds())
+}
+
+// SetNow sets the cluster time of the next proposals.
+func (m *Memory) SetNow(t sfq.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.now = t
+}
+
+// SetFail makes proposals fail with err (nil: succeed again), as a lost
+// leadership or a proposal that timed out does.
+func (m *Memory) SetFail(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fail = err
 }
 
 // SetLeading gains or loses leadership: a node that does not lead

@@ -32,7 +32,7 @@ func newMemHub(t *testing.T) *memHub {
 	cfg := fsm.DefaultConfig()
 	cfg.HeartbeatIntervalMs, cfg.SelfKillAfterMs = 1_000, 5_000
 	cfg.Sched.AckTimeoutMs, cfg.Sched.LeaseTimeoutMs = 2_000, 10_000
-	mem, err := leader.NewMemory(cfg, 1_000_000)
+	mem, err := leader.NewConfigured(cfg, 1_000_000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,20 +17,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"barista/fsm"
+	"barista/leader"
 	pb "barista/proto"
 	"barista/sfq"
 )
 
-// Node is what delivery needs of the leader it runs on.
-type Node interface {
-	// Propose replicates commands and returns Apply's results (leader
-	// only).
-	Propose(ctx context.Context, cmds []*pb.Command) ([]fsm.Result, error)
-	// State is the replicated state machine, read only.
-	State() *fsm.FSM
-	// ClusterNow is the cluster time the next proposal would carry.
-	ClusterNow() (sfq.Time, bool)
-}
+// Node is what delivery needs of the leader it runs on: the node every
+// leader loop sees (leader.Memory in tests).
+type Node = leader.Node
 
 // Defaults of Options.
 const (

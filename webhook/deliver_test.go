@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"barista/fsm"
+	"barista/leader"
 	pb "barista/proto"
 	"barista/sfq"
 )
@@ -106,9 +107,9 @@ func (r *receiver) delivered() []uint64 {
 func loopback() *Guard { return NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}) }
 
 // world is a state machine with tenants a and b, a's endpoint at url.
-func world(t *testing.T, url string, kinds ...string) *MemNode {
+func world(t *testing.T, url string, kinds ...string) *leader.Memory {
 	t.Helper()
-	n := NewMemNode(1000)
+	n := leader.NewMemory(1000)
 	key, _ := ParseKey(testKey)
 	if _, err := n.Apply(
 		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
@@ -121,12 +122,12 @@ func world(t *testing.T, url string, kinds ...string) *MemNode {
 }
 
 // submit queues a job of tenant; its queued event's seq is returned.
-func submit(t *testing.T, n *MemNode, tenant string) uint64 {
+func submit(t *testing.T, n *leader.Memory, tenant string) uint64 {
 	t.Helper()
 	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_MD, EstCostMs: 1000}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, next := n.F.Events(^uint64(0), func(*fsm.Event) bool { return false })
+	_, next := n.State().Events(^uint64(0), func(*fsm.Event) bool { return false })
 	return next - 1
 }
 
@@ -170,9 +171,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func (n *MemNode) cursor(t *testing.T, tenant string) uint64 {
+func cursor(t *testing.T, n *leader.Memory, tenant string) uint64 {
 	t.Helper()
-	w, ok := n.F.WebhookOf(tenant)
+	w, ok := n.State().WebhookOf(tenant)
 	if !ok {
 		t.Fatalf("no webhook for %s", tenant)
 	}
@@ -255,7 +256,7 @@ func TestDeliverAcrossFailures(t *testing.T) {
 		}
 	}
 	last := want[len(want)-1]
-	waitFor(t, "the cursor", func() bool { return n.cursor(t, "a") >= last })
+	waitFor(t, "the cursor", func() bool { return cursor(t, n, "a") >= last })
 	st, _ = d.Status(0)
 	if st.Failures != 0 || !st.NextRetry.IsZero() || st.Delivered < last || st.LastError != "timed out after 300ms" {
 		t.Fatalf("status after recovery: %+v", st)
@@ -297,7 +298,7 @@ func TestGapEvent(t *testing.T) {
 	if want := "[4:gap:1-4 6:queued:0-0 7:queued:0-0]"; fmt.Sprint(got) != want {
 		t.Fatalf("delivered %v, want %s", got, want)
 	}
-	waitFor(t, "the cursor past the gap", func() bool { w, _ := n.F.WebhookOf("a"); return w.Cursor == 7 && w.GapTo == 0 })
+	waitFor(t, "the cursor past the gap", func() bool { w, _ := n.State().WebhookOf("a"); return w.Cursor == 7 && w.GapTo == 0 })
 }
 
 // TestRotationGrace: after a rotation, requests carry a signature under
@@ -311,7 +312,7 @@ func TestRotationGrace(t *testing.T) {
 	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "a", Url: r.srv.URL, Rotate: true, GraceMs: 60_000, KeyId: key.ID()}}}); err != nil {
 		t.Fatal(err)
 	}
-	w, _ := n.F.WebhookOf("a")
+	w, _ := n.State().WebhookOf("a")
 	if w.Version != 2 || w.PrevVersion != 1 || w.PrevUntil != 65_000 {
 		t.Fatalf("rotated: %+v", w)
 	}
@@ -365,9 +366,9 @@ func TestSlowEndpointDoesNotBlockOthers(t *testing.T) {
 	if got, dups := firstSeen(fast.delivered()); !slices.Equal(got, want) || dups != 0 {
 		t.Fatalf("fast endpoint got %v (%d repeats), want %v", got, dups, want)
 	}
-	waitFor(t, "the fast cursor", func() bool { return n.cursor(t, "b") == want[len(want)-1] })
-	if len(slow.requests()) != 1 || n.cursor(t, "a") != 0 {
-		t.Fatalf("slow endpoint: %d requests, cursor %d", len(slow.requests()), n.cursor(t, "a"))
+	waitFor(t, "the fast cursor", func() bool { return cursor(t, n, "b") == want[len(want)-1] })
+	if len(slow.requests()) != 1 || cursor(t, n, "a") != 0 {
+		t.Fatalf("slow endpoint: %d requests, cursor %d", len(slow.requests()), cursor(t, n, "a"))
 	}
 }
 
@@ -417,7 +418,7 @@ func TestResumeAfterLeaderChange(t *testing.T) {
 	_, stop := start(t, n, Options{CommitInterval: time.Hour})
 	waitFor(t, "the first delivery", func() bool { return len(r.delivered()) == 5 })
 	stop()
-	if c := n.cursor(t, "a"); c != 0 {
+	if c := cursor(t, n, "a"); c != 0 {
 		t.Fatalf("cursor %d", c)
 	}
 	// The second commits; a third resumes after its cursor.
@@ -425,7 +426,7 @@ func TestResumeAfterLeaderChange(t *testing.T) {
 		want = append(want, submit(t, n, "a"))
 	}
 	_, stop = start(t, n, Options{})
-	waitFor(t, "the second cursor", func() bool { return n.cursor(t, "a") == want[len(want)-1] })
+	waitFor(t, "the second cursor", func() bool { return cursor(t, n, "a") == want[len(want)-1] })
 	stop()
 	want = append(want, submit(t, n, "a"))
 	start(t, n, Options{})
@@ -434,9 +435,9 @@ func TestResumeAfterLeaderChange(t *testing.T) {
 	if !slices.Equal(got, want) || dups != 5 {
 		t.Fatalf("delivered %v with %d repeats, want %v with 5", r.delivered(), dups, want)
 	}
-	waitFor(t, "the third cursor", func() bool { return n.cursor(t, "a") == want[len(want)-1] })
-	if n.Acks() != 2 {
-		t.Fatalf("%d ack commands, want 2 (one per leader that delivered and committed)", n.Acks())
+	waitFor(t, "the third cursor", func() bool { return cursor(t, n, "a") == want[len(want)-1] })
+	if acks := ackCommands(n); acks != 2 {
+		t.Fatalf("%d ack commands, want 2 (one per leader that delivered and committed)", acks)
 	}
 }
 
@@ -451,7 +452,7 @@ func TestReplayRedelivers(t *testing.T) {
 	}
 	s2 := submit(t, n, "a")
 	start(t, n, Options{})
-	waitFor(t, "delivery", func() bool { return n.cursor(t, "a") == s2 })
+	waitFor(t, "delivery", func() bool { return cursor(t, n, "a") == s2 })
 	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_WebhookReplay{WebhookReplay: &pb.WebhookReplay{Tenant: "a", FromSeq: s1 + 1}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -537,12 +538,12 @@ func TestLargeBacklogInOrder(t *testing.T) {
 	}
 	// The cursor passes the other tenant's events after the last: all
 	// were examined.
-	waitFor(t, "the cursor", func() bool { return n.cursor(t, "a") == want[len(want)-1]+1 })
+	waitFor(t, "the cursor", func() bool { return cursor(t, n, "a") == want[len(want)-1]+1 })
 }
 
 // restoreState replaces n's whole state with src's, as a backup restore
 // does on a running leader.
-func restoreState(t *testing.T, n *MemNode, src *fsm.FSM) {
+func restoreState(t *testing.T, n *leader.Memory, src *fsm.FSM) {
 	t.Helper()
 	v, err := src.Freeze()
 	if err != nil {
@@ -554,7 +555,7 @@ func restoreState(t *testing.T, n *MemNode, src *fsm.FSM) {
 	if err := e.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.F.Restore(sfq.NewDecoder(bufio.NewReader(&buf)), v.Index+1000); err != nil {
+	if err := n.State().Restore(sfq.NewDecoder(bufio.NewReader(&buf)), v.Index+1000); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -588,11 +589,11 @@ func TestRestoredStateStartsOver(t *testing.T) {
 				live = append(live, submit(t, n, "a"))
 			}
 			start(t, n, Options{})
-			waitFor(t, "the live events", func() bool { return n.cursor(t, "a") == live[len(live)-1] })
+			waitFor(t, "the live events", func() bool { return cursor(t, n, "a") == live[len(live)-1] })
 			before := len(r.requests())
 
-			restoreState(t, n, b.F)
-			if got := n.cursor(t, "a"); got != 0 {
+			restoreState(t, n, b.State())
+			if got := cursor(t, n, "a"); got != 0 {
 				t.Fatalf("restored cursor %d", got)
 			}
 			for range 2 {
@@ -611,12 +612,25 @@ func TestRestoredStateStartsOver(t *testing.T) {
 				return got
 			}
 			deadline := time.Now().Add(10 * time.Second)
-			for (len(delivered()) < len(want) || n.cursor(t, "a") != last) && time.Now().Before(deadline) {
+			for (len(delivered()) < len(want) || cursor(t, n, "a") != last) && time.Now().Before(deadline) {
 				time.Sleep(2 * time.Millisecond)
 			}
-			if got, dups := firstSeen(delivered()); !slices.Equal(got, want) || dups != 0 || n.cursor(t, "a") != last {
-				t.Fatalf("after the restore delivered %v (%d repeats), cursor %d; want %v, cursor %d", got, dups, n.cursor(t, "a"), want, last)
+			if got, dups := firstSeen(delivered()); !slices.Equal(got, want) || dups != 0 || cursor(t, n, "a") != last {
+				t.Fatalf("after the restore delivered %v (%d repeats), cursor %d; want %v, cursor %d", got, dups, cursor(t, n, "a"), want, last)
 			}
 		})
 	}
+}
+
+// ackCommands counts the WebhookAck commands proposed so far.
+func ackCommands(n *leader.Memory) int {
+	acks := 0
+	for _, entry := range n.Entries() {
+		for _, c := range entry {
+			if c.GetWebhookAck() != nil {
+				acks++
+			}
+		}
+	}
+	return acks
 }
