@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-fuzz test-proc lint bench chaos fuzz proto run clean
+.PHONY: help build test test-unit test-examples test-fuzz test-proc lint bench chaos soak fuzz proto run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -15,10 +15,15 @@ help: ## list the targets
 build: ## build bin/barista
 	$(GO) build -o bin/barista ./cmd/barista
 
-test: test-unit test-fuzz test-proc ## run the test suite (the README's test command)
+test: test-unit test-examples test-fuzz test-proc ## run the test suite (the README's test command)
 
 test-unit:
 	$(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
+
+# examples/ is a module of its own that requires this one (through a
+# replace), the way a program using the Go client does.
+test-examples: ## build and vet the examples module
+	cd examples && $(GO) build -o /dev/null ./... && $(GO) vet ./...
 
 test-proc: build
 	@if [ -n "$(PROC_PKGS)" ]; then $(GO) test -count=1 -p 1 -timeout 20m $(PROC_PKGS); fi
@@ -39,6 +44,14 @@ CHAOS_NODES ?= 3
 chaos: build ## long chaos run: faults under load, then the invariant checker (CHAOS_SEED, CHAOS_DURATION=20m, CHAOS_NODES=3|5)
 	CHAOS_SEED=$(CHAOS_SEED) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_NODES=$(CHAOS_NODES) \
 		$(GO) test -count=1 -timeout 0 -run '^TestChaos$$' -v ./test/chaos/ 2>&1 | grep -v '^\s*20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T' ; exit $${PIPESTATUS[0]}
+
+# Soak: make soak SOAK_DURATION=1h SOAK_RATE=300 SOAK_REPORT=soak.jsonl
+SOAK_DURATION ?= 1h
+SOAK_RATE ?= 300
+SOAK_REPORT ?= soak.jsonl
+soak: build ## steady load on 3 servers and real workers for SOAK_DURATION (1h) at SOAK_RATE jobs/s (300); fails if memory, goroutines, files, raft.db or p99s grow over 10 % after warm-up; report in SOAK_REPORT
+	BARISTA_SOAK=1 SOAK_DURATION=$(SOAK_DURATION) SOAK_RATE=$(SOAK_RATE) SOAK_REPORT=$(abspath $(SOAK_REPORT)) \
+		$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./test/soak/ 2>&1 | grep -v '^\s*20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T' ; exit $${PIPESTATUS[0]}
 
 # Every Fuzz* function of the module (scripts/fuzz.sh finds them). make test
 # runs their committed seeds (testdata/fuzz) and each for FUZZ_SHORT;

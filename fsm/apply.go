@@ -174,7 +174,7 @@ func (f *FSM) workerJob(w *Worker) (sfq.Job, bool) {
 		return sfq.Job{}, false
 	}
 	j, ok := f.sched.Job(w.Job)
-	if !ok || !j.State.Live() || j.Worker != w.ID || j.Attempt != w.Attempt {
+	if !ok || !j.HeldBy(w.ID, w.Attempt) {
 		return sfq.Job{}, false
 	}
 	return j, true
@@ -345,6 +345,7 @@ func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {
 	}
 	if ok {
 		f.setExported(i, false)
+		f.dropTenantWebhook(i)
 	}
 	return Result{}
 }
@@ -373,12 +374,14 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 	}
 	n := f.sched.Prune(f.clock-sfq.Time(f.cfg.JobRetentionMs), limit)
 	// Events: beyond the count, or older than the age.
+	lost := f.webhookPruner()
 	for i := 0; i < limit; i++ {
 		first := f.nextEvent - uint64(f.events.Len())
 		ev := f.events.Get(first)
 		if ev == nil || (uint64(f.events.Len()) <= f.cfg.EventRetentionCount && ev.At >= f.clock-sfq.Time(f.cfg.EventRetentionMs)) {
 			break
 		}
+		lost(first, ev)
 		f.events.Del(first)
 		n++
 	}

@@ -17,6 +17,7 @@ func encodeWithEvent(next, seq uint64) []byte {
 	e := sfq.NewEncoder(&buf)
 	e.Uvarint(stateVersion)
 	(&View{}).encodeMetrics(e)
+	(&View{}).encodeWebhooks(e)
 	e.Varint(0)
 	e.Bool(false)
 	encodeConfig(e, &f.cfg, stateVersion)

@@ -56,11 +56,22 @@ type FSM struct {
 	exported  []uint32 // sorted live tenant indexes; replaced, never written
 	tierCarry [sfq.NumTiers]Counters
 
+	// Webhook endpoints (webhook.go), sorted by tenant index; replaced,
+	// never written in place. whSerial is the next secret version or
+	// epoch (0: never used).
+	webhooks []Webhook
+	whSerial uint64
+
 	fatal   error
 	fatalCh chan struct{}
 	// changed is closed and replaced after every applied entry (and when
 	// the state is replaced), waking event watchers and the dispatcher.
 	changed chan struct{}
+	// replaced counts the replacements of the whole state (Adopt: a
+	// snapshot installed, a backup restored). It is this node's, not the
+	// replicated state's: readers that keep positions in the event log
+	// compare it to know that the log they read may have gone back.
+	replaced uint64
 
 	hashIndex uint64
 	hashValid bool
@@ -297,6 +308,14 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 		return f.applyWorkerDrain(cmd.WorkerDrain)
 	case *pb.Command_SetFeatureLevel:
 		return f.applySetFeatureLevel(cmd.SetFeatureLevel)
+	case *pb.Command_WebhookSet:
+		return f.applyWebhookSet(cmd.WebhookSet)
+	case *pb.Command_WebhookDelete:
+		return f.applyWebhookDelete(cmd.WebhookDelete)
+	case *pb.Command_WebhookAck:
+		return f.applyWebhookAck(cmd.WebhookAck)
+	case *pb.Command_WebhookReplay:
+		return f.applyWebhookReplay(cmd.WebhookReplay)
 	case *pb.Command_SetGroup:
 		return f.applySetGroup(cmd.SetGroup)
 	}

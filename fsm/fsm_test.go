@@ -323,7 +323,7 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	worker := rapid.SampledFrom(workers).Draw(t, "worker")
 	switch rapid.IntRange(0, 14).Draw(t, "kind") {
 	case 13:
-		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3}).Draw(t, "level")}}}
+		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3, Level4}).Draw(t, "level")}}}
 	case 14:
 		// Groups: refused below level 3.
 		return &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
@@ -366,7 +366,7 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 // hash as the original.
 func TestSnapshotRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		a := newAt(rapid.SampledFrom([]uint32{Level1, Level2, Level3}).Draw(t, "level"))
+		a := newAt(rapid.SampledFrom([]uint32{Level1, Level2, Level3, Level4}).Draw(t, "level"))
 		var log []*pb.Envelope
 		n := rapid.IntRange(1, 150).Draw(t, "n")
 		cut := rapid.IntRange(0, n).Draw(t, "cut")
@@ -436,13 +436,24 @@ func TestRestoreRefusesBadState(t *testing.T) {
 	v, _ := h.f.Freeze()
 	good := encodeFSM(v)
 	// Truncated.
-	if err := New().Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(good[:len(good)-3]))), 2); !errors.Is(err, sfq.ErrCorrupt) {
+	f := New()
+	if err := f.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(good[:len(good)-3]))), 2); !errors.Is(err, sfq.ErrCorrupt) {
 		t.Fatalf("truncated: %v", err)
 	}
 	// Unknown version.
 	bad := append([]byte{9}, good[1:]...)
-	if err := New().Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(bad))), 2); err == nil || !strings.Contains(err.Error(), "state version 9") {
+	if err := f.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(bad))), 2); err == nil || !strings.Contains(err.Error(), "state version 9") {
 		t.Fatalf("version: %v", err)
+	}
+	// A refused state replaces nothing; a good one counts.
+	if n := f.Replaced(); n != 0 {
+		t.Fatalf("replaced %d times by refused states", n)
+	}
+	if err := f.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(good))), 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.Replaced(); n != 1 {
+		t.Fatalf("replaced %d times, want 1", n)
 	}
 }
 
@@ -452,7 +463,7 @@ func TestRestoreRefusesBadState(t *testing.T) {
 // in its own entry at the same leader time.
 func TestCoalescedEntriesApplyAlike(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		level := rapid.SampledFrom([]uint32{Level1, Level2, Level3}).Draw(t, "level")
+		level := rapid.SampledFrom([]uint32{Level1, Level2, Level3, Level4}).Draw(t, "level")
 		one, packed := newAt(level), newAt(level)
 		var oneIdx, packedIdx uint64
 		now := int64(1000)

@@ -24,15 +24,21 @@ const (
 	// level on), tenants' export_metrics marks and per-tier carries; its
 	// state is written as snapshot format 2.
 	Level2 uint32 = 2
-	// Level3 adds groups: a submit's group, a tenant's group_cap,
-	// group_order=fair and max_groups, and SetGroup; its state is written
-	// as snapshot format 4 (FSM state version 5, the core's version 4).
-	// Below it no command can put anything of groups into the state, so a
-	// cluster at level 2 holds and writes exactly what the build before
-	// groups does.
+	// Level3 adds webhooks: the commands that set, delete, acknowledge
+	// and replay a tenant's endpoint, and the webhook section of the
+	// state (state version 5, snapshot format 4). A build of level 2
+	// knows none of them: it would refuse each as unknown and could not
+	// read the state.
 	Level3 uint32 = 3
+	// Level4 adds groups: a submit's group, a tenant's group_cap,
+	// group_order=fair and max_groups, and SetGroup; its state is written
+	// as snapshot format 5 (FSM state version 6, the core's version 4).
+	// Below it no command can put anything of groups into the state, so a
+	// cluster at level 3 holds and writes exactly what the build before
+	// groups does.
+	Level4 uint32 = 4
 	// MaxFeatureLevel is the highest level this build understands.
-	MaxFeatureLevel = Level3
+	MaxFeatureLevel = Level4
 )
 
 // ErrFeatureLevel marks a SetFeatureLevel above what this build
@@ -53,18 +59,18 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 			return Level2, "deadline"
 		}
 		if s.Group != "" {
-			return Level3, "group"
+			return Level4, "group"
 		}
 	case *pb.Command_TenantUpsert:
 		u := cmd.TenantUpsert
 		c := u.GetCaps()
 		switch {
 		case u.GroupCap != 0:
-			return Level3, "group_cap"
+			return Level4, "group_cap"
 		case u.GroupOrder == pb.GroupOrder_GROUP_FAIR:
-			return Level3, "group_order fair"
+			return Level4, "group_order fair"
 		case u.MaxGroups != 0:
-			return Level3, "max_groups"
+			return Level4, "max_groups"
 		case u.MaxClass != pb.Class_CLASS_UNSPECIFIED && u.MaxClass != pb.Class_NORMAL:
 			return Level2, "max_class " + className(u.MaxClass)
 		case u.AllowDeadlines:
@@ -78,8 +84,16 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		case u.ExportMetrics:
 			return Level2, "export_metrics"
 		}
+	case *pb.Command_WebhookSet:
+		return Level3, "webhook set"
+	case *pb.Command_WebhookDelete:
+		return Level3, "webhook delete"
+	case *pb.Command_WebhookAck:
+		return Level3, "webhook ack"
+	case *pb.Command_WebhookReplay:
+		return Level3, "webhook replay"
 	case *pb.Command_SetGroup:
-		return Level3, "SetGroup"
+		return Level4, "SetGroup"
 	case *pb.Command_SetConfig:
 		p := cmd.SetConfig.GetConfig()
 		if e := p.GetEstimate(); e != pb.Estimate_ESTIMATE_UNSPECIFIED && e != pb.Estimate_SUBMITTED {
@@ -159,15 +173,17 @@ func (f *FSM) applySetFeatureLevel(c *pb.SetFeatureLevel) Result {
 	return Result{Outcome: sfq.Changed, Count: uint64(c.Level)}
 }
 
-// fitsLevel checks that the state holds nothing its level cannot (at
-// Level1: nothing the version 1 encoding would leave out; below Level3:
-// nothing of groups).
+// fitsLevel checks that the state holds nothing its level cannot (below
+// Level4 nothing of groups; below Level3 no webhooks; at Level1 nothing
+// the version 1 encoding would leave out).
 func (f *FSM) fitsLevel() error {
-	if f.level >= Level3 {
-		return nil
+	if f.level < Level4 {
+		if err := f.sched.Peek().FitsVersion3(); err != nil {
+			return fmt.Errorf("%w: at feature level %d the state holds %v", sfq.ErrVerify, f.level, err)
+		}
 	}
-	if err := f.sched.Peek().FitsVersion3(); err != nil {
-		return fmt.Errorf("%w: at feature level %d the state holds %v", sfq.ErrVerify, f.level, err)
+	if f.level < Level3 && (f.whSerial != 0 || len(f.webhooks) > 0) {
+		return fmt.Errorf("%w: at feature level %d the state holds webhooks", sfq.ErrVerify, f.level)
 	}
 	if f.level >= Level2 {
 		return nil

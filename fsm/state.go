@@ -10,19 +10,28 @@ import (
 )
 
 // stateVersion is the version of the FSM state encoding (the body of a
-// snapshot) this build writes from feature level 3 on. Version 5 is
-// version 4 with the core's state of version 4 (groups). Version 4:
-// events carry their wall-clock time, the metrics section (marked
-// tenants, tier carries) is always written after the version, and the
-// core's state is its version 3 (jobs with wall-clock times, stdout tails
-// and their last worker). Versions 1 to 4 are still read: those of 1 to 3
-// show their events' cluster time as their wall time. The version says
-// the level: 1 is level 1, 2 to 4 level 2, 5 level 3.
-const stateVersion = 5
+// snapshot) this build writes. Version 4: events carry their wall-clock
+// time, the metrics section (marked tenants, tier carries) is always
+// written after the version, and the core's state is its version 3 (jobs
+// with wall-clock times, stdout tails and their last worker). Versions 1
+// to 3 are still read: their events show their cluster time as their wall
+// time. Version 5 (feature level 3) is version 4 with the webhook section
+// (webhook.go) after the metrics section. Version 6 (feature level 4) is
+// version 5 with the core's state of version 4 (groups). The version says
+// the level: 1 is level 1, 2 to 4 level 2, 5 level 3, 6 level 4.
+const stateVersion = 6
 
-// stateVersionLevel2 is the version a cluster at feature level 2 writes,
-// exactly as the build before groups.
+// stateVersionLevel2 is the version a cluster at feature level 2 writes.
 const stateVersionLevel2 = 4
+
+// stateVersionWebhooks is the version that added the webhook section,
+// what a cluster at feature level 3 writes, exactly as the build before
+// groups.
+const stateVersionWebhooks = 5
+
+// stateVersionGroups is the version whose core state is of version 4
+// (groups).
+const stateVersionGroups = 6
 
 // stateVersionMetrics is the version that added the metrics section:
 // version 2 with that section after the version, written only when the
@@ -56,6 +65,8 @@ type View struct {
 	sched      *sfq.View
 	exported   []uint32
 	tierCarry  [sfq.NumTiers]Counters
+	webhooks   []Webhook
+	whSerial   uint64
 }
 
 // Freeze returns an immutable View of the current state. Writes after it
@@ -86,6 +97,8 @@ func (f *FSM) view() *View {
 		nextEvent:  f.nextEvent,
 		exported:   f.exported,
 		tierCarry:  f.tierCarry,
+		webhooks:   f.webhooks,
+		whSerial:   f.whSerial,
 	}
 	v.workers = make([]Worker, 0, len(f.workers))
 	for _, w := range f.workers {
@@ -99,8 +112,9 @@ func (f *FSM) view() *View {
 func (v *View) Level() uint32 { return v.level }
 
 // StateVersion is the version of the state encoding Encode writes: 1 at
-// feature level 1 and 4 at level 2 (what the builds that know no higher
-// level read and hash), else stateVersion. The level is read back from
+// feature level 1 (what older builds read and hash), 4 at level 2 (what
+// builds up to level 2 read and hash), 5 at level 3 (what builds up to
+// level 3 read and hash), else stateVersion. The level is read back from
 // it.
 func (v *View) StateVersion() int {
 	switch {
@@ -108,6 +122,8 @@ func (v *View) StateVersion() int {
 		return 1
 	case v.level < Level3:
 		return stateVersionLevel2
+	case v.level < Level4:
+		return stateVersionWebhooks
 	}
 	return stateVersion
 }
@@ -116,7 +132,7 @@ func (v *View) StateVersion() int {
 // of version v.
 func coreStateVersion(v int) int {
 	switch {
-	case v >= 5:
+	case v >= stateVersionGroups:
 		return 4
 	case v >= 4:
 		return 3
@@ -132,6 +148,9 @@ func (v *View) Encode(e *sfq.Encoder) {
 	e.Uvarint(uint64(version))
 	if version >= stateVersionMetrics {
 		v.encodeMetrics(e)
+	}
+	if version >= stateVersionWebhooks {
+		v.encodeWebhooks(e)
 	}
 	e.Varint(int64(v.clock))
 	e.Bool(v.configured)
@@ -210,8 +229,19 @@ func (f *FSM) Adopt(n *FSM) {
 	f.lastIndex, f.lastWall = n.lastIndex, n.lastWall
 	f.configured, f.level = n.configured, n.level
 	f.exported, f.tierCarry = n.exported, n.tierCarry
+	f.webhooks, f.whSerial = n.webhooks, n.whSerial
 	f.hashValid = false
+	f.replaced++
 	f.wake()
+}
+
+// Replaced returns the number of times the whole state was replaced
+// (Adopt) on this node. A position in the event log read before a
+// replacement may not name the same event after it.
+func (f *FSM) Replaced() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.replaced
 }
 
 func decodeState(d *sfq.Decoder) (*FSM, error) {
@@ -222,6 +252,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	f := New()
 	if version >= stateVersionMetrics {
 		f.decodeMetrics(d)
+	}
+	if version >= stateVersionWebhooks {
+		f.decodeWebhooks(d)
 	}
 	f.clock = sfq.Time(d.Varint())
 	f.configured = d.Bool()
@@ -283,10 +316,12 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	}
 	f.sched = s
 	// The encoding says the level: version 1 is what a cluster at level
-	// 1 writes (and all older builds); versions 2 to 4 are level 2, and
-	// version 5 level 3.
+	// 1 writes (and all older builds); versions 2 to 4 are level 2; the
+	// webhook section's version is level 3, and the groups' level 4.
 	switch {
-	case version >= 5:
+	case version >= stateVersionGroups:
+		f.setLevel(Level4)
+	case version >= stateVersionWebhooks:
 		f.setLevel(Level3)
 	case version >= 2:
 		f.setLevel(Level2)
@@ -343,6 +378,9 @@ func (f *FSM) Verify() error {
 	}
 	if uint64(f.events.Len()) > f.nextEvent-1 {
 		return fmt.Errorf("%w: %d events but next seq %d", sfq.ErrVerify, f.events.Len(), f.nextEvent)
+	}
+	if err := f.verifyWebhooks(); err != nil {
+		return err
 	}
 	return f.verifyMetrics()
 }

@@ -841,6 +841,617 @@ func (x *TopResponse) GetTenants() []*TenantShare {
 	return nil
 }
 
+// Webhook is a tenant's registered endpoint as the replicated state holds
+// it (the secret is never stored).
+type Webhook struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Url           string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Kinds         []string               `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"` // empty: every kind
+	SecretVersion uint64                 `protobuf:"varint,4,opt,name=secret_version,json=secretVersion,proto3" json:"secret_version,omitempty"`
+	// previous_secret_until_ms: the previous secret is accepted until this
+	// cluster time (0: no previous secret).
+	PreviousSecretVersion uint64 `protobuf:"varint,5,opt,name=previous_secret_version,json=previousSecretVersion,proto3" json:"previous_secret_version,omitempty"`
+	PreviousSecretUntilMs int64  `protobuf:"varint,6,opt,name=previous_secret_until_ms,json=previousSecretUntilMs,proto3" json:"previous_secret_until_ms,omitempty"`
+	// cursor: every event of the tenant up to this seq was delivered.
+	Cursor    uint64 `protobuf:"varint,7,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	AckedAtMs int64  `protobuf:"varint,8,opt,name=acked_at_ms,json=ackedAtMs,proto3" json:"acked_at_ms,omitempty"` // cluster time of the cursor's last advance (0: never)
+	// gap_*: events pruned before delivery, to be reported by a gap event.
+	GapFromSeq    uint64 `protobuf:"varint,9,opt,name=gap_from_seq,json=gapFromSeq,proto3" json:"gap_from_seq,omitempty"`
+	GapToSeq      uint64 `protobuf:"varint,10,opt,name=gap_to_seq,json=gapToSeq,proto3" json:"gap_to_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Webhook) Reset() {
+	*x = Webhook{}
+	mi := &file_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Webhook) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Webhook) ProtoMessage() {}
+
+func (x *Webhook) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
+func (*Webhook) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Webhook) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *Webhook) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *Webhook) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *Webhook) GetSecretVersion() uint64 {
+	if x != nil {
+		return x.SecretVersion
+	}
+	return 0
+}
+
+func (x *Webhook) GetPreviousSecretVersion() uint64 {
+	if x != nil {
+		return x.PreviousSecretVersion
+	}
+	return 0
+}
+
+func (x *Webhook) GetPreviousSecretUntilMs() int64 {
+	if x != nil {
+		return x.PreviousSecretUntilMs
+	}
+	return 0
+}
+
+func (x *Webhook) GetCursor() uint64 {
+	if x != nil {
+		return x.Cursor
+	}
+	return 0
+}
+
+func (x *Webhook) GetAckedAtMs() int64 {
+	if x != nil {
+		return x.AckedAtMs
+	}
+	return 0
+}
+
+func (x *Webhook) GetGapFromSeq() uint64 {
+	if x != nil {
+		return x.GapFromSeq
+	}
+	return 0
+}
+
+func (x *Webhook) GetGapToSeq() uint64 {
+	if x != nil {
+		return x.GapToSeq
+	}
+	return 0
+}
+
+type WebhookSetRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Url    string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Kinds  []string               `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// rotate issues a new secret; the previous one stays valid for grace_ms
+	// (unset: 24 h; 0: not at all; at most 30 days).
+	Rotate        bool   `protobuf:"varint,4,opt,name=rotate,proto3" json:"rotate,omitempty"`
+	GraceMs       *int64 `protobuf:"varint,5,opt,name=grace_ms,json=graceMs,proto3,oneof" json:"grace_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookSetRequest) Reset() {
+	*x = WebhookSetRequest{}
+	mi := &file_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookSetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookSetRequest) ProtoMessage() {}
+
+func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookSetRequest.ProtoReflect.Descriptor instead.
+func (*WebhookSetRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *WebhookSetRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WebhookSetRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *WebhookSetRequest) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *WebhookSetRequest) GetRotate() bool {
+	if x != nil {
+		return x.Rotate
+	}
+	return false
+}
+
+func (x *WebhookSetRequest) GetGraceMs() int64 {
+	if x != nil && x.GraceMs != nil {
+		return *x.GraceMs
+	}
+	return 0
+}
+
+type WebhookSetResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Webhook *Webhook               `protobuf:"bytes,1,opt,name=webhook,proto3" json:"webhook,omitempty"`
+	Created bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// secret is set when the endpoint was created or its secret rotated:
+	// shown once, never stored.
+	Secret string `protobuf:"bytes,3,opt,name=secret,proto3" json:"secret,omitempty"`
+	// previous_secret_kept: a rotation kept the previous secret valid until
+	// webhook.previous_secret_until_ms.
+	PreviousSecretKept bool `protobuf:"varint,4,opt,name=previous_secret_kept,json=previousSecretKept,proto3" json:"previous_secret_kept,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *WebhookSetResponse) Reset() {
+	*x = WebhookSetResponse{}
+	mi := &file_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookSetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookSetResponse) ProtoMessage() {}
+
+func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookSetResponse.ProtoReflect.Descriptor instead.
+func (*WebhookSetResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *WebhookSetResponse) GetWebhook() *Webhook {
+	if x != nil {
+		return x.Webhook
+	}
+	return nil
+}
+
+func (x *WebhookSetResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *WebhookSetResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *WebhookSetResponse) GetPreviousSecretKept() bool {
+	if x != nil {
+		return x.PreviousSecretKept
+	}
+	return false
+}
+
+type WebhookGetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,2,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookGetRequest) Reset() {
+	*x = WebhookGetRequest{}
+	mi := &file_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookGetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookGetRequest) ProtoMessage() {}
+
+func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookGetRequest.ProtoReflect.Descriptor instead.
+func (*WebhookGetRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *WebhookGetRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WebhookGetRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type WebhookDeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDeleteRequest) Reset() {
+	*x = WebhookDeleteRequest{}
+	mi := &file_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDeleteRequest) ProtoMessage() {}
+
+func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDeleteRequest.ProtoReflect.Descriptor instead.
+func (*WebhookDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *WebhookDeleteRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type WebhookDeleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDeleteResponse) Reset() {
+	*x = WebhookDeleteResponse{}
+	mi := &file_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDeleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDeleteResponse) ProtoMessage() {}
+
+func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDeleteResponse.ProtoReflect.Descriptor instead.
+func (*WebhookDeleteResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{17}
+}
+
+type WebhookStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookStatusRequest) Reset() {
+	*x = WebhookStatusRequest{}
+	mi := &file_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookStatusRequest) ProtoMessage() {}
+
+func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookStatusRequest.ProtoReflect.Descriptor instead.
+func (*WebhookStatusRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *WebhookStatusRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type WebhookStatusResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Webhook *Webhook               `protobuf:"bytes,1,opt,name=webhook,proto3" json:"webhook,omitempty"`
+	// backlog: events of the tenant after the replicated cursor that the
+	// endpoint will get (gap events not counted).
+	Backlog uint64 `protobuf:"varint,2,opt,name=backlog,proto3" json:"backlog,omitempty"`
+	// What the leader knows of its own deliveries since it leads.
+	LeaderId      string `protobuf:"bytes,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	DeliveredSeq  uint64 `protobuf:"varint,4,opt,name=delivered_seq,json=deliveredSeq,proto3" json:"delivered_seq,omitempty"`      // delivered, cursor maybe not yet committed
+	LastSuccessMs int64  `protobuf:"varint,5,opt,name=last_success_ms,json=lastSuccessMs,proto3" json:"last_success_ms,omitempty"` // wall clock of the last 2xx (0: none since it leads)
+	LastError     string `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`                // status code or cause; never a response body
+	LastErrorMs   int64  `protobuf:"varint,7,opt,name=last_error_ms,json=lastErrorMs,proto3" json:"last_error_ms,omitempty"`
+	NextRetryMs   int64  `protobuf:"varint,8,opt,name=next_retry_ms,json=nextRetryMs,proto3" json:"next_retry_ms,omitempty"` // wall clock of the next attempt after a failure (0: none due)
+	Failures      uint32 `protobuf:"varint,9,opt,name=failures,proto3" json:"failures,omitempty"`                            // consecutive failures
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookStatusResponse) Reset() {
+	*x = WebhookStatusResponse{}
+	mi := &file_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookStatusResponse) ProtoMessage() {}
+
+func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookStatusResponse.ProtoReflect.Descriptor instead.
+func (*WebhookStatusResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *WebhookStatusResponse) GetWebhook() *Webhook {
+	if x != nil {
+		return x.Webhook
+	}
+	return nil
+}
+
+func (x *WebhookStatusResponse) GetBacklog() uint64 {
+	if x != nil {
+		return x.Backlog
+	}
+	return 0
+}
+
+func (x *WebhookStatusResponse) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *WebhookStatusResponse) GetDeliveredSeq() uint64 {
+	if x != nil {
+		return x.DeliveredSeq
+	}
+	return 0
+}
+
+func (x *WebhookStatusResponse) GetLastSuccessMs() int64 {
+	if x != nil {
+		return x.LastSuccessMs
+	}
+	return 0
+}
+
+func (x *WebhookStatusResponse) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *WebhookStatusResponse) GetLastErrorMs() int64 {
+	if x != nil {
+		return x.LastErrorMs
+	}
+	return 0
+}
+
+func (x *WebhookStatusResponse) GetNextRetryMs() int64 {
+	if x != nil {
+		return x.NextRetryMs
+	}
+	return 0
+}
+
+func (x *WebhookStatusResponse) GetFailures() uint32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+type WebhookReplayRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	FromSeq       uint64                 `protobuf:"varint,2,opt,name=from_seq,json=fromSeq,proto3" json:"from_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookReplayRequest) Reset() {
+	*x = WebhookReplayRequest{}
+	mi := &file_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookReplayRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookReplayRequest) ProtoMessage() {}
+
+func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookReplayRequest.ProtoReflect.Descriptor instead.
+func (*WebhookReplayRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *WebhookReplayRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WebhookReplayRequest) GetFromSeq() uint64 {
+	if x != nil {
+		return x.FromSeq
+	}
+	return 0
+}
+
 var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
@@ -915,7 +1526,55 @@ const file_admin_proto_rawDesc = "" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12&\n" +
 	"\x0fcluster_time_ms\x18\x03 \x01(\x03R\rclusterTimeMs\x12\x1b\n" +
 	"\twindow_ms\x18\x04 \x01(\x03R\bwindowMs\x121\n" +
-	"\atenants\x18\x05 \x03(\v2\x17.barista.v1.TenantShareR\atenants2\xf6\x03\n" +
+	"\atenants\x18\x05 \x03(\v2\x17.barista.v1.TenantShareR\atenants\"\xd9\x02\n" +
+	"\aWebhook\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
+	"\x05kinds\x18\x03 \x03(\tR\x05kinds\x12%\n" +
+	"\x0esecret_version\x18\x04 \x01(\x04R\rsecretVersion\x126\n" +
+	"\x17previous_secret_version\x18\x05 \x01(\x04R\x15previousSecretVersion\x127\n" +
+	"\x18previous_secret_until_ms\x18\x06 \x01(\x03R\x15previousSecretUntilMs\x12\x16\n" +
+	"\x06cursor\x18\a \x01(\x04R\x06cursor\x12\x1e\n" +
+	"\vacked_at_ms\x18\b \x01(\x03R\tackedAtMs\x12 \n" +
+	"\fgap_from_seq\x18\t \x01(\x04R\n" +
+	"gapFromSeq\x12\x1c\n" +
+	"\n" +
+	"gap_to_seq\x18\n" +
+	" \x01(\x04R\bgapToSeq\"\x98\x01\n" +
+	"\x11WebhookSetRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
+	"\x05kinds\x18\x03 \x03(\tR\x05kinds\x12\x16\n" +
+	"\x06rotate\x18\x04 \x01(\bR\x06rotate\x12\x1e\n" +
+	"\bgrace_ms\x18\x05 \x01(\x03H\x00R\agraceMs\x88\x01\x01B\v\n" +
+	"\t_grace_ms\"\xa7\x01\n" +
+	"\x12WebhookSetResponse\x12-\n" +
+	"\awebhook\x18\x01 \x01(\v2\x13.barista.v1.WebhookR\awebhook\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x16\n" +
+	"\x06secret\x18\x03 \x01(\tR\x06secret\x120\n" +
+	"\x14previous_secret_kept\x18\x04 \x01(\bR\x12previousSecretKept\"X\n" +
+	"\x11WebhookGetRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12+\n" +
+	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\".\n" +
+	"\x14WebhookDeleteRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"\x17\n" +
+	"\x15WebhookDeleteResponse\".\n" +
+	"\x14WebhookStatusRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"\xcd\x02\n" +
+	"\x15WebhookStatusResponse\x12-\n" +
+	"\awebhook\x18\x01 \x01(\v2\x13.barista.v1.WebhookR\awebhook\x12\x18\n" +
+	"\abacklog\x18\x02 \x01(\x04R\abacklog\x12\x1b\n" +
+	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x12#\n" +
+	"\rdelivered_seq\x18\x04 \x01(\x04R\fdeliveredSeq\x12&\n" +
+	"\x0flast_success_ms\x18\x05 \x01(\x03R\rlastSuccessMs\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x06 \x01(\tR\tlastError\x12\"\n" +
+	"\rlast_error_ms\x18\a \x01(\x03R\vlastErrorMs\x12\"\n" +
+	"\rnext_retry_ms\x18\b \x01(\x03R\vnextRetryMs\x12\x1a\n" +
+	"\bfailures\x18\t \x01(\rR\bfailures\"I\n" +
+	"\x14WebhookReplayRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x19\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq2\xf9\x06\n" +
 	"\x05Admin\x12C\n" +
 	"\fUpsertTenant\x12\x1f.barista.v1.UpsertTenantRequest\x1a\x12.barista.v1.Tenant\x12Q\n" +
 	"\fDeleteTenant\x12\x1f.barista.v1.DeleteTenantRequest\x1a .barista.v1.DeleteTenantResponse\x12=\n" +
@@ -923,7 +1582,14 @@ const file_admin_proto_rawDesc = "" +
 	"\vListTenants\x12\x1e.barista.v1.ListTenantsRequest\x1a\x1f.barista.v1.ListTenantsResponse\x12F\n" +
 	"\tGetConfig\x12\x1c.barista.v1.GetConfigRequest\x1a\x1b.barista.v1.SchedulerConfig\x12F\n" +
 	"\tSetConfig\x12\x1c.barista.v1.SetConfigRequest\x1a\x1b.barista.v1.SchedulerConfig\x126\n" +
-	"\x03Top\x12\x16.barista.v1.TopRequest\x1a\x17.barista.v1.TopResponseB\x12Z\x10barista/proto;pbb\x06proto3"
+	"\x03Top\x12\x16.barista.v1.TopRequest\x1a\x17.barista.v1.TopResponse\x12K\n" +
+	"\n" +
+	"WebhookSet\x12\x1d.barista.v1.WebhookSetRequest\x1a\x1e.barista.v1.WebhookSetResponse\x12@\n" +
+	"\n" +
+	"WebhookGet\x12\x1d.barista.v1.WebhookGetRequest\x1a\x13.barista.v1.Webhook\x12T\n" +
+	"\rWebhookDelete\x12 .barista.v1.WebhookDeleteRequest\x1a!.barista.v1.WebhookDeleteResponse\x12T\n" +
+	"\rWebhookStatus\x12 .barista.v1.WebhookStatusRequest\x1a!.barista.v1.WebhookStatusResponse\x12F\n" +
+	"\rWebhookReplay\x12 .barista.v1.WebhookReplayRequest\x1a\x13.barista.v1.WebhookB\x12Z\x10barista/proto;pbb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -937,65 +1603,87 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_admin_proto_goTypes = []any{
-	(*Tenant)(nil),               // 0: barista.v1.Tenant
-	(*UpsertTenantRequest)(nil),  // 1: barista.v1.UpsertTenantRequest
-	(*DeleteTenantRequest)(nil),  // 2: barista.v1.DeleteTenantRequest
-	(*DeleteTenantResponse)(nil), // 3: barista.v1.DeleteTenantResponse
-	(*GetTenantRequest)(nil),     // 4: barista.v1.GetTenantRequest
-	(*ListTenantsRequest)(nil),   // 5: barista.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),  // 6: barista.v1.ListTenantsResponse
-	(*GetConfigRequest)(nil),     // 7: barista.v1.GetConfigRequest
-	(*SetConfigRequest)(nil),     // 8: barista.v1.SetConfigRequest
-	(*TopRequest)(nil),           // 9: barista.v1.TopRequest
-	(*TenantShare)(nil),          // 10: barista.v1.TenantShare
-	(*TopResponse)(nil),          // 11: barista.v1.TopResponse
-	(Tier)(0),                    // 12: barista.v1.Tier
-	(*Caps)(nil),                 // 13: barista.v1.Caps
-	(Class)(0),                   // 14: barista.v1.Class
-	(GroupOrder)(0),              // 15: barista.v1.GroupOrder
-	(*ReadOptions)(nil),          // 16: barista.v1.ReadOptions
-	(*SchedulerConfig)(nil),      // 17: barista.v1.SchedulerConfig
-	(*GroupUsage)(nil),           // 18: barista.v1.GroupUsage
+	(*Tenant)(nil),                // 0: barista.v1.Tenant
+	(*UpsertTenantRequest)(nil),   // 1: barista.v1.UpsertTenantRequest
+	(*DeleteTenantRequest)(nil),   // 2: barista.v1.DeleteTenantRequest
+	(*DeleteTenantResponse)(nil),  // 3: barista.v1.DeleteTenantResponse
+	(*GetTenantRequest)(nil),      // 4: barista.v1.GetTenantRequest
+	(*ListTenantsRequest)(nil),    // 5: barista.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),   // 6: barista.v1.ListTenantsResponse
+	(*GetConfigRequest)(nil),      // 7: barista.v1.GetConfigRequest
+	(*SetConfigRequest)(nil),      // 8: barista.v1.SetConfigRequest
+	(*TopRequest)(nil),            // 9: barista.v1.TopRequest
+	(*TenantShare)(nil),           // 10: barista.v1.TenantShare
+	(*TopResponse)(nil),           // 11: barista.v1.TopResponse
+	(*Webhook)(nil),               // 12: barista.v1.Webhook
+	(*WebhookSetRequest)(nil),     // 13: barista.v1.WebhookSetRequest
+	(*WebhookSetResponse)(nil),    // 14: barista.v1.WebhookSetResponse
+	(*WebhookGetRequest)(nil),     // 15: barista.v1.WebhookGetRequest
+	(*WebhookDeleteRequest)(nil),  // 16: barista.v1.WebhookDeleteRequest
+	(*WebhookDeleteResponse)(nil), // 17: barista.v1.WebhookDeleteResponse
+	(*WebhookStatusRequest)(nil),  // 18: barista.v1.WebhookStatusRequest
+	(*WebhookStatusResponse)(nil), // 19: barista.v1.WebhookStatusResponse
+	(*WebhookReplayRequest)(nil),  // 20: barista.v1.WebhookReplayRequest
+	(Tier)(0),                     // 21: barista.v1.Tier
+	(*Caps)(nil),                  // 22: barista.v1.Caps
+	(Class)(0),                    // 23: barista.v1.Class
+	(GroupOrder)(0),               // 24: barista.v1.GroupOrder
+	(*ReadOptions)(nil),           // 25: barista.v1.ReadOptions
+	(*SchedulerConfig)(nil),       // 26: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),            // 27: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
-	12, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
-	13, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	14, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
-	15, // 3: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
-	12, // 4: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	13, // 5: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	14, // 6: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
-	15, // 7: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
-	16, // 8: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	16, // 9: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	21, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
+	22, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
+	23, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
+	24, // 3: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
+	21, // 4: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	22, // 5: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
+	23, // 6: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	24, // 7: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	25, // 8: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	25, // 9: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
 	0,  // 10: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	16, // 11: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	17, // 12: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	16, // 13: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	12, // 14: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	18, // 15: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	25, // 11: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	26, // 12: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	25, // 13: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	21, // 14: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	27, // 15: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
 	10, // 16: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	1,  // 17: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	2,  // 18: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	4,  // 19: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	5,  // 20: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	7,  // 21: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	8,  // 22: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	9,  // 23: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	0,  // 24: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	3,  // 25: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	0,  // 26: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	6,  // 27: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	17, // 28: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	17, // 29: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	11, // 30: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	24, // [24:31] is the sub-list for method output_type
-	17, // [17:24] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	12, // 17: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
+	25, // 18: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
+	12, // 19: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
+	1,  // 20: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	2,  // 21: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	4,  // 22: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	5,  // 23: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	7,  // 24: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	8,  // 25: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	9,  // 26: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	13, // 27: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
+	15, // 28: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
+	16, // 29: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
+	18, // 30: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
+	20, // 31: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
+	0,  // 32: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	3,  // 33: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	0,  // 34: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	6,  // 35: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	26, // 36: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	26, // 37: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	11, // 38: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	14, // 39: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
+	12, // 40: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
+	17, // 41: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
+	19, // 42: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
+	12, // 43: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
+	32, // [32:44] is the sub-list for method output_type
+	20, // [20:32] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -1005,13 +1693,14 @@ func file_admin_proto_init() {
 	}
 	file_commands_proto_init()
 	file_client_proto_init()
+	file_admin_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

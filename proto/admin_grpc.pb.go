@@ -23,13 +23,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Admin_UpsertTenant_FullMethodName = "/barista.v1.Admin/UpsertTenant"
-	Admin_DeleteTenant_FullMethodName = "/barista.v1.Admin/DeleteTenant"
-	Admin_GetTenant_FullMethodName    = "/barista.v1.Admin/GetTenant"
-	Admin_ListTenants_FullMethodName  = "/barista.v1.Admin/ListTenants"
-	Admin_GetConfig_FullMethodName    = "/barista.v1.Admin/GetConfig"
-	Admin_SetConfig_FullMethodName    = "/barista.v1.Admin/SetConfig"
-	Admin_Top_FullMethodName          = "/barista.v1.Admin/Top"
+	Admin_UpsertTenant_FullMethodName  = "/barista.v1.Admin/UpsertTenant"
+	Admin_DeleteTenant_FullMethodName  = "/barista.v1.Admin/DeleteTenant"
+	Admin_GetTenant_FullMethodName     = "/barista.v1.Admin/GetTenant"
+	Admin_ListTenants_FullMethodName   = "/barista.v1.Admin/ListTenants"
+	Admin_GetConfig_FullMethodName     = "/barista.v1.Admin/GetConfig"
+	Admin_SetConfig_FullMethodName     = "/barista.v1.Admin/SetConfig"
+	Admin_Top_FullMethodName           = "/barista.v1.Admin/Top"
+	Admin_WebhookSet_FullMethodName    = "/barista.v1.Admin/WebhookSet"
+	Admin_WebhookGet_FullMethodName    = "/barista.v1.Admin/WebhookGet"
+	Admin_WebhookDelete_FullMethodName = "/barista.v1.Admin/WebhookDelete"
+	Admin_WebhookStatus_FullMethodName = "/barista.v1.Admin/WebhookStatus"
+	Admin_WebhookReplay_FullMethodName = "/barista.v1.Admin/WebhookReplay"
 )
 
 // AdminClient is the client API for Admin service.
@@ -44,6 +49,19 @@ type AdminClient interface {
 	SetConfig(ctx context.Context, in *SetConfigRequest, opts ...grpc.CallOption) (*SchedulerConfig, error)
 	// Top is the live view of fair shares over the last minute.
 	Top(ctx context.Context, in *TopRequest, opts ...grpc.CallOption) (*TopResponse, error)
+	// WebhookSet registers or changes a tenant's endpoint. Its answer
+	// carries the endpoint's secret when it creates the endpoint or
+	// rotates its secret, and never again.
+	WebhookSet(ctx context.Context, in *WebhookSetRequest, opts ...grpc.CallOption) (*WebhookSetResponse, error)
+	// WebhookGet returns a tenant's endpoint (never its secret).
+	WebhookGet(ctx context.Context, in *WebhookGetRequest, opts ...grpc.CallOption) (*Webhook, error)
+	// WebhookDelete removes a tenant's endpoint.
+	WebhookDelete(ctx context.Context, in *WebhookDeleteRequest, opts ...grpc.CallOption) (*WebhookDeleteResponse, error)
+	// WebhookStatus adds the backlog and the delivery state the leader
+	// keeps (last success, last error, next retry).
+	WebhookStatus(ctx context.Context, in *WebhookStatusRequest, opts ...grpc.CallOption) (*WebhookStatusResponse, error)
+	// WebhookReplay delivers a tenant's events again from from_seq on.
+	WebhookReplay(ctx context.Context, in *WebhookReplayRequest, opts ...grpc.CallOption) (*Webhook, error)
 }
 
 type adminClient struct {
@@ -124,6 +142,56 @@ func (c *adminClient) Top(ctx context.Context, in *TopRequest, opts ...grpc.Call
 	return out, nil
 }
 
+func (c *adminClient) WebhookSet(ctx context.Context, in *WebhookSetRequest, opts ...grpc.CallOption) (*WebhookSetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WebhookSetResponse)
+	err := c.cc.Invoke(ctx, Admin_WebhookSet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) WebhookGet(ctx context.Context, in *WebhookGetRequest, opts ...grpc.CallOption) (*Webhook, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Webhook)
+	err := c.cc.Invoke(ctx, Admin_WebhookGet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) WebhookDelete(ctx context.Context, in *WebhookDeleteRequest, opts ...grpc.CallOption) (*WebhookDeleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WebhookDeleteResponse)
+	err := c.cc.Invoke(ctx, Admin_WebhookDelete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) WebhookStatus(ctx context.Context, in *WebhookStatusRequest, opts ...grpc.CallOption) (*WebhookStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WebhookStatusResponse)
+	err := c.cc.Invoke(ctx, Admin_WebhookStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) WebhookReplay(ctx context.Context, in *WebhookReplayRequest, opts ...grpc.CallOption) (*Webhook, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Webhook)
+	err := c.cc.Invoke(ctx, Admin_WebhookReplay_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -136,6 +204,19 @@ type AdminServer interface {
 	SetConfig(context.Context, *SetConfigRequest) (*SchedulerConfig, error)
 	// Top is the live view of fair shares over the last minute.
 	Top(context.Context, *TopRequest) (*TopResponse, error)
+	// WebhookSet registers or changes a tenant's endpoint. Its answer
+	// carries the endpoint's secret when it creates the endpoint or
+	// rotates its secret, and never again.
+	WebhookSet(context.Context, *WebhookSetRequest) (*WebhookSetResponse, error)
+	// WebhookGet returns a tenant's endpoint (never its secret).
+	WebhookGet(context.Context, *WebhookGetRequest) (*Webhook, error)
+	// WebhookDelete removes a tenant's endpoint.
+	WebhookDelete(context.Context, *WebhookDeleteRequest) (*WebhookDeleteResponse, error)
+	// WebhookStatus adds the backlog and the delivery state the leader
+	// keeps (last success, last error, next retry).
+	WebhookStatus(context.Context, *WebhookStatusRequest) (*WebhookStatusResponse, error)
+	// WebhookReplay delivers a tenant's events again from from_seq on.
+	WebhookReplay(context.Context, *WebhookReplayRequest) (*Webhook, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -166,6 +247,21 @@ func (UnimplementedAdminServer) SetConfig(context.Context, *SetConfigRequest) (*
 }
 func (UnimplementedAdminServer) Top(context.Context, *TopRequest) (*TopResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Top not implemented")
+}
+func (UnimplementedAdminServer) WebhookSet(context.Context, *WebhookSetRequest) (*WebhookSetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WebhookSet not implemented")
+}
+func (UnimplementedAdminServer) WebhookGet(context.Context, *WebhookGetRequest) (*Webhook, error) {
+	return nil, status.Error(codes.Unimplemented, "method WebhookGet not implemented")
+}
+func (UnimplementedAdminServer) WebhookDelete(context.Context, *WebhookDeleteRequest) (*WebhookDeleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WebhookDelete not implemented")
+}
+func (UnimplementedAdminServer) WebhookStatus(context.Context, *WebhookStatusRequest) (*WebhookStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WebhookStatus not implemented")
+}
+func (UnimplementedAdminServer) WebhookReplay(context.Context, *WebhookReplayRequest) (*Webhook, error) {
+	return nil, status.Error(codes.Unimplemented, "method WebhookReplay not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -314,6 +410,96 @@ func _Admin_Top_Handler(srv interface{}, ctx context.Context, dec func(interface
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_WebhookSet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WebhookSetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).WebhookSet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_WebhookSet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).WebhookSet(ctx, req.(*WebhookSetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_WebhookGet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WebhookGetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).WebhookGet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_WebhookGet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).WebhookGet(ctx, req.(*WebhookGetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_WebhookDelete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WebhookDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).WebhookDelete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_WebhookDelete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).WebhookDelete(ctx, req.(*WebhookDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_WebhookStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WebhookStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).WebhookStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_WebhookStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).WebhookStatus(ctx, req.(*WebhookStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_WebhookReplay_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WebhookReplayRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).WebhookReplay(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_WebhookReplay_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).WebhookReplay(ctx, req.(*WebhookReplayRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -348,6 +534,26 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Top",
 			Handler:    _Admin_Top_Handler,
+		},
+		{
+			MethodName: "WebhookSet",
+			Handler:    _Admin_WebhookSet_Handler,
+		},
+		{
+			MethodName: "WebhookGet",
+			Handler:    _Admin_WebhookGet_Handler,
+		},
+		{
+			MethodName: "WebhookDelete",
+			Handler:    _Admin_WebhookDelete_Handler,
+		},
+		{
+			MethodName: "WebhookStatus",
+			Handler:    _Admin_WebhookStatus_Handler,
+		},
+		{
+			MethodName: "WebhookReplay",
+			Handler:    _Admin_WebhookReplay_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -709,6 +709,10 @@ type Command struct {
 	//	*Command_WorkerDrain
 	//	*Command_SetFeatureLevel
 	//	*Command_SetGroup
+	//	*Command_WebhookSet
+	//	*Command_WebhookDelete
+	//	*Command_WebhookAck
+	//	*Command_WebhookReplay
 	Cmd           isCommand_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -904,6 +908,42 @@ func (x *Command) GetSetGroup() *SetGroup {
 	return nil
 }
 
+func (x *Command) GetWebhookSet() *WebhookSet {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_WebhookSet); ok {
+			return x.WebhookSet
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetWebhookDelete() *WebhookDelete {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_WebhookDelete); ok {
+			return x.WebhookDelete
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetWebhookAck() *WebhookAck {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_WebhookAck); ok {
+			return x.WebhookAck
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetWebhookReplay() *WebhookReplay {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_WebhookReplay); ok {
+			return x.WebhookReplay
+		}
+	}
+	return nil
+}
+
 type isCommand_Cmd interface {
 	isCommand_Cmd()
 }
@@ -976,6 +1016,23 @@ type Command_SetGroup struct {
 	SetGroup *SetGroup `protobuf:"bytes,40,opt,name=set_group,json=setGroup,proto3,oneof"`
 }
 
+type Command_WebhookSet struct {
+	// Webhooks (docs/webhooks.md): numbers 60 to 69.
+	WebhookSet *WebhookSet `protobuf:"bytes,60,opt,name=webhook_set,json=webhookSet,proto3,oneof"`
+}
+
+type Command_WebhookDelete struct {
+	WebhookDelete *WebhookDelete `protobuf:"bytes,61,opt,name=webhook_delete,json=webhookDelete,proto3,oneof"`
+}
+
+type Command_WebhookAck struct {
+	WebhookAck *WebhookAck `protobuf:"bytes,62,opt,name=webhook_ack,json=webhookAck,proto3,oneof"`
+}
+
+type Command_WebhookReplay struct {
+	WebhookReplay *WebhookReplay `protobuf:"bytes,63,opt,name=webhook_replay,json=webhookReplay,proto3,oneof"`
+}
+
 func (*Command_Submit) isCommand_Cmd() {}
 
 func (*Command_Dispatch) isCommand_Cmd() {}
@@ -1009,6 +1066,14 @@ func (*Command_WorkerDrain) isCommand_Cmd() {}
 func (*Command_SetFeatureLevel) isCommand_Cmd() {}
 
 func (*Command_SetGroup) isCommand_Cmd() {}
+
+func (*Command_WebhookSet) isCommand_Cmd() {}
+
+func (*Command_WebhookDelete) isCommand_Cmd() {}
+
+func (*Command_WebhookAck) isCommand_Cmd() {}
+
+func (*Command_WebhookReplay) isCommand_Cmd() {}
 
 // SubmitJob queues a job. With an idempotency key, the same (tenant, key)
 // and the same content returns the existing job; different content is
@@ -1592,7 +1657,7 @@ func (x *Expire) GetKind() ExpireKind {
 }
 
 // GrantLeases gives every live lease, ack deadline and timeout a fresh
-// lease_timeout; a new leader proposes it before its reaper runs.
+// lease_timeout; a new leader proposes it before it expires any deadline.
 type GrantLeases struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2496,6 +2561,303 @@ func (x *SetFeatureLevel) GetLevel() uint32 {
 	return 0
 }
 
+// WebhookSet registers a tenant's webhook endpoint, or changes it. The
+// endpoint's secret is never stored: every server derives it from the
+// cluster's webhook key, the tenant's incarnation and the secret version
+// kept here. key_id names the key the proposing leader derived it with.
+type WebhookSet struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Url    string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Kinds  []string               `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"` // event kinds to deliver; empty: every kind
+	// rotate issues a new secret version; the previous one stays valid for
+	// grace_ms of cluster time (0: not at all).
+	Rotate        bool   `protobuf:"varint,4,opt,name=rotate,proto3" json:"rotate,omitempty"`
+	GraceMs       int64  `protobuf:"varint,5,opt,name=grace_ms,json=graceMs,proto3" json:"grace_ms,omitempty"`
+	KeyId         uint64 `protobuf:"varint,6,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookSet) Reset() {
+	*x = WebhookSet{}
+	mi := &file_commands_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookSet) ProtoMessage() {}
+
+func (x *WebhookSet) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookSet.ProtoReflect.Descriptor instead.
+func (*WebhookSet) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *WebhookSet) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WebhookSet) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *WebhookSet) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *WebhookSet) GetRotate() bool {
+	if x != nil {
+		return x.Rotate
+	}
+	return false
+}
+
+func (x *WebhookSet) GetGraceMs() int64 {
+	if x != nil {
+		return x.GraceMs
+	}
+	return 0
+}
+
+func (x *WebhookSet) GetKeyId() uint64 {
+	if x != nil {
+		return x.KeyId
+	}
+	return 0
+}
+
+type WebhookDelete struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDelete) Reset() {
+	*x = WebhookDelete{}
+	mi := &file_commands_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelete) ProtoMessage() {}
+
+func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelete.ProtoReflect.Descriptor instead.
+func (*WebhookDelete) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *WebhookDelete) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+// WebhookCursor advances one endpoint's delivered cursor: every event of
+// the tenant up to seq was delivered. epoch fences it: an ack of an older
+// epoch (the endpoint changed, or was replayed, meanwhile) changes nothing.
+type WebhookCursor struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookCursor) Reset() {
+	*x = WebhookCursor{}
+	mi := &file_commands_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookCursor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookCursor) ProtoMessage() {}
+
+func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookCursor.ProtoReflect.Descriptor instead.
+func (*WebhookCursor) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *WebhookCursor) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WebhookCursor) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *WebhookCursor) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// WebhookAck advances the cursors of many endpoints at once; the leader
+// proposes one every commit interval at most.
+type WebhookAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cursors       []*WebhookCursor       `protobuf:"bytes,1,rep,name=cursors,proto3" json:"cursors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookAck) Reset() {
+	*x = WebhookAck{}
+	mi := &file_commands_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookAck) ProtoMessage() {}
+
+func (x *WebhookAck) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookAck.ProtoReflect.Descriptor instead.
+func (*WebhookAck) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *WebhookAck) GetCursors() []*WebhookCursor {
+	if x != nil {
+		return x.Cursors
+	}
+	return nil
+}
+
+// WebhookReplay moves an endpoint's cursor so that delivery starts again
+// at from_seq.
+type WebhookReplay struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	FromSeq       uint64                 `protobuf:"varint,2,opt,name=from_seq,json=fromSeq,proto3" json:"from_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookReplay) Reset() {
+	*x = WebhookReplay{}
+	mi := &file_commands_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookReplay) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookReplay) ProtoMessage() {}
+
+func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookReplay.ProtoReflect.Descriptor instead.
+func (*WebhookReplay) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *WebhookReplay) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WebhookReplay) GetFromSeq() uint64 {
+	if x != nil {
+		return x.FromSeq
+	}
+	return 0
+}
+
 // CommandResult is what Apply returned for one command.
 type CommandResult struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -2517,7 +2879,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2891,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2904,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{22}
+	return file_commands_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CommandResult) GetCode() Code {
@@ -2639,7 +3001,7 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xda\a\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xd8\t\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x14.barista.v1.DispatchH\x00R\bdispatch\x12/\n" +
@@ -2661,7 +3023,13 @@ const file_commands_proto_rawDesc = "" +
 	"\rmember_remove\x18\x0e \x01(\v2\x18.barista.v1.MemberRemoveH\x00R\fmemberRemove\x12<\n" +
 	"\fworker_drain\x18\x0f \x01(\v2\x17.barista.v1.WorkerDrainH\x00R\vworkerDrain\x12I\n" +
 	"\x11set_feature_level\x18\x10 \x01(\v2\x1b.barista.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevel\x123\n" +
-	"\tset_group\x18( \x01(\v2\x14.barista.v1.SetGroupH\x00R\bsetGroupB\x05\n" +
+	"\tset_group\x18( \x01(\v2\x14.barista.v1.SetGroupH\x00R\bsetGroup\x129\n" +
+	"\vwebhook_set\x18< \x01(\v2\x16.barista.v1.WebhookSetH\x00R\n" +
+	"webhookSet\x12B\n" +
+	"\x0ewebhook_delete\x18= \x01(\v2\x19.barista.v1.WebhookDeleteH\x00R\rwebhookDelete\x129\n" +
+	"\vwebhook_ack\x18> \x01(\v2\x16.barista.v1.WebhookAckH\x00R\n" +
+	"webhookAck\x12B\n" +
+	"\x0ewebhook_replay\x18? \x01(\v2\x19.barista.v1.WebhookReplayH\x00R\rwebhookReplayB\x05\n" +
 	"\x03cmd\"\xf0\x02\n" +
 	"\tSubmitJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12'\n" +
@@ -2787,7 +3155,27 @@ const file_commands_proto_rawDesc = "" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x14\n" +
 	"\x05drain\x18\x02 \x01(\bR\x05drain\"'\n" +
 	"\x0fSetFeatureLevel\x12\x14\n" +
-	"\x05level\x18\x01 \x01(\rR\x05level\"\xf7\x02\n" +
+	"\x05level\x18\x01 \x01(\rR\x05level\"\x96\x01\n" +
+	"\n" +
+	"WebhookSet\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
+	"\x05kinds\x18\x03 \x03(\tR\x05kinds\x12\x16\n" +
+	"\x06rotate\x18\x04 \x01(\bR\x06rotate\x12\x19\n" +
+	"\bgrace_ms\x18\x05 \x01(\x03R\agraceMs\x12\x15\n" +
+	"\x06key_id\x18\x06 \x01(\x04R\x05keyId\"'\n" +
+	"\rWebhookDelete\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"O\n" +
+	"\rWebhookCursor\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"A\n" +
+	"\n" +
+	"WebhookAck\x123\n" +
+	"\acursors\x18\x01 \x03(\v2\x19.barista.v1.WebhookCursorR\acursors\"B\n" +
+	"\rWebhookReplay\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x19\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\"\xf7\x02\n" +
 	"\rCommandResult\x12$\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x10.barista.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x10\n" +
@@ -2884,7 +3272,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_commands_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
@@ -2919,7 +3307,12 @@ var file_commands_proto_goTypes = []any{
 	(*MemberRemove)(nil),    // 30: barista.v1.MemberRemove
 	(*WorkerDrain)(nil),     // 31: barista.v1.WorkerDrain
 	(*SetFeatureLevel)(nil), // 32: barista.v1.SetFeatureLevel
-	(*CommandResult)(nil),   // 33: barista.v1.CommandResult
+	(*WebhookSet)(nil),      // 33: barista.v1.WebhookSet
+	(*WebhookDelete)(nil),   // 34: barista.v1.WebhookDelete
+	(*WebhookCursor)(nil),   // 35: barista.v1.WebhookCursor
+	(*WebhookAck)(nil),      // 36: barista.v1.WebhookAck
+	(*WebhookReplay)(nil),   // 37: barista.v1.WebhookReplay
+	(*CommandResult)(nil),   // 38: barista.v1.CommandResult
 }
 var file_commands_proto_depIdxs = []int32{
 	12, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
@@ -2940,28 +3333,33 @@ var file_commands_proto_depIdxs = []int32{
 	31, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
 	32, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
 	24, // 17: barista.v1.Command.set_group:type_name -> barista.v1.SetGroup
-	0,  // 18: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	3,  // 19: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	0,  // 20: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	16, // 21: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	2,  // 22: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	4,  // 23: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 24: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	22, // 25: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	3,  // 26: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	5,  // 27: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
-	6,  // 28: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
-	7,  // 29: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	8,  // 30: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	9,  // 31: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	26, // 32: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	10, // 33: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 34: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	33, // 18: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
+	34, // 19: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
+	36, // 20: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
+	37, // 21: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
+	0,  // 22: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	3,  // 23: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	0,  // 24: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	16, // 25: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	2,  // 26: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	4,  // 27: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	1,  // 28: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	22, // 29: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	3,  // 30: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	5,  // 31: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	6,  // 32: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	7,  // 33: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	8,  // 34: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	9,  // 35: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	26, // 36: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	35, // 37: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	10, // 38: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	0,  // 39: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -2987,6 +3385,10 @@ func file_commands_proto_init() {
 		(*Command_WorkerDrain)(nil),
 		(*Command_SetFeatureLevel)(nil),
 		(*Command_SetGroup)(nil),
+		(*Command_WebhookSet)(nil),
+		(*Command_WebhookDelete)(nil),
+		(*Command_WebhookAck)(nil),
+		(*Command_WebhookReplay)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2994,7 +3396,7 @@ func file_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   23,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -148,10 +148,10 @@ func (n *Node) raiseLevel(ctx context.Context) {
 	n.log.Info("raised the cluster's feature level: every voter understands it", "level", target)
 }
 
-// featureLevelLoop raises the level whenever every voter understands a
+// FeatureLevelLoop raises the level whenever every voter understands a
 // higher one (after a rolling upgrade). It asks only while the level in
 // force is below this build's.
-func (n *Node) featureLevelLoop(ctx context.Context) {
+func (n *Node) FeatureLevelLoop(ctx context.Context) {
 	t := time.NewTicker(levelCheckEvery)
 	defer t.Stop()
 	for {

@@ -134,7 +134,7 @@ type Node struct {
 
 	mu        sync.Mutex
 	prober    LevelProber
-	loops     map[string]LeaderLoop
+	loops     []Loop
 	lead      *leadership
 	stampBase sfq.Time
 	stampMono time.Time
@@ -164,7 +164,7 @@ func New(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, notify: make(chan bool, 1), done: make(chan struct{}), loops: map[string]LeaderLoop{}, Metrics: newMetrics(), proposals: make(chan *proposal, 8192)}
+	n := &Node{cfg: cfg, log: cfg.Logger, notify: make(chan bool, 1), done: make(chan struct{}), Metrics: newMetrics(), proposals: make(chan *proposal, 8192)}
 	var err error
 	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshot")); err != nil {
 		return nil, err
@@ -315,14 +315,26 @@ func (n *Node) closeStores() {
 	}
 }
 
-// OnLeader registers a leader-only loop. If this node already leads (its
-// loops are running), the loop starts at once.
-func (n *Node) OnLeader(name string, loop LeaderLoop) {
+// Loop is a leader-only loop: Run returns when its context (the
+// leadership) ends.
+type Loop struct {
+	Name string
+	Run  LeaderLoop
+}
+
+// SetLeaderLoops names every loop that runs only while this node leads
+// (package leader lists them); they start in this order after the
+// leadership's barrier and setup, under one context that ends with the
+// leadership. Call it once, before the node can matter as a leader; if
+// it already leads, the loops start at once.
+func (n *Node) SetLeaderLoops(loops ...Loop) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.loops[name] = loop
+	n.loops = append(n.loops[:0:0], loops...)
 	if l := n.lead; l != nil && l.started {
-		n.startLoop(l, name, loop)
+		for _, loop := range loops {
+			n.startLoop(l, loop.Name, loop.Run)
+		}
 	}
 }
 
@@ -447,11 +459,9 @@ func (n *Node) gainLeadership() {
 		n.mu.Lock()
 		if ctx.Err() == nil {
 			l.started = true
-			for name, loop := range n.loops {
-				n.startLoop(l, name, loop)
+			for _, loop := range n.loops {
+				n.startLoop(l, loop.Name, loop.Run)
 			}
-			n.startLoop(l, "prune", n.pruneLoop)
-			n.startLoop(l, "feature-level", n.featureLevelLoop)
 		}
 		n.mu.Unlock()
 	}()
@@ -469,26 +479,6 @@ func (n *Node) loseLeadership() {
 	l.cancel()
 	l.wg.Wait()
 	n.log.Info("leadership lost; leader loops stopped")
-}
-
-// pruneLoop proposes a Prune whenever something is due.
-func (n *Node) pruneLoop(ctx context.Context) {
-	t := time.NewTicker(n.cfg.PruneInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			clock, _ := n.FSM.Clock()
-			if !n.FSM.PruneDue(clock) {
-				continue
-			}
-			if _, _, err := n.Propose(ctx, []*pb.Command{{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}}}); err != nil {
-				n.log.Warn("prune failed", "error", err)
-			}
-		}
-	}
 }
 
 func (n *Node) wallNow() time.Time { return time.Now().Add(n.cfg.ClockOffset) }

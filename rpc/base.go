@@ -16,6 +16,8 @@ import (
 	"barista/fsm"
 	pb "barista/proto"
 	"barista/raftnode"
+	"barista/rpc/client"
+	"barista/webhook"
 )
 
 // forwardedKey marks a request a follower forwarded to the leader, so
@@ -32,6 +34,9 @@ type base struct {
 	// selfToken is an admin token of this server's configuration, for its
 	// own calls to the leader ("" in open mode).
 	selfToken string
+	// webhooks is the webhook deliverer (nil: none), for its key and the
+	// leader's delivery status.
+	webhooks *webhook.Deliverer
 	// stopping closes when the server begins to stop: long streams
 	// (watches, worker sessions) end at once so their clients move to
 	// another node instead of holding the shutdown.
@@ -85,26 +90,20 @@ func forward[T any](ctx context.Context, b *base, call func(ctx context.Context,
 // errNotLeader answers a forwarded call on a node that no longer leads.
 // It did nothing, so the forwarding follower sends the call again to the
 // next leader; the ErrorInfo reason tells it so.
-var errNotLeader = func() error {
-	st, _ := status.New(codes.Unavailable, "forwarded to a node that is no longer the leader; retry").
-		WithDetails(&errdetails.ErrorInfo{Reason: "NOT_LEADER", Domain: "barista"})
+var errNotLeader = notLeader("forwarded to a node that is no longer the leader; retry")
+
+// notLeader is an UNAVAILABLE status that says the node does not lead and
+// did nothing with the call (client.IsNotLeader reads it): any caller may
+// send it again.
+func notLeader(msg string) error {
+	st, _ := status.New(codes.Unavailable, msg).
+		WithDetails(&errdetails.ErrorInfo{Reason: client.ReasonNotLeader, Domain: client.ErrorDomain})
 	return st.Err()
-}()
+}
 
 // IsNotLeader reports whether a call was refused by a node that no longer
 // leads, before it did anything: another node may be asked.
-func IsNotLeader(err error) bool {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.Unavailable {
-		return false
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == "NOT_LEADER" && info.Domain == "barista" {
-			return true
-		}
-	}
-	return false
-}
+func IsNotLeader(err error) bool { return client.IsNotLeader(err) }
 
 // read serves a read: from local state if stale reads are asked for,
 // else forwarded to the leader, which serves it after confirming its

@@ -14,6 +14,7 @@ import (
 
 	"barista/fsm"
 	pb "barista/proto"
+	"barista/rpc/client"
 	"barista/sfq"
 )
 
@@ -425,8 +426,10 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 		return status.Errorf(codes.OutOfRange, "from_seq: %d is older than the oldest retained event (%d)", cursor, first)
 	}
 	// The watch is accepted: headers now, not with the first event (the
-	// HTTP/JSON stream answers 200 as soon as they arrive).
-	if err := stream.SendHeader(metadata.MD{}); err != nil {
+	// HTTP/JSON stream answers 200 as soon as they arrive). They say where
+	// the stream starts, so that a client whose stream breaks before an
+	// event resumes there, not at a later "next new event".
+	if err := stream.SendHeader(metadata.Pairs(client.HeaderWatchCursor, strconv.FormatUint(cursor, 10))); err != nil {
 		return err
 	}
 	for {

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
@@ -137,9 +136,7 @@ func proposeErr(err error) error {
 	case errors.Is(err, raftnode.ErrNotLeader):
 		// Nothing was proposed: a forwarding follower sends it again to
 		// the next leader.
-		st, _ := status.New(codes.Unavailable, "leadership changed; retry: "+err.Error()).
-			WithDetails(&errdetails.ErrorInfo{Reason: "NOT_LEADER", Domain: "barista"})
-		return st.Err()
+		return notLeader("leadership changed; retry: " + err.Error())
 	case errors.Is(err, raftnode.ErrMaybeCommitted):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, raftnode.ErrNotMember), errors.Is(err, raftnode.ErrLevel):

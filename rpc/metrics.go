@@ -11,18 +11,22 @@ import (
 // metrics are the RPC layer's instruments.
 type metrics struct {
 	dispatchLatency prometheus.Histogram
-	expiries        *prometheus.CounterVec
 	fenced          *prometheus.CounterVec
 	unproposed      *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *metrics {
+	m := newWorkerMetrics()
+	reg.MustRegister(m.dispatchLatency, m.fenced, m.unproposed, &stateCollector{node: node, maxTenants: maxTenants})
+	return m
+}
+
+// newWorkerMetrics makes the worker sessions' instruments, unregistered.
+func newWorkerMetrics() *metrics {
 	m := &metrics{
 		dispatchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "barista_dispatch_latency_seconds", Help: "Time from a worker's Ready to its Assign, on the leader.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
-		expiries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "barista_expiries_total", Help: "Deadlines the reaper expired, by kind (ack, lease, timeout)."}, []string{"kind"}),
 		fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "barista_fenced_writes_total", Help: "Worker writes refused by fencing, by message (started, heartbeat, finished)."}, []string{"message"}),
 		unproposed: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -31,9 +35,6 @@ func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *
 			[]string{"message", "reason"}),
 	}
 	// Series that exist from the start read as 0 instead of missing.
-	for _, kind := range []string{"ack", "lease", "timeout"} {
-		m.expiries.WithLabelValues(kind)
-	}
 	for _, msg := range []string{"started", "heartbeat", "finished"} {
 		m.fenced.WithLabelValues(msg)
 	}
@@ -41,7 +42,6 @@ func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *
 		m.unproposed.WithLabelValues(msg, "repeat")
 		m.unproposed.WithLabelValues(msg, "unknown_job")
 	}
-	reg.MustRegister(m.dispatchLatency, m.expiries, m.fenced, m.unproposed, &stateCollector{node: node, maxTenants: maxTenants})
 	return m
 }
 

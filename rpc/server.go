@@ -15,8 +15,10 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"barista/fsm"
+	"barista/leader"
 	pb "barista/proto"
 	"barista/raftnode"
+	"barista/webhook"
 )
 
 // Options configure a node's gRPC server.
@@ -40,6 +42,9 @@ type Options struct {
 	// DefaultMetricsMaxTenants; MetricsOnlyMarked (any negative value)
 	// exports only the marked.
 	MetricsMaxTenants int
+	// Webhooks is the node's webhook deliverer (nil: webhook calls that
+	// need the key are refused).
+	Webhooks *webhook.Deliverer
 }
 
 // Server is a node's gRPC server with every service registered.
@@ -74,7 +79,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		peerCreds = credentials.NewTLS(opt.PeerTLS)
 	}
 	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node, metricsMaxTenants(opt.MetricsMaxTenants)),
-		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken()}
+		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken(), webhooks: opt.Webhooks}
 	sopts := []grpc.ServerOption{
 		// Explicit, and the same on every connection a node makes (see
 		// leaderConns.dial): max_payload_bytes is bounded by it.
@@ -95,6 +100,11 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	pb.RegisterAdminServer(s.GRPC, &AdminService{base: b})
 	pb.RegisterWorkerServer(s.GRPC, workers)
 	node.SetLevelProber(levelProber{&s.base})
+	loops := leader.Loops{Workers: workers.lead}
+	if opt.Webhooks != nil {
+		loops.Webhooks = opt.Webhooks.Run
+	}
+	leader.Establish(node, loops, opt.Logger.Named("leader"), node.Metrics.Registry)
 	healthpb.RegisterHealthServer(s.GRPC, s.Health)
 	if opt.Reflection {
 		reflection.Register(s.GRPC)

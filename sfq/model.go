@@ -263,6 +263,13 @@ type Job struct {
 	Result *Result // set by the accepted Finished; immutable once set
 }
 
+// HeldBy reports whether worker holds the job's attempt: the job is live
+// (assigned or running), on that worker, in that attempt. Every "does
+// this worker still run this job" question asks it.
+func (j *Job) HeldBy(worker string, attempt uint32) bool {
+	return j.State.Live() && j.Worker == worker && j.Attempt == attempt
+}
+
 // SubmittedWall is the wall-clock time of the job's submit (display
 // only; SubmittedAt is the cluster time every rule uses).
 func (j *Job) SubmittedWall() Time { return j.submitWall.Wall(j.SubmittedAt) }

@@ -150,7 +150,7 @@ func TestUpgradeFromV1(t *testing.T) {
 		t.Fatalf("the critical job did not go first:\n%s", out1.String())
 	}
 
-	// At level 2 it is written again as format 3, what level 2 writes.
+	// At level 2 it is written again in format 3, the format of level 2.
 	v, err := loaded.Freeze()
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestUpgradeFromV1(t *testing.T) {
 	if _, err := Write(&buf, v); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.Bytes()[len(magic)]; got != formatLevel2 {
+	if got := buf.Bytes()[len(magic)]; got != 3 {
 		t.Fatalf("rewritten snapshot is format %d", got)
 	}
 	again := fsm.New()
@@ -181,7 +181,7 @@ func TestUnknownFormatRefused(t *testing.T) {
 	bad := append([]byte(nil), raw...)
 	bad[len(magic)] = FormatVersion + 1
 	_, err = Read(bytes.NewReader(bad), fsm.New())
-	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 5 (this build reads 1 to 4)") {
+	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 6 (this build reads 1 to 5)") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -249,7 +249,7 @@ func TestUpgradeFromV2(t *testing.T) {
 		t.Fatalf("job 5 after the upgrade: %+v %+v", j, j.Result)
 	}
 
-	// Written again (at level 2), it is format 3 and reads back alike.
+	// Written again, it is of the format of level 2 and reads back alike.
 	v, err := loaded.Freeze()
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestUpgradeFromV2(t *testing.T) {
 	if _, err := Write(&buf, v); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.Bytes()[len(magic)]; got != formatLevel2 {
+	if got := buf.Bytes()[len(magic)]; got != 3 {
 		t.Fatalf("rewritten snapshot is format %d", got)
 	}
 	again := fsm.New()
@@ -272,37 +272,140 @@ func TestUpgradeFromV2(t *testing.T) {
 	}
 }
 
+// v3StateHash is the state hash the build of snapshot format 3 (feature
+// level 2) reported for testdata/upgrade-v3.snap.
+const v3StateHash = "4f8c1a10288aadb2e94e5e96a4e90e4e24f6c6df791105c898269a58a2407e27"
+
+// TestUpgradeFromV3: a snapshot written by format 3 loads into the current
+// build at feature level 2, where it hashes, and is written back, exactly
+// as the build of format 3 did, and where webhooks are refused; raised to
+// level 3 it is the state the same commands build today, takes an
+// endpoint, and is written as format 4.
+func TestUpgradeFromV3(t *testing.T) {
+	raw, err := os.ReadFile("testdata/upgrade-v3.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw[len(magic)] != 3 {
+		t.Fatalf("fixture is format %d, want 3", raw[len(magic)])
+	}
+	state := raw[len(magic)+2 : len(raw)-sha256.Size]
+	if sum := sha256.Sum256(state); hex.EncodeToString(sum[:]) != v3StateHash {
+		t.Fatalf("fixture state hash %x, want %s", sum, v3StateHash)
+	}
+	loaded := fsm.New()
+	index, err := Read(bytes.NewReader(raw), loaded)
+	if err != nil {
+		t.Fatalf("reading a format 3 snapshot: %v", err)
+	}
+	if index != 28 {
+		t.Fatalf("index %d, want 28", index)
+	}
+	if h, _ := loaded.Hash(); loaded.Level() != fsm.Level2 || hex.EncodeToString(h[:]) != v3StateHash {
+		t.Fatalf("loaded at level %d with hash %x, want level 2 and %s", loaded.Level(), h, v3StateHash)
+	}
+	v2, err := loaded.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back bytes.Buffer
+	if _, err := Write(&back, v2); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.Bytes(), raw) {
+		t.Fatalf("written back at level 2: %d bytes, format %d, not the old build's file", back.Len(), back.Bytes()[len(magic)])
+	}
+	set := &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "gold", Url: "https://hooks.example.com/", KeyId: 1}}}
+	apply := func(index uint64, cmd *pb.Command) fsm.Result {
+		t.Helper()
+		res, err := loaded.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*pb.Command{cmd}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	if r := apply(29, set); r.Code != fsm.FailedPrecondition {
+		t.Fatalf("a webhook at level 2: %+v", r)
+	}
+
+	replayed := scenario.NewMachine()
+	script, err := os.Open("testdata/upgrade-v3.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer script.Close()
+	if _, err := scenario.Run(script, replayed, io.Discard, scenario.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := apply(30, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level3}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level3 {
+		t.Fatalf("raising the level: %+v", r)
+	}
+	if got, want := dumpState(loaded, true), dumpState(replayed.F, true); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("a format 3 snapshot loads to\n%s\nthe same commands build\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if h1, h2 := func() [32]byte { h, _ := loaded.Hash(); return h }(), func() [32]byte { h, _ := replayed.F.Hash(); return h }(); h1 != h2 {
+		t.Fatalf("raised to level 3: hash %x, the same commands build %x", h1, h2)
+	}
+	if r := apply(31, set); r.Code != fsm.OK || !r.Created {
+		t.Fatalf("a webhook at level 3: %+v", r)
+	}
+
+	v, err := loaded.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := Write(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.Bytes()[len(magic)]; got != formatLevel3 || formatLevel3 != 4 {
+		t.Fatalf("rewritten snapshot is format %d", got)
+	}
+	again := fsm.New()
+	if _, err := Read(&buf, again); err != nil {
+		t.Fatal(err)
+	}
+	h1, _ := again.Hash()
+	h2, _ := loaded.Hash()
+	if h1 != h2 || again.Level() != fsm.Level3 || !again.HasWebhooks() {
+		t.Fatalf("round trip: same hash %t, level %d, webhooks %t", h1 == h2, again.Level(), again.HasWebhooks())
+	}
+}
+
 // beforeGroupsStateHash is the state hash the build before groups (feature
-// level 2, snapshot format 3) reported for testdata/before-groups-v3.snap.
-const beforeGroupsStateHash = "428a7f5165f351bb4f14d5124880e7e4334a04df12e62a4737902df5d162b445"
+// level 3, snapshot format 4) reported for testdata/before-groups-v4.snap.
+const beforeGroupsStateHash = "8fc450c21deb5a12521e6148a3162c987d49250b2f0023134ab9f718ad0a2567"
 
 // beforeGroupsWall is what the build before groups applied after the
-// script of testdata/before-groups-v3.txt, at indexes 29 to 31: entries
-// with a wall clock 71 s ahead, one ending a job with a stdout tail.
+// script of testdata/before-groups-v4.txt, at indexes 29 to 32: entries
+// with a wall clock 71 s ahead, one ending a job with a stdout tail, the
+// last setting a webhook.
 func beforeGroupsWall() []*pb.Envelope {
 	return []*pb.Envelope{
 		{Version: fsm.Version, StampMs: 4000, WallMs: 4000 + 71_234, Commands: []*pb.Command{{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "idle", Size: pb.Size_MD, EstCostMs: 1500, JobType: "late"}}}}},
 		{Version: fsm.Version, StampMs: 5000, WallMs: 5000 + 71_300, Commands: []*pb.Command{{Cmd: &pb.Command_Started{Started: &pb.Started{Job: 2, Attempt: 1, WorkerId: "md-6"}}}}},
 		{Version: fsm.Version, StampMs: 6000, WallMs: 6000 + 71_400, Commands: []*pb.Command{{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 2, Attempt: 1, WorkerId: "md-6",
 			Outcome: pb.Outcome_OK, CpuMs: 1100, StdoutTail: "rendered\n", StderrTail: "warn\n"}}}}},
+		{Version: fsm.Version, StampMs: 6500, WallMs: 6500 + 71_400, Commands: []*pb.Command{{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "gold",
+			Url: "https://hooks.example.com/gold", KeyId: 1}}}}},
 	}
 }
 
 // TestUpgradeBeforeGroups: a snapshot written by the build before groups
-// (feature level 2, format 3) loads into this build at level 2 as the
-// state the same entries build here, every queued or live job in its
-// tenant's unnamed group; at level 2 this build writes it back byte for
-// byte (same hash) and refuses everything of groups. Raised to level 3,
-// the loaded and the replayed states go on alike with groups, caps and
-// both group orders, and are written as format 4, which reads back to the
-// same state.
+// (feature level 3, format 4, a webhook included) loads into this build at
+// level 3 as the state the same entries build here, every queued or live
+// job in its tenant's unnamed group; at level 3 this build writes it back
+// byte for byte (same hash) and refuses everything of groups. Raised to
+// level 4, the loaded and the replayed states go on alike with groups,
+// caps and both group orders, and are written as format 5, which reads
+// back to the same state.
 func TestUpgradeBeforeGroups(t *testing.T) {
-	raw, err := os.ReadFile("testdata/before-groups-v3.snap")
+	raw, err := os.ReadFile("testdata/before-groups-v4.snap")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if raw[len(magic)] != 3 {
-		t.Fatalf("fixture is format %d, want 3", raw[len(magic)])
+	if raw[len(magic)] != 4 {
+		t.Fatalf("fixture is format %d, want 4", raw[len(magic)])
 	}
 	state := raw[len(magic)+2 : len(raw)-sha256.Size]
 	if sum := sha256.Sum256(state); hex.EncodeToString(sum[:]) != beforeGroupsStateHash {
@@ -313,11 +416,11 @@ func TestUpgradeBeforeGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if index != 31 || loaded.Level() != fsm.Level2 {
-		t.Fatalf("index %d level %d, want 31 and 2", index, loaded.Level())
+	if index != 32 || loaded.Level() != fsm.Level3 {
+		t.Fatalf("index %d level %d, want 32 and 3", index, loaded.Level())
 	}
 	replayed := scenario.NewMachine()
-	script, err := os.Open("testdata/before-groups-v3.txt")
+	script, err := os.Open("testdata/before-groups-v4.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,14 +434,14 @@ func TestUpgradeBeforeGroups(t *testing.T) {
 		}
 	}
 	if got, want := strings.Join(dumpState(loaded, true), "\n"), strings.Join(dumpState(replayed.F, true), "\n"); got != want {
-		t.Fatalf("a format 3 snapshot from before groups loads to\n%s\nthe same entries build\n%s", got, want)
+		t.Fatalf("a format 4 snapshot from before groups loads to\n%s\nthe same entries build\n%s", got, want)
 	}
 	h1, _ := loaded.Hash()
 	h2, _ := replayed.F.Hash()
 	if h1 != h2 || hex.EncodeToString(h1[:]) != beforeGroupsStateHash {
 		t.Fatalf("loaded %x, replayed %x, the build before groups %s", h1, h2, beforeGroupsStateHash)
 	}
-	// Written back at level 2: the very bytes the build before groups wrote.
+	// Written back at level 3: the very bytes the build before groups wrote.
 	v, err := loaded.Freeze()
 	if err != nil {
 		t.Fatal(err)
@@ -348,7 +451,7 @@ func TestUpgradeBeforeGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(buf.Bytes(), raw) {
-		t.Fatalf("rewritten at level 2: %d bytes, format %d; not the fixture's %d bytes", buf.Len(), buf.Bytes()[len(magic)], len(raw))
+		t.Fatalf("rewritten at level 3: %d bytes, format %d; not the fixture's %d bytes", buf.Len(), buf.Bytes()[len(magic)], len(raw))
 	}
 	var groups []string
 	loaded.Read(func(s *sfq.Scheduler) {
@@ -363,17 +466,17 @@ func TestUpgradeBeforeGroups(t *testing.T) {
 	if got := strings.Join(groups, " "); got != `gold/"" running=1 queued=1 free/"" running=1 queued=3 idle/"" running=1 queued=1` {
 		t.Fatalf("groups after the upgrade: %s", got)
 	}
-	// At level 2, groups are refused and change nothing.
+	// At level 3, groups are refused and change nothing.
 	var refused bytes.Buffer
 	scenario.Run(strings.NewReader("submit gold size=md cost=1s group=a\ngroup gold a cap=1\n"), &scenario.Machine{F: loaded}, &refused, scenario.Options{})
 	if n := strings.Count(refused.String(), "FAILED_PRECONDITION"); n != 2 {
-		t.Fatalf("at level 2:\n%s", refused.String())
+		t.Fatalf("at level 3:\n%s", refused.String())
 	}
 	if h, _ := loaded.Hash(); h != h1 {
 		t.Fatal("a refused group command changed the state")
 	}
 
-	more := "at 50s\nlevel 3\ntenant gold tier=gold max_class=critical deadlines=on cap_high=1 deadline_cap=1 group_cap=1 group_order=fair\n" +
+	more := "at 50s\nlevel 4\ntenant gold tier=gold max_class=critical deadlines=on cap_high=1 deadline_cap=1 group_cap=1 group_order=fair\n" +
 		"tenant free tier=free inflight_cpu=3s group_order=fair\n" +
 		"submit gold x2 size=md cost=1s group=a\nsubmit gold x2 size=md cost=1s group=b\nsubmit free x2 size=md cost=1s group=c\n" +
 		"group gold b cap=2\n" + strings.Repeat("dispatch md worker=u%d\n", 6) + "finish 7 cpu=1s\nfinish 3 cpu=1s\n" +
@@ -391,7 +494,7 @@ func TestUpgradeBeforeGroups(t *testing.T) {
 	}
 	t.Logf("after the upgrade:\n%s", out1.String())
 
-	// At level 3 it is written as format 4 and reads back alike.
+	// At level 4 it is written as format 5 and reads back alike.
 	v, err = loaded.Freeze()
 	if err != nil {
 		t.Fatal(err)
@@ -400,8 +503,8 @@ func TestUpgradeBeforeGroups(t *testing.T) {
 	if _, err := Write(&buf, v); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.Bytes()[len(magic)]; got != FormatVersion || FormatVersion != 4 {
-		t.Fatalf("at level 3: format %d", got)
+	if got := buf.Bytes()[len(magic)]; got != FormatVersion || FormatVersion != 5 {
+		t.Fatalf("at level 4: format %d", got)
 	}
 	again := fsm.New()
 	if _, err := Read(&buf, again); err != nil {
@@ -409,7 +512,7 @@ func TestUpgradeBeforeGroups(t *testing.T) {
 	}
 	a, _ := again.Hash()
 	b, _ := loaded.Hash()
-	if a != b || again.Level() != fsm.Level3 {
+	if a != b || again.Level() != fsm.Level4 {
 		t.Fatalf("a round trip of a state with groups changed it (level %d)", again.Level())
 	}
 }

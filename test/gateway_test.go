@@ -164,9 +164,11 @@ type apiSubmit struct {
 // TestHTTPAPI: the whole client API and the admin routes over HTTP/JSON
 // (HTTPS, the node's certificate) through a follower of a 3-node cluster
 // with mutual TLS between members and tokens: answers, paging, the event
-// stream to a job's end and resumed with from, and the status and exact
-// {"code","message"} of each class of error.
+// stream to a job's end and resumed with from, a tenant's webhook, and
+// the status and exact {"code","message"} of each class of error.
 func TestHTTPAPI(t *testing.T) {
+	const webhookKey = "a-webhook-key-of-the-http-api-test-00000001"
+	t.Setenv("BARISTA_WEBHOOK_KEY", webhookKey)
 	dir := t.TempDir()
 	c := cluster.New(t, "--config", tokenConfig(t, ""))
 	if _, errOut, err := c.Run("tls", "init", "--dir", dir, "--names", "n1,n2,n3"); err != nil {
@@ -414,6 +416,11 @@ func TestHTTPAPI(t *testing.T) {
 		{"GET", "/v1/admin/workers", "", "Worker/ListWorkers"},
 		{"POST", "/v1/admin/workers/w1:drain", "", "Worker/Drain"},
 		{"GET", "/v1/admin/members", "", "Node/ListPeers"},
+		{"PUT", "/v1/admin/tenants/acme/webhook", `{"url":"https://hooks.example.com/"}`, "Admin/WebhookSet"},
+		{"GET", "/v1/admin/tenants/acme/webhook", "", "Admin/WebhookGet"},
+		{"DELETE", "/v1/admin/tenants/acme/webhook", "", "Admin/WebhookDelete"},
+		{"GET", "/v1/admin/tenants/acme/webhook:status", "", "Admin/WebhookStatus"},
+		{"POST", "/v1/admin/tenants/acme/webhook:replay", `{"from_seq":"1"}`, "Admin/WebhookReplay"},
 	} {
 		a.expect("a client token on "+r.method+" "+r.path, a.do(r.method, r.path, acmeToken, r.body),
 			403, "PERMISSION_DENIED", "a client token may not call /barista.v1."+r.rpc)
@@ -476,6 +483,51 @@ func TestHTTPAPI(t *testing.T) {
 		404, "NOT_FOUND", `worker_id: no worker "nobody" is connected or known (create=true drains it before it first connects)`)
 	a.expect("delete a tenant with queued jobs", a.do("DELETE", "/v1/admin/tenants/tiny", adminToken, ""),
 		412, "FAILED_PRECONDITION", `tenant has queued or running jobs: "tiny" has 1 queued and 0 running`)
+
+	// A tenant's webhook: the secret in the answer of the PUT that
+	// creates the endpoint (derived from the servers' key: the leader's
+	// and the follower's agree) and in no other answer.
+	type apiWebhook struct {
+		Tenant        string   `json:"tenant"`
+		URL           string   `json:"url"`
+		Kinds         []string `json:"kinds"`
+		SecretVersion string   `json:"secret_version"`
+		Cursor        string   `json:"cursor"`
+	}
+	var hookSet struct {
+		Webhook apiWebhook `json:"webhook"`
+		Created bool       `json:"created"`
+		Secret  string     `json:"secret"`
+	}
+	hookPath := "/v1/admin/tenants/beta/webhook"
+	a.json("PUT", hookPath, adminToken, `{"url":"https://hooks.example.com/beta","kinds":["completed"]}`, &hookSet)
+	if w := hookSet.Webhook; !hookSet.Created || !strings.HasPrefix(hookSet.Secret, "whsec_") || len(hookSet.Secret) != 70 ||
+		w.Tenant != "beta" || w.URL != "https://hooks.example.com/beta" || fmt.Sprint(w.Kinds) != "[completed]" || w.SecretVersion != "1" {
+		t.Errorf("PUT webhook: %+v", hookSet)
+	}
+	for _, path := range []string{hookPath, hookPath + ":status"} {
+		if r := a.do("GET", path, adminToken, ""); r.status != 200 || strings.Contains(r.body, "whsec_") || !strings.Contains(r.body, `"url":"https://hooks.example.com/beta"`) {
+			t.Errorf("GET %s: %d %s", path, r.status, r.body)
+		}
+	}
+	var hookStatus struct {
+		LeaderID string `json:"leader_id"`
+	}
+	a.json("GET", hookPath+":status", adminToken, "", &hookStatus)
+	if hookStatus.LeaderID != leader.ID {
+		t.Errorf("webhook status from %q, want the leader %s", hookStatus.LeaderID, leader.ID)
+	}
+	var replayed apiWebhook
+	a.json("POST", hookPath+":replay", adminToken, `{"from_seq":"1"}`, &replayed)
+	if replayed.Tenant != "beta" || replayed.Cursor != "0" {
+		t.Errorf("replay: %+v", replayed)
+	}
+	a.expect("a webhook to a private address", a.do("PUT", hookPath, adminToken, `{"url":"http://10.1.2.3/hook"}`),
+		400, "INVALID_ARGUMENT", "url: 10.1.2.3 is a private address, refused (a server's [webhooks] allow_cidrs or --webhook-allow-cidr may allow it)")
+	if r := a.do("DELETE", hookPath, adminToken, ""); r.status != 200 || strings.TrimSpace(r.body) != "{}" {
+		t.Errorf("DELETE webhook: %d %s", r.status, r.body)
+	}
+	a.expect("a deleted webhook", a.do("GET", hookPath, adminToken, ""), 404, "NOT_FOUND", `tenant "beta" has no webhook`)
 }
 
 // base64JSON is the JSON form (base64) of bytes.
@@ -689,7 +741,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	if !slices.Equal(documented, routes) {
 		t.Fatalf("documented routes:\n%s\nrouted:\n%s", strings.Join(documented, "\n"), strings.Join(routes, "\n"))
 	}
-	fill := strings.NewReplacer("{job_id}", "1", "{name}", "acme", "{worker_id}", "w1", "{group}", "store-7")
+	fill := strings.NewReplacer("{job_id}", "1", "{name}", "acme", "{worker_id}", "w1", "{tenant}", "acme", "{group}", "store-7")
 	for _, route := range routes {
 		method, path, _ := strings.Cut(route, " ")
 		body := ""

@@ -18,10 +18,10 @@ import (
 )
 
 // TestGroupsThroughAPIAndCLI: groups on a three-node cluster, every call
-// on a follower. While one voter reports feature level 2 (as the build
+// on a follower. While one voter reports feature level 3 (as the build
 // before groups does) everything of groups is refused, naming the field
-// and both levels, and snapshots are format 3; once it runs this build the
-// leader raises the level to 3 and they are accepted. Then: an admin sets
+// and both levels, and snapshots are format 4; once it runs this build the
+// leader raises the level to 4 and they are accepted. Then: an admin sets
 // a group's cap and the tenant's own token can only tighten it; get and
 // list (paged, the unnamed group first); max_groups; explain gives
 // cap vertex=group_running, held, behind and group_turn under both
@@ -31,7 +31,7 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 	c := cluster.New(t, "--config", tokenConfig(t, workerTimeouts))
 	c.Token = adminToken
 	old := c.Add("n1")
-	old.Args = []string{"--test-feature-level", "2"}
+	old.Args = []string{"--test-feature-level", "3"}
 	old.Start("--bootstrap")
 	c.WaitLeader(20 * time.Second)
 	for _, id := range []string{"n2", "n3"} {
@@ -50,7 +50,7 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 		}
 		return strings.TrimSpace(b.String())
 	}
-	if got := levels(); got != "n1:2/2 n2:2/3 n3:2/3" {
+	if got := levels(); got != "n1:3/3 n2:3/4 n3:3/4" {
 		t.Fatalf("levels (cluster/own): %s", got)
 	}
 	n2 := c.Nodes[1]
@@ -89,14 +89,14 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 		return b[16]
 	}
 
-	// Level 2: refused at the edge, naming the field and both levels.
+	// Level 3: refused at the edge, naming the field and both levels.
 	msg := func(what string) string {
-		return what + ` needs cluster feature level 3; the cluster is at level 2 until every voter runs a build that understands level 3 (docs/operations.md, "Upgrades")`
+		return what + ` needs cluster feature level 4; the cluster is at level 3 until every voter runs a build that understands level 4 (docs/operations.md, "Upgrades")`
 	}
 	_, err := acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000, Group: "a"})
-	wantStatus(t, "group at level 2", err, codes.FailedPrecondition, msg("group"))
+	wantStatus(t, "group at level 3", err, codes.FailedPrecondition, msg("group"))
 	_, err = acme.SetGroup(ctx, &pb.SetGroupRequest{Group: "a", Cap: "1"})
-	wantStatus(t, "SetGroup at level 2", err, codes.FailedPrecondition, msg("SetGroup"))
+	wantStatus(t, "SetGroup at level 3", err, codes.FailedPrecondition, msg("SetGroup"))
 	for _, c := range []struct {
 		args []string
 		what string
@@ -108,27 +108,27 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 		{[]string{"submit", "--tenant", "acme", "--size", "sm", "--cost", "1s", "--group", "a", "--", "true"}, "group"},
 	} {
 		if _, e, ok := cli(adminToken, c.args...); ok || e != "FAILED_PRECONDITION: "+msg(c.what) {
-			t.Errorf("%v at level 2: ok=%t %q", c.args, ok, e)
+			t.Errorf("%v at level 3: ok=%t %q", c.args, ok, e)
 		}
 	}
 	// The default order and a bad name are not a matter of level.
 	if _, e, ok := cli(adminToken, "tenant", "set", "acme", "--group-order", "fifo"); !ok {
-		t.Errorf("--group-order fifo at level 2: %s", e)
+		t.Errorf("--group-order fifo at level 3: %s", e)
 	}
 	_, err = acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000, Group: "a/b"})
 	wantStatus(t, "a bad group name", err, codes.InvalidArgument, `group: group name "a/b" has '/' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`)
-	if f := snap(); f != 3 {
-		t.Errorf("snapshot format %d at level 2, want 3", f)
+	if f := snap(); f != 4 {
+		t.Errorf("snapshot format %d at level 4, want 5", f)
 	}
 
-	// The old voter runs this build: the level goes to 3.
+	// The old voter runs this build: the level goes to 4.
 	if err := old.Stop(); err != nil {
 		t.Fatalf("stopping n1: %v", err)
 	}
 	old.Args = nil
 	old.Start()
 	deadline := time.Now().Add(60 * time.Second)
-	for levels() != "n1:3/3 n2:3/3 n3:3/3" {
+	for levels() != "n1:4/4 n2:4/4 n3:4/4" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the level was not raised: %s", levels())
 		}
@@ -136,13 +136,13 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 	}
 	raised := 0
 	for _, n := range c.Nodes {
-		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=3")
+		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=4")
 	}
 	if raised != 1 {
 		t.Errorf("%d leaders logged raising the level, want 1", raised)
 	}
 	if f := snap(); f != snapshot.FormatVersion {
-		t.Errorf("snapshot format %d at level 3, want 4", f)
+		t.Errorf("snapshot format %d at level 4, want 5", f)
 	}
 
 	// Tenant settings: tenant set keeps what it is not given.

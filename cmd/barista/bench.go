@@ -22,7 +22,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"barista/fsm"
+	"barista/internal/proc"
 	pb "barista/proto"
+	"barista/rpc"
 	"barista/rpc/agent"
 	"barista/sfq"
 	"barista/snapshot"
@@ -285,7 +287,7 @@ func setupTenants(ctx context.Context, cc *grpc.ClientConn, count int) error {
 	for i := 0; i < count; i += 1000 {
 		var cmds []*pb.Command
 		for j := i; j < min(i+1000, count); j++ {
-			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(j), Tier: pb.Tier(1 + j%5)}}})
+			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(j), Tier: fsm.TierToPB(sfq.Tier(j % 5))}}})
 		}
 		if _, err := pb.NewNodeClient(cc).Apply(ctx, &pb.ApplyRequest{Commands: cmds}); err != nil {
 			return err
@@ -671,7 +673,7 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	}
 	var cmds []*pb.Command
 	for i := range tenants {
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(i), Tier: pb.Tier(1 + i%5)}}})
+		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(i), Tier: fsm.TierToPB(sfq.Tier(i % 5))}}})
 		if len(cmds) == 1000 {
 			apply(cmds)
 			cmds = nil
@@ -757,11 +759,12 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 // freeLocalNode adds a node (not started) to the cluster.
 func freeLocalNode(lc *localCluster, id string) (int, error) {
 	n := &localNode{id: id, dataDir: lc.dir + "/" + id}
-	addrs, err := freeAddrs(3)
+	addrs, err := proc.FreeAddrs(3)
 	if err != nil {
 		return 0, err
 	}
 	n.grpc, n.raft, n.http = addrs[0], addrs[1], addrs[2]
+	n.LogPath = filepath.Join(lc.dir, n.id+".log")
 	lc.nodes = append(lc.nodes, n)
 	return len(lc.nodes) - 1, nil
 }
@@ -770,18 +773,9 @@ func freeLocalNode(lc *localCluster, id string) (int, error) {
 // server's /metrics (0 for a metric it does not find).
 func scrapeMetrics(addr string, names ...string) []float64 {
 	out := make([]float64, len(names))
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return out
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		for i, name := range names {
-			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-				out[i], _ = strconv.ParseFloat(v, 64)
-			}
-		}
+	m, _ := rpc.Scrape(context.Background(), "http://"+addr+"/metrics", "")
+	for i, name := range names {
+		out[i] = m[name]
 	}
 	return out
 }
@@ -822,7 +816,7 @@ func benchMemory(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	defer lc.stop()
 	defer cc.Close()
 	time.Sleep(time.Second)
-	pid := lc.nodes[0].cmd.Process.Pid
+	pid := lc.nodes[0].PID()
 	rss0, heap0 := rss(pid), scrapeMetrics(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")[0]
 	anon0 := procStatus(pid, "RssAnon")
 	if err := preload(ctx, cc, 1000, jobs); err != nil {

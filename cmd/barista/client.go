@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,16 +11,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
-	pb "barista/proto"
-	"barista/raftnode"
 	"barista/rpc"
+	"barista/rpc/client"
 )
 
 // defaultServer is the --server default: $BARISTA_ADDR, else the default
@@ -55,29 +47,70 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsKey, "tls-key", os.Getenv("BARISTA_TLS_KEY"), "client key `FILE` ($BARISTA_TLS_KEY)")
 }
 
-// dialOptions returns the transport credentials and the bearer token.
-func (c *clientFlags) dialOptions() ([]grpc.DialOption, error) {
-	creds := insecure.NewCredentials()
+// options are the client package's settings of the flags.
+func (c *clientFlags) options() (client.Options, error) {
+	o := client.Options{
+		Token:        c.token,
+		CallTimeout:  c.timeout,
+		WatchBackoff: client.Backoff{First: watchBackoff.first, Max: watchBackoff.most},
+		DialOptions:  []grpc.DialOption{grpc.WithChainUnaryInterceptor(staleNotice)},
+	}
 	if c.tlsCA != "" {
-		pool, err := raftnode.LoadCAPool(c.tlsCA)
+		if _, err := client.TLSConfig(c.tlsCA, "", ""); err != nil {
+			return o, usageError("--tls-ca: %v", err)
+		}
+		cfg, err := client.TLSConfig(c.tlsCA, c.tlsCert, c.tlsKey)
 		if err != nil {
-			return nil, usageError("--tls-ca: %v", err)
+			return o, usageError("--tls-cert/--tls-key: %v", err)
 		}
-		cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		if c.tlsCert != "" || c.tlsKey != "" {
-			cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
-			if err != nil {
-				return nil, usageError("--tls-cert/--tls-key: %v", err)
-			}
-			cfg.Certificates = []tls.Certificate{cert}
+		o.TLS = cfg
+	}
+	return o, nil
+}
+
+// newClient returns a client of the --server nodes with options o.
+func (c *clientFlags) newClient(o client.Options) (*client.Client, error) {
+	var addrs []string
+	for _, addr := range strings.Split(c.servers, ",") {
+		if addr = strings.TrimSpace(addr); addr != "" {
+			addrs = append(addrs, addr)
 		}
-		creds = credentials.NewTLS(cfg)
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), rpc.ClientKeepalive, rpc.MessageLimits, grpc.WithChainUnaryInterceptor(trackCall, staleNotice)}
-	if c.token != "" {
-		opts = append(opts, grpc.WithDefaultCallOptions(rpc.Bearer(c.token, false)))
+	if len(addrs) == 0 {
+		return nil, usageError("no server given")
 	}
-	return opts, nil
+	cl, err := client.New(addrs, o)
+	if err != nil {
+		return nil, usageError("--server: %v", err)
+	}
+	return cl, nil
+}
+
+// with runs fn with a client of the --server nodes (see the client
+// package: failover, and retries of the calls that are safe to repeat
+// until --rpc-timeout).
+func (c *clientFlags) with(fn func(cl *client.Client) error) error {
+	o, err := c.options()
+	if err != nil {
+		return err
+	}
+	cl, err := c.newClient(o)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return fn(cl)
+}
+
+// call runs a unary call of any service through the nodes (client.Call).
+func (c *clientFlags) call(fn func(ctx context.Context, cc grpc.ClientConnInterface) error) error {
+	return c.with(func(cl *client.Client) error { return cl.Call(context.Background(), fn) })
+}
+
+// stream runs a streaming call on the first node that takes it
+// (client.Stream); only the stream's end bounds it.
+func (c *clientFlags) stream(fn func(ctx context.Context, cc grpc.ClientConnInterface) error) error {
+	return c.with(func(cl *client.Client) error { return cl.Stream(context.Background(), fn) })
 }
 
 // staleNotice tells the user, on stderr, how far behind the leader the
@@ -93,188 +126,6 @@ func staleNotice(ctx context.Context, method string, req, reply any, cc *grpc.Cl
 		}
 	}
 	return err
-}
-
-// retryable reports whether another server may succeed where one failed.
-func retryable(err error) bool {
-	s, ok := status.FromError(err)
-	return !ok || s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded
-}
-
-// call runs fn against the servers (see callCtx).
-func (c *clientFlags) call(fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
-	return c.callCtx(context.Background(), true, fn)
-}
-
-// connectTimeout bounds the wait for one server's connection.
-const connectTimeout = 2 * time.Second
-
-// callCtx runs fn against each server in turn until one answers. A call
-// goes out only once its connection is ready, so a server that is down
-// costs nothing but the attempt to connect. A call that failed after it
-// went out (UNAVAILABLE, DEADLINE_EXCEEDED) is sent again — to the next
-// server, in rounds with backoff until --rpc-timeout — only when repeating
-// it is safe: reads, keyed submits, upserts (see idempotentCall). timed
-// applies --rpc-timeout; an untimed call (a watch) makes one round.
-func (c *clientFlags) callCtx(parent context.Context, timed bool, fn func(ctx context.Context, cc *grpc.ClientConn) error) error {
-	ctx, cancel := context.WithCancel(parent)
-	if timed {
-		ctx, cancel = context.WithTimeout(parent, c.timeout)
-	}
-	defer cancel()
-	dial, err := c.dialOptions()
-	if err != nil {
-		return err
-	}
-	var addrs []string
-	for _, addr := range strings.Split(c.servers, ",") {
-		if addr = strings.TrimSpace(addr); addr != "" {
-			addrs = append(addrs, addr)
-		}
-	}
-	if len(addrs) == 0 {
-		return usageError("no server given")
-	}
-	var last error
-	pause := 100 * time.Millisecond
-	for {
-		for _, addr := range addrs {
-			cc, err := grpc.NewClient(addr, dial...)
-			if err != nil {
-				return usageError("server %q: %v", addr, err)
-			}
-			if !waitReady(ctx, cc) {
-				cc.Close()
-				if ctx.Err() != nil {
-					break
-				}
-				last = status.Errorf(codes.Unavailable, "cannot connect to %s", addr)
-				continue
-			}
-			info := &callInfo{}
-			err = fn(context.WithValue(ctx, callInfoKey{}, info), cc)
-			cc.Close()
-			if err == nil || !retryable(err) {
-				return statusErr(err)
-			}
-			last = err
-			if info.sent && !info.idempotent && !rpc.IsNotLeader(err) {
-				// It may have been served: repeating it could do it twice.
-				return statusErr(err)
-			}
-		}
-		if !timed || ctx.Err() != nil {
-			return statusErr(last)
-		}
-		select {
-		case <-ctx.Done():
-			return statusErr(last)
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 2*time.Second)
-	}
-}
-
-// waitReady connects cc and waits up to connectTimeout for it to be
-// ready; a refused connection returns false at once.
-func waitReady(ctx context.Context, cc *grpc.ClientConn) bool {
-	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	cc.Connect()
-	for {
-		switch st := cc.GetState(); st {
-		case connectivity.Ready:
-			return true
-		case connectivity.TransientFailure, connectivity.Shutdown:
-			return false
-		default:
-			if !cc.WaitForStateChange(ctx, st) {
-				return false
-			}
-		}
-	}
-}
-
-// callInfo records what the call through one server did (set by
-// trackCall): whether a request went out, and whether it may be repeated.
-type callInfo struct{ sent, idempotent bool }
-
-type callInfoKey struct{}
-
-// trackCall notes each unary request before it goes out.
-func trackCall(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if info, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
-		info.sent = true
-		info.idempotent = idempotentCall(method, req)
-	}
-	return invoker(ctx, method, req, reply, cc, opts...)
-}
-
-// idempotentCall reports whether sending a request twice has the effect
-// of sending it once: reads, submits with an idempotency key (every job of
-// a batch keyed), upserts of tenants and configuration, drains, joins. A submit
-// without a key, a cancel or a delete is not (the second answer differs,
-// or a second job is made).
-func idempotentCall(method string, req any) bool {
-	name := method[strings.LastIndexByte(method, '/')+1:]
-	switch r := req.(type) {
-	case *pb.SubmitRequest:
-		return r.GetIdempotencyKey() != ""
-	case *pb.SubmitBatchRequest:
-		for _, j := range r.Jobs {
-			if j.GetIdempotencyKey() == "" {
-				return false
-			}
-		}
-		return len(r.Jobs) > 0
-	}
-	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetGroup", "SetConfig", "Drain", "Join"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// statusErr formats an RPC error as one line starting with the gRPC code
-// name ("NOT_FOUND: job 7 not found"). The code stays readable by
-// status.Code.
-func statusErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	s, ok := status.FromError(err)
-	if !ok {
-		return err
-	}
-	return &rpcError{s: s}
-}
-
-// rpcError is an RPC failure, printed with its code's name.
-type rpcError struct{ s *status.Status }
-
-func (e *rpcError) Error() string { return codeName(e.s.Code()) + ": " + e.s.Message() }
-
-// GRPCStatus lets status.Code and status.FromError read the code.
-func (e *rpcError) GRPCStatus() *status.Status { return e.s }
-
-func codeName(c codes.Code) string {
-	names := map[codes.Code]string{
-		codes.OK: "OK", codes.Canceled: "CANCELLED", codes.Unknown: "UNKNOWN", codes.InvalidArgument: "INVALID_ARGUMENT",
-		codes.DeadlineExceeded: "DEADLINE_EXCEEDED", codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
-		codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
-		codes.FailedPrecondition: "FAILED_PRECONDITION", codes.Aborted: "ABORTED", codes.OutOfRange: "OUT_OF_RANGE",
-		codes.Unimplemented: "UNIMPLEMENTED", codes.Internal: "INTERNAL", codes.Unavailable: "UNAVAILABLE",
-		codes.DataLoss: "DATA_LOSS", codes.Unauthenticated: "UNAUTHENTICATED",
-	}
-	if n, ok := names[c]; ok {
-		return n
-	}
-	return c.String()
 }
 
 // printJSON writes v as one JSON line.

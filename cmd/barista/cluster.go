@@ -44,7 +44,7 @@ new address is replaced. "barista server --join" does the same at start.`,
 				return usageError("join needs --node-id, --raft-addr and --grpc-addr")
 			}
 			var resp *pb.JoinResponse
-			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				resp, err = pb.NewNodeClient(cc).Join(ctx, &pb.JoinRequest{Id: opts.id, RaftAddr: opts.raft, GrpcAddr: opts.grpcAddr, HttpAddr: opts.http})
 				return err
 			}); err != nil {
@@ -85,7 +85,7 @@ func runSnapshotSave(env *cmdEnv, o any, args []string) error {
 	path := args[0]
 	tmp := path + ".partial"
 	var index, hash string
-	err := opts.callCtx(context.Background(), false, func(ctx context.Context, cc *grpc.ClientConn) error {
+	err := opts.stream(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		f, err := os.Create(tmp)
 		if err != nil {
 			return err
@@ -147,7 +147,7 @@ func runSnapshotRestore(env *cmdEnv, o any, args []string) error {
 	}
 	// Find the leader, then send it the file.
 	var leader string
-	if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+	if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		st, err := pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{})
 		if err == nil {
 			leader = st.LeaderAddr
@@ -162,7 +162,7 @@ func runSnapshotRestore(env *cmdEnv, o any, args []string) error {
 	target := *opts
 	target.servers = leader
 	var resp *pb.SnapshotRestoreResponse
-	err := target.callCtx(context.Background(), false, func(ctx context.Context, cc *grpc.ClientConn) error {
+	err := target.stream(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		f, err := os.Open(args[0])
 		if err != nil {
 			return err

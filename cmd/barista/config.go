@@ -48,13 +48,15 @@ type serverConfig struct {
 	// MetricsMaxTenants bounds the tenants with their own /metrics series
 	// (0: only tenants marked export_metrics).
 	MetricsMaxTenants uint32
+	// Webhooks are this server's webhook delivery settings (webhook.go).
+	Webhooks webhookConfig
 }
 
 func defaultServerConfig() serverConfig {
 	n := raftnode.DefaultConfig()
 	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
 	return serverConfig{Node: n, LogLevel: "info", BootstrapWait: 30 * time.Second, TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
-		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants}
+		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig()}
 }
 
 // setting is one server setting, declared once: its configuration file
@@ -123,6 +125,13 @@ func (c *serverConfig) settings() []setting {
 		{key: "http.metrics_require_token", flag: "metrics-require-token", usage: "/metrics needs an admin or metrics token (it shows tenant names)", val: &boolVal{&c.MetricsAuth}},
 		{key: "metrics.max_tenants", flag: "metrics-max-tenants", usage: "/metrics has per-tenant series for every tenant while there are at most `N`, beyond that only for tenants marked --export-metrics (0: only those)",
 			val: &intVal[uint32]{&c.MetricsMaxTenants, 0, 10_000_000}},
+
+		{key: "webhooks.key", usage: "the cluster's webhook `KEY`, at least 32 bytes and the same on every server, from which endpoint secrets are derived (or $BARISTA_WEBHOOK_KEY)", val: &secretVal{&c.Webhooks.Key}},
+		{key: "webhooks.allow_cidrs", flag: "webhook-allow-cidr", usage: "a `CIDR` webhook endpoints may reach although loopback, private or link-local (repeatable)", val: &cidrListVal{&c.Webhooks.Allow}},
+		{key: "webhooks.timeout", flag: "webhook-timeout", usage: "bound of each webhook request", val: durationVal(&c.Webhooks.Timeout, 100*time.Millisecond, time.Minute)},
+		{key: "webhooks.workers", flag: "webhook-workers", usage: "webhook requests in flight at most, over every endpoint (one per endpoint)", val: &intVal[uint32]{&c.Webhooks.Workers, 1, 1024}},
+		{key: "webhooks.commit_interval", flag: "webhook-commit-interval", usage: "how often at most the leader proposes the delivered webhook cursors (one command for every endpoint)", val: durationVal(&c.Webhooks.CommitInterval, 10*time.Millisecond, time.Minute)},
+		{key: "webhooks.max_batch", flag: "webhook-max-batch", usage: "events per webhook request at most", val: &intVal[uint32]{&c.Webhooks.MaxBatch, 1, 1000}},
 
 		{key: "tls.cert", flag: "tls-cert", usage: "PEM certificate `FILE` for gRPC and Raft TLS", val: &stringVal{&c.TLS.Cert}},
 		{key: "tls.key", flag: "tls-key", usage: "PEM private key `FILE` of --tls-cert", val: &stringVal{&c.TLS.Key}},

@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -479,4 +481,37 @@ func TestConfigDocs(t *testing.T) {
 		return
 	}
 	t.Errorf("the settings table of %s is out of date (go test ./cmd/barista -run TestConfigDocs -update-docs):\n%s", path, want)
+}
+
+// TestConfigViewReadsTheSettings: `config get` shows every [scheduler]
+// key of the settings table and nothing else, whole numbers as numbers
+// and durations as the file writes them, so what it prints can be given
+// back to `config set` unchanged.
+func TestConfigViewReadsTheSettings(t *testing.T) {
+	c := fsm.DefaultConfig()
+	c.Sched.DefaultMaxAttempts, c.DedupeWindowMs = 7, 90*60*1000
+	m := configView(c)
+	want := map[string]any{
+		"policy": "prefer-fit", "clamp": "activation", "decay": "off", "ack_timeout": "10s", "lease_timeout": "30s",
+		"heartbeat_interval": "5s", "self_kill_after": "25s", "cancel_grace": "10s", "max_attempts": uint32(7),
+		"job_retention": "24h", "event_retention": "24h", "event_retention_count": uint64(2_000_000), "dedupe_window": "90m",
+		"max_payload_bytes": uint32(1 << 20), "estimate": "submitted", "default_cost": "1m",
+	}
+	for tier := sfq.Tier(0); tier < sfq.NumTiers; tier++ {
+		want["weights."+tier.String()] = c.Sched.TierWeights[tier]
+	}
+	if len(m) != len(want) {
+		t.Errorf("%d keys, want %d: %v", len(m), len(want), m)
+	}
+	var settings []string
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %#v, want %#v", k, m[k], v)
+		}
+		settings = append(settings, fmt.Sprintf("%s=%v", k, m[k]))
+	}
+	back, err := applySettings(fsm.DefaultConfig(), settings)
+	if err != nil || !reflect.DeepEqual(back, c) {
+		t.Errorf("config set of what config get printed: %v\n got %+v\nwant %+v", err, back, c)
+	}
 }

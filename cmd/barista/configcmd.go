@@ -6,29 +6,31 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc"
 
 	"barista/fsm"
 	pb "barista/proto"
-	"barista/sfq"
 )
 
 // configView renders the replicated configuration with the keys of the
-// [scheduler] section of the config file.
+// [scheduler] section of the config file, read through the same settings
+// table (config.go): whole numbers as numbers, everything else as the
+// file would write it.
 func configView(c fsm.Config) map[string]any {
-	d := func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
-	m := map[string]any{
-		"policy": c.Sched.Policy.String(), "clamp": c.Sched.Clamp.String(), "decay": c.Sched.Decay.String(),
-		"ack_timeout": d(c.Sched.AckTimeoutMs), "lease_timeout": d(c.Sched.LeaseTimeoutMs),
-		"heartbeat_interval": d(c.HeartbeatIntervalMs), "self_kill_after": d(c.SelfKillAfterMs), "cancel_grace": d(c.CancelGraceMs),
-		"max_attempts": c.Sched.DefaultMaxAttempts, "job_retention": d(c.JobRetentionMs), "event_retention": d(c.EventRetentionMs),
-		"event_retention_count": c.EventRetentionCount, "dedupe_window": d(c.DedupeWindowMs), "max_payload_bytes": c.MaxPayloadBytes,
-		"estimate": c.Sched.Estimate.String(), "default_cost": d(c.Sched.DefaultCostMs),
-	}
-	for t := sfq.Tier(0); t < sfq.NumTiers; t++ {
-		m["weights."+t.String()] = c.Sched.TierWeights[t]
+	sc := defaultServerConfig()
+	sc.Node.Seed = c
+	m := map[string]any{}
+	for _, s := range sc.settings() {
+		k, ok := strings.CutPrefix(s.key, "scheduler.")
+		if !ok {
+			continue
+		}
+		if n, ok := s.val.(interface{ number() any }); ok {
+			m[k] = n.number()
+		} else {
+			m[k] = s.val.String()
+		}
 	}
 	return m
 }
@@ -72,7 +74,7 @@ func init() {
 		run: func(env *cmdEnv, o any, args []string) error {
 			opts := o.(*clientFlags)
 			var pc *pb.SchedulerConfig
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				pc, err = pb.NewAdminClient(cc).GetConfig(ctx, &pb.GetConfigRequest{})
 				return err
 			})
@@ -109,7 +111,7 @@ once every voter runs a build that understands it.`,
 			}
 			var c fsm.Config
 			var level uint32
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 				admin := pb.NewAdminClient(cc)
 				cur, err := admin.GetConfig(ctx, &pb.GetConfigRequest{})
 				if err != nil {

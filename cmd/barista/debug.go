@@ -77,7 +77,7 @@ func runDebugApply(env *cmdEnv, o any, args []string) error {
 		req.Commands = append(req.Commands, c)
 	}
 	var resp *pb.ApplyResponse
-	err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+	err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 		resp, err = pb.NewNodeClient(cc).Apply(ctx, req)
 		return err
 	})

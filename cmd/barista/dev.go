@@ -17,8 +17,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"barista/internal/proc"
 	pb "barista/proto"
 	"barista/rpc/agent/runner"
+	"barista/rpc/client"
 )
 
 type devOpts struct {
@@ -53,6 +55,10 @@ every tenant gets the share of the dispatched CPU its weight entitles it
 to. The first node listens on 127.0.0.1:7400 (gRPC), :7440 (Raft) and :7480
 (HTTP: the web page, /metrics); the others on the next ports; --base-port
 moves them all (gRPC BASE+i, Raft BASE+40+i, HTTP BASE+80+i).
+
+Webhooks work as in production (docs/webhooks.md), with a key made for
+the cluster (DIR/webhooks.toml) and endpoints allowed on 127.0.0.0/8 so
+that a receiver on this machine can take them.
 
 Ctrl-C stops the load, drains the workers, shuts the servers down, and
 deletes the temporary data directory; with --data-dir it is kept (and a
@@ -102,8 +108,7 @@ func cpuTime() time.Duration {
 // child is a process dev started.
 type child struct {
 	name string
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc.Process
 }
 
 func runDev(env *cmdEnv, o any, args []string) error {
@@ -144,20 +149,13 @@ func runDev(env *cmdEnv, o any, args []string) error {
 	var mu sync.Mutex
 	var children []*child
 	start := func(name string, argv ...string) (*child, error) {
-		logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.Command(self, argv...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		// The children die with dev, even if dev is killed.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			logf.Close()
+		c := &child{name: name}
+		c.LogPath = filepath.Join(dir, name+".log")
+		// The children die with dev, even if dev is killed; Ctrl-C
+		// reaches dev alone, which stops them in order.
+		if err := c.Start(exec.Command(self, argv...), true, nil); err != nil {
 			return nil, fmt.Errorf("starting %s: %w", name, err)
 		}
-		c := &child{name: name, cmd: cmd, done: make(chan struct{})}
-		go func() { cmd.Wait(); logf.Close(); close(c.done) }()
 		mu.Lock()
 		children = append(children, c)
 		mu.Unlock()
@@ -172,29 +170,31 @@ func runDev(env *cmdEnv, o any, args []string) error {
 			var waiting []*child
 			for _, c := range children {
 				if strings.HasPrefix(c.name, group) {
-					c.cmd.Process.Signal(syscall.SIGTERM)
+					c.Signal(syscall.SIGTERM)
 					waiting = append(waiting, c)
 				}
 			}
-			deadline := time.After(15 * time.Second)
+			deadline := time.Now().Add(15 * time.Second)
 			for _, c := range waiting {
-				select {
-				case <-c.done:
-				case <-deadline:
-					c.cmd.Process.Kill()
-					<-c.done
+				if !c.Wait(time.Until(deadline)) {
+					c.Stop(0)
 				}
 			}
 		}
 	}
 	defer stopAll()
 
+	hooks, err := devWebhookConfig(dir)
+	if err != nil {
+		return err
+	}
 	var grpcAddrs []string
 	fmt.Fprintf(env.stdout, "barista dev: data in %s%s\n", dir, map[bool]string{true: " (kept)", false: " (removed at exit)"}[keep])
 	for i := 0; i < opts.nodes; i++ {
 		id := fmt.Sprintf("n%d", i+1)
 		g, r, h := fmt.Sprintf("127.0.0.1:%d", opts.basePort+i), fmt.Sprintf("127.0.0.1:%d", opts.basePort+40+i), fmt.Sprintf("127.0.0.1:%d", opts.basePort+80+i)
-		argv := []string{"server", "--node-id", id, "--data-dir", filepath.Join(dir, id), "--raft-addr", r, "--grpc-addr", g, "--http-addr", h, "--insecure-dev"}
+		argv := []string{"server", "--node-id", id, "--data-dir", filepath.Join(dir, id), "--raft-addr", r, "--grpc-addr", g, "--http-addr", h, "--insecure-dev",
+			"--config", hooks, "--webhook-allow-cidr", "127.0.0.0/8"}
 		if i == 0 {
 			argv = append(argv, "--bootstrap")
 		} else {
@@ -222,16 +222,16 @@ func runDev(env *cmdEnv, o any, args []string) error {
 		fmt.Fprintf(env.stdout, "  %d %s worker(s)\n", w.n, w.size)
 	}
 	fmt.Fprintf(env.stdout, "  try: %s top --server %s   ·   %s jobs --tenant globex-gold --server %s\n", os.Args[0], grpcAddrs[0], os.Args[0], grpcAddrs[0])
-	cc, err := grpc.NewClient(grpcAddrs[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cl, err := client.New(grpcAddrs, client.Options{CallTimeout: 5 * time.Second})
 	if err != nil {
 		return err
 	}
-	defer cc.Close()
+	defer cl.Close()
 	if !opts.noLoad {
-		if err := setupDemo(ctx, cc); err != nil {
+		if err := setupDemo(ctx, cl); err != nil {
 			return err
 		}
-		go demoLoad(ctx, env, cc, self, opts.backlog)
+		go demoLoad(ctx, cl, self, opts.backlog)
 	}
 	top := &topOpts{clientFlags: clientFlags{servers: servers, timeout: 5 * time.Second}, window: time.Minute, stale: true}
 	for {
@@ -291,12 +291,13 @@ func waitLeader(ctx context.Context, addr string) error {
 	return fmt.Errorf("the first server at %s did not become leader within 30s (see its log)", addr)
 }
 
-func setupDemo(ctx context.Context, cc *grpc.ClientConn) error {
+func setupDemo(ctx context.Context, cl *client.Client) error {
 	for _, t := range demoTenants {
 		for try := 0; ; try++ {
-			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := pb.NewAdminClient(cc).UpsertTenant(sctx, &pb.UpsertTenantRequest{Name: t.name, Tier: t.tier})
-			cancel()
+			err := cl.Call(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+				_, err := pb.NewAdminClient(cc).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: t.name, Tier: t.tier})
+				return err
+			})
 			if err == nil {
 				break
 			}
@@ -313,14 +314,11 @@ func setupDemo(ctx context.Context, cc *grpc.ClientConn) error {
 // 200, 300 or 400 ms of CPU (their estimated cost exactly). The jobs are
 // all sm, which every worker may run: one shared class, where the shares
 // follow the weights (the SFQ bound of SPEC §8.6 is for one worker size).
-func demoLoad(ctx context.Context, env *cmdEnv, cc *grpc.ClientConn, self string, backlog int) {
-	client := pb.NewClientClient(cc)
+func demoLoad(ctx context.Context, cl *client.Client, self string, backlog int) {
 	n := 0
 	for ctx.Err() == nil {
 		for _, t := range demoTenants {
-			uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			u, err := client.TenantUsage(uctx, &pb.TenantUsageRequest{Tenant: t.name, Read: &pb.ReadOptions{Stale: true}})
-			cancel()
+			u, err := cl.TenantUsage(ctx, &pb.TenantUsageRequest{Tenant: t.name, Read: &pb.ReadOptions{Stale: true}})
 			if err != nil {
 				continue
 			}
@@ -328,9 +326,7 @@ func demoLoad(ctx context.Context, env *cmdEnv, cc *grpc.ClientConn, self string
 				n++
 				ms := 200 + 100*(n%3)
 				p, _ := runner.EncodePayload(runner.Spec{Argv: []string{self, "demo-burn", "--ms", strconv.Itoa(ms)}})
-				sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				_, err := client.Submit(sctx, &pb.SubmitRequest{Tenant: t.name, JobType: "demo", Size: pb.Size_SM, EstCostMs: int64(ms), Payload: p})
-				cancel()
+				_, err := cl.Submit(ctx, &pb.SubmitRequest{Tenant: t.name, JobType: "demo", Size: pb.Size_SM, EstCostMs: int64(ms), Payload: p})
 				if err != nil {
 					break
 				}

@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"os"
 
-	"google.golang.org/grpc"
-
 	pb "barista/proto"
+	"barista/rpc/client"
 )
 
 func init() {
@@ -57,8 +56,8 @@ NOT_FOUND, like a missing one.`,
 				return err
 			}
 			var r *pb.ExplainJobResponse
-			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-				r, err = pb.NewClientClient(cc).ExplainJob(ctx, &pb.ExplainJobRequest{Tenant: opts.tenant, JobId: id})
+			if err := opts.with(func(cl *client.Client) (err error) {
+				r, err = cl.ExplainJob(context.Background(), &pb.ExplainJobRequest{Tenant: opts.tenant, JobId: id})
 				return err
 			}); err != nil {
 				return err

@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"google.golang.org/grpc"
-
 	pb "barista/proto"
+	"barista/rpc/client"
 	"barista/sfq"
 )
 
@@ -102,8 +101,8 @@ keeps it (it counts against max_groups).`,
 				return usageError("--cap: %q: want a number 1..%d, none or inherit", opts.cap, sfq.MaxGroupCap)
 			}
 			var g *pb.Group
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-				g, err = pb.NewClientClient(cc).SetGroup(ctx, &pb.SetGroupRequest{Tenant: opts.tenant, Group: args[0], Cap: opts.cap})
+			err := opts.with(func(cl *client.Client) (err error) {
+				g, err = cl.SetGroup(context.Background(), &pb.SetGroupRequest{Tenant: opts.tenant, Group: args[0], Cap: opts.cap})
 				return err
 			})
 			if err != nil {
@@ -126,8 +125,8 @@ keeps it (it counts against max_groups).`,
 				return usageError("GROUP: %v", err)
 			}
 			var g *pb.Group
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-				g, err = pb.NewClientClient(cc).GetGroup(ctx, &pb.GetGroupRequest{Tenant: opts.tenant, Group: args[0],
+			err := opts.with(func(cl *client.Client) (err error) {
+				g, err = cl.GetGroup(context.Background(), &pb.GetGroupRequest{Tenant: opts.tenant, Group: args[0],
 					Read: &pb.ReadOptions{Stale: opts.stale}})
 				return err
 			})
@@ -148,20 +147,15 @@ keeps it (it counts against max_groups).`,
 				return usageError("unexpected argument %q", args[0])
 			}
 			var groups []*pb.Group
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
-				groups = nil
-				tok := ""
-				for {
-					resp, err := pb.NewClientClient(cc).ListGroups(ctx, &pb.ListGroupsRequest{Tenant: opts.tenant, PageSize: 1000, PageToken: tok,
-						Read: &pb.ReadOptions{Stale: opts.stale}})
+			err := opts.with(func(cl *client.Client) error {
+				for g, err := range cl.Groups(context.Background(), &pb.ListGroupsRequest{Tenant: opts.tenant, PageSize: 1000,
+					Read: &pb.ReadOptions{Stale: opts.stale}}) {
 					if err != nil {
 						return err
 					}
-					groups = append(groups, resp.Groups...)
-					if tok = resp.NextPageToken; tok == "" {
-						return nil
-					}
+					groups = append(groups, g)
 				}
+				return nil
 			})
 			if err != nil {
 				return err

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/signal"
@@ -14,12 +12,9 @@ import (
 	"time"
 	"unicode"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"barista/fsm"
 	pb "barista/proto"
+	"barista/rpc/client"
 )
 
 // tenantFlags adds --tenant to the client flags.
@@ -157,8 +152,8 @@ or more, the cluster time is shown beside. --json has both:
 				return err
 			}
 			var j *pb.Job
-			err = opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-				j, err = pb.NewClientClient(cc).GetJob(ctx, &pb.GetJobRequest{Tenant: opts.tenant, JobId: id, Read: &pb.ReadOptions{Stale: opts.stale}})
+			err = opts.with(func(cl *client.Client) (err error) {
+				j, err = cl.GetJob(context.Background(), &pb.GetJobRequest{Tenant: opts.tenant, JobId: id, Read: &pb.ReadOptions{Stale: opts.stale}})
 				return err
 			})
 			if err != nil {
@@ -250,8 +245,8 @@ jobs remain, the token for the next page is printed on stderr
 				return usageError("unexpected argument %q", args[0])
 			}
 			var resp *pb.ListJobsResponse
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-				resp, err = pb.NewClientClient(cc).ListJobs(ctx, &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state,
+			err := opts.with(func(cl *client.Client) (err error) {
+				resp, err = cl.ListJobs(context.Background(), &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state,
 					PageSize: opts.limit, PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale},
 					IncludePayload: opts.payload && opts.json})
 				return err
@@ -297,8 +292,8 @@ expires.`,
 				return err
 			}
 			var resp *pb.CancelJobResponse
-			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-				resp, err = pb.NewClientClient(cc).CancelJob(ctx, &pb.CancelJobRequest{Tenant: opts.tenant, JobId: id})
+			if err := opts.with(func(cl *client.Client) (err error) {
+				resp, err = cl.CancelJob(context.Background(), &pb.CancelJobRequest{Tenant: opts.tenant, JobId: id})
 				return err
 			}); err != nil {
 				return err
@@ -327,12 +322,13 @@ expires.`,
 failed, cancel_requested, cancelled, timed_out) in order until interrupted.
 --from SEQ starts at that event; without it the stream starts with the
 next new event. If the connection breaks or the node is unavailable,
-watch reconnects (to the next --server if needed) and resumes after the
-last event it printed: no gap, at least once; it waits 300ms before the
-first retry, doubling up to 10s, and starts again at 300ms once an event
-arrives. An error that retrying cannot clear (PERMISSION_DENIED,
-NOT_FOUND, UNAUTHENTICATED, OUT_OF_RANGE, ...) ends the watch with the
-error and exit code 1. With --json prints one JSON object per event.
+watch reconnects and resumes after the last event it printed: no gap, no
+event twice. It moves on to the next --server at once; once it has tried
+every server it waits 300ms, doubling up to 10s, and starts again at
+300ms once an event arrives. An error that retrying cannot clear
+(PERMISSION_DENIED, NOT_FOUND, UNAUTHENTICATED, OUT_OF_RANGE, ...) ends
+the watch with the error and exit code 1. With --json prints one JSON
+object per event.
 
 --job ID prints only that job's events, from the oldest retained one
 (or --from), and exits when the job ends: exit code 0 if it completed,
@@ -386,8 +382,8 @@ and queued jobs and the cap in force.`,
 				return usageError("unexpected argument %q", args[0])
 			}
 			var u *pb.TenantUsageResponse
-			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-				u, err = pb.NewClientClient(cc).TenantUsage(ctx, &pb.TenantUsageRequest{Tenant: opts.tenant, TopGroups: opts.groups,
+			if err := opts.with(func(cl *client.Client) (err error) {
+				u, err = cl.TenantUsage(context.Background(), &pb.TenantUsageRequest{Tenant: opts.tenant, TopGroups: opts.groups,
 					Read: &pb.ReadOptions{Stale: opts.stale}})
 				return err
 			}); err != nil {
@@ -459,28 +455,11 @@ func eventJSON(ev *pb.Event) map[string]any {
 // arrives.
 var watchBackoff = struct{ first, most time.Duration }{300 * time.Millisecond, 10 * time.Second}
 
-// watchRetryable reports whether a failed watch may succeed if tried
-// again: the connection or the node failed (UNAVAILABLE, or an error
-// without a code), it timed out, was aborted or was turned away for load.
-// Any other code (PERMISSION_DENIED, NOT_FOUND, UNAUTHENTICATED,
-// OUT_OF_RANGE ...) does not clear by itself.
-func watchRetryable(err error) bool {
-	s, ok := status.FromError(err)
-	if !ok {
-		return true
-	}
-	switch s.Code() {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.ResourceExhausted:
-		return true
-	}
-	return false
-}
-
 // jobExit ends watch --job with the exit code of the job's final state.
 func jobExit(opts *tenantFlags, id uint64) error {
 	var j *pb.Job
-	if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-		j, err = pb.NewClientClient(cc).GetJob(ctx, &pb.GetJobRequest{Tenant: opts.tenant, JobId: id})
+	if err := opts.with(func(cl *client.Client) (err error) {
+		j, err = cl.GetJob(context.Background(), &pb.GetJobRequest{Tenant: opts.tenant, JobId: id})
 		return err
 	}); err != nil {
 		return err
@@ -497,55 +476,42 @@ func jobExit(opts *tenantFlags, id uint64) error {
 }
 
 // watch streams events, reconnecting with the cursor after a failure
-// that may clear, with exponential backoff; any other failure ends it.
+// that may clear, with exponential backoff (client.Watch); any other
+// failure ends it.
 func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, req *pb.WatchEventsRequest) error {
-	next, oldest := req.FromSeq, req.FromOldest
-	wait := watchBackoff.first
-	for {
-		err := opts.callCtx(ctx, false, func(ctx context.Context, cc *grpc.ClientConn) error {
-			stream, err := pb.NewClientClient(cc).WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: opts.tenant, FromSeq: next,
-				FromOldest: oldest, JobId: req.JobId, UntilIdle: req.UntilIdle})
-			if err != nil {
-				return err
-			}
-			for {
-				ev, err := stream.Recv()
-				if err != nil {
-					return err
-				}
-				if opts.json {
-					printJSON(env.stdout, eventJSON(ev))
-				} else {
-					line := fmt.Sprintf("%-8d %s job=%d attempt=%d %s", ev.Seq, msTime(wallMs(ev.WallMs, ev.AtMs)), ev.JobId, ev.Attempt, ev.Kind)
-					if ev.WorkerId != "" {
-						line += " worker=" + ev.WorkerId
-					}
-					if ev.Reason != "" {
-						line += " reason=" + ev.Reason
-					}
-					fmt.Fprintln(env.stdout, line)
-				}
-				next, oldest = ev.Seq+1, false
-				wait = watchBackoff.first
-			}
-		})
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case (err == nil || errors.Is(err, io.EOF)) && (req.JobId != 0 || req.UntilIdle):
-			return nil // the job ended, or the tenant is idle
-		case err == nil || errors.Is(err, io.EOF):
-			fmt.Fprintf(env.stderr, "watch: the stream ended; reconnecting from %d in %s\n", next, wait)
-		case watchRetryable(err):
-			fmt.Fprintf(env.stderr, "watch: %v; reconnecting from %d in %s\n", err, next, wait)
-		default:
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, watchBackoff.most)
+	o, err := opts.options()
+	if err != nil {
+		return err
 	}
+	o.OnWatchRetry = func(err error, from uint64, wait time.Duration) {
+		if err == nil {
+			fmt.Fprintf(env.stderr, "watch: the stream ended; reconnecting from %d in %s\n", from, wait)
+			return
+		}
+		fmt.Fprintf(env.stderr, "watch: %v; reconnecting from %d in %s\n", err, from, wait)
+	}
+	cl, err := opts.newClient(o)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	err = cl.Watch(ctx, &pb.WatchEventsRequest{Tenant: opts.tenant, FromSeq: req.FromSeq, FromOldest: req.FromOldest,
+		JobId: req.JobId, UntilIdle: req.UntilIdle}, func(ev *pb.Event) error {
+		if opts.json {
+			return printJSON(env.stdout, eventJSON(ev))
+		}
+		line := fmt.Sprintf("%-8d %s job=%d attempt=%d %s", ev.Seq, msTime(wallMs(ev.WallMs, ev.AtMs)), ev.JobId, ev.Attempt, ev.Kind)
+		if ev.WorkerId != "" {
+			line += " worker=" + ev.WorkerId
+		}
+		if ev.Reason != "" {
+			line += " reason=" + ev.Reason
+		}
+		_, err := fmt.Fprintln(env.stdout, line)
+		return err
+	})
+	if ctx.Err() != nil {
+		return nil // interrupted
+	}
+	return err
 }

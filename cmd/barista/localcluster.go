@@ -4,18 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"barista/internal/proc"
 	pb "barista/proto"
 )
 
@@ -30,25 +29,7 @@ type localCluster struct {
 
 type localNode struct {
 	id, grpc, raft, http, dataDir string
-	mu                            sync.Mutex
-	cmd                           *exec.Cmd
-	done                          chan struct{}
-}
-
-// freeAddrs returns n distinct 127.0.0.1 addresses that were free a
-// moment ago: every listener stays open until all are picked, so the
-// kernel cannot hand out one port twice.
-func freeAddrs(n int) ([]string, error) {
-	addrs := make([]string, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
-	}
-	return addrs, nil
+	proc.Process
 }
 
 // newLocalCluster prepares n nodes on free ports under dir.
@@ -58,12 +39,13 @@ func newLocalCluster(dir string, n int, extra ...string) (*localCluster, error) 
 		return nil, err
 	}
 	lc := &localCluster{self: self, dir: dir, extra: extra}
-	addrs, err := freeAddrs(3 * n)
+	addrs, err := proc.FreeAddrs(3 * n)
 	if err != nil {
 		return nil, err
 	}
 	for i := 1; i <= n; i++ {
 		node := &localNode{id: fmt.Sprintf("n%d", i), dataDir: filepath.Join(dir, fmt.Sprintf("n%d", i))}
+		node.LogPath = filepath.Join(dir, node.id+".log")
 		node.grpc, node.raft, node.http = addrs[3*i-3], addrs[3*i-2], addrs[3*i-1]
 		lc.nodes = append(lc.nodes, node)
 	}
@@ -94,54 +76,25 @@ func (lc *localCluster) startNode(i int, args ...string) error {
 	argv := append([]string{"server", "--node-id", n.id, "--data-dir", n.dataDir, "--raft-addr", n.raft,
 		"--grpc-addr", n.grpc, "--http-addr", n.http, "--insecure-dev", "--log-level", "warn"}, lc.extra...)
 	argv = append(argv, args...)
-	logf, err := os.OpenFile(filepath.Join(lc.dir, n.id+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(lc.self, argv...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return err
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(done) }()
-	n.mu.Lock()
-	n.cmd, n.done = cmd, done
-	n.mu.Unlock()
-	return nil
+	return n.Start(exec.Command(lc.self, argv...), true, nil)
 }
 
 // kill sends SIGKILL to node i and waits for it.
 func (lc *localCluster) kill(i int) {
-	n := lc.nodes[i]
-	n.mu.Lock()
-	cmd, done := n.cmd, n.done
-	n.mu.Unlock()
-	if cmd != nil {
-		cmd.Process.Kill()
-		<-done
-	}
+	lc.nodes[i].Signal(syscall.SIGKILL)
+	lc.nodes[i].Wait(time.Minute)
 }
 
-// stop shuts every node down cleanly (SIGTERM), killing stragglers.
+// stop shuts every node down cleanly (SIGTERM), killing any still running
+// 20 s later.
 func (lc *localCluster) stop() {
-	var waits []chan struct{}
 	for _, n := range lc.nodes {
-		n.mu.Lock()
-		if n.cmd != nil {
-			n.cmd.Process.Signal(syscall.SIGTERM)
-			waits = append(waits, n.done)
-		}
-		n.mu.Unlock()
+		n.Signal(syscall.SIGTERM)
 	}
-	deadline := time.After(20 * time.Second)
-	for i, w := range waits {
-		select {
-		case <-w:
-		case <-deadline:
-			lc.kill(i)
+	deadline := time.Now().Add(20 * time.Second)
+	for _, n := range lc.nodes {
+		if !n.Wait(time.Until(deadline)) {
+			n.Stop(0)
 		}
 	}
 }

@@ -20,7 +20,7 @@ func init() {
 		run: func(env *cmdEnv, o any, args []string) error {
 			opts := o.(*clientFlags)
 			var resp *pb.ListPeersResponse
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				resp, err = pb.NewNodeClient(cc).ListPeers(ctx, &pb.ListPeersRequest{})
 				return err
 			})
@@ -67,7 +67,7 @@ with a dead member has no fault tolerance left.`,
 			if len(args) != 1 {
 				return usageError("remove-peer needs one ID")
 			}
-			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+			if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 				_, err := pb.NewNodeClient(cc).RemovePeer(ctx, &pb.RemovePeerRequest{Id: args[0]})
 				return err
 			}); err != nil {
@@ -91,7 +91,7 @@ with a dead member has no fault tolerance left.`,
 				req.Id = args[0]
 			}
 			var resp *pb.TransferLeadershipResponse
-			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				resp, err = pb.NewNodeClient(cc).TransferLeadership(ctx, req)
 				return err
 			}); err != nil {

@@ -22,6 +22,7 @@ import (
 	pb "barista/proto"
 	"barista/raftnode"
 	"barista/rpc"
+	"barista/webhook"
 )
 
 type serverOpts struct {
@@ -52,6 +53,12 @@ worker and admin, from [[auth.tokens]] in --config and from $BARISTA_TOKENS
 (ROLE[:TENANT]=SECRET,...). Every member needs the same tokens. With no
 token configured the server refuses to start unless --insecure-dev is
 given, which serves every call unauthenticated (barista dev uses it).
+
+Webhooks (docs/webhooks.md): the leader delivers each tenant's events to
+its registered endpoint, signed with a secret derived from the cluster's
+webhook key: [webhooks] key in --config, or $BARISTA_WEBHOOK_KEY (at least
+32 bytes, the same on every server). Endpoints may reach only public
+addresses unless --webhook-allow-cidr allows a range.
 
 TLS: --tls-cert, --tls-key and --tls-ca serve gRPC over TLS and run Raft
 over mutual TLS (a member whose certificate another CA signed cannot
@@ -84,6 +91,9 @@ func (o *serverOpts) resolve() (*serverConfig, error) {
 		}
 	}
 	if err := mergeConfig(&o.cfg, o.settings, set, file, os.Getenv("BARISTA_TOKENS")); err != nil {
+		return nil, usageError("%v", err)
+	}
+	if _, err := o.cfg.Webhooks.resolveKey(os.Getenv(webhookKeyEnv)); err != nil {
 		return nil, usageError("%v", err)
 	}
 	return &o.cfg, nil
@@ -159,7 +169,13 @@ func runServer(env *cmdEnv, o any, args []string) error {
 		}
 		return fmt.Errorf("starting node %s: %w", cfg.ID, err)
 	}
-	srv := rpc.NewServer(node, rpc.Options{Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: sc.UnsafeDebug,
+	wopt := sc.Webhooks.options()
+	wopt.Logger = log.Named("webhook")
+	hooks := webhook.OnNode(node, wopt)
+	if wopt.Key == nil && node.FSM.HasWebhooks() {
+		log.Error("webhook endpoints are registered but this server has no webhook key: it delivers nothing while it leads; set [webhooks] key or $BARISTA_WEBHOOK_KEY, the same on every server")
+	}
+	srv := rpc.NewServer(node, rpc.Options{Webhooks: hooks, Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: sc.UnsafeDebug,
 		MetricsMaxTenants: metricsMaxTenants(sc.MetricsMaxTenants), Reflection: sc.GRPCReflection || auth.Open()})
 	serveErr := make(chan error, 2)
 	grpcLis := ls.grpc

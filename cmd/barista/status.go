@@ -33,7 +33,7 @@ cluster's, as this node applied it, and the highest its build understands
 				return usageError("unexpected argument %q", args[0])
 			}
 			var st *pb.StatusResponse
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				st, err = pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{})
 				return err
 			})

@@ -11,11 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"barista/fsm"
 	pb "barista/proto"
 	"barista/rpc/agent/runner"
+	"barista/rpc/client"
 	"barista/sfq"
 )
 
@@ -157,8 +156,8 @@ func runSubmit(env *cmdEnv, o any, args []string) error {
 		req.IdempotencyKey = &opts.key
 	}
 	var resp *pb.SubmitResponse
-	if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-		resp, err = pb.NewClientClient(cc).Submit(ctx, req)
+	if err := opts.with(func(cl *client.Client) (err error) {
+		resp, err = cl.Submit(context.Background(), req)
 		return err
 	}); err != nil {
 		return err
@@ -325,14 +324,19 @@ func submitFile(env *cmdEnv, opts *submitOpts) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		var resp *pb.SubmitBatchResponse
-		if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
-			resp, err = pb.NewClientClient(cc).SubmitBatch(ctx, &pb.SubmitBatchRequest{Jobs: batch})
+		var results []*pb.SubmitResult
+		if err := opts.with(func(cl *client.Client) (err error) {
+			results, err = cl.SubmitBatch(context.Background(), batch)
 			return err
 		}); err != nil {
+			// One request of at most client.MaxBatch jobs: its error
+			// alone ("UNAVAILABLE: ...") says it.
+			if e := (*client.Error)(nil); errors.As(err, &e) {
+				return e
+			}
 			return err
 		}
-		for i, r := range resp.Results {
+		for i, r := range results {
 			report(lines[i], r)
 		}
 		batch, lines = batch[:0], lines[:0]
@@ -363,7 +367,7 @@ func submitFile(env *cmdEnv, opts *submitOpts) error {
 		}
 		batch = append(batch, req)
 		lines = append(lines, n)
-		if len(batch) == 1000 {
+		if len(batch) == client.MaxBatch {
 			if err := flush(); err != nil {
 				return err
 			}

@@ -181,7 +181,7 @@ mark.`,
 				return usageError("tenant get needs one NAME")
 			}
 			var t *pb.Tenant
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				t, err = pb.NewAdminClient(cc).GetTenant(ctx, &pb.GetTenantRequest{Name: args[0]})
 				return err
 			})
@@ -198,7 +198,7 @@ mark.`,
 		run: func(env *cmdEnv, o any, args []string) error {
 			opts := o.(*clientFlags)
 			var resp *pb.ListTenantsResponse
-			err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				resp, err = pb.NewAdminClient(cc).ListTenants(ctx, &pb.ListTenantsRequest{})
 				return err
 			})
@@ -230,7 +230,7 @@ mark.`,
 			if len(args) != 1 {
 				return usageError("tenant delete needs one NAME")
 			}
-			return opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+			return opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 				_, err := pb.NewAdminClient(cc).DeleteTenant(ctx, &pb.DeleteTenantRequest{Name: args[0]})
 				return err
 			})
@@ -262,7 +262,7 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 		groupOrder = fsm.GroupOrderToPB(order)
 	}
 	var out *pb.Tenant
-	err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+	err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		admin := pb.NewAdminClient(cc)
 		req := &pb.UpsertTenantRequest{Name: args[0], Multiplier: 1, Caps: &pb.Caps{}}
 		cur, err := admin.GetTenant(ctx, &pb.GetTenantRequest{Name: args[0]})

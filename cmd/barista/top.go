@@ -57,7 +57,7 @@ cap. --once prints one view and exits; with --json it prints one object:
 
 func fetchTop(opts *topOpts) (*pb.TopResponse, error) {
 	var t *pb.TopResponse
-	err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+	err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 		t, err = pb.NewAdminClient(cc).Top(ctx, &pb.TopRequest{WindowMs: opts.window.Milliseconds(), Read: &pb.ReadOptions{Stale: opts.stale}})
 		return err
 	})

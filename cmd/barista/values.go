@@ -48,6 +48,9 @@ func (v *intVal[T]) String() string {
 	return fmt.Sprint(*v.p)
 }
 
+// number is the value itself, for JSON.
+func (v *intVal[T]) number() any { return *v.p }
+
 func (v *intVal[T]) allowed() string { return fmt.Sprintf("%d..%d", v.lo, v.hi) }
 
 func (v *intVal[T]) Set(s string) error {

@@ -17,6 +17,7 @@ import (
 	pb "barista/proto"
 	"barista/rpc/agent"
 	"barista/rpc/agent/runner"
+	"barista/rpc/client"
 	"barista/sfq"
 )
 
@@ -102,7 +103,7 @@ it does.`,
 			if len(args) != 1 {
 				return usageError("worker drain needs one worker ID")
 			}
-			if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) error {
+			if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 				_, err := pb.NewWorkerClient(cc).Drain(ctx, &pb.DrainRequest{WorkerId: args[0], Undrain: opts.undo, Create: opts.create})
 				return err
 			}); err != nil {
@@ -127,10 +128,11 @@ func runWorker(env *cmdEnv, o any, args []string) error {
 	if err != nil {
 		return usageError("--size: %v", err)
 	}
-	dial, err := opts.dialOptions()
+	copts, err := opts.options()
 	if err != nil {
 		return err
 	}
+	dial := client.DialOptions(copts.Token, copts.TLS)
 	log := newLogger(opts.logLevel, opts.logJSON).Named("worker")
 	if err := runner.EnableSubreaper(); err != nil {
 		log.Warn("cannot become a child subreaper: orphaned grandchildren of a job escape measurement", "error", err)
@@ -162,7 +164,7 @@ func runWorker(env *cmdEnv, o any, args []string) error {
 func runWorkers(env *cmdEnv, o any, args []string) error {
 	opts := o.(*clientFlags)
 	var resp *pb.ListWorkersResponse
-	if err := opts.call(func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+	if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 		resp, err = pb.NewWorkerClient(cc).ListWorkers(ctx, &pb.ListWorkersRequest{})
 		return err
 	}); err != nil {

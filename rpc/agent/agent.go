@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"barista/fsm"
 	pb "barista/proto"
 	"barista/sfq"
 )
@@ -346,7 +347,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		}
 		return err
 	}
-	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: pb.Size(a.cfg.Size + 1), Version: "1"}
+	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: fsm.SizeToPB(a.cfg.Size), Version: "1"}
 	a.mu.Lock()
 	if j := a.cur; j != nil && !j.dropped {
 		r := &pb.RunningJob{Job: j.assign.Job, Attempt: j.assign.Attempt, Finished: j.finished != nil}

@@ -17,10 +17,10 @@ type Machine struct {
 	credit uint64
 }
 
-// DefaultLevel is the feature level a script starts at: level 2, what
-// the builds before groups hold, so that a script written for them gives
-// the same state and hash. "level 3" raises it.
-const DefaultLevel = fsm.Level2
+// DefaultLevel is the feature level a script starts at: level 3, what
+// the build before groups holds, so that a script written for it gives
+// the same state and hash. "level 4" (groups) raises it.
+const DefaultLevel = fsm.Level3
 
 // NewMachine returns a Machine over a fresh state machine at DefaultLevel.
 func NewMachine() *Machine { return &Machine{F: fsm.NewAtLevel(DefaultLevel)} }

@@ -194,7 +194,7 @@ func TestScriptErrors(t *testing.T) {
 		{"show group a g", `tenant "a" has no group "g"`},
 	}
 	for _, c := range cases {
-		script := "level 3\nat 0s\ntenant a tier=free\nsubmit a size=sm cost=1s\n" + c.line + "\ndispatch sm\n"
+		script := "level 4\nat 0s\ntenant a tier=free\nsubmit a size=sm cost=1s\n" + c.line + "\ndispatch sm\n"
 		var out bytes.Buffer
 		res, err := Run(strings.NewReader(script), NewMachine(), &out, Options{})
 		if !errors.Is(err, ErrScript) || res.Errors != 1 {
@@ -210,8 +210,8 @@ func TestScriptErrors(t *testing.T) {
 	}
 }
 
-// TestScriptLevels: a script starts at feature level 2, where everything
-// of groups is refused, naming the field and both levels; "level 3"
+// TestScriptLevels: a script starts at feature level 3, where everything
+// of groups is refused, naming the field and both levels; "level 4"
 // raises it (and a level is never lowered), after which the same lines
 // are accepted. A level above this build's stops the run.
 func TestScriptLevels(t *testing.T) {
@@ -222,7 +222,7 @@ tenant a tier=free group_cap=1
 tenant a tier=free group_order=fair
 tenant a tier=free max_groups=5
 group a g cap=2
-level 3
+level 4
 level 2
 submit a size=sm cost=1s group=g
 tenant a tier=free group_cap=1 group_order=fair max_groups=5
@@ -235,7 +235,7 @@ show group a g
 		t.Fatalf("err %v, %d errors:\n%s", err, res.Errors, out.String())
 	}
 	need := func(what string) string {
-		return what + " needs cluster feature level 3; the cluster is at level 2 until every voter runs a build that understands level 3 (docs/operations.md, \"Upgrades\")"
+		return what + " needs cluster feature level 4; the cluster is at level 3 until every voter runs a build that understands level 4 (docs/operations.md, \"Upgrades\")"
 	}
 	want := "error 3: FAILED_PRECONDITION: " + need("group") + "\n" +
 		"error 4: FAILED_PRECONDITION: " + need("group_cap") + "\n" +
@@ -247,8 +247,8 @@ show group a g
 		t.Errorf("output:\n%s\nwant:\n%s", got, want)
 	}
 	out.Reset()
-	if _, err := Run(strings.NewReader("level 4\n"), NewMachine(), &out, Options{}); err == nil ||
-		!strings.Contains(out.String(), "error 1: fatal: log entry 1 cannot be applied: unknown feature level 4 (this build understands up to 3): upgrade this node") {
-		t.Errorf("level 4: %v\n%s", err, out.String())
+	if _, err := Run(strings.NewReader("level 5\n"), NewMachine(), &out, Options{}); err == nil ||
+		!strings.Contains(out.String(), "error 1: fatal: log entry 1 cannot be applied: unknown feature level 5 (this build understands up to 4): upgrade this node") {
+		t.Errorf("level 5: %v\n%s", err, out.String())
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"barista/internal/proc"
 	pb "barista/proto"
 )
 
@@ -185,8 +185,7 @@ type Cluster struct {
 	Host func(id string) string
 	Wrap func(id string) []string
 
-	mu    sync.Mutex
-	procs map[int]*exec.Cmd
+	procs proc.Set
 }
 
 // Node is one server process (running or not).
@@ -197,21 +196,19 @@ type Node struct {
 	RaftAddr string
 	GRPCAddr string
 	HTTPAddr string
-	LogPath  string
 	// Args are added to this node's command line at every start.
 	Args []string
+	// Process is the node's process (LogPath is its log).
+	proc.Process
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
-	cc     *grpc.ClientConn
+	mu sync.Mutex
+	cc *grpc.ClientConn
 }
 
 // New returns an empty cluster whose processes are all killed when the
 // test ends.
 func New(t testing.TB, args ...string) *Cluster {
-	c := &Cluster{T: t, Bin: Binary(t), Dir: t.TempDir(), Args: args, procs: map[int]*exec.Cmd{}}
+	c := &Cluster{T: t, Bin: Binary(t), Dir: t.TempDir(), Args: args}
 	t.Cleanup(c.cleanup)
 	return c
 }
@@ -257,16 +254,9 @@ func (c *Cluster) Add(id string) *Node {
 }
 
 func (c *Cluster) cleanup() {
-	c.mu.Lock()
-	procs := c.procs
-	c.procs = map[int]*exec.Cmd{}
-	c.mu.Unlock()
-	for pid := range procs {
-		syscall.Kill(pid, syscall.SIGCONT)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
+	c.procs.KillAll()
 	for _, n := range c.Nodes {
-		n.wait(10 * time.Second)
+		n.Process.Wait(10 * time.Second)
 		n.closeConn()
 	}
 	for _, w := range c.Workers {
@@ -292,17 +282,7 @@ func (c *Cluster) command(id string, args []string) *exec.Cmd {
 }
 
 // Tail returns the last lines of a file.
-func Tail(path string, lines int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(ls) > lines {
-		ls = ls[len(ls)-lines:]
-	}
-	return strings.Join(ls, "\n")
-}
+func Tail(path string, lines int) string { return proc.Tail(path, lines) }
 
 // Start launches the node's process with its standard flags, the
 // cluster's and node's extra arguments, and args.
@@ -311,87 +291,25 @@ func (n *Node) Start(args ...string) {
 	full := []string{"server", "--node-id", n.ID, "--data-dir", n.DataDir, "--raft-addr", n.RaftAddr,
 		"--grpc-addr", n.GRPCAddr, "--http-addr", n.HTTPAddr, "--log-level", "debug", "--insecure-dev"}
 	full = append(append(append(full, n.c.Args...), n.Args...), args...)
-	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		n.c.T.Fatal(err)
-	}
-	fmt.Fprintf(logf, "==== start %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(full, " "))
-	cmd := n.c.command(n.ID, full)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// If the test process dies (a panic skips every cleanup), so do its
-	// children.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	if err := n.Process.Start(n.c.command(n.ID, full), false, &n.c.procs); err != nil {
 		n.c.T.Fatalf("starting %s: %v", n.ID, err)
-	}
-	exited := make(chan struct{})
-	n.mu.Lock()
-	n.cmd, n.exited, n.err = cmd, exited, nil
-	n.mu.Unlock()
-	n.c.mu.Lock()
-	n.c.procs[cmd.Process.Pid] = cmd
-	n.c.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		logf.Close()
-		n.c.mu.Lock()
-		delete(n.c.procs, cmd.Process.Pid)
-		n.c.mu.Unlock()
-		n.mu.Lock()
-		n.err = err
-		n.mu.Unlock()
-		close(exited)
-	}()
-}
-
-// PID returns the running process's PID (0 if none).
-func (n *Node) PID() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd == nil || n.cmd.Process == nil {
-		return 0
-	}
-	return n.cmd.Process.Pid
-}
-
-// Running reports whether the process is alive.
-func (n *Node) Running() bool {
-	n.mu.Lock()
-	ch := n.exited
-	n.mu.Unlock()
-	if ch == nil {
-		return false
-	}
-	select {
-	case <-ch:
-		return false
-	default:
-		return true
-	}
-}
-
-// Signal sends a signal to the process.
-func (n *Node) Signal(sig syscall.Signal) {
-	if pid := n.PID(); pid != 0 && n.Running() {
-		syscall.Kill(pid, sig)
 	}
 }
 
 // Kill sends SIGKILL and waits for the process to exit.
 func (n *Node) Kill() {
 	n.Signal(syscall.SIGKILL)
-	n.wait(10 * time.Second)
+	n.Process.Wait(10 * time.Second)
 	n.closeConn()
 }
 
 // Stop sends SIGTERM (a clean shutdown) and waits up to 30 s.
 func (n *Node) Stop() error {
 	n.Signal(syscall.SIGTERM)
-	if !n.wait(30 * time.Second) {
+	if !n.Process.Wait(30 * time.Second) {
 		n.c.T.Errorf("%s did not stop within 30s of SIGTERM (its goroutines are in its log)", n.ID)
 		n.Signal(syscall.SIGQUIT) // the Go runtime dumps every goroutine
-		if !n.wait(5 * time.Second) {
+		if !n.Process.Wait(5 * time.Second) {
 			n.Kill()
 		}
 	}
@@ -401,36 +319,8 @@ func (n *Node) Stop() error {
 
 // Wait waits for the process to exit on its own and returns its error.
 func (n *Node) Wait(timeout time.Duration) (error, bool) {
-	ok := n.wait(timeout)
+	ok := n.Process.Wait(timeout)
 	return n.ExitErr(), ok
-}
-
-func (n *Node) wait(timeout time.Duration) bool {
-	n.mu.Lock()
-	ch := n.exited
-	n.mu.Unlock()
-	if ch == nil {
-		return true
-	}
-	select {
-	case <-ch:
-		return true
-	case <-time.After(timeout):
-		return false
-	}
-}
-
-// ExitErr returns the last process's exit error.
-func (n *Node) ExitErr() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.err
-}
-
-// Log returns the node's whole log.
-func (n *Node) Log() string {
-	b, _ := os.ReadFile(n.LogPath)
-	return string(b)
 }
 
 // Conn returns a (cached) gRPC connection to the node.

@@ -1,0 +1,152 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The sentinels an *Error matches with errors.Is, one per gRPC code.
+// An error with code DEADLINE_EXCEEDED also matches
+// context.DeadlineExceeded, and one with code CANCELLED context.Canceled.
+var (
+	ErrCanceled           = errors.New("cancelled")
+	ErrUnknown            = errors.New("unknown error")
+	ErrInvalid            = errors.New("invalid argument")
+	ErrDeadlineExceeded   = errors.New("deadline exceeded")
+	ErrNotFound           = errors.New("not found")
+	ErrAlreadyExists      = errors.New("already exists")
+	ErrPermissionDenied   = errors.New("permission denied")
+	ErrResourceExhausted  = errors.New("resource exhausted")
+	ErrFailedPrecondition = errors.New("failed precondition")
+	ErrAborted            = errors.New("aborted")
+	ErrOutOfRange         = errors.New("out of range")
+	ErrUnimplemented      = errors.New("unimplemented")
+	ErrInternal           = errors.New("internal error")
+	ErrUnavailable        = errors.New("unavailable")
+	ErrDataLoss           = errors.New("data loss")
+	ErrUnauthenticated    = errors.New("unauthenticated")
+)
+
+// ErrClosed is returned by the calls of a Client after Close.
+var ErrClosed = errors.New("client: closed")
+
+var sentinels = map[codes.Code]error{
+	codes.Canceled:           ErrCanceled,
+	codes.Unknown:            ErrUnknown,
+	codes.InvalidArgument:    ErrInvalid,
+	codes.DeadlineExceeded:   ErrDeadlineExceeded,
+	codes.NotFound:           ErrNotFound,
+	codes.AlreadyExists:      ErrAlreadyExists,
+	codes.PermissionDenied:   ErrPermissionDenied,
+	codes.ResourceExhausted:  ErrResourceExhausted,
+	codes.FailedPrecondition: ErrFailedPrecondition,
+	codes.Aborted:            ErrAborted,
+	codes.OutOfRange:         ErrOutOfRange,
+	codes.Unimplemented:      ErrUnimplemented,
+	codes.Internal:           ErrInternal,
+	codes.Unavailable:        ErrUnavailable,
+	codes.DataLoss:           ErrDataLoss,
+	codes.Unauthenticated:    ErrUnauthenticated,
+}
+
+// Error is a call refused or failed by the cluster (or by the transport
+// to it): its gRPC code and the server's message. It prints as the code's
+// name and the message ("NOT_FOUND: job 7 not found"), matches the
+// sentinel of its code with errors.Is, and status.Code and
+// status.FromError read its code.
+type Error struct {
+	Code    codes.Code
+	Message string
+	st      *status.Status
+}
+
+// Error returns "CODE_NAME: message".
+func (e *Error) Error() string { return CodeName(e.Code) + ": " + e.Message }
+
+// Is reports whether target is the sentinel of e's code (or the context
+// error of DEADLINE_EXCEEDED and CANCELLED).
+func (e *Error) Is(target error) bool {
+	switch {
+	case target == sentinels[e.Code]:
+		return true
+	case e.Code == codes.DeadlineExceeded:
+		return target == context.DeadlineExceeded
+	case e.Code == codes.Canceled:
+		return target == context.Canceled
+	}
+	return false
+}
+
+// GRPCStatus returns the status the error came from, details included.
+func (e *Error) GRPCStatus() *status.Status {
+	if e.st == nil {
+		return status.New(e.Code, e.Message)
+	}
+	return e.st
+}
+
+// CodeName is a gRPC code's canonical name ("INVALID_ARGUMENT"), the form
+// the cluster writes in messages and SubmitResult.Error.
+func CodeName(c codes.Code) string { return code.Code(c).String() }
+
+// wrap turns an error carrying a gRPC status into an *Error; nil stays
+// nil, and an error without a status (the caller's own) is returned as it
+// is.
+func wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	return &Error{Code: st.Code(), Message: st.Message(), st: st}
+}
+
+// ResultError returns the error of one job's SubmitResult in a batch
+// ("CODE_NAME: message"), as an *Error matching its code's sentinel, or
+// nil if the job was accepted.
+func ResultError(msg string) error {
+	if msg == "" {
+		return nil
+	}
+	name, text, ok := strings.Cut(msg, ": ")
+	c, known := code.Code_value[name]
+	if !ok || !known {
+		return &Error{Code: codes.Unknown, Message: msg}
+	}
+	return &Error{Code: codes.Code(c), Message: text}
+}
+
+// Where the cluster says, in an ErrorInfo detail of an UNAVAILABLE
+// status, that the node no longer leads and did nothing with the call.
+const (
+	ErrorDomain     = "barista"
+	ReasonNotLeader = "NOT_LEADER"
+)
+
+// IsNotLeader reports whether a call was refused by a node that no longer
+// leads, before it did anything: another node may be asked, whatever the
+// call.
+func IsNotLeader(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == ReasonNotLeader && info.Domain == ErrorDomain {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,132 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"google.golang.org/grpc"
+
+	pb "barista/proto"
+)
+
+// MaxBatch is the most jobs one SubmitBatch request carries; SubmitBatch
+// sends larger lists in chunks of MaxBatch.
+const MaxBatch = 1000
+
+// unary runs one call of the client service through Call and returns its
+// answer.
+func unary[Resp any](ctx context.Context, c *Client, fn func(ctx context.Context, cl pb.ClientClient) (Resp, error)) (Resp, error) {
+	var resp Resp
+	err := c.Call(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
+		resp, err = fn(ctx, pb.NewClientClient(cc))
+		return err
+	})
+	if err != nil {
+		var zero Resp
+		return zero, err
+	}
+	return resp, nil
+}
+
+// Submit submits one job and returns its ID. With an idempotency key it
+// is retried on another node when a node fails (the same key and content
+// returns the existing job, with Created false); without one it is sent
+// once: an UNAVAILABLE error then means the job may or may not exist.
+func (c *Client) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.SubmitResponse, error) { return cl.Submit(ctx, req) })
+}
+
+// SubmitBatch submits jobs in requests of at most MaxBatch jobs, in
+// order, and returns one result per job, in the order of jobs: a job the
+// cluster refused has its reason in Error ("CODE_NAME: message";
+// ResultError makes it an *Error) and does not stop the others. A chunk
+// whose every job has an idempotency key is retried like a keyed Submit;
+// one with an unkeyed job is sent once.
+//
+// If a request fails, SubmitBatch stops: it returns the results of the
+// chunks before it (a prefix of jobs: results[i] is jobs[i]) and an error
+// naming the jobs of the failed chunk, which wraps the *Error.
+func (c *Client) SubmitBatch(ctx context.Context, jobs []*pb.SubmitRequest) ([]*pb.SubmitResult, error) {
+	results := make([]*pb.SubmitResult, 0, len(jobs))
+	for start := 0; start < len(jobs); start += MaxBatch {
+		end := min(start+MaxBatch, len(jobs))
+		resp, err := unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.SubmitBatchResponse, error) {
+			return cl.SubmitBatch(ctx, &pb.SubmitBatchRequest{Jobs: jobs[start:end]})
+		})
+		if err != nil {
+			return results, fmt.Errorf("jobs %d..%d of %d not submitted: %w", start, end-1, len(jobs), err)
+		}
+		if len(resp.Results) != end-start {
+			return results, fmt.Errorf("jobs %d..%d of %d: %d results for %d jobs", start, end-1, len(jobs), len(resp.Results), end-start)
+		}
+		results = append(results, resp.Results...)
+	}
+	return results, nil
+}
+
+// GetJob returns a job of the tenant (NOT_FOUND for a job of another
+// tenant, exactly as for a missing one).
+func (c *Client) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Job, error) {
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.Job, error) { return cl.GetJob(ctx, req) })
+}
+
+// ListJobs returns one page of the tenant's jobs, in ID order; its
+// NextPageToken, if not empty, asks for the next page. Jobs walks every
+// page.
+func (c *Client) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.ListJobsResponse, error) {
+		return cl.ListJobs(ctx, req)
+	})
+}
+
+// Jobs yields the tenant's jobs that req selects, page after page from
+// req.PageToken, until the last page or the loop stops; a failure is
+// yielded once, with a nil job, and ends it. Each page is one ListJobs
+// call (bounded by Options.CallTimeout).
+func (c *Client) Jobs(ctx context.Context, req *pb.ListJobsRequest) iter.Seq2[*pb.Job, error] {
+	return func(yield func(*pb.Job, error) bool) {
+		page := &pb.ListJobsRequest{Tenant: req.Tenant, State: req.State, PageSize: req.PageSize, PageToken: req.PageToken,
+			Read: req.Read, IncludePayload: req.IncludePayload}
+		for {
+			resp, err := c.ListJobs(ctx, page)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, j := range resp.Jobs {
+				if !yield(j, nil) {
+					return
+				}
+			}
+			if resp.NextPageToken == "" {
+				return
+			}
+			page.PageToken = resp.NextPageToken
+		}
+	}
+}
+
+// CancelJob cancels a job of the tenant. It is sent once: a second
+// cancel answers differently.
+func (c *Client) CancelJob(ctx context.Context, req *pb.CancelJobRequest) (*pb.CancelJobResponse, error) {
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.CancelJobResponse, error) {
+		return cl.CancelJob(ctx, req)
+	})
+}
+
+// TenantUsage returns the tenant's running and queued jobs, billed CPU,
+// weight and counters.
+func (c *Client) TenantUsage(ctx context.Context, req *pb.TenantUsageRequest) (*pb.TenantUsageResponse, error) {
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.TenantUsageResponse, error) {
+		return cl.TenantUsage(ctx, req)
+	})
+}
+
+// ExplainJob says why a job of the tenant is where it is (queued behind
+// others, capped, paused, running ...).
+func (c *Client) ExplainJob(ctx context.Context, req *pb.ExplainJobRequest) (*pb.ExplainJobResponse, error) {
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.ExplainJobResponse, error) {
+		return cl.ExplainJob(ctx, req)
+	})
+}

@@ -1,0 +1,365 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"barista/fsm"
+	"barista/leader"
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// session is one worker's stream on the leader.
+type session struct {
+	id    string
+	size  sfq.Size
+	out   chan *pb.LeaderMessage
+	done  chan struct{}
+	once  sync.Once
+	since time.Time
+
+	// Guarded by hub.mu.
+	credit  uint64
+	ready   bool
+	readyAt time.Time
+	job     sfq.JobID
+	attempt uint32
+	lastHB  time.Time
+	lastMsg time.Time // the last message of the worker (Hello included)
+}
+
+func (s *session) end() { s.once.Do(func() { close(s.done) }) }
+
+// send queues a message; a worker too slow to read loses its session.
+func (s *session) send(m *pb.LeaderMessage) {
+	select {
+	case s.out <- m:
+	case <-s.done:
+	default:
+		s.end()
+	}
+}
+
+type pendingHB struct {
+	sess *session
+	hb   *pb.JobHeartbeat
+}
+
+// hub holds the worker sessions of one leadership and runs their loops:
+// the dispatcher, the heartbeat batcher and the cancel relay. It sees the
+// node only as a leader.Node, so a test drives it on a leader.Memory.
+type hub struct {
+	node    leader.Node
+	id      string // this node's ID, which Welcome names as the leader
+	log     hclog.Logger
+	metrics *metrics
+	ctx     context.Context // ends with the leadership
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	pending  map[string]*pendingHB // the latest heartbeat of each worker not yet replicated
+	closed   bool                  // the leadership ended: no new session
+	wake     chan struct{}
+}
+
+func newHub(ctx context.Context, node leader.Node, id string, log hclog.Logger, m *metrics) *hub {
+	return &hub{node: node, id: id, log: log, metrics: m, ctx: ctx, sessions: map[string]*session{}, wake: make(chan struct{}, 1), pending: map[string]*pendingHB{}}
+}
+
+// run runs the hub's loops until its context ends, then calls detach (so
+// that no new stream finds this hub) and closes every session.
+func (h *hub) run(detach func()) {
+	var wg sync.WaitGroup
+	for _, loop := range []func(){h.dispatcher, h.heartbeats, h.cancels} {
+		wg.Add(1)
+		go func() { defer wg.Done(); loop() }()
+	}
+	<-h.ctx.Done()
+	detach()
+	h.closeAll()
+	wg.Wait()
+}
+
+// propose replicates cmds; errors are gRPC statuses.
+func (h *hub) propose(ctx context.Context, cmds ...*pb.Command) ([]fsm.Result, error) {
+	res, err := h.node.Propose(ctx, cmds)
+	if err != nil {
+		return nil, proposeErr(err)
+	}
+	return res, nil
+}
+
+func (h *hub) poke() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *hub) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for _, s := range h.sessions {
+		s.end()
+	}
+}
+
+// open starts a session for worker id. A worker ID has one session: a
+// second one is refused (ABORTED, which the worker retries) while the
+// first is live, so that nobody can take over a worker's session, its
+// job and its report. A session silent for two heartbeat intervals (a
+// worker that vanished without its stream ending, e.g. cut off) is
+// ended, and the new one wins.
+func (h *hub) open(id string, size sfq.Size) (*session, error) {
+	now := time.Now()
+	limit := 2 * time.Duration(h.node.State().Config().HeartbeatIntervalMs) * time.Millisecond
+	s := &session{id: id, size: size, out: make(chan *pb.LeaderMessage, 256), done: make(chan struct{}), since: now, lastMsg: now}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, status.Error(codes.Unavailable, "the leadership this stream found has just ended; reconnect")
+	}
+	if old := h.sessions[id]; old != nil {
+		if silent := now.Sub(old.lastMsg); silent < limit {
+			return nil, status.Errorf(codes.Aborted, "worker %q has a live session (its last message came %s ago); "+
+				"another is refused until that one has been silent for %s (two heartbeat intervals); retry later",
+				id, silent.Round(time.Millisecond), limit)
+		}
+		h.log.Warn("ending a silent session: a new stream of its worker replaces it", "worker", id, "silent", now.Sub(old.lastMsg).Round(time.Millisecond))
+		old.end()
+	}
+	h.sessions[id] = s
+	return s, nil
+}
+
+// touch records that s's worker just sent a message.
+func (h *hub) touch(s *session) {
+	h.mu.Lock()
+	s.lastMsg = time.Now()
+	h.mu.Unlock()
+}
+
+func (h *hub) close(s *session) {
+	s.end()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+		delete(h.pending, s.id)
+	}
+}
+
+func (h *hub) setJob(s *session, job sfq.JobID, attempt uint32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.job, s.attempt = job, attempt
+}
+
+// clearJob forgets s's job if it is still (job, attempt). A heartbeat of
+// that job still waiting for its batch has nothing left to renew: it is
+// acknowledged now (the worker counts acknowledgements as contact with
+// the leader), not replicated.
+func (h *hub) clearJob(s *session, job sfq.JobID, attempt uint32) {
+	h.mu.Lock()
+	if s.job == job && s.attempt == attempt {
+		s.job, s.attempt = 0, 0
+	}
+	var ack *pb.JobHeartbeat
+	if p := h.pending[s.id]; p != nil && p.sess == s && sfq.JobID(p.hb.Job) == job {
+		delete(h.pending, s.id)
+		ack = p.hb
+	}
+	h.mu.Unlock()
+	if ack != nil {
+		s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_HeartbeatAck{HeartbeatAck: &pb.HeartbeatAck{Seq: ack.Seq}}})
+	}
+}
+
+func reject(job uint64, attempt uint32, reason string) *pb.LeaderMessage {
+	return &pb.LeaderMessage{Msg: &pb.LeaderMessage_Reject{Reject: &pb.Reject{Job: job, Attempt: attempt, Reason: reason}}}
+}
+
+func cancelOrder(j *sfq.Job, cfg fsm.Config) *pb.LeaderMessage {
+	return &pb.LeaderMessage{Msg: &pb.LeaderMessage_Cancel{Cancel: &pb.CancelOrder{
+		Job: uint64(j.ID), Attempt: j.Attempt, Reason: j.Cancel.String(), GraceMs: cfg.CancelGraceMs}}}
+}
+
+// welcome resumes the leases the worker still holds, rejects the rest,
+// and sends Welcome with the replicated intervals and pending cancels.
+func (h *hub) welcome(s *session, hello *pb.Hello) {
+	f := h.node.State()
+	cfg := f.Config()
+	welcome := &pb.Welcome{HeartbeatIntervalMs: cfg.HeartbeatIntervalMs, SelfKillAfterMs: cfg.SelfKillAfterMs, LeaderId: h.id}
+	var rejects []*pb.LeaderMessage
+	for _, r := range hello.Running {
+		j, _, ok := f.Job(sfq.JobID(r.Job))
+		switch {
+		case r.Finished:
+			// Its Finished follows; Apply decides whether it is accepted.
+		case ok && j.HeldBy(s.id, r.Attempt):
+			h.setJob(s, j.ID, j.Attempt)
+			if j.Cancel != sfq.CancelNone {
+				welcome.PendingCancels = append(welcome.PendingCancels, cancelOrder(&j, cfg).GetCancel())
+			}
+		default:
+			rejects = append(rejects, reject(r.Job, r.Attempt, "the cluster no longer gives this worker that attempt"))
+		}
+	}
+	s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_Welcome{Welcome: welcome}})
+	for _, m := range rejects {
+		s.send(m)
+	}
+}
+
+// proposeCtx ends when the stream or the leadership does.
+func (h *hub) proposeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	stop := context.AfterFunc(h.ctx, cancel)
+	return c, func() { stop(); cancel() }
+}
+
+// handle processes one message of a worker, in stream order. Every field
+// is checked (checkMessage) before anything is proposed, and every
+// command names the session's worker ID, never one the message claims.
+func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) error {
+	msg, refused, err := checkMessage(msg)
+	if err != nil {
+		return err
+	}
+	if refused != "" {
+		job, attempt := reportRef(msg)
+		h.metrics.unproposed.WithLabelValues(messageName(msg), "invalid").Inc()
+		h.log.Warn("invalid worker report refused", "worker", s.id, "job", job, "attempt", attempt, "error", refused)
+		h.clearJob(s, sfq.JobID(job), attempt)
+		s.send(reject(job, attempt, "invalid report: "+refused))
+		return nil
+	}
+	switch m := msg.Msg.(type) {
+	case *pb.WorkerMessage_Ready:
+		h.mu.Lock()
+		s.credit, s.ready, s.readyAt = m.Ready.Credit, true, time.Now()
+		h.mu.Unlock()
+		h.poke()
+		return nil
+	case *pb.WorkerMessage_Heartbeat:
+		hb := m.Heartbeat
+		h.mu.Lock()
+		s.lastHB = time.Now()
+		if hb.Job != 0 {
+			h.pending[s.id] = &pendingHB{sess: s, hb: hb}
+		}
+		h.mu.Unlock()
+		if hb.Job == 0 {
+			// An idle slot's heartbeat renews nothing: acknowledge at once.
+			s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_HeartbeatAck{HeartbeatAck: &pb.HeartbeatAck{Seq: hb.Seq}}})
+		}
+		return nil
+	case *pb.WorkerMessage_Started:
+		st := m.Started
+		switch known, out := h.precheck(sfq.EvStart, st.Job, st.Attempt, s.id); {
+		case !known:
+			h.unknownJob(s, "started", st.Job, st.Attempt)
+			return nil
+		case out == sfq.Duplicate: // already started: Apply could only say so again
+			h.metrics.unproposed.WithLabelValues("started", "repeat").Inc()
+			h.setJob(s, sfq.JobID(st.Job), st.Attempt)
+			return nil
+		}
+		pctx, cancel := h.proposeCtx(ctx)
+		defer cancel()
+		res, err := h.propose(pctx, startedCommand(s.id, st))
+		if err != nil {
+			return err
+		}
+		switch res[0].Outcome {
+		case sfq.Changed, sfq.Duplicate:
+			h.setJob(s, sfq.JobID(st.Job), st.Attempt)
+		default:
+			h.metrics.fenced.WithLabelValues("started").Inc()
+			s.send(reject(st.Job, st.Attempt, res[0].Msg))
+		}
+		return nil
+	case *pb.WorkerMessage_Finished:
+		fin := m.Finished
+		switch known, out := h.precheck(sfq.EvFinish, fin.Job, fin.Attempt, s.id); {
+		case !known:
+			h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
+			h.unknownJob(s, "finished", fin.Job, fin.Attempt)
+			return nil
+		case out == sfq.Duplicate:
+			// The CPU of a (job, attempt) is billed once: a report the
+			// state shows settled (accepted, or billed as a zombie's) is
+			// acknowledged as Apply would, without a log entry.
+			h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
+			h.metrics.unproposed.WithLabelValues("finished", "repeat").Inc()
+			s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
+			return nil
+		}
+		pctx, cancel := h.proposeCtx(ctx)
+		defer cancel()
+		res, err := h.propose(pctx, finishedCommand(s.id, fin))
+		if err != nil {
+			return err
+		}
+		h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
+		switch r := res[0]; r.Outcome {
+		case sfq.Changed, sfq.Duplicate:
+			s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
+		case sfq.Zombie:
+			h.metrics.fenced.WithLabelValues("finished").Inc()
+			h.log.Warn("late report of a stale attempt: CPU billed, result dropped", "worker", s.id, "job", fin.Job, "attempt", fin.Attempt, "cpu_ms", fin.CpuMs)
+			s.send(reject(fin.Job, fin.Attempt, "stale attempt: its CPU was billed, its result dropped"))
+		default:
+			h.metrics.fenced.WithLabelValues("finished").Inc()
+			s.send(reject(fin.Job, fin.Attempt, r.Msg))
+		}
+		return nil
+	}
+	return status.Error(codes.InvalidArgument, "empty worker message") // checkMessage let through a kind it does not know
+}
+
+// precheck reads what Apply would do with a report of (job, attempt) by
+// worker, from the leader's applied state: known is false for a job the
+// state does not hold (never submitted, or pruned), which no proposal
+// could change. Only answers that cannot change before the report would
+// apply are acted on: a Duplicate stays one (an attempt once started or
+// settled stays so).
+func (h *hub) precheck(kind sfq.EventKind, job uint64, attempt uint32, worker string) (known bool, out sfq.Outcome) {
+	j, _, ok := h.node.State().Job(sfq.JobID(job))
+	if !ok {
+		return false, 0
+	}
+	_, out = sfq.Apply(j.Life, sfq.Event{Kind: kind, Attempt: attempt, Worker: worker})
+	return true, out
+}
+
+// unknownJob rejects a report of a job the state does not hold.
+func (h *hub) unknownJob(s *session, message string, job uint64, attempt uint32) {
+	h.metrics.unproposed.WithLabelValues(message, "unknown_job").Inc()
+	s.send(reject(job, attempt, fmt.Sprintf("job %d is unknown (never submitted, or pruned)", job)))
+}
+
+// messageName names a worker message's kind for metrics and logs.
+func messageName(msg *pb.WorkerMessage) string {
+	switch msg.GetMsg().(type) {
+	case *pb.WorkerMessage_Hello:
+		return "hello"
+	case *pb.WorkerMessage_Ready:
+		return "ready"
+	case *pb.WorkerMessage_Started:
+		return "started"
+	case *pb.WorkerMessage_Heartbeat:
+		return "heartbeat"
+	case *pb.WorkerMessage_Finished:
+		return "finished"
+	}
+	return "empty"
+}

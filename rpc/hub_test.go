@@ -1,0 +1,289 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"barista/fsm"
+	"barista/leader"
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// The hub's loops on a leader.Memory: one process, no Raft, no clocks
+// but the test's, so every order below is exact.
+
+type memHub struct {
+	t   *testing.T
+	mem *leader.Memory
+	h   *hub
+}
+
+func newMemHub(t *testing.T) *memHub {
+	t.Helper()
+	cfg := fsm.DefaultConfig()
+	cfg.HeartbeatIntervalMs, cfg.SelfKillAfterMs = 1_000, 5_000
+	cfg.Sched.AckTimeoutMs, cfg.Sched.LeaseTimeoutMs = 2_000, 10_000
+	mem, err := leader.NewConfigured(cfg, 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return &memHub{t: t, mem: mem, h: newHub(ctx, mem, "n1", hclog.NewNullLogger(), newWorkerMetrics())}
+}
+
+func (m *memHub) propose(cmds ...*pb.Command) []fsm.Result {
+	m.t.Helper()
+	res, err := m.mem.Propose(context.Background(), cmds)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Code != fsm.OK {
+			m.t.Fatalf("command %d refused: %s", i, r.Msg)
+		}
+	}
+	return res
+}
+
+func (m *memHub) submit(tenant string, size pb.Size) uint64 {
+	m.t.Helper()
+	return uint64(m.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: size, EstCostMs: 1000}}})[0].Job)
+}
+
+// ready opens a session for a worker and says it is ready.
+func (m *memHub) ready(id string, size sfq.Size) *session {
+	m.t.Helper()
+	s, err := m.h.open(id, size)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.handle(s, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{}}})
+	return s
+}
+
+func (m *memHub) handle(s *session, msg *pb.WorkerMessage) {
+	m.t.Helper()
+	if err := m.h.handle(context.Background(), s, msg); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// sent returns what the hub queued for s, as short strings.
+func sent(s *session) []string {
+	var out []string
+	for {
+		select {
+		case msg := <-s.out:
+			switch m := msg.Msg.(type) {
+			case *pb.LeaderMessage_Assign:
+				out = append(out, fmt.Sprintf("assign %d/%d", m.Assign.Job, m.Assign.Attempt))
+			case *pb.LeaderMessage_Reject:
+				out = append(out, fmt.Sprintf("reject %d/%d: %s", m.Reject.Job, m.Reject.Attempt, m.Reject.Reason))
+			case *pb.LeaderMessage_HeartbeatAck:
+				out = append(out, fmt.Sprintf("heartbeat-ack %d", m.HeartbeatAck.Seq))
+			case *pb.LeaderMessage_FinishedAck:
+				out = append(out, fmt.Sprintf("finished-ack %d/%d", m.FinishedAck.Job, m.FinishedAck.Attempt))
+			default:
+				out = append(out, fmt.Sprintf("%T", msg.Msg))
+			}
+		default:
+			return out
+		}
+	}
+}
+
+func tenant(name string, tier pb.Tier) *pb.Command {
+	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: tier}}}
+}
+
+// TestDispatchRoundOrder: one round is one entry of one Dispatch per
+// ready worker, smallest workers first and by ID within a size, so the
+// oldest small jobs go to the smallest containers.
+func TestDispatchRoundOrder(t *testing.T) {
+	m := newMemHub(t)
+	m.propose(tenant("acme", pb.Tier_GOLD))
+	var jobs []uint64
+	for range 4 {
+		jobs = append(jobs, m.submit("acme", pb.Size_SM))
+	}
+	lg := m.ready("w-lg", sfq.LG)
+	md2 := m.ready("w-md2", sfq.MD)
+	sm := m.ready("w-sm", sfq.SM)
+	md1 := m.ready("w-md1", sfq.MD)
+	before := len(m.mem.Entries())
+	if !m.h.dispatchRound() {
+		t.Fatal("the round assigned nothing")
+	}
+	entries := m.mem.Entries()[before:]
+	if len(entries) != 1 {
+		t.Fatalf("the round proposed %d entries, want 1", len(entries))
+	}
+	var order []string
+	for _, c := range entries[0] {
+		order = append(order, c.GetDispatch().WorkerId)
+	}
+	if got := strings.Join(order, " "); got != "w-sm w-md1 w-md2 w-lg" {
+		t.Fatalf("dispatch order %q", got)
+	}
+	for i, s := range []*session{sm, md1, md2, lg} {
+		want := fmt.Sprintf("assign %d/1", jobs[i])
+		if got := sent(s); len(got) != 1 || got[0] != want {
+			t.Errorf("%s got %q, want %q", s.id, got, want)
+		}
+	}
+	// Nobody is ready any more: the next round proposes nothing.
+	if m.h.dispatchRound() || len(m.mem.Entries()) != before+1 {
+		t.Fatal("a second round proposed without a ready worker")
+	}
+}
+
+// TestHeartbeatFencing: a lease the leader expired is not renewed by a
+// late heartbeat: the batch answers it with Reject and acknowledges the
+// other worker's heartbeat, and the fenced count says so.
+func TestHeartbeatFencing(t *testing.T) {
+	m := newMemHub(t)
+	m.propose(tenant("acme", pb.Tier_GOLD))
+	a, b := m.submit("acme", pb.Size_MD), m.submit("acme", pb.Size_MD)
+	w1, w2 := m.ready("w1", sfq.MD), m.ready("w2", sfq.MD)
+	m.h.dispatchRound()
+	if got := append(sent(w1), sent(w2)...); strings.Join(got, ",") != fmt.Sprintf("assign %d/1,assign %d/1", a, b) {
+		t.Fatalf("assignments %q", got)
+	}
+	for _, s := range []*session{w1, w2} {
+		m.handle(s, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: uint64(s.job), Attempt: 1}}})
+	}
+	// w2 renews its lease in time; w1 falls silent past lease_timeout.
+	m.mem.Advance(6 * time.Second)
+	m.handle(w2, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: &pb.JobHeartbeat{Job: b, Attempt: 1, Seq: 7}}})
+	m.h.flushHeartbeats()
+	m.mem.Advance(5 * time.Second)
+	now, _ := m.mem.ClusterNow()
+	n, err := leader.ExpireDue(context.Background(), m.mem, now, hclog.NewNullLogger(), nil)
+	if err != nil || n != 1 {
+		t.Fatalf("expired %d (%v), want w1's lease only", n, err)
+	}
+	if j, _, _ := m.mem.State().Job(sfq.JobID(a)); j.State != sfq.Queued {
+		t.Fatalf("job %d is %v after its lease expired, want queued", a, j.State)
+	}
+	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: &pb.JobHeartbeat{Job: a, Attempt: 1, Seq: 3}}})
+	m.handle(w2, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: &pb.JobHeartbeat{Job: b, Attempt: 1, Seq: 8}}})
+	m.h.flushHeartbeats()
+	if got := sent(w1); len(got) != 1 || got[0] != fmt.Sprintf("reject %d/1: lease no longer held: stale", a) {
+		t.Errorf("w1 got %q", got)
+	}
+	if got := sent(w2); strings.Join(got, ",") != "heartbeat-ack 7,heartbeat-ack 8" {
+		t.Errorf("w2 got %q", got)
+	}
+	if w1.job != 0 {
+		t.Errorf("w1 still holds job %d after the reject", w1.job)
+	}
+	if got := testutil.ToFloat64(m.h.metrics.fenced.WithLabelValues("heartbeat")); got != 1 {
+		t.Errorf("fenced heartbeats %v, want 1", got)
+	}
+}
+
+// TestExpireAckTimeout: an assignment never acknowledged by Started goes
+// back to the queue after ack_timeout, once, and the job's next attempt
+// goes to the next ready worker.
+func TestExpireAckTimeout(t *testing.T) {
+	m := newMemHub(t)
+	m.propose(tenant("acme", pb.Tier_GOLD))
+	job := m.submit("acme", pb.Size_MD)
+	w1 := m.ready("w1", sfq.MD)
+	m.h.dispatchRound()
+	sent(w1)
+	met := leader.NewDeadlineMetrics(nil)
+	now, _ := m.mem.ClusterNow()
+	if n, _ := leader.ExpireDue(context.Background(), m.mem, now+1_999, hclog.NewNullLogger(), met); n != 0 {
+		t.Fatalf("expired %d before ack_timeout", n)
+	}
+	m.mem.Advance(2 * time.Second)
+	now, _ = m.mem.ClusterNow()
+	for i, want := range []int{1, 0} {
+		if n, err := leader.ExpireDue(context.Background(), m.mem, now, hclog.NewNullLogger(), met); err != nil || n != want {
+			t.Fatalf("pass %d expired %d (%v), want %d", i, n, err, want)
+		}
+	}
+	w2 := m.ready("w2", sfq.MD)
+	m.h.dispatchRound()
+	if got := sent(w2); len(got) != 1 || got[0] != fmt.Sprintf("assign %d/2", job) {
+		t.Fatalf("w2 got %q, want the second attempt", got)
+	}
+	if got := testutil.ToFloat64(met.Expiries("ack")); got != 1 {
+		t.Errorf("ack expiries %v, want 1", got)
+	}
+}
+
+// TestLeadershipLoss: once the node no longer leads, a round proposes
+// nothing and assigns nothing; when the leadership's context ends, run
+// detaches the hub, ends every session and returns, and the hub takes no
+// new session.
+func TestLeadershipLoss(t *testing.T) {
+	m := newMemHub(t)
+	m.propose(tenant("acme", pb.Tier_GOLD))
+	m.submit("acme", pb.Size_MD)
+	w1 := m.ready("w1", sfq.MD)
+	m.mem.SetLeading(false)
+	entries := len(m.mem.Entries())
+	if m.h.dispatchRound() || len(m.mem.Entries()) != entries || len(sent(w1)) != 0 {
+		t.Fatal("a node that does not lead dispatched")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := newHub(ctx, m.mem, "n1", hclog.NewNullLogger(), newWorkerMetrics())
+	s, err := h.open("w2", sfq.MD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detached, done := make(chan struct{}), make(chan struct{})
+	go func() { defer close(done); h.run(func() { close(detached) }) }()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after the leadership ended")
+	}
+	select {
+	case <-detached:
+	default:
+		t.Fatal("run returned without detaching the hub")
+	}
+	select {
+	case <-s.done:
+	default:
+		t.Fatal("a session outlived the leadership")
+	}
+	if _, err := h.open("w3", sfq.MD); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a closed hub opened a session: %v", err)
+	}
+}
+
+// TestHeartbeatOfAFinishedJobIsAcknowledged: a heartbeat still waiting
+// for its batch when the job's Finished arrives is acknowledged, not
+// dropped. A worker running short jobs back to back sends most of its
+// heartbeats while a job runs; when every one was dropped it heard no
+// acknowledgement for 2.5 intervals and reconnected, again and again.
+func TestHeartbeatOfAFinishedJobIsAcknowledged(t *testing.T) {
+	m := newMemHub(t)
+	m.propose(tenant("acme", pb.Tier_GOLD))
+	job := m.submit("acme", pb.Size_MD)
+	w1 := m.ready("w1", sfq.MD)
+	m.h.dispatchRound()
+	sent(w1)
+	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: job, Attempt: 1}}})
+	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: &pb.JobHeartbeat{Job: job, Attempt: 1, Seq: 5, CpuMs: 3}}})
+	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: &pb.JobFinished{Job: job, Attempt: 1, Outcome: pb.Outcome_OK, CpuMs: 4}}})
+	m.h.flushHeartbeats()
+	if got := strings.Join(sent(w1), ","); got != fmt.Sprintf("heartbeat-ack 5,finished-ack %d/1", job) {
+		t.Fatalf("w1 got %q", got)
+	}
+}

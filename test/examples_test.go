@@ -1,0 +1,110 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	pb "barista/proto"
+	"barista/test/cluster"
+)
+
+// buildExample builds a program of the examples module (a module of its
+// own that requires this one through a replace) and returns its path.
+func buildExample(t *testing.T, pkg string) string {
+	t.Helper()
+	dir, err := filepath.Abs("../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s in examples: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// TestExampleSubmitAndWatch runs examples/submit-and-watch against a
+// three-node cluster with tokens and a worker: it submits three jobs with
+// a client token and prints each one's events to completion; a second run
+// with the same keys finds the same jobs; another tenant's token is
+// refused with the cluster's message.
+func TestExampleSubmitAndWatch(t *testing.T) {
+	bin := buildExample(t, "./submit-and-watch")
+	c := cluster.New(t, "--config", tokenConfig(t, ""))
+	c.Token = adminToken
+	c.Boot(3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := c.Apply(ctx, tenantCmd("acme", pb.Tier_GOLD, 0)); err != nil {
+		t.Fatal(err)
+	}
+	w := c.AddWorker("w1", "sm")
+	w.Token = workerToken
+	w.Start("")
+
+	run := func(args ...string) (code int, stdout, stderr string) {
+		t.Helper()
+		var out, errb strings.Builder
+		cmd := exec.CommandContext(ctx, bin, append([]string{"--server", c.Servers()}, args...)...)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+	var ids []string
+	for round, verb := range []string{"submitted", "already submitted"} {
+		code, out, errOut := run("--token", acmeToken, "--jobs", "3", "--key-prefix", "order")
+		if code != 0 || errOut != "" {
+			t.Fatalf("run %d: exit %d\n%s\n%s", round+1, code, out, errOut)
+		}
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != 3+3*4+1 {
+			t.Fatalf("run %d printed %d lines:\n%s", round+1, len(lines), out)
+		}
+		for i := range 3 {
+			var id string
+			if _, err := fmt.Sscanf(lines[i], "job %s", &id); err != nil {
+				t.Fatalf("line %q: %v", lines[i], err)
+			}
+			if want := fmt.Sprintf("job %s %s (key order-%d)", id, verb, i+1); lines[i] != want {
+				t.Errorf("run %d: %q, want %q", round+1, lines[i], want)
+			}
+			if round == 0 {
+				ids = append(ids, id)
+			} else if id != ids[i] {
+				t.Errorf("run 2: key order-%d is job %s, was %s", i+1, id, ids[i])
+			}
+			// The job's events, in order, among the others' lines.
+			var events []string
+			for _, l := range lines[3 : len(lines)-1] {
+				if rest, ok := strings.CutPrefix(l, "job "+id+": "); ok {
+					events = append(events, rest)
+				}
+			}
+			want := []string{"queued", "assigned on w1", "started on w1", "completed (exit code 0)"}
+			if !slices.Equal(events, want) {
+				t.Errorf("run %d, job %s: events %q, want %q", round+1, id, events, want)
+			}
+		}
+		if last := lines[len(lines)-1]; last != "3 jobs: 3 completed, 0 failed, 0 cancelled, 0 timed out" {
+			t.Errorf("run %d: summary %q", round+1, last)
+		}
+	}
+	code, out, errOut := run("--token", betaToken, "--tenant", "acme", "--jobs", "1")
+	want := "the cluster refused the token: PERMISSION_DENIED: tenant: this token is for tenant \"beta\", not \"acme\"\n"
+	if code != 1 || out != "" || errOut != want {
+		t.Errorf("beta's token for acme: exit %d, stdout %q, stderr %q, want %q", code, out, errOut, want)
+	}
+}

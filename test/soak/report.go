@@ -1,0 +1,123 @@
+// Package soak runs barista for a long time under steady load and checks
+// that nothing grows: memory, goroutines, open files, the Raft log on
+// disk and latencies must be flat once warm. `make soak` runs it (an hour
+// by default); `make test` runs only the checks of the report.
+package soak
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Sample is one minute of the soak: per server and for the load.
+type Sample struct {
+	At      time.Duration `json:"at_s"`
+	Servers []Server      `json:"servers"`
+	// Submitted and Ended count jobs since the start; Queued is the
+	// backlog at the sample.
+	Submitted uint64 `json:"submitted"`
+	Ended     uint64 `json:"ended"`
+	Queued    uint64 `json:"queued"`
+	// SubmitP99Ms is the p99 of a SubmitBatch round trip over the
+	// minute; DispatchP99Ms the p99 of Ready→Assign on the leader.
+	SubmitP99Ms   float64 `json:"submit_p99_ms"`
+	DispatchP99Ms float64 `json:"dispatch_p99_ms"`
+}
+
+// Server is one server's resources at a sample.
+type Server struct {
+	ID         string `json:"id"`
+	RSSBytes   uint64 `json:"rss_bytes"`
+	Goroutines uint64 `json:"goroutines"`
+	OpenFiles  uint64 `json:"open_files"`
+	RaftDB     uint64 `json:"raft_db_bytes"`
+}
+
+// Growth names each measure that grew by more than limit (0.10 for 10 %)
+// from its value at the end of the warm-up (the first sample at or after
+// warmup) to the mean of the last three samples; latencies are compared
+// likewise but by the mean of the samples, which a single slow minute
+// does not decide. Small absolute values are given slack: goroutines and
+// open files may grow by 10, latencies by 5 ms.
+func Growth(samples []Sample, warmup time.Duration, limit float64) []string {
+	start := -1
+	for i, s := range samples {
+		if s.At >= warmup {
+			start = i
+			break
+		}
+	}
+	if start < 0 || len(samples)-start < 4 {
+		return []string{fmt.Sprintf("too few samples after the warm-up of %s: %d", warmup, len(samples)-max(start, 0))}
+	}
+	base, tail := samples[start], samples[len(samples)-3:]
+	var out []string
+	check := func(what string, from float64, to func(Sample) float64, slack float64) {
+		sum := 0.0
+		for _, s := range tail {
+			sum += to(s)
+		}
+		mean := sum / float64(len(tail))
+		if mean > from*(1+limit)+slack {
+			out = append(out, fmt.Sprintf("%s grew %.1f%%: %.0f → %.0f", what, 100*(mean-from)/max(from, 1), from, mean))
+		}
+	}
+	ids := map[string]bool{}
+	for _, sv := range base.Servers {
+		ids[sv.ID] = true
+	}
+	var sorted []string
+	for id := range ids {
+		sorted = append(sorted, id)
+	}
+	sort.Strings(sorted)
+	for _, id := range sorted {
+		get := func(s Sample) Server {
+			for _, sv := range s.Servers {
+				if sv.ID == id {
+					return sv
+				}
+			}
+			return Server{}
+		}
+		b := get(base)
+		check(id+" rss", float64(b.RSSBytes), func(s Sample) float64 { return float64(get(s).RSSBytes) }, 0)
+		check(id+" goroutines", float64(b.Goroutines), func(s Sample) float64 { return float64(get(s).Goroutines) }, 10)
+		check(id+" open files", float64(b.OpenFiles), func(s Sample) float64 { return float64(get(s).OpenFiles) }, 10)
+		check(id+" raft.db", float64(b.RaftDB), func(s Sample) float64 { return float64(get(s).RaftDB) }, 0)
+	}
+	meanOf := func(f func(Sample) float64) float64 {
+		sum := 0.0
+		for _, s := range samples[start:] {
+			sum += f(s)
+		}
+		return sum / float64(len(samples)-start)
+	}
+	sub := meanOf(func(s Sample) float64 { return s.SubmitP99Ms })
+	dis := meanOf(func(s Sample) float64 { return s.DispatchP99Ms })
+	check("submit p99 ms", sub, func(s Sample) float64 { return s.SubmitP99Ms }, 5)
+	check("dispatch p99 ms", dis, func(s Sample) float64 { return s.DispatchP99Ms }, 5)
+	return out
+}
+
+// Table renders samples as a fixed-width table.
+func Table(samples []Sample) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%6s %9s %9s %7s %9s %9s", "min", "submitted", "ended", "queued", "sub_p99", "disp_p99")
+	if len(samples) > 0 {
+		for _, sv := range samples[0].Servers {
+			fmt.Fprintf(&b, " | %-3s %7s %5s %5s %8s", sv.ID, "rss_MB", "gor", "fds", "raftdb_MB")
+		}
+	}
+	b.WriteString("\n")
+	for _, s := range samples {
+		fmt.Fprintf(&b, "%6.0f %9d %9d %7d %9.1f %9.1f", s.At.Minutes(), s.Submitted, s.Ended, s.Queued, s.SubmitP99Ms, s.DispatchP99Ms)
+		for _, sv := range s.Servers {
+			fmt.Fprintf(&b, " | %-3s %7.1f %5d %5d %8.1f", sv.ID, float64(sv.RSSBytes)/1e6, sv.Goroutines, sv.OpenFiles, float64(sv.RaftDB)/1e6)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
