@@ -53,6 +53,19 @@ var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
 		}
 		return "-"
 	},
+	"tier": func(t pb.Tier) string {
+		if v, err := fsm.TierFromPB(t); err == nil {
+			return v.String()
+		}
+		return "-"
+	},
+	// limit shows a cap or quota, 0 being none.
+	"limit": func(n any) string {
+		if fmt.Sprint(n) == "0" {
+			return "none"
+		}
+		return fmt.Sprint(n)
+	},
 	"bar": func(f float64) int { return int(barWidth * min(max(f, 0), 1)) },
 	"add": func(a, b int) int { return a + b },
 }).ParseFS(webFiles, "web/*.html"))
@@ -136,7 +149,7 @@ func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string
 	b := &s.base
 	c := s.ensureOpenCSRF(w, r, requestCaller(r))
 	leader, _ := b.node.Leader()
-	f := frame{Title: title, Nav: nav, Node: b.node.ID(), NodeState: b.node.Raft().State().String(), Leader: leader,
+	f := frame{Title: title, Nav: nav, Node: b.node.ID(), NodeState: stateName(b.node.Raft().State()), Leader: leader,
 		Applied: b.node.Raft().AppliedIndex(), Now: time.Now().UTC().Format("15:04:05 UTC"),
 		Admin: c.id.Role == RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open()}
 	if wall, cluster := b.node.FSM.WallClock(); wall != 0 && wall-cluster >= 1000 {
