@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"fmt"
@@ -134,8 +135,9 @@ type frame struct {
 	// Lag says how far cluster time is behind this node's clock, when a
 	// second or more.
 	Lag string
-	// Who is signed in ("" in open mode, where nobody signs in); Admin
-	// and Tenant (a client's) say what it may see.
+	// Who is the caller ("" in open mode, where nobody signs in);
+	// SignedIn says it has a session to sign out of; Admin and Tenant (a
+	// client's) say what it may see.
 	Who      string
 	SignedIn bool
 	Admin    bool
@@ -151,11 +153,11 @@ func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string
 	leader, _ := b.node.Leader()
 	f := frame{Title: title, Nav: nav, Node: b.node.ID(), NodeState: stateName(b.node.Raft().State()), Leader: leader,
 		Applied: b.node.Raft().AppliedIndex(), Now: time.Now().UTC().Format("15:04:05 UTC"),
-		Admin: c.id.Role == RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open()}
+		Admin: c.id.Role == RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != ""}
 	if wall, cluster := b.node.FSM.WallClock(); wall != 0 && wall-cluster >= 1000 {
 		f.Lag = (time.Duration(wall-cluster) * time.Millisecond).Round(100 * time.Millisecond).String()
 	}
-	if f.SignedIn {
+	if !s.auth.Open() {
 		f.Who = c.id.Role.String()
 		if c.id.Role == RoleClient {
 			f.Who += " of tenant " + c.id.Tenant
@@ -167,7 +169,7 @@ func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string
 // render writes a page (status 200 unless code says otherwise).
 func (s *Server) render(w http.ResponseWriter, name string, code int, data any) {
 	pageHeaders(w)
-	var b strings.Builder
+	var b bytes.Buffer
 	if err := consoleTmpl.ExecuteTemplate(&b, name, data); err != nil {
 		s.base.log.Warn("console page", "page", name, "error", err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
@@ -176,7 +178,7 @@ func (s *Server) render(w http.ResponseWriter, name string, code int, data any) 
 	if code != 0 {
 		w.WriteHeader(code)
 	}
-	w.Write([]byte(b.String()))
+	w.Write(b.Bytes())
 }
 
 type errorPage struct {

@@ -440,3 +440,33 @@ func TestShareChart(t *testing.T) {
 		t.Errorf("bounded sample: %d tenants, first %s last %s", len(k), k[0].name, k[len(k)-1].name)
 	}
 }
+
+// TestJobEvents: a job's events, found by bisection among the others'.
+func TestJobEvents(t *testing.T) {
+	n, _ := gatewayNode(t)
+	var ids []sfq.JobID
+	for i := range 40 {
+		res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: []string{"acme", "beta"}[i%2], Size: pb.Size_SM, EstCostMs: 100}}})
+		ids = append(ids, res[0].Job)
+	}
+	n.propose(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "beta", Job: uint64(ids[21])}}})
+	for _, c := range []struct {
+		job  sfq.JobID
+		want string
+	}{
+		{ids[0], "queued"}, {ids[21], "queued cancelled"}, {ids[39], "queued"},
+	} {
+		j, _, _ := n.node.FSM.Job(c.job)
+		evs, more, pruned := jobEvents(n.node.FSM, c.job, j.SubmittedAt)
+		var kinds []string
+		for _, ev := range evs {
+			if ev.Job != c.job {
+				t.Errorf("job %d: an event of job %d", c.job, ev.Job)
+			}
+			kinds = append(kinds, ev.Kind.String())
+		}
+		if got := strings.Join(kinds, " "); got != c.want || more || pruned {
+			t.Errorf("job %d: events %q (more %v, pruned %v), want %q", c.job, got, more, pruned, c.want)
+		}
+	}
+}

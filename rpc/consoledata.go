@@ -31,16 +31,6 @@ func countJobs(f *fsm.FSM, tenant string) (out jobCounts, ok bool) {
 	return out, ok
 }
 
-// state sums a state's jobs over classes and sizes.
-func (c *jobCounts) state(s sfq.State) (n uint32) {
-	for cl := range c[s] {
-		for sz := range c[s][cl] {
-			n += c[s][cl][sz]
-		}
-	}
-	return n
-}
-
 // maxJobEvents bounds the events a job page shows.
 const maxJobEvents = 500
 
