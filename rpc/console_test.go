@@ -470,3 +470,32 @@ func TestJobEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestCookieSecure: the session cookie is Secure over TLS and on
+// loopback (browsers keep Secure cookies there), and only over plain
+// HTTP to another address (--insecure-http) is it not.
+func TestCookieSecure(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		tls  bool
+		want bool
+	}{
+		{"127.0.0.1:7480", false, true}, {"localhost:7480", false, true}, {"[::1]:7480", false, true}, {"127.0.0.2", false, true},
+		{"10.0.0.5:7480", false, false}, {"console.example:7480", false, false}, {"10.0.0.5:7480", true, true}, {"console.example", true, true},
+	} {
+		scheme := "http://"
+		if c.tls {
+			scheme = "https://" // the request has a TLS connection state
+		}
+		r := httptest.NewRequest("GET", scheme+c.host+"/", nil)
+		if got := cookieSecure(r); got != c.want {
+			t.Errorf("%s (TLS %v): Secure %v, want %v", c.host, c.tls, got, c.want)
+		}
+	}
+	// The login sets it so.
+	_, ts := gatewayNode(t)
+	r := cdo(t, ts, "POST", "/login", "", url.Values{"token": {gwAcme}}.Encode(), "Content-Type", "application/x-www-form-urlencoded", "Origin", ts.URL)
+	if c := r.header.Get("Set-Cookie"); !strings.Contains(c, "; HttpOnly; Secure; SameSite=Strict") {
+		t.Errorf("session cookie %q", c)
+	}
+}
