@@ -297,9 +297,24 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	shot(t, ctx, "web-ui-job-markup.png")
 
-	step(t, ctx, "workers", chromedp.Navigate(base+"/workers"), chromedp.WaitVisible(chromedp.ID("workers")))
-	if got := text(t, ctx, "#workers"); !strings.Contains(got, "w1") || !strings.Contains(got, "drain") {
-		t.Errorf("workers: %q", got)
+	// Drain the worker and undrain it, with its buttons.
+	workers := pb.NewWorkerClient(cluster.Dial(t, leader.GRPCAddr, adminToken, nil))
+	drained := func() bool {
+		ws, err := workers.ListWorkers(cctx, &pb.ListWorkersRequest{})
+		if err != nil || len(ws.Workers) != 1 {
+			t.Fatalf("workers: %v %v", ws, err)
+		}
+		return ws.Workers[0].Drained
+	}
+	step(t, ctx, "drain", chromedp.Navigate(base+"/workers"), chromedp.Click(chromedp.CSS(`form[action="/workers/w1/drain"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/workers/w1/undrain"]`)))
+	if got := text(t, ctx, "#workers tr:nth-child(2) td:nth-child(3)"); got != "drained" || !drained() {
+		t.Errorf("after drain: the page says %q, the leader %v", got, drained())
+	}
+	step(t, ctx, "undrain", chromedp.Click(chromedp.CSS(`form[action="/workers/w1/undrain"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/workers/w1/drain"]`)))
+	if got := text(t, ctx, "#workers tr:nth-child(2) td:nth-child(3)"); got != "idle" || drained() {
+		t.Errorf("after undrain: the page says %q, the leader %v", got, drained())
 	}
 	shot(t, ctx, "web-ui-workers.png")
 	step(t, ctx, "tenant", chromedp.Navigate(base+"/tenants/acme"), chromedp.WaitVisible(chromedp.ID("states")))
@@ -340,9 +355,8 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Errorf("acme cancelling beta's job: %q", got)
 	}
 	waitJob(t, beta, betaJob, 5*time.Second, "still queued", func(j *pb.Job) bool { return j.State == "queued" })
-	ws, err := pb.NewWorkerClient(cluster.Dial(t, leader.GRPCAddr, adminToken, nil)).ListWorkers(cctx, &pb.ListWorkersRequest{})
-	if err != nil || len(ws.Workers) != 1 || ws.Workers[0].Drained {
-		t.Errorf("after acme's drain: %v %v", ws, err)
+	if drained() {
+		t.Error("acme's drain drained the worker")
 	}
 	if n := dialogs.Load(); n != 0 {
 		t.Errorf("%d dialogs opened", n)
