@@ -22,7 +22,7 @@ import (
 	"barista/test/cluster"
 )
 
-var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite docs/web-ui.png from the headless browser test")
+var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite the console's screenshots under docs/ (web-ui*.png) from the headless browser tests")
 
 // scrape reads one metric family's samples by label value.
 func scrape(t *testing.T, url, metric, label string) map[string]float64 {
@@ -332,10 +332,11 @@ func TestWebPageInChromium(t *testing.T) {
 }
 
 // screenshotDev rewrites docs/web-ui.png from what "make run" shows: a
-// "barista dev" cluster on its default ports, its demo load after a
-// minute.
+// "barista dev" cluster on its default ports, its demo load after three
+// minutes, when the chart shows each tenant's share settled onto its
+// entitlement.
 func screenshotDev(t *testing.T, browser string, args []string) {
-	dev := exec.Command(cluster.Binary(t), "dev", "--quiet", "--duration", "3m")
+	dev := exec.Command(cluster.Binary(t), "dev", "--quiet", "--duration", "5m")
 	dev.Stdout, dev.Stderr = io.Discard, io.Discard
 	dev.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := dev.Start(); err != nil {
@@ -345,11 +346,11 @@ func screenshotDev(t *testing.T, browser string, args []string) {
 		syscall.Kill(-dev.Process.Pid, syscall.SIGINT)
 		dev.Wait()
 	}()
-	time.Sleep(70 * time.Second) // the demo tenants settle to their shares
+	time.Sleep(190 * time.Second) // the demo tenants settle to their shares, and the chart has three minutes
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	shot := filepath.Join(t.TempDir(), "web-ui.png")
-	if out, err := exec.CommandContext(ctx, browser, append(args, "--window-size=1200,600", "--hide-scrollbars", "--screenshot="+shot, "http://127.0.0.1:7480/")...).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, browser, append(args, "--window-size=1100,1040", "--hide-scrollbars", "--screenshot="+shot, "http://127.0.0.1:7480/")...).CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
 	}
 	b, _ := os.ReadFile(shot)
