@@ -97,10 +97,10 @@ func slope(dt sfq.Time, w int64) u128 {
 	return u128{q, lo}
 }
 
-// accrue returns floor(w × d / 2^48): the entitlement, in ms × 2^16, of a
+// accrue returns floor(w × d / 2^40): the entitlement, in ms × 2^24, of a
 // tenant of weight w eligible while R moved by d. While it was eligible
 // its weight was part of W, so w × d < dt × 2^64 and the result fits for
-// any dt below 2^47 ms.
+// any dt below 2^39 ms (17 years).
 func accrue(w int64, d u128) int64 {
 	if w <= 0 {
 		return 0
@@ -108,11 +108,13 @@ func accrue(w int64, d u128) int64 {
 	h1, l1 := bits.Mul64(uint64(w), d.lo)
 	_, l2 := bits.Mul64(uint64(w), d.hi)
 	mid := h1 + l2
-	return int64(mid<<16 | l1>>48)
+	return int64(mid<<24 | l1>>40)
 }
 
-// EntitledOne is one ms of entitlement: Figures.EntitledQ16 counts ms × 2^16.
-const EntitledOne = 1 << 16
+// EntitledOne is one ms of entitlement: Figures.EntitledQ24 counts ms ×
+// 2^24. (A floor at every accrual costs at most 2^-24 ms: the figures keep
+// about seven digits even over a busy time of a few ms.)
+const EntitledOne = 1 << 24
 
 // mark is the class integral and busy time at a multiple of markStep.
 type mark struct {
@@ -150,11 +152,12 @@ func (g *ring) sum(lo, hi int64) (charged, ent int64) {
 	return charged, ent
 }
 
-// Totals are what a tenant, or a class, accrued since the ledger started.
+// Totals are what a tenant accrued since the ledger started (a class
+// keeps its ChargedMs and BilledMs).
 type Totals struct {
 	ChargedMs   int64
 	BilledMs    int64
-	EntitledQ16 int64 // a class's is its busy time × 2^16, within rounding
+	EntitledQ24 int64 // ms × EntitledOne
 }
 
 // acct is one tenant's account in one class.
@@ -276,7 +279,7 @@ func (a *acct) settle(c *class) {
 		return
 	}
 	if a.elig {
-		a.total.EntitledQ16 += accrue(a.w, c.r.sub(a.r0))
+		a.total.EntitledQ24 += accrue(a.w, c.r.sub(a.r0))
 		for g := range a.rings {
 			b := Windows[g].bucket
 			from, to := int64(a.at/b), int64(now/b)
@@ -373,9 +376,9 @@ type Figures struct {
 	// ChargedMs is the tenant's CPU charged in the span; ClassChargedMs
 	// the class's.
 	ChargedMs, ClassChargedMs int64
-	// EntitledQ16 is the tenant's entitlement integral in the span, in ms
+	// EntitledQ24 is the tenant's entitlement integral in the span, in ms
 	// × EntitledOne; BusyMs how long the class had eligible work in it.
-	EntitledQ16, BusyMs int64
+	EntitledQ24, BusyMs int64
 }
 
 // Share is ChargedMs / ClassChargedMs; ok is false when the class was
@@ -387,13 +390,13 @@ func (f Figures) Share() (share float64, ok bool) {
 	return float64(f.ChargedMs) / float64(f.ClassChargedMs), true
 }
 
-// Entitled is the time-weighted entitlement: EntitledQ16 over BusyMs; ok
+// Entitled is the time-weighted entitlement: EntitledQ24 over BusyMs; ok
 // is false when no tenant had eligible work in the span.
 func (f Figures) Entitled() (entitled float64, ok bool) {
 	if f.BusyMs <= 0 {
 		return 0, false
 	}
-	return float64(f.EntitledQ16) / EntitledOne / float64(f.BusyMs), true
+	return float64(f.EntitledQ24) / EntitledOne / float64(f.BusyMs), true
 }
 
 // Ratio is Share / Entitled: 1 is exactly the entitlement, below 1 less,
@@ -402,7 +405,7 @@ func (f Figures) Entitled() (entitled float64, ok bool) {
 func (f Figures) Ratio() (ratio float64, ok bool) {
 	s, ok1 := f.Share()
 	e, ok2 := f.Entitled()
-	if !ok1 || !ok2 || f.EntitledQ16 <= 0 {
+	if !ok1 || !ok2 || f.EntitledQ24 <= 0 {
 		return 0, false
 	}
 	return s / e, true
@@ -429,7 +432,7 @@ func (w Whole) BilledShare() (share float64, ok bool) {
 func (w Whole) BilledRatio() (ratio float64, ok bool) {
 	s, ok1 := w.BilledShare()
 	e, ok2 := w.Entitled()
-	if !ok1 || !ok2 || w.EntitledQ16 <= 0 {
+	if !ok1 || !ok2 || w.EntitledQ24 <= 0 {
 		return 0, false
 	}
 	return s / e, true
@@ -451,7 +454,7 @@ type Row struct {
 // eligible work now, or a charge or an entitlement in the longest window.
 func (r *Row) Active() bool {
 	f := &r.Windows[NumWindows-1]
-	return r.Eligible || f.ChargedMs != 0 || f.EntitledQ16 != 0
+	return r.Eligible || f.ChargedMs != 0 || f.EntitledQ24 != 0
 }
 
 // classView is what every row of a class shares at one reading.
@@ -484,24 +487,24 @@ func (v *classView) row(c *class, cl sfq.Class, ti uint32, a *acct, since sfq.Ti
 	r := Row{Class: cl, Tenant: ti, Eligible: a.elig, Weight: sfq.Weight(a.w)}
 	for g := range Windows {
 		f := v.win[g]
-		f.ChargedMs, f.EntitledQ16 = a.rings[g].sum(v.buckets[g]-perWindow, v.buckets[g])
+		f.ChargedMs, f.EntitledQ24 = a.rings[g].sum(v.buckets[g]-perWindow, v.buckets[g])
 		if a.elig {
 			// Not yet settled: from a.at (or the window's start) to now.
 			from := a.r0
 			if a.at < v.starts[g] {
 				from, _ = c.valueAt(v.starts[g])
 			}
-			f.EntitledQ16 += accrue(a.w, v.r.sub(from))
+			f.EntitledQ24 += accrue(a.w, v.r.sub(from))
 		}
 		r.Windows[g] = f
 	}
-	ent := a.total.EntitledQ16
+	ent := a.total.EntitledQ24
 	if a.elig {
 		ent += accrue(a.w, v.r.sub(a.r0))
 	}
 	r.Whole = Whole{
 		Figures: Figures{SpanMs: int64(v.now - since), ChargedMs: a.total.ChargedMs, ClassChargedMs: c.total.ChargedMs,
-			EntitledQ16: ent, BusyMs: v.busy},
+			EntitledQ24: ent, BusyMs: v.busy},
 		BilledMs: a.total.BilledMs, ClassBilledMs: c.total.BilledMs,
 	}
 	return r

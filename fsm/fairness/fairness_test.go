@@ -55,9 +55,9 @@ func TestTwoTenantsBacklogged(t *testing.T) {
 		if f.SpanMs != 60_000 || f.BusyMs != 60_000 || f.ChargedMs != 480_000 || f.ClassChargedMs != 540_000 {
 			t.Errorf("window %s: %+v", Windows[g].Name, f)
 		}
-		// 60 s × 8/9 in ms × 2^16, floored at each of the 60 accruals.
-		if want := int64(60_000 * 8 * EntitledOne / 9); f.EntitledQ16 < want-60 || f.EntitledQ16 > want {
-			t.Errorf("window %s: entitled %d, want %d", Windows[g].Name, f.EntitledQ16, want)
+		// 60 s × 8/9 in ms × 2^24, floored at each of the 60 accruals.
+		if want := int64(60_000 * 8 * EntitledOne / 9); f.EntitledQ24 < want-60 || f.EntitledQ24 > want {
+			t.Errorf("window %s: entitled %d, want %d", Windows[g].Name, f.EntitledQ24, want)
 		}
 		s, ok := f.Share()
 		mustFloat(t, "gold share", s, ok, 8.0/9)
@@ -334,9 +334,9 @@ func TestAgainstExactModel(t *testing.T) {
 				if e := ent[r.Tenant]; e != nil {
 					want, _ = e.Float64()
 				}
-				// Each accrual floors below one unit of 2^-16 ms; there are
+				// Each accrual floors below one unit of 2^-24 ms; there are
 				// at most a few per event and bucket.
-				if got := float64(f.EntitledQ16) / EntitledOne; math.Abs(got-want) > 0.01 || got > want+1e-9 {
+				if got := float64(f.EntitledQ24) / EntitledOne; math.Abs(got-want) > 1e-4 {
 					rt.Fatalf("%s/%d window %d: entitled %v ms, want %v", r.Class, r.Tenant, g, got, want)
 				}
 			}
