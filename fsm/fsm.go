@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
+	"barista/fsm/fairness"
 	pb "barista/proto"
 	"barista/sfq"
 )
@@ -55,6 +56,11 @@ type FSM struct {
 	// Beside the core, for the metrics exposition (metrics.go).
 	exported  []uint32 // sorted live tenant indexes; replaced, never written
 	tierCarry [sfq.NumTiers]Counters
+
+	// fair is the fairness report's ledger (fairness.go): derived from
+	// the entries applied since the state was created or loaded, in no
+	// snapshot and no hash.
+	fair *fairness.Ledger
 
 	fatal   error
 	fatalCh chan struct{}
@@ -103,6 +109,7 @@ func New() *FSM {
 		nextKey:   1,
 		fatalCh:   make(chan struct{}),
 		changed:   make(chan struct{}),
+		fair:      fairness.New(0),
 	}
 }
 

@@ -198,6 +198,7 @@ func (f *FSM) Adopt(n *FSM) {
 	f.lastIndex, f.lastWall = n.lastIndex, n.lastWall
 	f.configured, f.level = n.configured, n.level
 	f.exported, f.tierCarry = n.exported, n.tierCarry
+	f.fair = n.fair
 	f.hashValid = false
 	f.wake()
 }
@@ -276,6 +277,7 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	if version >= 2 {
 		f.setLevel(Level2)
 	}
+	f.startFairness()
 	return f, nil
 }
 

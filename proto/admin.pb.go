@@ -539,7 +539,7 @@ func (x *SetConfigRequest) GetConfig() *SchedulerConfig {
 type TopRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Read          *ReadOptions           `protobuf:"bytes,1,opt,name=read,proto3" json:"read,omitempty"`
-	WindowMs      int64                  `protobuf:"varint,2,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"` // default 60000
+	WindowMs      int64                  `protobuf:"varint,2,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"` // of the dispatch counts; default 60000
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -588,19 +588,31 @@ func (x *TopRequest) GetWindowMs() int64 {
 	return 0
 }
 
+// TenantShare is one tenant in one class: a tenant has a line for each
+// class it is active in (eligible work now, or anything charged or
+// entitled in the last hour), or one line of class normal without
+// figures.
 type TenantShare struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Name             string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Tier             Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
 	Weight           float64                `protobuf:"fixed64,3,opt,name=weight,proto3" json:"weight,omitempty"`
-	Queued           uint32                 `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`
-	Running          uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`
-	Dispatches       uint64                 `protobuf:"varint,6,opt,name=dispatches,proto3" json:"dispatches,omitempty"`                                       // in the window
-	DispatchedCostMs int64                  `protobuf:"varint,7,opt,name=dispatched_cost_ms,json=dispatchedCostMs,proto3" json:"dispatched_cost_ms,omitempty"` // est_cost dispatched in the window
-	Share            float64                `protobuf:"fixed64,8,opt,name=share,proto3" json:"share,omitempty"`                                                // of the window's dispatches
-	EntitledShare    float64                `protobuf:"fixed64,9,opt,name=entitled_share,json=entitledShare,proto3" json:"entitled_share,omitempty"`           // weight among the active tenants
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	Queued           uint32                 `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`                                               // the tenant's, every class
+	Running          uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`                                             // the tenant's, every class
+	Dispatches       uint64                 `protobuf:"varint,6,opt,name=dispatches,proto3" json:"dispatches,omitempty"`                                       // of the class in the window_ms
+	DispatchedCostMs int64                  `protobuf:"varint,7,opt,name=dispatched_cost_ms,json=dispatchedCostMs,proto3" json:"dispatched_cost_ms,omitempty"` // est_cost of those dispatches
+	Share            float64                `protobuf:"fixed64,8,opt,name=share,proto3" json:"share,omitempty"`                                                // windows[0].share (0 if undefined)
+	EntitledShare    float64                `protobuf:"fixed64,9,opt,name=entitled_share,json=entitledShare,proto3" json:"entitled_share,omitempty"`           // windows[0].entitled (0 if undefined)
+	JobClass         Class                  `protobuf:"varint,10,opt,name=job_class,json=jobClass,proto3,enum=barista.v1.Class" json:"job_class,omitempty"`
+	// windows is the fairness report over 1 min, 10 min and 1 h.
+	Windows  []*FairWindow `protobuf:"bytes,11,rep,name=windows,proto3" json:"windows,omitempty"`
+	Eligible bool          `protobuf:"varint,12,opt,name=eligible,proto3" json:"eligible,omitempty"` // has eligible work in the class now
+	// lag_cpu_ms is how far the tenant's tag is behind the class's
+	// virtual_now at its current weight, in CPU ms (positive: owed
+	// service); meaningful while eligible.
+	LagCpuMs      int64 `protobuf:"varint,13,opt,name=lag_cpu_ms,json=lagCpuMs,proto3" json:"lag_cpu_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TenantShare) Reset() {
@@ -696,6 +708,135 @@ func (x *TenantShare) GetEntitledShare() float64 {
 	return 0
 }
 
+func (x *TenantShare) GetJobClass() Class {
+	if x != nil {
+		return x.JobClass
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *TenantShare) GetWindows() []*FairWindow {
+	if x != nil {
+		return x.Windows
+	}
+	return nil
+}
+
+func (x *TenantShare) GetEligible() bool {
+	if x != nil {
+		return x.Eligible
+	}
+	return false
+}
+
+func (x *TenantShare) GetLagCpuMs() int64 {
+	if x != nil {
+		return x.LagCpuMs
+	}
+	return 0
+}
+
+// FairWindow is one window of the fairness report of a tenant and class.
+type FairWindow struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Window         string                 `protobuf:"bytes,1,opt,name=window,proto3" json:"window,omitempty"`                                          // "1m", "10m", "1h"
+	SpanMs         int64                  `protobuf:"varint,2,opt,name=span_ms,json=spanMs,proto3" json:"span_ms,omitempty"`                           // cluster time covered
+	ChargedMs      int64                  `protobuf:"varint,3,opt,name=charged_ms,json=chargedMs,proto3" json:"charged_ms,omitempty"`                  // CPU charged: estimates, corrected at finish
+	ClassChargedMs int64                  `protobuf:"varint,4,opt,name=class_charged_ms,json=classChargedMs,proto3" json:"class_charged_ms,omitempty"` // all CPU charged in the class
+	BusyMs         int64                  `protobuf:"varint,5,opt,name=busy_ms,json=busyMs,proto3" json:"busy_ms,omitempty"`                           // time the class had eligible work
+	Share          *float64               `protobuf:"fixed64,6,opt,name=share,proto3,oneof" json:"share,omitempty"`                                    // charged / class charged; absent if the class was charged nothing
+	Entitled       *float64               `protobuf:"fixed64,7,opt,name=entitled,proto3,oneof" json:"entitled,omitempty"`                              // time-weighted entitlement; absent without eligible work
+	Ratio          *float64               `protobuf:"fixed64,8,opt,name=ratio,proto3,oneof" json:"ratio,omitempty"`                                    // share / entitled; absent if either is, or entitled is 0
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *FairWindow) Reset() {
+	*x = FairWindow{}
+	mi := &file_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FairWindow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FairWindow) ProtoMessage() {}
+
+func (x *FairWindow) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FairWindow.ProtoReflect.Descriptor instead.
+func (*FairWindow) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *FairWindow) GetWindow() string {
+	if x != nil {
+		return x.Window
+	}
+	return ""
+}
+
+func (x *FairWindow) GetSpanMs() int64 {
+	if x != nil {
+		return x.SpanMs
+	}
+	return 0
+}
+
+func (x *FairWindow) GetChargedMs() int64 {
+	if x != nil {
+		return x.ChargedMs
+	}
+	return 0
+}
+
+func (x *FairWindow) GetClassChargedMs() int64 {
+	if x != nil {
+		return x.ClassChargedMs
+	}
+	return 0
+}
+
+func (x *FairWindow) GetBusyMs() int64 {
+	if x != nil {
+		return x.BusyMs
+	}
+	return 0
+}
+
+func (x *FairWindow) GetShare() float64 {
+	if x != nil && x.Share != nil {
+		return *x.Share
+	}
+	return 0
+}
+
+func (x *FairWindow) GetEntitled() float64 {
+	if x != nil && x.Entitled != nil {
+		return *x.Entitled
+	}
+	return 0
+}
+
+func (x *FairWindow) GetRatio() float64 {
+	if x != nil && x.Ratio != nil {
+		return *x.Ratio
+	}
+	return 0
+}
+
 type TopResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	LeaderId      string                 `protobuf:"bytes,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
@@ -703,13 +844,16 @@ type TopResponse struct {
 	ClusterTimeMs int64                  `protobuf:"varint,3,opt,name=cluster_time_ms,json=clusterTimeMs,proto3" json:"cluster_time_ms,omitempty"`
 	WindowMs      int64                  `protobuf:"varint,4,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"`
 	Tenants       []*TenantShare         `protobuf:"bytes,5,rep,name=tenants,proto3" json:"tenants,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// fairness_since_ms is when this node's fairness report starts (its
+	// start, or the snapshot it last loaded): windows cover nothing before.
+	FairnessSinceMs int64 `protobuf:"varint,6,opt,name=fairness_since_ms,json=fairnessSinceMs,proto3" json:"fairness_since_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TopResponse) Reset() {
 	*x = TopResponse{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -721,7 +865,7 @@ func (x *TopResponse) String() string {
 func (*TopResponse) ProtoMessage() {}
 
 func (x *TopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -734,7 +878,7 @@ func (x *TopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopResponse.ProtoReflect.Descriptor instead.
 func (*TopResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TopResponse) GetLeaderId() string {
@@ -770,6 +914,13 @@ func (x *TopResponse) GetTenants() []*TenantShare {
 		return x.Tenants
 	}
 	return nil
+}
+
+func (x *TopResponse) GetFairnessSinceMs() int64 {
+	if x != nil {
+		return x.FairnessSinceMs
+	}
+	return 0
 }
 
 var File_admin_proto protoreflect.FileDescriptor
@@ -816,7 +967,7 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"TopRequest\x12+\n" +
 	"\x04read\x18\x01 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1b\n" +
-	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\x9c\x02\n" +
+	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\xb8\x03\n" +
 	"\vTenantShare\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x16\n" +
@@ -828,13 +979,34 @@ const file_admin_proto_rawDesc = "" +
 	"dispatches\x12,\n" +
 	"\x12dispatched_cost_ms\x18\a \x01(\x03R\x10dispatchedCostMs\x12\x14\n" +
 	"\x05share\x18\b \x01(\x01R\x05share\x12%\n" +
-	"\x0eentitled_share\x18\t \x01(\x01R\rentitledShare\"\xc7\x01\n" +
+	"\x0eentitled_share\x18\t \x01(\x01R\rentitledShare\x12.\n" +
+	"\tjob_class\x18\n" +
+	" \x01(\x0e2\x11.barista.v1.ClassR\bjobClass\x120\n" +
+	"\awindows\x18\v \x03(\v2\x16.barista.v1.FairWindowR\awindows\x12\x1a\n" +
+	"\beligible\x18\f \x01(\bR\beligible\x12\x1c\n" +
+	"\n" +
+	"lag_cpu_ms\x18\r \x01(\x03R\blagCpuMs\"\x97\x02\n" +
+	"\n" +
+	"FairWindow\x12\x16\n" +
+	"\x06window\x18\x01 \x01(\tR\x06window\x12\x17\n" +
+	"\aspan_ms\x18\x02 \x01(\x03R\x06spanMs\x12\x1d\n" +
+	"\n" +
+	"charged_ms\x18\x03 \x01(\x03R\tchargedMs\x12(\n" +
+	"\x10class_charged_ms\x18\x04 \x01(\x03R\x0eclassChargedMs\x12\x17\n" +
+	"\abusy_ms\x18\x05 \x01(\x03R\x06busyMs\x12\x19\n" +
+	"\x05share\x18\x06 \x01(\x01H\x00R\x05share\x88\x01\x01\x12\x1f\n" +
+	"\bentitled\x18\a \x01(\x01H\x01R\bentitled\x88\x01\x01\x12\x19\n" +
+	"\x05ratio\x18\b \x01(\x01H\x02R\x05ratio\x88\x01\x01B\b\n" +
+	"\x06_shareB\v\n" +
+	"\t_entitledB\b\n" +
+	"\x06_ratio\"\xf3\x01\n" +
 	"\vTopResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12#\n" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12&\n" +
 	"\x0fcluster_time_ms\x18\x03 \x01(\x03R\rclusterTimeMs\x12\x1b\n" +
 	"\twindow_ms\x18\x04 \x01(\x03R\bwindowMs\x121\n" +
-	"\atenants\x18\x05 \x03(\v2\x17.barista.v1.TenantShareR\atenants2\xf6\x03\n" +
+	"\atenants\x18\x05 \x03(\v2\x17.barista.v1.TenantShareR\atenants\x12*\n" +
+	"\x11fairness_since_ms\x18\x06 \x01(\x03R\x0ffairnessSinceMs2\xf6\x03\n" +
 	"\x05Admin\x12C\n" +
 	"\fUpsertTenant\x12\x1f.barista.v1.UpsertTenantRequest\x1a\x12.barista.v1.Tenant\x12Q\n" +
 	"\fDeleteTenant\x12\x1f.barista.v1.DeleteTenantRequest\x1a .barista.v1.DeleteTenantResponse\x12=\n" +
@@ -856,7 +1028,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_admin_proto_goTypes = []any{
 	(*Tenant)(nil),               // 0: barista.v1.Tenant
 	(*UpsertTenantRequest)(nil),  // 1: barista.v1.UpsertTenantRequest
@@ -869,47 +1041,50 @@ var file_admin_proto_goTypes = []any{
 	(*SetConfigRequest)(nil),     // 8: barista.v1.SetConfigRequest
 	(*TopRequest)(nil),           // 9: barista.v1.TopRequest
 	(*TenantShare)(nil),          // 10: barista.v1.TenantShare
-	(*TopResponse)(nil),          // 11: barista.v1.TopResponse
-	(Tier)(0),                    // 12: barista.v1.Tier
-	(*Caps)(nil),                 // 13: barista.v1.Caps
-	(Class)(0),                   // 14: barista.v1.Class
-	(*ReadOptions)(nil),          // 15: barista.v1.ReadOptions
-	(*SchedulerConfig)(nil),      // 16: barista.v1.SchedulerConfig
+	(*FairWindow)(nil),           // 11: barista.v1.FairWindow
+	(*TopResponse)(nil),          // 12: barista.v1.TopResponse
+	(Tier)(0),                    // 13: barista.v1.Tier
+	(*Caps)(nil),                 // 14: barista.v1.Caps
+	(Class)(0),                   // 15: barista.v1.Class
+	(*ReadOptions)(nil),          // 16: barista.v1.ReadOptions
+	(*SchedulerConfig)(nil),      // 17: barista.v1.SchedulerConfig
 }
 var file_admin_proto_depIdxs = []int32{
-	12, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
-	13, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	14, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
-	12, // 3: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	13, // 4: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	14, // 5: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
-	15, // 6: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	15, // 7: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	13, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
+	14, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
+	15, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
+	13, // 3: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	14, // 4: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
+	15, // 5: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	16, // 6: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	16, // 7: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
 	0,  // 8: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	15, // 9: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	16, // 10: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	15, // 11: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	12, // 12: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	10, // 13: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	1,  // 14: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	2,  // 15: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	4,  // 16: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	5,  // 17: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	7,  // 18: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	8,  // 19: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	9,  // 20: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	0,  // 21: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	3,  // 22: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	0,  // 23: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	6,  // 24: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	16, // 25: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	16, // 26: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	11, // 27: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	21, // [21:28] is the sub-list for method output_type
-	14, // [14:21] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	16, // 9: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	17, // 10: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	16, // 11: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	13, // 12: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	15, // 13: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
+	11, // 14: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
+	10, // 15: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	1,  // 16: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	2,  // 17: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	4,  // 18: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	5,  // 19: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	7,  // 20: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	8,  // 21: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	9,  // 22: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	0,  // 23: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	3,  // 24: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	0,  // 25: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	6,  // 26: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	17, // 27: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	17, // 28: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	12, // 29: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	23, // [23:30] is the sub-list for method output_type
+	16, // [16:23] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -919,13 +1094,14 @@ func file_admin_proto_init() {
 	}
 	file_commands_proto_init()
 	file_client_proto_init()
+	file_admin_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

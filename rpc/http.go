@@ -104,16 +104,20 @@ func ready(b *base) (bool, string) {
 
 // TopJSON is the JSON form of the live view (barista top --once --json).
 type TopJSON struct {
-	LeaderID     string          `json:"leader_id"`
-	AppliedIndex uint64          `json:"applied_index"`
-	WindowMs     int64           `json:"window_ms"`
-	Tenants      []TenantTopJSON `json:"tenants"`
+	LeaderID     string `json:"leader_id"`
+	AppliedIndex uint64 `json:"applied_index"`
+	WindowMs     int64  `json:"window_ms"`
+	// FairnessSinceMs is the cluster time this node's fairness report
+	// starts at (its start or its last snapshot load).
+	FairnessSinceMs int64           `json:"fairness_since_ms"`
+	Tenants         []TenantTopJSON `json:"tenants"`
 }
 
-// TenantTopJSON is one tenant's line.
+// TenantTopJSON is one tenant's line in one class.
 type TenantTopJSON struct {
 	Name             string  `json:"name"`
 	Tier             string  `json:"tier"`
+	Class            string  `json:"class"`
 	Weight           float64 `json:"weight"`
 	Queued           uint32  `json:"queued"`
 	Running          uint32  `json:"running"`
@@ -121,14 +125,48 @@ type TenantTopJSON struct {
 	DispatchedCost1m int64   `json:"dispatched_cost_ms_1m"`
 	Share            float64 `json:"share"`
 	EntitledShare    float64 `json:"entitled_share"`
+	// Ratio is the 1 min window's (null when undefined).
+	Ratio    *float64 `json:"ratio"`
+	Eligible bool     `json:"eligible"`
+	// LagCPUSeconds is null while the tenant has no eligible work in the
+	// class (the activation clamp will discard it).
+	LagCPUSeconds *float64         `json:"lag_cpu_s"`
+	Fairness      []FairWindowJSON `json:"fairness"`
+}
+
+// FairWindowJSON is one window of the fairness report; share, entitled
+// and ratio are null when undefined.
+type FairWindowJSON struct {
+	Window         string   `json:"window"`
+	SpanMs         int64    `json:"span_ms"`
+	ChargedMs      int64    `json:"charged_ms"`
+	ClassChargedMs int64    `json:"class_charged_ms"`
+	BusyMs         int64    `json:"busy_ms"`
+	Share          *float64 `json:"share"`
+	Entitled       *float64 `json:"entitled"`
+	Ratio          *float64 `json:"ratio"`
 }
 
 func topJSON(t *pb.TopResponse) TopJSON {
-	out := TopJSON{LeaderID: t.LeaderId, AppliedIndex: t.AppliedIndex, WindowMs: t.WindowMs, Tenants: []TenantTopJSON{}}
+	out := TopJSON{LeaderID: t.LeaderId, AppliedIndex: t.AppliedIndex, WindowMs: t.WindowMs, FairnessSinceMs: t.FairnessSinceMs, Tenants: []TenantTopJSON{}}
 	for _, r := range t.Tenants {
 		tier, _ := fsm.TierFromPB(r.Tier)
-		out.Tenants = append(out.Tenants, TenantTopJSON{Name: r.Name, Tier: tier.String(), Weight: r.Weight, Queued: r.Queued,
-			Running: r.Running, Dispatches1m: r.Dispatches, DispatchedCost1m: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.EntitledShare})
+		class, _ := fsm.ClassFromPB(r.JobClass)
+		row := TenantTopJSON{Name: r.Name, Tier: tier.String(), Class: class.String(), Weight: r.Weight, Queued: r.Queued,
+			Running: r.Running, Dispatches1m: r.Dispatches, DispatchedCost1m: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.EntitledShare,
+			Eligible: r.Eligible, Fairness: []FairWindowJSON{}}
+		if r.Eligible {
+			lag := float64(r.LagCpuMs) / 1000
+			row.LagCPUSeconds = &lag
+		}
+		for i, w := range r.Windows {
+			row.Fairness = append(row.Fairness, FairWindowJSON{Window: w.Window, SpanMs: w.SpanMs, ChargedMs: w.ChargedMs,
+				ClassChargedMs: w.ClassChargedMs, BusyMs: w.BusyMs, Share: w.Share, Entitled: w.Entitled, Ratio: w.Ratio})
+			if i == 0 {
+				row.Ratio = w.Ratio
+			}
+		}
+		out.Tenants = append(out.Tenants, row)
 	}
 	return out
 }
@@ -193,8 +231,28 @@ func pageData(b *base, id Identity, signedIn bool) page {
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
-	"bar": func(f float64) string { return fmt.Sprintf("%.1f", 100*f) },
+	"bar": func(f float64) string { return fmt.Sprintf("%.1f", 100*min(max(f, 0), 1)) },
 	"w":   func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+	// entitled is the 1 min entitlement, "-" when no tenant had eligible
+	// work in the class.
+	"entitled": func(r TenantTopJSON) string {
+		if len(r.Fairness) == 0 || r.Fairness[0].Entitled == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100**r.Fairness[0].Entitled)
+	},
+	"ratio": func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", *p)
+	},
+	"lag": func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%+.1f s", *p)
+	},
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
 <title>barista · {{.Node}}</title>
@@ -207,11 +265,11 @@ th,td{padding:6px 12px;text-align:right;border-bottom:1px solid #eee} th{backgro
 .got{background:#3b82f6} .ent{background:#d1d5db} .lead{font-weight:600;color:#0a7} .down{font-weight:600;color:#c00}
 </style></head><body>
 <h1>barista</h1>
-<div class="sub">node <b>{{.Node}}</b> ({{.State}}) · leader <b>{{.Leader}}</b> · applied index {{.Applied}} · {{.Time}}{{if .Lag}} (cluster time {{.Lag}} behind: it pauses while no leader runs){{end}} · share: of the estimated CPU dispatched in the last minute · entitled: weight among the tenants with queued jobs now{{if .Session}} · signed in as {{.Who}} <form method="post" action="/logout" style="display:inline"><button type="submit">sign out</button></form>{{end}}</div>
-<table id="tenants"><tr><th class="l">tenant</th><th class="l">tier</th><th>weight</th><th>queued</th><th>running</th><th>dispatches (1m)</th><th>share</th><th>entitled</th><th class="l bars">share vs entitled</th></tr>
-{{range .Top.Tenants}}<tr><td class="l">{{.Name}}</td><td class="l">{{.Tier}}</td><td>{{w .Weight}}</td><td>{{.Queued}}</td><td>{{.Running}}</td><td>{{.Dispatches1m}}</td><td>{{pct .Share}}</td><td>{{if .Queued}}{{pct .EntitledShare}}{{else}}-{{end}}</td>
+<div class="sub">node <b>{{.Node}}</b> ({{.State}}) · leader <b>{{.Leader}}</b> · applied index {{.Applied}} · {{.Time}}{{if .Lag}} (cluster time {{.Lag}} behind: it pauses while no leader runs){{end}} · share: of the CPU charged in its class in the last minute (estimates, corrected at finish) · entitled: its weight among the tenants with eligible work, time-weighted · ratio: share / entitled over 1 min, 10 min, 1 h · lag: its tag behind virtual_now, in CPU seconds at its weight{{if .Session}} · signed in as {{.Who}} <form method="post" action="/logout" style="display:inline"><button type="submit">sign out</button></form>{{end}}</div>
+<table id="tenants"><tr><th class="l">tenant</th><th class="l">tier</th><th class="l">class</th><th>weight</th><th>queued</th><th>running</th><th>dispatches (1m)</th><th>share</th><th>entitled</th><th>ratio 1m</th><th>10m</th><th>1h</th><th>lag</th><th class="l bars">share vs entitled</th></tr>
+{{range .Top.Tenants}}<tr><td class="l">{{.Name}}</td><td class="l">{{.Tier}}</td><td class="l">{{.Class}}</td><td>{{w .Weight}}</td><td>{{.Queued}}</td><td>{{.Running}}</td><td>{{.Dispatches1m}}</td><td>{{pct .Share}}</td><td>{{entitled .}}</td>{{range .Fairness}}<td>{{ratio .Ratio}}</td>{{else}}<td>-</td><td>-</td><td>-</td>{{end}}<td>{{lag .LagCPUSeconds}}</td>
 <td class="l bars"><div class="b got" style="width:{{bar .Share}}%"></div><div class="b ent" style="width:{{bar .EntitledShare}}%"></div></td></tr>
-{{else}}<tr><td class="l" colspan="9">no tenants yet</td></tr>{{end}}
+{{else}}<tr><td class="l" colspan="14">no tenants yet</td></tr>{{end}}
 </table>
 {{if .Members}}<table id="members"><tr><th class="l">member</th><th class="l">raft</th><th class="l">grpc</th><th class="l">http</th><th class="l">role</th><th>last contact</th><th>lag (entries)</th></tr>
 {{range .Members}}<tr><td class="l">{{.ID}}</td><td class="l">{{.Raft}}</td><td class="l">{{.GRPC}}</td><td class="l">{{.HTTP}}</td><td class="l">{{if .Leader}}<span class="lead">leader</span>{{else if eq .State "unreachable"}}<span class="down">unreachable</span>{{else}}{{.State}}{{end}}</td><td>{{.Contact}}</td><td>{{.Lag}}</td></tr>{{end}}
