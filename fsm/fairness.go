@@ -57,24 +57,12 @@ func (f *FSM) fairFinished(ch sfq.Change, cpuMs int64) {
 	}
 }
 
-// FairRow is one (class, tenant) line of the fairness report.
-type FairRow struct {
-	fairness.Row
-	Name    string
-	Tier    sfq.Tier
-	Deleted bool
-	// LagCPUMs is how far the tenant's tag in the class is behind the
-	// class's virtual_now, at its current weight, in CPU ms
-	// (fairness.Lag): positive when it is owed service.
-	LagCPUMs int64
-}
-
 // FairnessReport is the fairness report at one applied index.
 type FairnessReport struct {
 	// Now is the FSM clock; Since when the ledger started (this node's
 	// start or its last snapshot load: nothing before is covered).
 	Now, Since sfq.Time
-	Rows       []FairRow
+	Rows       []fairness.Line
 }
 
 // Fairness computes the fairness report at the FSM clock, under the read
@@ -106,8 +94,8 @@ func (f *FSM) Fairness(whole bool) FairnessReport {
 }
 
 // fairRow decorates a ledger row; callers hold the read lock.
-func (f *FSM) fairRow(r *fairness.Row, t *sfq.Tenant) FairRow {
-	row := FairRow{Row: *r, Name: t.Name, Tier: t.Tier, Deleted: t.Deleted}
+func (f *FSM) fairRow(r *fairness.Row, t *sfq.Tenant) fairness.Line {
+	row := fairness.Line{Row: *r, Name: t.Name, Tier: t.Tier, Deleted: t.Deleted}
 	if !t.Deleted {
 		row.LagCPUMs = fairness.Lag(f.sched.ClassVirtualNow(r.Class), t.Tag(r.Class), f.sched.Weight(t, f.clock))
 	}

@@ -13,8 +13,8 @@ import (
 )
 
 // fairRows returns the rows of a report by "class/tenant".
-func fairRows(rep FairnessReport) map[string]FairRow {
-	out := map[string]FairRow{}
+func fairRows(rep FairnessReport) map[string]fairness.Line {
+	out := map[string]fairness.Line{}
 	for _, r := range rep.Rows {
 		out[r.Class.String()+"/"+r.Name] = r
 	}

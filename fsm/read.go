@@ -203,8 +203,9 @@ type TopRow struct {
 	// in the window asked for (from the event log).
 	Dispatches       uint64
 	DispatchedCostMs int64
-	// Fair is the row of the fairness report (zero without activity).
-	Fair FairRow
+	// Fair is the line of the fairness report (zero, Name empty, without
+	// activity).
+	Fair fairness.Line
 }
 
 // Top computes the live view: every live tenant in index order with its

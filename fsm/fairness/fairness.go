@@ -585,3 +585,17 @@ func Lag(vnow, tag sfq.VirtualTime, w sfq.Weight) int64 {
 	}
 	return int64(q)
 }
+
+// Line is a row with what the state machine knows of its tenant.
+type Line struct {
+	Row
+	Name    string
+	Tier    sfq.Tier
+	Deleted bool
+	// LagCPUMs is how far the tenant's tag in the class is behind the
+	// class's virtual_now, at its current weight, in CPU ms (Lag):
+	// positive when it is owed service. It means something while the
+	// tenant is eligible: one that becomes eligible again is clamped up
+	// to virtual_now (the activation clamp) and banks no credit.
+	LagCPUMs int64
+}
