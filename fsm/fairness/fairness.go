@@ -22,14 +22,17 @@
 // the same entries from the same start holds the same figures; floats
 // appear only when Figures are presented.
 //
-// Cost. A write is O(1): a few additions per window, amortised over
-// bucket boundaries. The entitlement integral of every eligible tenant
-// moves whenever any tenant's eligibility changes; rather than touch them
-// all, each class keeps a running integral R(t) = ∫ 2^64/W(t) dt (W the
-// sum of eligible weights), and a tenant eligible at weight w from t0 to
-// t1 accrues w × (R(t1) − R(t0)) / 2^64 ms of entitlement, computed when
-// it is next touched or read. R is kept at every 5 s boundary of the last
-// hour, so that accruals split exactly into the windows' buckets.
+// Cost. A write is O(1) and allocates nothing once the tenant has an
+// account in the class: a charge adds to one bucket per window. The
+// entitlement of every eligible tenant moves whenever any tenant's
+// eligibility changes; rather than touch them all, each class keeps a
+// running integral R(t) = ∫ 2^64/W(t) dt (W the sum of eligible weights),
+// and a tenant eligible at weight w from t0 to t1 accrues w × (R(t1) −
+// R(t0)) / 2^64 ms of entitlement, settled into its buckets when its
+// eligibility or weight changes (at most 13 buckets a window) and added by
+// readers while it lasts. R is kept at every 5 s boundary of the last
+// hour (a mark), so that accruals split exactly into the buckets. A read
+// costs O(1) per row and window.
 package fairness
 
 import (
@@ -124,32 +127,32 @@ type mark struct {
 }
 
 // ring holds per-bucket sums of the last slots buckets of one window.
+// Writes come in bucket order: never below head.
 type ring struct {
-	head    int64 // newest bucket written: slots hold head-perWindow .. head
-	charged [slots]int64
-	ent     [slots]int64
+	head int64 // newest bucket written: v holds head-perWindow .. head
+	v    [slots]int64
 }
 
-// roll makes n the newest bucket, clearing the ones it skips.
-func (g *ring) roll(n int64) {
-	if n <= g.head {
-		return
+// add adds x to bucket n (>= head), making it the newest and clearing the
+// buckets it skips.
+func (g *ring) add(n, x int64) {
+	if n > g.head {
+		for k := g.head + 1; k <= n && k <= g.head+slots; k++ {
+			g.v[k%slots] = 0
+		}
+		g.head = n
 	}
-	for k := g.head + 1; k <= n && k <= g.head+slots; k++ {
-		g.charged[k%slots], g.ent[k%slots] = 0, 0
-	}
-	g.head = n
+	g.v[n%slots] += x
 }
 
 // sum adds the buckets from lo to hi (hi <= the bucket of now).
-func (g *ring) sum(lo, hi int64) (charged, ent int64) {
+func (g *ring) sum(lo, hi int64) (s int64) {
 	lo = max(lo, g.head-perWindow, 0)
 	hi = min(hi, g.head)
 	for k := lo; k <= hi; k++ {
-		charged += g.charged[k%slots]
-		ent += g.ent[k%slots]
+		s += g.v[k%slots]
 	}
-	return charged, ent
+	return s
 }
 
 // Totals are what a tenant accrued since the ledger started (a class
@@ -160,26 +163,31 @@ type Totals struct {
 	EntitledQ24 int64 // ms × EntitledOne
 }
 
-// acct is one tenant's account in one class.
+// acct is one tenant's account in one class. Its entitlement is settled
+// (written to ent) only when its eligibility or weight changes: a tenant
+// that stays eligible at one weight accrues from `at` on, which readers
+// add themselves, so that a dispatch to a backlogged tenant costs a
+// charge alone.
 type acct struct {
-	elig  bool
-	w     int64    // weight while eligible (Q16)
-	r0    u128     // the class integral at `at`
-	at    sfq.Time // settled up to here
-	total Totals
-	rings [NumWindows]ring
+	elig    bool
+	w       int64    // weight while eligible (Q16)
+	r0      u128     // the class integral at `at`
+	at      sfq.Time // entitlement settled up to here
+	total   Totals
+	charged [NumWindows]ring
+	ent     [NumWindows]ring
 }
 
 // class is one class's book.
 type class struct {
-	w     int64    // sum of the weights of the eligible tenants
-	r     u128     // the integral R at `at`
-	busy  int64    // ms with eligible work, up to `at`
-	at    sfq.Time // R and busy are advanced up to here
-	marks []mark   // numMarks, by k % numMarks; nil until first advanced
-	total Totals
-	rings [NumWindows]ring // class totals of charged (ent unused)
-	accts []*acct          // by tenant index; nil: never active in the class
+	w       int64    // sum of the weights of the eligible tenants
+	r       u128     // the integral R at `at`
+	busy    int64    // ms with eligible work, up to `at`
+	at      sfq.Time // R and busy are advanced up to here
+	marks   []mark   // numMarks, by k % numMarks; nil until first advanced
+	total   Totals
+	charged [NumWindows]ring // the class's total of charged
+	accts   []*acct          // by tenant index; nil: never active in the class
 }
 
 // Ledger is the fairness report's state. It is not safe for concurrent
@@ -263,8 +271,9 @@ func (c *class) get(ti uint32, create bool) *acct {
 		c.accts = append(c.accts, nil)
 	}
 	a := &acct{at: c.at, r0: c.r}
-	for g := range a.rings {
-		a.rings[g].head = int64(c.at / Windows[g].bucket)
+	for g := range a.ent {
+		a.ent[g].head = int64(c.at / Windows[g].bucket)
+		a.charged[g].head = a.ent[g].head
 	}
 	c.accts[ti] = a
 	return a
@@ -280,11 +289,10 @@ func (a *acct) settle(c *class) {
 	}
 	if a.elig {
 		a.total.EntitledQ24 += accrue(a.w, c.r.sub(a.r0))
-		for g := range a.rings {
+		for g := range a.ent {
 			b := Windows[g].bucket
 			from, to := int64(a.at/b), int64(now/b)
 			from = max(from, to-perWindow)
-			a.rings[g].roll(to)
 			for n := from; n <= to; n++ {
 				s, e := max(a.at, sfq.Time(n)*b), min(now, sfq.Time(n+1)*b)
 				rs, re := a.r0, c.r
@@ -294,7 +302,7 @@ func (a *acct) settle(c *class) {
 				if e != now {
 					re, _ = c.valueAt(e)
 				}
-				a.rings[g].ent[n%slots] += accrue(a.w, re.sub(rs))
+				a.ent[g].add(n, accrue(a.w, re.sub(rs)))
 			}
 		}
 	}
@@ -311,13 +319,10 @@ func (l *Ledger) Charge(now sfq.Time, cl sfq.Class, ti uint32, ms int64) {
 	c := &l.classes[cl]
 	c.advance(now)
 	a := c.get(ti, true)
-	a.settle(c)
-	for g := range a.rings {
+	for g := range a.charged {
 		n := int64(c.at / Windows[g].bucket)
-		a.rings[g].roll(n)
-		a.rings[g].charged[n%slots] += ms
-		c.rings[g].roll(n)
-		c.rings[g].charged[n%slots] += ms
+		a.charged[g].add(n, ms)
+		c.charged[g].add(n, ms)
 	}
 	a.total.ChargedMs += ms
 	c.total.ChargedMs += ms
@@ -476,7 +481,7 @@ func (l *Ledger) view(c *class, now sfq.Time) classView {
 		start := max(sfq.Time(n-perWindow)*w.bucket, 0)
 		v.buckets[g], v.starts[g] = n, start
 		_, busyAtStart := c.valueAt(start)
-		charged, _ := c.rings[g].sum(n-perWindow, n)
+		charged := c.charged[g].sum(n-perWindow, n)
 		v.win[g] = Figures{SpanMs: int64(now - max(start, l.since)), ClassChargedMs: charged, BusyMs: v.busy - busyAtStart}
 	}
 	return v
@@ -487,7 +492,8 @@ func (v *classView) row(c *class, cl sfq.Class, ti uint32, a *acct, since sfq.Ti
 	r := Row{Class: cl, Tenant: ti, Eligible: a.elig, Weight: sfq.Weight(a.w)}
 	for g := range Windows {
 		f := v.win[g]
-		f.ChargedMs, f.EntitledQ24 = a.rings[g].sum(v.buckets[g]-perWindow, v.buckets[g])
+		lo, hi := v.buckets[g]-perWindow, v.buckets[g]
+		f.ChargedMs, f.EntitledQ24 = a.charged[g].sum(lo, hi), a.ent[g].sum(lo, hi)
 		if a.elig {
 			// Not yet settled: from a.at (or the window's start) to now.
 			from := a.r0
