@@ -54,9 +54,10 @@ prints one view and exits; with --json it prints one object:
    "charged_ms", "class_charged_ms", "busy_ms", "share", "entitled",
    "ratio"}]}]}
 
-(share, entitled_share and ratio are the 1 min window's; shares are
-fractions; share, entitled, ratio and lag_cpu_s are null when undefined;
-dispatches_1m counts --window).`,
+(share, entitled_share and ratio are the 1 min window's, share and
+entitled_share 0 when undefined; shares are fractions; in "fairness",
+share, entitled and ratio are null when undefined, as are ratio and
+lag_cpu_s; dispatches_1m counts --window).`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &topOpts{}
 			o.register(fs)
