@@ -251,7 +251,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 		if p == nil {
 			return "-"
 		}
-		return fmt.Sprintf("%+.1f s", *p)
+		return fmt.Sprintf("%+.1fs", *p)
 	},
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">

@@ -90,7 +90,7 @@ func TestTopFairness(t *testing.T) {
 	_, _ = io.Copy(page, resp.Body)
 	resp.Body.Close()
 	for _, s := range []string{"<th>ratio 1m</th>", `<td class="l">gold</td><td class="l">gold</td><td class="l">normal</td>`,
-		"<td>88.9%</td><td>0.96</td><td>0.96</td><td>0.96</td><td>-3.0 s</td>", "<td>11.1%</td><td>1.29</td><td>1.29</td><td>1.29</td><td>-0.5 s</td>"} {
+		"<td>88.9%</td><td>0.96</td><td>0.96</td><td>0.96</td><td>-3.0s</td>", "<td>11.1%</td><td>1.29</td><td>1.29</td><td>1.29</td><td>-0.5s</td>"} {
 		if !strings.Contains(page.String(), s) {
 			t.Errorf("the page has no %s:\n%s", s, page)
 		}
