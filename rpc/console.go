@@ -38,8 +38,28 @@ import (
 var webFiles embed.FS
 
 var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
-	"pct":  func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
-	"w":    func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+	"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	"w":   func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+	// entitled is the 1 min entitlement of the fairness report, "-" when
+	// no tenant had eligible work in the class.
+	"entitled": func(r TenantTopJSON) string {
+		if len(r.Fairness) == 0 || r.Fairness[0].Entitled == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100**r.Fairness[0].Entitled)
+	},
+	"ratio": func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", *p)
+	},
+	"lag": func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%+.1fs", *p)
+	},
 	"ms":   func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() },
 	"wall": wallText,
 	"size": func(s pb.Size) string {

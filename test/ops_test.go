@@ -135,6 +135,16 @@ func TestDevShares(t *testing.T) {
 			Dispatches1m  *uint64  `json:"dispatches_1m"`
 			Share         *float64 `json:"share"`
 			EntitledShare *float64 `json:"entitled_share"`
+			Class         string   `json:"class"`
+			Ratio         *float64 `json:"ratio"`
+			Eligible      bool     `json:"eligible"`
+			Lag           *float64 `json:"lag_cpu_s"`
+			Fairness      []struct {
+				Window    string
+				SpanMs    int64    `json:"span_ms"`
+				ChargedMs int64    `json:"charged_ms"`
+				Ratio     *float64 `json:"ratio"`
+			} `json:"fairness"`
 		} `json:"tenants"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &top); err != nil || top.LeaderID == nil || top.AppliedIndex == nil || len(top.Tenants) != 5 {
@@ -150,6 +160,35 @@ func TestDevShares(t *testing.T) {
 		if d := *tn.Share - *tn.EntitledShare; d > 0.08 || d < -0.08 {
 			t.Errorf("%s: share %.3f vs entitled %.3f", tn.Name, *tn.Share, *tn.EntitledShare)
 		}
+		// The fairness report: one class, three windows, each with a
+		// ratio; a backlogged tenant has a lag. Over a minute of 200-400
+		// ms jobs even the free tenant's ratio stays near 1.
+		if tn.Class != "normal" || !tn.Eligible || tn.Lag == nil || tn.Ratio == nil || len(tn.Fairness) != 3 || tn.Fairness[2].Window != "1h" {
+			t.Errorf("%s: class %q eligible %v lag %v ratio %v, %d windows", tn.Name, tn.Class, tn.Eligible, tn.Lag, tn.Ratio, len(tn.Fairness))
+			continue
+		}
+		for _, w := range tn.Fairness {
+			if w.Ratio == nil || *w.Ratio < 0.5 || *w.Ratio > 2 || w.ChargedMs <= 0 || w.SpanMs <= 0 {
+				t.Errorf("%s %s: ratio %v, charged %d ms over %d ms", tn.Name, w.Window, w.Ratio, w.ChargedMs, w.SpanMs)
+			}
+		}
+		t.Logf("%-16s share %.3f entitled %.3f ratio %.3f lag %+.2fs", tn.Name, *tn.Share, *tn.EntitledShare, *tn.Ratio, *tn.Lag)
+	}
+	// /metrics has the ratio of each demo tenant in each window.
+	all, err := cluster.Scrape(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratios := 0
+	for name := range weights {
+		for _, w := range []string{"1m", "10m", "1h"} {
+			if v, ok := all[`barista_fairness_ratio{class="normal",tenant="`+name+`",window="`+w+`"}`]; ok && v > 0.5 && v < 2 {
+				ratios++
+			}
+		}
+	}
+	if ratios != 15 {
+		t.Errorf("%d barista_fairness_ratio series between 0.5 and 2, want 15", ratios)
 	}
 }
 
