@@ -110,6 +110,7 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 	}
 	j, _ := f.sched.Job(id)
 	f.emit(EvQueued, &j, ReasonNone)
+	f.observe(ti)
 	return Result{Job: id, Created: true, Tenant: c.Tenant}
 }
 
@@ -164,6 +165,8 @@ func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
 		reason = ReasonDeadlineMissed
 	}
 	f.emit(EvAssigned, &j, reason)
+	f.fair.Charge(f.clock, j.Class, j.Tenant, j.EstCostMs)
+	f.observe(j.Tenant)
 	return Result{Assigned: true, Job: a.Job, Attempt: a.Attempt, Size: a.Size, Tenant: f.sched.TenantName(a.Tenant), Outcome: sfq.Changed,
 		DeadlineMissed: a.DeadlineMissed}
 }
@@ -241,6 +244,7 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 	if w := f.workers[c.WorkerId]; w != nil && w.Job == id && w.Attempt == c.Attempt && ch.Outcome == sfq.Changed {
 		w.Job, w.Attempt = 0, 0
 	}
+	f.fairFinished(ch, c.CpuMs)
 	return f.workerResult(ch, err)
 }
 
@@ -261,6 +265,9 @@ func (f *FSM) applyCancel(c *pb.CancelJob) Result {
 		return f.workerResult(ch, err)
 	}
 	f.emitChange(ch, ReasonRequested)
+	if ch.Outcome == sfq.Changed {
+		f.observe(ch.Tenant)
+	}
 	return f.workerResult(ch, nil)
 }
 
@@ -279,6 +286,9 @@ func (f *FSM) applyExpire(c *pb.Expire) Result {
 	}
 	ch, err := f.sched.Expire(f.clock, sfq.JobID(c.Job), c.Attempt, kind)
 	f.emitChange(ch, reason)
+	if ch.Outcome == sfq.Changed {
+		f.observe(ch.Tenant)
+	}
 	return f.workerResult(ch, err)
 }
 
@@ -297,6 +307,7 @@ func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
 	}
 	i, _ := f.sched.TenantIndex(c.Name)
 	f.setExported(i, c.ExportMetrics)
+	f.observe(i)
 	return Result{Created: created, Tenant: c.Name}
 }
 
@@ -346,6 +357,7 @@ func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {
 	if ok {
 		f.setExported(i, false)
 		f.dropTenantWebhook(i)
+		f.observe(i)
 	}
 	return Result{}
 }
@@ -360,6 +372,7 @@ func (f *FSM) applySetConfig(c *pb.SetConfig) Result {
 	}
 	f.cfg = cfg
 	f.configured = true
+	f.observeAll() // tier weights or decay may have changed
 	return Result{}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
+	"barista/fsm/fairness"
 	pb "barista/proto"
 	"barista/sfq"
 )
@@ -61,6 +62,10 @@ type FSM struct {
 	// epoch (0: never used).
 	webhooks []Webhook
 	whSerial uint64
+	// fair is the fairness report's ledger (fairness.go): derived from
+	// the entries applied since the state was created or loaded, in no
+	// snapshot and no hash.
+	fair *fairness.Ledger
 
 	fatal   error
 	fatalCh chan struct{}
@@ -114,6 +119,7 @@ func New() *FSM {
 		nextKey:   1,
 		fatalCh:   make(chan struct{}),
 		changed:   make(chan struct{}),
+		fair:      fairness.New(0),
 	}
 }
 

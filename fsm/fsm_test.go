@@ -625,32 +625,3 @@ func TestPayloadLimitFitsAMessage(t *testing.T) {
 		t.Fatalf("a state over every limit loaded: %v", err)
 	}
 }
-
-// TestSharesInCostAmongQueued: the live view's share is of the estimated
-// CPU dispatched, and a tenant with nothing queued is entitled to nothing
-// (it does not dilute the entitlement of those that wait).
-func TestSharesInCostAmongQueued(t *testing.T) {
-	h := newHarness(t)
-	h.apply(tenant("gold", pb.Tier_GOLD), tenant("free", pb.Tier_FREE), tenant("idle", pb.Tier_DIAMOND))
-	// idle: one 4 s job, dispatched; gold: one 3 s job dispatched and one
-	// queued; free: one 1 s job dispatched and one queued.
-	h.apply(submit("idle", "", 4000, ""), submit("gold", "", 3000, ""), submit("free", "", 1000, ""),
-		submit("gold", "", 3000, ""), submit("free", "", 1000, ""))
-	for i := range 3 {
-		if r := h.one(dispatch(fmt.Sprintf("w%d", i), 1)); !r.Assigned {
-			t.Fatalf("dispatch %d: %+v", i, r)
-		}
-	}
-	rows, _ := h.f.Shares(60_000)
-	got := map[string][2]float64{}
-	for _, r := range rows {
-		got[r.Name] = [2]float64{r.Share, r.Entitled}
-	}
-	// Dispatched: idle 4000 (diamond first), gold 3000, free 1000 of 8000.
-	want := map[string][2]float64{"idle": {0.5, 0}, "gold": {0.375, 8.0 / 9}, "free": {0.125, 1.0 / 9}}
-	for name, w := range want {
-		if g := got[name]; g != w {
-			t.Errorf("%s: share %v entitled %v, want %v %v", name, g[0], g[1], w[0], w[1])
-		}
-	}
-}

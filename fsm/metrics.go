@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"barista/fsm/fairness"
 	"barista/sfq"
 )
 
@@ -148,6 +149,9 @@ type TenantMetrics struct {
 	// ones are kept as tombstones), so that deleting a tenant and creating
 	// one of the same name continues its series instead of resetting it.
 	Counters Counters
+	// Fair are the tenant's live rows of the fairness report, one per
+	// class it is active in, in class service order.
+	Fair []fairness.Row
 }
 
 // TierMetrics is a tier's aggregate over its tenants.
@@ -202,21 +206,27 @@ func (f *FSM) Metrics(maxTenants int) MetricsView {
 			tm.Queued[sz] += uint64(q)
 		}
 	}
-	own := func(t *sfq.Tenant) {
+	own := func(i uint32, t *sfq.Tenant) {
 		c := countersOf(&t.Billing)
 		c.add(past[t.Name], 1)
-		v.Tenants = append(v.Tenants, TenantMetrics{Name: t.Name, Tier: t.Tier, Queued: t.Queued, Running: t.Running,
-			Weight: s.Weight(t, f.clock), Counters: c})
+		m := TenantMetrics{Name: t.Name, Tier: t.Tier, Queued: t.Queued, Running: t.Running,
+			Weight: s.Weight(t, f.clock), Counters: c}
+		f.fair.TenantRows(f.clock, i, func(r *fairness.Row) {
+			if r.Active() {
+				m.Fair = append(m.Fair, *r)
+			}
+		})
+		v.Tenants = append(v.Tenants, m)
 	}
 	if live <= maxTenants {
 		v.Tenants = make([]TenantMetrics, 0, live)
-		s.Tenants(func(_ uint32, t *sfq.Tenant) bool { own(t); return true })
+		s.Tenants(func(i uint32, t *sfq.Tenant) bool { own(i, t); return true })
 		return v
 	}
 	v.Tenants = make([]TenantMetrics, 0, len(f.exported))
 	for _, i := range f.exported {
 		t, _ := s.TenantAt(i)
-		own(&t)
+		own(i, &t)
 	}
 	return v
 }

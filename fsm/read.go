@@ -3,6 +3,7 @@ package fsm
 import (
 	"slices"
 
+	"barista/fsm/fairness"
 	"barista/sfq"
 )
 
@@ -187,33 +188,52 @@ func (f *FSM) Worker(id string) (Worker, bool) {
 	return *w, true
 }
 
-// TenantShare is one tenant's line of the live view of fair shares.
-type TenantShare struct {
+// TopRow is one line of the live view (barista top, the web page): a
+// tenant, and its fairness report in one class. A tenant has a row for
+// each class it is active in (the fairness report's live rows), or one
+// row of class normal without figures if it is active in none.
+type TopRow struct {
 	Name    string
 	Tier    sfq.Tier
-	Weight  float64 // current weight (tier x multiplier x decay)
-	Queued  uint32
-	Running uint32
-	// Dispatches and DispatchedCostMs count the dispatches of the window.
+	Class   sfq.Class
+	Weight  sfq.Weight // current weight (tier x multiplier x decay)
+	Queued  uint32     // the tenant's, every class
+	Running uint32     // the tenant's, every class
+	// Dispatches and DispatchedCostMs count the dispatches of the class
+	// in the window asked for (from the event log).
 	Dispatches       uint64
 	DispatchedCostMs int64
-	// Share is the tenant's fraction of the estimated CPU dispatched in
-	// the window; Entitled is its weight's fraction among the tenants with
-	// queued jobs now (0 without any).
-	Share, Entitled float64
+	// Fair is the line of the fairness report (zero, Name empty, without
+	// activity).
+	Fair fairness.Line
 }
 
-// Shares computes the live view over the last window of cluster time,
-// from the assigned events. Presentation only: nothing here reaches Apply.
-func (f *FSM) Shares(window sfq.Time) ([]TenantShare, sfq.Time) {
+// Top computes the live view: every live tenant in index order with its
+// fairness rows, and its dispatches of the last window of cluster time.
+// Presentation only: nothing here reaches Apply.
+func (f *FSM) Top(window sfq.Time) (rows []TopRow, now, since sfq.Time) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var rows []TenantShare
-	index := map[uint32]int{}
+	type key struct {
+		tenant uint32
+		class  sfq.Class
+	}
+	index := map[key]int{}
 	f.sched.Tenants(func(i uint32, t *sfq.Tenant) bool {
-		index[i] = len(rows)
-		rows = append(rows, TenantShare{Name: t.Name, Tier: t.Tier, Queued: t.QueuedTotal(), Running: t.Running,
-			Weight: float64(f.sched.Weight(t, f.clock)) / float64(sfq.WeightOne)})
+		base := TopRow{Name: t.Name, Tier: t.Tier, Queued: t.QueuedTotal(), Running: t.Running, Weight: f.sched.Weight(t, f.clock)}
+		n := len(rows)
+		f.fair.TenantRows(f.clock, i, func(r *fairness.Row) {
+			if r.Active() {
+				row := base
+				row.Class, row.Fair = r.Class, f.fairRow(r, t)
+				index[key{i, r.Class}] = len(rows)
+				rows = append(rows, row)
+			}
+		})
+		if len(rows) == n {
+			index[key{i, sfq.ClassNormal}] = len(rows)
+			rows = append(rows, base)
+		}
 		return true
 	})
 	first := f.nextEvent - uint64(f.events.Len())
@@ -225,36 +245,16 @@ func (f *FSM) Shares(window sfq.Time) ([]TenantShare, sfq.Time) {
 		if ev.Kind != EvAssigned {
 			continue
 		}
-		i, ok := index[ev.Tenant]
+		j, ok := f.sched.Job(ev.Job)
 		if !ok {
 			continue
 		}
-		rows[i].Dispatches++
-		if j, ok := f.sched.Job(ev.Job); ok {
+		if i, ok := index[key{ev.Tenant, j.Class}]; ok {
+			rows[i].Dispatches++
 			rows[i].DispatchedCostMs += j.EstCostMs
 		}
 	}
-	// Share is in cost (SPEC §8: shares are in cost, not in dispatch
-	// counts); entitlement is the weight among the tenants with queued
-	// work now (a tenant without any is entitled to nothing more).
-	var active float64
-	var totalCost int64
-	for _, r := range rows {
-		if r.Queued > 0 {
-			active += r.Weight
-		}
-		totalCost += r.DispatchedCostMs
-	}
-	for i := range rows {
-		r := &rows[i]
-		if totalCost > 0 {
-			r.Share = float64(r.DispatchedCostMs) / float64(totalCost)
-		}
-		if active > 0 && r.Queued > 0 {
-			r.Entitled = r.Weight / active
-		}
-	}
-	return rows, f.clock
+	return rows, f.clock, f.fair.Since()
 }
 
 // SetIndex sets the index the state is taken to be at (after a restore

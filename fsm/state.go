@@ -230,6 +230,7 @@ func (f *FSM) Adopt(n *FSM) {
 	f.configured, f.level = n.configured, n.level
 	f.exported, f.tierCarry = n.exported, n.tierCarry
 	f.webhooks, f.whSerial = n.webhooks, n.whSerial
+	f.fair = n.fair
 	f.hashValid = false
 	f.replaced++
 	f.wake()
@@ -328,6 +329,7 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	default:
 		f.setLevel(Level1)
 	}
+	f.startFairness()
 	return f, nil
 }
 

@@ -599,7 +599,7 @@ func (x *SetConfigRequest) GetConfig() *SchedulerConfig {
 type TopRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Read          *ReadOptions           `protobuf:"bytes,1,opt,name=read,proto3" json:"read,omitempty"`
-	WindowMs      int64                  `protobuf:"varint,2,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"` // default 60000
+	WindowMs      int64                  `protobuf:"varint,2,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"` // of the dispatch counts; default 60000
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -648,18 +648,31 @@ func (x *TopRequest) GetWindowMs() int64 {
 	return 0
 }
 
+// TenantShare is one tenant in one class: a tenant has a line for each
+// class it is active in (eligible work now, or anything charged or
+// entitled in the last hour), or one line of class normal without
+// figures.
 type TenantShare struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Name             string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Tier             Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
 	Weight           float64                `protobuf:"fixed64,3,opt,name=weight,proto3" json:"weight,omitempty"`
-	Queued           uint32                 `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`
-	Running          uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`
-	Dispatches       uint64                 `protobuf:"varint,6,opt,name=dispatches,proto3" json:"dispatches,omitempty"`                                       // in the window
-	DispatchedCostMs int64                  `protobuf:"varint,7,opt,name=dispatched_cost_ms,json=dispatchedCostMs,proto3" json:"dispatched_cost_ms,omitempty"` // est_cost dispatched in the window
-	Share            float64                `protobuf:"fixed64,8,opt,name=share,proto3" json:"share,omitempty"`                                                // of the window's dispatches
-	EntitledShare    float64                `protobuf:"fixed64,9,opt,name=entitled_share,json=entitledShare,proto3" json:"entitled_share,omitempty"`           // weight among the active tenants
-	// groups are the tenant's groups with the most queued jobs (at most 5).
+	Queued           uint32                 `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`                                               // the tenant's, every class
+	Running          uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`                                             // the tenant's, every class
+	Dispatches       uint64                 `protobuf:"varint,6,opt,name=dispatches,proto3" json:"dispatches,omitempty"`                                       // of the class in the window_ms
+	DispatchedCostMs int64                  `protobuf:"varint,7,opt,name=dispatched_cost_ms,json=dispatchedCostMs,proto3" json:"dispatched_cost_ms,omitempty"` // est_cost of those dispatches
+	Share            float64                `protobuf:"fixed64,8,opt,name=share,proto3" json:"share,omitempty"`                                                // windows[0].share (0 if undefined)
+	EntitledShare    float64                `protobuf:"fixed64,9,opt,name=entitled_share,json=entitledShare,proto3" json:"entitled_share,omitempty"`           // windows[0].entitled (0 if undefined)
+	JobClass         Class                  `protobuf:"varint,10,opt,name=job_class,json=jobClass,proto3,enum=barista.v1.Class" json:"job_class,omitempty"`
+	// windows is the fairness report over 1 min, 10 min and 1 h.
+	Windows  []*FairWindow `protobuf:"bytes,11,rep,name=windows,proto3" json:"windows,omitempty"`
+	Eligible bool          `protobuf:"varint,12,opt,name=eligible,proto3" json:"eligible,omitempty"` // has eligible work in the class now
+	// lag_cpu_ms is how far the tenant's tag is behind the class's
+	// virtual_now at its current weight, in CPU ms (positive: owed
+	// service); meaningful while eligible.
+	LagCpuMs int64 `protobuf:"varint,13,opt,name=lag_cpu_ms,json=lagCpuMs,proto3" json:"lag_cpu_ms,omitempty"`
+	// groups are the tenant's groups with the most queued jobs (at most
+	// 5), on the tenant's first line.
 	Groups        []*GroupUsage `protobuf:"bytes,40,rep,name=groups,proto3" json:"groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -758,11 +771,140 @@ func (x *TenantShare) GetEntitledShare() float64 {
 	return 0
 }
 
+func (x *TenantShare) GetJobClass() Class {
+	if x != nil {
+		return x.JobClass
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *TenantShare) GetWindows() []*FairWindow {
+	if x != nil {
+		return x.Windows
+	}
+	return nil
+}
+
+func (x *TenantShare) GetEligible() bool {
+	if x != nil {
+		return x.Eligible
+	}
+	return false
+}
+
+func (x *TenantShare) GetLagCpuMs() int64 {
+	if x != nil {
+		return x.LagCpuMs
+	}
+	return 0
+}
+
 func (x *TenantShare) GetGroups() []*GroupUsage {
 	if x != nil {
 		return x.Groups
 	}
 	return nil
+}
+
+// FairWindow is one window of the fairness report of a tenant and class.
+type FairWindow struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Window         string                 `protobuf:"bytes,1,opt,name=window,proto3" json:"window,omitempty"`                                          // "1m", "10m", "1h"
+	SpanMs         int64                  `protobuf:"varint,2,opt,name=span_ms,json=spanMs,proto3" json:"span_ms,omitempty"`                           // cluster time covered
+	ChargedMs      int64                  `protobuf:"varint,3,opt,name=charged_ms,json=chargedMs,proto3" json:"charged_ms,omitempty"`                  // CPU charged: estimates, corrected at finish
+	ClassChargedMs int64                  `protobuf:"varint,4,opt,name=class_charged_ms,json=classChargedMs,proto3" json:"class_charged_ms,omitempty"` // all CPU charged in the class
+	BusyMs         int64                  `protobuf:"varint,5,opt,name=busy_ms,json=busyMs,proto3" json:"busy_ms,omitempty"`                           // time the class had eligible work
+	Share          *float64               `protobuf:"fixed64,6,opt,name=share,proto3,oneof" json:"share,omitempty"`                                    // charged / class charged; absent if the class was charged nothing
+	Entitled       *float64               `protobuf:"fixed64,7,opt,name=entitled,proto3,oneof" json:"entitled,omitempty"`                              // time-weighted entitlement; absent without eligible work
+	Ratio          *float64               `protobuf:"fixed64,8,opt,name=ratio,proto3,oneof" json:"ratio,omitempty"`                                    // share / entitled; absent if either is, or entitled is 0
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *FairWindow) Reset() {
+	*x = FairWindow{}
+	mi := &file_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FairWindow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FairWindow) ProtoMessage() {}
+
+func (x *FairWindow) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FairWindow.ProtoReflect.Descriptor instead.
+func (*FairWindow) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *FairWindow) GetWindow() string {
+	if x != nil {
+		return x.Window
+	}
+	return ""
+}
+
+func (x *FairWindow) GetSpanMs() int64 {
+	if x != nil {
+		return x.SpanMs
+	}
+	return 0
+}
+
+func (x *FairWindow) GetChargedMs() int64 {
+	if x != nil {
+		return x.ChargedMs
+	}
+	return 0
+}
+
+func (x *FairWindow) GetClassChargedMs() int64 {
+	if x != nil {
+		return x.ClassChargedMs
+	}
+	return 0
+}
+
+func (x *FairWindow) GetBusyMs() int64 {
+	if x != nil {
+		return x.BusyMs
+	}
+	return 0
+}
+
+func (x *FairWindow) GetShare() float64 {
+	if x != nil && x.Share != nil {
+		return *x.Share
+	}
+	return 0
+}
+
+func (x *FairWindow) GetEntitled() float64 {
+	if x != nil && x.Entitled != nil {
+		return *x.Entitled
+	}
+	return 0
+}
+
+func (x *FairWindow) GetRatio() float64 {
+	if x != nil && x.Ratio != nil {
+		return *x.Ratio
+	}
+	return 0
 }
 
 type TopResponse struct {
@@ -772,13 +914,16 @@ type TopResponse struct {
 	ClusterTimeMs int64                  `protobuf:"varint,3,opt,name=cluster_time_ms,json=clusterTimeMs,proto3" json:"cluster_time_ms,omitempty"`
 	WindowMs      int64                  `protobuf:"varint,4,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"`
 	Tenants       []*TenantShare         `protobuf:"bytes,5,rep,name=tenants,proto3" json:"tenants,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// fairness_since_ms is when this node's fairness report starts (its
+	// start, or the snapshot it last loaded): windows cover nothing before.
+	FairnessSinceMs int64 `protobuf:"varint,6,opt,name=fairness_since_ms,json=fairnessSinceMs,proto3" json:"fairness_since_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TopResponse) Reset() {
 	*x = TopResponse{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +935,7 @@ func (x *TopResponse) String() string {
 func (*TopResponse) ProtoMessage() {}
 
 func (x *TopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +948,7 @@ func (x *TopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopResponse.ProtoReflect.Descriptor instead.
 func (*TopResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TopResponse) GetLeaderId() string {
@@ -841,6 +986,13 @@ func (x *TopResponse) GetTenants() []*TenantShare {
 	return nil
 }
 
+func (x *TopResponse) GetFairnessSinceMs() int64 {
+	if x != nil {
+		return x.FairnessSinceMs
+	}
+	return 0
+}
+
 // Webhook is a tenant's registered endpoint as the replicated state holds
 // it (the secret is never stored).
 type Webhook struct {
@@ -865,7 +1017,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +1029,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +1042,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Webhook) GetTenant() string {
@@ -978,7 +1130,7 @@ type WebhookSetRequest struct {
 
 func (x *WebhookSetRequest) Reset() {
 	*x = WebhookSetRequest{}
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1142,7 @@ func (x *WebhookSetRequest) String() string {
 func (*WebhookSetRequest) ProtoMessage() {}
 
 func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1155,7 @@ func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookSetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WebhookSetRequest) GetTenant() string {
@@ -1057,7 +1209,7 @@ type WebhookSetResponse struct {
 
 func (x *WebhookSetResponse) Reset() {
 	*x = WebhookSetResponse{}
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1221,7 @@ func (x *WebhookSetResponse) String() string {
 func (*WebhookSetResponse) ProtoMessage() {}
 
 func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1234,7 @@ func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetResponse.ProtoReflect.Descriptor instead.
 func (*WebhookSetResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WebhookSetResponse) GetWebhook() *Webhook {
@@ -1123,7 +1275,7 @@ type WebhookGetRequest struct {
 
 func (x *WebhookGetRequest) Reset() {
 	*x = WebhookGetRequest{}
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1287,7 @@ func (x *WebhookGetRequest) String() string {
 func (*WebhookGetRequest) ProtoMessage() {}
 
 func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1300,7 @@ func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookGetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookGetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WebhookGetRequest) GetTenant() string {
@@ -1174,7 +1326,7 @@ type WebhookDeleteRequest struct {
 
 func (x *WebhookDeleteRequest) Reset() {
 	*x = WebhookDeleteRequest{}
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1338,7 @@ func (x *WebhookDeleteRequest) String() string {
 func (*WebhookDeleteRequest) ProtoMessage() {}
 
 func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1351,7 @@ func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteRequest.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WebhookDeleteRequest) GetTenant() string {
@@ -1217,7 +1369,7 @@ type WebhookDeleteResponse struct {
 
 func (x *WebhookDeleteResponse) Reset() {
 	*x = WebhookDeleteResponse{}
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1381,7 @@ func (x *WebhookDeleteResponse) String() string {
 func (*WebhookDeleteResponse) ProtoMessage() {}
 
 func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1394,7 @@ func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteResponse.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_proto_rawDescGZIP(), []int{18}
 }
 
 type WebhookStatusRequest struct {
@@ -1254,7 +1406,7 @@ type WebhookStatusRequest struct {
 
 func (x *WebhookStatusRequest) Reset() {
 	*x = WebhookStatusRequest{}
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1418,7 @@ func (x *WebhookStatusRequest) String() string {
 func (*WebhookStatusRequest) ProtoMessage() {}
 
 func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1431,7 @@ func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusRequest.ProtoReflect.Descriptor instead.
 func (*WebhookStatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WebhookStatusRequest) GetTenant() string {
@@ -1309,7 +1461,7 @@ type WebhookStatusResponse struct {
 
 func (x *WebhookStatusResponse) Reset() {
 	*x = WebhookStatusResponse{}
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1473,7 @@ func (x *WebhookStatusResponse) String() string {
 func (*WebhookStatusResponse) ProtoMessage() {}
 
 func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1486,7 @@ func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusResponse.ProtoReflect.Descriptor instead.
 func (*WebhookStatusResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WebhookStatusResponse) GetWebhook() *Webhook {
@@ -1410,7 +1562,7 @@ type WebhookReplayRequest struct {
 
 func (x *WebhookReplayRequest) Reset() {
 	*x = WebhookReplayRequest{}
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1574,7 @@ func (x *WebhookReplayRequest) String() string {
 func (*WebhookReplayRequest) ProtoMessage() {}
 
 func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1587,7 @@ func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplayRequest.ProtoReflect.Descriptor instead.
 func (*WebhookReplayRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WebhookReplayRequest) GetTenant() string {
@@ -1507,7 +1659,7 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"TopRequest\x12+\n" +
 	"\x04read\x18\x01 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1b\n" +
-	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\xcc\x02\n" +
+	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\xe8\x03\n" +
 	"\vTenantShare\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x16\n" +
@@ -1520,13 +1672,34 @@ const file_admin_proto_rawDesc = "" +
 	"\x12dispatched_cost_ms\x18\a \x01(\x03R\x10dispatchedCostMs\x12\x14\n" +
 	"\x05share\x18\b \x01(\x01R\x05share\x12%\n" +
 	"\x0eentitled_share\x18\t \x01(\x01R\rentitledShare\x12.\n" +
-	"\x06groups\x18( \x03(\v2\x16.barista.v1.GroupUsageR\x06groups\"\xc7\x01\n" +
+	"\tjob_class\x18\n" +
+	" \x01(\x0e2\x11.barista.v1.ClassR\bjobClass\x120\n" +
+	"\awindows\x18\v \x03(\v2\x16.barista.v1.FairWindowR\awindows\x12\x1a\n" +
+	"\beligible\x18\f \x01(\bR\beligible\x12\x1c\n" +
+	"\n" +
+	"lag_cpu_ms\x18\r \x01(\x03R\blagCpuMs\x12.\n" +
+	"\x06groups\x18( \x03(\v2\x16.barista.v1.GroupUsageR\x06groups\"\x97\x02\n" +
+	"\n" +
+	"FairWindow\x12\x16\n" +
+	"\x06window\x18\x01 \x01(\tR\x06window\x12\x17\n" +
+	"\aspan_ms\x18\x02 \x01(\x03R\x06spanMs\x12\x1d\n" +
+	"\n" +
+	"charged_ms\x18\x03 \x01(\x03R\tchargedMs\x12(\n" +
+	"\x10class_charged_ms\x18\x04 \x01(\x03R\x0eclassChargedMs\x12\x17\n" +
+	"\abusy_ms\x18\x05 \x01(\x03R\x06busyMs\x12\x19\n" +
+	"\x05share\x18\x06 \x01(\x01H\x00R\x05share\x88\x01\x01\x12\x1f\n" +
+	"\bentitled\x18\a \x01(\x01H\x01R\bentitled\x88\x01\x01\x12\x19\n" +
+	"\x05ratio\x18\b \x01(\x01H\x02R\x05ratio\x88\x01\x01B\b\n" +
+	"\x06_shareB\v\n" +
+	"\t_entitledB\b\n" +
+	"\x06_ratio\"\xf3\x01\n" +
 	"\vTopResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12#\n" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12&\n" +
 	"\x0fcluster_time_ms\x18\x03 \x01(\x03R\rclusterTimeMs\x12\x1b\n" +
 	"\twindow_ms\x18\x04 \x01(\x03R\bwindowMs\x121\n" +
-	"\atenants\x18\x05 \x03(\v2\x17.barista.v1.TenantShareR\atenants\"\xd9\x02\n" +
+	"\atenants\x18\x05 \x03(\v2\x17.barista.v1.TenantShareR\atenants\x12*\n" +
+	"\x11fairness_since_ms\x18\x06 \x01(\x03R\x0ffairnessSinceMs\"\xd9\x02\n" +
 	"\aWebhook\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
@@ -1603,7 +1776,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_admin_proto_goTypes = []any{
 	(*Tenant)(nil),                // 0: barista.v1.Tenant
 	(*UpsertTenantRequest)(nil),   // 1: barista.v1.UpsertTenantRequest
@@ -1616,74 +1789,77 @@ var file_admin_proto_goTypes = []any{
 	(*SetConfigRequest)(nil),      // 8: barista.v1.SetConfigRequest
 	(*TopRequest)(nil),            // 9: barista.v1.TopRequest
 	(*TenantShare)(nil),           // 10: barista.v1.TenantShare
-	(*TopResponse)(nil),           // 11: barista.v1.TopResponse
-	(*Webhook)(nil),               // 12: barista.v1.Webhook
-	(*WebhookSetRequest)(nil),     // 13: barista.v1.WebhookSetRequest
-	(*WebhookSetResponse)(nil),    // 14: barista.v1.WebhookSetResponse
-	(*WebhookGetRequest)(nil),     // 15: barista.v1.WebhookGetRequest
-	(*WebhookDeleteRequest)(nil),  // 16: barista.v1.WebhookDeleteRequest
-	(*WebhookDeleteResponse)(nil), // 17: barista.v1.WebhookDeleteResponse
-	(*WebhookStatusRequest)(nil),  // 18: barista.v1.WebhookStatusRequest
-	(*WebhookStatusResponse)(nil), // 19: barista.v1.WebhookStatusResponse
-	(*WebhookReplayRequest)(nil),  // 20: barista.v1.WebhookReplayRequest
-	(Tier)(0),                     // 21: barista.v1.Tier
-	(*Caps)(nil),                  // 22: barista.v1.Caps
-	(Class)(0),                    // 23: barista.v1.Class
-	(GroupOrder)(0),               // 24: barista.v1.GroupOrder
-	(*ReadOptions)(nil),           // 25: barista.v1.ReadOptions
-	(*SchedulerConfig)(nil),       // 26: barista.v1.SchedulerConfig
-	(*GroupUsage)(nil),            // 27: barista.v1.GroupUsage
+	(*FairWindow)(nil),            // 11: barista.v1.FairWindow
+	(*TopResponse)(nil),           // 12: barista.v1.TopResponse
+	(*Webhook)(nil),               // 13: barista.v1.Webhook
+	(*WebhookSetRequest)(nil),     // 14: barista.v1.WebhookSetRequest
+	(*WebhookSetResponse)(nil),    // 15: barista.v1.WebhookSetResponse
+	(*WebhookGetRequest)(nil),     // 16: barista.v1.WebhookGetRequest
+	(*WebhookDeleteRequest)(nil),  // 17: barista.v1.WebhookDeleteRequest
+	(*WebhookDeleteResponse)(nil), // 18: barista.v1.WebhookDeleteResponse
+	(*WebhookStatusRequest)(nil),  // 19: barista.v1.WebhookStatusRequest
+	(*WebhookStatusResponse)(nil), // 20: barista.v1.WebhookStatusResponse
+	(*WebhookReplayRequest)(nil),  // 21: barista.v1.WebhookReplayRequest
+	(Tier)(0),                     // 22: barista.v1.Tier
+	(*Caps)(nil),                  // 23: barista.v1.Caps
+	(Class)(0),                    // 24: barista.v1.Class
+	(GroupOrder)(0),               // 25: barista.v1.GroupOrder
+	(*ReadOptions)(nil),           // 26: barista.v1.ReadOptions
+	(*SchedulerConfig)(nil),       // 27: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),            // 28: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
-	21, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
-	22, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	23, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
-	24, // 3: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
-	21, // 4: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	22, // 5: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	23, // 6: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
-	24, // 7: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
-	25, // 8: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	25, // 9: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	22, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
+	23, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
+	24, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
+	25, // 3: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
+	22, // 4: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	23, // 5: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
+	24, // 6: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	25, // 7: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	26, // 8: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	26, // 9: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
 	0,  // 10: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	25, // 11: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	26, // 12: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	25, // 13: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	21, // 14: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	27, // 15: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
-	10, // 16: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	12, // 17: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
-	25, // 18: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
-	12, // 19: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
-	1,  // 20: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	2,  // 21: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	4,  // 22: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	5,  // 23: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	7,  // 24: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	8,  // 25: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	9,  // 26: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	13, // 27: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
-	15, // 28: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
-	16, // 29: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
-	18, // 30: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
-	20, // 31: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
-	0,  // 32: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	3,  // 33: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	0,  // 34: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	6,  // 35: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	26, // 36: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	26, // 37: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	11, // 38: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	14, // 39: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
-	12, // 40: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
-	17, // 41: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
-	19, // 42: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
-	12, // 43: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
-	32, // [32:44] is the sub-list for method output_type
-	20, // [20:32] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	26, // 11: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	27, // 12: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	26, // 13: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	22, // 14: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	24, // 15: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
+	11, // 16: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
+	28, // 17: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	10, // 18: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	13, // 19: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
+	26, // 20: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
+	13, // 21: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
+	1,  // 22: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	2,  // 23: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	4,  // 24: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	5,  // 25: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	7,  // 26: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	8,  // 27: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	9,  // 28: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	14, // 29: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
+	16, // 30: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
+	17, // 31: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
+	19, // 32: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
+	21, // 33: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
+	0,  // 34: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	3,  // 35: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	0,  // 36: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	6,  // 37: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	27, // 38: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	27, // 39: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	12, // 40: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	15, // 41: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
+	13, // 42: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
+	18, // 43: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
+	20, // 44: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
+	13, // 45: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
+	34, // [34:46] is the sub-list for method output_type
+	22, // [22:34] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -1693,14 +1869,15 @@ func file_admin_proto_init() {
 	}
 	file_commands_proto_init()
 	file_client_proto_init()
-	file_admin_proto_msgTypes[13].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[11].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -47,7 +47,9 @@ type AdminClient interface {
 	ListTenants(ctx context.Context, in *ListTenantsRequest, opts ...grpc.CallOption) (*ListTenantsResponse, error)
 	GetConfig(ctx context.Context, in *GetConfigRequest, opts ...grpc.CallOption) (*SchedulerConfig, error)
 	SetConfig(ctx context.Context, in *SetConfigRequest, opts ...grpc.CallOption) (*SchedulerConfig, error)
-	// Top is the live view of fair shares over the last minute.
+	// Top is the live view of fair shares: each tenant with the fairness
+	// report of each class it is active in (docs/scheduling.md, "The
+	// fairness report").
 	Top(ctx context.Context, in *TopRequest, opts ...grpc.CallOption) (*TopResponse, error)
 	// WebhookSet registers or changes a tenant's endpoint. Its answer
 	// carries the endpoint's secret when it creates the endpoint or
@@ -202,7 +204,9 @@ type AdminServer interface {
 	ListTenants(context.Context, *ListTenantsRequest) (*ListTenantsResponse, error)
 	GetConfig(context.Context, *GetConfigRequest) (*SchedulerConfig, error)
 	SetConfig(context.Context, *SetConfigRequest) (*SchedulerConfig, error)
-	// Top is the live view of fair shares over the last minute.
+	// Top is the live view of fair shares: each tenant with the fairness
+	// report of each class it is active in (docs/scheduling.md, "The
+	// fairness report").
 	Top(context.Context, *TopRequest) (*TopResponse, error)
 	// WebhookSet registers or changes a tenant's endpoint. Its answer
 	// carries the endpoint's secret when it creates the endpoint or

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"barista/fsm"
+	"barista/fsm/fairness"
 	pb "barista/proto"
 	"barista/sfq"
 )
@@ -212,17 +213,30 @@ func (s *AdminService) Top(ctx context.Context, req *pb.TopRequest) (*pb.TopResp
 
 // topView computes the live view from this node's state.
 func topView(b *base, window time.Duration) *pb.TopResponse {
-	rows, clock := b.node.FSM.Shares(sfq.Time(window.Milliseconds()))
+	rows, clock, since := b.node.FSM.Top(sfq.Time(window.Milliseconds()))
 	leader, _ := b.node.Leader()
-	out := &pb.TopResponse{LeaderId: leader, AppliedIndex: b.node.Raft().AppliedIndex(), ClusterTimeMs: int64(clock), WindowMs: window.Milliseconds()}
-	for _, r := range rows {
-		out.Tenants = append(out.Tenants, &pb.TenantShare{Name: r.Name, Tier: fsm.TierToPB(r.Tier), Weight: r.Weight, Queued: r.Queued,
-			Running: r.Running, Dispatches: r.Dispatches, DispatchedCostMs: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.Entitled})
+	out := &pb.TopResponse{LeaderId: leader, AppliedIndex: b.node.Raft().AppliedIndex(), ClusterTimeMs: int64(clock), WindowMs: window.Milliseconds(),
+		FairnessSinceMs: int64(since)}
+	for i := range rows {
+		r := &rows[i]
+		ts := &pb.TenantShare{Name: r.Name, Tier: fsm.TierToPB(r.Tier), Weight: float64(r.Weight) / float64(sfq.WeightOne), Queued: r.Queued,
+			Running: r.Running, Dispatches: r.Dispatches, DispatchedCostMs: r.DispatchedCostMs, JobClass: fsm.ClassToPB(r.Class),
+			Eligible: r.Fair.Eligible, LagCpuMs: r.Fair.LagCPUMs}
+		if r.Fair.Name != "" { // the tenant is active in the class
+			for g, w := range fairness.Windows {
+				ts.Windows = append(ts.Windows, fairWindowToPB(w.Name, r.Fair.Windows[g]))
+			}
+			ts.Share, ts.EntitledShare = ts.Windows[0].GetShare(), ts.Windows[0].GetEntitled()
+		}
+		out.Tenants = append(out.Tenants, ts)
 	}
 	// The groups of each tenant that has named ones, those with the most
-	// queued jobs first.
+	// queued jobs first, on the tenant's first line.
 	b.node.FSM.Read(func(sc *sfq.Scheduler) {
-		for _, row := range out.Tenants {
+		for i, row := range out.Tenants {
+			if i > 0 && out.Tenants[i-1].Name == row.Name {
+				continue
+			}
 			if t, ok := sc.Tenant(row.Name); ok && t.Groups > 0 {
 				gs, _ := sc.TopGroups(row.Name, topGroupsPerTenant)
 				row.Groups = groupUsage(&t, gs)
@@ -230,6 +244,21 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 		}
 	})
 	return out
+}
+
+// fairWindowToPB presents one window of the fairness report.
+func fairWindowToPB(name string, f fairness.Figures) *pb.FairWindow {
+	w := &pb.FairWindow{Window: name, SpanMs: f.SpanMs, ChargedMs: f.ChargedMs, ClassChargedMs: f.ClassChargedMs, BusyMs: f.BusyMs}
+	if v, ok := f.Share(); ok {
+		w.Share = &v
+	}
+	if v, ok := f.Entitled(); ok {
+		w.Entitled = &v
+	}
+	if v, ok := f.Ratio(); ok {
+		w.Ratio = &v
+	}
+	return w
 }
 
 // topGroupsPerTenant is how many groups of a tenant the live view lists.

@@ -86,6 +86,8 @@ func (s *Server) newGateway() (http.Handler, error) {
 	return gw, nil
 }
 
+var gatewayMuxMu sync.Mutex
+
 // newGatewayMux is the gateway's router with the house rules: JSON as
 // protojson writes it with the proto field names, unknown fields and
 // query parameters refused, errors as {"code": NAME, "message": ...},
@@ -93,6 +95,11 @@ func (s *Server) newGateway() (http.Handler, error) {
 // Authorization forwarded either way.
 func newGatewayMux() *runtime.ServeMux {
 	none := func(string) (string, bool) { return "", false }
+	// The query-parameter parser option sets a package variable of the
+	// gateway library: two servers of one process (tests) must not build
+	// their routers at once.
+	gatewayMuxMu.Lock()
+	defer gatewayMuxMu.Unlock()
 	return runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, newGatewayMarshaler()),
 		runtime.WithErrorHandler(apiError),

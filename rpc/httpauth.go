@@ -2,13 +2,15 @@ package rpc
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"html/template"
+	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,7 +37,11 @@ const (
 )
 
 type httpSession struct {
-	id      Identity
+	id Identity
+	// token is the secret the session signed in with: the console's
+	// reads and actions go to the leader with it, as an API call would.
+	// It never leaves this process.
+	token   string
 	expires time.Time
 }
 
@@ -46,7 +52,7 @@ type sessions struct {
 	m  map[[32]byte]httpSession
 }
 
-func (s *sessions) create(id Identity, now time.Time) (string, error) {
+func (s *sessions) create(id Identity, token string, now time.Time) (string, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", err
@@ -67,14 +73,14 @@ func (s *sessions) create(id Identity, now time.Time) (string, error) {
 			return "", errTooManySessions
 		}
 	}
-	s.m[key] = httpSession{id: id, expires: now.Add(sessionTTL)}
+	s.m[key] = httpSession{id: id, token: token, expires: now.Add(sessionTTL)}
 	return hex.EncodeToString(raw[:]), nil
 }
 
-func (s *sessions) lookup(value string, now time.Time) (Identity, bool) {
+func (s *sessions) lookup(value string, now time.Time) (httpSession, bool) {
 	raw, err := hex.DecodeString(value)
 	if err != nil || len(raw) != 32 {
-		return Identity{}, false
+		return httpSession{}, false
 	}
 	key := sha256.Sum256(raw)
 	s.mu.Lock()
@@ -82,9 +88,9 @@ func (s *sessions) lookup(value string, now time.Time) (Identity, bool) {
 	sess, ok := s.m[key]
 	if !ok || now.After(sess.expires) {
 		delete(s.m, key)
-		return Identity{}, false
+		return httpSession{}, false
 	}
-	return sess.id, true
+	return sess, true
 }
 
 func (s *sessions) delete(value string) {
@@ -117,41 +123,57 @@ func writeHTTPError(w http.ResponseWriter, e *httpErr) {
 	json.NewEncoder(w).Encode(map[string]string{"code": e.code, "message": e.msg})
 }
 
+// caller is who an HTTP request comes from: its identity, the secret it
+// authenticated with (a bearer header's or its session's; "" in open
+// mode), which the console's calls to the leader carry as an API call
+// would, and the value its CSRF token is bound to: the session cookie,
+// or in open mode the browser's own CSRF cookie ("" for a bearer header:
+// no console action then).
+type caller struct {
+	id      Identity
+	token   string
+	session string
+}
+
 // httpIdentity identifies an HTTP request: the bearer header, or (where
 // cookies are allowed: the web pages) the session cookie.
-func (s *Server) httpIdentity(r *http.Request, cookies bool) (Identity, *httpErr) {
+func (s *Server) httpIdentity(r *http.Request, cookies bool) (caller, *httpErr) {
 	a := s.auth
 	if a.Open() {
-		return Identity{Role: RoleAdmin}, nil
+		c := caller{id: Identity{Role: RoleAdmin}}
+		if ck, err := r.Cookie(openCSRFCookie); err == nil && cookies && validCookieValue(ck.Value) {
+			c.session = "open:" + ck.Value
+		}
+		return c, nil
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		secret, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok {
-			return Identity{}, &httpErr{http.StatusUnauthorized, "UNAUTHENTICATED", "the Authorization header must be \"Bearer TOKEN\""}
+			return caller{}, &httpErr{http.StatusUnauthorized, "UNAUTHENTICATED", "the Authorization header must be \"Bearer TOKEN\""}
 		}
 		id, ok := a.Identify(secret)
 		if !ok {
-			return Identity{}, &httpErr{http.StatusUnauthorized, "UNAUTHENTICATED", "unknown token"}
+			return caller{}, &httpErr{http.StatusUnauthorized, "UNAUTHENTICATED", "unknown token"}
 		}
-		return id, nil
+		return caller{id: id, token: secret}, nil
 	}
 	if cookies {
 		if c, err := r.Cookie(sessionCookie); err == nil {
-			if id, ok := s.web.lookup(c.Value, time.Now()); ok {
-				return id, nil
+			if sess, ok := s.web.lookup(c.Value, time.Now()); ok {
+				return caller{id: sess.id, token: sess.token, session: c.Value}, nil
 			}
 		}
 	}
-	return Identity{}, &httpErr{http.StatusUnauthorized, "UNAUTHENTICATED", "missing bearer token (Authorization: Bearer TOKEN)"}
+	return caller{}, &httpErr{http.StatusUnauthorized, "UNAUTHENTICATED", "missing bearer token (Authorization: Bearer TOKEN)"}
 }
 
-type httpIdentityKey struct{}
+type httpCallerKey struct{}
 
 // guard serves h only to the given roles. With cookies, a browser without
 // a session is sent to the login page instead of a 401.
 func (s *Server) guard(roles []Role, cookies bool, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, herr := s.httpIdentity(r, cookies)
+		c, herr := s.httpIdentity(r, cookies)
 		if herr != nil {
 			if cookies && r.Method == http.MethodGet && r.Header.Get("Authorization") == "" {
 				http.Redirect(w, r, "/login", http.StatusSeeOther)
@@ -160,32 +182,113 @@ func (s *Server) guard(roles []Role, cookies bool, h http.HandlerFunc) http.Hand
 			writeHTTPError(w, herr)
 			return
 		}
-		allowed := false
-		for _, role := range roles {
-			allowed = allowed || role == id.Role
-		}
-		if !allowed {
-			writeHTTPError(w, &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "a " + id.Role.String() + " token may not open " + r.URL.Path})
+		if !slices.Contains(roles, c.id.Role) {
+			writeHTTPError(w, &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "a " + c.id.Role.String() + " token may not open " + r.URL.Path})
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), httpIdentityKey{}, id)))
+		h(w, r.WithContext(context.WithValue(r.Context(), httpCallerKey{}, c)))
 	}
 }
 
-func requestIdentity(r *http.Request) Identity {
-	id, _ := r.Context().Value(httpIdentityKey{}).(Identity)
-	return id
+func requestCaller(r *http.Request) caller {
+	c, _ := r.Context().Value(httpCallerKey{}).(caller)
+	return c
+}
+
+func requestIdentity(r *http.Request) Identity { return requestCaller(r).id }
+
+// openCSRFCookie holds, without tokens (--insecure-dev), a random value
+// per browser that its CSRF token is bound to: even an open development
+// server takes no action a page of another site forged.
+const openCSRFCookie = "barista_csrf"
+
+func validCookieValue(v string) bool {
+	raw, err := hex.DecodeString(v)
+	return err == nil && len(raw) == 32
+}
+
+// cookieSecure says whether a cookie set in answer to r is marked
+// Secure: always, except over plain HTTP to a host that is not loopback
+// (served so only with --insecure-http), where a browser would never
+// store a Secure cookie and signing in could not work. Browsers treat
+// loopback addresses as secure contexts.
+func cookieSecure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// ensureOpenCSRF gives a browser of an open server its CSRF cookie if it
+// has none yet, and returns the caller bound to it.
+func (s *Server) ensureOpenCSRF(w http.ResponseWriter, r *http.Request, c caller) caller {
+	if !s.auth.Open() || c.session != "" {
+		return c
+	}
+	var raw [32]byte
+	rand.Read(raw[:]) // never returns an error
+	v := hex.EncodeToString(raw[:])
+	http.SetCookie(w, &http.Cookie{Name: openCSRFCookie, Value: v, Path: "/", HttpOnly: true, Secure: cookieSecure(r), SameSite: http.SameSiteStrictMode})
+	c.session = "open:" + v
+	return c
+}
+
+// csrfToken is the CSRF token of a session: an HMAC of its cookie under
+// this server's key ("" without a session). Every console form carries
+// it; every console action checks it.
+func (s *Server) csrfToken(session string) string {
+	if session == "" {
+		return ""
+	}
+	m := hmac.New(sha256.New, s.csrfKey[:])
+	m.Write([]byte("barista console csrf\x00"))
+	m.Write([]byte(session))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// checkAction admits a console action (a POST): from this origin, with
+// the session's CSRF token, compared in constant time. The body is
+// small: a CSRF token and a few fields.
+func (s *Server) checkAction(w http.ResponseWriter, r *http.Request, c caller) *httpErr {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		return &httpErr{http.StatusMethodNotAllowed, "INVALID_ARGUMENT", "console actions are POSTs"}
+	}
+	if !sameOrigin(r) {
+		return &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "cross-origin action refused"}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	want := s.csrfToken(c.session)
+	got := r.PostFormValue("csrf")
+	if want == "" || !hmac.Equal([]byte(got), []byte(want)) {
+		return &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "missing or wrong CSRF token: act from the console's own pages while signed in"}
+	}
+	return nil
 }
 
 // pageHeaders are set on every HTML page: tenant-written text is shown
-// there, so no script runs at all.
+// there, so no script runs at all, and styles come only from the
+// console's own stylesheet.
 func pageHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with the page's own form posts, which sameOrigin
+	// must refuse. Under same-origin a post from this origin carries it,
+	// one from anywhere else carries null, and no other site ever sees
+	// a console URL as a referrer.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 }
 
@@ -208,7 +311,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		pageHeaders(w)
-		loginTmpl.Execute(w, loginPage{Node: s.base.node.ID()})
+		consoleTmpl.ExecuteTemplate(w, "login", loginPage{Node: s.base.node.ID()})
 	case http.MethodPost:
 		if !sameOrigin(r) {
 			writeHTTPError(w, &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "cross-origin login refused"})
@@ -220,16 +323,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		if !ok || (id.Role != RoleAdmin && id.Role != RoleClient) {
 			pageHeaders(w)
 			w.WriteHeader(http.StatusUnauthorized)
-			loginTmpl.Execute(w, loginPage{Node: s.base.node.ID(), Failed: true})
+			consoleTmpl.ExecuteTemplate(w, "login", loginPage{Node: s.base.node.ID(), Failed: true})
 			return
 		}
-		value, err := s.web.create(id, time.Now())
+		value, err := s.web.create(id, token, time.Now())
 		if err != nil {
 			writeHTTPError(w, err.(*httpErr))
 			return
 		}
 		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: value, Path: "/", MaxAge: int(sessionTTL.Seconds()),
-			HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
+			HttpOnly: true, Secure: cookieSecure(r), SameSite: http.SameSiteStrictMode})
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 	default:
 		w.Header().Set("Allow", "GET, POST")
@@ -237,15 +340,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// logout ends the session: a POST with its CSRF token, like every
+// console action (a page of another site cannot sign anyone out).
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || !sameOrigin(r) {
+	if c, herr := s.httpIdentity(r, true); herr == nil && c.session != "" && !s.auth.Open() {
+		if herr := s.checkAction(w, r, c); herr != nil {
+			writeHTTPError(w, herr)
+			return
+		}
+		s.web.delete(c.session)
+	} else if r.Method != http.MethodPost || !sameOrigin(r) {
 		writeHTTPError(w, &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "log out with a same-origin POST"})
 		return
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil {
-		s.web.delete(c.Value)
-	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: cookieSecure(r), SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
@@ -253,12 +361,3 @@ type loginPage struct {
 	Node   string
 	Failed bool
 }
-
-var loginTmpl = template.Must(template.New("login").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>barista · sign in</title>
-<style>body{font:14px/1.4 system-ui,sans-serif;margin:48px;color:#222;background:#fafafa} input{font:inherit;padding:6px;width:320px} .err{color:#b00}</style>
-</head><body><h1>barista</h1><p>node <b>{{.Node}}</b>: sign in with an admin token, or a client token to see your own tenant.</p>
-{{if .Failed}}<p class="err">That token is not an admin or client token of this cluster.</p>{{end}}
-<form method="post" action="/login"><p><input type="password" name="token" autocomplete="off" placeholder="token" autofocus></p><p><button type="submit">Sign in</button></p></form>
-</body></html>
-`))

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"barista/fsm"
+	"barista/fsm/fairness"
 	"barista/raftnode"
 	"barista/sfq"
 )
@@ -77,6 +78,9 @@ var (
 	descEnded      = prometheus.NewDesc("barista_jobs_ended_total", "Jobs that ended, by tenant name and final state, over every tenant that held the name.", []string{"tenant", "state"}, nil)
 	descFailures   = prometheus.NewDesc("barista_run_failures_total", "Failed runs and lost leases, by tenant name, over every tenant that held the name.", []string{"tenant"}, nil)
 	descWeight     = prometheus.NewDesc("barista_tenant_weight", "Current weight (tier x multiplier x decay), by tenant (tenants with their own series only).", []string{"tenant", "tier"}, nil)
+	descFairRatio  = prometheus.NewDesc("barista_fairness_ratio",
+		"The fairness report's ratio of a tenant's share of the CPU charged in its class to its time-weighted entitled share, over the window (1m, 10m, 1h); 1 is exactly its entitlement. "+
+			"Tenants with their own series only, in the classes they are active in, while defined.", []string{"tenant", "class", "window"}, nil)
 )
 
 // Per-tier aggregates, always present for every tier.
@@ -100,7 +104,7 @@ var (
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descRunning, descDispatches, descCost, descCPU, descEnded, descFailures, descWeight,
-		descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
+		descFairRatio, descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
 		descExported, descApplied, descLeader, descVnow} {
 		ch <- d
 	}
@@ -162,5 +166,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(descFailures, float64(m.Counters.Failures), m.Name)
 		gauge(descWeight, float64(m.Weight)/float64(sfq.WeightOne), m.Name, m.Tier.String())
+		for _, r := range m.Fair {
+			for g, w := range fairness.Windows {
+				if ratio, ok := r.Windows[g].Ratio(); ok {
+					gauge(descFairRatio, ratio, m.Name, r.Class.String(), w.Name)
+				}
+			}
+		}
 	}
 }

@@ -124,6 +124,11 @@ func TestMetricsLintClean(t *testing.T) {
 	w.send(finished(a.Job, a.Attempt, 1500, ""))
 	for w.next().GetFinishedAck() == nil {
 	}
+	// A second job waits: acme has eligible work until cluster time
+	// moves on (each entry is stamped with it), so that the fairness
+	// ratio is defined.
+	n.submit()
+	n.clockMoves()
 	body := scrape(t, n.srv.HTTPHandler(HTTPOptions{}), false)
 
 	problems, err := promlint.New(bytes.NewReader(body)).Lint()
@@ -136,7 +141,7 @@ func TestMetricsLintClean(t *testing.T) {
 	want := []string{
 		"barista_applied_index", "barista_cpu_billed_seconds_total", "barista_dispatch_latency_seconds",
 		"barista_dispatched_cost_seconds_total", "barista_dispatches_total", "barista_entry_commands", "barista_expiries_total",
-		"barista_exported_tenants", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds", "barista_is_leader",
+		"barista_exported_tenants", "barista_fairness_ratio", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds", "barista_is_leader",
 		"barista_jobs_ended_total", "barista_leader_changes_total", "barista_queued_jobs", "barista_raft_propose_seconds",
 		"barista_run_failures_total", "barista_running_jobs", "barista_snapshot_freeze_seconds", "barista_snapshot_persist_seconds",
 		"barista_tenant_weight", "barista_tier_cpu_billed_seconds_total", "barista_tier_dispatched_cost_seconds_total",
@@ -152,6 +157,11 @@ func TestMetricsLintClean(t *testing.T) {
 		`barista_tier_cpu_billed_seconds_total{tier="gold"} 1.5`,
 		`barista_tier_jobs_ended_total{state="completed",tier="gold"} 1`,
 		`barista_exported_tenants 1`,
+		// acme alone, charged 1 s estimated + 0.5 s corrected, and entitled to
+		// all of it: exactly 1 (its weight 8 divides the integral exactly).
+		`barista_fairness_ratio{class="normal",tenant="acme",window="1m"} 1`,
+		`barista_fairness_ratio{class="normal",tenant="acme",window="10m"} 1`,
+		`barista_fairness_ratio{class="normal",tenant="acme",window="1h"} 1`,
 	} {
 		if !bytes.Contains(body, []byte("\n"+line+"\n")) {
 			t.Errorf("no line %s", line)
@@ -183,14 +193,27 @@ func TestMetricsTenantBound(t *testing.T) {
 		t.Fatalf("get c: %v, %v; want export_metrics", got, err)
 	}
 	n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 10}}})
+	// a and c each get a job dispatched and keep one queued: both have a
+	// fairness ratio (the series count below).
+	for _, name := range []string{"a", "c", "c"} {
+		n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: name, Size: pb.Size_SM, EstCostMs: 10}}})
+	}
+	for i := range 2 {
+		n.propose(&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: fmt.Sprintf("w%d", i), Size: pb.Size_SM, Credit: 1}}})
+	}
+	n.clockMoves()
 
-	check := func(max int, want string) {
+	check := func(max int, want string, ratios int) {
 		t.Helper()
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(&stateCollector{node: n.node, maxTenants: max})
 		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "barista_running_jobs", "barista_exported_tenants",
 			"barista_tier_tenants", "barista_tier_queued_jobs"); err != nil {
 			t.Errorf("max_tenants %d: %v", max, err)
+		}
+		// Three windows of each tenant with its own series and a ratio.
+		if n, err := testutil.GatherAndCount(reg, "barista_fairness_ratio"); err != nil || n != ratios {
+			t.Errorf("max_tenants %d: %d fairness ratio series (%v)", max, n, err)
 		}
 	}
 	const tiers = `# HELP barista_tier_queued_jobs Queued jobs by tier and size.
@@ -207,7 +230,7 @@ barista_tier_queued_jobs{size="md",tier="gold"} 0
 barista_tier_queued_jobs{size="md",tier="silver"} 0
 barista_tier_queued_jobs{size="sm",tier="bronze"} 0
 barista_tier_queued_jobs{size="sm",tier="diamond"} 0
-barista_tier_queued_jobs{size="sm",tier="free"} 0
+barista_tier_queued_jobs{size="sm",tier="free"} 1
 barista_tier_queued_jobs{size="sm",tier="gold"} 1
 barista_tier_queued_jobs{size="sm",tier="silver"} 0
 # HELP barista_tier_tenants Live tenants by tier.
@@ -223,15 +246,15 @@ barista_tier_tenants{tier="silver"} 0
 barista_exported_tenants 3
 # HELP barista_running_jobs Assigned and running jobs by tenant (tenants with their own series only).
 # TYPE barista_running_jobs gauge
-barista_running_jobs{tenant="a"} 0
+barista_running_jobs{tenant="a"} 1
 barista_running_jobs{tenant="b"} 0
-barista_running_jobs{tenant="c"} 0
-`+tiers)
+barista_running_jobs{tenant="c"} 1
+`+tiers, 6) // a and c, three windows each; b has none
 	check(2, `# HELP barista_exported_tenants Tenants with their own series on this node: every live tenant while there are at most metrics.max_tenants, otherwise those marked export_metrics.
 # TYPE barista_exported_tenants gauge
 barista_exported_tenants 1
 # HELP barista_running_jobs Assigned and running jobs by tenant (tenants with their own series only).
 # TYPE barista_running_jobs gauge
-barista_running_jobs{tenant="c"} 0
-`+tiers)
+barista_running_jobs{tenant="c"} 1
+`+tiers, 3)
 }

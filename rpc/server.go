@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"crypto/rand"
 	"crypto/tls"
 	"net"
 	"sync"
@@ -57,6 +58,15 @@ type Server struct {
 	watching sync.WaitGroup
 	auth     *Auth
 	web      sessions
+	// The services, which the web console calls in this process (they
+	// forward to the leader as they do for a gRPC caller).
+	client  *ClientService
+	admin   *AdminService
+	workers *WorkerService
+	// csrfKey signs the console's CSRF tokens (see csrfToken); history
+	// holds the fair shares sampled for the overview's chart.
+	csrfKey [32]byte
+	history shareHistory
 }
 
 func metricsMaxTenants(n int) int {
@@ -94,10 +104,12 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
 	}
 	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth}
+	rand.Read(s.csrfKey[:]) // crypto/rand.Read never returns an error
 	workers := newWorkerService(b)
+	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers}, &AdminService{base: b}, workers
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug})
-	pb.RegisterClientServer(s.GRPC, &ClientService{base: b, workers: workers})
-	pb.RegisterAdminServer(s.GRPC, &AdminService{base: b})
+	pb.RegisterClientServer(s.GRPC, s.client)
+	pb.RegisterAdminServer(s.GRPC, s.admin)
 	pb.RegisterWorkerServer(s.GRPC, workers)
 	node.SetLevelProber(levelProber{&s.base})
 	loops := leader.Loops{Workers: workers.lead}
@@ -109,8 +121,9 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.Reflection {
 		reflection.Register(s.GRPC)
 	}
-	s.watching.Add(1)
+	s.watching.Add(2)
 	go s.watchHealth()
+	go s.sampleShares()
 	return s
 }
 

@@ -78,7 +78,8 @@ type auditor struct{ emit func(AuditFact) }
 // emit. The log must not have been compacted: audited clusters run with a
 // TrailingLogs above their entry count. until works as in Replay.
 func Audit(dataDir string, until uint64, emit func(AuditFact)) (ReplayResult, error) {
-	return replay(dataDir, until, nil, &auditor{emit: emit})
+	res, _, err := replay(dataDir, until, nil, &auditor{emit: emit}, false)
+	return res, err
 }
 
 // jobState reads a job's state, tenant and key.

@@ -82,17 +82,28 @@ var ErrInUse = errors.New("the data directory is in use (is the node still runni
 // until is 0 up to the recorded applied index (or the whole log if none is
 // recorded). With dump set it writes one JSON line per applied entry.
 func Replay(dataDir string, until uint64, dump io.Writer) (ReplayResult, error) {
-	return replay(dataDir, until, dump, nil)
+	res, _, err := replay(dataDir, until, dump, nil, false)
+	return res, err
+}
+
+// ReplayWhole rebuilds the state as Replay does and returns it, starting
+// from the empty state at index 1 when the log still reaches back to it
+// (snapshots are not read), so that the state machine's fairness report
+// covers the whole log; otherwise from a snapshot as Replay does, and
+// SnapshotAt says where the report starts.
+func ReplayWhole(dataDir string, until uint64) (ReplayResult, *fsm.FSM, error) {
+	return replay(dataDir, until, nil, nil, true)
 }
 
 // replay applies the log as Replay does; with audit set it starts from an
 // empty state at index 1 (ignoring snapshots) and applies every command as
-// its own step, reporting facts to audit.
-func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (ReplayResult, error) {
+// its own step, reporting facts to audit; with whole set it starts there
+// too if the log begins at index 1.
+func replay(dataDir string, until uint64, dump io.Writer, audit *auditor, whole bool) (ReplayResult, *fsm.FSM, error) {
 	var res ReplayResult
 	rec, err := ReadApplied(dataDir)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	res.Recorded = rec
 	logger := hclog.New(&hclog.LoggerOptions{Output: io.Discard})
@@ -100,14 +111,30 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (Repla
 	// every snapshot on disk.
 	store, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 1<<20, logger)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
+	logPath := filepath.Join(dataDir, LogFile)
+	if _, err := os.Stat(logPath); err != nil {
+		return res, nil, fmt.Errorf("no Raft log at %s: %w", logPath, err)
+	}
+	// Held open read-only from here: that keeps a writer out while the
+	// file is checked and read.
+	db, err := OpenLog(logPath, true)
+	if err != nil {
+		return res, nil, err
+	}
+	defer db.Close()
+	info, err := VerifyLogFile(logPath)
+	if err != nil {
+		return res, nil, err
+	}
+	fromStart := audit != nil || (whole && info.First <= 1)
 	var meta *raft.SnapshotMeta
 	var f *fsm.FSM
-	if audit == nil {
+	if !fromStart {
 		list, err := store.List() // newest first
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		if until != 0 && len(list) > 0 && until < list[0].Index {
 			// An earlier point: start from an older retained snapshot
@@ -115,10 +142,10 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (Repla
 			// With none at or before it, the replay starts from the empty
 			// state, if the log still reaches back to index 1.
 			if meta, f, err = LoadAtOrBefore(store, dataDir, until); err != nil {
-				return res, err
+				return res, nil, err
 			}
 		} else if meta, f, err = LoadNewest(store, dataDir); err != nil {
-			return res, err
+			return res, nil, err
 		}
 	}
 	if f == nil {
@@ -126,23 +153,10 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (Repla
 	} else {
 		res.SnapshotAt = meta.Index
 	}
-	logPath := filepath.Join(dataDir, LogFile)
-	if _, err := os.Stat(logPath); err != nil {
-		return res, fmt.Errorf("no Raft log at %s: %w", logPath, err)
-	}
-	db, err := OpenLog(logPath, true)
-	if err != nil {
-		return res, err
-	}
-	defer db.Close()
-	info, err := VerifyLogFile(logPath)
-	if err != nil {
-		return res, err
-	}
 	first, last := info.First, info.Last
 	res.LastLogIndex = last
 	if audit != nil && first > 1 {
-		return res, fmt.Errorf("the log starts at index %d (compacted): an audit needs the whole log, kept by a --trailing-logs above the number of entries", first)
+		return res, nil, fmt.Errorf("the log starts at index %d (compacted): an audit needs the whole log, kept by a --trailing-logs above the number of entries", first)
 	}
 	target := until
 	if target == 0 {
@@ -152,32 +166,32 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (Repla
 		}
 	}
 	if target > last {
-		return res, fmt.Errorf("index %d is past the end of the log (%d)", target, last)
+		return res, nil, fmt.Errorf("index %d is past the end of the log (%d)", target, last)
 	}
 	if target < res.SnapshotAt {
-		return res, fmt.Errorf("index %d is before the oldest retained snapshot (index %d): the log before it is compacted", target, res.SnapshotAt)
+		return res, nil, fmt.Errorf("index %d is before the oldest retained snapshot (index %d): the log before it is compacted", target, res.SnapshotAt)
 	}
 	if start := res.SnapshotAt + 1; start < first && start <= target {
 		if res.SnapshotAt == 0 {
-			return res, fmt.Errorf("index %d is before every retained snapshot and the log starts at %d (compacted): entries are missing", target, first)
+			return res, nil, fmt.Errorf("index %d is before every retained snapshot and the log starts at %d (compacted): entries are missing", target, first)
 		}
-		return res, fmt.Errorf("the log starts at %d but the snapshot ends at %d: entries are missing", first, res.SnapshotAt)
+		return res, nil, fmt.Errorf("the log starts at %d but the snapshot ends at %d: entries are missing", first, res.SnapshotAt)
 	}
 	res.Uncommitted = rec == nil || target > rec.Index
 	res.Index = res.SnapshotAt
 	for i := res.SnapshotAt + 1; i <= target; i++ {
 		var l raft.Log
 		if err := readLog(db, logPath, i, &l); err != nil {
-			return res, err
+			return res, nil, err
 		}
 		if l.Type == raft.LogCommand && audit != nil {
 			if err := audit.entry(f, &l); err != nil {
-				return res, err
+				return res, nil, err
 			}
 		} else if l.Type == raft.LogCommand {
 			out := f.Apply(&l)
 			if err, ok := out.(error); ok {
-				return res, err
+				return res, nil, err
 			}
 			if dump != nil {
 				dumpEntry(dump, &l, out)
@@ -189,7 +203,7 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor) (Repla
 		audit.finish(f)
 	}
 	res.Hash, _ = f.Hash()
-	return res, nil
+	return res, f, nil
 }
 
 func dumpEntry(w io.Writer, l *raft.Log, out any) {

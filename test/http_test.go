@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -169,7 +170,15 @@ func TestHTTPNeedsTokens(t *testing.T) {
 	if r := httpDo(t, nil, "GET", base+"/api/top", "", nil, map[string]string{"Cookie": session}); r.code != 401 {
 		t.Errorf("/api/top with a session cookie: %d", r.code)
 	}
-	if r := httpDo(t, nil, "POST", base+"/logout", "", nil, map[string]string{"Cookie": session}); r.code != 303 {
+	// Logging out is a console action: it needs the session's CSRF token.
+	if r := httpDo(t, nil, "POST", base+"/logout", "", nil, map[string]string{"Cookie": session}); r.code != 403 {
+		t.Errorf("logout without the CSRF token: %d", r.code)
+	}
+	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]{64})"`).FindStringSubmatch(httpDo(t, nil, "GET", base+"/", "", nil, map[string]string{"Cookie": session}).body)
+	if csrf == nil {
+		t.Fatal("no CSRF token on the page")
+	}
+	if r := httpDo(t, nil, "POST", base+"/logout", "", url.Values{"csrf": {csrf[1]}}, map[string]string{"Cookie": session, "Origin": base}); r.code != 303 {
 		t.Errorf("logout: %d", r.code)
 	}
 	if r := httpDo(t, nil, "GET", base+"/", "", nil, map[string]string{"Cookie": session}); r.code != 303 {

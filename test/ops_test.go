@@ -22,7 +22,7 @@ import (
 	"barista/test/cluster"
 )
 
-var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite docs/web-ui.png from the headless browser test")
+var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite the console's screenshots under docs/ (web-ui*.png) from the headless browser tests")
 
 // scrape reads one metric family's samples by label value.
 func scrape(t *testing.T, url, metric, label string) map[string]float64 {
@@ -135,6 +135,16 @@ func TestDevShares(t *testing.T) {
 			Dispatches1m  *uint64  `json:"dispatches_1m"`
 			Share         *float64 `json:"share"`
 			EntitledShare *float64 `json:"entitled_share"`
+			Class         string   `json:"class"`
+			Ratio         *float64 `json:"ratio"`
+			Eligible      bool     `json:"eligible"`
+			Lag           *float64 `json:"lag_cpu_s"`
+			Fairness      []struct {
+				Window    string
+				SpanMs    int64    `json:"span_ms"`
+				ChargedMs int64    `json:"charged_ms"`
+				Ratio     *float64 `json:"ratio"`
+			} `json:"fairness"`
 		} `json:"tenants"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &top); err != nil || top.LeaderID == nil || top.AppliedIndex == nil || len(top.Tenants) != 5 {
@@ -150,6 +160,35 @@ func TestDevShares(t *testing.T) {
 		if d := *tn.Share - *tn.EntitledShare; d > 0.08 || d < -0.08 {
 			t.Errorf("%s: share %.3f vs entitled %.3f", tn.Name, *tn.Share, *tn.EntitledShare)
 		}
+		// The fairness report: one class, three windows, each with a
+		// ratio; a backlogged tenant has a lag. Over a minute of 200-400
+		// ms jobs even the free tenant's ratio stays near 1.
+		if tn.Class != "normal" || !tn.Eligible || tn.Lag == nil || tn.Ratio == nil || len(tn.Fairness) != 3 || tn.Fairness[2].Window != "1h" {
+			t.Errorf("%s: class %q eligible %v lag %v ratio %v, %d windows", tn.Name, tn.Class, tn.Eligible, tn.Lag, tn.Ratio, len(tn.Fairness))
+			continue
+		}
+		for _, w := range tn.Fairness {
+			if w.Ratio == nil || *w.Ratio < 0.5 || *w.Ratio > 2 || w.ChargedMs <= 0 || w.SpanMs <= 0 {
+				t.Errorf("%s %s: ratio %v, charged %d ms over %d ms", tn.Name, w.Window, w.Ratio, w.ChargedMs, w.SpanMs)
+			}
+		}
+		t.Logf("%-16s share %.3f entitled %.3f ratio %.3f lag %+.2fs", tn.Name, *tn.Share, *tn.EntitledShare, *tn.Ratio, *tn.Lag)
+	}
+	// /metrics has the ratio of each demo tenant in each window.
+	all, err := cluster.Scrape(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratios := 0
+	for name := range weights {
+		for _, w := range []string{"1m", "10m", "1h"} {
+			if v, ok := all[`barista_fairness_ratio{class="normal",tenant="`+name+`",window="`+w+`"}`]; ok && v > 0.5 && v < 2 {
+				ratios++
+			}
+		}
+	}
+	if ratios != 15 {
+		t.Errorf("%d barista_fairness_ratio series between 0.5 and 2, want 15", ratios)
 	}
 }
 
@@ -332,10 +371,11 @@ func TestWebPageInChromium(t *testing.T) {
 }
 
 // screenshotDev rewrites docs/web-ui.png from what "make run" shows: a
-// "barista dev" cluster on its default ports, its demo load after a
-// minute.
+// "barista dev" cluster on its default ports, its demo load after three
+// minutes, when the chart shows each tenant's share settled onto its
+// entitlement.
 func screenshotDev(t *testing.T, browser string, args []string) {
-	dev := exec.Command(cluster.Binary(t), "dev", "--quiet", "--duration", "3m")
+	dev := exec.Command(cluster.Binary(t), "dev", "--quiet", "--duration", "5m")
 	dev.Stdout, dev.Stderr = io.Discard, io.Discard
 	dev.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := dev.Start(); err != nil {
@@ -345,11 +385,11 @@ func screenshotDev(t *testing.T, browser string, args []string) {
 		syscall.Kill(-dev.Process.Pid, syscall.SIGINT)
 		dev.Wait()
 	}()
-	time.Sleep(70 * time.Second) // the demo tenants settle to their shares
+	time.Sleep(190 * time.Second) // the demo tenants settle to their shares, and the chart has three minutes
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	shot := filepath.Join(t.TempDir(), "web-ui.png")
-	if out, err := exec.CommandContext(ctx, browser, append(args, "--window-size=1200,600", "--hide-scrollbars", "--screenshot="+shot, "http://127.0.0.1:7480/")...).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, browser, append(args, "--window-size=1100,1040", "--hide-scrollbars", "--screenshot="+shot, "http://127.0.0.1:7480/")...).CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
 	}
 	b, _ := os.ReadFile(shot)

@@ -359,6 +359,41 @@ func TestReplayDataDir(t *testing.T) {
 	if created != jobs || jobs < 640 || uint64(kinds["entry"]) > index || kinds["entry"] < 250 {
 		t.Fatalf("audit facts %v: %d created submits, %d jobs at the end", kinds, created, jobs)
 	}
+	// The fairness report of the whole log: one line per tenant with
+	// work, in each class the entitlements add up to 1 (time passed with
+	// eligible work), and the shares too where anything was billed (the
+	// workload's random reports seldom match a live attempt).
+	out, errOut, err = c.Run("replay", "--data-dir", node.DataDir, "--report", "--json")
+	if err != nil {
+		t.Fatalf("replay --report: %v\n%s", err, errOut)
+	}
+	shares, entitled := map[string]float64{}, map[string]float64{}
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	for _, line := range lines {
+		var r struct {
+			Tenant, Class   string
+			CPUBilledMs     *int64   `json:"cpu_billed_ms"`
+			Share, Entitled *float64 // null when undefined
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.CPUBilledMs == nil || r.Tenant == "" {
+			t.Fatalf("report line %q: %v", line, err)
+		}
+		if r.Share != nil {
+			shares[r.Class] += *r.Share
+		}
+		if r.Entitled != nil {
+			entitled[r.Class] += *r.Entitled
+		}
+	}
+	for class, sum := range entitled {
+		if sum < 0.999 || sum > 1.001 || (shares[class] != 0 && (shares[class] < 0.999 || shares[class] > 1.001)) {
+			t.Errorf("class %s: shares add up to %.4f, entitlements to %.4f\n%s", class, shares[class], sum, out)
+		}
+	}
+	if len(lines) < 6 || len(entitled) == 0 {
+		t.Errorf("replay --report:\n%s", out)
+	}
+	t.Logf("replay --report:\n%s%s", out, errOut)
 	// Replaying an earlier index gives another hash and says nothing of
 	// uncommitted entries.
 	out, errOut, err = c.Run("replay", "--data-dir", node.DataDir, "--until", fmt.Sprint(index-1), "--json")

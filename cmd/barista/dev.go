@@ -53,7 +53,7 @@ a demo load: one tenant per tier, each kept backlogged with jobs that burn
 200-400 ms of CPU. Then shows the live share table (as "barista top"):
 every tenant gets the share of the dispatched CPU its weight entitles it
 to. The first node listens on 127.0.0.1:7400 (gRPC), :7440 (Raft) and :7480
-(HTTP: the web page, /metrics); the others on the next ports; --base-port
+(HTTP: the web console, /metrics); the others on the next ports; --base-port
 moves them all (gRPC BASE+i, Raft BASE+40+i, HTTP BASE+80+i).
 
 Webhooks work as in production (docs/webhooks.md), with a key made for
@@ -239,7 +239,7 @@ func runDev(env *cmdEnv, o any, args []string) error {
 			if t, err := fetchTop(top); err == nil {
 				fmt.Fprint(env.stdout, "\x1b[H\x1b[2J")
 				renderTop(env.stdout, t)
-				fmt.Fprintf(env.stdout, "\nweb page http://127.0.0.1:%d/ · data %s · Ctrl-C stops everything\n", opts.basePort+80, dir)
+				fmt.Fprintf(env.stdout, "\nweb console http://127.0.0.1:%d/ · data %s · Ctrl-C stops everything\n", opts.basePort+80, dir)
 			}
 		}
 		select {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 
+	"barista/fsm/fairness"
 	"barista/snapshot"
 	"barista/snapshot/scenario"
 )
@@ -20,12 +21,13 @@ type replayOpts struct {
 	dump    bool
 	json    bool
 	audit   bool
+	report  bool
 }
 
 func init() {
 	register("replay", &command{
 		synopsis: "Rebuild state from a data directory, or replay a scenario script",
-		usage:    "--data-dir DIR [--until INDEX] [--dump | --audit] | --script FILE [--json]",
+		usage:    "--data-dir DIR [--until INDEX] [--dump | --audit | --report [--json]] | --script FILE [--report] [--json]",
 		help: `With --data-dir, rebuilds a node's state from the newest snapshot and the
 Raft log in DIR without starting Raft (the node must be stopped), and
 prints "index=N hash=HEX". By default it replays up to the applied index
@@ -61,7 +63,27 @@ time) and prints one line per dispatch request:
 then the final state hash as "hash=HEX". A line the scheduler refuses prints
 "error LINE: reason" and the command exits 1 after the run. With --json each
 line is a JSON object (keys n, tenant, job, size, start_ms, none; error,
-line; hash). "-" reads the script from standard input.`,
+line; hash). "-" reads the script from standard input.
+
+--report, with --script or --data-dir, prints the fairness report of the
+whole run instead (docs/scheduling.md, "The fairness report"): for each
+class and tenant with work, the CPU billed (the actual CPU of its finished
+runs), its share of all CPU billed in the class, its entitlement (its
+weight over the weights of the tenants with eligible work in the class,
+weighted by cluster time) and the ratio of the two, as a table:
+
+  CLASS   TENANT  CPU_BILLED_MS  SHARE   ENTITLED  RATIO
+  normal  gold    16000          0.8889  0.8889    1.0000
+
+or with --json one object per line:
+
+  {"tenant": "gold", "class": "normal", "cpu_billed_ms": 16000, "share": 0.8889, "entitled": 0.8889, "ratio": 1.0000}
+
+("-" or null: undefined, e.g. no cluster time passed with eligible work).
+A script's refused lines are printed on standard error. A data directory
+is replayed from index 1 when its log reaches back to it, else from its
+newest snapshot, and a note on standard error says where the report
+starts.`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &replayOpts{}
 			fs.StringVar(&o.script, "script", "", "scenario script to run (`FILE`, - for stdin)")
@@ -69,6 +91,7 @@ line; hash). "-" reads the script from standard input.`,
 			numFlag(fs, &o.until, "until", 0, 0, math.MaxUint64, "replay up to this log `INDEX` (0: the recorded applied index)")
 			fs.BoolVar(&o.dump, "dump", false, "print every applied entry as a JSON line")
 			fs.BoolVar(&o.audit, "audit", false, "replay the whole log command by command and print audit facts as JSON lines")
+			fs.BoolVar(&o.report, "report", false, "print the fairness report of the whole run (CPU billed, share, entitlement, ratio per class and tenant)")
 			fs.BoolVar(&o.json, "json", false, "print JSON")
 			return o
 		},
@@ -92,6 +115,20 @@ func runReplay(env *cmdEnv, o any, args []string) error {
 		return fmt.Errorf("replay: %w", err)
 	}
 	defer in.Close()
+	if opts.report {
+		m := scenario.NewMachine()
+		_, err = scenario.Run(in, m, env.stderr, scenario.Options{JSON: opts.json, Quiet: true})
+		if err != nil && !errors.Is(err, scenario.ErrScript) {
+			return fmt.Errorf("replay: %w", err)
+		}
+		if werr := fairness.WriteBilled(env.stdout, m.F.Fairness(true).Rows, opts.json); werr != nil {
+			return werr
+		}
+		if err != nil {
+			return &silentError{code: 1}
+		}
+		return nil
+	}
 	_, err = scenario.Run(in, scenario.NewMachine(), env.stdout, scenario.Options{JSON: opts.json})
 	if errors.Is(err, scenario.ErrScript) {
 		return &silentError{code: 1}
@@ -110,6 +147,12 @@ func replayDataDir(env *cmdEnv, opts *replayOpts) error {
 	if opts.audit && opts.dump {
 		return usageError("--dump and --audit cannot be combined")
 	}
+	if opts.report && (opts.dump || opts.audit) {
+		return usageError("--report cannot be combined with --dump or --audit")
+	}
+	if opts.report {
+		return replayReport(env, opts)
+	}
 	var res snapshot.ReplayResult
 	var err error
 	if opts.audit {
@@ -121,13 +164,7 @@ func replayDataDir(env *cmdEnv, opts *replayOpts) error {
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	note := ""
-	switch {
-	case res.Recorded == nil:
-		note = "no applied index was recorded (the node never snapshotted or stopped cleanly); replayed the whole log, which may include uncommitted entries"
-	case res.Uncommitted:
-		note = fmt.Sprintf("replayed past the recorded applied index %d: entries after it may never have been committed", res.Recorded.Index)
-	}
+	note := replayNote(res)
 	if opts.json {
 		out := map[string]any{"index": res.Index, "hash": hex.EncodeToString(res.Hash[:]), "snapshot_index": res.SnapshotAt, "last_log_index": res.LastLogIndex}
 		if res.Recorded != nil {
@@ -143,4 +180,33 @@ func replayDataDir(env *cmdEnv, opts *replayOpts) error {
 	}
 	fmt.Fprintf(env.stdout, "index=%d hash=%x\n", res.Index, res.Hash)
 	return nil
+}
+
+// replayReport prints a data directory's fairness report of the whole
+// replayed log.
+func replayReport(env *cmdEnv, opts *replayOpts) error {
+	res, f, err := snapshot.ReplayWhole(opts.dataDir, opts.until)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	if res.SnapshotAt > 0 {
+		fmt.Fprintf(env.stderr, "note: the log before index %d is compacted: the report covers entries %d to %d, from the snapshot at index %d\n",
+			res.SnapshotAt+1, res.SnapshotAt+1, res.Index, res.SnapshotAt)
+	}
+	if note := replayNote(res); note != "" {
+		fmt.Fprintln(env.stderr, "note:", note)
+	}
+	return fairness.WriteBilled(env.stdout, f.Fairness(true).Rows, opts.json)
+}
+
+// replayNote says what a data directory's replay may include beyond the
+// committed log ("" when nothing).
+func replayNote(res snapshot.ReplayResult) string {
+	switch {
+	case res.Recorded == nil:
+		return "no applied index was recorded (the node never snapshotted or stopped cleanly); replayed the whole log, which may include uncommitted entries"
+	case res.Uncommitted:
+		return fmt.Sprintf("replayed past the recorded applied index %d: entries after it may never have been committed", res.Recorded.Index)
+	}
+	return ""
 }

@@ -26,28 +26,47 @@ type topOpts struct {
 
 func init() {
 	register("top", &command{
-		synopsis: "Live view of fair shares: per-tenant weight, queue, running, share vs entitlement",
+		synopsis: "Live view of fair shares: per tenant and class, share vs entitlement, their ratio and the tag's lag",
 		usage:    "[--once] [--json] [--interval 1s] [--window 60s]",
-		help: `Shows, refreshed every --interval, each tenant's tier, weight, queued and
-running jobs, its share of the dispatches of the last --window, and the
-share its weight entitles it to among the active tenants (those with
-queued, running or recent work); and the cluster's leader and applied
-index. Under a tenant with named groups, its groups with the most queued
-jobs (at most 5) follow, each with its running and queued jobs and its
-cap. --once prints one view and exits; with --json it prints one object:
+		help: `Shows, refreshed every --interval, the fairness report of every tenant
+(docs/scheduling.md, "The fairness report"), one line per tenant and
+class it is active in: its tier, weight, queued and running jobs (all
+classes), its dispatches in the class in the last --window, then
 
-  {"leader_id", "applied_index", "window_ms", "tenants": [{"name", "tier",
-   "weight", "queued", "running", "dispatches_1m", "dispatched_cost_ms_1m",
-   "share", "entitled_share", "groups": [{"name", "running", "queued",
-   "limit"}]}]}
+  SHARE     its part of the CPU charged in the class in the last minute
+            (estimates at dispatch, corrected by the actual CPU at finish)
+  ENTITLED  its weight over the weights of the tenants with eligible work
+            in the class, time-weighted over the minute
+  RATIO     SHARE / ENTITLED over 1 min, 10 min and 1 h: 1 is exactly the
+            entitlement ("-": undefined, e.g. nothing charged)
+  LAG       how far its tag is behind the class's virtual_now, in CPU
+            seconds at its weight: positive, it is owed service and goes
+            first; negative, it is ahead ("-": no eligible work)
 
-(shares are fractions of the window's dispatches).`,
+and the cluster's leader and applied index. Under a tenant with named
+groups, its groups with the most queued jobs (at most 5) follow its first
+line, each with its queued and running jobs and its cap. The windows
+cover cluster time since the node started or last loaded a snapshot at
+most. --once prints one view and exits; with --json it prints one
+object:
+
+  {"leader_id", "applied_index", "window_ms", "fairness_since_ms",
+   "tenants": [{"name", "tier", "class", "weight", "queued", "running",
+   "dispatches_1m", "dispatched_cost_ms_1m", "share", "entitled_share",
+   "ratio", "eligible", "lag_cpu_s", "fairness": [{"window", "span_ms",
+   "charged_ms", "class_charged_ms", "busy_ms", "share", "entitled",
+   "ratio"}], "groups": [{"name", "running", "queued", "limit"}]}]}
+
+(share, entitled_share and ratio are the 1 min window's, share and
+entitled_share 0 when undefined; shares are fractions; in "fairness",
+share, entitled and ratio are null when undefined, as are ratio and
+lag_cpu_s; dispatches_1m counts --window).`,
 		flags: func(fs *flag.FlagSet) any {
 			o := &topOpts{}
 			o.register(fs)
 			fs.BoolVar(&o.once, "once", false, "print one view and exit")
 			durFlag(fs, &o.interval, "interval", time.Second, 10*time.Millisecond, time.Hour, "", "refresh every `DURATION`")
-			msFlag(fs, &o.window, "window", time.Minute, time.Millisecond, 24*time.Hour, "", "shares over the last `DURATION` of cluster time")
+			msFlag(fs, &o.window, "window", time.Minute, time.Millisecond, 24*time.Hour, "", "count dispatches over the last `DURATION` of cluster time")
 			fs.BoolVar(&o.stale, "stale", false, "read the connected node's state without asking the leader")
 			return o
 		},
@@ -103,13 +122,25 @@ func runTop(env *cmdEnv, o any, args []string) error {
 func renderTop(w io.Writer, t *pb.TopResponse) {
 	j := rpc.TopToJSON(t)
 	fmt.Fprintf(w, "barista · leader %s · applied index %d · %s\n", j.LeaderID, j.AppliedIndex, time.Now().Format("15:04:05"))
-	fmt.Fprintf(w, "SHARE: of the estimated CPU dispatched in the last %s · ENTITLED: weight among the tenants with queued jobs now (- without any)\n\n",
+	fmt.Fprintf(w, "SHARE of the CPU charged in the class, ENTITLED by weight among the tenants with eligible work: last minute · RATIO = SHARE/ENTITLED · LAG: CPU s owed (+) or ahead (-) · DISP: dispatches in %s\n\n",
 		time.Duration(j.WindowMs)*time.Millisecond)
-	fmt.Fprintf(w, "%-20s %-8s %7s %7s %7s %8s %7s %8s  %s\n", "TENANT", "TIER", "WEIGHT", "QUEUED", "RUNNING", "DISP/1M", "SHARE", "ENTITLED", "share (#) vs entitled (|)")
+	fmt.Fprintf(w, "%-20s %-8s %-8s %7s %7s %7s %6s %7s %8s %6s %6s %6s %8s  %s\n", "TENANT", "TIER", "CLASS", "WEIGHT", "QUEUED", "RUNNING", "DISP",
+		"SHARE", "ENTITLED", "R/1M", "R/10M", "R/1H", "LAG", "share (#) vs entitled (|)")
 	for _, r := range j.Tenants {
-		entitled := fmt.Sprintf("%7.1f%%", 100*r.EntitledShare)
-		if r.Queued == 0 {
-			entitled = fmt.Sprintf("%8s", "-")
+		entitled := fmt.Sprintf("%8s", "-")
+		var ratios [3]string
+		for i := range ratios {
+			ratios[i] = "-"
+			if i < len(r.Fairness) && r.Fairness[i].Ratio != nil {
+				ratios[i] = fmt.Sprintf("%.2f", *r.Fairness[i].Ratio)
+			}
+		}
+		if len(r.Fairness) > 0 && r.Fairness[0].Entitled != nil {
+			entitled = fmt.Sprintf("%7.1f%%", 100**r.Fairness[0].Entitled)
+		}
+		lag := "-"
+		if r.LagCPUSeconds != nil {
+			lag = fmt.Sprintf("%+.1fs", *r.LagCPUSeconds)
 		}
 		bar := []byte(strings.Repeat(" ", 30))
 		for i := 0; i < int(r.Share*30+0.5) && i < 30; i++ {
@@ -118,15 +149,14 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 		if e := int(r.EntitledShare*30 + 0.5); e > 0 && e <= 30 {
 			bar[e-1] = '|'
 		}
-		fmt.Fprintf(w, "%-20s %-8s %7.3g %7d %7d %8d %6.1f%% %s  [%s]\n", r.Name, r.Tier, r.Weight, r.Queued, r.Running,
-			r.Dispatches1m, 100*r.Share, entitled, bar)
+		fmt.Fprintf(w, "%-20s %-8s %-8s %7.3g %7d %7d %6d %6.1f%% %s %6s %6s %6s %8s  [%s]\n", r.Name, r.Tier, r.Class, r.Weight, r.Queued, r.Running,
+			r.Dispatches1m, 100*r.Share, entitled, ratios[0], ratios[1], ratios[2], lag, bar)
 		for _, g := range r.Groups {
-			name := groupName(g.Name)
 			limit := ""
 			if g.Limit > 0 {
 				limit = fmt.Sprintf("cap %d", g.Limit)
 			}
-			fmt.Fprintf(w, "  group %-20.20s %16d %7d  %s\n", name, g.Queued, g.Running, limit)
+			fmt.Fprintf(w, "  group %-20.20s %25d %7d  %s\n", groupName(g.Name), g.Queued, g.Running, limit)
 		}
 	}
 }

@@ -60,6 +60,9 @@ type Target interface {
 type Options struct {
 	// JSON prints JSON lines instead of text.
 	JSON bool
+	// Quiet prints the error lines only (replay --report prints the
+	// fairness report instead of the dispatches).
+	Quiet bool
 }
 
 // Result summarises a run.
@@ -76,7 +79,11 @@ var ErrScript = errors.New("script had errors")
 // on; Run then returns ErrScript. A failed invariant check stops the run.
 func Run(r io.Reader, t Target, w io.Writer, opt Options) (Result, error) {
 	rn := &runner{t: t, out: bufio.NewWriter(w), opt: opt}
-	defer rn.out.Flush()
+	rn.errOut = rn.out
+	if opt.Quiet {
+		rn.out = bufio.NewWriter(io.Discard)
+	}
+	defer rn.errOut.Flush()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	line := 0
@@ -112,23 +119,28 @@ func Run(r io.Reader, t Target, w io.Writer, opt Options) (Result, error) {
 type runner struct {
 	t   Target
 	out *bufio.Writer
-	opt Options
-	now sfq.Time
-	res Result
+	// errOut takes the error lines: out, or w under Quiet (when out
+	// discards the rest).
+	errOut *bufio.Writer
+	opt    Options
+	now    sfq.Time
+	res    Result
 }
 
-func (rn *runner) emitJSON(v any) {
+func (rn *runner) emitJSON(v any) { writeJSON(rn.out, v) }
+
+func writeJSON(w *bufio.Writer, v any) {
 	b, _ := json.Marshal(v)
-	rn.out.Write(b)
-	rn.out.WriteByte('\n')
+	w.Write(b)
+	w.WriteByte('\n')
 }
 
 func (rn *runner) emitError(line int, err error) {
 	if rn.opt.JSON {
-		rn.emitJSON(map[string]any{"line": line, "error": err.Error()})
+		writeJSON(rn.errOut, map[string]any{"line": line, "error": err.Error()})
 		return
 	}
-	fmt.Fprintf(rn.out, "error %d: %v\n", line, err)
+	fmt.Fprintf(rn.errOut, "error %d: %v\n", line, err)
 }
 
 func (rn *runner) emitHash(h []byte) {

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	pb "barista/proto"
+)
+
+// TestRenderTop: barista top prints, per tenant and class, share and
+// entitlement of the minute, the ratio over each window ("-" when
+// undefined) and the lag ("-" without eligible work).
+func TestRenderTop(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	top := &pb.TopResponse{LeaderId: "n1", AppliedIndex: 42, WindowMs: 60_000, Tenants: []*pb.TenantShare{
+		{Name: "gold", Tier: pb.Tier_GOLD, Weight: 8, Queued: 3, Running: 1, Dispatches: 7, Share: 6.0 / 7, EntitledShare: 8.0 / 9,
+			JobClass: pb.Class_NORMAL, Eligible: true, LagCpuMs: -3000, Windows: []*pb.FairWindow{
+				{Window: "1m", Share: f(6.0 / 7), Entitled: f(8.0 / 9), Ratio: f(27.0 / 28)},
+				{Window: "10m", Share: f(0.5), Entitled: f(0.5), Ratio: f(1)},
+				{Window: "1h", Share: f(0.5)},
+			}},
+		{Name: "idle", Tier: pb.Tier_FREE, Weight: 1, JobClass: pb.Class_NORMAL},
+	}}
+	var b bytes.Buffer
+	renderTop(&b, top)
+	lines := strings.Split(b.String(), "\n")
+	want := []string{
+		"TENANT               TIER     CLASS     WEIGHT  QUEUED RUNNING   DISP   SHARE ENTITLED   R/1M  R/10M   R/1H      LAG  share (#) vs entitled (|)",
+		"gold                 gold     normal         8       3       1      7   85.7%    88.9%   0.96   1.00      -    -3.0s  [##########################|   ]",
+		"idle                 free     normal         1       0       0      0    0.0%        -      -      -      -        -  [                              ]",
+	}
+	if len(lines) != 7 || !strings.HasPrefix(lines[0], "barista · leader n1 · applied index 42 · ") {
+		t.Fatalf("top:\n%s", b.String())
+	}
+	for i, w := range want {
+		if lines[3+i] != w {
+			t.Errorf("line %d:\n got %q\nwant %q", 3+i, lines[3+i], w)
+		}
+	}
+}

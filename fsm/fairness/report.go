@@ -1,0 +1,55 @@
+package fairness
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteBilled writes the whole-run report (barista replay --report): for
+// each line, the CPU billed to the tenant in its class (its finished
+// runs), that as a share of all CPU billed in the class, its
+// time-weighted entitlement, and their ratio, with four decimals ("-", or
+// null in JSON, when undefined). As a table, one row per line under a
+// header; with asJSON, one object per line:
+//
+//	{"tenant": "acme", "class": "normal", "cpu_billed_ms": 123000, "share": 0.5123, "entitled": 0.5161, "ratio": 0.9926}
+func WriteBilled(w io.Writer, lines []Line, asJSON bool) error {
+	if asJSON {
+		bw := bufio.NewWriter(w)
+		for i := range lines {
+			l := &lines[i]
+			share, sok := l.Whole.BilledShare()
+			ent, eok := l.Whole.Entitled()
+			ratio, rok := l.Whole.BilledRatio()
+			name, _ := json.Marshal(l.Name)
+			fmt.Fprintf(bw, `{"tenant": %s, "class": "%s", "cpu_billed_ms": %d, "share": %s, "entitled": %s, "ratio": %s}`+"\n",
+				name, l.Class, l.Whole.BilledMs, fixed(share, sok, "null"), fixed(ent, eok, "null"), fixed(ratio, rok, "null"))
+		}
+		return bw.Flush()
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLASS\tTENANT\tCPU_BILLED_MS\tSHARE\tENTITLED\tRATIO")
+	for i := range lines {
+		l := &lines[i]
+		share, sok := l.Whole.BilledShare()
+		ent, eok := l.Whole.Entitled()
+		ratio, rok := l.Whole.BilledRatio()
+		name := l.Name
+		if l.Deleted {
+			name += " (deleted)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", l.Class, name, l.Whole.BilledMs, fixed(share, sok, "-"), fixed(ent, eok, "-"), fixed(ratio, rok, "-"))
+	}
+	return tw.Flush()
+}
+
+// fixed prints v with four decimals, or none if it is undefined.
+func fixed(v float64, ok bool, none string) string {
+	if !ok {
+		return none
+	}
+	return fmt.Sprintf("%.4f", v)
+}

@@ -1,0 +1,753 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// The web console: server-rendered pages (html/template, no script)
+// under /, every one behind the login (or the bearer header) and
+// scoped like the API: an admin sees everything, a client token its own
+// tenant. Its reads and actions are calls of this node's own services,
+// made in this process with the caller's identity and token, so that a
+// follower's console reads and acts through the leader exactly as an
+// API call to that follower would. Two things the API has no call for
+// are read from this node's replicated state (consoledata.go): counts
+// of jobs by state, class and size, and a job's events; and the share
+// chart is drawn from samples this node keeps (history.go).
+
+//go:embed web
+var webFiles embed.FS
+
+var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
+	"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	"w":   func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+	// entitled is the 1 min entitlement of the fairness report, "-" when
+	// no tenant had eligible work in the class.
+	"entitled": func(r TenantTopJSON) string {
+		if len(r.Fairness) == 0 || r.Fairness[0].Entitled == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100**r.Fairness[0].Entitled)
+	},
+	"ratio": func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", *p)
+	},
+	"lag": func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%+.1fs", *p)
+	},
+	"ms":   func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() },
+	"wall": wallText,
+	"size": func(s pb.Size) string {
+		if v, err := fsm.SizeFromPB(s); err == nil {
+			return v.String()
+		}
+		return "-"
+	},
+	"class": func(c pb.Class) string {
+		if v, err := fsm.ClassFromPB(c); err == nil {
+			return v.String()
+		}
+		return "-"
+	},
+	"tier": func(t pb.Tier) string {
+		if v, err := fsm.TierFromPB(t); err == nil {
+			return v.String()
+		}
+		return "-"
+	},
+	// limit shows a cap or quota, 0 being none.
+	"limit": func(n any) string {
+		if fmt.Sprint(n) == "0" {
+			return "none"
+		}
+		return fmt.Sprint(n)
+	},
+	"bar": func(f float64) int { return int(barWidth * min(max(f, 0), 1)) },
+	"add": func(a, b int) int { return a + b },
+}).ParseFS(webFiles, "web/*.html"))
+
+// barWidth is the width of a share bar at 100%.
+const barWidth = 200
+
+// wallText shows a wall-clock time in ms since the epoch (UTC), "-" for
+// none.
+func wallText(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05")
+}
+
+// serveCSS serves the console's one stylesheet (the CSP allows styles
+// from this origin only).
+func serveCSS(w http.ResponseWriter, r *http.Request) {
+	b, _ := webFiles.ReadFile("web/console.css")
+	h := w.Header()
+	h.Set("Content-Type", "text/css; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-cache")
+	w.Write(b)
+}
+
+// consoleRoutes registers the console's pages and actions.
+func (s *Server) consoleRoutes(mux *http.ServeMux) {
+	page := func(h http.HandlerFunc) http.HandlerFunc { return s.guard(pageRoles, true, h) }
+	mux.HandleFunc("GET /console.css", serveCSS)
+	mux.HandleFunc("/", page(s.overview))
+	mux.HandleFunc("GET /tenants/{name}", page(s.tenantPage))
+	mux.HandleFunc("GET /jobs", page(s.jobsPage))
+	mux.HandleFunc("GET /jobs/{id}", page(s.jobPage))
+	mux.HandleFunc("POST /jobs/{id}/cancel", page(s.cancelAction))
+	mux.HandleFunc("GET /workers", page(s.workersPage))
+	mux.HandleFunc("POST /workers/{id}/{action}", page(s.drainAction))
+}
+
+// consoleCallTimeout bounds one call of a page: longer than ForwardWait,
+// which a follower waits for a leader.
+const consoleCallTimeout = ForwardWait + 3*time.Second
+
+// callCtx is the context of a service call made for r: its caller's
+// identity (as the auth interceptor would set it) and bearer token (which
+// a follower forwards to the leader).
+func callCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	c := requestCaller(r)
+	ctx, cancel := context.WithTimeout(r.Context(), consoleCallTimeout)
+	md := metadata.MD{}
+	if c.token != "" {
+		md.Set("authorization", "Bearer "+c.token)
+	}
+	return context.WithValue(metadata.NewIncomingContext(ctx, md), identityKey{}, c.id), cancel
+}
+
+// frame is what every console page shows around its content.
+type frame struct {
+	Title, Nav string
+	Node       string
+	NodeState  string
+	Leader     string
+	Applied    uint64
+	Now        string
+	// Lag says how far cluster time is behind this node's clock, when a
+	// second or more.
+	Lag string
+	// Who is the caller ("" in open mode, where nobody signs in);
+	// SignedIn says it has a session to sign out of; Admin and Tenant (a
+	// client's) say what it may see.
+	Who      string
+	SignedIn bool
+	Admin    bool
+	Tenant   string
+	// CSRF is the session's token, which every form posts ("" without a
+	// session: the page shows no action).
+	CSRF string
+}
+
+func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string) frame {
+	b := &s.base
+	c := s.ensureOpenCSRF(w, r, requestCaller(r))
+	leader, _ := b.node.Leader()
+	f := frame{Title: title, Nav: nav, Node: b.node.ID(), NodeState: stateName(b.node.Raft().State()), Leader: leader,
+		Applied: b.node.Raft().AppliedIndex(), Now: time.Now().UTC().Format("15:04:05 UTC"),
+		Admin: c.id.Role == RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != ""}
+	if wall, cluster := b.node.FSM.WallClock(); wall != 0 && wall-cluster >= 1000 {
+		f.Lag = (time.Duration(wall-cluster) * time.Millisecond).Round(100 * time.Millisecond).String()
+	}
+	if !s.auth.Open() {
+		f.Who = c.id.Role.String()
+		if c.id.Role == RoleClient {
+			f.Who += " of tenant " + c.id.Tenant
+		}
+	}
+	return f
+}
+
+// render writes a page (status 200 unless code says otherwise).
+func (s *Server) render(w http.ResponseWriter, name string, code int, data any) {
+	pageHeaders(w)
+	var b bytes.Buffer
+	if err := consoleTmpl.ExecuteTemplate(&b, name, data); err != nil {
+		s.base.log.Warn("console page", "page", name, "error", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	if code != 0 {
+		w.WriteHeader(code)
+	}
+	w.Write(b.Bytes())
+}
+
+type errorPage struct {
+	frame
+	Code    int
+	Status  string
+	Message string
+}
+
+// fail shows an error page with an HTTP status and its message.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	s.render(w, "error", code, errorPage{frame: s.frame(w, r, http.StatusText(code), ""), Code: code, Status: http.StatusText(code), Message: msg})
+}
+
+// failCall shows a refused service call: its gRPC code as an HTTP status.
+func (s *Server) failCall(w http.ResponseWriter, r *http.Request, err error) {
+	st := status.Convert(err)
+	s.fail(w, r, httpStatus(st.Code()), codeName(st.Code())+": "+st.Message())
+}
+
+// overviewPage is the overview: fair shares now and over the last hour,
+// queued and running jobs per class and size, dispatches per second, and
+// the members.
+type overviewPage struct {
+	frame
+	Top    TopJSON
+	Chart  chart
+	Legend []legendItem
+	// Rate is the dispatches per second over the last window; RateChart
+	// over the samples.
+	Rate      string
+	RateChart chart
+	Classes   []classRow
+	// Members is empty for a client token.
+	Members []consoleMember
+}
+
+type legendItem struct{ Name, Color string }
+
+// classRow is one class's queued and running (assigned or running) jobs
+// by size.
+type classRow struct {
+	Class             string
+	Queued, Running   [sfq.NumSizes]uint32
+	QueuedT, RunningT uint32
+}
+
+type consoleMember struct {
+	pageMember
+	Applied string
+}
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		s.fail(w, r, http.StatusNotFound, "no console page at "+r.URL.Path)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.fail(w, r, http.StatusMethodNotAllowed, "the overview is read with GET")
+		return
+	}
+	b := &s.base
+	id := requestIdentity(r)
+	p := overviewPage{frame: s.frame(w, r, "overview", "overview"), Top: topJSON(visibleTop(topView(b, DefaultTopWindow), id))}
+	var dispatches uint64
+	var order []string
+	for _, t := range p.Top.Tenants {
+		dispatches += t.Dispatches1m
+		order = append(order, t.Name)
+	}
+	p.Rate = strconv.FormatFloat(float64(dispatches)/DefaultTopWindow.Seconds(), 'f', 2, 64)
+	now := time.Now()
+	samples := s.history.since(now, historySpan)
+	var names []string
+	own := ""
+	if id.Role == RoleClient {
+		own = id.Tenant
+		names = []string{id.Tenant}
+	} else {
+		names = chartTenants(samples, order)
+	}
+	p.Chart = shareChart(samples, names, now)
+	for i, n := range names {
+		p.Legend = append(p.Legend, legendItem{Name: n, Color: chartColors[i%len(chartColors)]})
+	}
+	p.RateChart = rateChart(samples, own, now)
+	counts, _ := countJobs(b.node.FSM, own)
+	for _, c := range sfq.Classes() {
+		row := classRow{Class: c.String()}
+		for sz := range sfq.NumSizes {
+			row.Queued[sz] = counts[sfq.Queued][c][sz]
+			row.Running[sz] = counts[sfq.Assigned][c][sz] + counts[sfq.Running][c][sz]
+			row.QueuedT += row.Queued[sz]
+			row.RunningT += row.Running[sz]
+		}
+		p.Classes = append(p.Classes, row)
+	}
+	if id.Role == RoleAdmin {
+		p.Members = s.members(r)
+	}
+	s.render(w, "overview", 0, p)
+}
+
+// members lists the members as the leader sees them, each with its own
+// applied index (asked of it, briefly; "-" if it does not answer).
+func (s *Server) members(r *http.Request) []consoleMember {
+	b := &s.base
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	peers, err := b.leaderPeers(ctx)
+	if err != nil {
+		b.log.Debug("console: peers from the leader", "error", err)
+		peers, _ = peersView(b)
+	}
+	out := make([]consoleMember, len(peers.GetPeers()))
+	var wg sync.WaitGroup
+	for i, m := range peers.GetPeers() {
+		pm := pageMember{ID: m.Id, Raft: m.RaftAddr, GRPC: m.GrpcAddr, HTTP: m.HttpAddr, Leader: m.Leader, State: PeerState(m), Contact: "-", Lag: "-"}
+		if m.Known && !m.Leader {
+			pm.Contact = (time.Duration(m.LastContactMs) * time.Millisecond).String() + " ago"
+			pm.Lag = strconv.FormatUint(m.Lag, 10)
+		}
+		out[i] = consoleMember{pageMember: pm, Applied: "-"}
+		if m.Id == b.node.ID() {
+			out[i].Applied = strconv.FormatUint(b.node.Raft().AppliedIndex(), 10)
+			continue
+		}
+		if m.GrpcAddr == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if st, err := s.memberStatus(ctx, m.GrpcAddr, requestCaller(r).token); err == nil {
+				out[i].Applied = strconv.FormatUint(st.AppliedIndex, 10)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// memberStatus asks one member for its status with the caller's token.
+func (s *Server) memberStatus(ctx context.Context, addr, token string) (*pb.StatusResponse, error) {
+	cc, err := s.leader.dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{}, Bearer(token, false))
+}
+
+// mayOpenTenant says whether the caller may see a tenant's pages.
+func mayOpenTenant(id Identity, tenant string) bool {
+	return id.Role == RoleAdmin || (id.Role == RoleClient && id.Tenant == tenant)
+}
+
+// tenantPage shows one tenant: its usage, configuration, jobs by state,
+// class and size, and its share over the last hour.
+type tenantPage struct {
+	frame
+	Name   string
+	Usage  *pb.TenantUsageResponse
+	Config *pb.Tenant
+	States []stateRow
+	Chart  chart
+	Legend []legendItem
+	Rate   chart
+}
+
+// stateRow is one state's jobs: in all, by class and by size.
+type stateRow struct {
+	State   string
+	Total   uint32
+	ByClass []uint32 // in the order of sfq.Classes
+	BySize  [sfq.NumSizes]uint32
+}
+
+func (s *Server) tenantPage(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	id := requestIdentity(r)
+	if err := sfq.ValidateName("tenant", name); err != nil {
+		s.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	if !mayOpenTenant(id, name) {
+		s.fail(w, r, http.StatusForbidden, "a client token of tenant "+id.Tenant+" may not open another tenant's page")
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	usage, err := s.client.TenantUsage(ctx, &pb.TenantUsageRequest{Tenant: name})
+	if err != nil {
+		s.failCall(w, r, err)
+		return
+	}
+	p := tenantPage{frame: s.frame(w, r, "tenant "+name, "tenant"), Name: name, Usage: usage, Config: readTenant(s.base.node.FSM, name)}
+	counts, _ := countJobs(s.base.node.FSM, name)
+	classes := sfq.Classes()
+	for _, st := range jobStates {
+		row := stateRow{State: st.String(), ByClass: make([]uint32, len(classes))}
+		for i, c := range classes {
+			for sz := range sfq.NumSizes {
+				n := counts[st][c][sz]
+				row.ByClass[i] += n
+				row.BySize[sz] += n
+				row.Total += n
+			}
+		}
+		p.States = append(p.States, row)
+	}
+	now := time.Now()
+	samples := s.history.since(now, historySpan)
+	p.Chart = shareChart(samples, []string{name}, now)
+	p.Legend = []legendItem{{Name: name, Color: chartColors[0]}}
+	p.Rate = rateChart(samples, name, now)
+	s.render(w, "tenant", 0, p)
+}
+
+// jobsPageSize is a search page's default length; maxJobsPageSize its
+// largest. jobsScanBudget bounds the jobs one search page reads through
+// when it filters by type (ListJobs has no type filter): past it, the
+// page ends early with a link that goes on from there.
+const (
+	jobsPageSize    = 50
+	maxJobsPageSize = 500
+	jobsScanBudget  = 5000
+)
+
+// jobsQuery is a job search, from the query string.
+type jobsQuery struct {
+	Tenant, State, Type string
+	ID                  uint64
+	After               string
+	Limit               int
+}
+
+// parseJobsQuery reads and checks a job search, naming the field at
+// fault.
+func parseJobsQuery(q url.Values) (jobsQuery, error) {
+	out := jobsQuery{Tenant: strings.TrimSpace(q.Get("tenant")), State: q.Get("state"), Type: q.Get("type"), After: q.Get("after"), Limit: jobsPageSize}
+	if out.Tenant != "" {
+		if err := sfq.ValidateName("tenant", out.Tenant); err != nil {
+			return out, err
+		}
+	}
+	if out.State != "" {
+		if _, err := sfq.ParseState(out.State); err != nil {
+			return out, fmt.Errorf("state: %q (want queued, assigned, running, completed, failed, cancelled or timed_out)", out.State)
+		}
+	}
+	if len(out.Type) > sfq.MaxNameLen {
+		return out, fmt.Errorf("type: %d bytes, at most %d", len(out.Type), sfq.MaxNameLen)
+	}
+	if v := strings.TrimSpace(q.Get("id")); v != "" {
+		id, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || id == 0 {
+			return out, fmt.Errorf("id: %q is not a job ID (a positive integer)", v)
+		}
+		out.ID = id
+	}
+	if out.After != "" {
+		if _, err := parsePageToken(out.After); err != nil {
+			return out, fmt.Errorf("after: %q is not a page this console issued", out.After)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxJobsPageSize {
+			return out, fmt.Errorf("limit: %q (want 1..%d)", v, maxJobsPageSize)
+		}
+		out.Limit = n
+	}
+	return out, nil
+}
+
+// values is the query string of the search, on page after.
+func (q jobsQuery) values(after string) string {
+	v := url.Values{}
+	for k, s := range map[string]string{"tenant": q.Tenant, "state": q.State, "type": q.Type, "after": after} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if q.Limit != jobsPageSize {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v.Encode()
+}
+
+type jobsPage struct {
+	frame
+	Q      jobsQuery
+	States []string
+	Jobs   []*pb.Job
+	// Next is the link to the next page ("" on the last); First to the
+	// first page, when this is not it. Built of url.Values.Encode.
+	Next, First template.URL
+	// Scanned says how many jobs a type search read for this page.
+	Scanned int
+	Message string
+}
+
+func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) {
+	id := requestIdentity(r)
+	q, err := parseJobsQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	if id.Role == RoleClient {
+		if q.Tenant != "" && q.Tenant != id.Tenant {
+			s.fail(w, r, http.StatusForbidden, "a client token of tenant "+id.Tenant+" may not search another tenant's jobs")
+			return
+		}
+		q.Tenant = id.Tenant
+	}
+	p := jobsPage{frame: s.frame(w, r, "jobs", "jobs"), Q: q}
+	for _, st := range jobStates {
+		p.States = append(p.States, st.String())
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	if q.ID != 0 {
+		j, err := s.client.GetJob(ctx, &pb.GetJobRequest{Tenant: q.Tenant, JobId: q.ID})
+		switch {
+		case status.Code(err) == codes.NotFound:
+			p.Message = fmt.Sprintf("no job %d", q.ID)
+			if q.Tenant != "" {
+				p.Message += " of tenant " + q.Tenant
+			}
+		case err != nil:
+			s.failCall(w, r, err)
+			return
+		default:
+			j.Payload = nil
+			p.Jobs = []*pb.Job{j}
+		}
+		s.render(w, "jobs", 0, p)
+		return
+	}
+	if q.After != "" {
+		p.First = template.URL("/jobs?" + q.values(""))
+	}
+	jobs, next, scanned, err := s.searchJobs(ctx, q)
+	if err != nil {
+		s.failCall(w, r, err)
+		return
+	}
+	p.Jobs, p.Scanned = jobs, scanned
+	if next != "" {
+		p.Next = template.URL("/jobs?" + q.values(next))
+	}
+	s.render(w, "jobs", 0, p)
+}
+
+// searchJobs reads one page of a search through ListJobs (from the
+// leader): the jobs of the tenant (all, for an admin naming none) in ID
+// order from q.After, of q.State if set, whose type contains q.Type if
+// set. It returns the page token of the job after the last one shown
+// ("" if none is left) and how many jobs it read.
+func (s *Server) searchJobs(ctx context.Context, q jobsQuery) (jobs []*pb.Job, next string, scanned int, err error) {
+	token := q.After
+	for {
+		size := q.Limit - len(jobs)
+		if q.Type != "" {
+			size = min(maxPage, jobsScanBudget-scanned)
+		}
+		resp, err := s.client.ListJobs(ctx, &pb.ListJobsRequest{Tenant: q.Tenant, State: q.State, PageSize: uint32(size), PageToken: token})
+		if err != nil {
+			return nil, "", scanned, err
+		}
+		for i, j := range resp.Jobs {
+			scanned++
+			if q.Type != "" && !strings.Contains(j.JobType, q.Type) {
+				continue
+			}
+			jobs = append(jobs, j)
+			if len(jobs) == q.Limit {
+				if i+1 < len(resp.Jobs) {
+					return jobs, pageToken(sfq.JobID(resp.Jobs[i+1].JobId)), scanned, nil
+				}
+				return jobs, resp.NextPageToken, scanned, nil
+			}
+		}
+		token = resp.NextPageToken
+		if token == "" || scanned >= jobsScanBudget {
+			return jobs, token, scanned, nil
+		}
+	}
+}
+
+// payloadShown bounds the payload bytes a job page shows.
+const payloadShown = 4096
+
+type jobPage struct {
+	frame
+	Job     *pb.Job
+	Explain *pb.ExplainJobResponse
+	// ExplainErr says why there is no explanation (the leader did not
+	// answer).
+	ExplainErr string
+	Events     []*pb.Event
+	// MoreEvents: more events than shown; Pruned: events before the
+	// oldest retained one may be gone.
+	MoreEvents, Pruned bool
+	// Payload is the payload's first payloadShown bytes as text;
+	// PayloadBytes its whole length.
+	Payload      string
+	PayloadBytes int
+	Cut          bool
+	// Output names where the worker keeps the whole output.
+	Output string
+	// CanCancel: the job is live, no cancel is asked yet, and the caller
+	// may cancel it (it has a session to post from).
+	CanCancel bool
+}
+
+// parseJobID reads the {id} of a path.
+func parseJobID(s string) (uint64, error) {
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("job id: %q is not a job ID (a positive integer)", s)
+	}
+	return id, nil
+}
+
+// notYours answers a client token asking for a job of another tenant, or
+// for one that does not exist: the same 403 either way, so the answer
+// tells nothing of other tenants' jobs.
+func (s *Server) notYours(w http.ResponseWriter, r *http.Request, job uint64) {
+	s.fail(w, r, http.StatusForbidden, fmt.Sprintf("job %d is not a job of tenant %s", job, requestIdentity(r).Tenant))
+}
+
+func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
+	jobID, err := parseJobID(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	id := requestIdentity(r)
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	j, err := s.client.GetJob(ctx, &pb.GetJobRequest{JobId: jobID})
+	if err != nil {
+		if status.Code(err) == codes.NotFound && id.Role == RoleClient {
+			s.notYours(w, r, jobID)
+			return
+		}
+		s.failCall(w, r, err)
+		return
+	}
+	p := jobPage{frame: s.frame(w, r, fmt.Sprintf("job %d", jobID), "jobs"), Job: j, PayloadBytes: len(j.Payload)}
+	shown := j.Payload
+	if len(shown) > payloadShown {
+		shown, p.Cut = shown[:payloadShown], true
+	}
+	p.Payload = strings.ToValidUTF8(string(shown), string(utf8.RuneError))
+	if ex, err := s.client.ExplainJob(ctx, &pb.ExplainJobRequest{JobId: jobID}); err != nil {
+		p.ExplainErr = statusLine(err)
+	} else {
+		p.Explain = ex
+	}
+	evs, more, pruned := jobEvents(s.base.node.FSM, sfq.JobID(jobID), sfq.Time(j.SubmittedAtMs))
+	for i := range evs {
+		p.Events = append(p.Events, eventToPB(&evs[i], j.Tenant))
+	}
+	p.MoreEvents, p.Pruned = more, pruned
+	if j.WorkerId != "" && j.Attempt > 0 {
+		p.Output = fmt.Sprintf("job-%d-attempt-%d.log in the --log-dir of worker %s", j.JobId, j.Attempt, j.WorkerId)
+	}
+	st, _ := sfq.ParseState(j.State)
+	p.CanCancel = (st == sfq.Queued || st.Live()) && j.Cancel == sfq.CancelNone.String() && p.CSRF != "" && mayOpenTenant(id, j.Tenant)
+	s.render(w, "job", 0, p)
+}
+
+// cancelAction cancels a job: an admin's, or a client's on its own
+// tenant's job.
+func (s *Server) cancelAction(w http.ResponseWriter, r *http.Request) {
+	c := requestCaller(r)
+	if herr := s.checkAction(w, r, c); herr != nil {
+		s.fail(w, r, herr.status, herr.msg)
+		return
+	}
+	jobID, err := parseJobID(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	if _, err := s.client.CancelJob(ctx, &pb.CancelJobRequest{JobId: jobID}); err != nil {
+		if status.Code(err) == codes.NotFound && c.id.Role == RoleClient {
+			s.notYours(w, r, jobID)
+			return
+		}
+		s.failCall(w, r, err)
+		return
+	}
+	s.base.log.Info("console: job cancelled", "job", jobID, "by", c.id.Role.String(), "tenant", c.id.Tenant)
+	http.Redirect(w, r, "/jobs/"+strconv.FormatUint(jobID, 10), http.StatusSeeOther)
+}
+
+type workersPage struct {
+	frame
+	Workers  []*pb.WorkerInfo
+	LeaderID string
+}
+
+// workersPage lists the workers (an admin's page: they run every
+// tenant's jobs).
+func (s *Server) workersPage(w http.ResponseWriter, r *http.Request) {
+	if requestIdentity(r).Role != RoleAdmin {
+		s.fail(w, r, http.StatusForbidden, "the workers page needs an admin token")
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	resp, err := s.workers.ListWorkers(ctx, &pb.ListWorkersRequest{})
+	if err != nil {
+		s.failCall(w, r, err)
+		return
+	}
+	s.render(w, "workers", 0, workersPage{frame: s.frame(w, r, "workers", "workers"), Workers: resp.Workers, LeaderID: resp.LeaderId})
+}
+
+// drainAction drains or undrains a worker (admin only).
+func (s *Server) drainAction(w http.ResponseWriter, r *http.Request) {
+	c := requestCaller(r)
+	if herr := s.checkAction(w, r, c); herr != nil {
+		s.fail(w, r, herr.status, herr.msg)
+		return
+	}
+	if c.id.Role != RoleAdmin {
+		s.fail(w, r, http.StatusForbidden, "draining a worker needs an admin token")
+		return
+	}
+	worker, action := r.PathValue("id"), r.PathValue("action")
+	if action != "drain" && action != "undrain" {
+		s.fail(w, r, http.StatusNotFound, "no worker action "+strconv.Quote(action)+" (drain or undrain)")
+		return
+	}
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	if _, err := s.workers.Drain(ctx, &pb.DrainRequest{WorkerId: worker, Undrain: action == "undrain"}); err != nil {
+		s.failCall(w, r, err)
+		return
+	}
+	s.base.log.Info("console: worker "+action+"ed", "worker", worker)
+	http.Redirect(w, r, "/workers", http.StatusSeeOther)
+}

@@ -1,0 +1,382 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	pb "barista/proto"
+	"barista/test/cluster"
+)
+
+// browser starts headless Chromium for a test: a context whose tabs
+// share it (each chromedp.NewContext of it is a tab), and a counter of
+// the JavaScript dialogs any page of the first tab opened (each is
+// dismissed). Skipped without Chromium.
+func browser(t *testing.T) (context.Context, *atomic.Int32) {
+	t.Helper()
+	path := chromium()
+	if path == "" {
+		t.Skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900), chromedp.Flag("hide-scrollbars", true))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	var dialogs atomic.Int32
+	events := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range events {
+			if err != nil {
+				return
+			}
+			dialogs.Add(1)
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+		}
+	}()
+	return ctx, &dialogs
+}
+
+// step runs browser actions with a timeout, failing the test on an error.
+func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page (awaiting a promise).
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// text reads an element's text.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return v
+}
+
+// open navigates and returns the HTTP status of the page.
+func open(t *testing.T, ctx context.Context, url string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(url))
+	if err != nil {
+		t.Fatalf("opening %s: %v", url, err)
+	}
+	return resp.Status
+}
+
+// signIn fills the login form with token.
+func signIn(t *testing.T, ctx context.Context, base, token string) {
+	t.Helper()
+	step(t, ctx, "sign in", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`input[name=token]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=token]`), token), chromedp.Submit(chromedp.CSS(`input[name=token]`)),
+		chromedp.WaitVisible(chromedp.ID("tenants")))
+}
+
+// forge posts a form made up in the page (as a forged request would be,
+// with the page's cookies: the CSP lets no page script fetch) and returns
+// the error page it gets: its heading and message.
+func forge(t *testing.T, ctx context.Context, path, body string) string {
+	t.Helper()
+	eval[bool](t, ctx, fmt.Sprintf(`(() => {
+		window.__forging = true;
+		const f = document.createElement("form");
+		f.method = "post";
+		f.action = %q;
+		for (const [k, v] of new URLSearchParams(%q)) {
+			const i = document.createElement("input");
+			i.type = "hidden"; i.name = k; i.value = v;
+			f.appendChild(i);
+		}
+		document.body.appendChild(f);
+		f.submit();
+		return true;
+	})()`, path, body))
+	// The answer is a new page: the mark set on the old one is gone.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		arrived, err := chromedp.Run(ectx, chromedp.Evaluate[bool](`window.__forging === undefined && document.readyState === "complete" && !!document.getElementById("error")`))
+		cancel()
+		if err == nil && arrived {
+			return text(t, ctx, "h1") + ": " + text(t, ctx, "#error")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to the post of %s: %v", path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestConsoleInChromium drives the web console of a follower (which
+// reads and acts through the leader) in headless Chromium, with a real
+// worker running real commands: an admin signs in, finds a failed job by
+// search, reads its events and stderr, cancels a queued job; a forged
+// post without the CSRF token is refused; a job whose type and stderr
+// are markup shows them as text and runs no script; a client token sees
+// only its tenant and gets 403 for another tenant's job and for admin
+// actions. With -update-screenshot it rewrites the screenshots of every
+// page under docs/.
+func TestConsoleInChromium(t *testing.T) {
+	ctx, dialogs := browser(t)
+	c := cluster.New(t, "--config", tokenConfig(t, ""))
+	c.Token = adminToken
+	c.Boot(3)
+	leader := c.WaitLeader(30 * time.Second)
+	follower := c.Followers(leader)[0]
+	base := "http://" + follower.HTTPAddr
+	admin := pb.NewAdminClient(cluster.Dial(t, leader.GRPCAddr, adminToken, nil))
+	acme := pb.NewClientClient(cluster.Dial(t, leader.GRPCAddr, acmeToken, nil))
+	beta := pb.NewClientClient(cluster.Dial(t, leader.GRPCAddr, betaToken, nil))
+	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, name := range []string{"acme", "beta"} {
+		if _, err := admin.UpsertTenant(cctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_GOLD}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := c.AddWorker("w1", "sm")
+	w.Token = workerToken
+	w.Start("")
+	submit := func(cl pb.ClientClient, typ string, size pb.Size, argv ...string) uint64 {
+		t.Helper()
+		r, err := cl.Submit(cctx, &pb.SubmitRequest{JobType: typ, Size: size, EstCostMs: 100, MaxAttempts: 1, Payload: payload(t, argv...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.JobId
+	}
+	const (
+		xssType   = `<img src=x onerror="window.__pwned=1;alert(1)">`
+		xssStderr = `<script>window.__pwned=2;alert(2)</script>`
+	)
+	done := submit(acme, "thumbnail", pb.Size_SM, "sh", "-c", "echo resized 12 images")
+	failed := submit(acme, "nightly-report", pb.Size_SM, "sh", "-c", "echo 'loading 3 tables'; echo 'report: disk full writing /var/tmp/report.csv' >&2; exit 3")
+	xss := submit(acme, xssType, pb.Size_SM, "sh", "-c", "echo '"+xssStderr+"' >&2; exit 1")
+	queued := submit(acme, "render-4k", pb.Size_LG, "true") // no lg worker: it waits
+	betaJob := submit(beta, "invoice", pb.Size_LG, "true")
+	for _, id := range []uint64{done, failed, xss} {
+		waitJob(t, acme, id, 90*time.Second, "its end", func(j *pb.Job) bool { return j.EndedAtMs != 0 })
+	}
+	c.WaitConverged(30 * time.Second)
+
+	// The admin signs in on the follower.
+	signIn(t, ctx, base, adminToken)
+	if got := text(t, ctx, "#tenants"); !strings.Contains(got, "acme") || !strings.Contains(got, "beta") {
+		t.Errorf("the admin's overview lacks a tenant: %q", got)
+	}
+	if got := text(t, ctx, "#members"); !strings.Contains(got, "leader") || !strings.Contains(got, leader.ID) {
+		t.Errorf("members: %q", got)
+	}
+	if *updateScreenshot {
+		// Let the follower take a few samples, for a chart in the shot.
+		waitFor(t, 90*time.Second, "a share chart", func() (bool, string) {
+			open(t, ctx, base+"/")
+			n := eval[int](t, ctx, `document.querySelectorAll("#share-chart polyline").length`)
+			return n > 0, fmt.Sprint(n, " lines")
+		})
+		shot(t, ctx, "web-ui-overview-admin.png")
+	}
+
+	// Find the failed job by search and open it.
+	step(t, ctx, "search failed jobs", chromedp.Navigate(base+"/jobs"), chromedp.WaitVisible(chromedp.ID("search")),
+		chromedp.SetValue(chromedp.CSS(`select[name=state]`), "failed"), chromedp.SendKeys(chromedp.CSS(`input[name=type]`), "nightly"),
+		chromedp.Submit(chromedp.CSS(`input[name=type]`)), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`a[href="/jobs/%d"]`, failed))))
+	if loc := eval[string](t, ctx, "location.search"); loc != "?tenant=&state=failed&type=nightly&id=" {
+		t.Errorf("the search's query: %q", loc)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("table.jobs a[href^='/jobs/']").length`); n != 1 {
+		t.Errorf("%d jobs found, want 1", n)
+	}
+	shot(t, ctx, "web-ui-jobs.png")
+	step(t, ctx, "open the failed job", chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="/jobs/%d"]`, failed))), chromedp.WaitVisible(chromedp.ID("events")))
+	if got := text(t, ctx, "#job-state"); got != "failed" {
+		t.Errorf("state %q", got)
+	}
+	if got := text(t, ctx, "#exit-code"); got != "3" {
+		t.Errorf("exit code %q", got)
+	}
+	if got := text(t, ctx, "#stderr"); got != "report: disk full writing /var/tmp/report.csv\n" {
+		t.Errorf("stderr tail %q", got)
+	}
+	if got := text(t, ctx, "#stdout"); got != "loading 3 tables\n" {
+		t.Errorf("stdout tail %q", got)
+	}
+	if got := eval[string](t, ctx, `[...document.querySelectorAll("#events span.ev")].map(e => e.textContent).join(" ")`); got != "queued assigned started failed" {
+		t.Errorf("events %q", got)
+	}
+	if got := text(t, ctx, "#explain"); !strings.HasPrefix(got, "failed ") {
+		t.Errorf("explain %q", got)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#cancel").length`); n != 0 {
+		t.Error("a failed job has a cancel button")
+	}
+	shot(t, ctx, "web-ui-job.png")
+
+	// A forged post without the CSRF token is refused; so is one from
+	// a page of another origin (same site: the cookie goes with it).
+	queuedPath := fmt.Sprintf("/jobs/%d/cancel", queued)
+	step(t, ctx, "open the queued job", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", base, queued)), chromedp.WaitVisible(chromedp.ID("cancel")))
+	const noCSRF = "403 Forbidden: missing or wrong CSRF token: act from the console's own pages while signed in"
+	if got := forge(t, ctx, queuedPath, ""); got != noCSRF {
+		t.Errorf("a post without the CSRF token: %q", got)
+	}
+	if got := forge(t, ctx, queuedPath, "csrf=0000"); got != noCSRF {
+		t.Errorf("a post with a wrong CSRF token: %q", got)
+	}
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<form method="post" action="%s%s"><input type="hidden" name="csrf" value="guess"><button id="go">win a prize</button></form>`, base, queuedPath)
+	}))
+	defer evil.Close()
+	step(t, ctx, "the forged form of another origin", chromedp.Navigate(evil.URL), chromedp.Click(chromedp.ID("go")), chromedp.WaitVisible(chromedp.ID("error")))
+	if got := text(t, ctx, "h1") + ": " + text(t, ctx, "#error"); got != "403 Forbidden: cross-origin action refused" {
+		t.Errorf("the forged form: %q", got)
+	}
+	waitJob(t, acme, queued, 5*time.Second, "still queued", func(j *pb.Job) bool { return j.State == "queued" })
+
+	// Cancel the queued job with the button.
+	step(t, ctx, "cancel", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", base, queued)), chromedp.Click(chromedp.CSS("#cancel button")),
+		chromedp.WaitVisible(chromedp.CSS(`#job-state.cancelled`)))
+	if got := text(t, ctx, "#job-state"); got != "cancelled" {
+		t.Errorf("after cancel: %q", got)
+	}
+	waitJob(t, acme, queued, 5*time.Second, "cancelled", func(j *pb.Job) bool { return j.State == "cancelled" })
+
+	// Tenant-written markup is text, and no script runs.
+	for _, u := range []string{fmt.Sprintf("%s/jobs/%d", base, xss), base + "/jobs?type=onerror", base + "/jobs?tenant=acme"} {
+		step(t, ctx, "open "+u, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("main")))
+		if got := eval[string](t, ctx, `typeof window.__pwned`); got != "undefined" {
+			t.Errorf("%s: a tenant's script ran (window.__pwned is %s)", u, got)
+		}
+		if n := eval[int](t, ctx, `document.querySelectorAll("script, img, main svg[onload]").length`); n != 0 {
+			t.Errorf("%s: %d script or img elements", u, n)
+		}
+	}
+	step(t, ctx, "open the markup job", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", base, xss)), chromedp.WaitVisible(chromedp.ID("stderr")))
+	if got := text(t, ctx, "#job-type"); got != xssType {
+		t.Errorf("type shown as %q", got)
+	}
+	if got := text(t, ctx, "#stderr"); got != xssStderr+"\n" {
+		t.Errorf("stderr shown as %q", got)
+	}
+	if n := dialogs.Load(); n != 0 {
+		t.Errorf("%d dialogs opened", n)
+	}
+	shot(t, ctx, "web-ui-job-markup.png")
+
+	// Drain the worker and undrain it, with its buttons.
+	workers := pb.NewWorkerClient(cluster.Dial(t, leader.GRPCAddr, adminToken, nil))
+	drained := func() bool {
+		ws, err := workers.ListWorkers(cctx, &pb.ListWorkersRequest{})
+		if err != nil || len(ws.Workers) != 1 {
+			t.Fatalf("workers: %v %v", ws, err)
+		}
+		return ws.Workers[0].Drained
+	}
+	step(t, ctx, "drain", chromedp.Navigate(base+"/workers"), chromedp.Click(chromedp.CSS(`form[action="/workers/w1/drain"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/workers/w1/undrain"]`)))
+	if got := text(t, ctx, "#workers tr:nth-child(2) td:nth-child(3)"); got != "drained" || !drained() {
+		t.Errorf("after drain: the page says %q, the leader %v", got, drained())
+	}
+	step(t, ctx, "undrain", chromedp.Click(chromedp.CSS(`form[action="/workers/w1/undrain"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/workers/w1/drain"]`)))
+	if got := text(t, ctx, "#workers tr:nth-child(2) td:nth-child(3)"); got != "idle" || drained() {
+		t.Errorf("after undrain: the page says %q, the leader %v", got, drained())
+	}
+	shot(t, ctx, "web-ui-workers.png")
+	step(t, ctx, "tenant", chromedp.Navigate(base+"/tenants/acme"), chromedp.WaitVisible(chromedp.ID("states")))
+	shot(t, ctx, "web-ui-tenant.png")
+
+	// A client token sees its own tenant only. Sign out first.
+	step(t, ctx, "sign out", chromedp.Click(chromedp.CSS(`form[action="/logout"] button`)), chromedp.WaitVisible(chromedp.CSS(`input[name=token]`)))
+	shot(t, ctx, "web-ui-login.png")
+	signIn(t, ctx, base, acmeToken)
+	if got := text(t, ctx, "#tenants"); !strings.Contains(got, "acme") || strings.Contains(got, "beta") {
+		t.Errorf("acme's overview: %q", got)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#members").length`); n != 0 {
+		t.Error("a client sees the members")
+	}
+	shot(t, ctx, "web-ui-overview-client.png")
+	if got := open(t, ctx, fmt.Sprintf("%s/jobs/%d", base, betaJob)); got != http.StatusForbidden {
+		t.Errorf("acme opening beta's job: %d", got)
+	}
+	if got := text(t, ctx, "#error"); got != fmt.Sprintf("job %d is not a job of tenant acme", betaJob) {
+		t.Errorf("acme opening beta's job: %q", got)
+	}
+	if got := open(t, ctx, base+"/tenants/beta"); got != http.StatusForbidden {
+		t.Errorf("acme opening beta's page: %d", got)
+	}
+	if got := open(t, ctx, base+"/workers"); got != http.StatusForbidden {
+		t.Errorf("acme opening the workers page: %d", got)
+	}
+	if got := open(t, ctx, fmt.Sprintf("%s/jobs?state=failed", base)); got != http.StatusOK {
+		t.Errorf("acme's search: %d", got)
+	}
+	csrf := eval[string](t, ctx, `document.querySelector("input[name=csrf]").value`)
+	if got := forge(t, ctx, "/workers/w1/drain", "csrf="+csrf); got != "403 Forbidden: draining a worker needs an admin token" {
+		t.Errorf("acme draining a worker (with its CSRF token): %q", got)
+	}
+	step(t, ctx, "back to the search", chromedp.Navigate(base+"/jobs"), chromedp.WaitVisible(chromedp.ID("search")))
+	if got := forge(t, ctx, fmt.Sprintf("/jobs/%d/cancel", betaJob), "csrf="+csrf); got != fmt.Sprintf("403 Forbidden: job %d is not a job of tenant acme", betaJob) {
+		t.Errorf("acme cancelling beta's job: %q", got)
+	}
+	waitJob(t, beta, betaJob, 5*time.Second, "still queued", func(j *pb.Job) bool { return j.State == "queued" })
+	if drained() {
+		t.Error("acme's drain drained the worker")
+	}
+	if n := dialogs.Load(); n != 0 {
+		t.Errorf("%d dialogs opened", n)
+	}
+}
+
+// shot saves a screenshot of the page to docs/NAME with
+// -update-screenshot.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if !*updateScreenshot {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "docs", name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
