@@ -46,6 +46,11 @@ func submitDigest(c *pb.SubmitJob) [16]byte {
 		b = append(b, 'v', '2', byte(class))
 		b = binary.AppendVarint(b, c.DeadlineMs)
 	}
+	if c.Group != "" {
+		b = append(b, 'g')
+		b = binary.AppendUvarint(b, uint64(len(c.Group)))
+		b = append(b, c.Group...)
+	}
 	sum := sha256.Sum256(b)
 	var d [16]byte
 	copy(d[:], sum[:])
@@ -71,7 +76,7 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 	sub := sfq.Submission{
 		Tenant: c.Tenant, Key: c.IdempotencyKey, Type: c.JobType, Size: size, EstCostMs: c.EstCostMs,
 		Payload: string(c.Payload), MaxAttempts: c.MaxAttempts, TimeoutMs: c.TimeoutMs,
-		Class: class, DeadlineMs: c.DeadlineMs,
+		Class: class, DeadlineMs: c.DeadlineMs, Group: c.Group,
 	}
 	if err := sub.Validate(); err != nil {
 		return refuse(err)
@@ -304,6 +309,44 @@ func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
 	f.setExported(i, c.ExportMetrics)
 	f.observe(i)
 	return Result{Created: created, Tenant: c.Name}
+}
+
+// applySetGroup sets the admin's cap of a group, or (as_tenant) the
+// tenant's own cap, keeping the other. The rules are checked again here:
+// the tenant, the name, the value and max_groups.
+func (f *FSM) applySetGroup(c *pb.SetGroup) Result {
+	if err := sfq.ValidateGroupName(c.Group); err != nil {
+		return refuse(err)
+	}
+	set := sfq.GroupSettings{}
+	if g, ok := f.sched.Group(c.Tenant, c.Group); ok {
+		set = g.GroupSettings
+	} else if _, ok := f.sched.TenantIndex(c.Tenant); !ok {
+		return refusef(NotFound, "unknown tenant %q", c.Tenant)
+	}
+	if c.AsTenant {
+		switch c.CapKind {
+		case pb.GroupCapKind_GROUP_CAP_INHERIT, pb.GroupCapKind_GROUP_CAP_NONE:
+			set.TenantCap = 0
+		case pb.GroupCapKind_GROUP_CAP_LIMIT:
+			if c.Limit < 1 || c.Limit > sfq.MaxGroupCap {
+				return refusef(Invalid, "group cap %d (want 1..%d)", c.Limit, sfq.MaxGroupCap)
+			}
+			set.TenantCap = c.Limit
+		default:
+			return refusef(Invalid, "group cap kind %v (want inherit, none or a limit)", c.CapKind)
+		}
+	} else {
+		cp, err := GroupCapFromPB(c.CapKind, c.Limit)
+		if err != nil {
+			return refuse(err)
+		}
+		set.Cap = cp
+	}
+	if err := f.sched.SetGroup(c.Tenant, c.Group, set); err != nil {
+		return refuse(err)
+	}
+	return Result{Tenant: c.Tenant}
 }
 
 func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {

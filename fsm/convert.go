@@ -116,14 +116,66 @@ func TenantSpecFromPB(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
 	if err != nil {
 		return sfq.TenantSpec{}, fmt.Errorf("max_class: %w", err)
 	}
+	order, err := GroupOrderFromPB(c.GetGroupOrder())
+	if err != nil {
+		return sfq.TenantSpec{}, err
+	}
 	return sfq.TenantSpec{Name: c.GetName(), Tier: tier, Multiplier: c.GetMultiplier(), Caps: CapsFromPB(c.GetCaps()),
-		MaxClass: class, AllowDeadlines: c.GetAllowDeadlines()}, nil
+		MaxClass: class, AllowDeadlines: c.GetAllowDeadlines(), GroupCap: c.GetGroupCap(), GroupOrder: order, MaxGroups: c.GetMaxGroups()}, nil
 }
 
 // TenantSpecToPB converts a tenant spec into an upsert.
 func TenantSpecToPB(s sfq.TenantSpec) *pb.TenantUpsert {
 	return &pb.TenantUpsert{Name: s.Name, Tier: TierToPB(s.Tier), Multiplier: s.Multiplier, Caps: CapsToPB(s.Caps),
-		MaxClass: ClassToPB(s.MaxClass), AllowDeadlines: s.AllowDeadlines}
+		MaxClass: ClassToPB(s.MaxClass), AllowDeadlines: s.AllowDeadlines, GroupCap: s.GroupCap, GroupOrder: GroupOrderToPB(s.GroupOrder),
+		MaxGroups: s.MaxGroups}
+}
+
+// GroupOrderFromPB converts a proto group order; unspecified is fifo.
+func GroupOrderFromPB(o pb.GroupOrder) (sfq.GroupOrder, error) {
+	switch o {
+	case pb.GroupOrder_GROUP_ORDER_UNSPECIFIED, pb.GroupOrder_GROUP_FIFO:
+		return sfq.GroupFIFO, nil
+	case pb.GroupOrder_GROUP_FAIR:
+		return sfq.GroupFair, nil
+	}
+	return 0, fmt.Errorf("%w: group_order %v (want fifo or fair)", sfq.ErrInvalid, o)
+}
+
+// GroupOrderToPB converts a group order.
+func GroupOrderToPB(o sfq.GroupOrder) pb.GroupOrder {
+	if o == sfq.GroupFair {
+		return pb.GroupOrder_GROUP_FAIR
+	}
+	return pb.GroupOrder_GROUP_FIFO
+}
+
+// GroupCapFromPB converts a proto group cap (kind and limit) into the
+// admin's cap setting.
+func GroupCapFromPB(kind pb.GroupCapKind, limit uint32) (sfq.GroupCap, error) {
+	switch kind {
+	case pb.GroupCapKind_GROUP_CAP_INHERIT:
+		return sfq.GroupCapInherit, nil
+	case pb.GroupCapKind_GROUP_CAP_NONE:
+		return sfq.GroupCapNone, nil
+	case pb.GroupCapKind_GROUP_CAP_LIMIT:
+		if limit < 1 || limit > sfq.MaxGroupCap {
+			return 0, fmt.Errorf("%w: group cap %d (want 1..%d)", sfq.ErrInvalid, limit, sfq.MaxGroupCap)
+		}
+		return sfq.GroupCap(limit), nil
+	}
+	return 0, fmt.Errorf("%w: group cap kind %v (want inherit, none or a limit)", sfq.ErrInvalid, kind)
+}
+
+// GroupCapToPB converts an admin's group cap setting.
+func GroupCapToPB(c sfq.GroupCap) (pb.GroupCapKind, uint32) {
+	switch c {
+	case sfq.GroupCapInherit:
+		return pb.GroupCapKind_GROUP_CAP_INHERIT, 0
+	case sfq.GroupCapNone:
+		return pb.GroupCapKind_GROUP_CAP_NONE, 0
+	}
+	return pb.GroupCapKind_GROUP_CAP_LIMIT, uint32(c)
 }
 
 // ConfigFromPB converts a proto configuration and validates it.

@@ -322,6 +322,8 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 		return f.applyWebhookAck(cmd.WebhookAck)
 	case *pb.Command_WebhookReplay:
 		return f.applyWebhookReplay(cmd.WebhookReplay)
+	case *pb.Command_SetGroup:
+		return f.applySetGroup(cmd.SetGroup)
 	}
 	return refusef(Invalid, "empty or unknown command")
 }

@@ -321,13 +321,18 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	job := rapid.Uint64Range(1, max(jobs, 1)).Draw(t, "job")
 	attempt := uint32(rapid.IntRange(1, 3).Draw(t, "attempt"))
 	worker := rapid.SampledFrom(workers).Draw(t, "worker")
-	switch rapid.IntRange(0, 13).Draw(t, "kind") {
+	switch rapid.IntRange(0, 14).Draw(t, "kind") {
 	case 13:
-		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: Level2}}}
+		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3, Level4}).Draw(t, "level")}}}
+	case 14:
+		// Groups: refused below level 3.
+		return &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
+			Group: rapid.SampledFrom([]string{"g1", "g2"}).Draw(t, "group"), CapKind: pb.GroupCapKind(rapid.IntRange(1, 3).Draw(t, "capkind")),
+			Limit: uint32(rapid.IntRange(1, 2).Draw(t, "limit")), AsTenant: rapid.Bool().Draw(t, "astenant")}}}
 	case 0, 1, 2:
 		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			IdempotencyKey: rapid.SampledFrom([]string{"", "", "k1", "k2"}).Draw(t, "key"), Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")),
-			EstCostMs: rapid.Int64Range(1, 5000).Draw(t, "cost")}}}
+			EstCostMs: rapid.Int64Range(1, 5000).Draw(t, "cost"), Group: rapid.SampledFrom([]string{"", "", "g1", "g2"}).Draw(t, "group")}}}
 	case 3, 4:
 		return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "wsize")), Credit: rapid.Uint64Range(1, 1000).Draw(t, "credit")}}}
 	case 5:
@@ -343,7 +348,8 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	case 10:
 		return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			Tier: pb.Tier(rapid.IntRange(1, 5).Draw(t, "tier")), Caps: &pb.Caps{MaxRunning: uint32(rapid.IntRange(0, 3).Draw(t, "cap"))},
-			ExportMetrics: rapid.Bool().Draw(t, "export")}}}
+			ExportMetrics: rapid.Bool().Draw(t, "export"), GroupCap: uint32(rapid.IntRange(0, 2).Draw(t, "groupcap")),
+			GroupOrder: pb.GroupOrder(rapid.IntRange(0, 2).Draw(t, "grouporder"))}}}
 	case 11:
 		// Refused while the tenant has live jobs; a later upsert of the
 		// name creates a new tenant.
@@ -360,7 +366,7 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 // hash as the original.
 func TestSnapshotRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		a := newAt(rapid.SampledFrom([]uint32{Level1, Level2}).Draw(t, "level"))
+		a := newAt(rapid.SampledFrom([]uint32{Level1, Level2, Level3, Level4}).Draw(t, "level"))
 		var log []*pb.Envelope
 		n := rapid.IntRange(1, 150).Draw(t, "n")
 		cut := rapid.IntRange(0, n).Draw(t, "cut")
@@ -457,7 +463,7 @@ func TestRestoreRefusesBadState(t *testing.T) {
 // in its own entry at the same leader time.
 func TestCoalescedEntriesApplyAlike(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		level := rapid.SampledFrom([]uint32{Level1, Level2}).Draw(t, "level")
+		level := rapid.SampledFrom([]uint32{Level1, Level2, Level3, Level4}).Draw(t, "level")
 		one, packed := newAt(level), newAt(level)
 		var oneIdx, packedIdx uint64
 		now := int64(1000)

@@ -61,6 +61,10 @@ func seedEnvelopes() map[string]*pb.Envelope {
 		"submit-class":    env(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, JobClass: pb.Class_HIGH, DeadlineMs: 5000}}}),
 		"feature-level":   env(&pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: Level2}}}),
 		"feature-level-9": env(&pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: 9}}}),
+		"feature-level-4": env(&pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: Level4}}}),
+		"submit-group":    env(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 700, Group: "cust:42"}}}),
+		"tenant-groups":   env(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, GroupCap: 1, GroupOrder: pb.GroupOrder_GROUP_FAIR, MaxGroups: 3}}}),
+		"set-group":       env(&pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: "a", Group: "g", CapKind: pb.GroupCapKind_GROUP_CAP_LIMIT, Limit: 2, AsTenant: true}}}),
 		"clock-jump":      {Version: Version, StampMs: 1 << 62, Commands: []*pb.Command{{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}}}},
 		"unknown-version": {Version: Version + 1, Commands: []*pb.Command{{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}}}},
 	}

@@ -30,8 +30,15 @@ const (
 	// knows none of them: it would refuse each as unknown and could not
 	// read the state.
 	Level3 uint32 = 3
+	// Level4 adds groups: a submit's group, a tenant's group_cap,
+	// group_order=fair and max_groups, and SetGroup; its state is written
+	// as snapshot format 5 (FSM state version 6, the core's version 4).
+	// Below it no command can put anything of groups into the state, so a
+	// cluster at level 3 holds and writes exactly what the build before
+	// groups does.
+	Level4 uint32 = 4
 	// MaxFeatureLevel is the highest level this build understands.
-	MaxFeatureLevel = Level3
+	MaxFeatureLevel = Level4
 )
 
 // ErrFeatureLevel marks a SetFeatureLevel above what this build
@@ -51,10 +58,19 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		if s.DeadlineMs != 0 {
 			return Level2, "deadline"
 		}
+		if s.Group != "" {
+			return Level4, "group"
+		}
 	case *pb.Command_TenantUpsert:
 		u := cmd.TenantUpsert
 		c := u.GetCaps()
 		switch {
+		case u.GroupCap != 0:
+			return Level4, "group_cap"
+		case u.GroupOrder == pb.GroupOrder_GROUP_FAIR:
+			return Level4, "group_order fair"
+		case u.MaxGroups != 0:
+			return Level4, "max_groups"
 		case u.MaxClass != pb.Class_CLASS_UNSPECIFIED && u.MaxClass != pb.Class_NORMAL:
 			return Level2, "max_class " + className(u.MaxClass)
 		case u.AllowDeadlines:
@@ -76,6 +92,8 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		return Level3, "webhook ack"
 	case *pb.Command_WebhookReplay:
 		return Level3, "webhook replay"
+	case *pb.Command_SetGroup:
+		return Level4, "SetGroup"
 	case *pb.Command_SetConfig:
 		p := cmd.SetConfig.GetConfig()
 		if e := p.GetEstimate(); e != pb.Estimate_ESTIMATE_UNSPECIFIED && e != pb.Estimate_SUBMITTED {
@@ -129,9 +147,14 @@ func (f *FSM) setLevel(l uint32) {
 // nothing (scenarios, benchmarks). A node, and the replay of a data
 // directory, start from New: a log that never raised the level is at
 // Level1.
-func NewLatest() *FSM {
+func NewLatest() *FSM { return NewAtLevel(MaxFeatureLevel) }
+
+// NewAtLevel returns an empty state machine at feature level l (at most
+// MaxFeatureLevel), as a new cluster's first leader makes it while some
+// voter understands no higher level.
+func NewAtLevel(l uint32) *FSM {
 	f := New()
-	f.setLevel(MaxFeatureLevel)
+	f.setLevel(min(max(l, Level1), MaxFeatureLevel))
 	return f
 }
 
@@ -151,9 +174,14 @@ func (f *FSM) applySetFeatureLevel(c *pb.SetFeatureLevel) Result {
 }
 
 // fitsLevel checks that the state holds nothing its level cannot (below
-// Level3 no webhooks; at Level1 nothing the version 1 encoding would
-// leave out).
+// Level4 nothing of groups; below Level3 no webhooks; at Level1 nothing
+// the version 1 encoding would leave out).
 func (f *FSM) fitsLevel() error {
+	if f.level < Level4 {
+		if err := f.sched.Peek().FitsVersion3(); err != nil {
+			return fmt.Errorf("%w: at feature level %d the state holds %v", sfq.ErrVerify, f.level, err)
+		}
+	}
 	if f.level < Level3 && (f.whSerial != 0 || len(f.webhooks) > 0) {
 		return fmt.Errorf("%w: at feature level %d the state holds webhooks", sfq.ErrVerify, f.level)
 	}

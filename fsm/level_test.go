@@ -135,8 +135,8 @@ func TestFeatureLevel(t *testing.T) {
 	_, err := h.f.ApplyEnvelope(h.index+1, &pb.Envelope{Version: Version, StampMs: 2000, Commands: []*pb.Command{setLevelCmd(MaxFeatureLevel + 1)}})
 	var fe *FatalError
 	if !errors.As(err, &fe) || !errors.Is(err, ErrFeatureLevel) || fe.Index != h.index+1 ||
-		!strings.Contains(err.Error(), "unknown feature level 4 (this build understands up to 3): upgrade this node") {
-		t.Fatalf("level 4: %v", err)
+		!strings.Contains(err.Error(), "unknown feature level 5 (this build understands up to 4): upgrade this node") {
+		t.Fatalf("level 5: %v", err)
 	}
 }
 

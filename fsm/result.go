@@ -86,6 +86,8 @@ func refuse(err error) Result {
 		code = FailedPrecondition
 	case errors.Is(err, sfq.ErrPermission):
 		code = PermissionDenied
+	case errors.Is(err, sfq.ErrExhausted):
+		code = ResourceExhausted
 	case errors.Is(err, sfq.ErrOverflow):
 		code = Internal
 	}

@@ -16,14 +16,22 @@ import (
 // with wall-clock times, stdout tails and their last worker). Versions 1
 // to 3 are still read: their events show their cluster time as their wall
 // time. Version 5 (feature level 3) is version 4 with the webhook section
-// (webhook.go) after the metrics section.
-const stateVersion = 5
+// (webhook.go) after the metrics section. Version 6 (feature level 4) is
+// version 5 with the core's state of version 4 (groups). The version says
+// the level: 1 is level 1, 2 to 4 level 2, 5 level 3, 6 level 4.
+const stateVersion = 6
 
 // stateVersionLevel2 is the version a cluster at feature level 2 writes.
 const stateVersionLevel2 = 4
 
-// stateVersionWebhooks is the version that added the webhook section.
+// stateVersionWebhooks is the version that added the webhook section,
+// what a cluster at feature level 3 writes, exactly as the build before
+// groups.
 const stateVersionWebhooks = 5
+
+// stateVersionGroups is the version whose core state is of version 4
+// (groups).
+const stateVersionGroups = 6
 
 // stateVersionMetrics is the version that added the metrics section:
 // version 2 with that section after the version, written only when the
@@ -105,14 +113,17 @@ func (v *View) Level() uint32 { return v.level }
 
 // StateVersion is the version of the state encoding Encode writes: 1 at
 // feature level 1 (what older builds read and hash), 4 at level 2 (what
-// builds up to level 2 read and hash), else stateVersion. The level is
-// read back from it.
+// builds up to level 2 read and hash), 5 at level 3 (what builds up to
+// level 3 read and hash), else stateVersion. The level is read back from
+// it.
 func (v *View) StateVersion() int {
 	switch {
 	case v.level < Level2:
 		return 1
 	case v.level < Level3:
 		return stateVersionLevel2
+	case v.level < Level4:
+		return stateVersionWebhooks
 	}
 	return stateVersion
 }
@@ -121,6 +132,8 @@ func (v *View) StateVersion() int {
 // of version v.
 func coreStateVersion(v int) int {
 	switch {
+	case v >= stateVersionGroups:
+		return 4
 	case v >= 4:
 		return 3
 	case v >= 2:
@@ -305,8 +318,10 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	f.sched = s
 	// The encoding says the level: version 1 is what a cluster at level
 	// 1 writes (and all older builds); versions 2 to 4 are level 2; the
-	// webhook section's version is level 3.
+	// webhook section's version is level 3, and the groups' level 4.
 	switch {
+	case version >= stateVersionGroups:
+		f.setLevel(Level4)
 	case version >= stateVersionWebhooks:
 		f.setLevel(Level3)
 	case version >= 2:

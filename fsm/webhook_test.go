@@ -301,8 +301,8 @@ func TestWebhooksNeedLevel3(t *testing.T) {
 	if r := h.one(setLevelCmd(Level3)); r.Code != OK || h.f.Level() != Level3 {
 		t.Fatalf("raise to 3: %+v", r)
 	}
-	if got := first(); got != stateVersion {
-		t.Fatalf("level 3: state version %d, want %d", got, stateVersion)
+	if got := first(); got != stateVersionWebhooks {
+		t.Fatalf("level 3: state version %d, want %d", got, stateVersionWebhooks)
 	}
 	if h3, _ := h.f.Hash(); h3 == level2 {
 		t.Fatal("the level is not in the hash")

@@ -37,8 +37,12 @@ type Tenant struct {
 	// set; low is always allowed). cap_critical, cap_high and deadline_cap
 	// are caps.max_running_critical, caps.max_running_high and
 	// caps.max_running_deadline.
-	MaxClass       Class `protobuf:"varint,30,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"`
-	AllowDeadlines bool  `protobuf:"varint,31,opt,name=allow_deadlines,json=allowDeadlines,proto3" json:"allow_deadlines,omitempty"` // the tenant may submit jobs with a deadline
+	MaxClass       Class      `protobuf:"varint,30,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"`
+	AllowDeadlines bool       `protobuf:"varint,31,opt,name=allow_deadlines,json=allowDeadlines,proto3" json:"allow_deadlines,omitempty"` // the tenant may submit jobs with a deadline
+	GroupCap       uint32     `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`                   // cap of each named group whose cap is inherit; 0 = none
+	GroupOrder     GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
+	MaxGroups      uint32     `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"` // 0 = the default (10000)
+	Groups         uint32     `protobuf:"varint,43,opt,name=groups,proto3" json:"groups,omitempty"`                        // its named groups with jobs or settings
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -129,6 +133,34 @@ func (x *Tenant) GetAllowDeadlines() bool {
 	return false
 }
 
+func (x *Tenant) GetGroupCap() uint32 {
+	if x != nil {
+		return x.GroupCap
+	}
+	return 0
+}
+
+func (x *Tenant) GetGroupOrder() GroupOrder {
+	if x != nil {
+		return x.GroupOrder
+	}
+	return GroupOrder_GROUP_ORDER_UNSPECIFIED
+}
+
+func (x *Tenant) GetMaxGroups() uint32 {
+	if x != nil {
+		return x.MaxGroups
+	}
+	return 0
+}
+
+func (x *Tenant) GetGroups() uint32 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
 type UpsertTenantRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -145,8 +177,15 @@ type UpsertTenantRequest struct {
 	// to keep them. The class caps and deadline_cap are in caps.
 	MaxClass       Class `protobuf:"varint,30,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"`
 	AllowDeadlines bool  `protobuf:"varint,31,opt,name=allow_deadlines,json=allowDeadlines,proto3" json:"allow_deadlines,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// group_cap caps the Assigned+Running jobs of each named group whose
+	// own cap is inherit (0 = none); group_order chooses among the heads of
+	// the tenant's groups; max_groups bounds its named groups (0 = the
+	// default, 10000).
+	GroupCap      uint32     `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`
+	GroupOrder    GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
+	MaxGroups     uint32     `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpsertTenantRequest) Reset() {
@@ -226,6 +265,27 @@ func (x *UpsertTenantRequest) GetAllowDeadlines() bool {
 		return x.AllowDeadlines
 	}
 	return false
+}
+
+func (x *UpsertTenantRequest) GetGroupCap() uint32 {
+	if x != nil {
+		return x.GroupCap
+	}
+	return 0
+}
+
+func (x *UpsertTenantRequest) GetGroupOrder() GroupOrder {
+	if x != nil {
+		return x.GroupOrder
+	}
+	return GroupOrder_GROUP_ORDER_UNSPECIFIED
+}
+
+func (x *UpsertTenantRequest) GetMaxGroups() uint32 {
+	if x != nil {
+		return x.MaxGroups
+	}
+	return 0
 }
 
 type DeleteTenantRequest struct {
@@ -610,7 +670,10 @@ type TenantShare struct {
 	// lag_cpu_ms is how far the tenant's tag is behind the class's
 	// virtual_now at its current weight, in CPU ms (positive: owed
 	// service); meaningful while eligible.
-	LagCpuMs      int64 `protobuf:"varint,13,opt,name=lag_cpu_ms,json=lagCpuMs,proto3" json:"lag_cpu_ms,omitempty"`
+	LagCpuMs int64 `protobuf:"varint,13,opt,name=lag_cpu_ms,json=lagCpuMs,proto3" json:"lag_cpu_ms,omitempty"`
+	// groups are the tenant's groups with the most queued jobs (at most
+	// 5), on the tenant's first line.
+	Groups        []*GroupUsage `protobuf:"bytes,40,rep,name=groups,proto3" json:"groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -734,6 +797,13 @@ func (x *TenantShare) GetLagCpuMs() int64 {
 		return x.LagCpuMs
 	}
 	return 0
+}
+
+func (x *TenantShare) GetGroups() []*GroupUsage {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
 }
 
 // FairWindow is one window of the fairness report of a tenant and class.
@@ -1539,7 +1609,7 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\xa2\x02\n" +
+	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\xaf\x03\n" +
 	"\x06Tenant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -1550,7 +1620,13 @@ const file_admin_proto_rawDesc = "" +
 	"\acreated\x18\x05 \x01(\bR\acreated\x12%\n" +
 	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12.\n" +
 	"\tmax_class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\bmaxClass\x12'\n" +
-	"\x0fallow_deadlines\x18\x1f \x01(\bR\x0eallowDeadlines\"\x95\x02\n" +
+	"\x0fallow_deadlines\x18\x1f \x01(\bR\x0eallowDeadlines\x12\x1b\n" +
+	"\tgroup_cap\x18( \x01(\rR\bgroupCap\x127\n" +
+	"\vgroup_order\x18) \x01(\x0e2\x16.barista.v1.GroupOrderR\n" +
+	"groupOrder\x12\x1d\n" +
+	"\n" +
+	"max_groups\x18* \x01(\rR\tmaxGroups\x12\x16\n" +
+	"\x06groups\x18+ \x01(\rR\x06groups\"\x8a\x03\n" +
 	"\x13UpsertTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -1560,7 +1636,12 @@ const file_admin_proto_rawDesc = "" +
 	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12%\n" +
 	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12.\n" +
 	"\tmax_class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\bmaxClass\x12'\n" +
-	"\x0fallow_deadlines\x18\x1f \x01(\bR\x0eallowDeadlines\")\n" +
+	"\x0fallow_deadlines\x18\x1f \x01(\bR\x0eallowDeadlines\x12\x1b\n" +
+	"\tgroup_cap\x18( \x01(\rR\bgroupCap\x127\n" +
+	"\vgroup_order\x18) \x01(\x0e2\x16.barista.v1.GroupOrderR\n" +
+	"groupOrder\x12\x1d\n" +
+	"\n" +
+	"max_groups\x18* \x01(\rR\tmaxGroups\")\n" +
 	"\x13DeleteTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
 	"\x14DeleteTenantResponse\"S\n" +
@@ -1578,7 +1659,7 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"TopRequest\x12+\n" +
 	"\x04read\x18\x01 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1b\n" +
-	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\xb8\x03\n" +
+	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\xe8\x03\n" +
 	"\vTenantShare\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x16\n" +
@@ -1596,7 +1677,8 @@ const file_admin_proto_rawDesc = "" +
 	"\awindows\x18\v \x03(\v2\x16.barista.v1.FairWindowR\awindows\x12\x1a\n" +
 	"\beligible\x18\f \x01(\bR\beligible\x12\x1c\n" +
 	"\n" +
-	"lag_cpu_ms\x18\r \x01(\x03R\blagCpuMs\"\x97\x02\n" +
+	"lag_cpu_ms\x18\r \x01(\x03R\blagCpuMs\x12.\n" +
+	"\x06groups\x18( \x03(\v2\x16.barista.v1.GroupUsageR\x06groups\"\x97\x02\n" +
 	"\n" +
 	"FairWindow\x12\x16\n" +
 	"\x06window\x18\x01 \x01(\tR\x06window\x12\x17\n" +
@@ -1721,58 +1803,63 @@ var file_admin_proto_goTypes = []any{
 	(Tier)(0),                     // 22: barista.v1.Tier
 	(*Caps)(nil),                  // 23: barista.v1.Caps
 	(Class)(0),                    // 24: barista.v1.Class
-	(*ReadOptions)(nil),           // 25: barista.v1.ReadOptions
-	(*SchedulerConfig)(nil),       // 26: barista.v1.SchedulerConfig
+	(GroupOrder)(0),               // 25: barista.v1.GroupOrder
+	(*ReadOptions)(nil),           // 26: barista.v1.ReadOptions
+	(*SchedulerConfig)(nil),       // 27: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),            // 28: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
 	22, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
 	23, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
 	24, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
-	22, // 3: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	23, // 4: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	24, // 5: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
-	25, // 6: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	25, // 7: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
-	0,  // 8: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	25, // 9: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	26, // 10: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	25, // 11: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	22, // 12: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	24, // 13: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
-	11, // 14: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
-	10, // 15: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	13, // 16: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
-	25, // 17: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
-	13, // 18: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
-	1,  // 19: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	2,  // 20: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	4,  // 21: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	5,  // 22: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	7,  // 23: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	8,  // 24: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	9,  // 25: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	14, // 26: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
-	16, // 27: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
-	17, // 28: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
-	19, // 29: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
-	21, // 30: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
-	0,  // 31: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	3,  // 32: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	0,  // 33: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	6,  // 34: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	26, // 35: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	26, // 36: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	12, // 37: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	15, // 38: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
-	13, // 39: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
-	18, // 40: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
-	20, // 41: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
-	13, // 42: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
-	31, // [31:43] is the sub-list for method output_type
-	19, // [19:31] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	25, // 3: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
+	22, // 4: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	23, // 5: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
+	24, // 6: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	25, // 7: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	26, // 8: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	26, // 9: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	0,  // 10: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
+	26, // 11: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	27, // 12: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	26, // 13: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	22, // 14: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	24, // 15: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
+	11, // 16: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
+	28, // 17: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	10, // 18: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	13, // 19: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
+	26, // 20: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
+	13, // 21: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
+	1,  // 22: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	2,  // 23: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	4,  // 24: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	5,  // 25: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	7,  // 26: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	8,  // 27: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	9,  // 28: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	14, // 29: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
+	16, // 30: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
+	17, // 31: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
+	19, // 32: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
+	21, // 33: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
+	0,  // 34: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	3,  // 35: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	0,  // 36: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	6,  // 37: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	27, // 38: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	27, // 39: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	12, // 40: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	15, // 41: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
+	13, // 42: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
+	18, // 43: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
+	20, // 44: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
+	13, // 45: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
+	34, // [34:46] is the sub-list for method output_type
+	22, // [22:34] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }

@@ -48,7 +48,10 @@ type SubmitRequest struct {
 	// deadline_ms, if not 0, is the job's deadline as a duration from the
 	// submit (1 s .. 1 year); only a tenant with allow_deadlines may give
 	// one (PERMISSION_DENIED otherwise).
-	DeadlineMs    int64 `protobuf:"varint,31,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	DeadlineMs int64 `protobuf:"varint,31,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	// group is the job's group in its tenant: empty for the unnamed group,
+	// else 1..128 bytes of [A-Za-z0-9._:@-].
+	Group         string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -151,6 +154,13 @@ func (x *SubmitRequest) GetDeadlineMs() int64 {
 		return x.DeadlineMs
 	}
 	return 0
+}
+
+func (x *SubmitRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
 }
 
 type SubmitResponse struct {
@@ -354,7 +364,8 @@ type Job struct {
 	// deadline_missed: the job is still queued at or past its deadline
 	// (whenever it runs, it is late). Whether a dispatched job went late,
 	// its assigned event says (reason deadline_missed).
-	DeadlineMissed bool `protobuf:"varint,33,opt,name=deadline_missed,json=deadlineMissed,proto3" json:"deadline_missed,omitempty"`
+	DeadlineMissed bool   `protobuf:"varint,33,opt,name=deadline_missed,json=deadlineMissed,proto3" json:"deadline_missed,omitempty"`
+	Group          string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"` // empty: the tenant's unnamed group
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -583,6 +594,13 @@ func (x *Job) GetDeadlineMissed() bool {
 		return x.DeadlineMissed
 	}
 	return false
+}
+
+func (x *Job) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
 }
 
 type ListJobsRequest struct {
@@ -1041,9 +1059,12 @@ func (x *Event) GetWallMs() int64 {
 }
 
 type TenantUsageRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Read          *ReadOptions           `protobuf:"bytes,2,opt,name=read,proto3" json:"read,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Read   *ReadOptions           `protobuf:"bytes,2,opt,name=read,proto3" json:"read,omitempty"`
+	// top_groups is how many groups to list (those with the most queued
+	// jobs): default 10, at most 1000.
+	TopGroups     uint32 `protobuf:"varint,40,opt,name=top_groups,json=topGroups,proto3" json:"top_groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1092,6 +1113,13 @@ func (x *TenantUsageRequest) GetRead() *ReadOptions {
 	return nil
 }
 
+func (x *TenantUsageRequest) GetTopGroups() uint32 {
+	if x != nil {
+		return x.TopGroups
+	}
+	return 0
+}
+
 type TenantUsageResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -1115,6 +1143,11 @@ type TenantUsageResponse struct {
 	TimedOut      uint64                 `protobuf:"varint,19,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
 	Failures      uint64                 `protobuf:"varint,20,opt,name=failures,proto3" json:"failures,omitempty"`
 	Requeues      uint64                 `protobuf:"varint,21,opt,name=requeues,proto3" json:"requeues,omitempty"`
+	// groups are the tenant's groups with the most queued jobs (then the
+	// most running, then by name), at most top_groups; group_count counts
+	// them all, its unnamed group included.
+	Groups        []*GroupUsage `protobuf:"bytes,40,rep,name=groups,proto3" json:"groups,omitempty"`
+	GroupCount    uint32        `protobuf:"varint,41,opt,name=group_count,json=groupCount,proto3" json:"group_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1296,6 +1329,424 @@ func (x *TenantUsageResponse) GetRequeues() uint64 {
 	return 0
 }
 
+func (x *TenantUsageResponse) GetGroups() []*GroupUsage {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *TenantUsageResponse) GetGroupCount() uint32 {
+	if x != nil {
+		return x.GroupCount
+	}
+	return 0
+}
+
+// GroupUsage is one group's jobs.
+type GroupUsage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // empty: the unnamed group
+	Running       uint32                 `protobuf:"varint,2,opt,name=running,proto3" json:"running,omitempty"`
+	Queued        uint32                 `protobuf:"varint,3,opt,name=queued,proto3" json:"queued,omitempty"`
+	Limit         uint32                 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"` // the cap in force; 0 = none
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupUsage) Reset() {
+	*x = GroupUsage{}
+	mi := &file_client_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupUsage) ProtoMessage() {}
+
+func (x *GroupUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupUsage.ProtoReflect.Descriptor instead.
+func (*GroupUsage) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GroupUsage) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GroupUsage) GetRunning() uint32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *GroupUsage) GetQueued() uint32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *GroupUsage) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// Group is one group of a tenant and what is set on it.
+type Group struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Cap           string                 `protobuf:"bytes,3,opt,name=cap,proto3" json:"cap,omitempty"`                               // the admin's: "inherit", "none" or a number
+	TenantCap     uint32                 `protobuf:"varint,4,opt,name=tenant_cap,json=tenantCap,proto3" json:"tenant_cap,omitempty"` // the tenant's own; 0 = none
+	Limit         uint32                 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`                          // the cap in force (the lower of both); 0 = none
+	Running       uint32                 `protobuf:"varint,6,opt,name=running,proto3" json:"running,omitempty"`
+	Queued        uint32                 `protobuf:"varint,7,opt,name=queued,proto3" json:"queued,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Group) Reset() {
+	*x = Group{}
+	mi := &file_client_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Group) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Group) ProtoMessage() {}
+
+func (x *Group) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Group.ProtoReflect.Descriptor instead.
+func (*Group) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Group) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *Group) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Group) GetCap() string {
+	if x != nil {
+		return x.Cap
+	}
+	return ""
+}
+
+func (x *Group) GetTenantCap() uint32 {
+	if x != nil {
+		return x.TenantCap
+	}
+	return 0
+}
+
+func (x *Group) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *Group) GetRunning() uint32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *Group) GetQueued() uint32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+type SetGroupRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Group  string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	// cap is "inherit" (the tenant's group_cap), "none" or a number
+	// 1..1000000. For the tenant's own cap "none" (or "inherit") clears it.
+	Cap           string `protobuf:"bytes,3,opt,name=cap,proto3" json:"cap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetGroupRequest) Reset() {
+	*x = SetGroupRequest{}
+	mi := &file_client_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetGroupRequest) ProtoMessage() {}
+
+func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetGroupRequest.ProtoReflect.Descriptor instead.
+func (*SetGroupRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SetGroupRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *SetGroupRequest) GetCap() string {
+	if x != nil {
+		return x.Cap
+	}
+	return ""
+}
+
+type GetGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,3,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetGroupRequest) Reset() {
+	*x = GetGroupRequest{}
+	mi := &file_client_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetGroupRequest) ProtoMessage() {}
+
+func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
+func (*GetGroupRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GetGroupRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *GetGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GetGroupRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type ListGroupsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	PageSize      uint32                 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"` // default 100, at most 1000
+	PageToken     string                 `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,4,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsRequest) Reset() {
+	*x = ListGroupsRequest{}
+	mi := &file_client_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsRequest) ProtoMessage() {}
+
+func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
+func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ListGroupsRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ListGroupsRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListGroupsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListGroupsRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type ListGroupsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        []*Group               `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"` // empty: no more
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsResponse) Reset() {
+	*x = ListGroupsResponse{}
+	mi := &file_client_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsResponse) ProtoMessage() {}
+
+func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
+func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListGroupsResponse) GetGroups() []*Group {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *ListGroupsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 type SubmitBatchRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Jobs          []*SubmitRequest       `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
@@ -1305,7 +1756,7 @@ type SubmitBatchRequest struct {
 
 func (x *SubmitBatchRequest) Reset() {
 	*x = SubmitBatchRequest{}
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1768,7 @@ func (x *SubmitBatchRequest) String() string {
 func (*SubmitBatchRequest) ProtoMessage() {}
 
 func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1781,7 @@ func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
 func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{13}
+	return file_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SubmitBatchRequest) GetJobs() []*SubmitRequest {
@@ -1353,7 +1804,7 @@ type SubmitResult struct {
 
 func (x *SubmitResult) Reset() {
 	*x = SubmitResult{}
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1816,7 @@ func (x *SubmitResult) String() string {
 func (*SubmitResult) ProtoMessage() {}
 
 func (x *SubmitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1829,7 @@ func (x *SubmitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResult.ProtoReflect.Descriptor instead.
 func (*SubmitResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{14}
+	return file_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SubmitResult) GetJobId() uint64 {
@@ -1411,7 +1862,7 @@ type SubmitBatchResponse struct {
 
 func (x *SubmitBatchResponse) Reset() {
 	*x = SubmitBatchResponse{}
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +1874,7 @@ func (x *SubmitBatchResponse) String() string {
 func (*SubmitBatchResponse) ProtoMessage() {}
 
 func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +1887,7 @@ func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
 func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{15}
+	return file_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SubmitBatchResponse) GetResults() []*SubmitResult {
@@ -1456,7 +1907,7 @@ type ExplainJobRequest struct {
 
 func (x *ExplainJobRequest) Reset() {
 	*x = ExplainJobRequest{}
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1919,7 @@ func (x *ExplainJobRequest) String() string {
 func (*ExplainJobRequest) ProtoMessage() {}
 
 func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1932,7 @@ func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobRequest.ProtoReflect.Descriptor instead.
 func (*ExplainJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{16}
+	return file_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExplainJobRequest) GetTenant() string {
@@ -1521,19 +1972,23 @@ type ExplainJobResponse struct {
 	// waiting: the candidates that go before it, its tenant's finish tag in
 	// its class and the class's virtual_now (virtual ms, like
 	// start_tag_ms).
-	Ahead         uint64 `protobuf:"varint,10,opt,name=ahead,proto3" json:"ahead,omitempty"`
-	TagMs         string `protobuf:"bytes,11,opt,name=tag_ms,json=tagMs,proto3" json:"tag_ms,omitempty"`
-	VnowMs        string `protobuf:"bytes,12,opt,name=vnow_ms,json=vnowMs,proto3" json:"vnow_ms,omitempty"`
-	WorkerId      string `protobuf:"bytes,13,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`                // assigned, running
-	DueMs         int64  `protobuf:"varint,14,opt,name=due_ms,json=dueMs,proto3" json:"due_ms,omitempty"`                        // scheduled: cluster time
-	EligibleAtMs  int64  `protobuf:"varint,15,opt,name=eligible_at_ms,json=eligibleAtMs,proto3" json:"eligible_at_ms,omitempty"` // rate: cluster time
+	Ahead        uint64 `protobuf:"varint,10,opt,name=ahead,proto3" json:"ahead,omitempty"`
+	TagMs        string `protobuf:"bytes,11,opt,name=tag_ms,json=tagMs,proto3" json:"tag_ms,omitempty"`
+	VnowMs       string `protobuf:"bytes,12,opt,name=vnow_ms,json=vnowMs,proto3" json:"vnow_ms,omitempty"`
+	WorkerId     string `protobuf:"bytes,13,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`                // assigned, running
+	DueMs        int64  `protobuf:"varint,14,opt,name=due_ms,json=dueMs,proto3" json:"due_ms,omitempty"`                        // scheduled: cluster time
+	EligibleAtMs int64  `protobuf:"varint,15,opt,name=eligible_at_ms,json=eligibleAtMs,proto3" json:"eligible_at_ms,omitempty"` // rate: cluster time
+	// group is the job's group in its tenant (empty: the unnamed group);
+	// group_turn: group_order is its tenant's (fifo or fair).
+	Group         string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
+	GroupOrder    string `protobuf:"bytes,41,opt,name=group_order,json=groupOrder,proto3" json:"group_order,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExplainJobResponse) Reset() {
 	*x = ExplainJobResponse{}
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +2000,7 @@ func (x *ExplainJobResponse) String() string {
 func (*ExplainJobResponse) ProtoMessage() {}
 
 func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +2013,7 @@ func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobResponse.ProtoReflect.Descriptor instead.
 func (*ExplainJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{17}
+	return file_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExplainJobResponse) GetJobId() uint64 {
@@ -1666,12 +2121,26 @@ func (x *ExplainJobResponse) GetEligibleAtMs() int64 {
 	return 0
 }
 
+func (x *ExplainJobResponse) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ExplainJobResponse) GetGroupOrder() string {
+	if x != nil {
+		return x.GroupOrder
+	}
+	return ""
+}
+
 var File_client_proto protoreflect.FileDescriptor
 
 const file_client_proto_rawDesc = "" +
 	"\n" +
 	"\fclient.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\"\xf0\x02\n" +
+	"barista.v1\x1a\x0ecommands.proto\"\x86\x03\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +
@@ -1684,7 +2153,8 @@ const file_client_proto_rawDesc = "" +
 	"timeout_ms\x18\b \x01(\x03R\ttimeoutMs\x12'\n" +
 	"\x05class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\x05class\x12\x1f\n" +
 	"\vdeadline_ms\x18\x1f \x01(\x03R\n" +
-	"deadlineMsB\x12\n" +
+	"deadlineMs\x12\x14\n" +
+	"\x05group\x18( \x01(\tR\x05groupB\x12\n" +
 	"\x10_idempotency_key\"A\n" +
 	"\x0eSubmitResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
@@ -1694,7 +2164,7 @@ const file_client_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12+\n" +
-	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\x81\a\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\x97\a\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -1730,7 +2200,8 @@ const file_client_proto_rawDesc = "" +
 	"\x0edeadline_at_ms\x18\x1f \x01(\x03R\fdeadlineAtMs\x12\x1d\n" +
 	"\n" +
 	"est_source\x18  \x01(\tR\testSource\x12'\n" +
-	"\x0fdeadline_missed\x18! \x01(\bR\x0edeadlineMissed\"\xd1\x01\n" +
+	"\x0fdeadline_missed\x18! \x01(\bR\x0edeadlineMissed\x12\x14\n" +
+	"\x05group\x18( \x01(\tR\x05group\"\xd1\x01\n" +
 	"\x0fListJobsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -1768,10 +2239,12 @@ const file_client_proto_rawDesc = "" +
 	"\texit_code\x18\t \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06reason\x18\n" +
 	" \x01(\tR\x06reason\x12\x17\n" +
-	"\awall_ms\x18\x14 \x01(\x03R\x06wallMs\"Y\n" +
+	"\awall_ms\x18\x14 \x01(\x03R\x06wallMs\"x\n" +
 	"\x12TenantUsageRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12+\n" +
-	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xa7\x05\n" +
+	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1d\n" +
+	"\n" +
+	"top_groups\x18( \x01(\rR\ttopGroups\"\xf8\x05\n" +
 	"\x13TenantUsageResponse\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x18\n" +
@@ -1796,7 +2269,42 @@ const file_client_proto_rawDesc = "" +
 	"\tcancelled\x18\x12 \x01(\x04R\tcancelled\x12\x1b\n" +
 	"\ttimed_out\x18\x13 \x01(\x04R\btimedOut\x12\x1a\n" +
 	"\bfailures\x18\x14 \x01(\x04R\bfailures\x12\x1a\n" +
-	"\brequeues\x18\x15 \x01(\x04R\brequeues\"C\n" +
+	"\brequeues\x18\x15 \x01(\x04R\brequeues\x12.\n" +
+	"\x06groups\x18( \x03(\v2\x16.barista.v1.GroupUsageR\x06groups\x12\x1f\n" +
+	"\vgroup_count\x18) \x01(\rR\n" +
+	"groupCount\"h\n" +
+	"\n" +
+	"GroupUsage\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\arunning\x18\x02 \x01(\rR\arunning\x12\x16\n" +
+	"\x06queued\x18\x03 \x01(\rR\x06queued\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\"\xac\x01\n" +
+	"\x05Group\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03cap\x18\x03 \x01(\tR\x03cap\x12\x1d\n" +
+	"\n" +
+	"tenant_cap\x18\x04 \x01(\rR\ttenantCap\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\rR\x05limit\x12\x18\n" +
+	"\arunning\x18\x06 \x01(\rR\arunning\x12\x16\n" +
+	"\x06queued\x18\a \x01(\rR\x06queued\"Q\n" +
+	"\x0fSetGroupRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x10\n" +
+	"\x03cap\x18\x03 \x01(\tR\x03cap\"l\n" +
+	"\x0fGetGroupRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12+\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\x94\x01\n" +
+	"\x11ListGroupsRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12+\n" +
+	"\x04read\x18\x04 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"g\n" +
+	"\x12ListGroupsResponse\x12)\n" +
+	"\x06groups\x18\x01 \x03(\v2\x11.barista.v1.GroupR\x06groups\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"C\n" +
 	"\x12SubmitBatchRequest\x12-\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x19.barista.v1.SubmitRequestR\x04jobs\"U\n" +
 	"\fSubmitResult\x12\x15\n" +
@@ -1807,7 +2315,7 @@ const file_client_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults\"B\n" +
 	"\x11ExplainJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\xaa\x03\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\xe1\x03\n" +
 	"\x12ExplainJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -1824,7 +2332,10 @@ const file_client_proto_rawDesc = "" +
 	"\avnow_ms\x18\f \x01(\tR\x06vnowMs\x12\x1b\n" +
 	"\tworker_id\x18\r \x01(\tR\bworkerId\x12\x15\n" +
 	"\x06due_ms\x18\x0e \x01(\x03R\x05dueMs\x12$\n" +
-	"\x0eeligible_at_ms\x18\x0f \x01(\x03R\feligibleAtMs2\xc1\x04\n" +
+	"\x0eeligible_at_ms\x18\x0f \x01(\x03R\feligibleAtMs\x12\x14\n" +
+	"\x05group\x18( \x01(\tR\x05group\x12\x1f\n" +
+	"\vgroup_order\x18) \x01(\tR\n" +
+	"groupOrder2\x86\x06\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
@@ -1834,7 +2345,11 @@ const file_client_proto_rawDesc = "" +
 	"\vWatchEvents\x12\x1e.barista.v1.WatchEventsRequest\x1a\x11.barista.v1.Event0\x01\x12N\n" +
 	"\vTenantUsage\x12\x1e.barista.v1.TenantUsageRequest\x1a\x1f.barista.v1.TenantUsageResponse\x12K\n" +
 	"\n" +
-	"ExplainJob\x12\x1d.barista.v1.ExplainJobRequest\x1a\x1e.barista.v1.ExplainJobResponseB\x12Z\x10barista/proto;pbb\x06proto3"
+	"ExplainJob\x12\x1d.barista.v1.ExplainJobRequest\x1a\x1e.barista.v1.ExplainJobResponse\x12:\n" +
+	"\bSetGroup\x12\x1b.barista.v1.SetGroupRequest\x1a\x11.barista.v1.Group\x12:\n" +
+	"\bGetGroup\x12\x1b.barista.v1.GetGroupRequest\x1a\x11.barista.v1.Group\x12K\n" +
+	"\n" +
+	"ListGroups\x12\x1d.barista.v1.ListGroupsRequest\x1a\x1e.barista.v1.ListGroupsResponseB\x12Z\x10barista/proto;pbb\x06proto3"
 
 var (
 	file_client_proto_rawDescOnce sync.Once
@@ -1848,7 +2363,7 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_client_proto_goTypes = []any{
 	(*SubmitRequest)(nil),       // 0: barista.v1.SubmitRequest
 	(*SubmitResponse)(nil),      // 1: barista.v1.SubmitResponse
@@ -1863,50 +2378,66 @@ var file_client_proto_goTypes = []any{
 	(*Event)(nil),               // 10: barista.v1.Event
 	(*TenantUsageRequest)(nil),  // 11: barista.v1.TenantUsageRequest
 	(*TenantUsageResponse)(nil), // 12: barista.v1.TenantUsageResponse
-	(*SubmitBatchRequest)(nil),  // 13: barista.v1.SubmitBatchRequest
-	(*SubmitResult)(nil),        // 14: barista.v1.SubmitResult
-	(*SubmitBatchResponse)(nil), // 15: barista.v1.SubmitBatchResponse
-	(*ExplainJobRequest)(nil),   // 16: barista.v1.ExplainJobRequest
-	(*ExplainJobResponse)(nil),  // 17: barista.v1.ExplainJobResponse
-	(Size)(0),                   // 18: barista.v1.Size
-	(Class)(0),                  // 19: barista.v1.Class
-	(Tier)(0),                   // 20: barista.v1.Tier
+	(*GroupUsage)(nil),          // 13: barista.v1.GroupUsage
+	(*Group)(nil),               // 14: barista.v1.Group
+	(*SetGroupRequest)(nil),     // 15: barista.v1.SetGroupRequest
+	(*GetGroupRequest)(nil),     // 16: barista.v1.GetGroupRequest
+	(*ListGroupsRequest)(nil),   // 17: barista.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),  // 18: barista.v1.ListGroupsResponse
+	(*SubmitBatchRequest)(nil),  // 19: barista.v1.SubmitBatchRequest
+	(*SubmitResult)(nil),        // 20: barista.v1.SubmitResult
+	(*SubmitBatchResponse)(nil), // 21: barista.v1.SubmitBatchResponse
+	(*ExplainJobRequest)(nil),   // 22: barista.v1.ExplainJobRequest
+	(*ExplainJobResponse)(nil),  // 23: barista.v1.ExplainJobResponse
+	(Size)(0),                   // 24: barista.v1.Size
+	(Class)(0),                  // 25: barista.v1.Class
+	(Tier)(0),                   // 26: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
-	18, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
-	19, // 1: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
+	24, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
+	25, // 1: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
 	2,  // 2: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	18, // 3: barista.v1.Job.size:type_name -> barista.v1.Size
-	19, // 4: barista.v1.Job.class:type_name -> barista.v1.Class
+	24, // 3: barista.v1.Job.size:type_name -> barista.v1.Size
+	25, // 4: barista.v1.Job.class:type_name -> barista.v1.Class
 	2,  // 5: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
 	4,  // 6: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
 	2,  // 7: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	20, // 8: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	0,  // 9: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	14, // 10: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	18, // 11: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	19, // 12: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
-	0,  // 13: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	13, // 14: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	3,  // 15: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	5,  // 16: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	7,  // 17: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	9,  // 18: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	11, // 19: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	16, // 20: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	1,  // 21: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	15, // 22: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	4,  // 23: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	6,  // 24: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	8,  // 25: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	10, // 26: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	12, // 27: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	17, // 28: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	21, // [21:29] is the sub-list for method output_type
-	13, // [13:21] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	26, // 8: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	13, // 9: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	2,  // 10: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
+	2,  // 11: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
+	14, // 12: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	0,  // 13: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	20, // 14: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	24, // 15: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	25, // 16: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	0,  // 17: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	19, // 18: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	3,  // 19: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	5,  // 20: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	7,  // 21: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	9,  // 22: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	11, // 23: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	22, // 24: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	15, // 25: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	16, // 26: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	17, // 27: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	1,  // 28: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	21, // 29: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	4,  // 30: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	6,  // 31: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	8,  // 32: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	10, // 33: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	12, // 34: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	23, // 35: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	14, // 36: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	14, // 37: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	18, // 38: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	28, // [28:39] is the sub-list for method output_type
+	17, // [17:28] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -1922,7 +2453,7 @@ func file_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

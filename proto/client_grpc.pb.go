@@ -32,6 +32,9 @@ const (
 	Client_WatchEvents_FullMethodName = "/barista.v1.Client/WatchEvents"
 	Client_TenantUsage_FullMethodName = "/barista.v1.Client/TenantUsage"
 	Client_ExplainJob_FullMethodName  = "/barista.v1.Client/ExplainJob"
+	Client_SetGroup_FullMethodName    = "/barista.v1.Client/SetGroup"
+	Client_GetGroup_FullMethodName    = "/barista.v1.Client/GetGroup"
+	Client_ListGroups_FullMethodName  = "/barista.v1.Client/ListGroups"
 )
 
 // ClientClient is the client API for Client service.
@@ -55,6 +58,15 @@ type ClientClient interface {
 	// call), so that no_worker sees the connected workers. A job of another
 	// tenant is NOT_FOUND, exactly like a missing one.
 	ExplainJob(ctx context.Context, in *ExplainJobRequest, opts ...grpc.CallOption) (*ExplainJobResponse, error)
+	// SetGroup sets a group's cap: with an admin token the admin's cap
+	// (inherit, none or N), with the tenant's client token the tenant's
+	// own cap, a second cap that can only tighten (both apply).
+	SetGroup(ctx context.Context, in *SetGroupRequest, opts ...grpc.CallOption) (*Group, error)
+	// GetGroup returns one group of a tenant: its caps and its jobs. A
+	// group without jobs or settings is forgotten: NOT_FOUND.
+	GetGroup(ctx context.Context, in *GetGroupRequest, opts ...grpc.CallOption) (*Group, error)
+	// ListGroups pages through a tenant's groups by name.
+	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
 }
 
 type clientClient struct {
@@ -154,6 +166,36 @@ func (c *clientClient) ExplainJob(ctx context.Context, in *ExplainJobRequest, op
 	return out, nil
 }
 
+func (c *clientClient) SetGroup(ctx context.Context, in *SetGroupRequest, opts ...grpc.CallOption) (*Group, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Group)
+	err := c.cc.Invoke(ctx, Client_SetGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) GetGroup(ctx context.Context, in *GetGroupRequest, opts ...grpc.CallOption) (*Group, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Group)
+	err := c.cc.Invoke(ctx, Client_GetGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListGroupsResponse)
+	err := c.cc.Invoke(ctx, Client_ListGroups_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServer is the server API for Client service.
 // All implementations must embed UnimplementedClientServer
 // for forward compatibility.
@@ -175,6 +217,15 @@ type ClientServer interface {
 	// call), so that no_worker sees the connected workers. A job of another
 	// tenant is NOT_FOUND, exactly like a missing one.
 	ExplainJob(context.Context, *ExplainJobRequest) (*ExplainJobResponse, error)
+	// SetGroup sets a group's cap: with an admin token the admin's cap
+	// (inherit, none or N), with the tenant's client token the tenant's
+	// own cap, a second cap that can only tighten (both apply).
+	SetGroup(context.Context, *SetGroupRequest) (*Group, error)
+	// GetGroup returns one group of a tenant: its caps and its jobs. A
+	// group without jobs or settings is forgotten: NOT_FOUND.
+	GetGroup(context.Context, *GetGroupRequest) (*Group, error)
+	// ListGroups pages through a tenant's groups by name.
+	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
 	mustEmbedUnimplementedClientServer()
 }
 
@@ -208,6 +259,15 @@ func (UnimplementedClientServer) TenantUsage(context.Context, *TenantUsageReques
 }
 func (UnimplementedClientServer) ExplainJob(context.Context, *ExplainJobRequest) (*ExplainJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExplainJob not implemented")
+}
+func (UnimplementedClientServer) SetGroup(context.Context, *SetGroupRequest) (*Group, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetGroup not implemented")
+}
+func (UnimplementedClientServer) GetGroup(context.Context, *GetGroupRequest) (*Group, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetGroup not implemented")
+}
+func (UnimplementedClientServer) ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListGroups not implemented")
 }
 func (UnimplementedClientServer) mustEmbedUnimplementedClientServer() {}
 func (UnimplementedClientServer) testEmbeddedByValue()                {}
@@ -367,6 +427,60 @@ func _Client_ExplainJob_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Client_SetGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).SetGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_SetGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).SetGroup(ctx, req.(*SetGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_GetGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).GetGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_GetGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).GetGroup(ctx, req.(*GetGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_ListGroups_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListGroupsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).ListGroups(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_ListGroups_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).ListGroups(ctx, req.(*ListGroupsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Client_ServiceDesc is the grpc.ServiceDesc for Client service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -401,6 +515,18 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExplainJob",
 			Handler:    _Client_ExplainJob_Handler,
+		},
+		{
+			MethodName: "SetGroup",
+			Handler:    _Client_SetGroup_Handler,
+		},
+		{
+			MethodName: "GetGroup",
+			Handler:    _Client_GetGroup_Handler,
+		},
+		{
+			MethodName: "ListGroups",
+			Handler:    _Client_ListGroups_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -295,6 +295,109 @@ func (ExpireKind) EnumDescriptor() ([]byte, []int) {
 	return file_commands_proto_rawDescGZIP(), []int{4}
 }
 
+// GroupOrder chooses among the eligible heads of a tenant's groups.
+type GroupOrder int32
+
+const (
+	GroupOrder_GROUP_ORDER_UNSPECIFIED GroupOrder = 0 // fifo
+	GroupOrder_GROUP_FIFO              GroupOrder = 1
+	GroupOrder_GROUP_FAIR              GroupOrder = 2
+)
+
+// Enum value maps for GroupOrder.
+var (
+	GroupOrder_name = map[int32]string{
+		0: "GROUP_ORDER_UNSPECIFIED",
+		1: "GROUP_FIFO",
+		2: "GROUP_FAIR",
+	}
+	GroupOrder_value = map[string]int32{
+		"GROUP_ORDER_UNSPECIFIED": 0,
+		"GROUP_FIFO":              1,
+		"GROUP_FAIR":              2,
+	}
+)
+
+func (x GroupOrder) Enum() *GroupOrder {
+	p := new(GroupOrder)
+	*p = x
+	return p
+}
+
+func (x GroupOrder) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (GroupOrder) Descriptor() protoreflect.EnumDescriptor {
+	return file_commands_proto_enumTypes[5].Descriptor()
+}
+
+func (GroupOrder) Type() protoreflect.EnumType {
+	return &file_commands_proto_enumTypes[5]
+}
+
+func (x GroupOrder) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use GroupOrder.Descriptor instead.
+func (GroupOrder) EnumDescriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{5}
+}
+
+// GroupCapKind is what a SetGroup sets a cap to.
+type GroupCapKind int32
+
+const (
+	GroupCapKind_GROUP_CAP_UNSPECIFIED GroupCapKind = 0
+	GroupCapKind_GROUP_CAP_INHERIT     GroupCapKind = 1 // the tenant's group_cap (as_tenant: clears the tenant's own cap)
+	GroupCapKind_GROUP_CAP_NONE        GroupCapKind = 2 // no cap (as_tenant: clears the tenant's own cap)
+	GroupCapKind_GROUP_CAP_LIMIT       GroupCapKind = 3 // cap = limit
+)
+
+// Enum value maps for GroupCapKind.
+var (
+	GroupCapKind_name = map[int32]string{
+		0: "GROUP_CAP_UNSPECIFIED",
+		1: "GROUP_CAP_INHERIT",
+		2: "GROUP_CAP_NONE",
+		3: "GROUP_CAP_LIMIT",
+	}
+	GroupCapKind_value = map[string]int32{
+		"GROUP_CAP_UNSPECIFIED": 0,
+		"GROUP_CAP_INHERIT":     1,
+		"GROUP_CAP_NONE":        2,
+		"GROUP_CAP_LIMIT":       3,
+	}
+)
+
+func (x GroupCapKind) Enum() *GroupCapKind {
+	p := new(GroupCapKind)
+	*p = x
+	return p
+}
+
+func (x GroupCapKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (GroupCapKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_commands_proto_enumTypes[6].Descriptor()
+}
+
+func (GroupCapKind) Type() protoreflect.EnumType {
+	return &file_commands_proto_enumTypes[6]
+}
+
+func (x GroupCapKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use GroupCapKind.Descriptor instead.
+func (GroupCapKind) EnumDescriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{6}
+}
+
 type Policy int32
 
 const (
@@ -328,11 +431,11 @@ func (x Policy) String() string {
 }
 
 func (Policy) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[5].Descriptor()
+	return file_commands_proto_enumTypes[7].Descriptor()
 }
 
 func (Policy) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[5]
+	return &file_commands_proto_enumTypes[7]
 }
 
 func (x Policy) Number() protoreflect.EnumNumber {
@@ -341,7 +444,7 @@ func (x Policy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Policy.Descriptor instead.
 func (Policy) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{5}
+	return file_commands_proto_rawDescGZIP(), []int{7}
 }
 
 type Clamp int32
@@ -377,11 +480,11 @@ func (x Clamp) String() string {
 }
 
 func (Clamp) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[6].Descriptor()
+	return file_commands_proto_enumTypes[8].Descriptor()
 }
 
 func (Clamp) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[6]
+	return &file_commands_proto_enumTypes[8]
 }
 
 func (x Clamp) Number() protoreflect.EnumNumber {
@@ -390,7 +493,7 @@ func (x Clamp) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Clamp.Descriptor instead.
 func (Clamp) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{6}
+	return file_commands_proto_rawDescGZIP(), []int{8}
 }
 
 // Estimate says where a submit's est_cost comes from.
@@ -428,11 +531,11 @@ func (x Estimate) String() string {
 }
 
 func (Estimate) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[7].Descriptor()
+	return file_commands_proto_enumTypes[9].Descriptor()
 }
 
 func (Estimate) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[7]
+	return &file_commands_proto_enumTypes[9]
 }
 
 func (x Estimate) Number() protoreflect.EnumNumber {
@@ -441,7 +544,7 @@ func (x Estimate) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Estimate.Descriptor instead.
 func (Estimate) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{7}
+	return file_commands_proto_rawDescGZIP(), []int{9}
 }
 
 type Code int32
@@ -492,11 +595,11 @@ func (x Code) String() string {
 }
 
 func (Code) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[8].Descriptor()
+	return file_commands_proto_enumTypes[10].Descriptor()
 }
 
 func (Code) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[8]
+	return &file_commands_proto_enumTypes[10]
 }
 
 func (x Code) Number() protoreflect.EnumNumber {
@@ -505,7 +608,7 @@ func (x Code) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Code.Descriptor instead.
 func (Code) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{8}
+	return file_commands_proto_rawDescGZIP(), []int{10}
 }
 
 // Envelope is one Raft log entry: a versioned batch of commands applied in
@@ -605,6 +708,7 @@ type Command struct {
 	//	*Command_MemberRemove
 	//	*Command_WorkerDrain
 	//	*Command_SetFeatureLevel
+	//	*Command_SetGroup
 	//	*Command_WebhookSet
 	//	*Command_WebhookDelete
 	//	*Command_WebhookAck
@@ -795,6 +899,15 @@ func (x *Command) GetSetFeatureLevel() *SetFeatureLevel {
 	return nil
 }
 
+func (x *Command) GetSetGroup() *SetGroup {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_SetGroup); ok {
+			return x.SetGroup
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetWebhookSet() *WebhookSet {
 	if x != nil {
 		if x, ok := x.Cmd.(*Command_WebhookSet); ok {
@@ -899,6 +1012,10 @@ type Command_SetFeatureLevel struct {
 	SetFeatureLevel *SetFeatureLevel `protobuf:"bytes,16,opt,name=set_feature_level,json=setFeatureLevel,proto3,oneof"`
 }
 
+type Command_SetGroup struct {
+	SetGroup *SetGroup `protobuf:"bytes,40,opt,name=set_group,json=setGroup,proto3,oneof"`
+}
+
 type Command_WebhookSet struct {
 	// Webhooks (docs/webhooks.md): numbers 60 to 69.
 	WebhookSet *WebhookSet `protobuf:"bytes,60,opt,name=webhook_set,json=webhookSet,proto3,oneof"`
@@ -948,6 +1065,8 @@ func (*Command_WorkerDrain) isCommand_Cmd() {}
 
 func (*Command_SetFeatureLevel) isCommand_Cmd() {}
 
+func (*Command_SetGroup) isCommand_Cmd() {}
+
 func (*Command_WebhookSet) isCommand_Cmd() {}
 
 func (*Command_WebhookDelete) isCommand_Cmd() {}
@@ -970,8 +1089,11 @@ type SubmitJob struct {
 	MaxAttempts    uint32                 `protobuf:"varint,7,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"` // 0 = the configured default
 	TimeoutMs      int64                  `protobuf:"varint,8,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`       // 0 = none
 	// est_cost_ms may be 0 (not stated) only under estimate=auto.
-	JobClass      Class `protobuf:"varint,9,opt,name=job_class,json=jobClass,proto3,enum=barista.v1.Class" json:"job_class,omitempty"` // unspecified = normal; at most the tenant's max_class
-	DeadlineMs    int64 `protobuf:"varint,10,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`                // 0 = none; else from the submit, >= 1000
+	JobClass   Class `protobuf:"varint,9,opt,name=job_class,json=jobClass,proto3,enum=barista.v1.Class" json:"job_class,omitempty"` // unspecified = normal; at most the tenant's max_class
+	DeadlineMs int64 `protobuf:"varint,10,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`                // 0 = none; else from the submit, >= 1000
+	// group is the job's group in its tenant: "" = the unnamed group, else
+	// 1..128 bytes of [A-Za-z0-9._:@-].
+	Group         string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1074,6 +1196,13 @@ func (x *SubmitJob) GetDeadlineMs() int64 {
 		return x.DeadlineMs
 	}
 	return 0
+}
+
+func (x *SubmitJob) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
 }
 
 // Dispatch gives a ready worker the next job. The pick happens in Apply. A
@@ -1684,6 +1813,12 @@ type TenantUpsert struct {
 	// export_metrics keeps the tenant's own series on /metrics when there
 	// are more tenants than a node's metrics.max_tenants.
 	ExportMetrics bool `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"`
+	// group_cap caps the Assigned+Running jobs of every named group whose
+	// own cap is inherit; 0 = none.
+	GroupCap   uint32     `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`
+	GroupOrder GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
+	// max_groups bounds the tenant's named groups; 0 = the default (10,000).
+	MaxGroups     uint32 `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1767,6 +1902,106 @@ func (x *TenantUpsert) GetExportMetrics() bool {
 	return false
 }
 
+func (x *TenantUpsert) GetGroupCap() uint32 {
+	if x != nil {
+		return x.GroupCap
+	}
+	return 0
+}
+
+func (x *TenantUpsert) GetGroupOrder() GroupOrder {
+	if x != nil {
+		return x.GroupOrder
+	}
+	return GroupOrder_GROUP_ORDER_UNSPECIFIED
+}
+
+func (x *TenantUpsert) GetMaxGroups() uint32 {
+	if x != nil {
+		return x.MaxGroups
+	}
+	return 0
+}
+
+// SetGroup sets one named group's cap: the admin's (inherit, none or N),
+// or, with as_tenant, the tenant's own cap, a second cap that can only
+// tighten (both apply). A group created by it counts against max_groups.
+type SetGroup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	CapKind       GroupCapKind           `protobuf:"varint,3,opt,name=cap_kind,json=capKind,proto3,enum=barista.v1.GroupCapKind" json:"cap_kind,omitempty"`
+	Limit         uint32                 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	AsTenant      bool                   `protobuf:"varint,5,opt,name=as_tenant,json=asTenant,proto3" json:"as_tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetGroup) Reset() {
+	*x = SetGroup{}
+	mi := &file_commands_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetGroup) ProtoMessage() {}
+
+func (x *SetGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetGroup.ProtoReflect.Descriptor instead.
+func (*SetGroup) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SetGroup) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetGroup) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *SetGroup) GetCapKind() GroupCapKind {
+	if x != nil {
+		return x.CapKind
+	}
+	return GroupCapKind_GROUP_CAP_UNSPECIFIED
+}
+
+func (x *SetGroup) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *SetGroup) GetAsTenant() bool {
+	if x != nil {
+		return x.AsTenant
+	}
+	return false
+}
+
 type TenantDelete struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1776,7 +2011,7 @@ type TenantDelete struct {
 
 func (x *TenantDelete) Reset() {
 	*x = TenantDelete{}
-	mi := &file_commands_proto_msgTypes[13]
+	mi := &file_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1788,7 +2023,7 @@ func (x *TenantDelete) String() string {
 func (*TenantDelete) ProtoMessage() {}
 
 func (x *TenantDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[13]
+	mi := &file_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1801,7 +2036,7 @@ func (x *TenantDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantDelete.ProtoReflect.Descriptor instead.
 func (*TenantDelete) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{13}
+	return file_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TenantDelete) GetName() string {
@@ -1845,7 +2080,7 @@ type SchedulerConfig struct {
 
 func (x *SchedulerConfig) Reset() {
 	*x = SchedulerConfig{}
-	mi := &file_commands_proto_msgTypes[14]
+	mi := &file_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +2092,7 @@ func (x *SchedulerConfig) String() string {
 func (*SchedulerConfig) ProtoMessage() {}
 
 func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[14]
+	mi := &file_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +2105,7 @@ func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerConfig.ProtoReflect.Descriptor instead.
 func (*SchedulerConfig) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{14}
+	return file_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SchedulerConfig) GetTierWeights() []uint32 {
@@ -2029,7 +2264,7 @@ type SetConfig struct {
 
 func (x *SetConfig) Reset() {
 	*x = SetConfig{}
-	mi := &file_commands_proto_msgTypes[15]
+	mi := &file_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2041,7 +2276,7 @@ func (x *SetConfig) String() string {
 func (*SetConfig) ProtoMessage() {}
 
 func (x *SetConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[15]
+	mi := &file_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2054,7 +2289,7 @@ func (x *SetConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConfig.ProtoReflect.Descriptor instead.
 func (*SetConfig) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{15}
+	return file_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetConfig) GetConfig() *SchedulerConfig {
@@ -2076,7 +2311,7 @@ type Prune struct {
 
 func (x *Prune) Reset() {
 	*x = Prune{}
-	mi := &file_commands_proto_msgTypes[16]
+	mi := &file_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2088,7 +2323,7 @@ func (x *Prune) String() string {
 func (*Prune) ProtoMessage() {}
 
 func (x *Prune) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[16]
+	mi := &file_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2101,7 +2336,7 @@ func (x *Prune) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prune.ProtoReflect.Descriptor instead.
 func (*Prune) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{16}
+	return file_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Prune) GetLimit() uint32 {
@@ -2125,7 +2360,7 @@ type MemberUpsert struct {
 
 func (x *MemberUpsert) Reset() {
 	*x = MemberUpsert{}
-	mi := &file_commands_proto_msgTypes[17]
+	mi := &file_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2372,7 @@ func (x *MemberUpsert) String() string {
 func (*MemberUpsert) ProtoMessage() {}
 
 func (x *MemberUpsert) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[17]
+	mi := &file_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2385,7 @@ func (x *MemberUpsert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberUpsert.ProtoReflect.Descriptor instead.
 func (*MemberUpsert) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{17}
+	return file_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MemberUpsert) GetId() string {
@@ -2190,7 +2425,7 @@ type MemberRemove struct {
 
 func (x *MemberRemove) Reset() {
 	*x = MemberRemove{}
-	mi := &file_commands_proto_msgTypes[18]
+	mi := &file_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2437,7 @@ func (x *MemberRemove) String() string {
 func (*MemberRemove) ProtoMessage() {}
 
 func (x *MemberRemove) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[18]
+	mi := &file_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2450,7 @@ func (x *MemberRemove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberRemove.ProtoReflect.Descriptor instead.
 func (*MemberRemove) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{18}
+	return file_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MemberRemove) GetId() string {
@@ -2236,7 +2471,7 @@ type WorkerDrain struct {
 
 func (x *WorkerDrain) Reset() {
 	*x = WorkerDrain{}
-	mi := &file_commands_proto_msgTypes[19]
+	mi := &file_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2248,7 +2483,7 @@ func (x *WorkerDrain) String() string {
 func (*WorkerDrain) ProtoMessage() {}
 
 func (x *WorkerDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[19]
+	mi := &file_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2261,7 +2496,7 @@ func (x *WorkerDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerDrain.ProtoReflect.Descriptor instead.
 func (*WorkerDrain) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{19}
+	return file_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WorkerDrain) GetWorkerId() string {
@@ -2291,7 +2526,7 @@ type SetFeatureLevel struct {
 
 func (x *SetFeatureLevel) Reset() {
 	*x = SetFeatureLevel{}
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2538,7 @@ func (x *SetFeatureLevel) String() string {
 func (*SetFeatureLevel) ProtoMessage() {}
 
 func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2551,7 @@ func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFeatureLevel.ProtoReflect.Descriptor instead.
 func (*SetFeatureLevel) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{20}
+	return file_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetFeatureLevel) GetLevel() uint32 {
@@ -2346,7 +2581,7 @@ type WebhookSet struct {
 
 func (x *WebhookSet) Reset() {
 	*x = WebhookSet{}
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2593,7 @@ func (x *WebhookSet) String() string {
 func (*WebhookSet) ProtoMessage() {}
 
 func (x *WebhookSet) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2606,7 @@ func (x *WebhookSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSet.ProtoReflect.Descriptor instead.
 func (*WebhookSet) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{21}
+	return file_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WebhookSet) GetTenant() string {
@@ -2425,7 +2660,7 @@ type WebhookDelete struct {
 
 func (x *WebhookDelete) Reset() {
 	*x = WebhookDelete{}
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2437,7 +2672,7 @@ func (x *WebhookDelete) String() string {
 func (*WebhookDelete) ProtoMessage() {}
 
 func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2450,7 +2685,7 @@ func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelete.ProtoReflect.Descriptor instead.
 func (*WebhookDelete) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{22}
+	return file_commands_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WebhookDelete) GetTenant() string {
@@ -2474,7 +2709,7 @@ type WebhookCursor struct {
 
 func (x *WebhookCursor) Reset() {
 	*x = WebhookCursor{}
-	mi := &file_commands_proto_msgTypes[23]
+	mi := &file_commands_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2721,7 @@ func (x *WebhookCursor) String() string {
 func (*WebhookCursor) ProtoMessage() {}
 
 func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[23]
+	mi := &file_commands_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2734,7 @@ func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookCursor.ProtoReflect.Descriptor instead.
 func (*WebhookCursor) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{23}
+	return file_commands_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WebhookCursor) GetTenant() string {
@@ -2534,7 +2769,7 @@ type WebhookAck struct {
 
 func (x *WebhookAck) Reset() {
 	*x = WebhookAck{}
-	mi := &file_commands_proto_msgTypes[24]
+	mi := &file_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2546,7 +2781,7 @@ func (x *WebhookAck) String() string {
 func (*WebhookAck) ProtoMessage() {}
 
 func (x *WebhookAck) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[24]
+	mi := &file_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2559,7 +2794,7 @@ func (x *WebhookAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAck.ProtoReflect.Descriptor instead.
 func (*WebhookAck) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{24}
+	return file_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WebhookAck) GetCursors() []*WebhookCursor {
@@ -2581,7 +2816,7 @@ type WebhookReplay struct {
 
 func (x *WebhookReplay) Reset() {
 	*x = WebhookReplay{}
-	mi := &file_commands_proto_msgTypes[25]
+	mi := &file_commands_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2593,7 +2828,7 @@ func (x *WebhookReplay) String() string {
 func (*WebhookReplay) ProtoMessage() {}
 
 func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[25]
+	mi := &file_commands_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2606,7 +2841,7 @@ func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplay.ProtoReflect.Descriptor instead.
 func (*WebhookReplay) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{25}
+	return file_commands_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WebhookReplay) GetTenant() string {
@@ -2644,7 +2879,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_commands_proto_msgTypes[26]
+	mi := &file_commands_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2656,7 +2891,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[26]
+	mi := &file_commands_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2669,7 +2904,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{26}
+	return file_commands_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CommandResult) GetCode() Code {
@@ -2766,7 +3001,7 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xa3\t\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xd8\t\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x14.barista.v1.DispatchH\x00R\bdispatch\x12/\n" +
@@ -2787,14 +3022,15 @@ const file_commands_proto_rawDesc = "" +
 	"\rmember_upsert\x18\r \x01(\v2\x18.barista.v1.MemberUpsertH\x00R\fmemberUpsert\x12?\n" +
 	"\rmember_remove\x18\x0e \x01(\v2\x18.barista.v1.MemberRemoveH\x00R\fmemberRemove\x12<\n" +
 	"\fworker_drain\x18\x0f \x01(\v2\x17.barista.v1.WorkerDrainH\x00R\vworkerDrain\x12I\n" +
-	"\x11set_feature_level\x18\x10 \x01(\v2\x1b.barista.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevel\x129\n" +
+	"\x11set_feature_level\x18\x10 \x01(\v2\x1b.barista.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevel\x123\n" +
+	"\tset_group\x18( \x01(\v2\x14.barista.v1.SetGroupH\x00R\bsetGroup\x129\n" +
 	"\vwebhook_set\x18< \x01(\v2\x16.barista.v1.WebhookSetH\x00R\n" +
 	"webhookSet\x12B\n" +
 	"\x0ewebhook_delete\x18= \x01(\v2\x19.barista.v1.WebhookDeleteH\x00R\rwebhookDelete\x129\n" +
 	"\vwebhook_ack\x18> \x01(\v2\x16.barista.v1.WebhookAckH\x00R\n" +
 	"webhookAck\x12B\n" +
 	"\x0ewebhook_replay\x18? \x01(\v2\x19.barista.v1.WebhookReplayH\x00R\rwebhookReplayB\x05\n" +
-	"\x03cmd\"\xda\x02\n" +
+	"\x03cmd\"\xf0\x02\n" +
 	"\tSubmitJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12'\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tR\x0eidempotencyKey\x12\x19\n" +
@@ -2808,7 +3044,8 @@ const file_commands_proto_rawDesc = "" +
 	"\tjob_class\x18\t \x01(\x0e2\x11.barista.v1.ClassR\bjobClass\x12\x1f\n" +
 	"\vdeadline_ms\x18\n" +
 	" \x01(\x03R\n" +
-	"deadlineMs\"e\n" +
+	"deadlineMs\x12\x14\n" +
+	"\x05group\x18( \x01(\tR\x05group\"e\n" +
 	"\bDispatch\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12$\n" +
 	"\x04size\x18\x02 \x01(\x0e2\x10.barista.v1.SizeR\x04size\x12\x16\n" +
@@ -2856,7 +3093,7 @@ const file_commands_proto_rawDesc = "" +
 	"max_queued\x18\x06 \x01(\rR\tmaxQueued\x120\n" +
 	"\x14max_running_critical\x18\a \x01(\rR\x12maxRunningCritical\x12(\n" +
 	"\x10max_running_high\x18\b \x01(\rR\x0emaxRunningHigh\x120\n" +
-	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\x8e\x02\n" +
+	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\x83\x03\n" +
 	"\fTenantUpsert\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -2866,7 +3103,18 @@ const file_commands_proto_rawDesc = "" +
 	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12.\n" +
 	"\tmax_class\x18\x05 \x01(\x0e2\x11.barista.v1.ClassR\bmaxClass\x12'\n" +
 	"\x0fallow_deadlines\x18\x06 \x01(\bR\x0eallowDeadlines\x12%\n" +
-	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\"\"\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12\x1b\n" +
+	"\tgroup_cap\x18( \x01(\rR\bgroupCap\x127\n" +
+	"\vgroup_order\x18) \x01(\x0e2\x16.barista.v1.GroupOrderR\n" +
+	"groupOrder\x12\x1d\n" +
+	"\n" +
+	"max_groups\x18* \x01(\rR\tmaxGroups\"\xa0\x01\n" +
+	"\bSetGroup\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x123\n" +
+	"\bcap_kind\x18\x03 \x01(\x0e2\x18.barista.v1.GroupCapKindR\acapKind\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x1b\n" +
+	"\tas_tenant\x18\x05 \x01(\bR\basTenant\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x88\a\n" +
 	"\x0fSchedulerConfig\x12!\n" +
@@ -2974,7 +3222,19 @@ const file_commands_proto_rawDesc = "" +
 	"\x12EXPIRE_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03ACK\x10\x01\x12\t\n" +
 	"\x05LEASE\x10\x02\x12\v\n" +
-	"\aTIMEOUT\x10\x03*=\n" +
+	"\aTIMEOUT\x10\x03*I\n" +
+	"\n" +
+	"GroupOrder\x12\x1b\n" +
+	"\x17GROUP_ORDER_UNSPECIFIED\x10\x00\x12\x0e\n" +
+	"\n" +
+	"GROUP_FIFO\x10\x01\x12\x0e\n" +
+	"\n" +
+	"GROUP_FAIR\x10\x02*i\n" +
+	"\fGroupCapKind\x12\x19\n" +
+	"\x15GROUP_CAP_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11GROUP_CAP_INHERIT\x10\x01\x12\x12\n" +
+	"\x0eGROUP_CAP_NONE\x10\x02\x12\x13\n" +
+	"\x0fGROUP_CAP_LIMIT\x10\x03*=\n" +
 	"\x06Policy\x12\x16\n" +
 	"\x12POLICY_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -3011,89 +3271,95 @@ func file_commands_proto_rawDescGZIP() []byte {
 	return file_commands_proto_rawDescData
 }
 
-var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_commands_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
 	(Outcome)(0),            // 2: barista.v1.Outcome
 	(Class)(0),              // 3: barista.v1.Class
 	(ExpireKind)(0),         // 4: barista.v1.ExpireKind
-	(Policy)(0),             // 5: barista.v1.Policy
-	(Clamp)(0),              // 6: barista.v1.Clamp
-	(Estimate)(0),           // 7: barista.v1.Estimate
-	(Code)(0),               // 8: barista.v1.Code
-	(*Envelope)(nil),        // 9: barista.v1.Envelope
-	(*Command)(nil),         // 10: barista.v1.Command
-	(*SubmitJob)(nil),       // 11: barista.v1.SubmitJob
-	(*Dispatch)(nil),        // 12: barista.v1.Dispatch
-	(*Started)(nil),         // 13: barista.v1.Started
-	(*Heartbeat)(nil),       // 14: barista.v1.Heartbeat
-	(*HeartbeatBatch)(nil),  // 15: barista.v1.HeartbeatBatch
-	(*Finished)(nil),        // 16: barista.v1.Finished
-	(*CancelJob)(nil),       // 17: barista.v1.CancelJob
-	(*Expire)(nil),          // 18: barista.v1.Expire
-	(*GrantLeases)(nil),     // 19: barista.v1.GrantLeases
-	(*Caps)(nil),            // 20: barista.v1.Caps
-	(*TenantUpsert)(nil),    // 21: barista.v1.TenantUpsert
-	(*TenantDelete)(nil),    // 22: barista.v1.TenantDelete
-	(*SchedulerConfig)(nil), // 23: barista.v1.SchedulerConfig
-	(*SetConfig)(nil),       // 24: barista.v1.SetConfig
-	(*Prune)(nil),           // 25: barista.v1.Prune
-	(*MemberUpsert)(nil),    // 26: barista.v1.MemberUpsert
-	(*MemberRemove)(nil),    // 27: barista.v1.MemberRemove
-	(*WorkerDrain)(nil),     // 28: barista.v1.WorkerDrain
-	(*SetFeatureLevel)(nil), // 29: barista.v1.SetFeatureLevel
-	(*WebhookSet)(nil),      // 30: barista.v1.WebhookSet
-	(*WebhookDelete)(nil),   // 31: barista.v1.WebhookDelete
-	(*WebhookCursor)(nil),   // 32: barista.v1.WebhookCursor
-	(*WebhookAck)(nil),      // 33: barista.v1.WebhookAck
-	(*WebhookReplay)(nil),   // 34: barista.v1.WebhookReplay
-	(*CommandResult)(nil),   // 35: barista.v1.CommandResult
+	(GroupOrder)(0),         // 5: barista.v1.GroupOrder
+	(GroupCapKind)(0),       // 6: barista.v1.GroupCapKind
+	(Policy)(0),             // 7: barista.v1.Policy
+	(Clamp)(0),              // 8: barista.v1.Clamp
+	(Estimate)(0),           // 9: barista.v1.Estimate
+	(Code)(0),               // 10: barista.v1.Code
+	(*Envelope)(nil),        // 11: barista.v1.Envelope
+	(*Command)(nil),         // 12: barista.v1.Command
+	(*SubmitJob)(nil),       // 13: barista.v1.SubmitJob
+	(*Dispatch)(nil),        // 14: barista.v1.Dispatch
+	(*Started)(nil),         // 15: barista.v1.Started
+	(*Heartbeat)(nil),       // 16: barista.v1.Heartbeat
+	(*HeartbeatBatch)(nil),  // 17: barista.v1.HeartbeatBatch
+	(*Finished)(nil),        // 18: barista.v1.Finished
+	(*CancelJob)(nil),       // 19: barista.v1.CancelJob
+	(*Expire)(nil),          // 20: barista.v1.Expire
+	(*GrantLeases)(nil),     // 21: barista.v1.GrantLeases
+	(*Caps)(nil),            // 22: barista.v1.Caps
+	(*TenantUpsert)(nil),    // 23: barista.v1.TenantUpsert
+	(*SetGroup)(nil),        // 24: barista.v1.SetGroup
+	(*TenantDelete)(nil),    // 25: barista.v1.TenantDelete
+	(*SchedulerConfig)(nil), // 26: barista.v1.SchedulerConfig
+	(*SetConfig)(nil),       // 27: barista.v1.SetConfig
+	(*Prune)(nil),           // 28: barista.v1.Prune
+	(*MemberUpsert)(nil),    // 29: barista.v1.MemberUpsert
+	(*MemberRemove)(nil),    // 30: barista.v1.MemberRemove
+	(*WorkerDrain)(nil),     // 31: barista.v1.WorkerDrain
+	(*SetFeatureLevel)(nil), // 32: barista.v1.SetFeatureLevel
+	(*WebhookSet)(nil),      // 33: barista.v1.WebhookSet
+	(*WebhookDelete)(nil),   // 34: barista.v1.WebhookDelete
+	(*WebhookCursor)(nil),   // 35: barista.v1.WebhookCursor
+	(*WebhookAck)(nil),      // 36: barista.v1.WebhookAck
+	(*WebhookReplay)(nil),   // 37: barista.v1.WebhookReplay
+	(*CommandResult)(nil),   // 38: barista.v1.CommandResult
 }
 var file_commands_proto_depIdxs = []int32{
-	10, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
-	11, // 1: barista.v1.Command.submit:type_name -> barista.v1.SubmitJob
-	12, // 2: barista.v1.Command.dispatch:type_name -> barista.v1.Dispatch
-	13, // 3: barista.v1.Command.started:type_name -> barista.v1.Started
-	15, // 4: barista.v1.Command.heartbeats:type_name -> barista.v1.HeartbeatBatch
-	16, // 5: barista.v1.Command.finished:type_name -> barista.v1.Finished
-	17, // 6: barista.v1.Command.cancel:type_name -> barista.v1.CancelJob
-	18, // 7: barista.v1.Command.expire:type_name -> barista.v1.Expire
-	19, // 8: barista.v1.Command.grant_leases:type_name -> barista.v1.GrantLeases
-	21, // 9: barista.v1.Command.tenant_upsert:type_name -> barista.v1.TenantUpsert
-	22, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
-	24, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
-	25, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
-	26, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
-	27, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
-	28, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
-	29, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
-	30, // 17: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
-	31, // 18: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
-	33, // 19: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
-	34, // 20: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
-	0,  // 21: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	3,  // 22: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	0,  // 23: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	14, // 24: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	2,  // 25: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	4,  // 26: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 27: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	20, // 28: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	3,  // 29: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	5,  // 30: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	6,  // 31: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	7,  // 32: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	23, // 33: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	32, // 34: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
-	8,  // 35: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 36: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	12, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
+	13, // 1: barista.v1.Command.submit:type_name -> barista.v1.SubmitJob
+	14, // 2: barista.v1.Command.dispatch:type_name -> barista.v1.Dispatch
+	15, // 3: barista.v1.Command.started:type_name -> barista.v1.Started
+	17, // 4: barista.v1.Command.heartbeats:type_name -> barista.v1.HeartbeatBatch
+	18, // 5: barista.v1.Command.finished:type_name -> barista.v1.Finished
+	19, // 6: barista.v1.Command.cancel:type_name -> barista.v1.CancelJob
+	20, // 7: barista.v1.Command.expire:type_name -> barista.v1.Expire
+	21, // 8: barista.v1.Command.grant_leases:type_name -> barista.v1.GrantLeases
+	23, // 9: barista.v1.Command.tenant_upsert:type_name -> barista.v1.TenantUpsert
+	25, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
+	27, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
+	28, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
+	29, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
+	30, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
+	31, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
+	32, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
+	24, // 17: barista.v1.Command.set_group:type_name -> barista.v1.SetGroup
+	33, // 18: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
+	34, // 19: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
+	36, // 20: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
+	37, // 21: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
+	0,  // 22: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	3,  // 23: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	0,  // 24: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	16, // 25: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	2,  // 26: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	4,  // 27: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	1,  // 28: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	22, // 29: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	3,  // 30: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	5,  // 31: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	6,  // 32: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	7,  // 33: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	8,  // 34: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	9,  // 35: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	26, // 36: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	35, // 37: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	10, // 38: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	0,  // 39: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -3118,6 +3384,7 @@ func file_commands_proto_init() {
 		(*Command_MemberRemove)(nil),
 		(*Command_WorkerDrain)(nil),
 		(*Command_SetFeatureLevel)(nil),
+		(*Command_SetGroup)(nil),
 		(*Command_WebhookSet)(nil),
 		(*Command_WebhookDelete)(nil),
 		(*Command_WebhookAck)(nil),
@@ -3128,8 +3395,8 @@ func file_commands_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
-			NumEnums:      9,
-			NumMessages:   27,
+			NumEnums:      11,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -23,14 +23,16 @@ type AdminService struct {
 
 func tenantToPB(i uint32, t *sfq.Tenant, flags fsm.TenantFlags) *pb.Tenant {
 	return &pb.Tenant{Name: t.Name, Tier: fsm.TierToPB(t.Tier), Multiplier: t.Multiplier, Caps: fsm.CapsToPB(t.Caps),
-		ExportMetrics: flags.ExportMetrics(i), MaxClass: fsm.ClassToPB(t.MaxClass), AllowDeadlines: t.AllowDeadlines}
+		ExportMetrics: flags.ExportMetrics(i), MaxClass: fsm.ClassToPB(t.MaxClass), AllowDeadlines: t.AllowDeadlines,
+		GroupCap: t.GroupCap, GroupOrder: fsm.GroupOrderToPB(t.GroupOrder), MaxGroups: t.MaxGroups, Groups: t.Groups}
 }
 
 // upsertCommand is the command of a tenant upsert.
 func upsertCommand(req *pb.UpsertTenantRequest) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{
 		Name: req.Name, Tier: req.Tier, Multiplier: req.Multiplier, Caps: req.Caps, ExportMetrics: req.ExportMetrics,
-		MaxClass: req.MaxClass, AllowDeadlines: req.AllowDeadlines}}}
+		MaxClass: req.MaxClass, AllowDeadlines: req.AllowDeadlines,
+		GroupCap: req.GroupCap, GroupOrder: req.GroupOrder, MaxGroups: req.MaxGroups}}}
 }
 
 // readTenant returns a live tenant's configuration, or nil.
@@ -60,6 +62,15 @@ func validateTenant(req *pb.UpsertTenantRequest) error {
 	}
 	if _, err := fsm.ClassFromPB(req.MaxClass); err != nil {
 		return status.Errorf(codes.InvalidArgument, "max_class: must be critical, high, normal or low (got %v)", req.MaxClass)
+	}
+	if req.GroupCap > sfq.MaxGroupCap {
+		return status.Errorf(codes.InvalidArgument, "group_cap: %d, at most %d (0 = none)", req.GroupCap, sfq.MaxGroupCap)
+	}
+	if _, err := fsm.GroupOrderFromPB(req.GroupOrder); err != nil {
+		return status.Errorf(codes.InvalidArgument, "group_order: must be fifo or fair (got %v)", req.GroupOrder)
+	}
+	if req.MaxGroups > sfq.MaxMaxGroups {
+		return status.Errorf(codes.InvalidArgument, "max_groups: %d, at most %d (0 = the default %d)", req.MaxGroups, sfq.MaxMaxGroups, sfq.DefaultMaxGroups)
 	}
 	return nil
 }
@@ -219,6 +230,19 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 		}
 		out.Tenants = append(out.Tenants, ts)
 	}
+	// The groups of each tenant that has named ones, those with the most
+	// queued jobs first, on the tenant's first line.
+	b.node.FSM.Read(func(sc *sfq.Scheduler) {
+		for i, row := range out.Tenants {
+			if i > 0 && out.Tenants[i-1].Name == row.Name {
+				continue
+			}
+			if t, ok := sc.Tenant(row.Name); ok && t.Groups > 0 {
+				gs, _ := sc.TopGroups(row.Name, topGroupsPerTenant)
+				row.Groups = groupUsage(&t, gs)
+			}
+		}
+	})
 	return out
 }
 
@@ -236,3 +260,6 @@ func fairWindowToPB(name string, f fairness.Figures) *pb.FairWindow {
 	}
 	return w
 }
+
+// topGroupsPerTenant is how many groups of a tenant the live view lists.
+const topGroupsPerTenant = 5

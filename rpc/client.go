@@ -77,6 +77,24 @@ func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
 	if limit := cfg.PayloadLimit(); uint64(len(req.Payload)) > uint64(limit) {
 		return status.Errorf(codes.ResourceExhausted, "payload: %d bytes, over the limit of %d", len(req.Payload), limit)
 	}
+	if req.Group != "" {
+		if err := groupNameErr("group", req.Group); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupRoom checks, on the leader, that a submit to a new group fits the
+// tenant's max_groups (Apply checks it again).
+func groupRoom(sc *sfq.Scheduler, t *sfq.Tenant, group string) error {
+	if group == "" {
+		return nil
+	}
+	if _, ok := sc.Group(t.Name, group); !ok && t.Groups >= t.GroupLimit() {
+		return status.Errorf(codes.ResourceExhausted, "group: tenant %q has %d groups, its max_groups; a job of a new group %q would exceed it",
+			t.Name, t.Groups, group)
+	}
 	return nil
 }
 
@@ -97,14 +115,14 @@ func submitCommand(tenant string, req *pb.SubmitRequest) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
 		Tenant: tenant, IdempotencyKey: req.GetIdempotencyKey(), JobType: req.JobType, Size: req.Size,
 		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs,
-		JobClass: req.Class, DeadlineMs: req.DeadlineMs}}}
+		JobClass: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group}}}
 }
 
 // forwardedSubmit is what a follower sends the leader for a submit.
 func forwardedSubmit(tenant string, req *pb.SubmitRequest) *pb.SubmitRequest {
 	return &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: req.IdempotencyKey, JobType: req.JobType, Size: req.Size,
 		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs,
-		Class: req.Class, DeadlineMs: req.DeadlineMs}
+		Class: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group}
 }
 
 // levelErr refuses a command that needs a feature level above the
@@ -132,9 +150,10 @@ func submitState(sc *sfq.Scheduler, tenant string, req *pb.SubmitRequest) error 
 	return permit(sc, tenant, req)
 }
 
-// permit checks that the tenant may submit the job's class and deadline:
-// sfq.TenantSpec.Permit, the rule Apply checks again. An unknown tenant
-// passes (Apply refuses it).
+// permit checks that the tenant may submit the job's class and deadline
+// (sfq.TenantSpec.Permit) and that a job of a new group fits its
+// max_groups: the rules Apply checks again. An unknown tenant passes
+// (Apply refuses it).
 func permit(sc *sfq.Scheduler, tenant string, req *pb.SubmitRequest) error {
 	t, ok := sc.Tenant(tenant)
 	if !ok {
@@ -144,7 +163,7 @@ func permit(sc *sfq.Scheduler, tenant string, req *pb.SubmitRequest) error {
 	if err := t.Permit(class, req.DeadlineMs != 0); err != nil {
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
-	return nil
+	return groupRoom(sc, &t, req.Group)
 }
 
 // Submit queues a job.
@@ -188,7 +207,7 @@ func jobToPB(j *sfq.Job, tenant string, payload bool) *pb.Job {
 		MaxAttempts: uint32(j.MaxAttempts), Size: fsm.SizeToPB(j.Size), EstCostMs: j.EstCostMs, CpuMs: j.CPUMs,
 		JobType: j.Type(), IdempotencyKey: j.Key(), SubmittedAtMs: int64(j.SubmittedAt), EndedAtMs: int64(j.EndedAt),
 		SubmittedWallMs: int64(j.SubmittedWall()), EndedWallMs: int64(j.EndedWall()),
-		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs,
+		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs, Group: j.Group(),
 	}
 	if payload {
 		out.Payload = []byte(j.Payload())
@@ -498,7 +517,14 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 	if err != nil {
 		return nil, err
 	}
-	fwd := &pb.TenantUsageRequest{Tenant: tenant}
+	top := int(req.TopGroups)
+	switch {
+	case top == 0:
+		top = defaultTopGroups
+	case top > maxPage:
+		return nil, status.Errorf(codes.InvalidArgument, "top_groups: %d, at most %d", top, maxPage)
+	}
+	fwd := &pb.TenantUsageRequest{Tenant: tenant, TopGroups: req.TopGroups}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.TenantUsageResponse, error) {
 		return pb.NewClientClient(cc).TenantUsage(ctx, fwd)
 	}, func() (*pb.TenantUsageResponse, error) {
@@ -519,6 +545,8 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 				Submitted: b.Submitted, Dispatches: b.Dispatches, Completed: b.Completed, Failed: b.Failed,
 				Cancelled: b.Cancelled, TimedOut: b.TimedOut, Failures: b.Failures, Requeues: b.Requeues,
 			}
+			groups, n := sc.TopGroups(tenant, top)
+			out.Groups, out.GroupCount = groupUsage(&t, groups), uint32(n)
 		})
 		if out == nil {
 			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
@@ -526,6 +554,9 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 		return out, nil
 	})
 }
+
+// defaultTopGroups is how many groups TenantUsage lists unless asked.
+const defaultTopGroups = 10
 
 // MaxBatch bounds SubmitBatch.
 const MaxBatch = 1000

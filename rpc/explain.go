@@ -31,14 +31,14 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 	}, func() (*pb.ExplainJobResponse, error) {
 		var r sfq.Reason
 		var j sfq.Job
-		var name string
+		var t sfq.Tenant
 		err := jobNotFound(req.JobId)
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
 			var ok bool
 			// Scoped like GetJob: another tenant's job (or one of a
 			// deleted tenant of the same name) is not found.
 			if j, ok = sc.TenantJob(tenant, sfq.JobID(req.JobId)); ok {
-				name = sc.TenantName(j.Tenant)
+				t, _ = sc.TenantAt(j.Tenant)
 				r, err = sc.Explain(j.ID)
 			}
 		})
@@ -51,7 +51,7 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 		if r.Kind == sfq.ReasonWaiting && !s.workers.fitting(ctx, j.Size) {
 			r = sfq.Reason{Kind: sfq.ReasonNoWorker}
 		}
-		return explainToPB(&j, name, r), nil
+		return explainToPB(&j, &t, r), nil
 	})
 }
 
@@ -80,10 +80,13 @@ func (s *WorkerService) fitting(ctx context.Context, sz sfq.Size) bool {
 	return false
 }
 
-// explainToPB converts a reason, with its paragraph.
-func explainToPB(j *sfq.Job, tenant string, r sfq.Reason) *pb.ExplainJobResponse {
-	out := &pb.ExplainJobResponse{JobId: uint64(j.ID), Reason: r.Name(), Size: fsm.SizeToPB(j.Size), Class: fsm.ClassToPB(j.Class)}
+// explainToPB converts a reason of a job of tenant t, with its paragraph.
+func explainToPB(j *sfq.Job, t *sfq.Tenant, r sfq.Reason) *pb.ExplainJobResponse {
+	out := &pb.ExplainJobResponse{JobId: uint64(j.ID), Reason: r.Name(), Size: fsm.SizeToPB(j.Size), Class: fsm.ClassToPB(j.Class),
+		Group: j.Group()}
 	switch r.Kind {
+	case sfq.ReasonGroupTurn:
+		out.GroupOrder = t.GroupOrder.String()
 	case sfq.ReasonScheduled:
 		out.DueMs = int64(r.Due)
 	case sfq.ReasonPaused:
@@ -99,14 +102,18 @@ func explainToPB(j *sfq.Job, tenant string, r sfq.Reason) *pb.ExplainJobResponse
 	case sfq.ReasonAssigned, sfq.ReasonRunning:
 		out.WorkerId = r.Worker
 	}
-	out.Text = explainText(j, tenant, r)
+	out.Text = explainText(j, t, r)
 	return out
 }
 
-// explainText says a reason in one paragraph. Names in it (tenant,
+// explainText says a reason in one paragraph. Names in it (tenant, group,
 // worker) are validated names without spaces or control characters.
-func explainText(j *sfq.Job, tenant string, r sfq.Reason) string {
+func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason) string {
+	tenant := t.Name
 	id := fmt.Sprintf("Job %d (tenant %s, class %s, size %s", j.ID, tenant, j.Class, j.Size)
+	if g := j.Group(); g != "" {
+		id += ", group " + g
+	}
 	if at := j.DeadlineAt(); at != 0 {
 		id += fmt.Sprintf(", deadline at %d ms", at)
 	}
@@ -136,9 +143,13 @@ func explainText(j *sfq.Job, tenant string, r sfq.Reason) string {
 	case sfq.ReasonRate:
 		fmt.Fprintf(&b, " is held by the %s rate limit until %d ms of cluster time.", r.Vertex, r.EligibleAt)
 	case sfq.ReasonHeld:
-		fmt.Fprintf(&b, " is held back: an older %s job of tenant %s is blocked by one of the tenant's limits, and jobs of one size keep their order, in this class and below.", j.Size, tenant)
+		fmt.Fprintf(&b, " is held back: an older %s job of tenant %s is blocked by one of the tenant's limits, and jobs of one size keep their order, in this class and below, whatever their group.", j.Size, tenant)
 	case sfq.ReasonGroupTurn:
-		b.WriteString(" waits: another group of its tenant goes first.")
+		if t.GroupOrder == sfq.GroupFair {
+			fmt.Fprintf(&b, " could run, but another group of tenant %s goes first: under group_order fair the group with the lowest group tag does.", tenant)
+		} else {
+			fmt.Fprintf(&b, " could run, but an older job of another group of tenant %s goes first: under group_order fifo the oldest does.", tenant)
+		}
 	case sfq.ReasonHigherClass:
 		fmt.Fprintf(&b, " could run, but a higher class than %s has an eligible job that fits the same workers: higher classes go first.", j.Class)
 	case sfq.ReasonNoWorker:
@@ -185,6 +196,8 @@ func capText(j *sfq.Job, tenant string, r sfq.Reason) string {
 		return fmt.Sprintf("tenant %s runs %d jobs of class %s, its cap_%s is %d", tenant, r.Current, j.Class, j.Class, r.Limit)
 	case sfq.CapDeadline:
 		return fmt.Sprintf("tenant %s runs %d jobs with a deadline, its deadline_cap is %d", tenant, r.Current, r.Limit)
+	case sfq.CapGroupRunning:
+		return fmt.Sprintf("group %s of tenant %s runs %d jobs, its cap is %d (its other groups are not held back)", j.Group(), tenant, r.Current, r.Limit)
 	}
 	return fmt.Sprintf("%s: %d of %d", r.Cap, r.Current, r.Limit)
 }

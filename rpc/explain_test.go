@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"fmt"
 	"testing"
 
 	"barista/fsm"
@@ -61,7 +62,8 @@ func TestExplainParagraphs(t *testing.T) {
 			t.Fatal(err)
 		}
 		j, _ := s.Job(id)
-		return explainToPB(&j, "acme", r)
+		ta, _ := s.Tenant("acme")
+		return explainToPB(&j, &ta, r)
 	}
 	for _, c := range []struct {
 		id   sfq.JobID
@@ -86,8 +88,78 @@ func TestExplainParagraphs(t *testing.T) {
 		t.Errorf("behind fields: %+v", got)
 	}
 	j, _ := s.Job(high)
-	nw := explainToPB(&j, "acme", sfq.Reason{Kind: sfq.ReasonNoWorker})
+	ta, _ := s.Tenant("acme")
+	nw := explainToPB(&j, &ta, sfq.Reason{Kind: sfq.ReasonNoWorker})
 	if nw.Reason != "no_worker" || nw.Text != "Job 5 (tenant acme, class high, size lg) could run, but no connected, undrained worker of size lg or larger is there to take it." {
 		t.Errorf("no_worker: %+v", nw)
+	}
+}
+
+// TestExplainGroupParagraphs: the group reasons through the API, each with
+// its fields and its paragraph: the script of testdata/scenarios/
+// group-explain.txt (group_cap=1, inflight_cpu=3s; a 1, 2; b 3 of 2.5 s;
+// c 4, 5), then group_turn under both group orders.
+func TestExplainGroupParagraphs(t *testing.T) {
+	s, _ := sfq.New(sfq.DefaultConfig())
+	s.UpsertTenant(sfq.TenantSpec{Name: "t", Tier: sfq.Free, GroupCap: 1, Caps: sfq.Caps{MaxInflightCPUMs: 3000}})
+	for _, g := range []struct {
+		group string
+		cost  int64
+	}{{"a", 1000}, {"a", 1000}, {"b", 2500}, {"c", 1000}, {"c", 1000}} {
+		if _, err := s.Submit(0, sfq.Submission{Tenant: "t", Size: sfq.MD, EstCostMs: g.cost, Group: g.group}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, ok, _ := s.Dispatch(0, sfq.MD, "w1"); !ok || a.Job != 1 {
+		t.Fatalf("dispatched %+v", a)
+	}
+	explain := func(id sfq.JobID) *pb.ExplainJobResponse {
+		t.Helper()
+		r, err := s.Explain(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, _ := s.Job(id)
+		ta, _ := s.Tenant("t")
+		return explainToPB(&j, &ta, r)
+	}
+	check := func(id sfq.JobID, reason, text string) *pb.ExplainJobResponse {
+		t.Helper()
+		got := explain(id)
+		if got.Reason != reason || got.Text != text {
+			t.Errorf("job %d: %s %q\nwant %s %q", id, got.Reason, got.Text, reason, text)
+		}
+		return got
+	}
+	r := check(2, "cap", "Job 2 (tenant t, class normal, size md, group a) is next in its queue but a cap holds it: group a of tenant t runs 1 jobs, its cap is 1 (its other groups are not held back).")
+	if r.Vertex != "group_running" || r.Current != 1 || r.Limit != 1 || r.Group != "a" || r.GroupOrder != "" {
+		t.Errorf("group cap fields: %+v", r)
+	}
+	r = check(3, "cap", "Job 3 (tenant t, class normal, size md, group b) is next in its queue but a cap holds it: tenant t has 1s of estimated CPU in flight; with this job's 2.5s it would pass its cap of 3s.")
+	if r.Vertex != "tenant_inflight" || r.Current != 1000 || r.Limit != 3000 {
+		t.Errorf("tenant cap fields: %+v", r)
+	}
+	check(4, "held", "Job 4 (tenant t, class normal, size md, group c) is held back: an older md job of tenant t is blocked by one of the tenant's limits, and jobs of one size keep their order, in this class and below, whatever their group.")
+	r = check(5, "behind", "Job 5 (tenant t, class normal, size md, group c) waits behind 1 older job of its queue (same tenant, class and size): they go first, in order.")
+	if r.Position != 1 {
+		t.Errorf("behind fields: %+v", r)
+	}
+	// Job 1 ends: heads 2, 3 and 4 are eligible, fifo takes job 2.
+	if _, err := s.Finish(1000, 1, 1, "w1", sfq.OutcomeOK, 1000, sfq.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	check(2, "waiting", "Job 2 (tenant t, class normal, size md, group a) could run and waits its turn: 0 candidates go first (deadline jobs of its class, and tenants with an earlier start tag). Tenant t's tag in class normal is 1000 virtual ms; the class's virtual_now is 0.")
+	for _, id := range []sfq.JobID{3, 4} {
+		r = check(id, "group_turn", fmt.Sprintf("Job %d (tenant t, class normal, size md, group %s) could run, but an older job of another group of tenant t goes first: under group_order fifo the oldest does.", id, map[sfq.JobID]string{3: "b", 4: "c"}[id]))
+		if r.GroupOrder != "fifo" {
+			t.Errorf("group_turn fields: %+v", r)
+		}
+	}
+	// Under fair, the group with the lowest tag goes first: all three are
+	// at 0, and the tie goes to the lowest job ID, job 2 of a; b and c wait.
+	s.UpsertTenant(sfq.TenantSpec{Name: "t", Tier: sfq.Free, GroupCap: 1, GroupOrder: sfq.GroupFair, Caps: sfq.Caps{MaxInflightCPUMs: 3000}})
+	r = check(4, "group_turn", "Job 4 (tenant t, class normal, size md, group c) could run, but another group of tenant t goes first: under group_order fair the group with the lowest group tag does.")
+	if r.GroupOrder != "fair" {
+		t.Errorf("group_turn fields under fair: %+v", r)
 	}
 }

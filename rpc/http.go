@@ -120,6 +120,9 @@ type TenantTopJSON struct {
 	// class (the activation clamp will discard it).
 	LagCPUSeconds *float64         `json:"lag_cpu_s"`
 	Fairness      []FairWindowJSON `json:"fairness"`
+	// Groups are the tenant's groups with the most queued jobs, on its
+	// first line, when it has named groups.
+	Groups []GroupUsageJSON `json:"groups,omitempty"`
 }
 
 // FairWindowJSON is one window of the fairness report; share, entitled
@@ -135,6 +138,23 @@ type FairWindowJSON struct {
 	Ratio          *float64 `json:"ratio"`
 }
 
+// GroupUsageJSON is one group's jobs.
+type GroupUsageJSON struct {
+	Name    string `json:"name"`
+	Running uint32 `json:"running"`
+	Queued  uint32 `json:"queued"`
+	Limit   uint32 `json:"limit,omitempty"`
+}
+
+// GroupUsageToJSON converts group usage rows.
+func GroupUsageToJSON(gs []*pb.GroupUsage) []GroupUsageJSON {
+	var out []GroupUsageJSON
+	for _, g := range gs {
+		out = append(out, GroupUsageJSON{Name: g.Name, Running: g.Running, Queued: g.Queued, Limit: g.Limit})
+	}
+	return out
+}
+
 func topJSON(t *pb.TopResponse) TopJSON {
 	out := TopJSON{LeaderID: t.LeaderId, AppliedIndex: t.AppliedIndex, WindowMs: t.WindowMs, FairnessSinceMs: t.FairnessSinceMs, Tenants: []TenantTopJSON{}}
 	for _, r := range t.Tenants {
@@ -142,7 +162,7 @@ func topJSON(t *pb.TopResponse) TopJSON {
 		class, _ := fsm.ClassFromPB(r.JobClass)
 		row := TenantTopJSON{Name: r.Name, Tier: tier.String(), Class: class.String(), Weight: r.Weight, Queued: r.Queued,
 			Running: r.Running, Dispatches1m: r.Dispatches, DispatchedCost1m: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.EntitledShare,
-			Eligible: r.Eligible, Fairness: []FairWindowJSON{}}
+			Eligible: r.Eligible, Fairness: []FairWindowJSON{}, Groups: GroupUsageToJSON(r.Groups)}
 		if r.Eligible {
 			lag := float64(r.LagCpuMs) / 1000
 			row.LagCPUSeconds = &lag

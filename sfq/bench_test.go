@@ -58,6 +58,40 @@ func backlogClasses(tb testing.TB, tenants, jobs int) *Scheduler {
 	return s
 }
 
+// backlogGroups is backlogClasses with every tenant's jobs spread over ten
+// named groups (group_order and group_cap as given).
+func backlogGroups(tb testing.TB, tenants, jobs int, order GroupOrder, groupCap uint32) *Scheduler {
+	tb.Helper()
+	s, err := New(DefaultConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	names := make([]string, tenants)
+	for i := range names {
+		names[i] = fmt.Sprintf("tenant-%06d", i)
+		spec := TenantSpec{Name: names[i], Tier: Tier(i % NumTiers), MaxClass: ClassCritical, AllowDeadlines: true, GroupOrder: order, GroupCap: groupCap}
+		if _, err := s.UpsertTenant(spec); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var groups [10]string
+	for g := range groups {
+		groups[g] = fmt.Sprintf("group-%d", g)
+	}
+	for i := range jobs {
+		h := uint64(i) * 2654435761
+		sub := Submission{Tenant: names[i%tenants], Size: Size(i / tenants % NumSizes), EstCostMs: int64(1000 + i%7*500), Class: Class(h >> 16 % NumClasses),
+			Group: groups[(i/tenants+int(h>>24))%len(groups)]}
+		if i%20 == 3 {
+			sub.DeadlineMs = 1000 + int64(h>>8%3_599_000)
+		}
+		if _, err := s.Submit(0, sub); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return s
+}
+
 var workers = [NumSizes]string{"worker-sm", "worker-md", "worker-lg"}
 
 // BenchmarkDispatchSubmit measures one dispatch plus one submit that keeps
@@ -133,6 +167,31 @@ func BenchmarkDispatchClasses(b *testing.B) {
 	}
 }
 
+// BenchmarkDispatchGroups is BenchmarkDispatchClasses with every tenant's
+// backlog spread over ten groups, under group_order fifo and fair.
+func BenchmarkDispatchGroups(b *testing.B) {
+	for _, order := range []GroupOrder{GroupFIFO, GroupFair} {
+		for _, tenants := range []int{1_000, 100_000} {
+			b.Run(fmt.Sprintf("order=%s/tenants=%d", order, tenants), func(b *testing.B) {
+				s := backlogGroups(b, tenants, 1_000_000, order, 0)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; b.Loop(); i++ {
+					if i >= 900_000 {
+						b.StopTimer()
+						s = backlogGroups(b, tenants, 1_000_000, order, 0)
+						i = 0
+						b.StartTimer()
+					}
+					if _, ok, err := s.Dispatch(Time(i), LG, workers[LG]); err != nil || !ok {
+						b.Fatalf("dispatch %d: %v %v", i, ok, err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkFullLifecycle measures submit, dispatch, start, heartbeat and
 // finish of one job against a backlog of 100,000 tenants.
 func BenchmarkFullLifecycle(b *testing.B) {
@@ -183,12 +242,22 @@ func BenchmarkMemoryPerQueuedJob(b *testing.B) {
 }
 
 // TestDispatchAllocatesNothing pins the zero-allocation dispatch path, with
-// one class and with four classes and deadlines.
+// one class, with four classes and deadlines, and with ten groups per
+// tenant (fifo, fair, and fair with a group cap).
 func TestDispatchAllocatesNothing(t *testing.T) {
-	for i, clamp := range []ClampMode{ClampActivation, ClampDispatch, ClampActivation, ClampDispatch} {
-		s := backlog(t, 1000, 50_000)
-		if i >= 2 {
+	for i, clamp := range []ClampMode{ClampActivation, ClampDispatch, ClampActivation, ClampDispatch, ClampActivation, ClampDispatch, ClampActivation} {
+		var s *Scheduler
+		switch i {
+		case 0, 1:
+			s = backlog(t, 1000, 50_000)
+		case 2, 3:
 			s = backlogClasses(t, 1000, 50_000)
+		case 4:
+			s = backlogGroups(t, 1000, 50_000, GroupFIFO, 0)
+		case 5:
+			s = backlogGroups(t, 1000, 50_000, GroupFair, 0)
+		case 6:
+			s = backlogGroups(t, 1000, 50_000, GroupFair, 2)
 		}
 		cfg := s.Config()
 		cfg.Clamp = clamp
@@ -207,7 +276,7 @@ func TestDispatchAllocatesNothing(t *testing.T) {
 			i++
 		})
 		if allocs != 0 {
-			t.Errorf("%s clamp: %.2f allocations per dispatch, want 0", clamp, allocs)
+			t.Errorf("case %d, %s clamp: %.2f allocations per dispatch, want 0", i, clamp, allocs)
 		}
 	}
 }

@@ -113,7 +113,7 @@ func (e EstSource) String() string {
 // order "Why a job waits" checks them.
 type CapVertex uint8
 
-// The cap vertices. Group caps come later, after CapDeadline.
+// The cap vertices, tenant-level first, then group-level.
 const (
 	CapNone CapVertex = iota
 	// CapTenantRunning: the tenant's max_running.
@@ -126,10 +126,12 @@ const (
 	CapClass
 	// CapDeadline: the tenant's deadline_cap.
 	CapDeadline
+	// CapGroupRunning: the cap of the job's group.
+	CapGroupRunning
 	numCapVertices
 )
 
-var capVertexNames = [numCapVertices]string{"none", "tenant_running", "tenant_size", "tenant_inflight", "class", "deadline"}
+var capVertexNames = [numCapVertices]string{"none", "tenant_running", "tenant_size", "tenant_inflight", "class", "deadline", "group_running"}
 
 func (v CapVertex) String() string {
 	if v < numCapVertices {

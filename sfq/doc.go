@@ -13,16 +13,19 @@
 //   - Exact. Virtual time is a fixed-point int64 ([VirtualTime], virtual
 //     microseconds); weights are Q16 fixed point; arithmetic that could
 //     overflow is checked and reported as [ErrOverflow].
-//   - Fast. A dispatch costs O(log T) in the number of tenants with eligible
-//     work and allocates nothing; a submit costs O(log T). Nothing scans the
-//     backlog: all queued jobs of a tenant share the tenant's next tag, so the
-//     core orders tenants, not jobs, in one heap per job size.
-//   - Snapshot-friendly. The job and tenant tables are chunked copy-on-write
-//     vectors: [Scheduler.Freeze] returns an immutable [View] in time
+//   - Fast. A dispatch costs O(log T + log G) in the number of tenants
+//     with eligible work and of groups of the dispatched tenant, and
+//     allocates nothing; a submit costs as much. Nothing scans the backlog:
+//     all queued jobs of a tenant share the tenant's next tag, so the core
+//     orders tenants, not jobs, in one heap per class and job size; inside
+//     a tenant it orders the heads of its groups' queues in balanced trees
+//     (slot.go, tree.go).
+//   - Snapshot-friendly. The job, tenant and group tables are chunked
+//     copy-on-write vectors: [Scheduler.Freeze] returns an immutable [View] in time
 //     proportional to the number of chunks, and the scheduler may keep
 //     mutating while another goroutine reads that view.
 //
-// Everything the package derives (heaps, FIFO queues, counters) can be
-// rebuilt from the job and tenant tables; [Scheduler.Verify] recomputes the
+// Everything the package derives (heaps, trees, FIFO queues, counters) can
+// be rebuilt from the job, tenant and group tables; [Scheduler.Verify] recomputes the
 // counters and reports any difference.
 package sfq

@@ -11,8 +11,8 @@ import (
 type ReasonKind uint8
 
 // The reasons, in the order they are checked. ReasonScheduled,
-// ReasonPaused, ReasonRate and ReasonGroupTurn belong to delays, pauses,
-// rate limits and groups; ReasonNoWorker is decided by the leader, which
+// ReasonPaused and ReasonRate belong to delays, pauses and rate limits;
+// ReasonNoWorker is decided by the leader, which
 // knows the connected workers (see Explain). The core does not produce
 // them yet; their places in the order are kept.
 const (
@@ -168,29 +168,42 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 		return Reason{}, fmt.Errorf("%w: job %d is %s", ErrInvalid, id, j.State)
 	}
 	t := s.tenants.Get(uint64(j.Tenant))
-	cr := s.rt[j.Tenant].queues(j.Class)
-	if cr == nil {
-		return Reason{}, fmt.Errorf("%w: queued job %d has no queue", ErrVerify, id)
+	gs, ok := s.groupSlot(j.Tenant, j.Group())
+	q := s.queue(gs, j.Class, j.Size)
+	if !ok || q == nil {
+		return Reason{}, fmt.Errorf("%w: queued job %d has no queue in group %q", ErrVerify, id, j.Group())
 	}
 	deadline := j.deadline
 	// 3. behind: its own queue's older (or more urgent) jobs.
-	var heads sizeHeads
-	s.peekHeads(j.Tenant, j.Size, &heads)
-	own := &heads.fifo[j.Class]
+	head := q.fnode
 	if deadline {
-		own = &heads.dl[j.Class]
+		head = q.dnode
 	}
-	if !own.ok || own.id != id {
-		return Reason{Kind: ReasonBehind, Position: s.position(cr, j)}, nil
+	if head == 0 || s.nodes.n[head].id != id {
+		return Reason{Kind: ReasonBehind, Position: s.position(q, j)}, nil
 	}
-	// 4. cap.
+	// 4. cap: the tenant's first, then its group's.
 	if v := capBlock(t, j.Class, deadline, j.Size, j.EstCostMs); v != CapNone {
 		cur, lim := capDetail(t, v, j.Class, j.Size)
 		return Reason{Kind: ReasonCap, Cap: v, Current: cur, Limit: lim}, nil
 	}
+	if g := s.groups.Get(uint64(gs)); groupBlocked(t, g) {
+		return Reason{Kind: ReasonCap, Cap: CapGroupRunning, Current: int64(g.Running), Limit: int64(capOf(t, g))}, nil
+	}
 	// 6. held: the candidate rule holds it behind an older blocked job.
-	if dec := decide(t, j.Size, &heads); dec.held[j.Class] {
+	rt := &s.rt[j.Tenant]
+	if rt.heldBits&bit(j.Class, int(j.Size)) != 0 {
 		return Reason{Kind: ReasonHeld}, nil
+	}
+	// 7. group_turn: it is eligible, and another group's head is its
+	// tenant's candidate.
+	sl := rt.slot(j.Class, j.Size)
+	cand := sl.fifo
+	if deadline {
+		cand = sl.dlc
+	}
+	if cand.id != id {
+		return Reason{Kind: ReasonGroupTurn}, nil
 	}
 	// 8. higher_class.
 	for _, c := range classOrder {
@@ -258,65 +271,18 @@ func (s *Scheduler) startKey(c Class, t *Tenant, id JobID) startKey {
 	return startKey{tag: tag, tier: t.Tier, id: id}
 }
 
-// peekHeads reads a tenant's queue heads of one size without changing
-// anything (head and dlHead drop stale entries; this skips them).
-func (s *Scheduler) peekHeads(ti uint32, sz Size, h *sizeHeads) {
-	for c := range Class(NumClasses) {
-		cr := s.rt[ti].queues(c)
-		if cr == nil {
-			continue
-		}
-		q := &cr.fifo[sz]
-		best := JobID(0)
-		for _, id := range q.requeued {
-			if (best == 0 || id < best) && s.queuedJob(id) != nil {
-				best = id
-			}
-		}
-		for i := range int(q.n) { // fresh submits, in ID order
-			id := q.ring[(int(q.head)+i)&(len(q.ring)-1)]
-			if best != 0 && id > best {
-				break
-			}
-			if s.queuedJob(id) != nil {
-				best = id
-				break
-			}
-		}
-		if best != 0 {
-			h.fifo[c] = headInfo{id: best, cost: s.jobs.Get(uint64(best)).EstCostMs, ok: true}
-		}
-		if dq := cr.dlq(sz); dq != nil {
-			if e, ok := dq.front(); ok && s.queuedJob(e.id) != nil {
-				h.dl[c] = headInfo{id: e.id, cost: s.jobs.Get(uint64(e.id)).EstCostMs, at: e.at, ok: true}
-			} else {
-				var top dlEntry
-				for _, e := range dq.items {
-					if s.queuedJob(e.id) != nil && (top.id == 0 || dlBefore(e, top)) {
-						top = e
-					}
-				}
-				if top.id != 0 {
-					h.dl[c] = headInfo{id: top.id, cost: s.jobs.Get(uint64(top.id)).EstCostMs, at: top.at, ok: true}
-				}
-			}
-		}
-	}
-}
-
 // QueuedIn reports which classes tenant ti has queued jobs without a
-// deadline in (bit c set for class c). Read-only, O(sizes × classes) of
-// queue heads; for audits (SPEC §8 rule 6 holds inside each class).
+// deadline in (bit c set for class c). Read-only, O(groups × queues) of
+// the tenant; for audits (SPEC §8 rule 6 holds inside each class).
 func (s *Scheduler) QueuedIn(ti uint32) (classes uint8) {
 	if int(ti) >= len(s.rt) {
 		return 0
 	}
-	for sz := range Size(NumSizes) {
-		var h sizeHeads
-		s.peekHeads(ti, sz, &h)
-		for c := range Class(NumClasses) {
-			if h.fifo[c].ok {
-				classes |= 1 << c
+	for _, gs := range s.rt[ti].groups {
+		g := &s.grt[gs]
+		for i := range g.nq {
+			if q := g.at(i); q.fnode != 0 {
+				classes |= 1 << q.class
 			}
 		}
 	}
@@ -330,12 +296,12 @@ func (s *Scheduler) queuedJob(id JobID) *Job {
 	return nil
 }
 
-// position counts the queued jobs ahead of j in its queue.
-func (s *Scheduler) position(cr *classRT, j *Job) uint64 {
+// position counts the queued jobs ahead of j in its group's queue.
+func (s *Scheduler) position(gq *groupQueue, j *Job) uint64 {
 	var n uint64
 	if j.deadline {
 		me := dlEntry{at: j.DeadlineAt(), id: j.ID}
-		if dq := cr.dlq(j.Size); dq != nil {
+		if dq := gq.dls; dq != nil {
 			for _, e := range dq.items {
 				if dlBefore(e, me) && s.queuedJob(e.id) != nil {
 					n++
@@ -344,7 +310,7 @@ func (s *Scheduler) position(cr *classRT, j *Job) uint64 {
 		}
 		return n
 	}
-	q := &cr.fifo[j.Size]
+	q := &gq.fifo
 	for _, id := range q.requeued {
 		if id < j.ID && s.queuedJob(id) != nil {
 			n++

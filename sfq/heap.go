@@ -175,10 +175,10 @@ func (h *tenantHeap) down(i int) {
 	}
 }
 
-// jobQueue holds the IDs of one tenant's queued jobs of one size, oldest
-// first. Fresh submits append to a ring in ID order; a requeued job (older
-// than every job still waiting that was never dispatched) goes to a small
-// sorted side list. The head is the smaller of the two fronts. Cancelled or
+// jobQueue holds the IDs of one group's queued jobs of one class and
+// size, oldest first. Fresh submits append to a ring in ID order; a
+// requeued job (older than every job still waiting that was never
+// dispatched) goes to a small sorted side list. The head is the smaller of the two fronts. Cancelled or
 // pruned jobs are left in place and skipped lazily when they reach the head.
 type jobQueue struct {
 	ring     []JobID // power-of-two capacity
@@ -191,10 +191,6 @@ type jobQueue struct {
 	// the ring.
 	cachedHead JobID
 	cachedCost int64
-	// placed is the head job this queue has in its class and size's fair
-	// heaps (0 = none), so that re-placing a tenant touches only the heaps
-	// whose entry changes.
-	placed JobID
 }
 
 func (q *jobQueue) empty() bool { return q.n == 0 && len(q.requeued) == 0 }
@@ -267,7 +263,7 @@ type dlEntry struct {
 
 func dlBefore(a, b dlEntry) bool { return a.at < b.at || (a.at == b.at && a.id < b.id) }
 
-// deadlineQueue holds the IDs of one tenant's queued jobs with a deadline
+// deadlineQueue holds the IDs of one group's queued jobs with a deadline
 // of one class and size, as a binary min-heap by (deadline_at, job ID).
 // Like jobQueue, cancelled or pruned jobs are left in place and dropped
 // when they reach the head; the head's cost is cached (as in jobQueue, a
@@ -276,7 +272,6 @@ type deadlineQueue struct {
 	items      []dlEntry
 	cachedHead JobID
 	cachedCost int64
-	placed     JobID // the head job this queue has in its deadline heap (0 = none)
 }
 
 func (q *deadlineQueue) front() (dlEntry, bool) {

@@ -18,13 +18,18 @@ func TestJobTextRoundTrip(t *testing.T) {
 			t.Fatalf("got %q %q %q, want %q %q %q", j.Key(), j.Type(), j.Payload(), key, typ, payload)
 		}
 		at := Time(rapid.Int64Range(1, 1<<50).Draw(t, "deadline_at"))
-		j.setText(at, key, typ, payload)
-		if j.Key() != key || j.Type() != typ || j.Payload() != payload || j.DeadlineAt() != at || !j.HasDeadline() {
-			t.Fatalf("with deadline %d: got %q %q %q %d", at, j.Key(), j.Type(), j.Payload(), j.DeadlineAt())
+		group := rapid.StringMatching(`[A-Za-z0-9._:@-]{0,128}`).Draw(t, "group")
+		j.setText(at, group, key, typ, payload)
+		if j.Key() != key || j.Type() != typ || j.Payload() != payload || j.DeadlineAt() != at || !j.HasDeadline() || j.Group() != group {
+			t.Fatalf("with deadline %d and group %q: got %q %q %q %d %q", at, group, j.Key(), j.Type(), j.Payload(), j.DeadlineAt(), j.Group())
 		}
-		j.SetText(payload, key, typ) // keeps the deadline
-		if j.Key() != payload || j.Type() != key || j.Payload() != typ || j.DeadlineAt() != at {
-			t.Fatalf("SetText lost the deadline: %q %q %q %d", j.Key(), j.Type(), j.Payload(), j.DeadlineAt())
+		j.SetText(payload, key, typ) // keeps the deadline and group
+		if j.Key() != payload || j.Type() != key || j.Payload() != typ || j.DeadlineAt() != at || j.Group() != group {
+			t.Fatalf("SetText lost the deadline or group: %q %q %q %d %q", j.Key(), j.Type(), j.Payload(), j.DeadlineAt(), j.Group())
+		}
+		j.setText(0, group, key, typ, payload)
+		if j.Key() != key || j.Type() != typ || j.Payload() != payload || j.DeadlineAt() != 0 || j.HasDeadline() || j.Group() != group {
+			t.Fatalf("with group %q: got %q %q %q %d %q", group, j.Key(), j.Type(), j.Payload(), j.DeadlineAt(), j.Group())
 		}
 	})
 	var j Job

@@ -60,6 +60,22 @@ type TenantSpec struct {
 	MaxClass Class
 	// AllowDeadlines lets the tenant submit jobs with a deadline.
 	AllowDeadlines bool
+	// GroupCap is the cap (Assigned+Running jobs) of every named group
+	// whose own cap is inherit; 0 = none. The unnamed group has no cap.
+	GroupCap uint32
+	// GroupOrder chooses among the eligible heads of the tenant's groups.
+	GroupOrder GroupOrder
+	// MaxGroups bounds the tenant's named groups with jobs or settings;
+	// 0 = DefaultMaxGroups.
+	MaxGroups uint32
+}
+
+// GroupLimit returns the tenant's max_groups in force.
+func (ts *TenantSpec) GroupLimit() uint32 {
+	if ts.MaxGroups == 0 {
+		return DefaultMaxGroups
+	}
+	return ts.MaxGroups
 }
 
 // Permit checks that the tenant may submit a job of class c, with a
@@ -119,6 +135,15 @@ func (ts TenantSpec) Validate() error {
 	if ts.MaxClass >= NumClasses {
 		return fmt.Errorf("%w: max_class %d (want critical, high, normal or low)", ErrInvalid, ts.MaxClass)
 	}
+	if ts.GroupCap > MaxGroupCap {
+		return fmt.Errorf("%w: group_cap %d (want 0 for none, or 1..%d)", ErrInvalid, ts.GroupCap, MaxGroupCap)
+	}
+	if ts.GroupOrder > GroupFair {
+		return fmt.Errorf("%w: group_order %d (want fifo or fair)", ErrInvalid, ts.GroupOrder)
+	}
+	if ts.MaxGroups > MaxMaxGroups {
+		return fmt.Errorf("%w: max_groups %d (want 1..%d, or 0 for the default %d)", ErrInvalid, ts.MaxGroups, MaxMaxGroups, DefaultMaxGroups)
+	}
 	return nil
 }
 
@@ -166,8 +191,16 @@ type Tenant struct {
 	RunningDeadline uint32 // Assigned+Running jobs with a deadline
 	InflightCPUMs   int64
 	Queued          [NumSizes]uint32
-	Billing         Billing
+	// Groups counts the tenant's named groups (derived, checked by
+	// Verify).
+	Groups  uint32
+	Billing Billing
+	// groupNow holds group_now per class (group_order=fair).
+	groupNow [NumClasses]VirtualTime
 }
+
+// GroupNow returns the tenant's group_now in class c.
+func (t *Tenant) GroupNow(c Class) VirtualTime { return t.groupNow[c] }
 
 // QueuedTotal is the tenant's queued jobs over all sizes.
 func (t *Tenant) QueuedTotal() uint32 { return t.Queued[SM] + t.Queued[MD] + t.Queued[LG] }
@@ -219,12 +252,13 @@ type Job struct {
 	// that submitted and ended the job, for display only (see WallDelta):
 	// SubmittedWall and EndedWall read them.
 	submitWall, endWall WallDelta
-	// text holds the idempotency key ("" = none), the job type and the
-	// payload in one string: uvarint(len(key)) key uvarint(len(type)) type
-	// payload, after uvarint(deadline_at) for a job with a deadline. One
-	// string header instead of three keeps a million queued jobs 32 MB
+	// text holds the group ("" = the unnamed group), the idempotency key
+	// ("" = none), the job type and the payload in one string:
+	// uvarint(len(group)) group uvarint(len(key)) key uvarint(len(type))
+	// type payload, after uvarint(deadline_at) for a job with a deadline.
+	// One string header instead of four keeps a million queued jobs 48 MB
 	// smaller, and a Job of 152 bytes fits 256 of them in five 8 KiB pages;
-	// Key, Type, Payload and DeadlineAt read it.
+	// Group, Key, Type, Payload and DeadlineAt read it.
 	text   string
 	Result *Result // set by the accepted Finished; immutable once set
 }
@@ -243,25 +277,29 @@ func (j *Job) SubmittedWall() Time { return j.submitWall.Wall(j.SubmittedAt) }
 // EndedWall is the wall-clock time the job ended (0 while it has not).
 func (j *Job) EndedWall() Time { return j.endWall.Wall(j.EndedAt) }
 
-// noText is the text of a job without key, type or payload.
-const noText = "\x00\x00"
+// noText is the text of a job without group, key, type or payload.
+const noText = "\x00\x00\x00"
 
 // SetText stores the job's idempotency key, type and payload (keeping its
-// deadline).
-func (j *Job) SetText(key, typ, payload string) { j.setText(j.DeadlineAt(), key, typ, payload) }
+// deadline and group).
+func (j *Job) SetText(key, typ, payload string) {
+	j.setText(j.DeadlineAt(), j.Group(), key, typ, payload)
+}
 
-// setText stores the job's deadline (0 = none), idempotency key, type and
-// payload.
-func (j *Job) setText(deadlineAt Time, key, typ, payload string) {
+// setText stores the job's deadline (0 = none), group, idempotency key,
+// type and payload.
+func (j *Job) setText(deadlineAt Time, group, key, typ, payload string) {
 	j.deadline = deadlineAt != 0
-	if !j.deadline && key == "" && typ == "" && payload == "" {
+	if !j.deadline && group == "" && key == "" && typ == "" && payload == "" {
 		j.text = noText
 		return
 	}
-	b := make([]byte, 0, 3*binary.MaxVarintLen64+len(key)+len(typ)+len(payload))
+	b := make([]byte, 0, 4*binary.MaxVarintLen64+len(group)+len(key)+len(typ)+len(payload))
 	if j.deadline {
 		b = binary.AppendUvarint(b, uint64(deadlineAt))
 	}
+	b = binary.AppendUvarint(b, uint64(len(group)))
+	b = append(b, group...)
 	b = binary.AppendUvarint(b, uint64(len(key)))
 	b = append(b, key...)
 	b = binary.AppendUvarint(b, uint64(len(typ)))
@@ -283,23 +321,34 @@ func (j *Job) DeadlineAt() Time {
 	return Time(n)
 }
 
-// textParts splits text into key, type and payload.
-func (j *Job) textParts() (key, typ, payload string) {
+// cutString reads a uvarint length and that many bytes from the start of
+// t, returning them and the rest.
+func cutString(t string) (string, string, bool) {
+	n, w := uvarintPrefix(t)
+	if w <= 0 || uint64(len(t)-w) < n {
+		return "", "", false
+	}
+	return t[w : w+int(n)], t[w+int(n):], true
+}
+
+// textParts splits text into group, key, type and payload.
+func (j *Job) textParts() (group, key, typ, payload string) {
 	t := j.text
 	if j.deadline {
 		_, w := uvarintPrefix(t)
 		t = t[w:]
 	}
-	n, w := uvarintPrefix(t)
-	if w <= 0 || uint64(len(t)-w) < n {
-		return "", "", ""
+	var ok bool
+	if group, t, ok = cutString(t); !ok {
+		return "", "", "", ""
 	}
-	key, t = t[w:w+int(n)], t[w+int(n):]
-	n, w = uvarintPrefix(t)
-	if w <= 0 || uint64(len(t)-w) < n {
-		return key, "", ""
+	if key, t, ok = cutString(t); !ok {
+		return group, "", "", ""
 	}
-	return key, t[w : w+int(n)], t[w+int(n):]
+	if typ, t, ok = cutString(t); !ok {
+		return group, key, "", ""
+	}
+	return group, key, typ, t
 }
 
 // uvarintPrefix reads the uvarint at the start of s and its width (0 if
@@ -316,14 +365,25 @@ func uvarintPrefix(s string) (uint64, int) {
 	return 0, 0
 }
 
+// Group is the job's group ("" = its tenant's unnamed group).
+func (j *Job) Group() string {
+	t := j.text
+	if j.deadline {
+		_, w := uvarintPrefix(t)
+		t = t[w:]
+	}
+	g, _, _ := cutString(t)
+	return g
+}
+
 // Key is the job's idempotency key ("" = none).
-func (j *Job) Key() string { k, _, _ := j.textParts(); return k }
+func (j *Job) Key() string { _, k, _, _ := j.textParts(); return k }
 
 // Type is the job's type.
-func (j *Job) Type() string { _, t, _ := j.textParts(); return t }
+func (j *Job) Type() string { _, _, t, _ := j.textParts(); return t }
 
 // Payload is the job's payload.
-func (j *Job) Payload() string { _, _, p := j.textParts(); return p }
+func (j *Job) Payload() string { _, _, _, p := j.textParts(); return p }
 
 // MaxOutputTail bounds each of the stderr and stdout tails kept on a job.
 const MaxOutputTail = 4096
@@ -365,6 +425,8 @@ type Submission struct {
 	Class       Class  // zero value: normal
 	// DeadlineMs is the deadline as a duration from the submit; 0 = none.
 	DeadlineMs int64
+	// Group is the job's group in its tenant; "" = the unnamed group.
+	Group string
 }
 
 // Limits on a deadline: at least a second, at most a year.
@@ -400,6 +462,11 @@ func (s *Submission) Validate() error {
 	if s.TimeoutMs < 0 || s.TimeoutMs > MaxTimeoutMs {
 		return fmt.Errorf("%w: timeout %d ms out of range", ErrInvalid, s.TimeoutMs)
 	}
+	if s.Group != "" {
+		if err := ValidateGroupName(s.Group); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -418,6 +485,9 @@ type Assignment struct {
 	// dispatched after it.
 	Deadline       bool
 	DeadlineMissed bool
+	// GroupStart is the group tag the job was charged at under
+	// group_order=fair (0 otherwise).
+	GroupStart VirtualTime
 }
 
 // Change reports what an event did to one job.

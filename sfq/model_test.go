@@ -16,6 +16,11 @@ type refModel struct {
 	ft    map[uint32]*[NumClasses]VirtualTime
 	elig  map[uint32]*[NumClasses]bool
 	types map[refTypeKey]*refType
+	// Groups (group_order=fair): each group's tag and eligibility per
+	// class, each tenant's group_now per class.
+	gtags map[groupKey]*[NumClasses]VirtualTime
+	gelig map[groupKey][NumClasses]bool
+	gnow  map[uint32]*[NumClasses]VirtualTime
 }
 
 type refTypeKey struct {
@@ -30,7 +35,22 @@ type refType struct {
 }
 
 func newRefModel() *refModel {
-	return &refModel{ft: map[uint32]*[NumClasses]VirtualTime{}, elig: map[uint32]*[NumClasses]bool{}, types: map[refTypeKey]*refType{}}
+	return &refModel{ft: map[uint32]*[NumClasses]VirtualTime{}, elig: map[uint32]*[NumClasses]bool{}, types: map[refTypeKey]*refType{},
+		gtags: map[groupKey]*[NumClasses]VirtualTime{}, gelig: map[groupKey][NumClasses]bool{}, gnow: map[uint32]*[NumClasses]VirtualTime{}}
+}
+
+func (m *refModel) groupNow(ti uint32) *[NumClasses]VirtualTime {
+	if m.gnow[ti] == nil {
+		m.gnow[ti] = new([NumClasses]VirtualTime)
+	}
+	return m.gnow[ti]
+}
+
+func (m *refModel) groupTags(k groupKey) *[NumClasses]VirtualTime {
+	if m.gtags[k] == nil {
+		m.gtags[k] = new([NumClasses]VirtualTime)
+	}
+	return m.gtags[k]
 }
 
 func (m *refModel) tags(ti uint32) *[NumClasses]VirtualTime {
@@ -44,6 +64,13 @@ func (m *refModel) tags(ti uint32) *[NumClasses]VirtualTime {
 func (m *refModel) forget(ti uint32) {
 	delete(m.ft, ti)
 	delete(m.elig, ti)
+	delete(m.gnow, ti)
+	for k := range m.gtags {
+		if k.tenant == ti {
+			delete(m.gtags, k)
+			delete(m.gelig, k)
+		}
+	}
 	for k := range m.types {
 		if k.tenant == ti {
 			delete(m.types, k)
@@ -75,7 +102,7 @@ func refPasses(t *Tenant, j *Job) bool {
 	return true
 }
 
-// refHeads are the heads of one tenant, class and size: the oldest queued
+// refHeads are the heads of one group, class and size: the oldest queued
 // job without a deadline, and the queued deadline job with the earliest
 // (deadline_at, ID).
 type refHeads struct{ fifo, dl *Job }
@@ -84,6 +111,7 @@ type refHeadKey struct {
 	tenant uint32
 	class  Class
 	size   Size
+	group  string
 }
 
 func heads(s *Scheduler) map[refHeadKey]*refHeads {
@@ -92,7 +120,7 @@ func heads(s *Scheduler) map[refHeadKey]*refHeads {
 		if j.State != Queued {
 			return true
 		}
-		k := refHeadKey{j.Tenant, j.Class, j.Size}
+		k := refHeadKey{j.Tenant, j.Class, j.Size, j.Group()}
 		h := out[k]
 		if h == nil {
 			h = &refHeads{}
@@ -111,6 +139,39 @@ func heads(s *Scheduler) map[refHeadKey]*refHeads {
 	return out
 }
 
+// refGroupRunning counts the Assigned+Running jobs of every group.
+func refGroupRunning(s *Scheduler) map[groupKey]uint32 {
+	out := map[groupKey]uint32{}
+	s.Jobs(0, func(j *Job) bool {
+		if j.State.Live() {
+			out[groupKey{j.Tenant, j.Group()}]++
+		}
+		return true
+	})
+	return out
+}
+
+// refGroupCap restates a group's cap in force: the admin's (the tenant's
+// group_cap for inherit; none for the unnamed group) and the tenant's
+// own, the lower.
+func refGroupCap(s *Scheduler, t *Tenant, name string) uint32 {
+	if name == "" {
+		return 0
+	}
+	g, _ := s.Group(t.Name, name)
+	var c uint32
+	switch {
+	case g.Cap == GroupCapInherit:
+		c = t.GroupCap
+	case g.Cap != GroupCapNone:
+		c = uint32(g.Cap)
+	}
+	if g.TenantCap != 0 && (c == 0 || g.TenantCap < c) {
+		c = g.TenantCap
+	}
+	return c
+}
+
 // refCand is a job that may be dispatched: a candidate head.
 type refCand struct {
 	tag      VirtualTime
@@ -121,42 +182,114 @@ type refCand struct {
 	class    Class
 	deadline bool
 	at       Time
+	group    string
 }
 
-// candidates applies the candidate rule: per tenant and size, from the
-// highest class down, the heads that pass their caps are candidates,
-// unless the lowest-ID head of their class is blocked, or that of a higher
-// class was.
-func candidates(s *Scheduler) []refCand {
+// refDecision is what the candidate rule makes of the tenants' heads: the
+// candidates, the held slots, and the groups eligible per class (they
+// have a fifo head passing every limit in a slot not held).
+type refDecision struct {
+	cands []refCand
+	held  map[refHeadKey]bool // group ""
+	elig  map[groupKey][NumClasses]bool
+}
+
+// decideAll applies the candidate rule literally: per tenant and size, from
+// the highest class down, heads blocked only by their group are passed
+// over; if the oldest remaining head is blocked by the tenant, that class
+// and every lower one hold; otherwise the eligible fifo head with the
+// lowest ID (fifo) or group tag (fair, the model's tags) and the eligible
+// deadline head with the earliest deadline are the candidates.
+func (m *refModel) decideAll(s *Scheduler) refDecision {
 	hs := heads(s)
-	var out []refCand
+	running := refGroupRunning(s)
+	d := refDecision{held: map[refHeadKey]bool{}, elig: map[groupKey][NumClasses]bool{}}
+	byTenant := map[refHeadKey][]*Job{} // group "": every head of a tenant, class and size
+	for k, h := range hs {
+		sk := refHeadKey{k.tenant, k.class, k.size, ""}
+		for _, j := range []*Job{h.fifo, h.dl} {
+			if j != nil {
+				byTenant[sk] = append(byTenant[sk], j)
+			}
+		}
+	}
 	s.Tenants(func(ti uint32, t *Tenant) bool {
 		for sz := range Size(NumSizes) {
-			blocked := false
+			held := false
 			for _, c := range Classes() {
-				h := hs[refHeadKey{ti, c, sz}]
-				if h == nil || blocked {
+				sk := refHeadKey{ti, c, sz, ""}
+				if held {
+					d.held[sk] = true
 					continue
 				}
-				oldest := h.fifo
-				if oldest == nil || (h.dl != nil && h.dl.ID < oldest.ID) {
-					oldest = h.dl
+				var oldest, fifo, dl *Job
+				for _, j := range byTenant[sk] {
+					cp := refGroupCap(s, t, j.Group())
+					gb := cp > 0 && running[groupKey{ti, j.Group()}] >= cp
+					tb := !refPasses(t, j)
+					if gb && !tb {
+						continue
+					}
+					if oldest == nil || j.ID < oldest.ID {
+						oldest = j
+					}
+					if gb || tb {
+						continue
+					}
+					if j.DeadlineAt() != 0 {
+						if dl == nil || j.DeadlineAt() < dl.DeadlineAt() || (j.DeadlineAt() == dl.DeadlineAt() && j.ID < dl.ID) {
+							dl = j
+						}
+						continue
+					}
+					gk := groupKey{ti, j.Group()}
+					if fifo == nil {
+						fifo = j
+					} else if t.GroupOrder == GroupFair {
+						a, b := m.groupTags(gk)[c], m.groupTags(groupKey{ti, fifo.Group()})[c]
+						if a < b || (a == b && j.ID < fifo.ID) {
+							fifo = j
+						}
+					} else if j.ID < fifo.ID {
+						fifo = j
+					}
 				}
-				if !refPasses(t, oldest) {
-					blocked = true
+				if oldest != nil && !refPasses(t, oldest) {
+					held = true
+					d.held[sk] = true
 					continue
 				}
-				for _, j := range []*Job{h.fifo, h.dl} {
-					if j != nil && refPasses(t, j) {
-						out = append(out, refCand{tier: t.Tier, size: sz, seq: j.ID, tenant: ti, class: c, deadline: j.DeadlineAt() != 0, at: j.DeadlineAt()})
+				for _, j := range []*Job{fifo, dl} {
+					if j != nil {
+						d.cands = append(d.cands, refCand{tier: t.Tier, size: sz, seq: j.ID, tenant: ti, class: c, deadline: j.DeadlineAt() != 0,
+							at: j.DeadlineAt(), group: j.Group()})
 					}
 				}
 			}
 		}
 		return true
 	})
-	return out
+	// A group is eligible in a class if any of its fifo heads there
+	// passes every limit in a slot not held.
+	for k, h := range hs {
+		if h.fifo == nil || d.held[refHeadKey{k.tenant, k.class, k.size, ""}] {
+			continue
+		}
+		t, _ := s.TenantAt(k.tenant)
+		cp := refGroupCap(s, &t, k.group)
+		if (cp > 0 && running[groupKey{k.tenant, k.group}] >= cp) || !refPasses(&t, h.fifo) {
+			continue
+		}
+		gk := groupKey{k.tenant, k.group}
+		e := d.elig[gk]
+		e[k.class] = true
+		d.elig[gk] = e
+	}
+	return d
 }
+
+// candidates returns the candidates of the candidate rule.
+func (m *refModel) candidates(s *Scheduler) []refCand { return m.decideAll(s).cands }
 
 // refBetter: lowest start tag, then higher tier, then larger size, then
 // lower enqueue_seq.
@@ -180,7 +313,7 @@ func refBetter(a, b refCand) bool {
 
 // pick finds what a worker of size ws should get.
 func (m *refModel) pick(s *Scheduler, ws Size) (refCand, bool) {
-	cands := candidates(s)
+	cands := m.candidates(s)
 	for _, c := range Classes() {
 		var dl refCand
 		hasDL := false
@@ -263,22 +396,72 @@ func (m *refModel) estimate(s *Scheduler, ti uint32, sub Submission) (int64, Est
 }
 
 // dispatched applies a dispatch the model predicted: a deadline job pays
-// from max(tag, virtual_now) and leaves virtual_now alone.
-func (m *refModel) dispatched(c refCand, est int64, w Weight) {
+// from max(tag, virtual_now) and leaves virtual_now alone; under
+// group_order=fair its group pays alike at weight 1 (1 ms = 1000).
+func (m *refModel) dispatched(s *Scheduler, c refCand, est int64, w Weight) {
 	st, _ := tagStep(est, w)
 	m.tags(c.tenant)[c.class] = c.tag + st
 	if !c.deadline {
 		m.vnow[c.class] = max(m.vnow[c.class], c.tag)
+	}
+	if t, _ := s.TenantAt(c.tenant); t.GroupOrder == GroupFair {
+		gt := m.groupTags(groupKey{c.tenant, c.group})
+		gn := m.groupNow(c.tenant)
+		start := gt[c.class]
+		if c.deadline {
+			start = max(start, gn[c.class])
+		} else {
+			gn[c.class] = max(gn[c.class], start)
+		}
+		gt[c.class] = start + VirtualTime(est*1000)
+	}
+}
+
+// groupIdle reports whether a job entering tenant ti's class c finds
+// nothing of the tenant queued there (without a deadline).
+func (m *refModel) groupIdle(s *Scheduler, ti uint32, c Class) bool {
+	idle := true
+	s.Jobs(0, func(j *Job) bool {
+		if j.State == Queued && j.Tenant == ti && j.Class == c && j.DeadlineAt() == 0 {
+			idle = false
+		}
+		return idle
+	})
+	return idle
+}
+
+// groupRise is the idle rule of group_order=fair: group_now rises to the
+// tenant's highest group tag in the class.
+func (m *refModel) groupRise(ti uint32, c Class) {
+	gn := m.groupNow(ti)
+	for k, tags := range m.gtags {
+		if k.tenant == ti {
+			gn[c] = max(gn[c], tags[c])
+		}
+	}
+}
+
+// toFair starts every group of a tenant switched to group_order=fair at
+// group_now.
+func (m *refModel) toFair(ti uint32) {
+	gn := m.groupNow(ti)
+	for k, tags := range m.gtags {
+		if k.tenant == ti {
+			*tags = *gn
+		}
 	}
 }
 
 // finished applies an accepted Finished: the cost correction, and for a
 // completed run the type's average (floor division by 8 toward -inf,
 // written without a shift), with at most MaxJobTypes types per tenant.
-func (m *refModel) finished(j Job, cpu int64, completed bool, now Time) {
+func (m *refModel) finished(s *Scheduler, j Job, cpu int64, completed bool, now Time) {
 	a, _ := tagStep(cpu, j.Weight)
 	b, _ := tagStep(j.EstCostMs, j.Weight)
 	m.tags(j.Tenant)[j.Class] += a - b
+	if t, _ := s.TenantAt(j.Tenant); t.GroupOrder == GroupFair {
+		m.groupTags(groupKey{j.Tenant, j.Group()})[j.Class] += VirtualTime((cpu - j.EstCostMs) * 1000)
+	}
 	if !completed || j.Type() == "" {
 		return
 	}
@@ -313,10 +496,51 @@ func (m *refModel) finished(j Job, cpu int64, completed bool, now Time) {
 
 // settle re-evaluates every tenant's eligibility per class (candidates
 // without a deadline only) at the end of a command and clamps those that
-// went from ineligible to eligible.
+// went from ineligible to eligible; it forgets the groups left with no job
+// and no setting, and clamps the groups of group_order=fair tenants that
+// went from ineligible to eligible (before the candidates are chosen).
 func (m *refModel) settle(s *Scheduler) {
+	exists := map[groupKey]bool{}
+	s.Jobs(0, func(j *Job) bool {
+		if j.State == Queued || j.State.Live() {
+			exists[groupKey{j.Tenant, j.Group()}] = true
+		}
+		return true
+	})
+	s.Tenants(func(ti uint32, t *Tenant) bool {
+		s.Groups(t.Name, func(g *Group) bool {
+			if !g.Empty() {
+				exists[groupKey{ti, g.Name}] = true
+			}
+			return true
+		})
+		return true
+	})
+	for k := range m.gtags {
+		if !exists[k] {
+			delete(m.gtags, k)
+		}
+	}
+	for k := range exists {
+		m.groupTags(k)
+	}
+	d := m.decideAll(s)
+	for k := range exists {
+		t, _ := s.TenantAt(k.tenant)
+		if t.GroupOrder != GroupFair {
+			continue
+		}
+		was, is := m.gelig[k], d.elig[k]
+		for c := range Class(NumClasses) {
+			if is[c] && !was[c] {
+				gt := m.groupTags(k)
+				gt[c] = max(gt[c], m.groupNow(k.tenant)[c])
+			}
+		}
+	}
+	m.gelig = d.elig
 	now := map[uint32]*[NumClasses]bool{}
-	for _, c := range candidates(s) {
+	for _, c := range m.candidates(s) {
 		if !c.deadline {
 			if now[c.tenant] == nil {
 				now[c.tenant] = new([NumClasses]bool)
@@ -358,6 +582,31 @@ func (m *refModel) check(t *rapid.T, s *Scheduler, what string) {
 		}
 		return true
 	})
+	ng := 0
+	s.Tenants(func(ti uint32, tn *Tenant) bool {
+		for c := range Class(NumClasses) {
+			if tn.GroupNow(c) != m.groupNow(ti)[c] {
+				t.Fatalf("after %s: %s %s group_now %s, model %s", what, tn.Name, c, tn.GroupNow(c), m.groupNow(ti)[c])
+			}
+		}
+		s.Groups(tn.Name, func(g *Group) bool {
+			ng++
+			tags := m.gtags[groupKey{ti, g.Name}]
+			if tags == nil {
+				t.Fatalf("after %s: %s group %q exists, the model has forgotten it", what, tn.Name, g.Name)
+			}
+			for c := range Class(NumClasses) {
+				if g.Tag(c) != tags[c] {
+					t.Fatalf("after %s: %s group %q %s tag %s, model %s", what, tn.Name, g.Name, c, g.Tag(c), tags[c])
+				}
+			}
+			return true
+		})
+		return true
+	})
+	if ng != len(m.gtags) {
+		t.Fatalf("after %s: %d groups, the model has %d", what, ng, len(m.gtags))
+	}
 	n := 0
 	s.types.View().Each(func(_ uint64, st *TypeStat) bool {
 		n++

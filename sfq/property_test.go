@@ -20,6 +20,7 @@ type world struct {
 	vnow    VirtualTime
 	frozen  []frozenCheck
 	model   *refModel
+	groups  []string // the group names submits draw from ("" is the unnamed group)
 }
 
 type frozenCheck struct {
@@ -77,11 +78,36 @@ func drawCaps(t *rapid.T) Caps {
 // drawSpec draws a tenant's settings.
 func drawSpec(t *rapid.T, name string) TenantSpec {
 	return TenantSpec{Name: name, Tier: Tier(rapid.IntRange(0, 4).Draw(t, "tier")), Multiplier: uint32(rapid.IntRange(1, 3).Draw(t, "mult")),
-		Caps: drawCaps(t), MaxClass: Class(rapid.IntRange(0, NumClasses-1).Draw(t, "max_class")), AllowDeadlines: rapid.IntRange(0, 3).Draw(t, "deadlines") > 0}
+		Caps: drawCaps(t), MaxClass: Class(rapid.IntRange(0, NumClasses-1).Draw(t, "max_class")), AllowDeadlines: rapid.IntRange(0, 3).Draw(t, "deadlines") > 0,
+		GroupCap: uint32(rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(t, "group_cap")), GroupOrder: GroupOrder(rapid.IntRange(0, 1).Draw(t, "group_order")),
+		MaxGroups: uint32(rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(t, "max_groups"))}
 }
 
+// groupNames are the groups the property tests use ("" is the unnamed one).
+var groupNames = []string{"", "", "g1", "g2", "g3"}
+
+// TestSchedulerProperties drives a scheduler, its twin and the reference
+// model with random commands (tenants with every kind of cap, classes,
+// deadlines, groups with caps and both group orders) and checks after every
+// step: Verify, every pick against the model's, every cap (group caps
+// included) at every dispatch, tags and virtual times against the model,
+// the reason of any job, twin determinism and restore-and-continue.
 func TestSchedulerProperties(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
+	rapid.Check(t, func(t *rapid.T) { schedulerProperties(t, groupNames, 6, 300) })
+}
+
+// TestManyGroupsProperties is TestSchedulerProperties with few tenants
+// and up to 24 groups each, so that the trees of a slot grow deep.
+func TestManyGroupsProperties(t *testing.T) {
+	many := []string{"", ""}
+	for i := range 24 {
+		many = append(many, fmt.Sprintf("g%d", i))
+	}
+	rapid.Check(t, func(t *rapid.T) { schedulerProperties(t, many, 2, 250) })
+}
+
+func schedulerProperties(t *rapid.T, groups []string, maxTenants, maxSteps int) {
+	{
 		cfg := DefaultConfig()
 		cfg.Clamp = ClampMode(rapid.IntRange(0, 1).Draw(t, "clamp"))
 		if rapid.Bool().Draw(t, "reserve") {
@@ -98,15 +124,15 @@ func TestSchedulerProperties(t *testing.T) {
 			t.Fatal(err)
 		}
 		s2, _ := New(cfg)
-		w := &world{s: s1, twin: s2, model: newRefModel()}
-		nt := rapid.IntRange(1, 6).Draw(t, "tenants")
+		w := &world{s: s1, twin: s2, model: newRefModel(), groups: groups}
+		nt := rapid.IntRange(1, maxTenants).Draw(t, "tenants")
 		for i := range nt {
 			name := fmt.Sprintf("t%d", i)
 			w.tenants = append(w.tenants, name)
 			spec := drawSpec(t, name)
 			both(t, w, "upsert", func(s *Scheduler) (bool, error) { return s.UpsertTenant(spec) })
 		}
-		steps := rapid.IntRange(1, 300).Draw(t, "steps")
+		steps := rapid.IntRange(1, maxSteps).Draw(t, "steps")
 		for step := range steps {
 			w.step(t, step)
 		}
@@ -118,7 +144,15 @@ func TestSchedulerProperties(t *testing.T) {
 				t.Fatalf("a frozen view changed after later writes")
 			}
 		}
-	})
+	}
+}
+
+// requeueIdle reports whether a requeue of live job j would find nothing
+// of its tenant queued in its class under group_order=fair (the group idle
+// rule then applies).
+func (w *world) requeueIdle(j Job) bool {
+	tn, _ := w.s.TenantAt(j.Tenant)
+	return j.State.Live() && j.DeadlineAt() == 0 && tn.GroupOrder == GroupFair && w.model.groupIdle(w.s, j.Tenant, j.Class)
 }
 
 // liveJob picks a job that is assigned or running, if any.
@@ -147,7 +181,7 @@ func (w *world) anyJob(t *rapid.T) JobID {
 func (w *world) step(t *rapid.T, step int) {
 	s := w.s
 	m := w.model
-	action := rapid.IntRange(0, 17).Draw(t, "action")
+	action := rapid.IntRange(0, 18).Draw(t, "action")
 	switch action {
 	case 0, 1, 2: // submit, of any class, with or without a deadline
 		sub := Submission{
@@ -157,6 +191,7 @@ func (w *world) step(t *rapid.T, step int) {
 			TimeoutMs: rapid.SampledFrom([]int64{0, 0, 20_000}).Draw(t, "timeout"),
 			Class:     Class(rapid.IntRange(0, NumClasses-1).Draw(t, "class")),
 			Type:      rapid.SampledFrom([]string{"", "a", "b"}).Draw(t, "type"),
+			Group:     rapid.SampledFrom(w.groups).Draw(t, "group"),
 		}
 		if rapid.IntRange(0, 3).Draw(t, "has_deadline") == 0 {
 			sub.DeadlineMs = rapid.Int64Range(1000, 30_000).Draw(t, "deadline")
@@ -164,8 +199,11 @@ func (w *world) step(t *rapid.T, step int) {
 		ti, _ := s.TenantIndex(sub.Tenant)
 		tn, _ := s.TenantAt(ti)
 		est, src, estOK := m.estimate(s, ti, sub)
-		allowed := tn.Permit(sub.Class, sub.DeadlineMs != 0) == nil && estOK
+		_, groupExists := s.Group(sub.Tenant, sub.Group)
+		overGroups := !groupExists && sub.Group != "" && tn.Groups >= tn.GroupLimit()
+		allowed := tn.Permit(sub.Class, sub.DeadlineMs != 0) == nil && estOK && !overGroups
 		idle := sub.DeadlineMs == 0 && m.idle(s, sub.Class)
+		gidle := sub.DeadlineMs == 0 && tn.GroupOrder == GroupFair && m.groupIdle(s, ti, sub.Class)
 		id, err := both(t, w, "submit", func(s *Scheduler) (JobID, error) { return s.Submit(w.now, sub) })
 		if (err == nil) != allowed {
 			t.Fatalf("submit %+v to %+v: %v, want allowed=%v", sub, tn.TenantSpec, err, allowed)
@@ -174,18 +212,23 @@ func (w *world) step(t *rapid.T, step int) {
 			if idle {
 				m.submitted(s, sub.Class)
 			}
+			if gidle {
+				m.groupRise(ti, sub.Class)
+			}
 			j, _ := s.Job(id)
 			if j.EstCostMs != est || j.EstSource != src || j.Class != sub.Class || (j.DeadlineAt() != 0) != (sub.DeadlineMs != 0) {
 				t.Fatalf("submitted %+v, the model estimates %d from %s", j, est, src)
 			}
 		} else if sub.DeadlineMs != 0 && !tn.AllowDeadlines && !errors.Is(err, ErrPermission) {
 			t.Fatalf("a deadline without allow_deadlines: %v", err)
+		} else if overGroups && tn.Permit(sub.Class, sub.DeadlineMs != 0) == nil && !errors.Is(err, ErrExhausted) {
+			t.Fatalf("a group over max_groups: %v", err)
 		}
 	case 3, 4, 5: // dispatch, checking every cap of the tenant it picked
 		size := Size(rapid.IntRange(0, 2).Draw(t, "worker_size"))
 		worker := fmt.Sprintf("w%d", step)
 		pred, predOK := m.pick(s, size)
-		cands := candidates(s)
+		cands := m.candidates(s)
 		var predWeight Weight
 		if predOK {
 			tn, _ := s.TenantAt(pred.tenant)
@@ -217,9 +260,13 @@ func (w *world) step(t *rapid.T, step int) {
 			if a.Class != j.Class || a.Deadline != (j.DeadlineAt() != 0) || a.DeadlineMissed != (j.DeadlineAt() != 0 && w.now > j.DeadlineAt()) {
 				t.Fatalf("assignment %+v of job %+v", a, j)
 			}
-			m.dispatched(pred, j.EstCostMs, predWeight)
+			m.dispatched(s, pred, j.EstCostMs, predWeight)
 			tn, _ := s.TenantAt(a.Tenant)
 			c := tn.Caps
+			// SPEC §8 rule 8: a group never exceeds its cap.
+			if gc := refGroupCap(s, &tn, j.Group()); gc > 0 && refGroupRunning(s)[groupKey{a.Tenant, j.Group()}] > gc {
+				t.Fatalf("dispatch raised %s group %q running to %d over cap %d", tn.Name, j.Group(), refGroupRunning(s)[groupKey{a.Tenant, j.Group()}], gc)
+			}
 			if c.MaxRunning > 0 && tn.Running > c.MaxRunning {
 				t.Fatalf("dispatch raised %s running to %d over cap %d", tn.Name, tn.Running, c.MaxRunning)
 			}
@@ -257,13 +304,17 @@ func (w *world) step(t *rapid.T, step int) {
 			}
 			outcome := FinishOutcome(rapid.IntRange(1, 3).Draw(t, "outcome"))
 			cpu := rapid.Int64Range(0, 20_000).Draw(t, "cpu")
+			gidle := w.requeueIdle(j)
 			out, _ := both(t, w, "finish", func(s *Scheduler) (Outcome, error) {
 				ch, err := s.Finish(w.now, j.ID, attempt, j.Worker, outcome, cpu, Result{})
 				return ch.Outcome, err
 			})
 			if out == Changed {
 				after, _ := s.Job(j.ID)
-				m.finished(j, cpu, after.State == Completed, w.now)
+				m.finished(s, j, cpu, after.State == Completed, w.now)
+				if gidle && after.State == Queued {
+					m.groupRise(j.Tenant, j.Class)
+				}
 			}
 		}
 	case 9: // cancel any job
@@ -285,17 +336,28 @@ func (w *world) step(t *rapid.T, step int) {
 			return true
 		})
 		for _, d := range list {
+			j, _ := s.Job(d.id)
+			gidle := w.requeueIdle(j)
 			_, err := both(t, w, "expire", func(s *Scheduler) (Outcome, error) {
 				ch, err := s.Expire(w.now, d.id, d.attempt, d.kind)
 				return ch.Outcome, err
 			})
+			if after, _ := s.Job(d.id); gidle && err == nil && after.State == Queued {
+				m.groupRise(j.Tenant, j.Class)
+			}
+			m.settle(s) // each expiry is a command of its own
 			if err != nil && d.kind != EvExpireTimeout {
 				t.Fatalf("Due reported %+v but Expire refused: %v", d, err)
 			}
 		}
-	case 11: // tenant update: tier, caps, classes, deadlines (cap decreases preempt nothing)
+	case 11: // tenant update: tier, caps, classes, deadlines, groups (cap decreases preempt nothing)
 		spec := drawSpec(t, rapid.SampledFrom(w.tenants).Draw(t, "tenant"))
+		old, _ := s.Tenant(spec.Name)
 		both(t, w, "update", func(s *Scheduler) (bool, error) { return s.UpsertTenant(spec) })
+		if old.GroupOrder != GroupFair && spec.GroupOrder == GroupFair {
+			ti, _ := s.TenantIndex(spec.Name)
+			m.toFair(ti)
+		}
 	case 12: // leader change, or pruning
 		if rapid.Bool().Draw(t, "grant") {
 			both(t, w, "grant", func(s *Scheduler) (int, error) { return s.GrantLeases(w.now), nil })
@@ -352,6 +414,20 @@ func (w *world) step(t *rapid.T, step int) {
 		if err == nil {
 			w.checkReason(t, id, r)
 		}
+	case 18: // a group's settings: the admin's cap and the tenant's own
+		name := rapid.SampledFrom(w.tenants).Draw(t, "tenant")
+		group := rapid.SampledFrom(w.groups[2:]).Draw(t, "set_group")
+		set := GroupSettings{Cap: rapid.SampledFrom([]GroupCap{GroupCapInherit, GroupCapInherit, GroupCapNone, 1, 2}).Draw(t, "group_cap_set"),
+			TenantCap: uint32(rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(t, "tenant_group_cap"))}
+		tn, _ := s.Tenant(name)
+		_, exists := s.Group(name, group)
+		_, err := both(t, w, "set group", func(s *Scheduler) (bool, error) { return true, s.SetGroup(name, group, set) })
+		if over := !exists && !set.Empty() && tn.Groups >= tn.GroupLimit(); over != (err != nil) || (over && !errors.Is(err, ErrExhausted)) {
+			t.Fatalf("set group %q of %s (%d groups, max %d): %v", group, name, tn.Groups, tn.GroupLimit(), err)
+		}
+		if g, ok := s.Group(name, group); err == nil && ok && g.GroupSettings != set {
+			t.Fatalf("set group %q: %+v, want %+v", group, g.GroupSettings, set)
+		}
 	case 14: // freeze and remember the bytes; later writes must not change them
 		if len(w.frozen) < 3 {
 			v := s.Freeze()
@@ -395,7 +471,8 @@ func (w *world) checkReason(t *rapid.T, id JobID, r Reason) {
 		}
 		return
 	}
-	cands := candidates(w.s)
+	dec := w.model.decideAll(w.s)
+	cands := dec.cands
 	isCand, higher := false, false
 	for _, c := range cands {
 		if c.seq == id {
@@ -447,14 +524,30 @@ func (w *world) checkReason(t *rapid.T, id JobID, r Reason) {
 		if !isCand || !higher {
 			t.Fatalf("job %d: %s, but candidate=%v higher=%v", id, r.Format(), isCand, higher)
 		}
-	case ReasonBehind, ReasonCap, ReasonHeld:
+	case ReasonBehind, ReasonCap, ReasonHeld, ReasonGroupTurn:
 		if isCand {
 			t.Fatalf("job %d is a candidate, reason %s", id, r.Format())
 		}
-		if r.Kind == ReasonCap {
-			tn, _ := w.s.TenantAt(j.Tenant)
+		tn, _ := w.s.TenantAt(j.Tenant)
+		gc := refGroupCap(w.s, &tn, j.Group())
+		groupBlocked := gc > 0 && refGroupRunning(w.s)[groupKey{j.Tenant, j.Group()}] >= gc
+		held := dec.held[refHeadKey{j.Tenant, j.Class, j.Size, ""}]
+		switch {
+		case r.Kind == ReasonCap && r.Cap == CapGroupRunning:
+			if !refPasses(&tn, &j) || !groupBlocked || r.Limit != int64(gc) {
+				t.Fatalf("job %d: %s, but passes tenant caps=%v group blocked=%v cap %d", id, r.Format(), refPasses(&tn, &j), groupBlocked, gc)
+			}
+		case r.Kind == ReasonCap:
 			if refPasses(&tn, &j) {
 				t.Fatalf("job %d passes its caps, reason %s", id, r.Format())
+			}
+		case r.Kind == ReasonHeld:
+			if !held || !refPasses(&tn, &j) || groupBlocked {
+				t.Fatalf("job %d: %s, but held=%v passes=%v group blocked=%v", id, r.Format(), held, refPasses(&tn, &j), groupBlocked)
+			}
+		case r.Kind == ReasonGroupTurn:
+			if held || !refPasses(&tn, &j) || groupBlocked {
+				t.Fatalf("job %d: %s, but held=%v passes=%v group blocked=%v", id, r.Format(), held, refPasses(&tn, &j), groupBlocked)
 			}
 		}
 	default:
@@ -543,6 +636,67 @@ func TestFairnessBound(t *testing.T) {
 				}
 			}
 			me.lastAt = d
+		}
+	})
+}
+
+// TestGroupFairnessBound: under group_order=fair, groups of one tenant that
+// stay backlogged share its dispatches equally in cost: after every
+// dispatch the service Σ est_cost of any two groups differs by at most
+// max_cost_i + max_cost_j, the SFQ bound at weight 1 — whatever another
+// tenant does beside them.
+func TestGroupFairnessBound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s, _ := New(DefaultConfig())
+		if _, err := s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold, GroupOrder: GroupFair}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpsertTenant(TenantSpec{Name: "b", Tier: Tier(rapid.IntRange(0, 4).Draw(t, "b_tier"))}); err != nil {
+			t.Fatal(err)
+		}
+		ng := rapid.IntRange(2, 8).Draw(t, "groups")
+		minC, maxC := make([]int64, ng), make([]int64, ng)
+		service := make([]int64, ng)
+		cost := func(g int) int64 { return rapid.Int64Range(minC[g], maxC[g]).Draw(t, "cost") }
+		for g := range ng {
+			minC[g] = rapid.Int64Range(1, 5000).Draw(t, "min_cost")
+			maxC[g] = rapid.Int64Range(minC[g], 3*minC[g]+100).Draw(t, "max_cost")
+			for range rapid.IntRange(1, 3).Draw(t, "backlog") {
+				if _, err := s.Submit(0, Submission{Tenant: "a", Group: fmt.Sprintf("g%d", g), Size: MD, EstCostMs: cost(g)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for range rapid.IntRange(0, 5).Draw(t, "b_jobs") {
+			s.Submit(0, Submission{Tenant: "b", Size: MD, EstCostMs: rapid.Int64Range(1, 5000).Draw(t, "b_cost")})
+		}
+		n := rapid.IntRange(10, 300).Draw(t, "dispatches")
+		for d := 1; d <= n; d++ {
+			a, ok, err := s.Dispatch(0, MD, "w")
+			if err != nil || !ok {
+				t.Fatalf("dispatch %d: %v %v", d, ok, err)
+			}
+			j, _ := s.Job(a.Job)
+			if s.TenantName(a.Tenant) == "b" {
+				s.Submit(0, Submission{Tenant: "b", Size: MD, EstCostMs: rapid.Int64Range(1, 5000).Draw(t, "b_cost")})
+				continue
+			}
+			var g int
+			fmt.Sscanf(j.Group(), "g%d", &g)
+			service[g] += j.EstCostMs
+			if _, err := s.Submit(0, Submission{Tenant: "a", Group: j.Group(), Size: MD, EstCostMs: cost(g)}); err != nil {
+				t.Fatal(err)
+			}
+			for x := range ng {
+				for y := range ng {
+					if diff := service[x] - service[y]; diff > maxC[x]+maxC[y] {
+						t.Fatalf("after %d dispatches group g%d is ahead of g%d by %d ms, bound %d", d, x, y, diff, maxC[x]+maxC[y])
+					}
+				}
+			}
+		}
+		if err := s.Verify(); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

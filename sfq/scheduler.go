@@ -15,10 +15,17 @@ type Scheduler struct {
 	jobs    Vector[Job]
 	tenants Vector[Tenant]
 	types   Vector[TypeStat] // cost estimates per (tenant, job type)
+	groups  Vector[Group]    // by slot: the lowest free slot is taken
+	grouped uint64           // jobs of a named group in the job table (derived)
 
 	// Everything below is derived from the tables and rebuilt on restore.
 	byName map[string]uint32
 	rt     []tenantRT
+	gindex map[groupKey]uint32 // named groups by (tenant, name)
+	grt    []groupRT           // by group slot
+	gfree  slotHeap            // group slots below gnext not in use
+	gnext  uint64
+	nodes  nodePool // group heads (slot.go, tree.go)
 	// heapA[c][s] orders tenants whose candidate without a deadline of
 	// class c and size s is eligible, by (finish tag, tier, seq). Under
 	// the dispatch clamp, heapB[c][s] holds those whose finish tag is <=
@@ -26,8 +33,8 @@ type Scheduler struct {
 	// ordered by (tier, seq).
 	heapA [NumClasses][NumSizes]tenantHeap
 	heapB [NumClasses][NumSizes]tenantHeap
-	// dheap[c][s] orders tenants whose deadline head of class c and size
-	// s is eligible, by (deadline_at, job ID).
+	// dheap[c][s] orders tenants whose deadline candidate of class c and
+	// size s is eligible, by (deadline_at, job ID).
 	dheap  [NumClasses][NumSizes]tenantHeap
 	maxTag [NumClasses]tenantHeap // per class, tenants by finish tag, highest first
 	queued uint64                 // queued jobs of all tenants
@@ -50,14 +57,20 @@ type Scheduler struct {
 }
 
 type tenantRT struct {
-	// other holds the queues of high, critical and low (at Class-1), nil
-	// until the tenant first queues a job of the class; normal (below)
-	// holds those of class normal, where most work is.
-	other [NumClasses - 1]*classRT
-	// fairBits and dlBits have bit c*NumSizes+s set when the tenant's head
-	// without a deadline, or its deadline head, of class c and size s is
-	// a candidate (as of its last placement).
-	fairBits, dlBits uint16
+	// normal holds the tenant's slots of class normal (slot.go), where most
+	// work is; other those of high, critical and low (at Class-1), nil
+	// until it first queues a job of the class.
+	normal [NumSizes]slotRT
+	other  [NumClasses - 1]*[NumSizes]slotRT
+	// fairBits and dlBits have bit c*NumSizes+s set when the tenant has a
+	// candidate without a deadline, or a deadline candidate, of class c
+	// and size s (as of its last placement); heldBits when the candidate
+	// rule holds that slot; openBits when its fifo heads pass every
+	// tenant-level limit but the in-flight cap, whose room (the largest
+	// cost that fits) is in room.
+	fairBits, dlBits   uint16
+	heldBits, openBits uint16
+	room               int64
 	// eligible[c]: the tenant had a candidate without a deadline in class
 	// c at its last placement (the activation clamp watches it change).
 	eligible [NumClasses]bool
@@ -65,56 +78,21 @@ type tenantRT struct {
 	// tag.
 	inMaxTag  [NumClasses]bool
 	maxTagged [NumClasses]VirtualTime
-	types     []uint64 // slots of the tenant's job-type estimates
-	normal    classRT
-}
-
-// classRT holds a tenant's queues of one class: jobs without a deadline
-// in FIFO order, and jobs with one by (deadline_at, ID), per size.
-type classRT struct {
-	fifo [NumSizes]jobQueue
-	dls  *[NumSizes]deadlineQueue // nil until the first deadline job of the class
-}
-
-// dlq returns the deadline queue of size sz, or nil if the class never had
-// a deadline job.
-func (cr *classRT) dlq(sz Size) *deadlineQueue {
-	if cr.dls == nil {
-		return nil
-	}
-	return &cr.dls[sz]
-}
-
-// queues returns the tenant's queues of class c, or nil if it never had
-// any.
-func (rt *tenantRT) queues(c Class) *classRT {
-	if c == ClassNormal {
-		return &rt.normal
-	}
-	return rt.other[c-1]
-}
-
-// class returns the tenant's queues of class c, creating them.
-func (rt *tenantRT) class(c Class) *classRT {
-	if c == ClassNormal {
-		return &rt.normal
-	}
-	if rt.other[c-1] == nil {
-		rt.other[c-1] = new(classRT)
-	}
-	return rt.other[c-1]
-}
-
-func bit(c Class, sz int) uint16 { return 1 << (uint(c)*NumSizes + uint(sz)) }
-
-// classBits is the mask of every size of class c in fairBits or dlBits.
-func classBits(c Class) uint16 { return (1<<NumSizes - 1) << (uint(c) * NumSizes) }
-
-func (cr *classRT) deadlines(sz Size) *deadlineQueue {
-	if cr.dls == nil {
-		cr.dls = new([NumSizes]deadlineQueue)
-	}
-	return &cr.dls[sz]
+	// queuedFair counts the tenant's queued jobs without a deadline per
+	// class (the idle rule of group_order=fair).
+	queuedFair [NumClasses]uint32
+	types      []uint64 // slots of the tenant's job-type estimates
+	groups     []uint32 // slots of the tenant's groups, in no order
+	unnamed    uint32   // slot+1 of its unnamed group; 0: none
+	// pend holds, under group_order=fair, the latest group tags not yet
+	// written to gmax (a dispatch only notes its group's new tag here, in
+	// the tenant's own record; gmax is brought up to date when it is full
+	// or read).
+	pend  [4]tagPend
+	npend uint8
+	// gmax holds, under group_order=fair, the tags of the tenant's groups
+	// per class (the idle rule reads the highest).
+	gmax *[NumClasses]tagMax
 }
 
 // New returns an empty scheduler.
@@ -122,9 +100,10 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, nextJob: 1, byName: make(map[string]uint32)}
+	s := &Scheduler{cfg: cfg, nextJob: 1, byName: make(map[string]uint32), gindex: make(map[groupKey]uint32)}
 	s.initHeaps()
 	s.est.init()
+	s.nodes.init()
 	return s, nil
 }
 
@@ -227,7 +206,14 @@ func (s *Scheduler) rebuildOrder() {
 			continue
 		}
 		s.rt[ti].eligible = [NumClasses]bool{}
-		s.place(ti, false, false, everything)
+		for c := range Class(NumClasses) {
+			if sl := s.rt[ti].slots(c); sl != nil {
+				for sz := range sl {
+					sl[sz].fifoPlaced, sl[sz].dlPlaced = 0, 0
+				}
+			}
+		}
+		s.place(ti, &placeOpts{}, allSlots)
 	}
 }
 
@@ -390,22 +376,109 @@ func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
 		spec.Multiplier = 1
 	}
 	if i, ok := s.TenantIndex(spec.Name); ok {
-		s.tenants.Mut(uint64(i)).TenantSpec = spec
-		s.place(i, true, false, everything)
+		s.updateTenant(i, spec)
 		return false, nil
 	}
 	i := uint32(s.tenants.Len())
 	s.tenants.Put(uint64(i), Tenant{TenantSpec: spec})
 	s.byName[spec.Name] = i
 	s.rt = append(s.rt, tenantRT{})
-	s.place(i, true, false, everything)
+	if spec.GroupOrder == GroupFair {
+		s.rt[i].gmax = new([NumClasses]tagMax)
+	}
+	s.place(i, &placeOpts{clamp: true}, allSlots)
 	return true, nil
+}
+
+// updateTenant replaces an existing tenant's settings. A change of
+// group_cap or group_order re-links its groups' heads; under
+// group_order=fair the groups it makes eligible are clamped (switching to
+// fair starts every group at group_now). Cost: O(G log G) in the tenant's
+// groups when a group setting changes, O(G) under group_order=fair.
+func (s *Scheduler) updateTenant(ti uint32, spec TenantSpec) {
+	old := *s.tenants.Get(uint64(ti))
+	rt := &s.rt[ti]
+	keepFair := old.GroupOrder == GroupFair && spec.GroupOrder == GroupFair
+	var before [][NumClasses]bool
+	if keepFair {
+		before = make([][NumClasses]bool, len(rt.groups))
+		for k, gs := range rt.groups {
+			before[k] = s.groupEligibility(ti, gs)
+		}
+	}
+	s.tenants.Mut(uint64(ti)).TenantSpec = spec
+	if old.GroupOrder != spec.GroupOrder || old.GroupCap != spec.GroupCap {
+		s.relinkGroups(ti, old.GroupOrder != GroupFair && spec.GroupOrder == GroupFair)
+	}
+	o := placeOpts{clamp: true, noScan: true}
+	s.place(ti, &o, allSlots)
+	if !keepFair {
+		return
+	}
+	var mask uint16
+	for k, gs := range rt.groups {
+		for c := range Class(NumClasses) {
+			if !before[k][c] && s.groupEligible(gs, c, rt.openBits, rt.room) {
+				mask |= s.clampGroup(ti, gs, c)
+			}
+		}
+	}
+	if mask != 0 {
+		s.place(ti, &o, mask)
+	}
+}
+
+// relinkGroups re-links every head of tenant ti's groups after its
+// group_cap or group_order changed. toFair starts every group at the
+// tenant's group_now (no group carries credit from before).
+func (s *Scheduler) relinkGroups(ti uint32, toFair bool) {
+	t := s.tenants.Get(uint64(ti))
+	rt := &s.rt[ti]
+	fair := t.GroupOrder == GroupFair
+	if rt.gmax != nil {
+		rt.flushTags()
+	}
+	if !fair {
+		rt.gmax = nil
+	} else if toFair || rt.gmax == nil {
+		rt.gmax = new([NumClasses]tagMax)
+		for _, gs := range rt.groups {
+			gm := s.groups.Mut(uint64(gs))
+			for c := range Class(NumClasses) {
+				if toFair {
+					gm.tags[c] = t.groupNow[c]
+				}
+				rt.gmax[c].set(int(s.grt[gs].pos), gm.tags[c])
+			}
+		}
+	}
+	for _, gs := range rt.groups {
+		g := s.groups.Get(uint64(gs))
+		blocked := groupBlocked(t, g)
+		grt := &s.grt[gs]
+		for i := range grt.nq {
+			q := grt.at(i)
+			for _, x := range [2]int32{q.fnode, q.dnode} {
+				if x == 0 {
+					continue
+				}
+				sl := rt.slot(q.class, q.size)
+				s.unlink(sl, x)
+				n := &s.nodes.n[x]
+				n.gb = blocked
+				if !n.dl {
+					n.key = g.tags[q.class]
+				}
+				s.link(sl, x, fair)
+			}
+		}
+	}
 }
 
 // DeleteTenant deletes a tenant without queued or running jobs. Its record
 // stays as a tombstone so that its terminal jobs keep their tenant name;
 // the name is free for a new tenant (see UpsertTenant). Its cost estimates
-// are forgotten.
+// and its groups (with their settings) are forgotten.
 func (s *Scheduler) DeleteTenant(name string) error {
 	i, ok := s.TenantIndex(name)
 	if !ok {
@@ -425,14 +498,17 @@ func (s *Scheduler) DeleteTenant(name string) error {
 		s.maxTag[c].remove(i)
 	}
 	s.forgetEstimates(i)
+	for len(s.rt[i].groups) > 0 {
+		s.forgetGroup(s.rt[i].groups[len(s.rt[i].groups)-1])
+	}
 	s.rt[i] = tenantRT{}
 	return nil
 }
 
 // Submit queues a new job and returns its ID. The core does not dedupe
 // idempotency keys; the state machine above it does. It checks the
-// tenant's max_class and allow_deadlines (ErrPermission) and fixes the
-// job's cost estimate.
+// tenant's max_class and allow_deadlines (ErrPermission) and max_groups
+// (ErrExhausted), and fixes the job's cost estimate.
 func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	if err := sub.Validate(); err != nil {
 		return 0, err
@@ -446,6 +522,10 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	if err := t.Permit(sub.Class, deadline); err != nil {
 		return 0, err
 	}
+	gs, exists := s.groupSlot(ti, sub.Group)
+	if !exists && sub.Group != "" && t.Groups >= t.GroupLimit() {
+		return 0, exhaustedf("tenant %s has %d groups, its max_groups; a job of a new group %q would exceed it", t.Name, t.Groups, sub.Group)
+	}
 	est, src, err := s.estimate(ti, &sub)
 	if err != nil {
 		return 0, err
@@ -458,6 +538,12 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		}
 	}
 	c := sub.Class
+	rt := &s.rt[ti]
+	fair := t.GroupOrder == GroupFair
+	var was [NumClasses]bool
+	if fair && exists {
+		was = s.groupEligibility(ti, gs)
+	}
 	if !deadline && s.queuedFair[c] == 0 {
 		// Idle rule: with nothing (without a deadline) queued in the
 		// class, its virtual_now first advances to the highest finish
@@ -465,6 +551,9 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		if top := s.maxTag[c].top(); top != nil && top.tag > s.vnow[c] {
 			s.vnow[c] = top.tag
 		}
+	}
+	if fair && !deadline && rt.queuedFair[c] == 0 {
+		s.groupIdle(ti, c)
 	}
 	maxAttempts := sub.MaxAttempts
 	if maxAttempts == 0 {
@@ -484,27 +573,58 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		SubmittedAt: now,
 		submitWall:  MakeWallDelta(s.wall, now),
 	}
-	job.setText(deadlineAt, sub.Key, sub.Type, sub.Payload)
+	job.setText(deadlineAt, sub.Group, sub.Key, sub.Type, sub.Payload)
 	s.jobs.Put(uint64(id), job)
+	if sub.Group != "" {
+		s.grouped++
+	}
+	if !exists {
+		gs = s.newGroup(ti, sub.Group, GroupSettings{})
+		s.joinHeaps(ti, gs)
+	}
 	tm := s.tenants.Mut(uint64(ti))
 	tm.Queued[sub.Size]++
 	tm.Billing.Submitted++
 	s.queued++
-	cr := s.rt[ti].class(c)
+	s.groups.Mut(uint64(gs)).Queued++
+	q := s.queueMut(gs, c, sub.Size)
 	if deadline {
-		cr.deadlines(sub.Size).push(dlEntry{at: deadlineAt, id: id})
+		q.deadlines().push(dlEntry{at: deadlineAt, id: id})
 	} else {
 		s.queuedFair[c]++
-		cr.fifo[sub.Size].pushBack(id)
+		rt.queuedFair[c]++
+		q.fifo.pushBack(id)
 	}
+	rt.slotMut(c, sub.Size)
+	s.refresh(ti, gs, q)
 	// A new job can change the heads of its own size only (and, without
-	// caps, only its own queue's).
-	scope := placeScope{size: int8(sub.Size), class: int8(c)}
-	if !t.Caps.none() {
-		scope.class = -1
-	}
-	s.place(ti, true, true, scope)
+	// caps, only its own slot's). Only the touched group can become
+	// eligible — unless a deadline job displaced an older deadline head
+	// that held the slot.
+	s.place(ti, &placeOpts{clamp: true, fast: true, noScan: !deadline, touched: gs + 1, was: was}, bit(c, int(sub.Size)))
 	return id, nil
+}
+
+// groupIdle is the idle rule of group_order=fair: a job enters tenant ti's
+// class c with nothing of the tenant queued there (without a deadline), so
+// group_now first rises to the tenant's highest group tag in the class.
+func (s *Scheduler) groupIdle(ti uint32, c Class) {
+	s.rt[ti].flushTags()
+	if top, ok := s.rt[ti].gmax[c].top(); ok && top > s.tenants.Get(uint64(ti)).groupNow[c] {
+		s.tenants.Mut(uint64(ti)).groupNow[c] = top
+	}
+}
+
+// joinHeaps puts a new group of a group_order=fair tenant in its tenant's
+// highest-tag heaps (on creation, never on the dispatch path, which must
+// not allocate).
+func (s *Scheduler) joinHeaps(ti, gs uint32) {
+	if h := s.rt[ti].gmax; h != nil {
+		g := s.groups.Get(uint64(gs))
+		for c := range Class(NumClasses) {
+			h[c].set(int(s.grt[gs].pos), g.tags[c])
+		}
+	}
 }
 
 // candidate is a job that may be dispatched next: a tenant's eligible
@@ -706,16 +826,43 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	if err != nil {
 		return Assignment{}, false, err
 	}
+	rt := &s.rt[c.tenant]
+	sl := rt.slot(c.class, c.size)
+	ref := sl.fifo
+	if c.deadline {
+		ref = sl.dlc
+	}
+	gs := ref.group
+	q := s.queue(gs, c.class, c.size)
+	if ref.id != c.seq || q == nil {
+		return Assignment{}, false, fmt.Errorf("%w: the heaps hold job %d, its tenant's candidate is job %d", ErrVerify, c.seq, ref.id)
+	}
+	// Under group_order=fair the group pays like the tenant, at weight 1:
+	// start = group_tag (max with group_now for a deadline job).
+	fair := t.GroupOrder == GroupFair
+	var gstart, gtag VirtualTime
+	if fair {
+		gstart = s.groups.Get(uint64(gs)).tags[c.class]
+		if c.deadline {
+			gstart = max(gstart, t.groupNow[c.class])
+		}
+		gstep, err := tagStep(j.EstCostMs, WeightOne)
+		if err != nil {
+			return Assignment{}, false, err
+		}
+		if gtag, err = addVT(gstart, gstep); err != nil {
+			return Assignment{}, false, err
+		}
+	}
 	life, out := Apply(j.Life, Event{Kind: EvDispatch, Worker: worker, Now: now, AckMs: s.cfg.AckTimeoutMs})
 	if out != Changed {
 		return Assignment{}, false, fmt.Errorf("%w: job %d at the head of its queue is %s", ErrRefused, j.ID, j.State)
 	}
 
-	cr := s.rt[c.tenant].queues(c.class)
 	if c.deadline {
-		cr.dlq(c.size).popFront()
+		q.dls.popFront()
 	} else {
-		cr.fifo[c.size].popFront()
+		q.fifo.popFront()
 	}
 	jm := s.jobs.Mut(uint64(c.seq))
 	jm.Life = life
@@ -736,31 +883,47 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	tm.InflightCPUMs += jm.EstCostMs
 	tm.Billing.Dispatches++
 	tm.Billing.DispatchedCostMs += jm.EstCostMs
+	gm := s.groups.Mut(uint64(gs))
+	gm.Running++
+	gm.Queued--
 	s.queued--
 	if c.deadline {
-		// A deadline job is paid for, but leaves virtual_now alone.
+		// A deadline job is paid for, but leaves virtual_now (and
+		// group_now) alone.
 		tm.RunningDeadline++
 	} else {
 		s.queuedFair[c.class]--
+		rt.queuedFair[c.class]--
 		if c.tag > s.vnow[c.class] {
 			s.vnow[c.class] = c.tag
 		}
 	}
 	s.reap.push(deadline{at: life.AckDeadline, job: jm.ID, attempt: life.Attempt, kind: EvExpireAck})
-	// The dispatch changed one queue's head and raised the tenant's
-	// counters: without caps nothing else can change; with only size caps,
+	// The dispatch changed one queue's head and raised the tenant's and
+	// the group's counters: without caps (and with its group unblocked and
+	// its tag unchanged) nothing else can change; with only size caps,
 	// nothing of another size.
-	scope := placeScope{size: int8(c.size), class: int8(c.class)}
-	if cp := &tm.Caps; !cp.none() {
-		scope.class = -1
-		if cp.MaxRunning != 0 || cp.MaxInflightCPUMs != 0 || cp.classCap(c.class) != 0 || (c.deadline && cp.MaxRunningDeadline != 0) {
-			scope = everything
+	mask := bit(c.class, int(c.size))
+	if fair {
+		if !c.deadline && gstart > tm.groupNow[c.class] {
+			tm.groupNow[c.class] = gstart
 		}
+		s.storeGroupTag(c.tenant, gs, c.class, gtag)
 	}
-	s.place(c.tenant, true, true, scope)
+	s.refresh(c.tenant, gs, q) // its new head, if any, is keyed by the new tag
+	if fair {
+		mask |= s.rekeyGroup(c.tenant, gs, c.class)
+	}
+	if groupBlocked(tm, gm) {
+		mask |= s.setBlocked(c.tenant, gs, true)
+	}
+	if cp := &tm.Caps; cp.MaxRunning != 0 || cp.MaxInflightCPUMs != 0 || cp.classCap(c.class) != 0 || (c.deadline && cp.MaxRunningDeadline != 0) {
+		mask = allSlots
+	}
+	s.place(c.tenant, &placeOpts{clamp: true, fast: true, noScan: true}, mask)
 	s.tidy(now)
 	return Assignment{Job: jm.ID, Tenant: c.tenant, Size: c.size, Class: c.class, Attempt: life.Attempt, Start: c.tag, Weight: w,
-		Deadline: c.deadline, DeadlineMissed: c.deadline && now > jm.DeadlineAt()}, true, nil
+		Deadline: c.deadline, DeadlineMissed: c.deadline && now > jm.DeadlineAt(), GroupStart: gstart}, true, nil
 }
 
 // capBlock returns the first cap, in the order "Why a job waits" lists
@@ -793,210 +956,6 @@ type headInfo struct {
 	cost int64
 	at   Time
 	ok   bool
-}
-
-// sizeHeads holds a tenant's queue heads of one size, per class.
-type sizeHeads struct {
-	fifo, dl [NumClasses]headInfo
-}
-
-// sizeDecision is what the candidate rule makes of a tenant's heads of
-// one size.
-type sizeDecision struct {
-	// fair[c] and dl[c]: the head without a deadline, and the deadline
-	// head, of class c are candidates.
-	fair, dl [NumClasses]bool
-	// held[c]: every head of class c that passes its caps is held back,
-	// by its class's older blocked head or by a higher class's.
-	held [NumClasses]bool
-}
-
-// decide applies the candidate rule to a tenant's heads of size sz: going
-// from the highest class down, a head is a candidate when it passes every
-// cap, unless the oldest (lowest job ID) head of its class is blocked by a
-// cap, or a higher class's was: a blocked job is not overtaken by younger
-// jobs of its tenant and size, nor by any of a lower class.
-func decide(t *Tenant, sz Size, h *sizeHeads) sizeDecision {
-	var d sizeDecision
-	held := false
-	for _, c := range classOrder {
-		f, dl := &h.fifo[c], &h.dl[c]
-		if !f.ok && !dl.ok {
-			d.held[c] = held
-			continue
-		}
-		if held {
-			d.held[c] = true
-			continue
-		}
-		fPass := f.ok && capBlock(t, c, false, sz, f.cost) == CapNone
-		dPass := dl.ok && capBlock(t, c, true, sz, dl.cost) == CapNone
-		oldestPasses := dPass
-		if f.ok && (!dl.ok || f.id < dl.id) {
-			oldestPasses = fPass
-		}
-		if !oldestPasses {
-			held = true
-			d.held[c] = true
-			continue
-		}
-		d.fair[c], d.dl[c] = fPass, dPass
-	}
-	return d
-}
-
-// place re-evaluates tenant ti after a command touched it: it drops
-// cancelled or pruned jobs from the heads of its queues, applies the
-// candidate rule to every class and size, applies the activation clamp in
-// each class where the tenant went from no candidate without a deadline
-// to one (only if clamp is true), and puts the tenant in the right heaps.
-//
-// Keys in the fair heaps may lag behind a tag increase: a stored key lower
-// than the real one makes the entry surface early, where best() checks
-// and re-sifts it, and the top of a min-heap whose keys are all <= their
-// real values is still the true minimum. Every other key change (a lower
-// tag, another head job, another tier) is applied at once. Deadline heap
-// keys are (deadline_at, ID) of the head and are always exact.
-//
-// fast is for commands that can only raise the tenant's tags and keep its
-// tier (Submit, Dispatch): a queue whose head is still the one it placed,
-// and still a candidate, is left alone without reading the heaps, so a
-// dispatch touches only the heaps of the queue it took from (and those of
-// queues that lost their candidate). only limits the work to one size, or
-// one class and size, when the command could change nothing else; one
-// class is only possible for a tenant without caps, whose heads are all
-// candidates.
-func (s *Scheduler) place(ti uint32, clamp, fast bool, only placeScope) {
-	t := s.tenants.Get(uint64(ti))
-	rt := &s.rt[ti]
-	lo, hi := 0, NumSizes
-	if only.size >= 0 {
-		lo, hi = int(only.size), int(only.size)+1
-	}
-	clo, chi := Class(0), Class(NumClasses)
-	if only.class >= 0 {
-		clo, chi = Class(only.class), Class(only.class)+1
-	}
-	var heads [NumSizes]sizeHeads
-	for sz := lo; sz < hi; sz++ {
-		h := &heads[sz]
-		for c := clo; c < chi; c++ {
-			cr := rt.queues(c)
-			if cr == nil {
-				continue
-			}
-			h.fifo[c] = s.head(&cr.fifo[sz])
-			if dq := cr.dlq(Size(sz)); dq != nil {
-				h.dl[c] = s.dlHead(dq)
-			}
-		}
-		var dec sizeDecision
-		if only.class >= 0 {
-			c := clo
-			dec.fair[c], dec.dl[c] = h.fifo[c].ok, h.dl[c].ok
-		} else {
-			dec = decide(t, Size(sz), h)
-		}
-		for c := clo; c < chi; c++ {
-			b := bit(c, sz)
-			rt.fairBits &^= b
-			rt.dlBits &^= b
-			if dec.fair[c] {
-				rt.fairBits |= b
-			}
-			if dec.dl[c] {
-				rt.dlBits |= b
-			}
-		}
-	}
-	// Only the classes re-evaluated can change eligibility; without caps,
-	// only their tags (or none) changed.
-	for c := clo; c < chi; c++ {
-		elig := rt.fairBits&classBits(c) != 0
-		if elig && !rt.eligible[c] && clamp && s.cfg.Clamp == ClampActivation && t.Tag(c) < s.vnow[c] {
-			*s.tenants.Mut(uint64(ti)).tagPtr(c) = s.vnow[c]
-			t = s.tenants.Get(uint64(ti))
-		}
-		rt.eligible[c] = elig
-	}
-	for c := clo; c < chi; c++ {
-		if cr := rt.queues(c); cr != nil {
-			for sz := lo; sz < hi; sz++ {
-				b := bit(c, sz)
-				s.placeFair(ti, t, c, sz, &cr.fifo[sz], rt.fairBits&b != 0, heads[sz].fifo[c].id, fast)
-				if dq := cr.dlq(Size(sz)); dq != nil {
-					want := JobID(0)
-					if rt.dlBits&b != 0 {
-						want = heads[sz].dl[c].id
-					}
-					if fast && dq.placed == want {
-						continue
-					}
-					if d := &s.dheap[c][sz]; want != 0 {
-						d.set(hentry{tag: VirtualTime(heads[sz].dl[c].at), seq: want, tenant: ti})
-					} else {
-						d.remove(ti)
-					}
-					dq.placed = want
-				}
-			}
-		}
-	}
-	// The idle rule's heaps: every tenant whose tag in the class is not 0
-	// (a tag of 0 never raises virtual_now). Outside the classes
-	// re-evaluated, a tag changes only on a full placement.
-	for c := clo; c < chi; c++ {
-		tag := t.Tag(c)
-		if (tag != 0 || rt.inMaxTag[c]) && (!fast || !rt.inMaxTag[c] || rt.maxTagged[c] != tag) {
-			s.maxTag[c].set(hentry{tag: tag, tenant: ti})
-			rt.inMaxTag[c], rt.maxTagged[c] = true, tag
-		}
-	}
-}
-
-// placeScope is what place re-evaluates: one size (or -1, all), and one
-// class of it (or -1, all).
-type placeScope struct{ size, class int8 }
-
-// everything asks place to re-evaluate every class and size.
-var everything = placeScope{size: -1, class: -1}
-
-// placeFair puts tenant ti in or out of the fair heaps of class c and size
-// sz, for queue q whose head is head.
-func (s *Scheduler) placeFair(ti uint32, t *Tenant, c Class, sz int, q *jobQueue, elig bool, head JobID, fast bool) {
-	if !elig {
-		head = 0
-	}
-	if fast && q.placed == head {
-		return
-	}
-	q.placed = head
-	a, b := &s.heapA[c][sz], &s.heapB[c][sz]
-	if !elig {
-		a.remove(ti)
-		b.remove(ti)
-		return
-	}
-	e := hentry{tag: t.Tag(c), seq: head, tenant: ti, tier: t.Tier}
-	if old := a.get(ti); old != nil && lagging(old, &e) {
-		return
-	}
-	if old := b.get(ti); old != nil && lagging(old, &e) {
-		return
-	}
-	if s.cfg.Clamp == ClampDispatch && e.tag <= s.vnow[c] {
-		a.remove(ti)
-		b.set(e)
-	} else {
-		b.remove(ti)
-		a.set(e)
-	}
-}
-
-// lagging reports whether a stored entry differs from the real one only by
-// a lower tag, which best() may fix lazily.
-func lagging(stored, real *hentry) bool {
-	return stored.seq == real.seq && stored.tier == real.tier && stored.tag <= real.tag
 }
 
 // head returns the oldest queued job of a queue and its cost, dropping
@@ -1170,6 +1129,28 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if err != nil {
 		return Change{}, err
 	}
+	// Under group_order=fair the group's tag is corrected alike, at weight 1.
+	fair := t.GroupOrder == GroupFair
+	var gs uint32
+	var gtag VirtualTime
+	if fair {
+		gs = s.jobGroup(j)
+		gcpu, err := tagStep(cpuMs, WeightOne)
+		if err != nil {
+			return Change{}, err
+		}
+		gest, err := tagStep(j.EstCostMs, WeightOne)
+		if err != nil {
+			return Change{}, err
+		}
+		gcorr, err := subVT(gcpu, gest)
+		if err != nil {
+			return Change{}, err
+		}
+		if gtag, err = addVT(s.groups.Get(uint64(gs)).tags[j.Class], gcorr); err != nil {
+			return Change{}, err
+		}
+	}
 
 	old := j.Life
 	jm := s.jobs.Mut(uint64(id))
@@ -1186,18 +1167,32 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if life.State == Completed && !s.v1 {
 		s.learn(j.Tenant, jm.Type(), cpuMs, now)
 	}
+	if fair {
+		s.setGroupTag(j.Tenant, gs, j.Class, gtag)
+	}
 	s.transition(jm, old, now)
 	s.tidy(now)
 	return ch, nil
 }
 
 // transition updates counters and queues after job j changed from old to
-// j.Life, then re-places its tenant.
+// j.Life, then re-places its tenant and forgets its group if it is left
+// with no job and no setting.
 func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	if (old.State == j.State && old.Failures == j.Failures) || (old.State.Live() && j.State.Live()) {
 		return // a start, a lease move or a cancel request: no counter moves
 	}
-	tm := s.tenants.Mut(uint64(j.Tenant))
+	ti := j.Tenant
+	gs := s.jobGroup(j)
+	fair := s.tenants.Get(uint64(ti)).GroupOrder == GroupFair
+	var was [NumClasses]bool
+	if fair {
+		was = s.groupEligibility(ti, gs)
+	}
+	tm := s.tenants.Mut(uint64(ti))
+	gm := s.groups.Mut(uint64(gs))
+	rt := &s.rt[ti]
+	q := s.queueMut(gs, j.Class, j.Size)
 	if old.State.Live() && !j.State.Live() {
 		tm.Running--
 		tm.RunningBySize[j.Size]--
@@ -1206,19 +1201,21 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 			tm.RunningDeadline--
 		}
 		tm.InflightCPUMs -= j.EstCostMs
+		gm.Running--
 	}
-	cr := s.rt[j.Tenant].class(j.Class)
 	if old.State == Queued && j.State != Queued {
 		tm.Queued[j.Size]--
+		gm.Queued--
 		s.queued--
 		if j.deadline {
-			if q := cr.dlq(j.Size); q != nil && q.cachedHead == j.ID {
-				q.cachedHead = 0
+			if q.dls != nil && q.dls.cachedHead == j.ID {
+				q.dls.cachedHead = 0
 			}
 		} else {
 			s.queuedFair[j.Class]--
-			if q := &cr.fifo[j.Size]; q.cachedHead == j.ID {
-				q.cachedHead = 0
+			rt.queuedFair[j.Class]--
+			if q.fifo.cachedHead == j.ID {
+				q.fifo.cachedHead = 0
 			}
 		}
 	}
@@ -1226,14 +1223,20 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	switch j.State {
 	case Queued:
 		if old.State != Queued {
+			if fair && !j.deadline && rt.queuedFair[j.Class] == 0 {
+				s.groupIdle(ti, j.Class)
+				tm = s.tenants.Mut(uint64(ti))
+			}
 			tm.Queued[j.Size]++
 			tm.Billing.Requeues++
+			gm.Queued++
 			s.queued++
 			if j.deadline {
-				cr.deadlines(j.Size).push(dlEntry{at: j.DeadlineAt(), id: j.ID})
+				q.deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
 			} else {
 				s.queuedFair[j.Class]++
-				cr.fifo[j.Size].pushRequeued(j.ID)
+				rt.queuedFair[j.Class]++
+				q.fifo.pushRequeued(j.ID)
 			}
 		}
 	case Completed:
@@ -1249,7 +1252,11 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		j.EndedAt, j.endWall = now, MakeWallDelta(s.wall, now)
 		s.ended.push(now, j.ID)
 	}
-	s.place(j.Tenant, true, false, everything)
+	rt.slotMut(j.Class, j.Size)
+	s.refresh(ti, gs, q)
+	s.setBlocked(ti, gs, groupBlocked(tm, gm))
+	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
+	s.tidyGroup(gs)
 }
 
 func (s *Scheduler) refusal(j *Job, e Event, out Outcome) error {
@@ -1356,6 +1363,9 @@ func (s *Scheduler) Prune(cutoff Time, limit int) int {
 		}
 		s.ended.pop()
 		if j := s.jobs.Get(uint64(e.id)); j != nil && j.State.Terminal() {
+			if j.Group() != "" {
+				s.grouped--
+			}
 			s.jobs.Del(uint64(e.id))
 			n++
 		}

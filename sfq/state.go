@@ -1,9 +1,11 @@
 package sfq
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,10 +14,22 @@ import (
 // and class, class caps and max_class), deadlines and learned cost
 // estimates; version 3 the wall-clock times of a job's submit and end and
 // the stdout tail of its result (an ended job also keeps its last worker,
-// which needs no new field). Decode still reads versions 1 and 2: their
-// jobs show their cluster times as wall times and have no stdout tail,
-// and version 1's are all of class normal without a deadline.
-const stateVersion = 3
+// which needs no new field); version 4 groups (a job's group, the tenants'
+// group settings and group_now, and the group table). Decode still reads
+// versions 1 to 3: their jobs are all in their tenants' unnamed groups;
+// those of versions 1 and 2 show their cluster times as wall times and
+// have no stdout tail, and version 1's are all of class normal without a
+// deadline.
+//
+// A state that uses nothing of groups (no job of a named group, no group
+// setting, no group tag or group_now) is written as version 3, byte for
+// byte as before groups existed: its hash does not change, and a build
+// before groups can still load it during a rolling upgrade.
+const stateVersion = 4
+
+// stateVersionNoGroups is the version a state without groups is written
+// as.
+const stateVersionNoGroups = 3
 
 // View is an immutable picture of the scheduler's persistent state: its
 // configuration, scalars, and tenant and job tables. A View returned by
@@ -27,12 +41,15 @@ type View struct {
 	tenants VectorView[Tenant]
 	jobs    VectorView[Job]
 	types   VectorView[TypeStat]
+	groups  VectorView[Group]
+	grouped uint64 // jobs of a named group in the job table
 }
 
 // Freeze returns an immutable View of the current state in O(chunks) time.
 // Writes after it copy the chunks they touch, so the View never changes.
 func (s *Scheduler) Freeze() *View {
-	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.Freeze(), jobs: s.jobs.Freeze(), types: s.types.Freeze()}
+	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.Freeze(), jobs: s.jobs.Freeze(), types: s.types.Freeze(),
+		groups: s.groups.Freeze(), grouped: s.grouped}
 }
 
 // Peek returns a View valid only until the next write, for reading while
@@ -42,7 +59,8 @@ func (s *Scheduler) Peek() *View { return s.view() }
 // view returns a View valid only until the next write, for reading on the
 // scheduler's own goroutine.
 func (s *Scheduler) view() *View {
-	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.View(), jobs: s.jobs.View(), types: s.types.View()}
+	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.View(), jobs: s.jobs.View(), types: s.types.View(),
+		groups: s.groups.View(), grouped: s.grouped}
 }
 
 // JobCount returns the number of jobs in the view.
@@ -51,14 +69,40 @@ func (v *View) JobCount() int { return v.jobs.Len() }
 // TenantCount returns the number of tenant slots in the view.
 func (v *View) TenantCount() int { return v.tenants.Len() }
 
+// usesGroups reports whether the state holds anything of groups that the
+// encoding of version 3 cannot carry.
+func (v *View) usesGroups() bool {
+	if v.grouped > 0 {
+		return true
+	}
+	uses := false
+	v.tenants.Each(func(_ uint64, t *Tenant) bool {
+		uses = t.GroupCap != 0 || t.GroupOrder != GroupFIFO || t.MaxGroups != 0 || t.Groups != 0 || t.groupNow != [NumClasses]VirtualTime{}
+		return !uses
+	})
+	v.groups.Each(func(_ uint64, g *Group) bool {
+		uses = uses || g.Name != "" || !g.Empty() || g.tags != [NumClasses]VirtualTime{}
+		return !uses
+	})
+	return uses
+}
+
 // Encode writes the view's canonical encoding. Equal states encode to equal
 // bytes on every machine. Per-class values are written in Class order
 // (normal, high, critical, low).
-func (v *View) Encode(e *Encoder) { v.EncodeVersion(e, stateVersion) }
+func (v *View) Encode(e *Encoder) {
+	version := stateVersionNoGroups
+	if v.usesGroups() {
+		version = stateVersion
+	}
+	v.EncodeVersion(e, version)
+}
 
-// EncodeVersion writes the view's canonical encoding of version 1 or 2.
+// EncodeVersion writes the view's canonical encoding of version 1 to 4.
 // Version 1 is what builds before classes wrote: a state that FitsVersion1
-// reads back from it unchanged; anything else it cannot hold is left out.
+// reads back from it unchanged; versions below 4 leave groups out (a state
+// that FitsVersion3 reads back unchanged). Anything else a version cannot
+// hold is left out.
 func (v *View) EncodeVersion(e *Encoder, version int) {
 	e.Uvarint(uint64(version))
 	encodeConfig(e, &v.cfg, version)
@@ -93,14 +137,45 @@ func (v *View) EncodeVersion(e *Encoder, version int) {
 		e.Varint(int64(st.UpdatedAt))
 		return true
 	})
+	if version < 4 {
+		return
+	}
+	// Version 4: the groups, by (tenant, name). Their slots are not part
+	// of the state: nothing the scheduler decides depends on them.
+	groups := make([]*Group, 0, v.groups.Len())
+	v.groups.Each(func(_ uint64, g *Group) bool {
+		groups = append(groups, g)
+		return true
+	})
+	slices.SortFunc(groups, func(a, b *Group) int {
+		if a.Tenant != b.Tenant {
+			return cmp.Compare(a.Tenant, b.Tenant)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	e.Uvarint(uint64(len(groups)))
+	for _, g := range groups {
+		e.Uvarint(uint64(g.Tenant))
+		e.String(g.Name)
+		e.Uvarint(uint64(g.Cap))
+		e.Uvarint(uint64(g.TenantCap))
+		e.Uvarint(uint64(g.Running))
+		e.Uvarint(uint64(g.Queued))
+		for _, tag := range g.tags {
+			e.Varint(int64(tag))
+		}
+	}
 }
 
 // FitsVersion1 reports, as an error naming the first one, anything the
-// version 1 encoding cannot hold: a class other than normal, a deadline, a
+// version 1 encoding cannot hold: groups (FitsVersion3), a class other than normal, a deadline, a
 // learned estimate or an estimate not submitted, a tenant's max_class,
 // allow_deadlines, class or deadline caps, a tag or virtual_now of another
 // class, or the estimate settings. O(tenants + jobs).
 func (v *View) FitsVersion1() error {
+	if err := v.FitsVersion3(); err != nil {
+		return err
+	}
 	if v.cfg.Estimate != EstimateSubmitted || v.cfg.DefaultCostMs != DefaultCostMs {
 		return fmt.Errorf("estimate=%s default_cost=%d ms", v.cfg.Estimate, v.cfg.DefaultCostMs)
 	}
@@ -134,6 +209,16 @@ func (v *View) FitsVersion1() error {
 		return err == nil
 	})
 	return err
+}
+
+// FitsVersion3 reports, as an error, anything of groups the encodings
+// before version 4 cannot hold: a job of a named group, a group setting, a
+// group tag or group_now, a tenant's group settings (see usesGroups).
+func (v *View) FitsVersion3() error {
+	if v.usesGroups() {
+		return errors.New("groups (a job of a named group, a group setting, a group tag, or a tenant's group_cap, group_order or max_groups)")
+	}
+	return nil
 }
 
 // Hash returns the SHA-256 of the canonical encoding of the state.
@@ -262,6 +347,17 @@ func encodeTenant(e *Encoder, t *Tenant, version int) {
 		e.Uvarint(uint64(r))
 	}
 	e.Uvarint(uint64(t.RunningDeadline))
+	if version < 4 {
+		return
+	}
+	// Version 4: groups.
+	e.Uvarint(uint64(t.GroupCap))
+	e.Byte(byte(t.GroupOrder))
+	e.Uvarint(uint64(t.MaxGroups))
+	e.Uvarint(uint64(t.Groups))
+	for _, gn := range t.groupNow {
+		e.Varint(int64(gn))
+	}
 }
 
 func decodeTenant(d *Decoder, version int) Tenant {
@@ -311,6 +407,16 @@ func decodeTenant(d *Decoder, version int) Tenant {
 		t.RunningByClass[i] = d.Uint32()
 	}
 	t.RunningDeadline = d.Uint32()
+	if version < 4 {
+		return t
+	}
+	t.GroupCap = d.Uint32()
+	t.GroupOrder = GroupOrder(d.Enum("group order", 2))
+	t.MaxGroups = d.Uint32()
+	t.Groups = d.Uint32()
+	for i := range t.groupNow {
+		t.groupNow[i] = VirtualTime(d.Varint())
+	}
 	return t
 }
 
@@ -335,7 +441,7 @@ func encodeJob(e *Encoder, j *Job, version int) {
 	e.Varint(j.CPUMs)
 	e.Varint(int64(j.SubmittedAt))
 	e.Varint(int64(j.EndedAt))
-	key, typ, payload := j.textParts()
+	group, key, typ, payload := j.textParts()
 	e.String(key)
 	e.String(typ)
 	e.String(payload)
@@ -362,6 +468,11 @@ func encodeJob(e *Encoder, j *Job, version int) {
 	if j.Result != nil {
 		e.String(j.Result.StdoutTail)
 	}
+	if version < 4 {
+		return
+	}
+	// Version 4.
+	e.String(group)
 }
 
 func decodeJob(d *Decoder, version int) Job {
@@ -406,7 +517,14 @@ func decodeJob(d *Decoder, version int) Job {
 			j.Result.StdoutTail = d.String()
 		}
 	}
-	j.setText(deadlineAt, key, typ, payload)
+	var group string
+	if version >= 4 {
+		group = d.String()
+		if group != "" && ValidateGroupName(group) != nil {
+			d.Fail("job %d has an invalid group name %q", j.ID, group)
+		}
+	}
+	j.setText(deadlineAt, group, key, typ, payload)
 	return j
 }
 
@@ -493,35 +611,114 @@ func Decode(d *Decoder) (*Scheduler, error) {
 			s.types.Put(slot, st)
 		}
 	}
+	if version >= 4 {
+		if err := s.decodeGroups(d); err != nil {
+			return nil, err
+		}
+	} else {
+		s.unnamedGroups()
+	}
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
 	if err := s.rebuildEstimates(); err != nil {
 		return nil, err
 	}
-	s.rebuild()
+	if err := s.rebuild(); err != nil {
+		return nil, err
+	}
+
 	if err := s.Verify(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// rebuild derives the queues, heaps, deadlines and ended list from the
-// tables.
-func (s *Scheduler) rebuild() {
+// decodeGroups reads the group table of a version 4 state.
+func (s *Scheduler) decodeGroups(d *Decoder) error {
+	n := d.Uvarint()
+	var prev groupKey
+	for i := uint64(0); i < n && d.Err() == nil; i++ {
+		g := Group{Tenant: d.Uint32(), Name: d.String()}
+		g.Cap = GroupCap(d.Uint32())
+		g.TenantCap = d.Uint32()
+		g.Running = d.Uint32()
+		g.Queued = d.Uint32()
+		for c := range g.tags {
+			g.tags[c] = VirtualTime(d.Varint())
+		}
+		if d.Err() != nil {
+			break
+		}
+		t := s.tenants.Get(uint64(g.Tenant))
+		k := groupKey{g.Tenant, g.Name}
+		switch {
+		case t == nil || t.Deleted:
+			return fmt.Errorf("%w: group %d (%q) names a missing or deleted tenant %d", ErrCorrupt, i, g.Name, g.Tenant)
+		case i > 0 && (k.tenant < prev.tenant || (k.tenant == prev.tenant && k.name <= prev.name)):
+			return fmt.Errorf("%w: group %d (tenant %d, %q) is out of order", ErrCorrupt, i, g.Tenant, g.Name)
+		case g.Name != "" && ValidateGroupName(g.Name) != nil, g.Name == "" && !g.Empty(), g.GroupSettings.Validate() != nil:
+			return fmt.Errorf("%w: group %d (tenant %d, %q) has a bad name or settings", ErrCorrupt, i, g.Tenant, g.Name)
+		}
+		prev = k
+		s.groups.Put(i, g)
+		s.linkGroup(g.Tenant, uint32(i), g.Name)
+	}
+	s.gnext = n
+	return d.Err()
+}
+
+// unnamedGroups creates, for a state of version 3 or older, the unnamed
+// group of every tenant with a queued or live job (their counters are
+// checked by Verify).
+func (s *Scheduler) unnamedGroups() {
+	s.jobs.View().Each(func(_ uint64, j *Job) bool {
+		if j.State != Queued && !j.State.Live() {
+			return true
+		}
+		gs, ok := s.groupSlot(j.Tenant, "")
+		if !ok {
+			gs = s.newGroup(j.Tenant, "", GroupSettings{})
+		}
+		g := s.groups.Mut(uint64(gs))
+		if j.State == Queued {
+			g.Queued++
+		} else {
+			g.Running++
+		}
+		return true
+	})
+}
+
+// rebuild derives the queues, trees, heaps, deadlines and ended list from
+// the tables.
+func (s *Scheduler) rebuild() error {
 	s.queued = 0
 	s.queuedFair = [NumClasses]uint64{}
 	s.reap = deadlineHeap{}
 	s.ended = endedQueue{}
+	s.grouped = 0
+	var err error
 	s.jobs.View().Each(func(_ uint64, j *Job) bool {
+		if j.Group() != "" {
+			s.grouped++
+		}
+		if j.State == Queued || j.State.Live() {
+			if _, ok := s.groupSlot(j.Tenant, j.Group()); !ok {
+				err = fmt.Errorf("%w: job %d (%s) is in group %q, which the state does not hold", ErrCorrupt, j.ID, j.State, j.Group())
+				return false
+			}
+		}
 		switch {
 		case j.State == Queued:
-			cr := s.rt[j.Tenant].class(j.Class)
+			gs, _ := s.groupSlot(j.Tenant, j.Group())
+			q := s.queueMut(gs, j.Class, j.Size)
 			if j.deadline {
-				cr.deadlines(j.Size).push(dlEntry{at: j.DeadlineAt(), id: j.ID})
+				q.deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
 			} else {
-				cr.fifo[j.Size].pushBack(j.ID)
+				q.fifo.pushBack(j.ID)
 				s.queuedFair[j.Class]++
+				s.rt[j.Tenant].queuedFair[j.Class]++
 			}
 			s.queued++
 		case j.State == Assigned:
@@ -536,16 +733,41 @@ func (s *Scheduler) rebuild() {
 		}
 		return true
 	})
+	if err != nil {
+		return err
+	}
+	for ti := range s.rt {
+		t := s.tenants.Get(uint64(ti))
+		rt := &s.rt[ti]
+		if t.Deleted {
+			continue
+		}
+		if t.GroupOrder == GroupFair {
+			rt.gmax = new([NumClasses]tagMax)
+		}
+		for _, gs := range rt.groups {
+			s.joinHeaps(uint32(ti), gs)
+			for i := range s.grt[gs].nq {
+				q := s.grt[gs].at(i)
+				rt.slotMut(q.class, q.size)
+				s.refresh(uint32(ti), gs, q)
+			}
+		}
+	}
 	s.rebuildOrder()
+	return nil
 }
 
 // ErrVerify marks a state whose derived counters or indexes disagree with
 // its job table.
 var ErrVerify = errors.New("state verification failed")
 
-// Verify recomputes every counter from the job table and checks it, and
-// checks that every tenant sits in exactly the heaps its queues, caps and
-// the candidate rule call for, and that the estimate index matches its
+// Verify recomputes every counter from the job table and checks it, checks
+// every group (its counters, its queues' heads and their nodes, that it
+// would not have been forgotten), every tree of every slot (order,
+// balance, aggregates, membership), the candidate rule's decision in every
+// slot against a brute-force one, that every tenant sits in exactly the
+// heaps that decision calls for, and that the estimate index matches its
 // table. It returns an error listing each difference (at most 20).
 func (s *Scheduler) Verify() error {
 	var problems []string
@@ -555,40 +777,68 @@ func (s *Scheduler) Verify() error {
 		}
 	}
 	type counts struct {
-		running  uint32
-		bySize   [NumSizes]uint32
-		byClass  [NumClasses]uint32
-		deadline uint32
-		inflight int64
-		queued   [NumSizes]uint32
-		fifo, dl [NumSizes][NumClasses]headInfo // oldest queued job, earliest deadline job
+		running    uint32
+		bySize     [NumSizes]uint32
+		byClass    [NumClasses]uint32
+		deadline   uint32
+		inflight   int64
+		queued     [NumSizes]uint32
+		queuedFair [NumClasses]uint32
+	}
+	// Per group and (class, size): the oldest queued job without a
+	// deadline and the most urgent deadline job.
+	type gheads struct{ fifo, dl headInfo }
+	type gcounts struct {
+		running, queued uint32
+		heads           map[[2]uint8]*gheads
 	}
 	nt := s.tenants.Len()
 	derived := make([]counts, nt)
+	gderived := map[groupKey]*gcounts{}
 	names := 0 // tenants the name index resolves to
-	var queued uint64
+	var queued, grouped uint64
 	var queuedFair [NumClasses]uint64
 	s.jobs.View().Each(func(_ uint64, j *Job) bool {
+		if j.Group() != "" {
+			grouped++
+		}
 		if int(j.Tenant) >= nt {
 			report("job %d refers to tenant %d of %d", j.ID, j.Tenant, nt)
 			return true
 		}
 		c := &derived[j.Tenant]
+		var gc *gcounts
+		if j.State == Queued || j.State.Live() {
+			k := groupKey{j.Tenant, j.Group()}
+			if gc = gderived[k]; gc == nil {
+				gc = &gcounts{heads: map[[2]uint8]*gheads{}}
+				gderived[k] = gc
+			}
+		}
 		switch {
 		case j.State == Queued:
 			c.queued[j.Size]++
+			gc.queued++
 			queued++
-			h := headInfo{id: j.ID, cost: j.EstCostMs, at: j.DeadlineAt(), ok: true}
+			hk := [2]uint8{uint8(j.Class), uint8(j.Size)}
+			h := gc.heads[hk]
+			if h == nil {
+				h = &gheads{}
+				gc.heads[hk] = h
+			}
+			x := headInfo{id: j.ID, cost: j.EstCostMs, at: j.DeadlineAt(), ok: true}
 			if !j.deadline {
 				queuedFair[j.Class]++
-				if !c.fifo[j.Size][j.Class].ok {
-					c.fifo[j.Size][j.Class] = h
+				c.queuedFair[j.Class]++
+				if !h.fifo.ok {
+					h.fifo = x
 				}
-			} else if old := &c.dl[j.Size][j.Class]; !old.ok || dlBefore(dlEntry{h.at, h.id}, dlEntry{old.at, old.id}) {
-				*old = h
+			} else if !h.dl.ok || dlBefore(dlEntry{x.at, x.id}, dlEntry{h.dl.at, h.dl.id}) {
+				h.dl = x
 			}
 		case j.State.Live():
 			c.running++
+			gc.running++
 			c.bySize[j.Size]++
 			c.byClass[j.Class]++
 			if j.deadline {
@@ -613,9 +863,131 @@ func (s *Scheduler) Verify() error {
 	if queued != s.queued {
 		report("queued total is %d, job table says %d", s.queued, queued)
 	}
+	if grouped != s.grouped {
+		report("jobs of a named group: %d, job table says %d", s.grouped, grouped)
+	}
 	if queuedFair != s.queuedFair {
 		report("queued without a deadline per class is %v, job table says %v", s.queuedFair, queuedFair)
 	}
+
+	// The groups. Each tenant's tagMax is checked as it reads, with its
+	// pending tags written (to copies).
+	tagMaxes := make([]*[NumClasses]tagMax, len(s.rt))
+	for i := range s.rt {
+		rt := &s.rt[i]
+		if rt.gmax == nil {
+			if rt.npend != 0 {
+				report("tenant %d has %d pending group tags and no tagMax", i, rt.npend)
+			}
+			continue
+		}
+		cp := new([NumClasses]tagMax)
+		for c := range cp {
+			cp[c].v = slices.Clone(rt.gmax[c].v)
+		}
+		for _, p := range rt.pend[:rt.npend] {
+			cp[p.class].set(int(p.pos), p.tag)
+		}
+		tagMaxes[i] = cp
+	}
+	named := make([]uint32, nt)
+	seen := map[groupKey]bool{}
+	s.groups.View().Each(func(slot uint64, g *Group) bool {
+		gs := uint32(slot)
+		k := groupKey{g.Tenant, g.Name}
+		t := s.tenants.Get(uint64(g.Tenant))
+		if t == nil || t.Deleted || int(g.Tenant) >= len(s.rt) {
+			report("group %q (slot %d) belongs to a missing or deleted tenant %d", g.Name, gs, g.Tenant)
+			return true
+		}
+		if seen[k] {
+			report("tenant %q has two groups %q", t.Name, g.Name)
+		}
+		seen[k] = true
+		if g.Name != "" {
+			named[g.Tenant]++
+		}
+		if got, ok := s.groupSlot(g.Tenant, g.Name); !ok || got != gs {
+			report("tenant %q group %q (slot %d) is not indexed", t.Name, g.Name, gs)
+		}
+		if int(gs) >= len(s.grt) || s.grt[gs].pos < 0 || int(s.grt[gs].pos) >= len(s.rt[g.Tenant].groups) || s.rt[g.Tenant].groups[s.grt[gs].pos] != gs {
+			report("tenant %q group %q (slot %d) is not in its tenant's list", t.Name, g.Name, gs)
+			return true
+		}
+		gc := gderived[k]
+		if gc == nil {
+			gc = &gcounts{}
+		}
+		if g.Running != gc.running || g.Queued != gc.queued {
+			report("tenant %q group %q counters running=%d queued=%d, job table says running=%d queued=%d", t.Name, g.Name, g.Running, g.Queued, gc.running, gc.queued)
+		}
+		if gc.running == 0 && gc.queued == 0 && g.Empty() {
+			report("tenant %q group %q has no job and no setting and was not forgotten", t.Name, g.Name)
+		}
+		if (g.Name == "" && !g.Empty()) || (g.Name != "" && ValidateGroupName(g.Name) != nil) || g.GroupSettings.Validate() != nil {
+			report("tenant %q group %q has a bad name or settings %+v", t.Name, g.Name, g.GroupSettings)
+		}
+		blocked := groupBlocked(t, g)
+		fair := t.GroupOrder == GroupFair
+		nq := 0
+		for i := range s.grt[gs].nq {
+			q := s.grt[gs].at(i)
+			var h gheads
+			if x := gc.heads[[2]uint8{uint8(q.class), uint8(q.size)}]; x != nil {
+				h = *x
+				nq++
+			}
+			for _, side := range []struct {
+				node int32
+				want headInfo
+				dl   bool
+			}{{q.fnode, h.fifo, false}, {q.dnode, h.dl, true}} {
+				if !side.want.ok {
+					if side.node != 0 {
+						report("tenant %q group %q %s %s has a head node %d and no queued job", t.Name, g.Name, q.class, q.size, side.node)
+					}
+					continue
+				}
+				if side.node <= 0 || int(side.node) >= len(s.nodes.n) {
+					report("tenant %q group %q %s %s: head job %d has no node", t.Name, g.Name, q.class, q.size, side.want.id)
+					continue
+				}
+				n := &s.nodes.n[side.node]
+				key := g.tags[q.class]
+				if side.dl {
+					key = VirtualTime(side.want.at)
+				}
+				if n.id != side.want.id || n.cost != side.want.cost || n.group != gs || n.dl != side.dl || n.gb != blocked || n.key != key {
+					report("tenant %q group %q %s %s: node %+v, head job %d cost %d key %d blocked %v", t.Name, g.Name, q.class, q.size,
+						*n, side.want.id, side.want.cost, key, blocked)
+				}
+				if wantOrd, wantCst := !blocked && (side.dl || fair), !blocked && !side.dl && fair; n.inOrd != wantOrd || n.inCst != wantCst {
+					report("tenant %q group %q %s %s: node of job %d in order/cost trees %v/%v, want %v/%v", t.Name, g.Name, q.class, q.size, n.id,
+						n.inOrd, n.inCst, wantOrd, wantCst)
+				}
+			}
+		}
+		if nq != len(gc.heads) {
+			report("tenant %q group %q has queued jobs in %d queues and %d of them are known", t.Name, g.Name, len(gc.heads), nq)
+		}
+		if hp := tagMaxes[g.Tenant]; hp != nil {
+			for c := range Class(NumClasses) {
+				if i := len(hp[c].v)/2 + int(s.grt[gs].pos); i >= len(hp[c].v) || hp[c].v[i] != g.tags[c] {
+					report("tenant %q group %q: its %s tag %s is not in the tenant's tagMax", t.Name, g.Name, c, g.tags[c])
+				}
+			}
+		}
+		return true
+	})
+	for k := range gderived {
+		if !seen[k] {
+			report("tenant %d has queued or live jobs in group %q, which does not exist", k.tenant, k.name)
+		}
+	}
+	if len(s.gindex)+countUnnamed(s.rt) != s.groups.Len() {
+		report("group index has %d entries for %d groups", len(s.gindex)+countUnnamed(s.rt), s.groups.Len())
+	}
+
 	for i := range nt {
 		ti := uint32(i)
 		t := s.tenants.Get(uint64(i))
@@ -630,6 +1002,9 @@ func (s *Scheduler) Verify() error {
 				t.Name, t.Running, t.RunningBySize, t.RunningByClass, t.RunningDeadline, t.InflightCPUMs, t.Queued,
 				c.running, c.bySize, c.byClass, c.deadline, c.inflight, c.queued)
 		}
+		if t.Groups != named[i] {
+			report("tenant %q counts %d named groups, the group table holds %d", t.Name, t.Groups, named[i])
+		}
 		if t.Deleted && (c.running > 0 || c.queued != [NumSizes]uint32{}) {
 			report("deleted tenant %q has live jobs", t.Name)
 		}
@@ -642,75 +1017,33 @@ func (s *Scheduler) Verify() error {
 			report("tenant %q is not indexed by name", t.Name)
 		}
 		rt := &s.rt[i]
-		for sz := range NumSizes {
-			var h sizeHeads
+		if rt.queuedFair != c.queuedFair {
+			report("tenant %q queued without a deadline per class %v, job table says %v", t.Name, rt.queuedFair, c.queuedFair)
+		}
+		if (rt.gmax != nil) != (t.GroupOrder == GroupFair && !t.Deleted) {
+			report("tenant %q (group_order %s) has tagMax trees: %v", t.Name, t.GroupOrder, rt.gmax != nil)
+		}
+		if rt.gmax != nil {
 			for cl := range Class(NumClasses) {
-				h.fifo[cl], h.dl[cl] = c.fifo[sz][cl], c.dl[sz][cl]
-				if t.Deleted {
-					h.fifo[cl], h.dl[cl] = headInfo{}, headInfo{}
+				v := tagMaxes[ti][cl].v
+				n := len(v) / 2
+				if n < len(rt.groups) {
+					report("tenant %q %s tagMax has %d leaves for %d groups", t.Name, cl, n, len(rt.groups))
+					continue
 				}
-				if h.fifo[cl].ok || h.dl[cl].ok {
-					cr := rt.queues(cl)
-					if cr == nil {
-						report("tenant %q class %s has queued jobs and no queues", t.Name, cl)
-						continue
-					}
-					if id, _ := cr.fifo[sz].front(); h.fifo[cl].ok && id != h.fifo[cl].id {
-						report("tenant %q %s %s queue head is %d, oldest queued job is %d", t.Name, cl, Size(sz), id, h.fifo[cl].id)
-					}
-					if h.dl[cl].ok {
-						if dq := cr.dlq(Size(sz)); dq == nil {
-							report("tenant %q %s %s has deadline jobs and no deadline queue", t.Name, cl, Size(sz))
-						} else if e, _ := dq.front(); e.id != h.dl[cl].id {
-							report("tenant %q %s %s deadline queue head is %d, earliest is %d", t.Name, cl, Size(sz), e.id, h.dl[cl].id)
-						}
+				for k := len(rt.groups); k < n; k++ {
+					if v[n+k] != noTag {
+						report("tenant %q %s tagMax leaf %d is unused and holds %s", t.Name, cl, k, v[n+k])
 					}
 				}
-			}
-			dec := decide(t, Size(sz), &h)
-			for cl := range Class(NumClasses) {
-				if b := bit(cl, sz); (rt.fairBits&b != 0) != dec.fair[cl] || (rt.dlBits&b != 0) != dec.dl[cl] {
-					report("tenant %q %s %s: candidate bits %v/%v, the candidate rule says %v/%v", t.Name, cl, Size(sz),
-						rt.fairBits&b != 0, rt.dlBits&b != 0, dec.fair[cl], dec.dl[cl])
-				}
-				inA, inB := s.heapA[cl][sz].has(ti), s.heapB[cl][sz].has(ti)
-				if want := dec.fair[cl]; (inA || inB) != want || (inA && inB) {
-					report("tenant %q %s %s: in order heaps %v/%v, candidate %v", t.Name, cl, Size(sz), inA, inB, want)
-				}
-				// A stored key may lag behind a tag increase, never ahead.
-				real := hentry{tag: t.Tag(cl), seq: h.fifo[cl].id, tenant: ti, tier: t.Tier}
-				for _, e := range []*hentry{s.heapA[cl][sz].get(ti), s.heapB[cl][sz].get(ti)} {
-					if e != nil && !lagging(e, &real) {
-						report("tenant %q %s %s: heap key %+v is ahead of the real key %+v", t.Name, cl, Size(sz), *e, real)
+				for k := 1; k < n; k++ {
+					if v[k] != max(v[2*k], v[2*k+1]) {
+						report("tenant %q %s tagMax node %d is not the higher of its children", t.Name, cl, k)
 					}
-				}
-				// What each queue remembers having placed is what its heaps hold.
-				if cr := rt.queues(cl); cr != nil {
-					var placed JobID
-					for _, e := range []*hentry{s.heapA[cl][sz].get(ti), s.heapB[cl][sz].get(ti)} {
-						if e != nil {
-							placed = e.seq
-						}
-					}
-					if cr.fifo[sz].placed != placed {
-						report("tenant %q %s %s: queue placed %d, heaps hold %d", t.Name, cl, Size(sz), cr.fifo[sz].placed, placed)
-					}
-					placed = 0
-					if e := s.dheap[cl][sz].get(ti); e != nil {
-						placed = e.seq
-					}
-					if dq := cr.dlq(Size(sz)); (dq == nil && placed != 0) || (dq != nil && dq.placed != placed) {
-						report("tenant %q %s %s: deadline queue placed differs from its heap's %d", t.Name, cl, Size(sz), placed)
-					}
-				}
-				e := s.dheap[cl][sz].get(ti)
-				if (e != nil) != dec.dl[cl] {
-					report("tenant %q %s %s: in the deadline heap %v, deadline candidate %v", t.Name, cl, Size(sz), e != nil, dec.dl[cl])
-				} else if e != nil && (e.seq != h.dl[cl].id || e.tag != VirtualTime(h.dl[cl].at)) {
-					report("tenant %q %s %s: deadline heap key %+v, head is job %d at %d", t.Name, cl, Size(sz), *e, h.dl[cl].id, h.dl[cl].at)
 				}
 			}
 		}
+		s.verifySlots(ti, t, report)
 		for cl := range Class(NumClasses) {
 			e := s.maxTag[cl].get(ti)
 			if t.Deleted {
@@ -732,6 +1065,213 @@ func (s *Scheduler) Verify() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", ErrVerify, strings.Join(problems, "; "))
+}
+
+func countUnnamed(rts []tenantRT) int {
+	n := 0
+	for i := range rts {
+		if rts[i].unnamed != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// verifySlots checks every slot of tenant ti: its trees, the candidate
+// rule's decision (recomputed by brute force over the group heads), and
+// the tenant's entries in the heaps.
+func (s *Scheduler) verifySlots(ti uint32, t *Tenant, report func(string, ...any)) {
+	rt := &s.rt[ti]
+	p := &s.nodes
+	fair := t.GroupOrder == GroupFair
+	room := inflightRoom(t)
+	if t.Deleted {
+		for c := range Class(NumClasses) {
+			for sz := range NumSizes {
+				if s.heapA[c][sz].has(ti) || s.heapB[c][sz].has(ti) || s.dheap[c][sz].has(ti) {
+					report("deleted tenant %q is in a %s %s heap", t.Name, c, Size(sz))
+				}
+			}
+		}
+		if len(rt.groups) != 0 || rt.other != [NumClasses - 1]*[NumSizes]slotRT{} || rt.normal != [NumSizes]slotRT{} {
+			report("deleted tenant %q keeps groups or slots", t.Name)
+		}
+		return
+	}
+	if rt.room != room {
+		report("tenant %q in-flight room %d, its counters say %d", t.Name, rt.room, room)
+	}
+	for sz := range NumSizes {
+		held := false
+		for _, cl := range classOrder {
+			b := bit(cl, sz)
+			sl := rt.slot(cl, Size(sz))
+			var heads []int32 // every head node of the slot, from the groups
+			if sl != nil {
+				for _, gs := range rt.groups {
+					if q := s.queue(gs, cl, Size(sz)); q != nil {
+						for _, x := range [2]int32{q.fnode, q.dnode} {
+							if x > 0 && int(x) < len(p.n) {
+								heads = append(heads, x)
+							}
+						}
+					}
+				}
+				s.verifyTrees(t, cl, Size(sz), sl, heads, fair, report)
+			}
+			// The candidate rule by brute force.
+			uf, ud := uniformBlock(t, cl, Size(sz))
+			var oldest, fifo, dl *hnode
+			for _, x := range heads {
+				n := &p.n[x]
+				tb := tenantBlocks(n, uf, ud, room)
+				if n.gb && !tb {
+					continue // passed over
+				}
+				if oldest == nil || n.id < oldest.id {
+					oldest = n
+				}
+				if tb || n.gb {
+					continue
+				}
+				switch {
+				case n.dl:
+					if dl == nil || dlBefore(dlEntry{Time(n.key), n.id}, dlEntry{Time(dl.key), dl.id}) {
+						dl = n
+					}
+				case fair:
+					if fifo == nil || n.key < fifo.key || (n.key == fifo.key && n.id < fifo.id) {
+						fifo = n
+					}
+				default:
+					if fifo == nil || n.id < fifo.id {
+						fifo = n
+					}
+				}
+			}
+			if oldest != nil && tenantBlocks(oldest, uf, ud, room) {
+				held = true
+			}
+			if held {
+				fifo, dl = nil, nil
+			}
+			if got := rt.heldBits&b != 0; got != held {
+				report("tenant %q %s %s held %v, the candidate rule says %v", t.Name, cl, Size(sz), got, held)
+			}
+			if got, want := rt.openBits&b != 0, !held && !uf; got != want {
+				report("tenant %q %s %s open %v, want %v", t.Name, cl, Size(sz), got, want)
+			}
+			var wantF, wantD candRef
+			if fifo != nil {
+				wantF = candRef{id: fifo.id, group: fifo.group}
+			}
+			if dl != nil {
+				wantD = candRef{id: dl.id, group: dl.group, at: Time(dl.key)}
+			}
+			if (rt.fairBits&b != 0) != (fifo != nil) || (rt.dlBits&b != 0) != (dl != nil) {
+				report("tenant %q %s %s: candidate bits %v/%v, the candidate rule says %v/%v", t.Name, cl, Size(sz),
+					rt.fairBits&b != 0, rt.dlBits&b != 0, fifo != nil, dl != nil)
+			}
+			if sl != nil && (sl.fifo != wantF || sl.dlc != wantD) {
+				report("tenant %q %s %s: candidates %+v/%+v, the candidate rule says %+v/%+v", t.Name, cl, Size(sz), sl.fifo, sl.dlc, wantF, wantD)
+			}
+			inA, inB := s.heapA[cl][sz].has(ti), s.heapB[cl][sz].has(ti)
+			if (inA || inB) != (fifo != nil) || (inA && inB) {
+				report("tenant %q %s %s: in order heaps %v/%v, candidate %v", t.Name, cl, Size(sz), inA, inB, fifo != nil)
+			}
+			// A stored key may lag behind a tag increase, never ahead.
+			real := hentry{tag: t.Tag(cl), seq: wantF.id, tenant: ti, tier: t.Tier}
+			var placed JobID
+			for _, e := range []*hentry{s.heapA[cl][sz].get(ti), s.heapB[cl][sz].get(ti)} {
+				if e != nil {
+					placed = e.seq
+					if !lagging(e, &real) {
+						report("tenant %q %s %s: heap key %+v is ahead of the real key %+v", t.Name, cl, Size(sz), *e, real)
+					}
+				}
+			}
+			if sl != nil && sl.fifoPlaced != placed {
+				report("tenant %q %s %s: slot placed %d, heaps hold %d", t.Name, cl, Size(sz), sl.fifoPlaced, placed)
+			}
+			e := s.dheap[cl][sz].get(ti)
+			if (e != nil) != (dl != nil) {
+				report("tenant %q %s %s: in the deadline heap %v, deadline candidate %v", t.Name, cl, Size(sz), e != nil, dl != nil)
+			} else if e != nil && (e.seq != wantD.id || e.tag != VirtualTime(wantD.at)) {
+				report("tenant %q %s %s: deadline heap key %+v, candidate is job %d at %d", t.Name, cl, Size(sz), *e, wantD.id, wantD.at)
+			}
+			if sl != nil && ((e == nil && sl.dlPlaced != 0) || (e != nil && sl.dlPlaced != e.seq)) {
+				report("tenant %q %s %s: deadline slot placed %d differs from its heap's", t.Name, cl, Size(sz), sl.dlPlaced)
+			}
+		}
+	}
+}
+
+// verifyTrees checks the trees of one slot: each holds exactly the heads
+// it should, in order, balanced, with exact aggregates.
+func (s *Scheduler) verifyTrees(t *Tenant, c Class, sz Size, sl *slotRT, heads []int32, fair bool, report func(string, ...any)) {
+	p := &s.nodes
+	want := [4]map[int32]bool{{}, {}, {}, {}} // byID, fair, dl, cost
+	for _, x := range heads {
+		n := &p.n[x]
+		want[0][x] = true
+		if !n.gb {
+			switch {
+			case n.dl:
+				want[2][x] = true
+			case fair:
+				want[1][x] = true
+				want[3][x] = true
+			}
+		}
+	}
+	for k, tr := range []struct {
+		root int32
+		t    int
+	}{{sl.byID, treeID}, {sl.fair, treeOrder}, {sl.dl, treeOrder}, {sl.cost, treeCost}} {
+		got := map[int32]bool{}
+		var prev int32
+		var check func(x int32) (h int8, ok bool)
+		check = func(x int32) (int8, bool) {
+			if x == 0 {
+				return 0, true
+			}
+			if x < 0 || int(x) >= len(p.n) || got[x] {
+				report("tenant %q %s %s tree %d: bad or repeated node %d", t.Name, c, sz, k, x)
+				return 0, false
+			}
+			n := &p.n[x]
+			hl, ok1 := check(n.l[tr.t])
+			if prev != 0 && !p.less(tr.t, prev, x) {
+				report("tenant %q %s %s tree %d: node %d out of order", t.Name, c, sz, k, x)
+			}
+			prev = x
+			got[x] = true
+			hr, ok2 := check(n.r[tr.t])
+			if !ok1 || !ok2 {
+				return 0, false
+			}
+			if cp := *n; true {
+				p.recompute(tr.t, &cp)
+				if cp != *n {
+					report("tenant %q %s %s tree %d: node %d height or aggregates %+v, recomputed %+v", t.Name, c, sz, k, x, *n, cp)
+				}
+			}
+			if d := hl - hr; d > 1 || d < -1 {
+				report("tenant %q %s %s tree %d: node %d out of balance", t.Name, c, sz, k, x)
+			}
+			return n.ht[tr.t], true
+		}
+		check(tr.root)
+		if len(got) != len(want[k]) {
+			report("tenant %q %s %s tree %d holds %d nodes, want %d", t.Name, c, sz, k, len(got), len(want[k]))
+			continue
+		}
+		for x := range got {
+			if !want[k][x] {
+				report("tenant %q %s %s tree %d holds node %d, which it should not", t.Name, c, sz, k, x)
+			}
+		}
+	}
 }
 
 // verifyEstimates checks the estimate table against its index.

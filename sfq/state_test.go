@@ -66,6 +66,64 @@ func TestRecreatedTenantEncoding(t *testing.T) {
 	}
 }
 
+// TestStateVersionFollowsGroups: a state that uses nothing of groups is
+// written as version 3, as before groups; a job of a named group, a group
+// setting or group_order=fair makes it version 4 for as long as anything
+// of them is left; both decode to the same state.
+func TestStateVersionFollowsGroups(t *testing.T) {
+	version := func(s *Scheduler) byte {
+		b := encodeView(s.Freeze())
+		d, err := decodeBytes(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Hash() != s.Hash() {
+			t.Fatal("the decoded state hashes differently")
+		}
+		return b[0]
+	}
+	s, _ := New(DefaultConfig())
+	s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold})
+	id, _ := s.Submit(0, Submission{Tenant: "a", Size: SM, EstCostMs: 10})
+	if v := version(s); v != 3 {
+		t.Fatalf("without groups: version %d, want 3", v)
+	}
+	g, _ := s.Submit(0, Submission{Tenant: "a", Size: SM, EstCostMs: 10, Group: "g"})
+	if v := version(s); v != 4 {
+		t.Fatalf("with a job of group g: version %d, want 4", v)
+	}
+	s.Cancel(0, g)
+	if v := version(s); v != 4 {
+		t.Fatalf("with a cancelled job of group g in the table: version %d, want 4", v)
+	}
+	if n := s.Prune(1, 10); n != 1 {
+		t.Fatalf("pruned %d", n)
+	}
+	if v := version(s); v != 3 {
+		t.Fatalf("once the job of group g is pruned: version %d, want 3", v)
+	}
+	if err := s.SetGroup("a", "h", GroupSettings{Cap: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(s); v != 4 {
+		t.Fatalf("with a setting on group h: version %d, want 4", v)
+	}
+	s.SetGroup("a", "h", GroupSettings{})
+	if _, ok := s.Group("a", "h"); ok {
+		t.Fatal("group h without job or setting was not forgotten")
+	}
+	s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold, GroupOrder: GroupFair})
+	if v := version(s); v != 4 {
+		t.Fatalf("with group_order=fair: version %d, want 4", v)
+	}
+	s.Dispatch(0, SM, "w")
+	s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold})
+	if v := version(s); v != 4 {
+		t.Fatalf("back to fifo with a group tag left: version %d, want 4", v)
+	}
+	_ = id
+}
+
 // TestVersion1Encoding: a state that holds only what version 1 can (class
 // normal, no deadline, no learned estimate) written as version 1 decodes
 // to the same state; with learning off, completions teach nothing, so the

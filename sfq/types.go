@@ -95,6 +95,9 @@ var (
 	// ErrPermission marks a submit the tenant is not allowed to make (a
 	// class above its max_class, a deadline without allow_deadlines).
 	ErrPermission = errors.New("permission denied")
+	// ErrExhausted marks a submit or setting that would exceed a bound of
+	// the tenant's (its max_groups).
+	ErrExhausted = errors.New("resource exhausted")
 )
 
 // permissionError is a refusal by ErrPermission whose text is the rule
@@ -107,4 +110,15 @@ func (e *permissionError) Is(target error) bool { return target == ErrPermission
 
 func permissionf(format string, args ...any) error {
 	return &permissionError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exhaustedError is a refusal by ErrExhausted whose text is the rule
+// alone, like permissionError.
+type exhaustedError struct{ msg string }
+
+func (e *exhaustedError) Error() string        { return e.msg }
+func (e *exhaustedError) Is(target error) bool { return target == ErrExhausted }
+
+func exhaustedf(format string, args ...any) error {
+	return &exhaustedError{msg: fmt.Sprintf(format, args...)}
 }

@@ -27,7 +27,9 @@ import (
 //     DeadlineMissed of the job, Start, the start tag it was charged at
 //     (virtual µs), and Eligible, the classes with an eligible job the
 //     worker fits just before it ("high", and "high:deadline" when one
-//     has a deadline), for SPEC §8 rule 7.
+//     has a deadline), for SPEC §8 rule 7; Group, the job's group ("":
+//     the unnamed group), GroupRunning, its group's running jobs after it,
+//     and GroupCap, the group's cap in force (0 = none), for rule 8.
 //   - "finish": an accepted Finished: Index, Job, Tenant, Attempt, CPUMs,
 //     EstCostMs, Weight.
 //   - "terminal": a job entering a terminal state: Index, Job, Tenant,
@@ -61,6 +63,9 @@ type AuditFact struct {
 	DeadlineMissed   bool     `json:"deadline_missed,omitempty"`
 	Start            int64    `json:"start,omitempty"`
 	Eligible         []string `json:"eligible,omitempty"`
+	Group            string   `json:"group,omitempty"`
+	GroupRunning     uint32   `json:"group_running,omitempty"`
+	GroupCap         uint32   `json:"group_cap,omitempty"`
 	VirtualNow       int64    `json:"virtual_now,omitempty"`
 	Verify           string   `json:"verify,omitempty"`
 }
@@ -162,7 +167,8 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				}
 				j, _ := s.Job(r.Job)
 				t, _ := s.TenantAt(j.Tenant)
-				a.emit(AuditFact{Kind: "dispatch", Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
+				g, _ := s.Group(t.Name, j.Group())
+				a.emit(AuditFact{Kind: "dispatch", Group: j.Group(), GroupRunning: g.Running, GroupCap: sfq.CapOf(&t, &g), Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
 					EstCostMs: j.EstCostMs, Weight: int64(j.Weight), Running: t.Running, RunningSize: t.RunningBySize[j.Size],
 					InflightCPUMs: t.InflightCPUMs, MaxRunning: t.Caps.MaxRunning, MaxRunningSize: t.Caps.MaxRunningSize[j.Size],
 					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged, BackloggedIn: backloggedIn,

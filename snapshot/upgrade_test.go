@@ -181,7 +181,7 @@ func TestUnknownFormatRefused(t *testing.T) {
 	bad := append([]byte(nil), raw...)
 	bad[len(magic)] = FormatVersion + 1
 	_, err = Read(bytes.NewReader(bad), fsm.New())
-	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 5 (this build reads 1 to 4)") {
+	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 6 (this build reads 1 to 5)") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -358,7 +358,7 @@ func TestUpgradeFromV3(t *testing.T) {
 	if _, err := Write(&buf, v); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.Bytes()[len(magic)]; got != FormatVersion || FormatVersion != 4 {
+	if got := buf.Bytes()[len(magic)]; got != formatLevel3 || formatLevel3 != 4 {
 		t.Fatalf("rewritten snapshot is format %d", got)
 	}
 	again := fsm.New()
@@ -370,4 +370,161 @@ func TestUpgradeFromV3(t *testing.T) {
 	if h1 != h2 || again.Level() != fsm.Level3 || !again.HasWebhooks() {
 		t.Fatalf("round trip: same hash %t, level %d, webhooks %t", h1 == h2, again.Level(), again.HasWebhooks())
 	}
+}
+
+// beforeGroupsStateHash is the state hash the build before groups (feature
+// level 3, snapshot format 4) reported for testdata/before-groups-v4.snap.
+const beforeGroupsStateHash = "8fc450c21deb5a12521e6148a3162c987d49250b2f0023134ab9f718ad0a2567"
+
+// beforeGroupsWall is what the build before groups applied after the
+// script of testdata/before-groups-v4.txt, at indexes 29 to 32: entries
+// with a wall clock 71 s ahead, one ending a job with a stdout tail, the
+// last setting a webhook.
+func beforeGroupsWall() []*pb.Envelope {
+	return []*pb.Envelope{
+		{Version: fsm.Version, StampMs: 4000, WallMs: 4000 + 71_234, Commands: []*pb.Command{{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "idle", Size: pb.Size_MD, EstCostMs: 1500, JobType: "late"}}}}},
+		{Version: fsm.Version, StampMs: 5000, WallMs: 5000 + 71_300, Commands: []*pb.Command{{Cmd: &pb.Command_Started{Started: &pb.Started{Job: 2, Attempt: 1, WorkerId: "md-6"}}}}},
+		{Version: fsm.Version, StampMs: 6000, WallMs: 6000 + 71_400, Commands: []*pb.Command{{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 2, Attempt: 1, WorkerId: "md-6",
+			Outcome: pb.Outcome_OK, CpuMs: 1100, StdoutTail: "rendered\n", StderrTail: "warn\n"}}}}},
+		{Version: fsm.Version, StampMs: 6500, WallMs: 6500 + 71_400, Commands: []*pb.Command{{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "gold",
+			Url: "https://hooks.example.com/gold", KeyId: 1}}}}},
+	}
+}
+
+// TestUpgradeBeforeGroups: a snapshot written by the build before groups
+// (feature level 3, format 4, a webhook included) loads into this build at
+// level 3 as the state the same entries build here, every queued or live
+// job in its tenant's unnamed group; at level 3 this build writes it back
+// byte for byte (same hash) and refuses everything of groups. Raised to
+// level 4, the loaded and the replayed states go on alike with groups,
+// caps and both group orders, and are written as format 5, which reads
+// back to the same state.
+func TestUpgradeBeforeGroups(t *testing.T) {
+	raw, err := os.ReadFile("testdata/before-groups-v4.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw[len(magic)] != 4 {
+		t.Fatalf("fixture is format %d, want 4", raw[len(magic)])
+	}
+	state := raw[len(magic)+2 : len(raw)-sha256.Size]
+	if sum := sha256.Sum256(state); hex.EncodeToString(sum[:]) != beforeGroupsStateHash {
+		t.Fatalf("fixture state hash %x, want %s", sum, beforeGroupsStateHash)
+	}
+	loaded := fsm.New()
+	index, err := Read(bytes.NewReader(raw), loaded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if index != 32 || loaded.Level() != fsm.Level3 {
+		t.Fatalf("index %d level %d, want 32 and 3", index, loaded.Level())
+	}
+	replayed := scenario.NewMachine()
+	script, err := os.Open("testdata/before-groups-v4.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer script.Close()
+	if _, err := scenario.Run(script, replayed, io.Discard, scenario.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, env := range beforeGroupsWall() {
+		if res, err := replayed.F.ApplyEnvelope(uint64(29+i), env); err != nil || res[0].Err() != nil {
+			t.Fatalf("entry %d: %v %v", 29+i, err, res)
+		}
+	}
+	if got, want := strings.Join(dumpState(loaded, true), "\n"), strings.Join(dumpState(replayed.F, true), "\n"); got != want {
+		t.Fatalf("a format 4 snapshot from before groups loads to\n%s\nthe same entries build\n%s", got, want)
+	}
+	h1, _ := loaded.Hash()
+	h2, _ := replayed.F.Hash()
+	if h1 != h2 || hex.EncodeToString(h1[:]) != beforeGroupsStateHash {
+		t.Fatalf("loaded %x, replayed %x, the build before groups %s", h1, h2, beforeGroupsStateHash)
+	}
+	// Written back at level 3: the very bytes the build before groups wrote.
+	v, err := loaded.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := Write(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), raw) {
+		t.Fatalf("rewritten at level 3: %d bytes, format %d; not the fixture's %d bytes", buf.Len(), buf.Bytes()[len(magic)], len(raw))
+	}
+	var groups []string
+	loaded.Read(func(s *sfq.Scheduler) {
+		s.Tenants(func(_ uint32, tn *sfq.Tenant) bool {
+			s.Groups(tn.Name, func(g *sfq.Group) bool {
+				groups = append(groups, fmt.Sprintf("%s/%q running=%d queued=%d", tn.Name, g.Name, g.Running, g.Queued))
+				return true
+			})
+			return true
+		})
+	})
+	if got := strings.Join(groups, " "); got != `gold/"" running=1 queued=1 free/"" running=1 queued=3 idle/"" running=1 queued=1` {
+		t.Fatalf("groups after the upgrade: %s", got)
+	}
+	// At level 3, groups are refused and change nothing.
+	var refused bytes.Buffer
+	scenario.Run(strings.NewReader("submit gold size=md cost=1s group=a\ngroup gold a cap=1\n"), &scenario.Machine{F: loaded}, &refused, scenario.Options{})
+	if n := strings.Count(refused.String(), "FAILED_PRECONDITION"); n != 2 {
+		t.Fatalf("at level 3:\n%s", refused.String())
+	}
+	if h, _ := loaded.Hash(); h != h1 {
+		t.Fatal("a refused group command changed the state")
+	}
+
+	more := "at 50s\nlevel 4\ntenant gold tier=gold max_class=critical deadlines=on cap_high=1 deadline_cap=1 group_cap=1 group_order=fair\n" +
+		"tenant free tier=free inflight_cpu=3s group_order=fair\n" +
+		"submit gold x2 size=md cost=1s group=a\nsubmit gold x2 size=md cost=1s group=b\nsubmit free x2 size=md cost=1s group=c\n" +
+		"group gold b cap=2\n" + strings.Repeat("dispatch md worker=u%d\n", 6) + "finish 7 cpu=1s\nfinish 3 cpu=1s\n" +
+		strings.Repeat("dispatch md worker=v%d\n", 3) + "show group gold a\nshow group gold b\nshow tenant free\n"
+	more = numbered(more)
+	var out1, out2 bytes.Buffer
+	scenario.Run(strings.NewReader(more), &scenario.Machine{F: loaded}, &out1, scenario.Options{})
+	scenario.Run(strings.NewReader(more), replayed, &out2, scenario.Options{})
+	// (The hashes differ: each Machine numbers its own workers' credits.)
+	if a, b := strings.Split(out1.String(), "hash=")[0], strings.Split(out2.String(), "hash=")[0]; a != b || strings.Contains(a, "error") {
+		t.Fatalf("after the upgrade:\n%s\nreplayed:\n%s", out1.String(), out2.String())
+	}
+	if !strings.Contains(out1.String(), "group=a") || !strings.Contains(out1.String(), "group gold b cap=2") {
+		t.Fatalf("the groups did not run:\n%s", out1.String())
+	}
+	t.Logf("after the upgrade:\n%s", out1.String())
+
+	// At level 4 it is written as format 5 and reads back alike.
+	v, err = loaded.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if _, err := Write(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.Bytes()[len(magic)]; got != FormatVersion || FormatVersion != 5 {
+		t.Fatalf("at level 4: format %d", got)
+	}
+	again := fsm.New()
+	if _, err := Read(&buf, again); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := again.Hash()
+	b, _ := loaded.Hash()
+	if a != b || again.Level() != fsm.Level4 {
+		t.Fatalf("a round trip of a state with groups changed it (level %d)", again.Level())
+	}
+}
+
+// numbered replaces each %d of a script by 1, 2, 3, ... in order.
+func numbered(script string) string {
+	var b strings.Builder
+	for i, part := range strings.Split(script, "%d") {
+		if i > 0 {
+			fmt.Fprintf(&b, "%d", i)
+		}
+		b.WriteString(part)
+	}
+	return b.String()
 }

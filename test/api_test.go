@@ -165,6 +165,18 @@ func TestAuthMatrix(t *testing.T) {
 			_, err := pb.NewClientClient(cc).ExplainJob(ctx, &pb.ExplainJobRequest{Tenant: "acme", JobId: 999})
 			return err
 		},
+		"Client.SetGroup": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewClientClient(cc).SetGroup(ctx, &pb.SetGroupRequest{Tenant: "acme", Group: "g", Cap: "2"})
+			return err
+		},
+		"Client.GetGroup": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewClientClient(cc).GetGroup(ctx, &pb.GetGroupRequest{Tenant: "acme", Group: "nope"})
+			return err
+		},
+		"Client.ListGroups": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewClientClient(cc).ListGroups(ctx, &pb.ListGroupsRequest{Tenant: "acme"})
+			return err
+		},
 		"Worker.ListWorkers": func(ctx context.Context, cc *grpc.ClientConn) error {
 			_, err := pb.NewWorkerClient(cc).ListWorkers(ctx, &pb.ListWorkersRequest{})
 			return err
@@ -179,6 +191,7 @@ func TestAuthMatrix(t *testing.T) {
 	adminWant := map[string]codes.Code{
 		"Client.Submit": codes.OK, "Client.GetJob": codes.NotFound, "Client.ListJobs": codes.OK, "Client.CancelJob": codes.NotFound,
 		"Client.WatchEvents": codes.OK, "Client.TenantUsage": codes.OK, "Client.ExplainJob": codes.NotFound, "Admin.UpsertTenant": codes.OK, "Admin.DeleteTenant": codes.NotFound,
+		"Client.SetGroup": codes.OK, "Client.GetGroup": codes.NotFound, "Client.ListGroups": codes.OK,
 		"Admin.GetTenant": codes.OK, "Admin.ListTenants": codes.OK, "Admin.GetConfig": codes.OK, "Admin.SetConfig": codes.InvalidArgument,
 		"Node.Status": codes.OK, "Node.Apply": codes.InvalidArgument, "Node.Join": codes.InvalidArgument, "Node.RemovePeer": codes.NotFound,
 		"Node.ListPeers": codes.OK, "Node.TransferLeadership": codes.NotFound, "Worker.ListWorkers": codes.OK, "Worker.Drain": codes.NotFound,
@@ -244,6 +257,16 @@ func TestAuthMatrix(t *testing.T) {
 		name string
 		err  error
 	}{"get", err})
+	_, err = acme.SetGroup(ctx, &pb.SetGroupRequest{Tenant: "beta", Group: "g", Cap: "1"})
+	denied = append(denied, struct {
+		name string
+		err  error
+	}{"set group", err})
+	_, err = acme.ListGroups(ctx, &pb.ListGroupsRequest{Tenant: "beta"})
+	denied = append(denied, struct {
+		name string
+		err  error
+	}{"list groups", err})
 	for _, d := range denied {
 		if status.Code(d.err) != codes.PermissionDenied || !strings.Contains(d.err.Error(), `tenant: this token is for tenant "acme", not "beta"`) {
 			t.Errorf("acme naming beta (%s): %v", d.name, d.err)

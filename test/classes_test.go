@@ -255,7 +255,7 @@ func TestClassesDeadlinesThroughAPIAndCLI(t *testing.T) {
 // level 1 (as a server of a build before feature levels would) stays at
 // level 1: class, deadline, the new tenant and configuration fields and
 // webhooks are refused at the edge naming the level, snapshots are format
-// 1. When that voter restarts at this build's level (3), the leader
+// 1. When that voter restarts at this build's level (4), the leader
 // raises the level (a command in the log) and they are accepted. A voter
 // below the level in force cannot join.
 func TestFeatureLevelOldVoter(t *testing.T) {
@@ -280,7 +280,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 		return strings.TrimSpace(b.String())
 	}
 	c.WaitConverged(30 * time.Second)
-	if got := levels(); got != "n1:1/1 n2:1/3 n3:1/3" {
+	if got := levels(); got != "n1:1/1 n2:1/4 n3:1/4" {
 		t.Fatalf("levels (cluster/own): %s", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -332,7 +332,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	old.Args = nil
 	old.Start()
 	deadline := time.Now().Add(60 * time.Second)
-	for levels() != "n1:3/3 n2:3/3 n3:3/3" {
+	for levels() != "n1:4/4 n2:4/4 n3:4/4" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the level was not raised: %s", levels())
 		}
@@ -340,22 +340,22 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	}
 	raised := 0
 	for _, n := range c.Nodes {
-		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=3")
+		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=4")
 	}
 	if raised != 1 {
 		t.Errorf("%d leaders logged raising the level, want 1", raised)
 	}
 	if _, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_LOW, DeadlineMs: 0}); err != nil {
-		t.Fatalf("a low submit at level 3: %v", err)
+		t.Fatalf("a low submit at level 4: %v", err)
 	}
 	if _, e, ok := runCLI(c, "tenant", "set", "acme", "--max-class", "high", "--deadlines", "on", "--server", n2.GRPCAddr); !ok {
-		t.Fatalf("tenant set at level 3: %s", e)
+		t.Fatalf("tenant set at level 4: %s", e)
 	}
 	if _, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_HIGH, DeadlineMs: 5000}); err != nil {
-		t.Fatalf("class and deadline at level 3: %v", err)
+		t.Fatalf("class and deadline at level 4: %v", err)
 	}
 	if f := snap(); f != snapshot.FormatVersion {
-		t.Errorf("snapshot format %d at level 3, want %d", f, snapshot.FormatVersion)
+		t.Errorf("snapshot format %d at level 4, want %d", f, snapshot.FormatVersion)
 	}
 	c.WaitConverged(30 * time.Second)
 
@@ -363,7 +363,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	n4 := c.Add("n4")
 	n4.Args = []string{"--test-feature-level", "1"}
 	n4.Start("--join", n2.GRPCAddr)
-	want := "n4 understands feature level 1, the cluster is at 3: upgrade it before it joins"
+	want := "n4 understands feature level 1, the cluster is at 4: upgrade it before it joins"
 	deadline = time.Now().Add(30 * time.Second)
 	for !strings.Contains(n4.Log(), want) {
 		if time.Now().After(deadline) {

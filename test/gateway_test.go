@@ -741,7 +741,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	if !slices.Equal(documented, routes) {
 		t.Fatalf("documented routes:\n%s\nrouted:\n%s", strings.Join(documented, "\n"), strings.Join(routes, "\n"))
 	}
-	fill := strings.NewReplacer("{job_id}", "1", "{name}", "acme", "{worker_id}", "w1", "{tenant}", "acme")
+	fill := strings.NewReplacer("{job_id}", "1", "{name}", "acme", "{worker_id}", "w1", "{tenant}", "acme", "{group}", "store-7")
 	for _, route := range routes {
 		method, path, _ := strings.Cut(route, " ")
 		body := ""

@@ -18,10 +18,16 @@ func init() {
 		help: `Asks the leader why a job of the tenant waits: the first of these that
 applies (docs/scheduling.md, "Why a job waits"):
 
-  behind        older jobs of its queue (tenant, class, size) go first
-  cap           it is next in its queue but a cap of its tenant holds it
-  held          an older job of its tenant and size, blocked by a cap,
-                holds it back (jobs of one size keep their order)
+  behind        older jobs of its queue (tenant, class, group, size) go
+                first
+  cap           it is next in its queue but a cap of its tenant, or of
+                its group (vertex group_running), holds it
+  held          an older job of its tenant and size, blocked by a cap of
+                the tenant, holds it back (jobs of one size keep their
+                order, whatever their group)
+  group_turn    it could run, but another group of its tenant goes first
+                (the oldest job under group_order fifo, the group with the
+                lowest group tag under fair)
   higher_class  a higher class has an eligible job that fits the same workers
   no_worker     no connected, undrained worker of its size or larger
   waiting       it can run and waits its turn (candidates ahead, its
@@ -29,8 +35,9 @@ applies (docs/scheduling.md, "Why a job waits"):
 
 or assigned/running (and the worker), or the state it ended in. Prints
 one paragraph; --json prints one object: job_id, reason, class, size,
-text, and the reason's fields as numbers (position; vertex, current,
-limit; ahead, tag_ms, vnow_ms; worker). Another tenant's job is
+text, group (for a job of a named group), and the reason's fields as
+numbers (position; vertex, current, limit; ahead, tag_ms, vnow_ms;
+worker; group_order for group_turn). Another tenant's job is
 NOT_FOUND, like a missing one.`,
 		flags: func(fs *flag.FlagSet) any {
 			// No --stale: the leader answers (it knows the workers).
@@ -73,7 +80,12 @@ type explainOpts struct {
 // barista replay --json prints an explain line.
 func explainJSON(r *pb.ExplainJobResponse) map[string]any {
 	m := map[string]any{"job_id": r.JobId, "reason": r.Reason, "class": className(r.Class), "size": sizeName(r.Size), "text": r.Text}
+	if r.Group != "" {
+		m["group"] = r.Group
+	}
 	switch r.Reason {
+	case "group_turn":
+		m["group_order"] = r.GroupOrder
 	case "scheduled":
 		m["due_ms"] = r.DueMs
 	case "paused":

@@ -98,7 +98,7 @@ func jobJSON(j *pb.Job, payload bool) map[string]any {
 		"ended_at": msTime(wallMs(j.EndedWallMs, j.EndedAtMs)), "cluster_ended_at_ms": j.EndedAtMs,
 		"worker_id": j.WorkerId, "cancel": j.Cancel, "timeout_ms": j.TimeoutMs, "start_tag_ms": j.StartTagMs,
 		"class": className(j.Class), "est_source": j.EstSource,
-		"deadline_at": msTime(j.DeadlineAtMs), "deadline_missed": j.DeadlineMissed,
+		"deadline_at": msTime(j.DeadlineAtMs), "deadline_missed": j.DeadlineMissed, "group": j.Group,
 	}
 	if payload {
 		m["payload"] = string(j.Payload)
@@ -176,6 +176,9 @@ or more, the cluster time is shown beside. --json has both:
 					d += " (missed: still queued)"
 				}
 				rows = append(rows, [2]string{"deadline", d})
+			}
+			if j.Group != "" {
+				rows = append(rows, [2]string{"group", j.Group})
 			}
 			if j.JobType != "" {
 				rows = append(rows, [2]string{"type", termSafe(j.JobType, false)})
@@ -362,16 +365,33 @@ An event's time is the leader's wall clock when it happened ("at"; with
 	})
 	register("usage", &command{
 		synopsis: "Show a tenant's running and queued jobs, billed CPU, weight and tag",
-		usage:    "[--tenant NAME] [--json]",
-		flags:    func(fs *flag.FlagSet) any { o := &tenantFlags{}; o.register(fs); return o },
+		usage:    "[--tenant NAME] [--groups N] [--json]",
+		help: `Shows a tenant's running and queued jobs (by size), its billed CPU, weight,
+finish tag and counters, and its groups with the most queued jobs (then
+the most running, then by name; at most --groups), each with its running
+and queued jobs and the cap in force.`,
+		flags: func(fs *flag.FlagSet) any {
+			o := &usageOpts{}
+			o.register(fs)
+			numFlag(fs, &o.groups, "groups", 10, 1, 1000, "list at most `N` groups")
+			return o
+		},
 		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*tenantFlags)
+			opts := o.(*usageOpts)
+			if len(args) > 0 {
+				return usageError("unexpected argument %q", args[0])
+			}
 			var u *pb.TenantUsageResponse
 			if err := opts.with(func(cl *client.Client) (err error) {
-				u, err = cl.TenantUsage(context.Background(), &pb.TenantUsageRequest{Tenant: opts.tenant, Read: &pb.ReadOptions{Stale: opts.stale}})
+				u, err = cl.TenantUsage(context.Background(), &pb.TenantUsageRequest{Tenant: opts.tenant, TopGroups: opts.groups,
+					Read: &pb.ReadOptions{Stale: opts.stale}})
 				return err
 			}); err != nil {
 				return err
+			}
+			groups := make([]map[string]any, 0, len(u.Groups))
+			for _, g := range u.Groups {
+				groups = append(groups, map[string]any{"name": g.Name, "running": g.Running, "queued": g.Queued, "limit": g.Limit})
 			}
 			tier, _ := fsm.TierFromPB(u.Tier)
 			m := map[string]any{
@@ -381,6 +401,7 @@ An event's time is the leader's wall clock when it happened ("at"; with
 				"finish_tag_ms": u.FinishTagMs, "virtual_now_ms": u.VirtualNowMs, "usage_ms": u.UsageMs,
 				"submitted": u.Submitted, "dispatches": u.Dispatches, "completed": u.Completed, "failed": u.Failed,
 				"cancelled": u.Cancelled, "timed_out": u.TimedOut, "failures": u.Failures, "requeues": u.Requeues,
+				"groups": groups, "group_count": u.GroupCount,
 			}
 			if opts.json {
 				return printJSON(env.stdout, m)
@@ -394,10 +415,23 @@ An event's time is the leader's wall clock when it happened ("at"; with
 				{"finish tag", u.FinishTagMs + " virtual ms (virtual now " + u.VirtualNowMs + ")"},
 				{"jobs", fmt.Sprintf("%d submitted, %d completed, %d failed, %d cancelled, %d timed out", u.Submitted, u.Completed, u.Failed, u.Cancelled, u.TimedOut)},
 				{"runs", fmt.Sprintf("%d dispatches, %d failed runs or lost leases, %d requeues", u.Dispatches, u.Failures, u.Requeues)},
+				{"groups", fmt.Sprint(u.GroupCount)},
 			})
+			if len(u.Groups) > 0 {
+				fmt.Fprintf(env.stdout, "\n%-32s %7s %7s %6s\n", "GROUP", "RUNNING", "QUEUED", "LIMIT")
+				for _, g := range u.Groups {
+					fmt.Fprintf(env.stdout, "%-32s %7d %7d %6s\n", groupName(g.Name), g.Running, g.Queued, capText(g.Limit))
+				}
+			}
 			return nil
 		},
 	})
+}
+
+// usageOpts are the flags of "barista usage".
+type usageOpts struct {
+	tenantFlags
+	groups uint32
 }
 
 func eventJSON(ev *pb.Event) map[string]any {

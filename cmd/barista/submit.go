@@ -33,6 +33,7 @@ type submitOpts struct {
 	fromFile    string
 	class       pb.Class
 	deadline    time.Duration
+	group       string
 }
 
 type multiFlag []string
@@ -43,7 +44,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func init() {
 	register("submit", &command{
 		synopsis: "Submit a job",
-		usage:    "--tenant NAME --size sm|md|lg --cost DUR [--class C] [--deadline DUR] [--key K] [--type T] [--max-attempts N] [--timeout DUR] -- COMMAND [ARGS...]",
+		usage:    "--tenant NAME --size sm|md|lg --cost DUR [--class C] [--deadline DUR] [--group G] [--key K] [--type T] [--max-attempts N] [--timeout DUR] -- COMMAND [ARGS...]",
 		help: `Submits a job that runs COMMAND ARGS... on a worker of at least the given
 size. --cost is the estimated CPU time: the scheduler charges it at
 dispatch and corrects it by the measured CPU when the job ends. While the
@@ -66,13 +67,17 @@ existing job ("created": false); the same key with other content is
 ALREADY_EXISTS.
 --env KEY=VALUE (repeatable) and --dir set the job's environment and
 working directory; --payload gives the raw JSON payload instead of a
-command. With --json prints {"job_id": N, "created": true|false}.
+command. --group puts the job in a group of its tenant (one per customer,
+document, store...): a group may have a cap of its own, and under
+group_order=fair the tenant's groups share its dispatches equally (see
+"barista group --help"). With --json prints {"job_id": N, "created":
+true|false}.
 
 --from-file FILE submits many jobs with the batch API, one JSON object per
 line (keys as the flags; cost and timeout are durations; the command is
 "argv" with optional "env" and "dir", or a raw "payload" object):
 
-  {"tenant": "acme", "size": "md", "cost": "90s", "key": "k1", "argv": ["render", "7"]}
+  {"tenant": "acme", "size": "md", "cost": "90s", "key": "k1", "group": "store-7", "argv": ["render", "7"]}
   {"size": "sm", "class": "high", "deadline": "10m", "type": "thumb", "argv": ["thumb", "9"]}
 
 It prints a summary (or one JSON result per line with --json) and exits 1
@@ -92,6 +97,7 @@ if any job was refused.`,
 			fs.StringVar(&o.dir, "dir", "", "working `DIR` of the job")
 			fs.StringVar(&o.payload, "payload", "", "raw `JSON` payload instead of a command")
 			fs.StringVar(&o.fromFile, "from-file", "", "submit every job of a JSON-lines `FILE` (- for stdin), 1000 per request")
+			fs.StringVar(&o.group, "group", "", "the job's `GROUP` in its tenant (1..128 bytes of A-Z a-z 0-9 . _ : @ -)")
 			return o
 		},
 		run: runSubmit,
@@ -111,6 +117,11 @@ func runSubmit(env *cmdEnv, o any, args []string) error {
 	size, err := sfq.ParseSize(opts.size)
 	if err != nil {
 		return usageError("--size: %v", err)
+	}
+	if set["group"] {
+		if err := groupNameError(opts.group); err != nil {
+			return usageError("--group: %v", err)
+		}
 	}
 	var payload []byte
 	switch {
@@ -140,7 +151,7 @@ func runSubmit(env *cmdEnv, o any, args []string) error {
 	// and says so otherwise.
 	req := &pb.SubmitRequest{Tenant: opts.tenant, JobType: opts.jobType, Size: pb.Size(size + 1), EstCostMs: opts.cost.Milliseconds(),
 		Payload: payload, MaxAttempts: opts.maxAttempts, TimeoutMs: opts.timeout.Milliseconds(),
-		Class: opts.class, DeadlineMs: opts.deadline.Milliseconds()}
+		Class: opts.class, DeadlineMs: opts.deadline.Milliseconds(), Group: opts.group}
 	if set["key"] {
 		req.IdempotencyKey = &opts.key
 	}
@@ -215,6 +226,7 @@ type fileJob struct {
 	Env         map[string]string `json:"env"`
 	Dir         string            `json:"dir"`
 	Payload     json.RawMessage   `json:"payload"`
+	Group       string            `json:"group"`
 }
 
 func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
@@ -222,9 +234,14 @@ func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("size: %v", err)
 	}
-	req := &pb.SubmitRequest{Tenant: f.Tenant, IdempotencyKey: f.Key, JobType: f.Type, Size: pb.Size(size + 1)}
+	req := &pb.SubmitRequest{Tenant: f.Tenant, IdempotencyKey: f.Key, JobType: f.Type, Size: pb.Size(size + 1), Group: f.Group}
 	if req.Tenant == "" {
 		req.Tenant = defaultTenant
+	}
+	if f.Group != "" {
+		if err := groupNameError(f.Group); err != nil {
+			return nil, fmt.Errorf("group: %v", err)
+		}
 	}
 	var cost, timeout, deadline time.Duration
 	fields := []struct {

@@ -34,6 +34,9 @@ type tenantSetOpts struct {
 	capHigh     uint32
 	deadlines   bool
 	deadlineCap uint32
+	groupCap    string
+	groupOrder  string
+	maxGroups   uint32
 }
 
 func tenantJSON(t *pb.Tenant) map[string]any {
@@ -45,6 +48,7 @@ func tenantJSON(t *pb.Tenant) map[string]any {
 		"inflight_cpu_ms": c.GetMaxInflightCpuMs(), "max_queued": c.GetMaxQueued(), "export_metrics": t.ExportMetrics,
 		"max_class": className(t.MaxClass), "cap_critical": c.GetMaxRunningCritical(), "cap_high": c.GetMaxRunningHigh(),
 		"deadlines": t.AllowDeadlines, "deadline_cap": c.GetMaxRunningDeadline(),
+		"group_cap": t.GroupCap, "group_order": groupOrderName(t.GroupOrder), "max_groups": maxGroupsOf(t), "groups": t.Groups,
 	}
 }
 
@@ -63,6 +67,20 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// groupOrderName names a proto group order (unspecified is fifo).
+func groupOrderName(o pb.GroupOrder) string {
+	g, _ := fsm.GroupOrderFromPB(o)
+	return g.String()
+}
+
+// maxGroupsOf is a tenant's max_groups in force.
+func maxGroupsOf(t *pb.Tenant) uint32 {
+	if t.MaxGroups == 0 {
+		return sfq.DefaultMaxGroups
+	}
+	return t.MaxGroups
 }
 
 func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
@@ -84,15 +102,22 @@ func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
 		inflight = (time.Duration(ms) * time.Millisecond).String()
 	}
 	rows = append(rows, [2]string{"inflight_cpu", inflight}, [2]string{"export_metrics", fmt.Sprint(t.ExportMetrics)})
+	groupCap := "none"
+	if t.GroupCap > 0 {
+		groupCap = fmt.Sprint(t.GroupCap)
+	}
+	rows = append(rows, [2]string{"group_cap", groupCap}, [2]string{"group_order", groupOrderName(t.GroupOrder)},
+		[2]string{"max_groups", fmt.Sprint(maxGroupsOf(t))}, [2]string{"groups", fmt.Sprint(t.Groups)})
 	printTable(env.stdout, rows)
 	return nil
 }
 
 func init() {
 	register("tenant set", &command{
-		synopsis: "Create or update a tenant (tier, multiplier, caps, quota, classes, deadlines, metrics)",
+		synopsis: "Create or update a tenant (tier, multiplier, caps, quota, classes, deadlines, groups, metrics)",
 		usage: "NAME --tier TIER [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N] " +
-			"[--max-class CLASS] [--cap-critical N] [--cap-high N] [--deadlines on|off] [--deadline-cap N] [--export-metrics[=false]]",
+			"[--max-class CLASS] [--cap-critical N] [--cap-high N] [--deadlines on|off] [--deadline-cap N] " +
+			"[--group-cap N|none] [--group-order fifo|fair] [--max-groups N] [--export-metrics[=false]]",
 		help: `Creates the tenant, or updates it: flags not given keep their current
 values (it reads the tenant first: the API's upsert sets every field), and
 an update keeps the tenant's tags, usage and counters. A cap of 0 means no
@@ -105,6 +130,15 @@ its running jobs of those classes, so that a grant of priority cannot
 take every container. --deadlines on lets it submit jobs with a deadline,
 which go before the rest of their class; --deadline-cap bounds its
 running jobs with one. See docs/scheduling.md.
+
+--group-cap caps the running jobs of each of the tenant's named groups
+whose own cap is inherit (see "barista group set"); the unnamed group
+(jobs submitted without --group) has no group cap. --group-order fifo
+(default) runs the tenant's jobs in submission order whatever their
+group; fair shares the tenant's dispatches equally between its groups,
+in cost. --max-groups bounds the tenant's named groups with jobs or
+settings (0 = the default, 10000); a submit to one more group is
+RESOURCE_EXHAUSTED.
 
 --export-metrics keeps the tenant's own series on /metrics when the
 cluster has more tenants than the servers' --metrics-max-tenants (below
@@ -130,6 +164,9 @@ mark.`,
 			defineFlag(fs, "deadlines", "may it submit jobs with a deadline (`ON|OFF`)", onOffVal(&o.deadlines))
 			numFlag(fs, &o.deadlineCap, "deadline-cap", 0, 0, math.MaxUint32, "max running jobs with a deadline (`N`, 0 = none)")
 			fs.BoolVar(&o.export, "export-metrics", false, "its own series on /metrics beyond the servers' --metrics-max-tenants")
+			fs.StringVar(&o.groupCap, "group-cap", "", "max running jobs of each named group whose cap is inherit (`N`, or none)")
+			fs.StringVar(&o.groupOrder, "group-order", "", "`ORDER` among the tenant's groups: fifo (default) or fair")
+			numFlag(fs, &o.maxGroups, "max-groups", 0, 0, sfq.MaxMaxGroups, "max named groups with jobs or settings (`N`, 0 = the default 10000)")
 			return o
 		},
 		run: runTenantSet,
@@ -208,6 +245,22 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 	}
 	set := map[string]bool{}
 	opts.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var groupCap uint32
+	var groupOrder pb.GroupOrder
+	if set["group-cap"] {
+		n, err := parseCapOrNone(opts.groupCap)
+		if err != nil {
+			return usageError("--group-cap: %v", err)
+		}
+		groupCap = n
+	}
+	if set["group-order"] {
+		order, err := sfq.ParseGroupOrder(opts.groupOrder)
+		if err != nil {
+			return usageError("--group-order: %q: want fifo or fair", opts.groupOrder)
+		}
+		groupOrder = fsm.GroupOrderToPB(order)
+	}
 	var out *pb.Tenant
 	err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		admin := pb.NewAdminClient(cc)
@@ -217,6 +270,7 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 		case codes.OK:
 			req.Tier, req.Multiplier, req.Caps, req.ExportMetrics = cur.Tier, cur.Multiplier, cur.Caps, cur.ExportMetrics
 			req.MaxClass, req.AllowDeadlines = cur.MaxClass, cur.AllowDeadlines
+			req.GroupCap, req.GroupOrder, req.MaxGroups = cur.GroupCap, cur.GroupOrder, cur.MaxGroups
 			if req.Caps == nil {
 				req.Caps = &pb.Caps{}
 			}
@@ -261,6 +315,15 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 		if set["deadlines"] {
 			req.AllowDeadlines = opts.deadlines
 		}
+		if set["group-cap"] {
+			req.GroupCap = groupCap
+		}
+		if set["group-order"] {
+			req.GroupOrder = groupOrder
+		}
+		if set["max-groups"] {
+			req.MaxGroups = opts.maxGroups
+		}
 		out, err = admin.UpsertTenant(ctx, req)
 		return err
 	})
@@ -278,4 +341,16 @@ func runTenantSet(env *cmdEnv, o any, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "tenant %s %s\n", out.Name, verb)
 	return printTenant(env, out, false)
+}
+
+// parseCapOrNone reads "none" (0) or a number 1..sfq.MaxGroupCap.
+func parseCapOrNone(s string) (uint32, error) {
+	if s == "none" {
+		return 0, nil
+	}
+	cp, err := sfq.ParseGroupCap(s)
+	if err != nil || cp == sfq.GroupCapInherit || cp == sfq.GroupCapNone {
+		return 0, fmt.Errorf("%q: want none or a number 1..%d", s, sfq.MaxGroupCap)
+	}
+	return uint32(cp), nil
 }

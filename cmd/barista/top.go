@@ -43,16 +43,19 @@ classes), its dispatches in the class in the last --window, then
             seconds at its weight: positive, it is owed service and goes
             first; negative, it is ahead ("-": no eligible work)
 
-and the cluster's leader and applied index. The windows cover cluster
-time since the node started or last loaded a snapshot at most. --once
-prints one view and exits; with --json it prints one object:
+and the cluster's leader and applied index. Under a tenant with named
+groups, its groups with the most queued jobs (at most 5) follow its first
+line, each with its queued and running jobs and its cap. The windows
+cover cluster time since the node started or last loaded a snapshot at
+most. --once prints one view and exits; with --json it prints one
+object:
 
   {"leader_id", "applied_index", "window_ms", "fairness_since_ms",
    "tenants": [{"name", "tier", "class", "weight", "queued", "running",
    "dispatches_1m", "dispatched_cost_ms_1m", "share", "entitled_share",
    "ratio", "eligible", "lag_cpu_s", "fairness": [{"window", "span_ms",
    "charged_ms", "class_charged_ms", "busy_ms", "share", "entitled",
-   "ratio"}]}]}
+   "ratio"}], "groups": [{"name", "running", "queued", "limit"}]}]}
 
 (share, entitled_share and ratio are the 1 min window's, share and
 entitled_share 0 when undefined; shares are fractions; in "fairness",
@@ -148,5 +151,12 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 		}
 		fmt.Fprintf(w, "%-20s %-8s %-8s %7.3g %7d %7d %6d %6.1f%% %s %6s %6s %6s %8s  [%s]\n", r.Name, r.Tier, r.Class, r.Weight, r.Queued, r.Running,
 			r.Dispatches1m, 100*r.Share, entitled, ratios[0], ratios[1], ratios[2], lag, bar)
+		for _, g := range r.Groups {
+			limit := ""
+			if g.Limit > 0 {
+				limit = fmt.Sprintf("cap %d", g.Limit)
+			}
+			fmt.Fprintf(w, "  group %-20.20s %25d %7d  %s\n", groupName(g.Name), g.Queued, g.Running, limit)
+		}
 	}
 }

@@ -344,7 +344,8 @@ func trackCall(ctx context.Context, method string, req, reply any, cc *grpc.Clie
 // batch keyed), upserts of tenants and configuration, drains, joins. A
 // submit without a key, a cancel or a delete is not (the second answer
 // differs, or a second job is made), nor a webhook set (the answer that
-// shows a new secret comes once) or replay.
+// shows a new secret comes once) or replay. A group's cap is set to a
+// value: SetGroup may be repeated.
 func idempotent(method string, req any) bool {
 	name := method[strings.LastIndexByte(method, '/')+1:]
 	switch r := req.(type) {
@@ -358,7 +359,7 @@ func idempotent(method string, req any) bool {
 		}
 		return len(r.Jobs) > 0
 	}
-	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetConfig", "Drain", "Join", "WebhookGet", "WebhookStatus"} {
+	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetGroup", "SetConfig", "Drain", "Join", "WebhookGet", "WebhookStatus"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

@@ -32,6 +32,26 @@ func (c *Core) Tenant(name string) (sfq.TenantSpec, bool) {
 // DeleteTenant implements Target.
 func (c *Core) DeleteTenant(_ sfq.Time, name string) error { return c.S.DeleteTenant(name) }
 
+// SetLevel implements Target: the core has no feature levels.
+func (c *Core) SetLevel(sfq.Time, uint32) error { return nil }
+
+// SetGroup implements Target.
+func (c *Core) SetGroup(_ sfq.Time, tenant, group string, admin sfq.GroupCap, own uint32, asTenant bool) error {
+	set := sfq.GroupSettings{}
+	if g, ok := c.S.Group(tenant, group); ok {
+		set = g.GroupSettings
+	}
+	if asTenant {
+		set.TenantCap = own
+	} else {
+		set.Cap = admin
+	}
+	return c.S.SetGroup(tenant, group, set)
+}
+
+// Group implements Target.
+func (c *Core) Group(tenant, group string) (sfq.Group, bool) { return c.S.Group(tenant, group) }
+
 // Submit implements Target.
 func (c *Core) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
 	return c.S.Submit(now, sub)

@@ -17,8 +17,19 @@ type Machine struct {
 	credit uint64
 }
 
-// NewMachine returns a Machine over a fresh state machine.
-func NewMachine() *Machine { return &Machine{F: fsm.NewLatest()} }
+// DefaultLevel is the feature level a script starts at: level 3, what
+// the build before groups holds, so that a script written for it gives
+// the same state and hash. "level 4" (groups) raises it.
+const DefaultLevel = fsm.Level3
+
+// NewMachine returns a Machine over a fresh state machine at DefaultLevel.
+func NewMachine() *Machine { return &Machine{F: fsm.NewAtLevel(DefaultLevel)} }
+
+// SetLevel implements Target: a SetFeatureLevel entry.
+func (m *Machine) SetLevel(now sfq.Time, level uint32) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: level}}})
+	return err
+}
 
 func (m *Machine) apply(now sfq.Time, c *pb.Command) (fsm.Result, error) {
 	m.index++
@@ -93,8 +104,29 @@ func (m *Machine) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
 	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
 		Tenant: sub.Tenant, IdempotencyKey: sub.Key, JobType: sub.Type, Size: fsm.SizeToPB(sub.Size),
 		EstCostMs: sub.EstCostMs, Payload: []byte(sub.Payload), MaxAttempts: sub.MaxAttempts, TimeoutMs: sub.TimeoutMs,
-		JobClass: fsm.ClassToPB(sub.Class), DeadlineMs: sub.DeadlineMs}}})
+		JobClass: fsm.ClassToPB(sub.Class), DeadlineMs: sub.DeadlineMs, Group: sub.Group}}})
 	return r.Job, err
+}
+
+// SetGroup implements Target.
+func (m *Machine) SetGroup(now sfq.Time, tenant, group string, admin sfq.GroupCap, own uint32, asTenant bool) error {
+	c := &pb.SetGroup{Tenant: tenant, Group: group, AsTenant: asTenant}
+	if asTenant {
+		c.CapKind, c.Limit = pb.GroupCapKind_GROUP_CAP_NONE, 0
+		if own != 0 {
+			c.CapKind, c.Limit = pb.GroupCapKind_GROUP_CAP_LIMIT, own
+		}
+	} else {
+		c.CapKind, c.Limit = fsm.GroupCapToPB(admin)
+	}
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: c}})
+	return err
+}
+
+// Group implements Target.
+func (m *Machine) Group(tenant, group string) (g sfq.Group, ok bool) {
+	m.F.Read(func(s *sfq.Scheduler) { g, ok = s.Group(tenant, group) })
+	return g, ok
 }
 
 // Dispatch implements Target.

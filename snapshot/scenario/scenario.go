@@ -27,6 +27,14 @@ type Target interface {
 	UpsertTenant(now sfq.Time, spec sfq.TenantSpec) error
 	Tenant(name string) (sfq.TenantSpec, bool)
 	DeleteTenant(now sfq.Time, name string) error
+	// SetLevel raises the cluster's feature level, as a leader does once
+	// every voter understands it (the core alone has no levels).
+	SetLevel(now sfq.Time, level uint32) error
+	// SetGroup sets a group's cap: the admin's (inherit, none or N), or
+	// with asTenant the tenant's own (0 = none).
+	SetGroup(now sfq.Time, tenant, group string, admin sfq.GroupCap, own uint32, asTenant bool) error
+	// Group returns a group's record.
+	Group(tenant, group string) (sfq.Group, bool)
 	Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error)
 	Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignment, bool, error)
 	// Job returns a copy of the job's record.
@@ -149,6 +157,7 @@ type dispatchLine struct {
 	Tenant  string          `json:"tenant,omitempty"`
 	Job     uint64          `json:"job,omitempty"`
 	Size    string          `json:"size,omitempty"`
+	Group   string          `json:"group,omitempty"`
 	StartMs json.RawMessage `json:"start_ms,omitempty"`
 	None    bool            `json:"none,omitempty"`
 }
@@ -169,6 +178,17 @@ func (rn *runner) exec(f []string) error {
 		return rn.t.DeleteTenant(rn.now, args[0])
 	case "submit":
 		return rn.submit(args)
+	case "group":
+		return rn.group(args)
+	case "level":
+		if len(args) != 1 {
+			return fmt.Errorf("usage: level N")
+		}
+		n, err := strconv.ParseUint(args[0], 10, 32)
+		if err != nil {
+			return fmt.Errorf("bad level %q", args[0])
+		}
+		return rn.t.SetLevel(rn.now, uint32(n))
 	case "dispatch":
 		return rn.dispatch(args)
 	case "start", "heartbeat", "finish", "cancel", "expire":
@@ -321,7 +341,7 @@ func (rn *runner) tenant(args []string) error {
 	}
 	if len(pos) != 1 {
 		return fmt.Errorf("usage: tenant NAME tier=T [multiplier=N cap=N cap_sm=N cap_md=N cap_lg=N inflight_cpu=DUR max_queued=N " +
-			"max_class=C cap_critical=N cap_high=N deadlines=on|off deadline_cap=N]")
+			"max_class=C cap_critical=N cap_high=N deadlines=on|off deadline_cap=N group_cap=N|none group_order=fifo|fair max_groups=N]")
 	}
 	spec, exists := rn.t.Tenant(pos[0])
 	spec.Name = pos[0]
@@ -366,6 +386,18 @@ func (rn *runner) tenant(args []string) error {
 			default:
 				err = fmt.Errorf("bad deadlines %q: want on or off", v)
 			}
+		case "group_cap":
+			if v == "none" {
+				spec.GroupCap = 0
+			} else if spec.GroupCap, err = count(k, v); err == nil && spec.GroupCap == 0 {
+				err = fmt.Errorf("bad group_cap %q: want none or 1..%d", v, sfq.MaxGroupCap)
+			}
+		case "group_order":
+			spec.GroupOrder, err = sfq.ParseGroupOrder(v)
+		case "max_groups":
+			if spec.MaxGroups, err = count(k, v); err == nil && spec.MaxGroups == 0 {
+				err = fmt.Errorf("bad max_groups %q: want 1..%d", v, sfq.MaxMaxGroups)
+			}
 		default:
 			return fmt.Errorf("unknown tenant key %q", k)
 		}
@@ -400,7 +432,7 @@ func (rn *runner) submit(args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("usage: submit TENANT [xN] size=S cost=DUR|auto [class=C deadline=DUR key=K type=T max_attempts=N timeout=DUR]")
+		return fmt.Errorf("usage: submit TENANT [xN] size=S cost=DUR|auto [class=C deadline=DUR group=G key=K type=T max_attempts=N timeout=DUR]")
 	}
 	sub := sfq.Submission{Tenant: pos[0]}
 	for _, req := range []string{"size", "cost"} {
@@ -429,6 +461,8 @@ func (rn *runner) submit(args []string) error {
 			sub.MaxAttempts, err = count(k, v)
 		case "timeout":
 			sub.TimeoutMs, err = durationMs(k, v)
+		case "group":
+			sub.Group = v
 		default:
 			return fmt.Errorf("unknown submit key %q", k)
 		}
@@ -445,6 +479,36 @@ func (rn *runner) submit(args []string) error {
 		}
 	}
 	return nil
+}
+
+// group sets a group's cap: "group TENANT GROUP cap=N|none|inherit" sets
+// the admin's, "group TENANT GROUP tenant_cap=N|none" the tenant's own.
+func (rn *runner) group(args []string) error {
+	pos, opts, err := kv(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 || len(opts) != 1 {
+		return fmt.Errorf("usage: group TENANT GROUP cap=N|none|inherit | tenant_cap=N|none")
+	}
+	o := opts[0]
+	switch o.k {
+	case "cap":
+		cp, err := sfq.ParseGroupCap(o.v)
+		if err != nil {
+			return err
+		}
+		return rn.t.SetGroup(rn.now, pos[0], pos[1], cp, 0, false)
+	case "tenant_cap":
+		var n uint32
+		if o.v != "none" {
+			if n, err = count(o.k, o.v); err != nil || n == 0 {
+				return fmt.Errorf("bad tenant_cap %q: want none or 1..%d", o.v, sfq.MaxGroupCap)
+			}
+		}
+		return rn.t.SetGroup(rn.now, pos[0], pos[1], 0, n, true)
+	}
+	return fmt.Errorf("unknown group key %q (want cap or tenant_cap)", o.k)
 }
 
 func (rn *runner) dispatch(args []string) error {
@@ -496,8 +560,17 @@ func (rn *runner) emitDispatch(a sfq.Assignment, ok bool) {
 	}
 	tenant := rn.t.TenantName(a.Tenant)
 	start := sfq.FormatMillis(int64(a.Start))
+	var group string
+	if j, ok := rn.t.Job(a.Job); ok {
+		group = j.Group()
+	}
 	if rn.opt.JSON {
-		rn.emitJSON(dispatchLine{N: n, Tenant: tenant, Job: uint64(a.Job), Size: a.Size.String(), StartMs: json.RawMessage(start)})
+		rn.emitJSON(dispatchLine{N: n, Tenant: tenant, Job: uint64(a.Job), Size: a.Size.String(), Group: group, StartMs: json.RawMessage(start)})
+		return
+	}
+	if group != "" {
+		// Only jobs of a named group say so: every other line keeps its form.
+		fmt.Fprintf(rn.out, "dispatch %d tenant=%s job=%d size=%s start=%s group=%s\n", n, tenant, a.Job, a.Size, start, group)
 		return
 	}
 	fmt.Fprintf(rn.out, "dispatch %d tenant=%s job=%d size=%s start=%s\n", n, tenant, a.Job, a.Size, start)
@@ -589,7 +662,7 @@ func (rn *runner) show(args []string) error {
 	if err != nil {
 		return err
 	}
-	usage := fmt.Errorf("usage: show job ID | show tenant NAME [class=C] | show type TENANT TYPE")
+	usage := fmt.Errorf("usage: show job ID | show tenant NAME [class=C] | show group TENANT GROUP [class=C] | show type TENANT TYPE")
 	if len(pos) < 1 {
 		return usage
 	}
@@ -630,6 +703,11 @@ func (rn *runner) show(args []string) error {
 		}
 		fmt.Fprintf(rn.out, "type %s %s ema=%dms samples=%d\n", pos[1], st.Type, st.EMAMs, st.Samples)
 		return nil
+	case "group":
+		if len(pos) != 3 {
+			return usage
+		}
+		return rn.showGroup(pos[1], pos[2], opts)
 	case "tenant":
 	default:
 		return usage
@@ -660,6 +738,47 @@ func (rn *runner) show(args []string) error {
 	fmt.Fprintf(rn.out, "tenant %s tier=%s tag=%s vnow=%s running=%d queued=%d/%d/%d billed_cpu=%dms zombie_cpu=%dms failures=%d\n",
 		t.Name, t.Tier, tag, vnow, t.Running, t.Queued[sfq.SM], t.Queued[sfq.MD], t.Queued[sfq.LG],
 		t.Billing.CPUMs, t.Billing.ZombieCPUMs, t.Billing.Failures)
+	return nil
+}
+
+// showGroup prints "group TENANT GROUP cap=C tenant_cap=N|none limit=N|none
+// running=N queued=N tag=MS gnow=MS": the admin's cap, the tenant's own,
+// the cap in force, and (class=C, default normal) the group's tag and its
+// tenant's group_now.
+func (rn *runner) showGroup(tenant, group string, opts options) error {
+	class := sfq.ClassNormal
+	for _, o := range opts {
+		if o.k != "class" {
+			return fmt.Errorf("unknown show group key %q", o.k)
+		}
+		var err error
+		if class, err = sfq.ParseClass(o.v); err != nil {
+			return err
+		}
+	}
+	t, _, ok := rn.t.TenantState(tenant, class)
+	if !ok {
+		return fmt.Errorf("%w: %q", sfq.ErrUnknownTenant, tenant)
+	}
+	g, ok := rn.t.Group(tenant, group)
+	if !ok {
+		return fmt.Errorf("tenant %q has no group %q (a group without jobs or settings is forgotten)", tenant, group)
+	}
+	own, limit := "none", "none"
+	if g.TenantCap != 0 {
+		own = strconv.FormatUint(uint64(g.TenantCap), 10)
+	}
+	if n := sfq.CapOf(&t, &g); n != 0 {
+		limit = strconv.FormatUint(uint64(n), 10)
+	}
+	if rn.opt.JSON {
+		rn.emitJSON(map[string]any{"tenant": tenant, "group": group, "class": class.String(), "cap": g.Cap.String(), "tenant_cap": own,
+			"limit": limit, "running": g.Running, "queued": g.Queued, "tag_ms": json.RawMessage(g.Tag(class).String()),
+			"gnow_ms": json.RawMessage(t.GroupNow(class).String())})
+		return nil
+	}
+	fmt.Fprintf(rn.out, "group %s %s cap=%s tenant_cap=%s limit=%s running=%d queued=%d tag=%s gnow=%s\n",
+		tenant, group, g.Cap, own, limit, g.Running, g.Queued, g.Tag(class), t.GroupNow(class))
 	return nil
 }
 

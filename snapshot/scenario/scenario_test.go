@@ -63,7 +63,7 @@ func decisions(out []byte) string {
 	var b strings.Builder
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(l, "dispatch ") || strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "tenant ") ||
-			strings.HasPrefix(l, "explain ") || strings.HasPrefix(l, "type ") {
+			strings.HasPrefix(l, "explain ") || strings.HasPrefix(l, "type ") || strings.HasPrefix(l, "group ") {
 			b.WriteString(l + "\n")
 		}
 	}
@@ -170,6 +170,7 @@ func TestJSONOutput(t *testing.T) {
 func TestScriptErrors(t *testing.T) {
 	cases := []struct{ line, want string }{
 		{"bogus", `unknown command "bogus"`},
+		{"level x", `bad level "x"`},
 		{"at 5", `bad time "5"`},
 		{"tenant x", `new tenant "x" needs tier=`},
 		{"tenant x tier=platinum", `unknown tier "platinum"`},
@@ -183,20 +184,71 @@ func TestScriptErrors(t *testing.T) {
 		{"expire 1 soon", `bad expiry "soon"`},
 		{"finish 1", `finish needs cpu=`},
 		{"delete a", `tenant has queued or running jobs`},
+		{"submit a size=sm cost=1s group=bad/name", `group name "bad/name" has '/' at byte 3 (allowed: A-Z a-z 0-9 . _ : @ -)`},
+		{"tenant a group_order=random", `unknown group_order "random" (want fifo or fair)`},
+		{"tenant a max_groups=0", `bad max_groups "0"`},
+		{"tenant a group_cap=0", `bad group_cap "0"`},
+		{"group a g cap=0", `group cap "0" (want inherit, none or 1..1000000)`},
+		{"group a g size=1", `unknown group key "size" (want cap or tenant_cap)`},
+		{"group nobody g cap=1", `NOT_FOUND: unknown tenant "nobody"`},
+		{"show group a g", `tenant "a" has no group "g"`},
 	}
 	for _, c := range cases {
-		script := "at 0s\ntenant a tier=free\nsubmit a size=sm cost=1s\n" + c.line + "\ndispatch sm\n"
+		script := "level 4\nat 0s\ntenant a tier=free\nsubmit a size=sm cost=1s\n" + c.line + "\ndispatch sm\n"
 		var out bytes.Buffer
 		res, err := Run(strings.NewReader(script), NewMachine(), &out, Options{})
 		if !errors.Is(err, ErrScript) || res.Errors != 1 {
 			t.Errorf("%q: err %v, %d errors", c.line, err, res.Errors)
 			continue
 		}
-		if !strings.Contains(out.String(), "error 4: ") || !strings.Contains(out.String(), c.want) {
-			t.Errorf("%q: output\n%s\nwant error 4 containing %q", c.line, out.String(), c.want)
+		if !strings.Contains(out.String(), "error 5: ") || !strings.Contains(out.String(), c.want) {
+			t.Errorf("%q: output\n%s\nwant error 5 containing %q", c.line, out.String(), c.want)
 		}
 		if !strings.Contains(out.String(), "dispatch 1 tenant=a job=1") {
 			t.Errorf("%q: run did not go on after the error:\n%s", c.line, out.String())
 		}
+	}
+}
+
+// TestScriptLevels: a script starts at feature level 3, where everything
+// of groups is refused, naming the field and both levels; "level 4"
+// raises it (and a level is never lowered), after which the same lines
+// are accepted. A level above this build's stops the run.
+func TestScriptLevels(t *testing.T) {
+	script := `at 0s
+tenant a tier=free
+submit a size=sm cost=1s group=g
+tenant a tier=free group_cap=1
+tenant a tier=free group_order=fair
+tenant a tier=free max_groups=5
+group a g cap=2
+level 4
+level 2
+submit a size=sm cost=1s group=g
+tenant a tier=free group_cap=1 group_order=fair max_groups=5
+group a g cap=2
+show group a g
+`
+	var out bytes.Buffer
+	res, err := Run(strings.NewReader(script), NewMachine(), &out, Options{})
+	if !errors.Is(err, ErrScript) || res.Errors != 5 {
+		t.Fatalf("err %v, %d errors:\n%s", err, res.Errors, out.String())
+	}
+	need := func(what string) string {
+		return what + " needs cluster feature level 4; the cluster is at level 3 until every voter runs a build that understands level 4 (docs/operations.md, \"Upgrades\")"
+	}
+	want := "error 3: FAILED_PRECONDITION: " + need("group") + "\n" +
+		"error 4: FAILED_PRECONDITION: " + need("group_cap") + "\n" +
+		"error 5: FAILED_PRECONDITION: " + need("group_order fair") + "\n" +
+		"error 6: FAILED_PRECONDITION: " + need("max_groups") + "\n" +
+		"error 7: FAILED_PRECONDITION: " + need("SetGroup") + "\n" +
+		"group a g cap=2 tenant_cap=none limit=2 running=0 queued=1 tag=0 gnow=0\n"
+	if got, _, _ := strings.Cut(out.String(), "hash="); got != want {
+		t.Errorf("output:\n%s\nwant:\n%s", got, want)
+	}
+	out.Reset()
+	if _, err := Run(strings.NewReader("level 5\n"), NewMachine(), &out, Options{}); err == nil ||
+		!strings.Contains(out.String(), "error 1: fatal: log entry 1 cannot be applied: unknown feature level 5 (this build understands up to 4): upgrade this node") {
+		t.Errorf("level 5: %v\n%s", err, out.String())
 	}
 }

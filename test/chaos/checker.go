@@ -13,7 +13,7 @@ import (
 // Violation is one broken invariant. Rule is the number of the invariant
 // in SPEC §8 (1 lost submits, 2 single terminal state and no concurrent
 // attempts, 3 caps, 4 virtual time and counters, 5 equal hashes, 6
-// fairness inside a class, 7 class and deadline order).
+// fairness inside a class, 7 class and deadline order, 8 group caps).
 type Violation struct {
 	Rule int
 	Msg  string
@@ -27,6 +27,7 @@ func Check(h *History) []Violation {
 	var out []Violation
 	for _, rule := range []func(*History) []Violation{
 		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness, checkPriority,
+		checkGroupCaps,
 	} {
 		out = append(out, rule(h)...)
 	}
@@ -433,6 +434,21 @@ func fairPair(facts []snapshot.AuditFact, class, a, b string, bound int64, step 
 	}
 	if open {
 		closeWindow(facts[len(facts)-1].Index)
+	}
+	return out
+}
+
+// checkGroupCaps (8): after every assigning Dispatch, the job's group runs
+// no more jobs than the group's cap in force at that index (the admin's
+// cap or the tenant's group_cap, and the tenant's own, whichever is
+// lower; the unnamed group has none).
+func checkGroupCaps(h *History) []Violation {
+	var out []Violation
+	for _, f := range h.Audit {
+		if f.Kind == "dispatch" && f.GroupCap > 0 && f.GroupRunning > f.GroupCap {
+			out = append(out, Violation{8, fmt.Sprintf("index %d: dispatching job %d raised group %q of tenant %s to %d running, its cap %d",
+				f.Index, f.Job, f.Group, f.Tenant, f.GroupRunning, f.GroupCap)})
+		}
 	}
 	return out
 }

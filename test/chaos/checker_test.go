@@ -15,8 +15,8 @@ var t0 = time.Unix(1_800_000_000, 0)
 
 // validHistory is a small consistent history: two fairness tenants of
 // equal weight, alternating sm jobs of 1000 ms of class normal on one
-// worker (normal and low had eligible jobs), every job completed with
-// cpu = est.
+// worker (normal and low had eligible jobs), each in its tenant's group g1
+// of cap 1, every job completed with cpu = est.
 func validHistory() *History {
 	h := &History{Fair: []string{"fa", "fb"}, Overlap: 100 * time.Millisecond,
 		Nodes:      []NodeFinal{{"n1", 40, "abc"}, {"n2", 40, "abc"}, {"n3", 40, "abc"}},
@@ -38,7 +38,8 @@ func validHistory() *History {
 		tenant := []string{"fa", "fb"}[j%2]
 		fact(snapshot.AuditFact{Kind: "dispatch", Job: j, Tenant: tenant, Size: "sm", Attempt: 1, EstCostMs: 1000, Weight: 65536,
 			Running: 1, RunningSize: 1, InflightCPUMs: 1000, MaxRunning: 2, Backlogged: []string{"fa", "fb"},
-			Class: "normal", Eligible: []string{"normal", "low", "low:deadline"}, BackloggedIn: []string{"fa:normal", "fb:normal"}})
+			Class: "normal", Eligible: []string{"normal", "low", "low:deadline"}, BackloggedIn: []string{"fa:normal", "fb:normal"},
+			Group: "g1", GroupRunning: 1, GroupCap: 1})
 		fact(snapshot.AuditFact{Kind: "finish", Job: j, Tenant: tenant, Attempt: 1, CPUMs: 1000, EstCostMs: 1000, Weight: 65536})
 		fact(snapshot.AuditFact{Kind: "terminal", Job: j, Tenant: tenant, State: "completed"})
 		start := t0.Add(time.Duration(j) * time.Second)
@@ -174,6 +175,13 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 			for i := range h.Audit {
 				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Job == 2 {
 					h.Audit[i].Eligible = []string{"normal", "normal:deadline"}
+				}
+			}
+		}},
+		{"over a group's cap", 8, "index 10: dispatching job 2 raised group \"g1\" of tenant fa to 2 running, its cap 1", func(h *History) {
+			for i := range h.Audit {
+				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Job == 2 {
+					h.Audit[i].GroupRunning = 2
 				}
 			}
 		}},

@@ -90,17 +90,35 @@ type Run struct {
 }
 
 // tenants of a run: three fairness tenants (sm jobs of class normal
-// without a deadline only, no caps), two capped tenants and two of mixed
-// sizes, which also submit jobs of classes high (mix-gold, capped) and
-// low, and jobs with deadlines (the mixed ones).
+// without a deadline only, no caps, in groups without caps: fair-silver's
+// in group_order fair), two capped tenants and two of mixed sizes, which
+// also submit jobs of classes high (mix-gold, capped) and low, and jobs
+// with deadlines (the mixed ones). Every tenant's jobs are spread over
+// groups g0-g3 and its unnamed group; the capped and mixed tenants' groups
+// are capped (group_cap), in both group orders.
 var tenantSpecs = []*pb.UpsertTenantRequest{
 	{Name: "fair-free", Tier: pb.Tier_FREE},
-	{Name: "fair-silver", Tier: pb.Tier_SILVER},
+	{Name: "fair-silver", Tier: pb.Tier_SILVER, GroupOrder: pb.GroupOrder_GROUP_FAIR},
 	{Name: "fair-gold", Tier: pb.Tier_GOLD},
-	{Name: "cap-bronze", Tier: pb.Tier_BRONZE, Caps: &pb.Caps{MaxRunning: 1}},
-	{Name: "cap-diamond", Tier: pb.Tier_DIAMOND, Caps: &pb.Caps{MaxRunningMd: 1, MaxInflightCpuMs: 1500}},
-	{Name: "mix-bronze", Tier: pb.Tier_BRONZE, AllowDeadlines: true, Caps: &pb.Caps{MaxRunningDeadline: 2}},
-	{Name: "mix-gold", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH, AllowDeadlines: true, Caps: &pb.Caps{MaxRunningHigh: 2}},
+	capBronze(1),
+	{Name: "cap-diamond", Tier: pb.Tier_DIAMOND, Caps: &pb.Caps{MaxRunningMd: 1, MaxInflightCpuMs: 1500}, GroupCap: 2, GroupOrder: pb.GroupOrder_GROUP_FAIR},
+	{Name: "mix-bronze", Tier: pb.Tier_BRONZE, AllowDeadlines: true, Caps: &pb.Caps{MaxRunningDeadline: 2}, GroupCap: 1, GroupOrder: pb.GroupOrder_GROUP_FAIR},
+	{Name: "mix-gold", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH, AllowDeadlines: true, Caps: &pb.Caps{MaxRunningHigh: 2}, GroupCap: 2},
+}
+
+// capBronze is cap-bronze's settings with max_running n: group_cap 1,
+// group_order fifo.
+func capBronze(n uint32) *pb.UpsertTenantRequest {
+	return &pb.UpsertTenantRequest{Name: "cap-bronze", Tier: pb.Tier_BRONZE, Caps: &pb.Caps{MaxRunning: n}, GroupCap: 1}
+}
+
+// groupOf draws a submit's group: the unnamed group one time in five,
+// else one of g0-g3.
+func groupOf(rng *rand.Rand) string {
+	if rng.IntN(5) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("g%d", rng.IntN(4))
 }
 
 // classAndDeadline draws a submit's class and deadline for a tenant of
@@ -250,9 +268,10 @@ func (r *Run) payload(run time.Duration) []byte {
 }
 
 // submit sends one keyed submit until it is acknowledged or ctx ends.
-func (r *Run) submit(ctx context.Context, client int, key, tenant string, size pb.Size, est int64, run time.Duration, class pb.Class, deadline int64) {
+func (r *Run) submit(ctx context.Context, client int, key, tenant, group string, size pb.Size, est int64, run time.Duration, class pb.Class, deadline int64) {
 	op := Op{Kind: "submit", Client: client, Key: key, Tenant: tenant, Invoke: time.Now()}
-	req := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: &key, Size: size, EstCostMs: est, Payload: r.payload(run), Class: class, DeadlineMs: deadline}
+	req := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: &key, Size: size, EstCostMs: est, Payload: r.payload(run), Class: class, DeadlineMs: deadline,
+		Group: group}
 	tries, err := r.retry(ctx, client, func(ctx context.Context, n *cluster.Node) error {
 		resp, err := pb.NewClientClient(n.Conn()).Submit(ctx, req)
 		if err == nil {
@@ -288,7 +307,7 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 				size := []pb.Size{pb.Size_SM, pb.Size_MD, pb.Size_LG}[rng.IntN(3)]
 				key := fmt.Sprintf("c%d-%d", c, seq.Add(1))
 				class, deadline := classAndDeadline(rng, tenant)
-				r.submit(ctx, c, key, tenant, size, int64(200+rng.IntN(1800)), time.Duration(200+rng.IntN(800))*time.Millisecond, class, deadline)
+				r.submit(ctx, c, key, tenant, groupOf(rng), size, int64(200+rng.IntN(1800)), time.Duration(200+rng.IntN(800))*time.Millisecond, class, deadline)
 				sleepCtx(ctx, time.Duration(300+rng.IntN(700))*time.Millisecond)
 			}
 		}()
@@ -311,7 +330,7 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 				})
 				for q := queued; q >= 0 && q < 8 && ctx.Err() == nil; q++ {
 					key := fmt.Sprintf("f%d-%d", client, seq.Add(1))
-					r.submit(ctx, client, key, tenant, pb.Size_SM, int64(300+rng.IntN(500)), time.Duration(150+rng.IntN(300))*time.Millisecond, 0, 0)
+					r.submit(ctx, client, key, tenant, groupOf(rng), pb.Size_SM, int64(300+rng.IntN(500)), time.Duration(150+rng.IntN(300))*time.Millisecond, 0, 0)
 				}
 				sleepCtx(ctx, 300*time.Millisecond)
 			}
@@ -324,8 +343,23 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 		rng := rand.New(rand.NewPCG(r.cfg.Seed, 200))
 		for n := 0; ctx.Err() == nil; n++ {
 			sleepCtx(ctx, time.Duration(1500+rng.IntN(2000))*time.Millisecond)
+			if n%6 == 5 {
+				// A group's cap moves: inherit (2), none or 1.
+				req := &pb.SetGroupRequest{Tenant: "cap-diamond", Group: fmt.Sprintf("g%d", rng.IntN(4)), Cap: []string{"inherit", "none", "1"}[rng.IntN(3)]}
+				op := Op{Kind: "group", Client: 200, Tenant: req.Tenant, Invoke: time.Now()}
+				tries, err := r.retry(ctx, n, func(ctx context.Context, nd *cluster.Node) error {
+					_, err := pb.NewClientClient(nd.Conn()).SetGroup(ctx, req)
+					return err
+				})
+				op.Tries, op.Result = tries, resultOf(err)
+				if err == nil {
+					op.Ack = time.Now()
+				}
+				r.rec.op(op)
+				continue
+			}
 			if n%3 == 2 {
-				spec := &pb.UpsertTenantRequest{Name: "cap-bronze", Tier: pb.Tier_BRONZE, Caps: &pb.Caps{MaxRunning: uint32(1 + rng.IntN(2))}}
+				spec := capBronze(uint32(1 + rng.IntN(2)))
 				op := Op{Kind: "tenant", Client: 200, Tenant: spec.Name, Invoke: time.Now()}
 				tries, err := r.retry(ctx, n, func(ctx context.Context, nd *cluster.Node) error {
 					_, err := pb.NewAdminClient(nd.Conn()).UpsertTenant(ctx, spec)
@@ -755,6 +789,22 @@ func (r *Run) report(h *History, fenced float64) string {
 		}
 	}
 	fmt.Fprintf(&b, "dispatches by class: %s\n", countLine(classes))
+	groups := map[string]int{}
+	for _, f := range h.Audit {
+		if f.Kind == "dispatch" {
+			switch {
+			case f.Group == "":
+				groups["unnamed"]++
+			case f.GroupCap > 0 && f.GroupRunning == f.GroupCap:
+				groups["named-at-cap"]++
+			case f.GroupCap > 0:
+				groups["named-capped"]++
+			default:
+				groups["named-uncapped"]++
+			}
+		}
+	}
+	fmt.Fprintf(&b, "dispatches by group (at-cap: the dispatch filled its group's cap): %s\n", countLine(groups))
 	return b.String()
 }
 

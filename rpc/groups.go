@@ -1,0 +1,219 @@
+package rpc
+
+import (
+	"context"
+	"strconv"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"barista/fsm"
+	pb "barista/proto"
+	"barista/sfq"
+)
+
+// Who sets a group's cap. An admin sets the group's cap (inherit, none or
+// a number). A tenant's client token sets its own cap on the group: a
+// second, separate cap — the group runs at most the lower of the two — so
+// a tenant can tighten a group below what the admin allows and never
+// loosen it; clearing its own cap leaves the admin's. Both are checked
+// again when the command is applied.
+
+// groupNameErr checks a group name and names the field.
+func groupNameErr(field, name string) error {
+	if err := sfq.ValidateGroupName(name); err != nil {
+		return status.Errorf(codes.InvalidArgument, "%s: %v", field, trimInvalid(err))
+	}
+	return nil
+}
+
+// trimInvalid drops the sentinel's "invalid argument: " from a core error.
+func trimInvalid(err error) string {
+	msg := err.Error()
+	const p = "invalid argument: "
+	if len(msg) > len(p) && msg[:len(p)] == p {
+		return msg[len(p):]
+	}
+	return msg
+}
+
+// groupToPB converts a group of tenant t.
+func groupToPB(t *sfq.Tenant, g *sfq.Group) *pb.Group {
+	return &pb.Group{Tenant: t.Name, Name: g.Name, Cap: g.Cap.String(), TenantCap: g.TenantCap, Limit: sfq.CapOf(t, g),
+		Running: g.Running, Queued: g.Queued}
+}
+
+// groupUsage converts groups into usage rows.
+func groupUsage(t *sfq.Tenant, gs []sfq.Group) []*pb.GroupUsage {
+	out := make([]*pb.GroupUsage, len(gs))
+	for i := range gs {
+		out[i] = &pb.GroupUsage{Name: gs[i].Name, Running: gs[i].Running, Queued: gs[i].Queued, Limit: sfq.CapOf(t, &gs[i])}
+	}
+	return out
+}
+
+// setGroupCommand builds the command of a SetGroup: the admin's cap, or
+// (asTenant) the tenant's own.
+func setGroupCommand(tenant, group, value string, asTenant bool) (*pb.SetGroup, error) {
+	c := &pb.SetGroup{Tenant: tenant, Group: group, AsTenant: asTenant}
+	cp, err := sfq.ParseGroupCap(value)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "cap: %q (want inherit, none or a number 1..%d)", value, sfq.MaxGroupCap)
+	}
+	c.CapKind, c.Limit = fsm.GroupCapToPB(cp)
+	if asTenant && cp == sfq.GroupCapInherit {
+		c.CapKind = pb.GroupCapKind_GROUP_CAP_NONE // the tenant clears its own cap
+	}
+	return c, nil
+}
+
+// SetGroup sets a group's cap: the admin's with an admin token, the
+// tenant's own (tighter) cap with its client token.
+func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (*pb.Group, error) {
+	tenant, err := scopeTenant(ctx, req.Tenant, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := groupNameErr("group", req.Group); err != nil {
+		return nil, err
+	}
+	cmd, err := setGroupCommand(tenant, req.Group, req.Cap, IdentityFrom(ctx).Role == RoleClient)
+	if err != nil {
+		return nil, err
+	}
+	command := &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: cmd}}
+	if err := levelErr(s.node.FSM, command); err != nil {
+		return nil, err
+	}
+	fwd := &pb.SetGroupRequest{Tenant: tenant, Group: req.Group, Cap: req.Cap}
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Group, error) {
+		return pb.NewClientClient(cc).SetGroup(ctx, fwd)
+	}); handled {
+		return resp, err
+	}
+	// On the leader: the checks that need state (Apply makes them again).
+	var t sfq.Tenant
+	var exists, ok bool
+	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+		t, ok = sc.Tenant(tenant)
+		_, exists = sc.Group(tenant, req.Group)
+	})
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+	}
+	creates := !exists && (cmd.CapKind == pb.GroupCapKind_GROUP_CAP_LIMIT || (!cmd.AsTenant && cmd.CapKind == pb.GroupCapKind_GROUP_CAP_NONE))
+	if creates && t.Groups >= t.GroupLimit() {
+		return nil, status.Errorf(codes.ResourceExhausted, "group: tenant %q has %d groups, its max_groups; a setting on a new group %q would exceed it",
+			tenant, t.Groups, req.Group)
+	}
+	res, err := s.propose(ctx, command)
+	if err != nil {
+		return nil, err
+	}
+	if err := resultErr(res[0]); err != nil {
+		return nil, err
+	}
+	var out *pb.Group
+	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+		t, _ := sc.Tenant(tenant)
+		if g, ok := sc.Group(tenant, req.Group); ok {
+			out = groupToPB(&t, &g)
+		} else {
+			// Nothing set and no job: the group is forgotten.
+			out = &pb.Group{Tenant: tenant, Name: req.Group, Cap: sfq.GroupCapInherit.String(), Limit: t.GroupCap}
+		}
+	})
+	return out, nil
+}
+
+// GetGroup returns one group of the caller's tenant ("" is its unnamed
+// group). A group without jobs or settings does not exist: NOT_FOUND.
+func (s *ClientService) GetGroup(ctx context.Context, req *pb.GetGroupRequest) (*pb.Group, error) {
+	tenant, err := scopeTenant(ctx, req.Tenant, true)
+	if err != nil {
+		return nil, err
+	}
+	if req.Group != "" {
+		if err := groupNameErr("group", req.Group); err != nil {
+			return nil, err
+		}
+	}
+	fwd := &pb.GetGroupRequest{Tenant: tenant, Group: req.Group}
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Group, error) {
+		return pb.NewClientClient(cc).GetGroup(ctx, fwd)
+	}, func() (out *pb.Group, err error) {
+		s.node.FSM.Read(func(sc *sfq.Scheduler) {
+			t, ok := sc.Tenant(tenant)
+			if !ok {
+				err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+				return
+			}
+			g, ok := sc.Group(tenant, req.Group)
+			if !ok {
+				err = status.Errorf(codes.NotFound, "group: tenant %q has no group %q (a group without jobs or settings is forgotten)", tenant, req.Group)
+				return
+			}
+			out = groupToPB(&t, &g)
+		})
+		return out, err
+	})
+}
+
+// groupPageToken encodes the name a page of groups continues after.
+func groupPageToken(last string) string { return "g" + strconv.Quote(last) }
+
+func parseGroupPageToken(tok string) (after string, first bool, err error) {
+	if tok == "" {
+		return "", true, nil
+	}
+	if len(tok) < 3 || tok[0] != 'g' {
+		return "", false, status.Errorf(codes.InvalidArgument, "page_token: %q is not a token this server issued", tok)
+	}
+	after, err = strconv.Unquote(tok[1:])
+	if err != nil {
+		return "", false, status.Errorf(codes.InvalidArgument, "page_token: %q is not a token this server issued", tok)
+	}
+	return after, false, nil
+}
+
+// ListGroups pages through the caller's tenant's groups by name, the
+// unnamed one ("") first.
+func (s *ClientService) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListGroupsResponse, error) {
+	tenant, err := scopeTenant(ctx, req.Tenant, true)
+	if err != nil {
+		return nil, err
+	}
+	after, first, err := parseGroupPageToken(req.PageToken)
+	if err != nil {
+		return nil, err
+	}
+	size := int(req.PageSize)
+	switch {
+	case size == 0:
+		size = defaultPage
+	case size > maxPage:
+		return nil, status.Errorf(codes.InvalidArgument, "page_size: %d, at most %d", size, maxPage)
+	}
+	fwd := &pb.ListGroupsRequest{Tenant: tenant, PageSize: req.PageSize, PageToken: req.PageToken}
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListGroupsResponse, error) {
+		return pb.NewClientClient(cc).ListGroups(ctx, fwd)
+	}, func() (out *pb.ListGroupsResponse, err error) {
+		s.node.FSM.Read(func(sc *sfq.Scheduler) {
+			gs, more, ok := sc.SortedGroups(tenant, after, first, size)
+			if !ok {
+				err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+				return
+			}
+			t, _ := sc.Tenant(tenant)
+			out = &pb.ListGroupsResponse{}
+			for i := range gs {
+				out.Groups = append(out.Groups, groupToPB(&t, &gs[i]))
+			}
+			if more && len(gs) > 0 {
+				out.NextPageToken = groupPageToken(gs[len(gs)-1].Name)
+			}
+		})
+		return out, err
+	})
+}

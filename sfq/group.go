@@ -1,0 +1,597 @@
+package sfq
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// GroupOrder is how a tenant chooses among the eligible heads of its
+// groups (SPEC §3 "Groups").
+type GroupOrder uint8
+
+const (
+	// GroupFIFO (default): the eligible head with the lowest job ID.
+	GroupFIFO GroupOrder = iota
+	// GroupFair: the groups share the tenant's dispatches equally in cost:
+	// the eligible head whose group has the lowest group tag.
+	GroupFair
+)
+
+func (o GroupOrder) String() string {
+	if o == GroupFair {
+		return "fair"
+	}
+	return "fifo"
+}
+
+// ParseGroupOrder reads "fifo" or "fair".
+func ParseGroupOrder(s string) (GroupOrder, error) {
+	switch s {
+	case "fifo":
+		return GroupFIFO, nil
+	case "fair":
+		return GroupFair, nil
+	}
+	return 0, fmt.Errorf("%w: unknown group_order %q (want fifo or fair)", ErrInvalid, s)
+}
+
+// GroupCap is the cap an admin sets on one group: inherit the tenant's
+// group_cap (the zero value), none, or a number of Assigned+Running jobs.
+type GroupCap uint32
+
+const (
+	// GroupCapInherit: the tenant's group_cap applies.
+	GroupCapInherit GroupCap = 0
+	// GroupCapNone: no group cap, whatever the tenant's group_cap.
+	GroupCapNone GroupCap = math.MaxUint32
+)
+
+// MaxGroupCap bounds a numeric group cap (and a tenant's group_cap).
+const MaxGroupCap = 1_000_000
+
+func (c GroupCap) String() string {
+	switch c {
+	case GroupCapInherit:
+		return "inherit"
+	case GroupCapNone:
+		return "none"
+	}
+	return strconv.FormatUint(uint64(c), 10)
+}
+
+// ParseGroupCap reads "inherit", "none" or a number 1..MaxGroupCap.
+func ParseGroupCap(s string) (GroupCap, error) {
+	switch s {
+	case "inherit":
+		return GroupCapInherit, nil
+	case "none":
+		return GroupCapNone, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil || n < 1 || n > MaxGroupCap {
+		return 0, fmt.Errorf("%w: group cap %q (want inherit, none or 1..%d)", ErrInvalid, s, MaxGroupCap)
+	}
+	return GroupCap(n), nil
+}
+
+// Limits on groups.
+const (
+	// MaxGroupNameLen bounds a group name.
+	MaxGroupNameLen = 128
+	// DefaultMaxGroups is a tenant's max_groups when it sets none.
+	DefaultMaxGroups = 10_000
+	// MaxMaxGroups bounds max_groups.
+	MaxMaxGroups = 1_000_000
+)
+
+// ValidateGroupName checks a group name: 1..128 bytes of [A-Za-z0-9._:@-].
+func ValidateGroupName(s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: group name is empty", ErrInvalid)
+	}
+	if len(s) > MaxGroupNameLen {
+		return fmt.Errorf("%w: group name is %d bytes (max %d)", ErrInvalid, len(s), MaxGroupNameLen)
+	}
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; !groupNameByte(b) {
+			return fmt.Errorf("%w: group name %q has %q at byte %d (allowed: A-Z a-z 0-9 . _ : @ -)", ErrInvalid, s, rune(b), i)
+		}
+	}
+	return nil
+}
+
+func groupNameByte(b byte) bool {
+	switch {
+	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
+		return true
+	}
+	return b == '.' || b == '_' || b == ':' || b == '@' || b == '-'
+}
+
+// GroupSettings is what is set on one named group: the admin's cap, and
+// the tenant's own, tighter cap. Both are enforced: the group runs at most
+// the lower of the two.
+type GroupSettings struct {
+	// Cap is the admin's: inherit (the tenant's group_cap), none, or N.
+	Cap GroupCap
+	// TenantCap is the tenant's own cap (0 = none). It can only tighten:
+	// the admin's cap applies as well.
+	TenantCap uint32
+}
+
+// Empty reports whether nothing is set (the group is forgotten once it
+// has no job either).
+func (gs GroupSettings) Empty() bool { return gs.Cap == GroupCapInherit && gs.TenantCap == 0 }
+
+// Validate checks the settings and names the offending field.
+func (gs GroupSettings) Validate() error {
+	if gs.Cap != GroupCapNone && gs.Cap > MaxGroupCap {
+		return fmt.Errorf("%w: group cap %d (want inherit, none or 1..%d)", ErrInvalid, uint32(gs.Cap), MaxGroupCap)
+	}
+	if gs.TenantCap > MaxGroupCap {
+		return fmt.Errorf("%w: tenant group cap %d (want 0 for none, or 1..%d)", ErrInvalid, gs.TenantCap, MaxGroupCap)
+	}
+	return nil
+}
+
+// Group is a group's record: a named group of a tenant, or its unnamed
+// group (Name ""). A group with no queued or live job and no setting is
+// forgotten at the end of the command that emptied it.
+type Group struct {
+	Tenant uint32
+	Name   string
+	GroupSettings
+	// Running and Queued are derived from the job table and checked by
+	// Verify: the group's Assigned+Running and queued jobs.
+	Running uint32
+	Queued  uint32
+	// tags holds the group's group_tag per class (group_order=fair).
+	tags [NumClasses]VirtualTime
+}
+
+// Tag returns the group's group_tag in class c.
+func (g *Group) Tag(c Class) VirtualTime { return g.tags[c] }
+
+// capOf returns group g's cap in force for tenant t (0 = none): the
+// admin's (the tenant's group_cap when it is inherit; the unnamed group
+// has none), and the tenant's own, whichever is lower.
+func capOf(t *Tenant, g *Group) uint32 {
+	if g.Name == "" {
+		return 0
+	}
+	var admin uint32
+	switch g.Cap {
+	case GroupCapInherit:
+		admin = t.GroupCap
+	case GroupCapNone:
+	default:
+		admin = uint32(g.Cap)
+	}
+	if g.TenantCap != 0 && (admin == 0 || g.TenantCap < admin) {
+		return g.TenantCap
+	}
+	return admin
+}
+
+// CapOf returns the cap in force on a group of tenant t (0 = none).
+func CapOf(t *Tenant, g *Group) uint32 { return capOf(t, g) }
+
+// groupBlocked reports whether group g is blocked by a group-level limit
+// (its cap). Group pauses and rate limits will join it here.
+func groupBlocked(t *Tenant, g *Group) bool {
+	c := capOf(t, g)
+	return c > 0 && g.Running >= c
+}
+
+type groupKey struct {
+	tenant uint32
+	name   string
+}
+
+// groupRT is a group's derived runtime state.
+type groupRT struct {
+	// first and rest hold the group's queues, one per class and size it
+	// has had a job of since it was created (a few, searched linearly;
+	// the first inline, so that a group of one class and size costs no
+	// second lookup).
+	first groupQueue
+	nq    int32
+	rest  []groupQueue
+	// idx[c*NumSizes+sz] is the index+1 of the queue of class c and size
+	// sz (0: none), so that a lookup reads no other queue.
+	idx [NumClasses * NumSizes]int8
+	// pos is the group's index in its tenant's list of groups (and its
+	// leaf in the tenant's tagMax trees).
+	pos int32
+}
+
+// groupQueue holds one group's queued jobs of one class and size: those
+// without a deadline in FIFO order, those with one by (deadline_at, ID),
+// and the nodes of their heads in the slot's trees.
+type groupQueue struct {
+	class        Class
+	size         Size
+	fifo         jobQueue
+	dls          *deadlineQueue // nil until the first deadline job
+	fnode, dnode int32
+}
+
+func (q *groupQueue) deadlines() *deadlineQueue {
+	if q.dls == nil {
+		q.dls = new(deadlineQueue)
+	}
+	return q.dls
+}
+
+// at returns the group's i-th queue (0 <= i < nq).
+func (g *groupRT) at(i int32) *groupQueue {
+	if i == 0 {
+		return &g.first
+	}
+	return &g.rest[i-1]
+}
+
+// queue returns group gs's queue of class c and size sz, or nil.
+func (s *Scheduler) queue(gs uint32, c Class, sz Size) *groupQueue {
+	g := &s.grt[gs]
+	if i := g.idx[int(c)*NumSizes+int(sz)]; i != 0 {
+		return g.at(int32(i - 1))
+	}
+	return nil
+}
+
+// queueMut returns group gs's queue of class c and size sz, creating it.
+func (s *Scheduler) queueMut(gs uint32, c Class, sz Size) *groupQueue {
+	if q := s.queue(gs, c, sz); q != nil {
+		return q
+	}
+	g := &s.grt[gs]
+	g.nq++
+	g.idx[int(c)*NumSizes+int(sz)] = int8(g.nq)
+	if g.nq == 1 {
+		g.first = groupQueue{class: c, size: sz}
+		return &g.first
+	}
+	g.rest = append(g.rest, groupQueue{class: c, size: sz})
+	return &g.rest[len(g.rest)-1]
+}
+
+// groupSlot returns the slot of tenant ti's group named name.
+func (s *Scheduler) groupSlot(ti uint32, name string) (uint32, bool) {
+	if name == "" {
+		if u := s.rt[ti].unnamed; u != 0 {
+			return u - 1, true
+		}
+		return 0, false
+	}
+	gs, ok := s.gindex[groupKey{ti, name}]
+	return gs, ok
+}
+
+// jobGroup returns the slot of job j's group, which exists while the job
+// is queued or live.
+func (s *Scheduler) jobGroup(j *Job) uint32 {
+	gs, ok := s.groupSlot(j.Tenant, j.Group())
+	if !ok {
+		panic(fmt.Sprintf("sfq: job %d (%s) has no group %q", j.ID, j.State, j.Group()))
+	}
+	return gs
+}
+
+// newGroup creates a group of tenant ti in the lowest free slot, so that
+// which slot it gets depends on the state alone.
+func (s *Scheduler) newGroup(ti uint32, name string, set GroupSettings) uint32 {
+	var gs uint32
+	if len(s.gfree) > 0 {
+		gs = uint32(s.gfree.pop())
+	} else {
+		gs = uint32(s.gnext)
+		s.gnext++
+	}
+	s.groups.Put(uint64(gs), Group{Tenant: ti, Name: name, GroupSettings: set})
+	s.linkGroup(ti, gs, name)
+	if name != "" {
+		s.tenants.Mut(uint64(ti)).Groups++
+	}
+	return gs
+}
+
+// linkGroup adds group gs to the derived indexes.
+func (s *Scheduler) linkGroup(ti, gs uint32, name string) {
+	for uint32(len(s.grt)) <= gs {
+		s.grt = append(s.grt, groupRT{})
+	}
+	rt := &s.rt[ti]
+	s.grt[gs] = groupRT{pos: int32(len(rt.groups))}
+	rt.groups = append(rt.groups, gs)
+	if name == "" {
+		rt.unnamed = gs + 1
+	} else {
+		s.gindex[groupKey{ti, name}] = gs
+	}
+}
+
+// forgetGroup deletes group gs, which has no queued or live job.
+func (s *Scheduler) forgetGroup(gs uint32) {
+	g := s.groups.Get(uint64(gs))
+	ti := g.Tenant
+	rt := &s.rt[ti]
+	if g.Name == "" {
+		rt.unnamed = 0
+	} else {
+		delete(s.gindex, groupKey{ti, g.Name})
+		if t := s.tenants.Get(uint64(ti)); t.Groups > 0 {
+			s.tenants.Mut(uint64(ti)).Groups--
+		}
+	}
+	if rt.gmax != nil {
+		rt.flushTags() // positions move below
+	}
+	pos := s.grt[gs].pos
+	last := int32(len(rt.groups) - 1)
+	if pos != last {
+		moved := rt.groups[last]
+		rt.groups[pos] = moved
+		s.grt[moved].pos = pos
+		if rt.gmax != nil {
+			mg := s.groups.Get(uint64(moved))
+			for c := range Class(NumClasses) {
+				rt.gmax[c].set(int(pos), mg.tags[c])
+			}
+		}
+	}
+	if rt.gmax != nil {
+		for c := range Class(NumClasses) {
+			rt.gmax[c].set(int(last), noTag)
+		}
+	}
+	rt.groups = rt.groups[:last]
+	for i := range s.grt[gs].nq {
+		q := s.grt[gs].at(i)
+		if q.fnode != 0 || q.dnode != 0 {
+			panic(fmt.Sprintf("sfq: forgetting group %q with queued heads", g.Name))
+		}
+	}
+	s.grt[gs] = groupRT{}
+	s.groups.Del(uint64(gs))
+	s.gfree.push(uint64(gs))
+}
+
+// tidyGroup forgets group gs if it has no job and no setting.
+func (s *Scheduler) tidyGroup(gs uint32) {
+	if g := s.groups.Get(uint64(gs)); g != nil && g.Running == 0 && g.Queued == 0 && g.Empty() {
+		s.forgetGroup(gs)
+	}
+}
+
+// Group returns a copy of a group's record. The unnamed group is named "".
+func (s *Scheduler) Group(tenant, name string) (Group, bool) {
+	ti, ok := s.TenantIndex(tenant)
+	if !ok {
+		return Group{}, false
+	}
+	gs, ok := s.groupSlot(ti, name)
+	if !ok {
+		return Group{}, false
+	}
+	return *s.groups.Get(uint64(gs)), true
+}
+
+// Groups calls fn for every group of the live tenant named tenant (the
+// unnamed one included), in slot order, until fn returns false. It
+// reports false when no live tenant has that name.
+func (s *Scheduler) Groups(tenant string, fn func(g *Group) bool) bool {
+	ti, ok := s.TenantIndex(tenant)
+	if !ok {
+		return false
+	}
+	s.groups.View().Each(func(_ uint64, g *Group) bool {
+		return g.Tenant != ti || fn(g)
+	})
+	return true
+}
+
+// GroupCount returns the number of groups of every tenant.
+func (s *Scheduler) GroupCount() int { return s.groups.Len() }
+
+// tagMax holds a group_order=fair tenant's group tags of one class by the
+// groups' positions in its list of groups, as a tournament tree: v[n+i] is
+// the tag of position i (noTag when unused) and every inner node the
+// higher of its children, so v[1] is the tenant's highest group tag, which
+// the idle rule raises group_now to. Setting a position costs O(log G) in
+// one small array; only a position past the capacity (a new group, never
+// on the dispatch path) grows it.
+type tagMax struct {
+	v []VirtualTime
+}
+
+const noTag = VirtualTime(math.MinInt64)
+
+func (m *tagMax) set(i int, x VirtualTime) {
+	n := len(m.v) / 2
+	if i >= n {
+		size := max(4, n)
+		for size <= i {
+			size *= 2
+		}
+		v := make([]VirtualTime, 2*size)
+		for k := range v {
+			v[k] = noTag
+		}
+		copy(v[size:], m.v[n:])
+		for k := size - 1; k >= 1; k-- {
+			v[k] = max(v[2*k], v[2*k+1])
+		}
+		m.v, n = v, size
+	}
+	j := n + i
+	m.v[j] = x
+	for j > 1 {
+		j /= 2
+		m.v[j] = max(m.v[2*j], m.v[2*j+1])
+	}
+}
+
+// top returns the highest tag, if any position is in use.
+func (m *tagMax) top() (VirtualTime, bool) {
+	if len(m.v) == 0 || m.v[1] == noTag {
+		return 0, false
+	}
+	return m.v[1], true
+}
+
+// SetGroup sets a named group's settings. A group that does not exist is
+// created (its tenant's max_groups applies, ErrExhausted); one left with
+// no setting and no job is forgotten. A cap change takes effect at the
+// next dispatch in log order and preempts nothing.
+func (s *Scheduler) SetGroup(tenant, name string, set GroupSettings) error {
+	if err := ValidateGroupName(name); err != nil {
+		return err
+	}
+	if err := set.Validate(); err != nil {
+		return err
+	}
+	ti, ok := s.TenantIndex(tenant)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTenant, tenant)
+	}
+	t := s.tenants.Get(uint64(ti))
+	gs, exists := s.groupSlot(ti, name)
+	if !exists {
+		if set.Empty() {
+			return nil
+		}
+		if t.Groups >= t.GroupLimit() {
+			return exhaustedf("tenant %s has %d groups, its max_groups; a setting on a new group %q would exceed it", t.Name, t.Groups, name)
+		}
+		gs = s.newGroup(ti, name, set)
+		s.joinHeaps(ti, gs)
+		return nil // no job: nothing else changes
+	}
+	var was [NumClasses]bool
+	if t.GroupOrder == GroupFair {
+		was = s.groupEligibility(ti, gs)
+	}
+	g := s.groups.Mut(uint64(gs))
+	g.GroupSettings = set
+	s.setBlocked(ti, gs, groupBlocked(t, g))
+	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
+	s.tidyGroup(gs)
+	return nil
+}
+
+// TopGroups returns up to n groups of the live tenant named tenant, those
+// with the most queued jobs first (then the most running, then by name),
+// and how many groups it has (its unnamed group included). Cost:
+// O(G log n) in the tenant's groups; it is a read, never on the dispatch
+// path.
+func (s *Scheduler) TopGroups(tenant string, n int) ([]Group, int) {
+	ti, ok := s.TenantIndex(tenant)
+	if !ok || n <= 0 {
+		return nil, 0
+	}
+	gs := s.rt[ti].groups
+	before := func(a, b *Group) bool {
+		if a.Queued != b.Queued {
+			return a.Queued > b.Queued
+		}
+		if a.Running != b.Running {
+			return a.Running > b.Running
+		}
+		return a.Name < b.Name
+	}
+	best := boundedBest{n: n, before: before}
+	for _, slot := range gs {
+		best.offer(s.groups.Get(uint64(slot)))
+	}
+	return best.sorted(), len(gs)
+}
+
+// SortedGroups returns the groups of the live tenant named tenant by name
+// (the unnamed one, "", first): from the start when first is true, else
+// those whose names sort after after; at most limit of them, and whether
+// more follow. It reports ok false when no live tenant has that name.
+// Cost: O(G log limit) in the tenant's groups, whatever the page.
+func (s *Scheduler) SortedGroups(tenant, after string, first bool, limit int) (out []Group, more, ok bool) {
+	ti, ok := s.TenantIndex(tenant)
+	if !ok {
+		return nil, false, false
+	}
+	if limit <= 0 {
+		return nil, false, true
+	}
+	// The limit+1 first names after the cursor: one more says whether
+	// more follow.
+	best := boundedBest{n: limit + 1, before: func(a, b *Group) bool { return a.Name < b.Name }}
+	for _, slot := range s.rt[ti].groups {
+		if g := s.groups.Get(uint64(slot)); first || g.Name > after {
+			best.offer(g)
+		}
+	}
+	out = best.sorted()
+	if len(out) > limit {
+		return out[:limit], true, true
+	}
+	return out, false, true
+}
+
+// boundedBest keeps the n first of the groups offered in the order of
+// before, in a heap whose root is the last of them: O(log n) an offer.
+type boundedBest struct {
+	n      int
+	before func(a, b *Group) bool
+	h      []*Group
+}
+
+func (b *boundedBest) offer(g *Group) {
+	if len(b.h) < b.n {
+		b.h = append(b.h, g)
+		for i := len(b.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !b.before(b.h[p], b.h[i]) {
+				break
+			}
+			b.h[p], b.h[i] = b.h[i], b.h[p]
+			i = p
+		}
+		return
+	}
+	if !b.before(g, b.h[0]) {
+		return
+	}
+	b.h[0] = g
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(b.h) && b.before(b.h[m], b.h[l]) {
+			m = l
+		}
+		if r < len(b.h) && b.before(b.h[m], b.h[r]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		b.h[i], b.h[m] = b.h[m], b.h[i]
+		i = m
+	}
+}
+
+// sorted returns copies of the kept groups in the order of before.
+func (b *boundedBest) sorted() []Group {
+	slices.SortFunc(b.h, func(x, y *Group) int {
+		switch {
+		case b.before(x, y):
+			return -1
+		case b.before(y, x):
+			return 1
+		}
+		return 0
+	})
+	out := make([]Group, len(b.h))
+	for i, g := range b.h {
+		out[i] = *g
+	}
+	return out
+}
