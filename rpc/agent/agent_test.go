@@ -24,8 +24,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type fakeLeader struct {
 	pb.UnimplementedWorkerServer
 	mu      sync.Mutex
-	got     []string                  // every message, as text, streams numbered from 1
-	streams int                       // streams opened so far
+	got     []string // every message, as text, streams numbered from 1
+	streams int      // streams opened so far
 	onMsg   func(stream int, m *pb.WorkerMessage) []*pb.LeaderMessage
 	welcome *pb.Welcome
 	notify  chan struct{}
