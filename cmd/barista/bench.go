@@ -69,7 +69,7 @@ func init() {
 	for _, s := range benchScenarios {
 		fmt.Fprintf(&help, "  %-13s %s\n", s.name, s.help)
 	}
-	register("bench", &command{
+	register("bench", typed(&spec[benchOpts]{
 		synopsis: "Measure throughput, latency, failover and snapshots on a local cluster",
 		usage:    "SCENARIO... | all [--quick] [--json] [--profile DIR]",
 		help: "Starts a cluster of server processes on loopback (fsync on) and drives it from\n" +
@@ -77,21 +77,18 @@ func init() {
 			"measured variant (scenario, ops_per_s, p50_ms, p99_ms, p999_ms, params,\n" +
 			"results). --quick makes every scenario finish in about 30 s; without it\n" +
 			"the sizes of BENCHMARKS.md are used (1,000,000 jobs, 100,000 tenants).\n\nScenarios:\n" + help.String(),
-		flags: func(fs *flag.FlagSet) any {
-			o := &benchOpts{}
+		flags: func(fs *flag.FlagSet, o *benchOpts) {
 			fs.BoolVar(&o.quick, "quick", false, "small sizes and short runs (about 30 s per scenario)")
 			fs.BoolVar(&o.json, "json", false, "print one JSON object per result")
 			fs.StringVar(&o.dir, "dir", "", "keep the clusters' data and logs under `DIR` (default: a temporary directory)")
 			fs.BoolVar(&o.pprof, "pprof", false, "start the servers with --pprof")
 			fs.StringVar(&o.profile, "profile", "", "write CPU profiles of every server and of this process for each measured variant to `DIR` (implies --pprof)")
-			return o
 		},
 		run: runBench,
-	})
+	}))
 }
 
-func runBench(env *cmdEnv, o any, args []string) error {
-	opts := o.(*benchOpts)
+func runBench(env *cmdEnv, opts *benchOpts, args []string) error {
 	if opts.profile != "" {
 		opts.pprof = true
 		if err := os.MkdirAll(opts.profile, 0o755); err != nil {

@@ -28,6 +28,28 @@ type cmdEnv struct {
 
 var commands = map[string]*command{}
 
+// spec is a command whose options are a T: flags binds them to the flag
+// set (and sets defaults), run gets them. typed makes it a command, with
+// the one conversion from the options' dynamic type in the program.
+type spec[T any] struct {
+	synopsis string
+	usage    string
+	help     string
+	flags    func(fs *flag.FlagSet, o *T)
+	run      func(env *cmdEnv, opts *T, args []string) error
+}
+
+func typed[T any](s *spec[T]) *command {
+	return &command{synopsis: s.synopsis, usage: s.usage, help: s.help,
+		flags: func(fs *flag.FlagSet) any {
+			o := new(T)
+			s.flags(fs, o)
+			return o
+		},
+		run: func(env *cmdEnv, o any, args []string) error { return s.run(env, o.(*T), args) },
+	}
+}
+
 func register(path string, c *command) { commands[path] = c }
 
 // exitError carries an exit code other than 1.

@@ -67,12 +67,11 @@ func applySettings(c fsm.Config, settings []string) (fsm.Config, error) {
 }
 
 func init() {
-	register("config get", &command{
+	register("config get", typed(&spec[clientFlags]{
 		synopsis: "Show the replicated scheduler configuration",
 		usage:    "[--json]",
-		flags:    func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*clientFlags)
+		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			var pc *pb.SchedulerConfig
 			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				pc, err = pb.NewAdminClient(cc).GetConfig(ctx, &pb.GetConfigRequest{})
@@ -87,8 +86,8 @@ func init() {
 			}
 			return printConfig(env, c, pc.FeatureLevel, opts.json)
 		},
-	})
-	register("config set", &command{
+	}))
+	register("config set", typed(&spec[clientFlags]{
 		synopsis: "Change the replicated scheduler configuration",
 		usage:    "KEY=VALUE...",
 		help: `Reads the configuration in force, changes the given keys, and proposes the
@@ -103,9 +102,8 @@ docs/configuration.md), with weights.TIER for a tier weight:
 
 feature_level, shown by config get, is not a setting: the leader raises it
 once every voter runs a build that understands it.`,
-		flags: func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*clientFlags)
+		flags: func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) == 0 {
 				return usageError("config set needs KEY=VALUE settings")
 			}
@@ -138,7 +136,7 @@ once every voter runs a build that understands it.`,
 			}
 			return printConfig(env, c, level, opts.json)
 		},
-	})
+	}))
 }
 
 // printConfig prints the configuration and the cluster's feature level

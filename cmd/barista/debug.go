@@ -21,7 +21,7 @@ type debugApplyOpts struct {
 }
 
 func init() {
-	register("debug apply", &command{
+	register("debug apply", typed(&spec[debugApplyOpts]{
 		synopsis: "Propose raw state-machine commands through the leader (admin)",
 		usage:    "[--server ADDR] [--file FILE] [COMMAND_JSON ...]",
 		help: `Proposes commands, written as protobuf JSON (see proto/commands.proto), as
@@ -34,19 +34,16 @@ stdin). Examples:
 
 --unsafe-version proposes the entry with another envelope version; every
 node then stops on it (the server must run with --unsafe-debug).`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &debugApplyOpts{}
+		flags: func(fs *flag.FlagSet, o *debugApplyOpts) {
 			o.register(fs)
 			fs.StringVar(&o.file, "file", "", "read commands from `FILE`, one JSON object per line (- for stdin)")
 			numFlag(fs, &o.unsafeVersion, "unsafe-version", 0, 0, math.MaxUint32, "propose with this envelope `VERSION` (tests of the fatal path)")
-			return o
 		},
 		run: runDebugApply,
-	})
+	}))
 }
 
-func runDebugApply(env *cmdEnv, o any, args []string) error {
-	opts := o.(*debugApplyOpts)
+func runDebugApply(env *cmdEnv, opts *debugApplyOpts, args []string) error {
 	lines := args
 	if opts.file != "" {
 		in, err := openInput(opts.file)

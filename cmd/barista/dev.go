@@ -44,7 +44,7 @@ var demoTenants = []struct {
 }
 
 func init() {
-	register("dev", &command{
+	register("dev", typed(&spec[devOpts]{
 		synopsis: "Run a local cluster with workers and demo load, and watch the fair shares",
 		usage:    "[--data-dir DIR] [--base-port 7400] [--nodes 3] [--workers sm:2,md:2,lg:1]",
 		help: `Starts, as child processes of this one: a cluster of --nodes servers (real
@@ -63,8 +63,7 @@ that a receiver on this machine can take them.
 Ctrl-C stops the load, drains the workers, shuts the servers down, and
 deletes the temporary data directory; with --data-dir it is kept (and a
 restart there resumes the cluster).`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &devOpts{}
+		flags: func(fs *flag.FlagSet, o *devOpts) {
 			fs.StringVar(&o.dataDir, "data-dir", "", "keep the cluster's data in `DIR` (default: a temporary directory, removed at exit)")
 			numFlag(fs, &o.basePort, "base-port", 7400, 1, 65535-80-7, "first gRPC `PORT`")
 			numFlag(fs, &o.nodes, "nodes", 3, 1, 7, "number of servers (`N`, 1, 3 or 5 for a quorum that survives failures)")
@@ -73,36 +72,9 @@ restart there resumes the cluster).`,
 			fs.BoolVar(&o.noLoad, "no-load", false, "start the cluster and workers without demo tenants or load")
 			fs.BoolVar(&o.quiet, "quiet", false, "do not draw the live table")
 			durFlag(fs, &o.duration, "duration", 0, time.Millisecond, 365*24*time.Hour, "run until Ctrl-C", "stop by itself after this `DURATION`")
-			return o
 		},
 		run: runDev,
-	})
-	register("demo-burn", &command{
-		synopsis: "Use a given amount of CPU time (the demo load's job)",
-		usage:    "--ms N",
-		flags: func(fs *flag.FlagSet) any {
-			ms := new(int)
-			numFlag(fs, ms, "ms", 300, 0, 24*3600*1000, "CPU `MILLISECONDS` to use")
-			return ms
-		},
-		run: func(env *cmdEnv, o any, _ []string) error {
-			target := time.Duration(*o.(*int)) * time.Millisecond
-			x := 0
-			for cpuTime() < target {
-				for i := 0; i < 50_000; i++ {
-					x += i
-				}
-			}
-			fmt.Fprintf(env.stderr, "used %s of CPU (%d)\n", cpuTime().Round(time.Millisecond), x%3)
-			return nil
-		},
-	})
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}))
 }
 
 // child is a process dev started.
@@ -111,8 +83,7 @@ type child struct {
 	proc.Process
 }
 
-func runDev(env *cmdEnv, o any, args []string) error {
-	opts := o.(*devOpts)
+func runDev(env *cmdEnv, opts *devOpts, args []string) error {
 	if len(args) > 0 {
 		return usageError("unexpected argument %q", args[0])
 	}

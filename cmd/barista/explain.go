@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register("explain", &command{
+	register("explain", typed(&spec[explainOpts]{
 		synopsis: "Say why a job is waiting (or where it is)",
 		usage:    "JOB [--tenant NAME] [--json]",
 		help: `Asks the leader why a job of the tenant waits: the first of these that
@@ -39,15 +39,12 @@ text, group (for a job of a named group), and the reason's fields as
 numbers (position; vertex, current, limit; ahead, tag_ms, vnow_ms;
 worker; group_order for group_turn). Another tenant's job is
 NOT_FOUND, like a missing one.`,
-		flags: func(fs *flag.FlagSet) any {
+		flags: func(fs *flag.FlagSet, o *explainOpts) {
 			// No --stale: the leader answers (it knows the workers).
-			o := &explainOpts{}
 			o.register(fs)
 			fs.StringVar(&o.tenant, "tenant", os.Getenv("BARISTA_TENANT"), "`TENANT` (may be omitted with a client token; $BARISTA_TENANT)")
-			return o
 		},
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*explainOpts)
+		run: func(env *cmdEnv, opts *explainOpts, args []string) error {
 			if len(args) != 1 {
 				return usageError("explain needs one JOB id")
 			}
@@ -68,7 +65,7 @@ NOT_FOUND, like a missing one.`,
 			_, err = fmt.Fprintln(env.stdout, r.Text)
 			return err
 		},
-	})
+	}))
 }
 
 type explainOpts struct {

@@ -65,7 +65,7 @@ func printGroup(env *cmdEnv, g *pb.Group, asJSON bool) error {
 }
 
 func init() {
-	register("group set", &command{
+	register("group set", typed(&spec[groupSetOpts]{
 		synopsis: "Set a group's cap (an admin's, or the tenant's own tighter one)",
 		usage:    "GROUP --cap N|none|inherit [--tenant NAME] [--json]",
 		help: groupHelp + `
@@ -78,14 +78,12 @@ below what the admin allows but never loosen it; --cap none clears the
 tenant's own cap (the admin's stays). A cap change takes effect at the
 next dispatch and preempts nothing. Setting a cap on a group without jobs
 keeps it (it counts against max_groups).`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &groupSetOpts{fs: fs}
+		flags: func(fs *flag.FlagSet, o *groupSetOpts) {
+			*o = groupSetOpts{fs: fs}
 			o.tenantFlags.register(fs)
 			fs.StringVar(&o.cap, "cap", "", "`CAP`: a number of running jobs, none or inherit (required)")
-			return o
 		},
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*groupSetOpts)
+		run: func(env *cmdEnv, opts *groupSetOpts, args []string) error {
 			if len(args) != 1 {
 				return usageError("group set needs one GROUP")
 			}
@@ -110,14 +108,13 @@ keeps it (it counts against max_groups).`,
 			}
 			return printGroup(env, g, opts.json)
 		},
-	})
-	register("group get", &command{
+	}))
+	register("group get", typed(&spec[tenantFlags]{
 		synopsis: "Show a group of a tenant: its caps and its jobs",
 		usage:    "GROUP [--tenant NAME] [--json]",
 		help:     groupHelp,
-		flags:    func(fs *flag.FlagSet) any { o := &tenantFlags{}; o.register(fs); return o },
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*tenantFlags)
+		flags:    func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
 			if len(args) != 1 {
 				return usageError("group get needs one GROUP")
 			}
@@ -135,14 +132,13 @@ keeps it (it counts against max_groups).`,
 			}
 			return printGroup(env, g, opts.json)
 		},
-	})
-	register("group list", &command{
+	}))
+	register("group list", typed(&spec[tenantFlags]{
 		synopsis: "List a tenant's groups by name (the unnamed group first)",
 		usage:    "[--tenant NAME] [--json]",
 		help:     groupHelp + "\n\nWith --json prints one object per group.",
-		flags:    func(fs *flag.FlagSet) any { o := &tenantFlags{}; o.register(fs); return o },
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*tenantFlags)
+		flags:    func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
 			if len(args) > 0 {
 				return usageError("unexpected argument %q", args[0])
 			}
@@ -174,5 +170,5 @@ keeps it (it counts against max_groups).`,
 			}
 			return nil
 		},
-	})
+	}))
 }

@@ -25,7 +25,7 @@ type replayOpts struct {
 }
 
 func init() {
-	register("replay", &command{
+	register("replay", typed(&spec[replayOpts]{
 		synopsis: "Rebuild state from a data directory, or replay a scenario script",
 		usage:    "--data-dir DIR [--until INDEX] [--dump | --audit | --report [--json]] | --script FILE [--report] [--json]",
 		help: `With --data-dir, rebuilds a node's state from the newest snapshot and the
@@ -84,8 +84,7 @@ A script's refused lines are printed on standard error. A data directory
 is replayed from index 1 when its log reaches back to it, else from its
 newest snapshot, and a note on standard error says where the report
 starts.`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &replayOpts{}
+		flags: func(fs *flag.FlagSet, o *replayOpts) {
 			fs.StringVar(&o.script, "script", "", "scenario script to run (`FILE`, - for stdin)")
 			fs.StringVar(&o.dataDir, "data-dir", "", "a stopped node's data `DIR` to rebuild")
 			numFlag(fs, &o.until, "until", 0, 0, math.MaxUint64, "replay up to this log `INDEX` (0: the recorded applied index)")
@@ -93,14 +92,12 @@ starts.`,
 			fs.BoolVar(&o.audit, "audit", false, "replay the whole log command by command and print audit facts as JSON lines")
 			fs.BoolVar(&o.report, "report", false, "print the fairness report of the whole run (CPU billed, share, entitlement, ratio per class and tenant)")
 			fs.BoolVar(&o.json, "json", false, "print JSON")
-			return o
 		},
 		run: runReplay,
-	})
+	}))
 }
 
-func runReplay(env *cmdEnv, o any, args []string) error {
-	opts := o.(*replayOpts)
+func runReplay(env *cmdEnv, opts *replayOpts, args []string) error {
 	if len(args) > 0 {
 		return usageError("unexpected argument %q", args[0])
 	}

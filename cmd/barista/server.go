@@ -33,7 +33,7 @@ type serverOpts struct {
 }
 
 func init() {
-	register("server", &command{
+	register("server", typed(&spec[serverOpts]{
 		synopsis: "Run a barista server (one Raft node)",
 		usage:    "--node-id ID --data-dir DIR [--bootstrap | --join ADDR] [flags]",
 		help: `Runs one node of a barista cluster: the Raft member, the replicated
@@ -67,15 +67,14 @@ connect). "barista tls init" makes a local CA and certificates.
 SIGINT or SIGTERM shuts the node down cleanly: a leader hands leadership
 over first, and the applied index and state hash are recorded in the data
 directory (see barista replay --data-dir).`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &serverOpts{fs: fs, cfg: defaultServerConfig()}
+		flags: func(fs *flag.FlagSet, o *serverOpts) {
+			*o = serverOpts{fs: fs, cfg: defaultServerConfig()}
 			o.settings = o.cfg.settings()
 			fs.StringVar(&o.configFile, "config", "", "TOML configuration `FILE` (docs/configuration.md)")
 			registerServerFlags(fs, o.settings)
-			return o
 		},
 		run: runServer,
-	})
+	}))
 }
 
 // resolve merges the defaults, the config file and the flags given on
@@ -103,8 +102,7 @@ func newLogger(level string, json bool) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "barista", Level: hclog.LevelFromString(level), JSONFormat: json, Output: os.Stderr})
 }
 
-func runServer(env *cmdEnv, o any, args []string) error {
-	opts := o.(*serverOpts)
+func runServer(env *cmdEnv, opts *serverOpts, args []string) error {
 	if len(args) > 0 {
 		return usageError("unexpected argument %q", args[0])
 	}

@@ -14,7 +14,7 @@ import (
 type statusOpts struct{ clientFlags }
 
 func init() {
-	register("status", &command{
+	register("status", typed(&spec[statusOpts]{
 		synopsis: "Show a node's view of the cluster: state, leader, applied index, state hash",
 		usage:    "[--server ADDR] [--json]",
 		help: `Asks one node (the first of --server that answers) for its status. With
@@ -22,13 +22,10 @@ func init() {
 leader_addr, applied_index, state_hash, and more. The feature level is the
 cluster's, as this node applied it, and the highest its build understands
 (docs/operations.md, "Upgrades").`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &statusOpts{}
+		flags: func(fs *flag.FlagSet, o *statusOpts) {
 			o.register(fs)
-			return o
 		},
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*statusOpts)
+		run: func(env *cmdEnv, opts *statusOpts, args []string) error {
 			if len(args) > 0 {
 				return usageError("unexpected argument %q", args[0])
 			}
@@ -67,5 +64,5 @@ cluster's, as this node applied it, and the highest its build understands
 			})
 			return nil
 		},
-	})
+	}))
 }

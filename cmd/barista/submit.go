@@ -42,7 +42,7 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func init() {
-	register("submit", &command{
+	register("submit", typed(&spec[submitOpts]{
 		synopsis: "Submit a job",
 		usage:    "--tenant NAME --size sm|md|lg --cost DUR [--class C] [--deadline DUR] [--group G] [--key K] [--type T] [--max-attempts N] [--timeout DUR] -- COMMAND [ARGS...]",
 		help: `Submits a job that runs COMMAND ARGS... on a worker of at least the given
@@ -82,8 +82,8 @@ line (keys as the flags; cost and timeout are durations; the command is
 
 It prints a summary (or one JSON result per line with --json) and exits 1
 if any job was refused.`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &submitOpts{fs: fs}
+		flags: func(fs *flag.FlagSet, o *submitOpts) {
+			*o = submitOpts{fs: fs}
 			o.tenantFlags.register(fs)
 			fs.StringVar(&o.size, "size", "", "container `SIZE`: sm, md or lg (required)")
 			defineFlag(fs, "cost", "estimated CPU time, a `DURATION` (required unless the cluster's estimate is auto)", costVal(&o.cost))
@@ -98,14 +98,12 @@ if any job was refused.`,
 			fs.StringVar(&o.payload, "payload", "", "raw `JSON` payload instead of a command")
 			fs.StringVar(&o.fromFile, "from-file", "", "submit every job of a JSON-lines `FILE` (- for stdin), 1000 per request")
 			fs.StringVar(&o.group, "group", "", "the job's `GROUP` in its tenant (1..128 bytes of A-Z a-z 0-9 . _ : @ -)")
-			return o
 		},
 		run: runSubmit,
-	})
+	}))
 }
 
-func runSubmit(env *cmdEnv, o any, args []string) error {
-	opts := o.(*submitOpts)
+func runSubmit(env *cmdEnv, opts *submitOpts, args []string) error {
 	if opts.fromFile != "" {
 		if len(args) > 0 {
 			return usageError("--from-file takes no command")
@@ -149,7 +147,7 @@ func runSubmit(env *cmdEnv, o any, args []string) error {
 	}
 	// Without --cost, 0: the server takes it only under estimate=auto
 	// and says so otherwise.
-	req := &pb.SubmitRequest{Tenant: opts.tenant, JobType: opts.jobType, Size: pb.Size(size + 1), EstCostMs: opts.cost.Milliseconds(),
+	req := &pb.SubmitRequest{Tenant: opts.tenant, JobType: opts.jobType, Size: fsm.SizeToPB(size), EstCostMs: opts.cost.Milliseconds(),
 		Payload: payload, MaxAttempts: opts.maxAttempts, TimeoutMs: opts.timeout.Milliseconds(),
 		Class: opts.class, DeadlineMs: opts.deadline.Milliseconds(), Group: opts.group}
 	if set["key"] {
@@ -234,7 +232,7 @@ func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("size: %v", err)
 	}
-	req := &pb.SubmitRequest{Tenant: f.Tenant, IdempotencyKey: f.Key, JobType: f.Type, Size: pb.Size(size + 1), Group: f.Group}
+	req := &pb.SubmitRequest{Tenant: f.Tenant, IdempotencyKey: f.Key, JobType: f.Type, Size: fsm.SizeToPB(size), Group: f.Group}
 	if req.Tenant == "" {
 		req.Tenant = defaultTenant
 	}

@@ -83,6 +83,14 @@ func maxGroupsOf(t *pb.Tenant) uint32 {
 	return t.MaxGroups
 }
 
+// orNone shows a cap or quota of 0 (no limit) as "none".
+func orNone(v any) string {
+	if s := fmt.Sprint(v); s != "0" {
+		return s
+	}
+	return "none"
+}
+
 func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
 	if asJSON {
 		return printJSON(env.stdout, tenantJSON(t))
@@ -91,11 +99,7 @@ func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
 	rows := [][2]string{{"name", t.Name}, {"tier", fmt.Sprint(m["tier"])}, {"multiplier", fmt.Sprint(t.Multiplier)},
 		{"max_class", className(t.MaxClass)}, {"deadlines", onOff(t.AllowDeadlines)}}
 	for _, k := range []string{"cap", "cap_sm", "cap_md", "cap_lg", "cap_critical", "cap_high", "deadline_cap", "max_queued"} {
-		v := fmt.Sprint(m[k])
-		if v == "0" {
-			v = "none"
-		}
-		rows = append(rows, [2]string{k, v})
+		rows = append(rows, [2]string{k, orNone(m[k])})
 	}
 	inflight := "none"
 	if ms := t.Caps.GetMaxInflightCpuMs(); ms > 0 {
@@ -113,7 +117,7 @@ func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
 }
 
 func init() {
-	register("tenant set", &command{
+	register("tenant set", typed(&spec[tenantSetOpts]{
 		synopsis: "Create or update a tenant (tier, multiplier, caps, quota, classes, deadlines, groups, metrics)",
 		usage: "NAME --tier TIER [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N] " +
 			"[--max-class CLASS] [--cap-critical N] [--cap-high N] [--deadlines on|off] [--deadline-cap N] " +
@@ -144,8 +148,8 @@ RESOURCE_EXHAUSTED.
 cluster has more tenants than the servers' --metrics-max-tenants (below
 that bound every tenant has them); --export-metrics=false removes the
 mark.`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &tenantSetOpts{fs: fs}
+		flags: func(fs *flag.FlagSet, o *tenantSetOpts) {
+			*o = tenantSetOpts{fs: fs}
 			o.register(fs)
 			fs.StringVar(&o.tier, "tier", "", "`TIER`: free, bronze, silver, gold or diamond (required for a new tenant)")
 			numFlag(fs, &o.multiplier, "multiplier", 0, 1, sfq.MaxMultiplier, "weight multiplier `N` (a new tenant: 1)")
@@ -167,16 +171,14 @@ mark.`,
 			fs.StringVar(&o.groupCap, "group-cap", "", "max running jobs of each named group whose cap is inherit (`N`, or none)")
 			fs.StringVar(&o.groupOrder, "group-order", "", "`ORDER` among the tenant's groups: fifo (default) or fair")
 			numFlag(fs, &o.maxGroups, "max-groups", 0, 0, sfq.MaxMaxGroups, "max named groups with jobs or settings (`N`, 0 = the default 10000)")
-			return o
 		},
 		run: runTenantSet,
-	})
-	register("tenant get", &command{
+	}))
+	register("tenant get", typed(&spec[clientFlags]{
 		synopsis: "Show a tenant's configuration",
 		usage:    "NAME [--json]",
-		flags:    func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*clientFlags)
+		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) != 1 {
 				return usageError("tenant get needs one NAME")
 			}
@@ -190,13 +192,12 @@ mark.`,
 			}
 			return printTenant(env, t, opts.json)
 		},
-	})
-	register("tenant list", &command{
+	}))
+	register("tenant list", typed(&spec[clientFlags]{
 		synopsis: "List tenants",
 		usage:    "[--json]",
-		flags:    func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*clientFlags)
+		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			var resp *pb.ListTenantsResponse
 			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
 				resp, err = pb.NewAdminClient(cc).ListTenants(ctx, &pb.ListTenantsRequest{})
@@ -216,30 +217,33 @@ mark.`,
 			fmt.Fprintf(env.stdout, "%-24s %-8s %4s %5s %s\n", "NAME", "TIER", "MULT", "CAP", "QUOTA")
 			for _, t := range resp.Tenants {
 				m := tenantJSON(t)
-				fmt.Fprintf(env.stdout, "%-24s %-8s %4d %5d %d\n", t.Name, m["tier"], t.Multiplier, t.Caps.GetMaxRunning(), t.Caps.GetMaxQueued())
+				fmt.Fprintf(env.stdout, "%-24s %-8s %4d %5s %s\n", termSafe(t.Name, false), m["tier"], t.Multiplier, orNone(t.Caps.GetMaxRunning()), orNone(t.Caps.GetMaxQueued()))
 			}
 			return nil
 		},
-	})
-	register("tenant delete", &command{
+	}))
+	register("tenant delete", typed(&spec[clientFlags]{
 		synopsis: "Delete a tenant that has no queued or running job",
 		usage:    "NAME",
-		flags:    func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*clientFlags)
+		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) != 1 {
 				return usageError("tenant delete needs one NAME")
 			}
-			return opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 				_, err := pb.NewAdminClient(cc).DeleteTenant(ctx, &pb.DeleteTenantRequest{Name: args[0]})
 				return err
 			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.stdout, "tenant %s deleted\n", args[0])
+			return nil
 		},
-	})
+	}))
 }
 
-func runTenantSet(env *cmdEnv, o any, args []string) error {
-	opts := o.(*tenantSetOpts)
+func runTenantSet(env *cmdEnv, opts *tenantSetOpts, args []string) error {
 	if len(args) != 1 {
 		return usageError("tenant set needs one NAME")
 	}

@@ -30,7 +30,7 @@ type tlsInitOpts struct {
 }
 
 func init() {
-	register("tls init", &command{
+	register("tls init", typed(&spec[tlsInitOpts]{
 		synopsis: "Create a local CA and certificates for nodes and clients",
 		usage:    "--dir DIR [--names n1,n2,n3] [--clients client] [--cluster-name NAME] [--hosts 127.0.0.1,localhost]",
 		help: `Writes DIR/ca.pem and DIR/ca-key.pem (a new ECDSA P-256 CA), then a
@@ -51,8 +51,7 @@ never act as a node.
 Start a server with --tls-cert DIR/n1.pem --tls-key DIR/n1-key.pem
 --tls-ca DIR/ca.pem; clients pass --tls-ca DIR/ca.pem (and may present
 --tls-cert DIR/client.pem --tls-key DIR/client-key.pem).`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &tlsInitOpts{}
+		flags: func(fs *flag.FlagSet, o *tlsInitOpts) {
 			fs.StringVar(&o.dir, "dir", "", "output `DIR`")
 			fs.StringVar(&o.names, "names", "n1,n2,n3", "comma-separated `NAMES` of node certificates")
 			fs.StringVar(&o.clients, "clients", "client", "comma-separated `NAMES` of client certificates")
@@ -60,10 +59,9 @@ Start a server with --tls-cert DIR/n1.pem --tls-key DIR/n1-key.pem
 			fs.StringVar(&o.hosts, "hosts", "127.0.0.1,::1,localhost", "comma-separated `HOSTS` the node certificates are valid for")
 			numFlag(fs, &o.days, "days", 825, 1, 36500, "validity in `DAYS`")
 			fs.StringVar(&o.ca, "ca", "", "sign with the CA in this `DIR` (ca.pem, ca-key.pem) instead of a new one")
-			return o
 		},
 		run: runTLSInit,
-	})
+	}))
 }
 
 // certNames splits a --names or --clients list, checking that each name
@@ -88,8 +86,7 @@ func certNames(flagName, list string) ([]string, error) {
 	return out, nil
 }
 
-func runTLSInit(env *cmdEnv, o any, args []string) error {
-	opts := o.(*tlsInitOpts)
+func runTLSInit(env *cmdEnv, opts *tlsInitOpts, args []string) error {
 	if len(args) > 0 {
 		return usageError("unexpected argument %q", args[0])
 	}

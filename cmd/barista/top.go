@@ -25,7 +25,7 @@ type topOpts struct {
 }
 
 func init() {
-	register("top", &command{
+	register("top", typed(&spec[topOpts]{
 		synopsis: "Live view of fair shares: per tenant and class, share vs entitlement, their ratio and the tag's lag",
 		usage:    "[--once] [--json] [--interval 1s] [--window 60s]",
 		help: `Shows, refreshed every --interval, the fairness report of every tenant
@@ -61,17 +61,15 @@ object:
 entitled_share 0 when undefined; shares are fractions; in "fairness",
 share, entitled and ratio are null when undefined, as are ratio and
 lag_cpu_s; dispatches_1m counts --window).`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &topOpts{}
+		flags: func(fs *flag.FlagSet, o *topOpts) {
 			o.register(fs)
 			fs.BoolVar(&o.once, "once", false, "print one view and exit")
 			durFlag(fs, &o.interval, "interval", time.Second, 10*time.Millisecond, time.Hour, "", "refresh every `DURATION`")
 			msFlag(fs, &o.window, "window", time.Minute, time.Millisecond, 24*time.Hour, "", "count dispatches over the last `DURATION` of cluster time")
 			fs.BoolVar(&o.stale, "stale", false, "read the connected node's state without asking the leader")
-			return o
 		},
 		run: runTop,
-	})
+	}))
 }
 
 func fetchTop(opts *topOpts) (*pb.TopResponse, error) {
@@ -83,8 +81,7 @@ func fetchTop(opts *topOpts) (*pb.TopResponse, error) {
 	return t, err
 }
 
-func runTop(env *cmdEnv, o any, args []string) error {
-	opts := o.(*topOpts)
+func runTop(env *cmdEnv, opts *topOpts, args []string) error {
 	if len(args) > 0 {
 		return usageError("unexpected argument %q", args[0])
 	}

@@ -85,7 +85,7 @@ func webhookRows(w *pb.Webhook) [][2]string {
 }
 
 func init() {
-	register("webhook set", &command{
+	register("webhook set", typed(&spec[webhookSetOpts]{
 		synopsis: "Register or change a tenant's webhook endpoint (prints a new secret once)",
 		usage:    "--tenant TENANT --url URL [--kinds KIND,...] [--rotate [--grace DURATION]] [--json]",
 		help: `The leader delivers the tenant's events to the endpoint: POST requests with
@@ -106,24 +106,22 @@ requeued, completed, failed, cancel_requested, cancelled, timed_out);
 The URL must be http or https; loopback, private and link-local
 addresses are refused unless the servers allow them
 (--webhook-allow-cidr). Admin token.`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &webhookSetOpts{fs: fs}
+		flags: func(fs *flag.FlagSet, o *webhookSetOpts) {
+			*o = webhookSetOpts{fs: fs}
 			o.register(fs)
 			fs.StringVar(&o.url, "url", "", "the endpoint's `URL` (required for a new endpoint)")
 			fs.StringVar(&o.kinds, "kinds", "", "deliver only these event `KINDS` (comma-separated; default every kind)")
 			fs.BoolVar(&o.rotate, "rotate", false, "issue a new secret (printed once)")
 			durFlag(fs, &o.grace, "grace", 24*time.Hour, 0, time.Duration(fsm.MaxWebhookGraceMs)*time.Millisecond, "",
 				"after --rotate, the previous secret stays valid this `DURATION` (0: not at all)")
-			return o
 		},
 		run: runWebhookSet,
-	})
-	register("webhook get", &command{
+	}))
+	register("webhook get", typed(&spec[webhookFlags]{
 		synopsis: "Show a tenant's webhook endpoint (never its secret)",
 		usage:    "--tenant TENANT [--json]",
-		flags:    func(fs *flag.FlagSet) any { o := &webhookFlags{}; o.register(fs); return o },
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*webhookFlags)
+		flags:    func(fs *flag.FlagSet, o *webhookFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *webhookFlags, args []string) error {
 			if err := noArgs(args, opts); err != nil {
 				return err
 			}
@@ -141,13 +139,12 @@ addresses are refused unless the servers allow them
 			printTable(env.stdout, webhookRows(w))
 			return nil
 		},
-	})
-	register("webhook delete", &command{
+	}))
+	register("webhook delete", typed(&spec[webhookFlags]{
 		synopsis: "Remove a tenant's webhook endpoint",
 		usage:    "--tenant TENANT",
-		flags:    func(fs *flag.FlagSet) any { o := &webhookFlags{}; o.register(fs); return o },
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*webhookFlags)
+		flags:    func(fs *flag.FlagSet, o *webhookFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *webhookFlags, args []string) error {
 			if err := noArgs(args, opts); err != nil {
 				return err
 			}
@@ -164,8 +161,8 @@ addresses are refused unless the servers allow them
 			fmt.Fprintf(env.stdout, "webhook of tenant %s deleted\n", opts.tenant)
 			return nil
 		},
-	})
-	register("webhook status", &command{
+	}))
+	register("webhook status", typed(&spec[webhookFlags]{
 		synopsis: "Show a webhook's backlog, last success, last error and next retry",
 		usage:    "--tenant TENANT [--json]",
 		help: `Asks the leader, which delivers: the replicated endpoint and cursor, the
@@ -173,9 +170,8 @@ backlog (the tenant's events after the cursor that the endpoint gets), and
 what the leader knows of its own deliveries since it leads — the last
 success, the last error (a status code or a cause, never a response
 body), the consecutive failures and the next retry.`,
-		flags: func(fs *flag.FlagSet) any { o := &webhookFlags{}; o.register(fs); return o },
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*webhookFlags)
+		flags: func(fs *flag.FlagSet, o *webhookFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *webhookFlags, args []string) error {
 			if err := noArgs(args, opts); err != nil {
 				return err
 			}
@@ -214,21 +210,18 @@ body), the consecutive failures and the next retry.`,
 			printTable(env.stdout, rows)
 			return nil
 		},
-	})
-	register("webhook replay", &command{
+	}))
+	register("webhook replay", typed(&spec[webhookReplayOpts]{
 		synopsis: "Deliver a tenant's events again from a sequence number",
 		usage:    "--tenant TENANT --from SEQ",
 		help: `Moves the endpoint's cursor so that delivery starts again at event SEQ
 (still retained: older events were pruned, OUT_OF_RANGE names the oldest).
 A SEQ past the cursor skips the events between.`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &webhookReplayOpts{}
+		flags: func(fs *flag.FlagSet, o *webhookReplayOpts) {
 			o.register(fs)
 			numFlag(fs, &o.from, "from", 0, 1, 1<<40, "the first event `SEQ` to deliver again (required)")
-			return o
 		},
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*webhookReplayOpts)
+		run: func(env *cmdEnv, opts *webhookReplayOpts, args []string) error {
 			if err := noArgs(args, &opts.webhookFlags); err != nil {
 				return err
 			}
@@ -249,7 +242,7 @@ A SEQ past the cursor skips the events between.`,
 			fmt.Fprintf(env.stdout, "webhook of tenant %s delivers again from seq %d\n", w.Tenant, opts.from)
 			return nil
 		},
-	})
+	}))
 }
 
 func noArgs(args []string, w *webhookFlags) error {
@@ -259,8 +252,7 @@ func noArgs(args []string, w *webhookFlags) error {
 	return w.need()
 }
 
-func runWebhookSet(env *cmdEnv, o any, args []string) error {
-	opts := o.(*webhookSetOpts)
+func runWebhookSet(env *cmdEnv, opts *webhookSetOpts, args []string) error {
 	if err := noArgs(args, &opts.webhookFlags); err != nil {
 		return err
 	}

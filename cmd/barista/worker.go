@@ -9,11 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"google.golang.org/grpc"
 
-	"barista/fsm"
 	pb "barista/proto"
 	"barista/rpc/agent"
 	"barista/rpc/agent/runner"
@@ -32,7 +30,7 @@ type workerOpts struct {
 }
 
 func init() {
-	register("worker", &command{
+	register("worker", typed(&spec[workerOpts]{
 		synopsis: "Run a worker agent: one job at a time as a child process",
 		usage:    "--size sm|md|lg [--server ADDRS] [--id ID] [--token T] [--log-dir DIR]",
 		help: `Connects to the cluster (any node; a follower redirects it to the leader)
@@ -59,8 +57,7 @@ new one, and exits; a second signal kills the job and exits at once.
 (worker_id in [[auth.tokens]]), --id must be one of them, or the worker
 exits with PERMISSION_DENIED. While another session of the same ID is
 live, the worker is refused (ABORTED) and retries with backoff.`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &workerOpts{}
+		flags: func(fs *flag.FlagSet, o *workerOpts) {
 			o.register(fs)
 			fs.StringVar(&o.size, "size", "", "container `SIZE`: sm, md or lg (required)")
 			host, _ := os.Hostname()
@@ -69,37 +66,22 @@ live, the worker is refused (ABORTED) and retries with backoff.`,
 			numFlag(fs, &o.maxLog, "max-log-bytes", runner.DefaultMaxLogBytes, 4096, 1<<40, "bound of each job's log file, in `BYTES`")
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`")
 			fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
-			return o
 		},
 		run: runWorker,
-	})
-	register("workers", &command{
-		synopsis: "List workers: id, size, state, job, last heartbeat",
-		usage:    "[--json]",
-		flags:    func(fs *flag.FlagSet) any { o := &clientFlags{}; o.register(fs); return o },
-		run:      runWorkers,
-	})
-	type drainOpts struct {
-		clientFlags
-		undo   bool
-		create bool
-	}
-	register("worker drain", &command{
+	}))
+	register("worker drain", typed(&spec[drainOpts]{
 		synopsis: "Stop new assignments to a worker (an admin's or the worker's own token)",
 		usage:    "ID [--undo] [--create]",
 		help: `Drains a worker: it finishes its job and gets no new one, until
 "worker drain ID --undo". An unknown worker ID is NOT_FOUND; --create
 drains a worker that has not connected yet, so that it gets no job when
 it does.`,
-		flags: func(fs *flag.FlagSet) any {
-			o := &drainOpts{}
+		flags: func(fs *flag.FlagSet, o *drainOpts) {
 			o.register(fs)
 			fs.BoolVar(&o.undo, "undo", false, "resume assignments")
 			fs.BoolVar(&o.create, "create", false, "drain a worker that has not connected yet")
-			return o
 		},
-		run: func(env *cmdEnv, o any, args []string) error {
-			opts := o.(*drainOpts)
+		run: func(env *cmdEnv, opts *drainOpts, args []string) error {
 			if len(args) != 1 {
 				return usageError("worker drain needs one worker ID")
 			}
@@ -116,11 +98,10 @@ it does.`,
 			fmt.Fprintf(env.stdout, "worker %s %s\n", args[0], verb)
 			return nil
 		},
-	})
+	}))
 }
 
-func runWorker(env *cmdEnv, o any, args []string) error {
-	opts := o.(*workerOpts)
+func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	if len(args) > 0 {
 		return usageError("unexpected argument %q", args[0])
 	}
@@ -161,42 +142,8 @@ func runWorker(env *cmdEnv, o any, args []string) error {
 	return a.Run(ctx)
 }
 
-func runWorkers(env *cmdEnv, o any, args []string) error {
-	opts := o.(*clientFlags)
-	var resp *pb.ListWorkersResponse
-	if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-		resp, err = pb.NewWorkerClient(cc).ListWorkers(ctx, &pb.ListWorkersRequest{})
-		return err
-	}); err != nil {
-		return err
-	}
-	sizeOf := func(s pb.Size) string {
-		if sz, err := fsm.SizeFromPB(s); err == nil {
-			return sz.String()
-		}
-		return "?"
-	}
-	if opts.json {
-		for _, w := range resp.Workers {
-			m := map[string]any{"worker_id": w.WorkerId, "size": sizeOf(w.Size), "state": w.State, "job": w.Job,
-				"attempt": w.Attempt, "connected": w.Connected, "drained": w.Drained, "last_heartbeat": msTime(w.LastHeartbeatMs)}
-			if err := printJSON(env.stdout, m); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	fmt.Fprintf(env.stdout, "%-28s %-4s %-9s %-10s %s\n", "WORKER", "SIZE", "STATE", "JOB", "LAST HEARTBEAT")
-	for _, w := range resp.Workers {
-		job := "-"
-		if w.Job != 0 {
-			job = fmt.Sprintf("%d/%d", w.Job, w.Attempt)
-		}
-		hb := "-"
-		if w.LastHeartbeatMs != 0 {
-			hb = time.Since(time.UnixMilli(w.LastHeartbeatMs)).Round(time.Second).String() + " ago"
-		}
-		fmt.Fprintf(env.stdout, "%-28s %-4s %-9s %-10s %s\n", w.WorkerId, sizeOf(w.Size), w.State, job, hb)
-	}
-	return nil
+type drainOpts struct {
+	clientFlags
+	undo   bool
+	create bool
 }

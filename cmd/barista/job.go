@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	pb "barista/proto"
+	"barista/rpc/client"
+)
+
+func init() {
+	register("job", typed(&spec[tenantFlags]{
+		synopsis: "Show one job",
+		usage:    "ID [--tenant NAME] [--json]",
+		help: `Shows a job: its state, attempts, cost, times, the worker that runs it
+(or ran its last attempt), and once it ended its exit code and the last
+4 KiB of its stdout and stderr. The whole output is on that worker's disk:
+job-ID-attempt-N.log in its --log-dir.
+
+Times are the leader's wall clock (UTC). Every deadline runs on cluster
+time, which pauses while no leader runs: when the two differ by a second
+or more, the cluster time is shown beside. --json has both:
+"submitted_at" and "ended_at" (wall clock, RFC 3339) and
+"cluster_submitted_at_ms" and "cluster_ended_at_ms".`,
+		flags: func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
+			if len(args) != 1 {
+				return usageError("job needs one ID")
+			}
+			id, err := parseJobID(args[0])
+			if err != nil {
+				return err
+			}
+			var j *pb.Job
+			err = opts.with(func(cl *client.Client) (err error) {
+				j, err = cl.GetJob(context.Background(), &pb.GetJobRequest{Tenant: opts.tenant, JobId: id, Read: &pb.ReadOptions{Stale: opts.stale}})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if opts.json {
+				return printJSON(env.stdout, jobJSON(j, true))
+			}
+			rows := [][2]string{
+				{"job", fmt.Sprint(j.JobId)}, {"tenant", j.Tenant}, {"state", j.State},
+				{"size", sizeName(j.Size)}, {"class", className(j.Class)},
+				{"attempt", fmt.Sprintf("%d (failures %d of max %d)", j.Attempt, j.Failures, j.MaxAttempts)},
+				{"estimated", estimated(j)},
+				{"cpu", (time.Duration(j.CpuMs) * time.Millisecond).String()},
+				{"submitted", wallRow(j.SubmittedWallMs, j.SubmittedAtMs)},
+			}
+			if j.DeadlineAtMs != 0 {
+				d := msTime(j.DeadlineAtMs)
+				if j.DeadlineMissed {
+					d += " (missed: still queued)"
+				}
+				rows = append(rows, [2]string{"deadline", d})
+			}
+			if j.Group != "" {
+				rows = append(rows, [2]string{"group", j.Group})
+			}
+			if j.JobType != "" {
+				rows = append(rows, [2]string{"type", termSafe(j.JobType, false)})
+			}
+			if j.IdempotencyKey != "" {
+				rows = append(rows, [2]string{"key", termSafe(j.IdempotencyKey, false)})
+			}
+			if j.WorkerId != "" {
+				rows = append(rows, [2]string{"worker", j.WorkerId})
+			}
+			if j.Cancel != "none" {
+				rows = append(rows, [2]string{"cancel", j.Cancel})
+			}
+			if j.EndedAtMs != 0 {
+				rows = append(rows, [2]string{"ended", wallRow(j.EndedWallMs, j.EndedAtMs)})
+			}
+			if j.HasResult {
+				rows = append(rows, [2]string{"exit code", fmt.Sprint(j.ExitCode)})
+			}
+			if j.WorkerId != "" && j.Attempt > 0 {
+				rows = append(rows, [2]string{"output", fmt.Sprintf("job-%d-attempt-%d.log in the --log-dir of worker %s", j.JobId, j.Attempt, j.WorkerId)})
+			}
+			printTable(env.stdout, rows)
+			for _, t := range [][2]string{{"stdout", j.StdoutTail}, {"stderr", j.StderrTail}} {
+				if t[1] != "" {
+					fmt.Fprintf(env.stdout, "%s (tail):\n%s", t[0], termSafe(t[1], true))
+					if !strings.HasSuffix(t[1], "\n") {
+						fmt.Fprintln(env.stdout)
+					}
+				}
+			}
+			return nil
+		},
+	}))
+}

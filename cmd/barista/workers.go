@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"barista/fsm"
+	pb "barista/proto"
+)
+
+func init() {
+	register("workers", typed(&spec[clientFlags]{
+		synopsis: "List workers: id, size, state, job, last heartbeat",
+		usage:    "[--json]",
+		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
+		run:      runWorkers,
+	}))
+}
+
+func runWorkers(env *cmdEnv, opts *clientFlags, args []string) error {
+	var resp *pb.ListWorkersResponse
+	if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
+		resp, err = pb.NewWorkerClient(cc).ListWorkers(ctx, &pb.ListWorkersRequest{})
+		return err
+	}); err != nil {
+		return err
+	}
+	sizeOf := func(s pb.Size) string {
+		if sz, err := fsm.SizeFromPB(s); err == nil {
+			return sz.String()
+		}
+		return "?"
+	}
+	if opts.json {
+		for _, w := range resp.Workers {
+			m := map[string]any{"worker_id": w.WorkerId, "size": sizeOf(w.Size), "state": w.State, "job": w.Job,
+				"attempt": w.Attempt, "connected": w.Connected, "drained": w.Drained, "last_heartbeat": msTime(w.LastHeartbeatMs)}
+			if err := printJSON(env.stdout, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(env.stdout, "%-28s %-4s %-9s %-10s %s\n", "WORKER", "SIZE", "STATE", "JOB", "LAST HEARTBEAT")
+	for _, w := range resp.Workers {
+		job := "-"
+		if w.Job != 0 {
+			job = fmt.Sprintf("%d/%d", w.Job, w.Attempt)
+		}
+		hb := "-"
+		if w.LastHeartbeatMs != 0 {
+			hb = time.Since(time.UnixMilli(w.LastHeartbeatMs)).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(env.stdout, "%-28s %-4s %-9s %-10s %s\n", w.WorkerId, sizeOf(w.Size), w.State, job, hb)
+	}
+	return nil
+}
