@@ -235,7 +235,7 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 	}
 	id := sfq.JobID(c.Job)
 	ch, err := f.sched.Finish(f.clock, id, c.Attempt, f.internWorker(c.WorkerId), outcome, c.CpuMs,
-		sfq.Result{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail})
+		sfq.RunResult{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail})
 	reason := ReasonRunFailed
 	if outcome == sfq.OutcomeCancelled {
 		reason = ReasonRequested
@@ -272,15 +272,15 @@ func (f *FSM) applyCancel(c *pb.CancelJob) Result {
 }
 
 func (f *FSM) applyExpire(c *pb.Expire) Result {
-	var kind sfq.EventKind
+	var kind sfq.InputKind
 	var reason Reason
 	switch c.Kind {
 	case pb.ExpireKind_ACK:
-		kind, reason = sfq.EvExpireAck, ReasonAckTimeout
+		kind, reason = sfq.InExpireAck, ReasonAckTimeout
 	case pb.ExpireKind_LEASE:
-		kind, reason = sfq.EvExpireLease, ReasonLeaseExpired
+		kind, reason = sfq.InExpireLease, ReasonLeaseExpired
 	case pb.ExpireKind_TIMEOUT:
-		kind, reason = sfq.EvExpireTimeout, ReasonTimeout
+		kind, reason = sfq.InExpireTimeout, ReasonTimeout
 	default:
 		return refusef(Invalid, "expire kind %v", c.Kind)
 	}

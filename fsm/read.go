@@ -90,8 +90,8 @@ func (f *FSM) HasEligible(size sfq.Size) bool {
 	return f.sched.Eligible(size)
 }
 
-// Due calls fn for each deadline passed at now (the reaper's work).
-func (f *FSM) Due(now sfq.Time, fn func(id sfq.JobID, attempt uint32, kind sfq.EventKind) bool) {
+// Due calls fn for each deadline passed at now (what the leader expires).
+func (f *FSM) Due(now sfq.Time, fn func(id sfq.JobID, attempt uint32, kind sfq.InputKind) bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	f.sched.Due(now, fn)

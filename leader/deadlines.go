@@ -63,7 +63,7 @@ func Deadlines(n Node, log hclog.Logger, m *DeadlineMetrics) raftnode.LeaderLoop
 // how many Apply carried out.
 func ExpireDue(ctx context.Context, n Node, now sfq.Time, log hclog.Logger, m *DeadlineMetrics) (int, error) {
 	var cmds []*pb.Command
-	n.State().Due(now, func(id sfq.JobID, attempt uint32, kind sfq.EventKind) bool {
+	n.State().Due(now, func(id sfq.JobID, attempt uint32, kind sfq.InputKind) bool {
 		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: uint64(id), Attempt: attempt, Kind: expireKind(kind)}}})
 		return len(cmds) < maxExpiries
 	})
@@ -92,11 +92,11 @@ func ExpireDue(ctx context.Context, n Node, now sfq.Time, log hclog.Logger, m *D
 	return done, nil
 }
 
-func expireKind(k sfq.EventKind) pb.ExpireKind {
+func expireKind(k sfq.InputKind) pb.ExpireKind {
 	switch k {
-	case sfq.EvExpireAck:
+	case sfq.InExpireAck:
 		return pb.ExpireKind_ACK
-	case sfq.EvExpireLease:
+	case sfq.InExpireLease:
 		return pb.ExpireKind_LEASE
 	}
 	return pb.ExpireKind_TIMEOUT

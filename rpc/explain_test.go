@@ -145,7 +145,7 @@ func TestExplainGroupParagraphs(t *testing.T) {
 		t.Errorf("behind fields: %+v", r)
 	}
 	// Job 1 ends: heads 2, 3 and 4 are eligible, fifo takes job 2.
-	if _, err := s.Finish(1000, 1, 1, "w1", sfq.OutcomeOK, 1000, sfq.Result{}); err != nil {
+	if _, err := s.Finish(1000, 1, 1, "w1", sfq.OutcomeOK, 1000, sfq.RunResult{}); err != nil {
 		t.Fatal(err)
 	}
 	check(2, "waiting", "Job 2 (tenant t, class normal, size md, group a) could run and waits its turn: 0 candidates go first (deadline jobs of its class, and tenants with an earlier start tag). Tenant t's tag in class normal is 1000 virtual ms; the class's virtual_now is 0.")

@@ -264,7 +264,7 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		return nil
 	case *pb.WorkerMessage_Started:
 		st := m.Started
-		switch known, out := h.precheck(sfq.EvStart, st.Job, st.Attempt, s.id); {
+		switch known, out := h.precheck(sfq.InStart, st.Job, st.Attempt, s.id); {
 		case !known:
 			h.unknownJob(s, "started", st.Job, st.Attempt)
 			return nil
@@ -289,7 +289,7 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		return nil
 	case *pb.WorkerMessage_Finished:
 		fin := m.Finished
-		switch known, out := h.precheck(sfq.EvFinish, fin.Job, fin.Attempt, s.id); {
+		switch known, out := h.precheck(sfq.InFinish, fin.Job, fin.Attempt, s.id); {
 		case !known:
 			h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
 			h.unknownJob(s, "finished", fin.Job, fin.Attempt)
@@ -332,12 +332,12 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 // could change. Only answers that cannot change before the report would
 // apply are acted on: a Duplicate stays one (an attempt once started or
 // settled stays so).
-func (h *hub) precheck(kind sfq.EventKind, job uint64, attempt uint32, worker string) (known bool, out sfq.Outcome) {
+func (h *hub) precheck(kind sfq.InputKind, job uint64, attempt uint32, worker string) (known bool, out sfq.Outcome) {
 	j, _, ok := h.node.State().Job(sfq.JobID(job))
 	if !ok {
 		return false, 0
 	}
-	_, out = sfq.Apply(j.Life, sfq.Event{Kind: kind, Attempt: attempt, Worker: worker})
+	_, out = sfq.Step(j.Life, sfq.Input{Kind: kind, Attempt: attempt, Worker: worker})
 	return true, out
 }
 

@@ -210,7 +210,7 @@ func BenchmarkFullLifecycle(b *testing.B) {
 		if _, err := s.Heartbeat(now, a.Job, a.Attempt, "w", 100); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.Finish(now, a.Job, a.Attempt, "w", OutcomeOK, 1200, Result{}); err != nil {
+		if _, err := s.Finish(now, a.Job, a.Attempt, "w", OutcomeOK, 1200, RunResult{}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := s.Submit(now, Submission{Tenant: s.TenantName(a.Tenant), Size: a.Size, EstCostMs: 1500}); err != nil {

@@ -9,7 +9,7 @@ type deadline struct {
 	at      Time
 	job     JobID
 	attempt uint32
-	kind    EventKind
+	kind    InputKind
 }
 
 // deadlineHeap is a min-heap of deadlines by time, then job.

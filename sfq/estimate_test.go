@@ -33,7 +33,7 @@ func TestEMASequence(t *testing.T) {
 			t.Fatalf("job %d: est %d from %s", id, j.EstCostMs, j.EstSource)
 		}
 		a, _, _ := s.Dispatch(Time(i), SM, "w")
-		if _, err := s.Finish(Time(i), a.Job, a.Attempt, "w", OutcomeOK, w.cpu, Result{}); err != nil {
+		if _, err := s.Finish(Time(i), a.Job, a.Attempt, "w", OutcomeOK, w.cpu, RunResult{}); err != nil {
 			t.Fatal(err)
 		}
 		st, ok := s.Estimate("a", "render")
@@ -48,7 +48,7 @@ func TestEMASequence(t *testing.T) {
 		if a.Job != id {
 			t.Fatalf("dispatched %d, want %d", a.Job, id)
 		}
-		s.Finish(9, id, a.Attempt, "w", o, 1, Result{})
+		s.Finish(9, id, a.Attempt, "w", o, 1, RunResult{})
 	}
 	if st, _ := s.Estimate("a", "render"); st.EMAMs != 1237 || st.Samples != 4 {
 		t.Fatalf("after failed runs: %+v", st)
@@ -82,7 +82,7 @@ func TestEstimateEviction(t *testing.T) {
 		if !ok || a.Job != id {
 			t.Fatalf("dispatch: %+v", a)
 		}
-		if _, err := s.Finish(now, id, a.Attempt, "w", OutcomeOK, 100, Result{}); err != nil {
+		if _, err := s.Finish(now, id, a.Attempt, "w", OutcomeOK, 100, RunResult{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -122,38 +122,38 @@ type Life struct {
 	TimeoutAt    Time // Running: Started + job timeout; 0 = no timeout
 }
 
-// EventKind names a lifecycle event.
-type EventKind uint8
+// InputKind names an input of the job lifecycle.
+type InputKind uint8
 
-// The lifecycle events.
+// The lifecycle inputs.
 const (
-	EvDispatch EventKind = iota + 1
-	EvStart
-	EvHeartbeat
-	EvFinish
-	EvCancel
-	EvExpireAck
-	EvExpireLease
-	EvExpireTimeout
-	EvGrant
-	numEventKinds
+	InDispatch InputKind = iota + 1
+	InStart
+	InHeartbeat
+	InFinish
+	InCancel
+	InExpireAck
+	InExpireLease
+	InExpireTimeout
+	InGrant
+	numInputKinds
 )
 
-var eventNames = [numEventKinds]string{"", "dispatch", "start", "heartbeat", "finish", "cancel", "expire-ack", "expire-lease", "expire-timeout", "grant"}
+var inputNames = [numInputKinds]string{"", "dispatch", "start", "heartbeat", "finish", "cancel", "expire-ack", "expire-lease", "expire-timeout", "grant"}
 
-func (k EventKind) String() string {
-	if k > 0 && k < numEventKinds {
-		return eventNames[k]
+func (k InputKind) String() string {
+	if k > 0 && k < numInputKinds {
+		return inputNames[k]
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }
 
-// Event is one input to the lifecycle. Which fields matter depends on Kind:
+// Input is one input to the lifecycle. Which fields matter depends on Kind:
 // Dispatch uses Worker, Now, AckMs; Start and Heartbeat use Attempt, Worker,
 // Now, LeaseMs (Start also TimeoutMs); Finish uses Attempt, Worker, Outcome;
 // the expiries use Attempt and Now; Grant uses Now and LeaseMs.
-type Event struct {
-	Kind      EventKind
+type Input struct {
+	Kind      InputKind
 	Attempt   uint32
 	Worker    string
 	Now       Time
@@ -195,12 +195,12 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("outcome(%d)", uint8(o))
 }
 
-// Apply is the job lifecycle: one pure function from a Life and an Event to
+// Step is the job lifecycle: one pure function from a Life and an Input to
 // the next Life and what happened. It never panics and has no side effects.
-func Apply(l Life, e Event) (Life, Outcome) {
+func Step(l Life, e Input) (Life, Outcome) {
 	match := e.Attempt == l.Attempt && e.Worker == l.Worker
 	switch e.Kind {
-	case EvDispatch:
+	case InDispatch:
 		if l.State != Queued {
 			return l, Invalid
 		}
@@ -212,7 +212,7 @@ func Apply(l Life, e Event) (Life, Outcome) {
 		l.LeaseExpires, l.TimeoutAt = 0, 0
 		return l, Changed
 
-	case EvStart:
+	case InStart:
 		switch {
 		case l.State == Assigned && match:
 			return start(l, e), Changed
@@ -221,7 +221,7 @@ func Apply(l Life, e Event) (Life, Outcome) {
 		}
 		return l, Stale
 
-	case EvHeartbeat:
+	case InHeartbeat:
 		switch {
 		case l.State == Assigned && match:
 			// A heartbeat proves the run started even if its Started was
@@ -238,7 +238,7 @@ func Apply(l Life, e Event) (Life, Outcome) {
 		}
 		return l, Stale
 
-	case EvFinish:
+	case InFinish:
 		if l.State.Live() && match {
 			l.Settled |= 1
 			return finish(l, e.Outcome), Changed
@@ -257,7 +257,7 @@ func Apply(l Life, e Event) (Life, Outcome) {
 		l.Settled |= 1 << back
 		return l, Zombie
 
-	case EvCancel:
+	case InCancel:
 		switch {
 		case l.State == Queued:
 			l.State = Cancelled
@@ -271,7 +271,7 @@ func Apply(l Life, e Event) (Life, Outcome) {
 		}
 		return l, Invalid
 
-	case EvExpireAck:
+	case InExpireAck:
 		if l.State != Assigned || e.Attempt != l.Attempt {
 			return l, Stale
 		}
@@ -284,7 +284,7 @@ func Apply(l Life, e Event) (Life, Outcome) {
 		// The worker never acknowledged: back to the queue, not a failure.
 		return requeue(l), Changed
 
-	case EvExpireLease:
+	case InExpireLease:
 		if l.State != Running || e.Attempt != l.Attempt {
 			return l, Stale
 		}
@@ -296,7 +296,7 @@ func Apply(l Life, e Event) (Life, Outcome) {
 		}
 		return fail(l), Changed
 
-	case EvExpireTimeout:
+	case InExpireTimeout:
 		if !l.State.Live() || e.Attempt != l.Attempt || l.TimeoutAt == 0 {
 			return l, Stale
 		}
@@ -309,7 +309,7 @@ func Apply(l Life, e Event) (Life, Outcome) {
 		l.Cancel = CancelTimeout
 		return l, Changed
 
-	case EvGrant:
+	case InGrant:
 		if !l.State.Live() {
 			return l, Invalid
 		}
@@ -332,7 +332,7 @@ func Apply(l Life, e Event) (Life, Outcome) {
 	return l, Invalid
 }
 
-func start(l Life, e Event) Life {
+func start(l Life, e Input) Life {
 	l.State = Running
 	l.AckDeadline = 0
 	l.LeaseExpires = e.Now + Time(e.LeaseMs)

@@ -221,10 +221,10 @@ func (t *Tenant) tagPtr(c Class) *VirtualTime {
 	return &t.classTags[c-1]
 }
 
-// Result is what a finished run reported: its exit code and the ends of
+// RunResult is what a finished run reported: its exit code and the ends of
 // its stderr and stdout (OutputTail; the whole output stays on the
 // worker's disk).
-type Result struct {
+type RunResult struct {
 	ExitCode   int32
 	StderrTail string
 	StdoutTail string
@@ -260,7 +260,7 @@ type Job struct {
 	// smaller, and a Job of 152 bytes fits 256 of them in five 8 KiB pages;
 	// Group, Key, Type, Payload and DeadlineAt read it.
 	text   string
-	Result *Result // set by the accepted Finished; immutable once set
+	Result *RunResult // set by the accepted Finished; immutable once set
 }
 
 // HeldBy reports whether worker holds the job's attempt: the job is live

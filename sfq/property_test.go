@@ -306,7 +306,7 @@ func (w *world) step(t *rapid.T, step int) {
 			cpu := rapid.Int64Range(0, 20_000).Draw(t, "cpu")
 			gidle := w.requeueIdle(j)
 			out, _ := both(t, w, "finish", func(s *Scheduler) (Outcome, error) {
-				ch, err := s.Finish(w.now, j.ID, attempt, j.Worker, outcome, cpu, Result{})
+				ch, err := s.Finish(w.now, j.ID, attempt, j.Worker, outcome, cpu, RunResult{})
 				return ch.Outcome, err
 			})
 			if out == Changed {
@@ -323,15 +323,15 @@ func (w *world) step(t *rapid.T, step int) {
 			ch, err := s.Cancel(w.now, id)
 			return ch.Outcome, err
 		})
-	case 10: // time passes; the reaper expires what is due
+	case 10: // time passes; the leader expires what is due
 		w.now += Time(rapid.Int64Range(0, 15_000).Draw(t, "dt"))
 		type due struct {
 			id      JobID
 			attempt uint32
-			kind    EventKind
+			kind    InputKind
 		}
 		var list []due
-		s.Due(w.now, func(id JobID, attempt uint32, kind EventKind) bool {
+		s.Due(w.now, func(id JobID, attempt uint32, kind InputKind) bool {
 			list = append(list, due{id, attempt, kind})
 			return true
 		})
@@ -346,7 +346,7 @@ func (w *world) step(t *rapid.T, step int) {
 				m.groupRise(j.Tenant, j.Class)
 			}
 			m.settle(s) // each expiry is a command of its own
-			if err != nil && d.kind != EvExpireTimeout {
+			if err != nil && d.kind != InExpireTimeout {
 				t.Fatalf("Due reported %+v but Expire refused: %v", d, err)
 			}
 		}

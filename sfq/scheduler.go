@@ -41,7 +41,7 @@ type Scheduler struct {
 	// queuedFair counts the queued jobs without a deadline of each class
 	// (the idle rule looks at them only).
 	queuedFair [NumClasses]uint64
-	reap       deadlineHeap
+	deadlines  deadlineHeap
 	ended      endedQueue
 	est        estimateIndex
 
@@ -854,7 +854,7 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 			return Assignment{}, false, err
 		}
 	}
-	life, out := Apply(j.Life, Event{Kind: EvDispatch, Worker: worker, Now: now, AckMs: s.cfg.AckTimeoutMs})
+	life, out := Step(j.Life, Input{Kind: InDispatch, Worker: worker, Now: now, AckMs: s.cfg.AckTimeoutMs})
 	if out != Changed {
 		return Assignment{}, false, fmt.Errorf("%w: job %d at the head of its queue is %s", ErrRefused, j.ID, j.State)
 	}
@@ -898,7 +898,7 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 			s.vnow[c.class] = c.tag
 		}
 	}
-	s.reap.push(deadline{at: life.AckDeadline, job: jm.ID, attempt: life.Attempt, kind: EvExpireAck})
+	s.deadlines.push(deadline{at: life.AckDeadline, job: jm.ID, attempt: life.Attempt, kind: InExpireAck})
 	// The dispatch changed one queue's head and raised the tenant's and
 	// the group's counters: without caps (and with its group unblocked and
 	// its tag unchanged) nothing else can change; with only size caps,
@@ -998,7 +998,7 @@ func (s *Scheduler) dlHead(q *deadlineQueue) headInfo {
 
 // Start records that a worker started an assigned job.
 func (s *Scheduler) Start(now Time, id JobID, attempt uint32, worker string) (Change, error) {
-	return s.event(now, id, Event{Kind: EvStart, Attempt: attempt, Worker: worker}, 0)
+	return s.event(now, id, Input{Kind: InStart, Attempt: attempt, Worker: worker}, 0)
 }
 
 // Heartbeat renews a running job's lease and records its CPU so far. A
@@ -1007,29 +1007,29 @@ func (s *Scheduler) Heartbeat(now Time, id JobID, attempt uint32, worker string,
 	if cpuMs < 0 {
 		return Change{}, fmt.Errorf("%w: cpu_ms %d is negative", ErrInvalid, cpuMs)
 	}
-	return s.event(now, id, Event{Kind: EvHeartbeat, Attempt: attempt, Worker: worker}, cpuMs)
+	return s.event(now, id, Input{Kind: InHeartbeat, Attempt: attempt, Worker: worker}, cpuMs)
 }
 
 // Cancel cancels a queued job at once, or marks a live one
 // cancel_requested (it ends when the worker confirms or its lease expires).
 func (s *Scheduler) Cancel(now Time, id JobID) (Change, error) {
-	return s.event(now, id, Event{Kind: EvCancel}, 0)
+	return s.event(now, id, Input{Kind: InCancel}, 0)
 }
 
-// Expire applies a passed deadline: kind is EvExpireAck, EvExpireLease or
-// EvExpireTimeout. The lifecycle re-checks state, attempt and deadline, so a
+// Expire applies a passed deadline: kind is InExpireAck, InExpireLease or
+// InExpireTimeout. The lifecycle re-checks state, attempt and deadline, so a
 // stale or early expiry changes nothing.
-func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind EventKind) (Change, error) {
+func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind InputKind) (Change, error) {
 	switch kind {
-	case EvExpireAck, EvExpireLease, EvExpireTimeout:
+	case InExpireAck, InExpireLease, InExpireTimeout:
 	default:
 		return Change{}, fmt.Errorf("%w: expire kind %s", ErrInvalid, kind)
 	}
-	return s.event(now, id, Event{Kind: kind, Attempt: attempt}, 0)
+	return s.event(now, id, Input{Kind: kind, Attempt: attempt}, 0)
 }
 
 // event applies a lifecycle event other than Dispatch and Finish.
-func (s *Scheduler) event(now Time, id JobID, e Event, cpuMs int64) (Change, error) {
+func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, error) {
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
@@ -1037,7 +1037,7 @@ func (s *Scheduler) event(now Time, id JobID, e Event, cpuMs int64) (Change, err
 	e.Now = now
 	e.LeaseMs = s.cfg.LeaseTimeoutMs
 	e.TimeoutMs = j.TimeoutMs
-	life, out := Apply(j.Life, e)
+	life, out := Step(j.Life, e)
 	life = s.version1Life(life)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
 	if out != Changed {
@@ -1056,9 +1056,9 @@ func (s *Scheduler) event(now Time, id JobID, e Event, cpuMs int64) (Change, err
 		ch.CancelSet, ch.Cancel = true, life.Cancel
 	}
 	if old.State == Assigned && life.State == Running {
-		s.reap.push(deadline{at: life.LeaseExpires, job: id, attempt: life.Attempt, kind: EvExpireLease})
+		s.deadlines.push(deadline{at: life.LeaseExpires, job: id, attempt: life.Attempt, kind: InExpireLease})
 		if life.TimeoutAt != 0 {
-			s.reap.push(deadline{at: life.TimeoutAt, job: id, attempt: life.Attempt, kind: EvExpireTimeout})
+			s.deadlines.push(deadline{at: life.TimeoutAt, job: id, attempt: life.Attempt, kind: InExpireTimeout})
 		}
 	}
 	s.transition(jm, old, now)
@@ -1071,7 +1071,7 @@ func (s *Scheduler) event(now Time, id JobID, e Event, cpuMs int64) (Change, err
 // dispatch) and bills the CPU; a repeat is acknowledged and changes
 // nothing; the first report of a stale attempt (a zombie) bills its CPU and
 // changes nothing else.
-func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, cpuMs int64, res Result) (Change, error) {
+func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, cpuMs int64, res RunResult) (Change, error) {
 	if outcome < OutcomeOK || outcome > OutcomeCancelled {
 		return Change{}, fmt.Errorf("%w: outcome %d", ErrInvalid, outcome)
 	}
@@ -1092,8 +1092,8 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
-	e := Event{Kind: EvFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome}
-	life, out := Apply(j.Life, e)
+	e := Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome}
+	life, out := Step(j.Life, e)
 	life = s.version1Life(life)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: attempt, Outcome: out, From: j.State, To: life.State}
 	switch out {
@@ -1156,7 +1156,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
 	jm.CPUMs = cpuMs
-	jm.Result = &Result{ExitCode: res.ExitCode, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail}
+	jm.Result = &RunResult{ExitCode: res.ExitCode, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail}
 	tm := s.tenants.Mut(uint64(j.Tenant))
 	*tm.tagPtr(j.Class) = tag
 	tm.Billing.CPUMs += cpuMs
@@ -1259,7 +1259,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	s.tidyGroup(gs)
 }
 
-func (s *Scheduler) refusal(j *Job, e Event, out Outcome) error {
+func (s *Scheduler) refusal(j *Job, e Input, out Outcome) error {
 	what := fmt.Sprintf("%s of job %d", e.Kind, j.ID)
 	switch {
 	case e.Worker != "":
@@ -1281,17 +1281,17 @@ func (s *Scheduler) refusal(j *Job, e Event, out Outcome) error {
 }
 
 // GrantLeases gives every live job's lease, ack deadline and timeout at
-// least LeaseTimeoutMs from now; the new leader calls it before its reaper
-// may expire anything. It returns the number of jobs whose deadlines moved.
+// least LeaseTimeoutMs from now; a new leader calls it before it expires
+// any deadline. It returns the number of jobs whose deadlines moved.
 func (s *Scheduler) GrantLeases(now Time) int {
 	moved := 0
-	e := Event{Kind: EvGrant, Now: now, LeaseMs: s.cfg.LeaseTimeoutMs}
-	for _, d := range s.reap.items {
+	e := Input{Kind: InGrant, Now: now, LeaseMs: s.cfg.LeaseTimeoutMs}
+	for _, d := range s.deadlines.items {
 		j := s.jobs.Get(uint64(d.job))
 		if j == nil || j.Attempt != d.attempt {
 			continue
 		}
-		if life, out := Apply(j.Life, e); out == Changed {
+		if life, out := Step(j.Life, e); out == Changed {
 			s.jobs.Mut(uint64(d.job)).Life = life
 			moved++
 		}
@@ -1300,9 +1300,9 @@ func (s *Scheduler) GrantLeases(now Time) int {
 }
 
 // Due calls fn for every deadline that has passed at now: the expiries a
-// reaper should propose. It changes nothing.
-func (s *Scheduler) Due(now Time, fn func(id JobID, attempt uint32, kind EventKind) bool) {
-	s.reap.walk(now, func(d *deadline) bool {
+// leader should propose as Expire. It changes nothing.
+func (s *Scheduler) Due(now Time, fn func(id JobID, attempt uint32, kind InputKind) bool) {
+	s.deadlines.walk(now, func(d *deadline) bool {
 		at, ok := s.deadlineOf(d)
 		if ok && at <= now {
 			return fn(d.job, d.attempt, d.kind)
@@ -1319,35 +1319,35 @@ func (s *Scheduler) deadlineOf(d *deadline) (Time, bool) {
 		return 0, false
 	}
 	switch d.kind {
-	case EvExpireAck:
+	case InExpireAck:
 		return j.AckDeadline, j.State == Assigned
-	case EvExpireLease:
+	case InExpireLease:
 		return j.LeaseExpires, j.State == Running
-	case EvExpireTimeout:
+	case InExpireTimeout:
 		return j.TimeoutAt, j.State.Live() && j.TimeoutAt != 0 && j.Cancel == CancelNone
 	}
 	return 0, false
 }
 
-// tidy drops deadlines that no longer apply from the top of the reaper
+// tidy drops deadlines that no longer apply from the top of the deadline
 // heap and moves those that were extended.
 func (s *Scheduler) tidy(now Time) {
 	for {
-		d := s.reap.top()
+		d := s.deadlines.top()
 		if d == nil || d.at > now {
 			return
 		}
 		at, ok := s.deadlineOf(d)
 		switch {
 		case !ok:
-			s.reap.pop()
+			s.deadlines.pop()
 		case at > d.at:
 			moved := *d
 			moved.at = at
-			s.reap.pop()
-			s.reap.push(moved)
+			s.deadlines.pop()
+			s.deadlines.push(moved)
 		default:
-			return // due: the reaper will expire it
+			return // due: the leader will expire it
 		}
 	}
 }

@@ -499,7 +499,7 @@ func decodeJob(d *Decoder, version int) Job {
 	j.EndedAt = Time(d.Varint())
 	key, typ, payload := d.String(), d.String(), d.String()
 	if d.Bool() {
-		j.Result = &Result{ExitCode: int32(d.Varint()), StderrTail: d.String()}
+		j.Result = &RunResult{ExitCode: int32(d.Varint()), StderrTail: d.String()}
 	}
 	var deadlineAt Time
 	if version >= 2 {
@@ -695,7 +695,7 @@ func (s *Scheduler) unnamedGroups() {
 func (s *Scheduler) rebuild() error {
 	s.queued = 0
 	s.queuedFair = [NumClasses]uint64{}
-	s.reap = deadlineHeap{}
+	s.deadlines = deadlineHeap{}
 	s.ended = endedQueue{}
 	s.grouped = 0
 	var err error
@@ -722,11 +722,11 @@ func (s *Scheduler) rebuild() error {
 			}
 			s.queued++
 		case j.State == Assigned:
-			s.reap.push(deadline{at: j.AckDeadline, job: j.ID, attempt: j.Attempt, kind: EvExpireAck})
+			s.deadlines.push(deadline{at: j.AckDeadline, job: j.ID, attempt: j.Attempt, kind: InExpireAck})
 		case j.State == Running:
-			s.reap.push(deadline{at: j.LeaseExpires, job: j.ID, attempt: j.Attempt, kind: EvExpireLease})
+			s.deadlines.push(deadline{at: j.LeaseExpires, job: j.ID, attempt: j.Attempt, kind: InExpireLease})
 			if j.TimeoutAt != 0 {
-				s.reap.push(deadline{at: j.TimeoutAt, job: j.ID, attempt: j.Attempt, kind: EvExpireTimeout})
+				s.deadlines.push(deadline{at: j.TimeoutAt, job: j.ID, attempt: j.Attempt, kind: InExpireTimeout})
 			}
 		case j.State.Terminal():
 			s.ended.push(j.EndedAt, j.ID)

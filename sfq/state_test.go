@@ -144,7 +144,7 @@ func TestVersion1Encoding(t *testing.T) {
 			t.Fatal("nothing dispatched")
 		}
 		if i < 2 {
-			s.Finish(11, a.Job, a.Attempt, fmt.Sprint("w", i), OutcomeOK, 900, Result{})
+			s.Finish(11, a.Job, a.Attempt, fmt.Sprint("w", i), OutcomeOK, 900, RunResult{})
 		}
 	}
 	if _, ok := s.Estimate("a", "render"); ok {
@@ -188,7 +188,7 @@ func TestVersion1Encoding(t *testing.T) {
 		{func(s *Scheduler) {
 			s.SetVersion1(false)
 			a, _, _ := s.Dispatch(30, LG, "w9")
-			s.Finish(31, a.Job, a.Attempt, "w9", OutcomeOK, 5, Result{})
+			s.Finish(31, a.Job, a.Attempt, "w9", OutcomeOK, 5, RunResult{})
 		}, "1 learned cost estimates"},
 		{func(s *Scheduler) {
 			cfg := DefaultConfig()

@@ -85,7 +85,7 @@ func TestJobWallTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SetWall(c0 + 70_000)
-	if _, err := s.Finish(c0+1000, id, 1, "w1", OutcomeOK, 5, Result{StderrTail: "err\n", StdoutTail: "out\n"}); err != nil {
+	if _, err := s.Finish(c0+1000, id, 1, "w1", OutcomeOK, 5, RunResult{StderrTail: "err\n", StdoutTail: "out\n"}); err != nil {
 		t.Fatal(err)
 	}
 	j, _ := s.Job(id)
@@ -130,7 +130,7 @@ func TestFinishCutsStdoutTail(t *testing.T) {
 	id, _ := s.Submit(0, Submission{Tenant: "a", Size: SM, EstCostMs: 10})
 	s.Dispatch(0, SM, "w1")
 	long := strings.Repeat("é", 3000) + "\xffend"
-	if _, err := s.Finish(10, id, 1, "w1", OutcomeOK, 5, Result{StdoutTail: long}); err != nil {
+	if _, err := s.Finish(10, id, 1, "w1", OutcomeOK, 5, RunResult{StdoutTail: long}); err != nil {
 		t.Fatal(err)
 	}
 	j, _ := s.Job(id)

@@ -94,7 +94,7 @@ func (c *Core) Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker stri
 
 // Finish implements Target.
 func (c *Core) Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64) error {
-	_, err := c.S.Finish(now, id, attempt, worker, outcome, cpuMs, sfq.Result{})
+	_, err := c.S.Finish(now, id, attempt, worker, outcome, cpuMs, sfq.RunResult{})
 	return err
 }
 
@@ -105,7 +105,7 @@ func (c *Core) Cancel(now sfq.Time, id sfq.JobID) error {
 }
 
 // Expire implements Target.
-func (c *Core) Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.EventKind) error {
+func (c *Core) Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.InputKind) error {
 	_, err := c.S.Expire(now, id, attempt, kind)
 	return err
 }

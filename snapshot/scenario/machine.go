@@ -184,8 +184,8 @@ func (m *Machine) Cancel(now sfq.Time, id sfq.JobID) error {
 }
 
 // Expire implements Target.
-func (m *Machine) Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.EventKind) error {
-	k := map[sfq.EventKind]pb.ExpireKind{sfq.EvExpireAck: pb.ExpireKind_ACK, sfq.EvExpireLease: pb.ExpireKind_LEASE, sfq.EvExpireTimeout: pb.ExpireKind_TIMEOUT}[kind]
+func (m *Machine) Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.InputKind) error {
+	k := map[sfq.InputKind]pb.ExpireKind{sfq.InExpireAck: pb.ExpireKind_ACK, sfq.InExpireLease: pb.ExpireKind_LEASE, sfq.InExpireTimeout: pb.ExpireKind_TIMEOUT}[kind]
 	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: uint64(id), Attempt: attempt, Kind: k}}})
 	return err
 }

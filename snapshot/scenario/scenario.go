@@ -50,7 +50,7 @@ type Target interface {
 	Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker string, cpuMs int64) error
 	Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64) error
 	Cancel(now sfq.Time, id sfq.JobID) error
-	Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.EventKind) error
+	Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.InputKind) error
 	// Check verifies the target's invariants (run after every line).
 	Check() error
 	Hash() []byte
@@ -642,7 +642,7 @@ func (rn *runner) jobEvent(cmd string, args []string) error {
 		if len(pos) != 2 {
 			return fmt.Errorf("usage: expire JOB ack|lease|timeout")
 		}
-		kinds := map[string]sfq.EventKind{"ack": sfq.EvExpireAck, "lease": sfq.EvExpireLease, "timeout": sfq.EvExpireTimeout}
+		kinds := map[string]sfq.InputKind{"ack": sfq.InExpireAck, "lease": sfq.InExpireLease, "timeout": sfq.InExpireTimeout}
 		kind, ok := kinds[pos[1]]
 		if !ok {
 			return fmt.Errorf("bad expiry %q: want ack, lease or timeout", pos[1])
