@@ -49,7 +49,7 @@ func TestApplyRechecksClassAndDeadlines(t *testing.T) {
 		t.Fatalf("class 9: %+v", r)
 	}
 	r = h.one(submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, DeadlineMs: 999}))
-	if r.Code != Invalid || r.Msg != "invalid argument: deadline 999 ms (want 1 s .. 1 year after the submit)" {
+	if r.Code != Invalid || r.Msg != "invalid argument: deadline_ms: 999 is out of range (0 = none, else 1 s .. 1 year after the submit)" {
 		t.Fatalf("a deadline under a second: %+v", r)
 	}
 	if got := ResultToPB(Result{Code: PermissionDenied}).Code; got != pb.Code_CODE_PERMISSION_DENIED {

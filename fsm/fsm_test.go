@@ -139,9 +139,9 @@ func TestSubmitValidation(t *testing.T) {
 	}{
 		{&pb.SubmitJob{Tenant: "nobody", Size: pb.Size_SM, EstCostMs: 1}, NotFound, `unknown tenant "nobody"`},
 		{&pb.SubmitJob{Tenant: "acme", EstCostMs: 1}, Invalid, "size"},
-		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 0}, Invalid, "est_cost_ms 0"},
+		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 0}, Invalid, "est_cost_ms: must be positive (got 0)"},
 		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, Payload: make([]byte, 2<<20)}, ResourceExhausted, "payload is 2097152 bytes"},
-		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, IdempotencyKey: strings.Repeat("k", 257)}, Invalid, "idempotency_key is 257 bytes"},
+		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, IdempotencyKey: strings.Repeat("k", 257)}, Invalid, "idempotency_key: 257 bytes, at most 256"},
 	}
 	for _, c := range cases {
 		r := h.one(&pb.Command{Cmd: &pb.Command_Submit{Submit: c.cmd}})

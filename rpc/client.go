@@ -40,47 +40,30 @@ const (
 // validateSubmit checks every field of a submit that needs no state, and
 // names the field in its error. cfg is this node's configuration.
 func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
-	if req.IdempotencyKey != nil {
-		switch k := *req.IdempotencyKey; {
-		case k == "":
-			return status.Error(codes.InvalidArgument, "idempotency_key: given but empty (omit it to submit without deduplication)")
-		case len(k) > sfq.MaxNameLen:
-			return status.Errorf(codes.InvalidArgument, "idempotency_key: %d bytes, at most %d", len(k), sfq.MaxNameLen)
-		}
+	// What only the wire has (a key given but empty, enum values) or only
+	// the configuration knows (estimate=auto, the payload limit); the
+	// rest is the core's own check, with the core's messages.
+	if req.IdempotencyKey != nil && *req.IdempotencyKey == "" {
+		return status.Error(codes.InvalidArgument, "idempotency_key: given but empty (omit it to submit without deduplication)")
 	}
-	if len(req.JobType) > sfq.MaxNameLen {
-		return status.Errorf(codes.InvalidArgument, "job_type: %d bytes, at most %d", len(req.JobType), sfq.MaxNameLen)
-	}
-	if _, err := fsm.SizeFromPB(req.Size); err != nil {
+	size, err := fsm.SizeFromPB(req.Size)
+	if err != nil {
 		return status.Errorf(codes.InvalidArgument, "size: must be sm, md or lg (got %v)", req.Size)
 	}
-	switch {
-	case req.EstCostMs == 0 && cfg.Sched.Estimate == sfq.EstimateAuto:
-		// The job type's moving average, or default_cost.
-	case req.EstCostMs <= 0:
-		return status.Errorf(codes.InvalidArgument, "est_cost_ms: must be positive (got %d); it may be left out only while the cluster's estimate is auto", req.EstCostMs)
-	case req.EstCostMs > sfq.MaxEstCostMs:
-		return status.Errorf(codes.InvalidArgument, "est_cost_ms: %d is more than a CPU-year", req.EstCostMs)
-	}
-	if _, err := fsm.ClassFromPB(req.Class); err != nil {
+	class, err := fsm.ClassFromPB(req.Class)
+	if err != nil {
 		return status.Errorf(codes.InvalidArgument, "class: must be critical, high, normal or low (got %v)", req.Class)
 	}
-	if d := req.DeadlineMs; d != 0 && (d < sfq.MinDeadlineMs || d > sfq.MaxDeadlineMs) {
-		return status.Errorf(codes.InvalidArgument, "deadline_ms: %d is out of range (0 = none, else 1 s .. 1 year after the submit)", d)
-	}
-	if req.MaxAttempts > sfq.MaxMaxAttempts {
-		return status.Errorf(codes.InvalidArgument, "max_attempts: %d, at most %d", req.MaxAttempts, sfq.MaxMaxAttempts)
-	}
-	if req.TimeoutMs < 0 || req.TimeoutMs > sfq.MaxTimeoutMs {
-		return status.Errorf(codes.InvalidArgument, "timeout_ms: %d is out of range (0 = none, at most a year)", req.TimeoutMs)
+	if req.EstCostMs == 0 && cfg.Sched.Estimate != sfq.EstimateAuto || req.EstCostMs < 0 {
+		return status.Errorf(codes.InvalidArgument, "est_cost_ms: must be positive (got %d); it may be left out only while the cluster's estimate is auto", req.EstCostMs)
 	}
 	if limit := cfg.PayloadLimit(); uint64(len(req.Payload)) > uint64(limit) {
 		return status.Errorf(codes.ResourceExhausted, "payload: %d bytes, over the limit of %d", len(req.Payload), limit)
 	}
-	if req.Group != "" {
-		if err := groupNameErr("group", req.Group); err != nil {
-			return err
-		}
+	sub := sfq.Submission{Key: req.GetIdempotencyKey(), Type: req.JobType, Size: size, EstCostMs: req.EstCostMs, Class: class,
+		DeadlineMs: req.DeadlineMs, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs, Group: req.Group}
+	if err := sub.Validate(); err != nil {
+		return status.Error(codes.InvalidArgument, trimInvalid(err))
 	}
 	return nil
 }

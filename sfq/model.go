@@ -436,35 +436,39 @@ const (
 )
 
 // Validate checks a submission's own fields (not whether the tenant
-// exists) and names the offending field.
+// exists) and names the offending field. Its messages are the ones a
+// client sees: the API's edge check calls it too.
 func (s *Submission) Validate() error {
-	if s.Key != "" && len(s.Key) > MaxNameLen {
-		return fmt.Errorf("%w: idempotency_key is %d bytes (max %d)", ErrInvalid, len(s.Key), MaxNameLen)
+	if len(s.Key) > MaxNameLen {
+		return fmt.Errorf("%w: idempotency_key: %d bytes, at most %d", ErrInvalid, len(s.Key), MaxNameLen)
 	}
 	if len(s.Type) > MaxNameLen {
-		return fmt.Errorf("%w: job_type is %d bytes (max %d)", ErrInvalid, len(s.Type), MaxNameLen)
+		return fmt.Errorf("%w: job_type: %d bytes, at most %d", ErrInvalid, len(s.Type), MaxNameLen)
 	}
 	if s.Size >= NumSizes {
-		return fmt.Errorf("%w: size %d", ErrInvalid, s.Size)
+		return fmt.Errorf("%w: size: %d is not sm, md or lg", ErrInvalid, s.Size)
 	}
-	if s.EstCostMs < 0 || s.EstCostMs > MaxEstCostMs {
-		return fmt.Errorf("%w: est_cost_ms %d (want 1..%d, or 0 for none under estimate=auto)", ErrInvalid, s.EstCostMs, int64(MaxEstCostMs))
+	if s.EstCostMs < 0 {
+		return fmt.Errorf("%w: est_cost_ms: must be positive (got %d)", ErrInvalid, s.EstCostMs)
+	}
+	if s.EstCostMs > MaxEstCostMs {
+		return fmt.Errorf("%w: est_cost_ms: %d is more than a CPU-year", ErrInvalid, s.EstCostMs)
 	}
 	if s.Class >= NumClasses {
-		return fmt.Errorf("%w: class %d (want critical, high, normal or low)", ErrInvalid, s.Class)
+		return fmt.Errorf("%w: class: %d is not critical, high, normal or low", ErrInvalid, s.Class)
 	}
 	if s.DeadlineMs != 0 && (s.DeadlineMs < MinDeadlineMs || s.DeadlineMs > MaxDeadlineMs) {
-		return fmt.Errorf("%w: deadline %d ms (want 1 s .. 1 year after the submit)", ErrInvalid, s.DeadlineMs)
+		return fmt.Errorf("%w: deadline_ms: %d is out of range (0 = none, else 1 s .. 1 year after the submit)", ErrInvalid, s.DeadlineMs)
 	}
 	if s.MaxAttempts > MaxMaxAttempts {
-		return fmt.Errorf("%w: max_attempts %d (max %d)", ErrInvalid, s.MaxAttempts, MaxMaxAttempts)
+		return fmt.Errorf("%w: max_attempts: %d, at most %d", ErrInvalid, s.MaxAttempts, MaxMaxAttempts)
 	}
 	if s.TimeoutMs < 0 || s.TimeoutMs > MaxTimeoutMs {
-		return fmt.Errorf("%w: timeout %d ms out of range", ErrInvalid, s.TimeoutMs)
+		return fmt.Errorf("%w: timeout_ms: %d is out of range (0 = none, at most a year)", ErrInvalid, s.TimeoutMs)
 	}
 	if s.Group != "" {
 		if err := ValidateGroupName(s.Group); err != nil {
-			return err
+			return fmt.Errorf("%w: group: %s", ErrInvalid, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
 		}
 	}
 	return nil

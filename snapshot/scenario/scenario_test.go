@@ -177,7 +177,7 @@ func TestScriptErrors(t *testing.T) {
 		{"submit a size=xl cost=1s", `unknown size "xl"`},
 		{"submit a size=sm", `submit needs cost=`},
 		{"submit nobody size=sm cost=1s", `NOT_FOUND: unknown tenant "nobody"`},
-		{"submit a size=sm cost=0s", `est_cost_ms 0`},
+		{"submit a size=sm cost=0s", `est_cost_ms: must be positive (got 0)`},
 		{"dispatch md x0", `bad repeat "x0"`},
 		{"config policy=random", `unknown policy "random"`},
 		{"config decay=half_life:0s,norm:1s", `bad decay half_life`},
