@@ -4,7 +4,7 @@ export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
 # Packages that start real processes run one at a time (-p 1).
-UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^barista/test(/|$$)')
+UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
 .PHONY: help build test test-unit test-examples test-fuzz test-proc lint bench chaos soak fuzz proto run clean

@@ -1,4 +1,4 @@
-module barista
+module github.com/baristahq/barista
 
 go 1.26.0
 

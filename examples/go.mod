@@ -1,8 +1,8 @@
-module barista/examples
+module github.com/baristahq/barista/examples
 
 go 1.26.0
 
-require barista v0.0.0
+require github.com/baristahq/barista v0.0.0
 
 require (
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.33.0 // indirect
@@ -15,4 +15,4 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace barista => ../
+replace github.com/baristahq/barista => ../

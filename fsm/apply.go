@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // keyEntry remembers an idempotency key for the dedupe window, even after

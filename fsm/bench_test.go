@@ -7,8 +7,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // benchFSM returns an FSM with 1,000 tenants and queued jobs, and the next

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 func upsert(u *pb.TenantUpsert) *pb.Command {

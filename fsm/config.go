@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"barista/sfq"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Config is every value Apply reads: the scheduling core's configuration

@@ -3,8 +3,8 @@ package fsm
 import (
 	"fmt"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // SizeFromPB converts a proto size; SIZE_UNSPECIFIED is an error.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"barista/sfq"
+	"github.com/baristahq/barista/sfq"
 )
 
 // encodeWithEvent writes an empty state whose event table holds one event

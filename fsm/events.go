@@ -3,7 +3,7 @@ package fsm
 import (
 	"fmt"
 
-	"barista/sfq"
+	"github.com/baristahq/barista/sfq"
 )
 
 // EventKind names a job state change in the event log.

@@ -1,8 +1,8 @@
 package fsm
 
 import (
-	"barista/fsm/fairness"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm/fairness"
+	"github.com/baristahq/barista/sfq"
 )
 
 // The fairness report (SPEC §7, package fairness) is fed here while

@@ -7,9 +7,9 @@ import (
 	"math"
 	"testing"
 
-	"barista/fsm/fairness"
-	pb "barista/proto"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm/fairness"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // fairRows returns the rows of a report by "class/tenant".

@@ -22,9 +22,9 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
-	"barista/fsm/fairness"
-	pb "barista/proto"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm/fairness"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Version is the command encoding version this build proposes and

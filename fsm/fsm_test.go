@@ -12,8 +12,8 @@ import (
 	"github.com/hashicorp/raft"
 	"pgregory.net/rapid"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // harness applies commands one envelope at a time.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // seededFSM returns a state machine holding two tenants, queued, running

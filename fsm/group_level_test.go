@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 func setGroupCmd(tenant, group string, kind pb.GroupCapKind, limit uint32, asTenant bool) *pb.Command {

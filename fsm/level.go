@@ -3,8 +3,8 @@ package fsm
 import (
 	"fmt"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // The cluster's feature level (SPEC §4 "Feature level"; docs/operations.md

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 func setLevelCmd(l uint32) *pb.Command {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"barista/fsm/fairness"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm/fairness"
+	"github.com/baristahq/barista/sfq"
 )
 
 // The replicated state behind the metrics exposition (docs/operations.md,

@@ -8,8 +8,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 func markedTenant(name string, tier pb.Tier, export bool) *pb.Command {

@@ -3,8 +3,8 @@ package fsm
 import (
 	"slices"
 
-	"barista/fsm/fairness"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm/fairness"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Read runs fn with the scheduling core under the read lock. fn must not

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"barista/sfq"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Code classifies a refused command. The API layer maps it to a gRPC

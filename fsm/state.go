@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"barista/sfq"
+	"github.com/baristahq/barista/sfq"
 )
 
 // stateVersion is the version of the FSM state encoding (the body of a

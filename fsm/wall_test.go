@@ -6,8 +6,8 @@ import (
 	"testing"
 	"unsafe"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // wallLog is a job's life in entries stamped with cluster time and the

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Webhooks (docs/webhooks.md): a tenant's registered endpoint, to which

@@ -10,8 +10,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 func webhookSet(tenant, url string, rotate bool, graceMs int64, keyID uint64, kinds ...string) *pb.Command {

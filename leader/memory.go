@@ -6,10 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/raftnode"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Memory is a Node without Raft, for tests of leader loops in one

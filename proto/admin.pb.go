@@ -1762,7 +1762,7 @@ const file_admin_proto_rawDesc = "" +
 	"WebhookGet\x12\x1d.barista.v1.WebhookGetRequest\x1a\x13.barista.v1.Webhook\x12T\n" +
 	"\rWebhookDelete\x12 .barista.v1.WebhookDeleteRequest\x1a!.barista.v1.WebhookDeleteResponse\x12T\n" +
 	"\rWebhookStatus\x12 .barista.v1.WebhookStatusRequest\x1a!.barista.v1.WebhookStatusResponse\x12F\n" +
-	"\rWebhookReplay\x12 .barista.v1.WebhookReplayRequest\x1a\x13.barista.v1.WebhookB\x12Z\x10barista/proto;pbb\x06proto3"
+	"\rWebhookReplay\x12 .barista.v1.WebhookReplayRequest\x1a\x13.barista.v1.WebhookB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once

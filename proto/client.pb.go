@@ -2349,7 +2349,7 @@ const file_client_proto_rawDesc = "" +
 	"\bSetGroup\x12\x1b.barista.v1.SetGroupRequest\x1a\x11.barista.v1.Group\x12:\n" +
 	"\bGetGroup\x12\x1b.barista.v1.GetGroupRequest\x1a\x11.barista.v1.Group\x12K\n" +
 	"\n" +
-	"ListGroups\x12\x1d.barista.v1.ListGroupsRequest\x1a\x1e.barista.v1.ListGroupsResponseB\x12Z\x10barista/proto;pbb\x06proto3"
+	"ListGroups\x12\x1d.barista.v1.ListGroupsRequest\x1a\x1e.barista.v1.ListGroupsResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_client_proto_rawDescOnce sync.Once

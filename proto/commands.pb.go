@@ -3257,7 +3257,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x18CODE_FAILED_PRECONDITION\x10\x04\x12\x1b\n" +
 	"\x17CODE_RESOURCE_EXHAUSTED\x10\x05\x12\x11\n" +
 	"\rCODE_INTERNAL\x10\x06\x12\x1a\n" +
-	"\x16CODE_PERMISSION_DENIED\x10\aB\x12Z\x10barista/proto;pbb\x06proto3"
+	"\x16CODE_PERMISSION_DENIED\x10\aB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_commands_proto_rawDescOnce sync.Once

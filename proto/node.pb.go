@@ -1081,7 +1081,7 @@ const file_node_proto_rawDesc = "" +
 	"\tListPeers\x12\x1c.barista.v1.ListPeersRequest\x1a\x1d.barista.v1.ListPeersResponse\x12c\n" +
 	"\x12TransferLeadership\x12%.barista.v1.TransferLeadershipRequest\x1a&.barista.v1.TransferLeadershipResponse\x12L\n" +
 	"\fSnapshotSave\x12\x1f.barista.v1.SnapshotSaveRequest\x1a\x19.barista.v1.SnapshotChunk0\x01\x12S\n" +
-	"\x0fSnapshotRestore\x12\x19.barista.v1.SnapshotChunk\x1a#.barista.v1.SnapshotRestoreResponse(\x01B\x12Z\x10barista/proto;pbb\x06proto3"
+	"\x0fSnapshotRestore\x12\x19.barista.v1.SnapshotChunk\x1a#.barista.v1.SnapshotRestoreResponse(\x01B'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_node_proto_rawDescOnce sync.Once

@@ -1569,7 +1569,7 @@ const file_worker_proto_rawDesc = "" +
 	"\x06Worker\x12C\n" +
 	"\aConnect\x12\x19.barista.v1.WorkerMessage\x1a\x19.barista.v1.LeaderMessage(\x010\x01\x12N\n" +
 	"\vListWorkers\x12\x1e.barista.v1.ListWorkersRequest\x1a\x1f.barista.v1.ListWorkersResponse\x12<\n" +
-	"\x05Drain\x12\x18.barista.v1.DrainRequest\x1a\x19.barista.v1.DrainResponseB\x12Z\x10barista/proto;pbb\x06proto3"
+	"\x05Drain\x12\x18.barista.v1.DrainRequest\x1a\x19.barista.v1.DrainResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_worker_proto_rawDescOnce sync.Once

@@ -5,7 +5,7 @@ import (
 	"net"
 	"time"
 
-	"barista/fsm"
+	"github.com/baristahq/barista/fsm"
 )
 
 // Limits of a node's settings. Validate refuses a value outside them; the

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
-	"barista/snapshot"
+	"github.com/baristahq/barista/snapshot"
 )
 
 // RefusedError is a start refused because the data directory is damaged

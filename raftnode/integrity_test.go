@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
-	pb "barista/proto"
-	"barista/snapshot"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/snapshot"
 )
 
 func testConfig(t *testing.T, dir string, trailing uint64) Config {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"barista/fsm"
-	pb "barista/proto"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // The cluster's feature level (fsm/level.go; docs/operations.md

@@ -18,10 +18,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
-	"barista/snapshot"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/snapshot"
 )
 
 // Config configures a node. DefaultConfig fills every field but the

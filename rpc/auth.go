@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"barista/sfq"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Role is what a bearer token may do.

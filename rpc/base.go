@@ -13,11 +13,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/raftnode"
-	"barista/rpc/client"
-	"barista/webhook"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/rpc/client"
+	"github.com/baristahq/barista/webhook"
 )
 
 // forwardedKey marks a request a follower forwarded to the leader, so

@@ -12,10 +12,10 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/rpc/client"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
+	"github.com/baristahq/barista/sfq"
 )
 
 // ClientService implements pb.ClientServer.

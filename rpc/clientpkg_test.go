@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/rpc/agent"
-	"barista/rpc/client"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/agent"
+	"github.com/baristahq/barista/rpc/client"
 )
 
 // TestClientMessageLimit: the client package accepts the messages a node

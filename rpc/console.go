@@ -18,9 +18,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // The web console: server-rendered pages (html/template, no script)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // consoleCSP is the policy of every console page: no script at all,

@@ -1,8 +1,8 @@
 package rpc
 
 import (
-	"barista/fsm"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/sfq"
 )
 
 // What the console reads from this node's own replicated state, where

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"time"
 
-	"barista/fsm"
-	pb "barista/proto"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // maxDispatchBatch bounds the Dispatch commands of one round (one entry).

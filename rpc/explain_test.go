@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // TestValidateSubmitClassDeadlineCost: the edge names the field and the

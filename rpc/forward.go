@@ -19,8 +19,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
-	"barista/fsm"
-	"barista/raftnode"
+	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/raftnode"
 )
 
 // ForwardWait is how long a follower holds a write while no leader is

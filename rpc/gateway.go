@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // The HTTP/JSON API: the handlers grpc-gateway generates from the routes

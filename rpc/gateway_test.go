@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 const (

@@ -8,9 +8,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Who sets a group's cap. An admin sets the group's cap (inherit, none or

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"barista/fsm"
-	pb "barista/proto"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // HTTPOptions configure the HTTP handler.

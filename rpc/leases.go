@@ -5,9 +5,9 @@ import (
 	"sort"
 	"time"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // heartbeats replicates the pending lease renewals as one batch per

@@ -3,10 +3,10 @@ package rpc
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"barista/fsm"
-	"barista/fsm/fairness"
-	"barista/raftnode"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/fsm/fairness"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/sfq"
 )
 
 // metrics are the RPC layer's instruments.

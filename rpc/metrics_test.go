@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // addTenants creates tenants t-000000 .. t-(n-1), tiers in turn, each with

@@ -15,11 +15,11 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
-	"barista/fsm"
-	"barista/leader"
-	pb "barista/proto"
-	"barista/raftnode"
-	"barista/webhook"
+	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/leader"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/webhook"
 )
 
 // Options configure a node's gRPC server.

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	pb "barista/proto"
-	"barista/raftnode"
-	"barista/snapshot"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/snapshot"
 )
 
 const chunkSize = 256 << 10

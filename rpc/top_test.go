@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // TestTopFairness: Top, /api/top and the web page show the fairness

@@ -9,10 +9,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
-	"barista/webhook"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/webhook"
 )
 
 // DefaultWebhookGrace is how long a rotated secret stays valid when the

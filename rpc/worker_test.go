@@ -17,12 +17,12 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/raftnode"
-	"barista/rpc/agent"
-	"barista/sfq"
-	"barista/snapshot"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/rpc/agent"
+	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/snapshot"
 )
 
 // Secrets of the in-process tests (at least 16 bytes).

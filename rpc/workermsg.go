@@ -7,9 +7,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Bounds of worker messages, checked at the edge before anything is

@@ -7,8 +7,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	pb "barista/proto"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // TestCheckHello: every bound of a Hello, with its exact message.

@@ -3,9 +3,9 @@ package snapshot
 import (
 	"github.com/hashicorp/raft"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // An AuditFact is one fact an audited replay reports (barista replay

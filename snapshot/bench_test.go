@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"barista/fsm"
-	pb "barista/proto"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // bigFSM builds a state of jobs queued over tenants through Apply.

@@ -43,8 +43,8 @@ import (
 	"io"
 	"os"
 
-	"barista/fsm"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/sfq"
 )
 
 const (

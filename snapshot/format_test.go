@@ -6,9 +6,9 @@ import (
 	"os"
 	"testing"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // TestReadsSnapshotOfRevivedTenant: testdata/recreated-tenant-v1.snap was

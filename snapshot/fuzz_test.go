@@ -22,8 +22,8 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	bolt "go.etcd.io/bbolt"
 
-	"barista/fsm"
-	pb "barista/proto"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // smallState is a state with every table in use: tenants, queued, running

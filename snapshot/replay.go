@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"barista/fsm"
+	"github.com/baristahq/barista/fsm"
 )
 
 // AppliedFile is the name, in a data directory, of the record of the last

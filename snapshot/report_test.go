@@ -9,8 +9,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
-	"barista/fsm"
-	pb "barista/proto"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // TestReplayWholeReport: the fairness report of a replayed data directory

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"barista/fsm"
+	"github.com/baristahq/barista/fsm"
 )
 
 // UnusableError reports a snapshot the node refuses to start from. The

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
-	"barista/snapshot/scenario"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/snapshot/scenario"
 )
 
 // dumpState lists every job, tenant and event of f, one per line. With

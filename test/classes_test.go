@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "barista/proto"
-	"barista/snapshot"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/snapshot"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // wantStatus fails unless err has the code and message.

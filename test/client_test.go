@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	pb "barista/proto"
-	"barista/rpc/client"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // TestClientPackageAcrossLeaderKill: a program using the client package

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"barista/test/cluster"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // TestAdvertiseAndBootstrapNode: servers bind 0.0.0.0 and advertise

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	pb "barista/proto"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // TestSubmitsAcrossLeaderKill: keyed submits by the CLI, one every 10 ms,

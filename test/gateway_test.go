@@ -22,8 +22,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"gopkg.in/yaml.v3"
 
-	"barista/raftnode"
-	"barista/test/cluster"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // api is an HTTP/JSON client of one node, as curl would be.

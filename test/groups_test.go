@@ -12,9 +12,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	pb "barista/proto"
-	"barista/snapshot"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/snapshot"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // TestGroupsThroughAPIAndCLI: groups on a three-node cluster, every call

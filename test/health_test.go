@@ -19,8 +19,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 
-	pb "barista/proto"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // readyz returns /readyz's status code and body.

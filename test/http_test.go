@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	pb "barista/proto"
-	"barista/raftnode"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 const metricsToken = "metrics-secret-0001"

@@ -17,7 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"barista/test/cluster"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // cliJSON runs the CLI with --json and decodes its one object.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
-	"barista/test/cluster"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // TestMetricsTenantBoundCLI: a server started with --metrics-max-tenants

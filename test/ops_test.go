@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	pb "barista/proto"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite the console's screenshots under docs/ (web-ui*.png) from the headless browser tests")

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	pb "barista/proto"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // readmeBlock returns the shell block of README.md between the markers

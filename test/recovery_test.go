@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	pb "barista/proto"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // snapshotDirs returns a data directory's snapshot directories, oldest

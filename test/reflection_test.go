@@ -11,7 +11,7 @@ import (
 	rpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
-	"barista/test/cluster"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // listServices asks a server's reflection service for its services.

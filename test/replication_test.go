@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	pb "barista/proto"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 func tenantCmd(name string, tier pb.Tier, cap uint32) *pb.Command {

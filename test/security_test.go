@@ -18,10 +18,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/raftnode"
-	"barista/test/cluster"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // raftAttacker speaks the Raft protocol to a node's Raft port with

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "barista/proto"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // TestRecreatedTenantThroughAPI: a tenant deleted and created again is a

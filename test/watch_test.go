@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	pb "barista/proto"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // TestWatchJobAndUntilIdle: watch --job prints only that job's events,

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	pb "barista/proto"
-	"barista/rpc/agent"
-	"barista/sfq"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/agent"
+	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // hookRecv is the receiver process (test/testdata/hookrecv).

@@ -10,10 +10,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	pb "barista/proto"
-	"barista/rpc/agent"
-	"barista/sfq"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/agent"
+	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // startFakeWorkers runs n in-process agents with fake jobs against every

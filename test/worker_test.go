@@ -14,9 +14,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "barista/proto"
-	"barista/rpc/agent/runner"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/agent/runner"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // Short runtime timeouts so that lease expiries happen within a test, yet

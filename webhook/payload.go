@@ -3,7 +3,7 @@ package webhook
 import (
 	"encoding/json"
 
-	"barista/fsm"
+	"github.com/baristahq/barista/fsm"
 )
 
 // Event is one event as a request's body carries it.

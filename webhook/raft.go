@@ -3,8 +3,8 @@ package webhook
 import (
 	"time"
 
-	"barista/leader"
-	"barista/raftnode"
+	"github.com/baristahq/barista/leader"
+	"github.com/baristahq/barista/raftnode"
 )
 
 // OnNode builds a server's deliverer on node. Its Run is the leader-only

@@ -21,13 +21,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"barista/fsm"
-	"barista/internal/proc"
-	pb "barista/proto"
-	"barista/rpc"
-	"barista/rpc/agent"
-	"barista/sfq"
-	"barista/snapshot"
+	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/proc"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc"
+	"github.com/baristahq/barista/rpc/agent"
+	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/snapshot"
 )
 
 type benchOpts struct {

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // TestCLINumbersRangeChecked: a number out of its field's range is a

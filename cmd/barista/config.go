@@ -12,10 +12,10 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"barista/fsm"
-	"barista/raftnode"
-	"barista/rpc"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/rpc"
+	"github.com/baristahq/barista/sfq"
 )
 
 // serverConfig is a server's whole configuration: defaults, then the

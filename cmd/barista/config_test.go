@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"barista/fsm"
-	"barista/raftnode"
-	"barista/rpc"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/rpc"
+	"github.com/baristahq/barista/sfq"
 )
 
 func writeConfig(t *testing.T, body string) string {

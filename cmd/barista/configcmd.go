@@ -9,8 +9,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	"barista/fsm"
-	pb "barista/proto"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // configView renders the replicated configuration with the keys of the

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 type debugApplyOpts struct {

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 
-	pb "barista/proto"
-	"barista/rpc/client"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
 )
 
 func init() {

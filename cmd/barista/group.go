@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	pb "barista/proto"
-	"barista/rpc/client"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
+	"github.com/baristahq/barista/sfq"
 )
 
 type groupSetOpts struct {

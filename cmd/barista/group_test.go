@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // groupFake is a Client service that answers the group calls from a

@@ -10,9 +10,9 @@ import (
 	"time"
 	"unicode"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/rpc/client"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
 )
 
 // tenantFlags adds --tenant to the client flags.

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // oneJob is a Client service that answers every GetJob and ListJobs with

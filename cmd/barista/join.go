@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 type joinOpts struct {

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"barista/internal/proc"
-	pb "barista/proto"
+	"github.com/baristahq/barista/internal/proc"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // localCluster runs barista servers as child processes of this one, on

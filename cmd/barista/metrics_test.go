@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"barista/rpc"
+	"github.com/baristahq/barista/rpc"
 )
 
 // TestMetricsMaxTenantsSetting: metrics.max_tenants in the file, the flag

@@ -12,9 +12,9 @@ import (
 
 	"google.golang.org/grpc"
 
-	pb "barista/proto"
-	"barista/rpc"
-	"barista/snapshot"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc"
+	"github.com/baristahq/barista/snapshot"
 )
 
 func init() {

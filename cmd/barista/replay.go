@@ -9,9 +9,9 @@ import (
 	"io"
 	"math"
 
-	"barista/fsm/fairness"
-	"barista/snapshot"
-	"barista/snapshot/scenario"
+	"github.com/baristahq/barista/fsm/fairness"
+	"github.com/baristahq/barista/snapshot"
+	"github.com/baristahq/barista/snapshot/scenario"
 )
 
 type replayOpts struct {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"barista/internal/proc"
-	"barista/raftnode"
-	"barista/rpc"
+	"github.com/baristahq/barista/internal/proc"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/rpc"
 )
 
 // The command-line tests: every script under testdata/script runs the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"barista/raftnode"
+	"github.com/baristahq/barista/raftnode"
 )
 
 // loopbackOnly reports whether a listen address binds only loopback: an

@@ -16,7 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"barista/raftnode"
+	"github.com/baristahq/barista/raftnode"
 )
 
 const exposedMsg = "refusing to start: --raft-addr %s is not a loopback address and TLS is off, so anyone who reaches it could rewrite the replicated log; set --tls-cert, --tls-key and --tls-ca, or pass --insecure-raft (raft.insecure = true) to accept the risk"

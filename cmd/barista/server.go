@@ -19,10 +19,10 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	pb "barista/proto"
-	"barista/raftnode"
-	"barista/rpc"
-	"barista/webhook"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/rpc"
+	"github.com/baristahq/barista/webhook"
 )
 
 type serverOpts struct {

@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 type statusOpts struct{ clientFlags }

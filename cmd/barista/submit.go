@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/rpc/agent/runner"
-	"barista/rpc/client"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/agent/runner"
+	"github.com/baristahq/barista/rpc/client"
+	"github.com/baristahq/barista/sfq"
 )
 
 type submitOpts struct {

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 type tenantSetOpts struct {

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"barista/raftnode"
+	"github.com/baristahq/barista/raftnode"
 )
 
 type tlsInitOpts struct {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"barista/rpc"
+	"github.com/baristahq/barista/rpc"
 )
 
 // TestConfigWorkerBinding: [[auth.tokens]] worker_id binds a worker

@@ -12,8 +12,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	pb "barista/proto"
-	"barista/rpc"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc"
 )
 
 type topOpts struct {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // TestRenderTop: barista top prints, per tenant and class, share and

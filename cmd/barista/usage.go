@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/rpc/client"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
 )
 
 func init() {

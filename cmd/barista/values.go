@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"barista/sfq"
+	"github.com/baristahq/barista/sfq"
 )
 
 // value is the typed, bounded destination of a flag, of a configuration

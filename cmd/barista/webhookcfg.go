@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"barista/webhook"
+	"github.com/baristahq/barista/webhook"
 )
 
 // webhookConfig is a server's webhook delivery settings.

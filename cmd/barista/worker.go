@@ -12,11 +12,11 @@ import (
 
 	"google.golang.org/grpc"
 
-	pb "barista/proto"
-	"barista/rpc/agent"
-	"barista/rpc/agent/runner"
-	"barista/rpc/client"
-	"barista/sfq"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/agent"
+	"github.com/baristahq/barista/rpc/agent/runner"
+	"github.com/baristahq/barista/rpc/client"
+	"github.com/baristahq/barista/sfq"
 )
 
 type workerOpts struct {

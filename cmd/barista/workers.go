@@ -8,8 +8,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	"barista/fsm"
-	pb "barista/proto"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
 )
 
 func init() {

@@ -21,8 +21,8 @@ import (
 	"strings"
 	"sync"
 
-	pb "barista/proto"
-	"barista/rpc/client"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
 )
 
 func main() {

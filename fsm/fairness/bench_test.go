@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"barista/sfq"
+	"github.com/baristahq/barista/sfq"
 )
 
 // BenchmarkDispatchWrites measures what the state machine adds to a

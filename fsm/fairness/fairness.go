@@ -38,7 +38,7 @@ package fairness
 import (
 	"math/bits"
 
-	"barista/sfq"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Window is one span of the live report.

@@ -8,7 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"barista/sfq"
+	"github.com/baristahq/barista/sfq"
 )
 
 const (

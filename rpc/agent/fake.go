@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // FakeSpec is what a fake run does.

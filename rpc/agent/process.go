@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
-	pb "barista/proto"
-	"barista/rpc/agent/runner"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/agent/runner"
 )
 
 // ProcessRunner runs each job as a child process tree (see package

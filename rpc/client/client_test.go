@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 func key(s string) *string { return &s }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"iter"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // SetGroup sets a group's cap: with an admin token the admin's

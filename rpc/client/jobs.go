@@ -7,7 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // MaxBatch is the most jobs one SubmitBatch request carries; SubmitBatch

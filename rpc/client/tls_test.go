@@ -23,7 +23,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // testCA writes a CA certificate to dir/ca.pem and returns a server

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "barista/proto"
+	pb "github.com/baristahq/barista/proto"
 )
 
 // HeaderWatchCursor is the header of a WatchEvents stream that gives the

@@ -1,6 +1,6 @@
 package scenario
 
-import "barista/sfq"
+import "github.com/baristahq/barista/sfq"
 
 // Core runs scripts directly against the scheduling core.
 type Core struct{ S *sfq.Scheduler }

@@ -3,9 +3,9 @@ package scenario
 import (
 	"fmt"
 
-	"barista/fsm"
-	pb "barista/proto"
-	"barista/sfq"
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Machine runs scripts through the replicated state machine: each line

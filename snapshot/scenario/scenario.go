@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"barista/sfq"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Target is what a script drives: the scheduling core directly, or the

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"barista/sfq"
-	"barista/snapshot"
+	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/snapshot"
 )
 
 // Violation is one broken invariant. Rule is the number of the invariant

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"barista/snapshot"
+	"github.com/baristahq/barista/snapshot"
 )
 
 var t0 = time.Unix(1_800_000_000, 0)

@@ -20,10 +20,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "barista/proto"
-	"barista/rpc/agent/runner"
-	"barista/snapshot"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/agent/runner"
+	"github.com/baristahq/barista/snapshot"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // Config is one chaos run.

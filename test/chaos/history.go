@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"barista/snapshot"
+	"github.com/baristahq/barista/snapshot"
 )
 
 // Op is one client operation, from its invocation to its last answer.

@@ -25,8 +25,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"barista/internal/proc"
-	pb "barista/proto"
+	"github.com/baristahq/barista/internal/proc"
+	pb "github.com/baristahq/barista/proto"
 )
 
 var (

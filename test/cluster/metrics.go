@@ -3,7 +3,7 @@ package cluster
 import (
 	"context"
 
-	"barista/rpc"
+	"github.com/baristahq/barista/rpc"
 )
 
 // Scrape reads a server's /metrics page (url is the whole URL) into its

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"barista/internal/proc"
+	"github.com/baristahq/barista/internal/proc"
 )
 
 // Worker is a barista worker process.

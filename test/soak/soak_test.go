@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	pb "barista/proto"
-	"barista/rpc/agent/runner"
-	"barista/test/cluster"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/agent/runner"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // env reads a setting of the soak from the environment.
