@@ -1,9 +1,11 @@
 package fairness
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -366,5 +368,26 @@ func TestNoAllocationsOnTheHotPath(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per dispatch and finish", allocs)
+	}
+}
+
+// TestReportTableEscapesControls: a tenant name may hold C1 controls
+// (valid UTF-8; U+009B is a terminal's CSI): the table shows them escaped;
+// the JSON lines, for programs, carry the name exactly.
+func TestReportTableEscapesControls(t *testing.T) {
+	lines := []Line{{Name: "evil\u009b31m", Row: Row{Class: sfq.ClassNormal}}}
+	var table, js strings.Builder
+	if err := WriteBilled(&table, lines, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBilled(&js, lines, true); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(table.String(), '\u009b') || !strings.Contains(table.String(), `evil\u009b31m`) {
+		t.Errorf("table:\n%q", table.String())
+	}
+	var got struct{ Tenant string }
+	if err := json.Unmarshal([]byte(js.String()), &got); err != nil || got.Tenant != "evil\u009b31m" {
+		t.Errorf("json: %q (%v)", js.String(), err)
 	}
 }
