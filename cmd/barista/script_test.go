@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"net"
+	"net/netip"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/baristahq/barista/internal/proc"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
+	"github.com/baristahq/barista/webhook"
 )
 
 // The command-line tests: every script under testdata/script runs the
@@ -101,7 +103,11 @@ func startScriptNode(env *testscript.Env) error {
 	if err != nil {
 		return err
 	}
-	srv := rpc.NewServer(node, rpc.Options{Auth: auth})
+	// A webhook key, and endpoints allowed on loopback (the scripts' own
+	// receivers), as barista dev does.
+	hooks := webhook.OnNode(node, webhook.Options{Key: webhook.Key(strings.Repeat("k", webhook.MinKeyLen)),
+		Guard: webhook.NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})})
+	srv := rpc.NewServer(node, rpc.Options{Auth: auth, Webhooks: hooks})
 	served := make(chan struct{})
 	go func() { defer close(served); srv.Serve(grpcLis) }()
 	hs := &http.Server{Handler: srv.HTTPHandler(rpc.HTTPOptions{}), ReadHeaderTimeout: 5 * time.Second}
