@@ -3,8 +3,8 @@ package main
 import (
 	"flag"
 	"net"
-	"net/netip"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
