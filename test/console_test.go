@@ -214,9 +214,15 @@ func TestConsoleInChromium(t *testing.T) {
 	step(t, ctx, "search failed jobs", chromedp.Navigate(base+"/jobs"), chromedp.WaitVisible(chromedp.ID("search")),
 		chromedp.SetValue(chromedp.CSS(`select[name=state]`), "failed"), chromedp.SendKeys(chromedp.CSS(`input[name=type]`), "nightly"),
 		chromedp.Submit(chromedp.CSS(`input[name=type]`)), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`a[href="/jobs/%d"]`, failed))))
-	if loc := eval[string](t, ctx, "location.search"); loc != "?tenant=&state=failed&type=nightly&id=" {
-		t.Errorf("the search's query: %q", loc)
-	}
+	// The unfiltered page may list the job too: wait for the search's page.
+	waitFor(t, 10*time.Second, "the search's page", func() (bool, string) {
+		loc, err := chromedp.Run(ctx, chromedp.Evaluate[string]("location.search"))
+		if err != nil { // the page is being replaced
+			return false, err.Error()
+		}
+		return loc == "?tenant=&state=failed&type=nightly&id=", "query " + loc
+	})
+	step(t, ctx, "the search's results", chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`a[href="/jobs/%d"]`, failed))))
 	if n := eval[int](t, ctx, `document.querySelectorAll("table.jobs a[href^='/jobs/']").length`); n != 1 {
 		t.Errorf("%d jobs found, want 1", n)
 	}
