@@ -312,12 +312,9 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 	if err != nil {
 		return nil, err
 	}
-	size := int(req.PageSize)
-	switch {
-	case size == 0:
-		size = defaultPage
-	case size > maxPage:
-		return nil, status.Errorf(codes.InvalidArgument, "page_size: %d, at most %d", size, maxPage)
+	size, err := pageSize(req.PageSize)
+	if err != nil {
+		return nil, err
 	}
 	fwd := &pb.ListJobsRequest{Tenant: tenant, State: req.State, PageSize: req.PageSize, PageToken: req.PageToken, IncludePayload: req.IncludePayload}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListJobsResponse, error) {
@@ -620,4 +617,16 @@ var codeNames = map[codes.Code]string{
 	codes.InvalidArgument: "INVALID_ARGUMENT", codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
 	codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
 	codes.FailedPrecondition: "FAILED_PRECONDITION", codes.Internal: "INTERNAL", codes.Unavailable: "UNAVAILABLE",
+}
+
+// pageSize reads a request's page_size: 0 is the default page, above
+// maxPage is refused.
+func pageSize(n uint32) (int, error) {
+	switch {
+	case n == 0:
+		return defaultPage, nil
+	case n > maxPage:
+		return 0, status.Errorf(codes.InvalidArgument, "page_size: %d, at most %d", n, maxPage)
+	}
+	return int(n), nil
 }

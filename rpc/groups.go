@@ -188,12 +188,9 @@ func (s *ClientService) ListGroups(ctx context.Context, req *pb.ListGroupsReques
 	if err != nil {
 		return nil, err
 	}
-	size := int(req.PageSize)
-	switch {
-	case size == 0:
-		size = defaultPage
-	case size > maxPage:
-		return nil, status.Errorf(codes.InvalidArgument, "page_size: %d, at most %d", size, maxPage)
+	size, err := pageSize(req.PageSize)
+	if err != nil {
+		return nil, err
 	}
 	fwd := &pb.ListGroupsRequest{Tenant: tenant, PageSize: req.PageSize, PageToken: req.PageToken}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListGroupsResponse, error) {
