@@ -139,6 +139,9 @@ func encodeConfig(e *sfq.Encoder, c *Config, v int) {
 	e.Varint(c.EventRetentionMs)
 	e.Varint(c.DedupeWindowMs)
 	e.Uvarint(uint64(c.MaxPayloadBytes))
+	if v >= 5 {
+		encodeConfigLevers(e, c)
+	}
 }
 
 // decodeConfig reads a configuration whose core part is of the core's
@@ -154,5 +157,8 @@ func decodeConfig(d *sfq.Decoder, v int) Config {
 	c.EventRetentionMs = d.Varint()
 	c.DedupeWindowMs = d.Varint()
 	c.MaxPayloadBytes = d.Uint32()
+	if v >= 5 {
+		decodeConfigLevers(d, &c)
+	}
 	return c
 }

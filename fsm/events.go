@@ -20,10 +20,21 @@ const (
 	EvCancelRequested
 	EvCancelled
 	EvTimedOut
+	// Feature level 5: a job delayed or backing off (scheduled), its
+	// delay due (released), its expiry (expired), a pause and a resume
+	// of its tenant or group (paused, resumed: tenant-level events), a
+	// redrive (redriven).
+	EvScheduled
+	EvReleased
+	EvExpired
+	EvPaused
+	EvResumed
+	EvRedriven
 	numEventKinds
 )
 
-var eventKindNames = [numEventKinds]string{"", "queued", "assigned", "started", "requeued", "completed", "failed", "cancel_requested", "cancelled", "timed_out"}
+var eventKindNames = [numEventKinds]string{"", "queued", "assigned", "started", "requeued", "completed", "failed", "cancel_requested", "cancelled", "timed_out",
+	"scheduled", "released", "expired", "paused", "resumed", "redriven"}
 
 func (k EventKind) String() string {
 	if k > 0 && k < numEventKinds {
@@ -34,7 +45,7 @@ func (k EventKind) String() string {
 
 // Terminal reports whether the event ends its job.
 func (k EventKind) Terminal() bool {
-	return k == EvCompleted || k == EvFailed || k == EvCancelled || k == EvTimedOut
+	return k == EvCompleted || k == EvFailed || k == EvCancelled || k == EvTimedOut || k == EvExpired
 }
 
 // ParseEventKind reads an event kind name.

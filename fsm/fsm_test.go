@@ -323,7 +323,7 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	worker := rapid.SampledFrom(workers).Draw(t, "worker")
 	switch rapid.IntRange(0, 14).Draw(t, "kind") {
 	case 13:
-		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3, Level4}).Draw(t, "level")}}}
+		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3, Level4, Level5}).Draw(t, "level")}}}
 	case 14:
 		// Groups: refused below level 3.
 		return &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
@@ -366,7 +366,7 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 // hash as the original.
 func TestSnapshotRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		a := newAt(rapid.SampledFrom([]uint32{Level1, Level2, Level3, Level4}).Draw(t, "level"))
+		a := newAt(rapid.SampledFrom([]uint32{Level1, Level2, Level3, Level4, Level5}).Draw(t, "level"))
 		var log []*pb.Envelope
 		n := rapid.IntRange(1, 150).Draw(t, "n")
 		cut := rapid.IntRange(0, n).Draw(t, "cut")
@@ -463,7 +463,7 @@ func TestRestoreRefusesBadState(t *testing.T) {
 // in its own entry at the same leader time.
 func TestCoalescedEntriesApplyAlike(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		level := rapid.SampledFrom([]uint32{Level1, Level2, Level3, Level4}).Draw(t, "level")
+		level := rapid.SampledFrom([]uint32{Level1, Level2, Level3, Level4, Level5}).Draw(t, "level")
 		one, packed := newAt(level), newAt(level)
 		var oneIdx, packedIdx uint64
 		now := int64(1000)

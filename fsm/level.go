@@ -37,8 +37,15 @@ const (
 	// cluster at level 3 holds and writes exactly what the build before
 	// groups does.
 	Level4 uint32 = 4
+	// Level5 adds the job lifecycle levers: delayed and expiring jobs,
+	// retry backoff, pauses, rate limits, dead letters with redrive, bulk
+	// cancel and purge; its state is written as snapshot format 6 (FSM
+	// state version 7, the core's version 5). Below it no command can put
+	// any of them into the state, so a cluster at level 4 holds and writes
+	// exactly what the build before them does.
+	Level5 uint32 = 5
 	// MaxFeatureLevel is the highest level this build understands.
-	MaxFeatureLevel = Level4
+	MaxFeatureLevel = Level5
 )
 
 // ErrFeatureLevel marks a SetFeatureLevel above what this build
@@ -85,6 +92,11 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 			return Level2, "export_metrics"
 		}
 	case *pb.Command_WebhookSet:
+		for _, n := range cmd.WebhookSet.Kinds {
+			if k, ok := ParseEventKind(n); ok && k > EvTimedOut {
+				return Level5, "webhook kind " + n
+			}
+		}
 		return Level3, "webhook set"
 	case *pb.Command_WebhookDelete:
 		return Level3, "webhook delete"
@@ -174,9 +186,14 @@ func (f *FSM) applySetFeatureLevel(c *pb.SetFeatureLevel) Result {
 }
 
 // fitsLevel checks that the state holds nothing its level cannot (below
-// Level4 nothing of groups; below Level3 no webhooks; at Level1 nothing
+// Level5 nothing of its levers; below Level4 nothing of groups; below Level3 no webhooks; at Level1 nothing
 // the version 1 encoding would leave out).
 func (f *FSM) fitsLevel() error {
+	if f.level < Level5 {
+		if err := f.sched.Peek().FitsVersion4(); err != nil {
+			return fmt.Errorf("%w: at feature level %d the state holds %v", sfq.ErrVerify, f.level, err)
+		}
+	}
 	if f.level < Level4 {
 		if err := f.sched.Peek().FitsVersion3(); err != nil {
 			return fmt.Errorf("%w: at feature level %d the state holds %v", sfq.ErrVerify, f.level, err)

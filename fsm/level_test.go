@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -135,7 +136,7 @@ func TestFeatureLevel(t *testing.T) {
 	_, err := h.f.ApplyEnvelope(h.index+1, &pb.Envelope{Version: Version, StampMs: 2000, Commands: []*pb.Command{setLevelCmd(MaxFeatureLevel + 1)}})
 	var fe *FatalError
 	if !errors.As(err, &fe) || !errors.Is(err, ErrFeatureLevel) || fe.Index != h.index+1 ||
-		!strings.Contains(err.Error(), "unknown feature level 5 (this build understands up to 4): upgrade this node") {
+		!strings.Contains(err.Error(), fmt.Sprintf("unknown feature level %d (this build understands up to %d): upgrade this node", MaxFeatureLevel+1, MaxFeatureLevel)) {
 		t.Fatalf("level 5: %v", err)
 	}
 }

@@ -17,9 +17,15 @@ import (
 // to 3 are still read: their events show their cluster time as their wall
 // time. Version 5 (feature level 3) is version 4 with the webhook section
 // (webhook.go) after the metrics section. Version 6 (feature level 4) is
-// version 5 with the core's state of version 4 (groups). The version says
-// the level: 1 is level 1, 2 to 4 level 2, 5 level 3, 6 level 4.
-const stateVersion = 6
+// version 5 with the core's state of version 4 (groups). Version 7
+// (feature level 5) is version 6 with the core's state of version 5 (the
+// levers: delays, expiry, backoff, pauses, rate limits) and the lever
+// settings of the configuration. The version says the level: 1 is level
+// 1, 2 to 4 level 2, 5 level 3, 6 level 4, 7 level 5.
+const stateVersion = 7
+
+// stateVersionLevers is the version whose core state is of version 5.
+const stateVersionLevers = 7
 
 // stateVersionLevel2 is the version a cluster at feature level 2 writes.
 const stateVersionLevel2 = 4
@@ -41,6 +47,9 @@ const stateVersionMetrics = 3
 // coreConfigVersion is the core's encoding version of the configuration
 // in an FSM state of version v.
 func coreConfigVersion(v int) int {
+	if v >= stateVersionLevers {
+		return 5
+	}
 	if v >= 2 {
 		return 2
 	}
@@ -114,7 +123,7 @@ func (v *View) Level() uint32 { return v.level }
 // StateVersion is the version of the state encoding Encode writes: 1 at
 // feature level 1 (what older builds read and hash), 4 at level 2 (what
 // builds up to level 2 read and hash), 5 at level 3 (what builds up to
-// level 3 read and hash), else stateVersion. The level is read back from
+// level 3 read and hash), 6 at level 4 (likewise), else stateVersion. The level is read back from
 // it.
 func (v *View) StateVersion() int {
 	switch {
@@ -124,6 +133,8 @@ func (v *View) StateVersion() int {
 		return stateVersionLevel2
 	case v.level < Level4:
 		return stateVersionWebhooks
+	case v.level < Level5:
+		return stateVersionGroups
 	}
 	return stateVersion
 }
@@ -132,6 +143,8 @@ func (v *View) StateVersion() int {
 // of version v.
 func coreStateVersion(v int) int {
 	switch {
+	case v >= stateVersionLevers:
+		return 5
 	case v >= stateVersionGroups:
 		return 4
 	case v >= 4:
@@ -320,6 +333,8 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	// 1 writes (and all older builds); versions 2 to 4 are level 2; the
 	// webhook section's version is level 3, and the groups' level 4.
 	switch {
+	case version >= stateVersionLevers:
+		f.setLevel(Level5)
 	case version >= stateVersionGroups:
 		f.setLevel(Level4)
 	case version >= stateVersionWebhooks:

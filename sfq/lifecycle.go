@@ -15,10 +15,16 @@ const (
 	Failed
 	Cancelled
 	TimedOut
+	// Scheduled: delayed or backing off, in no queue until its due time
+	// (feature level 5).
+	Scheduled
+	// Expired: never dispatched before its expire_at; terminal, never
+	// retried (feature level 5).
+	Expired
 	numStates
 )
 
-var stateNames = [numStates]string{"none", "queued", "assigned", "running", "completed", "failed", "cancelled", "timed_out"}
+var stateNames = [numStates]string{"none", "queued", "assigned", "running", "completed", "failed", "cancelled", "timed_out", "scheduled", "expired"}
 
 func (s State) String() string {
 	if s < numStates {
@@ -38,7 +44,9 @@ func ParseState(s string) (State, error) {
 }
 
 // Terminal reports whether s is a final state.
-func (s State) Terminal() bool { return s >= Completed && s < numStates }
+func (s State) Terminal() bool {
+	return (s >= Completed && s <= TimedOut) || s == Expired
+}
 
 // Live reports whether a job in state s holds a worker slot (and counts
 // against its tenant's caps).

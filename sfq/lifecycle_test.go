@@ -60,7 +60,7 @@ func TestLifecycleMatrix(t *testing.T) {
 			InExpireAck: {Stale, T}, InExpireLease: {Stale, T}, InExpireTimeout: {Stale, T}, InGrant: {Invalid, T}},
 	}
 	lives, events := canonicalLives(), canonicalEvents()
-	for s := Queued; s < numStates; s++ {
+	for s := Queued; s <= TimedOut; s++ {
 		for k := InDispatch; k < numInputKinds; k++ {
 			w, ok := want[s][k]
 			if !ok {

@@ -15,8 +15,9 @@ import (
 // estimates; version 3 the wall-clock times of a job's submit and end and
 // the stdout tail of its result (an ended job also keeps its last worker,
 // which needs no new field); version 4 groups (a job's group, the tenants'
-// group settings and group_now, and the group table). Decode still reads
-// versions 1 to 3: their jobs are all in their tenants' unnamed groups;
+// group settings and group_now, and the group table); version 5 what
+// feature level 5 adds (levers.go: delays, expiry, retry backoff, pauses
+// and rate limits). Decode still reads versions 1 to 4; those of 1 to 3: their jobs are all in their tenants' unnamed groups;
 // those of versions 1 and 2 show their cluster times as wall times and
 // have no stdout tail, and version 1's are all of class normal without a
 // deadline.
@@ -24,12 +25,18 @@ import (
 // A state that uses nothing of groups (no job of a named group, no group
 // setting, no group tag or group_now) is written as version 3, byte for
 // byte as before groups existed: its hash does not change, and a build
-// before groups can still load it during a rolling upgrade.
-const stateVersion = 4
+// before groups can still load it during a rolling upgrade. Likewise a
+// state that uses nothing of version 5 is written as version 4 (or 3).
+const stateVersion = 5
 
 // stateVersionNoGroups is the version a state without groups is written
 // as.
 const stateVersionNoGroups = 3
+
+// stateVersionGroups is the version a state with groups but nothing of
+// feature level 5 (delays, expiry, backoff, pauses, rate limits) is
+// written as, byte for byte as the build before them wrote it.
+const stateVersionGroups = 4
 
 // View is an immutable picture of the scheduler's persistent state: its
 // configuration, scalars, and tenant and job tables. A View returned by
@@ -92,17 +99,21 @@ func (v *View) usesGroups() bool {
 // (normal, high, critical, low).
 func (v *View) Encode(e *Encoder) {
 	version := stateVersionNoGroups
-	if v.usesGroups() {
+	switch {
+	case v.usesLevers():
 		version = stateVersion
+	case v.usesGroups():
+		version = stateVersionGroups
 	}
 	v.EncodeVersion(e, version)
 }
 
-// EncodeVersion writes the view's canonical encoding of version 1 to 4.
+// EncodeVersion writes the view's canonical encoding of version 1 to 5.
 // Version 1 is what builds before classes wrote: a state that FitsVersion1
 // reads back from it unchanged; versions below 4 leave groups out (a state
-// that FitsVersion3 reads back unchanged). Anything else a version cannot
-// hold is left out.
+// that FitsVersion3 reads back unchanged), versions below 5 everything of
+// feature level 5 (a state that FitsVersion4 reads back unchanged).
+// Anything else a version cannot hold is left out.
 func (v *View) EncodeVersion(e *Encoder, version int) {
 	e.Uvarint(uint64(version))
 	encodeConfig(e, &v.cfg, version)
@@ -164,7 +175,15 @@ func (v *View) EncodeVersion(e *Encoder, version int) {
 		for _, tag := range g.tags {
 			e.Varint(int64(tag))
 		}
+		if version >= 5 {
+			encodeGroupLevers(e, g)
+		}
 	}
+	if version < 5 {
+		return
+	}
+	// Version 5: the scheduler-wide state of feature level 5.
+	v.encodeLevers(e)
 }
 
 // FitsVersion1 reports, as an error naming the first one, anything the
@@ -211,10 +230,22 @@ func (v *View) FitsVersion1() error {
 	return err
 }
 
+// FitsVersion4 reports, as an error, anything of feature level 5 the
+// encodings before version 5 cannot hold (see usesLevers).
+func (v *View) FitsVersion4() error {
+	if v.usesLevers() {
+		return errors.New("delays, expiry, retry backoff, pauses or rate limits (a scheduled or expired job, a pause, a rate limit or a retry_backoff setting)")
+	}
+	return nil
+}
+
 // FitsVersion3 reports, as an error, anything of groups the encodings
 // before version 4 cannot hold: a job of a named group, a group setting, a
 // group tag or group_now, a tenant's group settings (see usesGroups).
 func (v *View) FitsVersion3() error {
+	if err := v.FitsVersion4(); err != nil {
+		return err
+	}
 	if v.usesGroups() {
 		return errors.New("groups (a job of a named group, a group setting, a group tag, or a tenant's group_cap, group_order or max_groups)")
 	}
@@ -274,6 +305,10 @@ func encodeConfig(e *Encoder, c *Config, version int) {
 	}
 	e.Byte(byte(c.Estimate))
 	e.Varint(c.DefaultCostMs)
+	if version < 5 {
+		return
+	}
+	encodeConfigLevers(e, c)
 }
 
 func decodeConfig(d *Decoder, version int) Config {
@@ -298,6 +333,9 @@ func decodeConfig(d *Decoder, version int) Config {
 	if version >= 2 {
 		c.Estimate = EstimateMode(d.Enum("estimate mode", 2))
 		c.DefaultCostMs = d.Varint()
+	}
+	if version >= 5 {
+		decodeConfigLevers(d, &c)
 	}
 	return c
 }
@@ -358,6 +396,11 @@ func encodeTenant(e *Encoder, t *Tenant, version int) {
 	for _, gn := range t.groupNow {
 		e.Varint(int64(gn))
 	}
+	if version < 5 {
+		return
+	}
+	// Version 5: delays, pauses and rate limits.
+	encodeTenantLevers(e, t)
 }
 
 func decodeTenant(d *Decoder, version int) Tenant {
@@ -417,6 +460,9 @@ func decodeTenant(d *Decoder, version int) Tenant {
 	for i := range t.groupNow {
 		t.groupNow[i] = VirtualTime(d.Varint())
 	}
+	if version >= 5 {
+		decodeTenantLevers(d, &t)
+	}
 	return t
 }
 
@@ -473,6 +519,11 @@ func encodeJob(e *Encoder, j *Job, version int) {
 	}
 	// Version 4.
 	e.String(group)
+	if version < 5 {
+		return
+	}
+	// Version 5.
+	encodeJobLevers(e, j)
 }
 
 func decodeJob(d *Decoder, version int) Job {
@@ -525,6 +576,9 @@ func decodeJob(d *Decoder, version int) Job {
 		}
 	}
 	j.setText(deadlineAt, group, key, typ, payload)
+	if version >= 5 {
+		decodeJobLevers(d, &j)
+	}
 	return j
 }
 
@@ -612,11 +666,14 @@ func Decode(d *Decoder) (*Scheduler, error) {
 		}
 	}
 	if version >= 4 {
-		if err := s.decodeGroups(d); err != nil {
+		if err := s.decodeGroups(d, version); err != nil {
 			return nil, err
 		}
 	} else {
 		s.unnamedGroups()
+	}
+	if version >= 5 {
+		s.decodeLevers(d)
 	}
 	if err := d.Err(); err != nil {
 		return nil, err
@@ -635,7 +692,7 @@ func Decode(d *Decoder) (*Scheduler, error) {
 }
 
 // decodeGroups reads the group table of a version 4 state.
-func (s *Scheduler) decodeGroups(d *Decoder) error {
+func (s *Scheduler) decodeGroups(d *Decoder, version int) error {
 	n := d.Uvarint()
 	var prev groupKey
 	for i := uint64(0); i < n && d.Err() == nil; i++ {
@@ -646,6 +703,9 @@ func (s *Scheduler) decodeGroups(d *Decoder) error {
 		g.Queued = d.Uint32()
 		for c := range g.tags {
 			g.tags[c] = VirtualTime(d.Varint())
+		}
+		if version >= 5 {
+			decodeGroupLevers(d, &g)
 		}
 		if d.Err() != nil {
 			break

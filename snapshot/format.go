@@ -6,7 +6,7 @@
 // A snapshot file is:
 //
 //	"BARISTA-SNAPSHOT"        16 bytes of magic
-//	format version            uvarint (this build writes 1, 3, 4 or 5, reads 1 to 5)
+//	format version            uvarint (this build writes 1, 3, 4, 5 or 6, reads 1 to 6)
 //	index                     uvarint: the last log index the state includes
 //	state                     the FSM's canonical state encoding
 //	checksum                  32 bytes: SHA-256 of every byte before it
@@ -18,7 +18,9 @@
 // core's version 3: the wall-clock times of jobs and events, stdout tails,
 // and the worker an ended job ran on. Format 4 carries FSM state version
 // 5: webhook endpoints and their cursors. Format 5 carries FSM state
-// version 6 and the core's version 4: groups. Older files are still read: a
+// version 6 and the core's version 4: groups. Format 6 carries FSM state
+// version 7 and the core's version 5: delays, expiry, retry backoff,
+// pauses, rate limits and their settings. Older files are still read: a
 // format 1 state loads as jobs of class normal without deadlines, with no
 // estimates learned, and schedules exactly as it did; the jobs and events
 // of formats 1 and 2 show their cluster times as wall times, their results
@@ -29,7 +31,8 @@
 // reads only format 1, writes format 1, which such a build reads and
 // hashes alike; at level 2, format 3, which builds of level 2 read and
 // hash alike; at level 3, format 4, byte for byte as the build before
-// groups writes it; from level 4 on, format 5.
+// groups writes it; at level 4, format 5, byte for byte as the build
+// before level 5 writes it; from level 5 on, format 6.
 package snapshot
 
 import (
@@ -50,11 +53,11 @@ import (
 const (
 	magic = "BARISTA-SNAPSHOT"
 	// FormatVersion is the newest snapshot format this build writes (at
-	// feature level 4 and above).
-	FormatVersion = 5
-	// formatLevel2 and formatLevel3 are the formats a cluster at feature
-	// level 2 and 3 writes.
-	formatLevel2, formatLevel3 = 3, 4
+	// feature level 5 and above).
+	FormatVersion = 6
+	// formatLevel2, formatLevel3 and formatLevel4 are the formats a
+	// cluster at feature level 2, 3 and 4 writes.
+	formatLevel2, formatLevel3, formatLevel4 = 3, 4, 5
 	// MinFormatVersion is the oldest snapshot format this build reads.
 	MinFormatVersion = 1
 )
@@ -95,7 +98,8 @@ func Write(w io.Writer, v *fsm.View) ([32]byte, error) {
 }
 
 // Format is the snapshot format Write uses for v: 1 while the cluster is
-// at feature level 1, 3 at level 2, 4 at level 3, else FormatVersion.
+// at feature level 1, 3 at level 2, 4 at level 3, 5 at level 4, else
+// FormatVersion.
 func Format(v *fsm.View) int {
 	switch v.Level() {
 	case fsm.Level1:
@@ -104,6 +108,8 @@ func Format(v *fsm.View) int {
 		return formatLevel2
 	case fsm.Level3:
 		return formatLevel3
+	case fsm.Level4:
+		return formatLevel4
 	}
 	return FormatVersion
 }

@@ -181,7 +181,7 @@ func TestUnknownFormatRefused(t *testing.T) {
 	bad := append([]byte(nil), raw...)
 	bad[len(magic)] = FormatVersion + 1
 	_, err = Read(bytes.NewReader(bad), fsm.New())
-	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 6 (this build reads 1 to 5)") {
+	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 7 (this build reads 1 to 6)") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -503,7 +503,7 @@ func TestUpgradeBeforeGroups(t *testing.T) {
 	if _, err := Write(&buf, v); err != nil {
 		t.Fatal(err)
 	}
-	if got := buf.Bytes()[len(magic)]; got != FormatVersion || FormatVersion != 5 {
+	if got := buf.Bytes()[len(magic)]; got != formatLevel4 || formatLevel4 != 5 {
 		t.Fatalf("at level 4: format %d", got)
 	}
 	again := fsm.New()

@@ -332,7 +332,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	old.Args = nil
 	old.Start()
 	deadline := time.Now().Add(60 * time.Second)
-	for levels() != "n1:4/4 n2:4/4 n3:4/4" {
+	for levels() != "n1:5/5 n2:5/5 n3:5/5" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the level was not raised: %s", levels())
 		}
@@ -340,22 +340,22 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	}
 	raised := 0
 	for _, n := range c.Nodes {
-		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=4")
+		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=5")
 	}
 	if raised != 1 {
 		t.Errorf("%d leaders logged raising the level, want 1", raised)
 	}
 	if _, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_LOW, DeadlineMs: 0}); err != nil {
-		t.Fatalf("a low submit at level 4: %v", err)
+		t.Fatalf("a low submit at level 5: %v", err)
 	}
 	if _, e, ok := runCLI(c, "tenant", "set", "acme", "--max-class", "high", "--deadlines", "on", "--server", n2.GRPCAddr); !ok {
-		t.Fatalf("tenant set at level 4: %s", e)
+		t.Fatalf("tenant set at level 5: %s", e)
 	}
 	if _, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_HIGH, DeadlineMs: 5000}); err != nil {
-		t.Fatalf("class and deadline at level 4: %v", err)
+		t.Fatalf("class and deadline at level 5: %v", err)
 	}
 	if f := snap(); f != snapshot.FormatVersion {
-		t.Errorf("snapshot format %d at level 4, want %d", f, snapshot.FormatVersion)
+		t.Errorf("snapshot format %d at level 5, want %d", f, snapshot.FormatVersion)
 	}
 	c.WaitConverged(30 * time.Second)
 

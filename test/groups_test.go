@@ -118,7 +118,7 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 	_, err = acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000, Group: "a/b"})
 	wantStatus(t, "a bad group name", err, codes.InvalidArgument, `group: group name "a/b" has '/' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`)
 	if f := snap(); f != 4 {
-		t.Errorf("snapshot format %d at level 4, want 5", f)
+		t.Errorf("snapshot format %d at level 3, want 4", f)
 	}
 
 	// The old voter runs this build: the level goes to 4.
@@ -128,7 +128,7 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 	old.Args = nil
 	old.Start()
 	deadline := time.Now().Add(60 * time.Second)
-	for levels() != "n1:4/4 n2:4/4 n3:4/4" {
+	for levels() != "n1:5/5 n2:5/5 n3:5/5" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the level was not raised: %s", levels())
 		}
@@ -136,13 +136,13 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 	}
 	raised := 0
 	for _, n := range c.Nodes {
-		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=4")
+		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=5")
 	}
 	if raised != 1 {
 		t.Errorf("%d leaders logged raising the level, want 1", raised)
 	}
 	if f := snap(); f != snapshot.FormatVersion {
-		t.Errorf("snapshot format %d at level 4, want 5", f)
+		t.Errorf("snapshot format %d at level 5, want 6", f)
 	}
 
 	// Tenant settings: tenant set keeps what it is not given.
