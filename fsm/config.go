@@ -31,6 +31,8 @@ type Config struct {
 	DedupeWindowMs int64
 	// MaxPayloadBytes bounds a job's payload.
 	MaxPayloadBytes uint32
+	// SubmitRate bounds each tenant's submits (feature level 5).
+	SubmitRate SubmitRate
 }
 
 // Limits on runtime settings.
@@ -117,6 +119,9 @@ func (c Config) validate(payloadLimit uint32) error {
 	if c.SelfKillAfterMs >= c.Sched.LeaseTimeoutMs {
 		return fmt.Errorf("%w: self_kill_after %s must be below lease_timeout %s, so a partitioned worker kills its job before the lease expires",
 			sfq.ErrInvalid, ms(c.SelfKillAfterMs), ms(c.Sched.LeaseTimeoutMs))
+	}
+	if err := c.SubmitRate.Validate(); err != nil {
+		return err
 	}
 	switch {
 	case c.MaxPayloadBytes == 0:

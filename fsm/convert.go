@@ -250,6 +250,9 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	c.EventRetentionMs = p.EventRetentionMs
 	c.DedupeWindowMs = p.DedupeWindowMs
 	c.MaxPayloadBytes = p.MaxPayloadBytes
+	if p.SubmitRateN != 0 { // off: no period and no burst either
+		c.SubmitRate = SubmitRate{Rate: Rate{N: p.SubmitRateN, PeriodMs: p.SubmitRatePeriodMs}, Burst: p.SubmitBurst}
+	}
 	return c, nil
 }
 
@@ -272,6 +275,9 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 		MaxPayloadBytes:     c.MaxPayloadBytes,
 		Estimate:            pb.Estimate_SUBMITTED,
 		DefaultCostMs:       c.Sched.DefaultCostMs,
+		SubmitRateN:         c.SubmitRate.N,
+		SubmitRatePeriodMs:  c.SubmitRate.PeriodMs,
+		SubmitBurst:         c.SubmitRate.Burst,
 	}
 	if c.Sched.Estimate == sfq.EstimateAuto {
 		p.Estimate = pb.Estimate_AUTO

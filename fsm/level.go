@@ -111,11 +111,27 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		if e := p.GetEstimate(); e != pb.Estimate_ESTIMATE_UNSPECIFIED && e != pb.Estimate_SUBMITTED {
 			return Level2, "estimate=auto"
 		}
+		if p.GetSubmitRateN() != 0 {
+			return Level5, "submit_rate"
+		}
 		if d := p.GetDefaultCostMs(); d != 0 && d != sfq.DefaultCostMs {
 			return Level2, "default_cost"
 		}
 	}
 	return Level1, ""
+}
+
+// ConfigAtLevel resets, in p, the settings a cluster at feature level
+// level does not allow to their defaults at that level (below level 2 the
+// estimate settings, below level 5 the submit rate).
+func ConfigAtLevel(p *pb.SchedulerConfig, level uint32) {
+	if level < Level5 {
+		p.SubmitRateN, p.SubmitRatePeriodMs, p.SubmitBurst = 0, 0, 0
+	}
+	if level < Level2 {
+		def := ConfigToPB(DefaultConfig())
+		p.Estimate, p.DefaultCostMs = def.Estimate, def.DefaultCostMs
+	}
 }
 
 func className(c pb.Class) string {
@@ -192,6 +208,9 @@ func (f *FSM) fitsLevel() error {
 	if f.level < Level5 {
 		if err := f.sched.Peek().FitsVersion4(); err != nil {
 			return fmt.Errorf("%w: at feature level %d the state holds %v", sfq.ErrVerify, f.level, err)
+		}
+		if f.cfg.usesLevers() {
+			return fmt.Errorf("%w: at feature level %d the configuration holds settings of level 5", sfq.ErrVerify, f.level)
 		}
 	}
 	if f.level < Level4 {

@@ -2073,9 +2073,15 @@ type SchedulerConfig struct {
 	// feature_level is the cluster's feature level (docs/operations.md,
 	// "Upgrades"). Read only: GetConfig reports it, SetConfig ignores it;
 	// the leader raises it with SetFeatureLevel.
-	FeatureLevel  uint32 `protobuf:"varint,21,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FeatureLevel uint32 `protobuf:"varint,21,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	// submit_rate_n per submit_rate_period_ms is the rate of submits each
+	// tenant may make (0: no limit), with bursts up to submit_burst (0: n);
+	// the leader enforces it. Feature level 5.
+	SubmitRateN        uint32 `protobuf:"varint,100,opt,name=submit_rate_n,json=submitRateN,proto3" json:"submit_rate_n,omitempty"`
+	SubmitRatePeriodMs int64  `protobuf:"varint,101,opt,name=submit_rate_period_ms,json=submitRatePeriodMs,proto3" json:"submit_rate_period_ms,omitempty"`
+	SubmitBurst        uint32 `protobuf:"varint,102,opt,name=submit_burst,json=submitBurst,proto3" json:"submit_burst,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *SchedulerConfig) Reset() {
@@ -2251,6 +2257,27 @@ func (x *SchedulerConfig) GetDefaultCostMs() int64 {
 func (x *SchedulerConfig) GetFeatureLevel() uint32 {
 	if x != nil {
 		return x.FeatureLevel
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetSubmitRateN() uint32 {
+	if x != nil {
+		return x.SubmitRateN
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetSubmitRatePeriodMs() int64 {
+	if x != nil {
+		return x.SubmitRatePeriodMs
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetSubmitBurst() uint32 {
+	if x != nil {
+		return x.SubmitBurst
 	}
 	return 0
 }
@@ -3116,7 +3143,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x1b\n" +
 	"\tas_tenant\x18\x05 \x01(\bR\basTenant\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\x88\a\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x82\b\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -3139,7 +3166,10 @@ const file_commands_proto_rawDesc = "" +
 	"\x11max_payload_bytes\x18\x12 \x01(\rR\x0fmaxPayloadBytes\x120\n" +
 	"\bestimate\x18\x13 \x01(\x0e2\x14.barista.v1.EstimateR\bestimate\x12&\n" +
 	"\x0fdefault_cost_ms\x18\x14 \x01(\x03R\rdefaultCostMs\x12#\n" +
-	"\rfeature_level\x18\x15 \x01(\rR\ffeatureLevel\"@\n" +
+	"\rfeature_level\x18\x15 \x01(\rR\ffeatureLevel\x12\"\n" +
+	"\rsubmit_rate_n\x18d \x01(\rR\vsubmitRateN\x121\n" +
+	"\x15submit_rate_period_ms\x18e \x01(\x03R\x12submitRatePeriodMs\x12!\n" +
+	"\fsubmit_burst\x18f \x01(\rR\vsubmitBurst\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +
 	"\x05Prune\x12\x14\n" +

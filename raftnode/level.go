@@ -197,9 +197,8 @@ func (n *Node) seedCommand(level uint32) *pb.Command {
 	seed := fsm.ConfigToPB(n.cfg.Seed)
 	cmd := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: seed}}}
 	if err := fsm.CheckLevel(cmd, level); err != nil {
-		n.log.Warn("seeding the configuration without its estimate settings; set them with barista config set once the level is raised", "reason", err)
-		def := fsm.ConfigToPB(fsm.DefaultConfig())
-		seed.Estimate, seed.DefaultCostMs = def.Estimate, def.DefaultCostMs
+		n.log.Warn("seeding the configuration without the settings its feature level does not allow; set them with barista config set once the level is raised", "reason", err)
+		fsm.ConfigAtLevel(seed, level)
 	}
 	return cmd
 }

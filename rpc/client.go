@@ -24,6 +24,8 @@ type ClientService struct {
 	base
 	// workers holds the leader's worker sessions (ExplainJob's no_worker).
 	workers *WorkerService
+	// submits holds tenants to the submit rate (on the leader).
+	submits *submitLimiter
 }
 
 // ListJobs pages: at most maxPage jobs (defaultPage unless asked), and
@@ -172,6 +174,11 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 	s.node.FSM.Read(func(sc *sfq.Scheduler) { err = submitState(sc, tenant, req) })
 	if err != nil {
 		return nil, err
+	}
+	if r := s.node.FSM.Config().SubmitRate; r.On() {
+		if n, wait := s.submits.take(tenant, r, 1); n == 0 {
+			return nil, submitRateError(tenant, r, wait)
+		}
 	}
 	res, err := s.propose(ctx, cmd)
 	if err != nil {
@@ -582,6 +589,9 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 			}
 		}
 	})
+	if r := s.node.FSM.Config().SubmitRate; r.On() {
+		s.limitBatch(r, fwd.Jobs, out.Results)
+	}
 	var cmds []*pb.Command
 	var which []int
 	for i, j := range fwd.Jobs {
@@ -605,6 +615,37 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 		}
 	}
 	return out, nil
+}
+
+// limitBatch holds a batch's jobs to the submit rate r, tenant by tenant
+// in the batch's order: the jobs beyond a tenant's allowance are refused.
+func (s *ClientService) limitBatch(r fsm.SubmitRate, jobs []*pb.SubmitRequest, results []*pb.SubmitResult) {
+	var order []string
+	want := map[string]int{}
+	for i, j := range jobs {
+		if results[i] == nil {
+			if want[j.Tenant] == 0 {
+				order = append(order, j.Tenant)
+			}
+			want[j.Tenant]++
+		}
+	}
+	for _, tenant := range order {
+		n, wait := s.submits.take(tenant, r, want[tenant])
+		if n == want[tenant] {
+			continue
+		}
+		line := statusLine(submitRateError(tenant, r, wait))
+		for i, j := range jobs {
+			if results[i] == nil && j.Tenant == tenant {
+				if n > 0 {
+					n--
+				} else {
+					results[i] = &pb.SubmitResult{Error: line}
+				}
+			}
+		}
+	}
 }
 
 // statusLine renders an error as "CODE_NAME: message".

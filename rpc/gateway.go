@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
 	"google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -298,6 +301,12 @@ func apiError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w htt
 	}
 	w.Header().Del("Trailer")
 	w.Header().Del("Transfer-Encoding")
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.RetryDelay != nil {
+			// RFC 9110 §10.2.3: whole seconds, rounded up.
+			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ri.RetryDelay.AsDuration().Seconds())), 10))
+		}
+	}
 	writeHTTPError(w, &httpErr{httpCode, codeName(c), bodyError(st.Message())})
 }
 

@@ -14,11 +14,14 @@ type metrics struct {
 	dispatchLatency prometheus.Histogram
 	fenced          *prometheus.CounterVec
 	unproposed      *prometheus.CounterVec
+	// submitsLimited counts submits this node refused, as leader, for
+	// their tenant's submit_rate.
+	submitsLimited prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *metrics {
 	m := newWorkerMetrics()
-	reg.MustRegister(m.dispatchLatency, m.fenced, m.unproposed, &stateCollector{node: node, maxTenants: maxTenants})
+	reg.MustRegister(m.dispatchLatency, m.fenced, m.unproposed, m.submitsLimited, &stateCollector{node: node, maxTenants: maxTenants})
 	return m
 }
 
@@ -34,6 +37,8 @@ func newWorkerMetrics() *metrics {
 			Name: "barista_worker_reports_unproposed_total",
 			Help: "Worker reports answered at the edge without a log entry, by message and reason (repeat: the state shows it applied; unknown_job; invalid)."},
 			[]string{"message", "reason"}),
+		submitsLimited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "barista_submits_rate_limited_total", Help: "Submits refused on this node, as leader, for their tenant's submit_rate."}),
 	}
 	// Series that exist from the start read as 0 instead of missing.
 	for _, msg := range []string{"started", "heartbeat", "finished"} {

@@ -106,7 +106,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth}
 	rand.Read(s.csrfKey[:]) // crypto/rand.Read never returns an error
 	workers := newWorkerService(b)
-	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers}, &AdminService{base: b}, workers
+	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited)}, &AdminService{base: b}, workers
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug})
 	pb.RegisterClientServer(s.GRPC, s.client)
 	pb.RegisterAdminServer(s.GRPC, s.admin)

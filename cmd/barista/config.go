@@ -165,6 +165,9 @@ func (c *serverConfig) settings() []setting {
 			val: &parsedVal[sfq.EstimateMode]{&s.Sched.Estimate, sfq.ParseEstimateMode, sfq.EstimateMode.String, "submitted or auto"}},
 		{key: "scheduler.default_cost", usage: "est_cost under estimate=auto of a submit without one whose type has fewer than 3 completed runs",
 			val: msVal(&s.Sched.DefaultCostMs, time.Millisecond, sfq.MaxEstCostMs*time.Millisecond)},
+		{key: "scheduler.submit_rate", usage: "submits each tenant may make: off, or N/PERIOD (e.g. 100/1s), held by the leader; RESOURCE_EXHAUSTED with a retry delay beyond it (feature level 5)",
+			val: &parsedVal[fsm.Rate]{&s.SubmitRate.Rate, fsm.ParseRate, fsm.Rate.String, "off or N/PERIOD"}},
+		{key: "scheduler.submit_burst", usage: "submits a tenant may make at once under submit_rate (0: N)", val: &intVal[uint32]{&s.SubmitRate.Burst, 0, fsm.MaxSubmitBurst}},
 	}
 	for t := range sfq.Tier(sfq.NumTiers) {
 		list = append(list, setting{key: "scheduler.weights." + t.String(), usage: "weight of tier " + t.String(),

@@ -1,0 +1,80 @@
+package rpc
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+)
+
+// TestSubmitLimiterGCRA: rate 2/1s with bursts of 3 (interval 500 ms,
+// tolerance 1 s) admits 3 at once, then one every 500 ms; each refusal
+// says how long until the next admission; tenants are apart; no limit
+// admits everything.
+func TestSubmitLimiterGCRA(t *testing.T) {
+	t0 := time.Unix(1_000, 0)
+	now := t0
+	l := newSubmitLimiter(func() time.Time { return now }, nil)
+	r := fsm.SubmitRate{Rate: fsm.Rate{N: 2, PeriodMs: 1000}, Burst: 3}
+	at := func(ms int64) { now = t0.Add(time.Duration(ms) * time.Millisecond) }
+	for _, c := range []struct {
+		at     int64
+		tenant string
+		n, got int
+		wait   time.Duration
+	}{
+		{0, "a", 5, 3, 500 * time.Millisecond},
+		{0, "b", 1, 1, 0},
+		{499, "a", 1, 0, time.Millisecond},
+		{500, "a", 1, 1, 0},
+		{600, "a", 1, 0, 400 * time.Millisecond},
+		{1000, "a", 2, 1, 500 * time.Millisecond},
+		// Idle long enough, the burst is back whole (and no more).
+		{60_000, "a", 4, 3, 500 * time.Millisecond},
+	} {
+		at(c.at)
+		got, wait := l.take(c.tenant, r, c.n)
+		if got != c.got || wait != c.wait {
+			t.Errorf("at %d ms, %s takes %d: got %d, wait %s; want %d, wait %s", c.at, c.tenant, c.n, got, wait, c.got, c.wait)
+		}
+	}
+	if got, wait := l.take("a", fsm.SubmitRate{}, 1000); got != 1000 || wait != 0 {
+		t.Errorf("no limit: %d %s", got, wait)
+	}
+}
+
+// TestSubmitRateBatchAndError: a batch is held to each tenant's allowance
+// in its order, the jobs beyond it refused with RESOURCE_EXHAUSTED and
+// when to retry; a lone submit's refusal carries a RetryInfo.
+func TestSubmitRateBatchAndError(t *testing.T) {
+	now := time.Unix(1_000, 0)
+	s := &ClientService{submits: newSubmitLimiter(func() time.Time { return now }, nil)}
+	r := fsm.SubmitRate{Rate: fsm.Rate{N: 1, PeriodMs: 60_000}, Burst: 2}
+	jobs := []*pb.SubmitRequest{{Tenant: "a"}, {Tenant: "b"}, {Tenant: "a"}, {Tenant: "x"}, {Tenant: "a"}, {Tenant: "b"}}
+	results := make([]*pb.SubmitResult, len(jobs))
+	results[3] = &pb.SubmitResult{Error: "INVALID_ARGUMENT: earlier"}
+	s.limitBatch(r, jobs, results)
+	want := []string{"", "", "", "INVALID_ARGUMENT: earlier",
+		`RESOURCE_EXHAUSTED: submit_rate: tenant "a" may submit 1/1m0s (bursts of 2); retry in 1m0s`, ""}
+	for i, w := range want {
+		got := ""
+		if results[i] != nil {
+			got = results[i].Error
+		}
+		if got != w {
+			t.Errorf("job %d: %q, want %q", i, got, w)
+		}
+	}
+	st := status.Convert(submitRateError("a", r, 1500*time.Millisecond))
+	if st.Code() != codes.ResourceExhausted || len(st.Details()) != 1 {
+		t.Fatalf("error: %v %v", st.Code(), st.Details())
+	}
+	if ri, ok := st.Details()[0].(*errdetails.RetryInfo); !ok || ri.RetryDelay.AsDuration() != 1500*time.Millisecond {
+		t.Errorf("retry info: %v", st.Details()[0])
+	}
+}
