@@ -149,9 +149,9 @@ type TenantMetrics struct {
 	// ones are kept as tombstones), so that deleting a tenant and creating
 	// one of the same name continues its series instead of resetting it.
 	Counters Counters
-	// Fair are the tenant's live rows of the fairness report, one per
-	// class it is active in, in class service order.
-	Fair []fairness.Row
+	// Fair are the tenant's live lines of the fairness report (with its
+	// lag), one per class it is active in, in class service order.
+	Fair []fairness.Line
 }
 
 // TierMetrics is a tier's aggregate over its tenants.
@@ -213,7 +213,7 @@ func (f *FSM) Metrics(maxTenants int) MetricsView {
 			Weight: s.Weight(t, f.clock), Counters: c}
 		f.fair.TenantRows(f.clock, i, func(r *fairness.Row) {
 			if r.Active() {
-				m.Fair = append(m.Fair, *r)
+				m.Fair = append(m.Fair, f.fairRow(r, t))
 			}
 		})
 		v.Tenants = append(v.Tenants, m)

@@ -86,6 +86,9 @@ var (
 	descFairRatio  = prometheus.NewDesc("barista_fairness_ratio",
 		"The fairness report's ratio of a tenant's share of the CPU charged in its class to its time-weighted entitled share, over the window (1m, 10m, 1h); 1 is exactly its entitlement. "+
 			"Tenants with their own series only, in the classes they are active in, while defined.", []string{"tenant", "class", "window"}, nil)
+	descFairLag = prometheus.NewDesc("barista_fairness_lag_seconds",
+		"How far a tenant's finish tag in a class is behind the class's virtual_now, in CPU seconds at its weight: positive when it is owed service. "+
+			"Tenants with their own series only, while they have eligible work in the class.", []string{"tenant", "class"}, nil)
 )
 
 // Per-tier aggregates, always present for every tier.
@@ -109,7 +112,7 @@ var (
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descRunning, descDispatches, descCost, descCPU, descEnded, descFailures, descWeight,
-		descFairRatio, descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
+		descFairRatio, descFairLag, descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
 		descExported, descApplied, descLeader, descVnow} {
 		ch <- d
 	}
@@ -172,6 +175,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descFailures, float64(m.Counters.Failures), m.Name)
 		gauge(descWeight, float64(m.Weight)/float64(sfq.WeightOne), m.Name, m.Tier.String())
 		for _, r := range m.Fair {
+			if r.Eligible {
+				gauge(descFairLag, msToSeconds(r.LagCPUMs), m.Name, r.Class.String())
+			}
 			for g, w := range fairness.Windows {
 				if ratio, ok := r.Windows[g].Ratio(); ok {
 					gauge(descFairRatio, ratio, m.Name, r.Class.String(), w.Name)

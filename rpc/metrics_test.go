@@ -141,7 +141,7 @@ func TestMetricsLintClean(t *testing.T) {
 	want := []string{
 		"barista_applied_index", "barista_cpu_billed_seconds_total", "barista_dispatch_latency_seconds",
 		"barista_dispatched_cost_seconds_total", "barista_dispatches_total", "barista_entry_commands", "barista_expiries_total",
-		"barista_exported_tenants", "barista_fairness_ratio", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds", "barista_is_leader",
+		"barista_exported_tenants", "barista_fairness_lag_seconds", "barista_fairness_ratio", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds", "barista_is_leader",
 		"barista_jobs_ended_total", "barista_leader_changes_total", "barista_queued_jobs", "barista_raft_propose_seconds",
 		"barista_run_failures_total", "barista_running_jobs", "barista_snapshot_freeze_seconds", "barista_snapshot_persist_seconds", "barista_submits_rate_limited_total",
 		"barista_tenant_weight", "barista_tier_cpu_billed_seconds_total", "barista_tier_dispatched_cost_seconds_total",
@@ -162,6 +162,11 @@ func TestMetricsLintClean(t *testing.T) {
 		`barista_fairness_ratio{class="normal",tenant="acme",window="1m"} 1`,
 		`barista_fairness_ratio{class="normal",tenant="acme",window="10m"} 1`,
 		`barista_fairness_ratio{class="normal",tenant="acme",window="1h"} 1`,
+		// Idle after its first run, its second submit reactivated it at
+		// virtual_now (the activation clamp; virtual_now 1.5 s / 8): no
+		// lag while it waits.
+		`barista_fairness_lag_seconds{class="normal",tenant="acme"} 0`,
+		`barista_virtual_now_seconds 0.1875`,
 	} {
 		if !bytes.Contains(body, []byte("\n"+line+"\n")) {
 			t.Errorf("no line %s", line)
