@@ -421,7 +421,7 @@ func (s *Server) tenantPage(w http.ResponseWriter, r *http.Request) {
 
 // jobsPageSize is a search page's default length; maxJobsPageSize its
 // largest. jobsScanBudget bounds the jobs one search page reads through
-// when it filters by type (ListJobs has no type filter): past it, the
+// when it filters by type or group (ListJobs filters by neither): past it, the
 // page ends early with a link that goes on from there.
 const (
 	jobsPageSize    = 50
@@ -429,18 +429,43 @@ const (
 	jobsScanBudget  = 5000
 )
 
-// jobsQuery is a job search, from the query string.
+// jobsQuery is a job search, from the query string. Group "-" is the
+// unnamed group ("" searches every group).
 type jobsQuery struct {
-	Tenant, State, Type string
-	ID                  uint64
-	After               string
-	Limit               int
+	Tenant, State, Type, Group string
+	ID                         uint64
+	After                      string
+	Limit                      int
+}
+
+// filtered reports whether the search reads through jobs it does not
+// show (ListJobs has no type or group filter).
+func (q jobsQuery) filtered() bool { return q.Type != "" || q.Group != "" }
+
+// matches reports whether a job of the page passes the type and group
+// filters.
+func (q jobsQuery) matches(j *pb.Job) bool {
+	switch {
+	case q.Type != "" && !strings.Contains(j.JobType, q.Type):
+		return false
+	case q.Group == "-":
+		return j.Group == ""
+	case q.Group != "":
+		return j.Group == q.Group
+	}
+	return true
 }
 
 // parseJobsQuery reads and checks a job search, naming the field at
 // fault.
 func parseJobsQuery(q url.Values) (jobsQuery, error) {
-	out := jobsQuery{Tenant: strings.TrimSpace(q.Get("tenant")), State: q.Get("state"), Type: q.Get("type"), After: q.Get("after"), Limit: jobsPageSize}
+	out := jobsQuery{Tenant: strings.TrimSpace(q.Get("tenant")), State: q.Get("state"), Type: q.Get("type"), Group: strings.TrimSpace(q.Get("group")),
+		After: q.Get("after"), Limit: jobsPageSize}
+	if out.Group != "" && out.Group != "-" {
+		if err := sfq.ValidateGroupName(out.Group); err != nil {
+			return out, fmt.Errorf("group: %s", strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
+		}
+	}
 	if out.Tenant != "" {
 		if err := sfq.ValidateName("tenant", out.Tenant); err != nil {
 			return out, err
@@ -479,7 +504,7 @@ func parseJobsQuery(q url.Values) (jobsQuery, error) {
 // values is the query string of the search, on page after.
 func (q jobsQuery) values(after string) string {
 	v := url.Values{}
-	for k, s := range map[string]string{"tenant": q.Tenant, "state": q.State, "type": q.Type, "after": after} {
+	for k, s := range map[string]string{"tenant": q.Tenant, "state": q.State, "type": q.Type, "group": q.Group, "after": after} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -558,14 +583,14 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) {
 
 // searchJobs reads one page of a search through ListJobs (from the
 // leader): the jobs of the tenant (all, for an admin naming none) in ID
-// order from q.After, of q.State if set, whose type contains q.Type if
-// set. It returns the page token of the job after the last one shown
+// order from q.After, of q.State if set, whose type contains q.Type and
+// of group q.Group if set. It returns the page token of the job after the last one shown
 // ("" if none is left) and how many jobs it read.
 func (s *Server) searchJobs(ctx context.Context, q jobsQuery) (jobs []*pb.Job, next string, scanned int, err error) {
 	token := q.After
 	for {
 		size := q.Limit - len(jobs)
-		if q.Type != "" {
+		if q.filtered() {
 			size = min(maxPage, jobsScanBudget-scanned)
 		}
 		resp, err := s.client.ListJobs(ctx, &pb.ListJobsRequest{Tenant: q.Tenant, State: q.State, PageSize: uint32(size), PageToken: token})
@@ -574,7 +599,7 @@ func (s *Server) searchJobs(ctx context.Context, q jobsQuery) (jobs []*pb.Job, n
 		}
 		for i, j := range resp.Jobs {
 			scanned++
-			if q.Type != "" && !strings.Contains(j.JobType, q.Type) {
+			if !q.matches(j) {
 				continue
 			}
 			jobs = append(jobs, j)

@@ -342,9 +342,11 @@ func TestConsolePaging(t *testing.T) {
 	n, ts := gatewayNode(t)
 	for i := 1; i <= 9; i++ {
 		typ := []string{"render", "encode", "upload"}[i%3]
-		n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, JobType: typ}}})
+		group := []string{"a", ""}[i%2]
+		n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, JobType: typ, Group: group}}})
 	}
-	// 1 encode, 2 upload, 3 render, 4 encode, ...
+	// 1 encode, 2 upload, 3 render, 4 encode, ...; the even ones in group
+	// a, the odd ones in the unnamed group.
 	follow := func(path string) (ids []string) {
 		for path != "" {
 			r := cdo(t, ts, "GET", path, gwAdmin, "")
@@ -370,6 +372,10 @@ func TestConsolePaging(t *testing.T) {
 		{"/jobs?after=p5&limit=10", "5 6 7 8 9"},
 		{"/jobs?state=queued&tenant=acme", "1 2 3 4 5 6 7 8 9"},
 		{"/jobs?state=failed", ""},
+		{"/jobs?group=a", "2 4 6 8"},
+		{"/jobs?group=-&limit=3", "1 3 5 | 7 9"},
+		{"/jobs?group=a&type=enc", "4"},
+		{"/jobs?group=b", ""},
 	} {
 		if got := strings.Join(follow(c.path), " | "); got != c.want {
 			t.Errorf("%s: pages %q, want %q", c.path, got, c.want)
@@ -381,10 +387,22 @@ func TestConsolePaging(t *testing.T) {
 		{"/jobs?limit=501", "limit: &#34;501&#34; (want 1..500)"},
 		{"/jobs?after=q1", "after: &#34;q1&#34; is not a page this console issued"},
 		{"/jobs?tenant=a%20b", "invalid argument: tenant &#34;a b&#34; contains a space or control character"},
+		{"/jobs?group=a/b", "group: group name &#34;a/b&#34; has &#39;/&#39; at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)"},
 	} {
 		r := cdo(t, ts, "GET", c.path, gwAdmin, "")
 		if r.status != 400 || errorText(r.body) != c.want {
 			t.Errorf("%s: %d %q, want 400 %q", c.path, r.status, errorText(r.body), c.want)
+		}
+	}
+	// The tenant page lists its groups by queue, each linked to its jobs.
+	r := cdo(t, ts, "GET", "/tenants/acme", gwAdmin, "")
+	for _, row := range []string{
+		`<tr><td class="l"><a href="/jobs?tenant=acme&amp;group=-">(unnamed)</a></td><td>5</td><td>0</td><td>none</td></tr>`,
+		`<tr><td class="l"><a href="/jobs?tenant=acme&amp;group=a">a</a></td><td>4</td><td>0</td><td>none</td></tr>`,
+		`The 2 groups with the most queued jobs, of 2 (the unnamed group included).`,
+	} {
+		if !strings.Contains(r.body, row) {
+			t.Errorf("tenant page: no %s in\n%s", row, r.body)
 		}
 	}
 }
