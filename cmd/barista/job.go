@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baristahq/barista/internal/termtext"
+
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc/client"
 )
@@ -64,10 +66,10 @@ or more, the cluster time is shown beside. --json has both:
 				rows = append(rows, [2]string{"group", j.Group})
 			}
 			if j.JobType != "" {
-				rows = append(rows, [2]string{"type", termSafe(j.JobType, false)})
+				rows = append(rows, [2]string{"type", termtext.Safe(j.JobType, false)})
 			}
 			if j.IdempotencyKey != "" {
-				rows = append(rows, [2]string{"key", termSafe(j.IdempotencyKey, false)})
+				rows = append(rows, [2]string{"key", termtext.Safe(j.IdempotencyKey, false)})
 			}
 			if j.WorkerId != "" {
 				rows = append(rows, [2]string{"worker", j.WorkerId})
@@ -87,7 +89,7 @@ or more, the cluster time is shown beside. --json has both:
 			printTable(env.stdout, rows)
 			for _, t := range [][2]string{{"stdout", j.StdoutTail}, {"stderr", j.StderrTail}} {
 				if t[1] != "" {
-					fmt.Fprintf(env.stdout, "%s (tail):\n%s", t[0], termSafe(t[1], true))
+					fmt.Fprintf(env.stdout, "%s (tail):\n%s", t[0], termtext.Safe(t[1], true))
 					if !strings.HasSuffix(t[1], "\n") {
 						fmt.Fprintln(env.stdout)
 					}

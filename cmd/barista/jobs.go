@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
+
+	"github.com/baristahq/barista/internal/termtext"
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
@@ -34,26 +34,6 @@ func msTime(ms int64) string {
 	}
 	// Always three decimals: columns of times line up.
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
-
-// termSafe makes text a tenant's job wrote (or named) safe to print on a
-// terminal: every control character (escape sequences could move the
-// cursor, rewrite what is shown or set the window title) is shown as a Go
-// escape, \x1b; tabs and, with lines, newlines stay.
-func termSafe(s string, lines bool) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\t' || (lines && r == '\n'):
-			b.WriteRune(r)
-		case unicode.IsControl(r):
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // wallMs is the wall-clock time to show for a moment the API gives both
@@ -168,7 +148,7 @@ jobs remain, the token for the next page is printed on stderr
 				for _, j := range resp.Jobs {
 					fmt.Fprintf(env.stdout, "%-8d %-10s %-4s %7d %10s %10s %-24s %s\n", j.JobId, j.State, sizeName(j.Size), j.Attempt,
 						time.Duration(j.EstCostMs)*time.Millisecond, time.Duration(j.CpuMs)*time.Millisecond,
-						msTime(wallMs(j.SubmittedWallMs, j.SubmittedAtMs)), termSafe(j.JobType, false))
+						msTime(wallMs(j.SubmittedWallMs, j.SubmittedAtMs)), termtext.Safe(j.JobType, false))
 				}
 			}
 			if resp.NextPageToken != "" {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baristahq/barista/internal/termtext"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -217,7 +219,7 @@ mark.`,
 			fmt.Fprintf(env.stdout, "%-24s %-8s %4s %5s %s\n", "NAME", "TIER", "MULT", "CAP", "QUOTA")
 			for _, t := range resp.Tenants {
 				m := tenantJSON(t)
-				fmt.Fprintf(env.stdout, "%-24s %-8s %4d %5s %s\n", termSafe(t.Name, false), m["tier"], t.Multiplier, orNone(t.Caps.GetMaxRunning()), orNone(t.Caps.GetMaxQueued()))
+				fmt.Fprintf(env.stdout, "%-24s %-8s %4d %5s %s\n", termtext.Safe(t.Name, false), m["tier"], t.Multiplier, orNone(t.Caps.GetMaxRunning()), orNone(t.Caps.GetMaxQueued()))
 			}
 			return nil
 		},

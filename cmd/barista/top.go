@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baristahq/barista/internal/termtext"
+
 	"google.golang.org/grpc"
 
 	pb "github.com/baristahq/barista/proto"
@@ -146,7 +148,7 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 		if e := int(r.EntitledShare*30 + 0.5); e > 0 && e <= 30 {
 			bar[e-1] = '|'
 		}
-		fmt.Fprintf(w, "%-20s %-8s %-8s %7.3g %7d %7d %6d %6.1f%% %s %6s %6s %6s %8s  [%s]\n", termSafe(r.Name, false), r.Tier, r.Class, r.Weight, r.Queued, r.Running,
+		fmt.Fprintf(w, "%-20s %-8s %-8s %7.3g %7d %7d %6d %6.1f%% %s %6s %6s %6s %8s  [%s]\n", termtext.Safe(r.Name, false), r.Tier, r.Class, r.Weight, r.Queued, r.Running,
 			r.Dispatches1m, 100*r.Share, entitled, ratios[0], ratios[1], ratios[2], lag, bar)
 		for _, g := range r.Groups {
 			limit := ""

@@ -5,27 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"text/tabwriter"
-	"unicode"
-)
 
-// printable escapes the control characters a tenant name may hold (names
-// refuse ASCII controls, but C1 controls such as U+009B, a terminal's
-// CSI, are valid UTF-8): a table is read on a terminal.
-func printable(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+	"github.com/baristahq/barista/internal/termtext"
+)
 
 // WriteBilled writes the whole-run report (barista replay --report): for
 // each line, the CPU billed to the tenant in its class (its finished
@@ -56,7 +39,7 @@ func WriteBilled(w io.Writer, lines []Line, asJSON bool) error {
 		share, sok := l.Whole.BilledShare()
 		ent, eok := l.Whole.Entitled()
 		ratio, rok := l.Whole.BilledRatio()
-		name := printable(l.Name)
+		name := termtext.Safe(l.Name, false)
 		if l.Deleted {
 			name += " (deleted)"
 		}
