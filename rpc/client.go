@@ -651,13 +651,7 @@ func (s *ClientService) limitBatch(r fsm.SubmitRate, jobs []*pb.SubmitRequest, r
 // statusLine renders an error as "CODE_NAME: message".
 func statusLine(err error) string {
 	st := status.Convert(err)
-	return codeNames[st.Code()] + ": " + st.Message()
-}
-
-var codeNames = map[codes.Code]string{
-	codes.InvalidArgument: "INVALID_ARGUMENT", codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
-	codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
-	codes.FailedPrecondition: "FAILED_PRECONDITION", codes.Internal: "INTERNAL", codes.Unavailable: "UNAVAILABLE",
+	return client.CodeName(st.Code()) + ": " + st.Message()
 }
 
 // pageSize reads a request's page_size: 0 is the default page, above

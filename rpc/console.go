@@ -20,6 +20,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -216,7 +217,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, msg stri
 // failCall shows a refused service call: its gRPC code as an HTTP status.
 func (s *Server) failCall(w http.ResponseWriter, r *http.Request, err error) {
 	st := status.Convert(err)
-	s.fail(w, r, httpStatus(st.Code()), codeName(st.Code())+": "+st.Message())
+	s.fail(w, r, httpStatus(st.Code()), client.CodeName(st.Code())+": "+st.Message())
 }
 
 // overviewPage is the overview: fair shares now and over the last hour,

@@ -15,7 +15,6 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
-	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
@@ -26,6 +25,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
 )
 
 // The HTTP/JSON API: the handlers grpc-gateway generates from the routes
@@ -206,7 +206,7 @@ func streamStart(ctx context.Context, w http.ResponseWriter, resp proto.Message)
 func streamError(ctx context.Context, err error) *status.Status {
 	st := status.Convert(err)
 	if sw, _ := ctx.Value(statusOnceKey{}).(*statusOnce); sw != nil && !sw.wrote {
-		writeHTTPError(sw, &httpErr{httpStatus(st.Code()), codeName(st.Code()), st.Message()})
+		writeHTTPError(sw, &httpErr{httpStatus(st.Code()), client.CodeName(st.Code()), st.Message()})
 		sw.done = true
 	}
 	return st
@@ -243,7 +243,7 @@ func (m *apiMarshaler) Marshal(v any) ([]byte, error) {
 		}
 	case map[string]proto.Message:
 		if st, ok := v["error"].(*spb.Status); ok && len(v) == 1 {
-			return json.Marshal(map[string]apiErrorBody{"error": {Code: codeName(codes.Code(st.GetCode())), Message: st.GetMessage()}})
+			return json.Marshal(map[string]apiErrorBody{"error": {Code: client.CodeName(codes.Code(st.GetCode())), Message: st.GetMessage()}})
 		}
 	}
 	return m.JSONPb.Marshal(v)
@@ -251,9 +251,6 @@ func (m *apiMarshaler) Marshal(v any) ([]byte, error) {
 
 // StreamContentType is the content type of a streamed answer.
 func (*apiMarshaler) StreamContentType(any) string { return ndjson }
-
-// codeName is a gRPC code's canonical name (INVALID_ARGUMENT).
-func codeName(c codes.Code) string { return code.Code(c).String() }
 
 // httpStatus maps a gRPC code to the HTTP status of its answer.
 func httpStatus(c codes.Code) int {
@@ -307,7 +304,7 @@ func apiError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w htt
 			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ri.RetryDelay.AsDuration().Seconds())), 10))
 		}
 	}
-	writeHTTPError(w, &httpErr{httpCode, codeName(c), bodyError(st.Message())})
+	writeHTTPError(w, &httpErr{httpCode, client.CodeName(c), bodyError(st.Message())})
 }
 
 // bodyError rewrites protojson's refusal of a request body ("proto:"
@@ -459,7 +456,7 @@ var openAPIDocument = sync.OnceValues(func() ([]byte, error) {
 	}
 	var names []any
 	for c := codes.OK + 1; c <= codes.Unauthenticated; c++ {
-		names = append(names, codeName(c))
+		names = append(names, client.CodeName(c))
 	}
 	delete(defs, "googleRpcStatus")
 	delete(defs, "protobufAny")

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
 )
 
 const (
@@ -288,11 +289,11 @@ func TestGatewayHTTPStatus(t *testing.T) {
 	}
 	for c := codes.OK; c <= codes.Unauthenticated; c++ {
 		if got := httpStatus(c); got != want[c] {
-			t.Errorf("%s: %d, want %d", codeName(c), got, want[c])
+			t.Errorf("%s: %d, want %d", client.CodeName(c), got, want[c])
 		}
 	}
-	if codeName(codes.Canceled) != "CANCELLED" || codeName(codes.FailedPrecondition) != "FAILED_PRECONDITION" {
-		t.Errorf("code names: %s %s", codeName(codes.Canceled), codeName(codes.FailedPrecondition))
+	if client.CodeName(codes.Canceled) != "CANCELLED" || client.CodeName(codes.FailedPrecondition) != "FAILED_PRECONDITION" {
+		t.Errorf("code names: %s %s", client.CodeName(codes.Canceled), client.CodeName(codes.FailedPrecondition))
 	}
 }
 
