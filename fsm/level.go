@@ -56,69 +56,62 @@ var ErrFeatureLevel = fmt.Errorf("unknown feature level")
 // is above Level1, what needs it (a field and its value). It is the one
 // check of the edge and of Apply.
 func RequiredLevel(c *pb.Command) (uint32, string) {
+	r := levelNeed{level: Level1}
 	switch cmd := c.GetCmd().(type) {
 	case *pb.Command_Submit:
 		s := cmd.Submit
-		if k := s.JobClass; k != pb.Class_CLASS_UNSPECIFIED && k != pb.Class_NORMAL {
-			return Level2, "class " + className(k)
-		}
-		if s.DeadlineMs != 0 {
-			return Level2, "deadline"
-		}
-		if s.Group != "" {
-			return Level4, "group"
-		}
+		r.need(s.JobClass != pb.Class_CLASS_UNSPECIFIED && s.JobClass != pb.Class_NORMAL, Level2, "class "+className(s.JobClass))
+		r.need(s.DeadlineMs != 0, Level2, "deadline")
+		r.need(s.Group != "", Level4, "group")
 	case *pb.Command_TenantUpsert:
 		u := cmd.TenantUpsert
 		c := u.GetCaps()
-		switch {
-		case u.GroupCap != 0:
-			return Level4, "group_cap"
-		case u.GroupOrder == pb.GroupOrder_GROUP_FAIR:
-			return Level4, "group_order fair"
-		case u.MaxGroups != 0:
-			return Level4, "max_groups"
-		case u.MaxClass != pb.Class_CLASS_UNSPECIFIED && u.MaxClass != pb.Class_NORMAL:
-			return Level2, "max_class " + className(u.MaxClass)
-		case u.AllowDeadlines:
-			return Level2, "allow_deadlines"
-		case c.GetMaxRunningCritical() != 0:
-			return Level2, "cap_critical"
-		case c.GetMaxRunningHigh() != 0:
-			return Level2, "cap_high"
-		case c.GetMaxRunningDeadline() != 0:
-			return Level2, "deadline_cap"
-		case u.ExportMetrics:
-			return Level2, "export_metrics"
-		}
+		r.need(u.MaxClass != pb.Class_CLASS_UNSPECIFIED && u.MaxClass != pb.Class_NORMAL, Level2, "max_class "+className(u.MaxClass))
+		r.need(u.AllowDeadlines, Level2, "allow_deadlines")
+		r.need(c.GetMaxRunningCritical() != 0, Level2, "cap_critical")
+		r.need(c.GetMaxRunningHigh() != 0, Level2, "cap_high")
+		r.need(c.GetMaxRunningDeadline() != 0, Level2, "deadline_cap")
+		r.need(u.ExportMetrics, Level2, "export_metrics")
+		r.need(u.GroupCap != 0, Level4, "group_cap")
+		r.need(u.GroupOrder == pb.GroupOrder_GROUP_FAIR, Level4, "group_order fair")
+		r.need(u.MaxGroups != 0, Level4, "max_groups")
 	case *pb.Command_WebhookSet:
+		r.need(true, Level3, "webhook set")
 		for _, n := range cmd.WebhookSet.Kinds {
-			if k, ok := ParseEventKind(n); ok && k > EvTimedOut {
-				return Level5, "webhook kind " + n
-			}
+			k, ok := ParseEventKind(n)
+			r.need(ok && k > EvTimedOut, Level5, "webhook kind "+n)
 		}
-		return Level3, "webhook set"
 	case *pb.Command_WebhookDelete:
-		return Level3, "webhook delete"
+		r.need(true, Level3, "webhook delete")
 	case *pb.Command_WebhookAck:
-		return Level3, "webhook ack"
+		r.need(true, Level3, "webhook ack")
 	case *pb.Command_WebhookReplay:
-		return Level3, "webhook replay"
+		r.need(true, Level3, "webhook replay")
 	case *pb.Command_SetGroup:
-		return Level4, "SetGroup"
+		r.need(true, Level4, "SetGroup")
 	case *pb.Command_SetConfig:
 		p := cmd.SetConfig.GetConfig()
-		if e := p.GetEstimate(); e != pb.Estimate_ESTIMATE_UNSPECIFIED && e != pb.Estimate_SUBMITTED {
-			return Level2, "estimate=auto"
-		}
-		if p.GetSubmitRateN() != 0 {
-			return Level5, "submit_rate"
-		}
-		if d := p.GetDefaultCostMs(); d != 0 && d != sfq.DefaultCostMs {
-			return Level2, "default_cost"
-		}
+		e := p.GetEstimate()
+		r.need(e != pb.Estimate_ESTIMATE_UNSPECIFIED && e != pb.Estimate_SUBMITTED, Level2, "estimate=auto")
+		d := p.GetDefaultCostMs()
+		r.need(d != 0 && d != sfq.DefaultCostMs, Level2, "default_cost")
+		r.need(p.GetSubmitRateN() != 0, Level5, "submit_rate")
 	}
-	return Level1, ""
+	return r.level, r.what
+}
+
+// levelNeed gathers what a command needs: the highest level of its
+// fields, and the first field named at that level.
+type levelNeed struct {
+	level uint32
+	what  string
+}
+
+// need records that the command needs level for what, when it holds.
+func (r *levelNeed) need(holds bool, level uint32, what string) {
+	if holds && level > r.level {
+		r.level, r.what = level, what
+	}
 }
 
 // ConfigAtLevel resets, in p, the settings a cluster at feature level

@@ -147,3 +147,27 @@ func setConfigWith(fn func(p *pb.SchedulerConfig)) *pb.Command {
 	fn(p)
 	return &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: p}}}
 }
+
+// TestRequiredLevelIsTheHighest: a command with fields of several levels
+// needs the highest of them, named (a submit of class high in a group at
+// level 3 is refused for its group, not let through for its class).
+func TestRequiredLevelIsTheHighest(t *testing.T) {
+	cfg := ConfigToPB(DefaultConfig())
+	cfg.Estimate, cfg.SubmitRateN, cfg.SubmitRatePeriodMs = pb.Estimate_AUTO, 10, 1000
+	for _, c := range []struct {
+		cmd   *pb.Command
+		level uint32
+		what  string
+	}{
+		{submitJob(&pb.SubmitJob{Tenant: "a", JobClass: pb.Class_HIGH, Group: "g"}), Level4, "group"},
+		{submitJob(&pb.SubmitJob{Tenant: "a", DeadlineMs: 5000, Group: "g"}), Level4, "group"},
+		{submitJob(&pb.SubmitJob{Tenant: "a", JobClass: pb.Class_HIGH, DeadlineMs: 5000}), Level2, "class high"},
+		{upsert(&pb.TenantUpsert{Name: "a", MaxClass: pb.Class_HIGH, GroupCap: 2}), Level4, "group_cap"},
+		{&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: cfg}}}, Level5, "submit_rate"},
+		{&pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "a", Kinds: []string{"queued", "redriven"}}}}, Level5, "webhook kind redriven"},
+	} {
+		if l, what := RequiredLevel(c.cmd); l != c.level || what != c.what {
+			t.Errorf("%v: level %d %q, want %d %q", c.cmd, l, what, c.level, c.what)
+		}
+	}
+}

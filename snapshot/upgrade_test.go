@@ -69,6 +69,97 @@ func sameState(t *testing.T, what string, loaded, replayed *fsm.FSM, endedOnWork
 	}
 }
 
+// fixture is a snapshot file an older build wrote: its format, the index
+// it was taken at, the feature level it holds, and the state hash that
+// build reported (the SHA-256 of its state part). Loaded, it hashes alike,
+// unless newer says this build holds more of it (format 2: wall times).
+type fixture struct {
+	file   string
+	format byte
+	index  uint64
+	level  uint32
+	hash   string
+	newer  bool
+}
+
+// load reads the fixture, checks that it is what the older build wrote,
+// and loads it into a new state machine, which must be at the fixture's
+// index and level and hash as the older build did. It returns the loaded
+// machine and the file's bytes.
+func (fx fixture) load(t *testing.T) (*fsm.FSM, []byte) {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/" + fx.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw[len(magic)] != fx.format {
+		t.Fatalf("%s is format %d, want %d", fx.file, raw[len(magic)], fx.format)
+	}
+	state := raw[len(magic)+2 : len(raw)-sha256.Size]
+	if sum := sha256.Sum256(state); hex.EncodeToString(sum[:]) != fx.hash {
+		t.Fatalf("%s: state hash %x, want %s", fx.file, sum, fx.hash)
+	}
+	loaded := fsm.New()
+	index, err := Read(bytes.NewReader(raw), loaded)
+	if err != nil {
+		t.Fatalf("reading a format %d snapshot: %v", fx.format, err)
+	}
+	if h, _ := loaded.Hash(); index != fx.index || loaded.Level() != fx.level || (hex.EncodeToString(h[:]) != fx.hash) != fx.newer {
+		t.Fatalf("%s loaded at index %d, level %d, hash %x; want %d, %d, %s", fx.file, index, loaded.Level(), h, fx.index, fx.level, fx.hash)
+	}
+	return loaded, raw
+}
+
+// written returns the snapshot Write makes of f now.
+func written(t *testing.T, f *fsm.FSM) []byte {
+	t.Helper()
+	v, err := f.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := Write(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// roundTrip writes f as a snapshot, which must be of format, and reads it
+// back into a new machine, which must hold the same state at the same
+// level; it returns that machine.
+func roundTrip(t *testing.T, f *fsm.FSM, format byte) *fsm.FSM {
+	t.Helper()
+	b := written(t, f)
+	if b[len(magic)] != format {
+		t.Fatalf("at level %d: format %d, want %d", f.Level(), b[len(magic)], format)
+	}
+	again := fsm.New()
+	if _, err := Read(bytes.NewReader(b), again); err != nil {
+		t.Fatal(err)
+	}
+	h1, _ := again.Hash()
+	h2, _ := f.Hash()
+	if h1 != h2 || again.Level() != f.Level() {
+		t.Fatalf("a round trip at level %d changed the state (level %d after)", f.Level(), again.Level())
+	}
+	return again
+}
+
+// replayScript runs a scenario script of testdata on a new machine.
+func replayScript(t *testing.T, file string) *scenario.Machine {
+	t.Helper()
+	m := scenario.NewMachine()
+	script, err := os.Open("testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer script.Close()
+	if _, err := scenario.Run(script, m, io.Discard, scenario.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // v1StateHash is the state hash the build of snapshot format 1 reported for
 // testdata/upgrade-v1.snap (the SHA-256 of its state part).
 const v1StateHash = "22a3fb7a595b15af46c6904f37ee8c509b0d2a8ad380b434f707bbe4995b7949"
@@ -78,54 +169,13 @@ const v1StateHash = "22a3fb7a595b15af46c6904f37ee8c509b0d2a8ad380b434f707bbe4995
 // as the old build did; raised to level 2 it is the state the same
 // commands build today, and both go on alike.
 func TestUpgradeFromV1(t *testing.T) {
-	raw, err := os.ReadFile("testdata/upgrade-v1.snap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if raw[len(magic)] != 1 {
-		t.Fatalf("fixture is format %d, want 1", raw[len(magic)])
-	}
-	// The fixture is what the old build wrote: its state part hashes to
-	// the hash that build reported (header: magic, version 1, index 31).
-	state := raw[len(magic)+2 : len(raw)-sha256.Size]
-	if sum := sha256.Sum256(state); hex.EncodeToString(sum[:]) != v1StateHash {
-		t.Fatalf("fixture state hash %x, want %s", sum, v1StateHash)
-	}
-
-	loaded := fsm.New()
-	index, err := Read(bytes.NewReader(raw), loaded)
-	if err != nil {
-		t.Fatalf("reading a format 1 snapshot: %v", err)
-	}
-	if index != 31 {
-		t.Fatalf("index %d, want 31", index)
-	}
 	// At level 1 this build hashes it as the old build did, and writes it
 	// back byte for byte: a voter still on the old build can install it.
-	if h, _ := loaded.Hash(); loaded.Level() != fsm.Level1 || hex.EncodeToString(h[:]) != v1StateHash {
-		t.Fatalf("loaded at level %d with hash %x, want level 1 and %s", loaded.Level(), h, v1StateHash)
+	loaded, raw := fixture{"upgrade-v1.snap", 1, 31, fsm.Level1, v1StateHash, false}.load(t)
+	if b := written(t, loaded); !bytes.Equal(b, raw) {
+		t.Fatalf("written back at level 1: %d bytes, format %d, not the old build's file", len(b), b[len(magic)])
 	}
-	v1, err := loaded.Freeze()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back bytes.Buffer
-	if _, err := Write(&back, v1); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(back.Bytes(), raw) {
-		t.Fatalf("written back at level 1: %d bytes, format %d, not the old build's file", back.Len(), back.Bytes()[len(magic)])
-	}
-
-	replayed := scenario.NewMachine()
-	script, err := os.Open("testdata/upgrade-v1.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer script.Close()
-	if _, err := scenario.Run(script, replayed, io.Discard, scenario.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	replayed := replayScript(t, "upgrade-v1.txt")
 	// The leader raises the level once every voter runs the new build.
 	if res, err := loaded.ApplyEnvelope(32, &pb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*pb.Command{
 		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level2}}}}}); err != nil || res[0].Code != fsm.OK {
@@ -151,24 +201,7 @@ func TestUpgradeFromV1(t *testing.T) {
 	}
 
 	// At level 2 it is written again in format 3, the format of level 2.
-	v, err := loaded.Freeze()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := Write(&buf, v); err != nil {
-		t.Fatal(err)
-	}
-	if got := buf.Bytes()[len(magic)]; got != 3 {
-		t.Fatalf("rewritten snapshot is format %d", got)
-	}
-	again := fsm.New()
-	if _, err := Read(&buf, again); err != nil {
-		t.Fatal(err)
-	}
-	if a, b := again.Hash(); a != func() [32]byte { h, _ := loaded.Hash(); return h }() {
-		t.Fatalf("round trip changed the state (index %d)", b)
-	}
+	roundTrip(t, loaded, formatLevel2)
 }
 
 // TestUnknownFormatRefused: a format this build does not know is refused
@@ -196,34 +229,8 @@ const v2StateHash = "b21e65d5417ffc2428a443e80a611710f9fed19775339b625e29308da09
 // have no stdout tail, its ended jobs no worker. Both go on alike, and
 // what the loaded state does next gets wall times like any other.
 func TestUpgradeFromV2(t *testing.T) {
-	raw, err := os.ReadFile("testdata/upgrade-v2.snap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if raw[len(magic)] != 2 {
-		t.Fatalf("fixture is format %d, want 2", raw[len(magic)])
-	}
-	state := raw[len(magic)+2 : len(raw)-sha256.Size]
-	if sum := sha256.Sum256(state); hex.EncodeToString(sum[:]) != v2StateHash {
-		t.Fatalf("fixture state hash %x, want %s", sum, v2StateHash)
-	}
-	loaded := fsm.New()
-	index, err := Read(bytes.NewReader(raw), loaded)
-	if err != nil {
-		t.Fatalf("reading a format 2 snapshot: %v", err)
-	}
-	if index != 28 {
-		t.Fatalf("index %d, want 28", index)
-	}
-	replayed := scenario.NewMachine()
-	script, err := os.Open("testdata/upgrade-v2.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer script.Close()
-	if _, err := scenario.Run(script, replayed, io.Discard, scenario.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	loaded, _ := fixture{"upgrade-v2.snap", 2, 28, fsm.Level2, v2StateHash, true}.load(t)
+	replayed := replayScript(t, "upgrade-v2.txt")
 	// Jobs 1 and 3 completed, 2 was cancelled on its worker.
 	sameState(t, "a format 2 snapshot", loaded, replayed.F, 3)
 	loaded.Read(func(s *sfq.Scheduler) {
@@ -250,26 +257,7 @@ func TestUpgradeFromV2(t *testing.T) {
 	}
 
 	// Written again, it is of the format of level 2 and reads back alike.
-	v, err := loaded.Freeze()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := Write(&buf, v); err != nil {
-		t.Fatal(err)
-	}
-	if got := buf.Bytes()[len(magic)]; got != 3 {
-		t.Fatalf("rewritten snapshot is format %d", got)
-	}
-	again := fsm.New()
-	if _, err := Read(&buf, again); err != nil {
-		t.Fatal(err)
-	}
-	h1, _ := again.Hash()
-	h2, _ := loaded.Hash()
-	if h1 != h2 {
-		t.Fatal("round trip changed the state")
-	}
+	roundTrip(t, loaded, formatLevel2)
 }
 
 // v3StateHash is the state hash the build of snapshot format 3 (feature
@@ -282,38 +270,9 @@ const v3StateHash = "4f8c1a10288aadb2e94e5e96a4e90e4e24f6c6df791105c898269a58a24
 // level 3 it is the state the same commands build today, takes an
 // endpoint, and is written as format 4.
 func TestUpgradeFromV3(t *testing.T) {
-	raw, err := os.ReadFile("testdata/upgrade-v3.snap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if raw[len(magic)] != 3 {
-		t.Fatalf("fixture is format %d, want 3", raw[len(magic)])
-	}
-	state := raw[len(magic)+2 : len(raw)-sha256.Size]
-	if sum := sha256.Sum256(state); hex.EncodeToString(sum[:]) != v3StateHash {
-		t.Fatalf("fixture state hash %x, want %s", sum, v3StateHash)
-	}
-	loaded := fsm.New()
-	index, err := Read(bytes.NewReader(raw), loaded)
-	if err != nil {
-		t.Fatalf("reading a format 3 snapshot: %v", err)
-	}
-	if index != 28 {
-		t.Fatalf("index %d, want 28", index)
-	}
-	if h, _ := loaded.Hash(); loaded.Level() != fsm.Level2 || hex.EncodeToString(h[:]) != v3StateHash {
-		t.Fatalf("loaded at level %d with hash %x, want level 2 and %s", loaded.Level(), h, v3StateHash)
-	}
-	v2, err := loaded.Freeze()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back bytes.Buffer
-	if _, err := Write(&back, v2); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(back.Bytes(), raw) {
-		t.Fatalf("written back at level 2: %d bytes, format %d, not the old build's file", back.Len(), back.Bytes()[len(magic)])
+	loaded, raw := fixture{"upgrade-v3.snap", 3, 28, fsm.Level2, v3StateHash, false}.load(t)
+	if b := written(t, loaded); !bytes.Equal(b, raw) {
+		t.Fatalf("written back at level 2: %d bytes, format %d, not the old build's file", len(b), b[len(magic)])
 	}
 	set := &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "gold", Url: "https://hooks.example.com/", KeyId: 1}}}
 	apply := func(index uint64, cmd *pb.Command) fsm.Result {
@@ -328,15 +287,7 @@ func TestUpgradeFromV3(t *testing.T) {
 		t.Fatalf("a webhook at level 2: %+v", r)
 	}
 
-	replayed := scenario.NewMachine()
-	script, err := os.Open("testdata/upgrade-v3.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer script.Close()
-	if _, err := scenario.Run(script, replayed, io.Discard, scenario.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	replayed := replayScript(t, "upgrade-v3.txt")
 	if r := apply(30, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level3}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level3 {
 		t.Fatalf("raising the level: %+v", r)
 	}
@@ -349,26 +300,8 @@ func TestUpgradeFromV3(t *testing.T) {
 	if r := apply(31, set); r.Code != fsm.OK || !r.Created {
 		t.Fatalf("a webhook at level 3: %+v", r)
 	}
-
-	v, err := loaded.Freeze()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := Write(&buf, v); err != nil {
-		t.Fatal(err)
-	}
-	if got := buf.Bytes()[len(magic)]; got != formatLevel3 || formatLevel3 != 4 {
-		t.Fatalf("rewritten snapshot is format %d", got)
-	}
-	again := fsm.New()
-	if _, err := Read(&buf, again); err != nil {
-		t.Fatal(err)
-	}
-	h1, _ := again.Hash()
-	h2, _ := loaded.Hash()
-	if h1 != h2 || again.Level() != fsm.Level3 || !again.HasWebhooks() {
-		t.Fatalf("round trip: same hash %t, level %d, webhooks %t", h1 == h2, again.Level(), again.HasWebhooks())
+	if again := roundTrip(t, loaded, formatLevel3); !again.HasWebhooks() {
+		t.Fatal("the webhook did not survive the round trip")
 	}
 }
 
@@ -400,34 +333,8 @@ func beforeGroupsWall() []*pb.Envelope {
 // caps and both group orders, and are written as format 5, which reads
 // back to the same state.
 func TestUpgradeBeforeGroups(t *testing.T) {
-	raw, err := os.ReadFile("testdata/before-groups-v4.snap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if raw[len(magic)] != 4 {
-		t.Fatalf("fixture is format %d, want 4", raw[len(magic)])
-	}
-	state := raw[len(magic)+2 : len(raw)-sha256.Size]
-	if sum := sha256.Sum256(state); hex.EncodeToString(sum[:]) != beforeGroupsStateHash {
-		t.Fatalf("fixture state hash %x, want %s", sum, beforeGroupsStateHash)
-	}
-	loaded := fsm.New()
-	index, err := Read(bytes.NewReader(raw), loaded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if index != 32 || loaded.Level() != fsm.Level3 {
-		t.Fatalf("index %d level %d, want 32 and 3", index, loaded.Level())
-	}
-	replayed := scenario.NewMachine()
-	script, err := os.Open("testdata/before-groups-v4.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer script.Close()
-	if _, err := scenario.Run(script, replayed, io.Discard, scenario.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	loaded, raw := fixture{"before-groups-v4.snap", 4, 32, fsm.Level3, beforeGroupsStateHash, false}.load(t)
+	replayed := replayScript(t, "before-groups-v4.txt")
 	for i, env := range beforeGroupsWall() {
 		if res, err := replayed.F.ApplyEnvelope(uint64(29+i), env); err != nil || res[0].Err() != nil {
 			t.Fatalf("entry %d: %v %v", 29+i, err, res)
@@ -437,21 +344,12 @@ func TestUpgradeBeforeGroups(t *testing.T) {
 		t.Fatalf("a format 4 snapshot from before groups loads to\n%s\nthe same entries build\n%s", got, want)
 	}
 	h1, _ := loaded.Hash()
-	h2, _ := replayed.F.Hash()
-	if h1 != h2 || hex.EncodeToString(h1[:]) != beforeGroupsStateHash {
-		t.Fatalf("loaded %x, replayed %x, the build before groups %s", h1, h2, beforeGroupsStateHash)
+	if h2, _ := replayed.F.Hash(); h1 != h2 {
+		t.Fatalf("loaded %x, replayed %x", h1, h2)
 	}
 	// Written back at level 3: the very bytes the build before groups wrote.
-	v, err := loaded.Freeze()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := Write(&buf, v); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(buf.Bytes(), raw) {
-		t.Fatalf("rewritten at level 3: %d bytes, format %d; not the fixture's %d bytes", buf.Len(), buf.Bytes()[len(magic)], len(raw))
+	if b := written(t, loaded); !bytes.Equal(b, raw) {
+		t.Fatalf("rewritten at level 3: %d bytes, format %d; not the fixture's %d bytes", len(b), b[len(magic)], len(raw))
 	}
 	var groups []string
 	loaded.Read(func(s *sfq.Scheduler) {
@@ -495,26 +393,7 @@ func TestUpgradeBeforeGroups(t *testing.T) {
 	t.Logf("after the upgrade:\n%s", out1.String())
 
 	// At level 4 it is written as format 5 and reads back alike.
-	v, err = loaded.Freeze()
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf.Reset()
-	if _, err := Write(&buf, v); err != nil {
-		t.Fatal(err)
-	}
-	if got := buf.Bytes()[len(magic)]; got != formatLevel4 || formatLevel4 != 5 {
-		t.Fatalf("at level 4: format %d", got)
-	}
-	again := fsm.New()
-	if _, err := Read(&buf, again); err != nil {
-		t.Fatal(err)
-	}
-	a, _ := again.Hash()
-	b, _ := loaded.Hash()
-	if a != b || again.Level() != fsm.Level4 {
-		t.Fatalf("a round trip of a state with groups changed it (level %d)", again.Level())
-	}
+	roundTrip(t, loaded, formatLevel4)
 }
 
 // numbered replaces each %d of a script by 1, 2, 3, ... in order.
@@ -527,4 +406,78 @@ func numbered(script string) string {
 		b.WriteString(part)
 	}
 	return b.String()
+}
+
+// beforeLeversStateHash is the state hash the build before the levers
+// (feature level 4, snapshot format 5) reported for
+// testdata/before-levers-v5.snap.
+const beforeLeversStateHash = "860307b9b63cfe07fd3ad19b201d655c1dbaafe53d36d6b8c8bae2c5382e1639"
+
+// beforeLeversWall is what the build before the levers applied after the
+// script of testdata/before-levers-v5.txt, at indexes 34 to 37.
+func beforeLeversWall() []*pb.Envelope {
+	return []*pb.Envelope{
+		{Version: fsm.Version, StampMs: 4000, WallMs: 4000 + 71_234, Commands: []*pb.Command{{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "idle", Size: pb.Size_MD, EstCostMs: 1500, JobType: "late", Group: "z"}}}}},
+		{Version: fsm.Version, StampMs: 5000, WallMs: 5000 + 71_300, Commands: []*pb.Command{{Cmd: &pb.Command_Started{Started: &pb.Started{Job: 2, Attempt: 1, WorkerId: "md-7"}}}}},
+		{Version: fsm.Version, StampMs: 6000, WallMs: 6000 + 71_400, Commands: []*pb.Command{{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 2, Attempt: 1, WorkerId: "md-7",
+			Outcome: pb.Outcome_OK, CpuMs: 1100, StdoutTail: "rendered\n", StderrTail: "warn\n"}}}}},
+		{Version: fsm.Version, StampMs: 6500, WallMs: 6500 + 71_400, Commands: []*pb.Command{{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "gold",
+			Url: "https://hooks.example.com/gold", KeyId: 1}}}}},
+	}
+}
+
+// TestUpgradeBeforeLevers: a snapshot written by the build before the
+// levers (feature level 4, format 5: groups, classes, deadlines, learned
+// estimates, a webhook) loads into this build at level 4 as the state the
+// same entries build here, hashes as that build did, and is written back
+// byte for byte; the settings of level 5 are refused and change nothing.
+// Raised to level 5 it takes them and is written as format 6, which reads
+// back to the same state.
+func TestUpgradeBeforeLevers(t *testing.T) {
+	loaded, raw := fixture{"before-levers-v5.snap", 5, 37, fsm.Level4, beforeLeversStateHash, false}.load(t)
+	replayed := replayScript(t, "before-levers-v5.txt")
+	for i, env := range beforeLeversWall() {
+		if res, err := replayed.F.ApplyEnvelope(uint64(34+i), env); err != nil || res[0].Err() != nil {
+			t.Fatalf("entry %d: %v %v", 34+i, err, res)
+		}
+	}
+	if got, want := strings.Join(dumpState(loaded, true), "\n"), strings.Join(dumpState(replayed.F, true), "\n"); got != want {
+		t.Fatalf("a format 5 snapshot from before the levers loads to\n%s\nthe same entries build\n%s", got, want)
+	}
+	h1, _ := loaded.Hash()
+	if h2, _ := replayed.F.Hash(); h1 != h2 {
+		t.Fatalf("loaded %x, replayed %x", h1, h2)
+	}
+	if b := written(t, loaded); !bytes.Equal(b, raw) {
+		t.Fatalf("rewritten at level 4: %d bytes, format %d; not the fixture's %d bytes", len(b), b[len(magic)], len(raw))
+	}
+	apply := func(index uint64, cmd *pb.Command) fsm.Result {
+		t.Helper()
+		// At the last entry's cluster time: a refusal changes nothing.
+		res, err := loaded.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: 6500, Commands: []*pb.Command{cmd}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	cfg := fsm.ConfigToPB(loaded.Config())
+	cfg.SubmitRateN, cfg.SubmitRatePeriodMs = 100, 1000
+	rate := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: cfg}}}
+	if r := apply(38, rate); r.Code != fsm.FailedPrecondition {
+		t.Fatalf("submit_rate at level 4: %+v", r)
+	}
+	if h, _ := loaded.Hash(); h != h1 {
+		t.Fatal("a refused command of level 5 changed the state")
+	}
+
+	if r := apply(39, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level5}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level5 {
+		t.Fatalf("raising the level: %+v", r)
+	}
+	if r := apply(40, rate); r.Code != fsm.OK || loaded.Config().SubmitRate.N != 100 {
+		t.Fatalf("submit_rate at level 5: %+v", r)
+	}
+	again := roundTrip(t, loaded, FormatVersion)
+	if again.Config().SubmitRate != loaded.Config().SubmitRate || !again.HasWebhooks() {
+		t.Fatalf("after the round trip: %+v, webhooks %t", again.Config().SubmitRate, again.HasWebhooks())
+	}
 }
