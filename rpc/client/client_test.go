@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/baristahq/barista/proto"
 )
@@ -433,5 +435,33 @@ func TestIdempotentCalls(t *testing.T) {
 		if got := idempotent(tc.method, tc.req); got != tc.want {
 			t.Errorf("%s %T: %v, want %v", tc.method, tc.req, got, tc.want)
 		}
+	}
+}
+
+// TestRetryDelay: a submit refused for the tenant's submit_rate is not
+// retried, and RetryDelay reads how long the cluster asked to wait; an
+// error without a RetryInfo has none.
+func TestRetryDelay(t *testing.T) {
+	f := serve(t, &fakeNode{submit: func(int, *pb.SubmitRequest) (*pb.SubmitResponse, error) {
+		st, _ := status.New(codes.ResourceExhausted, `submit_rate: tenant "acme" may submit 1/1s (bursts of 1); retry in 750ms`).
+			WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(750 * time.Millisecond)})
+		return nil, st.Err()
+	}})
+	c := newClient(t, Options{}, f.addr)
+	_, err := c.Submit(context.Background(), &pb.SubmitRequest{Tenant: "acme"})
+	if !errors.Is(err, ErrResourceExhausted) {
+		t.Fatalf("err %v", err)
+	}
+	if d, ok := RetryDelay(err); !ok || d != 750*time.Millisecond {
+		t.Errorf("RetryDelay = %s, %t", d, ok)
+	}
+	if n := count(f, &f.submits); n != 1 {
+		t.Errorf("%d calls: the refusal was retried", n)
+	}
+	if _, ok := RetryDelay(status.Error(codes.ResourceExhausted, "quota")); ok {
+		t.Error("a delay without a RetryInfo")
+	}
+	if _, ok := RetryDelay(errors.New("plain")); ok {
+		t.Error("a delay of a plain error")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -111,6 +112,22 @@ func wrap(err error) error {
 		return err
 	}
 	return &Error{Code: st.Code(), Message: st.Message(), st: st}
+}
+
+// RetryDelay returns how long the cluster asked the caller to wait before
+// it tries again (a RetryInfo detail, sent with RESOURCE_EXHAUSTED by a
+// tenant's submit_rate), and whether it asked.
+func RetryDelay(err error) (time.Duration, bool) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return 0, false
+	}
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.RetryDelay != nil {
+			return ri.RetryDelay.AsDuration(), true
+		}
+	}
+	return 0, false
 }
 
 // ResultError returns the error of one job's SubmitResult in a batch
