@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/snapshot"
 	"github.com/baristahq/barista/test/cluster"
@@ -268,19 +268,8 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 		c.Add(id).Start("--join", old.GRPCAddr)
 	}
 	c.WaitVoters(3, 30*time.Second)
-	levels := func() string {
-		var b strings.Builder
-		for _, n := range c.Running() {
-			st, err := n.Status()
-			if err != nil {
-				return err.Error()
-			}
-			fmt.Fprintf(&b, "%s:%d/%d ", n.ID, st.ClusterFeatureLevel, st.FeatureLevel)
-		}
-		return strings.TrimSpace(b.String())
-	}
 	c.WaitConverged(30 * time.Second)
-	if got := levels(); got != "n1:1/1 n2:1/5 n3:1/5" {
+	if got := levels(c); got != "n1:1/1 n2:1/5 n3:1/5" {
 		t.Fatalf("levels (cluster/own): %s", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -309,42 +298,13 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 		t.Fatalf("a normal submit at level 1: %v", err)
 	}
 	// Snapshots are what the previous build reads.
-	snap := func() byte {
-		t.Helper()
-		file := t.TempDir() + "/backup.snap"
-		if _, e, ok := runCLI(c, "operator", "snapshot", "save", file, "--server", n2.GRPCAddr); !ok {
-			t.Fatal(e)
-		}
-		b, err := os.ReadFile(file)
-		if err != nil || len(b) < 17 {
-			t.Fatalf("snapshot: %v", err)
-		}
-		return b[16]
-	}
+	snap := func() byte { return snapshotFormat(t, c, "--server", n2.GRPCAddr) }
 	if f := snap(); f != 1 {
 		t.Errorf("snapshot format %d at level 1", f)
 	}
 
 	// The old voter is upgraded: restarted at the build's level.
-	if err := old.Stop(); err != nil {
-		t.Fatalf("stopping n1: %v", err)
-	}
-	old.Args = nil
-	old.Start()
-	deadline := time.Now().Add(60 * time.Second)
-	for levels() != "n1:5/5 n2:5/5 n3:5/5" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the level was not raised: %s", levels())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	raised := 0
-	for _, n := range c.Nodes {
-		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=5")
-	}
-	if raised != 1 {
-		t.Errorf("%d leaders logged raising the level, want 1", raised)
-	}
+	upgradeOldVoter(t, c, old)
 	if _, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Class: pb.Class_LOW, DeadlineMs: 0}); err != nil {
 		t.Fatalf("a low submit at level 5: %v", err)
 	}
@@ -363,14 +323,10 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	n4 := c.Add("n4")
 	n4.Args = []string{"--test-feature-level", "1"}
 	n4.Start("--join", n2.GRPCAddr)
-	want := "n4 understands feature level 1, the cluster is at 5: upgrade it before it joins"
-	deadline = time.Now().Add(30 * time.Second)
-	for !strings.Contains(n4.Log(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("n4's join was not refused naming the levels; its log:\n%s", cluster.Tail(n4.LogPath, 20))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	want := fmt.Sprintf("n4 understands feature level 1, the cluster is at %d: upgrade it before it joins", fsm.MaxFeatureLevel)
+	waitFor(t, 30*time.Second, "n4's join to be refused naming the levels", func() (bool, string) {
+		return strings.Contains(n4.Log(), want), cluster.Tail(n4.LogPath, 20)
+	})
 	peers, err := n2.Client().ListPeers(ctx, &pb.ListPeersRequest{})
 	if err != nil || len(peers.Peers) != 3 {
 		t.Fatalf("peers after n4's refused join: %v %v", peers, err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,18 +38,7 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 	}
 	c.WaitVoters(3, 30*time.Second)
 	c.WaitConverged(30 * time.Second)
-	levels := func() string {
-		var b strings.Builder
-		for _, n := range c.Running() {
-			st, err := n.Status()
-			if err != nil {
-				return err.Error()
-			}
-			fmt.Fprintf(&b, "%s:%d/%d ", n.ID, st.ClusterFeatureLevel, st.FeatureLevel)
-		}
-		return strings.TrimSpace(b.String())
-	}
-	if got := levels(); got != "n1:3/3 n2:3/5 n3:3/5" {
+	if got := levels(c); got != "n1:3/3 n2:3/5 n3:3/5" {
 		t.Fatalf("levels (cluster/own): %s", got)
 	}
 	n2 := c.Nodes[1]
@@ -76,18 +64,7 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 		full := append(append(append([]string{}, args[:at]...), "--server", addr, "--token", token), args[at:]...)
 		return runCLI(c, full...)
 	}
-	snap := func() byte {
-		t.Helper()
-		file := t.TempDir() + "/backup.snap"
-		if _, e, ok := cli(adminToken, "operator", "snapshot", "save", file); !ok {
-			t.Fatal(e)
-		}
-		b, err := os.ReadFile(file)
-		if err != nil || len(b) < 17 {
-			t.Fatalf("snapshot: %v", err)
-		}
-		return b[16]
-	}
+	snap := func() byte { return snapshotFormat(t, c, "--server", addr, "--token", adminToken) }
 
 	// Level 3: refused at the edge, naming the field and both levels.
 	msg := func(what string) string {
@@ -122,25 +99,7 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 	}
 
 	// The old voter runs this build: the level goes to 4.
-	if err := old.Stop(); err != nil {
-		t.Fatalf("stopping n1: %v", err)
-	}
-	old.Args = nil
-	old.Start()
-	deadline := time.Now().Add(60 * time.Second)
-	for levels() != "n1:5/5 n2:5/5 n3:5/5" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the level was not raised: %s", levels())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	raised := 0
-	for _, n := range c.Nodes {
-		raised += strings.Count(n.Log(), "raised the cluster's feature level: every voter understands it: level=5")
-	}
-	if raised != 1 {
-		t.Errorf("%d leaders logged raising the level, want 1", raised)
-	}
+	upgradeOldVoter(t, c, old)
 	if f := snap(); f != snapshot.FormatVersion {
 		t.Errorf("snapshot format %d at level 5, want 6", f)
 	}
