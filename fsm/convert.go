@@ -250,6 +250,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	c.EventRetentionMs = p.EventRetentionMs
 	c.DedupeWindowMs = p.DedupeWindowMs
 	c.MaxPayloadBytes = p.MaxPayloadBytes
+	c.Sched.RetryBackoffMs, c.Sched.RetryBackoffMaxMs = p.RetryBackoffMs, p.RetryBackoffMaxMs
 	return c, nil
 }
 
@@ -272,6 +273,8 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 		MaxPayloadBytes:     c.MaxPayloadBytes,
 		Estimate:            pb.Estimate_SUBMITTED,
 		DefaultCostMs:       c.Sched.DefaultCostMs,
+		RetryBackoffMs:      c.Sched.RetryBackoffMs,
+		RetryBackoffMaxMs:   c.Sched.RetryBackoffMaxMs,
 	}
 	if c.Sched.Estimate == sfq.EstimateAuto {
 		p.Estimate = pb.Estimate_AUTO

@@ -56,6 +56,9 @@ var ErrFeatureLevel = fmt.Errorf("unknown feature level")
 // is above Level1, what needs it (a field and its value). It is the one
 // check of the edge and of Apply.
 func RequiredLevel(c *pb.Command) (uint32, string) {
+	if what := delayLevel(c); what != "" {
+		return Level5, what
+	}
 	switch cmd := c.GetCmd().(type) {
 	case *pb.Command_Submit:
 		s := cmd.Submit
