@@ -149,3 +149,22 @@ func (f *FSM) emitDelay(ch sfq.Change, j *sfq.Job, reason Reason) bool {
 	}
 	return true
 }
+
+// DueDelays returns, as of the state applied so far, up to limit
+// scheduled jobs due at now (by due time, then ID; those past their
+// expire_at left out) and up to limit jobs whose expiry is due at now
+// (by expire_at, then ID): what the leader proposes as Release and
+// Expire ttl.
+func (f *FSM) DueDelays(now sfq.Time, limit int) (releases, expiries []sfq.JobID) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.sched.DueReleases(now, limit), f.sched.DueExpiries(now, limit)
+}
+
+// NextDelayWake returns the earliest cluster time a scheduled job is due
+// or a job expires (false: none).
+func (f *FSM) NextDelayWake() (sfq.Time, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.sched.NextDelayWake()
+}
