@@ -165,6 +165,10 @@ func (c *serverConfig) settings() []setting {
 			val: &parsedVal[sfq.EstimateMode]{&s.Sched.Estimate, sfq.ParseEstimateMode, sfq.EstimateMode.String, "submitted or auto"}},
 		{key: "scheduler.default_cost", usage: "est_cost under estimate=auto of a submit without one whose type has fewer than 3 completed runs",
 			val: msVal(&s.Sched.DefaultCostMs, time.Millisecond, sfq.MaxEstCostMs*time.Millisecond)},
+		{key: "scheduler.retry_backoff", usage: "a failed run waits this long before its retry, doubling per failure (0: requeued at once; a cluster below feature level 5 keeps 0)",
+			val: msVal(&s.Sched.RetryBackoffMs, 0, sfq.MaxRetryBackoffMs*time.Millisecond)},
+		{key: "scheduler.retry_backoff_max", usage: "the longest a failed run's retry waits",
+			val: msVal(&s.Sched.RetryBackoffMaxMs, 0, sfq.MaxRetryBackoffMs*time.Millisecond)},
 	}
 	for t := range sfq.Tier(sfq.NumTiers) {
 		list = append(list, setting{key: "scheduler.weights." + t.String(), usage: "weight of tier " + t.String(),

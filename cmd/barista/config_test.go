@@ -496,6 +496,7 @@ func TestConfigViewReadsTheSettings(t *testing.T) {
 		"heartbeat_interval": "5s", "self_kill_after": "25s", "cancel_grace": "10s", "max_attempts": uint32(7),
 		"job_retention": "24h", "event_retention": "24h", "event_retention_count": uint64(2_000_000), "dedupe_window": "90m",
 		"max_payload_bytes": uint32(1 << 20), "estimate": "submitted", "default_cost": "1m",
+		"retry_backoff": "0s", "retry_backoff_max": "0s",
 	}
 	for tier := sfq.Tier(0); tier < sfq.NumTiers; tier++ {
 		want["weights."+tier.String()] = c.Sched.TierWeights[tier]
