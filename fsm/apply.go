@@ -51,6 +51,7 @@ func submitDigest(c *pb.SubmitJob) [16]byte {
 		b = binary.AppendUvarint(b, uint64(len(c.Group)))
 		b = append(b, c.Group...)
 	}
+	b = appendDelayDigest(b, c)
 	sum := sha256.Sum256(b)
 	var d [16]byte
 	copy(d[:], sum[:])
@@ -78,6 +79,7 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 		Payload: string(c.Payload), MaxAttempts: c.MaxAttempts, TimeoutMs: c.TimeoutMs,
 		Class: class, DeadlineMs: c.DeadlineMs, Group: c.Group,
 	}
+	submitDelays(c, &sub)
 	if err := sub.Validate(); err != nil {
 		return refuse(err)
 	}
@@ -95,8 +97,9 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 		}
 	}
 	t, _ := f.sched.TenantAt(ti)
-	if q := t.Caps.MaxQueued; q > 0 && t.QueuedTotal() >= q {
-		return refusef(ResourceExhausted, "tenant %q has %d queued jobs, its max_queued quota", c.Tenant, t.QueuedTotal())
+	if q := t.Caps.MaxQueued; q > 0 && t.QueuedTotal()+t.Scheduled >= q {
+		// Scheduled jobs count: each of them will be queued.
+		return refusef(ResourceExhausted, "tenant %q has %d queued jobs, its max_queued quota", c.Tenant, t.QueuedTotal()+t.Scheduled)
 	}
 	id, err := f.sched.Submit(f.clock, sub)
 	if err != nil {
@@ -109,7 +112,11 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 		f.keyIndex[ref] = seq
 	}
 	j, _ := f.sched.Job(id)
-	f.emit(EvQueued, &j, ReasonNone)
+	if j.State == sfq.Scheduled {
+		f.emit(EvScheduled, &j, ReasonNone)
+	} else {
+		f.emit(EvQueued, &j, ReasonNone)
+	}
 	f.observe(ti)
 	return Result{Job: id, Created: true, Tenant: c.Tenant}
 }
@@ -281,6 +288,8 @@ func (f *FSM) applyExpire(c *pb.Expire) Result {
 		kind, reason = sfq.InExpireLease, ReasonLeaseExpired
 	case pb.ExpireKind_TIMEOUT:
 		kind, reason = sfq.InExpireTimeout, ReasonTimeout
+	case pb.ExpireKind_TTL:
+		kind = sfq.InExpireTTL
 	default:
 		return refusef(Invalid, "expire kind %v", c.Kind)
 	}

@@ -253,6 +253,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	if p.SubmitRateN != 0 { // off: no period and no burst either
 		c.SubmitRate = SubmitRate{Rate: Rate{N: p.SubmitRateN, PeriodMs: p.SubmitRatePeriodMs}, Burst: p.SubmitBurst}
 	}
+	c.Sched.RetryBackoffMs, c.Sched.RetryBackoffMaxMs = p.RetryBackoffMs, p.RetryBackoffMaxMs
 	return c, nil
 }
 
@@ -278,6 +279,8 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 		SubmitRateN:         c.SubmitRate.N,
 		SubmitRatePeriodMs:  c.SubmitRate.PeriodMs,
 		SubmitBurst:         c.SubmitRate.Burst,
+		RetryBackoffMs:      c.Sched.RetryBackoffMs,
+		RetryBackoffMaxMs:   c.Sched.RetryBackoffMaxMs,
 	}
 	if c.Sched.Estimate == sfq.EstimateAuto {
 		p.Estimate = pb.Estimate_AUTO

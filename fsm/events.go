@@ -198,7 +198,7 @@ func (f *FSM) emitChange(ch sfq.Change, reason Reason) {
 		}
 		f.emit(EvCancelRequested, &j, r)
 	}
-	if ch.From == ch.To {
+	if ch.From == ch.To || f.emitDelay(ch, &j, reason) {
 		return
 	}
 	switch ch.To {

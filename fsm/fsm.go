@@ -324,6 +324,8 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 		return f.applyWebhookReplay(cmd.WebhookReplay)
 	case *pb.Command_SetGroup:
 		return f.applySetGroup(cmd.SetGroup)
+	case *pb.Command_Release:
+		return f.applyRelease(cmd.Release)
 	}
 	return refusef(Invalid, "empty or unknown command")
 }

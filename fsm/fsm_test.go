@@ -321,7 +321,34 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	job := rapid.Uint64Range(1, max(jobs, 1)).Draw(t, "job")
 	attempt := uint32(rapid.IntRange(1, 3).Draw(t, "attempt"))
 	worker := rapid.SampledFrom(workers).Draw(t, "worker")
-	switch rapid.IntRange(0, 14).Draw(t, "kind") {
+	switch rapid.IntRange(0, 18).Draw(t, "kind") {
+	case 15, 16:
+		// Delays, expiry and a job's own backoff: refused below level 5.
+		sj := &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"), Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")),
+			EstCostMs: rapid.Int64Range(1, 5000).Draw(t, "cost"), DelayMs: rapid.SampledFrom([]int64{0, 1, 5000, 30_000}).Draw(t, "delay"),
+			Group: rapid.SampledFrom([]string{"", "g1"}).Draw(t, "group")}
+		if rapid.Bool().Draw(t, "expires") {
+			sj.ExpireMs = sj.DelayMs + rapid.Int64Range(1000, 40_000).Draw(t, "expire")
+		}
+		if rapid.Bool().Draw(t, "ownbackoff") {
+			sj.RetryBackoffMs = new(rapid.Int64Range(0, 20_000).Draw(t, "backoff"))
+		}
+		return &pb.Command{Cmd: &pb.Command_Submit{Submit: sj}}
+	case 17:
+		jobs := []uint64{job}
+		if rapid.Bool().Draw(t, "two") {
+			jobs = append(jobs, rapid.Uint64Range(1, max(jobs[0], 1)+1).Draw(t, "job2"))
+		}
+		return &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: jobs, Now: rapid.Bool().Draw(t, "now"),
+			Tenant: rapid.SampledFrom([]string{"", "a"}).Draw(t, "rtenant")}}}
+	case 18:
+		if rapid.Bool().Draw(t, "setbackoff") {
+			return setConfigWith(func(p *pb.SchedulerConfig) {
+				p.RetryBackoffMs = rapid.Int64Range(0, 10_000).Draw(t, "cfgbackoff")
+				p.RetryBackoffMaxMs = p.RetryBackoffMs * rapid.Int64Range(1, 4).Draw(t, "cfgmax")
+			})
+		}
+		return &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: job, Kind: pb.ExpireKind_TTL}}}
 	case 13:
 		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3, Level4, Level5}).Draw(t, "level")}}}
 	case 14:
@@ -344,7 +371,7 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	case 8:
 		return &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Job: job}}}
 	case 9:
-		return &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: job, Attempt: attempt, Kind: pb.ExpireKind(rapid.IntRange(1, 3).Draw(t, "ekind"))}}}
+		return &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: job, Attempt: attempt, Kind: pb.ExpireKind(rapid.IntRange(1, 4).Draw(t, "ekind"))}}}
 	case 10:
 		return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			Tier: pb.Tier(rapid.IntRange(1, 5).Draw(t, "tier")), Caps: &pb.Caps{MaxRunning: uint32(rapid.IntRange(0, 3).Draw(t, "cap"))},

@@ -57,6 +57,8 @@ var ErrFeatureLevel = fmt.Errorf("unknown feature level")
 // check of the edge and of Apply.
 func RequiredLevel(c *pb.Command) (uint32, string) {
 	r := levelNeed{level: Level1}
+	what := delayLevel(c)
+	r.need(what != "", Level5, what)
 	switch cmd := c.GetCmd().(type) {
 	case *pb.Command_Submit:
 		s := cmd.Submit

@@ -54,14 +54,15 @@ type Loops struct {
 
 // Establish names every loop that runs only while node leads, in start
 // order, under one context that ends with the leadership: the feature
-// level, the pruner, the deadlines, the worker sessions' loops, webhook
-// delivery. A new leader-only loop is added here and nowhere else.
+// level, the pruner, the deadlines, the releases and expiries of delays,
+// the worker sessions' loops, webhook delivery. A new leader-only loop is added here and nowhere else.
 func Establish(node *raftnode.Node, parts Loops, log hclog.Logger, reg prometheus.Registerer) {
 	n := OnRaft(node)
 	loops := []raftnode.Loop{
 		{Name: "feature-level", Run: node.FeatureLevelLoop},
 		{Name: "prune", Run: Pruner(n, node.Config().PruneInterval, log.Named("prune"))},
 		{Name: "deadlines", Run: Deadlines(n, log.Named("deadlines"), NewDeadlineMetrics(reg))},
+		{Name: "delays", Run: Delays(n, log.Named("delays"))},
 	}
 	if parts.Workers != nil {
 		loops = append(loops, raftnode.Loop{Name: "workers", Run: parts.Workers})

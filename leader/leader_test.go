@@ -138,18 +138,18 @@ func TestMemoryNotLeader(t *testing.T) {
 	}
 }
 
-// TestLoopsStopWithLeadership: the pruner and the deadlines loop return when
+// TestLoopsStopWithLeadership: the pruner, the deadlines and the delays loops return when
 // their context ends (goleak checks nothing is left).
 func TestLoopsStopWithLeadership(t *testing.T) {
 	m := newMemory(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	for _, loop := range []raftnode.LeaderLoop{Pruner(m, time.Millisecond, hclog.NewNullLogger()), Deadlines(m, hclog.NewNullLogger(), nil)} {
+	done := make(chan struct{}, 3)
+	for _, loop := range []raftnode.LeaderLoop{Pruner(m, time.Millisecond, hclog.NewNullLogger()), Deadlines(m, hclog.NewNullLogger(), nil), Delays(m, hclog.NewNullLogger())} {
 		go func() { loop(ctx); done <- struct{}{} }()
 	}
 	time.Sleep(30 * time.Millisecond) // let both loops tick at least once
 	cancel()
-	for range 2 {
+	for range 3 {
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):

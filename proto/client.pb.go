@@ -51,9 +51,18 @@ type SubmitRequest struct {
 	DeadlineMs int64 `protobuf:"varint,31,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
 	// group is the job's group in its tenant: empty for the unnamed group,
 	// else 1..128 bytes of [A-Za-z0-9._:@-].
-	Group         string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Group string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
+	// delay_ms, if not 0, keeps the job scheduled (in no queue) that long
+	// after the submit (at most a year); expire_ms, if not 0, drops it if it
+	// was never dispatched that long after the submit (1 s .. 1 year, after
+	// delay_ms).
+	DelayMs  int64 `protobuf:"varint,70,opt,name=delay_ms,json=delayMs,proto3" json:"delay_ms,omitempty"`
+	ExpireMs int64 `protobuf:"varint,71,opt,name=expire_ms,json=expireMs,proto3" json:"expire_ms,omitempty"`
+	// retry_backoff_ms, when present, replaces the configured retry_backoff
+	// for this job (0: a failed run is requeued at once; at most 24 h).
+	RetryBackoffMs *int64 `protobuf:"varint,72,opt,name=retry_backoff_ms,json=retryBackoffMs,proto3,oneof" json:"retry_backoff_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SubmitRequest) Reset() {
@@ -161,6 +170,27 @@ func (x *SubmitRequest) GetGroup() string {
 		return x.Group
 	}
 	return ""
+}
+
+func (x *SubmitRequest) GetDelayMs() int64 {
+	if x != nil {
+		return x.DelayMs
+	}
+	return 0
+}
+
+func (x *SubmitRequest) GetExpireMs() int64 {
+	if x != nil {
+		return x.ExpireMs
+	}
+	return 0
+}
+
+func (x *SubmitRequest) GetRetryBackoffMs() int64 {
+	if x != nil && x.RetryBackoffMs != nil {
+		return *x.RetryBackoffMs
+	}
+	return 0
 }
 
 type SubmitResponse struct {
@@ -366,8 +396,13 @@ type Job struct {
 	// its assigned event says (reason deadline_missed).
 	DeadlineMissed bool   `protobuf:"varint,33,opt,name=deadline_missed,json=deadlineMissed,proto3" json:"deadline_missed,omitempty"`
 	Group          string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"` // empty: the tenant's unnamed group
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// due_at_ms: while scheduled, the cluster time it is due (0 = not
+	// scheduled); expire_at_ms: the cluster time it expires if never
+	// dispatched (0 = none).
+	DueAtMs       int64 `protobuf:"varint,70,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
+	ExpireAtMs    int64 `protobuf:"varint,71,opt,name=expire_at_ms,json=expireAtMs,proto3" json:"expire_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -603,6 +638,116 @@ func (x *Job) GetGroup() string {
 	return ""
 }
 
+func (x *Job) GetDueAtMs() int64 {
+	if x != nil {
+		return x.DueAtMs
+	}
+	return 0
+}
+
+func (x *Job) GetExpireAtMs() int64 {
+	if x != nil {
+		return x.ExpireAtMs
+	}
+	return 0
+}
+
+type RunJobNowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	JobId         uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunJobNowRequest) Reset() {
+	*x = RunJobNowRequest{}
+	mi := &file_client_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunJobNowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunJobNowRequest) ProtoMessage() {}
+
+func (x *RunJobNowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunJobNowRequest.ProtoReflect.Descriptor instead.
+func (*RunJobNowRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RunJobNowRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *RunJobNowRequest) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+type RunJobNowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         string                 `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"` // the job's state after the release: queued
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunJobNowResponse) Reset() {
+	*x = RunJobNowResponse{}
+	mi := &file_client_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunJobNowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunJobNowResponse) ProtoMessage() {}
+
+func (x *RunJobNowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunJobNowResponse.ProtoReflect.Descriptor instead.
+func (*RunJobNowResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RunJobNowResponse) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
 type ListJobsRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -623,7 +768,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +780,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +793,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{5}
+	return file_client_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListJobsRequest) GetTenant() string {
@@ -705,7 +850,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +862,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +875,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{6}
+	return file_client_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -757,7 +902,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -769,7 +914,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -782,7 +927,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{7}
+	return file_client_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -809,7 +954,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +966,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +979,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{8}
+	return file_client_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelJobResponse) GetState() string {
@@ -871,7 +1016,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +1028,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +1041,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{9}
+	return file_client_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -953,7 +1098,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -965,7 +1110,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -978,7 +1123,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{10}
+	return file_client_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1071,7 +1216,7 @@ type TenantUsageRequest struct {
 
 func (x *TenantUsageRequest) Reset() {
 	*x = TenantUsageRequest{}
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1228,7 @@ func (x *TenantUsageRequest) String() string {
 func (*TenantUsageRequest) ProtoMessage() {}
 
 func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1241,7 @@ func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageRequest.ProtoReflect.Descriptor instead.
 func (*TenantUsageRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{11}
+	return file_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TenantUsageRequest) GetTenant() string {
@@ -1154,7 +1299,7 @@ type TenantUsageResponse struct {
 
 func (x *TenantUsageResponse) Reset() {
 	*x = TenantUsageResponse{}
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1311,7 @@ func (x *TenantUsageResponse) String() string {
 func (*TenantUsageResponse) ProtoMessage() {}
 
 func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1324,7 @@ func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageResponse.ProtoReflect.Descriptor instead.
 func (*TenantUsageResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{12}
+	return file_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TenantUsageResponse) GetTenant() string {
@@ -1356,7 +1501,7 @@ type GroupUsage struct {
 
 func (x *GroupUsage) Reset() {
 	*x = GroupUsage{}
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1513,7 @@ func (x *GroupUsage) String() string {
 func (*GroupUsage) ProtoMessage() {}
 
 func (x *GroupUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1526,7 @@ func (x *GroupUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupUsage.ProtoReflect.Descriptor instead.
 func (*GroupUsage) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{13}
+	return file_client_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GroupUsage) GetName() string {
@@ -1428,7 +1573,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1585,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1598,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{14}
+	return file_client_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Group) GetTenant() string {
@@ -1518,7 +1663,7 @@ type SetGroupRequest struct {
 
 func (x *SetGroupRequest) Reset() {
 	*x = SetGroupRequest{}
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1675,7 @@ func (x *SetGroupRequest) String() string {
 func (*SetGroupRequest) ProtoMessage() {}
 
 func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1688,7 @@ func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGroupRequest.ProtoReflect.Descriptor instead.
 func (*SetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{15}
+	return file_client_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetGroupRequest) GetTenant() string {
@@ -1578,7 +1723,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1735,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1748,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{16}
+	return file_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetGroupRequest) GetTenant() string {
@@ -1639,7 +1784,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1796,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1809,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{17}
+	return file_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListGroupsRequest) GetTenant() string {
@@ -1705,7 +1850,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1862,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1875,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{18}
+	return file_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -1756,7 +1901,7 @@ type SubmitBatchRequest struct {
 
 func (x *SubmitBatchRequest) Reset() {
 	*x = SubmitBatchRequest{}
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +1913,7 @@ func (x *SubmitBatchRequest) String() string {
 func (*SubmitBatchRequest) ProtoMessage() {}
 
 func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +1926,7 @@ func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
 func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{19}
+	return file_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SubmitBatchRequest) GetJobs() []*SubmitRequest {
@@ -1804,7 +1949,7 @@ type SubmitResult struct {
 
 func (x *SubmitResult) Reset() {
 	*x = SubmitResult{}
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +1961,7 @@ func (x *SubmitResult) String() string {
 func (*SubmitResult) ProtoMessage() {}
 
 func (x *SubmitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +1974,7 @@ func (x *SubmitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResult.ProtoReflect.Descriptor instead.
 func (*SubmitResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{20}
+	return file_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SubmitResult) GetJobId() uint64 {
@@ -1862,7 +2007,7 @@ type SubmitBatchResponse struct {
 
 func (x *SubmitBatchResponse) Reset() {
 	*x = SubmitBatchResponse{}
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +2019,7 @@ func (x *SubmitBatchResponse) String() string {
 func (*SubmitBatchResponse) ProtoMessage() {}
 
 func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2032,7 @@ func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
 func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{21}
+	return file_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SubmitBatchResponse) GetResults() []*SubmitResult {
@@ -1907,7 +2052,7 @@ type ExplainJobRequest struct {
 
 func (x *ExplainJobRequest) Reset() {
 	*x = ExplainJobRequest{}
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2064,7 @@ func (x *ExplainJobRequest) String() string {
 func (*ExplainJobRequest) ProtoMessage() {}
 
 func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2077,7 @@ func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobRequest.ProtoReflect.Descriptor instead.
 func (*ExplainJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{22}
+	return file_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExplainJobRequest) GetTenant() string {
@@ -1988,7 +2133,7 @@ type ExplainJobResponse struct {
 
 func (x *ExplainJobResponse) Reset() {
 	*x = ExplainJobResponse{}
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2145,7 @@ func (x *ExplainJobResponse) String() string {
 func (*ExplainJobResponse) ProtoMessage() {}
 
 func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2158,7 @@ func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobResponse.ProtoReflect.Descriptor instead.
 func (*ExplainJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{23}
+	return file_client_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ExplainJobResponse) GetJobId() uint64 {
@@ -2140,7 +2285,7 @@ var File_client_proto protoreflect.FileDescriptor
 const file_client_proto_rawDesc = "" +
 	"\n" +
 	"\fclient.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\"\x86\x03\n" +
+	"barista.v1\x1a\x0ecommands.proto\"\x82\x04\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +
@@ -2154,8 +2299,12 @@ const file_client_proto_rawDesc = "" +
 	"\x05class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\x05class\x12\x1f\n" +
 	"\vdeadline_ms\x18\x1f \x01(\x03R\n" +
 	"deadlineMs\x12\x14\n" +
-	"\x05group\x18( \x01(\tR\x05groupB\x12\n" +
-	"\x10_idempotency_key\"A\n" +
+	"\x05group\x18( \x01(\tR\x05group\x12\x19\n" +
+	"\bdelay_ms\x18F \x01(\x03R\adelayMs\x12\x1b\n" +
+	"\texpire_ms\x18G \x01(\x03R\bexpireMs\x12-\n" +
+	"\x10retry_backoff_ms\x18H \x01(\x03H\x01R\x0eretryBackoffMs\x88\x01\x01B\x12\n" +
+	"\x10_idempotency_keyB\x13\n" +
+	"\x11_retry_backoff_ms\"A\n" +
 	"\x0eSubmitResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\"#\n" +
@@ -2164,7 +2313,7 @@ const file_client_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12+\n" +
-	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\x97\a\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xd5\a\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -2201,7 +2350,15 @@ const file_client_proto_rawDesc = "" +
 	"\n" +
 	"est_source\x18  \x01(\tR\testSource\x12'\n" +
 	"\x0fdeadline_missed\x18! \x01(\bR\x0edeadlineMissed\x12\x14\n" +
-	"\x05group\x18( \x01(\tR\x05group\"\xd1\x01\n" +
+	"\x05group\x18( \x01(\tR\x05group\x12\x1a\n" +
+	"\tdue_at_ms\x18F \x01(\x03R\adueAtMs\x12 \n" +
+	"\fexpire_at_ms\x18G \x01(\x03R\n" +
+	"expireAtMs\"A\n" +
+	"\x10RunJobNowRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\")\n" +
+	"\x11RunJobNowResponse\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\"\xd1\x01\n" +
 	"\x0fListJobsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -2335,7 +2492,7 @@ const file_client_proto_rawDesc = "" +
 	"\x0eeligible_at_ms\x18\x0f \x01(\x03R\feligibleAtMs\x12\x14\n" +
 	"\x05group\x18( \x01(\tR\x05group\x12\x1f\n" +
 	"\vgroup_order\x18) \x01(\tR\n" +
-	"groupOrder2\x86\x06\n" +
+	"groupOrder2\xd0\x06\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
@@ -2349,7 +2506,8 @@ const file_client_proto_rawDesc = "" +
 	"\bSetGroup\x12\x1b.barista.v1.SetGroupRequest\x1a\x11.barista.v1.Group\x12:\n" +
 	"\bGetGroup\x12\x1b.barista.v1.GetGroupRequest\x1a\x11.barista.v1.Group\x12K\n" +
 	"\n" +
-	"ListGroups\x12\x1d.barista.v1.ListGroupsRequest\x1a\x1e.barista.v1.ListGroupsResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"ListGroups\x12\x1d.barista.v1.ListGroupsRequest\x1a\x1e.barista.v1.ListGroupsResponse\x12H\n" +
+	"\tRunJobNow\x12\x1c.barista.v1.RunJobNowRequest\x1a\x1d.barista.v1.RunJobNowResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_client_proto_rawDescOnce sync.Once
@@ -2363,78 +2521,82 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_client_proto_goTypes = []any{
 	(*SubmitRequest)(nil),       // 0: barista.v1.SubmitRequest
 	(*SubmitResponse)(nil),      // 1: barista.v1.SubmitResponse
 	(*ReadOptions)(nil),         // 2: barista.v1.ReadOptions
 	(*GetJobRequest)(nil),       // 3: barista.v1.GetJobRequest
 	(*Job)(nil),                 // 4: barista.v1.Job
-	(*ListJobsRequest)(nil),     // 5: barista.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),    // 6: barista.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),    // 7: barista.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),   // 8: barista.v1.CancelJobResponse
-	(*WatchEventsRequest)(nil),  // 9: barista.v1.WatchEventsRequest
-	(*Event)(nil),               // 10: barista.v1.Event
-	(*TenantUsageRequest)(nil),  // 11: barista.v1.TenantUsageRequest
-	(*TenantUsageResponse)(nil), // 12: barista.v1.TenantUsageResponse
-	(*GroupUsage)(nil),          // 13: barista.v1.GroupUsage
-	(*Group)(nil),               // 14: barista.v1.Group
-	(*SetGroupRequest)(nil),     // 15: barista.v1.SetGroupRequest
-	(*GetGroupRequest)(nil),     // 16: barista.v1.GetGroupRequest
-	(*ListGroupsRequest)(nil),   // 17: barista.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),  // 18: barista.v1.ListGroupsResponse
-	(*SubmitBatchRequest)(nil),  // 19: barista.v1.SubmitBatchRequest
-	(*SubmitResult)(nil),        // 20: barista.v1.SubmitResult
-	(*SubmitBatchResponse)(nil), // 21: barista.v1.SubmitBatchResponse
-	(*ExplainJobRequest)(nil),   // 22: barista.v1.ExplainJobRequest
-	(*ExplainJobResponse)(nil),  // 23: barista.v1.ExplainJobResponse
-	(Size)(0),                   // 24: barista.v1.Size
-	(Class)(0),                  // 25: barista.v1.Class
-	(Tier)(0),                   // 26: barista.v1.Tier
+	(*RunJobNowRequest)(nil),    // 5: barista.v1.RunJobNowRequest
+	(*RunJobNowResponse)(nil),   // 6: barista.v1.RunJobNowResponse
+	(*ListJobsRequest)(nil),     // 7: barista.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),    // 8: barista.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),    // 9: barista.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),   // 10: barista.v1.CancelJobResponse
+	(*WatchEventsRequest)(nil),  // 11: barista.v1.WatchEventsRequest
+	(*Event)(nil),               // 12: barista.v1.Event
+	(*TenantUsageRequest)(nil),  // 13: barista.v1.TenantUsageRequest
+	(*TenantUsageResponse)(nil), // 14: barista.v1.TenantUsageResponse
+	(*GroupUsage)(nil),          // 15: barista.v1.GroupUsage
+	(*Group)(nil),               // 16: barista.v1.Group
+	(*SetGroupRequest)(nil),     // 17: barista.v1.SetGroupRequest
+	(*GetGroupRequest)(nil),     // 18: barista.v1.GetGroupRequest
+	(*ListGroupsRequest)(nil),   // 19: barista.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),  // 20: barista.v1.ListGroupsResponse
+	(*SubmitBatchRequest)(nil),  // 21: barista.v1.SubmitBatchRequest
+	(*SubmitResult)(nil),        // 22: barista.v1.SubmitResult
+	(*SubmitBatchResponse)(nil), // 23: barista.v1.SubmitBatchResponse
+	(*ExplainJobRequest)(nil),   // 24: barista.v1.ExplainJobRequest
+	(*ExplainJobResponse)(nil),  // 25: barista.v1.ExplainJobResponse
+	(Size)(0),                   // 26: barista.v1.Size
+	(Class)(0),                  // 27: barista.v1.Class
+	(Tier)(0),                   // 28: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
-	24, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
-	25, // 1: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
+	26, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
+	27, // 1: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
 	2,  // 2: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	24, // 3: barista.v1.Job.size:type_name -> barista.v1.Size
-	25, // 4: barista.v1.Job.class:type_name -> barista.v1.Class
+	26, // 3: barista.v1.Job.size:type_name -> barista.v1.Size
+	27, // 4: barista.v1.Job.class:type_name -> barista.v1.Class
 	2,  // 5: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
 	4,  // 6: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
 	2,  // 7: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	26, // 8: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	13, // 9: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	28, // 8: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	15, // 9: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
 	2,  // 10: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
 	2,  // 11: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
-	14, // 12: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	16, // 12: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
 	0,  // 13: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	20, // 14: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	24, // 15: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	25, // 16: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	22, // 14: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	26, // 15: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	27, // 16: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
 	0,  // 17: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	19, // 18: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	21, // 18: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
 	3,  // 19: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	5,  // 20: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	7,  // 21: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	9,  // 22: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	11, // 23: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	22, // 24: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	15, // 25: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
-	16, // 26: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
-	17, // 27: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
-	1,  // 28: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	21, // 29: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	4,  // 30: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	6,  // 31: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	8,  // 32: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	10, // 33: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	12, // 34: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	23, // 35: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	14, // 36: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
-	14, // 37: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
-	18, // 38: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
-	28, // [28:39] is the sub-list for method output_type
-	17, // [17:28] is the sub-list for method input_type
+	7,  // 20: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	9,  // 21: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	11, // 22: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	13, // 23: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	24, // 24: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	17, // 25: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	18, // 26: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	19, // 27: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	5,  // 28: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
+	1,  // 29: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	23, // 30: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	4,  // 31: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	8,  // 32: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	10, // 33: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	12, // 34: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	14, // 35: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	25, // 36: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	16, // 37: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	16, // 38: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	20, // 39: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	6,  // 40: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
+	29, // [29:41] is the sub-list for method output_type
+	17, // [17:29] is the sub-list for method input_type
 	17, // [17:17] is the sub-list for extension type_name
 	17, // [17:17] is the sub-list for extension extendee
 	0,  // [0:17] is the sub-list for field type_name
@@ -2453,7 +2615,7 @@ func file_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

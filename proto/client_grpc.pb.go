@@ -35,6 +35,7 @@ const (
 	Client_SetGroup_FullMethodName    = "/barista.v1.Client/SetGroup"
 	Client_GetGroup_FullMethodName    = "/barista.v1.Client/GetGroup"
 	Client_ListGroups_FullMethodName  = "/barista.v1.Client/ListGroups"
+	Client_RunJobNow_FullMethodName   = "/barista.v1.Client/RunJobNow"
 )
 
 // ClientClient is the client API for Client service.
@@ -67,6 +68,10 @@ type ClientClient interface {
 	GetGroup(ctx context.Context, in *GetGroupRequest, opts ...grpc.CallOption) (*Group, error)
 	// ListGroups pages through a tenant's groups by name.
 	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
+	// RunJobNow releases a scheduled job (delayed or backing off) at once,
+	// before its due time: an admin, or the job's tenant's client token. A
+	// job that is not scheduled is FAILED_PRECONDITION.
+	RunJobNow(ctx context.Context, in *RunJobNowRequest, opts ...grpc.CallOption) (*RunJobNowResponse, error)
 }
 
 type clientClient struct {
@@ -196,6 +201,16 @@ func (c *clientClient) ListGroups(ctx context.Context, in *ListGroupsRequest, op
 	return out, nil
 }
 
+func (c *clientClient) RunJobNow(ctx context.Context, in *RunJobNowRequest, opts ...grpc.CallOption) (*RunJobNowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RunJobNowResponse)
+	err := c.cc.Invoke(ctx, Client_RunJobNow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServer is the server API for Client service.
 // All implementations must embed UnimplementedClientServer
 // for forward compatibility.
@@ -226,6 +241,10 @@ type ClientServer interface {
 	GetGroup(context.Context, *GetGroupRequest) (*Group, error)
 	// ListGroups pages through a tenant's groups by name.
 	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
+	// RunJobNow releases a scheduled job (delayed or backing off) at once,
+	// before its due time: an admin, or the job's tenant's client token. A
+	// job that is not scheduled is FAILED_PRECONDITION.
+	RunJobNow(context.Context, *RunJobNowRequest) (*RunJobNowResponse, error)
 	mustEmbedUnimplementedClientServer()
 }
 
@@ -268,6 +287,9 @@ func (UnimplementedClientServer) GetGroup(context.Context, *GetGroupRequest) (*G
 }
 func (UnimplementedClientServer) ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListGroups not implemented")
+}
+func (UnimplementedClientServer) RunJobNow(context.Context, *RunJobNowRequest) (*RunJobNowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RunJobNow not implemented")
 }
 func (UnimplementedClientServer) mustEmbedUnimplementedClientServer() {}
 func (UnimplementedClientServer) testEmbeddedByValue()                {}
@@ -481,6 +503,24 @@ func _Client_ListGroups_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Client_RunJobNow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RunJobNowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).RunJobNow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_RunJobNow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).RunJobNow(ctx, req.(*RunJobNowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Client_ServiceDesc is the grpc.ServiceDesc for Client service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -527,6 +567,10 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListGroups",
 			Handler:    _Client_ListGroups_Handler,
+		},
+		{
+			MethodName: "RunJobNow",
+			Handler:    _Client_RunJobNow_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -250,6 +250,7 @@ const (
 	ExpireKind_ACK                ExpireKind = 1
 	ExpireKind_LEASE              ExpireKind = 2
 	ExpireKind_TIMEOUT            ExpireKind = 3
+	ExpireKind_TTL                ExpireKind = 4 // a job never dispatched, at its expire_at (feature level 5)
 )
 
 // Enum value maps for ExpireKind.
@@ -259,12 +260,14 @@ var (
 		1: "ACK",
 		2: "LEASE",
 		3: "TIMEOUT",
+		4: "TTL",
 	}
 	ExpireKind_value = map[string]int32{
 		"EXPIRE_UNSPECIFIED": 0,
 		"ACK":                1,
 		"LEASE":              2,
 		"TIMEOUT":            3,
+		"TTL":                4,
 	}
 )
 
@@ -713,6 +716,7 @@ type Command struct {
 	//	*Command_WebhookDelete
 	//	*Command_WebhookAck
 	//	*Command_WebhookReplay
+	//	*Command_Release
 	Cmd           isCommand_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -944,6 +948,15 @@ func (x *Command) GetWebhookReplay() *WebhookReplay {
 	return nil
 }
 
+func (x *Command) GetRelease() *Release {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
 type isCommand_Cmd interface {
 	isCommand_Cmd()
 }
@@ -1033,6 +1046,11 @@ type Command_WebhookReplay struct {
 	WebhookReplay *WebhookReplay `protobuf:"bytes,63,opt,name=webhook_replay,json=webhookReplay,proto3,oneof"`
 }
 
+type Command_Release struct {
+	// Delays and expiry (feature level 5): numbers 70 to 79.
+	Release *Release `protobuf:"bytes,70,opt,name=release,proto3,oneof"`
+}
+
 func (*Command_Submit) isCommand_Cmd() {}
 
 func (*Command_Dispatch) isCommand_Cmd() {}
@@ -1075,6 +1093,8 @@ func (*Command_WebhookAck) isCommand_Cmd() {}
 
 func (*Command_WebhookReplay) isCommand_Cmd() {}
 
+func (*Command_Release) isCommand_Cmd() {}
+
 // SubmitJob queues a job. With an idempotency key, the same (tenant, key)
 // and the same content returns the existing job; different content is
 // refused (ALREADY_EXISTS).
@@ -1093,9 +1113,17 @@ type SubmitJob struct {
 	DeadlineMs int64 `protobuf:"varint,10,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`                // 0 = none; else from the submit, >= 1000
 	// group is the job's group in its tenant: "" = the unnamed group, else
 	// 1..128 bytes of [A-Za-z0-9._:@-].
-	Group         string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Group string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
+	// delay_ms keeps the job scheduled (in no queue) that long after the
+	// submit; expire_ms drops it, if never dispatched by then, that long
+	// after the submit (>= 1000, after delay_ms); 0 = none.
+	DelayMs  int64 `protobuf:"varint,70,opt,name=delay_ms,json=delayMs,proto3" json:"delay_ms,omitempty"`
+	ExpireMs int64 `protobuf:"varint,71,opt,name=expire_ms,json=expireMs,proto3" json:"expire_ms,omitempty"`
+	// retry_backoff_ms, when present, replaces the configured retry_backoff
+	// for this job (0: a failed run is requeued at once).
+	RetryBackoffMs *int64 `protobuf:"varint,72,opt,name=retry_backoff_ms,json=retryBackoffMs,proto3,oneof" json:"retry_backoff_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SubmitJob) Reset() {
@@ -1205,6 +1233,91 @@ func (x *SubmitJob) GetGroup() string {
 	return ""
 }
 
+func (x *SubmitJob) GetDelayMs() int64 {
+	if x != nil {
+		return x.DelayMs
+	}
+	return 0
+}
+
+func (x *SubmitJob) GetExpireMs() int64 {
+	if x != nil {
+		return x.ExpireMs
+	}
+	return 0
+}
+
+func (x *SubmitJob) GetRetryBackoffMs() int64 {
+	if x != nil && x.RetryBackoffMs != nil {
+		return *x.RetryBackoffMs
+	}
+	return 0
+}
+
+// Release moves scheduled jobs to their queues at their job IDs' places.
+// Apply refuses, job by job, one that is not scheduled, not due yet
+// (unless now: an operator's run-now), or past its expire_at. With a
+// tenant, only that tenant's jobs (another tenant's job is not found).
+type Release struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Jobs          []uint64               `protobuf:"varint,1,rep,packed,name=jobs,proto3" json:"jobs,omitempty"`
+	Now           bool                   `protobuf:"varint,2,opt,name=now,proto3" json:"now,omitempty"`
+	Tenant        string                 `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Release) Reset() {
+	*x = Release{}
+	mi := &file_commands_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Release) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Release) ProtoMessage() {}
+
+func (x *Release) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Release.ProtoReflect.Descriptor instead.
+func (*Release) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Release) GetJobs() []uint64 {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+func (x *Release) GetNow() bool {
+	if x != nil {
+		return x.Now
+	}
+	return false
+}
+
+func (x *Release) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
 // Dispatch gives a ready worker the next job. The pick happens in Apply. A
 // retry with the same worker and credit returns the same assignment.
 type Dispatch struct {
@@ -1218,7 +1331,7 @@ type Dispatch struct {
 
 func (x *Dispatch) Reset() {
 	*x = Dispatch{}
-	mi := &file_commands_proto_msgTypes[3]
+	mi := &file_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1343,7 @@ func (x *Dispatch) String() string {
 func (*Dispatch) ProtoMessage() {}
 
 func (x *Dispatch) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[3]
+	mi := &file_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1356,7 @@ func (x *Dispatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dispatch.ProtoReflect.Descriptor instead.
 func (*Dispatch) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{3}
+	return file_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Dispatch) GetWorkerId() string {
@@ -1278,7 +1391,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_commands_proto_msgTypes[4]
+	mi := &file_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1403,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[4]
+	mi := &file_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1416,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{4}
+	return file_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Started) GetJob() uint64 {
@@ -1339,7 +1452,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_commands_proto_msgTypes[5]
+	mi := &file_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1464,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[5]
+	mi := &file_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1477,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{5}
+	return file_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Heartbeat) GetJob() uint64 {
@@ -1405,7 +1518,7 @@ type HeartbeatBatch struct {
 
 func (x *HeartbeatBatch) Reset() {
 	*x = HeartbeatBatch{}
-	mi := &file_commands_proto_msgTypes[6]
+	mi := &file_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1417,7 +1530,7 @@ func (x *HeartbeatBatch) String() string {
 func (*HeartbeatBatch) ProtoMessage() {}
 
 func (x *HeartbeatBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[6]
+	mi := &file_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1430,7 +1543,7 @@ func (x *HeartbeatBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatBatch.ProtoReflect.Descriptor instead.
 func (*HeartbeatBatch) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{6}
+	return file_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *HeartbeatBatch) GetHeartbeats() []*Heartbeat {
@@ -1456,7 +1569,7 @@ type Finished struct {
 
 func (x *Finished) Reset() {
 	*x = Finished{}
-	mi := &file_commands_proto_msgTypes[7]
+	mi := &file_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1581,7 @@ func (x *Finished) String() string {
 func (*Finished) ProtoMessage() {}
 
 func (x *Finished) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[7]
+	mi := &file_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1594,7 @@ func (x *Finished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finished.ProtoReflect.Descriptor instead.
 func (*Finished) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{7}
+	return file_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Finished) GetJob() uint64 {
@@ -1552,7 +1665,7 @@ type CancelJob struct {
 
 func (x *CancelJob) Reset() {
 	*x = CancelJob{}
-	mi := &file_commands_proto_msgTypes[8]
+	mi := &file_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +1677,7 @@ func (x *CancelJob) String() string {
 func (*CancelJob) ProtoMessage() {}
 
 func (x *CancelJob) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[8]
+	mi := &file_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +1690,7 @@ func (x *CancelJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJob.ProtoReflect.Descriptor instead.
 func (*CancelJob) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{8}
+	return file_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelJob) GetTenant() string {
@@ -1607,7 +1720,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_commands_proto_msgTypes[9]
+	mi := &file_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1732,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[9]
+	mi := &file_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1745,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{9}
+	return file_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Expire) GetJob() uint64 {
@@ -1666,7 +1779,7 @@ type GrantLeases struct {
 
 func (x *GrantLeases) Reset() {
 	*x = GrantLeases{}
-	mi := &file_commands_proto_msgTypes[10]
+	mi := &file_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1678,7 +1791,7 @@ func (x *GrantLeases) String() string {
 func (*GrantLeases) ProtoMessage() {}
 
 func (x *GrantLeases) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[10]
+	mi := &file_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1691,7 +1804,7 @@ func (x *GrantLeases) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantLeases.ProtoReflect.Descriptor instead.
 func (*GrantLeases) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{10}
+	return file_commands_proto_rawDescGZIP(), []int{11}
 }
 
 type Caps struct {
@@ -1711,7 +1824,7 @@ type Caps struct {
 
 func (x *Caps) Reset() {
 	*x = Caps{}
-	mi := &file_commands_proto_msgTypes[11]
+	mi := &file_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +1836,7 @@ func (x *Caps) String() string {
 func (*Caps) ProtoMessage() {}
 
 func (x *Caps) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[11]
+	mi := &file_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +1849,7 @@ func (x *Caps) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Caps.ProtoReflect.Descriptor instead.
 func (*Caps) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{11}
+	return file_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Caps) GetMaxRunning() uint32 {
@@ -1825,7 +1938,7 @@ type TenantUpsert struct {
 
 func (x *TenantUpsert) Reset() {
 	*x = TenantUpsert{}
-	mi := &file_commands_proto_msgTypes[12]
+	mi := &file_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +1950,7 @@ func (x *TenantUpsert) String() string {
 func (*TenantUpsert) ProtoMessage() {}
 
 func (x *TenantUpsert) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[12]
+	mi := &file_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +1963,7 @@ func (x *TenantUpsert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUpsert.ProtoReflect.Descriptor instead.
 func (*TenantUpsert) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{12}
+	return file_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TenantUpsert) GetName() string {
@@ -1939,7 +2052,7 @@ type SetGroup struct {
 
 func (x *SetGroup) Reset() {
 	*x = SetGroup{}
-	mi := &file_commands_proto_msgTypes[13]
+	mi := &file_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1951,7 +2064,7 @@ func (x *SetGroup) String() string {
 func (*SetGroup) ProtoMessage() {}
 
 func (x *SetGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[13]
+	mi := &file_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1964,7 +2077,7 @@ func (x *SetGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGroup.ProtoReflect.Descriptor instead.
 func (*SetGroup) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{13}
+	return file_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetGroup) GetTenant() string {
@@ -2011,7 +2124,7 @@ type TenantDelete struct {
 
 func (x *TenantDelete) Reset() {
 	*x = TenantDelete{}
-	mi := &file_commands_proto_msgTypes[14]
+	mi := &file_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2136,7 @@ func (x *TenantDelete) String() string {
 func (*TenantDelete) ProtoMessage() {}
 
 func (x *TenantDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[14]
+	mi := &file_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2149,7 @@ func (x *TenantDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantDelete.ProtoReflect.Descriptor instead.
 func (*TenantDelete) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{14}
+	return file_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TenantDelete) GetName() string {
@@ -2080,13 +2193,17 @@ type SchedulerConfig struct {
 	SubmitRateN        uint32 `protobuf:"varint,100,opt,name=submit_rate_n,json=submitRateN,proto3" json:"submit_rate_n,omitempty"`
 	SubmitRatePeriodMs int64  `protobuf:"varint,101,opt,name=submit_rate_period_ms,json=submitRatePeriodMs,proto3" json:"submit_rate_period_ms,omitempty"`
 	SubmitBurst        uint32 `protobuf:"varint,102,opt,name=submit_burst,json=submitBurst,proto3" json:"submit_burst,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// retry_backoff_ms: a failed run waits this long before its retry,
+	// doubling per failure up to retry_backoff_max_ms; 0 = requeue at once.
+	RetryBackoffMs    int64 `protobuf:"varint,70,opt,name=retry_backoff_ms,json=retryBackoffMs,proto3" json:"retry_backoff_ms,omitempty"`
+	RetryBackoffMaxMs int64 `protobuf:"varint,71,opt,name=retry_backoff_max_ms,json=retryBackoffMaxMs,proto3" json:"retry_backoff_max_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SchedulerConfig) Reset() {
 	*x = SchedulerConfig{}
-	mi := &file_commands_proto_msgTypes[15]
+	mi := &file_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2215,7 @@ func (x *SchedulerConfig) String() string {
 func (*SchedulerConfig) ProtoMessage() {}
 
 func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[15]
+	mi := &file_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2228,7 @@ func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerConfig.ProtoReflect.Descriptor instead.
 func (*SchedulerConfig) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{15}
+	return file_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SchedulerConfig) GetTierWeights() []uint32 {
@@ -2282,6 +2399,20 @@ func (x *SchedulerConfig) GetSubmitBurst() uint32 {
 	return 0
 }
 
+func (x *SchedulerConfig) GetRetryBackoffMs() int64 {
+	if x != nil {
+		return x.RetryBackoffMs
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetRetryBackoffMaxMs() int64 {
+	if x != nil {
+		return x.RetryBackoffMaxMs
+	}
+	return 0
+}
+
 type SetConfig struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Config        *SchedulerConfig       `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
@@ -2291,7 +2422,7 @@ type SetConfig struct {
 
 func (x *SetConfig) Reset() {
 	*x = SetConfig{}
-	mi := &file_commands_proto_msgTypes[16]
+	mi := &file_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2434,7 @@ func (x *SetConfig) String() string {
 func (*SetConfig) ProtoMessage() {}
 
 func (x *SetConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[16]
+	mi := &file_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2447,7 @@ func (x *SetConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConfig.ProtoReflect.Descriptor instead.
 func (*SetConfig) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{16}
+	return file_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetConfig) GetConfig() *SchedulerConfig {
@@ -2338,7 +2469,7 @@ type Prune struct {
 
 func (x *Prune) Reset() {
 	*x = Prune{}
-	mi := &file_commands_proto_msgTypes[17]
+	mi := &file_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2350,7 +2481,7 @@ func (x *Prune) String() string {
 func (*Prune) ProtoMessage() {}
 
 func (x *Prune) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[17]
+	mi := &file_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2363,7 +2494,7 @@ func (x *Prune) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prune.ProtoReflect.Descriptor instead.
 func (*Prune) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{17}
+	return file_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Prune) GetLimit() uint32 {
@@ -2387,7 +2518,7 @@ type MemberUpsert struct {
 
 func (x *MemberUpsert) Reset() {
 	*x = MemberUpsert{}
-	mi := &file_commands_proto_msgTypes[18]
+	mi := &file_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2530,7 @@ func (x *MemberUpsert) String() string {
 func (*MemberUpsert) ProtoMessage() {}
 
 func (x *MemberUpsert) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[18]
+	mi := &file_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2543,7 @@ func (x *MemberUpsert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberUpsert.ProtoReflect.Descriptor instead.
 func (*MemberUpsert) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{18}
+	return file_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MemberUpsert) GetId() string {
@@ -2452,7 +2583,7 @@ type MemberRemove struct {
 
 func (x *MemberRemove) Reset() {
 	*x = MemberRemove{}
-	mi := &file_commands_proto_msgTypes[19]
+	mi := &file_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2464,7 +2595,7 @@ func (x *MemberRemove) String() string {
 func (*MemberRemove) ProtoMessage() {}
 
 func (x *MemberRemove) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[19]
+	mi := &file_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2477,7 +2608,7 @@ func (x *MemberRemove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberRemove.ProtoReflect.Descriptor instead.
 func (*MemberRemove) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{19}
+	return file_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *MemberRemove) GetId() string {
@@ -2498,7 +2629,7 @@ type WorkerDrain struct {
 
 func (x *WorkerDrain) Reset() {
 	*x = WorkerDrain{}
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2510,7 +2641,7 @@ func (x *WorkerDrain) String() string {
 func (*WorkerDrain) ProtoMessage() {}
 
 func (x *WorkerDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2523,7 +2654,7 @@ func (x *WorkerDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerDrain.ProtoReflect.Descriptor instead.
 func (*WorkerDrain) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{20}
+	return file_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WorkerDrain) GetWorkerId() string {
@@ -2553,7 +2684,7 @@ type SetFeatureLevel struct {
 
 func (x *SetFeatureLevel) Reset() {
 	*x = SetFeatureLevel{}
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2696,7 @@ func (x *SetFeatureLevel) String() string {
 func (*SetFeatureLevel) ProtoMessage() {}
 
 func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2709,7 @@ func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFeatureLevel.ProtoReflect.Descriptor instead.
 func (*SetFeatureLevel) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{21}
+	return file_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetFeatureLevel) GetLevel() uint32 {
@@ -2608,7 +2739,7 @@ type WebhookSet struct {
 
 func (x *WebhookSet) Reset() {
 	*x = WebhookSet{}
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2751,7 @@ func (x *WebhookSet) String() string {
 func (*WebhookSet) ProtoMessage() {}
 
 func (x *WebhookSet) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2764,7 @@ func (x *WebhookSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSet.ProtoReflect.Descriptor instead.
 func (*WebhookSet) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{22}
+	return file_commands_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WebhookSet) GetTenant() string {
@@ -2687,7 +2818,7 @@ type WebhookDelete struct {
 
 func (x *WebhookDelete) Reset() {
 	*x = WebhookDelete{}
-	mi := &file_commands_proto_msgTypes[23]
+	mi := &file_commands_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +2830,7 @@ func (x *WebhookDelete) String() string {
 func (*WebhookDelete) ProtoMessage() {}
 
 func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[23]
+	mi := &file_commands_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +2843,7 @@ func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelete.ProtoReflect.Descriptor instead.
 func (*WebhookDelete) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{23}
+	return file_commands_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WebhookDelete) GetTenant() string {
@@ -2736,7 +2867,7 @@ type WebhookCursor struct {
 
 func (x *WebhookCursor) Reset() {
 	*x = WebhookCursor{}
-	mi := &file_commands_proto_msgTypes[24]
+	mi := &file_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2748,7 +2879,7 @@ func (x *WebhookCursor) String() string {
 func (*WebhookCursor) ProtoMessage() {}
 
 func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[24]
+	mi := &file_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2761,7 +2892,7 @@ func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookCursor.ProtoReflect.Descriptor instead.
 func (*WebhookCursor) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{24}
+	return file_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WebhookCursor) GetTenant() string {
@@ -2796,7 +2927,7 @@ type WebhookAck struct {
 
 func (x *WebhookAck) Reset() {
 	*x = WebhookAck{}
-	mi := &file_commands_proto_msgTypes[25]
+	mi := &file_commands_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +2939,7 @@ func (x *WebhookAck) String() string {
 func (*WebhookAck) ProtoMessage() {}
 
 func (x *WebhookAck) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[25]
+	mi := &file_commands_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +2952,7 @@ func (x *WebhookAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAck.ProtoReflect.Descriptor instead.
 func (*WebhookAck) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{25}
+	return file_commands_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WebhookAck) GetCursors() []*WebhookCursor {
@@ -2843,7 +2974,7 @@ type WebhookReplay struct {
 
 func (x *WebhookReplay) Reset() {
 	*x = WebhookReplay{}
-	mi := &file_commands_proto_msgTypes[26]
+	mi := &file_commands_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2855,7 +2986,7 @@ func (x *WebhookReplay) String() string {
 func (*WebhookReplay) ProtoMessage() {}
 
 func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[26]
+	mi := &file_commands_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2868,7 +2999,7 @@ func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplay.ProtoReflect.Descriptor instead.
 func (*WebhookReplay) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{26}
+	return file_commands_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WebhookReplay) GetTenant() string {
@@ -2906,7 +3037,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_commands_proto_msgTypes[27]
+	mi := &file_commands_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2918,7 +3049,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[27]
+	mi := &file_commands_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2931,7 +3062,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{27}
+	return file_commands_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CommandResult) GetCode() Code {
@@ -3028,7 +3159,8 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xd8\t\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\x89\n" +
+	"\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x14.barista.v1.DispatchH\x00R\bdispatch\x12/\n" +
@@ -3056,8 +3188,9 @@ const file_commands_proto_rawDesc = "" +
 	"\x0ewebhook_delete\x18= \x01(\v2\x19.barista.v1.WebhookDeleteH\x00R\rwebhookDelete\x129\n" +
 	"\vwebhook_ack\x18> \x01(\v2\x16.barista.v1.WebhookAckH\x00R\n" +
 	"webhookAck\x12B\n" +
-	"\x0ewebhook_replay\x18? \x01(\v2\x19.barista.v1.WebhookReplayH\x00R\rwebhookReplayB\x05\n" +
-	"\x03cmd\"\xf0\x02\n" +
+	"\x0ewebhook_replay\x18? \x01(\v2\x19.barista.v1.WebhookReplayH\x00R\rwebhookReplay\x12/\n" +
+	"\arelease\x18F \x01(\v2\x13.barista.v1.ReleaseH\x00R\areleaseB\x05\n" +
+	"\x03cmd\"\xec\x03\n" +
 	"\tSubmitJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12'\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tR\x0eidempotencyKey\x12\x19\n" +
@@ -3072,7 +3205,15 @@ const file_commands_proto_rawDesc = "" +
 	"\vdeadline_ms\x18\n" +
 	" \x01(\x03R\n" +
 	"deadlineMs\x12\x14\n" +
-	"\x05group\x18( \x01(\tR\x05group\"e\n" +
+	"\x05group\x18( \x01(\tR\x05group\x12\x19\n" +
+	"\bdelay_ms\x18F \x01(\x03R\adelayMs\x12\x1b\n" +
+	"\texpire_ms\x18G \x01(\x03R\bexpireMs\x12-\n" +
+	"\x10retry_backoff_ms\x18H \x01(\x03H\x00R\x0eretryBackoffMs\x88\x01\x01B\x13\n" +
+	"\x11_retry_backoff_ms\"G\n" +
+	"\aRelease\x12\x12\n" +
+	"\x04jobs\x18\x01 \x03(\x04R\x04jobs\x12\x10\n" +
+	"\x03now\x18\x02 \x01(\bR\x03now\x12\x16\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\"e\n" +
 	"\bDispatch\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12$\n" +
 	"\x04size\x18\x02 \x01(\x0e2\x10.barista.v1.SizeR\x04size\x12\x16\n" +
@@ -3143,7 +3284,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x1b\n" +
 	"\tas_tenant\x18\x05 \x01(\bR\basTenant\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\x82\b\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xdd\b\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -3169,7 +3310,9 @@ const file_commands_proto_rawDesc = "" +
 	"\rfeature_level\x18\x15 \x01(\rR\ffeatureLevel\x12\"\n" +
 	"\rsubmit_rate_n\x18d \x01(\rR\vsubmitRateN\x121\n" +
 	"\x15submit_rate_period_ms\x18e \x01(\x03R\x12submitRatePeriodMs\x12!\n" +
-	"\fsubmit_burst\x18f \x01(\rR\vsubmitBurst\"@\n" +
+	"\fsubmit_burst\x18f \x01(\rR\vsubmitBurst\x12(\n" +
+	"\x10retry_backoff_ms\x18F \x01(\x03R\x0eretryBackoffMs\x12/\n" +
+	"\x14retry_backoff_max_ms\x18G \x01(\x03R\x11retryBackoffMaxMs\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +
 	"\x05Prune\x12\x14\n" +
@@ -3246,13 +3389,14 @@ const file_commands_proto_rawDesc = "" +
 	"\x04HIGH\x10\x02\x12\n" +
 	"\n" +
 	"\x06NORMAL\x10\x03\x12\a\n" +
-	"\x03LOW\x10\x04*E\n" +
+	"\x03LOW\x10\x04*N\n" +
 	"\n" +
 	"ExpireKind\x12\x16\n" +
 	"\x12EXPIRE_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03ACK\x10\x01\x12\t\n" +
 	"\x05LEASE\x10\x02\x12\v\n" +
-	"\aTIMEOUT\x10\x03*I\n" +
+	"\aTIMEOUT\x10\x03\x12\a\n" +
+	"\x03TTL\x10\x04*I\n" +
 	"\n" +
 	"GroupOrder\x12\x1b\n" +
 	"\x17GROUP_ORDER_UNSPECIFIED\x10\x00\x12\x0e\n" +
@@ -3302,7 +3446,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_commands_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
@@ -3318,78 +3462,80 @@ var file_commands_proto_goTypes = []any{
 	(*Envelope)(nil),        // 11: barista.v1.Envelope
 	(*Command)(nil),         // 12: barista.v1.Command
 	(*SubmitJob)(nil),       // 13: barista.v1.SubmitJob
-	(*Dispatch)(nil),        // 14: barista.v1.Dispatch
-	(*Started)(nil),         // 15: barista.v1.Started
-	(*Heartbeat)(nil),       // 16: barista.v1.Heartbeat
-	(*HeartbeatBatch)(nil),  // 17: barista.v1.HeartbeatBatch
-	(*Finished)(nil),        // 18: barista.v1.Finished
-	(*CancelJob)(nil),       // 19: barista.v1.CancelJob
-	(*Expire)(nil),          // 20: barista.v1.Expire
-	(*GrantLeases)(nil),     // 21: barista.v1.GrantLeases
-	(*Caps)(nil),            // 22: barista.v1.Caps
-	(*TenantUpsert)(nil),    // 23: barista.v1.TenantUpsert
-	(*SetGroup)(nil),        // 24: barista.v1.SetGroup
-	(*TenantDelete)(nil),    // 25: barista.v1.TenantDelete
-	(*SchedulerConfig)(nil), // 26: barista.v1.SchedulerConfig
-	(*SetConfig)(nil),       // 27: barista.v1.SetConfig
-	(*Prune)(nil),           // 28: barista.v1.Prune
-	(*MemberUpsert)(nil),    // 29: barista.v1.MemberUpsert
-	(*MemberRemove)(nil),    // 30: barista.v1.MemberRemove
-	(*WorkerDrain)(nil),     // 31: barista.v1.WorkerDrain
-	(*SetFeatureLevel)(nil), // 32: barista.v1.SetFeatureLevel
-	(*WebhookSet)(nil),      // 33: barista.v1.WebhookSet
-	(*WebhookDelete)(nil),   // 34: barista.v1.WebhookDelete
-	(*WebhookCursor)(nil),   // 35: barista.v1.WebhookCursor
-	(*WebhookAck)(nil),      // 36: barista.v1.WebhookAck
-	(*WebhookReplay)(nil),   // 37: barista.v1.WebhookReplay
-	(*CommandResult)(nil),   // 38: barista.v1.CommandResult
+	(*Release)(nil),         // 14: barista.v1.Release
+	(*Dispatch)(nil),        // 15: barista.v1.Dispatch
+	(*Started)(nil),         // 16: barista.v1.Started
+	(*Heartbeat)(nil),       // 17: barista.v1.Heartbeat
+	(*HeartbeatBatch)(nil),  // 18: barista.v1.HeartbeatBatch
+	(*Finished)(nil),        // 19: barista.v1.Finished
+	(*CancelJob)(nil),       // 20: barista.v1.CancelJob
+	(*Expire)(nil),          // 21: barista.v1.Expire
+	(*GrantLeases)(nil),     // 22: barista.v1.GrantLeases
+	(*Caps)(nil),            // 23: barista.v1.Caps
+	(*TenantUpsert)(nil),    // 24: barista.v1.TenantUpsert
+	(*SetGroup)(nil),        // 25: barista.v1.SetGroup
+	(*TenantDelete)(nil),    // 26: barista.v1.TenantDelete
+	(*SchedulerConfig)(nil), // 27: barista.v1.SchedulerConfig
+	(*SetConfig)(nil),       // 28: barista.v1.SetConfig
+	(*Prune)(nil),           // 29: barista.v1.Prune
+	(*MemberUpsert)(nil),    // 30: barista.v1.MemberUpsert
+	(*MemberRemove)(nil),    // 31: barista.v1.MemberRemove
+	(*WorkerDrain)(nil),     // 32: barista.v1.WorkerDrain
+	(*SetFeatureLevel)(nil), // 33: barista.v1.SetFeatureLevel
+	(*WebhookSet)(nil),      // 34: barista.v1.WebhookSet
+	(*WebhookDelete)(nil),   // 35: barista.v1.WebhookDelete
+	(*WebhookCursor)(nil),   // 36: barista.v1.WebhookCursor
+	(*WebhookAck)(nil),      // 37: barista.v1.WebhookAck
+	(*WebhookReplay)(nil),   // 38: barista.v1.WebhookReplay
+	(*CommandResult)(nil),   // 39: barista.v1.CommandResult
 }
 var file_commands_proto_depIdxs = []int32{
 	12, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
 	13, // 1: barista.v1.Command.submit:type_name -> barista.v1.SubmitJob
-	14, // 2: barista.v1.Command.dispatch:type_name -> barista.v1.Dispatch
-	15, // 3: barista.v1.Command.started:type_name -> barista.v1.Started
-	17, // 4: barista.v1.Command.heartbeats:type_name -> barista.v1.HeartbeatBatch
-	18, // 5: barista.v1.Command.finished:type_name -> barista.v1.Finished
-	19, // 6: barista.v1.Command.cancel:type_name -> barista.v1.CancelJob
-	20, // 7: barista.v1.Command.expire:type_name -> barista.v1.Expire
-	21, // 8: barista.v1.Command.grant_leases:type_name -> barista.v1.GrantLeases
-	23, // 9: barista.v1.Command.tenant_upsert:type_name -> barista.v1.TenantUpsert
-	25, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
-	27, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
-	28, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
-	29, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
-	30, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
-	31, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
-	32, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
-	24, // 17: barista.v1.Command.set_group:type_name -> barista.v1.SetGroup
-	33, // 18: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
-	34, // 19: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
-	36, // 20: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
-	37, // 21: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
-	0,  // 22: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	3,  // 23: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	0,  // 24: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	16, // 25: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	2,  // 26: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	4,  // 27: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 28: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	22, // 29: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	3,  // 30: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	5,  // 31: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
-	6,  // 32: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
-	7,  // 33: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	8,  // 34: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	9,  // 35: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	26, // 36: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	35, // 37: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
-	10, // 38: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 39: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	15, // 2: barista.v1.Command.dispatch:type_name -> barista.v1.Dispatch
+	16, // 3: barista.v1.Command.started:type_name -> barista.v1.Started
+	18, // 4: barista.v1.Command.heartbeats:type_name -> barista.v1.HeartbeatBatch
+	19, // 5: barista.v1.Command.finished:type_name -> barista.v1.Finished
+	20, // 6: barista.v1.Command.cancel:type_name -> barista.v1.CancelJob
+	21, // 7: barista.v1.Command.expire:type_name -> barista.v1.Expire
+	22, // 8: barista.v1.Command.grant_leases:type_name -> barista.v1.GrantLeases
+	24, // 9: barista.v1.Command.tenant_upsert:type_name -> barista.v1.TenantUpsert
+	26, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
+	28, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
+	29, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
+	30, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
+	31, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
+	32, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
+	33, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
+	25, // 17: barista.v1.Command.set_group:type_name -> barista.v1.SetGroup
+	34, // 18: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
+	35, // 19: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
+	37, // 20: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
+	38, // 21: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
+	14, // 22: barista.v1.Command.release:type_name -> barista.v1.Release
+	0,  // 23: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	3,  // 24: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	0,  // 25: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	17, // 26: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	2,  // 27: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	4,  // 28: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	1,  // 29: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	23, // 30: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	3,  // 31: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	5,  // 32: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	6,  // 33: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	7,  // 34: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	8,  // 35: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	9,  // 36: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	27, // 37: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	36, // 38: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	10, // 39: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	0,  // 40: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -3419,14 +3565,16 @@ func file_commands_proto_init() {
 		(*Command_WebhookDelete)(nil),
 		(*Command_WebhookAck)(nil),
 		(*Command_WebhookReplay)(nil),
+		(*Command_Release)(nil),
 	}
+	file_commands_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -195,6 +195,11 @@ func (n *Node) checkJoinLevel(ctx context.Context, id, grpcAddr string) error {
 // defaults, and said so: set them once the level is raised.
 func (n *Node) seedCommand(level uint32) *pb.Command {
 	seed := fsm.ConfigToPB(n.cfg.Seed)
+	if level < fsm.Level5 {
+		// A cluster below level 5 keeps no retry backoff: a failed run is
+		// requeued at once, as the builds before it do.
+		seed.RetryBackoffMs, seed.RetryBackoffMaxMs = 0, 0
+	}
 	cmd := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: seed}}}
 	if err := fsm.CheckLevel(cmd, level); err != nil {
 		n.log.Warn("seeding the configuration without the settings its feature level does not allow; set them with barista config set once the level is raised", "reason", err)

@@ -83,7 +83,7 @@ type Config struct {
 // trailing log entries. Validate lists every field's limits.
 func DefaultConfig() Config {
 	return Config{
-		Seed:               fsm.DefaultConfig(),
+		Seed:               fsm.SeedConfig(),
 		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    500 * time.Millisecond,
 		LeaderLeaseTimeout: 0, // DefaultLeaderLease, at most HeartbeatTimeout

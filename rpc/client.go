@@ -63,7 +63,8 @@ func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
 		return status.Errorf(codes.ResourceExhausted, "payload: %d bytes, over the limit of %d", len(req.Payload), limit)
 	}
 	sub := sfq.Submission{Key: req.GetIdempotencyKey(), Type: req.JobType, Size: size, EstCostMs: req.EstCostMs, Class: class,
-		DeadlineMs: req.DeadlineMs, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs, Group: req.Group}
+		DeadlineMs: req.DeadlineMs, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs, Group: req.Group,
+		DelayMs: req.DelayMs, ExpireMs: req.ExpireMs, RetryBackoffMs: req.GetRetryBackoffMs(), RetryBackoffSet: req.RetryBackoffMs != nil}
 	if err := sub.Validate(); err != nil {
 		return status.Error(codes.InvalidArgument, trimInvalid(err))
 	}
@@ -100,14 +101,16 @@ func submitCommand(tenant string, req *pb.SubmitRequest) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
 		Tenant: tenant, IdempotencyKey: req.GetIdempotencyKey(), JobType: req.JobType, Size: req.Size,
 		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs,
-		JobClass: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group}}}
+		JobClass: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group,
+		DelayMs: req.DelayMs, ExpireMs: req.ExpireMs, RetryBackoffMs: req.RetryBackoffMs}}}
 }
 
 // forwardedSubmit is what a follower sends the leader for a submit.
 func forwardedSubmit(tenant string, req *pb.SubmitRequest) *pb.SubmitRequest {
 	return &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: req.IdempotencyKey, JobType: req.JobType, Size: req.Size,
 		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs,
-		Class: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group}
+		Class: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group,
+		DelayMs: req.DelayMs, ExpireMs: req.ExpireMs, RetryBackoffMs: req.RetryBackoffMs}
 }
 
 // levelErr refuses a command that needs a feature level above the
@@ -129,8 +132,8 @@ func submitState(sc *sfq.Scheduler, tenant string, req *pb.SubmitRequest) error 
 	if !ok {
 		return status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 	}
-	if q := t.Caps.MaxQueued; q > 0 && t.QueuedTotal() >= q {
-		return status.Errorf(codes.ResourceExhausted, "tenant: %q has %d queued jobs, its max_queued quota", tenant, t.QueuedTotal())
+	if q := t.Caps.MaxQueued; q > 0 && t.QueuedTotal()+t.Scheduled >= q {
+		return status.Errorf(codes.ResourceExhausted, "tenant: %q has %d queued jobs, its max_queued quota", tenant, t.QueuedTotal()+t.Scheduled)
 	}
 	return permit(sc, tenant, req)
 }
@@ -215,6 +218,7 @@ func jobToPB(j *sfq.Job, tenant string, payload bool) *pb.Job {
 // jobClassToPB adds a job's class, deadline and estimate source.
 func jobClassToPB(out *pb.Job, j *sfq.Job) {
 	out.Class, out.EstSource, out.DeadlineAtMs = fsm.ClassToPB(j.Class), j.EstSource.String(), int64(j.DeadlineAt())
+	out.DueAtMs, out.ExpireAtMs = int64(j.DueAt()), int64(j.ExpireAt())
 }
 
 // markDeadlineMissed sets deadline_missed on the jobs still queued at or

@@ -166,6 +166,12 @@ type Config struct {
 	// DefaultCostMs is the est_cost under EstimateAuto of a submit that
 	// states none while its job type has too few samples (default 60 s).
 	DefaultCostMs int64
+	// RetryBackoffMs is how long a failed run's retry waits (scheduled),
+	// doubling per failure up to RetryBackoffMaxMs; 0 = requeue at once
+	// (the default here; a new cluster at feature level 5 starts with
+	// DefaultRetryBackoffMs and DefaultRetryBackoffMaxMs).
+	RetryBackoffMs    int64
+	RetryBackoffMaxMs int64
 }
 
 // Limits on configuration and input values, chosen so that no product in
@@ -234,7 +240,7 @@ func (c Config) Validate() error {
 	if c.DefaultCostMs < 1 || c.DefaultCostMs > MaxEstCostMs {
 		return fmt.Errorf("%w: default_cost %d ms (want 1 ms .. a CPU-year)", ErrInvalid, c.DefaultCostMs)
 	}
-	return nil
+	return c.validateBackoff()
 }
 
 // formatDurationMs prints ms milliseconds plus frac thousandths of a

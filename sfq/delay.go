@@ -1,16 +1,602 @@
 package sfq
 
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
 // Delays, expiry and retry backoff (SPEC §3 "Delays, expiry, pause and rate
 // limits"; feature level 5).
+//
+// A job submitted with a delay is scheduled: in no queue, its due time in
+// s.dl.due, until a Release (refused before the due time) puts it in its
+// queue at its job ID's place. A failed run with a retry backoff goes the
+// same way. A job never dispatched whose expire_at has passed lapses: the
+// first input at or after its expire_at (lapse, called before anything
+// else) takes it out of its queue for good, so it is never dispatched, and
+// the reaper's Expire{ttl} ends it expired. The lapsed mark is part of the
+// state, so which jobs are in their queues never depends on when a state
+// was restored. The due times, expiries and lapsed jobs are kept in
+// (time, job ID) heaps whose stale entries are dropped when they reach the
+// top: every operation is O(log n).
+
+// Limits on the delay fields of a submit and on the retry backoff.
+const (
+	MaxDelayMs        = 365 * 24 * 3600 * 1000
+	MinExpireMs       = 1000
+	MaxExpireMs       = 365 * 24 * 3600 * 1000
+	MaxRetryBackoffMs = 24 * 3600 * 1000
+	// DefaultRetryBackoffMs and DefaultRetryBackoffMaxMs are the retry
+	// backoff of a new cluster at feature level 5 (below it the backoff is
+	// 0: a failed run is requeued at once, as before).
+	DefaultRetryBackoffMs    = 5_000
+	DefaultRetryBackoffMaxMs = 600_000
+)
+
+// delayState is the scheduler's derived index of delays and expiries,
+// rebuilt from the job table on restore.
+type delayState struct {
+	due      endedQueue // scheduled jobs by (due time, ID)
+	expiring endedQueue // jobs that may still expire, not lapsed, by (expire_at, ID)
+	lapsed   endedQueue // lapsed jobs not yet ended, by (expire_at, ID)
+	timed    uint64     // jobs of the table with delay fields
+}
+
+// validateDelays checks a submission's delay fields.
+func (s *Submission) validateDelays() error {
+	if s.DelayMs < 0 || s.DelayMs > MaxDelayMs {
+		return fmt.Errorf("%w: delay_ms: %d is out of range (0 = none, else 1 ms .. 1 year)", ErrInvalid, s.DelayMs)
+	}
+	if s.ExpireMs != 0 && (s.ExpireMs < MinExpireMs || s.ExpireMs > MaxExpireMs) {
+		return fmt.Errorf("%w: expire_ms: %d is out of range (0 = none, else 1 s .. 1 year after the submit)", ErrInvalid, s.ExpireMs)
+	}
+	if s.ExpireMs != 0 && s.ExpireMs <= s.DelayMs {
+		return fmt.Errorf("%w: expire_ms: %d is not after delay_ms %d (the job would expire before it is due)", ErrInvalid, s.ExpireMs, s.DelayMs)
+	}
+	if s.DeadlineMs != 0 && s.DeadlineMs <= s.DelayMs {
+		return fmt.Errorf("%w: deadline_ms: %d is not after delay_ms %d", ErrInvalid, s.DeadlineMs, s.DelayMs)
+	}
+	if s.RetryBackoffMs < 0 || s.RetryBackoffMs > MaxRetryBackoffMs || (s.RetryBackoffMs != 0 && !s.RetryBackoffSet) {
+		return fmt.Errorf("%w: retry_backoff_ms: %d is out of range (0 .. 24 h)", ErrInvalid, s.RetryBackoffMs)
+	}
+	return nil
+}
+
+// timed reports whether a submission carries delay fields.
+func (s *Submission) timed() bool { return s.DelayMs != 0 || s.ExpireMs != 0 || s.RetryBackoffSet }
+
+// validateBackoff checks the configuration's retry backoff.
+func (c *Config) validateBackoff() error {
+	if c.RetryBackoffMs < 0 || c.RetryBackoffMs > MaxRetryBackoffMs {
+		return fmt.Errorf("%w: retry_backoff %d ms out of range (0 .. 24 h)", ErrInvalid, c.RetryBackoffMs)
+	}
+	if c.RetryBackoffMaxMs < 0 || c.RetryBackoffMaxMs > MaxRetryBackoffMs {
+		return fmt.Errorf("%w: retry_backoff_max %d ms out of range (0 .. 24 h)", ErrInvalid, c.RetryBackoffMaxMs)
+	}
+	if c.RetryBackoffMaxMs != 0 && c.RetryBackoffMaxMs < c.RetryBackoffMs {
+		return fmt.Errorf("%w: retry_backoff_max %d ms is below retry_backoff %d ms", ErrInvalid, c.RetryBackoffMaxMs, c.RetryBackoffMs)
+	}
+	return nil
+}
+
+// Backoff returns the time a job's retry waits after its failures-th
+// failure: retry_backoff (the job's own, else the configuration's) ×
+// 2^(failures−1), at most retry_backoff_max (or retry_backoff when the
+// maximum is below it); 0 = requeue at once.
+func (c *Config) Backoff(own int64, set bool, failures uint16) int64 {
+	base := c.RetryBackoffMs
+	if set {
+		base = own
+	}
+	if base <= 0 || failures == 0 {
+		return 0
+	}
+	limit := max(c.RetryBackoffMaxMs, base)
+	k := failures - 1
+	if k > 30 {
+		return limit // base × 2^31 ms is beyond any limit (at most 24 h)
+	}
+	return min(base<<k, limit)
+}
+
+// jobTimes are a timed job's delay fields: its due time (while scheduled;
+// 0 = none), expire_at (0 = none) and its own retry backoff (-1 = the
+// configuration's).
+type jobTimes struct {
+	due, expire Time
+	backoff     int64
+}
+
+// timesWidth returns the width of the delay fields at the start of t.
+func timesWidth(t string) int {
+	w := 0
+	for range 3 {
+		_, n := uvarintPrefix(t[w:])
+		if n <= 0 {
+			return w
+		}
+		w += n
+	}
+	return w
+}
+
+// timesPrefix returns the delay fields of the job's text ("" if none).
+func (j *Job) timesPrefix() string {
+	if !j.timed {
+		return ""
+	}
+	return j.text[:timesWidth(j.text)]
+}
+
+// body returns the job's text after its delay fields.
+func (j *Job) body() string {
+	if !j.timed {
+		return j.text
+	}
+	return j.text[timesWidth(j.text):]
+}
+
+func (j *Job) times() jobTimes {
+	if !j.timed {
+		return jobTimes{backoff: -1}
+	}
+	t := j.text
+	due, w1 := uvarintPrefix(t)
+	exp, w2 := uvarintPrefix(t[w1:])
+	bo, _ := uvarintPrefix(t[w1+w2:])
+	return jobTimes{due: Time(due), expire: Time(exp), backoff: int64(bo) - 1}
+}
+
+// setTimes stores the job's delay fields before the rest of its text.
+func (j *Job) setTimes(t jobTimes) {
+	body := j.body()
+	b := make([]byte, 0, 3*binary.MaxVarintLen64+len(body))
+	b = binary.AppendUvarint(b, uint64(t.due))
+	b = binary.AppendUvarint(b, uint64(t.expire))
+	b = binary.AppendUvarint(b, uint64(t.backoff+1))
+	b = append(b, body...)
+	j.timed = true
+	j.text = string(b)
+}
+
+// DueAt is the cluster time a scheduled job is due (0 = none).
+func (j *Job) DueAt() Time {
+	if j.State != Scheduled {
+		return 0
+	}
+	return j.times().due
+}
+
+// ExpireAt is the cluster time after which the job, if never dispatched,
+// is never dispatched (0 = none).
+func (j *Job) ExpireAt() Time { return j.times().expire }
+
+// RetryBackoff returns the job's own retry backoff, if it has one.
+func (j *Job) RetryBackoff() (ms int64, set bool) {
+	bo := j.times().backoff
+	return max(bo, 0), bo >= 0
+}
+
+// Timed reports whether the job carries delay fields (a delay, an
+// expiry, its own retry backoff, or a backoff it went through).
+func (j *Job) Timed() bool { return j.timed }
+
+// expirable reports whether the job may still lapse: never dispatched,
+// scheduled or queued, with an expire_at, not lapsed yet.
+func expirable(j *Job) bool {
+	return (j.State == Queued || j.State == Scheduled) && j.Attempt == 0 && !j.Lapsed && j.timed && j.ExpireAt() != 0
+}
+
+// submitTimes fixes a new job's delay fields (before it is stored).
+func (s *Scheduler) submitTimes(j *Job, now Time, sub *Submission) {
+	if !sub.timed() {
+		return
+	}
+	t := jobTimes{backoff: -1}
+	if sub.DelayMs != 0 {
+		t.due = now + Time(sub.DelayMs)
+		j.State = Scheduled
+		s.dl.due.push(t.due, j.ID)
+	}
+	if sub.ExpireMs != 0 {
+		t.expire = now + Time(sub.ExpireMs)
+		s.dl.expiring.push(t.expire, j.ID)
+	}
+	if sub.RetryBackoffSet {
+		t.backoff = sub.RetryBackoffMs
+	}
+	j.setTimes(t)
+	s.dl.timed++
+}
+
+// setDue keeps a job's new due time (a retry backing off).
+func (s *Scheduler) setDue(j *Job, due Time) {
+	t := j.times()
+	t.due = due
+	if !j.timed {
+		s.dl.timed++
+	}
+	j.setTimes(t)
+}
+
+// lapse takes out of their queues the jobs whose expire_at is <= now
+// and that were never dispatched. Every input with a time calls it first.
+func (s *Scheduler) lapse(now Time) {
+	for {
+		e, ok := s.dl.expiring.front()
+		if !ok || e.at > now {
+			return
+		}
+		s.dl.expiring.pop()
+		j := s.jobs.Get(uint64(e.id))
+		if j == nil || !expirable(j) || j.ExpireAt() != e.at {
+			continue
+		}
+		jm := s.jobs.Mut(uint64(e.id))
+		jm.Lapsed = true
+		s.dl.lapsed.push(e.at, e.id)
+		if jm.State != Queued {
+			continue
+		}
+		// Out of its queue: its queue's head, if it was, moves on.
+		ti, gs := jm.Tenant, s.jobGroup(jm)
+		var was [NumClasses]bool
+		if s.tenants.Get(uint64(ti)).GroupOrder == GroupFair {
+			was = s.groupEligibility(ti, gs)
+		}
+		q := s.queueMut(gs, jm.Class, jm.Size)
+		if jm.deadline {
+			if q.dls != nil && q.dls.cachedHead == jm.ID {
+				q.dls.cachedHead = 0
+			}
+		} else if q.fifo.cachedHead == jm.ID {
+			q.fifo.cachedHead = 0
+		}
+		s.rt[ti].slotMut(jm.Class, jm.Size)
+		s.refresh(ti, gs, q)
+		s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
+	}
+}
+
+// tidyDelays drops entries that no longer apply from the tops of the
+// delay heaps, so that their tops are what the leader waits for.
+func (s *Scheduler) tidyDelays() {
+	for {
+		e, ok := s.dl.due.front()
+		if !ok {
+			break
+		}
+		if j := s.jobs.Get(uint64(e.id)); j != nil && j.State == Scheduled && !j.Lapsed && j.DueAt() == e.at {
+			break
+		}
+		s.dl.due.pop()
+	}
+	for {
+		e, ok := s.dl.expiring.front()
+		if !ok {
+			break
+		}
+		if j := s.jobs.Get(uint64(e.id)); j != nil && expirable(j) && j.ExpireAt() == e.at {
+			break
+		}
+		s.dl.expiring.pop()
+	}
+	for {
+		e, ok := s.dl.lapsed.front()
+		if !ok {
+			break
+		}
+		if j := s.jobs.Get(uint64(e.id)); j != nil && j.Lapsed && (j.State == Queued || j.State == Scheduled) {
+			break
+		}
+		s.dl.lapsed.pop()
+	}
+}
+
+// Release moves a scheduled job to its queue at its job ID's place; it is
+// refused before the job's due time unless force (an operator's run-now),
+// and for a job whose expire_at has passed. Like a submit it applies the
+// idle rule and the activation clamp.
+func (s *Scheduler) Release(now Time, id JobID, force bool) (Change, error) {
+	s.lapse(now)
+	j := s.jobs.Get(uint64(id))
+	if j == nil {
+		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	due := j.DueAt()
+	e := Input{Kind: InRelease, Now: now, Due: due, Force: force}
+	life, out := Step(j.Life, e)
+	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
+	switch {
+	case out == Changed:
+	case j.State == Scheduled && j.Lapsed:
+		return ch, fmt.Errorf("%w: release of job %d does not apply: it expired at %d ms", ErrRefused, id, j.ExpireAt())
+	case out == NotDue:
+		return ch, fmt.Errorf("%w: release of job %d is not due yet: due at %d ms, now %d ms", ErrRefused, id, due, now)
+	default:
+		return ch, fmt.Errorf("%w: release of job %d does not apply: job is %s", ErrRefused, id, j.State)
+	}
+	if c := j.Class; !j.deadline && s.queuedFair[c] == 0 {
+		// The idle rule, as at a submit.
+		if top := s.maxTag[c].top(); top != nil && top.tag > s.vnow[c] {
+			s.vnow[c] = top.tag
+		}
+	}
+	old := j.Life
+	jm := s.jobs.Mut(uint64(id))
+	jm.Life = life
+	s.transition(jm, old, now)
+	s.tidy(now)
+	return ch, nil
+}
+
+// expireTTL ends a job never dispatched whose expire_at has passed.
+func (s *Scheduler) expireTTL(now Time, id JobID) (Change, error) {
+	s.lapse(now)
+	j := s.jobs.Get(uint64(id))
+	if j == nil {
+		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	at := j.ExpireAt()
+	e := Input{Kind: InExpireTTL, Now: now, Due: at, Attempt: j.Attempt}
+	life, out := Step(j.Life, e)
+	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
+	switch {
+	case out == Changed:
+	case out == NotDue:
+		return ch, fmt.Errorf("%w: expire-ttl of job %d is not due yet: expire_at %d ms, now %d ms", ErrRefused, id, at, now)
+	case at == 0:
+		return ch, fmt.Errorf("%w: expire-ttl of job %d does not apply: it has no expiry", ErrRefused, id)
+	case j.Attempt != 0 && !j.State.Terminal():
+		return ch, fmt.Errorf("%w: expire-ttl of job %d does not apply: it was dispatched (attempt %d)", ErrRefused, id, j.Attempt)
+	default:
+		return ch, fmt.Errorf("%w: expire-ttl of job %d does not apply: job is %s", ErrRefused, id, j.State)
+	}
+	old := j.Life
+	jm := s.jobs.Mut(uint64(id))
+	jm.Life = life
+	s.transition(jm, old, now)
+	s.tidy(now)
+	return ch, nil
+}
+
+// NextDelayWake returns the earliest time a scheduled job is due or a job
+// expires (or lapsed, already), for the leader's release loop.
+func (s *Scheduler) NextDelayWake() (Time, bool) {
+	var at Time
+	ok := false
+	for _, q := range [...]*endedQueue{&s.dl.due, &s.dl.expiring, &s.dl.lapsed} {
+		if e, has := q.front(); has && (!ok || e.at < at) {
+			at, ok = e.at, true
+		}
+	}
+	return at, ok
+}
+
+// DueReleases returns up to limit scheduled jobs due at now, by (due
+// time, ID), leaving out those whose expire_at has passed (Expire ends
+// them). It changes nothing.
+func (s *Scheduler) DueReleases(now Time, limit int) []JobID {
+	var out []endedEntry
+	s.dl.due.walk(now, func(e endedEntry) {
+		j := s.jobs.Get(uint64(e.id))
+		if j == nil || j.State != Scheduled || j.Lapsed || j.DueAt() != e.at {
+			return
+		}
+		if x := j.ExpireAt(); x != 0 && x <= now {
+			return
+		}
+		out = append(out, e)
+	})
+	return firstIDs(out, limit)
+}
+
+// DueExpiries returns up to limit jobs whose expiry is due at now (never
+// dispatched, scheduled or queued), by (expire_at, ID). It changes
+// nothing.
+func (s *Scheduler) DueExpiries(now Time, limit int) []JobID {
+	var out []endedEntry
+	add := func(e endedEntry) {
+		j := s.jobs.Get(uint64(e.id))
+		if j == nil || (j.State != Queued && j.State != Scheduled) || j.Attempt != 0 || j.ExpireAt() != e.at {
+			return
+		}
+		out = append(out, e)
+	}
+	s.dl.lapsed.walk(now, add)
+	s.dl.expiring.walk(now, func(e endedEntry) {
+		if j := s.jobs.Get(uint64(e.id)); j != nil && !j.Lapsed {
+			add(e)
+		}
+	})
+	return firstIDs(out, limit)
+}
+
+func firstIDs(es []endedEntry, limit int) []JobID {
+	slices.SortFunc(es, func(a, b endedEntry) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	es = slices.CompactFunc(es, func(a, b endedEntry) bool { return a.id == b.id })
+	if limit > 0 && len(es) > limit {
+		es = es[:limit]
+	}
+	ids := make([]JobID, len(es))
+	for i, e := range es {
+		ids[i] = e.id
+	}
+	return ids
+}
+
+// walk calls fn for every entry with time <= now, in heap order.
+func (q *endedQueue) walk(now Time, fn func(endedEntry)) {
+	var visit func(i int)
+	visit = func(i int) {
+		if i >= len(q.items) || q.items[i].at > now {
+			return
+		}
+		fn(q.items[i])
+		visit(2*i + 1)
+		visit(2*i + 2)
+	}
+	visit(0)
+}
+
+// rebuildDelays derives the delay heaps and the scheduled counters from
+// the job table.
+func (s *Scheduler) rebuildDelays() {
+	s.dl = delayState{}
+	s.Tenants(func(i uint32, t *Tenant) bool {
+		if t.Scheduled != 0 {
+			s.tenants.Mut(uint64(i)).Scheduled = 0
+		}
+		return true
+	})
+	s.groups.View().Each(func(slot uint64, g *Group) bool {
+		if g.Scheduled != 0 {
+			s.groups.Mut(slot).Scheduled = 0
+		}
+		return true
+	})
+	s.jobs.View().Each(func(_ uint64, j *Job) bool {
+		if j.timed {
+			s.dl.timed++
+		}
+		if j.State == Scheduled {
+			s.tenants.Mut(uint64(j.Tenant)).Scheduled++
+			if gs, ok := s.groupSlot(j.Tenant, j.Group()); ok {
+				s.groups.Mut(uint64(gs)).Scheduled++
+			}
+			if !j.Lapsed {
+				s.dl.due.push(j.DueAt(), j.ID)
+			}
+		}
+		switch {
+		case j.Lapsed && (j.State == Queued || j.State == Scheduled):
+			s.dl.lapsed.push(j.ExpireAt(), j.ID)
+		case expirable(j):
+			s.dl.expiring.push(j.ExpireAt(), j.ID)
+		}
+		return true
+	})
+}
+
+// verifyDelays checks the delay fields, the scheduled counters and that
+// every scheduled, expiring and lapsed job is in its heap.
+func (s *Scheduler) verifyDelays(report func(string, ...any)) {
+	type key struct {
+		at Time
+		id JobID
+	}
+	in := func(q *endedQueue) map[key]bool {
+		m := make(map[key]bool, len(q.items))
+		for _, e := range q.items {
+			m[key{e.at, e.id}] = true
+		}
+		return m
+	}
+	due, expiring, lapsed := in(&s.dl.due), in(&s.dl.expiring), in(&s.dl.lapsed)
+	tenants := make([]uint32, s.tenants.Len())
+	groups := map[groupKey]uint32{}
+	var timed uint64
+	s.jobs.View().Each(func(_ uint64, j *Job) bool {
+		if j.timed {
+			timed++
+			if t := j.times(); t.due < 0 || t.expire < 0 || t.backoff < -1 || t.backoff > MaxRetryBackoffMs {
+				report("job %d has delay fields %+v out of range", j.ID, t)
+			}
+		}
+		if j.State == Scheduled {
+			if int(j.Tenant) < len(tenants) {
+				tenants[j.Tenant]++
+			}
+			groups[groupKey{j.Tenant, j.Group()}]++
+			if !j.timed {
+				report("job %d is scheduled without a due time", j.ID)
+			} else if !j.Lapsed && !due[key{j.DueAt(), j.ID}] {
+				report("scheduled job %d (due %d) is not in the due heap", j.ID, j.DueAt())
+			}
+		}
+		if j.Lapsed {
+			switch {
+			case j.State != Queued && j.State != Scheduled:
+				report("job %d is lapsed and %s", j.ID, j.State)
+			case j.Attempt != 0 || j.ExpireAt() == 0:
+				report("job %d is lapsed at attempt %d with expire_at %d", j.ID, j.Attempt, j.ExpireAt())
+			case !lapsed[key{j.ExpireAt(), j.ID}]:
+				report("lapsed job %d is not in the lapsed heap", j.ID)
+			}
+		}
+		if expirable(j) && !expiring[key{j.ExpireAt(), j.ID}] {
+			report("job %d (expire_at %d) is not in the expiry heap", j.ID, j.ExpireAt())
+		}
+		if (j.State == Scheduled || j.State == Expired) && !j.timed {
+			report("job %d is %s without delay fields", j.ID, j.State)
+		}
+		return true
+	})
+	if timed != s.dl.timed {
+		report("timed jobs: %d, job table says %d", s.dl.timed, timed)
+	}
+	s.tenants.View().Each(func(i uint64, t *Tenant) bool {
+		if t.Scheduled != tenants[i] {
+			report("tenant %q scheduled=%d, job table says %d", t.Name, t.Scheduled, tenants[i])
+		}
+		return true
+	})
+	s.groups.View().Each(func(_ uint64, g *Group) bool {
+		if n := groups[groupKey{g.Tenant, g.Name}]; g.Scheduled != n {
+			report("tenant %d group %q scheduled=%d, job table says %d", g.Tenant, g.Name, g.Scheduled, n)
+		}
+		delete(groups, groupKey{g.Tenant, g.Name})
+		return true
+	})
+	for k, n := range groups {
+		report("tenant %d has %d scheduled jobs in group %q, which the state does not hold", k.tenant, n, k.name)
+		break
+	}
+}
 
 // usesDelays reports whether the state holds a scheduled or expired job, a
 // job's delay or expiry, or a retry backoff setting.
-func (v *View) usesDelays() bool { return false }
+func (v *View) usesDelays() bool {
+	return v.cfg.RetryBackoffMs != 0 || v.cfg.RetryBackoffMaxMs != 0 || v.timed != 0
+}
 
-func encodeConfigDelays(e *Encoder, c *Config) {}
+func encodeConfigDelays(e *Encoder, c *Config) {
+	e.Varint(c.RetryBackoffMs)
+	e.Varint(c.RetryBackoffMaxMs)
+}
 
-func decodeConfigDelays(d *Decoder, c *Config) {}
+func decodeConfigDelays(d *Decoder, c *Config) {
+	c.RetryBackoffMs = d.Varint()
+	c.RetryBackoffMaxMs = d.Varint()
+}
 
-func encodeJobDelays(e *Encoder, j *Job) {}
+func encodeJobDelays(e *Encoder, j *Job) {
+	e.Bool(j.timed)
+	if j.timed {
+		t := j.times()
+		e.Varint(int64(t.due))
+		e.Varint(int64(t.expire))
+		e.Varint(t.backoff)
+		e.Bool(j.Lapsed)
+	}
+}
 
-func decodeJobDelays(d *Decoder, j *Job) {}
+func decodeJobDelays(d *Decoder, j *Job) {
+	if !d.Bool() {
+		return
+	}
+	t := jobTimes{due: Time(d.Varint()), expire: Time(d.Varint()), backoff: d.Varint()}
+	j.Lapsed = d.Bool()
+	if t.due < 0 || t.expire < 0 || t.backoff < -1 || t.backoff > MaxRetryBackoffMs {
+		d.Fail("job %d has delay fields out of range", j.ID)
+		return
+	}
+	j.setTimes(t)
+}

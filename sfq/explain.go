@@ -14,7 +14,7 @@ type ReasonKind uint8
 // ReasonPaused and ReasonRate belong to delays, pauses and rate limits;
 // ReasonNoWorker is decided by the leader, which
 // knows the connected workers (see Explain). The core does not produce
-// them yet; their places in the order are kept.
+// ReasonPaused and ReasonRate yet; their places in the order are kept.
 const (
 	ReasonNone ReasonKind = iota
 	// ReasonScheduled: delayed or backing off until Due.
@@ -164,6 +164,12 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 		return Reason{Kind: ReasonRunning, Worker: j.Worker}, nil
 	case j.State.Terminal():
 		return Reason{Kind: ReasonTerminal, State: j.State}, nil
+	case j.State == Scheduled && !j.Lapsed:
+		return Reason{Kind: ReasonScheduled, Due: j.DueAt()}, nil
+	case j.Lapsed:
+		// Its expire_at has passed: it is never dispatched, and ends
+		// expired at the reaper's Expire.
+		return Reason{Kind: ReasonTerminal, State: Expired}, nil
 	case j.State != Queued:
 		return Reason{}, fmt.Errorf("%w: job %d is %s", ErrInvalid, id, j.State)
 	}

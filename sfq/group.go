@@ -147,6 +147,10 @@ type Group struct {
 	// Verify: the group's Assigned+Running and queued jobs.
 	Running uint32
 	Queued  uint32
+	// Scheduled counts the group's scheduled jobs (derived from the job
+	// table on restore, checked by Verify; not encoded): they keep the
+	// group.
+	Scheduled uint32
 	// tags holds the group's group_tag per class (group_order=fair).
 	tags [NumClasses]VirtualTime
 }
@@ -361,7 +365,7 @@ func (s *Scheduler) forgetGroup(gs uint32) {
 
 // tidyGroup forgets group gs if it has no job and no setting.
 func (s *Scheduler) tidyGroup(gs uint32) {
-	if g := s.groups.Get(uint64(gs)); g != nil && g.Running == 0 && g.Queued == 0 && g.Empty() {
+	if g := s.groups.Get(uint64(gs)); g != nil && g.Running == 0 && g.Queued == 0 && g.Scheduled == 0 && g.Empty() {
 		s.forgetGroup(gs)
 	}
 }

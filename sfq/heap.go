@@ -243,6 +243,18 @@ func (q *jobQueue) pushBack(id JobID) {
 	q.n++
 }
 
+// pushAt puts a job that comes back (a requeue, a release) at its ID's
+// place: at the back of the ring when it is newer than every job there,
+// else in the sorted side list.
+func (q *jobQueue) pushAt(id JobID) {
+	if q.n == 0 || q.ring[(int(q.head)+int(q.n)-1)&(len(q.ring)-1)] < id {
+		q.cachedHead = 0
+		q.pushBack(id)
+		return
+	}
+	q.pushRequeued(id)
+}
+
 // pushRequeued puts a requeued job back in ID order.
 func (q *jobQueue) pushRequeued(id JobID) {
 	q.cachedHead = 0 // it may go before the front

@@ -114,7 +114,15 @@ type Life struct {
 	Cancel      CancelReason
 	Failures    uint16
 	MaxAttempts uint16 // at most MaxMaxAttempts
-	Attempt     uint32
+	// Lapsed marks a job never dispatched whose expire_at has passed: it
+	// is out of its queue (never dispatched) until Expire ends it
+	// (feature level 5; delay.go).
+	Lapsed bool
+	// timed marks a job whose text starts with its delay fields: due
+	// time, expire_at and retry backoff (delay.go). Both fit the padding
+	// before Attempt.
+	timed   bool
+	Attempt uint32
 	// Settled has bit i set when the CPU of attempt Attempt-i has been
 	// accounted for: its Finished was accepted, or billed as a zombie. It
 	// makes a repeated Finished a no-op and bills a zombie once. Reports
@@ -144,10 +152,16 @@ const (
 	InExpireLease
 	InExpireTimeout
 	InGrant
+	// InRelease moves a scheduled job to its queue at its due time;
+	// InExpireTTL ends a job never dispatched at its expire_at (feature
+	// level 5). Both read Due.
+	InRelease
+	InExpireTTL
 	numInputKinds
 )
 
-var inputNames = [numInputKinds]string{"", "dispatch", "start", "heartbeat", "finish", "cancel", "expire-ack", "expire-lease", "expire-timeout", "grant"}
+var inputNames = [numInputKinds]string{"", "dispatch", "start", "heartbeat", "finish", "cancel", "expire-ack", "expire-lease", "expire-timeout", "grant",
+	"release", "expire-ttl"}
 
 func (k InputKind) String() string {
 	if k > 0 && k < numInputKinds {
@@ -159,7 +173,11 @@ func (k InputKind) String() string {
 // Input is one input to the lifecycle. Which fields matter depends on Kind:
 // Dispatch uses Worker, Now, AckMs; Start and Heartbeat use Attempt, Worker,
 // Now, LeaseMs (Start also TimeoutMs); Finish uses Attempt, Worker, Outcome;
-// the expiries use Attempt and Now; Grant uses Now and LeaseMs.
+// the expiries use Attempt and Now; Grant uses Now and LeaseMs; Release
+// uses Now and Due (the job's due time; Force releases it before), and
+// ExpireTTL Now and Due (its expire_at). A Finish of outcome failed that
+// requeues goes through scheduled when BackoffMs > 0 (the caller keeps the
+// due time, Now + BackoffMs, on the job).
 type Input struct {
 	Kind      InputKind
 	Attempt   uint32
@@ -169,6 +187,9 @@ type Input struct {
 	AckMs     int64
 	LeaseMs   int64
 	TimeoutMs int64
+	Due       Time
+	Force     bool
+	BackoffMs int64
 }
 
 // Outcome says what Apply did with an event. Only Changed and Zombie carry
@@ -249,7 +270,13 @@ func Step(l Life, e Input) (Life, Outcome) {
 	case InFinish:
 		if l.State.Live() && match {
 			l.Settled |= 1
-			return finish(l, e.Outcome), Changed
+			next := finish(l, e.Outcome)
+			if next.State == Queued && e.BackoffMs > 0 {
+				// A failed run (not a lost lease or an ack timeout) backs
+				// off before its retry.
+				next.State = Scheduled
+			}
+			return next, Changed
 		}
 		if e.Attempt == 0 || e.Attempt > l.Attempt || (l.State.Live() && e.Attempt == l.Attempt) {
 			// Unknown attempt, or the live attempt claimed by another worker.
@@ -267,9 +294,10 @@ func Step(l Life, e Input) (Life, Outcome) {
 
 	case InCancel:
 		switch {
-		case l.State == Queued:
+		case l.State == Queued || l.State == Scheduled:
 			l.State = Cancelled
 			l.Cancel = CancelRequested
+			l.Lapsed = false
 			return l, Changed
 		case l.State.Live() && l.Cancel == CancelNone:
 			l.Cancel = CancelRequested
@@ -316,6 +344,25 @@ func Step(l Life, e Input) (Life, Outcome) {
 		}
 		l.Cancel = CancelTimeout
 		return l, Changed
+
+	case InRelease:
+		if l.State != Scheduled || l.Lapsed {
+			return l, Invalid
+		}
+		if e.Now < e.Due && !e.Force {
+			return l, NotDue
+		}
+		return requeue(l), Changed
+
+	case InExpireTTL:
+		if (l.State != Scheduled && l.State != Queued) || l.Attempt != 0 || e.Due == 0 {
+			return l, Invalid
+		}
+		if e.Now < e.Due {
+			return l, NotDue
+		}
+		l.Lapsed = false
+		return end(l, Expired), Changed
 
 	case InGrant:
 		if !l.State.Live() {

@@ -16,6 +16,9 @@ func canonicalLives() map[State]Life {
 		Failed:    {State: Failed, Attempt: 1, Failures: 3, MaxAttempts: 3, Settled: 1},
 		Cancelled: {State: Cancelled, Attempt: 1, MaxAttempts: 3, Cancel: CancelRequested},
 		TimedOut:  {State: TimedOut, Attempt: 1, MaxAttempts: 3, Cancel: CancelTimeout},
+		// A delayed job never dispatched, and one that expired so.
+		Scheduled: {State: Scheduled, MaxAttempts: 3},
+		Expired:   {State: Expired, MaxAttempts: 3},
 	}
 }
 
@@ -31,6 +34,8 @@ func canonicalEvents() map[InputKind]Input {
 		InExpireLease:   {Kind: InExpireLease, Attempt: 1, Now: 1000},
 		InExpireTimeout: {Kind: InExpireTimeout, Attempt: 1, Now: 1000},
 		InGrant:         {Kind: InGrant, Now: 1000, LeaseMs: 30_000},
+		InRelease:       {Kind: InRelease, Now: 1000, Due: 1000},
+		InExpireTTL:     {Kind: InExpireTTL, Now: 1000, Due: 1000},
 	}
 }
 
@@ -42,25 +47,29 @@ type cell struct {
 // TestLifecycleMatrix applies every event kind to every state and checks
 // the outcome and the resulting state.
 func TestLifecycleMatrix(t *testing.T) {
-	Q, A, R, C, F, X, T := Queued, Assigned, Running, Completed, Failed, Cancelled, TimedOut
+	Q, A, R, C, F, X, T, S, E := Queued, Assigned, Running, Completed, Failed, Cancelled, TimedOut, Scheduled, Expired
 	want := map[State]map[InputKind]cell{
+		S: {InDispatch: {Invalid, S}, InStart: {Stale, S}, InHeartbeat: {Stale, S}, InFinish: {Stale, S}, InCancel: {Changed, X},
+			InExpireAck: {Stale, S}, InExpireLease: {Stale, S}, InExpireTimeout: {Stale, S}, InGrant: {Invalid, S}, InRelease: {Changed, Q}, InExpireTTL: {Changed, E}},
+		E: {InDispatch: {Invalid, E}, InStart: {Stale, E}, InHeartbeat: {Stale, E}, InFinish: {Stale, E}, InCancel: {Invalid, E},
+			InExpireAck: {Stale, E}, InExpireLease: {Stale, E}, InExpireTimeout: {Stale, E}, InGrant: {Invalid, E}, InRelease: {Invalid, E}, InExpireTTL: {Invalid, E}},
 		Q: {InDispatch: {Changed, A}, InStart: {Stale, Q}, InHeartbeat: {Stale, Q}, InFinish: {Zombie, Q}, InCancel: {Changed, X},
-			InExpireAck: {Stale, Q}, InExpireLease: {Stale, Q}, InExpireTimeout: {Stale, Q}, InGrant: {Invalid, Q}},
+			InExpireAck: {Stale, Q}, InExpireLease: {Stale, Q}, InExpireTimeout: {Stale, Q}, InGrant: {Invalid, Q}, InRelease: {Invalid, Q}, InExpireTTL: {Invalid, Q}},
 		A: {InDispatch: {Invalid, A}, InStart: {Changed, R}, InHeartbeat: {Changed, R}, InFinish: {Changed, C}, InCancel: {Changed, A},
-			InExpireAck: {Changed, Q}, InExpireLease: {Stale, A}, InExpireTimeout: {Stale, A}, InGrant: {Changed, A}},
+			InExpireAck: {Changed, Q}, InExpireLease: {Stale, A}, InExpireTimeout: {Stale, A}, InGrant: {Changed, A}, InRelease: {Invalid, A}, InExpireTTL: {Invalid, A}},
 		R: {InDispatch: {Invalid, R}, InStart: {Duplicate, R}, InHeartbeat: {Changed, R}, InFinish: {Changed, C}, InCancel: {Changed, R},
-			InExpireAck: {Stale, R}, InExpireLease: {Changed, Q}, InExpireTimeout: {Changed, R}, InGrant: {Changed, R}},
+			InExpireAck: {Stale, R}, InExpireLease: {Changed, Q}, InExpireTimeout: {Changed, R}, InGrant: {Changed, R}, InRelease: {Invalid, R}, InExpireTTL: {Invalid, R}},
 		C: {InDispatch: {Invalid, C}, InStart: {Stale, C}, InHeartbeat: {Stale, C}, InFinish: {Duplicate, C}, InCancel: {Invalid, C},
-			InExpireAck: {Stale, C}, InExpireLease: {Stale, C}, InExpireTimeout: {Stale, C}, InGrant: {Invalid, C}},
+			InExpireAck: {Stale, C}, InExpireLease: {Stale, C}, InExpireTimeout: {Stale, C}, InGrant: {Invalid, C}, InRelease: {Invalid, C}, InExpireTTL: {Invalid, C}},
 		F: {InDispatch: {Invalid, F}, InStart: {Stale, F}, InHeartbeat: {Stale, F}, InFinish: {Duplicate, F}, InCancel: {Invalid, F},
-			InExpireAck: {Stale, F}, InExpireLease: {Stale, F}, InExpireTimeout: {Stale, F}, InGrant: {Invalid, F}},
+			InExpireAck: {Stale, F}, InExpireLease: {Stale, F}, InExpireTimeout: {Stale, F}, InGrant: {Invalid, F}, InRelease: {Invalid, F}, InExpireTTL: {Invalid, F}},
 		X: {InDispatch: {Invalid, X}, InStart: {Stale, X}, InHeartbeat: {Stale, X}, InFinish: {Zombie, X}, InCancel: {Duplicate, X},
-			InExpireAck: {Stale, X}, InExpireLease: {Stale, X}, InExpireTimeout: {Stale, X}, InGrant: {Invalid, X}},
+			InExpireAck: {Stale, X}, InExpireLease: {Stale, X}, InExpireTimeout: {Stale, X}, InGrant: {Invalid, X}, InRelease: {Invalid, X}, InExpireTTL: {Invalid, X}},
 		T: {InDispatch: {Invalid, T}, InStart: {Stale, T}, InHeartbeat: {Stale, T}, InFinish: {Zombie, T}, InCancel: {Invalid, T},
-			InExpireAck: {Stale, T}, InExpireLease: {Stale, T}, InExpireTimeout: {Stale, T}, InGrant: {Invalid, T}},
+			InExpireAck: {Stale, T}, InExpireLease: {Stale, T}, InExpireTimeout: {Stale, T}, InGrant: {Invalid, T}, InRelease: {Invalid, T}, InExpireTTL: {Invalid, T}},
 	}
 	lives, events := canonicalLives(), canonicalEvents()
-	for s := Queued; s <= TimedOut; s++ {
+	for s := Queued; s < numStates; s++ {
 		for k := InDispatch; k < numInputKinds; k++ {
 			w, ok := want[s][k]
 			if !ok {

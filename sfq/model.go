@@ -193,8 +193,11 @@ type Tenant struct {
 	Queued          [NumSizes]uint32
 	// Groups counts the tenant's named groups (derived, checked by
 	// Verify).
-	Groups  uint32
-	Billing Billing
+	Groups uint32
+	// Scheduled counts the tenant's scheduled jobs (derived from the job
+	// table on restore, checked by Verify; not encoded).
+	Scheduled uint32
+	Billing   Billing
 	// groupNow holds group_now per class (group_order=fair).
 	groupNow [NumClasses]VirtualTime
 }
@@ -255,7 +258,8 @@ type Job struct {
 	// text holds the group ("" = the unnamed group), the idempotency key
 	// ("" = none), the job type and the payload in one string:
 	// uvarint(len(group)) group uvarint(len(key)) key uvarint(len(type))
-	// type payload, after uvarint(deadline_at) for a job with a deadline.
+	// type payload, after uvarint(deadline_at) for a job with a deadline,
+	// and before that the delay fields of a timed job (delay.go).
 	// One string header instead of four keeps a million queued jobs 48 MB
 	// smaller, and a Job of 152 bytes fits 256 of them in five 8 KiB pages;
 	// Group, Key, Type, Payload and DeadlineAt read it.
@@ -290,11 +294,13 @@ func (j *Job) SetText(key, typ, payload string) {
 // type and payload.
 func (j *Job) setText(deadlineAt Time, group, key, typ, payload string) {
 	j.deadline = deadlineAt != 0
-	if !j.deadline && group == "" && key == "" && typ == "" && payload == "" {
+	pre := j.timesPrefix()
+	if !j.deadline && pre == "" && group == "" && key == "" && typ == "" && payload == "" {
 		j.text = noText
 		return
 	}
-	b := make([]byte, 0, 4*binary.MaxVarintLen64+len(group)+len(key)+len(typ)+len(payload))
+	b := make([]byte, 0, len(pre)+4*binary.MaxVarintLen64+len(group)+len(key)+len(typ)+len(payload))
+	b = append(b, pre...)
 	if j.deadline {
 		b = binary.AppendUvarint(b, uint64(deadlineAt))
 	}
@@ -317,7 +323,7 @@ func (j *Job) DeadlineAt() Time {
 	if !j.deadline {
 		return 0
 	}
-	n, _ := uvarintPrefix(j.text)
+	n, _ := uvarintPrefix(j.body())
 	return Time(n)
 }
 
@@ -333,7 +339,7 @@ func cutString(t string) (string, string, bool) {
 
 // textParts splits text into group, key, type and payload.
 func (j *Job) textParts() (group, key, typ, payload string) {
-	t := j.text
+	t := j.body()
 	if j.deadline {
 		_, w := uvarintPrefix(t)
 		t = t[w:]
@@ -367,7 +373,7 @@ func uvarintPrefix(s string) (uint64, int) {
 
 // Group is the job's group ("" = its tenant's unnamed group).
 func (j *Job) Group() string {
-	t := j.text
+	t := j.body()
 	if j.deadline {
 		_, w := uvarintPrefix(t)
 		t = t[w:]
@@ -427,6 +433,15 @@ type Submission struct {
 	DeadlineMs int64
 	// Group is the job's group in its tenant; "" = the unnamed group.
 	Group string
+	// DelayMs keeps the job scheduled (in no queue) that long after the
+	// submit; ExpireMs drops it, if never dispatched, that long after the
+	// submit; 0 = none (feature level 5).
+	DelayMs  int64
+	ExpireMs int64
+	// RetryBackoffMs, when RetryBackoffSet, replaces the configuration's
+	// retry_backoff for this job (0: requeue at once).
+	RetryBackoffMs  int64
+	RetryBackoffSet bool
 }
 
 // Limits on a deadline: at least a second, at most a year.
@@ -465,6 +480,9 @@ func (s *Submission) Validate() error {
 	}
 	if s.TimeoutMs < 0 || s.TimeoutMs > MaxTimeoutMs {
 		return fmt.Errorf("%w: timeout_ms: %d is out of range (0 = none, at most a year)", ErrInvalid, s.TimeoutMs)
+	}
+	if err := s.validateDelays(); err != nil {
+		return err
 	}
 	if s.Group != "" {
 		if err := ValidateGroupName(s.Group); err != nil {

@@ -44,6 +44,7 @@ type Scheduler struct {
 	deadlines  deadlineHeap
 	ended      endedQueue
 	est        estimateIndex
+	dl         delayState // delays and expiries (delay.go)
 
 	// wall is the wall clock of the input being applied (SetWall): kept
 	// on the jobs it submits and ends, for display, and read by no rule.
@@ -488,6 +489,9 @@ func (s *Scheduler) DeleteTenant(name string) error {
 	if t.Running > 0 || t.QueuedTotal() > 0 {
 		return fmt.Errorf("%w: %q has %d queued and %d running", ErrTenantBusy, name, t.QueuedTotal(), t.Running)
 	}
+	if t.Scheduled > 0 {
+		return fmt.Errorf("%w: %q has %d scheduled", ErrTenantBusy, name, t.Scheduled)
+	}
 	s.tenants.Mut(uint64(i)).Deleted = true
 	for c := range NumClasses {
 		for sz := range NumSizes {
@@ -513,6 +517,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	if err := sub.Validate(); err != nil {
 		return 0, err
 	}
+	s.lapse(now)
 	ti, ok := s.TenantIndex(sub.Tenant)
 	if !ok {
 		return 0, fmt.Errorf("%w: %q", ErrUnknownTenant, sub.Tenant)
@@ -544,7 +549,8 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	if fair && exists {
 		was = s.groupEligibility(ti, gs)
 	}
-	if !deadline && s.queuedFair[c] == 0 {
+	delayed := sub.DelayMs != 0 // scheduled: the idle rule waits for its release
+	if !deadline && !delayed && s.queuedFair[c] == 0 {
 		// Idle rule: with nothing (without a deadline) queued in the
 		// class, its virtual_now first advances to the highest finish
 		// tag, so no tenant banks credit.
@@ -552,7 +558,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 			s.vnow[c] = top.tag
 		}
 	}
-	if fair && !deadline && rt.queuedFair[c] == 0 {
+	if fair && !deadline && !delayed && rt.queuedFair[c] == 0 {
 		s.groupIdle(ti, c)
 	}
 	maxAttempts := sub.MaxAttempts
@@ -574,6 +580,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		submitWall:  MakeWallDelta(s.wall, now),
 	}
 	job.setText(deadlineAt, sub.Group, sub.Key, sub.Type, sub.Payload)
+	s.submitTimes(&job, now, &sub)
 	s.jobs.Put(uint64(id), job)
 	if sub.Group != "" {
 		s.grouped++
@@ -583,8 +590,14 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		s.joinHeaps(ti, gs)
 	}
 	tm := s.tenants.Mut(uint64(ti))
-	tm.Queued[sub.Size]++
 	tm.Billing.Submitted++
+	if delayed {
+		tm.Scheduled++
+		s.groups.Mut(uint64(gs)).Scheduled++
+		s.tidyDelays()
+		return id, nil
+	}
+	tm.Queued[sub.Size]++
 	s.queued++
 	s.groups.Mut(uint64(gs)).Queued++
 	q := s.queueMut(gs, c, sub.Size)
@@ -602,6 +615,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	// eligible — unless a deadline job displaced an older deadline head
 	// that held the slot.
 	s.place(ti, &placeOpts{clamp: true, fast: true, noScan: !deadline, touched: gs + 1, was: was}, bit(c, int(sub.Size)))
+	s.tidyDelays()
 	return id, nil
 }
 
@@ -810,6 +824,7 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	if worker == "" {
 		return Assignment{}, false, fmt.Errorf("%w: empty worker id", ErrInvalid)
 	}
+	s.lapse(now) // a job whose expire_at has passed is never dispatched
 	c := s.pick(ws)
 	if !c.ok {
 		return Assignment{}, false, nil
@@ -970,7 +985,7 @@ func (s *Scheduler) head(q *jobQueue) headInfo {
 		if !ok {
 			return headInfo{}
 		}
-		if j := s.jobs.Get(uint64(id)); j != nil && j.State == Queued {
+		if j := s.jobs.Get(uint64(id)); j != nil && j.State == Queued && !j.Lapsed {
 			q.cachedHead, q.cachedCost = id, j.EstCostMs
 			return headInfo{id: id, cost: j.EstCostMs, ok: true}
 		}
@@ -988,7 +1003,7 @@ func (s *Scheduler) dlHead(q *deadlineQueue) headInfo {
 		if !ok {
 			return headInfo{}
 		}
-		if j := s.jobs.Get(uint64(e.id)); j != nil && j.State == Queued {
+		if j := s.jobs.Get(uint64(e.id)); j != nil && j.State == Queued && !j.Lapsed {
 			q.cachedHead, q.cachedCost = e.id, j.EstCostMs
 			return headInfo{id: e.id, cost: j.EstCostMs, at: e.at, ok: true}
 		}
@@ -1022,6 +1037,8 @@ func (s *Scheduler) Cancel(now Time, id JobID) (Change, error) {
 func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind InputKind) (Change, error) {
 	switch kind {
 	case InExpireAck, InExpireLease, InExpireTimeout:
+	case InExpireTTL:
+		return s.expireTTL(now, id)
 	default:
 		return Change{}, fmt.Errorf("%w: expire kind %s", ErrInvalid, kind)
 	}
@@ -1030,6 +1047,7 @@ func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind InputKind) (
 
 // event applies a lifecycle event other than Dispatch and Finish.
 func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, error) {
+	s.lapse(now)
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
@@ -1088,11 +1106,14 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if s.v1 {
 		res.StdoutTail = ""
 	}
+	s.lapse(now)
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
-	e := Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome}
+	own, set := j.RetryBackoff()
+	backoff := s.cfg.Backoff(own, set, j.Failures+1)
+	e := Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome, BackoffMs: backoff}
 	life, out := Step(j.Life, e)
 	life = s.version1Life(life)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: attempt, Outcome: out, From: j.State, To: life.State}
@@ -1155,6 +1176,9 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	old := j.Life
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
+	if life.State == Scheduled {
+		s.setDue(jm, now+Time(backoff))
+	}
 	jm.CPUMs = cpuMs
 	jm.Result = &RunResult{ExitCode: res.ExitCode, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail}
 	tm := s.tenants.Mut(uint64(j.Tenant))
@@ -1219,6 +1243,10 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 			}
 		}
 	}
+	if old.State == Scheduled && j.State != Scheduled {
+		tm.Scheduled--
+		gm.Scheduled--
+	}
 	tm.Billing.Failures += uint64(j.Failures - old.Failures)
 	switch j.State {
 	case Queued:
@@ -1228,7 +1256,9 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 				tm = s.tenants.Mut(uint64(ti))
 			}
 			tm.Queued[j.Size]++
-			tm.Billing.Requeues++
+			if old.State != Scheduled {
+				tm.Billing.Requeues++ // a release is no requeue: its run was counted when it backed off
+			}
 			gm.Queued++
 			s.queued++
 			if j.deadline {
@@ -1236,9 +1266,15 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 			} else {
 				s.queuedFair[j.Class]++
 				rt.queuedFair[j.Class]++
-				q.fifo.pushRequeued(j.ID)
+				q.fifo.pushAt(j.ID)
 			}
 		}
+	case Scheduled:
+		// A failed run backing off before its retry.
+		tm.Scheduled++
+		tm.Billing.Requeues++
+		gm.Scheduled++
+		s.dl.due.push(j.DueAt(), j.ID)
 	case Completed:
 		tm.Billing.Completed++
 	case Failed:
@@ -1330,8 +1366,9 @@ func (s *Scheduler) deadlineOf(d *deadline) (Time, bool) {
 }
 
 // tidy drops deadlines that no longer apply from the top of the deadline
-// heap and moves those that were extended.
+// heap and moves those that were extended, and tidies the delay heaps.
 func (s *Scheduler) tidy(now Time) {
+	s.tidyDelays()
 	for {
 		d := s.deadlines.top()
 		if d == nil || d.at > now {
@@ -1365,6 +1402,9 @@ func (s *Scheduler) Prune(cutoff Time, limit int) int {
 		if j := s.jobs.Get(uint64(e.id)); j != nil && j.State.Terminal() {
 			if j.Group() != "" {
 				s.grouped--
+			}
+			if j.timed {
+				s.dl.timed--
 			}
 			s.jobs.Del(uint64(e.id))
 			n++

@@ -50,13 +50,14 @@ type View struct {
 	types   VectorView[TypeStat]
 	groups  VectorView[Group]
 	grouped uint64 // jobs of a named group in the job table
+	timed   uint64 // jobs with delay fields (delay.go)
 }
 
 // Freeze returns an immutable View of the current state in O(chunks) time.
 // Writes after it copy the chunks they touch, so the View never changes.
 func (s *Scheduler) Freeze() *View {
 	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.Freeze(), jobs: s.jobs.Freeze(), types: s.types.Freeze(),
-		groups: s.groups.Freeze(), grouped: s.grouped}
+		groups: s.groups.Freeze(), grouped: s.grouped, timed: s.dl.timed}
 }
 
 // Peek returns a View valid only until the next write, for reading while
@@ -67,7 +68,7 @@ func (s *Scheduler) Peek() *View { return s.view() }
 // scheduler's own goroutine.
 func (s *Scheduler) view() *View {
 	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.View(), jobs: s.jobs.View(), types: s.types.View(),
-		groups: s.groups.View(), grouped: s.grouped}
+		groups: s.groups.View(), grouped: s.grouped, timed: s.dl.timed}
 }
 
 // JobCount returns the number of jobs in the view.
@@ -763,7 +764,7 @@ func (s *Scheduler) rebuild() error {
 		if j.Group() != "" {
 			s.grouped++
 		}
-		if j.State == Queued || j.State.Live() {
+		if j.State == Queued || j.State.Live() || j.State == Scheduled {
 			if _, ok := s.groupSlot(j.Tenant, j.Group()); !ok {
 				err = fmt.Errorf("%w: job %d (%s) is in group %q, which the state does not hold", ErrCorrupt, j.ID, j.State, j.Group())
 				return false
@@ -774,9 +775,13 @@ func (s *Scheduler) rebuild() error {
 			gs, _ := s.groupSlot(j.Tenant, j.Group())
 			q := s.queueMut(gs, j.Class, j.Size)
 			if j.deadline {
-				q.deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
+				if !j.Lapsed {
+					q.deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
+				}
 			} else {
-				q.fifo.pushBack(j.ID)
+				if !j.Lapsed {
+					q.fifo.pushBack(j.ID)
+				}
 				s.queuedFair[j.Class]++
 				s.rt[j.Tenant].queuedFair[j.Class]++
 			}
@@ -796,6 +801,7 @@ func (s *Scheduler) rebuild() error {
 	if err != nil {
 		return err
 	}
+	s.rebuildDelays()
 	for ti := range s.rt {
 		t := s.tenants.Get(uint64(ti))
 		rt := &s.rt[ti]
@@ -850,6 +856,7 @@ func (s *Scheduler) Verify() error {
 	type gheads struct{ fifo, dl headInfo }
 	type gcounts struct {
 		running, queued uint32
+		scheduled       uint32
 		heads           map[[2]uint8]*gheads
 	}
 	nt := s.tenants.Len()
@@ -868,7 +875,7 @@ func (s *Scheduler) Verify() error {
 		}
 		c := &derived[j.Tenant]
 		var gc *gcounts
-		if j.State == Queued || j.State.Live() {
+		if j.State == Queued || j.State.Live() || j.State == Scheduled {
 			k := groupKey{j.Tenant, j.Group()}
 			if gc = gderived[k]; gc == nil {
 				gc = &gcounts{heads: map[[2]uint8]*gheads{}}
@@ -887,15 +894,18 @@ func (s *Scheduler) Verify() error {
 				gc.heads[hk] = h
 			}
 			x := headInfo{id: j.ID, cost: j.EstCostMs, at: j.DeadlineAt(), ok: true}
+			// A lapsed job counts as queued but is out of its queue.
 			if !j.deadline {
 				queuedFair[j.Class]++
 				c.queuedFair[j.Class]++
-				if !h.fifo.ok {
+				if !h.fifo.ok && !j.Lapsed {
 					h.fifo = x
 				}
-			} else if !h.dl.ok || dlBefore(dlEntry{x.at, x.id}, dlEntry{h.dl.at, h.dl.id}) {
+			} else if !j.Lapsed && (!h.dl.ok || dlBefore(dlEntry{x.at, x.id}, dlEntry{h.dl.at, h.dl.id})) {
 				h.dl = x
 			}
+		case j.State == Scheduled:
+			gc.scheduled++
 		case j.State.Live():
 			c.running++
 			gc.running++
@@ -981,7 +991,7 @@ func (s *Scheduler) Verify() error {
 		if g.Running != gc.running || g.Queued != gc.queued {
 			report("tenant %q group %q counters running=%d queued=%d, job table says running=%d queued=%d", t.Name, g.Name, g.Running, g.Queued, gc.running, gc.queued)
 		}
-		if gc.running == 0 && gc.queued == 0 && g.Empty() {
+		if gc.running == 0 && gc.queued == 0 && gc.scheduled == 0 && g.Empty() {
 			report("tenant %q group %q has no job and no setting and was not forgotten", t.Name, g.Name)
 		}
 		if (g.Name == "" && !g.Empty()) || (g.Name != "" && ValidateGroupName(g.Name) != nil) || g.GroupSettings.Validate() != nil {
@@ -1121,6 +1131,7 @@ func (s *Scheduler) Verify() error {
 		report("name index has %d entries for %d names", len(s.byName), names)
 	}
 	s.verifyEstimates(report)
+	s.verifyDelays(report)
 	if len(problems) == 0 {
 		return nil
 	}

@@ -168,6 +168,10 @@ func (c *serverConfig) settings() []setting {
 		{key: "scheduler.submit_rate", usage: "submits each tenant may make: off, or N/PERIOD (e.g. 100/1s), held by the leader; RESOURCE_EXHAUSTED with a retry delay beyond it (feature level 5)",
 			val: &parsedVal[fsm.Rate]{&s.SubmitRate.Rate, fsm.ParseRate, fsm.Rate.String, "off or N/PERIOD"}},
 		{key: "scheduler.submit_burst", usage: "submits a tenant may make at once under submit_rate (0: N)", val: &intVal[uint32]{&s.SubmitRate.Burst, 0, fsm.MaxSubmitBurst}},
+		{key: "scheduler.retry_backoff", usage: "a failed run waits this long before its retry, doubling per failure (0: requeued at once; a cluster below feature level 5 keeps 0)",
+			val: msVal(&s.Sched.RetryBackoffMs, 0, sfq.MaxRetryBackoffMs*time.Millisecond)},
+		{key: "scheduler.retry_backoff_max", usage: "the longest a failed run's retry waits",
+			val: msVal(&s.Sched.RetryBackoffMaxMs, 0, sfq.MaxRetryBackoffMs*time.Millisecond)},
 	}
 	for t := range sfq.Tier(sfq.NumTiers) {
 		list = append(list, setting{key: "scheduler.weights." + t.String(), usage: "weight of tier " + t.String(),

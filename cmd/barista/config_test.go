@@ -497,6 +497,7 @@ func TestConfigViewReadsTheSettings(t *testing.T) {
 		"job_retention": "24h", "event_retention": "24h", "event_retention_count": uint64(2_000_000), "dedupe_window": "90m",
 		"max_payload_bytes": uint32(1 << 20), "estimate": "submitted", "default_cost": "1m",
 		"submit_rate": "off", "submit_burst": uint32(0),
+		"retry_backoff": "0s", "retry_backoff_max": "0s",
 	}
 	for tier := sfq.Tier(0); tier < sfq.NumTiers; tier++ {
 		want["weights."+tier.String()] = c.Sched.TierWeights[tier]

@@ -99,6 +99,7 @@ docs/configuration.md), with weights.TIER for a tier weight:
   barista config set policy=reserve:500ms weights.gold=10
   barista config set decay=half_life:168h,norm:10000s
   barista config set estimate=auto default_cost=2m
+  barista config set retry_backoff=10s retry_backoff_max=30m
 
 feature_level, shown by config get, is not a setting: the leader raises it
 once every voter runs a build that understands it.`,

@@ -62,6 +62,12 @@ or more, the cluster time is shown beside. --json has both:
 				}
 				rows = append(rows, [2]string{"deadline", d})
 			}
+			if j.DueAtMs != 0 {
+				rows = append(rows, [2]string{"due", msTime(j.DueAtMs) + " (cluster time; barista job run-now releases it now)"})
+			}
+			if j.ExpireAtMs != 0 {
+				rows = append(rows, [2]string{"expires", msTime(j.ExpireAtMs) + " (cluster time; if not dispatched by then)"})
+			}
 			if j.Group != "" {
 				rows = append(rows, [2]string{"group", j.Group})
 			}

@@ -77,6 +77,7 @@ func jobJSON(j *pb.Job, payload bool) map[string]any {
 		"worker_id": j.WorkerId, "cancel": j.Cancel, "timeout_ms": j.TimeoutMs, "start_tag_ms": j.StartTagMs,
 		"class": className(j.Class), "est_source": j.EstSource,
 		"deadline_at": msTime(j.DeadlineAtMs), "deadline_missed": j.DeadlineMissed, "group": j.Group,
+		"due_at": msTime(j.DueAtMs), "expire_at": msTime(j.ExpireAtMs),
 	}
 	if payload {
 		m["payload"] = string(j.Payload)
@@ -110,8 +111,8 @@ func init() {
 		synopsis: "List a tenant's jobs",
 		usage:    "[--tenant NAME] [--state STATE] [--limit N] [--page-token TOKEN] [--payload] [--json]",
 		help: `Lists jobs in ID order, optionally of one state (queued, assigned,
-running, completed, failed, cancelled, timed_out). With --json prints one
-JSON object per job; with --payload too, each object has the job's
+running, completed, failed, cancelled, timed_out, scheduled, expired).
+With --json prints one JSON object per job; with --payload too, each object has the job's
 "payload" (without --json, --payload changes nothing). A page holds at most
 --limit jobs and about 3 MiB: with payloads it may hold fewer. When more
 jobs remain, the token for the next page is printed on stderr

@@ -34,6 +34,9 @@ type submitOpts struct {
 	class       pb.Class
 	deadline    time.Duration
 	group       string
+	delay       time.Duration
+	expire      time.Duration
+	backoff     time.Duration
 }
 
 type multiFlag []string
@@ -44,7 +47,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func init() {
 	register("submit", typed(&spec[submitOpts]{
 		synopsis: "Submit a job",
-		usage:    "--tenant NAME --size sm|md|lg --cost DUR [--class C] [--deadline DUR] [--group G] [--key K] [--type T] [--max-attempts N] [--timeout DUR] -- COMMAND [ARGS...]",
+		usage:    "--tenant NAME --size sm|md|lg --cost DUR [--class C] [--deadline DUR] [--group G] [--delay DUR] [--expire DUR] [--retry-backoff DUR] [--key K] [--type T] [--max-attempts N] [--timeout DUR] -- COMMAND [ARGS...]",
 		help: `Submits a job that runs COMMAND ARGS... on a worker of at least the given
 size. --cost is the estimated CPU time: the scheduler charges it at
 dispatch and corrects it by the measured CPU when the job ends. While the
@@ -61,6 +64,15 @@ within DUR: jobs with a deadline go before the rest of their class,
 earliest first, if the tenant is allowed deadlines (barista tenant set
 --deadlines on). A deadline is urgency, not expiry: a late job still runs.
 See docs/scheduling.md.
+
+--delay DUR keeps the job scheduled, in no queue, for DUR; the leader
+releases it into its queue, at its job ID's place, within a second of its
+due time (barista job run-now ID releases it at once). --expire DUR drops
+the job, ended expired, if it has not been dispatched DUR after the
+submit (1s .. 1 year, after --delay); a job dispatched once never
+expires. --retry-backoff DUR replaces the cluster's retry_backoff for this
+job: a failed run waits DUR × 2^(failures−1), at most retry_backoff_max,
+before its retry (0: at once).
 
 With --key the submit is idempotent: the same key and content returns the
 existing job ("created": false); the same key with other content is
@@ -98,6 +110,9 @@ if any job was refused.`,
 			fs.StringVar(&o.payload, "payload", "", "raw `JSON` payload instead of a command")
 			fs.StringVar(&o.fromFile, "from-file", "", "submit every job of a JSON-lines `FILE` (- for stdin), 1000 per request")
 			fs.StringVar(&o.group, "group", "", "the job's `GROUP` in its tenant (1..128 bytes of A-Z a-z 0-9 . _ : @ -)")
+			defineFlag(fs, "delay", "keep the job scheduled for this `DURATION` before it is queued", delayVal(&o.delay))
+			defineFlag(fs, "expire", "drop the job if it was not dispatched within this `DURATION` of the submit", expireVal(&o.expire))
+			defineFlag(fs, "retry-backoff", "wait this `DURATION` (doubling per failure) before retrying a failed run, instead of the cluster's retry_backoff", backoffVal(&o.backoff))
 		},
 		run: runSubmit,
 	}))
@@ -149,9 +164,13 @@ func runSubmit(env *cmdEnv, opts *submitOpts, args []string) error {
 	// and says so otherwise.
 	req := &pb.SubmitRequest{Tenant: opts.tenant, JobType: opts.jobType, Size: fsm.SizeToPB(size), EstCostMs: opts.cost.Milliseconds(),
 		Payload: payload, MaxAttempts: opts.maxAttempts, TimeoutMs: opts.timeout.Milliseconds(),
-		Class: opts.class, DeadlineMs: opts.deadline.Milliseconds(), Group: opts.group}
+		Class: opts.class, DeadlineMs: opts.deadline.Milliseconds(), Group: opts.group,
+		DelayMs: opts.delay.Milliseconds(), ExpireMs: opts.expire.Milliseconds()}
 	if set["key"] {
 		req.IdempotencyKey = &opts.key
+	}
+	if set["retry-backoff"] {
+		req.RetryBackoffMs = new(opts.backoff.Milliseconds())
 	}
 	var resp *pb.SubmitResponse
 	if err := opts.with(func(cl *client.Client) (err error) {
@@ -186,6 +205,18 @@ func attemptsVal(p *uint32) value { return &intVal[uint32]{p, 0, sfq.MaxMaxAttem
 
 func deadlineVal(p *time.Duration) value {
 	return durationVal(p, sfq.MinDeadlineMs*time.Millisecond, sfq.MaxDeadlineMs*time.Millisecond).wholeMs()
+}
+
+func delayVal(p *time.Duration) value {
+	return durationVal(p, time.Millisecond, sfq.MaxDelayMs*time.Millisecond).wholeMs()
+}
+
+func expireVal(p *time.Duration) value {
+	return durationVal(p, sfq.MinExpireMs*time.Millisecond, sfq.MaxExpireMs*time.Millisecond).wholeMs()
+}
+
+func backoffVal(p *time.Duration) value {
+	return durationVal(p, 0, sfq.MaxRetryBackoffMs*time.Millisecond).wholeMs()
 }
 
 // classVal is a class name: critical, high, normal or low.
@@ -225,6 +256,9 @@ type fileJob struct {
 	Dir         string            `json:"dir"`
 	Payload     json.RawMessage   `json:"payload"`
 	Group       string            `json:"group"`
+	Delay       string            `json:"delay"`
+	Expire      string            `json:"expire"`
+	Backoff     *string           `json:"retry_backoff"`
 }
 
 func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
@@ -241,7 +275,11 @@ func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
 			return nil, fmt.Errorf("group: %v", err)
 		}
 	}
-	var cost, timeout, deadline time.Duration
+	var cost, timeout, deadline, delay, expire, backoff time.Duration
+	backoffText := ""
+	if f.Backoff != nil {
+		backoffText = *f.Backoff
+	}
 	fields := []struct {
 		name, text string
 		val        value
@@ -252,6 +290,9 @@ func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
 		{"timeout", f.Timeout, timeoutVal(&timeout)},
 		{"deadline", f.Deadline, deadlineVal(&deadline)},
 		{"class", f.Class, classVal(&req.Class)},
+		{"delay", f.Delay, delayVal(&delay)},
+		{"expire", f.Expire, expireVal(&expire)},
+		{"retry_backoff", backoffText, backoffVal(&backoff)},
 	}
 	for _, fd := range fields {
 		if fd.text == "" {
@@ -269,6 +310,10 @@ func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
 	}
 	// Without either, 0: the server takes it only under estimate=auto.
 	req.TimeoutMs, req.DeadlineMs = timeout.Milliseconds(), deadline.Milliseconds()
+	req.DelayMs, req.ExpireMs = delay.Milliseconds(), expire.Milliseconds()
+	if f.Backoff != nil {
+		req.RetryBackoffMs = new(backoff.Milliseconds())
+	}
 	switch {
 	case len(f.Payload) > 0 && len(f.Argv) > 0:
 		return nil, errors.New("give argv or payload, not both")

@@ -130,3 +130,11 @@ func (c *Client) ExplainJob(ctx context.Context, req *pb.ExplainJobRequest) (*pb
 		return cl.ExplainJob(ctx, req)
 	})
 }
+
+// RunJobNow releases a scheduled job of the tenant at once. It is sent
+// once: a second run-now of a job already released is refused.
+func (c *Client) RunJobNow(ctx context.Context, req *pb.RunJobNowRequest) (*pb.RunJobNowResponse, error) {
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.RunJobNowResponse, error) {
+		return cl.RunJobNow(ctx, req)
+	})
+}

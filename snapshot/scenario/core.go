@@ -110,6 +110,12 @@ func (c *Core) Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.Input
 	return err
 }
 
+// Release implements Target.
+func (c *Core) Release(now sfq.Time, id sfq.JobID) error {
+	_, err := c.S.Release(now, id, false)
+	return err
+}
+
 // Check implements Target.
 func (c *Core) Check() error { return c.S.Verify() }
 

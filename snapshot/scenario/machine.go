@@ -101,10 +101,15 @@ func (m *Machine) DeleteTenant(now sfq.Time, name string) error {
 
 // Submit implements Target.
 func (m *Machine) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
-	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
+	c := &pb.SubmitJob{
 		Tenant: sub.Tenant, IdempotencyKey: sub.Key, JobType: sub.Type, Size: fsm.SizeToPB(sub.Size),
 		EstCostMs: sub.EstCostMs, Payload: []byte(sub.Payload), MaxAttempts: sub.MaxAttempts, TimeoutMs: sub.TimeoutMs,
-		JobClass: fsm.ClassToPB(sub.Class), DeadlineMs: sub.DeadlineMs, Group: sub.Group}}})
+		JobClass: fsm.ClassToPB(sub.Class), DeadlineMs: sub.DeadlineMs, Group: sub.Group,
+		DelayMs: sub.DelayMs, ExpireMs: sub.ExpireMs}
+	if sub.RetryBackoffSet {
+		c.RetryBackoffMs = &sub.RetryBackoffMs
+	}
+	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Submit{Submit: c}})
 	return r.Job, err
 }
 
@@ -185,8 +190,15 @@ func (m *Machine) Cancel(now sfq.Time, id sfq.JobID) error {
 
 // Expire implements Target.
 func (m *Machine) Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.InputKind) error {
-	k := map[sfq.InputKind]pb.ExpireKind{sfq.InExpireAck: pb.ExpireKind_ACK, sfq.InExpireLease: pb.ExpireKind_LEASE, sfq.InExpireTimeout: pb.ExpireKind_TIMEOUT}[kind]
+	k := map[sfq.InputKind]pb.ExpireKind{sfq.InExpireAck: pb.ExpireKind_ACK, sfq.InExpireLease: pb.ExpireKind_LEASE, sfq.InExpireTimeout: pb.ExpireKind_TIMEOUT,
+		sfq.InExpireTTL: pb.ExpireKind_TTL}[kind]
 	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: uint64(id), Attempt: attempt, Kind: k}}})
+	return err
+}
+
+// Release implements Target: a Release of one job.
+func (m *Machine) Release(now sfq.Time, id sfq.JobID) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: []uint64{uint64(id)}}}})
 	return err
 }
 

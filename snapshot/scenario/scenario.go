@@ -51,6 +51,8 @@ type Target interface {
 	Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64) error
 	Cancel(now sfq.Time, id sfq.JobID) error
 	Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.InputKind) error
+	// Release moves a scheduled job to its queue (refused if not due).
+	Release(now sfq.Time, id sfq.JobID) error
 	// Check verifies the target's invariants (run after every line).
 	Check() error
 	Hash() []byte
@@ -191,7 +193,7 @@ func (rn *runner) exec(f []string) error {
 		return rn.t.SetLevel(rn.now, uint32(n))
 	case "dispatch":
 		return rn.dispatch(args)
-	case "start", "heartbeat", "finish", "cancel", "expire":
+	case "start", "heartbeat", "finish", "cancel", "expire", "release":
 		return rn.jobEvent(cmd, args)
 	case "show":
 		return rn.show(args)
@@ -317,6 +319,14 @@ func (rn *runner) config(args []string) error {
 			if cfg.DefaultCostMs, err = durationMs(k, v); err != nil {
 				return err
 			}
+		case "retry_backoff":
+			if cfg.RetryBackoffMs, err = durationMs(k, v); err != nil {
+				return err
+			}
+		case "retry_backoff_max":
+			if cfg.RetryBackoffMaxMs, err = durationMs(k, v); err != nil {
+				return err
+			}
 		case "weights":
 			parts := strings.Split(v, ",")
 			if len(parts) != sfq.NumTiers {
@@ -432,7 +442,7 @@ func (rn *runner) submit(args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("usage: submit TENANT [xN] size=S cost=DUR|auto [class=C deadline=DUR group=G key=K type=T max_attempts=N timeout=DUR]")
+		return fmt.Errorf("usage: submit TENANT [xN] size=S cost=DUR|auto [class=C deadline=DUR group=G key=K type=T max_attempts=N timeout=DUR delay=DUR expire=DUR retry_backoff=DUR]")
 	}
 	sub := sfq.Submission{Tenant: pos[0]}
 	for _, req := range []string{"size", "cost"} {
@@ -463,6 +473,13 @@ func (rn *runner) submit(args []string) error {
 			sub.TimeoutMs, err = durationMs(k, v)
 		case "group":
 			sub.Group = v
+		case "delay":
+			sub.DelayMs, err = durationMs(k, v)
+		case "expire":
+			sub.ExpireMs, err = durationMs(k, v)
+		case "retry_backoff":
+			sub.RetryBackoffMs, err = durationMs(k, v)
+			sub.RetryBackoffSet = true
 		default:
 			return fmt.Errorf("unknown submit key %q", k)
 		}
@@ -638,14 +655,19 @@ func (rn *runner) jobEvent(cmd string, args []string) error {
 		return rn.t.Finish(rn.now, id, attempt, worker, outcome, cpu)
 	case "cancel":
 		return rn.t.Cancel(rn.now, id)
+	case "release":
+		if len(pos) != 1 || len(opts) > 0 {
+			return fmt.Errorf("usage: release JOB")
+		}
+		return rn.t.Release(rn.now, id)
 	case "expire":
 		if len(pos) != 2 {
-			return fmt.Errorf("usage: expire JOB ack|lease|timeout")
+			return fmt.Errorf("usage: expire JOB ack|lease|timeout|ttl")
 		}
-		kinds := map[string]sfq.InputKind{"ack": sfq.InExpireAck, "lease": sfq.InExpireLease, "timeout": sfq.InExpireTimeout}
+		kinds := map[string]sfq.InputKind{"ack": sfq.InExpireAck, "lease": sfq.InExpireLease, "timeout": sfq.InExpireTimeout, "ttl": sfq.InExpireTTL}
 		kind, ok := kinds[pos[1]]
 		if !ok {
-			return fmt.Errorf("bad expiry %q: want ack, lease or timeout", pos[1])
+			return fmt.Errorf("bad expiry %q: want ack, lease, timeout or ttl", pos[1])
 		}
 		return rn.t.Expire(rn.now, id, attempt, kind)
 	}
@@ -682,12 +704,23 @@ func (rn *runner) show(args []string) error {
 		line := map[string]any{"job": j.ID, "tenant": rn.t.TenantName(j.Tenant), "state": j.State.String(),
 			"attempt": j.Attempt, "failures": j.Failures, "cancel": j.Cancel.String(), "cpu_ms": j.CPUMs,
 			"class": j.Class.String(), "est_ms": j.EstCostMs, "est_source": j.EstSource.String()}
+		// A scheduled job shows its due time, a job with an expiry its
+		// expire_at; other lines keep their form.
+		var extra string
+		if due := j.DueAt(); due != 0 {
+			line["due_ms"] = due
+			extra += fmt.Sprintf(" due=%d", due)
+		}
+		if x := j.ExpireAt(); x != 0 {
+			line["expire_at_ms"] = x
+			extra += fmt.Sprintf(" expire_at=%d", x)
+		}
 		if rn.opt.JSON {
 			rn.emitJSON(line)
 			return nil
 		}
-		fmt.Fprintf(rn.out, "job %d tenant=%s state=%s attempt=%d failures=%d cancel=%s cpu=%dms class=%s est=%dms est_source=%s\n",
-			j.ID, line["tenant"], j.State, j.Attempt, j.Failures, j.Cancel, j.CPUMs, j.Class, j.EstCostMs, j.EstSource)
+		fmt.Fprintf(rn.out, "job %d tenant=%s state=%s attempt=%d failures=%d cancel=%s cpu=%dms class=%s est=%dms est_source=%s%s\n",
+			j.ID, line["tenant"], j.State, j.Attempt, j.Failures, j.Cancel, j.CPUMs, j.Class, j.EstCostMs, j.EstSource, extra)
 		return nil
 	case "type":
 		if len(pos) != 3 || len(opts) > 0 {

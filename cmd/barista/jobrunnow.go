@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
+)
+
+func init() {
+	register("job run-now", typed(&spec[tenantFlags]{
+		synopsis: "Release a scheduled job at once",
+		usage:    "ID [--tenant NAME] [--json]",
+		help: `Releases a scheduled job (submitted with --delay, or backing off after a
+failed run) into its queue now, at its job ID's place, instead of at its
+due time. An admin may run any tenant's job; a tenant's client token only
+its own. A job that is not scheduled, or whose expiry has passed, is
+refused (FAILED_PRECONDITION).`,
+		flags: func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
+		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
+			if len(args) != 1 {
+				return usageError("job run-now needs one ID")
+			}
+			id, err := parseJobID(args[0])
+			if err != nil {
+				return err
+			}
+			var resp *pb.RunJobNowResponse
+			if err := opts.with(func(cl *client.Client) (err error) {
+				resp, err = cl.RunJobNow(context.Background(), &pb.RunJobNowRequest{Tenant: opts.tenant, JobId: id})
+				return err
+			}); err != nil {
+				return err
+			}
+			if opts.json {
+				return printJSON(env.stdout, map[string]any{"job_id": id, "state": resp.State})
+			}
+			fmt.Fprintf(env.stdout, "job %d released: %s\n", id, resp.State)
+			return nil
+		},
+	}))
+}

@@ -1,0 +1,48 @@
+package rpc
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
+)
+
+// RunJobNow releases a scheduled job of the caller's tenant at once (an
+// admin names the tenant, or none for any job): a Release with now set,
+// which Apply refuses for a job that is not scheduled or whose expire_at
+// has passed, and for another tenant's job (NOT_FOUND, as a missing one).
+func (s *ClientService) RunJobNow(ctx context.Context, req *pb.RunJobNowRequest) (*pb.RunJobNowResponse, error) {
+	tenant, err := scopeTenant(ctx, req.Tenant, false)
+	if err != nil {
+		return nil, err
+	}
+	if req.JobId == 0 {
+		return nil, jobNotFound(0)
+	}
+	cmd := &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: []uint64{req.JobId}, Now: true, Tenant: tenant}}}
+	if err := levelErr(s.node.FSM, cmd); err != nil {
+		return nil, err
+	}
+	fwd := &pb.RunJobNowRequest{Tenant: tenant, JobId: req.JobId}
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.RunJobNowResponse, error) {
+		return pb.NewClientClient(cc).RunJobNow(ctx, fwd)
+	}); handled {
+		return resp, err
+	}
+	res, err := s.propose(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := resultErr(res[0]); err != nil {
+		return nil, err
+	}
+	var out pb.RunJobNowResponse
+	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+		if j, ok := sc.Job(sfq.JobID(req.JobId)); ok {
+			out.State = j.State.String()
+		}
+	})
+	return &out, nil
+}

@@ -1,0 +1,389 @@
+package sfq
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+// delayWorld is a scheduler with tenants a (gold) and b (free), checked
+// by Verify and a snapshot round trip after every step.
+type delayWorld struct {
+	t *testing.T
+	s *Scheduler
+}
+
+func newDelayWorld(t *testing.T, cfg Config) *delayWorld {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range []TenantSpec{{Name: "a", Tier: Gold}, {Name: "b", Tier: Free}} {
+		if _, err := s.UpsertTenant(ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &delayWorld{t: t, s: s}
+}
+
+// check verifies the state and that a restored copy hashes alike and
+// verifies too.
+func (w *delayWorld) check() {
+	w.t.Helper()
+	if err := w.s.Verify(); err != nil {
+		w.t.Fatal(err)
+	}
+	d, err := decodeBytes(encodeView(w.s.Freeze()))
+	if err != nil {
+		w.t.Fatalf("restore: %v", err)
+	}
+	if d.Hash() != w.s.Hash() {
+		w.t.Fatal("the restored state hashes differently")
+	}
+	if err := d.Verify(); err != nil {
+		w.t.Fatalf("restored: %v", err)
+	}
+}
+
+func (w *delayWorld) submit(now Time, sub Submission) JobID {
+	w.t.Helper()
+	if sub.Size == 0 {
+		sub.Size = SM
+	}
+	if sub.EstCostMs == 0 {
+		sub.EstCostMs = 1000
+	}
+	id, err := w.s.Submit(now, sub)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.check()
+	return id
+}
+
+func (w *delayWorld) dispatch(now Time) JobID {
+	w.t.Helper()
+	a, ok, err := w.s.Dispatch(now, SM, "w1")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.check()
+	if !ok {
+		return 0
+	}
+	return a.Job
+}
+
+func wantErr(t *testing.T, err error, msg string) {
+	t.Helper()
+	if err == nil || err.Error() != msg {
+		t.Fatalf("got error %v, want %q", err, msg)
+	}
+}
+
+// TestDelayReleaseAtIDPlace: a delayed job is scheduled in no queue; its
+// release is refused before its due time and puts it in its queue at its
+// ID's place, ahead of younger jobs submitted meanwhile.
+func TestDelayReleaseAtIDPlace(t *testing.T) {
+	w := newDelayWorld(t, DefaultConfig())
+	j1 := w.submit(0, Submission{Tenant: "a", DelayMs: 5000})
+	j2 := w.submit(100, Submission{Tenant: "a"})
+	j3 := w.submit(200, Submission{Tenant: "a"})
+	if j, _ := w.s.Job(j1); j.State != Scheduled || j.DueAt() != 5000 {
+		t.Fatalf("job 1 is %s due %d", j.State, j.DueAt())
+	}
+	if r, _ := w.s.Explain(j1); r.Format() != "reason=scheduled due=5000" {
+		t.Fatalf("explain: %s", r.Format())
+	}
+	if at, ok := w.s.NextDelayWake(); !ok || at != 5000 {
+		t.Fatalf("next wake %d %v", at, ok)
+	}
+	if got := w.s.DueReleases(4999, 0); len(got) != 0 {
+		t.Fatalf("due at 4999: %v", got)
+	}
+	if got := w.s.DueReleases(5000, 0); !slices.Equal(got, []JobID{j1}) {
+		t.Fatalf("due at 5000: %v", got)
+	}
+	_, err := w.s.Release(4999, j1, false)
+	wantErr(t, err, "refused: release of job 1 is not due yet: due at 5000 ms, now 4999 ms")
+	if ta, _ := w.s.Tenant("a"); ta.Scheduled != 1 || ta.QueuedTotal() != 2 {
+		t.Fatalf("a: scheduled %d queued %d", ta.Scheduled, ta.QueuedTotal())
+	}
+	if err := w.s.DeleteTenant("a"); err == nil {
+		t.Fatal("deleted a tenant with a scheduled job")
+	}
+	ch, err := w.s.Release(5000, j1, false)
+	if err != nil || ch.From != Scheduled || ch.To != Queued {
+		t.Fatalf("release: %+v %v", ch, err)
+	}
+	w.check()
+	_, err = w.s.Release(5000, j1, false)
+	wantErr(t, err, "refused: release of job 1 does not apply: job is queued")
+	for _, want := range []JobID{j1, j2, j3} {
+		if got := w.dispatch(5000); got != want {
+			t.Fatalf("dispatched %d, want %d", got, want)
+		}
+	}
+	// Run-now: force releases before the due time.
+	j4 := w.submit(6000, Submission{Tenant: "b", DelayMs: 60_000})
+	if _, err := w.s.Release(6001, j4, true); err != nil {
+		t.Fatal(err)
+	}
+	w.check()
+	if got := w.dispatch(6002); got != j4 {
+		t.Fatalf("dispatched %d, want %d", got, j4)
+	}
+}
+
+// TestExpiryLapse: a job never dispatched whose expire_at has passed is
+// skipped by Dispatch from that time on (in the restored state too), and
+// Expire{ttl} ends it expired — refused before expire_at, and for a job
+// dispatched once.
+func TestExpiryLapse(t *testing.T) {
+	w := newDelayWorld(t, DefaultConfig())
+	j1 := w.submit(0, Submission{Tenant: "a", ExpireMs: 2000})
+	j2 := w.submit(0, Submission{Tenant: "a"})
+	j3 := w.submit(0, Submission{Tenant: "b", ExpireMs: 1000})
+	if got := w.s.DueExpiries(1999, 0); !slices.Equal(got, []JobID{j3}) {
+		t.Fatalf("expiries due at 1999: %v", got)
+	}
+	_, err := w.s.Expire(999, j3, 0, InExpireTTL)
+	wantErr(t, err, "refused: expire-ttl of job 3 is not due yet: expire_at 1000 ms, now 999 ms")
+	// Job 3 (b) lapsed at 1000: the next dispatch at 1999 takes a's job 1.
+	if got := w.dispatch(1999); got != j1 {
+		t.Fatalf("dispatched %d, want %d", got, j1)
+	}
+	if r, _ := w.s.Explain(j3); r.Format() != "reason=expired" {
+		t.Fatalf("explain lapsed: %s", r.Format())
+	}
+	if got := w.dispatch(2000); got != j2 {
+		t.Fatalf("dispatched %d, want %d", got, j2)
+	}
+	if got := w.dispatch(2000); got != 0 {
+		t.Fatalf("dispatched the lapsed job %d", got)
+	}
+	// Job 1 was dispatched before its expire_at: it never expires.
+	_, err = w.s.Expire(5000, j1, 0, InExpireTTL)
+	wantErr(t, err, "refused: expire-ttl of job 1 does not apply: it was dispatched (attempt 1)")
+	if got := w.s.DueExpiries(5000, 0); !slices.Equal(got, []JobID{j3}) {
+		t.Fatalf("expiries due: %v", got)
+	}
+	ch, err := w.s.Expire(5000, j3, 0, InExpireTTL)
+	if err != nil || ch.To != Expired {
+		t.Fatalf("expire: %+v %v", ch, err)
+	}
+	w.check()
+	if tb, _ := w.s.Tenant("b"); tb.QueuedTotal() != 0 {
+		t.Fatalf("b still has %d queued", tb.QueuedTotal())
+	}
+	_, err = w.s.Expire(5000, j3, 0, InExpireTTL)
+	wantErr(t, err, "refused: expire-ttl of job 3 does not apply: job is expired")
+	if _, ok := w.s.NextDelayWake(); ok {
+		t.Fatal("a wake is left")
+	}
+	// A scheduled job can expire before its release: the release is
+	// refused, the expiry is due.
+	j5 := w.submit(10_000, Submission{Tenant: "a", DelayMs: 5000, ExpireMs: 6000})
+	if got := w.s.DueReleases(16_000, 0); len(got) != 0 {
+		t.Fatalf("releases due of an expired job: %v", got)
+	}
+	_, err = w.s.Release(16_000, j5, false)
+	wantErr(t, err, "refused: release of job 4 does not apply: it expired at 16000 ms")
+	w.check()
+	if _, err := w.s.Expire(16_000, j5, 0, InExpireTTL); err != nil {
+		t.Fatal(err)
+	}
+	w.check()
+}
+
+// TestRetryBackoff: a failed run goes back through scheduled for
+// retry_backoff × 2^(failures−1), capped at retry_backoff_max; a lost
+// lease is requeued at once; a job's own backoff of 0 requeues at once.
+func TestRetryBackoff(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.RetryBackoffMs, cfg.RetryBackoffMaxMs = 1000, 3000
+	w := newDelayWorld(t, cfg)
+	j := w.submit(0, Submission{Tenant: "a", MaxAttempts: 5})
+	run := func(now Time) uint32 {
+		t.Helper()
+		if got := w.dispatch(now); got != j {
+			t.Fatalf("dispatched %d at %d", got, now)
+		}
+		jj, _ := w.s.Job(j)
+		if _, err := w.s.Start(now, j, jj.Attempt, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		return jj.Attempt
+	}
+	fail := func(now Time, attempt uint32, due Time) {
+		t.Helper()
+		ch, err := w.s.Finish(now, j, attempt, "w1", OutcomeFailed, 10, RunResult{ExitCode: 3})
+		if err != nil || ch.To != Scheduled {
+			t.Fatalf("finish: %+v %v", ch, err)
+		}
+		w.check()
+		if jj, _ := w.s.Job(j); jj.DueAt() != due {
+			t.Fatalf("due %d, want %d", jj.DueAt(), due)
+		}
+	}
+	fail(100, run(0), 1100)
+	_, err := w.s.Release(1099, j, false)
+	wantErr(t, err, "refused: release of job 1 is not due yet: due at 1100 ms, now 1099 ms")
+	w.s.Release(1100, j, false)
+	fail(1200, run(1100), 3200)
+	w.s.Release(3200, j, false)
+	fail(3300, run(3200), 6300) // 4000 capped at 3000
+	w.s.Release(6300, j, false)
+	// A lost lease is not the job's fault: requeued at once.
+	a := run(6300)
+	ch, err := w.s.Expire(6300+Time(cfg.LeaseTimeoutMs), j, a, InExpireLease)
+	if err != nil || ch.To != Queued {
+		t.Fatalf("lease: %+v %v", ch, err)
+	}
+	if ta, _ := w.s.Tenant("a"); ta.Billing.Requeues != 4 || ta.Billing.Failures != 4 {
+		t.Fatalf("billing %+v", ta.Billing)
+	}
+	// A job's own backoff of 0 requeues at once.
+	k := w.submit(7000, Submission{Tenant: "b", RetryBackoffSet: true})
+	w.s.Cancel(7000, j)
+	if got := w.dispatch(40_000); got != k {
+		t.Fatalf("dispatched %d", got)
+	}
+	ch, err = w.s.Finish(40_000, k, 1, "w1", OutcomeFailed, 10, RunResult{})
+	if err != nil || ch.To != Queued {
+		t.Fatalf("own backoff 0: %+v %v", ch, err)
+	}
+	w.check()
+}
+
+func TestBackoffValues(t *testing.T) {
+	c := Config{RetryBackoffMs: 5000, RetryBackoffMaxMs: 600_000}
+	var got []int64
+	for f := uint16(0); f <= 9; f++ {
+		got = append(got, c.Backoff(0, false, f))
+	}
+	want := []int64{0, 5000, 10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 600_000, 600_000}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if b := c.Backoff(700_000, true, 1); b != 700_000 {
+		t.Fatalf("own backoff above the maximum: %d", b)
+	}
+	if b := c.Backoff(1000, true, 65535); b != 600_000 {
+		t.Fatalf("many failures: %d", b)
+	}
+	if b := (&Config{}).Backoff(0, false, 3); b != 0 {
+		t.Fatalf("no backoff: %d", b)
+	}
+}
+
+func TestDelayValidation(t *testing.T) {
+	for _, c := range []struct {
+		sub Submission
+		msg string
+	}{
+		{Submission{DelayMs: -1}, "invalid argument: delay_ms: -1 is out of range (0 = none, else 1 ms .. 1 year)"},
+		{Submission{ExpireMs: 999}, "invalid argument: expire_ms: 999 is out of range (0 = none, else 1 s .. 1 year after the submit)"},
+		{Submission{DelayMs: 5000, ExpireMs: 5000}, "invalid argument: expire_ms: 5000 is not after delay_ms 5000 (the job would expire before it is due)"},
+		{Submission{DelayMs: 5000, DeadlineMs: 4000}, "invalid argument: deadline_ms: 4000 is not after delay_ms 5000"},
+		{Submission{RetryBackoffMs: MaxRetryBackoffMs + 1, RetryBackoffSet: true}, "invalid argument: retry_backoff_ms: 86400001 is out of range (0 .. 24 h)"},
+	} {
+		err := c.sub.Validate()
+		if err == nil || err.Error() != c.msg || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: got %v, want %q", c.sub, err, c.msg)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.RetryBackoffMs, cfg.RetryBackoffMaxMs = 5000, 1000
+	if err := cfg.Validate(); err == nil || err.Error() != "invalid argument: retry_backoff_max 1000 ms is below retry_backoff 5000 ms" {
+		t.Fatalf("config: %v", err)
+	}
+}
+
+// TestStateVersionFollowsDelays: a state without anything of delays
+// fits version 4; a delayed job, a job's expiry, or a retry backoff
+// setting does not.
+func TestStateVersionFollowsDelays(t *testing.T) {
+	w := newDelayWorld(t, DefaultConfig())
+	w.submit(0, Submission{Tenant: "a"})
+	if err := w.s.Freeze().FitsVersion4(); err != nil {
+		t.Fatal(err)
+	}
+	if b := encodeView(w.s.Freeze()); b[0] != stateVersionNoGroups {
+		t.Fatalf("version %d", b[0])
+	}
+	id := w.submit(0, Submission{Tenant: "a", ExpireMs: 5000})
+	if err := w.s.Freeze().FitsVersion4(); err == nil {
+		t.Fatal("a job's expiry fits version 4")
+	}
+	if b := encodeView(w.s.Freeze()); b[0] != stateVersion {
+		t.Fatalf("version %d", b[0])
+	}
+	// Once the job is pruned, the state is version 3 again.
+	w.s.Cancel(10, id)
+	w.s.Prune(100, 10)
+	w.check()
+	if err := w.s.Freeze().FitsVersion4(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.RetryBackoffMs = 1
+	w.s.SetConfig(cfg)
+	if err := w.s.Freeze().FitsVersion4(); err == nil {
+		t.Fatal("a retry backoff fits version 4")
+	}
+	w.check()
+}
+
+// TestDelayJobText: the delay fields ride before the rest of the text,
+// which reads as before; setText keeps them.
+func TestDelayJobText(t *testing.T) {
+	var j Job
+	j.setText(0, "g", "k", "t", "p")
+	j.setTimes(jobTimes{due: 300, expire: 400, backoff: 0})
+	if j.Group() != "g" || j.Key() != "k" || j.Type() != "t" || j.Payload() != "p" || j.ExpireAt() != 400 {
+		t.Fatalf("text: %q %q %q %q %d", j.Group(), j.Key(), j.Type(), j.Payload(), j.ExpireAt())
+	}
+	if ms, set := j.RetryBackoff(); ms != 0 || !set {
+		t.Fatalf("backoff %d %v", ms, set)
+	}
+	j.setText(1234, "g2", "k", "t", "p")
+	if j.Group() != "g2" || j.DeadlineAt() != 1234 || j.ExpireAt() != 400 {
+		t.Fatalf("after setText: %q %d %d", j.Group(), j.DeadlineAt(), j.ExpireAt())
+	}
+}
+
+// TestDispatchOverLapsedAllocatesNothing: with half the backlog lapsed,
+// Dispatch takes each queue's first job not lapsed and allocates nothing.
+func TestDispatchOverLapsedAllocatesNothing(t *testing.T) {
+	s, _ := New(DefaultConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.UpsertTenant(TenantSpec{Name: n, Tier: Gold})
+	}
+	for i := range 30_000 {
+		sub := Submission{Tenant: []string{"a", "b", "c"}[i%3], Size: SM, EstCostMs: 1000}
+		if i%2 == 0 {
+			sub.ExpireMs = 1000
+		}
+		if _, err := s.Submit(0, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.lapse(1000)
+	s.dl.lapsed.items = slices.Grow(s.dl.lapsed.items, 20_000)
+	i := 0
+	allocs := testing.AllocsPerRun(5000, func() {
+		a, ok, err := s.Dispatch(Time(1000+i), SM, "w1")
+		if err != nil || !ok || a.Job%2 == 1 {
+			t.Fatalf("dispatch: %+v %v %v", a, ok, err)
+		}
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("%.2f allocations per dispatch, want 0", allocs)
+	}
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
