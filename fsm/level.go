@@ -72,6 +72,8 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		u := cmd.TenantUpsert
 		c := u.GetCaps()
 		switch {
+		case u.RateN != 0 || u.RatePeriodMs != 0 || u.RateBurst != 0:
+			return Level5, "rate"
 		case u.GroupCap != 0:
 			return Level4, "group_cap"
 		case u.GroupOrder == pb.GroupOrder_GROUP_FAIR:
@@ -105,7 +107,15 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 	case *pb.Command_WebhookReplay:
 		return Level3, "webhook replay"
 	case *pb.Command_SetGroup:
+		if g := cmd.SetGroup; g.SetRate || g.RateN != 0 || g.RatePeriodMs != 0 || g.RateBurst != 0 {
+			return Level5, "group rate"
+		}
 		return Level4, "SetGroup"
+	case *pb.Command_Pause:
+		if cmd.Pause.Resume {
+			return Level5, "resume"
+		}
+		return Level5, "pause"
 	case *pb.Command_SetConfig:
 		p := cmd.SetConfig.GetConfig()
 		if e := p.GetEstimate(); e != pb.Estimate_ESTIMATE_UNSPECIFIED && e != pb.Estimate_SUBMITTED {
