@@ -483,10 +483,32 @@ func decodeGroupPauses(d *Decoder, g *Group) {
 }
 
 // encodePauses writes the pause of all dispatch and the time eligibility
-// was last evaluated at (which rate limits are judged by).
+// was last evaluated at, which rate limits are judged by: 0 while no rate
+// limit is set, since nothing reads it then (so that a state restored from
+// an encoding without it goes on with the same hashes).
 func (v *View) encodePauses(e *Encoder) {
 	e.Bool(v.pausedAll)
-	e.Varint(v.evalUs)
+	at := int64(0)
+	if v.anyRate() {
+		at = v.evalUs
+	}
+	e.Varint(at)
+}
+
+// anyRate reports whether a tenant or a group has a rate limit.
+func (v *View) anyRate() bool {
+	uses := false
+	v.tenants.Each(func(_ uint64, t *Tenant) bool {
+		uses = !t.Rate.None() && !t.Deleted
+		return !uses
+	})
+	if !uses {
+		v.groups.Each(func(_ uint64, g *Group) bool {
+			uses = !g.Rate.None()
+			return !uses
+		})
+	}
+	return uses
 }
 
 func (s *Scheduler) decodePauses(d *Decoder) {

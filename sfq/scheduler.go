@@ -504,7 +504,9 @@ func (s *Scheduler) DeleteTenant(name string) error {
 		return fmt.Errorf("%w: %q has %d queued and %d running", ErrTenantBusy, name, t.QueuedTotal(), t.Running)
 	}
 	s.advance(s.clock)
-	s.tenants.Mut(uint64(i)).Deleted = true
+	tm := s.tenants.Mut(uint64(i))
+	tm.Deleted = true
+	tm.Rate, tm.rateTAT, tm.paused = RateLimit{}, 0, false // a tombstone holds no pause or limit
 	s.rateT.remove(i)
 	for c := range NumClasses {
 		for sz := range NumSizes {

@@ -247,8 +247,8 @@ show group a g
 		t.Errorf("output:\n%s\nwant:\n%s", got, want)
 	}
 	out.Reset()
-	if _, err := Run(strings.NewReader("level 5\n"), NewMachine(), &out, Options{}); err == nil ||
-		!strings.Contains(out.String(), "error 1: fatal: log entry 1 cannot be applied: unknown feature level 5 (this build understands up to 4): upgrade this node") {
-		t.Errorf("level 5: %v\n%s", err, out.String())
+	if _, err := Run(strings.NewReader("level 6\n"), NewMachine(), &out, Options{}); err == nil ||
+		!strings.Contains(out.String(), "error 1: fatal: log entry 1 cannot be applied: unknown feature level 6 (this build understands up to 5): upgrade this node") {
+		t.Errorf("level 6: %v\n%s", err, out.String())
 	}
 }
