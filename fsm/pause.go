@@ -10,7 +10,9 @@ import (
 // event (paused or resumed) in the tenant's stream: job 0, with the
 // group's name where a job event has its worker's (empty: the whole
 // tenant). Pausing all dispatch records no event. A pause or resume that
-// changes nothing (the tenant is already paused) is a duplicate.
+// changes nothing (the tenant is already paused) is a duplicate. With
+// as_tenant the tenant's own client token acts: it may pause and resume
+// its own tenant and groups, but not lift an admin's pause.
 func (f *FSM) applyPause(c *pb.Pause) Result {
 	kind := EvPaused
 	if c.Resume {
@@ -19,6 +21,9 @@ func (f *FSM) applyPause(c *pb.Pause) Result {
 	if c.All {
 		if c.Tenant != "" || c.Group != "" {
 			return refusef(Invalid, "a pause of all dispatch names no tenant or group")
+		}
+		if c.AsTenant {
+			return refusef(PermissionDenied, "all dispatch is paused and resumed by an admin")
 		}
 		if !f.sched.PauseDispatch(!c.Resume) {
 			return Result{Outcome: sfq.Duplicate}
@@ -32,9 +37,9 @@ func (f *FSM) applyPause(c *pb.Pause) Result {
 	var changed bool
 	var err error
 	if c.Group == "" {
-		changed, err = f.sched.PauseTenant(c.Tenant, !c.Resume)
+		changed, err = f.sched.PauseTenant(c.Tenant, !c.Resume, !c.AsTenant)
 	} else {
-		changed, err = f.sched.PauseGroup(c.Tenant, c.Group, !c.Resume)
+		changed, err = f.sched.PauseGroup(c.Tenant, c.Group, !c.Resume, !c.AsTenant)
 	}
 	if err != nil {
 		return refuse(err)

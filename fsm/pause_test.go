@@ -14,6 +14,10 @@ func pauseCmd(tenant, group string, all, resume bool) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: tenant, Group: group, All: all, Resume: resume}}}
 }
 
+func tenantPauseCmd(tenant, group string, resume bool) *pb.Command {
+	return &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: tenant, Group: group, Resume: resume, AsTenant: true}}}
+}
+
 func groupRateCmd(tenant, group string, n uint32, periodMs int64, burst uint32) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: tenant, Group: group, SetRate: true, RateN: n,
 		RatePeriodMs: periodMs, RateBurst: burst}}}
@@ -107,6 +111,17 @@ func TestPauseEventsAndRefusals(t *testing.T) {
 		{pauseCmd("acme", "eu", false, false), "OK changed"},
 		{pauseCmd("acme", "eu", false, true), "OK changed"},
 		{pauseCmd("acme", "", false, true), "OK changed"},
+		// The tenant's own token: its own pause it lifts; an admin's not.
+		{tenantPauseCmd("acme", "", false), "OK changed"},
+		{tenantPauseCmd("acme", "", true), "OK changed"},
+		{tenantPauseCmd("acme", "eu", false), "OK changed"},
+		{pauseCmd("acme", "eu", false, false), "OK changed"},
+		{tenantPauseCmd("acme", "eu", true), "PERMISSION_DENIED: group eu of tenant acme was paused by an admin: only an admin may resume it"},
+		{pauseCmd("acme", "eu", false, true), "OK changed"},
+		{pauseCmd("acme", "", false, false), "OK changed"},
+		{tenantPauseCmd("acme", "", true), "PERMISSION_DENIED: tenant acme was paused by an admin: only an admin may resume it"},
+		{pauseCmd("acme", "", false, true), "OK changed"},
+		{&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{All: true, AsTenant: true}}}, "PERMISSION_DENIED: all dispatch is paused and resumed by an admin"},
 		{pauseCmd("nope", "", false, false), `NOT_FOUND: unknown tenant "nope"`},
 		{pauseCmd("acme", "bad name", false, false), `INVALID_ARGUMENT: invalid argument: group name "bad name" has ' ' at byte 3 (allowed: A-Z a-z 0-9 . _ : @ -)`},
 		{pauseCmd("acme", "", true, false), "INVALID_ARGUMENT: a pause of all dispatch names no tenant or group"},
@@ -134,7 +149,9 @@ func TestPauseEventsAndRefusals(t *testing.T) {
 		evs = append(evs, fmt.Sprintf("%s job=%d tenant=%d group=%q", ev.Kind, ev.Job, ev.Tenant, ev.Worker))
 		return true
 	})
-	want := `[paused job=0 tenant=0 group="" paused job=0 tenant=0 group="eu" resumed job=0 tenant=0 group="eu" resumed job=0 tenant=0 group=""]`
+	want := `[paused job=0 tenant=0 group="" paused job=0 tenant=0 group="eu" resumed job=0 tenant=0 group="eu" resumed job=0 tenant=0 group=""` +
+		` paused job=0 tenant=0 group="" resumed job=0 tenant=0 group="" paused job=0 tenant=0 group="eu" paused job=0 tenant=0 group="eu"` +
+		` resumed job=0 tenant=0 group="eu" paused job=0 tenant=0 group="" resumed job=0 tenant=0 group=""]`
 	if got := fmt.Sprint(evs); got != want {
 		t.Errorf("events %s\nwant %s", got, want)
 	}

@@ -2086,11 +2086,14 @@ func (x *SetGroup) GetRateBurst() uint32 {
 // ineligible; running jobs go on and submits are accepted. Pausing all
 // dispatch is only a gate on Dispatch.
 type Pause struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
-	All           bool                   `protobuf:"varint,3,opt,name=all,proto3" json:"all,omitempty"`
-	Resume        bool                   `protobuf:"varint,4,opt,name=resume,proto3" json:"resume,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Group  string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	All    bool                   `protobuf:"varint,3,opt,name=all,proto3" json:"all,omitempty"`
+	Resume bool                   `protobuf:"varint,4,opt,name=resume,proto3" json:"resume,omitempty"`
+	// as_tenant: the tenant's own client token acts, which may not lift a
+	// pause an admin set, nor pause all dispatch.
+	AsTenant      bool `protobuf:"varint,5,opt,name=as_tenant,json=asTenant,proto3" json:"as_tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2149,6 +2152,13 @@ func (x *Pause) GetAll() bool {
 func (x *Pause) GetResume() bool {
 	if x != nil {
 		return x.Resume
+	}
+	return false
+}
+
+func (x *Pause) GetAsTenant() bool {
+	if x != nil {
+		return x.AsTenant
 	}
 	return false
 }
@@ -3276,12 +3286,13 @@ const file_commands_proto_rawDesc = "" +
 	"\x06rate_n\x18Q \x01(\rR\x05rateN\x12$\n" +
 	"\x0erate_period_ms\x18R \x01(\x03R\fratePeriodMs\x12\x1d\n" +
 	"\n" +
-	"rate_burst\x18S \x01(\rR\trateBurst\"_\n" +
+	"rate_burst\x18S \x01(\rR\trateBurst\"|\n" +
 	"\x05Pause\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x10\n" +
 	"\x03all\x18\x03 \x01(\bR\x03all\x12\x16\n" +
-	"\x06resume\x18\x04 \x01(\bR\x06resume\"\"\n" +
+	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x1b\n" +
+	"\tas_tenant\x18\x05 \x01(\bR\basTenant\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x88\a\n" +
 	"\x0fSchedulerConfig\x12!\n" +

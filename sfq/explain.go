@@ -178,9 +178,9 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 	switch {
 	case s.pausedAll:
 		return Reason{Kind: ReasonPaused, Vertex: "all"}, nil
-	case t.paused:
+	case t.paused != NotPaused:
 		return Reason{Kind: ReasonPaused, Vertex: "tenant"}, nil
-	case g.paused:
+	case g.paused != NotPaused:
 		return Reason{Kind: ReasonPaused, Vertex: "group"}, nil
 	}
 	// 3. behind: its own queue's older (or more urgent) jobs.

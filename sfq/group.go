@@ -156,13 +156,13 @@ type Group struct {
 	tags [NumClasses]VirtualTime
 	// paused: the group is paused (pause.go); rateTAT: its rate limit's
 	// theoretical arrival time (µs of cluster time).
-	paused  bool
+	paused  PausedBy
 	rateTAT int64
 }
 
 // kept reports whether the group holds something of its own (a setting
 // or a pause), so that it is not forgotten when it has no job.
-func (g *Group) kept() bool { return !g.Empty() || g.paused }
+func (g *Group) kept() bool { return !g.Empty() || g.paused != NotPaused }
 
 // Tag returns the group's group_tag in class c.
 func (g *Group) Tag(c Class) VirtualTime { return g.tags[c] }

@@ -202,7 +202,7 @@ type Tenant struct {
 	groupNow [NumClasses]VirtualTime
 	// paused: the tenant is paused; rateTAT: its rate limit's theoretical
 	// arrival time, µs of cluster time (pause.go).
-	paused  bool
+	paused  PausedBy
 	rateTAT int64
 }
 

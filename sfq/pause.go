@@ -142,9 +142,32 @@ func usToMs(us int64) Time {
 	return Time((us + 999) / 1000)
 }
 
+// PausedBy says whether, and by whom, a tenant or a group is paused: a
+// pause set by an admin is lifted by an admin only; one the tenant set
+// (with its own client token) by either.
+type PausedBy uint8
+
+// The pause owners.
+const (
+	NotPaused PausedBy = iota
+	PausedByTenant
+	PausedByAdmin
+	numPausedBy
+)
+
+func (p PausedBy) String() string {
+	switch p {
+	case PausedByTenant:
+		return "tenant"
+	case PausedByAdmin:
+		return "admin"
+	}
+	return "no"
+}
+
 // TenantPause is a tenant's pause and rate-limit state, for reads.
 type TenantPause struct {
-	Paused bool
+	Paused PausedBy
 	// RateTAT is its limit's theoretical arrival time, µs of cluster time.
 	RateTAT int64
 }
@@ -153,10 +176,34 @@ type TenantPause struct {
 func (t *Tenant) PauseState() TenantPause { return TenantPause{Paused: t.paused, RateTAT: t.rateTAT} }
 
 // Paused reports whether the tenant is paused.
-func (t *Tenant) Paused() bool { return t.paused }
+func (t *Tenant) Paused() bool { return t.paused != NotPaused }
+
+// PausedBy reports who paused the tenant.
+func (t *Tenant) PausedBy() PausedBy { return t.paused }
 
 // Paused reports whether the group is paused.
-func (g *Group) Paused() bool { return g.paused }
+func (g *Group) Paused() bool { return g.paused != NotPaused }
+
+// PausedBy reports who paused the group.
+func (g *Group) PausedBy() PausedBy { return g.paused }
+
+// pauseStep returns a pause owner after a pause (pause) or resume by an
+// admin or not, and whether that is allowed: an admin's pause wins over
+// the tenant's and is lifted by an admin only.
+func pauseStep(cur PausedBy, pause, admin bool) (next PausedBy, ok bool) {
+	switch {
+	case pause && admin:
+		return PausedByAdmin, true
+	case pause:
+		if cur == NotPaused {
+			return PausedByTenant, true
+		}
+		return cur, true
+	case cur == PausedByAdmin && !admin:
+		return cur, false
+	}
+	return NotPaused, true
+}
 
 // RateTAT returns the group's GCRA theoretical arrival time (µs).
 func (g *Group) RateTAT() int64 { return g.rateTAT }
@@ -185,13 +232,13 @@ func (s *Scheduler) DispatchPaused() bool { return s.pausedAll }
 // tenantGate reports whether tenant t is blocked by its pause or its rate
 // limit at the time eligibility was last evaluated.
 func (s *Scheduler) tenantGate(t *Tenant) bool {
-	return t.paused || rateBlocks(t.Rate, t.rateTAT, s.evalUs)
+	return t.paused != NotPaused || rateBlocks(t.Rate, t.rateTAT, s.evalUs)
 }
 
 // groupGate reports whether group g is blocked by its pause or its rate
 // limit at the time eligibility was last evaluated.
 func (s *Scheduler) groupGate(g *Group) bool {
-	return g.paused || rateBlocks(g.Rate, g.rateTAT, s.evalUs)
+	return g.paused != NotPaused || rateBlocks(g.Rate, g.rateTAT, s.evalUs)
 }
 
 // NextRateEligible returns the earliest cluster time (ms, rounded up) at
@@ -321,19 +368,28 @@ func (s *Scheduler) chargeRates(tm *Tenant, ti, gs uint32, gm *Group) bool {
 // PauseTenant pauses (or resumes) a tenant: its queued jobs are
 // ineligible until resumed; running jobs go on and submits are accepted.
 // On resume the activation clamp applies (a paused tenant counts as held
-// by its own caps), so pausing banks no credit. It reports whether
-// anything changed (pausing a paused tenant does not).
-func (s *Scheduler) PauseTenant(name string, pause bool) (bool, error) {
+// by its own caps), so pausing banks no credit. admin says who acts: an
+// admin's pause is lifted by an admin only (ErrPermission). It reports
+// whether anything changed (pausing a paused tenant does not, unless an
+// admin takes over the tenant's own pause).
+func (s *Scheduler) PauseTenant(name string, pause, admin bool) (bool, error) {
 	ti, ok := s.TenantIndex(name)
 	if !ok {
 		return false, fmt.Errorf("%w: %q", ErrUnknownTenant, name)
 	}
-	if s.tenants.Get(uint64(ti)).paused == pause {
+	cur := s.tenants.Get(uint64(ti)).paused
+	next, ok := pauseStep(cur, pause, admin)
+	if !ok {
+		return false, permissionf("tenant %s was paused by an admin: only an admin may resume it", name)
+	}
+	if next == cur {
 		return false, nil
 	}
 	s.advance(s.clock)
-	s.tenants.Mut(uint64(ti)).paused = pause
-	s.place(ti, &placeOpts{clamp: true}, allSlots)
+	s.tenants.Mut(uint64(ti)).paused = next
+	if (cur == NotPaused) != (next == NotPaused) {
+		s.place(ti, &placeOpts{clamp: true}, allSlots)
+	}
 	return true, nil
 }
 
@@ -341,8 +397,9 @@ func (s *Scheduler) PauseTenant(name string, pause bool) (bool, error) {
 // jobs are ineligible until resumed, and it never holds back the tenant's
 // other groups. Pausing a group that does not exist creates it (it counts
 // against max_groups, ErrExhausted); a paused group is kept while it has
-// no job. It reports whether anything changed.
-func (s *Scheduler) PauseGroup(tenant, name string, pause bool) (bool, error) {
+// no job. admin says who acts, as for PauseTenant. It reports whether
+// anything changed.
+func (s *Scheduler) PauseGroup(tenant, name string, pause, admin bool) (bool, error) {
 	if err := ValidateGroupName(name); err != nil {
 		return false, err
 	}
@@ -359,13 +416,19 @@ func (s *Scheduler) PauseGroup(tenant, name string, pause bool) (bool, error) {
 		if t.Groups >= t.GroupLimit() {
 			return false, exhaustedf("tenant %s has %d groups, its max_groups; pausing a new group %q would exceed it", t.Name, t.Groups, name)
 		}
+		next, _ := pauseStep(NotPaused, true, admin)
 		s.advance(s.clock)
 		gs = s.newGroup(ti, name, GroupSettings{})
-		s.groups.Mut(uint64(gs)).paused = true
+		s.groups.Mut(uint64(gs)).paused = next
 		s.joinHeaps(ti, gs)
 		return true, nil
 	}
-	if s.groups.Get(uint64(gs)).paused == pause {
+	cur := s.groups.Get(uint64(gs)).paused
+	next, ok := pauseStep(cur, pause, admin)
+	if !ok {
+		return false, permissionf("group %s of tenant %s was paused by an admin: only an admin may resume it", name, tenant)
+	}
+	if next == cur {
 		return false, nil
 	}
 	s.advance(s.clock)
@@ -375,7 +438,7 @@ func (s *Scheduler) PauseGroup(tenant, name string, pause bool) (bool, error) {
 		was = s.groupEligibility(ti, gs)
 	}
 	g := s.groups.Mut(uint64(gs))
-	g.paused = pause
+	g.paused = next
 	s.setBlocked(ti, gs, s.groupBlocked(t, g))
 	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
 	s.tidyGroup(gs)
@@ -429,14 +492,14 @@ func (v *View) usesPauses() bool {
 	}
 	uses := false
 	v.tenants.Each(func(_ uint64, t *Tenant) bool {
-		uses = t.paused || !t.Rate.None() || t.rateTAT != 0
+		uses = t.paused != NotPaused || !t.Rate.None() || t.rateTAT != 0
 		return !uses
 	})
 	if uses {
 		return true
 	}
 	v.groups.Each(func(_ uint64, g *Group) bool {
-		uses = g.paused || !g.Rate.None() || g.rateTAT != 0
+		uses = g.paused != NotPaused || !g.Rate.None() || g.rateTAT != 0
 		return !uses
 	})
 	return uses
@@ -463,22 +526,22 @@ func decodeRate(d *Decoder, what string) (RateLimit, int64) {
 }
 
 func encodeTenantPauses(e *Encoder, t *Tenant) {
-	e.Bool(t.paused)
+	e.Byte(byte(t.paused))
 	encodeRate(e, t.Rate, t.rateTAT)
 }
 
 func decodeTenantPauses(d *Decoder, t *Tenant) {
-	t.paused = d.Bool()
+	t.paused = PausedBy(d.Enum("tenant pause", byte(numPausedBy)))
 	t.Rate, t.rateTAT = decodeRate(d, "tenant "+t.Name+" rate")
 }
 
 func encodeGroupPauses(e *Encoder, g *Group) {
-	e.Bool(g.paused)
+	e.Byte(byte(g.paused))
 	encodeRate(e, g.Rate, g.rateTAT)
 }
 
 func decodeGroupPauses(d *Decoder, g *Group) {
-	g.paused = d.Bool()
+	g.paused = PausedBy(d.Enum("group pause", byte(numPausedBy)))
 	g.Rate, g.rateTAT = decodeRate(d, "group "+g.Name+" rate")
 }
 
@@ -559,7 +622,7 @@ func (s *Scheduler) verifyRates(report func(string, ...any)) {
 		if g.Rate.None() && g.rateTAT != 0 {
 			report("group %q has no rate limit and a tat of %d", g.Name, g.rateTAT)
 		}
-		if g.paused && g.Name == "" {
+		if g.paused != NotPaused && g.Name == "" {
 			report("tenant %d's unnamed group is paused", g.Tenant)
 		}
 		return true

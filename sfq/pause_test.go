@@ -180,11 +180,11 @@ func TestPauseTenantBanksNoCredit(t *testing.T) {
 	r.tenant(TenantSpec{Name: "b", Tier: Gold})
 	r.submit(0, "a", "", 10) // 1..10
 	r.submit(0, "b", "", 10) // 11..20
-	if ch, err := r.s.PauseTenant("a", true); !ch || err != nil {
+	if ch, err := r.s.PauseTenant("a", true, true); !ch || err != nil {
 		t.Fatal(ch, err)
 	}
 	r.check()
-	if ch, _ := r.s.PauseTenant("a", true); ch {
+	if ch, _ := r.s.PauseTenant("a", true, true); ch {
 		t.Error("pausing a paused tenant changed something")
 	}
 	re, _ := r.s.Explain(1)
@@ -197,7 +197,7 @@ func TestPauseTenantBanksNoCredit(t *testing.T) {
 	}
 	// b ran 4 jobs (tag 4 × 125 = 500 virtual ms); a resumes at
 	// virtual_now (375, b's last start), then they alternate.
-	if _, err := r.s.PauseTenant("a", false); err != nil {
+	if _, err := r.s.PauseTenant("a", false, true); err != nil {
 		t.Fatal(err)
 	}
 	r.check()
@@ -219,7 +219,7 @@ func TestPauseTenantBanksNoCredit(t *testing.T) {
 func TestPauseGroupAndAll(t *testing.T) {
 	r := newPauseRig(t)
 	r.tenant(TenantSpec{Name: "a", Tier: Gold})
-	if ch, err := r.s.PauseGroup("a", "g", true); !ch || err != nil {
+	if ch, err := r.s.PauseGroup("a", "g", true, true); !ch || err != nil {
 		t.Fatal(ch, err)
 	}
 	r.check()
@@ -242,7 +242,7 @@ func TestPauseGroupAndAll(t *testing.T) {
 	if re, _ := r.s.Explain(1); re.Format() != "reason=paused vertex=all" {
 		t.Errorf("explain 1: %s", re.Format())
 	}
-	if _, err := r.s.PauseGroup("a", "g", false); err != nil {
+	if _, err := r.s.PauseGroup("a", "g", false, true); err != nil {
 		t.Fatal(err)
 	}
 	r.check()
@@ -257,10 +257,10 @@ func TestPauseGroupAndAll(t *testing.T) {
 	if got := r.dispatch(0); got != "a/g#1" {
 		t.Errorf("dispatch after resume: %s", got)
 	}
-	if _, err := r.s.PauseGroup("a", "nope", false); err != nil {
+	if _, err := r.s.PauseGroup("a", "nope", false, true); err != nil {
 		t.Errorf("resuming a group that does not exist: %v", err)
 	}
-	if _, err := r.s.PauseGroup("zz", "g", true); !errors.Is(err, ErrUnknownTenant) {
+	if _, err := r.s.PauseGroup("zz", "g", true, true); !errors.Is(err, ErrUnknownTenant) {
 		t.Errorf("pause of an unknown tenant: %v", err)
 	}
 }

@@ -506,7 +506,7 @@ func (s *Scheduler) DeleteTenant(name string) error {
 	s.advance(s.clock)
 	tm := s.tenants.Mut(uint64(i))
 	tm.Deleted = true
-	tm.Rate, tm.rateTAT, tm.paused = RateLimit{}, 0, false // a tombstone holds no pause or limit
+	tm.Rate, tm.rateTAT, tm.paused = RateLimit{}, 0, NotPaused // a tombstone holds no pause or limit
 	s.rateT.remove(i)
 	for c := range NumClasses {
 		for sz := range NumSizes {

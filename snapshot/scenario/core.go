@@ -76,9 +76,9 @@ func (c *Core) Pause(now sfq.Time, tenant, group string, all, resume bool) error
 	case all:
 		c.S.PauseDispatch(!resume)
 	case group != "":
-		_, err = c.S.PauseGroup(tenant, group, !resume)
+		_, err = c.S.PauseGroup(tenant, group, !resume, true)
 	default:
-		_, err = c.S.PauseTenant(tenant, !resume)
+		_, err = c.S.PauseTenant(tenant, !resume, true)
 	}
 	return err
 }
