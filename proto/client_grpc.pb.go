@@ -35,6 +35,7 @@ const (
 	Client_SetGroup_FullMethodName    = "/barista.v1.Client/SetGroup"
 	Client_GetGroup_FullMethodName    = "/barista.v1.Client/GetGroup"
 	Client_ListGroups_FullMethodName  = "/barista.v1.Client/ListGroups"
+	Client_Pause_FullMethodName       = "/barista.v1.Client/Pause"
 )
 
 // ClientClient is the client API for Client service.
@@ -67,6 +68,11 @@ type ClientClient interface {
 	GetGroup(ctx context.Context, in *GetGroupRequest, opts ...grpc.CallOption) (*Group, error)
 	// ListGroups pages through a tenant's groups by name.
 	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
+	// Pause pauses (or resumes) a tenant or one named group of it: its
+	// queued jobs wait, running jobs go on, submits are accepted. An admin
+	// may pause any; the tenant's client token its own, and it cannot lift
+	// an admin's pause.
+	Pause(ctx context.Context, in *PauseRequest, opts ...grpc.CallOption) (*PauseResponse, error)
 }
 
 type clientClient struct {
@@ -196,6 +202,16 @@ func (c *clientClient) ListGroups(ctx context.Context, in *ListGroupsRequest, op
 	return out, nil
 }
 
+func (c *clientClient) Pause(ctx context.Context, in *PauseRequest, opts ...grpc.CallOption) (*PauseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseResponse)
+	err := c.cc.Invoke(ctx, Client_Pause_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServer is the server API for Client service.
 // All implementations must embed UnimplementedClientServer
 // for forward compatibility.
@@ -226,6 +242,11 @@ type ClientServer interface {
 	GetGroup(context.Context, *GetGroupRequest) (*Group, error)
 	// ListGroups pages through a tenant's groups by name.
 	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
+	// Pause pauses (or resumes) a tenant or one named group of it: its
+	// queued jobs wait, running jobs go on, submits are accepted. An admin
+	// may pause any; the tenant's client token its own, and it cannot lift
+	// an admin's pause.
+	Pause(context.Context, *PauseRequest) (*PauseResponse, error)
 	mustEmbedUnimplementedClientServer()
 }
 
@@ -268,6 +289,9 @@ func (UnimplementedClientServer) GetGroup(context.Context, *GetGroupRequest) (*G
 }
 func (UnimplementedClientServer) ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListGroups not implemented")
+}
+func (UnimplementedClientServer) Pause(context.Context, *PauseRequest) (*PauseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Pause not implemented")
 }
 func (UnimplementedClientServer) mustEmbedUnimplementedClientServer() {}
 func (UnimplementedClientServer) testEmbeddedByValue()                {}
@@ -481,6 +505,24 @@ func _Client_ListGroups_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Client_Pause_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).Pause(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_Pause_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).Pause(ctx, req.(*PauseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Client_ServiceDesc is the grpc.ServiceDesc for Client service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -527,6 +569,10 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListGroups",
 			Handler:    _Client_ListGroups_Handler,
+		},
+		{
+			MethodName: "Pause",
+			Handler:    _Client_Pause_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
