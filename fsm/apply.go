@@ -333,6 +333,29 @@ func (f *FSM) applySetGroup(c *pb.SetGroup) Result {
 	} else if _, ok := f.sched.TenantIndex(c.Tenant); !ok {
 		return refusef(NotFound, "unknown tenant %q", c.Tenant)
 	}
+	if c.SetRate {
+		if c.AsTenant {
+			return refusef(PermissionDenied, "a group's rate limit is set by an admin")
+		}
+		set.Rate = sfq.RateLimit{N: c.RateN, PeriodMs: c.RatePeriodMs, Burst: c.RateBurst}
+		if err := set.Rate.Validate("rate"); err != nil {
+			return refuse(err)
+		}
+	}
+	if !c.SetRate || c.CapKind != pb.GroupCapKind_GROUP_CAP_UNSPECIFIED {
+		if err := f.setGroupCap(&set, c); err.Code != OK {
+			return err
+		}
+	}
+	if err := f.sched.SetGroup(c.Tenant, c.Group, set); err != nil {
+		return refuse(err)
+	}
+	return Result{Tenant: c.Tenant}
+}
+
+// setGroupCap applies a SetGroup's cap: the admin's, or (as_tenant) the
+// tenant's own.
+func (f *FSM) setGroupCap(set *sfq.GroupSettings, c *pb.SetGroup) Result {
 	if c.AsTenant {
 		switch c.CapKind {
 		case pb.GroupCapKind_GROUP_CAP_INHERIT, pb.GroupCapKind_GROUP_CAP_NONE:
@@ -352,10 +375,7 @@ func (f *FSM) applySetGroup(c *pb.SetGroup) Result {
 		}
 		set.Cap = cp
 	}
-	if err := f.sched.SetGroup(c.Tenant, c.Group, set); err != nil {
-		return refuse(err)
-	}
-	return Result{Tenant: c.Tenant}
+	return Result{}
 }
 
 func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {

@@ -121,14 +121,15 @@ func TenantSpecFromPB(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
 		return sfq.TenantSpec{}, err
 	}
 	return sfq.TenantSpec{Name: c.GetName(), Tier: tier, Multiplier: c.GetMultiplier(), Caps: CapsFromPB(c.GetCaps()),
-		MaxClass: class, AllowDeadlines: c.GetAllowDeadlines(), GroupCap: c.GetGroupCap(), GroupOrder: order, MaxGroups: c.GetMaxGroups()}, nil
+		MaxClass: class, AllowDeadlines: c.GetAllowDeadlines(), GroupCap: c.GetGroupCap(), GroupOrder: order, MaxGroups: c.GetMaxGroups(),
+		Rate: sfq.RateLimit{N: c.GetRateN(), PeriodMs: c.GetRatePeriodMs(), Burst: c.GetRateBurst()}}, nil
 }
 
 // TenantSpecToPB converts a tenant spec into an upsert.
 func TenantSpecToPB(s sfq.TenantSpec) *pb.TenantUpsert {
 	return &pb.TenantUpsert{Name: s.Name, Tier: TierToPB(s.Tier), Multiplier: s.Multiplier, Caps: CapsToPB(s.Caps),
 		MaxClass: ClassToPB(s.MaxClass), AllowDeadlines: s.AllowDeadlines, GroupCap: s.GroupCap, GroupOrder: GroupOrderToPB(s.GroupOrder),
-		MaxGroups: s.MaxGroups}
+		MaxGroups: s.MaxGroups, RateN: s.Rate.N, RatePeriodMs: s.Rate.PeriodMs, RateBurst: s.Rate.Burst}
 }
 
 // GroupOrderFromPB converts a proto group order; unspecified is fifo.

@@ -253,6 +253,7 @@ func (f *FSM) applyEnvelope(index uint64, env *pb.Envelope) (results []Result) {
 	f.lastIndex = index
 	f.lastWall = env.WallMs
 	f.sched.SetWall(sfq.Time(env.WallMs))
+	f.sched.SetClock(f.clock)
 	f.hashValid = false
 	results = make([]Result, len(env.Commands))
 	for i, c := range env.Commands {
@@ -326,6 +327,8 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 		return f.applySetGroup(cmd.SetGroup)
 	case *pb.Command_Release:
 		return f.applyRelease(cmd.Release)
+	case *pb.Command_Pause:
+		return f.applyPause(cmd.Pause)
 	}
 	return refusef(Invalid, "empty or unknown command")
 }

@@ -321,7 +321,7 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	job := rapid.Uint64Range(1, max(jobs, 1)).Draw(t, "job")
 	attempt := uint32(rapid.IntRange(1, 3).Draw(t, "attempt"))
 	worker := rapid.SampledFrom(workers).Draw(t, "worker")
-	switch rapid.IntRange(0, 18).Draw(t, "kind") {
+	switch rapid.IntRange(0, 20).Draw(t, "kind") {
 	case 15, 16:
 		// Delays, expiry and a job's own backoff: refused below level 5.
 		sj := &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"), Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")),
@@ -349,6 +349,24 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 			})
 		}
 		return &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: job, Kind: pb.ExpireKind_TTL}}}
+	case 19:
+		// Pauses: refused below level 5.
+		pt, pg := rapid.SampledFrom([]string{"a", "b", ""}).Draw(t, "ptenant"), rapid.SampledFrom([]string{"", "", "g1"}).Draw(t, "pgroup")
+		if pt == "" {
+			pg = "" // all dispatch
+		}
+		return pauseCmd(pt, pg, pt == "", rapid.Bool().Draw(t, "resume"))
+	case 20:
+		// Rate limits: refused below level 5.
+		n := uint32(rapid.IntRange(0, 3).Draw(t, "rate"))
+		var period int64
+		if n > 0 {
+			period = 1000
+		}
+		if rapid.Bool().Draw(t, "grouprate") {
+			return groupRateCmd(rapid.SampledFrom(tenants).Draw(t, "tenant"), "g1", n, period, 0)
+		}
+		return upsert(&pb.TenantUpsert{Name: rapid.SampledFrom(tenants).Draw(t, "tenant"), Tier: pb.Tier_SILVER, RateN: n, RatePeriodMs: period})
 	case 13:
 		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3, Level4, Level5}).Draw(t, "level")}}}
 	case 14:

@@ -68,6 +68,7 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 	case *pb.Command_TenantUpsert:
 		u := cmd.TenantUpsert
 		c := u.GetCaps()
+		r.need(u.RateN != 0 || u.RatePeriodMs != 0 || u.RateBurst != 0, Level5, "rate")
 		r.need(u.MaxClass != pb.Class_CLASS_UNSPECIFIED && u.MaxClass != pb.Class_NORMAL, Level2, "max_class "+className(u.MaxClass))
 		r.need(u.AllowDeadlines, Level2, "allow_deadlines")
 		r.need(c.GetMaxRunningCritical() != 0, Level2, "cap_critical")
@@ -90,7 +91,15 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 	case *pb.Command_WebhookReplay:
 		r.need(true, Level3, "webhook replay")
 	case *pb.Command_SetGroup:
+		g := cmd.SetGroup
 		r.need(true, Level4, "SetGroup")
+		r.need(g.SetRate || g.RateN != 0 || g.RatePeriodMs != 0 || g.RateBurst != 0, Level5, "group rate")
+	case *pb.Command_Pause:
+		if cmd.Pause.Resume {
+			r.need(true, Level5, "resume")
+		} else {
+			r.need(true, Level5, "pause")
+		}
 	case *pb.Command_SetConfig:
 		p := cmd.SetConfig.GetConfig()
 		e := p.GetEstimate()

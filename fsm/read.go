@@ -142,13 +142,32 @@ func (f *FSM) PruneDue(now sfq.Time) bool {
 // eligible (a dispatch would find nothing), else the number of queued
 // jobs. An eligible queue guarantees the next pick succeeds, so proposals
 // beyond the jobs really available waste at most one entry per change.
-func (f *FSM) DispatchBudget(size sfq.Size) int {
+//
+// now is the cluster time the proposals would carry: a head held by a
+// rate limit that allows it by then counts as eligible (the Dispatch
+// re-evaluates at its own time). While all dispatch is paused the budget
+// is 0.
+func (f *FSM) DispatchBudget(size sfq.Size, now sfq.Time) int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if f.sched.EligibleCount(size) == 0 {
+	if f.sched.DispatchPaused() {
 		return 0
 	}
+	if f.sched.EligibleCount(size) == 0 {
+		if at, ok := f.sched.NextRateEligible(); !ok || at > now {
+			return 0
+		}
+	}
 	return int(f.sched.QueuedTotal())
+}
+
+// NextRateEligible returns the earliest cluster time at which a rate limit
+// that holds a tenant or a group stops holding it, if one does: when the
+// leader's dispatcher should look again.
+func (f *FSM) NextRateEligible() (sfq.Time, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.sched.NextRateEligible()
 }
 
 // Job returns a copy of a job and its tenant's name.

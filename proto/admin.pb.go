@@ -25,6 +25,102 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type PauseDispatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resume        bool                   `protobuf:"varint,1,opt,name=resume,proto3" json:"resume,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseDispatchRequest) Reset() {
+	*x = PauseDispatchRequest{}
+	mi := &file_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseDispatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseDispatchRequest) ProtoMessage() {}
+
+func (x *PauseDispatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseDispatchRequest.ProtoReflect.Descriptor instead.
+func (*PauseDispatchRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *PauseDispatchRequest) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
+}
+
+type PauseDispatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Paused        bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`   // all dispatch is paused now
+	Changed       bool                   `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"` // false: it already was (or was not)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseDispatchResponse) Reset() {
+	*x = PauseDispatchResponse{}
+	mi := &file_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseDispatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseDispatchResponse) ProtoMessage() {}
+
+func (x *PauseDispatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseDispatchResponse.ProtoReflect.Descriptor instead.
+func (*PauseDispatchResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PauseDispatchResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *PauseDispatchResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
 type Tenant struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -43,13 +139,21 @@ type Tenant struct {
 	GroupOrder     GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
 	MaxGroups      uint32     `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"` // 0 = the default (10000)
 	Groups         uint32     `protobuf:"varint,43,opt,name=groups,proto3" json:"groups,omitempty"`                        // its named groups with jobs or settings
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// rate: its rate limit of dispatches, "N/PERIOD" (e.g. "100/1m0s") or
+	// empty for none, with rate_burst (0: N); rate_eligible_at_ms: when the
+	// limit next allows a dispatch (cluster time, ms). paused: "" or who
+	// paused it, "tenant" or "admin".
+	Rate             string `protobuf:"bytes,80,opt,name=rate,proto3" json:"rate,omitempty"`
+	RateBurst        uint32 `protobuf:"varint,81,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
+	RateEligibleAtMs int64  `protobuf:"varint,82,opt,name=rate_eligible_at_ms,json=rateEligibleAtMs,proto3" json:"rate_eligible_at_ms,omitempty"`
+	Paused           string `protobuf:"bytes,83,opt,name=paused,proto3" json:"paused,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Tenant) Reset() {
 	*x = Tenant{}
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -61,7 +165,7 @@ func (x *Tenant) String() string {
 func (*Tenant) ProtoMessage() {}
 
 func (x *Tenant) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -74,7 +178,7 @@ func (x *Tenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
 func (*Tenant) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{0}
+	return file_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Tenant) GetName() string {
@@ -161,6 +265,34 @@ func (x *Tenant) GetGroups() uint32 {
 	return 0
 }
 
+func (x *Tenant) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *Tenant) GetRateBurst() uint32 {
+	if x != nil {
+		return x.RateBurst
+	}
+	return 0
+}
+
+func (x *Tenant) GetRateEligibleAtMs() int64 {
+	if x != nil {
+		return x.RateEligibleAtMs
+	}
+	return 0
+}
+
+func (x *Tenant) GetPaused() string {
+	if x != nil {
+		return x.Paused
+	}
+	return ""
+}
+
 type UpsertTenantRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -181,16 +313,21 @@ type UpsertTenantRequest struct {
 	// own cap is inherit (0 = none); group_order chooses among the heads of
 	// the tenant's groups; max_groups bounds its named groups (0 = the
 	// default, 10000).
-	GroupCap      uint32     `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`
-	GroupOrder    GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
-	MaxGroups     uint32     `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
+	GroupCap   uint32     `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`
+	GroupOrder GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
+	MaxGroups  uint32     `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
+	// rate limits the tenant's dispatches: "N/PERIOD" (e.g. "100/1m"), or
+	// empty for none; rate_burst is the burst (0: N). Like every field,
+	// they replace the tenant's.
+	Rate          string `protobuf:"bytes,80,opt,name=rate,proto3" json:"rate,omitempty"`
+	RateBurst     uint32 `protobuf:"varint,81,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpsertTenantRequest) Reset() {
 	*x = UpsertTenantRequest{}
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -202,7 +339,7 @@ func (x *UpsertTenantRequest) String() string {
 func (*UpsertTenantRequest) ProtoMessage() {}
 
 func (x *UpsertTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -215,7 +352,7 @@ func (x *UpsertTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertTenantRequest.ProtoReflect.Descriptor instead.
 func (*UpsertTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{1}
+	return file_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UpsertTenantRequest) GetName() string {
@@ -288,6 +425,20 @@ func (x *UpsertTenantRequest) GetMaxGroups() uint32 {
 	return 0
 }
 
+func (x *UpsertTenantRequest) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *UpsertTenantRequest) GetRateBurst() uint32 {
+	if x != nil {
+		return x.RateBurst
+	}
+	return 0
+}
+
 type DeleteTenantRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -297,7 +448,7 @@ type DeleteTenantRequest struct {
 
 func (x *DeleteTenantRequest) Reset() {
 	*x = DeleteTenantRequest{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -309,7 +460,7 @@ func (x *DeleteTenantRequest) String() string {
 func (*DeleteTenantRequest) ProtoMessage() {}
 
 func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -322,7 +473,7 @@ func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeleteTenantRequest) GetName() string {
@@ -340,7 +491,7 @@ type DeleteTenantResponse struct {
 
 func (x *DeleteTenantResponse) Reset() {
 	*x = DeleteTenantResponse{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +503,7 @@ func (x *DeleteTenantResponse) String() string {
 func (*DeleteTenantResponse) ProtoMessage() {}
 
 func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -365,7 +516,7 @@ func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTenantResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{5}
 }
 
 type GetTenantRequest struct {
@@ -378,7 +529,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -390,7 +541,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -403,7 +554,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetTenantRequest) GetName() string {
@@ -429,7 +580,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -441,7 +592,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -454,7 +605,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListTenantsRequest) GetRead() *ReadOptions {
@@ -473,7 +624,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +636,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +649,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*Tenant {
@@ -517,7 +668,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +680,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +693,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetConfigRequest) GetRead() *ReadOptions {
@@ -561,7 +712,7 @@ type SetConfigRequest struct {
 
 func (x *SetConfigRequest) Reset() {
 	*x = SetConfigRequest{}
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -573,7 +724,7 @@ func (x *SetConfigRequest) String() string {
 func (*SetConfigRequest) ProtoMessage() {}
 
 func (x *SetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -586,7 +737,7 @@ func (x *SetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConfigRequest.ProtoReflect.Descriptor instead.
 func (*SetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetConfigRequest) GetConfig() *SchedulerConfig {
@@ -606,7 +757,7 @@ type TopRequest struct {
 
 func (x *TopRequest) Reset() {
 	*x = TopRequest{}
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -618,7 +769,7 @@ func (x *TopRequest) String() string {
 func (*TopRequest) ProtoMessage() {}
 
 func (x *TopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -631,7 +782,7 @@ func (x *TopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopRequest.ProtoReflect.Descriptor instead.
 func (*TopRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{9}
+	return file_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TopRequest) GetRead() *ReadOptions {
@@ -680,7 +831,7 @@ type TenantShare struct {
 
 func (x *TenantShare) Reset() {
 	*x = TenantShare{}
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +843,7 @@ func (x *TenantShare) String() string {
 func (*TenantShare) ProtoMessage() {}
 
 func (x *TenantShare) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +856,7 @@ func (x *TenantShare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantShare.ProtoReflect.Descriptor instead.
 func (*TenantShare) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{10}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TenantShare) GetName() string {
@@ -823,7 +974,7 @@ type FairWindow struct {
 
 func (x *FairWindow) Reset() {
 	*x = FairWindow{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +986,7 @@ func (x *FairWindow) String() string {
 func (*FairWindow) ProtoMessage() {}
 
 func (x *FairWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +999,7 @@ func (x *FairWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairWindow.ProtoReflect.Descriptor instead.
 func (*FairWindow) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FairWindow) GetWindow() string {
@@ -923,7 +1074,7 @@ type TopResponse struct {
 
 func (x *TopResponse) Reset() {
 	*x = TopResponse{}
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1086,7 @@ func (x *TopResponse) String() string {
 func (*TopResponse) ProtoMessage() {}
 
 func (x *TopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1099,7 @@ func (x *TopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopResponse.ProtoReflect.Descriptor instead.
 func (*TopResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TopResponse) GetLeaderId() string {
@@ -1017,7 +1168,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1180,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1193,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Webhook) GetTenant() string {
@@ -1130,7 +1281,7 @@ type WebhookSetRequest struct {
 
 func (x *WebhookSetRequest) Reset() {
 	*x = WebhookSetRequest{}
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1293,7 @@ func (x *WebhookSetRequest) String() string {
 func (*WebhookSetRequest) ProtoMessage() {}
 
 func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1306,7 @@ func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookSetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WebhookSetRequest) GetTenant() string {
@@ -1209,7 +1360,7 @@ type WebhookSetResponse struct {
 
 func (x *WebhookSetResponse) Reset() {
 	*x = WebhookSetResponse{}
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1372,7 @@ func (x *WebhookSetResponse) String() string {
 func (*WebhookSetResponse) ProtoMessage() {}
 
 func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1385,7 @@ func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetResponse.ProtoReflect.Descriptor instead.
 func (*WebhookSetResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WebhookSetResponse) GetWebhook() *Webhook {
@@ -1275,7 +1426,7 @@ type WebhookGetRequest struct {
 
 func (x *WebhookGetRequest) Reset() {
 	*x = WebhookGetRequest{}
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1287,7 +1438,7 @@ func (x *WebhookGetRequest) String() string {
 func (*WebhookGetRequest) ProtoMessage() {}
 
 func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1300,7 +1451,7 @@ func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookGetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookGetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WebhookGetRequest) GetTenant() string {
@@ -1326,7 +1477,7 @@ type WebhookDeleteRequest struct {
 
 func (x *WebhookDeleteRequest) Reset() {
 	*x = WebhookDeleteRequest{}
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1489,7 @@ func (x *WebhookDeleteRequest) String() string {
 func (*WebhookDeleteRequest) ProtoMessage() {}
 
 func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1502,7 @@ func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteRequest.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WebhookDeleteRequest) GetTenant() string {
@@ -1369,7 +1520,7 @@ type WebhookDeleteResponse struct {
 
 func (x *WebhookDeleteResponse) Reset() {
 	*x = WebhookDeleteResponse{}
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1532,7 @@ func (x *WebhookDeleteResponse) String() string {
 func (*WebhookDeleteResponse) ProtoMessage() {}
 
 func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1545,7 @@ func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteResponse.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_proto_rawDescGZIP(), []int{20}
 }
 
 type WebhookStatusRequest struct {
@@ -1406,7 +1557,7 @@ type WebhookStatusRequest struct {
 
 func (x *WebhookStatusRequest) Reset() {
 	*x = WebhookStatusRequest{}
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1569,7 @@ func (x *WebhookStatusRequest) String() string {
 func (*WebhookStatusRequest) ProtoMessage() {}
 
 func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1582,7 @@ func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusRequest.ProtoReflect.Descriptor instead.
 func (*WebhookStatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WebhookStatusRequest) GetTenant() string {
@@ -1461,7 +1612,7 @@ type WebhookStatusResponse struct {
 
 func (x *WebhookStatusResponse) Reset() {
 	*x = WebhookStatusResponse{}
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1624,7 @@ func (x *WebhookStatusResponse) String() string {
 func (*WebhookStatusResponse) ProtoMessage() {}
 
 func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1637,7 @@ func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusResponse.ProtoReflect.Descriptor instead.
 func (*WebhookStatusResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WebhookStatusResponse) GetWebhook() *Webhook {
@@ -1562,7 +1713,7 @@ type WebhookReplayRequest struct {
 
 func (x *WebhookReplayRequest) Reset() {
 	*x = WebhookReplayRequest{}
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1725,7 @@ func (x *WebhookReplayRequest) String() string {
 func (*WebhookReplayRequest) ProtoMessage() {}
 
 func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1738,7 @@ func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplayRequest.ProtoReflect.Descriptor instead.
 func (*WebhookReplayRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{21}
+	return file_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WebhookReplayRequest) GetTenant() string {
@@ -1609,7 +1760,12 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\xaf\x03\n" +
+	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\".\n" +
+	"\x14PauseDispatchRequest\x12\x16\n" +
+	"\x06resume\x18\x01 \x01(\bR\x06resume\"I\n" +
+	"\x15PauseDispatchResponse\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\x12\x18\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\"\xa9\x04\n" +
 	"\x06Tenant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -1626,7 +1782,12 @@ const file_admin_proto_rawDesc = "" +
 	"groupOrder\x12\x1d\n" +
 	"\n" +
 	"max_groups\x18* \x01(\rR\tmaxGroups\x12\x16\n" +
-	"\x06groups\x18+ \x01(\rR\x06groups\"\x8a\x03\n" +
+	"\x06groups\x18+ \x01(\rR\x06groups\x12\x12\n" +
+	"\x04rate\x18P \x01(\tR\x04rate\x12\x1d\n" +
+	"\n" +
+	"rate_burst\x18Q \x01(\rR\trateBurst\x12-\n" +
+	"\x13rate_eligible_at_ms\x18R \x01(\x03R\x10rateEligibleAtMs\x12\x16\n" +
+	"\x06paused\x18S \x01(\tR\x06paused\"\xbd\x03\n" +
 	"\x13UpsertTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -1641,7 +1802,10 @@ const file_admin_proto_rawDesc = "" +
 	"\vgroup_order\x18) \x01(\x0e2\x16.barista.v1.GroupOrderR\n" +
 	"groupOrder\x12\x1d\n" +
 	"\n" +
-	"max_groups\x18* \x01(\rR\tmaxGroups\")\n" +
+	"max_groups\x18* \x01(\rR\tmaxGroups\x12\x12\n" +
+	"\x04rate\x18P \x01(\tR\x04rate\x12\x1d\n" +
+	"\n" +
+	"rate_burst\x18Q \x01(\rR\trateBurst\")\n" +
 	"\x13DeleteTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
 	"\x14DeleteTenantResponse\"S\n" +
@@ -1747,7 +1911,7 @@ const file_admin_proto_rawDesc = "" +
 	"\bfailures\x18\t \x01(\rR\bfailures\"I\n" +
 	"\x14WebhookReplayRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x19\n" +
-	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq2\xf9\x06\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq2\xcf\a\n" +
 	"\x05Admin\x12C\n" +
 	"\fUpsertTenant\x12\x1f.barista.v1.UpsertTenantRequest\x1a\x12.barista.v1.Tenant\x12Q\n" +
 	"\fDeleteTenant\x12\x1f.barista.v1.DeleteTenantRequest\x1a .barista.v1.DeleteTenantResponse\x12=\n" +
@@ -1762,7 +1926,8 @@ const file_admin_proto_rawDesc = "" +
 	"WebhookGet\x12\x1d.barista.v1.WebhookGetRequest\x1a\x13.barista.v1.Webhook\x12T\n" +
 	"\rWebhookDelete\x12 .barista.v1.WebhookDeleteRequest\x1a!.barista.v1.WebhookDeleteResponse\x12T\n" +
 	"\rWebhookStatus\x12 .barista.v1.WebhookStatusRequest\x1a!.barista.v1.WebhookStatusResponse\x12F\n" +
-	"\rWebhookReplay\x12 .barista.v1.WebhookReplayRequest\x1a\x13.barista.v1.WebhookB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\rWebhookReplay\x12 .barista.v1.WebhookReplayRequest\x1a\x13.barista.v1.Webhook\x12T\n" +
+	"\rPauseDispatch\x12 .barista.v1.PauseDispatchRequest\x1a!.barista.v1.PauseDispatchResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -1776,87 +1941,91 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_admin_proto_goTypes = []any{
-	(*Tenant)(nil),                // 0: barista.v1.Tenant
-	(*UpsertTenantRequest)(nil),   // 1: barista.v1.UpsertTenantRequest
-	(*DeleteTenantRequest)(nil),   // 2: barista.v1.DeleteTenantRequest
-	(*DeleteTenantResponse)(nil),  // 3: barista.v1.DeleteTenantResponse
-	(*GetTenantRequest)(nil),      // 4: barista.v1.GetTenantRequest
-	(*ListTenantsRequest)(nil),    // 5: barista.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),   // 6: barista.v1.ListTenantsResponse
-	(*GetConfigRequest)(nil),      // 7: barista.v1.GetConfigRequest
-	(*SetConfigRequest)(nil),      // 8: barista.v1.SetConfigRequest
-	(*TopRequest)(nil),            // 9: barista.v1.TopRequest
-	(*TenantShare)(nil),           // 10: barista.v1.TenantShare
-	(*FairWindow)(nil),            // 11: barista.v1.FairWindow
-	(*TopResponse)(nil),           // 12: barista.v1.TopResponse
-	(*Webhook)(nil),               // 13: barista.v1.Webhook
-	(*WebhookSetRequest)(nil),     // 14: barista.v1.WebhookSetRequest
-	(*WebhookSetResponse)(nil),    // 15: barista.v1.WebhookSetResponse
-	(*WebhookGetRequest)(nil),     // 16: barista.v1.WebhookGetRequest
-	(*WebhookDeleteRequest)(nil),  // 17: barista.v1.WebhookDeleteRequest
-	(*WebhookDeleteResponse)(nil), // 18: barista.v1.WebhookDeleteResponse
-	(*WebhookStatusRequest)(nil),  // 19: barista.v1.WebhookStatusRequest
-	(*WebhookStatusResponse)(nil), // 20: barista.v1.WebhookStatusResponse
-	(*WebhookReplayRequest)(nil),  // 21: barista.v1.WebhookReplayRequest
-	(Tier)(0),                     // 22: barista.v1.Tier
-	(*Caps)(nil),                  // 23: barista.v1.Caps
-	(Class)(0),                    // 24: barista.v1.Class
-	(GroupOrder)(0),               // 25: barista.v1.GroupOrder
-	(*ReadOptions)(nil),           // 26: barista.v1.ReadOptions
-	(*SchedulerConfig)(nil),       // 27: barista.v1.SchedulerConfig
-	(*GroupUsage)(nil),            // 28: barista.v1.GroupUsage
+	(*PauseDispatchRequest)(nil),  // 0: barista.v1.PauseDispatchRequest
+	(*PauseDispatchResponse)(nil), // 1: barista.v1.PauseDispatchResponse
+	(*Tenant)(nil),                // 2: barista.v1.Tenant
+	(*UpsertTenantRequest)(nil),   // 3: barista.v1.UpsertTenantRequest
+	(*DeleteTenantRequest)(nil),   // 4: barista.v1.DeleteTenantRequest
+	(*DeleteTenantResponse)(nil),  // 5: barista.v1.DeleteTenantResponse
+	(*GetTenantRequest)(nil),      // 6: barista.v1.GetTenantRequest
+	(*ListTenantsRequest)(nil),    // 7: barista.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),   // 8: barista.v1.ListTenantsResponse
+	(*GetConfigRequest)(nil),      // 9: barista.v1.GetConfigRequest
+	(*SetConfigRequest)(nil),      // 10: barista.v1.SetConfigRequest
+	(*TopRequest)(nil),            // 11: barista.v1.TopRequest
+	(*TenantShare)(nil),           // 12: barista.v1.TenantShare
+	(*FairWindow)(nil),            // 13: barista.v1.FairWindow
+	(*TopResponse)(nil),           // 14: barista.v1.TopResponse
+	(*Webhook)(nil),               // 15: barista.v1.Webhook
+	(*WebhookSetRequest)(nil),     // 16: barista.v1.WebhookSetRequest
+	(*WebhookSetResponse)(nil),    // 17: barista.v1.WebhookSetResponse
+	(*WebhookGetRequest)(nil),     // 18: barista.v1.WebhookGetRequest
+	(*WebhookDeleteRequest)(nil),  // 19: barista.v1.WebhookDeleteRequest
+	(*WebhookDeleteResponse)(nil), // 20: barista.v1.WebhookDeleteResponse
+	(*WebhookStatusRequest)(nil),  // 21: barista.v1.WebhookStatusRequest
+	(*WebhookStatusResponse)(nil), // 22: barista.v1.WebhookStatusResponse
+	(*WebhookReplayRequest)(nil),  // 23: barista.v1.WebhookReplayRequest
+	(Tier)(0),                     // 24: barista.v1.Tier
+	(*Caps)(nil),                  // 25: barista.v1.Caps
+	(Class)(0),                    // 26: barista.v1.Class
+	(GroupOrder)(0),               // 27: barista.v1.GroupOrder
+	(*ReadOptions)(nil),           // 28: barista.v1.ReadOptions
+	(*SchedulerConfig)(nil),       // 29: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),            // 30: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
-	22, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
-	23, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	24, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
-	25, // 3: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
-	22, // 4: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	23, // 5: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	24, // 6: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
-	25, // 7: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
-	26, // 8: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	26, // 9: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
-	0,  // 10: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	26, // 11: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	27, // 12: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	26, // 13: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	22, // 14: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	24, // 15: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
-	11, // 16: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
-	28, // 17: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
-	10, // 18: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	13, // 19: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
-	26, // 20: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
-	13, // 21: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
-	1,  // 22: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	2,  // 23: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	4,  // 24: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	5,  // 25: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	7,  // 26: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	8,  // 27: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	9,  // 28: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	14, // 29: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
-	16, // 30: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
-	17, // 31: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
-	19, // 32: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
-	21, // 33: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
-	0,  // 34: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	3,  // 35: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	0,  // 36: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	6,  // 37: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	27, // 38: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	27, // 39: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	12, // 40: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	15, // 41: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
-	13, // 42: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
-	18, // 43: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
-	20, // 44: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
-	13, // 45: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
-	34, // [34:46] is the sub-list for method output_type
-	22, // [22:34] is the sub-list for method input_type
+	24, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
+	25, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
+	26, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
+	27, // 3: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
+	24, // 4: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	25, // 5: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
+	26, // 6: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	27, // 7: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	28, // 8: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	28, // 9: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	2,  // 10: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
+	28, // 11: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	29, // 12: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	28, // 13: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	24, // 14: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	26, // 15: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
+	13, // 16: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
+	30, // 17: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	12, // 18: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	15, // 19: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
+	28, // 20: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
+	15, // 21: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
+	3,  // 22: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	4,  // 23: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	6,  // 24: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	7,  // 25: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	9,  // 26: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	10, // 27: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	11, // 28: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	16, // 29: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
+	18, // 30: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
+	19, // 31: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
+	21, // 32: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
+	23, // 33: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
+	0,  // 34: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
+	2,  // 35: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	5,  // 36: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	2,  // 37: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	8,  // 38: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	29, // 39: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	29, // 40: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	14, // 41: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	17, // 42: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
+	15, // 43: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
+	20, // 44: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
+	22, // 45: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
+	15, // 46: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
+	1,  // 47: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
+	35, // [35:48] is the sub-list for method output_type
+	22, // [22:35] is the sub-list for method input_type
 	22, // [22:22] is the sub-list for extension type_name
 	22, // [22:22] is the sub-list for extension extendee
 	0,  // [0:22] is the sub-list for field type_name
@@ -1869,15 +2038,15 @@ func file_admin_proto_init() {
 	}
 	file_commands_proto_init()
 	file_client_proto_init()
-	file_admin_proto_msgTypes[11].OneofWrappers = []any{}
-	file_admin_proto_msgTypes[14].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[13].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

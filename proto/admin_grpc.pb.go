@@ -35,6 +35,7 @@ const (
 	Admin_WebhookDelete_FullMethodName = "/barista.v1.Admin/WebhookDelete"
 	Admin_WebhookStatus_FullMethodName = "/barista.v1.Admin/WebhookStatus"
 	Admin_WebhookReplay_FullMethodName = "/barista.v1.Admin/WebhookReplay"
+	Admin_PauseDispatch_FullMethodName = "/barista.v1.Admin/PauseDispatch"
 )
 
 // AdminClient is the client API for Admin service.
@@ -64,6 +65,10 @@ type AdminClient interface {
 	WebhookStatus(ctx context.Context, in *WebhookStatusRequest, opts ...grpc.CallOption) (*WebhookStatusResponse, error)
 	// WebhookReplay delivers a tenant's events again from from_seq on.
 	WebhookReplay(ctx context.Context, in *WebhookReplayRequest, opts ...grpc.CallOption) (*Webhook, error)
+	// PauseDispatch pauses (or resumes) all dispatch, for maintenance: a
+	// gate on dispatch only; workers stay connected, submits are accepted,
+	// and resuming clamps nothing.
+	PauseDispatch(ctx context.Context, in *PauseDispatchRequest, opts ...grpc.CallOption) (*PauseDispatchResponse, error)
 }
 
 type adminClient struct {
@@ -194,6 +199,16 @@ func (c *adminClient) WebhookReplay(ctx context.Context, in *WebhookReplayReques
 	return out, nil
 }
 
+func (c *adminClient) PauseDispatch(ctx context.Context, in *PauseDispatchRequest, opts ...grpc.CallOption) (*PauseDispatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseDispatchResponse)
+	err := c.cc.Invoke(ctx, Admin_PauseDispatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -221,6 +236,10 @@ type AdminServer interface {
 	WebhookStatus(context.Context, *WebhookStatusRequest) (*WebhookStatusResponse, error)
 	// WebhookReplay delivers a tenant's events again from from_seq on.
 	WebhookReplay(context.Context, *WebhookReplayRequest) (*Webhook, error)
+	// PauseDispatch pauses (or resumes) all dispatch, for maintenance: a
+	// gate on dispatch only; workers stay connected, submits are accepted,
+	// and resuming clamps nothing.
+	PauseDispatch(context.Context, *PauseDispatchRequest) (*PauseDispatchResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -266,6 +285,9 @@ func (UnimplementedAdminServer) WebhookStatus(context.Context, *WebhookStatusReq
 }
 func (UnimplementedAdminServer) WebhookReplay(context.Context, *WebhookReplayRequest) (*Webhook, error) {
 	return nil, status.Error(codes.Unimplemented, "method WebhookReplay not implemented")
+}
+func (UnimplementedAdminServer) PauseDispatch(context.Context, *PauseDispatchRequest) (*PauseDispatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseDispatch not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -504,6 +526,24 @@ func _Admin_WebhookReplay_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_PauseDispatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseDispatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).PauseDispatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_PauseDispatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).PauseDispatch(ctx, req.(*PauseDispatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -558,6 +598,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "WebhookReplay",
 			Handler:    _Admin_WebhookReplay_Handler,
+		},
+		{
+			MethodName: "PauseDispatch",
+			Handler:    _Admin_PauseDispatch_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -26,6 +26,118 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type PauseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"` // empty: the whole tenant
+	Resume        bool                   `protobuf:"varint,3,opt,name=resume,proto3" json:"resume,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseRequest) Reset() {
+	*x = PauseRequest{}
+	mi := &file_client_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseRequest) ProtoMessage() {}
+
+func (x *PauseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
+func (*PauseRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *PauseRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *PauseRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *PauseRequest) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
+}
+
+type PauseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Paused        string                 `protobuf:"bytes,1,opt,name=paused,proto3" json:"paused,omitempty"`    // "" or who paused it now: "tenant" or "admin"
+	Changed       bool                   `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"` // false: nothing changed
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseResponse) Reset() {
+	*x = PauseResponse{}
+	mi := &file_client_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseResponse) ProtoMessage() {}
+
+func (x *PauseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
+func (*PauseResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PauseResponse) GetPaused() string {
+	if x != nil {
+		return x.Paused
+	}
+	return ""
+}
+
+func (x *PauseResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
 type SubmitRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// tenant may be empty for a client token (it gets its own tenant).
@@ -67,7 +179,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_client_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -79,7 +191,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_client_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -92,7 +204,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{0}
+	return file_client_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SubmitRequest) GetTenant() string {
@@ -204,7 +316,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_client_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -216,7 +328,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_client_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -229,7 +341,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{1}
+	return file_client_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SubmitResponse) GetJobId() uint64 {
@@ -257,7 +369,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -269,7 +381,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -282,7 +394,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{2}
+	return file_client_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReadOptions) GetStale() bool {
@@ -303,7 +415,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -315,7 +427,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -328,7 +440,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{3}
+	return file_client_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetJobRequest) GetTenant() string {
@@ -407,7 +519,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +531,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +544,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{4}
+	return file_client_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Job) GetJobId() uint64 {
@@ -662,7 +774,7 @@ type RunJobNowRequest struct {
 
 func (x *RunJobNowRequest) Reset() {
 	*x = RunJobNowRequest{}
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +786,7 @@ func (x *RunJobNowRequest) String() string {
 func (*RunJobNowRequest) ProtoMessage() {}
 
 func (x *RunJobNowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +799,7 @@ func (x *RunJobNowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobNowRequest.ProtoReflect.Descriptor instead.
 func (*RunJobNowRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{5}
+	return file_client_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunJobNowRequest) GetTenant() string {
@@ -713,7 +825,7 @@ type RunJobNowResponse struct {
 
 func (x *RunJobNowResponse) Reset() {
 	*x = RunJobNowResponse{}
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +837,7 @@ func (x *RunJobNowResponse) String() string {
 func (*RunJobNowResponse) ProtoMessage() {}
 
 func (x *RunJobNowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +850,7 @@ func (x *RunJobNowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobNowResponse.ProtoReflect.Descriptor instead.
 func (*RunJobNowResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{6}
+	return file_client_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunJobNowResponse) GetState() string {
@@ -768,7 +880,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +892,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +905,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{7}
+	return file_client_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListJobsRequest) GetTenant() string {
@@ -850,7 +962,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -862,7 +974,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -875,7 +987,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{8}
+	return file_client_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -902,7 +1014,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -914,7 +1026,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -927,7 +1039,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{9}
+	return file_client_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -954,7 +1066,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1078,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1091,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{10}
+	return file_client_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CancelJobResponse) GetState() string {
@@ -1016,7 +1128,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1140,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1153,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{11}
+	return file_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -1080,25 +1192,28 @@ func (x *WatchEventsRequest) GetUntilIdle() bool {
 }
 
 type Event struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	JobId         uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Tenant        string                 `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Kind          string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`              // queued, assigned, started, requeued, completed, failed, cancel_requested, cancelled, timed_out
-	AtMs          int64                  `protobuf:"varint,6,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"` // cluster time (ms); wall_ms is the leader's wall clock then
-	WorkerId      string                 `protobuf:"bytes,7,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	CpuMs         int64                  `protobuf:"varint,8,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
-	ExitCode      int32                  `protobuf:"varint,9,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	Reason        string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`                // ack_timeout, lease_expired, run_failed, requested, timeout
-	WallMs        int64                  `protobuf:"varint,20,opt,name=wall_ms,json=wallMs,proto3" json:"wall_ms,omitempty"` // ms since the Unix epoch, for display
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Seq      uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	JobId    uint64                 `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Tenant   string                 `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Attempt  uint32                 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Kind     string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`              // queued, assigned, started, requeued, completed, failed, cancel_requested, cancelled, timed_out
+	AtMs     int64                  `protobuf:"varint,6,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"` // cluster time (ms); wall_ms is the leader's wall clock then
+	WorkerId string                 `protobuf:"bytes,7,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	CpuMs    int64                  `protobuf:"varint,8,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
+	ExitCode int32                  `protobuf:"varint,9,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Reason   string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`                // ack_timeout, lease_expired, run_failed, requested, timeout
+	WallMs   int64                  `protobuf:"varint,20,opt,name=wall_ms,json=wallMs,proto3" json:"wall_ms,omitempty"` // ms since the Unix epoch, for display
+	// group: for the tenant-level events paused and resumed (job_id 0), the
+	// group paused or resumed; empty: the whole tenant.
+	Group         string `protobuf:"bytes,80,opt,name=group,proto3" json:"group,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1225,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1238,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{12}
+	return file_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1203,6 +1318,13 @@ func (x *Event) GetWallMs() int64 {
 	return 0
 }
 
+func (x *Event) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
 type TenantUsageRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -1216,7 +1338,7 @@ type TenantUsageRequest struct {
 
 func (x *TenantUsageRequest) Reset() {
 	*x = TenantUsageRequest{}
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1350,7 @@ func (x *TenantUsageRequest) String() string {
 func (*TenantUsageRequest) ProtoMessage() {}
 
 func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1363,7 @@ func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageRequest.ProtoReflect.Descriptor instead.
 func (*TenantUsageRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{13}
+	return file_client_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TenantUsageRequest) GetTenant() string {
@@ -1299,7 +1421,7 @@ type TenantUsageResponse struct {
 
 func (x *TenantUsageResponse) Reset() {
 	*x = TenantUsageResponse{}
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1433,7 @@ func (x *TenantUsageResponse) String() string {
 func (*TenantUsageResponse) ProtoMessage() {}
 
 func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,7 +1446,7 @@ func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageResponse.ProtoReflect.Descriptor instead.
 func (*TenantUsageResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{14}
+	return file_client_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TenantUsageResponse) GetTenant() string {
@@ -1501,7 +1623,7 @@ type GroupUsage struct {
 
 func (x *GroupUsage) Reset() {
 	*x = GroupUsage{}
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1635,7 @@ func (x *GroupUsage) String() string {
 func (*GroupUsage) ProtoMessage() {}
 
 func (x *GroupUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1648,7 @@ func (x *GroupUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupUsage.ProtoReflect.Descriptor instead.
 func (*GroupUsage) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{15}
+	return file_client_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GroupUsage) GetName() string {
@@ -1559,21 +1681,28 @@ func (x *GroupUsage) GetLimit() uint32 {
 
 // Group is one group of a tenant and what is set on it.
 type Group struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Cap           string                 `protobuf:"bytes,3,opt,name=cap,proto3" json:"cap,omitempty"`                               // the admin's: "inherit", "none" or a number
-	TenantCap     uint32                 `protobuf:"varint,4,opt,name=tenant_cap,json=tenantCap,proto3" json:"tenant_cap,omitempty"` // the tenant's own; 0 = none
-	Limit         uint32                 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`                          // the cap in force (the lower of both); 0 = none
-	Running       uint32                 `protobuf:"varint,6,opt,name=running,proto3" json:"running,omitempty"`
-	Queued        uint32                 `protobuf:"varint,7,opt,name=queued,proto3" json:"queued,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Tenant    string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Cap       string                 `protobuf:"bytes,3,opt,name=cap,proto3" json:"cap,omitempty"`                               // the admin's: "inherit", "none" or a number
+	TenantCap uint32                 `protobuf:"varint,4,opt,name=tenant_cap,json=tenantCap,proto3" json:"tenant_cap,omitempty"` // the tenant's own; 0 = none
+	Limit     uint32                 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`                          // the cap in force (the lower of both); 0 = none
+	Running   uint32                 `protobuf:"varint,6,opt,name=running,proto3" json:"running,omitempty"`
+	Queued    uint32                 `protobuf:"varint,7,opt,name=queued,proto3" json:"queued,omitempty"`
+	// rate: the group's rate limit, "N/PERIOD" or empty for none, with
+	// rate_burst (0: N) and when it next allows a dispatch; paused: "" or
+	// who paused it, "tenant" or "admin".
+	Rate             string `protobuf:"bytes,80,opt,name=rate,proto3" json:"rate,omitempty"`
+	RateBurst        uint32 `protobuf:"varint,81,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
+	RateEligibleAtMs int64  `protobuf:"varint,82,opt,name=rate_eligible_at_ms,json=rateEligibleAtMs,proto3" json:"rate_eligible_at_ms,omitempty"`
+	Paused           string `protobuf:"bytes,83,opt,name=paused,proto3" json:"paused,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1714,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1727,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{16}
+	return file_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Group) GetTenant() string {
@@ -1650,20 +1779,53 @@ func (x *Group) GetQueued() uint32 {
 	return 0
 }
 
+func (x *Group) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *Group) GetRateBurst() uint32 {
+	if x != nil {
+		return x.RateBurst
+	}
+	return 0
+}
+
+func (x *Group) GetRateEligibleAtMs() int64 {
+	if x != nil {
+		return x.RateEligibleAtMs
+	}
+	return 0
+}
+
+func (x *Group) GetPaused() string {
+	if x != nil {
+		return x.Paused
+	}
+	return ""
+}
+
 type SetGroupRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	Group  string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
 	// cap is "inherit" (the tenant's group_cap), "none" or a number
 	// 1..1000000. For the tenant's own cap "none" (or "inherit") clears it.
-	Cap           string `protobuf:"bytes,3,opt,name=cap,proto3" json:"cap,omitempty"`
+	Cap string `protobuf:"bytes,3,opt,name=cap,proto3" json:"cap,omitempty"`
+	// rate sets the group's rate limit (an admin's): "N/PERIOD" (e.g.
+	// "10/1s") or "none"; empty keeps it. burst is its burst (0: N). With a
+	// rate, cap may be empty (the caps are kept).
+	Rate          string `protobuf:"bytes,80,opt,name=rate,proto3" json:"rate,omitempty"`
+	Burst         uint32 `protobuf:"varint,81,opt,name=burst,proto3" json:"burst,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetGroupRequest) Reset() {
 	*x = SetGroupRequest{}
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1837,7 @@ func (x *SetGroupRequest) String() string {
 func (*SetGroupRequest) ProtoMessage() {}
 
 func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1850,7 @@ func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGroupRequest.ProtoReflect.Descriptor instead.
 func (*SetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{17}
+	return file_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetGroupRequest) GetTenant() string {
@@ -1712,6 +1874,20 @@ func (x *SetGroupRequest) GetCap() string {
 	return ""
 }
 
+func (x *SetGroupRequest) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *SetGroupRequest) GetBurst() uint32 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
 type GetGroupRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -1723,7 +1899,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1911,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1924,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{18}
+	return file_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetGroupRequest) GetTenant() string {
@@ -1784,7 +1960,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1796,7 +1972,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1809,7 +1985,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{19}
+	return file_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListGroupsRequest) GetTenant() string {
@@ -1850,7 +2026,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1862,7 +2038,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1875,7 +2051,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{20}
+	return file_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -1901,7 +2077,7 @@ type SubmitBatchRequest struct {
 
 func (x *SubmitBatchRequest) Reset() {
 	*x = SubmitBatchRequest{}
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +2089,7 @@ func (x *SubmitBatchRequest) String() string {
 func (*SubmitBatchRequest) ProtoMessage() {}
 
 func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +2102,7 @@ func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
 func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{21}
+	return file_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SubmitBatchRequest) GetJobs() []*SubmitRequest {
@@ -1949,7 +2125,7 @@ type SubmitResult struct {
 
 func (x *SubmitResult) Reset() {
 	*x = SubmitResult{}
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1961,7 +2137,7 @@ func (x *SubmitResult) String() string {
 func (*SubmitResult) ProtoMessage() {}
 
 func (x *SubmitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1974,7 +2150,7 @@ func (x *SubmitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResult.ProtoReflect.Descriptor instead.
 func (*SubmitResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{22}
+	return file_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SubmitResult) GetJobId() uint64 {
@@ -2007,7 +2183,7 @@ type SubmitBatchResponse struct {
 
 func (x *SubmitBatchResponse) Reset() {
 	*x = SubmitBatchResponse{}
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2019,7 +2195,7 @@ func (x *SubmitBatchResponse) String() string {
 func (*SubmitBatchResponse) ProtoMessage() {}
 
 func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2032,7 +2208,7 @@ func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
 func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{23}
+	return file_client_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SubmitBatchResponse) GetResults() []*SubmitResult {
@@ -2052,7 +2228,7 @@ type ExplainJobRequest struct {
 
 func (x *ExplainJobRequest) Reset() {
 	*x = ExplainJobRequest{}
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2240,7 @@ func (x *ExplainJobRequest) String() string {
 func (*ExplainJobRequest) ProtoMessage() {}
 
 func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +2253,7 @@ func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobRequest.ProtoReflect.Descriptor instead.
 func (*ExplainJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{24}
+	return file_client_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ExplainJobRequest) GetTenant() string {
@@ -2133,7 +2309,7 @@ type ExplainJobResponse struct {
 
 func (x *ExplainJobResponse) Reset() {
 	*x = ExplainJobResponse{}
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2321,7 @@ func (x *ExplainJobResponse) String() string {
 func (*ExplainJobResponse) ProtoMessage() {}
 
 func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2334,7 @@ func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobResponse.ProtoReflect.Descriptor instead.
 func (*ExplainJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{25}
+	return file_client_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ExplainJobResponse) GetJobId() uint64 {
@@ -2285,7 +2461,14 @@ var File_client_proto protoreflect.FileDescriptor
 const file_client_proto_rawDesc = "" +
 	"\n" +
 	"\fclient.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\"\x82\x04\n" +
+	"barista.v1\x1a\x0ecommands.proto\"T\n" +
+	"\fPauseRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x16\n" +
+	"\x06resume\x18\x03 \x01(\bR\x06resume\"A\n" +
+	"\rPauseResponse\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\tR\x06paused\x12\x18\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\"\x82\x04\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +
@@ -2383,7 +2566,7 @@ const file_client_proto_rawDesc = "" +
 	"\vfrom_oldest\x18\x04 \x01(\bR\n" +
 	"fromOldest\x12\x1d\n" +
 	"\n" +
-	"until_idle\x18\x05 \x01(\bR\tuntilIdle\"\x8d\x02\n" +
+	"until_idle\x18\x05 \x01(\bR\tuntilIdle\"\xa3\x02\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x16\n" +
@@ -2396,7 +2579,8 @@ const file_client_proto_rawDesc = "" +
 	"\texit_code\x18\t \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06reason\x18\n" +
 	" \x01(\tR\x06reason\x12\x17\n" +
-	"\awall_ms\x18\x14 \x01(\x03R\x06wallMs\"x\n" +
+	"\awall_ms\x18\x14 \x01(\x03R\x06wallMs\x12\x14\n" +
+	"\x05group\x18P \x01(\tR\x05group\"x\n" +
 	"\x12TenantUsageRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12+\n" +
 	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1d\n" +
@@ -2435,7 +2619,7 @@ const file_client_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\arunning\x18\x02 \x01(\rR\arunning\x12\x16\n" +
 	"\x06queued\x18\x03 \x01(\rR\x06queued\x12\x14\n" +
-	"\x05limit\x18\x04 \x01(\rR\x05limit\"\xac\x01\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\"\xa6\x02\n" +
 	"\x05Group\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -2444,11 +2628,18 @@ const file_client_proto_rawDesc = "" +
 	"tenant_cap\x18\x04 \x01(\rR\ttenantCap\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\rR\x05limit\x12\x18\n" +
 	"\arunning\x18\x06 \x01(\rR\arunning\x12\x16\n" +
-	"\x06queued\x18\a \x01(\rR\x06queued\"Q\n" +
+	"\x06queued\x18\a \x01(\rR\x06queued\x12\x12\n" +
+	"\x04rate\x18P \x01(\tR\x04rate\x12\x1d\n" +
+	"\n" +
+	"rate_burst\x18Q \x01(\rR\trateBurst\x12-\n" +
+	"\x13rate_eligible_at_ms\x18R \x01(\x03R\x10rateEligibleAtMs\x12\x16\n" +
+	"\x06paused\x18S \x01(\tR\x06paused\"{\n" +
 	"\x0fSetGroupRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x10\n" +
-	"\x03cap\x18\x03 \x01(\tR\x03cap\"l\n" +
+	"\x03cap\x18\x03 \x01(\tR\x03cap\x12\x12\n" +
+	"\x04rate\x18P \x01(\tR\x04rate\x12\x14\n" +
+	"\x05burst\x18Q \x01(\rR\x05burst\"l\n" +
 	"\x0fGetGroupRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12+\n" +
@@ -2492,7 +2683,7 @@ const file_client_proto_rawDesc = "" +
 	"\x0eeligible_at_ms\x18\x0f \x01(\x03R\feligibleAtMs\x12\x14\n" +
 	"\x05group\x18( \x01(\tR\x05group\x12\x1f\n" +
 	"\vgroup_order\x18) \x01(\tR\n" +
-	"groupOrder2\xd0\x06\n" +
+	"groupOrder2\x8e\a\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
@@ -2507,7 +2698,8 @@ const file_client_proto_rawDesc = "" +
 	"\bGetGroup\x12\x1b.barista.v1.GetGroupRequest\x1a\x11.barista.v1.Group\x12K\n" +
 	"\n" +
 	"ListGroups\x12\x1d.barista.v1.ListGroupsRequest\x1a\x1e.barista.v1.ListGroupsResponse\x12H\n" +
-	"\tRunJobNow\x12\x1c.barista.v1.RunJobNowRequest\x1a\x1d.barista.v1.RunJobNowResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\tRunJobNow\x12\x1c.barista.v1.RunJobNowRequest\x1a\x1d.barista.v1.RunJobNowResponse\x12<\n" +
+	"\x05Pause\x12\x18.barista.v1.PauseRequest\x1a\x19.barista.v1.PauseResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_client_proto_rawDescOnce sync.Once
@@ -2521,82 +2713,86 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_client_proto_goTypes = []any{
-	(*SubmitRequest)(nil),       // 0: barista.v1.SubmitRequest
-	(*SubmitResponse)(nil),      // 1: barista.v1.SubmitResponse
-	(*ReadOptions)(nil),         // 2: barista.v1.ReadOptions
-	(*GetJobRequest)(nil),       // 3: barista.v1.GetJobRequest
-	(*Job)(nil),                 // 4: barista.v1.Job
-	(*RunJobNowRequest)(nil),    // 5: barista.v1.RunJobNowRequest
-	(*RunJobNowResponse)(nil),   // 6: barista.v1.RunJobNowResponse
-	(*ListJobsRequest)(nil),     // 7: barista.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),    // 8: barista.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),    // 9: barista.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),   // 10: barista.v1.CancelJobResponse
-	(*WatchEventsRequest)(nil),  // 11: barista.v1.WatchEventsRequest
-	(*Event)(nil),               // 12: barista.v1.Event
-	(*TenantUsageRequest)(nil),  // 13: barista.v1.TenantUsageRequest
-	(*TenantUsageResponse)(nil), // 14: barista.v1.TenantUsageResponse
-	(*GroupUsage)(nil),          // 15: barista.v1.GroupUsage
-	(*Group)(nil),               // 16: barista.v1.Group
-	(*SetGroupRequest)(nil),     // 17: barista.v1.SetGroupRequest
-	(*GetGroupRequest)(nil),     // 18: barista.v1.GetGroupRequest
-	(*ListGroupsRequest)(nil),   // 19: barista.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),  // 20: barista.v1.ListGroupsResponse
-	(*SubmitBatchRequest)(nil),  // 21: barista.v1.SubmitBatchRequest
-	(*SubmitResult)(nil),        // 22: barista.v1.SubmitResult
-	(*SubmitBatchResponse)(nil), // 23: barista.v1.SubmitBatchResponse
-	(*ExplainJobRequest)(nil),   // 24: barista.v1.ExplainJobRequest
-	(*ExplainJobResponse)(nil),  // 25: barista.v1.ExplainJobResponse
-	(Size)(0),                   // 26: barista.v1.Size
-	(Class)(0),                  // 27: barista.v1.Class
-	(Tier)(0),                   // 28: barista.v1.Tier
+	(*PauseRequest)(nil),        // 0: barista.v1.PauseRequest
+	(*PauseResponse)(nil),       // 1: barista.v1.PauseResponse
+	(*SubmitRequest)(nil),       // 2: barista.v1.SubmitRequest
+	(*SubmitResponse)(nil),      // 3: barista.v1.SubmitResponse
+	(*ReadOptions)(nil),         // 4: barista.v1.ReadOptions
+	(*GetJobRequest)(nil),       // 5: barista.v1.GetJobRequest
+	(*Job)(nil),                 // 6: barista.v1.Job
+	(*RunJobNowRequest)(nil),    // 7: barista.v1.RunJobNowRequest
+	(*RunJobNowResponse)(nil),   // 8: barista.v1.RunJobNowResponse
+	(*ListJobsRequest)(nil),     // 9: barista.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),    // 10: barista.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),    // 11: barista.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),   // 12: barista.v1.CancelJobResponse
+	(*WatchEventsRequest)(nil),  // 13: barista.v1.WatchEventsRequest
+	(*Event)(nil),               // 14: barista.v1.Event
+	(*TenantUsageRequest)(nil),  // 15: barista.v1.TenantUsageRequest
+	(*TenantUsageResponse)(nil), // 16: barista.v1.TenantUsageResponse
+	(*GroupUsage)(nil),          // 17: barista.v1.GroupUsage
+	(*Group)(nil),               // 18: barista.v1.Group
+	(*SetGroupRequest)(nil),     // 19: barista.v1.SetGroupRequest
+	(*GetGroupRequest)(nil),     // 20: barista.v1.GetGroupRequest
+	(*ListGroupsRequest)(nil),   // 21: barista.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),  // 22: barista.v1.ListGroupsResponse
+	(*SubmitBatchRequest)(nil),  // 23: barista.v1.SubmitBatchRequest
+	(*SubmitResult)(nil),        // 24: barista.v1.SubmitResult
+	(*SubmitBatchResponse)(nil), // 25: barista.v1.SubmitBatchResponse
+	(*ExplainJobRequest)(nil),   // 26: barista.v1.ExplainJobRequest
+	(*ExplainJobResponse)(nil),  // 27: barista.v1.ExplainJobResponse
+	(Size)(0),                   // 28: barista.v1.Size
+	(Class)(0),                  // 29: barista.v1.Class
+	(Tier)(0),                   // 30: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
-	26, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
-	27, // 1: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
-	2,  // 2: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	26, // 3: barista.v1.Job.size:type_name -> barista.v1.Size
-	27, // 4: barista.v1.Job.class:type_name -> barista.v1.Class
-	2,  // 5: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
-	4,  // 6: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
-	2,  // 7: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	28, // 8: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	15, // 9: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
-	2,  // 10: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
-	2,  // 11: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
-	16, // 12: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
-	0,  // 13: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	22, // 14: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	26, // 15: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	27, // 16: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
-	0,  // 17: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	21, // 18: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	3,  // 19: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	7,  // 20: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	9,  // 21: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	11, // 22: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	13, // 23: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	24, // 24: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	17, // 25: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
-	18, // 26: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
-	19, // 27: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
-	5,  // 28: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
-	1,  // 29: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	23, // 30: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	4,  // 31: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	8,  // 32: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	10, // 33: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	12, // 34: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	14, // 35: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	25, // 36: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	16, // 37: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
-	16, // 38: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
-	20, // 39: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
-	6,  // 40: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
-	29, // [29:41] is the sub-list for method output_type
-	17, // [17:29] is the sub-list for method input_type
+	28, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
+	29, // 1: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
+	4,  // 2: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
+	28, // 3: barista.v1.Job.size:type_name -> barista.v1.Size
+	29, // 4: barista.v1.Job.class:type_name -> barista.v1.Class
+	4,  // 5: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
+	6,  // 6: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
+	4,  // 7: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
+	30, // 8: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	17, // 9: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	4,  // 10: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
+	4,  // 11: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
+	18, // 12: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	2,  // 13: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	24, // 14: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	28, // 15: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	29, // 16: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	2,  // 17: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	23, // 18: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	5,  // 19: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	9,  // 20: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	11, // 21: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	13, // 22: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	15, // 23: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	26, // 24: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	19, // 25: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	20, // 26: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	21, // 27: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	7,  // 28: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
+	0,  // 29: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
+	3,  // 30: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	25, // 31: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	6,  // 32: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	10, // 33: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	12, // 34: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	14, // 35: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	16, // 36: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	27, // 37: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	18, // 38: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	18, // 39: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	22, // 40: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	8,  // 41: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
+	1,  // 42: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
+	30, // [30:43] is the sub-list for method output_type
+	17, // [17:30] is the sub-list for method input_type
 	17, // [17:17] is the sub-list for extension type_name
 	17, // [17:17] is the sub-list for extension extendee
 	0,  // [0:17] is the sub-list for field type_name
@@ -2608,14 +2804,14 @@ func file_client_proto_init() {
 		return
 	}
 	file_commands_proto_init()
-	file_client_proto_msgTypes[0].OneofWrappers = []any{}
+	file_client_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,7 @@ const (
 	Client_GetGroup_FullMethodName    = "/barista.v1.Client/GetGroup"
 	Client_ListGroups_FullMethodName  = "/barista.v1.Client/ListGroups"
 	Client_RunJobNow_FullMethodName   = "/barista.v1.Client/RunJobNow"
+	Client_Pause_FullMethodName       = "/barista.v1.Client/Pause"
 )
 
 // ClientClient is the client API for Client service.
@@ -72,6 +73,11 @@ type ClientClient interface {
 	// before its due time: an admin, or the job's tenant's client token. A
 	// job that is not scheduled is FAILED_PRECONDITION.
 	RunJobNow(ctx context.Context, in *RunJobNowRequest, opts ...grpc.CallOption) (*RunJobNowResponse, error)
+	// Pause pauses (or resumes) a tenant or one named group of it: its
+	// queued jobs wait, running jobs go on, submits are accepted. An admin
+	// may pause any; the tenant's client token its own, and it cannot lift
+	// an admin's pause.
+	Pause(ctx context.Context, in *PauseRequest, opts ...grpc.CallOption) (*PauseResponse, error)
 }
 
 type clientClient struct {
@@ -211,6 +217,16 @@ func (c *clientClient) RunJobNow(ctx context.Context, in *RunJobNowRequest, opts
 	return out, nil
 }
 
+func (c *clientClient) Pause(ctx context.Context, in *PauseRequest, opts ...grpc.CallOption) (*PauseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseResponse)
+	err := c.cc.Invoke(ctx, Client_Pause_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServer is the server API for Client service.
 // All implementations must embed UnimplementedClientServer
 // for forward compatibility.
@@ -245,6 +261,11 @@ type ClientServer interface {
 	// before its due time: an admin, or the job's tenant's client token. A
 	// job that is not scheduled is FAILED_PRECONDITION.
 	RunJobNow(context.Context, *RunJobNowRequest) (*RunJobNowResponse, error)
+	// Pause pauses (or resumes) a tenant or one named group of it: its
+	// queued jobs wait, running jobs go on, submits are accepted. An admin
+	// may pause any; the tenant's client token its own, and it cannot lift
+	// an admin's pause.
+	Pause(context.Context, *PauseRequest) (*PauseResponse, error)
 	mustEmbedUnimplementedClientServer()
 }
 
@@ -290,6 +311,9 @@ func (UnimplementedClientServer) ListGroups(context.Context, *ListGroupsRequest)
 }
 func (UnimplementedClientServer) RunJobNow(context.Context, *RunJobNowRequest) (*RunJobNowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RunJobNow not implemented")
+}
+func (UnimplementedClientServer) Pause(context.Context, *PauseRequest) (*PauseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Pause not implemented")
 }
 func (UnimplementedClientServer) mustEmbedUnimplementedClientServer() {}
 func (UnimplementedClientServer) testEmbeddedByValue()                {}
@@ -521,6 +545,24 @@ func _Client_RunJobNow_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Client_Pause_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).Pause(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_Pause_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).Pause(ctx, req.(*PauseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Client_ServiceDesc is the grpc.ServiceDesc for Client service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -571,6 +613,10 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RunJobNow",
 			Handler:    _Client_RunJobNow_Handler,
+		},
+		{
+			MethodName: "Pause",
+			Handler:    _Client_Pause_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -712,6 +712,7 @@ type Command struct {
 	//	*Command_WorkerDrain
 	//	*Command_SetFeatureLevel
 	//	*Command_SetGroup
+	//	*Command_Pause
 	//	*Command_WebhookSet
 	//	*Command_WebhookDelete
 	//	*Command_WebhookAck
@@ -912,6 +913,15 @@ func (x *Command) GetSetGroup() *SetGroup {
 	return nil
 }
 
+func (x *Command) GetPause() *Pause {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_Pause); ok {
+			return x.Pause
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetWebhookSet() *WebhookSet {
 	if x != nil {
 		if x, ok := x.Cmd.(*Command_WebhookSet); ok {
@@ -1029,6 +1039,11 @@ type Command_SetGroup struct {
 	SetGroup *SetGroup `protobuf:"bytes,40,opt,name=set_group,json=setGroup,proto3,oneof"`
 }
 
+type Command_Pause struct {
+	// Pauses and rate limits (feature level 5): numbers 80 to 89.
+	Pause *Pause `protobuf:"bytes,80,opt,name=pause,proto3,oneof"`
+}
+
 type Command_WebhookSet struct {
 	// Webhooks (docs/webhooks.md): numbers 60 to 69.
 	WebhookSet *WebhookSet `protobuf:"bytes,60,opt,name=webhook_set,json=webhookSet,proto3,oneof"`
@@ -1084,6 +1099,8 @@ func (*Command_WorkerDrain) isCommand_Cmd() {}
 func (*Command_SetFeatureLevel) isCommand_Cmd() {}
 
 func (*Command_SetGroup) isCommand_Cmd() {}
+
+func (*Command_Pause) isCommand_Cmd() {}
 
 func (*Command_WebhookSet) isCommand_Cmd() {}
 
@@ -1931,7 +1948,12 @@ type TenantUpsert struct {
 	GroupCap   uint32     `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`
 	GroupOrder GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
 	// max_groups bounds the tenant's named groups; 0 = the default (10,000).
-	MaxGroups     uint32 `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
+	MaxGroups uint32 `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
+	// rate_n per rate_period_ms is the tenant's rate limit of dispatches
+	// (GCRA; rate_n 0 = none), with bursts up to rate_burst (0 = rate_n).
+	RateN         uint32 `protobuf:"varint,80,opt,name=rate_n,json=rateN,proto3" json:"rate_n,omitempty"`
+	RatePeriodMs  int64  `protobuf:"varint,81,opt,name=rate_period_ms,json=ratePeriodMs,proto3" json:"rate_period_ms,omitempty"`
+	RateBurst     uint32 `protobuf:"varint,82,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2036,16 +2058,45 @@ func (x *TenantUpsert) GetMaxGroups() uint32 {
 	return 0
 }
 
+func (x *TenantUpsert) GetRateN() uint32 {
+	if x != nil {
+		return x.RateN
+	}
+	return 0
+}
+
+func (x *TenantUpsert) GetRatePeriodMs() int64 {
+	if x != nil {
+		return x.RatePeriodMs
+	}
+	return 0
+}
+
+func (x *TenantUpsert) GetRateBurst() uint32 {
+	if x != nil {
+		return x.RateBurst
+	}
+	return 0
+}
+
 // SetGroup sets one named group's cap: the admin's (inherit, none or N),
 // or, with as_tenant, the tenant's own cap, a second cap that can only
 // tighten (both apply). A group created by it counts against max_groups.
 type SetGroup struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
-	CapKind       GroupCapKind           `protobuf:"varint,3,opt,name=cap_kind,json=capKind,proto3,enum=barista.v1.GroupCapKind" json:"cap_kind,omitempty"`
-	Limit         uint32                 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
-	AsTenant      bool                   `protobuf:"varint,5,opt,name=as_tenant,json=asTenant,proto3" json:"as_tenant,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Tenant   string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Group    string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	CapKind  GroupCapKind           `protobuf:"varint,3,opt,name=cap_kind,json=capKind,proto3,enum=barista.v1.GroupCapKind" json:"cap_kind,omitempty"`
+	Limit    uint32                 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	AsTenant bool                   `protobuf:"varint,5,opt,name=as_tenant,json=asTenant,proto3" json:"as_tenant,omitempty"`
+	// set_rate sets the group's rate limit (an admin's): rate_n per
+	// rate_period_ms, bursts up to rate_burst (0 = rate_n); rate_n 0
+	// removes it. Without set_rate the rate is kept; with it, cap_kind
+	// unspecified keeps the cap.
+	SetRate       bool   `protobuf:"varint,80,opt,name=set_rate,json=setRate,proto3" json:"set_rate,omitempty"`
+	RateN         uint32 `protobuf:"varint,81,opt,name=rate_n,json=rateN,proto3" json:"rate_n,omitempty"`
+	RatePeriodMs  int64  `protobuf:"varint,82,opt,name=rate_period_ms,json=ratePeriodMs,proto3" json:"rate_period_ms,omitempty"`
+	RateBurst     uint32 `protobuf:"varint,83,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2115,6 +2166,116 @@ func (x *SetGroup) GetAsTenant() bool {
 	return false
 }
 
+func (x *SetGroup) GetSetRate() bool {
+	if x != nil {
+		return x.SetRate
+	}
+	return false
+}
+
+func (x *SetGroup) GetRateN() uint32 {
+	if x != nil {
+		return x.RateN
+	}
+	return 0
+}
+
+func (x *SetGroup) GetRatePeriodMs() int64 {
+	if x != nil {
+		return x.RatePeriodMs
+	}
+	return 0
+}
+
+func (x *SetGroup) GetRateBurst() uint32 {
+	if x != nil {
+		return x.RateBurst
+	}
+	return 0
+}
+
+// Pause pauses (or, with resume, resumes) a tenant, one named group of it,
+// or (all) all dispatch. A paused tenant or group keeps its queued jobs
+// ineligible; running jobs go on and submits are accepted. Pausing all
+// dispatch is only a gate on Dispatch.
+type Pause struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Group  string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	All    bool                   `protobuf:"varint,3,opt,name=all,proto3" json:"all,omitempty"`
+	Resume bool                   `protobuf:"varint,4,opt,name=resume,proto3" json:"resume,omitempty"`
+	// as_tenant: the tenant's own client token acts, which may not lift a
+	// pause an admin set, nor pause all dispatch.
+	AsTenant      bool `protobuf:"varint,5,opt,name=as_tenant,json=asTenant,proto3" json:"as_tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Pause) Reset() {
+	*x = Pause{}
+	mi := &file_commands_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Pause) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Pause) ProtoMessage() {}
+
+func (x *Pause) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Pause.ProtoReflect.Descriptor instead.
+func (*Pause) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Pause) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *Pause) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *Pause) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *Pause) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
+}
+
+func (x *Pause) GetAsTenant() bool {
+	if x != nil {
+		return x.AsTenant
+	}
+	return false
+}
+
 type TenantDelete struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2124,7 +2285,7 @@ type TenantDelete struct {
 
 func (x *TenantDelete) Reset() {
 	*x = TenantDelete{}
-	mi := &file_commands_proto_msgTypes[15]
+	mi := &file_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2297,7 @@ func (x *TenantDelete) String() string {
 func (*TenantDelete) ProtoMessage() {}
 
 func (x *TenantDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[15]
+	mi := &file_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2310,7 @@ func (x *TenantDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantDelete.ProtoReflect.Descriptor instead.
 func (*TenantDelete) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{15}
+	return file_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TenantDelete) GetName() string {
@@ -2203,7 +2364,7 @@ type SchedulerConfig struct {
 
 func (x *SchedulerConfig) Reset() {
 	*x = SchedulerConfig{}
-	mi := &file_commands_proto_msgTypes[16]
+	mi := &file_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2215,7 +2376,7 @@ func (x *SchedulerConfig) String() string {
 func (*SchedulerConfig) ProtoMessage() {}
 
 func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[16]
+	mi := &file_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2228,7 +2389,7 @@ func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerConfig.ProtoReflect.Descriptor instead.
 func (*SchedulerConfig) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{16}
+	return file_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SchedulerConfig) GetTierWeights() []uint32 {
@@ -2422,7 +2583,7 @@ type SetConfig struct {
 
 func (x *SetConfig) Reset() {
 	*x = SetConfig{}
-	mi := &file_commands_proto_msgTypes[17]
+	mi := &file_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2434,7 +2595,7 @@ func (x *SetConfig) String() string {
 func (*SetConfig) ProtoMessage() {}
 
 func (x *SetConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[17]
+	mi := &file_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2447,7 +2608,7 @@ func (x *SetConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConfig.ProtoReflect.Descriptor instead.
 func (*SetConfig) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{17}
+	return file_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetConfig) GetConfig() *SchedulerConfig {
@@ -2469,7 +2630,7 @@ type Prune struct {
 
 func (x *Prune) Reset() {
 	*x = Prune{}
-	mi := &file_commands_proto_msgTypes[18]
+	mi := &file_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2481,7 +2642,7 @@ func (x *Prune) String() string {
 func (*Prune) ProtoMessage() {}
 
 func (x *Prune) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[18]
+	mi := &file_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2494,7 +2655,7 @@ func (x *Prune) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prune.ProtoReflect.Descriptor instead.
 func (*Prune) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{18}
+	return file_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Prune) GetLimit() uint32 {
@@ -2518,7 +2679,7 @@ type MemberUpsert struct {
 
 func (x *MemberUpsert) Reset() {
 	*x = MemberUpsert{}
-	mi := &file_commands_proto_msgTypes[19]
+	mi := &file_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2530,7 +2691,7 @@ func (x *MemberUpsert) String() string {
 func (*MemberUpsert) ProtoMessage() {}
 
 func (x *MemberUpsert) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[19]
+	mi := &file_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2543,7 +2704,7 @@ func (x *MemberUpsert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberUpsert.ProtoReflect.Descriptor instead.
 func (*MemberUpsert) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{19}
+	return file_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *MemberUpsert) GetId() string {
@@ -2583,7 +2744,7 @@ type MemberRemove struct {
 
 func (x *MemberRemove) Reset() {
 	*x = MemberRemove{}
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2595,7 +2756,7 @@ func (x *MemberRemove) String() string {
 func (*MemberRemove) ProtoMessage() {}
 
 func (x *MemberRemove) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2608,7 +2769,7 @@ func (x *MemberRemove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberRemove.ProtoReflect.Descriptor instead.
 func (*MemberRemove) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{20}
+	return file_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MemberRemove) GetId() string {
@@ -2629,7 +2790,7 @@ type WorkerDrain struct {
 
 func (x *WorkerDrain) Reset() {
 	*x = WorkerDrain{}
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2641,7 +2802,7 @@ func (x *WorkerDrain) String() string {
 func (*WorkerDrain) ProtoMessage() {}
 
 func (x *WorkerDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2654,7 +2815,7 @@ func (x *WorkerDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerDrain.ProtoReflect.Descriptor instead.
 func (*WorkerDrain) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{21}
+	return file_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WorkerDrain) GetWorkerId() string {
@@ -2684,7 +2845,7 @@ type SetFeatureLevel struct {
 
 func (x *SetFeatureLevel) Reset() {
 	*x = SetFeatureLevel{}
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2696,7 +2857,7 @@ func (x *SetFeatureLevel) String() string {
 func (*SetFeatureLevel) ProtoMessage() {}
 
 func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,7 +2870,7 @@ func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFeatureLevel.ProtoReflect.Descriptor instead.
 func (*SetFeatureLevel) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{22}
+	return file_commands_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SetFeatureLevel) GetLevel() uint32 {
@@ -2739,7 +2900,7 @@ type WebhookSet struct {
 
 func (x *WebhookSet) Reset() {
 	*x = WebhookSet{}
-	mi := &file_commands_proto_msgTypes[23]
+	mi := &file_commands_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2751,7 +2912,7 @@ func (x *WebhookSet) String() string {
 func (*WebhookSet) ProtoMessage() {}
 
 func (x *WebhookSet) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[23]
+	mi := &file_commands_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2764,7 +2925,7 @@ func (x *WebhookSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSet.ProtoReflect.Descriptor instead.
 func (*WebhookSet) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{23}
+	return file_commands_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WebhookSet) GetTenant() string {
@@ -2818,7 +2979,7 @@ type WebhookDelete struct {
 
 func (x *WebhookDelete) Reset() {
 	*x = WebhookDelete{}
-	mi := &file_commands_proto_msgTypes[24]
+	mi := &file_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2830,7 +2991,7 @@ func (x *WebhookDelete) String() string {
 func (*WebhookDelete) ProtoMessage() {}
 
 func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[24]
+	mi := &file_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2843,7 +3004,7 @@ func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelete.ProtoReflect.Descriptor instead.
 func (*WebhookDelete) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{24}
+	return file_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WebhookDelete) GetTenant() string {
@@ -2867,7 +3028,7 @@ type WebhookCursor struct {
 
 func (x *WebhookCursor) Reset() {
 	*x = WebhookCursor{}
-	mi := &file_commands_proto_msgTypes[25]
+	mi := &file_commands_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2879,7 +3040,7 @@ func (x *WebhookCursor) String() string {
 func (*WebhookCursor) ProtoMessage() {}
 
 func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[25]
+	mi := &file_commands_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2892,7 +3053,7 @@ func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookCursor.ProtoReflect.Descriptor instead.
 func (*WebhookCursor) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{25}
+	return file_commands_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WebhookCursor) GetTenant() string {
@@ -2927,7 +3088,7 @@ type WebhookAck struct {
 
 func (x *WebhookAck) Reset() {
 	*x = WebhookAck{}
-	mi := &file_commands_proto_msgTypes[26]
+	mi := &file_commands_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2939,7 +3100,7 @@ func (x *WebhookAck) String() string {
 func (*WebhookAck) ProtoMessage() {}
 
 func (x *WebhookAck) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[26]
+	mi := &file_commands_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2952,7 +3113,7 @@ func (x *WebhookAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAck.ProtoReflect.Descriptor instead.
 func (*WebhookAck) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{26}
+	return file_commands_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WebhookAck) GetCursors() []*WebhookCursor {
@@ -2974,7 +3135,7 @@ type WebhookReplay struct {
 
 func (x *WebhookReplay) Reset() {
 	*x = WebhookReplay{}
-	mi := &file_commands_proto_msgTypes[27]
+	mi := &file_commands_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2986,7 +3147,7 @@ func (x *WebhookReplay) String() string {
 func (*WebhookReplay) ProtoMessage() {}
 
 func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[27]
+	mi := &file_commands_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2999,7 +3160,7 @@ func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplay.ProtoReflect.Descriptor instead.
 func (*WebhookReplay) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{27}
+	return file_commands_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WebhookReplay) GetTenant() string {
@@ -3037,7 +3198,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_commands_proto_msgTypes[28]
+	mi := &file_commands_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3049,7 +3210,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[28]
+	mi := &file_commands_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3062,7 +3223,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{28}
+	return file_commands_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CommandResult) GetCode() Code {
@@ -3159,7 +3320,7 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\x89\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xb4\n" +
 	"\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
@@ -3182,7 +3343,8 @@ const file_commands_proto_rawDesc = "" +
 	"\rmember_remove\x18\x0e \x01(\v2\x18.barista.v1.MemberRemoveH\x00R\fmemberRemove\x12<\n" +
 	"\fworker_drain\x18\x0f \x01(\v2\x17.barista.v1.WorkerDrainH\x00R\vworkerDrain\x12I\n" +
 	"\x11set_feature_level\x18\x10 \x01(\v2\x1b.barista.v1.SetFeatureLevelH\x00R\x0fsetFeatureLevel\x123\n" +
-	"\tset_group\x18( \x01(\v2\x14.barista.v1.SetGroupH\x00R\bsetGroup\x129\n" +
+	"\tset_group\x18( \x01(\v2\x14.barista.v1.SetGroupH\x00R\bsetGroup\x12)\n" +
+	"\x05pause\x18P \x01(\v2\x11.barista.v1.PauseH\x00R\x05pause\x129\n" +
 	"\vwebhook_set\x18< \x01(\v2\x16.barista.v1.WebhookSetH\x00R\n" +
 	"webhookSet\x12B\n" +
 	"\x0ewebhook_delete\x18= \x01(\v2\x19.barista.v1.WebhookDeleteH\x00R\rwebhookDelete\x129\n" +
@@ -3261,7 +3423,7 @@ const file_commands_proto_rawDesc = "" +
 	"max_queued\x18\x06 \x01(\rR\tmaxQueued\x120\n" +
 	"\x14max_running_critical\x18\a \x01(\rR\x12maxRunningCritical\x12(\n" +
 	"\x10max_running_high\x18\b \x01(\rR\x0emaxRunningHigh\x120\n" +
-	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\x83\x03\n" +
+	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xdf\x03\n" +
 	"\fTenantUpsert\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -3276,12 +3438,27 @@ const file_commands_proto_rawDesc = "" +
 	"\vgroup_order\x18) \x01(\x0e2\x16.barista.v1.GroupOrderR\n" +
 	"groupOrder\x12\x1d\n" +
 	"\n" +
-	"max_groups\x18* \x01(\rR\tmaxGroups\"\xa0\x01\n" +
+	"max_groups\x18* \x01(\rR\tmaxGroups\x12\x15\n" +
+	"\x06rate_n\x18P \x01(\rR\x05rateN\x12$\n" +
+	"\x0erate_period_ms\x18Q \x01(\x03R\fratePeriodMs\x12\x1d\n" +
+	"\n" +
+	"rate_burst\x18R \x01(\rR\trateBurst\"\x97\x02\n" +
 	"\bSetGroup\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x123\n" +
 	"\bcap_kind\x18\x03 \x01(\x0e2\x18.barista.v1.GroupCapKindR\acapKind\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x1b\n" +
+	"\tas_tenant\x18\x05 \x01(\bR\basTenant\x12\x19\n" +
+	"\bset_rate\x18P \x01(\bR\asetRate\x12\x15\n" +
+	"\x06rate_n\x18Q \x01(\rR\x05rateN\x12$\n" +
+	"\x0erate_period_ms\x18R \x01(\x03R\fratePeriodMs\x12\x1d\n" +
+	"\n" +
+	"rate_burst\x18S \x01(\rR\trateBurst\"|\n" +
+	"\x05Pause\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x10\n" +
+	"\x03all\x18\x03 \x01(\bR\x03all\x12\x16\n" +
+	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x1b\n" +
 	"\tas_tenant\x18\x05 \x01(\bR\basTenant\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\xdd\b\n" +
@@ -3446,7 +3623,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_commands_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
@@ -3474,20 +3651,21 @@ var file_commands_proto_goTypes = []any{
 	(*Caps)(nil),            // 23: barista.v1.Caps
 	(*TenantUpsert)(nil),    // 24: barista.v1.TenantUpsert
 	(*SetGroup)(nil),        // 25: barista.v1.SetGroup
-	(*TenantDelete)(nil),    // 26: barista.v1.TenantDelete
-	(*SchedulerConfig)(nil), // 27: barista.v1.SchedulerConfig
-	(*SetConfig)(nil),       // 28: barista.v1.SetConfig
-	(*Prune)(nil),           // 29: barista.v1.Prune
-	(*MemberUpsert)(nil),    // 30: barista.v1.MemberUpsert
-	(*MemberRemove)(nil),    // 31: barista.v1.MemberRemove
-	(*WorkerDrain)(nil),     // 32: barista.v1.WorkerDrain
-	(*SetFeatureLevel)(nil), // 33: barista.v1.SetFeatureLevel
-	(*WebhookSet)(nil),      // 34: barista.v1.WebhookSet
-	(*WebhookDelete)(nil),   // 35: barista.v1.WebhookDelete
-	(*WebhookCursor)(nil),   // 36: barista.v1.WebhookCursor
-	(*WebhookAck)(nil),      // 37: barista.v1.WebhookAck
-	(*WebhookReplay)(nil),   // 38: barista.v1.WebhookReplay
-	(*CommandResult)(nil),   // 39: barista.v1.CommandResult
+	(*Pause)(nil),           // 26: barista.v1.Pause
+	(*TenantDelete)(nil),    // 27: barista.v1.TenantDelete
+	(*SchedulerConfig)(nil), // 28: barista.v1.SchedulerConfig
+	(*SetConfig)(nil),       // 29: barista.v1.SetConfig
+	(*Prune)(nil),           // 30: barista.v1.Prune
+	(*MemberUpsert)(nil),    // 31: barista.v1.MemberUpsert
+	(*MemberRemove)(nil),    // 32: barista.v1.MemberRemove
+	(*WorkerDrain)(nil),     // 33: barista.v1.WorkerDrain
+	(*SetFeatureLevel)(nil), // 34: barista.v1.SetFeatureLevel
+	(*WebhookSet)(nil),      // 35: barista.v1.WebhookSet
+	(*WebhookDelete)(nil),   // 36: barista.v1.WebhookDelete
+	(*WebhookCursor)(nil),   // 37: barista.v1.WebhookCursor
+	(*WebhookAck)(nil),      // 38: barista.v1.WebhookAck
+	(*WebhookReplay)(nil),   // 39: barista.v1.WebhookReplay
+	(*CommandResult)(nil),   // 40: barista.v1.CommandResult
 }
 var file_commands_proto_depIdxs = []int32{
 	12, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
@@ -3500,42 +3678,43 @@ var file_commands_proto_depIdxs = []int32{
 	21, // 7: barista.v1.Command.expire:type_name -> barista.v1.Expire
 	22, // 8: barista.v1.Command.grant_leases:type_name -> barista.v1.GrantLeases
 	24, // 9: barista.v1.Command.tenant_upsert:type_name -> barista.v1.TenantUpsert
-	26, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
-	28, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
-	29, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
-	30, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
-	31, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
-	32, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
-	33, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
+	27, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
+	29, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
+	30, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
+	31, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
+	32, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
+	33, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
+	34, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
 	25, // 17: barista.v1.Command.set_group:type_name -> barista.v1.SetGroup
-	34, // 18: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
-	35, // 19: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
-	37, // 20: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
-	38, // 21: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
-	14, // 22: barista.v1.Command.release:type_name -> barista.v1.Release
-	0,  // 23: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	3,  // 24: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	0,  // 25: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	17, // 26: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	2,  // 27: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	4,  // 28: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 29: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	23, // 30: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	3,  // 31: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	5,  // 32: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
-	6,  // 33: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
-	7,  // 34: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	8,  // 35: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	9,  // 36: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	27, // 37: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	36, // 38: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
-	10, // 39: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 40: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	26, // 18: barista.v1.Command.pause:type_name -> barista.v1.Pause
+	35, // 19: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
+	36, // 20: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
+	38, // 21: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
+	39, // 22: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
+	14, // 23: barista.v1.Command.release:type_name -> barista.v1.Release
+	0,  // 24: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	3,  // 25: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	0,  // 26: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	17, // 27: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	2,  // 28: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	4,  // 29: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	1,  // 30: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	23, // 31: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	3,  // 32: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	5,  // 33: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	6,  // 34: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	7,  // 35: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	8,  // 36: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	9,  // 37: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	28, // 38: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	37, // 39: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	10, // 40: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	0,  // 41: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -3561,6 +3740,7 @@ func file_commands_proto_init() {
 		(*Command_WorkerDrain)(nil),
 		(*Command_SetFeatureLevel)(nil),
 		(*Command_SetGroup)(nil),
+		(*Command_Pause)(nil),
 		(*Command_WebhookSet)(nil),
 		(*Command_WebhookDelete)(nil),
 		(*Command_WebhookAck)(nil),
@@ -3574,7 +3754,7 @@ func file_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -22,9 +22,14 @@ type AdminService struct {
 }
 
 func tenantToPB(i uint32, t *sfq.Tenant, flags fsm.TenantFlags) *pb.Tenant {
-	return &pb.Tenant{Name: t.Name, Tier: fsm.TierToPB(t.Tier), Multiplier: t.Multiplier, Caps: fsm.CapsToPB(t.Caps),
+	out := &pb.Tenant{Name: t.Name, Tier: fsm.TierToPB(t.Tier), Multiplier: t.Multiplier, Caps: fsm.CapsToPB(t.Caps),
 		ExportMetrics: flags.ExportMetrics(i), MaxClass: fsm.ClassToPB(t.MaxClass), AllowDeadlines: t.AllowDeadlines,
-		GroupCap: t.GroupCap, GroupOrder: fsm.GroupOrderToPB(t.GroupOrder), MaxGroups: t.MaxGroups, Groups: t.Groups}
+		GroupCap: t.GroupCap, GroupOrder: fsm.GroupOrderToPB(t.GroupOrder), MaxGroups: t.MaxGroups, Groups: t.Groups,
+		Paused: pausedText(t.PausedBy())}
+	if at, ok := t.RateEligibleAt(); ok {
+		out.Rate, out.RateBurst, out.RateEligibleAtMs = rateText(t.Rate), t.Rate.Burst, int64(at)
+	}
+	return out
 }
 
 // upsertCommand is the command of a tenant upsert.
@@ -33,6 +38,15 @@ func upsertCommand(req *pb.UpsertTenantRequest) *pb.Command {
 		Name: req.Name, Tier: req.Tier, Multiplier: req.Multiplier, Caps: req.Caps, ExportMetrics: req.ExportMetrics,
 		MaxClass: req.MaxClass, AllowDeadlines: req.AllowDeadlines,
 		GroupCap: req.GroupCap, GroupOrder: req.GroupOrder, MaxGroups: req.MaxGroups}}}
+}
+
+// upsertCommandRate is upsertCommand with the request's rate limit, which
+// validateTenant has read.
+func upsertCommandRate(req *pb.UpsertTenantRequest, r sfq.RateLimit) *pb.Command {
+	c := upsertCommand(req)
+	u := c.GetTenantUpsert()
+	u.RateN, u.RatePeriodMs, u.RateBurst = r.N, r.PeriodMs, r.Burst
+	return c
 }
 
 // readTenant returns a live tenant's configuration, or nil.
@@ -81,7 +95,11 @@ func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantReq
 	if err := validateTenant(req); err != nil {
 		return nil, err
 	}
-	cmd := upsertCommand(req)
+	rate, err := parseRate("rate", req.Rate, req.RateBurst)
+	if err != nil {
+		return nil, err
+	}
+	cmd := upsertCommandRate(req, rate)
 	if err := levelErr(s.node.FSM, cmd); err != nil {
 		return nil, err
 	}

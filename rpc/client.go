@@ -377,6 +377,9 @@ func (s *ClientService) CancelJob(ctx context.Context, req *pb.CancelJobRequest)
 func eventToPB(ev *fsm.Event, tenant string) *pb.Event {
 	out := &pb.Event{Seq: ev.Seq, JobId: uint64(ev.Job), Tenant: tenant, Attempt: ev.Attempt, Kind: ev.Kind.String(),
 		AtMs: int64(ev.At), WallMs: int64(ev.Wall()), WorkerId: ev.Worker, CpuMs: ev.CPUMs, ExitCode: int32(ev.ExitCode)}
+	if ev.Kind.TenantLevel() {
+		out.WorkerId, out.Group = "", eventGroup(ev)
+	}
 	if ev.Reason != fsm.ReasonNone {
 		out.Reason = ev.Reason.String()
 	}

@@ -13,13 +13,25 @@ import (
 const maxDispatchBatch = 512
 
 // dispatcher gives ready workers jobs whenever the state machine shows
-// eligible work, one log entry per round.
+// eligible work, one log entry per round. It also wakes when a rate limit
+// that holds a head stops holding it (rateWake), so that an idle worker
+// gets a rate-limited tenant's next job on time, not at the next tick.
 func (h *hub) dispatcher() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	rate := time.NewTimer(time.Hour)
+	defer rate.Stop()
 	for {
 		changed := h.node.State().Changed()
 		for h.dispatchRound() {
+		}
+		rate.Stop()
+		select {
+		case <-rate.C:
+		default:
+		}
+		if d, ok := h.rateWake(); ok {
+			rate.Reset(d)
 		}
 		select {
 		case <-h.ctx.Done():
@@ -27,8 +39,24 @@ func (h *hub) dispatcher() {
 		case <-h.wake:
 		case <-changed:
 		case <-tick.C:
+		case <-rate.C:
 		}
 	}
+}
+
+// rateWake returns how long until the earliest rate-limited head becomes
+// eligible, if that is in the future. One already due is left to the
+// next change or poke (a worker becoming ready), so the loop never spins.
+func (h *hub) rateWake() (time.Duration, bool) {
+	at, ok := h.node.State().NextRateEligible()
+	if !ok {
+		return 0, false
+	}
+	now, leading := h.node.ClusterNow()
+	if !leading || at <= now {
+		return 0, false
+	}
+	return time.Duration(at-now) * time.Millisecond, true
 }
 
 // dispatchRound proposes one Dispatch per ready worker that can take a job
@@ -57,8 +85,9 @@ func (h *hub) dispatchRound() bool {
 	var cmds []*pb.Command
 	var who []*session
 	used := 0
+	now, _ := h.node.ClusterNow()
 	for _, s := range ready {
-		if len(cmds) == maxDispatchBatch || used >= f.DispatchBudget(s.size) {
+		if len(cmds) == maxDispatchBatch || used >= f.DispatchBudget(s.size, now) {
 			continue
 		}
 		if w, ok := f.Worker(s.id); ok {

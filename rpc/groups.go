@@ -40,8 +40,12 @@ func trimInvalid(err error) string {
 
 // groupToPB converts a group of tenant t.
 func groupToPB(t *sfq.Tenant, g *sfq.Group) *pb.Group {
-	return &pb.Group{Tenant: t.Name, Name: g.Name, Cap: g.Cap.String(), TenantCap: g.TenantCap, Limit: sfq.CapOf(t, g),
-		Running: g.Running, Queued: g.Queued}
+	out := &pb.Group{Tenant: t.Name, Name: g.Name, Cap: g.Cap.String(), TenantCap: g.TenantCap, Limit: sfq.CapOf(t, g),
+		Running: g.Running, Queued: g.Queued, Paused: pausedText(g.PausedBy())}
+	if at, ok := g.RateEligibleAt(); ok {
+		out.Rate, out.RateBurst, out.RateEligibleAtMs = rateText(g.Rate), g.Rate.Burst, int64(at)
+	}
+	return out
 }
 
 // groupUsage converts groups into usage rows.
@@ -78,7 +82,8 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 	if err := groupNameErr("group", req.Group); err != nil {
 		return nil, err
 	}
-	cmd, err := setGroupCommand(tenant, req.Group, req.Cap, IdentityFrom(ctx).Role == RoleClient)
+	asTenant := IdentityFrom(ctx).Role == RoleClient
+	cmd, err := setGroupRequestCommand(tenant, req, asTenant)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +91,7 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 	if err := levelErr(s.node.FSM, command); err != nil {
 		return nil, err
 	}
-	fwd := &pb.SetGroupRequest{Tenant: tenant, Group: req.Group, Cap: req.Cap}
+	fwd := &pb.SetGroupRequest{Tenant: tenant, Group: req.Group, Cap: req.Cap, Rate: req.Rate, Burst: req.Burst}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Group, error) {
 		return pb.NewClientClient(cc).SetGroup(ctx, fwd)
 	}); handled {
@@ -102,7 +107,8 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 	}
-	creates := !exists && (cmd.CapKind == pb.GroupCapKind_GROUP_CAP_LIMIT || (!cmd.AsTenant && cmd.CapKind == pb.GroupCapKind_GROUP_CAP_NONE))
+	creates := !exists && (cmd.CapKind == pb.GroupCapKind_GROUP_CAP_LIMIT || (!cmd.AsTenant && cmd.CapKind == pb.GroupCapKind_GROUP_CAP_NONE) ||
+		cmd.RateN != 0)
 	if creates && t.Groups >= t.GroupLimit() {
 		return nil, status.Errorf(codes.ResourceExhausted, "group: tenant %q has %d groups, its max_groups; a setting on a new group %q would exceed it",
 			tenant, t.Groups, req.Group)

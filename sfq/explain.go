@@ -13,8 +13,7 @@ type ReasonKind uint8
 // The reasons, in the order they are checked. ReasonScheduled,
 // ReasonPaused and ReasonRate belong to delays, pauses and rate limits;
 // ReasonNoWorker is decided by the leader, which
-// knows the connected workers (see Explain). The core does not produce
-// ReasonPaused and ReasonRate yet; their places in the order are kept.
+// knows the connected workers (see Explain).
 const (
 	ReasonNone ReasonKind = iota
 	// ReasonScheduled: delayed or backing off until Due.
@@ -180,6 +179,16 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 		return Reason{}, fmt.Errorf("%w: queued job %d has no queue in group %q", ErrVerify, id, j.Group())
 	}
 	deadline := j.deadline
+	g := s.groups.Get(uint64(gs))
+	// 2. paused: all dispatch, its tenant, its group.
+	switch {
+	case s.pausedAll:
+		return Reason{Kind: ReasonPaused, Vertex: "all"}, nil
+	case t.paused != NotPaused:
+		return Reason{Kind: ReasonPaused, Vertex: "tenant"}, nil
+	case g.paused != NotPaused:
+		return Reason{Kind: ReasonPaused, Vertex: "group"}, nil
+	}
 	// 3. behind: its own queue's older (or more urgent) jobs.
 	head := q.fnode
 	if deadline {
@@ -193,8 +202,15 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 		cur, lim := capDetail(t, v, j.Class, j.Size)
 		return Reason{Kind: ReasonCap, Cap: v, Current: cur, Limit: lim}, nil
 	}
-	if g := s.groups.Get(uint64(gs)); groupBlocked(t, g) {
+	if groupCapBlocked(t, g) {
 		return Reason{Kind: ReasonCap, Cap: CapGroupRunning, Current: int64(g.Running), Limit: int64(capOf(t, g))}, nil
+	}
+	// 5. rate: its tenant's limit, then its group's.
+	if rateBlocks(t.Rate, t.rateTAT, s.evalUs) {
+		return Reason{Kind: ReasonRate, Vertex: "tenant", EligibleAt: usToMs(eligibleAtUs(t.Rate, t.rateTAT))}, nil
+	}
+	if rateBlocks(g.Rate, g.rateTAT, s.evalUs) {
+		return Reason{Kind: ReasonRate, Vertex: "group", EligibleAt: usToMs(eligibleAtUs(g.Rate, g.rateTAT))}, nil
 	}
 	// 6. held: the candidate rule holds it behind an older blocked job.
 	rt := &s.rt[j.Tenant]

@@ -119,11 +119,16 @@ type GroupSettings struct {
 	// TenantCap is the tenant's own cap (0 = none). It can only tighten:
 	// the admin's cap applies as well.
 	TenantCap uint32
+	// Rate is the group's rate limit (none: the zero value). Changing it
+	// keeps the group's GCRA state; removing it forgets it.
+	Rate RateLimit
 }
 
 // Empty reports whether nothing is set (the group is forgotten once it
-// has no job either).
-func (gs GroupSettings) Empty() bool { return gs.Cap == GroupCapInherit && gs.TenantCap == 0 }
+// has no job and no pause either).
+func (gs GroupSettings) Empty() bool {
+	return gs.Cap == GroupCapInherit && gs.TenantCap == 0 && gs.Rate.None()
+}
 
 // Validate checks the settings and names the offending field.
 func (gs GroupSettings) Validate() error {
@@ -133,7 +138,7 @@ func (gs GroupSettings) Validate() error {
 	if gs.TenantCap > MaxGroupCap {
 		return fmt.Errorf("%w: tenant group cap %d (want 0 for none, or 1..%d)", ErrInvalid, gs.TenantCap, MaxGroupCap)
 	}
-	return nil
+	return gs.Rate.Validate("group rate")
 }
 
 // Group is a group's record: a named group of a tenant, or its unnamed
@@ -153,7 +158,15 @@ type Group struct {
 	Scheduled uint32
 	// tags holds the group's group_tag per class (group_order=fair).
 	tags [NumClasses]VirtualTime
+	// paused: the group is paused (pause.go); rateTAT: its rate limit's
+	// theoretical arrival time (µs of cluster time).
+	paused  PausedBy
+	rateTAT int64
 }
+
+// kept reports whether the group holds something of its own (a setting
+// or a pause), so that it is not forgotten when it has no job.
+func (g *Group) kept() bool { return !g.Empty() || g.paused != NotPaused }
 
 // Tag returns the group's group_tag in class c.
 func (g *Group) Tag(c Class) VirtualTime { return g.tags[c] }
@@ -182,9 +195,15 @@ func capOf(t *Tenant, g *Group) uint32 {
 // CapOf returns the cap in force on a group of tenant t (0 = none).
 func CapOf(t *Tenant, g *Group) uint32 { return capOf(t, g) }
 
-// groupBlocked reports whether group g is blocked by a group-level limit
-// (its cap). Group pauses and rate limits will join it here.
-func groupBlocked(t *Tenant, g *Group) bool {
+// groupBlocked reports whether group g is blocked by a group-level limit:
+// its cap, its pause or its rate limit (at the time eligibility was last
+// evaluated).
+func (s *Scheduler) groupBlocked(t *Tenant, g *Group) bool {
+	return groupCapBlocked(t, g) || s.groupGate(g)
+}
+
+// groupCapBlocked reports whether group g's cap blocks it.
+func groupCapBlocked(t *Tenant, g *Group) bool {
 	c := capOf(t, g)
 	return c > 0 && g.Running >= c
 }
@@ -296,6 +315,7 @@ func (s *Scheduler) newGroup(ti uint32, name string, set GroupSettings) uint32 {
 	}
 	s.groups.Put(uint64(gs), Group{Tenant: ti, Name: name, GroupSettings: set})
 	s.linkGroup(ti, gs, name)
+	s.rateG.reserve(gs)
 	if name != "" {
 		s.tenants.Mut(uint64(ti)).Groups++
 	}
@@ -365,7 +385,7 @@ func (s *Scheduler) forgetGroup(gs uint32) {
 
 // tidyGroup forgets group gs if it has no job and no setting.
 func (s *Scheduler) tidyGroup(gs uint32) {
-	if g := s.groups.Get(uint64(gs)); g != nil && g.Running == 0 && g.Queued == 0 && g.Scheduled == 0 && g.Empty() {
+	if g := s.groups.Get(uint64(gs)); g != nil && g.Running == 0 && g.Queued == 0 && g.Scheduled == 0 && !g.kept() {
 		s.forgetGroup(gs)
 	}
 }
@@ -470,17 +490,23 @@ func (s *Scheduler) SetGroup(tenant, name string, set GroupSettings) error {
 		if t.Groups >= t.GroupLimit() {
 			return exhaustedf("tenant %s has %d groups, its max_groups; a setting on a new group %q would exceed it", t.Name, t.Groups, name)
 		}
+		s.advance(s.clock)
 		gs = s.newGroup(ti, name, set)
 		s.joinHeaps(ti, gs)
 		return nil // no job: nothing else changes
 	}
+	s.advance(s.clock)
+	t = s.tenants.Get(uint64(ti))
 	var was [NumClasses]bool
 	if t.GroupOrder == GroupFair {
 		was = s.groupEligibility(ti, gs)
 	}
 	g := s.groups.Mut(uint64(gs))
+	oldRate := g.Rate
 	g.GroupSettings = set
-	s.setBlocked(ti, gs, groupBlocked(t, g))
+	s.setGroupRate(gs, oldRate)
+	g = s.groups.Mut(uint64(gs))
+	s.setBlocked(ti, gs, s.groupBlocked(t, g))
 	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
 	s.tidyGroup(gs)
 	return nil

@@ -86,6 +86,17 @@ func (h *tenantHeap) get(t uint32) *hentry {
 	return &h.items[h.pos[t]-1]
 }
 
+// reserve makes room for index t, so that setting it later allocates
+// nothing.
+func (h *tenantHeap) reserve(t uint32) {
+	for int(t) >= len(h.pos) {
+		h.pos = append(h.pos, 0)
+	}
+	if cap(h.items) < len(h.pos) {
+		h.items = append(make([]hentry, 0, cap(h.pos)), h.items...)
+	}
+}
+
 // set inserts tenant e.tenant with key e, or updates its key.
 func (h *tenantHeap) set(e hentry) {
 	for int(e.tenant) >= len(h.pos) {

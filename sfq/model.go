@@ -68,6 +68,9 @@ type TenantSpec struct {
 	// MaxGroups bounds the tenant's named groups with jobs or settings;
 	// 0 = DefaultMaxGroups.
 	MaxGroups uint32
+	// Rate is the tenant's rate limit (none: the zero value). Changing it
+	// keeps the tenant's GCRA state; removing it forgets it.
+	Rate RateLimit
 }
 
 // GroupLimit returns the tenant's max_groups in force.
@@ -144,7 +147,7 @@ func (ts TenantSpec) Validate() error {
 	if ts.MaxGroups > MaxMaxGroups {
 		return fmt.Errorf("%w: max_groups %d (want 1..%d, or 0 for the default %d)", ErrInvalid, ts.MaxGroups, MaxMaxGroups, DefaultMaxGroups)
 	}
-	return nil
+	return ts.Rate.Validate("rate")
 }
 
 // Billing holds a tenant's cumulative counters. They are not derivable from
@@ -200,6 +203,10 @@ type Tenant struct {
 	Billing   Billing
 	// groupNow holds group_now per class (group_order=fair).
 	groupNow [NumClasses]VirtualTime
+	// paused: the tenant is paused; rateTAT: its rate limit's theoretical
+	// arrival time, µs of cluster time (pause.go).
+	paused  PausedBy
+	rateTAT int64
 }
 
 // GroupNow returns the tenant's group_now in class c.

@@ -45,6 +45,15 @@ type Scheduler struct {
 	ended      endedQueue
 	est        estimateIndex
 	dl         delayState // delays and expiries (delay.go)
+	// rateT and rateG hold the tenants and groups (by slot) whose rate
+	// limit blocks them at evalUs, by the time it stops (µs); evalUs is
+	// the cluster time (µs) eligibility was last evaluated at, clock the
+	// time of the input being applied (pause.go). pausedAll gates
+	// Dispatch (maintenance).
+	rateT, rateG tenantHeap
+	evalUs       int64
+	clock        Time
+	pausedAll    bool
 
 	// wall is the wall clock of the input being applied (SetWall): kept
 	// on the jobs it submits and ends, for display, and read by no rule.
@@ -103,6 +112,8 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{cfg: cfg, nextJob: 1, byName: make(map[string]uint32), gindex: make(map[groupKey]uint32)}
 	s.initHeaps()
+	s.rateT = tenantHeap{order: byDeadline}
+	s.rateG = tenantHeap{order: byDeadline}
 	s.est.init()
 	s.nodes.init()
 	return s, nil
@@ -176,6 +187,7 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	s.advance(s.clock)
 	old := s.cfg
 	s.cfg = cfg
 	if old.Clamp != cfg.Clamp {
@@ -376,6 +388,7 @@ func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
 	if spec.Multiplier == 0 {
 		spec.Multiplier = 1
 	}
+	s.advance(s.clock)
 	if i, ok := s.TenantIndex(spec.Name); ok {
 		s.updateTenant(i, spec)
 		return false, nil
@@ -387,6 +400,7 @@ func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
 	if spec.GroupOrder == GroupFair {
 		s.rt[i].gmax = new([NumClasses]tagMax)
 	}
+	s.rateT.reserve(i)
 	s.place(i, &placeOpts{clamp: true}, allSlots)
 	return true, nil
 }
@@ -408,6 +422,7 @@ func (s *Scheduler) updateTenant(ti uint32, spec TenantSpec) {
 		}
 	}
 	s.tenants.Mut(uint64(ti)).TenantSpec = spec
+	s.setTenantRate(ti, old.Rate)
 	if old.GroupOrder != spec.GroupOrder || old.GroupCap != spec.GroupCap {
 		s.relinkGroups(ti, old.GroupOrder != GroupFair && spec.GroupOrder == GroupFair)
 	}
@@ -455,7 +470,7 @@ func (s *Scheduler) relinkGroups(ti uint32, toFair bool) {
 	}
 	for _, gs := range rt.groups {
 		g := s.groups.Get(uint64(gs))
-		blocked := groupBlocked(t, g)
+		blocked := s.groupBlocked(t, g)
 		grt := &s.grt[gs]
 		for i := range grt.nq {
 			q := grt.at(i)
@@ -492,7 +507,11 @@ func (s *Scheduler) DeleteTenant(name string) error {
 	if t.Scheduled > 0 {
 		return fmt.Errorf("%w: %q has %d scheduled", ErrTenantBusy, name, t.Scheduled)
 	}
-	s.tenants.Mut(uint64(i)).Deleted = true
+	s.advance(s.clock)
+	tm := s.tenants.Mut(uint64(i))
+	tm.Deleted = true
+	tm.Rate, tm.rateTAT, tm.paused = RateLimit{}, 0, NotPaused // a tombstone holds no pause or limit
+	s.rateT.remove(i)
 	for c := range NumClasses {
 		for sz := range NumSizes {
 			s.heapA[c][sz].remove(i)
@@ -503,7 +522,9 @@ func (s *Scheduler) DeleteTenant(name string) error {
 	}
 	s.forgetEstimates(i)
 	for len(s.rt[i].groups) > 0 {
-		s.forgetGroup(s.rt[i].groups[len(s.rt[i].groups)-1])
+		gs := s.rt[i].groups[len(s.rt[i].groups)-1]
+		s.rateG.remove(gs)
+		s.forgetGroup(gs)
 	}
 	s.rt[i] = tenantRT{}
 	return nil
@@ -542,6 +563,8 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 			return 0, fmt.Errorf("%w: deadline at %d ms of cluster time", ErrInvalid, deadlineAt)
 		}
 	}
+	s.advance(now)
+	t = s.tenants.Get(uint64(ti))
 	c := sub.Class
 	rt := &s.rt[ti]
 	fair := t.GroupOrder == GroupFair
@@ -824,7 +847,10 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	if worker == "" {
 		return Assignment{}, false, fmt.Errorf("%w: empty worker id", ErrInvalid)
 	}
-	s.lapse(now) // a job whose expire_at has passed is never dispatched
+	if s.pausedAll {
+		return Assignment{}, false, nil // maintenance: a gate, nothing else
+	}
+	s.advance(now) // a job whose expire_at has passed is never dispatched
 	c := s.pick(ws)
 	if !c.ok {
 		return Assignment{}, false, nil
@@ -929,10 +955,11 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	if fair {
 		mask |= s.rekeyGroup(c.tenant, gs, c.class)
 	}
-	if groupBlocked(tm, gm) {
+	rateBlocked := s.chargeRates(tm, c.tenant, gs, gm)
+	if s.groupBlocked(tm, gm) {
 		mask |= s.setBlocked(c.tenant, gs, true)
 	}
-	if cp := &tm.Caps; cp.MaxRunning != 0 || cp.MaxInflightCPUMs != 0 || cp.classCap(c.class) != 0 || (c.deadline && cp.MaxRunningDeadline != 0) {
+	if cp := &tm.Caps; rateBlocked || cp.MaxRunning != 0 || cp.MaxInflightCPUMs != 0 || cp.classCap(c.class) != 0 || (c.deadline && cp.MaxRunningDeadline != 0) {
 		mask = allSlots
 	}
 	s.place(c.tenant, &placeOpts{clamp: true, fast: true, noScan: true}, mask)
@@ -1064,6 +1091,7 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 		}
 		return ch, s.refusal(j, e, out)
 	}
+	s.advance(now)
 	old := j.Life
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
@@ -1120,6 +1148,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	switch out {
 	case Changed:
 	case Zombie:
+		s.advance(now)
 		s.jobs.Mut(uint64(id)).Life = life
 		tm := s.tenants.Mut(uint64(j.Tenant))
 		tm.Billing.CPUMs += cpuMs
@@ -1131,6 +1160,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 		return ch, s.refusal(j, e, out)
 	}
 
+	s.advance(now)
 	// Cost correction: the tag advanced by step(est) at dispatch; make it
 	// step(cpu), with the weight of that dispatch.
 	t := s.tenants.Get(uint64(j.Tenant))
@@ -1290,7 +1320,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	}
 	rt.slotMut(j.Class, j.Size)
 	s.refresh(ti, gs, q)
-	s.setBlocked(ti, gs, groupBlocked(tm, gm))
+	s.setBlocked(ti, gs, s.groupBlocked(tm, gm))
 	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
 	s.tidyGroup(gs)
 }
@@ -1320,6 +1350,7 @@ func (s *Scheduler) refusal(j *Job, e Input, out Outcome) error {
 // least LeaseTimeoutMs from now; a new leader calls it before it expires
 // any deadline. It returns the number of jobs whose deadlines moved.
 func (s *Scheduler) GrantLeases(now Time) int {
+	s.advance(now)
 	moved := 0
 	e := Input{Kind: InGrant, Now: now, LeaseMs: s.cfg.LeaseTimeoutMs}
 	for _, d := range s.deadlines.items {
@@ -1392,6 +1423,7 @@ func (s *Scheduler) tidy(now Time) {
 // Prune removes up to limit terminal jobs that ended before cutoff, in
 // (ended_at, id) order, and returns how many it removed.
 func (s *Scheduler) Prune(cutoff Time, limit int) int {
+	s.advance(s.clock)
 	n := 0
 	for n < limit {
 		e, ok := s.ended.front()

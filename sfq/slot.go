@@ -88,10 +88,10 @@ const allSlots = 1<<(NumClasses*NumSizes) - 1
 // uniformBlock reports the tenant-level limits that block every fifo head
 // (uf) and every deadline head (ud) of class c and size sz alike: its
 // max_running, max_running of the size, class cap and (deadline heads)
-// deadline_cap. Pauses and rate limits of the tenant will join them.
-func uniformBlock(t *Tenant, c Class, sz Size) (uf, ud bool) {
+// deadline_cap, and (gate) its pause or rate limit.
+func uniformBlock(t *Tenant, c Class, sz Size, gate bool) (uf, ud bool) {
 	cp := &t.Caps
-	uf = (cp.MaxRunning > 0 && t.Running >= cp.MaxRunning) ||
+	uf = gate || (cp.MaxRunning > 0 && t.Running >= cp.MaxRunning) ||
 		(cp.MaxRunningSize[sz] > 0 && t.RunningBySize[sz] >= cp.MaxRunningSize[sz])
 	if m := cp.classCap(c); m > 0 && t.RunningByClass[c] >= m {
 		uf = true
@@ -197,7 +197,7 @@ func (s *Scheduler) setHead(ti, gs uint32, q *groupQueue, at *int32, h headInfo,
 	t := s.tenants.Get(uint64(ti))
 	g := s.groups.Get(uint64(gs))
 	n := &s.nodes.n[x]
-	n.id, n.cost, n.group, n.dl, n.gb = h.id, h.cost, gs, dl, groupBlocked(t, g)
+	n.id, n.cost, n.group, n.dl, n.gb = h.id, h.cost, gs, dl, s.groupBlocked(t, g)
 	n.key = g.tags[q.class]
 	if dl {
 		n.key = VirtualTime(h.at)
@@ -389,7 +389,8 @@ type placeOpts struct {
 func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 	t := s.tenants.Get(uint64(ti))
 	rt := &s.rt[ti]
-	if !t.Caps.none() {
+	gate := s.tenantGate(t)
+	if !t.Caps.none() || gate {
 		for sz := range NumSizes {
 			if mask&sizeBits(sz) != 0 {
 				mask |= sizeBits(sz)
@@ -412,7 +413,7 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 			if mask&b == 0 {
 				continue
 			}
-			uf, ud := uniformBlock(t, c, Size(sz))
+			uf, ud := uniformBlock(t, c, Size(sz), gate)
 			if sl := rt.slot(c, Size(sz)); !held && sl != nil && sl.byID != 0 {
 				if x := p.oldest(sl.byID, uf, ud, room); x != 0 && tenantBlocks(&p.n[x], uf, ud, room) {
 					held = true
@@ -461,7 +462,7 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 			if rt.heldBits&b != 0 {
 				continue
 			}
-			uf, ud := uniformBlock(t, c, Size(sz))
+			uf, ud := uniformBlock(t, c, Size(sz), gate)
 			if !uf {
 				var x int32
 				if fair {

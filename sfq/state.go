@@ -51,13 +51,17 @@ type View struct {
 	groups  VectorView[Group]
 	grouped uint64 // jobs of a named group in the job table
 	timed   uint64 // jobs with delay fields (delay.go)
+	// pausedAll and evalUs: the pause of all dispatch, and the time
+	// (µs) eligibility was last evaluated at (pause.go).
+	pausedAll bool
+	evalUs    int64
 }
 
 // Freeze returns an immutable View of the current state in O(chunks) time.
 // Writes after it copy the chunks they touch, so the View never changes.
 func (s *Scheduler) Freeze() *View {
 	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.Freeze(), jobs: s.jobs.Freeze(), types: s.types.Freeze(),
-		groups: s.groups.Freeze(), grouped: s.grouped, timed: s.dl.timed}
+		groups: s.groups.Freeze(), grouped: s.grouped, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs}
 }
 
 // Peek returns a View valid only until the next write, for reading while
@@ -68,7 +72,7 @@ func (s *Scheduler) Peek() *View { return s.view() }
 // scheduler's own goroutine.
 func (s *Scheduler) view() *View {
 	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.View(), jobs: s.jobs.View(), types: s.types.View(),
-		groups: s.groups.View(), grouped: s.grouped, timed: s.dl.timed}
+		groups: s.groups.View(), grouped: s.grouped, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs}
 }
 
 // JobCount returns the number of jobs in the view.
@@ -802,6 +806,7 @@ func (s *Scheduler) rebuild() error {
 		return err
 	}
 	s.rebuildDelays()
+	s.rebuildRates()
 	for ti := range s.rt {
 		t := s.tenants.Get(uint64(ti))
 		rt := &s.rt[ti]
@@ -991,13 +996,13 @@ func (s *Scheduler) Verify() error {
 		if g.Running != gc.running || g.Queued != gc.queued {
 			report("tenant %q group %q counters running=%d queued=%d, job table says running=%d queued=%d", t.Name, g.Name, g.Running, g.Queued, gc.running, gc.queued)
 		}
-		if gc.running == 0 && gc.queued == 0 && gc.scheduled == 0 && g.Empty() {
+		if gc.running == 0 && gc.queued == 0 && gc.scheduled == 0 && !g.kept() {
 			report("tenant %q group %q has no job and no setting and was not forgotten", t.Name, g.Name)
 		}
 		if (g.Name == "" && !g.Empty()) || (g.Name != "" && ValidateGroupName(g.Name) != nil) || g.GroupSettings.Validate() != nil {
 			report("tenant %q group %q has a bad name or settings %+v", t.Name, g.Name, g.GroupSettings)
 		}
-		blocked := groupBlocked(t, g)
+		blocked := s.groupBlocked(t, g)
 		fair := t.GroupOrder == GroupFair
 		nq := 0
 		for i := range s.grt[gs].nq {
@@ -1132,6 +1137,7 @@ func (s *Scheduler) Verify() error {
 	}
 	s.verifyEstimates(report)
 	s.verifyDelays(report)
+	s.verifyRates(report)
 	if len(problems) == 0 {
 		return nil
 	}
@@ -1191,7 +1197,7 @@ func (s *Scheduler) verifySlots(ti uint32, t *Tenant, report func(string, ...any
 				s.verifyTrees(t, cl, Size(sz), sl, heads, fair, report)
 			}
 			// The candidate rule by brute force.
-			uf, ud := uniformBlock(t, cl, Size(sz))
+			uf, ud := uniformBlock(t, cl, Size(sz), s.tenantGate(t))
 			var oldest, fifo, dl *hnode
 			for _, x := range heads {
 				n := &p.n[x]

@@ -177,6 +177,14 @@ func TestAuthMatrix(t *testing.T) {
 			_, err := pb.NewClientClient(cc).ListGroups(ctx, &pb.ListGroupsRequest{Tenant: "acme"})
 			return err
 		},
+		"Client.Pause": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewClientClient(cc).Pause(ctx, &pb.PauseRequest{Tenant: "acme", Group: "g"})
+			return err
+		},
+		"Admin.PauseDispatch": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewAdminClient(cc).PauseDispatch(ctx, &pb.PauseDispatchRequest{Resume: true})
+			return err
+		},
 		"Worker.ListWorkers": func(ctx context.Context, cc *grpc.ClientConn) error {
 			_, err := pb.NewWorkerClient(cc).ListWorkers(ctx, &pb.ListWorkersRequest{})
 			return err
@@ -192,6 +200,7 @@ func TestAuthMatrix(t *testing.T) {
 		"Client.Submit": codes.OK, "Client.GetJob": codes.NotFound, "Client.ListJobs": codes.OK, "Client.CancelJob": codes.NotFound,
 		"Client.WatchEvents": codes.OK, "Client.TenantUsage": codes.OK, "Client.ExplainJob": codes.NotFound, "Admin.UpsertTenant": codes.OK, "Admin.DeleteTenant": codes.NotFound,
 		"Client.SetGroup": codes.OK, "Client.GetGroup": codes.NotFound, "Client.ListGroups": codes.OK,
+		"Client.Pause": codes.OK, "Admin.PauseDispatch": codes.OK,
 		"Admin.GetTenant": codes.OK, "Admin.ListTenants": codes.OK, "Admin.GetConfig": codes.OK, "Admin.SetConfig": codes.InvalidArgument,
 		"Node.Status": codes.OK, "Node.Apply": codes.InvalidArgument, "Node.Join": codes.InvalidArgument, "Node.RemovePeer": codes.NotFound,
 		"Node.ListPeers": codes.OK, "Node.TransferLeadership": codes.NotFound, "Worker.ListWorkers": codes.OK, "Worker.Drain": codes.NotFound,
@@ -267,10 +276,24 @@ func TestAuthMatrix(t *testing.T) {
 		name string
 		err  error
 	}{"list groups", err})
+	_, err = acme.Pause(ctx, &pb.PauseRequest{Tenant: "beta"})
+	denied = append(denied, struct {
+		name string
+		err  error
+	}{"pause", err})
 	for _, d := range denied {
 		if status.Code(d.err) != codes.PermissionDenied || !strings.Contains(d.err.Error(), `tenant: this token is for tenant "acme", not "beta"`) {
 			t.Errorf("acme naming beta (%s): %v", d.name, d.err)
 		}
+	}
+	// The tenant's token cannot lift the pause the admin took over (the
+	// matrix paused group g as acme, then as the admin).
+	if _, err := acme.Pause(ctx, &pb.PauseRequest{Group: "g", Resume: true}); status.Code(err) != codes.PermissionDenied ||
+		!strings.Contains(err.Error(), "group g of tenant acme was paused by an admin: only an admin may resume it") {
+		t.Errorf("acme resuming an admin's pause: %v", err)
+	}
+	if _, err := pb.NewClientClient(admin).Pause(ctx, &pb.PauseRequest{Tenant: "acme", Group: "g", Resume: true}); err != nil {
+		t.Errorf("admin resuming: %v", err)
 	}
 	// Omitting the tenant scopes the call to the token's own.
 	own, err := acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1})

@@ -21,6 +21,9 @@ type Event struct {
 	CPUMs    int64  `json:"cpu_ms,omitempty"`
 	ExitCode int32  `json:"exit_code,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Group is, for the tenant-level events paused and resumed (job_id
+	// 0), the group paused or resumed; none: the whole tenant.
+	Group string `json:"group,omitempty"`
 	// FromSeq and ToSeq name the range a gap event covers: the tenant's
 	// events in it were pruned before they could be delivered. A gap's Seq
 	// is ToSeq, its place in the order.
@@ -41,6 +44,10 @@ type Payload struct {
 func eventOf(ev *fsm.Event, tenant string) Event {
 	out := Event{Seq: ev.Seq, JobID: uint64(ev.Job), Tenant: tenant, Kind: ev.Kind.String(), Attempt: ev.Attempt, AtMs: int64(ev.At),
 		WallMs: int64(ev.Wall()), WorkerID: ev.Worker, CPUMs: ev.CPUMs, ExitCode: int32(ev.ExitCode)}
+	if ev.Kind.TenantLevel() {
+		// paused, resumed: job 0; the group (empty: the whole tenant).
+		out.WorkerID, out.Group = "", ev.Worker
+	}
 	if ev.Reason != fsm.ReasonNone {
 		out.Reason = ev.Reason.String()
 	}

@@ -14,8 +14,10 @@ import (
 
 type groupSetOpts struct {
 	tenantFlags
-	fs  *flag.FlagSet
-	cap string
+	fs    *flag.FlagSet
+	cap   string
+	rate  string
+	burst uint32
 }
 
 const groupHelp = `A group is a concurrency key inside a tenant (one per customer, document,
@@ -28,7 +30,7 @@ setting is forgotten.`
 
 func groupJSON(g *pb.Group) map[string]any {
 	return map[string]any{"tenant": g.Tenant, "name": g.Name, "cap": g.Cap, "tenant_cap": g.TenantCap, "limit": g.Limit,
-		"running": g.Running, "queued": g.Queued}
+		"running": g.Running, "queued": g.Queued, "rate": g.Rate, "burst": g.RateBurst, "rate_eligible_at_ms": g.RateEligibleAtMs, "paused": g.Paused}
 }
 
 func capText(n uint32) string {
@@ -59,15 +61,16 @@ func printGroup(env *cmdEnv, g *pb.Group, asJSON bool) error {
 	if asJSON {
 		return printJSON(env.stdout, groupJSON(g))
 	}
-	printTable(env.stdout, [][2]string{{"tenant", g.Tenant}, {"group", groupName(g.Name)}, {"cap", g.Cap}, {"tenant_cap", capText(g.TenantCap)},
-		{"limit", capText(g.Limit)}, {"running", fmt.Sprint(g.Running)}, {"queued", fmt.Sprint(g.Queued)}})
+	rows := [][2]string{{"tenant", g.Tenant}, {"group", groupName(g.Name)}, {"cap", g.Cap}, {"tenant_cap", capText(g.TenantCap)},
+		{"limit", capText(g.Limit)}, {"running", fmt.Sprint(g.Running)}, {"queued", fmt.Sprint(g.Queued)}}
+	printTable(env.stdout, append(rows, rateRows(g.Rate, g.RateBurst, g.RateEligibleAtMs, g.Paused)...))
 	return nil
 }
 
 func init() {
 	register("group set", typed(&spec[groupSetOpts]{
-		synopsis: "Set a group's cap (an admin's, or the tenant's own tighter one)",
-		usage:    "GROUP --cap N|none|inherit [--tenant NAME] [--json]",
+		synopsis: "Set a group's cap (an admin's, or the tenant's own tighter one) or rate limit",
+		usage:    "GROUP [--cap N|none|inherit] [--rate N/PERIOD|none [--burst N]] [--tenant NAME] [--json]",
 		help: groupHelp + `
 
 With an admin token --cap sets the group's cap: a number, none (no cap),
@@ -77,11 +80,18 @@ group runs at most the lower of the two, so a tenant can tighten a group
 below what the admin allows but never loosen it; --cap none clears the
 tenant's own cap (the admin's stays). A cap change takes effect at the
 next dispatch and preempts nothing. Setting a cap on a group without jobs
-keeps it (it counts against max_groups).`,
+keeps it (it counts against max_groups).
+
+--rate N/PERIOD (an admin's) limits the group's dispatches to N per
+PERIOD, with bursts up to --burst (default N); none removes it. A
+rate-limited group never holds back the tenant's other groups; the
+tenant's own limit applies as well. Give --cap, --rate or both.`,
 		flags: func(fs *flag.FlagSet, o *groupSetOpts) {
 			*o = groupSetOpts{fs: fs}
 			o.tenantFlags.register(fs)
-			fs.StringVar(&o.cap, "cap", "", "`CAP`: a number of running jobs, none or inherit (required)")
+			fs.StringVar(&o.cap, "cap", "", "`CAP`: a number of running jobs, none or inherit")
+			fs.StringVar(&o.rate, "rate", "", "dispatch rate limit `N/PERIOD` (e.g. 10/1s), or none (admin)")
+			numFlag(fs, &o.burst, "burst", 0, 1, sfq.MaxRateBurst, "burst `N` of the rate limit (default: its N)")
 		},
 		run: func(env *cmdEnv, opts *groupSetOpts, args []string) error {
 			if len(args) != 1 {
@@ -92,15 +102,32 @@ keeps it (it counts against max_groups).`,
 			}
 			set := map[string]bool{}
 			opts.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-			if !set["cap"] {
-				return usageError("--cap: required (a number, none or inherit)")
+			if set["burst"] && !set["rate"] {
+				return usageError("--burst: give it with --rate")
 			}
-			if _, err := sfq.ParseGroupCap(opts.cap); err != nil {
-				return usageError("--cap: %q: want a number 1..%d, none or inherit", opts.cap, sfq.MaxGroupCap)
+			if !set["cap"] && !set["rate"] {
+				return usageError("--cap or --rate: required (--cap a number, none or inherit; --rate N/PERIOD or none)")
+			}
+			if set["cap"] {
+				if _, err := sfq.ParseGroupCap(opts.cap); err != nil {
+					return usageError("--cap: %q: want a number 1..%d, none or inherit", opts.cap, sfq.MaxGroupCap)
+				}
+			}
+			rate := ""
+			if set["rate"] {
+				r, err := rateFlagValue(opts.rate, opts.burst, set["burst"])
+				if err != nil {
+					return err
+				}
+				rate = r
+				if rate == "" {
+					rate = "none"
+				}
 			}
 			var g *pb.Group
 			err := opts.with(func(cl *client.Client) (err error) {
-				g, err = cl.SetGroup(context.Background(), &pb.SetGroupRequest{Tenant: opts.tenant, Group: args[0], Cap: opts.cap})
+				g, err = cl.SetGroup(context.Background(), &pb.SetGroupRequest{Tenant: opts.tenant, Group: args[0], Cap: opts.cap,
+					Rate: rate, Burst: opts.burst})
 				return err
 			})
 			if err != nil {

@@ -99,7 +99,7 @@ func TestGroupCommands(t *testing.T) {
 	}}
 	addr := serveClient(t, f)
 	code, out, errb := run(t, "group", "set", "store-7", "--cap", "3", "--tenant", "acme", "--server", addr)
-	want := "tenant      acme\ngroup       store-7\ncap         3\ntenant_cap  none\nlimit       3\nrunning     1\nqueued      4\n"
+	want := "tenant      acme\ngroup       store-7\ncap         3\ntenant_cap  none\nlimit       3\nrunning     1\nqueued      4\nrate        none\npaused      no\n"
 	if code != 0 || out != want || errb != "" {
 		t.Errorf("group set: exit %d, stdout:\n%s\nstderr: %s", code, out, errb)
 	}
@@ -107,7 +107,7 @@ func TestGroupCommands(t *testing.T) {
 		t.Errorf("sent %v", f.sets)
 	}
 	code, out, _ = run(t, "group", "get", "store-7", "--tenant", "acme", "--json", "--server", addr)
-	if want := `{"cap":"inherit","limit":2,"name":"store-7","queued":9,"running":2,"tenant":"acme","tenant_cap":2}` + "\n"; code != 0 || out != want {
+	if want := `{"burst":0,"cap":"inherit","limit":2,"name":"store-7","paused":"","queued":9,"rate":"","rate_eligible_at_ms":0,"running":2,"tenant":"acme","tenant_cap":2}` + "\n"; code != 0 || out != want {
 		t.Errorf("group get --json: exit %d, %s", code, out)
 	}
 	code, out, _ = run(t, "group", "list", "--tenant", "acme", "--server", addr)
@@ -131,7 +131,7 @@ func TestGroupFlagsChecked(t *testing.T) {
 		want string
 	}{
 		{[]string{"group", "set", "a b", "--cap", "1"}, `GROUP: group name "a b" has ' ' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`},
-		{[]string{"group", "set", "g"}, "--cap: required (a number, none or inherit)"},
+		{[]string{"group", "set", "g"}, "--cap or --rate: required (--cap a number, none or inherit; --rate N/PERIOD or none)"},
 		{[]string{"group", "set", "g", "--cap", "0"}, `--cap: "0": want a number 1..1000000, none or inherit`},
 		{[]string{"group", "set"}, "group set needs one GROUP"},
 		{[]string{"group", "get", "x/y"}, `GROUP: group name "x/y" has '/' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`},

@@ -39,6 +39,8 @@ type tenantSetOpts struct {
 	groupCap    string
 	groupOrder  string
 	maxGroups   uint32
+	rate        string
+	burst       uint32
 }
 
 func tenantJSON(t *pb.Tenant) map[string]any {
@@ -51,6 +53,7 @@ func tenantJSON(t *pb.Tenant) map[string]any {
 		"max_class": className(t.MaxClass), "cap_critical": c.GetMaxRunningCritical(), "cap_high": c.GetMaxRunningHigh(),
 		"deadlines": t.AllowDeadlines, "deadline_cap": c.GetMaxRunningDeadline(),
 		"group_cap": t.GroupCap, "group_order": groupOrderName(t.GroupOrder), "max_groups": maxGroupsOf(t), "groups": t.Groups,
+		"rate": t.Rate, "burst": t.RateBurst, "rate_eligible_at_ms": t.RateEligibleAtMs, "paused": t.Paused,
 	}
 }
 
@@ -114,6 +117,7 @@ func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
 	}
 	rows = append(rows, [2]string{"group_cap", groupCap}, [2]string{"group_order", groupOrderName(t.GroupOrder)},
 		[2]string{"max_groups", fmt.Sprint(maxGroupsOf(t))}, [2]string{"groups", fmt.Sprint(t.Groups)})
+	rows = append(rows, rateRows(t.Rate, t.RateBurst, t.RateEligibleAtMs, t.Paused)...)
 	printTable(env.stdout, rows)
 	return nil
 }
@@ -123,7 +127,7 @@ func init() {
 		synopsis: "Create or update a tenant (tier, multiplier, caps, quota, classes, deadlines, groups, metrics)",
 		usage: "NAME --tier TIER [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N] " +
 			"[--max-class CLASS] [--cap-critical N] [--cap-high N] [--deadlines on|off] [--deadline-cap N] " +
-			"[--group-cap N|none] [--group-order fifo|fair] [--max-groups N] [--export-metrics[=false]]",
+			"[--group-cap N|none] [--group-order fifo|fair] [--max-groups N] [--rate N/PERIOD|none] [--burst N] [--export-metrics[=false]]",
 		help: `Creates the tenant, or updates it: flags not given keep their current
 values (it reads the tenant first: the API's upsert sets every field), and
 an update keeps the tenant's tags, usage and counters. A cap of 0 means no
@@ -145,6 +149,14 @@ group; fair shares the tenant's dispatches equally between its groups,
 in cost. --max-groups bounds the tenant's named groups with jobs or
 settings (0 = the default, 10000); a submit to one more group is
 RESOURCE_EXHAUSTED.
+
+--rate N/PERIOD limits the tenant's dispatches to N per PERIOD (e.g.
+100/1m; GCRA in cluster time), with bursts up to --burst (default N);
+none removes the limit. A rate-limited tenant never holds back other
+tenants: its jobs wait ("barista explain" says rate and when) while the
+others use the workers. Changing the rate keeps the limit's state; the
+burst is kept when only --rate changes. Pause and resume with "barista
+tenant pause|resume".
 
 --export-metrics keeps the tenant's own series on /metrics when the
 cluster has more tenants than the servers' --metrics-max-tenants (below
@@ -173,6 +185,8 @@ mark.`,
 			fs.StringVar(&o.groupCap, "group-cap", "", "max running jobs of each named group whose cap is inherit (`N`, or none)")
 			fs.StringVar(&o.groupOrder, "group-order", "", "`ORDER` among the tenant's groups: fifo (default) or fair")
 			numFlag(fs, &o.maxGroups, "max-groups", 0, 0, sfq.MaxMaxGroups, "max named groups with jobs or settings (`N`, 0 = the default 10000)")
+			fs.StringVar(&o.rate, "rate", "", "dispatch rate limit `N/PERIOD` (e.g. 100/1m), or none")
+			numFlag(fs, &o.burst, "burst", 0, 1, sfq.MaxRateBurst, "burst `N` of the rate limit (default: its N)")
 		},
 		run: runTenantSet,
 	}))
@@ -267,6 +281,11 @@ func runTenantSet(env *cmdEnv, opts *tenantSetOpts, args []string) error {
 		}
 		groupOrder = fsm.GroupOrderToPB(order)
 	}
+	if set["rate"] {
+		if _, err := rateFlagValue(opts.rate, opts.burst, set["burst"]); err != nil {
+			return err
+		}
+	}
 	var out *pb.Tenant
 	err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		admin := pb.NewAdminClient(cc)
@@ -277,6 +296,7 @@ func runTenantSet(env *cmdEnv, opts *tenantSetOpts, args []string) error {
 			req.Tier, req.Multiplier, req.Caps, req.ExportMetrics = cur.Tier, cur.Multiplier, cur.Caps, cur.ExportMetrics
 			req.MaxClass, req.AllowDeadlines = cur.MaxClass, cur.AllowDeadlines
 			req.GroupCap, req.GroupOrder, req.MaxGroups = cur.GroupCap, cur.GroupOrder, cur.MaxGroups
+			req.Rate, req.RateBurst = cur.Rate, cur.RateBurst
 			if req.Caps == nil {
 				req.Caps = &pb.Caps{}
 			}
@@ -329,6 +349,18 @@ func runTenantSet(env *cmdEnv, opts *tenantSetOpts, args []string) error {
 		}
 		if set["max-groups"] {
 			req.MaxGroups = opts.maxGroups
+		}
+		if set["rate"] {
+			req.Rate, _ = rateFlagValue(opts.rate, opts.burst, set["burst"])
+			if req.Rate == "" {
+				req.RateBurst = 0
+			}
+		}
+		if set["burst"] {
+			if req.Rate == "" {
+				return usageError("--burst: tenant %q has no rate limit: give --rate N/PERIOD", args[0])
+			}
+			req.RateBurst = opts.burst
 		}
 		out, err = admin.UpsertTenant(ctx, req)
 		return err

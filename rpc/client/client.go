@@ -359,7 +359,7 @@ func idempotent(method string, req any) bool {
 		}
 		return len(r.Jobs) > 0
 	}
-	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetGroup", "SetConfig", "Drain", "Join", "WebhookGet", "WebhookStatus"} {
+	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetGroup", "Pause", "SetConfig", "Drain", "Join", "WebhookGet", "WebhookStatus"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

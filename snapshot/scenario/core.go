@@ -12,13 +12,17 @@ func NewCore() *Core {
 }
 
 // SetConfig implements Target.
-func (c *Core) SetConfig(_ sfq.Time, cfg sfq.Config) error { return c.S.SetConfig(cfg) }
+func (c *Core) SetConfig(now sfq.Time, cfg sfq.Config) error {
+	c.S.SetClock(now)
+	return c.S.SetConfig(cfg)
+}
 
 // Config implements Target.
 func (c *Core) Config() sfq.Config { return c.S.Config() }
 
 // UpsertTenant implements Target.
-func (c *Core) UpsertTenant(_ sfq.Time, spec sfq.TenantSpec) error {
+func (c *Core) UpsertTenant(now sfq.Time, spec sfq.TenantSpec) error {
+	c.S.SetClock(now)
 	_, err := c.S.UpsertTenant(spec)
 	return err
 }
@@ -30,13 +34,17 @@ func (c *Core) Tenant(name string) (sfq.TenantSpec, bool) {
 }
 
 // DeleteTenant implements Target.
-func (c *Core) DeleteTenant(_ sfq.Time, name string) error { return c.S.DeleteTenant(name) }
+func (c *Core) DeleteTenant(now sfq.Time, name string) error {
+	c.S.SetClock(now)
+	return c.S.DeleteTenant(name)
+}
 
 // SetLevel implements Target: the core has no feature levels.
 func (c *Core) SetLevel(sfq.Time, uint32) error { return nil }
 
 // SetGroup implements Target.
-func (c *Core) SetGroup(_ sfq.Time, tenant, group string, admin sfq.GroupCap, own uint32, asTenant bool) error {
+func (c *Core) SetGroup(now sfq.Time, tenant, group string, admin sfq.GroupCap, own uint32, asTenant bool) error {
+	c.S.SetClock(now)
 	set := sfq.GroupSettings{}
 	if g, ok := c.S.Group(tenant, group); ok {
 		set = g.GroupSettings
@@ -47,6 +55,32 @@ func (c *Core) SetGroup(_ sfq.Time, tenant, group string, admin sfq.GroupCap, ow
 		set.Cap = admin
 	}
 	return c.S.SetGroup(tenant, group, set)
+}
+
+// SetGroupRate implements Target.
+func (c *Core) SetGroupRate(now sfq.Time, tenant, group string, r sfq.RateLimit) error {
+	c.S.SetClock(now)
+	set := sfq.GroupSettings{}
+	if g, ok := c.S.Group(tenant, group); ok {
+		set = g.GroupSettings
+	}
+	set.Rate = r
+	return c.S.SetGroup(tenant, group, set)
+}
+
+// Pause implements Target.
+func (c *Core) Pause(now sfq.Time, tenant, group string, all, resume bool) error {
+	c.S.SetClock(now)
+	var err error
+	switch {
+	case all:
+		c.S.PauseDispatch(!resume)
+	case group != "":
+		_, err = c.S.PauseGroup(tenant, group, !resume, true)
+	default:
+		_, err = c.S.PauseTenant(tenant, !resume, true)
+	}
+	return err
 }
 
 // Group implements Target.

@@ -128,6 +128,19 @@ func (m *Machine) SetGroup(now sfq.Time, tenant, group string, admin sfq.GroupCa
 	return err
 }
 
+// SetGroupRate implements Target.
+func (m *Machine) SetGroupRate(now sfq.Time, tenant, group string, r sfq.RateLimit) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: tenant, Group: group, SetRate: true,
+		RateN: r.N, RatePeriodMs: r.PeriodMs, RateBurst: r.Burst}}})
+	return err
+}
+
+// Pause implements Target.
+func (m *Machine) Pause(now sfq.Time, tenant, group string, all, resume bool) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: tenant, Group: group, All: all, Resume: resume}}})
+	return err
+}
+
 // Group implements Target.
 func (m *Machine) Group(tenant, group string) (g sfq.Group, ok bool) {
 	m.F.Read(func(s *sfq.Scheduler) { g, ok = s.Group(tenant, group) })

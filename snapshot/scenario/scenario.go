@@ -33,6 +33,12 @@ type Target interface {
 	// SetGroup sets a group's cap: the admin's (inherit, none or N), or
 	// with asTenant the tenant's own (0 = none).
 	SetGroup(now sfq.Time, tenant, group string, admin sfq.GroupCap, own uint32, asTenant bool) error
+	// SetGroupRate sets a group's rate limit (an admin's; none removes
+	// it), keeping its caps.
+	SetGroupRate(now sfq.Time, tenant, group string, r sfq.RateLimit) error
+	// Pause pauses or (resume) resumes a tenant, one of its groups, or
+	// (all) all dispatch.
+	Pause(now sfq.Time, tenant, group string, all, resume bool) error
 	// Group returns a group's record.
 	Group(tenant, group string) (sfq.Group, bool)
 	Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error)
@@ -182,6 +188,8 @@ func (rn *runner) exec(f []string) error {
 		return rn.submit(args)
 	case "group":
 		return rn.group(args)
+	case "pause", "resume":
+		return rn.pause(cmd, args)
 	case "level":
 		if len(args) != 1 {
 			return fmt.Errorf("usage: level N")
@@ -351,7 +359,8 @@ func (rn *runner) tenant(args []string) error {
 	}
 	if len(pos) != 1 {
 		return fmt.Errorf("usage: tenant NAME tier=T [multiplier=N cap=N cap_sm=N cap_md=N cap_lg=N inflight_cpu=DUR max_queued=N " +
-			"max_class=C cap_critical=N cap_high=N deadlines=on|off deadline_cap=N group_cap=N|none group_order=fifo|fair max_groups=N]")
+			"max_class=C cap_critical=N cap_high=N deadlines=on|off deadline_cap=N group_cap=N|none group_order=fifo|fair max_groups=N " +
+			"rate=N/DUR|none burst=N]")
 	}
 	spec, exists := rn.t.Tenant(pos[0])
 	spec.Name = pos[0]
@@ -408,6 +417,8 @@ func (rn *runner) tenant(args []string) error {
 			if spec.MaxGroups, err = count(k, v); err == nil && spec.MaxGroups == 0 {
 				err = fmt.Errorf("bad max_groups %q: want 1..%d", v, sfq.MaxMaxGroups)
 			}
+		case "rate", "burst":
+			// read below, together
 		default:
 			return fmt.Errorf("unknown tenant key %q", k)
 		}
@@ -415,7 +426,55 @@ func (rn *runner) tenant(args []string) error {
 			return err
 		}
 	}
+	if spec.Rate, err = rateOpts(opts, spec.Rate); err != nil {
+		return err
+	}
 	return rn.t.UpsertTenant(rn.now, spec)
+}
+
+// rateOpts reads rate=N/DUR|none and burst=N over the limit old: rate=
+// replaces it (with burst= or the default burst), burst= alone changes
+// the burst of the limit in force.
+func rateOpts(opts options, old sfq.RateLimit) (sfq.RateLimit, error) {
+	var burst uint32
+	bv, hasBurst := opts.get("burst")
+	if hasBurst {
+		n, err := count("burst", bv)
+		if err != nil || n == 0 {
+			return old, fmt.Errorf("bad burst %q: want 1..%d", bv, sfq.MaxRateBurst)
+		}
+		burst = n
+	}
+	if rv, ok := opts.get("rate"); ok {
+		return sfq.ParseRate(rv, burst)
+	}
+	if hasBurst {
+		if old.None() {
+			return old, fmt.Errorf("burst=%s without a rate: give rate=N/DUR", bv)
+		}
+		old.Burst = burst
+		return old, old.Validate("rate")
+	}
+	return old, nil
+}
+
+// pause reads "pause TENANT [group=G]", "pause all" and the same for
+// resume.
+func (rn *runner) pause(cmd string, args []string) error {
+	pos, opts, err := kv(args)
+	if err != nil {
+		return err
+	}
+	group, hasGroup := opts.get("group")
+	if len(pos) != 1 || len(opts) > 1 || (len(opts) == 1 && !hasGroup) || (pos[0] == "all" && hasGroup) {
+		return fmt.Errorf("usage: %s TENANT [group=G] | %s all", cmd, cmd)
+	}
+	all := pos[0] == "all"
+	tenant := pos[0]
+	if all {
+		tenant = ""
+	}
+	return rn.t.Pause(rn.now, tenant, group, all, cmd == "resume")
 }
 
 // times reads an optional "xN" repeat count.
@@ -505,8 +564,32 @@ func (rn *runner) group(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 || len(opts) != 1 {
-		return fmt.Errorf("usage: group TENANT GROUP cap=N|none|inherit | tenant_cap=N|none")
+	usage := fmt.Errorf("usage: group TENANT GROUP cap=N|none|inherit | tenant_cap=N|none [rate=N/DUR|none] [burst=N]")
+	if len(pos) != 2 || len(opts) == 0 {
+		return usage
+	}
+	if opts.has("rate") || opts.has("burst") {
+		old, _ := rn.t.Group(pos[0], pos[1])
+		r, err := rateOpts(opts, old.Rate)
+		if err != nil {
+			return err
+		}
+		if err := rn.t.SetGroupRate(rn.now, pos[0], pos[1], r); err != nil {
+			return err
+		}
+		var rest options
+		for _, o := range opts {
+			if o.k != "rate" && o.k != "burst" {
+				rest = append(rest, o)
+			}
+		}
+		opts = rest
+		if len(opts) == 0 {
+			return nil
+		}
+	}
+	if len(opts) != 1 {
+		return usage
 	}
 	o := opts[0]
 	switch o.k {
