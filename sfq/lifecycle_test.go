@@ -31,6 +31,7 @@ func canonicalEvents() map[InputKind]Input {
 		InExpireLease:   {Kind: InExpireLease, Attempt: 1, Now: 1000},
 		InExpireTimeout: {Kind: InExpireTimeout, Attempt: 1, Now: 1000},
 		InGrant:         {Kind: InGrant, Now: 1000, LeaseMs: 30_000},
+		InRedrive:       {Kind: InRedrive, Now: 1000},
 	}
 }
 
@@ -45,19 +46,19 @@ func TestLifecycleMatrix(t *testing.T) {
 	Q, A, R, C, F, X, T := Queued, Assigned, Running, Completed, Failed, Cancelled, TimedOut
 	want := map[State]map[InputKind]cell{
 		Q: {InDispatch: {Changed, A}, InStart: {Stale, Q}, InHeartbeat: {Stale, Q}, InFinish: {Zombie, Q}, InCancel: {Changed, X},
-			InExpireAck: {Stale, Q}, InExpireLease: {Stale, Q}, InExpireTimeout: {Stale, Q}, InGrant: {Invalid, Q}},
+			InExpireAck: {Stale, Q}, InExpireLease: {Stale, Q}, InExpireTimeout: {Stale, Q}, InGrant: {Invalid, Q}, InRedrive: {Invalid, Q}},
 		A: {InDispatch: {Invalid, A}, InStart: {Changed, R}, InHeartbeat: {Changed, R}, InFinish: {Changed, C}, InCancel: {Changed, A},
-			InExpireAck: {Changed, Q}, InExpireLease: {Stale, A}, InExpireTimeout: {Stale, A}, InGrant: {Changed, A}},
+			InExpireAck: {Changed, Q}, InExpireLease: {Stale, A}, InExpireTimeout: {Stale, A}, InGrant: {Changed, A}, InRedrive: {Invalid, A}},
 		R: {InDispatch: {Invalid, R}, InStart: {Duplicate, R}, InHeartbeat: {Changed, R}, InFinish: {Changed, C}, InCancel: {Changed, R},
-			InExpireAck: {Stale, R}, InExpireLease: {Changed, Q}, InExpireTimeout: {Changed, R}, InGrant: {Changed, R}},
+			InExpireAck: {Stale, R}, InExpireLease: {Changed, Q}, InExpireTimeout: {Changed, R}, InGrant: {Changed, R}, InRedrive: {Invalid, R}},
 		C: {InDispatch: {Invalid, C}, InStart: {Stale, C}, InHeartbeat: {Stale, C}, InFinish: {Duplicate, C}, InCancel: {Invalid, C},
-			InExpireAck: {Stale, C}, InExpireLease: {Stale, C}, InExpireTimeout: {Stale, C}, InGrant: {Invalid, C}},
+			InExpireAck: {Stale, C}, InExpireLease: {Stale, C}, InExpireTimeout: {Stale, C}, InGrant: {Invalid, C}, InRedrive: {Invalid, C}},
 		F: {InDispatch: {Invalid, F}, InStart: {Stale, F}, InHeartbeat: {Stale, F}, InFinish: {Duplicate, F}, InCancel: {Invalid, F},
-			InExpireAck: {Stale, F}, InExpireLease: {Stale, F}, InExpireTimeout: {Stale, F}, InGrant: {Invalid, F}},
+			InExpireAck: {Stale, F}, InExpireLease: {Stale, F}, InExpireTimeout: {Stale, F}, InGrant: {Invalid, F}, InRedrive: {Changed, Q}},
 		X: {InDispatch: {Invalid, X}, InStart: {Stale, X}, InHeartbeat: {Stale, X}, InFinish: {Zombie, X}, InCancel: {Duplicate, X},
-			InExpireAck: {Stale, X}, InExpireLease: {Stale, X}, InExpireTimeout: {Stale, X}, InGrant: {Invalid, X}},
+			InExpireAck: {Stale, X}, InExpireLease: {Stale, X}, InExpireTimeout: {Stale, X}, InGrant: {Invalid, X}, InRedrive: {Changed, Q}},
 		T: {InDispatch: {Invalid, T}, InStart: {Stale, T}, InHeartbeat: {Stale, T}, InFinish: {Zombie, T}, InCancel: {Invalid, T},
-			InExpireAck: {Stale, T}, InExpireLease: {Stale, T}, InExpireTimeout: {Stale, T}, InGrant: {Invalid, T}},
+			InExpireAck: {Stale, T}, InExpireLease: {Stale, T}, InExpireTimeout: {Stale, T}, InGrant: {Invalid, T}, InRedrive: {Changed, Q}},
 	}
 	lives, events := canonicalLives(), canonicalEvents()
 	for s := Queued; s <= TimedOut; s++ {

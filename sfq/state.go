@@ -757,6 +757,8 @@ func (s *Scheduler) rebuild() error {
 	s.queuedFair = [NumClasses]uint64{}
 	s.deadlines = deadlineHeap{}
 	s.ended = endedQueue{}
+	s.deadAll = endedQueue{}
+	s.dead = nil
 	s.grouped = 0
 	var err error
 	s.jobs.View().Each(func(_ uint64, j *Job) bool {
@@ -789,7 +791,7 @@ func (s *Scheduler) rebuild() error {
 				s.deadlines.push(deadline{at: j.TimeoutAt, job: j.ID, attempt: j.Attempt, kind: InExpireTimeout})
 			}
 		case j.State.Terminal():
-			s.ended.push(j.EndedAt, j.ID)
+			s.noteEnded(j)
 		}
 		return true
 	})
@@ -1121,6 +1123,7 @@ func (s *Scheduler) Verify() error {
 		report("name index has %d entries for %d names", len(s.byName), names)
 	}
 	s.verifyEstimates(report)
+	s.verifyDeadLetters(report)
 	if len(problems) == 0 {
 		return nil
 	}
