@@ -31,6 +31,9 @@ type Config struct {
 	DedupeWindowMs int64
 	// MaxPayloadBytes bounds a job's payload.
 	MaxPayloadBytes uint32
+	// Feature level 5 (levers.go): the dead letters' retention and their
+	// bounds per tenant.
+	DeadLetters
 }
 
 // Limits on runtime settings.
@@ -67,6 +70,7 @@ func DefaultConfig() Config {
 		EventRetentionMs:    24 * 3600 * 1000,
 		DedupeWindowMs:      24 * 3600 * 1000,
 		MaxPayloadBytes:     1 << 20,
+		DeadLetters:         DefaultDeadLetters(),
 	}
 }
 
@@ -118,6 +122,9 @@ func (c Config) validate(payloadLimit uint32) error {
 		return fmt.Errorf("%w: self_kill_after %s must be below lease_timeout %s, so a partitioned worker kills its job before the lease expires",
 			sfq.ErrInvalid, ms(c.SelfKillAfterMs), ms(c.Sched.LeaseTimeoutMs))
 	}
+	if err := c.DeadLetters.validate(); err != nil {
+		return err
+	}
 	switch {
 	case c.MaxPayloadBytes == 0:
 		return fmt.Errorf("%w: max_payload_bytes is 0 (want 1..%d)", sfq.ErrInvalid, payloadLimit)
@@ -159,6 +166,8 @@ func decodeConfig(d *sfq.Decoder, v int) Config {
 	c.MaxPayloadBytes = d.Uint32()
 	if v >= 5 {
 		decodeConfigLevers(d, &c)
+	} else {
+		c.DeadLetters = DefaultDeadLetters()
 	}
 	return c
 }

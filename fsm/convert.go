@@ -250,6 +250,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	c.EventRetentionMs = p.EventRetentionMs
 	c.DedupeWindowMs = p.DedupeWindowMs
 	c.MaxPayloadBytes = p.MaxPayloadBytes
+	configLeversFromPB(p, &c)
 	return c, nil
 }
 
@@ -288,6 +289,7 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 		p.DecayHalfLifeMs = d.HalfLifeMs
 		p.DecayNormMs = d.NormMs
 	}
+	configLeversToPB(c, p)
 	return p
 }
 
@@ -313,6 +315,9 @@ func ResultToPB(r Result) *pb.CommandResult {
 	}
 	for _, o := range r.HeartbeatOutcomes {
 		out.HeartbeatOutcomes = append(out.HeartbeatOutcomes, o.String())
+	}
+	if b := r.Bulk; b != nil {
+		out.Items, out.Next, out.Duplicate, out.Stopped = BulkItemsToPB(b.Items), uint64(b.Next), b.Duplicate, b.Stopped
 	}
 	return out
 }

@@ -101,6 +101,7 @@ func TestIdempotentSubmit(t *testing.T) {
 	// The key outlives its job's pruning, then expires with the window.
 	cfg := DefaultConfig()
 	cfg.JobRetentionMs = 0
+	cfg.DeadLetterRetentionMs = 1 // the cancelled job is a dead letter
 	cfg.DedupeWindowMs = 60_000
 	h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
 	h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: 1}}})
@@ -321,7 +322,17 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	job := rapid.Uint64Range(1, max(jobs, 1)).Draw(t, "job")
 	attempt := uint32(rapid.IntRange(1, 3).Draw(t, "attempt"))
 	worker := rapid.SampledFrom(workers).Draw(t, "worker")
-	switch rapid.IntRange(0, 14).Draw(t, "kind") {
+	switch rapid.IntRange(0, 18).Draw(t, "kind") {
+	case 15, 16, 17:
+		// Bulk commands: refused below level 5.
+		return randomBulk(t, tenants, job)
+	case 18:
+		cfg := DefaultConfig()
+		cfg.JobRetentionMs = 0
+		cfg.DeadLetterRetentionMs = rapid.SampledFrom([]int64{1, 5000}).Draw(t, "dlretention")
+		cfg.DeadLetterMaxJobs = uint64(rapid.IntRange(1, 3).Draw(t, "dlmax"))
+		cfg.DeadLetterMaxBytes = uint64(rapid.IntRange(1, 1000).Draw(t, "dlbytes"))
+		return &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}}
 	case 13:
 		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3, Level4, Level5}).Draw(t, "level")}}}
 	case 14:

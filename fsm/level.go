@@ -114,6 +114,15 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		if d := p.GetDefaultCostMs(); d != 0 && d != sfq.DefaultCostMs {
 			return Level2, "default_cost"
 		}
+		if l, what := deadLetterLevel(p); l > Level1 {
+			return l, what
+		}
+	case *pb.Command_Redrive:
+		return Level5, "Redrive"
+	case *pb.Command_CancelJobs:
+		return Level5, "CancelJobs"
+	case *pb.Command_Purge:
+		return Level5, "Purge"
 	}
 	return Level1, ""
 }

@@ -26,6 +26,197 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// BulkJobsRequest chooses a tenant's jobs for Redrive, CancelJobs or
+// PurgeJobs: job_ids, or a filter (an empty filter matches every job in
+// the call's states).
+type BulkJobsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	JobIds []uint64               `protobuf:"varint,2,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	Filter *JobFilter             `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	// since_ms, with a filter: only jobs submitted at most this long before
+	// now (cluster time, computed by the node that takes the call).
+	SinceMs     int64  `protobuf:"varint,4,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"`
+	PageToken   string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`        // the next_page_token of the previous call
+	MaxAttempts uint32 `protobuf:"varint,6,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"` // Redrive only: 0 keeps each job's
+	// request_key makes a retry of this call (same key, same request)
+	// return the first call's continuation instead of applying it again.
+	RequestKey    string `protobuf:"bytes,7,opt,name=request_key,json=requestKey,proto3" json:"request_key,omitempty"`
+	DryRun        bool   `protobuf:"varint,8,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"` // list what would be done; change nothing
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkJobsRequest) Reset() {
+	*x = BulkJobsRequest{}
+	mi := &file_client_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkJobsRequest) ProtoMessage() {}
+
+func (x *BulkJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkJobsRequest.ProtoReflect.Descriptor instead.
+func (*BulkJobsRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *BulkJobsRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *BulkJobsRequest) GetJobIds() []uint64 {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+func (x *BulkJobsRequest) GetFilter() *JobFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *BulkJobsRequest) GetSinceMs() int64 {
+	if x != nil {
+		return x.SinceMs
+	}
+	return 0
+}
+
+func (x *BulkJobsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *BulkJobsRequest) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *BulkJobsRequest) GetRequestKey() string {
+	if x != nil {
+		return x.RequestKey
+	}
+	return ""
+}
+
+func (x *BulkJobsRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type BulkJobsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*BulkItem            `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"` // empty: done
+	Done          uint64                 `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`                                         // jobs redriven, cancelled or purged
+	Skipped       uint64                 `protobuf:"varint,4,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	Duplicate     bool                   `protobuf:"varint,5,opt,name=duplicate,proto3" json:"duplicate,omitempty"` // a retry of a call already applied: items are not repeated
+	Stopped       string                 `protobuf:"bytes,6,opt,name=stopped,proto3" json:"stopped,omitempty"`      // why the call stopped early (the tenant's max_queued)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkJobsResponse) Reset() {
+	*x = BulkJobsResponse{}
+	mi := &file_client_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkJobsResponse) ProtoMessage() {}
+
+func (x *BulkJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkJobsResponse.ProtoReflect.Descriptor instead.
+func (*BulkJobsResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *BulkJobsResponse) GetItems() []*BulkItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *BulkJobsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *BulkJobsResponse) GetDone() uint64 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *BulkJobsResponse) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *BulkJobsResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+func (x *BulkJobsResponse) GetStopped() string {
+	if x != nil {
+		return x.Stopped
+	}
+	return ""
+}
+
 type SubmitRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// tenant may be empty for a client token (it gets its own tenant).
@@ -58,7 +249,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_client_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -70,7 +261,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_client_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -83,7 +274,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{0}
+	return file_client_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SubmitRequest) GetTenant() string {
@@ -174,7 +365,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_client_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -186,7 +377,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_client_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -199,7 +390,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{1}
+	return file_client_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SubmitResponse) GetJobId() uint64 {
@@ -227,7 +418,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -239,7 +430,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -252,7 +443,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{2}
+	return file_client_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReadOptions) GetStale() bool {
@@ -273,7 +464,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -285,7 +476,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -298,7 +489,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{3}
+	return file_client_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetJobRequest) GetTenant() string {
@@ -372,7 +563,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -384,7 +575,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -397,7 +588,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{4}
+	return file_client_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Job) GetJobId() uint64 {
@@ -623,7 +814,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +826,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +839,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{5}
+	return file_client_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListJobsRequest) GetTenant() string {
@@ -705,7 +896,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +908,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +921,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{6}
+	return file_client_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -757,7 +948,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -769,7 +960,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -782,7 +973,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{7}
+	return file_client_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -809,7 +1000,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +1012,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +1025,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{8}
+	return file_client_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelJobResponse) GetState() string {
@@ -871,7 +1062,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +1074,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +1087,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{9}
+	return file_client_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -953,7 +1144,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -965,7 +1156,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -978,7 +1169,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{10}
+	return file_client_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1071,7 +1262,7 @@ type TenantUsageRequest struct {
 
 func (x *TenantUsageRequest) Reset() {
 	*x = TenantUsageRequest{}
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1274,7 @@ func (x *TenantUsageRequest) String() string {
 func (*TenantUsageRequest) ProtoMessage() {}
 
 func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1287,7 @@ func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageRequest.ProtoReflect.Descriptor instead.
 func (*TenantUsageRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{11}
+	return file_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TenantUsageRequest) GetTenant() string {
@@ -1154,7 +1345,7 @@ type TenantUsageResponse struct {
 
 func (x *TenantUsageResponse) Reset() {
 	*x = TenantUsageResponse{}
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1357,7 @@ func (x *TenantUsageResponse) String() string {
 func (*TenantUsageResponse) ProtoMessage() {}
 
 func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1370,7 @@ func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageResponse.ProtoReflect.Descriptor instead.
 func (*TenantUsageResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{12}
+	return file_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TenantUsageResponse) GetTenant() string {
@@ -1356,7 +1547,7 @@ type GroupUsage struct {
 
 func (x *GroupUsage) Reset() {
 	*x = GroupUsage{}
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1559,7 @@ func (x *GroupUsage) String() string {
 func (*GroupUsage) ProtoMessage() {}
 
 func (x *GroupUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1572,7 @@ func (x *GroupUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupUsage.ProtoReflect.Descriptor instead.
 func (*GroupUsage) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{13}
+	return file_client_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GroupUsage) GetName() string {
@@ -1428,7 +1619,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1631,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1644,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{14}
+	return file_client_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Group) GetTenant() string {
@@ -1518,7 +1709,7 @@ type SetGroupRequest struct {
 
 func (x *SetGroupRequest) Reset() {
 	*x = SetGroupRequest{}
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1721,7 @@ func (x *SetGroupRequest) String() string {
 func (*SetGroupRequest) ProtoMessage() {}
 
 func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1734,7 @@ func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGroupRequest.ProtoReflect.Descriptor instead.
 func (*SetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{15}
+	return file_client_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetGroupRequest) GetTenant() string {
@@ -1578,7 +1769,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1781,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1794,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{16}
+	return file_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetGroupRequest) GetTenant() string {
@@ -1639,7 +1830,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1842,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1855,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{17}
+	return file_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListGroupsRequest) GetTenant() string {
@@ -1705,7 +1896,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1908,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1921,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{18}
+	return file_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -1756,7 +1947,7 @@ type SubmitBatchRequest struct {
 
 func (x *SubmitBatchRequest) Reset() {
 	*x = SubmitBatchRequest{}
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +1959,7 @@ func (x *SubmitBatchRequest) String() string {
 func (*SubmitBatchRequest) ProtoMessage() {}
 
 func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +1972,7 @@ func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
 func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{19}
+	return file_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SubmitBatchRequest) GetJobs() []*SubmitRequest {
@@ -1804,7 +1995,7 @@ type SubmitResult struct {
 
 func (x *SubmitResult) Reset() {
 	*x = SubmitResult{}
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +2007,7 @@ func (x *SubmitResult) String() string {
 func (*SubmitResult) ProtoMessage() {}
 
 func (x *SubmitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +2020,7 @@ func (x *SubmitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResult.ProtoReflect.Descriptor instead.
 func (*SubmitResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{20}
+	return file_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SubmitResult) GetJobId() uint64 {
@@ -1862,7 +2053,7 @@ type SubmitBatchResponse struct {
 
 func (x *SubmitBatchResponse) Reset() {
 	*x = SubmitBatchResponse{}
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +2065,7 @@ func (x *SubmitBatchResponse) String() string {
 func (*SubmitBatchResponse) ProtoMessage() {}
 
 func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2078,7 @@ func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
 func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{21}
+	return file_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SubmitBatchResponse) GetResults() []*SubmitResult {
@@ -1907,7 +2098,7 @@ type ExplainJobRequest struct {
 
 func (x *ExplainJobRequest) Reset() {
 	*x = ExplainJobRequest{}
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2110,7 @@ func (x *ExplainJobRequest) String() string {
 func (*ExplainJobRequest) ProtoMessage() {}
 
 func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2123,7 @@ func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobRequest.ProtoReflect.Descriptor instead.
 func (*ExplainJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{22}
+	return file_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExplainJobRequest) GetTenant() string {
@@ -1988,7 +2179,7 @@ type ExplainJobResponse struct {
 
 func (x *ExplainJobResponse) Reset() {
 	*x = ExplainJobResponse{}
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2191,7 @@ func (x *ExplainJobResponse) String() string {
 func (*ExplainJobResponse) ProtoMessage() {}
 
 func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2204,7 @@ func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobResponse.ProtoReflect.Descriptor instead.
 func (*ExplainJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{23}
+	return file_client_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ExplainJobResponse) GetJobId() uint64 {
@@ -2140,7 +2331,25 @@ var File_client_proto protoreflect.FileDescriptor
 const file_client_proto_rawDesc = "" +
 	"\n" +
 	"\fclient.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\"\x86\x03\n" +
+	"barista.v1\x1a\x0ecommands.proto\"\x88\x02\n" +
+	"\x0fBulkJobsRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x17\n" +
+	"\ajob_ids\x18\x02 \x03(\x04R\x06jobIds\x12-\n" +
+	"\x06filter\x18\x03 \x01(\v2\x15.barista.v1.JobFilterR\x06filter\x12\x19\n" +
+	"\bsince_ms\x18\x04 \x01(\x03R\asinceMs\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\x12!\n" +
+	"\fmax_attempts\x18\x06 \x01(\rR\vmaxAttempts\x12\x1f\n" +
+	"\vrequest_key\x18\a \x01(\tR\n" +
+	"requestKey\x12\x17\n" +
+	"\adry_run\x18\b \x01(\bR\x06dryRun\"\xcc\x01\n" +
+	"\x10BulkJobsResponse\x12*\n" +
+	"\x05items\x18\x01 \x03(\v2\x14.barista.v1.BulkItemR\x05items\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x12\n" +
+	"\x04done\x18\x03 \x01(\x04R\x04done\x12\x18\n" +
+	"\askipped\x18\x04 \x01(\x04R\askipped\x12\x1c\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\x12\x18\n" +
+	"\astopped\x18\x06 \x01(\tR\astopped\"\x86\x03\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +
@@ -2335,7 +2544,7 @@ const file_client_proto_rawDesc = "" +
 	"\x0eeligible_at_ms\x18\x0f \x01(\x03R\feligibleAtMs\x12\x14\n" +
 	"\x05group\x18( \x01(\tR\x05group\x12\x1f\n" +
 	"\vgroup_order\x18) \x01(\tR\n" +
-	"groupOrder2\x86\x06\n" +
+	"groupOrder2\xdd\a\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
@@ -2349,7 +2558,11 @@ const file_client_proto_rawDesc = "" +
 	"\bSetGroup\x12\x1b.barista.v1.SetGroupRequest\x1a\x11.barista.v1.Group\x12:\n" +
 	"\bGetGroup\x12\x1b.barista.v1.GetGroupRequest\x1a\x11.barista.v1.Group\x12K\n" +
 	"\n" +
-	"ListGroups\x12\x1d.barista.v1.ListGroupsRequest\x1a\x1e.barista.v1.ListGroupsResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"ListGroups\x12\x1d.barista.v1.ListGroupsRequest\x1a\x1e.barista.v1.ListGroupsResponse\x12D\n" +
+	"\aRedrive\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponse\x12G\n" +
+	"\n" +
+	"CancelJobs\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponse\x12F\n" +
+	"\tPurgeJobs\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_client_proto_rawDescOnce sync.Once
@@ -2363,81 +2576,93 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_client_proto_goTypes = []any{
-	(*SubmitRequest)(nil),       // 0: barista.v1.SubmitRequest
-	(*SubmitResponse)(nil),      // 1: barista.v1.SubmitResponse
-	(*ReadOptions)(nil),         // 2: barista.v1.ReadOptions
-	(*GetJobRequest)(nil),       // 3: barista.v1.GetJobRequest
-	(*Job)(nil),                 // 4: barista.v1.Job
-	(*ListJobsRequest)(nil),     // 5: barista.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),    // 6: barista.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),    // 7: barista.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),   // 8: barista.v1.CancelJobResponse
-	(*WatchEventsRequest)(nil),  // 9: barista.v1.WatchEventsRequest
-	(*Event)(nil),               // 10: barista.v1.Event
-	(*TenantUsageRequest)(nil),  // 11: barista.v1.TenantUsageRequest
-	(*TenantUsageResponse)(nil), // 12: barista.v1.TenantUsageResponse
-	(*GroupUsage)(nil),          // 13: barista.v1.GroupUsage
-	(*Group)(nil),               // 14: barista.v1.Group
-	(*SetGroupRequest)(nil),     // 15: barista.v1.SetGroupRequest
-	(*GetGroupRequest)(nil),     // 16: barista.v1.GetGroupRequest
-	(*ListGroupsRequest)(nil),   // 17: barista.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),  // 18: barista.v1.ListGroupsResponse
-	(*SubmitBatchRequest)(nil),  // 19: barista.v1.SubmitBatchRequest
-	(*SubmitResult)(nil),        // 20: barista.v1.SubmitResult
-	(*SubmitBatchResponse)(nil), // 21: barista.v1.SubmitBatchResponse
-	(*ExplainJobRequest)(nil),   // 22: barista.v1.ExplainJobRequest
-	(*ExplainJobResponse)(nil),  // 23: barista.v1.ExplainJobResponse
-	(Size)(0),                   // 24: barista.v1.Size
-	(Class)(0),                  // 25: barista.v1.Class
-	(Tier)(0),                   // 26: barista.v1.Tier
+	(*BulkJobsRequest)(nil),     // 0: barista.v1.BulkJobsRequest
+	(*BulkJobsResponse)(nil),    // 1: barista.v1.BulkJobsResponse
+	(*SubmitRequest)(nil),       // 2: barista.v1.SubmitRequest
+	(*SubmitResponse)(nil),      // 3: barista.v1.SubmitResponse
+	(*ReadOptions)(nil),         // 4: barista.v1.ReadOptions
+	(*GetJobRequest)(nil),       // 5: barista.v1.GetJobRequest
+	(*Job)(nil),                 // 6: barista.v1.Job
+	(*ListJobsRequest)(nil),     // 7: barista.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),    // 8: barista.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),    // 9: barista.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),   // 10: barista.v1.CancelJobResponse
+	(*WatchEventsRequest)(nil),  // 11: barista.v1.WatchEventsRequest
+	(*Event)(nil),               // 12: barista.v1.Event
+	(*TenantUsageRequest)(nil),  // 13: barista.v1.TenantUsageRequest
+	(*TenantUsageResponse)(nil), // 14: barista.v1.TenantUsageResponse
+	(*GroupUsage)(nil),          // 15: barista.v1.GroupUsage
+	(*Group)(nil),               // 16: barista.v1.Group
+	(*SetGroupRequest)(nil),     // 17: barista.v1.SetGroupRequest
+	(*GetGroupRequest)(nil),     // 18: barista.v1.GetGroupRequest
+	(*ListGroupsRequest)(nil),   // 19: barista.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),  // 20: barista.v1.ListGroupsResponse
+	(*SubmitBatchRequest)(nil),  // 21: barista.v1.SubmitBatchRequest
+	(*SubmitResult)(nil),        // 22: barista.v1.SubmitResult
+	(*SubmitBatchResponse)(nil), // 23: barista.v1.SubmitBatchResponse
+	(*ExplainJobRequest)(nil),   // 24: barista.v1.ExplainJobRequest
+	(*ExplainJobResponse)(nil),  // 25: barista.v1.ExplainJobResponse
+	(*JobFilter)(nil),           // 26: barista.v1.JobFilter
+	(*BulkItem)(nil),            // 27: barista.v1.BulkItem
+	(Size)(0),                   // 28: barista.v1.Size
+	(Class)(0),                  // 29: barista.v1.Class
+	(Tier)(0),                   // 30: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
-	24, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
-	25, // 1: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
-	2,  // 2: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	24, // 3: barista.v1.Job.size:type_name -> barista.v1.Size
-	25, // 4: barista.v1.Job.class:type_name -> barista.v1.Class
-	2,  // 5: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
-	4,  // 6: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
-	2,  // 7: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	26, // 8: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	13, // 9: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
-	2,  // 10: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
-	2,  // 11: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
-	14, // 12: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
-	0,  // 13: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	20, // 14: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	24, // 15: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	25, // 16: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
-	0,  // 17: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	19, // 18: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	3,  // 19: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	5,  // 20: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	7,  // 21: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	9,  // 22: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	11, // 23: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	22, // 24: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	15, // 25: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
-	16, // 26: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
-	17, // 27: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
-	1,  // 28: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	21, // 29: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	4,  // 30: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	6,  // 31: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	8,  // 32: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	10, // 33: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	12, // 34: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	23, // 35: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	14, // 36: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
-	14, // 37: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
-	18, // 38: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
-	28, // [28:39] is the sub-list for method output_type
-	17, // [17:28] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	26, // 0: barista.v1.BulkJobsRequest.filter:type_name -> barista.v1.JobFilter
+	27, // 1: barista.v1.BulkJobsResponse.items:type_name -> barista.v1.BulkItem
+	28, // 2: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
+	29, // 3: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
+	4,  // 4: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
+	28, // 5: barista.v1.Job.size:type_name -> barista.v1.Size
+	29, // 6: barista.v1.Job.class:type_name -> barista.v1.Class
+	4,  // 7: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
+	6,  // 8: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
+	4,  // 9: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
+	30, // 10: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	15, // 11: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	4,  // 12: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
+	4,  // 13: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
+	16, // 14: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	2,  // 15: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	22, // 16: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	28, // 17: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	29, // 18: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	2,  // 19: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	21, // 20: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	5,  // 21: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	7,  // 22: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	9,  // 23: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	11, // 24: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	13, // 25: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	24, // 26: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	17, // 27: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	18, // 28: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	19, // 29: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	0,  // 30: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
+	0,  // 31: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
+	0,  // 32: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
+	3,  // 33: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	23, // 34: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	6,  // 35: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	8,  // 36: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	10, // 37: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	12, // 38: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	14, // 39: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	25, // 40: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	16, // 41: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	16, // 42: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	20, // 43: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	1,  // 44: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
+	1,  // 45: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
+	1,  // 46: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
+	33, // [33:47] is the sub-list for method output_type
+	19, // [19:33] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -2446,14 +2671,14 @@ func file_client_proto_init() {
 		return
 	}
 	file_commands_proto_init()
-	file_client_proto_msgTypes[0].OneofWrappers = []any{}
+	file_client_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
