@@ -51,6 +51,8 @@ type Target interface {
 	Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64) error
 	Cancel(now sfq.Time, id sfq.JobID) error
 	Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.InputKind) error
+	// Redrive moves dead letters back to their queues (feature level 5).
+	Redrive(now sfq.Time, ids []sfq.JobID) error
 	// Check verifies the target's invariants (run after every line).
 	Check() error
 	Hash() []byte
@@ -193,12 +195,30 @@ func (rn *runner) exec(f []string) error {
 		return rn.dispatch(args)
 	case "start", "heartbeat", "finish", "cancel", "expire":
 		return rn.jobEvent(cmd, args)
+	case "redrive":
+		return rn.redrive(args)
 	case "show":
 		return rn.show(args)
 	case "explain":
 		return rn.explain(args)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// redrive JOB [JOB ...]: a Redrive by IDs.
+func (rn *runner) redrive(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: redrive JOB [JOB ...]")
+	}
+	ids := make([]sfq.JobID, len(args))
+	for i, a := range args {
+		id, err := strconv.ParseUint(a, 10, 64)
+		if err != nil || id == 0 {
+			return fmt.Errorf("bad job id %q", a)
+		}
+		ids[i] = sfq.JobID(id)
+	}
+	return rn.t.Redrive(rn.now, ids)
 }
 
 func (rn *runner) at(args []string) error {

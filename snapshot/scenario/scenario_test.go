@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/baristahq/barista/fsm"
 )
 
 var update = flag.Bool("update", false, "rewrite the .golden files of testdata/scenarios")
@@ -247,8 +250,9 @@ show group a g
 		t.Errorf("output:\n%s\nwant:\n%s", got, want)
 	}
 	out.Reset()
-	if _, err := Run(strings.NewReader("level 5\n"), NewMachine(), &out, Options{}); err == nil ||
-		!strings.Contains(out.String(), "error 1: fatal: log entry 1 cannot be applied: unknown feature level 5 (this build understands up to 4): upgrade this node") {
-		t.Errorf("level 5: %v\n%s", err, out.String())
+	above := fsm.MaxFeatureLevel + 1
+	if _, err := Run(strings.NewReader(fmt.Sprintf("level %d\n", above)), NewMachine(), &out, Options{}); err == nil ||
+		!strings.Contains(out.String(), fmt.Sprintf("error 1: fatal: log entry 1 cannot be applied: unknown feature level %d (this build understands up to %d): upgrade this node", above, fsm.MaxFeatureLevel)) {
+		t.Errorf("level %d: %v\n%s", above, err, out.String())
 	}
 }
