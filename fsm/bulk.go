@@ -179,6 +179,8 @@ func ValidateBulk(op BulkOp, c *pb.BulkJobs) error {
 		return fmt.Errorf("%w: max_attempts: only a redrive sets it", sfq.ErrInvalid)
 	case c.MaxAttempts > sfq.MaxMaxAttempts:
 		return fmt.Errorf("%w: max_attempts: %d (want 1..%d, or 0 to keep each job's)", sfq.ErrInvalid, c.MaxAttempts, sfq.MaxMaxAttempts)
+	case c.SinceMs < 0 || (c.SinceMs != 0 && c.Filter == nil):
+		return fmt.Errorf("%w: since_ms: %d (want a positive duration, with a filter)", sfq.ErrInvalid, c.SinceMs)
 	case len(c.RequestKey) > sfq.MaxNameLen:
 		return fmt.Errorf("%w: request_key: %d bytes, at most %d", sfq.ErrInvalid, len(c.RequestKey), sfq.MaxNameLen)
 	}
@@ -217,7 +219,11 @@ func bulkDigest(op BulkOp, c *pb.BulkJobs) [16]byte {
 		}
 		str(f.JobType)
 		str(f.Group)
-		b = binary.AppendVarint(b, f.SubmittedFromMs)
+		from := f.SubmittedFromMs
+		if c.SinceMs != 0 {
+			from = -c.SinceMs // the caller's relative bound, not where "now" put it
+		}
+		b = binary.AppendVarint(b, from)
 		b = binary.AppendVarint(b, f.SubmittedToMs)
 	}
 	b = binary.AppendUvarint(b, c.After)

@@ -141,8 +141,12 @@ type BulkJobsResponse struct {
 	Skipped       uint64                 `protobuf:"varint,4,opt,name=skipped,proto3" json:"skipped,omitempty"`
 	Duplicate     bool                   `protobuf:"varint,5,opt,name=duplicate,proto3" json:"duplicate,omitempty"` // a retry of a call already applied: items are not repeated
 	Stopped       string                 `protobuf:"bytes,6,opt,name=stopped,proto3" json:"stopped,omitempty"`      // why the call stopped early (the tenant's max_queued)
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// submitted_from_ms is the absolute bound since_ms became (cluster
+	// time); the next page names it in filter.submitted_from_ms instead of
+	// since_ms, so that every page looks at the same jobs.
+	SubmittedFromMs int64 `protobuf:"varint,7,opt,name=submitted_from_ms,json=submittedFromMs,proto3" json:"submitted_from_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *BulkJobsResponse) Reset() {
@@ -215,6 +219,13 @@ func (x *BulkJobsResponse) GetStopped() string {
 		return x.Stopped
 	}
 	return ""
+}
+
+func (x *BulkJobsResponse) GetSubmittedFromMs() int64 {
+	if x != nil {
+		return x.SubmittedFromMs
+	}
+	return 0
 }
 
 type SubmitRequest struct {
@@ -2342,14 +2353,15 @@ const file_client_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x06 \x01(\rR\vmaxAttempts\x12\x1f\n" +
 	"\vrequest_key\x18\a \x01(\tR\n" +
 	"requestKey\x12\x17\n" +
-	"\adry_run\x18\b \x01(\bR\x06dryRun\"\xcc\x01\n" +
+	"\adry_run\x18\b \x01(\bR\x06dryRun\"\xf8\x01\n" +
 	"\x10BulkJobsResponse\x12*\n" +
 	"\x05items\x18\x01 \x03(\v2\x14.barista.v1.BulkItemR\x05items\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x12\n" +
 	"\x04done\x18\x03 \x01(\x04R\x04done\x12\x18\n" +
 	"\askipped\x18\x04 \x01(\x04R\askipped\x12\x1c\n" +
 	"\tduplicate\x18\x05 \x01(\bR\tduplicate\x12\x18\n" +
-	"\astopped\x18\x06 \x01(\tR\astopped\"\x86\x03\n" +
+	"\astopped\x18\x06 \x01(\tR\astopped\x12*\n" +
+	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\x86\x03\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +

@@ -3023,13 +3023,17 @@ func (x *JobFilter) GetSubmittedToMs() int64 {
 // names the continuation. A request_key makes a retry return the first
 // call's continuation instead of applying it again.
 type BulkJobs struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Jobs          []uint64               `protobuf:"varint,2,rep,packed,name=jobs,proto3" json:"jobs,omitempty"`
-	Filter        *JobFilter             `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
-	After         uint64                 `protobuf:"varint,4,opt,name=after,proto3" json:"after,omitempty"`                                // with a filter: the first job ID to look at
-	MaxAttempts   uint32                 `protobuf:"varint,5,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"` // Redrive only: 0 keeps each job's
-	RequestKey    string                 `protobuf:"bytes,6,opt,name=request_key,json=requestKey,proto3" json:"request_key,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Tenant      string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Jobs        []uint64               `protobuf:"varint,2,rep,packed,name=jobs,proto3" json:"jobs,omitempty"`
+	Filter      *JobFilter             `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	After       uint64                 `protobuf:"varint,4,opt,name=after,proto3" json:"after,omitempty"`                                // with a filter: the first job ID to look at
+	MaxAttempts uint32                 `protobuf:"varint,5,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"` // Redrive only: 0 keeps each job's
+	RequestKey  string                 `protobuf:"bytes,6,opt,name=request_key,json=requestKey,proto3" json:"request_key,omitempty"`
+	// since_ms is the relative bound the caller gave (the edge turned it
+	// into filter.submitted_from_ms): a retry with the same key and the
+	// same since_ms is the same request although "now" moved.
+	SinceMs       int64 `protobuf:"varint,7,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3104,6 +3108,13 @@ func (x *BulkJobs) GetRequestKey() string {
 		return x.RequestKey
 	}
 	return ""
+}
+
+func (x *BulkJobs) GetSinceMs() int64 {
+	if x != nil {
+		return x.SinceMs
+	}
+	return 0
 }
 
 // BulkItem is what a bulk command did to one job.
@@ -3539,7 +3550,7 @@ const file_commands_proto_rawDesc = "" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x14\n" +
 	"\x05group\x18\x03 \x01(\tR\x05group\x12*\n" +
 	"\x11submitted_from_ms\x18\x04 \x01(\x03R\x0fsubmittedFromMs\x12&\n" +
-	"\x0fsubmitted_to_ms\x18\x05 \x01(\x03R\rsubmittedToMs\"\xbf\x01\n" +
+	"\x0fsubmitted_to_ms\x18\x05 \x01(\x03R\rsubmittedToMs\"\xda\x01\n" +
 	"\bBulkJobs\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04jobs\x18\x02 \x03(\x04R\x04jobs\x12-\n" +
@@ -3547,7 +3558,8 @@ const file_commands_proto_rawDesc = "" +
 	"\x05after\x18\x04 \x01(\x04R\x05after\x12!\n" +
 	"\fmax_attempts\x18\x05 \x01(\rR\vmaxAttempts\x12\x1f\n" +
 	"\vrequest_key\x18\x06 \x01(\tR\n" +
-	"requestKey\"^\n" +
+	"requestKey\x12\x19\n" +
+	"\bsince_ms\x18\a \x01(\x03R\asinceMs\"^\n" +
 	"\bBulkItem\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x12\n" +
 	"\x04done\x18\x02 \x01(\bR\x04done\x12\x14\n" +

@@ -496,6 +496,7 @@ func TestConfigViewReadsTheSettings(t *testing.T) {
 		"heartbeat_interval": "5s", "self_kill_after": "25s", "cancel_grace": "10s", "max_attempts": uint32(7),
 		"job_retention": "24h", "event_retention": "24h", "event_retention_count": uint64(2_000_000), "dedupe_window": "90m",
 		"max_payload_bytes": uint32(1 << 20), "estimate": "submitted", "default_cost": "1m",
+		"dead_letter_retention": "168h", "dead_letter_max_jobs": uint64(100_000), "dead_letter_max_bytes": uint64(256 << 20),
 	}
 	for tier := sfq.Tier(0); tier < sfq.NumTiers; tier++ {
 		want["weights."+tier.String()] = c.Sched.TierWeights[tier]
