@@ -135,15 +135,21 @@ func (c *Client) ExplainJob(ctx context.Context, req *pb.ExplainJobRequest) (*pb
 // most 10,000 jobs; follow NextPageToken). With a RequestKey it is
 // retried on another node when a node fails.
 func (c *Client) Redrive(ctx context.Context, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) { return cl.Redrive(ctx, req) })
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) {
+		return cl.Redrive(ctx, req)
+	})
 }
 
 // CancelJobs cancels a tenant's jobs by IDs or a filter (one call).
 func (c *Client) CancelJobs(ctx context.Context, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) { return cl.CancelJobs(ctx, req) })
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) {
+		return cl.CancelJobs(ctx, req)
+	})
 }
 
 // PurgeJobs deletes a tenant's ended jobs by IDs or a filter (one call).
 func (c *Client) PurgeJobs(ctx context.Context, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) { return cl.PurgeJobs(ctx, req) })
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) {
+		return cl.PurgeJobs(ctx, req)
+	})
 }
