@@ -235,3 +235,34 @@ func TestDeadLetterPruning(t *testing.T) {
 		t.Fatalf("restored dead letters %d (%d bytes), want 1 (3)", n, b)
 	}
 }
+
+// TestRedriveIdleRule: a redrive counts as a submit for the idle rule and
+// the activation clamp. beta ran while acme's only job was a dead letter;
+// with nothing queued, the redrive first raises virtual_now to the
+// highest finish tag (beta's), and acme, eligible again, is clamped up to
+// it: it banked no credit while its job was dead.
+func TestRedriveIdleRule(t *testing.T) {
+	s := redriveWorld(t) // acme gold (125 virtual ms a 1s job), beta free (1000)
+	id, _ := s.Submit(0, Submission{Tenant: "acme", Size: SM, EstCostMs: 1000, MaxAttempts: 1})
+	failOnce(t, s, 1, "w1") // acme's tag 125
+	for i := range 3 {
+		s.Submit(Time(10+i), Submission{Tenant: "beta", Size: SM, EstCostMs: 1000})
+	}
+	for i := range 3 {
+		a, ok, err := s.Dispatch(Time(20+i), SM, "w2")
+		if err != nil || !ok || a.Tenant != 1 {
+			t.Fatalf("dispatch %d: %+v %v %v", i, a, ok, err)
+		}
+		s.Finish(Time(20+i), a.Job, a.Attempt, "w2", OutcomeOK, 1000, RunResult{})
+	}
+	before := s.VirtualNow()
+	if _, err := s.Redrive(100, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	acme, _ := s.Tenant("acme")
+	beta, _ := s.Tenant("beta")
+	if s.VirtualNow() != beta.Tag(ClassNormal) || s.VirtualNow() <= before || acme.Tag(ClassNormal) != s.VirtualNow() {
+		t.Fatalf("after the redrive: vnow %d (before %d), acme's tag %d, beta's %d", s.VirtualNow(), before, acme.Tag(ClassNormal), beta.Tag(ClassNormal))
+	}
+	mustVerify(t, s, "idle rule")
+}
