@@ -149,7 +149,7 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 	}
 	if f.Group != "" {
 		if err := sfq.ValidateGroupName(f.Group); err != nil {
-			return b, fmt.Errorf("filter.%w", err)
+			return b, fmt.Errorf("%w: filter.group: %s", sfq.ErrInvalid, strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
 		}
 	}
 	if f.SubmittedFromMs < 0 || f.SubmittedToMs < 0 || (f.SubmittedToMs != 0 && f.SubmittedToMs <= f.SubmittedFromMs) {

@@ -37,7 +37,7 @@ func bulkCommand(op fsm.BulkOp, tenant string, req *pb.BulkJobsRequest, now sfq.
 	}
 	if resolve && req.SinceMs > 0 && c.Filter != nil {
 		if from := int64(now) - req.SinceMs; from > c.Filter.SubmittedFromMs {
-			c.Filter.SubmittedFromMs = max(from, 1)
+			c.Filter.SubmittedFromMs = from
 		}
 	}
 	if err := fsm.ValidateBulk(op, c); err != nil {
