@@ -96,52 +96,69 @@ func checkSubmits(h *History) []Violation {
 	return out
 }
 
-// checkTerminal (2): a job enters a terminal state at most once and has at
-// most one accepted Finished in each of its lives: a redrive starts a new
-// one.
+// checkTerminal (2): a job enters a terminal state at most once in each
+// of its lives (a redrive starts a new one), and each of its attempts has
+// at most one accepted Finished, of an attempt that was dispatched (a
+// failed run that requeues its job is accepted too, so a job may have one
+// per attempt).
 func checkTerminal(h *History) []Violation {
 	var out []Violation
 	type fact struct {
-		index uint64
-		kind  string
-		what  string
+		index   uint64
+		kind    string
+		attempt uint32
+		what    string
 	}
 	facts := map[uint64][]fact{}
 	var order []uint64
+	seen := map[uint64]bool{}
 	for _, f := range h.Audit {
 		switch f.Kind {
-		case "terminal", "finish", "redrive":
-			if len(facts[f.Job]) == 0 && f.Kind != "redrive" {
+		case "terminal", "finish", "redrive", "dispatch":
+			if !seen[f.Job] && (f.Kind == "terminal" || f.Kind == "finish") {
+				seen[f.Job] = true
 				order = append(order, f.Job)
 			}
-			facts[f.Job] = append(facts[f.Job], fact{f.Index, f.Kind, fmt.Sprintf("%s at index %d", f.State, f.Index)})
+			facts[f.Job] = append(facts[f.Job], fact{f.Index, f.Kind, f.Attempt, fmt.Sprintf("%s at index %d", f.State, f.Index)})
 		}
 	}
 	for _, job := range order {
 		fs := facts[job]
 		sort.SliceStable(fs, func(i, j int) bool { return fs[i].index < fs[j].index })
 		var terminal []string
-		var finished []uint64
 		flush := func() {
 			if len(terminal) > 1 {
 				out = append(out, Violation{2, fmt.Sprintf("job %d reached a terminal state %d times: %s", job, len(terminal), strings.Join(terminal, ", "))})
 			}
-			if len(finished) > 1 {
-				out = append(out, Violation{2, fmt.Sprintf("job %d had %d accepted Finished reports, at indexes %v", job, len(finished), finished)})
-			}
-			terminal, finished = nil, nil
+			terminal = nil
 		}
+		dispatched := map[uint32]bool{}
+		finished := map[uint32][]uint64{}
+		var attempts []uint32
 		for _, f := range fs {
 			switch f.kind {
 			case "terminal":
 				terminal = append(terminal, f.what)
+			case "dispatch":
+				dispatched[f.attempt] = true
 			case "finish":
-				finished = append(finished, f.index)
+				if len(finished[f.attempt]) == 0 {
+					attempts = append(attempts, f.attempt)
+				}
+				finished[f.attempt] = append(finished[f.attempt], f.index)
+				if !dispatched[f.attempt] {
+					out = append(out, Violation{2, fmt.Sprintf("job %d had an accepted Finished of attempt %d at index %d, an attempt never dispatched", job, f.attempt, f.index)})
+				}
 			case "redrive":
 				flush()
 			}
 		}
 		flush()
+		for _, a := range attempts {
+			if f := finished[a]; len(f) > 1 {
+				out = append(out, Violation{2, fmt.Sprintf("job %d had %d accepted Finished reports of attempt %d, at indexes %v", job, len(f), a, f)})
+			}
+		}
 	}
 	return out
 }

@@ -154,7 +154,10 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 		{"double completion", 2, "job 2 reached a terminal state 2 times", func(h *History) {
 			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "terminal", Index: 39, Job: 2, State: "failed"})
 		}},
-		{"two accepted Finished", 2, "job 4 had 2 accepted Finished", func(h *History) {
+		{"two accepted Finished", 2, "job 4 had 2 accepted Finished reports of attempt 1, at indexes [17 39]", func(h *History) {
+			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "finish", Index: 39, Job: 4, Tenant: "fb", Attempt: 1, EstCostMs: 1000, Weight: 65536})
+		}},
+		{"Finished of an attempt never dispatched", 2, "job 4 had an accepted Finished of attempt 2 at index 39, an attempt never dispatched", func(h *History) {
 			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "finish", Index: 39, Job: 4, Tenant: "fb", Attempt: 2, EstCostMs: 1000, Weight: 65536})
 		}},
 		{"concurrent attempts", 2, "job 1: attempt 1 (worker w1) still ran", func(h *History) {
@@ -228,6 +231,7 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 					h.Audit[i].Attempt = 1
 				}
 			}
+			drop(h, func(f snapshot.AuditFact) bool { return f.Kind == "finish" && f.Index == 54 })
 		}},
 		{"two ends without a redrive event", 2, "job 5 has two terminal events: 20 and 22", func(h *History) {
 			withRedrive(h)
