@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"errors"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -124,7 +123,7 @@ func (s *ClientService) bulk(ctx context.Context, op fsm.BulkOp, req *pb.BulkJob
 		return nil, err
 	}
 	if res[0].Bulk == nil {
-		return nil, status.Error(codes.Internal, errors.New("bulk command without a result").Error())
+		return nil, status.Error(codes.Internal, "bulk command without a result")
 	}
 	return bulkResponse(res[0].Bulk, c), nil
 }

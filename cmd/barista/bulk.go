@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"flag"
@@ -174,6 +173,3 @@ func orDeleted(state string) string {
 	}
 	return state
 }
-
-// bulkContext bounds nothing more than each call's --rpc-timeout.
-var bulkContext = context.Background

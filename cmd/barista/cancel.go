@@ -38,7 +38,7 @@ them. The bulk form needs cluster feature level 5.`,
 				return usageError("--ids and --filter: give one, not both")
 			case bulk:
 				return runBulk(env, opts, "cancelled", func(cl *client.Client, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
-					return cl.CancelJobs(bulkContext(), req)
+					return cl.CancelJobs(context.Background(), req)
 				})
 			case len(args) != 1:
 				return usageError("cancel needs one ID")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 
 	pb "github.com/baristahq/barista/proto"
@@ -32,7 +33,7 @@ lists the jobs it would delete. Needs cluster feature level 5.`,
 				return usageError("--ids and --filter: give one, not both")
 			}
 			return runBulk(env, opts, "purged", func(cl *client.Client, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
-				return cl.PurgeJobs(bulkContext(), req)
+				return cl.PurgeJobs(context.Background(), req)
 			})
 		},
 	}))

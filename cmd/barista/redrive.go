@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 
 	pb "github.com/baristahq/barista/proto"
@@ -40,7 +41,7 @@ Needs cluster feature level 5.`,
 			}
 			return runBulk(env, &opts.bulkFlags, "redriven", func(cl *client.Client, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
 				req.MaxAttempts = uint32(opts.maxAttempts)
-				return cl.Redrive(bulkContext(), req)
+				return cl.Redrive(context.Background(), req)
 			})
 		},
 	}))
