@@ -414,7 +414,7 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 	if limit <= 0 || limit > 1_000_000 {
 		limit = DefaultPruneLimit
 	}
-	n := f.sched.Prune(f.clock-sfq.Time(f.cfg.JobRetentionMs), limit)
+	n := f.pruneJobs(limit)
 	// Events: beyond the count, or older than the age.
 	lost := f.webhookPruner()
 	for i := 0; i < limit; i++ {

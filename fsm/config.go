@@ -33,6 +33,9 @@ type Config struct {
 	MaxPayloadBytes uint32
 	// SubmitRate bounds each tenant's submits (feature level 5).
 	SubmitRate SubmitRate
+	// Feature level 5 (levers.go): the dead letters' retention and their
+	// bounds per tenant.
+	DeadLetters
 }
 
 // Limits on runtime settings.
@@ -69,6 +72,7 @@ func DefaultConfig() Config {
 		EventRetentionMs:    24 * 3600 * 1000,
 		DedupeWindowMs:      24 * 3600 * 1000,
 		MaxPayloadBytes:     1 << 20,
+		DeadLetters:         DefaultDeadLetters(),
 	}
 }
 
@@ -123,6 +127,9 @@ func (c Config) validate(payloadLimit uint32) error {
 	if err := c.SubmitRate.Validate(); err != nil {
 		return err
 	}
+	if err := c.DeadLetters.validate(); err != nil {
+		return err
+	}
 	switch {
 	case c.MaxPayloadBytes == 0:
 		return fmt.Errorf("%w: max_payload_bytes is 0 (want 1..%d)", sfq.ErrInvalid, payloadLimit)
@@ -164,6 +171,8 @@ func decodeConfig(d *sfq.Decoder, v int) Config {
 	c.MaxPayloadBytes = d.Uint32()
 	if v >= 5 {
 		decodeConfigLevers(d, &c)
+	} else {
+		c.DeadLetters = DefaultDeadLetters()
 	}
 	return c
 }

@@ -255,6 +255,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 		c.SubmitRate = SubmitRate{Rate: Rate{N: p.SubmitRateN, PeriodMs: p.SubmitRatePeriodMs}, Burst: p.SubmitBurst}
 	}
 	c.Sched.RetryBackoffMs, c.Sched.RetryBackoffMaxMs = p.RetryBackoffMs, p.RetryBackoffMaxMs
+	configLeversFromPB(p, &c)
 	return c, nil
 }
 
@@ -298,6 +299,7 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 		p.DecayHalfLifeMs = d.HalfLifeMs
 		p.DecayNormMs = d.NormMs
 	}
+	configLeversToPB(c, p)
 	return p
 }
 
@@ -323,6 +325,9 @@ func ResultToPB(r Result) *pb.CommandResult {
 	}
 	for _, o := range r.HeartbeatOutcomes {
 		out.HeartbeatOutcomes = append(out.HeartbeatOutcomes, o.String())
+	}
+	if b := r.Bulk; b != nil {
+		out.Items, out.Next, out.Duplicate, out.Stopped = BulkItemsToPB(b.Items), uint64(b.Next), b.Duplicate, b.Stopped
 	}
 	return out
 }

@@ -329,6 +329,12 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 		return f.applyRelease(cmd.Release)
 	case *pb.Command_Pause:
 		return f.applyPause(cmd.Pause)
+	case *pb.Command_Redrive:
+		return f.applyBulk(BulkRedrive, cmd.Redrive)
+	case *pb.Command_CancelJobs:
+		return f.applyBulk(BulkCancel, cmd.CancelJobs)
+	case *pb.Command_Purge:
+		return f.applyBulk(BulkPurge, cmd.Purge)
 	}
 	return refusef(Invalid, "empty or unknown command")
 }

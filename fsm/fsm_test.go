@@ -101,6 +101,7 @@ func TestIdempotentSubmit(t *testing.T) {
 	// The key outlives its job's pruning, then expires with the window.
 	cfg := DefaultConfig()
 	cfg.JobRetentionMs = 0
+	cfg.DeadLetterRetentionMs = 1 // the cancelled job is a dead letter
 	cfg.DedupeWindowMs = 60_000
 	h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
 	h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: 1}}})
@@ -321,7 +322,7 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	job := rapid.Uint64Range(1, max(jobs, 1)).Draw(t, "job")
 	attempt := uint32(rapid.IntRange(1, 3).Draw(t, "attempt"))
 	worker := rapid.SampledFrom(workers).Draw(t, "worker")
-	switch rapid.IntRange(0, 20).Draw(t, "kind") {
+	switch rapid.IntRange(0, 24).Draw(t, "kind") {
 	case 15, 16:
 		// Delays, expiry and a job's own backoff: refused below level 5.
 		sj := &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"), Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")),
@@ -367,6 +368,16 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 			return groupRateCmd(rapid.SampledFrom(tenants).Draw(t, "tenant"), "g1", n, period, 0)
 		}
 		return upsert(&pb.TenantUpsert{Name: rapid.SampledFrom(tenants).Draw(t, "tenant"), Tier: pb.Tier_SILVER, RateN: n, RatePeriodMs: period})
+	case 21, 22, 23:
+		// Bulk commands: refused below level 5.
+		return randomBulk(t, tenants, job)
+	case 24:
+		cfg := DefaultConfig()
+		cfg.JobRetentionMs = 0
+		cfg.DeadLetterRetentionMs = rapid.SampledFrom([]int64{1, 5000}).Draw(t, "dlretention")
+		cfg.DeadLetterMaxJobs = uint64(rapid.IntRange(1, 3).Draw(t, "dlmax"))
+		cfg.DeadLetterMaxBytes = uint64(rapid.IntRange(1, 1000).Draw(t, "dlbytes"))
+		return &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}}
 	case 13:
 		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3, Level4, Level5}).Draw(t, "level")}}}
 	case 14:

@@ -107,6 +107,14 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		d := p.GetDefaultCostMs()
 		r.need(d != 0 && d != sfq.DefaultCostMs, Level2, "default_cost")
 		r.need(p.GetSubmitRateN() != 0, Level5, "submit_rate")
+		l, what := deadLetterLevel(p)
+		r.need(l > Level1, l, what)
+	case *pb.Command_Redrive:
+		r.need(true, Level5, "Redrive")
+	case *pb.Command_CancelJobs:
+		r.need(true, Level5, "CancelJobs")
+	case *pb.Command_Purge:
+		r.need(true, Level5, "Purge")
 	}
 	return r.level, r.what
 }

@@ -133,8 +133,7 @@ func (f *FSM) PruneDue(now sfq.Time) bool {
 	if k := f.keys.Get(f.nextKey - uint64(f.keys.Len())); k != nil && k.Expires <= now {
 		return true
 	}
-	at, ok := f.sched.OldestEnded()
-	return ok && at < now-sfq.Time(f.cfg.JobRetentionMs)
+	return f.jobsPruneDue(now)
 }
 
 // DispatchBudget bounds the dispatches to workers of this size worth

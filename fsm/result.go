@@ -56,6 +56,8 @@ type Result struct {
 	Count uint64
 	// DeadlineMissed reports a dispatch of a job after its deadline.
 	DeadlineMissed bool
+	// Bulk is the outcome of a Redrive, CancelJobs or Purge (bulk.go).
+	Bulk *BulkResult
 }
 
 // Err returns the result's refusal as an error, or nil.

@@ -98,9 +98,9 @@ func TestExpireRunTimeout(t *testing.T) {
 }
 
 // TestPruneOnce: nothing is proposed while nothing is due; a cancelled
-// job past retention is pruned by one Prune entry.
+// job (a dead letter) past its retention is pruned by one Prune entry.
 func TestPruneOnce(t *testing.T) {
-	m := newMemory(t, func(c *fsm.Config) { c.JobRetentionMs = 60_000 })
+	m := newMemory(t, func(c *fsm.Config) { c.JobRetentionMs, c.DeadLetterRetentionMs = 60_000, 60_000 })
 	must(t, m, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
 	job := must(t, m, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000}}})[0].Job
 	must(t, m, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: uint64(job)}}})
@@ -119,6 +119,38 @@ func TestPruneOnce(t *testing.T) {
 	}
 	if _, _, ok := m.State().Job(job); ok {
 		t.Fatal("the job outlived its retention")
+	}
+}
+
+// TestPruneDeadLetterBounds: a tenant over its dead-letter bound makes a
+// Prune due at once, and the Prune drops its oldest dead letters down to
+// the bound; completed jobs are not counted.
+func TestPruneDeadLetterBounds(t *testing.T) {
+	m := newMemory(t, func(c *fsm.Config) { c.DeadLetterMaxJobs = 2 })
+	must(t, m, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
+	var jobs []sfq.JobID
+	for range 4 {
+		jobs = append(jobs, must(t, m, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000}}})[0].Job)
+	}
+	for _, id := range jobs[:2] {
+		must(t, m, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: uint64(id)}}})
+		m.Advance(time.Second)
+	}
+	entries := len(m.Entries())
+	if err := PruneOnce(context.Background(), m); err != nil || len(m.Entries()) != entries {
+		t.Fatalf("a prune was proposed at the bound (%v)", err)
+	}
+	must(t, m, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: uint64(jobs[2])}}})
+	if err := PruneOnce(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if last := m.Entries()[len(m.Entries())-1]; len(last) != 1 || last[0].GetPrune() == nil {
+		t.Fatalf("the last entry is %v, want one Prune", last)
+	}
+	for i, id := range jobs {
+		if _, _, ok := m.State().Job(id); ok != (i != 0) {
+			t.Fatalf("job %d kept %v, want only the oldest dead letter (job %d) gone", id, ok, jobs[0])
+		}
 	}
 }
 

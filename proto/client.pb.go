@@ -138,6 +138,208 @@ func (x *PauseResponse) GetChanged() bool {
 	return false
 }
 
+// BulkJobsRequest chooses a tenant's jobs for Redrive, CancelJobs or
+// PurgeJobs: job_ids, or a filter (an empty filter matches every job in
+// the call's states).
+type BulkJobsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	JobIds []uint64               `protobuf:"varint,2,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	Filter *JobFilter             `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	// since_ms, with a filter: only jobs submitted at most this long before
+	// now (cluster time, computed by the node that takes the call).
+	SinceMs     int64  `protobuf:"varint,4,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"`
+	PageToken   string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`        // the next_page_token of the previous call
+	MaxAttempts uint32 `protobuf:"varint,6,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"` // Redrive only: 0 keeps each job's
+	// request_key makes a retry of this call (same key, same request)
+	// return the first call's continuation instead of applying it again.
+	RequestKey    string `protobuf:"bytes,7,opt,name=request_key,json=requestKey,proto3" json:"request_key,omitempty"`
+	DryRun        bool   `protobuf:"varint,8,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"` // list what would be done; change nothing
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkJobsRequest) Reset() {
+	*x = BulkJobsRequest{}
+	mi := &file_client_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkJobsRequest) ProtoMessage() {}
+
+func (x *BulkJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkJobsRequest.ProtoReflect.Descriptor instead.
+func (*BulkJobsRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *BulkJobsRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *BulkJobsRequest) GetJobIds() []uint64 {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+func (x *BulkJobsRequest) GetFilter() *JobFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *BulkJobsRequest) GetSinceMs() int64 {
+	if x != nil {
+		return x.SinceMs
+	}
+	return 0
+}
+
+func (x *BulkJobsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *BulkJobsRequest) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *BulkJobsRequest) GetRequestKey() string {
+	if x != nil {
+		return x.RequestKey
+	}
+	return ""
+}
+
+func (x *BulkJobsRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type BulkJobsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*BulkItem            `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"` // empty: done
+	Done          uint64                 `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`                                         // jobs redriven, cancelled or purged
+	Skipped       uint64                 `protobuf:"varint,4,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	Duplicate     bool                   `protobuf:"varint,5,opt,name=duplicate,proto3" json:"duplicate,omitempty"` // a retry of a call already applied: items are not repeated
+	Stopped       string                 `protobuf:"bytes,6,opt,name=stopped,proto3" json:"stopped,omitempty"`      // why the call stopped early (the tenant's max_queued)
+	// submitted_from_ms is the absolute bound since_ms became (cluster
+	// time); the next page names it in filter.submitted_from_ms instead of
+	// since_ms, so that every page looks at the same jobs.
+	SubmittedFromMs int64 `protobuf:"varint,7,opt,name=submitted_from_ms,json=submittedFromMs,proto3" json:"submitted_from_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *BulkJobsResponse) Reset() {
+	*x = BulkJobsResponse{}
+	mi := &file_client_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkJobsResponse) ProtoMessage() {}
+
+func (x *BulkJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkJobsResponse.ProtoReflect.Descriptor instead.
+func (*BulkJobsResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *BulkJobsResponse) GetItems() []*BulkItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *BulkJobsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *BulkJobsResponse) GetDone() uint64 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *BulkJobsResponse) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *BulkJobsResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+func (x *BulkJobsResponse) GetStopped() string {
+	if x != nil {
+		return x.Stopped
+	}
+	return ""
+}
+
+func (x *BulkJobsResponse) GetSubmittedFromMs() int64 {
+	if x != nil {
+		return x.SubmittedFromMs
+	}
+	return 0
+}
+
 type SubmitRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// tenant may be empty for a client token (it gets its own tenant).
@@ -179,7 +381,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -191,7 +393,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -204,7 +406,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{2}
+	return file_client_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SubmitRequest) GetTenant() string {
@@ -316,7 +518,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -328,7 +530,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -341,7 +543,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{3}
+	return file_client_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SubmitResponse) GetJobId() uint64 {
@@ -369,7 +571,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +583,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +596,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{4}
+	return file_client_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReadOptions) GetStale() bool {
@@ -415,7 +617,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +629,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +642,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{5}
+	return file_client_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetJobRequest) GetTenant() string {
@@ -519,7 +721,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -531,7 +733,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -544,7 +746,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{6}
+	return file_client_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Job) GetJobId() uint64 {
@@ -774,7 +976,7 @@ type RunJobNowRequest struct {
 
 func (x *RunJobNowRequest) Reset() {
 	*x = RunJobNowRequest{}
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +988,7 @@ func (x *RunJobNowRequest) String() string {
 func (*RunJobNowRequest) ProtoMessage() {}
 
 func (x *RunJobNowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +1001,7 @@ func (x *RunJobNowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobNowRequest.ProtoReflect.Descriptor instead.
 func (*RunJobNowRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{7}
+	return file_client_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RunJobNowRequest) GetTenant() string {
@@ -825,7 +1027,7 @@ type RunJobNowResponse struct {
 
 func (x *RunJobNowResponse) Reset() {
 	*x = RunJobNowResponse{}
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +1039,7 @@ func (x *RunJobNowResponse) String() string {
 func (*RunJobNowResponse) ProtoMessage() {}
 
 func (x *RunJobNowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +1052,7 @@ func (x *RunJobNowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobNowResponse.ProtoReflect.Descriptor instead.
 func (*RunJobNowResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{8}
+	return file_client_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RunJobNowResponse) GetState() string {
@@ -880,7 +1082,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +1094,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +1107,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{9}
+	return file_client_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListJobsRequest) GetTenant() string {
@@ -962,7 +1164,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1176,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1189,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{10}
+	return file_client_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1014,7 +1216,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1026,7 +1228,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1039,7 +1241,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{11}
+	return file_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -1066,7 +1268,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1280,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1293,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{12}
+	return file_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CancelJobResponse) GetState() string {
@@ -1128,7 +1330,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1342,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1355,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{13}
+	return file_client_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -1213,7 +1415,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1427,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1440,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{14}
+	return file_client_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1338,7 +1540,7 @@ type TenantUsageRequest struct {
 
 func (x *TenantUsageRequest) Reset() {
 	*x = TenantUsageRequest{}
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1350,7 +1552,7 @@ func (x *TenantUsageRequest) String() string {
 func (*TenantUsageRequest) ProtoMessage() {}
 
 func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1363,7 +1565,7 @@ func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageRequest.ProtoReflect.Descriptor instead.
 func (*TenantUsageRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{15}
+	return file_client_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TenantUsageRequest) GetTenant() string {
@@ -1421,7 +1623,7 @@ type TenantUsageResponse struct {
 
 func (x *TenantUsageResponse) Reset() {
 	*x = TenantUsageResponse{}
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1635,7 @@ func (x *TenantUsageResponse) String() string {
 func (*TenantUsageResponse) ProtoMessage() {}
 
 func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1648,7 @@ func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageResponse.ProtoReflect.Descriptor instead.
 func (*TenantUsageResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{16}
+	return file_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TenantUsageResponse) GetTenant() string {
@@ -1623,7 +1825,7 @@ type GroupUsage struct {
 
 func (x *GroupUsage) Reset() {
 	*x = GroupUsage{}
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1635,7 +1837,7 @@ func (x *GroupUsage) String() string {
 func (*GroupUsage) ProtoMessage() {}
 
 func (x *GroupUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1648,7 +1850,7 @@ func (x *GroupUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupUsage.ProtoReflect.Descriptor instead.
 func (*GroupUsage) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{17}
+	return file_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GroupUsage) GetName() string {
@@ -1702,7 +1904,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1714,7 +1916,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1727,7 +1929,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{18}
+	return file_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Group) GetTenant() string {
@@ -1825,7 +2027,7 @@ type SetGroupRequest struct {
 
 func (x *SetGroupRequest) Reset() {
 	*x = SetGroupRequest{}
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +2039,7 @@ func (x *SetGroupRequest) String() string {
 func (*SetGroupRequest) ProtoMessage() {}
 
 func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +2052,7 @@ func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGroupRequest.ProtoReflect.Descriptor instead.
 func (*SetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{19}
+	return file_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetGroupRequest) GetTenant() string {
@@ -1899,7 +2101,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2113,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2126,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{20}
+	return file_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetGroupRequest) GetTenant() string {
@@ -1960,7 +2162,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2174,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2187,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{21}
+	return file_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListGroupsRequest) GetTenant() string {
@@ -2026,7 +2228,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2240,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2253,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{22}
+	return file_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -2077,7 +2279,7 @@ type SubmitBatchRequest struct {
 
 func (x *SubmitBatchRequest) Reset() {
 	*x = SubmitBatchRequest{}
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2089,7 +2291,7 @@ func (x *SubmitBatchRequest) String() string {
 func (*SubmitBatchRequest) ProtoMessage() {}
 
 func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2102,7 +2304,7 @@ func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
 func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{23}
+	return file_client_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SubmitBatchRequest) GetJobs() []*SubmitRequest {
@@ -2125,7 +2327,7 @@ type SubmitResult struct {
 
 func (x *SubmitResult) Reset() {
 	*x = SubmitResult{}
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2339,7 @@ func (x *SubmitResult) String() string {
 func (*SubmitResult) ProtoMessage() {}
 
 func (x *SubmitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2352,7 @@ func (x *SubmitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResult.ProtoReflect.Descriptor instead.
 func (*SubmitResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{24}
+	return file_client_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SubmitResult) GetJobId() uint64 {
@@ -2183,7 +2385,7 @@ type SubmitBatchResponse struct {
 
 func (x *SubmitBatchResponse) Reset() {
 	*x = SubmitBatchResponse{}
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2397,7 @@ func (x *SubmitBatchResponse) String() string {
 func (*SubmitBatchResponse) ProtoMessage() {}
 
 func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2410,7 @@ func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
 func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{25}
+	return file_client_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SubmitBatchResponse) GetResults() []*SubmitResult {
@@ -2228,7 +2430,7 @@ type ExplainJobRequest struct {
 
 func (x *ExplainJobRequest) Reset() {
 	*x = ExplainJobRequest{}
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2240,7 +2442,7 @@ func (x *ExplainJobRequest) String() string {
 func (*ExplainJobRequest) ProtoMessage() {}
 
 func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2253,7 +2455,7 @@ func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobRequest.ProtoReflect.Descriptor instead.
 func (*ExplainJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{26}
+	return file_client_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ExplainJobRequest) GetTenant() string {
@@ -2309,7 +2511,7 @@ type ExplainJobResponse struct {
 
 func (x *ExplainJobResponse) Reset() {
 	*x = ExplainJobResponse{}
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2321,7 +2523,7 @@ func (x *ExplainJobResponse) String() string {
 func (*ExplainJobResponse) ProtoMessage() {}
 
 func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2334,7 +2536,7 @@ func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobResponse.ProtoReflect.Descriptor instead.
 func (*ExplainJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{27}
+	return file_client_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ExplainJobResponse) GetJobId() uint64 {
@@ -2468,7 +2670,26 @@ const file_client_proto_rawDesc = "" +
 	"\x06resume\x18\x03 \x01(\bR\x06resume\"A\n" +
 	"\rPauseResponse\x12\x16\n" +
 	"\x06paused\x18\x01 \x01(\tR\x06paused\x12\x18\n" +
-	"\achanged\x18\x02 \x01(\bR\achanged\"\x82\x04\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\"\x88\x02\n" +
+	"\x0fBulkJobsRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x17\n" +
+	"\ajob_ids\x18\x02 \x03(\x04R\x06jobIds\x12-\n" +
+	"\x06filter\x18\x03 \x01(\v2\x15.barista.v1.JobFilterR\x06filter\x12\x19\n" +
+	"\bsince_ms\x18\x04 \x01(\x03R\asinceMs\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\x12!\n" +
+	"\fmax_attempts\x18\x06 \x01(\rR\vmaxAttempts\x12\x1f\n" +
+	"\vrequest_key\x18\a \x01(\tR\n" +
+	"requestKey\x12\x17\n" +
+	"\adry_run\x18\b \x01(\bR\x06dryRun\"\xf8\x01\n" +
+	"\x10BulkJobsResponse\x12*\n" +
+	"\x05items\x18\x01 \x03(\v2\x14.barista.v1.BulkItemR\x05items\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x12\n" +
+	"\x04done\x18\x03 \x01(\x04R\x04done\x12\x18\n" +
+	"\askipped\x18\x04 \x01(\x04R\askipped\x12\x1c\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\x12\x18\n" +
+	"\astopped\x18\x06 \x01(\tR\astopped\x12*\n" +
+	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\x82\x04\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +
@@ -2683,7 +2904,7 @@ const file_client_proto_rawDesc = "" +
 	"\x0eeligible_at_ms\x18\x0f \x01(\x03R\feligibleAtMs\x12\x14\n" +
 	"\x05group\x18( \x01(\tR\x05group\x12\x1f\n" +
 	"\vgroup_order\x18) \x01(\tR\n" +
-	"groupOrder2\x8e\a\n" +
+	"groupOrder2\xe5\b\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
@@ -2699,7 +2920,11 @@ const file_client_proto_rawDesc = "" +
 	"\n" +
 	"ListGroups\x12\x1d.barista.v1.ListGroupsRequest\x1a\x1e.barista.v1.ListGroupsResponse\x12H\n" +
 	"\tRunJobNow\x12\x1c.barista.v1.RunJobNowRequest\x1a\x1d.barista.v1.RunJobNowResponse\x12<\n" +
-	"\x05Pause\x12\x18.barista.v1.PauseRequest\x1a\x19.barista.v1.PauseResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\x05Pause\x12\x18.barista.v1.PauseRequest\x1a\x19.barista.v1.PauseResponse\x12D\n" +
+	"\aRedrive\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponse\x12G\n" +
+	"\n" +
+	"CancelJobs\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponse\x12F\n" +
+	"\tPurgeJobs\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_client_proto_rawDescOnce sync.Once
@@ -2713,89 +2938,101 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_client_proto_goTypes = []any{
 	(*PauseRequest)(nil),        // 0: barista.v1.PauseRequest
 	(*PauseResponse)(nil),       // 1: barista.v1.PauseResponse
-	(*SubmitRequest)(nil),       // 2: barista.v1.SubmitRequest
-	(*SubmitResponse)(nil),      // 3: barista.v1.SubmitResponse
-	(*ReadOptions)(nil),         // 4: barista.v1.ReadOptions
-	(*GetJobRequest)(nil),       // 5: barista.v1.GetJobRequest
-	(*Job)(nil),                 // 6: barista.v1.Job
-	(*RunJobNowRequest)(nil),    // 7: barista.v1.RunJobNowRequest
-	(*RunJobNowResponse)(nil),   // 8: barista.v1.RunJobNowResponse
-	(*ListJobsRequest)(nil),     // 9: barista.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),    // 10: barista.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),    // 11: barista.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),   // 12: barista.v1.CancelJobResponse
-	(*WatchEventsRequest)(nil),  // 13: barista.v1.WatchEventsRequest
-	(*Event)(nil),               // 14: barista.v1.Event
-	(*TenantUsageRequest)(nil),  // 15: barista.v1.TenantUsageRequest
-	(*TenantUsageResponse)(nil), // 16: barista.v1.TenantUsageResponse
-	(*GroupUsage)(nil),          // 17: barista.v1.GroupUsage
-	(*Group)(nil),               // 18: barista.v1.Group
-	(*SetGroupRequest)(nil),     // 19: barista.v1.SetGroupRequest
-	(*GetGroupRequest)(nil),     // 20: barista.v1.GetGroupRequest
-	(*ListGroupsRequest)(nil),   // 21: barista.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),  // 22: barista.v1.ListGroupsResponse
-	(*SubmitBatchRequest)(nil),  // 23: barista.v1.SubmitBatchRequest
-	(*SubmitResult)(nil),        // 24: barista.v1.SubmitResult
-	(*SubmitBatchResponse)(nil), // 25: barista.v1.SubmitBatchResponse
-	(*ExplainJobRequest)(nil),   // 26: barista.v1.ExplainJobRequest
-	(*ExplainJobResponse)(nil),  // 27: barista.v1.ExplainJobResponse
-	(Size)(0),                   // 28: barista.v1.Size
-	(Class)(0),                  // 29: barista.v1.Class
-	(Tier)(0),                   // 30: barista.v1.Tier
+	(*BulkJobsRequest)(nil),     // 2: barista.v1.BulkJobsRequest
+	(*BulkJobsResponse)(nil),    // 3: barista.v1.BulkJobsResponse
+	(*SubmitRequest)(nil),       // 4: barista.v1.SubmitRequest
+	(*SubmitResponse)(nil),      // 5: barista.v1.SubmitResponse
+	(*ReadOptions)(nil),         // 6: barista.v1.ReadOptions
+	(*GetJobRequest)(nil),       // 7: barista.v1.GetJobRequest
+	(*Job)(nil),                 // 8: barista.v1.Job
+	(*RunJobNowRequest)(nil),    // 9: barista.v1.RunJobNowRequest
+	(*RunJobNowResponse)(nil),   // 10: barista.v1.RunJobNowResponse
+	(*ListJobsRequest)(nil),     // 11: barista.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),    // 12: barista.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),    // 13: barista.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),   // 14: barista.v1.CancelJobResponse
+	(*WatchEventsRequest)(nil),  // 15: barista.v1.WatchEventsRequest
+	(*Event)(nil),               // 16: barista.v1.Event
+	(*TenantUsageRequest)(nil),  // 17: barista.v1.TenantUsageRequest
+	(*TenantUsageResponse)(nil), // 18: barista.v1.TenantUsageResponse
+	(*GroupUsage)(nil),          // 19: barista.v1.GroupUsage
+	(*Group)(nil),               // 20: barista.v1.Group
+	(*SetGroupRequest)(nil),     // 21: barista.v1.SetGroupRequest
+	(*GetGroupRequest)(nil),     // 22: barista.v1.GetGroupRequest
+	(*ListGroupsRequest)(nil),   // 23: barista.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),  // 24: barista.v1.ListGroupsResponse
+	(*SubmitBatchRequest)(nil),  // 25: barista.v1.SubmitBatchRequest
+	(*SubmitResult)(nil),        // 26: barista.v1.SubmitResult
+	(*SubmitBatchResponse)(nil), // 27: barista.v1.SubmitBatchResponse
+	(*ExplainJobRequest)(nil),   // 28: barista.v1.ExplainJobRequest
+	(*ExplainJobResponse)(nil),  // 29: barista.v1.ExplainJobResponse
+	(*JobFilter)(nil),           // 30: barista.v1.JobFilter
+	(*BulkItem)(nil),            // 31: barista.v1.BulkItem
+	(Size)(0),                   // 32: barista.v1.Size
+	(Class)(0),                  // 33: barista.v1.Class
+	(Tier)(0),                   // 34: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
-	28, // 0: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
-	29, // 1: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
-	4,  // 2: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	28, // 3: barista.v1.Job.size:type_name -> barista.v1.Size
-	29, // 4: barista.v1.Job.class:type_name -> barista.v1.Class
-	4,  // 5: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
-	6,  // 6: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
-	4,  // 7: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	30, // 8: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	17, // 9: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
-	4,  // 10: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
-	4,  // 11: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
-	18, // 12: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
-	2,  // 13: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	24, // 14: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	28, // 15: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	29, // 16: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
-	2,  // 17: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	23, // 18: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	5,  // 19: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	9,  // 20: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	11, // 21: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	13, // 22: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	15, // 23: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	26, // 24: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	19, // 25: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
-	20, // 26: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
-	21, // 27: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
-	7,  // 28: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
-	0,  // 29: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
-	3,  // 30: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	25, // 31: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	6,  // 32: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	10, // 33: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	12, // 34: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	14, // 35: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	16, // 36: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	27, // 37: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	18, // 38: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
-	18, // 39: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
-	22, // 40: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
-	8,  // 41: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
-	1,  // 42: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
-	30, // [30:43] is the sub-list for method output_type
-	17, // [17:30] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	30, // 0: barista.v1.BulkJobsRequest.filter:type_name -> barista.v1.JobFilter
+	31, // 1: barista.v1.BulkJobsResponse.items:type_name -> barista.v1.BulkItem
+	32, // 2: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
+	33, // 3: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
+	6,  // 4: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
+	32, // 5: barista.v1.Job.size:type_name -> barista.v1.Size
+	33, // 6: barista.v1.Job.class:type_name -> barista.v1.Class
+	6,  // 7: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
+	8,  // 8: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
+	6,  // 9: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
+	34, // 10: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	19, // 11: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	6,  // 12: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
+	6,  // 13: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
+	20, // 14: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	4,  // 15: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	26, // 16: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	32, // 17: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	33, // 18: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	4,  // 19: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	25, // 20: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	7,  // 21: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	11, // 22: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	13, // 23: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	15, // 24: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	17, // 25: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	28, // 26: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	21, // 27: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	22, // 28: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	23, // 29: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	9,  // 30: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
+	0,  // 31: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
+	2,  // 32: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
+	2,  // 33: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
+	2,  // 34: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
+	5,  // 35: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	27, // 36: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	8,  // 37: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	12, // 38: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	14, // 39: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	16, // 40: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	18, // 41: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	29, // 42: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	20, // 43: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	20, // 44: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	24, // 45: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	10, // 46: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
+	1,  // 47: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
+	3,  // 48: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
+	3,  // 49: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
+	3,  // 50: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
+	35, // [35:51] is the sub-list for method output_type
+	19, // [19:35] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -2804,14 +3041,14 @@ func file_client_proto_init() {
 		return
 	}
 	file_commands_proto_init()
-	file_client_proto_msgTypes[2].OneofWrappers = []any{}
+	file_client_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

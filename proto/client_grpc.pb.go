@@ -37,6 +37,9 @@ const (
 	Client_ListGroups_FullMethodName  = "/barista.v1.Client/ListGroups"
 	Client_RunJobNow_FullMethodName   = "/barista.v1.Client/RunJobNow"
 	Client_Pause_FullMethodName       = "/barista.v1.Client/Pause"
+	Client_Redrive_FullMethodName     = "/barista.v1.Client/Redrive"
+	Client_CancelJobs_FullMethodName  = "/barista.v1.Client/CancelJobs"
+	Client_PurgeJobs_FullMethodName   = "/barista.v1.Client/PurgeJobs"
 )
 
 // ClientClient is the client API for Client service.
@@ -78,6 +81,17 @@ type ClientClient interface {
 	// may pause any; the tenant's client token its own, and it cannot lift
 	// an admin's pause.
 	Pause(ctx context.Context, in *PauseRequest, opts ...grpc.CallOption) (*PauseResponse, error)
+	// Redrive moves a tenant's dead letters (failed, timed_out, expired,
+	// cancelled; never completed) back to queued, by IDs or by a filter
+	// evaluated in Apply, the first 10,000 matches a call: call again with
+	// next_page_token until it is empty. Per job: redriven, or skipped with
+	// a reason. dry_run lists the matches without proposing anything.
+	Redrive(ctx context.Context, in *BulkJobsRequest, opts ...grpc.CallOption) (*BulkJobsResponse, error)
+	// CancelJobs cancels a tenant's jobs by IDs or by the same filter:
+	// queued (and scheduled) ones at once, live ones get cancel_requested.
+	CancelJobs(ctx context.Context, in *BulkJobsRequest, opts ...grpc.CallOption) (*BulkJobsResponse, error)
+	// PurgeJobs deletes a tenant's ended jobs by IDs or by the same filter.
+	PurgeJobs(ctx context.Context, in *BulkJobsRequest, opts ...grpc.CallOption) (*BulkJobsResponse, error)
 }
 
 type clientClient struct {
@@ -227,6 +241,36 @@ func (c *clientClient) Pause(ctx context.Context, in *PauseRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *clientClient) Redrive(ctx context.Context, in *BulkJobsRequest, opts ...grpc.CallOption) (*BulkJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BulkJobsResponse)
+	err := c.cc.Invoke(ctx, Client_Redrive_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) CancelJobs(ctx context.Context, in *BulkJobsRequest, opts ...grpc.CallOption) (*BulkJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BulkJobsResponse)
+	err := c.cc.Invoke(ctx, Client_CancelJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) PurgeJobs(ctx context.Context, in *BulkJobsRequest, opts ...grpc.CallOption) (*BulkJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BulkJobsResponse)
+	err := c.cc.Invoke(ctx, Client_PurgeJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServer is the server API for Client service.
 // All implementations must embed UnimplementedClientServer
 // for forward compatibility.
@@ -266,6 +310,17 @@ type ClientServer interface {
 	// may pause any; the tenant's client token its own, and it cannot lift
 	// an admin's pause.
 	Pause(context.Context, *PauseRequest) (*PauseResponse, error)
+	// Redrive moves a tenant's dead letters (failed, timed_out, expired,
+	// cancelled; never completed) back to queued, by IDs or by a filter
+	// evaluated in Apply, the first 10,000 matches a call: call again with
+	// next_page_token until it is empty. Per job: redriven, or skipped with
+	// a reason. dry_run lists the matches without proposing anything.
+	Redrive(context.Context, *BulkJobsRequest) (*BulkJobsResponse, error)
+	// CancelJobs cancels a tenant's jobs by IDs or by the same filter:
+	// queued (and scheduled) ones at once, live ones get cancel_requested.
+	CancelJobs(context.Context, *BulkJobsRequest) (*BulkJobsResponse, error)
+	// PurgeJobs deletes a tenant's ended jobs by IDs or by the same filter.
+	PurgeJobs(context.Context, *BulkJobsRequest) (*BulkJobsResponse, error)
 	mustEmbedUnimplementedClientServer()
 }
 
@@ -314,6 +369,15 @@ func (UnimplementedClientServer) RunJobNow(context.Context, *RunJobNowRequest) (
 }
 func (UnimplementedClientServer) Pause(context.Context, *PauseRequest) (*PauseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Pause not implemented")
+}
+func (UnimplementedClientServer) Redrive(context.Context, *BulkJobsRequest) (*BulkJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Redrive not implemented")
+}
+func (UnimplementedClientServer) CancelJobs(context.Context, *BulkJobsRequest) (*BulkJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelJobs not implemented")
+}
+func (UnimplementedClientServer) PurgeJobs(context.Context, *BulkJobsRequest) (*BulkJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PurgeJobs not implemented")
 }
 func (UnimplementedClientServer) mustEmbedUnimplementedClientServer() {}
 func (UnimplementedClientServer) testEmbeddedByValue()                {}
@@ -563,6 +627,60 @@ func _Client_Pause_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Client_Redrive_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BulkJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).Redrive(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_Redrive_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).Redrive(ctx, req.(*BulkJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_CancelJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BulkJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).CancelJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_CancelJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).CancelJobs(ctx, req.(*BulkJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_PurgeJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BulkJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).PurgeJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_PurgeJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).PurgeJobs(ctx, req.(*BulkJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Client_ServiceDesc is the grpc.ServiceDesc for Client service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -617,6 +735,18 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Pause",
 			Handler:    _Client_Pause_Handler,
+		},
+		{
+			MethodName: "Redrive",
+			Handler:    _Client_Redrive_Handler,
+		},
+		{
+			MethodName: "CancelJobs",
+			Handler:    _Client_CancelJobs_Handler,
+		},
+		{
+			MethodName: "PurgeJobs",
+			Handler:    _Client_PurgeJobs_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

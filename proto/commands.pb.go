@@ -718,6 +718,9 @@ type Command struct {
 	//	*Command_WebhookAck
 	//	*Command_WebhookReplay
 	//	*Command_Release
+	//	*Command_Redrive
+	//	*Command_CancelJobs
+	//	*Command_Purge
 	Cmd           isCommand_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -967,6 +970,33 @@ func (x *Command) GetRelease() *Release {
 	return nil
 }
 
+func (x *Command) GetRedrive() *BulkJobs {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_Redrive); ok {
+			return x.Redrive
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCancelJobs() *BulkJobs {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_CancelJobs); ok {
+			return x.CancelJobs
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPurge() *BulkJobs {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_Purge); ok {
+			return x.Purge
+		}
+	}
+	return nil
+}
+
 type isCommand_Cmd interface {
 	isCommand_Cmd()
 }
@@ -1066,6 +1096,20 @@ type Command_Release struct {
 	Release *Release `protobuf:"bytes,70,opt,name=release,proto3,oneof"`
 }
 
+type Command_Redrive struct {
+	// Dead letters and redrive (docs/api.md, "Dead letters and redrive"):
+	// numbers 90 to 99.
+	Redrive *BulkJobs `protobuf:"bytes,90,opt,name=redrive,proto3,oneof"`
+}
+
+type Command_CancelJobs struct {
+	CancelJobs *BulkJobs `protobuf:"bytes,91,opt,name=cancel_jobs,json=cancelJobs,proto3,oneof"`
+}
+
+type Command_Purge struct {
+	Purge *BulkJobs `protobuf:"bytes,92,opt,name=purge,proto3,oneof"`
+}
+
 func (*Command_Submit) isCommand_Cmd() {}
 
 func (*Command_Dispatch) isCommand_Cmd() {}
@@ -1111,6 +1155,12 @@ func (*Command_WebhookAck) isCommand_Cmd() {}
 func (*Command_WebhookReplay) isCommand_Cmd() {}
 
 func (*Command_Release) isCommand_Cmd() {}
+
+func (*Command_Redrive) isCommand_Cmd() {}
+
+func (*Command_CancelJobs) isCommand_Cmd() {}
+
+func (*Command_Purge) isCommand_Cmd() {}
 
 // SubmitJob queues a job. With an idempotency key, the same (tenant, key)
 // and the same content returns the existing job; different content is
@@ -2358,8 +2408,17 @@ type SchedulerConfig struct {
 	// doubling per failure up to retry_backoff_max_ms; 0 = requeue at once.
 	RetryBackoffMs    int64 `protobuf:"varint,70,opt,name=retry_backoff_ms,json=retryBackoffMs,proto3" json:"retry_backoff_ms,omitempty"`
 	RetryBackoffMaxMs int64 `protobuf:"varint,71,opt,name=retry_backoff_max_ms,json=retryBackoffMaxMs,proto3" json:"retry_backoff_max_ms,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Dead letters (jobs that ended failed, timed_out, expired or
+	// cancelled) are kept dead_letter_retention_ms (0 = the default, 7 days)
+	// instead of job_retention_ms, and each tenant keeps at most
+	// dead_letter_max_jobs of them (0 = the default, 100,000) holding at
+	// most dead_letter_max_bytes of payload (0 = the default, 256 MiB): the
+	// oldest go first. Feature level 5.
+	DeadLetterRetentionMs int64  `protobuf:"varint,90,opt,name=dead_letter_retention_ms,json=deadLetterRetentionMs,proto3" json:"dead_letter_retention_ms,omitempty"`
+	DeadLetterMaxJobs     uint64 `protobuf:"varint,91,opt,name=dead_letter_max_jobs,json=deadLetterMaxJobs,proto3" json:"dead_letter_max_jobs,omitempty"`
+	DeadLetterMaxBytes    uint64 `protobuf:"varint,92,opt,name=dead_letter_max_bytes,json=deadLetterMaxBytes,proto3" json:"dead_letter_max_bytes,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *SchedulerConfig) Reset() {
@@ -2570,6 +2629,27 @@ func (x *SchedulerConfig) GetRetryBackoffMs() int64 {
 func (x *SchedulerConfig) GetRetryBackoffMaxMs() int64 {
 	if x != nil {
 		return x.RetryBackoffMaxMs
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetDeadLetterRetentionMs() int64 {
+	if x != nil {
+		return x.DeadLetterRetentionMs
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetDeadLetterMaxJobs() uint64 {
+	if x != nil {
+		return x.DeadLetterMaxJobs
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetDeadLetterMaxBytes() uint64 {
+	if x != nil {
+		return x.DeadLetterMaxBytes
 	}
 	return 0
 }
@@ -3177,6 +3257,254 @@ func (x *WebhookReplay) GetFromSeq() uint64 {
 	return 0
 }
 
+// JobFilter chooses jobs of one tenant for a bulk command; every field set
+// must match. The submit-time bounds are absolute cluster times, computed
+// at the edge (a --since is turned into submitted_from_ms there).
+type JobFilter struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	States          []string               `protobuf:"bytes,1,rep,name=states,proto3" json:"states,omitempty"`                                             // empty: the command's own states
+	JobType         string                 `protobuf:"bytes,2,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`                            // "" = any
+	Group           string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`                                               // "" = any
+	SubmittedFromMs int64                  `protobuf:"varint,4,opt,name=submitted_from_ms,json=submittedFromMs,proto3" json:"submitted_from_ms,omitempty"` // inclusive; 0 = no bound
+	SubmittedToMs   int64                  `protobuf:"varint,5,opt,name=submitted_to_ms,json=submittedToMs,proto3" json:"submitted_to_ms,omitempty"`       // exclusive; 0 = no bound
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *JobFilter) Reset() {
+	*x = JobFilter{}
+	mi := &file_commands_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobFilter) ProtoMessage() {}
+
+func (x *JobFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobFilter.ProtoReflect.Descriptor instead.
+func (*JobFilter) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *JobFilter) GetStates() []string {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *JobFilter) GetJobType() string {
+	if x != nil {
+		return x.JobType
+	}
+	return ""
+}
+
+func (x *JobFilter) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *JobFilter) GetSubmittedFromMs() int64 {
+	if x != nil {
+		return x.SubmittedFromMs
+	}
+	return 0
+}
+
+func (x *JobFilter) GetSubmittedToMs() int64 {
+	if x != nil {
+		return x.SubmittedToMs
+	}
+	return 0
+}
+
+// BulkJobs is a Redrive, a CancelJobs or a Purge of one tenant's jobs: by
+// IDs (at most 10,000), or by a filter evaluated inside Apply on the jobs
+// from ID after on, the first 10,000 matches by ascending ID; the result
+// names the continuation. A request_key makes a retry return the first
+// call's continuation instead of applying it again.
+type BulkJobs struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Tenant      string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Jobs        []uint64               `protobuf:"varint,2,rep,packed,name=jobs,proto3" json:"jobs,omitempty"`
+	Filter      *JobFilter             `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	After       uint64                 `protobuf:"varint,4,opt,name=after,proto3" json:"after,omitempty"`                                // with a filter: the first job ID to look at
+	MaxAttempts uint32                 `protobuf:"varint,5,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"` // Redrive only: 0 keeps each job's
+	RequestKey  string                 `protobuf:"bytes,6,opt,name=request_key,json=requestKey,proto3" json:"request_key,omitempty"`
+	// since_ms is the relative bound the caller gave (the edge turned it
+	// into filter.submitted_from_ms): a retry with the same key and the
+	// same since_ms is the same request although "now" moved.
+	SinceMs       int64 `protobuf:"varint,7,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkJobs) Reset() {
+	*x = BulkJobs{}
+	mi := &file_commands_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkJobs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkJobs) ProtoMessage() {}
+
+func (x *BulkJobs) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkJobs.ProtoReflect.Descriptor instead.
+func (*BulkJobs) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *BulkJobs) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *BulkJobs) GetJobs() []uint64 {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+func (x *BulkJobs) GetFilter() *JobFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *BulkJobs) GetAfter() uint64 {
+	if x != nil {
+		return x.After
+	}
+	return 0
+}
+
+func (x *BulkJobs) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *BulkJobs) GetRequestKey() string {
+	if x != nil {
+		return x.RequestKey
+	}
+	return ""
+}
+
+func (x *BulkJobs) GetSinceMs() int64 {
+	if x != nil {
+		return x.SinceMs
+	}
+	return 0
+}
+
+// BulkItem is what a bulk command did to one job.
+type BulkItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
+	Done          bool                   `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`    // redriven, cancelled (or cancel requested), purged
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`   // the job's state after the command ("" = purged or unknown)
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"` // why it was skipped
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkItem) Reset() {
+	*x = BulkItem{}
+	mi := &file_commands_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkItem) ProtoMessage() {}
+
+func (x *BulkItem) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkItem.ProtoReflect.Descriptor instead.
+func (*BulkItem) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BulkItem) GetJob() uint64 {
+	if x != nil {
+		return x.Job
+	}
+	return 0
+}
+
+func (x *BulkItem) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *BulkItem) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *BulkItem) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // CommandResult is what Apply returned for one command.
 type CommandResult struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -3192,13 +3520,18 @@ type CommandResult struct {
 	HeartbeatOutcomes []string               `protobuf:"bytes,10,rep,name=heartbeat_outcomes,json=heartbeatOutcomes,proto3" json:"heartbeat_outcomes,omitempty"`
 	Tenant            string                 `protobuf:"bytes,11,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	DeadlineMissed    bool                   `protobuf:"varint,12,opt,name=deadline_missed,json=deadlineMissed,proto3" json:"deadline_missed,omitempty"` // a dispatch of a job after its deadline
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Bulk commands (Redrive, CancelJobs, Purge).
+	Items         []*BulkItem `protobuf:"bytes,90,rep,name=items,proto3" json:"items,omitempty"`
+	Next          uint64      `protobuf:"varint,91,opt,name=next,proto3" json:"next,omitempty"`           // the continuation: 0 = done
+	Duplicate     bool        `protobuf:"varint,92,opt,name=duplicate,proto3" json:"duplicate,omitempty"` // a retry of a request already applied
+	Stopped       string      `protobuf:"bytes,93,opt,name=stopped,proto3" json:"stopped,omitempty"`      // why the command stopped early (the quota)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_commands_proto_msgTypes[29]
+	mi := &file_commands_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3210,7 +3543,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[29]
+	mi := &file_commands_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3223,7 +3556,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{29}
+	return file_commands_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CommandResult) GetCode() Code {
@@ -3310,6 +3643,34 @@ func (x *CommandResult) GetDeadlineMissed() bool {
 	return false
 }
 
+func (x *CommandResult) GetItems() []*BulkItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *CommandResult) GetNext() uint64 {
+	if x != nil {
+		return x.Next
+	}
+	return 0
+}
+
+func (x *CommandResult) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+func (x *CommandResult) GetStopped() string {
+	if x != nil {
+		return x.Stopped
+	}
+	return ""
+}
+
 var File_commands_proto protoreflect.FileDescriptor
 
 const file_commands_proto_rawDesc = "" +
@@ -3320,8 +3681,7 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xb4\n" +
-	"\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xcd\v\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x14.barista.v1.DispatchH\x00R\bdispatch\x12/\n" +
@@ -3351,7 +3711,11 @@ const file_commands_proto_rawDesc = "" +
 	"\vwebhook_ack\x18> \x01(\v2\x16.barista.v1.WebhookAckH\x00R\n" +
 	"webhookAck\x12B\n" +
 	"\x0ewebhook_replay\x18? \x01(\v2\x19.barista.v1.WebhookReplayH\x00R\rwebhookReplay\x12/\n" +
-	"\arelease\x18F \x01(\v2\x13.barista.v1.ReleaseH\x00R\areleaseB\x05\n" +
+	"\arelease\x18F \x01(\v2\x13.barista.v1.ReleaseH\x00R\arelease\x120\n" +
+	"\aredrive\x18Z \x01(\v2\x14.barista.v1.BulkJobsH\x00R\aredrive\x127\n" +
+	"\vcancel_jobs\x18[ \x01(\v2\x14.barista.v1.BulkJobsH\x00R\n" +
+	"cancelJobs\x12,\n" +
+	"\x05purge\x18\\ \x01(\v2\x14.barista.v1.BulkJobsH\x00R\x05purgeB\x05\n" +
 	"\x03cmd\"\xec\x03\n" +
 	"\tSubmitJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12'\n" +
@@ -3461,7 +3825,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x1b\n" +
 	"\tas_tenant\x18\x05 \x01(\bR\basTenant\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xdd\b\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xfa\t\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -3489,7 +3853,10 @@ const file_commands_proto_rawDesc = "" +
 	"\x15submit_rate_period_ms\x18e \x01(\x03R\x12submitRatePeriodMs\x12!\n" +
 	"\fsubmit_burst\x18f \x01(\rR\vsubmitBurst\x12(\n" +
 	"\x10retry_backoff_ms\x18F \x01(\x03R\x0eretryBackoffMs\x12/\n" +
-	"\x14retry_backoff_max_ms\x18G \x01(\x03R\x11retryBackoffMaxMs\"@\n" +
+	"\x14retry_backoff_max_ms\x18G \x01(\x03R\x11retryBackoffMaxMs\x127\n" +
+	"\x18dead_letter_retention_ms\x18Z \x01(\x03R\x15deadLetterRetentionMs\x12/\n" +
+	"\x14dead_letter_max_jobs\x18[ \x01(\x04R\x11deadLetterMaxJobs\x121\n" +
+	"\x15dead_letter_max_bytes\x18\\ \x01(\x04R\x12deadLetterMaxBytes\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +
 	"\x05Prune\x12\x14\n" +
@@ -3525,7 +3892,27 @@ const file_commands_proto_rawDesc = "" +
 	"\acursors\x18\x01 \x03(\v2\x19.barista.v1.WebhookCursorR\acursors\"B\n" +
 	"\rWebhookReplay\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x19\n" +
-	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\"\xf7\x02\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\"\xa8\x01\n" +
+	"\tJobFilter\x12\x16\n" +
+	"\x06states\x18\x01 \x03(\tR\x06states\x12\x19\n" +
+	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\x12*\n" +
+	"\x11submitted_from_ms\x18\x04 \x01(\x03R\x0fsubmittedFromMs\x12&\n" +
+	"\x0fsubmitted_to_ms\x18\x05 \x01(\x03R\rsubmittedToMs\"\xda\x01\n" +
+	"\bBulkJobs\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04jobs\x18\x02 \x03(\x04R\x04jobs\x12-\n" +
+	"\x06filter\x18\x03 \x01(\v2\x15.barista.v1.JobFilterR\x06filter\x12\x14\n" +
+	"\x05after\x18\x04 \x01(\x04R\x05after\x12!\n" +
+	"\fmax_attempts\x18\x05 \x01(\rR\vmaxAttempts\x12\x1f\n" +
+	"\vrequest_key\x18\x06 \x01(\tR\n" +
+	"requestKey\x12\x19\n" +
+	"\bsince_ms\x18\a \x01(\x03R\asinceMs\"^\n" +
+	"\bBulkItem\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\bR\x04done\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xef\x03\n" +
 	"\rCommandResult\x12$\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x10.barista.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x10\n" +
@@ -3539,7 +3926,11 @@ const file_commands_proto_rawDesc = "" +
 	"\x12heartbeat_outcomes\x18\n" +
 	" \x03(\tR\x11heartbeatOutcomes\x12\x16\n" +
 	"\x06tenant\x18\v \x01(\tR\x06tenant\x12'\n" +
-	"\x0fdeadline_missed\x18\f \x01(\bR\x0edeadlineMissed*4\n" +
+	"\x0fdeadline_missed\x18\f \x01(\bR\x0edeadlineMissed\x12*\n" +
+	"\x05items\x18Z \x03(\v2\x14.barista.v1.BulkItemR\x05items\x12\x12\n" +
+	"\x04next\x18[ \x01(\x04R\x04next\x12\x1c\n" +
+	"\tduplicate\x18\\ \x01(\bR\tduplicate\x12\x18\n" +
+	"\astopped\x18] \x01(\tR\astopped*4\n" +
 	"\x04Size\x12\x14\n" +
 	"\x10SIZE_UNSPECIFIED\x10\x00\x12\x06\n" +
 	"\x02SM\x10\x01\x12\x06\n" +
@@ -3623,7 +4014,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_commands_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
@@ -3665,7 +4056,10 @@ var file_commands_proto_goTypes = []any{
 	(*WebhookCursor)(nil),   // 37: barista.v1.WebhookCursor
 	(*WebhookAck)(nil),      // 38: barista.v1.WebhookAck
 	(*WebhookReplay)(nil),   // 39: barista.v1.WebhookReplay
-	(*CommandResult)(nil),   // 40: barista.v1.CommandResult
+	(*JobFilter)(nil),       // 40: barista.v1.JobFilter
+	(*BulkJobs)(nil),        // 41: barista.v1.BulkJobs
+	(*BulkItem)(nil),        // 42: barista.v1.BulkItem
+	(*CommandResult)(nil),   // 43: barista.v1.CommandResult
 }
 var file_commands_proto_depIdxs = []int32{
 	12, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
@@ -3692,29 +4086,34 @@ var file_commands_proto_depIdxs = []int32{
 	38, // 21: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
 	39, // 22: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
 	14, // 23: barista.v1.Command.release:type_name -> barista.v1.Release
-	0,  // 24: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	3,  // 25: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	0,  // 26: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	17, // 27: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	2,  // 28: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	4,  // 29: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 30: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	23, // 31: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	3,  // 32: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	5,  // 33: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
-	6,  // 34: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
-	7,  // 35: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	8,  // 36: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	9,  // 37: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	28, // 38: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	37, // 39: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
-	10, // 40: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 41: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	41, // 24: barista.v1.Command.redrive:type_name -> barista.v1.BulkJobs
+	41, // 25: barista.v1.Command.cancel_jobs:type_name -> barista.v1.BulkJobs
+	41, // 26: barista.v1.Command.purge:type_name -> barista.v1.BulkJobs
+	0,  // 27: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	3,  // 28: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	0,  // 29: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	17, // 30: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	2,  // 31: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	4,  // 32: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	1,  // 33: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	23, // 34: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	3,  // 35: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	5,  // 36: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	6,  // 37: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	7,  // 38: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	8,  // 39: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	9,  // 40: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	28, // 41: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	37, // 42: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	40, // 43: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
+	10, // 44: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	0,  // 45: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	42, // 46: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -3746,6 +4145,9 @@ func file_commands_proto_init() {
 		(*Command_WebhookAck)(nil),
 		(*Command_WebhookReplay)(nil),
 		(*Command_Release)(nil),
+		(*Command_Redrive)(nil),
+		(*Command_CancelJobs)(nil),
+		(*Command_Purge)(nil),
 	}
 	file_commands_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
@@ -3754,7 +4156,7 @@ func file_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   30,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -316,7 +316,7 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 	var state sfq.State
 	if req.State != "" {
 		if state, err = sfq.ParseState(req.State); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "state: %q (want queued, assigned, running, completed, failed, cancelled or timed_out)", req.State)
+			return nil, status.Errorf(codes.InvalidArgument, "state: %q (want queued, assigned, running, completed, failed, cancelled, timed_out, scheduled or expired)", req.State)
 		}
 	}
 	from, err := parsePageToken(req.PageToken)

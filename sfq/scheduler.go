@@ -42,7 +42,9 @@ type Scheduler struct {
 	// (the idle rule looks at them only).
 	queuedFair [NumClasses]uint64
 	deadlines  deadlineHeap
-	ended      endedQueue
+	ended      endedQueue // completed jobs, by (ended_at, id)
+	deadAll    endedQueue // dead letters, by (ended_at, id) (redrive.go)
+	dead       []deadLetters
 	est        estimateIndex
 	dl         delayState // delays and expiries (delay.go)
 	// rateT and rateG hold the tenants and groups (by slot) whose rate
@@ -1316,7 +1318,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	}
 	if j.State.Terminal() && !old.State.Terminal() {
 		j.EndedAt, j.endWall = now, MakeWallDelta(s.wall, now)
-		s.ended.push(now, j.ID)
+		s.noteEnded(j)
 	}
 	rt.slotMut(j.Class, j.Size)
 	s.refresh(ti, gs, q)
@@ -1423,31 +1425,19 @@ func (s *Scheduler) tidy(now Time) {
 // Prune removes up to limit terminal jobs that ended before cutoff, in
 // (ended_at, id) order, and returns how many it removed.
 func (s *Scheduler) Prune(cutoff Time, limit int) int {
-	s.advance(s.clock)
-	n := 0
-	for n < limit {
-		e, ok := s.ended.front()
-		if !ok || e.at >= cutoff {
-			break
-		}
-		s.ended.pop()
-		if j := s.jobs.Get(uint64(e.id)); j != nil && j.State.Terminal() {
-			if j.Group() != "" {
-				s.grouped--
-			}
-			if j.timed {
-				s.dl.timed--
-			}
-			s.jobs.Del(uint64(e.id))
-			n++
-		}
-	}
-	return n
+	return s.PruneEnded(cutoff, cutoff, limit)
 }
 
 // OldestEnded returns when the longest-ended terminal job still in the
 // table ended.
 func (s *Scheduler) OldestEnded() (Time, bool) {
-	e, ok := s.ended.front()
-	return e.at, ok
+	a, aok := s.ended.front()
+	b, bok := s.deadAll.front()
+	switch {
+	case aok && bok:
+		return min(a.at, b.at), true
+	case aok:
+		return a.at, true
+	}
+	return b.at, bok
 }

@@ -762,6 +762,8 @@ func (s *Scheduler) rebuild() error {
 	s.queuedFair = [NumClasses]uint64{}
 	s.deadlines = deadlineHeap{}
 	s.ended = endedQueue{}
+	s.deadAll = endedQueue{}
+	s.dead = nil
 	s.grouped = 0
 	var err error
 	s.jobs.View().Each(func(_ uint64, j *Job) bool {
@@ -798,7 +800,7 @@ func (s *Scheduler) rebuild() error {
 				s.deadlines.push(deadline{at: j.TimeoutAt, job: j.ID, attempt: j.Attempt, kind: InExpireTimeout})
 			}
 		case j.State.Terminal():
-			s.ended.push(j.EndedAt, j.ID)
+			s.noteEnded(j)
 		}
 		return true
 	})
@@ -1138,6 +1140,7 @@ func (s *Scheduler) Verify() error {
 	s.verifyEstimates(report)
 	s.verifyDelays(report)
 	s.verifyRates(report)
+	s.verifyDeadLetters(report)
 	if len(problems) == 0 {
 		return nil
 	}

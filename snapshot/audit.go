@@ -33,7 +33,9 @@ import (
 //   - "finish": an accepted Finished: Index, Job, Tenant, Attempt, CPUMs,
 //     EstCostMs, Weight.
 //   - "terminal": a job entering a terminal state: Index, Job, Tenant,
-//     State.
+//     State (a bulk CancelJobs reports each job it ended).
+//   - "redrive": a job a Redrive moved back to its queue: Index, Job,
+//     Tenant, Attempt (its attempt, which keeps counting), State (after).
 //   - "job": after the last entry, one per job in the table: Job, Tenant,
 //     Key, State.
 type AuditFact struct {
@@ -173,6 +175,20 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 					InflightCPUMs: t.InflightCPUMs, MaxRunning: t.Caps.MaxRunning, MaxRunningSize: t.Caps.MaxRunningSize[j.Size],
 					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged, BackloggedIn: backloggedIn,
 					Class: j.Class.String(), Deadline: j.HasDeadline(), DeadlineMissed: r.DeadlineMissed, Start: int64(j.StartTag), Eligible: eligible})
+			case *pb.Command_Redrive, *pb.Command_CancelJobs:
+				if r.Bulk == nil {
+					return
+				}
+				for _, it := range r.Bulk.Items {
+					j, ok := s.Job(it.Job)
+					switch {
+					case !it.Done || !ok:
+					case c.GetRedrive() != nil:
+						a.emit(AuditFact{Kind: "redrive", Index: l.Index, Job: uint64(it.Job), Tenant: s.TenantName(j.Tenant), Attempt: j.Attempt, State: j.State.String()})
+					case j.State.Terminal():
+						a.emit(AuditFact{Kind: "terminal", Index: l.Index, Job: uint64(it.Job), Tenant: s.TenantName(j.Tenant), State: j.State.String()})
+					}
+				}
 			case *pb.Command_Finished:
 				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
 					j, _ := s.Job(sfq.JobID(x.Finished.Job))

@@ -1,8 +1,10 @@
 package snapshot
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -63,5 +65,51 @@ func TestAuditClassesAndDeadlines(t *testing.T) {
 	if f := got[1]; f.Job != 2 || f.Class != "normal" || !f.Deadline || !f.DeadlineMissed || f.Start != 0 || !reflect.DeepEqual(f.Eligible, []string{"normal", "normal:deadline"}) ||
 		!reflect.DeepEqual(f.BackloggedIn, []string{"a:normal"}) {
 		t.Fatalf("second dispatch %+v", f)
+	}
+}
+
+// TestAuditRedrive: a job that failed, was redriven and ran again shows
+// "terminal" (failed), "redrive" with its attempt (1), then a dispatch of
+// attempt 2; a bulk cancel reports each job it ended as "terminal".
+func TestAuditRedrive(t *testing.T) {
+	dir := t.TempDir()
+	db, err := raftboltdb.NewBoltStore(filepath.Join(dir, LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := []*pb.Command{
+		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level5}}},
+		{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
+		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, MaxAttempts: 1}}},
+		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000}}},
+		{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}},
+		{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, CpuMs: 10, ExitCode: 3}}},
+		{Cmd: &pb.Command_Redrive{Redrive: &pb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{}}}},
+		{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 2}}},
+		{Cmd: &pb.Command_CancelJobs{CancelJobs: &pb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{States: []string{"queued"}}}}},
+	}
+	for i, c := range cmds {
+		data, err := fsm.Encode(&pb.Envelope{Version: fsm.Version, StampMs: int64(i) * 1000, Commands: []*pb.Command{c}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.StoreLog(&raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	var got []string
+	if _, err := Audit(dir, 0, func(f AuditFact) {
+		switch f.Kind {
+		case "dispatch", "redrive", "terminal":
+			got = append(got, fmt.Sprintf("%d:%s job=%d attempt=%d state=%s", f.Index, f.Kind, f.Job, f.Attempt, f.State))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"5:dispatch job=1 attempt=1 state=", "6:terminal job=1 attempt=0 state=failed", "7:redrive job=1 attempt=1 state=queued",
+		"8:dispatch job=1 attempt=2 state=", "9:terminal job=2 attempt=0 state=cancelled"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("facts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

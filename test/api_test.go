@@ -185,6 +185,18 @@ func TestAuthMatrix(t *testing.T) {
 			_, err := pb.NewAdminClient(cc).PauseDispatch(ctx, &pb.PauseDispatchRequest{Resume: true})
 			return err
 		},
+		"Client.Redrive": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewClientClient(cc).Redrive(ctx, &pb.BulkJobsRequest{Tenant: "acme", JobIds: []uint64{999}})
+			return err
+		},
+		"Client.CancelJobs": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewClientClient(cc).CancelJobs(ctx, &pb.BulkJobsRequest{Tenant: "acme", JobIds: []uint64{999}})
+			return err
+		},
+		"Client.PurgeJobs": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewClientClient(cc).PurgeJobs(ctx, &pb.BulkJobsRequest{Tenant: "acme", Filter: &pb.JobFilter{}, DryRun: true})
+			return err
+		},
 		"Worker.ListWorkers": func(ctx context.Context, cc *grpc.ClientConn) error {
 			_, err := pb.NewWorkerClient(cc).ListWorkers(ctx, &pb.ListWorkersRequest{})
 			return err
@@ -201,6 +213,7 @@ func TestAuthMatrix(t *testing.T) {
 		"Client.WatchEvents": codes.OK, "Client.TenantUsage": codes.OK, "Client.ExplainJob": codes.NotFound, "Admin.UpsertTenant": codes.OK, "Admin.DeleteTenant": codes.NotFound,
 		"Client.SetGroup": codes.OK, "Client.GetGroup": codes.NotFound, "Client.ListGroups": codes.OK,
 		"Client.Pause": codes.OK, "Admin.PauseDispatch": codes.OK,
+		"Client.Redrive": codes.OK, "Client.CancelJobs": codes.OK, "Client.PurgeJobs": codes.OK,
 		"Admin.GetTenant": codes.OK, "Admin.ListTenants": codes.OK, "Admin.GetConfig": codes.OK, "Admin.SetConfig": codes.InvalidArgument,
 		"Node.Status": codes.OK, "Node.Apply": codes.InvalidArgument, "Node.Join": codes.InvalidArgument, "Node.RemovePeer": codes.NotFound,
 		"Node.ListPeers": codes.OK, "Node.TransferLeadership": codes.NotFound, "Worker.ListWorkers": codes.OK, "Worker.Drain": codes.NotFound,
@@ -281,6 +294,16 @@ func TestAuthMatrix(t *testing.T) {
 		name string
 		err  error
 	}{"pause", err})
+	_, err = acme.Redrive(ctx, &pb.BulkJobsRequest{Tenant: "beta", JobIds: []uint64{betaJob.JobId}})
+	denied = append(denied, struct {
+		name string
+		err  error
+	}{"redrive", err})
+	_, err = acme.CancelJobs(ctx, &pb.BulkJobsRequest{Tenant: "beta", Filter: &pb.JobFilter{}})
+	denied = append(denied, struct {
+		name string
+		err  error
+	}{"cancel jobs", err})
 	for _, d := range denied {
 		if status.Code(d.err) != codes.PermissionDenied || !strings.Contains(d.err.Error(), `tenant: this token is for tenant "acme", not "beta"`) {
 			t.Errorf("acme naming beta (%s): %v", d.name, d.err)

@@ -301,6 +301,27 @@ func TestHTTPAPI(t *testing.T) {
 		t.Errorf("paged list: %v in %d pages after the first, want %v in 1", got, pages, want)
 	}
 
+	// A bulk call: a dry run of a cancel by filter lists the queued jobs
+	// and changes nothing.
+	var bulk struct {
+		Items []struct {
+			Job   string `json:"job"`
+			Done  bool   `json:"done"`
+			State string `json:"state"`
+		} `json:"items"`
+		Done string `json:"done"`
+	}
+	a.json("POST", "/v1/jobs:cancel", acmeToken, `{"filter":{"states":["queued"]},"dry_run":true}`, &bulk)
+	var listed []string
+	for _, it := range bulk.Items {
+		if it.Done && it.State == "queued" {
+			listed = append(listed, it.Job)
+		}
+	}
+	if want := []string{first, b1, b3}; !slices.Equal(listed, want) || bulk.Done != "3" {
+		t.Errorf("dry run of a cancel by filter: %+v, want jobs %v", bulk, want)
+	}
+
 	// Why a job waits (no worker of its size).
 	var why struct {
 		JobID  string `json:"job_id"`

@@ -498,6 +498,7 @@ func TestConfigViewReadsTheSettings(t *testing.T) {
 		"max_payload_bytes": uint32(1 << 20), "estimate": "submitted", "default_cost": "1m",
 		"submit_rate": "off", "submit_burst": uint32(0),
 		"retry_backoff": "0s", "retry_backoff_max": "0s",
+		"dead_letter_retention": "168h", "dead_letter_max_jobs": uint64(100_000), "dead_letter_max_bytes": uint64(256 << 20),
 	}
 	for tier := sfq.Tier(0); tier < sfq.NumTiers; tier++ {
 		want["weights."+tier.String()] = c.Sched.TierWeights[tier]

@@ -45,7 +45,8 @@ just before it, and "backlogged_in", as tenant:class, the classes where
 each had queued jobs without a deadline; "eligible", the classes with an
 eligible job the worker fits just before it, "high:deadline" for a job
 with a deadline), "finish" (accepted reports), "terminal" (a job's
-terminal transition), and finally "job" (every job in the table). The
+terminal transition), "redrive" (a job a Redrive queued again, with its
+attempt), and finally "job" (every job in the table). The
 chaos checker reads them (docs/chaos.md): caps, fairness inside each
 class, and class and deadline order at every dispatch.
 

@@ -345,10 +345,14 @@ func trackCall(ctx context.Context, method string, req, reply any, cc *grpc.Clie
 // submit without a key, a cancel or a delete is not (the second answer
 // differs, or a second job is made), nor a webhook set (the answer that
 // shows a new secret comes once) or replay. A group's cap is set to a
-// value: SetGroup may be repeated.
+// value: SetGroup may be repeated. A Redrive, CancelJobs or PurgeJobs
+// with a request key is (a retry returns the first call's continuation),
+// and so is a dry run.
 func idempotent(method string, req any) bool {
 	name := method[strings.LastIndexByte(method, '/')+1:]
 	switch r := req.(type) {
+	case *pb.BulkJobsRequest:
+		return r.GetRequestKey() != "" || r.GetDryRun()
 	case *pb.SubmitRequest:
 		return r.GetIdempotencyKey() != ""
 	case *pb.SubmitBatchRequest:

@@ -138,3 +138,26 @@ func (c *Client) RunJobNow(ctx context.Context, req *pb.RunJobNowRequest) (*pb.R
 		return cl.RunJobNow(ctx, req)
 	})
 }
+
+// Redrive moves dead letters of a tenant back to queued (one call: at
+// most 10,000 jobs; follow NextPageToken). With a RequestKey it is
+// retried on another node when a node fails.
+func (c *Client) Redrive(ctx context.Context, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) {
+		return cl.Redrive(ctx, req)
+	})
+}
+
+// CancelJobs cancels a tenant's jobs by IDs or a filter (one call).
+func (c *Client) CancelJobs(ctx context.Context, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) {
+		return cl.CancelJobs(ctx, req)
+	})
+}
+
+// PurgeJobs deletes a tenant's ended jobs by IDs or a filter (one call).
+func (c *Client) PurgeJobs(ctx context.Context, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
+	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) {
+		return cl.PurgeJobs(ctx, req)
+	})
+}

@@ -1,6 +1,10 @@
 package scenario
 
-import "github.com/baristahq/barista/sfq"
+import (
+	"errors"
+
+	"github.com/baristahq/barista/sfq"
+)
 
 // Core runs scripts directly against the scheduling core.
 type Core struct{ S *sfq.Scheduler }
@@ -148,6 +152,17 @@ func (c *Core) Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.Input
 func (c *Core) Release(now sfq.Time, id sfq.JobID) error {
 	_, err := c.S.Release(now, id, false)
 	return err
+}
+
+// Redrive implements Target: each job in turn; the refusals are joined.
+func (c *Core) Redrive(now sfq.Time, ids []sfq.JobID) error {
+	var errs []error
+	for _, id := range ids {
+		if _, err := c.S.Redrive(now, id, 0); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Check implements Target.

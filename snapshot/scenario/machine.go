@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/baristahq/barista/fsm"
@@ -213,6 +214,46 @@ func (m *Machine) Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.In
 func (m *Machine) Release(now sfq.Time, id sfq.JobID) error {
 	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: []uint64{uint64(id)}}}})
 	return err
+}
+
+// Redrive implements Target: one Redrive entry per run of jobs of one
+// tenant; a skipped job is an error naming it and the reason.
+func (m *Machine) Redrive(now sfq.Time, ids []sfq.JobID) error {
+	var errs []error
+	for len(ids) > 0 {
+		var tenant string
+		m.F.Read(func(s *sfq.Scheduler) {
+			if j, ok := s.Job(ids[0]); ok {
+				tenant = s.TenantName(j.Tenant)
+			}
+		})
+		if tenant == "" {
+			errs = append(errs, fmt.Errorf("job %d: not found", ids[0]))
+			ids = ids[1:]
+			continue
+		}
+		c := &pb.BulkJobs{Tenant: tenant}
+		for len(ids) > 0 {
+			var same bool
+			m.F.Read(func(s *sfq.Scheduler) { _, same = s.TenantJob(tenant, ids[0]) })
+			if !same {
+				break
+			}
+			c.Jobs = append(c.Jobs, uint64(ids[0]))
+			ids = ids[1:]
+		}
+		res, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Redrive{Redrive: c}})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, it := range res.Bulk.Items {
+			if !it.Done {
+				errs = append(errs, fmt.Errorf("job %d: %s", it.Job, it.Reason))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Check implements Target.

@@ -59,6 +59,8 @@ type Target interface {
 	Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.InputKind) error
 	// Release moves a scheduled job to its queue (refused if not due).
 	Release(now sfq.Time, id sfq.JobID) error
+	// Redrive moves dead letters back to their queues (feature level 5).
+	Redrive(now sfq.Time, ids []sfq.JobID) error
 	// Check verifies the target's invariants (run after every line).
 	Check() error
 	Hash() []byte
@@ -203,12 +205,30 @@ func (rn *runner) exec(f []string) error {
 		return rn.dispatch(args)
 	case "start", "heartbeat", "finish", "cancel", "expire", "release":
 		return rn.jobEvent(cmd, args)
+	case "redrive":
+		return rn.redrive(args)
 	case "show":
 		return rn.show(args)
 	case "explain":
 		return rn.explain(args)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// redrive JOB [JOB ...]: a Redrive by IDs.
+func (rn *runner) redrive(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: redrive JOB [JOB ...]")
+	}
+	ids := make([]sfq.JobID, len(args))
+	for i, a := range args {
+		id, err := strconv.ParseUint(a, 10, 64)
+		if err != nil || id == 0 {
+			return fmt.Errorf("bad job id %q", a)
+		}
+		ids[i] = sfq.JobID(id)
+	}
+	return rn.t.Redrive(rn.now, ids)
 }
 
 func (rn *runner) at(args []string) error {

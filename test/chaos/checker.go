@@ -13,7 +13,8 @@ import (
 // Violation is one broken invariant. Rule is the number of the invariant
 // in SPEC §8 (1 lost submits, 2 single terminal state and no concurrent
 // attempts, 3 caps, 4 virtual time and counters, 5 equal hashes, 6
-// fairness inside a class, 7 class and deadline order, 8 group caps).
+// fairness inside a class, 7 class and deadline order, 8 group caps, 9
+// redrives).
 type Violation struct {
 	Rule int
 	Msg  string
@@ -27,7 +28,7 @@ func Check(h *History) []Violation {
 	var out []Violation
 	for _, rule := range []func(*History) []Violation{
 		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness, checkPriority,
-		checkGroupCaps,
+		checkGroupCaps, checkRedrive,
 	} {
 		out = append(out, rule(h)...)
 	}
@@ -95,33 +96,125 @@ func checkSubmits(h *History) []Violation {
 	return out
 }
 
-// checkTerminal (2): a job enters a terminal state at most once and has at
-// most one accepted Finished.
+// checkTerminal (2): a job enters a terminal state at most once in each
+// of its lives (a redrive starts a new one), and each of its attempts has
+// at most one accepted Finished, of an attempt that was dispatched (a
+// failed run that requeues its job is accepted too, so a job may have one
+// per attempt).
 func checkTerminal(h *History) []Violation {
 	var out []Violation
-	terminal := map[uint64][]string{}
-	finished := map[uint64][]uint64{}
+	type fact struct {
+		index   uint64
+		kind    string
+		attempt uint32
+		what    string
+	}
+	facts := map[uint64][]fact{}
 	var order []uint64
+	seen := map[uint64]bool{}
 	for _, f := range h.Audit {
 		switch f.Kind {
-		case "terminal":
-			if len(terminal[f.Job]) == 0 && len(finished[f.Job]) == 0 {
+		case "terminal", "finish", "redrive", "dispatch":
+			if !seen[f.Job] && (f.Kind == "terminal" || f.Kind == "finish") {
+				seen[f.Job] = true
 				order = append(order, f.Job)
 			}
-			terminal[f.Job] = append(terminal[f.Job], fmt.Sprintf("%s at index %d", f.State, f.Index))
-		case "finish":
-			if len(terminal[f.Job]) == 0 && len(finished[f.Job]) == 0 {
-				order = append(order, f.Job)
-			}
-			finished[f.Job] = append(finished[f.Job], f.Index)
+			facts[f.Job] = append(facts[f.Job], fact{f.Index, f.Kind, f.Attempt, fmt.Sprintf("%s at index %d", f.State, f.Index)})
 		}
 	}
 	for _, job := range order {
-		if t := terminal[job]; len(t) > 1 {
-			out = append(out, Violation{2, fmt.Sprintf("job %d reached a terminal state %d times: %s", job, len(t), strings.Join(t, ", "))})
+		fs := facts[job]
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].index < fs[j].index })
+		var terminal []string
+		flush := func() {
+			if len(terminal) > 1 {
+				out = append(out, Violation{2, fmt.Sprintf("job %d reached a terminal state %d times: %s", job, len(terminal), strings.Join(terminal, ", "))})
+			}
+			terminal = nil
 		}
-		if f := finished[job]; len(f) > 1 {
-			out = append(out, Violation{2, fmt.Sprintf("job %d had %d accepted Finished reports, at indexes %v", job, len(f), f)})
+		dispatched := map[uint32]bool{}
+		finished := map[uint32][]uint64{}
+		var attempts []uint32
+		for _, f := range fs {
+			switch f.kind {
+			case "terminal":
+				terminal = append(terminal, f.what)
+			case "dispatch":
+				dispatched[f.attempt] = true
+			case "finish":
+				if len(finished[f.attempt]) == 0 {
+					attempts = append(attempts, f.attempt)
+				}
+				finished[f.attempt] = append(finished[f.attempt], f.index)
+				if !dispatched[f.attempt] {
+					out = append(out, Violation{2, fmt.Sprintf("job %d had an accepted Finished of attempt %d at index %d, an attempt never dispatched", job, f.attempt, f.index)})
+				}
+			case "redrive":
+				flush()
+			}
+		}
+		flush()
+		for _, a := range attempts {
+			if f := finished[a]; len(f) > 1 {
+				out = append(out, Violation{2, fmt.Sprintf("job %d had %d accepted Finished reports of attempt %d, at indexes %v", job, len(f), a, f)})
+			}
+		}
+	}
+	return out
+}
+
+// checkRedrive (9): a job is redriven only once it ended (never while it
+// is live, so it is never live twice), and every dispatch after a
+// redrive runs it on a higher attempt than any before.
+func checkRedrive(h *History) []Violation {
+	var out []Violation
+	redriven := map[uint64]bool{}
+	for _, f := range h.Audit {
+		if f.Kind == "redrive" {
+			redriven[f.Job] = true
+		}
+	}
+	if len(redriven) == 0 {
+		return nil
+	}
+	byJob := map[uint64][]snapshot.AuditFact{}
+	var jobs []uint64
+	for _, f := range h.Audit {
+		if !redriven[f.Job] || (f.Kind != "dispatch" && f.Kind != "terminal" && f.Kind != "redrive") {
+			continue
+		}
+		if len(byJob[f.Job]) == 0 {
+			jobs = append(jobs, f.Job)
+		}
+		byJob[f.Job] = append(byJob[f.Job], f)
+	}
+	for _, job := range jobs {
+		fs := byJob[job]
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].Index < fs[j].Index })
+		ended := false
+		var top uint32          // the highest attempt dispatched so far
+		var lastRedrive uint64  // index of the last redrive (0: none)
+		var dispatchedAt uint64 // index of the last dispatch
+		for _, f := range fs {
+			switch f.Kind {
+			case "dispatch":
+				if lastRedrive != 0 && f.Attempt <= top {
+					out = append(out, Violation{9, fmt.Sprintf("index %d: job %d dispatched as attempt %d after its redrive at index %d, not above attempt %d it had run", f.Index, job, f.Attempt, lastRedrive, top)})
+				}
+				top = max(top, f.Attempt)
+				ended, dispatchedAt = false, f.Index
+			case "terminal":
+				ended = true
+			case "redrive":
+				if !ended {
+					if dispatchedAt != 0 {
+						out = append(out, Violation{9, fmt.Sprintf("index %d: job %d redriven while live (dispatched as attempt %d at index %d, not ended since)", f.Index, job, top, dispatchedAt)})
+					} else {
+						out = append(out, Violation{9, fmt.Sprintf("index %d: job %d redriven before it ended", f.Index, job)})
+					}
+				}
+				ended, lastRedrive = false, f.Index
+			}
 		}
 	}
 	return out
@@ -161,14 +254,14 @@ func checkAttempts(h *History) []Violation {
 	return out
 }
 
-var terminalKinds = map[string]bool{"completed": true, "failed": true, "cancelled": true, "timed_out": true}
+var terminalKinds = map[string]bool{"completed": true, "failed": true, "cancelled": true, "timed_out": true, "expired": true}
 
 // checkWatchers (2, 5): every watcher saw the same event at a sequence
-// number, and a job's stream has at most one terminal event.
+// number, and a job's stream has at most one terminal event between two
+// redriven events.
 func checkWatchers(h *History) []Violation {
 	var out []Violation
 	bySeq := map[uint64]WatchEvent{}
-	term := map[uint64]uint64{} // job -> seq of its terminal event
 	for _, e := range h.Events {
 		if prev, ok := bySeq[e.Seq]; ok {
 			if prev.Job != e.Job || prev.Kind != e.Kind || prev.Attempt != e.Attempt {
@@ -178,8 +271,20 @@ func checkWatchers(h *History) []Violation {
 			continue
 		}
 		bySeq[e.Seq] = e
-		if terminalKinds[e.Kind] {
-			if s, ok := term[e.Job]; ok && s != e.Seq {
+	}
+	seqs := make([]uint64, 0, len(bySeq))
+	for seq := range bySeq {
+		seqs = append(seqs, seq)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	term := map[uint64]uint64{} // job -> seq of its terminal event since its last redrive
+	for _, seq := range seqs {
+		e := bySeq[seq]
+		switch {
+		case e.Kind == "redriven":
+			delete(term, e.Job)
+		case terminalKinds[e.Kind]:
+			if s, ok := term[e.Job]; ok {
 				out = append(out, Violation{2, fmt.Sprintf("job %d has two terminal events: %d and %d (%s)", e.Job, s, e.Seq, e.Kind)})
 			}
 			term[e.Job] = e.Seq

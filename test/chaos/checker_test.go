@@ -3,6 +3,7 @@ package chaos
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,6 +51,37 @@ func validHistory() *History {
 		h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "job", Job: j, Tenant: []string{"fa", "fb"}[j%2], Key: "k" + string(rune('0'+j)), State: "completed"})
 	}
 	return h
+}
+
+// withRedrive adds to a valid history job 5's redrive: its first run
+// (attempt 1) fails, it is redriven, and its second run (attempt 2)
+// completes, in the audit, the watchers' streams and the journal.
+func withRedrive(h *History) *History {
+	d := snapshot.AuditFact{Kind: "dispatch", Job: 5, Tenant: "fb", Size: "sm", EstCostMs: 1000, Weight: 65536, Running: 1, RunningSize: 1,
+		InflightCPUMs: 1000, MaxRunning: 2, Backlogged: []string{"fb"}, BackloggedIn: []string{"fb:normal"}, Class: "normal", Eligible: []string{"normal"}}
+	first, second := d, d
+	first.Index, first.Attempt = 50, 1
+	second.Index, second.Attempt = 53, 2
+	h.Audit = append(h.Audit, first,
+		snapshot.AuditFact{Kind: "terminal", Index: 51, Job: 5, Tenant: "fb", State: "failed"},
+		snapshot.AuditFact{Kind: "redrive", Index: 52, Job: 5, Tenant: "fb", Attempt: 1, State: "queued"},
+		second,
+		snapshot.AuditFact{Kind: "finish", Index: 54, Job: 5, Tenant: "fb", Attempt: 2, CPUMs: 1000, EstCostMs: 1000, Weight: 65536},
+		snapshot.AuditFact{Kind: "terminal", Index: 55, Job: 5, Tenant: "fb", State: "completed"})
+	h.Events = append(h.Events, WatchEvent{Seq: 20, Job: 5, Kind: "failed", Attempt: 1}, WatchEvent{Seq: 21, Job: 5, Kind: "redriven", Attempt: 1},
+		WatchEvent{Seq: 22, Job: 5, Kind: "completed", Attempt: 2})
+	h.Attempts = append(h.Attempts, Attempt{Job: 5, Attempt: 1, Worker: "w1", Start: t0.Add(20 * time.Second), End: t0.Add(21 * time.Second), Ended: true},
+		Attempt{Job: 5, Attempt: 2, Worker: "w2", Start: t0.Add(30 * time.Second), End: t0.Add(31 * time.Second), Ended: true})
+	return h
+}
+
+// TestCheckerAcceptsARedrive: a job that failed, was redriven and ran
+// again on a higher attempt ends twice (once in each life) and breaks no
+// rule.
+func TestCheckerAcceptsARedrive(t *testing.T) {
+	if vs := Check(withRedrive(validHistory())); len(vs) != 0 {
+		t.Fatal(Report(vs))
+	}
 }
 
 func TestCheckerAcceptsAValidHistory(t *testing.T) {
@@ -122,7 +154,10 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 		{"double completion", 2, "job 2 reached a terminal state 2 times", func(h *History) {
 			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "terminal", Index: 39, Job: 2, State: "failed"})
 		}},
-		{"two accepted Finished", 2, "job 4 had 2 accepted Finished", func(h *History) {
+		{"two accepted Finished", 2, "job 4 had 2 accepted Finished reports of attempt 1, at indexes [17 39]", func(h *History) {
+			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "finish", Index: 39, Job: 4, Tenant: "fb", Attempt: 1, EstCostMs: 1000, Weight: 65536})
+		}},
+		{"Finished of an attempt never dispatched", 2, "job 4 had an accepted Finished of attempt 2 at index 39, an attempt never dispatched", func(h *History) {
 			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "finish", Index: 39, Job: 4, Tenant: "fb", Attempt: 2, EstCostMs: 1000, Weight: 65536})
 		}},
 		{"concurrent attempts", 2, "job 1: attempt 1 (worker w1) still ran", func(h *History) {
@@ -184,6 +219,27 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 					h.Audit[i].GroupRunning = 2
 				}
 			}
+		}},
+		{"redrive of a live job", 9, "index 52: job 5 redriven while live (dispatched as attempt 1 at index 50, not ended since)", func(h *History) {
+			withRedrive(h)
+			drop(h, func(f snapshot.AuditFact) bool { return f.Kind == "terminal" && f.Index == 51 })
+		}},
+		{"a redriven job on an old attempt", 9, "index 53: job 5 dispatched as attempt 1 after its redrive at index 52, not above attempt 1", func(h *History) {
+			withRedrive(h)
+			for i := range h.Audit {
+				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Index == 53 {
+					h.Audit[i].Attempt = 1
+				}
+			}
+			drop(h, func(f snapshot.AuditFact) bool { return f.Kind == "finish" && f.Index == 54 })
+		}},
+		{"two ends without a redrive event", 2, "job 5 has two terminal events: 20 and 22", func(h *History) {
+			withRedrive(h)
+			h.Events = slices.DeleteFunc(h.Events, func(e WatchEvent) bool { return e.Kind == "redriven" })
+		}},
+		{"two ends without a redrive", 2, "job 5 reached a terminal state 2 times: failed at index 51, completed at index 55", func(h *History) {
+			withRedrive(h)
+			drop(h, func(f snapshot.AuditFact) bool { return f.Kind == "redrive" })
 		}},
 		{"starved tenant", 6, "class normal: tenants fa and fb, both backlogged", func(h *History) {
 			idx := uint64(100)

@@ -259,8 +259,12 @@ func (r *Run) retry(ctx context.Context, first int, op func(ctx context.Context,
 	}
 }
 
-func (r *Run) payload(run time.Duration) []byte {
-	b, err := runner.EncodePayload(runner.Spec{Argv: []string{r.attempt, "--journal", r.journal, "--run", run.String(), "--tick", journalTick.String()}})
+func (r *Run) payload(run time.Duration) []byte { return r.payloadExit(run, 0) }
+
+// payloadExit is a job that runs for run and exits with code exit.
+func (r *Run) payloadExit(run time.Duration, exit int) []byte {
+	b, err := runner.EncodePayload(runner.Spec{Argv: []string{r.attempt, "--journal", r.journal, "--run", run.String(), "--tick", journalTick.String(),
+		"--exit", strconv.Itoa(exit)}})
 	if err != nil {
 		panic(err) // fixed, valid arguments
 	}
@@ -288,6 +292,28 @@ func (r *Run) submit(ctx context.Context, client int, key, tenant, group string,
 		r.acked.jobs = append(r.acked.jobs, op.Job)
 		r.acked.tenants = append(r.acked.tenants, tenant)
 		r.acked.Unlock()
+	}
+	r.rec.op(op)
+}
+
+// submitFailing sends one keyed submit of an sm job that fails its only
+// attempt (exit code 3, max_attempts 1), until it is acknowledged or ctx
+// ends.
+func (r *Run) submitFailing(ctx context.Context, client int, key, tenant string, est int64, run time.Duration) {
+	op := Op{Kind: "submit", Client: client, Key: key, Tenant: tenant, Invoke: time.Now()}
+	req := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: &key, Size: pb.Size_SM, EstCostMs: est, Payload: r.payloadExit(run, 3), MaxAttempts: 1}
+	tries, err := r.retry(ctx, client, func(ctx context.Context, n *cluster.Node) error {
+		resp, err := pb.NewClientClient(n.Conn()).Submit(ctx, req)
+		if err == nil {
+			op.Job = resp.JobId
+		}
+		return err
+	})
+	op.Tries = tries
+	if err != nil {
+		op.Result = err.Error()
+	} else {
+		op.Ack, op.Result = time.Now(), "ok"
 	}
 	r.rec.op(op)
 }
@@ -391,6 +417,36 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 			op.Tries, op.Result = tries, resultOf(err)
 			if err == nil || !retriable(err) {
 				op.Ack = time.Now() // answered (a refusal, e.g. of an ended job, is an answer)
+			}
+			r.rec.op(op)
+		}
+	}()
+	// Dead letters: jobs of the capped and mixed tenants that fail their
+	// only attempt, and a redriver that runs a tenant's dead letters
+	// again by filter (a keyed call, retried on another node), so that
+	// redriven jobs run again under the faults (SPEC §8 rule 9).
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(r.cfg.Seed, 300))
+		for n := 0; ctx.Err() == nil; n++ {
+			sleepCtx(ctx, time.Duration(1000+rng.IntN(1500))*time.Millisecond)
+			tenant := others[rng.IntN(len(others))]
+			if n%3 != 2 {
+				key := fmt.Sprintf("x-%d", n)
+				r.submitFailing(ctx, 300, key, tenant, int64(200+rng.IntN(300)), time.Duration(100+rng.IntN(200))*time.Millisecond)
+				continue
+			}
+			req := &pb.BulkJobsRequest{Tenant: tenant, Filter: &pb.JobFilter{States: []string{"failed", "timed_out", "cancelled"}},
+				RequestKey: fmt.Sprintf("rd-%d", n), MaxAttempts: uint32(1 + rng.IntN(2))}
+			op := Op{Kind: "redrive", Client: 300, Tenant: tenant, Invoke: time.Now()}
+			tries, err := r.retry(ctx, n, func(ctx context.Context, nd *cluster.Node) error {
+				_, err := pb.NewClientClient(nd.Conn()).Redrive(ctx, req)
+				return err
+			})
+			op.Tries, op.Result = tries, resultOf(err)
+			if err == nil {
+				op.Ack = time.Now()
 			}
 			r.rec.op(op)
 		}
@@ -773,8 +829,8 @@ func (r *Run) report(h *History, fenced float64) string {
 		}
 		seen[e.Seq] = true
 	}
-	fmt.Fprintf(&b, "log: %d entries, %d jobs, %d dispatches, %d accepted finishes, %d terminal; requeues seen %d; fenced writes rejected %.0f; attempts run %d; watch events %d\n",
-		facts["entry"], facts["job"], facts["dispatch"], facts["finish"], facts["terminal"], requeued, fenced, len(h.Attempts), len(h.Events))
+	fmt.Fprintf(&b, "log: %d entries, %d jobs, %d dispatches, %d accepted finishes, %d terminal, %d redriven; requeues seen %d; fenced writes rejected %.0f; attempts run %d; watch events %d\n",
+		facts["entry"], facts["job"], facts["dispatch"], facts["finish"], facts["terminal"], facts["redrive"], requeued, fenced, len(h.Attempts), len(h.Events))
 	classes := map[string]int{}
 	for _, f := range h.Audit {
 		if f.Kind == "dispatch" {

@@ -19,6 +19,7 @@ func main() {
 	journal := flag.String("journal", "", "journal file to append to (required)")
 	run := flag.Duration("run", time.Second, "how long to run")
 	tick := flag.Duration("tick", 100*time.Millisecond, "tick interval")
+	exit := flag.Int("exit", 0, "exit code at the normal end (a failed run when not 0)")
 	flag.Parse()
 	if *journal == "" {
 		fmt.Fprintln(os.Stderr, "attempt: --journal is required")
@@ -44,7 +45,7 @@ func main() {
 			note("T")
 		case <-end:
 			note("E")
-			return
+			os.Exit(*exit)
 		case <-term:
 			note("E")
 			os.Exit(143)

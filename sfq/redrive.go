@@ -1,0 +1,324 @@
+package sfq
+
+import "fmt"
+
+// Dead letters and redrive (SPEC §3 "Dead letters and redrive"; feature
+// level 5).
+//
+// A job that ended failed, timed_out, expired or cancelled is a dead
+// letter: it stays in the job table, listed by its state, until the
+// dead-letter retention prunes it, and each tenant's dead letters are
+// bounded in count and payload bytes (the oldest go first). Completed jobs
+// keep the job retention. The dead letters are ordered twice, both derived
+// from the job table: all of them by (ended_at, id) for the retention, and
+// each tenant's by (ended_at, id) for its bounds. A job that leaves the
+// dead letters (redriven, purged, pruned by the other order) leaves its
+// entries behind; they are skipped when they reach the front (live checks
+// the job still ended then).
+
+// deadLetters is one tenant's share of the dead letters.
+type deadLetters struct {
+	jobs  uint64 // its dead letters in the job table
+	bytes uint64 // their payload bytes
+	order endedQueue
+}
+
+// deadOf returns tenant ti's dead letters, growing the table.
+func (s *Scheduler) deadOf(ti uint32) *deadLetters {
+	for uint32(len(s.dead)) <= ti {
+		s.dead = append(s.dead, deadLetters{})
+	}
+	return &s.dead[ti]
+}
+
+// noteEnded files a job that has just ended (or, on restore, is ended) in
+// the pruning orders.
+func (s *Scheduler) noteEnded(j *Job) {
+	if !j.State.DeadLetter() {
+		s.ended.push(j.EndedAt, j.ID)
+		return
+	}
+	s.deadAll.push(j.EndedAt, j.ID)
+	d := s.deadOf(j.Tenant)
+	d.jobs++
+	d.bytes += uint64(len(j.Payload()))
+	d.order.push(j.EndedAt, j.ID)
+}
+
+// forgetDead takes dead letter j out of its tenant's counts (it is
+// redriven or deleted); its order entries go stale.
+func (s *Scheduler) forgetDead(j *Job) {
+	d := s.deadOf(j.Tenant)
+	d.jobs--
+	d.bytes -= uint64(len(j.Payload()))
+}
+
+// live reports whether an order entry still names an ended job as it
+// ended then.
+func (s *Scheduler) live(e endedEntry) (*Job, bool) {
+	j := s.jobs.Get(uint64(e.id))
+	if j == nil || !j.State.Terminal() || j.EndedAt != e.at {
+		return nil, false
+	}
+	return j, true
+}
+
+// deleteEnded removes a terminal job from the table.
+func (s *Scheduler) deleteEnded(j *Job) {
+	if j.Group() != "" {
+		s.grouped--
+	}
+	if j.timed {
+		s.dl.timed--
+	}
+	if j.State.DeadLetter() {
+		s.forgetDead(j)
+	}
+	s.jobs.Del(uint64(j.ID))
+}
+
+// PruneEnded removes up to limit terminal jobs: completed ones that ended
+// before cutoff, dead letters that ended before deadCutoff, together in
+// (ended_at, id) order. With both cutoffs equal it is Prune.
+func (s *Scheduler) PruneEnded(cutoff, deadCutoff Time, limit int) int {
+	n := 0
+	for n < limit {
+		a, aok := s.ended.front()
+		aok = aok && a.at < cutoff
+		b, bok := s.deadAll.front()
+		bok = bok && b.at < deadCutoff
+		var e endedEntry
+		switch {
+		case aok && (!bok || a.at < b.at || (a.at == b.at && a.id < b.id)):
+			e = a
+			s.ended.pop()
+		case bok:
+			e = b
+			s.deadAll.pop()
+		default:
+			return n
+		}
+		if j, ok := s.live(e); ok {
+			s.deleteEnded(j)
+			n++
+		}
+	}
+	return n
+}
+
+// PruneDeadBounds removes, tenant by tenant in index order, the oldest
+// dead letters of every tenant over maxJobs dead letters or maxBytes of
+// their payloads (0: no bound), up to limit jobs in all.
+func (s *Scheduler) PruneDeadBounds(maxJobs, maxBytes uint64, limit int) int {
+	n := 0
+	for ti := range s.dead {
+		d := &s.dead[ti]
+		for n < limit && over(d, maxJobs, maxBytes) {
+			e, ok := d.order.front()
+			if !ok {
+				break
+			}
+			d.order.pop()
+			if j, ok := s.live(e); ok && j.State.DeadLetter() && j.Tenant == uint32(ti) {
+				s.deleteEnded(j)
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func over(d *deadLetters, maxJobs, maxBytes uint64) bool {
+	return (maxJobs > 0 && d.jobs > maxJobs) || (maxBytes > 0 && d.bytes > maxBytes)
+}
+
+// OldestDead returns when the longest-ended dead letter still in the
+// table ended (its entry may be stale; a prune then drops it).
+func (s *Scheduler) OldestDead() (Time, bool) {
+	e, ok := s.deadAll.front()
+	return e.at, ok
+}
+
+// OldestCompleted returns when the longest-ended completed job ended.
+func (s *Scheduler) OldestCompleted() (Time, bool) {
+	e, ok := s.ended.front()
+	return e.at, ok
+}
+
+// DeadOverBounds reports whether some tenant holds more dead letters, or
+// more of their payload bytes, than the bounds (0: no bound).
+func (s *Scheduler) DeadOverBounds(maxJobs, maxBytes uint64) bool {
+	for i := range s.dead {
+		if over(&s.dead[i], maxJobs, maxBytes) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeadLetterCount returns tenant ti's dead letters and their payload
+// bytes.
+func (s *Scheduler) DeadLetterCount(ti uint32) (jobs, bytes uint64) {
+	if int(ti) >= len(s.dead) {
+		return 0, 0
+	}
+	return s.dead[ti].jobs, s.dead[ti].bytes
+}
+
+// Purge deletes a terminal job (any terminal state, completed included).
+func (s *Scheduler) Purge(id JobID) error {
+	j := s.jobs.Get(uint64(id))
+	if j == nil {
+		return fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	if !j.State.Terminal() {
+		return fmt.Errorf("%w: job %d is %s, not ended", ErrRefused, id, j.State)
+	}
+	s.deleteEnded(j)
+	return nil
+}
+
+// Redrive moves dead letter id back to its queue at its ID's place: its
+// failures are forgotten, its attempt keeps counting, maxAttempts (0: keep)
+// replaces its max_attempts, and its deadline counts again from now. It
+// checks the tenant's class ceiling and deadline permission
+// (ErrPermission) and, if its group must be created again, max_groups
+// (ErrExhausted); the quota is the caller's. It counts as a submit for the
+// idle rule and the activation clamp.
+func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, error) {
+	j := s.jobs.Get(uint64(id))
+	if j == nil {
+		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	if maxAttempts > MaxMaxAttempts {
+		return Change{}, fmt.Errorf("%w: max_attempts %d (want 1..%d)", ErrInvalid, maxAttempts, MaxMaxAttempts)
+	}
+	e := Input{Kind: InRedrive, Now: now, MaxAttempts: uint16(maxAttempts)}
+	life, out := Step(j.Life, e)
+	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
+	if out != Changed {
+		return ch, fmt.Errorf("%w: job %d is %s, not failed, timed_out, expired or cancelled", ErrRefused, id, j.State)
+	}
+	ti := j.Tenant
+	t := s.tenants.Get(uint64(ti))
+	if t.Deleted {
+		return ch, fmt.Errorf("%w: job %d belongs to a deleted tenant", ErrUnknownTenant, id)
+	}
+	if err := t.Permit(j.Class, j.deadline); err != nil {
+		return ch, err
+	}
+	gs, exists := s.groupSlot(ti, j.Group())
+	if !exists && j.Group() != "" && t.Groups >= t.GroupLimit() {
+		return ch, exhaustedf("tenant %s has %d groups, its max_groups; job %d of group %q would exceed it", t.Name, t.Groups, id, j.Group())
+	}
+	// Eligibility at the redrive's time first, as for every command that
+	// takes effect (a refused one, above, changes nothing).
+	s.advance(now)
+	j, t = s.jobs.Get(uint64(id)), s.tenants.Get(uint64(ti))
+	c := j.Class
+	rt := &s.rt[ti]
+	fair := t.GroupOrder == GroupFair
+	var was [NumClasses]bool
+	if fair && exists {
+		was = s.groupEligibility(ti, gs)
+	}
+	// The idle rules, as for a submit.
+	if !j.deadline && s.queuedFair[c] == 0 {
+		if top := s.maxTag[c].top(); top != nil && top.tag > s.vnow[c] {
+			s.vnow[c] = top.tag
+		}
+	}
+	if fair && !j.deadline && rt.queuedFair[c] == 0 {
+		s.groupIdle(ti, c)
+	}
+	s.forgetDead(j)
+	jm := s.jobs.Mut(uint64(id))
+	jm.Life = life
+	jm.EndedAt, jm.endWall = 0, 0
+	if jm.deadline {
+		// The deadline counts again from the redrive.
+		jm.setText(now+(jm.DeadlineAt()-jm.SubmittedAt), jm.Group(), jm.Key(), jm.Type(), jm.Payload())
+	}
+	s.redriveDelays(jm, now)
+	if !exists {
+		gs = s.newGroup(ti, jm.Group(), GroupSettings{})
+		s.joinHeaps(ti, gs)
+	}
+	tm := s.tenants.Mut(uint64(ti))
+	tm.Queued[jm.Size]++
+	s.queued++
+	gm := s.groups.Mut(uint64(gs))
+	gm.Queued++
+	q := s.queueMut(gs, c, jm.Size)
+	if jm.deadline {
+		q.deadlines().push(dlEntry{at: jm.DeadlineAt(), id: id})
+	} else {
+		s.queuedFair[c]++
+		rt.queuedFair[c]++
+		q.fifo.pushRequeued(id)
+	}
+	rt.slotMut(c, jm.Size)
+	s.refresh(ti, gs, q)
+	s.setBlocked(ti, gs, s.groupBlocked(tm, gm))
+	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
+	return ch, nil
+}
+
+// redriveDelays counts a redriven job's expiry again from now: its
+// expire_at moves as far after the redrive as it was after the submit. A
+// job lapses only while never dispatched: one that was (its attempt is
+// above 0) keeps the new expire_at for display but does not lapse; one
+// that never was (cancelled or expired while queued) may lapse again. It
+// goes back to queued, not through its delay again.
+func (s *Scheduler) redriveDelays(j *Job, now Time) {
+	if !j.timed {
+		return
+	}
+	t := j.times()
+	t.due = 0
+	if t.expire != 0 {
+		t.expire = now + (t.expire - j.SubmittedAt)
+	}
+	j.Lapsed = false
+	j.setTimes(t)
+	if expirable(j) {
+		s.dl.expiring.push(t.expire, j.ID)
+	}
+}
+
+// verifyDeadLetters recomputes every tenant's dead-letter counts from the
+// job table, and checks that each order holds an entry for every dead
+// letter (and every completed job).
+func (s *Scheduler) verifyDeadLetters(report func(string, ...any)) {
+	type count struct{ jobs, bytes uint64 }
+	derived := map[uint32]count{}
+	inAll := map[JobID]bool{}
+	for _, e := range s.deadAll.items {
+		inAll[e.id] = true
+	}
+	for _, e := range s.ended.items {
+		inAll[e.id] = true
+	}
+	s.jobs.View().Each(func(_ uint64, j *Job) bool {
+		if j.State.DeadLetter() {
+			c := derived[j.Tenant]
+			c.jobs++
+			c.bytes += uint64(len(j.Payload()))
+			derived[j.Tenant] = c
+		}
+		if j.State.Terminal() && !inAll[j.ID] {
+			report("ended job %d (%s) is in no pruning order", j.ID, j.State)
+		}
+		return true
+	})
+	for ti := range s.dead {
+		d := &s.dead[ti]
+		if c := derived[uint32(ti)]; c.jobs != d.jobs || c.bytes != d.bytes {
+			report("tenant %d dead letters %d (%d bytes), job table says %d (%d bytes)", ti, d.jobs, d.bytes, c.jobs, c.bytes)
+		}
+		delete(derived, uint32(ti))
+	}
+	if len(derived) > 0 {
+		report("%d tenants have dead letters the counts miss", len(derived))
+	}
+}
