@@ -267,7 +267,7 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 		}
 	}
 	if out, e, ok := cli(acmeToken, "group", "get", "c", "--json"); !ok ||
-		strings.TrimSpace(out) != `{"cap":"inherit","limit":1,"name":"c","queued":2,"running":0,"tenant":"acme","tenant_cap":0}` {
+		strings.TrimSpace(out) != `{"burst":0,"cap":"inherit","limit":1,"name":"c","paused":"","queued":2,"rate":"","rate_eligible_at_ms":0,"running":0,"tenant":"acme","tenant_cap":0}` {
 		t.Errorf("group get --json: %s %s", out, e)
 	}
 
