@@ -90,6 +90,8 @@ var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
 	},
 	"bar": func(f float64) int { return int(barWidth * min(max(f, 0), 1)) },
 	"add": func(a, b int) int { return a + b },
+	// seg escapes a name for one path segment ("/" included).
+	"seg": url.PathEscape,
 }).ParseFS(webFiles, "web/*.html"))
 
 // barWidth is the width of a share bar at 100%.
@@ -124,6 +126,9 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs", page(s.jobsPage))
 	mux.HandleFunc("GET /jobs/{id}", page(s.jobPage))
 	mux.HandleFunc("POST /jobs/{id}/cancel", page(s.cancelAction))
+	mux.HandleFunc("POST /jobs/{id}/redrive", page(s.redriveAction))
+	mux.HandleFunc("POST /jobs/{id}/run-now", page(s.runNowAction))
+	mux.HandleFunc("POST /tenants/{name}/{action}", page(s.pauseAction))
 	mux.HandleFunc("GET /workers", page(s.workersPage))
 	mux.HandleFunc("POST /workers/{id}/{action}", page(s.drainAction))
 }
@@ -369,7 +374,15 @@ type tenantPage struct {
 	Chart  chart
 	Legend []legendItem
 	Rate   chart
+	// Groups is the first page of the tenant's groups by name (MoreGroups:
+	// there are more); CanAct: the caller may pause and resume them.
+	Groups     []*pb.Group
+	MoreGroups bool
+	CanAct     bool
 }
+
+// tenantGroupsShown bounds the groups a tenant page lists.
+const tenantGroupsShown = 50
 
 // stateRow is one state's jobs: in all, by class and by size.
 type stateRow struct {
@@ -398,6 +411,10 @@ func (s *Server) tenantPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := tenantPage{frame: s.frame(w, r, "tenant "+name, "tenant"), Name: name, Usage: usage, Config: readTenant(s.base.node.FSM, name)}
+	p.CanAct = p.CSRF != ""
+	if gs, err := s.client.ListGroups(ctx, &pb.ListGroupsRequest{Tenant: name, PageSize: tenantGroupsShown}); err == nil {
+		p.Groups, p.MoreGroups = gs.Groups, gs.NextPageToken != ""
+	}
 	counts, _ := countJobs(s.base.node.FSM, name)
 	classes := sfq.Classes()
 	for _, st := range jobStates {
@@ -474,7 +491,7 @@ func parseJobsQuery(q url.Values) (jobsQuery, error) {
 	}
 	if out.State != "" {
 		if _, err := sfq.ParseState(out.State); err != nil {
-			return out, fmt.Errorf("state: %q (want queued, assigned, running, completed, failed, cancelled or timed_out)", out.State)
+			return out, fmt.Errorf("state: %q (want scheduled, queued, assigned, running, completed, failed, cancelled, timed_out or expired)", out.State)
 		}
 	}
 	if len(out.Type) > sfq.MaxNameLen {
@@ -640,8 +657,10 @@ type jobPage struct {
 	// Output names where the worker keeps the whole output.
 	Output string
 	// CanCancel: the job is live, no cancel is asked yet, and the caller
-	// may cancel it (it has a session to post from).
-	CanCancel bool
+	// may cancel it (it has a session to post from). CanRedrive: it is a
+	// dead letter (failed, timed out, expired or cancelled); CanRunNow: it
+	// is scheduled (delayed or backing off).
+	CanCancel, CanRedrive, CanRunNow bool
 }
 
 // parseJobID reads the {id} of a path.
@@ -689,7 +708,7 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	} else {
 		p.Explain = ex
 	}
-	evs, more, pruned := jobEvents(s.base.node.FSM, sfq.JobID(jobID), sfq.Time(j.SubmittedAtMs))
+	evs, more, pruned := jobEvents(s.base.node.FSM, sfq.JobID(jobID), sfq.Time(j.SubmittedAtMs), sfq.Time(j.EndedAtMs))
 	for i := range evs {
 		p.Events = append(p.Events, eventToPB(&evs[i], j.Tenant))
 	}
@@ -698,13 +717,26 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		p.Output = fmt.Sprintf("job-%d-attempt-%d.log in the --log-dir of worker %s", j.JobId, j.Attempt, j.WorkerId)
 	}
 	st, _ := sfq.ParseState(j.State)
-	p.CanCancel = (st == sfq.Queued || st.Live()) && j.Cancel == sfq.CancelNone.String() && p.CSRF != "" && mayOpenTenant(id, j.Tenant)
+	may := p.CSRF != "" && mayOpenTenant(id, j.Tenant)
+	p.CanCancel = (st == sfq.Queued || st == sfq.Scheduled || st.Live()) && j.Cancel == sfq.CancelNone.String() && may
+	p.CanRedrive = st.DeadLetter() && may
+	p.CanRunNow = st == sfq.Scheduled && may
 	s.render(w, "job", 0, p)
 }
 
 // cancelAction cancels a job: an admin's, or a client's on its own
 // tenant's job.
 func (s *Server) cancelAction(w http.ResponseWriter, r *http.Request) {
+	s.jobAction(w, r, "cancelled", func(ctx context.Context, job uint64) error {
+		_, err := s.client.CancelJob(ctx, &pb.CancelJobRequest{JobId: job})
+		return err
+	})
+}
+
+// jobAction runs one action on the job of the path for its page's
+// caller (an admin, or a client on its own tenant's job), logs it, and
+// goes back to the job's page.
+func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, what string, act func(ctx context.Context, job uint64) error) {
 	c := requestCaller(r)
 	if herr := s.checkAction(w, r, c); herr != nil {
 		s.fail(w, r, herr.status, herr.msg)
@@ -717,7 +749,7 @@ func (s *Server) cancelAction(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := callCtx(r)
 	defer cancel()
-	if _, err := s.client.CancelJob(ctx, &pb.CancelJobRequest{JobId: jobID}); err != nil {
+	if err := act(ctx, jobID); err != nil {
 		if status.Code(err) == codes.NotFound && c.id.Role == RoleClient {
 			s.notYours(w, r, jobID)
 			return
@@ -725,8 +757,74 @@ func (s *Server) cancelAction(w http.ResponseWriter, r *http.Request) {
 		s.failCall(w, r, err)
 		return
 	}
-	s.base.log.Info("console: job cancelled", "job", jobID, "by", c.id.Role.String(), "tenant", c.id.Tenant)
+	s.base.log.Info("console: job "+what, "job", jobID, "by", c.id.Role.String(), "tenant", c.id.Tenant)
 	http.Redirect(w, r, "/jobs/"+strconv.FormatUint(jobID, 10), http.StatusSeeOther)
+}
+
+// redriveAction redrives a dead letter: back to queued at its job ID's
+// place, its attempts counting on.
+func (s *Server) redriveAction(w http.ResponseWriter, r *http.Request) {
+	s.jobAction(w, r, "redriven", func(ctx context.Context, job uint64) error {
+		// Redrive names the tenant (an admin's call must); the job's
+		// own, read as the caller may.
+		j, err := s.client.GetJob(ctx, &pb.GetJobRequest{JobId: job})
+		if err != nil {
+			return err
+		}
+		resp, err := s.client.Redrive(ctx, &pb.BulkJobsRequest{Tenant: j.Tenant, JobIds: []uint64{job}})
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(resp.Items) != 1 || resp.Items[0].Done:
+		case resp.Items[0].Reason == "not found": // another tenant's job, or none
+			return jobNotFound(job)
+		default:
+			return status.Errorf(codes.FailedPrecondition, "job %d was not redriven: %s", job, resp.Items[0].Reason)
+		}
+		return nil
+	})
+}
+
+// runNowAction releases a scheduled job at once.
+func (s *Server) runNowAction(w http.ResponseWriter, r *http.Request) {
+	s.jobAction(w, r, "run now", func(ctx context.Context, job uint64) error {
+		j, err := s.client.GetJob(ctx, &pb.GetJobRequest{JobId: job})
+		if err != nil {
+			return err
+		}
+		_, err = s.client.RunJobNow(ctx, &pb.RunJobNowRequest{Tenant: j.Tenant, JobId: job})
+		return err
+	})
+}
+
+// pauseAction pauses or resumes a tenant, or one group of it (the form's
+// group): an admin, or the tenant's own client token (which cannot lift
+// an admin's pause).
+func (s *Server) pauseAction(w http.ResponseWriter, r *http.Request) {
+	c := requestCaller(r)
+	if herr := s.checkAction(w, r, c); herr != nil {
+		s.fail(w, r, herr.status, herr.msg)
+		return
+	}
+	name, action := r.PathValue("name"), r.PathValue("action")
+	if action != "pause" && action != "resume" {
+		s.fail(w, r, http.StatusNotFound, "no console action "+action)
+		return
+	}
+	if !mayOpenTenant(c.id, name) {
+		s.fail(w, r, http.StatusForbidden, "a client token of tenant "+c.id.Tenant+" may not pause another tenant")
+		return
+	}
+	group := r.PostFormValue("group")
+	ctx, cancel := callCtx(r)
+	defer cancel()
+	if _, err := s.client.Pause(ctx, &pb.PauseRequest{Tenant: name, Group: group, Resume: action == "resume"}); err != nil {
+		s.failCall(w, r, err)
+		return
+	}
+	s.base.log.Info("console: "+action, "tenant", name, "group", group, "by", c.id.Role.String())
+	http.Redirect(w, r, "/tenants/"+url.PathEscape(name), http.StatusSeeOther)
 }
 
 type workersPage struct {

@@ -382,7 +382,7 @@ func TestConsolePaging(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ path, want string }{
-		{"/jobs?state=lost", "state: &#34;lost&#34; (want queued, assigned, running, completed, failed, cancelled or timed_out)"},
+		{"/jobs?state=lost", "state: &#34;lost&#34; (want scheduled, queued, assigned, running, completed, failed, cancelled, timed_out or expired)"},
 		{"/jobs?id=-1", "id: &#34;-1&#34; is not a job ID (a positive integer)"},
 		{"/jobs?limit=501", "limit: &#34;501&#34; (want 1..500)"},
 		{"/jobs?after=q1", "after: &#34;q1&#34; is not a page this console issued"},
@@ -394,12 +394,12 @@ func TestConsolePaging(t *testing.T) {
 			t.Errorf("%s: %d %q, want 400 %q", c.path, r.status, errorText(r.body), c.want)
 		}
 	}
-	// The tenant page lists its groups by queue, each linked to its jobs.
+	// The tenant page lists its groups by name, each linked to its jobs.
 	r := cdo(t, ts, "GET", "/tenants/acme", gwAdmin, "")
 	for _, row := range []string{
-		`<tr><td class="l"><a href="/jobs?tenant=acme&amp;group=-">(unnamed)</a></td><td>5</td><td>0</td><td>none</td></tr>`,
-		`<tr><td class="l"><a href="/jobs?tenant=acme&amp;group=a">a</a></td><td>4</td><td>0</td><td>none</td></tr>`,
-		`The 2 groups with the most queued jobs, of 2 (the unnamed group included).`,
+		`<tr><td class="l"><a href="/jobs?tenant=acme&amp;group=-">(unnamed)</a></td><td>5</td><td>0</td><td>inherit</td><td>none</td><td>none</td><td class="l">-</td><td class="l">-</td></tr>`,
+		`<tr><td class="l"><a href="/jobs?tenant=acme&amp;group=a">a</a></td><td>4</td><td>0</td><td>inherit</td><td>none</td><td>none</td><td class="l">-</td><td class="l">-</td></tr>`,
+		`Groups by name. A group without jobs or settings is forgotten.`,
 	} {
 		if !strings.Contains(r.body, row) {
 			t.Errorf("tenant page: no %s in\n%s", row, r.body)
@@ -475,7 +475,7 @@ func TestJobEvents(t *testing.T) {
 		{ids[0], "queued"}, {ids[21], "queued cancelled"}, {ids[39], "queued"},
 	} {
 		j, _, _ := n.node.FSM.Job(c.job)
-		evs, more, pruned := jobEvents(n.node.FSM, c.job, j.SubmittedAt)
+		evs, more, pruned := jobEvents(n.node.FSM, c.job, j.SubmittedAt, j.EndedAt)
 		var kinds []string
 		for _, ev := range evs {
 			if ev.Job != c.job {
@@ -515,5 +515,88 @@ func TestCookieSecure(t *testing.T) {
 	r := cdo(t, ts, "POST", "/login", "", url.Values{"token": {gwAcme}}.Encode(), "Content-Type", "application/x-www-form-urlencoded", "Origin", ts.URL)
 	if c := r.header.Get("Set-Cookie"); !strings.Contains(c, "; HttpOnly; Secure; SameSite=Strict") {
 		t.Errorf("session cookie %q", c)
+	}
+}
+
+// TestConsoleLevers: the tenant page pauses and resumes its tenant and a
+// group (the tenant's own token cannot lift the admin's pause); a job
+// page redrives a dead letter and runs a scheduled job now, each a POST
+// with the session's CSRF token, refused for another tenant's job.
+func TestConsoleLevers(t *testing.T) {
+	n, ts := consoleNode(t)
+	admin, adminCSRF := signIn(t, ts, gwAdmin)
+	acme, acmeCSRF := signIn(t, ts, gwAcme)
+	// Job 6 of acme is delayed; job 7 of acme in group g.
+	n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, DelayMs: 3_600_000}}})
+	n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, Group: "g"}}})
+	job := func(id sfq.JobID) sfq.Job { j, _, _ := n.node.FSM.Job(id); return j }
+	paused := func() (tenant, group string) {
+		n.node.FSM.Read(func(s *sfq.Scheduler) {
+			t, _ := s.Tenant("acme")
+			g, _ := s.Group("acme", "g")
+			tenant, group = t.PausedBy().String(), g.PausedBy().String()
+		})
+		return
+	}
+	page := func(path, cookie string) string { return cdo(t, ts, "GET", path, "", "", "Cookie", cookie).body }
+
+	// The tenant page offers the pause; the admin pauses acme.
+	if p := page("/tenants/acme", admin); !strings.Contains(p, `<form method="post" action="/tenants/acme/pause" class="inline" id="pause-form">`) ||
+		!strings.Contains(p, `<input type="hidden" name="group" value="g"><button type="submit">pause</button>`) {
+		t.Fatalf("tenant page without the pause forms:\n%s", p)
+	}
+	if r := post(t, ts, "/tenants/acme/pause", admin, url.Values{"csrf": {adminCSRF}}); r.status != http.StatusSeeOther || r.header.Get("Location") != "/tenants/acme" {
+		t.Fatalf("admin pauses acme: %d %s", r.status, r.body)
+	}
+	if tp, _ := paused(); tp != "admin" {
+		t.Fatalf("acme paused by %q", tp)
+	}
+	if p := page("/tenants/acme", acme); !strings.Contains(p, "dispatch: <b>paused</b> by admin") || !strings.Contains(p, `action="/tenants/acme/resume"`) {
+		t.Errorf("acme's tenant page after the pause:\n%s", p)
+	}
+	// acme cannot lift the admin's pause, nor pause beta; it pauses its group.
+	if r := post(t, ts, "/tenants/acme/resume", acme, url.Values{"csrf": {acmeCSRF}}); r.status != http.StatusForbidden {
+		t.Errorf("acme lifts the admin's pause: %d %s", r.status, errorText(r.body))
+	}
+	if r := post(t, ts, "/tenants/beta/pause", acme, url.Values{"csrf": {acmeCSRF}}); r.status != http.StatusForbidden ||
+		errorText(r.body) != "a client token of tenant acme may not pause another tenant" {
+		t.Errorf("acme pauses beta: %d %q", r.status, errorText(r.body))
+	}
+	if r := post(t, ts, "/tenants/acme/pause", acme, url.Values{"csrf": {acmeCSRF}, "group": {"g"}}); r.status != http.StatusSeeOther {
+		t.Fatalf("acme pauses its group: %d %s", r.status, r.body)
+	}
+	if r := post(t, ts, "/tenants/acme/resume", admin, url.Values{"csrf": {adminCSRF}}); r.status != http.StatusSeeOther {
+		t.Fatalf("admin resumes acme: %d %s", r.status, r.body)
+	}
+	if tp, gp := paused(); tp != "no" || gp != "tenant" {
+		t.Errorf("after: acme paused by %q, group g by %q", tp, gp)
+	}
+	if r := post(t, ts, "/tenants/acme/explode", admin, url.Values{"csrf": {adminCSRF}}); r.status != http.StatusNotFound {
+		t.Errorf("an unknown action: %d", r.status)
+	}
+
+	// Run a scheduled job now.
+	if p := page("/jobs/6", acme); !strings.Contains(p, `action="/jobs/6/run-now" id="run-now"`) || strings.Contains(p, `id="redrive"`) {
+		t.Fatalf("job 6's page:\n%s", p)
+	}
+	if r := post(t, ts, "/jobs/6/run-now", admin, url.Values{"csrf": {adminCSRF}}); r.status != http.StatusSeeOther || job(6).State != sfq.Queued {
+		t.Fatalf("the admin runs job 6 now: %d %s, %s", r.status, errorText(r.body), job(6).State)
+	}
+	// Redrive a cancelled job; not another tenant's.
+	if r := post(t, ts, "/jobs/1/cancel", acme, url.Values{"csrf": {acmeCSRF}}); r.status != http.StatusSeeOther {
+		t.Fatalf("cancel job 1: %d", r.status)
+	}
+	if p := page("/jobs/1", acme); !strings.Contains(p, `action="/jobs/1/redrive" id="redrive"`) {
+		t.Fatalf("job 1's page has no redrive:\n%s", p)
+	}
+	if r := post(t, ts, "/jobs/2/redrive", acme, url.Values{"csrf": {acmeCSRF}}); r.status != http.StatusForbidden {
+		t.Errorf("acme redrives beta's job: %d %q", r.status, errorText(r.body))
+	}
+	if r := post(t, ts, "/jobs/1/redrive", acme, url.Values{"csrf": {acmeCSRF}}); r.status != http.StatusSeeOther || job(1).State != sfq.Queued {
+		t.Fatalf("acme redrives job 1: %d %s, %s", r.status, errorText(r.body), job(1).State)
+	}
+	if r := post(t, ts, "/jobs/1/redrive", admin, url.Values{"csrf": {adminCSRF}}); r.status != http.StatusPreconditionFailed ||
+		!strings.HasPrefix(errorText(r.body), "FAILED_PRECONDITION: job 1 was not redriven: ") {
+		t.Errorf("a second redrive: %d %q", r.status, errorText(r.body))
 	}
 }

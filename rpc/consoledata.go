@@ -11,10 +11,10 @@ import (
 // asked). Everything else it reads through the API, from the leader.
 
 // jobStates are the states a job count has, in their order.
-var jobStates = []sfq.State{sfq.Queued, sfq.Assigned, sfq.Running, sfq.Completed, sfq.Failed, sfq.Cancelled, sfq.TimedOut}
+var jobStates = []sfq.State{sfq.Scheduled, sfq.Queued, sfq.Assigned, sfq.Running, sfq.Completed, sfq.Failed, sfq.Cancelled, sfq.TimedOut, sfq.Expired}
 
 // jobCounts counts jobs by state, class and size.
-type jobCounts [sfq.TimedOut + 1][sfq.NumClasses][sfq.NumSizes]uint32
+type jobCounts [sfq.Expired + 1][sfq.NumClasses][sfq.NumSizes]uint32
 
 // countJobs counts the jobs of tenant (every tenant's if empty) in the
 // job table, and reports false if no live tenant has that name. One pass
@@ -22,7 +22,7 @@ type jobCounts [sfq.TimedOut + 1][sfq.NumClasses][sfq.NumSizes]uint32
 func countJobs(f *fsm.FSM, tenant string) (out jobCounts, ok bool) {
 	f.Read(func(sc *sfq.Scheduler) {
 		ok = sc.TenantJobs(tenant, 0, func(j *sfq.Job) bool {
-			if j.State >= sfq.Queued && j.State <= sfq.TimedOut && j.Class < sfq.NumClasses && j.Size < sfq.NumSizes {
+			if j.State >= sfq.Queued && j.State <= sfq.Expired && j.Class < sfq.NumClasses && j.Size < sfq.NumSizes {
 				out[j.State][j.Class][j.Size]++
 			}
 			return true
@@ -39,8 +39,9 @@ const maxJobEvents = 500
 // of it may have been pruned already (the oldest retained event is
 // younger than its submit). Events are in cluster-time order, so the
 // scan starts at the first event at or after the job's submit, found by
-// bisection.
-func jobEvents(f *fsm.FSM, id sfq.JobID, submittedAt sfq.Time) (evs []fsm.Event, more, pruned bool) {
+// bisection, and stops at its end (endedAt, 0 while it has not ended; a
+// job that ended may have been redriven since).
+func jobEvents(f *fsm.FSM, id sfq.JobID, submittedAt, endedAt sfq.Time) (evs []fsm.Event, more, pruned bool) {
 	first, next := f.Events(^uint64(0), func(*fsm.Event) bool { return false })
 	at := func(seq uint64) (t sfq.Time) {
 		f.Events(seq, func(ev *fsm.Event) bool { t = ev.At; return false })
@@ -67,7 +68,9 @@ func jobEvents(f *fsm.FSM, id sfq.JobID, submittedAt sfq.Time) (evs []fsm.Event,
 			return false
 		}
 		evs = append(evs, *ev)
-		return !ev.Kind.Terminal()
+		// A job that ended and was redriven has events after its first
+		// end: the scan stops at the end it is in now (endedAt), if any.
+		return !(ev.Kind.Terminal() && endedAt != 0 && ev.At >= endedAt)
 	})
 	return evs, more, pruned
 }

@@ -183,7 +183,10 @@ func TestConsoleInChromium(t *testing.T) {
 		xssStderr = `<script>window.__pwned=2;alert(2)</script>`
 	)
 	done := submit(acme, "thumbnail", pb.Size_SM, "sh", "-c", "echo resized 12 images")
-	failed := submit(acme, "nightly-report", pb.Size_SM, "sh", "-c", "echo 'loading 3 tables'; echo 'report: disk full writing /var/tmp/report.csv' >&2; exit 3")
+	// The report fails on its first run, and succeeds once redriven.
+	marker := filepath.Join(t.TempDir(), "disk-freed")
+	failed := submit(acme, "nightly-report", pb.Size_SM, "sh", "-c", "if [ -e "+marker+" ]; then echo 'report written'; exit 0; fi; touch "+marker+
+		"; echo 'loading 3 tables'; echo 'report: disk full writing /var/tmp/report.csv' >&2; exit 3")
 	xss := submit(acme, xssType, pb.Size_SM, "sh", "-c", "echo '"+xssStderr+"' >&2; exit 1")
 	queued := submit(acme, "render-4k", pb.Size_LG, "true") // no lg worker: it waits
 	betaJob := submit(beta, "invoice", pb.Size_LG, "true")
@@ -250,6 +253,50 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Error("a failed job has a cancel button")
 	}
 	shot(t, ctx, "web-ui-job.png")
+
+	// Redrive it: it runs again, as attempt 2, and completes.
+	if n := eval[int](t, ctx, `document.querySelectorAll("#redrive button").length`); n != 1 {
+		t.Fatalf("the failed job's page has %d redrive buttons:\n%s", n, eval[string](t, ctx, `document.body.innerHTML`))
+	}
+	step(t, ctx, "redrive the failed job", chromedp.Click(chromedp.CSS(`#redrive button`)), chromedp.WaitVisible(chromedp.ID("events")))
+	waitFor(t, 90*time.Second, "the redriven job to complete", func() (bool, string) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", base, failed)), chromedp.WaitVisible(chromedp.ID("job-state"))); err != nil {
+			return false, err.Error() // the page is being replaced
+		}
+		got, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("job-state")))
+		if err != nil {
+			return false, err.Error()
+		}
+		return got == "completed", got
+	})
+	if got := eval[string](t, ctx, `[...document.querySelectorAll("#events span.ev")].map(e => e.textContent).join(" ")`); got != "queued assigned started failed redriven queued assigned started completed" {
+		t.Errorf("events after the redrive %q", got)
+	}
+	if got := text(t, ctx, "#stdout"); got != "report written\n" {
+		t.Errorf("stdout tail after the redrive %q", got)
+	}
+
+	// Pause acme from its page, then resume it.
+	step(t, ctx, "pause acme", chromedp.Navigate(base+"/tenants/acme"), chromedp.WaitVisible(chromedp.ID("pause-form")),
+		chromedp.Click(chromedp.CSS(`#pause-form button`)), chromedp.WaitVisible(chromedp.ID("pause-form")))
+	// (The follower shows its own state: it may apply the pause a moment
+	// after the leader answered.)
+	pauseShows := func(want string) {
+		t.Helper()
+		waitFor(t, 30*time.Second, want, func() (bool, string) {
+			if err := chromedp.Do(ctx, chromedp.Navigate(base+"/tenants/acme"), chromedp.WaitVisible(chromedp.ID("pause-form"))); err != nil {
+				return false, err.Error()
+			}
+			got, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("pause")))
+			if err != nil {
+				return false, err.Error()
+			}
+			return strings.HasPrefix(got, want), got
+		})
+	}
+	pauseShows("dispatch: paused by admin")
+	step(t, ctx, "resume acme", chromedp.Click(chromedp.CSS(`#pause-form button`)), chromedp.WaitVisible(chromedp.ID("pause-form")))
+	pauseShows("dispatch: not paused")
 
 	// A forged post without the CSRF token is refused; so is one from
 	// a page of another origin (same site: the cookie goes with it).
