@@ -3,7 +3,8 @@
 // is written whole): "S" at start, "T" every tick while it runs, "E" at
 // its end (normal or SIGTERM), each with the job, attempt, worker and the
 // wall time in Unix nanoseconds. A run killed by SIGKILL has no "E": its
-// last "T" bounds its end to within one tick.
+// last "T" bounds its end to within one tick. --exit makes a run that
+// ends by itself fail with that code.
 package main
 
 import (
@@ -19,6 +20,7 @@ func main() {
 	journal := flag.String("journal", "", "journal file to append to (required)")
 	run := flag.Duration("run", time.Second, "how long to run")
 	tick := flag.Duration("tick", 100*time.Millisecond, "tick interval")
+	exit := flag.Int("exit", 0, "exit code at the end of a run not stopped (non-zero: the run failed)")
 	flag.Parse()
 	if *journal == "" {
 		fmt.Fprintln(os.Stderr, "attempt: --journal is required")
@@ -44,7 +46,7 @@ func main() {
 			note("T")
 		case <-end:
 			note("E")
-			return
+			os.Exit(*exit)
 		case <-term:
 			note("E")
 			os.Exit(143)
