@@ -488,14 +488,11 @@ func (s *Scheduler) rebuildDelays() {
 // verifyDelays checks the delay fields, the scheduled counters and that
 // every scheduled, expiring and lapsed job is in its heap.
 func (s *Scheduler) verifyDelays(report func(string, ...any)) {
-	type key struct {
-		at Time
-		id JobID
-	}
+	type key = endedEntry
 	in := func(q *endedQueue) map[key]bool {
 		m := make(map[key]bool, len(q.items))
 		for _, e := range q.items {
-			m[key{e.at, e.id}] = true
+			m[e] = true
 		}
 		return m
 	}

@@ -194,8 +194,7 @@ func TestAuthMatrix(t *testing.T) {
 	// or succeed harmlessly).
 	adminWant := map[string]codes.Code{
 		"Client.Submit": codes.OK, "Client.GetJob": codes.NotFound, "Client.ListJobs": codes.OK, "Client.CancelJob": codes.NotFound,
-		"Client.RunJobNow": codes.NotFound,
-		"Client.WatchEvents": codes.OK, "Client.TenantUsage": codes.OK, "Client.ExplainJob": codes.NotFound, "Admin.UpsertTenant": codes.OK, "Admin.DeleteTenant": codes.NotFound,
+		"Client.RunJobNow": codes.NotFound, "Client.WatchEvents": codes.OK, "Client.TenantUsage": codes.OK, "Client.ExplainJob": codes.NotFound, "Admin.UpsertTenant": codes.OK, "Admin.DeleteTenant": codes.NotFound,
 		"Client.SetGroup": codes.OK, "Client.GetGroup": codes.NotFound, "Client.ListGroups": codes.OK,
 		"Admin.GetTenant": codes.OK, "Admin.ListTenants": codes.OK, "Admin.GetConfig": codes.OK, "Admin.SetConfig": codes.InvalidArgument,
 		"Node.Status": codes.OK, "Node.Apply": codes.InvalidArgument, "Node.Join": codes.InvalidArgument, "Node.RemovePeer": codes.NotFound,

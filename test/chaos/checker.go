@@ -95,33 +95,41 @@ func checkSubmits(h *History) []Violation {
 	return out
 }
 
-// checkTerminal (2): a job enters a terminal state at most once and has at
-// most one accepted Finished.
+// checkTerminal (2): a job enters a terminal state at most once, and each
+// of its attempts has at most one accepted Finished (a failed run retried
+// has one per attempt).
 func checkTerminal(h *History) []Violation {
 	var out []Violation
+	// A job that failed and was retried has one accepted Finished per
+	// attempt; one attempt has at most one.
+	type run struct {
+		job     uint64
+		attempt uint32
+	}
 	terminal := map[uint64][]string{}
-	finished := map[uint64][]uint64{}
-	var order []uint64
+	finished := map[run][]uint64{}
+	var order []run
 	for _, f := range h.Audit {
 		switch f.Kind {
 		case "terminal":
-			if len(terminal[f.Job]) == 0 && len(finished[f.Job]) == 0 {
-				order = append(order, f.Job)
+			if len(terminal[f.Job]) == 0 {
+				order = append(order, run{f.Job, 0})
 			}
 			terminal[f.Job] = append(terminal[f.Job], fmt.Sprintf("%s at index %d", f.State, f.Index))
 		case "finish":
-			if len(terminal[f.Job]) == 0 && len(finished[f.Job]) == 0 {
-				order = append(order, f.Job)
+			k := run{f.Job, f.Attempt}
+			if len(finished[k]) == 0 {
+				order = append(order, k)
 			}
-			finished[f.Job] = append(finished[f.Job], f.Index)
+			finished[k] = append(finished[k], f.Index)
 		}
 	}
-	for _, job := range order {
-		if t := terminal[job]; len(t) > 1 {
-			out = append(out, Violation{2, fmt.Sprintf("job %d reached a terminal state %d times: %s", job, len(t), strings.Join(t, ", "))})
+	for _, k := range order {
+		if t := terminal[k.job]; k.attempt == 0 && len(t) > 1 {
+			out = append(out, Violation{2, fmt.Sprintf("job %d reached a terminal state %d times: %s", k.job, len(t), strings.Join(t, ", "))})
 		}
-		if f := finished[job]; len(f) > 1 {
-			out = append(out, Violation{2, fmt.Sprintf("job %d had %d accepted Finished reports, at indexes %v", job, len(f), f)})
+		if f := finished[k]; k.attempt != 0 && len(f) > 1 {
+			out = append(out, Violation{2, fmt.Sprintf("job %d attempt %d had %d accepted Finished reports, at indexes %v", k.job, k.attempt, len(f), f)})
 		}
 	}
 	return out

@@ -146,8 +146,8 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 		{"double completion", 2, "job 2 reached a terminal state 2 times", func(h *History) {
 			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "terminal", Index: 39, Job: 2, State: "failed"})
 		}},
-		{"two accepted Finished", 2, "job 4 had 2 accepted Finished", func(h *History) {
-			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "finish", Index: 39, Job: 4, Tenant: "fb", Attempt: 2, EstCostMs: 1000, Weight: 65536})
+		{"two accepted Finished", 2, "job 4 attempt 1 had 2 accepted Finished", func(h *History) {
+			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "finish", Index: 39, Job: 4, Tenant: "fb", Attempt: 1, EstCostMs: 1000, Weight: 65536})
 		}},
 		{"concurrent attempts", 2, "job 1: attempt 1 (worker w1) still ran", func(h *History) {
 			h.Attempts = append(h.Attempts, Attempt{Job: 1, Attempt: 2, Worker: "w2", Start: t0.Add(1100 * time.Millisecond), End: t0.Add(3 * time.Second), Ended: true})

@@ -845,6 +845,23 @@ func (r *Run) report(h *History, fenced float64) string {
 		}
 	}
 	fmt.Fprintf(&b, "dispatches by group (at-cap: the dispatch filled its group's cap): %s\n", countLine(groups))
+	// Delays: how late releases came after their due time (cluster time),
+	// and how many jobs expired.
+	var late []int64
+	expired := 0
+	for _, f := range h.Audit {
+		switch {
+		case f.Kind == "release" && !f.Forced:
+			late = append(late, f.At-f.DueAt)
+		case f.Kind == "terminal" && f.State == "expired":
+			expired++
+		}
+	}
+	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+	if n := len(late); n > 0 {
+		fmt.Fprintf(&b, "delays: %d scheduled, %d released (lateness p50 %d ms, max %d ms of cluster time), %d expired\n",
+			facts["scheduled"], n, late[n/2], late[n-1], expired)
+	}
 	return b.String()
 }
 
