@@ -280,7 +280,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 		return strings.TrimSpace(b.String())
 	}
 	c.WaitConverged(30 * time.Second)
-	if got := levels(); got != "n1:1/1 n2:1/4 n3:1/4" {
+	if got := levels(); got != "n1:1/1 n2:1/5 n3:1/5" {
 		t.Fatalf("levels (cluster/own): %s", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -363,7 +363,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	n4 := c.Add("n4")
 	n4.Args = []string{"--test-feature-level", "1"}
 	n4.Start("--join", n2.GRPCAddr)
-	want := "n4 understands feature level 1, the cluster is at 4: upgrade it before it joins"
+	want := "n4 understands feature level 1, the cluster is at 5: upgrade it before it joins"
 	deadline = time.Now().Add(30 * time.Second)
 	for !strings.Contains(n4.Log(), want) {
 		if time.Now().After(deadline) {
