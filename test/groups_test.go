@@ -50,7 +50,7 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 		}
 		return strings.TrimSpace(b.String())
 	}
-	if got := levels(); got != "n1:3/3 n2:3/4 n3:3/4" {
+	if got := levels(); got != "n1:3/3 n2:3/5 n3:3/5" {
 		t.Fatalf("levels (cluster/own): %s", got)
 	}
 	n2 := c.Nodes[1]
