@@ -492,3 +492,37 @@ func TestDelaysProperty(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusedCommandLapsesNothing: a command refused at or after a job's
+// expire_at changes nothing (the job lapses at the first command that
+// takes effect).
+func TestRefusedCommandLapsesNothing(t *testing.T) {
+	w := newDelayWorld(t, DefaultConfig())
+	j1 := w.submit(0, Submission{Tenant: "a", ExpireMs: 1000})
+	j2 := w.submit(0, Submission{Tenant: "b"})
+	before := w.s.Hash()
+	for _, f := range []func() error{
+		func() error { _, err := w.s.Release(2000, j1, false); return err },
+		func() error { _, err := w.s.Start(2000, j2, 1, "w1"); return err },
+		func() error { _, err := w.s.Finish(2000, j2, 1, "w1", OutcomeOK, 0, RunResult{}); return err },
+		func() error { _, err := w.s.Submit(2000, Submission{Tenant: "nobody", Size: SM, EstCostMs: 1}); return err },
+		func() error { _, err := w.s.Expire(2000, j2, 0, InExpireTTL); return err },
+	} {
+		if err := f(); err == nil {
+			t.Fatal("accepted")
+		}
+		if w.s.Hash() != before {
+			t.Fatal("a refused command changed the state")
+		}
+	}
+	if j, _ := w.s.Job(j1); j.Lapsed {
+		t.Fatal("job 1 lapsed on a refused command")
+	}
+	w.check()
+	if got := w.dispatch(2000); got != j2 {
+		t.Fatalf("dispatched %d", got)
+	}
+	if j, _ := w.s.Job(j1); !j.Lapsed {
+		t.Fatal("job 1 did not lapse at the dispatch")
+	}
+}

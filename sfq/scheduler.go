@@ -517,7 +517,6 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	if err := sub.Validate(); err != nil {
 		return 0, err
 	}
-	s.lapse(now)
 	ti, ok := s.TenantIndex(sub.Tenant)
 	if !ok {
 		return 0, fmt.Errorf("%w: %q", ErrUnknownTenant, sub.Tenant)
@@ -542,6 +541,9 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 			return 0, fmt.Errorf("%w: deadline at %d ms of cluster time", ErrInvalid, deadlineAt)
 		}
 	}
+	// The submit takes effect: first, what expired by now leaves its queue.
+	s.lapse(now)
+	t = s.tenants.Get(uint64(ti))
 	c := sub.Class
 	rt := &s.rt[ti]
 	fair := t.GroupOrder == GroupFair
@@ -1047,7 +1049,6 @@ func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind InputKind) (
 
 // event applies a lifecycle event other than Dispatch and Finish.
 func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, error) {
-	s.lapse(now)
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
@@ -1056,6 +1057,13 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 	e.LeaseMs = s.cfg.LeaseTimeoutMs
 	e.TimeoutMs = j.TimeoutMs
 	life, out := Step(j.Life, e)
+	if out == Changed {
+		// The event takes effect: first, what expired by now leaves its
+		// queue (a refused event changes nothing).
+		s.lapse(now)
+		j = s.jobs.Get(uint64(id))
+		life, out = Step(j.Life, e)
+	}
 	life = s.version1Life(life)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
 	if out != Changed {
@@ -1106,7 +1114,6 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if s.v1 {
 		res.StdoutTail = ""
 	}
-	s.lapse(now)
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
@@ -1120,6 +1127,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	switch out {
 	case Changed:
 	case Zombie:
+		s.lapse(now)
 		s.jobs.Mut(uint64(id)).Life = life
 		tm := s.tenants.Mut(uint64(j.Tenant))
 		tm.Billing.CPUMs += cpuMs
@@ -1130,6 +1138,10 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	default:
 		return ch, s.refusal(j, e, out)
 	}
+	// The report takes effect: first, what expired by now leaves its
+	// queue. A live job never lapses: its life stays the one computed.
+	s.lapse(now)
+	j = s.jobs.Get(uint64(id))
 
 	// Cost correction: the tag advanced by step(est) at dispatch; make it
 	// step(cpu), with the weight of that dispatch.
