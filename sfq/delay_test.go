@@ -505,7 +505,10 @@ func TestRefusedCommandLapsesNothing(t *testing.T) {
 		func() error { _, err := w.s.Release(2000, j1, false); return err },
 		func() error { _, err := w.s.Start(2000, j2, 1, "w1"); return err },
 		func() error { _, err := w.s.Finish(2000, j2, 1, "w1", OutcomeOK, 0, RunResult{}); return err },
-		func() error { _, err := w.s.Submit(2000, Submission{Tenant: "nobody", Size: SM, EstCostMs: 1}); return err },
+		func() error {
+			_, err := w.s.Submit(2000, Submission{Tenant: "nobody", Size: SM, EstCostMs: 1})
+			return err
+		},
 		func() error { _, err := w.s.Expire(2000, j2, 0, InExpireTTL); return err },
 	} {
 		if err := f(); err == nil {
