@@ -195,9 +195,10 @@ func (n *Node) checkJoinLevel(ctx context.Context, id, grpcAddr string) error {
 // defaults, and said so: set them once the level is raised.
 func (n *Node) seedCommand(level uint32) *pb.Command {
 	seed := fsm.ConfigToPB(n.cfg.Seed)
-	if level < fsm.Level5 {
+	if level < fsm.Level5 && (seed.RetryBackoffMs != 0 || seed.RetryBackoffMaxMs != 0) {
 		// A cluster below level 5 keeps no retry backoff: a failed run is
 		// requeued at once, as the builds before it do.
+		n.log.Info("seeding the configuration without a retry backoff below feature level 5; set retry_backoff with barista config set once the level is raised")
 		seed.RetryBackoffMs, seed.RetryBackoffMaxMs = 0, 0
 	}
 	cmd := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: seed}}}

@@ -14,8 +14,9 @@ import (
 // s.dl.due, until a Release (refused before the due time) puts it in its
 // queue at its job ID's place. A failed run with a retry backoff goes the
 // same way. A job never dispatched whose expire_at has passed lapses: the
-// first input at or after its expire_at (lapse, called before anything
-// else) takes it out of its queue for good, so it is never dispatched, and
+// first input at or after its expire_at that takes effect (lapse, called
+// once an input is accepted and before its own effect; a refused input
+// changes nothing) takes it out of its queue for good, so it is never dispatched, and
 // the reaper's Expire{ttl} ends it expired. The lapsed mark is part of the
 // state, so which jobs are in their queues never depends on when a state
 // was restored. The due times, expiries and lapsed jobs are kept in
@@ -222,7 +223,8 @@ func (s *Scheduler) setDue(j *Job, due Time) {
 }
 
 // lapse takes out of their queues the jobs whose expire_at is <= now
-// and that were never dispatched. Every input with a time calls it first.
+// and that were never dispatched. Every input with a time that takes
+// effect calls it before its own effect; a refused one does not.
 func (s *Scheduler) lapse(now Time) {
 	for {
 		e, ok := s.dl.expiring.front()
@@ -300,7 +302,6 @@ func (s *Scheduler) tidyDelays() {
 // and for a job whose expire_at has passed. Like a submit it applies the
 // idle rule and the activation clamp.
 func (s *Scheduler) Release(now Time, id JobID, force bool) (Change, error) {
-	s.lapse(now)
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
@@ -309,15 +310,20 @@ func (s *Scheduler) Release(now Time, id JobID, force bool) (Change, error) {
 	e := Input{Kind: InRelease, Now: now, Due: due, Force: force}
 	life, out := Step(j.Life, e)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
+	expired := j.Lapsed || (j.Attempt == 0 && j.ExpireAt() != 0 && j.ExpireAt() <= now)
 	switch {
-	case out == Changed:
-	case j.State == Scheduled && j.Lapsed:
+	case j.State == Scheduled && expired:
+		ch.Outcome, ch.To = Invalid, j.State
 		return ch, fmt.Errorf("%w: release of job %d does not apply: it expired at %d ms", ErrRefused, id, j.ExpireAt())
 	case out == NotDue:
 		return ch, fmt.Errorf("%w: release of job %d is not due yet: due at %d ms, now %d ms", ErrRefused, id, due, now)
-	default:
+	case out != Changed:
 		return ch, fmt.Errorf("%w: release of job %d does not apply: job is %s", ErrRefused, id, j.State)
 	}
+	// The release takes effect: first, what expired by now leaves its
+	// queue (this job did not: its expire_at is later).
+	s.advance(now)
+	j = s.jobs.Get(uint64(id))
 	if c := j.Class; !j.deadline && s.queuedFair[c] == 0 {
 		// The idle rule, as at a submit.
 		if top := s.maxTag[c].top(); top != nil && top.tag > s.vnow[c] {
@@ -334,7 +340,6 @@ func (s *Scheduler) Release(now Time, id JobID, force bool) (Change, error) {
 
 // expireTTL ends a job never dispatched whose expire_at has passed.
 func (s *Scheduler) expireTTL(now Time, id JobID) (Change, error) {
-	s.lapse(now)
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
@@ -354,6 +359,11 @@ func (s *Scheduler) expireTTL(now Time, id JobID) (Change, error) {
 	default:
 		return ch, fmt.Errorf("%w: expire-ttl of job %d does not apply: job is %s", ErrRefused, id, j.State)
 	}
+	// The expiry takes effect: first, what expired by now (this job
+	// included) leaves its queue.
+	s.advance(now)
+	j = s.jobs.Get(uint64(id))
+	life, _ = Step(j.Life, e)
 	old := j.Life
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
@@ -488,14 +498,11 @@ func (s *Scheduler) rebuildDelays() {
 // verifyDelays checks the delay fields, the scheduled counters and that
 // every scheduled, expiring and lapsed job is in its heap.
 func (s *Scheduler) verifyDelays(report func(string, ...any)) {
-	type key struct {
-		at Time
-		id JobID
-	}
+	type key = endedEntry
 	in := func(q *endedQueue) map[key]bool {
 		m := make(map[key]bool, len(q.items))
 		for _, e := range q.items {
-			m[key{e.at, e.id}] = true
+			m[e] = true
 		}
 		return m
 	}

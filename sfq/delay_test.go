@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // delayWorld is a scheduler with tenants a (gold) and b (free), checked
@@ -385,5 +387,145 @@ func TestDispatchOverLapsedAllocatesNothing(t *testing.T) {
 	}
 	if err := s.Verify(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDelaysProperty drives random submits (delayed, expiring, with a
+// backoff of their own), dispatches, failed and good runs, cancels,
+// releases and expiries of what is due, and restores: after every step
+// the state verifies, a restored twin fed the same inputs hashes alike,
+// no dispatch takes a job at or after its expire_at on its first attempt,
+// and nothing scheduled is ever dispatched.
+func TestDelaysProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := DefaultConfig()
+		cfg.RetryBackoffMs = rapid.SampledFrom([]int64{0, 500, 2000}).Draw(t, "backoff")
+		cfg.RetryBackoffMaxMs = cfg.RetryBackoffMs * 4
+		s, _ := New(cfg)
+		for _, ts := range []TenantSpec{{Name: "a", Tier: Gold}, {Name: "b", Tier: Free, GroupOrder: GroupFair}} {
+			s.UpsertTenant(ts)
+		}
+		twin, err := decodeBytes(encodeView(s.Freeze()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := Time(0)
+		apply := func(fn func(s *Scheduler) error) {
+			e1, e2 := fn(s), fn(twin)
+			if (e1 == nil) != (e2 == nil) {
+				t.Fatalf("the twin disagrees: %v vs %v", e1, e2)
+			}
+		}
+		for step := range rapid.IntRange(1, 120).Draw(t, "steps") {
+			switch rapid.IntRange(0, 7).Draw(t, "op") {
+			case 0, 1:
+				sub := Submission{Tenant: rapid.SampledFrom([]string{"a", "b"}).Draw(t, "tenant"), Size: SM, EstCostMs: 1000,
+					Group: rapid.SampledFrom([]string{"", "g"}).Draw(t, "group"), MaxAttempts: 3,
+					DelayMs: rapid.SampledFrom([]int64{0, 0, 700, 3000}).Draw(t, "delay")}
+				if rapid.Bool().Draw(t, "expires") {
+					sub.ExpireMs = sub.DelayMs + rapid.Int64Range(1000, 4000).Draw(t, "expire")
+				}
+				if rapid.IntRange(0, 3).Draw(t, "own") == 0 {
+					sub.RetryBackoffMs, sub.RetryBackoffSet = rapid.SampledFrom([]int64{0, 300}).Draw(t, "ownbackoff"), true
+				}
+				apply(func(s *Scheduler) error { _, err := s.Submit(now, sub); return err })
+			case 2, 3:
+				var got JobID
+				apply(func(s *Scheduler) error {
+					a, ok, err := s.Dispatch(now, SM, "w")
+					if ok {
+						got = a.Job
+					}
+					return err
+				})
+				if got != 0 {
+					j, _ := s.Job(got)
+					if x := j.ExpireAt(); j.Attempt == 1 && x != 0 && now >= x {
+						t.Fatalf("job %d dispatched at %d, its expire_at %d", got, now, x)
+					}
+				}
+			case 4: // the oldest live job ends, failed or not
+				var id JobID
+				var attempt uint32
+				s.Jobs(0, func(j *Job) bool {
+					if j.State.Live() {
+						id, attempt = j.ID, j.Attempt
+						return false
+					}
+					return true
+				})
+				if id != 0 {
+					o := rapid.SampledFrom([]FinishOutcome{OutcomeOK, OutcomeFailed}).Draw(t, "outcome")
+					apply(func(s *Scheduler) error { _, err := s.Finish(now, id, attempt, "w", o, 500, RunResult{}); return err })
+				}
+			case 5:
+				id := JobID(rapid.IntRange(1, int(s.NextJobID())).Draw(t, "cancel"))
+				apply(func(s *Scheduler) error { s.Cancel(now, id); return nil })
+			case 6: // time passes; the leader releases and expires what is due
+				now += Time(rapid.Int64Range(0, 2500).Draw(t, "dt"))
+				for _, id := range s.DueReleases(now, 0) {
+					apply(func(s *Scheduler) error { _, err := s.Release(now, id, false); return err })
+				}
+				for _, id := range s.DueExpiries(now, 0) {
+					apply(func(s *Scheduler) error { _, err := s.Expire(now, id, 0, InExpireTTL); return err })
+				}
+				if next, ok := s.NextDelayWake(); ok && next <= now && len(s.DueReleases(now, 0))+len(s.DueExpiries(now, 0)) > 0 {
+					t.Fatalf("due work left at %d after the leader's pass", now)
+				}
+			case 7: // the twin is restored from the scheduler's encoding
+				if twin, err = decodeBytes(encodeView(s.Freeze())); err != nil {
+					t.Fatalf("restore: %v", err)
+				}
+			}
+			if err := s.Verify(); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			if s.Hash() != twin.Hash() {
+				t.Fatalf("step %d: the twin's hash differs", step)
+			}
+			s.Jobs(0, func(j *Job) bool {
+				if j.State == Scheduled && j.DueAt() == 0 {
+					t.Fatalf("scheduled job %d without a due time", j.ID)
+				}
+				return true
+			})
+		}
+	})
+}
+
+// TestRefusedCommandLapsesNothing: a command refused at or after a job's
+// expire_at changes nothing (the job lapses at the first command that
+// takes effect).
+func TestRefusedCommandLapsesNothing(t *testing.T) {
+	w := newDelayWorld(t, DefaultConfig())
+	j1 := w.submit(0, Submission{Tenant: "a", ExpireMs: 1000})
+	j2 := w.submit(0, Submission{Tenant: "b"})
+	before := w.s.Hash()
+	for _, f := range []func() error{
+		func() error { _, err := w.s.Release(2000, j1, false); return err },
+		func() error { _, err := w.s.Start(2000, j2, 1, "w1"); return err },
+		func() error { _, err := w.s.Finish(2000, j2, 1, "w1", OutcomeOK, 0, RunResult{}); return err },
+		func() error {
+			_, err := w.s.Submit(2000, Submission{Tenant: "nobody", Size: SM, EstCostMs: 1})
+			return err
+		},
+		func() error { _, err := w.s.Expire(2000, j2, 0, InExpireTTL); return err },
+	} {
+		if err := f(); err == nil {
+			t.Fatal("accepted")
+		}
+		if w.s.Hash() != before {
+			t.Fatal("a refused command changed the state")
+		}
+	}
+	if j, _ := w.s.Job(j1); j.Lapsed {
+		t.Fatal("job 1 lapsed on a refused command")
+	}
+	w.check()
+	if got := w.dispatch(2000); got != j2 {
+		t.Fatalf("dispatched %d", got)
+	}
+	if j, _ := w.s.Job(j1); !j.Lapsed {
+		t.Fatal("job 1 did not lapse at the dispatch")
 	}
 }

@@ -540,7 +540,6 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	if err := sub.Validate(); err != nil {
 		return 0, err
 	}
-	s.lapse(now)
 	ti, ok := s.TenantIndex(sub.Tenant)
 	if !ok {
 		return 0, fmt.Errorf("%w: %q", ErrUnknownTenant, sub.Tenant)
@@ -1076,7 +1075,6 @@ func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind InputKind) (
 
 // event applies a lifecycle event other than Dispatch and Finish.
 func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, error) {
-	s.lapse(now)
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
@@ -1085,6 +1083,13 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 	e.LeaseMs = s.cfg.LeaseTimeoutMs
 	e.TimeoutMs = j.TimeoutMs
 	life, out := Step(j.Life, e)
+	if out == Changed {
+		// The event takes effect: first, what expired by now leaves its
+		// queue (a refused event changes nothing).
+		s.advance(now)
+		j = s.jobs.Get(uint64(id))
+		life, out = Step(j.Life, e)
+	}
 	life = s.version1Life(life)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
 	if out != Changed {
@@ -1136,7 +1141,6 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if s.v1 {
 		res.StdoutTail = ""
 	}
-	s.lapse(now)
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
@@ -1161,8 +1165,12 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	default:
 		return ch, s.refusal(j, e, out)
 	}
-
+	// The report takes effect: first, eligibility at its time (what
+	// expired by now leaves its queue). A live job never lapses: its life
+	// stays the one computed.
 	s.advance(now)
+	j = s.jobs.Get(uint64(id))
+
 	// Cost correction: the tag advanced by step(est) at dispatch; make it
 	// step(cpu), with the weight of that dispatch.
 	t := s.tenants.Get(uint64(j.Tenant))

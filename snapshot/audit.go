@@ -70,6 +70,14 @@ type AuditFact struct {
 	GroupCap         uint32   `json:"group_cap,omitempty"`
 	VirtualNow       int64    `json:"virtual_now,omitempty"`
 	Verify           string   `json:"verify,omitempty"`
+	// At is the entry's cluster time (dispatch, scheduled, release);
+	// DueAt a scheduled job's due time (scheduled, and a release: the
+	// due time it was released from); ExpireAt a dispatched job's
+	// expire_at; Forced a release by run-now.
+	At       int64 `json:"at,omitempty"`
+	DueAt    int64 `json:"due_at,omitempty"`
+	ExpireAt int64 `json:"expire_at,omitempty"`
+	Forced   bool  `json:"forced,omitempty"`
 }
 
 type auditor struct{ emit func(AuditFact) }
@@ -119,7 +127,16 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 		var before sfq.State
 		var known bool
 		job := commandJob(c)
+		var dueBefore map[uint64]sfq.Time // scheduled jobs a Release names
 		f.Read(func(s *sfq.Scheduler) {
+			if rel := c.GetRelease(); rel != nil {
+				dueBefore = map[uint64]sfq.Time{}
+				for _, id := range rel.Jobs {
+					if j, ok := s.Job(sfq.JobID(id)); ok && j.State == sfq.Scheduled {
+						dueBefore[id] = j.DueAt()
+					}
+				}
+			}
 			if d := c.GetDispatch(); d != nil {
 				s.Tenants(func(i uint32, t *sfq.Tenant) bool {
 					if !t.Deleted && t.QueuedTotal() > 0 {
@@ -163,6 +180,16 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 					fact.Code = r.Code.String()
 				}
 				a.emit(fact)
+				if j, ok := s.Job(r.Job); ok && r.Created && j.State == sfq.Scheduled {
+					a.emit(AuditFact{Kind: "scheduled", Index: l.Index, Job: uint64(r.Job), Tenant: x.Submit.Tenant, At: env.StampMs, DueAt: int64(j.DueAt())})
+				}
+			case *pb.Command_Release:
+				for _, id := range x.Release.Jobs {
+					due, was := dueBefore[id]
+					if j, ok := s.Job(sfq.JobID(id)); was && ok && j.State != sfq.Scheduled {
+						a.emit(AuditFact{Kind: "release", Index: l.Index, Job: id, Tenant: s.TenantName(j.Tenant), At: env.StampMs, DueAt: int64(due), Forced: x.Release.Now})
+					}
+				}
 			case *pb.Command_Dispatch:
 				if !r.Assigned {
 					return
@@ -174,7 +201,8 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 					EstCostMs: j.EstCostMs, Weight: int64(j.Weight), Running: t.Running, RunningSize: t.RunningBySize[j.Size],
 					InflightCPUMs: t.InflightCPUMs, MaxRunning: t.Caps.MaxRunning, MaxRunningSize: t.Caps.MaxRunningSize[j.Size],
 					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged, BackloggedIn: backloggedIn,
-					Class: j.Class.String(), Deadline: j.HasDeadline(), DeadlineMissed: r.DeadlineMissed, Start: int64(j.StartTag), Eligible: eligible})
+					Class: j.Class.String(), Deadline: j.HasDeadline(), DeadlineMissed: r.DeadlineMissed, Start: int64(j.StartTag), Eligible: eligible,
+					At: env.StampMs, ExpireAt: int64(j.ExpireAt())})
 			case *pb.Command_Redrive, *pb.Command_CancelJobs:
 				if r.Bulk == nil {
 					return
@@ -194,6 +222,9 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 					j, _ := s.Job(sfq.JobID(x.Finished.Job))
 					a.emit(AuditFact{Kind: "finish", Index: l.Index, Job: x.Finished.Job, Tenant: s.TenantName(j.Tenant), Attempt: x.Finished.Attempt,
 						CPUMs: x.Finished.CpuMs, EstCostMs: j.EstCostMs, Weight: int64(j.Weight)})
+					if j.State == sfq.Scheduled {
+						a.emit(AuditFact{Kind: "scheduled", Index: l.Index, Job: x.Finished.Job, Tenant: s.TenantName(j.Tenant), At: env.StampMs, DueAt: int64(j.DueAt())})
+					}
 				}
 			}
 			if job != 0 && known {

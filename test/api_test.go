@@ -96,6 +96,10 @@ func TestAuthMatrix(t *testing.T) {
 			_, err := pb.NewClientClient(cc).CancelJob(ctx, &pb.CancelJobRequest{Tenant: "acme", JobId: 999})
 			return err
 		},
+		"Client.RunJobNow": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewClientClient(cc).RunJobNow(ctx, &pb.RunJobNowRequest{Tenant: "acme", JobId: 999})
+			return err
+		},
 		"Client.WatchEvents": func(ctx context.Context, cc *grpc.ClientConn) error {
 			ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 			defer cancel()
@@ -210,7 +214,7 @@ func TestAuthMatrix(t *testing.T) {
 	// or succeed harmlessly).
 	adminWant := map[string]codes.Code{
 		"Client.Submit": codes.OK, "Client.GetJob": codes.NotFound, "Client.ListJobs": codes.OK, "Client.CancelJob": codes.NotFound,
-		"Client.WatchEvents": codes.OK, "Client.TenantUsage": codes.OK, "Client.ExplainJob": codes.NotFound, "Admin.UpsertTenant": codes.OK, "Admin.DeleteTenant": codes.NotFound,
+		"Client.RunJobNow": codes.NotFound, "Client.WatchEvents": codes.OK, "Client.TenantUsage": codes.OK, "Client.ExplainJob": codes.NotFound, "Admin.UpsertTenant": codes.OK, "Admin.DeleteTenant": codes.NotFound,
 		"Client.SetGroup": codes.OK, "Client.GetGroup": codes.NotFound, "Client.ListGroups": codes.OK,
 		"Client.Pause": codes.OK, "Admin.PauseDispatch": codes.OK,
 		"Client.Redrive": codes.OK, "Client.CancelJobs": codes.OK, "Client.PurgeJobs": codes.OK,

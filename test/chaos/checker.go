@@ -28,7 +28,7 @@ func Check(h *History) []Violation {
 	var out []Violation
 	for _, rule := range []func(*History) []Violation{
 		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness, checkPriority,
-		checkGroupCaps, checkRedrive,
+		checkGroupCaps, checkRedrive, checkDelays,
 	} {
 		out = append(out, rule(h)...)
 	}
@@ -553,6 +553,35 @@ func checkGroupCaps(h *History) []Violation {
 		if f.Kind == "dispatch" && f.GroupCap > 0 && f.GroupRunning > f.GroupCap {
 			out = append(out, Violation{8, fmt.Sprintf("index %d: dispatching job %d raised group %q of tenant %s to %d running, its cap %d",
 				f.Index, f.Job, f.Group, f.Tenant, f.GroupRunning, f.GroupCap)})
+		}
+	}
+	return out
+}
+
+// checkDelays (9): time rules in cluster time. A job scheduled (delayed,
+// or backing off after a failed run) is not dispatched until a release,
+// and no release comes before its due time unless it is a run-now; a
+// job's first dispatch comes before its expire_at (a job dispatched once
+// never expires).
+func checkDelays(h *History) []Violation {
+	var out []Violation
+	due := map[uint64]int64{} // scheduled jobs not released yet, by due time
+	for _, f := range h.Audit {
+		switch f.Kind {
+		case "scheduled":
+			due[f.Job] = f.DueAt
+		case "release":
+			if !f.Forced && f.At < f.DueAt {
+				out = append(out, Violation{9, fmt.Sprintf("index %d: job %d released at %d ms, before its due time %d ms", f.Index, f.Job, f.At, f.DueAt)})
+			}
+			delete(due, f.Job)
+		case "dispatch":
+			if d, ok := due[f.Job]; ok {
+				out = append(out, Violation{9, fmt.Sprintf("index %d: job %d dispatched at %d ms while scheduled (due %d ms), never released", f.Index, f.Job, f.At, d)})
+			}
+			if f.Attempt == 1 && f.ExpireAt != 0 && f.At >= f.ExpireAt {
+				out = append(out, Violation{9, fmt.Sprintf("index %d: job %d first dispatched at %d ms, at or after its expire_at %d ms", f.Index, f.Job, f.At, f.ExpireAt)})
+			}
 		}
 	}
 	return out

@@ -47,6 +47,12 @@ func validHistory() *History {
 		h.Attempts = append(h.Attempts, Attempt{Job: j, Attempt: 1, Worker: "w1", Start: start, End: start.Add(500 * time.Millisecond), Ended: true})
 		h.Events = append(h.Events, WatchEvent{Watcher: 0, Seq: j, Job: j, Kind: "completed", Attempt: 1}, WatchEvent{Watcher: 1, Seq: j, Job: j, Kind: "completed", Attempt: 1})
 	}
+	// Job 7 of tenant dz was delayed (due at 5000 ms), released at its due
+	// time and dispatched before its expire_at (9000 ms).
+	fact(snapshot.AuditFact{Kind: "scheduled", Job: 7, Tenant: "dz", At: 1000, DueAt: 5000})
+	fact(snapshot.AuditFact{Kind: "release", Job: 7, Tenant: "dz", At: 5000, DueAt: 5000})
+	fact(snapshot.AuditFact{Kind: "dispatch", Job: 7, Tenant: "dz", Size: "sm", Attempt: 1, EstCostMs: 1000, Weight: 65536,
+		Running: 1, RunningSize: 1, InflightCPUMs: 1000, Class: "normal", Eligible: []string{"normal"}, At: 5200, ExpireAt: 9000})
 	for j := uint64(1); j <= 6; j++ {
 		h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "job", Job: j, Tenant: []string{"fa", "fb"}[j%2], Key: "k" + string(rune('0'+j)), State: "completed"})
 	}
@@ -81,6 +87,15 @@ func withRedrive(h *History) *History {
 func TestCheckerAcceptsARedrive(t *testing.T) {
 	if vs := Check(withRedrive(validHistory())); len(vs) != 0 {
 		t.Fatal(Report(vs))
+	}
+}
+
+// setFact changes the facts of one kind and job.
+func setFact(h *History, kind string, job uint64, fn func(f *snapshot.AuditFact)) {
+	for i := range h.Audit {
+		if h.Audit[i].Kind == kind && h.Audit[i].Job == job {
+			fn(&h.Audit[i])
+		}
 	}
 }
 
@@ -142,6 +157,15 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 		want   string
 		break_ func(h *History)
 	}{
+		{"delayed job released early", 9, "index 20: job 7 released at 4999 ms, before its due time 5000 ms", func(h *History) {
+			setFact(h, "release", 7, func(f *snapshot.AuditFact) { f.At = 4999 })
+		}},
+		{"delayed job dispatched unreleased", 9, "index 21: job 7 dispatched at 5200 ms while scheduled (due 5000 ms), never released", func(h *History) {
+			drop(h, func(f snapshot.AuditFact) bool { return f.Kind == "release" })
+		}},
+		{"expired job dispatched", 9, "index 21: job 7 first dispatched at 5200 ms, at or after its expire_at 5200 ms", func(h *History) {
+			setFact(h, "dispatch", 7, func(f *snapshot.AuditFact) { f.ExpireAt = 5200 })
+		}},
 		{"lost submit", 1, "job 3 (key \"k3\"", func(h *History) {
 			drop(h, func(f snapshot.AuditFact) bool { return f.Kind == "job" && f.Job == 3 })
 		}},

@@ -104,6 +104,8 @@ var tenantSpecs = []*pb.UpsertTenantRequest{
 	{Name: "cap-diamond", Tier: pb.Tier_DIAMOND, Caps: &pb.Caps{MaxRunningMd: 1, MaxInflightCpuMs: 1500}, GroupCap: 2, GroupOrder: pb.GroupOrder_GROUP_FAIR},
 	{Name: "mix-bronze", Tier: pb.Tier_BRONZE, AllowDeadlines: true, Caps: &pb.Caps{MaxRunningDeadline: 2}, GroupCap: 1, GroupOrder: pb.GroupOrder_GROUP_FAIR},
 	{Name: "mix-gold", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH, AllowDeadlines: true, Caps: &pb.Caps{MaxRunningHigh: 2}, GroupCap: 2},
+	// Delayed, expiring and failing (backing off) jobs (SPEC §8 rule 9).
+	{Name: "delay-silver", Tier: pb.Tier_SILVER, Caps: &pb.Caps{MaxRunning: 2}},
 }
 
 // capBronze is cap-bronze's settings with max_running n: group_cap 1,
@@ -273,9 +275,16 @@ func (r *Run) payloadExit(run time.Duration, exit int) []byte {
 
 // submit sends one keyed submit until it is acknowledged or ctx ends.
 func (r *Run) submit(ctx context.Context, client int, key, tenant, group string, size pb.Size, est int64, run time.Duration, class pb.Class, deadline int64) {
-	op := Op{Kind: "submit", Client: client, Key: key, Tenant: tenant, Invoke: time.Now()}
 	req := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: &key, Size: size, EstCostMs: est, Payload: r.payload(run), Class: class, DeadlineMs: deadline,
 		Group: group}
+	r.submitRequest(ctx, client, req)
+}
+
+// submitRequest sends one keyed submit until it is acknowledged or ctx
+// ends.
+func (r *Run) submitRequest(ctx context.Context, client int, req *pb.SubmitRequest) {
+	op := Op{Kind: "submit", Client: client, Key: req.GetIdempotencyKey(), Tenant: req.Tenant, Invoke: time.Now()}
+	tenant := req.Tenant
 	tries, err := r.retry(ctx, client, func(ctx context.Context, n *cluster.Node) error {
 		resp, err := pb.NewClientClient(n.Conn()).Submit(ctx, req)
 		if err == nil {
@@ -362,6 +371,33 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 			}
 		}()
 	}
+	// Delayed jobs (0.5 to 3 s), expiring jobs (1 to 3 s: some expire
+	// behind the tenant's cap of 2) and failing jobs (exit 3, a backoff of
+	// 300 ms doubling, 3 attempts).
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(r.cfg.Seed, 300))
+		for ctx.Err() == nil {
+			key := fmt.Sprintf("d%d", seq.Add(1))
+			req := &pb.SubmitRequest{Tenant: "delay-silver", IdempotencyKey: &key, Size: pb.Size_SM, EstCostMs: int64(200 + rng.IntN(600)),
+				Payload: r.payload(time.Duration(200+rng.IntN(600)) * time.Millisecond)}
+			switch k := rng.IntN(10); {
+			case k < 4:
+				req.DelayMs = int64(500 + rng.IntN(2500))
+			case k < 7:
+				req.ExpireMs = int64(1000 + rng.IntN(2000))
+				if rng.IntN(2) == 0 {
+					req.DelayMs = int64(100 + rng.IntN(800))
+				}
+			default:
+				req.Payload = r.payloadExit(time.Duration(100+rng.IntN(300))*time.Millisecond, 3)
+				req.RetryBackoffMs, req.MaxAttempts = new(int64(300)), 3
+			}
+			r.submitRequest(ctx, 300, req)
+			sleepCtx(ctx, time.Duration(200+rng.IntN(500))*time.Millisecond)
+		}
+	}()
 	// A canceller and a tenant editor.
 	wg.Add(1)
 	go func() {
@@ -861,6 +897,23 @@ func (r *Run) report(h *History, fenced float64) string {
 		}
 	}
 	fmt.Fprintf(&b, "dispatches by group (at-cap: the dispatch filled its group's cap): %s\n", countLine(groups))
+	// Delays: how late releases came after their due time (cluster time),
+	// and how many jobs expired.
+	var late []int64
+	expired := 0
+	for _, f := range h.Audit {
+		switch {
+		case f.Kind == "release" && !f.Forced:
+			late = append(late, f.At-f.DueAt)
+		case f.Kind == "terminal" && f.State == "expired":
+			expired++
+		}
+	}
+	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+	if n := len(late); n > 0 {
+		fmt.Fprintf(&b, "delays: %d scheduled, %d released (lateness p50 %d ms, max %d ms of cluster time), %d expired\n",
+			facts["scheduled"], n, late[n/2], late[n-1], expired)
+	}
 	return b.String()
 }
 

@@ -3,7 +3,8 @@
 // is written whole): "S" at start, "T" every tick while it runs, "E" at
 // its end (normal or SIGTERM), each with the job, attempt, worker and the
 // wall time in Unix nanoseconds. A run killed by SIGKILL has no "E": its
-// last "T" bounds its end to within one tick.
+// last "T" bounds its end to within one tick. --exit makes a run that
+// ends by itself fail with that code.
 package main
 
 import (
