@@ -68,6 +68,18 @@ type AuditFact struct {
 	GroupCap         uint32   `json:"group_cap,omitempty"`
 	VirtualNow       int64    `json:"virtual_now,omitempty"`
 	Verify           string   `json:"verify,omitempty"`
+	// AtMs is the cluster time of a dispatch (the FSM clock of its
+	// entry). A "pause" fact says Paused (true: paused, false: resumed)
+	// of a Tenant, a Group of it, or All dispatch; a "rate" fact the rate
+	// limit in force (RateN per RatePeriodMs, RateBurst 0: N; RateN 0:
+	// none) of a Tenant or, with Group, of a group, after a tenant upsert
+	// or a SetGroup that set it.
+	AtMs         int64  `json:"at_ms,omitempty"`
+	All          bool   `json:"all,omitempty"`
+	Paused       bool   `json:"paused,omitempty"`
+	RateN        uint32 `json:"rate_n,omitempty"`
+	RatePeriodMs int64  `json:"rate_period_ms,omitempty"`
+	RateBurst    uint32 `json:"rate_burst,omitempty"`
 }
 
 type auditor struct{ emit func(AuditFact) }
@@ -153,6 +165,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 			return err
 		}
 		r := out[0]
+		clock, _ := f.Clock()
 		f.Read(func(s *sfq.Scheduler) {
 			switch x := c.Cmd.(type) {
 			case *pb.Command_Submit:
@@ -168,11 +181,26 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				j, _ := s.Job(r.Job)
 				t, _ := s.TenantAt(j.Tenant)
 				g, _ := s.Group(t.Name, j.Group())
-				a.emit(AuditFact{Kind: "dispatch", Group: j.Group(), GroupRunning: g.Running, GroupCap: sfq.CapOf(&t, &g), Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
+				a.emit(AuditFact{Kind: "dispatch", AtMs: int64(clock), Group: j.Group(), GroupRunning: g.Running, GroupCap: sfq.CapOf(&t, &g), Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
 					EstCostMs: j.EstCostMs, Weight: int64(j.Weight), Running: t.Running, RunningSize: t.RunningBySize[j.Size],
 					InflightCPUMs: t.InflightCPUMs, MaxRunning: t.Caps.MaxRunning, MaxRunningSize: t.Caps.MaxRunningSize[j.Size],
 					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged, BackloggedIn: backloggedIn,
 					Class: j.Class.String(), Deadline: j.HasDeadline(), DeadlineMissed: r.DeadlineMissed, Start: int64(j.StartTag), Eligible: eligible})
+			case *pb.Command_Pause:
+				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
+					a.emit(AuditFact{Kind: "pause", Index: l.Index, Tenant: x.Pause.Tenant, Group: x.Pause.Group, All: x.Pause.All, Paused: !x.Pause.Resume})
+				}
+			case *pb.Command_TenantUpsert:
+				if t, ok := s.Tenant(x.TenantUpsert.Name); ok && r.Code == fsm.OK {
+					a.emit(AuditFact{Kind: "rate", Index: l.Index, Tenant: t.Name, RateN: t.Rate.N, RatePeriodMs: t.Rate.PeriodMs, RateBurst: t.Rate.BurstOf()})
+				}
+			case *pb.Command_SetGroup:
+				if g, ok := s.Group(x.SetGroup.Tenant, x.SetGroup.Group); ok && r.Code == fsm.OK && x.SetGroup.SetRate {
+					a.emit(AuditFact{Kind: "rate", Index: l.Index, Tenant: x.SetGroup.Tenant, Group: g.Name, RateN: g.Rate.N, RatePeriodMs: g.Rate.PeriodMs,
+						RateBurst: g.Rate.BurstOf()})
+				} else if !ok && r.Code == fsm.OK && x.SetGroup.SetRate {
+					a.emit(AuditFact{Kind: "rate", Index: l.Index, Tenant: x.SetGroup.Tenant, Group: x.SetGroup.Group})
+				}
 			case *pb.Command_Finished:
 				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
 					j, _ := s.Job(sfq.JobID(x.Finished.Job))
