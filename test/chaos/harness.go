@@ -812,6 +812,7 @@ func (r *Run) report(h *History, fenced float64) string {
 		}
 	}
 	fmt.Fprintf(&b, "dispatches by group (at-cap: the dispatch filled its group's cap): %s\n", countLine(groups))
+	fmt.Fprintf(&b, "levers: %s\n", leverLine(h))
 	return b.String()
 }
 

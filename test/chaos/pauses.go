@@ -119,6 +119,39 @@ func (sp *rateSpan) worst() (Violation, bool) {
 	return Violation{}, false
 }
 
+// leverLine counts the pauses and rate limits of a run's log and the
+// dispatches made under a rate limit (the ones checkRates checks).
+func leverLine(h *History) string {
+	pauses, resumes, rates := 0, 0, 0
+	for _, f := range h.Audit {
+		switch {
+		case f.Kind == "pause" && f.Paused:
+			pauses++
+		case f.Kind == "pause":
+			resumes++
+		case f.Kind == "rate" && f.RateN > 0:
+			rates++
+		}
+	}
+	limited := 0
+	spans := map[string]bool{}
+	for _, f := range h.Audit {
+		switch f.Kind {
+		case "rate":
+			who := f.Tenant
+			if f.Group != "" {
+				who += "/" + f.Group
+			}
+			spans[who] = f.RateN > 0
+		case "dispatch":
+			if spans[f.Tenant] || (f.Group != "" && spans[f.Tenant+"/"+f.Group]) {
+				limited++
+			}
+		}
+	}
+	return fmt.Sprintf("%d pauses, %d resumes, %d rate limits set; %d dispatches under a rate limit", pauses, resumes, rates, limited)
+}
+
 // rateFact is a helper of the tests: the audit fact of a rate limit.
 func rateFact(index uint64, tenant, group string, n uint32, periodMs int64, burst uint32) snapshot.AuditFact {
 	return snapshot.AuditFact{Kind: "rate", Index: index, Tenant: tenant, Group: group, RateN: n, RatePeriodMs: periodMs, RateBurst: burst}
