@@ -270,7 +270,7 @@ func TestGatewayStreamError(t *testing.T) {
 		t.Errorf("error line %s %v", b, err)
 	}
 	b, err = m.Marshal(map[string]any{"result": &pb.Event{Seq: 7, Kind: "queued"}})
-	if err != nil || canonical(t, string(b)) != `{"at_ms":"0","attempt":0,"cpu_ms":"0","exit_code":0,"job_id":"0","kind":"queued","reason":"","seq":"7","tenant":"","wall_ms":"0","worker_id":""}` {
+	if err != nil || canonical(t, string(b)) != `{"at_ms":"0","attempt":0,"cpu_ms":"0","exit_code":0,"group":"","job_id":"0","kind":"queued","reason":"","seq":"7","tenant":"","wall_ms":"0","worker_id":""}` {
 		t.Errorf("event line %s %v", b, err)
 	}
 	if strings.Contains(string(b), "\n") {
