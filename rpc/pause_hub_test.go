@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
@@ -72,5 +73,20 @@ func TestDispatchRateLimitedWake(t *testing.T) {
 	}
 	if got := fmt.Sprint(sent(w)); got != "[assign 3/1]" {
 		t.Fatalf("sent %s", got)
+	}
+}
+
+// TestTenantLevelEventToPB: a paused event (job 0) names its group in
+// group, not in worker_id.
+func TestTenantLevelEventToPB(t *testing.T) {
+	ev := fsm.Event{Seq: 3}
+	ev.Kind, ev.Worker = fsm.EvPaused, "eu"
+	got := eventToPB(&ev, "acme")
+	if got.Kind != "paused" || got.JobId != 0 || got.Group != "eu" || got.WorkerId != "" || got.Tenant != "acme" {
+		t.Errorf("event %v", got)
+	}
+	ev.Kind, ev.Worker = fsm.EvAssigned, "w1"
+	if got := eventToPB(&ev, "acme"); got.WorkerId != "w1" || got.Group != "" {
+		t.Errorf("assigned event %v", got)
 	}
 }
