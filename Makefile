@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-examples test-fuzz test-proc lint bench chaos soak fuzz proto run clean
+.PHONY: help build test test-unit test-examples test-fuzz test-proc lint bench chaos soak ratelimit fuzz proto run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -52,6 +52,11 @@ SOAK_REPORT ?= soak.jsonl
 soak: build ## steady load on 3 servers and real workers for SOAK_DURATION (1h) at SOAK_RATE jobs/s (300); fails if memory, goroutines, files, raft.db or p99s grow over 10 % after warm-up; report in SOAK_REPORT
 	BARISTA_SOAK=1 SOAK_DURATION=$(SOAK_DURATION) SOAK_RATE=$(SOAK_RATE) SOAK_REPORT=$(abspath $(SOAK_REPORT)) \
 		$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./test/soak/ 2>&1 | grep -v '^\s*20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T' ; exit $${PIPESTATUS[0]}
+
+# Rate limits measured with real workers: make ratelimit RATE_DURATION=5m
+RATE_DURATION ?= 5m
+ratelimit: build ## a tenant at rate=60/1m burst=5 beside another on 3 servers and 4 real workers for RATE_DURATION (5m); checks every window of its dispatches
+	BARISTA_RATE_TEST_DURATION=$(RATE_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestRateLimitRealWorkers$$' -v ./test/ 2>&1 | grep -v '^\s*20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T' ; exit $${PIPESTATUS[0]}
 
 # Every Fuzz* function of the module (scripts/fuzz.sh finds them). make test
 # runs their committed seeds (testdata/fuzz) and each for FUZZ_SHORT;

@@ -160,11 +160,19 @@ func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
 	if err != nil {
 		return refuse(err)
 	}
-	w.Credit = c.Credit
 	if !ok {
+		// From level 5 a Dispatch that gives nothing leaves the credit
+		// unspent, so that the worker's next one, with the same credit,
+		// may give it a job (eligibility now changes with time alone,
+		// and the leader asks again when a rate limit allows). Before, the
+		// credit was spent.
+		if f.level < Level5 {
+			w.Credit = c.Credit
+		}
 		w.Job, w.Attempt = 0, 0
 		return Result{}
 	}
+	w.Credit = c.Credit
 	w.Job, w.Attempt = a.Job, a.Attempt
 	j, _ := f.sched.Job(a.Job)
 	reason := ReasonNone

@@ -205,3 +205,31 @@ func TestRateLimitCoalesced(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyDispatchKeepsCredit: from level 5 a Dispatch that gives nothing
+// leaves the worker's credit unspent: the same credit gets a job once one
+// is eligible (a rate limit allows it). At level 4 it is spent, as the
+// builds before did.
+func TestEmptyDispatchKeepsCredit(t *testing.T) {
+	for _, c := range []struct {
+		level uint32
+		want  bool
+	}{{Level4, false}, {Level5, true}} {
+		h := &harness{t: t, f: newAt(c.level), now: 1_000}
+		h.one(tenant("acme", pb.Tier_GOLD))
+		if r := h.one(dispatch("w1", 7)); r.Assigned || r.Code != OK {
+			t.Fatalf("level %d: empty dispatch %+v", c.level, r)
+		}
+		h.one(submit("acme", "", 1000, ""))
+		r := h.one(dispatch("w1", 7))
+		if r.Assigned != c.want {
+			t.Errorf("level %d: the same credit after an empty dispatch: assigned %v (outcome %s), want %v", c.level, r.Assigned, r.Outcome, c.want)
+		}
+		if c.want {
+			// A retry of the dispatch that gave the job gives it again.
+			if again := h.one(dispatch("w1", 7)); !again.Assigned || again.Job != r.Job || again.Outcome != sfq.Duplicate {
+				t.Errorf("retry %+v", again)
+			}
+		}
+	}
+}

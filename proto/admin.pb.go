@@ -824,7 +824,11 @@ type TenantShare struct {
 	LagCpuMs int64 `protobuf:"varint,13,opt,name=lag_cpu_ms,json=lagCpuMs,proto3" json:"lag_cpu_ms,omitempty"`
 	// groups are the tenant's groups with the most queued jobs (at most
 	// 5), on the tenant's first line.
-	Groups        []*GroupUsage `protobuf:"bytes,40,rep,name=groups,proto3" json:"groups,omitempty"`
+	Groups []*GroupUsage `protobuf:"bytes,40,rep,name=groups,proto3" json:"groups,omitempty"`
+	// paused ("" or who paused the tenant: "tenant", "admin") and rate (its
+	// rate limit, "N/PERIOD burst B", or empty), on every line of it.
+	Paused        string `protobuf:"bytes,80,opt,name=paused,proto3" json:"paused,omitempty"`
+	Rate          string `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -955,6 +959,20 @@ func (x *TenantShare) GetGroups() []*GroupUsage {
 		return x.Groups
 	}
 	return nil
+}
+
+func (x *TenantShare) GetPaused() string {
+	if x != nil {
+		return x.Paused
+	}
+	return ""
+}
+
+func (x *TenantShare) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
 }
 
 // FairWindow is one window of the fairness report of a tenant and class.
@@ -1823,7 +1841,7 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"TopRequest\x12+\n" +
 	"\x04read\x18\x01 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1b\n" +
-	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\xe8\x03\n" +
+	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\x94\x04\n" +
 	"\vTenantShare\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x16\n" +
@@ -1842,7 +1860,9 @@ const file_admin_proto_rawDesc = "" +
 	"\beligible\x18\f \x01(\bR\beligible\x12\x1c\n" +
 	"\n" +
 	"lag_cpu_ms\x18\r \x01(\x03R\blagCpuMs\x12.\n" +
-	"\x06groups\x18( \x03(\v2\x16.barista.v1.GroupUsageR\x06groups\"\x97\x02\n" +
+	"\x06groups\x18( \x03(\v2\x16.barista.v1.GroupUsageR\x06groups\x12\x16\n" +
+	"\x06paused\x18P \x01(\tR\x06paused\x12\x12\n" +
+	"\x04rate\x18Q \x01(\tR\x04rate\"\x97\x02\n" +
 	"\n" +
 	"FairWindow\x12\x16\n" +
 	"\x06window\x18\x01 \x01(\tR\x06window\x12\x17\n" +

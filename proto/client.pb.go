@@ -1615,10 +1615,17 @@ type TenantUsageResponse struct {
 	// groups are the tenant's groups with the most queued jobs (then the
 	// most running, then by name), at most top_groups; group_count counts
 	// them all, its unnamed group included.
-	Groups        []*GroupUsage `protobuf:"bytes,40,rep,name=groups,proto3" json:"groups,omitempty"`
-	GroupCount    uint32        `protobuf:"varint,41,opt,name=group_count,json=groupCount,proto3" json:"group_count,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Groups     []*GroupUsage `protobuf:"bytes,40,rep,name=groups,proto3" json:"groups,omitempty"`
+	GroupCount uint32        `protobuf:"varint,41,opt,name=group_count,json=groupCount,proto3" json:"group_count,omitempty"`
+	// paused: "" or who paused the tenant ("tenant", "admin"); rate: its
+	// rate limit, "N/PERIOD" or empty, with rate_burst (0: N) and when it
+	// next allows a dispatch (cluster ms).
+	Paused           string `protobuf:"bytes,80,opt,name=paused,proto3" json:"paused,omitempty"`
+	Rate             string `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
+	RateBurst        uint32 `protobuf:"varint,82,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
+	RateEligibleAtMs int64  `protobuf:"varint,83,opt,name=rate_eligible_at_ms,json=rateEligibleAtMs,proto3" json:"rate_eligible_at_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TenantUsageResponse) Reset() {
@@ -1808,6 +1815,34 @@ func (x *TenantUsageResponse) GetGroups() []*GroupUsage {
 func (x *TenantUsageResponse) GetGroupCount() uint32 {
 	if x != nil {
 		return x.GroupCount
+	}
+	return 0
+}
+
+func (x *TenantUsageResponse) GetPaused() string {
+	if x != nil {
+		return x.Paused
+	}
+	return ""
+}
+
+func (x *TenantUsageResponse) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *TenantUsageResponse) GetRateBurst() uint32 {
+	if x != nil {
+		return x.RateBurst
+	}
+	return 0
+}
+
+func (x *TenantUsageResponse) GetRateEligibleAtMs() int64 {
+	if x != nil {
+		return x.RateEligibleAtMs
 	}
 	return 0
 }
@@ -2806,7 +2841,7 @@ const file_client_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12+\n" +
 	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1d\n" +
 	"\n" +
-	"top_groups\x18( \x01(\rR\ttopGroups\"\xf8\x05\n" +
+	"top_groups\x18( \x01(\rR\ttopGroups\"\xf2\x06\n" +
 	"\x13TenantUsageResponse\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x18\n" +
@@ -2834,7 +2869,12 @@ const file_client_proto_rawDesc = "" +
 	"\brequeues\x18\x15 \x01(\x04R\brequeues\x12.\n" +
 	"\x06groups\x18( \x03(\v2\x16.barista.v1.GroupUsageR\x06groups\x12\x1f\n" +
 	"\vgroup_count\x18) \x01(\rR\n" +
-	"groupCount\"h\n" +
+	"groupCount\x12\x16\n" +
+	"\x06paused\x18P \x01(\tR\x06paused\x12\x12\n" +
+	"\x04rate\x18Q \x01(\tR\x04rate\x12\x1d\n" +
+	"\n" +
+	"rate_burst\x18R \x01(\rR\trateBurst\x12-\n" +
+	"\x13rate_eligible_at_ms\x18S \x01(\x03R\x10rateEligibleAtMs\"h\n" +
 	"\n" +
 	"GroupUsage\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +

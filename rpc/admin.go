@@ -252,6 +252,12 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 	// queued jobs first, on the tenant's first line.
 	b.node.FSM.Read(func(sc *sfq.Scheduler) {
 		for i, row := range out.Tenants {
+			if t, ok := sc.Tenant(row.Name); ok {
+				row.Paused = pausedText(t.PausedBy())
+				if !t.Rate.None() {
+					row.Rate = fmt.Sprintf("%s burst %d", rateText(t.Rate), t.Rate.BurstOf())
+				}
+			}
 			if i > 0 && out.Tenants[i-1].Name == row.Name {
 				continue
 			}

@@ -541,6 +541,10 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 			}
 			groups, n := sc.TopGroups(tenant, top)
 			out.Groups, out.GroupCount = groupUsage(&t, groups), uint32(n)
+			out.Paused = pausedText(t.PausedBy())
+			if at, ok := t.RateEligibleAt(); ok {
+				out.Rate, out.RateBurst, out.RateEligibleAtMs = rateText(t.Rate), t.Rate.Burst, int64(at)
+			}
 		})
 		if out == nil {
 			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)

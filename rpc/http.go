@@ -123,6 +123,10 @@ type TenantTopJSON struct {
 	// Groups are the tenant's groups with the most queued jobs, on its
 	// first line, when it has named groups.
 	Groups []GroupUsageJSON `json:"groups,omitempty"`
+	// Paused ("tenant" or "admin": who paused it) and Rate (its rate
+	// limit) are left out when the tenant has none.
+	Paused string `json:"paused,omitempty"`
+	Rate   string `json:"rate,omitempty"`
 }
 
 // FairWindowJSON is one window of the fairness report; share, entitled
@@ -162,7 +166,7 @@ func topJSON(t *pb.TopResponse) TopJSON {
 		class, _ := fsm.ClassFromPB(r.JobClass)
 		row := TenantTopJSON{Name: r.Name, Tier: tier.String(), Class: class.String(), Weight: r.Weight, Queued: r.Queued,
 			Running: r.Running, Dispatches1m: r.Dispatches, DispatchedCost1m: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.EntitledShare,
-			Eligible: r.Eligible, Fairness: []FairWindowJSON{}, Groups: GroupUsageToJSON(r.Groups)}
+			Eligible: r.Eligible, Fairness: []FairWindowJSON{}, Groups: GroupUsageToJSON(r.Groups), Paused: r.Paused, Rate: r.Rate}
 		if r.Eligible {
 			lag := float64(r.LagCpuMs) / 1000
 			row.LagCPUSeconds = &lag

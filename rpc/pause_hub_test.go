@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
@@ -72,5 +73,58 @@ func TestDispatchRateLimitedWake(t *testing.T) {
 	}
 	if got := fmt.Sprint(sent(w)); got != "[assign 3/1]" {
 		t.Fatalf("sent %s", got)
+	}
+}
+
+// TestTenantLevelEventToPB: a paused event (job 0) names its group in
+// group, not in worker_id.
+func TestTenantLevelEventToPB(t *testing.T) {
+	ev := fsm.Event{Seq: 3}
+	ev.Kind, ev.Worker = fsm.EvPaused, "eu"
+	got := eventToPB(&ev, "acme")
+	if got.Kind != "paused" || got.JobId != 0 || got.Group != "eu" || got.WorkerId != "" || got.Tenant != "acme" {
+		t.Errorf("event %v", got)
+	}
+	ev.Kind, ev.Worker = fsm.EvAssigned, "w1"
+	if got := eventToPB(&ev, "acme"); got.WorkerId != "w1" || got.Group != "" {
+		t.Errorf("assigned event %v", got)
+	}
+}
+
+// TestDispatchRateDueSpendsNoCredit: when a rate limit allows its tenant
+// again but that tenant has nothing queued (another's jobs are queued,
+// paused), one round asks and gets nothing, the next asks nothing (no
+// entry per change), and the worker's unspent credit gets a job once one
+// is eligible.
+func TestDispatchRateDueSpendsNoCredit(t *testing.T) {
+	m := newMemHub(t)
+	m.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD,
+		RateN: 1, RatePeriodMs: 1000, RateBurst: 1}}}, tenant("b", pb.Tier_GOLD))
+	m.submit("a", pb.Size_SM)
+	s, err := m.h.open("w1", sfq.SM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.handle(s, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: 1}}})
+	if !m.h.dispatchRound() || fmt.Sprint(sent(s)) != "[assign 1/1]" {
+		t.Fatal("job 1 was not assigned")
+	}
+	m.handle(s, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: 1, Attempt: 1}}})
+	m.handle(s, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: &pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_OK, CpuMs: 10}}})
+	m.handle(s, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: 2}}})
+	sent(s)
+	m.propose(&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: "b"}}})
+	m.submit("b", pb.Size_SM)
+	m.mem.Advance(2 * time.Second) // a's limit allows it again; a has nothing queued
+	entries := len(m.mem.Entries())
+	if m.h.dispatchRound() {
+		t.Fatal("a job was assigned")
+	}
+	if m.h.dispatchRound(); len(m.mem.Entries()) != entries+1 {
+		t.Fatalf("%d entries for two rounds, want 1", len(m.mem.Entries())-entries)
+	}
+	m.propose(&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: "b", Resume: true}}})
+	if !m.h.dispatchRound() || fmt.Sprint(sent(s)) != "[assign 2/1]" {
+		t.Fatal("the unspent credit got no job")
 	}
 }

@@ -80,8 +80,8 @@ func (r RateLimit) Validate(what string) error {
 	if int64(r.N) > r.PeriodMs*1000 {
 		return fmt.Errorf("%w: %s %d per %d ms has an interval below 1 µs (want N <= PERIOD in µs)", ErrInvalid, what, r.N, r.PeriodMs)
 	}
-	if r.Burst > MaxRateBurst || r.BurstOf() > MaxRateBurst {
-		return fmt.Errorf("%w: %s burst %d (want 1..%d)", ErrInvalid, what, r.BurstOf(), MaxRateBurst)
+	if r.BurstOf() > MaxRateBurst {
+		return fmt.Errorf("%w: %s burst %d (want 1..%d; without a burst it is N)", ErrInvalid, what, r.BurstOf(), MaxRateBurst)
 	}
 	return nil
 }
@@ -208,22 +208,22 @@ func pauseStep(cur PausedBy, pause, admin bool) (next PausedBy, ok bool) {
 // RateTAT returns the group's GCRA theoretical arrival time (µs).
 func (g *Group) RateTAT() int64 { return g.rateTAT }
 
-// RateEligibleAt returns when the tenant's rate limit next allows a
-// dispatch (ms of cluster time, rounded up), and whether it has a limit.
+// RateEligibleAt returns from when the tenant's rate limit allows a
+// dispatch (ms of cluster time, rounded up; 0 for a limit that never held
+// it), and whether it has a limit.
 func (t *Tenant) RateEligibleAt() (Time, bool) {
 	if t.Rate.None() {
 		return 0, false
 	}
-	return usToMs(eligibleAtUs(t.Rate, t.rateTAT)), true
+	return max(0, usToMs(eligibleAtUs(t.Rate, t.rateTAT))), true
 }
 
-// RateEligibleAt returns when the group's rate limit next allows a
-// dispatch (ms of cluster time, rounded up), and whether it has a limit.
+// RateEligibleAt is Tenant.RateEligibleAt for a group's limit.
 func (g *Group) RateEligibleAt() (Time, bool) {
 	if g.Rate.None() {
 		return 0, false
 	}
-	return usToMs(eligibleAtUs(g.Rate, g.rateTAT)), true
+	return max(0, usToMs(eligibleAtUs(g.Rate, g.rateTAT))), true
 }
 
 // DispatchPaused reports whether all dispatch is paused (maintenance).
@@ -256,16 +256,12 @@ func (s *Scheduler) NextRateEligible() (Time, bool) {
 	return usToMs(at), ok
 }
 
-// Advance re-evaluates eligibility at cluster time now without any other
-// effect, as every command that takes effect does first. The state
-// machine calls it for commands that touch the core's state through no
-// method that takes a time.
-func (s *Scheduler) Advance(now Time) { s.advance(now) }
-
 // SetClock gives the cluster time of the inputs that follow (the state
 // machine sets that of each log entry), for the commands that take no
-// time argument (UpsertTenant, SetGroup, DeleteTenant, SetConfig, the
-// pauses). It is not state: the time a command takes effect at is.
+// time argument (UpsertTenant, SetGroup, DeleteTenant, SetConfig, Prune,
+// the pauses): each re-evaluates eligibility at it first, as the commands
+// that take a time do at theirs. It is not state: the time a command
+// takes effect at is.
 func (s *Scheduler) SetClock(now Time) { s.clock = now }
 
 // advance brings eligibility to cluster time now, as every command that

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // pauseRig drives a scheduler and checks Verify and an encode/decode round
@@ -361,4 +363,61 @@ func TestDispatchAllocatesNothingWithRates(t *testing.T) {
 	if err := s.Verify(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRateMatchesReferenceGCRA: one tenant under a random limit (changed
+// now and then, which keeps tat) and one of its groups under another;
+// dispatch attempts at random increasing times are allowed exactly when a
+// plain reference GCRA of both limits allows them, and Verify holds
+// throughout.
+func TestRateMatchesReferenceGCRA(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s, _ := New(DefaultConfig())
+		draw := func(what string) RateLimit {
+			n := uint32(rapid.IntRange(1, 5).Draw(t, what+"_n"))
+			return RateLimit{N: n, PeriodMs: int64(rapid.IntRange(1, 3000).Draw(t, what+"_period")),
+				Burst: uint32(rapid.IntRange(0, 4).Draw(t, what+"_burst"))}
+		}
+		tr, gr := draw("tenant"), draw("group")
+		if _, err := s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold, Rate: tr}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetGroup("a", "g", GroupSettings{Rate: gr}); err != nil {
+			t.Fatal(err)
+		}
+		for range 200 {
+			if _, err := s.Submit(0, Submission{Tenant: "a", Size: SM, EstCostMs: 1, Group: "g"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ttat, gtat int64
+		allow := func(r RateLimit, tat, us int64) bool { return us >= tat-int64(r.BurstOf()-1)*r.IntervalUs() }
+		now := Time(0)
+		for step := range rapid.IntRange(1, 150).Draw(t, "steps") {
+			now += Time(rapid.IntRange(0, 700).Draw(t, "dt"))
+			if rapid.IntRange(0, 15).Draw(t, "change") == 0 {
+				tr = draw("new_tenant")
+				s.SetClock(now)
+				if _, err := s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold, Rate: tr}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			us := int64(now) * 1000
+			want := allow(tr, ttat, us) && allow(gr, gtat, us)
+			_, ok, err := s.Dispatch(now, SM, "w")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != want {
+				t.Fatalf("step %d at %d ms: dispatched %v, the reference GCRA says %v (tenant %s tat %d, group %s tat %d)", step, now, ok, want, tr, ttat, gr, gtat)
+			}
+			if ok {
+				ttat = max(ttat, us) + tr.IntervalUs()
+				gtat = max(gtat, us) + gr.IntervalUs()
+			}
+			if err := s.Verify(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }

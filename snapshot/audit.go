@@ -78,6 +78,16 @@ type AuditFact struct {
 	DueAt    int64 `json:"due_at,omitempty"`
 	ExpireAt int64 `json:"expire_at,omitempty"`
 	Forced   bool  `json:"forced,omitempty"`
+	// A "pause" fact says Paused (true: paused, false: resumed)
+	// of a Tenant, a Group of it, or All dispatch; a "rate" fact the rate
+	// limit in force (RateN per RatePeriodMs, RateBurst 0: N; RateN 0:
+	// none) of a Tenant or, with Group, of a group, after a tenant upsert
+	// or a SetGroup that set it.
+	All          bool   `json:"all,omitempty"`
+	Paused       bool   `json:"paused,omitempty"`
+	RateN        uint32 `json:"rate_n,omitempty"`
+	RatePeriodMs int64  `json:"rate_period_ms,omitempty"`
+	RateBurst    uint32 `json:"rate_burst,omitempty"`
 }
 
 type auditor struct{ emit func(AuditFact) }
@@ -172,6 +182,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 			return err
 		}
 		r := out[0]
+		clock, _ := f.Clock()
 		f.Read(func(s *sfq.Scheduler) {
 			switch x := c.Cmd.(type) {
 			case *pb.Command_Submit:
@@ -181,13 +192,13 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				}
 				a.emit(fact)
 				if j, ok := s.Job(r.Job); ok && r.Created && j.State == sfq.Scheduled {
-					a.emit(AuditFact{Kind: "scheduled", Index: l.Index, Job: uint64(r.Job), Tenant: x.Submit.Tenant, At: env.StampMs, DueAt: int64(j.DueAt())})
+					a.emit(AuditFact{Kind: "scheduled", Index: l.Index, Job: uint64(r.Job), Tenant: x.Submit.Tenant, At: int64(clock), DueAt: int64(j.DueAt())})
 				}
 			case *pb.Command_Release:
 				for _, id := range x.Release.Jobs {
 					due, was := dueBefore[id]
 					if j, ok := s.Job(sfq.JobID(id)); was && ok && j.State != sfq.Scheduled {
-						a.emit(AuditFact{Kind: "release", Index: l.Index, Job: id, Tenant: s.TenantName(j.Tenant), At: env.StampMs, DueAt: int64(due), Forced: x.Release.Now})
+						a.emit(AuditFact{Kind: "release", Index: l.Index, Job: id, Tenant: s.TenantName(j.Tenant), At: int64(clock), DueAt: int64(due), Forced: x.Release.Now})
 					}
 				}
 			case *pb.Command_Dispatch:
@@ -202,7 +213,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 					InflightCPUMs: t.InflightCPUMs, MaxRunning: t.Caps.MaxRunning, MaxRunningSize: t.Caps.MaxRunningSize[j.Size],
 					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged, BackloggedIn: backloggedIn,
 					Class: j.Class.String(), Deadline: j.HasDeadline(), DeadlineMissed: r.DeadlineMissed, Start: int64(j.StartTag), Eligible: eligible,
-					At: env.StampMs, ExpireAt: int64(j.ExpireAt())})
+					At: int64(clock), ExpireAt: int64(j.ExpireAt())})
 			case *pb.Command_Redrive, *pb.Command_CancelJobs:
 				if r.Bulk == nil {
 					return
@@ -217,13 +228,28 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 						a.emit(AuditFact{Kind: "terminal", Index: l.Index, Job: uint64(it.Job), Tenant: s.TenantName(j.Tenant), State: j.State.String()})
 					}
 				}
+			case *pb.Command_Pause:
+				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
+					a.emit(AuditFact{Kind: "pause", Index: l.Index, Tenant: x.Pause.Tenant, Group: x.Pause.Group, All: x.Pause.All, Paused: !x.Pause.Resume})
+				}
+			case *pb.Command_TenantUpsert:
+				if t, ok := s.Tenant(x.TenantUpsert.Name); ok && r.Code == fsm.OK {
+					a.emit(AuditFact{Kind: "rate", Index: l.Index, Tenant: t.Name, RateN: t.Rate.N, RatePeriodMs: t.Rate.PeriodMs, RateBurst: t.Rate.BurstOf()})
+				}
+			case *pb.Command_SetGroup:
+				if g, ok := s.Group(x.SetGroup.Tenant, x.SetGroup.Group); ok && r.Code == fsm.OK && x.SetGroup.SetRate {
+					a.emit(AuditFact{Kind: "rate", Index: l.Index, Tenant: x.SetGroup.Tenant, Group: g.Name, RateN: g.Rate.N, RatePeriodMs: g.Rate.PeriodMs,
+						RateBurst: g.Rate.BurstOf()})
+				} else if !ok && r.Code == fsm.OK && x.SetGroup.SetRate {
+					a.emit(AuditFact{Kind: "rate", Index: l.Index, Tenant: x.SetGroup.Tenant, Group: x.SetGroup.Group})
+				}
 			case *pb.Command_Finished:
 				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
 					j, _ := s.Job(sfq.JobID(x.Finished.Job))
 					a.emit(AuditFact{Kind: "finish", Index: l.Index, Job: x.Finished.Job, Tenant: s.TenantName(j.Tenant), Attempt: x.Finished.Attempt,
 						CPUMs: x.Finished.CpuMs, EstCostMs: j.EstCostMs, Weight: int64(j.Weight)})
 					if j.State == sfq.Scheduled {
-						a.emit(AuditFact{Kind: "scheduled", Index: l.Index, Job: x.Finished.Job, Tenant: s.TenantName(j.Tenant), At: env.StampMs, DueAt: int64(j.DueAt())})
+						a.emit(AuditFact{Kind: "scheduled", Index: l.Index, Job: x.Finished.Job, Tenant: s.TenantName(j.Tenant), At: int64(clock), DueAt: int64(j.DueAt())})
 					}
 				}
 			}

@@ -150,6 +150,12 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 		}
 		fmt.Fprintf(w, "%-20s %-8s %-8s %7.3g %7d %7d %6d %6.1f%% %s %6s %6s %6s %8s  [%s]\n", termtext.Safe(r.Name, false), r.Tier, r.Class, r.Weight, r.Queued, r.Running,
 			r.Dispatches1m, 100*r.Share, entitled, ratios[0], ratios[1], ratios[2], lag, bar)
+		if r.Paused != "" {
+			fmt.Fprintf(w, "  paused by %s\n", r.Paused)
+		}
+		if r.Rate != "" {
+			fmt.Fprintf(w, "  rate %s\n", r.Rate)
+		}
 		for _, g := range r.Groups {
 			limit := ""
 			if g.Limit > 0 {

@@ -49,11 +49,12 @@ and queued jobs and the cap in force.`,
 				"submitted": u.Submitted, "dispatches": u.Dispatches, "completed": u.Completed, "failed": u.Failed,
 				"cancelled": u.Cancelled, "timed_out": u.TimedOut, "failures": u.Failures, "requeues": u.Requeues,
 				"groups": groups, "group_count": u.GroupCount,
+				"paused": u.Paused, "rate": u.Rate, "rate_burst": u.RateBurst, "rate_eligible_at_ms": u.RateEligibleAtMs,
 			}
 			if opts.json {
 				return printJSON(env.stdout, m)
 			}
-			printTable(env.stdout, [][2]string{
+			rows := append([][2]string{
 				{"tenant", u.Tenant + " (" + tier.String() + ")"},
 				{"weight", strconv.FormatFloat(u.Weight, 'f', -1, 64)},
 				{"running", fmt.Sprintf("%d (sm/md/lg %v)", u.Running, u.RunningBySize)},
@@ -62,8 +63,8 @@ and queued jobs and the cap in force.`,
 				{"finish tag", u.FinishTagMs + " virtual ms (virtual now " + u.VirtualNowMs + ")"},
 				{"jobs", fmt.Sprintf("%d submitted, %d completed, %d failed, %d cancelled, %d timed out", u.Submitted, u.Completed, u.Failed, u.Cancelled, u.TimedOut)},
 				{"runs", fmt.Sprintf("%d dispatches, %d failed runs or lost leases, %d requeues", u.Dispatches, u.Failures, u.Requeues)},
-				{"groups", fmt.Sprint(u.GroupCount)},
-			})
+			}, rateRows(u.Rate, u.RateBurst, u.RateEligibleAtMs, u.Paused)...)
+			printTable(env.stdout, append(rows, [2]string{"groups", fmt.Sprint(u.GroupCount)}))
 			if len(u.Groups) > 0 {
 				fmt.Fprintf(env.stdout, "\n%-32s %7s %7s %6s\n", "GROUP", "RUNNING", "QUEUED", "LIMIT")
 				for _, g := range u.Groups {

@@ -13,8 +13,8 @@ import (
 // Violation is one broken invariant. Rule is the number of the invariant
 // in SPEC §8 (1 lost submits, 2 single terminal state and no concurrent
 // attempts, 3 caps, 4 virtual time and counters, 5 equal hashes, 6
-// fairness inside a class, 7 class and deadline order, 8 group caps, 9
-// redrives).
+// fairness inside a class, 7 class and deadline order, 8 group caps,
+// pauses and rate limits, 9 redrives, delays and expiry).
 type Violation struct {
 	Rule int
 	Msg  string
@@ -28,7 +28,7 @@ func Check(h *History) []Violation {
 	var out []Violation
 	for _, rule := range []func(*History) []Violation{
 		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness, checkPriority,
-		checkGroupCaps, checkRedrive, checkDelays,
+		checkGroupCaps, checkPauses, checkRates, checkRedrive, checkDelays,
 	} {
 		out = append(out, rule(h)...)
 	}

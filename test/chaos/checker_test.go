@@ -265,6 +265,37 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 			withRedrive(h)
 			drop(h, func(f snapshot.AuditFact) bool { return f.Kind == "redrive" })
 		}},
+		{"dispatch of a paused tenant", 8, "index 10: job 2 dispatched while its tenant fa is paused", func(h *History) {
+			h.Audit = append([]snapshot.AuditFact{{Kind: "pause", Index: 1, Tenant: "fa", Paused: true}}, h.Audit...)
+		}},
+		{"dispatch of a paused group", 8, "index 7: job 1 dispatched while its group \"g1\" of tenant fb is paused", func(h *History) {
+			h.Audit = append([]snapshot.AuditFact{{Kind: "pause", Index: 1, Tenant: "fb", Group: "g1", Paused: true}}, h.Audit...)
+		}},
+		{"dispatch while all dispatch is paused", 8, "index 13: job 3 of tenant fb dispatched while all dispatch is paused", func(h *History) {
+			var at int
+			for i, f := range h.Audit {
+				if f.Kind == "dispatch" && f.Job == 3 {
+					at = i
+				}
+			}
+			h.Audit = append(h.Audit[:at:at], append([]snapshot.AuditFact{{Kind: "pause", Index: 12, All: true, Paused: true}}, h.Audit[at:]...)...)
+		}},
+		{"a rate window over burst + floor(W/I)", 8, "fa at rate 1/1000 ms burst 1: 2 dispatches in the 999 ms from index 10 to 16, over burst + floor(W/I) = 1", func(h *History) {
+			h.Audit = append([]snapshot.AuditFact{rateFact(1, "fa", "", 1, 1000, 1)}, h.Audit...)
+			for i := range h.Audit {
+				if h.Audit[i].Kind == "dispatch" {
+					h.Audit[i].At = int64(h.Audit[i].Job-1) * 999 / 2 // jobs 2 and 4 of fa 999 ms apart
+				}
+			}
+		}},
+		{"a group's rate window", 8, "fb/g1 at rate 2/1000 ms burst 1: 2 dispatches in the 400 ms", func(h *History) {
+			h.Audit = append([]snapshot.AuditFact{rateFact(1, "fb", "g1", 2, 1000, 1)}, h.Audit...)
+			for i := range h.Audit {
+				if h.Audit[i].Kind == "dispatch" {
+					h.Audit[i].At = int64(h.Audit[i].Job) * 200 // jobs 1 and 3 of fb 400 ms apart; I = 500 ms
+				}
+			}
+		}},
 		{"starved tenant", 6, "class normal: tenants fa and fb, both backlogged", func(h *History) {
 			idx := uint64(100)
 			for j := uint64(10); j < 30; j++ { // fb alone is served while fa waits
@@ -295,6 +326,34 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 				t.Fatalf("no violation of rule %d mentions %q:\n%s", c.rule, c.want, Report(vs))
 			}
 		})
+	}
+}
+
+// TestRatesWithinBound: dispatches at exactly the GCRA's pace pass the
+// rate check, a limit change starts a new span, and a resumed tenant's
+// dispatches pass the pause check.
+func TestRatesWithinBound(t *testing.T) {
+	h := validHistory()
+	h.Audit = append([]snapshot.AuditFact{rateFact(1, "fa", "", 2, 1000, 2), {Kind: "pause", Index: 1, Tenant: "fa", Paused: true},
+		{Kind: "pause", Index: 1, Tenant: "fa"}}, h.Audit...)
+	for i := range h.Audit {
+		if h.Audit[i].Kind == "dispatch" {
+			h.Audit[i].At = 0 // fa's jobs 2 and 4 at once: the burst of 2
+		}
+	}
+	if vs := Check(h); len(vs) > 0 {
+		t.Fatalf("burst 2 at once:\n%s", Report(vs))
+	}
+	// Burst 1 from the 3rd dispatch on (a new span): fa has one dispatch in it.
+	var at int
+	for i, f := range h.Audit {
+		if f.Kind == "dispatch" && f.Job == 3 {
+			at = i
+		}
+	}
+	h.Audit = append(h.Audit[:at:at], append([]snapshot.AuditFact{rateFact(12, "fa", "", 2, 1000, 1)}, h.Audit[at:]...)...)
+	if vs := Check(h); len(vs) > 0 {
+		t.Fatalf("a new span:\n%s", Report(vs))
 	}
 }
 

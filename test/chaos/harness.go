@@ -487,6 +487,13 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 			r.rec.op(op)
 		}
 	}()
+	// Levers: pauses and resumes of a tenant, a group and all dispatch,
+	// and rate limits of a tenant and a group that change as it runs.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.levers(ctx, rand.New(rand.NewPCG(r.cfg.Seed, 300)))
+	}()
 	// Watchers, resuming from their cursor on another node after an error.
 	for w := range 2 {
 		wg.Add(1)
@@ -914,6 +921,7 @@ func (r *Run) report(h *History, fenced float64) string {
 		fmt.Fprintf(&b, "delays: %d scheduled, %d released (lateness p50 %d ms, max %d ms of cluster time), %d expired\n",
 			facts["scheduled"], n, late[n/2], late[n-1], expired)
 	}
+	fmt.Fprintf(&b, "levers: %s\n", leverLine(h))
 	return b.String()
 }
 

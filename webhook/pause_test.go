@@ -1,0 +1,25 @@
+package webhook
+
+import (
+	"testing"
+
+	"github.com/baristahq/barista/fsm"
+)
+
+// TestTenantLevelEventPayload: paused and resumed are tenant-level events:
+// job_id 0, the group they name in "group" (none: the whole tenant), no
+// worker.
+func TestTenantLevelEventPayload(t *testing.T) {
+	ev := fsm.Event{Seq: 9}
+	ev.Kind, ev.Worker, ev.At = fsm.EvPaused, "eu", 5000
+	p := Payload{Events: []Event{eventOf(&ev, "acme")}}
+	b, err := p.Marshal()
+	if want := `{"events":[{"seq":9,"job_id":0,"tenant":"acme","kind":"paused","attempt":0,"at_ms":5000,"wall_ms":5000,"group":"eu"}]}`; err != nil || string(b) != want {
+		t.Errorf("paused: %s %v\nwant %s", b, err, want)
+	}
+	ev.Kind, ev.Worker = fsm.EvResumed, ""
+	b, _ = (&Payload{Events: []Event{eventOf(&ev, "acme")}}).Marshal()
+	if want := `{"events":[{"seq":9,"job_id":0,"tenant":"acme","kind":"resumed","attempt":0,"at_ms":5000,"wall_ms":5000}]}`; string(b) != want {
+		t.Errorf("resumed: %s\nwant %s", b, want)
+	}
+}
