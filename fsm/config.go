@@ -32,7 +32,7 @@ type Config struct {
 	// MaxPayloadBytes bounds a job's payload.
 	MaxPayloadBytes uint32
 	// SubmitRate bounds each tenant's submits (feature level 5).
-	SubmitRate SubmitRate
+	SubmitRate sfq.RateLimit
 	// Feature level 5 (levers.go): the dead letters' retention and their
 	// bounds per tenant.
 	DeadLetters
@@ -124,7 +124,7 @@ func (c Config) validate(payloadLimit uint32) error {
 		return fmt.Errorf("%w: self_kill_after %s must be below lease_timeout %s, so a partitioned worker kills its job before the lease expires",
 			sfq.ErrInvalid, ms(c.SelfKillAfterMs), ms(c.Sched.LeaseTimeoutMs))
 	}
-	if err := c.SubmitRate.Validate(); err != nil {
+	if err := c.SubmitRate.Validate("submit_rate"); err != nil {
 		return err
 	}
 	if err := c.DeadLetters.validate(); err != nil {

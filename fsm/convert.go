@@ -252,7 +252,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	c.DedupeWindowMs = p.DedupeWindowMs
 	c.MaxPayloadBytes = p.MaxPayloadBytes
 	if p.SubmitRateN != 0 { // off: no period and no burst either
-		c.SubmitRate = SubmitRate{Rate: Rate{N: p.SubmitRateN, PeriodMs: p.SubmitRatePeriodMs}, Burst: p.SubmitBurst}
+		c.SubmitRate = sfq.RateLimit{N: p.SubmitRateN, PeriodMs: p.SubmitRatePeriodMs, Burst: p.SubmitBurst}
 	}
 	c.Sched.RetryBackoffMs, c.Sched.RetryBackoffMaxMs = p.RetryBackoffMs, p.RetryBackoffMaxMs
 	configLeversFromPB(p, &c)

@@ -99,5 +99,5 @@ func deadLetterLevel(p *pb.SchedulerConfig) (uint32, string) {
 // usesLevers reports whether the configuration holds a setting of feature
 // level 5.
 func (c *Config) usesLevers() bool {
-	return c.SubmitRate != SubmitRate{} || c.DeadLetters != DefaultDeadLetters()
+	return c.SubmitRate != sfq.RateLimit{} || c.DeadLetters != DefaultDeadLetters()
 }

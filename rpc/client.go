@@ -178,7 +178,7 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 	if err != nil {
 		return nil, err
 	}
-	if r := s.node.FSM.Config().SubmitRate; r.On() {
+	if r := s.node.FSM.Config().SubmitRate; r.N != 0 {
 		if n, wait := s.submits.take(tenant, r, 1); n == 0 {
 			return nil, submitRateError(tenant, r, wait)
 		}
@@ -600,7 +600,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 			}
 		}
 	})
-	if r := s.node.FSM.Config().SubmitRate; r.On() {
+	if r := s.node.FSM.Config().SubmitRate; r.N != 0 {
 		s.limitBatch(r, fwd.Jobs, out.Results)
 	}
 	var cmds []*pb.Command
@@ -630,7 +630,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 
 // limitBatch holds a batch's jobs to the submit rate r, tenant by tenant
 // in the batch's order: the jobs beyond a tenant's allowance are refused.
-func (s *ClientService) limitBatch(r fsm.SubmitRate, jobs []*pb.SubmitRequest, results []*pb.SubmitResult) {
+func (s *ClientService) limitBatch(r sfq.RateLimit, jobs []*pb.SubmitRequest, results []*pb.SubmitResult) {
 	var order []string
 	want := map[string]int{}
 	for i, j := range jobs {

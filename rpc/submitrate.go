@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/sfq"
 )
 
 // submitLimiter holds each tenant to the cluster's submit_rate on the
@@ -35,12 +35,12 @@ func newSubmitLimiter(now func() time.Time, refused prometheus.Counter) *submitL
 
 // take admits up to n submits of tenant under r and returns how many it
 // admitted; when fewer than n, also how long until the next would be.
-func (l *submitLimiter) take(tenant string, r fsm.SubmitRate, n int) (int, time.Duration) {
-	if !r.On() || n == 0 {
+func (l *submitLimiter) take(tenant string, r sfq.RateLimit, n int) (int, time.Duration) {
+	if r.N == 0 || n == 0 {
 		return n, 0
 	}
 	interval := (time.Duration(r.PeriodMs)*time.Millisecond + time.Duration(r.N) - 1) / time.Duration(r.N)
-	tau := time.Duration(r.BurstOrN()-1) * interval
+	tau := time.Duration(r.BurstOf()-1) * interval
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -73,9 +73,9 @@ func (l *submitLimiter) take(tenant string, r fsm.SubmitRate, n int) (int, time.
 
 // submitRateError is the refusal of a submit over the rate: the rate, and
 // when to retry, in the message and as a RetryInfo detail.
-func submitRateError(tenant string, r fsm.SubmitRate, wait time.Duration) error {
+func submitRateError(tenant string, r sfq.RateLimit, wait time.Duration) error {
 	wait = max(wait.Round(time.Millisecond), time.Millisecond)
-	st := status.New(codes.ResourceExhausted, fmt.Sprintf("submit_rate: tenant %q may submit %s (bursts of %d); retry in %s", tenant, r, r.BurstOrN(), wait))
+	st := status.New(codes.ResourceExhausted, fmt.Sprintf("submit_rate: tenant %q may submit %s (bursts of %d); retry in %s", tenant, r.PerPeriod(), r.BurstOf(), wait))
 	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); err == nil {
 		st = d
 	}

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // TestSubmitLimiterGCRA: rate 2/1s with bursts of 3 (interval 500 ms,
@@ -20,7 +20,7 @@ func TestSubmitLimiterGCRA(t *testing.T) {
 	t0 := time.Unix(1_000, 0)
 	now := t0
 	l := newSubmitLimiter(func() time.Time { return now }, nil)
-	r := fsm.SubmitRate{Rate: fsm.Rate{N: 2, PeriodMs: 1000}, Burst: 3}
+	r := sfq.RateLimit{N: 2, PeriodMs: 1000, Burst: 3}
 	at := func(ms int64) { now = t0.Add(time.Duration(ms) * time.Millisecond) }
 	for _, c := range []struct {
 		at     int64
@@ -43,7 +43,7 @@ func TestSubmitLimiterGCRA(t *testing.T) {
 			t.Errorf("at %d ms, %s takes %d: got %d, wait %s; want %d, wait %s", c.at, c.tenant, c.n, got, wait, c.got, c.wait)
 		}
 	}
-	if got, wait := l.take("a", fsm.SubmitRate{}, 1000); got != 1000 || wait != 0 {
+	if got, wait := l.take("a", sfq.RateLimit{}, 1000); got != 1000 || wait != 0 {
 		t.Errorf("no limit: %d %s", got, wait)
 	}
 }
@@ -54,7 +54,7 @@ func TestSubmitLimiterGCRA(t *testing.T) {
 func TestSubmitRateBatchAndError(t *testing.T) {
 	now := time.Unix(1_000, 0)
 	s := &ClientService{submits: newSubmitLimiter(func() time.Time { return now }, nil)}
-	r := fsm.SubmitRate{Rate: fsm.Rate{N: 1, PeriodMs: 60_000}, Burst: 2}
+	r := sfq.RateLimit{N: 1, PeriodMs: 60_000, Burst: 2}
 	jobs := []*pb.SubmitRequest{{Tenant: "a"}, {Tenant: "b"}, {Tenant: "a"}, {Tenant: "x"}, {Tenant: "a"}, {Tenant: "b"}}
 	results := make([]*pb.SubmitResult, len(jobs))
 	results[3] = &pb.SubmitResult{Error: "INVALID_ARGUMENT: earlier"}

@@ -63,6 +63,14 @@ func (r RateLimit) IntervalUs() int64 {
 	return (p + int64(r.N) - 1) / int64(r.N)
 }
 
+// PerPeriod prints the rate alone, N/PERIOD ("none" for no limit).
+func (r RateLimit) PerPeriod() string {
+	if r.N == 0 {
+		return "none"
+	}
+	return strconv.FormatUint(uint64(r.N), 10) + "/" + (time.Duration(r.PeriodMs) * time.Millisecond).String()
+}
+
 // toleranceUs returns tau = (burst - 1) * I in µs.
 func (r RateLimit) toleranceUs() int64 { return int64(r.BurstOf()-1) * r.IntervalUs() }
 
@@ -92,7 +100,7 @@ func (r RateLimit) String() string {
 	if r.N == 0 {
 		return "none"
 	}
-	s := strconv.FormatUint(uint64(r.N), 10) + "/" + (time.Duration(r.PeriodMs) * time.Millisecond).String()
+	s := r.PerPeriod()
 	if r.Burst != 0 && r.Burst != r.N {
 		s += " burst=" + strconv.FormatUint(uint64(r.Burst), 10)
 	}
@@ -100,10 +108,10 @@ func (r RateLimit) String() string {
 }
 
 // ParseRate reads "N/PERIOD" (PERIOD in Go duration syntax, whole
-// milliseconds, e.g. 100/1m) or "none", with the burst given apart (0:
-// N). The error names the field and the rule.
+// milliseconds, e.g. 100/1m) or "none" (also "off"), with the burst
+// given apart (0: N). The error names the field and the rule.
 func ParseRate(s string, burst uint32) (RateLimit, error) {
-	if s == "none" || s == "" {
+	if s == "none" || s == "off" || s == "" {
 		if burst != 0 {
 			return RateLimit{}, fmt.Errorf("%w: burst %d without a rate", ErrInvalid, burst)
 		}

@@ -384,3 +384,37 @@ func defineFlag(fs *flag.FlagSet, name, usage string, v value) {
 	}
 	fs.Var(v, name, usage)
 }
+
+// rateVal is the N/PERIOD of a rate limit ("none" or "off" for none); its
+// burst is a setting of its own, kept.
+type rateVal struct{ p *sfq.RateLimit }
+
+func (v *rateVal) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	if v.p.N == 0 {
+		return "off"
+	}
+	return v.p.PerPeriod()
+}
+func (v *rateVal) allowed() string { return "off or N/PERIOD" }
+func (v *rateVal) Set(s string) error {
+	r, err := sfq.ParseRate(s, 0)
+	if err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
+	}
+	if r.N == 0 {
+		*v.p = sfq.RateLimit{} // off: no burst either
+		return nil
+	}
+	v.p.N, v.p.PeriodMs = r.N, r.PeriodMs
+	return nil
+}
+func (v *rateVal) setTOML(x any) error {
+	s, ok := x.(string)
+	if !ok {
+		return wrongType("a string", x)
+	}
+	return v.Set(s)
+}
