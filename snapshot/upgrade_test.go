@@ -430,7 +430,9 @@ func beforeLeversWall() []*pb.Envelope {
 // levers (feature level 4, format 5: groups, classes, deadlines, learned
 // estimates, a webhook) loads into this build at level 4 as the state the
 // same entries build here, hashes as that build did, and is written back
-// byte for byte; the settings of level 5 are refused and change nothing.
+// byte for byte; the commands and settings of level 5 (submit_rate, a
+// delay, an expiry, a pause, a rate limit, a redrive) are refused and
+// change nothing.
 // Raised to level 5 it takes them and is written as format 6, which reads
 // back to the same state.
 func TestUpgradeBeforeLevers(t *testing.T) {
@@ -463,8 +465,16 @@ func TestUpgradeBeforeLevers(t *testing.T) {
 	cfg := fsm.ConfigToPB(loaded.Config())
 	cfg.SubmitRateN, cfg.SubmitRatePeriodMs = 100, 1000
 	rate := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: cfg}}}
-	if r := apply(38, rate); r.Code != fsm.FailedPrecondition {
-		t.Fatalf("submit_rate at level 4: %+v", r)
+	for i, c := range []*pb.Command{rate,
+		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "gold", Size: pb.Size_SM, EstCostMs: 1000, DelayMs: 5000}}},
+		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "gold", Size: pb.Size_SM, EstCostMs: 1000, ExpireMs: 5000}}},
+		{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: "gold"}}},
+		{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "free", Tier: pb.Tier_FREE, RateN: 1, RatePeriodMs: 1000}}},
+		{Cmd: &pb.Command_Redrive{Redrive: &pb.BulkJobs{Tenant: "gold", Jobs: []uint64{6}}}},
+	} {
+		if r := apply(38, c); r.Code != fsm.FailedPrecondition || !strings.Contains(r.Msg, "needs cluster feature level 5; the cluster is at level 4") {
+			t.Fatalf("command %d of level 5 at level 4: %+v", i, r)
+		}
 	}
 	if h, _ := loaded.Hash(); h != h1 {
 		t.Fatal("a refused command of level 5 changed the state")
