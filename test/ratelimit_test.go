@@ -15,7 +15,7 @@ import (
 
 // rateTestDuration is how long TestRateLimitRealWorkers measures:
 // $BARISTA_RATE_TEST_DURATION (a Go duration; make ratelimit sets 5m),
-// else 20 s.
+// else 12 s.
 func rateTestDuration(t *testing.T) time.Duration {
 	if v := os.Getenv("BARISTA_RATE_TEST_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -24,7 +24,7 @@ func rateTestDuration(t *testing.T) time.Duration {
 		}
 		return d
 	}
-	return 20 * time.Second
+	return 12 * time.Second
 }
 
 // TestRateLimitRealWorkers: a tenant at rate=60/1m burst=5 on a

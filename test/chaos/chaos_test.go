@@ -27,7 +27,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CHAOS_SEED: %v", err)
 	}
-	dur, err := time.ParseDuration(envOr("CHAOS_DURATION", "100s"))
+	dur, err := time.ParseDuration(envOr("CHAOS_DURATION", "85s"))
 	if err != nil {
 		t.Fatalf("CHAOS_DURATION: %v", err)
 	}
