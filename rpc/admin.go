@@ -99,27 +99,17 @@ func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantReq
 	if err != nil {
 		return nil, err
 	}
-	cmd := upsertCommandRate(req, rate)
-	if err := levelErr(s.node.FSM, cmd); err != nil {
-		return nil, err
-	}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Tenant, error) {
+	res, resp, done, err := write(ctx, &s.base, upsertCommandRate(req, rate), func(ctx context.Context, cc *grpc.ClientConn) (*pb.Tenant, error) {
 		return pb.NewAdminClient(cc).UpsertTenant(ctx, req)
-	}); handled {
+	})
+	if done {
 		return resp, err
-	}
-	res, err := s.propose(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	if err := resultErr(res[0]); err != nil {
-		return nil, err
 	}
 	out := readTenant(s.node.FSM, req.Name)
 	if out == nil {
 		return nil, status.Errorf(codes.Internal, "tenant %q vanished after its upsert", req.Name)
 	}
-	out.Created = res[0].Created
+	out.Created = res.Created
 	return out, nil
 }
 
@@ -128,16 +118,13 @@ func (s *AdminService) DeleteTenant(ctx context.Context, req *pb.DeleteTenantReq
 	if req.Name == "" {
 		return nil, status.Error(codes.InvalidArgument, "name: required")
 	}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.DeleteTenantResponse, error) {
+	cmd := &pb.Command{Cmd: &pb.Command_TenantDelete{TenantDelete: &pb.TenantDelete{Name: req.Name}}}
+	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.DeleteTenantResponse, error) {
 		return pb.NewAdminClient(cc).DeleteTenant(ctx, req)
-	}); handled {
+	}); done {
 		return resp, err
 	}
-	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_TenantDelete{TenantDelete: &pb.TenantDelete{Name: req.Name}}})
-	if err != nil {
-		return nil, err
-	}
-	return &pb.DeleteTenantResponse{}, resultErr(res[0])
+	return &pb.DeleteTenantResponse{}, nil
 }
 
 // GetTenant returns one tenant's configuration.
@@ -193,20 +180,10 @@ func (s *AdminService) SetConfig(ctx context.Context, req *pb.SetConfigRequest) 
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("config: %v", err))
 	}
 	cmd := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: req.Config}}}
-	if err := levelErr(s.node.FSM, cmd); err != nil {
-		return nil, err
-	}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SchedulerConfig, error) {
+	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SchedulerConfig, error) {
 		return pb.NewAdminClient(cc).SetConfig(ctx, req)
-	}); handled {
+	}); done {
 		return resp, err
-	}
-	res, err := s.propose(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	if err := resultErr(res[0]); err != nil {
-		return nil, err
 	}
 	return configToPB(s.node.FSM), nil
 }

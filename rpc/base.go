@@ -43,6 +43,30 @@ type base struct {
 	stopping chan struct{}
 }
 
+// write is the path of a write call that needs no state check of its own
+// on the leader: every node checks the command's feature level before
+// anything is forwarded, a follower forwards the call (done, with the
+// leader's answer), and the leader proposes the command, a refusal
+// becoming its status (done, with the error). Otherwise it returns the
+// command's result, for the caller to answer from.
+func write[T any](ctx context.Context, b *base, cmd *pb.Command, call func(ctx context.Context, cc *grpc.ClientConn) (T, error)) (
+	res fsm.Result, resp T, done bool, err error) {
+	if err := levelErr(b.node.FSM, cmd); err != nil {
+		return res, resp, true, err
+	}
+	if resp, handled, err := forward(ctx, b, call); handled {
+		return res, resp, true, err
+	}
+	out, err := b.propose(ctx, cmd)
+	if err != nil {
+		return res, resp, true, err
+	}
+	if err := resultErr(out[0]); err != nil {
+		return res, resp, true, err
+	}
+	return out[0], resp, false, nil
+}
+
 // forward sends a call to the leader, carrying the caller's bearer token.
 // It returns handled=false when this node leads and must serve the call.
 //

@@ -22,21 +22,11 @@ func (s *ClientService) RunJobNow(ctx context.Context, req *pb.RunJobNowRequest)
 		return nil, jobNotFound(0)
 	}
 	cmd := &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: []uint64{req.JobId}, Now: true, Tenant: tenant}}}
-	if err := levelErr(s.node.FSM, cmd); err != nil {
-		return nil, err
-	}
 	fwd := &pb.RunJobNowRequest{Tenant: tenant, JobId: req.JobId}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.RunJobNowResponse, error) {
+	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.RunJobNowResponse, error) {
 		return pb.NewClientClient(cc).RunJobNow(ctx, fwd)
-	}); handled {
+	}); done {
 		return resp, err
-	}
-	res, err := s.propose(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	if err := resultErr(res[0]); err != nil {
-		return nil, err
 	}
 	var out pb.RunJobNowResponse
 	s.node.FSM.Read(func(sc *sfq.Scheduler) {

@@ -77,23 +77,14 @@ func (s *ClientService) Pause(ctx context.Context, req *pb.PauseRequest) (*pb.Pa
 	}
 	command := &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: tenant, Group: req.Group, Resume: req.Resume,
 		AsTenant: IdentityFrom(ctx).Role == RoleClient}}}
-	if err := levelErr(s.node.FSM, command); err != nil {
-		return nil, err
-	}
 	fwd := &pb.PauseRequest{Tenant: tenant, Group: req.Group, Resume: req.Resume}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseResponse, error) {
+	res, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseResponse, error) {
 		return pb.NewClientClient(cc).Pause(ctx, fwd)
-	}); handled {
+	})
+	if done {
 		return resp, err
 	}
-	res, err := s.propose(ctx, command)
-	if err != nil {
-		return nil, err
-	}
-	if err := resultErr(res[0]); err != nil {
-		return nil, err
-	}
-	out := &pb.PauseResponse{Changed: res[0].Outcome == sfq.Changed}
+	out := &pb.PauseResponse{Changed: res.Outcome == sfq.Changed}
 	s.node.FSM.Read(func(sc *sfq.Scheduler) {
 		if req.Group == "" {
 			t, _ := sc.Tenant(tenant)
@@ -108,22 +99,13 @@ func (s *ClientService) Pause(ctx context.Context, req *pb.PauseRequest) (*pb.Pa
 // PauseDispatch pauses or resumes all dispatch (maintenance).
 func (s *AdminService) PauseDispatch(ctx context.Context, req *pb.PauseDispatchRequest) (*pb.PauseDispatchResponse, error) {
 	command := &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{All: true, Resume: req.Resume}}}
-	if err := levelErr(s.node.FSM, command); err != nil {
-		return nil, err
-	}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseDispatchResponse, error) {
+	res, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseDispatchResponse, error) {
 		return pb.NewAdminClient(cc).PauseDispatch(ctx, req)
-	}); handled {
+	})
+	if done {
 		return resp, err
 	}
-	res, err := s.propose(ctx, command)
-	if err != nil {
-		return nil, err
-	}
-	if err := resultErr(res[0]); err != nil {
-		return nil, err
-	}
-	out := &pb.PauseDispatchResponse{Changed: res[0].Outcome == sfq.Changed}
+	out := &pb.PauseDispatchResponse{Changed: res.Outcome == sfq.Changed}
 	s.node.FSM.Read(func(sc *sfq.Scheduler) { out.Paused = sc.DispatchPaused() })
 	return out, nil
 }

@@ -147,19 +147,12 @@ func (s *AdminService) WebhookDelete(ctx context.Context, req *pb.WebhookDeleteR
 		return nil, status.Error(codes.InvalidArgument, "tenant: required")
 	}
 	cmd := &pb.Command{Cmd: &pb.Command_WebhookDelete{WebhookDelete: &pb.WebhookDelete{Tenant: req.Tenant}}}
-	if err := levelErr(s.node.FSM, cmd); err != nil {
-		return nil, err
-	}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.WebhookDeleteResponse, error) {
+	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.WebhookDeleteResponse, error) {
 		return pb.NewAdminClient(cc).WebhookDelete(ctx, req)
-	}); handled {
+	}); done {
 		return resp, err
 	}
-	res, err := s.propose(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	return &pb.WebhookDeleteResponse{}, resultErr(res[0])
+	return &pb.WebhookDeleteResponse{}, nil
 }
 
 // WebhookStatus answers from the leader: the replicated endpoint, its
