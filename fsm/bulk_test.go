@@ -238,32 +238,15 @@ func TestFeatureLevel5Bulk(t *testing.T) {
 	h := &harness{t: t, f: newAt(Level4), now: 1_000}
 	h.one(tenant("acme", pb.Tier_GOLD))
 	h.failJobs("acme", 1, "")
-	msg := func(what string) string {
-		return "FAILED_PRECONDITION: " + what + " needs cluster feature level 5; the cluster is at level 4 until every voter runs a build that understands level 5 (docs/operations.md, \"Upgrades\")"
-	}
 	cfg := DefaultConfig()
 	cfg.DeadLetterMaxJobs = 7
-	refused := []struct {
-		cmd  *pb.Command
-		what string
-	}{
+	refused := []levelCase{
 		{redriveCmd(&pb.BulkJobs{Tenant: "acme", Jobs: []uint64{1}}), "Redrive"},
 		{cancelJobsCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}), "CancelJobs"},
 		{purgeCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}), "Purge"},
 		{&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}}, "dead_letter_max_jobs"},
 	}
-	before, _ := h.f.Hash()
-	for _, c := range refused {
-		if r := h.one(c.cmd); r.Code != FailedPrecondition || r.Err().Error() != msg(c.what) {
-			t.Errorf("%s at level 4: %v", c.what, r.Err())
-		}
-		if err := CheckLevel(c.cmd, Level4); err == nil || err.Error() != msg(c.what) {
-			t.Errorf("CheckLevel of %s: %v", c.what, err)
-		}
-	}
-	if after, _ := h.f.Hash(); after != before {
-		t.Fatal("a refused command changed the state")
-	}
+	h.refusedBelow(Level5, refused)
 	// The defaults pass at level 4 (a client echoing GetConfig).
 	if r := h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(DefaultConfig())}}}); r.Code != OK {
 		t.Fatalf("defaults at level 4: %v", r.Err())

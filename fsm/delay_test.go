@@ -39,13 +39,7 @@ func eventKinds(f *FSM) string {
 func TestFeatureLevel5Delays(t *testing.T) {
 	h := &harness{t: t, f: newAt(Level4), now: 1_000}
 	h.one(tenant("acme", pb.Tier_GOLD))
-	msg := func(what string) string {
-		return "FAILED_PRECONDITION: " + what + " needs cluster feature level 5; the cluster is at level 4 until every voter runs a build that understands level 5 (docs/operations.md, \"Upgrades\")"
-	}
-	refused := []struct {
-		cmd  *pb.Command
-		what string
-	}{
+	refused := []levelCase{
 		{submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, DelayMs: 5000}), "delay"},
 		{submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, ExpireMs: 5000}), "expire"},
 		{submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, RetryBackoffMs: new(int64(0))}), "retry_backoff"},
@@ -53,21 +47,7 @@ func TestFeatureLevel5Delays(t *testing.T) {
 		{expireTTL(1), "expire ttl"},
 		{setConfigWith(func(p *pb.SchedulerConfig) { p.RetryBackoffMs, p.RetryBackoffMaxMs = 5000, 600_000 }), "retry_backoff"},
 	}
-	before, _ := h.f.Hash()
-	for _, c := range refused {
-		if r := h.one(c.cmd); r.Code != FailedPrecondition || r.Err().Error() != msg(c.what) {
-			t.Errorf("%s at level 4: %v", c.what, r.Err())
-		}
-		if err := CheckLevel(c.cmd, Level4); err == nil || err.Error() != msg(c.what) {
-			t.Errorf("CheckLevel of %s: %v", c.what, err)
-		}
-		if err := CheckLevel(c.cmd, Level5); err != nil {
-			t.Errorf("CheckLevel of %s at level 5: %v", c.what, err)
-		}
-	}
-	if after, _ := h.f.Hash(); after != before {
-		t.Fatal("a refused command changed the state")
-	}
+	h.refusedBelow(Level5, refused)
 	h.one(setLevelCmd(Level5))
 	for _, c := range refused[:3] {
 		if r := h.one(c.cmd); r.Code != OK {

@@ -25,13 +25,7 @@ func TestFeatureLevel4Groups(t *testing.T) {
 	h := &harness{t: t, f: newAt(Level3), now: 1_000}
 	h.one(tenant("acme", pb.Tier_GOLD))
 	h.one(submit("acme", "", 1000, "p"))
-	msg := func(what string) string {
-		return "FAILED_PRECONDITION: " + what + " needs cluster feature level 4; the cluster is at level 3 until every voter runs a build that understands level 4 (docs/operations.md, \"Upgrades\")"
-	}
-	refused := []struct {
-		cmd  *pb.Command
-		what string
-	}{
+	refused := []levelCase{
 		{submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, Group: "g"}), "group"},
 		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, GroupCap: 1}), "group_cap"},
 		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, GroupOrder: pb.GroupOrder_GROUP_FAIR}), "group_order fair"},
@@ -39,21 +33,7 @@ func TestFeatureLevel4Groups(t *testing.T) {
 		{setGroupCmd("acme", "g", pb.GroupCapKind_GROUP_CAP_LIMIT, 1, false), "SetGroup"},
 		{setGroupCmd("acme", "g", pb.GroupCapKind_GROUP_CAP_NONE, 0, true), "SetGroup"},
 	}
-	before, _ := h.f.Hash()
-	for _, c := range refused {
-		if r := h.one(c.cmd); r.Code != FailedPrecondition || r.Err().Error() != msg(c.what) {
-			t.Errorf("%s at level 3: %v", c.what, r.Err())
-		}
-		if err := CheckLevel(c.cmd, Level3); err == nil || err.Error() != msg(c.what) {
-			t.Errorf("CheckLevel of %s: %v", c.what, err)
-		}
-		if err := CheckLevel(c.cmd, Level4); err != nil {
-			t.Errorf("CheckLevel of %s at level 4: %v", c.what, err)
-		}
-	}
-	if after, _ := h.f.Hash(); after != before {
-		t.Fatal("a refused command changed the state")
-	}
+	h.refusedBelow(Level4, refused)
 	if r := h.one(upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, GroupOrder: pb.GroupOrder_GROUP_FIFO})); r.Code != OK {
 		t.Fatalf("group_order fifo at level 3: %v", r.Err())
 	}

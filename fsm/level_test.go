@@ -171,3 +171,34 @@ func TestRequiredLevelIsTheHighest(t *testing.T) {
 		}
 	}
 }
+
+// levelCase is a command that needs a feature level, and the field its
+// refusal names.
+type levelCase struct {
+	cmd  *pb.Command
+	what string
+}
+
+// refusedBelow checks, on h at level need-1, that each command is refused
+// by Apply and by CheckLevel naming its field and both levels, passes
+// CheckLevel at need, and that the refusals leave the state as it was.
+func (h *harness) refusedBelow(need uint32, cases []levelCase) {
+	h.t.Helper()
+	have := need - 1
+	before, _ := h.f.Hash()
+	for _, c := range cases {
+		want := "FAILED_PRECONDITION: " + LevelMessage(c.what, need, have)
+		if r := h.one(c.cmd); r.Code != FailedPrecondition || r.Err().Error() != want {
+			h.t.Errorf("%s at level %d: %v", c.what, have, r.Err())
+		}
+		if err := CheckLevel(c.cmd, have); err == nil || err.Error() != want {
+			h.t.Errorf("CheckLevel of %s: %v", c.what, err)
+		}
+		if err := CheckLevel(c.cmd, need); err != nil {
+			h.t.Errorf("CheckLevel of %s at level %d: %v", c.what, need, err)
+		}
+	}
+	if after, _ := h.f.Hash(); after != before {
+		h.t.Fatal("a refused command changed the state")
+	}
+}

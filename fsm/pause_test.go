@@ -30,13 +30,7 @@ func groupRateCmd(tenant, group string, n uint32, periodMs int64, burst uint32) 
 func TestFeatureLevel5Pauses(t *testing.T) {
 	h := &harness{t: t, f: newAt(Level4), now: 1_000}
 	h.one(tenant("acme", pb.Tier_GOLD))
-	msg := func(what string) string {
-		return "FAILED_PRECONDITION: " + what + " needs cluster feature level 5; the cluster is at level 4 until every voter runs a build that understands level 5 (docs/operations.md, \"Upgrades\")"
-	}
-	refused := []struct {
-		cmd  *pb.Command
-		what string
-	}{
+	refused := []levelCase{
 		{pauseCmd("acme", "", false, false), "pause"},
 		{pauseCmd("acme", "g", false, false), "pause"},
 		{pauseCmd("", "", true, false), "pause"},
@@ -45,21 +39,7 @@ func TestFeatureLevel5Pauses(t *testing.T) {
 		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RateN: 2, RatePeriodMs: 1000, RateBurst: 3}), "rate"},
 		{groupRateCmd("acme", "g", 1, 1000, 0), "group rate"},
 	}
-	before, _ := h.f.Hash()
-	for _, c := range refused {
-		if r := h.one(c.cmd); r.Code != FailedPrecondition || r.Err().Error() != msg(c.what) {
-			t.Errorf("%s at level 4: %v", c.what, r.Err())
-		}
-		if err := CheckLevel(c.cmd, Level4); err == nil || err.Error() != msg(c.what) {
-			t.Errorf("CheckLevel of %s: %v", c.what, err)
-		}
-		if err := CheckLevel(c.cmd, Level5); err != nil {
-			t.Errorf("CheckLevel of %s at level 5: %v", c.what, err)
-		}
-	}
-	if after, _ := h.f.Hash(); after != before {
-		t.Fatal("a refused command changed the state")
-	}
+	h.refusedBelow(Level5, refused)
 	if v, _ := h.f.Freeze(); v.StateVersion() != 6 {
 		t.Fatalf("level 4 writes version %d", v.StateVersion())
 	}
