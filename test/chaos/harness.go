@@ -309,22 +309,8 @@ func (r *Run) submitRequest(ctx context.Context, client int, req *pb.SubmitReque
 // attempt (exit code 3, max_attempts 1), until it is acknowledged or ctx
 // ends.
 func (r *Run) submitFailing(ctx context.Context, client int, key, tenant string, est int64, run time.Duration) {
-	op := Op{Kind: "submit", Client: client, Key: key, Tenant: tenant, Invoke: time.Now()}
-	req := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: &key, Size: pb.Size_SM, EstCostMs: est, Payload: r.payloadExit(run, 3), MaxAttempts: 1}
-	tries, err := r.retry(ctx, client, func(ctx context.Context, n *cluster.Node) error {
-		resp, err := pb.NewClientClient(n.Conn()).Submit(ctx, req)
-		if err == nil {
-			op.Job = resp.JobId
-		}
-		return err
-	})
-	op.Tries = tries
-	if err != nil {
-		op.Result = err.Error()
-	} else {
-		op.Ack, op.Result = time.Now(), "ok"
-	}
-	r.rec.op(op)
+	r.submitRequest(ctx, client, &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: &key, Size: pb.Size_SM, EstCostMs: est,
+		Payload: r.payloadExit(run, 3), MaxAttempts: 1})
 }
 
 // load runs the clients until ctx ends.
