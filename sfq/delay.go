@@ -265,35 +265,23 @@ func (s *Scheduler) lapse(now Time) {
 // tidyDelays drops entries that no longer apply from the tops of the
 // delay heaps, so that their tops are what the leader waits for.
 func (s *Scheduler) tidyDelays() {
+	s.tidyHeap(&s.dl.due, func(j *Job, at Time) bool { return j.State == Scheduled && !j.Lapsed && j.DueAt() == at })
+	s.tidyHeap(&s.dl.expiring, func(j *Job, at Time) bool { return expirable(j) && j.ExpireAt() == at })
+	s.tidyHeap(&s.dl.lapsed, func(j *Job, _ Time) bool { return j.Lapsed && (j.State == Queued || j.State == Scheduled) })
+}
+
+// tidyHeap pops the entries of q whose job is gone or for which live is
+// false, until its top is a live one.
+func (s *Scheduler) tidyHeap(q *endedQueue, live func(j *Job, at Time) bool) {
 	for {
-		e, ok := s.dl.due.front()
+		e, ok := q.front()
 		if !ok {
-			break
+			return
 		}
-		if j := s.jobs.Get(uint64(e.id)); j != nil && j.State == Scheduled && !j.Lapsed && j.DueAt() == e.at {
-			break
+		if j := s.jobs.Get(uint64(e.id)); j != nil && live(j, e.at) {
+			return
 		}
-		s.dl.due.pop()
-	}
-	for {
-		e, ok := s.dl.expiring.front()
-		if !ok {
-			break
-		}
-		if j := s.jobs.Get(uint64(e.id)); j != nil && expirable(j) && j.ExpireAt() == e.at {
-			break
-		}
-		s.dl.expiring.pop()
-	}
-	for {
-		e, ok := s.dl.lapsed.front()
-		if !ok {
-			break
-		}
-		if j := s.jobs.Get(uint64(e.id)); j != nil && j.Lapsed && (j.State == Queued || j.State == Scheduled) {
-			break
-		}
-		s.dl.lapsed.pop()
+		q.pop()
 	}
 }
 
