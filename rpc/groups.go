@@ -133,17 +133,27 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 	return out, nil
 }
 
+// scopeGroup checks a call naming a tenant's group ("" is its unnamed
+// group): the caller's tenant (scopeTenant), and the group's name.
+func scopeGroup(ctx context.Context, tenant, group string) (string, error) {
+	tenant, err := scopeTenant(ctx, tenant, true)
+	if err != nil {
+		return "", err
+	}
+	if group != "" {
+		if err := groupNameErr("group", group); err != nil {
+			return "", err
+		}
+	}
+	return tenant, nil
+}
+
 // GetGroup returns one group of the caller's tenant ("" is its unnamed
 // group). A group without jobs or settings does not exist: NOT_FOUND.
 func (s *ClientService) GetGroup(ctx context.Context, req *pb.GetGroupRequest) (*pb.Group, error) {
-	tenant, err := scopeTenant(ctx, req.Tenant, true)
+	tenant, err := scopeGroup(ctx, req.Tenant, req.Group)
 	if err != nil {
 		return nil, err
-	}
-	if req.Group != "" {
-		if err := groupNameErr("group", req.Group); err != nil {
-			return nil, err
-		}
 	}
 	fwd := &pb.GetGroupRequest{Tenant: tenant, Group: req.Group}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Group, error) {

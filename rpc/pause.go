@@ -66,14 +66,9 @@ func setGroupRequestCommand(tenant string, req *pb.SetGroupRequest, asTenant boo
 // client token may pause and resume its own tenant and groups, but not
 // lift a pause an admin set (Apply checks it).
 func (s *ClientService) Pause(ctx context.Context, req *pb.PauseRequest) (*pb.PauseResponse, error) {
-	tenant, err := scopeTenant(ctx, req.Tenant, true)
+	tenant, err := scopeGroup(ctx, req.Tenant, req.Group)
 	if err != nil {
 		return nil, err
-	}
-	if req.Group != "" {
-		if err := groupNameErr("group", req.Group); err != nil {
-			return nil, err
-		}
 	}
 	command := &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: tenant, Group: req.Group, Resume: req.Resume,
 		AsTenant: IdentityFrom(ctx).Role == RoleClient}}}
