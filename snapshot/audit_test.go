@@ -14,6 +14,22 @@ import (
 	pb "github.com/baristahq/barista/proto"
 )
 
+// writeLog stores cmds in db as entries 1, 2, ..., one a second of
+// cluster time, and closes it.
+func writeLog(t *testing.T, db *raftboltdb.BoltStore, cmds []*pb.Command) {
+	t.Helper()
+	for i, c := range cmds {
+		data, err := fsm.Encode(&pb.Envelope{Version: fsm.Version, StampMs: int64(i) * 1000, Commands: []*pb.Command{c}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.StoreLog(&raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+}
+
 // TestAuditClassesAndDeadlines: an audited dispatch says its job's class,
 // deadline and start, and which classes had an eligible job the worker
 // fit just before it (what SPEC §8 rule 7 is checked against).
@@ -33,16 +49,7 @@ func TestAuditClassesAndDeadlines(t *testing.T) {
 		{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_MD, Credit: 1}}},
 		{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w2", Size: pb.Size_MD, Credit: 1}}},
 	}
-	for i, c := range cmds {
-		data, err := fsm.Encode(&pb.Envelope{Version: fsm.Version, StampMs: int64(i) * 1000, Commands: []*pb.Command{c}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.StoreLog(&raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: data}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	writeLog(t, db, cmds)
 	var got []AuditFact
 	if _, err := Audit(dir, 0, func(f AuditFact) {
 		if f.Kind == "dispatch" {
@@ -88,16 +95,7 @@ func TestAuditRedrive(t *testing.T) {
 		{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 2}}},
 		{Cmd: &pb.Command_CancelJobs{CancelJobs: &pb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{States: []string{"queued"}}}}},
 	}
-	for i, c := range cmds {
-		data, err := fsm.Encode(&pb.Envelope{Version: fsm.Version, StampMs: int64(i) * 1000, Commands: []*pb.Command{c}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.StoreLog(&raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: data}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	writeLog(t, db, cmds)
 	var got []string
 	if _, err := Audit(dir, 0, func(f AuditFact) {
 		switch f.Kind {
