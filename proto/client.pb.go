@@ -1624,8 +1624,10 @@ type TenantUsageResponse struct {
 	Rate             string `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
 	RateBurst        uint32 `protobuf:"varint,82,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
 	RateEligibleAtMs int64  `protobuf:"varint,83,opt,name=rate_eligible_at_ms,json=rateEligibleAtMs,proto3" json:"rate_eligible_at_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// scheduled: jobs delayed or backing off, in no queue until due.
+	Scheduled     uint32 `protobuf:"varint,70,opt,name=scheduled,proto3" json:"scheduled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TenantUsageResponse) Reset() {
@@ -1843,6 +1845,13 @@ func (x *TenantUsageResponse) GetRateBurst() uint32 {
 func (x *TenantUsageResponse) GetRateEligibleAtMs() int64 {
 	if x != nil {
 		return x.RateEligibleAtMs
+	}
+	return 0
+}
+
+func (x *TenantUsageResponse) GetScheduled() uint32 {
+	if x != nil {
+		return x.Scheduled
 	}
 	return 0
 }
@@ -2841,7 +2850,7 @@ const file_client_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12+\n" +
 	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1d\n" +
 	"\n" +
-	"top_groups\x18( \x01(\rR\ttopGroups\"\xf2\x06\n" +
+	"top_groups\x18( \x01(\rR\ttopGroups\"\x90\a\n" +
 	"\x13TenantUsageResponse\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x18\n" +
@@ -2874,7 +2883,8 @@ const file_client_proto_rawDesc = "" +
 	"\x04rate\x18Q \x01(\tR\x04rate\x12\x1d\n" +
 	"\n" +
 	"rate_burst\x18R \x01(\rR\trateBurst\x12-\n" +
-	"\x13rate_eligible_at_ms\x18S \x01(\x03R\x10rateEligibleAtMs\"h\n" +
+	"\x13rate_eligible_at_ms\x18S \x01(\x03R\x10rateEligibleAtMs\x12\x1c\n" +
+	"\tscheduled\x18F \x01(\rR\tscheduled\"h\n" +
 	"\n" +
 	"GroupUsage\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +

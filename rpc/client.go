@@ -532,7 +532,7 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 			b := t.Billing
 			out = &pb.TenantUsageResponse{
 				Tenant: t.Name, Tier: fsm.TierToPB(t.Tier), Running: t.Running, RunningBySize: t.RunningBySize[:],
-				Queued: t.QueuedTotal(), QueuedBySize: t.Queued[:], InflightCpuMs: t.InflightCPUMs,
+				Queued: t.QueuedTotal(), QueuedBySize: t.Queued[:], Scheduled: t.Scheduled, InflightCpuMs: t.InflightCPUMs,
 				CpuBilledMs: b.CPUMs, ZombieCpuMs: b.ZombieCPUMs,
 				Weight:      float64(sc.Weight(&t, clock)) / float64(sfq.WeightOne),
 				FinishTagMs: t.FinishTag.String(), VirtualNowMs: sc.VirtualNow().String(), UsageMs: sc.DecayedUsage(&t, clock),
