@@ -251,9 +251,6 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	c.EventRetentionMs = p.EventRetentionMs
 	c.DedupeWindowMs = p.DedupeWindowMs
 	c.MaxPayloadBytes = p.MaxPayloadBytes
-	if p.SubmitRateN != 0 { // off: no period and no burst either
-		c.SubmitRate = sfq.RateLimit{N: p.SubmitRateN, PeriodMs: p.SubmitRatePeriodMs, Burst: p.SubmitBurst}
-	}
 	c.Sched.RetryBackoffMs, c.Sched.RetryBackoffMaxMs = p.RetryBackoffMs, p.RetryBackoffMaxMs
 	configLeversFromPB(p, &c)
 	return c, nil
@@ -278,9 +275,6 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 		MaxPayloadBytes:     c.MaxPayloadBytes,
 		Estimate:            pb.Estimate_SUBMITTED,
 		DefaultCostMs:       c.Sched.DefaultCostMs,
-		SubmitRateN:         c.SubmitRate.N,
-		SubmitRatePeriodMs:  c.SubmitRate.PeriodMs,
-		SubmitBurst:         c.SubmitRate.Burst,
 		RetryBackoffMs:      c.Sched.RetryBackoffMs,
 		RetryBackoffMaxMs:   c.Sched.RetryBackoffMaxMs,
 	}

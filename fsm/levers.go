@@ -62,8 +62,12 @@ func decodeConfigLevers(d *sfq.Decoder, c *Config) {
 	c.DeadLetterMaxBytes = d.Uvarint()
 }
 
-// configLeversFromPB reads the lever settings; 0 is the default.
+// configLeversFromPB reads the lever settings (the submit rate and the
+// dead letters'); 0 is the default.
 func configLeversFromPB(p *pb.SchedulerConfig, c *Config) {
+	if p.SubmitRateN != 0 { // off: no period and no burst either
+		c.SubmitRate = sfq.RateLimit{N: p.SubmitRateN, PeriodMs: p.SubmitRatePeriodMs, Burst: p.SubmitBurst}
+	}
 	c.DeadLetters = DefaultDeadLetters()
 	if p.DeadLetterRetentionMs != 0 {
 		c.DeadLetterRetentionMs = p.DeadLetterRetentionMs
@@ -77,6 +81,7 @@ func configLeversFromPB(p *pb.SchedulerConfig, c *Config) {
 }
 
 func configLeversToPB(c Config, p *pb.SchedulerConfig) {
+	p.SubmitRateN, p.SubmitRatePeriodMs, p.SubmitBurst = c.SubmitRate.N, c.SubmitRate.PeriodMs, c.SubmitRate.Burst
 	p.DeadLetterRetentionMs = c.DeadLetterRetentionMs
 	p.DeadLetterMaxJobs = c.DeadLetterMaxJobs
 	p.DeadLetterMaxBytes = c.DeadLetterMaxBytes
