@@ -124,17 +124,40 @@ func forge(t *testing.T, ctx context.Context, path, body string) string {
 		f.submit();
 		return true;
 	})()`, path, body))
-	// The answer is a new page: the mark set on the old one is gone.
+	return arrive(t, ctx, "__forging", "the post of "+path, "false")
+}
+
+// press clicks a button that posts a form and waits for the page the
+// post answers with (a button's page is still showing while the post is
+// in flight; navigating away then would cancel it): the page's mark is
+// gone, and ready (a JavaScript condition) holds on the new page. It
+// returns the new page's error, if it is one.
+func press(t *testing.T, ctx context.Context, what, button, ready string) string {
+	t.Helper()
+	eval[bool](t, ctx, `(() => { window.__pressing = true; return true; })()`)
+	step(t, ctx, what, chromedp.Click(chromedp.CSS(button)))
+	return arrive(t, ctx, "__pressing", what, ready)
+}
+
+// arrive waits until the page no longer has the window mark set before a
+// post (a new page arrived) and the condition ready holds on it or it is
+// an error page; it returns the error page's heading and text, if any.
+func arrive(t *testing.T, ctx context.Context, mark, what, ready string) string {
+	t.Helper()
+	cond := fmt.Sprintf(`window.%s === undefined && document.readyState === "complete" && (%s || !!document.getElementById("error"))`, mark, ready)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		arrived, err := chromedp.Run(ectx, chromedp.Evaluate[bool](`window.__forging === undefined && document.readyState === "complete" && !!document.getElementById("error")`))
+		arrived, err := chromedp.Run(ectx, chromedp.Evaluate[bool](cond))
 		cancel()
 		if err == nil && arrived {
-			return text(t, ctx, "h1") + ": " + text(t, ctx, "#error")
+			if eval[bool](t, ctx, `!!document.getElementById("error")`) {
+				return text(t, ctx, "h1") + ": " + text(t, ctx, "#error")
+			}
+			return ""
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no answer to the post of %s: %v", path, err)
+			t.Fatalf("no answer to %s: %v", what, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -258,7 +281,9 @@ func TestConsoleInChromium(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll("#redrive button").length`); n != 1 {
 		t.Fatalf("the failed job's page has %d redrive buttons:\n%s", n, eval[string](t, ctx, `document.body.innerHTML`))
 	}
-	step(t, ctx, "redrive the failed job", chromedp.Click(chromedp.CSS(`#redrive button`)), chromedp.WaitVisible(chromedp.ID("events")))
+	if got := press(t, ctx, "redrive the failed job", `#redrive button`, `!!document.getElementById("events")`); got != "" {
+		t.Fatalf("redrive: %s", got)
+	}
 	waitFor(t, 90*time.Second, "the redriven job to complete", func() (bool, string) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", base, failed)), chromedp.WaitVisible(chromedp.ID("job-state"))); err != nil {
 			return false, err.Error() // the page is being replaced
@@ -277,8 +302,10 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 
 	// Pause acme from its page, then resume it.
-	step(t, ctx, "pause acme", chromedp.Navigate(base+"/tenants/acme"), chromedp.WaitVisible(chromedp.ID("pause-form")),
-		chromedp.Click(chromedp.CSS(`#pause-form button`)), chromedp.WaitVisible(chromedp.ID("pause-form")))
+	step(t, ctx, "open acme", chromedp.Navigate(base+"/tenants/acme"), chromedp.WaitVisible(chromedp.ID("pause-form")))
+	if got := press(t, ctx, "pause acme", `#pause-form button`, `!!document.getElementById("pause-form")`); got != "" {
+		t.Fatalf("pause: %s", got)
+	}
 	// (The follower shows its own state: it may apply the pause a moment
 	// after the leader answered.)
 	pauseShows := func(want string) {
@@ -295,7 +322,9 @@ func TestConsoleInChromium(t *testing.T) {
 		})
 	}
 	pauseShows("dispatch: paused by admin")
-	step(t, ctx, "resume acme", chromedp.Click(chromedp.CSS(`#pause-form button`)), chromedp.WaitVisible(chromedp.ID("pause-form")))
+	if got := press(t, ctx, "resume acme", `#pause-form button`, `!!document.getElementById("pause-form")`); got != "" {
+		t.Fatalf("resume: %s", got)
+	}
 	pauseShows("dispatch: not paused")
 
 	// A forged post without the CSRF token is refused; so is one from
