@@ -29,6 +29,15 @@ type Node interface {
 	// ClusterNow is the cluster time the next proposal would carry; false
 	// while this node does not lead.
 	ClusterNow() (sfq.Time, bool)
+	// Enqueue queues commands for replication without waiting for them:
+	// proposals apply in the order they were queued.
+	Enqueue(ctx context.Context, cmds []*pb.Command) (Pending, error)
+}
+
+// Pending is a queued proposal; Wait returns Apply's results, one per
+// command.
+type Pending interface {
+	Wait(ctx context.Context) ([]fsm.Result, error)
 }
 
 // OnRaft adapts a raftnode.Node to Node.
@@ -40,6 +49,21 @@ func (r raftNode) Propose(ctx context.Context, cmds []*pb.Command) ([]fsm.Result
 	_, res, err := r.n.Propose(ctx, cmds)
 	return res, err
 }
+func (r raftNode) Enqueue(ctx context.Context, cmds []*pb.Command) (Pending, error) {
+	q, err := r.n.Enqueue(ctx, cmds)
+	if err != nil {
+		return nil, err
+	}
+	return raftPending{q}, nil
+}
+
+type raftPending struct{ q *raftnode.Pending }
+
+func (p raftPending) Wait(ctx context.Context) ([]fsm.Result, error) {
+	_, res, err := p.q.Wait(ctx)
+	return res, err
+}
+
 func (r raftNode) State() *fsm.FSM              { return r.n.FSM }
 func (r raftNode) ClusterNow() (sfq.Time, bool) { return r.n.ClusterNow() }
 

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -75,6 +76,23 @@ func (m *Memory) Propose(ctx context.Context, cmds []*pb.Command) ([]fsm.Result,
 	m.log = append(m.log, env)
 	return m.f.ApplyEnvelope(m.index, env)
 }
+
+// Enqueue applies cmds at once (in the order of the calls, as a Raft
+// node would) and returns their results to Wait.
+func (m *Memory) Enqueue(ctx context.Context, cmds []*pb.Command) (Pending, error) {
+	res, err := m.Propose(ctx, cmds)
+	if errors.Is(err, raftnode.ErrNotLeader) {
+		return nil, err
+	}
+	return applied{res, err}, nil
+}
+
+type applied struct {
+	res []fsm.Result
+	err error
+}
+
+func (a applied) Wait(context.Context) ([]fsm.Result, error) { return a.res, a.err }
 
 // State returns the state machine.
 func (m *Memory) State() *fsm.FSM { return m.f }

@@ -20,7 +20,9 @@ import (
 // are, new proposals queue up and ride the next entry together, so the
 // batch size follows the load and a lone proposal waits for nothing. A
 // coalesced entry is an ordinary entry: it replays to the same state as
-// the same commands applied one by one.
+// the same commands applied one by one. The same goroutine hands every
+// entry to Raft, so proposals apply in the order they were queued: one
+// queued (Enqueue) before another is applied before it.
 const (
 	maxInflight      = 4
 	maxEntryCommands = 4096
@@ -75,22 +77,23 @@ func (n *Node) coalesce() {
 				break drain
 			}
 		}
+		cmds := make([]*pb.Command, 0, count)
+		for _, p := range batch {
+			cmds = append(cmds, p.cmds...)
+		}
+		e := n.send(fsm.Version, cmds, 30*time.Second)
 		go func() {
-			n.commit(batch, count)
+			n.deliver(batch, e)
 			<-slots
 		}()
 	}
 }
 
-// commit replicates one entry of several proposals and hands each its
+// deliver waits for one entry of several proposals and hands each its
 // results.
-func (n *Node) commit(batch []*proposal, count int) {
-	cmds := make([]*pb.Command, 0, count)
-	for _, p := range batch {
-		cmds = append(cmds, p.cmds...)
-	}
-	index, results, err := n.apply(fsm.Version, cmds, 30*time.Second)
-	n.Metrics.EntryCommands.Observe(float64(count))
+func (n *Node) deliver(batch []*proposal, e entry) {
+	index, results, err := n.wait(e)
+	n.Metrics.EntryCommands.Observe(float64(len(e.cmds)))
 	off := 0
 	for _, p := range batch {
 		r := proposalResult{index: index, err: err}
@@ -102,20 +105,41 @@ func (n *Node) commit(batch []*proposal, count int) {
 	}
 }
 
-// apply stamps and replicates one envelope and waits for its results.
-func (n *Node) apply(version uint32, cmds []*pb.Command, timeout time.Duration) (uint64, []fsm.Result, error) {
+// entry is one envelope handed to Raft.
+type entry struct {
+	cmds  []*pb.Command
+	f     raft.ApplyFuture
+	start time.Time
+	err   error // it could not be sent
+}
+
+// send stamps one envelope and hands it to Raft without waiting for it:
+// entries are logged in the order send is called.
+func (n *Node) send(version uint32, cmds []*pb.Command, timeout time.Duration) entry {
 	stamp, ok := n.stamp()
 	if !ok {
-		return 0, nil, ErrNotLeader
+		return entry{cmds: cmds, err: ErrNotLeader}
 	}
 	data, err := fsm.Encode(&pb.Envelope{Version: version, StampMs: stamp, WallMs: n.wallNow().UnixMilli(), Commands: cmds})
 	if err != nil {
-		return 0, nil, err
+		return entry{cmds: cmds, err: err}
 	}
-	start := time.Now()
-	f := n.raft.Apply(data, timeout)
-	err = f.Error()
-	n.Metrics.Propose.Observe(time.Since(start).Seconds())
+	return entry{cmds: cmds, f: n.raft.Apply(data, timeout), start: time.Now()}
+}
+
+// apply replicates one envelope and waits for its results.
+func (n *Node) apply(version uint32, cmds []*pb.Command, timeout time.Duration) (uint64, []fsm.Result, error) {
+	return n.wait(n.send(version, cmds, timeout))
+}
+
+// wait waits for an entry's results.
+func (n *Node) wait(e entry) (uint64, []fsm.Result, error) {
+	if e.err != nil {
+		return 0, nil, e.err
+	}
+	cmds, f := e.cmds, e.f
+	err := f.Error()
+	n.Metrics.Propose.Observe(time.Since(e.start).Seconds())
 	if err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader):
@@ -144,8 +168,26 @@ func (n *Node) apply(version uint32, cmds []*pb.Command, timeout time.Duration) 
 // error; the commands may still be applied (every command is idempotent or
 // fenced, so a retry is safe).
 func (n *Node) Propose(ctx context.Context, cmds []*pb.Command) (uint64, []fsm.Result, error) {
+	q, err := n.Enqueue(ctx, cmds)
+	if err != nil {
+		return 0, nil, err
+	}
+	return q.Wait(ctx)
+}
+
+// Pending is a proposal queued for a log entry.
+type Pending struct {
+	n *Node
+	p *proposal
+}
+
+// Enqueue queues commands for the next log entry and returns without
+// waiting for them. Proposals apply in the order they were queued: a
+// caller that enqueues one proposal and then another knows the first is
+// applied before the second, and may go on before either is.
+func (n *Node) Enqueue(ctx context.Context, cmds []*pb.Command) (*Pending, error) {
 	if !n.IsLeader() {
-		return 0, nil, ErrNotLeader
+		return nil, ErrNotLeader
 	}
 	size := 0
 	for _, c := range cmds {
@@ -154,17 +196,24 @@ func (n *Node) Propose(ctx context.Context, cmds []*pb.Command) (uint64, []fsm.R
 	p := &proposal{cmds: cmds, bytes: size, done: make(chan proposalResult, 1)}
 	select {
 	case n.proposals <- p:
+		return &Pending{n: n, p: p}, nil
 	case <-ctx.Done():
-		return 0, nil, ctx.Err()
+		return nil, ctx.Err()
 	case <-n.done:
-		return 0, nil, ErrNotLeader
+		return nil, ErrNotLeader
 	}
+}
+
+// Wait waits for a queued proposal's entry and returns its index and one
+// result per command. A context that ends first returns its error; the
+// commands may still be applied.
+func (q *Pending) Wait(ctx context.Context) (uint64, []fsm.Result, error) {
 	select {
-	case r := <-p.done:
+	case r := <-q.p.done:
 		return r.index, r.results, r.err
 	case <-ctx.Done():
 		return 0, nil, fmt.Errorf("%w: %v", ErrMaybeCommitted, ctx.Err())
-	case <-n.done:
+	case <-q.n.done:
 		return 0, nil, fmt.Errorf("%w: the node is shutting down", ErrMaybeCommitted)
 	}
 }
