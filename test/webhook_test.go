@@ -302,6 +302,15 @@ func TestWebhookDeliveryAcrossOutageAndLeaderKills(t *testing.T) {
 	time.Sleep(2 * time.Second) // a little more load after the kill
 	stopLoad()
 	load.Wait()
+	// The tenant's last jobs end (each end is an event): then its log has
+	// every event it will have.
+	waitFor(t, time.Minute, "the tenant's last jobs to end", func() (bool, string) {
+		u, err := conn(0).TenantUsage(ctx, &pb.TenantUsageRequest{Tenant: "hook"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return u.Queued == 0 && u.Running == 0, fmt.Sprintf("%d queued, %d running", u.Queued, u.Running)
+	})
 
 	// Every event of the tenant, from its log.
 	var want []uint64
