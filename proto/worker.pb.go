@@ -634,7 +634,14 @@ type JobFinished struct {
 	StderrTail string                 `protobuf:"bytes,6,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"` // the last 4 KiB of stderr, valid UTF-8
 	// stdout_tail is the last 4 KiB of stdout, valid UTF-8. Workers of
 	// builds before it send none, and are accepted.
-	StdoutTail    string `protobuf:"bytes,7,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
+	StdoutTail string `protobuf:"bytes,7,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
+	// ready_credit, when not 0, is the worker's next Ready folded into its
+	// Finished: it is free for one more job, with this credit. A worker
+	// sends it only to a leader whose Welcome says finish_ready; such a
+	// leader replicates the Finished and a Dispatch for the worker in one
+	// proposal, and answers with an Assign that carries the FinishedAck
+	// (or, with no job to give, a FinishedAck, the worker staying ready).
+	ReadyCredit   uint64 `protobuf:"varint,8,opt,name=ready_credit,json=readyCredit,proto3" json:"ready_credit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -718,6 +725,13 @@ func (x *JobFinished) GetStdoutTail() string {
 	return ""
 }
 
+func (x *JobFinished) GetReadyCredit() uint64 {
+	if x != nil {
+		return x.ReadyCredit
+	}
+	return 0
+}
+
 // Welcome accepts a session: the intervals come from the replicated
 // configuration.
 type Welcome struct {
@@ -726,8 +740,12 @@ type Welcome struct {
 	SelfKillAfterMs     int64                  `protobuf:"varint,2,opt,name=self_kill_after_ms,json=selfKillAfterMs,proto3" json:"self_kill_after_ms,omitempty"`
 	PendingCancels      []*CancelOrder         `protobuf:"bytes,3,rep,name=pending_cancels,json=pendingCancels,proto3" json:"pending_cancels,omitempty"`
 	LeaderId            string                 `protobuf:"bytes,4,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// finish_ready says this leader reads JobFinished.ready_credit. A leader
+	// of a build before it leaves it false: its workers send Finished and
+	// Ready apart, as before.
+	FinishReady   bool `protobuf:"varint,5,opt,name=finish_ready,json=finishReady,proto3" json:"finish_ready,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Welcome) Reset() {
@@ -788,6 +806,13 @@ func (x *Welcome) GetLeaderId() string {
 	return ""
 }
 
+func (x *Welcome) GetFinishReady() bool {
+	if x != nil {
+		return x.FinishReady
+	}
+	return false
+}
+
 // Redirect tells a worker that reached a follower where the leader is.
 type Redirect struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -842,15 +867,19 @@ func (x *Redirect) GetLeaderAddr() string {
 }
 
 type Assign struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
-	Payload       []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
-	Tenant        string                 `protobuf:"bytes,5,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Size          Size                   `protobuf:"varint,6,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
-	Credit        uint64                 `protobuf:"varint,7,opt,name=credit,proto3" json:"credit,omitempty"`
-	EstCostMs     int64                  `protobuf:"varint,8,opt,name=est_cost_ms,json=estCostMs,proto3" json:"est_cost_ms,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Job       uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
+	Attempt   uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	TimeoutMs int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	Payload   []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
+	Tenant    string                 `protobuf:"bytes,5,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Size      Size                   `protobuf:"varint,6,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
+	Credit    uint64                 `protobuf:"varint,7,opt,name=credit,proto3" json:"credit,omitempty"`
+	EstCostMs int64                  `protobuf:"varint,8,opt,name=est_cost_ms,json=estCostMs,proto3" json:"est_cost_ms,omitempty"`
+	// finished acknowledges the worker's previous run, when this Assign
+	// answers a Finished that carried ready_credit: the worker acts on it
+	// as on a FinishedAck, before the Assign.
+	Finished      *FinishedAck `protobuf:"bytes,9,opt,name=finished,proto3" json:"finished,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -939,6 +968,13 @@ func (x *Assign) GetEstCostMs() int64 {
 		return x.EstCostMs
 	}
 	return 0
+}
+
+func (x *Assign) GetFinished() *FinishedAck {
+	if x != nil {
+		return x.Finished
+	}
+	return nil
 }
 
 // CancelOrder asks the worker to stop a job: SIGTERM, then SIGKILL after
@@ -1503,7 +1539,7 @@ const file_worker_proto_rawDesc = "" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x15\n" +
 	"\x06cpu_ms\x18\x03 \x01(\x03R\x05cpuMs\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xde\x01\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\x81\x02\n" +
 	"\vJobFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12-\n" +
@@ -1513,16 +1549,18 @@ const file_worker_proto_rawDesc = "" +
 	"\vstderr_tail\x18\x06 \x01(\tR\n" +
 	"stderrTail\x12\x1f\n" +
 	"\vstdout_tail\x18\a \x01(\tR\n" +
-	"stdoutTail\"\xc9\x01\n" +
+	"stdoutTail\x12!\n" +
+	"\fready_credit\x18\b \x01(\x04R\vreadyCredit\"\xec\x01\n" +
 	"\aWelcome\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12+\n" +
 	"\x12self_kill_after_ms\x18\x02 \x01(\x03R\x0fselfKillAfterMs\x12@\n" +
 	"\x0fpending_cancels\x18\x03 \x03(\v2\x17.barista.v1.CancelOrderR\x0ependingCancels\x12\x1b\n" +
-	"\tleader_id\x18\x04 \x01(\tR\bleaderId\"H\n" +
+	"\tleader_id\x18\x04 \x01(\tR\bleaderId\x12!\n" +
+	"\ffinish_ready\x18\x05 \x01(\bR\vfinishReady\"H\n" +
 	"\bRedirect\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x1f\n" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +
-	"leaderAddr\"\xe3\x01\n" +
+	"leaderAddr\"\x98\x02\n" +
 	"\x06Assign\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1d\n" +
@@ -1532,7 +1570,8 @@ const file_worker_proto_rawDesc = "" +
 	"\x06tenant\x18\x05 \x01(\tR\x06tenant\x12$\n" +
 	"\x04size\x18\x06 \x01(\x0e2\x10.barista.v1.SizeR\x04size\x12\x16\n" +
 	"\x06credit\x18\a \x01(\x04R\x06credit\x12\x1e\n" +
-	"\vest_cost_ms\x18\b \x01(\x03R\testCostMs\"l\n" +
+	"\vest_cost_ms\x18\b \x01(\x03R\testCostMs\x123\n" +
+	"\bfinished\x18\t \x01(\v2\x17.barista.v1.FinishedAckR\bfinished\"l\n" +
 	"\vCancelOrder\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x16\n" +
@@ -1626,19 +1665,20 @@ var file_worker_proto_depIdxs = []int32{
 	21, // 14: barista.v1.JobFinished.outcome:type_name -> barista.v1.Outcome
 	11, // 15: barista.v1.Welcome.pending_cancels:type_name -> barista.v1.CancelOrder
 	20, // 16: barista.v1.Assign.size:type_name -> barista.v1.Size
-	20, // 17: barista.v1.WorkerInfo.size:type_name -> barista.v1.Size
-	16, // 18: barista.v1.ListWorkersResponse.workers:type_name -> barista.v1.WorkerInfo
-	0,  // 19: barista.v1.Worker.Connect:input_type -> barista.v1.WorkerMessage
-	15, // 20: barista.v1.Worker.ListWorkers:input_type -> barista.v1.ListWorkersRequest
-	18, // 21: barista.v1.Worker.Drain:input_type -> barista.v1.DrainRequest
-	1,  // 22: barista.v1.Worker.Connect:output_type -> barista.v1.LeaderMessage
-	17, // 23: barista.v1.Worker.ListWorkers:output_type -> barista.v1.ListWorkersResponse
-	19, // 24: barista.v1.Worker.Drain:output_type -> barista.v1.DrainResponse
-	22, // [22:25] is the sub-list for method output_type
-	19, // [19:22] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	14, // 17: barista.v1.Assign.finished:type_name -> barista.v1.FinishedAck
+	20, // 18: barista.v1.WorkerInfo.size:type_name -> barista.v1.Size
+	16, // 19: barista.v1.ListWorkersResponse.workers:type_name -> barista.v1.WorkerInfo
+	0,  // 20: barista.v1.Worker.Connect:input_type -> barista.v1.WorkerMessage
+	15, // 21: barista.v1.Worker.ListWorkers:input_type -> barista.v1.ListWorkersRequest
+	18, // 22: barista.v1.Worker.Drain:input_type -> barista.v1.DrainRequest
+	1,  // 23: barista.v1.Worker.Connect:output_type -> barista.v1.LeaderMessage
+	17, // 24: barista.v1.Worker.ListWorkers:output_type -> barista.v1.ListWorkersResponse
+	19, // 25: barista.v1.Worker.Drain:output_type -> barista.v1.DrainResponse
+	23, // [23:26] is the sub-list for method output_type
+	20, // [20:23] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }

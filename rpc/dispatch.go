@@ -90,20 +90,13 @@ func (h *hub) dispatchRound() bool {
 		if len(cmds) == maxDispatchBatch || used >= f.DispatchBudget(s.size, now) {
 			continue
 		}
-		if w, ok := f.Worker(s.id); ok {
-			if w.Drained {
-				continue
-			}
-			if w.Job != 0 {
-				if j, _, ok := f.Job(w.Job); ok && j.HeldBy(s.id, w.Attempt) {
-					continue // still holds a job; its Finished is not in yet
-				}
-			}
+		if !mayHaveJob(f, s.id) {
+			continue
 		}
 		h.mu.Lock()
 		credit := s.credit
 		h.mu.Unlock()
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: s.id, Size: fsm.SizeToPB(s.size), Credit: credit}}})
+		cmds = append(cmds, dispatchCommand(s, credit))
 		who = append(who, s)
 		used++
 	}
@@ -119,23 +112,54 @@ func (h *hub) dispatchRound() bool {
 	}
 	progress := false
 	for i, r := range res {
-		s := who[i]
-		if !r.Assigned {
-			continue
+		if h.assign(who[i], r, cmds[i].GetDispatch().Credit, nil) {
+			progress = true
 		}
-		j, tenant, ok := f.Job(r.Job)
-		if !ok {
-			continue
-		}
-		h.mu.Lock()
-		s.ready, s.job, s.attempt = false, r.Job, r.Attempt
-		waited := time.Since(s.readyAt)
-		h.mu.Unlock()
-		h.metrics.dispatchLatency.Observe(waited.Seconds())
-		s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{
-			Job: uint64(j.ID), Attempt: r.Attempt, TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload()), Tenant: tenant,
-			Size: fsm.SizeToPB(j.Size), Credit: cmds[i].GetDispatch().Credit, EstCostMs: j.EstCostMs}}})
-		progress = true
 	}
 	return progress
+}
+
+// mayHaveJob reports whether the state lets worker be given a job now: it
+// is not drained and holds no live job (its Finished may not be in yet).
+func mayHaveJob(f *fsm.FSM, worker string) bool {
+	w, ok := f.Worker(worker)
+	if !ok {
+		return true
+	}
+	if w.Drained {
+		return false
+	}
+	if w.Job != 0 {
+		if j, _, ok := f.Job(w.Job); ok && j.HeldBy(worker, w.Attempt) {
+			return false
+		}
+	}
+	return true
+}
+
+// dispatchCommand asks for a job for s's worker, spending credit.
+func dispatchCommand(s *session, credit uint64) *pb.Command {
+	return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: s.id, Size: fsm.SizeToPB(s.size), Credit: credit}}}
+}
+
+// assign sends s the job a Dispatch's result r gave it (with the
+// acknowledgement of its previous run, acked, when the Dispatch came with
+// its Finished), and reports whether there was one.
+func (h *hub) assign(s *session, r fsm.Result, credit uint64, acked *pb.FinishedAck) bool {
+	if !r.Assigned {
+		return false
+	}
+	j, tenant, ok := h.node.State().Job(r.Job)
+	if !ok {
+		return false
+	}
+	h.mu.Lock()
+	s.ready, s.job, s.attempt = false, r.Job, r.Attempt
+	waited := time.Since(s.readyAt)
+	h.mu.Unlock()
+	h.metrics.dispatchLatency.Observe(waited.Seconds())
+	s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{
+		Job: uint64(j.ID), Attempt: r.Attempt, TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload()), Tenant: tenant,
+		Size: fsm.SizeToPB(j.Size), Credit: credit, EstCostMs: j.EstCostMs, Finished: acked}}})
+	return true
 }

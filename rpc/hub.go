@@ -33,6 +33,9 @@ type session struct {
 	attempt uint32
 	lastHB  time.Time
 	lastMsg time.Time // the last message of the worker (Hello included)
+	// started is closed once the session's latest Started is settled
+	// (its result acted on); nil before the first.
+	started chan struct{}
 }
 
 func (s *session) end() { s.once.Do(func() { close(s.done) }) }
@@ -197,7 +200,7 @@ func cancelOrder(j *sfq.Job, cfg fsm.Config) *pb.LeaderMessage {
 func (h *hub) welcome(s *session, hello *pb.Hello) {
 	f := h.node.State()
 	cfg := f.Config()
-	welcome := &pb.Welcome{HeartbeatIntervalMs: cfg.HeartbeatIntervalMs, SelfKillAfterMs: cfg.SelfKillAfterMs, LeaderId: h.id}
+	welcome := &pb.Welcome{HeartbeatIntervalMs: cfg.HeartbeatIntervalMs, SelfKillAfterMs: cfg.SelfKillAfterMs, LeaderId: h.id, FinishReady: true}
 	var rejects []*pb.LeaderMessage
 	for _, r := range hello.Running {
 		j, _, ok := f.Job(sfq.JobID(r.Job))
@@ -273,11 +276,37 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 			h.setJob(s, sfq.JobID(st.Job), st.Attempt)
 			return nil
 		}
-		pctx, cancel := h.proposeCtx(ctx)
+		return h.start(ctx, s, st)
+	case *pb.WorkerMessage_Finished:
+		return h.finished(ctx, s, m.Finished)
+	}
+	return status.Error(codes.InvalidArgument, "empty worker message") // checkMessage let through a kind it does not know
+}
+
+// start replicates a worker's Started without holding up the worker's
+// next message: a job that ends at once has its Finished queued behind
+// the Started, often in the same entry, and proposals apply in the order
+// they were queued. The result is acted on when it comes (s.started is
+// closed then); a failed proposal ends the session.
+func (h *hub) start(ctx context.Context, s *session, st *pb.JobStarted) error {
+	pctx, cancel := h.proposeCtx(ctx)
+	q, err := h.node.Enqueue(pctx, []*pb.Command{startedCommand(s.id, st)})
+	if err != nil {
+		cancel()
+		return proposeErr(err)
+	}
+	done := make(chan struct{})
+	h.mu.Lock()
+	s.started = done
+	h.mu.Unlock()
+	go func() {
+		defer close(done)
 		defer cancel()
-		res, err := h.propose(pctx, startedCommand(s.id, st))
+		res, err := q.Wait(pctx)
 		if err != nil {
-			return err
+			h.log.Warn("a worker's Started was not replicated; ending its session", "worker", s.id, "job", st.Job, "attempt", st.Attempt, "error", err)
+			s.end()
+			return
 		}
 		switch res[0].Outcome {
 		case sfq.Changed, sfq.Duplicate:
@@ -286,44 +315,112 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 			h.metrics.fenced.WithLabelValues("started").Inc()
 			s.send(reject(st.Job, st.Attempt, res[0].Msg))
 		}
-		return nil
-	case *pb.WorkerMessage_Finished:
-		fin := m.Finished
-		switch known, out := h.precheck(sfq.InFinish, fin.Job, fin.Attempt, s.id); {
-		case !known:
-			h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
-			h.unknownJob(s, "finished", fin.Job, fin.Attempt)
-			return nil
-		case out == sfq.Duplicate:
-			// The CPU of a (job, attempt) is billed once: a report the
-			// state shows settled (accepted, or billed as a zombie's) is
-			// acknowledged as Apply would, without a log entry.
-			h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
-			h.metrics.unproposed.WithLabelValues("finished", "repeat").Inc()
-			s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
-			return nil
-		}
-		pctx, cancel := h.proposeCtx(ctx)
-		defer cancel()
-		res, err := h.propose(pctx, finishedCommand(s.id, fin))
-		if err != nil {
-			return err
-		}
+	}()
+	return nil
+}
+
+// settleStarted waits until s's latest Started is settled, so that what
+// a later report does to the session comes after it.
+func (h *hub) settleStarted(s *session) {
+	h.mu.Lock()
+	started := s.started
+	h.mu.Unlock()
+	if started != nil {
+		<-started
+	}
+}
+
+// finished handles a worker's Finished. One that carries ready_credit
+// (the worker's next Ready) is replicated with a Dispatch for the worker
+// in the same proposal when the state has work it could take, and
+// answered with one Assign carrying the FinishedAck; otherwise the credit
+// is taken as a Ready once the report is settled.
+func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) error {
+	arrived := time.Now() // when the worker became ready, if it did
+	switch known, out := h.precheck(sfq.InFinish, fin.Job, fin.Attempt, s.id); {
+	case !known:
+		h.settleStarted(s)
 		h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
-		switch r := res[0]; r.Outcome {
-		case sfq.Changed, sfq.Duplicate:
-			s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
-		case sfq.Zombie:
-			h.metrics.fenced.WithLabelValues("finished").Inc()
-			h.log.Warn("late report of a stale attempt: CPU billed, result dropped", "worker", s.id, "job", fin.Job, "attempt", fin.Attempt, "cpu_ms", fin.CpuMs)
-			s.send(reject(fin.Job, fin.Attempt, "stale attempt: its CPU was billed, its result dropped"))
-		default:
-			h.metrics.fenced.WithLabelValues("finished").Inc()
-			s.send(reject(fin.Job, fin.Attempt, r.Msg))
-		}
+		h.unknownJob(s, "finished", fin.Job, fin.Attempt)
+		h.readyAfter(s, fin.ReadyCredit, arrived)
+		return nil
+	case out == sfq.Duplicate:
+		// The CPU of a (job, attempt) is billed once: a report the
+		// state shows settled (accepted, or billed as a zombie's) is
+		// acknowledged as Apply would, without a log entry.
+		h.settleStarted(s)
+		h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
+		h.metrics.unproposed.WithLabelValues("finished", "repeat").Inc()
+		s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
+		h.readyAfter(s, fin.ReadyCredit, arrived)
 		return nil
 	}
-	return status.Error(codes.InvalidArgument, "empty worker message") // checkMessage let through a kind it does not know
+	cmds := []*pb.Command{finishedCommand(s.id, fin)}
+	if h.mayDispatchWith(s, fin) {
+		h.mu.Lock()
+		s.readyAt = arrived
+		h.mu.Unlock()
+		cmds = append(cmds, dispatchCommand(s, fin.ReadyCredit))
+	}
+	pctx, cancel := h.proposeCtx(ctx)
+	defer cancel()
+	res, err := h.propose(pctx, cmds...)
+	h.settleStarted(s)
+	if err != nil {
+		return err
+	}
+	h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
+	var ack *pb.FinishedAck
+	switch r := res[0]; r.Outcome {
+	case sfq.Changed, sfq.Duplicate:
+		ack = &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}
+	case sfq.Zombie:
+		h.metrics.fenced.WithLabelValues("finished").Inc()
+		h.log.Warn("late report of a stale attempt: CPU billed, result dropped", "worker", s.id, "job", fin.Job, "attempt", fin.Attempt, "cpu_ms", fin.CpuMs)
+		s.send(reject(fin.Job, fin.Attempt, "stale attempt: its CPU was billed, its result dropped"))
+	default:
+		h.metrics.fenced.WithLabelValues("finished").Inc()
+		s.send(reject(fin.Job, fin.Attempt, r.Msg))
+	}
+	if len(res) == 2 && h.assign(s, res[1], fin.ReadyCredit, ack) {
+		return nil // the credit is spent
+	}
+	if ack != nil {
+		s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: ack}})
+	}
+	h.readyAfter(s, fin.ReadyCredit, arrived)
+	return nil
+}
+
+// mayDispatchWith reports whether a Finished's folded Ready should be
+// replicated with it as a Dispatch: it carries one, the state has
+// eligible work for the worker's size and lets the worker have a job once
+// the Finished applies, and the cluster's feature level keeps the credit
+// of a Dispatch that finds nothing (so that a guess that misses leaves
+// the worker ready for the dispatcher).
+func (h *hub) mayDispatchWith(s *session, fin *pb.JobFinished) bool {
+	if fin.ReadyCredit == 0 {
+		return false
+	}
+	f := h.node.State()
+	now, leading := h.node.ClusterNow()
+	if !leading || f.Level() < fsm.Level5 || f.DispatchBudget(s.size, now) == 0 {
+		return false
+	}
+	w, ok := f.Worker(s.id)
+	return !ok || !w.Drained
+}
+
+// readyAfter takes a Finished's folded Ready (credit, if not 0), which
+// arrived at since, as a Ready once the report is settled.
+func (h *hub) readyAfter(s *session, credit uint64, since time.Time) {
+	if credit == 0 {
+		return
+	}
+	h.mu.Lock()
+	s.credit, s.ready, s.readyAt = credit, true, since
+	h.mu.Unlock()
+	h.poke()
 }
 
 // precheck reads what Apply would do with a report of (job, attempt) by

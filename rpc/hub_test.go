@@ -76,6 +76,7 @@ func (m *memHub) handle(s *session, msg *pb.WorkerMessage) {
 	if err := m.h.handle(context.Background(), s, msg); err != nil {
 		m.t.Fatal(err)
 	}
+	m.h.settleStarted(s) // a Started's result is acted on apart
 }
 
 // sent returns what the hub queued for s, as short strings.
@@ -86,7 +87,11 @@ func sent(s *session) []string {
 		case msg := <-s.out:
 			switch m := msg.Msg.(type) {
 			case *pb.LeaderMessage_Assign:
-				out = append(out, fmt.Sprintf("assign %d/%d", m.Assign.Job, m.Assign.Attempt))
+				a := fmt.Sprintf("assign %d/%d", m.Assign.Job, m.Assign.Attempt)
+				if f := m.Assign.Finished; f != nil {
+					a += fmt.Sprintf(" +finished-ack %d/%d", f.Job, f.Attempt)
+				}
+				out = append(out, a)
 			case *pb.LeaderMessage_Reject:
 				out = append(out, fmt.Sprintf("reject %d/%d: %s", m.Reject.Job, m.Reject.Attempt, m.Reject.Reason))
 			case *pb.LeaderMessage_HeartbeatAck:
@@ -285,5 +290,96 @@ func TestHeartbeatOfAFinishedJobIsAcknowledged(t *testing.T) {
 	m.h.flushHeartbeats()
 	if got := strings.Join(sent(w1), ","); got != fmt.Sprintf("heartbeat-ack 5,finished-ack %d/1", job) {
 		t.Fatalf("w1 got %q", got)
+	}
+}
+
+// TestFinishedWithReady: a Finished that carries the worker's next Ready
+// (ready_credit) is replicated in one entry with a Dispatch for that
+// worker, and answered by one Assign that acknowledges the run; with no
+// work for it, by a FinishedAck, the worker staying ready with that
+// credit for the dispatcher. A worker of an older build (Finished, then
+// Ready) is served as before.
+func TestFinishedWithReady(t *testing.T) {
+	m := newMemHub(t)
+	m.propose(tenant("acme", pb.Tier_GOLD))
+	j1, j2 := m.submit("acme", pb.Size_SM), m.submit("acme", pb.Size_SM)
+	w1 := m.ready("w1", sfq.SM)
+	m.h.dispatchRound()
+	if got := strings.Join(sent(w1), ","); got != fmt.Sprintf("assign %d/1", j1) {
+		t.Fatalf("w1 got %q", got)
+	}
+	run := func(job, credit uint64) []*pb.Command {
+		t.Helper()
+		m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: job, Attempt: 1}}})
+		before := len(m.mem.Entries())
+		m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: &pb.JobFinished{Job: job, Attempt: 1, Outcome: pb.Outcome_OK, CpuMs: 4, ReadyCredit: credit}}})
+		entries := m.mem.Entries()[before:]
+		if len(entries) != 1 {
+			t.Fatalf("the Finished of job %d proposed %d entries, want 1", job, len(entries))
+		}
+		return entries[0]
+	}
+	kinds := func(cmds []*pb.Command) string {
+		var k []string
+		for _, c := range cmds {
+			switch x := c.Cmd.(type) {
+			case *pb.Command_Finished:
+				k = append(k, fmt.Sprintf("finished %d", x.Finished.Job))
+			case *pb.Command_Dispatch:
+				k = append(k, fmt.Sprintf("dispatch %s credit %d", x.Dispatch.WorkerId, x.Dispatch.Credit))
+			default:
+				k = append(k, fmt.Sprintf("%T", c.Cmd))
+			}
+		}
+		return strings.Join(k, ", ")
+	}
+
+	// Work is queued: the Finished and the Dispatch are one entry.
+	if got, want := kinds(run(j1, 7)), fmt.Sprintf("finished %d, dispatch w1 credit 7", j1); got != want {
+		t.Fatalf("entry %q, want %q", got, want)
+	}
+	if got, want := strings.Join(sent(w1), ","), fmt.Sprintf("assign %d/1 +finished-ack %d/1", j2, j1); got != want {
+		t.Fatalf("w1 got %q, want %q", got, want)
+	}
+	if w1.ready {
+		t.Fatal("w1 is still ready after its credit was spent")
+	}
+
+	// Nothing is queued: the Finished alone, a FinishedAck, and the worker
+	// stays ready with its credit; the next submit goes to it.
+	if got, want := kinds(run(j2, 8)), fmt.Sprintf("finished %d", j2); got != want {
+		t.Fatalf("entry %q, want %q", got, want)
+	}
+	if got, want := strings.Join(sent(w1), ","), fmt.Sprintf("finished-ack %d/1", j2); got != want {
+		t.Fatalf("w1 got %q, want %q", got, want)
+	}
+	if !w1.ready || w1.credit != 8 {
+		t.Fatalf("w1 ready=%v credit=%d, want ready with credit 8", w1.ready, w1.credit)
+	}
+	j3 := m.submit("acme", pb.Size_SM)
+	before := len(m.mem.Entries())
+	m.h.dispatchRound()
+	if got, want := kinds(m.mem.Entries()[before]), "dispatch w1 credit 8"; got != want {
+		t.Fatalf("round %q, want %q", got, want)
+	}
+	if got, want := strings.Join(sent(w1), ","), fmt.Sprintf("assign %d/1", j3); got != want {
+		t.Fatalf("w1 got %q, want %q", got, want)
+	}
+
+	// An older worker: Finished without a credit, then Ready.
+	j4 := m.submit("acme", pb.Size_SM)
+	if got, want := kinds(run(j3, 0)), fmt.Sprintf("finished %d", j3); got != want {
+		t.Fatalf("entry %q, want %q", got, want)
+	}
+	if got, want := strings.Join(sent(w1), ","), fmt.Sprintf("finished-ack %d/1", j3); got != want {
+		t.Fatalf("w1 got %q, want %q", got, want)
+	}
+	if w1.ready {
+		t.Fatal("an older worker's Finished made it ready")
+	}
+	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: 9}}})
+	m.h.dispatchRound()
+	if got, want := strings.Join(sent(w1), ","), fmt.Sprintf("assign %d/1", j4); got != want {
+		t.Fatalf("w1 got %q, want %q", got, want)
 	}
 }

@@ -29,7 +29,7 @@ func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *
 func newWorkerMetrics() *metrics {
 	m := &metrics{
 		dispatchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "barista_dispatch_latency_seconds", Help: "Time from a worker's Ready to its Assign, on the leader.",
+			Name: "barista_dispatch_latency_seconds", Help: "Time from a worker's Ready (or the Finished that carries it) to its Assign, on the leader.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 		fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "barista_fenced_writes_total", Help: "Worker writes refused by fencing, by message (started, heartbeat, finished)."}, []string{"message"}),

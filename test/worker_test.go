@@ -600,3 +600,45 @@ func TestWorkerIdentity(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkersOfBothProtocols: a worker that folds its next Ready into
+// each Finished (this build) and one that sends them apart (a worker of
+// an older build, played with --test-separate-ready) share a leader; each
+// says which it does when it connects, and both keep taking jobs until
+// all are done.
+func TestWorkersOfBothProtocols(t *testing.T) {
+	c := cluster.Start(t, 1, "--config", configFile(t, workerTimeouts))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+		t.Fatal(err)
+	}
+	older := c.AddWorker("w-older", "sm")
+	older.Args = []string{"--test-separate-ready"}
+	older.Start("")
+	newer := c.AddWorker("w-newer", "sm")
+	newer.Start("")
+	for w, fold := range map[*cluster.Worker]string{older: "false", newer: "true"} {
+		waitFor(t, 30*time.Second, w.ID+" to connect", func() (bool, string) {
+			return strings.Contains(w.Log(), "ready_with_finished="+fold), w.Log()
+		})
+	}
+	const n = 30
+	batch := &pb.SubmitBatchRequest{}
+	for range n {
+		batch.Jobs = append(batch.Jobs, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, Payload: payload(t, "sleep", "0.1")})
+	}
+	cl := pb.NewClientClient(c.Nodes[0].Conn())
+	resp, err := cl.SubmitBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]int{}
+	for _, r := range resp.Results {
+		j := waitJob(t, cl, r.JobId, time.Minute, "completed", func(j *pb.Job) bool { return j.State == "completed" })
+		ran[j.WorkerId]++
+	}
+	if ran[older.ID] < 5 || ran[newer.ID] < 5 || ran[older.ID]+ran[newer.ID] != n {
+		t.Fatalf("jobs run by each worker: %v; want all %d, at least 5 each", ran, n)
+	}
+}

@@ -518,7 +518,7 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		time.Sleep(window)
 		measuring.Store(false)
 		elapsed := time.Since(start)
-		results := map[string]any{"unit": "dispatches/s; latency Ready to Assign", "preload_jobs_per_s": round(float64(jobs) / loaded.Seconds())}
+		results := map[string]any{"unit": "dispatches/s; latency from the worker's Ready (or the Finished that carries it) to its Assign", "preload_jobs_per_s": round(float64(jobs) / loaded.Seconds())}
 		sampleRaft(lc.nodes[leader].http).since(before, results)
 		prof()
 		stop()

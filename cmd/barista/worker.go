@@ -27,6 +27,7 @@ type workerOpts struct {
 	maxLog   int64
 	logLevel string
 	logJSON  bool
+	sepReady bool
 }
 
 func init() {
@@ -66,6 +67,7 @@ live, the worker is refused (ABORTED) and retries with backoff.`,
 			numFlag(fs, &o.maxLog, "max-log-bytes", runner.DefaultMaxLogBytes, 4096, 1<<40, "bound of each job's log file, in `BYTES`")
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`")
 			fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
+			fs.BoolVar(&o.sepReady, "test-separate-ready", false, "send each Ready apart from the Finished before it, as workers of older builds do (compatibility tests only)")
 		},
 		run: runWorker,
 	}))
@@ -120,7 +122,8 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	}
 	a, err := agent.New(agent.Config{
 		ID: opts.id, Size: size, Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: log,
-		Runner: agent.ProcessRunner{LogDir: opts.logDir, MaxLogBytes: opts.maxLog, WorkerID: opts.id},
+		Runner:        agent.ProcessRunner{LogDir: opts.logDir, MaxLogBytes: opts.maxLog, WorkerID: opts.id},
+		SeparateReady: opts.sepReady,
 	})
 	if err != nil {
 		return usageError("%v", err)

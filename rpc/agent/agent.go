@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
@@ -69,6 +70,10 @@ type Config struct {
 	// Observer, if set, hears about every job the agent starts and stops
 	// (tests record histories with it).
 	Observer func(ev Observation)
+	// SeparateReady sends every Ready apart from the Finished before it,
+	// as a worker of a build before Welcome.finish_ready does, even to a
+	// leader that takes it folded (compatibility tests).
+	SeparateReady bool
 }
 
 // Observation is a moment in a job run's life on this worker.
@@ -102,6 +107,11 @@ type Agent struct {
 	readyAt   time.Time
 	draining  bool
 	wakeReady chan struct{}
+	// foldReady: this session's leader takes the next Ready folded into
+	// a Finished (Welcome.finish_ready). offered: the leader holds a
+	// credit of this session that no Assign has spent yet.
+	foldReady bool
+	offered   bool
 }
 
 // job is the agent's one job slot.
@@ -383,8 +393,10 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	a.selfKill = time.Duration(w.SelfKillAfterMs) * time.Millisecond
 	a.contact = time.Now()
 	a.welcomes++
+	a.foldReady, a.offered = w.FinishReady && !a.cfg.SeparateReady, false
+	fold := a.foldReady
 	a.mu.Unlock()
-	a.log.Info("connected", "server", addr, "leader", w.LeaderId, "heartbeat", a.interval, "self_kill_after", a.selfKill)
+	a.log.Info("connected", "server", addr, "leader", w.LeaderId, "heartbeat", a.interval, "self_kill_after", a.selfKill, "ready_with_finished", fold)
 
 	var sendMu sync.Mutex
 	send := func(m *pb.WorkerMessage) error {
@@ -397,13 +409,13 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	}
 	// Resend an unacknowledged result, or offer the slot.
 	a.mu.Lock()
-	var resend *pb.JobFinished
+	var resend *pb.WorkerMessage
 	if a.cur != nil && a.cur.finished != nil {
-		resend = a.cur.finished
+		resend = a.reportLocked(a.cur.finished)
 	}
 	a.mu.Unlock()
 	if resend != nil {
-		if err := send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: resend}}); err != nil {
+		if err := send(resend); err != nil {
 			return err
 		}
 	}
@@ -483,15 +495,33 @@ func (a *Agent) offer(send func(*pb.WorkerMessage) error) error {
 		a.mu.Unlock()
 		return errDrained
 	}
-	if a.cur != nil || a.draining {
+	if a.cur != nil || a.draining || a.offered {
 		a.mu.Unlock()
 		return nil
 	}
-	a.credit++
-	credit := a.credit
-	a.readyAt = time.Now()
+	credit := a.nextCreditLocked()
 	a.mu.Unlock()
 	return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: credit}}})
+}
+
+// nextCreditLocked numbers a new Ready, which the leader now holds.
+func (a *Agent) nextCreditLocked() uint64 {
+	a.credit++
+	a.readyAt = time.Now()
+	a.offered = true
+	return a.credit
+}
+
+// reportLocked is the message that reports fin to this session's leader:
+// with the next Ready folded in when the leader takes it and the agent
+// is not draining.
+func (a *Agent) reportLocked(fin *pb.JobFinished) *pb.WorkerMessage {
+	fin = proto.CloneOf(fin)
+	fin.ReadyCredit = 0
+	if a.foldReady && !a.draining && !a.offered {
+		fin.ReadyCredit = a.nextCreditLocked()
+	}
+	return &pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: fin}}
 }
 
 func (a *Agent) heartbeat(send func(*pb.WorkerMessage) error) error {
@@ -541,12 +571,7 @@ func (a *Agent) handle(m *pb.LeaderMessage, send func(*pb.WorkerMessage) error) 
 			a.poke()
 		}
 	case *pb.LeaderMessage_FinishedAck:
-		f := msg.FinishedAck
-		a.mu.Lock()
-		if j := a.cur; j != nil && j.finished != nil && j.assign.Job == f.Job && j.assign.Attempt == f.Attempt {
-			a.cur = nil
-		}
-		a.mu.Unlock()
+		a.acked(msg.FinishedAck)
 		a.poke()
 	case *pb.LeaderMessage_Welcome, *pb.LeaderMessage_Redirect:
 		return errors.New("unexpected Welcome or Redirect within a session")
@@ -554,8 +579,21 @@ func (a *Agent) handle(m *pb.LeaderMessage, send func(*pb.WorkerMessage) error) 
 	return nil
 }
 
-func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
+// acked forgets the reported run f acknowledges.
+func (a *Agent) acked(f *pb.FinishedAck) {
 	a.mu.Lock()
+	if j := a.cur; j != nil && j.finished != nil && j.assign.Job == f.Job && j.assign.Attempt == f.Attempt {
+		a.cur = nil
+	}
+	a.mu.Unlock()
+}
+
+func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
+	if as.Finished != nil {
+		a.acked(as.Finished) // the Assign answers a Finished with a folded Ready
+	}
+	a.mu.Lock()
+	a.offered = false
 	if a.cur != nil {
 		a.mu.Unlock()
 		a.log.Error("assigned a job while busy; rejecting it locally", "job", as.Job)
@@ -576,12 +614,12 @@ func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
 		a.log.Warn("job could not start", "job", as.Job, "error", err)
 		a.mu.Lock()
 		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: sfq.OutputTail(err.Error())}
-		fin := j.finished
+		report := a.reportLocked(j.finished)
 		a.mu.Unlock()
 		if err := send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: as.Job, Attempt: as.Attempt}}}); err != nil {
 			return err
 		}
-		return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: fin}})
+		return send(report)
 	}
 	a.log.Info("job started", "job", as.Job, "attempt", as.Attempt, "tenant", as.Tenant)
 	a.observe("started", as, 0, "")
@@ -621,6 +659,7 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 	j.finished = &pb.JobFinished{Job: j.assign.Job, Attempt: j.assign.Attempt, Outcome: outcome, CpuMs: res.CPU.Milliseconds(),
 		ExitCode: int32(res.ExitCode), StderrTail: sfq.OutputTail(res.StderrTail), StdoutTail: sfq.OutputTail(res.StdoutTail)}
 	fin := j.finished
+	report := a.reportLocked(fin)
 	a.mu.Unlock()
 	kind := "finished"
 	if outcome == pb.Outcome_CANCELLED {
@@ -628,5 +667,5 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 	}
 	a.observe(kind, j.assign, res.CPU, strings.ToLower(outcome.String()))
 	a.log.Info("job ended", "job", fin.Job, "attempt", fin.Attempt, "outcome", outcome, "exit_code", res.ExitCode, "cpu", res.CPU)
-	return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: fin}})
+	return send(report)
 }

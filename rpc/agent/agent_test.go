@@ -82,7 +82,11 @@ func describe(m *pb.WorkerMessage) string {
 	case *pb.WorkerMessage_Heartbeat:
 		return fmt.Sprintf("heartbeat job=%d", x.Heartbeat.Job)
 	case *pb.WorkerMessage_Finished:
-		return fmt.Sprintf("finished %d/%d %s exit=%d stderr=%q", x.Finished.Job, x.Finished.Attempt, x.Finished.Outcome, x.Finished.ExitCode, x.Finished.StderrTail)
+		d := fmt.Sprintf("finished %d/%d %s exit=%d stderr=%q", x.Finished.Job, x.Finished.Attempt, x.Finished.Outcome, x.Finished.ExitCode, x.Finished.StderrTail)
+		if x.Finished.ReadyCredit != 0 {
+			d += " +ready"
+		}
+		return d
 	}
 	return "empty"
 }
@@ -159,7 +163,8 @@ func runAgent(t *testing.T, addr string, runner Runner) {
 // TestAgentRunsAnAssignment: the agent says hello, offers its slot, runs
 // what it is assigned, reports Started then Finished with the run's exit
 // code and stderr tail, and offers its slot again once the report is
-// acknowledged.
+// acknowledged. The leader's Welcome does not say finish_ready (a leader
+// of an older build): the agent sends its Ready apart.
 func TestAgentRunsAnAssignment(t *testing.T) {
 	f := &fakeLeader{notify: make(chan struct{}, 1), welcome: &pb.Welcome{HeartbeatIntervalMs: 1000, SelfKillAfterMs: 25_000, LeaderId: "n1"}}
 	assigned := false
@@ -219,5 +224,48 @@ func TestSilenceLimit(t *testing.T) {
 		if got := silenceLimit(c.interval, c.selfKill); got != c.want {
 			t.Errorf("silenceLimit(%s, %s) = %s, want %s", c.interval, c.selfKill, got, c.want)
 		}
+	}
+}
+
+// TestAgentFoldsReadyIntoFinished: to a leader whose Welcome says
+// finish_ready the agent reports each run with its next Ready folded in
+// (one credit each, never spent twice), takes the Assign that carries the
+// acknowledgement, and sends no Ready of its own while the leader holds a
+// credit: after a bare FinishedAck it waits.
+func TestAgentFoldsReadyIntoFinished(t *testing.T) {
+	f := &fakeLeader{notify: make(chan struct{}, 1), welcome: &pb.Welcome{HeartbeatIntervalMs: 1000, SelfKillAfterMs: 25_000, LeaderId: "n1", FinishReady: true}}
+	credits := map[uint64]bool{}
+	f.onMsg = func(_ int, m *pb.WorkerMessage) []*pb.LeaderMessage {
+		switch x := m.Msg.(type) {
+		case *pb.WorkerMessage_Ready:
+			credits[x.Ready.Credit] = true
+			return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{Job: 7, Attempt: 2, TimeoutMs: 60_000, Size: pb.Size_MD, Credit: x.Ready.Credit}}}}
+		case *pb.WorkerMessage_Finished:
+			fin := x.Finished
+			if fin.ReadyCredit == 0 || credits[fin.ReadyCredit] {
+				t.Errorf("finished %d/%d with credit %d (credits so far %v)", fin.Job, fin.Attempt, fin.ReadyCredit, credits)
+			}
+			credits[fin.ReadyCredit] = true
+			ack := &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}
+			if fin.Job == 7 {
+				return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{Job: 8, Attempt: 1, TimeoutMs: 60_000, Size: pb.Size_MD, Credit: fin.ReadyCredit, Finished: ack}}}}
+			}
+			return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: ack}}}
+		}
+		return nil
+	}
+	runAgent(t, serve(t, f), instant{Result{CPU: 5 * time.Millisecond}})
+	f.waitFor(t, "the report of job 8", func(m []string) bool { return strings.Contains(strings.Join(m, "\n"), "finished 8/1") })
+	time.Sleep(300 * time.Millisecond) // a Ready after the bare FinishedAck would be in by now
+	var seq []string
+	for _, m := range f.messages() {
+		if !strings.Contains(m, "heartbeat") {
+			seq = append(seq, m)
+		}
+	}
+	want := []string{"1 hello w1 MD running=[]", "1 ready", "1 started 7/2", `1 finished 7/2 OK exit=0 stderr="" +ready`,
+		"1 started 8/1", `1 finished 8/1 OK exit=0 stderr="" +ready`}
+	if strings.Join(seq, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("messages:\n%s\nwant:\n%s", strings.Join(seq, "\n"), strings.Join(want, "\n"))
 	}
 }
