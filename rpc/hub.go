@@ -289,10 +289,8 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 // they were queued. The result is acted on when it comes (s.started is
 // closed then); a failed proposal ends the session.
 func (h *hub) start(ctx context.Context, s *session, st *pb.JobStarted) error {
-	pctx, cancel := h.proposeCtx(ctx)
-	q, err := h.node.Enqueue(pctx, []*pb.Command{startedCommand(s.id, st)})
+	q, err := h.node.Enqueue(ctx, []*pb.Command{startedCommand(s.id, st)})
 	if err != nil {
-		cancel()
 		return proposeErr(err)
 	}
 	done := make(chan struct{})
@@ -301,8 +299,8 @@ func (h *hub) start(ctx context.Context, s *session, st *pb.JobStarted) error {
 	h.mu.Unlock()
 	go func() {
 		defer close(done)
-		defer cancel()
-		res, err := q.Wait(pctx)
+		// The entry commits, or the leadership that queued it ends.
+		res, err := q.Wait(h.ctx)
 		if err != nil {
 			h.log.Warn("a worker's Started was not replicated; ending its session", "worker", s.id, "job", st.Job, "attempt", st.Attempt, "error", err)
 			s.end()
