@@ -40,18 +40,11 @@ them. The bulk form needs cluster feature level 5.`,
 				return runBulk(env, opts, "cancelled", func(cl *client.Client, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
 					return cl.CancelJobs(context.Background(), req)
 				})
-			case len(args) != 1:
-				return usageError("cancel needs one ID")
 			}
-			id, err := parseJobID(args[0])
+			id, resp, err := withJob(&opts.clientFlags, args, "cancel needs one ID", func(cl *client.Client, id uint64) (*pb.CancelJobResponse, error) {
+				return cl.CancelJob(context.Background(), &pb.CancelJobRequest{Tenant: opts.tenant, JobId: id})
+			})
 			if err != nil {
-				return err
-			}
-			var resp *pb.CancelJobResponse
-			if err := opts.with(func(cl *client.Client) (err error) {
-				resp, err = cl.CancelJob(context.Background(), &pb.CancelJobRequest{Tenant: opts.tenant, JobId: id})
-				return err
-			}); err != nil {
 				return err
 			}
 			if opts.json {

@@ -102,6 +102,25 @@ func (c *clientFlags) with(fn func(cl *client.Client) error) error {
 	return fn(cl)
 }
 
+// withJob runs one call about the job whose ID is the one argument of
+// args (usage, the usage error without it), and returns the ID and the
+// call's answer.
+func withJob[T any](c *clientFlags, args []string, usage string, call func(cl *client.Client, id uint64) (T, error)) (uint64, T, error) {
+	var out T
+	if len(args) != 1 {
+		return 0, out, usageError("%s", usage)
+	}
+	id, err := parseJobID(args[0])
+	if err != nil {
+		return 0, out, err
+	}
+	err = c.with(func(cl *client.Client) (err error) {
+		out, err = call(cl, id)
+		return err
+	})
+	return id, out, err
+}
+
 // call runs a unary call of any service through the nodes (client.Call).
 func (c *clientFlags) call(fn func(ctx context.Context, cc grpc.ClientConnInterface) error) error {
 	return c.with(func(cl *client.Client) error { return cl.Call(context.Background(), fn) })

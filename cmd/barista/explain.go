@@ -45,18 +45,10 @@ NOT_FOUND, like a missing one.`,
 			fs.StringVar(&o.tenant, "tenant", os.Getenv("BARISTA_TENANT"), "`TENANT` (may be omitted with a client token; $BARISTA_TENANT)")
 		},
 		run: func(env *cmdEnv, opts *explainOpts, args []string) error {
-			if len(args) != 1 {
-				return usageError("explain needs one JOB id")
-			}
-			id, err := parseJobID(args[0])
+			_, r, err := withJob(&opts.clientFlags, args, "explain needs one JOB id", func(cl *client.Client, id uint64) (*pb.ExplainJobResponse, error) {
+				return cl.ExplainJob(context.Background(), &pb.ExplainJobRequest{Tenant: opts.tenant, JobId: id})
+			})
 			if err != nil {
-				return err
-			}
-			var r *pb.ExplainJobResponse
-			if err := opts.with(func(cl *client.Client) (err error) {
-				r, err = cl.ExplainJob(context.Background(), &pb.ExplainJobRequest{Tenant: opts.tenant, JobId: id})
-				return err
-			}); err != nil {
 				return err
 			}
 			if opts.json {

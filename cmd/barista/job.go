@@ -29,17 +29,8 @@ or more, the cluster time is shown beside. --json has both:
 "cluster_submitted_at_ms" and "cluster_ended_at_ms".`,
 		flags: func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
-			if len(args) != 1 {
-				return usageError("job needs one ID")
-			}
-			id, err := parseJobID(args[0])
-			if err != nil {
-				return err
-			}
-			var j *pb.Job
-			err = opts.with(func(cl *client.Client) (err error) {
-				j, err = cl.GetJob(context.Background(), &pb.GetJobRequest{Tenant: opts.tenant, JobId: id, Read: &pb.ReadOptions{Stale: opts.stale}})
-				return err
+			_, j, err := withJob(&opts.clientFlags, args, "job needs one ID", func(cl *client.Client, id uint64) (*pb.Job, error) {
+				return cl.GetJob(context.Background(), &pb.GetJobRequest{Tenant: opts.tenant, JobId: id, Read: &pb.ReadOptions{Stale: opts.stale}})
 			})
 			if err != nil {
 				return err

@@ -20,18 +20,10 @@ its own. A job that is not scheduled, or whose expiry has passed, is
 refused (FAILED_PRECONDITION).`,
 		flags: func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
-			if len(args) != 1 {
-				return usageError("job run-now needs one ID")
-			}
-			id, err := parseJobID(args[0])
+			id, resp, err := withJob(&opts.clientFlags, args, "job run-now needs one ID", func(cl *client.Client, id uint64) (*pb.RunJobNowResponse, error) {
+				return cl.RunJobNow(context.Background(), &pb.RunJobNowRequest{Tenant: opts.tenant, JobId: id})
+			})
 			if err != nil {
-				return err
-			}
-			var resp *pb.RunJobNowResponse
-			if err := opts.with(func(cl *client.Client) (err error) {
-				resp, err = cl.RunJobNow(context.Background(), &pb.RunJobNowRequest{Tenant: opts.tenant, JobId: id})
-				return err
-			}); err != nil {
 				return err
 			}
 			if opts.json {
