@@ -12,44 +12,26 @@ import (
 // tenant's own, a second cap that only tightens. It sets a value, so it
 // is retried on another node like a read.
 func (c *Client) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (*pb.Group, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.Group, error) { return cl.SetGroup(ctx, req) })
+	return unary(ctx, c, req, pb.ClientClient.SetGroup)
 }
 
 // GetGroup returns one group of the tenant ("" is its unnamed group);
 // NOT_FOUND for a group without jobs or settings.
 func (c *Client) GetGroup(ctx context.Context, req *pb.GetGroupRequest) (*pb.Group, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.Group, error) { return cl.GetGroup(ctx, req) })
+	return unary(ctx, c, req, pb.ClientClient.GetGroup)
 }
 
 // ListGroups returns one page of the tenant's groups by name, the unnamed
 // group first; Groups walks every page.
 func (c *Client) ListGroups(ctx context.Context, req *pb.ListGroupsRequest) (*pb.ListGroupsResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.ListGroupsResponse, error) {
-		return cl.ListGroups(ctx, req)
-	})
+	return unary(ctx, c, req, pb.ClientClient.ListGroups)
 }
 
 // Groups yields the tenant's groups, page after page from req.PageToken,
 // until the last page or the loop stops; a failure is yielded once, with
 // a nil group, and ends it.
 func (c *Client) Groups(ctx context.Context, req *pb.ListGroupsRequest) iter.Seq2[*pb.Group, error] {
-	return func(yield func(*pb.Group, error) bool) {
-		page := &pb.ListGroupsRequest{Tenant: req.Tenant, PageSize: req.PageSize, PageToken: req.PageToken, Read: req.Read}
-		for {
-			resp, err := c.ListGroups(ctx, page)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, g := range resp.Groups {
-				if !yield(g, nil) {
-					return
-				}
-			}
-			if resp.NextPageToken == "" {
-				return
-			}
-			page.PageToken = resp.NextPageToken
-		}
-	}
+	return pages(req.PageToken, func(token string) (*pb.ListGroupsResponse, error) {
+		return c.ListGroups(ctx, &pb.ListGroupsRequest{Tenant: req.Tenant, PageSize: req.PageSize, PageToken: token, Read: req.Read})
+	}, (*pb.ListGroupsResponse).GetGroups, (*pb.ListGroupsResponse).GetNextPageToken)
 }

@@ -14,12 +14,12 @@ import (
 // sends larger lists in chunks of MaxBatch.
 const MaxBatch = 1000
 
-// unary runs one call of the client service through Call and returns its
-// answer.
-func unary[Resp any](ctx context.Context, c *Client, fn func(ctx context.Context, cl pb.ClientClient) (Resp, error)) (Resp, error) {
+// unary runs one call of the client service — method, a method of
+// pb.ClientClient, with req — through Call and returns its answer.
+func unary[Req, Resp any](ctx context.Context, c *Client, req Req, method func(pb.ClientClient, context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
 	var resp Resp
 	err := c.Call(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-		resp, err = fn(ctx, pb.NewClientClient(cc))
+		resp, err = method(pb.NewClientClient(cc), ctx, req)
 		return err
 	})
 	if err != nil {
@@ -34,7 +34,7 @@ func unary[Resp any](ctx context.Context, c *Client, fn func(ctx context.Context
 // returns the existing job, with Created false); without one it is sent
 // once: an UNAVAILABLE error then means the job may or may not exist.
 func (c *Client) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.SubmitResponse, error) { return cl.Submit(ctx, req) })
+	return unary(ctx, c, req, pb.ClientClient.Submit)
 }
 
 // SubmitBatch submits jobs in requests of at most MaxBatch jobs, in
@@ -51,9 +51,7 @@ func (c *Client) SubmitBatch(ctx context.Context, jobs []*pb.SubmitRequest) ([]*
 	results := make([]*pb.SubmitResult, 0, len(jobs))
 	for start := 0; start < len(jobs); start += MaxBatch {
 		end := min(start+MaxBatch, len(jobs))
-		resp, err := unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.SubmitBatchResponse, error) {
-			return cl.SubmitBatch(ctx, &pb.SubmitBatchRequest{Jobs: jobs[start:end]})
-		})
+		resp, err := unary(ctx, c, &pb.SubmitBatchRequest{Jobs: jobs[start:end]}, pb.ClientClient.SubmitBatch)
 		if err != nil {
 			return results, fmt.Errorf("jobs %d..%d of %d not submitted: %w", start, end-1, len(jobs), err)
 		}
@@ -68,16 +66,14 @@ func (c *Client) SubmitBatch(ctx context.Context, jobs []*pb.SubmitRequest) ([]*
 // GetJob returns a job of the tenant (NOT_FOUND for a job of another
 // tenant, exactly as for a missing one).
 func (c *Client) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Job, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.Job, error) { return cl.GetJob(ctx, req) })
+	return unary(ctx, c, req, pb.ClientClient.GetJob)
 }
 
 // ListJobs returns one page of the tenant's jobs, in ID order; its
 // NextPageToken, if not empty, asks for the next page. Jobs walks every
 // page.
 func (c *Client) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.ListJobsResponse, error) {
-		return cl.ListJobs(ctx, req)
-	})
+	return unary(ctx, c, req, pb.ClientClient.ListJobs)
 }
 
 // Jobs yields the tenant's jobs that req selects, page after page from
@@ -85,24 +81,32 @@ func (c *Client) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.Lis
 // yielded once, with a nil job, and ends it. Each page is one ListJobs
 // call (bounded by Options.CallTimeout).
 func (c *Client) Jobs(ctx context.Context, req *pb.ListJobsRequest) iter.Seq2[*pb.Job, error] {
-	return func(yield func(*pb.Job, error) bool) {
-		page := &pb.ListJobsRequest{Tenant: req.Tenant, State: req.State, PageSize: req.PageSize, PageToken: req.PageToken,
-			Read: req.Read, IncludePayload: req.IncludePayload}
-		for {
-			resp, err := c.ListJobs(ctx, page)
+	return pages(req.PageToken, func(token string) (*pb.ListJobsResponse, error) {
+		return c.ListJobs(ctx, &pb.ListJobsRequest{Tenant: req.Tenant, State: req.State, PageSize: req.PageSize, PageToken: token,
+			Read: req.Read, IncludePayload: req.IncludePayload})
+	}, (*pb.ListJobsResponse).GetJobs, (*pb.ListJobsResponse).GetNextPageToken)
+}
+
+// pages yields the items of a listing page after page, from the page of
+// token on, until the last page (next gives ""), the loop stops, or list
+// fails: its error is yielded once, with a zero item, and ends it.
+func pages[Item, Page any](token string, list func(token string) (Page, error), items func(Page) []Item, next func(Page) string) iter.Seq2[Item, error] {
+	return func(yield func(Item, error) bool) {
+		for token := token; ; {
+			p, err := list(token)
 			if err != nil {
-				yield(nil, err)
+				var zero Item
+				yield(zero, err)
 				return
 			}
-			for _, j := range resp.Jobs {
-				if !yield(j, nil) {
+			for _, it := range items(p) {
+				if !yield(it, nil) {
 					return
 				}
 			}
-			if resp.NextPageToken == "" {
+			if token = next(p); token == "" {
 				return
 			}
-			page.PageToken = resp.NextPageToken
 		}
 	}
 }
@@ -110,54 +114,40 @@ func (c *Client) Jobs(ctx context.Context, req *pb.ListJobsRequest) iter.Seq2[*p
 // CancelJob cancels a job of the tenant. It is sent once: a second
 // cancel answers differently.
 func (c *Client) CancelJob(ctx context.Context, req *pb.CancelJobRequest) (*pb.CancelJobResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.CancelJobResponse, error) {
-		return cl.CancelJob(ctx, req)
-	})
+	return unary(ctx, c, req, pb.ClientClient.CancelJob)
 }
 
 // TenantUsage returns the tenant's running and queued jobs, billed CPU,
 // weight and counters.
 func (c *Client) TenantUsage(ctx context.Context, req *pb.TenantUsageRequest) (*pb.TenantUsageResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.TenantUsageResponse, error) {
-		return cl.TenantUsage(ctx, req)
-	})
+	return unary(ctx, c, req, pb.ClientClient.TenantUsage)
 }
 
 // ExplainJob says why a job of the tenant is where it is (queued behind
 // others, capped, paused, running ...).
 func (c *Client) ExplainJob(ctx context.Context, req *pb.ExplainJobRequest) (*pb.ExplainJobResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.ExplainJobResponse, error) {
-		return cl.ExplainJob(ctx, req)
-	})
+	return unary(ctx, c, req, pb.ClientClient.ExplainJob)
 }
 
 // RunJobNow releases a scheduled job of the tenant at once. It is sent
 // once: a second run-now of a job already released is refused.
 func (c *Client) RunJobNow(ctx context.Context, req *pb.RunJobNowRequest) (*pb.RunJobNowResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.RunJobNowResponse, error) {
-		return cl.RunJobNow(ctx, req)
-	})
+	return unary(ctx, c, req, pb.ClientClient.RunJobNow)
 }
 
 // Redrive moves dead letters of a tenant back to queued (one call: at
 // most 10,000 jobs; follow NextPageToken). With a RequestKey it is
 // retried on another node when a node fails.
 func (c *Client) Redrive(ctx context.Context, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) {
-		return cl.Redrive(ctx, req)
-	})
+	return unary(ctx, c, req, pb.ClientClient.Redrive)
 }
 
 // CancelJobs cancels a tenant's jobs by IDs or a filter (one call).
 func (c *Client) CancelJobs(ctx context.Context, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) {
-		return cl.CancelJobs(ctx, req)
-	})
+	return unary(ctx, c, req, pb.ClientClient.CancelJobs)
 }
 
 // PurgeJobs deletes a tenant's ended jobs by IDs or a filter (one call).
 func (c *Client) PurgeJobs(ctx context.Context, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
-	return unary(ctx, c, func(ctx context.Context, cl pb.ClientClient) (*pb.BulkJobsResponse, error) {
-		return cl.PurgeJobs(ctx, req)
-	})
+	return unary(ctx, c, req, pb.ClientClient.PurgeJobs)
 }
