@@ -439,6 +439,7 @@ func benchSubmitBatch(ctx context.Context, o *benchOpts) ([]benchResult, error) 
 	var jobs atomic.Int64
 	var wg sync.WaitGroup
 	prof := profileWindow(o, lc, leader, "submit-batch", d-time.Second)
+	cpu0 := lc.serverCPU()
 	start := time.Now()
 	deadline := start.Add(d)
 	for w := range clients {
@@ -462,10 +463,12 @@ func benchSubmitBatch(ctx context.Context, o *benchOpts) ([]benchResult, error) 
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := lc.serverCPU() - cpu0
 	prof()
 	return []benchResult{{Scenario: "submit-batch", OpsPerS: round(float64(jobs.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
-		Params:  map[string]any{"clients": clients, "batch": size, "via": "leader", "seconds": d.Seconds()},
-		Results: map[string]any{"unit": "jobs/s; latency per batch"}}}, nil
+		Params: map[string]any{"clients": clients, "batch": size, "via": "leader", "seconds": d.Seconds()},
+		Results: map[string]any{"unit": "jobs/s; latency per batch; cluster CPU (every server, from /proc) per job",
+			"cluster_cpu_us_per_job": cpuPer(cpu, jobs.Load())}}}, nil
 }
 
 // fakeWorkers starts n in-process workers whose jobs end at once.
@@ -514,11 +517,14 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		measuring.Store(true)
 		prof := profileWindow(o, lc, leader, fmt.Sprintf("dispatch-%d", tenants), window-time.Second)
 		before := sampleRaft(lc.nodes[leader].http)
+		cpu0 := lc.serverCPU()
 		start := time.Now()
 		time.Sleep(window)
 		measuring.Store(false)
 		elapsed := time.Since(start)
-		results := map[string]any{"unit": "dispatches/s; latency from the worker's Ready (or the Finished that carries it) to its Assign", "preload_jobs_per_s": round(float64(jobs) / loaded.Seconds())}
+		cpu := lc.serverCPU() - cpu0
+		results := map[string]any{"unit": "dispatches/s; latency from the worker's Ready (or the Finished that carries it) to its Assign", "preload_jobs_per_s": round(float64(jobs) / loaded.Seconds()),
+			"cluster_cpu_us_per_dispatch": cpuPer(cpu, assigned.Load())}
 		sampleRaft(lc.nodes[leader].http).since(before, results)
 		prof()
 		stop()
@@ -639,6 +645,42 @@ func benchFailover(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 
 // rss is a process's resident set size in bytes.
 func rss(pid int) int64 { return procStatus(pid, "VmRSS") }
+
+// clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
+// Linux).
+const clockTick = 10 * time.Millisecond
+
+// serverCPU is the CPU time (user and system) every server of lc has
+// used so far, read from /proc/PID/stat: the cluster's CPU, without the
+// load generator's.
+func (lc *localCluster) serverCPU() time.Duration {
+	var total time.Duration
+	for _, n := range lc.nodes {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.PID()))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's ")" start at field 3 (state);
+		// utime and stime are fields 14 and 15.
+		_, rest, ok := strings.Cut(string(b), ") ")
+		f := strings.Fields(rest)
+		if !ok || len(f) < 13 {
+			continue
+		}
+		user, _ := strconv.ParseInt(f[11], 10, 64)
+		sys, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(user+sys) * clockTick
+	}
+	return total
+}
+
+// cpuPer is CPU time per operation, in µs.
+func cpuPer(cpu time.Duration, ops int64) float64 {
+	if ops == 0 {
+		return 0
+	}
+	return round(float64(cpu.Microseconds()) / float64(ops))
+}
 
 // procStatus reads a kB field of /proc/PID/status, in bytes (0 if absent).
 func procStatus(pid int, field string) int64 {
