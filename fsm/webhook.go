@@ -219,14 +219,24 @@ func (f *FSM) applyWebhookSet(c *pb.WebhookSet) Result {
 	return Result{Tenant: c.Tenant}
 }
 
-func (f *FSM) applyWebhookDelete(c *pb.WebhookDelete) Result {
-	ti, ok := f.sched.TenantIndex(c.Tenant)
+// tenantWebhook finds the webhook of a tenant; NOT_FOUND names the tenant
+// or says it has none.
+func (f *FSM) tenantWebhook(tenant string) (int, Result) {
+	ti, ok := f.sched.TenantIndex(tenant)
 	if !ok {
-		return refusef(NotFound, "unknown tenant %q", c.Tenant)
+		return 0, refusef(NotFound, "unknown tenant %q", tenant)
 	}
 	i, found := f.webhookAt(ti)
 	if !found {
-		return refusef(NotFound, "tenant %q has no webhook", c.Tenant)
+		return 0, refusef(NotFound, "tenant %q has no webhook", tenant)
+	}
+	return i, Result{}
+}
+
+func (f *FSM) applyWebhookDelete(c *pb.WebhookDelete) Result {
+	i, r := f.tenantWebhook(c.Tenant)
+	if r.Code != OK {
+		return r
 	}
 	f.webhooks = slices.Delete(slices.Clone(f.webhooks), i, i+1)
 	return Result{Tenant: c.Tenant}
@@ -266,13 +276,9 @@ func (f *FSM) applyWebhookAck(c *pb.WebhookAck) Result {
 }
 
 func (f *FSM) applyWebhookReplay(c *pb.WebhookReplay) Result {
-	ti, ok := f.sched.TenantIndex(c.Tenant)
-	if !ok {
-		return refusef(NotFound, "unknown tenant %q", c.Tenant)
-	}
-	i, found := f.webhookAt(ti)
-	if !found {
-		return refusef(NotFound, "tenant %q has no webhook", c.Tenant)
+	i, r := f.tenantWebhook(c.Tenant)
+	if r.Code != OK {
+		return r
 	}
 	first := f.nextEvent - uint64(f.events.Len())
 	switch {

@@ -495,21 +495,31 @@ func (s *Scheduler) SetGroup(tenant, name string, set GroupSettings) error {
 		s.joinHeaps(ti, gs)
 		return nil // no job: nothing else changes
 	}
+	s.changeGroup(ti, gs, func(g *Group) {
+		oldRate := g.Rate
+		g.GroupSettings = set
+		s.setGroupRate(gs, oldRate)
+	})
+	return nil
+}
+
+// changeGroup changes group gs of tenant ti (its settings, its pause) at
+// the scheduler's clock: eligibility is brought to the clock first, then
+// the group is blocked or unblocked as the change says, and the tenant's
+// heads are placed again with the activation clamp for what becomes
+// eligible.
+func (s *Scheduler) changeGroup(ti, gs uint32, change func(g *Group)) {
 	s.advance(s.clock)
-	t = s.tenants.Get(uint64(ti))
+	t := s.tenants.Get(uint64(ti))
 	var was [NumClasses]bool
 	if t.GroupOrder == GroupFair {
 		was = s.groupEligibility(ti, gs)
 	}
+	change(s.groups.Mut(uint64(gs)))
 	g := s.groups.Mut(uint64(gs))
-	oldRate := g.Rate
-	g.GroupSettings = set
-	s.setGroupRate(gs, oldRate)
-	g = s.groups.Mut(uint64(gs))
 	s.setBlocked(ti, gs, s.groupBlocked(t, g))
 	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
 	s.tidyGroup(gs)
-	return nil
 }
 
 // TopGroups returns up to n groups of the live tenant named tenant, those

@@ -444,17 +444,7 @@ func (s *Scheduler) PauseGroup(tenant, name string, pause, admin bool) (bool, er
 	if next == cur {
 		return false, nil
 	}
-	s.advance(s.clock)
-	t = s.tenants.Get(uint64(ti))
-	var was [NumClasses]bool
-	if t.GroupOrder == GroupFair {
-		was = s.groupEligibility(ti, gs)
-	}
-	g := s.groups.Mut(uint64(gs))
-	g.paused = next
-	s.setBlocked(ti, gs, s.groupBlocked(t, g))
-	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
-	s.tidyGroup(gs)
+	s.changeGroup(ti, gs, func(g *Group) { g.paused = next })
 	return true, nil
 }
 
