@@ -318,12 +318,18 @@ func (s *Scheduler) Release(now Time, id JobID, force bool) (Change, error) {
 			s.vnow[c] = top.tag
 		}
 	}
-	old := j.Life
+	s.setLife(id, life, now)
+	return ch, nil
+}
+
+// setLife gives job id the life a step of its lifecycle took it to at
+// now, and updates what depends on it (transition, tidy).
+func (s *Scheduler) setLife(id JobID, life Life, now Time) {
+	old := s.jobs.Get(uint64(id)).Life
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
 	s.transition(jm, old, now)
 	s.tidy(now)
-	return ch, nil
 }
 
 // expireTTL ends a job never dispatched whose expire_at has passed.
@@ -352,11 +358,7 @@ func (s *Scheduler) expireTTL(now Time, id JobID) (Change, error) {
 	s.advance(now)
 	j = s.jobs.Get(uint64(id))
 	life, _ = Step(j.Life, e)
-	old := j.Life
-	jm := s.jobs.Mut(uint64(id))
-	jm.Life = life
-	s.transition(jm, old, now)
-	s.tidy(now)
+	s.setLife(id, life, now)
 	return ch, nil
 }
 
