@@ -13,7 +13,8 @@ import (
 
 // Sample is one minute of the soak: per server and for the load.
 type Sample struct {
-	At      time.Duration `json:"at_s"`
+	At      time.Duration `json:"-"`
+	AtS     int64         `json:"at_s"` // At in whole seconds, for the report
 	Servers []Server      `json:"servers"`
 	// Submitted and Ended count jobs since the start; Queued is the
 	// backlog at the sample.

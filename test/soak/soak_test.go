@@ -135,6 +135,7 @@ dedupe_window = "2m"
 	for time.Since(began) < duration {
 		time.Sleep(time.Until(began.Add(time.Duration(len(samples)+1) * every)))
 		s := Sample{At: time.Since(began).Round(time.Second), Submitted: submitted.Load()}
+		s.AtS = int64(s.At / time.Second)
 		buckets := map[float64]float64{}
 		for _, n := range c.Nodes {
 			m, err := cluster.Scrape("http://" + n.HTTPAddr + "/metrics")
