@@ -303,6 +303,32 @@ func count(key, v string) (uint32, error) {
 	return uint32(n), nil
 }
 
+// configKeys sets each key of the config command.
+var configKeys = map[string]func(cfg *sfq.Config, k, v string) error{
+	"policy":            func(cfg *sfq.Config, _, v string) (err error) { cfg.Policy, err = sfq.ParsePolicy(v); return },
+	"decay":             func(cfg *sfq.Config, _, v string) (err error) { cfg.Decay, err = sfq.ParseDecay(v); return },
+	"clamp":             func(cfg *sfq.Config, _, v string) (err error) { cfg.Clamp, err = sfq.ParseClamp(v); return },
+	"ack_timeout":       func(cfg *sfq.Config, k, v string) (err error) { cfg.AckTimeoutMs, err = durationMs(k, v); return },
+	"lease_timeout":     func(cfg *sfq.Config, k, v string) (err error) { cfg.LeaseTimeoutMs, err = durationMs(k, v); return },
+	"max_attempts":      func(cfg *sfq.Config, k, v string) (err error) { cfg.DefaultMaxAttempts, err = count(k, v); return },
+	"estimate":          func(cfg *sfq.Config, _, v string) (err error) { cfg.Estimate, err = sfq.ParseEstimateMode(v); return },
+	"default_cost":      func(cfg *sfq.Config, k, v string) (err error) { cfg.DefaultCostMs, err = durationMs(k, v); return },
+	"retry_backoff":     func(cfg *sfq.Config, k, v string) (err error) { cfg.RetryBackoffMs, err = durationMs(k, v); return },
+	"retry_backoff_max": func(cfg *sfq.Config, k, v string) (err error) { cfg.RetryBackoffMaxMs, err = durationMs(k, v); return },
+	"weights": func(cfg *sfq.Config, k, v string) (err error) {
+		parts := strings.Split(v, ",")
+		if len(parts) != sfq.NumTiers {
+			return fmt.Errorf("weights wants %d comma-separated numbers, got %q", sfq.NumTiers, v)
+		}
+		for i, p := range parts {
+			if cfg.TierWeights[i], err = count(k, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+}
+
 func (rn *runner) config(args []string) error {
 	pos, opts, err := kv(args)
 	if err != nil {
@@ -313,60 +339,12 @@ func (rn *runner) config(args []string) error {
 	}
 	cfg := rn.t.Config()
 	for _, o := range opts {
-		k, v := o.k, o.v
-		switch k {
-		case "policy":
-			if cfg.Policy, err = sfq.ParsePolicy(v); err != nil {
-				return err
-			}
-		case "decay":
-			if cfg.Decay, err = sfq.ParseDecay(v); err != nil {
-				return err
-			}
-		case "clamp":
-			if cfg.Clamp, err = sfq.ParseClamp(v); err != nil {
-				return err
-			}
-		case "ack_timeout":
-			if cfg.AckTimeoutMs, err = durationMs(k, v); err != nil {
-				return err
-			}
-		case "lease_timeout":
-			if cfg.LeaseTimeoutMs, err = durationMs(k, v); err != nil {
-				return err
-			}
-		case "max_attempts":
-			if cfg.DefaultMaxAttempts, err = count(k, v); err != nil {
-				return err
-			}
-		case "estimate":
-			if cfg.Estimate, err = sfq.ParseEstimateMode(v); err != nil {
-				return err
-			}
-		case "default_cost":
-			if cfg.DefaultCostMs, err = durationMs(k, v); err != nil {
-				return err
-			}
-		case "retry_backoff":
-			if cfg.RetryBackoffMs, err = durationMs(k, v); err != nil {
-				return err
-			}
-		case "retry_backoff_max":
-			if cfg.RetryBackoffMaxMs, err = durationMs(k, v); err != nil {
-				return err
-			}
-		case "weights":
-			parts := strings.Split(v, ",")
-			if len(parts) != sfq.NumTiers {
-				return fmt.Errorf("weights wants %d comma-separated numbers, got %q", sfq.NumTiers, v)
-			}
-			for i, p := range parts {
-				if cfg.TierWeights[i], err = count(k, p); err != nil {
-					return err
-				}
-			}
-		default:
-			return fmt.Errorf("unknown config key %q", k)
+		set, ok := configKeys[o.k]
+		if !ok {
+			return fmt.Errorf("unknown config key %q", o.k)
+		}
+		if err := set(&cfg, o.k, o.v); err != nil {
+			return err
 		}
 	}
 	return rn.t.SetConfig(rn.now, cfg)
