@@ -7,17 +7,13 @@ import (
 	"github.com/baristahq/barista/sfq"
 )
 
-// SizeFromPB converts a proto size; SIZE_UNSPECIFIED is an error.
+// SizeFromPB converts a proto size; SIZE_UNSPECIFIED is an error. The
+// proto numbers the sizes from 1 in the core's order (TestEnumsMatch).
 func SizeFromPB(s pb.Size) (sfq.Size, error) {
-	switch s {
-	case pb.Size_SM:
-		return sfq.SM, nil
-	case pb.Size_MD:
-		return sfq.MD, nil
-	case pb.Size_LG:
-		return sfq.LG, nil
+	if s < pb.Size_SM || s > pb.Size_LG {
+		return 0, fmt.Errorf("%w: size %v (want sm, md or lg)", sfq.ErrInvalid, s)
 	}
-	return 0, fmt.Errorf("%w: size %v (want sm, md or lg)", sfq.ErrInvalid, s)
+	return sfq.Size(s - 1), nil
 }
 
 // SizeToPB converts a size.
@@ -62,17 +58,13 @@ func ClassToPB(c sfq.Class) pb.Class {
 	return pb.Class_NORMAL
 }
 
-// OutcomeFromPB converts a proto outcome.
+// OutcomeFromPB converts a proto outcome (the same numbers as the core's,
+// TestEnumsMatch).
 func OutcomeFromPB(o pb.Outcome) (sfq.FinishOutcome, error) {
-	switch o {
-	case pb.Outcome_OK:
-		return sfq.OutcomeOK, nil
-	case pb.Outcome_FAILED:
-		return sfq.OutcomeFailed, nil
-	case pb.Outcome_CANCELLED:
-		return sfq.OutcomeCancelled, nil
+	if o < pb.Outcome_OK || o > pb.Outcome_CANCELLED {
+		return 0, fmt.Errorf("%w: outcome %v", sfq.ErrInvalid, o)
 	}
-	return 0, fmt.Errorf("%w: outcome %v", sfq.ErrInvalid, o)
+	return sfq.FinishOutcome(o), nil
 }
 
 // OutcomeToPB converts an outcome.
