@@ -17,8 +17,8 @@ type deadlineHeap struct {
 	items []deadline
 }
 
-func (h *deadlineHeap) less(i, j int) bool {
-	a, b := &h.items[i], &h.items[j]
+// deadlineBefore orders deadlines by time, then job, then kind.
+func deadlineBefore(a, b *deadline) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}
@@ -37,35 +37,45 @@ func (h *deadlineHeap) top() *deadline {
 
 func (h *deadlineHeap) push(d deadline) {
 	h.items = append(h.items, d)
-	i := len(h.items) - 1
+	heapUp(h.items, deadlineBefore)
+}
+
+func (h *deadlineHeap) pop() { h.items = heapPop(h.items, deadlineBefore) }
+
+// heapUp restores the order of the binary min-heap items (by before)
+// after an element was appended.
+func heapUp[T any](items []T, before func(a, b *T) bool) {
+	i := len(items) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(i, p) {
+		if !before(&items[i], &items[p]) {
 			break
 		}
-		h.items[i], h.items[p] = h.items[p], h.items[i]
+		items[i], items[p] = items[p], items[i]
 		i = p
 	}
 }
 
-func (h *deadlineHeap) pop() {
-	n := len(h.items) - 1
-	h.items[0] = h.items[n]
-	h.items = h.items[:n]
+// heapPop removes the front of the binary min-heap items (by before) and
+// returns the heap one shorter.
+func heapPop[T any](items []T, before func(a, b *T) bool) []T {
+	n := len(items) - 1
+	items[0] = items[n]
+	items = items[:n]
 	i := 0
 	for {
 		l := 2*i + 1
 		if l >= n {
-			return
+			return items
 		}
 		m := l
-		if r := l + 1; r < n && h.less(r, l) {
+		if r := l + 1; r < n && before(&items[r], &items[l]) {
 			m = r
 		}
-		if !h.less(m, i) {
-			return
+		if !before(&items[m], &items[i]) {
+			return items
 		}
-		h.items[i], h.items[m] = h.items[m], h.items[i]
+		items[i], items[m] = items[m], items[i]
 		i = m
 	}
 }
@@ -98,22 +108,11 @@ type endedEntry struct {
 	id JobID
 }
 
-func (q *endedQueue) less(i, j int) bool {
-	a, b := q.items[i], q.items[j]
-	return a.at < b.at || (a.at == b.at && a.id < b.id)
-}
+func endedBefore(a, b *endedEntry) bool { return a.at < b.at || (a.at == b.at && a.id < b.id) }
 
 func (q *endedQueue) push(at Time, id JobID) {
 	q.items = append(q.items, endedEntry{at, id})
-	i := len(q.items) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			break
-		}
-		q.items[i], q.items[p] = q.items[p], q.items[i]
-		i = p
-	}
+	heapUp(q.items, endedBefore)
 }
 
 func (q *endedQueue) front() (endedEntry, bool) {
@@ -123,24 +122,4 @@ func (q *endedQueue) front() (endedEntry, bool) {
 	return q.items[0], true
 }
 
-func (q *endedQueue) pop() {
-	n := len(q.items) - 1
-	q.items[0] = q.items[n]
-	q.items = q.items[:n]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && q.less(r, l) {
-			m = r
-		}
-		if !q.less(m, i) {
-			return
-		}
-		q.items[i], q.items[m] = q.items[m], q.items[i]
-		i = m
-	}
-}
+func (q *endedQueue) pop() { q.items = heapPop(q.items, endedBefore) }

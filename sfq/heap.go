@@ -289,6 +289,9 @@ type dlEntry struct {
 
 func dlBefore(a, b dlEntry) bool { return a.at < b.at || (a.at == b.at && a.id < b.id) }
 
+// dlEntryBefore is dlBefore for the heap helpers.
+func dlEntryBefore(a, b *dlEntry) bool { return dlBefore(*a, *b) }
+
 // deadlineQueue holds the IDs of one group's queued jobs with a deadline
 // of one class and size, as a binary min-heap by (deadline_at, job ID).
 // Like jobQueue, cancelled or pruned jobs are left in place and dropped
@@ -310,39 +313,13 @@ func (q *deadlineQueue) front() (dlEntry, bool) {
 func (q *deadlineQueue) push(e dlEntry) {
 	q.cachedHead = 0 // it may go before the front
 	q.items = append(q.items, e)
-	i := len(q.items) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !dlBefore(q.items[i], q.items[p]) {
-			break
-		}
-		q.items[i], q.items[p] = q.items[p], q.items[i]
-		i = p
-	}
+	heapUp(q.items, dlEntryBefore)
 }
 
 func (q *deadlineQueue) popFront() {
 	q.cachedHead = 0
-	n := len(q.items) - 1
-	q.items[0] = q.items[n]
-	q.items = q.items[:n]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && dlBefore(q.items[r], q.items[l]) {
-			m = r
-		}
-		if !dlBefore(q.items[m], q.items[i]) {
-			break
-		}
-		q.items[i], q.items[m] = q.items[m], q.items[i]
-		i = m
-	}
-	if n == 0 && cap(q.items) > 64 {
+	q.items = heapPop(q.items, dlEntryBefore)
+	if len(q.items) == 0 && cap(q.items) > 64 {
 		q.items = nil // give back a large buffer once the burst is over
 	}
 }
