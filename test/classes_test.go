@@ -33,6 +33,23 @@ func runCLI(c *cluster.Cluster, args ...string) (string, string, bool) {
 	return out, first, err == nil
 }
 
+// cliVia returns a runCLI whose commands go to the node at addr with a
+// token: "--server addr --token token" go before a "--" (the submitted
+// command line), or at the end.
+func cliVia(c *cluster.Cluster, addr string) func(token string, args ...string) (string, string, bool) {
+	return func(token string, args ...string) (string, string, bool) {
+		at := len(args)
+		for i, a := range args {
+			if a == "--" {
+				at = i
+				break
+			}
+		}
+		full := append(append(append([]string{}, args[:at]...), "--server", addr, "--token", token), args[at:]...)
+		return runCLI(c, full...)
+	}
+}
+
 // hasRow reports whether a table printed by the command line has a row
 // whose words are row's.
 func hasRow(table, row string) bool {
@@ -66,17 +83,7 @@ func TestClassesDeadlinesThroughAPIAndCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cli := func(token string, args ...string) (string, string, bool) {
-		at := len(args)
-		for i, a := range args {
-			if a == "--" {
-				at = i
-				break
-			}
-		}
-		full := append(append(append([]string{}, args[:at]...), "--server", addr, "--token", token), args[at:]...)
-		return runCLI(c, full...)
-	}
+	cli := cliVia(c, addr)
 	sleep := payload(t, "sleep", "600")
 
 	// Refusals through the API, each naming the field and the rule.

@@ -53,17 +53,7 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cli := func(token string, args ...string) (string, string, bool) {
-		at := len(args)
-		for i, a := range args {
-			if a == "--" {
-				at = i
-				break
-			}
-		}
-		full := append(append(append([]string{}, args[:at]...), "--server", addr, "--token", token), args[at:]...)
-		return runCLI(c, full...)
-	}
+	cli := cliVia(c, addr)
 	snap := func() byte { return snapshotFormat(t, c, "--server", addr, "--token", adminToken) }
 
 	// Level 3: refused at the edge, naming the field and both levels.
