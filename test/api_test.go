@@ -513,40 +513,27 @@ func TestSubmitAnyNodeAndFailover(t *testing.T) {
 	var mu sync.Mutex
 	acked := map[string]uint64{}
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for cl := range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				key := fmt.Sprintf("c%d-%d", cl, i)
-				for try := 0; ; try++ { // retry the same key until acknowledged
-					n := c.Nodes[(cl+try)%len(c.Nodes)]
-					if !n.Running() {
-						continue
-					}
-					sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
-					r, err := pb.NewClientClient(n.Conn()).Submit(sctx, &pb.SubmitRequest{Tenant: "acme", IdempotencyKey: str(key), Size: pb.Size_SM, EstCostMs: 1000})
-					scancel()
-					if err == nil {
-						mu.Lock()
-						acked[key] = r.JobId
-						mu.Unlock()
-						break
-					}
-					if ctx.Err() != nil {
-						return
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
+	wg := keyedLoad(6, stop, func(cl, i int, key string) bool {
+		for try := 0; ; try++ { // retry the same key until acknowledged
+			n := c.Nodes[(cl+try)%len(c.Nodes)]
+			if !n.Running() {
+				continue
 			}
-		}()
-	}
+			sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+			r, err := pb.NewClientClient(n.Conn()).Submit(sctx, &pb.SubmitRequest{Tenant: "acme", IdempotencyKey: str(key), Size: pb.Size_SM, EstCostMs: 1000})
+			scancel()
+			if err == nil {
+				mu.Lock()
+				acked[key] = r.JobId
+				mu.Unlock()
+				return true
+			}
+			if ctx.Err() != nil {
+				return false
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	time.Sleep(time.Second)
 	leader := c.WaitLeader(10 * time.Second)
 	t.Logf("kill -9 leader %s", leader.ID)

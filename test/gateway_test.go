@@ -581,54 +581,41 @@ func TestHTTPAPIAcrossLeaderKill(t *testing.T) {
 		statuses = map[string]int{}
 		retried  int
 		stop     = make(chan struct{})
-		wg       sync.WaitGroup
 	)
 	deadline := time.Now().Add(2 * time.Minute)
-	for cl := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				key := fmt.Sprintf("c%d-%d", cl, i)
-				body := fmt.Sprintf(`{"size":"LG","est_cost_ms":"1000","idempotency_key":%q}`, key)
-				for try := 0; ; try++ {
-					if time.Now().After(deadline) {
-						return
-					}
-					r, err := clients[(cl+try)%len(clients)].try("POST", "/v1/jobs", acmeToken, body)
+	wg := keyedLoad(4, stop, func(cl, _ int, key string) bool {
+		body := fmt.Sprintf(`{"size":"LG","est_cost_ms":"1000","idempotency_key":%q}`, key)
+		for try := 0; ; try++ {
+			if time.Now().After(deadline) {
+				return false
+			}
+			r, err := clients[(cl+try)%len(clients)].try("POST", "/v1/jobs", acmeToken, body)
+			mu.Lock()
+			if err != nil {
+				statuses["connection error"]++
+			} else {
+				statuses[fmt.Sprint(r.status)]++
+			}
+			mu.Unlock()
+			if err == nil && r.status == 200 {
+				var s apiSubmit
+				if json.Unmarshal([]byte(r.body), &s) == nil && s.JobID != "" {
 					mu.Lock()
-					if err != nil {
-						statuses["connection error"]++
-					} else {
-						statuses[fmt.Sprint(r.status)]++
+					acked[key] = s.JobID
+					if try > 0 {
+						retried++
 					}
 					mu.Unlock()
-					if err == nil && r.status == 200 {
-						var s apiSubmit
-						if json.Unmarshal([]byte(r.body), &s) == nil && s.JobID != "" {
-							mu.Lock()
-							acked[key] = s.JobID
-							if try > 0 {
-								retried++
-							}
-							mu.Unlock()
-							break
-						}
-					}
-					if err == nil && r.status != 503 && r.status != 504 {
-						t.Errorf("submit %s: %d %s", key, r.status, r.body)
-						return
-					}
-					time.Sleep(50 * time.Millisecond)
+					return true
 				}
 			}
-		}()
-	}
+			if err == nil && r.status != 503 && r.status != 504 {
+				t.Errorf("submit %s: %d %s", key, r.status, r.body)
+				return false
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	waitAcked := func(n int) {
 		waitFor(t, time.Minute, fmt.Sprintf("%d acknowledged submits", n), func() (bool, string) {
 			mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +49,30 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("%s: not within %s (last: %s)", what, timeout, last)
+}
+
+// keyedLoad starts clients goroutines; each calls submit with its number,
+// a sequence number from 0 and the key "cCLIENT-SEQ", until stop is
+// closed or submit returns false. Wait on the group it returns.
+func keyedLoad(clients int, stop <-chan struct{}, submit func(cl, i int, key string) bool) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !submit(cl, i, fmt.Sprintf("c%d-%d", cl, i)) {
+					return
+				}
+			}
+		}()
+	}
+	return &wg
 }
 
 // smallDisk mounts a tmpfs of size bytes at a new directory that outlives

@@ -140,31 +140,19 @@ func TestKillAndRestart(t *testing.T) {
 	var mu sync.Mutex
 	acked := map[string]uint64{} // key -> job id
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for cl := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				key := fmt.Sprintf("c%d-%d", cl, i)
-				tenant := []string{"acme", "beta"}[i%2]
-				resp, err := c.Apply(ctx, submitCmd(tenant, key, pb.Size_MD, 1000))
-				if err != nil {
-					return
-				}
-				if r := resp.Results[0]; r.Code == pb.Code_CODE_OK {
-					mu.Lock()
-					acked[tenant+"/"+key] = r.Job
-					mu.Unlock()
-				}
-			}
-		}()
-	}
+	wg := keyedLoad(8, stop, func(_, i int, key string) bool {
+		tenant := []string{"acme", "beta"}[i%2]
+		resp, err := c.Apply(ctx, submitCmd(tenant, key, pb.Size_MD, 1000))
+		if err != nil {
+			return false
+		}
+		if r := resp.Results[0]; r.Code == pb.Code_CODE_OK {
+			mu.Lock()
+			acked[tenant+"/"+key] = r.Job
+			mu.Unlock()
+		}
+		return true
+	})
 	time.Sleep(1500 * time.Millisecond)
 	leader := c.WaitLeader(20 * time.Second)
 	follower := c.Followers(leader)[0]
