@@ -581,11 +581,7 @@ func TestWatchAcrossLeaderKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := pb.NewAdminClient(c.Nodes[0].Conn())
-	for _, n := range []string{"acme", "other"} {
-		if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: n, Tier: pb.Tier_GOLD}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	goldTenants(t, ctx, admin, "acme", "other")
 	leader := c.WaitLeader(10 * time.Second)
 	followers := c.Followers(leader)
 	var got []*pb.Event
@@ -799,11 +795,7 @@ func TestWatchAllTenantsUnderLoad(t *testing.T) {
 	node := c.Nodes[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, n := range []string{"a", "b"} {
-		if _, err := pb.NewAdminClient(node.Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: n, Tier: pb.Tier_GOLD}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	goldTenants(t, ctx, pb.NewAdminClient(node.Conn()), "a", "b")
 	const clients, each, watchers = 32, 150, 4
 	var queued atomic.Int64
 	for range watchers {

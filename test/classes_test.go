@@ -78,11 +78,7 @@ func TestClassesDeadlinesThroughAPIAndCLI(t *testing.T) {
 	admin := pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil))
 	acme := pb.NewClientClient(cluster.Dial(t, addr, acmeToken, nil))
 	beta := pb.NewClientClient(cluster.Dial(t, addr, betaToken, nil))
-	for _, n := range []string{"acme", "beta"} {
-		if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: n, Tier: pb.Tier_GOLD}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	goldTenants(t, ctx, admin, "acme", "beta")
 	cli := cliVia(c, addr)
 	sleep := payload(t, "sleep", "600")
 

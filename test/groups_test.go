@@ -48,11 +48,7 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 	admin := pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil))
 	adminClient := pb.NewClientClient(cluster.Dial(t, addr, adminToken, nil))
 	acme := pb.NewClientClient(cluster.Dial(t, addr, acmeToken, nil))
-	for _, n := range []string{"acme", "beta"} {
-		if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: n, Tier: pb.Tier_GOLD}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	goldTenants(t, ctx, admin, "acme", "beta")
 	cli := cliVia(c, addr)
 	snap := func() byte { return snapshotFormat(t, c, "--server", addr, "--token", adminToken) }
 

@@ -51,6 +51,16 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 	t.Fatalf("%s: not within %s (last: %s)", what, timeout, last)
 }
 
+// goldTenants creates (or sets) each named tenant at tier gold.
+func goldTenants(t *testing.T, ctx context.Context, admin pb.AdminClient, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: n, Tier: pb.Tier_GOLD}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // keyedLoad starts clients goroutines; each calls submit with its number,
 // a sequence number from 0 and the key "cCLIENT-SEQ", until stop is
 // closed or submit returns false. Wait on the group it returns.

@@ -31,11 +31,7 @@ func TestSubmitRateAcrossNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := pb.NewAdminClient(cluster.Dial(t, c.Nodes[0].GRPCAddr, adminToken, nil))
-	for _, n := range []string{"acme", "beta"} {
-		if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: n, Tier: pb.Tier_GOLD}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	goldTenants(t, ctx, admin, "acme", "beta")
 	var mu sync.Mutex
 	var ok, limited int
 	var other []string
