@@ -449,10 +449,10 @@ func TestDevStopsCleanlyOnPipeAndHangup(t *testing.T) {
 			}
 			// Every process of the group is gone, and the data with them.
 			deadline = time.Now().Add(40 * time.Second)
-			for syscall.Kill(-pgid, 0) == nil || fileExists(data) || len(processesUsing(data)) > 0 {
+			for syscall.Kill(-pgid, 0) == nil || fileExists(data) || len(pidsWith(data)) > 0 {
 				if time.Now().After(deadline) {
 					left, _ := filepath.Glob(filepath.Join(tmp, "*"))
-					t.Fatalf("after %s: process group left %v, children left %v, data left %v", how, syscall.Kill(-pgid, 0) == nil, processesUsing(data), left)
+					t.Fatalf("after %s: process group left %v, children left %v, data left %v", how, syscall.Kill(-pgid, 0) == nil, pidsWith(data), left)
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
@@ -460,23 +460,6 @@ func TestDevStopsCleanlyOnPipeAndHangup(t *testing.T) {
 	}
 }
 
-// processesUsing lists the PIDs whose command line names path (dev's
-// children run in process groups of their own).
-func processesUsing(path string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), path) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
 
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
