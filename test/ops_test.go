@@ -198,15 +198,8 @@ func TestSnapshotBackupRestore(t *testing.T) {
 	a := cluster.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w, setup := newWorkload(11)
-	if _, err := a.Apply(ctx, setup...); err != nil {
-		t.Fatal(err)
-	}
-	for range 200 {
-		if _, err := a.Apply(ctx, w.next(), w.next()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w := startWorkload(t, ctx, a, 11)
+	w.applyPairs(t, ctx, a, 200)
 	_, hashA := a.WaitConverged(30 * time.Second)
 	file := filepath.Join(t.TempDir(), "backup.snap")
 	out, errOut, err := a.Run("operator", "snapshot", "save", file, "--server", a.Nodes[1].GRPCAddr, "--json")
@@ -459,7 +452,6 @@ func TestDevStopsCleanlyOnPipeAndHangup(t *testing.T) {
 		})
 	}
 }
-
 
 func fileExists(p string) bool {
 	_, err := os.Stat(p)

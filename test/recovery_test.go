@@ -45,19 +45,9 @@ func TestMovedSnapshotLogTooShort(t *testing.T) {
 	c := cluster.Start(t, 1, "--snapshot-threshold", "20", "--trailing-logs", "5", "--snapshot-interval", "100ms")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w, setup := newWorkload(21)
-	if _, err := c.Apply(ctx, setup...); err != nil {
-		t.Fatal(err)
-	}
+	w := startWorkload(t, ctx, c, 21)
 	n := c.Nodes[0]
-	for deadline := time.Now().Add(30 * time.Second); strings.Count(n.Log(), "snapshot written") < 3; {
-		if time.Now().After(deadline) {
-			t.Fatal("fewer than 3 snapshots written in 30s")
-		}
-		if _, err := c.Apply(ctx, w.next()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w.untilSnapshots(t, ctx, c, n, 3)
 	if err := n.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -82,6 +82,41 @@ func newWorkload(seed uint64) (*workload, []*pb.Command) {
 	return w, setup
 }
 
+// startWorkload applies a new workload's tenants (seed as newWorkload's)
+// to c and returns the workload.
+func startWorkload(t *testing.T, ctx context.Context, c *cluster.Cluster, seed uint64) *workload {
+	t.Helper()
+	w, setup := newWorkload(seed)
+	if _, err := c.Apply(ctx, setup...); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// applyPairs applies rounds entries of two of the workload's commands.
+func (w *workload) applyPairs(t *testing.T, ctx context.Context, c *cluster.Cluster, rounds int) {
+	t.Helper()
+	for range rounds {
+		if _, err := c.Apply(ctx, w.next(), w.next()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// untilSnapshots applies the workload's commands one an entry until node
+// n has logged writing count snapshots (within 30 s).
+func (w *workload) untilSnapshots(t *testing.T, ctx context.Context, c *cluster.Cluster, n *cluster.Node, count int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(n.Log(), "snapshot written") < count; {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %d snapshots written in 30s", count)
+		}
+		if _, err := c.Apply(ctx, w.next()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestReplicatedWorkload drives thousands of random commands through all
 // three nodes (followers forward to the leader) from concurrent clients;
 // every node then reports the same state hash at the same applied index.
@@ -89,10 +124,7 @@ func TestReplicatedWorkload(t *testing.T) {
 	c := cluster.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w, setup := newWorkload(1)
-	if _, err := c.Apply(ctx, setup...); err != nil {
-		t.Fatal(err)
-	}
+	w := startWorkload(t, ctx, c, 1)
 	const clients, batches, perBatch = 12, 50, 5
 	var applied atomic.Int64
 	var wg sync.WaitGroup
@@ -214,15 +246,8 @@ func TestCatchUpBySnapshot(t *testing.T) {
 	c := cluster.Start(t, 3, "--snapshot-threshold", "64", "--trailing-logs", "16", "--snapshot-interval", "200ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w, setup := newWorkload(7)
-	if _, err := c.Apply(ctx, setup...); err != nil {
-		t.Fatal(err)
-	}
-	for range 300 {
-		if _, err := c.Apply(ctx, w.next(), w.next()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w := startWorkload(t, ctx, c, 7)
+	w.applyPairs(t, ctx, c, 300)
 	c.WaitConverged(30 * time.Second)
 	// Wait for a snapshot on the leader.
 	leader := c.WaitLeader(10 * time.Second)
@@ -250,15 +275,8 @@ func TestReplayDataDir(t *testing.T) {
 	c := cluster.Start(t, 3, "--snapshot-threshold", "100", "--trailing-logs", "1000", "--snapshot-interval", "300ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w, setup := newWorkload(3)
-	if _, err := c.Apply(ctx, setup...); err != nil {
-		t.Fatal(err)
-	}
-	for range 250 {
-		if _, err := c.Apply(ctx, w.next(), w.next()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w := startWorkload(t, ctx, c, 3)
+	w.applyPairs(t, ctx, c, 250)
 	// A burst of concurrent single submits: the leader packs them into
 	// shared entries, which replay like any other.
 	leader := c.WaitLeader(10 * time.Second)
@@ -505,19 +523,9 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 	c := cluster.Start(t, 1, "--snapshot-threshold", "20", "--trailing-logs", "1000", "--snapshot-interval", "100ms")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w, setup := newWorkload(5)
-	if _, err := c.Apply(ctx, setup...); err != nil {
-		t.Fatal(err)
-	}
+	w := startWorkload(t, ctx, c, 5)
 	n := c.Nodes[0]
-	for deadline := time.Now().Add(30 * time.Second); strings.Count(n.Log(), "snapshot written") < 2; {
-		if time.Now().After(deadline) {
-			t.Fatal("fewer than two snapshots written in 30s")
-		}
-		if _, err := c.Apply(ctx, w.next()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w.untilSnapshots(t, ctx, c, n, 2)
 	index, hash := c.WaitConverged(10 * time.Second)
 	st, err := n.Status()
 	if err != nil {
