@@ -261,6 +261,18 @@ func (r *Run) retry(ctx context.Context, first int, op func(ctx context.Context,
 	}
 }
 
+// recordCall runs call through retry as op and records op: its tries, its
+// result, and its acknowledgement when it succeeded (or, with
+// refusalAnswers, when it was refused for good: a refusal is an answer).
+func (r *Run) recordCall(ctx context.Context, first int, op Op, refusalAnswers bool, call func(ctx context.Context, n *cluster.Node) error) {
+	tries, err := r.retry(ctx, first, call)
+	op.Tries, op.Result = tries, resultOf(err)
+	if err == nil || (refusalAnswers && !retriable(err)) {
+		op.Ack = time.Now()
+	}
+	r.rec.op(op)
+}
+
 func (r *Run) payload(run time.Duration) []byte { return r.payloadExit(run, 0) }
 
 // payloadExit is a job that runs for run and exits with code exit.
@@ -394,30 +406,18 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 			if n%6 == 5 {
 				// A group's cap moves: inherit (2), none or 1.
 				req := &pb.SetGroupRequest{Tenant: "cap-diamond", Group: fmt.Sprintf("g%d", rng.IntN(4)), Cap: []string{"inherit", "none", "1"}[rng.IntN(3)]}
-				op := Op{Kind: "group", Client: 200, Tenant: req.Tenant, Invoke: time.Now()}
-				tries, err := r.retry(ctx, n, func(ctx context.Context, nd *cluster.Node) error {
+				r.recordCall(ctx, n, Op{Kind: "group", Client: 200, Tenant: req.Tenant, Invoke: time.Now()}, false, func(ctx context.Context, nd *cluster.Node) error {
 					_, err := pb.NewClientClient(nd.Conn()).SetGroup(ctx, req)
 					return err
 				})
-				op.Tries, op.Result = tries, resultOf(err)
-				if err == nil {
-					op.Ack = time.Now()
-				}
-				r.rec.op(op)
 				continue
 			}
 			if n%3 == 2 {
 				spec := capBronze(uint32(1 + rng.IntN(2)))
-				op := Op{Kind: "tenant", Client: 200, Tenant: spec.Name, Invoke: time.Now()}
-				tries, err := r.retry(ctx, n, func(ctx context.Context, nd *cluster.Node) error {
+				r.recordCall(ctx, n, Op{Kind: "tenant", Client: 200, Tenant: spec.Name, Invoke: time.Now()}, false, func(ctx context.Context, nd *cluster.Node) error {
 					_, err := pb.NewAdminClient(nd.Conn()).UpsertTenant(ctx, spec)
 					return err
 				})
-				op.Tries, op.Result = tries, resultOf(err)
-				if err == nil {
-					op.Ack = time.Now()
-				}
-				r.rec.op(op)
 				continue
 			}
 			r.acked.Lock()
@@ -431,16 +431,10 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 			if job == 0 {
 				continue
 			}
-			op := Op{Kind: "cancel", Client: 200, Job: job, Tenant: tenant, Invoke: time.Now()}
-			tries, err := r.retry(ctx, n, func(ctx context.Context, nd *cluster.Node) error {
+			r.recordCall(ctx, n, Op{Kind: "cancel", Client: 200, Job: job, Tenant: tenant, Invoke: time.Now()}, true, func(ctx context.Context, nd *cluster.Node) error {
 				_, err := pb.NewClientClient(nd.Conn()).CancelJob(ctx, &pb.CancelJobRequest{Tenant: tenant, JobId: job})
 				return err
 			})
-			op.Tries, op.Result = tries, resultOf(err)
-			if err == nil || !retriable(err) {
-				op.Ack = time.Now() // answered (a refusal, e.g. of an ended job, is an answer)
-			}
-			r.rec.op(op)
 		}
 	}()
 	// Dead letters: jobs of the capped and mixed tenants that fail their
@@ -461,16 +455,10 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 			}
 			req := &pb.BulkJobsRequest{Tenant: tenant, Filter: &pb.JobFilter{States: []string{"failed", "timed_out", "cancelled"}},
 				RequestKey: fmt.Sprintf("rd-%d", n), MaxAttempts: uint32(1 + rng.IntN(2))}
-			op := Op{Kind: "redrive", Client: 300, Tenant: tenant, Invoke: time.Now()}
-			tries, err := r.retry(ctx, n, func(ctx context.Context, nd *cluster.Node) error {
+			r.recordCall(ctx, n, Op{Kind: "redrive", Client: 300, Tenant: tenant, Invoke: time.Now()}, false, func(ctx context.Context, nd *cluster.Node) error {
 				_, err := pb.NewClientClient(nd.Conn()).Redrive(ctx, req)
 				return err
 			})
-			op.Tries, op.Result = tries, resultOf(err)
-			if err == nil {
-				op.Ack = time.Now()
-			}
-			r.rec.op(op)
 		}
 	}()
 	// Levers: pauses and resumes of a tenant, a group and all dispatch,

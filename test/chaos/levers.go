@@ -76,13 +76,7 @@ func (r *Run) levers(ctx context.Context, rng *rand.Rand) {
 				return err
 			}
 		}
-		op := Op{Kind: "lever", Client: 300, Tenant: tenant, Invoke: time.Now()}
-		tries, err := r.retry(ctx, n, call)
-		op.Tries, op.Result = tries, resultOf(err)
-		if err == nil {
-			op.Ack = time.Now()
-		}
-		r.rec.op(op)
+		r.recordCall(ctx, n, Op{Kind: "lever", Client: 300, Tenant: tenant, Invoke: time.Now()}, false, call)
 	}
 	// Nothing stays paused: the last stretch runs every tenant.
 	cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
