@@ -71,6 +71,20 @@ func (m *memHub) ready(id string, size sfq.Size) *session {
 	return s
 }
 
+// assignedOne gives tenant acme (gold) one md job and worker w1 (md) that
+// job, the Assign consumed.
+func (m *memHub) assignedOne() (uint64, *session) {
+	m.t.Helper()
+	m.propose(tenant("acme", pb.Tier_GOLD))
+	job := m.submit("acme", pb.Size_MD)
+	w1 := m.ready("w1", sfq.MD)
+	m.h.dispatchRound()
+	if got := sent(w1); len(got) != 1 || got[0] != fmt.Sprintf("assign %d/1", job) {
+		m.t.Fatalf("w1 got %q, want the assignment of job %d", got, job)
+	}
+	return job, w1
+}
+
 func (m *memHub) handle(s *session, msg *pb.WorkerMessage) {
 	m.t.Helper()
 	if err := m.h.handle(context.Background(), s, msg); err != nil {
@@ -202,11 +216,7 @@ func TestHeartbeatFencing(t *testing.T) {
 // goes to the next ready worker.
 func TestExpireAckTimeout(t *testing.T) {
 	m := newMemHub(t)
-	m.propose(tenant("acme", pb.Tier_GOLD))
-	job := m.submit("acme", pb.Size_MD)
-	w1 := m.ready("w1", sfq.MD)
-	m.h.dispatchRound()
-	sent(w1)
+	job, _ := m.assignedOne()
 	met := leader.NewDeadlineMetrics(nil)
 	now, _ := m.mem.ClusterNow()
 	if n, _ := leader.ExpireDue(context.Background(), m.mem, now+1_999, hclog.NewNullLogger(), met); n != 0 {
@@ -279,11 +289,7 @@ func TestLeadershipLoss(t *testing.T) {
 // acknowledgement for 2.5 intervals and reconnected, again and again.
 func TestHeartbeatOfAFinishedJobIsAcknowledged(t *testing.T) {
 	m := newMemHub(t)
-	m.propose(tenant("acme", pb.Tier_GOLD))
-	job := m.submit("acme", pb.Size_MD)
-	w1 := m.ready("w1", sfq.MD)
-	m.h.dispatchRound()
-	sent(w1)
+	job, w1 := m.assignedOne()
 	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: job, Attempt: 1}}})
 	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: &pb.JobHeartbeat{Job: job, Attempt: 1, Seq: 5, CpuMs: 3}}})
 	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: &pb.JobFinished{Job: job, Attempt: 1, Outcome: pb.Outcome_OK, CpuMs: 4}}})
