@@ -55,6 +55,15 @@ type rateSpan struct {
 // tenant (or group) holds more than B + floor(W / I) of them. A window is
 // checked inside one span of an unchanged limit (a change keeps the GCRA
 // state, so a span starts with what the earlier limit left, which the
+// rateHolder names what a rate-limit fact limits: "tenant" or
+// "tenant/group".
+func rateHolder(f snapshot.AuditFact) string {
+	if f.Group != "" {
+		return f.Tenant + "/" + f.Group
+	}
+	return f.Tenant
+}
+
 // bound allows). O(n²) in a span's dispatches.
 func checkRates(h *History) []Violation {
 	spans := map[string]*rateSpan{}
@@ -62,10 +71,7 @@ func checkRates(h *History) []Violation {
 	for _, f := range h.Audit {
 		switch f.Kind {
 		case "rate":
-			who := f.Tenant
-			if f.Group != "" {
-				who += "/" + f.Group
-			}
+			who := rateHolder(f)
 			if old := spans[who]; old != nil {
 				if old.n == f.RateN && old.periodMs == f.RatePeriodMs && old.burst == f.RateBurst {
 					continue
@@ -138,10 +144,7 @@ func leverLine(h *History) string {
 	for _, f := range h.Audit {
 		switch f.Kind {
 		case "rate":
-			who := f.Tenant
-			if f.Group != "" {
-				who += "/" + f.Group
-			}
+			who := rateHolder(f)
 			spans[who] = f.RateN > 0
 		case "dispatch":
 			if spans[f.Tenant] || (f.Group != "" && spans[f.Tenant+"/"+f.Group]) {
