@@ -24,6 +24,209 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ForwardedSubmit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// authorization is the caller's authorization header ("Bearer ...").
+	Authorization string         `protobuf:"bytes,1,opt,name=authorization,proto3" json:"authorization,omitempty"`
+	Job           *SubmitRequest `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardedSubmit) Reset() {
+	*x = ForwardedSubmit{}
+	mi := &file_node_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardedSubmit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardedSubmit) ProtoMessage() {}
+
+func (x *ForwardedSubmit) ProtoReflect() protoreflect.Message {
+	mi := &file_node_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardedSubmit.ProtoReflect.Descriptor instead.
+func (*ForwardedSubmit) Descriptor() ([]byte, []int) {
+	return file_node_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ForwardedSubmit) GetAuthorization() string {
+	if x != nil {
+		return x.Authorization
+	}
+	return ""
+}
+
+func (x *ForwardedSubmit) GetJob() *SubmitRequest {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+type ForwardSubmitsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Submits       []*ForwardedSubmit     `protobuf:"bytes,1,rep,name=submits,proto3" json:"submits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardSubmitsRequest) Reset() {
+	*x = ForwardSubmitsRequest{}
+	mi := &file_node_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardSubmitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardSubmitsRequest) ProtoMessage() {}
+
+func (x *ForwardSubmitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_node_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardSubmitsRequest.ProtoReflect.Descriptor instead.
+func (*ForwardSubmitsRequest) Descriptor() ([]byte, []int) {
+	return file_node_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ForwardSubmitsRequest) GetSubmits() []*ForwardedSubmit {
+	if x != nil {
+		return x.Submits
+	}
+	return nil
+}
+
+type ForwardedSubmitResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Created bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// status, when the submit was refused, is its google.rpc.Status in wire
+	// form (code, message and details such as a RetryInfo).
+	Status        []byte `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardedSubmitResult) Reset() {
+	*x = ForwardedSubmitResult{}
+	mi := &file_node_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardedSubmitResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardedSubmitResult) ProtoMessage() {}
+
+func (x *ForwardedSubmitResult) ProtoReflect() protoreflect.Message {
+	mi := &file_node_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardedSubmitResult.ProtoReflect.Descriptor instead.
+func (*ForwardedSubmitResult) Descriptor() ([]byte, []int) {
+	return file_node_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ForwardedSubmitResult) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *ForwardedSubmitResult) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *ForwardedSubmitResult) GetStatus() []byte {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type ForwardSubmitsResponse struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Results       []*ForwardedSubmitResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardSubmitsResponse) Reset() {
+	*x = ForwardSubmitsResponse{}
+	mi := &file_node_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardSubmitsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardSubmitsResponse) ProtoMessage() {}
+
+func (x *ForwardSubmitsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_node_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardSubmitsResponse.ProtoReflect.Descriptor instead.
+func (*ForwardSubmitsResponse) Descriptor() ([]byte, []int) {
+	return file_node_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ForwardSubmitsResponse) GetResults() []*ForwardedSubmitResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 type StatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -32,7 +235,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_node_proto_msgTypes[0]
+	mi := &file_node_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -44,7 +247,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[0]
+	mi := &file_node_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -57,7 +260,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{0}
+	return file_node_proto_rawDescGZIP(), []int{4}
 }
 
 type StatusResponse struct {
@@ -91,7 +294,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_node_proto_msgTypes[1]
+	mi := &file_node_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -103,7 +306,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[1]
+	mi := &file_node_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -116,7 +319,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{1}
+	return file_node_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -260,7 +463,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_node_proto_msgTypes[2]
+	mi := &file_node_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -272,7 +475,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[2]
+	mi := &file_node_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -285,7 +488,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{2}
+	return file_node_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ApplyRequest) GetCommands() []*Command {
@@ -319,7 +522,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_node_proto_msgTypes[3]
+	mi := &file_node_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -331,7 +534,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[3]
+	mi := &file_node_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -344,7 +547,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{3}
+	return file_node_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ApplyResponse) GetIndex() uint64 {
@@ -373,7 +576,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_node_proto_msgTypes[4]
+	mi := &file_node_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -385,7 +588,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[4]
+	mi := &file_node_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -398,7 +601,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{4}
+	return file_node_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JoinRequest) GetId() string {
@@ -439,7 +642,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_node_proto_msgTypes[5]
+	mi := &file_node_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -451,7 +654,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[5]
+	mi := &file_node_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -464,7 +667,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{5}
+	return file_node_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JoinResponse) GetLeaderId() string {
@@ -490,7 +693,7 @@ type RemovePeerRequest struct {
 
 func (x *RemovePeerRequest) Reset() {
 	*x = RemovePeerRequest{}
-	mi := &file_node_proto_msgTypes[6]
+	mi := &file_node_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -502,7 +705,7 @@ func (x *RemovePeerRequest) String() string {
 func (*RemovePeerRequest) ProtoMessage() {}
 
 func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[6]
+	mi := &file_node_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -515,7 +718,7 @@ func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerRequest.ProtoReflect.Descriptor instead.
 func (*RemovePeerRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{6}
+	return file_node_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RemovePeerRequest) GetId() string {
@@ -533,7 +736,7 @@ type RemovePeerResponse struct {
 
 func (x *RemovePeerResponse) Reset() {
 	*x = RemovePeerResponse{}
-	mi := &file_node_proto_msgTypes[7]
+	mi := &file_node_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +748,7 @@ func (x *RemovePeerResponse) String() string {
 func (*RemovePeerResponse) ProtoMessage() {}
 
 func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[7]
+	mi := &file_node_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +761,7 @@ func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerResponse.ProtoReflect.Descriptor instead.
 func (*RemovePeerResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{7}
+	return file_node_proto_rawDescGZIP(), []int{11}
 }
 
 type ListPeersRequest struct {
@@ -569,7 +772,7 @@ type ListPeersRequest struct {
 
 func (x *ListPeersRequest) Reset() {
 	*x = ListPeersRequest{}
-	mi := &file_node_proto_msgTypes[8]
+	mi := &file_node_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +784,7 @@ func (x *ListPeersRequest) String() string {
 func (*ListPeersRequest) ProtoMessage() {}
 
 func (x *ListPeersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[8]
+	mi := &file_node_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +797,7 @@ func (x *ListPeersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPeersRequest.ProtoReflect.Descriptor instead.
 func (*ListPeersRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{8}
+	return file_node_proto_rawDescGZIP(), []int{12}
 }
 
 type Peer struct {
@@ -619,7 +822,7 @@ type Peer struct {
 
 func (x *Peer) Reset() {
 	*x = Peer{}
-	mi := &file_node_proto_msgTypes[9]
+	mi := &file_node_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +834,7 @@ func (x *Peer) String() string {
 func (*Peer) ProtoMessage() {}
 
 func (x *Peer) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[9]
+	mi := &file_node_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +847,7 @@ func (x *Peer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Peer.ProtoReflect.Descriptor instead.
 func (*Peer) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{9}
+	return file_node_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Peer) GetId() string {
@@ -734,7 +937,7 @@ type ListPeersResponse struct {
 
 func (x *ListPeersResponse) Reset() {
 	*x = ListPeersResponse{}
-	mi := &file_node_proto_msgTypes[10]
+	mi := &file_node_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -746,7 +949,7 @@ func (x *ListPeersResponse) String() string {
 func (*ListPeersResponse) ProtoMessage() {}
 
 func (x *ListPeersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[10]
+	mi := &file_node_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -759,7 +962,7 @@ func (x *ListPeersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPeersResponse.ProtoReflect.Descriptor instead.
 func (*ListPeersResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{10}
+	return file_node_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListPeersResponse) GetPeers() []*Peer {
@@ -785,7 +988,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_node_proto_msgTypes[11]
+	mi := &file_node_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +1000,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[11]
+	mi := &file_node_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +1013,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{11}
+	return file_node_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -829,7 +1032,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_node_proto_msgTypes[12]
+	mi := &file_node_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +1044,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[12]
+	mi := &file_node_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +1057,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{12}
+	return file_node_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -872,7 +1075,7 @@ type SnapshotSaveRequest struct {
 
 func (x *SnapshotSaveRequest) Reset() {
 	*x = SnapshotSaveRequest{}
-	mi := &file_node_proto_msgTypes[13]
+	mi := &file_node_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +1087,7 @@ func (x *SnapshotSaveRequest) String() string {
 func (*SnapshotSaveRequest) ProtoMessage() {}
 
 func (x *SnapshotSaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[13]
+	mi := &file_node_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +1100,7 @@ func (x *SnapshotSaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotSaveRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotSaveRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{13}
+	return file_node_proto_rawDescGZIP(), []int{17}
 }
 
 type SnapshotChunk struct {
@@ -909,7 +1112,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_node_proto_msgTypes[14]
+	mi := &file_node_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1124,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[14]
+	mi := &file_node_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1137,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{14}
+	return file_node_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -954,7 +1157,7 @@ type SnapshotRestoreResponse struct {
 
 func (x *SnapshotRestoreResponse) Reset() {
 	*x = SnapshotRestoreResponse{}
-	mi := &file_node_proto_msgTypes[15]
+	mi := &file_node_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1169,7 @@ func (x *SnapshotRestoreResponse) String() string {
 func (*SnapshotRestoreResponse) ProtoMessage() {}
 
 func (x *SnapshotRestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[15]
+	mi := &file_node_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1182,7 @@ func (x *SnapshotRestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRestoreResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotRestoreResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{15}
+	return file_node_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SnapshotRestoreResponse) GetIndex() uint64 {
@@ -1002,7 +1205,18 @@ const file_node_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"node.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\"\x0f\n" +
+	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"d\n" +
+	"\x0fForwardedSubmit\x12$\n" +
+	"\rauthorization\x18\x01 \x01(\tR\rauthorization\x12+\n" +
+	"\x03job\x18\x02 \x01(\v2\x19.barista.v1.SubmitRequestR\x03job\"N\n" +
+	"\x15ForwardSubmitsRequest\x125\n" +
+	"\asubmits\x18\x01 \x03(\v2\x1b.barista.v1.ForwardedSubmitR\asubmits\"`\n" +
+	"\x15ForwardedSubmitResult\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\fR\x06status\"U\n" +
+	"\x16ForwardSubmitsResponse\x12;\n" +
+	"\aresults\x18\x01 \x03(\v2!.barista.v1.ForwardedSubmitResultR\aresults\"\x0f\n" +
 	"\rStatusRequest\"\xe6\x04\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
@@ -1071,7 +1285,7 @@ const file_node_proto_rawDesc = "" +
 	"\x17SnapshotRestoreResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1d\n" +
 	"\n" +
-	"state_hash\x18\x02 \x01(\tR\tstateHash2\xdf\x04\n" +
+	"state_hash\x18\x02 \x01(\tR\tstateHash2\xb8\x05\n" +
 	"\x04Node\x12?\n" +
 	"\x06Status\x12\x19.barista.v1.StatusRequest\x1a\x1a.barista.v1.StatusResponse\x12<\n" +
 	"\x05Apply\x12\x18.barista.v1.ApplyRequest\x1a\x19.barista.v1.ApplyResponse\x129\n" +
@@ -1081,7 +1295,8 @@ const file_node_proto_rawDesc = "" +
 	"\tListPeers\x12\x1c.barista.v1.ListPeersRequest\x1a\x1d.barista.v1.ListPeersResponse\x12c\n" +
 	"\x12TransferLeadership\x12%.barista.v1.TransferLeadershipRequest\x1a&.barista.v1.TransferLeadershipResponse\x12L\n" +
 	"\fSnapshotSave\x12\x1f.barista.v1.SnapshotSaveRequest\x1a\x19.barista.v1.SnapshotChunk0\x01\x12S\n" +
-	"\x0fSnapshotRestore\x12\x19.barista.v1.SnapshotChunk\x1a#.barista.v1.SnapshotRestoreResponse(\x01B'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\x0fSnapshotRestore\x12\x19.barista.v1.SnapshotChunk\x1a#.barista.v1.SnapshotRestoreResponse(\x01\x12W\n" +
+	"\x0eForwardSubmits\x12!.barista.v1.ForwardSubmitsRequest\x1a\".barista.v1.ForwardSubmitsResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_node_proto_rawDescOnce sync.Once
@@ -1095,52 +1310,62 @@ func file_node_proto_rawDescGZIP() []byte {
 	return file_node_proto_rawDescData
 }
 
-var file_node_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_node_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_node_proto_goTypes = []any{
-	(*StatusRequest)(nil),              // 0: barista.v1.StatusRequest
-	(*StatusResponse)(nil),             // 1: barista.v1.StatusResponse
-	(*ApplyRequest)(nil),               // 2: barista.v1.ApplyRequest
-	(*ApplyResponse)(nil),              // 3: barista.v1.ApplyResponse
-	(*JoinRequest)(nil),                // 4: barista.v1.JoinRequest
-	(*JoinResponse)(nil),               // 5: barista.v1.JoinResponse
-	(*RemovePeerRequest)(nil),          // 6: barista.v1.RemovePeerRequest
-	(*RemovePeerResponse)(nil),         // 7: barista.v1.RemovePeerResponse
-	(*ListPeersRequest)(nil),           // 8: barista.v1.ListPeersRequest
-	(*Peer)(nil),                       // 9: barista.v1.Peer
-	(*ListPeersResponse)(nil),          // 10: barista.v1.ListPeersResponse
-	(*TransferLeadershipRequest)(nil),  // 11: barista.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 12: barista.v1.TransferLeadershipResponse
-	(*SnapshotSaveRequest)(nil),        // 13: barista.v1.SnapshotSaveRequest
-	(*SnapshotChunk)(nil),              // 14: barista.v1.SnapshotChunk
-	(*SnapshotRestoreResponse)(nil),    // 15: barista.v1.SnapshotRestoreResponse
-	(*Command)(nil),                    // 16: barista.v1.Command
-	(*CommandResult)(nil),              // 17: barista.v1.CommandResult
+	(*ForwardedSubmit)(nil),            // 0: barista.v1.ForwardedSubmit
+	(*ForwardSubmitsRequest)(nil),      // 1: barista.v1.ForwardSubmitsRequest
+	(*ForwardedSubmitResult)(nil),      // 2: barista.v1.ForwardedSubmitResult
+	(*ForwardSubmitsResponse)(nil),     // 3: barista.v1.ForwardSubmitsResponse
+	(*StatusRequest)(nil),              // 4: barista.v1.StatusRequest
+	(*StatusResponse)(nil),             // 5: barista.v1.StatusResponse
+	(*ApplyRequest)(nil),               // 6: barista.v1.ApplyRequest
+	(*ApplyResponse)(nil),              // 7: barista.v1.ApplyResponse
+	(*JoinRequest)(nil),                // 8: barista.v1.JoinRequest
+	(*JoinResponse)(nil),               // 9: barista.v1.JoinResponse
+	(*RemovePeerRequest)(nil),          // 10: barista.v1.RemovePeerRequest
+	(*RemovePeerResponse)(nil),         // 11: barista.v1.RemovePeerResponse
+	(*ListPeersRequest)(nil),           // 12: barista.v1.ListPeersRequest
+	(*Peer)(nil),                       // 13: barista.v1.Peer
+	(*ListPeersResponse)(nil),          // 14: barista.v1.ListPeersResponse
+	(*TransferLeadershipRequest)(nil),  // 15: barista.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 16: barista.v1.TransferLeadershipResponse
+	(*SnapshotSaveRequest)(nil),        // 17: barista.v1.SnapshotSaveRequest
+	(*SnapshotChunk)(nil),              // 18: barista.v1.SnapshotChunk
+	(*SnapshotRestoreResponse)(nil),    // 19: barista.v1.SnapshotRestoreResponse
+	(*SubmitRequest)(nil),              // 20: barista.v1.SubmitRequest
+	(*Command)(nil),                    // 21: barista.v1.Command
+	(*CommandResult)(nil),              // 22: barista.v1.CommandResult
 }
 var file_node_proto_depIdxs = []int32{
-	16, // 0: barista.v1.ApplyRequest.commands:type_name -> barista.v1.Command
-	17, // 1: barista.v1.ApplyResponse.results:type_name -> barista.v1.CommandResult
-	9,  // 2: barista.v1.ListPeersResponse.peers:type_name -> barista.v1.Peer
-	0,  // 3: barista.v1.Node.Status:input_type -> barista.v1.StatusRequest
-	2,  // 4: barista.v1.Node.Apply:input_type -> barista.v1.ApplyRequest
-	4,  // 5: barista.v1.Node.Join:input_type -> barista.v1.JoinRequest
-	6,  // 6: barista.v1.Node.RemovePeer:input_type -> barista.v1.RemovePeerRequest
-	8,  // 7: barista.v1.Node.ListPeers:input_type -> barista.v1.ListPeersRequest
-	11, // 8: barista.v1.Node.TransferLeadership:input_type -> barista.v1.TransferLeadershipRequest
-	13, // 9: barista.v1.Node.SnapshotSave:input_type -> barista.v1.SnapshotSaveRequest
-	14, // 10: barista.v1.Node.SnapshotRestore:input_type -> barista.v1.SnapshotChunk
-	1,  // 11: barista.v1.Node.Status:output_type -> barista.v1.StatusResponse
-	3,  // 12: barista.v1.Node.Apply:output_type -> barista.v1.ApplyResponse
-	5,  // 13: barista.v1.Node.Join:output_type -> barista.v1.JoinResponse
-	7,  // 14: barista.v1.Node.RemovePeer:output_type -> barista.v1.RemovePeerResponse
-	10, // 15: barista.v1.Node.ListPeers:output_type -> barista.v1.ListPeersResponse
-	12, // 16: barista.v1.Node.TransferLeadership:output_type -> barista.v1.TransferLeadershipResponse
-	14, // 17: barista.v1.Node.SnapshotSave:output_type -> barista.v1.SnapshotChunk
-	15, // 18: barista.v1.Node.SnapshotRestore:output_type -> barista.v1.SnapshotRestoreResponse
-	11, // [11:19] is the sub-list for method output_type
-	3,  // [3:11] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	20, // 0: barista.v1.ForwardedSubmit.job:type_name -> barista.v1.SubmitRequest
+	0,  // 1: barista.v1.ForwardSubmitsRequest.submits:type_name -> barista.v1.ForwardedSubmit
+	2,  // 2: barista.v1.ForwardSubmitsResponse.results:type_name -> barista.v1.ForwardedSubmitResult
+	21, // 3: barista.v1.ApplyRequest.commands:type_name -> barista.v1.Command
+	22, // 4: barista.v1.ApplyResponse.results:type_name -> barista.v1.CommandResult
+	13, // 5: barista.v1.ListPeersResponse.peers:type_name -> barista.v1.Peer
+	4,  // 6: barista.v1.Node.Status:input_type -> barista.v1.StatusRequest
+	6,  // 7: barista.v1.Node.Apply:input_type -> barista.v1.ApplyRequest
+	8,  // 8: barista.v1.Node.Join:input_type -> barista.v1.JoinRequest
+	10, // 9: barista.v1.Node.RemovePeer:input_type -> barista.v1.RemovePeerRequest
+	12, // 10: barista.v1.Node.ListPeers:input_type -> barista.v1.ListPeersRequest
+	15, // 11: barista.v1.Node.TransferLeadership:input_type -> barista.v1.TransferLeadershipRequest
+	17, // 12: barista.v1.Node.SnapshotSave:input_type -> barista.v1.SnapshotSaveRequest
+	18, // 13: barista.v1.Node.SnapshotRestore:input_type -> barista.v1.SnapshotChunk
+	1,  // 14: barista.v1.Node.ForwardSubmits:input_type -> barista.v1.ForwardSubmitsRequest
+	5,  // 15: barista.v1.Node.Status:output_type -> barista.v1.StatusResponse
+	7,  // 16: barista.v1.Node.Apply:output_type -> barista.v1.ApplyResponse
+	9,  // 17: barista.v1.Node.Join:output_type -> barista.v1.JoinResponse
+	11, // 18: barista.v1.Node.RemovePeer:output_type -> barista.v1.RemovePeerResponse
+	14, // 19: barista.v1.Node.ListPeers:output_type -> barista.v1.ListPeersResponse
+	16, // 20: barista.v1.Node.TransferLeadership:output_type -> barista.v1.TransferLeadershipResponse
+	18, // 21: barista.v1.Node.SnapshotSave:output_type -> barista.v1.SnapshotChunk
+	19, // 22: barista.v1.Node.SnapshotRestore:output_type -> barista.v1.SnapshotRestoreResponse
+	3,  // 23: barista.v1.Node.ForwardSubmits:output_type -> barista.v1.ForwardSubmitsResponse
+	15, // [15:24] is the sub-list for method output_type
+	6,  // [6:15] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_node_proto_init() }
@@ -1149,13 +1374,14 @@ func file_node_proto_init() {
 		return
 	}
 	file_commands_proto_init()
+	file_client_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_node_proto_rawDesc), len(file_node_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	Node_TransferLeadership_FullMethodName = "/barista.v1.Node/TransferLeadership"
 	Node_SnapshotSave_FullMethodName       = "/barista.v1.Node/SnapshotSave"
 	Node_SnapshotRestore_FullMethodName    = "/barista.v1.Node/SnapshotRestore"
+	Node_ForwardSubmits_FullMethodName     = "/barista.v1.Node/ForwardSubmits"
 )
 
 // NodeClient is the client API for Node service.
@@ -56,6 +57,13 @@ type NodeClient interface {
 	// SnapshotRestore replaces the cluster's state with an uploaded snapshot
 	// (leader only; followers get it by InstallSnapshot).
 	SnapshotRestore(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SnapshotChunk, SnapshotRestoreResponse], error)
+	// ForwardSubmits carries to the leader the single submits a follower
+	// gathered while its previous such call was in flight, each with its
+	// own caller's authorization, which the leader checks submit by submit
+	// exactly as if each caller had called Submit there; the accepted ones
+	// are proposed together. A node calls it; a client token may (it can
+	// do no more than Submit would let each token do).
+	ForwardSubmits(ctx context.Context, in *ForwardSubmitsRequest, opts ...grpc.CallOption) (*ForwardSubmitsResponse, error)
 }
 
 type nodeClient struct {
@@ -158,6 +166,16 @@ func (c *nodeClient) SnapshotRestore(ctx context.Context, opts ...grpc.CallOptio
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Node_SnapshotRestoreClient = grpc.ClientStreamingClient[SnapshotChunk, SnapshotRestoreResponse]
 
+func (c *nodeClient) ForwardSubmits(ctx context.Context, in *ForwardSubmitsRequest, opts ...grpc.CallOption) (*ForwardSubmitsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForwardSubmitsResponse)
+	err := c.cc.Invoke(ctx, Node_ForwardSubmits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeServer is the server API for Node service.
 // All implementations must embed UnimplementedNodeServer
 // for forward compatibility.
@@ -182,6 +200,13 @@ type NodeServer interface {
 	// SnapshotRestore replaces the cluster's state with an uploaded snapshot
 	// (leader only; followers get it by InstallSnapshot).
 	SnapshotRestore(grpc.ClientStreamingServer[SnapshotChunk, SnapshotRestoreResponse]) error
+	// ForwardSubmits carries to the leader the single submits a follower
+	// gathered while its previous such call was in flight, each with its
+	// own caller's authorization, which the leader checks submit by submit
+	// exactly as if each caller had called Submit there; the accepted ones
+	// are proposed together. A node calls it; a client token may (it can
+	// do no more than Submit would let each token do).
+	ForwardSubmits(context.Context, *ForwardSubmitsRequest) (*ForwardSubmitsResponse, error)
 	mustEmbedUnimplementedNodeServer()
 }
 
@@ -215,6 +240,9 @@ func (UnimplementedNodeServer) SnapshotSave(*SnapshotSaveRequest, grpc.ServerStr
 }
 func (UnimplementedNodeServer) SnapshotRestore(grpc.ClientStreamingServer[SnapshotChunk, SnapshotRestoreResponse]) error {
 	return status.Error(codes.Unimplemented, "method SnapshotRestore not implemented")
+}
+func (UnimplementedNodeServer) ForwardSubmits(context.Context, *ForwardSubmitsRequest) (*ForwardSubmitsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForwardSubmits not implemented")
 }
 func (UnimplementedNodeServer) mustEmbedUnimplementedNodeServer() {}
 func (UnimplementedNodeServer) testEmbeddedByValue()              {}
@@ -363,6 +391,24 @@ func _Node_SnapshotRestore_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Node_SnapshotRestoreServer = grpc.ClientStreamingServer[SnapshotChunk, SnapshotRestoreResponse]
 
+func _Node_ForwardSubmits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForwardSubmitsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).ForwardSubmits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_ForwardSubmits_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).ForwardSubmits(ctx, req.(*ForwardSubmitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Node_ServiceDesc is the grpc.ServiceDesc for Node service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -393,6 +439,10 @@ var Node_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TransferLeadership",
 			Handler:    _Node_TransferLeadership_Handler,
+		},
+		{
+			MethodName: "ForwardSubmits",
+			Handler:    _Node_ForwardSubmits_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

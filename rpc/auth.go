@@ -265,7 +265,9 @@ var methodRoles = map[string][]Role{
 	"/barista.v1.Worker/":     {RoleWorker, RoleAdmin},
 	"/barista.v1.Node/":       {RoleAdmin},
 	"/barista.v1.Node/Status": {RoleClient, RoleWorker, RoleAdmin},
-	"/grpc.health.v1.Health/": nil, // no token needed
+	// Each forwarded submit is authorized again on its own (forwardsubmit.go).
+	"/barista.v1.Node/ForwardSubmits": {RoleClient, RoleAdmin},
+	"/grpc.health.v1.Health/":         nil, // no token needed
 	// The API's schema (with --grpc-reflection): any token.
 	"/grpc.reflection.v1.ServerReflection/":      {RoleClient, RoleWorker, RoleAdmin, RoleMetrics},
 	"/grpc.reflection.v1alpha.ServerReflection/": {RoleClient, RoleWorker, RoleAdmin, RoleMetrics},
@@ -284,19 +286,33 @@ func allowed(method string) ([]Role, bool) {
 
 // authorize identifies the caller and checks the method's roles.
 func (a *Auth) authorize(ctx context.Context, method string) (context.Context, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	id, err := a.identifyFor(method, md.Get("authorization"))
+	if err != nil {
+		return nil, err
+	}
+	if id == nil {
+		return ctx, nil
+	}
+	return context.WithValue(ctx, identityKey{}, *id), nil
+}
+
+// identifyFor identifies the caller of method from its authorization
+// header values (the last "Bearer TOKEN" counts) and checks the method's
+// roles: nil (and no error) for a method open without a token.
+func (a *Auth) identifyFor(method string, authorization []string) (*Identity, error) {
 	roles, known := allowed(method)
 	if !known {
 		return nil, status.Errorf(codes.PermissionDenied, "method %s is not open to any role", method)
 	}
 	if roles == nil {
-		return ctx, nil
+		return nil, nil
 	}
 	if a.open {
-		return context.WithValue(ctx, identityKey{}, Identity{Role: RoleAdmin}), nil
+		return &Identity{Role: RoleAdmin}, nil
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
 	var secret string
-	for _, v := range md.Get("authorization") {
+	for _, v := range authorization {
 		if s, ok := strings.CutPrefix(v, "Bearer "); ok {
 			secret = s
 		}
@@ -310,7 +326,7 @@ func (a *Auth) authorize(ctx context.Context, method string) (context.Context, e
 	}
 	for _, r := range roles {
 		if r == id.Role {
-			return context.WithValue(ctx, identityKey{}, id), nil
+			return &id, nil
 		}
 	}
 	return nil, status.Errorf(codes.PermissionDenied, "a %s token may not call %s", id.Role, method)

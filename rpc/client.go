@@ -26,6 +26,9 @@ type ClientService struct {
 	workers *WorkerService
 	// submits holds tenants to the submit rate (on the leader).
 	submits *submitLimiter
+	// forwarder carries single submits to the leader in batches (on a
+	// follower).
+	forwarder *submitForwarder
 }
 
 // ListJobs pages: at most maxPage jobs (defaultPage unless asked), and
@@ -154,34 +157,20 @@ func permit(sc *sfq.Scheduler, tenant string, req *pb.SubmitRequest) error {
 	return groupRoom(sc, &t, req.Group)
 }
 
-// Submit queues a job.
+// Submit queues a job. A follower sends it on to the leader with the
+// other single submits that arrive meanwhile (forwardsubmit.go).
 func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
-	tenant, err := scopeTenant(ctx, req.Tenant, true)
+	tenant, cmd, err := s.checkSubmit(ctx, req, s.submitConfig())
 	if err != nil {
 		return nil, err
 	}
-	if err := validateSubmit(req, s.submitConfig()); err != nil {
-		return nil, err
-	}
-	cmd := submitCommand(tenant, req)
-	if err := levelErr(s.node.FSM, cmd); err != nil {
-		return nil, err
-	}
-	fwd := forwardedSubmit(tenant, req)
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubmitResponse, error) {
-		return pb.NewClientClient(cc).Submit(ctx, fwd)
-	}); handled {
+	if resp, handled, err := s.forwardSubmit(ctx, forwardedSubmit(tenant, req)); handled {
 		return resp, err
 	}
-	// On the leader: the checks that need state. Apply re-checks them.
-	s.node.FSM.Read(func(sc *sfq.Scheduler) { err = submitState(sc, tenant, req) })
-	if err != nil {
-		return nil, err
-	}
-	if r := s.node.FSM.Config().SubmitRate; r.N != 0 {
-		if n, wait := s.submits.take(tenant, r, 1); n == 0 {
-			return nil, submitRateError(tenant, r, wait)
-		}
+	errs := []error{nil}
+	s.admitSubmits([]string{tenant}, []*pb.SubmitRequest{req}, errs)
+	if errs[0] != nil {
+		return nil, errs[0]
 	}
 	res, err := s.propose(ctx, cmd)
 	if err != nil {
@@ -191,6 +180,48 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 		return nil, err
 	}
 	return &pb.SubmitResponse{JobId: uint64(res[0].Job), Created: res[0].Created}, nil
+}
+
+// checkSubmit checks a submit at the edge, on any node: its tenant for the
+// caller (ctx's identity), its fields, and the cluster's feature level. It
+// returns the tenant and the command.
+func (s *ClientService) checkSubmit(ctx context.Context, req *pb.SubmitRequest, cfg fsm.Config) (string, *pb.Command, error) {
+	tenant, err := scopeTenant(ctx, req.Tenant, true)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := validateSubmit(req, cfg); err != nil {
+		return "", nil, err
+	}
+	cmd := submitCommand(tenant, req)
+	if err := levelErr(s.node.FSM, cmd); err != nil {
+		return "", nil, err
+	}
+	return tenant, cmd, nil
+}
+
+// admitSubmits makes, on the leader, the checks of single submits that
+// need the state (submitState; Apply checks them again) and then holds
+// them to the submit rate in their order. errs[i] already set skips a
+// submit; a refusal is written there.
+func (s *ClientService) admitSubmits(tenants []string, reqs []*pb.SubmitRequest, errs []error) {
+	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+		for i, req := range reqs {
+			if errs[i] == nil {
+				errs[i] = submitState(sc, tenants[i], req)
+			}
+		}
+	})
+	if r := s.node.FSM.Config().SubmitRate; r.N != 0 {
+		for i, tenant := range tenants {
+			if errs[i] != nil {
+				continue
+			}
+			if n, wait := s.submits.take(tenant, r, 1); n == 0 {
+				errs[i] = submitRateError(tenant, r, wait)
+			}
+		}
+	}
 }
 
 // jobToPB converts a job record, with its payload or without.

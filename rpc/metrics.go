@@ -17,11 +17,14 @@ type metrics struct {
 	// submitsLimited counts submits this node refused, as leader, for
 	// their tenant's submit_rate.
 	submitsLimited prometheus.Counter
+	// forwardBatches and forwardedSubmits count this node's ForwardSubmits
+	// calls to the leader, as a follower, and the submits they carried.
+	forwardBatches, forwardedSubmits prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *metrics {
 	m := newWorkerMetrics()
-	reg.MustRegister(m.dispatchLatency, m.fenced, m.unproposed, m.submitsLimited, &stateCollector{node: node, maxTenants: maxTenants})
+	reg.MustRegister(m.dispatchLatency, m.fenced, m.unproposed, m.submitsLimited, m.forwardBatches, m.forwardedSubmits, &stateCollector{node: node, maxTenants: maxTenants})
 	return m
 }
 
@@ -39,6 +42,10 @@ func newWorkerMetrics() *metrics {
 			[]string{"message", "reason"}),
 		submitsLimited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "barista_submits_rate_limited_total", Help: "Submits refused on this node, as leader, for their tenant's submit_rate."}),
+		forwardBatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "barista_submit_forward_calls_total", Help: "Calls this node made, as a follower, to carry single submits to the leader in batches."}),
+		forwardedSubmits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "barista_submits_forwarded_total", Help: "Single submits this node carried, as a follower, to the leader in batched calls."}),
 	}
 	// Series that exist from the start read as 0 instead of missing.
 	for _, msg := range []string{"started", "heartbeat", "finished"} {

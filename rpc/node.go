@@ -24,6 +24,9 @@ type NodeService struct {
 	pb.UnimplementedNodeServer
 	base
 	unsafeDebug bool
+	// client and auth take the submits a follower forwards in batches.
+	client *ClientService
+	auth   *Auth
 }
 
 // Status reports this node's view of the cluster.

@@ -106,8 +106,9 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth}
 	rand.Read(s.csrfKey[:]) // crypto/rand.Read never returns an error
 	workers := newWorkerService(b)
-	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited)}, &AdminService{base: b}, workers
-	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug})
+	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
+		forwarder: newSubmitForwarder(&b)}, &AdminService{base: b}, workers
+	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug, client: s.client, auth: opt.Auth})
 	pb.RegisterClientServer(s.GRPC, s.client)
 	pb.RegisterAdminServer(s.GRPC, s.admin)
 	pb.RegisterWorkerServer(s.GRPC, workers)

@@ -201,6 +201,10 @@ func TestAuthMatrix(t *testing.T) {
 			_, err := pb.NewClientClient(cc).PurgeJobs(ctx, &pb.BulkJobsRequest{Tenant: "acme", Filter: &pb.JobFilter{}, DryRun: true})
 			return err
 		},
+		"Node.ForwardSubmits": func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := pb.NewNodeClient(cc).ForwardSubmits(ctx, &pb.ForwardSubmitsRequest{})
+			return err
+		},
 		"Worker.ListWorkers": func(ctx context.Context, cc *grpc.ClientConn) error {
 			_, err := pb.NewWorkerClient(cc).ListWorkers(ctx, &pb.ListWorkersRequest{})
 			return err
@@ -220,7 +224,7 @@ func TestAuthMatrix(t *testing.T) {
 		"Client.Redrive": codes.OK, "Client.CancelJobs": codes.OK, "Client.PurgeJobs": codes.OK,
 		"Admin.GetTenant": codes.OK, "Admin.ListTenants": codes.OK, "Admin.GetConfig": codes.OK, "Admin.SetConfig": codes.InvalidArgument,
 		"Node.Status": codes.OK, "Node.Apply": codes.InvalidArgument, "Node.Join": codes.InvalidArgument, "Node.RemovePeer": codes.NotFound,
-		"Node.ListPeers": codes.OK, "Node.TransferLeadership": codes.NotFound, "Worker.ListWorkers": codes.OK, "Worker.Drain": codes.NotFound,
+		"Node.ListPeers": codes.OK, "Node.TransferLeadership": codes.NotFound, "Node.ForwardSubmits": codes.InvalidArgument, "Worker.ListWorkers": codes.OK, "Worker.Drain": codes.NotFound,
 	}
 	roles := []struct {
 		name  string
@@ -230,7 +234,7 @@ func TestAuthMatrix(t *testing.T) {
 		{"none", "", func(string) codes.Code { return codes.Unauthenticated }},
 		{"bad token", "not-a-real-token", func(string) codes.Code { return codes.Unauthenticated }},
 		{"client", acmeToken, func(m string) codes.Code {
-			if strings.HasPrefix(m, "Client.") || m == "Node.Status" {
+			if strings.HasPrefix(m, "Client.") || m == "Node.Status" || m == "Node.ForwardSubmits" {
 				return adminWant[m]
 			}
 			return codes.PermissionDenied
