@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,27 @@ func levels(c *cluster.Cluster) string {
 		fmt.Fprintf(&b, "%s:%d/%d ", n.ID, st.ClusterFeatureLevel, st.FeatureLevel)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// startOldVoter bootstraps n1 as a voter of an older build (reporting
+// feature level level), joins n2 and n3 of this build to it, and checks
+// that the cluster stays at that level. It returns n1.
+func startOldVoter(t *testing.T, c *cluster.Cluster, level int) *cluster.Node {
+	t.Helper()
+	old := c.Add("n1")
+	old.Args = []string{"--test-feature-level", strconv.Itoa(level)}
+	old.Start("--bootstrap")
+	c.WaitLeader(20 * time.Second)
+	for _, id := range []string{"n2", "n3"} {
+		c.Add(id).Start("--join", old.GRPCAddr)
+	}
+	c.WaitVoters(3, 30*time.Second)
+	c.WaitConverged(30 * time.Second)
+	want := fmt.Sprintf("n1:%d/%d n2:%d/%d n3:%d/%d", level, level, level, fsm.MaxFeatureLevel, level, fsm.MaxFeatureLevel)
+	if got := levels(c); got != want {
+		t.Fatalf("levels (cluster/own): %s", got)
+	}
+	return old
 }
 
 // upgradeOldVoter restarts old at this build's level and waits until the
