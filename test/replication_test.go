@@ -22,6 +22,20 @@ func tenantCmd(name string, tier pb.Tier, cap uint32) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: tier, Caps: &pb.Caps{MaxRunning: cap}}}}
 }
 
+// startWithAcme starts a cluster of n nodes with tenant acme at tier
+// gold (applied as a command) and returns it with a context that ends
+// after timeout or with the test.
+func startWithAcme(t *testing.T, n int, timeout time.Duration) (*cluster.Cluster, context.Context) {
+	t.Helper()
+	c := cluster.Start(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	if _, err := c.Apply(ctx, tenantCmd("acme", pb.Tier_GOLD, 0)); err != nil {
+		t.Fatal(err)
+	}
+	return c, ctx
+}
+
 func submitCmd(tenant, key string, size pb.Size, cost int64) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, IdempotencyKey: key, Size: size, EstCostMs: cost, Payload: []byte("sleep 1")}}}
 }
