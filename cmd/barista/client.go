@@ -126,6 +126,19 @@ func (c *clientFlags) call(fn func(ctx context.Context, cc grpc.ClientConnInterf
 	return c.with(func(cl *client.Client) error { return cl.Call(context.Background(), fn) })
 }
 
+// ask makes one unary call through call (a clientFlags' call) and returns
+// its answer: newClient makes the service's client and method is the call,
+// a method expression such as pb.NodeClient.Status.
+func ask[C, Req, Resp any](call func(func(context.Context, grpc.ClientConnInterface) error) error,
+	newClient func(grpc.ClientConnInterface) C, method func(C, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	var resp Resp
+	err := call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
+		resp, err = method(newClient(cc), ctx, req)
+		return err
+	})
+	return resp, err
+}
+
 // stream runs a streaming call on the first node that takes it
 // (client.Stream); only the stream's end bounds it.
 func (c *clientFlags) stream(fn func(ctx context.Context, cc grpc.ClientConnInterface) error) error {

@@ -72,11 +72,7 @@ func init() {
 		usage:    "[--json]",
 		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
-			var pc *pb.SchedulerConfig
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				pc, err = pb.NewAdminClient(cc).GetConfig(ctx, &pb.GetConfigRequest{})
-				return err
-			})
+			pc, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.GetConfig, &pb.GetConfigRequest{})
 			if err != nil {
 				return err
 			}

@@ -23,11 +23,7 @@ func init() {
 		usage:    "[--server ADDR] [--json]",
 		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
-			var resp *pb.ListPeersResponse
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				resp, err = pb.NewNodeClient(cc).ListPeers(ctx, &pb.ListPeersRequest{})
-				return err
-			})
+			resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.ListPeers, &pb.ListPeersRequest{})
 			if err != nil {
 				return err
 			}
@@ -70,10 +66,7 @@ with a dead member has no fault tolerance left.`,
 			if len(args) != 1 {
 				return usageError("remove-peer needs one ID")
 			}
-			if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
-				_, err := pb.NewNodeClient(cc).RemovePeer(ctx, &pb.RemovePeerRequest{Id: args[0]})
-				return err
-			}); err != nil {
+			if _, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.RemovePeer, &pb.RemovePeerRequest{Id: args[0]}); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.stdout, "removed %s\n", args[0])
@@ -92,11 +85,8 @@ with a dead member has no fault tolerance left.`,
 			if len(args) == 1 {
 				req.Id = args[0]
 			}
-			var resp *pb.TransferLeadershipResponse
-			if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				resp, err = pb.NewNodeClient(cc).TransferLeadership(ctx, req)
-				return err
-			}); err != nil {
+			resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.TransferLeadership, req)
+			if err != nil {
 				return err
 			}
 			if opts.json {

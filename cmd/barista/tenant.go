@@ -198,11 +198,7 @@ mark.`,
 			if len(args) != 1 {
 				return usageError("tenant get needs one NAME")
 			}
-			var t *pb.Tenant
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				t, err = pb.NewAdminClient(cc).GetTenant(ctx, &pb.GetTenantRequest{Name: args[0]})
-				return err
-			})
+			t, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.GetTenant, &pb.GetTenantRequest{Name: args[0]})
 			if err != nil {
 				return err
 			}
@@ -214,11 +210,7 @@ mark.`,
 		usage:    "[--json]",
 		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
-			var resp *pb.ListTenantsResponse
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				resp, err = pb.NewAdminClient(cc).ListTenants(ctx, &pb.ListTenantsRequest{})
-				return err
-			})
+			resp, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.ListTenants, &pb.ListTenantsRequest{})
 			if err != nil {
 				return err
 			}
@@ -246,10 +238,7 @@ mark.`,
 			if len(args) != 1 {
 				return usageError("tenant delete needs one NAME")
 			}
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
-				_, err := pb.NewAdminClient(cc).DeleteTenant(ctx, &pb.DeleteTenantRequest{Name: args[0]})
-				return err
-			})
+			_, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.DeleteTenant, &pb.DeleteTenantRequest{Name: args[0]})
 			if err != nil {
 				return err
 			}

@@ -125,11 +125,7 @@ addresses are refused unless the servers allow them
 			if err := noArgs(args, opts); err != nil {
 				return err
 			}
-			var w *pb.Webhook
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				w, err = pb.NewAdminClient(cc).WebhookGet(ctx, &pb.WebhookGetRequest{Tenant: opts.tenant})
-				return err
-			})
+			w, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.WebhookGet, &pb.WebhookGetRequest{Tenant: opts.tenant})
 			if err != nil {
 				return err
 			}
@@ -148,10 +144,7 @@ addresses are refused unless the servers allow them
 			if err := noArgs(args, opts); err != nil {
 				return err
 			}
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
-				_, err := pb.NewAdminClient(cc).WebhookDelete(ctx, &pb.WebhookDeleteRequest{Tenant: opts.tenant})
-				return err
-			})
+			_, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.WebhookDelete, &pb.WebhookDeleteRequest{Tenant: opts.tenant})
 			if err != nil {
 				return err
 			}
@@ -175,11 +168,7 @@ body), the consecutive failures and the next retry.`,
 			if err := noArgs(args, opts); err != nil {
 				return err
 			}
-			var st *pb.WebhookStatusResponse
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				st, err = pb.NewAdminClient(cc).WebhookStatus(ctx, &pb.WebhookStatusRequest{Tenant: opts.tenant})
-				return err
-			})
+			st, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.WebhookStatus, &pb.WebhookStatusRequest{Tenant: opts.tenant})
 			if err != nil {
 				return err
 			}
@@ -228,11 +217,7 @@ A SEQ past the cursor skips the events between.`,
 			if opts.from == 0 {
 				return usageError("--from is required")
 			}
-			var w *pb.Webhook
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				w, err = pb.NewAdminClient(cc).WebhookReplay(ctx, &pb.WebhookReplayRequest{Tenant: opts.tenant, FromSeq: opts.from})
-				return err
-			})
+			w, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.WebhookReplay, &pb.WebhookReplayRequest{Tenant: opts.tenant, FromSeq: opts.from})
 			if err != nil {
 				return err
 			}
