@@ -34,20 +34,17 @@ func levels(c *cluster.Cluster) string {
 // that the cluster stays at that level. It returns n1.
 func startOldVoter(t *testing.T, c *cluster.Cluster, level int) *cluster.Node {
 	t.Helper()
-	old := c.Add("n1")
-	old.Args = []string{"--test-feature-level", strconv.Itoa(level)}
-	old.Start("--bootstrap")
-	c.WaitLeader(20 * time.Second)
-	for _, id := range []string{"n2", "n3"} {
-		c.Add(id).Start("--join", old.GRPCAddr)
-	}
-	c.WaitVoters(3, 30*time.Second)
+	c.BootWith(3, func(i int, n *cluster.Node) {
+		if i == 0 {
+			n.Args = []string{"--test-feature-level", strconv.Itoa(level)}
+		}
+	})
 	c.WaitConverged(30 * time.Second)
 	want := fmt.Sprintf("n1:%d/%d n2:%d/%d n3:%d/%d", level, level, level, fsm.MaxFeatureLevel, level, fsm.MaxFeatureLevel)
 	if got := levels(c); got != want {
 		t.Fatalf("levels (cluster/own): %s", got)
 	}
-	return old
+	return c.Nodes[0]
 }
 
 // upgradeOldVoter restarts old at this build's level and waits until the

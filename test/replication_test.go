@@ -433,21 +433,13 @@ func TestConfigFilesSeedOnlyAtBootstrap(t *testing.T) {
 		"[scheduler]\nlease_timeout = \"90s\"\nself_kill_after = \"60s\"\npolicy = \"reserve:2s\"\n[scheduler.weights]\ngold = 99\n",
 		"[scheduler]\nclamp = \"dispatch\"\ndecay = \"half_life:1h,norm:100s\"\n",
 	}
-	for i, body := range files {
-		path := filepath.Join(dir, fmt.Sprintf("n%d.toml", i+1))
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+	c.BootWith(len(files), func(i int, n *cluster.Node) {
+		path := filepath.Join(dir, n.ID+".toml")
+		if err := os.WriteFile(path, []byte(files[i]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		n := c.Add(fmt.Sprintf("n%d", i+1))
 		n.Args = []string{"--config", path}
-		if i == 0 {
-			n.Start("--bootstrap")
-			c.WaitLeader(20 * time.Second)
-		} else {
-			n.Start("--join", c.Nodes[0].GRPCAddr)
-		}
-	}
-	c.WaitVoters(3, 30*time.Second)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := c.Apply(ctx, tenantCmd("g", pb.Tier_GOLD, 0), submitCmd("g", "", pb.Size_MD, 1000)); err != nil {
@@ -485,19 +477,11 @@ func TestConfigFilesSeedOnlyAtBootstrap(t *testing.T) {
 // leader: cluster time advances only by the real time elapsed.
 func TestSkewedLeaderClock(t *testing.T) {
 	c := cluster.New(t)
-	for i := 1; i <= 3; i++ {
-		n := c.Add(fmt.Sprintf("n%d", i))
-		if i == 2 {
+	c.BootWith(3, func(_ int, n *cluster.Node) {
+		if n.ID == "n2" {
 			n.Args = []string{"--test-clock-offset", "60s"}
 		}
-		if i == 1 {
-			n.Start("--bootstrap")
-			c.WaitLeader(20 * time.Second)
-		} else {
-			n.Start("--join", c.Nodes[0].GRPCAddr)
-		}
-	}
-	c.WaitVoters(3, 30*time.Second)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tick := func() int64 {
