@@ -68,9 +68,7 @@ func hasRow(table, row string) bool {
 // reasons, no_worker among them, from the leader, to the job's own tenant
 // only.
 func TestClassesDeadlinesThroughAPIAndCLI(t *testing.T) {
-	c := cluster.New(t, "--config", tokenConfig(t, workerTimeouts))
-	c.Token = adminToken
-	c.Boot(3)
+	c := startWithTokens(t, 3, workerTimeouts)
 	follower := c.Followers(c.WaitLeader(20 * time.Second))[0]
 	addr := follower.GRPCAddr
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

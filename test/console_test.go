@@ -169,9 +169,7 @@ func arrive(t *testing.T, ctx context.Context, mark, what, ready string) string 
 // page under docs/.
 func TestConsoleInChromium(t *testing.T) {
 	ctx, dialogs := browser(t)
-	c := cluster.New(t, "--config", tokenConfig(t, ""))
-	c.Token = adminToken
-	c.Boot(3)
+	c := startWithTokens(t, 3, "")
 	leader := c.WaitLeader(30 * time.Second)
 	follower := c.Followers(leader)[0]
 	base := "http://" + follower.HTTPAddr

@@ -18,9 +18,7 @@ import (
 // job, the old job is NOT_FOUND, its list, events and usage hold only the
 // new one.
 func TestRecreatedTenantThroughAPI(t *testing.T) {
-	c := cluster.New(t, "--config", tokenConfig(t, ""))
-	c.Token = adminToken
-	c.Boot(1)
+	c := startWithTokens(t, 1, "")
 	addr := c.Nodes[0].GRPCAddr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -525,9 +525,7 @@ func TestWorkerPartitionedKillsItsJob(t *testing.T) {
 func TestWorkerIdentity(t *testing.T) {
 	const gpuToken = "gpu-worker-secret-0001"
 	burn := cluster.Helper(t, "./test/testdata/burn")
-	c := cluster.New(t, "--config", tokenConfig(t, fmt.Sprintf("[[auth.tokens]]\nrole = \"worker\"\nworker_id = \"gpu-*\"\ntoken = %q\n%s", gpuToken, workerTimeouts)))
-	c.Token = adminToken
-	c.Boot(3)
+	c := startWithTokens(t, 3, fmt.Sprintf("[[auth.tokens]]\nrole = \"worker\"\nworker_id = \"gpu-*\"\ntoken = %q\n%s", gpuToken, workerTimeouts))
 	setupTenants(t, c, map[string]pb.Tier{"acme": pb.Tier_GOLD})
 	client := pb.NewClientClient(c.Nodes[0].Conn())
 
