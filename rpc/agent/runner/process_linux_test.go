@@ -234,15 +234,27 @@ func TestSubreaperEnabled(t *testing.T) {
 	}
 }
 
-func TestCPUSingleProcess(t *testing.T) {
+// cpuRun runs the helper in mode for d, polling its CPU until it is done,
+// and fails unless it exits with status 0; it returns the process, its
+// result, the samples and its log.
+func cpuRun(t *testing.T, mode, d string) (*Process, Result, []time.Duration, string) {
+	t.Helper()
 	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, helperSpec(t, "burn", "1s"), Options{LogPath: log})
+	p := start(t, helperSpec(t, mode, d), Options{LogPath: log})
 	samples := pollCPUUntilDone(t, p, 30*time.Second)
 	res := p.Result()
-	if res.ExitCode != 0 || res.Signal != "" || res.Err != nil {
+	if res.ExitCode != 0 || res.Err != nil {
 		t.Fatalf("Result = %+v, want a clean exit", res)
 	}
-	assertCPUClose(t, res.CPU, reportedDuration(t, readFile(t, log), "self"))
+	return p, res, samples, readFile(t, log)
+}
+
+func TestCPUSingleProcess(t *testing.T) {
+	p, res, samples, out := cpuRun(t, "burn", "1s")
+	if res.Signal != "" {
+		t.Fatalf("Result = %+v, want a clean exit", res)
+	}
+	assertCPUClose(t, res.CPU, reportedDuration(t, out, "self"))
 	checkSamples(t, samples, res.CPU)
 	if c, err := p.CPU(); err != nil || c != res.CPU {
 		t.Errorf("CPU() after Done = %v, %v; want %v", c, err, res.CPU)
@@ -250,26 +262,13 @@ func TestCPUSingleProcess(t *testing.T) {
 }
 
 func TestCPUForkedChild(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, helperSpec(t, "fork", "1s"), Options{LogPath: log})
-	samples := pollCPUUntilDone(t, p, 30*time.Second)
-	res := p.Result()
-	if res.ExitCode != 0 || res.Err != nil {
-		t.Fatalf("Result = %+v, want a clean exit", res)
-	}
-	assertCPUClose(t, res.CPU, reportedDuration(t, readFile(t, log), "total"))
+	_, res, samples, out := cpuRun(t, "fork", "1s")
+	assertCPUClose(t, res.CPU, reportedDuration(t, out, "total"))
 	checkSamples(t, samples, res.CPU)
 }
 
 func TestCPUOrphanedGrandchild(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, helperSpec(t, "orphan", "600ms"), Options{LogPath: log})
-	samples := pollCPUUntilDone(t, p, 30*time.Second)
-	res := p.Result()
-	if res.ExitCode != 0 || res.Err != nil {
-		t.Fatalf("Result = %+v, want a clean exit", res)
-	}
-	out := readFile(t, log)
+	_, res, samples, out := cpuRun(t, "orphan", "600ms")
 	gc := reportedDuration(t, out, "grandchild")
 	if gc < 600*time.Millisecond {
 		t.Fatalf("grandchild reported %v, want >= 600ms", gc)
