@@ -124,12 +124,8 @@ tenant's own limit applies as well. Give --cap, --rate or both.`,
 					rate = "none"
 				}
 			}
-			var g *pb.Group
-			err := opts.with(func(cl *client.Client) (err error) {
-				g, err = cl.SetGroup(context.Background(), &pb.SetGroupRequest{Tenant: opts.tenant, Group: args[0], Cap: opts.cap,
-					Rate: rate, Burst: opts.burst})
-				return err
-			})
+			g, err := withCall(opts.with, (*client.Client).SetGroup, &pb.SetGroupRequest{Tenant: opts.tenant, Group: args[0], Cap: opts.cap,
+				Rate: rate, Burst: opts.burst})
 			if err != nil {
 				return err
 			}
@@ -148,12 +144,8 @@ tenant's own limit applies as well. Give --cap, --rate or both.`,
 			if err := groupNameError(args[0]); err != nil {
 				return usageError("GROUP: %v", err)
 			}
-			var g *pb.Group
-			err := opts.with(func(cl *client.Client) (err error) {
-				g, err = cl.GetGroup(context.Background(), &pb.GetGroupRequest{Tenant: opts.tenant, Group: args[0],
-					Read: &pb.ReadOptions{Stale: opts.stale}})
-				return err
-			})
+			g, err := withCall(opts.with, (*client.Client).GetGroup, &pb.GetGroupRequest{Tenant: opts.tenant, Group: args[0],
+				Read: &pb.ReadOptions{Stale: opts.stale}})
 			if err != nil {
 				return err
 			}
