@@ -433,10 +433,18 @@ func TestLogAppendsAndDiscard(t *testing.T) {
 	}
 }
 
-func TestTerminateTrapped(t *testing.T) {
+// startReady starts spec with a log and waits until it has logged "ready";
+// it returns the process and the log's path.
+func startReady(t *testing.T, spec Spec) (*Process, string) {
+	t.Helper()
 	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, helperSpec(t, "trapterm"), Options{LogPath: log})
+	p := start(t, spec, Options{LogPath: log})
 	waitForLog(t, log, "ready\n")
+	return p, log
+}
+
+func TestTerminateTrapped(t *testing.T) {
+	p, log := startReady(t, helperSpec(t, "trapterm"))
 	t0 := time.Now()
 	const grace = 5 * time.Second
 	p.Terminate(grace)
@@ -456,9 +464,7 @@ func TestTerminateTrapped(t *testing.T) {
 }
 
 func TestTerminateIgnored(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, helperSpec(t, "ignoreterm"), Options{LogPath: log})
-	waitForLog(t, log, "ready\n")
+	p, _ := startReady(t, helperSpec(t, "ignoreterm"))
 	t0 := time.Now()
 	const grace = 300 * time.Millisecond
 	p.Terminate(grace)
@@ -476,9 +482,7 @@ func TestTerminateIgnored(t *testing.T) {
 // A job whose main process exits on SIGTERM at once while a descendant
 // ignores it: the descendant gets until the end of the grace, then SIGKILL.
 func TestTerminateGraceForDescendants(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, Spec{Argv: []string{"sh", "-c", "(trap '' TERM; echo ready; exec sleep 1000) & wait"}}, Options{LogPath: log})
-	waitForLog(t, log, "ready\n")
+	p, _ := startReady(t, Spec{Argv: []string{"sh", "-c", "(trap '' TERM; echo ready; exec sleep 1000) & wait"}})
 	tree := waitTree(t, p.PID(), 2, 0)
 	t0 := time.Now()
 	const grace = 400 * time.Millisecond
