@@ -131,6 +131,19 @@ func (w *workload) untilSnapshots(t *testing.T, ctx context.Context, c *cluster.
 	}
 }
 
+// snapshottedNode starts a one-node cluster that snapshots every 20
+// entries, keeping trailingLogs entries behind a snapshot, and applies the
+// workload of seed until the node has written count snapshots.
+func snapshottedNode(t *testing.T, trailingLogs string, seed uint64, count int) *cluster.Cluster {
+	t.Helper()
+	c := cluster.Start(t, 1, "--snapshot-threshold", "20", "--trailing-logs", trailingLogs, "--snapshot-interval", "100ms")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := startWorkload(t, ctx, c, seed)
+	w.untilSnapshots(t, ctx, c, c.Nodes[0], count)
+	return c
+}
+
 // TestReplicatedWorkload drives thousands of random commands through all
 // three nodes (followers forward to the leader) from concurrent clients;
 // every node then reports the same state hash at the same applied index.
@@ -518,12 +531,8 @@ func TestSkewedLeaderClock(t *testing.T) {
 // corrupt one moved aside, the node starts from the older snapshot and
 // the log after it (which still reaches back) and holds what it held.
 func TestCorruptSnapshotRefused(t *testing.T) {
-	c := cluster.Start(t, 1, "--snapshot-threshold", "20", "--trailing-logs", "1000", "--snapshot-interval", "100ms")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	w := startWorkload(t, ctx, c, 5)
+	c := snapshottedNode(t, "1000", 5, 2)
 	n := c.Nodes[0]
-	w.untilSnapshots(t, ctx, c, n, 2)
 	index, hash := c.WaitConverged(10 * time.Second)
 	st, err := n.Status()
 	if err != nil {
