@@ -51,6 +51,16 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 	t.Fatalf("%s: not within %s (last: %s)", what, timeout, last)
 }
 
+// waitLogged waits until p's log holds text (the end of the log says
+// why not).
+func waitLogged(t *testing.T, timeout time.Duration, what string, p interface{ Log() string }, text string) {
+	t.Helper()
+	waitFor(t, timeout, what, func() (bool, string) {
+		log := p.Log()
+		return strings.Contains(log, text), tail(log)
+	})
+}
+
 // goldTenants creates (or sets) each named tenant at tier gold.
 func goldTenants(t *testing.T, ctx context.Context, admin pb.AdminClient, names ...string) {
 	t.Helper()

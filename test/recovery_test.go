@@ -123,13 +123,7 @@ func TestRebuildDamagedNode(t *testing.T) {
 	// The cluster goes on without n3, and compacts its log past n3's.
 	submit(150, 300)
 	leader := c.WaitLeader(10 * time.Second)
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(leader.Log(), "compacting logs") {
-		if time.Now().After(deadline) {
-			t.Fatal("the leader never compacted its log")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitLogged(t, 30*time.Second, "the leader to compact its log", leader, "compacting logs")
 
 	logPath := filepath.Join(n3.DataDir, "raft.db")
 	if err := os.Truncate(logPath, 64<<10); err != nil {

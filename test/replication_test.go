@@ -278,13 +278,7 @@ func TestCatchUpBySnapshot(t *testing.T) {
 	c.WaitConverged(30 * time.Second)
 	// Wait for a snapshot on the leader.
 	leader := c.WaitLeader(10 * time.Second)
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(leader.Log(), "snapshot written") {
-		if time.Now().After(deadline) {
-			t.Fatal("the leader never wrote a snapshot")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitLogged(t, 20*time.Second, "a snapshot on the leader", leader, "snapshot written")
 	n4 := c.Add("n4")
 	n4.Start("--join", c.Nodes[1].GRPCAddr)
 	c.WaitVoters(4, 30*time.Second)
@@ -327,13 +321,7 @@ func TestReplayDataDir(t *testing.T) {
 	node := c.Nodes[2]
 	// The replay must start from a snapshot: wait for the node's first
 	// (its threshold is 100 entries, checked every 300-600 ms).
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(node.Log(), "snapshot written") {
-		if time.Now().After(deadline) {
-			t.Fatal("no snapshot written within 30 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitLogged(t, 30*time.Second, "a snapshot", node, "snapshot written")
 	index, hash := c.WaitConverged(30 * time.Second)
 	if err := node.Stop(); err != nil {
 		t.Fatalf("clean stop: %v", err)

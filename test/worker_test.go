@@ -541,13 +541,7 @@ func TestWorkerIdentity(t *testing.T) {
 	attacker.Args = []string{"--id", "victim"}
 	attacker.Token = workerToken
 	attacker.Start("")
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(attacker.Log(), "code = Aborted") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the second worker with the victim's ID was never refused ABORTED:\n%s", cluster.Tail(attacker.LogPath, 20))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitLogged(t, 30*time.Second, "the second worker with the victim's ID to be refused ABORTED", attacker, "code = Aborted")
 	j := waitJob(t, client, job, 60*time.Second, "completed", func(j *pb.Job) bool { return j.State == "completed" })
 	b, err := os.ReadFile(self)
 	if err != nil {
