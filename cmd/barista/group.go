@@ -136,7 +136,6 @@ tenant's own limit applies as well. Give --cap, --rate or both.`,
 		synopsis: "Show a group of a tenant: its caps and its jobs",
 		usage:    "GROUP [--tenant NAME] [--json]",
 		help:     groupHelp,
-		flags:    func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
 			if len(args) != 1 {
 				return usageError("group get needs one GROUP")
@@ -156,7 +155,6 @@ tenant's own limit applies as well. Give --cap, --rate or both.`,
 		synopsis: "List a tenant's groups by name (the unnamed group first)",
 		usage:    "[--tenant NAME] [--json]",
 		help:     groupHelp + "\n\nWith --json prints one object per group.",
-		flags:    func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
 			if len(args) > 0 {
 				return usageError("unexpected argument %q", args[0])

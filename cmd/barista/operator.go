@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +20,6 @@ func init() {
 	register("operator raft list-peers", typed(&spec[clientFlags]{
 		synopsis: "List the Raft configuration: addresses, state, last contact and lag of each member",
 		usage:    "[--server ADDR] [--json]",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.ListPeers, &pb.ListPeersRequest{})
 			if err != nil {
@@ -61,7 +59,6 @@ func init() {
 		help: `Removes the server with this ID through the leader, and its member
 record. Use it for a dead server before replacing it: a three-node cluster
 with a dead member has no fault tolerance left.`,
-		flags: func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) != 1 {
 				return usageError("remove-peer needs one ID")
@@ -76,7 +73,6 @@ with a dead member has no fault tolerance left.`,
 	register("operator raft transfer-leader", typed(&spec[clientFlags]{
 		synopsis: "Hand leadership to another voter",
 		usage:    "[ID]",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) > 1 {
 				return usageError("transfer-leader takes at most one ID")
@@ -105,8 +101,7 @@ func init() {
 		help: `Streams a consistent snapshot of a node's state (at its applied index) into
 FILE, checksummed; prints the index and state hash. Restore it into the
 same or a fresh cluster with "barista operator snapshot restore FILE".`,
-		flags: func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
-		run:   runSnapshotSave,
+		run: runSnapshotSave,
 	}))
 }
 
@@ -117,8 +112,7 @@ func init() {
 		help: `Checks FILE's checksum, sends it to the leader, which installs it through
 Raft (followers and later members receive it by InstallSnapshot). Every
 job, tenant and setting of the cluster is replaced by the snapshot's.`,
-		flags: func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
-		run:   runSnapshotRestore,
+		run: runSnapshotRestore,
 	}))
 }
 

@@ -79,7 +79,6 @@ accepted, and no tenant's place in the fair share changes, so resuming
 clamps nothing. "barista explain" says paused vertex=all meanwhile. Use it
 for maintenance: pause, let running jobs drain ("barista status"), work,
 resume. Needs an admin token.`,
-			flags: func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 			run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 				if len(args) != 0 {
 					return usageError("unexpected argument %q", args[0])

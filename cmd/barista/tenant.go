@@ -193,7 +193,6 @@ mark.`,
 	register("tenant get", typed(&spec[clientFlags]{
 		synopsis: "Show a tenant's configuration",
 		usage:    "NAME [--json]",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) != 1 {
 				return usageError("tenant get needs one NAME")
@@ -208,7 +207,6 @@ mark.`,
 	register("tenant list", typed(&spec[clientFlags]{
 		synopsis: "List tenants",
 		usage:    "[--json]",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			resp, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.ListTenants, &pb.ListTenantsRequest{})
 			if err != nil {
@@ -233,7 +231,6 @@ mark.`,
 	register("tenant delete", typed(&spec[clientFlags]{
 		synopsis: "Delete a tenant that has no queued or running job",
 		usage:    "NAME",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) != 1 {
 				return usageError("tenant delete needs one NAME")

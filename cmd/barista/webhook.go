@@ -120,7 +120,6 @@ addresses are refused unless the servers allow them
 	register("webhook get", typed(&spec[webhookFlags]{
 		synopsis: "Show a tenant's webhook endpoint (never its secret)",
 		usage:    "--tenant TENANT [--json]",
-		flags:    func(fs *flag.FlagSet, o *webhookFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *webhookFlags, args []string) error {
 			if err := noArgs(args, opts); err != nil {
 				return err
@@ -139,7 +138,6 @@ addresses are refused unless the servers allow them
 	register("webhook delete", typed(&spec[webhookFlags]{
 		synopsis: "Remove a tenant's webhook endpoint",
 		usage:    "--tenant TENANT",
-		flags:    func(fs *flag.FlagSet, o *webhookFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *webhookFlags, args []string) error {
 			if err := noArgs(args, opts); err != nil {
 				return err
@@ -163,7 +161,6 @@ backlog (the tenant's events after the cursor that the endpoint gets), and
 what the leader knows of its own deliveries since it leads — the last
 success, the last error (a status code or a cause, never a response
 body), the consecutive failures and the next retry.`,
-		flags: func(fs *flag.FlagSet, o *webhookFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *webhookFlags, args []string) error {
 			if err := noArgs(args, opts); err != nil {
 				return err

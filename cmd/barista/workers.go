@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"time"
 
@@ -13,7 +12,6 @@ func init() {
 	register("workers", typed(&spec[clientFlags]{
 		synopsis: "List workers: id, size, state, job, last heartbeat",
 		usage:    "[--json]",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run:      runWorkers,
 	}))
 }
