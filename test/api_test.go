@@ -63,6 +63,12 @@ func startWithTokens(t *testing.T, n int, extra string, args ...string) *cluster
 	return c
 }
 
+// adminAndAcme dials addr as the admin and as tenant acme.
+func adminAndAcme(t *testing.T, addr string) (pb.AdminClient, pb.ClientClient) {
+	t.Helper()
+	return pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil)), pb.NewClientClient(cluster.Dial(t, addr, acmeToken, nil))
+}
+
 func str(s string) *string { return &s }
 
 // TestAuthMatrix calls every RPC with every role (and none) against a

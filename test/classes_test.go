@@ -73,8 +73,7 @@ func TestClassesDeadlinesThroughAPIAndCLI(t *testing.T) {
 	addr := follower.GRPCAddr
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	admin := pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil))
-	acme := pb.NewClientClient(cluster.Dial(t, addr, acmeToken, nil))
+	admin, acme := adminAndAcme(t, addr)
 	beta := pb.NewClientClient(cluster.Dial(t, addr, betaToken, nil))
 	goldTenants(t, ctx, admin, "acme", "beta")
 	cli := cliVia(c, addr)

@@ -173,8 +173,7 @@ func TestConsoleInChromium(t *testing.T) {
 	leader := c.WaitLeader(30 * time.Second)
 	follower := c.Followers(leader)[0]
 	base := "http://" + follower.HTTPAddr
-	admin := pb.NewAdminClient(cluster.Dial(t, leader.GRPCAddr, adminToken, nil))
-	acme := pb.NewClientClient(cluster.Dial(t, leader.GRPCAddr, acmeToken, nil))
+	admin, acme := adminAndAcme(t, leader.GRPCAddr)
 	beta := pb.NewClientClient(cluster.Dial(t, leader.GRPCAddr, betaToken, nil))
 	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -34,9 +34,8 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 	addr := n2.GRPCAddr
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	admin := pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil))
+	admin, acme := adminAndAcme(t, addr)
 	adminClient := pb.NewClientClient(cluster.Dial(t, addr, adminToken, nil))
-	acme := pb.NewClientClient(cluster.Dial(t, addr, acmeToken, nil))
 	goldTenants(t, ctx, admin, "acme", "beta")
 	cli := cliVia(c, addr)
 	snap := func() byte { return snapshotFormat(t, c, "--server", addr, "--token", adminToken) }

@@ -22,8 +22,7 @@ func TestRecreatedTenantThroughAPI(t *testing.T) {
 	addr := c.Nodes[0].GRPCAddr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin := pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil))
-	acme := pb.NewClientClient(cluster.Dial(t, addr, acmeToken, nil))
+	admin, acme := adminAndAcme(t, addr)
 	key := "nightly-report"
 	submit := func() *pb.SubmitResponse {
 		t.Helper()
