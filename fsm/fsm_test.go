@@ -415,6 +415,26 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	}
 }
 
+// checkRestored restores snap, an encoding of a taken after cut entries
+// of log, applies the rest of log to it and checks that it ends with a's
+// hash.
+func checkRestored(t *rapid.T, a *FSM, snap []byte, cut int, log []*pb.Envelope) {
+	b := New()
+	if err := b.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(snap))), uint64(cut)); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	for i := cut; i < len(log); i++ {
+		if _, err := b.ApplyEnvelope(uint64(i+1), log[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ha, _ := a.Hash()
+	hb, _ := b.Hash()
+	if ha != hb {
+		t.Fatalf("restored state diverged: %x vs %x", ha, hb)
+	}
+}
+
 // TestSnapshotRoundTrip: random command streams; at a random point the
 // state is frozen and encoded on another goroutine while Apply goes on;
 // the encoding equals a synchronous one taken at the freeze; a state
@@ -468,20 +488,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatal("encoding a frozen view concurrently with Apply differs")
 		}
-		b := New()
-		if err := b.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(got))), uint64(cut)); err != nil {
-			t.Fatalf("restore: %v", err)
-		}
-		for i := cut; i < n; i++ {
-			if _, err := b.ApplyEnvelope(uint64(i+1), log[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ha, _ := a.Hash()
-		hb, _ := b.Hash()
-		if ha != hb {
-			t.Fatalf("restored state diverged: %x vs %x", ha, hb)
-		}
+		checkRestored(t, a, got, cut, log)
 	})
 }
 

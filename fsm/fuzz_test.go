@@ -139,13 +139,7 @@ func roundTrip(t *testing.T, m *FSM) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	e := sfq.NewEncoder(&buf)
-	v.Encode(e)
-	if err := e.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	n, err := DecodeState(sfq.NewDecoder(bytes.NewReader(buf.Bytes())), v.Index)
+	n, err := DecodeState(sfq.NewDecoder(bytes.NewReader(encodeFSM(v))), v.Index)
 	if err != nil {
 		t.Fatalf("the state does not decode: %v", err)
 	}

@@ -155,6 +155,20 @@ func coreStateVersion(v int) int {
 	return 1
 }
 
+// encodeWorkers writes the worker registry (every state version alike).
+func encodeWorkers(e *sfq.Encoder, workers []Worker) {
+	e.Uvarint(uint64(len(workers)))
+	for _, w := range workers {
+		e.String(w.ID)
+		e.Byte(byte(w.Size))
+		e.Uvarint(w.Credit)
+		e.Uvarint(uint64(w.Job))
+		e.Uvarint(uint64(w.Attempt))
+		e.Bool(w.Drained)
+		e.Varint(int64(w.LastSeen))
+	}
+}
+
 // Encode writes the canonical encoding of the state.
 func (v *View) Encode(e *sfq.Encoder) {
 	version := v.StateVersion()
@@ -175,16 +189,7 @@ func (v *View) Encode(e *sfq.Encoder) {
 		e.String(m.GRPCAddr)
 		e.String(m.HTTPAddr)
 	}
-	e.Uvarint(uint64(len(v.workers)))
-	for _, w := range v.workers {
-		e.String(w.ID)
-		e.Byte(byte(w.Size))
-		e.Uvarint(w.Credit)
-		e.Uvarint(uint64(w.Job))
-		e.Uvarint(uint64(w.Attempt))
-		e.Bool(w.Drained)
-		e.Varint(int64(w.LastSeen))
-	}
+	encodeWorkers(e, v.workers)
 	e.Uvarint(v.nextKey)
 	e.Uvarint(uint64(v.keys.Len()))
 	v.keys.Each(func(_ uint64, k *keyEntry) bool {

@@ -121,16 +121,7 @@ func encodeLegacy(v *View, version int) []byte {
 	e.Bool(v.configured)
 	encodeConfig(e, &v.cfg, coreConfigVersion(version))
 	e.Uvarint(uint64(len(v.members)))
-	e.Uvarint(uint64(len(v.workers)))
-	for _, w := range v.workers {
-		e.String(w.ID)
-		e.Byte(byte(w.Size))
-		e.Uvarint(w.Credit)
-		e.Uvarint(uint64(w.Job))
-		e.Uvarint(uint64(w.Attempt))
-		e.Bool(w.Drained)
-		e.Varint(int64(w.LastSeen))
-	}
+	encodeWorkers(e, v.workers)
 	e.Uvarint(v.nextKey)
 	e.Uvarint(0)
 	e.Uvarint(v.nextEvent)

@@ -433,19 +433,6 @@ func TestWebhookSnapshotRoundTrip(t *testing.T) {
 		if snap == nil {
 			return
 		}
-		b := New()
-		if err := b.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(snap))), uint64(cut)); err != nil {
-			t.Fatalf("restore: %v", err)
-		}
-		for i := cut; i < n; i++ {
-			if _, err := b.ApplyEnvelope(uint64(i+1), log[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ha, _ := a.Hash()
-		hb, _ := b.Hash()
-		if ha != hb {
-			t.Fatalf("restored state diverged: %x vs %x", ha, hb)
-		}
+		checkRestored(t, a, snap, cut, log)
 	})
 }

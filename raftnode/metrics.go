@@ -21,27 +21,28 @@ type Metrics struct {
 func newMetrics() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
-		Propose: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "barista_raft_propose_seconds", Help: "Time from proposing an entry to its applied result on the leader (commit and apply).",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
-		ApplyBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "barista_fsm_apply_batch_seconds", Help: "Time the state machine took to apply one batch of entries.",
-			Buckets: prometheus.ExponentialBuckets(0.00001, 2, 18)}),
+		Propose: histogram("barista_raft_propose_seconds", "Time from proposing an entry to its applied result on the leader (commit and apply).",
+			0.0005, 2, 16),
+		ApplyBatch: histogram("barista_fsm_apply_batch_seconds", "Time the state machine took to apply one batch of entries.",
+			0.00001, 2, 18),
 		LeaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "barista_leader_changes_total", Help: "Leader changes this node observed."}),
-		SnapshotPersist: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "barista_snapshot_persist_seconds", Help: "Time to write a snapshot (Apply continues meanwhile).",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
-		EntryCommands: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "barista_entry_commands", Help: "Commands per proposed log entry (coalescing).",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 13)}),
-		SnapshotFreeze: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "barista_snapshot_freeze_seconds", Help: "Apply pause of a snapshot: freezing the state.",
-			Buckets: prometheus.ExponentialBuckets(0.000001, 4, 12)}),
+		SnapshotPersist: histogram("barista_snapshot_persist_seconds", "Time to write a snapshot (Apply continues meanwhile).",
+			0.001, 2, 16),
+		EntryCommands: histogram("barista_entry_commands", "Commands per proposed log entry (coalescing).",
+			1, 2, 13),
+		SnapshotFreeze: histogram("barista_snapshot_freeze_seconds", "Apply pause of a snapshot: freezing the state.",
+			0.000001, 4, 12),
 	}
 	m.Registry.MustRegister(m.Propose, m.ApplyBatch, m.LeaderChanges, m.SnapshotPersist, m.SnapshotFreeze, m.EntryCommands,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// histogram makes a histogram of exponential buckets (start, factor,
+// count as prometheus.ExponentialBuckets).
+func histogram(name, help string, start, factor float64, count int) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: prometheus.ExponentialBuckets(start, factor, count)})
 }
 
 // observeLeaders counts leader changes until done is closed.

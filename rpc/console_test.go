@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -34,25 +33,9 @@ func consoleNode(t *testing.T) (*testNode, *httptest.Server) {
 // cdo is gwDo without following redirects.
 func cdo(t *testing.T, ts *httptest.Server, method, path, token, body string, hdr ...string) gwResult {
 	t.Helper()
-	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
 	c := *ts.Client()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return gwResult{resp.StatusCode, resp.Header, string(b)}
+	return gwSend(t, &c, ts, method, path, token, body, hdr...)
 }
 
 // signIn logs in with a token and returns the session cookie and the

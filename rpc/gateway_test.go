@@ -49,6 +49,12 @@ type gwResult struct {
 // gwDo sends one request ("" token: none) with extra headers.
 func gwDo(t *testing.T, ts *httptest.Server, method, path, token, body string, hdr ...string) gwResult {
 	t.Helper()
+	return gwSend(t, ts.Client(), ts, method, path, token, body, hdr...)
+}
+
+// gwSend is gwDo through client.
+func gwSend(t *testing.T, client *http.Client, ts *httptest.Server, method, path, token, body string, hdr ...string) gwResult {
+	t.Helper()
 	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +65,7 @@ func gwDo(t *testing.T, ts *httptest.Server, method, path, token, body string, h
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := ts.Client().Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -3,7 +3,6 @@ package rpc
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -33,19 +32,7 @@ func startWebhookNode(t *testing.T, key webhook.Key) (pb.AdminClient, *raftnode.
 // feature levels up to level (0: this build's), and its server.
 func startWebhookNodeAt(t *testing.T, key webhook.Key, level uint32) (pb.AdminClient, *raftnode.Node, *Server) {
 	t.Helper()
-	raftLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raftAddr := raftLis.Addr().String()
-	raftLis.Close()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := raftnode.DefaultConfig()
-	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.GRPCAddr, cfg.Bootstrap = "n1", t.TempDir(), raftAddr, lis.Addr().String(), true
-	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond
+	cfg, lis := loopbackNodeConfig(t)
 	cfg.FeatureLevel = level
 	node, err := raftnode.New(cfg)
 	if err != nil {

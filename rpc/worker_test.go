@@ -41,10 +41,10 @@ type testNode struct {
 	stop func()
 }
 
-// startTestNode bootstraps a one-node cluster serving gRPC on a free
-// loopback port, with the given tokens (none: an open development
-// server) and its seed configuration adjusted by seed.
-func startTestNode(t testing.TB, tokens []Token, seed func(*fsm.Config)) *testNode {
+// loopbackNodeConfig returns the configuration of node n1 bootstrapping
+// a one-node cluster on free loopback ports, with short election
+// timeouts, and the listener for its gRPC address.
+func loopbackNodeConfig(t testing.TB) (raftnode.Config, net.Listener) {
 	t.Helper()
 	raftLis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -59,6 +59,15 @@ func startTestNode(t testing.TB, tokens []Token, seed func(*fsm.Config)) *testNo
 	cfg := raftnode.DefaultConfig()
 	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.GRPCAddr, cfg.Bootstrap = "n1", t.TempDir(), raftAddr, lis.Addr().String(), true
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond
+	return cfg, lis
+}
+
+// startTestNode bootstraps a one-node cluster serving gRPC on a free
+// loopback port, with the given tokens (none: an open development
+// server) and its seed configuration adjusted by seed.
+func startTestNode(t testing.TB, tokens []Token, seed func(*fsm.Config)) *testNode {
+	t.Helper()
+	cfg, lis := loopbackNodeConfig(t)
 	cfg.Seed.HeartbeatIntervalMs, cfg.Seed.SelfKillAfterMs, cfg.Seed.Sched.LeaseTimeoutMs = 100, 2000, 4000
 	if seed != nil {
 		seed(&cfg.Seed)

@@ -6,33 +6,20 @@ import (
 	"testing"
 )
 
-// backlog builds a scheduler with the given tenants (tiers cycling through
-// all five) and queued jobs of every size spread evenly over them.
-func backlog(tb testing.TB, tenants, jobs int) *Scheduler {
-	tb.Helper()
-	s, err := New(DefaultConfig())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	names := make([]string, tenants)
-	for i := range names {
-		names[i] = fmt.Sprintf("tenant-%06d", i)
-		if _, err := s.UpsertTenant(TenantSpec{Name: names[i], Tier: Tier(i % NumTiers)}); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	for i := range jobs {
-		sub := Submission{Tenant: names[i%tenants], Size: Size(i / tenants % NumSizes), EstCostMs: int64(1000 + i%7*500)}
-		if _, err := s.Submit(0, sub); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return s
+// backlogShape says how backlogOf spreads its jobs: over the four classes
+// (pseudo-randomly, 5 % of them with a deadline from 1 s to an hour) and
+// over ten named groups per tenant (group_order and group_cap as given).
+type backlogShape struct {
+	classes  bool
+	groups   bool
+	order    GroupOrder
+	groupCap uint32
 }
 
-// backlogClasses is backlog with the jobs spread over the four classes
-// (pseudo-randomly) and 5 % of them with a deadline (from 1 s to an hour).
-func backlogClasses(tb testing.TB, tenants, jobs int) *Scheduler {
+// backlogOf builds a scheduler with the given tenants (tiers cycling through
+// all five) and queued jobs of every size spread evenly over them, shaped as
+// shape says.
+func backlogOf(tb testing.TB, tenants, jobs int, shape backlogShape) *Scheduler {
 	tb.Helper()
 	s, err := New(DefaultConfig())
 	if err != nil {
@@ -41,35 +28,13 @@ func backlogClasses(tb testing.TB, tenants, jobs int) *Scheduler {
 	names := make([]string, tenants)
 	for i := range names {
 		names[i] = fmt.Sprintf("tenant-%06d", i)
-		if _, err := s.UpsertTenant(TenantSpec{Name: names[i], Tier: Tier(i % NumTiers), MaxClass: ClassCritical, AllowDeadlines: true}); err != nil {
-			tb.Fatal(err)
+		spec := TenantSpec{Name: names[i], Tier: Tier(i % NumTiers)}
+		if shape.classes {
+			spec.MaxClass, spec.AllowDeadlines = ClassCritical, true
 		}
-	}
-	for i := range jobs {
-		h := uint64(i) * 2654435761
-		sub := Submission{Tenant: names[i%tenants], Size: Size(i / tenants % NumSizes), EstCostMs: int64(1000 + i%7*500), Class: Class(h >> 16 % NumClasses)}
-		if i%20 == 3 {
-			sub.DeadlineMs = 1000 + int64(h>>8%3_599_000)
+		if shape.groups {
+			spec.GroupOrder, spec.GroupCap = shape.order, shape.groupCap
 		}
-		if _, err := s.Submit(0, sub); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return s
-}
-
-// backlogGroups is backlogClasses with every tenant's jobs spread over ten
-// named groups (group_order and group_cap as given).
-func backlogGroups(tb testing.TB, tenants, jobs int, order GroupOrder, groupCap uint32) *Scheduler {
-	tb.Helper()
-	s, err := New(DefaultConfig())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	names := make([]string, tenants)
-	for i := range names {
-		names[i] = fmt.Sprintf("tenant-%06d", i)
-		spec := TenantSpec{Name: names[i], Tier: Tier(i % NumTiers), MaxClass: ClassCritical, AllowDeadlines: true, GroupOrder: order, GroupCap: groupCap}
 		if _, err := s.UpsertTenant(spec); err != nil {
 			tb.Fatal(err)
 		}
@@ -79,17 +44,42 @@ func backlogGroups(tb testing.TB, tenants, jobs int, order GroupOrder, groupCap 
 		groups[g] = fmt.Sprintf("group-%d", g)
 	}
 	for i := range jobs {
+		sub := Submission{Tenant: names[i%tenants], Size: Size(i / tenants % NumSizes), EstCostMs: int64(1000 + i%7*500)}
 		h := uint64(i) * 2654435761
-		sub := Submission{Tenant: names[i%tenants], Size: Size(i / tenants % NumSizes), EstCostMs: int64(1000 + i%7*500), Class: Class(h >> 16 % NumClasses),
-			Group: groups[(i/tenants+int(h>>24))%len(groups)]}
-		if i%20 == 3 {
-			sub.DeadlineMs = 1000 + int64(h>>8%3_599_000)
+		if shape.classes {
+			sub.Class = Class(h >> 16 % NumClasses)
+			if i%20 == 3 {
+				sub.DeadlineMs = 1000 + int64(h>>8%3_599_000)
+			}
+		}
+		if shape.groups {
+			sub.Group = groups[(i/tenants+int(h>>24))%len(groups)]
 		}
 		if _, err := s.Submit(0, sub); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	return s
+}
+
+// backlog is backlogOf with one class, no deadlines and no groups.
+func backlog(tb testing.TB, tenants, jobs int) *Scheduler {
+	tb.Helper()
+	return backlogOf(tb, tenants, jobs, backlogShape{})
+}
+
+// backlogClasses is backlog with the jobs spread over the four classes
+// and 5 % of them with a deadline.
+func backlogClasses(tb testing.TB, tenants, jobs int) *Scheduler {
+	tb.Helper()
+	return backlogOf(tb, tenants, jobs, backlogShape{classes: true})
+}
+
+// backlogGroups is backlogClasses with every tenant's jobs spread over ten
+// named groups (group_order and group_cap as given).
+func backlogGroups(tb testing.TB, tenants, jobs int, order GroupOrder, groupCap uint32) *Scheduler {
+	tb.Helper()
+	return backlogOf(tb, tenants, jobs, backlogShape{classes: true, groups: true, order: order, groupCap: groupCap})
 }
 
 var workers = [NumSizes]string{"worker-sm", "worker-md", "worker-lg"}
@@ -121,25 +111,31 @@ func BenchmarkDispatchSubmit(b *testing.B) {
 	}
 }
 
+// benchDispatch measures dispatch of large jobs alone from the backlog
+// build returns, building it again (off the clock) before it runs dry.
+func benchDispatch(b *testing.B, build func() *Scheduler) {
+	s := build()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i >= 900_000 {
+			b.StopTimer()
+			s = build()
+			i = 0
+			b.StartTimer()
+		}
+		if _, ok, err := s.Dispatch(Time(i), LG, workers[LG]); err != nil || !ok {
+			b.Fatalf("dispatch %d: %v %v", i, ok, err)
+		}
+	}
+}
+
 // BenchmarkDispatch measures dispatch alone over 1,000,000 queued jobs
 // (the backlog shrinks by one per op; b.N stays well under it).
 func BenchmarkDispatch(b *testing.B) {
 	for _, tenants := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprintf("tenants=%d", tenants), func(b *testing.B) {
-			s := backlog(b, tenants, 1_000_000)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				if i >= 900_000 {
-					b.StopTimer()
-					s = backlog(b, tenants, 1_000_000)
-					i = 0
-					b.StartTimer()
-				}
-				if _, ok, err := s.Dispatch(Time(i), LG, workers[LG]); err != nil || !ok {
-					b.Fatalf("dispatch %d: %v %v", i, ok, err)
-				}
-			}
+			benchDispatch(b, func() *Scheduler { return backlog(b, tenants, 1_000_000) })
 		})
 	}
 }
@@ -149,20 +145,7 @@ func BenchmarkDispatch(b *testing.B) {
 func BenchmarkDispatchClasses(b *testing.B) {
 	for _, tenants := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprintf("tenants=%d", tenants), func(b *testing.B) {
-			s := backlogClasses(b, tenants, 1_000_000)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				if i >= 900_000 {
-					b.StopTimer()
-					s = backlogClasses(b, tenants, 1_000_000)
-					i = 0
-					b.StartTimer()
-				}
-				if _, ok, err := s.Dispatch(Time(i), LG, workers[LG]); err != nil || !ok {
-					b.Fatalf("dispatch %d: %v %v", i, ok, err)
-				}
-			}
+			benchDispatch(b, func() *Scheduler { return backlogClasses(b, tenants, 1_000_000) })
 		})
 	}
 }
@@ -173,20 +156,7 @@ func BenchmarkDispatchGroups(b *testing.B) {
 	for _, order := range []GroupOrder{GroupFIFO, GroupFair} {
 		for _, tenants := range []int{1_000, 100_000} {
 			b.Run(fmt.Sprintf("order=%s/tenants=%d", order, tenants), func(b *testing.B) {
-				s := backlogGroups(b, tenants, 1_000_000, order, 0)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; b.Loop(); i++ {
-					if i >= 900_000 {
-						b.StopTimer()
-						s = backlogGroups(b, tenants, 1_000_000, order, 0)
-						i = 0
-						b.StartTimer()
-					}
-					if _, ok, err := s.Dispatch(Time(i), LG, workers[LG]); err != nil || !ok {
-						b.Fatalf("dispatch %d: %v %v", i, ok, err)
-					}
-				}
+				benchDispatch(b, func() *Scheduler { return backlogGroups(b, tenants, 1_000_000, order, 0) })
 			})
 		}
 	}

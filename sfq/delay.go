@@ -312,11 +312,8 @@ func (s *Scheduler) Release(now Time, id JobID, force bool) (Change, error) {
 	// queue (this job did not: its expire_at is later).
 	s.advance(now)
 	j = s.jobs.Get(uint64(id))
-	if c := j.Class; !j.deadline && s.queuedFair[c] == 0 {
-		// The idle rule, as at a submit.
-		if top := s.maxTag[c].top(); top != nil && top.tag > s.vnow[c] {
-			s.vnow[c] = top.tag
-		}
+	if !j.deadline {
+		s.idleRule(j.Class) // as at a submit
 	}
 	s.setLife(id, life, now)
 	return ch, nil

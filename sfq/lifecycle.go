@@ -319,29 +319,11 @@ func Step(l Life, e Input) (Life, Outcome) {
 		return l, Invalid
 
 	case InExpireAck:
-		if l.State != Assigned || e.Attempt != l.Attempt {
-			return l, Stale
-		}
-		if e.Now < l.AckDeadline {
-			return l, NotDue
-		}
-		if l.Cancel != CancelNone {
-			return endCancelled(l), Changed
-		}
 		// The worker never acknowledged: back to the queue, not a failure.
-		return requeue(l), Changed
+		return expire(l, e, Assigned, l.AckDeadline, requeue)
 
 	case InExpireLease:
-		if l.State != Running || e.Attempt != l.Attempt {
-			return l, Stale
-		}
-		if e.Now < l.LeaseExpires {
-			return l, NotDue
-		}
-		if l.Cancel != CancelNone {
-			return endCancelled(l), Changed
-		}
-		return fail(l), Changed
+		return expire(l, e, Running, l.LeaseExpires, fail)
 
 	case InExpireTimeout:
 		if !l.State.Live() || e.Attempt != l.Attempt || l.TimeoutAt == 0 {
@@ -411,6 +393,22 @@ func Step(l Life, e Input) (Life, Outcome) {
 		return l, Changed
 	}
 	return l, Invalid
+}
+
+// expire ends the attempt of e, live in state, once its deadline has
+// passed: a requested cancel ends the job cancelled, otherwise lapse says
+// what becomes of it.
+func expire(l Life, e Input, state State, deadline Time, lapse func(Life) Life) (Life, Outcome) {
+	if l.State != state || e.Attempt != l.Attempt {
+		return l, Stale
+	}
+	if e.Now < deadline {
+		return l, NotDue
+	}
+	if l.Cancel != CancelNone {
+		return endCancelled(l), Changed
+	}
+	return lapse(l), Changed
 }
 
 func start(l Life, e Input) Life {

@@ -42,6 +42,25 @@ func decodeBytes(b []byte) (*Scheduler, error) {
 	return Decode(NewDecoder(bufio.NewReader(bytes.NewReader(b))))
 }
 
+// fataler is what reloaded needs of a *testing.T or a *rapid.T.
+type fataler interface {
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// reloaded decodes the encoding of s's state and checks that it hashes as
+// s does.
+func reloaded(t fataler, s *Scheduler) *Scheduler {
+	d, err := decodeBytes(encodeView(s.Freeze()))
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if d.Hash() != s.Hash() {
+		t.Fatal("decoded state hashes differently")
+	}
+	return d
+}
+
 // both calls f on the scheduler and its twin and requires the same result.
 func both[R comparable](t *rapid.T, w *world, what string, f func(s *Scheduler) (R, error)) (R, error) {
 	r1, err1 := f(w.s)
@@ -365,15 +384,7 @@ func (w *world) step(t *rapid.T, step int) {
 			both(t, w, "prune", func(s *Scheduler) (int, error) { return s.Prune(w.now-5_000, 10), nil })
 		}
 	case 13: // restore the twin from the main scheduler's encoding
-		b := encodeView(s.Freeze())
-		d, err := decodeBytes(b)
-		if err != nil {
-			t.Fatalf("decode: %v", err)
-		}
-		if d.Hash() != s.Hash() {
-			t.Fatal("decoded state hashes differently")
-		}
-		w.twin = d
+		w.twin = reloaded(t, s)
 	case 15: // flip the clamp mode (every tag rises to at least its class's virtual_now), or the estimate mode
 		cfg := s.Config()
 		if rapid.Bool().Draw(t, "flip_estimate") {

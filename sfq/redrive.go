@@ -223,10 +223,8 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 		was = s.groupEligibility(ti, gs)
 	}
 	// The idle rules, as for a submit.
-	if !j.deadline && s.queuedFair[c] == 0 {
-		if top := s.maxTag[c].top(); top != nil && top.tag > s.vnow[c] {
-			s.vnow[c] = top.tag
-		}
+	if !j.deadline {
+		s.idleRule(c)
 	}
 	if fair && !j.deadline && rt.queuedFair[c] == 0 {
 		s.groupIdle(ti, c)
@@ -249,16 +247,7 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	s.queued++
 	gm := s.groups.Mut(uint64(gs))
 	gm.Queued++
-	q := s.queueMut(gs, c, jm.Size)
-	if jm.deadline {
-		q.deadlines().push(dlEntry{at: jm.DeadlineAt(), id: id})
-	} else {
-		s.queuedFair[c]++
-		rt.queuedFair[c]++
-		q.fifo.pushRequeued(id)
-	}
-	rt.slotMut(c, jm.Size)
-	s.refresh(ti, gs, q)
+	s.enqueue(ti, gs, c, jm.Size, id, jm.deadline, jm.DeadlineAt(), (*jobQueue).pushRequeued)
 	s.setBlocked(ti, gs, s.groupBlocked(tm, gm))
 	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
 	return ch, nil

@@ -574,13 +574,8 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		was = s.groupEligibility(ti, gs)
 	}
 	delayed := sub.DelayMs != 0 // scheduled: the idle rule waits for its release
-	if !deadline && !delayed && s.queuedFair[c] == 0 {
-		// Idle rule: with nothing (without a deadline) queued in the
-		// class, its virtual_now first advances to the highest finish
-		// tag, so no tenant banks credit.
-		if top := s.maxTag[c].top(); top != nil && top.tag > s.vnow[c] {
-			s.vnow[c] = top.tag
-		}
+	if !deadline && !delayed {
+		s.idleRule(c)
 	}
 	if fair && !deadline && !delayed && rt.queuedFair[c] == 0 {
 		s.groupIdle(ti, c)
@@ -624,16 +619,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	tm.Queued[sub.Size]++
 	s.queued++
 	s.groups.Mut(uint64(gs)).Queued++
-	q := s.queueMut(gs, c, sub.Size)
-	if deadline {
-		q.deadlines().push(dlEntry{at: deadlineAt, id: id})
-	} else {
-		s.queuedFair[c]++
-		rt.queuedFair[c]++
-		q.fifo.pushBack(id)
-	}
-	rt.slotMut(c, sub.Size)
-	s.refresh(ti, gs, q)
+	s.enqueue(ti, gs, c, sub.Size, id, deadline, deadlineAt, (*jobQueue).pushBack)
 	// A new job can change the heads of its own size only (and, without
 	// caps, only its own slot's). Only the touched group can become
 	// eligible — unless a deadline job displaced an older deadline head
@@ -641,6 +627,35 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	s.place(ti, &placeOpts{clamp: true, fast: true, noScan: !deadline, touched: gs + 1, was: was}, bit(c, int(sub.Size)))
 	s.tidyDelays()
 	return id, nil
+}
+
+// idleRule is the idle rule of a job without a deadline entering class c:
+// with nothing (without a deadline) queued in the class, its virtual_now
+// first advances to the highest finish tag, so no tenant banks credit.
+func (s *Scheduler) idleRule(c Class) {
+	if s.queuedFair[c] != 0 {
+		return
+	}
+	if top := s.maxTag[c].top(); top != nil && top.tag > s.vnow[c] {
+		s.vnow[c] = top.tag
+	}
+}
+
+// enqueue puts queued job id (of tenant ti, group gs, class c, size) in
+// its queue, a deadline job by its deadline at, any other into the fifo
+// by push, and refreshes the queue's slot.
+func (s *Scheduler) enqueue(ti, gs uint32, c Class, size Size, id JobID, deadline bool, at Time, push func(*jobQueue, JobID)) {
+	rt := &s.rt[ti]
+	q := s.queueMut(gs, c, size)
+	if deadline {
+		q.deadlines().push(dlEntry{at: at, id: id})
+	} else {
+		s.queuedFair[c]++
+		rt.queuedFair[c]++
+		push(&q.fifo, id)
+	}
+	rt.slotMut(c, size)
+	s.refresh(ti, gs, q)
 }
 
 // groupIdle is the idle rule of group_order=fair: a job enters tenant ti's

@@ -36,14 +36,7 @@ func TestRecreatedTenantEncoding(t *testing.T) {
 	if _, ok := s.TenantJob("a", id); ok {
 		t.Fatal("the old a's job is visible through the new a")
 	}
-	b := encodeView(s.Freeze())
-	d, err := decodeBytes(b)
-	if err != nil {
-		t.Fatalf("decode: %v", err)
-	}
-	if d.Hash() != s.Hash() {
-		t.Fatal("decoded state hashes differently")
-	}
+	d := reloaded(t, s)
 	if ti, _ := d.TenantIndex("a"); ti != 2 {
 		t.Fatalf("decoded: a resolves to %d", ti)
 	}

@@ -51,7 +51,9 @@ func smallState(t testing.TB) *fsm.FSM {
 	return f
 }
 
+// snapshotBytes returns the snapshot Write makes of f now.
 func snapshotBytes(t testing.TB, f *fsm.FSM) []byte {
+	t.Helper()
 	v, err := f.Freeze()
 	if err != nil {
 		t.Fatal(err)

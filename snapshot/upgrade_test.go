@@ -110,26 +110,12 @@ func (fx fixture) load(t *testing.T) (*fsm.FSM, []byte) {
 	return loaded, raw
 }
 
-// written returns the snapshot Write makes of f now.
-func written(t *testing.T, f *fsm.FSM) []byte {
-	t.Helper()
-	v, err := f.Freeze()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := Write(&buf, v); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // roundTrip writes f as a snapshot, which must be of format, and reads it
 // back into a new machine, which must hold the same state at the same
 // level; it returns that machine.
 func roundTrip(t *testing.T, f *fsm.FSM, format byte) *fsm.FSM {
 	t.Helper()
-	b := written(t, f)
+	b := snapshotBytes(t, f)
 	if b[len(magic)] != format {
 		t.Fatalf("at level %d: format %d, want %d", f.Level(), b[len(magic)], format)
 	}
@@ -172,7 +158,7 @@ func TestUpgradeFromV1(t *testing.T) {
 	// At level 1 this build hashes it as the old build did, and writes it
 	// back byte for byte: a voter still on the old build can install it.
 	loaded, raw := fixture{"upgrade-v1.snap", 1, 31, fsm.Level1, v1StateHash, false}.load(t)
-	if b := written(t, loaded); !bytes.Equal(b, raw) {
+	if b := snapshotBytes(t, loaded); !bytes.Equal(b, raw) {
 		t.Fatalf("written back at level 1: %d bytes, format %d, not the old build's file", len(b), b[len(magic)])
 	}
 	replayed := replayScript(t, "upgrade-v1.txt")
@@ -271,7 +257,7 @@ const v3StateHash = "4f8c1a10288aadb2e94e5e96a4e90e4e24f6c6df791105c898269a58a24
 // endpoint, and is written as format 4.
 func TestUpgradeFromV3(t *testing.T) {
 	loaded, raw := fixture{"upgrade-v3.snap", 3, 28, fsm.Level2, v3StateHash, false}.load(t)
-	if b := written(t, loaded); !bytes.Equal(b, raw) {
+	if b := snapshotBytes(t, loaded); !bytes.Equal(b, raw) {
 		t.Fatalf("written back at level 2: %d bytes, format %d, not the old build's file", len(b), b[len(magic)])
 	}
 	set := &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "gold", Url: "https://hooks.example.com/", KeyId: 1}}}
@@ -348,7 +334,7 @@ func TestUpgradeBeforeGroups(t *testing.T) {
 		t.Fatalf("loaded %x, replayed %x", h1, h2)
 	}
 	// Written back at level 3: the very bytes the build before groups wrote.
-	if b := written(t, loaded); !bytes.Equal(b, raw) {
+	if b := snapshotBytes(t, loaded); !bytes.Equal(b, raw) {
 		t.Fatalf("rewritten at level 3: %d bytes, format %d; not the fixture's %d bytes", len(b), b[len(magic)], len(raw))
 	}
 	var groups []string
@@ -450,7 +436,7 @@ func TestUpgradeBeforeLevers(t *testing.T) {
 	if h2, _ := replayed.F.Hash(); h1 != h2 {
 		t.Fatalf("loaded %x, replayed %x", h1, h2)
 	}
-	if b := written(t, loaded); !bytes.Equal(b, raw) {
+	if b := snapshotBytes(t, loaded); !bytes.Equal(b, raw) {
 		t.Fatalf("rewritten at level 4: %d bytes, format %d; not the fixture's %d bytes", len(b), b[len(magic)], len(raw))
 	}
 	apply := func(index uint64, cmd *pb.Command) fsm.Result {

@@ -49,11 +49,24 @@ token = %q
 role = "worker"
 token = %q
 %s`, adminToken, acmeToken, betaToken, workerToken, extra)
-	p := filepath.Join(t.TempDir(), "barista.toml")
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return configFile(t, body)
+}
+
+// startWithTokens starts a cluster of n nodes with the tokens of
+// tokenConfig (and extra TOML) and args, whose own calls carry the admin
+// token.
+func startWithTokens(t *testing.T, n int, extra string, args ...string) *cluster.Cluster {
+	t.Helper()
+	c := cluster.New(t, append([]string{"--config", tokenConfig(t, extra)}, args...)...)
+	c.Token = adminToken
+	c.Boot(n)
+	return c
+}
+
+// adminAndAcme dials addr as the admin and as tenant acme.
+func adminAndAcme(t *testing.T, addr string) (pb.AdminClient, pb.ClientClient) {
+	t.Helper()
+	return pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil)), pb.NewClientClient(cluster.Dial(t, addr, acmeToken, nil))
 }
 
 func str(s string) *string { return &s }
@@ -61,9 +74,7 @@ func str(s string) *string { return &s }
 // TestAuthMatrix calls every RPC with every role (and none) against a
 // node with tokens configured, and checks who gets through.
 func TestAuthMatrix(t *testing.T) {
-	c := cluster.New(t, "--config", tokenConfig(t, ""))
-	c.Token = adminToken
-	c.Boot(1)
+	c := startWithTokens(t, 1, "")
 	addr := c.Nodes[0].GRPCAddr
 	admin := cluster.Dial(t, addr, adminToken, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -360,9 +371,7 @@ func TestAuthMatrix(t *testing.T) {
 // TestValidation checks every validation rule through the real server:
 // the status code and a message naming the field.
 func TestValidation(t *testing.T) {
-	c := cluster.New(t, "--config", tokenConfig(t, "[scheduler]\nmax_payload_bytes = 1024\nevent_retention_count = 5\n"), "--prune-interval", "100ms")
-	c.Token = adminToken
-	c.Boot(1)
+	c := startWithTokens(t, 1, "[scheduler]\nmax_payload_bytes = 1024\nevent_retention_count = 5\n", "--prune-interval", "100ms")
 	addr := c.Nodes[0].GRPCAddr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -68,15 +68,12 @@ func hasRow(table, row string) bool {
 // reasons, no_worker among them, from the leader, to the job's own tenant
 // only.
 func TestClassesDeadlinesThroughAPIAndCLI(t *testing.T) {
-	c := cluster.New(t, "--config", tokenConfig(t, workerTimeouts))
-	c.Token = adminToken
-	c.Boot(3)
+	c := startWithTokens(t, 3, workerTimeouts)
 	follower := c.Followers(c.WaitLeader(20 * time.Second))[0]
 	addr := follower.GRPCAddr
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	admin := pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil))
-	acme := pb.NewClientClient(cluster.Dial(t, addr, acmeToken, nil))
+	admin, acme := adminAndAcme(t, addr)
 	beta := pb.NewClientClient(cluster.Dial(t, addr, betaToken, nil))
 	goldTenants(t, ctx, admin, "acme", "beta")
 	cli := cliVia(c, addr)
@@ -263,18 +260,7 @@ func TestClassesDeadlinesThroughAPIAndCLI(t *testing.T) {
 // below the level in force cannot join.
 func TestFeatureLevelOldVoter(t *testing.T) {
 	c := cluster.New(t)
-	old := c.Add("n1")
-	old.Args = []string{"--test-feature-level", "1"}
-	old.Start("--bootstrap")
-	c.WaitLeader(20 * time.Second)
-	for _, id := range []string{"n2", "n3"} {
-		c.Add(id).Start("--join", old.GRPCAddr)
-	}
-	c.WaitVoters(3, 30*time.Second)
-	c.WaitConverged(30 * time.Second)
-	if got := levels(c); got != "n1:1/1 n2:1/5 n3:1/5" {
-		t.Fatalf("levels (cluster/own): %s", got)
-	}
+	old := startOldVoter(t, c, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	setupTenants(t, c, map[string]pb.Tier{"acme": pb.Tier_GOLD})

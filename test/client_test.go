@@ -1,7 +1,6 @@
 package test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,7 +10,6 @@ import (
 
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc/client"
-	"github.com/baristahq/barista/test/cluster"
 )
 
 // TestClientPackageAcrossLeaderKill: a program using the client package
@@ -22,12 +20,7 @@ import (
 // watch — cut by the kill — resumes on another node: it delivers exactly
 // the tenant's events of the log, in order, with no gap and no duplicate.
 func TestClientPackageAcrossLeaderKill(t *testing.T) {
-	c := cluster.Start(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if _, err := c.Apply(ctx, tenantCmd("acme", pb.Tier_GOLD, 0)); err != nil {
-		t.Fatal(err)
-	}
+	c, ctx := startWithAcme(t, 3, 4*time.Minute)
 	leader := c.WaitLeader(10 * time.Second)
 	addrs := []string{leader.GRPCAddr}
 	for _, f := range c.Followers(leader) {

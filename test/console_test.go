@@ -61,40 +61,35 @@ func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Ac
 	}
 }
 
+// act runs action with a timeout and returns its value, failing the
+// test on an error (what names the action).
+func act[T any](t *testing.T, ctx context.Context, timeout time.Duration, what string, action chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, action)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
 // eval evaluates a JavaScript expression in the page (awaiting a promise).
 func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
+	return act(t, ctx, 30*time.Second, "evaluating "+expr, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 }
 
 // text reads an element's text.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
-	if err != nil {
-		t.Fatalf("text of %s: %v", sel, err)
-	}
-	return v
+	return act(t, ctx, 30*time.Second, "text of "+sel, chromedp.TextContent(chromedp.CSS(sel)))
 }
 
 // open navigates and returns the HTTP status of the page.
 func open(t *testing.T, ctx context.Context, url string) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(url))
-	if err != nil {
-		t.Fatalf("opening %s: %v", url, err)
-	}
-	return resp.Status
+	return act(t, ctx, 60*time.Second, "opening "+url, chromedp.NavigateResponse(url)).Status
 }
 
 // signIn fills the login form with token.
@@ -174,14 +169,11 @@ func arrive(t *testing.T, ctx context.Context, mark, what, ready string) string 
 // page under docs/.
 func TestConsoleInChromium(t *testing.T) {
 	ctx, dialogs := browser(t)
-	c := cluster.New(t, "--config", tokenConfig(t, ""))
-	c.Token = adminToken
-	c.Boot(3)
+	c := startWithTokens(t, 3, "")
 	leader := c.WaitLeader(30 * time.Second)
 	follower := c.Followers(leader)[0]
 	base := "http://" + follower.HTTPAddr
-	admin := pb.NewAdminClient(cluster.Dial(t, leader.GRPCAddr, adminToken, nil))
-	acme := pb.NewClientClient(cluster.Dial(t, leader.GRPCAddr, acmeToken, nil))
+	admin, acme := adminAndAcme(t, leader.GRPCAddr)
 	beta := pb.NewClientClient(cluster.Dial(t, leader.GRPCAddr, betaToken, nil))
 	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

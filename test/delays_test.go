@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/test/cluster"
 )
 
 // TestDelayedJobsAcrossLeaderKill submits 1,000 delayed jobs due 4 to 8
@@ -21,12 +20,7 @@ import (
 // in cluster time (which pauses while no leader runs, so the new
 // leader's first second is the second after the due time).
 func TestDelayedJobsAcrossLeaderKill(t *testing.T) {
-	c := cluster.Start(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if _, err := c.Apply(ctx, tenantCmd("acme", pb.Tier_GOLD, 0)); err != nil {
-		t.Fatal(err)
-	}
+	c, ctx := startWithAcme(t, 3, 4*time.Minute)
 	const jobs = 1000
 	delay := map[uint64]int64{}
 	start := time.Now()

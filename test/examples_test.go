@@ -11,7 +11,6 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/test/cluster"
 )
 
 // buildExample builds a program of the examples module (a module of its
@@ -38,9 +37,7 @@ func buildExample(t *testing.T, pkg string) string {
 // refused with the cluster's message.
 func TestExampleSubmitAndWatch(t *testing.T) {
 	bin := buildExample(t, "./submit-and-watch")
-	c := cluster.New(t, "--config", tokenConfig(t, ""))
-	c.Token = adminToken
-	c.Boot(3)
+	c := startWithTokens(t, 3, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := c.Apply(ctx, tenantCmd("acme", pb.Tier_GOLD, 0)); err != nil {

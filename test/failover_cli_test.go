@@ -1,7 +1,6 @@
 package test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/test/cluster"
 )
 
@@ -24,12 +22,7 @@ import (
 // invocation, each exactly once. Then the dead node shows as unreachable
 // to list-peers, status and the web page of a live follower.
 func TestSubmitsAcrossLeaderKill(t *testing.T) {
-	c := cluster.Start(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if _, err := c.Apply(ctx, tenantCmd("acme", pb.Tier_GOLD, 0)); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := startWithAcme(t, 3, 3*time.Minute)
 	leader := c.WaitLeader(10 * time.Second)
 	followers := c.Followers(leader)
 	all := strings.Join([]string{c.Nodes[0].GRPCAddr, c.Nodes[1].GRPCAddr, c.Nodes[2].GRPCAddr}, ",")

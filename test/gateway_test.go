@@ -174,20 +174,12 @@ func TestHTTPAPI(t *testing.T) {
 	if _, errOut, err := c.Run("tls", "init", "--dir", dir, "--names", "n1,n2,n3"); err != nil {
 		t.Fatalf("tls init: %v %s", err, errOut)
 	}
-	for i := 1; i <= 3; i++ {
-		n := c.Add(fmt.Sprintf("n%d", i))
-		n.Args = tlsFlags(dir, n.ID)
-	}
 	pool, err := raftnode.LoadCAPool(filepath.Join(dir, "ca.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.TLS, c.Token = &tls.Config{RootCAs: pool}, adminToken
-	c.Nodes[0].Start("--bootstrap")
-	c.WaitLeader(20 * time.Second)
-	c.Nodes[1].Start("--join", c.Nodes[0].GRPCAddr)
-	c.Nodes[2].Start("--join", c.Nodes[0].GRPCAddr)
-	c.WaitVoters(3, 30*time.Second)
+	c.BootWith(3, func(_ int, n *cluster.Node) { n.Args = tlsFlags(dir, n.ID) })
 	leader := c.WaitLeader(20 * time.Second)
 	follower := c.Followers(leader)[0]
 	a := api{t: t, client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}},
@@ -566,9 +558,7 @@ func base64JSON(t *testing.T, b []byte) string {
 // (on a refusal or a broken connection, on the next node) until it is
 // acknowledged. Every acknowledged key names exactly one job.
 func TestHTTPAPIAcrossLeaderKill(t *testing.T) {
-	c := cluster.New(t, "--config", tokenConfig(t, ""))
-	c.Token = adminToken
-	c.Boot(3)
+	c := startWithTokens(t, 3, "")
 	clients := make([]api, len(c.Nodes))
 	for i, n := range c.Nodes {
 		clients[i] = api{t: t, client: &http.Client{Timeout: 10 * time.Second}, base: "http://" + n.HTTPAddr}
@@ -669,9 +659,7 @@ func TestHTTPAPIAcrossLeaderKill(t *testing.T) {
 // routes are exactly those of proto/barista.http.yaml, and each of them is
 // served (without a token, the gRPC server's own 401 answers).
 func TestOpenAPIDocument(t *testing.T) {
-	c := cluster.New(t, "--config", tokenConfig(t, ""))
-	c.Token = adminToken
-	c.Boot(1)
+	c := startWithTokens(t, 1, "")
 	a := api{t: t, client: &http.Client{Timeout: 30 * time.Second}, base: "http://" + c.Nodes[0].HTTPAddr}
 	r := a.do("GET", "/v1/openapi.json", "", "")
 	if r.status != 200 || r.header.Get("Content-Type") != "application/json" {

@@ -29,25 +29,13 @@ import (
 func TestGroupsThroughAPIAndCLI(t *testing.T) {
 	c := cluster.New(t, "--config", tokenConfig(t, workerTimeouts))
 	c.Token = adminToken
-	old := c.Add("n1")
-	old.Args = []string{"--test-feature-level", "3"}
-	old.Start("--bootstrap")
-	c.WaitLeader(20 * time.Second)
-	for _, id := range []string{"n2", "n3"} {
-		c.Add(id).Start("--join", old.GRPCAddr)
-	}
-	c.WaitVoters(3, 30*time.Second)
-	c.WaitConverged(30 * time.Second)
-	if got := levels(c); got != "n1:3/3 n2:3/5 n3:3/5" {
-		t.Fatalf("levels (cluster/own): %s", got)
-	}
+	old := startOldVoter(t, c, 3)
 	n2 := c.Nodes[1]
 	addr := n2.GRPCAddr
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	admin := pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil))
+	admin, acme := adminAndAcme(t, addr)
 	adminClient := pb.NewClientClient(cluster.Dial(t, addr, adminToken, nil))
-	acme := pb.NewClientClient(cluster.Dial(t, addr, acmeToken, nil))
 	goldTenants(t, ctx, admin, "acme", "beta")
 	cli := cliVia(c, addr)
 	snap := func() byte { return snapshotFormat(t, c, "--server", addr, "--token", adminToken) }

@@ -51,6 +51,16 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 	t.Fatalf("%s: not within %s (last: %s)", what, timeout, last)
 }
 
+// waitLogged waits until p's log holds text (the end of the log says
+// why not).
+func waitLogged(t *testing.T, timeout time.Duration, what string, p interface{ Log() string }, text string) {
+	t.Helper()
+	waitFor(t, timeout, what, func() (bool, string) {
+		log := p.Log()
+		return strings.Contains(log, text), tail(log)
+	})
+}
+
 // goldTenants creates (or sets) each named tenant at tier gold.
 func goldTenants(t *testing.T, ctx context.Context, admin pb.AdminClient, names ...string) {
 	t.Helper()
@@ -128,19 +138,11 @@ func fill(t *testing.T, path string) {
 func TestFollowerWithFullDiskNotReady(t *testing.T) {
 	disk := smallDisk(t, 16<<20)
 	c := cluster.New(t)
-	for i := 1; i <= 3; i++ {
-		n := c.Add(fmt.Sprintf("n%d", i))
-		if i == 3 {
+	c.BootWith(3, func(_ int, n *cluster.Node) {
+		if n.ID == "n3" {
 			n.DataDir = filepath.Join(disk, "n3")
 		}
-		if i == 1 {
-			n.Start("--bootstrap")
-			c.WaitLeader(20 * time.Second)
-		} else {
-			n.Start("--join", c.Nodes[0].GRPCAddr)
-		}
-	}
-	c.WaitVoters(3, 30*time.Second)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, err := c.Apply(ctx, tenantCmd("acme", pb.Tier_GOLD, 0)); err != nil {

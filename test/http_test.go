@@ -85,9 +85,7 @@ func topTenants(t *testing.T, body string) []string {
 // only); health, readiness and (by default) metrics stay open; the login
 // form sets a session cookie that is HttpOnly, Secure and SameSite=Strict.
 func TestHTTPNeedsTokens(t *testing.T) {
-	c := cluster.New(t, "--config", tokenConfig(t, fmt.Sprintf("[[auth.tokens]]\nrole = \"metrics\"\ntoken = %q\n", metricsToken)))
-	c.Token = adminToken
-	c.Boot(1)
+	c := startWithTokens(t, 1, fmt.Sprintf("[[auth.tokens]]\nrole = \"metrics\"\ntoken = %q\n", metricsToken))
 	n := c.Nodes[0]
 	admin := cluster.Dial(t, n.GRPCAddr, adminToken, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,24 @@ func levels(c *cluster.Cluster) string {
 		fmt.Fprintf(&b, "%s:%d/%d ", n.ID, st.ClusterFeatureLevel, st.FeatureLevel)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// startOldVoter bootstraps n1 as a voter of an older build (reporting
+// feature level level), joins n2 and n3 of this build to it, and checks
+// that the cluster stays at that level. It returns n1.
+func startOldVoter(t *testing.T, c *cluster.Cluster, level int) *cluster.Node {
+	t.Helper()
+	c.BootWith(3, func(i int, n *cluster.Node) {
+		if i == 0 {
+			n.Args = []string{"--test-feature-level", strconv.Itoa(level)}
+		}
+	})
+	c.WaitConverged(30 * time.Second)
+	want := fmt.Sprintf("n1:%d/%d n2:%d/%d n3:%d/%d", level, level, level, fsm.MaxFeatureLevel, level, fsm.MaxFeatureLevel)
+	if got := levels(c); got != want {
+		t.Fatalf("levels (cluster/own): %s", got)
+	}
+	return c.Nodes[0]
 }
 
 // upgradeOldVoter restarts old at this build's level and waits until the

@@ -42,12 +42,8 @@ func tail(log string) string { return log[max(0, len(log)-2500):] }
 // names the log and the snapshot and the rebuild procedure, and leaves
 // its data directory as it was. It never panics and never starts.
 func TestMovedSnapshotLogTooShort(t *testing.T) {
-	c := cluster.Start(t, 1, "--snapshot-threshold", "20", "--trailing-logs", "5", "--snapshot-interval", "100ms")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	w := startWorkload(t, ctx, c, 21)
+	c := snapshottedNode(t, "5", 21, 3)
 	n := c.Nodes[0]
-	w.untilSnapshots(t, ctx, c, n, 3)
 	if err := n.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,13 +123,7 @@ func TestRebuildDamagedNode(t *testing.T) {
 	// The cluster goes on without n3, and compacts its log past n3's.
 	submit(150, 300)
 	leader := c.WaitLeader(10 * time.Second)
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(leader.Log(), "compacting logs") {
-		if time.Now().After(deadline) {
-			t.Fatal("the leader never compacted its log")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitLogged(t, 30*time.Second, "the leader to compact its log", leader, "compacting logs")
 
 	logPath := filepath.Join(n3.DataDir, "raft.db")
 	if err := os.Truncate(logPath, 64<<10); err != nil {

@@ -51,9 +51,7 @@ func TestGRPCReflection(t *testing.T) {
 		t.Fatalf("dev server reflection: %v %v", got, err)
 	}
 
-	c := cluster.New(t, "--config", tokenConfig(t, ""))
-	c.Token = adminToken
-	c.Boot(1)
+	c := startWithTokens(t, 1, "")
 	n := c.Nodes[0]
 	if _, err := listServices(t, n.GRPCAddr, acmeToken); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("reflection without --grpc-reflection: %v, want UNIMPLEMENTED", err)

@@ -22,6 +22,20 @@ func tenantCmd(name string, tier pb.Tier, cap uint32) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: tier, Caps: &pb.Caps{MaxRunning: cap}}}}
 }
 
+// startWithAcme starts a cluster of n nodes with tenant acme at tier
+// gold (applied as a command) and returns it with a context that ends
+// after timeout or with the test.
+func startWithAcme(t *testing.T, n int, timeout time.Duration) (*cluster.Cluster, context.Context) {
+	t.Helper()
+	c := cluster.Start(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	if _, err := c.Apply(ctx, tenantCmd("acme", pb.Tier_GOLD, 0)); err != nil {
+		t.Fatal(err)
+	}
+	return c, ctx
+}
+
 func submitCmd(tenant, key string, size pb.Size, cost int64) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, IdempotencyKey: key, Size: size, EstCostMs: cost, Payload: []byte("sleep 1")}}}
 }
@@ -115,6 +129,19 @@ func (w *workload) untilSnapshots(t *testing.T, ctx context.Context, c *cluster.
 			t.Fatal(err)
 		}
 	}
+}
+
+// snapshottedNode starts a one-node cluster that snapshots every 20
+// entries, keeping trailingLogs entries behind a snapshot, and applies the
+// workload of seed until the node has written count snapshots.
+func snapshottedNode(t *testing.T, trailingLogs string, seed uint64, count int) *cluster.Cluster {
+	t.Helper()
+	c := cluster.Start(t, 1, "--snapshot-threshold", "20", "--trailing-logs", trailingLogs, "--snapshot-interval", "100ms")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := startWorkload(t, ctx, c, seed)
+	w.untilSnapshots(t, ctx, c, c.Nodes[0], count)
+	return c
 }
 
 // TestReplicatedWorkload drives thousands of random commands through all
@@ -251,13 +278,7 @@ func TestCatchUpBySnapshot(t *testing.T) {
 	c.WaitConverged(30 * time.Second)
 	// Wait for a snapshot on the leader.
 	leader := c.WaitLeader(10 * time.Second)
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(leader.Log(), "snapshot written") {
-		if time.Now().After(deadline) {
-			t.Fatal("the leader never wrote a snapshot")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitLogged(t, 20*time.Second, "a snapshot on the leader", leader, "snapshot written")
 	n4 := c.Add("n4")
 	n4.Start("--join", c.Nodes[1].GRPCAddr)
 	c.WaitVoters(4, 30*time.Second)
@@ -300,13 +321,7 @@ func TestReplayDataDir(t *testing.T) {
 	node := c.Nodes[2]
 	// The replay must start from a snapshot: wait for the node's first
 	// (its threshold is 100 entries, checked every 300-600 ms).
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(node.Log(), "snapshot written") {
-		if time.Now().After(deadline) {
-			t.Fatal("no snapshot written within 30 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitLogged(t, 30*time.Second, "a snapshot", node, "snapshot written")
 	index, hash := c.WaitConverged(30 * time.Second)
 	if err := node.Stop(); err != nil {
 		t.Fatalf("clean stop: %v", err)
@@ -419,21 +434,13 @@ func TestConfigFilesSeedOnlyAtBootstrap(t *testing.T) {
 		"[scheduler]\nlease_timeout = \"90s\"\nself_kill_after = \"60s\"\npolicy = \"reserve:2s\"\n[scheduler.weights]\ngold = 99\n",
 		"[scheduler]\nclamp = \"dispatch\"\ndecay = \"half_life:1h,norm:100s\"\n",
 	}
-	for i, body := range files {
-		path := filepath.Join(dir, fmt.Sprintf("n%d.toml", i+1))
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+	c.BootWith(len(files), func(i int, n *cluster.Node) {
+		path := filepath.Join(dir, n.ID+".toml")
+		if err := os.WriteFile(path, []byte(files[i]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		n := c.Add(fmt.Sprintf("n%d", i+1))
 		n.Args = []string{"--config", path}
-		if i == 0 {
-			n.Start("--bootstrap")
-			c.WaitLeader(20 * time.Second)
-		} else {
-			n.Start("--join", c.Nodes[0].GRPCAddr)
-		}
-	}
-	c.WaitVoters(3, 30*time.Second)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := c.Apply(ctx, tenantCmd("g", pb.Tier_GOLD, 0), submitCmd("g", "", pb.Size_MD, 1000)); err != nil {
@@ -471,19 +478,11 @@ func TestConfigFilesSeedOnlyAtBootstrap(t *testing.T) {
 // leader: cluster time advances only by the real time elapsed.
 func TestSkewedLeaderClock(t *testing.T) {
 	c := cluster.New(t)
-	for i := 1; i <= 3; i++ {
-		n := c.Add(fmt.Sprintf("n%d", i))
-		if i == 2 {
+	c.BootWith(3, func(_ int, n *cluster.Node) {
+		if n.ID == "n2" {
 			n.Args = []string{"--test-clock-offset", "60s"}
 		}
-		if i == 1 {
-			n.Start("--bootstrap")
-			c.WaitLeader(20 * time.Second)
-		} else {
-			n.Start("--join", c.Nodes[0].GRPCAddr)
-		}
-	}
-	c.WaitVoters(3, 30*time.Second)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tick := func() int64 {
@@ -520,12 +519,8 @@ func TestSkewedLeaderClock(t *testing.T) {
 // corrupt one moved aside, the node starts from the older snapshot and
 // the log after it (which still reaches back) and holds what it held.
 func TestCorruptSnapshotRefused(t *testing.T) {
-	c := cluster.Start(t, 1, "--snapshot-threshold", "20", "--trailing-logs", "1000", "--snapshot-interval", "100ms")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	w := startWorkload(t, ctx, c, 5)
+	c := snapshottedNode(t, "1000", 5, 2)
 	n := c.Nodes[0]
-	w.untilSnapshots(t, ctx, c, n, 2)
 	index, hash := c.WaitConverged(10 * time.Second)
 	st, err := n.Status()
 	if err != nil {

@@ -24,9 +24,7 @@ import (
 // retry (a RetryInfo of about 12 minutes); beta has an allowance of its
 // own; over HTTP the refusal is 429 with Retry-After.
 func TestSubmitRateAcrossNodes(t *testing.T) {
-	c := cluster.New(t, "--config", tokenConfig(t, "[scheduler]\nsubmit_rate = \"5/1h\"\nsubmit_burst = 5\n"))
-	c.Token = adminToken
-	c.Boot(3)
+	c := startWithTokens(t, 3, "[scheduler]\nsubmit_rate = \"5/1h\"\nsubmit_burst = 5\n")
 	c.WaitConverged(30 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -18,14 +18,11 @@ import (
 // job, the old job is NOT_FOUND, its list, events and usage hold only the
 // new one.
 func TestRecreatedTenantThroughAPI(t *testing.T) {
-	c := cluster.New(t, "--config", tokenConfig(t, ""))
-	c.Token = adminToken
-	c.Boot(1)
+	c := startWithTokens(t, 1, "")
 	addr := c.Nodes[0].GRPCAddr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin := pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil))
-	acme := pb.NewClientClient(cluster.Dial(t, addr, acmeToken, nil))
+	admin, acme := adminAndAcme(t, addr)
 	key := "nightly-report"
 	submit := func() *pb.SubmitResponse {
 		t.Helper()

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"context"
 	"errors"
 	"os/exec"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/test/cluster"
 )
 
 // TestWatchJobAndUntilIdle: watch --job prints only that job's events,
@@ -17,12 +15,7 @@ import (
 // it ended; watch --until-idle ends once the tenant has nothing queued or
 // running.
 func TestWatchJobAndUntilIdle(t *testing.T) {
-	c := cluster.Start(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := c.Apply(ctx, tenantCmd("acme", pb.Tier_GOLD, 0)); err != nil {
-		t.Fatal(err)
-	}
+	c, ctx := startWithAcme(t, 1, 2*time.Minute)
 	server := c.Nodes[0].GRPCAddr
 	submit := func(args ...string) {
 		t.Helper()

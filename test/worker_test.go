@@ -525,9 +525,7 @@ func TestWorkerPartitionedKillsItsJob(t *testing.T) {
 func TestWorkerIdentity(t *testing.T) {
 	const gpuToken = "gpu-worker-secret-0001"
 	burn := cluster.Helper(t, "./test/testdata/burn")
-	c := cluster.New(t, "--config", tokenConfig(t, fmt.Sprintf("[[auth.tokens]]\nrole = \"worker\"\nworker_id = \"gpu-*\"\ntoken = %q\n%s", gpuToken, workerTimeouts)))
-	c.Token = adminToken
-	c.Boot(3)
+	c := startWithTokens(t, 3, fmt.Sprintf("[[auth.tokens]]\nrole = \"worker\"\nworker_id = \"gpu-*\"\ntoken = %q\n%s", gpuToken, workerTimeouts))
 	setupTenants(t, c, map[string]pb.Tier{"acme": pb.Tier_GOLD})
 	client := pb.NewClientClient(c.Nodes[0].Conn())
 
@@ -543,13 +541,7 @@ func TestWorkerIdentity(t *testing.T) {
 	attacker.Args = []string{"--id", "victim"}
 	attacker.Token = workerToken
 	attacker.Start("")
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(attacker.Log(), "code = Aborted") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the second worker with the victim's ID was never refused ABORTED:\n%s", cluster.Tail(attacker.LogPath, 20))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitLogged(t, 30*time.Second, "the second worker with the victim's ID to be refused ABORTED", attacker, "code = Aborted")
 	j := waitJob(t, client, job, 60*time.Second, "completed", func(j *pb.Job) bool { return j.State == "completed" })
 	b, err := os.ReadFile(self)
 	if err != nil {

@@ -342,9 +342,9 @@ func preload(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int) error 
 }
 
 // drive runs clients goroutines calling op in a loop for d over conns
-// (round robin) and returns the successful calls per second and their
-// latencies.
-func drive(conns []*grpc.ClientConn, clients int, d time.Duration, op func(cc *grpc.ClientConn, w, i int) error) (float64, *latencies) {
+// (round robin) and returns the successful calls, the time they took and
+// their latencies.
+func drive(conns []*grpc.ClientConn, clients int, d time.Duration, op func(cc *grpc.ClientConn, w, i int) error) (int64, time.Duration, *latencies) {
 	var lat latencies
 	var n atomic.Int64
 	var wg sync.WaitGroup
@@ -365,7 +365,7 @@ func drive(conns []*grpc.ClientConn, clients int, d time.Duration, op func(cc *g
 		}()
 	}
 	wg.Wait()
-	return round(float64(n.Load()) / time.Since(start).Seconds()), &lat
+	return n.Load(), time.Since(start), &lat
 }
 
 func benchSubmit(ctx context.Context, o *benchOpts) ([]benchResult, error) {
@@ -388,7 +388,8 @@ func benchSubmit(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		}
 		prof := profileWindow(o, lc, target, fmt.Sprintf("%s-%d-%v", name, clients, params["via"]), d-time.Second)
 		before := sampleRaft(lc.nodes[leader].http)
-		ops, lat := drive(conns, clients, d, op)
+		calls, elapsed, lat := drive(conns, clients, d, op)
+		ops := round(float64(calls) / elapsed.Seconds())
 		results := map[string]any{}
 		if name != "read-floor" {
 			sampleRaft(lc.nodes[leader].http).since(before, results)
@@ -435,40 +436,24 @@ func benchSubmitBatch(ctx context.Context, o *benchOpts) ([]benchResult, error) 
 		d = 5 * time.Second
 	}
 	const clients, size = 16, 100
-	var lat latencies
-	var jobs atomic.Int64
-	var wg sync.WaitGroup
 	prof := profileWindow(o, lc, leader, "submit-batch", d-time.Second)
 	cpu0 := lc.serverCPU()
-	start := time.Now()
-	deadline := start.Add(d)
-	for w := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			client := pb.NewClientClient(cc)
-			for i := 0; time.Now().Before(deadline); i++ {
-				req := &pb.SubmitBatchRequest{}
-				for j := range size {
-					key := fmt.Sprintf("b-%d-%d-%d", w, i, j)
-					req.Jobs = append(req.Jobs, &pb.SubmitRequest{Tenant: benchTenant((w*size + j) % 100), IdempotencyKey: &key, Size: pb.Size_SM, EstCostMs: 1000, Payload: benchPayload})
-				}
-				t := time.Now()
-				if _, err := client.SubmitBatch(ctx, req); err == nil {
-					lat.add(time.Since(t))
-					jobs.Add(size)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
+	batches, elapsed, lat := drive([]*grpc.ClientConn{cc}, clients, d, func(cc *grpc.ClientConn, w, i int) error {
+		req := &pb.SubmitBatchRequest{}
+		for j := range size {
+			key := fmt.Sprintf("b-%d-%d-%d", w, i, j)
+			req.Jobs = append(req.Jobs, &pb.SubmitRequest{Tenant: benchTenant((w*size + j) % 100), IdempotencyKey: &key, Size: pb.Size_SM, EstCostMs: 1000, Payload: benchPayload})
+		}
+		_, err := pb.NewClientClient(cc).SubmitBatch(ctx, req)
+		return err
+	})
+	jobs := batches * size
 	cpu := lc.serverCPU() - cpu0
 	prof()
-	return []benchResult{{Scenario: "submit-batch", OpsPerS: round(float64(jobs.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
+	return []benchResult{{Scenario: "submit-batch", OpsPerS: round(float64(jobs) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
 		Params: map[string]any{"clients": clients, "batch": size, "via": "leader", "seconds": d.Seconds()},
 		Results: map[string]any{"unit": "jobs/s; latency per batch; cluster CPU (every server, from /proc) per job",
-			"cluster_cpu_us_per_job": cpuPer(cpu, jobs.Load())}}}, nil
+			"cluster_cpu_us_per_job": cpuPer(cpu, jobs)}}}, nil
 }
 
 // fakeWorkers starts n in-process workers whose jobs end at once.

@@ -39,11 +39,20 @@ type spec[T any] struct {
 	run      func(env *cmdEnv, opts *T, args []string) error
 }
 
+// flagRegistrar is options that define their own flags.
+type flagRegistrar interface{ register(fs *flag.FlagSet) }
+
+// typed makes a command of s; without s.flags, options that define their
+// own flags (clientFlags and the like) get those.
 func typed[T any](s *spec[T]) *command {
 	return &command{synopsis: s.synopsis, usage: s.usage, help: s.help,
 		flags: func(fs *flag.FlagSet) any {
 			o := new(T)
-			s.flags(fs, o)
+			if s.flags != nil {
+				s.flags(fs, o)
+			} else if r, ok := any(o).(flagRegistrar); ok {
+				r.register(fs)
+			}
 			return o
 		},
 		run: func(env *cmdEnv, o any, args []string) error { return s.run(env, o.(*T), args) },

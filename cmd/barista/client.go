@@ -121,9 +121,34 @@ func withJob[T any](c *clientFlags, args []string, usage string, call func(cl *c
 	return id, out, err
 }
 
+// withCall makes one call of the client package with req through with (a
+// clientFlags' with) and returns its answer; method is the call, a method
+// expression such as (*client.Client).GetJob.
+func withCall[Req, Resp any](with func(func(*client.Client) error) error, method func(*client.Client, context.Context, Req) (Resp, error), req Req) (Resp, error) {
+	var resp Resp
+	err := with(func(cl *client.Client) (err error) {
+		resp, err = method(cl, context.Background(), req)
+		return err
+	})
+	return resp, err
+}
+
 // call runs a unary call of any service through the nodes (client.Call).
 func (c *clientFlags) call(fn func(ctx context.Context, cc grpc.ClientConnInterface) error) error {
 	return c.with(func(cl *client.Client) error { return cl.Call(context.Background(), fn) })
+}
+
+// ask makes one unary call through call (a clientFlags' call) and returns
+// its answer: newClient makes the service's client and method is the call,
+// a method expression such as pb.NodeClient.Status.
+func ask[C, Req, Resp any](call func(func(context.Context, grpc.ClientConnInterface) error) error,
+	newClient func(grpc.ClientConnInterface) C, method func(C, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	var resp Resp
+	err := call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
+		resp, err = method(newClient(cc), ctx, req)
+		return err
+	})
+	return resp, err
 }
 
 // stream runs a streaming call on the first node that takes it

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"sort"
 	"strings"
@@ -70,13 +69,8 @@ func init() {
 	register("config get", typed(&spec[clientFlags]{
 		synopsis: "Show the replicated scheduler configuration",
 		usage:    "[--json]",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
-			var pc *pb.SchedulerConfig
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				pc, err = pb.NewAdminClient(cc).GetConfig(ctx, &pb.GetConfigRequest{})
-				return err
-			})
+			pc, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.GetConfig, &pb.GetConfigRequest{})
 			if err != nil {
 				return err
 			}
@@ -103,7 +97,6 @@ docs/configuration.md), with weights.TIER for a tier weight:
 
 feature_level, shown by config get, is not a setting: the leader raises it
 once every voter runs a build that understands it.`,
-		flags: func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) == 0 {
 				return usageError("config set needs KEY=VALUE settings")

@@ -2,13 +2,11 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"flag"
 	"fmt"
 	"math"
 	"strings"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/baristahq/barista/proto"
@@ -73,11 +71,7 @@ func runDebugApply(env *cmdEnv, opts *debugApplyOpts, args []string) error {
 		}
 		req.Commands = append(req.Commands, c)
 	}
-	var resp *pb.ApplyResponse
-	err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-		resp, err = pb.NewNodeClient(cc).Apply(ctx, req)
-		return err
-	})
+	resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.Apply, req)
 	if err != nil {
 		return err
 	}

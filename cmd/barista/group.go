@@ -124,12 +124,8 @@ tenant's own limit applies as well. Give --cap, --rate or both.`,
 					rate = "none"
 				}
 			}
-			var g *pb.Group
-			err := opts.with(func(cl *client.Client) (err error) {
-				g, err = cl.SetGroup(context.Background(), &pb.SetGroupRequest{Tenant: opts.tenant, Group: args[0], Cap: opts.cap,
-					Rate: rate, Burst: opts.burst})
-				return err
-			})
+			g, err := withCall(opts.with, (*client.Client).SetGroup, &pb.SetGroupRequest{Tenant: opts.tenant, Group: args[0], Cap: opts.cap,
+				Rate: rate, Burst: opts.burst})
 			if err != nil {
 				return err
 			}
@@ -140,7 +136,6 @@ tenant's own limit applies as well. Give --cap, --rate or both.`,
 		synopsis: "Show a group of a tenant: its caps and its jobs",
 		usage:    "GROUP [--tenant NAME] [--json]",
 		help:     groupHelp,
-		flags:    func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
 			if len(args) != 1 {
 				return usageError("group get needs one GROUP")
@@ -148,12 +143,8 @@ tenant's own limit applies as well. Give --cap, --rate or both.`,
 			if err := groupNameError(args[0]); err != nil {
 				return usageError("GROUP: %v", err)
 			}
-			var g *pb.Group
-			err := opts.with(func(cl *client.Client) (err error) {
-				g, err = cl.GetGroup(context.Background(), &pb.GetGroupRequest{Tenant: opts.tenant, Group: args[0],
-					Read: &pb.ReadOptions{Stale: opts.stale}})
-				return err
-			})
+			g, err := withCall(opts.with, (*client.Client).GetGroup, &pb.GetGroupRequest{Tenant: opts.tenant, Group: args[0],
+				Read: &pb.ReadOptions{Stale: opts.stale}})
 			if err != nil {
 				return err
 			}
@@ -164,7 +155,6 @@ tenant's own limit applies as well. Give --cap, --rate or both.`,
 		synopsis: "List a tenant's groups by name (the unnamed group first)",
 		usage:    "[--tenant NAME] [--json]",
 		help:     groupHelp + "\n\nWith --json prints one object per group.",
-		flags:    func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
 			if len(args) > 0 {
 				return usageError("unexpected argument %q", args[0])

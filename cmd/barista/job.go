@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -27,7 +26,6 @@ time, which pauses while no leader runs: when the two differ by a second
 or more, the cluster time is shown beside. --json has both:
 "submitted_at" and "ended_at" (wall clock, RFC 3339) and
 "cluster_submitted_at_ms" and "cluster_ended_at_ms".`,
-		flags: func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
 			_, j, err := withJob(&opts.clientFlags, args, "job needs one ID", func(cl *client.Client, id uint64) (*pb.Job, error) {
 				return cl.GetJob(context.Background(), &pb.GetJobRequest{Tenant: opts.tenant, JobId: id, Read: &pb.ReadOptions{Stale: opts.stale}})

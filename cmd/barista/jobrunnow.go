@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	pb "github.com/baristahq/barista/proto"
@@ -18,7 +17,6 @@ failed run) into its queue now, at its job ID's place, instead of at its
 due time. An admin may run any tenant's job; a tenant's client token only
 its own. A job that is not scheduled, or whose expiry has passed, is
 refused (FAILED_PRECONDITION).`,
-		flags: func(fs *flag.FlagSet, o *tenantFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
 			id, resp, err := withJob(&opts.clientFlags, args, "job run-now needs one ID", func(cl *client.Client, id uint64) (*pb.RunJobNowResponse, error) {
 				return cl.RunJobNow(context.Background(), &pb.RunJobNowRequest{Tenant: opts.tenant, JobId: id})

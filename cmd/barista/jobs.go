@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -128,13 +127,9 @@ jobs remain, the token for the next page is printed on stderr
 			if len(args) > 0 {
 				return usageError("unexpected argument %q", args[0])
 			}
-			var resp *pb.ListJobsResponse
-			err := opts.with(func(cl *client.Client) (err error) {
-				resp, err = cl.ListJobs(context.Background(), &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state,
-					PageSize: opts.limit, PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale},
-					IncludePayload: opts.payload && opts.json})
-				return err
-			})
+			resp, err := withCall(opts.with, (*client.Client).ListJobs, &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state,
+				PageSize: opts.limit, PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale},
+				IncludePayload: opts.payload && opts.json})
 			if err != nil {
 				return err
 			}

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	pb "github.com/baristahq/barista/proto"
@@ -35,11 +33,8 @@ new address is replaced. "barista server --join" does the same at start.`,
 			if opts.id == "" || opts.raft == "" || opts.grpcAddr == "" {
 				return usageError("join needs --node-id, --raft-addr and --grpc-addr")
 			}
-			var resp *pb.JoinResponse
-			if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				resp, err = pb.NewNodeClient(cc).Join(ctx, &pb.JoinRequest{Id: opts.id, RaftAddr: opts.raft, GrpcAddr: opts.grpcAddr, HttpAddr: opts.http})
-				return err
-			}); err != nil {
+			resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.Join, &pb.JoinRequest{Id: opts.id, RaftAddr: opts.raft, GrpcAddr: opts.grpcAddr, HttpAddr: opts.http})
+			if err != nil {
 				return err
 			}
 			if opts.json {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,13 +20,8 @@ func init() {
 	register("operator raft list-peers", typed(&spec[clientFlags]{
 		synopsis: "List the Raft configuration: addresses, state, last contact and lag of each member",
 		usage:    "[--server ADDR] [--json]",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
-			var resp *pb.ListPeersResponse
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				resp, err = pb.NewNodeClient(cc).ListPeers(ctx, &pb.ListPeersRequest{})
-				return err
-			})
+			resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.ListPeers, &pb.ListPeersRequest{})
 			if err != nil {
 				return err
 			}
@@ -65,15 +59,11 @@ func init() {
 		help: `Removes the server with this ID through the leader, and its member
 record. Use it for a dead server before replacing it: a three-node cluster
 with a dead member has no fault tolerance left.`,
-		flags: func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) != 1 {
 				return usageError("remove-peer needs one ID")
 			}
-			if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
-				_, err := pb.NewNodeClient(cc).RemovePeer(ctx, &pb.RemovePeerRequest{Id: args[0]})
-				return err
-			}); err != nil {
+			if _, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.RemovePeer, &pb.RemovePeerRequest{Id: args[0]}); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.stdout, "removed %s\n", args[0])
@@ -83,7 +73,6 @@ with a dead member has no fault tolerance left.`,
 	register("operator raft transfer-leader", typed(&spec[clientFlags]{
 		synopsis: "Hand leadership to another voter",
 		usage:    "[ID]",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) > 1 {
 				return usageError("transfer-leader takes at most one ID")
@@ -92,11 +81,8 @@ with a dead member has no fault tolerance left.`,
 			if len(args) == 1 {
 				req.Id = args[0]
 			}
-			var resp *pb.TransferLeadershipResponse
-			if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				resp, err = pb.NewNodeClient(cc).TransferLeadership(ctx, req)
-				return err
-			}); err != nil {
+			resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.TransferLeadership, req)
+			if err != nil {
 				return err
 			}
 			if opts.json {
@@ -115,8 +101,7 @@ func init() {
 		help: `Streams a consistent snapshot of a node's state (at its applied index) into
 FILE, checksummed; prints the index and state hash. Restore it into the
 same or a fresh cluster with "barista operator snapshot restore FILE".`,
-		flags: func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
-		run:   runSnapshotSave,
+		run: runSnapshotSave,
 	}))
 }
 
@@ -127,8 +112,7 @@ func init() {
 		help: `Checks FILE's checksum, sends it to the leader, which installs it through
 Raft (followers and later members receive it by InstallSnapshot). Every
 job, tenant and setting of the cluster is replaced by the snapshot's.`,
-		flags: func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
-		run:   runSnapshotRestore,
+		run: runSnapshotRestore,
 	}))
 }
 

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-
-	"google.golang.org/grpc"
 
 	"github.com/baristahq/barista/internal/termtext"
 	pb "github.com/baristahq/barista/proto"
@@ -49,11 +46,7 @@ func init() {
 						return usageError("--group: %v", err)
 					}
 				}
-				var resp *pb.PauseResponse
-				err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-					resp, err = pb.NewClientClient(cc).Pause(ctx, &pb.PauseRequest{Tenant: args[0], Group: opts.group, Resume: verb == "resume"})
-					return err
-				})
+				resp, err := ask(opts.call, pb.NewClientClient, pb.ClientClient.Pause, &pb.PauseRequest{Tenant: args[0], Group: opts.group, Resume: verb == "resume"})
 				if err != nil {
 					return err
 				}
@@ -86,16 +79,11 @@ accepted, and no tenant's place in the fair share changes, so resuming
 clamps nothing. "barista explain" says paused vertex=all meanwhile. Use it
 for maintenance: pause, let running jobs drain ("barista status"), work,
 resume. Needs an admin token.`,
-			flags: func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 			run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 				if len(args) != 0 {
 					return usageError("unexpected argument %q", args[0])
 				}
-				var resp *pb.PauseDispatchResponse
-				err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-					resp, err = pb.NewAdminClient(cc).PauseDispatch(ctx, &pb.PauseDispatchRequest{Resume: verb == "resume"})
-					return err
-				})
+				resp, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.PauseDispatch, &pb.PauseDispatchRequest{Resume: verb == "resume"})
 				if err != nil {
 					return err
 				}

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"time"
-
-	"google.golang.org/grpc"
 
 	pb "github.com/baristahq/barista/proto"
 )
@@ -29,11 +26,7 @@ cluster's, as this node applied it, and the highest its build understands
 			if len(args) > 0 {
 				return usageError("unexpected argument %q", args[0])
 			}
-			var st *pb.StatusResponse
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				st, err = pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{})
-				return err
-			})
+			st, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.Status, &pb.StatusRequest{})
 			if err != nil {
 				return err
 			}

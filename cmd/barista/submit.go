@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -172,11 +171,8 @@ func runSubmit(env *cmdEnv, opts *submitOpts, args []string) error {
 	if set["retry-backoff"] {
 		req.RetryBackoffMs = new(opts.backoff.Milliseconds())
 	}
-	var resp *pb.SubmitResponse
-	if err := opts.with(func(cl *client.Client) (err error) {
-		resp, err = cl.Submit(context.Background(), req)
-		return err
-	}); err != nil {
+	resp, err := withCall(opts.with, (*client.Client).Submit, req)
+	if err != nil {
 		return err
 	}
 	if opts.json {
@@ -367,11 +363,8 @@ func submitFile(env *cmdEnv, opts *submitOpts) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		var results []*pb.SubmitResult
-		if err := opts.with(func(cl *client.Client) (err error) {
-			results, err = cl.SubmitBatch(context.Background(), batch)
-			return err
-		}); err != nil {
+		results, err := withCall(opts.with, (*client.Client).SubmitBatch, batch)
+		if err != nil {
 			// One request of at most client.MaxBatch jobs: its error
 			// alone ("UNAVAILABLE: ...") says it.
 			if e := (*client.Error)(nil); errors.As(err, &e) {

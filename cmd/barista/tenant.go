@@ -193,16 +193,11 @@ mark.`,
 	register("tenant get", typed(&spec[clientFlags]{
 		synopsis: "Show a tenant's configuration",
 		usage:    "NAME [--json]",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) != 1 {
 				return usageError("tenant get needs one NAME")
 			}
-			var t *pb.Tenant
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				t, err = pb.NewAdminClient(cc).GetTenant(ctx, &pb.GetTenantRequest{Name: args[0]})
-				return err
-			})
+			t, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.GetTenant, &pb.GetTenantRequest{Name: args[0]})
 			if err != nil {
 				return err
 			}
@@ -212,13 +207,8 @@ mark.`,
 	register("tenant list", typed(&spec[clientFlags]{
 		synopsis: "List tenants",
 		usage:    "[--json]",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
-			var resp *pb.ListTenantsResponse
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				resp, err = pb.NewAdminClient(cc).ListTenants(ctx, &pb.ListTenantsRequest{})
-				return err
-			})
+			resp, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.ListTenants, &pb.ListTenantsRequest{})
 			if err != nil {
 				return err
 			}
@@ -241,15 +231,11 @@ mark.`,
 	register("tenant delete", typed(&spec[clientFlags]{
 		synopsis: "Delete a tenant that has no queued or running job",
 		usage:    "NAME",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			if len(args) != 1 {
 				return usageError("tenant delete needs one NAME")
 			}
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
-				_, err := pb.NewAdminClient(cc).DeleteTenant(ctx, &pb.DeleteTenantRequest{Name: args[0]})
-				return err
-			})
+			_, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.DeleteTenant, &pb.DeleteTenantRequest{Name: args[0]})
 			if err != nil {
 				return err
 			}

@@ -12,8 +12,6 @@ import (
 
 	"github.com/baristahq/barista/internal/termtext"
 
-	"google.golang.org/grpc"
-
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
 )
@@ -75,12 +73,7 @@ lag_cpu_s; dispatches_1m counts --window).`,
 }
 
 func fetchTop(opts *topOpts) (*pb.TopResponse, error) {
-	var t *pb.TopResponse
-	err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-		t, err = pb.NewAdminClient(cc).Top(ctx, &pb.TopRequest{WindowMs: opts.window.Milliseconds(), Read: &pb.ReadOptions{Stale: opts.stale}})
-		return err
-	})
-	return t, err
+	return ask(opts.call, pb.NewAdminClient, pb.AdminClient.Top, &pb.TopRequest{WindowMs: opts.window.Milliseconds(), Read: &pb.ReadOptions{Stale: opts.stale}})
 }
 
 func runTop(env *cmdEnv, opts *topOpts, args []string) error {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"strconv"
@@ -28,12 +27,9 @@ and queued jobs and the cap in force.`,
 			if len(args) > 0 {
 				return usageError("unexpected argument %q", args[0])
 			}
-			var u *pb.TenantUsageResponse
-			if err := opts.with(func(cl *client.Client) (err error) {
-				u, err = cl.TenantUsage(context.Background(), &pb.TenantUsageRequest{Tenant: opts.tenant, TopGroups: opts.groups,
-					Read: &pb.ReadOptions{Stale: opts.stale}})
-				return err
-			}); err != nil {
+			u, err := withCall(opts.with, (*client.Client).TenantUsage, &pb.TenantUsageRequest{Tenant: opts.tenant, TopGroups: opts.groups,
+				Read: &pb.ReadOptions{Stale: opts.stale}})
+			if err != nil {
 				return err
 			}
 			groups := make([]map[string]any, 0, len(u.Groups))

@@ -91,11 +91,8 @@ var watchBackoff = struct{ first, most time.Duration }{300 * time.Millisecond, 1
 
 // jobExit ends watch --job with the exit code of the job's final state.
 func jobExit(opts *tenantFlags, id uint64) error {
-	var j *pb.Job
-	if err := opts.with(func(cl *client.Client) (err error) {
-		j, err = cl.GetJob(context.Background(), &pb.GetJobRequest{Tenant: opts.tenant, JobId: id})
-		return err
-	}); err != nil {
+	j, err := withCall(opts.with, (*client.Client).GetJob, &pb.GetJobRequest{Tenant: opts.tenant, JobId: id})
+	if err != nil {
 		return err
 	}
 	codes := map[string]int{"completed": 0, "failed": 3, "timed_out": 4, "cancelled": 5}

@@ -120,16 +120,11 @@ addresses are refused unless the servers allow them
 	register("webhook get", typed(&spec[webhookFlags]{
 		synopsis: "Show a tenant's webhook endpoint (never its secret)",
 		usage:    "--tenant TENANT [--json]",
-		flags:    func(fs *flag.FlagSet, o *webhookFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *webhookFlags, args []string) error {
 			if err := noArgs(args, opts); err != nil {
 				return err
 			}
-			var w *pb.Webhook
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				w, err = pb.NewAdminClient(cc).WebhookGet(ctx, &pb.WebhookGetRequest{Tenant: opts.tenant})
-				return err
-			})
+			w, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.WebhookGet, &pb.WebhookGetRequest{Tenant: opts.tenant})
 			if err != nil {
 				return err
 			}
@@ -143,15 +138,11 @@ addresses are refused unless the servers allow them
 	register("webhook delete", typed(&spec[webhookFlags]{
 		synopsis: "Remove a tenant's webhook endpoint",
 		usage:    "--tenant TENANT",
-		flags:    func(fs *flag.FlagSet, o *webhookFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *webhookFlags, args []string) error {
 			if err := noArgs(args, opts); err != nil {
 				return err
 			}
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
-				_, err := pb.NewAdminClient(cc).WebhookDelete(ctx, &pb.WebhookDeleteRequest{Tenant: opts.tenant})
-				return err
-			})
+			_, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.WebhookDelete, &pb.WebhookDeleteRequest{Tenant: opts.tenant})
 			if err != nil {
 				return err
 			}
@@ -170,16 +161,11 @@ backlog (the tenant's events after the cursor that the endpoint gets), and
 what the leader knows of its own deliveries since it leads — the last
 success, the last error (a status code or a cause, never a response
 body), the consecutive failures and the next retry.`,
-		flags: func(fs *flag.FlagSet, o *webhookFlags) { o.register(fs) },
 		run: func(env *cmdEnv, opts *webhookFlags, args []string) error {
 			if err := noArgs(args, opts); err != nil {
 				return err
 			}
-			var st *pb.WebhookStatusResponse
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				st, err = pb.NewAdminClient(cc).WebhookStatus(ctx, &pb.WebhookStatusRequest{Tenant: opts.tenant})
-				return err
-			})
+			st, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.WebhookStatus, &pb.WebhookStatusRequest{Tenant: opts.tenant})
 			if err != nil {
 				return err
 			}
@@ -228,11 +214,7 @@ A SEQ past the cursor skips the events between.`,
 			if opts.from == 0 {
 				return usageError("--from is required")
 			}
-			var w *pb.Webhook
-			err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-				w, err = pb.NewAdminClient(cc).WebhookReplay(ctx, &pb.WebhookReplayRequest{Tenant: opts.tenant, FromSeq: opts.from})
-				return err
-			})
+			w, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.WebhookReplay, &pb.WebhookReplayRequest{Tenant: opts.tenant, FromSeq: opts.from})
 			if err != nil {
 				return err
 			}

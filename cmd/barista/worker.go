@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 
-	"google.golang.org/grpc"
-
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc/agent"
 	"github.com/baristahq/barista/rpc/agent/runner"
@@ -87,10 +85,7 @@ it does.`,
 			if len(args) != 1 {
 				return usageError("worker drain needs one worker ID")
 			}
-			if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
-				_, err := pb.NewWorkerClient(cc).Drain(ctx, &pb.DrainRequest{WorkerId: args[0], Undrain: opts.undo, Create: opts.create})
-				return err
-			}); err != nil {
+			if _, err := ask(opts.call, pb.NewWorkerClient, pb.WorkerClient.Drain, &pb.DrainRequest{WorkerId: args[0], Undrain: opts.undo, Create: opts.create}); err != nil {
 				return err
 			}
 			verb := "drained"

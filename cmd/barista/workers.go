@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"time"
-
-	"google.golang.org/grpc"
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
@@ -16,17 +12,13 @@ func init() {
 	register("workers", typed(&spec[clientFlags]{
 		synopsis: "List workers: id, size, state, job, last heartbeat",
 		usage:    "[--json]",
-		flags:    func(fs *flag.FlagSet, o *clientFlags) { o.register(fs) },
 		run:      runWorkers,
 	}))
 }
 
 func runWorkers(env *cmdEnv, opts *clientFlags, args []string) error {
-	var resp *pb.ListWorkersResponse
-	if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-		resp, err = pb.NewWorkerClient(cc).ListWorkers(ctx, &pb.ListWorkersRequest{})
-		return err
-	}); err != nil {
+	resp, err := ask(opts.call, pb.NewWorkerClient, pb.WorkerClient.ListWorkers, &pb.ListWorkersRequest{})
+	if err != nil {
 		return err
 	}
 	sizeOf := func(s pb.Size) string {

@@ -29,9 +29,16 @@ func rowsOf(l *Ledger, now sfq.Time) map[string]Row {
 	return out
 }
 
+// mustFloat checks that v is defined and want to within 1e-9.
 func mustFloat(t *testing.T, what string, v float64, ok bool, want float64) {
 	t.Helper()
-	if !ok || math.Abs(v-want) > 1e-9 {
+	mustNear(t, what, v, ok, want, 1e-9)
+}
+
+// mustNear checks that v is defined and want to within tol.
+func mustNear(t *testing.T, what string, v float64, ok bool, want, tol float64) {
+	t.Helper()
+	if !ok || math.Abs(v-want) > tol {
 		t.Errorf("%s = %v (defined %v), want %v", what, v, ok, want)
 	}
 }
@@ -119,11 +126,10 @@ func TestEntitlementIsTimeWeighted(t *testing.T) {
 	}
 }
 
+// mustApprox checks that v is defined and want to within 1e-7.
 func mustApprox(t *testing.T, what string, v float64, ok bool, want float64) {
 	t.Helper()
-	if !ok || math.Abs(v-want) > 1e-7 {
-		t.Errorf("%s = %v (defined %v), want %v", what, v, ok, want)
-	}
+	mustNear(t, what, v, ok, want, 1e-7)
 }
 
 // TestWindowsRoll: a charge leaves the 1 min window after 60 to 65 s, the

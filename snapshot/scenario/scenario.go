@@ -178,20 +178,20 @@ func (rn *runner) exec(f []string) error {
 	case "at":
 		return rn.at(args)
 	case "config":
-		return rn.config(args)
+		return withKV(args, rn.config)
 	case "tenant":
-		return rn.tenant(args)
+		return withKV(args, rn.tenant)
 	case "delete":
 		if len(args) != 1 {
 			return fmt.Errorf("usage: delete TENANT")
 		}
 		return rn.t.DeleteTenant(rn.now, args[0])
 	case "submit":
-		return rn.submit(args)
+		return withKV(args, rn.submit)
 	case "group":
-		return rn.group(args)
+		return withKV(args, rn.group)
 	case "pause", "resume":
-		return rn.pause(cmd, args)
+		return withKV(args, func(pos []string, opts options) error { return rn.pause(cmd, pos, opts) })
 	case "level":
 		if len(args) != 1 {
 			return fmt.Errorf("usage: level N")
@@ -202,13 +202,13 @@ func (rn *runner) exec(f []string) error {
 		}
 		return rn.t.SetLevel(rn.now, uint32(n))
 	case "dispatch":
-		return rn.dispatch(args)
+		return withKV(args, rn.dispatch)
 	case "start", "heartbeat", "finish", "cancel", "expire", "release":
-		return rn.jobEvent(cmd, args)
+		return withKV(args, func(pos []string, opts options) error { return rn.jobEvent(cmd, pos, opts) })
 	case "redrive":
 		return rn.redrive(args)
 	case "show":
-		return rn.show(args)
+		return withKV(args, rn.show)
 	case "explain":
 		return rn.explain(args)
 	}
@@ -222,13 +222,22 @@ func (rn *runner) redrive(args []string) error {
 	}
 	ids := make([]sfq.JobID, len(args))
 	for i, a := range args {
-		id, err := strconv.ParseUint(a, 10, 64)
-		if err != nil || id == 0 {
-			return fmt.Errorf("bad job id %q", a)
+		id, err := jobID(a)
+		if err != nil {
+			return err
 		}
-		ids[i] = sfq.JobID(id)
+		ids[i] = id
 	}
 	return rn.t.Redrive(rn.now, ids)
+}
+
+// jobID reads a job id: a whole number above zero.
+func jobID(s string) (sfq.JobID, error) {
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("bad job id %q", s)
+	}
+	return sfq.JobID(id), nil
 }
 
 func (rn *runner) at(args []string) error {
@@ -269,6 +278,15 @@ func (o options) get(k string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// withKV runs a command that takes key=value arguments on args split by kv.
+func withKV(args []string, run func(pos []string, opts options) error) error {
+	pos, opts, err := kv(args)
+	if err != nil {
+		return err
+	}
+	return run(pos, opts)
 }
 
 // kv splits "key=value" arguments; bare words go to positional.
@@ -329,11 +347,7 @@ var configKeys = map[string]func(cfg *sfq.Config, k, v string) error{
 	},
 }
 
-func (rn *runner) config(args []string) error {
-	pos, opts, err := kv(args)
-	if err != nil {
-		return err
-	}
+func (rn *runner) config(pos []string, opts options) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("config takes key=value pairs, not %q", pos[0])
 	}
@@ -350,11 +364,7 @@ func (rn *runner) config(args []string) error {
 	return rn.t.SetConfig(rn.now, cfg)
 }
 
-func (rn *runner) tenant(args []string) error {
-	pos, opts, err := kv(args)
-	if err != nil {
-		return err
-	}
+func (rn *runner) tenant(pos []string, opts options) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("usage: tenant NAME tier=T [multiplier=N cap=N cap_sm=N cap_md=N cap_lg=N inflight_cpu=DUR max_queued=N " +
 			"max_class=C cap_critical=N cap_high=N deadlines=on|off deadline_cap=N group_cap=N|none group_order=fifo|fair max_groups=N " +
@@ -365,6 +375,7 @@ func (rn *runner) tenant(args []string) error {
 	if !opts.has("tier") && !exists {
 		return fmt.Errorf("new tenant %q needs tier=", pos[0])
 	}
+	var err error
 	for _, o := range opts {
 		k, v := o.k, o.v
 		switch k {
@@ -458,11 +469,7 @@ func rateOpts(opts options, old sfq.RateLimit) (sfq.RateLimit, error) {
 
 // pause reads "pause TENANT [group=G]", "pause all" and the same for
 // resume.
-func (rn *runner) pause(cmd string, args []string) error {
-	pos, opts, err := kv(args)
-	if err != nil {
-		return err
-	}
+func (rn *runner) pause(cmd string, pos []string, opts options) error {
 	group, hasGroup := opts.get("group")
 	if len(pos) != 1 || len(opts) > 1 || (len(opts) == 1 && !hasGroup) || (pos[0] == "all" && hasGroup) {
 		return fmt.Errorf("usage: %s TENANT [group=G] | %s all", cmd, cmd)
@@ -489,11 +496,7 @@ func times(pos []string) (int, []string, error) {
 	return 1, pos, nil
 }
 
-func (rn *runner) submit(args []string) error {
-	pos, opts, err := kv(args)
-	if err != nil {
-		return err
-	}
+func (rn *runner) submit(pos []string, opts options) error {
 	n, pos, err := times(pos)
 	if err != nil {
 		return err
@@ -557,11 +560,7 @@ func (rn *runner) submit(args []string) error {
 
 // group sets a group's cap: "group TENANT GROUP cap=N|none|inherit" sets
 // the admin's, "group TENANT GROUP tenant_cap=N|none" the tenant's own.
-func (rn *runner) group(args []string) error {
-	pos, opts, err := kv(args)
-	if err != nil {
-		return err
-	}
+func (rn *runner) group(pos []string, opts options) error {
 	usage := fmt.Errorf("usage: group TENANT GROUP cap=N|none|inherit | tenant_cap=N|none [rate=N/DUR|none] [burst=N]")
 	if len(pos) != 2 || len(opts) == 0 {
 		return usage
@@ -600,6 +599,7 @@ func (rn *runner) group(args []string) error {
 	case "tenant_cap":
 		var n uint32
 		if o.v != "none" {
+			var err error
 			if n, err = count(o.k, o.v); err != nil || n == 0 {
 				return fmt.Errorf("bad tenant_cap %q: want none or 1..%d", o.v, sfq.MaxGroupCap)
 			}
@@ -609,11 +609,7 @@ func (rn *runner) group(args []string) error {
 	return fmt.Errorf("unknown group key %q (want cap or tenant_cap)", o.k)
 }
 
-func (rn *runner) dispatch(args []string) error {
-	pos, opts, err := kv(args)
-	if err != nil {
-		return err
-	}
+func (rn *runner) dispatch(pos []string, opts options) error {
 	n, pos, err := times(pos)
 	if err != nil {
 		return err
@@ -674,19 +670,14 @@ func (rn *runner) emitDispatch(a sfq.Assignment, ok bool) {
 	fmt.Fprintf(rn.out, "dispatch %d tenant=%s job=%d size=%s start=%s\n", n, tenant, a.Job, a.Size, start)
 }
 
-func (rn *runner) jobEvent(cmd string, args []string) error {
-	pos, opts, err := kv(args)
-	if err != nil {
-		return err
-	}
+func (rn *runner) jobEvent(cmd string, pos []string, opts options) error {
 	if len(pos) < 1 {
 		return fmt.Errorf("usage: %s JOB [key=value ...]", cmd)
 	}
-	id64, err := strconv.ParseUint(pos[0], 10, 64)
-	if err != nil || id64 == 0 {
-		return fmt.Errorf("bad job id %q", pos[0])
+	id, err := jobID(pos[0])
+	if err != nil {
+		return err
 	}
-	id := sfq.JobID(id64)
 	job, ok := rn.t.Job(id)
 	if !ok {
 		return fmt.Errorf("%w: %d", sfq.ErrUnknownJob, id)
@@ -760,11 +751,7 @@ func (rn *runner) jobEvent(cmd string, args []string) error {
 //	job ID tenant=T state=S attempt=N failures=N cancel=R cpu=MS class=C est=MS est_source=S
 //	tenant NAME tier=T tag=MS vnow=MS running=N queued=SM/MD/LG billed_cpu=MS zombie_cpu=MS failures=N
 //	type TENANT TYPE ema=MS samples=N
-func (rn *runner) show(args []string) error {
-	pos, opts, err := kv(args)
-	if err != nil {
-		return err
-	}
+func (rn *runner) show(pos []string, opts options) error {
 	usage := fmt.Errorf("usage: show job ID | show tenant NAME [class=C] | show group TENANT GROUP [class=C] | show type TENANT TYPE")
 	if len(pos) < 1 {
 		return usage
@@ -834,6 +821,7 @@ func (rn *runner) show(args []string) error {
 		if o.k != "class" {
 			return fmt.Errorf("unknown show tenant key %q", o.k)
 		}
+		var err error
 		if class, err = sfq.ParseClass(o.v); err != nil {
 			return err
 		}
@@ -902,16 +890,16 @@ func (rn *runner) explain(args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("usage: explain JOB")
 	}
-	id, err := strconv.ParseUint(args[0], 10, 64)
-	if err != nil || id == 0 {
-		return fmt.Errorf("bad job id %q", args[0])
+	id, err := jobID(args[0])
+	if err != nil {
+		return err
 	}
-	r, err := rn.t.Explain(sfq.JobID(id))
+	r, err := rn.t.Explain(id)
 	if err != nil {
 		return err
 	}
 	if rn.opt.JSON {
-		line := map[string]any{"explain": id, "reason": r.Name()}
+		line := map[string]any{"explain": uint64(id), "reason": r.Name()}
 		switch r.Kind {
 		case sfq.ReasonBehind:
 			line["position"] = r.Position

@@ -99,6 +99,15 @@ func setFact(h *History, kind string, job uint64, fn func(f *snapshot.AuditFact)
 	}
 }
 
+// setFactAt is setFact for the facts of kind at a log index.
+func setFactAt(h *History, kind string, index uint64, fn func(f *snapshot.AuditFact)) {
+	for i := range h.Audit {
+		if h.Audit[i].Kind == kind && h.Audit[i].Index == index {
+			fn(&h.Audit[i])
+		}
+	}
+}
+
 func TestCheckerAcceptsAValidHistory(t *testing.T) {
 	if vs := Check(validHistory()); len(vs) != 0 {
 		t.Fatal(Report(vs))
@@ -194,55 +203,27 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 			h.Events = append(h.Events, WatchEvent{Watcher: 2, Seq: 3, Job: 3, Kind: "failed", Attempt: 1})
 		}},
 		{"over-cap step", 3, "index 10: dispatching job 2 raised tenant fa to 3 running, cap 2", func(h *History) {
-			for i := range h.Audit {
-				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Job == 2 {
-					h.Audit[i].Running = 3
-				}
-			}
+			setFact(h, "dispatch", 2, func(f *snapshot.AuditFact) { f.Running = 3 })
 		}},
 		{"in-flight cap", 3, "raised tenant fb to 2500 ms in flight, cap 2000", func(h *History) {
-			for i := range h.Audit {
-				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Job == 3 {
-					h.Audit[i].InflightCPUMs, h.Audit[i].MaxInflightCPUMs = 2500, 2000
-				}
-			}
+			setFact(h, "dispatch", 3, func(f *snapshot.AuditFact) { f.InflightCPUMs, f.MaxInflightCPUMs = 2500, 2000 })
 		}},
 		{"virtual time back", 4, "index 5: virtual_now went back", func(h *History) {
-			for i := range h.Audit {
-				if h.Audit[i].Kind == "entry" && h.Audit[i].Index == 5 {
-					h.Audit[i].VirtualNow = 1
-				}
-			}
+			setFactAt(h, "entry", 5, func(f *snapshot.AuditFact) { f.VirtualNow = 1 })
 		}},
 		{"counters off", 4, "index 8: tenant fa: running 2, derived 1", func(h *History) {
-			for i := range h.Audit {
-				if h.Audit[i].Kind == "entry" && h.Audit[i].Index == 8 {
-					h.Audit[i].Verify = "tenant fa: running 2, derived 1"
-				}
-			}
+			setFactAt(h, "entry", 8, func(f *snapshot.AuditFact) { f.Verify = "tenant fa: running 2, derived 1" })
 		}},
 		{"diverging hash", 5, "node n3 ends at index 40 hash def", func(h *History) { h.Nodes[2].Hash = "def" }},
 		{"replay diverges", 5, "the audited replay ends at index 40 hash 999", func(h *History) { h.AuditHash = "999" }},
 		{"lower class first", 7, "index 13: dispatching job 3 of class normal (tenant fb, size sm) while class high had an eligible job the worker fits", func(h *History) {
-			for i := range h.Audit {
-				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Job == 3 {
-					h.Audit[i].Eligible = []string{"high", "normal"}
-				}
-			}
+			setFact(h, "dispatch", 3, func(f *snapshot.AuditFact) { f.Eligible = []string{"high", "normal"} })
 		}},
 		{"no deadline before a deadline job", 7, "index 10: dispatching job 2 of class normal without a deadline (tenant fa) while a job of its class with a deadline was eligible", func(h *History) {
-			for i := range h.Audit {
-				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Job == 2 {
-					h.Audit[i].Eligible = []string{"normal", "normal:deadline"}
-				}
-			}
+			setFact(h, "dispatch", 2, func(f *snapshot.AuditFact) { f.Eligible = []string{"normal", "normal:deadline"} })
 		}},
 		{"over a group's cap", 8, "index 10: dispatching job 2 raised group \"g1\" of tenant fa to 2 running, its cap 1", func(h *History) {
-			for i := range h.Audit {
-				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Job == 2 {
-					h.Audit[i].GroupRunning = 2
-				}
-			}
+			setFact(h, "dispatch", 2, func(f *snapshot.AuditFact) { f.GroupRunning = 2 })
 		}},
 		{"redrive of a live job", 9, "index 52: job 5 redriven while live (dispatched as attempt 1 at index 50, not ended since)", func(h *History) {
 			withRedrive(h)
@@ -250,11 +231,7 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 		}},
 		{"a redriven job on an old attempt", 9, "index 53: job 5 dispatched as attempt 1 after its redrive at index 52, not above attempt 1", func(h *History) {
 			withRedrive(h)
-			for i := range h.Audit {
-				if h.Audit[i].Kind == "dispatch" && h.Audit[i].Index == 53 {
-					h.Audit[i].Attempt = 1
-				}
-			}
+			setFactAt(h, "dispatch", 53, func(f *snapshot.AuditFact) { f.Attempt = 1 })
 			drop(h, func(f snapshot.AuditFact) bool { return f.Kind == "finish" && f.Index == 54 })
 		}},
 		{"two ends without a redrive event", 2, "job 5 has two terminal events: 20 and 22", func(h *History) {

@@ -223,9 +223,17 @@ func Start(t testing.TB, n int, args ...string) *Cluster {
 
 // Boot adds and starts n nodes: the first bootstraps, the others join it,
 // and it waits until they all are voters.
-func (c *Cluster) Boot(n int) {
+func (c *Cluster) Boot(n int) { c.BootWith(n, nil) }
+
+// BootWith is Boot with setup, if not nil, called on each node (i counts
+// from 0) before it starts, to give it arguments or a data directory of
+// its own.
+func (c *Cluster) BootWith(n int, setup func(i int, node *Node)) {
 	for i := 1; i <= n; i++ {
 		node := c.Add(fmt.Sprintf("n%d", i))
+		if setup != nil {
+			setup(i-1, node)
+		}
 		if i == 1 {
 			node.Start("--bootstrap")
 			c.WaitLeader(20 * time.Second)

@@ -234,15 +234,27 @@ func TestSubreaperEnabled(t *testing.T) {
 	}
 }
 
-func TestCPUSingleProcess(t *testing.T) {
+// cpuRun runs the helper in mode for d, polling its CPU until it is done,
+// and fails unless it exits with status 0; it returns the process, its
+// result, the samples and its log.
+func cpuRun(t *testing.T, mode, d string) (*Process, Result, []time.Duration, string) {
+	t.Helper()
 	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, helperSpec(t, "burn", "1s"), Options{LogPath: log})
+	p := start(t, helperSpec(t, mode, d), Options{LogPath: log})
 	samples := pollCPUUntilDone(t, p, 30*time.Second)
 	res := p.Result()
-	if res.ExitCode != 0 || res.Signal != "" || res.Err != nil {
+	if res.ExitCode != 0 || res.Err != nil {
 		t.Fatalf("Result = %+v, want a clean exit", res)
 	}
-	assertCPUClose(t, res.CPU, reportedDuration(t, readFile(t, log), "self"))
+	return p, res, samples, readFile(t, log)
+}
+
+func TestCPUSingleProcess(t *testing.T) {
+	p, res, samples, out := cpuRun(t, "burn", "1s")
+	if res.Signal != "" {
+		t.Fatalf("Result = %+v, want a clean exit", res)
+	}
+	assertCPUClose(t, res.CPU, reportedDuration(t, out, "self"))
 	checkSamples(t, samples, res.CPU)
 	if c, err := p.CPU(); err != nil || c != res.CPU {
 		t.Errorf("CPU() after Done = %v, %v; want %v", c, err, res.CPU)
@@ -250,26 +262,13 @@ func TestCPUSingleProcess(t *testing.T) {
 }
 
 func TestCPUForkedChild(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, helperSpec(t, "fork", "1s"), Options{LogPath: log})
-	samples := pollCPUUntilDone(t, p, 30*time.Second)
-	res := p.Result()
-	if res.ExitCode != 0 || res.Err != nil {
-		t.Fatalf("Result = %+v, want a clean exit", res)
-	}
-	assertCPUClose(t, res.CPU, reportedDuration(t, readFile(t, log), "total"))
+	_, res, samples, out := cpuRun(t, "fork", "1s")
+	assertCPUClose(t, res.CPU, reportedDuration(t, out, "total"))
 	checkSamples(t, samples, res.CPU)
 }
 
 func TestCPUOrphanedGrandchild(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, helperSpec(t, "orphan", "600ms"), Options{LogPath: log})
-	samples := pollCPUUntilDone(t, p, 30*time.Second)
-	res := p.Result()
-	if res.ExitCode != 0 || res.Err != nil {
-		t.Fatalf("Result = %+v, want a clean exit", res)
-	}
-	out := readFile(t, log)
+	_, res, samples, out := cpuRun(t, "orphan", "600ms")
 	gc := reportedDuration(t, out, "grandchild")
 	if gc < 600*time.Millisecond {
 		t.Fatalf("grandchild reported %v, want >= 600ms", gc)
@@ -434,10 +433,18 @@ func TestLogAppendsAndDiscard(t *testing.T) {
 	}
 }
 
-func TestTerminateTrapped(t *testing.T) {
+// startReady starts spec with a log and waits until it has logged "ready";
+// it returns the process and the log's path.
+func startReady(t *testing.T, spec Spec) (*Process, string) {
+	t.Helper()
 	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, helperSpec(t, "trapterm"), Options{LogPath: log})
+	p := start(t, spec, Options{LogPath: log})
 	waitForLog(t, log, "ready\n")
+	return p, log
+}
+
+func TestTerminateTrapped(t *testing.T) {
+	p, log := startReady(t, helperSpec(t, "trapterm"))
 	t0 := time.Now()
 	const grace = 5 * time.Second
 	p.Terminate(grace)
@@ -457,9 +464,7 @@ func TestTerminateTrapped(t *testing.T) {
 }
 
 func TestTerminateIgnored(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, helperSpec(t, "ignoreterm"), Options{LogPath: log})
-	waitForLog(t, log, "ready\n")
+	p, _ := startReady(t, helperSpec(t, "ignoreterm"))
 	t0 := time.Now()
 	const grace = 300 * time.Millisecond
 	p.Terminate(grace)
@@ -477,9 +482,7 @@ func TestTerminateIgnored(t *testing.T) {
 // A job whose main process exits on SIGTERM at once while a descendant
 // ignores it: the descendant gets until the end of the grace, then SIGKILL.
 func TestTerminateGraceForDescendants(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "log")
-	p := start(t, Spec{Argv: []string{"sh", "-c", "(trap '' TERM; echo ready; exec sleep 1000) & wait"}}, Options{LogPath: log})
-	waitForLog(t, log, "ready\n")
+	p, _ := startReady(t, Spec{Argv: []string{"sh", "-c", "(trap '' TERM; echo ready; exec sleep 1000) & wait"}})
 	tree := waitTree(t, p.PID(), 2, 0)
 	t0 := time.Now()
 	const grace = 400 * time.Millisecond
