@@ -17,8 +17,10 @@ build: ## build bin/barista
 
 test: test-unit test-examples test-fuzz test-proc ## run the test suite (the README's test command)
 
+# A race-enabled binary sleeps a second at exit (the race detector's
+# atexit_sleep_ms) unless told not to; the tests start many.
 test-unit:
-	$(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
+	GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
 
 # examples/ is a module of its own that requires this one (through a
 # replace), the way a program using the Go client does.

@@ -125,6 +125,9 @@ func startScriptNode(env *testscript.Env) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// A race-enabled command sleeps a second at exit (the race
+	// detector's atexit_sleep_ms) unless told not to: a script runs dozens.
+	env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	env.Setenv("BARISTA_ADDR", cfg.GRPCAddr)
 	env.Setenv("HTTP_ADDR", cfg.HTTPAddr)
 	// Three more free addresses, for a second server a script starts.
