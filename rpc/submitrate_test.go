@@ -7,6 +7,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
@@ -76,5 +77,36 @@ func TestSubmitRateBatchAndError(t *testing.T) {
 	}
 	if ri, ok := st.Details()[0].(*errdetails.RetryInfo); !ok || ri.RetryDelay.AsDuration() != 1500*time.Millisecond {
 		t.Errorf("retry info: %v", st.Details()[0])
+	}
+}
+
+// TestForwardedAnswerKeepsStatus: a refusal the leader writes into a
+// ForwardSubmits result reaches the follower's caller with its code,
+// message and details (a submit_rate refusal's RetryInfo); an accepted
+// result is the job; a result saying OK with a status, or a status that
+// does not decode, is an internal error, never a success.
+func TestForwardedAnswerKeepsStatus(t *testing.T) {
+	refusal := submitRateError("acme", sfq.RateLimit{N: 5, PeriodMs: 3_600_000, Burst: 5}, 90*time.Second)
+	b, err := proto.Marshal(status.Convert(refusal).Proto())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := forwardedAnswer(&pb.ForwardedSubmitResult{Status: b})
+	st := status.Convert(a.err)
+	if a.resp != nil || a.how != forwardSent || st.Code() != codes.ResourceExhausted || st.Message() != status.Convert(refusal).Message() || len(st.Details()) != 1 {
+		t.Fatalf("refusal: %+v %v", a, st)
+	}
+	if d := st.Details()[0].(*errdetails.RetryInfo).GetRetryDelay().AsDuration(); d != 90*time.Second {
+		t.Fatalf("retry delay %s, want 1m30s", d)
+	}
+	a = forwardedAnswer(&pb.ForwardedSubmitResult{JobId: 7, Created: true})
+	if a.err != nil || a.resp.JobId != 7 || !a.resp.Created {
+		t.Fatalf("accepted: %+v", a)
+	}
+	ok, _ := proto.Marshal(status.New(codes.OK, "fine").Proto())
+	for _, bad := range [][]byte{ok, {0xff, 0xff}} {
+		if a := forwardedAnswer(&pb.ForwardedSubmitResult{JobId: 7, Status: bad}); status.Code(a.err) != codes.Internal || a.resp != nil {
+			t.Fatalf("status %x: %+v", bad, a)
+		}
 	}
 }
