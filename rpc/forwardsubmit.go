@@ -125,6 +125,8 @@ func (f *submitForwarder) submit(ctx context.Context, authz string, req *pb.Subm
 		// before its answer, the job may exist (an idempotency key
 		// makes the retry safe).
 		return forwardAnswer{err: status.FromContextError(ctx.Err()).Err()}
+	case <-f.b.stopping:
+		return forwardAnswer{err: status.Error(codes.Unavailable, "the server is stopping; the submit may or may not have been applied")}
 	}
 }
 
