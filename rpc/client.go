@@ -29,6 +29,8 @@ type ClientService struct {
 	// forwarder carries single submits to the leader in batches (on a
 	// follower).
 	forwarder *submitForwarder
+	// forwardSingly plays a build before batched forwarding (Options).
+	forwardSingly bool
 }
 
 // ListJobs pages: at most maxPage jobs (defaultPage unless asked), and

@@ -81,7 +81,7 @@ func newSubmitForwarder(b *base) *submitForwarder {
 // itself (it leads, or the call was forwarded to it).
 func (s *ClientService) forwardSubmit(ctx context.Context, fwd *pb.SubmitRequest) (*pb.SubmitResponse, bool, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	if len(md.Get(forwardedKey)) == 0 && !s.node.IsLeader() {
+	if len(md.Get(forwardedKey)) == 0 && !s.forwardSingly && !s.node.IsLeader() {
 		var authz string
 		if v := md.Get("authorization"); len(v) > 0 {
 			authz = v[len(v)-1]
@@ -275,6 +275,9 @@ func (s *NodeService) ForwardSubmits(ctx context.Context, req *pb.ForwardSubmits
 }
 
 func (s *ClientService) forwardedSubmits(ctx context.Context, auth *Auth, req *pb.ForwardSubmitsRequest) (*pb.ForwardSubmitsResponse, error) {
+	if s.forwardSingly {
+		return nil, status.Error(codes.Unimplemented, "method ForwardSubmits not implemented")
+	}
 	n := len(req.Submits)
 	if n == 0 || n > forwardMaxSubmits {
 		return nil, status.Errorf(codes.InvalidArgument, "submits: %d given (want 1..%d)", n, forwardMaxSubmits)

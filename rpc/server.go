@@ -37,6 +37,10 @@ type Options struct {
 	// UnsafeDebug lets Apply propose envelopes of another version (tests of
 	// the fatal-entry path). Never enable it in production.
 	UnsafeDebug bool
+	// ForwardSingly plays a build before batched forwarding: as a
+	// follower it forwards each single submit alone, and as the leader it
+	// answers ForwardSubmits UNIMPLEMENTED (compatibility tests only).
+	ForwardSingly bool
 	// MetricsMaxTenants bounds the tenants with their own series on
 	// /metrics: all of them while there are at most this many, beyond
 	// that only those an admin marked export_metrics. 0 is read as
@@ -117,7 +121,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	rand.Read(s.csrfKey[:]) // crypto/rand.Read never returns an error
 	workers := newWorkerService(b)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
-		forwarder: newSubmitForwarder(&b)}, &AdminService{base: b}, workers
+		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly}, &AdminService{base: b}, workers
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug, client: s.client, auth: opt.Auth})
 	pb.RegisterClientServer(s.GRPC, s.client)
 	pb.RegisterAdminServer(s.GRPC, s.admin)

@@ -157,3 +157,84 @@ func forwardedStatus(t *testing.T, b []byte) string {
 	}
 	return fmt.Sprintf("%s: %s", st.Code(), st.Message())
 }
+
+// TestForwardingAcrossBuilds: a leader of a build before batched
+// forwarding (played with --test-forward-singly) answers ForwardSubmits
+// UNIMPLEMENTED, and a newer follower then forwards each submit alone;
+// an older follower forwards each alone to a newer leader. Every submit
+// of each phase lands once, and only a newer follower under a newer
+// leader makes batched calls.
+func TestForwardingAcrossBuilds(t *testing.T) {
+	c := cluster.New(t)
+	c.BootWith(3, func(i int, n *cluster.Node) {
+		if i == 0 {
+			n.Args = []string{"--test-forward-singly"}
+		}
+	})
+	c.WaitConverged(30 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	old, n2, n3 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
+	if l := c.WaitLeader(20 * time.Second); l != old {
+		if _, err := l.Client().TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: old.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l := c.WaitLeader(20 * time.Second); l != old {
+		t.Fatalf("leader %s, want %s", l.ID, old.ID)
+	}
+	goldTenants(t, ctx, pb.NewAdminClient(old.Conn()), "acme")
+	const each = 60
+	forwarded := func(n *cluster.Node) (calls, carried float64) {
+		m, err := rpc.Scrape(ctx, "http://"+n.HTTPAddr+"/metrics", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m["barista_submit_forward_calls_total"], m["barista_submits_forwarded_total"]
+	}
+	ids := map[uint64]bool{}
+	submitVia := func(n *cluster.Node, phase string) {
+		cl := pb.NewClientClient(n.Conn())
+		got := make([]uint64, each)
+		errs := make([]error, each)
+		var wg sync.WaitGroup
+		for i := range each {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				key := fmt.Sprintf("%s-%d", phase, i)
+				r, err := cl.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, IdempotencyKey: &key})
+				got[i], errs[i] = r.GetJobId(), err
+			}()
+		}
+		wg.Wait()
+		for i := range each {
+			if errs[i] != nil || ids[got[i]] {
+				t.Fatalf("%s: submit %d: job %d, %v", phase, i, got[i], errs[i])
+			}
+			ids[got[i]] = true
+		}
+	}
+	submitVia(n2, "new-follower-old-leader")
+	if calls, carried := forwarded(n2); calls != 0 || carried != 0 {
+		t.Fatalf("under the older leader, the newer follower counted %.0f batched calls carrying %.0f submits; want none", calls, carried)
+	}
+	if _, err := old.Client().TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: n2.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if l := c.WaitLeader(20 * time.Second); l != n2 {
+		t.Fatalf("leader %s, want %s", l.ID, n2.ID)
+	}
+	submitVia(old, "old-follower-new-leader")
+	submitVia(n3, "new-follower-new-leader")
+	if calls, carried := forwarded(old); calls != 0 || carried != 0 {
+		t.Fatalf("the older follower counted %.0f batched calls; want none", calls)
+	}
+	if calls, carried := forwarded(n3); carried != each || calls < 1 {
+		t.Fatalf("the newer follower under the newer leader carried %.0f submits in %.0f calls; want %d", carried, calls, each)
+	}
+	page, err := pb.NewClientClient(n2.Conn()).ListJobs(ctx, &pb.ListJobsRequest{Tenant: "acme", PageSize: 1000})
+	if err != nil || len(page.Jobs) != 3*each {
+		t.Fatalf("acme has %d jobs (%v), want %d", len(page.GetJobs()), err, 3*each)
+	}
+}

@@ -28,9 +28,11 @@ type serverConfig struct {
 	LogJSON     bool
 	InsecureDev bool
 	UnsafeDebug bool
-	Pprof       bool
-	TLS         raftnode.TLSFiles
-	Tokens      []rpc.Token
+	// ForwardSingly plays a build before batched forwarding (tests only).
+	ForwardSingly bool
+	Pprof         bool
+	TLS           raftnode.TLSFiles
+	Tokens        []rpc.Token
 	// InsecureRaft allows a non-loopback Raft address without TLS.
 	InsecureRaft bool
 	// InsecureHTTP allows a non-loopback HTTP address without TLS while
@@ -141,6 +143,8 @@ func (c *serverConfig) settings() []setting {
 		{flag: "unsafe-debug", usage: "allow raw envelopes of other versions through Apply (tests only)", val: &boolVal{&c.UnsafeDebug}},
 		{flag: "test-clock-offset", usage: "shift this node's wall clock (tests only)",
 			val: durationVal(&n.ClockOffset, -raftnode.MaxClockOffset, raftnode.MaxClockOffset), field: "ClockOffset"},
+		{flag: "test-forward-singly", usage: "forward each single submit to the leader alone and refuse batches of them as UNIMPLEMENTED, as builds before batched forwarding do (compatibility tests only)",
+			val: &boolVal{&c.ForwardSingly}},
 		{flag: "test-feature-level", usage: "report this highest feature level instead of the build's, to play an older build (upgrade tests only; 0: the build's)",
 			val: &intVal[uint32]{&n.FeatureLevel, 0, fsm.MaxFeatureLevel}, field: "FeatureLevel"},
 
