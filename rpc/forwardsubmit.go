@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,9 +83,13 @@ func newSubmitForwarder(b *base) *submitForwarder {
 func (s *ClientService) forwardSubmit(ctx context.Context, fwd *pb.SubmitRequest) (*pb.SubmitResponse, bool, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	if len(md.Get(forwardedKey)) == 0 && !s.forwardSingly && !s.node.IsLeader() {
+		// The value this node authenticated the caller by (the last
+		// bearer token, as Auth.identifyFor reads it).
 		var authz string
-		if v := md.Get("authorization"); len(v) > 0 {
-			authz = v[len(v)-1]
+		for _, v := range md.Get("authorization") {
+			if strings.HasPrefix(v, "Bearer ") {
+				authz = v
+			}
 		}
 		a := s.forwarder.submit(ctx, authz, fwd)
 		switch a.how {
