@@ -61,7 +61,7 @@ var benchScenarios = []benchScenario{
 	{"dispatch", "1,000 in-process workers (real gRPC streams) running 0-second jobs, with 100 and 10,000 tenants", benchDispatch},
 	{"failover", "kill -9 the leader of a loaded cluster: time to the next accepted submit and the next dispatch", benchFailover},
 	{"snapshot", "persist and restore of a large state (in process), and a new follower's catch-up by InstallSnapshot", benchSnapshot},
-	{"memory", "resident bytes per queued job of a server", benchMemory},
+	{"memory", "resident bytes per queued job of a server, without a payload and with a 34-byte one", benchMemory},
 }
 
 func init() {
@@ -297,8 +297,14 @@ func benchTenant(i int) string { return fmt.Sprintf("tenant-%05d", i) }
 
 var benchPayload = []byte(`{"argv":["render","--frame","42"]}`)
 
-// preload queues jobs over tenants with SubmitBatch, from 4 clients.
+// preload queues jobs over tenants with SubmitBatch, from 4 clients,
+// each with benchPayload.
 func preload(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int) error {
+	return preloadWith(ctx, cc, tenants, jobs, benchPayload)
+}
+
+// preloadWith is preload with the payload of every job.
+func preloadWith(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int, payload []byte) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
@@ -314,7 +320,7 @@ func preload(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int) error 
 				}
 				req := &pb.SubmitBatchRequest{}
 				for j := start; j < min(start+1000, jobs); j++ {
-					req.Jobs = append(req.Jobs, &pb.SubmitRequest{Tenant: benchTenant(j % tenants), Size: pb.Size_SM, EstCostMs: int64(100 + j%10*100), Payload: benchPayload})
+					req.Jobs = append(req.Jobs, &pb.SubmitRequest{Tenant: benchTenant(j % tenants), Size: pb.Size_SM, EstCostMs: int64(100 + j%10*100), Payload: payload})
 				}
 				resp, err := client.SubmitBatch(ctx, req)
 				if err == nil {
@@ -834,14 +840,29 @@ func (a raftStats) since(b raftStats, into map[string]any) {
 	}
 }
 
+// benchMemory measures the resident bytes per queued job of a server,
+// for jobs without a payload and with benchPayload, each on a cluster of
+// its own.
 func benchMemory(ctx context.Context, o *benchOpts) ([]benchResult, error) {
+	var out []benchResult
+	for _, payload := range [][]byte{nil, benchPayload} {
+		r, err := benchMemoryOf(ctx, o, payload)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func benchMemoryOf(ctx context.Context, o *benchOpts, payload []byte) (benchResult, error) {
 	jobs := 1_000_000
 	if o.quick {
 		jobs = 200_000
 	}
 	lc, _, cc, err := benchLeader(ctx, o, "memory", 1, 1000)
 	if err != nil {
-		return nil, err
+		return benchResult{}, err
 	}
 	defer lc.stop()
 	defer cc.Close()
@@ -849,23 +870,23 @@ func benchMemory(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	pid := lc.nodes[0].PID()
 	rss0, heap0 := rss(pid), scrapeMetrics(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")[0]
 	anon0 := procStatus(pid, "RssAnon")
-	if err := preload(ctx, cc, 1000, jobs); err != nil {
-		return nil, err
+	if err := preloadWith(ctx, cc, 1000, jobs, payload); err != nil {
+		return benchResult{}, err
 	}
 	time.Sleep(3 * time.Second)
 	rss1, heap1 := rss(pid), scrapeMetrics(lc.nodes[0].http, "go_memstats_heap_inuse_bytes")[0]
 	anon1 := procStatus(pid, "RssAnon")
 	if o.profile != "" {
 		if resp, err := http.Get("http://" + lc.nodes[0].http + "/debug/pprof/heap?gc=1"); err == nil {
-			if f, err := os.Create(filepath.Join(o.profile, "memory.heap.pprof")); err == nil {
+			if f, err := os.Create(filepath.Join(o.profile, fmt.Sprintf("memory-payload%d.heap.pprof", len(payload)))); err == nil {
 				io.Copy(f, resp.Body)
 				f.Close()
 			}
 			resp.Body.Close()
 		}
 	}
-	return []benchResult{{Scenario: "memory", Params: map[string]any{"jobs": jobs, "tenants": 1000, "payload_bytes": len(benchPayload)},
+	return benchResult{Scenario: "memory", Params: map[string]any{"jobs": jobs, "tenants": 1000, "payload_bytes": len(payload)},
 		Results: map[string]any{"rss_bytes_per_job": round(float64(rss1-rss0) / float64(jobs)), "heap_bytes_per_job": round((heap1 - heap0) / float64(jobs)),
 			"anon_rss_bytes_per_job": round(float64(anon1-anon0) / float64(jobs)),
-			"rss_mb":                 round(float64(rss1) / 1e6)}}}, nil
+			"rss_mb":                 round(float64(rss1) / 1e6)}}, nil
 }
