@@ -168,8 +168,8 @@ func (f *submitForwarder) run() {
 	}
 }
 
-// send makes one ForwardSubmits call to the leader for batch, following
-// leadership changes as forward does, and answers every item.
+// send makes one ForwardSubmits call to the leader for batch and answers
+// every item.
 func (f *submitForwarder) send(batch []*forwardItem) {
 	live := batch[:0]
 	var deadline time.Time
@@ -201,49 +201,35 @@ func (f *submitForwarder) send(batch []*forwardItem) {
 	for i, it := range live {
 		req.Submits[i] = &pb.ForwardedSubmit{Authorization: it.authz, Job: it.req}
 	}
-	out := metadata.Pairs(forwardedKey, "1")
+	// forward carries the call as any forwarded call: over a ready
+	// connection to the leader, waiting out an election, and again to the
+	// next leader when the one it reached no longer leads. The call itself
+	// is authorized by the first caller's token (the leader authorizes
+	// every submit again by its own).
 	if live[0].authz != "" {
-		out.Append("authorization", live[0].authz)
+		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", live[0].authz))
 	}
-	ctx = metadata.NewOutgoingContext(ctx, out)
-	wait := time.Now().Add(ForwardWait)
-	for {
-		cc, _, err := f.b.leader.leader(ctx, wait)
-		if err == errIsLeader {
-			answerAll(forwardAnswer{how: forwardLocal})
-			return
-		}
-		if err != nil {
-			answerAll(forwardAnswer{err: err})
-			return
-		}
-		resp, err := pb.NewNodeClient(cc).ForwardSubmits(ctx, req)
-		switch {
-		case status.Code(err) == codes.Unimplemented:
-			answerAll(forwardAnswer{how: forwardSingly})
-			return
-		case IsNotLeader(err) && time.Now().Before(wait):
-			f.b.log.Debug("the forwarded-to node no longer leads; waiting for the next leader")
-			select {
-			case <-ctx.Done():
-				answerAll(forwardAnswer{err: status.FromContextError(ctx.Err()).Err()})
-				return
-			case <-time.After(25 * time.Millisecond):
-			}
-			continue
-		case err != nil:
-			answerAll(forwardAnswer{err: err})
-			return
-		case len(resp.Results) != len(live):
-			answerAll(forwardAnswer{err: status.Errorf(codes.Internal, "the leader answered %d forwarded submits with %d results", len(live), len(resp.Results))})
-			return
-		}
-		f.b.metrics.forwardBatches.Inc()
-		f.b.metrics.forwardedSubmits.Add(float64(len(live)))
-		for i, r := range resp.Results {
-			live[i].done <- forwardedAnswer(r)
-		}
+	resp, handled, err := forward(ctx, f.b, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ForwardSubmitsResponse, error) {
+		return pb.NewNodeClient(cc).ForwardSubmits(ctx, req)
+	})
+	switch {
+	case !handled:
+		answerAll(forwardAnswer{how: forwardLocal})
 		return
+	case status.Code(err) == codes.Unimplemented:
+		answerAll(forwardAnswer{how: forwardSingly})
+		return
+	case err != nil:
+		answerAll(forwardAnswer{err: err})
+		return
+	case len(resp.Results) != len(live):
+		answerAll(forwardAnswer{err: status.Errorf(codes.Internal, "the leader answered %d forwarded submits with %d results", len(live), len(resp.Results))})
+		return
+	}
+	f.b.metrics.forwardBatches.Inc()
+	f.b.metrics.forwardedSubmits.Add(float64(len(live)))
+	for i, r := range resp.Results {
+		live[i].done <- forwardedAnswer(r)
 	}
 }
 
