@@ -426,13 +426,12 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 	// Events: beyond the count, or older than the age.
 	lost := f.webhookPruner()
 	for i := 0; i < limit; i++ {
-		first := f.nextEvent - uint64(f.events.Len())
-		ev := f.events.Get(first)
-		if ev == nil || (uint64(f.events.Len()) <= f.cfg.EventRetentionCount && ev.At >= f.clock-sfq.Time(f.cfg.EventRetentionMs)) {
+		first, ev, ok := f.events.Head()
+		if !ok || (uint64(f.events.Len()) <= f.cfg.EventRetentionCount && ev.At >= f.clock-sfq.Time(f.cfg.EventRetentionMs)) {
 			break
 		}
-		lost(first, ev)
-		f.events.Del(first)
+		lost(first, &ev)
+		f.events.PopHead()
 		n++
 	}
 	// Idempotency keys past their window, oldest first.

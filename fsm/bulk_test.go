@@ -105,7 +105,7 @@ func TestRedriveByIDs(t *testing.T) {
 	}
 	var kinds []string
 	for seq := events; seq < h.f.nextEvent; seq++ {
-		ev := h.f.events.Get(seq)
+		ev, _ := h.f.events.Get(seq)
 		kinds = append(kinds, fmt.Sprintf("%d:%s@%d", ev.Job, ev.Kind, ev.Attempt))
 	}
 	if got := strings.Join(kinds, " "); got != "2:redriven@1 2:queued@1" {

@@ -37,8 +37,12 @@ func encodeWithEvent(next, seq uint64) []byte {
 // sfq.MaxID is refused before the table is sized for it; Raft used to
 // panic (makeslice: len out of range) or run out of memory.
 func TestDecodeRefusesHugeSeqs(t *testing.T) {
-	if _, err := DecodeState(sfq.NewDecoder(bytes.NewReader(encodeWithEvent(7, 5))), 1); err != nil {
+	if _, err := DecodeState(sfq.NewDecoder(bytes.NewReader(encodeWithEvent(6, 5))), 1); err != nil {
 		t.Fatalf("a small event seq: %v", err)
+	}
+	// The log is contiguous up to the next seq: Apply never leaves a gap.
+	if _, err := DecodeState(sfq.NewDecoder(bytes.NewReader(encodeWithEvent(7, 5))), 1); !errors.Is(err, sfq.ErrCorrupt) || !strings.Contains(err.Error(), "the last event is 5") {
+		t.Fatalf("a gap before the next event seq: %v", err)
 	}
 	for _, seq := range []uint64{1 << 62, sfq.MaxID} {
 		_, err := DecodeState(sfq.NewDecoder(bytes.NewReader(encodeWithEvent(seq+1, seq))), 1)

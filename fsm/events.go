@@ -178,7 +178,7 @@ func (f *FSM) emit(kind EventKind, j *sfq.Job, reason Reason) {
 			ev.ExitCode = clampExit(int64(j.Result.ExitCode))
 		}
 	}
-	f.events.Put(f.nextEvent, ev)
+	f.events.Append(f.nextEvent, &ev)
 	f.nextEvent++
 }
 

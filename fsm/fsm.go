@@ -47,7 +47,7 @@ type FSM struct {
 	members []Member           // sorted by ID
 	workers map[string]*Worker // copied (sorted) into snapshots
 
-	events    sfq.Vector[eventRecord] // by Seq
+	events    eventLog // by Seq
 	nextEvent uint64
 	keys      sfq.Vector[keyEntry] // idempotency keys by insertion seq
 	nextKey   uint64

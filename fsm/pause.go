@@ -57,7 +57,7 @@ func (f *FSM) applyPause(c *pb.Pause) Result {
 func (f *FSM) emitTenant(kind EventKind, ti uint32, subject string) {
 	ev := eventRecord{At: f.clock, Tenant: ti, Kind: kind, Worker: subject}
 	ev.wall = sfq.MakeWallDelta(sfq.Time(f.lastWall), f.clock)
-	f.events.Put(f.nextEvent, ev)
+	f.events.Append(f.nextEvent, &ev)
 	f.nextEvent++
 }
 

@@ -108,14 +108,10 @@ func (f *FSM) Events(from uint64, fn func(ev *Event) bool) (first, next uint64) 
 	defer f.mu.RUnlock()
 	first, next = f.nextEvent-uint64(f.events.Len()), f.nextEvent
 	var ev Event
-	for seq := max(from, first); seq < next; seq++ {
-		if r := f.events.Get(seq); r != nil {
-			ev.Seq, ev.eventRecord = seq, *r
-			if !fn(&ev) {
-				break
-			}
-		}
-	}
+	f.events.View().Each(from, func(seq uint64, r *eventRecord) bool {
+		ev.Seq, ev.eventRecord = seq, *r
+		return fn(&ev)
+	})
 	return first, next
 }
 
@@ -127,7 +123,7 @@ func (f *FSM) PruneDue(now sfq.Time) bool {
 	if uint64(f.events.Len()) > f.cfg.EventRetentionCount {
 		return true
 	}
-	if ev := f.events.Get(f.nextEvent - uint64(f.events.Len())); ev != nil && ev.At < now-sfq.Time(f.cfg.EventRetentionMs) {
+	if _, ev, ok := f.events.Head(); ok && ev.At < now-sfq.Time(f.cfg.EventRetentionMs) {
 		return true
 	}
 	if k := f.keys.Get(f.nextKey - uint64(f.keys.Len())); k != nil && k.Expires <= now {
@@ -254,24 +250,23 @@ func (f *FSM) Top(window sfq.Time) (rows []TopRow, now, since sfq.Time) {
 		}
 		return true
 	})
-	first := f.nextEvent - uint64(f.events.Len())
-	for seq := f.nextEvent - 1; seq >= first && seq > 0; seq-- {
-		ev := f.events.Get(seq)
-		if ev == nil || ev.At < f.clock-window {
-			break
+	f.events.View().EachBack(func(_ uint64, ev *eventRecord) bool {
+		if ev.At < f.clock-window {
+			return false
 		}
 		if ev.Kind != EvAssigned {
-			continue
+			return true
 		}
 		j, ok := f.sched.Job(ev.Job)
 		if !ok {
-			continue
+			return true
 		}
 		if i, ok := index[key{ev.Tenant, j.Class}]; ok {
 			rows[i].Dispatches++
 			rows[i].DispatchedCostMs += j.EstCostMs
 		}
-	}
+		return true
+	})
 	return rows, f.clock, f.fair.Since()
 }
 

@@ -70,7 +70,7 @@ type View struct {
 	nextKey    uint64
 	keys       sfq.VectorView[keyEntry]
 	nextEvent  uint64
-	events     sfq.VectorView[eventRecord]
+	events     eventView
 	sched      *sfq.View
 	exported   []uint32
 	tierCarry  [sfq.NumTiers]Counters
@@ -203,7 +203,7 @@ func (v *View) Encode(e *sfq.Encoder) {
 	})
 	e.Uvarint(v.nextEvent)
 	e.Uvarint(uint64(v.events.Len()))
-	v.events.Each(func(seq uint64, ev *eventRecord) bool {
+	v.events.Each(0, func(seq uint64, ev *eventRecord) bool {
 		encodeEvent(e, seq, ev, version)
 		return true
 	})
@@ -317,11 +317,15 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		if d.Err() != nil {
 			break
 		}
-		if seq >= f.nextEvent || f.events.Get(seq) != nil {
+		if seq >= f.nextEvent || !f.events.Append(seq, &ev) {
 			d.Fail("event record %d (seq %d) is out of order", i, seq)
 			break
 		}
-		f.events.Put(seq, ev)
+	}
+	if f.events.Len() > 0 && d.Err() == nil {
+		if last := f.events.View().last(); last != f.nextEvent-1 {
+			d.Fail("the last event is %d, not the one before next seq %d", last, f.nextEvent)
+		}
 	}
 	if err := d.Err(); err != nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
-	"unsafe"
 
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
@@ -126,7 +125,7 @@ func encodeLegacy(v *View, version int) []byte {
 	e.Uvarint(0)
 	e.Uvarint(v.nextEvent)
 	e.Uvarint(uint64(v.events.Len()))
-	v.events.Each(func(seq uint64, ev *eventRecord) bool {
+	v.events.Each(0, func(seq uint64, ev *eventRecord) bool {
 		var b bytes.Buffer
 		x := sfq.NewEncoder(&b)
 		encodeEvent(x, seq, ev, stateVersion)
@@ -189,13 +188,15 @@ func TestReadsStateVersions2And3(t *testing.T) {
 	}
 }
 
-// TestEventRecordSize: an event record is 56 bytes with its wall time: a
-// chunk of 256 (14,336 bytes, plus the 8-byte allocation header of an
-// object with pointers) takes the 16 KiB size class; at 64 bytes it
-// would take the 18 KiB one, 8 bytes more per queued job.
+// TestEventRecordSize: every queued job has a queued event, so the log
+// keeps one in a few bytes: kind, reason and flags, the job and time from
+// the block's base, the tenant and the wall-clock delta.
 func TestEventRecordSize(t *testing.T) {
-	if got := unsafe.Sizeof(eventRecord{}); got != 56 {
-		t.Fatalf("eventRecord is %d bytes; every queued job has one: keep it at 56", got)
+	blk := &eventBlock{job: 1_000_000, at: 1_700_000_000_000}
+	ev := eventRecord{Job: 1_000_200, At: 1_700_000_004_000, Tenant: 999, Kind: EvQueued,
+		wall: sfq.MakeWallDelta(1_700_000_004_012, 1_700_000_004_000)}
+	if got := len(appendEvent(nil, blk, &ev)); got != 10 {
+		t.Fatalf("a queued event takes %d bytes; want 10", got)
 	}
 }
 
