@@ -87,7 +87,7 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 	ref := keyRef{ti, c.IdempotencyKey}
 	if c.IdempotencyKey != "" {
 		digest = submitDigest(c)
-		if seq, ok := f.keyIndex[ref]; ok {
+		if seq, ok := f.keyIndex.get(&f.keys, ref); ok {
 			if e := f.keys.Get(seq); e != nil && e.Expires > f.clock {
 				if e.Digest != digest {
 					return refusef(AlreadyExists, "idempotency key %q of tenant %q was used for job %d with different content", c.IdempotencyKey, c.Tenant, e.Job)
@@ -109,7 +109,7 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 		seq := f.nextKey
 		f.nextKey++
 		f.keys.Put(seq, keyEntry{Seq: seq, Tenant: ti, Key: c.IdempotencyKey, Job: id, Expires: f.clock + sfq.Time(f.cfg.DedupeWindowMs), Digest: digest})
-		f.keyIndex[ref] = seq
+		f.keyIndex.put(&f.keys, ref, seq)
 	}
 	j, _ := f.sched.Job(id)
 	if j.State == sfq.Scheduled {
@@ -441,10 +441,7 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 		if e == nil || e.Expires > f.clock {
 			break
 		}
-		ref := keyRef{e.Tenant, e.Key}
-		if f.keyIndex[ref] == first {
-			delete(f.keyIndex, ref)
-		}
+		f.keyIndex.drop(keyRef{e.Tenant, e.Key}, first)
 		f.keys.Del(first)
 		n++
 	}

@@ -311,7 +311,7 @@ func (f *FSM) applyBulk(op BulkOp, c *pb.BulkJobs) Result {
 	ref := keyRef{ti | bulkKeyBit, c.RequestKey}
 	if c.RequestKey != "" {
 		digest = bulkDigest(op, c)
-		if seq, ok := f.keyIndex[ref]; ok {
+		if seq, ok := f.keyIndex.get(&f.keys, ref); ok {
 			if e := f.keys.Get(seq); e != nil && e.Expires > f.clock {
 				if e.Digest != digest {
 					return refusef(AlreadyExists, "request key %q of tenant %q was used for another request", c.RequestKey, c.Tenant)
@@ -370,7 +370,7 @@ func (f *FSM) recordBulkKey(ref keyRef, digest [16]byte, next sfq.JobID) {
 	seq := f.nextKey
 	f.nextKey++
 	f.keys.Put(seq, keyEntry{Seq: seq, Tenant: ref.tenant, Key: ref.key, Job: next, Expires: f.clock + sfq.Time(f.cfg.DedupeWindowMs), Digest: digest})
-	f.keyIndex[ref] = seq
+	f.keyIndex.put(&f.keys, ref, seq)
 }
 
 func (f *FSM) redriveOne(id sfq.JobID, maxAttempts uint32) BulkItem {

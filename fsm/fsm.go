@@ -51,7 +51,7 @@ type FSM struct {
 	nextEvent uint64
 	keys      sfq.Vector[keyEntry] // idempotency keys by insertion seq
 	nextKey   uint64
-	keyIndex  map[keyRef]uint64 // derived: (tenant, key) -> seq of its entry
+	keyIndex  keyIndex // derived: (tenant, key) -> seq of its entry
 
 	// Beside the core, for the metrics exposition (metrics.go).
 	exported  []uint32 // sorted live tenant indexes; replaced, never written
@@ -114,7 +114,7 @@ func New() *FSM {
 		level:     Level1,
 		cfg:       DefaultConfig(),
 		workers:   map[string]*Worker{},
-		keyIndex:  map[keyRef]uint64{},
+		keyIndex:  newKeyIndex(),
 		nextEvent: 1,
 		nextKey:   1,
 		fatalCh:   make(chan struct{}),

@@ -305,7 +305,7 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		}
 		copy(k.Digest[:], digest)
 		f.keys.Put(k.Seq, k)
-		f.keyIndex[keyRef{k.Tenant, k.Key}] = k.Seq
+		f.keyIndex.put(&f.keys, keyRef{k.Tenant, k.Key}, k.Seq)
 	}
 	f.nextEvent = d.Uvarint()
 	if f.nextEvent > sfq.MaxID {
@@ -397,10 +397,8 @@ func (f *FSM) Verify() error {
 	if err := f.fitsLevel(); err != nil {
 		return err
 	}
-	for ref, seq := range f.keyIndex {
-		if e := f.keys.Get(seq); e == nil || e.Tenant != ref.tenant || e.Key != ref.key {
-			return fmt.Errorf("%w: idempotency index entry %q points to a missing record", sfq.ErrVerify, ref.key)
-		}
+	if err := f.keyIndex.verify(&f.keys); err != nil {
+		return err
 	}
 	if uint64(f.events.Len()) > f.nextEvent-1 {
 		return fmt.Errorf("%w: %d events but next seq %d", sfq.ErrVerify, f.events.Len(), f.nextEvent)
