@@ -286,8 +286,7 @@ func allowed(method string) ([]Role, bool) {
 
 // authorize identifies the caller and checks the method's roles.
 func (a *Auth) authorize(ctx context.Context, method string) (context.Context, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	id, err := a.identifyFor(method, md.Get("authorization"))
+	id, err := a.identifyFor(method, metadata.ValueFromIncomingContext(ctx, "authorization"))
 	if err != nil {
 		return nil, err
 	}

@@ -78,15 +78,17 @@ func write[T any](ctx context.Context, b *base, cmd *pb.Command, call func(ctx c
 // failed after it was sent is answered as it failed: it may have been
 // served, and only the caller knows whether it is safe to repeat.
 func forward[T any](ctx context.Context, b *base, call func(ctx context.Context, cc *grpc.ClientConn) (T, error)) (resp T, handled bool, err error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if len(md.Get(forwardedKey)) > 0 {
+	if len(metadata.ValueFromIncomingContext(ctx, forwardedKey)) > 0 {
 		if !b.node.IsLeader() {
 			return resp, true, errNotLeader
 		}
 		return resp, false, nil
 	}
+	if b.node.IsLeader() {
+		return resp, false, nil
+	}
 	out := metadata.Pairs(forwardedKey, "1")
-	for _, v := range md.Get("authorization") {
+	for _, v := range metadata.ValueFromIncomingContext(ctx, "authorization") {
 		out.Append("authorization", v)
 	}
 	deadline := time.Now().Add(ForwardWait)

@@ -84,8 +84,7 @@ func (s *ClientService) bulk(ctx context.Context, op fsm.BulkOp, req *pb.BulkJob
 		return nil, err
 	}
 	now, _ := s.node.FSM.Clock()
-	md, _ := metadata.FromIncomingContext(ctx)
-	cmd, err := bulkCommand(op, tenant, req, now, len(md.Get(forwardedKey)) == 0)
+	cmd, err := bulkCommand(op, tenant, req, now, len(metadata.ValueFromIncomingContext(ctx, forwardedKey)) == 0)
 	if err != nil {
 		return nil, err
 	}

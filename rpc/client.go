@@ -166,7 +166,7 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 	if err != nil {
 		return nil, err
 	}
-	if resp, handled, err := s.forwardSubmit(ctx, forwardedSubmit(tenant, req)); handled {
+	if resp, handled, err := s.forwardSubmit(ctx, tenant, req); handled {
 		return resp, err
 	}
 	errs := []error{nil}

@@ -80,13 +80,16 @@ func newSubmitForwarder(b *base) *submitForwarder {
 // forwardSubmit sends a single submit on to the leader, batched with the
 // others of the moment; handled is false when this node is to apply it
 // itself (it leads, or the call was forwarded to it).
-func (s *ClientService) forwardSubmit(ctx context.Context, fwd *pb.SubmitRequest) (*pb.SubmitResponse, bool, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if len(md.Get(forwardedKey)) == 0 && !s.forwardSingly && !s.node.IsLeader() {
+func (s *ClientService) forwardSubmit(ctx context.Context, tenant string, req *pb.SubmitRequest) (*pb.SubmitResponse, bool, error) {
+	if s.node.IsLeader() {
+		return nil, false, nil
+	}
+	fwd := forwardedSubmit(tenant, req)
+	if !s.forwardSingly && len(metadata.ValueFromIncomingContext(ctx, forwardedKey)) == 0 {
 		// The value this node authenticated the caller by (the last
 		// bearer token, as Auth.identifyFor reads it).
 		var authz string
-		for _, v := range md.Get("authorization") {
+		for _, v := range metadata.ValueFromIncomingContext(ctx, "authorization") {
 			if strings.HasPrefix(v, "Bearer ") {
 				authz = v
 			}
