@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+	"unsafe"
 
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
@@ -29,7 +30,8 @@ type keyRef struct {
 // submitDigest hashes the deterministic encoding of every submitted field:
 // a repeated submit with the same key is the same job only if it is equal.
 func submitDigest(c *pb.SubmitJob) [16]byte {
-	b := make([]byte, 0, 64+len(c.Tenant)+len(c.IdempotencyKey)+len(c.JobType)+len(c.Payload))
+	var buf [256]byte // most submits fit: no allocation
+	b := buf[:0]
 	for _, s := range []string{c.Tenant, c.IdempotencyKey, c.JobType} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
@@ -76,7 +78,9 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 	}
 	sub := sfq.Submission{
 		Tenant: c.Tenant, Key: c.IdempotencyKey, Type: c.JobType, Size: size, EstCostMs: c.EstCostMs,
-		Payload: string(c.Payload), MaxAttempts: c.MaxAttempts, TimeoutMs: c.TimeoutMs,
+		// The decoded command's own bytes, never written again: Submit
+		// copies them into the job and keeps nothing else of the string.
+		Payload: unsafe.String(unsafe.SliceData(c.Payload), len(c.Payload)), MaxAttempts: c.MaxAttempts, TimeoutMs: c.TimeoutMs,
 		Class: class, DeadlineMs: c.DeadlineMs, Group: c.Group,
 	}
 	submitDelays(c, &sub)

@@ -62,7 +62,10 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 	switch cmd := c.GetCmd().(type) {
 	case *pb.Command_Submit:
 		s := cmd.Submit
-		r.need(s.JobClass != pb.Class_CLASS_UNSPECIFIED && s.JobClass != pb.Class_NORMAL, Level2, "class "+className(s.JobClass))
+		if s.JobClass != pb.Class_CLASS_UNSPECIFIED && s.JobClass != pb.Class_NORMAL {
+			// Only then is the name built: every submit passes here.
+			r.need(true, Level2, "class "+className(s.JobClass))
+		}
 		r.need(s.DeadlineMs != 0, Level2, "deadline")
 		r.need(s.Group != "", Level4, "group")
 	case *pb.Command_TenantUpsert:

@@ -306,19 +306,23 @@ func (j *Job) setText(deadlineAt Time, group, key, typ, payload string) {
 		j.text = noText
 		return
 	}
-	b := make([]byte, 0, len(pre)+4*binary.MaxVarintLen64+len(group)+len(key)+len(typ)+len(payload))
-	b = append(b, pre...)
+	// One allocation: the builder's bytes become the string.
+	var t strings.Builder
+	var n [binary.MaxVarintLen64]byte
+	uvarint := func(v uint64) { t.Write(binary.AppendUvarint(n[:0], v)) }
+	t.Grow(len(pre) + 4*binary.MaxVarintLen64 + len(group) + len(key) + len(typ) + len(payload))
+	t.WriteString(pre)
 	if j.deadline {
-		b = binary.AppendUvarint(b, uint64(deadlineAt))
+		uvarint(uint64(deadlineAt))
 	}
-	b = binary.AppendUvarint(b, uint64(len(group)))
-	b = append(b, group...)
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	b = binary.AppendUvarint(b, uint64(len(typ)))
-	b = append(b, typ...)
-	b = append(b, payload...)
-	j.text = string(b)
+	uvarint(uint64(len(group)))
+	t.WriteString(group)
+	uvarint(uint64(len(key)))
+	t.WriteString(key)
+	uvarint(uint64(len(typ)))
+	t.WriteString(typ)
+	t.WriteString(payload)
+	j.text = t.String()
 }
 
 // HasDeadline reports whether the job has a deadline.
