@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/binary"
 	"sort"
+	"unsafe"
 
 	"github.com/baristahq/barista/sfq"
 )
@@ -136,10 +137,37 @@ func readEvent(data []byte, blk *eventBlock) (eventRecord, int) {
 	}
 	if flags&evHasWorker != 0 {
 		n := int(uvarint())
-		ev.Worker = string(data[i : i+n])
+		// The block's bytes are never written again: the string shares
+		// them (and keeps the block alive while it is referenced).
+		ev.Worker = unsafe.String(&data[i], n)
 		i += n
 	}
 	return ev, i
+}
+
+// eventSize returns the length of the record at data without decoding it.
+func eventSize(data []byte) int {
+	flags := data[2]
+	i := 3
+	skip := func() {
+		for data[i] >= 0x80 {
+			i++
+		}
+		i++
+	}
+	skip() // job
+	skip() // at
+	skip() // tenant
+	for _, f := range [...]byte{evHasAttempt, evHasWall, evHasCPU, evHasExit} {
+		if flags&f != 0 {
+			skip()
+		}
+	}
+	if flags&evHasWorker != 0 {
+		n, w := binary.Uvarint(data[i:])
+		i += w + int(n)
+	}
+	return i
 }
 
 // Len is the number of retained events.
@@ -188,8 +216,7 @@ func (l *eventLog) PopHead() {
 		return
 	}
 	blk := l.blocks[0]
-	_, size := readEvent(blk.data[l.head.off:], blk)
-	l.head.off += size
+	l.head.off += eventSize(blk.data[l.head.off:])
 	l.head.index++
 	l.n--
 	if l.head.index == blk.count {
@@ -289,13 +316,15 @@ func (v eventView) Each(from uint64, fn func(seq uint64, ev *eventRecord) bool) 
 			off, index = v.head.off, v.head.index
 		}
 		for off < used && index < count {
-			ev, size := readEvent(blk.data[off:used], blk)
 			seq := blk.seq + uint64(index)
-			off += size
-			index++
 			if seq < from {
+				off += eventSize(blk.data[off:used])
+				index++
 				continue
 			}
+			ev, size := readEvent(blk.data[off:used], blk)
+			off += size
+			index++
 			if !fn(seq, &ev) {
 				return
 			}

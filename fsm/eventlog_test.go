@@ -159,3 +159,18 @@ func TestEventLogViewWhileWriting(t *testing.T) {
 		}
 	}
 }
+
+// TestEventSizeMatchesRecord: skipping a record steps over exactly the
+// bytes decoding it reads, for any event.
+func TestEventSizeMatchesRecord(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		base := drawEvent(t)
+		blk := &eventBlock{job: base.Job, at: base.At}
+		ev := drawEvent(t)
+		b := appendEvent(nil, blk, &ev)
+		got, n := readEvent(b, blk)
+		if got != ev || n != len(b) || eventSize(b) != len(b) {
+			t.Fatalf("record of %d bytes: read %d, skipped %d, %+v", len(b), n, eventSize(b), got)
+		}
+	})
+}
