@@ -40,10 +40,10 @@ type eventBlock struct {
 	data  []byte
 }
 
-// eventCursor is a position in the log: an event's block, its byte offset
-// there and its index in the block.
+// eventCursor is a position in the first block of the log: an event's
+// byte offset there and its index in the block.
 type eventCursor struct {
-	block, off, index int
+	off, index int
 }
 
 // Event record layout, after the block's base: kind, reason, flags, then
