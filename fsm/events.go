@@ -91,7 +91,8 @@ type Event struct {
 	eventRecord
 }
 
-// eventRecord is an event as the log keeps it: its Seq is its position.
+// eventRecord is an event of the log without its Seq, its position; the
+// log stores it as a compact record (eventlog.go).
 type eventRecord struct {
 	Job     sfq.JobID
 	At      sfq.Time // cluster time: what rules and retention use
@@ -101,9 +102,8 @@ type eventRecord struct {
 	Attempt uint32
 	wall    sfq.WallDelta // the leader's wall clock on the entry, from At
 	// ExitCode is the run's exit code, clamped to 16 bits (workers report
-	// -1..255; the job's result keeps the reported value): with the wall
-	// time the record stays 56 bytes, and a chunk of 256 events (with
-	// its allocation header) in 16 KiB.
+	// -1..255; the job's result keeps the reported value), as snapshots
+	// since version 4 keep it.
 	ExitCode int16
 	Kind     EventKind
 	Reason   Reason
