@@ -74,12 +74,14 @@ test-fuzz:
 # The HTTP/JSON gateway (proto/*.pb.gw.go) and its OpenAPI document
 # (proto/barista.swagger.json) come from the routes in proto/barista.http.yaml.
 GATEWAY_OPTS := grpc_api_configuration=proto/barista.http.yaml
-proto: ## regenerate the protobuf Go code, the HTTP/JSON gateway and its OpenAPI document (needs protoc: apt-get install protobuf-compiler)
+proto: ## regenerate the protobuf Go code (with its reflection-free codec), the HTTP/JSON gateway and its OpenAPI document (needs protoc: apt-get install protobuf-compiler)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
 	protoc -I proto --plugin=protoc-gen-go=$$($(GO) tool -n protoc-gen-go) \
 		--go_out=proto --go_opt=paths=source_relative proto/*.proto
 	protoc -I proto --plugin=protoc-gen-go-grpc=$$($(GO) tool -n protoc-gen-go-grpc) \
 		--go-grpc_out=proto --go-grpc_opt=paths=source_relative proto/*.proto
+	protoc -I proto --plugin=protoc-gen-go-vtproto=$$($(GO) tool -n protoc-gen-go-vtproto) \
+		--go-vtproto_out=proto --go-vtproto_opt=paths=source_relative,features=marshal+marshal_strict+unmarshal+size proto/*.proto
 	protoc -I proto --plugin=protoc-gen-grpc-gateway=$$($(GO) tool -n protoc-gen-grpc-gateway) \
 		--grpc-gateway_out=proto --grpc-gateway_opt=paths=source_relative,omit_package_doc=true,$(GATEWAY_OPTS) proto/*.proto
 	protoc -I proto --plugin=protoc-gen-openapiv2=$$($(GO) tool -n protoc-gen-openapiv2) \
