@@ -20,9 +20,9 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm/fairness"
+	"github.com/baristahq/barista/internal/pbcodec"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
@@ -161,15 +161,17 @@ func (f *FSM) latch(err error) {
 	}
 }
 
-// Encode marshals an envelope.
+// Encode marshals an envelope: protobuf's deterministic bytes, written by
+// the generated code (pbcodec).
 func Encode(env *pb.Envelope) ([]byte, error) {
-	return proto.MarshalOptions{Deterministic: true}.Marshal(env)
+	return pbcodec.Marshal(env)
 }
 
-// Decode unmarshals an envelope and checks its version.
+// Decode unmarshals an envelope and checks its version. It accepts and
+// refuses what protobuf's decoder does (pbcodec).
 func Decode(data []byte) (*pb.Envelope, error) {
 	env := &pb.Envelope{}
-	if err := proto.Unmarshal(data, env); err != nil {
+	if err := pbcodec.Unmarshal(data, env); err != nil {
 		return nil, fmt.Errorf("undecodable entry (%d bytes): %w", len(data), err)
 	}
 	if env.Version != Version {

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/pbcodec"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -191,7 +191,7 @@ func (n *Node) Enqueue(ctx context.Context, cmds []*pb.Command) (*Pending, error
 	}
 	size := 0
 	for _, c := range cmds {
-		size += proto.Size(c)
+		size += pbcodec.Size(c)
 	}
 	p := &proposal{cmds: cmds, bytes: size, done: make(chan proposalResult, 1)}
 	select {

@@ -10,9 +10,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/pbcodec"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
@@ -327,7 +327,7 @@ func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, from sfq.JobID,
 		}
 		pj := jobToPB(j, sc.TenantName(j.Tenant), payload)
 		// The bytes this job adds to the response: field tag, length, body.
-		n := protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(pj))
+		n := protowire.SizeTag(1) + protowire.SizeBytes(pbcodec.Size(pj))
 		if len(out.Jobs) > 0 && total+n > maxBytes {
 			out.NextPageToken = pageToken(j.ID)
 			return false

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/baristahq/barista/internal/pbcodec"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -117,7 +118,7 @@ func (f *submitForwarder) submit(ctx context.Context, authz string, req *pb.Subm
 			go f.run()
 		}
 	})
-	it := &forwardItem{ctx: ctx, authz: authz, req: req, size: proto.Size(req), done: make(chan forwardAnswer, 1)}
+	it := &forwardItem{ctx: ctx, authz: authz, req: req, size: pbcodec.Size(req), done: make(chan forwardAnswer, 1)}
 	select {
 	case f.queue <- it:
 	case <-ctx.Done():

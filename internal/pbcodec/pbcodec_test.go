@@ -1,0 +1,349 @@
+package pbcodec
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"pgregory.net/rapid"
+
+	pb "github.com/baristahq/barista/proto"
+)
+
+// messageTypes returns every message type of barista's proto package, by
+// name, so the tests cover each of them.
+func messageTypes(t testing.TB) []protoreflect.MessageType {
+	var out []protoreflect.MessageType
+	protoregistry.GlobalTypes.RangeMessages(func(mt protoreflect.MessageType) bool {
+		if strings.HasPrefix(string(mt.Descriptor().FullName()), "barista.") {
+			out = append(out, mt)
+		}
+		return true
+	})
+	slices.SortFunc(out, func(a, b protoreflect.MessageType) int {
+		return strings.Compare(string(a.Descriptor().FullName()), string(b.Descriptor().FullName()))
+	})
+	if len(out) < 50 {
+		t.Fatalf("only %d barista message types registered", len(out))
+	}
+	return out
+}
+
+// fill sets random values into every field of m (one member of each
+// oneof), down to depth levels of messages. badUTF8 is the chance in 1,000
+// that a string is not UTF-8.
+func fill(r *rand.Rand, m protoreflect.Message, depth, badUTF8 int) {
+	fds := m.Descriptor().Fields()
+	chosen := map[protoreflect.FullName]protoreflect.FieldDescriptor{}
+	oneofs := m.Descriptor().Oneofs()
+	for i := range oneofs.Len() {
+		o := oneofs.Get(i)
+		if r.IntN(4) > 0 {
+			chosen[o.FullName()] = o.Fields().Get(r.IntN(o.Fields().Len()))
+		}
+	}
+	for i := range fds.Len() {
+		fd := fds.Get(i)
+		if o := fd.ContainingOneof(); o != nil && !o.IsSynthetic() && chosen[o.FullName()] != fd {
+			continue
+		}
+		if r.IntN(3) == 0 {
+			continue // left unset
+		}
+		switch {
+		case fd.IsMap():
+			continue // barista has none; TestNoMaps says so
+		case fd.IsList():
+			n := r.IntN(4)
+			l := m.Mutable(fd).List()
+			for range n {
+				if fd.Kind() == protoreflect.MessageKind {
+					if depth == 0 {
+						break
+					}
+					e := l.NewElement()
+					fill(r, e.Message(), depth-1, badUTF8)
+					l.Append(e)
+				} else {
+					l.Append(scalar(r, fd, badUTF8))
+				}
+			}
+		case fd.Kind() == protoreflect.MessageKind:
+			if depth == 0 {
+				continue
+			}
+			fill(r, m.Mutable(fd).Message(), depth-1, badUTF8)
+		default:
+			m.Set(fd, scalar(r, fd, badUTF8))
+		}
+	}
+}
+
+func scalar(r *rand.Rand, fd protoreflect.FieldDescriptor, badUTF8 int) protoreflect.Value {
+	big := func() uint64 {
+		switch r.IntN(4) {
+		case 0:
+			return 0
+		case 1:
+			return r.Uint64N(200)
+		case 2:
+			return ^uint64(0) - r.Uint64N(3)
+		}
+		return r.Uint64()
+	}
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(r.IntN(2) == 0)
+	case protoreflect.EnumKind:
+		vals := fd.Enum().Values()
+		if r.IntN(10) == 0 {
+			return protoreflect.ValueOfEnum(protoreflect.EnumNumber(r.Int32N(1000) - 500)) // unknown values too
+		}
+		return protoreflect.ValueOfEnum(vals.Get(r.IntN(vals.Len())).Number())
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return protoreflect.ValueOfInt32(int32(big()))
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return protoreflect.ValueOfInt64(int64(big()))
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return protoreflect.ValueOfUint32(uint32(big()))
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return protoreflect.ValueOfUint64(big())
+	case protoreflect.FloatKind:
+		return protoreflect.ValueOfFloat32(r.Float32())
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64(r.NormFloat64())
+	case protoreflect.StringKind:
+		s := []string{"", "t1", "wörker-ü", "日本語", strings.Repeat("x", 200)}[r.IntN(5)]
+		if r.IntN(1000) < badUTF8 {
+			s += "\xff\xfe"
+		}
+		return protoreflect.ValueOfString(s)
+	case protoreflect.BytesKind:
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		return protoreflect.ValueOfBytes(b)
+	}
+	panic("unhandled kind " + fd.Kind().String())
+}
+
+func TestNoMaps(t *testing.T) {
+	// Marshal's bytes equal protobuf's deterministic ones because no
+	// message has a map (whose order the two would choose differently).
+	for _, mt := range messageTypes(t) {
+		fds := mt.Descriptor().Fields()
+		for i := range fds.Len() {
+			if fds.Get(i).IsMap() {
+				t.Errorf("%s has a map field %s", mt.Descriptor().FullName(), fds.Get(i).Name())
+			}
+		}
+		if _, ok := mt.New().Interface().(vtMarshaler); !ok {
+			t.Errorf("%s has no generated codec: run make proto", mt.Descriptor().FullName())
+		}
+	}
+}
+
+// TestSameAsProtobuf: for random messages of every type, Marshal gives
+// protobuf's deterministic bytes (or refuses where it refuses: a string
+// that is not UTF-8), and Unmarshal gives back a message equal to
+// protobuf's decoding of the same bytes.
+func TestSameAsProtobuf(t *testing.T) {
+	types := messageTypes(t)
+	rapid.Check(t, func(t *rapid.T) {
+		mt := types[rapid.IntRange(0, len(types)-1).Draw(t, "type")]
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 1))
+		m := mt.New()
+		fill(r, m, 3, rapid.SampledFrom([]int{0, 0, 50}).Draw(t, "badUTF8"))
+
+		want, wantErr := proto.MarshalOptions{Deterministic: true}.Marshal(m.Interface())
+		got, err := Marshal(m.Interface())
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("%s: Marshal error %v, protobuf's %v", mt.Descriptor().FullName(), err, wantErr)
+		}
+		if wantErr != nil {
+			if !errors.Is(err, ErrInvalidUTF8) {
+				t.Fatalf("Marshal refused with %v", err)
+			}
+			// Encode it without the check, to see the decoders refuse it.
+			want, _ = proto.MarshalOptions{AllowPartial: true, Deterministic: true}.Marshal(m.Interface())
+			if want == nil {
+				want, _ = m.Interface().(interface{ MarshalVTStrict() ([]byte, error) }).MarshalVTStrict()
+			}
+		} else if !bytes.Equal(got, want) {
+			t.Fatalf("%s: Marshal\n%x\nprotobuf\n%x", mt.Descriptor().FullName(), got, want)
+		}
+		sameDecoding(t, mt, want)
+	})
+}
+
+// TestUnmarshalDamaged: bytes of a real message with damage (a byte
+// changed, cut short, bytes inserted) are accepted or refused exactly as
+// protobuf accepts or refuses them, with equal results.
+func TestUnmarshalDamaged(t *testing.T) {
+	types := messageTypes(t)
+	rapid.Check(t, func(t *rapid.T) {
+		mt := types[rapid.IntRange(0, len(types)-1).Draw(t, "type")]
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 2))
+		m := mt.New()
+		fill(r, m, 2, 0)
+		b, err := Marshal(m.Interface())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range rapid.IntRange(1, 4).Draw(t, "damages") {
+			if len(b) == 0 {
+				b = append(b, byte(r.Uint32()))
+				continue
+			}
+			i := r.IntN(len(b))
+			switch r.IntN(4) {
+			case 0:
+				b[i] = byte(r.Uint32())
+			case 1:
+				b[i] ^= 1 << r.IntN(8)
+			case 2:
+				b = b[:i]
+			case 3:
+				b = slices.Insert(b, i, []byte{0xff, 0x80, 0x08, 0x12, 0x02}[r.IntN(5)])
+			}
+		}
+		sameDecoding(t, mt, b)
+	})
+}
+
+func sameDecoding(t interface {
+	Fatalf(string, ...any)
+}, mt protoreflect.MessageType, b []byte) {
+	want := mt.New().Interface()
+	wantErr := proto.Unmarshal(b, want)
+	got := mt.New().Interface()
+	err := Unmarshal(b, got)
+	if (err == nil) != (wantErr == nil) {
+		t.Fatalf("%s %x: Unmarshal error %v, protobuf's %v", mt.Descriptor().FullName(), b, err, wantErr)
+	}
+	if err == nil && !proto.Equal(canonicalTags(got.ProtoReflect()), want) {
+		t.Fatalf("%s %x: Unmarshal\n%v\nprotobuf\n%v", mt.Descriptor().FullName(), b, got, want)
+	}
+}
+
+// canonicalTags rewrites the tags of m's unknown fields (and those of the
+// messages in it) in their shortest form, as protobuf's decoder keeps
+// them; the generated decoder keeps them as they came. The fields and
+// values are the same either way.
+func canonicalTags(m protoreflect.Message) proto.Message {
+	if u := m.GetUnknown(); len(u) > 0 {
+		var out protoreflect.RawFields
+		for len(u) > 0 {
+			num, typ, n := protowire.ConsumeTag(u)
+			u = u[n:]
+			v := protowire.ConsumeFieldValue(num, typ, u)
+			out = protowire.AppendTag(out, num, typ)
+			out = append(out, u[:v]...)
+			u = u[v:]
+		}
+		m.SetUnknown(out)
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+			for i := range v.List().Len() {
+				canonicalTags(v.List().Get(i).Message())
+			}
+		case !fd.IsList() && !fd.IsMap() && fd.Kind() == protoreflect.MessageKind:
+			canonicalTags(v.Message())
+		}
+		return true
+	})
+	return m.Interface()
+}
+
+// FuzzUnmarshalEnvelope: any bytes decode as a log entry exactly as
+// protobuf decodes them.
+func FuzzUnmarshalEnvelope(f *testing.F) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		m := &pb.Envelope{}
+		fill(r, m.ProtoReflect(), 3, 0)
+		b, err := Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{0x1a, 0x03, 0x0a, 0x01, 0xff})
+	mt := (&pb.Envelope{}).ProtoReflect().Type()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sameDecoding(t, mt, b)
+	})
+}
+
+// TestUnmarshalResets: a message decoded into holds only what the bytes
+// say, as with protobuf.
+func TestUnmarshalResets(t *testing.T) {
+	m := &pb.Envelope{Version: 7, StampMs: 9}
+	b, err := Marshal(&pb.Envelope{Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Unmarshal(b, m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != 1 || m.StampMs != 0 {
+		t.Fatalf("got %v", m)
+	}
+}
+
+func TestAppendMarshal(t *testing.T) {
+	prefix := []byte("head")
+	m := &pb.Envelope{Version: 3, StampMs: 1234}
+	out, err := AppendMarshal(slices.Clip(prefix), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := proto.Marshal(m)
+	if !bytes.Equal(out, append([]byte("head"), want...)) {
+		t.Fatalf("got %x", out)
+	}
+}
+
+// TestCodec: gRPC's "proto" codec is this package's once it is imported,
+// and it writes protobuf's bytes, for a small message and for one large
+// enough to go into gRPC's pooled buffers.
+func TestCodec(t *testing.T) {
+	c := encoding.GetCodecV2("proto")
+	if _, ok := c.(Codec); !ok {
+		t.Fatalf("the proto codec is %T", c)
+	}
+	for _, n := range []int{1, 5000} {
+		m := &pb.Envelope{Version: 1, StampMs: 99}
+		for i := range n {
+			m.Commands = append(m.Commands, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "tenant-ü", Job: uint64(i)}}})
+		}
+		data, err := c.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := proto.Marshal(m)
+		if got := data.Materialize(); !bytes.Equal(got, want) {
+			t.Fatalf("%d commands: %d bytes, protobuf %d", n, len(got), len(want))
+		}
+		back := &pb.Envelope{}
+		if err := c.Unmarshal(data, back); err != nil || !proto.Equal(back, m) {
+			t.Fatalf("%d commands: back %v", n, err)
+		}
+		data.Free()
+	}
+	bad := &pb.Envelope{Commands: []*pb.Command{{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "\xff"}}}}}
+	if _, err := c.Marshal(bad); !errors.Is(err, ErrInvalidUTF8) {
+		t.Fatalf("a string that is not UTF-8: %v", err)
+	}
+}
