@@ -23,8 +23,16 @@ import (
 // the same commands applied one by one. The same goroutine hands every
 // entry to Raft, so proposals apply in the order they were queued: one
 // queued (Enqueue) before another is applied before it.
+//
+// Two entries in flight, not more: every entry costs each replica a log
+// write and a round of replication whatever it carries, so fewer and fuller
+// entries commit more commands with less CPU (bench submit at 64 clients:
+// 9.4 commands an entry with four in flight, 16 with two, 26 with one, and
+// 8,700, 9,800 and 11,000 submits/s). Two keep the leader's write of the
+// next entry overlapping the replication of the one before, which matters
+// where the replicas do not share the same cores.
 const (
-	maxInflight      = 4
+	maxInflight      = 2
 	maxEntryCommands = 4096
 	maxEntryBytes    = 4 << 20
 )
