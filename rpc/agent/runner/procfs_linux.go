@@ -131,36 +131,55 @@ var errGone = errors.New("process gone")
 // errGone if the process does not exist.
 func readStat(pid int, buf []byte) (procStat, error) {
 	path := "/proc/" + strconv.Itoa(pid) + "/stat"
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	b, err := readProc(path, buf, false)
 	if err != nil {
-		if err == syscall.ENOENT || err == syscall.ESRCH {
-			return procStat{}, errGone
-		}
-		return procStat{}, fmt.Errorf("open %s: %w", path, err)
+		return procStat{}, err
 	}
-	defer syscall.Close(fd)
-	n := 0
-	for n < len(buf) {
-		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err == syscall.ESRCH {
-			return procStat{}, errGone
-		}
-		if err != nil {
-			return procStat{}, fmt.Errorf("read %s: %w", path, err)
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	s, err := parseStat(buf[:n])
+	s, err := parseStat(b)
 	if err != nil {
 		return procStat{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
+}
+
+// readProc reads a /proc file into buf's storage: all of it if grow (buf
+// grows as it must), else as much as fits in len(buf). It returns errGone
+// if the file's process or thread does not exist.
+func readProc(path string, buf []byte, grow bool) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if err == syscall.ENOENT || err == syscall.ESRCH {
+			return buf, errGone
+		}
+		return buf, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer syscall.Close(fd)
+	if !grow {
+		buf = buf[:0:len(buf)]
+	}
+	b := buf[:0]
+	for {
+		if len(b) == cap(b) {
+			if !grow {
+				return b, nil
+			}
+			b = append(b, 0)[:len(b)]
+		}
+		m, err := syscall.Read(fd, b[len(b):cap(b)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err == syscall.ESRCH {
+			return b, errGone
+		}
+		if err != nil {
+			return b, fmt.Errorf("read %s: %w", path, err)
+		}
+		if m == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+m]
+	}
 }
 
 // statBufSize bounds /proc/PID/stat: 52 numeric fields and a comm of at most
@@ -199,6 +218,86 @@ func scanProcs() (map[int]procStat, error) {
 		procs[pid] = s
 	}
 	return procs, nil
+}
+
+// scanTree reads the stat of every descendant of root (root left out):
+// the processes /proc/PID/task/TID/children lists for root and, in turn,
+// for each process found. That is a few reads per process of the tree,
+// where scanProcs reads every process of the host; the supervisor walks
+// only the agent's tree, so it needs no more. Processes that vanish while
+// it runs are left out, and like scanProcs it sees the tree as it is at
+// each read. Only where childrenFiles holds.
+func scanTree(root int) (map[int]procStat, error) {
+	buf, list := make([]byte, statBufSize), make([]byte, 0, 512)
+	queue, list, err := childrenOf(root, list, nil)
+	if err != nil && !errors.Is(err, errGone) {
+		return nil, fmt.Errorf("runner: scan the tree of %d: %w", root, err)
+	}
+	procs := make(map[int]procStat, len(queue))
+	for i := 0; i < len(queue); i++ {
+		pid := queue[i]
+		if _, seen := procs[pid]; seen {
+			continue
+		}
+		s, err := readStat(pid, buf)
+		if errors.Is(err, errGone) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("runner: scan the tree of %d: %w", root, err)
+		}
+		procs[pid] = s
+		if queue, list, err = childrenOf(pid, list, queue); err != nil && !errors.Is(err, errGone) {
+			return nil, fmt.Errorf("runner: scan the tree of %d: %w", root, err)
+		}
+	}
+	return procs, nil
+}
+
+// childrenFiles reports whether the kernel lists each task's children
+// (/proc/PID/task/TID/children: CONFIG_PROC_CHILDREN, Linux 3.5 on).
+var childrenFiles = sync.OnceValue(func() bool {
+	pid := strconv.Itoa(os.Getpid())
+	_, err := os.Stat("/proc/" + pid + "/task/" + pid + "/children")
+	return err == nil
+})
+
+// childrenOf appends the children of every thread of pid to out, reading
+// with buf (returned, grown if it had to be). errGone: pid went away.
+func childrenOf(pid int, buf []byte, out []int) ([]int, []byte, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	d, err := os.Open(dir)
+	if err != nil {
+		return out, buf, errGone
+	}
+	tids, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return out, buf, errGone
+	}
+	for _, tid := range tids {
+		b, err := readProc(dir+tid+"/children", buf, true)
+		buf = b[:0]
+		if errors.Is(err, errGone) {
+			continue // the thread ended
+		}
+		if err != nil {
+			return out, buf, err
+		}
+		for f := trimSpace(b); len(f) > 0; f = trimSpace(f) {
+			end := 0
+			for end < len(f) && !isSpace(f[end]) {
+				end++
+			}
+			child, err := strconv.Atoi(string(f[:end]))
+			if err != nil {
+				return out, buf, fmt.Errorf("%s: %q is not a pid", dir+tid+"/children", f[:end])
+			}
+			out = append(out, child)
+			f = f[end:]
+		}
+	}
+	return out, buf, nil
 }
 
 // clockTicks is the unit of the CPU fields of /proc/PID/stat (sysconf

@@ -3,7 +3,10 @@
 package runner
 
 import (
+	"maps"
 	"os"
+	"os/exec"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -71,6 +74,73 @@ func TestClockTicks(t *testing.T) {
 	}
 	if got := ticksToDuration(12345); got != 123450*time.Millisecond {
 		t.Errorf("ticksToDuration(12345) = %v", got)
+	}
+}
+
+// TestScanTree: the walk of a tree by its children files finds exactly
+// the processes a walk of all /proc finds below the same root, with the
+// same stats: here a shell of this test with two children of its own.
+func TestScanTree(t *testing.T) {
+	if !childrenFiles() {
+		t.Skip("the kernel has no /proc/PID/task/TID/children")
+	}
+	cmd := sleepers()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stop(cmd)
+	self := os.Getpid()
+	want := waitTree(t, cmd.Process.Pid, 3, 0)
+	got, err := scanTree(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := treeOf(t, self)
+	delete(all, self)
+	if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(all))) {
+		t.Fatalf("scanTree: %v, /proc: %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(all)))
+	}
+	for pid, s := range want {
+		g := got[pid]
+		if g.pid != s.pid || g.ppid != s.ppid || g.pgid != s.pgid || g.start != s.start {
+			t.Errorf("pid %d: scanTree %+v, /proc %+v", pid, g, s)
+		}
+	}
+	if len(want) != 3 {
+		t.Fatalf("tree of the shell: %v", want)
+	}
+	// A root that is gone has no tree.
+	if got, err := scanTree(1 << 30); err != nil || len(got) != 0 {
+		t.Fatalf("scanTree(gone) = %v, %v", got, err)
+	}
+}
+
+// sleepers is a shell with two children, in a process group of its own.
+func sleepers() *exec.Cmd {
+	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+func stop(cmd *exec.Cmd) {
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+}
+
+// BenchmarkScanTree walks this process's tree (a shell and two children);
+// BenchmarkScanProcs walks all of /proc, as where the kernel has no
+// children files.
+func BenchmarkScanTree(b *testing.B) {
+	cmd := sleepers()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer stop(cmd)
+	time.Sleep(100 * time.Millisecond)
+	for b.Loop() {
+		if _, err := scanTree(os.Getpid()); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -17,8 +17,10 @@ const (
 	// through SIGCHLD, and Kill and Terminate walk /proc themselves. It
 	// still walks /proc every trackInterval while several Processes run,
 	// to keep the descendant sets used to attribute orphans to them, and
-	// every idleInterval otherwise, as a safety net. A walk costs about
-	// 10 µs per process on the host.
+	// every idleInterval otherwise, as a safety net. A walk reads the
+	// agent's tree only (scanTree), a few reads per process in it; where
+	// the kernel cannot list children it reads every process of the
+	// host, about 10 µs each.
 	trackInterval = 200 * time.Millisecond
 	idleInterval  = 2 * time.Second
 	// fastInterval is the polling period while a job is being killed or its
@@ -126,7 +128,7 @@ func (r *registry) pollLocked(now time.Time) error {
 	for _, p := range r.mains {
 		r.reapMainLocked(p)
 	}
-	snap, err := scanProcs()
+	snap, err := r.scan()
 	if err != nil {
 		r.scanFailures++
 		for p := range r.active {
@@ -209,6 +211,16 @@ func (r *registry) pollLocked(now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// scan reads the processes of the agent's tree, where the jobs and their
+// orphans are (the agent is their subreaper): through the children files
+// where the kernel has them, else by walking all of /proc.
+func (r *registry) scan() (map[int]procStat, error) {
+	if childrenFiles() {
+		return scanTree(r.self)
+	}
+	return scanProcs()
 }
 
 // ownerLocked decides which active Process the child pid of this process
