@@ -63,4 +63,12 @@ func BenchmarkEntry100(b *testing.B) {
 			}
 		}
 	})
+	b.Run("unmarshal/envelope", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := UnmarshalEnvelope(data, &pb.Envelope{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

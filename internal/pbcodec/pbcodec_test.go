@@ -200,25 +200,85 @@ func TestUnmarshalDamaged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range rapid.IntRange(1, 4).Draw(t, "damages") {
-			if len(b) == 0 {
-				b = append(b, byte(r.Uint32()))
-				continue
-			}
-			i := r.IntN(len(b))
-			switch r.IntN(4) {
-			case 0:
-				b[i] = byte(r.Uint32())
-			case 1:
-				b[i] ^= 1 << r.IntN(8)
-			case 2:
-				b = b[:i]
-			case 3:
-				b = slices.Insert(b, i, []byte{0xff, 0x80, 0x08, 0x12, 0x02}[r.IntN(5)])
-			}
-		}
-		sameDecoding(t, mt, b)
+		sameDecoding(t, mt, damage(r, b, rapid.IntRange(1, 4).Draw(t, "damages")))
 	})
+}
+
+// damage changes b in n places: a byte replaced or flipped, the bytes cut
+// short, or a byte inserted.
+func damage(r *rand.Rand, b []byte, n int) []byte {
+	for range n {
+		if len(b) == 0 {
+			b = append(b, byte(r.Uint32()))
+			continue
+		}
+		i := r.IntN(len(b))
+		switch r.IntN(4) {
+		case 0:
+			b[i] = byte(r.Uint32())
+		case 1:
+			b[i] ^= 1 << r.IntN(8)
+		case 2:
+			b = b[:i]
+		case 3:
+			b = slices.Insert(b, i, []byte{0xff, 0x80, 0x08, 0x12, 0x02}[r.IntN(5)])
+		}
+	}
+	return b
+}
+
+// TestUnmarshalEnvelope: log entries of mostly submits, as SubmitBatch
+// writes them, with other commands and unknown fields among them, whole
+// or damaged, decode by UnmarshalEnvelope exactly as by Unmarshal and by
+// protobuf (sameDecoding compares all three).
+func TestUnmarshalEnvelope(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 2))
+		badUTF8 := rapid.SampledFrom([]int{0, 0, 5}).Draw(t, "badUTF8")
+		env := &pb.Envelope{Version: 1, StampMs: r.Int64()}
+		for range rapid.IntRange(0, 40).Draw(t, "commands") {
+			c := &pb.Command{}
+			if r.IntN(4) > 0 {
+				job := &pb.SubmitJob{}
+				fill(r, job.ProtoReflect(), 2, badUTF8)
+				c.Cmd = &pb.Command_Submit{Submit: job}
+			} else {
+				fill(r, c.ProtoReflect(), 2, badUTF8)
+			}
+			env.Commands = append(env.Commands, c)
+		}
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(env)
+		if err != nil {
+			b, _ = env.MarshalVTStrict() // a string that is not UTF-8: the decoders refuse it
+		}
+		if rapid.Bool().Draw(t, "unknown") {
+			at := r.IntN(len(b) + 1)
+			b = slices.Insert(b, at, protowire.AppendBytes(protowire.AppendTag(nil, 99, protowire.BytesType), []byte("x"))...)
+		}
+		if rapid.Bool().Draw(t, "damaged") {
+			b = damage(r, b, rapid.IntRange(1, 3).Draw(t, "damages"))
+		}
+		sameDecoding(t, env.ProtoReflect().Type(), b)
+	})
+}
+
+// TestUnmarshalEnvelopeAllocs: an entry of 100 submits costs its four
+// strings a submit and one slice each of commands, oneofs, submits and
+// command pointers, not three more objects a submit.
+func TestUnmarshalEnvelopeAllocs(t *testing.T) {
+	data, err := Marshal(entry100())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &pb.Envelope{}
+	n := testing.AllocsPerRun(20, func() {
+		if err := UnmarshalEnvelope(data, env); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 404 {
+		t.Fatalf("%v allocations, want 404 (4 a submit and 4 slices)", n)
+	}
 }
 
 func sameDecoding(t interface {
@@ -230,6 +290,13 @@ func sameDecoding(t interface {
 	err := Unmarshal(b, got)
 	if (err == nil) != (wantErr == nil) {
 		t.Fatalf("%s %x: Unmarshal error %v, protobuf's %v", mt.Descriptor().FullName(), b, err, wantErr)
+	}
+	if _, ok := got.(*pb.Envelope); ok {
+		env := &pb.Envelope{Version: 7, Commands: []*pb.Command{{}}} // UnmarshalEnvelope resets it
+		envErr := UnmarshalEnvelope(b, env)
+		if (envErr == nil) != (err == nil) || err == nil && !proto.Equal(env, got) {
+			t.Fatalf("%x: UnmarshalEnvelope error %v, Unmarshal's %v;\n%v\nUnmarshal\n%v", b, envErr, err, env, got)
+		}
 	}
 	if err == nil && !proto.Equal(canonicalTags(got.ProtoReflect()), want) {
 		t.Fatalf("%s %x: Unmarshal\n%v\nprotobuf\n%v", mt.Descriptor().FullName(), b, got, want)
