@@ -128,6 +128,57 @@ func BenchmarkApply(b *testing.B) {
 	})
 }
 
+// BenchmarkApplyKeyedBatch applies entries of 100 keyed submits, as
+// SubmitBatch writes them (decode included), to a state already holding
+// 2M keyed jobs, so that the key index, as on a busy cluster, is far
+// larger than the processor's caches. Each op is one entry:
+//
+//	go test -run '^$' -bench ApplyKeyedBatch -benchtime 3000x ./fsm/
+func BenchmarkApplyKeyedBatch(b *testing.B) {
+	const held, batch = 2_000_000, 100
+	f := NewLatest()
+	var index uint64
+	apply := func(cmds []*pb.Command) {
+		index++
+		if _, err := f.ApplyEnvelope(index, &pb.Envelope{Version: Version, StampMs: int64(index), Commands: cmds}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 100 {
+		apply([]*pb.Command{tenant(fmt.Sprintf("t%d", i), pb.Tier(1+i%5))})
+	}
+	keyed := func(n int) []*pb.Command {
+		cmds := make([]*pb.Command, batch)
+		for i := range cmds {
+			k := n*batch + i
+			cmds[i] = submit(fmt.Sprintf("t%d", k%100), fmt.Sprintf("order-%09d", k), 1000, "run")
+		}
+		return cmds
+	}
+	n := 0
+	for ; n < held/batch; n++ {
+		apply(keyed(n))
+	}
+	ls := make([]*raft.Log, b.N)
+	for i := range ls {
+		index++
+		data, err := Encode(&pb.Envelope{Version: Version, StampMs: int64(index), Commands: keyed(n)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n++
+		ls[i] = &raft.Log{Index: index, Type: raft.LogCommand, Data: data}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, l := range ls {
+		res, ok := f.Apply(l).([]Result)
+		if !ok || len(res) != batch || !res[batch-1].Created {
+			b.Fatalf("entry %d: %+v", l.Index, res)
+		}
+	}
+}
+
 // BenchmarkMemoryPerQueuedJob reports the live heap per queued job of the
 // whole state machine (job record, queued event, queues, tenants), with
 // 1,000 tenants and 500,000 jobs of no payload.

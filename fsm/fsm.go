@@ -168,10 +168,11 @@ func Encode(env *pb.Envelope) ([]byte, error) {
 }
 
 // Decode unmarshals an envelope and checks its version. It accepts and
-// refuses what protobuf's decoder does (pbcodec).
+// refuses what protobuf's decoder does (pbcodec). The commands share
+// allocations (pbcodec.UnmarshalEnvelope): Apply keeps none of them.
 func Decode(data []byte) (*pb.Envelope, error) {
 	env := &pb.Envelope{}
-	if err := pbcodec.Unmarshal(data, env); err != nil {
+	if err := pbcodec.UnmarshalEnvelope(data, env); err != nil {
 		return nil, fmt.Errorf("undecodable entry (%d bytes): %w", len(data), err)
 	}
 	if env.Version != Version {
