@@ -103,19 +103,52 @@ func (s *ClientService) submitConfig() fsm.Config {
 
 // submitCommand is the command of a submit for tenant.
 func submitCommand(tenant string, req *pb.SubmitRequest) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
-		Tenant: tenant, IdempotencyKey: req.GetIdempotencyKey(), JobType: req.JobType, Size: req.Size,
-		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs,
-		JobClass: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group,
-		DelayMs: req.DelayMs, ExpireMs: req.ExpireMs, RetryBackoffMs: req.RetryBackoffMs}}}
+	job := &pb.SubmitJob{}
+	setSubmitJob(job, tenant, req)
+	return &pb.Command{Cmd: &pb.Command_Submit{Submit: job}}
+}
+
+func setSubmitJob(job *pb.SubmitJob, tenant string, req *pb.SubmitRequest) {
+	job.Tenant, job.IdempotencyKey, job.JobType, job.Size = tenant, req.GetIdempotencyKey(), req.JobType, req.Size
+	job.EstCostMs, job.Payload, job.MaxAttempts, job.TimeoutMs = req.EstCostMs, req.Payload, req.MaxAttempts, req.TimeoutMs
+	job.JobClass, job.DeadlineMs, job.Group = req.Class, req.DeadlineMs, req.Group
+	job.DelayMs, job.ExpireMs, job.RetryBackoffMs = req.DelayMs, req.ExpireMs, req.RetryBackoffMs
 }
 
 // forwardedSubmit is what a follower sends the leader for a submit.
 func forwardedSubmit(tenant string, req *pb.SubmitRequest) *pb.SubmitRequest {
-	return &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: req.IdempotencyKey, JobType: req.JobType, Size: req.Size,
-		EstCostMs: req.EstCostMs, Payload: req.Payload, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs,
-		Class: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group,
-		DelayMs: req.DelayMs, ExpireMs: req.ExpireMs, RetryBackoffMs: req.RetryBackoffMs}
+	fwd := &pb.SubmitRequest{}
+	setForwarded(fwd, tenant, req)
+	return fwd
+}
+
+func setForwarded(fwd *pb.SubmitRequest, tenant string, req *pb.SubmitRequest) {
+	fwd.Tenant, fwd.IdempotencyKey, fwd.JobType, fwd.Size = tenant, req.IdempotencyKey, req.JobType, req.Size
+	fwd.EstCostMs, fwd.Payload, fwd.MaxAttempts, fwd.TimeoutMs = req.EstCostMs, req.Payload, req.MaxAttempts, req.TimeoutMs
+	fwd.Class, fwd.DeadlineMs, fwd.Group = req.Class, req.DeadlineMs, req.Group
+	fwd.DelayMs, fwd.ExpireMs, fwd.RetryBackoffMs = req.DelayMs, req.ExpireMs, req.RetryBackoffMs
+}
+
+// submitSlab makes the submit commands of a batch from slices allocated
+// once for the batch, not three objects a job.
+type submitSlab struct {
+	cmds   []pb.Command
+	oneofs []pb.Command_Submit
+	jobs   []pb.SubmitJob
+}
+
+func newSubmitSlab(n int) *submitSlab {
+	return &submitSlab{make([]pb.Command, n), make([]pb.Command_Submit, n), make([]pb.SubmitJob, n)}
+}
+
+// command is submitCommand(tenant, req), from the slab.
+func (s *submitSlab) command(tenant string, req *pb.SubmitRequest) *pb.Command {
+	c, o, job := &s.cmds[0], &s.oneofs[0], &s.jobs[0]
+	s.cmds, s.oneofs, s.jobs = s.cmds[1:], s.oneofs[1:], s.jobs[1:]
+	setSubmitJob(job, tenant, req)
+	o.Submit = job
+	c.Cmd = o
+	return c
 }
 
 // levelErr refuses a command that needs a feature level above the
@@ -597,24 +630,31 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 	if len(req.Jobs) == 0 || len(req.Jobs) > MaxBatch {
 		return nil, status.Errorf(codes.InvalidArgument, "jobs: %d given (want 1..%d)", len(req.Jobs), MaxBatch)
 	}
-	out := &pb.SubmitBatchResponse{Results: make([]*pb.SubmitResult, len(req.Jobs))}
+	n := len(req.Jobs)
+	out := &pb.SubmitBatchResponse{Results: make([]*pb.SubmitResult, n)}
+	results := make([]pb.SubmitResult, n) // out.Results point here
 	cfg := s.submitConfig()
-	fwd := &pb.SubmitBatchRequest{Jobs: make([]*pb.SubmitRequest, len(req.Jobs))}
+	fwd := &pb.SubmitBatchRequest{Jobs: make([]*pb.SubmitRequest, n)}
+	fwdJobs := make([]pb.SubmitRequest, n)
+	slab, jobCmds := newSubmitSlab(n), make([]*pb.Command, n)
 	for i, j := range req.Jobs {
 		tenant, err := scopeTenant(ctx, j.Tenant, true)
 		if err == nil {
 			err = validateSubmit(j, cfg)
 		}
 		if err == nil {
-			err = levelErr(s.node.FSM, submitCommand(tenant, j))
+			jobCmds[i] = slab.command(tenant, j)
+			err = levelErr(s.node.FSM, jobCmds[i])
 		}
 		if err != nil {
 			if status.Code(err) == codes.PermissionDenied {
 				return nil, err // a token naming another tenant is refused whole
 			}
-			out.Results[i] = &pb.SubmitResult{Error: statusLine(err)}
+			results[i].Error = statusLine(err)
+			out.Results[i] = &results[i]
 		}
-		fwd.Jobs[i] = forwardedSubmit(tenant, j)
+		setForwarded(&fwdJobs[i], tenant, j)
+		fwd.Jobs[i] = &fwdJobs[i]
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubmitBatchResponse, error) {
 		return pb.NewClientClient(cc).SubmitBatch(ctx, fwd)
@@ -636,13 +676,15 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 	if r := s.node.FSM.Config().SubmitRate; r.N != 0 {
 		s.limitBatch(r, fwd.Jobs, out.Results)
 	}
-	var cmds []*pb.Command
-	var which []int
-	for i, j := range fwd.Jobs {
+	// The commands made above are those of fwd.Jobs: the same tenant and
+	// fields.
+	cmds := make([]*pb.Command, 0, n)
+	which := make([]int, 0, n)
+	for i := range fwd.Jobs {
 		if out.Results[i] != nil {
 			continue
 		}
-		cmds = append(cmds, submitCommand(j.Tenant, j))
+		cmds = append(cmds, jobCmds[i])
 		which = append(which, i)
 	}
 	if len(cmds) > 0 {
@@ -651,11 +693,13 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 			return nil, err
 		}
 		for k, r := range res {
+			sr := &results[which[k]]
 			if err := resultErr(r); err != nil {
-				out.Results[which[k]] = &pb.SubmitResult{Error: statusLine(err)}
+				sr.Error = statusLine(err)
 			} else {
-				out.Results[which[k]] = &pb.SubmitResult{JobId: uint64(r.Job), Created: r.Created}
+				sr.JobId, sr.Created = uint64(r.Job), r.Created
 			}
+			out.Results[which[k]] = sr
 		}
 	}
 	return out, nil
