@@ -27,6 +27,9 @@ type Sample struct {
 	// minute; DispatchP99Ms the p99 of Ready→Assign on the leader.
 	SubmitP99Ms   float64 `json:"submit_p99_ms"`
 	DispatchP99Ms float64 `json:"dispatch_p99_ms"`
+	// WorkerCPUPerJobMs is the CPU the worker processes themselves (not
+	// their jobs) used over the minute, per job ended in it.
+	WorkerCPUPerJobMs float64 `json:"worker_cpu_ms_per_job"`
 }
 
 // Server is one server's resources at a sample.
@@ -131,7 +134,7 @@ func Load(path string) ([]Sample, error) {
 // Table renders samples as a fixed-width table.
 func Table(samples []Sample) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%6s %9s %9s %7s %9s %9s", "min", "submitted", "ended", "queued", "sub_p99", "disp_p99")
+	fmt.Fprintf(&b, "%6s %9s %9s %7s %9s %9s %8s", "min", "submitted", "ended", "queued", "sub_p99", "disp_p99", "wcpu/job")
 	if len(samples) > 0 {
 		for _, sv := range samples[0].Servers {
 			fmt.Fprintf(&b, " | %-3s %7s %5s %5s %8s", sv.ID, "rss_MB", "gor", "fds", "raftdb_MB")
@@ -139,7 +142,7 @@ func Table(samples []Sample) string {
 	}
 	b.WriteString("\n")
 	for _, s := range samples {
-		fmt.Fprintf(&b, "%6.0f %9d %9d %7d %9.1f %9.1f", s.At.Minutes(), s.Submitted, s.Ended, s.Queued, s.SubmitP99Ms, s.DispatchP99Ms)
+		fmt.Fprintf(&b, "%6.0f %9d %9d %7d %9.1f %9.1f %8.2f", s.At.Minutes(), s.Submitted, s.Ended, s.Queued, s.SubmitP99Ms, s.DispatchP99Ms, s.WorkerCPUPerJobMs)
 		for _, sv := range s.Servers {
 			fmt.Fprintf(&b, " | %-3s %7.1f %5d %5d %8.1f", sv.ID, float64(sv.RSSBytes)/1e6, sv.Goroutines, sv.OpenFiles, float64(sv.RaftDB)/1e6)
 		}

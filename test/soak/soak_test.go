@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -132,6 +133,8 @@ dedupe_window = "2m"
 	var samples []Sample
 	began := time.Now()
 	prevBuckets := map[float64]float64{}
+	var prevEnded uint64
+	prevWorkerCPU := workersCPUMs(c)
 	for time.Since(began) < duration {
 		time.Sleep(time.Until(began.Add(time.Duration(len(samples)+1) * every)))
 		s := Sample{At: time.Since(began).Round(time.Second), Submitted: submitted.Load()}
@@ -163,6 +166,10 @@ dedupe_window = "2m"
 			}
 		}
 		s.DispatchP99Ms = histP99(prevBuckets, buckets) * 1000
+		if cpu := workersCPUMs(c); s.Ended > prevEnded {
+			s.WorkerCPUPerJobMs = (cpu - prevWorkerCPU) / float64(s.Ended-prevEnded)
+			prevWorkerCPU, prevEnded = cpu, s.Ended
+		}
 		prevBuckets = buckets
 		latMu.Lock()
 		s.SubmitP99Ms, lat = p99(lat), nil
@@ -215,6 +222,30 @@ func p99(xs []float64) float64 {
 	}
 	sort.Float64s(xs)
 	return xs[min(len(xs)-1, len(xs)*99/100)]
+}
+
+// workersCPUMs is the user and system CPU the cluster's worker processes
+// have used, in milliseconds: their own, not that of the jobs they ran
+// and waited for.
+func workersCPUMs(c *cluster.Cluster) float64 {
+	total := 0.0
+	for _, w := range c.Workers {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", w.PID()))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis start at the
+		// third (state); utime and stime are the 14th and 15th, in ticks
+		// of USER_HZ (100 on Linux).
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		total += (u + st) * 10
+	}
+	return total
 }
 
 func rss(pid int) uint64 {
