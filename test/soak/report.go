@@ -43,10 +43,12 @@ type Server struct {
 
 // Growth names each measure that grew by more than limit (0.10 for 10 %)
 // from its value at the end of the warm-up (the first sample at or after
-// warmup) to the mean of the last three samples; latencies are compared
-// likewise but by the mean of the samples, which a single slow minute
-// does not decide. Small absolute values are given slack: goroutines and
-// open files may grow by 10, latencies by 5 ms.
+// warmup) to the mean of the last three samples. A latency is the p99 of
+// one minute, which one slow moment of the machine can move several-fold,
+// so latencies compare medians instead: that of the last three samples
+// against that of all the samples after the warm-up, which a single slow
+// minute decides neither way. Small absolute values are given slack:
+// goroutines and open files may grow by 10, latencies by 5 ms.
 func Growth(samples []Sample, warmup time.Duration, limit float64) []string {
 	start := -1
 	for i, s := range samples {
@@ -60,15 +62,17 @@ func Growth(samples []Sample, warmup time.Duration, limit float64) []string {
 	}
 	base, tail := samples[start], samples[len(samples)-3:]
 	var out []string
+	grew := func(what string, from, to, slack float64) {
+		if to > from*(1+limit)+slack {
+			out = append(out, fmt.Sprintf("%s grew %.1f%%: %.0f → %.0f", what, 100*(to-from)/max(from, 1), from, to))
+		}
+	}
 	check := func(what string, from float64, to func(Sample) float64, slack float64) {
 		sum := 0.0
 		for _, s := range tail {
 			sum += to(s)
 		}
-		mean := sum / float64(len(tail))
-		if mean > from*(1+limit)+slack {
-			out = append(out, fmt.Sprintf("%s grew %.1f%%: %.0f → %.0f", what, 100*(mean-from)/max(from, 1), from, mean))
-		}
+		grew(what, from, sum/float64(len(tail)), slack)
 	}
 	ids := map[string]bool{}
 	for _, sv := range base.Servers {
@@ -94,20 +98,25 @@ func Growth(samples []Sample, warmup time.Duration, limit float64) []string {
 		check(id+" open files", float64(b.OpenFiles), func(s Sample) float64 { return float64(get(s).OpenFiles) }, 10)
 		check(id+" raft.db", float64(b.RaftDB), func(s Sample) float64 { return float64(get(s).RaftDB) }, 0)
 	}
-	meanOf := func(f func(Sample) float64) float64 {
-		sum := 0.0
-		for _, s := range samples[start:] {
-			sum += f(s)
+	median := func(from []Sample, f func(Sample) float64) float64 {
+		xs := make([]float64, len(from))
+		for i, s := range from {
+			xs[i] = f(s)
 		}
-		return sum / float64(len(samples)-start)
+		sort.Float64s(xs)
+		if n := len(xs); n%2 == 0 {
+			return (xs[n/2-1] + xs[n/2]) / 2
+		}
+		return xs[len(xs)/2]
 	}
-	sub := meanOf(func(s Sample) float64 { return s.SubmitP99Ms })
-	dis := meanOf(func(s Sample) float64 { return s.DispatchP99Ms })
-	check("submit p99 ms", sub, func(s Sample) float64 { return s.SubmitP99Ms }, 5)
+	submit := func(s Sample) float64 { return s.SubmitP99Ms }
+	dispatch := func(s Sample) float64 { return s.DispatchP99Ms }
+	grew("submit p99 ms", median(samples[start:], submit), median(tail, submit), 5)
 	// The dispatch p99 is read from the leader's histogram: the upper
 	// bound of a bucket, and the buckets double, so it moves by 100 % at
 	// a time; one bucket is its resolution, and growth is more than that.
-	check("dispatch p99 ms", dis, func(s Sample) float64 { return s.DispatchP99Ms }, dis*(1-limit)+5)
+	dis := median(samples[start:], dispatch)
+	grew("dispatch p99 ms", dis, median(tail, dispatch), dis*(1-limit)+5)
 	return out
 }
 

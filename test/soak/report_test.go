@@ -22,8 +22,8 @@ func server(rss, gor, fds, db uint64) []Server {
 }
 
 // TestGrowth: the report's check passes a flat run whose warm-up grew,
-// names exactly what grew by more than 10 % after it, and refuses a run
-// too short to judge.
+// and one with a single slow minute; names exactly what grew by more than
+// 10 % after the warm-up; and refuses a run too short to judge.
 func TestGrowth(t *testing.T) {
 	steady := flat(20, func(i int) Sample {
 		rss := uint64(100e6)
@@ -47,6 +47,30 @@ func TestGrowth(t *testing.T) {
 	if got := Growth(flapping, 5*time.Minute, 0.10); len(got) != 0 {
 		t.Fatalf("a dispatch p99 between two buckets: %q", got)
 	}
+	// One slow minute among the last three is not growth, nor is one
+	// before them; latencies that stay up are.
+	for _, slow := range []int{17, 18, 19, 10} {
+		spike := flat(20, func(i int) Sample {
+			p := 20.0
+			if i == slow {
+				p = 120
+			}
+			return Sample{Servers: server(100e6, 50, 30, 64e6), SubmitP99Ms: p, DispatchP99Ms: 128}
+		})
+		if got := Growth(spike, 5*time.Minute, 0.10); len(got) != 0 {
+			t.Fatalf("one slow minute (%d): %q", slow, got)
+		}
+	}
+	raised := flat(20, func(i int) Sample {
+		p := 20.0
+		if i >= 18 {
+			p = 40
+		}
+		return Sample{Servers: server(100e6, 50, 30, 64e6), SubmitP99Ms: p, DispatchP99Ms: 128}
+	})
+	if got := Growth(raised, 5*time.Minute, 0.10); !slices.Equal(got, []string{"submit p99 ms grew 100.0%: 20 → 40"}) {
+		t.Fatalf("two slow minutes of the last three: %q", got)
+	}
 	leak := flat(20, func(i int) Sample {
 		d := 32.0
 		if i >= 17 {
@@ -58,7 +82,7 @@ func TestGrowth(t *testing.T) {
 		"n1 rss grew 23.6%: 110000000 → 136000000",
 		"n1 goroutines grew 60.0%: 65 → 104",
 		"submit p99 ms grew 27.3%: 44 → 56",
-		"dispatch p99 ms grew 233.3%: 77 → 256",
+		"dispatch p99 ms grew 700.0%: 32 → 256",
 	}
 	if got := Growth(leak, 5*time.Minute, 0.10); !slices.Equal(got, want) {
 		t.Fatalf("a leaking run:\n got %q\nwant %q", got, want)
