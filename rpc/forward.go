@@ -21,6 +21,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/rpc/client"
 )
 
 // ForwardWait is how long a follower holds a write while no leader is
@@ -90,8 +91,9 @@ func (lc *leaderConns) dial(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := lc.conns[addr]; ok {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(lc.creds), ClientKeepalive, MessageLimits,
-		grpc.WithConnectParams(forwardConnect))
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(lc.creds), ClientKeepalive, MessageLimits,
+		grpc.WithConnectParams(forwardConnect)}, client.StaticWindows...)
+	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "dialing leader at %s: %v", addr, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/webhook"
 )
 
@@ -111,6 +112,8 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		// (a worker's Connect holds one for its life), a stream gets a
 		// goroutine of its own as before.
 		grpc.NumStreamWorkers(streamWorkers),
+		grpc.StaticStreamWindowSize(client.StreamWindowBytes),
+		grpc.StaticConnWindowSize(client.ConnWindowBytes),
 		grpc.ChainUnaryInterceptor(opt.Auth.UnaryInterceptor),
 		grpc.ChainStreamInterceptor(opt.Auth.StreamInterceptor),
 	}

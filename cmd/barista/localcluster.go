@@ -16,6 +16,7 @@ import (
 
 	"github.com/baristahq/barista/internal/proc"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
 )
 
 // localCluster runs barista servers as child processes of this one, on
@@ -108,7 +109,7 @@ func (lc *localCluster) servers() string {
 }
 
 func (lc *localCluster) dial(i int) (*grpc.ClientConn, error) {
-	return grpc.NewClient(lc.nodes[i].grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return grpc.NewClient(lc.nodes[i].grpc, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, client.StaticWindows...)...)
 }
 
 func (lc *localCluster) status(i int) (*pb.StatusResponse, error) {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -338,7 +340,7 @@ func silenceLimit(interval, selfKill time.Duration) time.Duration {
 
 // session runs one stream.
 func (a *Agent) session(ctx context.Context, addr string) error {
-	cc, err := grpc.NewClient(addr, a.cfg.Dial...)
+	cc, err := grpc.NewClient(addr, slices.Concat(a.cfg.Dial, client.StaticWindows)...)
 	if err != nil {
 		return err
 	}
