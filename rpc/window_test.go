@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc/agent"
 	"github.com/baristahq/barista/sfq"
 )
@@ -70,6 +71,22 @@ func (c countedConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// countingDialer dials TCP and counts the frames of its connections:
+// those sent, those received, and the connections dialled.
+func countingDialer() (sent, received *frameCounter, dials *atomic.Int32, dial func(context.Context, string) (net.Conn, error)) {
+	sent = &frameCounter{skip: len("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), counts: map[string]int{}}
+	received = &frameCounter{counts: map[string]int{}}
+	dials = &atomic.Int32{}
+	return sent, received, dials, func(ctx context.Context, addr string) (net.Conn, error) {
+		dials.Add(1)
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return countedConn{Conn: c, sent: sent, received: received}, nil
+	}
+}
+
 // TestWorkerStreamSendsNoFlowControlPings: a worker's stream carries its
 // jobs' messages and no PING beside them, either way. gRPC's default
 // flow control pings after a message arrives with no ping outstanding
@@ -84,17 +101,7 @@ func TestWorkerStreamSendsNoFlowControlPings(t *testing.T) {
 	for range jobs {
 		ids = append(ids, n.submit())
 	}
-	sent := &frameCounter{skip: len("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), counts: map[string]int{}}
-	received := &frameCounter{counts: map[string]int{}}
-	var dials atomic.Int32
-	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
-		dials.Add(1)
-		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return nil, err
-		}
-		return countedConn{Conn: c, sent: sent, received: received}, nil
-	}
+	sent, received, dials, dialer := countingDialer()
 	a, err := agent.New(agent.Config{ID: "w1", Size: sfq.MD, Servers: []string{n.addr}, Runner: fixedRunner{agent.Result{CPU: time.Millisecond}},
 		Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dialer)}})
 	if err != nil {
@@ -125,5 +132,44 @@ func TestWorkerStreamSendsNoFlowControlPings(t *testing.T) {
 	}
 	if s, r := sent.count("ping"), received.count("ping"); s != 0 || r != 0 {
 		t.Fatalf("PINGs: the worker sent %d, the leader sent %d; want none (flow-control windows are fixed)", s, r)
+	}
+}
+
+// TestWorkerOfEarlierBuildPings: a worker of a build before the fixed
+// windows lets gRPC estimate them, so it PINGs after the leader's
+// messages; the leader answers every PING and serves it as before.
+func TestWorkerOfEarlierBuildPings(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	sent, received, _, dialer := countingDialer()
+	cc, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dialer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	w, _, err := n.connectOn(cc, hello("old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const jobs = 5
+	for i := range jobs {
+		job := n.submit()
+		a := w.ready(uint64(i + 1))
+		if a.Job != uint64(job) {
+			t.Fatalf("assigned job %d, want %d", a.Job, job)
+		}
+		w.send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: a.Job, Attempt: a.Attempt}}})
+		w.send(finished(a.Job, a.Attempt, 10, ""))
+		for w.next().GetFinishedAck() == nil {
+		}
+		if j, _, _ := n.node.FSM.Job(job); j.State != sfq.Completed {
+			t.Fatalf("job %d is %v after its FinishedAck", job, j.State)
+		}
+	}
+	// Every PING of the worker is answered.
+	waitFor(t, 5*time.Second, "an answer to every PING of the worker", func() bool {
+		return sent.count("ping") > 0 && received.count("ping_ack") == sent.count("ping")
+	})
+	if got := received.count("ping"); got != 0 {
+		t.Fatalf("the leader sent %d PINGs; want none", got)
 	}
 }

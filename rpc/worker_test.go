@@ -161,7 +161,12 @@ type rawWorker struct {
 // yet) is retried.
 func (n *testNode) connect(token string, hello *pb.Hello) (*rawWorker, *pb.Welcome, error) {
 	n.t.Helper()
-	cc := n.dial(token)
+	return n.connectOn(n.dial(token), hello)
+}
+
+// connectOn is connect on a given connection.
+func (n *testNode) connectOn(cc *grpc.ClientConn, hello *pb.Hello) (*rawWorker, *pb.Welcome, error) {
+	n.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithCancel(context.Background())
