@@ -133,17 +133,13 @@ func New(addrs []string, opts Options) (*Client, error) {
 	return c, nil
 }
 
-// DialOptions are the options of a connection to a node: the transport
-// credentials (TLS if tlsCfg is set), the bearer token (if any),
-// keepalive pings that notice a vanished node, and the cluster's message
-// size. A program that opens its own connections (a worker agent) uses
-// them.
 // Flow-control windows of every barista connection, fixed (StaticWindows):
-// gRPC's default estimator of the link's bandwidth-delay product sends a
-// PING after each message received with none outstanding, which on a
+// gRPC's default estimates the link's bandwidth-delay product with a PING
+// after each message received while none is outstanding, which on a
 // worker's stream (a message or two a job) doubled the writes of both
-// ends. These windows let one stream move StreamWindowBytes per round
-// trip: 1 GB/s on a LAN, 20 MB/s at 50 ms.
+// ends; a connection with fixed windows sends none. One stream moves at
+// most StreamWindowBytes per round trip: 1 GB/s on a LAN, 20 MB/s at
+// 50 ms.
 const (
 	StreamWindowBytes = 1 << 20
 	ConnWindowBytes   = 4 << 20
@@ -153,6 +149,11 @@ const (
 // StreamWindowBytes).
 var StaticWindows = []grpc.DialOption{grpc.WithStaticStreamWindowSize(StreamWindowBytes), grpc.WithStaticConnWindowSize(ConnWindowBytes)}
 
+// DialOptions are the options of a connection to a node: the transport
+// credentials (TLS if tlsCfg is set), the bearer token (if any),
+// keepalive pings that notice a vanished node, the cluster's message
+// size and the fixed flow-control windows (StaticWindows). A program
+// that opens its own connections (a worker agent) uses them.
 func DialOptions(token string, tlsCfg *tls.Config) []grpc.DialOption {
 	creds := insecure.NewCredentials()
 	if tlsCfg != nil {
