@@ -25,6 +25,9 @@ type frameCounter struct {
 	counts map[string]int
 }
 
+// frameNames names the HTTP/2 frame types by their type byte.
+var frameNames = map[byte]string{0: "data", 1: "headers", 3: "rst", 4: "settings", 6: "ping", 7: "goaway", 8: "window_update"}
+
 func (c *frameCounter) feed(p []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -38,7 +41,7 @@ func (c *frameCounter) feed(p []byte) {
 		if len(c.buf) < 9+length {
 			return
 		}
-		name := map[byte]string{0: "data", 1: "headers", 3: "rst", 4: "settings", 6: "ping", 7: "goaway", 8: "window_update"}[c.buf[3]]
+		name := frameNames[c.buf[3]]
 		if c.buf[3] == 6 && c.buf[4]&1 != 0 {
 			name = "ping_ack"
 		}
@@ -102,15 +105,7 @@ func TestWorkerStreamSendsNoFlowControlPings(t *testing.T) {
 		ids = append(ids, n.submit())
 	}
 	sent, received, dials, dialer := countingDialer()
-	a, err := agent.New(agent.Config{ID: "w1", Size: sfq.MD, Servers: []string{n.addr}, Runner: fixedRunner{agent.Result{CPU: time.Millisecond}},
-		Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(dialer)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); a.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	n.startAgent("w1", "", fixedRunner{agent.Result{CPU: time.Millisecond}}, nil, grpc.WithContextDialer(dialer))
 	waitFor(t, 20*time.Second, "every job to complete", func() bool {
 		for _, id := range ids {
 			if j, _, _ := n.node.FSM.Job(id); j.State != sfq.Completed {

@@ -543,12 +543,12 @@ func (r fixedRun) Kill()                   {}
 func (r fixedRun) Done() <-chan struct{}   { return r.done }
 func (r fixedRun) Result() agent.Result    { return r.res }
 
-// startAgent runs an agent until the test ends; its Run error arrives on
-// the returned channel.
-func (n *testNode) startAgent(id, token string, runner agent.Runner, observe func(agent.Observation)) <-chan error {
+// startAgent runs an agent until the test ends, with extra dial options
+// if any; its Run error arrives on the returned channel.
+func (n *testNode) startAgent(id, token string, runner agent.Runner, observe func(agent.Observation), extra ...grpc.DialOption) <-chan error {
 	n.t.Helper()
-	a, err := agent.New(agent.Config{ID: id, Size: sfq.MD, Servers: []string{n.addr}, Runner: runner, Observer: observe,
-		Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer{token: token})}})
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer{token: token})}, extra...)
+	a, err := agent.New(agent.Config{ID: id, Size: sfq.MD, Servers: []string{n.addr}, Runner: runner, Observer: observe, Dial: dial})
 	if err != nil {
 		n.t.Fatal(err)
 	}
