@@ -641,9 +641,15 @@ type JobFinished struct {
 	// leader replicates the Finished and a Dispatch for the worker in one
 	// proposal, and answers with an Assign that carries the FinishedAck
 	// (or, with no job to give, a FinishedAck, the worker staying ready).
-	ReadyCredit   uint64 `protobuf:"varint,8,opt,name=ready_credit,json=readyCredit,proto3" json:"ready_credit,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ReadyCredit uint64 `protobuf:"varint,8,opt,name=ready_credit,json=readyCredit,proto3" json:"ready_credit,omitempty"`
+	// start_unreported says the worker sent no Started for this run: the
+	// run ended within the started_delay_ms of this session's Welcome. The
+	// leader replicates the run's Started with the Finished, in the same
+	// entry and before it. A worker sets it only for a leader whose Welcome
+	// gives a started_delay_ms.
+	StartUnreported bool `protobuf:"varint,9,opt,name=start_unreported,json=startUnreported,proto3" json:"start_unreported,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobFinished) Reset() {
@@ -732,6 +738,13 @@ func (x *JobFinished) GetReadyCredit() uint64 {
 	return 0
 }
 
+func (x *JobFinished) GetStartUnreported() bool {
+	if x != nil {
+		return x.StartUnreported
+	}
+	return false
+}
+
 // Welcome accepts a session: the intervals come from the replicated
 // configuration.
 type Welcome struct {
@@ -743,9 +756,15 @@ type Welcome struct {
 	// finish_ready says this leader reads JobFinished.ready_credit. A leader
 	// of a build before it leaves it false: its workers send Finished and
 	// Ready apart, as before.
-	FinishReady   bool `protobuf:"varint,5,opt,name=finish_ready,json=finishReady,proto3" json:"finish_ready,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FinishReady bool `protobuf:"varint,5,opt,name=finish_ready,json=finishReady,proto3" json:"finish_ready,omitempty"`
+	// started_delay_ms, when not 0, lets the worker hold a run's Started
+	// back for that long: a run that ends sooner is reported by its
+	// Finished alone (start_unreported), which the leader replicates with
+	// the run's Started. A leader of a build before it leaves it 0: its
+	// workers send Started as soon as the run starts, as before.
+	StartedDelayMs int64 `protobuf:"varint,6,opt,name=started_delay_ms,json=startedDelayMs,proto3" json:"started_delay_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Welcome) Reset() {
@@ -811,6 +830,13 @@ func (x *Welcome) GetFinishReady() bool {
 		return x.FinishReady
 	}
 	return false
+}
+
+func (x *Welcome) GetStartedDelayMs() int64 {
+	if x != nil {
+		return x.StartedDelayMs
+	}
+	return 0
 }
 
 // Redirect tells a worker that reached a follower where the leader is.
@@ -1539,7 +1565,7 @@ const file_worker_proto_rawDesc = "" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x15\n" +
 	"\x06cpu_ms\x18\x03 \x01(\x03R\x05cpuMs\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\x81\x02\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xac\x02\n" +
 	"\vJobFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12-\n" +
@@ -1550,13 +1576,15 @@ const file_worker_proto_rawDesc = "" +
 	"stderrTail\x12\x1f\n" +
 	"\vstdout_tail\x18\a \x01(\tR\n" +
 	"stdoutTail\x12!\n" +
-	"\fready_credit\x18\b \x01(\x04R\vreadyCredit\"\xec\x01\n" +
+	"\fready_credit\x18\b \x01(\x04R\vreadyCredit\x12)\n" +
+	"\x10start_unreported\x18\t \x01(\bR\x0fstartUnreported\"\x96\x02\n" +
 	"\aWelcome\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12+\n" +
 	"\x12self_kill_after_ms\x18\x02 \x01(\x03R\x0fselfKillAfterMs\x12@\n" +
 	"\x0fpending_cancels\x18\x03 \x03(\v2\x17.barista.v1.CancelOrderR\x0ependingCancels\x12\x1b\n" +
 	"\tleader_id\x18\x04 \x01(\tR\bleaderId\x12!\n" +
-	"\ffinish_ready\x18\x05 \x01(\bR\vfinishReady\"H\n" +
+	"\ffinish_ready\x18\x05 \x01(\bR\vfinishReady\x12(\n" +
+	"\x10started_delay_ms\x18\x06 \x01(\x03R\x0estartedDelayMs\"H\n" +
 	"\bRedirect\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x1f\n" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +

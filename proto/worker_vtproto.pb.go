@@ -664,6 +664,16 @@ func (m *JobFinished) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.StartUnreported {
+		i--
+		if m.StartUnreported {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x48
+	}
 	if m.ReadyCredit != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ReadyCredit))
 		i--
@@ -740,6 +750,11 @@ func (m *Welcome) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.StartedDelayMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.StartedDelayMs))
+		i--
+		dAtA[i] = 0x30
 	}
 	if m.FinishReady {
 		i--
@@ -2080,6 +2095,16 @@ func (m *JobFinished) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.StartUnreported {
+		i--
+		if m.StartUnreported {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x48
+	}
 	if m.ReadyCredit != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ReadyCredit))
 		i--
@@ -2156,6 +2181,11 @@ func (m *Welcome) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.StartedDelayMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.StartedDelayMs))
+		i--
+		dAtA[i] = 0x30
 	}
 	if m.FinishReady {
 		i--
@@ -3110,6 +3140,9 @@ func (m *JobFinished) SizeVT() (n int) {
 	if m.ReadyCredit != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.ReadyCredit))
 	}
+	if m.StartUnreported {
+		n += 2
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -3138,6 +3171,9 @@ func (m *Welcome) SizeVT() (n int) {
 	}
 	if m.FinishReady {
 		n += 2
+	}
+	if m.StartedDelayMs != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.StartedDelayMs))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -4752,6 +4788,26 @@ func (m *JobFinished) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field StartUnreported", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.StartUnreported = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -4927,6 +4983,25 @@ func (m *Welcome) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.FinishReady = bool(v != 0)
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field StartedDelayMs", wireType)
+			}
+			m.StartedDelayMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.StartedDelayMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

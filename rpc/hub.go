@@ -200,7 +200,8 @@ func cancelOrder(j *sfq.Job, cfg fsm.Config) *pb.LeaderMessage {
 func (h *hub) welcome(s *session, hello *pb.Hello) {
 	f := h.node.State()
 	cfg := f.Config()
-	welcome := &pb.Welcome{HeartbeatIntervalMs: cfg.HeartbeatIntervalMs, SelfKillAfterMs: cfg.SelfKillAfterMs, LeaderId: h.id, FinishReady: true}
+	welcome := &pb.Welcome{HeartbeatIntervalMs: cfg.HeartbeatIntervalMs, SelfKillAfterMs: cfg.SelfKillAfterMs, LeaderId: h.id,
+		FinishReady: true, StartedDelayMs: startedDelayMs(cfg)}
 	var rejects []*pb.LeaderMessage
 	for _, r := range hello.Running {
 		j, _, ok := f.Job(sfq.JobID(r.Job))
@@ -220,6 +221,20 @@ func (h *hub) welcome(s *session, hello *pb.Hello) {
 	for _, m := range rejects {
 		s.send(m)
 	}
+}
+
+// maxStartedDelayMs is the longest a worker holds a run's Started back.
+const maxStartedDelayMs = 100
+
+// startedDelayMs is how long a worker may hold a run's Started back
+// (Welcome.started_delay_ms): maxStartedDelayMs, and at most a tenth of
+// the ack timeout and of the heartbeat interval, so that a run's Started
+// is in long before its ack deadline and its first heartbeat. A run that
+// ends sooner is reported by its Finished alone, and the leader
+// replicates its Started with it: a zero-length or at once failing job
+// costs one report and one entry, not two.
+func startedDelayMs(cfg fsm.Config) int64 {
+	return max(0, min(maxStartedDelayMs, cfg.Sched.AckTimeoutMs/10, cfg.HeartbeatIntervalMs/10))
 }
 
 // proposeCtx ends when the stream or the leadership does.
@@ -267,7 +282,7 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		return nil
 	case *pb.WorkerMessage_Started:
 		st := m.Started
-		switch known, out := h.precheck(sfq.InStart, st.Job, st.Attempt, s.id); {
+		switch known, out, _ := h.precheck(sfq.InStart, st.Job, st.Attempt, s.id); {
 		case !known:
 			h.unknownJob(s, "started", st.Job, st.Attempt)
 			return nil
@@ -335,7 +350,8 @@ func (h *hub) settleStarted(s *session) {
 // is taken as a Ready once the report is settled.
 func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) error {
 	arrived := time.Now() // when the worker became ready, if it did
-	switch known, out := h.precheck(sfq.InFinish, fin.Job, fin.Attempt, s.id); {
+	known, out, state := h.precheck(sfq.InFinish, fin.Job, fin.Attempt, s.id)
+	switch {
 	case !known:
 		h.settleStarted(s)
 		h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
@@ -353,7 +369,15 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 		h.readyAfter(s, fin.ReadyCredit, arrived)
 		return nil
 	}
-	cmds := []*pb.Command{finishedCommand(s.id, fin)}
+	var cmds []*pb.Command
+	if fin.StartUnreported && out == sfq.Changed && state == sfq.Assigned {
+		// The run ended before its Started was due: its Started goes
+		// first in the Finished's entry, as the worker's would have.
+		cmds = append(cmds, startedCommand(s.id, &pb.JobStarted{Job: fin.Job, Attempt: fin.Attempt}))
+		h.metrics.startsWithFinished.Inc()
+	}
+	started := len(cmds)
+	cmds = append(cmds, finishedCommand(s.id, fin))
 	if h.mayDispatchWith(s, fin) {
 		h.mu.Lock()
 		s.readyAt = arrived
@@ -367,6 +391,7 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 	if err != nil {
 		return err
 	}
+	res = res[started:] // the Finished's result decides; a Started's adds nothing
 	h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
 	var ack *pb.FinishedAck
 	switch r := res[0]; r.Outcome {
@@ -426,14 +451,14 @@ func (h *hub) readyAfter(s *session, credit uint64, since time.Time) {
 // state does not hold (never submitted, or pruned), which no proposal
 // could change. Only answers that cannot change before the report would
 // apply are acted on: a Duplicate stays one (an attempt once started or
-// settled stays so).
-func (h *hub) precheck(kind sfq.InputKind, job uint64, attempt uint32, worker string) (known bool, out sfq.Outcome) {
+// settled stays so). state is the job's state as read.
+func (h *hub) precheck(kind sfq.InputKind, job uint64, attempt uint32, worker string) (known bool, out sfq.Outcome, state sfq.State) {
 	j, _, ok := h.node.State().Job(sfq.JobID(job))
 	if !ok {
-		return false, 0
+		return false, 0, 0
 	}
 	_, out = sfq.Step(j.Life, sfq.Input{Kind: kind, Attempt: attempt, Worker: worker})
-	return true, out
+	return true, out, j.State
 }
 
 // unknownJob rejects a report of a job the state does not hold.

@@ -389,3 +389,115 @@ func TestFinishedWithReady(t *testing.T) {
 		t.Fatalf("w1 got %q, want %q", got, want)
 	}
 }
+
+// jobEvents lists job's events as "kind worker".
+func (m *memHub) jobEvents(job uint64) string {
+	var evs []string
+	m.mem.State().Events(0, func(ev *fsm.Event) bool {
+		if uint64(ev.Job) == job {
+			evs = append(evs, strings.TrimSpace(ev.Kind.String()+" "+ev.Worker))
+		}
+		return true
+	})
+	return strings.Join(evs, ", ")
+}
+
+// commandKinds names an entry's commands as "kind job".
+func commandKinds(cmds []*pb.Command) string {
+	var k []string
+	for _, c := range cmds {
+		switch x := c.Cmd.(type) {
+		case *pb.Command_Started:
+			k = append(k, fmt.Sprintf("started %d/%d %s", x.Started.Job, x.Started.Attempt, x.Started.WorkerId))
+		case *pb.Command_Finished:
+			k = append(k, fmt.Sprintf("finished %d/%d %s", x.Finished.Job, x.Finished.Attempt, x.Finished.WorkerId))
+		default:
+			k = append(k, fmt.Sprintf("%T", c.Cmd))
+		}
+	}
+	return strings.Join(k, ", ")
+}
+
+// TestFinishedWithUnreportedStart: a run that ended before its Started
+// was due is reported by its Finished alone (start_unreported); the
+// leader replicates the run's Started first in the Finished's entry, so
+// the log, the state and the events are those of a Started and a
+// Finished, as a worker that sends both gets. A run whose Started did
+// arrive gets no second one, and a Finished without the mark (a worker
+// of an earlier build) is replicated alone, as before.
+func TestFinishedWithUnreportedStart(t *testing.T) {
+	m := newMemHub(t)
+	job, w1 := m.assignedOne()
+	finish := func(job uint64, unreported bool) string {
+		t.Helper()
+		before := len(m.mem.Entries())
+		m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: &pb.JobFinished{
+			Job: job, Attempt: 1, Outcome: pb.Outcome_OK, CpuMs: 4, StartUnreported: unreported}}})
+		entries := m.mem.Entries()[before:]
+		if len(entries) != 1 {
+			t.Fatalf("the Finished of job %d proposed %d entries, want 1", job, len(entries))
+		}
+		return commandKinds(entries[0])
+	}
+	if got, want := finish(job, true), fmt.Sprintf("started %d/1 w1, finished %d/1 w1", job, job); got != want {
+		t.Fatalf("entry %q, want %q", got, want)
+	}
+	if got, want := strings.Join(sent(w1), ","), fmt.Sprintf("finished-ack %d/1", job); got != want {
+		t.Fatalf("w1 got %q, want %q", got, want)
+	}
+	if got, want := m.jobEvents(job), "queued, assigned w1, started w1, completed"; got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if got := testutil.ToFloat64(m.h.metrics.startsWithFinished); got != 1 {
+		t.Fatalf("starts replicated with a Finished: %v, want 1", got)
+	}
+
+	// A run whose Started was replicated: the mark adds nothing.
+	j2 := m.submit("acme", pb.Size_MD)
+	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: 2}}})
+	m.h.dispatchRound()
+	sent(w1)
+	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: j2, Attempt: 1}}})
+	if got, want := finish(j2, true), fmt.Sprintf("finished %d/1 w1", j2); got != want {
+		t.Fatalf("entry %q, want %q", got, want)
+	}
+
+	// No mark, no Started (its Started lost, say, in a leader change):
+	// the Finished alone, and the events say what the state saw.
+	j3 := m.submit("acme", pb.Size_MD)
+	m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: 3}}})
+	m.h.dispatchRound()
+	sent(w1)
+	if got, want := finish(j3, false), fmt.Sprintf("finished %d/1 w1", j3); got != want {
+		t.Fatalf("entry %q, want %q", got, want)
+	}
+	if got, want := m.jobEvents(j3), "queued, assigned w1, completed"; got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if got := testutil.ToFloat64(m.h.metrics.startsWithFinished); got != 1 {
+		t.Fatalf("starts replicated with a Finished: %v, want 1", got)
+	}
+}
+
+// TestStartedDelay: Welcome lets a run's Started wait 100 ms, and at
+// most a tenth of the ack timeout and of the heartbeat interval.
+func TestStartedDelay(t *testing.T) {
+	for _, c := range []struct{ ack, hb, want int64 }{
+		{10_000, 5_000, 100}, {500, 5_000, 50}, {10_000, 200, 20}, {5, 5_000, 0},
+	} {
+		cfg := fsm.DefaultConfig()
+		cfg.Sched.AckTimeoutMs, cfg.HeartbeatIntervalMs = c.ack, c.hb
+		if got := startedDelayMs(cfg); got != c.want {
+			t.Errorf("ack %d ms, heartbeat %d ms: delay %d ms, want %d", c.ack, c.hb, got, c.want)
+		}
+	}
+	m := newMemHub(t)
+	s, err := m.h.open("w1", sfq.MD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.h.welcome(s, &pb.Hello{WorkerId: "w1"})
+	if w := (<-s.out).GetWelcome(); w.GetStartedDelayMs() != 100 || !w.GetFinishReady() {
+		t.Fatalf("welcome %v, want started_delay_ms 100 and finish_ready", w)
+	}
+}

@@ -20,11 +20,14 @@ type metrics struct {
 	// forwardBatches and forwardedSubmits count this node's ForwardSubmits
 	// calls to the leader, as a follower, and the submits they carried.
 	forwardBatches, forwardedSubmits prometheus.Counter
+	// startsWithFinished counts runs whose Started the leader replicated
+	// with their Finished (the run ended before its Started was due).
+	startsWithFinished prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *metrics {
 	m := newWorkerMetrics()
-	reg.MustRegister(m.dispatchLatency, m.fenced, m.unproposed, m.submitsLimited, m.forwardBatches, m.forwardedSubmits, &stateCollector{node: node, maxTenants: maxTenants})
+	reg.MustRegister(m.dispatchLatency, m.fenced, m.unproposed, m.submitsLimited, m.forwardBatches, m.forwardedSubmits, m.startsWithFinished, &stateCollector{node: node, maxTenants: maxTenants})
 	return m
 }
 
@@ -46,6 +49,9 @@ func newWorkerMetrics() *metrics {
 			Name: "barista_submit_forward_calls_total", Help: "Calls this node made, as a follower, to carry single submits to the leader in batches."}),
 		forwardedSubmits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "barista_submits_forwarded_total", Help: "Single submits this node carried, as a follower, to the leader in batched calls."}),
+		startsWithFinished: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "barista_worker_starts_with_finished_total",
+			Help: "Runs that ended before their worker's Started was due, whose Started this node, as leader, replicated with their Finished."}),
 	}
 	// Series that exist from the start read as 0 instead of missing.
 	for _, msg := range []string{"started", "heartbeat", "finished"} {

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -547,8 +549,16 @@ func (r fixedRun) Result() agent.Result    { return r.res }
 // if any; its Run error arrives on the returned channel.
 func (n *testNode) startAgent(id, token string, runner agent.Runner, observe func(agent.Observation), extra ...grpc.DialOption) <-chan error {
 	n.t.Helper()
-	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer{token: token})}, extra...)
-	a, err := agent.New(agent.Config{ID: id, Size: sfq.MD, Servers: []string{n.addr}, Runner: runner, Observer: observe, Dial: dial})
+	return n.startAgentWith(agent.Config{ID: id, Size: sfq.MD, Runner: runner, Observer: observe}, token, extra...)
+}
+
+// startAgentWith runs an agent of cfg (its servers and connection
+// options filled in) against n until the test ends.
+func (n *testNode) startAgentWith(cfg agent.Config, token string, extra ...grpc.DialOption) <-chan error {
+	n.t.Helper()
+	cfg.Servers = []string{n.addr}
+	cfg.Dial = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer{token: token})}, extra...)
+	a, err := agent.New(cfg)
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -710,5 +720,50 @@ func TestDrainUnknownWorker(t *testing.T) {
 	}
 	if list, err = w.ListWorkers(ctx, &pb.ListWorkersRequest{}); err != nil || len(list.Workers) != 1 || list.Workers[0].State != "drained" {
 		t.Fatalf("workers after drain --create: %v %v", list, err)
+	}
+}
+
+// TestRunsEndingBeforeTheirStarted: with a heartbeat of a second the
+// leader lets a Started wait 100 ms. An agent whose runs end at once
+// reports each by its Finished alone, and the leader replicates every
+// run's Started with it; an agent of an earlier build sends each Started
+// itself. Either way every job's events are queued, assigned, started,
+// completed.
+func TestRunsEndingBeforeTheirStarted(t *testing.T) {
+	for _, atOnce := range []bool{false, true} {
+		t.Run(fmt.Sprintf("started_at_once=%v", atOnce), func(t *testing.T) {
+			n := startTestNode(t, nil, func(c *fsm.Config) { c.HeartbeatIntervalMs = 1000 })
+			const jobs = 30
+			var ids []sfq.JobID
+			for range jobs {
+				ids = append(ids, n.submit())
+			}
+			n.startAgentWith(agent.Config{ID: "w1", Size: sfq.MD, Runner: fixedRunner{agent.Result{CPU: time.Millisecond}}, StartedAtOnce: atOnce}, "")
+			waitFor(t, 20*time.Second, "every job to complete", func() bool {
+				for _, id := range ids {
+					if j, _, _ := n.node.FSM.Job(id); j.State != sfq.Completed {
+						return false
+					}
+				}
+				return true
+			})
+			events := map[sfq.JobID][]string{}
+			n.node.FSM.Events(0, func(ev *fsm.Event) bool {
+				events[ev.Job] = append(events[ev.Job], ev.Kind.String())
+				return true
+			})
+			for _, id := range ids {
+				if got := strings.Join(events[id], " "); got != "queued assigned started completed" {
+					t.Errorf("job %d: events %q", id, got)
+				}
+			}
+			want := float64(jobs)
+			if atOnce {
+				want = 0
+			}
+			if got := testutil.ToFloat64(n.srv.base.metrics.startsWithFinished); got != want {
+				t.Fatalf("Started replicated with the Finished for %v runs, want %v", got, want)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/rpc/agent/runner"
 	"github.com/baristahq/barista/test/cluster"
 )
@@ -593,32 +594,45 @@ func TestWorkerIdentity(t *testing.T) {
 	}
 }
 
-// TestWorkersOfBothProtocols: a worker that folds its next Ready into
-// each Finished (this build) and one that sends them apart (a worker of
-// an older build, played with --test-separate-ready) share a leader; each
-// says which it does when it connects, and both keep taking jobs until
-// all are done.
+// TestWorkersOfBothProtocols: a worker of this build (it folds its next
+// Ready into each Finished, and reports a run that ends before its
+// Started is due by the Finished alone) and one of an older build (all
+// of them apart, played with --test-separate-ready and
+// --test-started-at-once) share a leader; each says which it does when it
+// connects, both keep taking jobs until all are done, and every job's
+// events are the same: queued, assigned, started, completed.
 func TestWorkersOfBothProtocols(t *testing.T) {
-	c := cluster.Start(t, 1, "--config", configFile(t, workerTimeouts))
+	// A heartbeat of a second lets a Started wait 100 ms: longer than a
+	// run of true takes, shorter than one of sleep 0.2.
+	c := cluster.Start(t, 1, "--config", configFile(t, `[scheduler]
+heartbeat_interval = "1s"
+self_kill_after = "4s"
+lease_timeout = "5s"
+ack_timeout = "5s"
+`))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
 		t.Fatal(err)
 	}
 	older := c.AddWorker("w-older", "sm")
-	older.Args = []string{"--test-separate-ready"}
+	older.Args = []string{"--test-separate-ready", "--test-started-at-once"}
 	older.Start("")
 	newer := c.AddWorker("w-newer", "sm")
 	newer.Start("")
-	for w, fold := range map[*cluster.Worker]string{older: "false", newer: "true"} {
+	for w, says := range map[*cluster.Worker]string{older: "ready_with_finished=false started_delay=0s", newer: "ready_with_finished=true started_delay=100ms"} {
 		waitFor(t, 30*time.Second, w.ID+" to connect", func() (bool, string) {
-			return strings.Contains(w.Log(), "ready_with_finished="+fold), w.Log()
+			return strings.Contains(w.Log(), says), w.Log()
 		})
 	}
-	const n = 30
+	const n = 40
 	batch := &pb.SubmitBatchRequest{}
-	for range n {
-		batch.Jobs = append(batch.Jobs, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, Payload: payload(t, "sleep", "0.1")})
+	for i := range n {
+		argv := []string{"true"}
+		if i%2 == 1 {
+			argv = []string{"sleep", "0.2"}
+		}
+		batch.Jobs = append(batch.Jobs, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, Payload: payload(t, argv...)})
 	}
 	cl := pb.NewClientClient(c.Nodes[0].Conn())
 	resp, err := cl.SubmitBatch(ctx, batch)
@@ -632,5 +646,32 @@ func TestWorkersOfBothProtocols(t *testing.T) {
 	}
 	if ran[older.ID] < 5 || ran[newer.ID] < 5 || ran[older.ID]+ran[newer.ID] != n {
 		t.Fatalf("jobs run by each worker: %v; want all %d, at least 5 each", ran, n)
+	}
+
+	events := map[uint64][]string{}
+	watch, err := cl.WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: "acme", FromSeq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seen := 0; seen < 4*n; seen++ {
+		ev, err := watch.Recv()
+		if err != nil {
+			t.Fatalf("after %d events: %v", seen, err)
+		}
+		events[ev.JobId] = append(events[ev.JobId], ev.Kind)
+	}
+	for _, r := range resp.Results {
+		if got := strings.Join(events[r.JobId], " "); got != "queued assigned started completed" {
+			t.Errorf("job %d: events %q", r.JobId, got)
+		}
+	}
+	m, err := rpc.Scrape(ctx, "http://"+c.Nodes[0].HTTPAddr+"/metrics", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	folded := m["barista_worker_starts_with_finished_total"]
+	t.Logf("runs by worker %v; Started replicated with the Finished for %.0f", ran, folded)
+	if folded < 1 || folded > float64(ran[newer.ID]) {
+		t.Fatalf("%.0f Started replicated with their Finished; want at least one, and at most the %d runs of %s", folded, ran[newer.ID], newer.ID)
 	}
 }

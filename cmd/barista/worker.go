@@ -26,6 +26,7 @@ type workerOpts struct {
 	logLevel string
 	logJSON  bool
 	sepReady bool
+	startNow bool
 }
 
 func init() {
@@ -66,6 +67,7 @@ live, the worker is refused (ABORTED) and retries with backoff.`,
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`")
 			fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
 			fs.BoolVar(&o.sepReady, "test-separate-ready", false, "send each Ready apart from the Finished before it, as workers of older builds do (compatibility tests only)")
+			fs.BoolVar(&o.startNow, "test-started-at-once", false, "send each run's Started as soon as it starts, as workers of older builds do (compatibility tests only)")
 		},
 		run: runWorker,
 	}))
@@ -118,7 +120,7 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	a, err := agent.New(agent.Config{
 		ID: opts.id, Size: size, Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: log,
 		Runner:        agent.ProcessRunner{LogDir: opts.logDir, MaxLogBytes: opts.maxLog, WorkerID: opts.id},
-		SeparateReady: opts.sepReady,
+		SeparateReady: opts.sepReady, StartedAtOnce: opts.startNow,
 	})
 	if err != nil {
 		return usageError("%v", err)

@@ -76,6 +76,10 @@ type Config struct {
 	// as a worker of a build before Welcome.finish_ready does, even to a
 	// leader that takes it folded (compatibility tests).
 	SeparateReady bool
+	// StartedAtOnce sends every run's Started as soon as it starts, as a
+	// worker of a build before Welcome.started_delay_ms does, even to a
+	// leader that lets it wait (compatibility tests).
+	StartedAtOnce bool
 }
 
 // Observation is a moment in a job run's life on this worker.
@@ -114,6 +118,9 @@ type Agent struct {
 	// credit of this session that no Assign has spent yet.
 	foldReady bool
 	offered   bool
+	// startDelay is how long this session's leader lets a run's Started
+	// wait (Welcome.started_delay_ms); 0: Started goes at once.
+	startDelay time.Duration
 }
 
 // job is the agent's one job slot.
@@ -123,6 +130,11 @@ type job struct {
 	cancelling bool
 	finished   *pb.JobFinished // sent, not yet acknowledged
 	dropped    bool            // killed by Reject or self-kill: no result
+	// startSent: the run's Started went out. Until then startDue, when
+	// set, fires when it is due; a run that ends first is reported by its
+	// Finished alone (start_unreported).
+	startSent bool
+	startDue  *time.Timer
 }
 
 // New returns an agent.
@@ -397,8 +409,13 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	a.welcomes++
 	a.foldReady, a.offered = w.FinishReady && !a.cfg.SeparateReady, false
 	fold := a.foldReady
+	a.startDelay = 0
+	if !a.cfg.StartedAtOnce {
+		a.startDelay = time.Duration(max(0, w.StartedDelayMs)) * time.Millisecond
+	}
+	delay := a.startDelay
 	a.mu.Unlock()
-	a.log.Info("connected", "server", addr, "leader", w.LeaderId, "heartbeat", a.interval, "self_kill_after", a.selfKill, "ready_with_finished", fold)
+	a.log.Info("connected", "server", addr, "leader", w.LeaderId, "heartbeat", a.interval, "self_kill_after", a.selfKill, "ready_with_finished", fold, "started_delay", delay)
 
 	var sendMu sync.Mutex
 	send := func(m *pb.WorkerMessage) error {
@@ -409,13 +426,24 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	for _, c := range w.PendingCancels {
 		a.cancel(c)
 	}
-	// Resend an unacknowledged result, or offer the slot.
+	// A run whose Started has not gone out: a leader that lets it wait
+	// no more gets it now (before the run's result, if there is one).
+	// Then resend an unacknowledged result, or offer the slot.
 	a.mu.Lock()
-	var resend *pb.WorkerMessage
+	var resend, start *pb.WorkerMessage
+	if j := a.cur; j != nil && !j.startSent && !j.dropped && a.startDelay == 0 {
+		j.startSent = true
+		start = startedMessage(j.assign)
+	}
 	if a.cur != nil && a.cur.finished != nil {
-		resend = a.reportLocked(a.cur.finished)
+		resend = a.reportLocked(a.cur)
 	}
 	a.mu.Unlock()
+	if start != nil {
+		if err := send(start); err != nil {
+			return err
+		}
+	}
 	if resend != nil {
 		if err := send(resend); err != nil {
 			return err
@@ -445,8 +473,12 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	for {
 		a.mu.Lock()
 		var done <-chan struct{}
+		var startDue <-chan time.Time
 		if j := a.cur; j != nil && j.run != nil && j.finished == nil && !j.dropped {
 			done = j.run.Done()
+			if !j.startSent && j.startDue != nil {
+				startDue = j.startDue.C
+			}
 		}
 		a.mu.Unlock()
 		select {
@@ -472,6 +504,10 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 				return fmt.Errorf("no heartbeat acknowledged for %s (limit %s)", quiet.Round(time.Millisecond), silence)
 			}
 			if err := a.heartbeat(send); err != nil {
+				return err
+			}
+		case <-startDue:
+			if err := a.reportStarted(send); err != nil {
 				return err
 			}
 		case <-done:
@@ -514,11 +550,16 @@ func (a *Agent) nextCreditLocked() uint64 {
 	return a.credit
 }
 
-// reportLocked is the message that reports fin to this session's leader:
-// with the next Ready folded in when the leader takes it and the agent
-// is not draining.
-func (a *Agent) reportLocked(fin *pb.JobFinished) *pb.WorkerMessage {
-	fin = proto.CloneOf(fin)
+// reportLocked is the message that reports j's result to this session's
+// leader: with the next Ready folded in when the leader takes it and the
+// agent is not draining, and marked start_unreported when no Started of
+// the run went out.
+func (a *Agent) reportLocked(j *job) *pb.WorkerMessage {
+	if j.startDue != nil {
+		j.startDue.Stop()
+	}
+	fin := proto.CloneOf(j.finished)
+	fin.StartUnreported = !j.startSent
 	fin.ReadyCredit = 0
 	if a.foldReady && !a.draining && !a.offered {
 		fin.ReadyCredit = a.nextCreditLocked()
@@ -611,21 +652,52 @@ func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
 	run, err := a.cfg.Runner.Start(as)
 	a.mu.Lock()
 	j.run = run
-	a.mu.Unlock()
 	if err != nil {
-		a.log.Warn("job could not start", "job", as.Job, "error", err)
-		a.mu.Lock()
+		// A leader that lets Started wait takes the Finished alone.
+		var start *pb.WorkerMessage
+		if a.startDelay == 0 {
+			j.startSent, start = true, startedMessage(as)
+		}
 		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: sfq.OutputTail(err.Error())}
-		report := a.reportLocked(j.finished)
+		report := a.reportLocked(j)
 		a.mu.Unlock()
-		if err := send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: as.Job, Attempt: as.Attempt}}}); err != nil {
-			return err
+		a.log.Warn("job could not start", "job", as.Job, "error", err)
+		if start != nil {
+			if err := send(start); err != nil {
+				return err
+			}
 		}
 		return send(report)
 	}
+	delay := a.startDelay
+	if delay > 0 {
+		j.startDue = time.NewTimer(delay)
+	}
+	a.mu.Unlock()
 	a.log.Info("job started", "job", as.Job, "attempt", as.Attempt, "tenant", as.Tenant)
 	a.observe("started", as, 0, "")
-	return send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: as.Job, Attempt: as.Attempt}}})
+	if delay > 0 {
+		return nil // the session sends Started when it is due, unless the run ends first
+	}
+	return a.reportStarted(send)
+}
+
+// reportStarted sends the current run's Started unless it went out, or
+// the run was reported or dropped.
+func (a *Agent) reportStarted(send func(*pb.WorkerMessage) error) error {
+	a.mu.Lock()
+	j := a.cur
+	if j == nil || j.startSent || j.finished != nil || j.dropped {
+		a.mu.Unlock()
+		return nil
+	}
+	j.startSent = true
+	a.mu.Unlock()
+	return send(startedMessage(j.assign))
+}
+
+func startedMessage(as *pb.Assign) *pb.WorkerMessage {
+	return &pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: as.Job, Attempt: as.Attempt}}}
 }
 
 func (a *Agent) cancel(c *pb.CancelOrder) {
@@ -661,7 +733,7 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 	j.finished = &pb.JobFinished{Job: j.assign.Job, Attempt: j.assign.Attempt, Outcome: outcome, CpuMs: res.CPU.Milliseconds(),
 		ExitCode: int32(res.ExitCode), StderrTail: sfq.OutputTail(res.StderrTail), StdoutTail: sfq.OutputTail(res.StdoutTail)}
 	fin := j.finished
-	report := a.reportLocked(fin)
+	report := a.reportLocked(j)
 	a.mu.Unlock()
 	kind := "finished"
 	if outcome == pb.Outcome_CANCELLED {

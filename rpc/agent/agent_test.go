@@ -28,7 +28,12 @@ type fakeLeader struct {
 	streams int      // streams opened so far
 	onMsg   func(stream int, m *pb.WorkerMessage) []*pb.LeaderMessage
 	welcome *pb.Welcome
-	notify  chan struct{}
+	// welcomeOf, if set, is the Welcome of each stream instead.
+	welcomeOf func(stream int) *pb.Welcome
+	// endAfter, if set, ends the stream once it returns true for a
+	// message (after the answers to it are sent).
+	endAfter func(stream int, m *pb.WorkerMessage) bool
+	notify   chan struct{}
 }
 
 func (f *fakeLeader) Connect(s grpc.BidiStreamingServer[pb.WorkerMessage, pb.LeaderMessage]) error {
@@ -51,7 +56,11 @@ func (f *fakeLeader) Connect(s grpc.BidiStreamingServer[pb.WorkerMessage, pb.Lea
 		}
 		var out []*pb.LeaderMessage
 		if first {
-			out = append(out, &pb.LeaderMessage{Msg: &pb.LeaderMessage_Welcome{Welcome: f.welcome}})
+			w := f.welcome
+			if f.welcomeOf != nil {
+				w = f.welcomeOf(n)
+			}
+			out = append(out, &pb.LeaderMessage{Msg: &pb.LeaderMessage_Welcome{Welcome: w}})
 			first = false
 		}
 		if f.onMsg != nil {
@@ -61,6 +70,9 @@ func (f *fakeLeader) Connect(s grpc.BidiStreamingServer[pb.WorkerMessage, pb.Lea
 			if err := s.Send(o); err != nil {
 				return nil
 			}
+		}
+		if f.endAfter != nil && f.endAfter(n, m) {
+			return nil
 		}
 	}
 }
@@ -85,6 +97,9 @@ func describe(m *pb.WorkerMessage) string {
 		d := fmt.Sprintf("finished %d/%d %s exit=%d stderr=%q", x.Finished.Job, x.Finished.Attempt, x.Finished.Outcome, x.Finished.ExitCode, x.Finished.StderrTail)
 		if x.Finished.ReadyCredit != 0 {
 			d += " +ready"
+		}
+		if x.Finished.StartUnreported {
+			d += " start-unreported"
 		}
 		return d
 	}
@@ -267,5 +282,102 @@ func TestAgentFoldsReadyIntoFinished(t *testing.T) {
 		"1 started 8/1", `1 finished 8/1 OK exit=0 stderr="" +ready`}
 	if strings.Join(seq, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("messages:\n%s\nwant:\n%s", strings.Join(seq, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// withoutHeartbeats drops the heartbeats from recorded messages.
+func withoutHeartbeats(got []string) string {
+	var seq []string
+	for _, m := range got {
+		if !strings.Contains(m, "heartbeat") {
+			seq = append(seq, m)
+		}
+	}
+	return strings.Join(seq, "\n")
+}
+
+// TestAgentHoldsStartedBack: to a leader whose Welcome gives a
+// started_delay_ms the agent sends a run's Started only once it is due:
+// a run that ends sooner is reported by its Finished alone, marked
+// start_unreported; a longer one sends its Started when the delay is up,
+// not before, and its Finished unmarked.
+func TestAgentHoldsStartedBack(t *testing.T) {
+	f := &fakeLeader{notify: make(chan struct{}, 1), welcome: &pb.Welcome{HeartbeatIntervalMs: 5_000, SelfKillAfterMs: 25_000, LeaderId: "n1",
+		FinishReady: true, StartedDelayMs: 150}}
+	var mu sync.Mutex
+	var assigned8, started8 time.Time
+	f.onMsg = func(_ int, m *pb.WorkerMessage) []*pb.LeaderMessage {
+		switch x := m.Msg.(type) {
+		case *pb.WorkerMessage_Ready:
+			return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{Job: 7, Attempt: 2, TimeoutMs: 60_000, Size: pb.Size_MD, Credit: x.Ready.Credit}}}}
+		case *pb.WorkerMessage_Started:
+			mu.Lock()
+			started8 = time.Now()
+			mu.Unlock()
+		case *pb.WorkerMessage_Finished:
+			fin := x.Finished
+			ack := &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}
+			if fin.Job == 7 {
+				mu.Lock()
+				assigned8 = time.Now()
+				mu.Unlock()
+				return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{Job: 8, Attempt: 1, TimeoutMs: 60_000, Size: pb.Size_MD, Credit: fin.ReadyCredit, Finished: ack}}}}
+			}
+			return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: ack}}}
+		}
+		return nil
+	}
+	runner := FakeRunner{Plan: func(a *pb.Assign) FakeSpec {
+		if a.Job == 8 {
+			return FakeSpec{Duration: 600 * time.Millisecond}
+		}
+		return FakeSpec{}
+	}}
+	runAgent(t, serve(t, f), runner)
+	got := f.waitFor(t, "the report of job 8", func(m []string) bool { return strings.Contains(strings.Join(m, "\n"), "finished 8/1") })
+	want := strings.Join([]string{"1 hello w1 MD running=[]", "1 ready", `1 finished 7/2 OK exit=0 stderr="" +ready start-unreported`,
+		"1 started 8/1", `1 finished 8/1 OK exit=0 stderr="" +ready`}, "\n")
+	if seq := withoutHeartbeats(got); seq != want {
+		t.Fatalf("messages:\n%s\nwant:\n%s", seq, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if held := started8.Sub(assigned8); held < 150*time.Millisecond {
+		t.Fatalf("the Started of job 8 came %s after its Assign, before its delay of 150ms", held)
+	}
+}
+
+// TestAgentSendsHeldStartedToALeaderThatWillNotWait: a run whose Started
+// is held back when its session ends is reported to the next leader at
+// once if that leader's Welcome gives no delay (a leader of an earlier
+// build), right after Hello, and its Finished is not marked.
+func TestAgentSendsHeldStartedToALeaderThatWillNotWait(t *testing.T) {
+	f := &fakeLeader{notify: make(chan struct{}, 1)}
+	f.welcomeOf = func(stream int) *pb.Welcome {
+		w := &pb.Welcome{HeartbeatIntervalMs: 200, SelfKillAfterMs: 25_000, LeaderId: "n1", FinishReady: true}
+		if stream == 1 {
+			w.StartedDelayMs = 60_000 // held back for the whole of the first session
+		}
+		return w
+	}
+	f.onMsg = func(stream int, m *pb.WorkerMessage) []*pb.LeaderMessage {
+		switch x := m.Msg.(type) {
+		case *pb.WorkerMessage_Ready:
+			if stream == 1 {
+				return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{Job: 7, Attempt: 2, TimeoutMs: 60_000, Size: pb.Size_MD, Credit: x.Ready.Credit}}}}
+			}
+		case *pb.WorkerMessage_Finished:
+			return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: x.Finished.Job, Attempt: x.Finished.Attempt}}}}
+		}
+		return nil
+	}
+	// The first session ends at the run's first heartbeat.
+	f.endAfter = func(stream int, m *pb.WorkerMessage) bool { return stream == 1 && m.GetHeartbeat().GetJob() == 7 }
+	runAgent(t, serve(t, f), FakeRunner{Plan: func(*pb.Assign) FakeSpec { return FakeSpec{Duration: time.Second} }})
+	got := f.waitFor(t, "the report of job 7", func(m []string) bool { return strings.Contains(strings.Join(m, "\n"), "finished 7/2") })
+	want := strings.Join([]string{"1 hello w1 MD running=[]", "1 ready",
+		"2 hello w1 MD running=[7/2]", "2 started 7/2", `2 finished 7/2 OK exit=0 stderr="" +ready`}, "\n")
+	if seq := withoutHeartbeats(got); seq != want {
+		t.Fatalf("messages:\n%s\nwant:\n%s", seq, want)
 	}
 }
