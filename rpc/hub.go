@@ -237,14 +237,19 @@ func startedDelayMs(cfg fsm.Config) int64 {
 	return max(0, min(maxStartedDelayMs, cfg.Sched.AckTimeoutMs/10, cfg.HeartbeatIntervalMs/10))
 }
 
-// proposeCtx ends when the stream or the leadership does.
-func (h *hub) proposeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+// sessionCtx is the context of a session's proposals: it ends when the
+// stream or the leadership does. A proposal has no timeout of its own: it
+// commits, or fails when the leadership ends (the hub's context) or the
+// node stops; a worker whose reports hang gets no HeartbeatAck either,
+// gives up on the stream after its silence limit, and so ends the wait.
+func (h *hub) sessionCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(h.ctx, cancel)
 	return c, func() { stop(); cancel() }
 }
 
-// handle processes one message of a worker, in stream order. Every field
+// handle processes one message of a worker, in stream order; ctx is the
+// session's (sessionCtx). Every field
 // is checked (checkMessage) before anything is proposed, and every
 // command names the session's worker ID, never one the message claims.
 func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) error {
@@ -384,9 +389,7 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 		h.mu.Unlock()
 		cmds = append(cmds, dispatchCommand(s, fin.ReadyCredit))
 	}
-	pctx, cancel := h.proposeCtx(ctx)
-	defer cancel()
-	res, err := h.propose(pctx, cmds...)
+	res, err := h.propose(ctx, cmds...)
 	h.settleStarted(s)
 	if err != nil {
 		return err

@@ -105,13 +105,15 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 	s.log.Info("worker connected", "worker", sess.id, "size", size, "running", len(hello.Running))
 	h.welcome(sess, hello)
 
+	sctx, cancel := h.sessionCtx(ctx)
+	defer cancel()
 	recvErr := make(chan error, 1)
 	go func() {
 		for {
 			msg, err := stream.Recv()
 			if err == nil {
 				h.touch(sess)
-				err = h.handle(ctx, sess, msg)
+				err = h.handle(sctx, sess, msg)
 			}
 			if err != nil {
 				recvErr <- err
