@@ -232,7 +232,7 @@ const maxStartedDelayMs = 100
 // is in long before its ack deadline and its first heartbeat. A run that
 // ends sooner is reported by its Finished alone, and the leader
 // replicates its Started with it: a zero-length or at once failing job
-// costs one report and one entry, not two.
+// costs one report and one proposal, not two.
 func startedDelayMs(cfg fsm.Config) int64 {
 	return max(0, min(maxStartedDelayMs, cfg.Sched.AckTimeoutMs/10, cfg.HeartbeatIntervalMs/10))
 }
@@ -379,7 +379,6 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 		// The run ended before its Started was due: its Started goes
 		// first in the Finished's entry, as the worker's would have.
 		cmds = append(cmds, startedCommand(s.id, &pb.JobStarted{Job: fin.Job, Attempt: fin.Attempt}))
-		h.metrics.startsWithFinished.Inc()
 	}
 	started := len(cmds)
 	cmds = append(cmds, finishedCommand(s.id, fin))
@@ -393,6 +392,9 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 	h.settleStarted(s)
 	if err != nil {
 		return err
+	}
+	if started > 0 {
+		h.metrics.startsWithFinished.Inc()
 	}
 	res = res[started:] // the Finished's result decides; a Started's adds nothing
 	h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
