@@ -325,23 +325,8 @@ func TestFinishedWithReady(t *testing.T) {
 		}
 		return entries[0]
 	}
-	kinds := func(cmds []*pb.Command) string {
-		var k []string
-		for _, c := range cmds {
-			switch x := c.Cmd.(type) {
-			case *pb.Command_Finished:
-				k = append(k, fmt.Sprintf("finished %d", x.Finished.Job))
-			case *pb.Command_Dispatch:
-				k = append(k, fmt.Sprintf("dispatch %s credit %d", x.Dispatch.WorkerId, x.Dispatch.Credit))
-			default:
-				k = append(k, fmt.Sprintf("%T", c.Cmd))
-			}
-		}
-		return strings.Join(k, ", ")
-	}
-
 	// Work is queued: the Finished and the Dispatch are one entry.
-	if got, want := kinds(run(j1, 7)), fmt.Sprintf("finished %d, dispatch w1 credit 7", j1); got != want {
+	if got, want := commandKinds(run(j1, 7)), fmt.Sprintf("finished %d/1 w1, dispatch w1 credit 7", j1); got != want {
 		t.Fatalf("entry %q, want %q", got, want)
 	}
 	if got, want := strings.Join(sent(w1), ","), fmt.Sprintf("assign %d/1 +finished-ack %d/1", j2, j1); got != want {
@@ -353,7 +338,7 @@ func TestFinishedWithReady(t *testing.T) {
 
 	// Nothing is queued: the Finished alone, a FinishedAck, and the worker
 	// stays ready with its credit; the next submit goes to it.
-	if got, want := kinds(run(j2, 8)), fmt.Sprintf("finished %d", j2); got != want {
+	if got, want := commandKinds(run(j2, 8)), fmt.Sprintf("finished %d/1 w1", j2); got != want {
 		t.Fatalf("entry %q, want %q", got, want)
 	}
 	if got, want := strings.Join(sent(w1), ","), fmt.Sprintf("finished-ack %d/1", j2); got != want {
@@ -365,7 +350,7 @@ func TestFinishedWithReady(t *testing.T) {
 	j3 := m.submit("acme", pb.Size_SM)
 	before := len(m.mem.Entries())
 	m.h.dispatchRound()
-	if got, want := kinds(m.mem.Entries()[before]), "dispatch w1 credit 8"; got != want {
+	if got, want := commandKinds(m.mem.Entries()[before]), "dispatch w1 credit 8"; got != want {
 		t.Fatalf("round %q, want %q", got, want)
 	}
 	if got, want := strings.Join(sent(w1), ","), fmt.Sprintf("assign %d/1", j3); got != want {
@@ -374,7 +359,7 @@ func TestFinishedWithReady(t *testing.T) {
 
 	// An older worker: Finished without a credit, then Ready.
 	j4 := m.submit("acme", pb.Size_SM)
-	if got, want := kinds(run(j3, 0)), fmt.Sprintf("finished %d", j3); got != want {
+	if got, want := commandKinds(run(j3, 0)), fmt.Sprintf("finished %d/1 w1", j3); got != want {
 		t.Fatalf("entry %q, want %q", got, want)
 	}
 	if got, want := strings.Join(sent(w1), ","), fmt.Sprintf("finished-ack %d/1", j3); got != want {
@@ -402,7 +387,8 @@ func (m *memHub) jobEvents(job uint64) string {
 	return strings.Join(evs, ", ")
 }
 
-// commandKinds names an entry's commands as "kind job".
+// commandKinds names an entry's commands: "started JOB/ATTEMPT WORKER",
+// "finished JOB/ATTEMPT WORKER", "dispatch WORKER credit N".
 func commandKinds(cmds []*pb.Command) string {
 	var k []string
 	for _, c := range cmds {
@@ -411,6 +397,8 @@ func commandKinds(cmds []*pb.Command) string {
 			k = append(k, fmt.Sprintf("started %d/%d %s", x.Started.Job, x.Started.Attempt, x.Started.WorkerId))
 		case *pb.Command_Finished:
 			k = append(k, fmt.Sprintf("finished %d/%d %s", x.Finished.Job, x.Finished.Attempt, x.Finished.WorkerId))
+		case *pb.Command_Dispatch:
+			k = append(k, fmt.Sprintf("dispatch %s credit %d", x.Dispatch.WorkerId, x.Dispatch.Credit))
 		default:
 			k = append(k, fmt.Sprintf("%T", c.Cmd))
 		}

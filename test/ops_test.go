@@ -66,7 +66,7 @@ func tryScrape(url, metric, label string) (map[string]float64, error) {
 // of SPEC §8.6: |S_i/w_i - S_j/w_j| <= max_i/w_i + max_j/w_j.
 func TestDevShares(t *testing.T) {
 	bin := cluster.Binary(t)
-	base := 20000 + os.Getpid()%20000
+	base := devBasePort(0)
 	dir := t.TempDir()
 	var out bytes.Buffer
 	dev := exec.Command(bin, "dev", "--base-port", strconv.Itoa(base), "--data-dir", dir, "--quiet", "--duration", "3m")
@@ -402,7 +402,7 @@ func TestDevStopsCleanlyOnPipeAndHangup(t *testing.T) {
 	for i, how := range []string{"pipe", "hangup"} {
 		t.Run(how, func(t *testing.T) {
 			tmp := t.TempDir()
-			base := 20000 + (os.Getpid()+500*(i+1))%20000
+			base := devBasePort(500 * (i + 1))
 			var cmd *exec.Cmd
 			if how == "pipe" {
 				// head exits after 3000 bytes of the live table.
@@ -410,6 +410,8 @@ func TestDevStopsCleanlyOnPipeAndHangup(t *testing.T) {
 			} else {
 				cmd = exec.Command(bin, "dev", "--base-port", strconv.Itoa(base), "--quiet")
 			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
 			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			if err := cmd.Start(); err != nil {
@@ -422,7 +424,9 @@ func TestDevStopsCleanlyOnPipeAndHangup(t *testing.T) {
 			deadline := time.Now().Add(60 * time.Second)
 			for data == "" || !fileExists(filepath.Join(data, "n1", "raft.db")) {
 				if time.Now().After(deadline) {
-					t.Fatal("barista dev did not start")
+					syscall.Kill(-pgid, syscall.SIGKILL)
+					cmd.Wait() // its stderr is complete
+					t.Fatalf("barista dev did not start (base port %d); its stderr:\n%s", base, stderr.String())
 				}
 				if m, _ := filepath.Glob(filepath.Join(tmp, "barista-dev-*")); len(m) == 1 {
 					data = m[0]
@@ -451,6 +455,14 @@ func TestDevStopsCleanlyOnPipeAndHangup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// devBasePort is a base port for barista dev, which listens on the 83
+// ports from it: spread by the test's PID and offset, and below Linux's
+// ephemeral range (32768 and up), where a connection of an earlier test
+// may hold a port.
+func devBasePort(offset int) int {
+	return 20000 + (os.Getpid()+offset)%12000
 }
 
 func fileExists(p string) bool {
