@@ -375,11 +375,12 @@ func TestFinishedWithReady(t *testing.T) {
 	}
 }
 
-// jobEvents lists job's events as "kind worker".
-func (m *memHub) jobEvents(job uint64) string {
+// eventsOf lists job's events in f as "kind worker" (the worker of
+// assigned and started), in order.
+func eventsOf(f *fsm.FSM, job sfq.JobID) string {
 	var evs []string
-	m.mem.State().Events(0, func(ev *fsm.Event) bool {
-		if uint64(ev.Job) == job {
+	f.Events(0, func(ev *fsm.Event) bool {
+		if ev.Job == job {
 			evs = append(evs, strings.TrimSpace(ev.Kind.String()+" "+ev.Worker))
 		}
 		return true
@@ -433,7 +434,7 @@ func TestFinishedWithUnreportedStart(t *testing.T) {
 	if got, want := strings.Join(sent(w1), ","), fmt.Sprintf("finished-ack %d/1", job); got != want {
 		t.Fatalf("w1 got %q, want %q", got, want)
 	}
-	if got, want := m.jobEvents(job), "queued, assigned w1, started w1, completed"; got != want {
+	if got, want := eventsOf(m.mem.State(), sfq.JobID(job)), "queued, assigned w1, started w1, completed"; got != want {
 		t.Fatalf("events %q, want %q", got, want)
 	}
 	if got := testutil.ToFloat64(m.h.metrics.startsWithFinished); got != 1 {
@@ -459,7 +460,7 @@ func TestFinishedWithUnreportedStart(t *testing.T) {
 	if got, want := finish(j3, false), fmt.Sprintf("finished %d/1 w1", j3); got != want {
 		t.Fatalf("entry %q, want %q", got, want)
 	}
-	if got, want := m.jobEvents(j3), "queued, assigned w1, completed"; got != want {
+	if got, want := eventsOf(m.mem.State(), sfq.JobID(j3)), "queued, assigned w1, completed"; got != want {
 		t.Fatalf("events %q, want %q", got, want)
 	}
 	if got := testutil.ToFloat64(m.h.metrics.startsWithFinished); got != 1 {

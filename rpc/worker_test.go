@@ -747,13 +747,8 @@ func TestRunsEndingBeforeTheirStarted(t *testing.T) {
 				}
 				return true
 			})
-			events := map[sfq.JobID][]string{}
-			n.node.FSM.Events(0, func(ev *fsm.Event) bool {
-				events[ev.Job] = append(events[ev.Job], ev.Kind.String())
-				return true
-			})
 			for _, id := range ids {
-				if got := strings.Join(events[id], " "); got != "queued assigned started completed" {
+				if got := eventsOf(n.node.FSM, id); got != "queued, assigned w1, started w1, completed" {
 					t.Errorf("job %d: events %q", id, got)
 				}
 			}
