@@ -249,13 +249,7 @@ func (s *Scheduler) lapse(now Time) {
 			was = s.groupEligibility(ti, gs)
 		}
 		q := s.queueMut(gs, jm.Class, jm.Size)
-		if jm.deadline {
-			if q.dls != nil && q.dls.cachedHead == jm.ID {
-				q.dls.cachedHead = 0
-			}
-		} else if q.fifo.cachedHead == jm.ID {
-			q.fifo.cachedHead = 0
-		}
+		unqueue(q, jm)
 		s.rt[ti].slotMut(jm.Class, jm.Size)
 		s.refresh(ti, gs, q)
 		s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)

@@ -311,21 +311,15 @@ func (s *Scheduler) QueuedIn(ti uint32) (classes uint8) {
 	return classes
 }
 
-func (s *Scheduler) queuedJob(id JobID) *Job {
-	if j := s.jobs.Get(uint64(id)); j != nil && j.State == Queued {
-		return j
-	}
-	return nil
-}
-
-// position counts the queued jobs ahead of j in its group's queue.
+// position counts the queued jobs ahead of j in its group's queue: the
+// queue holds every queued job exactly once, and no lapsed one.
 func (s *Scheduler) position(gq *groupQueue, j *Job) uint64 {
 	var n uint64
 	if j.deadline {
 		me := dlEntry{at: j.DeadlineAt(), id: j.ID}
 		if dq := gq.dls; dq != nil {
 			for _, e := range dq.items {
-				if dlBefore(e, me) && s.queuedJob(e.id) != nil {
+				if dlBefore(e, me) && dq.live(e) {
 					n++
 				}
 			}
@@ -334,17 +328,17 @@ func (s *Scheduler) position(gq *groupQueue, j *Job) uint64 {
 	}
 	q := &gq.fifo
 	for _, id := range q.requeued {
-		if id < j.ID && s.queuedJob(id) != nil {
+		if id&deadEntry == 0 && id < j.ID {
 			n++
 		}
 	}
-	// The ring holds fresh submits in ID order.
+	// The ring is in ID order.
 	for i := range int(q.n) {
-		id := q.ring[(int(q.head)+i)&(len(q.ring)-1)]
-		if id >= j.ID {
+		id := q.ringAt(i)
+		if id&^deadEntry >= j.ID {
 			break
 		}
-		if s.queuedJob(id) != nil {
+		if id&deadEntry == 0 {
 			n++
 		}
 	}

@@ -191,10 +191,17 @@ func (h *tenantHeap) down(i int) {
 // jobQueue holds the IDs of one group's queued jobs of one class and
 // size, oldest first. Fresh submits append to a ring in ID order; a
 // requeued job (older than every job still waiting that was never
-// dispatched) goes to a small sorted side list. The head is the smaller of the two fronts. Cancelled or
-// pruned jobs are left in place and skipped lazily when they reach the head.
+// dispatched) goes to a small sorted side list. The head is the smaller of
+// the two fronts.
+//
+// It holds each queued job exactly once (Verify checks it against the job
+// table). A job that leaves its queue other than by its dispatch (a
+// cancel, an expiry, a lapse) is found by binary search and marked dead in
+// place, which keeps both lists sorted; dead entries are dropped when they
+// reach a front, so neither front is ever dead. A job that comes back (a
+// redrive) gets a new entry: a dead one never counts again.
 type jobQueue struct {
-	ring     []JobID // power-of-two capacity
+	ring     []JobID // power-of-two capacity, ascending
 	head, n  int32
 	requeued []JobID // sorted descending; the smallest is last
 	// cachedHead and cachedCost remember the front job once it has been
@@ -206,7 +213,14 @@ type jobQueue struct {
 	cachedCost int64
 }
 
+// deadEntry marks an entry whose job has left the queue; the ID stays in
+// the low bits, so the lists stay sorted by it.
+const deadEntry JobID = 1 << 63
+
 func (q *jobQueue) empty() bool { return q.n == 0 && len(q.requeued) == 0 }
+
+// ringAt returns the i-th entry of the ring from its head.
+func (q *jobQueue) ringAt(i int) JobID { return q.ring[(int(q.head)+i)&(len(q.ring)-1)] }
 
 // front returns the smallest ID in the queue.
 func (q *jobQueue) front() (JobID, bool) {
@@ -227,17 +241,65 @@ func (q *jobQueue) popFront() {
 	if k := len(q.requeued); k > 0 && (q.n == 0 || q.requeued[k-1] < q.ring[q.head]) {
 		q.requeued = q.requeued[:k-1]
 	} else if q.n > 0 {
-		q.ring[q.head] = 0
-		q.head = (q.head + 1) & int32(len(q.ring)-1)
-		q.n--
+		q.popRing()
+	}
+	q.trim()
+}
+
+func (q *jobQueue) popRing() {
+	q.ring[q.head] = 0
+	q.head = (q.head + 1) & int32(len(q.ring)-1)
+	q.n--
+}
+
+// trim drops dead entries from both fronts, and gives back a large buffer
+// once the queue is empty.
+func (q *jobQueue) trim() {
+	for q.n > 0 && q.ring[q.head]&deadEntry != 0 {
+		q.popRing()
+	}
+	for k := len(q.requeued); k > 0 && q.requeued[k-1]&deadEntry != 0; k-- {
+		q.requeued = q.requeued[:k-1]
 	}
 	if q.empty() {
-		// Give back a large buffer once the burst is over.
 		if cap(q.ring) > 64 {
 			q.ring, q.head = nil, 0
 		}
 		if cap(q.requeued) > 64 {
 			q.requeued = nil
+		}
+	}
+}
+
+// remove marks job id dead where it stands (O(log n)); it reports whether
+// the queue held it.
+func (q *jobQueue) remove(id JobID) bool {
+	if q.cachedHead == id {
+		q.cachedHead = 0
+	}
+	if i := sort.Search(int(q.n), func(k int) bool { return q.ringAt(k)&^deadEntry >= id }); i < int(q.n) && q.ringAt(i) == id {
+		q.ring[(int(q.head)+i)&(len(q.ring)-1)] |= deadEntry
+		q.trim()
+		return true
+	}
+	if i := sort.Search(len(q.requeued), func(k int) bool { return q.requeued[k]&^deadEntry <= id }); i < len(q.requeued) && q.requeued[i] == id {
+		q.requeued[i] |= deadEntry
+		q.trim()
+		return true
+	}
+	return false
+}
+
+// each calls fn for every live entry, the side list first.
+func (q *jobQueue) each(fn func(JobID)) {
+	for _, id := range q.requeued {
+		if id&deadEntry == 0 {
+			fn(id)
+		}
+	}
+	for i := range int(q.n) {
+		if id := q.ringAt(i); id&deadEntry == 0 {
+			fn(id)
 		}
 	}
 }
@@ -248,7 +310,7 @@ func (q *jobQueue) pushBack(id JobID) {
 	if int(q.n) == len(q.ring) {
 		grown := make([]JobID, max(4, 2*len(q.ring)))
 		for i := range int(q.n) {
-			grown[i] = q.ring[(int(q.head)+i)&(len(q.ring)-1)]
+			grown[i] = q.ringAt(i)
 		}
 		q.ring, q.head = grown, 0
 	}
@@ -256,11 +318,11 @@ func (q *jobQueue) pushBack(id JobID) {
 	q.n++
 }
 
-// pushAt puts a job that comes back (a requeue, a release) at its ID's
-// place: at the back of the ring when it is newer than every job there,
-// else in the sorted side list.
+// pushAt puts a job that comes back (a requeue, a release, a redrive) at
+// its ID's place: at the back of the ring when it is newer than every job
+// there, else in the sorted side list.
 func (q *jobQueue) pushAt(id JobID) {
-	if q.n == 0 || q.ring[(int(q.head)+int(q.n)-1)&(len(q.ring)-1)] < id {
+	if q.n == 0 || q.ringAt(int(q.n)-1)&^deadEntry < id {
 		q.cachedHead = 0
 		q.pushBack(id)
 		return
@@ -275,7 +337,11 @@ func (q *jobQueue) pushRequeued(id JobID) {
 	// then move the tail in one copy (a redrive of many jobs inserts each
 	// above all the others; moving them one by one took 80 % of a
 	// 10,000-job redrive).
-	i := sort.Search(len(q.requeued), func(k int) bool { return q.requeued[k] < id })
+	i := sort.Search(len(q.requeued), func(k int) bool { return q.requeued[k]&^deadEntry < id })
+	if i > 0 && q.requeued[i-1] == id|deadEntry {
+		q.requeued[i-1] = id // its own dead entry, in its place
+		return
+	}
 	q.requeued = append(q.requeued, 0)
 	copy(q.requeued[i+1:], q.requeued[i:])
 	q.requeued[i] = id
@@ -293,12 +359,16 @@ func dlBefore(a, b dlEntry) bool { return a.at < b.at || (a.at == b.at && a.id <
 func dlEntryBefore(a, b *dlEntry) bool { return dlBefore(*a, *b) }
 
 // deadlineQueue holds the IDs of one group's queued jobs with a deadline
-// of one class and size, as a binary min-heap by (deadline_at, job ID).
-// Like jobQueue, cancelled or pruned jobs are left in place and dropped
-// when they reach the head; the head's cost is cached (as in jobQueue, a
-// set cachedHead is the front).
+// of one class and size, as a binary min-heap by (deadline_at, job ID). As
+// in jobQueue, every queued job is in it exactly once. A job that leaves
+// it other than by its dispatch cannot be found in a heap cheaply, so its
+// entry is listed in dead and dropped when it reaches the top (the top is
+// never dead); a job that comes back with the same key takes its dead
+// entry back instead of a second one. The head's cost is cached (as in
+// jobQueue, a set cachedHead is the front).
 type deadlineQueue struct {
 	items      []dlEntry
+	dead       map[dlEntry]struct{} // nil while none
 	cachedHead JobID
 	cachedCost int64
 }
@@ -312,6 +382,10 @@ func (q *deadlineQueue) front() (dlEntry, bool) {
 
 func (q *deadlineQueue) push(e dlEntry) {
 	q.cachedHead = 0 // it may go before the front
+	if _, ok := q.dead[e]; ok {
+		delete(q.dead, e)
+		return
+	}
 	q.items = append(q.items, e)
 	heapUp(q.items, dlEntryBefore)
 }
@@ -319,7 +393,36 @@ func (q *deadlineQueue) push(e dlEntry) {
 func (q *deadlineQueue) popFront() {
 	q.cachedHead = 0
 	q.items = heapPop(q.items, dlEntryBefore)
+	for len(q.items) > 0 && len(q.dead) > 0 {
+		if _, ok := q.dead[q.items[0]]; !ok {
+			break
+		}
+		delete(q.dead, q.items[0])
+		q.items = heapPop(q.items, dlEntryBefore)
+	}
 	if len(q.items) == 0 && cap(q.items) > 64 {
 		q.items = nil // give back a large buffer once the burst is over
 	}
+}
+
+// remove takes entry e out: at once from the top, else by listing it
+// dead (O(1)).
+func (q *deadlineQueue) remove(e dlEntry) {
+	if q.cachedHead == e.id {
+		q.cachedHead = 0
+	}
+	if len(q.items) > 0 && q.items[0] == e {
+		q.popFront()
+		return
+	}
+	if q.dead == nil {
+		q.dead = make(map[dlEntry]struct{})
+	}
+	q.dead[e] = struct{}{}
+}
+
+// live reports whether entry e stands for its job (it is not dead).
+func (q *deadlineQueue) live(e dlEntry) bool {
+	_, dead := q.dead[e]
+	return !dead
 }

@@ -641,6 +641,18 @@ func (s *Scheduler) idleRule(c Class) {
 	}
 }
 
+// unqueue takes queued job j out of its queue q: it leaves other than by
+// its dispatch (a cancel, an expiry, a lapse).
+func unqueue(q *groupQueue, j *Job) {
+	if j.deadline {
+		if q.dls != nil {
+			q.dls.remove(dlEntry{at: j.DeadlineAt(), id: j.ID})
+		}
+		return
+	}
+	q.fifo.remove(j.ID)
+}
+
 // enqueue puts queued job id (of tenant ti, group gs, class c, size) in
 // its queue, a deadline job by its deadline at, any other into the fifo
 // by push, and refreshes the queue's slot.
@@ -1286,16 +1298,12 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		tm.Queued[j.Size]--
 		gm.Queued--
 		s.queued--
-		if j.deadline {
-			if q.dls != nil && q.dls.cachedHead == j.ID {
-				q.dls.cachedHead = 0
-			}
-		} else {
+		if !j.deadline {
 			s.queuedFair[j.Class]--
 			rt.queuedFair[j.Class]--
-			if q.fifo.cachedHead == j.ID {
-				q.fifo.cachedHead = 0
-			}
+		}
+		if !old.Lapsed {
+			unqueue(q, j) // a lapsed job left its queue when it lapsed
 		}
 	}
 	if old.State == Scheduled && j.State != Scheduled {
