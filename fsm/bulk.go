@@ -380,7 +380,11 @@ func (f *FSM) redriveOne(id sfq.JobID, maxAttempts uint32) BulkItem {
 	}
 	j, _ := f.sched.Job(id)
 	f.emit(EvRedriven, &j, ReasonNone)
-	f.emit(EvQueued, &j, ReasonNone)
+	if j.State == sfq.Scheduled {
+		f.emit(EvScheduled, &j, ReasonNone) // until its delay, counted again, is due
+	} else {
+		f.emit(EvQueued, &j, ReasonNone)
+	}
 	f.observe(j.Tenant)
 	return BulkItem{Job: id, Done: true, State: j.State}
 }

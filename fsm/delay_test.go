@@ -3,6 +3,7 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,5 +142,51 @@ func TestSeedConfigBackoff(t *testing.T) {
 	back, err := ConfigFromPB(ConfigToPB(c))
 	if err != nil || back.Sched.RetryBackoffMs != 5000 || back.Sched.RetryBackoffMaxMs != 600_000 {
 		t.Fatalf("round trip: %+v %v", back.Sched, err)
+	}
+}
+
+// TestRedriveOfADelayedJob: a redriven job that was submitted with a delay
+// is scheduled again (events redriven, scheduled) until that delay,
+// counted from the redrive, is due; an early Release is refused, the due
+// one releases it, and the quota counts it while it is scheduled.
+func TestRedriveOfADelayedJob(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("a", pb.Tier_GOLD))
+	t0 := h.now
+	h.one(submitJob(&pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, DelayMs: 1000})) // 1, due t0+1000
+	h.now = t0 + 1000
+	if r := h.one(releaseCmd("", false, 1)); r.Code != OK {
+		t.Fatalf("release: %+v", r)
+	}
+	h.one(cancelJobsCmd(&pb.BulkJobs{Tenant: "a", Jobs: []uint64{1}}))
+	h.now = t0 + 2000
+	r := h.one(redriveCmd(&pb.BulkJobs{Tenant: "a", Jobs: []uint64{1}}))
+	if r.Code != OK || items(r.Bulk) != "1:scheduled" {
+		t.Fatalf("redrive: %+v %s", r, items(r.Bulk))
+	}
+	j, _ := h.job(1)
+	if j.State != sfq.Scheduled || j.DueAt() != t0+3000 {
+		t.Fatalf("after the redrive: %s due %d", j.State, j.DueAt())
+	}
+	if d := h.one(dispatch("w1", 1)); d.Assigned {
+		t.Fatalf("dispatched a job not due: %+v", d)
+	}
+	h.now = t0 + 2999
+	if r := h.one(releaseCmd("", false, 1)); r.Code != FailedPrecondition || r.Msg != fmt.Sprintf("refused: release of job 1 is not due yet: due at %d ms, now %d ms", t0+3000, t0+2999) {
+		t.Fatalf("early release: %+v", r)
+	}
+	h.now = t0 + 3000
+	if r := h.one(releaseCmd("", false, 1)); r.Code != OK {
+		t.Fatalf("release: %+v", r)
+	}
+	if d := h.one(dispatch("w1", 2)); d.Job != 1 {
+		t.Fatalf("dispatch: %+v", d)
+	}
+	want := "1:scheduled 1:released 1:cancelled:requested 1:redriven 1:scheduled 1:released 1:assigned"
+	if got := eventKinds(h.f); got != want {
+		t.Fatalf("events:\n got %s\nwant %s", got, want)
+	}
+	if err := h.f.Verify(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -104,21 +104,49 @@ func (c *Config) Backoff(own int64, set bool, failures uint16) int64 {
 
 // jobTimes are a timed job's delay fields: its due time (while scheduled;
 // 0 = none), expire_at (0 = none) and its own retry backoff (-1 = the
-// configuration's).
+// configuration's); base, when its delay, expiry and deadline count from
+// (its last redrive; 0 = its submit), and delay, the delay it was
+// submitted with (0 = none), which a redrive counts again.
+//
+// In the job's text they are uvarints: due, expire, then backoff+1 shifted
+// left by one with the low bit set when base and delay follow. They
+// follow only when they cannot be derived: base is 0 and delay is due −
+// submitted_at (0 with no due) until a redrive or a retry's backoff
+// changes that, so most jobs carry three uvarints, and encode (and hash)
+// as before these two fields existed.
 type jobTimes struct {
 	due, expire Time
 	backoff     int64
+	base, delay Time
+}
+
+// derivedDelay is the delay a job's fields imply without the extra
+// fields: its due time counted from its submit.
+func derivedDelay(due, submitted Time) Time {
+	if due == 0 {
+		return 0
+	}
+	return due - submitted
+}
+
+// extra reports whether t needs its base and delay written out for a job
+// submitted at submitted.
+func (t *jobTimes) extra(submitted Time) bool {
+	return t.base != 0 || t.delay != derivedDelay(t.due, submitted)
 }
 
 // timesWidth returns the width of the delay fields at the start of t.
 func timesWidth(t string) int {
-	w := 0
-	for range 3 {
-		_, n := uvarintPrefix(t[w:])
-		if n <= 0 {
+	w, n := 0, 3
+	for i := 0; i < n; i++ {
+		x, k := uvarintPrefix(t[w:])
+		if k <= 0 {
 			return w
 		}
-		w += n
+		w += k
+		if i == 2 && x&1 != 0 {
+			n = 5
+		}
 	}
 	return w
 }
@@ -146,20 +174,45 @@ func (j *Job) times() jobTimes {
 	t := j.text
 	due, w1 := uvarintPrefix(t)
 	exp, w2 := uvarintPrefix(t[w1:])
-	bo, _ := uvarintPrefix(t[w1+w2:])
-	return jobTimes{due: Time(due), expire: Time(exp), backoff: int64(bo) - 1}
+	bo, w3 := uvarintPrefix(t[w1+w2:])
+	jt := jobTimes{due: Time(due), expire: Time(exp), backoff: int64(bo>>1) - 1}
+	if bo&1 == 0 {
+		jt.delay = derivedDelay(jt.due, j.SubmittedAt)
+		return jt
+	}
+	rest := t[w1+w2+w3:]
+	base, w4 := uvarintPrefix(rest)
+	delay, _ := uvarintPrefix(rest[w4:])
+	jt.base, jt.delay = Time(base), Time(delay)
+	return jt
 }
 
 // setTimes stores the job's delay fields before the rest of its text.
 func (j *Job) setTimes(t jobTimes) {
 	body := j.body()
-	b := make([]byte, 0, 3*binary.MaxVarintLen64+len(body))
+	b := make([]byte, 0, 5*binary.MaxVarintLen64+len(body))
 	b = binary.AppendUvarint(b, uint64(t.due))
 	b = binary.AppendUvarint(b, uint64(t.expire))
-	b = binary.AppendUvarint(b, uint64(t.backoff+1))
+	bo := uint64(t.backoff+1) << 1
+	if t.extra(j.SubmittedAt) {
+		b = binary.AppendUvarint(b, bo|1)
+		b = binary.AppendUvarint(b, uint64(t.base))
+		b = binary.AppendUvarint(b, uint64(t.delay))
+	} else {
+		b = binary.AppendUvarint(b, bo)
+	}
 	b = append(b, body...)
 	j.timed = true
 	j.text = string(b)
+}
+
+// countsFrom is when the job's delay, expiry and deadline count from: its
+// last redrive, or its submit.
+func (j *Job) countsFrom() Time {
+	if b := j.times().base; b != 0 {
+		return b
+	}
+	return j.SubmittedAt
 }
 
 // DueAt is the cluster time a scheduled job is due (0 = none).
@@ -198,6 +251,7 @@ func (s *Scheduler) submitTimes(j *Job, now Time, sub *Submission) {
 	t := jobTimes{backoff: -1}
 	if sub.DelayMs != 0 {
 		t.due = now + Time(sub.DelayMs)
+		t.delay = Time(sub.DelayMs)
 		j.State = Scheduled
 		s.dl.due.push(t.due, j.ID)
 	}
@@ -494,7 +548,7 @@ func (s *Scheduler) verifyDelays(report func(string, ...any)) {
 	s.jobs.View().Each(func(_ uint64, j *Job) bool {
 		if j.timed {
 			timed++
-			if t := j.times(); t.due < 0 || t.expire < 0 || t.backoff < -1 || t.backoff > MaxRetryBackoffMs {
+			if t := j.times(); t.due < 0 || t.expire < 0 || t.backoff < -1 || t.backoff > MaxRetryBackoffMs || t.base < 0 || t.delay < 0 {
 				report("job %d has delay fields %+v out of range", j.ID, t)
 			}
 		}
@@ -572,7 +626,21 @@ func encodeJobDelays(e *Encoder, j *Job) {
 		e.Varint(int64(t.due))
 		e.Varint(int64(t.expire))
 		e.Varint(t.backoff)
-		e.Bool(j.Lapsed)
+		// Bit 0: lapsed; bit 1: base and delay follow (a state without
+		// them encodes as before they existed).
+		flags := byte(0)
+		if j.Lapsed {
+			flags |= 1
+		}
+		extra := t.extra(j.SubmittedAt)
+		if extra {
+			flags |= 2
+		}
+		e.Byte(flags)
+		if extra {
+			e.Varint(int64(t.base))
+			e.Varint(int64(t.delay))
+		}
 	}
 }
 
@@ -581,8 +649,13 @@ func decodeJobDelays(d *Decoder, j *Job) {
 		return
 	}
 	t := jobTimes{due: Time(d.Varint()), expire: Time(d.Varint()), backoff: d.Varint()}
-	j.Lapsed = d.Bool()
-	if t.due < 0 || t.expire < 0 || t.backoff < -1 || t.backoff > MaxRetryBackoffMs {
+	flags := d.Byte()
+	j.Lapsed = flags&1 != 0
+	t.delay = derivedDelay(t.due, j.SubmittedAt)
+	if flags&2 != 0 {
+		t.base, t.delay = Time(d.Varint()), Time(d.Varint())
+	}
+	if flags > 3 || t.due < 0 || t.expire < 0 || t.backoff < -1 || t.backoff > MaxRetryBackoffMs || t.base < 0 || t.delay < 0 || t.delay > MaxDelayMs {
 		d.Fail("job %d has delay fields out of range", j.ID)
 		return
 	}

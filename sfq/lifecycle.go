@@ -187,7 +187,9 @@ func (k InputKind) String() string {
 // ExpireTTL Now and Due (its expire_at). A Finish of outcome failed that
 // requeues goes through scheduled when BackoffMs > 0 (the caller keeps the
 // due time, Now + BackoffMs, on the job). Redrive uses MaxAttempts (0
-// keeps the job's).
+// keeps the job's) and Due: a job submitted with a delay goes back to
+// scheduled (the caller keeps Due, Now + its delay, on the job), any other
+// to queued.
 type Input struct {
 	Kind        InputKind
 	Attempt     uint32
@@ -385,6 +387,9 @@ func Step(l Life, e Input) (Life, Outcome) {
 			return l, Invalid
 		}
 		l = requeue(l)
+		if e.Due != 0 {
+			l.State = Scheduled // its delay runs again first
+		}
 		l.Failures = 0
 		l.Cancel = CancelNone
 		if e.MaxAttempts != 0 {

@@ -180,10 +180,12 @@ func (s *Scheduler) Purge(id JobID) error {
 
 // Redrive moves dead letter id back to its queue at its ID's place: its
 // failures are forgotten, its attempt keeps counting, maxAttempts (0: keep)
-// replaces its max_attempts, and its deadline counts again from now. It
-// checks the tenant's class ceiling and deadline permission
-// (ErrPermission) and, if its group must be created again, max_groups
-// (ErrExhausted); the quota is the caller's. It counts as a submit for the
+// replaces its max_attempts, and its delay, expiry and deadline count
+// again from now: a job submitted with a delay is scheduled until that
+// delay has passed again, then released like any delayed job. It checks
+// the tenant's class ceiling and deadline permission (ErrPermission) and,
+// if its group must be created again, max_groups (ErrExhausted); the
+// quota is the caller's. Back in its queue it counts as a submit for the
 // idle rule and the activation clamp.
 func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, error) {
 	j := s.jobs.Get(uint64(id))
@@ -193,7 +195,11 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	if maxAttempts > MaxMaxAttempts {
 		return Change{}, fmt.Errorf("%w: max_attempts %d (want 1..%d)", ErrInvalid, maxAttempts, MaxMaxAttempts)
 	}
-	e := Input{Kind: InRedrive, Now: now, MaxAttempts: uint16(maxAttempts)}
+	delay := j.times().delay
+	e := Input{Kind: InRedrive, Now: now, MaxAttempts: uint16(maxAttempts), Due: now + delay}
+	if delay == 0 {
+		e.Due = 0
+	}
 	life, out := Step(j.Life, e)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
 	if out != Changed {
@@ -218,56 +224,72 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	c := j.Class
 	rt := &s.rt[ti]
 	fair := t.GroupOrder == GroupFair
+	scheduled := life.State == Scheduled // its delay runs again: in no queue yet
 	var was [NumClasses]bool
-	if fair && exists {
+	if fair && exists && !scheduled {
 		was = s.groupEligibility(ti, gs)
 	}
 	// The idle rules, as for a submit.
-	if !j.deadline {
+	if !j.deadline && !scheduled {
 		s.idleRule(c)
 	}
-	if fair && !j.deadline && rt.queuedFair[c] == 0 {
+	if fair && !j.deadline && !scheduled && rt.queuedFair[c] == 0 {
 		s.groupIdle(ti, c)
 	}
 	s.forgetDead(j)
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
 	jm.EndedAt, jm.endWall = 0, 0
-	if jm.deadline {
-		// The deadline counts again from the redrive.
-		jm.setText(now+(jm.DeadlineAt()-jm.SubmittedAt), jm.Group(), jm.Key(), jm.Type(), jm.Payload())
-	}
-	s.redriveDelays(jm, now)
+	s.redriveTimes(jm, now)
 	if !exists {
 		gs = s.newGroup(ti, jm.Group(), GroupSettings{})
 		s.joinHeaps(ti, gs)
 	}
 	tm := s.tenants.Mut(uint64(ti))
+	gm := s.groups.Mut(uint64(gs))
+	if scheduled {
+		tm.Scheduled++
+		gm.Scheduled++
+		s.dl.due.push(jm.DueAt(), id)
+		s.tidyDelays()
+		return ch, nil
+	}
 	tm.Queued[jm.Size]++
 	s.queued++
-	gm := s.groups.Mut(uint64(gs))
 	gm.Queued++
-	s.enqueue(ti, gs, c, jm.Size, id, jm.deadline, jm.DeadlineAt(), (*jobQueue).pushRequeued)
+	s.enqueue(ti, gs, c, jm.Size, id, jm.deadline, jm.DeadlineAt(), (*jobQueue).pushAt)
 	s.setBlocked(ti, gs, s.groupBlocked(tm, gm))
 	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
 	return ch, nil
 }
 
-// redriveDelays counts a redriven job's expiry again from now: its
-// expire_at moves as far after the redrive as it was after the submit. A
-// job lapses only while never dispatched: one that was (its attempt is
-// above 0) keeps the new expire_at for display but does not lapse; one
-// that never was (cancelled or expired while queued) may lapse again. It
-// goes back to queued, not through its delay again.
-func (s *Scheduler) redriveDelays(j *Job, now Time) {
-	if !j.timed {
-		return
-	}
+// redriveTimes counts a redriven job's delay, expiry and deadline again
+// from now: each moves as far after the redrive as it was after the
+// submit (or the redrive before). A job with a delay is due that long
+// after now. A job lapses only while never dispatched: one that was (its
+// attempt is above 0) keeps the new expire_at for display but does not
+// lapse; one that never was (cancelled or expired while queued) may lapse
+// again.
+func (s *Scheduler) redriveTimes(j *Job, now Time) {
 	t := j.times()
-	t.due = 0
-	if t.expire != 0 {
-		t.expire = now + (t.expire - j.SubmittedAt)
+	if !j.timed && !j.deadline {
+		return // nothing counts from its submit
 	}
+	from := j.countsFrom()
+	if !j.timed {
+		s.dl.timed++ // it keeps when its deadline counts from
+	}
+	if j.deadline {
+		j.setText(now+(j.DeadlineAt()-from), j.Group(), j.Key(), j.Type(), j.Payload())
+	}
+	t.due = 0
+	if t.delay != 0 {
+		t.due = now + t.delay
+	}
+	if t.expire != 0 {
+		t.expire = now + (t.expire - from)
+	}
+	t.base = now
 	j.Lapsed = false
 	j.setTimes(t)
 	if expirable(j) {
