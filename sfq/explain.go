@@ -241,16 +241,16 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 	if deadline {
 		me := dlEntry{at: j.DeadlineAt(), id: id}
 		for sz := range NumSizes {
-			for _, e := range s.dheap[j.Class][sz].items {
-				if dlBefore(dlEntry{at: Time(e.tag), id: e.seq}, me) {
+			s.eligibleDeadlineHeads(j.Class, Size(sz), func(e dlEntry) {
+				if dlBefore(e, me) {
 					r.Ahead++
 				}
-			}
+			})
 		}
 		return r, nil
 	}
 	for sz := Size(0); sz <= j.Size; sz++ {
-		r.Ahead += uint64(s.dheap[j.Class][sz].Len())
+		s.eligibleDeadlineHeads(j.Class, sz, func(dlEntry) { r.Ahead++ })
 	}
 	mine := s.startKey(j.Class, t, id)
 	for _, h := range []*tenantHeap{&s.heapA[j.Class][j.Size], &s.heapB[j.Class][j.Size]} {
@@ -265,6 +265,34 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 		}
 	}
 	return r, nil
+}
+
+// eligibleDeadlineHeads calls fn for every eligible deadline head of
+// class c and size sz, of every tenant: each head of a deadline queue
+// that no cap, rate or pause holds and the candidate rule does not hold
+// back. A tenant has such heads only if it has a deadline candidate there
+// (it is in the deadline heap); of its heads not blocked by their group,
+// those whose cost fits its in-flight room are eligible. All of them go
+// before any job of the class without a deadline that they fit.
+func (s *Scheduler) eligibleDeadlineHeads(c Class, sz Size, fn func(dlEntry)) {
+	p := &s.nodes
+	var walk func(x int32, room int64)
+	walk = func(x int32, room int64) {
+		if x == 0 {
+			return
+		}
+		n := &p.n[x]
+		walk(n.l[treeOrder], room)
+		if n.cost <= room {
+			fn(dlEntry{at: Time(n.key), id: n.id})
+		}
+		walk(n.r[treeOrder], room)
+	}
+	for _, e := range s.dheap[c][sz].items {
+		if sl := s.rt[e.tenant].slot(c, sz); sl != nil {
+			walk(sl.dl, inflightRoom(s.tenants.Get(uint64(e.tenant))))
+		}
+	}
 }
 
 // startKey is a candidate's key among the candidates of one size: start

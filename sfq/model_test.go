@@ -192,6 +192,9 @@ type refDecision struct {
 	cands []refCand
 	held  map[refHeadKey]bool // group ""
 	elig  map[groupKey][NumClasses]bool
+	// dlHeads are the eligible deadline heads: every deadline head, of
+	// any group, that passes every limit in a slot not held.
+	dlHeads []refCand
 }
 
 // decideAll applies the candidate rule literally: per tenant and size, from
@@ -223,6 +226,7 @@ func (m *refModel) decideAll(s *Scheduler) refDecision {
 					continue
 				}
 				var oldest, fifo, dl *Job
+				var dls []*Job
 				for _, j := range byTenant[sk] {
 					cp := refGroupCap(s, t, j.Group())
 					gb := cp > 0 && running[groupKey{ti, j.Group()}] >= cp
@@ -237,6 +241,7 @@ func (m *refModel) decideAll(s *Scheduler) refDecision {
 						continue
 					}
 					if j.DeadlineAt() != 0 {
+						dls = append(dls, j)
 						if dl == nil || j.DeadlineAt() < dl.DeadlineAt() || (j.DeadlineAt() == dl.DeadlineAt() && j.ID < dl.ID) {
 							dl = j
 						}
@@ -259,11 +264,16 @@ func (m *refModel) decideAll(s *Scheduler) refDecision {
 					d.held[sk] = true
 					continue
 				}
+				cand := func(j *Job) refCand {
+					return refCand{tier: t.Tier, size: sz, seq: j.ID, tenant: ti, class: c, deadline: j.DeadlineAt() != 0, at: j.DeadlineAt(), group: j.Group()}
+				}
 				for _, j := range []*Job{fifo, dl} {
 					if j != nil {
-						d.cands = append(d.cands, refCand{tier: t.Tier, size: sz, seq: j.ID, tenant: ti, class: c, deadline: j.DeadlineAt() != 0,
-							at: j.DeadlineAt(), group: j.Group()})
+						d.cands = append(d.cands, cand(j))
 					}
+				}
+				for _, j := range dls {
+					d.dlHeads = append(d.dlHeads, cand(j))
 				}
 			}
 		}

@@ -502,21 +502,28 @@ func (w *world) checkReason(t *rapid.T, id JobID, r Reason) {
 		if r.Tag != tn.Tag(j.Class) || r.VirtualNow != w.s.ClassVirtualNow(j.Class) {
 			t.Fatalf("job %d: %s, tag %s vnow %s", id, r.Format(), tn.Tag(j.Class), w.s.ClassVirtualNow(j.Class))
 		}
-		// ahead, by brute force
+		// ahead, by brute force: every eligible deadline head (of any
+		// group) that goes first, and the other tenants' candidates
+		// without a deadline of its size with a lower key
 		var ahead uint64
-		for _, c := range cands {
+		for _, c := range dec.dlHeads {
 			if c.class != j.Class || c.seq == id {
 				continue
 			}
 			switch {
 			case j.DeadlineAt() != 0:
-				if c.deadline && (c.at < j.DeadlineAt() || (c.at == j.DeadlineAt() && c.seq < id)) {
+				if c.at < j.DeadlineAt() || (c.at == j.DeadlineAt() && c.seq < id) {
 					ahead++
 				}
-			case c.deadline:
-				if c.size <= j.Size {
-					ahead++
-				}
+			case c.size <= j.Size:
+				ahead++
+			}
+		}
+		for _, c := range cands {
+			if c.class != j.Class || c.seq == id || c.deadline || j.DeadlineAt() != 0 {
+				continue
+			}
+			switch {
 			case c.size == j.Size && c.tenant != j.Tenant:
 				other, _ := w.s.TenantAt(c.tenant)
 				a, b := other.Tag(j.Class), tn.Tag(j.Class)
