@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"context"
 	"slices"
 
 	"github.com/baristahq/barista/fsm/fairness"
@@ -21,6 +22,24 @@ func (f *FSM) Clock() (sfq.Time, uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.clock, f.lastIndex
+}
+
+// WaitApplied waits until the state has applied the entry at index (or
+// a later one), or ctx ends.
+func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		f.mu.RLock()
+		applied, changed := f.lastIndex, f.changed
+		f.mu.RUnlock()
+		if applied >= index {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // WallClock returns the leader's wall clock on the last applied entry (0

@@ -24,6 +24,86 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ReadIndexRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadIndexRequest) Reset() {
+	*x = ReadIndexRequest{}
+	mi := &file_node_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadIndexRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadIndexRequest) ProtoMessage() {}
+
+func (x *ReadIndexRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_node_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadIndexRequest.ProtoReflect.Descriptor instead.
+func (*ReadIndexRequest) Descriptor() ([]byte, []int) {
+	return file_node_proto_rawDescGZIP(), []int{0}
+}
+
+type ReadIndexResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadIndexResponse) Reset() {
+	*x = ReadIndexResponse{}
+	mi := &file_node_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadIndexResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadIndexResponse) ProtoMessage() {}
+
+func (x *ReadIndexResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_node_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadIndexResponse.ProtoReflect.Descriptor instead.
+func (*ReadIndexResponse) Descriptor() ([]byte, []int) {
+	return file_node_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReadIndexResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
 type ForwardedSubmit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// authorization is the caller's authorization header ("Bearer ...").
@@ -35,7 +115,7 @@ type ForwardedSubmit struct {
 
 func (x *ForwardedSubmit) Reset() {
 	*x = ForwardedSubmit{}
-	mi := &file_node_proto_msgTypes[0]
+	mi := &file_node_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -47,7 +127,7 @@ func (x *ForwardedSubmit) String() string {
 func (*ForwardedSubmit) ProtoMessage() {}
 
 func (x *ForwardedSubmit) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[0]
+	mi := &file_node_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -60,7 +140,7 @@ func (x *ForwardedSubmit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardedSubmit.ProtoReflect.Descriptor instead.
 func (*ForwardedSubmit) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{0}
+	return file_node_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ForwardedSubmit) GetAuthorization() string {
@@ -86,7 +166,7 @@ type ForwardSubmitsRequest struct {
 
 func (x *ForwardSubmitsRequest) Reset() {
 	*x = ForwardSubmitsRequest{}
-	mi := &file_node_proto_msgTypes[1]
+	mi := &file_node_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -98,7 +178,7 @@ func (x *ForwardSubmitsRequest) String() string {
 func (*ForwardSubmitsRequest) ProtoMessage() {}
 
 func (x *ForwardSubmitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[1]
+	mi := &file_node_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -111,7 +191,7 @@ func (x *ForwardSubmitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardSubmitsRequest.ProtoReflect.Descriptor instead.
 func (*ForwardSubmitsRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{1}
+	return file_node_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ForwardSubmitsRequest) GetSubmits() []*ForwardedSubmit {
@@ -134,7 +214,7 @@ type ForwardedSubmitResult struct {
 
 func (x *ForwardedSubmitResult) Reset() {
 	*x = ForwardedSubmitResult{}
-	mi := &file_node_proto_msgTypes[2]
+	mi := &file_node_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -146,7 +226,7 @@ func (x *ForwardedSubmitResult) String() string {
 func (*ForwardedSubmitResult) ProtoMessage() {}
 
 func (x *ForwardedSubmitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[2]
+	mi := &file_node_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -159,7 +239,7 @@ func (x *ForwardedSubmitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardedSubmitResult.ProtoReflect.Descriptor instead.
 func (*ForwardedSubmitResult) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{2}
+	return file_node_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ForwardedSubmitResult) GetJobId() uint64 {
@@ -192,7 +272,7 @@ type ForwardSubmitsResponse struct {
 
 func (x *ForwardSubmitsResponse) Reset() {
 	*x = ForwardSubmitsResponse{}
-	mi := &file_node_proto_msgTypes[3]
+	mi := &file_node_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -204,7 +284,7 @@ func (x *ForwardSubmitsResponse) String() string {
 func (*ForwardSubmitsResponse) ProtoMessage() {}
 
 func (x *ForwardSubmitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[3]
+	mi := &file_node_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -217,7 +297,7 @@ func (x *ForwardSubmitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardSubmitsResponse.ProtoReflect.Descriptor instead.
 func (*ForwardSubmitsResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{3}
+	return file_node_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ForwardSubmitsResponse) GetResults() []*ForwardedSubmitResult {
@@ -235,7 +315,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_node_proto_msgTypes[4]
+	mi := &file_node_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -247,7 +327,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[4]
+	mi := &file_node_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -260,7 +340,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{4}
+	return file_node_proto_rawDescGZIP(), []int{6}
 }
 
 type StatusResponse struct {
@@ -294,7 +374,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_node_proto_msgTypes[5]
+	mi := &file_node_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -306,7 +386,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[5]
+	mi := &file_node_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -319,7 +399,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{5}
+	return file_node_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -463,7 +543,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_node_proto_msgTypes[6]
+	mi := &file_node_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +555,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[6]
+	mi := &file_node_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +568,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{6}
+	return file_node_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ApplyRequest) GetCommands() []*Command {
@@ -522,7 +602,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_node_proto_msgTypes[7]
+	mi := &file_node_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +614,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[7]
+	mi := &file_node_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +627,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{7}
+	return file_node_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ApplyResponse) GetIndex() uint64 {
@@ -576,7 +656,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_node_proto_msgTypes[8]
+	mi := &file_node_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +668,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[8]
+	mi := &file_node_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +681,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{8}
+	return file_node_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *JoinRequest) GetId() string {
@@ -642,7 +722,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_node_proto_msgTypes[9]
+	mi := &file_node_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +734,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[9]
+	mi := &file_node_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +747,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{9}
+	return file_node_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *JoinResponse) GetLeaderId() string {
@@ -693,7 +773,7 @@ type RemovePeerRequest struct {
 
 func (x *RemovePeerRequest) Reset() {
 	*x = RemovePeerRequest{}
-	mi := &file_node_proto_msgTypes[10]
+	mi := &file_node_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +785,7 @@ func (x *RemovePeerRequest) String() string {
 func (*RemovePeerRequest) ProtoMessage() {}
 
 func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[10]
+	mi := &file_node_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +798,7 @@ func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerRequest.ProtoReflect.Descriptor instead.
 func (*RemovePeerRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{10}
+	return file_node_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RemovePeerRequest) GetId() string {
@@ -736,7 +816,7 @@ type RemovePeerResponse struct {
 
 func (x *RemovePeerResponse) Reset() {
 	*x = RemovePeerResponse{}
-	mi := &file_node_proto_msgTypes[11]
+	mi := &file_node_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +828,7 @@ func (x *RemovePeerResponse) String() string {
 func (*RemovePeerResponse) ProtoMessage() {}
 
 func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[11]
+	mi := &file_node_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +841,7 @@ func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerResponse.ProtoReflect.Descriptor instead.
 func (*RemovePeerResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{11}
+	return file_node_proto_rawDescGZIP(), []int{13}
 }
 
 type ListPeersRequest struct {
@@ -772,7 +852,7 @@ type ListPeersRequest struct {
 
 func (x *ListPeersRequest) Reset() {
 	*x = ListPeersRequest{}
-	mi := &file_node_proto_msgTypes[12]
+	mi := &file_node_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -784,7 +864,7 @@ func (x *ListPeersRequest) String() string {
 func (*ListPeersRequest) ProtoMessage() {}
 
 func (x *ListPeersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[12]
+	mi := &file_node_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -797,7 +877,7 @@ func (x *ListPeersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPeersRequest.ProtoReflect.Descriptor instead.
 func (*ListPeersRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{12}
+	return file_node_proto_rawDescGZIP(), []int{14}
 }
 
 type Peer struct {
@@ -822,7 +902,7 @@ type Peer struct {
 
 func (x *Peer) Reset() {
 	*x = Peer{}
-	mi := &file_node_proto_msgTypes[13]
+	mi := &file_node_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +914,7 @@ func (x *Peer) String() string {
 func (*Peer) ProtoMessage() {}
 
 func (x *Peer) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[13]
+	mi := &file_node_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +927,7 @@ func (x *Peer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Peer.ProtoReflect.Descriptor instead.
 func (*Peer) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{13}
+	return file_node_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Peer) GetId() string {
@@ -937,7 +1017,7 @@ type ListPeersResponse struct {
 
 func (x *ListPeersResponse) Reset() {
 	*x = ListPeersResponse{}
-	mi := &file_node_proto_msgTypes[14]
+	mi := &file_node_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1029,7 @@ func (x *ListPeersResponse) String() string {
 func (*ListPeersResponse) ProtoMessage() {}
 
 func (x *ListPeersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[14]
+	mi := &file_node_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1042,7 @@ func (x *ListPeersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPeersResponse.ProtoReflect.Descriptor instead.
 func (*ListPeersResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{14}
+	return file_node_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListPeersResponse) GetPeers() []*Peer {
@@ -988,7 +1068,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_node_proto_msgTypes[15]
+	mi := &file_node_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1080,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[15]
+	mi := &file_node_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1093,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{15}
+	return file_node_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -1032,7 +1112,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_node_proto_msgTypes[16]
+	mi := &file_node_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1124,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[16]
+	mi := &file_node_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1137,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{16}
+	return file_node_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -1075,7 +1155,7 @@ type SnapshotSaveRequest struct {
 
 func (x *SnapshotSaveRequest) Reset() {
 	*x = SnapshotSaveRequest{}
-	mi := &file_node_proto_msgTypes[17]
+	mi := &file_node_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1087,7 +1167,7 @@ func (x *SnapshotSaveRequest) String() string {
 func (*SnapshotSaveRequest) ProtoMessage() {}
 
 func (x *SnapshotSaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[17]
+	mi := &file_node_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1100,7 +1180,7 @@ func (x *SnapshotSaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotSaveRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotSaveRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{17}
+	return file_node_proto_rawDescGZIP(), []int{19}
 }
 
 type SnapshotChunk struct {
@@ -1112,7 +1192,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_node_proto_msgTypes[18]
+	mi := &file_node_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1204,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[18]
+	mi := &file_node_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1217,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{18}
+	return file_node_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -1157,7 +1237,7 @@ type SnapshotRestoreResponse struct {
 
 func (x *SnapshotRestoreResponse) Reset() {
 	*x = SnapshotRestoreResponse{}
-	mi := &file_node_proto_msgTypes[19]
+	mi := &file_node_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1249,7 @@ func (x *SnapshotRestoreResponse) String() string {
 func (*SnapshotRestoreResponse) ProtoMessage() {}
 
 func (x *SnapshotRestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[19]
+	mi := &file_node_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1262,7 @@ func (x *SnapshotRestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRestoreResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotRestoreResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{19}
+	return file_node_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SnapshotRestoreResponse) GetIndex() uint64 {
@@ -1205,7 +1285,10 @@ const file_node_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"node.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"d\n" +
+	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"\x12\n" +
+	"\x10ReadIndexRequest\")\n" +
+	"\x11ReadIndexResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"d\n" +
 	"\x0fForwardedSubmit\x12$\n" +
 	"\rauthorization\x18\x01 \x01(\tR\rauthorization\x12+\n" +
 	"\x03job\x18\x02 \x01(\v2\x19.barista.v1.SubmitRequestR\x03job\"N\n" +
@@ -1285,7 +1368,7 @@ const file_node_proto_rawDesc = "" +
 	"\x17SnapshotRestoreResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1d\n" +
 	"\n" +
-	"state_hash\x18\x02 \x01(\tR\tstateHash2\xb8\x05\n" +
+	"state_hash\x18\x02 \x01(\tR\tstateHash2\x82\x06\n" +
 	"\x04Node\x12?\n" +
 	"\x06Status\x12\x19.barista.v1.StatusRequest\x1a\x1a.barista.v1.StatusResponse\x12<\n" +
 	"\x05Apply\x12\x18.barista.v1.ApplyRequest\x1a\x19.barista.v1.ApplyResponse\x129\n" +
@@ -1296,7 +1379,8 @@ const file_node_proto_rawDesc = "" +
 	"\x12TransferLeadership\x12%.barista.v1.TransferLeadershipRequest\x1a&.barista.v1.TransferLeadershipResponse\x12L\n" +
 	"\fSnapshotSave\x12\x1f.barista.v1.SnapshotSaveRequest\x1a\x19.barista.v1.SnapshotChunk0\x01\x12S\n" +
 	"\x0fSnapshotRestore\x12\x19.barista.v1.SnapshotChunk\x1a#.barista.v1.SnapshotRestoreResponse(\x01\x12W\n" +
-	"\x0eForwardSubmits\x12!.barista.v1.ForwardSubmitsRequest\x1a\".barista.v1.ForwardSubmitsResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\x0eForwardSubmits\x12!.barista.v1.ForwardSubmitsRequest\x1a\".barista.v1.ForwardSubmitsResponse\x12H\n" +
+	"\tReadIndex\x12\x1c.barista.v1.ReadIndexRequest\x1a\x1d.barista.v1.ReadIndexResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_node_proto_rawDescOnce sync.Once
@@ -1310,59 +1394,63 @@ func file_node_proto_rawDescGZIP() []byte {
 	return file_node_proto_rawDescData
 }
 
-var file_node_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_node_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_node_proto_goTypes = []any{
-	(*ForwardedSubmit)(nil),            // 0: barista.v1.ForwardedSubmit
-	(*ForwardSubmitsRequest)(nil),      // 1: barista.v1.ForwardSubmitsRequest
-	(*ForwardedSubmitResult)(nil),      // 2: barista.v1.ForwardedSubmitResult
-	(*ForwardSubmitsResponse)(nil),     // 3: barista.v1.ForwardSubmitsResponse
-	(*StatusRequest)(nil),              // 4: barista.v1.StatusRequest
-	(*StatusResponse)(nil),             // 5: barista.v1.StatusResponse
-	(*ApplyRequest)(nil),               // 6: barista.v1.ApplyRequest
-	(*ApplyResponse)(nil),              // 7: barista.v1.ApplyResponse
-	(*JoinRequest)(nil),                // 8: barista.v1.JoinRequest
-	(*JoinResponse)(nil),               // 9: barista.v1.JoinResponse
-	(*RemovePeerRequest)(nil),          // 10: barista.v1.RemovePeerRequest
-	(*RemovePeerResponse)(nil),         // 11: barista.v1.RemovePeerResponse
-	(*ListPeersRequest)(nil),           // 12: barista.v1.ListPeersRequest
-	(*Peer)(nil),                       // 13: barista.v1.Peer
-	(*ListPeersResponse)(nil),          // 14: barista.v1.ListPeersResponse
-	(*TransferLeadershipRequest)(nil),  // 15: barista.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 16: barista.v1.TransferLeadershipResponse
-	(*SnapshotSaveRequest)(nil),        // 17: barista.v1.SnapshotSaveRequest
-	(*SnapshotChunk)(nil),              // 18: barista.v1.SnapshotChunk
-	(*SnapshotRestoreResponse)(nil),    // 19: barista.v1.SnapshotRestoreResponse
-	(*SubmitRequest)(nil),              // 20: barista.v1.SubmitRequest
-	(*Command)(nil),                    // 21: barista.v1.Command
-	(*CommandResult)(nil),              // 22: barista.v1.CommandResult
+	(*ReadIndexRequest)(nil),           // 0: barista.v1.ReadIndexRequest
+	(*ReadIndexResponse)(nil),          // 1: barista.v1.ReadIndexResponse
+	(*ForwardedSubmit)(nil),            // 2: barista.v1.ForwardedSubmit
+	(*ForwardSubmitsRequest)(nil),      // 3: barista.v1.ForwardSubmitsRequest
+	(*ForwardedSubmitResult)(nil),      // 4: barista.v1.ForwardedSubmitResult
+	(*ForwardSubmitsResponse)(nil),     // 5: barista.v1.ForwardSubmitsResponse
+	(*StatusRequest)(nil),              // 6: barista.v1.StatusRequest
+	(*StatusResponse)(nil),             // 7: barista.v1.StatusResponse
+	(*ApplyRequest)(nil),               // 8: barista.v1.ApplyRequest
+	(*ApplyResponse)(nil),              // 9: barista.v1.ApplyResponse
+	(*JoinRequest)(nil),                // 10: barista.v1.JoinRequest
+	(*JoinResponse)(nil),               // 11: barista.v1.JoinResponse
+	(*RemovePeerRequest)(nil),          // 12: barista.v1.RemovePeerRequest
+	(*RemovePeerResponse)(nil),         // 13: barista.v1.RemovePeerResponse
+	(*ListPeersRequest)(nil),           // 14: barista.v1.ListPeersRequest
+	(*Peer)(nil),                       // 15: barista.v1.Peer
+	(*ListPeersResponse)(nil),          // 16: barista.v1.ListPeersResponse
+	(*TransferLeadershipRequest)(nil),  // 17: barista.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 18: barista.v1.TransferLeadershipResponse
+	(*SnapshotSaveRequest)(nil),        // 19: barista.v1.SnapshotSaveRequest
+	(*SnapshotChunk)(nil),              // 20: barista.v1.SnapshotChunk
+	(*SnapshotRestoreResponse)(nil),    // 21: barista.v1.SnapshotRestoreResponse
+	(*SubmitRequest)(nil),              // 22: barista.v1.SubmitRequest
+	(*Command)(nil),                    // 23: barista.v1.Command
+	(*CommandResult)(nil),              // 24: barista.v1.CommandResult
 }
 var file_node_proto_depIdxs = []int32{
-	20, // 0: barista.v1.ForwardedSubmit.job:type_name -> barista.v1.SubmitRequest
-	0,  // 1: barista.v1.ForwardSubmitsRequest.submits:type_name -> barista.v1.ForwardedSubmit
-	2,  // 2: barista.v1.ForwardSubmitsResponse.results:type_name -> barista.v1.ForwardedSubmitResult
-	21, // 3: barista.v1.ApplyRequest.commands:type_name -> barista.v1.Command
-	22, // 4: barista.v1.ApplyResponse.results:type_name -> barista.v1.CommandResult
-	13, // 5: barista.v1.ListPeersResponse.peers:type_name -> barista.v1.Peer
-	4,  // 6: barista.v1.Node.Status:input_type -> barista.v1.StatusRequest
-	6,  // 7: barista.v1.Node.Apply:input_type -> barista.v1.ApplyRequest
-	8,  // 8: barista.v1.Node.Join:input_type -> barista.v1.JoinRequest
-	10, // 9: barista.v1.Node.RemovePeer:input_type -> barista.v1.RemovePeerRequest
-	12, // 10: barista.v1.Node.ListPeers:input_type -> barista.v1.ListPeersRequest
-	15, // 11: barista.v1.Node.TransferLeadership:input_type -> barista.v1.TransferLeadershipRequest
-	17, // 12: barista.v1.Node.SnapshotSave:input_type -> barista.v1.SnapshotSaveRequest
-	18, // 13: barista.v1.Node.SnapshotRestore:input_type -> barista.v1.SnapshotChunk
-	1,  // 14: barista.v1.Node.ForwardSubmits:input_type -> barista.v1.ForwardSubmitsRequest
-	5,  // 15: barista.v1.Node.Status:output_type -> barista.v1.StatusResponse
-	7,  // 16: barista.v1.Node.Apply:output_type -> barista.v1.ApplyResponse
-	9,  // 17: barista.v1.Node.Join:output_type -> barista.v1.JoinResponse
-	11, // 18: barista.v1.Node.RemovePeer:output_type -> barista.v1.RemovePeerResponse
-	14, // 19: barista.v1.Node.ListPeers:output_type -> barista.v1.ListPeersResponse
-	16, // 20: barista.v1.Node.TransferLeadership:output_type -> barista.v1.TransferLeadershipResponse
-	18, // 21: barista.v1.Node.SnapshotSave:output_type -> barista.v1.SnapshotChunk
-	19, // 22: barista.v1.Node.SnapshotRestore:output_type -> barista.v1.SnapshotRestoreResponse
-	3,  // 23: barista.v1.Node.ForwardSubmits:output_type -> barista.v1.ForwardSubmitsResponse
-	15, // [15:24] is the sub-list for method output_type
-	6,  // [6:15] is the sub-list for method input_type
+	22, // 0: barista.v1.ForwardedSubmit.job:type_name -> barista.v1.SubmitRequest
+	2,  // 1: barista.v1.ForwardSubmitsRequest.submits:type_name -> barista.v1.ForwardedSubmit
+	4,  // 2: barista.v1.ForwardSubmitsResponse.results:type_name -> barista.v1.ForwardedSubmitResult
+	23, // 3: barista.v1.ApplyRequest.commands:type_name -> barista.v1.Command
+	24, // 4: barista.v1.ApplyResponse.results:type_name -> barista.v1.CommandResult
+	15, // 5: barista.v1.ListPeersResponse.peers:type_name -> barista.v1.Peer
+	6,  // 6: barista.v1.Node.Status:input_type -> barista.v1.StatusRequest
+	8,  // 7: barista.v1.Node.Apply:input_type -> barista.v1.ApplyRequest
+	10, // 8: barista.v1.Node.Join:input_type -> barista.v1.JoinRequest
+	12, // 9: barista.v1.Node.RemovePeer:input_type -> barista.v1.RemovePeerRequest
+	14, // 10: barista.v1.Node.ListPeers:input_type -> barista.v1.ListPeersRequest
+	17, // 11: barista.v1.Node.TransferLeadership:input_type -> barista.v1.TransferLeadershipRequest
+	19, // 12: barista.v1.Node.SnapshotSave:input_type -> barista.v1.SnapshotSaveRequest
+	20, // 13: barista.v1.Node.SnapshotRestore:input_type -> barista.v1.SnapshotChunk
+	3,  // 14: barista.v1.Node.ForwardSubmits:input_type -> barista.v1.ForwardSubmitsRequest
+	0,  // 15: barista.v1.Node.ReadIndex:input_type -> barista.v1.ReadIndexRequest
+	7,  // 16: barista.v1.Node.Status:output_type -> barista.v1.StatusResponse
+	9,  // 17: barista.v1.Node.Apply:output_type -> barista.v1.ApplyResponse
+	11, // 18: barista.v1.Node.Join:output_type -> barista.v1.JoinResponse
+	13, // 19: barista.v1.Node.RemovePeer:output_type -> barista.v1.RemovePeerResponse
+	16, // 20: barista.v1.Node.ListPeers:output_type -> barista.v1.ListPeersResponse
+	18, // 21: barista.v1.Node.TransferLeadership:output_type -> barista.v1.TransferLeadershipResponse
+	20, // 22: barista.v1.Node.SnapshotSave:output_type -> barista.v1.SnapshotChunk
+	21, // 23: barista.v1.Node.SnapshotRestore:output_type -> barista.v1.SnapshotRestoreResponse
+	5,  // 24: barista.v1.Node.ForwardSubmits:output_type -> barista.v1.ForwardSubmitsResponse
+	1,  // 25: barista.v1.Node.ReadIndex:output_type -> barista.v1.ReadIndexResponse
+	16, // [16:26] is the sub-list for method output_type
+	6,  // [6:16] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
 	6,  // [6:6] is the sub-list for extension extendee
 	0,  // [0:6] is the sub-list for field type_name
@@ -1381,7 +1469,7 @@ func file_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_node_proto_rawDesc), len(file_node_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	Node_SnapshotSave_FullMethodName       = "/barista.v1.Node/SnapshotSave"
 	Node_SnapshotRestore_FullMethodName    = "/barista.v1.Node/SnapshotRestore"
 	Node_ForwardSubmits_FullMethodName     = "/barista.v1.Node/ForwardSubmits"
+	Node_ReadIndex_FullMethodName          = "/barista.v1.Node/ReadIndex"
 )
 
 // NodeClient is the client API for Node service.
@@ -64,6 +65,12 @@ type NodeClient interface {
 	// are proposed together. A node calls it; a client token may (it can
 	// do no more than Submit would let each token do).
 	ForwardSubmits(ctx context.Context, in *ForwardSubmitsRequest, opts ...grpc.CallOption) (*ForwardSubmitsResponse, error)
+	// ReadIndex is asked of the leader by a follower before it serves a read
+	// from its own state (a watch): the leader confirms it still leads and
+	// answers the index of the last entry it has applied, which covers
+	// every write it has acknowledged; the follower serves once it has
+	// applied that far. A client, worker or admin token may call it.
+	ReadIndex(ctx context.Context, in *ReadIndexRequest, opts ...grpc.CallOption) (*ReadIndexResponse, error)
 }
 
 type nodeClient struct {
@@ -176,6 +183,16 @@ func (c *nodeClient) ForwardSubmits(ctx context.Context, in *ForwardSubmitsReque
 	return out, nil
 }
 
+func (c *nodeClient) ReadIndex(ctx context.Context, in *ReadIndexRequest, opts ...grpc.CallOption) (*ReadIndexResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadIndexResponse)
+	err := c.cc.Invoke(ctx, Node_ReadIndex_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeServer is the server API for Node service.
 // All implementations must embed UnimplementedNodeServer
 // for forward compatibility.
@@ -207,6 +224,12 @@ type NodeServer interface {
 	// are proposed together. A node calls it; a client token may (it can
 	// do no more than Submit would let each token do).
 	ForwardSubmits(context.Context, *ForwardSubmitsRequest) (*ForwardSubmitsResponse, error)
+	// ReadIndex is asked of the leader by a follower before it serves a read
+	// from its own state (a watch): the leader confirms it still leads and
+	// answers the index of the last entry it has applied, which covers
+	// every write it has acknowledged; the follower serves once it has
+	// applied that far. A client, worker or admin token may call it.
+	ReadIndex(context.Context, *ReadIndexRequest) (*ReadIndexResponse, error)
 	mustEmbedUnimplementedNodeServer()
 }
 
@@ -243,6 +266,9 @@ func (UnimplementedNodeServer) SnapshotRestore(grpc.ClientStreamingServer[Snapsh
 }
 func (UnimplementedNodeServer) ForwardSubmits(context.Context, *ForwardSubmitsRequest) (*ForwardSubmitsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ForwardSubmits not implemented")
+}
+func (UnimplementedNodeServer) ReadIndex(context.Context, *ReadIndexRequest) (*ReadIndexResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadIndex not implemented")
 }
 func (UnimplementedNodeServer) mustEmbedUnimplementedNodeServer() {}
 func (UnimplementedNodeServer) testEmbeddedByValue()              {}
@@ -409,6 +435,24 @@ func _Node_ForwardSubmits_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Node_ReadIndex_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadIndexRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).ReadIndex(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_ReadIndex_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).ReadIndex(ctx, req.(*ReadIndexRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Node_ServiceDesc is the grpc.ServiceDesc for Node service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -443,6 +487,10 @@ var Node_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ForwardSubmits",
 			Handler:    _Node_ForwardSubmits_Handler,
+		},
+		{
+			MethodName: "ReadIndex",
+			Handler:    _Node_ReadIndex_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -265,6 +265,9 @@ var methodRoles = map[string][]Role{
 	"/barista.v1.Worker/":     {RoleWorker, RoleAdmin},
 	"/barista.v1.Node/":       {RoleAdmin},
 	"/barista.v1.Node/Status": {RoleClient, RoleWorker, RoleAdmin},
+	// A follower asks it before a read from its own state, with its
+	// caller's token.
+	"/barista.v1.Node/ReadIndex": {RoleClient, RoleWorker, RoleAdmin},
 	// Each forwarded submit is authorized again on its own (forwardsubmit.go).
 	"/barista.v1.Node/ForwardSubmits": {RoleClient, RoleAdmin},
 	"/grpc.health.v1.Health/":         nil, // no token needed

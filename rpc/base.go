@@ -136,6 +136,12 @@ func IsNotLeader(err error) bool { return client.IsNotLeader(err) }
 // leadership (a linearizable read).
 func read[T any](ctx context.Context, b *base, ro *pb.ReadOptions, remote func(ctx context.Context, cc *grpc.ClientConn) (T, error), local func() (T, error)) (T, error) {
 	if ro.GetStale() {
+		// Stale, but not older than the caller's own last write, if it
+		// names it.
+		if err := b.catchUp(ctx, false); err != nil {
+			var zero T
+			return zero, err
+		}
 		staleHeader(ctx, b.node.ID(), b.node.Health())
 		return local()
 	}
@@ -175,10 +181,11 @@ func staleHeader(ctx context.Context, node string, h raftnode.Health) {
 
 // propose replicates commands (this node must lead) and maps errors.
 func (b *base) propose(ctx context.Context, cmds ...*pb.Command) ([]fsm.Result, error) {
-	_, res, err := b.node.Propose(ctx, cmds)
+	index, res, err := b.node.Propose(ctx, cmds)
 	if err != nil {
 		return nil, proposeErr(err)
 	}
+	setIndexHeader(ctx, index)
 	return res, nil
 }
 

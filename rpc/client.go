@@ -460,6 +460,11 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 	if err != nil {
 		return err
 	}
+	// The job or tenant may be a write the caller just made through
+	// another node: this node reads its own state once it has applied it.
+	if err := s.catchUp(ctx, true); err != nil {
+		return err
+	}
 	f := s.node.FSM
 	var ti uint32
 	var ok bool

@@ -92,7 +92,7 @@ func (lc *leaderConns) dial(addr string) (*grpc.ClientConn, error) {
 		return cc, nil
 	}
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(lc.creds), ClientKeepalive, MessageLimits,
-		grpc.WithConnectParams(forwardConnect)}, client.StaticWindows...)
+		grpc.WithConnectParams(forwardConnect), grpc.WithChainUnaryInterceptor(relayIndex)}, client.StaticWindows...)
 	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "dialing leader at %s: %v", addr, err)

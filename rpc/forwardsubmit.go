@@ -61,9 +61,10 @@ type forwardItem struct {
 }
 
 type forwardAnswer struct {
-	resp *pb.SubmitResponse
-	err  error
-	how  forwardHow
+	resp  *pb.SubmitResponse
+	err   error
+	how   forwardHow
+	index uint64 // of the leader's entry that applied the batch
 }
 
 // submitForwarder gathers a follower's single submits for the leader.
@@ -98,6 +99,7 @@ func (s *ClientService) forwardSubmit(ctx context.Context, tenant string, req *p
 		a := s.forwarder.submit(ctx, authz, fwd)
 		switch a.how {
 		case forwardSent:
+			setIndexHeader(ctx, a.index)
 			return a.resp, true, a.err
 		case forwardLocal:
 			return nil, false, nil
@@ -213,8 +215,9 @@ func (f *submitForwarder) send(batch []*forwardItem) {
 	if live[0].authz != "" {
 		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", live[0].authz))
 	}
+	var index uint64
 	resp, handled, err := forward(ctx, f.b, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ForwardSubmitsResponse, error) {
-		return pb.NewNodeClient(cc).ForwardSubmits(ctx, req)
+		return pb.NewNodeClient(cc).ForwardSubmits(context.WithValue(ctx, indexSink{}, &index), req)
 	})
 	switch {
 	case !handled:
@@ -233,7 +236,9 @@ func (f *submitForwarder) send(batch []*forwardItem) {
 	f.b.metrics.forwardBatches.Inc()
 	f.b.metrics.forwardedSubmits.Add(float64(len(live)))
 	for i, r := range resp.Results {
-		live[i].done <- forwardedAnswer(r)
+		a := forwardedAnswer(r)
+		a.index = index
+		live[i].done <- a
 	}
 }
 

@@ -95,9 +95,22 @@ var gatewayMuxMu sync.Mutex
 // protojson writes it with the proto field names, unknown fields and
 // query parameters refused, errors as {"code": NAME, "message": ...},
 // names in path segments unescaped exactly once, and no header but
-// Authorization forwarded either way.
+// Authorization forwarded either way, save the log indexes of
+// read-your-writes: X-Barista-Min-Index in, X-Barista-Index out.
 func newGatewayMux() *runtime.ServeMux {
 	none := func(string) (string, bool) { return "", false }
+	minIndexIn := func(h string) (string, bool) {
+		if strings.EqualFold(h, client.HeaderMinIndex) {
+			return client.HeaderMinIndex, true
+		}
+		return "", false
+	}
+	indexOut := func(h string) (string, bool) {
+		if h == client.HeaderIndex {
+			return "X-Barista-Index", true
+		}
+		return "", false
+	}
 	// The query-parameter parser option sets a package variable of the
 	// gateway library: two servers of one process (tests) must not build
 	// their routers at once.
@@ -107,8 +120,8 @@ func newGatewayMux() *runtime.ServeMux {
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, newGatewayMarshaler()),
 		runtime.WithErrorHandler(apiError),
 		runtime.WithRoutingErrorHandler(apiRoutingError),
-		runtime.WithIncomingHeaderMatcher(none),
-		runtime.WithOutgoingHeaderMatcher(none),
+		runtime.WithIncomingHeaderMatcher(minIndexIn),
+		runtime.WithOutgoingHeaderMatcher(indexOut),
 		runtime.WithOutgoingTrailerMatcher(none),
 		runtime.WithUnescapingMode(runtime.UnescapingModeAllExceptReserved),
 		runtime.WithDisablePathLengthFallback(),

@@ -104,4 +104,20 @@ func TestExampleSubmitAndWatch(t *testing.T) {
 	if code != 1 || out != "" || errOut != want {
 		t.Errorf("beta's token for acme: exit %d, stdout %q, stderr %q, want %q", code, out, errOut, want)
 	}
+	// 50 runs with a follower first in the address list: each submits
+	// through the follower and watches its job there at once.
+	leader := c.WaitLeader(20 * time.Second)
+	var addrs []string
+	for _, f := range c.Followers(leader) {
+		addrs = append(addrs, f.GRPCAddr)
+	}
+	addrs = append(addrs, leader.GRPCAddr)
+	for i := range 50 {
+		var out, errb strings.Builder
+		cmd := exec.CommandContext(ctx, bin, "--server", strings.Join(addrs, ","), "--token", acmeToken, "--jobs", "1", "--key-prefix", fmt.Sprintf("follower-%d", i))
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil || !strings.HasSuffix(out.String(), "1 jobs: 1 completed, 0 failed, 0 cancelled, 0 timed out\n") {
+			t.Fatalf("run %d of 50, a follower first: %v\n%s\n%s", i+1, err, out.String(), errb.String())
+		}
+	}
 }

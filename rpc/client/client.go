@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
@@ -96,6 +99,12 @@ type Client struct {
 	conns  []*grpc.ClientConn
 	next   int // the node tried first: the last one that answered, or the one after the last that failed
 	closed bool
+
+	// lastIndex is the highest log index the answers to this client's
+	// writes named (HeaderIndex); every call carries it (HeaderMinIndex),
+	// so that a node that serves a read from its own state (a watch)
+	// answers only once it holds those writes.
+	lastIndex atomic.Uint64
 }
 
 // New returns a Client of the nodes at addrs (gRPC HOST:PORT of any
@@ -120,7 +129,8 @@ func New(addrs []string, opts Options) (*Client, error) {
 		return nil, errors.New("client: no node address given")
 	}
 	dial := DialOptions(opts.Token, opts.TLS)
-	dial = append(dial, grpc.WithChainUnaryInterceptor(trackCall), grpc.WithConnectParams(connectParams))
+	dial = append(dial, grpc.WithChainUnaryInterceptor(trackCall, c.carryIndex), grpc.WithChainStreamInterceptor(c.carryIndexStream),
+		grpc.WithConnectParams(connectParams))
 	dial = append(dial, opts.DialOptions...)
 	for _, a := range c.addrs {
 		cc, err := grpc.NewClient(a, dial...)
@@ -348,6 +358,43 @@ type callInfo struct{ sent, idempotent bool }
 type callInfoKey struct{}
 
 // trackCall notes each unary request before it goes out.
+// LastIndex returns the highest log index the answers to this client's
+// writes named (0 before the first).
+func (c *Client) LastIndex() uint64 { return c.lastIndex.Load() }
+
+// withMinIndex adds HeaderMinIndex to an outgoing call once the client
+// has written.
+func (c *Client) withMinIndex(ctx context.Context) context.Context {
+	if i := c.lastIndex.Load(); i > 0 {
+		return metadata.AppendToOutgoingContext(ctx, HeaderMinIndex, strconv.FormatUint(i, 10))
+	}
+	return ctx
+}
+
+// carryIndex sends the client's last write index with a call and keeps
+// the index its answer names.
+func (c *Client) carryIndex(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	var md metadata.MD
+	err := invoker(c.withMinIndex(ctx), method, req, reply, cc, append(opts, grpc.Header(&md))...)
+	for _, v := range md.Get(HeaderIndex) {
+		if i, perr := strconv.ParseUint(v, 10, 64); perr == nil {
+			for {
+				old := c.lastIndex.Load()
+				if i <= old || c.lastIndex.CompareAndSwap(old, i) {
+					break
+				}
+			}
+		}
+	}
+	return err
+}
+
+// carryIndexStream sends the client's last write index with a stream (a
+// watch).
+func (c *Client) carryIndexStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	return streamer(c.withMinIndex(ctx), desc, cc, method, opts...)
+}
+
 func trackCall(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	if info, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
 		info.sent = true

@@ -20,6 +20,16 @@ import (
 // resumes from there if it breaks before its first event.
 const HeaderWatchCursor = "x-barista-watch-cursor"
 
+// HeaderIndex is the header of a write's answer that gives the index of
+// the log entry that applied it; HeaderMinIndex, sent with a read, asks
+// the node to answer only once its state has applied that index (the
+// Client sends the highest index of its own writes: read-your-writes on
+// any node).
+const (
+	HeaderIndex    = "x-barista-index"
+	HeaderMinIndex = "x-barista-min-index"
+)
+
 // Watch streams the events req selects to fn, in order, and follows them
 // across failures: when the stream breaks or its node fails, it
 // reconnects — to the next node at once, and after Options.WatchBackoff
