@@ -501,22 +501,28 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 		changed := f.Changed()
 		var events []fsm.Event
 		last := cursor
-		ended := false
+		ending := false // the batch ends with a terminal event of the watched job
 		// The callback runs under the state's read lock: it may not call
 		// the FSM again (tenant names are looked up after).
 		first, _ := f.Events(cursor, func(ev *fsm.Event) bool {
 			last = ev.Seq + 1
 			if (tenant == "" || ev.Tenant == ti) && (req.JobId == 0 || uint64(ev.Job) == req.JobId) {
 				events = append(events, *ev)
-				ended = req.JobId != 0 && ev.Kind.Terminal()
+				ending = req.JobId != 0 && ev.Kind.Terminal()
 			}
-			return len(events) < 512 && !ended
+			return len(events) < 512 && !ending
 		})
 		if first > cursor {
 			return status.Errorf(codes.OutOfRange, "from_seq: events from %d on were pruned before this watch read them (oldest retained: %d)", cursor, first)
 		}
+		ended := false
 		batch := make([]*pb.Event, len(events))
 		f.Read(func(sc *sfq.Scheduler) {
+			if ending {
+				// The watch ends at the job's current ending, not at an
+				// earlier one it has left (a redrive).
+				ended = finalEnd(sc, tenant, &events[len(events)-1])
+			}
 			for i := range events {
 				name := tenant
 				if name == "" {
@@ -561,6 +567,14 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 		case <-changed:
 		}
 	}
+}
+
+// finalEnd reports whether terminal event ev is its job's current ending:
+// the job has ended (or is gone) in that state at that time. An ending
+// the job left by a redrive is not.
+func finalEnd(sc *sfq.Scheduler, tenant string, ev *fsm.Event) bool {
+	j, ok := sc.TenantJob(tenant, ev.Job)
+	return !ok || (j.State.Terminal() && j.State.String() == ev.Kind.String() && j.EndedAt == ev.At)
 }
 
 // idle reports whether a tenant (every tenant, if none is named) has no

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"strconv"
 	"testing"
@@ -113,5 +114,42 @@ func TestClientPackageOnANode(t *testing.T) {
 	})
 	if err != nil || !slices.Equal(kinds, []string{"queued", "assigned", "started", "completed"}) {
 		t.Fatalf("watch: %v, events %v", err, kinds)
+	}
+}
+
+// TestWatchOfARedrivenJobEndsAtItsCurrentEnding: a job cancelled and
+// redriven has an earlier ending in its history; a watch of the job from
+// its first event goes past it (redriven, queued) and ends only at the
+// job's current ending.
+func TestWatchOfARedrivenJobEndsAtItsCurrentEnding(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	id := n.submit()
+	cancel := &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: uint64(id)}}}
+	n.propose(cancel)
+	n.propose(&pb.Command{Cmd: &pb.Command_Redrive{Redrive: &pb.BulkJobs{Tenant: "acme", Jobs: []uint64{uint64(id)}}}})
+	ctx, stop := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stop()
+	s, err := pb.NewClientClient(n.dial("")).WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: "acme", JobId: uint64(id), FromOldest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for len(kinds) < 4 {
+		ev, err := s.Recv()
+		if err != nil {
+			t.Fatalf("after %v: %v (the watch ended at the ending the job left)", kinds, err)
+		}
+		kinds = append(kinds, ev.Kind)
+	}
+	if want := []string{"queued", "cancelled", "redriven", "queued"}; !slices.Equal(kinds, want) {
+		t.Fatalf("events %v, want %v", kinds, want)
+	}
+	n.propose(cancel)
+	ev, err := s.Recv()
+	if err != nil || ev.Kind != "cancelled" {
+		t.Fatalf("the second cancel: %v %v", ev, err)
+	}
+	if ev, err := s.Recv(); err != io.EOF {
+		t.Fatalf("after the job's current ending: %v %v, want the end of the stream", ev, err)
 	}
 }

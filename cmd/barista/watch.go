@@ -30,9 +30,11 @@ the watch with the error and exit code 1. With --json prints one JSON
 object per event.
 
 --job ID prints only that job's events, from the oldest retained one
-(or --from), and exits when the job ends: exit code 0 if it completed,
-3 if it failed, 4 if it timed out, 5 if it was cancelled (1 if it is
-not found). --until-idle exits once the tenant has no queued or running
+(or --from), and exits when the job ends: at its current ending, not at
+an earlier one it has left (a redriven job's history holds its first
+ending; the watch goes on past it). Exit code 0 if it completed, 3 if
+it failed, 4 if it timed out, 5 if it was cancelled (1 if it is not
+found). --until-idle exits once the tenant has no queued or running
 job (exit code 0).
 
 An event's time is the leader's wall clock when it happened ("at"; with
