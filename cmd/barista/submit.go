@@ -91,8 +91,11 @@ line (keys as the flags; cost and timeout are durations; the command is
   {"tenant": "acme", "size": "md", "cost": "90s", "key": "k1", "group": "store-7", "argv": ["render", "7"]}
   {"size": "sm", "class": "high", "deadline": "10m", "type": "thumb", "argv": ["thumb", "9"]}
 
-It prints a summary (or one JSON result per line with --json) and exits 1
-if any job was refused.`,
+Jobs go in requests of up to 1000 jobs and 3 MiB, so large payloads
+split across requests; a job refused (too large to send, over a quota)
+is reported on its line and never stops the others. It prints a summary
+(or one JSON result per line with --json) and exits 1 if any job was
+refused.`,
 		flags: func(fs *flag.FlagSet, o *submitOpts) {
 			*o = submitOpts{fs: fs}
 			o.tenantFlags.register(fs)
@@ -107,7 +110,7 @@ if any job was refused.`,
 			fs.Var(&o.env, "env", "environment `KEY=VALUE` for the job (repeatable)")
 			fs.StringVar(&o.dir, "dir", "", "working `DIR` of the job")
 			fs.StringVar(&o.payload, "payload", "", "raw `JSON` payload instead of a command")
-			fs.StringVar(&o.fromFile, "from-file", "", "submit every job of a JSON-lines `FILE` (- for stdin), 1000 per request")
+			fs.StringVar(&o.fromFile, "from-file", "", "submit every job of a JSON-lines `FILE` (- for stdin), up to 1000 jobs and 3 MiB per request")
 			fs.StringVar(&o.group, "group", "", "the job's `GROUP` in its tenant (1..128 bytes of A-Z a-z 0-9 . _ : @ -)")
 			defineFlag(fs, "delay", "keep the job scheduled for this `DURATION` before it is queued", delayVal(&o.delay))
 			defineFlag(fs, "expire", "drop the job if it was not dispatched within this `DURATION` of the submit", expireVal(&o.expire))
@@ -364,16 +367,16 @@ func submitFile(env *cmdEnv, opts *submitOpts) error {
 			return nil
 		}
 		results, err := withCall(opts.with, (*client.Client).SubmitBatch, batch)
-		if err != nil {
-			// One request of at most client.MaxBatch jobs: its error
-			// alone ("UNAVAILABLE: ...") says it.
-			if e := (*client.Error)(nil); errors.As(err, &e) {
-				return e
-			}
-			return err
-		}
+		// The jobs of the requests that went through are reported, even
+		// when a later request could not be sent.
 		for i, r := range results {
 			report(lines[i], r)
+		}
+		if err != nil {
+			if e := (*client.Error)(nil); errors.As(err, &e) && len(results) < len(lines) {
+				return fmt.Errorf("lines %d..%d not submitted: %w", lines[len(results)], lines[len(lines)-1], e)
+			}
+			return err
 		}
 		batch, lines = batch[:0], lines[:0]
 		return nil

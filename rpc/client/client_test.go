@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -331,6 +332,52 @@ func TestSubmitBatchChunks(t *testing.T) {
 	}
 	if n := count(g, &g.batches); n != 2 {
 		t.Errorf("%d requests, want 2 (the batch stops at the refused chunk)", n)
+	}
+}
+
+// TestSubmitBatchSplitsByBytes: six jobs of 0.9 MiB go in requests of at
+// most MaxBatchBytes (three, then three), not in one message too large
+// to send; a job too large for any message is refused on its own, as
+// RESOURCE_EXHAUSTED in its result, and the jobs after it are submitted.
+func TestSubmitBatchSplitsByBytes(t *testing.T) {
+	f := serve(t, &fakeNode{batch: func(n int, req *pb.SubmitBatchRequest) (*pb.SubmitBatchResponse, error) {
+		resp := &pb.SubmitBatchResponse{}
+		for _, j := range req.Jobs {
+			i, _ := strconv.Atoi(strings.TrimPrefix(j.GetIdempotencyKey(), "k-"))
+			resp.Results = append(resp.Results, &pb.SubmitResult{JobId: uint64(i + 1), Created: true})
+		}
+		return resp, nil
+	}}, grpc.MaxRecvMsgSize(MaxMessageBytes))
+	c := newClient(t, Options{}, f.addr)
+	jobs := make([]*pb.SubmitRequest, 8)
+	for i := range jobs {
+		size := 900 << 10
+		if i == 6 {
+			size = 5 << 20 // over any message
+		}
+		jobs[i] = &pb.SubmitRequest{Tenant: "acme", IdempotencyKey: key(fmt.Sprintf("k-%d", i)), Payload: make([]byte, size)}
+	}
+	res, err := c.SubmitBatch(context.Background(), jobs)
+	if err != nil || len(res) != 8 {
+		t.Fatalf("%d results, %v", len(res), err)
+	}
+	var sizes []int
+	for _, b := range f.batches {
+		sizes = append(sizes, len(b.Jobs))
+	}
+	if !slices.Equal(sizes, []int{3, 3, 1}) {
+		t.Errorf("requests of %v jobs, want [3 3 1] (the job of 5 MiB is never received)", sizes)
+	}
+	for i, r := range res {
+		if i == 6 {
+			if !errors.Is(ResultError(r.Error), ErrResourceExhausted) || r.JobId != 0 || !strings.Contains(r.Error, "larger than max") {
+				t.Errorf("job 6: %v", r)
+			}
+			continue
+		}
+		if r.JobId != uint64(i+1) || r.Error != "" {
+			t.Errorf("result %d: %v", i, r)
+		}
 	}
 }
 

@@ -6,13 +6,41 @@ import (
 	"iter"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
 )
 
-// MaxBatch is the most jobs one SubmitBatch request carries; SubmitBatch
-// sends larger lists in chunks of MaxBatch.
-const MaxBatch = 1000
+// MaxBatch is the most jobs one SubmitBatch request carries, and
+// MaxBatchBytes the most bytes of jobs: SubmitBatch sends larger lists in
+// chunks that keep under both, so that every request fits one message
+// (MaxMessageBytes) with room to spare.
+const (
+	MaxBatch      = 1000
+	MaxBatchBytes = 3 << 20
+)
+
+// batchChunks cuts jobs into the chunks SubmitBatch sends: at most
+// MaxBatch jobs and MaxBatchBytes of them each; a job larger than that
+// goes alone.
+func batchChunks(jobs []*pb.SubmitRequest) [][2]int {
+	var out [][2]int
+	start, bytes := 0, 0
+	for i, j := range jobs {
+		n := proto.Size(j) + 8 // the field's tag and length
+		if i > start && (i-start == MaxBatch || bytes+n > MaxBatchBytes) {
+			out = append(out, [2]int{start, i})
+			start, bytes = i, 0
+		}
+		bytes += n
+	}
+	if start < len(jobs) {
+		out = append(out, [2]int{start, len(jobs)})
+	}
+	return out
+}
 
 // unary runs one call of the client service — method, a method of
 // pb.ClientClient, with req — through Call and returns its answer.
@@ -37,21 +65,29 @@ func (c *Client) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitR
 	return unary(ctx, c, req, pb.ClientClient.Submit)
 }
 
-// SubmitBatch submits jobs in requests of at most MaxBatch jobs, in
-// order, and returns one result per job, in the order of jobs: a job the
-// cluster refused has its reason in Error ("CODE_NAME: message";
-// ResultError makes it an *Error) and does not stop the others. A chunk
-// whose every job has an idempotency key is retried like a keyed Submit;
-// one with an unkeyed job is sent once.
+// SubmitBatch submits jobs in requests of at most MaxBatch jobs and
+// MaxBatchBytes, in order, and returns one result per job, in the order
+// of jobs: a job the cluster refused has its reason in Error
+// ("CODE_NAME: message"; ResultError makes it an *Error) and does not
+// stop the others. A job too large for any request (over MaxMessageBytes
+// with its request) is refused alone, in its Error, as RESOURCE_EXHAUSTED.
+// A chunk whose every job has an idempotency key is retried like a keyed
+// Submit; one with an unkeyed job is sent once.
 //
-// If a request fails, SubmitBatch stops: it returns the results of the
-// chunks before it (a prefix of jobs: results[i] is jobs[i]) and an error
-// naming the jobs of the failed chunk, which wraps the *Error.
+// If a request fails otherwise (the cluster could not be reached),
+// SubmitBatch stops: it returns the results of the chunks before it (a
+// prefix of jobs: results[i] is jobs[i]) and an error naming the jobs of
+// the failed chunk, which wraps the *Error.
 func (c *Client) SubmitBatch(ctx context.Context, jobs []*pb.SubmitRequest) ([]*pb.SubmitResult, error) {
 	results := make([]*pb.SubmitResult, 0, len(jobs))
-	for start := 0; start < len(jobs); start += MaxBatch {
-		end := min(start+MaxBatch, len(jobs))
+	for _, ch := range batchChunks(jobs) {
+		start, end := ch[0], ch[1]
 		resp, err := unary(ctx, c, &pb.SubmitBatchRequest{Jobs: jobs[start:end]}, pb.ClientClient.SubmitBatch)
+		if err != nil && end-start == 1 && status.Code(err) == codes.ResourceExhausted {
+			// One job too large to send: its own refusal, not the batch's.
+			results = append(results, &pb.SubmitResult{Error: wrap(err).Error()})
+			continue
+		}
 		if err != nil {
 			return results, fmt.Errorf("jobs %d..%d of %d not submitted: %w", start, end-1, len(jobs), err)
 		}
