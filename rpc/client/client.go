@@ -268,6 +268,11 @@ func (c *Client) run(ctx context.Context, rounds bool, fn func(ctx context.Conte
 				if ctx.Err() != nil {
 					break
 				}
+				if why := diagnose(ctx, c.addrs[i], c.opts.TLS); why != "" {
+					// No retry mends it: the caller must change its
+					// settings.
+					return wrap(status.Error(codes.Unavailable, why))
+				}
 				last = status.Errorf(codes.Unavailable, "cannot connect to %s", c.addrs[i])
 				c.skip(i)
 				continue

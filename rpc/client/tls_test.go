@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +98,43 @@ func TestTLSAndToken(t *testing.T) {
 	}
 	if n := count(f, &f.gets); n != 1 {
 		t.Errorf("%d calls served, want 1", n)
+	}
+}
+
+// TestTLSMismatchSaidAtOnce: a plaintext client against a TLS node, and a
+// TLS client against a plaintext node, fail within a few seconds (not at
+// the end of their call timeout) with an error that says what to change;
+// a TLS client that does not trust the node's certificate says why.
+func TestTLSMismatchSaidAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	cert := testCA(t, dir)
+	get := func(_ int, req *pb.GetJobRequest) (*pb.Job, error) { return &pb.Job{JobId: req.JobId}, nil }
+	tlsNode := serve(t, &fakeNode{get: get}, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+	plainNode := serve(t, &fakeNode{get: get})
+	cfg, err := TLSConfig(filepath.Join(dir, "ca.pem"), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	testCA(t, other) // a CA that did not sign the node's certificate
+	untrusting, err := TLSConfig(filepath.Join(other, "ca.pem"), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, addr, want string
+		tls              *tls.Config
+	}{
+		{"plaintext client, TLS node", tlsNode.addr, "UNAVAILABLE: the server at " + tlsNode.addr + " speaks TLS and this client does not: pass --tls-ca FILE", nil},
+		{"TLS client, plaintext node", plainNode.addr, "UNAVAILABLE: the server at " + plainNode.addr + " does not speak TLS (it answers in plaintext): leave out --tls-ca", cfg},
+		{"TLS client, another CA", tlsNode.addr, "UNAVAILABLE: TLS with the server at " + tlsNode.addr + " failed: tls: failed to verify certificate: x509: certificate signed by unknown authority", untrusting},
+	} {
+		c := newClient(t, Options{TLS: tc.tls, CallTimeout: 15 * time.Second}, tc.addr)
+		start := time.Now()
+		_, err := c.GetJob(context.Background(), &pb.GetJobRequest{JobId: 7})
+		if took := time.Since(start); err == nil || !strings.HasPrefix(err.Error(), tc.want) || took > 5*time.Second {
+			t.Errorf("%s: after %s: %v\nwant %s...", tc.name, took, err, tc.want)
+		}
 	}
 }
 
