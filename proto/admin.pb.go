@@ -147,8 +147,12 @@ type Tenant struct {
 	RateBurst        uint32 `protobuf:"varint,81,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
 	RateEligibleAtMs int64  `protobuf:"varint,82,opt,name=rate_eligible_at_ms,json=rateEligibleAtMs,proto3" json:"rate_eligible_at_ms,omitempty"`
 	Paused           string `protobuf:"bytes,83,opt,name=paused,proto3" json:"paused,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// now is the answering node's cluster time and wall clock: a cluster
+	// time T of this message happens at wall time now.wall_ms + (T -
+	// now.cluster_ms), the form in which a person is shown it.
+	Now           *ClockNow `protobuf:"bytes,95,opt,name=now,proto3" json:"now,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Tenant) Reset() {
@@ -291,6 +295,13 @@ func (x *Tenant) GetPaused() string {
 		return x.Paused
 	}
 	return ""
+}
+
+func (x *Tenant) GetNow() *ClockNow {
+	if x != nil {
+		return x.Now
+	}
+	return nil
 }
 
 type UpsertTenantRequest struct {
@@ -1178,8 +1189,12 @@ type Webhook struct {
 	Cursor    uint64 `protobuf:"varint,7,opt,name=cursor,proto3" json:"cursor,omitempty"`
 	AckedAtMs int64  `protobuf:"varint,8,opt,name=acked_at_ms,json=ackedAtMs,proto3" json:"acked_at_ms,omitempty"` // cluster time of the cursor's last advance (0: never)
 	// gap_*: events pruned before delivery, to be reported by a gap event.
-	GapFromSeq    uint64 `protobuf:"varint,9,opt,name=gap_from_seq,json=gapFromSeq,proto3" json:"gap_from_seq,omitempty"`
-	GapToSeq      uint64 `protobuf:"varint,10,opt,name=gap_to_seq,json=gapToSeq,proto3" json:"gap_to_seq,omitempty"`
+	GapFromSeq uint64 `protobuf:"varint,9,opt,name=gap_from_seq,json=gapFromSeq,proto3" json:"gap_from_seq,omitempty"`
+	GapToSeq   uint64 `protobuf:"varint,10,opt,name=gap_to_seq,json=gapToSeq,proto3" json:"gap_to_seq,omitempty"`
+	// now is the answering node's cluster time and wall clock: a cluster
+	// time T of this message happens at wall time now.wall_ms + (T -
+	// now.cluster_ms), the form in which a person is shown it.
+	Now           *ClockNow `protobuf:"bytes,95,opt,name=now,proto3" json:"now,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1282,6 +1297,13 @@ func (x *Webhook) GetGapToSeq() uint64 {
 		return x.GapToSeq
 	}
 	return 0
+}
+
+func (x *Webhook) GetNow() *ClockNow {
+	if x != nil {
+		return x.Now
+	}
+	return nil
 }
 
 type WebhookSetRequest struct {
@@ -1783,7 +1805,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x06resume\x18\x01 \x01(\bR\x06resume\"I\n" +
 	"\x15PauseDispatchResponse\x12\x16\n" +
 	"\x06paused\x18\x01 \x01(\bR\x06paused\x12\x18\n" +
-	"\achanged\x18\x02 \x01(\bR\achanged\"\xa9\x04\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\"\xd1\x04\n" +
 	"\x06Tenant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -1805,7 +1827,8 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"rate_burst\x18Q \x01(\rR\trateBurst\x12-\n" +
 	"\x13rate_eligible_at_ms\x18R \x01(\x03R\x10rateEligibleAtMs\x12\x16\n" +
-	"\x06paused\x18S \x01(\tR\x06paused\"\xbd\x03\n" +
+	"\x06paused\x18S \x01(\tR\x06paused\x12&\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"\xbd\x03\n" +
 	"\x13UpsertTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -1883,7 +1906,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x0fcluster_time_ms\x18\x03 \x01(\x03R\rclusterTimeMs\x12\x1b\n" +
 	"\twindow_ms\x18\x04 \x01(\x03R\bwindowMs\x121\n" +
 	"\atenants\x18\x05 \x03(\v2\x17.barista.v1.TenantShareR\atenants\x12*\n" +
-	"\x11fairness_since_ms\x18\x06 \x01(\x03R\x0ffairnessSinceMs\"\xd9\x02\n" +
+	"\x11fairness_since_ms\x18\x06 \x01(\x03R\x0ffairnessSinceMs\"\x81\x03\n" +
 	"\aWebhook\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
@@ -1897,7 +1920,8 @@ const file_admin_proto_rawDesc = "" +
 	"gapFromSeq\x12\x1c\n" +
 	"\n" +
 	"gap_to_seq\x18\n" +
-	" \x01(\x04R\bgapToSeq\"\x98\x01\n" +
+	" \x01(\x04R\bgapToSeq\x12&\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"\x98\x01\n" +
 	"\x11WebhookSetRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
@@ -1991,64 +2015,67 @@ var file_admin_proto_goTypes = []any{
 	(*Caps)(nil),                  // 25: barista.v1.Caps
 	(Class)(0),                    // 26: barista.v1.Class
 	(GroupOrder)(0),               // 27: barista.v1.GroupOrder
-	(*ReadOptions)(nil),           // 28: barista.v1.ReadOptions
-	(*SchedulerConfig)(nil),       // 29: barista.v1.SchedulerConfig
-	(*GroupUsage)(nil),            // 30: barista.v1.GroupUsage
+	(*ClockNow)(nil),              // 28: barista.v1.ClockNow
+	(*ReadOptions)(nil),           // 29: barista.v1.ReadOptions
+	(*SchedulerConfig)(nil),       // 30: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),            // 31: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
 	24, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
 	25, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
 	26, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
 	27, // 3: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
-	24, // 4: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	25, // 5: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	26, // 6: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
-	27, // 7: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
-	28, // 8: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	28, // 9: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
-	2,  // 10: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	28, // 11: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	29, // 12: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	28, // 13: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	24, // 14: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	26, // 15: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
-	13, // 16: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
-	30, // 17: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
-	12, // 18: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	15, // 19: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
-	28, // 20: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
-	15, // 21: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
-	3,  // 22: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	4,  // 23: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	6,  // 24: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	7,  // 25: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	9,  // 26: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	10, // 27: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	11, // 28: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	16, // 29: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
-	18, // 30: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
-	19, // 31: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
-	21, // 32: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
-	23, // 33: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
-	0,  // 34: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
-	2,  // 35: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	5,  // 36: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	2,  // 37: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	8,  // 38: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	29, // 39: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	29, // 40: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	14, // 41: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	17, // 42: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
-	15, // 43: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
-	20, // 44: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
-	22, // 45: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
-	15, // 46: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
-	1,  // 47: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
-	35, // [35:48] is the sub-list for method output_type
-	22, // [22:35] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	28, // 4: barista.v1.Tenant.now:type_name -> barista.v1.ClockNow
+	24, // 5: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	25, // 6: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
+	26, // 7: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	27, // 8: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	29, // 9: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	29, // 10: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	2,  // 11: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
+	29, // 12: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	30, // 13: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	29, // 14: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	24, // 15: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	26, // 16: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
+	13, // 17: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
+	31, // 18: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	12, // 19: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	28, // 20: barista.v1.Webhook.now:type_name -> barista.v1.ClockNow
+	15, // 21: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
+	29, // 22: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
+	15, // 23: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
+	3,  // 24: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	4,  // 25: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	6,  // 26: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	7,  // 27: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	9,  // 28: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	10, // 29: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	11, // 30: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	16, // 31: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
+	18, // 32: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
+	19, // 33: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
+	21, // 34: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
+	23, // 35: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
+	0,  // 36: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
+	2,  // 37: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	5,  // 38: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	2,  // 39: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	8,  // 40: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	30, // 41: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	30, // 42: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	14, // 43: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	17, // 44: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
+	15, // 45: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
+	20, // 46: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
+	22, // 47: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
+	15, // 48: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
+	1,  // 49: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
+	37, // [37:50] is the sub-list for method output_type
+	24, // [24:37] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }

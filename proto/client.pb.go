@@ -713,8 +713,12 @@ type Job struct {
 	// due_at_ms: while scheduled, the cluster time it is due (0 = not
 	// scheduled); expire_at_ms: the cluster time it expires if never
 	// dispatched (0 = none).
-	DueAtMs       int64 `protobuf:"varint,70,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
-	ExpireAtMs    int64 `protobuf:"varint,71,opt,name=expire_at_ms,json=expireAtMs,proto3" json:"expire_at_ms,omitempty"`
+	DueAtMs    int64 `protobuf:"varint,70,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
+	ExpireAtMs int64 `protobuf:"varint,71,opt,name=expire_at_ms,json=expireAtMs,proto3" json:"expire_at_ms,omitempty"`
+	// now is the answering node's cluster time and wall clock: a cluster
+	// time T of this message happens at wall time now.wall_ms + (T -
+	// now.cluster_ms), the form in which a person is shown it.
+	Now           *ClockNow `protobuf:"bytes,95,opt,name=now,proto3" json:"now,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -964,6 +968,13 @@ func (x *Job) GetExpireAtMs() int64 {
 		return x.ExpireAtMs
 	}
 	return 0
+}
+
+func (x *Job) GetNow() *ClockNow {
+	if x != nil {
+		return x.Now
+	}
+	return nil
 }
 
 type RunJobNowRequest struct {
@@ -1393,6 +1404,62 @@ func (x *WatchEventsRequest) GetUntilIdle() bool {
 	return false
 }
 
+// ClockNow pairs a node's cluster time with its wall clock when it
+// answered (ms): cluster time pauses while no leader runs, so the two
+// drift apart across restarts; every cluster time shown to a person is
+// turned into wall time with this pair.
+type ClockNow struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterMs     int64                  `protobuf:"varint,1,opt,name=cluster_ms,json=clusterMs,proto3" json:"cluster_ms,omitempty"`
+	WallMs        int64                  `protobuf:"varint,2,opt,name=wall_ms,json=wallMs,proto3" json:"wall_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClockNow) Reset() {
+	*x = ClockNow{}
+	mi := &file_client_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClockNow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClockNow) ProtoMessage() {}
+
+func (x *ClockNow) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClockNow.ProtoReflect.Descriptor instead.
+func (*ClockNow) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ClockNow) GetClusterMs() int64 {
+	if x != nil {
+		return x.ClusterMs
+	}
+	return 0
+}
+
+func (x *ClockNow) GetWallMs() int64 {
+	if x != nil {
+		return x.WallMs
+	}
+	return 0
+}
+
 type Event struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Seq      uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -1415,7 +1482,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1494,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1507,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{16}
+	return file_client_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1540,7 +1607,7 @@ type TenantUsageRequest struct {
 
 func (x *TenantUsageRequest) Reset() {
 	*x = TenantUsageRequest{}
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1619,7 @@ func (x *TenantUsageRequest) String() string {
 func (*TenantUsageRequest) ProtoMessage() {}
 
 func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1632,7 @@ func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageRequest.ProtoReflect.Descriptor instead.
 func (*TenantUsageRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{17}
+	return file_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TenantUsageRequest) GetTenant() string {
@@ -1625,14 +1692,18 @@ type TenantUsageResponse struct {
 	RateBurst        uint32 `protobuf:"varint,82,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
 	RateEligibleAtMs int64  `protobuf:"varint,83,opt,name=rate_eligible_at_ms,json=rateEligibleAtMs,proto3" json:"rate_eligible_at_ms,omitempty"`
 	// scheduled: jobs delayed or backing off, in no queue until due.
-	Scheduled     uint32 `protobuf:"varint,70,opt,name=scheduled,proto3" json:"scheduled,omitempty"`
+	Scheduled uint32 `protobuf:"varint,70,opt,name=scheduled,proto3" json:"scheduled,omitempty"`
+	// now is the answering node's cluster time and wall clock: a cluster
+	// time T of this message happens at wall time now.wall_ms + (T -
+	// now.cluster_ms), the form in which a person is shown it.
+	Now           *ClockNow `protobuf:"bytes,95,opt,name=now,proto3" json:"now,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TenantUsageResponse) Reset() {
 	*x = TenantUsageResponse{}
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1715,7 @@ func (x *TenantUsageResponse) String() string {
 func (*TenantUsageResponse) ProtoMessage() {}
 
 func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1728,7 @@ func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageResponse.ProtoReflect.Descriptor instead.
 func (*TenantUsageResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{18}
+	return file_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TenantUsageResponse) GetTenant() string {
@@ -1856,6 +1927,13 @@ func (x *TenantUsageResponse) GetScheduled() uint32 {
 	return 0
 }
 
+func (x *TenantUsageResponse) GetNow() *ClockNow {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
 // GroupUsage is one group's jobs.
 type GroupUsage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1869,7 +1947,7 @@ type GroupUsage struct {
 
 func (x *GroupUsage) Reset() {
 	*x = GroupUsage{}
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1881,7 +1959,7 @@ func (x *GroupUsage) String() string {
 func (*GroupUsage) ProtoMessage() {}
 
 func (x *GroupUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1894,7 +1972,7 @@ func (x *GroupUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupUsage.ProtoReflect.Descriptor instead.
 func (*GroupUsage) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{19}
+	return file_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GroupUsage) GetName() string {
@@ -1942,13 +2020,17 @@ type Group struct {
 	RateBurst        uint32 `protobuf:"varint,81,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
 	RateEligibleAtMs int64  `protobuf:"varint,82,opt,name=rate_eligible_at_ms,json=rateEligibleAtMs,proto3" json:"rate_eligible_at_ms,omitempty"`
 	Paused           string `protobuf:"bytes,83,opt,name=paused,proto3" json:"paused,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// now is the answering node's cluster time and wall clock: a cluster
+	// time T of this message happens at wall time now.wall_ms + (T -
+	// now.cluster_ms), the form in which a person is shown it.
+	Now           *ClockNow `protobuf:"bytes,95,opt,name=now,proto3" json:"now,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1960,7 +2042,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1973,7 +2055,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{20}
+	return file_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Group) GetTenant() string {
@@ -2053,6 +2135,13 @@ func (x *Group) GetPaused() string {
 	return ""
 }
 
+func (x *Group) GetNow() *ClockNow {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
 type SetGroupRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -2071,7 +2160,7 @@ type SetGroupRequest struct {
 
 func (x *SetGroupRequest) Reset() {
 	*x = SetGroupRequest{}
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2083,7 +2172,7 @@ func (x *SetGroupRequest) String() string {
 func (*SetGroupRequest) ProtoMessage() {}
 
 func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2096,7 +2185,7 @@ func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGroupRequest.ProtoReflect.Descriptor instead.
 func (*SetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{21}
+	return file_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetGroupRequest) GetTenant() string {
@@ -2145,7 +2234,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2157,7 +2246,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2170,7 +2259,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{22}
+	return file_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetGroupRequest) GetTenant() string {
@@ -2206,7 +2295,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2307,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2320,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{23}
+	return file_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListGroupsRequest) GetTenant() string {
@@ -2272,7 +2361,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2373,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2386,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{24}
+	return file_client_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -2323,7 +2412,7 @@ type SubmitBatchRequest struct {
 
 func (x *SubmitBatchRequest) Reset() {
 	*x = SubmitBatchRequest{}
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2424,7 @@ func (x *SubmitBatchRequest) String() string {
 func (*SubmitBatchRequest) ProtoMessage() {}
 
 func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2437,7 @@ func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
 func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{25}
+	return file_client_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SubmitBatchRequest) GetJobs() []*SubmitRequest {
@@ -2371,7 +2460,7 @@ type SubmitResult struct {
 
 func (x *SubmitResult) Reset() {
 	*x = SubmitResult{}
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2383,7 +2472,7 @@ func (x *SubmitResult) String() string {
 func (*SubmitResult) ProtoMessage() {}
 
 func (x *SubmitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2396,7 +2485,7 @@ func (x *SubmitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResult.ProtoReflect.Descriptor instead.
 func (*SubmitResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{26}
+	return file_client_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SubmitResult) GetJobId() uint64 {
@@ -2429,7 +2518,7 @@ type SubmitBatchResponse struct {
 
 func (x *SubmitBatchResponse) Reset() {
 	*x = SubmitBatchResponse{}
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2441,7 +2530,7 @@ func (x *SubmitBatchResponse) String() string {
 func (*SubmitBatchResponse) ProtoMessage() {}
 
 func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2454,7 +2543,7 @@ func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
 func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{27}
+	return file_client_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SubmitBatchResponse) GetResults() []*SubmitResult {
@@ -2474,7 +2563,7 @@ type ExplainJobRequest struct {
 
 func (x *ExplainJobRequest) Reset() {
 	*x = ExplainJobRequest{}
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2575,7 @@ func (x *ExplainJobRequest) String() string {
 func (*ExplainJobRequest) ProtoMessage() {}
 
 func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2588,7 @@ func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobRequest.ProtoReflect.Descriptor instead.
 func (*ExplainJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{28}
+	return file_client_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ExplainJobRequest) GetTenant() string {
@@ -2547,15 +2636,19 @@ type ExplainJobResponse struct {
 	EligibleAtMs int64  `protobuf:"varint,15,opt,name=eligible_at_ms,json=eligibleAtMs,proto3" json:"eligible_at_ms,omitempty"` // rate: cluster time
 	// group is the job's group in its tenant (empty: the unnamed group);
 	// group_turn: group_order is its tenant's (fifo or fair).
-	Group         string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
-	GroupOrder    string `protobuf:"bytes,41,opt,name=group_order,json=groupOrder,proto3" json:"group_order,omitempty"`
+	Group      string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
+	GroupOrder string `protobuf:"bytes,41,opt,name=group_order,json=groupOrder,proto3" json:"group_order,omitempty"`
+	// now is the answering node's cluster time and wall clock: a cluster
+	// time T of this message happens at wall time now.wall_ms + (T -
+	// now.cluster_ms), the form in which a person is shown it.
+	Now           *ClockNow `protobuf:"bytes,95,opt,name=now,proto3" json:"now,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExplainJobResponse) Reset() {
 	*x = ExplainJobResponse{}
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2567,7 +2660,7 @@ func (x *ExplainJobResponse) String() string {
 func (*ExplainJobResponse) ProtoMessage() {}
 
 func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2580,7 +2673,7 @@ func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobResponse.ProtoReflect.Descriptor instead.
 func (*ExplainJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{29}
+	return file_client_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ExplainJobResponse) GetJobId() uint64 {
@@ -2702,6 +2795,13 @@ func (x *ExplainJobResponse) GetGroupOrder() string {
 	return ""
 }
 
+func (x *ExplainJobResponse) GetNow() *ClockNow {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
 var File_client_proto protoreflect.FileDescriptor
 
 const file_client_proto_rawDesc = "" +
@@ -2761,7 +2861,7 @@ const file_client_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12+\n" +
-	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xd5\a\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xfd\a\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -2801,7 +2901,8 @@ const file_client_proto_rawDesc = "" +
 	"\x05group\x18( \x01(\tR\x05group\x12\x1a\n" +
 	"\tdue_at_ms\x18F \x01(\x03R\adueAtMs\x12 \n" +
 	"\fexpire_at_ms\x18G \x01(\x03R\n" +
-	"expireAtMs\"A\n" +
+	"expireAtMs\x12&\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"A\n" +
 	"\x10RunJobNowRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\")\n" +
@@ -2831,7 +2932,11 @@ const file_client_proto_rawDesc = "" +
 	"\vfrom_oldest\x18\x04 \x01(\bR\n" +
 	"fromOldest\x12\x1d\n" +
 	"\n" +
-	"until_idle\x18\x05 \x01(\bR\tuntilIdle\"\xa3\x02\n" +
+	"until_idle\x18\x05 \x01(\bR\tuntilIdle\"B\n" +
+	"\bClockNow\x12\x1d\n" +
+	"\n" +
+	"cluster_ms\x18\x01 \x01(\x03R\tclusterMs\x12\x17\n" +
+	"\awall_ms\x18\x02 \x01(\x03R\x06wallMs\"\xa3\x02\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x16\n" +
@@ -2850,7 +2955,7 @@ const file_client_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12+\n" +
 	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1d\n" +
 	"\n" +
-	"top_groups\x18( \x01(\rR\ttopGroups\"\x90\a\n" +
+	"top_groups\x18( \x01(\rR\ttopGroups\"\xb8\a\n" +
 	"\x13TenantUsageResponse\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x18\n" +
@@ -2884,13 +2989,14 @@ const file_client_proto_rawDesc = "" +
 	"\n" +
 	"rate_burst\x18R \x01(\rR\trateBurst\x12-\n" +
 	"\x13rate_eligible_at_ms\x18S \x01(\x03R\x10rateEligibleAtMs\x12\x1c\n" +
-	"\tscheduled\x18F \x01(\rR\tscheduled\"h\n" +
+	"\tscheduled\x18F \x01(\rR\tscheduled\x12&\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"h\n" +
 	"\n" +
 	"GroupUsage\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\arunning\x18\x02 \x01(\rR\arunning\x12\x16\n" +
 	"\x06queued\x18\x03 \x01(\rR\x06queued\x12\x14\n" +
-	"\x05limit\x18\x04 \x01(\rR\x05limit\"\xa6\x02\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\"\xce\x02\n" +
 	"\x05Group\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -2904,7 +3010,8 @@ const file_client_proto_rawDesc = "" +
 	"\n" +
 	"rate_burst\x18Q \x01(\rR\trateBurst\x12-\n" +
 	"\x13rate_eligible_at_ms\x18R \x01(\x03R\x10rateEligibleAtMs\x12\x16\n" +
-	"\x06paused\x18S \x01(\tR\x06paused\"{\n" +
+	"\x06paused\x18S \x01(\tR\x06paused\x12&\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"{\n" +
 	"\x0fSetGroupRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x10\n" +
@@ -2934,7 +3041,7 @@ const file_client_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults\"B\n" +
 	"\x11ExplainJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\xe1\x03\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\x89\x04\n" +
 	"\x12ExplainJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -2954,7 +3061,8 @@ const file_client_proto_rawDesc = "" +
 	"\x0eeligible_at_ms\x18\x0f \x01(\x03R\feligibleAtMs\x12\x14\n" +
 	"\x05group\x18( \x01(\tR\x05group\x12\x1f\n" +
 	"\vgroup_order\x18) \x01(\tR\n" +
-	"groupOrder2\xe5\b\n" +
+	"groupOrder\x12&\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now2\xe5\b\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
@@ -2988,7 +3096,7 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_client_proto_goTypes = []any{
 	(*PauseRequest)(nil),        // 0: barista.v1.PauseRequest
 	(*PauseResponse)(nil),       // 1: barista.v1.PauseResponse
@@ -3006,83 +3114,88 @@ var file_client_proto_goTypes = []any{
 	(*CancelJobRequest)(nil),    // 13: barista.v1.CancelJobRequest
 	(*CancelJobResponse)(nil),   // 14: barista.v1.CancelJobResponse
 	(*WatchEventsRequest)(nil),  // 15: barista.v1.WatchEventsRequest
-	(*Event)(nil),               // 16: barista.v1.Event
-	(*TenantUsageRequest)(nil),  // 17: barista.v1.TenantUsageRequest
-	(*TenantUsageResponse)(nil), // 18: barista.v1.TenantUsageResponse
-	(*GroupUsage)(nil),          // 19: barista.v1.GroupUsage
-	(*Group)(nil),               // 20: barista.v1.Group
-	(*SetGroupRequest)(nil),     // 21: barista.v1.SetGroupRequest
-	(*GetGroupRequest)(nil),     // 22: barista.v1.GetGroupRequest
-	(*ListGroupsRequest)(nil),   // 23: barista.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),  // 24: barista.v1.ListGroupsResponse
-	(*SubmitBatchRequest)(nil),  // 25: barista.v1.SubmitBatchRequest
-	(*SubmitResult)(nil),        // 26: barista.v1.SubmitResult
-	(*SubmitBatchResponse)(nil), // 27: barista.v1.SubmitBatchResponse
-	(*ExplainJobRequest)(nil),   // 28: barista.v1.ExplainJobRequest
-	(*ExplainJobResponse)(nil),  // 29: barista.v1.ExplainJobResponse
-	(*JobFilter)(nil),           // 30: barista.v1.JobFilter
-	(*BulkItem)(nil),            // 31: barista.v1.BulkItem
-	(Size)(0),                   // 32: barista.v1.Size
-	(Class)(0),                  // 33: barista.v1.Class
-	(Tier)(0),                   // 34: barista.v1.Tier
+	(*ClockNow)(nil),            // 16: barista.v1.ClockNow
+	(*Event)(nil),               // 17: barista.v1.Event
+	(*TenantUsageRequest)(nil),  // 18: barista.v1.TenantUsageRequest
+	(*TenantUsageResponse)(nil), // 19: barista.v1.TenantUsageResponse
+	(*GroupUsage)(nil),          // 20: barista.v1.GroupUsage
+	(*Group)(nil),               // 21: barista.v1.Group
+	(*SetGroupRequest)(nil),     // 22: barista.v1.SetGroupRequest
+	(*GetGroupRequest)(nil),     // 23: barista.v1.GetGroupRequest
+	(*ListGroupsRequest)(nil),   // 24: barista.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),  // 25: barista.v1.ListGroupsResponse
+	(*SubmitBatchRequest)(nil),  // 26: barista.v1.SubmitBatchRequest
+	(*SubmitResult)(nil),        // 27: barista.v1.SubmitResult
+	(*SubmitBatchResponse)(nil), // 28: barista.v1.SubmitBatchResponse
+	(*ExplainJobRequest)(nil),   // 29: barista.v1.ExplainJobRequest
+	(*ExplainJobResponse)(nil),  // 30: barista.v1.ExplainJobResponse
+	(*JobFilter)(nil),           // 31: barista.v1.JobFilter
+	(*BulkItem)(nil),            // 32: barista.v1.BulkItem
+	(Size)(0),                   // 33: barista.v1.Size
+	(Class)(0),                  // 34: barista.v1.Class
+	(Tier)(0),                   // 35: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
-	30, // 0: barista.v1.BulkJobsRequest.filter:type_name -> barista.v1.JobFilter
-	31, // 1: barista.v1.BulkJobsResponse.items:type_name -> barista.v1.BulkItem
-	32, // 2: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
-	33, // 3: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
+	31, // 0: barista.v1.BulkJobsRequest.filter:type_name -> barista.v1.JobFilter
+	32, // 1: barista.v1.BulkJobsResponse.items:type_name -> barista.v1.BulkItem
+	33, // 2: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
+	34, // 3: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
 	6,  // 4: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	32, // 5: barista.v1.Job.size:type_name -> barista.v1.Size
-	33, // 6: barista.v1.Job.class:type_name -> barista.v1.Class
-	6,  // 7: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
-	8,  // 8: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
-	6,  // 9: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	34, // 10: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	19, // 11: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
-	6,  // 12: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
-	6,  // 13: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
-	20, // 14: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
-	4,  // 15: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	26, // 16: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	32, // 17: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	33, // 18: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
-	4,  // 19: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	25, // 20: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	7,  // 21: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	11, // 22: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	13, // 23: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	15, // 24: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	17, // 25: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	28, // 26: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	21, // 27: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
-	22, // 28: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
-	23, // 29: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
-	9,  // 30: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
-	0,  // 31: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
-	2,  // 32: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
-	2,  // 33: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
-	2,  // 34: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
-	5,  // 35: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	27, // 36: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	8,  // 37: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	12, // 38: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	14, // 39: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	16, // 40: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	18, // 41: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	29, // 42: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	20, // 43: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
-	20, // 44: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
-	24, // 45: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
-	10, // 46: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
-	1,  // 47: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
-	3,  // 48: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
-	3,  // 49: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
-	3,  // 50: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
-	35, // [35:51] is the sub-list for method output_type
-	19, // [19:35] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	33, // 5: barista.v1.Job.size:type_name -> barista.v1.Size
+	34, // 6: barista.v1.Job.class:type_name -> barista.v1.Class
+	16, // 7: barista.v1.Job.now:type_name -> barista.v1.ClockNow
+	6,  // 8: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
+	8,  // 9: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
+	6,  // 10: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
+	35, // 11: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	20, // 12: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	16, // 13: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
+	16, // 14: barista.v1.Group.now:type_name -> barista.v1.ClockNow
+	6,  // 15: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
+	6,  // 16: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
+	21, // 17: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	4,  // 18: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	27, // 19: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	33, // 20: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	34, // 21: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	16, // 22: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
+	4,  // 23: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	26, // 24: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	7,  // 25: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	11, // 26: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	13, // 27: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	15, // 28: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	18, // 29: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	29, // 30: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	22, // 31: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	23, // 32: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	24, // 33: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	9,  // 34: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
+	0,  // 35: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
+	2,  // 36: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
+	2,  // 37: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
+	2,  // 38: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
+	5,  // 39: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	28, // 40: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	8,  // 41: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	12, // 42: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	14, // 43: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	17, // 44: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	19, // 45: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	30, // 46: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	21, // 47: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	21, // 48: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	25, // 49: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	10, // 50: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
+	1,  // 51: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
+	3,  // 52: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
+	3,  // 53: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
+	3,  // 54: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
+	39, // [39:55] is the sub-list for method output_type
+	23, // [23:39] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -3098,7 +3211,7 @@ func file_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -110,6 +110,7 @@ func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantReq
 		return nil, status.Errorf(codes.Internal, "tenant %q vanished after its upsert", req.Name)
 	}
 	out.Created = res.Created
+	out.Now = s.clockNow()
 	return out, nil
 }
 
@@ -137,6 +138,7 @@ func (s *AdminService) GetTenant(ctx context.Context, req *pb.GetTenantRequest) 
 		if out == nil {
 			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", req.Name)
 		}
+		out.Now = s.clockNow()
 		return out, nil
 	})
 }
@@ -153,6 +155,10 @@ func (s *AdminService) ListTenants(ctx context.Context, req *pb.ListTenantsReque
 				return true
 			})
 		})
+		now := s.clockNow()
+		for _, t := range out.Tenants {
+			t.Now = now
+		}
 		return out, nil
 	})
 }

@@ -17,6 +17,7 @@ import (
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc/client"
+	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/webhook"
 )
 
@@ -216,4 +217,21 @@ func resultErr(r fsm.Result) error {
 		return nil
 	}
 	return status.Error(grpcCode(r.Code), r.Msg)
+}
+
+// clockNow pairs this node's cluster time with its wall clock, for the
+// answers that carry cluster times (ClockNow): on the leader its running
+// clock; on a follower the clock of its last applied entry, moved on by
+// the wall time since the leader stamped it (cluster time runs with wall
+// time while a leader runs).
+func (b *base) clockNow() *pb.ClockNow {
+	wall := time.Now().UnixMilli()
+	if t, ok := b.node.ClusterNow(); ok {
+		return &pb.ClockNow{ClusterMs: int64(t), WallMs: wall}
+	}
+	lastWall, cluster := b.node.FSM.WallClock()
+	if d := wall - int64(lastWall); lastWall > 0 && d > 0 {
+		cluster += sfq.Time(d)
+	}
+	return &pb.ClockNow{ClusterMs: int64(cluster), WallMs: wall}
 }

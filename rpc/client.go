@@ -322,6 +322,7 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 		if out != nil {
 			clock, _ := s.node.FSM.Clock()
 			markDeadlineMissed(clock, out)
+			out.Now = s.clockNow()
 		}
 		return out, err
 	})
@@ -406,6 +407,10 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 		if err == nil {
 			clock, _ := s.node.FSM.Clock()
 			markDeadlineMissed(clock, out.Jobs...)
+			now := s.clockNow()
+			for _, j := range out.Jobs {
+				j.Now = now
+			}
 		}
 		return out, err
 	})
@@ -634,6 +639,7 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 		if out == nil {
 			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 		}
+		out.Now = s.clockNow()
 		return out, nil
 	})
 }

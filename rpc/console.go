@@ -63,6 +63,9 @@ var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
 	},
 	"ms":   func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() },
 	"wall": wallText,
+	// when shows a cluster time of an answer as people read time: "in
+	// 5.5s (2026-12-03T12:31:04Z)" (client.When).
+	"when": client.When,
 	"size": func(s pb.Size) string {
 		if v, err := fsm.SizeFromPB(s); err == nil {
 			return v.String()

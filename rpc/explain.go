@@ -12,6 +12,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -51,7 +52,7 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 		if r.Kind == sfq.ReasonWaiting && !s.workers.fitting(ctx, j.Size) {
 			r = sfq.Reason{Kind: sfq.ReasonNoWorker}
 		}
-		return explainToPB(&j, &t, r), nil
+		return explainToPB(&j, &t, r, s.clockNow()), nil
 	})
 }
 
@@ -81,7 +82,7 @@ func (s *WorkerService) fitting(ctx context.Context, sz sfq.Size) bool {
 }
 
 // explainToPB converts a reason of a job of tenant t, with its paragraph.
-func explainToPB(j *sfq.Job, t *sfq.Tenant, r sfq.Reason) *pb.ExplainJobResponse {
+func explainToPB(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow) *pb.ExplainJobResponse {
 	out := &pb.ExplainJobResponse{JobId: uint64(j.ID), Reason: r.Name(), Size: fsm.SizeToPB(j.Size), Class: fsm.ClassToPB(j.Class),
 		Group: j.Group()}
 	switch r.Kind {
@@ -102,20 +103,21 @@ func explainToPB(j *sfq.Job, t *sfq.Tenant, r sfq.Reason) *pb.ExplainJobResponse
 	case sfq.ReasonAssigned, sfq.ReasonRunning:
 		out.WorkerId = r.Worker
 	}
-	out.Text = explainText(j, t, r)
+	out.Text = explainText(j, t, r, now)
+	out.Now = now
 	return out
 }
 
 // explainText says a reason in one paragraph. Names in it (tenant, group,
 // worker) are validated names without spaces or control characters.
-func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason) string {
+func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow) string {
 	tenant := t.Name
 	id := fmt.Sprintf("Job %d (tenant %s, class %s, size %s", j.ID, tenant, j.Class, j.Size)
 	if g := j.Group(); g != "" {
 		id += ", group " + g
 	}
 	if at := j.DeadlineAt(); at != 0 {
-		id += fmt.Sprintf(", deadline at %d ms", at)
+		id += ", deadline " + client.When(now, int64(at))
 	}
 	id += ")"
 	plural := func(n uint64, one, many string) string {
@@ -128,7 +130,7 @@ func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason) string {
 	b.WriteString(id)
 	switch r.Kind {
 	case sfq.ReasonScheduled:
-		fmt.Fprintf(&b, " is scheduled: it enters its queue at %d ms of cluster time.", r.Due)
+		fmt.Fprintf(&b, " is scheduled: it enters its queue %s.", client.When(now, int64(r.Due)))
 	case sfq.ReasonPaused:
 		fmt.Fprintf(&b, " waits: dispatch is paused (%s).", r.Vertex)
 	case sfq.ReasonBehind:
@@ -141,7 +143,7 @@ func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason) string {
 	case sfq.ReasonCap:
 		fmt.Fprintf(&b, " is next in its queue but a cap holds it: %s.", capText(j, tenant, r))
 	case sfq.ReasonRate:
-		fmt.Fprintf(&b, " is held by the %s rate limit until %d ms of cluster time.", r.Vertex, r.EligibleAt)
+		fmt.Fprintf(&b, " is held by the %s rate limit: it may go %s.", r.Vertex, client.When(now, int64(r.EligibleAt)))
 	case sfq.ReasonHeld:
 		fmt.Fprintf(&b, " is held back: an older %s job of tenant %s is blocked by one of the tenant's limits, and jobs of one size keep their order, in this class and below, whatever their group.", j.Size, tenant)
 	case sfq.ReasonGroupTurn:

@@ -63,7 +63,7 @@ func TestExplainParagraphs(t *testing.T) {
 		}
 		j, _ := s.Job(id)
 		ta, _ := s.Tenant("acme")
-		return explainToPB(&j, &ta, r)
+		return explainToPB(&j, &ta, r, nil)
 	}
 	for _, c := range []struct {
 		id   sfq.JobID
@@ -74,7 +74,7 @@ func TestExplainParagraphs(t *testing.T) {
 		{big, "cap", "Job 2 (tenant acme, class normal, size md) is next in its queue but a cap holds it: tenant acme has 4s of estimated CPU in flight; with this job's 2s it would pass its cap of 5s."},
 		{behind, "behind", "Job 3 (tenant acme, class normal, size md) waits behind 1 older job of its queue (same tenant, class and size): they go first, in order."},
 		{low, "higher_class", "Job 4 (tenant acme, class low, size sm) could run, but a higher class than low has an eligible job that fits the same workers: higher classes go first."},
-		{dl, "waiting", "Job 6 (tenant acme, class normal, size sm, deadline at 61000 ms) could run and waits its turn: 0 deadline jobs of class normal with an earlier deadline go first. Tenant acme's tag in class normal is 500 virtual ms; the class's virtual_now is 0."},
+		{dl, "waiting", "Job 6 (tenant acme, class normal, size sm, deadline at cluster time 61000 ms) could run and waits its turn: 0 deadline jobs of class normal with an earlier deadline go first. Tenant acme's tag in class normal is 500 virtual ms; the class's virtual_now is 0."},
 	} {
 		got := explain(c.id)
 		if got.Reason != c.want || got.Text != c.text {
@@ -89,7 +89,7 @@ func TestExplainParagraphs(t *testing.T) {
 	}
 	j, _ := s.Job(high)
 	ta, _ := s.Tenant("acme")
-	nw := explainToPB(&j, &ta, sfq.Reason{Kind: sfq.ReasonNoWorker})
+	nw := explainToPB(&j, &ta, sfq.Reason{Kind: sfq.ReasonNoWorker}, nil)
 	if nw.Reason != "no_worker" || nw.Text != "Job 5 (tenant acme, class high, size lg) could run, but no connected, undrained worker of size lg or larger is there to take it." {
 		t.Errorf("no_worker: %+v", nw)
 	}
@@ -121,7 +121,7 @@ func TestExplainGroupParagraphs(t *testing.T) {
 		}
 		j, _ := s.Job(id)
 		ta, _ := s.Tenant("t")
-		return explainToPB(&j, &ta, r)
+		return explainToPB(&j, &ta, r, nil)
 	}
 	check := func(id sfq.JobID, reason, text string) *pb.ExplainJobResponse {
 		t.Helper()

@@ -130,6 +130,7 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 			out = &pb.Group{Tenant: tenant, Name: req.Group, Cap: sfq.GroupCapInherit.String(), Limit: t.GroupCap}
 		}
 	})
+	out.Now = s.clockNow()
 	return out, nil
 }
 
@@ -172,6 +173,9 @@ func (s *ClientService) GetGroup(ctx context.Context, req *pb.GetGroupRequest) (
 			}
 			out = groupToPB(&t, &g)
 		})
+		if out != nil {
+			out.Now = s.clockNow()
+		}
 		return out, err
 	})
 }
@@ -227,6 +231,12 @@ func (s *ClientService) ListGroups(ctx context.Context, req *pb.ListGroupsReques
 				out.NextPageToken = groupPageToken(gs[len(gs)-1].Name)
 			}
 		})
+		if out != nil {
+			now := s.clockNow()
+			for _, g := range out.Groups {
+				g.Now = now
+			}
+		}
 		return out, err
 	})
 }

@@ -19,6 +19,13 @@ import (
 // request does not say.
 const DefaultWebhookGrace = 24 * time.Hour
 
+// webhookNow is webhookToPB with this node's ClockNow.
+func (b *base) webhookNow(w *fsm.Webhook) *pb.Webhook {
+	out := webhookToPB(w)
+	out.Now = b.clockNow()
+	return out
+}
+
 func webhookToPB(w *fsm.Webhook) *pb.Webhook {
 	out := &pb.Webhook{Tenant: w.Name, Url: w.URL, Kinds: fsm.WebhookKindNames(w.Kinds), SecretVersion: w.Version, Cursor: w.Cursor,
 		AckedAtMs: int64(w.AckedAt), GapFromSeq: w.GapFrom, GapToSeq: w.GapTo}
@@ -101,7 +108,7 @@ func (s *AdminService) WebhookSet(ctx context.Context, req *pb.WebhookSetRequest
 	if !ok {
 		return nil, status.Errorf(codes.Aborted, "the webhook of tenant %q changed meanwhile; retry", req.Tenant)
 	}
-	out := &pb.WebhookSetResponse{Webhook: webhookToPB(&w), Created: res[0].Created}
+	out := &pb.WebhookSetResponse{Webhook: s.webhookNow(&w), Created: res[0].Created}
 	if res[0].Created || req.Rotate {
 		out.Secret = key.Secret(w.Tenant, w.Name, w.Version)
 		out.PreviousSecretKept = req.Rotate && w.PrevVersion != 0
@@ -136,7 +143,7 @@ func (s *AdminService) WebhookGet(ctx context.Context, req *pb.WebhookGetRequest
 		if err != nil {
 			return nil, err
 		}
-		return webhookToPB(&w), nil
+		return s.webhookNow(&w), nil
 	})
 }
 
@@ -174,7 +181,7 @@ func (s *AdminService) WebhookStatus(ctx context.Context, req *pb.WebhookStatusR
 	if err != nil {
 		return nil, err
 	}
-	out := &pb.WebhookStatusResponse{Webhook: webhookToPB(&w), Backlog: webhook.Backlog(f, w), LeaderId: s.node.ID(), DeliveredSeq: w.Cursor}
+	out := &pb.WebhookStatusResponse{Webhook: s.webhookNow(&w), Backlog: webhook.Backlog(f, w), LeaderId: s.node.ID(), DeliveredSeq: w.Cursor}
 	if s.webhooks == nil {
 		return out, nil
 	}
@@ -231,5 +238,5 @@ func (s *AdminService) WebhookReplay(ctx context.Context, req *pb.WebhookReplayR
 	if err != nil {
 		return nil, err
 	}
-	return webhookToPB(&w), nil
+	return s.webhookNow(&w), nil
 }

@@ -63,7 +63,7 @@ func printGroup(env *cmdEnv, g *pb.Group, asJSON bool) error {
 	}
 	rows := [][2]string{{"tenant", g.Tenant}, {"group", groupName(g.Name)}, {"cap", g.Cap}, {"tenant_cap", capText(g.TenantCap)},
 		{"limit", capText(g.Limit)}, {"running", fmt.Sprint(g.Running)}, {"queued", fmt.Sprint(g.Queued)}}
-	printTable(env.stdout, append(rows, rateRows(g.Rate, g.RateBurst, g.RateEligibleAtMs, g.Paused)...))
+	printTable(env.stdout, append(rows, rateRows(g.Rate, g.RateBurst, g.RateEligibleAtMs, g.Now, g.Paused)...))
 	return nil
 }
 

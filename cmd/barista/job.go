@@ -23,9 +23,12 @@ job-ID-attempt-N.log in its --log-dir.
 
 Times are the leader's wall clock (UTC). Every deadline runs on cluster
 time, which pauses while no leader runs: when the two differ by a second
-or more, the cluster time is shown beside. --json has both:
-"submitted_at" and "ended_at" (wall clock, RFC 3339) and
-"cluster_submitted_at_ms" and "cluster_ended_at_ms".`,
+or more, the cluster time is shown beside. A time to come (due,
+expires, a deadline) is shown from now and as wall time: "in 5.5s
+(2026-12-03T12:31:04Z)". --json has both: "submitted_at", "ended_at",
+"deadline_at", "due_at", "expire_at" (wall clock, RFC 3339) and
+"cluster_submitted_at_ms", "cluster_ended_at_ms",
+"cluster_deadline_at_ms", "cluster_due_at_ms", "cluster_expire_at_ms".`,
 		run: func(env *cmdEnv, opts *tenantFlags, args []string) error {
 			_, j, err := withJob(&opts.clientFlags, args, "job needs one ID", func(cl *client.Client, id uint64) (*pb.Job, error) {
 				return cl.GetJob(context.Background(), &pb.GetJobRequest{Tenant: opts.tenant, JobId: id, Read: &pb.ReadOptions{Stale: opts.stale}})
@@ -45,17 +48,17 @@ or more, the cluster time is shown beside. --json has both:
 				{"submitted", wallRow(j.SubmittedWallMs, j.SubmittedAtMs)},
 			}
 			if j.DeadlineAtMs != 0 {
-				d := msTime(j.DeadlineAtMs)
+				d := clusterWhen(j.Now, j.DeadlineAtMs)
 				if j.DeadlineMissed {
 					d += " (missed: still queued)"
 				}
 				rows = append(rows, [2]string{"deadline", d})
 			}
 			if j.DueAtMs != 0 {
-				rows = append(rows, [2]string{"due", msTime(j.DueAtMs) + " (cluster time; barista job run-now releases it now)"})
+				rows = append(rows, [2]string{"due", clusterWhen(j.Now, j.DueAtMs) + "; barista job run-now releases it now"})
 			}
 			if j.ExpireAtMs != 0 {
-				rows = append(rows, [2]string{"expires", msTime(j.ExpireAtMs) + " (cluster time; if not dispatched by then)"})
+				rows = append(rows, [2]string{"expires", clusterWhen(j.Now, j.ExpireAtMs) + " if not dispatched by then"})
 			}
 			if j.Group != "" {
 				rows = append(rows, [2]string{"group", j.Group})

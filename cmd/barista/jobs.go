@@ -35,6 +35,23 @@ func msTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
+// clusterWall is the wall-clock time (RFC 3339) at which a cluster time
+// of an answer happens, by the answer's ClockNow ("" for 0; the cluster
+// time itself from a server that sends no ClockNow).
+func clusterWall(now *pb.ClockNow, ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	if w, ok := client.WallAt(now, ms); ok {
+		return msTime(w.UnixMilli())
+	}
+	return msTime(ms)
+}
+
+// clusterWhen says a cluster time of an answer to a person: "in 5.5s
+// (2026-12-03T12:31:04Z)" (client.When).
+func clusterWhen(now *pb.ClockNow, ms int64) string { return client.When(now, ms) }
+
 // wallMs is the wall-clock time to show for a moment the API gives both
 // ways: its wall time, or its cluster time from a server that sent none
 // (a build before wall times, or a job that has not ended: both 0).
@@ -75,8 +92,9 @@ func jobJSON(j *pb.Job, payload bool) map[string]any {
 		"ended_at": msTime(wallMs(j.EndedWallMs, j.EndedAtMs)), "cluster_ended_at_ms": j.EndedAtMs,
 		"worker_id": j.WorkerId, "cancel": j.Cancel, "timeout_ms": j.TimeoutMs, "start_tag_ms": j.StartTagMs,
 		"class": className(j.Class), "est_source": j.EstSource,
-		"deadline_at": msTime(j.DeadlineAtMs), "deadline_missed": j.DeadlineMissed, "group": j.Group,
-		"due_at": msTime(j.DueAtMs), "expire_at": msTime(j.ExpireAtMs),
+		"deadline_at": clusterWall(j.Now, j.DeadlineAtMs), "deadline_missed": j.DeadlineMissed, "group": j.Group,
+		"due_at": clusterWall(j.Now, j.DueAtMs), "expire_at": clusterWall(j.Now, j.ExpireAtMs),
+		"cluster_deadline_at_ms": j.DeadlineAtMs, "cluster_due_at_ms": j.DueAtMs, "cluster_expire_at_ms": j.ExpireAtMs,
 	}
 	if payload {
 		m["payload"] = string(j.Payload)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/baristahq/barista/internal/termtext"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -122,7 +123,7 @@ func rateFlagValue(rate string, burst uint32, burstSet bool) (string, error) {
 }
 
 // rateRows are the rate and pause rows of a tenant or group.
-func rateRows(rate string, burst uint32, eligibleAt int64, paused string) [][2]string {
+func rateRows(rate string, burst uint32, eligibleAt int64, now *pb.ClockNow, paused string) [][2]string {
 	r := "none"
 	if rate != "" {
 		b := burst
@@ -131,7 +132,11 @@ func rateRows(rate string, burst uint32, eligibleAt int64, paused string) [][2]s
 				b = lim.N
 			}
 		}
-		r = fmt.Sprintf("%s burst %d (next allowed at %d ms)", rate, b, eligibleAt)
+		next := "now"
+		if _, ok := client.WallAt(now, eligibleAt); (ok && eligibleAt > now.ClusterMs) || (!ok && eligibleAt > 0) {
+			next = clusterWhen(now, eligibleAt)
+		}
+		r = fmt.Sprintf("%s burst %d (next allowed %s)", rate, b, next)
 	}
 	p := "no"
 	if paused != "" {

@@ -117,7 +117,7 @@ func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
 	}
 	rows = append(rows, [2]string{"group_cap", groupCap}, [2]string{"group_order", groupOrderName(t.GroupOrder)},
 		[2]string{"max_groups", fmt.Sprint(maxGroupsOf(t))}, [2]string{"groups", fmt.Sprint(t.Groups)})
-	rows = append(rows, rateRows(t.Rate, t.RateBurst, t.RateEligibleAtMs, t.Paused)...)
+	rows = append(rows, rateRows(t.Rate, t.RateBurst, t.RateEligibleAtMs, t.Now, t.Paused)...)
 	printTable(env.stdout, rows)
 	return nil
 }

@@ -60,7 +60,7 @@ and queued jobs and the cap in force.`,
 				{"finish tag", u.FinishTagMs + " virtual ms (virtual now " + u.VirtualNowMs + ")"},
 				{"jobs", fmt.Sprintf("%d submitted, %d completed, %d failed, %d cancelled, %d timed out", u.Submitted, u.Completed, u.Failed, u.Cancelled, u.TimedOut)},
 				{"runs", fmt.Sprintf("%d dispatches, %d failed runs or lost leases, %d requeues", u.Dispatches, u.Failures, u.Requeues)},
-			}, rateRows(u.Rate, u.RateBurst, u.RateEligibleAtMs, u.Paused)...)
+			}, rateRows(u.Rate, u.RateBurst, u.RateEligibleAtMs, u.Now, u.Paused)...)
 			printTable(env.stdout, append(rows, [2]string{"groups", fmt.Sprint(u.GroupCount)}))
 			if len(u.Groups) > 0 {
 				fmt.Fprintf(env.stdout, "\n%-32s %7s %7s %6s\n", "GROUP", "RUNNING", "QUEUED", "LIMIT")

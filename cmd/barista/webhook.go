@@ -71,11 +71,11 @@ func webhookRows(w *pb.Webhook) [][2]string {
 	}
 	rows := [][2]string{{"tenant", w.Tenant}, {"url", w.Url}, {"kinds", kinds}, {"secret_version", fmt.Sprint(w.SecretVersion)}}
 	if w.PreviousSecretVersion != 0 {
-		rows = append(rows, [2]string{"previous_secret", fmt.Sprintf("version %d, accepted until %s", w.PreviousSecretVersion, msTime(w.PreviousSecretUntilMs))})
+		rows = append(rows, [2]string{"previous_secret", fmt.Sprintf("version %d, accepted until %s", w.PreviousSecretVersion, clusterWall(w.Now, w.PreviousSecretUntilMs))})
 	}
 	acked := "never"
 	if w.AckedAtMs != 0 {
-		acked = msTime(w.AckedAtMs)
+		acked = clusterWall(w.Now, w.AckedAtMs)
 	}
 	rows = append(rows, [2]string{"cursor", fmt.Sprintf("%d (advanced %s)", w.Cursor, acked)})
 	if w.GapToSeq != 0 {
