@@ -444,35 +444,30 @@ func (h *hub) settleStarted(s *session) {
 func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) error {
 	arrived := time.Now() // when the worker became ready, if it did
 	known, out, state, why := h.precheck(sfq.InFinish, fin.Job, fin.Attempt, s.id)
-	switch {
-	case !known:
+	if !known || out == sfq.Stale || out == sfq.Duplicate {
+		// Answered from the state, without a log entry.
 		h.settleStarted(s)
 		h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
-		if err := h.unknownJob(s, "finished", fin.Job, fin.Attempt); err != nil {
+		var err error
+		switch {
+		case !known:
+			err = h.unknownJob(s, "finished", fin.Job, fin.Attempt)
+		case out == sfq.Stale:
+			// A future attempt, another worker's live one, or one too
+			// old to bill: Apply could only refuse it.
+			h.metrics.fenced.WithLabelValues("finished").Inc()
+			h.metrics.unproposed.WithLabelValues("finished", "stale").Inc()
+			err = h.refuse(s, fin.Job, fin.Attempt, why, true)
+		default:
+			// The CPU of a (job, attempt) is billed once: a report the
+			// state shows settled (accepted, or billed as a zombie's) is
+			// acknowledged as Apply would.
+			h.metrics.unproposed.WithLabelValues("finished", "repeat").Inc()
+			s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
+		}
+		if err != nil {
 			return err
 		}
-		h.readyAfter(s, fin.ReadyCredit, arrived)
-		return nil
-	case out == sfq.Stale:
-		// A future attempt, another worker's live one, or one too old to
-		// bill: Apply could only refuse it.
-		h.settleStarted(s)
-		h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
-		h.metrics.fenced.WithLabelValues("finished").Inc()
-		h.metrics.unproposed.WithLabelValues("finished", "stale").Inc()
-		if err := h.refuse(s, fin.Job, fin.Attempt, why, true); err != nil {
-			return err
-		}
-		h.readyAfter(s, fin.ReadyCredit, arrived)
-		return nil
-	case out == sfq.Duplicate:
-		// The CPU of a (job, attempt) is billed once: a report the
-		// state shows settled (accepted, or billed as a zombie's) is
-		// acknowledged as Apply would, without a log entry.
-		h.settleStarted(s)
-		h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
-		h.metrics.unproposed.WithLabelValues("finished", "repeat").Inc()
-		s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
 		h.readyAfter(s, fin.ReadyCredit, arrived)
 		return nil
 	}
