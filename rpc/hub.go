@@ -36,9 +36,51 @@ type session struct {
 	// started is closed once the session's latest Started is settled
 	// (its result acted on); nil before the first.
 	started chan struct{}
+	// refused holds when the session's latest refused reports came;
+	// failure is why the session was ended for them (nil: it was not).
+	refused refusals
+	failure error
 }
 
 func (s *session) end() { s.once.Do(func() { close(s.done) }) }
+
+// A worker session may have at most maxRefusals reports refused (answered
+// with Reject, or dropped as a stale heartbeat) within any refusalWindow;
+// the next ends its stream with RESOURCE_EXHAUSTED. A worker in good
+// health has a few (a late report of a run whose lease was lost, a
+// heartbeat crossing its job's end); a stream of reports of jobs and
+// attempts the worker does not hold costs the leader a read and an answer
+// each, never a log entry, and is cut off by this bound.
+const (
+	maxRefusals   = 100
+	refusalWindow = 10 * time.Second
+)
+
+// refusals records when a session's latest maxRefusals refused reports
+// came (as time since the session began), in a ring allocated at the
+// first.
+type refusals struct {
+	at   []time.Duration
+	next int
+}
+
+// add records a refusal at now and reports whether the session stays
+// within maxRefusals in refusalWindow.
+func (r *refusals) add(now time.Duration) bool {
+	if len(r.at) < maxRefusals {
+		if r.at == nil {
+			r.at = make([]time.Duration, 0, maxRefusals)
+		}
+		r.at = append(r.at, now)
+		return true
+	}
+	if now-r.at[r.next] < refusalWindow {
+		return false
+	}
+	r.at[r.next] = now
+	r.next = (r.next + 1) % maxRefusals
+	return true
+}
 
 // send queues a message; a worker too slow to read loses its session.
 func (s *session) send(m *pb.LeaderMessage) {
@@ -190,6 +232,45 @@ func reject(job uint64, attempt uint32, reason string) *pb.LeaderMessage {
 	return &pb.LeaderMessage{Msg: &pb.LeaderMessage_Reject{Reject: &pb.Reject{Job: job, Attempt: attempt, Reason: reason}}}
 }
 
+// refuse answers a refused report of s's worker with Reject (none when
+// answer is false) and counts it: one past maxRefusals within
+// refusalWindow is not answered but ends the session, and refuse returns
+// the RESOURCE_EXHAUSTED status its stream ends with (as does every
+// refusal after it).
+func (h *hub) refuse(s *session, job uint64, attempt uint32, reason string, answer bool) error {
+	now := time.Since(s.since)
+	h.mu.Lock()
+	first := false
+	if s.failure == nil && !s.refused.add(now) {
+		first = true
+		s.failure = status.Errorf(codes.ResourceExhausted,
+			"worker %q had more than %d reports refused within %s (reports of jobs or attempts it does not hold; the last: %s): its session is closed",
+			s.id, maxRefusals, refusalWindow, reason)
+	}
+	failure := s.failure
+	h.mu.Unlock()
+	if failure == nil {
+		if answer {
+			s.send(reject(job, attempt, reason))
+		}
+		return nil
+	}
+	if first {
+		h.metrics.refusedSessions.Inc()
+		h.log.Warn("closing a worker session: too many refused reports", "worker", s.id, "limit", maxRefusals, "window", refusalWindow, "last_job", job, "last_attempt", attempt, "last_reason", reason)
+	}
+	s.end()
+	return failure
+}
+
+// failed returns why s was ended for its refused reports (nil: it was
+// not).
+func (h *hub) failed(s *session) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return s.failure
+}
+
 func cancelOrder(j *sfq.Job, cfg fsm.Config) *pb.LeaderMessage {
 	return &pb.LeaderMessage{Msg: &pb.LeaderMessage_Cancel{Cancel: &pb.CancelOrder{
 		Job: uint64(j.ID), Attempt: j.Attempt, Reason: j.Cancel.String(), GraceMs: cfg.CancelGraceMs}}}
@@ -262,8 +343,7 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		h.metrics.unproposed.WithLabelValues(messageName(msg), "invalid").Inc()
 		h.log.Warn("invalid worker report refused", "worker", s.id, "job", job, "attempt", attempt, "error", refused)
 		h.clearJob(s, sfq.JobID(job), attempt)
-		s.send(reject(job, attempt, "invalid report: "+refused))
-		return nil
+		return h.refuse(s, job, attempt, "invalid report: "+refused, true)
 	}
 	switch m := msg.Msg.(type) {
 	case *pb.WorkerMessage_Ready:
@@ -274,6 +354,11 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		return nil
 	case *pb.WorkerMessage_Heartbeat:
 		hb := m.Heartbeat
+		if hb.Job != 0 {
+			if known, out, _, _ := h.precheck(sfq.InHeartbeat, hb.Job, hb.Attempt, s.id); !known || out == sfq.Stale {
+				return h.staleHeartbeat(s, hb, known)
+			}
+		}
 		h.mu.Lock()
 		s.lastHB = time.Now()
 		if hb.Job != 0 {
@@ -287,14 +372,17 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 		return nil
 	case *pb.WorkerMessage_Started:
 		st := m.Started
-		switch known, out, _ := h.precheck(sfq.InStart, st.Job, st.Attempt, s.id); {
+		switch known, out, _, why := h.precheck(sfq.InStart, st.Job, st.Attempt, s.id); {
 		case !known:
-			h.unknownJob(s, "started", st.Job, st.Attempt)
-			return nil
+			return h.unknownJob(s, "started", st.Job, st.Attempt)
 		case out == sfq.Duplicate: // already started: Apply could only say so again
 			h.metrics.unproposed.WithLabelValues("started", "repeat").Inc()
 			h.setJob(s, sfq.JobID(st.Job), st.Attempt)
 			return nil
+		case out == sfq.Stale: // Apply could only refuse it
+			h.metrics.fenced.WithLabelValues("started").Inc()
+			h.metrics.unproposed.WithLabelValues("started", "stale").Inc()
+			return h.refuse(s, st.Job, st.Attempt, why, true)
 		}
 		return h.start(ctx, s, st)
 	case *pb.WorkerMessage_Finished:
@@ -331,7 +419,7 @@ func (h *hub) start(ctx context.Context, s *session, st *pb.JobStarted) error {
 			h.setJob(s, sfq.JobID(st.Job), st.Attempt)
 		default:
 			h.metrics.fenced.WithLabelValues("started").Inc()
-			s.send(reject(st.Job, st.Attempt, res[0].Msg))
+			h.refuse(s, st.Job, st.Attempt, res[0].Msg, true) // ends the session if over the limit
 		}
 	}()
 	return nil
@@ -355,22 +443,31 @@ func (h *hub) settleStarted(s *session) {
 // is taken as a Ready once the report is settled.
 func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) error {
 	arrived := time.Now() // when the worker became ready, if it did
-	known, out, state := h.precheck(sfq.InFinish, fin.Job, fin.Attempt, s.id)
-	switch {
-	case !known:
+	known, out, state, why := h.precheck(sfq.InFinish, fin.Job, fin.Attempt, s.id)
+	if !known || out == sfq.Stale || out == sfq.Duplicate {
+		// Answered from the state, without a log entry.
 		h.settleStarted(s)
 		h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
-		h.unknownJob(s, "finished", fin.Job, fin.Attempt)
-		h.readyAfter(s, fin.ReadyCredit, arrived)
-		return nil
-	case out == sfq.Duplicate:
-		// The CPU of a (job, attempt) is billed once: a report the
-		// state shows settled (accepted, or billed as a zombie's) is
-		// acknowledged as Apply would, without a log entry.
-		h.settleStarted(s)
-		h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
-		h.metrics.unproposed.WithLabelValues("finished", "repeat").Inc()
-		s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
+		var err error
+		switch {
+		case !known:
+			err = h.unknownJob(s, "finished", fin.Job, fin.Attempt)
+		case out == sfq.Stale:
+			// A future attempt, another worker's live one, or one too
+			// old to bill: Apply could only refuse it.
+			h.metrics.fenced.WithLabelValues("finished").Inc()
+			h.metrics.unproposed.WithLabelValues("finished", "stale").Inc()
+			err = h.refuse(s, fin.Job, fin.Attempt, why, true)
+		default:
+			// The CPU of a (job, attempt) is billed once: a report the
+			// state shows settled (accepted, or billed as a zombie's) is
+			// acknowledged as Apply would.
+			h.metrics.unproposed.WithLabelValues("finished", "repeat").Inc()
+			s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}}})
+		}
+		if err != nil {
+			return err
+		}
 		h.readyAfter(s, fin.ReadyCredit, arrived)
 		return nil
 	}
@@ -399,16 +496,20 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 	res = res[started:] // the Finished's result decides; a Started's adds nothing
 	h.clearJob(s, sfq.JobID(fin.Job), fin.Attempt)
 	var ack *pb.FinishedAck
+	var refused error
 	switch r := res[0]; r.Outcome {
 	case sfq.Changed, sfq.Duplicate:
 		ack = &pb.FinishedAck{Job: fin.Job, Attempt: fin.Attempt}
 	case sfq.Zombie:
 		h.metrics.fenced.WithLabelValues("finished").Inc()
 		h.log.Warn("late report of a stale attempt: CPU billed, result dropped", "worker", s.id, "job", fin.Job, "attempt", fin.Attempt, "cpu_ms", fin.CpuMs)
-		s.send(reject(fin.Job, fin.Attempt, "stale attempt: its CPU was billed, its result dropped"))
+		refused = h.refuse(s, fin.Job, fin.Attempt, "stale attempt: its CPU was billed, its result dropped", true)
 	default:
 		h.metrics.fenced.WithLabelValues("finished").Inc()
-		s.send(reject(fin.Job, fin.Attempt, r.Msg))
+		refused = h.refuse(s, fin.Job, fin.Attempt, r.Msg, true)
+	}
+	if refused != nil {
+		return refused
 	}
 	if len(res) == 2 && h.assign(s, res[1], fin.ReadyCredit, ack) {
 		return nil // the credit is spent
@@ -456,20 +557,49 @@ func (h *hub) readyAfter(s *session, credit uint64, since time.Time) {
 // state does not hold (never submitted, or pruned), which no proposal
 // could change. Only answers that cannot change before the report would
 // apply are acted on: a Duplicate stays one (an attempt once started or
-// settled stays so). state is the job's state as read.
-func (h *hub) precheck(kind sfq.InputKind, job uint64, attempt uint32, worker string) (known bool, out sfq.Outcome, state sfq.State) {
+// settled stays so), and so does a Stale (a future attempt, another
+// worker's, one over): only a Dispatch of that very attempt to this very
+// worker could make the report match, and a worker learns of its attempt
+// from the Assign sent once that Dispatch has applied here (a new leader
+// serves workers after its barrier). state is the job's state as read;
+// why, for a Stale, is Apply's refusal.
+func (h *hub) precheck(kind sfq.InputKind, job uint64, attempt uint32, worker string) (known bool, out sfq.Outcome, state sfq.State, why string) {
 	j, _, ok := h.node.State().Job(sfq.JobID(job))
 	if !ok {
-		return false, 0, 0
+		return false, 0, 0, ""
 	}
-	_, out = sfq.Step(j.Life, sfq.Input{Kind: kind, Attempt: attempt, Worker: worker})
-	return true, out, j.State
+	e := sfq.Input{Kind: kind, Attempt: attempt, Worker: worker}
+	_, out = sfq.Step(j.Life, e)
+	if out == sfq.Stale {
+		why = sfq.Refusal(&j, e, out).Error()
+	}
+	return true, out, j.State, why
 }
 
 // unknownJob rejects a report of a job the state does not hold.
-func (h *hub) unknownJob(s *session, message string, job uint64, attempt uint32) {
+func (h *hub) unknownJob(s *session, message string, job uint64, attempt uint32) error {
 	h.metrics.unproposed.WithLabelValues(message, "unknown_job").Inc()
-	s.send(reject(job, attempt, fmt.Sprintf("job %d is unknown (never submitted, or pruned)", job)))
+	return h.refuse(s, job, attempt, fmt.Sprintf("job %d is unknown (never submitted, or pruned)", job), true)
+}
+
+// staleHeartbeat refuses, without proposing it, a heartbeat of a job the
+// state does not hold or of an attempt it fences off: answered with Reject
+// as the batch's Apply would, when it is of the job the session runs, and
+// dropped otherwise (a heartbeat that crossed its job's end).
+func (h *hub) staleHeartbeat(s *session, hb *pb.JobHeartbeat, known bool) error {
+	if known {
+		h.metrics.fenced.WithLabelValues("heartbeat").Inc()
+		h.metrics.unproposed.WithLabelValues("heartbeat", "stale").Inc()
+	} else {
+		h.metrics.unproposed.WithLabelValues("heartbeat", "unknown_job").Inc()
+	}
+	h.mu.Lock()
+	current := s.job == sfq.JobID(hb.Job) && s.attempt == hb.Attempt
+	if current {
+		s.job, s.attempt = 0, 0
+	}
+	h.mu.Unlock()
+	return h.refuse(s, hb.Job, hb.Attempt, "lease no longer held: "+sfq.Stale.String(), current)
 }
 
 // messageName names a worker message's kind for metrics and logs.

@@ -167,8 +167,9 @@ func TestDispatchRoundOrder(t *testing.T) {
 }
 
 // TestHeartbeatFencing: a lease the leader expired is not renewed by a
-// late heartbeat: the batch answers it with Reject and acknowledges the
-// other worker's heartbeat, and the fenced count says so.
+// late heartbeat: it is answered with Reject without a proposal, the
+// batch acknowledges the other worker's heartbeat, and the fenced count
+// says so.
 func TestHeartbeatFencing(t *testing.T) {
 	m := newMemHub(t)
 	m.propose(tenant("acme", pb.Tier_GOLD))
@@ -208,6 +209,10 @@ func TestHeartbeatFencing(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.h.metrics.fenced.WithLabelValues("heartbeat")); got != 1 {
 		t.Errorf("fenced heartbeats %v, want 1", got)
+	}
+	// The leader's state showed it fenced off: it was not proposed.
+	if got := testutil.ToFloat64(m.h.metrics.unproposed.WithLabelValues("heartbeat", "stale")); got != 1 {
+		t.Errorf("stale heartbeats answered without a proposal %v, want 1", got)
 	}
 }
 

@@ -70,7 +70,7 @@ func (h *hub) flushHeartbeats() {
 			h.mu.Unlock()
 			if current {
 				h.metrics.fenced.WithLabelValues("heartbeat").Inc()
-				p.sess.send(reject(p.hb.Job, attempt, "lease no longer held: "+out.String()))
+				h.refuse(p.sess, p.hb.Job, attempt, "lease no longer held: "+out.String(), true) // ends the session if over the limit
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package rpc
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/baristahq/barista/fsm"
@@ -14,6 +16,7 @@ type metrics struct {
 	dispatchLatency prometheus.Histogram
 	fenced          *prometheus.CounterVec
 	unproposed      *prometheus.CounterVec
+	refusedSessions prometheus.Counter
 	// submitsLimited counts submits this node refused, as leader, for
 	// their tenant's submit_rate.
 	submitsLimited prometheus.Counter
@@ -27,7 +30,7 @@ type metrics struct {
 
 func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *metrics {
 	m := newWorkerMetrics()
-	reg.MustRegister(m.dispatchLatency, m.fenced, m.unproposed, m.submitsLimited, m.forwardBatches, m.forwardedSubmits, m.startsWithFinished, &stateCollector{node: node, maxTenants: maxTenants})
+	reg.MustRegister(m.dispatchLatency, m.fenced, m.unproposed, m.refusedSessions, m.submitsLimited, m.forwardBatches, m.forwardedSubmits, m.startsWithFinished, &stateCollector{node: node, maxTenants: maxTenants})
 	return m
 }
 
@@ -41,8 +44,11 @@ func newWorkerMetrics() *metrics {
 			Name: "barista_fenced_writes_total", Help: "Worker writes refused by fencing, by message (started, heartbeat, finished)."}, []string{"message"}),
 		unproposed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "barista_worker_reports_unproposed_total",
-			Help: "Worker reports answered at the edge without a log entry, by message and reason (repeat: the state shows it applied; unknown_job; invalid)."},
+			Help: "Worker reports answered at the edge without a log entry, by message and reason (repeat: the state shows it applied; stale: the state shows it fenced off; unknown_job; invalid)."},
 			[]string{"message", "reason"}),
+		refusedSessions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "barista_worker_sessions_refused_total",
+			Help: fmt.Sprintf("Worker sessions this node, as leader, closed for having more than %d reports refused within %s.", maxRefusals, refusalWindow)}),
 		submitsLimited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "barista_submits_rate_limited_total", Help: "Submits refused on this node, as leader, for their tenant's submit_rate."}),
 		forwardBatches: prometheus.NewCounter(prometheus.CounterOpts{
@@ -59,7 +65,10 @@ func newWorkerMetrics() *metrics {
 	}
 	for _, msg := range []string{"started", "finished"} {
 		m.unproposed.WithLabelValues(msg, "repeat")
+	}
+	for _, msg := range []string{"started", "heartbeat", "finished"} {
 		m.unproposed.WithLabelValues(msg, "unknown_job")
+		m.unproposed.WithLabelValues(msg, "stale")
 	}
 	return m
 }

@@ -146,7 +146,7 @@ func TestMetricsLintClean(t *testing.T) {
 		"barista_run_failures_total", "barista_running_jobs", "barista_snapshot_freeze_seconds", "barista_snapshot_persist_seconds", "barista_submit_forward_calls_total", "barista_submits_forwarded_total", "barista_submits_rate_limited_total",
 		"barista_tenant_weight", "barista_tier_cpu_billed_seconds_total", "barista_tier_dispatched_cost_seconds_total",
 		"barista_tier_dispatches_total", "barista_tier_jobs_ended_total", "barista_tier_queued_jobs", "barista_tier_run_failures_total",
-		"barista_tier_running_jobs", "barista_tier_tenants", "barista_virtual_now_seconds", "barista_worker_reports_unproposed_total", "barista_worker_starts_with_finished_total",
+		"barista_tier_running_jobs", "barista_tier_tenants", "barista_virtual_now_seconds", "barista_worker_reports_unproposed_total", "barista_worker_sessions_refused_total", "barista_worker_starts_with_finished_total",
 	}
 	if got := families(body); !slices.Equal(got, want) {
 		t.Errorf("families:\n got %q\nwant %q", got, want)

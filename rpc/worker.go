@@ -121,6 +121,24 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 			}
 		}
 	}()
+	// failed is the end of a session closed for its refused reports: the
+	// answers queued before it go first.
+	failed := func() error {
+		err := h.failed(sess)
+		if err == nil {
+			return nil
+		}
+		for {
+			select {
+			case m := <-sess.out:
+				if stream.Send(m) != nil {
+					return err
+				}
+			default:
+				return err
+			}
+		}
+	}
 	for {
 		select {
 		case m := <-sess.out:
@@ -128,12 +146,18 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 				return err
 			}
 		case err := <-recvErr:
+			if ferr := failed(); ferr != nil {
+				return ferr
+			}
 			s.log.Info("worker stream ended", "worker", sess.id, "error", err)
 			if status.Code(err) == codes.Canceled {
 				return nil
 			}
 			return err
 		case <-sess.done:
+			if err := failed(); err != nil {
+				return err
+			}
 			return status.Error(codes.Unavailable, "session closed (leadership changed, or a newer stream of this worker replaced a silent one); reconnect")
 		case <-s.stopping:
 			return status.Error(codes.Unavailable, "this node is shutting down; reconnect to another node")

@@ -352,8 +352,26 @@ func TestStaleFinishedProposedOnce(t *testing.T) {
 	if cpu, zombie := billed(n); cpu != 700 || zombie != 700 {
 		t.Errorf("billed %d ms (zombie %d), want 700 (700): the first report, once", cpu, zombie)
 	}
-	n.stop()
+	var reports []*pb.Finished
+	for _, c := range n.loggedAfter(first) {
+		if f := c.GetFinished(); f != nil {
+			reports = append(reports, f)
+		}
+	}
+	if len(reports) != 1 {
+		t.Fatalf("%d Finished commands in the log, want 1", len(reports))
+	}
+	if got := reports[0]; len(got.StderrTail) != sfq.MaxOutputTail || got.StderrTail != tail[len(tail)-sfq.MaxOutputTail:] || got.CpuMs != 700 {
+		t.Errorf("logged report: %d bytes of tail (want the last %d), cpu %d", len(got.StderrTail), sfq.MaxOutputTail, got.CpuMs)
+	}
+}
 
+// loggedAfter stops the node and returns the commands of its log after
+// index first, read back from raft.db.
+func (n *testNode) loggedAfter(first uint64) []*pb.Command {
+	t := n.t
+	t.Helper()
+	n.stop()
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(n.dir, snapshot.LogFile)})
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +381,7 @@ func TestStaleFinishedProposedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reports []*pb.Finished
+	var cmds []*pb.Command
 	for i := first + 1; i <= last; i++ {
 		var l raft.Log
 		if err := store.GetLog(i, &l); err != nil {
@@ -376,17 +394,114 @@ func TestStaleFinishedProposedOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("entry %d: %v", i, err)
 		}
-		for _, c := range env.Commands {
-			if f := c.GetFinished(); f != nil {
-				reports = append(reports, f)
+		cmds = append(cmds, env.Commands...)
+	}
+	return cmds
+}
+
+// TestRefusedReportsBounded: a worker token sends 1,000 Finished reports
+// of an attempt its job never had (the job is queued, never dispatched).
+// The leader refuses each from its state without proposing it, with
+// Apply's words; the 101st refused report within 10 s closes the stream
+// with RESOURCE_EXHAUSTED naming the worker. A Started and a heartbeat of
+// such an attempt are refused the same way. The log does not grow.
+func TestRefusedReportsBounded(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	job := n.submit()
+	first := n.node.Raft().LastIndex()
+	w, _, err := n.connect("", hello("w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sent = 1000
+	go func() {
+		for range sent {
+			if w.stream.Send(finished(uint64(job), 5, 100, "")) != nil {
+				return // the stream was closed
 			}
 		}
+	}()
+	wantReason := fmt.Sprintf(`refused: finish of job %d (attempt 5, worker "w1") is stale: job is queued at attempt 0`, job)
+	rejects := 0
+	answer := func(m *pb.LeaderMessage) {
+		if r := m.GetReject(); r == nil || r.Job != uint64(job) || r.Attempt != 5 || r.Reason != wantReason {
+			t.Fatalf("answer %d: %v, want Reject %q", rejects+1, m, wantReason)
+		}
+		rejects++
 	}
-	if len(reports) != 1 {
-		t.Fatalf("%d Finished commands in the log, want 1", len(reports))
+	var end error
+	for end == nil {
+		select {
+		case m := <-w.msgs:
+			answer(m)
+		case end = <-w.ended:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the stream is still open after %d Rejects", rejects)
+		}
 	}
-	if got := reports[0]; len(got.StderrTail) != sfq.MaxOutputTail || got.StderrTail != tail[len(tail)-sfq.MaxOutputTail:] || got.CpuMs != 700 {
-		t.Errorf("logged report: %d bytes of tail (want the last %d), cpu %d", len(got.StderrTail), sfq.MaxOutputTail, got.CpuMs)
+	for len(w.msgs) > 0 { // those read before the end
+		answer(<-w.msgs)
+	}
+	wantEnd := fmt.Sprintf(`worker "w1" had more than %d reports refused within 10s (reports of jobs or attempts it does not hold; the last: %s): its session is closed`, maxRefusals, wantReason)
+	if st, _ := status.FromError(end); st.Code() != codes.ResourceExhausted || st.Message() != wantEnd {
+		t.Fatalf("the stream ended with %v\nwant RESOURCE_EXHAUSTED: %s", end, wantEnd)
+	}
+	if rejects != maxRefusals || maxRefusals != 100 {
+		t.Fatalf("%d Rejects before the stream was closed, want %d", rejects, 100)
+	}
+	m := n.srv.base.metrics
+	if got := testutil.ToFloat64(m.unproposed.WithLabelValues("finished", "stale")); got != 101 {
+		t.Errorf("barista_worker_reports_unproposed_total{finished,stale} = %v, want 101", got)
+	}
+	if got := testutil.ToFloat64(m.refusedSessions); got != 1 {
+		t.Errorf("barista_worker_sessions_refused_total = %v, want 1", got)
+	}
+
+	// A Started and a heartbeat of an attempt the job never had.
+	w2, _, err := n.connect("", hello("w2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2.send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: &pb.JobHeartbeat{Job: uint64(job), Attempt: 7, Seq: 1}}})
+	w2.send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: uint64(job), Attempt: 7}}})
+	want := fmt.Sprintf(`refused: start of job %d (attempt 7, worker "w2") is stale: job is queued at attempt 0`, job)
+	if r := w2.next().GetReject(); r == nil || r.Reason != want {
+		t.Fatalf("Started of attempt 7: %v, want Reject %q (the heartbeat, of no job the session runs, unanswered)", r, want)
+	}
+	for _, msg := range []string{"started", "heartbeat"} {
+		if got := testutil.ToFloat64(m.unproposed.WithLabelValues(msg, "stale")); got != 1 {
+			t.Errorf("barista_worker_reports_unproposed_total{%s,stale} = %v, want 1", msg, got)
+		}
+	}
+	if last := n.node.Raft().LastIndex(); last != first {
+		t.Errorf("the log grew from index %d to %d", first, last)
+	}
+	for _, c := range n.loggedAfter(first) {
+		t.Errorf("logged: %v", c)
+	}
+}
+
+// TestRefusalWindow: a session has at most maxRefusals refused reports in
+// any refusalWindow.
+func TestRefusalWindow(t *testing.T) {
+	var r refusals
+	for i := range maxRefusals {
+		if !r.add(time.Duration(i) * time.Millisecond) {
+			t.Fatalf("refusal %d refused", i+1)
+		}
+	}
+	// The oldest came at 0: another is allowed from refusalWindow on.
+	if r.add(refusalWindow - time.Nanosecond) {
+		t.Fatal("refusal 101 within the window allowed")
+	}
+	if !r.add(refusalWindow) {
+		t.Fatal("refusal 101 once the first left the window refused")
+	}
+	if r.add(refusalWindow + 500*time.Microsecond) {
+		t.Fatal("refusal 102 with the second (at 1 ms) still in the window allowed")
+	}
+	if !r.add(refusalWindow+time.Millisecond) || len(r.at) != maxRefusals {
+		t.Fatalf("refusal 102 refused, or the ring grew to %d", len(r.at))
 	}
 }
 

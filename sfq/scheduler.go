@@ -1123,7 +1123,7 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 		if out == Duplicate {
 			return ch, nil
 		}
-		return ch, s.refusal(j, e, out)
+		return ch, Refusal(j, e, out)
 	}
 	s.advance(now)
 	old := j.Life
@@ -1190,7 +1190,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	case Duplicate:
 		return ch, nil
 	default:
-		return ch, s.refusal(j, e, out)
+		return ch, Refusal(j, e, out)
 	}
 	// The report takes effect: first, eligibility at its time (what
 	// expired by now leaves its queue). A live job never lapses: its life
@@ -1358,7 +1358,11 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	s.tidyGroup(gs)
 }
 
-func (s *Scheduler) refusal(j *Job, e Input, out Outcome) error {
+// Refusal is the error Apply returns for lifecycle input e refused with
+// out (Stale, NotDue, Invalid) by job j, as it stood: the leader answers
+// a report its state already shows refused with the same words, without
+// proposing it.
+func Refusal(j *Job, e Input, out Outcome) error {
 	what := fmt.Sprintf("%s of job %d", e.Kind, j.ID)
 	switch {
 	case e.Worker != "":

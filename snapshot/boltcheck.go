@@ -23,8 +23,9 @@ import (
 // long enough for; every page of the tree within the file, of the right
 // type, self-identified, reached once; every element inside its page;
 // keys in order; only the buckets raft-boltdb creates; log keys that are
-// consecutive 8-byte indexes with non-empty values; and a freelist that
-// lists only pages no bucket uses.
+// increasing 8-byte indexes with non-empty values (the runs of missing
+// indexes are listed in LogInfo.Gaps); and a freelist that lists only
+// pages no bucket uses.
 func verifyBolt(r io.ReaderAt, size int64) (LogInfo, error) {
 	v := &boltVerifier{r: r, size: size}
 	return v.run()
@@ -308,10 +309,16 @@ func (v *boltVerifier) bucket(name, val []byte) error {
 		}
 		i := binary.BigEndian.Uint64(k)
 		switch {
+		case i == 0:
+			return errors.New("a log entry at index 0")
 		case v.info.Last == 0:
 			v.info.First = i
+		case i <= v.info.Last:
+			return fmt.Errorf("log index %d follows index %d", i, v.info.Last)
 		case i != v.info.Last+1:
-			return fmt.Errorf("the log jumps from index %d to %d: entries are missing", v.info.Last, i)
+			// Whether a gap is allowed depends on the snapshot the node
+			// starts from (LogInfo.GapAfter).
+			v.info.Gaps = append(v.info.Gaps, Gap{From: v.info.Last + 1, To: i - 1})
 		}
 		if len(val) == 0 {
 			return fmt.Errorf("log entry %d is empty", i)

@@ -110,9 +110,29 @@ func TestVerifyLogStore(t *testing.T) {
 	if _, err := verifyBolt(bytes.NewReader(cut), int64(len(cut))); err == nil || !strings.Contains(err.Error(), "it was truncated") {
 		t.Fatalf("cut by a page: %v", err)
 	}
-	holed := logStoreBytes(t, 5)
-	if _, err := verifyBolt(bytes.NewReader(holed), int64(len(holed))); err == nil || !strings.Contains(err.Error(), "the log jumps from index 4 to 6: entries are missing") {
-		t.Fatalf("entry 5 deleted: %v", err)
+	// A gap is listed; it is damage only above the snapshot a node
+	// starts from.
+	holed := logStoreBytes(t, 5, 7)
+	info, err = verifyBolt(bytes.NewReader(holed), int64(len(holed)))
+	if err != nil || info.First != 3 || info.Last != 8 || !slices.Equal(info.Gaps, []Gap{{5, 5}, {7, 7}}) {
+		t.Fatalf("entries 5 and 7 deleted: %+v %v", info, err)
+	}
+	for _, tc := range []struct {
+		snap uint64
+		want string
+	}{
+		{4, "Raft log raft.db is damaged: the log jumps from index 4 to 6: entries are missing"},
+		{6, "Raft log raft.db is damaged: the log jumps from index 6 to 8: entries are missing"},
+		{7, ""},
+		{8, ""},
+	} {
+		got := ""
+		if err := info.GapAfter("raft.db", tc.snap); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("gaps after a snapshot at %d: %q, want %q", tc.snap, got, tc.want)
+		}
 	}
 	// Point the freelist at the root bucket's page: in use and free.
 	meta := pickMeta(t, good)

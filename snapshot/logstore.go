@@ -38,15 +38,47 @@ func (e *LogError) Unwrap() []error { return []error{ErrLogDamaged, e.Err} }
 // LogInfo is what VerifyLogFile learnt of a log store.
 type LogInfo struct {
 	First, Last uint64 // the first and last index (0, 0: an empty log)
+	// Gaps are the runs of indexes missing between First and Last, oldest
+	// first. hashicorp/raft leaves one when it restores a backup (barista
+	// operator snapshot restore): it installs the snapshot at its last
+	// index + 1 and writes no entry there. A gap at or below the index of
+	// the snapshot a node starts from is such a jump; one above it is lost
+	// entries (GapAfter).
+	Gaps []Gap
 	// New is set for a store raft-boltdb has not initialised yet (a
 	// missing or empty file, or one without its buckets).
 	New bool
 }
 
+// Gap is a run of missing log indexes, From to To inclusive.
+type Gap struct{ From, To uint64 }
+
+// GapIn returns the oldest gap with an index in from..to, if any.
+func (i LogInfo) GapIn(from, to uint64) (Gap, bool) {
+	for _, g := range i.Gaps {
+		if g.To >= from && g.From <= to {
+			return g, true
+		}
+	}
+	return Gap{}, false
+}
+
+// GapAfter reports, as a *LogError naming path, a gap with an index above
+// index: Raft reads every entry after the snapshot it starts from, so
+// the log must be whole there. Gaps at or below it are allowed (see
+// LogInfo.Gaps).
+func (i LogInfo) GapAfter(path string, index uint64) error {
+	if g, ok := i.GapIn(index+1, i.Last); ok {
+		return &LogError{Path: path, Err: fmt.Errorf("the log jumps from index %d to %d: entries are missing", g.From-1, g.To+1)}
+	}
+	return nil
+}
+
 // VerifyLogFile checks the structure of the Raft log and stable store at
 // path without bbolt and without changing it (see verifyBolt): every page
-// in the file, reached once, of the right type; every index between the
-// first and the last present; a freelist that agrees with the tree.
+// in the file, reached once, of the right type; log indexes in order, the
+// gaps between them listed (whether one is allowed depends on the
+// snapshot, see GapAfter); a freelist that agrees with the tree.
 // Damage is a *LogError naming the file. Hold the store open read-only
 // (OpenLog) meanwhile: that keeps a writer out.
 func VerifyLogFile(path string) (LogInfo, error) {
@@ -169,9 +201,13 @@ type StartState struct {
 // Check verifies that Raft can start from s without losing anything this
 // node acknowledged: the stable store still holds a current term (and so
 // the vote cast in it), the log continues the snapshot without a gap,
-// agrees with it on the term at its index, every entry after it is
-// readable and in term order, and the log (or the snapshot) reaches the
-// recorded applied index. Errors are *InconsistentError or *LogError.
+// agrees with it on the term at its index (unless the snapshot is a
+// restored backup's, installed in a gap of the log), every entry after it
+// is readable and in term order, and the log (or the snapshot) reaches
+// the recorded applied index. Gaps at or below the snapshot's index are
+// allowed: Raft never reads there at start, and sends a follower that
+// needs a missing entry the snapshot instead. Errors are
+// *InconsistentError or *LogError.
 func (s StartState) Check() error {
 	var snapIndex, snapTerm uint64
 	if s.Snap != nil {
@@ -200,6 +236,9 @@ func (s StartState) Check() error {
 		return fail("%s is at term %d, before its snapshot %s (term %d)", s.LogPath, term, s.SnapDir, snapTerm)
 	}
 	first, last := s.Info.First, s.Info.Last
+	if err := s.Info.GapAfter(s.LogPath, snapIndex); err != nil {
+		return err
+	}
 	if last > snapIndex && first > snapIndex+1 {
 		from := "an empty state"
 		if s.Snap != nil {
@@ -209,7 +248,10 @@ func (s StartState) Check() error {
 			"(compacted after a newer snapshot that is now missing)", s.LogPath, first, from, snapIndex+1, first-1)
 	}
 	var l raft.Log
-	if last > 0 && first <= snapIndex && snapIndex <= last {
+	// A restored backup's snapshot sits in a gap of its own: no entry to
+	// compare with.
+	_, restored := s.Info.GapIn(snapIndex, snapIndex)
+	if last > 0 && first <= snapIndex && snapIndex <= last && !restored {
 		if err := readLog(s.Log, s.LogPath, snapIndex, &l); err != nil {
 			return err
 		}

@@ -88,7 +88,7 @@ func Replay(dataDir string, until uint64, dump io.Writer) (ReplayResult, error) 
 
 // ReplayWhole rebuilds the state as Replay does and returns it, starting
 // from the empty state at index 1 when the log still reaches back to it
-// (snapshots are not read), so that the state machine's fairness report
+// and no backup was restored in it (snapshots are not read), so that the state machine's fairness report
 // covers the whole log; otherwise from a snapshot as Replay does, and
 // SnapshotAt says where the report starts.
 func ReplayWhole(dataDir string, until uint64) (ReplayResult, *fsm.FSM, error) {
@@ -128,7 +128,10 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor, whole 
 	if err != nil {
 		return res, nil, err
 	}
-	fromStart := audit != nil || (whole && info.First <= 1)
+	// A gap in the log (a restored backup) replaced the whole state
+	// there: the log from index 1 does not lead past it.
+	gap, gapped := info.GapIn(1, info.Last)
+	fromStart := audit != nil || (whole && info.First <= 1 && (!gapped || (until != 0 && until < gap.From)))
 	var meta *raft.SnapshotMeta
 	var f *fsm.FSM
 	if !fromStart {
@@ -176,6 +179,18 @@ func replay(dataDir string, until uint64, dump io.Writer, audit *auditor, whole 
 			return res, nil, fmt.Errorf("index %d is before every retained snapshot and the log starts at %d (compacted): entries are missing", target, first)
 		}
 		return res, nil, fmt.Errorf("the log starts at %d but the snapshot ends at %d: entries are missing", first, res.SnapshotAt)
+	}
+	if g, ok := info.GapIn(res.SnapshotAt+1, target); ok {
+		if audit != nil {
+			return res, nil, fmt.Errorf("the log has no entries %d to %d, where a backup was restored (barista operator snapshot restore): an audit needs the whole log from index 1; audit up to index %d at most (--until)",
+				g.From, g.To, g.From-1)
+		}
+		from := "the empty state"
+		if meta != nil {
+			from = fmt.Sprintf("the snapshot at index %d", res.SnapshotAt)
+		}
+		return res, nil, fmt.Errorf("the log has no entries %d to %d (a backup restored there, whose snapshot is no longer retained, or entries lost), and the replay to index %d would start from %s before them: replay to index %d at most",
+			g.From, g.To, target, from, g.From-1)
 	}
 	res.Uncommitted = rec == nil || target > rec.Index
 	res.Index = res.SnapshotAt

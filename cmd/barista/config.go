@@ -36,8 +36,11 @@ type serverConfig struct {
 	// InsecureRaft allows a non-loopback Raft address without TLS.
 	InsecureRaft bool
 	// InsecureHTTP allows a non-loopback HTTP address without TLS while
-	// tokens are configured.
-	InsecureHTTP bool
+	// tokens are configured; InsecureGRPC a gRPC one; InsecureListeners
+	// both.
+	InsecureHTTP      bool
+	InsecureGRPC      bool
+	InsecureListeners bool
 	// MetricsAuth makes /metrics need an admin or metrics token.
 	MetricsAuth bool
 	// BootstrapNode names the node that creates the cluster (see
@@ -123,6 +126,8 @@ func (c *serverConfig) settings() []setting {
 		{key: "auth.insecure_dev", flag: "insecure-dev", usage: "with no tokens configured, serve every call without authentication (development only)", val: &boolVal{&c.InsecureDev}},
 		{key: "auth.tokens", usage: "bearer tokens: [[auth.tokens]] tables with role, tenant (client tokens), worker_id (worker tokens) and token", val: &tokensVal{&c.Tokens}},
 
+		{key: "grpc.insecure", flag: "insecure-grpc", usage: "with tokens configured, allow a non-loopback --grpc-addr without TLS (tokens, payloads and job output then cross the network in clear)", val: &boolVal{&c.InsecureGRPC}},
+		{flag: "insecure-listeners", usage: "--insecure-grpc and --insecure-http together (not --insecure-raft)", val: &boolVal{&c.InsecureListeners}},
 		{key: "http.insecure", flag: "insecure-http", usage: "with tokens configured, allow a non-loopback --http-addr without TLS (tokens then cross the network in clear)", val: &boolVal{&c.InsecureHTTP}},
 		{key: "http.metrics_require_token", flag: "metrics-require-token", usage: "/metrics needs an admin or metrics token (it shows tenant names)", val: &boolVal{&c.MetricsAuth}},
 		{key: "metrics.max_tenants", flag: "metrics-max-tenants", usage: "/metrics has per-tenant series for every tenant while there are at most `N`, beyond that only for tenants marked --export-metrics (0: only those)",

@@ -48,7 +48,12 @@ with a deadline), "finish" (accepted reports), "terminal" (a job's
 terminal transition), "redrive" (a job a Redrive queued again, with its
 attempt), and finally "job" (every job in the table). The
 chaos checker reads them (docs/chaos.md): caps, fairness inside each
-class, and class and deadline order at every dispatch.
+class, and class and deadline order at every dispatch. A log with a
+restored backup in it is audited only up to the backup (--until).
+
+A restored backup leaves a gap in the log: a replay to an index past it
+starts from a snapshot at or after the gap (the one the restore
+installed, while it is retained).
 
 A data directory's state is at the cluster's feature level of its log
 (docs/operations.md, "Upgrades"): a log that never raised it replays at
@@ -82,9 +87,10 @@ or with --json one object per line:
 
 ("-" or null: undefined, e.g. no cluster time passed with eligible work).
 A script's refused lines are printed on standard error. A data directory
-is replayed from index 1 when its log reaches back to it, else from its
-newest snapshot, and a note on standard error says where the report
-starts.`,
+is replayed from index 1 when its log reaches back to it and holds no
+restored backup (barista operator snapshot restore leaves a gap in the
+log where it installs the backup), else from its newest snapshot, and a
+note on standard error says where the report starts.`,
 		flags: func(fs *flag.FlagSet, o *replayOpts) {
 			fs.StringVar(&o.script, "script", "", "scenario script to run (`FILE`, - for stdin)")
 			fs.StringVar(&o.dataDir, "data-dir", "", "a stopped node's data `DIR` to rebuild")

@@ -53,24 +53,35 @@ func raftExposed(addr string, files raftnode.TLSFiles) (bool, error) {
 	return !loop, nil
 }
 
-// checkHTTPExposure refuses to serve tokens in clear to the network: with
-// tokens configured, a non-loopback --http-addr needs TLS, unless the
-// operator accepts the risk with --insecure-http. It reports whether the
-// listener is exposed that way (to warn about it).
-func checkHTTPExposure(addr string, tokens, tlsOn, insecure bool) (exposed bool, err error) {
+// tokenListener is a listener that takes tokens: the flag of its address
+// and the flag that accepts serving it without TLS on a non-loopback
+// address.
+type tokenListener struct{ addrFlag, allowFlag string }
+
+var (
+	grpcListener = tokenListener{addrFlag: "--grpc-addr", allowFlag: "--insecure-grpc"}
+	httpListener = tokenListener{addrFlag: "--http-addr", allowFlag: "--insecure-http"}
+)
+
+// checkExposure refuses to serve tokens in clear to the network: with
+// tokens configured, a non-loopback address of l needs TLS, unless the
+// operator accepts the risk with l's flag (or --insecure-listeners, which
+// insecure then reflects). It reports whether the listener is exposed
+// that way (to warn about it).
+func checkExposure(l tokenListener, addr string, tokens, tlsOn, insecure bool) (exposed bool, err error) {
 	if addr == "" || !tokens || tlsOn {
 		return false, nil
 	}
 	loop, err := loopbackOnly(addr)
 	if err != nil {
-		return false, fmt.Errorf("--http-addr %q: %w", addr, err)
+		return false, fmt.Errorf("%s %q: %w", l.addrFlag, addr, err)
 	}
 	if loop {
 		return false, nil
 	}
 	if !insecure {
-		return true, usageError("--http-addr %s is not a loopback address and TLS is off: tokens would cross the network in clear; "+
-			"configure TLS (--tls-cert/--tls-key/--tls-ca), bind 127.0.0.1, or accept the risk with --insecure-http", addr)
+		return true, usageError("%s %s is not a loopback address and TLS is off: tokens would cross the network in clear; "+
+			"configure TLS (--tls-cert/--tls-key/--tls-ca), bind 127.0.0.1, or accept the risk with %s (or --insecure-listeners for gRPC and HTTP)", l.addrFlag, addr, l.allowFlag)
 	}
 	return true, nil
 }

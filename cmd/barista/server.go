@@ -62,7 +62,11 @@ addresses unless --webhook-allow-cidr allows a range.
 
 TLS: --tls-cert, --tls-key and --tls-ca serve gRPC over TLS and run Raft
 over mutual TLS (a member whose certificate another CA signed cannot
-connect). "barista tls init" makes a local CA and certificates.
+connect). "barista tls init" makes a local CA and certificates. Without
+TLS the server refuses a non-loopback --raft-addr unless --insecure-raft,
+and, with tokens configured, a non-loopback --grpc-addr or --http-addr
+unless --insecure-grpc or --insecure-http (--insecure-listeners: both):
+tokens would cross the network in clear.
 
 SIGINT or SIGTERM shuts the node down cleanly: a leader hands leadership
 over first, and the applied index and state hash are recorded in the data
@@ -118,7 +122,11 @@ func runServer(env *cmdEnv, opts *serverOpts, args []string) error {
 	if err != nil {
 		return err
 	}
-	httpExposed, err := checkHTTPExposure(cfg.HTTPAddr, !auth.Open(), sc.TLS.Enabled(), sc.InsecureHTTP)
+	grpcExposed, err := checkExposure(grpcListener, cfg.GRPCAddr, !auth.Open(), sc.TLS.Enabled(), sc.InsecureGRPC || sc.InsecureListeners)
+	if err != nil {
+		return err
+	}
+	httpExposed, err := checkExposure(httpListener, cfg.HTTPAddr, !auth.Open(), sc.TLS.Enabled(), sc.InsecureHTTP || sc.InsecureListeners)
 	if err != nil {
 		return err
 	}
@@ -151,6 +159,9 @@ func runServer(env *cmdEnv, opts *serverOpts, args []string) error {
 	cfg.Logger = log
 	if auth.Open() {
 		log.Warn("--insecure-dev: no tokens configured; every call is served without authentication")
+	}
+	if grpcExposed {
+		log.Warn("--insecure-grpc: gRPC takes tokens, payloads and job output in clear on a non-loopback address", "grpc_addr", cfg.GRPCAddr)
 	}
 	if httpExposed {
 		log.Warn("--insecure-http: the web console and HTTP API take tokens over plain HTTP on a non-loopback address", "http_addr", cfg.HTTPAddr)

@@ -48,7 +48,9 @@ are reported with the result.
 Cancel: SIGTERM to the job's whole tree, SIGKILL after the cancel grace.
 Reject, or no acknowledged heartbeat for self_kill_after: SIGKILL at once,
 and the result is dropped. The worker follows the leader across failovers
-and resumes its job's lease on reconnect.
+and resumes its job's lease on reconnect. The leader ends a stream with
+more than 100 refused reports within 10 s (RESOURCE_EXHAUSTED, naming the
+worker: docs/workers.md, "Limits"); the worker reconnects with backoff.
 
 SIGINT or SIGTERM drains the worker: it finishes its current job, takes no
 new one, and exits; a second signal kills the job and exits at once.
