@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -240,44 +239,9 @@ func (o *workerOpts) workerToken(log hclog.Logger) (string, error) {
 	if os.Getenv("BARISTA_TOKEN") != "" {
 		log.Warn("$BARISTA_TOKEN is set but --token-file wins: remove the token from the environment")
 	}
-	tok, err := readTokenFile(o.tokenFile)
+	tok, err := readSecretFile(o.tokenFile, false)
 	if err != nil {
 		return "", usageError("--token-file: %v", err)
-	}
-	return tok, nil
-}
-
-// readTokenFile reads a token from a regular file that no user but its
-// owner may read or write.
-func readTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", path)
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("%s has mode %04o: other users may read the token; want 0600 or 0400 (chmod 600 %s)", path, perm, path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, 4097))
-	if err != nil {
-		return "", err
-	}
-	if len(b) > 4096 {
-		return "", fmt.Errorf("%s holds more than 4096 bytes: want the token alone", path)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	if strings.ContainsAny(tok, " \t\r\n") {
-		return "", fmt.Errorf("%s holds more than one line or word: want the token alone", path)
 	}
 	return tok, nil
 }

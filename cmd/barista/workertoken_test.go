@@ -36,10 +36,10 @@ func TestWorkerTokenFile(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--token-file", open}, "--token-file: " + open + " has mode 0644: other users may read the token; want 0600 or 0400 (chmod 600 " + open + ")"},
-		{[]string{"--token-file", group}, "--token-file: " + group + " has mode 0640: other users may read the token; want 0600 or 0400 (chmod 600 " + group + ")"},
+		{[]string{"--token-file", open}, "--token-file: " + open + " has mode 0644: other users may read it; want 0600 or 0400 (chmod 600 " + open + ")"},
+		{[]string{"--token-file", group}, "--token-file: " + group + " has mode 0640: other users may read it; want 0600 or 0400 (chmod 600 " + group + ")"},
 		{[]string{"--token-file", empty}, "--token-file: " + empty + " is empty"},
-		{[]string{"--token-file", two}, "--token-file: " + two + " holds more than one line or word: want the token alone"},
+		{[]string{"--token-file", two}, "--token-file: " + two + " holds more than one line or word: want the secret alone"},
 		{[]string{"--token-file", dir}, "--token-file: " + dir + " is not a regular file"},
 		{[]string{"--token-file", filepath.Join(dir, "missing")}, "--token-file: open " + filepath.Join(dir, "missing") + ": no such file or directory"},
 		{[]string{"--token-file", good, "--token", "x"}, "--token and --token-file exclude each other"},
