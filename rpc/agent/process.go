@@ -23,9 +23,10 @@ type ProcessConfig struct {
 	MaxLogBytes int64
 	// WorkDir holds each run's own directory, WorkDir/job-ID-attempt-N
 	// (mode 0700, owned by the user the job runs as), removed once the
-	// run's whole tree is gone. It is made if missing: mode 0700, or 0711
-	// with a User (who must be able to reach its own directory and may
-	// list none). Required.
+	// run's whole tree is gone, or when the next runner of WorkDir starts
+	// if the agent died. It is made if missing: mode 0700, or 0711 with a
+	// User (who must be able to reach its own directory and may list
+	// none). Required, and the worker's alone.
 	WorkDir  string
 	WorkerID string
 	// User, if set, is the user every job runs as (LookupUser); the agent
@@ -91,6 +92,17 @@ func NewProcessRunner(cfg ProcessConfig) (*ProcessRunner, error) {
 	if cfg.User != nil {
 		if err := reachable(cfg.WorkDir, cfg.User); err != nil {
 			return nil, &ConfigError{"WorkDir", err}
+		}
+	}
+	// Runs of an agent that died left their directories: no run of this
+	// worker is alive now.
+	left, err := filepath.Glob(filepath.Join(cfg.WorkDir, "job-*-attempt-*"))
+	if err != nil {
+		return nil, &ConfigError{"WorkDir", err}
+	}
+	for _, dir := range left {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, &ConfigError{"WorkDir", fmt.Errorf("a run's directory left behind: %w", err)}
 		}
 	}
 	return r, nil

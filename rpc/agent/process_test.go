@@ -46,7 +46,8 @@ func shellJob(t *testing.T, job uint64, script string, env map[string]string) *p
 // its working directory, mode 0700), USER and LOGNAME, its payload's env
 // (which may replace LANG, not BARISTA_JOB_ID), and its run's variables;
 // nothing else of the agent's environment. Its log is 0600 in a 0700
-// directory, and its directory is gone once the run is.
+// directory, and its directory is gone once the run is; one that a dead
+// agent's run left is removed when the runner starts.
 func TestProcessRunnerJobEnvironment(t *testing.T) {
 	t.Setenv("BARISTA_TOKEN", "agent-token-never-in-a-job")
 	agentEnv := map[string]string{"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "CUDA_VISIBLE_DEVICES": "0", "AWS_SECRET_ACCESS_KEY": "no"}
@@ -56,9 +57,23 @@ func TestProcessRunnerJobEnvironment(t *testing.T) {
 	}
 	root := t.TempDir()
 	logDir, workDir := filepath.Join(root, "logs"), filepath.Join(root, "work")
+	// A run of an agent that died left its directory and a file in it.
+	left := filepath.Join(workDir, "job-3-attempt-1")
+	if err := os.MkdirAll(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(workDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "output"), []byte("left"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r, err := NewProcessRunner(ProcessConfig{LogDir: logDir, WorkDir: workDir, WorkerID: "w1", Env: base})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("the directory a dead agent's run left: %v, want it removed at start", err)
 	}
 	res := runJob(t, r, shellJob(t, 7, `/usr/bin/env | LC_ALL=C sort; echo "pwd=$(pwd -P)"; stat -c %a "$TMPDIR"`,
 		map[string]string{"LANG": "fr_FR.UTF-8", "BARISTA_JOB_ID": "99", "MINE": "1"}))
