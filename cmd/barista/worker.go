@@ -171,8 +171,8 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	}
 	procs, err := agent.NewProcessRunner(pcfg)
 	if ce := (*agent.ConfigError)(nil); errors.As(err, &ce) {
-		flag := map[string]string{"User": "--run-as", "LogDir": "--log-dir", "WorkDir": "--work-dir"}[ce.Field]
-		return usageError("%s: %v", flag, ce.Err)
+		name := map[string]string{"User": "--run-as", "LogDir": "--log-dir", "WorkDir": "--work-dir"}[ce.Field]
+		return usageError("%s: %v", name, ce.Err)
 	} else if err != nil {
 		return err
 	}

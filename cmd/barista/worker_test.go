@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,6 +103,42 @@ func TestWorkerTokenWarnings(t *testing.T) {
 		}
 		if logs.String() != want {
 			t.Errorf("%+v: logged %q, want %q", tc, logs.String(), want)
+		}
+	}
+}
+
+// TestWorkerRefusesUnsafeSetups: the worker's refusals of a job user, a
+// log or work directory name the flag: a log directory other users may
+// enter, an unknown user, root as the job user (as root), and --run-as
+// without root (otherwise), and --job-env of barista's own variables.
+func TestWorkerRefusesUnsafeSetups(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "work")
+	runAsRoot := "--run-as: user root (uid 0) is root: name an unprivileged user for the jobs"
+	if os.Geteuid() != 0 {
+		runAsRoot = "--run-as: running jobs as user root (uid 0) needs the worker to run as root (it runs as uid " + strconv.Itoa(os.Geteuid()) + ")"
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--log-dir", open, "--work-dir", work}, "--log-dir: " + open + " has mode 0755, which lets other users in: want 0700 (chmod 700 " + open + ")"},
+		{[]string{"--log-dir", filepath.Join(dir, "logs"), "--work-dir", open}, "--work-dir: " + open + " has mode 0755, which lets other users in: want 0700 (chmod 700 " + open + ")"},
+		{[]string{"--run-as", "no-such-user-barista", "--work-dir", work}, `--run-as: no user "no-such-user-barista" on this machine`},
+		{[]string{"--run-as", "root", "--log-dir", filepath.Join(dir, "logs"), "--work-dir", work}, runAsRoot},
+		{[]string{"--job-env", "BARISTA_TOKEN", "--work-dir", work}, "--job-env: BARISTA_TOKEN: barista's own variables are never passed to jobs (the worker sets BARISTA_JOB_ID and the like itself)"},
+	} {
+		var out, errOut bytes.Buffer
+		code := Run(append([]string{"worker", "--size", "sm", "--server", "127.0.0.1:1", "--log-level", "error"}, tc.args...), &out, &errOut)
+		if code != 2 || !strings.HasPrefix(errOut.String(), tc.want+"\n") {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errOut.String(), tc.want)
 		}
 	}
 }
