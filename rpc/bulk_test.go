@@ -19,7 +19,7 @@ import (
 // are refused naming the field before the level is asked.
 func TestBulkCallsNeedLevel5(t *testing.T) {
 	ctx := context.Background()
-	key, _ := webhook.ParseKey("0123456789abcdef0123456789abcdef")
+	key := webhook.Key("0123456789abcdef0123456789abcdef")
 	admin, node, _ := startWebhookNodeAt(t, key, fsm.Level4)
 	waitFor(t, 20*time.Second, "level 4", func() bool { return node.FSM.Level() == fsm.Level4 })
 	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {

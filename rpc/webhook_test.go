@@ -83,7 +83,7 @@ func TestWebhookAdminCalls(t *testing.T) {
 	_, err := noKey.WebhookSet(ctx, &pb.WebhookSetRequest{Tenant: "acme", Url: "https://hooks.example.com/"})
 	wantStatus(t, err, codes.FailedPrecondition, "the leader (n1) has no webhook key: set [webhooks] key or $BARISTA_WEBHOOK_KEY, the same on every server")
 
-	key, _ := webhook.ParseKey("0123456789abcdef0123456789abcdef")
+	key := webhook.Key("0123456789abcdef0123456789abcdef")
 	admin, node := startWebhookNode(t, key)
 	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func dialAdmin(t *testing.T, node *raftnode.Node) *grpc.ClientConn {
 // the edge, naming the call and both levels; reads find no endpoint.
 func TestWebhookCallsNeedLevel3(t *testing.T) {
 	ctx := context.Background()
-	key, _ := webhook.ParseKey("0123456789abcdef0123456789abcdef")
+	key := webhook.Key("0123456789abcdef0123456789abcdef")
 	admin, node, _ := startWebhookNodeAt(t, key, fsm.Level2)
 	waitFor(t, 20*time.Second, "level 2", func() bool { return node.FSM.Level() == fsm.Level2 })
 	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
@@ -208,7 +208,7 @@ func TestWebhookCallsNeedLevel3(t *testing.T) {
 // ones with their HTTP status.
 func TestGatewayWebhookRoutes(t *testing.T) {
 	ctx := context.Background()
-	key, _ := webhook.ParseKey("0123456789abcdef0123456789abcdef")
+	key := webhook.Key("0123456789abcdef0123456789abcdef")
 	admin, _, srv := startWebhookNodeAt(t, key, 0)
 	ts := httptest.NewServer(srv.HTTPHandler(HTTPOptions{}))
 	t.Cleanup(ts.Close)

@@ -167,7 +167,7 @@ type apiSubmit struct {
 // stream to a job's end and resumed with from, a tenant's webhook, and
 // the status and exact {"code","message"} of each class of error.
 func TestHTTPAPI(t *testing.T) {
-	const webhookKey = "a-webhook-key-of-the-http-api-test-00000001"
+	const webhookKey = "98bf3a139b1a2e491ba0980bc0063fde132b266387b880858d025cc63cbb005b"
 	t.Setenv("BARISTA_WEBHOOK_KEY", webhookKey)
 	dir := t.TempDir()
 	c := cluster.New(t, "--config", tokenConfig(t, ""))

@@ -141,7 +141,7 @@ func webhookStatus(t *testing.T, c *cluster.Cluster, servers, tenant string) map
 // times out is logged and must stay within half of the rate measured
 // while it was up.
 func TestWebhookDeliveryAcrossOutageAndLeaderKills(t *testing.T) {
-	t.Setenv("BARISTA_WEBHOOK_KEY", "a-webhook-key-of-the-multi-process-test-0001")
+	t.Setenv("BARISTA_WEBHOOK_KEY", "58e1d5dca14e0db2bbf1b87d9b23345a52996fa688d66f2c3a0016014ee0cdef")
 	// Cursors are committed every 2 s, so that the leader killed while the
 	// backlog is delivered has most likely delivered events it has not
 	// committed: the next one sends them again (the duplicates reported).

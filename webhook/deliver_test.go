@@ -110,7 +110,7 @@ func loopback() *Guard { return NewGuard([]netip.Prefix{netip.MustParsePrefix("1
 func world(t *testing.T, url string, kinds ...string) *leader.Memory {
 	t.Helper()
 	n := leader.NewMemory(1000)
-	key, _ := ParseKey(testKey)
+	key := Key(testKey)
 	if _, err := n.Apply(
 		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
 		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "b", Tier: pb.Tier_GOLD}}},
@@ -135,7 +135,7 @@ func submit(t *testing.T, n *leader.Memory, tenant string) uint64 {
 func start(t *testing.T, n Node, opt Options) (*Deliverer, func()) {
 	t.Helper()
 	if opt.Key == nil {
-		opt.Key, _ = ParseKey(testKey)
+		opt.Key = Key(testKey)
 	}
 	if opt.Guard == nil {
 		opt.Guard = loopback()
@@ -244,7 +244,7 @@ func TestDeliverAcrossFailures(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("delivered %v, want %v", got, want)
 	}
-	key, _ := ParseKey(testKey)
+	key := Key(testKey)
 	for i, q := range r.requests() {
 		if err := Verify(q.header, q.body, key.Secret(0, "a", 1), q.at, DefaultTolerance); err != nil {
 			t.Errorf("request %d: %v", i, err)
@@ -307,7 +307,7 @@ func TestGapEvent(t *testing.T) {
 func TestRotationGrace(t *testing.T) {
 	r := newReceiver(t)
 	n := world(t, r.srv.URL)
-	key, _ := ParseKey(testKey)
+	key := Key(testKey)
 	n.SetNow(5_000)
 	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "a", Url: r.srv.URL, Rotate: true, GraceMs: 60_000, KeyId: key.ID()}}}); err != nil {
 		t.Fatal(err)
@@ -350,7 +350,7 @@ func TestSlowEndpointDoesNotBlockOthers(t *testing.T) {
 	slow, fast := newReceiver(t), newReceiver(t)
 	slow.setMode("hang")
 	n := world(t, slow.srv.URL)
-	key, _ := ParseKey(testKey)
+	key := Key(testKey)
 	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "b", Url: fast.srv.URL, KeyId: key.ID()}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestNoKeyNoDelivery(t *testing.T) {
 	r := newReceiver(t)
 	n := world(t, r.srv.URL)
 	submit(t, n, "a")
-	other, _ := ParseKey(strings.Repeat("k", 32))
+	other := Key(strings.Repeat("k", 32))
 	for _, c := range []struct {
 		key  Key
 		want string

@@ -50,7 +50,7 @@ func TestDocsReceiverExample(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	key, _ := ParseKey(testKey)
+	key := Key(testKey)
 	secret, old := key.Secret(3, "acme", 2), key.Secret(3, "acme", 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, "receiver"))

@@ -13,7 +13,9 @@ package webhook
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -23,18 +25,79 @@ import (
 	"time"
 )
 
-// MinKeyLen is the shortest webhook key a server accepts.
-const MinKeyLen = 32
+// MinKeyBytes is how many random bytes a webhook key must hold at least.
+const MinKeyBytes = 32
+
+// minDistinctBytes is how many different values the bytes of a key must
+// take at least: 32 random bytes take about 30, and fewer than 16 with a
+// chance under 10^-12; a key made by hand ("0123...", "aaaa...") takes
+// far fewer.
+const minDistinctBytes = 16
+
+// documentedKeys are the example keys barista's documentation has
+// printed: whoever copied one has a key the world knows.
+var documentedKeys = []string{
+	"5f0c6b0e1d9a4c27b3e8a1f4d6c2e9b7a0f3d5c8e1b4a7d0c3f6e9b2a5d8c1f4",
+}
+
+// keyAdvice ends every refusal of a key.
+const keyAdvice = "barista tls init writes one, or: openssl rand -hex 32"
 
 // Key is the cluster's webhook key.
 type Key []byte
 
-// ParseKey checks a configured key.
+// ParseKey checks a configured key: the hex text (openssl rand -hex 32)
+// or the padded standard base64 (openssl rand -base64 32) of at least
+// MinKeyBytes random bytes, and not an example printed in barista's
+// documentation. Other text is refused, since words and phrases decode as
+// base64 too. The key is the text itself, as configured: secrets derive
+// from its bytes.
 func ParseKey(s string) (Key, error) {
-	if len(s) < MinKeyLen {
-		return nil, fmt.Errorf("the webhook key is %d bytes, want at least %d (e.g. openssl rand -hex 32)", len(s), MinKeyLen)
+	for _, doc := range documentedKeys {
+		if strings.EqualFold(s, doc) {
+			return nil, fmt.Errorf("the webhook key is the example printed in barista's documentation, known to everyone: make your own (%s)", keyAdvice)
+		}
+	}
+	raw, ok := decodeKey(s)
+	if !ok {
+		return nil, fmt.Errorf("the webhook key is neither hex nor padded base64 text: want the text of at least %d random bytes (%s)", MinKeyBytes, keyAdvice)
+	}
+	if len(raw) < MinKeyBytes {
+		return nil, fmt.Errorf("the webhook key holds %d bytes, want at least %d random bytes (%s)", len(raw), MinKeyBytes, keyAdvice)
+	}
+	var seen [256]bool
+	distinct := 0
+	for _, b := range raw {
+		if !seen[b] {
+			seen[b] = true
+			distinct++
+		}
+	}
+	if distinct < minDistinctBytes {
+		return nil, fmt.Errorf("the webhook key is not random: its %d bytes take only %d different values (%s)", len(raw), distinct, keyAdvice)
 	}
 	return Key(s), nil
+}
+
+// decodeKey decodes the text of a key: hex (an even number of hex
+// digits), else padded standard base64.
+func decodeKey(s string) ([]byte, bool) {
+	if b, err := hex.DecodeString(s); err == nil {
+		return b, true
+	}
+	if b, err := base64.StdEncoding.Strict().DecodeString(s); err == nil && strings.HasSuffix(s, "=") {
+		return b, true
+	}
+	return nil, false
+}
+
+// NewKey returns a new random key: the hex of MinKeyBytes random bytes.
+func NewKey() (string, error) {
+	b := make([]byte, MinKeyBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("a new webhook key: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 func (k Key) mac(domain string) []byte {
@@ -46,7 +109,8 @@ func (k Key) mac(domain string) []byte {
 
 // ID is the key's fingerprint, recorded with an endpoint so that a leader
 // holding another key says so instead of signing with secrets the
-// receiver does not know. It reveals nothing of a key of MinKeyLen bytes.
+// receiver does not know. It reveals nothing of a key of MinKeyBytes
+// random bytes.
 func (k Key) ID() uint64 {
 	id := binary.BigEndian.Uint64(k.mac("barista webhook key id"))
 	if id == 0 {

@@ -2,6 +2,10 @@ package webhook
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -11,10 +15,7 @@ const testKey = "0123456789abcdef0123456789abcdef"
 // TestSignaturePinned: a fixed key, tenant, version, time and body give
 // these values (computed independently with openssl dgst -sha256 -hmac).
 func TestSignaturePinned(t *testing.T) {
-	k, err := ParseKey(testKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := Key(testKey)
 	secret := k.Secret(0, "acme", 1)
 	if secret != "whsec_2f6ddd3f9b7332e014c0d5193c27e601119f0f42f3eb507fbaa008ce293cde0b" {
 		t.Fatalf("secret %s", secret)
@@ -37,9 +38,6 @@ func TestSignaturePinned(t *testing.T) {
 		if s == secret {
 			t.Fatal("a secret repeats across versions or incarnations")
 		}
-	}
-	if _, err := ParseKey(testKey[:31]); err == nil || err.Error() != "the webhook key is 31 bytes, want at least 32 (e.g. openssl rand -hex 32)" {
-		t.Fatalf("short key: %v", err)
 	}
 }
 
@@ -70,6 +68,83 @@ func TestVerify(t *testing.T) {
 	} {
 		if err := Verify(c.header, []byte(c.body), c.secret, c.now, DefaultTolerance); !errors.Is(err, c.want) || (c.want == nil && err != nil) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+// TestParseKey: a key is the hex or padded base64 text of 32 random
+// bytes or more; shorter ones, ones made by hand, other text (words
+// decode as unpadded base64), and the keys the documentation printed are
+// refused; NewKey makes keys it accepts.
+func TestParseKey(t *testing.T) {
+	const advice = " (barista tls init writes one, or: openssl rand -hex 32)"
+	for _, good := range []string{
+		"f71372008812dcf4269efa3ed98200aa4eef3d5168f489714d8dec8c7ced51de",
+		"F71372008812DCF4269EFA3ED98200AA4EEF3D5168F489714D8DEC8C7CED51DE",
+		"xmFZ6IwZqVabLxz+BaxcszMwAhTfgrjFScSAmbtdq1Q=", // openssl rand -base64 32
+	} {
+		if k, err := ParseKey(good); err != nil || string(k) != good {
+			t.Errorf("ParseKey(%q) = %q, %v", good, k, err)
+		}
+	}
+	for _, tc := range []struct{ key, want string }{
+		{"5f0c6b0e1d9a4c27b3e8a1f4d6c2e9b7a0f3d5c8e1b4a7d0c3f6e9b2a5d8c1f4", "the webhook key is the example printed in barista's documentation, known to everyone: make your own" + advice},
+		{"7d41c09e2b58f3a6e1d0c4b7a9f2e835", "the webhook key holds 16 bytes, want at least 32 random bytes" + advice},
+		{testKey, "the webhook key holds 16 bytes, want at least 32 random bytes" + advice},
+		{"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "the webhook key is not random: its 32 bytes take only 8 different values" + advice},
+		{"0000000000000000000000000000000000000000000000000000000000000000", "the webhook key is not random: its 32 bytes take only 1 different values" + advice},
+		{"a-webhook-key-of-the-multi-process-test-0001", "the webhook key is neither hex nor padded base64 text: want the text of at least 32 random bytes" + advice},
+		{"aWebhookKeyOfTheMultiProcessTestWrittenByHand", "the webhook key is neither hex nor padded base64 text: want the text of at least 32 random bytes" + advice},
+		{"xmFZ6IwZqVabLxz-BaxcszMwAhTfgrjFScSAmbtdq1Q", "the webhook key is neither hex nor padded base64 text: want the text of at least 32 random bytes" + advice},
+		{"q3Vd0xYp9fK2LmA7cR1sNw==", "the webhook key holds 16 bytes, want at least 32 random bytes" + advice},
+		{"", "the webhook key holds 0 bytes, want at least 32 random bytes" + advice},
+	} {
+		if _, err := ParseKey(tc.key); err == nil || err.Error() != tc.want {
+			t.Errorf("ParseKey(%q): %v, want %s", tc.key, err, tc.want)
+		}
+	}
+	for range 100 {
+		k, err := NewKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseKey(k); err != nil || len(k) != 64 {
+			t.Fatalf("NewKey() = %q, refused: %v", k, err)
+		}
+	}
+}
+
+// TestDocumentedWebhookKeysRefused: every webhook key written out in the
+// documentation and the deploy examples (a key = "..." line, or
+// BARISTA_WEBHOOK_KEY=...) is refused, and so is every key the docs
+// printed once.
+func TestDocumentedWebhookKeysRefused(t *testing.T) {
+	files, _ := filepath.Glob("../docs/*.md")
+	more, _ := filepath.Glob("../deploy/*/*")
+	files = append(append(files, more...), "../README.md")
+	keyLine := regexp.MustCompile(`(?:^\s*key\s*=\s*"([^"]*)"|BARISTA_WEBHOOK_KEY=([^\s'"` + "`" + `]+))`)
+	found := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			m := keyLine.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			found++
+			key := m[1] + m[2]
+			if _, err := ParseKey(key); err == nil {
+				t.Errorf("%s:%d: the server accepts the webhook key %q printed here", f, i+1, key)
+			}
+		}
+	}
+	t.Logf("%d webhook keys written out in the docs, every one refused", found)
+	for _, k := range documentedKeys {
+		if _, err := ParseKey(k); err == nil {
+			t.Errorf("the documented key %s is accepted", k)
 		}
 	}
 }

@@ -133,7 +133,8 @@ func (c *serverConfig) settings() []setting {
 		{key: "metrics.max_tenants", flag: "metrics-max-tenants", usage: "/metrics has per-tenant series for every tenant while there are at most `N`, beyond that only for tenants marked --export-metrics (0: only those)",
 			val: &intVal[uint32]{&c.MetricsMaxTenants, 0, 10_000_000}},
 
-		{key: "webhooks.key", usage: "the cluster's webhook `KEY`, at least 32 bytes and the same on every server, from which endpoint secrets are derived (or $BARISTA_WEBHOOK_KEY)", val: &secretVal{&c.Webhooks.Key}},
+		{key: "webhooks.key", usage: "the cluster's webhook `KEY`, the hex or base64 of at least 32 random bytes and the same on every server, from which endpoint secrets are derived (or webhooks.key_file, or $BARISTA_WEBHOOK_KEY)", val: &secretVal{&c.Webhooks.Key}},
+		{key: "webhooks.key_file", flag: "webhook-key-file", usage: "a `FILE` holding the webhook key (mode 0600, 0400 or 0440; barista tls init writes one), instead of webhooks.key", val: &stringVal{&c.Webhooks.KeyFile}},
 		{key: "webhooks.allow_cidrs", flag: "webhook-allow-cidr", usage: "a `CIDR` webhook endpoints may reach although loopback, private or link-local (repeatable)", val: &cidrListVal{&c.Webhooks.Allow}},
 		{key: "webhooks.timeout", flag: "webhook-timeout", usage: "bound of each webhook request", val: durationVal(&c.Webhooks.Timeout, 100*time.Millisecond, time.Minute)},
 		{key: "webhooks.workers", flag: "webhook-workers", usage: "webhook requests in flight at most, over every endpoint (one per endpoint)", val: &intVal[uint32]{&c.Webhooks.Workers, 1, 1024}},

@@ -58,17 +58,22 @@ func checkCommandLine(t *testing.T, where string, args []string) {
 	}
 }
 
-// TestDeployFilesMatchTheCLI: every command line in deploy/ (Kubernetes
-// manifests, systemd units, the Dockerfile) uses commands and flags that
-// barista has, and the example configuration file loads, so that they
-// cannot rot.
-func TestDeployFilesMatchTheCLI(t *testing.T) {
+// deployLine is a barista command line found in deploy/ or the Dockerfile.
+type deployLine struct {
+	where string
+	args  []string
+}
+
+// deployCommandLines returns every barista command line of the
+// Kubernetes manifests, the systemd units and the Dockerfile.
+func deployCommandLines(t *testing.T) []deployLine {
+	t.Helper()
 	manifests, _ := filepath.Glob("../../deploy/kubernetes/*.yaml")
 	units, _ := filepath.Glob("../../deploy/systemd/*.service")
 	if len(manifests) < 2 || len(units) < 2 {
 		t.Fatalf("deploy files missing: %v %v", manifests, units)
 	}
-	lines := 0
+	var out []deployLine
 	for _, m := range manifests {
 		b, err := os.ReadFile(m)
 		if err != nil {
@@ -83,8 +88,7 @@ func TestDeployFilesMatchTheCLI(t *testing.T) {
 				t.Fatalf("%s: %v", m, err)
 			}
 			for _, args := range containerArgs(doc) {
-				checkCommandLine(t, filepath.Base(m), args)
-				lines++
+				out = append(out, deployLine{filepath.Base(m), args})
 			}
 		}
 	}
@@ -101,8 +105,7 @@ func TestDeployFilesMatchTheCLI(t *testing.T) {
 					t.Errorf("%s: ExecStart is not barista: %q", u, line)
 					continue
 				}
-				checkCommandLine(t, filepath.Base(u), fields[1:])
-				lines++
+				out = append(out, deployLine{filepath.Base(u), fields[1:]})
 			}
 		}
 		f.Close()
@@ -117,15 +120,64 @@ func TestDeployFilesMatchTheCLI(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(rest), &args); err != nil {
 				t.Fatalf("Dockerfile: %q: %v", line, err)
 			}
-			checkCommandLine(t, "Dockerfile", args)
-			lines++
+			out = append(out, deployLine{"Dockerfile", args})
 		}
 	}
-	if lines < 8 {
-		t.Fatalf("only %d barista command lines found in deploy/", lines)
+	return out
+}
+
+// TestDeployFilesMatchTheCLI: every command line in deploy/ (Kubernetes
+// manifests, systemd units, the Dockerfile) uses commands and flags that
+// barista has, and the example configuration file loads, so that they
+// cannot rot.
+func TestDeployFilesMatchTheCLI(t *testing.T) {
+	lines := deployCommandLines(t)
+	for _, l := range lines {
+		checkCommandLine(t, l.where, l.args)
+	}
+	if len(lines) < 8 {
+		t.Fatalf("only %d barista command lines found in deploy/", len(lines))
 	}
 	if _, err := loadConfigFile("../../deploy/systemd/server.toml"); err != nil {
 		t.Fatalf("deploy/systemd/server.toml: %v", err)
+	}
+}
+
+// TestDeployWorkersKeepTheirToken: every worker of deploy/ reads its token
+// from a file (--token-file) and runs its jobs as another user
+// (--run-as), and no deploy file hands a worker its token in the
+// environment.
+func TestDeployWorkersKeepTheirToken(t *testing.T) {
+	workers := 0
+	for _, l := range deployCommandLines(t) {
+		if len(l.args) < 2 || l.args[0] != "worker" || l.args[1] == "--help" {
+			continue
+		}
+		workers++
+		joined := " " + strings.Join(l.args, " ")
+		for _, want := range []string{" --token-file", " --run-as"} {
+			if !strings.Contains(joined, want) {
+				t.Errorf("%s: worker %q has no %s", l.where, strings.TrimSpace(joined), strings.TrimSpace(want))
+			}
+		}
+		if strings.Contains(joined, " --token ") || strings.Contains(joined, " --token=") {
+			t.Errorf("%s: worker %q has its token on the command line", l.where, strings.TrimSpace(joined))
+		}
+	}
+	if workers < 4 {
+		t.Fatalf("only %d worker command lines found in deploy/", workers)
+	}
+	files, _ := filepath.Glob("../../deploy/*/*")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "BARISTA_TOKEN") && !strings.Contains(line, "BARISTA_TOKENS") {
+				t.Errorf("%s:%d: %q: a worker's token belongs in its --token-file", f, i+1, strings.TrimSpace(line))
+			}
+		}
 	}
 }
 

@@ -186,7 +186,7 @@ func runDev(env *cmdEnv, opts *devOpts, args []string) error {
 	for _, w := range workers {
 		for i := 0; i < w.n; i++ {
 			id := fmt.Sprintf("dev-%s-%d", w.size, i+1)
-			if _, err := start("worker-"+id, "worker", "--size", w.size, "--id", id, "--server", servers, "--log-dir", filepath.Join(dir, "jobs")); err != nil {
+			if _, err := start("worker-"+id, "worker", "--size", w.size, "--id", id, "--server", servers, "--log-dir", filepath.Join(dir, "jobs"), "--work-dir", filepath.Join(dir, "work", id)); err != nil {
 				return err
 			}
 		}

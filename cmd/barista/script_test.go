@@ -105,7 +105,7 @@ func startScriptNode(env *testscript.Env) error {
 	}
 	// A webhook key, and endpoints allowed on loopback (the scripts' own
 	// receivers), as barista dev does.
-	hooks := webhook.OnNode(node, webhook.Options{Key: webhook.Key(strings.Repeat("k", webhook.MinKeyLen)),
+	hooks := webhook.OnNode(node, webhook.Options{Key: webhook.Key(strings.Repeat("k", webhook.MinKeyBytes)),
 		Guard: webhook.NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})})
 	srv := rpc.NewServer(node, rpc.Options{Auth: auth, Webhooks: hooks})
 	served := make(chan struct{})

@@ -185,7 +185,8 @@ func TestTLSInitRoles(t *testing.T) {
 	want := "wrote " + filepath.Join(dir, "n1.pem") + " (node, member name server.prod.barista)\n" +
 		"wrote " + filepath.Join(dir, "n2.pem") + " (node, member name server.prod.barista)\n" +
 		"wrote " + filepath.Join(dir, "client.pem") + " (client)\n" +
-		"wrote " + filepath.Join(dir, "worker.pem") + " (client)\n"
+		"wrote " + filepath.Join(dir, "worker.pem") + " (client)\n" +
+		"wrote " + filepath.Join(dir, "webhook.key") + " (the cluster's webhook key, mode 0600: the same on every server, webhooks.key_file)\n"
 	if out.String() != want {
 		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
 	}

@@ -56,9 +56,12 @@ given, which serves every call unauthenticated (barista dev uses it).
 
 Webhooks (docs/webhooks.md): the leader delivers each tenant's events to
 its registered endpoint, signed with a secret derived from the cluster's
-webhook key: [webhooks] key in --config, or $BARISTA_WEBHOOK_KEY (at least
-32 bytes, the same on every server). Endpoints may reach only public
-addresses unless --webhook-allow-cidr allows a range.
+webhook key: a file (--webhook-key-file, webhooks.key_file; "barista tls
+init" writes one), [webhooks] key in --config, or $BARISTA_WEBHOOK_KEY:
+the hex (or padded base64) of at least 32 random bytes, the same on every
+server. A shorter key, one made by hand, and the example keys of the
+documentation are refused. Endpoints may reach only public addresses
+unless --webhook-allow-cidr allows a range.
 
 TLS: --tls-cert, --tls-key and --tls-ca serve gRPC over TLS and run Raft
 over mutual TLS (a member whose certificate another CA signed cannot

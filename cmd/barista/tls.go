@@ -7,8 +7,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net"
 	"os"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/webhook"
 )
 
 type tlsInitOpts struct {
@@ -47,6 +50,11 @@ server of the cluster the same --cluster-name.
 --clients issues client certificates (for barista commands and workers
 that present one): client usage only, no member name, no hosts. They can
 never act as a node.
+
+It also writes DIR/webhook.key (mode 0600) unless it exists: a new
+webhook key, the hex of 32 random bytes. Give every server the same one
+(webhooks.key_file, --webhook-key-file); it is kept when tls init runs
+again in DIR, since a new key would invalidate every endpoint's secret.
 
 Start a server with --tls-cert DIR/n1.pem --tls-key DIR/n1-key.pem
 --tls-ca DIR/ca.pem; clients pass --tls-ca DIR/ca.pem (and may present
@@ -166,7 +174,38 @@ func runTLSInit(env *cmdEnv, opts *tlsInitOpts, args []string) error {
 		}
 		fmt.Fprintf(env.stdout, "wrote %s (client)\n", filepath.Join(opts.dir, name+".pem"))
 	}
+	path, made, err := writeWebhookKey(opts.dir)
+	if err != nil {
+		return err
+	}
+	if made {
+		fmt.Fprintf(env.stdout, "wrote %s (the cluster's webhook key, mode 0600: the same on every server, webhooks.key_file)\n", path)
+	} else {
+		fmt.Fprintf(env.stdout, "kept %s (the cluster's webhook key: a new one would invalidate every endpoint's secret)\n", path)
+	}
 	return nil
+}
+
+// writeWebhookKey writes a new webhook key to DIR/webhook.key, mode 0600,
+// unless the file exists; it reports whether it wrote one.
+func writeWebhookKey(dir string) (string, bool, error) {
+	path := filepath.Join(dir, "webhook.key")
+	key, err := webhook.NewKey()
+	if err != nil {
+		return path, false, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return path, false, nil
+	}
+	if err != nil {
+		return path, false, err
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		f.Close()
+		return path, false, err
+	}
+	return path, true, f.Close()
 }
 
 func certTemplate(name string, days int) *x509.Certificate {

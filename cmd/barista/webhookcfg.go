@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"os"
@@ -16,7 +14,8 @@ import (
 // webhookConfig is a server's webhook delivery settings.
 type webhookConfig struct {
 	Key            string
-	key            webhook.Key // Key, checked by resolveKey
+	KeyFile        string      // a file holding the key instead
+	key            webhook.Key // the key of Key, KeyFile or the environment, checked by resolveKey
 	Allow          []netip.Prefix
 	Timeout        time.Duration
 	Workers        uint32
@@ -32,24 +31,37 @@ func defaultWebhookConfig() webhookConfig {
 // webhookKeyEnv names the environment variable that may hold the key.
 const webhookKeyEnv = "BARISTA_WEBHOOK_KEY"
 
-// resolveKey lays $BARISTA_WEBHOOK_KEY (env) over the file's key and
-// checks it: both may be set only to the same key.
+// resolveKey finds the key in webhooks.key, the file webhooks.key_file
+// names and $BARISTA_WEBHOOK_KEY (env), and checks it: given in more than
+// one place, it must be the same in each.
 func (w *webhookConfig) resolveKey(env string) (webhook.Key, error) {
-	if env != "" {
-		if w.Key != "" && w.Key != env {
-			return nil, fmt.Errorf("webhooks.key and $%s differ: set the webhook key in one place", webhookKeyEnv)
-		}
-		w.Key = env
+	type source struct{ name, key string }
+	var sources []source
+	if w.Key != "" {
+		sources = append(sources, source{"webhooks.key", w.Key})
 	}
-	if w.Key == "" {
+	if w.KeyFile != "" {
+		k, err := readSecretFile(w.KeyFile, true)
+		if err != nil {
+			return nil, fmt.Errorf("webhooks.key_file: %w", err)
+		}
+		sources = append(sources, source{"webhooks.key_file " + w.KeyFile, k})
+	}
+	if env != "" {
+		sources = append(sources, source{"$" + webhookKeyEnv, env})
+	}
+	if len(sources) == 0 {
 		return nil, nil
 	}
-	k, err := webhook.ParseKey(w.Key)
-	if err != nil {
-		if env != "" {
-			return nil, fmt.Errorf("$%s: %w", webhookKeyEnv, err)
+	for _, s := range sources[1:] {
+		if s.key != sources[0].key {
+			return nil, fmt.Errorf("%s and %s differ: set the webhook key in one place", sources[0].name, s.name)
 		}
-		return nil, fmt.Errorf("webhooks.key: %w", err)
+	}
+	last := sources[len(sources)-1]
+	k, err := webhook.ParseKey(last.key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", last.name, err)
 	}
 	w.key = k
 	return k, nil
@@ -139,11 +151,11 @@ func devWebhookConfig(dir string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	key, err := webhook.NewKey()
+	if err != nil {
 		return "", err
 	}
-	body := fmt.Sprintf("# The webhook key of this barista dev cluster (docs/webhooks.md).\n[webhooks]\nkey = %q\n", hex.EncodeToString(b[:]))
+	body := fmt.Sprintf("# The webhook key of this barista dev cluster (docs/webhooks.md).\n[webhooks]\nkey = %q\n", key)
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		return "", err
 	}

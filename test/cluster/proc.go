@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"cmp"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -16,16 +17,23 @@ type Worker struct {
 	ID     string
 	Size   string
 	LogDir string
-	Args   []string
+	// WorkDir holds the worker's runs' own directories (--work-dir).
+	WorkDir string
+	Args    []string
 	// Token, if set, is the worker's token instead of the cluster's.
 	Token string
+	// TokenFile, if set, is the file the worker reads its token from
+	// (--token-file), instead of --token.
+	TokenFile string
+	// TokenEnv passes the token in $BARISTA_TOKEN instead of --token.
+	TokenEnv bool
 	// Process is the worker's process (LogPath is its log).
 	proc.Process
 }
 
 // AddWorker creates a worker (not started) that connects to every node.
 func (c *Cluster) AddWorker(id, size string) *Worker {
-	w := &Worker{c: c, ID: id, Size: size, LogDir: filepath.Join(c.Dir, id+"-jobs")}
+	w := &Worker{c: c, ID: id, Size: size, LogDir: filepath.Join(c.Dir, id+"-jobs"), WorkDir: filepath.Join(c.Dir, id+"-work")}
 	w.LogPath = filepath.Join(c.Dir, id+".log")
 	c.Workers = append(c.Workers, w)
 	return w
@@ -46,11 +54,19 @@ func (w *Worker) Start(servers string) {
 	if servers == "" {
 		servers = w.c.Servers()
 	}
-	args := append([]string{"worker", "--id", w.ID, "--size", w.Size, "--server", servers, "--log-dir", w.LogDir, "--log-level", "debug"}, w.Args...)
-	if token := cmp.Or(w.Token, w.c.Token); token != "" {
+	args := append([]string{"worker", "--id", w.ID, "--size", w.Size, "--server", servers, "--log-dir", w.LogDir, "--work-dir", w.WorkDir, "--log-level", "debug"}, w.Args...)
+	token := cmp.Or(w.Token, w.c.Token)
+	switch {
+	case w.TokenFile != "":
+		args = append(args, "--token-file", w.TokenFile)
+	case token != "" && !w.TokenEnv:
 		args = append(args, "--token", token)
 	}
-	if err := w.Process.Start(w.c.command(w.ID, args), false, &w.c.procs); err != nil {
+	cmd := w.c.command(w.ID, args)
+	if w.TokenEnv {
+		cmd.Env = append(os.Environ(), "BARISTA_TOKEN="+token)
+	}
+	if err := w.Process.Start(cmd, false, &w.c.procs); err != nil {
 		w.c.T.Fatalf("starting worker %s: %v", w.ID, err)
 	}
 }

@@ -20,6 +20,10 @@
 //   - [Process.Terminate] and [Process.Kill] signal the whole tree: the
 //     process group and, individually, every known descendant (descendants
 //     may have called setsid and left the group).
+//   - The job inherits nothing of the calling process but what it is given:
+//     its environment is [Options.Env] with [Spec.Env] laid over it, its
+//     only open files are stdin, stdout and stderr, and with [Options.User]
+//     it runs as another user.
 //
 // # Linux specifics
 //

@@ -135,6 +135,20 @@ func runHelper(mode string, args []string) int {
 		}
 	case "flood": // flood N: N numbered lines on stdout, then END
 		os.Stdout.Write(floodOutput(num(arg(0))))
+	case "agent": // agent undumpable|dumpable: an agent whose job tries to read its environment
+		if arg(0) == "undumpable" {
+			if err := MakeUndumpable(); err != nil {
+				fmt.Fprintln(os.Stderr, "helper:", err)
+				return 100
+			}
+		}
+		p, err := Start(Spec{Argv: []string{"/bin/sh", "-c", `cat /proc/$PPID/environ >/dev/null && echo read || echo refused`}}, Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		<-p.Done()
+		fmt.Print(p.Result().StdoutTail)
 	default:
 		fmt.Fprintln(os.Stderr, "helper: unknown mode", mode)
 		return 100

@@ -13,7 +13,7 @@ const (
 // Options tune how a job's output is kept.
 type Options struct {
 	// LogPath is the file that the job's stdout and stderr are appended to
-	// (created with mode 0600 if needed). "" discards the output (the
+	// (created if needed, and made mode 0600). "" discards the output (the
 	// tails are still kept).
 	//
 	// The file is bounded by MaxLogBytes (default [DefaultMaxLogBytes]). When a
@@ -31,6 +31,25 @@ type Options struct {
 	// [Result.StderrTail] and [Result.StdoutTail] hold (default
 	// [DefaultTailBytes]).
 	TailBytes int
+
+	// Env is the environment the job starts from, as NAME=VALUE strings;
+	// [Spec.Env] is laid over it. Nothing of the calling process's own
+	// environment reaches the job unless it is here: with nil the job has
+	// Spec.Env alone (and Argv[0] needs a '/' unless Spec.Env sets PATH).
+	Env []string
+
+	// User, if set, is the user the job runs as: its groups and then its
+	// user ID are set in the child before the exec. The calling process
+	// needs the privilege to do so (root, or CAP_SETUID and CAP_SETGID).
+	// nil: the job runs as the calling process's user.
+	User *Identity
+}
+
+// Identity is a user to run a job as.
+type Identity struct {
+	UID    uint32
+	GID    uint32   // primary group
+	Groups []uint32 // supplementary groups (none if empty)
 }
 
 func (o Options) withDefaults() Options {

@@ -26,6 +26,11 @@ func openBoundedLog(path string, max int64) (*boundedLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runner: open log: %w", err)
 	}
+	// A file that was already there is made private too.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("runner: open log: %w", err)
+	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()

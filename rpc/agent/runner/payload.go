@@ -13,8 +13,8 @@ import (
 // Spec is a job's command line, decoded from its payload.
 type Spec struct {
 	Argv []string          // program and arguments; Argv[0] looked up in PATH
-	Env  map[string]string // added to (overriding) the agent's environment
-	Dir  string            // working directory ("" = the agent's)
+	Env  map[string]string // laid over the job's base environment (Options.Env)
+	Dir  string            // working directory ("" = the calling process's)
 }
 
 // FieldError is the error returned for an invalid payload or Spec. Field

@@ -62,11 +62,13 @@ type member struct {
 // to opt.LogPath (bounded, see [Options]) and the tails of both kept in
 // memory.
 //
-// The environment is the calling process's with spec.Env added (overriding),
-// and Argv[0], unless it contains a '/', is looked up in that environment's
-// PATH (only absolute directories of it are searched). A relative Dir is
-// relative to the agent's working directory; a relative Argv[0] that contains
-// a '/' is relative to Dir (the chdir happens before the exec).
+// The environment is exactly opt.Env with spec.Env laid over it (nothing of
+// the calling process's own environment is inherited), and Argv[0], unless
+// it contains a '/', is looked up in that environment's PATH (only absolute
+// directories of it are searched). A relative Dir is relative to the
+// agent's working directory; a relative Argv[0] that contains a '/' is
+// relative to Dir (the chdir happens before the exec). With opt.User the
+// child takes that user's groups and user ID before the exec.
 //
 // Start does not wait: use [Process.Done].
 func Start(spec Spec, opt Options) (*Process, error) {
@@ -74,7 +76,7 @@ func Start(spec Spec, opt Options) (*Process, error) {
 		return nil, err
 	}
 	opt = opt.withDefaults()
-	env := mergeEnv(os.Environ(), spec.Env)
+	env := mergeEnv(opt.Env, spec.Env)
 	path, err := lookPath(spec.Argv[0], env)
 	if err != nil {
 		return nil, err
@@ -125,7 +127,10 @@ func Start(spec Spec, opt Options) (*Process, error) {
 		Files: []uintptr{devnull.Fd(), outW.Fd(), errW.Fd()},
 		// Pdeathsig: a job never outlives a worker agent that dies (even by
 		// SIGKILL); the lease then expires and the job runs elsewhere.
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		// Pdeathsig holds with a Credential: a change of credentials
+		// clears it, and Go sets it after the change. The chdir to Dir
+		// also comes after it: the user must be able to enter Dir.
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: credential(opt.User)},
 	}
 
 	// Fork under reg.mu: the supervisor must not see the new child (and
@@ -260,6 +265,16 @@ func (p *Process) finalize(res Result) {
 	res.StderrTail, res.StdoutTail = p.errTail.String(), p.outTail.String()
 	p.result = res
 	close(p.done)
+}
+
+// credential is the child's credentials for u (nil: the caller's own).
+func credential(u *Identity) *syscall.Credential {
+	if u == nil {
+		return nil
+	}
+	// An empty Groups clears the supplementary groups (setgroups with
+	// none): the job keeps none of the agent's.
+	return &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
 }
 
 // mergeEnv returns base with the variables of over replacing or added to it.

@@ -13,14 +13,23 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
 
+// pathEnv is the environment of the tests' jobs that set none: the test's
+// PATH, to find sh and sleep.
+func pathEnv() []string { return []string{"PATH=" + os.Getenv("PATH")} }
+
 // start starts spec and makes sure, at the end of the test, that its tree is
-// gone and that the supervisor goroutine has stopped.
+// gone and that the supervisor goroutine has stopped. Without opt.Env the
+// job gets pathEnv.
 func start(t *testing.T, spec Spec, opt Options) *Process {
 	t.Helper()
+	if opt.Env == nil {
+		opt.Env = pathEnv()
+	}
 	p, err := Start(spec, opt)
 	if err != nil {
 		t.Fatalf("Start(%q): %v", spec.Argv, err)
@@ -564,6 +573,106 @@ func TestEnvAndDir(t *testing.T) {
 	}
 }
 
+// TestEnvIsOnlyWhatIsGiven: a job's environment is Options.Env with the
+// payload's laid over it, and nothing of the agent's own: a variable of
+// the test process does not reach it.
+func TestEnvIsOnlyWhatIsGiven(t *testing.T) {
+	t.Setenv("BARISTA_TOKEN", "agent-secret-never-in-a-job")
+	log := filepath.Join(t.TempDir(), "log")
+	spec := Spec{Argv: []string{"/usr/bin/env"}, Env: map[string]string{"A": "payload", "B": "b=c"}}
+	p := start(t, spec, Options{LogPath: log, Env: []string{"PATH=/usr/bin:/bin", "A=base", "HOME=/job"}})
+	if res := waitDone(t, p, 10*time.Second); res.ExitCode != 0 {
+		t.Fatalf("Result = %+v", res)
+	}
+	if got, want := readFile(t, log), "PATH=/usr/bin:/bin\nA=payload\nHOME=/job\nB=b=c\n"; got != want {
+		t.Errorf("environment = %q, want %q", got, want)
+	}
+}
+
+// TestRunAsUser: with Options.User the job runs with that user's IDs and
+// groups only (here nobody, 65534), is measured and killed like any
+// other, and cannot enter a directory of the agent's that is closed to
+// it. It needs root.
+func TestRunAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running a job as another user needs root")
+	}
+	nobody := &Identity{UID: 65534, GID: 65534}
+	log := filepath.Join(t.TempDir(), "log")
+	p := start(t, Spec{Argv: []string{"sh", "-c", "id -u; id -g; id -G"}}, Options{LogPath: log, User: nobody})
+	if res := waitDone(t, p, 10*time.Second); res.ExitCode != 0 {
+		t.Fatalf("Result = %+v", res)
+	}
+	if got := readFile(t, log); got != "65534\n65534\n65534\n" {
+		t.Errorf("uid, gid, groups = %q, want 65534 for each and no other group", got)
+	}
+	// Supplementary groups are set as given.
+	log2 := filepath.Join(t.TempDir(), "log")
+	p = start(t, Spec{Argv: []string{"id", "-G"}}, Options{LogPath: log2, User: &Identity{UID: 65534, GID: 65534, Groups: []uint32{65534, 4242}}})
+	if res := waitDone(t, p, 10*time.Second); res.ExitCode != 0 {
+		t.Fatalf("Result = %+v", res)
+	}
+	if got := readFile(t, log2); got != "65534 4242\n" {
+		t.Errorf("groups = %q, want \"65534 4242\"", got)
+	}
+	// Killed as a tree like any job.
+	p = start(t, Spec{Argv: []string{"sh", "-c", "sleep 1000 & sleep 1000"}}, Options{User: nobody})
+	waitTree(t, p.PID(), 3, 0)
+	p.Kill()
+	if res := waitDone(t, p, 10*time.Second); res.Signal != "killed" {
+		t.Errorf("after Kill: %+v", res)
+	}
+	// The chdir happens as the user: a root-only directory is refused.
+	closed := t.TempDir()
+	if err := os.Chmod(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(Spec{Argv: []string{"true"}, Dir: closed}, Options{Env: pathEnv(), User: nobody}); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("Dir closed to the user: err = %v, want a permission error", err)
+	}
+	waitSupervisorStopped(t)
+}
+
+// TestUndumpableAgent: a job of the agent's own user (not root) reads
+// the agent's environment through /proc, unless the agent made itself
+// undumpable. As root the agent runs as nobody, from a copy of this test
+// binary that nobody may run.
+func TestUndumpableAgent(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		dir, err := os.MkdirTemp("", "runner-agent-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		b, err := os.ReadFile(exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe = filepath.Join(dir, "agent")
+		if err := os.WriteFile(exe, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	for mode, want := range map[string]string{"dumpable": "read\n", "undumpable": "refused\n"} {
+		cmd := exec.Command(exe, mode)
+		cmd.Env = []string{helperEnv + "=agent", "GORACE=atexit_sleep_ms=0", "AGENT_SECRET=s3cret"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		out, err := cmd.Output()
+		if err != nil || string(out) != want {
+			t.Errorf("%s agent: its job says %q (%v), want %q", mode, out, err, want)
+		}
+	}
+}
+
 func TestStartErrors(t *testing.T) {
 	var fe *FieldError
 	if _, err := Start(Spec{}, Options{}); !errors.As(err, &fe) || fe.Field != "argv" {
@@ -572,13 +681,17 @@ func TestStartErrors(t *testing.T) {
 	if _, err := Start(Spec{Argv: []string{"sh"}, Env: map[string]string{"PATH": "/nonexistent"}}, Options{}); !errors.Is(err, exec.ErrNotFound) {
 		t.Errorf("sh with PATH=/nonexistent: err = %v, want exec.ErrNotFound", err)
 	}
-	if _, err := Start(Spec{Argv: []string{"no-such-program-barista"}}, Options{}); !errors.Is(err, exec.ErrNotFound) {
+	if _, err := Start(Spec{Argv: []string{"no-such-program-barista"}}, Options{Env: pathEnv()}); !errors.Is(err, exec.ErrNotFound) {
 		t.Errorf("unknown program: err = %v, want exec.ErrNotFound", err)
 	}
-	if _, err := Start(Spec{Argv: []string{"true"}, Dir: "/nonexistent/dir"}, Options{}); !errors.Is(err, fs.ErrNotExist) {
+	// No PATH at all: nothing of the agent's environment is used.
+	if _, err := Start(Spec{Argv: []string{"true"}}, Options{}); !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("true without a PATH: err = %v, want exec.ErrNotFound", err)
+	}
+	if _, err := Start(Spec{Argv: []string{"true"}, Dir: "/nonexistent/dir"}, Options{Env: pathEnv()}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing dir: err = %v, want fs.ErrNotExist", err)
 	}
-	if _, err := Start(Spec{Argv: []string{"true"}}, Options{LogPath: "/nonexistent/dir/log"}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := Start(Spec{Argv: []string{"true"}}, Options{LogPath: "/nonexistent/dir/log", Env: pathEnv()}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("bad log path: err = %v, want fs.ErrNotExist", err)
 	}
 	waitSupervisorStopped(t)

@@ -33,3 +33,20 @@ func isSubreaper() (bool, error) {
 	}
 	return v != 0, nil
 }
+
+const prSetDumpable = 4 // PR_SET_DUMPABLE, <linux/prctl.h>
+
+// MakeUndumpable clears the calling process's dumpable flag (prctl
+// PR_SET_DUMPABLE 0): its /proc/PID files become root's, so processes of
+// its own user without CAP_SYS_PTRACE (its jobs, when they run as the
+// agent's user) can no longer read its environment, memory or open files
+// there, nor ptrace it; it also writes no core dump. Its command line
+// stays readable by everyone. Jobs are not affected: an exec makes a
+// process dumpable again.
+func MakeUndumpable() error {
+	clockTicks() // from /proc/self/auxv, which becomes root's
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0); errno != 0 {
+		return fmt.Errorf("runner: prctl(PR_SET_DUMPABLE): %w", errno)
+	}
+	return nil
+}
