@@ -308,7 +308,10 @@ func (x *ForwardSubmitsResponse) GetResults() []*ForwardedSubmitResult {
 }
 
 type StatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// skip_hash leaves state_hash empty (hashing the whole state is costly;
+	// a leader asking its members for their applied index sets it).
+	SkipHash      bool `protobuf:"varint,1,opt,name=skip_hash,json=skipHash,proto3" json:"skip_hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -341,6 +344,13 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
 	return file_node_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *StatusRequest) GetSkipHash() bool {
+	if x != nil {
+		return x.SkipHash
+	}
+	return false
 }
 
 type StatusResponse struct {
@@ -881,14 +891,17 @@ func (*ListPeersRequest) Descriptor() ([]byte, []int) {
 }
 
 type Peer struct {
-	state        protoimpl.MessageState `protogen:"open.v1"`
-	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RaftAddr     string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
-	GrpcAddr     string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
-	Voter        bool                   `protobuf:"varint,4,opt,name=voter,proto3" json:"voter,omitempty"`
-	Leader       bool                   `protobuf:"varint,5,opt,name=leader,proto3" json:"leader,omitempty"`
-	AppliedIndex uint64                 `protobuf:"varint,6,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"` // only known for the node that answered; 0 otherwise
-	HttpAddr     string                 `protobuf:"bytes,7,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddr string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	GrpcAddr string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	Voter    bool                   `protobuf:"varint,4,opt,name=voter,proto3" json:"voter,omitempty"`
+	Leader   bool                   `protobuf:"varint,5,opt,name=leader,proto3" json:"leader,omitempty"`
+	// applied_index: the index this member's state has applied, asked of
+	// it by the node that answered (applied_known false: it did not answer
+	// within a second).
+	AppliedIndex uint64 `protobuf:"varint,6,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	HttpAddr     string `protobuf:"bytes,7,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
 	// known: the answering node leads and has heard from this peer since it
 	// started (the fields below are then set); a follower answers only when
 	// no leader is known.
@@ -896,6 +909,10 @@ type Peer struct {
 	LastContactMs int64  `protobuf:"varint,9,opt,name=last_contact_ms,json=lastContactMs,proto3" json:"last_contact_ms,omitempty"` // how long ago the leader last heard from it
 	Lag           uint64 `protobuf:"varint,10,opt,name=lag,proto3" json:"lag,omitempty"`                                           // entries its log trails the leader's
 	Reachable     bool   `protobuf:"varint,11,opt,name=reachable,proto3" json:"reachable,omitempty"`                               // the leader, or heard from within the election timeout
+	// lag_known: the leader has heard from it since it leads, so lag is
+	// what its log trails by (false: not known; lag is 0).
+	LagKnown      bool `protobuf:"varint,12,opt,name=lag_known,json=lagKnown,proto3" json:"lag_known,omitempty"`
+	AppliedKnown  bool `protobuf:"varint,13,opt,name=applied_known,json=appliedKnown,proto3" json:"applied_known,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1003,6 +1020,20 @@ func (x *Peer) GetLag() uint64 {
 func (x *Peer) GetReachable() bool {
 	if x != nil {
 		return x.Reachable
+	}
+	return false
+}
+
+func (x *Peer) GetLagKnown() bool {
+	if x != nil {
+		return x.LagKnown
+	}
+	return false
+}
+
+func (x *Peer) GetAppliedKnown() bool {
+	if x != nil {
+		return x.AppliedKnown
 	}
 	return false
 }
@@ -1299,8 +1330,9 @@ const file_node_proto_rawDesc = "" +
 	"\acreated\x18\x02 \x01(\bR\acreated\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\fR\x06status\"U\n" +
 	"\x16ForwardSubmitsResponse\x12;\n" +
-	"\aresults\x18\x01 \x03(\v2!.barista.v1.ForwardedSubmitResultR\aresults\"\x0f\n" +
-	"\rStatusRequest\"\xe6\x04\n" +
+	"\aresults\x18\x01 \x03(\v2!.barista.v1.ForwardedSubmitResultR\aresults\",\n" +
+	"\rStatusRequest\x12\x1b\n" +
+	"\tskip_hash\x18\x01 \x01(\bR\bskipHash\"\xe6\x04\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -1341,7 +1373,7 @@ const file_node_proto_rawDesc = "" +
 	"\x11RemovePeerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x14\n" +
 	"\x12RemovePeerResponse\"\x12\n" +
-	"\x10ListPeersRequest\"\xae\x02\n" +
+	"\x10ListPeersRequest\"\xf0\x02\n" +
 	"\x04Peer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
@@ -1354,7 +1386,9 @@ const file_node_proto_rawDesc = "" +
 	"\x0flast_contact_ms\x18\t \x01(\x03R\rlastContactMs\x12\x10\n" +
 	"\x03lag\x18\n" +
 	" \x01(\x04R\x03lag\x12\x1c\n" +
-	"\treachable\x18\v \x01(\bR\treachable\"Q\n" +
+	"\treachable\x18\v \x01(\bR\treachable\x12\x1b\n" +
+	"\tlag_known\x18\f \x01(\bR\blagKnown\x12#\n" +
+	"\rapplied_known\x18\r \x01(\bR\fappliedKnown\"Q\n" +
 	"\x11ListPeersResponse\x12&\n" +
 	"\x05peers\x18\x01 \x03(\v2\x10.barista.v1.PeerR\x05peers\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\"+\n" +

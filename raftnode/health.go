@@ -261,8 +261,10 @@ type Peer struct {
 	Known bool
 	// LastContact is how long ago the leader last heard from the peer.
 	LastContact time.Duration
-	// Lag is how many entries the peer's log trails the leader's.
-	Lag uint64
+	// Lag is how many entries the peer's log trails the leader's, known
+	// (LagKnown) once the leader has heard from the peer since it leads.
+	Lag      uint64
+	LagKnown bool
 	// Reachable: the leader itself, or a peer heard from within the
 	// election timeout.
 	Reachable bool
@@ -290,7 +292,7 @@ func (n *Node) Peers() ([]Peer, uint64, error) {
 		p := Peer{ID: string(s.ID), Address: string(s.Address), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == leaderID}
 		switch {
 		case p.ID == n.cfg.ID && leading:
-			p.Known, p.Reachable = true, true
+			p.Known, p.Reachable, p.LagKnown = true, true, true
 		case leading:
 			c := n.obs.peers.get(s.ID)
 			heard := c.LastContact
@@ -302,8 +304,11 @@ func (n *Node) Peers() ([]Peer, uint64, error) {
 			p.LastContact = now.Sub(heard)
 			p.Known = !c.LastContact.IsZero() || p.LastContact > n.cfg.ElectionTimeout
 			p.Reachable = p.LastContact <= n.cfg.ElectionTimeout
-			if !c.LastContact.IsZero() && last > c.LastLog {
-				p.Lag = last - c.LastLog
+			if !c.LastContact.IsZero() && !c.LastContact.Before(since) {
+				p.LagKnown = true
+				if last > c.LastLog {
+					p.Lag = last - c.LastLog
+				}
 			}
 		}
 		out = append(out, p)

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -311,54 +310,48 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	s.render(w, "overview", 0, p)
 }
 
-// members lists the members as the leader sees them, each with its own
-// applied index (asked of it, briefly; "-" if it does not answer).
+// members lists the members as the leader sees them (peersView, the
+// view list-peers and GET /v1/admin/members give too).
 func (s *Server) members(r *http.Request) []consoleMember {
 	b := &s.base
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
 	peers, err := b.leaderPeers(ctx)
 	if err != nil {
 		b.log.Debug("console: peers from the leader", "error", err)
-		peers, _ = peersView(b)
+		peers, _ = peersView(ctx, b)
 	}
 	out := make([]consoleMember, len(peers.GetPeers()))
-	var wg sync.WaitGroup
 	for i, m := range peers.GetPeers() {
-		pm := pageMember{ID: m.Id, Raft: m.RaftAddr, GRPC: m.GrpcAddr, HTTP: m.HttpAddr, Leader: m.Leader, State: PeerState(m), Contact: "-", Lag: "-"}
-		if m.Known && !m.Leader {
-			pm.Contact = (time.Duration(m.LastContactMs) * time.Millisecond).String() + " ago"
-			pm.Lag = strconv.FormatUint(m.Lag, 10)
-		}
-		out[i] = consoleMember{pageMember: pm, Applied: "-"}
-		if m.Id == b.node.ID() {
-			out[i].Applied = strconv.FormatUint(b.node.Raft().AppliedIndex(), 10)
-			continue
-		}
-		if m.GrpcAddr == "" {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if st, err := s.memberStatus(ctx, m.GrpcAddr, requestCaller(r).token); err == nil {
-				out[i].Applied = strconv.FormatUint(st.AppliedIndex, 10)
-			}
-		}()
+		f := PeerFacts(m)
+		out[i] = consoleMember{pageMember: pageMember{ID: m.Id, Raft: m.RaftAddr, GRPC: m.GrpcAddr, HTTP: m.HttpAddr, Leader: m.Leader,
+			State: PeerState(m), Contact: f.Contact, Lag: f.Lag}, Applied: f.Applied}
 	}
-	wg.Wait()
 	return out
 }
 
-// memberStatus asks one member for its status with the caller's token.
-func (s *Server) memberStatus(ctx context.Context, addr, token string) (*pb.StatusResponse, error) {
-	cc, err := s.leader.dial(addr)
-	if err != nil {
-		return nil, err
+// PeerText is how a person is shown a member's facts: its applied index,
+// last contact and lag, "unknown" where the answering node could not
+// learn it ("-" where it does not apply: the leader's own contact and
+// lag).
+type PeerText struct{ Applied, Contact, Lag string }
+
+// PeerFacts says a member's facts as PeerText.
+func PeerFacts(p *pb.Peer) PeerText {
+	f := PeerText{Applied: "unknown", Contact: "unknown", Lag: "unknown"}
+	if p.AppliedKnown {
+		f.Applied = strconv.FormatUint(p.AppliedIndex, 10)
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	return pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{}, Bearer(token, false))
+	switch {
+	case p.Leader:
+		f.Contact, f.Lag = "-", "-"
+	case p.Known:
+		f.Contact = (time.Duration(p.LastContactMs) * time.Millisecond).String() + " ago"
+		if p.LagKnown {
+			f.Lag = strconv.FormatUint(p.Lag, 10)
+		}
+	}
+	return f
 }
 
 // mayOpenTenant says whether the caller may see a tenant's pages.

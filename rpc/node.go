@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -30,9 +31,12 @@ type NodeService struct {
 }
 
 // Status reports this node's view of the cluster.
-func (s *NodeService) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusResponse, error) {
+func (s *NodeService) Status(ctx context.Context, req *pb.StatusRequest) (*pb.StatusResponse, error) {
 	r := s.node.Raft()
-	hash, _ := s.node.FSM.Hash()
+	var hash [32]byte
+	if !req.GetSkipHash() {
+		hash, _ = s.node.FSM.Hash()
+	}
 	clock, _ := s.node.FSM.Clock()
 	jobs, tenants := s.node.FSM.Counts()
 	id, raftAddr := s.node.Leader()
@@ -43,7 +47,7 @@ func (s *NodeService) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.Stat
 		LeaderRaftAddr:      raftAddr,
 		AppliedIndex:        r.AppliedIndex(),
 		LastLogIndex:        r.LastIndex(),
-		StateHash:           hex.EncodeToString(hash[:]),
+		StateHash:           stateHashText(hash, req.GetSkipHash()),
 		RaftAddr:            s.node.Config().RaftAddr,
 		GrpcAddr:            s.node.Config().GRPCAddr,
 		ClusterTimeMs:       int64(clock),
@@ -60,6 +64,13 @@ func (s *NodeService) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.Stat
 	fmt.Sscan(stats["commit_index"], &resp.CommitIndex)
 	fmt.Sscan(stats["term"], &resp.Term)
 	return resp, nil
+}
+
+func stateHashText(hash [32]byte, skipped bool) string {
+	if skipped {
+		return ""
+	}
+	return hex.EncodeToString(hash[:])
 }
 
 func stateName(s raft.RaftState) string {
@@ -171,14 +182,14 @@ func (s *NodeService) ListPeers(ctx context.Context, req *pb.ListPeersRequest) (
 	}); handled && (err == nil || status.Code(err) != codes.Unavailable) {
 		return resp, err
 	}
-	return peersView(&s.base)
+	return peersView(ctx, &s.base)
 }
 
 // leaderPeers asks the leader for the peers view with this server's own
 // credentials (the web page shows it on every node).
 func (b *base) leaderPeers(ctx context.Context) (*pb.ListPeersResponse, error) {
 	if b.node.IsLeader() {
-		return peersView(b)
+		return peersView(ctx, b)
 	}
 	cc, _, err := b.leader.leader(ctx, time.Now().Add(ForwardWait))
 	if err != nil {
@@ -206,24 +217,55 @@ func PeerState(p *pb.Peer) string {
 	return "follower"
 }
 
-func peersView(b *base) (*pb.ListPeersResponse, error) {
+// peersView is the one view of the members that every surface shows
+// (list-peers, GET /v1/admin/members, the console): the Raft
+// configuration, each member's last contact and lag as this node (the
+// leader) sees them, and each member's applied index, asked of it
+// (applied_known false where it does not answer within a second).
+func peersView(ctx context.Context, b *base) (*pb.ListPeersResponse, error) {
 	peers, index, err := b.node.Peers()
 	if err != nil {
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
 	resp := &pb.ListPeersResponse{Index: index}
+	var wg sync.WaitGroup
 	for _, p := range peers {
 		out := &pb.Peer{Id: p.ID, RaftAddr: p.Address, Voter: p.Voter, Leader: p.Leader, Known: p.Known,
-			LastContactMs: p.LastContact.Milliseconds(), Lag: p.Lag, Reachable: p.Reachable}
+			LastContactMs: p.LastContact.Milliseconds(), Lag: p.Lag, LagKnown: p.LagKnown, Reachable: p.Reachable}
 		if m, ok := b.node.FSM.Member(p.ID); ok {
 			out.GrpcAddr, out.HttpAddr = m.GRPCAddr, m.HTTPAddr
 		}
-		if p.ID == b.node.ID() {
-			out.AppliedIndex = b.node.Raft().AppliedIndex()
-		}
 		resp.Peers = append(resp.Peers, out)
+		switch {
+		case p.ID == b.node.ID():
+			out.AppliedIndex, out.AppliedKnown = b.node.Raft().AppliedIndex(), true
+		case out.GrpcAddr != "":
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if st, err := b.memberStatus(ctx, out.GrpcAddr); err == nil {
+					out.AppliedIndex, out.AppliedKnown = st.AppliedIndex, true
+				}
+			}()
+		}
 	}
+	wg.Wait()
 	return resp, nil
+}
+
+// memberStatus asks one member for its status (without its state hash),
+// with this server's own credentials, for at most a second.
+func (b *base) memberStatus(ctx context.Context, addr string) (*pb.StatusResponse, error) {
+	cc, err := b.leader.dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if b.selfToken != "" {
+		ctx = metadata.NewOutgoingContext(ctx, metadata.Pairs("authorization", "Bearer "+b.selfToken))
+	}
+	return pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{SkipHash: true})
 }
 
 // TransferLeadership hands leadership over.

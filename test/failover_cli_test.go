@@ -104,10 +104,11 @@ func TestSubmitsAcrossLeaderKill(t *testing.T) {
 	}
 	var peers struct {
 		Peers []struct {
-			ID            string `json:"id"`
-			State         string `json:"state"`
-			LastContactMs int64  `json:"last_contact_ms"`
-			Lag           uint64 `json:"lag"`
+			ID            string  `json:"id"`
+			State         string  `json:"state"`
+			LastContactMs int64   `json:"last_contact_ms"`
+			Lag           *uint64 `json:"lag"`
+			AppliedIndex  *uint64 `json:"applied_index"`
 		} `json:"peers"`
 	}
 	waitFor(t, 20*time.Second, "list-peers shows the dead leader unreachable", func() (bool, string) {
@@ -127,9 +128,45 @@ func TestSubmitsAcrossLeaderKill(t *testing.T) {
 		}
 		return states[leader.ID] == "unreachable" && states[newLeader.ID] == "leader" && states[live.ID] == "follower", out
 	})
+	// The dead member's applied index and lag cannot be learned: they are
+	// unknown, not 0; the live members' applied indexes are asked of them.
+	for _, p := range peers.Peers {
+		switch {
+		case p.ID == leader.ID && (p.AppliedIndex != nil || p.Lag != nil):
+			t.Fatalf("list-peers --json gives the dead member an applied index or lag: %+v", p)
+		case p.ID != leader.ID && (p.AppliedIndex == nil || *p.AppliedIndex == 0):
+			t.Fatalf("list-peers --json gives live member %s no applied index: %+v", p.ID, p)
+		}
+	}
 	out, _, err = c.Run("operator", "raft", "list-peers", "--server", live.GRPCAddr)
-	if err != nil || !strings.Contains(out, "unreachable") || !strings.Contains(out, "LAST CONTACT") {
+	if err != nil || !strings.Contains(out, "unreachable") || !strings.Contains(out, "LAST CONTACT") || !strings.Contains(out, "APPLIED") {
 		t.Fatalf("list-peers table: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == leader.ID && (f[5] != "unknown" || f[len(f)-1] != "unknown") {
+			t.Fatalf("list-peers shows the dead member's applied index and lag as %q and %q, want unknown:\n%s", f[5], f[len(f)-1], out)
+		}
+	}
+	var members struct {
+		Peers []struct {
+			ID           string `json:"id"`
+			AppliedIndex string `json:"applied_index"`
+			AppliedKnown bool   `json:"applied_known"`
+		} `json:"peers"`
+	}
+	mresp, err := http.Get("http://" + live.HTTPAddr + "/v1/admin/members")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(mresp.Body).Decode(&members)
+	mresp.Body.Close()
+	if err != nil || len(members.Peers) != 3 {
+		t.Fatalf("GET /v1/admin/members: %v %+v", err, members)
+	}
+	for _, p := range members.Peers {
+		if known := p.ID != leader.ID; p.AppliedKnown != known || (known && (p.AppliedIndex == "0" || p.AppliedIndex == "")) {
+			t.Fatalf("GET /v1/admin/members: %+v (the dead member %s: unknown; the others: their applied index)", p, leader.ID)
+		}
 	}
 	t.Logf("list-peers:\n%s", out)
 	out, _, err = c.Run("status", "--server", live.GRPCAddr)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"google.golang.org/grpc"
 
@@ -18,7 +17,7 @@ import (
 
 func init() {
 	register("operator raft list-peers", typed(&spec[clientFlags]{
-		synopsis: "List the Raft configuration: addresses, state, last contact and lag of each member",
+		synopsis: "List the Raft configuration: addresses, state, applied index, last contact and lag of each member",
 		usage:    "[--server ADDR] [--json]",
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
 			resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.ListPeers, &pb.ListPeersRequest{})
@@ -29,23 +28,24 @@ func init() {
 				var peers []map[string]any
 				for _, p := range resp.Peers {
 					m := map[string]any{"id": p.Id, "raft_addr": p.RaftAddr, "grpc_addr": p.GrpcAddr,
-						"http_addr": p.HttpAddr, "voter": p.Voter, "leader": p.Leader, "applied_index": p.AppliedIndex,
-						"state": rpc.PeerState(p)}
+						"http_addr": p.HttpAddr, "voter": p.Voter, "leader": p.Leader, "state": rpc.PeerState(p)}
+					if p.AppliedKnown {
+						m["applied_index"] = p.AppliedIndex
+					}
 					if p.Known {
-						m["last_contact_ms"], m["lag"], m["reachable"] = p.LastContactMs, p.Lag, p.Reachable
+						m["last_contact_ms"], m["reachable"] = p.LastContactMs, p.Reachable
+					}
+					if p.LagKnown {
+						m["lag"] = p.Lag
 					}
 					peers = append(peers, m)
 				}
 				return printJSON(env.stdout, map[string]any{"peers": peers, "index": resp.Index})
 			}
-			fmt.Fprintf(env.stdout, "%-12s %-22s %-22s %-6s %-12s %-14s %s\n", "ID", "RAFT", "GRPC", "VOTER", "STATE", "LAST CONTACT", "LAG")
+			fmt.Fprintf(env.stdout, "%-12s %-22s %-22s %-6s %-12s %-10s %-14s %s\n", "ID", "RAFT", "GRPC", "VOTER", "STATE", "APPLIED", "LAST CONTACT", "LAG")
 			for _, p := range resp.Peers {
-				contact, lag := "-", "-"
-				if p.Known && !p.Leader {
-					contact = (time.Duration(p.LastContactMs) * time.Millisecond).String() + " ago"
-					lag = fmt.Sprint(p.Lag)
-				}
-				fmt.Fprintf(env.stdout, "%-12s %-22s %-22s %-6v %-12s %-14s %s\n", p.Id, p.RaftAddr, p.GrpcAddr, p.Voter, rpc.PeerState(p), contact, lag)
+				f := rpc.PeerFacts(p)
+				fmt.Fprintf(env.stdout, "%-12s %-22s %-22s %-6v %-12s %-10s %-14s %s\n", p.Id, p.RaftAddr, p.GrpcAddr, p.Voter, rpc.PeerState(p), f.Applied, f.Contact, f.Lag)
 			}
 			return nil
 		},
