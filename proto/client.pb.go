@@ -2638,6 +2638,12 @@ type ExplainJobResponse struct {
 	// group_turn: group_order is its tenant's (fifo or fair).
 	Group      string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
 	GroupOrder string `protobuf:"bytes,41,opt,name=group_order,json=groupOrder,proto3" json:"group_order,omitempty"`
+	// waiting, asked of the leader: the connected, undrained workers that
+	// fit the job, and whether every one of them is busy (running a job or
+	// not yet ready for the next) — with nothing ahead, the job goes to
+	// the first of them that asks for work.
+	FittingWorkers uint32 `protobuf:"varint,42,opt,name=fitting_workers,json=fittingWorkers,proto3" json:"fitting_workers,omitempty"`
+	WorkersBusy    bool   `protobuf:"varint,43,opt,name=workers_busy,json=workersBusy,proto3" json:"workers_busy,omitempty"`
 	// now is the answering node's cluster time and wall clock: a cluster
 	// time T of this message happens at wall time now.wall_ms + (T -
 	// now.cluster_ms), the form in which a person is shown it.
@@ -2793,6 +2799,20 @@ func (x *ExplainJobResponse) GetGroupOrder() string {
 		return x.GroupOrder
 	}
 	return ""
+}
+
+func (x *ExplainJobResponse) GetFittingWorkers() uint32 {
+	if x != nil {
+		return x.FittingWorkers
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetWorkersBusy() bool {
+	if x != nil {
+		return x.WorkersBusy
+	}
+	return false
 }
 
 func (x *ExplainJobResponse) GetNow() *ClockNow {
@@ -3041,7 +3061,7 @@ const file_client_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults\"B\n" +
 	"\x11ExplainJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\x89\x04\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\xd5\x04\n" +
 	"\x12ExplainJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -3061,7 +3081,9 @@ const file_client_proto_rawDesc = "" +
 	"\x0eeligible_at_ms\x18\x0f \x01(\x03R\feligibleAtMs\x12\x14\n" +
 	"\x05group\x18( \x01(\tR\x05group\x12\x1f\n" +
 	"\vgroup_order\x18) \x01(\tR\n" +
-	"groupOrder\x12&\n" +
+	"groupOrder\x12'\n" +
+	"\x0ffitting_workers\x18* \x01(\rR\x0efittingWorkers\x12!\n" +
+	"\fworkers_busy\x18+ \x01(\bR\vworkersBusy\x12&\n" +
 	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now2\xe5\b\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +

@@ -2345,6 +2345,25 @@ func (m *ExplainJobResponse) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0xfa
 	}
+	if m.WorkersBusy {
+		i--
+		if m.WorkersBusy {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x2
+		i--
+		dAtA[i] = 0xd8
+	}
+	if m.FittingWorkers != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FittingWorkers))
+		i--
+		dAtA[i] = 0x2
+		i--
+		dAtA[i] = 0xd0
+	}
 	if len(m.GroupOrder) > 0 {
 		i -= len(m.GroupOrder)
 		copy(dAtA[i:], m.GroupOrder)
@@ -4778,6 +4797,25 @@ func (m *ExplainJobResponse) MarshalToSizedBufferVTStrict(dAtA []byte) (int, err
 		i--
 		dAtA[i] = 0xfa
 	}
+	if m.WorkersBusy {
+		i--
+		if m.WorkersBusy {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x2
+		i--
+		dAtA[i] = 0xd8
+	}
+	if m.FittingWorkers != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.FittingWorkers))
+		i--
+		dAtA[i] = 0x2
+		i--
+		dAtA[i] = 0xd0
+	}
 	if len(m.GroupOrder) > 0 {
 		i -= len(m.GroupOrder)
 		copy(dAtA[i:], m.GroupOrder)
@@ -5877,6 +5915,12 @@ func (m *ExplainJobResponse) SizeVT() (n int) {
 	l = len(m.GroupOrder)
 	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.FittingWorkers != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.FittingWorkers))
+	}
+	if m.WorkersBusy {
+		n += 3
 	}
 	if m.Now != nil {
 		l = m.Now.SizeVT()
@@ -12441,6 +12485,45 @@ func (m *ExplainJobResponse) UnmarshalVT(dAtA []byte) error {
 			}
 			m.GroupOrder = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 42:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FittingWorkers", wireType)
+			}
+			m.FittingWorkers = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.FittingWorkers |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 43:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field WorkersBusy", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.WorkersBusy = bool(v != 0)
 		case 95:
 			if wireType != 2 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Now", wireType)

@@ -49,36 +49,53 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 			}
 			return nil, status.Error(codes.Internal, err.Error())
 		}
-		if r.Kind == sfq.ReasonWaiting && !s.workers.fitting(ctx, j.Size) {
-			r = sfq.Reason{Kind: sfq.ReasonNoWorker}
+		var fit, idle int
+		known := false
+		if r.Kind == sfq.ReasonWaiting {
+			if fit, idle, known = s.workers.fitting(ctx, j.Size); known && fit == 0 {
+				r = sfq.Reason{Kind: sfq.ReasonNoWorker}
+			}
 		}
-		return explainToPB(&j, &t, r, s.clockNow()), nil
+		out := explainToPB(&j, &t, r, s.clockNow())
+		if r.Kind == sfq.ReasonWaiting && known {
+			out.FittingWorkers, out.WorkersBusy = uint32(fit), idle == 0
+			out.Text = explainText(&j, &t, r, out.Now, busyWorkers(fit, idle))
+		}
+		return out, nil
 	})
 }
 
-// fitting reports whether a connected, undrained worker of size sz or
-// larger has a session with this leader. Without a hub (this node just
-// gained leadership and the sessions are not known yet) it says yes: a
-// reason is never no_worker for want of knowing.
-func (s *WorkerService) fitting(ctx context.Context, sz sfq.Size) bool {
+// fitting counts the connected, undrained workers of size sz or larger
+// and, of them, those ready for a job (idle). Off the leader (or before
+// its hub is up, when the leader has just gained leadership and the
+// sessions are not known yet) known is false: a reason is never no_worker
+// for want of knowing.
+func (s *WorkerService) fitting(ctx context.Context, sz sfq.Size) (fit, idle int, known bool) {
 	h := s.currentHub(ctx)
 	if h == nil {
-		return true
+		return 0, 0, false
 	}
 	h.mu.Lock()
-	var ids []string
+	type cand struct {
+		id    string
+		ready bool
+	}
+	var cands []cand
 	for id, sess := range h.sessions {
 		if sess.size >= sz {
-			ids = append(ids, id)
+			cands = append(cands, cand{id, sess.ready && sess.job == 0})
 		}
 	}
 	h.mu.Unlock()
-	for _, id := range ids {
-		if w, ok := s.node.FSM.Worker(id); !ok || !w.Drained {
-			return true
+	for _, c := range cands {
+		if w, ok := s.node.FSM.Worker(c.id); !ok || !w.Drained {
+			fit++
+			if c.ready {
+				idle++
+			}
 		}
 	}
-	return false
+	return fit, idle, true
 }
 
 // explainToPB converts a reason of a job of tenant t, with its paragraph.
@@ -103,14 +120,16 @@ func explainToPB(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow) *pb.
 	case sfq.ReasonAssigned, sfq.ReasonRunning:
 		out.WorkerId = r.Worker
 	}
-	out.Text = explainText(j, t, r, now)
+	out.Text = explainText(j, t, r, now, 0)
 	out.Now = now
 	return out
 }
 
 // explainText says a reason in one paragraph. Names in it (tenant, group,
 // worker) are validated names without spaces or control characters.
-func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow) string {
+// busy, for a waiting job, is how many workers fit it when every one of
+// them is busy (0: some is idle, or the workers are not known).
+func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow, busy int) string {
 	tenant := t.Name
 	id := fmt.Sprintf("Job %d (tenant %s, class %s, size %s", j.ID, tenant, j.Class, j.Size)
 	if g := j.Group(); g != "" {
@@ -157,7 +176,10 @@ func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow) stri
 	case sfq.ReasonNoWorker:
 		fmt.Fprintf(&b, " could run, but no connected, undrained worker of size %s or larger is there to take it.", j.Size)
 	case sfq.ReasonWaiting:
-		if j.HasDeadline() {
+		if r.Ahead == 0 && busy > 0 {
+			fmt.Fprintf(&b, " is next: nothing goes before it, and every worker that fits it (%s of size %s or larger) is busy; the first to ask for work takes it.",
+				plural(uint64(busy), "worker", "workers"), j.Size)
+		} else if j.HasDeadline() {
 			fmt.Fprintf(&b, " could run and waits its turn: %s of class %s with an earlier deadline go%s first.",
 				plural(r.Ahead, "deadline job", "deadline jobs"), j.Class, verbS(r.Ahead))
 		} else {
@@ -175,6 +197,15 @@ func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow) stri
 		fmt.Fprintf(&b, ": %s.", r.Name())
 	}
 	return b.String()
+}
+
+// busyWorkers is the busy argument of explainText: fit when no fitting
+// worker is idle.
+func busyWorkers(fit, idle int) int {
+	if idle > 0 {
+		return 0
+	}
+	return fit
 }
 
 func verbS(n uint64) string {

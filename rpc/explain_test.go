@@ -1,8 +1,11 @@
 package rpc
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
@@ -161,5 +164,32 @@ func TestExplainGroupParagraphs(t *testing.T) {
 	r = check(4, "group_turn", "Job 4 (tenant t, class normal, size md, group c) could run, but another group of tenant t goes first: under group_order fair the group with the lowest group tag does.")
 	if r.GroupOrder != "fair" {
 		t.Errorf("group_turn fields under fair: %+v", r)
+	}
+}
+
+// TestExplainNextWhenEveryWorkerIsBusy: a job with nothing ahead of it
+// while the only worker that fits runs another job is next, and the
+// leader says so (reason waiting, as in replay): its paragraph says every
+// fitting worker is busy, not "0 candidates go first".
+func TestExplainNextWhenEveryWorkerIsBusy(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	first := n.submit()
+	w, _, err := n.connect("", hello("w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := w.ready(1); a.Job != uint64(first) {
+		t.Fatalf("assigned %v", a)
+	}
+	second := n.submit()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := pb.NewClientClient(n.dial("")).ExplainJob(ctx, &pb.ExplainJobRequest{Tenant: "acme", JobId: uint64(second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("Job %d (tenant acme, class normal, size md) is next: nothing goes before it, and every worker that fits it (1 worker of size md or larger) is busy; the first to ask for work takes it.", second)
+	if got.Reason != "waiting" || got.Ahead != 0 || got.FittingWorkers != 1 || !got.WorkersBusy || !strings.HasPrefix(got.Text, want) {
+		t.Fatalf("%s ahead=%d fitting=%d busy=%v %q\nwant waiting, 0, 1, busy, %q", got.Reason, got.Ahead, got.FittingWorkers, got.WorkersBusy, got.Text, want)
 	}
 }

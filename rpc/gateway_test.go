@@ -149,7 +149,7 @@ func TestGatewayAnswers(t *testing.T) {
 		{"explain", "GET", "/v1/jobs/2:explain", gwAcme, "", nil, 200, `{"job_id":"2","reason":"no_worker",` +
 			`"text":"Job 2 (tenant acme, class normal, size lg) could run, but no connected, undrained worker of size lg or larger is there to take it.",` +
 			`"size":"LG","class":"NORMAL","position":"0","vertex":"","current":"0","limit":"0","ahead":"0","tag_ms":"","vnow_ms":"","worker_id":"",` +
-			`"due_ms":"0","eligible_at_ms":"0","group":"","group_order":""}`},
+			`"due_ms":"0","eligible_at_ms":"0","group":"","group_order":"","fitting_workers":0,"workers_busy":false}`},
 		{"explain another tenant's job", "GET", "/v1/jobs/1:explain", gwAcme, "", nil, 404, `{"code":"NOT_FOUND","message":"job 1 not found"}`},
 		{"cancel", "POST", "/v1/jobs/2:cancel", gwAcme, "", nil, 200, `{"cancel_requested":false,"state":"cancelled"}`},
 		{"cancel a cancelled job", "POST", "/v1/jobs/2:cancel", gwAcme, "", nil, 200, `{"cancel_requested":false,"state":"cancelled"}`},

@@ -87,6 +87,9 @@ func explainJSON(r *pb.ExplainJobResponse) map[string]any {
 		m["vertex"], m["eligible_at_ms"] = r.Vertex, r.EligibleAtMs
 	case "waiting":
 		m["ahead"], m["tag_ms"], m["vnow_ms"] = r.Ahead, json.RawMessage(r.TagMs), json.RawMessage(r.VnowMs)
+		if r.FittingWorkers > 0 {
+			m["fitting_workers"], m["workers_busy"] = r.FittingWorkers, r.WorkersBusy
+		}
 	case "assigned", "running":
 		m["worker"] = r.WorkerId
 	}
