@@ -81,7 +81,7 @@ type BulkResult struct {
 func BulkItemsToPB(items []BulkItem) []*pb.BulkItem {
 	out := make([]*pb.BulkItem, len(items))
 	for i, it := range items {
-		out[i] = &pb.BulkItem{Job: uint64(it.Job), Done: it.Done, Reason: it.Reason}
+		out[i] = &pb.BulkItem{JobId: uint64(it.Job), Done: it.Done, Reason: it.Reason}
 		if it.State != sfq.StateNone {
 			out[i].State = it.State.String()
 		}

@@ -3439,10 +3439,10 @@ func (x *BulkJobs) GetSinceMs() int64 {
 // BulkItem is what a bulk command did to one job.
 type BulkItem struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
-	Done          bool                   `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`    // redriven, cancelled (or cancel requested), purged
-	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`   // the job's state after the command ("" = purged or unknown)
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"` // why it was skipped
+	JobId         uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"` // named as everywhere else in the API (it was "job")
+	Done          bool                   `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`                // redriven, cancelled (or cancel requested), purged
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`               // the job's state after the command ("" = purged or unknown)
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`             // why it was skipped
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3477,9 +3477,9 @@ func (*BulkItem) Descriptor() ([]byte, []int) {
 	return file_commands_proto_rawDescGZIP(), []int{31}
 }
 
-func (x *BulkItem) GetJob() uint64 {
+func (x *BulkItem) GetJobId() uint64 {
 	if x != nil {
-		return x.Job
+		return x.JobId
 	}
 	return 0
 }
@@ -3907,9 +3907,9 @@ const file_commands_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x05 \x01(\rR\vmaxAttempts\x12\x1f\n" +
 	"\vrequest_key\x18\x06 \x01(\tR\n" +
 	"requestKey\x12\x19\n" +
-	"\bsince_ms\x18\a \x01(\x03R\asinceMs\"^\n" +
-	"\bBulkItem\x12\x10\n" +
-	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x12\n" +
+	"\bsince_ms\x18\a \x01(\x03R\asinceMs\"c\n" +
+	"\bBulkItem\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x12\n" +
 	"\x04done\x18\x02 \x01(\bR\x04done\x12\x14\n" +
 	"\x05state\x18\x03 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xef\x03\n" +

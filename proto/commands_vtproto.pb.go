@@ -2746,8 +2746,8 @@ func (m *BulkItem) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0x10
 	}
-	if m.Job != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Job))
+	if m.JobId != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.JobId))
 		i--
 		dAtA[i] = 0x8
 	}
@@ -5815,8 +5815,8 @@ func (m *BulkItem) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0x10
 	}
-	if m.Job != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Job))
+	if m.JobId != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.JobId))
 		i--
 		dAtA[i] = 0x8
 	}
@@ -7168,8 +7168,8 @@ func (m *BulkItem) SizeVT() (n int) {
 	}
 	var l int
 	_ = l
-	if m.Job != 0 {
-		n += 1 + protohelpers.SizeOfVarint(uint64(m.Job))
+	if m.JobId != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.JobId))
 	}
 	if m.Done {
 		n += 2
@@ -13455,9 +13455,9 @@ func (m *BulkItem) UnmarshalVT(dAtA []byte) error {
 		switch fieldNum {
 		case 1:
 			if wireType != 0 {
-				return fmt.Errorf("proto: wrong wireType = %d for field Job", wireType)
+				return fmt.Errorf("proto: wrong wireType = %d for field JobId", wireType)
 			}
-			m.Job = 0
+			m.JobId = 0
 			for shift := uint(0); ; shift += 7 {
 				if shift >= 64 {
 					return protohelpers.ErrIntOverflow
@@ -13467,7 +13467,7 @@ func (m *BulkItem) UnmarshalVT(dAtA []byte) error {
 				}
 				b := dAtA[iNdEx]
 				iNdEx++
-				m.Job |= uint64(b&0x7F) << shift
+				m.JobId |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

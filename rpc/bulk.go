@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -33,6 +34,11 @@ func bulkCommand(op fsm.BulkOp, tenant string, req *pb.BulkJobsRequest, now sfq.
 		RequestKey: req.RequestKey, SinceMs: req.SinceMs}
 	if req.Filter != nil {
 		c.Filter = proto.Clone(req.Filter).(*pb.JobFilter)
+		// A state may be named in either case, like the API's enums; the
+		// command holds the names Apply knows.
+		for i, st := range c.Filter.States {
+			c.Filter.States[i] = strings.ToLower(st)
+		}
 	}
 	if resolve && req.SinceMs > 0 && c.Filter != nil {
 		if from := int64(now) - req.SinceMs; from > c.Filter.SubmittedFromMs {

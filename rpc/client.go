@@ -382,7 +382,7 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 	}
 	var state sfq.State
 	if req.State != "" {
-		if state, err = sfq.ParseState(req.State); err != nil {
+		if state, err = sfq.ParseState(strings.ToLower(req.State)); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "state: %q (want queued, assigned, running, completed, failed, cancelled, timed_out, scheduled or expired)", req.State)
 		}
 	}

@@ -119,6 +119,10 @@ func TestGatewayAnswers(t *testing.T) {
 	}{
 		{"submit", "POST", "/v1/jobs", gwAcme, job, nil, 200, `{"created":true,"job_id":"2"}`},
 		{"submit again: the same job", "POST", "/v1/jobs", gwAcme, job, nil, 200, `{"created":false,"job_id":"2"}`},
+		{"an enum in lower case: the same job", "POST", "/v1/jobs", gwAcme, strings.Replace(job, `"LG"`, `"lg"`, 1), nil, 200, `{"created":false,"job_id":"2"}`},
+		{"a bulk filter's state in upper case", "POST", "/v1/jobs:cancel", gwAcme, `{"filter":{"states":["QUEUED"]},"dry_run":true}`, nil, 200,
+			`{"items":[{"job_id":"2","done":true,"state":"queued","reason":""}],"next_page_token":"","done":"1","skipped":"0","duplicate":false,"stopped":"","submitted_from_ms":"0"}`},
+		{"a list's state in upper case", "GET", "/v1/jobs?state=QUEUED", gwAcme, "", nil, 200, ""},
 		{"the key with other content", "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"1000","idempotency_key":"k1"}`, nil, 409,
 			`{"code":"ALREADY_EXISTS","message":"idempotency key \"k1\" of tenant \"acme\" was used for job 2 with different content"}`},
 		{"an unknown field", "POST", "/v1/jobs", gwAcme, `{"size":"SM","sise":"SM"}`, nil, 400,

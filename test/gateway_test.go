@@ -294,16 +294,16 @@ func TestHTTPAPI(t *testing.T) {
 	}
 
 	// A bulk call: a dry run of a cancel by filter lists the queued jobs
-	// and changes nothing.
+	// and changes nothing (a state is named in either case, as enums are).
 	var bulk struct {
 		Items []struct {
-			Job   string `json:"job"`
+			Job   string `json:"job_id"`
 			Done  bool   `json:"done"`
 			State string `json:"state"`
 		} `json:"items"`
 		Done string `json:"done"`
 	}
-	a.json("POST", "/v1/jobs:cancel", acmeToken, `{"filter":{"states":["queued"]},"dry_run":true}`, &bulk)
+	a.json("POST", "/v1/jobs:cancel", acmeToken, `{"filter":{"states":["QUEUED"]},"dry_run":true}`, &bulk)
 	var listed []string
 	for _, it := range bulk.Items {
 		if it.Done && it.State == "queued" {

@@ -125,7 +125,7 @@ func TestRedriveAcrossLeaderKill(t *testing.T) {
 				mu.Unlock()
 				for _, it := range resp.Items {
 					if !it.Done {
-						t.Errorf("call %d: job %d skipped: %s", call, it.Job, it.Reason)
+						t.Errorf("call %d: job %d skipped: %s", call, it.JobId, it.Reason)
 					}
 				}
 			}

@@ -124,14 +124,14 @@ func runBulk(env *cmdEnv, b *bulkFlags, verb string, call func(cl *client.Client
 				t.Retried++
 			}
 			for _, it := range resp.Items {
-				t.Items = append(t.Items, bulkItemJSON{Job: it.Job, Done: it.Done, State: it.State, Reason: it.Reason})
+				t.Items = append(t.Items, bulkItemJSON{Job: it.JobId, Done: it.Done, State: it.State, Reason: it.Reason})
 				if b.json {
 					continue
 				}
 				if it.Done {
-					fmt.Fprintf(env.stdout, "job %d: %s (%s)\n", it.Job, verb, orDeleted(it.State))
+					fmt.Fprintf(env.stdout, "job %d: %s (%s)\n", it.JobId, verb, orDeleted(it.State))
 				} else {
-					fmt.Fprintf(env.stdout, "job %d: skipped: %s\n", it.Job, termtext.Safe(it.Reason, false))
+					fmt.Fprintf(env.stdout, "job %d: skipped: %s\n", it.JobId, termtext.Safe(it.Reason, false))
 				}
 			}
 			if resp.Stopped != "" {
