@@ -199,7 +199,7 @@ func New(cfg Config) (*Node, error) {
 	rc.NotifyCh = n.notify
 	rc.BatchApplyCh = true
 	rc.NoSnapshotRestoreOnStart = true // LoadNewest restored it, checked
-	rc.Logger = cfg.Logger.Named("raft")
+	rc.Logger = newRaftLogger(cfg.Logger.Named("raft"), n.FSM.Members)
 	if err := raft.ValidateConfig(rc); err != nil {
 		n.closeStores()
 		return nil, fmt.Errorf("raft config: %w", err)

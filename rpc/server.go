@@ -160,7 +160,12 @@ func (s *Server) watchHealth() {
 		if h := s.base.node.Health(); h.Ready {
 			st = healthpb.HealthCheckResponse_SERVING
 		} else if st != last {
-			s.base.log.Warn("not ready", "reason", h.Reason)
+			if last == healthpb.HealthCheckResponse_UNKNOWN {
+				// At start: a node is not ready until it knows a leader.
+				s.base.log.Info("not ready yet", "reason", h.Reason)
+			} else {
+				s.base.log.Warn("not ready", "reason", h.Reason)
+			}
 		}
 		if st != last {
 			s.Health.SetServingStatus("", st)
