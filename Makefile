@@ -90,5 +90,5 @@ proto: ## regenerate the protobuf Go code (with its reflection-free codec), the 
 run: build ## run a local cluster with workers and demo load (Ctrl-C stops it)
 	bin/barista dev
 
-clean:
+clean: ## remove bin/ (the built binary)
 	rm -rf bin

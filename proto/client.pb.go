@@ -1087,8 +1087,11 @@ type ListJobsRequest struct {
 	// include_payload returns each job's payload; without it the jobs come
 	// without (GetJob returns one job's payload).
 	IncludePayload bool `protobuf:"varint,6,opt,name=include_payload,json=includePayload,proto3" json:"include_payload,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// newest_first lists from the newest job down (its page tokens go on
+	// downwards); the default is oldest first.
+	NewestFirst   bool `protobuf:"varint,7,opt,name=newest_first,json=newestFirst,proto3" json:"newest_first,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListJobsRequest) Reset() {
@@ -1159,6 +1162,13 @@ func (x *ListJobsRequest) GetRead() *ReadOptions {
 func (x *ListJobsRequest) GetIncludePayload() bool {
 	if x != nil {
 		return x.IncludePayload
+	}
+	return false
+}
+
+func (x *ListJobsRequest) GetNewestFirst() bool {
+	if x != nil {
+		return x.NewestFirst
 	}
 	return false
 }
@@ -2927,7 +2937,7 @@ const file_client_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\")\n" +
 	"\x11RunJobNowResponse\x12\x14\n" +
-	"\x05state\x18\x01 \x01(\tR\x05state\"\xd1\x01\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\"\xf4\x01\n" +
 	"\x0fListJobsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -2935,7 +2945,8 @@ const file_client_proto_rawDesc = "" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12+\n" +
 	"\x04read\x18\x05 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12'\n" +
-	"\x0finclude_payload\x18\x06 \x01(\bR\x0eincludePayload\"_\n" +
+	"\x0finclude_payload\x18\x06 \x01(\bR\x0eincludePayload\x12!\n" +
+	"\fnewest_first\x18\a \x01(\bR\vnewestFirst\"_\n" +
 	"\x10ListJobsResponse\x12#\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0f.barista.v1.JobR\x04jobs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"A\n" +

@@ -967,6 +967,16 @@ func (m *ListJobsRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.NewestFirst {
+		i--
+		if m.NewestFirst {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x38
+	}
 	if m.IncludePayload {
 		i--
 		if m.IncludePayload {
@@ -3419,6 +3429,16 @@ func (m *ListJobsRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error)
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.NewestFirst {
+		i--
+		if m.NewestFirst {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x38
+	}
 	if m.IncludePayload {
 		i--
 		if m.IncludePayload {
@@ -5323,6 +5343,9 @@ func (m *ListJobsRequest) SizeVT() (n int) {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	if m.IncludePayload {
+		n += 2
+	}
+	if m.NewestFirst {
 		n += 2
 	}
 	n += len(m.unknownFields)
@@ -8617,6 +8640,26 @@ func (m *ListJobsRequest) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.IncludePayload = bool(v != 0)
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NewestFirst", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.NewestFirst = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

@@ -331,6 +331,23 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 // pageToken encodes where the next page starts.
 func pageToken(next sfq.JobID) string { return "p" + strconv.FormatUint(uint64(next), 10) }
 
+// downToken encodes where the next page of a newest-first list starts
+// (that job, then older ones).
+func downToken(next sfq.JobID) string { return "d" + strconv.FormatUint(uint64(next), 10) }
+
+// parseListToken reads a ListJobs page token: "p" tokens go up, "d"
+// tokens down; a token of the other direction is refused.
+func parseListToken(tok string, down bool) (sfq.JobID, error) {
+	if !down || tok == "" {
+		return parsePageToken(tok)
+	}
+	v, err := strconv.ParseUint(strings.TrimPrefix(tok, "d"), 10, 64)
+	if err != nil || !strings.HasPrefix(tok, "d") || v == 0 {
+		return 0, status.Errorf(codes.InvalidArgument, "page_token: %q is not a token this server issued for a newest-first list", tok)
+	}
+	return sfq.JobID(v), nil
+}
+
 func parsePageToken(tok string) (sfq.JobID, error) {
 	if tok == "" {
 		return 0, nil
@@ -347,23 +364,28 @@ func parsePageToken(tok string) (sfq.JobID, error) {
 // 0, at most size of them and no more than maxBytes once encoded (but
 // never none while one remains). The next page token names the first job
 // left out, so the next page starts exactly there. ok is false when the
-// tenant does not exist.
-func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, from sfq.JobID, size int, payload bool, maxBytes int) (out *pb.ListJobsResponse, ok bool) {
+// tenant does not exist. With down the page goes from ID from (0: the
+// newest) down, and its token goes on downwards.
+func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, from sfq.JobID, down bool, size int, payload bool, maxBytes int) (out *pb.ListJobsResponse, ok bool) {
 	out = &pb.ListJobsResponse{}
 	total := 0
-	ok = sc.TenantJobs(tenant, from, func(j *sfq.Job) bool {
+	walk, token := sc.TenantJobs, pageToken
+	if down {
+		walk, token = sc.TenantJobsDown, downToken
+	}
+	ok = walk(tenant, from, func(j *sfq.Job) bool {
 		if state != 0 && j.State != state {
 			return true
 		}
 		if len(out.Jobs) == size {
-			out.NextPageToken = pageToken(j.ID)
+			out.NextPageToken = token(j.ID)
 			return false
 		}
 		pj := jobToPB(j, sc.TenantName(j.Tenant), payload)
 		// The bytes this job adds to the response: field tag, length, body.
 		n := protowire.SizeTag(1) + protowire.SizeBytes(pbcodec.Size(pj))
 		if len(out.Jobs) > 0 && total+n > maxBytes {
-			out.NextPageToken = pageToken(j.ID)
+			out.NextPageToken = token(j.ID)
 			return false
 		}
 		total += n
@@ -373,8 +395,9 @@ func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, from sfq.JobID,
 	return out, ok
 }
 
-// ListJobs pages through a tenant's jobs in ID order, optionally of one
-// state, without their payloads unless asked.
+// ListJobs pages through a tenant's jobs in ID order (or, newest_first,
+// from the newest down), optionally of one state, without their payloads
+// unless asked.
 func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
 	tenant, err := scopeTenant(ctx, req.Tenant, false)
 	if err != nil {
@@ -386,7 +409,7 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 			return nil, status.Errorf(codes.InvalidArgument, "state: %q (want queued, assigned, running, completed, failed, cancelled, timed_out, scheduled or expired)", req.State)
 		}
 	}
-	from, err := parsePageToken(req.PageToken)
+	from, err := parseListToken(req.PageToken, req.NewestFirst)
 	if err != nil {
 		return nil, err
 	}
@@ -394,13 +417,14 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 	if err != nil {
 		return nil, err
 	}
-	fwd := &pb.ListJobsRequest{Tenant: tenant, State: req.State, PageSize: req.PageSize, PageToken: req.PageToken, IncludePayload: req.IncludePayload}
+	fwd := &pb.ListJobsRequest{Tenant: tenant, State: req.State, PageSize: req.PageSize, PageToken: req.PageToken, IncludePayload: req.IncludePayload,
+		NewestFirst: req.NewestFirst}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListJobsResponse, error) {
 		return pb.NewClientClient(cc).ListJobs(ctx, fwd)
 	}, func() (out *pb.ListJobsResponse, err error) {
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
 			var ok bool
-			if out, ok = listPage(sc, tenant, state, from, size, req.IncludePayload, maxPageBytes); !ok {
+			if out, ok = listPage(sc, tenant, state, from, req.NewestFirst, size, req.IncludePayload, maxPageBytes); !ok {
 				err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 			}
 		})

@@ -327,6 +327,51 @@ func (s *Scheduler) TenantJobs(tenant string, from JobID, fn func(j *Job) bool) 
 	return true
 }
 
+// TenantJobsDown is TenantJobs from the newest job down: every job of
+// tenant (every tenant's if empty) with ID <= from (from 0: the newest),
+// in descending ID order.
+func (s *Scheduler) TenantJobsDown(tenant string, from JobID, fn func(j *Job) bool) bool {
+	if tenant == "" {
+		s.JobsDown(from, fn)
+		return true
+	}
+	ti, ok := s.TenantIndex(tenant)
+	if !ok {
+		return false
+	}
+	s.JobsDown(from, func(j *Job) bool { return j.Tenant != ti || fn(j) })
+	return true
+}
+
+// JobsDown calls fn for every job with ID <= from (from 0: every job) in
+// descending ID order until fn returns false. The pointer must not be
+// retained or written.
+func (s *Scheduler) JobsDown(from JobID, fn func(j *Job) bool) {
+	v := s.jobs.View()
+	if len(v.dir) == 0 {
+		return
+	}
+	top := uint64(len(v.dir))<<chunkBits - 1
+	if from != 0 && uint64(from) < top {
+		top = uint64(from)
+	}
+	for c := int64(top >> chunkBits); c >= 0; c-- {
+		ch := v.dir[c]
+		if ch == nil {
+			continue
+		}
+		for o := chunkSize - 1; o >= 0; o-- {
+			id := uint64(c)<<chunkBits | uint64(o)
+			if id > top || ch.present[o/64]&(1<<(o%64)) == 0 {
+				continue
+			}
+			if !fn(&ch.items[o]) {
+				return
+			}
+		}
+	}
+}
+
 // JobCount returns the number of jobs in the table.
 func (s *Scheduler) JobCount() int { return s.jobs.Len() }
 

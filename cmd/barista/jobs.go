@@ -126,8 +126,9 @@ func parseJobID(s string) (uint64, error) {
 func init() {
 	register("jobs", typed(&spec[jobsOpts]{
 		synopsis: "List a tenant's jobs",
-		usage:    "[--tenant NAME] [--state STATE] [--limit N] [--page-token TOKEN] [--payload] [--json]",
-		help: `Lists jobs in ID order, optionally of one state (queued, assigned,
+		usage:    "[--tenant NAME] [--state STATE] [--limit N] [--page-token TOKEN] [--oldest-first] [--payload] [--json]",
+		help: `Lists jobs newest first (--oldest-first: in ID order from the oldest),
+optionally of one state (queued, assigned,
 running, completed, failed, cancelled, timed_out, scheduled, expired).
 With --json prints one JSON object per job; with --payload too, each object has the job's
 "payload" (without --json, --payload changes nothing). A page holds at most
@@ -140,6 +141,7 @@ jobs remain, the token for the next page is printed on stderr
 			numFlag(fs, &o.limit, "limit", 100, 1, 1000, "at most `N` jobs")
 			fs.StringVar(&o.page, "page-token", "", "continue from this `TOKEN`")
 			fs.BoolVar(&o.payload, "payload", false, "with --json, include each job's payload")
+			fs.BoolVar(&o.oldestFirst, "oldest-first", false, "list from the oldest job up (the default is newest first)")
 		},
 		run: func(env *cmdEnv, opts *jobsOpts, args []string) error {
 			if len(args) > 0 {
@@ -147,7 +149,7 @@ jobs remain, the token for the next page is printed on stderr
 			}
 			resp, err := withCall(opts.with, (*client.Client).ListJobs, &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state,
 				PageSize: opts.limit, PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale},
-				IncludePayload: opts.payload && opts.json})
+				IncludePayload: opts.payload && opts.json, NewestFirst: !opts.oldestFirst})
 			if err != nil {
 				return err
 			}
@@ -175,8 +177,9 @@ jobs remain, the token for the next page is printed on stderr
 
 type jobsOpts struct {
 	tenantFlags
-	state   string
-	limit   uint32
-	page    string
-	payload bool
+	state       string
+	limit       uint32
+	page        string
+	payload     bool
+	oldestFirst bool
 }
