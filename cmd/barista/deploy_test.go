@@ -205,3 +205,28 @@ func asList(v any) []any {
 	l, _ := v.([]any)
 	return l
 }
+
+// TestSecretsNameTheirFiles: the commands that make the Kubernetes
+// Secrets name each file (a whole directory would take whatever else is
+// in it), and a worker token's prefix binding carries its "*" in the
+// command itself.
+func TestSecretsNameTheirFiles(t *testing.T) {
+	for _, path := range []string{"../../docs/deploy.md", "../../deploy/kubernetes/secrets.example.yaml"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		for _, line := range strings.Split(text, "\n") {
+			if i := strings.Index(line, "--from-file="); i >= 0 && strings.HasSuffix(strings.Fields(line[i:])[0], "/") {
+				t.Errorf("%s: a Secret made from a whole directory: %q", path, strings.TrimSpace(line))
+			}
+			if strings.Contains(line, "worker:barista-worker-") && !strings.Contains(line, "worker:barista-worker-*=") {
+				t.Errorf("%s: a worker token binding without its \"*\": %q", path, strings.TrimSpace(line))
+			}
+		}
+		if !strings.Contains(text, "--from-file=tls/webhook.key") || !strings.Contains(text, "--from-file=tls/ca.pem") {
+			t.Errorf("%s: the barista-tls Secret does not name ca.pem and webhook.key", path)
+		}
+	}
+}

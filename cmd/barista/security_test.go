@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -182,13 +184,24 @@ func TestTLSInitRoles(t *testing.T) {
 	if code := Run([]string{"tls", "init", "--dir", dir, "--names", "n1,n2", "--clients", "client,worker", "--cluster-name", "prod"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	want := "wrote " + filepath.Join(dir, "n1.pem") + " (node, member name server.prod.barista)\n" +
+	want := "wrote " + filepath.Join(dir, "ca.pem") + " (the CA)\n" +
+		"wrote " + filepath.Join(dir+"-ca", "ca-key.pem") + " (the CA's private key, apart: keep it offline; no server, worker or Secret needs it)\n" +
+		"wrote " + filepath.Join(dir, "n1.pem") + " (node, member name server.prod.barista)\n" +
 		"wrote " + filepath.Join(dir, "n2.pem") + " (node, member name server.prod.barista)\n" +
 		"wrote " + filepath.Join(dir, "client.pem") + " (client)\n" +
 		"wrote " + filepath.Join(dir, "worker.pem") + " (client)\n" +
 		"wrote " + filepath.Join(dir, "webhook.key") + " (the cluster's webhook key, mode 0600: the same on every server, webhooks.key_file)\n"
 	if out.String() != want {
 		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+	// The CA key is not among the files to copy: it is apart, private.
+	if _, err := os.Stat(filepath.Join(dir, "ca-key.pem")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("tls init wrote the CA key into --dir: %v", err)
+	}
+	for path, mode := range map[string]fs.FileMode{dir + "-ca": fs.ModeDir | 0o700, filepath.Join(dir+"-ca", "ca-key.pem"): 0o600} {
+		if st, err := os.Stat(path); err != nil || st.Mode() != mode {
+			t.Fatalf("%s: %v, mode %v, want %v", path, err, st.Mode(), mode)
+		}
 	}
 	n1 := readCert(t, filepath.Join(dir, "n1.pem"))
 	if !slices.Equal(n1.DNSNames, []string{"n1", "server.prod.barista", "localhost"}) ||
@@ -236,12 +249,17 @@ func TestTLSInitUsage(t *testing.T) {
 		{[]string{"--clients", "a/b"}, `--clients: "a/b" is not a certificate name`},
 		{[]string{"--cluster-name", "Prod"}, `--cluster-name: cluster name "Prod": want 1 to 63 lowercase letters`},
 		{[]string{"--names", "", "--clients", ""}, "tls init needs at least one name in --names or --clients"},
+		{[]string{"--ca-key-dir", "DIR/private"}, "--ca-key-dir DIR/private is inside --dir DIR: the CA key would go wherever the certificates go"},
 	}
 	for _, c := range cases {
 		dir := t.TempDir()
 		var out, errb strings.Builder
-		code := Run(append([]string{"tls", "init", "--dir", dir}, c.args...), &out, &errb)
-		if code != 2 || !strings.HasPrefix(errb.String(), c.want) {
+		args := slices.Clone(c.args)
+		for i := range args {
+			args[i] = strings.ReplaceAll(args[i], "DIR", dir)
+		}
+		code := Run(append([]string{"tls", "init", "--dir", dir}, args...), &out, &errb)
+		if want := strings.ReplaceAll(c.want, "DIR", dir); code != 2 || !strings.HasPrefix(errb.String(), want) {
 			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 2 and %q", c.args, code, errb.String(), c.want)
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {

@@ -27,19 +27,25 @@ type tlsInitOpts struct {
 	names   string
 	clients string
 	cluster string
-	hosts   string
-	days    int
-	ca      string
+	hosts    string
+	days     int
+	ca       string
+	caKeyDir string
 }
 
 func init() {
 	register("tls init", typed(&spec[tlsInitOpts]{
 		synopsis: "Create a local CA and certificates for nodes and clients",
-		usage:    "--dir DIR [--names n1,n2,n3] [--clients client] [--cluster-name NAME] [--hosts 127.0.0.1,localhost]",
-		help: `Writes DIR/ca.pem and DIR/ca-key.pem (a new ECDSA P-256 CA), then a
-certificate DIR/NAME.pem and its key DIR/NAME-key.pem for each name, signed
-by that CA. With --ca DIR2 it signs with the existing CA in DIR2 instead of
-creating one.
+		usage:    "--dir DIR [--ca-key-dir DIR-ca] [--names n1,n2,n3] [--clients client] [--cluster-name NAME] [--hosts 127.0.0.1,localhost]",
+		help: `Writes DIR/ca.pem (a new ECDSA P-256 CA) and the CA's private key
+apart from it, in DIR-ca/ca-key.pem (--ca-key-dir; a directory of mode
+0700, never inside DIR), so that copying DIR to the servers or making a
+Kubernetes Secret of it never takes the key that could issue a member's
+certificate. Then it writes a certificate DIR/NAME.pem and its key
+DIR/NAME-key.pem for each name, signed by that CA. With --ca DIR2 it
+signs with the existing CA of DIR2 (DIR2/ca.pem, its key in DIR2-ca/ or,
+as earlier versions wrote it, DIR2/ca-key.pem) instead of creating one.
+Keep the CA key offline.
 
 --names issues node certificates: valid for the hosts given (IP addresses
 and DNS names), usable as server and client certificates, and carrying the
@@ -66,7 +72,8 @@ Start a server with --tls-cert DIR/n1.pem --tls-key DIR/n1-key.pem
 			fs.StringVar(&o.cluster, "cluster-name", raftnode.DefaultClusterName, "cluster `NAME` in the nodes' member name server.NAME.barista")
 			fs.StringVar(&o.hosts, "hosts", "127.0.0.1,::1,localhost", "comma-separated `HOSTS` the node certificates are valid for")
 			numFlag(fs, &o.days, "days", 825, 1, 36500, "validity in `DAYS`")
-			fs.StringVar(&o.ca, "ca", "", "sign with the CA in this `DIR` (ca.pem, ca-key.pem) instead of a new one")
+			fs.StringVar(&o.ca, "ca", "", "sign with the CA of this `DIR` (ca.pem; its key in DIR-ca/ca-key.pem or DIR/ca-key.pem) instead of a new one")
+			fs.StringVar(&o.caKeyDir, "ca-key-dir", "", "write a new CA's private key, ca-key.pem, in this `DIR` (default: the --dir with \"-ca\" added; not inside --dir)")
 		},
 		run: runTLSInit,
 	}))
@@ -130,6 +137,15 @@ func runTLSInit(env *cmdEnv, opts *tlsInitOpts, args []string) error {
 	if len(seen) == 0 {
 		return usageError("tls init needs at least one name in --names or --clients")
 	}
+	keyDir := opts.caKeyDir
+	if keyDir == "" {
+		keyDir = filepath.Clean(opts.dir) + "-ca"
+	}
+	if opts.ca == "" {
+		if rel, err := filepath.Rel(filepath.Clean(opts.dir), filepath.Clean(keyDir)); err == nil && !strings.HasPrefix(rel, "..") {
+			return usageError("--ca-key-dir %s is inside --dir %s: the CA key would go wherever the certificates go", keyDir, opts.dir)
+		}
+	}
 	if err := os.MkdirAll(opts.dir, 0o755); err != nil {
 		return err
 	}
@@ -138,7 +154,11 @@ func runTLSInit(env *cmdEnv, opts *tlsInitOpts, args []string) error {
 	if opts.ca != "" {
 		caCert, caKey, err = loadCA(opts.ca)
 	} else {
-		caCert, caKey, err = newCA(opts.dir, opts.days)
+		caCert, caKey, err = newCA(opts.dir, keyDir, opts.days)
+		if err == nil {
+			fmt.Fprintf(env.stdout, "wrote %s (the CA)\nwrote %s (the CA's private key, apart: keep it offline; no server, worker or Secret needs it)\n",
+				filepath.Join(opts.dir, "ca.pem"), filepath.Join(keyDir, "ca-key.pem"))
+		}
 	}
 	if err != nil {
 		return err
@@ -244,7 +264,9 @@ func serial() *big.Int {
 	return n
 }
 
-func newCA(dir string, days int) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+// newCA makes a CA: its certificate in dir/ca.pem, its private key in
+// keyDir/ca-key.pem (keyDir made mode 0700).
+func newCA(dir, keyDir string, days int) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -269,7 +291,10 @@ func newCA(dir string, days int) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return cert, key, writePEM(filepath.Join(dir, "ca-key.pem"), "EC PRIVATE KEY", kb, 0o600)
+	if err := os.MkdirAll(keyDir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	return cert, key, writePEM(filepath.Join(keyDir, "ca-key.pem"), "EC PRIVATE KEY", kb, 0o600)
 }
 
 func loadCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
@@ -277,9 +302,14 @@ func loadCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	kb, err := os.ReadFile(filepath.Join(dir, "ca-key.pem"))
+	// The key apart (DIR-ca/), or beside the certificate as earlier
+	// versions wrote it.
+	kb, err := os.ReadFile(filepath.Join(filepath.Clean(dir)+"-ca", "ca-key.pem"))
+	if errors.Is(err, fs.ErrNotExist) {
+		kb, err = os.ReadFile(filepath.Join(dir, "ca-key.pem"))
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("the CA key of %s (looked for in %s and %s): %w", dir, filepath.Join(filepath.Clean(dir)+"-ca", "ca-key.pem"), filepath.Join(dir, "ca-key.pem"), err)
 	}
 	cblock, _ := pem.Decode(cb)
 	kblock, _ := pem.Decode(kb)
