@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+	"time"
 	"unsafe"
 
 	pb "github.com/baristahq/barista/proto"
@@ -95,6 +96,13 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 			if e := f.keys.Get(seq); e != nil && e.Expires > f.clock {
 				if e.Digest != digest {
 					return refusef(AlreadyExists, "idempotency key %q of tenant %q was used for job %d with different content", c.IdempotencyKey, c.Tenant, e.Job)
+				}
+				if _, ok := f.sched.Job(e.Job); !ok {
+					// Never a job that no longer exists: the key still
+					// stands for it (a retry must not run it twice), and
+					// the answer says what became of it.
+					return refusef(NotFound, "idempotency key %q of tenant %q was used for job %d, which no longer exists (purged, or pruned after it ended); the key is taken for %s more, its dedupe window",
+						c.IdempotencyKey, c.Tenant, e.Job, time.Duration(e.Expires-f.clock)*time.Millisecond)
 				}
 				return Result{Job: e.Job, Tenant: c.Tenant}
 			}

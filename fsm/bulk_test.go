@@ -362,3 +362,28 @@ func BenchmarkRedrive10000(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// TestKeyOfAPurgedJob: a submit with the idempotency key of a job that was
+// purged is not answered with that job: NOT_FOUND says what became of it
+// and for how long the key stays taken; once the dedupe window has passed
+// the key makes a new job.
+func TestKeyOfAPurgedJob(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("acme", pb.Tier_GOLD))
+	first := h.one(submit("acme", "k1", 1, ""))
+	h.one(cancelJobsCmd(&pb.BulkJobs{Tenant: "acme", Jobs: []uint64{uint64(first.Job)}}))
+	if r := h.one(purgeCmd(&pb.BulkJobs{Tenant: "acme", Jobs: []uint64{uint64(first.Job)}})); items(r.Bulk) != fmt.Sprintf("%d:none", first.Job) {
+		t.Fatalf("purge: %s", items(r.Bulk))
+	}
+	h.now += 1000
+	again := h.one(submit("acme", "k1", 1, ""))
+	want := fmt.Sprintf(`idempotency key "k1" of tenant "acme" was used for job %d, which no longer exists (purged, or pruned after it ended); the key is taken for 23h59m59s more, its dedupe window`, first.Job)
+	if again.Code != NotFound || again.Msg != want || again.Job != 0 {
+		t.Fatalf("the key of a purged job: %+v\nwant NOT_FOUND %q", again, want)
+	}
+	h.now += 24 * 3600 * 1000
+	fresh := h.one(submit("acme", "k1", 1, ""))
+	if fresh.Code != OK || !fresh.Created || fresh.Job == first.Job {
+		t.Fatalf("after the dedupe window: %+v", fresh)
+	}
+}
