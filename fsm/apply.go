@@ -109,9 +109,8 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 		}
 	}
 	t, _ := f.sched.TenantAt(ti)
-	if q := t.Caps.MaxQueued; q > 0 && t.QueuedTotal()+t.Scheduled >= q {
-		// Scheduled jobs count: each of them will be queued.
-		return refusef(ResourceExhausted, "tenant %q has %d queued jobs, its max_queued quota", c.Tenant, t.QueuedTotal()+t.Scheduled)
+	if why := f.quotas().Room(f.sched, ti, &t, len(c.Payload)); why != "" {
+		return refusef(ResourceExhausted, "%s", why)
 	}
 	id, err := f.sched.Submit(f.clock, sub)
 	if err != nil {
@@ -261,11 +260,17 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 		return refuse(err)
 	}
 	id := sfq.JobID(c.Job)
+	// A run that can never succeed (Level6; below, Apply reads nothing of
+	// it, as builds before it do).
+	permanent := c.Permanent && outcome == sfq.OutcomeFailed && f.level >= Level6
 	ch, err := f.sched.Finish(f.clock, id, c.Attempt, f.internWorker(c.WorkerId), outcome, c.CpuMs,
-		sfq.RunResult{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail})
+		sfq.RunResult{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail, Permanent: permanent})
 	reason := ReasonRunFailed
-	if outcome == sfq.OutcomeCancelled {
+	switch {
+	case outcome == sfq.OutcomeCancelled:
 		reason = ReasonRequested
+	case permanent:
+		reason = ReasonUnrunnable
 	}
 	f.emitChange(ch, reason)
 	if w := f.workers[c.WorkerId]; w != nil && w.Job == id && w.Attempt == c.Attempt && ch.Outcome == sfq.Changed {
@@ -418,6 +423,11 @@ func (f *FSM) applySetConfig(c *pb.SetConfig) Result {
 	}
 	if err := f.sched.SetConfig(cfg.Sched); err != nil {
 		return refuse(err)
+	}
+	if f.level < Level6 {
+		// Not state below Level6 (its encoding has no room for them):
+		// none, on every node, until set at Level6.
+		cfg.DefaultMaxQueued, cfg.MaxQueuedBytes = 0, 0
 	}
 	f.cfg = cfg
 	f.configured = true

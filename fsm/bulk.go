@@ -334,8 +334,8 @@ func (f *FSM) applyBulk(op BulkOp, c *pb.BulkJobs) Result {
 		}
 		switch op {
 		case BulkRedrive:
-			if t, _ := f.sched.TenantAt(ti); t.Caps.MaxQueued > 0 && t.QueuedTotal() >= t.Caps.MaxQueued {
-				res.Stopped = fmt.Sprintf("tenant %q has %d queued jobs, its max_queued quota", c.Tenant, t.QueuedTotal())
+			if t, _ := f.sched.TenantAt(ti); f.quotas().Room(f.sched, ti, &t, len(j.Payload())) != "" {
+				res.Stopped = f.quotas().Room(f.sched, ti, &t, len(j.Payload()))
 				if c.Filter != nil {
 					res.Next = id // the rest waits for the next call
 				} else {

@@ -36,6 +36,9 @@ type Config struct {
 	// Feature level 5 (levers.go): the dead letters' retention and their
 	// bounds per tenant.
 	DeadLetters
+	// Feature level 6 (quotas.go): a tenant's quotas by default (0: none).
+	DefaultMaxQueued uint32
+	MaxQueuedBytes   uint64
 }
 
 // Limits on runtime settings.
@@ -73,6 +76,8 @@ func DefaultConfig() Config {
 		DedupeWindowMs:      24 * 3600 * 1000,
 		MaxPayloadBytes:     1 << 20,
 		DeadLetters:         DefaultDeadLetters(),
+		DefaultMaxQueued:    DefaultMaxQueued,
+		MaxQueuedBytes:      DefaultMaxQueuedBytes,
 	}
 }
 
@@ -128,6 +133,9 @@ func (c Config) validate(payloadLimit uint32) error {
 		return err
 	}
 	if err := c.DeadLetters.validate(); err != nil {
+		return err
+	}
+	if err := (Quotas{c.DefaultMaxQueued, c.MaxQueuedBytes}).validate(); err != nil {
 		return err
 	}
 	switch {

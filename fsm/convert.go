@@ -245,6 +245,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	c.MaxPayloadBytes = p.MaxPayloadBytes
 	c.Sched.RetryBackoffMs, c.Sched.RetryBackoffMaxMs = p.RetryBackoffMs, p.RetryBackoffMaxMs
 	configLeversFromPB(p, &c)
+	c.DefaultMaxQueued, c.MaxQueuedBytes = p.DefaultMaxQueued, p.MaxQueuedBytes
 	return c, nil
 }
 
@@ -286,6 +287,7 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 		p.DecayNormMs = d.NormMs
 	}
 	configLeversToPB(c, p)
+	p.DefaultMaxQueued, p.MaxQueuedBytes = c.DefaultMaxQueued, c.MaxQueuedBytes
 	return p
 }
 

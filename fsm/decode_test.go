@@ -20,7 +20,8 @@ func encodeWithEvent(next, seq uint64) []byte {
 	(&View{}).encodeWebhooks(e)
 	e.Varint(0)
 	e.Bool(false)
-	encodeConfig(e, &f.cfg, stateVersion)
+	encodeConfig(e, &f.cfg, coreConfigVersion(stateVersion))
+	encodeConfigQuotas(e, &f.cfg)
 	e.Uvarint(0) // members
 	e.Uvarint(0) // workers
 	e.Uvarint(1) // next key

@@ -72,10 +72,13 @@ const (
 	// ReasonDeadlineMissed marks the assigned event of a job dispatched
 	// after its deadline.
 	ReasonDeadlineMissed
+	// ReasonUnrunnable (feature level 6) marks the failed event of a job
+	// whose worker said no run of it can succeed: it is not retried.
+	ReasonUnrunnable
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"", "ack_timeout", "lease_expired", "run_failed", "requested", "timeout", "deadline_missed"}
+var reasonNames = [numReasons]string{"", "ack_timeout", "lease_expired", "run_failed", "requested", "timeout", "deadline_missed", "unrunnable"}
 
 func (r Reason) String() string {
 	if r < numReasons {

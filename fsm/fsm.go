@@ -109,10 +109,12 @@ func New() *FSM {
 		panic(err) // the defaults are valid; a test guards it
 	}
 	s.SetVersion1(true) // Level1
+	cfg := DefaultConfig()
+	cfg.DefaultMaxQueued, cfg.MaxQueuedBytes = 0, 0 // none below Level6
 	return &FSM{
 		sched:     s,
 		level:     Level1,
-		cfg:       DefaultConfig(),
+		cfg:       cfg,
 		workers:   map[string]*Worker{},
 		keyIndex:  newKeyIndex(),
 		nextEvent: 1,

@@ -112,8 +112,9 @@ func TestIdempotentSubmit(t *testing.T) {
 	if _, ok := h.job(1); ok {
 		t.Fatal("job 1 was not pruned")
 	}
-	if r := h.one(submit("acme", "k1", 1000, "run a")); r.Created || r.Job != 1 {
-		t.Fatalf("key forgotten with its job: %+v", r)
+	if r := h.one(submit("acme", "k1", 1000, "run a")); r.Code != NotFound || r.Created || r.Job != 0 ||
+		!strings.HasPrefix(r.Msg, `idempotency key "k1" of tenant "acme" was used for job 1, which no longer exists`) {
+		t.Fatalf("the key of a pruned job: %+v (want NOT_FOUND: the key stays taken, and names the job that is gone)", r)
 	}
 	h.now += 24 * 3600 * 1000
 	h.one(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}})

@@ -44,8 +44,15 @@ const (
 	// any of them into the state, so a cluster at level 4 holds and writes
 	// exactly what the build before them does.
 	Level5 uint32 = 5
+	// Level6 adds the tenant quotas by default (the settings
+	// default_max_queued and max_queued_bytes, counted in Apply) and a
+	// worker's report that a run can never succeed (a failed Finished
+	// marked permanent ends the job failed, with no retry); its state is
+	// written as snapshot format 7 (FSM state version 8). Below it no
+	// command can put either into the state, and Apply reads neither.
+	Level6 uint32 = 6
 	// MaxFeatureLevel is the highest level this build understands.
-	MaxFeatureLevel = Level5
+	MaxFeatureLevel = Level6
 )
 
 // ErrFeatureLevel marks a SetFeatureLevel above what this build
@@ -112,6 +119,8 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		r.need(p.GetSubmitRateN() != 0, Level5, "submit_rate")
 		l, what := deadLetterLevel(p)
 		r.need(l > Level1, l, what)
+		l, what = quotasLevel(p)
+		r.need(l > Level1, l, what)
 	case *pb.Command_Redrive:
 		r.need(true, Level5, "Redrive")
 	case *pb.Command_CancelJobs:
@@ -138,8 +147,12 @@ func (r *levelNeed) need(holds bool, level uint32, what string) {
 
 // ConfigAtLevel resets, in p, the settings a cluster at feature level
 // level does not allow to their defaults at that level (below level 2 the
-// estimate settings, below level 5 the submit rate).
+// estimate settings, below level 5 the submit rate, below level 6 the
+// quotas by default).
 func ConfigAtLevel(p *pb.SchedulerConfig, level uint32) {
+	if level < Level6 {
+		p.DefaultMaxQueued, p.MaxQueuedBytes = 0, 0
+	}
 	if level < Level5 {
 		p.SubmitRateN, p.SubmitRatePeriodMs, p.SubmitBurst = 0, 0, 0
 	}
@@ -198,6 +211,10 @@ func NewLatest() *FSM { return NewAtLevel(MaxFeatureLevel) }
 func NewAtLevel(l uint32) *FSM {
 	f := New()
 	f.setLevel(min(max(l, Level1), MaxFeatureLevel))
+	if f.level >= Level6 {
+		// A new cluster at this level starts with the quotas by default.
+		f.cfg.DefaultMaxQueued, f.cfg.MaxQueuedBytes = DefaultMaxQueued, DefaultMaxQueuedBytes
+	}
 	return f
 }
 

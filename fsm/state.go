@@ -22,10 +22,14 @@ import (
 // levers: delays, expiry, backoff, pauses, rate limits) and the lever
 // settings of the configuration. The version says the level: 1 is level
 // 1, 2 to 4 level 2, 5 level 3, 6 level 4, 7 level 5.
-const stateVersion = 7
+const stateVersion = 8
 
 // stateVersionLevers is the version whose core state is of version 5.
 const stateVersionLevers = 7
+
+// stateVersionQuotas (feature level 6) is version 7 with the quotas by
+// default after the configuration (quotas.go).
+const stateVersionQuotas = 8
 
 // stateVersionLevel2 is the version a cluster at feature level 2 writes.
 const stateVersionLevel2 = 4
@@ -135,6 +139,8 @@ func (v *View) StateVersion() int {
 		return stateVersionWebhooks
 	case v.level < Level5:
 		return stateVersionGroups
+	case v.level < Level6:
+		return stateVersionLevers
 	}
 	return stateVersion
 }
@@ -182,6 +188,9 @@ func (v *View) Encode(e *sfq.Encoder) {
 	e.Varint(int64(v.clock))
 	e.Bool(v.configured)
 	encodeConfig(e, &v.cfg, coreConfigVersion(version))
+	if version >= stateVersionQuotas {
+		encodeConfigQuotas(e, &v.cfg)
+	}
 	e.Uvarint(uint64(len(v.members)))
 	for _, m := range v.members {
 		e.String(m.ID)
@@ -278,6 +287,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	f.clock = sfq.Time(d.Varint())
 	f.configured = d.Bool()
 	f.cfg = decodeConfig(d, coreConfigVersion(version))
+	if version >= stateVersionQuotas {
+		decodeConfigQuotas(d, &f.cfg)
+	}
 	nm := d.Uvarint()
 	for i := uint64(0); i < nm && d.Err() == nil; i++ {
 		f.members = append(f.members, Member{ID: d.String(), RaftAddr: d.String(), GRPCAddr: d.String(), HTTPAddr: d.String()})
@@ -342,6 +354,8 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	// 1 writes (and all older builds); versions 2 to 4 are level 2; the
 	// webhook section's version is level 3, and the groups' level 4.
 	switch {
+	case version >= stateVersionQuotas:
+		f.setLevel(Level6)
 	case version >= stateVersionLevers:
 		f.setLevel(Level5)
 	case version >= stateVersionGroups:

@@ -1621,15 +1621,19 @@ func (x *HeartbeatBatch) GetHeartbeats() []*Heartbeat {
 }
 
 type Finished struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	WorkerId      string                 `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Outcome       Outcome                `protobuf:"varint,4,opt,name=outcome,proto3,enum=barista.v1.Outcome" json:"outcome,omitempty"`
-	CpuMs         int64                  `protobuf:"varint,5,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
-	ExitCode      int32                  `protobuf:"varint,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	StderrTail    string                 `protobuf:"bytes,7,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"`
-	StdoutTail    string                 `protobuf:"bytes,8,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Job        uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
+	Attempt    uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	WorkerId   string                 `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Outcome    Outcome                `protobuf:"varint,4,opt,name=outcome,proto3,enum=barista.v1.Outcome" json:"outcome,omitempty"`
+	CpuMs      int64                  `protobuf:"varint,5,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
+	ExitCode   int32                  `protobuf:"varint,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	StderrTail string                 `protobuf:"bytes,7,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"`
+	StdoutTail string                 `protobuf:"bytes,8,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
+	// permanent (feature level 6), with outcome FAILED: the run can never
+	// succeed; the job ends failed instead of being retried. Apply reads it
+	// only at level 6 or above.
+	Permanent     bool `protobuf:"varint,9,opt,name=permanent,proto3" json:"permanent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1718,6 +1722,13 @@ func (x *Finished) GetStdoutTail() string {
 		return x.StdoutTail
 	}
 	return ""
+}
+
+func (x *Finished) GetPermanent() bool {
+	if x != nil {
+		return x.Permanent
+	}
+	return false
 }
 
 // CancelJob cancels a job of the named tenant (a job of another tenant is
@@ -2417,8 +2428,15 @@ type SchedulerConfig struct {
 	DeadLetterRetentionMs int64  `protobuf:"varint,90,opt,name=dead_letter_retention_ms,json=deadLetterRetentionMs,proto3" json:"dead_letter_retention_ms,omitempty"`
 	DeadLetterMaxJobs     uint64 `protobuf:"varint,91,opt,name=dead_letter_max_jobs,json=deadLetterMaxJobs,proto3" json:"dead_letter_max_jobs,omitempty"`
 	DeadLetterMaxBytes    uint64 `protobuf:"varint,92,opt,name=dead_letter_max_bytes,json=deadLetterMaxBytes,proto3" json:"dead_letter_max_bytes,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Tenant quotas by default (feature level 6): a tenant without a
+	// max_queued of its own holds at most default_max_queued scheduled and
+	// queued jobs, and every tenant at most max_queued_bytes of payloads in
+	// its unfinished jobs (0: no bound; a new cluster starts with 100,000
+	// and 64 MiB).
+	DefaultMaxQueued uint32 `protobuf:"varint,110,opt,name=default_max_queued,json=defaultMaxQueued,proto3" json:"default_max_queued,omitempty"`
+	MaxQueuedBytes   uint64 `protobuf:"varint,111,opt,name=max_queued_bytes,json=maxQueuedBytes,proto3" json:"max_queued_bytes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SchedulerConfig) Reset() {
@@ -2650,6 +2668,20 @@ func (x *SchedulerConfig) GetDeadLetterMaxJobs() uint64 {
 func (x *SchedulerConfig) GetDeadLetterMaxBytes() uint64 {
 	if x != nil {
 		return x.DeadLetterMaxBytes
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetDefaultMaxQueued() uint32 {
+	if x != nil {
+		return x.DefaultMaxQueued
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetMaxQueuedBytes() uint64 {
+	if x != nil {
+		return x.MaxQueuedBytes
 	}
 	return 0
 }
@@ -3756,7 +3788,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x0eHeartbeatBatch\x125\n" +
 	"\n" +
 	"heartbeats\x18\x01 \x03(\v2\x15.barista.v1.HeartbeatR\n" +
-	"heartbeats\"\xf8\x01\n" +
+	"heartbeats\"\x96\x02\n" +
 	"\bFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1b\n" +
@@ -3767,7 +3799,8 @@ const file_commands_proto_rawDesc = "" +
 	"\vstderr_tail\x18\a \x01(\tR\n" +
 	"stderrTail\x12\x1f\n" +
 	"\vstdout_tail\x18\b \x01(\tR\n" +
-	"stdoutTail\"5\n" +
+	"stdoutTail\x12\x1c\n" +
+	"\tpermanent\x18\t \x01(\bR\tpermanent\"5\n" +
 	"\tCancelJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\x04R\x03job\"`\n" +
@@ -3825,7 +3858,8 @@ const file_commands_proto_rawDesc = "" +
 	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x1b\n" +
 	"\tas_tenant\x18\x05 \x01(\bR\basTenant\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xfa\t\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xd2\n" +
+	"\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -3856,7 +3890,9 @@ const file_commands_proto_rawDesc = "" +
 	"\x14retry_backoff_max_ms\x18G \x01(\x03R\x11retryBackoffMaxMs\x127\n" +
 	"\x18dead_letter_retention_ms\x18Z \x01(\x03R\x15deadLetterRetentionMs\x12/\n" +
 	"\x14dead_letter_max_jobs\x18[ \x01(\x04R\x11deadLetterMaxJobs\x121\n" +
-	"\x15dead_letter_max_bytes\x18\\ \x01(\x04R\x12deadLetterMaxBytes\"@\n" +
+	"\x15dead_letter_max_bytes\x18\\ \x01(\x04R\x12deadLetterMaxBytes\x12,\n" +
+	"\x12default_max_queued\x18n \x01(\rR\x10defaultMaxQueued\x12(\n" +
+	"\x10max_queued_bytes\x18o \x01(\x04R\x0emaxQueuedBytes\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +
 	"\x05Prune\x12\x14\n" +

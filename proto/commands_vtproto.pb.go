@@ -1183,6 +1183,16 @@ func (m *Finished) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Permanent {
+		i--
+		if m.Permanent {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x48
+	}
 	if len(m.StdoutTail) > 0 {
 		i -= len(m.StdoutTail)
 		copy(dAtA[i:], m.StdoutTail)
@@ -1811,6 +1821,20 @@ func (m *SchedulerConfig) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.MaxQueuedBytes != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxQueuedBytes))
+		i--
+		dAtA[i] = 0x6
+		i--
+		dAtA[i] = 0xf8
+	}
+	if m.DefaultMaxQueued != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.DefaultMaxQueued))
+		i--
+		dAtA[i] = 0x6
+		i--
+		dAtA[i] = 0xf0
 	}
 	if m.SubmitBurst != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.SubmitBurst))
@@ -4252,6 +4276,16 @@ func (m *Finished) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Permanent {
+		i--
+		if m.Permanent {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x48
+	}
 	if len(m.StdoutTail) > 0 {
 		i -= len(m.StdoutTail)
 		copy(dAtA[i:], m.StdoutTail)
@@ -4880,6 +4914,20 @@ func (m *SchedulerConfig) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error)
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.MaxQueuedBytes != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxQueuedBytes))
+		i--
+		dAtA[i] = 0x6
+		i--
+		dAtA[i] = 0xf8
+	}
+	if m.DefaultMaxQueued != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.DefaultMaxQueued))
+		i--
+		dAtA[i] = 0x6
+		i--
+		dAtA[i] = 0xf0
 	}
 	if m.SubmitBurst != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.SubmitBurst))
@@ -6578,6 +6626,9 @@ func (m *Finished) SizeVT() (n int) {
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
+	if m.Permanent {
+		n += 2
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -6892,6 +6943,12 @@ func (m *SchedulerConfig) SizeVT() (n int) {
 	}
 	if m.SubmitBurst != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.SubmitBurst))
+	}
+	if m.DefaultMaxQueued != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.DefaultMaxQueued))
+	}
+	if m.MaxQueuedBytes != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.MaxQueuedBytes))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -9764,6 +9821,26 @@ func (m *Finished) UnmarshalVT(dAtA []byte) error {
 			}
 			m.StdoutTail = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Permanent", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Permanent = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -11741,6 +11818,44 @@ func (m *SchedulerConfig) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.SubmitBurst |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 110:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field DefaultMaxQueued", wireType)
+			}
+			m.DefaultMaxQueued = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.DefaultMaxQueued |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 111:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxQueuedBytes", wireType)
+			}
+			m.MaxQueuedBytes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MaxQueuedBytes |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -648,8 +648,13 @@ type JobFinished struct {
 	// entry and before it. A worker sets it only for a leader whose Welcome
 	// gives a started_delay_ms.
 	StartUnreported bool `protobuf:"varint,9,opt,name=start_unreported,json=startUnreported,proto3" json:"start_unreported,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// permanent, with outcome FAILED, says no run of the job can succeed on
+	// any worker (its payload is not a command this worker can run): the
+	// job ends failed, with no retry. A leader at feature level 6 keeps it;
+	// below, the run counts as any failed run.
+	Permanent     bool `protobuf:"varint,10,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobFinished) Reset() {
@@ -741,6 +746,13 @@ func (x *JobFinished) GetReadyCredit() uint64 {
 func (x *JobFinished) GetStartUnreported() bool {
 	if x != nil {
 		return x.StartUnreported
+	}
+	return false
+}
+
+func (x *JobFinished) GetPermanent() bool {
+	if x != nil {
+		return x.Permanent
 	}
 	return false
 }
@@ -1565,7 +1577,7 @@ const file_worker_proto_rawDesc = "" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x15\n" +
 	"\x06cpu_ms\x18\x03 \x01(\x03R\x05cpuMs\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xac\x02\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xca\x02\n" +
 	"\vJobFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12-\n" +
@@ -1577,7 +1589,9 @@ const file_worker_proto_rawDesc = "" +
 	"\vstdout_tail\x18\a \x01(\tR\n" +
 	"stdoutTail\x12!\n" +
 	"\fready_credit\x18\b \x01(\x04R\vreadyCredit\x12)\n" +
-	"\x10start_unreported\x18\t \x01(\bR\x0fstartUnreported\"\x96\x02\n" +
+	"\x10start_unreported\x18\t \x01(\bR\x0fstartUnreported\x12\x1c\n" +
+	"\tpermanent\x18\n" +
+	" \x01(\bR\tpermanent\"\x96\x02\n" +
 	"\aWelcome\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12+\n" +
 	"\x12self_kill_after_ms\x18\x02 \x01(\x03R\x0fselfKillAfterMs\x12@\n" +

@@ -664,6 +664,16 @@ func (m *JobFinished) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Permanent {
+		i--
+		if m.Permanent {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x50
+	}
 	if m.StartUnreported {
 		i--
 		if m.StartUnreported {
@@ -2095,6 +2105,16 @@ func (m *JobFinished) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Permanent {
+		i--
+		if m.Permanent {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x50
+	}
 	if m.StartUnreported {
 		i--
 		if m.StartUnreported {
@@ -3141,6 +3161,9 @@ func (m *JobFinished) SizeVT() (n int) {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.ReadyCredit))
 	}
 	if m.StartUnreported {
+		n += 2
+	}
+	if m.Permanent {
 		n += 2
 	}
 	n += len(m.unknownFields)
@@ -4808,6 +4831,26 @@ func (m *JobFinished) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.StartUnreported = bool(v != 0)
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Permanent", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Permanent = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

@@ -163,15 +163,17 @@ func levelErr(f *fsm.FSM, c *pb.Command) error {
 }
 
 // submitState checks, on the leader, what a submit needs of the state:
-// the tenant exists, its quota, and that it may submit the job's class and
-// deadline (sfq.TenantSpec.Permit, the rule Apply checks again).
-func submitState(sc *sfq.Scheduler, tenant string, req *pb.SubmitRequest) error {
-	t, ok := sc.Tenant(tenant)
+// the tenant exists, its quotas (fsm.Quotas.Room), and that it may submit
+// the job's class and deadline (sfq.TenantSpec.Permit): the rules Apply
+// checks again.
+func submitState(sc *sfq.Scheduler, q fsm.Quotas, tenant string, req *pb.SubmitRequest) error {
+	ti, ok := sc.TenantIndex(tenant)
 	if !ok {
 		return status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 	}
-	if q := t.Caps.MaxQueued; q > 0 && t.QueuedTotal()+t.Scheduled >= q {
-		return status.Errorf(codes.ResourceExhausted, "tenant: %q has %d queued jobs, its max_queued quota", tenant, t.QueuedTotal()+t.Scheduled)
+	t, _ := sc.TenantAt(ti)
+	if why := q.Room(sc, ti, &t, len(req.Payload)); why != "" {
+		return status.Error(codes.ResourceExhausted, why)
 	}
 	return permit(sc, tenant, req)
 }
@@ -240,10 +242,10 @@ func (s *ClientService) checkSubmit(ctx context.Context, req *pb.SubmitRequest, 
 // them to the submit rate in their order. errs[i] already set skips a
 // submit; a refusal is written there.
 func (s *ClientService) admitSubmits(tenants []string, reqs []*pb.SubmitRequest, errs []error) {
-	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+	s.node.FSM.ReadQuotas(func(sc *sfq.Scheduler, q fsm.Quotas) {
 		for i, req := range reqs {
 			if errs[i] == nil {
-				errs[i] = submitState(sc, tenants[i], req)
+				errs[i] = submitState(sc, q, tenants[i], req)
 			}
 		}
 	})

@@ -877,3 +877,32 @@ func TestRunsEndingBeforeTheirStarted(t *testing.T) {
 		})
 	}
 }
+
+// unrunnableRunner fails every job as one that can never run.
+type unrunnableRunner struct{}
+
+func (unrunnableRunner) Start(a *pb.Assign) (agent.Run, error) {
+	return nil, fmt.Errorf("job %d: bad payload: %w", a.Job, agent.ErrUnrunnable)
+}
+
+// TestUnrunnableJobIsNotRetried: a worker whose runner says a job can
+// never run reports its failure permanent, and the job (max_attempts 3)
+// ends failed after that one run, as the worker said, not after three.
+func TestUnrunnableJobIsNotRetried(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
+	res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000, MaxAttempts: 3}}})
+	id := res[0].Job
+	n.startAgent("w1", "", unrunnableRunner{}, nil)
+	waitFor(t, 10*time.Second, "the job to end", func() bool {
+		j, _, _ := n.node.FSM.Job(id)
+		return j.State.Terminal()
+	})
+	j, _, _ := n.node.FSM.Job(id)
+	if j.State != sfq.Failed || j.Attempt != 1 || j.Failures != 1 || j.Result == nil || j.Result.ExitCode != 127 {
+		t.Fatalf("job: %s attempt %d failures %d result %+v", j.State, j.Attempt, j.Failures, j.Result)
+	}
+	if got := eventsOf(n.node.FSM, id); got != "queued, assigned w1, started w1, failed" {
+		t.Fatalf("events: %s", got)
+	}
+}

@@ -137,9 +137,12 @@ func startedCommand(worker string, st *pb.JobStarted) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: st.Job, Attempt: st.Attempt, WorkerId: worker}}}
 }
 
-// finishedCommand is the command of a checked Finished of worker.
+// finishedCommand is the command of a checked Finished of worker; a run
+// the worker marks permanent (it can never succeed) keeps the mark, which
+// Apply reads from feature level 6 on.
 func finishedCommand(worker string, fin *pb.JobFinished) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{
 		Job: fin.Job, Attempt: fin.Attempt, WorkerId: worker, Outcome: fin.Outcome, CpuMs: fin.CpuMs,
-		ExitCode: fin.ExitCode, StderrTail: fin.StderrTail, StdoutTail: fin.StdoutTail}}}
+		ExitCode: fin.ExitCode, StderrTail: fin.StderrTail, StdoutTail: fin.StdoutTail,
+		Permanent: fin.Permanent && fin.Outcome == pb.Outcome_FAILED}}}
 }

@@ -203,6 +203,9 @@ type Input struct {
 	Force       bool
 	BackoffMs   int64
 	MaxAttempts uint16
+	// Permanent, with a Finish of outcome failed: the run can never
+	// succeed, so the job ends failed instead of being retried.
+	Permanent bool
 }
 
 // Outcome says what Apply did with an event. Only Changed and Zombie carry
@@ -284,6 +287,11 @@ func Step(l Life, e Input) (Life, Outcome) {
 		if l.State.Live() && match {
 			l.Settled |= 1
 			next := finish(l, e.Outcome)
+			if next.State == Queued && e.Permanent {
+				// The worker says no run can succeed (its payload
+				// cannot be run): no retry.
+				next = end(next, Failed)
+			}
 			if next.State == Queued && e.BackoffMs > 0 {
 				// A failed run (not a lost lease or an ack timeout) backs
 				// off before its retry.

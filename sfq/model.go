@@ -238,6 +238,10 @@ type RunResult struct {
 	ExitCode   int32
 	StderrTail string
 	StdoutTail string
+	// Permanent, in a report of a failed run, says that no run of the job
+	// can succeed (the worker cannot run its payload): the job ends failed
+	// instead of being retried. It is not kept on the job.
+	Permanent bool
 }
 
 // Job is a job's record. ID doubles as enqueue_seq.

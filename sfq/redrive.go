@@ -237,6 +237,7 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 		s.groupIdle(ti, c)
 	}
 	s.forgetDead(j)
+	rt.payload += uint64(len(j.Payload()))
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
 	jm.EndedAt, jm.endWall = 0, 0

@@ -93,9 +93,13 @@ type tenantRT struct {
 	// queuedFair counts the tenant's queued jobs without a deadline per
 	// class (the idle rule of group_order=fair).
 	queuedFair [NumClasses]uint32
-	types      []uint64 // slots of the tenant's job-type estimates
-	groups     []uint32 // slots of the tenant's groups, in no order
-	unnamed    uint32   // slot+1 of its unnamed group; 0: none
+	// payload counts the payload bytes of the tenant's unfinished jobs
+	// (scheduled, queued, assigned, running): what its quota of payload
+	// bytes (the state machine's max_queued_bytes) bounds.
+	payload uint64
+	types   []uint64 // slots of the tenant's job-type estimates
+	groups  []uint32 // slots of the tenant's groups, in no order
+	unnamed uint32   // slot+1 of its unnamed group; 0: none
 	// pend holds, under group_order=fair, the latest group tags not yet
 	// written to gmax (a dispatch only notes its group's new tag here, in
 	// the tenant's own record; gmax is brought up to date when it is full
@@ -370,6 +374,15 @@ func (s *Scheduler) JobsDown(from JobID, fn func(j *Job) bool) {
 			}
 		}
 	}
+}
+
+// UnfinishedPayload returns the payload bytes of tenant ti's unfinished
+// jobs (scheduled, queued, assigned, running).
+func (s *Scheduler) UnfinishedPayload(ti uint32) uint64 {
+	if int(ti) >= len(s.rt) {
+		return 0
+	}
+	return s.rt[ti].payload
 }
 
 // JobCount returns the number of jobs in the table.
@@ -655,6 +668,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	}
 	tm := s.tenants.Mut(uint64(ti))
 	tm.Billing.Submitted++
+	s.rt[ti].payload += uint64(len(sub.Payload))
 	if delayed {
 		tm.Scheduled++
 		s.groups.Mut(uint64(gs)).Scheduled++
@@ -1219,7 +1233,8 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	}
 	own, set := j.RetryBackoff()
 	backoff := s.cfg.Backoff(own, set, j.Failures+1)
-	e := Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome, BackoffMs: backoff}
+	e := Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome, BackoffMs: backoff,
+		Permanent: res.Permanent && outcome == OutcomeFailed}
 	life, out := Step(j.Life, e)
 	life = s.version1Life(life)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: attempt, Outcome: out, From: j.State, To: life.State}
@@ -1395,6 +1410,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	if j.State.Terminal() && !old.State.Terminal() {
 		j.EndedAt, j.endWall = now, MakeWallDelta(s.wall, now)
 		s.noteEnded(j)
+		rt.payload -= uint64(len(j.Payload()))
 	}
 	rt.slotMut(j.Class, j.Size)
 	s.refresh(ti, gs, q)

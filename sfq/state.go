@@ -776,6 +776,9 @@ func (s *Scheduler) rebuild() error {
 				return false
 			}
 		}
+		if !j.State.Terminal() {
+			s.rt[j.Tenant].payload += uint64(len(j.Payload()))
+		}
 		switch {
 		case j.State == Queued:
 			gs, _ := s.groupSlot(j.Tenant, j.Group())
@@ -857,6 +860,7 @@ func (s *Scheduler) Verify() error {
 		inflight   int64
 		queued     [NumSizes]uint32
 		queuedFair [NumClasses]uint32
+		payload    uint64
 	}
 	// Per group and (class, size): the oldest queued job without a
 	// deadline and the most urgent deadline job.
@@ -881,6 +885,9 @@ func (s *Scheduler) Verify() error {
 			return true
 		}
 		c := &derived[j.Tenant]
+		if !j.State.Terminal() {
+			c.payload += uint64(len(j.Payload()))
+		}
 		var gc *gcounts
 		if j.State == Queued || j.State.Live() || j.State == Scheduled {
 			k := groupKey{j.Tenant, j.Group()}
@@ -1094,6 +1101,9 @@ func (s *Scheduler) Verify() error {
 			report("tenant %q is not indexed by name", t.Name)
 		}
 		rt := &s.rt[i]
+		if rt.payload != c.payload {
+			report("tenant %q holds %d payload bytes in unfinished jobs, job table says %d", t.Name, rt.payload, c.payload)
+		}
 		if rt.queuedFair != c.queuedFair {
 			report("tenant %q queued without a deadline per class %v, job table says %v", t.Name, rt.queuedFair, c.queuedFair)
 		}

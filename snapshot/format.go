@@ -6,7 +6,7 @@
 // A snapshot file is:
 //
 //	"BARISTA-SNAPSHOT"        16 bytes of magic
-//	format version            uvarint (this build writes 1, 3, 4, 5 or 6, reads 1 to 6)
+//	format version            uvarint (this build writes 1, 3, 4, 5, 6 or 7, reads 1 to 7)
 //	index                     uvarint: the last log index the state includes
 //	state                     the FSM's canonical state encoding
 //	checksum                  32 bytes: SHA-256 of every byte before it
@@ -20,7 +20,8 @@
 // 5: webhook endpoints and their cursors. Format 5 carries FSM state
 // version 6 and the core's version 4: groups. Format 6 carries FSM state
 // version 7 and the core's version 5: delays, expiry, retry backoff,
-// pauses, rate limits and their settings. Older files are still read: a
+// pauses, rate limits and their settings. Format 7 carries FSM state
+// version 8: the tenant quotas by default. Older files are still read: a
 // format 1 state loads as jobs of class normal without deadlines, with no
 // estimates learned, and schedules exactly as it did; the jobs and events
 // of formats 1 and 2 show their cluster times as wall times, their results
@@ -32,7 +33,8 @@
 // hashes alike; at level 2, format 3, which builds of level 2 read and
 // hash alike; at level 3, format 4, byte for byte as the build before
 // groups writes it; at level 4, format 5, byte for byte as the build
-// before level 5 writes it; from level 5 on, format 6.
+// before level 5 writes it; at level 5, format 6, byte for byte as the
+// build before level 6 writes it; from level 6 on, format 7.
 package snapshot
 
 import (
@@ -53,11 +55,11 @@ import (
 const (
 	magic = "BARISTA-SNAPSHOT"
 	// FormatVersion is the newest snapshot format this build writes (at
-	// feature level 5 and above).
-	FormatVersion = 6
-	// formatLevel2, formatLevel3 and formatLevel4 are the formats a
-	// cluster at feature level 2, 3 and 4 writes.
-	formatLevel2, formatLevel3, formatLevel4 = 3, 4, 5
+	// feature level 6 and above).
+	FormatVersion = 7
+	// formatLevel2 to formatLevel5 are the formats a cluster at feature
+	// level 2 to 5 writes.
+	formatLevel2, formatLevel3, formatLevel4, formatLevel5 = 3, 4, 5, 6
 	// MinFormatVersion is the oldest snapshot format this build reads.
 	MinFormatVersion = 1
 )
@@ -98,8 +100,8 @@ func Write(w io.Writer, v *fsm.View) ([32]byte, error) {
 }
 
 // Format is the snapshot format Write uses for v: 1 while the cluster is
-// at feature level 1, 3 at level 2, 4 at level 3, 5 at level 4, else
-// FormatVersion.
+// at feature level 1, 3 at level 2, 4 at level 3, 5 at level 4, 6 at
+// level 5, else FormatVersion.
 func Format(v *fsm.View) int {
 	switch v.Level() {
 	case fsm.Level1:
@@ -110,6 +112,8 @@ func Format(v *fsm.View) int {
 		return formatLevel3
 	case fsm.Level4:
 		return formatLevel4
+	case fsm.Level5:
+		return formatLevel5
 	}
 	return FormatVersion
 }

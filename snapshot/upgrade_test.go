@@ -200,7 +200,7 @@ func TestUnknownFormatRefused(t *testing.T) {
 	bad := append([]byte(nil), raw...)
 	bad[len(magic)] = FormatVersion + 1
 	_, err = Read(bytes.NewReader(bad), fsm.New())
-	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 7 (this build reads 1 to 6)") {
+	if err == nil || !strings.Contains(err.Error(), "unsupported snapshot format version 8 (this build reads 1 to 7)") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -472,8 +472,60 @@ func TestUpgradeBeforeLevers(t *testing.T) {
 	if r := apply(40, rate); r.Code != fsm.OK || loaded.Config().SubmitRate.N != 100 {
 		t.Fatalf("submit_rate at level 5: %+v", r)
 	}
-	again := roundTrip(t, loaded, FormatVersion)
+	again := roundTrip(t, loaded, formatLevel5)
 	if again.Config().SubmitRate != loaded.Config().SubmitRate || !again.HasWebhooks() {
 		t.Fatalf("after the round trip: %+v, webhooks %t", again.Config().SubmitRate, again.HasWebhooks())
+	}
+}
+
+// beforeQuotasStateHash is the state hash the build before feature level
+// 6 reported for testdata/before-quotas-v6.snap.
+const beforeQuotasStateHash = "1b968812099a9f14264a8bcf7345c5670b2954b0ea2f145097ed1481ac2e5dd5"
+
+// TestUpgradeToLevel6: a snapshot the build before feature level 6 wrote
+// at level 5 (format 6: delays, expiry, retry backoff, pauses, rate
+// limits, a redrive, dead letters) loads into this build at level 5,
+// hashes as that build did and is written back byte for byte; the quotas
+// by default and a permanent failure are refused or mean nothing there,
+// and change nothing. Raised to level 6 it has no quotas until they are
+// set, takes them, and is written as format 7, which reads back alike.
+func TestUpgradeToLevel6(t *testing.T) {
+	loaded, raw := fixture{"before-quotas-v6.snap", 6, 34, fsm.Level5, beforeQuotasStateHash, false}.load(t)
+	if b := snapshotBytes(t, loaded); !bytes.Equal(b, raw) {
+		t.Fatalf("rewritten at level 5: %d bytes, format %d; not the fixture's %d bytes", len(b), b[len(magic)], len(raw))
+	}
+	if c := loaded.Config(); c.DefaultMaxQueued != 0 || c.MaxQueuedBytes != 0 {
+		t.Fatalf("quotas of a level-5 state: %d jobs, %d bytes", c.DefaultMaxQueued, c.MaxQueuedBytes)
+	}
+	h1, _ := loaded.Hash()
+	apply := func(index uint64, cmd *pb.Command) fsm.Result {
+		t.Helper()
+		res, err := loaded.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: 8000, Commands: []*pb.Command{cmd}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	cfg := fsm.ConfigToPB(loaded.Config())
+	cfg.DefaultMaxQueued, cfg.MaxQueuedBytes = 1, 100
+	quotas := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: cfg}}}
+	if r := apply(35, quotas); r.Code != fsm.FailedPrecondition || !strings.Contains(r.Msg, "default_max_queued needs cluster feature level 6; the cluster is at level 5") {
+		t.Fatalf("quotas at level 5: %+v", r)
+	}
+	if h, _ := loaded.Hash(); h != h1 {
+		t.Fatal("a refused command of level 6 changed the state")
+	}
+	if r := apply(36, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level6}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level6 {
+		t.Fatalf("raising the level: %+v", r)
+	}
+	if c := loaded.Config(); c.DefaultMaxQueued != 0 || c.MaxQueuedBytes != 0 {
+		t.Fatalf("quotas once raised: %d jobs, %d bytes (none until set)", c.DefaultMaxQueued, c.MaxQueuedBytes)
+	}
+	if r := apply(37, quotas); r.Code != fsm.OK || loaded.Config().DefaultMaxQueued != 1 {
+		t.Fatalf("quotas at level 6: %+v", r)
+	}
+	again := roundTrip(t, loaded, FormatVersion)
+	if c := again.Config(); c.DefaultMaxQueued != 1 || c.MaxQueuedBytes != 100 || again.Level() != fsm.Level6 {
+		t.Fatalf("after the round trip: level %d, %d jobs, %d bytes", again.Level(), c.DefaultMaxQueued, c.MaxQueuedBytes)
 	}
 }

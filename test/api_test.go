@@ -426,7 +426,7 @@ func TestValidation(t *testing.T) {
 		{"timeout", submit(ok(&pb.SubmitRequest{TimeoutMs: -1})), codes.InvalidArgument, "timeout_ms: -1 is out of range"},
 		{"job type", submit(ok(&pb.SubmitRequest{JobType: strings.Repeat("t", 300)})), codes.InvalidArgument, "job_type: 300 bytes, at most 256"},
 		{"payload", submit(ok(&pb.SubmitRequest{Payload: make([]byte, 2048)})), codes.ResourceExhausted, "payload: 2048 bytes, over the limit of 1024"},
-		{"quota", submit(&pb.SubmitRequest{Tenant: "capped", Size: pb.Size_SM, EstCostMs: 1}), codes.ResourceExhausted, `tenant: "capped" has 2 queued jobs, its max_queued quota`},
+		{"quota", submit(&pb.SubmitRequest{Tenant: "capped", Size: pb.Size_SM, EstCostMs: 1}), codes.ResourceExhausted, `tenant "capped" has 2 queued jobs, its max_queued quota`},
 		{"submit without tenant (admin)", submit(&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1}), codes.InvalidArgument, "tenant: required"},
 		{"bad page token", func() error {
 			_, err := client.ListJobs(ctx, &pb.ListJobsRequest{Tenant: "acme", PageToken: "xyz"})

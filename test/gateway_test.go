@@ -394,7 +394,7 @@ func TestHTTPAPI(t *testing.T) {
 		412, "FAILED_PRECONDITION", "job "+run+" is already completed")
 	a.json("POST", "/v1/jobs", adminToken, `{"tenant":"tiny","size":"LG","est_cost_ms":"10"}`, &sub)
 	a.expect("over the tenant's max_queued", a.do("POST", "/v1/jobs", adminToken, `{"tenant":"tiny","size":"LG","est_cost_ms":"10"}`),
-		429, "RESOURCE_EXHAUSTED", `tenant: "tiny" has 1 queued jobs, its max_queued quota`)
+		429, "RESOURCE_EXHAUSTED", `tenant "tiny" has 1 queued jobs, its max_queued quota`)
 	noToken := a.do("GET", "/v1/jobs", "", "")
 	a.expect("no token", noToken, 401, "UNAUTHENTICATED", "missing bearer token (authorization: Bearer TOKEN)")
 	if h := noToken.header.Get("WWW-Authenticate"); h != `Bearer realm="barista"` {

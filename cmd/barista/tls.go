@@ -23,10 +23,10 @@ import (
 )
 
 type tlsInitOpts struct {
-	dir     string
-	names   string
-	clients string
-	cluster string
+	dir      string
+	names    string
+	clients  string
+	cluster  string
 	hosts    string
 	days     int
 	ca       string

@@ -55,10 +55,16 @@ type Result struct {
 	StdoutTail string // the end of stdout, any length and bytes
 }
 
-// Runner starts jobs.
+// Runner starts jobs. An error of Start that wraps ErrUnrunnable says no
+// run of the job can succeed, on this worker or any other (its payload is
+// not something the runner can run): the job ends failed with no retry
+// (at feature level 6). Any other error fails this run only.
 type Runner interface {
 	Start(job *pb.Assign) (Run, error)
 }
+
+// ErrUnrunnable marks a job no run of which can succeed (see Runner).
+var ErrUnrunnable = errors.New("the job can never run")
 
 // Config configures an agent.
 type Config struct {
@@ -658,7 +664,8 @@ func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
 		if a.startDelay == 0 {
 			j.startSent, start = true, startedMessage(as)
 		}
-		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: sfq.OutputTail(err.Error())}
+		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: sfq.OutputTail(err.Error()),
+			Permanent: errors.Is(err, ErrUnrunnable)}
 		report := a.reportLocked(j)
 		a.mu.Unlock()
 		a.log.Warn("job could not start", "job", as.Job, "error", err)

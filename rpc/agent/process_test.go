@@ -264,3 +264,29 @@ func TestProcessRunnerRunAs(t *testing.T) {
 		t.Errorf("work directory: %v %v, want mode 0711", st.Mode(), err)
 	}
 }
+
+// TestProcessRunnerUnrunnablePayload: a payload that is not a command
+// (empty, not JSON, no argv) can never run: Start's error wraps
+// ErrUnrunnable, so the job ends failed with no retry, while a command
+// that cannot start here (a missing program) is an ordinary failure.
+func TestProcessRunnerUnrunnablePayload(t *testing.T) {
+	root := t.TempDir()
+	r, err := NewProcessRunner(ProcessConfig{LogDir: filepath.Join(root, "logs"), WorkDir: filepath.Join(root, "work"), WorkerID: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, payload := range []string{"", "hello", `{"argv":[]}`} {
+		if _, err := r.Start(&pb.Assign{Job: 4, Attempt: 1, Tenant: "acme", Payload: []byte(payload)}); !errors.Is(err, ErrUnrunnable) {
+			t.Errorf("payload %q: %v, want ErrUnrunnable", payload, err)
+		}
+	}
+	missing, _ := runner.EncodePayload(runner.Spec{Argv: []string{"/nonexistent/program"}})
+	run, err := r.Start(&pb.Assign{Job: 5, Attempt: 1, Tenant: "acme", Payload: missing})
+	if errors.Is(err, ErrUnrunnable) {
+		t.Fatalf("a program missing on this worker is not unrunnable everywhere: %v", err)
+	}
+	if run != nil {
+		run.Kill()
+		<-run.Done()
+	}
+}

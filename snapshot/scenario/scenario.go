@@ -54,7 +54,7 @@ type Target interface {
 	TenantName(index uint32) string
 	Start(now sfq.Time, id sfq.JobID, attempt uint32, worker string) error
 	Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker string, cpuMs int64) error
-	Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64) error
+	Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64, permanent bool) error
 	Cancel(now sfq.Time, id sfq.JobID) error
 	Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.InputKind) error
 	// Release moves a scheduled job to its queue (refused if not due).
@@ -691,6 +691,7 @@ func (rn *runner) jobEvent(cmd string, pos []string, opts options) error {
 	}
 	var cpu int64
 	outcome := sfq.OutcomeOK
+	permanent := false
 	for _, o := range opts {
 		k, v := o.k, o.v
 		switch k {
@@ -708,6 +709,11 @@ func (rn *runner) jobEvent(cmd string, pos []string, opts options) error {
 				return fmt.Errorf("%s takes no outcome=", cmd)
 			}
 			outcome, err = sfq.ParseOutcome(v)
+		case "permanent":
+			if cmd != "finish" {
+				return fmt.Errorf("%s takes no permanent=", cmd)
+			}
+			permanent, err = strconv.ParseBool(v)
 		default:
 			return fmt.Errorf("unknown %s key %q", cmd, k)
 		}
@@ -724,7 +730,10 @@ func (rn *runner) jobEvent(cmd string, pos []string, opts options) error {
 		if !opts.has("cpu") {
 			return fmt.Errorf("finish needs cpu=")
 		}
-		return rn.t.Finish(rn.now, id, attempt, worker, outcome, cpu)
+		if permanent && outcome != sfq.OutcomeFailed {
+			return fmt.Errorf("finish permanent=true needs outcome=failed")
+		}
+		return rn.t.Finish(rn.now, id, attempt, worker, outcome, cpu, permanent)
 	case "cancel":
 		return rn.t.Cancel(rn.now, id)
 	case "release":
