@@ -1,10 +1,12 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -36,10 +38,6 @@ import (
 // Only the Authorization header carries a token: no cookie, no other
 // header reaches the gRPC server.
 
-// GatewayMaxBody bounds a request body: a JSON message somewhat larger
-// than the largest gRPC message (payloads travel in base64).
-const GatewayMaxBody = 8 << 20
-
 // OpenAPIPath is where every node serves the OpenAPI document of the
 // HTTP/JSON API, without a token.
 const OpenAPIPath = "/v1/openapi.json"
@@ -60,7 +58,7 @@ func (s *Server) gatewayHandler() http.Handler {
 			writeHTTPError(w, &httpErr{http.StatusServiceUnavailable, "UNAVAILABLE", "the HTTP/JSON API is not available on this node: " + err.Error()})
 		})
 	}
-	mux.Handle("/v1/", apiLimits(api))
+	mux.Handle("/v1/", s.apiAuth(s.apiLimits(api)))
 	return mux
 }
 
@@ -135,21 +133,28 @@ func selfDialAddr(bind string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// apiLimits bounds the request body and marks every answer as private
-// and not to be sniffed (payloads and names are tenant-written).
-func apiLimits(next http.Handler) http.Handler {
+// apiLimits bounds the request body by the largest gRPC message
+// (limits.max_message_bytes: the body is a JSON message, its payload in
+// base64). A body whose Content-Length is over the bound is refused
+// before any of it is read; a chunked one as soon as it passes it.
+func (s *Server) apiLimits(next http.Handler) http.Handler {
+	limit := int64(s.limits.MaxMessageBytes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		if r.ContentLength > GatewayMaxBody {
+		if r.ContentLength > limit {
+			s.limitMetrics.httpRefused.WithLabelValues("body_too_large").Inc()
+			closeUnread(w, r)
 			writeHTTPError(w, &httpErr{http.StatusRequestEntityTooLarge, "RESOURCE_EXHAUSTED",
-				fmt.Sprintf("request body: %d bytes (at most %d)", r.ContentLength, GatewayMaxBody)})
+				fmt.Sprintf("request body: %d bytes (at most %d: limits.max_message_bytes)", r.ContentLength, limit)})
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, GatewayMaxBody)
+		body := &apiBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), limit: limit, length: r.ContentLength}
+		r.Body = body
 		sw := &statusOnce{ResponseWriter: w}
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), statusOnceKey{}, sw)))
+		ctx := context.WithValue(context.WithValue(r.Context(), statusOnceKey{}, sw), apiBodyKey{}, body)
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		if body.tooLarge {
+			s.limitMetrics.httpRefused.WithLabelValues("body_too_large").Inc()
+		}
 	})
 }
 
@@ -249,6 +254,33 @@ func (m *apiMarshaler) Marshal(v any) ([]byte, error) {
 	return m.JSONPb.Marshal(v)
 }
 
+// NewDecoder reads a request body once, into one buffer (apiBody:
+// bounded, sized by its Content-Length), and decodes the message from
+// it: no second copy of the body as json.RawMessage. Trailing bytes
+// after the message are refused. An empty body is io.EOF, which the
+// gateway reads as "no fields".
+func (m *apiMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
+	return runtime.DecoderFunc(func(v any) error {
+		var data []byte
+		var err error
+		if b, ok := r.(*apiBody); ok {
+			data, err = b.readAll()
+		} else {
+			data, err = io.ReadAll(r)
+		}
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			return io.EOF
+		}
+		if p, ok := v.(proto.Message); ok {
+			return m.UnmarshalOptions.Unmarshal(data, p)
+		}
+		return m.JSONPb.Unmarshal(data, v)
+	})
+}
+
 // StreamContentType is the content type of a streamed answer.
 func (*apiMarshaler) StreamContentType(any) string { return ndjson }
 
@@ -285,7 +317,12 @@ func httpStatus(c codes.Code) int {
 
 // apiError answers a failed call: the status of its gRPC code and
 // {"code": NAME, "message": ...}, the message exactly as gRPC has it.
-func apiError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
+func apiError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	if b, ok := bodyTooLarge(ctx); ok {
+		closeUnread(w, r)
+		writeHTTPError(w, &httpErr{http.StatusRequestEntityTooLarge, "RESOURCE_EXHAUSTED", b.errTooLarge().Error()})
+		return
+	}
 	st := status.Convert(err)
 	c := st.Code()
 	httpCode := httpStatus(c)

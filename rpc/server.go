@@ -51,6 +51,9 @@ type Options struct {
 	// Webhooks is the node's webhook deliverer (nil: webhook calls that
 	// need the key are refused).
 	Webhooks *webhook.Deliverer
+	// Limits bound what callers can make the node hold (zero fields:
+	// the defaults).
+	Limits Limits
 }
 
 // Server is a node's gRPC server with every service registered.
@@ -72,6 +75,11 @@ type Server struct {
 	// holds the fair shares sampled for the overview's chart.
 	csrfKey [32]byte
 	history shareHistory
+	// limits are the node's limits; unauthenticated holds a token per
+	// HTTP request without a credential being served.
+	limits          Limits
+	limitMetrics    *limitMetrics
+	unauthenticated chan struct{}
 }
 
 func metricsMaxTenants(n int) int {
@@ -92,6 +100,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.Logger == nil {
 		opt.Logger = hclog.NewNullLogger()
 	}
+	limits := opt.Limits.withDefaults()
 	var peerCreds credentials.TransportCredentials
 	if opt.PeerTLS != nil {
 		peerCreds = credentials.NewTLS(opt.PeerTLS)
@@ -100,8 +109,9 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken(), webhooks: opt.Webhooks}
 	sopts := []grpc.ServerOption{
 		// Explicit, and the same on every connection a node makes (see
-		// leaderConns.dial): max_payload_bytes is bounded by it.
-		grpc.MaxRecvMsgSize(fsm.MaxMessageBytes),
+		// leaderConns.dial): max_payload_bytes is bounded by it. What it
+		// receives may be bounded lower (limits.max_message_bytes).
+		grpc.MaxRecvMsgSize(limits.MaxMessageBytes),
 		grpc.MaxSendMsgSize(fsm.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -120,7 +130,8 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
 	}
-	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth}
+	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth,
+		limits: limits, limitMetrics: newLimitMetrics(node.Metrics.Registry), unauthenticated: make(chan struct{}, limits.HTTPUnauthenticated)}
 	rand.Read(s.csrfKey[:]) // crypto/rand.Read never returns an error
 	workers := newWorkerService(b)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),

@@ -52,13 +52,16 @@ type serverConfig struct {
 	MetricsMaxTenants uint32
 	// Webhooks are this server's webhook delivery settings (webhook.go).
 	Webhooks webhookConfig
+	// Limits bound what callers can make this server hold
+	// (docs/security.md, "Limits").
+	Limits rpc.Limits
 }
 
 func defaultServerConfig() serverConfig {
 	n := raftnode.DefaultConfig()
 	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
 	return serverConfig{Node: n, LogLevel: "info", BootstrapWait: 30 * time.Second, TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
-		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig()}
+		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig(), Limits: rpc.DefaultLimits()}
 }
 
 // setting is one server setting, declared once: its configuration file
@@ -127,6 +130,11 @@ func (c *serverConfig) settings() []setting {
 		{key: "http.metrics_require_token", flag: "metrics-require-token", usage: "/metrics needs an admin or metrics token (it shows tenant names)", val: &boolVal{&c.MetricsAuth}},
 		{key: "metrics.max_tenants", flag: "metrics-max-tenants", usage: "/metrics has per-tenant series for every tenant while there are at most `N`, beyond that only for tenants marked --export-metrics (0: only those)",
 			val: &intVal[uint32]{&c.MetricsMaxTenants, 0, 10_000_000}},
+
+		{key: "limits.max_message_bytes", flag: "max-message-bytes", usage: "largest gRPC message and HTTP/JSON request body this server accepts, in `BYTES` (the same on every server)",
+			val: &intVal[int]{&c.Limits.MaxMessageBytes, rpc.MinMessageBytes, fsm.MaxMessageBytes}},
+		{key: "limits.http_unauthenticated", flag: "http-max-unauthenticated", usage: "HTTP requests without a valid token or session served at once (/healthz and /readyz not counted); more are answered 503",
+			val: &intVal[int]{&c.Limits.HTTPUnauthenticated, 1, 100_000}},
 
 		{key: "webhooks.key", usage: "the cluster's webhook `KEY`, at least 32 bytes and the same on every server, from which endpoint secrets are derived (or $BARISTA_WEBHOOK_KEY)", val: &secretVal{&c.Webhooks.Key}},
 		{key: "webhooks.allow_cidrs", flag: "webhook-allow-cidr", usage: "a `CIDR` webhook endpoints may reach although loopback, private or link-local (repeatable)", val: &cidrListVal{&c.Webhooks.Allow}},

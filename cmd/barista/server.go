@@ -174,7 +174,7 @@ func runServer(env *cmdEnv, opts *serverOpts, args []string) error {
 		log.Error("webhook endpoints are registered but this server has no webhook key: it delivers nothing while it leads; set [webhooks] key or $BARISTA_WEBHOOK_KEY, the same on every server")
 	}
 	srv := rpc.NewServer(node, rpc.Options{Webhooks: hooks, Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: sc.UnsafeDebug, ForwardSingly: sc.ForwardSingly,
-		MetricsMaxTenants: metricsMaxTenants(sc.MetricsMaxTenants), Reflection: sc.GRPCReflection || auth.Open()})
+		MetricsMaxTenants: metricsMaxTenants(sc.MetricsMaxTenants), Reflection: sc.GRPCReflection || auth.Open(), Limits: sc.Limits})
 	serveErr := make(chan error, 2)
 	grpcLis := ls.grpc
 	ls.grpc = nil
