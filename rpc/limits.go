@@ -26,6 +26,12 @@ type Limits struct {
 	// or session served at once (/healthz and /readyz are not counted);
 	// more are answered 503 at once.
 	HTTPUnauthenticated int
+	// Sessions bounds the web console's sessions on the node, and
+	// SessionsPerIdentity those of one identity (a client token's
+	// tenant, the admin): its next login signs its oldest out. The
+	// identities other than the admin hold at most Sessions −
+	// SessionsPerIdentity, so the admin always finds room.
+	Sessions, SessionsPerIdentity int
 }
 
 // Defaults and bounds of Limits.
@@ -33,11 +39,14 @@ const (
 	// MinMessageBytes is the smallest MaxMessageBytes.
 	MinMessageBytes            = 1 << 20
 	DefaultHTTPUnauthenticated = 128
+	DefaultSessions            = 10_000
+	DefaultSessionsPerIdentity = 32
 )
 
 // DefaultLimits returns every limit at its default.
 func DefaultLimits() Limits {
-	return Limits{MaxMessageBytes: fsm.MaxMessageBytes, HTTPUnauthenticated: DefaultHTTPUnauthenticated}
+	return Limits{MaxMessageBytes: fsm.MaxMessageBytes, HTTPUnauthenticated: DefaultHTTPUnauthenticated,
+		Sessions: DefaultSessions, SessionsPerIdentity: DefaultSessionsPerIdentity}
 }
 
 // withDefaults gives each zero field its default.
@@ -50,6 +59,14 @@ func (l Limits) withDefaults() Limits {
 	if l.HTTPUnauthenticated <= 0 {
 		l.HTTPUnauthenticated = d.HTTPUnauthenticated
 	}
+	if l.Sessions <= 0 {
+		l.Sessions = d.Sessions
+	}
+	if l.SessionsPerIdentity <= 0 {
+		l.SessionsPerIdentity = d.SessionsPerIdentity
+	}
+	// The admin's share is kept out of the others'.
+	l.SessionsPerIdentity = min(l.SessionsPerIdentity, max(l.Sessions/2, 1))
 	return l
 }
 
@@ -57,6 +74,11 @@ func (l Limits) withDefaults() Limits {
 type limitMetrics struct {
 	httpRefused         *prometheus.CounterVec
 	httpUnauthenticated prometheus.Gauge
+	// sessions counts the console's sessions, sessionsEvicted those
+	// signed out by a newer login of their identity, loginsRefused the
+	// logins refused at limits.sessions.
+	sessions                       prometheus.Gauge
+	sessionsEvicted, loginsRefused prometheus.Counter
 }
 
 func newLimitMetrics(reg prometheus.Registerer) *limitMetrics {
@@ -68,10 +90,16 @@ func newLimitMetrics(reg prometheus.Registerer) *limitMetrics {
 		httpUnauthenticated: prometheus.NewGauge(prometheus.GaugeOpts{Name: "barista_http_unauthenticated_in_flight",
 			Help: "HTTP requests without a valid token or session being served (at most limits.http_unauthenticated)."}),
 	}
+	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{Name: "barista_web_sessions",
+		Help: "Web console sessions on this node (at most limits.sessions)."})
+	m.sessionsEvicted = prometheus.NewCounter(prometheus.CounterOpts{Name: "barista_web_sessions_evicted_total",
+		Help: "Web console sessions signed out because their identity signed in once more than limits.sessions_per_identity (its oldest goes)."})
+	m.loginsRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "barista_web_logins_refused_total",
+		Help: "Web console logins refused because the identities other than the admin held limits.sessions − limits.sessions_per_identity sessions."})
 	for _, r := range []string{"unauthenticated", "unauthenticated_limit", "body_too_large"} {
 		m.httpRefused.WithLabelValues(r)
 	}
-	reg.MustRegister(m.httpRefused, m.httpUnauthenticated)
+	reg.MustRegister(m.httpRefused, m.httpUnauthenticated, m.sessions, m.sessionsEvicted, m.loginsRefused)
 	return m
 }
 

@@ -166,3 +166,106 @@ func TestHTTPUnauthenticatedLimit(t *testing.T) {
 		t.Errorf("barista_http_refused_total{reason=\"unauthenticated_limit\"} = %v, want 1", got)
 	}
 }
+
+// login signs in through h (no network) and returns the status and the
+// session cookie ("" if none).
+func login(t *testing.T, h http.Handler, token string) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest("POST", "http://node/login", strings.NewReader("token="+token))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://node")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	cookie, _, _ := strings.Cut(w.Header().Get("Set-Cookie"), ";")
+	return w.Code, cookie
+}
+
+// signedIn reports whether a session cookie opens a console page.
+func signedIn(t *testing.T, h http.Handler, cookie string) bool {
+	t.Helper()
+	req := httptest.NewRequest("GET", "http://node/jobs", nil)
+	req.Header.Set("Cookie", cookie)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w.Code == 200
+}
+
+// TestSessionsPerIdentity: 10,001 console logins with one client token
+// keep that token's 32 newest sessions (the older are signed out, the
+// oldest first), so they neither fill the node's 10,000 sessions nor
+// keep the admin out; the admin's own logins are bounded the same way.
+func TestSessionsPerIdentity(t *testing.T) {
+	n, _ := limitedGateway(t, Limits{})
+	h := n.srv.HTTPHandler(HTTPOptions{})
+	var cookies []string
+	for i := range 10_001 {
+		code, cookie := login(t, h, gwAcme)
+		if code != http.StatusSeeOther || cookie == "" {
+			t.Fatalf("acme's login %d: %d", i, code)
+		}
+		cookies = append(cookies, cookie)
+	}
+	per := 32
+	if !signedIn(t, h, cookies[len(cookies)-1]) || !signedIn(t, h, cookies[len(cookies)-per]) || signedIn(t, h, cookies[len(cookies)-per-1]) || signedIn(t, h, cookies[0]) {
+		t.Errorf("acme's sessions: want the %d newest signed in and no older one", per)
+	}
+	var admin []string
+	for i := range per + 1 {
+		code, cookie := login(t, h, gwAdmin)
+		if code != http.StatusSeeOther || cookie == "" {
+			t.Fatalf("the admin's login %d after acme's 10,001: %d", i, code)
+		}
+		admin = append(admin, cookie)
+	}
+	if !signedIn(t, h, admin[per]) || signedIn(t, h, admin[0]) {
+		t.Errorf("the admin's sessions: want the %d newest signed in, the first signed out", per)
+	}
+	m := n.srv.limitMetrics
+	if got := testutil.ToFloat64(m.sessions); got != float64(2*per) {
+		t.Errorf("barista_web_sessions = %v, want %d", got, 2*per)
+	}
+	if got := testutil.ToFloat64(m.sessionsEvicted); got != float64(10_001-per+1) {
+		t.Errorf("barista_web_sessions_evicted_total = %v, want %d", got, 10_001-per+1)
+	}
+}
+
+// TestSessionsNodeBound: with limits.sessions 6 and 2 per identity, two
+// tenants fill the 4 places the identities other than the admin share:
+// a third tenant's login is refused 503 naming the limit, while the
+// admin still signs in; a signed-out session frees its place.
+func TestSessionsNodeBound(t *testing.T) {
+	tokens := []Token{{Secret: gwAdmin, Role: RoleAdmin}}
+	for _, name := range []string{"t1", "t2", "t3"} {
+		tokens = append(tokens, Token{Secret: name + "-secret-000000000", Role: RoleClient, Tenant: name})
+	}
+	n := startTestNodeWith(t, tokens, nil, Options{Limits: Limits{Sessions: 6, SessionsPerIdentity: 2}})
+	h := n.srv.HTTPHandler(HTTPOptions{})
+	var t1 string
+	for _, name := range []string{"t1", "t1", "t2", "t2"} {
+		code, cookie := login(t, h, name+"-secret-000000000")
+		if code != http.StatusSeeOther {
+			t.Fatalf("%s's login: %d", name, code)
+		}
+		t1 = cookie
+	}
+	req := httptest.NewRequest("POST", "http://node/login", strings.NewReader("token=t3-secret-000000000"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	want := `{"code":"UNAVAILABLE","message":"too many web sessions on this node (limits.sessions); try again later"}`
+	if w.Code != 503 || canonical(t, w.Body.String()) != want {
+		t.Errorf("t3's login with the others' places full: %d %s\nwant 503 %s", w.Code, w.Body.String(), want)
+	}
+	for range 3 {
+		if code, _ := login(t, h, gwAdmin); code != http.StatusSeeOther {
+			t.Errorf("the admin's login: %d", code)
+		}
+	}
+	n.srv.web.delete(strings.TrimPrefix(t1, sessionCookie+"="))
+	if code, _ := login(t, h, "t3-secret-000000000"); code != http.StatusSeeOther {
+		t.Errorf("t3's login once a place is free: %d", code)
+	}
+	if got := testutil.ToFloat64(n.srv.limitMetrics.loginsRefused); got != 1 {
+		t.Errorf("barista_web_logins_refused_total = %v, want 1", got)
+	}
+}

@@ -132,6 +132,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	}
 	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth,
 		limits: limits, limitMetrics: newLimitMetrics(node.Metrics.Registry), unauthenticated: make(chan struct{}, limits.HTTPUnauthenticated)}
+	s.web.max, s.web.perIdentity, s.web.metrics = limits.Sessions, limits.SessionsPerIdentity, s.limitMetrics
 	rand.Read(s.csrfKey[:]) // crypto/rand.Read never returns an error
 	workers := newWorkerService(b)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),

@@ -135,6 +135,9 @@ func (c *serverConfig) settings() []setting {
 			val: &intVal[int]{&c.Limits.MaxMessageBytes, rpc.MinMessageBytes, fsm.MaxMessageBytes}},
 		{key: "limits.http_unauthenticated", flag: "http-max-unauthenticated", usage: "HTTP requests without a valid token or session served at once (/healthz and /readyz not counted); more are answered 503",
 			val: &intVal[int]{&c.Limits.HTTPUnauthenticated, 1, 100_000}},
+		{key: "limits.sessions", flag: "max-sessions", usage: "web console sessions on this server", val: &intVal[int]{&c.Limits.Sessions, 2, 1_000_000}},
+		{key: "limits.sessions_per_identity", flag: "max-sessions-per-identity", usage: "web console sessions of one identity (a client token's tenant, the admin); its next login signs its oldest out. The others than the admin hold at most max-sessions minus this",
+			val: &intVal[int]{&c.Limits.SessionsPerIdentity, 1, 500_000}},
 
 		{key: "webhooks.key", usage: "the cluster's webhook `KEY`, at least 32 bytes and the same on every server, from which endpoint secrets are derived (or $BARISTA_WEBHOOK_KEY)", val: &secretVal{&c.Webhooks.Key}},
 		{key: "webhooks.allow_cidrs", flag: "webhook-allow-cidr", usage: "a `CIDR` webhook endpoints may reach although loopback, private or link-local (repeatable)", val: &cidrListVal{&c.Webhooks.Allow}},
@@ -451,6 +454,10 @@ func (c *serverConfig) validate(name func(fieldOrKey string) string) error {
 	}
 	if err := raftnode.ValidateClusterName(c.TLS.Cluster); err != nil {
 		return fmt.Errorf("%s: %w", name("tls.cluster_name"), err)
+	}
+	if per, all := c.Limits.SessionsPerIdentity, c.Limits.Sessions; 2*per > all {
+		return fmt.Errorf("%s: %d is more than half of %s (%d): the admin's sessions are kept out of the others'",
+			name("limits.sessions_per_identity"), per, name("limits.sessions"), all)
 	}
 	return nil
 }
