@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
@@ -54,6 +55,10 @@ type Options struct {
 	// Limits bound what callers can make the node hold (zero fields:
 	// the defaults).
 	Limits Limits
+	// Conns, if set, bounds the connections of the listener Serve is
+	// given (connlimit.Limiter.Listen): a call marks its connection
+	// active.
+	Conns *connlimit.Limiter
 }
 
 // Server is a node's gRPC server with every service registered.
@@ -124,9 +129,13 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.StaticStreamWindowSize(client.StreamWindowBytes),
 		grpc.StaticConnWindowSize(client.ConnWindowBytes),
-		grpc.ChainUnaryInterceptor(opt.Auth.UnaryInterceptor),
-		grpc.ChainStreamInterceptor(opt.Auth.StreamInterceptor),
 	}
+	unary, stream := []grpc.UnaryServerInterceptor{opt.Auth.UnaryInterceptor}, []grpc.StreamServerInterceptor{opt.Auth.StreamInterceptor}
+	if opt.Conns != nil {
+		unary = append([]grpc.UnaryServerInterceptor{opt.Conns.UnaryInterceptor}, unary...)
+		stream = append([]grpc.StreamServerInterceptor{opt.Conns.StreamInterceptor}, stream...)
+	}
+	sopts = append(sopts, grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
 	if opt.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
 	}

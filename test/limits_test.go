@@ -2,15 +2,23 @@ package test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // procStatusKB reads a field of /proc/PID/status given in kB (VmRSS,
@@ -121,3 +129,179 @@ func TestGatewayReadsNoBodyBeforeToken(t *testing.T) {
 	a.expect("a submit with the token", a.do("POST", "/v1/jobs", adminToken, `{"tenant":"nobody","size":"SM","est_cost_ms":"1000"}`),
 		404, "NOT_FOUND", `tenant: "nobody" not found`)
 }
+
+// fdCount counts a process's open file descriptors.
+func fdCount(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// idleAttack keeps per connections open from each source address to
+// each target, sending nothing, and opens another whenever the server
+// closes one, until stop is closed; then it closes them all.
+func idleAttack(t *testing.T, sources, targets []string, per int, stop chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for _, src := range sources {
+		for _, dst := range targets {
+			for range per {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: time.Second}
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						c, err := d.Dial("tcp", dst)
+						if err != nil {
+							select {
+							case <-stop:
+								return
+							case <-time.After(50 * time.Millisecond):
+							}
+							continue
+						}
+						closed := make(chan struct{})
+						go func() { c.Read(make([]byte, 1)); close(closed) }()
+						select {
+						case <-stop:
+							c.Close()
+							return
+						case <-closed:
+							c.Close()
+						}
+					}
+				}()
+			}
+		}
+	}
+	return &wg
+}
+
+// TestIdleConnectionsBounded: a node limited to 512 open files (nofile,
+// as systemd's LimitNOFILE= would) holds ten addresses' 1,100 idle
+// connections to its gRPC and HTTP ports, opened again as fast as it
+// closes them, within its connection limits: its descriptors stay below
+// what it may open, /readyz answers from an address without a
+// connection, calls on an existing connection and on a new one succeed;
+// once the attack stops, every idle connection is closed. (Before,
+// every idle connection was kept for 120 s and the node stopped
+// accepting anything, /readyz included.)
+func TestIdleConnectionsBounded(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("prlimit (util-linux) is needed to lower the node's open-files limit")
+	}
+	const nofile = 512
+	c := cluster.New(t, "--config", tokenConfig(t, ""))
+	c.Token = adminToken
+	c.Wrap = func(string) []string { return []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", nofile, nofile), "--"} }
+	c.Boot(1)
+	n := c.Nodes[0]
+	pid := n.PID()
+	admin := pb.NewAdminClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+		t.Fatal(err)
+	}
+	before := fdCount(t, pid)
+
+	var sources []string
+	for i := 2; i < 12; i++ {
+		sources = append(sources, fmt.Sprintf("127.0.0.%d", i))
+	}
+	stop := make(chan struct{})
+	attack := idleAttack(t, sources, []string{n.GRPCAddr, n.HTTPAddr}, 55, stop)
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		attack.Wait()
+	}()
+	metrics := "http://" + n.HTTPAddr + "/metrics"
+	open := func() float64 {
+		m, err := cluster.Scrape(metrics)
+		if err != nil {
+			t.Fatalf("/metrics during the attack: %v", err)
+		}
+		return m[`barista_connections{listener="grpc"}`] + m[`barista_connections{listener="http"}`]
+	}
+	// 512 open files leave 384 connections (128 are kept for Raft and
+	// files); 64 of them for addresses holding none.
+	waitFor(t, 30*time.Second, "the attack to fill the places of addresses with a connection", func() (bool, string) {
+		o := open()
+		return o >= 384-64, fmt.Sprintf("%v open", o)
+	})
+	peak := 0
+	for range 20 {
+		peak = max(peak, fdCount(t, pid))
+		if r := httpDo(t, nil, "GET", "http://"+n.HTTPAddr+"/readyz", "", nil, nil); r.code != 200 || r.body != "ready\n" {
+			t.Errorf("/readyz during the attack: %d %q", r.code, r.body)
+		}
+		if _, err := admin.GetTenant(ctx, &pb.GetTenantRequest{Name: "acme"}); err != nil {
+			t.Errorf("a call on a connection made before the attack: %v", err)
+		}
+	}
+	fresh := grpcFrom(t, "127.0.0.200", n.GRPCAddr)
+	if _, err := pb.NewAdminClient(fresh).GetTenant(ctx, &pb.GetTenantRequest{Name: "acme"}); err != nil {
+		t.Errorf("a call on a new connection from an address without one, during the attack: %v", err)
+	}
+	t.Logf("descriptors: %d before, at most %d during the attack", before, peak)
+	if peak > before+384+16 {
+		t.Errorf("%d descriptors during the attack, %d before: want at most %d more than before (limits.connections as fitted)", peak, before, 384+16)
+	}
+	// The server closes the silent connections it holds (5 s after it
+	// accepted them), on both listeners.
+	waitFor(t, 30*time.Second, "the node to close silent connections", func() (bool, string) {
+		m, err := cluster.Scrape(metrics)
+		if err != nil {
+			return false, err.Error()
+		}
+		g, h := m[`barista_connections_closed_idle_total{listener="grpc"}`], m[`barista_connections_closed_idle_total{listener="http"}`]
+		return g > 0 && h > 0, fmt.Sprintf("closed idle: grpc %v, http %v", g, h)
+	})
+	m, err := cluster.Scrape(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refused := m[`barista_connections_refused_total{listener="grpc",reason="reserve"}`] + m[`barista_connections_refused_total{listener="http",reason="reserve"}`]; refused == 0 {
+		t.Errorf("no connection refused for the reserve during the attack")
+	}
+	close(stop)
+	attack.Wait()
+	waitFor(t, 30*time.Second, "the attack's connections gone", func() (bool, string) {
+		fds := fdCount(t, pid)
+		return fds <= before+8, fmt.Sprintf("%d descriptors, %d before", fds, before)
+	})
+}
+
+// grpcFrom connects to a gRPC address from a loopback source address,
+// with the admin token.
+func grpcFrom(t *testing.T, src, addr string) *grpc.ClientConn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) { return d.DialContext(ctx, "tcp", a) }),
+		grpc.WithPerRPCCredentials(bearerToken(adminToken)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+type bearerToken string
+
+func (b bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (bearerToken) RequireTransportSecurity() bool { return false }

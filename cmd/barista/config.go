@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/sfq"
@@ -53,15 +54,18 @@ type serverConfig struct {
 	// Webhooks are this server's webhook delivery settings (webhook.go).
 	Webhooks webhookConfig
 	// Limits bound what callers can make this server hold
-	// (docs/security.md, "Limits").
+	// (docs/security.md, "Limits"); Conns the connections of its gRPC
+	// and HTTP listeners.
 	Limits rpc.Limits
+	Conns  connlimit.Config
 }
 
 func defaultServerConfig() serverConfig {
 	n := raftnode.DefaultConfig()
 	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
 	return serverConfig{Node: n, LogLevel: "info", BootstrapWait: 30 * time.Second, TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
-		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig(), Limits: rpc.DefaultLimits()}
+		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig(), Limits: rpc.DefaultLimits(),
+		Conns: connlimit.Config{Max: 4096, PerAddress: 256, Reserve: 64, FirstRequest: 5 * time.Second}}
 }
 
 // setting is one server setting, declared once: its configuration file
@@ -138,6 +142,14 @@ func (c *serverConfig) settings() []setting {
 		{key: "limits.sessions", flag: "max-sessions", usage: "web console sessions on this server", val: &intVal[int]{&c.Limits.Sessions, 2, 1_000_000}},
 		{key: "limits.sessions_per_identity", flag: "max-sessions-per-identity", usage: "web console sessions of one identity (a client token's tenant, the admin); its next login signs its oldest out. The others than the admin hold at most max-sessions minus this",
 			val: &intVal[int]{&c.Limits.SessionsPerIdentity, 1, 500_000}},
+		{key: "limits.connections", flag: "max-connections", usage: "connections of the gRPC and HTTP listeners together (lowered at start to leave 128 of the open-files limit to Raft and files)",
+			val: &intVal[int]{&c.Conns.Max, 16, 10_000_000}},
+		{key: "limits.connections_per_address", flag: "max-connections-per-address", usage: "connections from one source address (raise it for clients behind a proxy or NAT)",
+			val: &intVal[int]{&c.Conns.PerAddress, 1, 10_000_000}},
+		{key: "limits.connections_reserve", flag: "connections-reserve", usage: "the last places of max-connections on a listener, kept for addresses without a connection to it (health probes, new clients)",
+			val: &intVal[int]{&c.Conns.Reserve, 0, 10_000_000}},
+		{key: "limits.first_request_timeout", flag: "first-request-timeout", usage: "a connection that has not sent its first request this long after it was accepted (TLS and HTTP/2 handshakes included) is closed",
+			val: durationVal(&c.Conns.FirstRequest, 100*time.Millisecond, 2*time.Minute)},
 
 		{key: "webhooks.key", usage: "the cluster's webhook `KEY`, at least 32 bytes and the same on every server, from which endpoint secrets are derived (or $BARISTA_WEBHOOK_KEY)", val: &secretVal{&c.Webhooks.Key}},
 		{key: "webhooks.allow_cidrs", flag: "webhook-allow-cidr", usage: "a `CIDR` webhook endpoints may reach although loopback, private or link-local (repeatable)", val: &cidrListVal{&c.Webhooks.Allow}},
@@ -454,6 +466,9 @@ func (c *serverConfig) validate(name func(fieldOrKey string) string) error {
 	}
 	if err := raftnode.ValidateClusterName(c.TLS.Cluster); err != nil {
 		return fmt.Errorf("%s: %w", name("tls.cluster_name"), err)
+	}
+	if c.Conns.Reserve >= c.Conns.Max {
+		return fmt.Errorf("%s: %d must be below %s (%d)", name("limits.connections_reserve"), c.Conns.Reserve, name("limits.connections"), c.Conns.Max)
 	}
 	if per, all := c.Limits.SessionsPerIdentity, c.Limits.Sessions; 2*per > all {
 		return fmt.Errorf("%s: %d is more than half of %s (%d): the admin's sessions are kept out of the others'",
