@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/pbcodec"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc/client"
@@ -31,6 +32,8 @@ type ClientService struct {
 	forwarder *submitForwarder
 	// forwardSingly plays a build before batched forwarding (Options).
 	forwardSingly bool
+	// watches bounds the watch streams and ends those that fall behind.
+	watches *watchLimits
 }
 
 // ListJobs pages: at most maxPage jobs (defaultPage unless asked), and
@@ -460,6 +463,12 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 	if err != nil {
 		return err
 	}
+	release, err := s.watches.acquire(IdentityFrom(ctx))
+	if err != nil {
+		return err
+	}
+	var stuck connlimit.Conn // set when the watch falls behind
+	defer func() { release(stuck) }()
 	f := s.node.FSM
 	var ti uint32
 	var ok bool
@@ -492,6 +501,13 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 	if err := stream.SendHeader(metadata.Pairs(client.HeaderWatchCursor, strconv.FormatUint(cursor, 10))); err != nil {
 		return err
 	}
+	out := startWatchSender(stream, cursor)
+	defer func() {
+		out.abandon()
+		if out.behind {
+			stuck = s.watches.stuckConn(ctx)
+		}
+	}()
 	for {
 		changed := f.Changed()
 		var events []fsm.Event
@@ -505,7 +521,7 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 				events = append(events, *ev)
 				ended = req.JobId != 0 && ev.Kind.Terminal()
 			}
-			return len(events) < 512 && !ended
+			return len(events) < watchBatch && !ended
 		})
 		if first > cursor {
 			return status.Errorf(codes.OutOfRange, "from_seq: events from %d on were pruned before this watch read them (oldest retained: %d)", cursor, first)
@@ -520,13 +536,13 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 				batch[i] = eventToPB(&events[i], name)
 			}
 		})
-		for _, ev := range batch {
-			if err := stream.Send(ev); err != nil {
+		if len(batch) > 0 {
+			if err := s.watches.send(ctx, out, batch); err != nil {
 				return err
 			}
 		}
 		if ended {
-			return nil
+			return s.watches.finish(ctx, out)
 		}
 		if last > cursor {
 			cursor = last
@@ -545,18 +561,25 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 				}
 			})
 			if done {
-				return nil
+				return s.watches.finish(ctx, out)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
 		case <-s.stopping:
-			return status.Errorf(codes.Unavailable, "this node is shutting down; resume the watch on another node from seq %d", cursor)
+			return status.Errorf(codes.Unavailable, "this node is shutting down; resume the watch on another node from seq %d", out.next.Load())
+		case <-out.done:
+			return out.err
 		case <-changed:
 		}
 	}
 }
+
+// watchBatch bounds the events a watch reads at once: with the batch
+// its sender holds, what a watch whose client reads nothing keeps beside
+// gRPC's own buffer.
+const watchBatch = 128
 
 // idle reports whether a tenant (every tenant, if none is named) has no
 // queued or running job.

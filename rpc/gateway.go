@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
@@ -21,6 +22,7 @@ import (
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -62,19 +64,34 @@ func (s *Server) gatewayHandler() http.Handler {
 	return mux
 }
 
-// newGateway builds the generated handlers on a connection to this node's
-// own gRPC listener (with the TLS configuration it uses to reach other
-// members, when there is one). leaderConns owns the connection: Stop
-// closes it.
+// gatewayWindow is the flow-control window of each call on the
+// gateway's connection to its own node: what a stream whose HTTP client
+// reads nothing can make the gateway hold (the gRPC server then holds
+// the stream back, and ends it once it has been stuck for
+// limits.watch_stall_timeout).
+const gatewayWindow = 64 << 10
+
+// newGateway builds the generated handlers on a connection of their own
+// to this node's own gRPC listener (with the TLS configuration it uses
+// to reach other members, when there is one), with small windows
+// (gatewayWindow). Stop closes the connection.
 func (s *Server) newGateway() (http.Handler, error) {
 	addr, err := selfDialAddr(s.base.node.Config().GRPCAddr)
 	if err != nil {
 		return nil, err
 	}
-	cc, err := s.leader.dial(addr)
+	mark := metadata.Pairs(gatewayHeader, s.gatewayKey)
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(s.leader.creds), MessageLimits,
+		grpc.WithStaticStreamWindowSize(gatewayWindow), grpc.WithStaticConnWindowSize(client.ConnWindowBytes),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			return streamer(metadata.NewOutgoingContext(ctx, metadata.Join(mark, metadataOut(ctx))), desc, cc, method, opts...)
+		}))
 	if err != nil {
 		return nil, err
 	}
+	s.gatewayConns.Lock()
+	s.gatewayConns.list = append(s.gatewayConns.list, cc)
+	s.gatewayConns.Unlock()
 	gw := newGatewayMux()
 	ctx := context.Background()
 	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
@@ -88,6 +105,12 @@ func (s *Server) newGateway() (http.Handler, error) {
 }
 
 var gatewayMuxMu sync.Mutex
+
+// metadataOut is a context's outgoing metadata (none: empty).
+func metadataOut(ctx context.Context) metadata.MD {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	return md
+}
 
 // newGatewayMux is the gateway's router with the house rules: JSON as
 // protojson writes it with the proto field names, unknown fields and
@@ -149,9 +172,15 @@ func (s *Server) apiLimits(next http.Handler) http.Handler {
 		}
 		body := &apiBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), limit: limit, length: r.ContentLength}
 		r.Body = body
-		sw := &statusOnce{ResponseWriter: w}
+		sw := &statusOnce{ResponseWriter: w, stall: s.limits.WatchStall}
 		ctx := context.WithValue(context.WithValue(r.Context(), statusOnceKey{}, sw), apiBodyKey{}, body)
 		next.ServeHTTP(sw, r.WithContext(ctx))
+		if sw.deadline {
+			// What the server writes after the handler (the rest of its
+			// buffer, a stream's last chunk) is bounded too; the server
+			// clears the deadline before the connection's next request.
+			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(sw.stall))
+		}
 		if body.tooLarge {
 			s.limitMetrics.httpRefused.WithLabelValues("body_too_large").Inc()
 		}
@@ -161,10 +190,15 @@ func (s *Server) apiLimits(next http.Handler) http.Handler {
 // statusOnce keeps the first status written: a stream's answer is 200
 // from its start (streamStart), and a later failure is a line of its
 // body. Once an answer is complete (a stream refused before it started,
-// see streamError), whatever else the gateway writes is dropped.
+// see streamError), whatever else the gateway writes is dropped. Each
+// write must reach the client within stall (limits.watch_stall_timeout):
+// a client that reads nothing of an answer, a stream's above all, is
+// disconnected instead of holding it.
 type statusOnce struct {
 	http.ResponseWriter
 	wrote, done bool
+	stall       time.Duration
+	deadline    bool // a write deadline was set
 }
 
 type statusOnceKey struct{}
@@ -181,6 +215,9 @@ func (w *statusOnce) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	w.wrote = true
+	if w.stall > 0 && http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.stall)) == nil {
+		w.deadline = true
+	}
 	return w.ResponseWriter.Write(b)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/status"
@@ -32,6 +33,14 @@ type Limits struct {
 	// identities other than the admin hold at most Sessions −
 	// SessionsPerIdentity, so the admin always finds room.
 	Sessions, SessionsPerIdentity int
+	// WatchStreams bounds the watch streams the node serves, and
+	// WatchStreamsPerIdentity those of one identity; more are refused
+	// RESOURCE_EXHAUSTED. A watch whose client has taken no event for
+	// WatchStall while more wait (its flow-control window and gRPC's
+	// buffer full) is ended RESOURCE_EXHAUSTED: the client resumes from
+	// its cursor.
+	WatchStreams, WatchStreamsPerIdentity int
+	WatchStall                            time.Duration
 }
 
 // Defaults and bounds of Limits.
@@ -41,12 +50,16 @@ const (
 	DefaultHTTPUnauthenticated = 128
 	DefaultSessions            = 10_000
 	DefaultSessionsPerIdentity = 32
+	DefaultWatchStreams        = 512
+	DefaultWatchPerIdentity    = 64
+	DefaultWatchStall          = 10 * time.Second
 )
 
 // DefaultLimits returns every limit at its default.
 func DefaultLimits() Limits {
 	return Limits{MaxMessageBytes: fsm.MaxMessageBytes, HTTPUnauthenticated: DefaultHTTPUnauthenticated,
-		Sessions: DefaultSessions, SessionsPerIdentity: DefaultSessionsPerIdentity}
+		Sessions: DefaultSessions, SessionsPerIdentity: DefaultSessionsPerIdentity,
+		WatchStreams: DefaultWatchStreams, WatchStreamsPerIdentity: DefaultWatchPerIdentity, WatchStall: DefaultWatchStall}
 }
 
 // withDefaults gives each zero field its default.
@@ -64,6 +77,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.SessionsPerIdentity <= 0 {
 		l.SessionsPerIdentity = d.SessionsPerIdentity
+	}
+	if l.WatchStreams <= 0 {
+		l.WatchStreams = d.WatchStreams
+	}
+	if l.WatchStreamsPerIdentity <= 0 {
+		l.WatchStreamsPerIdentity = d.WatchStreamsPerIdentity
+	}
+	if l.WatchStall <= 0 {
+		l.WatchStall = d.WatchStall
 	}
 	// The admin's share is kept out of the others'.
 	l.SessionsPerIdentity = min(l.SessionsPerIdentity, max(l.Sessions/2, 1))

@@ -148,7 +148,8 @@ func TestMetricsLintClean(t *testing.T) {
 		"barista_tenant_weight", "barista_tier_cpu_billed_seconds_total", "barista_tier_dispatched_cost_seconds_total",
 		"barista_tier_dispatches_total", "barista_tier_jobs_ended_total", "barista_tier_queued_jobs", "barista_tier_run_failures_total",
 		"barista_tier_running_jobs", "barista_tier_tenants", "barista_virtual_now_seconds",
-		"barista_web_logins_refused_total", "barista_web_sessions", "barista_web_sessions_evicted_total",
+		"barista_watch_connections_closed_total", "barista_watch_streams", "barista_watch_streams_behind_total", "barista_watch_streams_refused_total",
+		"barista_watch_streams_stuck", "barista_web_logins_refused_total", "barista_web_sessions", "barista_web_sessions_evicted_total",
 		"barista_worker_reports_unproposed_total", "barista_worker_starts_with_finished_total",
 	}
 	if got := families(body); !slices.Equal(got, want) {

@@ -85,6 +85,13 @@ type Server struct {
 	limits          Limits
 	limitMetrics    *limitMetrics
 	unauthenticated chan struct{}
+	// gatewayKey marks the gateway's calls to this node (gatewayHeader);
+	// gatewayConns are its connections (newGateway), which Stop closes.
+	gatewayKey   string
+	gatewayConns struct {
+		sync.Mutex
+		list []*grpc.ClientConn
+	}
 }
 
 func metricsMaxTenants(n int) int {
@@ -143,9 +150,10 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		limits: limits, limitMetrics: newLimitMetrics(node.Metrics.Registry), unauthenticated: make(chan struct{}, limits.HTTPUnauthenticated)}
 	s.web.max, s.web.perIdentity, s.web.metrics = limits.Sessions, limits.SessionsPerIdentity, s.limitMetrics
 	rand.Read(s.csrfKey[:]) // crypto/rand.Read never returns an error
+	s.gatewayKey = rand.Text()
 	workers := newWorkerService(b)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
-		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly}, &AdminService{base: b}, workers
+		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry)}, &AdminService{base: b}, workers
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug, client: s.client, auth: opt.Auth})
 	pb.RegisterClientServer(s.GRPC, s.client)
 	pb.RegisterAdminServer(s.GRPC, s.admin)
@@ -212,4 +220,10 @@ func (s *Server) Stop(timeout time.Duration) {
 		s.GRPC.Stop()
 	}
 	s.leader.Close()
+	s.gatewayConns.Lock()
+	for _, cc := range s.gatewayConns.list {
+		cc.Close()
+	}
+	s.gatewayConns.list = nil
+	s.gatewayConns.Unlock()
 }

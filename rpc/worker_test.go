@@ -92,7 +92,11 @@ func startTestNodeWith(t testing.TB, tokens []Token, seed func(*fsm.Config), opt
 	opt.Auth = auth
 	srv := NewServer(node, opt)
 	served := make(chan struct{})
-	go func() { defer close(served); srv.Serve(lis) }()
+	var serving net.Listener = lis
+	if opt.Conns != nil {
+		serving = opt.Conns.Listen("grpc", lis)
+	}
+	go func() { defer close(served); srv.Serve(serving) }()
 	n := &testNode{t: t, node: node, srv: srv, addr: lis.Addr().String(), dir: cfg.DataDir}
 	var once bool
 	n.stop = func() {

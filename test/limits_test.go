@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/test/cluster"
@@ -307,3 +309,121 @@ func (b bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]
 }
 
 func (bearerToken) RequireTransportSecurity() bool { return false }
+
+// TestWatchStreamsBounded: one client token may hold 64 watch streams
+// on a node; the 65th is refused RESOURCE_EXHAUSTED naming the limit.
+// The 64, whose client reads nothing (64 KiB windows, 8 connections)
+// while 5,000 events wait, are ended within the stall time (10 s), with
+// the node's resident memory within 96 MiB of what it was; they stay
+// counted (what they sent waits on their connections), so a new watch of
+// the token closes the connection of the first one ended, which frees
+// its 8, and is served. A stream read afterwards gives what had been
+// sent, then the status that says where to resume. (Before, every
+// stream was accepted and a stream not read was held for good.)
+func TestWatchStreamsBounded(t *testing.T) {
+	c := startWithTokens(t, 1, "")
+	n := c.Nodes[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := pb.NewClientClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil))
+	if _, err := pb.NewAdminClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil)).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+		t.Fatal(err)
+	}
+	dial := func() *grpc.ClientConn {
+		cc, err := grpc.NewClient(n.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearerToken(acmeToken)),
+			grpc.WithStaticStreamWindowSize(64<<10), grpc.WithStaticConnWindowSize(64<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		return cc
+	}
+	var conns []*grpc.ClientConn
+	for range 8 {
+		conns = append(conns, dial())
+	}
+	open := func(cc *grpc.ClientConn) (grpc.ServerStreamingClient[pb.Event], error) {
+		s, err := pb.NewClientClient(cc).WatchEvents(ctx, &pb.WatchEventsRequest{})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.Header(); err != nil {
+			return nil, err
+		}
+		if len(s.Trailer()) > 0 {
+			_, err := s.Recv()
+			return nil, err
+		}
+		return s, nil
+	}
+	var streams []grpc.ServerStreamingClient[pb.Event]
+	for i := range 64 {
+		s, err := open(conns[i%len(conns)])
+		if err != nil {
+			t.Fatalf("watch %d: %v", i+1, err)
+		}
+		streams = append(streams, s)
+	}
+	_, err := open(conns[0])
+	want := "this token has 64 watch streams open on this node, the most it may (limits.watch_streams_per_identity): end one, or watch a tenant's events in one stream rather than a stream per job"
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || st.Message() != want {
+		t.Errorf("the 65th watch: %v\nwant RESOURCE_EXHAUSTED: %s", err, want)
+	}
+	pid := n.PID()
+	before := procStatusKB(t, pid, "VmRSS")
+	for range 10 {
+		batch := &pb.SubmitBatchRequest{}
+		for range 500 {
+			batch.Jobs = append(batch.Jobs, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 10})
+		}
+		if _, err := admin.SubmitBatch(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metrics := "http://" + n.HTTPAddr + "/metrics"
+	scrape := func() map[string]float64 {
+		m, err := cluster.Scrape(metrics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	waitFor(t, time.Minute, "every watch ended for falling behind", func() (bool, string) {
+		m := scrape()
+		return m["barista_watch_streams_behind_total"] == 64 && m["barista_watch_streams"] == 0 && m["barista_watch_streams_stuck"] == 64,
+			fmt.Sprintf("%v ended, %v served, %v stuck", m["barista_watch_streams_behind_total"], m["barista_watch_streams"], m["barista_watch_streams_stuck"])
+	})
+	peak := procStatusKB(t, pid, "VmHWM")
+	t.Logf("resident before the events %d kB, peak %d kB", before, peak)
+	if grew := peak - before; grew > 96<<10 {
+		t.Errorf("resident memory grew by %d kB (peak %d kB, before %d kB); want at most %d kB", grew, peak, before, 96<<10)
+	}
+	if _, err := open(dial()); err != nil {
+		t.Errorf("a new watch with the token's places held by stuck ones: %v", err)
+	}
+	if m := scrape(); m["barista_watch_connections_closed_total"] != 1 || m["barista_watch_streams_stuck"] != 56 || m["barista_watch_streams"] != 1 {
+		t.Errorf("connections closed %v, stuck %v, served %v; want 1, 56, 1", m["barista_watch_connections_closed_total"], m["barista_watch_streams_stuck"], m["barista_watch_streams"])
+	}
+	ends := map[string]int{}
+	for _, s := range streams {
+		events := 0
+		for {
+			if _, err := s.Recv(); err != nil {
+				st := status.Convert(err)
+				switch {
+				case st.Code() == codes.ResourceExhausted && strings.HasPrefix(st.Message(), "this watch fell behind: its client took no event for 10s while more waited (limits.watch_stall_timeout)") && events > 0:
+					ends["fell behind, after events"]++
+				case st.Code() == codes.Unavailable:
+					ends["connection closed"]++
+				default:
+					t.Errorf("a stream read after it was ended, after %d events: %v", events, err)
+				}
+				break
+			}
+			events++
+		}
+	}
+	if want := map[string]int{"fell behind, after events": 56, "connection closed": 8}; fmt.Sprint(ends) != fmt.Sprint(want) {
+		t.Errorf("how the streams ended: %v, want %v", ends, want)
+	}
+}

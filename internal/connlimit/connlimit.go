@@ -150,7 +150,7 @@ func (l *Limiter) admit(ln *listener, c net.Conn) *conn {
 	l.total++
 	l.byAddr[addr]++
 	ln.byAddr[addr]++
-	tc := &conn{Conn: c, ln: ln, key: key}
+	tc := &conn{Conn: c, ln: ln, key: key, closed: make(chan struct{})}
 	l.conns[key] = tc
 	l.mu.Unlock()
 	l.open.WithLabelValues(ln.name).Inc()
@@ -167,6 +167,28 @@ type conn struct {
 	timer     *time.Timer
 	active    atomic.Bool
 	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// Conn is a connection a Limiter admitted, as Lookup finds it.
+type Conn interface {
+	// Done is closed once the connection is closed.
+	Done() <-chan struct{}
+	// Close closes it (and every call and stream on it).
+	Close() error
+}
+
+// Done is closed once the connection is closed.
+func (c *conn) Done() <-chan struct{} { return c.closed }
+
+// Lookup finds the admitted connection between local and remote (a
+// call's peer addresses).
+func (l *Limiter) Lookup(local, remote net.Addr) (Conn, bool) {
+	key := connKey{addrPort(local), addrPort(remote)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.conns[key]
+	return c, ok
 }
 
 // markActive notes the connection's first request.
@@ -206,6 +228,7 @@ func (c *conn) Close() error {
 		}
 		l.mu.Unlock()
 		l.open.WithLabelValues(c.ln.name).Dec()
+		close(c.closed)
 	})
 	return err
 }
