@@ -160,7 +160,11 @@ func (c *serverConfig) settings() []setting {
 		{key: "webhooks.key", usage: "the cluster's webhook `KEY`, at least 32 bytes and the same on every server, from which endpoint secrets are derived (or $BARISTA_WEBHOOK_KEY)", val: &secretVal{&c.Webhooks.Key}},
 		{key: "webhooks.allow_cidrs", flag: "webhook-allow-cidr", usage: "a `CIDR` webhook endpoints may reach although loopback, private or link-local (repeatable)", val: &cidrListVal{&c.Webhooks.Allow}},
 		{key: "webhooks.timeout", flag: "webhook-timeout", usage: "bound of each webhook request", val: durationVal(&c.Webhooks.Timeout, 100*time.Millisecond, time.Minute)},
-		{key: "webhooks.workers", flag: "webhook-workers", usage: "webhook requests in flight at most, over every endpoint (one per endpoint)", val: &intVal[uint32]{&c.Webhooks.Workers, 1, 1024}},
+		{key: "webhooks.workers", flag: "webhook-workers", usage: "webhook requests in flight at most, over every endpoint (one per endpoint)", val: &intVal[uint32]{&c.Webhooks.Workers, 2, 1024}},
+		{key: "webhooks.slow_workers", flag: "webhook-slow-workers", usage: "of webhooks.workers, how many may go to slow endpoints (the others only to prompt ones, so a slow endpoint delays only itself; 0: half)",
+			val: &intVal[uint32]{&c.Webhooks.SlowWorkers, 0, 1023}},
+		{key: "webhooks.slow_after", flag: "webhook-slow-after", usage: "an endpoint whose request has been out this long (or timed out) is slow until one is answered sooner",
+			val: durationVal(&c.Webhooks.SlowAfter, 10*time.Millisecond, time.Minute)},
 		{key: "webhooks.commit_interval", flag: "webhook-commit-interval", usage: "how often at most the leader proposes the delivered webhook cursors (one command for every endpoint)", val: durationVal(&c.Webhooks.CommitInterval, 10*time.Millisecond, time.Minute)},
 		{key: "webhooks.max_batch", flag: "webhook-max-batch", usage: "events per webhook request at most", val: &intVal[uint32]{&c.Webhooks.MaxBatch, 1, 1000}},
 
@@ -472,6 +476,9 @@ func (c *serverConfig) validate(name func(fieldOrKey string) string) error {
 	}
 	if err := raftnode.ValidateClusterName(c.TLS.Cluster); err != nil {
 		return fmt.Errorf("%s: %w", name("tls.cluster_name"), err)
+	}
+	if w := c.Webhooks; w.SlowWorkers >= w.Workers {
+		return fmt.Errorf("%s: %d must be below %s (%d): the others are for prompt endpoints", name("webhooks.slow_workers"), w.SlowWorkers, name("webhooks.workers"), w.Workers)
 	}
 	if c.Conns.Reserve >= c.Conns.Max {
 		return fmt.Errorf("%s: %d must be below %s (%d)", name("limits.connections_reserve"), c.Conns.Reserve, name("limits.connections"), c.Conns.Max)
