@@ -1,0 +1,50 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	pb "github.com/baristahq/barista/proto"
+)
+
+// TestConsoleLinksEscapeNames: a tenant named "team/a?b#c%d" and a
+// drained worker "rack/1": every console link and form to them carries
+// the name as one escaped path segment, and following it opens that
+// tenant's page, or undrains that worker.
+func TestConsoleLinksEscapeNames(t *testing.T) {
+	const tenant, worker = "team/a?b#c%d", "rack/1"
+	tok := "team-secret-000000"
+	n := startTestNode(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: tok, Role: RoleClient, Tenant: tenant}}, nil)
+	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: tenant, Tier: pb.Tier_GOLD}}})
+	res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 100}}})
+	if _, err := pb.NewWorkerClient(n.dial(gwAdmin)).Drain(context.Background(), &pb.DrainRequest{WorkerId: worker, Create: true}); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptestServer(t, n)
+	link := "/tenants/" + url.PathEscape(tenant)
+	for _, c := range []struct{ page, token, want string }{
+		{"/", gwAdmin, `href="` + link + `"`},
+		{fmt.Sprintf("/jobs/%d", res[0].Job), gwAdmin, `href="` + link + `"`},
+		{"/jobs", gwAdmin, `href="` + link + `"`},
+		{"/", tok, `href="` + link + `"`},
+	} {
+		r := cdo(t, ts, "GET", c.page, c.token, "")
+		if r.status != 200 || !strings.Contains(r.body, c.want) {
+			t.Errorf("%s as %s: %d, want it to have %s", c.page, c.token, r.status, c.want)
+		}
+	}
+	if r := cdo(t, ts, "GET", link, gwAdmin, ""); r.status != 200 || !strings.Contains(r.body, "<title>barista · tenant team/a?b#c%d · ") {
+		t.Errorf("GET %s: %d\n%s", link, r.status, r.body)
+	}
+	cookie, csrf := signIn(t, ts, gwAdmin)
+	want := `action="/workers/` + url.PathEscape(worker) + `/undrain"`
+	if r := cdo(t, ts, "GET", "/workers", "", "", "Cookie", cookie); r.status != 200 || !strings.Contains(r.body, want) {
+		t.Errorf("/workers signed in as the admin: %d, want it to have %s", r.status, want)
+	}
+	if r := post(t, ts, "/workers/"+url.PathEscape(worker)+"/undrain", cookie, url.Values{"csrf": {csrf}}); r.status != 303 {
+		t.Errorf("undrain %s: %d %s", worker, r.status, errorText(r.body))
+	}
+}
