@@ -48,3 +48,26 @@ func TestConsoleLinksEscapeNames(t *testing.T) {
 		t.Errorf("undrain %s: %d %s", worker, r.status, errorText(r.body))
 	}
 }
+
+// TestGatewayRunNowBody: POST /v1/jobs/N:run-now takes its fields in a
+// JSON body, as every POST of the API does: the tenant named there is
+// checked against the token, a field it does not have is refused naming
+// it, and an admin's run-now naming the job's tenant releases it.
+func TestGatewayRunNowBody(t *testing.T) {
+	n, ts := gatewayNode(t)
+	res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, DelayMs: 3_600_000}}})
+	path := fmt.Sprintf("/v1/jobs/%d:run-now", res[0].Job)
+	for _, c := range []struct {
+		token, body string
+		status      int
+		want        string
+	}{
+		{gwAcme, `{"tenant":"beta"}`, 403, `{"code":"PERMISSION_DENIED","message":"tenant: this token is for tenant \"acme\", not \"beta\""}`},
+		{gwAdmin, `{"tenant":"acme","sise":1}`, 400, `{"code":"INVALID_ARGUMENT","message":"request body: (line 1:18): unknown field \"sise\""}`},
+		{gwAdmin, `{"tenant":"acme"}`, 200, `{"state":"queued"}`},
+	} {
+		if r := gwDo(t, ts, "POST", path, c.token, c.body); r.status != c.status || canonical(t, r.body) != canonical(t, c.want) {
+			t.Errorf("run-now with %s: %d %s\nwant %d %s", c.body, r.status, r.body, c.status, c.want)
+		}
+	}
+}
