@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -69,5 +71,31 @@ func TestGatewayRunNowBody(t *testing.T) {
 		if r := gwDo(t, ts, "POST", path, c.token, c.body); r.status != c.status || canonical(t, r.body) != canonical(t, c.want) {
 			t.Errorf("run-now with %s: %d %s\nwant %d %s", c.body, r.status, r.body, c.status, c.want)
 		}
+	}
+}
+
+// TestEdgeRefusesControlAndBidi: the API refuses, before anything is
+// proposed, a job type, a group or a tenant name with a control or
+// bidirectional formatting character, over gRPC and HTTP alike, naming
+// the field, the character and where it is.
+func TestEdgeRefusesControlAndBidi(t *testing.T) {
+	n, ts := gatewayNode(t)
+	ctx := context.Background()
+	cl, admin := pb.NewClientClient(n.dial(gwAcme)), pb.NewAdminClient(n.dial(gwAdmin))
+	_, applied := n.node.FSM.Hash()
+	_, err := cl.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 10, JobType: "a\x00b"})
+	wantStatus(t, err, codes.InvalidArgument, `job_type "a\x00b" has U+0000 (a control character) at byte 1`)
+	_, err = cl.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 10, JobType: "invoice\u202epdf.exe"})
+	wantStatus(t, err, codes.InvalidArgument, `job_type "invoice\u202epdf.exe" has U+202E (a bidirectional formatting character) at byte 7`)
+	_, err = cl.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 10, Group: "g\u202e"})
+	wantStatus(t, err, codes.InvalidArgument, `group: group name "g\u202e" has '\u202e' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`)
+	_, err = admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "evil\u202etxt", Tier: pb.Tier_GOLD})
+	wantStatus(t, err, codes.InvalidArgument, `invalid argument: name "evil\u202etxt" has U+202E (a bidirectional formatting character) at byte 4`)
+	r := gwDo(t, ts, "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"10","job_type":"x\u202ey"}`)
+	if want := `{"code":"INVALID_ARGUMENT","message":"job_type \"x\\u202ey\" has U+202E (a bidirectional formatting character) at byte 1"}`; r.status != 400 || canonical(t, r.body) != canonical(t, want) {
+		t.Errorf("POST /v1/jobs with a bidi override in the job type: %d %s\nwant 400 %s", r.status, r.body, want)
+	}
+	if _, got := n.node.FSM.Hash(); got != applied {
+		t.Errorf("the refusals reached the log: applied index %d, was %d", got, applied)
 	}
 }
