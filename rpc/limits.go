@@ -65,31 +65,24 @@ func DefaultLimits() Limits {
 // withDefaults gives each zero field its default.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	if l.MaxMessageBytes <= 0 {
-		l.MaxMessageBytes = d.MaxMessageBytes
-	}
+	orDefault(&l.MaxMessageBytes, d.MaxMessageBytes)
+	orDefault(&l.HTTPUnauthenticated, d.HTTPUnauthenticated)
+	orDefault(&l.Sessions, d.Sessions)
+	orDefault(&l.SessionsPerIdentity, d.SessionsPerIdentity)
+	orDefault(&l.WatchStreams, d.WatchStreams)
+	orDefault(&l.WatchStreamsPerIdentity, d.WatchStreamsPerIdentity)
+	orDefault(&l.WatchStall, d.WatchStall)
 	l.MaxMessageBytes = min(max(l.MaxMessageBytes, MinMessageBytes), fsm.MaxMessageBytes)
-	if l.HTTPUnauthenticated <= 0 {
-		l.HTTPUnauthenticated = d.HTTPUnauthenticated
-	}
-	if l.Sessions <= 0 {
-		l.Sessions = d.Sessions
-	}
-	if l.SessionsPerIdentity <= 0 {
-		l.SessionsPerIdentity = d.SessionsPerIdentity
-	}
-	if l.WatchStreams <= 0 {
-		l.WatchStreams = d.WatchStreams
-	}
-	if l.WatchStreamsPerIdentity <= 0 {
-		l.WatchStreamsPerIdentity = d.WatchStreamsPerIdentity
-	}
-	if l.WatchStall <= 0 {
-		l.WatchStall = d.WatchStall
-	}
 	// The admin's share is kept out of the others'.
 	l.SessionsPerIdentity = min(l.SessionsPerIdentity, max(l.Sessions/2, 1))
 	return l
+}
+
+// orDefault sets *p to def unless it is positive.
+func orDefault[T int | time.Duration](p *T, def T) {
+	if *p <= 0 {
+		*p = def
+	}
 }
 
 // limitMetrics count what the limits refused and what they hold.

@@ -233,11 +233,25 @@ func (w *watchLimits) send(ctx context.Context, s *watchSender, batch []*pb.Even
 		return nil
 	default:
 	}
+	return w.wait(ctx, s, s.batches, batch)
+}
+
+// finish lets the sender send what it was handed and waits for it (a
+// watch that ended: a job's, or an idle tenant's).
+func (w *watchLimits) finish(ctx context.Context, s *watchSender) error {
+	s.closeOnce.Do(func() { close(s.batches) })
+	return w.wait(ctx, s, nil, nil)
+}
+
+// wait waits until batch is handed over on in (none: until the sender
+// ends), the sender ends early, the watch's context ends, or a send has
+// been blocked for stall.
+func (w *watchLimits) wait(ctx context.Context, s *watchSender, in chan<- []*pb.Event, batch []*pb.Event) error {
 	tick := time.NewTicker(max(w.stall/4, time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
-		case s.batches <- batch:
+		case in <- batch:
 			return nil
 		case <-s.done:
 			return s.err
@@ -250,28 +264,6 @@ func (w *watchLimits) send(ctx context.Context, s *watchSender, batch []*pb.Even
 				return status.Errorf(codes.ResourceExhausted,
 					"this watch fell behind: its client took no event for %s while more waited (limits.watch_stall_timeout); watch again with from_seq = the seq after the last event received (this node had sent up to %d)",
 					w.stall, s.next.Load())
-			}
-		}
-	}
-}
-
-// finish lets the sender send what it was handed and waits for it (a
-// watch that ended: a job's, or an idle tenant's).
-func (w *watchLimits) finish(ctx context.Context, s *watchSender) error {
-	s.closeOnce.Do(func() { close(s.batches) })
-	tick := time.NewTicker(max(w.stall/4, time.Millisecond))
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.done:
-			return s.err
-		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
-		case <-tick.C:
-			if since := s.blockedSince.Load(); since != 0 && time.Since(time.Unix(0, since)) >= w.stall {
-				w.behind.Inc()
-				s.behind = true
-				return status.Errorf(codes.ResourceExhausted, "this watch fell behind: its client took no event for %s (limits.watch_stall_timeout)", w.stall)
 			}
 		}
 	}

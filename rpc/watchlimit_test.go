@@ -40,6 +40,20 @@ func watchNode(t *testing.T, limits Limits) *testNode {
 	return n
 }
 
+// narrowConn connects with a token and the smallest flow-control
+// windows gRPC allows (64 KiB): a client that reads nothing holds up its
+// streams soon.
+func narrowConn(t *testing.T, n *testNode, token string) *grpc.ClientConn {
+	t.Helper()
+	cc, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer{token: token}),
+		grpc.WithStaticStreamWindowSize(64<<10), grpc.WithStaticConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
 // openWatch opens a watch and waits until the node accepted it (its
 // header), or returns the refusal.
 func openWatch(ctx context.Context, cc *grpc.ClientConn, req *pb.WatchEventsRequest) (grpc.ServerStreamingClient[pb.Event], error) {
@@ -123,12 +137,7 @@ func TestWatchStreamLimits(t *testing.T) {
 // resume: the seq after the last event it received.
 func TestWatchFallsBehind(t *testing.T) {
 	n := watchNode(t, Limits{WatchStall: 300 * time.Millisecond})
-	cc, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer{token: gwAcme}),
-		grpc.WithStaticStreamWindowSize(64<<10), grpc.WithStaticConnWindowSize(64<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := narrowConn(t, n, gwAcme)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, err := openWatch(ctx, cc, &pb.WatchEventsRequest{})
@@ -281,12 +290,7 @@ func TestStuckWatchesFreedByClosingTheirConnection(t *testing.T) {
 	n := startTestNodeWith(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: gwAcme, Role: RoleClient, Tenant: "acme"}}, nil,
 		Options{Conns: conns, Limits: Limits{WatchStreamsPerIdentity: 2, WatchStall: 300 * time.Millisecond}})
 	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
-	silent, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer{token: gwAcme}),
-		grpc.WithStaticStreamWindowSize(64<<10), grpc.WithStaticConnWindowSize(64<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
+	silent := narrowConn(t, n, gwAcme)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var streams []grpc.ServerStreamingClient[pb.Event]

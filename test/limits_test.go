@@ -294,21 +294,13 @@ func grpcFrom(t *testing.T, src, addr string) *grpc.ClientConn {
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) { return d.DialContext(ctx, "tcp", a) }),
-		grpc.WithPerRPCCredentials(bearerToken(adminToken)))
+		cluster.Bearer(adminToken))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
 	return cc
 }
-
-type bearerToken string
-
-func (b bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + string(b)}, nil
-}
-
-func (bearerToken) RequireTransportSecurity() bool { return false }
 
 // TestWatchStreamsBounded: one client token may hold 64 watch streams
 // on a node; the 65th is refused RESOURCE_EXHAUSTED naming the limit.
@@ -330,7 +322,7 @@ func TestWatchStreamsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	dial := func() *grpc.ClientConn {
-		cc, err := grpc.NewClient(n.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearerToken(acmeToken)),
+		cc, err := grpc.NewClient(n.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), cluster.Bearer(acmeToken),
 			grpc.WithStaticStreamWindowSize(64<<10), grpc.WithStaticConnWindowSize(64<<10))
 		if err != nil {
 			t.Fatal(err)
