@@ -203,8 +203,8 @@ func (c *conn) markActive() {
 func (c *conn) expire() {
 	if c.active.CompareAndSwap(false, true) {
 		c.ln.l.pending.Add(-1)
-		c.ln.l.idle.WithLabelValues(c.ln.name).Inc()
 		c.Close()
+		c.ln.l.idle.WithLabelValues(c.ln.name).Inc()
 	}
 }
 

@@ -173,7 +173,9 @@ func TestGRPCFirstRequest(t *testing.T) {
 	// A silent connection opened after the call is closed once
 	// FirstRequest has passed for the first one too.
 	dialFrom(t, "127.0.0.1", raw.Addr().String())
-	waitFor(t, "the silent connection closed", func() bool { return testutil.ToFloat64(l.idle.WithLabelValues("grpc")) == 1 })
+	waitFor(t, "the silent connection closed", func() bool {
+		return counts(l, "grpc") == "open 1, refused total 0 per_address 0 reserve 0, idle 1"
+	})
 	if err := check(); err != nil {
 		t.Fatal(err)
 	}
