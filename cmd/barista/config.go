@@ -140,7 +140,7 @@ func (c *serverConfig) settings() []setting {
 		{key: "limits.http_unauthenticated", flag: "http-max-unauthenticated", usage: "HTTP requests without a valid token or session served at once (/healthz and /readyz not counted); more are answered 503",
 			val: &intVal[int]{&c.Limits.HTTPUnauthenticated, 1, 100_000}},
 		{key: "limits.sessions", flag: "max-sessions", usage: "web console sessions on this server", val: &intVal[int]{&c.Limits.Sessions, 2, 1_000_000}},
-		{key: "limits.sessions_per_identity", flag: "max-sessions-per-identity", usage: "web console sessions of one identity (a client token's tenant, the admin); its next login signs its oldest out. The others than the admin hold at most max-sessions minus this",
+		{key: "limits.sessions_per_identity", flag: "max-sessions-per-identity", usage: "web console sessions of one identity (a client token's tenant, the admin); its next login signs its oldest out; identities other than the admin hold at most max-sessions minus this together",
 			val: &intVal[int]{&c.Limits.SessionsPerIdentity, 1, 500_000}},
 		{key: "limits.watch_streams", flag: "max-watch-streams", usage: "watch streams this server serves; more are refused RESOURCE_EXHAUSTED",
 			val: &intVal[int]{&c.Limits.WatchStreams, 1, 10_000_000}},
