@@ -313,18 +313,9 @@ func (a *Auth) identifyFor(method string, authorization []string) (*Identity, er
 	if a.open {
 		return &Identity{Role: RoleAdmin}, nil
 	}
-	var secret string
-	for _, v := range authorization {
-		if s, ok := strings.CutPrefix(v, "Bearer "); ok {
-			secret = s
-		}
-	}
-	if secret == "" {
-		return nil, status.Error(codes.Unauthenticated, "missing bearer token (authorization: Bearer TOKEN)")
-	}
-	id, ok := a.Identify(secret)
-	if !ok {
-		return nil, status.Error(codes.Unauthenticated, "unknown token")
+	id, err := a.bearer(authorization)
+	if err != nil {
+		return nil, err
 	}
 	for _, r := range roles {
 		if r == id.Role {
@@ -332,6 +323,26 @@ func (a *Auth) identifyFor(method string, authorization []string) (*Identity, er
 		}
 	}
 	return nil, status.Errorf(codes.PermissionDenied, "a %s token may not call %s", id.Role, method)
+}
+
+// bearer identifies the caller of authorization header values (the
+// last "Bearer TOKEN" counts): the one check of a gRPC call's token and
+// of an HTTP/JSON call's, which is made before its body is read.
+func (a *Auth) bearer(authorization []string) (Identity, error) {
+	var secret string
+	for _, v := range authorization {
+		if s, ok := strings.CutPrefix(v, "Bearer "); ok {
+			secret = s
+		}
+	}
+	if secret == "" {
+		return Identity{}, status.Error(codes.Unauthenticated, "missing bearer token (authorization: Bearer TOKEN)")
+	}
+	id, ok := a.Identify(secret)
+	if !ok {
+		return Identity{}, status.Error(codes.Unauthenticated, "unknown token")
+	}
+	return id, nil
 }
 
 // UnaryInterceptor authenticates unary calls.

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/pbcodec"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc/client"
@@ -31,6 +32,8 @@ type ClientService struct {
 	forwarder *submitForwarder
 	// forwardSingly plays a build before batched forwarding (Options).
 	forwardSingly bool
+	// watches bounds the watch streams and ends those that fall behind.
+	watches *watchLimits
 }
 
 // ListJobs pages: at most maxPage jobs (defaultPage unless asked), and
@@ -491,6 +494,12 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 	if err != nil {
 		return err
 	}
+	release, err := s.watches.acquire(IdentityFrom(ctx))
+	if err != nil {
+		return err
+	}
+	var stuck connlimit.Conn // set when the watch falls behind
+	defer func() { release(stuck) }()
 	// The job or tenant may be a write the caller just made through
 	// another node: this node reads its own state once it has applied it.
 	if err := s.catchUp(ctx, true); err != nil {
@@ -528,6 +537,13 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 	if err := stream.SendHeader(metadata.Pairs(client.HeaderWatchCursor, strconv.FormatUint(cursor, 10))); err != nil {
 		return err
 	}
+	out := startWatchSender(stream, cursor)
+	defer func() {
+		out.abandon()
+		if out.behind {
+			stuck = s.watches.stuckConn(ctx)
+		}
+	}()
 	for {
 		changed := f.Changed()
 		var events []fsm.Event
@@ -541,7 +557,7 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 				events = append(events, *ev)
 				ending = req.JobId != 0 && ev.Kind.Terminal()
 			}
-			return len(events) < 512 && !ending
+			return len(events) < watchBatch && !ending
 		})
 		if first > cursor {
 			return status.Errorf(codes.OutOfRange, "from_seq: events from %d on were pruned before this watch read them (oldest retained: %d)", cursor, first)
@@ -562,13 +578,13 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 				batch[i] = eventToPB(&events[i], name)
 			}
 		})
-		for _, ev := range batch {
-			if err := stream.Send(ev); err != nil {
+		if len(batch) > 0 {
+			if err := s.watches.send(ctx, out, batch); err != nil {
 				return err
 			}
 		}
 		if ended {
-			return nil
+			return s.watches.finish(ctx, out)
 		}
 		if last > cursor {
 			cursor = last
@@ -587,14 +603,16 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 				}
 			})
 			if done {
-				return nil
+				return s.watches.finish(ctx, out)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
 		case <-s.stopping:
-			return status.Errorf(codes.Unavailable, "this node is shutting down; resume the watch on another node from seq %d", cursor)
+			return status.Errorf(codes.Unavailable, "this node is shutting down; resume the watch on another node from seq %d", out.next.Load())
+		case <-out.done:
+			return out.err
 		case <-changed:
 		}
 	}
@@ -607,6 +625,11 @@ func finalEnd(sc *sfq.Scheduler, tenant string, ev *fsm.Event) bool {
 	j, ok := sc.TenantJob(tenant, ev.Job)
 	return !ok || (j.State.Terminal() && j.State.String() == ev.Kind.String() && j.EndedAt == ev.At)
 }
+
+// watchBatch bounds the events a watch reads at once: with the batch
+// its sender holds, what a watch whose client reads nothing keeps beside
+// gRPC's own buffer.
+const watchBatch = 128
 
 // idle reports whether a tenant (every tenant, if none is named) has no
 // queued or running job.

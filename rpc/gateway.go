@@ -1,10 +1,12 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
@@ -19,6 +22,7 @@ import (
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -35,10 +39,6 @@ import (
 // same validation and the same forwarding to the leader as a gRPC call.
 // Only the Authorization header carries a token: no cookie, no other
 // header reaches the gRPC server.
-
-// GatewayMaxBody bounds a request body: a JSON message somewhat larger
-// than the largest gRPC message (payloads travel in base64).
-const GatewayMaxBody = 8 << 20
 
 // OpenAPIPath is where every node serves the OpenAPI document of the
 // HTTP/JSON API, without a token.
@@ -60,23 +60,38 @@ func (s *Server) gatewayHandler() http.Handler {
 			writeHTTPError(w, &httpErr{http.StatusServiceUnavailable, "UNAVAILABLE", "the HTTP/JSON API is not available on this node: " + err.Error()})
 		})
 	}
-	mux.Handle("/v1/", apiLimits(api))
+	mux.Handle("/v1/", s.apiAuth(s.apiLimits(api)))
 	return mux
 }
 
-// newGateway builds the generated handlers on a connection to this node's
-// own gRPC listener (with the TLS configuration it uses to reach other
-// members, when there is one). leaderConns owns the connection: Stop
-// closes it.
+// gatewayWindow is the flow-control window of each call on the
+// gateway's connection to its own node: what a stream whose HTTP client
+// reads nothing can make the gateway hold (the gRPC server then holds
+// the stream back, and ends it once it has been stuck for
+// limits.watch_stall_timeout).
+const gatewayWindow = 64 << 10
+
+// newGateway builds the generated handlers on a connection of their own
+// to this node's own gRPC listener (with the TLS configuration it uses
+// to reach other members, when there is one), with small windows
+// (gatewayWindow). Stop closes the connection.
 func (s *Server) newGateway() (http.Handler, error) {
 	addr, err := selfDialAddr(s.base.node.Config().GRPCAddr)
 	if err != nil {
 		return nil, err
 	}
-	cc, err := s.leader.dial(addr)
+	mark := metadata.Pairs(gatewayHeader, s.gatewayKey)
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(s.leader.creds), MessageLimits,
+		grpc.WithStaticStreamWindowSize(gatewayWindow), grpc.WithStaticConnWindowSize(client.ConnWindowBytes),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			return streamer(metadata.NewOutgoingContext(ctx, metadata.Join(mark, metadataOut(ctx))), desc, cc, method, opts...)
+		}))
 	if err != nil {
 		return nil, err
 	}
+	s.gatewayConns.Lock()
+	s.gatewayConns.list = append(s.gatewayConns.list, cc)
+	s.gatewayConns.Unlock()
 	gw := newGatewayMux()
 	ctx := context.Background()
 	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
@@ -90,6 +105,12 @@ func (s *Server) newGateway() (http.Handler, error) {
 }
 
 var gatewayMuxMu sync.Mutex
+
+// metadataOut is a context's outgoing metadata (none: empty).
+func metadataOut(ctx context.Context) metadata.MD {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	return md
+}
 
 // newGatewayMux is the gateway's router with the house rules: JSON as
 // protojson writes it with the proto field names, unknown fields and
@@ -148,31 +169,49 @@ func selfDialAddr(bind string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// apiLimits bounds the request body and marks every answer as private
-// and not to be sniffed (payloads and names are tenant-written).
-func apiLimits(next http.Handler) http.Handler {
+// apiLimits bounds the request body by the largest gRPC message
+// (limits.max_message_bytes: the body is a JSON message, its payload in
+// base64). A body whose Content-Length is over the bound is refused
+// before any of it is read; a chunked one as soon as it passes it.
+func (s *Server) apiLimits(next http.Handler) http.Handler {
+	limit := int64(s.limits.MaxMessageBytes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		if r.ContentLength > GatewayMaxBody {
+		if r.ContentLength > limit {
+			s.limitMetrics.httpRefused.WithLabelValues("body_too_large").Inc()
+			closeUnread(w, r)
 			writeHTTPError(w, &httpErr{http.StatusRequestEntityTooLarge, "RESOURCE_EXHAUSTED",
-				fmt.Sprintf("request body: %d bytes (at most %d)", r.ContentLength, GatewayMaxBody)})
+				fmt.Sprintf("request body: %d bytes (at most %d: limits.max_message_bytes)", r.ContentLength, limit)})
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, GatewayMaxBody)
-		sw := &statusOnce{ResponseWriter: w}
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), statusOnceKey{}, sw)))
+		body := &apiBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), limit: limit, length: r.ContentLength}
+		r.Body = body
+		sw := &statusOnce{ResponseWriter: w, stall: s.limits.WatchStall}
+		ctx := context.WithValue(context.WithValue(r.Context(), statusOnceKey{}, sw), apiBodyKey{}, body)
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		if sw.deadline {
+			// What the server writes after the handler (the rest of its
+			// buffer, a stream's last chunk) is bounded too; the server
+			// clears the deadline before the connection's next request.
+			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(sw.stall))
+		}
+		if body.tooLarge {
+			s.limitMetrics.httpRefused.WithLabelValues("body_too_large").Inc()
+		}
 	})
 }
 
 // statusOnce keeps the first status written: a stream's answer is 200
 // from its start (streamStart), and a later failure is a line of its
 // body. Once an answer is complete (a stream refused before it started,
-// see streamError), whatever else the gateway writes is dropped.
+// see streamError), whatever else the gateway writes is dropped. Each
+// write must reach the client within stall (limits.watch_stall_timeout):
+// a client that reads nothing of an answer, a stream's above all, is
+// disconnected instead of holding it.
 type statusOnce struct {
 	http.ResponseWriter
 	wrote, done bool
+	stall       time.Duration
+	deadline    bool // a write deadline was set
 }
 
 type statusOnceKey struct{}
@@ -189,6 +228,9 @@ func (w *statusOnce) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	w.wrote = true
+	if w.stall > 0 && http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(w.stall)) == nil {
+		w.deadline = true
+	}
 	return w.ResponseWriter.Write(b)
 }
 
@@ -262,6 +304,33 @@ func (m *apiMarshaler) Marshal(v any) ([]byte, error) {
 	return m.JSONPb.Marshal(v)
 }
 
+// NewDecoder reads a request body once, into one buffer (apiBody:
+// bounded, sized by its Content-Length), and decodes the message from
+// it: no second copy of the body as json.RawMessage. Trailing bytes
+// after the message are refused. An empty body is io.EOF, which the
+// gateway reads as "no fields".
+func (m *apiMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
+	return runtime.DecoderFunc(func(v any) error {
+		var data []byte
+		var err error
+		if b, ok := r.(*apiBody); ok {
+			data, err = b.readAll()
+		} else {
+			data, err = io.ReadAll(r)
+		}
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			return io.EOF
+		}
+		if p, ok := v.(proto.Message); ok {
+			return m.UnmarshalOptions.Unmarshal(exactEnumNames(data, p.ProtoReflect().Descriptor()), p)
+		}
+		return m.JSONPb.Unmarshal(data, v)
+	})
+}
+
 // StreamContentType is the content type of a streamed answer.
 func (*apiMarshaler) StreamContentType(any) string { return ndjson }
 
@@ -298,7 +367,12 @@ func httpStatus(c codes.Code) int {
 
 // apiError answers a failed call: the status of its gRPC code and
 // {"code": NAME, "message": ...}, the message exactly as gRPC has it.
-func apiError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
+func apiError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	if b, ok := bodyTooLarge(ctx); ok {
+		closeUnread(w, r)
+		writeHTTPError(w, &httpErr{http.StatusRequestEntityTooLarge, "RESOURCE_EXHAUSTED", b.errTooLarge().Error()})
+		return
+	}
 	st := status.Convert(err)
 	c := st.Code()
 	httpCode := httpStatus(c)

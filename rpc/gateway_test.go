@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc/client"
 )
@@ -132,7 +133,7 @@ func TestGatewayAnswers(t *testing.T) {
 		{"a bad value", "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"-5"}`, nil, 400,
 			`{"code":"INVALID_ARGUMENT","message":"est_cost_ms: must be positive (got -5); it may be left out only while the cluster's estimate is auto"}`},
 		{"not JSON", "POST", "/v1/jobs", gwAcme, `size=SM`, nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"invalid character 's' looking for beginning of value"}`},
+			`{"code":"INVALID_ARGUMENT","message":"request body: syntax error (line 1:1): invalid value size"}`},
 		{"get", "GET", "/v1/jobs/2?stale=true", gwAcme, "", nil, 200, ""},
 		{"an unknown job", "GET", "/v1/jobs/99", gwAcme, "", nil, 404, `{"code":"NOT_FOUND","message":"job 99 not found"}`},
 		{"another tenant's job", "GET", "/v1/jobs/1", gwAcme, "", nil, 404, `{"code":"NOT_FOUND","message":"job 1 not found"}`},
@@ -163,8 +164,8 @@ func TestGatewayAnswers(t *testing.T) {
 			`{"code":"NOT_FOUND","message":"no route GET /v1/nope (the routes: /v1/openapi.json)"}`},
 		{"no such method", "DELETE", "/v1/jobs", gwAcme, "", nil, 405,
 			`{"code":"UNIMPLEMENTED","message":"DELETE is not a method of /v1/jobs (the routes: /v1/openapi.json)"}`},
-		{"a body too large", "POST", "/v1/jobs", gwAcme, strings.Repeat(" ", GatewayMaxBody+1), nil, 413,
-			fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: %d bytes (at most %d)"}`, GatewayMaxBody+1, GatewayMaxBody)},
+		{"a body too large", "POST", "/v1/jobs", gwAcme, strings.Repeat(" ", fsm.MaxMessageBytes+1), nil, 413,
+			fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: %d bytes (at most %d: limits.max_message_bytes)"}`, fsm.MaxMessageBytes+1, fsm.MaxMessageBytes)},
 	} {
 		r := gwDo(t, ts, c.method, c.path, c.token, c.body, c.hdr...)
 		if r.status != c.status || (c.want != "" && canonical(t, r.body) != canonical(t, c.want)) {

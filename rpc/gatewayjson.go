@@ -3,10 +3,8 @@ package rpc
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"strings"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -16,18 +14,7 @@ import (
 // protojson alone takes only the exact names. A body naming an enum in
 // another case is rewritten with the exact names before it is decoded;
 // any other body is decoded as it came, so the positions its errors name
-// are the caller's own.
-
-// NewDecoder decodes one JSON body, its enum names in either case.
-func (m *apiMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
-	return runtime.DecoderFunc(func(v any) error {
-		data, err := io.ReadAll(r)
-		if err != nil {
-			return err
-		}
-		return m.Unmarshal(data, v)
-	})
-}
+// are the caller's own. NewDecoder (gateway.go) and Unmarshal do it.
 
 // Unmarshal decodes data into v, its enum names in either case.
 func (m *apiMarshaler) Unmarshal(data []byte, v any) error {

@@ -30,7 +30,8 @@ type HTTPOptions struct {
 // /v1/openapi.json is open). With tokens configured, the console and
 // /api/ need an admin token or a client token, which sees only its own
 // tenant; /healthz and /readyz stay open, and /metrics too unless
-// MetricsAuth is set.
+// MetricsAuth is set. Requests without a credential are served at most
+// Limits.HTTPUnauthenticated at once (limits.go).
 func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 	b := s.base
 	mux := http.NewServeMux()
@@ -63,7 +64,7 @@ func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
 			mux.HandleFunc(path, s.guard(adminRoles, false, h))
 		}
 	}
-	return mux
+	return s.limitUnauthenticated(mux)
 }
 
 // visibleTop keeps what an identity may see: a client token only its own

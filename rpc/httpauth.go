@@ -33,7 +33,6 @@ var (
 const (
 	sessionCookie = "barista_session"
 	sessionTTL    = 12 * time.Hour
-	maxSessions   = 10_000
 )
 
 type httpSession struct {
@@ -46,11 +45,21 @@ type httpSession struct {
 }
 
 // sessions holds the web console's logins on this node (a restart logs
-// everyone out).
+// everyone out). One identity (a client token's tenant, every admin
+// token) holds at most perIdentity of them: its next login signs its
+// oldest session out. Identities other than the admin hold at most max
+// − perIdentity together, so the admin can always sign in.
 type sessions struct {
-	mu sync.Mutex
-	m  map[[32]byte]httpSession
+	mu   sync.Mutex
+	m    map[[32]byte]httpSession
+	byID map[Identity][][32]byte // each identity's sessions, oldest first
+
+	max, perIdentity int
+	metrics          *limitMetrics
 }
+
+// adminIdentity is every admin token's identity.
+var adminIdentity = Identity{Role: RoleAdmin}
 
 func (s *sessions) create(id Identity, token string, now time.Time) (string, error) {
 	var raw [32]byte
@@ -61,20 +70,44 @@ func (s *sessions) create(id Identity, token string, now time.Time) (string, err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
-		s.m = map[[32]byte]httpSession{}
+		s.m, s.byID = map[[32]byte]httpSession{}, map[Identity][][32]byte{}
 	}
-	if len(s.m) >= maxSessions {
+	for len(s.byID[id]) >= s.perIdentity {
+		s.remove(s.byID[id][0])
+		s.metrics.sessionsEvicted.Inc()
+	}
+	others := func() int { return len(s.m) - len(s.byID[adminIdentity]) }
+	if id != adminIdentity && others() >= s.max-s.perIdentity {
 		for k, v := range s.m {
 			if now.After(v.expires) {
-				delete(s.m, k)
+				s.remove(k)
 			}
 		}
-		if len(s.m) >= maxSessions {
+		if others() >= s.max-s.perIdentity {
+			s.metrics.loginsRefused.Inc()
 			return "", errTooManySessions
 		}
 	}
 	s.m[key] = httpSession{id: id, token: token, expires: now.Add(sessionTTL)}
+	s.byID[id] = append(s.byID[id], key)
+	s.metrics.sessions.Set(float64(len(s.m)))
 	return hex.EncodeToString(raw[:]), nil
+}
+
+// remove ends a session; the caller holds mu.
+func (s *sessions) remove(key [32]byte) {
+	sess, ok := s.m[key]
+	if !ok {
+		return
+	}
+	delete(s.m, key)
+	keys := slices.DeleteFunc(s.byID[sess.id], func(k [32]byte) bool { return k == key })
+	if len(keys) == 0 {
+		delete(s.byID, sess.id)
+	} else {
+		s.byID[sess.id] = keys
+	}
+	s.metrics.sessions.Set(float64(len(s.m)))
 }
 
 func (s *sessions) lookup(value string, now time.Time) (httpSession, bool) {
@@ -87,7 +120,7 @@ func (s *sessions) lookup(value string, now time.Time) (httpSession, bool) {
 	defer s.mu.Unlock()
 	sess, ok := s.m[key]
 	if !ok || now.After(sess.expires) {
-		delete(s.m, key)
+		s.remove(key)
 		return httpSession{}, false
 	}
 	return sess, true
@@ -99,7 +132,7 @@ func (s *sessions) delete(value string) {
 		return
 	}
 	s.mu.Lock()
-	delete(s.m, sha256.Sum256(raw))
+	s.remove(sha256.Sum256(raw))
 	s.mu.Unlock()
 }
 
@@ -109,7 +142,7 @@ type httpErr struct {
 	msg    string
 }
 
-var errTooManySessions = &httpErr{http.StatusServiceUnavailable, "UNAVAILABLE", "too many web sessions on this node; try again later"}
+var errTooManySessions = &httpErr{http.StatusServiceUnavailable, "UNAVAILABLE", "too many web sessions on this node (limits.sessions); try again later"}
 
 func (e *httpErr) Error() string { return e.msg }
 

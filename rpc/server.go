@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
@@ -51,6 +52,13 @@ type Options struct {
 	// Webhooks is the node's webhook deliverer (nil: webhook calls that
 	// need the key are refused).
 	Webhooks *webhook.Deliverer
+	// Limits bound what callers can make the node hold (zero fields:
+	// the defaults).
+	Limits Limits
+	// Conns, if set, bounds the connections of the listener Serve is
+	// given (connlimit.Limiter.Listen): a call marks its connection
+	// active.
+	Conns *connlimit.Limiter
 }
 
 // Server is a node's gRPC server with every service registered.
@@ -72,6 +80,18 @@ type Server struct {
 	// holds the fair shares sampled for the overview's chart.
 	csrfKey [32]byte
 	history shareHistory
+	// limits are the node's limits; unauthenticated holds a token per
+	// HTTP request without a credential being served.
+	limits          Limits
+	limitMetrics    *limitMetrics
+	unauthenticated chan struct{}
+	// gatewayKey marks the gateway's calls to this node (gatewayHeader);
+	// gatewayConns are its connections (newGateway), which Stop closes.
+	gatewayKey   string
+	gatewayConns struct {
+		sync.Mutex
+		list []*grpc.ClientConn
+	}
 }
 
 func metricsMaxTenants(n int) int {
@@ -92,6 +112,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.Logger == nil {
 		opt.Logger = hclog.NewNullLogger()
 	}
+	limits := opt.Limits.withDefaults()
 	var peerCreds credentials.TransportCredentials
 	if opt.PeerTLS != nil {
 		peerCreds = credentials.NewTLS(opt.PeerTLS)
@@ -100,8 +121,9 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken(), webhooks: opt.Webhooks}
 	sopts := []grpc.ServerOption{
 		// Explicit, and the same on every connection a node makes (see
-		// leaderConns.dial): max_payload_bytes is bounded by it.
-		grpc.MaxRecvMsgSize(fsm.MaxMessageBytes),
+		// leaderConns.dial): max_payload_bytes is bounded by it. What it
+		// receives may be bounded lower (limits.max_message_bytes).
+		grpc.MaxRecvMsgSize(limits.MaxMessageBytes),
 		grpc.MaxSendMsgSize(fsm.MaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -114,17 +136,24 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.StaticStreamWindowSize(client.StreamWindowBytes),
 		grpc.StaticConnWindowSize(client.ConnWindowBytes),
-		grpc.ChainUnaryInterceptor(opt.Auth.UnaryInterceptor),
-		grpc.ChainStreamInterceptor(opt.Auth.StreamInterceptor),
 	}
+	unary, stream := []grpc.UnaryServerInterceptor{opt.Auth.UnaryInterceptor}, []grpc.StreamServerInterceptor{opt.Auth.StreamInterceptor}
+	if opt.Conns != nil {
+		unary = append([]grpc.UnaryServerInterceptor{opt.Conns.UnaryInterceptor}, unary...)
+		stream = append([]grpc.StreamServerInterceptor{opt.Conns.StreamInterceptor}, stream...)
+	}
+	sopts = append(sopts, grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
 	if opt.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
 	}
-	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth}
+	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth,
+		limits: limits, limitMetrics: newLimitMetrics(node.Metrics.Registry), unauthenticated: make(chan struct{}, limits.HTTPUnauthenticated)}
+	s.web.max, s.web.perIdentity, s.web.metrics = limits.Sessions, limits.SessionsPerIdentity, s.limitMetrics
 	rand.Read(s.csrfKey[:]) // crypto/rand.Read never returns an error
+	s.gatewayKey = rand.Text()
 	workers := newWorkerService(b)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
-		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly}, &AdminService{base: b}, workers
+		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry)}, &AdminService{base: b}, workers
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug, client: s.client, auth: opt.Auth})
 	pb.RegisterClientServer(s.GRPC, s.client)
 	pb.RegisterAdminServer(s.GRPC, s.admin)
@@ -196,4 +225,10 @@ func (s *Server) Stop(timeout time.Duration) {
 		s.GRPC.Stop()
 	}
 	s.leader.Close()
+	s.gatewayConns.Lock()
+	for _, cc := range s.gatewayConns.list {
+		cc.Close()
+	}
+	s.gatewayConns.list = nil
+	s.gatewayConns.Unlock()
 }

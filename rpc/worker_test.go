@@ -69,6 +69,13 @@ func loopbackNodeConfig(t testing.TB) (raftnode.Config, net.Listener) {
 // server) and its seed configuration adjusted by seed.
 func startTestNode(t testing.TB, tokens []Token, seed func(*fsm.Config)) *testNode {
 	t.Helper()
+	return startTestNodeWith(t, tokens, seed, Options{})
+}
+
+// startTestNodeWith is startTestNode with options (its Auth is set from
+// tokens).
+func startTestNodeWith(t testing.TB, tokens []Token, seed func(*fsm.Config), opt Options) *testNode {
+	t.Helper()
 	cfg, lis := loopbackNodeConfig(t)
 	cfg.Seed.HeartbeatIntervalMs, cfg.Seed.SelfKillAfterMs, cfg.Seed.Sched.LeaseTimeoutMs = 100, 2000, 4000
 	if seed != nil {
@@ -82,9 +89,14 @@ func startTestNode(t testing.TB, tokens []Token, seed func(*fsm.Config)) *testNo
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(node, Options{Auth: auth})
+	opt.Auth = auth
+	srv := NewServer(node, opt)
 	served := make(chan struct{})
-	go func() { defer close(served); srv.Serve(lis) }()
+	var serving net.Listener = lis
+	if opt.Conns != nil {
+		serving = opt.Conns.Listen("grpc", lis)
+	}
+	go func() { defer close(served); srv.Serve(serving) }()
 	n := &testNode{t: t, node: node, srv: srv, addr: lis.Addr().String(), dir: cfg.DataDir}
 	var once bool
 	n.stop = func() {

@@ -27,7 +27,7 @@ func TestCheckHello(t *testing.T) {
 	}{
 		{"valid", &pb.Hello{WorkerId: "w1", Size: pb.Size_LG, Version: "1", Running: run(MaxHelloRunning)}, ""},
 		{"no id", &pb.Hello{Size: pb.Size_SM}, "rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id is empty"},
-		{"id with a space", &pb.Hello{WorkerId: "w 1", Size: pb.Size_SM}, `rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id "w 1" contains a space or control character`},
+		{"id with a space", &pb.Hello{WorkerId: "w 1", Size: pb.Size_SM}, `rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id "w 1" has a space at byte 1`},
 		{"long id", &pb.Hello{WorkerId: strings.Repeat("w", 257), Size: pb.Size_SM}, "rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id is 257 bytes (max 256)"},
 		{"no size", &pb.Hello{WorkerId: "w1"}, "rpc error: code = InvalidArgument desc = hello.size: must be sm, md or lg (got SIZE_UNSPECIFIED)"},
 		{"bad size", &pb.Hello{WorkerId: "w1", Size: 9}, "rpc error: code = InvalidArgument desc = hello.size: must be sm, md or lg (got 9)"},

@@ -94,9 +94,9 @@ func ValidateGroupName(s string) error {
 	if len(s) > MaxGroupNameLen {
 		return fmt.Errorf("%w: group name is %d bytes (max %d)", ErrInvalid, len(s), MaxGroupNameLen)
 	}
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; !groupNameByte(b) {
-			return fmt.Errorf("%w: group name %q has %q at byte %d (allowed: A-Z a-z 0-9 . _ : @ -)", ErrInvalid, s, rune(b), i)
+	for i, r := range s {
+		if r >= 0x80 || !groupNameByte(byte(r)) {
+			return fmt.Errorf("%w: group name %q has %q at byte %d (allowed: A-Z a-z 0-9 . _ : @ -)", ErrInvalid, s, r, i)
 		}
 	}
 	return nil

@@ -101,8 +101,8 @@ func (ts *TenantSpec) Permit(c Class, deadline bool) error {
 // MaxNameLen bounds tenant names, idempotency keys and job types.
 const MaxNameLen = 256
 
-// ValidateName checks a tenant name: 1..256 bytes of printable UTF-8
-// without spaces.
+// ValidateName checks a name (a tenant's, a worker's ID): 1..256 bytes
+// of UTF-8 without spaces and without the characters of badRune.
 func ValidateName(field, s string) error {
 	if s == "" {
 		return fmt.Errorf("%w: %s is empty", ErrInvalid, field)
@@ -110,15 +110,45 @@ func ValidateName(field, s string) error {
 	if len(s) > MaxNameLen {
 		return fmt.Errorf("%w: %s is %d bytes (max %d)", ErrInvalid, field, len(s), MaxNameLen)
 	}
+	return checkText(field, s, false)
+}
+
+// checkText refuses text that is not UTF-8, or holds a character of
+// badRune, or (unless spaces) a space, naming the field, the character
+// and its byte offset. The text is quoted with %q, which escapes every
+// character it refuses: the message is safe to show.
+func checkText(field, s string, spaces bool) error {
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, field)
 	}
-	for _, r := range s {
-		if r <= ' ' || r == 0x7f {
-			return fmt.Errorf("%w: %s %q contains a space or control character", ErrInvalid, field, s)
+	for i, r := range s {
+		if r == ' ' && !spaces {
+			return fmt.Errorf("%w: %s %q has a space at byte %d", ErrInvalid, field, s, i)
+		}
+		if why := badRune(r); why != "" {
+			return fmt.Errorf("%w: %s %q has U+%04X (%s) at byte %d", ErrInvalid, field, s, r, why, i)
 		}
 	}
 	return nil
+}
+
+// badRune says why a character may not be in a name or a job type, or
+// "": a control character (C0, DEL, C1), a bidirectional formatting
+// character (it reorders the text around it wherever the name is shown:
+// "evil\u202Etxt.exe" reads "evilexe.txt"), or a line or paragraph
+// separator. The list is fixed here, not taken from the unicode
+// package's tables, so that every build, of any Go release, refuses
+// exactly the same commands.
+func badRune(r rune) string {
+	switch {
+	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+		return "a control character"
+	case r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+		return "a bidirectional formatting character"
+	case r == 0x2028 || r == 0x2029:
+		return "a line or paragraph separator"
+	}
+	return ""
 }
 
 // Validate checks a spec and names the offending field.
@@ -474,6 +504,9 @@ func (s *Submission) Validate() error {
 	}
 	if len(s.Type) > MaxNameLen {
 		return fmt.Errorf("%w: job_type: %d bytes, at most %d", ErrInvalid, len(s.Type), MaxNameLen)
+	}
+	if err := checkText("job_type", s.Type, true); err != nil {
+		return err
 	}
 	if s.Size >= NumSizes {
 		return fmt.Errorf("%w: size: %d is not sm, md or lg", ErrInvalid, s.Size)

@@ -455,7 +455,7 @@ func TestValidation(t *testing.T) {
 		{"bad tenant name", func() error {
 			_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "a b", Tier: pb.Tier_FREE})
 			return err
-		}, codes.InvalidArgument, `name "a b" contains a space`},
+		}, codes.InvalidArgument, `name "a b" has a space at byte 1`},
 		{"bad config", func() error {
 			cfg, err := admin.GetConfig(ctx, &pb.GetConfigRequest{})
 			if err != nil {

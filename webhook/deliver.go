@@ -29,7 +29,8 @@ type Node = leader.Node
 // Defaults of Options.
 const (
 	DefaultTimeout        = 10 * time.Second
-	DefaultWorkers        = 16
+	DefaultWorkers        = 64
+	DefaultSlowAfter      = time.Second
 	DefaultCommitInterval = 500 * time.Millisecond
 	DefaultMaxBatch       = 100
 	DefaultMinBackoff     = time.Second
@@ -47,8 +48,19 @@ type Options struct {
 	// Timeout bounds each request.
 	Timeout time.Duration
 	// Workers bounds the requests in flight over all endpoints (one per
-	// endpoint at most).
-	Workers int
+	// endpoint at most). SlowWorkers of them (default: half) may go to
+	// slow endpoints, the others only to prompt ones, so that slow
+	// endpoints delay none but themselves. An endpoint is slow once a
+	// request of its has been out SlowAfter, or timed out, and prompt
+	// again once one is answered sooner. A prompt endpoint's request
+	// that turns slow while out moves to the slow endpoints' share at
+	// once; until it ends, that share may be exceeded (so at most
+	// 2×Workers are ever in flight). Endpoints that have not answered
+	// yet (new ones, and every one when a leader starts) take at most
+	// half of the prompt share, so that those known to answer promptly
+	// always find room.
+	Workers, SlowWorkers int
+	SlowAfter            time.Duration
 	// CommitInterval is how often, at most, the delivered cursors are
 	// proposed (one command for every endpoint that advanced).
 	CommitInterval time.Duration
@@ -78,6 +90,14 @@ func (o *Options) defaults() {
 	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
+	}
+	o.Workers = max(o.Workers, 2)
+	if o.SlowWorkers <= 0 {
+		o.SlowWorkers = o.Workers / 2
+	}
+	o.SlowWorkers = min(o.SlowWorkers, o.Workers-1)
+	if o.SlowAfter <= 0 {
+		o.SlowAfter = DefaultSlowAfter
 	}
 	if o.CommitInterval <= 0 {
 		o.CommitInterval = DefaultCommitInterval
@@ -118,6 +138,9 @@ type Status struct {
 	NextRetry   time.Time // zero: no failure pending
 	Failures    uint32    // consecutive
 	InFlight    bool
+	// Slow: its last request was out Options.SlowAfter or more (or timed
+	// out); its requests go to the slow endpoints' share.
+	Slow bool
 }
 
 // Deliverer runs the delivery loop while its node leads.
@@ -166,6 +189,11 @@ type target struct {
 	full  bool // the queue filled during this scan
 	st    Status
 	gone  bool // the endpoint was deleted while a request was in flight
+	// sent is when the request in flight went out; inSlow says it counts
+	// in the slow endpoints' share, inNew in the share of endpoints that
+	// have not answered yet (answered: one has).
+	sent                    time.Time
+	inSlow, inNew, answered bool
 }
 
 func (t *target) reset(w fsm.Webhook) {
@@ -194,6 +222,7 @@ type outcome struct {
 	code int
 	err  error
 	at   time.Time
+	took time.Duration
 }
 
 type run struct {
@@ -206,9 +235,13 @@ type run struct {
 	frontier uint64 // every event before it has been offered to the targets caught up
 	more     bool   // the last pass stopped at a work bound
 
-	jobs    chan *request
-	results chan *outcome
-	idle    int
+	// Requests run in goroutines of their own (wg), under wctx; inFlight
+	// counts them, slowInFlight those in the slow endpoints' share,
+	// newInFlight those of endpoints that have not answered yet.
+	wctx                                context.Context
+	wg                                  *sync.WaitGroup
+	results                             chan *outcome
+	inFlight, slowInFlight, newInFlight int
 
 	// gen is the state's replacement count (fsm.Replaced) the positions
 	// above were read under.
@@ -238,8 +271,10 @@ func (d *Deliverer) Run(ctx context.Context) {
 	f := d.node.State()
 	gen := f.Replaced()
 	_, next := f.Events(^uint64(0), func(*fsm.Event) bool { return false })
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
 	r := &run{d: d, f: f, targets: map[uint32]*target{}, frontier: next, gen: gen,
-		jobs: make(chan *request, d.opt.Workers), results: make(chan *outcome, d.opt.Workers), idle: d.opt.Workers,
+		wctx: wctx, wg: &wg, results: make(chan *outcome, d.opt.Workers),
 		acks: map[uint32]*pb.WebhookCursor{}, commitDone: make(chan error, 1)}
 	d.mu.Lock()
 	d.leading, d.status = true, map[uint32]Status{}
@@ -250,15 +285,11 @@ func (d *Deliverer) Run(ctx context.Context) {
 		d.mu.Unlock()
 		d.metrics.failing.Set(0)
 		d.metrics.unsignable.Set(0)
+		d.metrics.slow.Set(0)
+		d.metrics.inFlight.WithLabelValues("prompt").Set(0)
+		d.metrics.inFlight.WithLabelValues("slow").Set(0)
 	}()
-
-	wctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait(); d.opt.Client.CloseIdleConnections() }()
-	for range d.opt.Workers {
-		wg.Add(1)
-		go func() { defer wg.Done(); d.worker(wctx, r.jobs, r.results) }()
-	}
 	if d.opt.Key == nil && f.HasWebhooks() {
 		d.log.Error("webhook endpoints are registered but this leader has no webhook key: nothing is delivered while it leads; set [webhooks] key or $BARISTA_WEBHOOK_KEY (the same on every server)")
 		r.keyWarned = time.Now()
@@ -324,8 +355,26 @@ func (r *run) pass(now time.Time) {
 		r.restart()
 	}
 	r.more = r.scan()
+	r.turnSlow(now)
 	r.dispatch(now)
 	r.publish()
+}
+
+// turnSlow moves the requests of prompt endpoints that have been out
+// SlowAfter to the slow endpoints' share, and marks their endpoints
+// slow: the prompt share is free again for prompt endpoints.
+func (r *run) turnSlow(now time.Time) {
+	for _, t := range r.targets {
+		if t.st.InFlight && !t.inSlow && now.Sub(t.sent) >= r.d.opt.SlowAfter {
+			t.inSlow, t.st.Slow = true, true
+			r.slowInFlight++
+			if t.inNew {
+				t.inNew = false
+				r.newInFlight--
+			}
+			r.dirty = true
+		}
+	}
 }
 
 // sync follows the endpoint table: new endpoints start at their cursor,
@@ -487,13 +536,19 @@ func (r *run) scan() bool {
 // nextDue is the earliest retry time of an endpoint with work, if any.
 func (r *run) nextDue() time.Time {
 	var due time.Time
+	earliest := func(at time.Time) {
+		if due.IsZero() || at.Before(due) {
+			due = at
+		}
+	}
 	for _, t := range r.targets {
+		if t.st.InFlight && !t.inSlow {
+			earliest(t.sent.Add(r.d.opt.SlowAfter)) // it turns slow then
+		}
 		if t.st.InFlight || t.st.NextRetry.IsZero() || !t.hasWork() {
 			continue
 		}
-		if due.IsZero() || t.st.NextRetry.Before(due) {
-			due = t.st.NextRetry
-		}
+		earliest(t.st.NextRetry)
 	}
 	return due
 }
@@ -529,20 +584,32 @@ func (t *target) batch(maxEvents int, tenant string, gapAt sfq.Time) ([]Event, u
 	return out, cursor
 }
 
-// dispatch hands the due endpoints' next batches to idle workers, round
-// robin from where the last pass stopped.
+// dispatch sends the due endpoints' next batches, round robin from where
+// the last pass stopped, each endpoint in its share: a slow endpoint
+// while fewer than SlowWorkers requests count in the slow share, a
+// prompt one while fewer than Workers − SlowWorkers prompt requests are
+// out, and one that has not answered yet while those of such endpoints
+// are fewer than half of that.
 func (r *run) dispatch(now time.Time) {
 	n := len(r.order)
-	if n == 0 || r.idle == 0 {
+	o := &r.d.opt
+	if n == 0 || r.inFlight >= 2*o.Workers {
 		return
 	}
-	key := r.d.opt.Key
+	key := o.Key
 	clusterNow, _ := r.d.node.ClusterNow()
-	for k := 0; k < n && r.idle > 0; k++ {
+	for k := 0; k < n && r.inFlight < 2*o.Workers; k++ {
 		ti := r.order[(r.rr+k)%n]
 		t := r.targets[ti]
 		if t.st.InFlight || !t.hasWork() || (!t.st.NextRetry.IsZero() && now.Before(t.st.NextRetry)) {
 			continue
+		}
+		prompt := o.Workers - o.SlowWorkers
+		switch {
+		case t.st.Slow && r.slowInFlight >= o.SlowWorkers,
+			!t.st.Slow && r.inFlight-r.slowInFlight >= prompt,
+			!t.st.Slow && !t.answered && r.newInFlight >= max(prompt/2, 1):
+			continue // its share is full
 		}
 		if why := keyProblem(key, t.ep.KeyID); why != "" {
 			r.fail(t, now, why, time.Minute)
@@ -558,9 +625,23 @@ func (r *run) dispatch(now time.Time) {
 			secrets = append(secrets, key.Secret(t.ep.Tenant, t.ep.Name, t.ep.PrevVersion))
 		}
 		req := &request{t: t, epoch: t.ep.Epoch, gen: r.gen, url: t.ep.URL, secrets: secrets, payload: Payload{Events: events}, cursor: cursor}
-		t.st.InFlight = true
-		r.idle--
-		r.jobs <- req // never blocks: at most Workers requests are out
+		t.st.InFlight, t.sent, t.inSlow, t.inNew = true, now, t.st.Slow, !t.st.Slow && !t.answered
+		r.inFlight++
+		if t.inSlow {
+			r.slowInFlight++
+		}
+		if t.inNew {
+			r.newInFlight++
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			o := r.d.send(r.wctx, req)
+			select {
+			case r.results <- o:
+			case <-r.wctx.Done():
+			}
+		}()
 		r.rr = (r.rr + k + 1) % n
 		r.dirty = true
 	}
@@ -598,9 +679,18 @@ func (r *run) backoff(n uint32) time.Duration {
 
 // handle records a request's outcome.
 func (r *run) handle(o *outcome) {
-	r.idle++
 	t := o.req.t
-	t.st.InFlight = false
+	r.inFlight--
+	if t.inSlow {
+		r.slowInFlight--
+	}
+	if t.inNew {
+		r.newInFlight--
+	}
+	// A request answered (or refused) within SlowAfter makes its endpoint
+	// prompt again; one out longer, or timed out, slow.
+	t.st.Slow = o.took >= r.d.opt.SlowAfter || (o.err != nil && errTimeout(o.err))
+	t.st.InFlight, t.inSlow, t.inNew, t.answered = false, false, false, true
 	r.dirty = true
 	if t.gone {
 		if cur := r.targets[t.ep.Tenant]; cur == t {
@@ -708,12 +798,15 @@ func (r *run) publish() {
 	}
 	r.dirty = false
 	m := make(map[uint32]Status, len(r.targets))
-	failing, unsignable := 0, 0
+	failing, unsignable, slow := 0, 0, 0
 	for ti, t := range r.targets {
 		if !t.gone {
 			m[ti] = t.st
 			if t.st.Failures > 0 {
 				failing++
+			}
+			if t.st.Slow {
+				slow++
 			}
 			if keyProblem(r.d.opt.Key, t.ep.KeyID) != "" {
 				unsignable++
@@ -722,39 +815,33 @@ func (r *run) publish() {
 	}
 	r.d.metrics.failing.Set(float64(failing))
 	r.d.metrics.unsignable.Set(float64(unsignable))
+	r.d.metrics.slow.Set(float64(slow))
+	r.d.metrics.inFlight.WithLabelValues("prompt").Set(float64(r.inFlight - r.slowInFlight))
+	r.d.metrics.inFlight.WithLabelValues("slow").Set(float64(r.slowInFlight))
 	r.d.mu.Lock()
 	r.d.status = m
 	r.d.mu.Unlock()
 }
 
-// worker sends requests until ctx ends. It holds no lock.
-func (d *Deliverer) worker(ctx context.Context, jobs <-chan *request, results chan<- *outcome) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case req := <-jobs:
-			o := d.send(ctx, req)
-			select {
-			case results <- o:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}
+// send makes one request and times it.
+func (d *Deliverer) send(ctx context.Context, req *request) *outcome {
+	start := time.Now()
+	o := d.do(ctx, req)
+	o.took = time.Since(start)
+	return o
 }
 
-// send makes one request.
-func (d *Deliverer) send(ctx context.Context, req *request) *outcome {
+// do makes one request.
+func (d *Deliverer) do(ctx context.Context, req *request) *outcome {
 	body, err := req.payload.Marshal()
 	if err != nil {
-		return &outcome{req: req, err: err}
+		return &outcome{req: req, err: err, at: d.opt.Wall()}
 	}
 	rctx, cancel := context.WithTimeout(ctx, d.opt.Timeout)
 	defer cancel()
 	hr, err := http.NewRequestWithContext(rctx, http.MethodPost, req.url, bytes.NewReader(body))
 	if err != nil {
-		return &outcome{req: req, err: err}
+		return &outcome{req: req, err: err, at: d.opt.Wall()}
 	}
 	t := d.opt.Wall().UnixMilli()
 	hr.Header.Set("Content-Type", "application/json")
@@ -762,7 +849,7 @@ func (d *Deliverer) send(ctx context.Context, req *request) *outcome {
 	hr.Header.Set(SignatureHeader, Header(t, body, req.secrets...))
 	resp, err := d.opt.Client.Do(hr)
 	if err != nil {
-		return &outcome{req: req, err: err}
+		return &outcome{req: req, err: err, at: d.opt.Wall()}
 	}
 	// The body is never shown; a little is read so the connection can be
 	// reused.

@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/sfq"
@@ -55,13 +56,19 @@ type serverConfig struct {
 	MetricsMaxTenants uint32
 	// Webhooks are this server's webhook delivery settings (webhook.go).
 	Webhooks webhookConfig
+	// Limits bound what callers can make this server hold
+	// (docs/security.md, "Limits"); Conns the connections of its gRPC
+	// and HTTP listeners.
+	Limits rpc.Limits
+	Conns  connlimit.Config
 }
 
 func defaultServerConfig() serverConfig {
 	n := raftnode.DefaultConfig()
 	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
 	return serverConfig{Node: n, LogLevel: "info", BootstrapWait: 30 * time.Second, TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
-		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig()}
+		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig(), Limits: rpc.DefaultLimits(),
+		Conns: connlimit.Config{Max: 4096, PerAddress: 256, Reserve: 64, FirstRequest: 5 * time.Second}}
 }
 
 // setting is one server setting, declared once: its configuration file
@@ -135,9 +142,36 @@ func (c *serverConfig) settings() []setting {
 
 		{key: "webhooks.key", usage: "the cluster's webhook `KEY`, the hex or base64 of at least 32 random bytes and the same on every server, from which endpoint secrets are derived (or webhooks.key_file, or $BARISTA_WEBHOOK_KEY)", val: &secretVal{&c.Webhooks.Key}},
 		{key: "webhooks.key_file", flag: "webhook-key-file", usage: "a `FILE` holding the webhook key (mode 0600, 0400 or 0440; barista tls init writes one), instead of webhooks.key", val: &stringVal{&c.Webhooks.KeyFile}},
+		{key: "limits.max_message_bytes", flag: "max-message-bytes", usage: "largest gRPC message and HTTP/JSON request body this server accepts, in `BYTES` (the same on every server)",
+			val: &intVal[int]{&c.Limits.MaxMessageBytes, rpc.MinMessageBytes, fsm.MaxMessageBytes}},
+		{key: "limits.http_unauthenticated", flag: "http-max-unauthenticated", usage: "HTTP requests without a valid token or session served at once (/healthz and /readyz not counted); more are answered 503",
+			val: &intVal[int]{&c.Limits.HTTPUnauthenticated, 1, 100_000}},
+		{key: "limits.sessions", flag: "max-sessions", usage: "web console sessions on this server", val: &intVal[int]{&c.Limits.Sessions, 2, 1_000_000}},
+		{key: "limits.sessions_per_identity", flag: "max-sessions-per-identity", usage: "web console sessions of one identity (a client token's tenant, the admin); its next login signs its oldest out; identities other than the admin hold at most max-sessions minus this together",
+			val: &intVal[int]{&c.Limits.SessionsPerIdentity, 1, 500_000}},
+		{key: "limits.watch_streams", flag: "max-watch-streams", usage: "watch streams this server serves; more are refused RESOURCE_EXHAUSTED",
+			val: &intVal[int]{&c.Limits.WatchStreams, 1, 10_000_000}},
+		{key: "limits.watch_streams_per_identity", flag: "max-watch-streams-per-identity", usage: "watch streams of one identity (a client token's tenant, the admin) on this server; more are refused RESOURCE_EXHAUSTED",
+			val: &intVal[int]{&c.Limits.WatchStreamsPerIdentity, 1, 10_000_000}},
+		{key: "limits.watch_stall_timeout", flag: "watch-stall-timeout", usage: "a watch whose client takes no event this long while more wait is ended RESOURCE_EXHAUSTED (it resumes from its cursor); an HTTP client that reads nothing of an answer this long is disconnected",
+			val: durationVal(&c.Limits.WatchStall, 100*time.Millisecond, 10*time.Minute)},
+		{key: "limits.connections", flag: "max-connections", usage: "connections of the gRPC and HTTP listeners together (lowered at start to leave 128 of the open-files limit to Raft and files)",
+			val: &intVal[int]{&c.Conns.Max, 16, 10_000_000}},
+		{key: "limits.connections_per_address", flag: "max-connections-per-address", usage: "connections from one source address (raise it for clients behind a proxy or NAT)",
+			val: &intVal[int]{&c.Conns.PerAddress, 1, 10_000_000}},
+		{key: "limits.connections_reserve", flag: "connections-reserve", usage: "the last places of max-connections on a listener, kept for addresses without a connection to it (health probes, new clients)",
+			val: &intVal[int]{&c.Conns.Reserve, 0, 10_000_000}},
+		{key: "limits.first_request_timeout", flag: "first-request-timeout", usage: "a connection that has not sent its first request this long after it was accepted (TLS and HTTP/2 handshakes included) is closed",
+			val: durationVal(&c.Conns.FirstRequest, 100*time.Millisecond, 2*time.Minute)},
+
+		{key: "webhooks.key", usage: "the cluster's webhook `KEY`, at least 32 bytes and the same on every server, from which endpoint secrets are derived (or $BARISTA_WEBHOOK_KEY)", val: &secretVal{&c.Webhooks.Key}},
 		{key: "webhooks.allow_cidrs", flag: "webhook-allow-cidr", usage: "a `CIDR` webhook endpoints may reach although loopback, private or link-local (repeatable)", val: &cidrListVal{&c.Webhooks.Allow}},
 		{key: "webhooks.timeout", flag: "webhook-timeout", usage: "bound of each webhook request", val: durationVal(&c.Webhooks.Timeout, 100*time.Millisecond, time.Minute)},
-		{key: "webhooks.workers", flag: "webhook-workers", usage: "webhook requests in flight at most, over every endpoint (one per endpoint)", val: &intVal[uint32]{&c.Webhooks.Workers, 1, 1024}},
+		{key: "webhooks.workers", flag: "webhook-workers", usage: "webhook requests in flight at most, over every endpoint (one per endpoint)", val: &intVal[uint32]{&c.Webhooks.Workers, 2, 1024}},
+		{key: "webhooks.slow_workers", flag: "webhook-slow-workers", usage: "of webhooks.workers, how many may go to slow endpoints (the others only to prompt ones, so a slow endpoint delays only itself; 0: half)",
+			val: &intVal[uint32]{&c.Webhooks.SlowWorkers, 0, 1023}},
+		{key: "webhooks.slow_after", flag: "webhook-slow-after", usage: "an endpoint whose request has been out this long (or timed out) is slow until one is answered sooner",
+			val: durationVal(&c.Webhooks.SlowAfter, 10*time.Millisecond, time.Minute)},
 		{key: "webhooks.commit_interval", flag: "webhook-commit-interval", usage: "how often at most the leader proposes the delivered webhook cursors (one command for every endpoint)", val: durationVal(&c.Webhooks.CommitInterval, 10*time.Millisecond, time.Minute)},
 		{key: "webhooks.max_batch", flag: "webhook-max-batch", usage: "events per webhook request at most", val: &intVal[uint32]{&c.Webhooks.MaxBatch, 1, 1000}},
 
@@ -451,6 +485,16 @@ func (c *serverConfig) validate(name func(fieldOrKey string) string) error {
 	}
 	if err := raftnode.ValidateClusterName(c.TLS.Cluster); err != nil {
 		return fmt.Errorf("%s: %w", name("tls.cluster_name"), err)
+	}
+	if w := c.Webhooks; w.SlowWorkers >= w.Workers {
+		return fmt.Errorf("%s: %d must be below %s (%d): the others are for prompt endpoints", name("webhooks.slow_workers"), w.SlowWorkers, name("webhooks.workers"), w.Workers)
+	}
+	if c.Conns.Reserve >= c.Conns.Max {
+		return fmt.Errorf("%s: %d must be below %s (%d)", name("limits.connections_reserve"), c.Conns.Reserve, name("limits.connections"), c.Conns.Max)
+	}
+	if per, all := c.Limits.SessionsPerIdentity, c.Limits.Sessions; 2*per > all {
+		return fmt.Errorf("%s: %d is more than half of %s (%d): the admin's sessions are kept out of the others'",
+			name("limits.sessions_per_identity"), per, name("limits.sessions"), all)
 	}
 	return nil
 }

@@ -210,6 +210,10 @@ func TestServerRefusalsFlagAndFile(t *testing.T) {
 		{[]kv{{"raft-leader-lease-timeout", "raft.leader_lease_timeout", "600ms", `"600ms"`}},
 			"--raft-leader-lease-timeout: 600ms must be at most --raft-heartbeat-timeout (or raft.heartbeat_timeout in --config) (500ms)"},
 		{[]kv{{"bootstrap", "node.bootstrap", "true", "true"}, {"join", "node.join", "a:1", `["a:1"]`}}, "--bootstrap and --join exclude each other"},
+		{[]kv{{"webhook-slow-workers", "webhooks.slow_workers", "16", "16"}, {"webhook-workers", "webhooks.workers", "16", "16"}},
+			"--webhook-slow-workers: 16 must be below --webhook-workers (16): the others are for prompt endpoints"},
+		{[]kv{{"max-sessions-per-identity", "limits.sessions_per_identity", "51", "51"}, {"max-sessions", "limits.sessions", "100", "100"}},
+			"--max-sessions-per-identity: 51 is more than half of --max-sessions (100): the admin's sessions are kept out of the others'"},
 	}
 	for _, tc := range cases {
 		args := []string{"--data-dir", t.TempDir(), "--node-id", "n1", "--insecure-dev"}

@@ -74,8 +74,10 @@ func (lc *localCluster) start(ctx context.Context) error {
 
 func (lc *localCluster) startNode(i int, args ...string) error {
 	n := lc.nodes[i]
+	// Every worker and client of a local cluster connects from loopback:
+	// bench's thousand workers are one address.
 	argv := append([]string{"server", "--node-id", n.id, "--data-dir", n.dataDir, "--raft-addr", n.raft,
-		"--grpc-addr", n.grpc, "--http-addr", n.http, "--insecure-dev", "--log-level", "warn"}, lc.extra...)
+		"--grpc-addr", n.grpc, "--http-addr", n.http, "--insecure-dev", "--log-level", "warn", "--max-connections-per-address", "65536"}, lc.extra...)
 	argv = append(argv, args...)
 	return n.Start(exec.Command(lc.self, argv...), true, nil)
 }

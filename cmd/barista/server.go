@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/baristahq/barista/internal/connlimit"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
@@ -187,21 +188,30 @@ func runServer(env *cmdEnv, opts *serverOpts, args []string) error {
 	if wopt.Key == nil && node.FSM.HasWebhooks() {
 		log.Error("webhook endpoints are registered but this server has no webhook key: it delivers nothing while it leads; set [webhooks] key or $BARISTA_WEBHOOK_KEY, the same on every server")
 	}
-	srv := rpc.NewServer(node, rpc.Options{Webhooks: hooks, Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: sc.UnsafeDebug, ForwardSingly: sc.ForwardSingly,
-		MetricsMaxTenants: metricsMaxTenants(sc.MetricsMaxTenants), Reflection: sc.GRPCReflection || auth.Open()})
+	connCfg, lowered := connlimit.Fit(sc.Conns, connlimit.DescriptorLimit())
+	if lowered {
+		log.Warn("limits.connections lowered to fit the open-files limit (raise it with ulimit -n or LimitNOFILE=)",
+			"configured", sc.Conns.Max, "now", connCfg.Max, "open_files", connlimit.DescriptorLimit(), "kept_for_raft_and_files", connlimit.DescriptorReserve)
+	}
+	connCfg.Registerer = node.Metrics.Registry
+	conns := connlimit.New(connCfg)
+	srv := rpc.NewServer(node, rpc.Options{Conns: conns, Webhooks: hooks, Logger: log.Named("rpc"), Auth: auth, TLS: grpcTLS, PeerTLS: peerTLS, UnsafeDebug: sc.UnsafeDebug, ForwardSingly: sc.ForwardSingly,
+		MetricsMaxTenants: metricsMaxTenants(sc.MetricsMaxTenants), Reflection: sc.GRPCReflection || auth.Open(), Limits: sc.Limits})
 	serveErr := make(chan error, 2)
-	grpcLis := ls.grpc
+	grpcLis := conns.Listen("grpc", ls.grpc)
 	ls.grpc = nil
 	go func() { serveErr <- srv.Serve(grpcLis) }()
 	if hl := ls.http; hl != nil {
 		ls.http = nil
+		hl = conns.Listen("http", hl)
 		if grpcTLS != nil {
 			// Tokens cross this listener (the console, the API): it
 			// serves TLS with the node's certificate.
 			hl = tls.NewListener(hl, grpcTLS.Clone())
 		}
 		web := &http.Server{Handler: srv.HTTPHandler(rpc.HTTPOptions{Pprof: sc.Pprof, MetricsAuth: sc.MetricsAuth}),
-			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+			ConnState: conns.ConnState}
 		go func() {
 			if err := web.Serve(hl); err != nil && err != http.ErrServerClosed {
 				serveErr <- err

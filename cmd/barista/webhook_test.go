@@ -29,8 +29,8 @@ func TestWebhookSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := c.Webhooks; w.key != nil || len(w.Allow) != 0 || w.Timeout != 10*time.Second || w.Workers != 16 ||
-		w.CommitInterval != 500*time.Millisecond || w.MaxBatch != 100 {
+	if w := c.Webhooks; w.key != nil || len(w.Allow) != 0 || w.Timeout != 10*time.Second || w.Workers != 64 || w.SlowWorkers != 0 ||
+		w.SlowAfter != time.Second || w.CommitInterval != 500*time.Millisecond || w.MaxBatch != 100 {
 		t.Fatalf("defaults %+v", w)
 	}
 	// The file sets everything; a repeated flag adds ranges and replaces
@@ -40,6 +40,8 @@ key = %q
 allow_cidrs = ["10.20.0.0/16", "fd00::1"]
 timeout = "2s"
 workers = 4
+slow_workers = 1
+slow_after = "300ms"
 commit_interval = "50ms"
 max_batch = 10
 `, goodWebhookKey))
@@ -49,7 +51,7 @@ max_batch = 10
 	}
 	want := []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("fd00::1/128")}
 	if w := c.Webhooks; string(w.key) != goodWebhookKey || fmt.Sprint(w.Allow) != fmt.Sprint(want) || w.Timeout != 2*time.Second ||
-		w.Workers != 4 || w.CommitInterval != 50*time.Millisecond || w.MaxBatch != 10 {
+		w.Workers != 4 || w.SlowWorkers != 1 || w.SlowAfter != 300*time.Millisecond || w.CommitInterval != 50*time.Millisecond || w.MaxBatch != 10 {
 		t.Fatalf("from the file %+v", w)
 	}
 	c, err = resolve(goodWebhookKey, "--config", file, "--webhook-allow-cidr", "127.0.0.0/8", "--webhook-allow-cidr", "192.168.1.0/24,10.9.9.9")
@@ -75,7 +77,7 @@ max_batch = 10
 		{"", "", []string{"--webhook-allow-cidr", "10.0.0.0/33"}, `--webhook-allow-cidr: "10.0.0.0/33" is not a CIDR (like 10.1.0.0/16) or an address`},
 		{"", "[webhooks]\nallow_cidrs = [\"10.0.0.0/8\", \"nope\"]\n", nil, `webhooks.allow_cidrs[1]: "nope" is not a CIDR (like 10.1.0.0/16) or an address`},
 		{"", "", []string{"--webhook-timeout", "0s"}, "--webhook-timeout: 0s is out of range (100ms..1m)"},
-		{"", "", []string{"--webhook-workers", "0"}, "--webhook-workers: 0 is out of range (1..1024)"},
+		{"", "", []string{"--webhook-workers", "1"}, "--webhook-workers: 1 is out of range (2..1024)"},
 		{"", "", []string{"--webhook-max-batch", "1001"}, "--webhook-max-batch: 1001 is out of range (1..1000)"},
 		{"", "", []string{"--webhook-commit-interval", "1ms"}, "--webhook-commit-interval: 1ms is out of range (10ms..1m)"},
 	} {

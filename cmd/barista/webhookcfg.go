@@ -19,13 +19,15 @@ type webhookConfig struct {
 	Allow          []netip.Prefix
 	Timeout        time.Duration
 	Workers        uint32
+	SlowWorkers    uint32
+	SlowAfter      time.Duration
 	CommitInterval time.Duration
 	MaxBatch       uint32
 }
 
 func defaultWebhookConfig() webhookConfig {
-	return webhookConfig{Timeout: webhook.DefaultTimeout, Workers: webhook.DefaultWorkers, CommitInterval: webhook.DefaultCommitInterval,
-		MaxBatch: webhook.DefaultMaxBatch}
+	return webhookConfig{Timeout: webhook.DefaultTimeout, Workers: webhook.DefaultWorkers, SlowAfter: webhook.DefaultSlowAfter,
+		CommitInterval: webhook.DefaultCommitInterval, MaxBatch: webhook.DefaultMaxBatch}
 }
 
 // webhookKeyEnv names the environment variable that may hold the key.
@@ -70,7 +72,7 @@ func (w *webhookConfig) resolveKey(env string) (webhook.Key, error) {
 // options builds the deliverer's options.
 func (w *webhookConfig) options() webhook.Options {
 	return webhook.Options{Key: w.key, Guard: webhook.NewGuard(w.Allow), Timeout: w.Timeout, Workers: int(w.Workers),
-		CommitInterval: w.CommitInterval, MaxBatch: int(w.MaxBatch)}
+		SlowWorkers: int(w.SlowWorkers), SlowAfter: w.SlowAfter, CommitInterval: w.CommitInterval, MaxBatch: int(w.MaxBatch)}
 }
 
 // secretVal is a secret string: its String never shows it.

@@ -545,6 +545,9 @@ func Dial(t testing.TB, addr, token string, tlsCfg *tls.Config) *grpc.ClientConn
 	return cc
 }
 
+// Bearer sends token with every call of a connection.
+func Bearer(token string) grpc.DialOption { return grpc.WithPerRPCCredentials(tokenCreds(token)) }
+
 type tokenCreds string
 
 func (t tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {

@@ -1,0 +1,39 @@
+package fsm
+
+import (
+	"testing"
+
+	pb "github.com/baristahq/barista/proto"
+)
+
+// TestApplyRefusesControlAndBidiInNames: a command that reached the log
+// without the edge's checks (another build's leader, a forged entry) is
+// refused in Apply alike: a job type, a group, a tenant name or a worker
+// ID with a control or bidirectional formatting character; the state
+// holds none of them.
+func TestApplyRefusesControlAndBidiInNames(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("acme", pb.Tier_GOLD))
+	sub := func(typ, group string) *pb.Command {
+		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 10, JobType: typ, Group: group}}}
+	}
+	for _, c := range []struct {
+		cmd *pb.Command
+		msg string
+	}{
+		{sub("a\x00b", ""), `job_type "a\x00b" has U+0000 (a control character) at byte 1`},
+		{sub("invoice\u202epdf.exe", ""), `job_type "invoice\u202epdf.exe" has U+202E (a bidirectional formatting character) at byte 7`},
+		{sub("", "g\x00"), `group: group name "g\x00" has '\x00' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`},
+		{sub("", "g\u202e"), `group: group name "g\u202e" has '\u202e' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`},
+		{tenant("evil\u202e", pb.Tier_GOLD), `tenant name "evil\u202e" has U+202E (a bidirectional formatting character) at byte 4`},
+		{&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w\u2066", Size: pb.Size_SM, Credit: 1}}},
+			`worker_id "w\u2066" has U+2066 (a bidirectional formatting character) at byte 1`},
+	} {
+		if r := h.one(c.cmd); r.Code != Invalid || r.Msg != "invalid argument: "+c.msg {
+			t.Errorf("want INVALID_ARGUMENT %q, got %v %q", c.msg, r.Code, r.Msg)
+		}
+	}
+	if r := h.one(sub("nightly report", "")); r.Code != OK || !r.Created {
+		t.Errorf("a job type with a space: %v %q", r.Code, r.Msg)
+	}
+}

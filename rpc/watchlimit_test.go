@@ -1,0 +1,336 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/connlimit"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc/client"
+)
+
+// watchNode is a node with tenants acme and beta, tokens for them and
+// the admin, and limits.
+func watchNode(t *testing.T, limits Limits) *testNode {
+	t.Helper()
+	n := startTestNodeWith(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: gwAcme, Role: RoleClient, Tenant: "acme"},
+		{Secret: gwBeta, Role: RoleClient, Tenant: "beta"}}, nil, Options{Limits: limits})
+	for _, name := range []string{"acme", "beta"} {
+		n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
+	}
+	return n
+}
+
+// narrowConn connects with a token and the smallest flow-control
+// windows gRPC allows (64 KiB): a client that reads nothing holds up its
+// streams soon.
+func narrowConn(t *testing.T, n *testNode, token string) *grpc.ClientConn {
+	t.Helper()
+	cc, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer{token: token}),
+		grpc.WithStaticStreamWindowSize(64<<10), grpc.WithStaticConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// openWatch opens a watch and waits until the node accepted it (its
+// header), or returns the refusal.
+func openWatch(ctx context.Context, cc *grpc.ClientConn, req *pb.WatchEventsRequest) (grpc.ServerStreamingClient[pb.Event], error) {
+	s, err := pb.NewClientClient(cc).WatchEvents(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Header(); err != nil {
+		return nil, err
+	}
+	// A refused watch has no header: its error comes with the first Recv.
+	if md := s.Trailer(); len(md) > 0 {
+		_, err := s.Recv()
+		return nil, err
+	}
+	return s, nil
+}
+
+// submitMany queues n jobs of tenant, 500 a log entry.
+func submitMany(n *testNode, tenant string, count int) {
+	for count > 0 {
+		k := min(count, 500)
+		cmds := make([]*pb.Command, k)
+		for i := range cmds {
+			cmds[i] = &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 10}}}
+		}
+		n.propose(cmds...)
+		count -= k
+	}
+}
+
+// TestWatchStreamLimits: with at most 3 watch streams on the node and 2
+// per identity, acme's third is refused naming the identity's limit, and
+// once the node serves 3 a fourth (beta's, over gRPC or HTTP) is refused
+// naming the node's; a stream that ends frees its place.
+func TestWatchStreamLimits(t *testing.T) {
+	n := watchNode(t, Limits{WatchStreams: 3, WatchStreamsPerIdentity: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	acme, beta := n.dial(gwAcme), n.dial(gwBeta)
+	acmeCtx, endAcme := context.WithCancel(ctx)
+	for i := range 2 {
+		if _, err := openWatch(acmeCtx, acme, &pb.WatchEventsRequest{}); err != nil {
+			t.Fatalf("acme's watch %d: %v", i+1, err)
+		}
+	}
+	_, err := openWatch(ctx, acme, &pb.WatchEventsRequest{})
+	want := "this token has 2 watch streams open on this node, the most it may (limits.watch_streams_per_identity): end one, or watch a tenant's events in one stream rather than a stream per job"
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || st.Message() != want {
+		t.Errorf("acme's third watch: %v\nwant RESOURCE_EXHAUSTED: %s", err, want)
+	}
+	if _, err := openWatch(ctx, beta, &pb.WatchEventsRequest{}); err != nil {
+		t.Fatalf("beta's first watch: %v", err)
+	}
+	_, err = openWatch(ctx, beta, &pb.WatchEventsRequest{})
+	want = "this node serves 3 watch streams, the most it may (limits.watch_streams): try again later or on another node"
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || st.Message() != want {
+		t.Errorf("beta's watch with the node full: %v\nwant RESOURCE_EXHAUSTED: %s", err, want)
+	}
+	ts := httptestServer(t, n)
+	r := gwDo(t, ts, "GET", "/v1/events", gwBeta, "")
+	if r.status != 429 || canonical(t, r.body) != fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":%q}`, want) {
+		t.Errorf("GET /v1/events with the node full: %d %s", r.status, r.body)
+	}
+	endAcme()
+	waitFor(t, 10*time.Second, "acme's watches to end", func() bool { return testutil.ToFloat64(n.srv.client.watches.streams) == 1 })
+	if _, err := openWatch(ctx, beta, &pb.WatchEventsRequest{}); err != nil {
+		t.Errorf("beta's watch once acme's ended: %v", err)
+	}
+	for limit, want := range map[string]float64{"identity": 1, "node": 2} {
+		if got := testutil.ToFloat64(n.srv.client.watches.refused.WithLabelValues(limit)); got != want {
+			t.Errorf("barista_watch_streams_refused_total{limit=%q} = %v, want %v", limit, got, want)
+		}
+	}
+}
+
+// TestWatchFallsBehind: a watch whose client reads nothing, with 64 KiB
+// of flow-control window, while 5,000 events wait for it is ended
+// within its stall time and its place freed; the client then reads
+// what had been sent, in order, and the status that says where to
+// resume: the seq after the last event it received.
+func TestWatchFallsBehind(t *testing.T) {
+	n := watchNode(t, Limits{WatchStall: 300 * time.Millisecond})
+	cc := narrowConn(t, n, gwAcme)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := openWatch(ctx, cc, &pb.WatchEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitMany(n, "acme", 5000)
+	w := n.srv.client.watches
+	waitFor(t, 20*time.Second, "the watch to be ended", func() bool {
+		return testutil.ToFloat64(w.behind) == 1 && testutil.ToFloat64(w.streams) == 0
+	})
+	var seqs []uint64
+	for {
+		ev, err := s.Recv()
+		if err != nil {
+			st := status.Convert(err)
+			prefix := "this watch fell behind: its client took no event for 300ms while more waited (limits.watch_stall_timeout); watch again with from_seq = the seq after the last event received"
+			if st.Code() != codes.ResourceExhausted || !strings.HasPrefix(st.Message(), prefix) {
+				t.Fatalf("the watch ended with %v\nwant RESOURCE_EXHAUSTED: %s ...", err, prefix)
+			}
+			if len(seqs) == 0 || !strings.HasSuffix(st.Message(), fmt.Sprintf("(this node had sent up to %d)", seqs[len(seqs)-1]+1)) {
+				t.Errorf("after %d events ending at %v: %s", len(seqs), seqs[len(seqs)-1:], st.Message())
+			}
+			break
+		}
+		seqs = append(seqs, ev.Seq)
+	}
+	if len(seqs) >= 5000 || !slices.IsSorted(seqs) || seqs[len(seqs)-1]-seqs[0] != uint64(len(seqs)-1) {
+		t.Errorf("the events before the end: %d, from %d to %d; want fewer than 5,000, consecutive", len(seqs), seqs[0], seqs[len(seqs)-1])
+	}
+}
+
+// TestWatchResumesAfterFallingBehind: the Go client's watch, whose
+// callback holds the first event while 60,000 events wait (more than its 1 MiB window), is ended for
+// falling behind; it then resumes from its cursor and sees every event
+// once, in order.
+func TestWatchResumesAfterFallingBehind(t *testing.T) {
+	n := watchNode(t, Limits{WatchStall: 300 * time.Millisecond})
+	var mu sync.Mutex
+	var retries []string
+	c, err := client.New([]string{n.addr}, client.Options{Token: gwAcme, WatchBackoff: client.Backoff{First: time.Millisecond, Max: 10 * time.Millisecond},
+		OnWatchRetry: func(err error, from uint64, _ time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			retries = append(retries, fmt.Sprintf("%v", err))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const count = 60_000
+	_, next := n.node.FSM.Events(^uint64(0), func(*fsm.Event) bool { return false })
+	release := make(chan struct{})
+	var seen []uint64
+	done := make(chan error, 1)
+	errSeen := errors.New("seen every event")
+	go func() {
+		done <- c.Watch(context.Background(), &pb.WatchEventsRequest{FromSeq: next}, func(ev *pb.Event) error {
+			if len(seen) == 0 {
+				<-release
+			}
+			seen = append(seen, ev.Seq)
+			if len(seen) == count {
+				return errSeen
+			}
+			return nil
+		})
+	}()
+	submitMany(n, "acme", count)
+	waitFor(t, 30*time.Second, "the watch to be ended", func() bool { return testutil.ToFloat64(n.srv.client.watches.behind) >= 1 })
+	close(release)
+	if err := <-done; err != errSeen {
+		t.Fatalf("Watch: %v", err)
+	}
+	for i, seq := range seen {
+		if seq != next+uint64(i) {
+			t.Fatalf("event %d is seq %d, want %d: every event once, in order", i, seq, next+uint64(i))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(retries) == 0 || !strings.HasPrefix(retries[0], "RESOURCE_EXHAUSTED: this watch fell behind") {
+		t.Errorf("retries %q, want the first for falling behind", retries)
+	}
+}
+
+// httptestServer serves the node's HTTP handler.
+func httptestServer(t *testing.T, n *testNode) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(n.srv.HTTPHandler(HTTPOptions{}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// TestGatewayStreamNotRead: an HTTP client that reads nothing of its
+// event stream (4 KiB socket buffers) while 30,000 events wait holds
+// neither the watch nor the connection: the watch behind the gateway
+// ends, its place is freed (not kept as stuck: the gateway cancels it),
+// and the answer is cut or ends with the watch's end.
+func TestGatewayStreamNotRead(t *testing.T) {
+	n := watchNode(t, Limits{WatchStall: 300 * time.Millisecond})
+	// The server's socket buffers 4 KiB, so that what the kernel holds
+	// does not hide the client's not reading.
+	ts := httptest.NewUnstartedServer(n.srv.HTTPHandler(HTTPOptions{}))
+	ts.Listener = smallSendBuffers{ts.Listener}
+	ts.Start()
+	defer ts.Close()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return errors.Join(err, serr)
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/events HTTP/1.1\r\nHost: node\r\nAuthorization: Bearer %s\r\n\r\n", gwAcme)
+	w := n.srv.client.watches
+	waitFor(t, 10*time.Second, "the watch behind the stream", func() bool { return testutil.ToFloat64(w.streams) == 1 })
+	submitMany(n, "acme", 30_000)
+	// Either the watch is ended first, or the gateway's write times out
+	// and cancels it: its place is freed, and it is not kept as stuck.
+	waitFor(t, 30*time.Second, "the watch to end and its place freed", func() bool {
+		return testutil.ToFloat64(w.streams) == 0 && testutil.ToFloat64(w.stuckStreams) == 0
+	})
+	// The answer was cut (the node's write timed out), or it is complete,
+	// its last line the stream's end for falling behind (the node then
+	// waits for the connection's next request).
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var got bytes.Buffer
+	_, err = io.Copy(&got, conn)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		body := got.String()
+		end := strings.LastIndex(body, `{"error"`)
+		if !strings.HasSuffix(body, "\r\n0\r\n\r\n") || end < 0 ||
+			!strings.HasPrefix(body[end:], `{"error":{"code":"RESOURCE_EXHAUSTED","message":"this watch fell behind`) {
+			t.Fatalf("the connection is open after %d bytes, and the answer did not end with the watch's end: ...%q", got.Len(), body[max(0, got.Len()-300):])
+		}
+	}
+}
+
+// TestStuckWatchesFreedByClosingTheirConnection: two watches of acme
+// that fell behind on a connection whose client reads nothing stay
+// counted against acme's limit of 2 (what they sent may wait there); a
+// new watch of acme closes that connection, which frees both, and is
+// served.
+func TestStuckWatchesFreedByClosingTheirConnection(t *testing.T) {
+	conns := connlimit.New(connlimit.Config{Max: 100, PerAddress: 100, Reserve: 1, FirstRequest: time.Minute, Registerer: prometheus.NewRegistry()})
+	n := startTestNodeWith(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: gwAcme, Role: RoleClient, Tenant: "acme"}}, nil,
+		Options{Conns: conns, Limits: Limits{WatchStreamsPerIdentity: 2, WatchStall: 300 * time.Millisecond}})
+	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
+	silent := narrowConn(t, n, gwAcme)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var streams []grpc.ServerStreamingClient[pb.Event]
+	for range 2 {
+		s, err := openWatch(ctx, silent, &pb.WatchEventsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, s)
+	}
+	submitMany(n, "acme", 5000)
+	w := n.srv.client.watches
+	waitFor(t, 20*time.Second, "both watches ended and stuck", func() bool {
+		return testutil.ToFloat64(w.behind) == 2 && testutil.ToFloat64(w.stuckStreams) == 2 && testutil.ToFloat64(w.streams) == 0
+	})
+	if _, err := openWatch(ctx, n.dial(gwAcme), &pb.WatchEventsRequest{}); err != nil {
+		t.Fatalf("a new watch of acme with its places held by stuck ones: %v", err)
+	}
+	if got := [3]float64{testutil.ToFloat64(w.closed), testutil.ToFloat64(w.stuckStreams), testutil.ToFloat64(w.streams)}; got != [3]float64{1, 0, 1} {
+		t.Errorf("connections closed, stuck, served: %v, want [1 0 1]", got)
+	}
+	for i, s := range streams {
+		for {
+			if _, err := s.Recv(); err != nil {
+				if c := status.Code(err); c != codes.Unavailable && c != codes.ResourceExhausted {
+					t.Errorf("stuck watch %d after its connection was closed: %v", i, err)
+				}
+				break
+			}
+		}
+	}
+}
+
+// smallSendBuffers gives every accepted connection a 4 KiB send buffer.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4096)
+	}
+	return c, err
+}
