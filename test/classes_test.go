@@ -187,8 +187,8 @@ func TestClassesDeadlinesThroughAPIAndCLI(t *testing.T) {
 	if r := explain(lg); r.Reason != "higher_class" {
 		t.Errorf("low lg job: %v", r)
 	}
-	if r := explainAs(beta, waiting); r.Reason != "waiting" || r.Ahead != 0 || r.TagMs != "0" || r.VnowMs != "0" ||
-		r.Text != fmt.Sprintf("Job %d (tenant beta, class normal, size sm) could run and waits its turn: 0 candidates go first (deadline jobs of its class, and tenants with an earlier start tag). Tenant beta's tag in class normal is 0 virtual ms; the class's virtual_now is 0.", waiting) {
+	if r := explainAs(beta, waiting); r.Reason != "waiting" || r.Ahead != 0 || r.TagMs != "0" || r.VnowMs != "0" || r.FittingWorkers != 1 || !r.WorkersBusy ||
+		r.Text != fmt.Sprintf("Job %d (tenant beta, class normal, size sm) is next: nothing goes before it, and every worker that fits it (1 worker of size sm or larger) is busy; the first to ask for work takes it. Tenant beta's tag in class normal is 0 virtual ms; the class's virtual_now is 0.", waiting) {
 		t.Errorf("waiting job: %v", r)
 	}
 	if r := explainAs(beta, behind); r.Reason != "behind" || r.Position != 1 {

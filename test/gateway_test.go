@@ -382,7 +382,7 @@ func TestHTTPAPI(t *testing.T) {
 	a.expect("a field out of range", a.do("POST", "/v1/jobs", acmeToken, `{"size":"LG","est_cost_ms":"1000","max_attempts":5000}`),
 		400, "INVALID_ARGUMENT", "max_attempts: 5000, at most 1000")
 	a.expect("an unknown query parameter", a.do("GET", "/v1/jobs?sate=queued", acmeToken, ""),
-		400, "INVALID_ARGUMENT", `unknown query parameter "sate" (this route takes tenant, state, page_size, page_token, stale, include_payload)`)
+		400, "INVALID_ARGUMENT", `unknown query parameter "sate" (this route takes tenant, state, page_size, page_token, stale, include_payload, newest_first)`)
 	a.expect("an unknown job", a.do("GET", "/v1/jobs/987654", acmeToken, ""), 404, "NOT_FOUND", "job 987654 not found")
 	a.expect("another tenant's job", a.do("GET", "/v1/jobs/"+first, betaToken, ""), 404, "NOT_FOUND", "job "+first+" not found")
 	a.expect("cancel another tenant's job", a.do("POST", "/v1/jobs/"+first+":cancel", betaToken, ""), 404, "NOT_FOUND", "job "+first+" not found")
@@ -685,7 +685,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		}
 		return strings.Join(names, " ")
 	}
-	if got := params("/v1/jobs"); got != "query:tenant query:state query:page_size query:page_token query:stale query:include_payload" {
+	if got := params("/v1/jobs"); got != "query:tenant query:state query:page_size query:page_token query:stale query:include_payload query:newest_first" {
 		t.Errorf("GET /v1/jobs parameters: %s", got)
 	}
 	if got := params("/v1/events"); got != "query:tenant query:from query:job_id query:from_oldest query:until_idle" {

@@ -134,7 +134,7 @@ func TestWallTimeAcrossClusterRestart(t *testing.T) {
 	}
 
 	// jobs shows the same wall time.
-	out, errOut, err := c.Run("jobs", "--server", c.Servers(), "--tenant", "acme", "--json")
+	out, errOut, err := c.Run("jobs", "--server", c.Servers(), "--tenant", "acme", "--json", "--oldest-first")
 	if err != nil {
 		t.Fatalf("jobs: %v %s", err, errOut)
 	}

@@ -46,7 +46,7 @@ func TestListJobsWithLargePayloads(t *testing.T) {
 	}
 	c.WaitConverged(60 * time.Second)
 	for _, node := range []*cluster.Node{leader, follower} {
-		out, errOut, err := c.Run("jobs", "--server", node.GRPCAddr, "--tenant", "acme", "--json")
+		out, errOut, err := c.Run("jobs", "--server", node.GRPCAddr, "--tenant", "acme", "--json", "--oldest-first")
 		if err != nil {
 			t.Fatalf("barista jobs via %s: %v: %s", node.ID, err, errOut)
 		}
@@ -104,7 +104,7 @@ func TestListJobsWithLargePayloads(t *testing.T) {
 		}
 	}
 	// The CLI asks for payloads with --payload (and --json).
-	out, errOut, err := c.Run("jobs", "--server", follower.GRPCAddr, "--tenant", "acme", "--json", "--payload")
+	out, errOut, err := c.Run("jobs", "--server", follower.GRPCAddr, "--tenant", "acme", "--json", "--payload", "--oldest-first")
 	if err != nil {
 		t.Fatalf("barista jobs --payload: %v: %s", err, errOut)
 	}
