@@ -128,10 +128,13 @@ const (
 	CapDeadline
 	// CapGroupRunning: the cap of the job's group.
 	CapGroupRunning
+	// CapSubscription: the tenant's subscription burst in the job's pool.
+	CapSubscription
 	numCapVertices
 )
 
-var capVertexNames = [numCapVertices]string{"none", "tenant_running", "tenant_size", "tenant_inflight", "class", "deadline", "group_running"}
+var capVertexNames = [numCapVertices]string{"none", "tenant_running", "tenant_size", "tenant_inflight", "class", "deadline", "group_running",
+	"subscription"}
 
 func (v CapVertex) String() string {
 	if v < numCapVertices {

@@ -361,7 +361,7 @@ func (s *Scheduler) Release(now Time, id JobID, force bool) (Change, error) {
 	s.advance(now)
 	j = s.jobs.Get(uint64(id))
 	if !j.deadline {
-		s.idleRule(j.Class) // as at a submit
+		s.idleRule(s.pool(j.Tenant), j.Class) // as at a submit
 	}
 	s.setLife(id, life, now)
 	return ch, nil

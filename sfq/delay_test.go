@@ -319,7 +319,7 @@ func TestStateVersionFollowsDelays(t *testing.T) {
 	if err := w.s.Freeze().FitsVersion4(); err == nil {
 		t.Fatal("a job's expiry fits version 4")
 	}
-	if b := encodeView(w.s.Freeze()); b[0] != stateVersion {
+	if b := encodeView(w.s.Freeze()); b[0] != stateVersionLevers {
 		t.Fatalf("version %d", b[0])
 	}
 	// Once the job is pruned, the state is version 3 again.

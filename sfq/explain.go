@@ -76,7 +76,7 @@ type Reason struct {
 	// State (terminal).
 	State State
 	// Due (scheduled) and EligibleAt (rate), in cluster time; Vertex
-	// (paused, rate): "all", "tenant" or "group".
+	// (paused, rate): "all", "pool", "tenant" or "group".
 	Due, EligibleAt Time
 	Vertex          string
 }
@@ -173,6 +173,10 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 		return Reason{}, fmt.Errorf("%w: job %d is %s", ErrInvalid, id, j.State)
 	}
 	t := s.tenants.Get(uint64(j.Tenant))
+	var buf Tenant
+	lt := s.limitsInto(j.Tenant, &buf) // the tenant's whole footprint
+	rt := &s.rt[j.Tenant]
+	p := s.pools[rt.pool]
 	gs, ok := s.groupSlot(j.Tenant, j.Group())
 	q := s.queue(gs, j.Class, j.Size)
 	if !ok || q == nil {
@@ -180,11 +184,13 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 	}
 	deadline := j.deadline
 	g := s.groups.Get(uint64(gs))
-	// 2. paused: all dispatch, its tenant, its group.
+	// 2. paused: all dispatch, its pool, its tenant, its group.
 	switch {
 	case s.pausedAll:
 		return Reason{Kind: ReasonPaused, Vertex: "all"}, nil
-	case t.paused != NotPaused:
+	case p.paused:
+		return Reason{Kind: ReasonPaused, Vertex: "pool"}, nil
+	case lt.paused != NotPaused:
 		return Reason{Kind: ReasonPaused, Vertex: "tenant"}, nil
 	case g.paused != NotPaused:
 		return Reason{Kind: ReasonPaused, Vertex: "group"}, nil
@@ -197,23 +203,26 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 	if head == 0 || s.nodes.n[head].id != id {
 		return Reason{Kind: ReasonBehind, Position: s.position(q, j)}, nil
 	}
-	// 4. cap: the tenant's first, then its group's.
-	if v := capBlock(t, j.Class, deadline, j.Size, j.EstCostMs); v != CapNone {
-		cur, lim := capDetail(t, v, j.Class, j.Size)
+	// 4. cap: the tenant's first, then its group's, then its
+	// subscription in the pool.
+	if v := capBlock(lt, j.Class, deadline, j.Size, j.EstCostMs); v != CapNone {
+		cur, lim := capDetail(lt, v, j.Class, j.Size)
 		return Reason{Kind: ReasonCap, Cap: v, Current: cur, Limit: lim}, nil
 	}
-	if groupCapBlocked(t, g) {
-		return Reason{Kind: ReasonCap, Cap: CapGroupRunning, Current: int64(g.Running), Limit: int64(capOf(t, g))}, nil
+	if run := s.groupRunning(gs); capOf(t, g) > 0 && run >= capOf(t, g) {
+		return Reason{Kind: ReasonCap, Cap: CapGroupRunning, Current: int64(run), Limit: int64(capOf(t, g))}, nil
+	}
+	if rt.subscribed && t.Running >= rt.burst {
+		return Reason{Kind: ReasonCap, Cap: CapSubscription, Current: int64(t.Running), Limit: int64(rt.burst)}, nil
 	}
 	// 5. rate: its tenant's limit, then its group's.
-	if rateBlocks(t.Rate, t.rateTAT, s.evalUs) {
-		return Reason{Kind: ReasonRate, Vertex: "tenant", EligibleAt: usToMs(eligibleAtUs(t.Rate, t.rateTAT))}, nil
+	if rateBlocks(lt.Rate, lt.rateTAT, s.evalUs) {
+		return Reason{Kind: ReasonRate, Vertex: "tenant", EligibleAt: usToMs(eligibleAtUs(lt.Rate, lt.rateTAT))}, nil
 	}
 	if rateBlocks(g.Rate, g.rateTAT, s.evalUs) {
 		return Reason{Kind: ReasonRate, Vertex: "group", EligibleAt: usToMs(eligibleAtUs(g.Rate, g.rateTAT))}, nil
 	}
 	// 6. held: the candidate rule holds it behind an older blocked job.
-	rt := &s.rt[j.Tenant]
 	if rt.heldBits&bit(j.Class, int(j.Size)) != 0 {
 		return Reason{Kind: ReasonHeld}, nil
 	}
@@ -232,16 +241,16 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 		if c == j.Class {
 			break
 		}
-		if s.eligibleIn(c, j.Size) {
+		if p.eligibleIn(c, j.Size) {
 			return Reason{Kind: ReasonHigherClass}, nil
 		}
 	}
 	// 10. waiting.
-	r := Reason{Kind: ReasonWaiting, Tag: t.Tag(j.Class), VirtualNow: s.vnow[j.Class]}
+	r := Reason{Kind: ReasonWaiting, Tag: t.Tag(j.Class), VirtualNow: p.vnow[j.Class]}
 	if deadline {
 		me := dlEntry{at: j.DeadlineAt(), id: id}
 		for sz := range NumSizes {
-			s.eligibleDeadlineHeads(j.Class, Size(sz), func(e dlEntry) {
+			s.eligibleDeadlineHeads(p, j.Class, Size(sz), func(e dlEntry) {
 				if dlBefore(e, me) {
 					r.Ahead++
 				}
@@ -250,16 +259,16 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 		return r, nil
 	}
 	for sz := Size(0); sz <= j.Size; sz++ {
-		s.eligibleDeadlineHeads(j.Class, sz, func(dlEntry) { r.Ahead++ })
+		s.eligibleDeadlineHeads(p, j.Class, sz, func(dlEntry) { r.Ahead++ })
 	}
-	mine := s.startKey(j.Class, t, id)
-	for _, h := range []*tenantHeap{&s.heapA[j.Class][j.Size], &s.heapB[j.Class][j.Size]} {
+	mine := s.startKey(p, j.Class, t, id)
+	for _, h := range []*tenantHeap{&p.heapA[j.Class][j.Size], &p.heapB[j.Class][j.Size]} {
 		for i := range h.items {
 			e := &h.items[i]
-			if e.tenant == j.Tenant {
+			if e.tenant == rt.local {
 				continue
 			}
-			if other := s.startKey(j.Class, s.tenants.Get(uint64(e.tenant)), e.seq); other.before(mine) {
+			if other := s.startKey(p, j.Class, s.tenants.Get(uint64(p.lane(e.tenant))), e.seq); other.before(mine) {
 				r.Ahead++
 			}
 		}
@@ -274,7 +283,7 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 // (it is in the deadline heap); of its heads not blocked by their group,
 // those whose cost fits its in-flight room are eligible. All of them go
 // before any job of the class without a deadline that they fit.
-func (s *Scheduler) eligibleDeadlineHeads(c Class, sz Size, fn func(dlEntry)) {
+func (s *Scheduler) eligibleDeadlineHeads(pl *poolCore, c Class, sz Size, fn func(dlEntry)) {
 	p := &s.nodes
 	var walk func(x int32, room int64)
 	walk = func(x int32, room int64) {
@@ -288,9 +297,11 @@ func (s *Scheduler) eligibleDeadlineHeads(c Class, sz Size, fn func(dlEntry)) {
 		}
 		walk(n.r[treeOrder], room)
 	}
-	for _, e := range s.dheap[c][sz].items {
-		if sl := s.rt[e.tenant].slot(c, sz); sl != nil {
-			walk(sl.dl, inflightRoom(s.tenants.Get(uint64(e.tenant))))
+	var buf Tenant
+	for _, e := range pl.dheap[c][sz].items {
+		ti := pl.lane(e.tenant)
+		if sl := s.rt[ti].slot(c, sz); sl != nil {
+			walk(sl.dl, inflightRoom(s.limitsInto(ti, &buf)))
 		}
 	}
 }
@@ -313,10 +324,10 @@ func (a startKey) before(b startKey) bool {
 	return a.id < b.id
 }
 
-func (s *Scheduler) startKey(c Class, t *Tenant, id JobID) startKey {
+func (s *Scheduler) startKey(p *poolCore, c Class, t *Tenant, id JobID) startKey {
 	tag := t.Tag(c)
 	if s.cfg.Clamp == ClampDispatch {
-		tag = max(tag, s.vnow[c])
+		tag = max(tag, p.vnow[c])
 	}
 	return startKey{tag: tag, tier: t.Tier, id: id}
 }

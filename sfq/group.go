@@ -199,13 +199,14 @@ func CapOf(t *Tenant, g *Group) uint32 { return capOf(t, g) }
 // its cap, its pause or its rate limit (at the time eligibility was last
 // evaluated).
 func (s *Scheduler) groupBlocked(t *Tenant, g *Group) bool {
-	return groupCapBlocked(t, g) || s.groupGate(g)
+	return s.groupCapBlocked(t, g) || s.groupGate(g)
 }
 
-// groupCapBlocked reports whether group g's cap blocks it.
-func groupCapBlocked(t *Tenant, g *Group) bool {
+// groupCapBlocked reports whether group g's cap blocks it: its running
+// jobs in every pool reach it.
+func (s *Scheduler) groupCapBlocked(t *Tenant, g *Group) bool {
 	c := capOf(t, g)
-	return c > 0 && g.Running >= c
+	return c > 0 && s.groupRunningOf(g) >= c
 }
 
 type groupKey struct {
@@ -313,11 +314,26 @@ func (s *Scheduler) newGroup(ti uint32, name string, set GroupSettings) uint32 {
 		gs = uint32(s.gnext)
 		s.gnext++
 	}
-	s.groups.Put(uint64(gs), Group{Tenant: ti, Name: name, GroupSettings: set})
+	g := Group{Tenant: ti, Name: name, GroupSettings: set}
+	shared := false
+	if name != "" && s.hasLanes(ti) {
+		// The group exists in another pool: it shares that group's
+		// settings, pause and rate state, and counts once.
+		s.eachLane(s.owner(ti), func(l uint32) {
+			if sib, ok := s.gindex[groupKey{l, name}]; ok && !shared {
+				sg := s.groups.Get(uint64(sib))
+				g.GroupSettings, g.paused, g.rateTAT = sg.GroupSettings, sg.paused, sg.rateTAT
+				shared = true
+			}
+		})
+	}
+	s.groups.Put(uint64(gs), g)
 	s.linkGroup(ti, gs, name)
 	s.rateG.reserve(gs)
-	if name != "" {
-		s.tenants.Mut(uint64(ti)).Groups++
+	if shared {
+		s.rekeyRateG(gs)
+	} else if name != "" {
+		s.tenants.Mut(uint64(s.owner(ti))).Groups++
 	}
 	return gs
 }
@@ -346,8 +362,10 @@ func (s *Scheduler) forgetGroup(gs uint32) {
 		rt.unnamed = 0
 	} else {
 		delete(s.gindex, groupKey{ti, g.Name})
-		if t := s.tenants.Get(uint64(ti)); t.Groups > 0 {
-			s.tenants.Mut(uint64(ti)).Groups--
+		if o := s.owner(ti); !s.groupAnywhere(ti, g.Name) {
+			if t := s.tenants.Get(uint64(o)); t.Groups > 0 {
+				s.tenants.Mut(uint64(o)).Groups--
+			}
 		}
 	}
 	if rt.gmax != nil {
@@ -482,8 +500,8 @@ func (s *Scheduler) SetGroup(tenant, name string, set GroupSettings) error {
 		return fmt.Errorf("%w: %q", ErrUnknownTenant, tenant)
 	}
 	t := s.tenants.Get(uint64(ti))
-	gs, exists := s.groupSlot(ti, name)
-	if !exists {
+	slots := s.groupSlots(ti, name)
+	if len(slots) == 0 {
 		if set.Empty() {
 			return nil
 		}
@@ -491,16 +509,31 @@ func (s *Scheduler) SetGroup(tenant, name string, set GroupSettings) error {
 			return exhaustedf("tenant %s has %d groups, its max_groups; a setting on a new group %q would exceed it", t.Name, t.Groups, name)
 		}
 		s.advance(s.clock)
-		gs = s.newGroup(ti, name, set)
+		gs := s.newGroup(ti, name, set)
 		s.joinHeaps(ti, gs)
 		return nil // no job: nothing else changes
 	}
-	s.changeGroup(ti, gs, func(g *Group) {
-		oldRate := g.Rate
-		g.GroupSettings = set
-		s.setGroupRate(gs, oldRate)
-	})
+	// The group's records in every pool change alike.
+	for _, ls := range slots {
+		s.changeGroup(ls[0], ls[1], func(g *Group) {
+			oldRate := g.Rate
+			g.GroupSettings = set
+			s.setGroupRate(ls[1], oldRate)
+		})
+	}
 	return nil
+}
+
+// groupSlots returns the (lane, slot) of the group named name in every lane
+// of the tenant whose own index is o, its own lane first.
+func (s *Scheduler) groupSlots(o uint32, name string) [][2]uint32 {
+	var out [][2]uint32
+	s.eachLane(o, func(l uint32) {
+		if gs, ok := s.groupSlot(l, name); ok {
+			out = append(out, [2]uint32{l, gs})
+		}
+	})
+	return out
 }
 
 // changeGroup changes group gs of tenant ti (its settings, its pause) at

@@ -237,7 +237,15 @@ type Tenant struct {
 	// arrival time, µs of cluster time (pause.go).
 	paused  PausedBy
 	rateTAT int64
+	// pool and owner: a lane of pool pool (not DefaultPool) of the tenant
+	// whose own record is at index owner (pool.go). A tenant's own record
+	// is its lane of the pool default.
+	pool  PoolID
+	owner uint32
 }
+
+// Pool returns the pool of the lane the record is.
+func (t *Tenant) Pool() PoolID { return t.pool }
 
 // GroupNow returns the tenant's group_now in class c.
 func (t *Tenant) GroupNow(c Class) VirtualTime { return t.groupNow[c] }
@@ -478,6 +486,8 @@ type Submission struct {
 	DeadlineMs int64
 	// Group is the job's group in its tenant; "" = the unnamed group.
 	Group string
+	// Pool is the job's pool; "" = the pool default (feature level 6).
+	Pool string
 	// DelayMs keeps the job scheduled (in no queue) that long after the
 	// submit; ExpireMs drops it, if never dispatched, that long after the
 	// submit; 0 = none (feature level 5).

@@ -322,7 +322,7 @@ func (s *Scheduler) advanceRates(now Time) {
 		ti := e.tenant
 		s.rateT.remove(ti)
 		if t := s.tenants.Get(uint64(ti)); t != nil && !t.Deleted {
-			s.place(ti, &placeOpts{clamp: true}, allSlots)
+			s.eachLane(ti, func(l uint32) { s.place(l, &placeOpts{clamp: true}, allSlots) }) // its rate limit holds it in every pool
 		}
 	}
 }
@@ -361,19 +361,29 @@ func (s *Scheduler) rebuildRates() {
 	})
 }
 
-// chargeRates advances the GCRA state of tenant ti and group gs for a
-// dispatch at the evaluation time. It reports whether the tenant's limit
-// now blocks it (its every slot changes).
-func (s *Scheduler) chargeRates(tm *Tenant, ti, gs uint32, gm *Group) bool {
+// chargeRates advances the GCRA state of lane ti's tenant (kept on its
+// own record) and of group gs (kept alike on the group's records in every
+// pool) for a dispatch at the evaluation time. It reports whether the
+// tenant's limit now blocks it (its every slot changes).
+func (s *Scheduler) chargeRates(ti, gs uint32) bool {
 	blocked := false
-	if !tm.Rate.None() {
+	o := s.owner(ti)
+	if t := s.tenants.Get(uint64(o)); !t.Rate.None() {
+		tm := s.tenants.Mut(uint64(o))
 		tm.rateTAT = max(tm.rateTAT, s.evalUs) + tm.Rate.IntervalUs()
-		s.rekeyRateT(ti)
+		s.rekeyRateT(o)
 		blocked = rateBlocks(tm.Rate, tm.rateTAT, s.evalUs)
 	}
-	if !gm.Rate.None() {
+	if g := s.groups.Get(uint64(gs)); !g.Rate.None() {
+		gm := s.groups.Mut(uint64(gs))
 		gm.rateTAT = max(gm.rateTAT, s.evalUs) + gm.Rate.IntervalUs()
 		s.rekeyRateG(gs)
+		tat := gm.rateTAT
+		s.siblingGroups(gs, func(l, sib uint32) {
+			s.groups.Mut(uint64(sib)).rateTAT = tat
+			s.rekeyRateG(sib)
+			s.reblock(l, sib)
+		})
 	}
 	return blocked
 }
@@ -401,7 +411,7 @@ func (s *Scheduler) PauseTenant(name string, pause, admin bool) (bool, error) {
 	s.advance(s.clock)
 	s.tenants.Mut(uint64(ti)).paused = next
 	if (cur == NotPaused) != (next == NotPaused) {
-		s.place(ti, &placeOpts{clamp: true}, allSlots)
+		s.eachLane(ti, func(l uint32) { s.place(l, &placeOpts{clamp: true}, allSlots) }) // a pause holds it in every pool
 	}
 	return true, nil
 }
@@ -421,8 +431,8 @@ func (s *Scheduler) PauseGroup(tenant, name string, pause, admin bool) (bool, er
 		return false, fmt.Errorf("%w: %q", ErrUnknownTenant, tenant)
 	}
 	t := s.tenants.Get(uint64(ti))
-	gs, exists := s.groupSlot(ti, name)
-	if !exists {
+	slots := s.groupSlots(ti, name)
+	if len(slots) == 0 {
 		if !pause {
 			return false, nil
 		}
@@ -431,12 +441,12 @@ func (s *Scheduler) PauseGroup(tenant, name string, pause, admin bool) (bool, er
 		}
 		next, _ := pauseStep(NotPaused, true, admin)
 		s.advance(s.clock)
-		gs = s.newGroup(ti, name, GroupSettings{})
+		gs := s.newGroup(ti, name, GroupSettings{})
 		s.groups.Mut(uint64(gs)).paused = next
 		s.joinHeaps(ti, gs)
 		return true, nil
 	}
-	cur := s.groups.Get(uint64(gs)).paused
+	cur := s.groups.Get(uint64(slots[0][1])).paused
 	next, ok := pauseStep(cur, pause, admin)
 	if !ok {
 		return false, permissionf("group %s of tenant %s was paused by an admin: only an admin may resume it", name, tenant)
@@ -444,7 +454,10 @@ func (s *Scheduler) PauseGroup(tenant, name string, pause, admin bool) (bool, er
 	if next == cur {
 		return false, nil
 	}
-	s.changeGroup(ti, gs, func(g *Group) { g.paused = next })
+	// The group's records in every pool pause alike.
+	for _, ls := range slots {
+		s.changeGroup(ls[0], ls[1], func(g *Group) { g.paused = next })
+	}
 	return true, nil
 }
 

@@ -39,7 +39,7 @@ func (s *Scheduler) noteEnded(j *Job) {
 		return
 	}
 	s.deadAll.push(j.EndedAt, j.ID)
-	d := s.deadOf(j.Tenant)
+	d := s.deadOf(s.owner(j.Tenant)) // a tenant's dead letters of every pool
 	d.jobs++
 	d.bytes += uint64(len(j.Payload()))
 	d.order.push(j.EndedAt, j.ID)
@@ -48,7 +48,7 @@ func (s *Scheduler) noteEnded(j *Job) {
 // forgetDead takes dead letter j out of its tenant's counts (it is
 // redriven or deleted); its order entries go stale.
 func (s *Scheduler) forgetDead(j *Job) {
-	d := s.deadOf(j.Tenant)
+	d := s.deadOf(s.owner(j.Tenant))
 	d.jobs--
 	d.bytes -= uint64(len(j.Payload()))
 }
@@ -119,7 +119,7 @@ func (s *Scheduler) PruneDeadBounds(maxJobs, maxBytes uint64, limit int) int {
 				break
 			}
 			d.order.pop()
-			if j, ok := s.live(e); ok && j.State.DeadLetter() && j.Tenant == uint32(ti) {
+			if j, ok := s.live(e); ok && j.State.DeadLetter() && s.owner(j.Tenant) == uint32(ti) {
 				s.deleteEnded(j)
 				n++
 			}
@@ -159,10 +159,13 @@ func (s *Scheduler) DeadOverBounds(maxJobs, maxBytes uint64) bool {
 // DeadLetterCount returns tenant ti's dead letters and their payload
 // bytes.
 func (s *Scheduler) DeadLetterCount(ti uint32) (jobs, bytes uint64) {
-	if int(ti) >= len(s.dead) {
+	if int(ti) >= len(s.rt) {
 		return 0, 0
 	}
-	return s.dead[ti].jobs, s.dead[ti].bytes
+	if o := s.owner(ti); int(o) < len(s.dead) { // of every pool
+		return s.dead[o].jobs, s.dead[o].bytes
+	}
+	return 0, 0
 }
 
 // Purge deletes a terminal job (any terminal state, completed included).
@@ -210,12 +213,15 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	if t.Deleted {
 		return ch, fmt.Errorf("%w: job %d belongs to a deleted tenant", ErrUnknownTenant, id)
 	}
+	if p := s.pools[t.pool]; p.deleted {
+		return ch, fmt.Errorf("%w: job %d is of pool %s, which was deleted", ErrUnknownPool, id, p.Name)
+	}
 	if err := t.Permit(j.Class, j.deadline); err != nil {
 		return ch, err
 	}
 	gs, exists := s.groupSlot(ti, j.Group())
-	if !exists && j.Group() != "" && t.Groups >= t.GroupLimit() {
-		return ch, exhaustedf("tenant %s has %d groups, its max_groups; job %d of group %q would exceed it", t.Name, t.Groups, id, j.Group())
+	if own := s.tenants.Get(uint64(s.owner(ti))); !exists && j.Group() != "" && !s.groupAnywhere(ti, j.Group()) && own.Groups >= own.GroupLimit() {
+		return ch, exhaustedf("tenant %s has %d groups, its max_groups; job %d of group %q would exceed it", t.Name, own.Groups, id, j.Group())
 	}
 	// Eligibility at the redrive's time first, as for every command that
 	// takes effect (a refused one, above, changes nothing).
@@ -231,7 +237,7 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	}
 	// The idle rules, as for a submit.
 	if !j.deadline && !scheduled {
-		s.idleRule(c)
+		s.idleRule(s.pool(ti), c)
 	}
 	if fair && !j.deadline && !scheduled && rt.queuedFair[c] == 0 {
 		s.groupIdle(ti, c)
@@ -313,10 +319,11 @@ func (s *Scheduler) verifyDeadLetters(report func(string, ...any)) {
 	}
 	s.jobs.View().Each(func(_ uint64, j *Job) bool {
 		if j.State.DeadLetter() {
-			c := derived[j.Tenant]
+			o := s.owner(j.Tenant)
+			c := derived[o]
 			c.jobs++
 			c.bytes += uint64(len(j.Payload()))
-			derived[j.Tenant] = c
+			derived[o] = c
 		}
 		if j.State.Terminal() && !inAll[j.ID] {
 			report("ended job %d (%s) is in no pruning order", j.ID, j.State)

@@ -2,6 +2,7 @@ package sfq
 
 import (
 	"fmt"
+	"slices"
 )
 
 // Scheduler is the scheduling core. It is not safe for concurrent use,
@@ -10,7 +11,6 @@ import (
 // (Explain, Job, Tenant, ...) may run concurrently with each other.
 type Scheduler struct {
 	cfg     Config
-	vnow    [NumClasses]VirtualTime // virtual_now of each class
 	nextJob JobID
 	jobs    Vector[Job]
 	tenants Vector[Tenant]
@@ -26,27 +26,19 @@ type Scheduler struct {
 	gfree  slotHeap            // group slots below gnext not in use
 	gnext  uint64
 	nodes  nodePool // group heads (slot.go, tree.go)
-	// heapA[c][s] orders tenants whose candidate without a deadline of
-	// class c and size s is eligible, by (finish tag, tier, seq). Under
-	// the dispatch clamp, heapB[c][s] holds those whose finish tag is <=
-	// the class's virtual_now: they all start at virtual_now and are
-	// ordered by (tier, seq).
-	heapA [NumClasses][NumSizes]tenantHeap
-	heapB [NumClasses][NumSizes]tenantHeap
-	// dheap[c][s] orders tenants whose deadline candidate of class c and
-	// size s is eligible, by (deadline_at, job ID).
-	dheap  [NumClasses][NumSizes]tenantHeap
-	maxTag [NumClasses]tenantHeap // per class, tenants by finish tag, highest first
-	queued uint64                 // queued jobs of all tenants
-	// queuedFair counts the queued jobs without a deadline of each class
-	// (the idle rule looks at them only).
-	queuedFair [NumClasses]uint64
-	deadlines  deadlineHeap
-	ended      endedQueue // completed jobs, by (ended_at, id)
-	deadAll    endedQueue // dead letters, by (ended_at, id) (redrive.go)
-	dead       []deadLetters
-	est        estimateIndex
-	dl         delayState // delays and expiries (delay.go)
+	// pools holds each pool's scheduling state (pool.go), by PoolID:
+	// pools[0] is the pool default. poolIdx finds a pool by name; subs
+	// holds the subscriptions, by (tenant, pool).
+	pools   []*poolCore
+	poolIdx map[string]PoolID
+	subs    []subscription
+	queued  uint64 // queued jobs of all tenants
+	deadlines deadlineHeap
+	ended     endedQueue // completed jobs, by (ended_at, id)
+	deadAll   endedQueue // dead letters, by (ended_at, id) (redrive.go)
+	dead      []deadLetters
+	est       estimateIndex
+	dl        delayState // delays and expiries (delay.go)
 	// rateT and rateG hold the tenants and groups (by slot) whose rate
 	// limit blocks them at evalUs, by the time it stops (µs); evalUs is
 	// the cluster time (µs) eligibility was last evaluated at, clock the
@@ -56,6 +48,9 @@ type Scheduler struct {
 	evalUs       int64
 	clock        Time
 	pausedAll    bool
+	// scratch holds the summed limits of a tenant with lanes while the
+	// writer places one (limitsInto).
+	scratch Tenant
 
 	// wall is the wall clock of the input being applied (SetWall): kept
 	// on the jobs it submits and ends, for display, and read by no rule.
@@ -109,6 +104,15 @@ type tenantRT struct {
 	// gmax holds, under group_order=fair, the tags of the tenant's groups
 	// per class (the idle rule reads the highest).
 	gmax *[NumClasses]tagMax
+	// pool is the lane's pool and local its number in the pool's heaps
+	// (pool.go); lanes, on a tenant's own record, its lanes of the other
+	// pools, in the order they were created.
+	pool  PoolID
+	local uint32
+	lanes []uint32
+	// burst is the lane's subscription burst, if subscribed.
+	burst      uint32
+	subscribed bool
 }
 
 // New returns an empty scheduler.
@@ -117,7 +121,8 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s := &Scheduler{cfg: cfg, nextJob: 1, byName: make(map[string]uint32), gindex: make(map[groupKey]uint32)}
-	s.initHeaps()
+	s.pools = []*poolCore{newPoolCore(PoolSpec{Name: DefaultPoolName}, true)}
+	s.poolIdx = map[string]PoolID{DefaultPoolName: DefaultPool}
 	s.rateT = tenantHeap{order: byDeadline}
 	s.rateG = tenantHeap{order: byDeadline}
 	s.est.init()
@@ -126,13 +131,8 @@ func New(cfg Config) (*Scheduler, error) {
 }
 
 func (s *Scheduler) initHeaps() {
-	for c := range NumClasses {
-		for sz := range NumSizes {
-			s.heapA[c][sz] = tenantHeap{order: byTag}
-			s.heapB[c][sz] = tenantHeap{order: byTierSeq}
-			s.dheap[c][sz] = tenantHeap{order: byDeadline}
-		}
-		s.maxTag[c] = tenantHeap{order: byTagDesc}
+	for _, p := range s.pools {
+		p.initHeaps()
 	}
 }
 
@@ -170,14 +170,19 @@ func (s *Scheduler) version1Life(l Life) Life {
 func (s *Scheduler) Config() Config { return s.cfg }
 
 // VirtualNow returns virtual_now of class normal.
-func (s *Scheduler) VirtualNow() VirtualTime { return s.vnow[ClassNormal] }
+func (s *Scheduler) VirtualNow() VirtualTime { return s.pools[DefaultPool].vnow[ClassNormal] }
 
-// ClassVirtualNow returns virtual_now of class c.
+// ClassVirtualNow returns virtual_now of class c in the pool default.
 func (s *Scheduler) ClassVirtualNow(c Class) VirtualTime {
-	if c >= NumClasses {
+	return s.PoolVirtualNow(DefaultPool, c)
+}
+
+// PoolVirtualNow returns virtual_now of class c in pool p.
+func (s *Scheduler) PoolVirtualNow(p PoolID, c Class) VirtualTime {
+	if c >= NumClasses || int(p) >= len(s.pools) {
 		return 0
 	}
-	return s.vnow[c]
+	return s.pools[p].vnow[c]
 }
 
 // NextJobID returns the ID the next submit will get.
@@ -203,9 +208,10 @@ func (s *Scheduler) SetConfig(cfg Config) error {
 			if t == nil {
 				continue
 			}
+			vnow := &s.pool(ti).vnow
 			for c := range Class(NumClasses) {
-				if t.Tag(c) < s.vnow[c] {
-					*s.tenants.Mut(uint64(ti)).tagPtr(c) = s.vnow[c]
+				if t.Tag(c) < vnow[c] {
+					*s.tenants.Mut(uint64(ti)).tagPtr(c) = vnow[c]
 					t = s.tenants.Get(uint64(ti))
 				}
 			}
@@ -248,16 +254,29 @@ func (s *Scheduler) TenantIndex(name string) (uint32, bool) {
 	return i, true
 }
 
-// Tenant returns a copy of a live tenant's record.
+// Tenant returns a copy of a live tenant's record, its counters and
+// billing summed over every pool (its tags and usage are those of the
+// pool default: Lane reads another pool's).
 func (s *Scheduler) Tenant(name string) (Tenant, bool) {
 	i, ok := s.TenantIndex(name)
 	if !ok {
 		return Tenant{}, false
 	}
-	return *s.tenants.Get(uint64(i)), true
+	return s.totals(i), true
 }
 
-// TenantAt returns a copy of the tenant at index i (tombstones included).
+// TenantTotals returns the record of the tenant whose lane index i is,
+// with its counters and billing summed over every pool (tombstones
+// included).
+func (s *Scheduler) TenantTotals(i uint32) (Tenant, bool) {
+	if s.tenants.Get(uint64(i)) == nil {
+		return Tenant{}, false
+	}
+	return s.totals(s.owner(i)), true
+}
+
+// TenantAt returns a copy of the record at index i (tombstones included):
+// a tenant's own record, or one of its lanes, with that lane's counters.
 func (s *Scheduler) TenantAt(i uint32) (Tenant, bool) {
 	t := s.tenants.Get(uint64(i))
 	if t == nil {
@@ -274,14 +293,21 @@ func (s *Scheduler) TenantName(i uint32) string {
 	return ""
 }
 
-// TenantCount returns the number of tenant slots, tombstones included.
+// TenantCount returns the number of tenant slots, tombstones and lanes
+// included.
 func (s *Scheduler) TenantCount() int { return s.tenants.Len() }
 
-// Tenants calls fn for every live tenant in index order.
+// Tenants calls fn for every live tenant in index order (not its lanes),
+// with its counters and billing summed over every pool.
 func (s *Scheduler) Tenants(fn func(i uint32, t *Tenant) bool) {
+	var sum Tenant
 	s.tenants.View().Each(func(i uint64, t *Tenant) bool {
-		if t.Deleted {
+		if t.Deleted || t.pool != DefaultPool {
 			return true
+		}
+		if len(s.rt[i].lanes) != 0 {
+			sum = s.totals(uint32(i))
+			t = &sum
 		}
 		return fn(uint32(i), t)
 	})
@@ -307,7 +333,7 @@ func (s *Scheduler) TenantJob(tenant string, id JobID) (Job, bool) {
 		return Job{}, false
 	}
 	if tenant != "" {
-		if ti, ok := s.TenantIndex(tenant); !ok || j.Tenant != ti {
+		if ti, ok := s.TenantIndex(tenant); !ok || s.owner(j.Tenant) != ti {
 			return Job{}, false
 		}
 	}
@@ -327,7 +353,7 @@ func (s *Scheduler) TenantJobs(tenant string, from JobID, fn func(j *Job) bool) 
 	if !ok {
 		return false
 	}
-	s.Jobs(from, func(j *Job) bool { return j.Tenant != ti || fn(j) })
+	s.Jobs(from, func(j *Job) bool { return s.owner(j.Tenant) != ti || fn(j) })
 	return true
 }
 
@@ -343,7 +369,7 @@ func (s *Scheduler) TenantJobsDown(tenant string, from JobID, fn func(j *Job) bo
 	if !ok {
 		return false
 	}
-	s.JobsDown(from, func(j *Job) bool { return j.Tenant != ti || fn(j) })
+	s.JobsDown(from, func(j *Job) bool { return s.owner(j.Tenant) != ti || fn(j) })
 	return true
 }
 
@@ -382,7 +408,9 @@ func (s *Scheduler) UnfinishedPayload(ti uint32) uint64 {
 	if int(ti) >= len(s.rt) {
 		return 0
 	}
-	return s.rt[ti].payload
+	var n uint64
+	s.eachLane(s.owner(ti), func(l uint32) { n += s.rt[l].payload }) // in every pool
+	return n
 }
 
 // JobCount returns the number of jobs in the table.
@@ -431,6 +459,9 @@ func (s *Scheduler) weight(t *Tenant, usage int64) Weight {
 	if s.cfg.Decay != nil {
 		factor = decayFactor(usage, s.cfg.Decay.NormMs)
 	}
+	if base := s.pools[t.pool].Weights.Of(t.Name); base != 0 {
+		return Weight(base * int64(factor)) // the pool's weights replace tier and multiplier
+	}
 	mult := max(t.Multiplier, 1)
 	return Weight(int64(s.cfg.TierWeights[t.Tier]) * int64(mult) * int64(factor))
 }
@@ -450,16 +481,14 @@ func (s *Scheduler) UpsertTenant(spec TenantSpec) (created bool, err error) {
 	}
 	s.advance(s.clock)
 	if i, ok := s.TenantIndex(spec.Name); ok {
-		s.updateTenant(i, spec)
+		s.eachLane(i, func(l uint32) { s.updateTenant(l, spec) }) // its own record first: the lanes' limits read it
 		return false, nil
 	}
 	i := uint32(s.tenants.Len())
 	s.tenants.Put(uint64(i), Tenant{TenantSpec: spec})
 	s.byName[spec.Name] = i
 	s.rt = append(s.rt, tenantRT{})
-	if spec.GroupOrder == GroupFair {
-		s.rt[i].gmax = new([NumClasses]tagMax)
-	}
+	s.linkLane(i)
 	s.rateT.reserve(i)
 	s.place(i, &placeOpts{clamp: true}, allSlots)
 	return true, nil
@@ -560,7 +589,8 @@ func (s *Scheduler) DeleteTenant(name string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownTenant, name)
 	}
-	t := s.tenants.Get(uint64(i))
+	tot := s.totals(i) // in every pool
+	t := &tot
 	if t.Running > 0 || t.QueuedTotal() > 0 {
 		return fmt.Errorf("%w: %q has %d queued and %d running", ErrTenantBusy, name, t.QueuedTotal(), t.Running)
 	}
@@ -568,25 +598,24 @@ func (s *Scheduler) DeleteTenant(name string) error {
 		return fmt.Errorf("%w: %q has %d scheduled", ErrTenantBusy, name, t.Scheduled)
 	}
 	s.advance(s.clock)
-	tm := s.tenants.Mut(uint64(i))
-	tm.Deleted = true
-	tm.Rate, tm.rateTAT, tm.paused = RateLimit{}, 0, NotPaused // a tombstone holds no pause or limit
-	s.rateT.remove(i)
-	for c := range NumClasses {
-		for sz := range NumSizes {
-			s.heapA[c][sz].remove(i)
-			s.heapB[c][sz].remove(i)
-			s.dheap[c][sz].remove(i)
-		}
-		s.maxTag[c].remove(i)
-	}
 	s.forgetEstimates(i)
-	for len(s.rt[i].groups) > 0 {
-		gs := s.rt[i].groups[len(s.rt[i].groups)-1]
-		s.rateG.remove(gs)
-		s.forgetGroup(gs)
+	// Its lanes first, its own record last: forgetting a group counts
+	// the names its other lanes still hold.
+	lanes := append(slices.Clone(s.rt[i].lanes), i)
+	for _, l := range lanes {
+		tm := s.tenants.Mut(uint64(l))
+		tm.Deleted = true
+		tm.Rate, tm.rateTAT, tm.paused = RateLimit{}, 0, NotPaused // a tombstone holds no pause or limit
+		s.rateT.remove(l)
+		s.unplace(l)
+		for len(s.rt[l].groups) > 0 {
+			gs := s.rt[l].groups[len(s.rt[l].groups)-1]
+			s.rateG.remove(gs)
+			s.forgetGroup(gs)
+		}
+		rt := &s.rt[l]
+		*rt = tenantRT{pool: rt.pool, local: rt.local, lanes: rt.lanes} // its place in the pools stays, for its jobs
 	}
-	s.rt[i] = tenantRT{}
 	return nil
 }
 
@@ -598,20 +627,31 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	if err := sub.Validate(); err != nil {
 		return 0, err
 	}
-	ti, ok := s.TenantIndex(sub.Tenant)
+	o, ok := s.TenantIndex(sub.Tenant)
 	if !ok {
 		return 0, fmt.Errorf("%w: %q", ErrUnknownTenant, sub.Tenant)
 	}
-	t := s.tenants.Get(uint64(ti))
+	pid, ok := s.PoolID(sub.Pool)
+	if !ok {
+		return 0, fmt.Errorf("%w: %q", ErrUnknownPool, sub.Pool)
+	}
+	if _, subscribed := s.subscription(o, pid); s.pools[pid].Required && !subscribed {
+		return 0, fmt.Errorf("%w: tenant %s has no subscription in pool %s, which requires one", ErrPrecondition, sub.Tenant, s.pools[pid].Name)
+	}
+	t := s.tenants.Get(uint64(o))
 	deadline := sub.DeadlineMs != 0
 	if err := t.Permit(sub.Class, deadline); err != nil {
 		return 0, err
 	}
+	ti, hasLane := s.laneOf(o, pid, false)
 	gs, exists := s.groupSlot(ti, sub.Group)
-	if !exists && sub.Group != "" && t.Groups >= t.GroupLimit() {
+	if !hasLane {
+		exists = false
+	}
+	if !exists && sub.Group != "" && !s.groupAnywhere(o, sub.Group) && t.Groups >= t.GroupLimit() {
 		return 0, exhaustedf("tenant %s has %d groups, its max_groups; a job of a new group %q would exceed it", t.Name, t.Groups, sub.Group)
 	}
-	est, src, err := s.estimate(ti, &sub)
+	est, src, err := s.estimate(o, &sub)
 	if err != nil {
 		return 0, err
 	}
@@ -623,6 +663,9 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		}
 	}
 	s.advance(now)
+	if !hasLane {
+		ti, _ = s.laneOf(o, pid, true) // its first job in the pool
+	}
 	t = s.tenants.Get(uint64(ti))
 	c := sub.Class
 	rt := &s.rt[ti]
@@ -633,7 +676,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 	}
 	delayed := sub.DelayMs != 0 // scheduled: the idle rule waits for its release
 	if !deadline && !delayed {
-		s.idleRule(c)
+		s.idleRule(s.pool(ti), c)
 	}
 	if fair && !deadline && !delayed && rt.queuedFair[c] == 0 {
 		s.groupIdle(ti, c)
@@ -691,12 +734,12 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 // idleRule is the idle rule of a job without a deadline entering class c:
 // with nothing (without a deadline) queued in the class, its virtual_now
 // first advances to the highest finish tag, so no tenant banks credit.
-func (s *Scheduler) idleRule(c Class) {
-	if s.queuedFair[c] != 0 {
+func (s *Scheduler) idleRule(p *poolCore, c Class) {
+	if p.queuedFair[c] != 0 {
 		return
 	}
-	if top := s.maxTag[c].top(); top != nil && top.tag > s.vnow[c] {
-		s.vnow[c] = top.tag
+	if top := p.maxTag[c].top(); top != nil && top.tag > p.vnow[c] {
+		p.vnow[c] = top.tag
 	}
 }
 
@@ -721,7 +764,7 @@ func (s *Scheduler) enqueue(ti, gs uint32, c Class, size Size, id JobID, deadlin
 	if deadline {
 		q.deadlines().push(dlEntry{at: at, id: id})
 	} else {
-		s.queuedFair[c]++
+		s.pools[rt.pool].queuedFair[c]++
 		rt.queuedFair[c]++
 		push(&q.fifo, id)
 	}
@@ -779,20 +822,21 @@ func before(a, b *candidate) bool {
 	return a.seq < b.seq
 }
 
-// realKey returns tenant ti's current key in the fair heaps of class c.
-func (s *Scheduler) realKey(ti uint32, c Class, stored *hentry) hentry {
-	t := s.tenants.Get(uint64(ti))
-	return hentry{tag: t.Tag(c), seq: stored.seq, tenant: ti, tier: t.Tier}
+// realKey returns the current key of the lane of entry stored in pool p's
+// fair heaps of class c.
+func (s *Scheduler) realKey(p *poolCore, stored *hentry, c Class) hentry {
+	t := s.tenants.Get(uint64(p.lane(stored.tenant)))
+	return hentry{tag: t.Tag(c), seq: stored.seq, tenant: stored.tenant, tier: t.Tier}
 }
 
 // best returns the best candidate without a deadline of one class and
 // size, first re-sifting entries whose stored tag lags behind (see place).
-func (s *Scheduler) best(c Class, sz Size) candidate {
-	a, b := &s.heapA[c][sz], &s.heapB[c][sz]
-	vnow := s.vnow[c]
+func (s *Scheduler) best(p *poolCore, c Class, sz Size) candidate {
+	a, b := &p.heapA[c][sz], &p.heapB[c][sz]
+	vnow := p.vnow[c]
 	for {
 		if e := a.top(); e != nil {
-			if r := s.realKey(e.tenant, c, e); r != *e {
+			if r := s.realKey(p, e, c); r != *e {
 				a.set(r)
 				continue
 			}
@@ -804,7 +848,7 @@ func (s *Scheduler) best(c Class, sz Size) candidate {
 			}
 		}
 		if e := b.top(); e != nil {
-			if r := s.realKey(e.tenant, c, e); r.tag > vnow {
+			if r := s.realKey(p, e, c); r.tag > vnow {
 				b.remove(e.tenant)
 				a.set(r)
 				continue
@@ -812,12 +856,12 @@ func (s *Scheduler) best(c Class, sz Size) candidate {
 				b.set(r)
 				continue
 			}
-			return candidate{tag: vnow, seq: e.seq, tenant: e.tenant, tier: e.tier, size: sz, class: c, ok: true}
+			return candidate{tag: vnow, seq: e.seq, tenant: p.lane(e.tenant), tier: e.tier, size: sz, class: c, ok: true}
 		}
 		break
 	}
 	if e := a.top(); e != nil {
-		return candidate{tag: e.tag, seq: e.seq, tenant: e.tenant, tier: e.tier, size: sz, class: c, ok: true}
+		return candidate{tag: e.tag, seq: e.seq, tenant: p.lane(e.tenant), tier: e.tier, size: sz, class: c, ok: true}
 	}
 	return candidate{}
 }
@@ -825,33 +869,34 @@ func (s *Scheduler) best(c Class, sz Size) candidate {
 // bestDeadline returns the eligible deadline head of class c with the
 // earliest (deadline_at, ID) among sizes <= ws: urgency before size fit.
 // It is charged at max(finish tag, virtual_now) of its class.
-func (s *Scheduler) bestDeadline(c Class, ws Size) candidate {
+func (s *Scheduler) bestDeadline(p *poolCore, c Class, ws Size) candidate {
 	var top *hentry
 	var size Size
 	for sz := Size(0); sz <= ws; sz++ {
-		if e := s.dheap[c][sz].top(); e != nil && (top == nil || e.tag < top.tag || (e.tag == top.tag && e.seq < top.seq)) {
+		if e := p.dheap[c][sz].top(); e != nil && (top == nil || e.tag < top.tag || (e.tag == top.tag && e.seq < top.seq)) {
 			top, size = e, sz
 		}
 	}
 	if top == nil {
 		return candidate{}
 	}
-	t := s.tenants.Get(uint64(top.tenant))
-	return candidate{tag: max(t.Tag(c), s.vnow[c]), seq: top.seq, tenant: top.tenant, tier: t.Tier, size: size, class: c, deadline: true, ok: true}
+	ti := p.lane(top.tenant)
+	t := s.tenants.Get(uint64(ti))
+	return candidate{tag: max(t.Tag(c), p.vnow[c]), seq: top.seq, tenant: ti, tier: t.Tier, size: size, class: c, deadline: true, ok: true}
 }
 
 // pickFair chooses, inside class c, the job without a deadline a worker of
 // size ws gets: the best same-size candidate, or the best smaller one when
 // there is none or the policy prefers stealing it.
-func (s *Scheduler) pickFair(c Class, ws Size) candidate {
-	same := s.best(c, ws)
+func (s *Scheduler) pickFair(p *poolCore, c Class, ws Size) candidate {
+	same := s.best(p, c, ws)
 	if _, preferFit := s.cfg.Policy.(PreferFit); preferFit && same.ok {
 		return same // prefer-fit never steals over an eligible same-size job
 	}
 	var steal candidate
 	for sz := ws; sz > 0; {
 		sz--
-		if cand := s.best(c, sz); cand.ok && (!steal.ok || before(&cand, &steal)) {
+		if cand := s.best(p, c, sz); cand.ok && (!steal.ok || before(&cand, &steal)) {
 			steal = cand
 		}
 	}
@@ -864,85 +909,117 @@ func (s *Scheduler) pickFair(c Class, ws Size) candidate {
 // pick chooses the job a worker of size ws gets: from the highest class
 // with an eligible job of size <= ws, its most urgent deadline head, else
 // its fair-share pick.
-func (s *Scheduler) pick(ws Size) candidate {
+func (s *Scheduler) pick(p *poolCore, ws Size) candidate {
 	for _, c := range classOrder {
-		if !s.eligibleIn(c, ws) {
+		if !p.eligibleIn(c, ws) {
 			continue
 		}
-		if d := s.bestDeadline(c, ws); d.ok {
+		if d := s.bestDeadline(p, c, ws); d.ok {
 			return d
 		}
-		if f := s.pickFair(c, ws); f.ok {
+		if f := s.pickFair(p, c, ws); f.ok {
 			return f
 		}
 	}
 	return candidate{}
 }
 
-// eligibleIn reports whether class c has an eligible job of size <= ws.
-func (s *Scheduler) eligibleIn(c Class, ws Size) bool {
+// eligibleIn reports whether class c of the pool has an eligible job of
+// size <= ws.
+func (p *poolCore) eligibleIn(c Class, ws Size) bool {
 	for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
-		if s.heapA[c][sz].Len() > 0 || s.heapB[c][sz].Len() > 0 || s.dheap[c][sz].Len() > 0 {
+		if p.heapA[c][sz].Len() > 0 || p.heapB[c][sz].Len() > 0 || p.dheap[c][sz].Len() > 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// EligibleIn reports whether class c has an eligible job of size <= ws
-// without a deadline (fair) and with one (deadline): what SPEC §8 rule 7
-// checks a dispatch against.
+// EligibleIn reports whether class c of the pool default has an eligible
+// job of size <= ws without a deadline (fair) and with one (deadline):
+// what SPEC §8 rule 7 checks a dispatch against.
 func (s *Scheduler) EligibleIn(c Class, ws Size) (fair, deadline bool) {
-	if c >= NumClasses {
+	return s.PoolEligibleIn(DefaultPool, c, ws)
+}
+
+// PoolEligibleIn is EligibleIn for pool pid.
+func (s *Scheduler) PoolEligibleIn(pid PoolID, c Class, ws Size) (fair, deadline bool) {
+	if c >= NumClasses || int(pid) >= len(s.pools) {
 		return false, false
 	}
+	p := s.pools[pid]
 	for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
-		fair = fair || s.heapA[c][sz].Len() > 0 || s.heapB[c][sz].Len() > 0
-		deadline = deadline || s.dheap[c][sz].Len() > 0
+		fair = fair || p.heapA[c][sz].Len() > 0 || p.heapB[c][sz].Len() > 0
+		deadline = deadline || p.dheap[c][sz].Len() > 0
 	}
 	return fair, deadline
 }
 
-// Eligible reports whether a worker of size ws would get a job now.
-func (s *Scheduler) Eligible(ws Size) bool {
+// Eligible reports whether a worker of size ws of the pool default would
+// get a job now.
+func (s *Scheduler) Eligible(ws Size) bool { return s.PoolEligible(DefaultPool, ws) }
+
+// PoolEligible reports whether a worker of size ws of pool pid would get
+// a job now (were dispatch not paused).
+func (s *Scheduler) PoolEligible(pid PoolID, ws Size) bool {
+	if int(pid) >= len(s.pools) {
+		return false
+	}
 	for c := range Class(NumClasses) {
-		if s.eligibleIn(c, ws) {
+		if s.pools[pid].eligibleIn(c, ws) {
 			return true
 		}
 	}
 	return false
 }
 
-// EligibleCount returns the number of queue heads, of every class, with
-// an eligible job that a worker of size ws may take.
-func (s *Scheduler) EligibleCount(ws Size) int {
+// EligibleCount returns the number of queue heads of the pool default, of
+// every class, with an eligible job that a worker of size ws may take.
+func (s *Scheduler) EligibleCount(ws Size) int { return s.PoolEligibleCount(DefaultPool, ws) }
+
+// PoolEligibleCount is EligibleCount for pool pid.
+func (s *Scheduler) PoolEligibleCount(pid PoolID, ws Size) int {
+	if int(pid) >= len(s.pools) {
+		return 0
+	}
+	p := s.pools[pid]
 	n := 0
 	for c := range NumClasses {
 		for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
-			n += s.heapA[c][sz].Len() + s.heapB[c][sz].Len() + s.dheap[c][sz].Len()
+			n += p.heapA[c][sz].Len() + p.heapB[c][sz].Len() + p.dheap[c][sz].Len()
 		}
 	}
 	return n
 }
 
-// Dispatch gives a free worker of size ws the next job, or reports that
-// nothing is eligible. It allocates nothing.
+// Dispatch gives a free worker of size ws of the pool default the next
+// job, or reports that nothing is eligible. It allocates nothing.
 func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool, error) {
+	return s.DispatchPool(now, DefaultPool, ws, worker)
+}
+
+// DispatchPool gives a free worker of size ws of pool pid the next job of
+// that pool, or reports that nothing is eligible. It allocates nothing.
+func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (Assignment, bool, error) {
 	if ws >= NumSizes {
 		return Assignment{}, false, fmt.Errorf("%w: worker size %d", ErrInvalid, ws)
 	}
 	if worker == "" {
 		return Assignment{}, false, fmt.Errorf("%w: empty worker id", ErrInvalid)
 	}
-	if s.pausedAll {
+	if int(pid) >= len(s.pools) || s.pools[pid].deleted {
+		return Assignment{}, false, fmt.Errorf("%w: pool %d", ErrUnknownPool, pid)
+	}
+	p := s.pools[pid]
+	if s.pausedAll || p.paused {
 		return Assignment{}, false, nil // maintenance: a gate, nothing else
 	}
 	s.advance(now) // a job whose expire_at has passed is never dispatched
-	c := s.pick(ws)
+	c := s.pick(p, ws)
 	if !c.ok {
 		return Assignment{}, false, nil
 	}
-	t := s.tenants.Get(uint64(c.tenant))
+	t := s.tenants.Get(uint64(c.tenant)) // its lane in the pool
 	j := s.jobs.Get(uint64(c.seq))
 	usage := s.decayedUsage(t, now)
 	w := s.weight(t, usage)
@@ -1020,10 +1097,10 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 		// group_now) alone.
 		tm.RunningDeadline++
 	} else {
-		s.queuedFair[c.class]--
+		p.queuedFair[c.class]--
 		rt.queuedFair[c.class]--
-		if c.tag > s.vnow[c.class] {
-			s.vnow[c.class] = c.tag
+		if c.tag > p.vnow[c.class] {
+			p.vnow[c.class] = c.tag
 		}
 	}
 	s.deadlines.push(deadline{at: life.AckDeadline, job: jm.ID, attempt: life.Attempt, kind: InExpireAck})
@@ -1042,14 +1119,24 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 	if fair {
 		mask |= s.rekeyGroup(c.tenant, gs, c.class)
 	}
-	rateBlocked := s.chargeRates(tm, c.tenant, gs, gm)
+	rateBlocked := s.chargeRates(c.tenant, gs)
 	if s.groupBlocked(tm, gm) {
 		mask |= s.setBlocked(c.tenant, gs, true)
 	}
+	tenantWide := false
 	if cp := &tm.Caps; rateBlocked || cp.MaxRunning != 0 || cp.MaxInflightCPUMs != 0 || cp.classCap(c.class) != 0 || (c.deadline && cp.MaxRunningDeadline != 0) {
+		mask, tenantWide = allSlots, true
+	} else if cp.MaxRunningSize[c.size] != 0 {
+		tenantWide = true
+	}
+	if rt.subscribed {
 		mask = allSlots
 	}
 	s.place(c.tenant, &placeOpts{clamp: true, fast: true, noScan: true}, mask)
+	if tenantWide {
+		s.afterTenantChange(c.tenant)
+	}
+	s.afterGroupRunning(gs)
 	s.tidy(now)
 	return Assignment{Job: jm.ID, Tenant: c.tenant, Size: c.size, Class: c.class, Attempt: life.Attempt, Start: c.tag, Weight: w,
 		Deadline: c.deadline, DeadlineMissed: c.deadline && now > jm.DeadlineAt(), GroupStart: gstart}, true, nil
@@ -1359,7 +1446,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		gm.Queued--
 		s.queued--
 		if !j.deadline {
-			s.queuedFair[j.Class]--
+			s.pools[rt.pool].queuedFair[j.Class]--
 			rt.queuedFair[j.Class]--
 		}
 		if !old.Lapsed {
@@ -1387,7 +1474,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 			if j.deadline {
 				q.deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
 			} else {
-				s.queuedFair[j.Class]++
+				s.pools[rt.pool].queuedFair[j.Class]++
 				rt.queuedFair[j.Class]++
 				q.fifo.pushAt(j.ID)
 			}
@@ -1416,6 +1503,14 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	s.refresh(ti, gs, q)
 	s.setBlocked(ti, gs, s.groupBlocked(tm, gm))
 	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
+	if old.State.Live() && !j.State.Live() && s.hasLanes(ti) {
+		// A run ended: the tenant's limits and its group's cap count it
+		// in every pool.
+		if !tm.Caps.none() {
+			s.afterTenantChange(ti)
+		}
+		s.afterGroupRunning(gs)
+	}
 	s.tidyGroup(gs)
 }
 

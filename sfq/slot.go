@@ -389,8 +389,11 @@ type placeOpts struct {
 func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 	t := s.tenants.Get(uint64(ti))
 	rt := &s.rt[ti]
-	gate := s.tenantGate(t)
-	if !t.Caps.none() || gate {
+	lt := s.limitsInto(ti, &s.scratch) // the tenant's whole footprint
+	// The lane's subscription burst is a tenant-level limit of its own
+	// that blocks every head alike, as a pause does.
+	gate := s.tenantGate(lt) || (rt.subscribed && t.Running >= rt.burst)
+	if !lt.Caps.none() || gate {
 		for sz := range NumSizes {
 			if mask&sizeBits(sz) != 0 {
 				mask |= sizeBits(sz)
@@ -398,9 +401,10 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 		}
 	}
 	fair := t.GroupOrder == GroupFair
-	room := inflightRoom(t)
+	room := inflightRoom(lt)
 	oldOpen, oldRoom := rt.openBits, rt.room
 	p := &s.nodes
+	pl := s.pools[rt.pool]
 
 	// The candidate rule, first part: which slots are held.
 	for sz := range NumSizes {
@@ -413,7 +417,7 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 			if mask&b == 0 {
 				continue
 			}
-			uf, ud := uniformBlock(t, c, Size(sz), gate)
+			uf, ud := uniformBlock(lt, c, Size(sz), gate)
 			if sl := rt.slot(c, Size(sz)); !held && sl != nil && sl.byID != 0 {
 				if x := p.oldest(sl.byID, uf, ud, room); x != 0 && tenantBlocks(&p.n[x], uf, ud, room) {
 					held = true
@@ -462,7 +466,7 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 			if rt.heldBits&b != 0 {
 				continue
 			}
-			uf, ud := uniformBlock(t, c, Size(sz), gate)
+			uf, ud := uniformBlock(lt, c, Size(sz), gate)
 			if !uf {
 				var x int32
 				if fair {
@@ -494,8 +498,8 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 			continue
 		}
 		elig := rt.fairBits&classBits(c) != 0
-		if elig && !rt.eligible[c] && o.clamp && s.cfg.Clamp == ClampActivation && t.Tag(c) < s.vnow[c] {
-			*s.tenants.Mut(uint64(ti)).tagPtr(c) = s.vnow[c]
+		if elig && !rt.eligible[c] && o.clamp && s.cfg.Clamp == ClampActivation && t.Tag(c) < pl.vnow[c] {
+			*s.tenants.Mut(uint64(ti)).tagPtr(c) = pl.vnow[c]
 			t = s.tenants.Get(uint64(ti))
 		}
 		rt.eligible[c] = elig
@@ -511,7 +515,7 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 				continue
 			}
 			sl := &sls[sz]
-			s.placeFair(ti, t, c, sz, sl, rt.fairBits&b != 0, o.fast)
+			s.placeFair(pl, rt.local, t, c, sz, sl, rt.fairBits&b != 0, o.fast)
 			want := JobID(0)
 			if rt.dlBits&b != 0 {
 				want = sl.dlc.id
@@ -519,10 +523,10 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 			if o.fast && sl.dlPlaced == want {
 				continue
 			}
-			if d := &s.dheap[c][sz]; want != 0 {
-				d.set(hentry{tag: VirtualTime(sl.dlc.at), seq: want, tenant: ti})
+			if d := &pl.dheap[c][sz]; want != 0 {
+				d.set(hentry{tag: VirtualTime(sl.dlc.at), seq: want, tenant: rt.local})
 			} else {
-				d.remove(ti)
+				d.remove(rt.local)
 			}
 			sl.dlPlaced = want
 		}
@@ -536,15 +540,15 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 		}
 		tag := t.Tag(c)
 		if (tag != 0 || rt.inMaxTag[c]) && (!o.fast || !rt.inMaxTag[c] || rt.maxTagged[c] != tag) {
-			s.maxTag[c].set(hentry{tag: tag, tenant: ti})
+			pl.maxTag[c].set(hentry{tag: tag, tenant: rt.local})
 			rt.inMaxTag[c], rt.maxTagged[c] = true, tag
 		}
 	}
 }
 
-// placeFair puts tenant ti in or out of the fair heaps of class c and size
-// sz, for slot sl whose candidate is sl.fifo.
-func (s *Scheduler) placeFair(ti uint32, t *Tenant, c Class, sz int, sl *slotRT, elig bool, fast bool) {
+// placeFair puts the lane of local number x in or out of pool pl's fair
+// heaps of class c and size sz, for slot sl whose candidate is sl.fifo.
+func (s *Scheduler) placeFair(pl *poolCore, x uint32, t *Tenant, c Class, sz int, sl *slotRT, elig bool, fast bool) {
 	head := sl.fifo.id
 	if !elig {
 		head = 0
@@ -553,24 +557,24 @@ func (s *Scheduler) placeFair(ti uint32, t *Tenant, c Class, sz int, sl *slotRT,
 		return
 	}
 	sl.fifoPlaced = head
-	a, b := &s.heapA[c][sz], &s.heapB[c][sz]
+	a, b := &pl.heapA[c][sz], &pl.heapB[c][sz]
 	if !elig {
-		a.remove(ti)
-		b.remove(ti)
+		a.remove(x)
+		b.remove(x)
 		return
 	}
-	e := hentry{tag: t.Tag(c), seq: head, tenant: ti, tier: t.Tier}
-	if old := a.get(ti); old != nil && lagging(old, &e) {
+	e := hentry{tag: t.Tag(c), seq: head, tenant: x, tier: t.Tier}
+	if old := a.get(x); old != nil && lagging(old, &e) {
 		return
 	}
-	if old := b.get(ti); old != nil && lagging(old, &e) {
+	if old := b.get(x); old != nil && lagging(old, &e) {
 		return
 	}
-	if s.cfg.Clamp == ClampDispatch && e.tag <= s.vnow[c] {
-		a.remove(ti)
+	if s.cfg.Clamp == ClampDispatch && e.tag <= pl.vnow[c] {
+		a.remove(x)
 		b.set(e)
 	} else {
-		b.remove(ti)
+		b.remove(x)
 		a.set(e)
 	}
 }

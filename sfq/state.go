@@ -27,7 +27,12 @@ import (
 // byte as before groups existed: its hash does not change, and a build
 // before groups can still load it during a rolling upgrade. Likewise a
 // state that uses nothing of version 5 is written as version 4 (or 3).
-const stateVersion = 5
+const stateVersion = 6
+
+// stateVersionLevers is the version a state with nothing of pools is
+// written as (version 6 adds pools: pool.go), byte for byte as the build
+// before pools wrote it.
+const stateVersionLevers = 5
 
 // stateVersionNoGroups is the version a state without groups is written
 // as.
@@ -55,13 +60,17 @@ type View struct {
 	// (µs) eligibility was last evaluated at (pause.go).
 	pausedAll bool
 	evalUs    int64
+	// pools and subs: every pool slot's settings, pause and
+	// virtual_now, and the subscriptions (pool.go).
+	pools []poolPic
+	subs  []subscription
 }
 
 // Freeze returns an immutable View of the current state in O(chunks) time.
 // Writes after it copy the chunks they touch, so the View never changes.
 func (s *Scheduler) Freeze() *View {
-	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.Freeze(), jobs: s.jobs.Freeze(), types: s.types.Freeze(),
-		groups: s.groups.Freeze(), grouped: s.grouped, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs}
+	return &View{cfg: s.cfg, vnow: s.pools[DefaultPool].vnow, nextJob: s.nextJob, tenants: s.tenants.Freeze(), jobs: s.jobs.Freeze(), types: s.types.Freeze(),
+		groups: s.groups.Freeze(), grouped: s.grouped, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs, pools: s.poolPics(), subs: s.subs}
 }
 
 // Peek returns a View valid only until the next write, for reading while
@@ -71,8 +80,8 @@ func (s *Scheduler) Peek() *View { return s.view() }
 // view returns a View valid only until the next write, for reading on the
 // scheduler's own goroutine.
 func (s *Scheduler) view() *View {
-	return &View{cfg: s.cfg, vnow: s.vnow, nextJob: s.nextJob, tenants: s.tenants.View(), jobs: s.jobs.View(), types: s.types.View(),
-		groups: s.groups.View(), grouped: s.grouped, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs}
+	return &View{cfg: s.cfg, vnow: s.pools[DefaultPool].vnow, nextJob: s.nextJob, tenants: s.tenants.View(), jobs: s.jobs.View(), types: s.types.View(),
+		groups: s.groups.View(), grouped: s.grouped, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs, pools: s.poolPics(), subs: s.subs}
 }
 
 // JobCount returns the number of jobs in the view.
@@ -105,8 +114,10 @@ func (v *View) usesGroups() bool {
 func (v *View) Encode(e *Encoder) {
 	version := stateVersionNoGroups
 	switch {
-	case v.usesLevers():
+	case v.usesPools():
 		version = stateVersion
+	case v.usesLevers():
+		version = stateVersionLevers
 	case v.usesGroups():
 		version = stateVersionGroups
 	}
@@ -189,6 +200,11 @@ func (v *View) EncodeVersion(e *Encoder, version int) {
 	}
 	// Version 5: the scheduler-wide state of feature level 5.
 	v.encodeLevers(e)
+	if version < 6 {
+		return
+	}
+	// Version 6: pools and subscriptions.
+	v.encodePools(e)
 }
 
 // FitsVersion1 reports, as an error naming the first one, anything the
@@ -406,6 +422,14 @@ func encodeTenant(e *Encoder, t *Tenant, version int) {
 	}
 	// Version 5: delays, pauses and rate limits.
 	encodeTenantLevers(e, t)
+	if version < 6 {
+		return
+	}
+	// Version 6: pools. A lane names its pool and its tenant.
+	e.Uvarint(uint64(t.pool))
+	if t.pool != DefaultPool {
+		e.Uvarint(uint64(t.owner))
+	}
 }
 
 func decodeTenant(d *Decoder, version int) Tenant {
@@ -467,6 +491,12 @@ func decodeTenant(d *Decoder, version int) Tenant {
 	}
 	if version >= 5 {
 		decodeTenantLevers(d, &t)
+	}
+	if version >= 6 {
+		t.pool = PoolID(min(d.Uint32(), MaxPoolSlots))
+		if t.pool != DefaultPool {
+			t.owner = d.Uint32()
+		}
 	}
 	return t
 }
@@ -625,12 +655,21 @@ func Decode(d *Decoder) (*Scheduler, error) {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	s, _ := New(cfg)
-	s.vnow, s.nextJob = vnow, nextJob
+	s.pools[DefaultPool].vnow, s.nextJob = vnow, nextJob
 	nt := d.Uvarint()
 	for i := uint64(0); i < nt && d.Err() == nil; i++ {
 		t := decodeTenant(d, version)
 		if d.Err() != nil {
 			break
+		}
+		if t.pool != DefaultPool {
+			// A lane: its tenant's record comes before it, with its name.
+			if o := s.tenants.Get(uint64(t.owner)); uint64(t.owner) >= i || o == nil || o.pool != DefaultPool || o.Name != t.Name || o.Deleted != t.Deleted {
+				return nil, fmt.Errorf("%w: tenant %d is a lane of pool %d of tenant %d, which is not its tenant", ErrCorrupt, i, t.pool, t.owner)
+			}
+			s.tenants.Put(i, t)
+			s.rt = append(s.rt, tenantRT{})
+			continue
 		}
 		// A name may repeat only after tombstones: a tenant deleted and
 		// created again gets a new index, and the name resolves to it.
@@ -679,6 +718,11 @@ func Decode(d *Decoder) (*Scheduler, error) {
 	}
 	if version >= 5 {
 		s.decodeLevers(d)
+	}
+	if version >= 6 {
+		if err := s.decodePools(d); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.Err(); err != nil {
 		return nil, err
@@ -759,7 +803,22 @@ func (s *Scheduler) unnamedGroups() {
 // the tables.
 func (s *Scheduler) rebuild() error {
 	s.queued = 0
-	s.queuedFair = [NumClasses]uint64{}
+	for _, p := range s.pools {
+		p.queuedFair = [NumClasses]uint64{}
+		if p.members != nil {
+			p.members = p.members[:0]
+		}
+		p.initHeaps()
+	}
+	for ti := range s.rt {
+		s.rt[ti].lanes = nil
+	}
+	for ti := range s.rt {
+		if p := s.tenants.Get(uint64(ti)).pool; int(p) >= len(s.pools) {
+			return fmt.Errorf("%w: tenant %d is a lane of pool %d, which the state does not hold", ErrCorrupt, ti, p)
+		}
+		s.linkLane(uint32(ti))
+	}
 	s.deadlines = deadlineHeap{}
 	s.ended = endedQueue{}
 	s.deadAll = endedQueue{}
@@ -791,7 +850,7 @@ func (s *Scheduler) rebuild() error {
 				if !j.Lapsed {
 					q.fifo.pushBack(j.ID)
 				}
-				s.queuedFair[j.Class]++
+				s.pool(j.Tenant).queuedFair[j.Class]++
 				s.rt[j.Tenant].queuedFair[j.Class]++
 			}
 			s.queued++
@@ -875,7 +934,7 @@ func (s *Scheduler) Verify() error {
 	gderived := map[groupKey]*gcounts{}
 	names := 0 // tenants the name index resolves to
 	var queued, grouped uint64
-	var queuedFair [NumClasses]uint64
+	queuedFair := make([][NumClasses]uint64, len(s.pools))
 	s.jobs.View().Each(func(_ uint64, j *Job) bool {
 		if j.Group() != "" {
 			grouped++
@@ -910,7 +969,7 @@ func (s *Scheduler) Verify() error {
 			x := headInfo{id: j.ID, cost: j.EstCostMs, at: j.DeadlineAt(), ok: true}
 			// A lapsed job counts as queued but is out of its queue.
 			if !j.deadline {
-				queuedFair[j.Class]++
+				queuedFair[s.rt[j.Tenant].pool][j.Class]++
 				c.queuedFair[j.Class]++
 				if !h.fifo.ok && !j.Lapsed {
 					h.fifo = x
@@ -950,8 +1009,10 @@ func (s *Scheduler) Verify() error {
 	if grouped != s.grouped {
 		report("jobs of a named group: %d, job table says %d", s.grouped, grouped)
 	}
-	if queuedFair != s.queuedFair {
-		report("queued without a deadline per class is %v, job table says %v", s.queuedFair, queuedFair)
+	for i, p := range s.pools {
+		if queuedFair[i] != p.queuedFair {
+			report("pool %s: queued without a deadline per class is %v, job table says %v", p.Name, p.queuedFair, queuedFair[i])
+		}
 	}
 
 	// The groups. Each tenant's tagMax is checked as it reads, with its
@@ -976,6 +1037,7 @@ func (s *Scheduler) Verify() error {
 	}
 	named := make([]uint32, nt)
 	seen := map[groupKey]bool{}
+	ownNames := map[groupKey]bool{}
 	s.groups.View().Each(func(slot uint64, g *Group) bool {
 		gs := uint32(slot)
 		k := groupKey{g.Tenant, g.Name}
@@ -988,8 +1050,11 @@ func (s *Scheduler) Verify() error {
 			report("tenant %q has two groups %q", t.Name, g.Name)
 		}
 		seen[k] = true
-		if g.Name != "" {
-			named[g.Tenant]++
+		// max_groups counts names: a group of one name in several pools
+		// counts once, on its tenant's own record.
+		if ok := (groupKey{s.owner(g.Tenant), g.Name}); g.Name != "" && !ownNames[ok] {
+			ownNames[ok] = true
+			named[ok.tenant]++
 		}
 		if got, ok := s.groupSlot(g.Tenant, g.Name); !ok || got != gs {
 			report("tenant %q group %q (slot %d) is not indexed", t.Name, g.Name, gs)
@@ -1092,15 +1157,19 @@ func (s *Scheduler) Verify() error {
 		if t.Deleted && (c.running > 0 || c.queued != [NumSizes]uint32{}) {
 			report("deleted tenant %q has live jobs", t.Name)
 		}
-		switch got, ok := s.byName[t.Name]; {
-		case ok && got == ti:
-			names++
-		case !ok || got < ti || !t.Deleted:
-			// Only a tombstone of an earlier incarnation may be
-			// shadowed, by a later index of the same name.
-			report("tenant %q is not indexed by name", t.Name)
-		}
 		rt := &s.rt[i]
+		if t.pool != DefaultPool {
+			s.verifyLane(ti, t, report)
+		} else {
+			switch got, ok := s.byName[t.Name]; {
+			case ok && got == ti:
+				names++
+			case !ok || got < ti || !t.Deleted:
+				// Only a tombstone of an earlier incarnation may be
+				// shadowed, by a later index of the same name.
+				report("tenant %q is not indexed by name", t.Name)
+			}
+		}
 		if rt.payload != c.payload {
 			report("tenant %q holds %d payload bytes in unfinished jobs, job table says %d", t.Name, rt.payload, c.payload)
 		}
@@ -1132,7 +1201,7 @@ func (s *Scheduler) Verify() error {
 		}
 		s.verifySlots(ti, t, report)
 		for cl := range Class(NumClasses) {
-			e := s.maxTag[cl].get(ti)
+			e := s.pool(ti).maxTag[cl].get(rt.local)
 			if t.Deleted {
 				if e != nil {
 					report("deleted tenant %q is in the %s idle-rule heap", t.Name, cl)
@@ -1175,11 +1244,14 @@ func (s *Scheduler) verifySlots(ti uint32, t *Tenant, report func(string, ...any
 	rt := &s.rt[ti]
 	p := &s.nodes
 	fair := t.GroupOrder == GroupFair
-	room := inflightRoom(t)
+	var buf Tenant
+	lt := s.limitsInto(ti, &buf)
+	room := inflightRoom(lt)
+	pl, x := s.pools[rt.pool], rt.local
 	if t.Deleted {
 		for c := range Class(NumClasses) {
 			for sz := range NumSizes {
-				if s.heapA[c][sz].has(ti) || s.heapB[c][sz].has(ti) || s.dheap[c][sz].has(ti) {
+				if pl.heapA[c][sz].has(x) || pl.heapB[c][sz].has(x) || pl.dheap[c][sz].has(x) {
 					report("deleted tenant %q is in a %s %s heap", t.Name, c, Size(sz))
 				}
 			}
@@ -1211,7 +1283,7 @@ func (s *Scheduler) verifySlots(ti uint32, t *Tenant, report func(string, ...any
 				s.verifyTrees(t, cl, Size(sz), sl, heads, fair, report)
 			}
 			// The candidate rule by brute force.
-			uf, ud := uniformBlock(t, cl, Size(sz), s.tenantGate(t))
+			uf, ud := uniformBlock(lt, cl, Size(sz), s.tenantGate(lt) || (rt.subscribed && t.Running >= rt.burst))
 			var oldest, fifo, dl *hnode
 			for _, x := range heads {
 				n := &p.n[x]
@@ -1266,14 +1338,14 @@ func (s *Scheduler) verifySlots(ti uint32, t *Tenant, report func(string, ...any
 			if sl != nil && (sl.fifo != wantF || sl.dlc != wantD) {
 				report("tenant %q %s %s: candidates %+v/%+v, the candidate rule says %+v/%+v", t.Name, cl, Size(sz), sl.fifo, sl.dlc, wantF, wantD)
 			}
-			inA, inB := s.heapA[cl][sz].has(ti), s.heapB[cl][sz].has(ti)
+			inA, inB := pl.heapA[cl][sz].has(x), pl.heapB[cl][sz].has(x)
 			if (inA || inB) != (fifo != nil) || (inA && inB) {
 				report("tenant %q %s %s: in order heaps %v/%v, candidate %v", t.Name, cl, Size(sz), inA, inB, fifo != nil)
 			}
 			// A stored key may lag behind a tag increase, never ahead.
-			real := hentry{tag: t.Tag(cl), seq: wantF.id, tenant: ti, tier: t.Tier}
+			real := hentry{tag: t.Tag(cl), seq: wantF.id, tenant: x, tier: t.Tier}
 			var placed JobID
-			for _, e := range []*hentry{s.heapA[cl][sz].get(ti), s.heapB[cl][sz].get(ti)} {
+			for _, e := range []*hentry{pl.heapA[cl][sz].get(x), pl.heapB[cl][sz].get(x)} {
 				if e != nil {
 					placed = e.seq
 					if !lagging(e, &real) {
@@ -1284,7 +1356,7 @@ func (s *Scheduler) verifySlots(ti uint32, t *Tenant, report func(string, ...any
 			if sl != nil && sl.fifoPlaced != placed {
 				report("tenant %q %s %s: slot placed %d, heaps hold %d", t.Name, cl, Size(sz), sl.fifoPlaced, placed)
 			}
-			e := s.dheap[cl][sz].get(ti)
+			e := pl.dheap[cl][sz].get(x)
 			if (e != nil) != (dl != nil) {
 				report("tenant %q %s %s: in the deadline heap %v, deadline candidate %v", t.Name, cl, Size(sz), e != nil, dl != nil)
 			} else if e != nil && (e.seq != wantD.id || e.tag != VirtualTime(wantD.at)) {

@@ -83,6 +83,12 @@ var (
 	ErrInvalid = errors.New("invalid argument")
 	// ErrUnknownTenant marks a tenant name that does not exist.
 	ErrUnknownTenant = errors.New("unknown tenant")
+	// ErrUnknownPool marks a pool name (or ID) that does not exist.
+	ErrUnknownPool = errors.New("unknown pool")
+	// ErrPrecondition marks a command the state does not allow as it
+	// stands (a submit to a pool that requires a subscription the tenant
+	// does not have, deleting a pool that has jobs).
+	ErrPrecondition = errors.New("failed precondition")
 	// ErrUnknownJob marks a job ID that does not exist (or was pruned).
 	ErrUnknownJob = errors.New("unknown job")
 	// ErrTenantBusy marks a tenant delete refused because of live jobs.

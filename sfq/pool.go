@@ -1,0 +1,965 @@
+package sfq
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Pools (SPEC §3 "Pools"): a pool is a fleet of workers and the jobs that
+// may run on it, a scheduling domain of its own. Every rule of fair share
+// holds inside each pool on its own: each (pool, class) has its own
+// virtual_now and heaps (poolCore), and each tenant has, per pool it has
+// used, a lane: a record of its own in the tenant table (the tenant's own
+// record is its lane of pool default) holding its tags, usage and
+// group_now there, its runtime slots, and groups of its own. A job's
+// Tenant is its lane. Tenant-level limits (caps, max_queued, rate limit,
+// pause) count the tenant's whole footprint: the limit checks read the
+// sum over its lanes (limits), and its pause, rate-limit state and group
+// count live on its own record. A group's cap, rate and pause count the
+// group's jobs in every pool: each lane has a group record of that name,
+// their settings, pause and rate state are kept alike, and the cap reads
+// their running jobs summed.
+
+// PoolID is a pool's slot; DefaultPool (0) is the pool default. A deleted
+// pool keeps its slot and its lanes, for the terminal jobs that name it;
+// creating a pool of that name again revives it.
+type PoolID uint16
+
+// DefaultPool is the pool every cluster has, and the pool of every job and
+// worker that names none.
+const DefaultPool PoolID = 0
+
+// DefaultPoolName is the name of DefaultPool.
+const DefaultPoolName = "default"
+
+// DefaultMaxPools is how many pools (default included) a cluster may have
+// when its configuration says nothing.
+const DefaultMaxPools = 64
+
+// MaxPoolSlots bounds the pool slots ever created, deleted ones included
+// (a deleted pool's slot stays for the jobs that name it).
+const MaxPoolSlots = 1024
+
+// MaxPoolWeight is the largest weight a pool's weight map may give.
+const MaxPoolWeight = 1_000_000
+
+// WeightMode says how a pool weighs its tenants.
+type WeightMode uint8
+
+const (
+	// WeightsDefault: each tenant's tier weight times its multiplier.
+	WeightsDefault WeightMode = iota
+	// WeightsEqual: every tenant weighs 1 (cronoq's fair_share = true).
+	WeightsEqual
+	// WeightsMap: the tenants listed weigh as listed, the others 1.
+	WeightsMap
+)
+
+// TenantWeight is one entry of a pool's weight map.
+type TenantWeight struct {
+	Tenant string
+	Weight uint32
+}
+
+// PoolWeights is a pool's weights: a mode and, for WeightsMap, the map
+// sorted by tenant name.
+type PoolWeights struct {
+	Mode WeightMode
+	Map  []TenantWeight
+}
+
+// String renders the weights as the replay syntax writes them: default,
+// equal, or T:W,... in tenant order.
+func (w PoolWeights) String() string {
+	switch w.Mode {
+	case WeightsEqual:
+		return "equal"
+	case WeightsMap:
+		var b strings.Builder
+		for i, e := range w.Map {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(e.Tenant)
+			b.WriteByte(':')
+			b.WriteString(strconv.FormatUint(uint64(e.Weight), 10))
+		}
+		return b.String()
+	}
+	return "default"
+}
+
+// Of returns the base weight (in tier-weight units) the weights give a
+// tenant, or 0 for "its tier weight times its multiplier".
+func (w PoolWeights) Of(tenant string) int64 {
+	switch w.Mode {
+	case WeightsEqual:
+		return 1
+	case WeightsMap:
+		if i, ok := slices.BinarySearchFunc(w.Map, tenant, func(e TenantWeight, t string) int { return strings.Compare(e.Tenant, t) }); ok {
+			return int64(w.Map[i].Weight)
+		}
+		return 1
+	}
+	return 0
+}
+
+// ParsePoolWeights reads default, equal, or TENANT:W,... (W in
+// 1..MaxPoolWeight, each tenant once). Tenants need not exist: a weight
+// applies to a tenant of that name whenever it does.
+func ParsePoolWeights(s string) (PoolWeights, error) {
+	switch s {
+	case "", "default":
+		return PoolWeights{}, nil
+	case "equal":
+		return PoolWeights{Mode: WeightsEqual}, nil
+	}
+	var w PoolWeights
+	w.Mode = WeightsMap
+	for _, part := range strings.Split(s, ",") {
+		name, num, ok := strings.Cut(part, ":")
+		if !ok {
+			return PoolWeights{}, fmt.Errorf("%w: weights entry %q (want TENANT:W)", ErrInvalid, part)
+		}
+		n, err := strconv.ParseUint(num, 10, 32)
+		if err != nil || n < 1 || n > MaxPoolWeight {
+			return PoolWeights{}, fmt.Errorf("%w: weight %q of tenant %q (want 1..%d)", ErrInvalid, num, name, MaxPoolWeight)
+		}
+		w.Map = append(w.Map, TenantWeight{Tenant: name, Weight: uint32(n)})
+	}
+	if err := w.Validate(); err != nil {
+		return PoolWeights{}, err
+	}
+	return w, nil
+}
+
+// Validate checks the weights, sorting the map, and names the offending
+// entry.
+func (w *PoolWeights) Validate() error {
+	switch w.Mode {
+	case WeightsDefault, WeightsEqual:
+		if len(w.Map) != 0 {
+			return fmt.Errorf("%w: weights %s with a weight map", ErrInvalid, w.Mode.String())
+		}
+		return nil
+	case WeightsMap:
+	default:
+		return fmt.Errorf("%w: weights mode %d", ErrInvalid, w.Mode)
+	}
+	if len(w.Map) == 0 {
+		return fmt.Errorf("%w: a weight map with no tenant", ErrInvalid)
+	}
+	slices.SortFunc(w.Map, func(a, b TenantWeight) int { return strings.Compare(a.Tenant, b.Tenant) })
+	for i, e := range w.Map {
+		if err := ValidateName("weights tenant", e.Tenant); err != nil {
+			return err
+		}
+		if e.Weight < 1 || e.Weight > MaxPoolWeight {
+			return fmt.Errorf("%w: weight %d of tenant %q (want 1..%d)", ErrInvalid, e.Weight, e.Tenant, MaxPoolWeight)
+		}
+		if i > 0 && w.Map[i-1].Tenant == e.Tenant {
+			return fmt.Errorf("%w: tenant %q is in the weights twice", ErrInvalid, e.Tenant)
+		}
+	}
+	return nil
+}
+
+func (m WeightMode) String() string {
+	switch m {
+	case WeightsEqual:
+		return "equal"
+	case WeightsMap:
+		return "map"
+	}
+	return "default"
+}
+
+// PoolSpec is what an admin sets on a pool.
+type PoolSpec struct {
+	Name    string
+	Weights PoolWeights
+	// Required: a tenant without a subscription in the pool may not
+	// submit to it (it fails closed).
+	Required bool
+}
+
+// ValidatePoolName checks a pool name: [a-z0-9][a-z0-9-]{0,62}.
+func ValidatePoolName(s string) error {
+	if s == "" || len(s) > 63 {
+		return fmt.Errorf("%w: pool name %q (want 1 to 63 of a-z, 0-9 and -, not starting with -)", ErrInvalid, s)
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if (b >= 'a' && b <= 'z') || (b >= '0' && b <= '9') || (b == '-' && i > 0) {
+			continue
+		}
+		return fmt.Errorf("%w: pool name %q has %q at byte %d (want a-z, 0-9 and -, not starting with -)", ErrInvalid, s, b, i)
+	}
+	return nil
+}
+
+// Validate checks the spec and names the offending field.
+func (p *PoolSpec) Validate() error {
+	if err := ValidatePoolName(p.Name); err != nil {
+		return err
+	}
+	return p.Weights.Validate()
+}
+
+// Pool is a read-only picture of one pool.
+type Pool struct {
+	PoolSpec
+	ID      PoolID
+	Paused  bool
+	Deleted bool
+	// VirtualNow per class; Scheduled, Queued and Running count its jobs;
+	// Lanes the tenants that have used it.
+	VirtualNow [NumClasses]VirtualTime
+	Scheduled  uint64
+	Queued     uint64
+	Running    uint64
+	Lanes      int
+}
+
+// poolCore is one pool's scheduling state: virtual_now per class and the
+// heaps of the tenants' lanes in it, keyed by the lane's local number
+// (members maps it back to its index in the tenant table; the pool
+// default, whose lanes are the tenants' own records, uses the index
+// itself).
+type poolCore struct {
+	PoolSpec
+	paused  bool
+	deleted bool
+	vnow    [NumClasses]VirtualTime
+	// heapA[c][s] orders lanes whose candidate without a deadline of
+	// class c and size s is eligible, by (finish tag, tier, seq). Under
+	// the dispatch clamp, heapB[c][s] holds those whose finish tag is <=
+	// the class's virtual_now: they all start at virtual_now and are
+	// ordered by (tier, seq).
+	heapA [NumClasses][NumSizes]tenantHeap
+	heapB [NumClasses][NumSizes]tenantHeap
+	// dheap[c][s] orders lanes whose deadline candidate of class c and
+	// size s is eligible, by (deadline_at, job ID).
+	dheap  [NumClasses][NumSizes]tenantHeap
+	maxTag [NumClasses]tenantHeap // per class, lanes by finish tag, highest first
+	// queuedFair counts the queued jobs without a deadline of each class
+	// (the idle rule looks at them only).
+	queuedFair [NumClasses]uint64
+	// members maps a local number to its lane (nil for the pool default).
+	members []uint32
+}
+
+func newPoolCore(spec PoolSpec, def bool) *poolCore {
+	p := &poolCore{PoolSpec: spec}
+	p.initHeaps()
+	if !def {
+		p.members = []uint32{}
+	}
+	return p
+}
+
+func (p *poolCore) initHeaps() {
+	for c := range NumClasses {
+		for sz := range NumSizes {
+			p.heapA[c][sz] = tenantHeap{order: byTag}
+			p.heapB[c][sz] = tenantHeap{order: byTierSeq}
+			p.dheap[c][sz] = tenantHeap{order: byDeadline}
+		}
+		p.maxTag[c] = tenantHeap{order: byTagDesc}
+	}
+}
+
+// lane returns the tenant-table index of local number x.
+func (p *poolCore) lane(x uint32) uint32 {
+	if p.members == nil {
+		return x
+	}
+	return p.members[x]
+}
+
+// pool returns the scheduling state of lane ti's pool.
+func (s *Scheduler) pool(ti uint32) *poolCore { return s.pools[s.rt[ti].pool] }
+
+// subscription is a tenant's burst in a pool.
+type subscription struct {
+	tenant uint32 // the tenant's own index
+	pool   PoolID
+	burst  uint32
+}
+
+func cmpSub(a subscription, tenant uint32, pool PoolID) int {
+	if c := cmp.Compare(a.tenant, tenant); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.pool, pool)
+}
+
+// unplace takes lane ti out of its pool's heaps.
+func (s *Scheduler) unplace(ti uint32) {
+	p, x := s.pool(ti), s.rt[ti].local
+	for c := range NumClasses {
+		for sz := range NumSizes {
+			p.heapA[c][sz].remove(x)
+			p.heapB[c][sz].remove(x)
+			p.dheap[c][sz].remove(x)
+		}
+		p.maxTag[c].remove(x)
+	}
+}
+
+// owner returns the index of the tenant whose lane ti is (ti itself for a
+// tenant's own record).
+func (s *Scheduler) owner(ti uint32) uint32 {
+	if t := s.tenants.Get(uint64(ti)); t != nil && t.pool != DefaultPool {
+		return t.owner
+	}
+	return ti
+}
+
+// Owner returns the index of the tenant whose lane index i is: jobs and
+// changes name a lane, and a tenant's own index is its lane of the pool
+// default.
+func (s *Scheduler) Owner(i uint32) uint32 { return s.owner(i) }
+
+// LanePool returns the pool of lane i.
+func (s *Scheduler) LanePool(i uint32) PoolID {
+	if t := s.tenants.Get(uint64(i)); t != nil {
+		return t.pool
+	}
+	return DefaultPool
+}
+
+// hasLanes reports whether the tenant of lane ti has lanes in other pools
+// than default (its limits then read their sum).
+func (s *Scheduler) hasLanes(ti uint32) bool {
+	return len(s.rt[s.owner(ti)].lanes) != 0
+}
+
+// eachLane calls fn for every lane of the tenant whose own index is o: o
+// itself first, then the others in the order they were made.
+func (s *Scheduler) eachLane(o uint32, fn func(ti uint32)) {
+	fn(o)
+	for _, l := range s.rt[o].lanes {
+		fn(l)
+	}
+}
+
+// limitsInto returns what the tenant-level limits of lane ti read: its
+// record, when its tenant has no other lane; else, in buf, its tenant's
+// own record (settings, pause, rate state) with the counters of every
+// lane summed. buf must not be shared between goroutines.
+func (s *Scheduler) limitsInto(ti uint32, buf *Tenant) *Tenant {
+	o := s.owner(ti)
+	lanes := s.rt[o].lanes
+	if len(lanes) == 0 {
+		return s.tenants.Get(uint64(o))
+	}
+	*buf = *s.tenants.Get(uint64(o))
+	for _, l := range lanes {
+		addCounters(buf, s.tenants.Get(uint64(l)))
+	}
+	return buf
+}
+
+// addCounters adds the job counters and billing of lane t to sum.
+func addCounters(sum, t *Tenant) {
+	sum.Running += t.Running
+	for i := range sum.RunningBySize {
+		sum.RunningBySize[i] += t.RunningBySize[i]
+		sum.Queued[i] += t.Queued[i]
+	}
+	for i := range sum.RunningByClass {
+		sum.RunningByClass[i] += t.RunningByClass[i]
+	}
+	sum.RunningDeadline += t.RunningDeadline
+	sum.InflightCPUMs += t.InflightCPUMs
+	sum.Scheduled += t.Scheduled
+	b, x := &sum.Billing, &t.Billing
+	b.Submitted += x.Submitted
+	b.Dispatches += x.Dispatches
+	b.DispatchedCostMs += x.DispatchedCostMs
+	b.CPUMs += x.CPUMs
+	b.ZombieCPUMs += x.ZombieCPUMs
+	b.Completed += x.Completed
+	b.Failed += x.Failed
+	b.Cancelled += x.Cancelled
+	b.TimedOut += x.TimedOut
+	b.Requeues += x.Requeues
+	b.Failures += x.Failures
+}
+
+// totals returns a copy of the tenant record at own index o with the
+// counters of all its lanes summed: what it holds in every pool.
+func (s *Scheduler) totals(o uint32) Tenant {
+	var t Tenant
+	return *s.limitsInto(o, &t)
+}
+
+// groupRunningOf returns group g's running jobs in every pool.
+func (s *Scheduler) groupRunningOf(g *Group) uint32 {
+	o := s.owner(g.Tenant)
+	if len(s.rt[o].lanes) == 0 || g.Name == "" {
+		return g.Running
+	}
+	var n uint32
+	s.eachLane(o, func(l uint32) {
+		if gs, ok := s.gindex[groupKey{l, g.Name}]; ok {
+			n += s.groups.Get(uint64(gs)).Running
+		}
+	})
+	return n
+}
+
+// groupRunning is groupRunningOf for the group at slot gs.
+func (s *Scheduler) groupRunning(gs uint32) uint32 {
+	return s.groupRunningOf(s.groups.Get(uint64(gs)))
+}
+
+// siblingGroups calls fn for the slot of a group of the same name as
+// group gs in every other lane of its tenant.
+func (s *Scheduler) siblingGroups(gs uint32, fn func(ti, sib uint32)) {
+	g := s.groups.Get(uint64(gs))
+	o := s.owner(g.Tenant)
+	if len(s.rt[o].lanes) == 0 {
+		return
+	}
+	s.eachLane(o, func(l uint32) {
+		if l == g.Tenant {
+			return
+		}
+		var sib uint32
+		var ok bool
+		if g.Name == "" {
+			sib, ok = s.rt[l].unnamed-1, s.rt[l].unnamed != 0
+		} else {
+			sib, ok = s.gindex[groupKey{l, g.Name}]
+		}
+		if ok {
+			fn(l, sib)
+		}
+	})
+}
+
+// afterTenantChange re-places the other lanes of lane ti's tenant after a
+// change of its tenant-level state (its counters, pause or rate state)
+// that can change what their limits allow.
+func (s *Scheduler) afterTenantChange(ti uint32) {
+	o := s.owner(ti)
+	if len(s.rt[o].lanes) == 0 {
+		return
+	}
+	s.eachLane(o, func(l uint32) {
+		if l != ti {
+			s.place(l, &placeOpts{clamp: true}, allSlots)
+		}
+	})
+}
+
+// afterGroupRunning re-evaluates the group blocks of the groups of the same
+// name as gs in the other lanes after its running count changed (their cap
+// counts it).
+func (s *Scheduler) afterGroupRunning(gs uint32) {
+	s.siblingGroups(gs, func(l, sib uint32) {
+		if capOf(s.tenants.Get(uint64(l)), s.groups.Get(uint64(sib))) != 0 {
+			s.reblock(l, sib)
+		}
+	})
+}
+
+// laneOf returns the lane of pool pid of the tenant whose own index is o,
+// making it when create is set and it has none.
+func (s *Scheduler) laneOf(o uint32, pid PoolID, create bool) (uint32, bool) {
+	if pid == DefaultPool {
+		return o, true
+	}
+	for _, l := range s.rt[o].lanes {
+		if s.tenants.Get(uint64(l)).pool == pid {
+			return l, true
+		}
+	}
+	if !create {
+		return 0, false
+	}
+	own := s.tenants.Get(uint64(o))
+	l := uint32(s.tenants.Len())
+	s.tenants.Put(uint64(l), Tenant{TenantSpec: own.TenantSpec, pool: pid, owner: o})
+	s.rt = append(s.rt, tenantRT{})
+	s.linkLane(l)
+	s.place(l, &placeOpts{clamp: true}, allSlots)
+	return l, true
+}
+
+// linkLane adds lane l (whose record is in the table) to the derived
+// indexes: its tenant's list, its pool's members, its burst and weight.
+func (s *Scheduler) linkLane(l uint32) {
+	t := s.tenants.Get(uint64(l))
+	rt := &s.rt[l]
+	rt.pool = t.pool
+	p := s.pools[t.pool]
+	if p.members == nil {
+		rt.local = l
+	} else {
+		rt.local = uint32(len(p.members))
+		p.members = append(p.members, l)
+	}
+	if t.GroupOrder == GroupFair && rt.gmax == nil && !t.Deleted {
+		rt.gmax = new([NumClasses]tagMax)
+	}
+	if t.pool != DefaultPool {
+		s.rt[t.owner].lanes = append(s.rt[t.owner].lanes, l)
+	}
+	s.laneSettings(l)
+	for _, h := range p.allHeaps() {
+		h.reserve(rt.local)
+	}
+}
+
+// laneSettings sets lane l's derived burst from its tenant's
+// subscription.
+func (s *Scheduler) laneSettings(l uint32) {
+	t := s.tenants.Get(uint64(l))
+	rt := &s.rt[l]
+	rt.burst, rt.subscribed = s.subscription(s.owner(l), t.pool)
+}
+
+// allHeaps returns the pool's heaps keyed by local number.
+func (p *poolCore) allHeaps() []*tenantHeap {
+	hs := make([]*tenantHeap, 0, 3*NumClasses*NumSizes+NumClasses)
+	for c := range NumClasses {
+		for sz := range NumSizes {
+			hs = append(hs, &p.heapA[c][sz], &p.heapB[c][sz], &p.dheap[c][sz])
+		}
+		hs = append(hs, &p.maxTag[c])
+	}
+	return hs
+}
+
+// subscription returns the burst of tenant o (own index) in pool pid.
+func (s *Scheduler) subscription(o uint32, pid PoolID) (uint32, bool) {
+	i, ok := slices.BinarySearchFunc(s.subs, o, func(e subscription, o uint32) int { return cmpSub(e, o, pid) })
+	if !ok {
+		return 0, false
+	}
+	return s.subs[i].burst, true
+}
+
+// PoolID returns the ID of the live pool named name.
+func (s *Scheduler) PoolID(name string) (PoolID, bool) {
+	if name == "" {
+		return DefaultPool, true
+	}
+	id, ok := s.poolIdx[name]
+	if !ok || s.pools[id].deleted {
+		return 0, false
+	}
+	return id, true
+}
+
+// PoolName returns the name of pool slot id ("" if there is none).
+func (s *Scheduler) PoolName(id PoolID) string {
+	if int(id) >= len(s.pools) {
+		return ""
+	}
+	return s.pools[id].Name
+}
+
+// PoolCount returns the number of live pools, default included.
+func (s *Scheduler) PoolCount() int {
+	n := 0
+	for _, p := range s.pools {
+		if !p.deleted {
+			n++
+		}
+	}
+	return n
+}
+
+// Pool returns a picture of the live pool named name.
+func (s *Scheduler) Pool(name string) (Pool, bool) {
+	id, ok := s.PoolID(name)
+	if !ok {
+		return Pool{}, false
+	}
+	return s.poolAt(id), true
+}
+
+func (s *Scheduler) poolAt(id PoolID) Pool {
+	p := s.pools[id]
+	spec := p.PoolSpec
+	spec.Weights.Map = slices.Clone(spec.Weights.Map)
+	out := Pool{PoolSpec: spec, ID: id, Paused: p.paused, Deleted: p.deleted, VirtualNow: p.vnow}
+	s.eachPoolLane(id, func(l uint32) {
+		t := s.tenants.Get(uint64(l))
+		out.Lanes++
+		out.Scheduled += uint64(t.Scheduled)
+		out.Queued += uint64(t.QueuedTotal())
+		out.Running += uint64(t.Running)
+	})
+	return out
+}
+
+// Pools calls fn for every live pool in name order.
+func (s *Scheduler) Pools(fn func(p Pool) bool) {
+	names := make([]string, 0, len(s.pools))
+	for _, p := range s.pools {
+		if !p.deleted {
+			names = append(names, p.Name)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if !fn(s.poolAt(s.poolIdx[n])) {
+			return
+		}
+	}
+}
+
+// SetPool creates a pool or changes one (the pool default included: its
+// weights and subscriptions setting). Changing a pool's weights keeps every
+// tag, as a tier change does. maxPools bounds the live pools (0: none). It
+// reports whether the pool was created.
+func (s *Scheduler) SetPool(spec PoolSpec, maxPools int) (bool, error) {
+	if err := spec.Validate(); err != nil {
+		return false, err
+	}
+	s.advance(s.clock)
+	id, exists := s.poolIdx[spec.Name]
+	created := !exists || s.pools[id].deleted
+	if created {
+		if maxPools > 0 && s.PoolCount() >= maxPools {
+			return false, exhaustedf("the cluster has %d pools, its max_pools; pool %q would exceed it", s.PoolCount(), spec.Name)
+		}
+		if !exists {
+			if len(s.pools) >= MaxPoolSlots {
+				return false, exhaustedf("the cluster has made %d pools, deleted ones included, the most it keeps", len(s.pools))
+			}
+			id = PoolID(len(s.pools))
+			s.pools = append(s.pools, newPoolCore(spec, false))
+			s.poolIdx[spec.Name] = id
+			return true, nil
+		}
+		s.pools[id].deleted = false
+	}
+	// Weights are read at dispatch (tags keep their values): nothing
+	// placed depends on them.
+	s.pools[id].PoolSpec = spec
+	return created, nil
+}
+
+// eachPoolLane calls fn for every live lane of pool id, in index order.
+func (s *Scheduler) eachPoolLane(id PoolID, fn func(l uint32)) {
+	p := s.pools[id]
+	if p.members == nil {
+		s.Tenants(func(i uint32, _ *Tenant) bool { fn(i); return true })
+		return
+	}
+	for _, l := range p.members {
+		if !s.tenants.Get(uint64(l)).Deleted {
+			fn(l)
+		}
+	}
+}
+
+// DeletePool deletes a pool that has no scheduled, queued or running job
+// (whether a worker serves it is for the caller to check). The pool
+// default is never deleted.
+func (s *Scheduler) DeletePool(name string) error {
+	id, ok := s.PoolID(name)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownPool, name)
+	}
+	if id == DefaultPool {
+		return fmt.Errorf("%w: the pool default is never deleted", ErrPrecondition)
+	}
+	if v := s.poolAt(id); v.Scheduled+v.Queued+v.Running > 0 {
+		return fmt.Errorf("%w: pool %s has %d scheduled, %d queued and %d running jobs", ErrPrecondition, name, v.Scheduled, v.Queued, v.Running)
+	}
+	p := s.pools[id]
+	p.deleted = true
+	p.paused = false
+	return nil
+}
+
+// PausePool pauses (or resumes) dispatch in one pool: a gate, like a
+// pause of all dispatch, that changes no eligibility and clamps nothing on
+// resume. It reports whether anything changed.
+func (s *Scheduler) PausePool(name string, pause bool) (bool, error) {
+	id, ok := s.PoolID(name)
+	if !ok {
+		return false, fmt.Errorf("%w: %q", ErrUnknownPool, name)
+	}
+	p := s.pools[id]
+	if p.paused == pause {
+		return false, nil
+	}
+	s.advance(s.clock)
+	p.paused = pause
+	return true, nil
+}
+
+// PoolPaused reports whether dispatch in pool id is paused (by its own
+// pause; DispatchPaused reports the pause of all dispatch).
+func (s *Scheduler) PoolPaused(id PoolID) bool {
+	return int(id) < len(s.pools) && s.pools[id].paused
+}
+
+// SetSubscription sets tenant's burst in pool (nil removes it): its
+// assigned and running jobs in the pool stay at most burst; 0 keeps its
+// jobs of the pool queued. It reports whether anything changed.
+func (s *Scheduler) SetSubscription(tenant, pool string, burst *uint32) (bool, error) {
+	o, ok := s.TenantIndex(tenant)
+	if !ok {
+		return false, fmt.Errorf("%w: %q", ErrUnknownTenant, tenant)
+	}
+	id, ok := s.PoolID(pool)
+	if !ok {
+		return false, fmt.Errorf("%w: %q", ErrUnknownPool, pool)
+	}
+	i, found := slices.BinarySearchFunc(s.subs, o, func(e subscription, o uint32) int { return cmpSub(e, o, id) })
+	switch {
+	case burst == nil && !found:
+		return false, nil
+	case burst == nil:
+		s.subs = slices.Delete(slices.Clone(s.subs), i, i+1)
+	case found && s.subs[i].burst == *burst:
+		return false, nil
+	case found:
+		subs := slices.Clone(s.subs)
+		subs[i].burst = *burst
+		s.subs = subs
+	default:
+		s.subs = slices.Insert(slices.Clone(s.subs), i, subscription{tenant: o, pool: id, burst: *burst})
+	}
+	s.advance(s.clock)
+	if l, ok := s.laneOf(o, id, false); ok {
+		s.laneSettings(l)
+		s.place(l, &placeOpts{clamp: true}, allSlots)
+	}
+	return true, nil
+}
+
+// Subscription returns tenant's burst in pool.
+func (s *Scheduler) Subscription(tenant, pool string) (uint32, bool) {
+	o, ok := s.TenantIndex(tenant)
+	if !ok {
+		return 0, false
+	}
+	id, ok := s.PoolID(pool)
+	if !ok {
+		return 0, false
+	}
+	return s.subscription(o, id)
+}
+
+// Subscriptions calls fn for every subscription of a live tenant to a live
+// pool, by (tenant index, pool slot).
+func (s *Scheduler) Subscriptions(fn func(tenant, pool string, burst uint32) bool) {
+	for _, e := range s.subs {
+		t := s.tenants.Get(uint64(e.tenant))
+		if t == nil || t.Deleted || s.pools[e.pool].deleted {
+			continue
+		}
+		if !fn(t.Name, s.pools[e.pool].Name, e.burst) {
+			return
+		}
+	}
+}
+
+// Lane returns tenant's record in pool: its tags, usage and group_now there
+// and its jobs' counters in that pool alone.
+func (s *Scheduler) Lane(tenant, pool string) (Tenant, bool) {
+	o, ok := s.TenantIndex(tenant)
+	if !ok {
+		return Tenant{}, false
+	}
+	id, ok := s.PoolID(pool)
+	if !ok {
+		return Tenant{}, false
+	}
+	l, ok := s.laneOf(o, id, false)
+	if !ok {
+		t := *s.tenants.Get(uint64(o))
+		return Tenant{TenantSpec: t.TenantSpec, pool: id, owner: o}, true
+	}
+	return *s.tenants.Get(uint64(l)), true
+}
+
+// LaneWeight returns the weight lane i would be dispatched with at now.
+func (s *Scheduler) LaneWeight(i uint32, now Time) Weight {
+	return s.Weight(s.tenants.Get(uint64(i)), now)
+}
+
+// reblock re-evaluates the group-level block of group gs of lane ti and,
+// if it changed, places the lane again (with the activation clamps).
+func (s *Scheduler) reblock(ti, gs uint32) {
+	t, g := s.tenants.Get(uint64(ti)), s.groups.Get(uint64(gs))
+	var was [NumClasses]bool
+	if t.GroupOrder == GroupFair {
+		was = s.groupEligibility(ti, gs)
+	}
+	if s.setBlocked(ti, gs, s.groupBlocked(t, g)) != 0 {
+		s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
+	}
+}
+
+// groupAnywhere reports whether the tenant of lane ti has a group named
+// name (not "") in any pool: max_groups counts names, not pools.
+func (s *Scheduler) groupAnywhere(ti uint32, name string) bool {
+	found := false
+	s.eachLane(s.owner(ti), func(l uint32) {
+		if _, ok := s.gindex[groupKey{l, name}]; ok {
+			found = true
+		}
+	})
+	return found
+}
+
+// poolPic is what a View keeps of a pool slot.
+type poolPic struct {
+	PoolSpec
+	paused, deleted bool
+	vnow            [NumClasses]VirtualTime
+}
+
+func (s *Scheduler) poolPics() []poolPic {
+	out := make([]poolPic, len(s.pools))
+	for i, p := range s.pools {
+		out[i] = poolPic{PoolSpec: p.PoolSpec, paused: p.paused, deleted: p.deleted, vnow: p.vnow}
+	}
+	return out
+}
+
+// usesPools reports whether the state holds anything of pools: a pool
+// other than default, a setting or pause of default, a subscription.
+func (v *View) usesPools() bool {
+	if len(v.pools) > 1 || len(v.subs) > 0 {
+		return true
+	}
+	p := &v.pools[DefaultPool]
+	return p.paused || p.Required || p.Weights.Mode != WeightsDefault
+}
+
+// encodePools writes the pool slots (the default's virtual_now is the
+// state's own) and the subscriptions.
+func (v *View) encodePools(e *Encoder) {
+	e.Uvarint(uint64(len(v.pools)))
+	for i, p := range v.pools {
+		e.String(p.Name)
+		e.Byte(byte(p.Weights.Mode))
+		e.Uvarint(uint64(len(p.Weights.Map)))
+		for _, w := range p.Weights.Map {
+			e.String(w.Tenant)
+			e.Uvarint(uint64(w.Weight))
+		}
+		e.Bool(p.Required)
+		e.Bool(p.paused)
+		e.Bool(p.deleted)
+		if i > 0 {
+			for _, vn := range p.vnow {
+				e.Varint(int64(vn))
+			}
+		}
+	}
+	e.Uvarint(uint64(len(v.subs)))
+	for _, sub := range v.subs {
+		e.Uvarint(uint64(sub.tenant))
+		e.Uvarint(uint64(sub.pool))
+		e.Uvarint(uint64(sub.burst))
+	}
+}
+
+// decodePools reads what encodePools wrote.
+func (s *Scheduler) decodePools(d *Decoder) error {
+	n := d.Uvarint()
+	if d.Err() == nil && (n < 1 || n > MaxPoolSlots) {
+		return fmt.Errorf("%w: %d pool slots", ErrCorrupt, n)
+	}
+	def := s.pools[DefaultPool]
+	s.pools = s.pools[:0]
+	s.poolIdx = map[string]PoolID{}
+	for i := uint64(0); i < n && d.Err() == nil; i++ {
+		var spec PoolSpec
+		spec.Name = d.String()
+		spec.Weights.Mode = WeightMode(d.Enum("weights mode", 3))
+		nw := d.Uvarint()
+		for k := uint64(0); k < nw && d.Err() == nil; k++ {
+			spec.Weights.Map = append(spec.Weights.Map, TenantWeight{Tenant: d.String(), Weight: d.Uint32()})
+		}
+		spec.Required = d.Bool()
+		paused, deleted := d.Bool(), d.Bool()
+		if d.Err() != nil {
+			break
+		}
+		if err := spec.Validate(); err != nil || (i == 0) != (spec.Name == DefaultPoolName) || (i == 0 && deleted) {
+			return fmt.Errorf("%w: pool slot %d (%q) is malformed", ErrCorrupt, i, spec.Name)
+		}
+		if _, dup := s.poolIdx[spec.Name]; dup {
+			return fmt.Errorf("%w: pool %q is in the state twice", ErrCorrupt, spec.Name)
+		}
+		p := def
+		if i == 0 {
+			p.PoolSpec = spec
+		} else {
+			p = newPoolCore(spec, false)
+			for c := range p.vnow {
+				p.vnow[c] = VirtualTime(d.Varint())
+			}
+		}
+		p.paused, p.deleted = paused, deleted
+		s.pools = append(s.pools, p)
+		s.poolIdx[spec.Name] = PoolID(i)
+	}
+	ns := d.Uvarint()
+	for i := uint64(0); i < ns && d.Err() == nil; i++ {
+		sub := subscription{tenant: d.Uint32(), pool: PoolID(min(d.Uint32(), MaxPoolSlots)), burst: d.Uint32()}
+		if d.Err() != nil {
+			break
+		}
+		t := s.tenants.Get(uint64(sub.tenant))
+		switch {
+		case t == nil || t.pool != DefaultPool || int(sub.pool) >= len(s.pools):
+			return fmt.Errorf("%w: subscription %d names tenant %d and pool %d", ErrCorrupt, i, sub.tenant, sub.pool)
+		case i > 0 && cmpSub(s.subs[i-1], sub.tenant, sub.pool) >= 0:
+			return fmt.Errorf("%w: subscription %d is out of order", ErrCorrupt, i)
+		}
+		s.subs = append(s.subs, sub)
+	}
+	if d.Err() == nil && len(s.pools) == 0 {
+		return fmt.Errorf("%w: no pool default", ErrCorrupt)
+	}
+	return d.Err()
+}
+
+// verifyLane checks lane ti (of a pool other than default) against its
+// tenant's own record: the same settings and deletion, no pause, rate
+// state or group count of its own (those are its tenant's), known to its
+// tenant and its pool.
+func (s *Scheduler) verifyLane(ti uint32, t *Tenant, report func(string, ...any)) {
+	o := s.tenants.Get(uint64(t.owner))
+	if o == nil || o.pool != DefaultPool {
+		report("lane %d of tenant %q names tenant %d, which is not a tenant's own record", ti, t.Name, t.owner)
+		return
+	}
+	if o.Deleted != t.Deleted || o.Name != t.Name || !sameSpec(&o.TenantSpec, &t.TenantSpec) {
+		report("lane %d of tenant %q (pool %d) differs from its tenant in its settings or deletion", ti, t.Name, t.pool)
+	}
+	if t.paused != NotPaused || t.rateTAT != 0 || t.Groups != 0 {
+		report("lane %d of tenant %q holds a pause, rate state or group count of its own", ti, t.Name)
+	}
+	if !slices.Contains(s.rt[t.owner].lanes, ti) {
+		report("lane %d of tenant %q is not in its tenant's list", ti, t.Name)
+	}
+	rt := &s.rt[ti]
+	if p := s.pools[t.pool]; int(rt.local) >= len(p.members) || p.members[rt.local] != ti {
+		report("lane %d of tenant %q is not a member of pool %s", ti, t.Name, p.Name)
+	}
+	if b, ok := s.subscription(t.owner, t.pool); ok != rt.subscribed || b != rt.burst {
+		report("lane %d of tenant %q has burst %d/%v, its subscription says %d/%v", ti, t.Name, rt.burst, rt.subscribed, b, ok)
+	}
+}
+
+// sameSpec compares two tenant settings (their Rate included).
+func sameSpec(a, b *TenantSpec) bool { return *a == *b }
