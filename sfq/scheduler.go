@@ -29,10 +29,10 @@ type Scheduler struct {
 	// pools holds each pool's scheduling state (pool.go), by PoolID:
 	// pools[0] is the pool default. poolIdx finds a pool by name; subs
 	// holds the subscriptions, by (tenant, pool).
-	pools   []*poolCore
-	poolIdx map[string]PoolID
-	subs    []subscription
-	queued  uint64 // queued jobs of all tenants
+	pools     []*poolCore
+	poolIdx   map[string]PoolID
+	subs      []subscription
+	queued    uint64 // queued jobs of all tenants
 	deadlines deadlineHeap
 	ended     endedQueue // completed jobs, by (ended_at, id)
 	deadAll   endedQueue // dead letters, by (ended_at, id) (redrive.go)
