@@ -55,6 +55,11 @@ func submitDigest(c *pb.SubmitJob) [16]byte {
 		b = append(b, c.Group...)
 	}
 	b = appendDelayDigest(b, c)
+	if c.Pool != "" && c.Pool != sfq.DefaultPoolName {
+		b = append(b, 'p')
+		b = binary.AppendUvarint(b, uint64(len(c.Pool)))
+		b = append(b, c.Pool...)
+	}
 	sum := sha256.Sum256(b)
 	var d [16]byte
 	copy(d[:], sum[:])
@@ -73,16 +78,34 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 	if err != nil {
 		return refuse(err)
 	}
+	if c.Tenant == "" && f.level >= Level6 && f.cfg.Pools.DefaultTenant != "" {
+		// An admin's submit that names no tenant: the cluster's
+		// default_tenant (a client token's submit always names its own).
+		c.Tenant = f.cfg.Pools.DefaultTenant
+	}
+	if c.Pool != "" {
+		// Checked before an implicit tenant is made: a refused submit
+		// changes nothing.
+		if _, ok := f.sched.PoolID(c.Pool); !ok {
+			return refusef(NotFound, "unknown pool %q", c.Pool)
+		}
+	}
 	ti, ok := f.sched.TenantIndex(c.Tenant)
 	if !ok {
-		return refusef(NotFound, "unknown tenant %q", c.Tenant)
+		if made, r := f.implicitTenant(c.Tenant); r.Code != OK {
+			return r
+		} else if !made {
+			return refusef(NotFound, "unknown tenant %q", c.Tenant)
+		}
+		ti, _ = f.sched.TenantIndex(c.Tenant)
+		f.observe(ti)
 	}
 	sub := sfq.Submission{
 		Tenant: c.Tenant, Key: c.IdempotencyKey, Type: c.JobType, Size: size, EstCostMs: c.EstCostMs,
 		// The decoded command's own bytes, never written again: Submit
 		// copies them into the job and keeps nothing else of the string.
 		Payload: unsafe.String(unsafe.SliceData(c.Payload), len(c.Payload)), MaxAttempts: c.MaxAttempts, TimeoutMs: c.TimeoutMs,
-		Class: class, DeadlineMs: c.DeadlineMs, Group: c.Group,
+		Class: class, DeadlineMs: c.DeadlineMs, Group: c.Group, Pool: c.Pool,
 	}
 	submitDelays(c, &sub)
 	if err := sub.Validate(); err != nil {
@@ -108,7 +131,7 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 			}
 		}
 	}
-	t, _ := f.sched.TenantAt(ti)
+	t, _ := f.sched.TenantTotals(ti) // what it holds in every pool
 	if why := f.quotas().Room(f.sched, ti, &t, len(c.Payload)); why != "" {
 		return refusef(ResourceExhausted, "%s", why)
 	}
@@ -128,7 +151,7 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 	} else {
 		f.emit(EvQueued, &j, ReasonNone)
 	}
-	f.observe(ti)
+	f.observe(j.Tenant)
 	return Result{Job: id, Created: true, Tenant: c.Tenant}
 }
 
@@ -147,6 +170,14 @@ func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
 	if err != nil {
 		return refuse(err)
 	}
+	pool := c.Pool
+	if pool == sfq.DefaultPoolName {
+		pool = ""
+	}
+	pid, known := f.sched.PoolID(pool)
+	if !known {
+		return refusef(NotFound, "unknown pool %q", pool)
+	}
 	w := f.workers[c.WorkerId]
 	if w != nil && c.Credit != 0 && w.Credit == c.Credit {
 		// A retry of a dispatch already applied (e.g. after a lost
@@ -160,14 +191,14 @@ func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
 		w = &Worker{ID: c.WorkerId}
 		f.workers[w.ID] = w
 	}
-	w.Size, w.LastSeen = size, f.clock
+	w.Size, w.Pool, w.LastSeen = size, pool, f.clock
 	if w.Drained {
 		return refusef(FailedPrecondition, "worker %q is drained", w.ID)
 	}
 	if j, ok := f.workerJob(w); ok {
 		return refusef(FailedPrecondition, "worker %q still holds job %d (attempt %d)", w.ID, j.ID, j.Attempt)
 	}
-	a, ok, err := f.sched.Dispatch(f.clock, size, w.ID)
+	a, ok, err := f.sched.DispatchPool(f.clock, pid, size, w.ID)
 	if err != nil {
 		return refuse(err)
 	}
@@ -191,7 +222,7 @@ func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
 		reason = ReasonDeadlineMissed
 	}
 	f.emit(EvAssigned, &j, reason)
-	f.fair.Charge(f.clock, j.Class, j.Tenant, j.EstCostMs)
+	f.charge(&j, j.EstCostMs)
 	f.observe(j.Tenant)
 	return Result{Assigned: true, Job: a.Job, Attempt: a.Attempt, Size: a.Size, Tenant: f.sched.TenantName(a.Tenant), Outcome: sfq.Changed,
 		DeadlineMissed: a.DeadlineMissed}

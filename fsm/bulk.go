@@ -118,6 +118,7 @@ type bulkFilter struct {
 	typ      string
 	group    string
 	from, to sfq.Time
+	pool     string // "" = any
 }
 
 func (b *bulkFilter) match(j *sfq.Job) bool {
@@ -155,7 +156,12 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 	if f.SubmittedFromMs < 0 || f.SubmittedToMs < 0 || (f.SubmittedToMs != 0 && f.SubmittedToMs <= f.SubmittedFromMs) {
 		return b, fmt.Errorf("%w: filter submit times [%d, %d) ms: want 0 <= from < to (0 = no bound)", sfq.ErrInvalid, f.SubmittedFromMs, f.SubmittedToMs)
 	}
-	b.typ, b.group = f.JobType, f.Group
+	if f.Pool != "" {
+		if err := sfq.ValidatePoolName(f.Pool); err != nil {
+			return b, fmt.Errorf("%w: filter.pool: %s", sfq.ErrInvalid, strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
+		}
+	}
+	b.typ, b.group, b.pool = f.JobType, f.Group, f.Pool
 	b.from, b.to = sfq.Time(f.SubmittedFromMs), sfq.Time(f.SubmittedToMs)
 	return b, nil
 }
@@ -219,6 +225,10 @@ func bulkDigest(op BulkOp, c *pb.BulkJobs) [16]byte {
 		}
 		str(f.JobType)
 		str(f.Group)
+		if f.Pool != "" {
+			b = append(b, 'p')
+			str(f.Pool)
+		}
 		from := f.SubmittedFromMs
 		if c.SinceMs != 0 {
 			from = -c.SinceMs // the caller's relative bound, not where "now" put it
@@ -246,10 +256,17 @@ func SelectBulk(sc *sfq.Scheduler, op BulkOp, c *pb.BulkJobs) (ids []sfq.JobID, 
 		return ids, 0
 	}
 	bf, _ := parseFilter(op, c.Filter)
+	pid, known := sfq.PoolID(0), true
+	if bf.pool != "" {
+		pid, known = sc.PoolID(bf.pool)
+		if !known {
+			return nil, 0 // an unknown pool has no job (Apply refused it first)
+		}
+	}
 	scanned := 0
 	sc.TenantJobs(c.Tenant, sfq.JobID(c.After), func(j *sfq.Job) bool {
 		scanned++
-		if !bf.match(j) {
+		if !bf.match(j) || (bf.pool != "" && sc.LanePool(j.Tenant) != pid) {
 			if scanned >= maxBulkScan {
 				next = j.ID + 1
 				return false
@@ -306,6 +323,11 @@ func (f *FSM) applyBulk(op BulkOp, c *pb.BulkJobs) Result {
 	ti, ok := f.sched.TenantIndex(c.Tenant)
 	if !ok {
 		return refusef(NotFound, "unknown tenant %q", c.Tenant)
+	}
+	if p := c.GetFilter().GetPool(); p != "" {
+		if _, ok := f.sched.PoolID(p); !ok {
+			return refusef(NotFound, "unknown pool %q", p)
+		}
 	}
 	var digest [16]byte
 	ref := keyRef{ti | bulkKeyBit, c.RequestKey}

@@ -39,6 +39,9 @@ type Config struct {
 	// Feature level 6 (quotas.go): a tenant's quotas by default (0: none).
 	DefaultMaxQueued uint32
 	MaxQueuedBytes   uint64
+	// Feature level 6 (pools.go): max_pools, implicit_tenants and
+	// default_tenant.
+	Pools PoolSettings
 }
 
 // Limits on runtime settings.
@@ -136,6 +139,9 @@ func (c Config) validate(payloadLimit uint32) error {
 		return err
 	}
 	if err := (Quotas{c.DefaultMaxQueued, c.MaxQueuedBytes}).validate(); err != nil {
+		return err
+	}
+	if err := c.Pools.validate(); err != nil {
 		return err
 	}
 	switch {

@@ -246,6 +246,11 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	c.Sched.RetryBackoffMs, c.Sched.RetryBackoffMaxMs = p.RetryBackoffMs, p.RetryBackoffMaxMs
 	configLeversFromPB(p, &c)
 	c.DefaultMaxQueued, c.MaxQueuedBytes = p.DefaultMaxQueued, p.MaxQueuedBytes
+	pools, err := poolSettingsFromPB(p)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Pools = pools
 	return c, nil
 }
 
@@ -288,6 +293,7 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 	}
 	configLeversToPB(c, p)
 	p.DefaultMaxQueued, p.MaxQueuedBytes = c.DefaultMaxQueued, c.MaxQueuedBytes
+	poolSettingsToPB(c.Pools, p)
 	return p
 }
 

@@ -15,12 +15,12 @@ func encodeWithEvent(next, seq uint64) []byte {
 	f := New()
 	var buf bytes.Buffer
 	e := sfq.NewEncoder(&buf)
-	e.Uvarint(stateVersion)
+	e.Uvarint(stateVersionQuotas)
 	(&View{}).encodeMetrics(e)
 	(&View{}).encodeWebhooks(e)
 	e.Varint(0)
 	e.Bool(false)
-	encodeConfig(e, &f.cfg, coreConfigVersion(stateVersion))
+	encodeConfig(e, &f.cfg, coreConfigVersion(stateVersionQuotas))
 	encodeConfigQuotas(e, &f.cfg)
 	e.Uvarint(0) // members
 	e.Uvarint(0) // workers
@@ -28,7 +28,7 @@ func encodeWithEvent(next, seq uint64) []byte {
 	e.Uvarint(0) // keys
 	e.Uvarint(next)
 	e.Uvarint(1)
-	encodeEvent(e, seq, &eventRecord{Job: 1, Kind: EvQueued}, stateVersion)
+	encodeEvent(e, seq, &eventRecord{Job: 1, Kind: EvQueued}, stateVersionQuotas)
 	f.sched.Peek().Encode(e)
 	e.Flush()
 	return buf.Bytes()

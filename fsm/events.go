@@ -92,6 +92,10 @@ func (r Reason) String() string {
 type Event struct {
 	Seq uint64
 	eventRecord
+	// Pool is the pool of the event's job (PoolName "" for the pool
+	// default); Tenant is its tenant's own index.
+	Pool     sfq.PoolID
+	PoolName string
 }
 
 // eventRecord is an event of the log without its Seq, its position; the

@@ -14,29 +14,55 @@ import (
 // then or with the configuration, so the ledger follows the core exactly
 // without scanning it. It is derived state: not encoded, not hashed.
 
-// startFairness starts a new ledger at the FSM clock from the state as it
-// is (a loaded snapshot): every live tenant's eligibility now.
+// startFairness starts new ledgers at the FSM clock from the state as it
+// is (a loaded snapshot): every live lane's eligibility now. Each pool has
+// a ledger of its own (its shares are its own); rows are keyed by lane.
 func (f *FSM) startFairness() {
-	f.fair = fairness.New(f.clock)
+	f.fairs, f.fairSince = nil, f.clock
 	f.observeAll()
 }
 
-// observe records tenant ti's eligible classes and weight after a command.
+// ledger returns pool p's ledger, starting it if it has none.
+func (f *FSM) ledger(p sfq.PoolID) *fairness.Ledger {
+	for int(p) >= len(f.fairs) {
+		f.fairs = append(f.fairs, nil)
+	}
+	if f.fairs[p] == nil {
+		f.fairs[p] = fairness.New(f.fairSince)
+	}
+	return f.fairs[p]
+}
+
+// observe records the eligible classes and weight of every lane of lane
+// ti's tenant after a command (a tenant-level limit counts every pool).
 func (f *FSM) observe(ti uint32) {
+	o := f.sched.Owner(ti)
+	f.observeLane(o)
+	for _, l := range f.sched.OtherLanes(o) {
+		f.observeLane(l)
+	}
+}
+
+func (f *FSM) observeLane(ti uint32) {
 	mask := f.sched.EligibleClasses(ti)
 	var w sfq.Weight
 	if mask != 0 {
 		w = f.sched.TenantWeight(ti, f.clock)
 	}
-	f.fair.Observe(f.clock, ti, mask, w)
+	f.ledger(f.sched.LanePool(ti)).Observe(f.clock, ti, mask, w)
 }
 
-// observeAll observes every tenant (a configuration change may change
+// observeAll observes every lane (a configuration change may change
 // every weight).
 func (f *FSM) observeAll() {
 	for i := range uint32(f.sched.TenantCount()) {
-		f.observe(i)
+		f.observeLane(i)
 	}
+}
+
+// charge charges lane ti's ledger.
+func (f *FSM) charge(j *sfq.Job, ms int64) {
+	f.ledger(f.sched.LanePool(j.Tenant)).Charge(f.clock, j.Class, j.Tenant, ms)
 }
 
 // fairFinished records what an accepted Finished (ch Changed) or a
@@ -50,9 +76,9 @@ func (f *FSM) fairFinished(ch sfq.Change, cpuMs int64) {
 	if !ok {
 		return
 	}
-	f.fair.Bill(f.clock, j.Class, j.Tenant, cpuMs)
+	f.ledger(f.sched.LanePool(j.Tenant)).Bill(f.clock, j.Class, j.Tenant, cpuMs)
 	if ch.Outcome == sfq.Changed {
-		f.fair.Charge(f.clock, j.Class, j.Tenant, cpuMs-j.EstCostMs)
+		f.charge(&j, cpuMs-j.EstCostMs)
 		f.observe(j.Tenant)
 	}
 }
@@ -69,35 +95,59 @@ type FairnessReport struct {
 // lock. The live report (whole false) has the rows of live tenants with
 // eligible work now or anything charged or entitled in the longest
 // window; whole keeps every row with anything since the ledger started,
-// deleted tenants included (replay --report). Rows come in class service
-// order, then by tenant index.
+// deleted tenants included (replay --report). Rows come pool by pool (in
+// slot order), in class service order, then by lane index.
 func (f *FSM) Fairness(whole bool) FairnessReport {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	rep := FairnessReport{Now: f.clock, Since: f.fair.Since()}
-	f.fair.Rows(f.clock, func(r *fairness.Row) bool {
-		t, ok := f.sched.TenantAt(r.Tenant)
-		if !ok {
-			return true
+	rep := FairnessReport{Now: f.clock, Since: f.fairSince}
+	for _, l := range f.fairs {
+		if l == nil {
+			continue
 		}
-		if whole {
-			if r.Whole.ChargedMs == 0 && r.Whole.BilledMs == 0 && r.Whole.EntitledQ24 == 0 {
+		l.Rows(f.clock, func(r *fairness.Row) bool {
+			t, ok := f.sched.TenantAt(r.Tenant)
+			if !ok {
 				return true
 			}
-		} else if t.Deleted || !r.Active() {
+			if whole {
+				if r.Whole.ChargedMs == 0 && r.Whole.BilledMs == 0 && r.Whole.EntitledQ24 == 0 {
+					return true
+				}
+			} else if t.Deleted || !r.Active() {
+				return true
+			}
+			rep.Rows = append(rep.Rows, f.fairRow(r))
 			return true
-		}
-		rep.Rows = append(rep.Rows, f.fairRow(r, &t))
-		return true
-	})
+		})
+	}
 	return rep
 }
 
-// fairRow decorates a ledger row; callers hold the read lock.
-func (f *FSM) fairRow(r *fairness.Row, t *sfq.Tenant) fairness.Line {
+// tenantRows calls fn for the rows of every lane of the tenant whose own
+// index is o, pool by pool.
+func (f *FSM) tenantRows(o uint32, fn func(r *fairness.Row)) {
+	row := func(l uint32) {
+		if p := f.sched.LanePool(l); int(p) < len(f.fairs) && f.fairs[p] != nil {
+			f.fairs[p].TenantRows(f.clock, l, fn)
+		}
+	}
+	row(o)
+	for _, l := range f.sched.OtherLanes(o) {
+		row(l)
+	}
+}
+
+// fairRow decorates a ledger row of a lane; callers hold the read lock.
+func (f *FSM) fairRow(r *fairness.Row) fairness.Line {
+	t, _ := f.sched.TenantAt(r.Tenant)
+	pool := f.sched.LanePool(r.Tenant)
 	row := fairness.Line{Row: *r, Name: t.Name, Tier: t.Tier, Deleted: t.Deleted}
+	if pool != sfq.DefaultPool {
+		row.Pool = f.sched.PoolName(pool)
+	}
 	if !t.Deleted {
-		row.LagCPUMs = fairness.Lag(f.sched.ClassVirtualNow(r.Class), t.Tag(r.Class), f.sched.Weight(t, f.clock))
+		row.LagCPUMs = fairness.Lag(f.sched.PoolVirtualNow(pool, r.Class), t.Tag(r.Class), f.sched.Weight(&t, f.clock))
 	}
 	return row
 }

@@ -65,7 +65,8 @@ type FSM struct {
 	// fair is the fairness report's ledger (fairness.go): derived from
 	// the entries applied since the state was created or loaded, in no
 	// snapshot and no hash.
-	fair *fairness.Ledger
+	fairs     []*fairness.Ledger // by pool
+	fairSince sfq.Time
 
 	fatal   error
 	fatalCh chan struct{}
@@ -94,6 +95,7 @@ type Member struct {
 // whether it is drained.
 type Worker struct {
 	ID       string
+	Pool     string // "" = default
 	Size     sfq.Size
 	Credit   uint64
 	Job      sfq.JobID
@@ -121,7 +123,6 @@ func New() *FSM {
 		nextKey:   1,
 		fatalCh:   make(chan struct{}),
 		changed:   make(chan struct{}),
-		fair:      fairness.New(0),
 	}
 }
 
@@ -340,6 +341,12 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 		return f.applyBulk(BulkCancel, cmd.CancelJobs)
 	case *pb.Command_Purge:
 		return f.applyBulk(BulkPurge, cmd.Purge)
+	case *pb.Command_PoolSet:
+		return f.applyPoolSet(cmd.PoolSet)
+	case *pb.Command_PoolDelete:
+		return f.applyPoolDelete(cmd.PoolDelete)
+	case *pb.Command_SubscriptionSet:
+		return f.applySubscriptionSet(cmd.SubscriptionSet)
 	}
 	return refusef(Invalid, "empty or unknown command")
 }

@@ -505,8 +505,8 @@ func TestRestoreRefusesBadState(t *testing.T) {
 		t.Fatalf("truncated: %v", err)
 	}
 	// Unknown version.
-	bad := append([]byte{9}, good[1:]...)
-	if err := f.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(bad))), 2); err == nil || !strings.Contains(err.Error(), "state version 9") {
+	bad := append([]byte{stateVersion + 1}, good[1:]...)
+	if err := f.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(bad))), 2); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("state version %d", stateVersion+1)) {
 		t.Fatalf("version: %v", err)
 	}
 	// A refused state replaces nothing; a good one counts.

@@ -51,6 +51,13 @@ const (
 	// written as snapshot format 7 (FSM state version 8). Below it no
 	// command can put either into the state, and Apply reads neither.
 	Level6 uint32 = 6
+	// Level6 also adds pools (SPEC §3 "Pools"): a job's and a worker's
+	// pool, PoolSet, PoolDelete, SubscriptionSet, a pool's pause, the pool
+	// filter of the bulk commands, and the settings max_pools,
+	// implicit_tenants and default_tenant. A state that uses them is
+	// written as FSM state version 9 (the core's version 6); one that
+	// does not stays version 8, byte for byte.
+
 	// MaxFeatureLevel is the highest level this build understands.
 	MaxFeatureLevel = Level6
 )
@@ -66,6 +73,7 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 	r := levelNeed{level: Level1}
 	what := delayLevel(c)
 	r.need(what != "", Level5, what)
+	poolLevel(c, &r)
 	switch cmd := c.GetCmd().(type) {
 	case *pb.Command_Submit:
 		s := cmd.Submit
@@ -121,6 +129,8 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		r.need(l > Level1, l, what)
 		l, what = quotasLevel(p)
 		r.need(l > Level1, l, what)
+		l, what = poolsConfigLevel(p)
+		r.need(l > Level1, l, what)
 	case *pb.Command_Redrive:
 		r.need(true, Level5, "Redrive")
 	case *pb.Command_CancelJobs:
@@ -152,6 +162,7 @@ func (r *levelNeed) need(holds bool, level uint32, what string) {
 func ConfigAtLevel(p *pb.SchedulerConfig, level uint32) {
 	if level < Level6 {
 		p.DefaultMaxQueued, p.MaxQueuedBytes = 0, 0
+		p.MaxPools, p.ImplicitTenants, p.DefaultTenant = 0, pb.Tier_TIER_UNSPECIFIED, ""
 	}
 	if level < Level5 {
 		p.SubmitRateN, p.SubmitRatePeriodMs, p.SubmitBurst = 0, 0, 0
@@ -237,6 +248,9 @@ func (f *FSM) applySetFeatureLevel(c *pb.SetFeatureLevel) Result {
 // Level5 nothing of its levers; below Level4 nothing of groups; below Level3 no webhooks; at Level1 nothing
 // the version 1 encoding would leave out).
 func (f *FSM) fitsLevel() error {
+	if f.level < Level6 && (f.sched.Peek().UsesPools() || f.cfg.Pools.uses()) {
+		return fmt.Errorf("%w: at feature level %d the state holds pools or pool settings", sfq.ErrVerify, f.level)
+	}
 	if f.level < Level5 {
 		if err := f.sched.Peek().FitsVersion4(); err != nil {
 			return fmt.Errorf("%w: at feature level %d the state holds %v", sfq.ErrVerify, f.level, err)

@@ -211,9 +211,9 @@ func (f *FSM) Metrics(maxTenants int) MetricsView {
 		c.add(past[t.Name], 1)
 		m := TenantMetrics{Name: t.Name, Tier: t.Tier, Queued: t.Queued, Running: t.Running,
 			Weight: s.Weight(t, f.clock), Counters: c}
-		f.fair.TenantRows(f.clock, i, func(r *fairness.Row) {
+		f.tenantRows(i, func(r *fairness.Row) {
 			if r.Active() {
-				m.Fair = append(m.Fair, f.fairRow(r, t))
+				m.Fair = append(m.Fair, f.fairRow(r))
 			}
 		})
 		v.Tenants = append(v.Tenants, m)

@@ -18,6 +18,9 @@ func (f *FSM) applyPause(c *pb.Pause) Result {
 	if c.Resume {
 		kind = EvResumed
 	}
+	if c.Pool != "" {
+		return f.applyPausePool(c)
+	}
 	if c.All {
 		if c.Tenant != "" || c.Group != "" {
 			return refusef(Invalid, "a pause of all dispatch names no tenant or group")

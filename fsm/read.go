@@ -129,6 +129,14 @@ func (f *FSM) Events(from uint64, fn func(ev *Event) bool) (first, next uint64) 
 	var ev Event
 	f.events.View().Each(from, func(seq uint64, r *eventRecord) bool {
 		ev.Seq, ev.eventRecord = seq, *r
+		// The log keeps a job event's lane; a reader sees its tenant
+		// and its pool.
+		ev.Pool = f.sched.LanePool(r.Tenant)
+		ev.PoolName = ""
+		if ev.Pool != sfq.DefaultPool {
+			ev.PoolName = f.sched.PoolName(ev.Pool)
+		}
+		ev.Tenant = f.sched.Owner(r.Tenant)
 		return fn(&ev)
 	})
 	return first, next
@@ -226,6 +234,8 @@ func (f *FSM) Worker(id string) (Worker, bool) {
 // each class it is active in (the fairness report's live rows), or one
 // row of class normal without figures if it is active in none.
 type TopRow struct {
+	// Pool is the row's pool ("" for the pool default).
+	Pool    string
 	Name    string
 	Tier    sfq.Tier
 	Class   sfq.Class
@@ -255,11 +265,12 @@ func (f *FSM) Top(window sfq.Time) (rows []TopRow, now, since sfq.Time) {
 	f.sched.Tenants(func(i uint32, t *sfq.Tenant) bool {
 		base := TopRow{Name: t.Name, Tier: t.Tier, Queued: t.QueuedTotal(), Running: t.Running, Weight: f.sched.Weight(t, f.clock)}
 		n := len(rows)
-		f.fair.TenantRows(f.clock, i, func(r *fairness.Row) {
+		f.tenantRows(i, func(r *fairness.Row) {
 			if r.Active() {
 				row := base
-				row.Class, row.Fair = r.Class, f.fairRow(r, t)
-				index[key{i, r.Class}] = len(rows)
+				row.Class, row.Fair = r.Class, f.fairRow(r)
+				row.Pool = row.Fair.Pool
+				index[key{r.Tenant, r.Class}] = len(rows)
 				rows = append(rows, row)
 			}
 		})
@@ -286,7 +297,7 @@ func (f *FSM) Top(window sfq.Time) (rows []TopRow, now, since sfq.Time) {
 		}
 		return true
 	})
-	return rows, f.clock, f.fair.Since()
+	return rows, f.clock, f.fairSince
 }
 
 // SetIndex sets the index the state is taken to be at (after a restore

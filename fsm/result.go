@@ -82,9 +82,9 @@ func refuse(err error) Result {
 	switch {
 	case errors.Is(err, sfq.ErrInvalid):
 		code = Invalid
-	case errors.Is(err, sfq.ErrUnknownTenant), errors.Is(err, sfq.ErrUnknownJob):
+	case errors.Is(err, sfq.ErrUnknownTenant), errors.Is(err, sfq.ErrUnknownJob), errors.Is(err, sfq.ErrUnknownPool):
 		code = NotFound
-	case errors.Is(err, sfq.ErrTenantBusy), errors.Is(err, sfq.ErrRefused):
+	case errors.Is(err, sfq.ErrTenantBusy), errors.Is(err, sfq.ErrRefused), errors.Is(err, sfq.ErrPrecondition):
 		code = FailedPrecondition
 	case errors.Is(err, sfq.ErrPermission):
 		code = PermissionDenied

@@ -22,7 +22,7 @@ import (
 // levers: delays, expiry, backoff, pauses, rate limits) and the lever
 // settings of the configuration. The version says the level: 1 is level
 // 1, 2 to 4 level 2, 5 level 3, 6 level 4, 7 level 5.
-const stateVersion = 8
+const stateVersion = 9
 
 // stateVersionLevers is the version whose core state is of version 5.
 const stateVersionLevers = 7
@@ -30,6 +30,12 @@ const stateVersionLevers = 7
 // stateVersionQuotas (feature level 6) is version 7 with the quotas by
 // default after the configuration (quotas.go).
 const stateVersionQuotas = 8
+
+// stateVersionPools (feature level 6, a state that uses pools) is version
+// 8 with the pool settings after the quotas, each worker's pool, and the
+// core's state of version 6 (pools.go). A state at level 6 that uses
+// nothing of pools is written as version 8, byte for byte as before pools.
+const stateVersionPools = 9
 
 // stateVersionLevel2 is the version a cluster at feature level 2 writes.
 const stateVersionLevel2 = 4
@@ -141,6 +147,8 @@ func (v *View) StateVersion() int {
 		return stateVersionGroups
 	case v.level < Level6:
 		return stateVersionLevers
+	case !v.usesPools():
+		return stateVersionQuotas
 	}
 	return stateVersion
 }
@@ -161,11 +169,15 @@ func coreStateVersion(v int) int {
 	return 1
 }
 
-// encodeWorkers writes the worker registry (every state version alike).
-func encodeWorkers(e *sfq.Encoder, workers []Worker) {
+// encodeWorkers writes the worker registry (every state version alike,
+// but for the pool of each from version 9 on).
+func encodeWorkers(e *sfq.Encoder, workers []Worker, version int) {
 	e.Uvarint(uint64(len(workers)))
 	for _, w := range workers {
 		e.String(w.ID)
+		if version >= stateVersionPools {
+			e.String(w.Pool)
+		}
 		e.Byte(byte(w.Size))
 		e.Uvarint(w.Credit)
 		e.Uvarint(uint64(w.Job))
@@ -191,6 +203,9 @@ func (v *View) Encode(e *sfq.Encoder) {
 	if version >= stateVersionQuotas {
 		encodeConfigQuotas(e, &v.cfg)
 	}
+	if version >= stateVersionPools {
+		encodeConfigPools(e, &v.cfg.Pools)
+	}
 	e.Uvarint(uint64(len(v.members)))
 	for _, m := range v.members {
 		e.String(m.ID)
@@ -198,7 +213,7 @@ func (v *View) Encode(e *sfq.Encoder) {
 		e.String(m.GRPCAddr)
 		e.String(m.HTTPAddr)
 	}
-	encodeWorkers(e, v.workers)
+	encodeWorkers(e, v.workers, version)
 	e.Uvarint(v.nextKey)
 	e.Uvarint(uint64(v.keys.Len()))
 	v.keys.Each(func(_ uint64, k *keyEntry) bool {
@@ -216,7 +231,11 @@ func (v *View) Encode(e *sfq.Encoder) {
 		encodeEvent(e, seq, ev, version)
 		return true
 	})
-	v.sched.EncodeVersion(e, coreStateVersion(version))
+	if version >= stateVersionPools {
+		v.sched.EncodeVersion(e, 6)
+	} else {
+		v.sched.EncodeVersion(e, coreStateVersion(version))
+	}
 }
 
 // Restore reads a state written by View.Encode and replaces this FSM's
@@ -257,7 +276,7 @@ func (f *FSM) Adopt(n *FSM) {
 	f.configured, f.level = n.configured, n.level
 	f.exported, f.tierCarry = n.exported, n.tierCarry
 	f.webhooks, f.whSerial = n.webhooks, n.whSerial
-	f.fair = n.fair
+	f.fairs, f.fairSince = n.fairs, n.fairSince
 	f.hashValid = false
 	f.replaced++
 	f.wake()
@@ -290,14 +309,21 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	if version >= stateVersionQuotas {
 		decodeConfigQuotas(d, &f.cfg)
 	}
+	if version >= stateVersionPools {
+		decodeConfigPools(d, &f.cfg.Pools)
+	}
 	nm := d.Uvarint()
 	for i := uint64(0); i < nm && d.Err() == nil; i++ {
 		f.members = append(f.members, Member{ID: d.String(), RaftAddr: d.String(), GRPCAddr: d.String(), HTTPAddr: d.String()})
 	}
 	nw := d.Uvarint()
 	for i := uint64(0); i < nw && d.Err() == nil; i++ {
-		w := &Worker{ID: d.String(), Size: sfq.Size(d.Enum("worker size", sfq.NumSizes)), Credit: d.Uvarint(),
-			Job: sfq.JobID(d.Uvarint()), Attempt: d.Uint32(), Drained: d.Bool(), LastSeen: sfq.Time(d.Varint())}
+		w := &Worker{ID: d.String()}
+		if version >= stateVersionPools {
+			w.Pool = d.String()
+		}
+		w.Size, w.Credit = sfq.Size(d.Enum("worker size", sfq.NumSizes)), d.Uvarint()
+		w.Job, w.Attempt, w.Drained, w.LastSeen = sfq.JobID(d.Uvarint()), d.Uint32(), d.Bool(), sfq.Time(d.Varint())
 		f.workers[w.ID] = w
 	}
 	f.nextKey = d.Uvarint()

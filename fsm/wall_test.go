@@ -120,7 +120,7 @@ func encodeLegacy(v *View, version int) []byte {
 	e.Bool(v.configured)
 	encodeConfig(e, &v.cfg, coreConfigVersion(version))
 	e.Uvarint(uint64(len(v.members)))
-	encodeWorkers(e, v.workers)
+	encodeWorkers(e, v.workers, v.StateVersion())
 	e.Uvarint(v.nextKey)
 	e.Uvarint(0)
 	e.Uvarint(v.nextEvent)

@@ -304,7 +304,7 @@ func (f *FSM) webhookPruner() func(seq uint64, ev *eventRecord) {
 		if len(f.webhooks) == 0 {
 			return
 		}
-		i, found := f.webhookAt(ev.Tenant)
+		i, found := f.webhookAt(f.sched.Owner(ev.Tenant)) // the log keeps the lane
 		if !found {
 			return
 		}

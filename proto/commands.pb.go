@@ -721,6 +721,9 @@ type Command struct {
 	//	*Command_Redrive
 	//	*Command_CancelJobs
 	//	*Command_Purge
+	//	*Command_PoolSet
+	//	*Command_PoolDelete
+	//	*Command_SubscriptionSet
 	Cmd           isCommand_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -997,6 +1000,33 @@ func (x *Command) GetPurge() *BulkJobs {
 	return nil
 }
 
+func (x *Command) GetPoolSet() *PoolSet {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_PoolSet); ok {
+			return x.PoolSet
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPoolDelete() *PoolDelete {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_PoolDelete); ok {
+			return x.PoolDelete
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSubscriptionSet() *SubscriptionSet {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_SubscriptionSet); ok {
+			return x.SubscriptionSet
+		}
+	}
+	return nil
+}
+
 type isCommand_Cmd interface {
 	isCommand_Cmd()
 }
@@ -1110,6 +1140,19 @@ type Command_Purge struct {
 	Purge *BulkJobs `protobuf:"bytes,92,opt,name=purge,proto3,oneof"`
 }
 
+type Command_PoolSet struct {
+	// Pools and subscriptions (feature level 6): numbers 120 to 129.
+	PoolSet *PoolSet `protobuf:"bytes,120,opt,name=pool_set,json=poolSet,proto3,oneof"`
+}
+
+type Command_PoolDelete struct {
+	PoolDelete *PoolDelete `protobuf:"bytes,121,opt,name=pool_delete,json=poolDelete,proto3,oneof"`
+}
+
+type Command_SubscriptionSet struct {
+	SubscriptionSet *SubscriptionSet `protobuf:"bytes,122,opt,name=subscription_set,json=subscriptionSet,proto3,oneof"`
+}
+
 func (*Command_Submit) isCommand_Cmd() {}
 
 func (*Command_Dispatch) isCommand_Cmd() {}
@@ -1162,6 +1205,12 @@ func (*Command_CancelJobs) isCommand_Cmd() {}
 
 func (*Command_Purge) isCommand_Cmd() {}
 
+func (*Command_PoolSet) isCommand_Cmd() {}
+
+func (*Command_PoolDelete) isCommand_Cmd() {}
+
+func (*Command_SubscriptionSet) isCommand_Cmd() {}
+
 // SubmitJob queues a job. With an idempotency key, the same (tenant, key)
 // and the same content returns the existing job; different content is
 // refused (ALREADY_EXISTS).
@@ -1189,8 +1238,11 @@ type SubmitJob struct {
 	// retry_backoff_ms, when present, replaces the configured retry_backoff
 	// for this job (0: a failed run is requeued at once).
 	RetryBackoffMs *int64 `protobuf:"varint,72,opt,name=retry_backoff_ms,json=retryBackoffMs,proto3,oneof" json:"retry_backoff_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// pool is the job's pool: "" = default (feature level 6 for another).
+	// A pool that requires subscriptions refuses a tenant without one.
+	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitJob) Reset() {
@@ -1321,6 +1373,13 @@ func (x *SubmitJob) GetRetryBackoffMs() int64 {
 	return 0
 }
 
+func (x *SubmitJob) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
 // Release moves scheduled jobs to their queues at their job IDs' places.
 // Apply refuses, job by job, one that is not scheduled, not due yet
 // (unless now: an operator's run-now), or past its expire_at. With a
@@ -1388,10 +1447,13 @@ func (x *Release) GetTenant() string {
 // Dispatch gives a ready worker the next job. The pick happens in Apply. A
 // retry with the same worker and credit returns the same assignment.
 type Dispatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Size          Size                   `protobuf:"varint,2,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
-	Credit        uint64                 `protobuf:"varint,3,opt,name=credit,proto3" json:"credit,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Size     Size                   `protobuf:"varint,2,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
+	Credit   uint64                 `protobuf:"varint,3,opt,name=credit,proto3" json:"credit,omitempty"`
+	// pool is the worker's pool ("" = default): it gets a job of that pool
+	// only.
+	Pool          string `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1445,6 +1507,13 @@ func (x *Dispatch) GetCredit() uint64 {
 		return x.Credit
 	}
 	return 0
+}
+
+func (x *Dispatch) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
 }
 
 type Started struct {
@@ -2267,7 +2336,10 @@ type Pause struct {
 	Resume bool                   `protobuf:"varint,4,opt,name=resume,proto3" json:"resume,omitempty"`
 	// as_tenant: the tenant's own client token acts, which may not lift a
 	// pause an admin set, nor pause all dispatch.
-	AsTenant      bool `protobuf:"varint,5,opt,name=as_tenant,json=asTenant,proto3" json:"as_tenant,omitempty"`
+	AsTenant bool `protobuf:"varint,5,opt,name=as_tenant,json=asTenant,proto3" json:"as_tenant,omitempty"`
+	// pool pauses dispatch in that pool alone, a gate like all (feature
+	// level 6; an admin's only).
+	Pool          string `protobuf:"bytes,6,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2335,6 +2407,13 @@ func (x *Pause) GetAsTenant() bool {
 		return x.AsTenant
 	}
 	return false
+}
+
+func (x *Pause) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
 }
 
 type TenantDelete struct {
@@ -2435,8 +2514,16 @@ type SchedulerConfig struct {
 	// and 64 MiB).
 	DefaultMaxQueued uint32 `protobuf:"varint,110,opt,name=default_max_queued,json=defaultMaxQueued,proto3" json:"default_max_queued,omitempty"`
 	MaxQueuedBytes   uint64 `protobuf:"varint,111,opt,name=max_queued_bytes,json=maxQueuedBytes,proto3" json:"max_queued_bytes,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Pools (feature level 6): at most max_pools pools, default included
+	// (0: the default, 64). implicit_tenants, when a tier, makes a submit
+	// for an unknown tenant create it with that tier and no caps
+	// (unspecified: off, such a submit is NOT_FOUND). default_tenant is the
+	// tenant of an admin's submit that names none ("": none).
+	MaxPools        uint32 `protobuf:"varint,120,opt,name=max_pools,json=maxPools,proto3" json:"max_pools,omitempty"`
+	ImplicitTenants Tier   `protobuf:"varint,121,opt,name=implicit_tenants,json=implicitTenants,proto3,enum=barista.v1.Tier" json:"implicit_tenants,omitempty"`
+	DefaultTenant   string `protobuf:"bytes,122,opt,name=default_tenant,json=defaultTenant,proto3" json:"default_tenant,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SchedulerConfig) Reset() {
@@ -2684,6 +2771,27 @@ func (x *SchedulerConfig) GetMaxQueuedBytes() uint64 {
 		return x.MaxQueuedBytes
 	}
 	return 0
+}
+
+func (x *SchedulerConfig) GetMaxPools() uint32 {
+	if x != nil {
+		return x.MaxPools
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetImplicitTenants() Tier {
+	if x != nil {
+		return x.ImplicitTenants
+	}
+	return Tier_TIER_UNSPECIFIED
+}
+
+func (x *SchedulerConfig) GetDefaultTenant() string {
+	if x != nil {
+		return x.DefaultTenant
+	}
+	return ""
 }
 
 type SetConfig struct {
@@ -3299,6 +3407,7 @@ type JobFilter struct {
 	Group           string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`                                               // "" = any
 	SubmittedFromMs int64                  `protobuf:"varint,4,opt,name=submitted_from_ms,json=submittedFromMs,proto3" json:"submitted_from_ms,omitempty"` // inclusive; 0 = no bound
 	SubmittedToMs   int64                  `protobuf:"varint,5,opt,name=submitted_to_ms,json=submittedToMs,proto3" json:"submitted_to_ms,omitempty"`       // exclusive; 0 = no bound
+	Pool            string                 `protobuf:"bytes,6,opt,name=pool,proto3" json:"pool,omitempty"`                                                 // "" = any (feature level 6)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -3366,6 +3475,13 @@ func (x *JobFilter) GetSubmittedToMs() int64 {
 		return x.SubmittedToMs
 	}
 	return 0
+}
+
+func (x *JobFilter) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
 }
 
 // BulkJobs is a Redrive, a CancelJobs or a Purge of one tenant's jobs: by
@@ -3703,6 +3819,181 @@ func (x *CommandResult) GetStopped() string {
 	return ""
 }
 
+// PoolSet creates a pool or changes one (the pool default included). A
+// field left out keeps its value (a new pool: default weights, optional
+// subscriptions). Feature level 6.
+type PoolSet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // [a-z0-9][a-z0-9-]{0,62}
+	// weights: "default" (tier weight x multiplier), "equal" (every tenant
+	// 1) or "TENANT:W,..." (W in 1..1000000; tenants not listed weigh 1).
+	Weights               *string `protobuf:"bytes,2,opt,name=weights,proto3,oneof" json:"weights,omitempty"`
+	SubscriptionsRequired *bool   `protobuf:"varint,3,opt,name=subscriptions_required,json=subscriptionsRequired,proto3,oneof" json:"subscriptions_required,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *PoolSet) Reset() {
+	*x = PoolSet{}
+	mi := &file_commands_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolSet) ProtoMessage() {}
+
+func (x *PoolSet) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolSet.ProtoReflect.Descriptor instead.
+func (*PoolSet) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *PoolSet) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PoolSet) GetWeights() string {
+	if x != nil && x.Weights != nil {
+		return *x.Weights
+	}
+	return ""
+}
+
+func (x *PoolSet) GetSubscriptionsRequired() bool {
+	if x != nil && x.SubscriptionsRequired != nil {
+		return *x.SubscriptionsRequired
+	}
+	return false
+}
+
+// PoolDelete deletes a pool with no scheduled, queued or running job; the
+// leader also refuses while a worker of it is connected. The pool default
+// is never deleted.
+type PoolDelete struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolDelete) Reset() {
+	*x = PoolDelete{}
+	mi := &file_commands_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolDelete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolDelete) ProtoMessage() {}
+
+func (x *PoolDelete) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolDelete.ProtoReflect.Descriptor instead.
+func (*PoolDelete) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PoolDelete) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// SubscriptionSet sets a tenant's subscription in a pool: at most burst
+// of its jobs assigned or running there (0 holds them); burst left out
+// removes the subscription.
+type SubscriptionSet struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Pool          string                 `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
+	Burst         *uint32                `protobuf:"varint,3,opt,name=burst,proto3,oneof" json:"burst,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscriptionSet) Reset() {
+	*x = SubscriptionSet{}
+	mi := &file_commands_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscriptionSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscriptionSet) ProtoMessage() {}
+
+func (x *SubscriptionSet) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscriptionSet.ProtoReflect.Descriptor instead.
+func (*SubscriptionSet) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *SubscriptionSet) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SubscriptionSet) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *SubscriptionSet) GetBurst() uint32 {
+	if x != nil && x.Burst != nil {
+		return *x.Burst
+	}
+	return 0
+}
+
 var File_commands_proto protoreflect.FileDescriptor
 
 const file_commands_proto_rawDesc = "" +
@@ -3713,7 +4004,7 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xcd\v\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\x84\r\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x14.barista.v1.DispatchH\x00R\bdispatch\x12/\n" +
@@ -3747,8 +4038,12 @@ const file_commands_proto_rawDesc = "" +
 	"\aredrive\x18Z \x01(\v2\x14.barista.v1.BulkJobsH\x00R\aredrive\x127\n" +
 	"\vcancel_jobs\x18[ \x01(\v2\x14.barista.v1.BulkJobsH\x00R\n" +
 	"cancelJobs\x12,\n" +
-	"\x05purge\x18\\ \x01(\v2\x14.barista.v1.BulkJobsH\x00R\x05purgeB\x05\n" +
-	"\x03cmd\"\xec\x03\n" +
+	"\x05purge\x18\\ \x01(\v2\x14.barista.v1.BulkJobsH\x00R\x05purge\x120\n" +
+	"\bpool_set\x18x \x01(\v2\x13.barista.v1.PoolSetH\x00R\apoolSet\x129\n" +
+	"\vpool_delete\x18y \x01(\v2\x16.barista.v1.PoolDeleteH\x00R\n" +
+	"poolDelete\x12H\n" +
+	"\x10subscription_set\x18z \x01(\v2\x1b.barista.v1.SubscriptionSetH\x00R\x0fsubscriptionSetB\x05\n" +
+	"\x03cmd\"\x80\x04\n" +
 	"\tSubmitJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12'\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tR\x0eidempotencyKey\x12\x19\n" +
@@ -3766,16 +4061,18 @@ const file_commands_proto_rawDesc = "" +
 	"\x05group\x18( \x01(\tR\x05group\x12\x19\n" +
 	"\bdelay_ms\x18F \x01(\x03R\adelayMs\x12\x1b\n" +
 	"\texpire_ms\x18G \x01(\x03R\bexpireMs\x12-\n" +
-	"\x10retry_backoff_ms\x18H \x01(\x03H\x00R\x0eretryBackoffMs\x88\x01\x01B\x13\n" +
+	"\x10retry_backoff_ms\x18H \x01(\x03H\x00R\x0eretryBackoffMs\x88\x01\x01\x12\x12\n" +
+	"\x04pool\x18x \x01(\tR\x04poolB\x13\n" +
 	"\x11_retry_backoff_ms\"G\n" +
 	"\aRelease\x12\x12\n" +
 	"\x04jobs\x18\x01 \x03(\x04R\x04jobs\x12\x10\n" +
 	"\x03now\x18\x02 \x01(\bR\x03now\x12\x16\n" +
-	"\x06tenant\x18\x03 \x01(\tR\x06tenant\"e\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\"y\n" +
 	"\bDispatch\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12$\n" +
 	"\x04size\x18\x02 \x01(\x0e2\x10.barista.v1.SizeR\x04size\x12\x16\n" +
-	"\x06credit\x18\x03 \x01(\x04R\x06credit\"R\n" +
+	"\x06credit\x18\x03 \x01(\x04R\x06credit\x12\x12\n" +
+	"\x04pool\x18\x04 \x01(\tR\x04pool\"R\n" +
 	"\aStarted\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1b\n" +
@@ -3850,16 +4147,16 @@ const file_commands_proto_rawDesc = "" +
 	"\x06rate_n\x18Q \x01(\rR\x05rateN\x12$\n" +
 	"\x0erate_period_ms\x18R \x01(\x03R\fratePeriodMs\x12\x1d\n" +
 	"\n" +
-	"rate_burst\x18S \x01(\rR\trateBurst\"|\n" +
+	"rate_burst\x18S \x01(\rR\trateBurst\"\x90\x01\n" +
 	"\x05Pause\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x10\n" +
 	"\x03all\x18\x03 \x01(\bR\x03all\x12\x16\n" +
 	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x1b\n" +
-	"\tas_tenant\x18\x05 \x01(\bR\basTenant\"\"\n" +
+	"\tas_tenant\x18\x05 \x01(\bR\basTenant\x12\x12\n" +
+	"\x04pool\x18\x06 \x01(\tR\x04pool\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xd2\n" +
-	"\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xd3\v\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -3892,7 +4189,10 @@ const file_commands_proto_rawDesc = "" +
 	"\x14dead_letter_max_jobs\x18[ \x01(\x04R\x11deadLetterMaxJobs\x121\n" +
 	"\x15dead_letter_max_bytes\x18\\ \x01(\x04R\x12deadLetterMaxBytes\x12,\n" +
 	"\x12default_max_queued\x18n \x01(\rR\x10defaultMaxQueued\x12(\n" +
-	"\x10max_queued_bytes\x18o \x01(\x04R\x0emaxQueuedBytes\"@\n" +
+	"\x10max_queued_bytes\x18o \x01(\x04R\x0emaxQueuedBytes\x12\x1b\n" +
+	"\tmax_pools\x18x \x01(\rR\bmaxPools\x12;\n" +
+	"\x10implicit_tenants\x18y \x01(\x0e2\x10.barista.v1.TierR\x0fimplicitTenants\x12%\n" +
+	"\x0edefault_tenant\x18z \x01(\tR\rdefaultTenant\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +
 	"\x05Prune\x12\x14\n" +
@@ -3928,13 +4228,14 @@ const file_commands_proto_rawDesc = "" +
 	"\acursors\x18\x01 \x03(\v2\x19.barista.v1.WebhookCursorR\acursors\"B\n" +
 	"\rWebhookReplay\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x19\n" +
-	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\"\xa8\x01\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\"\xbc\x01\n" +
 	"\tJobFilter\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x14\n" +
 	"\x05group\x18\x03 \x01(\tR\x05group\x12*\n" +
 	"\x11submitted_from_ms\x18\x04 \x01(\x03R\x0fsubmittedFromMs\x12&\n" +
-	"\x0fsubmitted_to_ms\x18\x05 \x01(\x03R\rsubmittedToMs\"\xda\x01\n" +
+	"\x0fsubmitted_to_ms\x18\x05 \x01(\x03R\rsubmittedToMs\x12\x12\n" +
+	"\x04pool\x18\x06 \x01(\tR\x04pool\"\xda\x01\n" +
 	"\bBulkJobs\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04jobs\x18\x02 \x03(\x04R\x04jobs\x12-\n" +
@@ -3966,7 +4267,22 @@ const file_commands_proto_rawDesc = "" +
 	"\x05items\x18Z \x03(\v2\x14.barista.v1.BulkItemR\x05items\x12\x12\n" +
 	"\x04next\x18[ \x01(\x04R\x04next\x12\x1c\n" +
 	"\tduplicate\x18\\ \x01(\bR\tduplicate\x12\x18\n" +
-	"\astopped\x18] \x01(\tR\astopped*4\n" +
+	"\astopped\x18] \x01(\tR\astopped\"\x9f\x01\n" +
+	"\aPoolSet\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\aweights\x18\x02 \x01(\tH\x00R\aweights\x88\x01\x01\x12:\n" +
+	"\x16subscriptions_required\x18\x03 \x01(\bH\x01R\x15subscriptionsRequired\x88\x01\x01B\n" +
+	"\n" +
+	"\b_weightsB\x19\n" +
+	"\x17_subscriptions_required\" \n" +
+	"\n" +
+	"PoolDelete\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"b\n" +
+	"\x0fSubscriptionSet\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x19\n" +
+	"\x05burst\x18\x03 \x01(\rH\x00R\x05burst\x88\x01\x01B\b\n" +
+	"\x06_burst*4\n" +
 	"\x04Size\x12\x14\n" +
 	"\x10SIZE_UNSPECIFIED\x10\x00\x12\x06\n" +
 	"\x02SM\x10\x01\x12\x06\n" +
@@ -4050,7 +4366,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_commands_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
@@ -4096,6 +4412,9 @@ var file_commands_proto_goTypes = []any{
 	(*BulkJobs)(nil),        // 41: barista.v1.BulkJobs
 	(*BulkItem)(nil),        // 42: barista.v1.BulkItem
 	(*CommandResult)(nil),   // 43: barista.v1.CommandResult
+	(*PoolSet)(nil),         // 44: barista.v1.PoolSet
+	(*PoolDelete)(nil),      // 45: barista.v1.PoolDelete
+	(*SubscriptionSet)(nil), // 46: barista.v1.SubscriptionSet
 }
 var file_commands_proto_depIdxs = []int32{
 	12, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
@@ -4125,31 +4444,35 @@ var file_commands_proto_depIdxs = []int32{
 	41, // 24: barista.v1.Command.redrive:type_name -> barista.v1.BulkJobs
 	41, // 25: barista.v1.Command.cancel_jobs:type_name -> barista.v1.BulkJobs
 	41, // 26: barista.v1.Command.purge:type_name -> barista.v1.BulkJobs
-	0,  // 27: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	3,  // 28: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	0,  // 29: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	17, // 30: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	2,  // 31: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	4,  // 32: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 33: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	23, // 34: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	3,  // 35: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	5,  // 36: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
-	6,  // 37: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
-	7,  // 38: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	8,  // 39: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	9,  // 40: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	28, // 41: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	37, // 42: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
-	40, // 43: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
-	10, // 44: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 45: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	42, // 46: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
-	47, // [47:47] is the sub-list for method output_type
-	47, // [47:47] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	44, // 27: barista.v1.Command.pool_set:type_name -> barista.v1.PoolSet
+	45, // 28: barista.v1.Command.pool_delete:type_name -> barista.v1.PoolDelete
+	46, // 29: barista.v1.Command.subscription_set:type_name -> barista.v1.SubscriptionSet
+	0,  // 30: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	3,  // 31: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	0,  // 32: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	17, // 33: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	2,  // 34: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	4,  // 35: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	1,  // 36: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	23, // 37: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	3,  // 38: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	5,  // 39: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	6,  // 40: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	7,  // 41: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	8,  // 42: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	9,  // 43: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	1,  // 44: barista.v1.SchedulerConfig.implicit_tenants:type_name -> barista.v1.Tier
+	28, // 45: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	37, // 46: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	40, // 47: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
+	10, // 48: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	0,  // 49: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	42, // 50: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -4184,15 +4507,20 @@ func file_commands_proto_init() {
 		(*Command_Redrive)(nil),
 		(*Command_CancelJobs)(nil),
 		(*Command_Purge)(nil),
+		(*Command_PoolSet)(nil),
+		(*Command_PoolDelete)(nil),
+		(*Command_SubscriptionSet)(nil),
 	}
 	file_commands_proto_msgTypes[2].OneofWrappers = []any{}
+	file_commands_proto_msgTypes[33].OneofWrappers = []any{}
+	file_commands_proto_msgTypes[35].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   33,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -320,11 +320,14 @@ func (*LeaderMessage_FinishedAck) isLeaderMessage_Msg() {}
 // running (after a reconnect): its lease resumes if the cluster still
 // gives it that attempt; otherwise the leader answers Reject.
 type Hello struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Size          Size                   `protobuf:"varint,2,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
-	Running       []*RunningJob          `protobuf:"bytes,3,rep,name=running,proto3" json:"running,omitempty"` // at most 8
-	Version       string                 `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"` // at most 64 bytes
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Size     Size                   `protobuf:"varint,2,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
+	Running  []*RunningJob          `protobuf:"bytes,3,rep,name=running,proto3" json:"running,omitempty"` // at most 8
+	Version  string                 `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"` // at most 64 bytes
+	// pool is the pool the worker serves ("" = default): it gets jobs of
+	// that pool only. An unknown pool is refused with NOT_FOUND.
+	Pool          string `protobuf:"bytes,5,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -383,6 +386,13 @@ func (x *Hello) GetRunning() []*RunningJob {
 func (x *Hello) GetVersion() string {
 	if x != nil {
 		return x.Version
+	}
+	return ""
+}
+
+func (x *Hello) GetPool() string {
+	if x != nil {
+		return x.Pool
 	}
 	return ""
 }
@@ -1555,12 +1565,13 @@ const file_worker_proto_rawDesc = "" +
 	"\rheartbeat_ack\x18\x05 \x01(\v2\x18.barista.v1.HeartbeatAckH\x00R\fheartbeatAck\x12,\n" +
 	"\x06reject\x18\x06 \x01(\v2\x12.barista.v1.RejectH\x00R\x06reject\x12<\n" +
 	"\ffinished_ack\x18\a \x01(\v2\x17.barista.v1.FinishedAckH\x00R\vfinishedAckB\x05\n" +
-	"\x03msg\"\x96\x01\n" +
+	"\x03msg\"\xaa\x01\n" +
 	"\x05Hello\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12$\n" +
 	"\x04size\x18\x02 \x01(\x0e2\x10.barista.v1.SizeR\x04size\x120\n" +
 	"\arunning\x18\x03 \x03(\v2\x16.barista.v1.RunningJobR\arunning\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\tR\aversion\"k\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\x12\x12\n" +
+	"\x04pool\x18\x05 \x01(\tR\x04pool\"k\n" +
 	"\n" +
 	"RunningJob\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +

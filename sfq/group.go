@@ -408,30 +408,74 @@ func (s *Scheduler) tidyGroup(gs uint32) {
 	}
 }
 
-// Group returns a copy of a group's record. The unnamed group is named "".
+// Group returns a copy of a group's record, its counters summed over
+// every pool (its tags those of the first pool it is in, default first).
+// The unnamed group is named "".
 func (s *Scheduler) Group(tenant, name string) (Group, bool) {
 	ti, ok := s.TenantIndex(tenant)
 	if !ok {
 		return Group{}, false
 	}
-	gs, ok := s.groupSlot(ti, name)
-	if !ok {
+	slots := s.groupSlots(ti, name)
+	if len(slots) == 0 {
 		return Group{}, false
 	}
-	return *s.groups.Get(uint64(gs)), true
+	g := *s.groups.Get(uint64(slots[0][1]))
+	g.Tenant = ti
+	for _, ls := range slots[1:] {
+		addGroup(&g, s.groups.Get(uint64(ls[1])))
+	}
+	return g, true
+}
+
+func addGroup(sum, g *Group) {
+	sum.Running += g.Running
+	sum.Queued += g.Queued
+	sum.Scheduled += g.Scheduled
+}
+
+// tenantGroups returns the groups of the tenant whose own index is ti, one
+// record per name with its counters summed over every pool: its own
+// records when it has no lane in another pool.
+func (s *Scheduler) tenantGroups(ti uint32) []*Group {
+	out := make([]*Group, 0, len(s.rt[ti].groups))
+	if len(s.rt[ti].lanes) == 0 {
+		for _, slot := range s.rt[ti].groups {
+			out = append(out, s.groups.Get(uint64(slot)))
+		}
+		return out
+	}
+	byName := map[string]*Group{}
+	s.eachLane(ti, func(l uint32) {
+		for _, slot := range s.rt[l].groups {
+			g := s.groups.Get(uint64(slot))
+			if m := byName[g.Name]; m != nil {
+				addGroup(m, g)
+				continue
+			}
+			m := *g
+			m.Tenant = ti
+			byName[g.Name] = &m
+			out = append(out, &m)
+		}
+	})
+	return out
 }
 
 // Groups calls fn for every group of the live tenant named tenant (the
-// unnamed one included), in slot order, until fn returns false. It
-// reports false when no live tenant has that name.
+// unnamed one included; one record per name, its counters summed over
+// every pool), until fn returns false. It reports false when no live
+// tenant has that name.
 func (s *Scheduler) Groups(tenant string, fn func(g *Group) bool) bool {
 	ti, ok := s.TenantIndex(tenant)
 	if !ok {
 		return false
 	}
-	s.groups.View().Each(func(_ uint64, g *Group) bool {
-		return g.Tenant != ti || fn(g)
-	})
+	for _, g := range s.tenantGroups(ti) {
+		if !fn(g) {
+			break
+		}
+	}
 	return true
 }
 
@@ -565,7 +609,7 @@ func (s *Scheduler) TopGroups(tenant string, n int) ([]Group, int) {
 	if !ok || n <= 0 {
 		return nil, 0
 	}
-	gs := s.rt[ti].groups
+	gs := s.tenantGroups(ti)
 	before := func(a, b *Group) bool {
 		if a.Queued != b.Queued {
 			return a.Queued > b.Queued
@@ -576,8 +620,8 @@ func (s *Scheduler) TopGroups(tenant string, n int) ([]Group, int) {
 		return a.Name < b.Name
 	}
 	best := boundedBest{n: n, before: before}
-	for _, slot := range gs {
-		best.offer(s.groups.Get(uint64(slot)))
+	for _, g := range gs {
+		best.offer(g)
 	}
 	return best.sorted(), len(gs)
 }
@@ -598,8 +642,8 @@ func (s *Scheduler) SortedGroups(tenant, after string, first bool, limit int) (o
 	// The limit+1 first names after the cursor: one more says whether
 	// more follow.
 	best := boundedBest{n: limit + 1, before: func(a, b *Group) bool { return a.Name < b.Name }}
-	for _, slot := range s.rt[ti].groups {
-		if g := s.groups.Get(uint64(slot)); first || g.Name > after {
+	for _, g := range s.tenantGroups(ti) {
+		if first || g.Name > after {
 			best.offer(g)
 		}
 	}

@@ -672,10 +672,10 @@ func (s *Scheduler) DeletePool(name string) error {
 		return fmt.Errorf("%w: %q", ErrUnknownPool, name)
 	}
 	if id == DefaultPool {
-		return fmt.Errorf("%w: the pool default is never deleted", ErrPrecondition)
+		return preconditionf("the pool default is never deleted")
 	}
 	if v := s.poolAt(id); v.Scheduled+v.Queued+v.Running > 0 {
-		return fmt.Errorf("%w: pool %s has %d scheduled, %d queued and %d running jobs", ErrPrecondition, name, v.Scheduled, v.Queued, v.Running)
+		return preconditionf("pool %s has %d scheduled, %d queued and %d running jobs", name, v.Scheduled, v.Queued, v.Running)
 	}
 	p := s.pools[id]
 	p.deleted = true
@@ -832,8 +832,10 @@ func (s *Scheduler) poolPics() []poolPic {
 	return out
 }
 
-// usesPools reports whether the state holds anything of pools: a pool
+// UsesPools reports whether the state holds anything of pools: a pool
 // other than default, a setting or pause of default, a subscription.
+func (v *View) UsesPools() bool { return v.usesPools() }
+
 func (v *View) usesPools() bool {
 	if len(v.pools) > 1 || len(v.subs) > 0 {
 		return true
@@ -963,3 +965,21 @@ func (s *Scheduler) verifyLane(ti uint32, t *Tenant, report func(string, ...any)
 
 // sameSpec compares two tenant settings (their Rate included).
 func sameSpec(a, b *TenantSpec) bool { return *a == *b }
+
+// Lanes returns the lanes of the tenant whose own index is i, its own
+// index first.
+func (s *Scheduler) Lanes(i uint32) []uint32 {
+	if int(i) >= len(s.rt) {
+		return nil
+	}
+	return append([]uint32{i}, s.rt[i].lanes...)
+}
+
+// OtherLanes returns the lanes of the tenant whose own index is i in the
+// pools other than default (read-only; valid until the next write).
+func (s *Scheduler) OtherLanes(i uint32) []uint32 {
+	if int(i) >= len(s.rt) {
+		return nil
+	}
+	return s.rt[i].lanes
+}

@@ -401,7 +401,7 @@ func TestSubscriptionBurst(t *testing.T) {
 		[]PoolSpec{{Name: "gpu", Required: true}})
 	gpu, _ := s.PoolID("gpu")
 	if _, err := s.Submit(0, Submission{Tenant: "a", Pool: "gpu", EstCostMs: 1000}); !errors.Is(err, ErrPrecondition) ||
-		err.Error() != "failed precondition: tenant a has no subscription in pool gpu, which requires one" {
+		err.Error() != "tenant a has no subscription in pool gpu, which requires one" {
 		t.Fatalf("submit without a subscription: %v", err)
 	}
 	one, zero := uint32(1), uint32(0)
@@ -461,7 +461,7 @@ func TestPoolPauseAndDelete(t *testing.T) {
 	if _, ok, _ := s.Dispatch(0, SM, "w"); !ok {
 		t.Fatal("the pool default is paused too")
 	}
-	if err := s.DeletePool("gpu"); err == nil || err.Error() != "failed precondition: pool gpu has 0 scheduled, 1 queued and 0 running jobs" {
+	if err := s.DeletePool("gpu"); err == nil || err.Error() != "pool gpu has 0 scheduled, 1 queued and 0 running jobs" {
 		t.Fatalf("delete: %v", err)
 	}
 	if err := s.DeletePool("default"); !errors.Is(err, ErrPrecondition) {

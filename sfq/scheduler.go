@@ -636,7 +636,7 @@ func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
 		return 0, fmt.Errorf("%w: %q", ErrUnknownPool, sub.Pool)
 	}
 	if _, subscribed := s.subscription(o, pid); s.pools[pid].Required && !subscribed {
-		return 0, fmt.Errorf("%w: tenant %s has no subscription in pool %s, which requires one", ErrPrecondition, sub.Tenant, s.pools[pid].Name)
+		return 0, preconditionf("tenant %s has no subscription in pool %s, which requires one", sub.Tenant, s.pools[pid].Name)
 	}
 	t := s.tenants.Get(uint64(o))
 	deadline := sub.DeadlineMs != 0

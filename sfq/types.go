@@ -118,6 +118,17 @@ func permissionf(format string, args ...any) error {
 	return &permissionError{msg: fmt.Sprintf(format, args...)}
 }
 
+// preconditionError is a refusal by ErrPrecondition whose text is the
+// rule alone, like permissionError.
+type preconditionError struct{ msg string }
+
+func (e *preconditionError) Error() string        { return e.msg }
+func (e *preconditionError) Is(target error) bool { return target == ErrPrecondition }
+
+func preconditionf(format string, args ...any) error {
+	return &preconditionError{msg: fmt.Sprintf(format, args...)}
+}
+
 // exhaustedError is a refusal by ErrExhausted whose text is the rule
 // alone, like permissionError.
 type exhaustedError struct{ msg string }

@@ -595,6 +595,8 @@ func Lag(vnow, tag sfq.VirtualTime, w sfq.Weight) int64 {
 // Line is a row with what the state machine knows of its tenant.
 type Line struct {
 	Row
+	// Pool is the lane's pool ("" for the pool default).
+	Pool    string
 	Name    string
 	Tier    sfq.Tier
 	Deleted bool

@@ -2,17 +2,38 @@ package scenario
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/baristahq/barista/sfq"
 )
 
 // Core runs scripts directly against the scheduling core.
-type Core struct{ S *sfq.Scheduler }
+type Core struct {
+	S        *sfq.Scheduler
+	maxPools int // 0: the core's default (no bound)
+	// level is the script's feature level: the core has none of its own,
+	// and refuses what pools bring below level 6 as the state machine
+	// does, so that both make the same decisions. implicit is the tier of
+	// implicit_tenants (nil: off).
+	level    uint32
+	implicit *sfq.Tier
+}
+
+// poolLevel is the level pools need.
+const poolLevel = 6
+
+func (c *Core) needPools(what string) error {
+	if c.level < poolLevel {
+		return fmt.Errorf("%s needs feature level %d", what, poolLevel)
+	}
+	return nil
+}
 
 // NewCore returns a Core over a fresh scheduler with the default config.
 func NewCore() *Core {
 	s, _ := sfq.New(sfq.DefaultConfig())
-	return &Core{S: s}
+	return &Core{S: s, level: uint32(DefaultLevel)}
 }
 
 // SetConfig implements Target.
@@ -44,7 +65,10 @@ func (c *Core) DeleteTenant(now sfq.Time, name string) error {
 }
 
 // SetLevel implements Target: the core has no feature levels.
-func (c *Core) SetLevel(sfq.Time, uint32) error { return nil }
+func (c *Core) SetLevel(_ sfq.Time, level uint32) error {
+	c.level = max(c.level, level)
+	return nil
+}
 
 // SetGroup implements Target.
 func (c *Core) SetGroup(now sfq.Time, tenant, group string, admin sfq.GroupCap, own uint32, asTenant bool) error {
@@ -92,12 +116,135 @@ func (c *Core) Group(tenant, group string) (sfq.Group, bool) { return c.S.Group(
 
 // Submit implements Target.
 func (c *Core) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
+	if sub.Pool != "" && sub.Pool != sfq.DefaultPoolName {
+		if err := c.needPools("pool"); err != nil {
+			return 0, err
+		}
+	}
+	if _, known := c.S.TenantIndex(sub.Tenant); !known && c.implicit != nil {
+		if _, ok := c.S.PoolID(sub.Pool); ok {
+			c.S.SetClock(now)
+			if _, err := c.S.UpsertTenant(sfq.TenantSpec{Name: sub.Tenant, Tier: *c.implicit}); err != nil {
+				return 0, err
+			}
+		}
+	}
 	return c.S.Submit(now, sub)
 }
 
 // Dispatch implements Target.
-func (c *Core) Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignment, bool, error) {
-	return c.S.Dispatch(now, size, worker)
+func (c *Core) Dispatch(now sfq.Time, pool string, size sfq.Size, worker string) (sfq.Assignment, bool, error) {
+	if pool != "" && pool != sfq.DefaultPoolName {
+		if err := c.needPools("pool"); err != nil {
+			return sfq.Assignment{}, false, err
+		}
+	}
+	id, ok := c.S.PoolID(pool)
+	if !ok {
+		return sfq.Assignment{}, false, fmt.Errorf("%w: %q", sfq.ErrUnknownPool, pool)
+	}
+	return c.S.DispatchPool(now, id, size, worker)
+}
+
+// SetPool implements Target.
+func (c *Core) SetPool(now sfq.Time, name string, weights *string, required *bool) error {
+	if err := c.needPools("pool"); err != nil {
+		return err
+	}
+	c.S.SetClock(now)
+	spec := sfq.PoolSpec{Name: name}
+	if p, ok := c.S.Pool(name); ok {
+		spec = p.PoolSpec
+	}
+	if weights != nil {
+		w, err := sfq.ParsePoolWeights(*weights)
+		if err != nil {
+			return err
+		}
+		spec.Weights = w
+	}
+	if required != nil {
+		spec.Required = *required
+	}
+	_, err := c.S.SetPool(spec, c.maxPools)
+	return err
+}
+
+// DeletePool implements Target.
+func (c *Core) DeletePool(now sfq.Time, name string) error {
+	if err := c.needPools("pool delete"); err != nil {
+		return err
+	}
+	c.S.SetClock(now)
+	return c.S.DeletePool(name)
+}
+
+// SetSubscription implements Target.
+func (c *Core) SetSubscription(now sfq.Time, tenant, pool string, burst *uint32) error {
+	if err := c.needPools("subscription"); err != nil {
+		return err
+	}
+	c.S.SetClock(now)
+	_, err := c.S.SetSubscription(tenant, pool, burst)
+	return err
+}
+
+// PausePool implements Target.
+func (c *Core) PausePool(now sfq.Time, pool string, resume bool) error {
+	if err := c.needPools("pause pool"); err != nil {
+		return err
+	}
+	c.S.SetClock(now)
+	_, err := c.S.PausePool(pool, !resume)
+	return err
+}
+
+// SetPoolSetting implements Target: max_pools and implicit_tenants (the
+// core has no admin's submit to give a default_tenant).
+func (c *Core) SetPoolSetting(_ sfq.Time, key, value string) error {
+	if err := c.needPools(key); err != nil {
+		return err
+	}
+	switch key {
+	case "implicit_tenants":
+		c.implicit = nil
+		if value != "off" {
+			t, err := sfq.ParseTier(value)
+			if err != nil {
+				return err
+			}
+			c.implicit = &t
+		}
+		return nil
+	case "max_pools":
+	default:
+		return fmt.Errorf("%s is a setting of the state machine, not of the core", key)
+	}
+	n, err := strconv.ParseUint(value, 10, 32)
+	if err != nil {
+		return fmt.Errorf("bad max_pools %q", value)
+	}
+	c.maxPools = int(n)
+	return nil
+}
+
+// Pool implements Target.
+func (c *Core) Pool(name string) (sfq.Pool, bool) { return c.S.Pool(name) }
+
+// LaneState implements Target.
+func (c *Core) LaneState(tenant, pool string, class sfq.Class) (t sfq.Tenant, vnow sfq.VirtualTime, burst uint32, subscribed, ok bool) {
+	return laneState(c.S, tenant, pool, class)
+}
+
+// laneState reads a tenant's lane in a pool.
+func laneState(s *sfq.Scheduler, tenant, pool string, class sfq.Class) (t sfq.Tenant, vnow sfq.VirtualTime, burst uint32, subscribed, ok bool) {
+	id, known := s.PoolID(pool)
+	if !known {
+		return t, 0, 0, false, false
+	}
+	t, ok = s.Lane(tenant, pool)
+	burst, subscribed = s.Subscription(tenant, pool)
+	return t, s.PoolVirtualNow(id, class), burst, subscribed, ok
 }
 
 // Job implements Target.

@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
@@ -106,7 +107,7 @@ func (m *Machine) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
 		Tenant: sub.Tenant, IdempotencyKey: sub.Key, JobType: sub.Type, Size: fsm.SizeToPB(sub.Size),
 		EstCostMs: sub.EstCostMs, Payload: []byte(sub.Payload), MaxAttempts: sub.MaxAttempts, TimeoutMs: sub.TimeoutMs,
 		JobClass: fsm.ClassToPB(sub.Class), DeadlineMs: sub.DeadlineMs, Group: sub.Group,
-		DelayMs: sub.DelayMs, ExpireMs: sub.ExpireMs}
+		DelayMs: sub.DelayMs, ExpireMs: sub.ExpireMs, Pool: sub.Pool}
 	if sub.RetryBackoffSet {
 		c.RetryBackoffMs = &sub.RetryBackoffMs
 	}
@@ -149,9 +150,10 @@ func (m *Machine) Group(tenant, group string) (g sfq.Group, ok bool) {
 }
 
 // Dispatch implements Target.
-func (m *Machine) Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignment, bool, error) {
+func (m *Machine) Dispatch(now sfq.Time, pool string, size sfq.Size, worker string) (sfq.Assignment, bool, error) {
 	m.credit++
-	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: fsm.SizeToPB(size), Credit: m.credit}}})
+	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: fsm.SizeToPB(size), Credit: m.credit,
+		Pool: pool}}})
 	if err != nil || !r.Assigned {
 		return sfq.Assignment{}, false, err
 	}
@@ -267,4 +269,71 @@ func (m *Machine) Check() error { return m.F.Verify() }
 func (m *Machine) Hash() []byte {
 	h, _ := m.F.Hash()
 	return h[:]
+}
+
+// SetPool implements Target.
+func (m *Machine) SetPool(now sfq.Time, name string, weights *string, required *bool) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: name, Weights: weights, SubscriptionsRequired: required}}})
+	return err
+}
+
+// DeletePool implements Target.
+func (m *Machine) DeletePool(now sfq.Time, name string) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: name}}})
+	return err
+}
+
+// SetSubscription implements Target.
+func (m *Machine) SetSubscription(now sfq.Time, tenant, pool string, burst *uint32) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: tenant, Pool: pool, Burst: burst}}})
+	return err
+}
+
+// PausePool implements Target.
+func (m *Machine) PausePool(now sfq.Time, pool string, resume bool) error {
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: pool, Resume: resume}}})
+	return err
+}
+
+// SetPoolSetting implements Target: a SetConfig with the setting changed.
+func (m *Machine) SetPoolSetting(now sfq.Time, key, value string) error {
+	p := fsm.ConfigToPB(m.F.Config())
+	switch key {
+	case "max_pools":
+		n, err := strconv.ParseUint(value, 10, 32)
+		if err != nil {
+			return fmt.Errorf("bad max_pools %q: want a whole number (0: the default)", value)
+		}
+		p.MaxPools = uint32(n)
+	case "implicit_tenants":
+		p.ImplicitTenants = pb.Tier_TIER_UNSPECIFIED
+		if value != "off" {
+			t, err := sfq.ParseTier(value)
+			if err != nil {
+				return fmt.Errorf("bad implicit_tenants %q: want off or a tier", value)
+			}
+			p.ImplicitTenants = fsm.TierToPB(t)
+		}
+	case "default_tenant":
+		if value == "none" {
+			value = ""
+		}
+		p.DefaultTenant = value
+	default:
+		return fmt.Errorf("unknown pool setting %q", key)
+	}
+	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: p}}})
+	return err
+}
+
+// Pool implements Target.
+func (m *Machine) Pool(name string) (p sfq.Pool, ok bool) {
+	m.F.Read(func(s *sfq.Scheduler) { p, ok = s.Pool(name) })
+	return p, ok
+}
+
+// LaneState implements Target.
+func (m *Machine) LaneState(tenant, pool string, c sfq.Class) (t sfq.Tenant, vnow sfq.VirtualTime, burst uint32, subscribed, ok bool) {
+	m.F.Read(func(s *sfq.Scheduler) { t, vnow, burst, subscribed, ok = laneState(s, tenant, pool, c) })
+	return t, vnow, burst, subscribed, ok
 }

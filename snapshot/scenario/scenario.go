@@ -42,7 +42,21 @@ type Target interface {
 	// Group returns a group's record.
 	Group(tenant, group string) (sfq.Group, bool)
 	Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error)
-	Dispatch(now sfq.Time, size sfq.Size, worker string) (sfq.Assignment, bool, error)
+	// Dispatch gives a worker of size and pool ("" = default) a job.
+	Dispatch(now sfq.Time, pool string, size sfq.Size, worker string) (sfq.Assignment, bool, error)
+	// SetPool creates or changes a pool (nil: keep); DeletePool deletes
+	// one; SetSubscription sets a tenant's burst in a pool (nil: none);
+	// PausePool pauses or resumes a pool (feature level 6).
+	SetPool(now sfq.Time, name string, weights *string, required *bool) error
+	DeletePool(now sfq.Time, name string) error
+	SetSubscription(now sfq.Time, tenant, pool string, burst *uint32) error
+	PausePool(now sfq.Time, pool string, resume bool) error
+	// SetPoolSetting sets max_pools, implicit_tenants or default_tenant.
+	SetPoolSetting(now sfq.Time, key, value string) error
+	// Pool returns a pool's picture; LaneState a tenant's record in a
+	// pool, that pool's virtual_now of class c, and its subscription.
+	Pool(name string) (sfq.Pool, bool)
+	LaneState(tenant, pool string, c sfq.Class) (t sfq.Tenant, vnow sfq.VirtualTime, burst uint32, subscribed, ok bool)
 	// Job returns a copy of the job's record.
 	Job(id sfq.JobID) (sfq.Job, bool)
 	// TenantState returns a tenant's record and virtual_now of class c.
@@ -168,6 +182,7 @@ type dispatchLine struct {
 	Job     uint64          `json:"job,omitempty"`
 	Size    string          `json:"size,omitempty"`
 	Group   string          `json:"group,omitempty"`
+	Pool    string          `json:"pool,omitempty"`
 	StartMs json.RawMessage `json:"start_ms,omitempty"`
 	None    bool            `json:"none,omitempty"`
 }
@@ -190,6 +205,10 @@ func (rn *runner) exec(f []string) error {
 		return withKV(args, rn.submit)
 	case "group":
 		return withKV(args, rn.group)
+	case "pool":
+		return withKV(args, rn.pool)
+	case "subscription":
+		return withKV(args, rn.subscription)
 	case "pause", "resume":
 		return withKV(args, func(pos []string, opts options) error { return rn.pause(cmd, pos, opts) })
 	case "level":
@@ -352,7 +371,22 @@ func (rn *runner) config(pos []string, opts options) error {
 		return fmt.Errorf("config takes key=value pairs, not %q", pos[0])
 	}
 	cfg := rn.t.Config()
+	var rest options
 	for _, o := range opts {
+		switch o.k {
+		case "max_pools", "implicit_tenants", "default_tenant":
+			// Settings of the state machine: each its own SetConfig.
+			if err := rn.t.SetPoolSetting(rn.now, o.k, o.v); err != nil {
+				return err
+			}
+		default:
+			rest = append(rest, o)
+		}
+	}
+	if len(rest) == 0 && len(opts) > 0 {
+		return nil
+	}
+	for _, o := range rest {
 		set, ok := configKeys[o.k]
 		if !ok {
 			return fmt.Errorf("unknown config key %q", o.k)
@@ -470,9 +504,12 @@ func rateOpts(opts options, old sfq.RateLimit) (sfq.RateLimit, error) {
 // pause reads "pause TENANT [group=G]", "pause all" and the same for
 // resume.
 func (rn *runner) pause(cmd string, pos []string, opts options) error {
+	if len(pos) == 2 && pos[0] == "pool" && len(opts) == 0 {
+		return rn.t.PausePool(rn.now, pos[1], cmd == "resume")
+	}
 	group, hasGroup := opts.get("group")
 	if len(pos) != 1 || len(opts) > 1 || (len(opts) == 1 && !hasGroup) || (pos[0] == "all" && hasGroup) {
-		return fmt.Errorf("usage: %s TENANT [group=G] | %s all", cmd, cmd)
+		return fmt.Errorf("usage: %s TENANT [group=G] | %s all | %s pool NAME", cmd, cmd, cmd)
 	}
 	all := pos[0] == "all"
 	tenant := pos[0]
@@ -502,7 +539,7 @@ func (rn *runner) submit(pos []string, opts options) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("usage: submit TENANT [xN] size=S cost=DUR|auto [class=C deadline=DUR group=G key=K type=T max_attempts=N timeout=DUR delay=DUR expire=DUR retry_backoff=DUR]")
+		return fmt.Errorf("usage: submit TENANT [xN] size=S cost=DUR|auto [class=C deadline=DUR group=G key=K type=T max_attempts=N timeout=DUR delay=DUR expire=DUR retry_backoff=DUR pool=P]")
 	}
 	sub := sfq.Submission{Tenant: pos[0]}
 	for _, req := range []string{"size", "cost"} {
@@ -540,6 +577,8 @@ func (rn *runner) submit(pos []string, opts options) error {
 		case "retry_backoff":
 			sub.RetryBackoffMs, err = durationMs(k, v)
 			sub.RetryBackoffSet = true
+		case "pool":
+			sub.Pool = v
 		default:
 			return fmt.Errorf("unknown submit key %q", k)
 		}
@@ -615,15 +654,16 @@ func (rn *runner) dispatch(pos []string, opts options) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("usage: dispatch SIZE [xN] [worker=NAME]")
+		return fmt.Errorf("usage: dispatch SIZE [xN] [worker=NAME] [pool=P]")
 	}
 	size, err := sfq.ParseSize(pos[0])
 	if err != nil {
 		return err
 	}
 	worker, named := opts.get("worker")
+	pool, _ := opts.get("pool")
 	for _, o := range opts {
-		if o.k != "worker" {
+		if o.k != "worker" && o.k != "pool" {
 			return fmt.Errorf("unknown dispatch key %q", o.k)
 		}
 	}
@@ -633,16 +673,19 @@ func (rn *runner) dispatch(pos []string, opts options) error {
 		if !named {
 			w = fmt.Sprintf("%s-%d", size, rn.res.Dispatches)
 		}
-		a, ok, err := rn.t.Dispatch(rn.now, size, w)
+		a, ok, err := rn.t.Dispatch(rn.now, pool, size, w)
 		if err != nil {
 			return err
 		}
-		rn.emitDispatch(a, ok)
+		rn.emitDispatch(a, ok, pool)
 	}
 	return nil
 }
 
-func (rn *runner) emitDispatch(a sfq.Assignment, ok bool) {
+func (rn *runner) emitDispatch(a sfq.Assignment, ok bool, pool string) {
+	if pool == sfq.DefaultPoolName {
+		pool = ""
+	}
 	n := rn.res.Dispatches
 	if !ok {
 		if rn.opt.JSON {
@@ -659,15 +702,19 @@ func (rn *runner) emitDispatch(a sfq.Assignment, ok bool) {
 		group = j.Group()
 	}
 	if rn.opt.JSON {
-		rn.emitJSON(dispatchLine{N: n, Tenant: tenant, Job: uint64(a.Job), Size: a.Size.String(), Group: group, StartMs: json.RawMessage(start)})
+		rn.emitJSON(dispatchLine{N: n, Tenant: tenant, Job: uint64(a.Job), Size: a.Size.String(), Group: group, Pool: pool, StartMs: json.RawMessage(start)})
 		return
 	}
+	// Only jobs of a named group, and dispatches in a pool other than
+	// default, say so: every other line keeps its form.
+	var extra string
 	if group != "" {
-		// Only jobs of a named group say so: every other line keeps its form.
-		fmt.Fprintf(rn.out, "dispatch %d tenant=%s job=%d size=%s start=%s group=%s\n", n, tenant, a.Job, a.Size, start, group)
-		return
+		extra += " group=" + group
 	}
-	fmt.Fprintf(rn.out, "dispatch %d tenant=%s job=%d size=%s start=%s\n", n, tenant, a.Job, a.Size, start)
+	if pool != "" {
+		extra += " pool=" + pool
+	}
+	fmt.Fprintf(rn.out, "dispatch %d tenant=%s job=%d size=%s start=%s%s\n", n, tenant, a.Job, a.Size, start, extra)
 }
 
 func (rn *runner) jobEvent(cmd string, pos []string, opts options) error {
@@ -761,7 +808,7 @@ func (rn *runner) jobEvent(cmd string, pos []string, opts options) error {
 //	tenant NAME tier=T tag=MS vnow=MS running=N queued=SM/MD/LG billed_cpu=MS zombie_cpu=MS failures=N
 //	type TENANT TYPE ema=MS samples=N
 func (rn *runner) show(pos []string, opts options) error {
-	usage := fmt.Errorf("usage: show job ID | show tenant NAME [class=C] | show group TENANT GROUP [class=C] | show type TENANT TYPE")
+	usage := fmt.Errorf("usage: show job ID | show tenant NAME [class=C] [pool=P] | show group TENANT GROUP [class=C] | show type TENANT TYPE | show pool NAME [class=C]")
 	if len(pos) < 1 {
 		return usage
 	}
@@ -818,6 +865,11 @@ func (rn *runner) show(pos []string, opts options) error {
 			return usage
 		}
 		return rn.showGroup(pos[1], pos[2], opts)
+	case "pool":
+		if len(pos) != 2 {
+			return usage
+		}
+		return rn.showPool(pos[1], opts)
 	case "tenant":
 	default:
 		return usage
@@ -826,14 +878,22 @@ func (rn *runner) show(pos []string, opts options) error {
 		return usage
 	}
 	class := sfq.ClassNormal
+	pool, inPool := "", false
 	for _, o := range opts {
-		if o.k != "class" {
+		switch o.k {
+		case "class":
+			var err error
+			if class, err = sfq.ParseClass(o.v); err != nil {
+				return err
+			}
+		case "pool":
+			pool, inPool = o.v, true
+		default:
 			return fmt.Errorf("unknown show tenant key %q", o.k)
 		}
-		var err error
-		if class, err = sfq.ParseClass(o.v); err != nil {
-			return err
-		}
+	}
+	if inPool {
+		return rn.showLane(pos[1], pool, class)
 	}
 	t, vnow, ok := rn.t.TenantState(pos[1], class)
 	if !ok {
@@ -923,5 +983,121 @@ func (rn *runner) explain(args []string) error {
 		return nil
 	}
 	fmt.Fprintf(rn.out, "explain %d %s\n", id, r.Format())
+	return nil
+}
+
+// pool reads "pool NAME [weights=default|equal|T:W,...]
+// [subscriptions=optional|required]" and "pool delete NAME".
+func (rn *runner) pool(pos []string, opts options) error {
+	usage := fmt.Errorf("usage: pool NAME [weights=default|equal|TENANT:W,...] [subscriptions=optional|required] | pool delete NAME")
+	if len(pos) == 2 && pos[0] == "delete" && len(opts) == 0 {
+		return rn.t.DeletePool(rn.now, pos[1])
+	}
+	if len(pos) != 1 {
+		return usage
+	}
+	var weights *string
+	var required *bool
+	for _, o := range opts {
+		switch o.k {
+		case "weights":
+			w := o.v
+			weights = &w
+		case "subscriptions":
+			var r bool
+			switch o.v {
+			case "required":
+				r = true
+			case "optional":
+			default:
+				return fmt.Errorf("bad subscriptions %q: want optional or required", o.v)
+			}
+			required = &r
+		default:
+			return fmt.Errorf("unknown pool key %q", o.k)
+		}
+	}
+	return rn.t.SetPool(rn.now, pos[0], weights, required)
+}
+
+// subscription reads "subscription TENANT POOL burst=N|none".
+func (rn *runner) subscription(pos []string, opts options) error {
+	b, ok := opts.get("burst")
+	if len(pos) != 2 || len(opts) != 1 || !ok {
+		return fmt.Errorf("usage: subscription TENANT POOL burst=N|none")
+	}
+	var burst *uint32
+	if b != "none" {
+		n, err := count("burst", b)
+		if err != nil {
+			return err
+		}
+		burst = &n
+	}
+	return rn.t.SetSubscription(rn.now, pos[0], pos[1], burst)
+}
+
+// showPool prints "pool NAME weights=W subscriptions=optional|required
+// paused=yes|no vnow=MS scheduled=N queued=N running=N tenants=N": its
+// settings, its pause, its virtual_now of class=C (default normal), its
+// jobs, and the tenants that have used it.
+func (rn *runner) showPool(name string, opts options) error {
+	class := sfq.ClassNormal
+	for _, o := range opts {
+		if o.k != "class" {
+			return fmt.Errorf("unknown show pool key %q", o.k)
+		}
+		var err error
+		if class, err = sfq.ParseClass(o.v); err != nil {
+			return err
+		}
+	}
+	p, ok := rn.t.Pool(name)
+	if !ok {
+		return fmt.Errorf("%w: %q", sfq.ErrUnknownPool, name)
+	}
+	subs, paused := "optional", "no"
+	if p.Required {
+		subs = "required"
+	}
+	if p.Paused {
+		paused = "yes"
+	}
+	vnow := p.VirtualNow[class]
+	if rn.opt.JSON {
+		rn.emitJSON(map[string]any{"pool": p.Name, "weights": p.Weights.String(), "subscriptions": subs, "paused": p.Paused, "class": class.String(),
+			"vnow_ms": json.RawMessage(vnow.String()), "scheduled": p.Scheduled, "queued": p.Queued, "running": p.Running, "tenants": p.Lanes})
+		return nil
+	}
+	fmt.Fprintf(rn.out, "pool %s weights=%s subscriptions=%s paused=%s vnow=%s scheduled=%d queued=%d running=%d tenants=%d\n",
+		p.Name, p.Weights, subs, paused, vnow, p.Scheduled, p.Queued, p.Running, p.Lanes)
+	return nil
+}
+
+// showLane prints a tenant's line for one pool: the tenant line's fields
+// as that pool holds them (its tag and usage there, that pool's
+// virtual_now, its jobs and billing there), then "pool=P burst=N|none".
+func (rn *runner) showLane(tenant, pool string, class sfq.Class) error {
+	t, vnow, burst, subscribed, ok := rn.t.LaneState(tenant, pool, class)
+	if !ok {
+		if _, known := rn.t.Pool(pool); !known {
+			return fmt.Errorf("%w: %q", sfq.ErrUnknownPool, pool)
+		}
+		return fmt.Errorf("%w: %q", sfq.ErrUnknownTenant, tenant)
+	}
+	b := "none"
+	if subscribed {
+		b = strconv.FormatUint(uint64(burst), 10)
+	}
+	tag := t.Tag(class)
+	if rn.opt.JSON {
+		rn.emitJSON(map[string]any{"tenant": t.Name, "pool": pool, "tier": t.Tier.String(), "class": class.String(), "tag_ms": json.RawMessage(tag.String()),
+			"vnow_ms": json.RawMessage(vnow.String()), "running": t.Running, "queued": t.Queued,
+			"billed_cpu_ms": t.Billing.CPUMs, "zombie_cpu_ms": t.Billing.ZombieCPUMs, "failures": t.Billing.Failures, "burst": b})
+		return nil
+	}
+	fmt.Fprintf(rn.out, "tenant %s tier=%s tag=%s vnow=%s running=%d queued=%d/%d/%d billed_cpu=%dms zombie_cpu=%dms failures=%d pool=%s burst=%s\n",
+		t.Name, t.Tier, tag, vnow, t.Running, t.Queued[sfq.SM], t.Queued[sfq.MD], t.Queued[sfq.LG],
+		t.Billing.CPUMs, t.Billing.ZombieCPUMs, t.Billing.Failures, pool, b)
 	return nil
 }
