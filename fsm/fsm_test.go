@@ -323,7 +323,36 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 	job := rapid.Uint64Range(1, max(jobs, 1)).Draw(t, "job")
 	attempt := uint32(rapid.IntRange(1, 3).Draw(t, "attempt"))
 	worker := rapid.SampledFrom(workers).Draw(t, "worker")
-	switch rapid.IntRange(0, 24).Draw(t, "kind") {
+	switch rapid.IntRange(0, 28).Draw(t, "kind") {
+	case 25, 26:
+		// Pools: refused below level 6.
+		pool := rapid.SampledFrom([]string{"", "gpu", "gpu", "eu"}).Draw(t, "pool")
+		if rapid.Bool().Draw(t, "pooldispatch") {
+			return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "wsize")),
+				Credit: rapid.Uint64Range(1, 1000).Draw(t, "credit"), Pool: pool}}}
+		}
+		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
+			Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")), EstCostMs: rapid.Int64Range(1, 5000).Draw(t, "cost"),
+			Group: rapid.SampledFrom([]string{"", "g1"}).Draw(t, "group"), Pool: pool}}}
+	case 27:
+		name := rapid.SampledFrom([]string{"gpu", "eu"}).Draw(t, "poolname")
+		switch rapid.IntRange(0, 3).Draw(t, "poolop") {
+		case 0:
+			return &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: name,
+				Weights: new(rapid.SampledFrom([]string{"default", "equal", "a:3,c:9"}).Draw(t, "weights"))}}}
+		case 1:
+			return &pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: name}}}
+		case 2:
+			return &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: name, Resume: rapid.Bool().Draw(t, "resume")}}}
+		}
+		var burst *uint32
+		if rapid.Bool().Draw(t, "burst") {
+			burst = new(uint32(rapid.IntRange(0, 2).Draw(t, "burstn")))
+		}
+		return &pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
+			Pool: rapid.SampledFrom([]string{"default", "gpu"}).Draw(t, "subpool"), Burst: burst}}}
+	case 28:
+		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: Level6}}}
 	case 15, 16:
 		// Delays, expiry and a job's own backoff: refused below level 5.
 		sj := &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"), Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")),
