@@ -11,11 +11,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/pbcodec"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
 )
 

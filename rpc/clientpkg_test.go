@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc/agent"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // TestClientMessageLimit: the client package accepts the messages a node

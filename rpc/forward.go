@@ -19,9 +19,9 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/raftnode"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // ForwardWait is how long a follower holds a write while no leader is

@@ -28,8 +28,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // The HTTP/JSON API: the handlers grpc-gateway generates from the routes

@@ -15,12 +15,12 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
-	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/webhook"
 )
 

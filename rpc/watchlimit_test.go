@@ -22,10 +22,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // watchNode is a node with tenants acme and beta, tokens for them and

@@ -13,10 +13,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc/agent"
 	"github.com/baristahq/barista/rpc/agent/runner"
-	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
 )
 

@@ -26,9 +26,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
 )
 

@@ -7,8 +7,8 @@ import (
 	"log"
 	"time"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // A program connects to any nodes of the cluster with a client token,
