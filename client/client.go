@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -151,13 +152,13 @@ func New(addrs []string, opts Options) (*Client, error) {
 // most StreamWindowBytes per round trip: 1 GB/s on a LAN, 20 MB/s at
 // 50 ms.
 const (
-	StreamWindowBytes = 1 << 20
-	ConnWindowBytes   = 4 << 20
+	StreamWindowBytes = wire.StreamWindowBytes
+	ConnWindowBytes   = wire.ConnWindowBytes
 )
 
 // StaticWindows fixes a connection's flow-control windows (see
 // StreamWindowBytes).
-var StaticWindows = []grpc.DialOption{grpc.WithStaticStreamWindowSize(StreamWindowBytes), grpc.WithStaticConnWindowSize(ConnWindowBytes)}
+var StaticWindows = wire.StaticWindows
 
 // DialOptions are the options of a connection to a node: the transport
 // credentials (TLS if tlsCfg is set), the bearer token (if any),

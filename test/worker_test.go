@@ -16,8 +16,8 @@ import (
 
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
-	"github.com/baristahq/barista/rpc/agent/runner"
 	"github.com/baristahq/barista/test/cluster"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 // Short runtime timeouts so that lease expiries happen within a test, yet

@@ -20,7 +20,7 @@ import (
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/internal/proc"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent/runner"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 type devOpts struct {

@@ -13,8 +13,8 @@ import (
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent/runner"
 	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 type submitOpts struct {

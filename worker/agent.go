@@ -1,13 +1,4 @@
-// Package agent is barista's worker agent: it holds one gRPC stream to the
-// leader, runs one job at a time, heartbeats its lease with the job's
-// measured CPU, stops the job on Cancel (SIGTERM, then SIGKILL after the
-// grace), kills it at once on Reject or when it has lost contact for
-// self_kill_after, and follows the leader across failovers.
-//
-// Contact is the send time of the last heartbeat the leader acknowledged
-// (or the last Welcome): a worker partitioned from the cluster kills its
-// job before the job's lease can expire and the job run elsewhere.
-package agent
+package worker
 
 import (
 	"context"
@@ -26,10 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/baristahq/barista/client"
-	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/sfq"
 )
 
 // Run is one running job as the agent sees it.
@@ -53,12 +42,19 @@ type Result struct {
 	CPU        time.Duration
 	StderrTail string // the end of stderr, any length and bytes
 	StdoutTail string // the end of stdout, any length and bytes
+	// Permanent, in a failed run, says no run of the job can succeed (a
+	// Func's error wrapping ErrUnrunnable): the job ends failed with no
+	// retry, as when Start refuses it.
+	Permanent bool
 }
 
-// Runner starts jobs. An error of Start that wraps ErrUnrunnable says no
-// run of the job can succeed, on this worker or any other (its payload is
-// not something the runner can run): the job ends failed with no retry
-// (at feature level 6). Any other error fails this run only.
+// Runner starts jobs: ProcessRunner as child processes (what barista
+// worker runs), Func as calls of a Go function in this process,
+// FakeRunner as runs that only take time. An error of Start that wraps
+// ErrUnrunnable says no run of the job can succeed, on this worker or any
+// other (its payload is not something the runner can run): the job ends
+// failed with no retry (at feature level 6). Any other error fails this
+// run only.
 type Runner interface {
 	Start(job *pb.Assign) (Run, error)
 }
@@ -68,8 +64,13 @@ var ErrUnrunnable = errors.New("the job can never run")
 
 // Config configures an agent.
 type Config struct {
-	ID      string
-	Size    sfq.Size
+	// ID names the worker (1..256 bytes of UTF-8, no space and no control
+	// or bidirectional formatting character; a worker token's binding
+	// must cover it).
+	ID string
+	// Size is the largest job size it runs; SIZE_UNSPECIFIED is sm.
+	Size pb.Size
+	// Servers are the gRPC addresses of any of the cluster's nodes.
 	Servers []string
 	// Dial are the options for every connection (credentials, token).
 	Dial   []grpc.DialOption
@@ -145,8 +146,15 @@ type job struct {
 
 // New returns an agent.
 func New(cfg Config) (*Agent, error) {
-	if err := sfq.ValidateName("worker id", cfg.ID); err != nil {
+	if err := wire.ValidateName("worker id", cfg.ID); err != nil {
 		return nil, err
+	}
+	switch cfg.Size {
+	case pb.Size_SIZE_UNSPECIFIED:
+		cfg.Size = pb.Size_SM
+	case pb.Size_SM, pb.Size_MD, pb.Size_LG:
+	default:
+		return nil, fmt.Errorf("worker size: %v (want sm, md or lg)", cfg.Size)
 	}
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("agent: no server address")
@@ -358,7 +366,7 @@ func silenceLimit(interval, selfKill time.Duration) time.Duration {
 
 // session runs one stream.
 func (a *Agent) session(ctx context.Context, addr string) error {
-	cc, err := grpc.NewClient(addr, slices.Concat(a.cfg.Dial, client.StaticWindows)...)
+	cc, err := grpc.NewClient(addr, slices.Concat(a.cfg.Dial, wire.StaticWindows)...)
 	if err != nil {
 		return err
 	}
@@ -377,7 +385,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		}
 		return err
 	}
-	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: fsm.SizeToPB(a.cfg.Size), Version: "1"}
+	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: a.cfg.Size, Version: "1"}
 	a.mu.Lock()
 	if j := a.cur; j != nil && !j.dropped {
 		r := &pb.RunningJob{Job: j.assign.Job, Attempt: j.assign.Attempt, Finished: j.finished != nil}
@@ -664,7 +672,7 @@ func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
 		if a.startDelay == 0 {
 			j.startSent, start = true, startedMessage(as)
 		}
-		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: sfq.OutputTail(err.Error()),
+		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: wire.OutputTail(err.Error()),
 			Permanent: errors.Is(err, ErrUnrunnable)}
 		report := a.reportLocked(j)
 		a.mu.Unlock()
@@ -738,7 +746,8 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 		outcome = pb.Outcome_OK
 	}
 	j.finished = &pb.JobFinished{Job: j.assign.Job, Attempt: j.assign.Attempt, Outcome: outcome, CpuMs: res.CPU.Milliseconds(),
-		ExitCode: int32(res.ExitCode), StderrTail: sfq.OutputTail(res.StderrTail), StdoutTail: sfq.OutputTail(res.StdoutTail)}
+		ExitCode: int32(res.ExitCode), StderrTail: wire.OutputTail(res.StderrTail), StdoutTail: wire.OutputTail(res.StdoutTail),
+		Permanent: res.Permanent && outcome == pb.Outcome_FAILED}
 	fin := j.finished
 	report := a.reportLocked(j)
 	a.mu.Unlock()

@@ -1,4 +1,4 @@
-package agent
+package worker
 
 import (
 	"cmp"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent/runner"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 // ProcessConfig configures a ProcessRunner.

@@ -1,4 +1,4 @@
-package agent
+package worker
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/sfq"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -164,7 +163,7 @@ func (r instantRun) Result() Result          { return r.res }
 
 func runAgent(t *testing.T, addr string, runner Runner) {
 	t.Helper()
-	a, err := New(Config{ID: "w1", Size: sfq.MD, Servers: []string{addr}, Runner: runner,
+	a, err := New(Config{ID: "w1", Size: pb.Size_MD, Servers: []string{addr}, Runner: runner,
 		Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package agent
+package worker
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent/runner"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 // runJob starts a on r and waits for the run to be done.

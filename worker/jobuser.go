@@ -1,4 +1,4 @@
-package agent
+package worker
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/baristahq/barista/rpc/agent/runner"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 // JobUser is the user a worker runs its jobs as (barista worker --run-as).
