@@ -31,6 +31,9 @@ import (
 const (
 	testAdmin  = "admin-secret-in-process"
 	testWorker = "worker-secret-shared-0"
+	gwAdmin    = "admin-secret-0001"
+	gwAcme     = "acme-secret-00001"
+	gwBeta     = "beta-secret-00001"
 )
 
 // testNode is a one-node cluster and its gRPC server in this process.
@@ -122,6 +125,21 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 			t.Fatalf("waited %s for %s", timeout, what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// clockMoves waits until the cluster time of the applied entries has
+// moved past that of the last one, proposing entries that change nothing
+// (each is stamped with the time), so that what was eligible was so for a
+// while.
+func (n *testNode) clockMoves() {
+	n.t.Helper()
+	start, _ := n.node.FSM.Clock()
+	for {
+		if now, _ := n.node.FSM.Clock(); now > start {
+			return
+		}
+		n.propose(&pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
 	}
 }
 

@@ -24,9 +24,9 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/proc"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/snapshot"
+	"github.com/baristahq/barista/web"
 	"github.com/baristahq/barista/worker"
 )
 
@@ -849,7 +849,7 @@ func freeLocalNode(lc *localCluster, id string) (int, error) {
 // server's /metrics (0 for a metric it does not find).
 func scrapeMetrics(addr string, names ...string) []float64 {
 	out := make([]float64, len(names))
-	m, _ := rpc.Scrape(context.Background(), "http://"+addr+"/metrics", "")
+	m, _ := web.Scrape(context.Background(), "http://"+addr+"/metrics", "")
 	for i, name := range names {
 		out[i] = m[name]
 	}

@@ -1,95 +1,9 @@
-package rpc
+package web
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"net/http/pprof"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 )
-
-// HTTPOptions configure the HTTP handler.
-type HTTPOptions struct {
-	// Pprof serves /debug/pprof/ (profiling; admin only once tokens are
-	// configured).
-	Pprof bool
-	// MetricsAuth makes /metrics need an admin or metrics token.
-	MetricsAuth bool
-}
-
-// HTTPHandler serves a node's HTTP address: /metrics (Prometheus),
-// /healthz (the process is up), /readyz (the node can serve; see
-// raftnode.Node.Health), /api/top (the live view as JSON), the web
-// console (/, /tenants/, /jobs, /workers: see console.go), /login,
-// /logout, and /v1/ (the HTTP/JSON API, see gateway.go: its routes take
-// the bearer header only, checked by the gRPC server they call;
-// /v1/openapi.json is open). With tokens configured, the console and
-// /api/ need an admin token or a client token, which sees only its own
-// tenant; /healthz and /readyz stay open, and /metrics too unless
-// MetricsAuth is set. Requests without a credential are served at most
-// Limits.HTTPUnauthenticated at once (limits.go).
-func (s *Server) HTTPHandler(opt HTTPOptions) http.Handler {
-	b := s.base
-	mux := http.NewServeMux()
-	metrics := promhttp.HandlerFor(b.node.Metrics.Registry, promhttp.HandlerOpts{})
-	if opt.MetricsAuth {
-		mux.HandleFunc("/metrics", s.guard(metricsRoles, false, metrics.ServeHTTP))
-	} else {
-		mux.Handle("/metrics", metrics)
-	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if ok, why := ready(&b); !ok {
-			http.Error(w, why, http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	mux.HandleFunc("/api/top", s.guard(pageRoles, false, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		json.NewEncoder(w).Encode(topJSON(visibleTop(topView(&b, DefaultTopWindow), requestIdentity(r))))
-	}))
-	mux.Handle("/v1/", s.gatewayHandler())
-	mux.HandleFunc("/login", s.login)
-	mux.HandleFunc("/logout", s.logout)
-	s.consoleRoutes(mux)
-	if opt.Pprof {
-		for path, h := range map[string]http.HandlerFunc{"/debug/pprof/": pprof.Index, "/debug/pprof/cmdline": pprof.Cmdline,
-			"/debug/pprof/profile": pprof.Profile, "/debug/pprof/symbol": pprof.Symbol, "/debug/pprof/trace": pprof.Trace} {
-			mux.HandleFunc(path, s.guard(adminRoles, false, h))
-		}
-	}
-	return s.limitUnauthenticated(mux)
-}
-
-// visibleTop keeps what an identity may see: a client token only its own
-// tenant.
-func visibleTop(t *pb.TopResponse, id Identity) *pb.TopResponse {
-	if id.Role == RoleAdmin {
-		return t
-	}
-	own := t.Tenants[:0:0]
-	for _, r := range t.Tenants {
-		if r.Name == id.Tenant {
-			own = append(own, r)
-		}
-	}
-	t.Tenants = own
-	return t
-}
-
-// ready reports whether this node can serve (raftnode.Node.Health): a
-// leader is known, its log is writable, and it is within the configured
-// lag of the leader's commit index.
-func ready(b *base) (bool, string) {
-	h := b.node.Health()
-	return h.Ready, h.Reason
-}
 
 // TopJSON is the JSON form of the live view (barista top --once --json).
 type TopJSON struct {
@@ -186,10 +100,3 @@ func topJSON(t *pb.TopResponse) TopJSON {
 
 // TopToJSON converts a Top response (the CLI uses it).
 func TopToJSON(t *pb.TopResponse) TopJSON { return topJSON(t) }
-
-type pageMember struct {
-	ID, Raft, GRPC, HTTP string
-	Leader               bool
-	State                string // leader, follower, unreachable, unknown
-	Contact, Lag         string
-}

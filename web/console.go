@@ -1,4 +1,4 @@
-package rpc
+package web
 
 import (
 	"bytes"
@@ -14,12 +14,12 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -34,7 +34,7 @@ import (
 // of jobs by state, class and size, and a job's events; and the share
 // chart is drawn from samples this node keeps (history.go).
 
-//go:embed web
+//go:embed assets
 var webFiles embed.FS
 
 var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
@@ -94,7 +94,7 @@ var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
 	"add": func(a, b int) int { return a + b },
 	// seg escapes a name for one path segment ("/" included).
 	"seg": url.PathEscape,
-}).ParseFS(webFiles, "web/*.html"))
+}).ParseFS(webFiles, "assets/*.html"))
 
 // barWidth is the width of a share bar at 100%.
 const barWidth = 200
@@ -111,7 +111,7 @@ func wallText(ms int64) string {
 // serveCSS serves the console's one stylesheet (the CSP allows styles
 // from this origin only).
 func serveCSS(w http.ResponseWriter, r *http.Request) {
-	b, _ := webFiles.ReadFile("web/console.css")
+	b, _ := webFiles.ReadFile("assets/console.css")
 	h := w.Header()
 	h.Set("Content-Type", "text/css; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -135,9 +135,9 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /workers/{id}/{action}", page(s.drainAction))
 }
 
-// consoleCallTimeout bounds one call of a page: longer than ForwardWait,
+// consoleCallTimeout bounds one call of a page: longer than rpc.ForwardWait,
 // which a follower waits for a leader.
-const consoleCallTimeout = ForwardWait + 3*time.Second
+const consoleCallTimeout = rpc.ForwardWait + 3*time.Second
 
 // callCtx is the context of a service call made for r: its caller's
 // identity (as the auth interceptor would set it) and bearer token (which
@@ -145,11 +145,7 @@ const consoleCallTimeout = ForwardWait + 3*time.Second
 func callCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	c := requestCaller(r)
 	ctx, cancel := context.WithTimeout(r.Context(), consoleCallTimeout)
-	md := metadata.MD{}
-	if c.token != "" {
-		md.Set("authorization", "Bearer "+c.token)
-	}
-	return context.WithValue(metadata.NewIncomingContext(ctx, md), identityKey{}, c.id), cancel
+	return rpc.CallerContext(ctx, c.id, c.token), cancel
 }
 
 // frame is what every console page shows around its content.
@@ -176,18 +172,17 @@ type frame struct {
 }
 
 func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string) frame {
-	b := &s.base
 	c := s.ensureOpenCSRF(w, r, requestCaller(r))
-	leader, _ := b.node.Leader()
-	f := frame{Title: title, Nav: nav, Node: b.node.ID(), NodeState: stateName(b.node.Raft().State()), Leader: leader,
-		Applied: b.node.Raft().AppliedIndex(), Now: time.Now().UTC().Format("15:04:05 UTC"),
-		Admin: c.id.Role == RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != ""}
-	if wall, cluster := b.node.FSM.WallClock(); wall != 0 && wall-cluster >= 1000 {
+	leader, _ := s.node.Leader()
+	f := frame{Title: title, Nav: nav, Node: s.node.ID(), NodeState: rpc.StateName(s.node.Raft().State()), Leader: leader,
+		Applied: s.node.Raft().AppliedIndex(), Now: time.Now().UTC().Format("15:04:05 UTC"),
+		Admin: c.id.Role == rpc.RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != ""}
+	if wall, cluster := s.node.FSM.WallClock(); wall != 0 && wall-cluster >= 1000 {
 		f.Lag = (time.Duration(wall-cluster) * time.Millisecond).Round(100 * time.Millisecond).String()
 	}
 	if !s.auth.Open() {
 		f.Who = c.id.Role.String()
-		if c.id.Role == RoleClient {
+		if c.id.Role == rpc.RoleClient {
 			f.Who += " of tenant " + c.id.Tenant
 		}
 	}
@@ -199,7 +194,7 @@ func (s *Server) render(w http.ResponseWriter, name string, code int, data any) 
 	pageHeaders(w)
 	var b bytes.Buffer
 	if err := consoleTmpl.ExecuteTemplate(&b, name, data); err != nil {
-		s.base.log.Warn("console page", "page", name, "error", err)
+		s.log.Warn("console page", "page", name, "error", err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
 		return
 	}
@@ -225,6 +220,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, msg stri
 func (s *Server) failCall(w http.ResponseWriter, r *http.Request, err error) {
 	st := status.Convert(err)
 	s.fail(w, r, httpStatus(st.Code()), client.CodeName(st.Code())+": "+st.Message())
+}
+
+type pageMember struct {
+	ID, Raft, GRPC, HTTP string
+	Leader               bool
+	State                string // leader, follower, unreachable, unknown
+	Contact, Lag         string
 }
 
 // overviewPage is the overview: fair shares now and over the last hour,
@@ -268,21 +270,20 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusMethodNotAllowed, "the overview is read with GET")
 		return
 	}
-	b := &s.base
 	id := requestIdentity(r)
-	p := overviewPage{frame: s.frame(w, r, "overview", "overview"), Top: topJSON(visibleTop(topView(b, DefaultTopWindow), id))}
+	p := overviewPage{frame: s.frame(w, r, "overview", "overview"), Top: topJSON(visibleTop(s.srv.LocalTop(rpc.DefaultTopWindow), id))}
 	var dispatches uint64
 	var order []string
 	for _, t := range p.Top.Tenants {
 		dispatches += t.Dispatches1m
 		order = append(order, t.Name)
 	}
-	p.Rate = strconv.FormatFloat(float64(dispatches)/DefaultTopWindow.Seconds(), 'f', 2, 64)
+	p.Rate = strconv.FormatFloat(float64(dispatches)/rpc.DefaultTopWindow.Seconds(), 'f', 2, 64)
 	now := time.Now()
 	samples := s.history.since(now, historySpan)
 	var names []string
 	own := ""
-	if id.Role == RoleClient {
+	if id.Role == rpc.RoleClient {
 		own = id.Tenant
 		names = []string{id.Tenant}
 	} else {
@@ -293,7 +294,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		p.Legend = append(p.Legend, legendItem{Name: n, Color: chartColors[i%len(chartColors)]})
 	}
 	p.RateChart = rateChart(samples, own, now)
-	counts, _ := countJobs(b.node.FSM, own)
+	counts, _ := countJobs(s.node.FSM, own)
 	for _, c := range sfq.Classes() {
 		row := classRow{Class: c.String()}
 		for sz := range sfq.NumSizes {
@@ -304,59 +305,30 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Classes = append(p.Classes, row)
 	}
-	if id.Role == RoleAdmin {
+	if id.Role == rpc.RoleAdmin {
 		p.Members = s.members(r)
 	}
 	s.render(w, "overview", 0, p)
 }
 
-// members lists the members as the leader sees them (peersView, the
-// view list-peers and GET /v1/admin/members give too).
+// members lists the members as the leader sees them (rpc.Server.Peers,
+// the view list-peers and GET /v1/admin/members give too).
 func (s *Server) members(r *http.Request) []consoleMember {
-	b := &s.base
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	peers, err := b.leaderPeers(ctx)
-	if err != nil {
-		b.log.Debug("console: peers from the leader", "error", err)
-		peers, _ = peersView(ctx, b)
-	}
+	peers := s.srv.Peers(ctx)
 	out := make([]consoleMember, len(peers.GetPeers()))
 	for i, m := range peers.GetPeers() {
-		f := PeerFacts(m)
+		f := rpc.PeerFacts(m)
 		out[i] = consoleMember{pageMember: pageMember{ID: m.Id, Raft: m.RaftAddr, GRPC: m.GrpcAddr, HTTP: m.HttpAddr, Leader: m.Leader,
-			State: PeerState(m), Contact: f.Contact, Lag: f.Lag}, Applied: f.Applied}
+			State: rpc.PeerState(m), Contact: f.Contact, Lag: f.Lag}, Applied: f.Applied}
 	}
 	return out
 }
 
-// PeerText is how a person is shown a member's facts: its applied index,
-// last contact and lag, "unknown" where the answering node could not
-// learn it ("-" where it does not apply: the leader's own contact and
-// lag).
-type PeerText struct{ Applied, Contact, Lag string }
-
-// PeerFacts says a member's facts as PeerText.
-func PeerFacts(p *pb.Peer) PeerText {
-	f := PeerText{Applied: "unknown", Contact: "unknown", Lag: "unknown"}
-	if p.AppliedKnown {
-		f.Applied = strconv.FormatUint(p.AppliedIndex, 10)
-	}
-	switch {
-	case p.Leader:
-		f.Contact, f.Lag = "-", "-"
-	case p.Known:
-		f.Contact = (time.Duration(p.LastContactMs) * time.Millisecond).String() + " ago"
-		if p.LagKnown {
-			f.Lag = strconv.FormatUint(p.Lag, 10)
-		}
-	}
-	return f
-}
-
 // mayOpenTenant says whether the caller may see a tenant's pages.
-func mayOpenTenant(id Identity, tenant string) bool {
-	return id.Role == RoleAdmin || (id.Role == RoleClient && id.Tenant == tenant)
+func mayOpenTenant(id rpc.Identity, tenant string) bool {
+	return id.Role == rpc.RoleAdmin || (id.Role == rpc.RoleClient && id.Tenant == tenant)
 }
 
 // tenantPage shows one tenant: its usage, configuration, jobs by state,
@@ -406,12 +378,12 @@ func (s *Server) tenantPage(w http.ResponseWriter, r *http.Request) {
 		s.failCall(w, r, err)
 		return
 	}
-	p := tenantPage{frame: s.frame(w, r, "tenant "+name, "tenant"), Name: name, Usage: usage, Config: readTenant(s.base.node.FSM, name)}
+	p := tenantPage{frame: s.frame(w, r, "tenant "+name, "tenant"), Name: name, Usage: usage, Config: rpc.ReadTenant(s.node.FSM, name)}
 	p.CanAct = p.CSRF != ""
 	if gs, err := s.client.ListGroups(ctx, &pb.ListGroupsRequest{Tenant: name, PageSize: tenantGroupsShown}); err == nil {
 		p.Groups, p.MoreGroups = gs.Groups, gs.NextPageToken != ""
 	}
-	counts, _ := countJobs(s.base.node.FSM, name)
+	counts, _ := countJobs(s.node.FSM, name)
 	classes := sfq.Classes()
 	for _, st := range jobStates {
 		row := stateRow{State: st.String(), ByClass: make([]uint32, len(classes))}
@@ -501,7 +473,7 @@ func parseJobsQuery(q url.Values) (jobsQuery, error) {
 		out.ID = id
 	}
 	if out.After != "" {
-		if _, err := parsePageToken(out.After); err != nil {
+		if _, err := rpc.ParsePageToken(out.After); err != nil {
 			return out, fmt.Errorf("after: %q is not a page this console issued", out.After)
 		}
 	}
@@ -549,7 +521,7 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	if id.Role == RoleClient {
+	if id.Role == rpc.RoleClient {
 		if q.Tenant != "" && q.Tenant != id.Tenant {
 			s.fail(w, r, http.StatusForbidden, "a client token of tenant "+id.Tenant+" may not search another tenant's jobs")
 			return
@@ -605,7 +577,7 @@ func (s *Server) searchJobs(ctx context.Context, q jobsQuery) (jobs []*pb.Job, n
 	for {
 		size := q.Limit - len(jobs)
 		if q.filtered() {
-			size = min(maxPage, jobsScanBudget-scanned)
+			size = min(rpc.MaxPage, jobsScanBudget-scanned)
 		}
 		resp, err := s.client.ListJobs(ctx, &pb.ListJobsRequest{Tenant: q.Tenant, State: q.State, PageSize: uint32(size), PageToken: token})
 		if err != nil {
@@ -619,7 +591,7 @@ func (s *Server) searchJobs(ctx context.Context, q jobsQuery) (jobs []*pb.Job, n
 			jobs = append(jobs, j)
 			if len(jobs) == q.Limit {
 				if i+1 < len(resp.Jobs) {
-					return jobs, pageToken(sfq.JobID(resp.Jobs[i+1].JobId)), scanned, nil
+					return jobs, rpc.PageToken(sfq.JobID(resp.Jobs[i+1].JobId)), scanned, nil
 				}
 				return jobs, resp.NextPageToken, scanned, nil
 			}
@@ -686,7 +658,7 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	j, err := s.client.GetJob(ctx, &pb.GetJobRequest{JobId: jobID})
 	if err != nil {
-		if status.Code(err) == codes.NotFound && id.Role == RoleClient {
+		if status.Code(err) == codes.NotFound && id.Role == rpc.RoleClient {
 			s.notYours(w, r, jobID)
 			return
 		}
@@ -700,13 +672,13 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Payload = strings.ToValidUTF8(string(shown), string(utf8.RuneError))
 	if ex, err := s.client.ExplainJob(ctx, &pb.ExplainJobRequest{JobId: jobID}); err != nil {
-		p.ExplainErr = statusLine(err)
+		p.ExplainErr = rpc.StatusLine(err)
 	} else {
 		p.Explain = ex
 	}
-	evs, more, pruned := jobEvents(s.base.node.FSM, sfq.JobID(jobID), sfq.Time(j.SubmittedAtMs), sfq.Time(j.EndedAtMs))
+	evs, more, pruned := jobEvents(s.node.FSM, sfq.JobID(jobID), sfq.Time(j.SubmittedAtMs), sfq.Time(j.EndedAtMs))
 	for i := range evs {
-		p.Events = append(p.Events, eventToPB(&evs[i], j.Tenant))
+		p.Events = append(p.Events, rpc.EventToPB(&evs[i], j.Tenant))
 	}
 	p.MoreEvents, p.Pruned = more, pruned
 	if j.WorkerId != "" && j.Attempt > 0 {
@@ -746,14 +718,14 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, what string, 
 	ctx, cancel := callCtx(r)
 	defer cancel()
 	if err := act(ctx, jobID); err != nil {
-		if status.Code(err) == codes.NotFound && c.id.Role == RoleClient {
+		if status.Code(err) == codes.NotFound && c.id.Role == rpc.RoleClient {
 			s.notYours(w, r, jobID)
 			return
 		}
 		s.failCall(w, r, err)
 		return
 	}
-	s.base.log.Info("console: job "+what, "job", jobID, "by", c.id.Role.String(), "tenant", c.id.Tenant)
+	s.log.Info("console: job "+what, "job", jobID, "by", c.id.Role.String(), "tenant", c.id.Tenant)
 	http.Redirect(w, r, "/jobs/"+strconv.FormatUint(jobID, 10), http.StatusSeeOther)
 }
 
@@ -774,7 +746,7 @@ func (s *Server) redriveAction(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case len(resp.Items) != 1 || resp.Items[0].Done:
 		case resp.Items[0].Reason == "not found": // another tenant's job, or none
-			return jobNotFound(job)
+			return rpc.JobNotFound(job)
 		default:
 			return status.Errorf(codes.FailedPrecondition, "job %d was not redriven: %s", job, resp.Items[0].Reason)
 		}
@@ -819,7 +791,7 @@ func (s *Server) pauseAction(w http.ResponseWriter, r *http.Request) {
 		s.failCall(w, r, err)
 		return
 	}
-	s.base.log.Info("console: "+action, "tenant", name, "group", group, "by", c.id.Role.String())
+	s.log.Info("console: "+action, "tenant", name, "group", group, "by", c.id.Role.String())
 	http.Redirect(w, r, "/tenants/"+url.PathEscape(name), http.StatusSeeOther)
 }
 
@@ -832,7 +804,7 @@ type workersPage struct {
 // workersPage lists the workers (an admin's page: they run every
 // tenant's jobs).
 func (s *Server) workersPage(w http.ResponseWriter, r *http.Request) {
-	if requestIdentity(r).Role != RoleAdmin {
+	if requestIdentity(r).Role != rpc.RoleAdmin {
 		s.fail(w, r, http.StatusForbidden, "the workers page needs an admin token")
 		return
 	}
@@ -853,7 +825,7 @@ func (s *Server) drainAction(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, herr.status, herr.msg)
 		return
 	}
-	if c.id.Role != RoleAdmin {
+	if c.id.Role != rpc.RoleAdmin {
 		s.fail(w, r, http.StatusForbidden, "draining a worker needs an admin token")
 		return
 	}
@@ -868,6 +840,6 @@ func (s *Server) drainAction(w http.ResponseWriter, r *http.Request) {
 		s.failCall(w, r, err)
 		return
 	}
-	s.base.log.Info("console: worker "+action+"ed", "worker", worker)
+	s.log.Info("console: worker "+action+"ed", "worker", worker)
 	http.Redirect(w, r, "/workers", http.StatusSeeOther)
 }

@@ -1,4 +1,4 @@
-package rpc
+package web
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc"
 )
 
 // TestConsoleLinksEscapeNames: a tenant named "team/a?b#c%d" and a
@@ -19,13 +20,13 @@ import (
 func TestConsoleLinksEscapeNames(t *testing.T) {
 	const tenant, worker = "team/a?b#c%d", "rack/1"
 	tok := "team-secret-000000"
-	n := startTestNode(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: tok, Role: RoleClient, Tenant: tenant}}, nil)
+	n := startTestNode(t, []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}, {Secret: tok, Role: rpc.RoleClient, Tenant: tenant}}, nil)
 	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: tenant, Tier: pb.Tier_GOLD}}})
 	res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 100}}})
 	if _, err := pb.NewWorkerClient(n.dial(gwAdmin)).Drain(context.Background(), &pb.DrainRequest{WorkerId: worker, Create: true}); err != nil {
 		t.Fatal(err)
 	}
-	ts := httptestServer(t, n)
+	ts := n.serve()
 	link := "/tenants/" + url.PathEscape(tenant)
 	for _, c := range []struct{ page, token, want string }{
 		{"/", gwAdmin, `href="` + link + `"`},

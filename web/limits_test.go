@@ -1,4 +1,4 @@
-package rpc
+package web
 
 import (
 	"context"
@@ -14,16 +14,17 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/rpc"
 )
 
-// limitedGateway is gatewayNode with limits.
-func limitedGateway(t *testing.T, limits Limits) (*testNode, *httptest.Server) {
+// limitedGateway is gatewayNode with the limits of its gRPC server and
+// of its HTTP side.
+func limitedGateway(t *testing.T, limits rpc.Limits, webLimits Limits) (*testNode, *httptest.Server) {
 	t.Helper()
-	n := startTestNodeWith(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: gwAcme, Role: RoleClient, Tenant: "acme"}}, nil, Options{Limits: limits})
+	n := startNode(t, nodeOptions{tokens: []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}, {Secret: gwAcme, Role: rpc.RoleClient, Tenant: "acme"}},
+		rpc: rpc.Options{Limits: limits}, web: Options{Limits: webLimits}})
 	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
-	ts := httptest.NewServer(n.srv.HTTPHandler(HTTPOptions{}))
-	t.Cleanup(ts.Close)
-	return n, ts
+	return n, n.serve()
 }
 
 // chunked hides a reader's length: the request goes out chunked.
@@ -71,7 +72,7 @@ func gwBody(t *testing.T, ts *httptest.Server, method, path, token string, body 
 // limits.max_message_bytes is refused 413, whether its length is
 // declared or it comes chunked; a chunked body within it is decoded.
 func TestGatewayBodyLimits(t *testing.T) {
-	n, ts := limitedGateway(t, Limits{MaxMessageBytes: MinMessageBytes})
+	n, ts := limitedGateway(t, rpc.Limits{MaxMessageBytes: rpc.MinMessageBytes}, Limits{})
 	release := make(chan struct{})
 	defer close(release)
 	for _, c := range []struct{ name, token, want string }{
@@ -83,13 +84,13 @@ func TestGatewayBodyLimits(t *testing.T) {
 			t.Errorf("%s, a body that never comes: %d %v %s\nwant 401 Connection: close %s", c.name, r.status, r.header, r.body, c.want)
 		}
 	}
-	over := fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: more than %d bytes (limits.max_message_bytes)"}`, MinMessageBytes)
-	r, _ := gwBody(t, ts, "POST", "/v1/jobs", gwAcme, chunked{strings.NewReader(`{"job_type":"` + strings.Repeat("x", MinMessageBytes) + `"}`)}, -1)
+	over := fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: more than %d bytes (limits.max_message_bytes)"}`, rpc.MinMessageBytes)
+	r, _ := gwBody(t, ts, "POST", "/v1/jobs", gwAcme, chunked{strings.NewReader(`{"job_type":"` + strings.Repeat("x", rpc.MinMessageBytes) + `"}`)}, -1)
 	if r.status != 413 || canonical(t, r.body) != canonical(t, over) {
 		t.Errorf("a chunked body over the limit: %d %s\nwant 413 %s", r.status, r.body, over)
 	}
-	declared := fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: %d bytes (at most %d: limits.max_message_bytes)"}`, MinMessageBytes+1, MinMessageBytes)
-	r, _ = gwBody(t, ts, "POST", "/v1/jobs", gwAcme, stalled{release: release}, MinMessageBytes+1)
+	declared := fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: %d bytes (at most %d: limits.max_message_bytes)"}`, rpc.MinMessageBytes+1, rpc.MinMessageBytes)
+	r, _ = gwBody(t, ts, "POST", "/v1/jobs", gwAcme, stalled{release: release}, rpc.MinMessageBytes+1)
 	if r.status != 413 || canonical(t, r.body) != canonical(t, declared) {
 		t.Errorf("a declared length over the limit: %d %s\nwant 413 %s", r.status, r.body, declared)
 	}
@@ -98,11 +99,11 @@ func TestGatewayBodyLimits(t *testing.T) {
 		t.Errorf("a chunked submit: %d %s", r.status, r.body)
 	}
 	// gRPC receives no larger message either.
-	_, err := pb.NewClientClient(n.dial(gwAcme)).Submit(context.Background(), &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000, Payload: make([]byte, MinMessageBytes)})
-	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), fmt.Sprintf("larger than max (%d vs. %d)", MinMessageBytes+9, MinMessageBytes)) {
+	_, err := pb.NewClientClient(n.dial(gwAcme)).Submit(context.Background(), &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000, Payload: make([]byte, rpc.MinMessageBytes)})
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), fmt.Sprintf("larger than max (%d vs. %d)", rpc.MinMessageBytes+9, rpc.MinMessageBytes)) {
 		t.Errorf("a gRPC submit over the limit: %v", err)
 	}
-	m := n.srv.limitMetrics.httpRefused
+	m := n.web.limitMetrics.httpRefused
 	for reason, want := range map[string]float64{"unauthenticated": 2, "body_too_large": 2, "unauthenticated_limit": 0} {
 		if got := testutil.ToFloat64(m.WithLabelValues(reason)); got != want {
 			t.Errorf("barista_http_refused_total{reason=%q} = %v, want %v", reason, got, want)
@@ -116,7 +117,7 @@ func TestGatewayBodyLimits(t *testing.T) {
 // a token, /healthz and /readyz are served; once they end, the next
 // request without a token is served again.
 func TestHTTPUnauthenticatedLimit(t *testing.T) {
-	n, ts := limitedGateway(t, Limits{HTTPUnauthenticated: 2})
+	n, ts := limitedGateway(t, rpc.Limits{}, Limits{HTTPUnauthenticated: 2})
 	release := make(chan struct{})
 	held := make(chan gwResult, 2)
 	for range 2 {
@@ -135,7 +136,7 @@ func TestHTTPUnauthenticatedLimit(t *testing.T) {
 		}()
 	}
 	waitFor(t, 10e9, "two requests without a token in flight", func() bool {
-		return testutil.ToFloat64(n.srv.limitMetrics.httpUnauthenticated) == 2
+		return testutil.ToFloat64(n.web.limitMetrics.httpUnauthenticated) == 2
 	})
 	r := gwDo(t, ts, "GET", "/login", "", "")
 	want := `{"code":"UNAVAILABLE","message":"this node is serving 2 requests without a token already (limits.http_unauthenticated); try again later"}`
@@ -157,12 +158,12 @@ func TestHTTPUnauthenticatedLimit(t *testing.T) {
 		}
 	}
 	waitFor(t, 10e9, "no request without a token in flight", func() bool {
-		return testutil.ToFloat64(n.srv.limitMetrics.httpUnauthenticated) == 0
+		return testutil.ToFloat64(n.web.limitMetrics.httpUnauthenticated) == 0
 	})
 	if r := gwDo(t, ts, "GET", "/login", "", ""); r.status != 200 {
 		t.Errorf("a request without a token after the others ended: %d %s", r.status, r.body)
 	}
-	if got := testutil.ToFloat64(n.srv.limitMetrics.httpRefused.WithLabelValues("unauthenticated_limit")); got != 1 {
+	if got := testutil.ToFloat64(n.web.limitMetrics.httpRefused.WithLabelValues("unauthenticated_limit")); got != 1 {
 		t.Errorf("barista_http_refused_total{reason=\"unauthenticated_limit\"} = %v, want 1", got)
 	}
 }
@@ -195,8 +196,8 @@ func signedIn(t *testing.T, h http.Handler, cookie string) bool {
 // oldest first), so they neither fill the node's 10,000 sessions nor
 // keep the admin out; the admin's own logins are bounded the same way.
 func TestSessionsPerIdentity(t *testing.T) {
-	n, _ := limitedGateway(t, Limits{})
-	h := n.srv.HTTPHandler(HTTPOptions{})
+	n, _ := limitedGateway(t, rpc.Limits{}, Limits{})
+	h := n.web
 	var cookies []string
 	for i := range 10_001 {
 		code, cookie := login(t, h, gwAcme)
@@ -220,7 +221,7 @@ func TestSessionsPerIdentity(t *testing.T) {
 	if !signedIn(t, h, admin[per]) || signedIn(t, h, admin[0]) {
 		t.Errorf("the admin's sessions: want the %d newest signed in, the first signed out", per)
 	}
-	m := n.srv.limitMetrics
+	m := n.web.limitMetrics
 	if got := testutil.ToFloat64(m.sessions); got != float64(2*per) {
 		t.Errorf("barista_web_sessions = %v, want %d", got, 2*per)
 	}
@@ -234,12 +235,12 @@ func TestSessionsPerIdentity(t *testing.T) {
 // a third tenant's login is refused 503 naming the limit, while the
 // admin still signs in; a signed-out session frees its place.
 func TestSessionsNodeBound(t *testing.T) {
-	tokens := []Token{{Secret: gwAdmin, Role: RoleAdmin}}
+	tokens := []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}}
 	for _, name := range []string{"t1", "t2", "t3"} {
-		tokens = append(tokens, Token{Secret: name + "-secret-000000000", Role: RoleClient, Tenant: name})
+		tokens = append(tokens, rpc.Token{Secret: name + "-secret-000000000", Role: rpc.RoleClient, Tenant: name})
 	}
-	n := startTestNodeWith(t, tokens, nil, Options{Limits: Limits{Sessions: 6, SessionsPerIdentity: 2}})
-	h := n.srv.HTTPHandler(HTTPOptions{})
+	n := startNode(t, nodeOptions{tokens: tokens, web: Options{Limits: Limits{Sessions: 6, SessionsPerIdentity: 2}}})
+	h := n.web
 	var t1 string
 	for _, name := range []string{"t1", "t1", "t2", "t2"} {
 		code, cookie := login(t, h, name+"-secret-000000000")
@@ -261,11 +262,11 @@ func TestSessionsNodeBound(t *testing.T) {
 			t.Errorf("the admin's login: %d", code)
 		}
 	}
-	n.srv.web.delete(strings.TrimPrefix(t1, sessionCookie+"="))
+	n.web.sessions.delete(strings.TrimPrefix(t1, sessionCookie+"="))
 	if code, _ := login(t, h, "t3-secret-000000000"); code != http.StatusSeeOther {
 		t.Errorf("t3's login once a place is free: %d", code)
 	}
-	if got := testutil.ToFloat64(n.srv.limitMetrics.loginsRefused); got != 1 {
+	if got := testutil.ToFloat64(n.web.limitMetrics.loginsRefused); got != 1 {
 		t.Errorf("barista_web_logins_refused_total = %v, want 1", got)
 	}
 }

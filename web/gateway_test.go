@@ -1,4 +1,4 @@
-package rpc
+package web
 
 import (
 	"bufio"
@@ -19,26 +19,19 @@ import (
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
-)
-
-const (
-	gwAdmin = "admin-secret-0001"
-	gwAcme  = "acme-secret-00001"
-	gwBeta  = "beta-secret-00001"
+	"github.com/baristahq/barista/rpc"
 )
 
 // gatewayNode is a one-node cluster with tokens, tenants acme and beta,
 // and its HTTP handler on a test server.
 func gatewayNode(t *testing.T) (*testNode, *httptest.Server) {
 	t.Helper()
-	n := startTestNode(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: gwAcme, Role: RoleClient, Tenant: "acme"},
-		{Secret: gwBeta, Role: RoleClient, Tenant: "beta"}}, nil)
+	n := startTestNode(t, []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}, {Secret: gwAcme, Role: rpc.RoleClient, Tenant: "acme"},
+		{Secret: gwBeta, Role: rpc.RoleClient, Tenant: "beta"}}, nil)
 	for _, name := range []string{"acme", "beta"} {
 		n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
 	}
-	ts := httptest.NewServer(n.srv.HTTPHandler(HTTPOptions{}))
-	t.Cleanup(ts.Close)
-	return n, ts
+	return n, n.serve()
 }
 
 type gwResult struct {
@@ -324,20 +317,6 @@ func TestGatewayHTTPStatus(t *testing.T) {
 	}
 	if client.CodeName(codes.Canceled) != "CANCELLED" || client.CodeName(codes.FailedPrecondition) != "FAILED_PRECONDITION" {
 		t.Errorf("code names: %s %s", client.CodeName(codes.Canceled), client.CodeName(codes.FailedPrecondition))
-	}
-}
-
-func TestSelfDialAddr(t *testing.T) {
-	for bind, want := range map[string]string{
-		"127.0.0.1:7400": "127.0.0.1:7400", "0.0.0.0:7400": "127.0.0.1:7400", ":7400": "127.0.0.1:7400",
-		"[::]:7400": "[::1]:7400", "10.1.2.3:7400": "10.1.2.3:7400", "n1.barista:7400": "n1.barista:7400",
-	} {
-		if got, err := selfDialAddr(bind); err != nil || got != want {
-			t.Errorf("%s: %s %v, want %s", bind, got, err, want)
-		}
-	}
-	if _, err := selfDialAddr("nonsense"); err == nil || err.Error() != `gRPC address "nonsense": address nonsense: missing port in address` {
-		t.Errorf("nonsense: %v", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package rpc
+package web
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/baristahq/barista/rpc"
 )
 
 // Who may use each part of the HTTP listener once tokens are configured:
@@ -22,9 +24,9 @@ import (
 // (then admin or metrics tokens); /healthz and /readyz are always open;
 // /debug/pprof/ needs an admin token.
 var (
-	pageRoles    = []Role{RoleAdmin, RoleClient}
-	metricsRoles = []Role{RoleAdmin, RoleMetrics}
-	adminRoles   = []Role{RoleAdmin}
+	pageRoles    = []rpc.Role{rpc.RoleAdmin, rpc.RoleClient}
+	metricsRoles = []rpc.Role{rpc.RoleAdmin, rpc.RoleMetrics}
+	adminRoles   = []rpc.Role{rpc.RoleAdmin}
 )
 
 // sessionCookie names the web console's session cookie. Its value is a
@@ -36,7 +38,7 @@ const (
 )
 
 type httpSession struct {
-	id Identity
+	id rpc.Identity
 	// token is the secret the session signed in with: the console's
 	// reads and actions go to the leader with it, as an API call would.
 	// It never leaves this process.
@@ -52,16 +54,16 @@ type httpSession struct {
 type sessions struct {
 	mu   sync.Mutex
 	m    map[[32]byte]httpSession
-	byID map[Identity][][32]byte // each identity's sessions, oldest first
+	byID map[rpc.Identity][][32]byte // each identity's sessions, oldest first
 
 	max, perIdentity int
 	metrics          *limitMetrics
 }
 
 // adminIdentity is every admin token's identity.
-var adminIdentity = Identity{Role: RoleAdmin}
+var adminIdentity = rpc.Identity{Role: rpc.RoleAdmin}
 
-func (s *sessions) create(id Identity, token string, now time.Time) (string, error) {
+func (s *sessions) create(id rpc.Identity, token string, now time.Time) (string, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", err
@@ -70,7 +72,7 @@ func (s *sessions) create(id Identity, token string, now time.Time) (string, err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
-		s.m, s.byID = map[[32]byte]httpSession{}, map[Identity][][32]byte{}
+		s.m, s.byID = map[[32]byte]httpSession{}, map[rpc.Identity][][32]byte{}
 	}
 	for len(s.byID[id]) >= s.perIdentity {
 		s.remove(s.byID[id][0])
@@ -163,7 +165,7 @@ func writeHTTPError(w http.ResponseWriter, e *httpErr) {
 // or in open mode the browser's own CSRF cookie ("" for a bearer header:
 // no console action then).
 type caller struct {
-	id      Identity
+	id      rpc.Identity
 	token   string
 	session string
 }
@@ -173,7 +175,7 @@ type caller struct {
 func (s *Server) httpIdentity(r *http.Request, cookies bool) (caller, *httpErr) {
 	a := s.auth
 	if a.Open() {
-		c := caller{id: Identity{Role: RoleAdmin}}
+		c := caller{id: rpc.Identity{Role: rpc.RoleAdmin}}
 		if ck, err := r.Cookie(openCSRFCookie); err == nil && cookies && validCookieValue(ck.Value) {
 			c.session = "open:" + ck.Value
 		}
@@ -192,7 +194,7 @@ func (s *Server) httpIdentity(r *http.Request, cookies bool) (caller, *httpErr) 
 	}
 	if cookies {
 		if c, err := r.Cookie(sessionCookie); err == nil {
-			if sess, ok := s.web.lookup(c.Value, time.Now()); ok {
+			if sess, ok := s.sessions.lookup(c.Value, time.Now()); ok {
 				return caller{id: sess.id, token: sess.token, session: c.Value}, nil
 			}
 		}
@@ -204,7 +206,7 @@ type httpCallerKey struct{}
 
 // guard serves h only to the given roles. With cookies, a browser without
 // a session is sent to the login page instead of a 401.
-func (s *Server) guard(roles []Role, cookies bool, h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) guard(roles []rpc.Role, cookies bool, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, herr := s.httpIdentity(r, cookies)
 		if herr != nil {
@@ -228,7 +230,7 @@ func requestCaller(r *http.Request) caller {
 	return c
 }
 
-func requestIdentity(r *http.Request) Identity { return requestCaller(r).id }
+func requestIdentity(r *http.Request) rpc.Identity { return requestCaller(r).id }
 
 // openCSRFCookie holds, without tokens (--insecure-dev), a random value
 // per browser that its CSRF token is bound to: even an open development
@@ -344,7 +346,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		pageHeaders(w)
-		consoleTmpl.ExecuteTemplate(w, "login", loginPage{Node: s.base.node.ID()})
+		consoleTmpl.ExecuteTemplate(w, "login", loginPage{Node: s.node.ID()})
 	case http.MethodPost:
 		if !sameOrigin(r) {
 			writeHTTPError(w, &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "cross-origin login refused"})
@@ -353,13 +355,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 4096)
 		token := strings.TrimSpace(r.PostFormValue("token"))
 		id, ok := s.auth.Identify(token)
-		if !ok || (id.Role != RoleAdmin && id.Role != RoleClient) {
+		if !ok || (id.Role != rpc.RoleAdmin && id.Role != rpc.RoleClient) {
 			pageHeaders(w)
 			w.WriteHeader(http.StatusUnauthorized)
-			consoleTmpl.ExecuteTemplate(w, "login", loginPage{Node: s.base.node.ID(), Failed: true})
+			consoleTmpl.ExecuteTemplate(w, "login", loginPage{Node: s.node.ID(), Failed: true})
 			return
 		}
-		value, err := s.web.create(id, token, time.Now())
+		value, err := s.sessions.create(id, token, time.Now())
 		if err != nil {
 			writeHTTPError(w, err.(*httpErr))
 			return
@@ -381,7 +383,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 			writeHTTPError(w, herr)
 			return
 		}
-		s.web.delete(c.session)
+		s.sessions.delete(c.session)
 	} else if r.Method != http.MethodPost || !sameOrigin(r) {
 		writeHTTPError(w, &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "log out with a same-origin POST"})
 		return

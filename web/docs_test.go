@@ -1,4 +1,4 @@
-package rpc
+package web
 
 import (
 	"encoding/json"

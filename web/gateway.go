@@ -1,4 +1,4 @@
-package rpc
+package web
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,7 +21,6 @@ import (
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -55,7 +53,7 @@ func (s *Server) gatewayHandler() http.Handler {
 	if err != nil {
 		// Only a broken build (a generated handler that cannot register)
 		// gets here; the rest of the HTTP listener still serves.
-		s.base.log.Error("HTTP/JSON API disabled", "error", err)
+		s.log.Error("HTTP/JSON API disabled", "error", err)
 		api = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			writeHTTPError(w, &httpErr{http.StatusServiceUnavailable, "UNAVAILABLE", "the HTTP/JSON API is not available on this node: " + err.Error()})
 		})
@@ -64,34 +62,13 @@ func (s *Server) gatewayHandler() http.Handler {
 	return mux
 }
 
-// gatewayWindow is the flow-control window of each call on the
-// gateway's connection to its own node: what a stream whose HTTP client
-// reads nothing can make the gateway hold (the gRPC server then holds
-// the stream back, and ends it once it has been stuck for
-// limits.watch_stall_timeout).
-const gatewayWindow = 64 << 10
-
 // newGateway builds the generated handlers on a connection of their own
-// to this node's own gRPC listener (with the TLS configuration it uses
-// to reach other members, when there is one), with small windows
-// (gatewayWindow). Stop closes the connection.
+// to this node's own gRPC listener (rpc.Server.GatewayConn).
 func (s *Server) newGateway() (http.Handler, error) {
-	addr, err := selfDialAddr(s.base.node.Config().GRPCAddr)
+	cc, err := s.srv.GatewayConn()
 	if err != nil {
 		return nil, err
 	}
-	mark := metadata.Pairs(gatewayHeader, s.gatewayKey)
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(s.leader.creds), MessageLimits,
-		grpc.WithStaticStreamWindowSize(gatewayWindow), grpc.WithStaticConnWindowSize(client.ConnWindowBytes),
-		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			return streamer(metadata.NewOutgoingContext(ctx, metadata.Join(mark, metadataOut(ctx))), desc, cc, method, opts...)
-		}))
-	if err != nil {
-		return nil, err
-	}
-	s.gatewayConns.Lock()
-	s.gatewayConns.list = append(s.gatewayConns.list, cc)
-	s.gatewayConns.Unlock()
 	gw := newGatewayMux()
 	ctx := context.Background()
 	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
@@ -105,12 +82,6 @@ func (s *Server) newGateway() (http.Handler, error) {
 }
 
 var gatewayMuxMu sync.Mutex
-
-// metadataOut is a context's outgoing metadata (none: empty).
-func metadataOut(ctx context.Context) metadata.MD {
-	md, _ := metadata.FromOutgoingContext(ctx)
-	return md
-}
 
 // newGatewayMux is the gateway's router with the house rules: JSON as
 // protojson writes it with the proto field names, unknown fields and
@@ -153,28 +124,12 @@ func newGatewayMux() *runtime.ServeMux {
 	)
 }
 
-// selfDialAddr turns the gRPC bind address into one this process can
-// dial: an unspecified host (every interface) becomes loopback.
-func selfDialAddr(bind string) (string, error) {
-	host, port, err := net.SplitHostPort(bind)
-	if err != nil {
-		return "", fmt.Errorf("gRPC address %q: %w", bind, err)
-	}
-	switch ip := net.ParseIP(host); {
-	case host == "" || (ip != nil && ip.IsUnspecified() && ip.To4() != nil):
-		host = "127.0.0.1"
-	case ip != nil && ip.IsUnspecified():
-		host = "::1"
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
 // apiLimits bounds the request body by the largest gRPC message
 // (limits.max_message_bytes: the body is a JSON message, its payload in
 // base64). A body whose Content-Length is over the bound is refused
 // before any of it is read; a chunked one as soon as it passes it.
 func (s *Server) apiLimits(next http.Handler) http.Handler {
-	limit := int64(s.limits.MaxMessageBytes)
+	limit := s.maxBody
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > limit {
 			s.limitMetrics.httpRefused.WithLabelValues("body_too_large").Inc()
@@ -185,7 +140,7 @@ func (s *Server) apiLimits(next http.Handler) http.Handler {
 		}
 		body := &apiBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), limit: limit, length: r.ContentLength}
 		r.Body = body
-		sw := &statusOnce{ResponseWriter: w, stall: s.limits.WatchStall}
+		sw := &statusOnce{ResponseWriter: w, stall: s.stall}
 		ctx := context.WithValue(context.WithValue(r.Context(), statusOnceKey{}, sw), apiBodyKey{}, body)
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		if sw.deadline {

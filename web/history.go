@@ -1,4 +1,4 @@
-package rpc
+package web
 
 import (
 	"cmp"
@@ -9,11 +9,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/baristahq/barista/rpc"
 )
 
 // The overview's chart: every node samples the live view of fair shares
 // (each tenant's share of the estimated CPU dispatched in the last
-// DefaultTopWindow, and its entitlement: its weight among the tenants
+// rpc.DefaultTopWindow, and its entitlement: its weight among the tenants
 // with queued jobs) every historyEvery, and keeps the samples of the last
 // historySpan in memory. Presentation only: nothing here reaches the
 // state machine, and a restarted node starts a new history.
@@ -77,15 +79,15 @@ func (h *shareHistory) since(now time.Time, span time.Duration) []shareSample {
 	return slices.Clone(h.samples[i:])
 }
 
-// sampleShares samples the live view until the server stops.
-func (s *Server) sampleShares() {
-	defer s.watching.Done()
+// sampleShares samples the live view until stop is closed (the gRPC
+// server stops).
+func (s *Server) sampleShares(stop <-chan struct{}) {
 	t := time.NewTicker(historyEvery)
 	defer t.Stop()
 	for {
-		s.history.add(sampleTop(&s.base, time.Now()))
+		s.history.add(sampleTop(s.srv, time.Now()))
 		select {
-		case <-s.base.stopping:
+		case <-stop:
 			return
 		case <-t.C:
 		}
@@ -93,8 +95,8 @@ func (s *Server) sampleShares() {
 }
 
 // sampleTop takes a sample from this node's state.
-func sampleTop(b *base, now time.Time) shareSample {
-	top := topView(b, DefaultTopWindow)
+func sampleTop(srv *rpc.Server, now time.Time) shareSample {
+	top := srv.LocalTop(rpc.DefaultTopWindow)
 	out := shareSample{at: now, window: time.Duration(top.WindowMs) * time.Millisecond}
 	for _, r := range top.Tenants {
 		out.dispatches += r.Dispatches

@@ -1,11 +1,10 @@
-package rpc
+package web
 
 import (
 	"context"
 	"encoding/json"
 	"io"
 	"math"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -65,8 +64,7 @@ func TestTopFairness(t *testing.T) {
 		}
 	}
 
-	ts := httptest.NewServer(n.srv.HTTPHandler(HTTPOptions{}))
-	defer ts.Close()
+	ts := n.serve()
 	resp, err := ts.Client().Get(ts.URL + "/api/top")
 	if err != nil {
 		t.Fatal(err)
@@ -94,20 +92,5 @@ func TestTopFairness(t *testing.T) {
 		if !strings.Contains(page.String(), s) {
 			t.Errorf("the page has no %s:\n%s", s, page)
 		}
-	}
-}
-
-// clockMoves waits until the cluster time of the applied entries has
-// moved past that of the last one, proposing entries that change nothing
-// (each is stamped with the time), so that what was eligible was so for a
-// while.
-func (n *testNode) clockMoves() {
-	n.t.Helper()
-	start, _ := n.node.FSM.Clock()
-	for {
-		if now, _ := n.node.FSM.Clock(); now > start {
-			return
-		}
-		n.propose(&pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
 	}
 }

@@ -1,4 +1,4 @@
-package rpc
+package web
 
 import (
 	"fmt"
@@ -242,7 +242,7 @@ func TestConsoleCSRF(t *testing.T) {
 func TestConsoleOpenCSRF(t *testing.T) {
 	n := startTestNode(t, nil, nil)
 	job := n.submit()
-	ts := httptest.NewServer(n.srv.HTTPHandler(HTTPOptions{}))
+	ts := httptest.NewServer(n.web)
 	t.Cleanup(ts.Close)
 	r := cdo(t, ts, "GET", fmt.Sprintf("/jobs/%d", job), "", "")
 	cookie := strings.SplitN(r.header.Get("Set-Cookie"), ";", 2)[0]
