@@ -20,6 +20,7 @@ import (
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
+	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -67,17 +68,9 @@ func openWatch(ctx context.Context, cc *grpc.ClientConn, req *pb.WatchEventsRequ
 	return s, nil
 }
 
-// submitMany queues n jobs of tenant, 500 a log entry.
+// submitMany queues count jobs of tenant (nodetest.SubmitMany).
 func submitMany(n *testNode, tenant string, count int) {
-	for count > 0 {
-		k := min(count, 500)
-		cmds := make([]*pb.Command, k)
-		for i := range cmds {
-			cmds[i] = &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 10}}}
-		}
-		n.propose(cmds...)
-		count -= k
-	}
+	nodetest.SubmitMany(n.t, n.node, tenant, count)
 }
 
 // TestWatchStreamLimits: with at most 3 watch streams on the node and 2

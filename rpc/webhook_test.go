@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/webhook"
@@ -31,7 +32,7 @@ func startWebhookNode(t *testing.T, key webhook.Key) (pb.AdminClient, *raftnode.
 // feature levels up to level (0: this build's), and its server.
 func startWebhookNodeAt(t *testing.T, key webhook.Key, level uint32) (pb.AdminClient, *raftnode.Node, *Server) {
 	t.Helper()
-	cfg, lis := loopbackNodeConfig(t)
+	cfg, lis := nodetest.Config(t)
 	cfg.FeatureLevel = level
 	node, err := raftnode.New(cfg)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/sfq"
@@ -46,27 +47,6 @@ type testNode struct {
 	stop func()
 }
 
-// loopbackNodeConfig returns the configuration of node n1 bootstrapping
-// a one-node cluster on free loopback ports, with short election
-// timeouts, and the listener for its gRPC address.
-func loopbackNodeConfig(t testing.TB) (raftnode.Config, net.Listener) {
-	t.Helper()
-	raftLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raftAddr := raftLis.Addr().String()
-	raftLis.Close()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := raftnode.DefaultConfig()
-	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.GRPCAddr, cfg.Bootstrap = "n1", t.TempDir(), raftAddr, lis.Addr().String(), true
-	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond
-	return cfg, lis
-}
-
 // startTestNode bootstraps a one-node cluster serving gRPC on a free
 // loopback port, with the given tokens (none: an open development
 // server) and its seed configuration adjusted by seed.
@@ -79,7 +59,7 @@ func startTestNode(t testing.TB, tokens []Token, seed func(*fsm.Config)) *testNo
 // tokens).
 func startTestNodeWith(t testing.TB, tokens []Token, seed func(*fsm.Config), opt Options) *testNode {
 	t.Helper()
-	cfg, lis := loopbackNodeConfig(t)
+	cfg, lis := nodetest.Config(t)
 	cfg.Seed.HeartbeatIntervalMs, cfg.Seed.SelfKillAfterMs, cfg.Seed.Sched.LeaseTimeoutMs = 100, 2000, 4000
 	if seed != nil {
 		seed(&cfg.Seed)
@@ -119,29 +99,11 @@ func startTestNodeWith(t testing.TB, tokens []Token, seed func(*fsm.Config), opt
 // waitFor polls cond until it holds, failing the test after timeout.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	nodetest.WaitFor(t, timeout, what, cond)
 }
 
-// clockMoves waits until the cluster time of the applied entries has
-// moved past that of the last one, proposing entries that change nothing
-// (each is stamped with the time), so that what was eligible was so for a
-// while.
-func (n *testNode) clockMoves() {
-	n.t.Helper()
-	start, _ := n.node.FSM.Clock()
-	for {
-		if now, _ := n.node.FSM.Clock(); now > start {
-			return
-		}
-		n.propose(&pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
-	}
-}
+// clockMoves waits until the cluster time has moved (nodetest.ClockMoves).
+func (n *testNode) clockMoves() { n.t.Helper(); nodetest.ClockMoves(n.t, n.node) }
 
 // dial connects with a bearer token ("" sends none).
 func (n *testNode) dial(token string) *grpc.ClientConn {
@@ -157,18 +119,7 @@ func (n *testNode) dial(token string) *grpc.ClientConn {
 // propose applies commands on the node and fails the test on a refusal.
 func (n *testNode) propose(cmds ...*pb.Command) []fsm.Result {
 	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, res, err := n.node.Propose(ctx, cmds)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	for i, r := range res {
-		if r.Code != fsm.OK {
-			n.t.Fatalf("command %d refused: %s", i, r.Msg)
-		}
-	}
-	return res
+	return nodetest.Propose(n.t, n.node, cmds...)
 }
 
 // submit creates tenant acme (once) and queues one md job.

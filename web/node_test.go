@@ -1,8 +1,6 @@
 package web
 
 import (
-	"context"
-	"net"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
@@ -58,19 +57,7 @@ type nodeOptions struct {
 // loopback port, with short election timeouts.
 func startNode(t testing.TB, o nodeOptions) *testNode {
 	t.Helper()
-	raftLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raftAddr := raftLis.Addr().String()
-	raftLis.Close()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := raftnode.DefaultConfig()
-	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.GRPCAddr, cfg.Bootstrap = "n1", t.TempDir(), raftAddr, lis.Addr().String(), true
-	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond
+	cfg, lis := nodetest.Config(t)
 	cfg.Seed.HeartbeatIntervalMs, cfg.Seed.SelfKillAfterMs, cfg.Seed.Sched.LeaseTimeoutMs = 100, 2000, 4000
 	if o.seed != nil {
 		o.seed(&cfg.Seed)
@@ -118,13 +105,7 @@ func (n *testNode) serve() *httptest.Server {
 // waitFor polls cond until it holds, failing the test after timeout.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	nodetest.WaitFor(t, timeout, what, cond)
 }
 
 // dial connects with a bearer token ("" sends none).
@@ -141,18 +122,7 @@ func (n *testNode) dial(token string) *grpc.ClientConn {
 // propose applies commands on the node and fails the test on a refusal.
 func (n *testNode) propose(cmds ...*pb.Command) []fsm.Result {
 	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, res, err := n.node.Propose(ctx, cmds)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	for i, r := range res {
-		if r.Code != fsm.OK {
-			n.t.Fatalf("command %d refused: %s", i, r.Msg)
-		}
-	}
-	return res
+	return nodetest.Propose(n.t, n.node, cmds...)
 }
 
 // submit creates tenant acme (once) and queues one md job.
@@ -163,20 +133,8 @@ func (n *testNode) submit() sfq.JobID {
 	return res[0].Job
 }
 
-// clockMoves waits until the cluster time of the applied entries has
-// moved past that of the last one, proposing entries that change nothing
-// (each is stamped with the time), so that what was eligible was so for a
-// while.
-func (n *testNode) clockMoves() {
-	n.t.Helper()
-	start, _ := n.node.FSM.Clock()
-	for {
-		if now, _ := n.node.FSM.Clock(); now > start {
-			return
-		}
-		n.propose(&pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
-	}
-}
+// clockMoves waits until the cluster time has moved (nodetest.ClockMoves).
+func (n *testNode) clockMoves() { n.t.Helper(); nodetest.ClockMoves(n.t, n.node) }
 
 func wantStatus(t *testing.T, err error, code codes.Code, msg string) {
 	t.Helper()

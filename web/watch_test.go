@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
 )
@@ -52,17 +53,9 @@ func (n *testNode) gauge(name string) float64 {
 	return 0
 }
 
-// submitMany queues n jobs of tenant, 500 a log entry.
+// submitMany queues count jobs of tenant (nodetest.SubmitMany).
 func submitMany(n *testNode, tenant string, count int) {
-	for count > 0 {
-		k := min(count, 500)
-		cmds := make([]*pb.Command, k)
-		for i := range cmds {
-			cmds[i] = &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 10}}}
-		}
-		n.propose(cmds...)
-		count -= k
-	}
+	nodetest.SubmitMany(n.t, n.node, tenant, count)
 }
 
 // TestWatchLimitsOverHTTP: with the node serving as many watch streams
