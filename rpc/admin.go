@@ -49,8 +49,9 @@ func upsertCommandRate(req *pb.UpsertTenantRequest, r sfq.RateLimit) *pb.Command
 	return c
 }
 
-// readTenant returns a live tenant's configuration, or nil.
-func readTenant(f *fsm.FSM, name string) (out *pb.Tenant) {
+// ReadTenant returns a live tenant's configuration in f (this node's
+// state), or nil.
+func ReadTenant(f *fsm.FSM, name string) (out *pb.Tenant) {
 	f.ReadTenants(func(sc *sfq.Scheduler, flags fsm.TenantFlags) {
 		if i, ok := sc.TenantIndex(name); ok {
 			t, _ := sc.TenantAt(i)
@@ -105,7 +106,7 @@ func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantReq
 	if done {
 		return resp, err
 	}
-	out := readTenant(s.node.FSM, req.Name)
+	out := ReadTenant(s.node.FSM, req.Name)
 	if out == nil {
 		return nil, status.Errorf(codes.Internal, "tenant %q vanished after its upsert", req.Name)
 	}
@@ -134,7 +135,7 @@ func (s *AdminService) GetTenant(ctx context.Context, req *pb.GetTenantRequest) 
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Tenant, error) {
 		return pb.NewAdminClient(cc).GetTenant(ctx, fwd)
 	}, func() (*pb.Tenant, error) {
-		out := readTenant(s.node.FSM, req.Name)
+		out := ReadTenant(s.node.FSM, req.Name)
 		if out == nil {
 			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", req.Name)
 		}

@@ -313,7 +313,7 @@ func (a *Auth) identifyFor(method string, authorization []string) (*Identity, er
 	if a.open {
 		return &Identity{Role: RoleAdmin}, nil
 	}
-	id, err := a.bearer(authorization)
+	id, err := a.Authenticate(authorization)
 	if err != nil {
 		return nil, err
 	}
@@ -325,10 +325,11 @@ func (a *Auth) identifyFor(method string, authorization []string) (*Identity, er
 	return nil, status.Errorf(codes.PermissionDenied, "a %s token may not call %s", id.Role, method)
 }
 
-// bearer identifies the caller of authorization header values (the
+// Authenticate identifies the caller of authorization header values (the
 // last "Bearer TOKEN" counts): the one check of a gRPC call's token and
-// of an HTTP/JSON call's, which is made before its body is read.
-func (a *Auth) bearer(authorization []string) (Identity, error) {
+// of an HTTP/JSON call's, which is made before its body is read. Its
+// error is a gRPC status (UNAUTHENTICATED).
+func (a *Auth) Authenticate(authorization []string) (Identity, error) {
 	var secret string
 	for _, v := range authorization {
 		if s, ok := strings.CutPrefix(v, "Bearer "); ok {

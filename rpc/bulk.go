@@ -26,7 +26,7 @@ import (
 // for a request a follower forwarded, whose filter holds the bound
 // already.
 func bulkCommand(op fsm.BulkOp, tenant string, req *pb.BulkJobsRequest, now sfq.Time, resolve bool) (*pb.Command, error) {
-	after, err := parsePageToken(req.PageToken)
+	after, err := ParsePageToken(req.PageToken)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func bulkArgs(c *pb.Command) *pb.BulkJobs {
 func bulkResponse(b *fsm.BulkResult, c *pb.BulkJobs) *pb.BulkJobsResponse {
 	out := &pb.BulkJobsResponse{Items: fsm.BulkItemsToPB(b.Items), Done: b.Done, Skipped: b.Skipped, Duplicate: b.Duplicate, Stopped: b.Stopped}
 	if b.Next != 0 {
-		out.NextPageToken = pageToken(b.Next)
+		out.NextPageToken = PageToken(b.Next)
 	}
 	if c.Filter != nil {
 		out.SubmittedFromMs = c.Filter.SubmittedFromMs

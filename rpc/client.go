@@ -11,11 +11,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/pbcodec"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -36,14 +36,14 @@ type ClientService struct {
 	watches *watchLimits
 }
 
-// ListJobs pages: at most maxPage jobs (defaultPage unless asked), and
+// ListJobs pages: at most MaxPage jobs (defaultPage unless asked), and
 // no more than maxPageBytes of encoded jobs, so that a page always fits
 // one message (fsm.MaxMessageBytes) with room to spare. One job larger
 // than maxPageBytes comes alone: MaxPayloadLimit keeps it within a
 // message.
 const (
 	defaultPage  = 100
-	maxPage      = 1000
+	MaxPage      = 1000
 	maxPageBytes = 3 << 20
 )
 
@@ -304,7 +304,9 @@ func markDeadlineMissed(now sfq.Time, jobs ...*pb.Job) {
 	}
 }
 
-func jobNotFound(id uint64) error { return status.Errorf(codes.NotFound, "job %d not found", id) }
+// JobNotFound is the refusal of a job that does not exist or is another
+// tenant's: the same NOT_FOUND either way.
+func JobNotFound(id uint64) error { return status.Errorf(codes.NotFound, "job %d not found", id) }
 
 // GetJob returns one job of the caller's tenant.
 func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.Job, error) {
@@ -319,7 +321,7 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
 			j, ok := sc.TenantJob(tenant, sfq.JobID(req.JobId))
 			if !ok {
-				err = jobNotFound(req.JobId)
+				err = JobNotFound(req.JobId)
 				return
 			}
 			out = jobToPB(&j, sc.TenantName(j.Tenant), true)
@@ -333,8 +335,8 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 	})
 }
 
-// pageToken encodes where the next page starts.
-func pageToken(next sfq.JobID) string { return "p" + strconv.FormatUint(uint64(next), 10) }
+// PageToken encodes where the next page of ListJobs starts.
+func PageToken(next sfq.JobID) string { return "p" + strconv.FormatUint(uint64(next), 10) }
 
 // downToken encodes where the next page of a newest-first list starts
 // (that job, then older ones).
@@ -344,7 +346,7 @@ func downToken(next sfq.JobID) string { return "d" + strconv.FormatUint(uint64(n
 // tokens down; a token of the other direction is refused.
 func parseListToken(tok string, down bool) (sfq.JobID, error) {
 	if !down || tok == "" {
-		return parsePageToken(tok)
+		return ParsePageToken(tok)
 	}
 	v, err := strconv.ParseUint(strings.TrimPrefix(tok, "d"), 10, 64)
 	if err != nil || !strings.HasPrefix(tok, "d") || v == 0 {
@@ -353,7 +355,8 @@ func parseListToken(tok string, down bool) (sfq.JobID, error) {
 	return sfq.JobID(v), nil
 }
 
-func parsePageToken(tok string) (sfq.JobID, error) {
+// ParsePageToken reads a PageToken.
+func ParsePageToken(tok string) (sfq.JobID, error) {
 	if tok == "" {
 		return 0, nil
 	}
@@ -374,7 +377,7 @@ func parsePageToken(tok string) (sfq.JobID, error) {
 func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, from sfq.JobID, down bool, size int, payload bool, maxBytes int) (out *pb.ListJobsResponse, ok bool) {
 	out = &pb.ListJobsResponse{}
 	total := 0
-	walk, token := sc.TenantJobs, pageToken
+	walk, token := sc.TenantJobs, PageToken
 	if down {
 		walk, token = sc.TenantJobsDown, downToken
 	}
@@ -473,8 +476,8 @@ func (s *ClientService) CancelJob(ctx context.Context, req *pb.CancelJobRequest)
 	return &out, nil
 }
 
-// eventToPB converts an event.
-func eventToPB(ev *fsm.Event, tenant string) *pb.Event {
+// EventToPB converts an event of tenant.
+func EventToPB(ev *fsm.Event, tenant string) *pb.Event {
 	out := &pb.Event{Seq: ev.Seq, JobId: uint64(ev.Job), Tenant: tenant, Attempt: ev.Attempt, Kind: ev.Kind.String(),
 		AtMs: int64(ev.At), WallMs: int64(ev.Wall()), WorkerId: ev.Worker, CpuMs: ev.CPUMs, ExitCode: int32(ev.ExitCode)}
 	if ev.Kind.TenantLevel() {
@@ -575,7 +578,7 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 				if name == "" {
 					name = sc.TenantName(events[i].Tenant)
 				}
-				batch[i] = eventToPB(&events[i], name)
+				batch[i] = EventToPB(&events[i], name)
 			}
 		})
 		if len(batch) > 0 {
@@ -654,8 +657,8 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 	switch {
 	case top == 0:
 		top = defaultTopGroups
-	case top > maxPage:
-		return nil, status.Errorf(codes.InvalidArgument, "top_groups: %d, at most %d", top, maxPage)
+	case top > MaxPage:
+		return nil, status.Errorf(codes.InvalidArgument, "top_groups: %d, at most %d", top, MaxPage)
 	}
 	fwd := &pb.TenantUsageRequest{Tenant: tenant, TopGroups: req.TopGroups}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.TenantUsageResponse, error) {
@@ -724,7 +727,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 			if status.Code(err) == codes.PermissionDenied {
 				return nil, err // a token naming another tenant is refused whole
 			}
-			results[i].Error = statusLine(err)
+			results[i].Error = StatusLine(err)
 			out.Results[i] = &results[i]
 		}
 		setForwarded(&fwdJobs[i], tenant, j)
@@ -742,7 +745,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 		for i, j := range fwd.Jobs {
 			if out.Results[i] == nil {
 				if err := permit(sc, j.Tenant, j); err != nil {
-					out.Results[i] = &pb.SubmitResult{Error: statusLine(err)}
+					out.Results[i] = &pb.SubmitResult{Error: StatusLine(err)}
 				}
 			}
 		}
@@ -769,7 +772,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 		for k, r := range res {
 			sr := &results[which[k]]
 			if err := resultErr(r); err != nil {
-				sr.Error = statusLine(err)
+				sr.Error = StatusLine(err)
 			} else {
 				sr.JobId, sr.Created = uint64(r.Job), r.Created
 			}
@@ -797,7 +800,7 @@ func (s *ClientService) limitBatch(r sfq.RateLimit, jobs []*pb.SubmitRequest, re
 		if n == want[tenant] {
 			continue
 		}
-		line := statusLine(submitRateError(tenant, r, wait))
+		line := StatusLine(submitRateError(tenant, r, wait))
 		for i, j := range jobs {
 			if results[i] == nil && j.Tenant == tenant {
 				if n > 0 {
@@ -810,20 +813,20 @@ func (s *ClientService) limitBatch(r sfq.RateLimit, jobs []*pb.SubmitRequest, re
 	}
 }
 
-// statusLine renders an error as "CODE_NAME: message".
-func statusLine(err error) string {
+// StatusLine renders an error as "CODE_NAME: message".
+func StatusLine(err error) string {
 	st := status.Convert(err)
 	return client.CodeName(st.Code()) + ": " + st.Message()
 }
 
 // pageSize reads a request's page_size: 0 is the default page, above
-// maxPage is refused.
+// MaxPage is refused.
 func pageSize(n uint32) (int, error) {
 	switch {
 	case n == 0:
 		return defaultPage, nil
-	case n > maxPage:
-		return 0, status.Errorf(codes.InvalidArgument, "page_size: %d, at most %d", n, maxPage)
+	case n > MaxPage:
+		return 0, status.Errorf(codes.InvalidArgument, "page_size: %d, at most %d", n, MaxPage)
 	}
 	return int(n), nil
 }

@@ -25,7 +25,7 @@ func pages(t interface{ Fatalf(string, ...any) }, sc *sfq.Scheduler, tenant stri
 		if page.NextPageToken == "" {
 			return out
 		}
-		next, err := parsePageToken(page.NextPageToken)
+		next, err := ParsePageToken(page.NextPageToken)
 		if err != nil || next <= from {
 			t.Fatalf("token %q after %d: %v", page.NextPageToken, from, err)
 		}

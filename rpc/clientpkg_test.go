@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent"
-	"github.com/baristahq/barista/rpc/client"
+	"github.com/baristahq/barista/worker"
 )
 
 // TestClientMessageLimit: the client package accepts the messages a node
@@ -106,7 +106,7 @@ func TestClientPackageOnANode(t *testing.T) {
 		t.Errorf("unknown token: %v", err)
 	}
 
-	n.startAgent("w1", testWorker, fixedRunner{agent.Result{CPU: 40 * time.Millisecond}}, nil)
+	n.startAgent("w1", testWorker, fixedRunner{worker.Result{CPU: 40 * time.Millisecond}}, nil)
 	var kinds []string
 	err = c.Watch(ctx, &pb.WatchEventsRequest{JobId: a.JobId, FromOldest: true}, func(ev *pb.Event) error {
 		kinds = append(kinds, ev.Kind)

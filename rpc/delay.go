@@ -19,7 +19,7 @@ func (s *ClientService) RunJobNow(ctx context.Context, req *pb.RunJobNowRequest)
 		return nil, err
 	}
 	if req.JobId == 0 {
-		return nil, jobNotFound(0)
+		return nil, JobNotFound(0)
 	}
 	cmd := &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: []uint64{req.JobId}, Now: true, Tenant: tenant}}}
 	fwd := &pb.RunJobNowRequest{Tenant: tenant, JobId: req.JobId}

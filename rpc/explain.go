@@ -10,9 +10,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -33,7 +33,7 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 		var r sfq.Reason
 		var j sfq.Job
 		var t sfq.Tenant
-		err := jobNotFound(req.JobId)
+		err := JobNotFound(req.JobId)
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
 			var ok bool
 			// Scoped like GetJob: another tenant's job (or one of a

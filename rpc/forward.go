@@ -1,6 +1,12 @@
-// Package rpc holds barista's gRPC services: the node service (status,
-// membership, raw commands), and — as they arrive — the client, admin and
-// worker services, with leader forwarding, auth and validation.
+// Package rpc holds a node's gRPC services and what they share: the
+// client, admin, node and worker services; tokens and roles (auth.go);
+// forwarding to the leader (forward.go, base.go) and the batched forward
+// of single submits (forwardsubmit.go); the worker service's leader side,
+// the hub (hub.go: sessions and their messages; dispatch.go: dispatch
+// rounds; leases.go: heartbeat batches and the cancel relay); bulk
+// operations, explain, submit rates, watch limits and read-your-writes
+// indexes. The node's HTTP side (package web) calls these services in the
+// same process (inprocess.go).
 package rpc
 
 import (
@@ -19,9 +25,9 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/raftnode"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // ForwardWait is how long a follower holds a write while no leader is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -42,7 +43,7 @@ func (s *NodeService) Status(ctx context.Context, req *pb.StatusRequest) (*pb.St
 	id, raftAddr := s.node.Leader()
 	resp := &pb.StatusResponse{
 		NodeId:              s.node.ID(),
-		State:               stateName(r.State()),
+		State:               StateName(r.State()),
 		LeaderId:            id,
 		LeaderRaftAddr:      raftAddr,
 		AppliedIndex:        r.AppliedIndex(),
@@ -73,7 +74,9 @@ func stateHashText(hash [32]byte, skipped bool) string {
 	return hex.EncodeToString(hash[:])
 }
 
-func stateName(s raft.RaftState) string {
+// StateName names a Raft state as Status does: leader, follower,
+// candidate or shutdown.
+func StateName(s raft.RaftState) string {
 	switch s {
 	case raft.Leader:
 		return "leader"
@@ -200,6 +203,30 @@ func (b *base) leaderPeers(ctx context.Context) (*pb.ListPeersResponse, error) {
 		md.Append("authorization", "Bearer "+b.selfToken)
 	}
 	return pb.NewNodeClient(cc).ListPeers(metadata.NewOutgoingContext(ctx, md), &pb.ListPeersRequest{})
+}
+
+// PeerText is how a person is shown a member's facts: its applied index,
+// last contact and lag, "unknown" where the answering node could not
+// learn it ("-" where it does not apply: the leader's own contact and
+// lag).
+type PeerText struct{ Applied, Contact, Lag string }
+
+// PeerFacts says a member's facts as PeerText.
+func PeerFacts(p *pb.Peer) PeerText {
+	f := PeerText{Applied: "unknown", Contact: "unknown", Lag: "unknown"}
+	if p.AppliedKnown {
+		f.Applied = strconv.FormatUint(p.AppliedIndex, 10)
+	}
+	switch {
+	case p.Leader:
+		f.Contact, f.Lag = "-", "-"
+	case p.Known:
+		f.Contact = (time.Duration(p.LastContactMs) * time.Millisecond).String() + " ago"
+		if p.LagKnown {
+			f.Lag = strconv.FormatUint(p.Lag, 10)
+		}
+	}
+	return f
 }
 
 // PeerState names a peer's state as the leader sees it: leader,

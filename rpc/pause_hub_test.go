@@ -81,12 +81,12 @@ func TestDispatchRateLimitedWake(t *testing.T) {
 func TestTenantLevelEventToPB(t *testing.T) {
 	ev := fsm.Event{Seq: 3}
 	ev.Kind, ev.Worker = fsm.EvPaused, "eu"
-	got := eventToPB(&ev, "acme")
+	got := EventToPB(&ev, "acme")
 	if got.Kind != "paused" || got.JobId != 0 || got.Group != "eu" || got.WorkerId != "" || got.Tenant != "acme" {
 		t.Errorf("event %v", got)
 	}
 	ev.Kind, ev.Worker = fsm.EvAssigned, "w1"
-	if got := eventToPB(&ev, "acme"); got.WorkerId != "w1" || got.Group != "" {
+	if got := EventToPB(&ev, "acme"); got.WorkerId != "w1" || got.Group != "" {
 		t.Errorf("assigned event %v", got)
 	}
 }

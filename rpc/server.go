@@ -15,12 +15,12 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
-	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/webhook"
 )
 
@@ -52,8 +52,8 @@ type Options struct {
 	// Webhooks is the node's webhook deliverer (nil: webhook calls that
 	// need the key are refused).
 	Webhooks *webhook.Deliverer
-	// Limits bound what callers can make the node hold (zero fields:
-	// the defaults).
+	// Limits bound what callers can make the gRPC server hold (zero
+	// fields: the defaults).
 	Limits Limits
 	// Conns, if set, bounds the connections of the listener Serve is
 	// given (connlimit.Limiter.Listen): a call marks its connection
@@ -70,23 +70,15 @@ type Server struct {
 	stopOnce sync.Once
 	watching sync.WaitGroup
 	auth     *Auth
-	web      sessions
 	// The services, which the web console calls in this process (they
 	// forward to the leader as they do for a gRPC caller).
 	client  *ClientService
 	admin   *AdminService
 	workers *WorkerService
-	// csrfKey signs the console's CSRF tokens (see csrfToken); history
-	// holds the fair shares sampled for the overview's chart.
-	csrfKey [32]byte
-	history shareHistory
-	// limits are the node's limits; unauthenticated holds a token per
-	// HTTP request without a credential being served.
-	limits          Limits
-	limitMetrics    *limitMetrics
-	unauthenticated chan struct{}
+	// limits are the server's limits.
+	limits Limits
 	// gatewayKey marks the gateway's calls to this node (gatewayHeader);
-	// gatewayConns are its connections (newGateway), which Stop closes.
+	// gatewayConns are its connections (GatewayConn), which Stop closes.
 	gatewayKey   string
 	gatewayConns struct {
 		sync.Mutex
@@ -146,10 +138,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
 	}
-	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth,
-		limits: limits, limitMetrics: newLimitMetrics(node.Metrics.Registry), unauthenticated: make(chan struct{}, limits.HTTPUnauthenticated)}
-	s.web.max, s.web.perIdentity, s.web.metrics = limits.Sessions, limits.SessionsPerIdentity, s.limitMetrics
-	rand.Read(s.csrfKey[:]) // crypto/rand.Read never returns an error
+	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth, limits: limits}
 	s.gatewayKey = rand.Text()
 	workers := newWorkerService(b)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
@@ -168,9 +157,8 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.Reflection {
 		reflection.Register(s.GRPC)
 	}
-	s.watching.Add(2)
+	s.watching.Add(1)
 	go s.watchHealth()
-	go s.sampleShares()
 	return s
 }
 

@@ -1,17 +1,12 @@
 package rpc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,10 +17,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
+	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // watchNode is a node with tenants acme and beta, tokens for them and
@@ -72,23 +68,16 @@ func openWatch(ctx context.Context, cc *grpc.ClientConn, req *pb.WatchEventsRequ
 	return s, nil
 }
 
-// submitMany queues n jobs of tenant, 500 a log entry.
+// submitMany queues count jobs of tenant (nodetest.SubmitMany).
 func submitMany(n *testNode, tenant string, count int) {
-	for count > 0 {
-		k := min(count, 500)
-		cmds := make([]*pb.Command, k)
-		for i := range cmds {
-			cmds[i] = &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 10}}}
-		}
-		n.propose(cmds...)
-		count -= k
-	}
+	nodetest.SubmitMany(n.t, n.node, tenant, count)
 }
 
 // TestWatchStreamLimits: with at most 3 watch streams on the node and 2
 // per identity, acme's third is refused naming the identity's limit, and
-// once the node serves 3 a fourth (beta's, over gRPC or HTTP) is refused
-// naming the node's; a stream that ends frees its place.
+// once the node serves 3 a fourth (beta's) is refused naming the node's
+// (over HTTP too: web's TestWatchLimitsOverHTTP); a stream that ends
+// frees its place.
 func TestWatchStreamLimits(t *testing.T) {
 	n := watchNode(t, Limits{WatchStreams: 3, WatchStreamsPerIdentity: 2})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -113,17 +102,12 @@ func TestWatchStreamLimits(t *testing.T) {
 	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || st.Message() != want {
 		t.Errorf("beta's watch with the node full: %v\nwant RESOURCE_EXHAUSTED: %s", err, want)
 	}
-	ts := httptestServer(t, n)
-	r := gwDo(t, ts, "GET", "/v1/events", gwBeta, "")
-	if r.status != 429 || canonical(t, r.body) != fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":%q}`, want) {
-		t.Errorf("GET /v1/events with the node full: %d %s", r.status, r.body)
-	}
 	endAcme()
 	waitFor(t, 10*time.Second, "acme's watches to end", func() bool { return testutil.ToFloat64(n.srv.client.watches.streams) == 1 })
 	if _, err := openWatch(ctx, beta, &pb.WatchEventsRequest{}); err != nil {
 		t.Errorf("beta's watch once acme's ended: %v", err)
 	}
-	for limit, want := range map[string]float64{"identity": 1, "node": 2} {
+	for limit, want := range map[string]float64{"identity": 1, "node": 1} {
 		if got := testutil.ToFloat64(n.srv.client.watches.refused.WithLabelValues(limit)); got != want {
 			t.Errorf("barista_watch_streams_refused_total{limit=%q} = %v, want %v", limit, got, want)
 		}
@@ -224,62 +208,6 @@ func TestWatchResumesAfterFallingBehind(t *testing.T) {
 	}
 }
 
-// httptestServer serves the node's HTTP handler.
-func httptestServer(t *testing.T, n *testNode) *httptest.Server {
-	t.Helper()
-	ts := httptest.NewServer(n.srv.HTTPHandler(HTTPOptions{}))
-	t.Cleanup(ts.Close)
-	return ts
-}
-
-// TestGatewayStreamNotRead: an HTTP client that reads nothing of its
-// event stream (4 KiB socket buffers) while 30,000 events wait holds
-// neither the watch nor the connection: the watch behind the gateway
-// ends, its place is freed (not kept as stuck: the gateway cancels it),
-// and the answer is cut or ends with the watch's end.
-func TestGatewayStreamNotRead(t *testing.T) {
-	n := watchNode(t, Limits{WatchStall: 300 * time.Millisecond})
-	// The server's socket buffers 4 KiB, so that what the kernel holds
-	// does not hide the client's not reading.
-	ts := httptest.NewUnstartedServer(n.srv.HTTPHandler(HTTPOptions{}))
-	ts.Listener = smallSendBuffers{ts.Listener}
-	ts.Start()
-	defer ts.Close()
-	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		return errors.Join(err, serr)
-	}}
-	conn, err := d.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /v1/events HTTP/1.1\r\nHost: node\r\nAuthorization: Bearer %s\r\n\r\n", gwAcme)
-	w := n.srv.client.watches
-	waitFor(t, 10*time.Second, "the watch behind the stream", func() bool { return testutil.ToFloat64(w.streams) == 1 })
-	submitMany(n, "acme", 30_000)
-	// Either the watch is ended first, or the gateway's write times out
-	// and cancels it: its place is freed, and it is not kept as stuck.
-	waitFor(t, 30*time.Second, "the watch to end and its place freed", func() bool {
-		return testutil.ToFloat64(w.streams) == 0 && testutil.ToFloat64(w.stuckStreams) == 0
-	})
-	// The answer was cut (the node's write timed out), or it is complete,
-	// its last line the stream's end for falling behind (the node then
-	// waits for the connection's next request).
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var got bytes.Buffer
-	_, err = io.Copy(&got, conn)
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		body := got.String()
-		end := strings.LastIndex(body, `{"error"`)
-		if !strings.HasSuffix(body, "\r\n0\r\n\r\n") || end < 0 ||
-			!strings.HasPrefix(body[end:], `{"error":{"code":"RESOURCE_EXHAUSTED","message":"this watch fell behind`) {
-			t.Fatalf("the connection is open after %d bytes, and the answer did not end with the watch's end: ...%q", got.Len(), body[max(0, got.Len()-300):])
-		}
-	}
-}
-
 // TestStuckWatchesFreedByClosingTheirConnection: two watches of acme
 // that fell behind on a connection whose client reads nothing stay
 // counted against acme's limit of 2 (what they sent may wait there); a
@@ -322,15 +250,4 @@ func TestStuckWatchesFreedByClosingTheirConnection(t *testing.T) {
 			}
 		}
 	}
-}
-
-// smallSendBuffers gives every accepted connection a 4 KiB send buffer.
-type smallSendBuffers struct{ net.Listener }
-
-func (l smallSendBuffers) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetWriteBuffer(4096)
-	}
-	return c, err
 }

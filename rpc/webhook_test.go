@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/webhook"
@@ -32,7 +32,7 @@ func startWebhookNode(t *testing.T, key webhook.Key) (pb.AdminClient, *raftnode.
 // feature levels up to level (0: this build's), and its server.
 func startWebhookNodeAt(t *testing.T, key webhook.Key, level uint32) (pb.AdminClient, *raftnode.Node, *Server) {
 	t.Helper()
-	cfg, lis := loopbackNodeConfig(t)
+	cfg, lis := nodetest.Config(t)
 	cfg.FeatureLevel = level
 	node, err := raftnode.New(cfg)
 	if err != nil {
@@ -200,54 +200,4 @@ func TestWebhookCallsNeedLevel3(t *testing.T) {
 	if node.FSM.HasWebhooks() || node.FSM.Level() != fsm.Level2 {
 		t.Fatalf("webhooks %t at level %d", node.FSM.HasWebhooks(), node.FSM.Level())
 	}
-}
-
-// TestGatewayWebhookRoutes: the webhook calls over HTTP/JSON, a tenant
-// name with "/" and "?" escaped in the path: PUT shows the secret once,
-// GET never; the status comes from the leader; refusals are the gRPC
-// ones with their HTTP status.
-func TestGatewayWebhookRoutes(t *testing.T) {
-	ctx := context.Background()
-	key := webhook.Key("0123456789abcdef0123456789abcdef")
-	admin, _, srv := startWebhookNodeAt(t, key, 0)
-	ts := httptest.NewServer(srv.HTTPHandler(HTTPOptions{}))
-	t.Cleanup(ts.Close)
-	const name = "team/a?b"
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_GOLD}); err != nil {
-		t.Fatal(err)
-	}
-	path := "/v1/admin/tenants/" + pathEscape(name) + "/webhook"
-	want := func(what string, r gwResult, status int, body string) {
-		t.Helper()
-		if r.status != status || canonical(t, r.body) != canonical(t, body) {
-			t.Errorf("%s: %d %s\nwant %d %s", what, r.status, r.body, status, body)
-		}
-	}
-	hook := `{"tenant":"team/a?b","url":"https://hooks.example.com/b","kinds":["completed","failed"],"secret_version":"1",` +
-		`"previous_secret_version":"0","previous_secret_until_ms":"0","cursor":"0","acked_at_ms":"0","gap_from_seq":"0","gap_to_seq":"0"}`
-	want("PUT", gwDo(t, ts, "PUT", path, "", `{"url":"https://hooks.example.com/b","kinds":["completed","failed"]}`), 200,
-		`{"webhook":`+hook+`,"created":true,"secret":"`+key.Secret(0, name, 1)+`","previous_secret_kept":false}`)
-	want("PUT again", gwDo(t, ts, "PUT", path, "", `{"url":"https://hooks.example.com/b","kinds":["completed","failed"]}`), 200,
-		`{"webhook":`+hook+`,"created":false,"secret":"","previous_secret_kept":false}`)
-	want("GET", gwDo(t, ts, "GET", path, "", ""), 200, hook)
-	want("GET stale", gwDo(t, ts, "GET", path+"?stale=true", "", ""), 200, hook)
-	r := gwDo(t, ts, "GET", path+":status", "", "")
-	var st struct {
-		Webhook  struct{ Tenant string } `json:"webhook"`
-		LeaderID string                  `json:"leader_id"`
-		Backlog  string                  `json:"backlog"`
-	}
-	if r.status != 200 || json.Unmarshal([]byte(r.body), &st) != nil || st.Webhook.Tenant != name || st.LeaderID != "n1" || st.Backlog != "0" {
-		t.Errorf("GET :status: %d %s", r.status, r.body)
-	}
-	want("replay", gwDo(t, ts, "POST", path+":replay", "", `{"from_seq":"1"}`), 200, hook)
-	want("replay from 0", gwDo(t, ts, "POST", path+":replay", "", `{"from_seq":"0"}`), 400,
-		`{"code":"INVALID_ARGUMENT","message":"from_seq: must be at least 1"}`)
-	want("a bad url", gwDo(t, ts, "PUT", path, "", `{"url":"ftp://hooks.example.com/"}`), 400,
-		`{"code":"INVALID_ARGUMENT","message":"url: scheme \"ftp\", want http or https"}`)
-	want("an unknown tenant", gwDo(t, ts, "GET", "/v1/admin/tenants/nobody/webhook", "", ""), 404,
-		`{"code":"NOT_FOUND","message":"tenant: \"nobody\" not found"}`)
-	want("DELETE", gwDo(t, ts, "DELETE", path, "", ""), 200, `{}`)
-	want("GET after DELETE", gwDo(t, ts, "GET", path, "", ""), 404,
-		`{"code":"NOT_FOUND","message":"tenant \"team/a?b\" has no webhook"}`)
 }

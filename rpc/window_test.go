@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent"
 	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/worker"
 )
 
 // frameCounter counts the HTTP/2 frames of one direction of a
@@ -105,7 +105,7 @@ func TestWorkerStreamSendsNoFlowControlPings(t *testing.T) {
 		ids = append(ids, n.submit())
 	}
 	sent, received, dials, dialer := countingDialer()
-	n.startAgent("w1", "", fixedRunner{agent.Result{CPU: time.Millisecond}}, nil, grpc.WithContextDialer(dialer))
+	n.startAgent("w1", "", fixedRunner{worker.Result{CPU: time.Millisecond}}, nil, grpc.WithContextDialer(dialer))
 	waitFor(t, 20*time.Second, "every job to complete", func() bool {
 		for _, id := range ids {
 			if j, _, _ := n.node.FSM.Job(id); j.State != sfq.Completed {

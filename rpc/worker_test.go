@@ -20,17 +20,21 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
-	"github.com/baristahq/barista/rpc/agent"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/snapshot"
+	"github.com/baristahq/barista/worker"
 )
 
 // Secrets of the in-process tests (at least 16 bytes).
 const (
 	testAdmin  = "admin-secret-in-process"
 	testWorker = "worker-secret-shared-0"
+	gwAdmin    = "admin-secret-0001"
+	gwAcme     = "acme-secret-00001"
+	gwBeta     = "beta-secret-00001"
 )
 
 // testNode is a one-node cluster and its gRPC server in this process.
@@ -41,27 +45,6 @@ type testNode struct {
 	addr string
 	dir  string
 	stop func()
-}
-
-// loopbackNodeConfig returns the configuration of node n1 bootstrapping
-// a one-node cluster on free loopback ports, with short election
-// timeouts, and the listener for its gRPC address.
-func loopbackNodeConfig(t testing.TB) (raftnode.Config, net.Listener) {
-	t.Helper()
-	raftLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raftAddr := raftLis.Addr().String()
-	raftLis.Close()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := raftnode.DefaultConfig()
-	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.GRPCAddr, cfg.Bootstrap = "n1", t.TempDir(), raftAddr, lis.Addr().String(), true
-	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond
-	return cfg, lis
 }
 
 // startTestNode bootstraps a one-node cluster serving gRPC on a free
@@ -76,7 +59,7 @@ func startTestNode(t testing.TB, tokens []Token, seed func(*fsm.Config)) *testNo
 // tokens).
 func startTestNodeWith(t testing.TB, tokens []Token, seed func(*fsm.Config), opt Options) *testNode {
 	t.Helper()
-	cfg, lis := loopbackNodeConfig(t)
+	cfg, lis := nodetest.Config(t)
 	cfg.Seed.HeartbeatIntervalMs, cfg.Seed.SelfKillAfterMs, cfg.Seed.Sched.LeaseTimeoutMs = 100, 2000, 4000
 	if seed != nil {
 		seed(&cfg.Seed)
@@ -116,14 +99,11 @@ func startTestNodeWith(t testing.TB, tokens []Token, seed func(*fsm.Config), opt
 // waitFor polls cond until it holds, failing the test after timeout.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	nodetest.WaitFor(t, timeout, what, cond)
 }
+
+// clockMoves waits until the cluster time has moved (nodetest.ClockMoves).
+func (n *testNode) clockMoves() { n.t.Helper(); nodetest.ClockMoves(n.t, n.node) }
 
 // dial connects with a bearer token ("" sends none).
 func (n *testNode) dial(token string) *grpc.ClientConn {
@@ -139,18 +119,7 @@ func (n *testNode) dial(token string) *grpc.ClientConn {
 // propose applies commands on the node and fails the test on a refusal.
 func (n *testNode) propose(cmds ...*pb.Command) []fsm.Result {
 	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, res, err := n.node.Propose(ctx, cmds)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	for i, r := range res {
-		if r.Code != fsm.OK {
-			n.t.Fatalf("command %d refused: %s", i, r.Msg)
-		}
-	}
-	return res
+	return nodetest.Propose(n.t, n.node, cmds...)
 }
 
 // submit creates tenant acme (once) and queues one md job.
@@ -653,16 +622,16 @@ func TestDrainNeedsOwnToken(t *testing.T) {
 }
 
 // fixedRunner starts runs that end at once with a given result.
-type fixedRunner struct{ res agent.Result }
+type fixedRunner struct{ res worker.Result }
 
-func (r fixedRunner) Start(*pb.Assign) (agent.Run, error) {
+func (r fixedRunner) Start(*pb.Assign) (worker.Run, error) {
 	done := make(chan struct{})
 	close(done)
 	return fixedRun{r.res, done}, nil
 }
 
 type fixedRun struct {
-	res  agent.Result
+	res  worker.Result
 	done chan struct{}
 }
 
@@ -670,22 +639,22 @@ func (r fixedRun) CPU() time.Duration      { return r.res.CPU }
 func (r fixedRun) Terminate(time.Duration) {}
 func (r fixedRun) Kill()                   {}
 func (r fixedRun) Done() <-chan struct{}   { return r.done }
-func (r fixedRun) Result() agent.Result    { return r.res }
+func (r fixedRun) Result() worker.Result   { return r.res }
 
 // startAgent runs an agent until the test ends, with extra dial options
 // if any; its Run error arrives on the returned channel.
-func (n *testNode) startAgent(id, token string, runner agent.Runner, observe func(agent.Observation), extra ...grpc.DialOption) <-chan error {
+func (n *testNode) startAgent(id, token string, runner worker.Runner, observe func(worker.Observation), extra ...grpc.DialOption) <-chan error {
 	n.t.Helper()
-	return n.startAgentWith(agent.Config{ID: id, Size: sfq.MD, Runner: runner, Observer: observe}, token, extra...)
+	return n.startAgentWith(worker.Config{ID: id, Size: pb.Size_MD, Runner: runner, Observer: observe}, token, extra...)
 }
 
 // startAgentWith runs an agent of cfg (its servers and connection
 // options filled in) against n until the test ends.
-func (n *testNode) startAgentWith(cfg agent.Config, token string, extra ...grpc.DialOption) <-chan error {
+func (n *testNode) startAgentWith(cfg worker.Config, token string, extra ...grpc.DialOption) <-chan error {
 	n.t.Helper()
 	cfg.Servers = []string{n.addr}
 	cfg.Dial = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer{token: token})}, extra...)
-	a, err := agent.New(cfg)
+	a, err := worker.New(cfg)
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -705,7 +674,7 @@ func TestAgentReportsBinaryStderr(t *testing.T) {
 	n := startTestNode(t, nil, nil)
 	job := n.submit()
 	stderr := strings.Repeat("€", 2000) + "\xff\xfe\x00binary"
-	n.startAgent("w1", "", fixedRunner{agent.Result{ExitCode: 3, CPU: 40 * time.Millisecond, StderrTail: stderr}}, nil)
+	n.startAgent("w1", "", fixedRunner{worker.Result{ExitCode: 3, CPU: 40 * time.Millisecond, StderrTail: stderr}}, nil)
 	waitFor(t, 20*time.Second, "the job to fail (every attempt exits 3)", func() bool {
 		j, _, _ := n.node.FSM.Job(job)
 		return j.State == sfq.Failed
@@ -724,7 +693,7 @@ func TestAgentReportsStdoutTail(t *testing.T) {
 	n := startTestNode(t, nil, nil)
 	job := n.submit()
 	stdout := strings.Repeat("0123456789", 1000) + "€ done\n"
-	n.startAgent("w1", "", fixedRunner{agent.Result{CPU: 40 * time.Millisecond, StdoutTail: stdout, StderrTail: "warn\n"}}, nil)
+	n.startAgent("w1", "", fixedRunner{worker.Result{CPU: 40 * time.Millisecond, StdoutTail: stdout, StderrTail: "warn\n"}}, nil)
 	waitFor(t, 20*time.Second, "the job to complete", func() bool {
 		j, _, _ := n.node.FSM.Job(job)
 		return j.State == sfq.Completed
@@ -784,7 +753,7 @@ func TestAgentIdentity(t *testing.T) {
 	n := startTestNode(t, []Token{{Secret: testAdmin, Role: RoleAdmin}, {Secret: gpu, Role: RoleWorker, Worker: "gpu-*"}},
 		func(c *fsm.Config) { c.HeartbeatIntervalMs = 500 })
 	select {
-	case err := <-n.startAgent("cpu-1", gpu, agent.FakeRunner{}, nil):
+	case err := <-n.startAgent("cpu-1", gpu, worker.FakeRunner{}, nil):
 		if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), `worker "cpu-1" refused by`) {
 			t.Fatalf("agent outside its binding: %v", err)
 		}
@@ -798,7 +767,7 @@ func TestAgentIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := make(chan uint64, 1)
-	n.startAgent("gpu-1", gpu, agent.FakeRunner{}, func(o agent.Observation) {
+	n.startAgent("gpu-1", gpu, worker.FakeRunner{}, func(o worker.Observation) {
 		if o.Kind == "started" {
 			started <- o.Job
 		}
@@ -865,7 +834,7 @@ func TestRunsEndingBeforeTheirStarted(t *testing.T) {
 			for range jobs {
 				ids = append(ids, n.submit())
 			}
-			n.startAgentWith(agent.Config{ID: "w1", Size: sfq.MD, Runner: fixedRunner{agent.Result{CPU: time.Millisecond}}, StartedAtOnce: atOnce}, "")
+			n.startAgentWith(worker.Config{ID: "w1", Size: pb.Size_MD, Runner: fixedRunner{worker.Result{CPU: time.Millisecond}}, StartedAtOnce: atOnce}, "")
 			waitFor(t, 20*time.Second, "every job to complete", func() bool {
 				for _, id := range ids {
 					if j, _, _ := n.node.FSM.Job(id); j.State != sfq.Completed {
@@ -893,8 +862,8 @@ func TestRunsEndingBeforeTheirStarted(t *testing.T) {
 // unrunnableRunner fails every job as one that can never run.
 type unrunnableRunner struct{}
 
-func (unrunnableRunner) Start(a *pb.Assign) (agent.Run, error) {
-	return nil, fmt.Errorf("job %d: bad payload: %w", a.Job, agent.ErrUnrunnable)
+func (unrunnableRunner) Start(a *pb.Assign) (worker.Run, error) {
+	return nil, fmt.Errorf("job %d: bad payload: %w", a.Job, worker.ErrUnrunnable)
 }
 
 // TestUnrunnableJobIsNotRetried: a worker whose runner says a job can

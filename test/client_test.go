@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // TestClientPackageAcrossLeaderKill: a program using the client package

@@ -3,14 +3,18 @@ package test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/baristahq/barista/internal/proc"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // buildExample builds a program of the examples module (a module of its
@@ -118,6 +122,75 @@ func TestExampleSubmitAndWatch(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Run(); err != nil || !strings.HasSuffix(out.String(), "1 jobs: 1 completed, 0 failed, 0 cancelled, 0 timed out\n") {
 			t.Fatalf("run %d of 50, a follower first: %v\n%s\n%s", i+1, err, out.String(), errb.String())
+		}
+	}
+}
+
+// TestExampleGoWorker runs examples/go-worker, a Go function as the
+// worker, against a one-node cluster with tokens: a job of tenant acme
+// completes with the function's answer as its output, billed the wall
+// time the call took; a payload it cannot read fails its job at once,
+// with no retry; SIGTERM drains the worker, which exits 0.
+func TestExampleGoWorker(t *testing.T) {
+	bin := buildExample(t, "./go-worker")
+	c := startWithTokens(t, 1, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := c.Apply(ctx, tenantCmd("acme", pb.Tier_GOLD, 0)); err != nil {
+		t.Fatal(err)
+	}
+	var procs proc.Set
+	t.Cleanup(procs.KillAll)
+	w := &proc.Process{LogPath: filepath.Join(t.TempDir(), "go-worker.log")}
+	cmd := exec.Command(bin, "--server", c.Servers(), "--id", "words-1", "--size", "md")
+	cmd.Env = append(os.Environ(), "BARISTA_TOKEN="+workerToken)
+	if err := w.Start(cmd, false, &procs); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("---- output of go-worker\n%s", w.Log())
+		}
+	})
+
+	acme := pb.NewClientClient(cluster.Dial(t, c.Nodes[0].GRPCAddr, acmeToken, nil))
+	submit := func(payload string) uint64 {
+		t.Helper()
+		r, err := acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_MD, EstCostMs: 100, Payload: []byte(payload)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.JobId
+	}
+	ended := func(j *pb.Job) bool { return j.State == "completed" || j.State == "failed" }
+	good := submit(`{"text": "one two three\nfour five"}`)
+	j := waitJob(t, acme, good, time.Minute, "its end", ended)
+	if j.State != "completed" || j.ExitCode != 0 || j.StdoutTail != `{"words":5,"lines":2}` || j.WorkerId != "words-1" || j.Attempt != 1 {
+		t.Errorf("job %d: %s, exit code %d, output %q on %q at attempt %d; want completed, 0, {\"words\":5,\"lines\":2} on words-1 at 1",
+			good, j.State, j.ExitCode, j.StdoutTail, j.WorkerId, j.Attempt)
+	}
+	if j.CpuMs < 0 || j.CpuMs > 10_000 {
+		t.Errorf("job %d billed %d ms: want the wall time of one call", good, j.CpuMs)
+	}
+	bad := submit(`not json`)
+	j = waitJob(t, acme, bad, time.Minute, "its end", ended)
+	wantErr := `payload: want {"text": "..."} (the job can never run)`
+	if j.State != "failed" || j.ExitCode != 1 || j.StderrTail != wantErr || j.Attempt != 1 || j.MaxAttempts < 2 {
+		t.Errorf("job %d: %s, exit code %d, stderr %q at attempt %d of %d; want failed at once, 1, %q",
+			bad, j.State, j.ExitCode, j.StderrTail, j.Attempt, j.MaxAttempts, wantErr)
+	}
+
+	w.Signal(syscall.SIGTERM)
+	if !w.Wait(30 * time.Second) {
+		t.Fatal("go-worker did not exit within 30s of SIGTERM")
+	}
+	if err := w.ExitErr(); err != nil {
+		t.Errorf("go-worker exited: %v", err)
+	}
+	log := w.Log()
+	for _, line := range []string{"worker words-1 (md) runs jobs from " + c.Servers(), fmt.Sprintf("job %d of acme: 5 words", good), "draining: finishing the current job", "stopped"} {
+		if !strings.Contains(log, line+"\n") {
+			t.Errorf("go-worker printed no line %q", line)
 		}
 	}
 }

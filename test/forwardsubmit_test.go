@@ -13,6 +13,7 @@ import (
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/test/cluster"
+	"github.com/baristahq/barista/web"
 )
 
 // TestForwardedSubmitsBatched: single submits given to a follower reach
@@ -76,7 +77,7 @@ func TestForwardedSubmitsBatched(t *testing.T) {
 			t.Fatalf("job %d of submit %d: %v %v", ids[i], i, j, err)
 		}
 	}
-	m, err := rpc.Scrape(ctx, "http://"+follower.HTTPAddr+"/metrics", adminToken)
+	m, err := web.Scrape(ctx, "http://"+follower.HTTPAddr+"/metrics", adminToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestForwardingAcrossBuilds(t *testing.T) {
 	goldTenants(t, ctx, pb.NewAdminClient(old.Conn()), "acme")
 	const each = 60
 	forwarded := func(n *cluster.Node) (calls, carried float64) {
-		m, err := rpc.Scrape(ctx, "http://"+n.HTTPAddr+"/metrics", "")
+		m, err := web.Scrape(ctx, "http://"+n.HTTPAddr+"/metrics", "")
 		if err != nil {
 			t.Fatal(err)
 		}

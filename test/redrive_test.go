@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/test/cluster"
 )
 

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/test/cluster"
+	"github.com/baristahq/barista/worker"
 )
 
 // hookRecv is the receiver process (test/testdata/hookrecv).
@@ -178,8 +178,8 @@ func TestWebhookDeliveryAcrossOutageAndLeaderKills(t *testing.T) {
 	}
 
 	// Fake workers; "busy" is kept backlogged, "hook" gets a job every 100 ms.
-	startFakeWorkers(t, c, 6, sfq.MD, agent.FakeRunner{Plan: func(a *pb.Assign) agent.FakeSpec {
-		return agent.FakeSpec{Duration: 20 * time.Millisecond, CPU: 10 * time.Millisecond}
+	startFakeWorkers(t, c, 6, sfq.MD, worker.FakeRunner{Plan: func(a *pb.Assign) worker.FakeSpec {
+		return worker.FakeSpec{Duration: 20 * time.Millisecond, CPU: 10 * time.Millisecond}
 	}}, nil)
 	conn := func(i int) pb.ClientClient {
 		nodes := c.Running()

@@ -10,15 +10,16 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/test/cluster"
+	"github.com/baristahq/barista/worker"
 )
 
 // startFakeWorkers runs n in-process agents with fake jobs against every
 // node of the cluster; they stop when the test ends.
-func startFakeWorkers(t *testing.T, c *cluster.Cluster, n int, size sfq.Size, runner agent.Runner, observe func(agent.Observation)) []*agent.Agent {
+func startFakeWorkers(t *testing.T, c *cluster.Cluster, n int, size sfq.Size, runner worker.Runner, observe func(worker.Observation)) []*worker.Agent {
 	t.Helper()
 	var servers []string
 	for _, node := range c.Nodes {
@@ -26,9 +27,9 @@ func startFakeWorkers(t *testing.T, c *cluster.Cluster, n int, size sfq.Size, ru
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	var agents []*agent.Agent
+	var agents []*worker.Agent
 	for i := range n {
-		a, err := agent.New(agent.Config{ID: fmt.Sprintf("fake-%s-%d", size, i), Size: size, Servers: servers,
+		a, err := worker.New(worker.Config{ID: fmt.Sprintf("fake-%s-%d", size, i), Size: fsm.SizeToPB(size), Servers: servers,
 			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: runner, Observer: observe})
 		if err != nil {
 			t.Fatal(err)
@@ -54,8 +55,8 @@ func TestFakeWorkersRunJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	startFakeWorkers(t, c, 4, sfq.MD, agent.FakeRunner{Plan: func(a *pb.Assign) agent.FakeSpec {
-		return agent.FakeSpec{Duration: 20 * time.Millisecond, CPU: 300 * time.Millisecond}
+	startFakeWorkers(t, c, 4, sfq.MD, worker.FakeRunner{Plan: func(a *pb.Assign) worker.FakeSpec {
+		return worker.FakeSpec{Duration: 20 * time.Millisecond, CPU: 300 * time.Millisecond}
 	}}, nil)
 	const jobs = 40
 	for i := range jobs {
@@ -118,8 +119,8 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 	}
 	var mu sync.Mutex
 	ran := map[uint64]string{}
-	observe := func(who string) func(agent.Observation) {
-		return func(o agent.Observation) {
+	observe := func(who string) func(worker.Observation) {
+		return func(o worker.Observation) {
 			if o.Kind == "started" {
 				mu.Lock()
 				ran[o.Job] = who
@@ -127,7 +128,7 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 			}
 		}
 	}
-	startFakeWorkers(t, c, 5, sfq.MD, agent.FakeRunner{}, nil)
+	startFakeWorkers(t, c, 5, sfq.MD, worker.FakeRunner{}, nil)
 	time.Sleep(time.Second)
 	before, _ := c.WaitConverged(10 * time.Second)
 	time.Sleep(2 * time.Second)
@@ -136,8 +137,8 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 		t.Fatalf("5 idle workers grew the log from %d to %d in 2 s", before, after)
 	}
 	// Two more workers: one drained before it connects.
-	worker := pb.NewWorkerClient(c.Nodes[1].Conn())
-	if _, err := worker.Drain(ctx, &pb.DrainRequest{WorkerId: "drained-0", Create: true}); err != nil {
+	workers := pb.NewWorkerClient(c.Nodes[1].Conn())
+	if _, err := workers.Drain(ctx, &pb.DrainRequest{WorkerId: "drained-0", Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	var servers []string
@@ -145,8 +146,8 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 		servers = append(servers, n.GRPCAddr)
 	}
 	for _, id := range []string{"drained-0", "open-0"} {
-		a, err := agent.New(agent.Config{ID: id, Size: sfq.LG, Servers: servers, Observer: observe(id),
-			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: agent.FakeRunner{}})
+		a, err := worker.New(worker.Config{ID: id, Size: pb.Size_LG, Servers: servers, Observer: observe(id),
+			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: worker.FakeRunner{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +188,7 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 		}
 	}
 	mu.Unlock()
-	list, err := worker.ListWorkers(ctx, &pb.ListWorkersRequest{})
+	list, err := workers.ListWorkers(ctx, &pb.ListWorkersRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,10 +200,10 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 		t.Fatalf("workers: %v", states)
 	}
 	// Undrained, it works again: drain the other one and submit more.
-	if _, err := worker.Drain(ctx, &pb.DrainRequest{WorkerId: "drained-0", Undrain: true}); err != nil {
+	if _, err := workers.Drain(ctx, &pb.DrainRequest{WorkerId: "drained-0", Undrain: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := worker.Drain(ctx, &pb.DrainRequest{WorkerId: "open-0"}); err != nil {
+	if _, err := workers.Drain(ctx, &pb.DrainRequest{WorkerId: "open-0"}); err != nil {
 		t.Fatal(err)
 	}
 	ids = ids[:0]
@@ -221,8 +222,8 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 }
 
 // slowFakes runs each fake job for 100 ms at its estimated CPU.
-func slowFakes() agent.Runner {
-	return agent.FakeRunner{Plan: func(a *pb.Assign) agent.FakeSpec {
-		return agent.FakeSpec{Duration: 100 * time.Millisecond, CPU: time.Duration(a.EstCostMs) * time.Millisecond}
+func slowFakes() worker.Runner {
+	return worker.FakeRunner{Plan: func(a *pb.Assign) worker.FakeSpec {
+		return worker.FakeSpec{Duration: 100 * time.Millisecond, CPU: time.Duration(a.EstCostMs) * time.Millisecond}
 	}}
 }

@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc"
-	"github.com/baristahq/barista/rpc/agent/runner"
 	"github.com/baristahq/barista/test/cluster"
+	"github.com/baristahq/barista/web"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 // Short runtime timeouts so that lease expiries happen within a test, yet
@@ -665,7 +665,7 @@ ack_timeout = "5s"
 			t.Errorf("job %d: events %q", r.JobId, got)
 		}
 	}
-	m, err := rpc.Scrape(ctx, "http://"+c.Nodes[0].HTTPAddr+"/metrics", "")
+	m, err := web.Scrape(ctx, "http://"+c.Nodes[0].HTTPAddr+"/metrics", "")
 	if err != nil {
 		t.Fatal(err)
 	}

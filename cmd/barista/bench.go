@@ -24,10 +24,10 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/proc"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc"
-	"github.com/baristahq/barista/rpc/agent"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/snapshot"
+	"github.com/baristahq/barista/web"
+	"github.com/baristahq/barista/worker"
 )
 
 type benchOpts struct {
@@ -471,11 +471,11 @@ func benchSubmitBatch(ctx context.Context, o *benchOpts) ([]benchResult, error) 
 }
 
 // fakeWorkers starts n in-process workers whose jobs end at once.
-func fakeWorkers(ctx context.Context, servers string, n int, observe func(agent.Observation), plan func(*pb.Assign) agent.FakeSpec) *sync.WaitGroup {
+func fakeWorkers(ctx context.Context, servers string, n int, observe func(worker.Observation), plan func(*pb.Assign) worker.FakeSpec) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for i := range n {
-		a, err := agent.New(agent.Config{ID: fmt.Sprintf("bench-%04d", i), Size: sfq.SM, Servers: strings.Split(servers, ","),
-			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: agent.FakeRunner{Plan: plan}, Observer: observe})
+		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: pb.Size_SM, Servers: strings.Split(servers, ","),
+			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: worker.FakeRunner{Plan: plan}, Observer: observe})
 		if err != nil {
 			panic(err) // fixed, valid arguments
 		}
@@ -517,19 +517,19 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		var measuring atomic.Bool
 		var assigned atomic.Int64
 		var lat latencies
-		observe := func(ob agent.Observation) {
+		observe := func(ob worker.Observation) {
 			if ob.Kind == "assigned" && measuring.Load() {
 				assigned.Add(1)
 				lat.add(ob.Wait)
 			}
 		}
 		var paced atomic.Bool // jobs run pacedLength, else no time
-		plan := func(a *pb.Assign) agent.FakeSpec {
+		plan := func(a *pb.Assign) worker.FakeSpec {
 			var d time.Duration
 			if paced.Load() {
 				d = pacedLength(a.Job)
 			}
-			return agent.FakeSpec{Duration: d, CPU: max(d, time.Duration(a.EstCostMs)*time.Millisecond)}
+			return worker.FakeSpec{Duration: d, CPU: max(d, time.Duration(a.EstCostMs)*time.Millisecond)}
 		}
 		wctx, stop := context.WithCancel(ctx)
 		wg := fakeWorkers(wctx, lc.servers(), 1000, observe, plan)
@@ -596,15 +596,15 @@ func benchFailover(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	cc.Close()
 	// Only an assignment whose Ready was sent after the kill counts.
 	var lastAssigned atomic.Pointer[[2]time.Time] // ready sent, assigned
-	observe := func(ob agent.Observation) {
+	observe := func(ob worker.Observation) {
 		if ob.Kind == "assigned" {
 			lastAssigned.Store(&[2]time.Time{ob.At.Add(-ob.Wait), ob.At})
 		}
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	fakeWorkers(wctx, lc.servers(), 50, observe, func(*pb.Assign) agent.FakeSpec {
-		return agent.FakeSpec{Duration: 20 * time.Millisecond, CPU: 20 * time.Millisecond}
+	fakeWorkers(wctx, lc.servers(), 50, observe, func(*pb.Assign) worker.FakeSpec {
+		return worker.FakeSpec{Duration: 20 * time.Millisecond, CPU: 20 * time.Millisecond}
 	})
 	// A prober submits every 5 ms to every live node, recording successes.
 	// Only a submit sent after the kill counts: an answer in flight from
@@ -849,7 +849,7 @@ func freeLocalNode(lc *localCluster, id string) (int, error) {
 // server's /metrics (0 for a metric it does not find).
 func scrapeMetrics(addr string, names ...string) []float64 {
 	out := make([]float64, len(names))
-	m, _ := rpc.Scrape(context.Background(), "http://"+addr+"/metrics", "")
+	m, _ := web.Scrape(context.Background(), "http://"+addr+"/metrics", "")
 	for i, name := range names {
 		out[i] = m[name]
 	}

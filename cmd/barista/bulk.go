@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/internal/termtext"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // bulkFlags are the flags redrive, cancel --filter and purge share: which

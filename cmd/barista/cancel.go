@@ -5,8 +5,8 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 func init() {

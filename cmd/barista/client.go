@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/rpc"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // defaultServer is the --server default: $BARISTA_ADDR, else the default

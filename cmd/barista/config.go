@@ -17,6 +17,7 @@ import (
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/web"
 )
 
 // serverConfig is a server's whole configuration: defaults, then the
@@ -56,18 +57,19 @@ type serverConfig struct {
 	MetricsMaxTenants uint32
 	// Webhooks are this server's webhook delivery settings (webhook.go).
 	Webhooks webhookConfig
-	// Limits bound what callers can make this server hold
-	// (docs/security.md, "Limits"); Conns the connections of its gRPC
-	// and HTTP listeners.
-	Limits rpc.Limits
-	Conns  connlimit.Config
+	// Limits and WebLimits bound what callers can make this server's
+	// gRPC and HTTP sides hold (docs/security.md, "Limits"); Conns the
+	// connections of its gRPC and HTTP listeners.
+	Limits    rpc.Limits
+	WebLimits web.Limits
+	Conns     connlimit.Config
 }
 
 func defaultServerConfig() serverConfig {
 	n := raftnode.DefaultConfig()
 	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
 	return serverConfig{Node: n, LogLevel: "info", BootstrapWait: 30 * time.Second, TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
-		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig(), Limits: rpc.DefaultLimits(),
+		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig(), Limits: rpc.DefaultLimits(), WebLimits: web.DefaultLimits(),
 		Conns: connlimit.Config{Max: 4096, PerAddress: 256, Reserve: 64, FirstRequest: 5 * time.Second}}
 }
 
@@ -145,10 +147,10 @@ func (c *serverConfig) settings() []setting {
 		{key: "limits.max_message_bytes", flag: "max-message-bytes", usage: "largest gRPC message and HTTP/JSON request body this server accepts, in `BYTES` (the same on every server)",
 			val: &intVal[int]{&c.Limits.MaxMessageBytes, rpc.MinMessageBytes, fsm.MaxMessageBytes}},
 		{key: "limits.http_unauthenticated", flag: "http-max-unauthenticated", usage: "HTTP requests without a valid token or session served at once (/healthz and /readyz not counted); more are answered 503",
-			val: &intVal[int]{&c.Limits.HTTPUnauthenticated, 1, 100_000}},
-		{key: "limits.sessions", flag: "max-sessions", usage: "web console sessions on this server", val: &intVal[int]{&c.Limits.Sessions, 2, 1_000_000}},
+			val: &intVal[int]{&c.WebLimits.HTTPUnauthenticated, 1, 100_000}},
+		{key: "limits.sessions", flag: "max-sessions", usage: "web console sessions on this server", val: &intVal[int]{&c.WebLimits.Sessions, 2, 1_000_000}},
 		{key: "limits.sessions_per_identity", flag: "max-sessions-per-identity", usage: "web console sessions of one identity (a client token's tenant, the admin); its next login signs its oldest out; identities other than the admin hold at most max-sessions minus this together",
-			val: &intVal[int]{&c.Limits.SessionsPerIdentity, 1, 500_000}},
+			val: &intVal[int]{&c.WebLimits.SessionsPerIdentity, 1, 500_000}},
 		{key: "limits.watch_streams", flag: "max-watch-streams", usage: "watch streams this server serves; more are refused RESOURCE_EXHAUSTED",
 			val: &intVal[int]{&c.Limits.WatchStreams, 1, 10_000_000}},
 		{key: "limits.watch_streams_per_identity", flag: "max-watch-streams-per-identity", usage: "watch streams of one identity (a client token's tenant, the admin) on this server; more are refused RESOURCE_EXHAUSTED",
@@ -492,7 +494,7 @@ func (c *serverConfig) validate(name func(fieldOrKey string) string) error {
 	if c.Conns.Reserve >= c.Conns.Max {
 		return fmt.Errorf("%s: %d must be below %s (%d)", name("limits.connections_reserve"), c.Conns.Reserve, name("limits.connections"), c.Conns.Max)
 	}
-	if per, all := c.Limits.SessionsPerIdentity, c.Limits.Sessions; 2*per > all {
+	if per, all := c.WebLimits.SessionsPerIdentity, c.WebLimits.Sessions; 2*per > all {
 		return fmt.Errorf("%s: %d is more than half of %s (%d): the admin's sessions are kept out of the others'",
 			name("limits.sessions_per_identity"), per, name("limits.sessions"), all)
 	}

@@ -17,10 +17,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/internal/proc"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent/runner"
-	"github.com/baristahq/barista/rpc/client"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 type devOpts struct {

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 func init() {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/baristahq/barista/internal/termtext"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 func init() {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 func init() {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/baristahq/barista/internal/termtext"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // tenantFlags adds --tenant to the client flags.

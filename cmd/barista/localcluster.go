@@ -14,9 +14,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/internal/proc"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 // localCluster runs barista servers as child processes of this one, on

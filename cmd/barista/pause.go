@@ -4,9 +4,9 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/internal/termtext"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"flag"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 type redriveOpts struct {

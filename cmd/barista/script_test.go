@@ -17,6 +17,7 @@ import (
 	"github.com/baristahq/barista/internal/proc"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
+	"github.com/baristahq/barista/web"
 	"github.com/baristahq/barista/webhook"
 )
 
@@ -110,7 +111,7 @@ func startScriptNode(env *testscript.Env) error {
 	srv := rpc.NewServer(node, rpc.Options{Auth: auth, Webhooks: hooks})
 	served := make(chan struct{})
 	go func() { defer close(served); srv.Serve(grpcLis) }()
-	hs := &http.Server{Handler: srv.HTTPHandler(rpc.HTTPOptions{}), ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: web.New(srv, web.Options{}), ReadHeaderTimeout: 5 * time.Second}
 	go hs.Serve(httpLis)
 	env.Defer(func() {
 		hs.Close()

@@ -23,6 +23,7 @@ import (
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
+	"github.com/baristahq/barista/web"
 	"github.com/baristahq/barista/webhook"
 )
 
@@ -209,15 +210,15 @@ func runServer(env *cmdEnv, opts *serverOpts, args []string) error {
 			// serves TLS with the node's certificate.
 			hl = tls.NewListener(hl, grpcTLS.Clone())
 		}
-		web := &http.Server{Handler: srv.HTTPHandler(rpc.HTTPOptions{Pprof: sc.Pprof, MetricsAuth: sc.MetricsAuth}),
+		hs := &http.Server{Handler: web.New(srv, web.Options{Pprof: sc.Pprof, MetricsAuth: sc.MetricsAuth, Limits: sc.WebLimits}),
 			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
 			ConnState: conns.ConnState}
 		go func() {
-			if err := web.Serve(hl); err != nil && err != http.ErrServerClosed {
+			if err := hs.Serve(hl); err != nil && err != http.ErrServerClosed {
 				serveErr <- err
 			}
 		}()
-		defer web.Close()
+		defer hs.Close()
 	}
 	log.Info("barista server started", "id", cfg.ID, "raft_addr", cfg.AdvertisedRaft(), "grpc_addr", cfg.AdvertisedGRPC(), "http_addr", cfg.HTTPAddr, "data_dir", cfg.DataDir, "tls", grpcTLS != nil)
 

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent/runner"
-	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 type submitOpts struct {

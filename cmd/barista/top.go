@@ -13,7 +13,7 @@ import (
 	"github.com/baristahq/barista/internal/termtext"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc"
+	"github.com/baristahq/barista/web"
 )
 
 type topOpts struct {
@@ -86,7 +86,7 @@ func runTop(env *cmdEnv, opts *topOpts, args []string) error {
 			return err
 		}
 		if opts.json {
-			return printJSON(env.stdout, rpc.TopToJSON(t))
+			return printJSON(env.stdout, web.TopToJSON(t))
 		}
 		renderTop(env.stdout, t)
 		return nil
@@ -99,7 +99,7 @@ func runTop(env *cmdEnv, opts *topOpts, args []string) error {
 		if err != nil {
 			fmt.Fprintln(env.stdout, "barista top:", err)
 		} else if opts.json {
-			printJSON(env.stdout, rpc.TopToJSON(t))
+			printJSON(env.stdout, web.TopToJSON(t))
 		} else {
 			renderTop(env.stdout, t)
 		}
@@ -112,7 +112,7 @@ func runTop(env *cmdEnv, opts *topOpts, args []string) error {
 }
 
 func renderTop(w io.Writer, t *pb.TopResponse) {
-	j := rpc.TopToJSON(t)
+	j := web.TopToJSON(t)
 	fmt.Fprintf(w, "barista · leader %s · applied index %d · %s\n", j.LeaderID, j.AppliedIndex, time.Now().Format("15:04:05"))
 	fmt.Fprintf(w, "SHARE of the CPU charged in the class, ENTITLED by weight among the tenants with eligible work: last minute · RATIO = SHARE/ENTITLED · LAG: CPU s owed (+) or ahead (-) · DISP: dispatches in %s\n\n",
 		time.Duration(j.WindowMs)*time.Millisecond)

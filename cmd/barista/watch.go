@@ -9,8 +9,8 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 func init() {

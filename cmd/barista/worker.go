@@ -13,11 +13,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/baristahq/barista/client"
+	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent"
-	"github.com/baristahq/barista/rpc/agent/runner"
-	"github.com/baristahq/barista/rpc/client"
 	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/worker"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 type workerOpts struct {
@@ -160,26 +161,26 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	if opts.workDir == "" {
 		opts.workDir = defaultWorkDir(opts.id)
 	}
-	pcfg := agent.ProcessConfig{LogDir: opts.logDir, MaxLogBytes: opts.maxLog, WorkDir: opts.workDir, WorkerID: opts.id}
+	pcfg := worker.ProcessConfig{LogDir: opts.logDir, MaxLogBytes: opts.maxLog, WorkDir: opts.workDir, WorkerID: opts.id}
 	if opts.runAs != "" {
-		if pcfg.User, err = agent.LookupUser(opts.runAs); err != nil {
+		if pcfg.User, err = worker.LookupUser(opts.runAs); err != nil {
 			return usageError("--run-as: %v", err)
 		}
 	} else if os.Geteuid() == 0 {
 		log.Warn("the worker runs as root without --run-as: every job runs as root and can read the worker's token; give --run-as USER (docs/workers.md)")
 	}
-	if pcfg.Env, err = agent.BaseEnv(os.Getenv, opts.jobEnv); err != nil {
+	if pcfg.Env, err = worker.BaseEnv(os.Getenv, opts.jobEnv); err != nil {
 		return usageError("--job-env: %v", err)
 	}
-	procs, err := agent.NewProcessRunner(pcfg)
-	if ce := (*agent.ConfigError)(nil); errors.As(err, &ce) {
+	procs, err := worker.NewProcessRunner(pcfg)
+	if ce := (*worker.ConfigError)(nil); errors.As(err, &ce) {
 		name := map[string]string{"User": "--run-as", "LogDir": "--log-dir", "WorkDir": "--work-dir"}[ce.Field]
 		return usageError("%s: %v", name, ce.Err)
 	} else if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Config{
-		ID: opts.id, Size: size, Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: log,
+	a, err := worker.New(worker.Config{
+		ID: opts.id, Size: fsm.SizeToPB(size), Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: log,
 		Runner:        procs,
 		SeparateReady: opts.sepReady, StartedAtOnce: opts.startNow,
 	})

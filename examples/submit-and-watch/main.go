@@ -1,5 +1,5 @@
 // Command submit-and-watch is an example program built on the barista Go
-// client (package rpc/client): it connects to a cluster through any of its
+// client (package client): it connects to a cluster through any of its
 // nodes, submits a few jobs with idempotency keys, and follows each one to
 // its end, printing its events.
 //
@@ -21,8 +21,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/client"
 )
 
 func main() {

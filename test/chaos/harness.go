@@ -21,9 +21,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent/runner"
 	"github.com/baristahq/barista/snapshot"
 	"github.com/baristahq/barista/test/cluster"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 // Config is one chaos run.

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/rpc/agent/runner"
 	"github.com/baristahq/barista/test/cluster"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 // env reads a setting of the soak from the environment.

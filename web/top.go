@@ -1,0 +1,102 @@
+package web
+
+import (
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+)
+
+// TopJSON is the JSON form of the live view (barista top --once --json).
+type TopJSON struct {
+	LeaderID     string `json:"leader_id"`
+	AppliedIndex uint64 `json:"applied_index"`
+	WindowMs     int64  `json:"window_ms"`
+	// FairnessSinceMs is the cluster time this node's fairness report
+	// starts at (its start or its last snapshot load).
+	FairnessSinceMs int64           `json:"fairness_since_ms"`
+	Tenants         []TenantTopJSON `json:"tenants"`
+}
+
+// TenantTopJSON is one tenant's line in one class.
+type TenantTopJSON struct {
+	Name             string  `json:"name"`
+	Tier             string  `json:"tier"`
+	Class            string  `json:"class"`
+	Weight           float64 `json:"weight"`
+	Queued           uint32  `json:"queued"`
+	Running          uint32  `json:"running"`
+	Dispatches1m     uint64  `json:"dispatches_1m"`
+	DispatchedCost1m int64   `json:"dispatched_cost_ms_1m"`
+	Share            float64 `json:"share"`
+	EntitledShare    float64 `json:"entitled_share"`
+	// Ratio is the 1 min window's (null when undefined).
+	Ratio    *float64 `json:"ratio"`
+	Eligible bool     `json:"eligible"`
+	// LagCPUSeconds is null while the tenant has no eligible work in the
+	// class (the activation clamp will discard it).
+	LagCPUSeconds *float64         `json:"lag_cpu_s"`
+	Fairness      []FairWindowJSON `json:"fairness"`
+	// Groups are the tenant's groups with the most queued jobs, on its
+	// first line, when it has named groups.
+	Groups []GroupUsageJSON `json:"groups,omitempty"`
+	// Paused ("tenant" or "admin": who paused it) and Rate (its rate
+	// limit) are left out when the tenant has none.
+	Paused string `json:"paused,omitempty"`
+	Rate   string `json:"rate,omitempty"`
+}
+
+// FairWindowJSON is one window of the fairness report; share, entitled
+// and ratio are null when undefined.
+type FairWindowJSON struct {
+	Window         string   `json:"window"`
+	SpanMs         int64    `json:"span_ms"`
+	ChargedMs      int64    `json:"charged_ms"`
+	ClassChargedMs int64    `json:"class_charged_ms"`
+	BusyMs         int64    `json:"busy_ms"`
+	Share          *float64 `json:"share"`
+	Entitled       *float64 `json:"entitled"`
+	Ratio          *float64 `json:"ratio"`
+}
+
+// GroupUsageJSON is one group's jobs.
+type GroupUsageJSON struct {
+	Name    string `json:"name"`
+	Running uint32 `json:"running"`
+	Queued  uint32 `json:"queued"`
+	Limit   uint32 `json:"limit,omitempty"`
+}
+
+// GroupUsageToJSON converts group usage rows.
+func GroupUsageToJSON(gs []*pb.GroupUsage) []GroupUsageJSON {
+	var out []GroupUsageJSON
+	for _, g := range gs {
+		out = append(out, GroupUsageJSON{Name: g.Name, Running: g.Running, Queued: g.Queued, Limit: g.Limit})
+	}
+	return out
+}
+
+func topJSON(t *pb.TopResponse) TopJSON {
+	out := TopJSON{LeaderID: t.LeaderId, AppliedIndex: t.AppliedIndex, WindowMs: t.WindowMs, FairnessSinceMs: t.FairnessSinceMs, Tenants: []TenantTopJSON{}}
+	for _, r := range t.Tenants {
+		tier, _ := fsm.TierFromPB(r.Tier)
+		class, _ := fsm.ClassFromPB(r.JobClass)
+		row := TenantTopJSON{Name: r.Name, Tier: tier.String(), Class: class.String(), Weight: r.Weight, Queued: r.Queued,
+			Running: r.Running, Dispatches1m: r.Dispatches, DispatchedCost1m: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.EntitledShare,
+			Eligible: r.Eligible, Fairness: []FairWindowJSON{}, Groups: GroupUsageToJSON(r.Groups), Paused: r.Paused, Rate: r.Rate}
+		if r.Eligible {
+			lag := float64(r.LagCpuMs) / 1000
+			row.LagCPUSeconds = &lag
+		}
+		for i, w := range r.Windows {
+			row.Fairness = append(row.Fairness, FairWindowJSON{Window: w.Window, SpanMs: w.SpanMs, ChargedMs: w.ChargedMs,
+				ClassChargedMs: w.ClassChargedMs, BusyMs: w.BusyMs, Share: w.Share, Entitled: w.Entitled, Ratio: w.Ratio})
+			if i == 0 {
+				row.Ratio = w.Ratio
+			}
+		}
+		out.Tenants = append(out.Tenants, row)
+	}
+	return out
+}
+
+// TopToJSON converts a Top response (the CLI uses it).
+func TopToJSON(t *pb.TopResponse) TopJSON { return topJSON(t) }
