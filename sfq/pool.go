@@ -354,14 +354,34 @@ func (s *Scheduler) eachLane(o uint32, fn func(ti uint32)) {
 func (s *Scheduler) limitsInto(ti uint32, buf *Tenant) *Tenant {
 	o := s.owner(ti)
 	lanes := s.rt[o].lanes
+	own := s.tenants.Get(uint64(o))
 	if len(lanes) == 0 {
-		return s.tenants.Get(uint64(o))
+		return own
 	}
-	*buf = *s.tenants.Get(uint64(o))
+	if own.Caps.none() {
+		// No cap reads a counter: what the limits read is the tenant's
+		// pause and rate state, on its own record.
+		return own
+	}
+	*buf = *own
 	for _, l := range lanes {
-		addCounters(buf, s.tenants.Get(uint64(l)))
+		addRunning(buf, s.tenants.Get(uint64(l)))
 	}
 	return buf
+}
+
+// addRunning adds the running counters of lane t, which the caps read, to
+// sum.
+func addRunning(sum, t *Tenant) {
+	sum.Running += t.Running
+	for i := range sum.RunningBySize {
+		sum.RunningBySize[i] += t.RunningBySize[i]
+	}
+	for i := range sum.RunningByClass {
+		sum.RunningByClass[i] += t.RunningByClass[i]
+	}
+	sum.RunningDeadline += t.RunningDeadline
+	sum.InflightCPUMs += t.InflightCPUMs
 }
 
 // addCounters adds the job counters and billing of lane t to sum.
@@ -394,8 +414,11 @@ func addCounters(sum, t *Tenant) {
 // totals returns a copy of the tenant record at own index o with the
 // counters of all its lanes summed: what it holds in every pool.
 func (s *Scheduler) totals(o uint32) Tenant {
-	var t Tenant
-	return *s.limitsInto(o, &t)
+	t := *s.tenants.Get(uint64(o))
+	for _, l := range s.rt[o].lanes {
+		addCounters(&t, s.tenants.Get(uint64(l)))
+	}
+	return t
 }
 
 // groupRunningOf returns group g's running jobs in every pool.
@@ -462,6 +485,10 @@ func (s *Scheduler) afterTenantChange(ti uint32) {
 // name as gs in the other lanes after its running count changed (their cap
 // counts it).
 func (s *Scheduler) afterGroupRunning(gs uint32) {
+	g := s.groups.Get(uint64(gs))
+	if g == nil || g.Name == "" || !s.hasLanes(g.Tenant) || capOf(s.tenants.Get(uint64(g.Tenant)), g) == 0 {
+		return // no cap, or no other pool: nothing else counts its runs
+	}
 	s.siblingGroups(gs, func(l, sib uint32) {
 		if capOf(s.tenants.Get(uint64(l)), s.groups.Get(uint64(sib))) != 0 {
 			s.reblock(l, sib)
@@ -476,7 +503,7 @@ func (s *Scheduler) laneOf(o uint32, pid PoolID, create bool) (uint32, bool) {
 		return o, true
 	}
 	for _, l := range s.rt[o].lanes {
-		if s.tenants.Get(uint64(l)).pool == pid {
+		if s.rt[l].pool == pid {
 			return l, true
 		}
 	}
