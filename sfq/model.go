@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/baristahq/barista/internal/text"
 )
 
 // Caps are a tenant's hard limits. Zero means "no cap" for every field.
@@ -99,57 +100,15 @@ func (ts *TenantSpec) Permit(c Class, deadline bool) error {
 }
 
 // MaxNameLen bounds tenant names, idempotency keys and job types.
-const MaxNameLen = 256
+const MaxNameLen = text.MaxNameLen
 
 // ValidateName checks a name (a tenant's, a worker's ID): 1..256 bytes
-// of UTF-8 without spaces and without the characters of badRune.
-func ValidateName(field, s string) error {
-	if s == "" {
-		return fmt.Errorf("%w: %s is empty", ErrInvalid, field)
-	}
-	if len(s) > MaxNameLen {
-		return fmt.Errorf("%w: %s is %d bytes (max %d)", ErrInvalid, field, len(s), MaxNameLen)
-	}
-	return checkText(field, s, false)
-}
+// of UTF-8 without spaces and without the characters text.Refused names.
+func ValidateName(field, s string) error { return text.ValidateName(field, s) }
 
-// checkText refuses text that is not UTF-8, or holds a character of
-// badRune, or (unless spaces) a space, naming the field, the character
-// and its byte offset. The text is quoted with %q, which escapes every
-// character it refuses: the message is safe to show.
-func checkText(field, s string, spaces bool) error {
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, field)
-	}
-	for i, r := range s {
-		if r == ' ' && !spaces {
-			return fmt.Errorf("%w: %s %q has a space at byte %d", ErrInvalid, field, s, i)
-		}
-		if why := badRune(r); why != "" {
-			return fmt.Errorf("%w: %s %q has U+%04X (%s) at byte %d", ErrInvalid, field, s, r, why, i)
-		}
-	}
-	return nil
-}
-
-// badRune says why a character may not be in a name or a job type, or
-// "": a control character (C0, DEL, C1), a bidirectional formatting
-// character (it reorders the text around it wherever the name is shown:
-// "evil\u202Etxt.exe" reads "evilexe.txt"), or a line or paragraph
-// separator. The list is fixed here, not taken from the unicode
-// package's tables, so that every build, of any Go release, refuses
-// exactly the same commands.
-func badRune(r rune) string {
-	switch {
-	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
-		return "a control character"
-	case r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
-		return "a bidirectional formatting character"
-	case r == 0x2028 || r == 0x2029:
-		return "a line or paragraph separator"
-	}
-	return ""
-}
+// checkText refuses text that is not UTF-8, or holds a refused character,
+// or (unless spaces) a space (text.Check).
+func checkText(field, s string, spaces bool) error { return text.Check(field, s, spaces) }
 
 // Validate checks a spec and names the offending field.
 func (ts TenantSpec) Validate() error {
@@ -445,29 +404,13 @@ func (j *Job) Type() string { _, _, t, _ := j.textParts(); return t }
 func (j *Job) Payload() string { _, _, _, p := j.textParts(); return p }
 
 // MaxOutputTail bounds each of the stderr and stdout tails kept on a job.
-const MaxOutputTail = 4096
+const MaxOutputTail = text.MaxOutputTail
 
 // OutputTail returns the end of a run's stderr or stdout as a job keeps
 // it: valid UTF-8 (each invalid sequence becomes U+FFFD), at most
 // MaxOutputTail bytes, cut at a character boundary. Workers report it so,
 // and the leader cuts every report so before proposing it.
-func OutputTail(s string) string {
-	// Only the end matters; bound the work on a huge input first.
-	if len(s) > 4*MaxOutputTail {
-		s = s[len(s)-4*MaxOutputTail:]
-	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if len(s) <= MaxOutputTail {
-		return s
-	}
-	s = s[len(s)-MaxOutputTail:]
-	for len(s) > 0 && !utf8.RuneStart(s[0]) {
-		s = s[1:]
-	}
-	return s
-}
+func OutputTail(s string) string { return text.OutputTail(s) }
 
 // Submission is a new job as the core takes it.
 type Submission struct {

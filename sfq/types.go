@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/baristahq/barista/internal/text"
 )
 
 // Time is cluster time in milliseconds. The core never reads a clock: every
@@ -80,7 +82,7 @@ type JobID uint64
 // Sentinel errors callers branch on. Every error the core returns wraps one.
 var (
 	// ErrInvalid marks input that is malformed or out of range.
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid = text.ErrInvalid
 	// ErrUnknownTenant marks a tenant name that does not exist.
 	ErrUnknownTenant = errors.New("unknown tenant")
 	// ErrUnknownPool marks a pool name (or ID) that does not exist.

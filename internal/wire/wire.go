@@ -2,17 +2,14 @@
 // client, the worker) share with the servers without importing them:
 // the fixed flow-control windows of every gRPC connection, the rule a
 // worker's ID follows, and the bound of the output tails a worker
-// reports. The servers apply the same rules (package sfq); the tests of
-// this package check that both agree on every input.
+// reports. The rules themselves are package internal/text's, which the
+// servers (package sfq) apply too.
 package wire
 
 import (
-	"errors"
-	"fmt"
-	"strings"
-	"unicode/utf8"
-
 	"google.golang.org/grpc"
+
+	"github.com/baristahq/barista/internal/text"
 )
 
 // Flow-control windows of every barista connection, fixed (StaticWindows):
@@ -31,70 +28,27 @@ const (
 // StreamWindowBytes).
 var StaticWindows = []grpc.DialOption{grpc.WithStaticStreamWindowSize(StreamWindowBytes), grpc.WithStaticConnWindowSize(ConnWindowBytes)}
 
-// ErrInvalid is what a refused name wraps; its text is the servers'
-// (sfq.ErrInvalid), so that a worker refuses an ID in the words the
-// leader would.
-var ErrInvalid = errors.New("invalid argument")
+// ErrInvalid is what a refused name wraps: the servers' own error
+// (sfq.ErrInvalid), so that a worker refuses an ID in the words the leader
+// would.
+var ErrInvalid = text.ErrInvalid
 
 // MaxNameLen bounds a worker's ID (sfq.MaxNameLen).
-const MaxNameLen = 256
+const MaxNameLen = text.MaxNameLen
 
-// ValidateName checks a name the way the leader does (sfq.ValidateName):
-// 1..MaxNameLen bytes of UTF-8 without spaces, control characters,
-// bidirectional formatting characters or line and paragraph separators.
-// The error names field, the character and its byte offset.
-func ValidateName(field, s string) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%w: %s is empty", ErrInvalid, field)
-	case len(s) > MaxNameLen:
-		return fmt.Errorf("%w: %s is %d bytes (max %d)", ErrInvalid, field, len(s), MaxNameLen)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, field)
-	}
-	for i, r := range s {
-		if r == ' ' {
-			return fmt.Errorf("%w: %s %q has a space at byte %d", ErrInvalid, field, s, i)
-		}
-		if why := refused(r); why != "" {
-			return fmt.Errorf("%w: %s %q has U+%04X (%s) at byte %d", ErrInvalid, field, s, r, why, i)
-		}
-	}
-	return nil
-}
-
-// refused says why a character may not be in a name, or "".
-func refused(r rune) string {
-	if r < 0x20 || r == 0x7f || (0x80 <= r && r <= 0x9f) {
-		return "a control character"
-	}
-	if r == 0x061c || r == 0x200e || r == 0x200f || (0x202a <= r && r <= 0x202e) || (0x2066 <= r && r <= 0x2069) {
-		return "a bidirectional formatting character"
-	}
-	if r == 0x2028 || r == 0x2029 {
-		return "a line or paragraph separator"
-	}
-	return ""
-}
+// ValidateName checks a name the way the leader does (package
+// internal/text, which sfq applies too): 1..MaxNameLen bytes of UTF-8
+// without spaces, control characters, bidirectional formatting characters
+// or line and paragraph separators. The error names field, the character
+// and its byte offset.
+func ValidateName(field, s string) error { return text.ValidateName(field, s) }
 
 // MaxOutputTail bounds each of the stderr and stdout tails a job keeps
 // (sfq.MaxOutputTail).
-const MaxOutputTail = 4096
+const MaxOutputTail = text.MaxOutputTail
 
 // OutputTail returns the end of a run's stderr or stdout as a job keeps
-// it (sfq.OutputTail): valid UTF-8, each invalid sequence becoming
-// U+FFFD, at most MaxOutputTail bytes, cut at a character boundary.
-func OutputTail(s string) string {
-	if len(s) > 4*MaxOutputTail {
-		s = s[len(s)-4*MaxOutputTail:] // only the end matters: bound the work first
-	}
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= MaxOutputTail {
-		return s
-	}
-	s = s[len(s)-MaxOutputTail:]
-	for s != "" && !utf8.RuneStart(s[0]) {
-		s = s[1:]
-	}
-	return s
-}
+// it, as the leader cuts it (internal/text): valid UTF-8, each invalid
+// sequence becoming U+FFFD, at most MaxOutputTail bytes, cut at a
+// character boundary.
+func OutputTail(s string) string { return text.OutputTail(s) }
