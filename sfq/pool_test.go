@@ -538,3 +538,36 @@ func TestPoolWeights(t *testing.T) {
 		t.Fatalf("name: %v", err)
 	}
 }
+
+// TestEstimatesOfEveryPool: a tenant's cost estimates learn from its runs
+// in every pool, and serve its submits to any pool.
+func TestEstimatesOfEveryPool(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Estimate = EstimateAuto
+	s := newPoolWorld(t, cfg, []TenantSpec{{Name: "a", Tier: Gold}}, []PoolSpec{{Name: "gpu"}})
+	gpu, _ := s.PoolID("gpu")
+	for i := range 3 {
+		id, err := s.Submit(0, Submission{Tenant: "a", Pool: "gpu", Type: "render", EstCostMs: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, ok, _ := s.DispatchPool(0, gpu, SM, "w")
+		if !ok || a.Job != id {
+			t.Fatalf("run %d: dispatched %+v", i, a)
+		}
+		j, _ := s.Job(id)
+		if _, err := s.Finish(1, id, j.Attempt, "w", OutcomeOK, 4000, RunResult{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, ok := s.Estimate("a", "render"); !ok || st.Samples != 3 || st.EMAMs != 4000 {
+		t.Fatalf("estimate after three runs in gpu: %+v %v", st, ok)
+	}
+	id, _ := s.Submit(2, Submission{Tenant: "a", Type: "render"})
+	if j, _ := s.Job(id); j.EstCostMs != 4000 || j.EstSource != EstFromEMA {
+		t.Fatalf("a submit to default: estimate %d from %s", j.EstCostMs, j.EstSource)
+	}
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1403,7 +1403,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 		tm.UsageAt = now
 	}
 	if life.State == Completed && !s.v1 {
-		s.learn(j.Tenant, jm.Type(), cpuMs, now)
+		s.learn(s.owner(j.Tenant), jm.Type(), cpuMs, now) // a tenant's estimates are of every pool
 	}
 	if fair {
 		s.setGroupTag(j.Tenant, gs, j.Class, gtag)
