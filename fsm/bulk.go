@@ -356,7 +356,7 @@ func (f *FSM) applyBulk(op BulkOp, c *pb.BulkJobs) Result {
 		}
 		switch op {
 		case BulkRedrive:
-			if t, _ := f.sched.TenantAt(ti); f.quotas().Room(f.sched, ti, &t, len(j.Payload())) != "" {
+			if t, _ := f.sched.TenantTotals(ti); f.quotas().Room(f.sched, ti, &t, len(j.Payload())) != "" {
 				res.Stopped = f.quotas().Room(f.sched, ti, &t, len(j.Payload()))
 				if c.Filter != nil {
 					res.Next = id // the rest waits for the next call

@@ -199,8 +199,10 @@ func (f *FSM) Metrics(maxTenants int) MetricsView {
 			past[t.Name] = p
 			continue
 		}
-		live++
-		tm.Tenants++
+		if s.LanePool(i) == sfq.DefaultPool {
+			live++ // a tenant's own record (its other pools' lanes count in it)
+			tm.Tenants++
+		}
 		tm.Running += uint64(t.Running)
 		for sz, q := range t.Queued {
 			tm.Queued[sz] += uint64(q)
@@ -225,7 +227,7 @@ func (f *FSM) Metrics(maxTenants int) MetricsView {
 	}
 	v.Tenants = make([]TenantMetrics, 0, len(f.exported))
 	for _, i := range f.exported {
-		t, _ := s.TenantAt(i)
+		t, _ := s.TenantTotals(i)
 		own(i, &t)
 	}
 	return v

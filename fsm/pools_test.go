@@ -198,3 +198,31 @@ func TestUpgradeToPools(t *testing.T) {
 		t.Fatalf("worker w1 is of pool %q", w.Pool)
 	}
 }
+
+// TestQuotasCountEveryPool: max_queued counts a tenant's jobs in every
+// pool, at submit and at redrive; the metrics count a tenant once, its
+// jobs in every pool.
+func TestQuotasCountEveryPool(t *testing.T) {
+	h := newHarness(t)
+	h.one(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxQueued: 2}}}})
+	h.one(poolSet("gpu", nil, nil))
+	for _, p := range []string{"", "gpu"} {
+		if r := h.one(submitIn("a", p)); r.Code != OK {
+			t.Fatalf("submit to %q: %+v", p, r)
+		}
+	}
+	if r := h.one(submitIn("a", "gpu")); r.Code != ResourceExhausted || r.Msg != `tenant "a" has 2 queued jobs, its max_queued quota` {
+		t.Fatalf("a third job: %+v", r)
+	}
+	m := h.f.Metrics(1000)
+	if len(m.Tenants) != 1 || m.Tenants[0].Queued != [sfq.NumSizes]uint32{0, 2, 0} || m.Tiers[sfq.Gold].Tenants != 1 {
+		t.Fatalf("metrics: %+v, gold %+v", m.Tenants, m.Tiers[sfq.Gold])
+	}
+	// A cancelled job of gpu is redriven against the same quota.
+	h.one(cancelJob("a", 2))
+	h.one(submitIn("a", ""))
+	r := h.one(redriveCmd(&pb.BulkJobs{Tenant: "a", Jobs: []uint64{2}}))
+	if r.Bulk == nil || len(r.Bulk.Items) != 1 || r.Bulk.Items[0].Done {
+		t.Fatalf("a redrive past the quota: %+v", r.Bulk)
+	}
+}

@@ -54,7 +54,7 @@ func upsertCommandRate(req *pb.UpsertTenantRequest, r sfq.RateLimit) *pb.Command
 func ReadTenant(f *fsm.FSM, name string) (out *pb.Tenant) {
 	f.ReadTenants(func(sc *sfq.Scheduler, flags fsm.TenantFlags) {
 		if i, ok := sc.TenantIndex(name); ok {
-			t, _ := sc.TenantAt(i)
+			t, _ := sc.TenantTotals(i) // its jobs in every pool
 			out = tenantToPB(i, &t, flags)
 		}
 	})

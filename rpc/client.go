@@ -174,7 +174,7 @@ func submitState(sc *sfq.Scheduler, q fsm.Quotas, tenant string, req *pb.SubmitR
 	if !ok {
 		return status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 	}
-	t, _ := sc.TenantAt(ti)
+	t, _ := sc.TenantTotals(ti) // its jobs in every pool
 	if why := q.Room(sc, ti, &t, len(req.Payload)); why != "" {
 		return status.Error(codes.ResourceExhausted, why)
 	}
