@@ -258,17 +258,7 @@ func backlogPools(tb testing.TB) *Scheduler { return backlogPoolsN(tb, 1_000_000
 func backlogPoolsN(tb testing.TB, jobs int) *Scheduler {
 	tb.Helper()
 	const tenants, pools = 10_000, 64
-	s, err := New(DefaultConfig())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	names := make([]string, tenants)
-	for i := range names {
-		names[i] = fmt.Sprintf("tenant-%06d", i)
-		if _, err := s.UpsertTenant(TenantSpec{Name: names[i], Tier: Tier(i % NumTiers)}); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	s := backlog(tb, tenants, 0)
 	poolNames := make([]string, pools)
 	for p := range poolNames {
 		poolNames[p] = DefaultPoolName
@@ -282,7 +272,7 @@ func backlogPoolsN(tb testing.TB, jobs int) *Scheduler {
 	for i := range jobs {
 		t := i % tenants
 		p := (t + (i/tenants)%4*16) % pools
-		sub := Submission{Tenant: names[t], Pool: poolNames[p], Size: Size(i / tenants % NumSizes), EstCostMs: int64(1000 + i%7*500)}
+		sub := Submission{Tenant: s.TenantName(uint32(t)), Pool: poolNames[p], Size: Size(i / tenants % NumSizes), EstCostMs: int64(1000 + i%7*500)}
 		if _, err := s.Submit(0, sub); err != nil {
 			tb.Fatal(err)
 		}
