@@ -115,6 +115,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	// count them: PoolDelete refuses a pool that has any, and PoolGet,
 	// PoolList and top show them.
 	b.poolWorkers = noPoolWorkers
+	node.Metrics.Registry.MustRegister(&poolWorkersCollector{node: node, count: func(pool string) int { return b.poolWorkers(pool) }})
 	sopts := []grpc.ServerOption{
 		// Explicit, and the same on every connection a node makes (see
 		// leaderConns.dial): max_payload_bytes is bounded by it. What it
