@@ -508,7 +508,7 @@ func EventToPB(ev *fsm.Event, tenant string) *pb.Event {
 	if ev.Kind.TenantLevel() {
 		out.WorkerId, out.Group = "", eventGroup(ev)
 	} else {
-		out.Pool = EventPool(ev)
+		out.Pool = ev.PoolLabel()
 	}
 	if ev.Reason != fsm.ReasonNone {
 		out.Reason = ev.Reason.String()

@@ -76,15 +76,6 @@ func submitTenant(ctx context.Context, named string, pools fsm.PoolSettings) (st
 	return scopeTenant(ctx, named, true)
 }
 
-// EventPool is the pool a job's event names: its job's pool, "default"
-// for the pool default.
-func EventPool(ev *fsm.Event) string {
-	if ev.PoolName == "" {
-		return sfq.DefaultPoolName
-	}
-	return ev.PoolName
-}
-
 // noPoolWorkers is the count of connected workers of a server without
 // worker sessions: none.
 func noPoolWorkers(string) int { return 0 }
