@@ -3,6 +3,8 @@ package web
 import (
 	"strings"
 	"testing"
+
+	pb "github.com/baristahq/barista/proto"
 )
 
 // TestGatewayPoolRoutes: the pool and subscription calls over HTTP/JSON:
@@ -54,4 +56,56 @@ func TestGatewayPoolRoutes(t *testing.T) {
 	want("DELETE pool", gwDo(t, ts, "DELETE", "/v1/admin/pools/gpu", gwAdmin, ""), 200, `{}`)
 	want("GET deleted pool", gwDo(t, ts, "GET", "/v1/admin/pools/gpu", gwAdmin, ""), 404,
 		`{"code":"NOT_FOUND","message":"name: unknown pool \"gpu\""}`)
+}
+
+// TestConsolePools: with a pool besides default, the overview's tenant
+// lines name their pool and an admin sees the pools with their jobs and
+// connected workers (a client token does not, nor in /api/top); the jobs
+// search filters by pool; a job's page names its pool.
+func TestConsolePools(t *testing.T) {
+	n, ts := consoleNode(t) // acme's 1, 3, 5 and beta's 2, 4 in the pool default
+	n.propose(&pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: "gpu"}}})
+	n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, Pool: "gpu"}}})
+
+	r := cdo(t, ts, "GET", "/", gwAdmin, "")
+	for _, s := range []string{`<th class="l">tenant</th><th class="l">pool</th>`,
+		`<td class="l"><a href="/tenants/acme">acme</a></td><td class="l">gpu</td>`,
+		`<td class="l"><a href="/tenants/acme">acme</a></td><td class="l">default</td>`,
+		`<tr><td class="l"><a href="/jobs?pool=gpu">gpu</a></td><td class="l">default</td><td class="l">optional</td><td class="l">no</td><td>0</td><td>1</td><td>0</td><td>0</td></tr>`,
+		`<tr><td class="l"><a href="/jobs?pool=default">default</a></td><td class="l">default</td><td class="l">optional</td><td class="l">no</td><td>0</td><td>5</td><td>0</td><td>0</td></tr>`} {
+		if r.status != 200 || !strings.Contains(r.body, s) {
+			t.Errorf("the admin's overview has no %s:\n%s", s, r.body)
+		}
+	}
+	r = cdo(t, ts, "GET", "/", gwAcme, "")
+	if r.status != 200 || strings.Contains(r.body, `id="pools"`) || !strings.Contains(r.body, `<td class="l">gpu</td>`) {
+		t.Errorf("acme's overview:\n%s", r.body)
+	}
+	r = gwDo(t, ts, "GET", "/api/top", gwAcme, "")
+	if r.status != 200 || !strings.Contains(r.body, `"pools":[]`) || !strings.Contains(r.body, `"pool":"gpu"`) {
+		t.Errorf("acme's /api/top: %d %s", r.status, r.body)
+	}
+	for _, c := range []struct{ path, token, want string }{
+		{"/jobs?pool=gpu", gwAdmin, "6"},
+		{"/jobs?pool=default", gwAdmin, "1 2 3 4 5"},
+		{"/jobs?pool=gpu", gwAcme, "6"},
+		{"/jobs?pool=default&state=queued", gwBeta, "2 4"},
+	} {
+		r := cdo(t, ts, "GET", c.path, c.token, "")
+		if r.status != 200 || jobIDs(r.body) != c.want {
+			t.Errorf("GET %s: %d jobs %q, want %q", c.path, r.status, jobIDs(r.body), c.want)
+		}
+	}
+	r = cdo(t, ts, "GET", "/jobs?pool=GPU", gwAdmin, "")
+	if want := `pool: pool name &#34;GPU&#34; has &#39;G&#39; at byte 0 (want a-z, 0-9 and -, not starting with -)`; r.status != 400 || errorText(r.body) != want {
+		t.Errorf("a bad pool: %d %q", r.status, errorText(r.body))
+	}
+	r = cdo(t, ts, "GET", "/jobs?pool=cpu", gwAdmin, "")
+	if want := `NOT_FOUND: pool: unknown pool &#34;cpu&#34;`; r.status != 404 || errorText(r.body) != want {
+		t.Errorf("an unknown pool: %d %q", r.status, errorText(r.body))
+	}
+	r = cdo(t, ts, "GET", "/jobs/6", gwAcme, "")
+	if !strings.Contains(r.body, `<td class="l" colspan="3" id="job-pool"><a href="/jobs?tenant=acme&amp;pool=gpu">gpu</a></td>`) {
+		t.Errorf("job 6's page:\n%s", r.body)
+	}
 }
