@@ -391,15 +391,5 @@ func runPoolSet(env *cmdEnv, opts *poolSetOpts, args []string) error {
 	if err != nil {
 		return err
 	}
-	if opts.json {
-		m := poolJSON(p)
-		m["created"] = p.Created
-		return printJSON(env.stdout, m)
-	}
-	verb := "updated"
-	if p.Created {
-		verb = "created"
-	}
-	fmt.Fprintf(env.stdout, "pool %s %s\n", p.Name, verb)
-	return printPool(env, p, false)
+	return printSet(env, opts.json, "pool "+p.Name, p.Created, poolJSON(p), func() error { return printPool(env, p, false) })
 }
