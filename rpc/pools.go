@@ -206,7 +206,7 @@ func (s *AdminService) PoolDelete(ctx context.Context, req *pb.PoolDeleteRequest
 	}); handled {
 		return resp, err
 	}
-	if n := s.poolWorkers(req.Name); n > 0 {
+	if n := s.poolWorkers(req.Name); n > 0 && req.Name != sfq.DefaultPoolName { // Apply refuses default whatever it holds
 		return nil, status.Errorf(codes.FailedPrecondition, "pool %s has %d connected %s; stop %s, or start %s with another --pool, first",
 			req.Name, n, plural(n, "worker", "workers"), plural(n, "it", "them"), plural(n, "it", "them"))
 	}
