@@ -411,7 +411,8 @@ func trackCall(ctx context.Context, method string, req, reply any, cc *grpc.Clie
 
 // idempotent reports whether sending a request twice has the effect of
 // sending it once: reads, submits with an idempotency key (every job of a
-// batch keyed), upserts of tenants and configuration, drains, joins. A
+// batch keyed), upserts of tenants, pools, subscriptions and
+// configuration, drains, joins. A
 // submit without a key, a cancel or a delete is not (the second answer
 // differs, or a second job is made), nor a webhook set (the answer that
 // shows a new secret comes once) or replay. A group's cap is set to a
@@ -433,7 +434,8 @@ func idempotent(method string, req any) bool {
 		}
 		return len(r.Jobs) > 0
 	}
-	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetGroup", "Pause", "SetConfig", "Drain", "Join", "WebhookGet", "WebhookStatus"} {
+	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetGroup", "Pause", "SetConfig", "Drain", "Join", "WebhookGet", "WebhookStatus",
+		"PoolSet", "PoolGet", "PoolList", "SubscriptionSet", "SubscriptionList"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

@@ -381,7 +381,8 @@ func TestSubmitBatchSplitsByBytes(t *testing.T) {
 	}
 }
 
-// TestJobsWalksPages: Jobs follows the page tokens to the end.
+// TestJobsWalksPages: Jobs follows the page tokens to the end, every
+// page asked with the first request's filters (state, pool, order).
 func TestJobsWalksPages(t *testing.T) {
 	f := serve(t, &fakeNode{list: func(_ int, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
 		from, _ := strconv.Atoi(req.PageToken)
@@ -396,7 +397,7 @@ func TestJobsWalksPages(t *testing.T) {
 	}})
 	c := newClient(t, Options{}, f.addr)
 	var ids []uint64
-	for j, err := range c.Jobs(context.Background(), &pb.ListJobsRequest{Tenant: "acme", State: "queued", PageSize: 2}) {
+	for j, err := range c.Jobs(context.Background(), &pb.ListJobsRequest{Tenant: "acme", State: "queued", PageSize: 2, Pool: "gpu", NewestFirst: true}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,7 +406,7 @@ func TestJobsWalksPages(t *testing.T) {
 	var tokens []string
 	for _, r := range f.lists {
 		tokens = append(tokens, r.PageToken)
-		if r.State != "queued" || r.PageSize != 2 || r.Tenant != "acme" {
+		if r.State != "queued" || r.PageSize != 2 || r.Tenant != "acme" || r.Pool != "gpu" || !r.NewestFirst {
 			t.Errorf("request %v", r)
 		}
 	}
@@ -477,6 +478,12 @@ func TestIdempotentCalls(t *testing.T) {
 		{"/barista.v1.Admin/WebhookSet", &pb.WebhookSetRequest{}, false},
 		{"/barista.v1.Admin/WebhookDelete", &pb.WebhookDeleteRequest{}, false},
 		{"/barista.v1.Admin/WebhookReplay", &pb.WebhookReplayRequest{}, false},
+		{"/barista.v1.Admin/PoolSet", &pb.PoolSetRequest{}, true},
+		{"/barista.v1.Admin/PoolGet", &pb.PoolGetRequest{}, true},
+		{"/barista.v1.Admin/PoolList", &pb.PoolListRequest{}, true},
+		{"/barista.v1.Admin/PoolDelete", &pb.PoolDeleteRequest{}, false},
+		{"/barista.v1.Admin/SubscriptionSet", &pb.SubscriptionSetRequest{}, true},
+		{"/barista.v1.Admin/SubscriptionList", &pb.SubscriptionListRequest{}, true},
 	}
 	for _, tc := range cases {
 		if got := idempotent(tc.method, tc.req); got != tc.want {

@@ -45,9 +45,17 @@ func batchChunks(jobs []*pb.SubmitRequest) [][2]int {
 // unary runs one call of the client service — method, a method of
 // pb.ClientClient, with req — through Call and returns its answer.
 func unary[Req, Resp any](ctx context.Context, c *Client, req Req, method func(pb.ClientClient, context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
+	return call(ctx, c, pb.NewClientClient, req, method)
+}
+
+// call runs one call of any service — method, a method of the service's
+// client that newClient makes, with req — through Call and returns its
+// answer.
+func call[C, Req, Resp any](ctx context.Context, c *Client, newClient func(grpc.ClientConnInterface) C, req Req,
+	method func(C, context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
 	var resp Resp
 	err := c.Call(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) (err error) {
-		resp, err = method(pb.NewClientClient(cc), ctx, req)
+		resp, err = method(newClient(cc), ctx, req)
 		return err
 	})
 	if err != nil {
@@ -119,7 +127,7 @@ func (c *Client) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.Lis
 func (c *Client) Jobs(ctx context.Context, req *pb.ListJobsRequest) iter.Seq2[*pb.Job, error] {
 	return pages(req.PageToken, func(token string) (*pb.ListJobsResponse, error) {
 		return c.ListJobs(ctx, &pb.ListJobsRequest{Tenant: req.Tenant, State: req.State, PageSize: req.PageSize, PageToken: token,
-			Read: req.Read, IncludePayload: req.IncludePayload})
+			Read: req.Read, IncludePayload: req.IncludePayload, NewestFirst: req.NewestFirst, Pool: req.Pool})
 	}, (*pb.ListJobsResponse).GetJobs, (*pb.ListJobsResponse).GetNextPageToken)
 }
 

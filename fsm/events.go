@@ -98,6 +98,15 @@ type Event struct {
 	PoolName string
 }
 
+// PoolLabel is the pool of the event's job as the API and webhooks name
+// it: PoolName, "default" for the pool default.
+func (ev *Event) PoolLabel() string {
+	if ev.PoolName == "" {
+		return sfq.DefaultPoolName
+	}
+	return ev.PoolName
+}
+
 // eventRecord is an event of the log without its Seq, its position; the
 // log stores it as a compact record (eventlog.go).
 type eventRecord struct {

@@ -26,8 +26,11 @@ const (
 )
 
 type PauseDispatchRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Resume        bool                   `protobuf:"varint,1,opt,name=resume,proto3" json:"resume,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Resume bool                   `protobuf:"varint,1,opt,name=resume,proto3" json:"resume,omitempty"`
+	// pool pauses or resumes dispatch in that pool alone (empty: all
+	// dispatch).
+	Pool          string `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -69,9 +72,16 @@ func (x *PauseDispatchRequest) GetResume() bool {
 	return false
 }
 
+func (x *PauseDispatchRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
 type PauseDispatchResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Paused        bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`   // all dispatch is paused now
+	Paused        bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`   // all dispatch (or, with pool, the pool's) is paused now
 	Changed       bool                   `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"` // false: it already was (or was not)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -121,6 +131,747 @@ func (x *PauseDispatchResponse) GetChanged() bool {
 	return false
 }
 
+// Pool is a pool's settings and what it holds now.
+type Pool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// weights: "default" (each tenant's tier weight x multiplier), "equal"
+	// (every tenant 1) or "TENANT:W,..." (the tenants listed weigh W, the
+	// others 1), in tenant order.
+	Weights string `protobuf:"bytes,2,opt,name=weights,proto3" json:"weights,omitempty"`
+	// subscriptions_required: a tenant without a subscription in the pool
+	// may not submit to it.
+	SubscriptionsRequired bool   `protobuf:"varint,3,opt,name=subscriptions_required,json=subscriptionsRequired,proto3" json:"subscriptions_required,omitempty"`
+	Paused                bool   `protobuf:"varint,4,opt,name=paused,proto3" json:"paused,omitempty"` // dispatch in the pool is paused (PauseDispatch with pool)
+	Scheduled             uint64 `protobuf:"varint,5,opt,name=scheduled,proto3" json:"scheduled,omitempty"`
+	Queued                uint64 `protobuf:"varint,6,opt,name=queued,proto3" json:"queued,omitempty"`
+	Running               uint64 `protobuf:"varint,7,opt,name=running,proto3" json:"running,omitempty"` // assigned and running
+	// tenants: the tenants that have a record in the pool (used it, or
+	// have a setting there).
+	Tenants uint32 `protobuf:"varint,8,opt,name=tenants,proto3" json:"tenants,omitempty"`
+	// workers: the connected workers of the pool, as the leader counts them
+	// (0 from a stale read of a follower, which holds no worker session).
+	Workers uint32 `protobuf:"varint,9,opt,name=workers,proto3" json:"workers,omitempty"`
+	// virtual_now_ms: the pool's virtual_now of each class (critical, high,
+	// normal, low), virtual ms.
+	VirtualNowMs []string `protobuf:"bytes,10,rep,name=virtual_now_ms,json=virtualNowMs,proto3" json:"virtual_now_ms,omitempty"`
+	Created      bool     `protobuf:"varint,11,opt,name=created,proto3" json:"created,omitempty"` // set by PoolSet: the pool is new
+	// now is the answering node's cluster time and wall clock.
+	Now           *ClockNow `protobuf:"bytes,95,opt,name=now,proto3" json:"now,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Pool) Reset() {
+	*x = Pool{}
+	mi := &file_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Pool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Pool) ProtoMessage() {}
+
+func (x *Pool) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Pool.ProtoReflect.Descriptor instead.
+func (*Pool) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Pool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Pool) GetWeights() string {
+	if x != nil {
+		return x.Weights
+	}
+	return ""
+}
+
+func (x *Pool) GetSubscriptionsRequired() bool {
+	if x != nil {
+		return x.SubscriptionsRequired
+	}
+	return false
+}
+
+func (x *Pool) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *Pool) GetScheduled() uint64 {
+	if x != nil {
+		return x.Scheduled
+	}
+	return 0
+}
+
+func (x *Pool) GetQueued() uint64 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *Pool) GetRunning() uint64 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *Pool) GetTenants() uint32 {
+	if x != nil {
+		return x.Tenants
+	}
+	return 0
+}
+
+func (x *Pool) GetWorkers() uint32 {
+	if x != nil {
+		return x.Workers
+	}
+	return 0
+}
+
+func (x *Pool) GetVirtualNowMs() []string {
+	if x != nil {
+		return x.VirtualNowMs
+	}
+	return nil
+}
+
+func (x *Pool) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *Pool) GetNow() *ClockNow {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+type PoolSetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // [a-z0-9][a-z0-9-]{0,62}
+	// weights: "default", "equal" or "TENANT:W,..." (W in 1..1000000, each
+	// tenant once; a tenant need not exist yet). Left out: kept.
+	Weights *string `protobuf:"bytes,2,opt,name=weights,proto3,oneof" json:"weights,omitempty"`
+	// subscriptions_required. Left out: kept.
+	SubscriptionsRequired *bool `protobuf:"varint,3,opt,name=subscriptions_required,json=subscriptionsRequired,proto3,oneof" json:"subscriptions_required,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *PoolSetRequest) Reset() {
+	*x = PoolSetRequest{}
+	mi := &file_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolSetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolSetRequest) ProtoMessage() {}
+
+func (x *PoolSetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolSetRequest.ProtoReflect.Descriptor instead.
+func (*PoolSetRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PoolSetRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PoolSetRequest) GetWeights() string {
+	if x != nil && x.Weights != nil {
+		return *x.Weights
+	}
+	return ""
+}
+
+func (x *PoolSetRequest) GetSubscriptionsRequired() bool {
+	if x != nil && x.SubscriptionsRequired != nil {
+		return *x.SubscriptionsRequired
+	}
+	return false
+}
+
+type PoolGetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,2,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolGetRequest) Reset() {
+	*x = PoolGetRequest{}
+	mi := &file_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolGetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolGetRequest) ProtoMessage() {}
+
+func (x *PoolGetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolGetRequest.ProtoReflect.Descriptor instead.
+func (*PoolGetRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PoolGetRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PoolGetRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type PoolListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Read          *ReadOptions           `protobuf:"bytes,1,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolListRequest) Reset() {
+	*x = PoolListRequest{}
+	mi := &file_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolListRequest) ProtoMessage() {}
+
+func (x *PoolListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolListRequest.ProtoReflect.Descriptor instead.
+func (*PoolListRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PoolListRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type PoolListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pools         []*Pool                `protobuf:"bytes,1,rep,name=pools,proto3" json:"pools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolListResponse) Reset() {
+	*x = PoolListResponse{}
+	mi := &file_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolListResponse) ProtoMessage() {}
+
+func (x *PoolListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolListResponse.ProtoReflect.Descriptor instead.
+func (*PoolListResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PoolListResponse) GetPools() []*Pool {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
+type PoolDeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolDeleteRequest) Reset() {
+	*x = PoolDeleteRequest{}
+	mi := &file_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolDeleteRequest) ProtoMessage() {}
+
+func (x *PoolDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolDeleteRequest.ProtoReflect.Descriptor instead.
+func (*PoolDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PoolDeleteRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type PoolDeleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolDeleteResponse) Reset() {
+	*x = PoolDeleteResponse{}
+	mi := &file_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolDeleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolDeleteResponse) ProtoMessage() {}
+
+func (x *PoolDeleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolDeleteResponse.ProtoReflect.Descriptor instead.
+func (*PoolDeleteResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{8}
+}
+
+// Subscription is a tenant's subscription in a pool.
+type Subscription struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Pool   string                 `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
+	Burst  uint32                 `protobuf:"varint,3,opt,name=burst,proto3" json:"burst,omitempty"` // its jobs assigned or running in the pool at most; 0 holds them
+	// running: its jobs assigned or running in the pool now.
+	Running       uint32 `protobuf:"varint,4,opt,name=running,proto3" json:"running,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Subscription) Reset() {
+	*x = Subscription{}
+	mi := &file_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Subscription) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Subscription) ProtoMessage() {}
+
+func (x *Subscription) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Subscription.ProtoReflect.Descriptor instead.
+func (*Subscription) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Subscription) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *Subscription) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *Subscription) GetBurst() uint32 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
+func (x *Subscription) GetRunning() uint32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+type SubscriptionSetRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Pool   string                 `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
+	// burst: the subscription's burst; left out, the subscription is
+	// removed.
+	Burst         *uint32 `protobuf:"varint,3,opt,name=burst,proto3,oneof" json:"burst,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscriptionSetRequest) Reset() {
+	*x = SubscriptionSetRequest{}
+	mi := &file_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscriptionSetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscriptionSetRequest) ProtoMessage() {}
+
+func (x *SubscriptionSetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscriptionSetRequest.ProtoReflect.Descriptor instead.
+func (*SubscriptionSetRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SubscriptionSetRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SubscriptionSetRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *SubscriptionSetRequest) GetBurst() uint32 {
+	if x != nil && x.Burst != nil {
+		return *x.Burst
+	}
+	return 0
+}
+
+type SubscriptionSetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// subscription is the subscription now (absent once removed).
+	Subscription  *Subscription `protobuf:"bytes,1,opt,name=subscription,proto3" json:"subscription,omitempty"`
+	Changed       bool          `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"` // false: it already was so
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscriptionSetResponse) Reset() {
+	*x = SubscriptionSetResponse{}
+	mi := &file_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscriptionSetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscriptionSetResponse) ProtoMessage() {}
+
+func (x *SubscriptionSetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscriptionSetResponse.ProtoReflect.Descriptor instead.
+func (*SubscriptionSetResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SubscriptionSetResponse) GetSubscription() *Subscription {
+	if x != nil {
+		return x.Subscription
+	}
+	return nil
+}
+
+func (x *SubscriptionSetResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
+type SubscriptionListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`                      // empty: every tenant
+	Pool          string                 `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`                          // empty: every pool
+	PageSize      uint32                 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"` // default 100, at most 1000
+	PageToken     string                 `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,5,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscriptionListRequest) Reset() {
+	*x = SubscriptionListRequest{}
+	mi := &file_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscriptionListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscriptionListRequest) ProtoMessage() {}
+
+func (x *SubscriptionListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscriptionListRequest.ProtoReflect.Descriptor instead.
+func (*SubscriptionListRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SubscriptionListRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SubscriptionListRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *SubscriptionListRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *SubscriptionListRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *SubscriptionListRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type SubscriptionListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Subscriptions []*Subscription        `protobuf:"bytes,1,rep,name=subscriptions,proto3" json:"subscriptions,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"` // empty: no more
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscriptionListResponse) Reset() {
+	*x = SubscriptionListResponse{}
+	mi := &file_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscriptionListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscriptionListResponse) ProtoMessage() {}
+
+func (x *SubscriptionListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscriptionListResponse.ProtoReflect.Descriptor instead.
+func (*SubscriptionListResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SubscriptionListResponse) GetSubscriptions() []*Subscription {
+	if x != nil {
+		return x.Subscriptions
+	}
+	return nil
+}
+
+func (x *SubscriptionListResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 type Tenant struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -157,7 +908,7 @@ type Tenant struct {
 
 func (x *Tenant) Reset() {
 	*x = Tenant{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -169,7 +920,7 @@ func (x *Tenant) String() string {
 func (*Tenant) ProtoMessage() {}
 
 func (x *Tenant) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -182,7 +933,7 @@ func (x *Tenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
 func (*Tenant) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Tenant) GetName() string {
@@ -338,7 +1089,7 @@ type UpsertTenantRequest struct {
 
 func (x *UpsertTenantRequest) Reset() {
 	*x = UpsertTenantRequest{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +1101,7 @@ func (x *UpsertTenantRequest) String() string {
 func (*UpsertTenantRequest) ProtoMessage() {}
 
 func (x *UpsertTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +1114,7 @@ func (x *UpsertTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertTenantRequest.ProtoReflect.Descriptor instead.
 func (*UpsertTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UpsertTenantRequest) GetName() string {
@@ -459,7 +1210,7 @@ type DeleteTenantRequest struct {
 
 func (x *DeleteTenantRequest) Reset() {
 	*x = DeleteTenantRequest{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +1222,7 @@ func (x *DeleteTenantRequest) String() string {
 func (*DeleteTenantRequest) ProtoMessage() {}
 
 func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +1235,7 @@ func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteTenantRequest) GetName() string {
@@ -502,7 +1253,7 @@ type DeleteTenantResponse struct {
 
 func (x *DeleteTenantResponse) Reset() {
 	*x = DeleteTenantResponse{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -514,7 +1265,7 @@ func (x *DeleteTenantResponse) String() string {
 func (*DeleteTenantResponse) ProtoMessage() {}
 
 func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -527,7 +1278,7 @@ func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTenantResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{17}
 }
 
 type GetTenantRequest struct {
@@ -540,7 +1291,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +1303,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +1316,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetTenantRequest) GetName() string {
@@ -591,7 +1342,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +1354,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +1367,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListTenantsRequest) GetRead() *ReadOptions {
@@ -635,7 +1386,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -647,7 +1398,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -660,7 +1411,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*Tenant {
@@ -679,7 +1430,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +1442,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +1455,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{9}
+	return file_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetConfigRequest) GetRead() *ReadOptions {
@@ -723,7 +1474,7 @@ type SetConfigRequest struct {
 
 func (x *SetConfigRequest) Reset() {
 	*x = SetConfigRequest{}
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +1486,7 @@ func (x *SetConfigRequest) String() string {
 func (*SetConfigRequest) ProtoMessage() {}
 
 func (x *SetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +1499,7 @@ func (x *SetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConfigRequest.ProtoReflect.Descriptor instead.
 func (*SetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{10}
+	return file_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SetConfigRequest) GetConfig() *SchedulerConfig {
@@ -768,7 +1519,7 @@ type TopRequest struct {
 
 func (x *TopRequest) Reset() {
 	*x = TopRequest{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +1531,7 @@ func (x *TopRequest) String() string {
 func (*TopRequest) ProtoMessage() {}
 
 func (x *TopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +1544,7 @@ func (x *TopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopRequest.ProtoReflect.Descriptor instead.
 func (*TopRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TopRequest) GetRead() *ReadOptions {
@@ -838,15 +1589,20 @@ type TenantShare struct {
 	Groups []*GroupUsage `protobuf:"bytes,40,rep,name=groups,proto3" json:"groups,omitempty"`
 	// paused ("" or who paused the tenant: "tenant", "admin") and rate (its
 	// rate limit, "N/PERIOD burst B", or empty), on every line of it.
-	Paused        string `protobuf:"bytes,80,opt,name=paused,proto3" json:"paused,omitempty"`
-	Rate          string `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
+	Paused string `protobuf:"bytes,80,opt,name=paused,proto3" json:"paused,omitempty"`
+	Rate   string `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
+	// pool: the pool of the line's share, always named ("default"
+	// included): a tenant active in two pools has lines in each, every
+	// figure of the line but queued and running (the tenant's, every pool)
+	// within that pool.
+	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TenantShare) Reset() {
 	*x = TenantShare{}
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +1614,7 @@ func (x *TenantShare) String() string {
 func (*TenantShare) ProtoMessage() {}
 
 func (x *TenantShare) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +1627,7 @@ func (x *TenantShare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantShare.ProtoReflect.Descriptor instead.
 func (*TenantShare) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TenantShare) GetName() string {
@@ -986,6 +1742,13 @@ func (x *TenantShare) GetRate() string {
 	return ""
 }
 
+func (x *TenantShare) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
 // FairWindow is one window of the fairness report of a tenant and class.
 type FairWindow struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1003,7 +1766,7 @@ type FairWindow struct {
 
 func (x *FairWindow) Reset() {
 	*x = FairWindow{}
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1778,7 @@ func (x *FairWindow) String() string {
 func (*FairWindow) ProtoMessage() {}
 
 func (x *FairWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1791,7 @@ func (x *FairWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairWindow.ProtoReflect.Descriptor instead.
 func (*FairWindow) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FairWindow) GetWindow() string {
@@ -1097,13 +1860,15 @@ type TopResponse struct {
 	// fairness_since_ms is when this node's fairness report starts (its
 	// start, or the snapshot it last loaded): windows cover nothing before.
 	FairnessSinceMs int64 `protobuf:"varint,6,opt,name=fairness_since_ms,json=fairnessSinceMs,proto3" json:"fairness_since_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// pools: every pool with its jobs and connected workers, by name.
+	Pools         []*Pool `protobuf:"bytes,120,rep,name=pools,proto3" json:"pools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TopResponse) Reset() {
 	*x = TopResponse{}
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1880,7 @@ func (x *TopResponse) String() string {
 func (*TopResponse) ProtoMessage() {}
 
 func (x *TopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1893,7 @@ func (x *TopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopResponse.ProtoReflect.Descriptor instead.
 func (*TopResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TopResponse) GetLeaderId() string {
@@ -1173,6 +1938,13 @@ func (x *TopResponse) GetFairnessSinceMs() int64 {
 	return 0
 }
 
+func (x *TopResponse) GetPools() []*Pool {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
 // Webhook is a tenant's registered endpoint as the replicated state holds
 // it (the secret is never stored).
 type Webhook struct {
@@ -1201,7 +1973,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1985,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1998,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Webhook) GetTenant() string {
@@ -1321,7 +2093,7 @@ type WebhookSetRequest struct {
 
 func (x *WebhookSetRequest) Reset() {
 	*x = WebhookSetRequest{}
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +2105,7 @@ func (x *WebhookSetRequest) String() string {
 func (*WebhookSetRequest) ProtoMessage() {}
 
 func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +2118,7 @@ func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookSetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WebhookSetRequest) GetTenant() string {
@@ -1400,7 +2172,7 @@ type WebhookSetResponse struct {
 
 func (x *WebhookSetResponse) Reset() {
 	*x = WebhookSetResponse{}
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1412,7 +2184,7 @@ func (x *WebhookSetResponse) String() string {
 func (*WebhookSetResponse) ProtoMessage() {}
 
 func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1425,7 +2197,7 @@ func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetResponse.ProtoReflect.Descriptor instead.
 func (*WebhookSetResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WebhookSetResponse) GetWebhook() *Webhook {
@@ -1466,7 +2238,7 @@ type WebhookGetRequest struct {
 
 func (x *WebhookGetRequest) Reset() {
 	*x = WebhookGetRequest{}
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +2250,7 @@ func (x *WebhookGetRequest) String() string {
 func (*WebhookGetRequest) ProtoMessage() {}
 
 func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +2263,7 @@ func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookGetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookGetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WebhookGetRequest) GetTenant() string {
@@ -1517,7 +2289,7 @@ type WebhookDeleteRequest struct {
 
 func (x *WebhookDeleteRequest) Reset() {
 	*x = WebhookDeleteRequest{}
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +2301,7 @@ func (x *WebhookDeleteRequest) String() string {
 func (*WebhookDeleteRequest) ProtoMessage() {}
 
 func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +2314,7 @@ func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteRequest.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WebhookDeleteRequest) GetTenant() string {
@@ -1560,7 +2332,7 @@ type WebhookDeleteResponse struct {
 
 func (x *WebhookDeleteResponse) Reset() {
 	*x = WebhookDeleteResponse{}
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +2344,7 @@ func (x *WebhookDeleteResponse) String() string {
 func (*WebhookDeleteResponse) ProtoMessage() {}
 
 func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +2357,7 @@ func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteResponse.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_proto_rawDescGZIP(), []int{32}
 }
 
 type WebhookStatusRequest struct {
@@ -1597,7 +2369,7 @@ type WebhookStatusRequest struct {
 
 func (x *WebhookStatusRequest) Reset() {
 	*x = WebhookStatusRequest{}
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +2381,7 @@ func (x *WebhookStatusRequest) String() string {
 func (*WebhookStatusRequest) ProtoMessage() {}
 
 func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +2394,7 @@ func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusRequest.ProtoReflect.Descriptor instead.
 func (*WebhookStatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{21}
+	return file_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WebhookStatusRequest) GetTenant() string {
@@ -1652,7 +2424,7 @@ type WebhookStatusResponse struct {
 
 func (x *WebhookStatusResponse) Reset() {
 	*x = WebhookStatusResponse{}
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +2436,7 @@ func (x *WebhookStatusResponse) String() string {
 func (*WebhookStatusResponse) ProtoMessage() {}
 
 func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +2449,7 @@ func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusResponse.ProtoReflect.Descriptor instead.
 func (*WebhookStatusResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{22}
+	return file_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WebhookStatusResponse) GetWebhook() *Webhook {
@@ -1753,7 +2525,7 @@ type WebhookReplayRequest struct {
 
 func (x *WebhookReplayRequest) Reset() {
 	*x = WebhookReplayRequest{}
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +2537,7 @@ func (x *WebhookReplayRequest) String() string {
 func (*WebhookReplayRequest) ProtoMessage() {}
 
 func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +2550,7 @@ func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplayRequest.ProtoReflect.Descriptor instead.
 func (*WebhookReplayRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{23}
+	return file_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WebhookReplayRequest) GetTenant() string {
@@ -1800,12 +2572,67 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\".\n" +
+	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"B\n" +
 	"\x14PauseDispatchRequest\x12\x16\n" +
-	"\x06resume\x18\x01 \x01(\bR\x06resume\"I\n" +
+	"\x06resume\x18\x01 \x01(\bR\x06resume\x12\x12\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\"I\n" +
 	"\x15PauseDispatchResponse\x12\x16\n" +
 	"\x06paused\x18\x01 \x01(\bR\x06paused\x12\x18\n" +
-	"\achanged\x18\x02 \x01(\bR\achanged\"\xd1\x04\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\"\xef\x02\n" +
+	"\x04Pool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aweights\x18\x02 \x01(\tR\aweights\x125\n" +
+	"\x16subscriptions_required\x18\x03 \x01(\bR\x15subscriptionsRequired\x12\x16\n" +
+	"\x06paused\x18\x04 \x01(\bR\x06paused\x12\x1c\n" +
+	"\tscheduled\x18\x05 \x01(\x04R\tscheduled\x12\x16\n" +
+	"\x06queued\x18\x06 \x01(\x04R\x06queued\x12\x18\n" +
+	"\arunning\x18\a \x01(\x04R\arunning\x12\x18\n" +
+	"\atenants\x18\b \x01(\rR\atenants\x12\x18\n" +
+	"\aworkers\x18\t \x01(\rR\aworkers\x12$\n" +
+	"\x0evirtual_now_ms\x18\n" +
+	" \x03(\tR\fvirtualNowMs\x12\x18\n" +
+	"\acreated\x18\v \x01(\bR\acreated\x12&\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"\xa6\x01\n" +
+	"\x0ePoolSetRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\aweights\x18\x02 \x01(\tH\x00R\aweights\x88\x01\x01\x12:\n" +
+	"\x16subscriptions_required\x18\x03 \x01(\bH\x01R\x15subscriptionsRequired\x88\x01\x01B\n" +
+	"\n" +
+	"\b_weightsB\x19\n" +
+	"\x17_subscriptions_required\"Q\n" +
+	"\x0ePoolGetRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12+\n" +
+	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\">\n" +
+	"\x0fPoolListRequest\x12+\n" +
+	"\x04read\x18\x01 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\":\n" +
+	"\x10PoolListResponse\x12&\n" +
+	"\x05pools\x18\x01 \x03(\v2\x10.barista.v1.PoolR\x05pools\"'\n" +
+	"\x11PoolDeleteRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x14\n" +
+	"\x12PoolDeleteResponse\"j\n" +
+	"\fSubscription\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x14\n" +
+	"\x05burst\x18\x03 \x01(\rR\x05burst\x12\x18\n" +
+	"\arunning\x18\x04 \x01(\rR\arunning\"i\n" +
+	"\x16SubscriptionSetRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x19\n" +
+	"\x05burst\x18\x03 \x01(\rH\x00R\x05burst\x88\x01\x01B\b\n" +
+	"\x06_burst\"q\n" +
+	"\x17SubscriptionSetResponse\x12<\n" +
+	"\fsubscription\x18\x01 \x01(\v2\x18.barista.v1.SubscriptionR\fsubscription\x12\x18\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\"\xae\x01\n" +
+	"\x17SubscriptionListRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12+\n" +
+	"\x04read\x18\x05 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\x82\x01\n" +
+	"\x18SubscriptionListResponse\x12>\n" +
+	"\rsubscriptions\x18\x01 \x03(\v2\x18.barista.v1.SubscriptionR\rsubscriptions\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd1\x04\n" +
 	"\x06Tenant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -1864,7 +2691,7 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"TopRequest\x12+\n" +
 	"\x04read\x18\x01 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1b\n" +
-	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\x94\x04\n" +
+	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\xa8\x04\n" +
 	"\vTenantShare\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x16\n" +
@@ -1885,7 +2712,8 @@ const file_admin_proto_rawDesc = "" +
 	"lag_cpu_ms\x18\r \x01(\x03R\blagCpuMs\x12.\n" +
 	"\x06groups\x18( \x03(\v2\x16.barista.v1.GroupUsageR\x06groups\x12\x16\n" +
 	"\x06paused\x18P \x01(\tR\x06paused\x12\x12\n" +
-	"\x04rate\x18Q \x01(\tR\x04rate\"\x97\x02\n" +
+	"\x04rate\x18Q \x01(\tR\x04rate\x12\x12\n" +
+	"\x04pool\x18x \x01(\tR\x04pool\"\x97\x02\n" +
 	"\n" +
 	"FairWindow\x12\x16\n" +
 	"\x06window\x18\x01 \x01(\tR\x06window\x12\x17\n" +
@@ -1899,14 +2727,15 @@ const file_admin_proto_rawDesc = "" +
 	"\x05ratio\x18\b \x01(\x01H\x02R\x05ratio\x88\x01\x01B\b\n" +
 	"\x06_shareB\v\n" +
 	"\t_entitledB\b\n" +
-	"\x06_ratio\"\xf3\x01\n" +
+	"\x06_ratio\"\x9b\x02\n" +
 	"\vTopResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12#\n" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12&\n" +
 	"\x0fcluster_time_ms\x18\x03 \x01(\x03R\rclusterTimeMs\x12\x1b\n" +
 	"\twindow_ms\x18\x04 \x01(\x03R\bwindowMs\x121\n" +
 	"\atenants\x18\x05 \x03(\v2\x17.barista.v1.TenantShareR\atenants\x12*\n" +
-	"\x11fairness_since_ms\x18\x06 \x01(\x03R\x0ffairnessSinceMs\"\x81\x03\n" +
+	"\x11fairness_since_ms\x18\x06 \x01(\x03R\x0ffairnessSinceMs\x12&\n" +
+	"\x05pools\x18x \x03(\v2\x10.barista.v1.PoolR\x05pools\"\x81\x03\n" +
 	"\aWebhook\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
@@ -1955,7 +2784,7 @@ const file_admin_proto_rawDesc = "" +
 	"\bfailures\x18\t \x01(\rR\bfailures\"I\n" +
 	"\x14WebhookReplayRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x19\n" +
-	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq2\xcf\a\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq2\x90\v\n" +
 	"\x05Admin\x12C\n" +
 	"\fUpsertTenant\x12\x1f.barista.v1.UpsertTenantRequest\x1a\x12.barista.v1.Tenant\x12Q\n" +
 	"\fDeleteTenant\x12\x1f.barista.v1.DeleteTenantRequest\x1a .barista.v1.DeleteTenantResponse\x12=\n" +
@@ -1971,7 +2800,14 @@ const file_admin_proto_rawDesc = "" +
 	"\rWebhookDelete\x12 .barista.v1.WebhookDeleteRequest\x1a!.barista.v1.WebhookDeleteResponse\x12T\n" +
 	"\rWebhookStatus\x12 .barista.v1.WebhookStatusRequest\x1a!.barista.v1.WebhookStatusResponse\x12F\n" +
 	"\rWebhookReplay\x12 .barista.v1.WebhookReplayRequest\x1a\x13.barista.v1.Webhook\x12T\n" +
-	"\rPauseDispatch\x12 .barista.v1.PauseDispatchRequest\x1a!.barista.v1.PauseDispatchResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\rPauseDispatch\x12 .barista.v1.PauseDispatchRequest\x1a!.barista.v1.PauseDispatchResponse\x127\n" +
+	"\aPoolSet\x12\x1a.barista.v1.PoolSetRequest\x1a\x10.barista.v1.Pool\x127\n" +
+	"\aPoolGet\x12\x1a.barista.v1.PoolGetRequest\x1a\x10.barista.v1.Pool\x12E\n" +
+	"\bPoolList\x12\x1b.barista.v1.PoolListRequest\x1a\x1c.barista.v1.PoolListResponse\x12K\n" +
+	"\n" +
+	"PoolDelete\x12\x1d.barista.v1.PoolDeleteRequest\x1a\x1e.barista.v1.PoolDeleteResponse\x12Z\n" +
+	"\x0fSubscriptionSet\x12\".barista.v1.SubscriptionSetRequest\x1a#.barista.v1.SubscriptionSetResponse\x12]\n" +
+	"\x10SubscriptionList\x12#.barista.v1.SubscriptionListRequest\x1a$.barista.v1.SubscriptionListResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -1985,97 +2821,129 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_admin_proto_goTypes = []any{
-	(*PauseDispatchRequest)(nil),  // 0: barista.v1.PauseDispatchRequest
-	(*PauseDispatchResponse)(nil), // 1: barista.v1.PauseDispatchResponse
-	(*Tenant)(nil),                // 2: barista.v1.Tenant
-	(*UpsertTenantRequest)(nil),   // 3: barista.v1.UpsertTenantRequest
-	(*DeleteTenantRequest)(nil),   // 4: barista.v1.DeleteTenantRequest
-	(*DeleteTenantResponse)(nil),  // 5: barista.v1.DeleteTenantResponse
-	(*GetTenantRequest)(nil),      // 6: barista.v1.GetTenantRequest
-	(*ListTenantsRequest)(nil),    // 7: barista.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),   // 8: barista.v1.ListTenantsResponse
-	(*GetConfigRequest)(nil),      // 9: barista.v1.GetConfigRequest
-	(*SetConfigRequest)(nil),      // 10: barista.v1.SetConfigRequest
-	(*TopRequest)(nil),            // 11: barista.v1.TopRequest
-	(*TenantShare)(nil),           // 12: barista.v1.TenantShare
-	(*FairWindow)(nil),            // 13: barista.v1.FairWindow
-	(*TopResponse)(nil),           // 14: barista.v1.TopResponse
-	(*Webhook)(nil),               // 15: barista.v1.Webhook
-	(*WebhookSetRequest)(nil),     // 16: barista.v1.WebhookSetRequest
-	(*WebhookSetResponse)(nil),    // 17: barista.v1.WebhookSetResponse
-	(*WebhookGetRequest)(nil),     // 18: barista.v1.WebhookGetRequest
-	(*WebhookDeleteRequest)(nil),  // 19: barista.v1.WebhookDeleteRequest
-	(*WebhookDeleteResponse)(nil), // 20: barista.v1.WebhookDeleteResponse
-	(*WebhookStatusRequest)(nil),  // 21: barista.v1.WebhookStatusRequest
-	(*WebhookStatusResponse)(nil), // 22: barista.v1.WebhookStatusResponse
-	(*WebhookReplayRequest)(nil),  // 23: barista.v1.WebhookReplayRequest
-	(Tier)(0),                     // 24: barista.v1.Tier
-	(*Caps)(nil),                  // 25: barista.v1.Caps
-	(Class)(0),                    // 26: barista.v1.Class
-	(GroupOrder)(0),               // 27: barista.v1.GroupOrder
-	(*ClockNow)(nil),              // 28: barista.v1.ClockNow
-	(*ReadOptions)(nil),           // 29: barista.v1.ReadOptions
-	(*SchedulerConfig)(nil),       // 30: barista.v1.SchedulerConfig
-	(*GroupUsage)(nil),            // 31: barista.v1.GroupUsage
+	(*PauseDispatchRequest)(nil),     // 0: barista.v1.PauseDispatchRequest
+	(*PauseDispatchResponse)(nil),    // 1: barista.v1.PauseDispatchResponse
+	(*Pool)(nil),                     // 2: barista.v1.Pool
+	(*PoolSetRequest)(nil),           // 3: barista.v1.PoolSetRequest
+	(*PoolGetRequest)(nil),           // 4: barista.v1.PoolGetRequest
+	(*PoolListRequest)(nil),          // 5: barista.v1.PoolListRequest
+	(*PoolListResponse)(nil),         // 6: barista.v1.PoolListResponse
+	(*PoolDeleteRequest)(nil),        // 7: barista.v1.PoolDeleteRequest
+	(*PoolDeleteResponse)(nil),       // 8: barista.v1.PoolDeleteResponse
+	(*Subscription)(nil),             // 9: barista.v1.Subscription
+	(*SubscriptionSetRequest)(nil),   // 10: barista.v1.SubscriptionSetRequest
+	(*SubscriptionSetResponse)(nil),  // 11: barista.v1.SubscriptionSetResponse
+	(*SubscriptionListRequest)(nil),  // 12: barista.v1.SubscriptionListRequest
+	(*SubscriptionListResponse)(nil), // 13: barista.v1.SubscriptionListResponse
+	(*Tenant)(nil),                   // 14: barista.v1.Tenant
+	(*UpsertTenantRequest)(nil),      // 15: barista.v1.UpsertTenantRequest
+	(*DeleteTenantRequest)(nil),      // 16: barista.v1.DeleteTenantRequest
+	(*DeleteTenantResponse)(nil),     // 17: barista.v1.DeleteTenantResponse
+	(*GetTenantRequest)(nil),         // 18: barista.v1.GetTenantRequest
+	(*ListTenantsRequest)(nil),       // 19: barista.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),      // 20: barista.v1.ListTenantsResponse
+	(*GetConfigRequest)(nil),         // 21: barista.v1.GetConfigRequest
+	(*SetConfigRequest)(nil),         // 22: barista.v1.SetConfigRequest
+	(*TopRequest)(nil),               // 23: barista.v1.TopRequest
+	(*TenantShare)(nil),              // 24: barista.v1.TenantShare
+	(*FairWindow)(nil),               // 25: barista.v1.FairWindow
+	(*TopResponse)(nil),              // 26: barista.v1.TopResponse
+	(*Webhook)(nil),                  // 27: barista.v1.Webhook
+	(*WebhookSetRequest)(nil),        // 28: barista.v1.WebhookSetRequest
+	(*WebhookSetResponse)(nil),       // 29: barista.v1.WebhookSetResponse
+	(*WebhookGetRequest)(nil),        // 30: barista.v1.WebhookGetRequest
+	(*WebhookDeleteRequest)(nil),     // 31: barista.v1.WebhookDeleteRequest
+	(*WebhookDeleteResponse)(nil),    // 32: barista.v1.WebhookDeleteResponse
+	(*WebhookStatusRequest)(nil),     // 33: barista.v1.WebhookStatusRequest
+	(*WebhookStatusResponse)(nil),    // 34: barista.v1.WebhookStatusResponse
+	(*WebhookReplayRequest)(nil),     // 35: barista.v1.WebhookReplayRequest
+	(*ClockNow)(nil),                 // 36: barista.v1.ClockNow
+	(*ReadOptions)(nil),              // 37: barista.v1.ReadOptions
+	(Tier)(0),                        // 38: barista.v1.Tier
+	(*Caps)(nil),                     // 39: barista.v1.Caps
+	(Class)(0),                       // 40: barista.v1.Class
+	(GroupOrder)(0),                  // 41: barista.v1.GroupOrder
+	(*SchedulerConfig)(nil),          // 42: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),               // 43: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
-	24, // 0: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
-	25, // 1: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	26, // 2: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
-	27, // 3: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
-	28, // 4: barista.v1.Tenant.now:type_name -> barista.v1.ClockNow
-	24, // 5: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	25, // 6: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	26, // 7: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
-	27, // 8: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
-	29, // 9: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	29, // 10: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
-	2,  // 11: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	29, // 12: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	30, // 13: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	29, // 14: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	24, // 15: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	26, // 16: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
-	13, // 17: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
-	31, // 18: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
-	12, // 19: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	28, // 20: barista.v1.Webhook.now:type_name -> barista.v1.ClockNow
-	15, // 21: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
-	29, // 22: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
-	15, // 23: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
-	3,  // 24: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	4,  // 25: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	6,  // 26: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	7,  // 27: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	9,  // 28: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	10, // 29: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	11, // 30: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	16, // 31: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
-	18, // 32: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
-	19, // 33: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
-	21, // 34: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
-	23, // 35: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
-	0,  // 36: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
-	2,  // 37: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	5,  // 38: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	2,  // 39: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	8,  // 40: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	30, // 41: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	30, // 42: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	14, // 43: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	17, // 44: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
-	15, // 45: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
-	20, // 46: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
-	22, // 47: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
-	15, // 48: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
-	1,  // 49: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
-	37, // [37:50] is the sub-list for method output_type
-	24, // [24:37] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	36, // 0: barista.v1.Pool.now:type_name -> barista.v1.ClockNow
+	37, // 1: barista.v1.PoolGetRequest.read:type_name -> barista.v1.ReadOptions
+	37, // 2: barista.v1.PoolListRequest.read:type_name -> barista.v1.ReadOptions
+	2,  // 3: barista.v1.PoolListResponse.pools:type_name -> barista.v1.Pool
+	9,  // 4: barista.v1.SubscriptionSetResponse.subscription:type_name -> barista.v1.Subscription
+	37, // 5: barista.v1.SubscriptionListRequest.read:type_name -> barista.v1.ReadOptions
+	9,  // 6: barista.v1.SubscriptionListResponse.subscriptions:type_name -> barista.v1.Subscription
+	38, // 7: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
+	39, // 8: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
+	40, // 9: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
+	41, // 10: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
+	36, // 11: barista.v1.Tenant.now:type_name -> barista.v1.ClockNow
+	38, // 12: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	39, // 13: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
+	40, // 14: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	41, // 15: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	37, // 16: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	37, // 17: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	14, // 18: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
+	37, // 19: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	42, // 20: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	37, // 21: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	38, // 22: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	40, // 23: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
+	25, // 24: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
+	43, // 25: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	24, // 26: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	2,  // 27: barista.v1.TopResponse.pools:type_name -> barista.v1.Pool
+	36, // 28: barista.v1.Webhook.now:type_name -> barista.v1.ClockNow
+	27, // 29: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
+	37, // 30: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
+	27, // 31: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
+	15, // 32: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	16, // 33: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	18, // 34: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	19, // 35: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	21, // 36: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	22, // 37: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	23, // 38: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	28, // 39: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
+	30, // 40: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
+	31, // 41: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
+	33, // 42: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
+	35, // 43: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
+	0,  // 44: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
+	3,  // 45: barista.v1.Admin.PoolSet:input_type -> barista.v1.PoolSetRequest
+	4,  // 46: barista.v1.Admin.PoolGet:input_type -> barista.v1.PoolGetRequest
+	5,  // 47: barista.v1.Admin.PoolList:input_type -> barista.v1.PoolListRequest
+	7,  // 48: barista.v1.Admin.PoolDelete:input_type -> barista.v1.PoolDeleteRequest
+	10, // 49: barista.v1.Admin.SubscriptionSet:input_type -> barista.v1.SubscriptionSetRequest
+	12, // 50: barista.v1.Admin.SubscriptionList:input_type -> barista.v1.SubscriptionListRequest
+	14, // 51: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	17, // 52: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	14, // 53: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	20, // 54: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	42, // 55: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	42, // 56: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	26, // 57: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	29, // 58: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
+	27, // 59: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
+	32, // 60: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
+	34, // 61: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
+	27, // 62: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
+	1,  // 63: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
+	2,  // 64: barista.v1.Admin.PoolSet:output_type -> barista.v1.Pool
+	2,  // 65: barista.v1.Admin.PoolGet:output_type -> barista.v1.Pool
+	6,  // 66: barista.v1.Admin.PoolList:output_type -> barista.v1.PoolListResponse
+	8,  // 67: barista.v1.Admin.PoolDelete:output_type -> barista.v1.PoolDeleteResponse
+	11, // 68: barista.v1.Admin.SubscriptionSet:output_type -> barista.v1.SubscriptionSetResponse
+	13, // 69: barista.v1.Admin.SubscriptionList:output_type -> barista.v1.SubscriptionListResponse
+	51, // [51:70] is the sub-list for method output_type
+	32, // [32:51] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -2085,15 +2953,17 @@ func file_admin_proto_init() {
 	}
 	file_commands_proto_init()
 	file_client_proto_init()
-	file_admin_proto_msgTypes[13].OneofWrappers = []any{}
-	file_admin_proto_msgTypes[16].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[3].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[10].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[25].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,19 +23,25 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Admin_UpsertTenant_FullMethodName  = "/barista.v1.Admin/UpsertTenant"
-	Admin_DeleteTenant_FullMethodName  = "/barista.v1.Admin/DeleteTenant"
-	Admin_GetTenant_FullMethodName     = "/barista.v1.Admin/GetTenant"
-	Admin_ListTenants_FullMethodName   = "/barista.v1.Admin/ListTenants"
-	Admin_GetConfig_FullMethodName     = "/barista.v1.Admin/GetConfig"
-	Admin_SetConfig_FullMethodName     = "/barista.v1.Admin/SetConfig"
-	Admin_Top_FullMethodName           = "/barista.v1.Admin/Top"
-	Admin_WebhookSet_FullMethodName    = "/barista.v1.Admin/WebhookSet"
-	Admin_WebhookGet_FullMethodName    = "/barista.v1.Admin/WebhookGet"
-	Admin_WebhookDelete_FullMethodName = "/barista.v1.Admin/WebhookDelete"
-	Admin_WebhookStatus_FullMethodName = "/barista.v1.Admin/WebhookStatus"
-	Admin_WebhookReplay_FullMethodName = "/barista.v1.Admin/WebhookReplay"
-	Admin_PauseDispatch_FullMethodName = "/barista.v1.Admin/PauseDispatch"
+	Admin_UpsertTenant_FullMethodName     = "/barista.v1.Admin/UpsertTenant"
+	Admin_DeleteTenant_FullMethodName     = "/barista.v1.Admin/DeleteTenant"
+	Admin_GetTenant_FullMethodName        = "/barista.v1.Admin/GetTenant"
+	Admin_ListTenants_FullMethodName      = "/barista.v1.Admin/ListTenants"
+	Admin_GetConfig_FullMethodName        = "/barista.v1.Admin/GetConfig"
+	Admin_SetConfig_FullMethodName        = "/barista.v1.Admin/SetConfig"
+	Admin_Top_FullMethodName              = "/barista.v1.Admin/Top"
+	Admin_WebhookSet_FullMethodName       = "/barista.v1.Admin/WebhookSet"
+	Admin_WebhookGet_FullMethodName       = "/barista.v1.Admin/WebhookGet"
+	Admin_WebhookDelete_FullMethodName    = "/barista.v1.Admin/WebhookDelete"
+	Admin_WebhookStatus_FullMethodName    = "/barista.v1.Admin/WebhookStatus"
+	Admin_WebhookReplay_FullMethodName    = "/barista.v1.Admin/WebhookReplay"
+	Admin_PauseDispatch_FullMethodName    = "/barista.v1.Admin/PauseDispatch"
+	Admin_PoolSet_FullMethodName          = "/barista.v1.Admin/PoolSet"
+	Admin_PoolGet_FullMethodName          = "/barista.v1.Admin/PoolGet"
+	Admin_PoolList_FullMethodName         = "/barista.v1.Admin/PoolList"
+	Admin_PoolDelete_FullMethodName       = "/barista.v1.Admin/PoolDelete"
+	Admin_SubscriptionSet_FullMethodName  = "/barista.v1.Admin/SubscriptionSet"
+	Admin_SubscriptionList_FullMethodName = "/barista.v1.Admin/SubscriptionList"
 )
 
 // AdminClient is the client API for Admin service.
@@ -68,7 +74,29 @@ type AdminClient interface {
 	// PauseDispatch pauses (or resumes) all dispatch, for maintenance: a
 	// gate on dispatch only; workers stay connected, submits are accepted,
 	// and resuming clamps nothing.
+	// With pool, it pauses (or resumes) dispatch in that pool alone, a
+	// gate of the same kind (feature level 6).
 	PauseDispatch(ctx context.Context, in *PauseDispatchRequest, opts ...grpc.CallOption) (*PauseDispatchResponse, error)
+	// PoolSet creates a pool or changes one (default included): fields
+	// left out keep their value (a new pool: default weights, optional
+	// subscriptions). At most the configuration's max_pools pools.
+	PoolSet(ctx context.Context, in *PoolSetRequest, opts ...grpc.CallOption) (*Pool, error)
+	// PoolGet returns one pool: its settings, its jobs and its connected
+	// workers.
+	PoolGet(ctx context.Context, in *PoolGetRequest, opts ...grpc.CallOption) (*Pool, error)
+	// PoolList lists every pool by name.
+	PoolList(ctx context.Context, in *PoolListRequest, opts ...grpc.CallOption) (*PoolListResponse, error)
+	// PoolDelete deletes a pool that has no scheduled, queued or running
+	// job and no connected worker (FAILED_PRECONDITION naming what it
+	// has). The pool default is never deleted.
+	PoolDelete(ctx context.Context, in *PoolDeleteRequest, opts ...grpc.CallOption) (*PoolDeleteResponse, error)
+	// SubscriptionSet sets a tenant's subscription in a pool: at most
+	// burst of its jobs assigned or running there (0 holds them queued);
+	// burst left out removes it.
+	SubscriptionSet(ctx context.Context, in *SubscriptionSetRequest, opts ...grpc.CallOption) (*SubscriptionSetResponse, error)
+	// SubscriptionList pages through the subscriptions, of one tenant or
+	// one pool if asked.
+	SubscriptionList(ctx context.Context, in *SubscriptionListRequest, opts ...grpc.CallOption) (*SubscriptionListResponse, error)
 }
 
 type adminClient struct {
@@ -209,6 +237,66 @@ func (c *adminClient) PauseDispatch(ctx context.Context, in *PauseDispatchReques
 	return out, nil
 }
 
+func (c *adminClient) PoolSet(ctx context.Context, in *PoolSetRequest, opts ...grpc.CallOption) (*Pool, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Pool)
+	err := c.cc.Invoke(ctx, Admin_PoolSet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) PoolGet(ctx context.Context, in *PoolGetRequest, opts ...grpc.CallOption) (*Pool, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Pool)
+	err := c.cc.Invoke(ctx, Admin_PoolGet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) PoolList(ctx context.Context, in *PoolListRequest, opts ...grpc.CallOption) (*PoolListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PoolListResponse)
+	err := c.cc.Invoke(ctx, Admin_PoolList_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) PoolDelete(ctx context.Context, in *PoolDeleteRequest, opts ...grpc.CallOption) (*PoolDeleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PoolDeleteResponse)
+	err := c.cc.Invoke(ctx, Admin_PoolDelete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) SubscriptionSet(ctx context.Context, in *SubscriptionSetRequest, opts ...grpc.CallOption) (*SubscriptionSetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubscriptionSetResponse)
+	err := c.cc.Invoke(ctx, Admin_SubscriptionSet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) SubscriptionList(ctx context.Context, in *SubscriptionListRequest, opts ...grpc.CallOption) (*SubscriptionListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubscriptionListResponse)
+	err := c.cc.Invoke(ctx, Admin_SubscriptionList_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -239,7 +327,29 @@ type AdminServer interface {
 	// PauseDispatch pauses (or resumes) all dispatch, for maintenance: a
 	// gate on dispatch only; workers stay connected, submits are accepted,
 	// and resuming clamps nothing.
+	// With pool, it pauses (or resumes) dispatch in that pool alone, a
+	// gate of the same kind (feature level 6).
 	PauseDispatch(context.Context, *PauseDispatchRequest) (*PauseDispatchResponse, error)
+	// PoolSet creates a pool or changes one (default included): fields
+	// left out keep their value (a new pool: default weights, optional
+	// subscriptions). At most the configuration's max_pools pools.
+	PoolSet(context.Context, *PoolSetRequest) (*Pool, error)
+	// PoolGet returns one pool: its settings, its jobs and its connected
+	// workers.
+	PoolGet(context.Context, *PoolGetRequest) (*Pool, error)
+	// PoolList lists every pool by name.
+	PoolList(context.Context, *PoolListRequest) (*PoolListResponse, error)
+	// PoolDelete deletes a pool that has no scheduled, queued or running
+	// job and no connected worker (FAILED_PRECONDITION naming what it
+	// has). The pool default is never deleted.
+	PoolDelete(context.Context, *PoolDeleteRequest) (*PoolDeleteResponse, error)
+	// SubscriptionSet sets a tenant's subscription in a pool: at most
+	// burst of its jobs assigned or running there (0 holds them queued);
+	// burst left out removes it.
+	SubscriptionSet(context.Context, *SubscriptionSetRequest) (*SubscriptionSetResponse, error)
+	// SubscriptionList pages through the subscriptions, of one tenant or
+	// one pool if asked.
+	SubscriptionList(context.Context, *SubscriptionListRequest) (*SubscriptionListResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -288,6 +398,24 @@ func (UnimplementedAdminServer) WebhookReplay(context.Context, *WebhookReplayReq
 }
 func (UnimplementedAdminServer) PauseDispatch(context.Context, *PauseDispatchRequest) (*PauseDispatchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PauseDispatch not implemented")
+}
+func (UnimplementedAdminServer) PoolSet(context.Context, *PoolSetRequest) (*Pool, error) {
+	return nil, status.Error(codes.Unimplemented, "method PoolSet not implemented")
+}
+func (UnimplementedAdminServer) PoolGet(context.Context, *PoolGetRequest) (*Pool, error) {
+	return nil, status.Error(codes.Unimplemented, "method PoolGet not implemented")
+}
+func (UnimplementedAdminServer) PoolList(context.Context, *PoolListRequest) (*PoolListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PoolList not implemented")
+}
+func (UnimplementedAdminServer) PoolDelete(context.Context, *PoolDeleteRequest) (*PoolDeleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PoolDelete not implemented")
+}
+func (UnimplementedAdminServer) SubscriptionSet(context.Context, *SubscriptionSetRequest) (*SubscriptionSetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubscriptionSet not implemented")
+}
+func (UnimplementedAdminServer) SubscriptionList(context.Context, *SubscriptionListRequest) (*SubscriptionListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubscriptionList not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -544,6 +672,114 @@ func _Admin_PauseDispatch_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_PoolSet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PoolSetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).PoolSet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_PoolSet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).PoolSet(ctx, req.(*PoolSetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_PoolGet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PoolGetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).PoolGet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_PoolGet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).PoolGet(ctx, req.(*PoolGetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_PoolList_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PoolListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).PoolList(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_PoolList_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).PoolList(ctx, req.(*PoolListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_PoolDelete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PoolDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).PoolDelete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_PoolDelete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).PoolDelete(ctx, req.(*PoolDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_SubscriptionSet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubscriptionSetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).SubscriptionSet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_SubscriptionSet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).SubscriptionSet(ctx, req.(*SubscriptionSetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_SubscriptionList_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubscriptionListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).SubscriptionList(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_SubscriptionList_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).SubscriptionList(ctx, req.(*SubscriptionListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -602,6 +838,30 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PauseDispatch",
 			Handler:    _Admin_PauseDispatch_Handler,
+		},
+		{
+			MethodName: "PoolSet",
+			Handler:    _Admin_PoolSet_Handler,
+		},
+		{
+			MethodName: "PoolGet",
+			Handler:    _Admin_PoolGet_Handler,
+		},
+		{
+			MethodName: "PoolList",
+			Handler:    _Admin_PoolList_Handler,
+		},
+		{
+			MethodName: "PoolDelete",
+			Handler:    _Admin_PoolDelete_Handler,
+		},
+		{
+			MethodName: "SubscriptionSet",
+			Handler:    _Admin_SubscriptionSet_Handler,
+		},
+		{
+			MethodName: "SubscriptionList",
+			Handler:    _Admin_SubscriptionList_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -375,8 +375,13 @@ type SubmitRequest struct {
 	// retry_backoff_ms, when present, replaces the configured retry_backoff
 	// for this job (0: a failed run is requeued at once; at most 24 h).
 	RetryBackoffMs *int64 `protobuf:"varint,72,opt,name=retry_backoff_ms,json=retryBackoffMs,proto3,oneof" json:"retry_backoff_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// pool is the job's pool (SPEC §3 "Pools"): empty or "default" for the
+	// pool default; any other needs cluster feature level 6. An unknown
+	// pool is NOT_FOUND; a pool whose subscriptions are required refuses a
+	// tenant without a subscription there (FAILED_PRECONDITION).
+	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitRequest) Reset() {
@@ -505,6 +510,13 @@ func (x *SubmitRequest) GetRetryBackoffMs() int64 {
 		return *x.RetryBackoffMs
 	}
 	return 0
+}
+
+func (x *SubmitRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
 }
 
 type SubmitResponse struct {
@@ -713,8 +725,9 @@ type Job struct {
 	// due_at_ms: while scheduled, the cluster time it is due (0 = not
 	// scheduled); expire_at_ms: the cluster time it expires if never
 	// dispatched (0 = none).
-	DueAtMs    int64 `protobuf:"varint,70,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
-	ExpireAtMs int64 `protobuf:"varint,71,opt,name=expire_at_ms,json=expireAtMs,proto3" json:"expire_at_ms,omitempty"`
+	DueAtMs    int64  `protobuf:"varint,70,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
+	ExpireAtMs int64  `protobuf:"varint,71,opt,name=expire_at_ms,json=expireAtMs,proto3" json:"expire_at_ms,omitempty"`
+	Pool       string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"` // the job's pool, always named ("default" included)
 	// now is the answering node's cluster time and wall clock: a cluster
 	// time T of this message happens at wall time now.wall_ms + (T -
 	// now.cluster_ms), the form in which a person is shown it.
@@ -970,6 +983,13 @@ func (x *Job) GetExpireAtMs() int64 {
 	return 0
 }
 
+func (x *Job) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
 func (x *Job) GetNow() *ClockNow {
 	if x != nil {
 		return x.Now
@@ -1089,7 +1109,10 @@ type ListJobsRequest struct {
 	IncludePayload bool `protobuf:"varint,6,opt,name=include_payload,json=includePayload,proto3" json:"include_payload,omitempty"`
 	// newest_first lists from the newest job down (its page tokens go on
 	// downwards); the default is oldest first.
-	NewestFirst   bool `protobuf:"varint,7,opt,name=newest_first,json=newestFirst,proto3" json:"newest_first,omitempty"`
+	NewestFirst bool `protobuf:"varint,7,opt,name=newest_first,json=newestFirst,proto3" json:"newest_first,omitempty"`
+	// pool lists only the jobs of that pool ("default" for the pool
+	// default; empty: every pool). An unknown pool is NOT_FOUND.
+	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1171,6 +1194,13 @@ func (x *ListJobsRequest) GetNewestFirst() bool {
 		return x.NewestFirst
 	}
 	return false
+}
+
+func (x *ListJobsRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
 }
 
 type ListJobsResponse struct {
@@ -1485,7 +1515,10 @@ type Event struct {
 	WallMs   int64                  `protobuf:"varint,20,opt,name=wall_ms,json=wallMs,proto3" json:"wall_ms,omitempty"` // ms since the Unix epoch, for display
 	// group: for the tenant-level events paused and resumed (job_id 0), the
 	// group paused or resumed; empty: the whole tenant.
-	Group         string `protobuf:"bytes,80,opt,name=group,proto3" json:"group,omitempty"`
+	Group string `protobuf:"bytes,80,opt,name=group,proto3" json:"group,omitempty"`
+	// pool: the job's pool, always named ("default" included); empty on
+	// the tenant-level events (job_id 0).
+	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1600,6 +1633,13 @@ func (x *Event) GetWallMs() int64 {
 func (x *Event) GetGroup() string {
 	if x != nil {
 		return x.Group
+	}
+	return ""
+}
+
+func (x *Event) GetPool() string {
+	if x != nil {
+		return x.Pool
 	}
 	return ""
 }
@@ -2863,7 +2903,7 @@ const file_client_proto_rawDesc = "" +
 	"\askipped\x18\x04 \x01(\x04R\askipped\x12\x1c\n" +
 	"\tduplicate\x18\x05 \x01(\bR\tduplicate\x12\x18\n" +
 	"\astopped\x18\x06 \x01(\tR\astopped\x12*\n" +
-	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\x82\x04\n" +
+	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\x96\x04\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +
@@ -2880,7 +2920,8 @@ const file_client_proto_rawDesc = "" +
 	"\x05group\x18( \x01(\tR\x05group\x12\x19\n" +
 	"\bdelay_ms\x18F \x01(\x03R\adelayMs\x12\x1b\n" +
 	"\texpire_ms\x18G \x01(\x03R\bexpireMs\x12-\n" +
-	"\x10retry_backoff_ms\x18H \x01(\x03H\x01R\x0eretryBackoffMs\x88\x01\x01B\x12\n" +
+	"\x10retry_backoff_ms\x18H \x01(\x03H\x01R\x0eretryBackoffMs\x88\x01\x01\x12\x12\n" +
+	"\x04pool\x18x \x01(\tR\x04poolB\x12\n" +
 	"\x10_idempotency_keyB\x13\n" +
 	"\x11_retry_backoff_ms\"A\n" +
 	"\x0eSubmitResponse\x12\x15\n" +
@@ -2891,7 +2932,7 @@ const file_client_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12+\n" +
-	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xfd\a\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\x91\b\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -2931,13 +2972,14 @@ const file_client_proto_rawDesc = "" +
 	"\x05group\x18( \x01(\tR\x05group\x12\x1a\n" +
 	"\tdue_at_ms\x18F \x01(\x03R\adueAtMs\x12 \n" +
 	"\fexpire_at_ms\x18G \x01(\x03R\n" +
-	"expireAtMs\x12&\n" +
+	"expireAtMs\x12\x12\n" +
+	"\x04pool\x18x \x01(\tR\x04pool\x12&\n" +
 	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"A\n" +
 	"\x10RunJobNowRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\")\n" +
 	"\x11RunJobNowResponse\x12\x14\n" +
-	"\x05state\x18\x01 \x01(\tR\x05state\"\xf4\x01\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\"\x88\x02\n" +
 	"\x0fListJobsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -2946,7 +2988,8 @@ const file_client_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12+\n" +
 	"\x04read\x18\x05 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12'\n" +
 	"\x0finclude_payload\x18\x06 \x01(\bR\x0eincludePayload\x12!\n" +
-	"\fnewest_first\x18\a \x01(\bR\vnewestFirst\"_\n" +
+	"\fnewest_first\x18\a \x01(\bR\vnewestFirst\x12\x12\n" +
+	"\x04pool\x18x \x01(\tR\x04pool\"_\n" +
 	"\x10ListJobsResponse\x12#\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0f.barista.v1.JobR\x04jobs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"A\n" +
@@ -2967,7 +3010,7 @@ const file_client_proto_rawDesc = "" +
 	"\bClockNow\x12\x1d\n" +
 	"\n" +
 	"cluster_ms\x18\x01 \x01(\x03R\tclusterMs\x12\x17\n" +
-	"\awall_ms\x18\x02 \x01(\x03R\x06wallMs\"\xa3\x02\n" +
+	"\awall_ms\x18\x02 \x01(\x03R\x06wallMs\"\xb7\x02\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x16\n" +
@@ -2981,7 +3024,8 @@ const file_client_proto_rawDesc = "" +
 	"\x06reason\x18\n" +
 	" \x01(\tR\x06reason\x12\x17\n" +
 	"\awall_ms\x18\x14 \x01(\x03R\x06wallMs\x12\x14\n" +
-	"\x05group\x18P \x01(\tR\x05group\"x\n" +
+	"\x05group\x18P \x01(\tR\x05group\x12\x12\n" +
+	"\x04pool\x18x \x01(\tR\x04pool\"x\n" +
 	"\x12TenantUsageRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12+\n" +
 	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1d\n" +

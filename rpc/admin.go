@@ -223,7 +223,10 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 		r := &rows[i]
 		ts := &pb.TenantShare{Name: r.Name, Tier: fsm.TierToPB(r.Tier), Weight: float64(r.Weight) / float64(sfq.WeightOne), Queued: r.Queued,
 			Running: r.Running, Dispatches: r.Dispatches, DispatchedCostMs: r.DispatchedCostMs, JobClass: fsm.ClassToPB(r.Class),
-			Eligible: r.Fair.Eligible, LagCpuMs: r.Fair.LagCPUMs}
+			Eligible: r.Fair.Eligible, LagCpuMs: r.Fair.LagCPUMs, Pool: r.Pool}
+		if ts.Pool == "" {
+			ts.Pool = sfq.DefaultPoolName
+		}
 		if r.Fair.Name != "" { // the tenant is active in the class
 			for g, w := range fairness.Windows {
 				ts.Windows = append(ts.Windows, fairWindowToPB(w.Name, r.Fair.Windows[g]))
@@ -242,6 +245,13 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 					row.Rate = fmt.Sprintf("%s burst %d", rateText(t.Rate), t.Rate.BurstOf())
 				}
 			}
+			if row.Pool != sfq.DefaultPoolName {
+				// The tenant's weight in that pool (its weights and its
+				// usage there).
+				if l, ok := sc.Lane(row.Name, row.Pool); ok {
+					row.Weight = float64(sc.Weight(&l, clock)) / float64(sfq.WeightOne)
+				}
+			}
 			if i > 0 && out.Tenants[i-1].Name == row.Name {
 				continue
 			}
@@ -251,6 +261,7 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 			}
 		}
 	})
+	out.Pools = b.readPools()
 	return out
 }
 

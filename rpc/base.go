@@ -42,6 +42,9 @@ type base struct {
 	// (watches, worker sessions) end at once so their clients move to
 	// another node instead of holding the shutdown.
 	stopping chan struct{}
+	// poolWorkers counts the connected workers of a pool (NewServer sets
+	// it; 0 on a node without worker sessions).
+	poolWorkers func(pool string) int
 }
 
 // write is the path of a write call that needs no state check of its own

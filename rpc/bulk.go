@@ -112,6 +112,9 @@ func (s *ClientService) bulk(ctx context.Context, op fsm.BulkOp, req *pb.BulkJob
 					err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 					return
 				}
+				if err = knownPool(sc, "filter.pool", c.GetFilter().GetPool()); err != nil {
+					return
+				}
 				out = bulkResponse(fsm.DryRun(sc, op, c), c)
 			})
 			return out, err

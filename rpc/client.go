@@ -70,6 +70,9 @@ func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
 	if limit := cfg.PayloadLimit(); uint64(len(req.Payload)) > uint64(limit) {
 		return status.Errorf(codes.ResourceExhausted, "payload: %d bytes, over the limit of %d", len(req.Payload), limit)
 	}
+	if err := poolNameErr("pool", req.Pool); err != nil {
+		return err
+	}
 	sub := sfq.Submission{Key: req.GetIdempotencyKey(), Type: req.JobType, Size: size, EstCostMs: req.EstCostMs, Class: class,
 		DeadlineMs: req.DeadlineMs, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs, Group: req.Group,
 		DelayMs: req.DelayMs, ExpireMs: req.ExpireMs, RetryBackoffMs: req.GetRetryBackoffMs(), RetryBackoffSet: req.RetryBackoffMs != nil}
@@ -116,6 +119,7 @@ func setSubmitJob(job *pb.SubmitJob, tenant string, req *pb.SubmitRequest) {
 	job.EstCostMs, job.Payload, job.MaxAttempts, job.TimeoutMs = req.EstCostMs, req.Payload, req.MaxAttempts, req.TimeoutMs
 	job.JobClass, job.DeadlineMs, job.Group = req.Class, req.DeadlineMs, req.Group
 	job.DelayMs, job.ExpireMs, job.RetryBackoffMs = req.DelayMs, req.ExpireMs, req.RetryBackoffMs
+	job.Pool = req.Pool
 }
 
 // forwardedSubmit is what a follower sends the leader for a submit.
@@ -130,6 +134,7 @@ func setForwarded(fwd *pb.SubmitRequest, tenant string, req *pb.SubmitRequest) {
 	fwd.EstCostMs, fwd.Payload, fwd.MaxAttempts, fwd.TimeoutMs = req.EstCostMs, req.Payload, req.MaxAttempts, req.TimeoutMs
 	fwd.Class, fwd.DeadlineMs, fwd.Group = req.Class, req.DeadlineMs, req.Group
 	fwd.DelayMs, fwd.ExpireMs, fwd.RetryBackoffMs = req.DelayMs, req.ExpireMs, req.RetryBackoffMs
+	fwd.Pool = req.Pool
 }
 
 // submitSlab makes the submit commands of a batch from slices allocated
@@ -166,11 +171,18 @@ func levelErr(f *fsm.FSM, c *pb.Command) error {
 }
 
 // submitState checks, on the leader, what a submit needs of the state:
-// the tenant exists, its quotas (fsm.Quotas.Room), and that it may submit
-// the job's class and deadline (sfq.TenantSpec.Permit): the rules Apply
-// checks again.
-func submitState(sc *sfq.Scheduler, q fsm.Quotas, tenant string, req *pb.SubmitRequest) error {
+// the tenant exists (or implicit_tenants will make it), its quotas
+// (fsm.Quotas.Room), and that it may submit the job's class, deadline and
+// pool (permit): the rules Apply checks again.
+func submitState(sc *sfq.Scheduler, q fsm.Quotas, pools fsm.PoolSettings, tenant string, req *pb.SubmitRequest) error {
 	ti, ok := sc.TenantIndex(tenant)
+	if !ok && pools.Implicit {
+		// Apply makes the tenant, with no caps and no quota of its own.
+		if err := sfq.ValidateName("tenant", tenant); err != nil {
+			return status.Error(codes.InvalidArgument, trimInvalid(err))
+		}
+		return permit(sc, tenant, req)
+	}
 	if !ok {
 		return status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 	}
@@ -181,11 +193,15 @@ func submitState(sc *sfq.Scheduler, q fsm.Quotas, tenant string, req *pb.SubmitR
 	return permit(sc, tenant, req)
 }
 
-// permit checks that the tenant may submit the job's class and deadline
+// permit checks that the job's pool exists and admits the tenant
+// (submitPool), that the tenant may submit the job's class and deadline
 // (sfq.TenantSpec.Permit) and that a job of a new group fits its
-// max_groups: the rules Apply checks again. An unknown tenant passes
-// (Apply refuses it).
+// max_groups: the rules Apply checks again. An unknown tenant passes the
+// tenant's rules (Apply refuses it, or makes it under implicit_tenants).
 func permit(sc *sfq.Scheduler, tenant string, req *pb.SubmitRequest) error {
+	if err := submitPool(sc, tenant, req.Pool); err != nil {
+		return err
+	}
 	t, ok := sc.Tenant(tenant)
 	if !ok {
 		return nil
@@ -226,7 +242,7 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 // caller (ctx's identity), its fields, and the cluster's feature level. It
 // returns the tenant and the command.
 func (s *ClientService) checkSubmit(ctx context.Context, req *pb.SubmitRequest, cfg fsm.Config) (string, *pb.Command, error) {
-	tenant, err := scopeTenant(ctx, req.Tenant, true)
+	tenant, err := submitTenant(ctx, req.Tenant, cfg.Pools)
 	if err != nil {
 		return "", nil, err
 	}
@@ -245,10 +261,11 @@ func (s *ClientService) checkSubmit(ctx context.Context, req *pb.SubmitRequest, 
 // them to the submit rate in their order. errs[i] already set skips a
 // submit; a refusal is written there.
 func (s *ClientService) admitSubmits(tenants []string, reqs []*pb.SubmitRequest, errs []error) {
+	pools := s.node.FSM.PoolSettings()
 	s.node.FSM.ReadQuotas(func(sc *sfq.Scheduler, q fsm.Quotas) {
 		for i, req := range reqs {
 			if errs[i] == nil {
-				errs[i] = submitState(sc, q, tenants[i], req)
+				errs[i] = submitState(sc, q, pools, tenants[i], req)
 			}
 		}
 	})
@@ -264,10 +281,10 @@ func (s *ClientService) admitSubmits(tenants []string, reqs []*pb.SubmitRequest,
 	}
 }
 
-// jobToPB converts a job record, with its payload or without.
-func jobToPB(j *sfq.Job, tenant string, payload bool) *pb.Job {
+// jobToPB converts a job record of sc, with its payload or without.
+func jobToPB(sc *sfq.Scheduler, j *sfq.Job, payload bool) *pb.Job {
 	out := &pb.Job{
-		JobId: uint64(j.ID), Tenant: tenant, State: j.State.String(), Attempt: j.Attempt, Failures: uint32(j.Failures),
+		JobId: uint64(j.ID), Tenant: sc.TenantName(j.Tenant), Pool: sc.PoolName(sc.LanePool(j.Tenant)), State: j.State.String(), Attempt: j.Attempt, Failures: uint32(j.Failures),
 		MaxAttempts: uint32(j.MaxAttempts), Size: fsm.SizeToPB(j.Size), EstCostMs: j.EstCostMs, CpuMs: j.CPUMs,
 		JobType: j.Type(), IdempotencyKey: j.Key(), SubmittedAtMs: int64(j.SubmittedAt), EndedAtMs: int64(j.EndedAt),
 		SubmittedWallMs: int64(j.SubmittedWall()), EndedWallMs: int64(j.EndedWall()),
@@ -324,7 +341,7 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 				err = JobNotFound(req.JobId)
 				return
 			}
-			out = jobToPB(&j, sc.TenantName(j.Tenant), true)
+			out = jobToPB(sc, &j, true)
 		})
 		if out != nil {
 			clock, _ := s.node.FSM.Clock()
@@ -369,12 +386,14 @@ func ParsePageToken(tok string) (sfq.JobID, error) {
 
 // listPage reads one page of ListJobs from the state: the jobs of tenant
 // (every tenant's if empty) from ID from on, of one state unless state is
-// 0, at most size of them and no more than maxBytes once encoded (but
+// 0 and of one pool unless pool is "" (the caller checked that it
+// exists), at most size of them and no more than maxBytes once encoded (but
 // never none while one remains). The next page token names the first job
 // left out, so the next page starts exactly there. ok is false when the
 // tenant does not exist. With down the page goes from ID from (0: the
 // newest) down, and its token goes on downwards.
-func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, from sfq.JobID, down bool, size int, payload bool, maxBytes int) (out *pb.ListJobsResponse, ok bool) {
+func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, pool string, from sfq.JobID, down bool, size int, payload bool, maxBytes int) (out *pb.ListJobsResponse, ok bool) {
+	pid, _ := sc.PoolID(pool)
 	out = &pb.ListJobsResponse{}
 	total := 0
 	walk, token := sc.TenantJobs, PageToken
@@ -382,14 +401,14 @@ func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, from sfq.JobID,
 		walk, token = sc.TenantJobsDown, downToken
 	}
 	ok = walk(tenant, from, func(j *sfq.Job) bool {
-		if state != 0 && j.State != state {
+		if (state != 0 && j.State != state) || (pool != "" && sc.LanePool(j.Tenant) != pid) {
 			return true
 		}
 		if len(out.Jobs) == size {
 			out.NextPageToken = token(j.ID)
 			return false
 		}
-		pj := jobToPB(j, sc.TenantName(j.Tenant), payload)
+		pj := jobToPB(sc, j, payload)
 		// The bytes this job adds to the response: field tag, length, body.
 		n := protowire.SizeTag(1) + protowire.SizeBytes(pbcodec.Size(pj))
 		if len(out.Jobs) > 0 && total+n > maxBytes {
@@ -417,6 +436,9 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 			return nil, status.Errorf(codes.InvalidArgument, "state: %q (want queued, assigned, running, completed, failed, cancelled, timed_out, scheduled or expired)", req.State)
 		}
 	}
+	if err := poolNameErr("pool", req.Pool); err != nil {
+		return nil, err
+	}
 	from, err := parseListToken(req.PageToken, req.NewestFirst)
 	if err != nil {
 		return nil, err
@@ -426,13 +448,16 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 		return nil, err
 	}
 	fwd := &pb.ListJobsRequest{Tenant: tenant, State: req.State, PageSize: req.PageSize, PageToken: req.PageToken, IncludePayload: req.IncludePayload,
-		NewestFirst: req.NewestFirst}
+		NewestFirst: req.NewestFirst, Pool: req.Pool}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListJobsResponse, error) {
 		return pb.NewClientClient(cc).ListJobs(ctx, fwd)
 	}, func() (out *pb.ListJobsResponse, err error) {
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
+			if err = knownPool(sc, "pool", req.Pool); err != nil {
+				return
+			}
 			var ok bool
-			if out, ok = listPage(sc, tenant, state, from, req.NewestFirst, size, req.IncludePayload, maxPageBytes); !ok {
+			if out, ok = listPage(sc, tenant, state, req.Pool, from, req.NewestFirst, size, req.IncludePayload, maxPageBytes); !ok {
 				err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 			}
 		})
@@ -482,6 +507,8 @@ func EventToPB(ev *fsm.Event, tenant string) *pb.Event {
 		AtMs: int64(ev.At), WallMs: int64(ev.Wall()), WorkerId: ev.Worker, CpuMs: ev.CPUMs, ExitCode: int32(ev.ExitCode)}
 	if ev.Kind.TenantLevel() {
 		out.WorkerId, out.Group = "", eventGroup(ev)
+	} else {
+		out.Pool = ev.PoolLabel()
 	}
 	if ev.Reason != fsm.ReasonNone {
 		out.Reason = ev.Reason.String()
@@ -715,7 +742,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 	fwdJobs := make([]pb.SubmitRequest, n)
 	slab, jobCmds := newSubmitSlab(n), make([]*pb.Command, n)
 	for i, j := range req.Jobs {
-		tenant, err := scopeTenant(ctx, j.Tenant, true)
+		tenant, err := submitTenant(ctx, j.Tenant, cfg.Pools)
 		if err == nil {
 			err = validateSubmit(j, cfg)
 		}

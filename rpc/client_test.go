@@ -17,7 +17,7 @@ func pages(t interface{ Fatalf(string, ...any) }, sc *sfq.Scheduler, tenant stri
 	var out []*pb.ListJobsResponse
 	var from sfq.JobID
 	for {
-		page, ok := listPage(sc, tenant, state, from, false, size, payload, maxBytes)
+		page, ok := listPage(sc, tenant, state, "", from, false, size, payload, maxBytes)
 		if !ok {
 			t.Fatalf("tenant %q not found", tenant)
 		}
@@ -82,7 +82,7 @@ func TestListPageBoundedByBytes(t *testing.T) {
 			t.Errorf("tenant %q size %d payload %v max %d: %s, want %s", c.tenant, c.size, c.payload, c.maxBytes, got, c.want)
 		}
 	}
-	if _, ok := listPage(sc, "nobody", 0, 0, false, 10, false, 1000); ok {
+	if _, ok := listPage(sc, "nobody", 0, "", 0, false, 10, false, 1000); ok {
 		t.Error("an unknown tenant was listed")
 	}
 }

@@ -84,10 +84,13 @@ const MetricsOnlyMarked = -1
 // reports the same values for the same applied index (given the same
 // metrics.max_tenants).
 //
-// Cardinality is bounded by the tenants an admin allows, never by load:
-// per-tenant series exist for every live tenant while there are at most
-// maxTenants of them, and beyond that only for the tenants marked
-// export_metrics; the per-tier aggregates always exist. A counter series
+// Cardinality is bounded by the tenants and pools an admin allows, never
+// by load: per-tenant series exist for every live tenant while there are
+// at most maxTenants of them, and beyond that only for the tenants marked
+// export_metrics; the per-tier aggregates always exist; the per-pool
+// gauges exist for every live pool (at most max_pools); the fairness
+// series of a tenant with its own series are per pool and class it is
+// active in (at most max_pools × 4 classes of them). A counter series
 // either exists with its whole value or not at all (see fsm.Metrics), so
 // none ever decreases.
 type stateCollector struct {
@@ -106,11 +109,19 @@ var (
 	descFailures   = prometheus.NewDesc("barista_run_failures_total", "Failed runs and lost leases, by tenant name, over every tenant that held the name.", []string{"tenant"}, nil)
 	descWeight     = prometheus.NewDesc("barista_tenant_weight", "Current weight (tier x multiplier x decay), by tenant (tenants with their own series only).", []string{"tenant", "tier"}, nil)
 	descFairRatio  = prometheus.NewDesc("barista_fairness_ratio",
-		"The fairness report's ratio of a tenant's share of the CPU charged in its class to its time-weighted entitled share, over the window (1m, 10m, 1h); 1 is exactly its entitlement. "+
-			"Tenants with their own series only, in the classes they are active in, while defined.", []string{"tenant", "class", "window"}, nil)
+		"The fairness report's ratio of a tenant's share of the CPU charged in its class of a pool to its time-weighted entitled share, over the window (1m, 10m, 1h); 1 is exactly its entitlement. "+
+			"Tenants with their own series only, in the pools and classes they are active in, while defined.", []string{"tenant", "pool", "class", "window"}, nil)
 	descFairLag = prometheus.NewDesc("barista_fairness_lag_seconds",
-		"How far a tenant's finish tag in a class is behind the class's virtual_now, in CPU seconds at its weight: positive when it is owed service. "+
-			"Tenants with their own series only, while they have eligible work in the class.", []string{"tenant", "class"}, nil)
+		"How far a tenant's finish tag in a class of a pool is behind the class's virtual_now there, in CPU seconds at its weight: positive when it is owed service. "+
+			"Tenants with their own series only, while they have eligible work in the pool and class.", []string{"tenant", "pool", "class"}, nil)
+)
+
+// Per-pool gauges, for every live pool (at most the cluster's max_pools).
+var (
+	descPoolQueued    = prometheus.NewDesc("barista_pool_queued_jobs", "Queued jobs by pool.", []string{"pool"}, nil)
+	descPoolRunning   = prometheus.NewDesc("barista_pool_running_jobs", "Assigned and running jobs by pool.", []string{"pool"}, nil)
+	descPoolScheduled = prometheus.NewDesc("barista_pool_scheduled_jobs", "Jobs delayed or backing off, by pool.", []string{"pool"}, nil)
+	descPoolPaused    = prometheus.NewDesc("barista_pool_paused", "1 if dispatch in the pool is paused (barista pool pause), by pool.", []string{"pool"}, nil)
 )
 
 // Per-tier aggregates, always present for every tier.
@@ -134,7 +145,7 @@ var (
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descRunning, descDispatches, descCost, descCPU, descEnded, descFailures, descWeight,
-		descFairRatio, descFairLag, descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
+		descFairRatio, descFairLag, descPoolQueued, descPoolRunning, descPoolScheduled, descPoolPaused, descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
 		descExported, descApplied, descLeader, descVnow} {
 		ch <- d
 	}
@@ -197,14 +208,57 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descFailures, float64(m.Counters.Failures), m.Name)
 		gauge(descWeight, float64(m.Weight)/float64(sfq.WeightOne), m.Name, m.Tier.String())
 		for _, r := range m.Fair {
+			pool := r.Pool
+			if pool == "" {
+				pool = sfq.DefaultPoolName
+			}
 			if r.Eligible {
-				gauge(descFairLag, msToSeconds(r.LagCPUMs), m.Name, r.Class.String())
+				gauge(descFairLag, msToSeconds(r.LagCPUMs), m.Name, pool, r.Class.String())
 			}
 			for g, w := range fairness.Windows {
 				if ratio, ok := r.Windows[g].Ratio(); ok {
-					gauge(descFairRatio, ratio, m.Name, r.Class.String(), w.Name)
+					gauge(descFairRatio, ratio, m.Name, pool, r.Class.String(), w.Name)
 				}
 			}
 		}
+	}
+	var pools []sfq.Pool
+	c.node.FSM.Read(func(sc *sfq.Scheduler) {
+		sc.Pools(func(p sfq.Pool) bool { pools = append(pools, p); return true })
+	})
+	for _, p := range pools {
+		gauge(descPoolQueued, float64(p.Queued), p.Name)
+		gauge(descPoolRunning, float64(p.Running), p.Name)
+		gauge(descPoolScheduled, float64(p.Scheduled), p.Name)
+		paused := 0.0
+		if p.Paused {
+			paused = 1
+		}
+		gauge(descPoolPaused, paused, p.Name)
+	}
+}
+
+// descPoolWorkers is the leader's count of each pool's connected workers.
+var descPoolWorkers = prometheus.NewDesc("barista_pool_workers", "Connected workers by pool, on the leader (which holds the worker sessions; a follower reports none).", []string{"pool"}, nil)
+
+// poolWorkersCollector reports, on the leader, the connected workers of
+// every live pool.
+type poolWorkersCollector struct {
+	node  *raftnode.Node
+	count func(pool string) int
+}
+
+func (c *poolWorkersCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descPoolWorkers }
+
+func (c *poolWorkersCollector) Collect(ch chan<- prometheus.Metric) {
+	if !c.node.IsLeader() {
+		return
+	}
+	var names []string
+	c.node.FSM.Read(func(sc *sfq.Scheduler) {
+		sc.Pools(func(p sfq.Pool) bool { names = append(names, p.Name); return true })
+	})
+	for _, name := range names {
+		ch <- prometheus.MustNewConstMetric(descPoolWorkers, prometheus.GaugeValue, float64(c.count(name)), name)
 	}
 }

@@ -144,7 +144,8 @@ func TestMetricsLintClean(t *testing.T) {
 		"barista_dispatched_cost_seconds_total", "barista_dispatches_total", "barista_entry_commands", "barista_expiries_total",
 		"barista_exported_tenants", "barista_fairness_lag_seconds", "barista_fairness_ratio", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds",
 		"barista_is_leader",
-		"barista_jobs_ended_total", "barista_leader_changes_total", "barista_queued_jobs", "barista_raft_propose_seconds",
+		"barista_jobs_ended_total", "barista_leader_changes_total", "barista_pool_paused", "barista_pool_queued_jobs", "barista_pool_running_jobs",
+		"barista_pool_scheduled_jobs", "barista_pool_workers", "barista_queued_jobs", "barista_raft_propose_seconds",
 		"barista_run_failures_total", "barista_running_jobs", "barista_snapshot_freeze_seconds", "barista_snapshot_persist_seconds", "barista_submit_forward_calls_total", "barista_submits_forwarded_total", "barista_submits_rate_limited_total",
 		"barista_tenant_weight", "barista_tier_cpu_billed_seconds_total", "barista_tier_dispatched_cost_seconds_total",
 		"barista_tier_dispatches_total", "barista_tier_jobs_ended_total", "barista_tier_queued_jobs", "barista_tier_run_failures_total",
@@ -164,13 +165,13 @@ func TestMetricsLintClean(t *testing.T) {
 		`barista_exported_tenants 1`,
 		// acme alone, charged 1 s estimated + 0.5 s corrected, and entitled to
 		// all of it: exactly 1 (its weight 8 divides the integral exactly).
-		`barista_fairness_ratio{class="normal",tenant="acme",window="1m"} 1`,
-		`barista_fairness_ratio{class="normal",tenant="acme",window="10m"} 1`,
-		`barista_fairness_ratio{class="normal",tenant="acme",window="1h"} 1`,
+		`barista_fairness_ratio{class="normal",pool="default",tenant="acme",window="1m"} 1`,
+		`barista_fairness_ratio{class="normal",pool="default",tenant="acme",window="10m"} 1`,
+		`barista_fairness_ratio{class="normal",pool="default",tenant="acme",window="1h"} 1`,
 		// Idle after its first run, its second submit reactivated it at
 		// virtual_now (the activation clamp; virtual_now 1.5 s / 8): no
 		// lag while it waits.
-		`barista_fairness_lag_seconds{class="normal",tenant="acme"} 0`,
+		`barista_fairness_lag_seconds{class="normal",pool="default",tenant="acme"} 0`,
 		`barista_virtual_now_seconds 0.1875`,
 	} {
 		if !bytes.Contains(body, []byte("\n"+line+"\n")) {
@@ -267,4 +268,72 @@ barista_exported_tenants 1
 # TYPE barista_running_jobs gauge
 barista_running_jobs{tenant="c"} 1
 `+tiers, 3)
+}
+
+// TestMetricsPools: a tenant active in two pools has a fairness ratio and
+// lag in each, told apart by their pool label (one series each, never the
+// same labels twice), and every pool has its jobs, its pause and (on the
+// leader) its connected workers; the page passes promlint.
+func TestMetricsPools(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	job := func(pool string) *pb.Command {
+		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Pool: pool}}}
+	}
+	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}},
+		&pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: "gpu"}}})
+	n.propose(job(""), job(""), job("gpu"), job("gpu"), job("gpu"))
+	n.propose(&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}},
+		&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w2", Size: pb.Size_SM, Credit: 1, Pool: "gpu"}}},
+		&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: "gpu"}}})
+	n.clockMoves()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&stateCollector{node: n.node, maxTenants: 10},
+		&poolWorkersCollector{node: n.node, count: func(pool string) int { return map[string]int{"gpu": 3}[pool] }})
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`# HELP barista_pool_paused 1 if dispatch in the pool is paused (barista pool pause), by pool.
+# TYPE barista_pool_paused gauge
+barista_pool_paused{pool="default"} 0
+barista_pool_paused{pool="gpu"} 1
+# HELP barista_pool_queued_jobs Queued jobs by pool.
+# TYPE barista_pool_queued_jobs gauge
+barista_pool_queued_jobs{pool="default"} 1
+barista_pool_queued_jobs{pool="gpu"} 2
+# HELP barista_pool_running_jobs Assigned and running jobs by pool.
+# TYPE barista_pool_running_jobs gauge
+barista_pool_running_jobs{pool="default"} 1
+barista_pool_running_jobs{pool="gpu"} 1
+# HELP barista_pool_scheduled_jobs Jobs delayed or backing off, by pool.
+# TYPE barista_pool_scheduled_jobs gauge
+barista_pool_scheduled_jobs{pool="default"} 0
+barista_pool_scheduled_jobs{pool="gpu"} 0
+# HELP barista_pool_workers Connected workers by pool, on the leader (which holds the worker sessions; a follower reports none).
+# TYPE barista_pool_workers gauge
+barista_pool_workers{pool="default"} 0
+barista_pool_workers{pool="gpu"} 3
+`), "barista_pool_paused", "barista_pool_queued_jobs", "barista_pool_running_jobs", "barista_pool_scheduled_jobs", "barista_pool_workers"); err != nil {
+		t.Error(err)
+	}
+	// acme, alone in each pool: ratio exactly 1 in both, three windows
+	// each; its lag in each pool, where it has eligible work: one job of
+	// 1 s dispatched at weight 8 puts its tag 125 virtual ms ahead, 1 CPU s.
+	body := scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), false)
+	for _, line := range []string{
+		`barista_fairness_ratio{class="normal",pool="default",tenant="acme",window="1m"} 1`,
+		`barista_fairness_ratio{class="normal",pool="gpu",tenant="acme",window="1h"} 1`,
+		`barista_fairness_lag_seconds{class="normal",pool="default",tenant="acme"} -1`,
+		`barista_fairness_lag_seconds{class="normal",pool="gpu",tenant="acme"} -1`,
+	} {
+		if !bytes.Contains(body, []byte("\n"+line+"\n")) {
+			t.Errorf("no line %s in\n%s", line, body)
+		}
+	}
+	if c, err := testutil.GatherAndCount(reg, "barista_fairness_ratio"); err != nil || c != 6 {
+		t.Errorf("%d fairness ratio series (%v), want 6", c, err)
+	}
+	problems, err := promlint.New(bytes.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
 }

@@ -91,8 +91,12 @@ func (s *ClientService) Pause(ctx context.Context, req *pb.PauseRequest) (*pb.Pa
 	return out, nil
 }
 
-// PauseDispatch pauses or resumes all dispatch (maintenance).
+// PauseDispatch pauses or resumes all dispatch (maintenance), or with a
+// pool dispatch in that pool alone.
 func (s *AdminService) PauseDispatch(ctx context.Context, req *pb.PauseDispatchRequest) (*pb.PauseDispatchResponse, error) {
+	if req.Pool != "" {
+		return s.pausePool(ctx, req)
+	}
 	command := &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{All: true, Resume: req.Resume}}}
 	res, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseDispatchResponse, error) {
 		return pb.NewAdminClient(cc).PauseDispatch(ctx, req)

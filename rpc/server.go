@@ -111,6 +111,11 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	}
 	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node, metricsMaxTenants(opt.MetricsMaxTenants)),
 		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken(), webhooks: opt.Webhooks}
+	// The connected workers of a pool, as the leader's worker sessions
+	// count them: PoolDelete refuses a pool that has any, and PoolGet,
+	// PoolList and top show them.
+	b.poolWorkers = noPoolWorkers
+	node.Metrics.Registry.MustRegister(&poolWorkersCollector{node: node, count: func(pool string) int { return b.poolWorkers(pool) }})
 	sopts := []grpc.ServerOption{
 		// Explicit, and the same on every connection a node makes (see
 		// leaderConns.dial): max_payload_bytes is bounded by it. What it

@@ -32,33 +32,45 @@ func startWebhookNode(t *testing.T, key webhook.Key) (pb.AdminClient, *raftnode.
 // feature levels up to level (0: this build's), and its server.
 func startWebhookNodeAt(t *testing.T, key webhook.Key, level uint32) (pb.AdminClient, *raftnode.Node, *Server) {
 	t.Helper()
+	node, srv, addr := serveNodeAt(t, level, func(node *raftnode.Node) Options {
+		auth, err := NewAuth(nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hooks := webhook.OnNode(node, webhook.Options{Key: key, Guard: webhook.NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}),
+			MinBackoff: 20 * time.Millisecond, MaxBackoff: 40 * time.Millisecond, CommitInterval: 20 * time.Millisecond})
+		return Options{Auth: auth, Webhooks: hooks}
+	})
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return pb.NewAdminClient(cc), node, srv
+}
+
+// serveNodeAt starts a one-node cluster whose build understands feature
+// levels up to level (0: this build's), serving gRPC with the options opt
+// makes for its node, and returns the node, its server and its gRPC
+// address once it leads; everything stops when the test ends.
+func serveNodeAt(t *testing.T, level uint32, opt func(node *raftnode.Node) Options) (*raftnode.Node, *Server, string) {
+	t.Helper()
 	cfg, lis := nodetest.Config(t)
 	cfg.FeatureLevel = level
 	node, err := raftnode.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := NewAuth(nil, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooks := webhook.OnNode(node, webhook.Options{Key: key, Guard: webhook.NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}),
-		MinBackoff: 20 * time.Millisecond, MaxBackoff: 40 * time.Millisecond, CommitInterval: 20 * time.Millisecond})
-	srv := NewServer(node, Options{Auth: auth, Webhooks: hooks})
+	srv := NewServer(node, opt(node))
 	served := make(chan struct{})
 	go func() { defer close(served); srv.Serve(lis) }()
-	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		cc.Close()
 		srv.Stop(5 * time.Second)
 		<-served
 		node.Shutdown()
 	})
 	waitFor(t, 20*time.Second, "a configured leader", func() bool { return node.IsLeader() && node.FSM.Configured() })
-	return pb.NewAdminClient(cc), node, srv
+	return node, srv, lis.Addr().String()
 }
 
 func wantStatus(t *testing.T, err error, code codes.Code, msg string) {

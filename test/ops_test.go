@@ -182,7 +182,7 @@ func TestDevShares(t *testing.T) {
 	ratios := 0
 	for name := range weights {
 		for _, w := range []string{"1m", "10m", "1h"} {
-			if v, ok := all[`barista_fairness_ratio{class="normal",tenant="`+name+`",window="`+w+`"}`]; ok && v > 0.5 && v < 2 {
+			if v, ok := all[`barista_fairness_ratio{class="normal",pool="default",tenant="`+name+`",window="`+w+`"}`]; ok && v > 0.5 && v < 2 {
 				ratios++
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -244,6 +245,11 @@ type overviewPage struct {
 	Classes   []classRow
 	// Members is empty for a client token.
 	Members []consoleMember
+	// Pools are the pools, once there are others than default (an
+	// admin's: empty for a client token); PoolColumn: the tenants' lines
+	// name their pool (there are other pools than default).
+	Pools      []PoolTopJSON
+	PoolColumn bool
 }
 
 type legendItem struct{ Name, Color string }
@@ -272,6 +278,10 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	id := requestIdentity(r)
 	p := overviewPage{frame: s.frame(w, r, "overview", "overview"), Top: topJSON(visibleTop(s.srv.LocalTop(rpc.DefaultTopWindow), id))}
+	if len(p.Top.Pools) > 1 {
+		p.Pools = p.Top.Pools
+	}
+	p.PoolColumn = len(p.Pools) > 0 || slices.ContainsFunc(p.Top.Tenants, func(t TenantTopJSON) bool { return t.Pool != sfq.DefaultPoolName })
 	var dispatches uint64
 	var order []string
 	for _, t := range p.Top.Tenants {
@@ -418,10 +428,10 @@ const (
 // jobsQuery is a job search, from the query string. Group "-" is the
 // unnamed group ("" searches every group).
 type jobsQuery struct {
-	Tenant, State, Type, Group string
-	ID                         uint64
-	After                      string
-	Limit                      int
+	Tenant, State, Type, Group, Pool string
+	ID                               uint64
+	After                            string
+	Limit                            int
 }
 
 // filtered reports whether the search reads through jobs it does not
@@ -446,7 +456,12 @@ func (q jobsQuery) matches(j *pb.Job) bool {
 // fault.
 func parseJobsQuery(q url.Values) (jobsQuery, error) {
 	out := jobsQuery{Tenant: strings.TrimSpace(q.Get("tenant")), State: q.Get("state"), Type: q.Get("type"), Group: strings.TrimSpace(q.Get("group")),
-		After: q.Get("after"), Limit: jobsPageSize}
+		Pool: strings.TrimSpace(q.Get("pool")), After: q.Get("after"), Limit: jobsPageSize}
+	if out.Pool != "" {
+		if err := sfq.ValidatePoolName(out.Pool); err != nil {
+			return out, fmt.Errorf("pool: %s", strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
+		}
+	}
 	if out.Group != "" && out.Group != "-" {
 		if err := sfq.ValidateGroupName(out.Group); err != nil {
 			return out, fmt.Errorf("group: %s", strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
@@ -490,7 +505,7 @@ func parseJobsQuery(q url.Values) (jobsQuery, error) {
 // values is the query string of the search, on page after.
 func (q jobsQuery) values(after string) string {
 	v := url.Values{}
-	for k, s := range map[string]string{"tenant": q.Tenant, "state": q.State, "type": q.Type, "group": q.Group, "after": after} {
+	for k, s := range map[string]string{"tenant": q.Tenant, "state": q.State, "type": q.Type, "group": q.Group, "pool": q.Pool, "after": after} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -570,7 +585,8 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) {
 // searchJobs reads one page of a search through ListJobs (from the
 // leader): the jobs of the tenant (all, for an admin naming none) in ID
 // order from q.After, of q.State if set, whose type contains q.Type and
-// of group q.Group if set. It returns the page token of the job after the last one shown
+// of group q.Group if set, of pool q.Pool if set (ListJobs filters by
+// pool). It returns the page token of the job after the last one shown
 // ("" if none is left) and how many jobs it read.
 func (s *Server) searchJobs(ctx context.Context, q jobsQuery) (jobs []*pb.Job, next string, scanned int, err error) {
 	token := q.After
@@ -579,7 +595,7 @@ func (s *Server) searchJobs(ctx context.Context, q jobsQuery) (jobs []*pb.Job, n
 		if q.filtered() {
 			size = min(rpc.MaxPage, jobsScanBudget-scanned)
 		}
-		resp, err := s.client.ListJobs(ctx, &pb.ListJobsRequest{Tenant: q.Tenant, State: q.State, PageSize: uint32(size), PageToken: token})
+		resp, err := s.client.ListJobs(ctx, &pb.ListJobsRequest{Tenant: q.Tenant, State: q.State, Pool: q.Pool, PageSize: uint32(size), PageToken: token})
 		if err != nil {
 			return nil, "", scanned, err
 		}

@@ -135,7 +135,7 @@ func TestGatewayAnswers(t *testing.T) {
 		{"a bad id", "GET", "/v1/jobs/x", gwAcme, "", nil, 400,
 			`{"code":"INVALID_ARGUMENT","message":"type mismatch, parameter: job_id, error: strconv.ParseUint: parsing \"x\": invalid syntax"}`},
 		{"an unknown query parameter", "GET", "/v1/jobs?stat=queued", gwAcme, "", nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"unknown query parameter \"stat\" (this route takes tenant, state, page_size, page_token, stale, include_payload, newest_first)"}`},
+			`{"code":"INVALID_ARGUMENT","message":"unknown query parameter \"stat\" (this route takes tenant, state, page_size, page_token, stale, include_payload, newest_first, pool)"}`},
 		{"a parameter and its alias", "GET", "/v1/jobs?stale=true&read.stale=false", gwAcme, "", nil, 400, ""},
 		{"no token", "GET", "/v1/jobs", "", "", nil, 401,
 			`{"code":"UNAUTHENTICATED","message":"missing bearer token (authorization: Bearer TOKEN)"}`},
@@ -294,7 +294,7 @@ func TestGatewayStreamError(t *testing.T) {
 		t.Errorf("error line %s %v", b, err)
 	}
 	b, err = m.Marshal(map[string]any{"result": &pb.Event{Seq: 7, Kind: "queued"}})
-	if err != nil || canonical(t, string(b)) != `{"at_ms":"0","attempt":0,"cpu_ms":"0","exit_code":0,"group":"","job_id":"0","kind":"queued","reason":"","seq":"7","tenant":"","wall_ms":"0","worker_id":""}` {
+	if err != nil || canonical(t, string(b)) != `{"at_ms":"0","attempt":0,"cpu_ms":"0","exit_code":0,"group":"","job_id":"0","kind":"queued","pool":"","reason":"","seq":"7","tenant":"","wall_ms":"0","worker_id":""}` {
 		t.Errorf("event line %s %v", b, err)
 	}
 	if strings.Contains(string(b), "\n") {

@@ -14,11 +14,28 @@ type TopJSON struct {
 	// starts at (its start or its last snapshot load).
 	FairnessSinceMs int64           `json:"fairness_since_ms"`
 	Tenants         []TenantTopJSON `json:"tenants"`
+	// Pools are every pool with its jobs and connected workers, by name.
+	Pools []PoolTopJSON `json:"pools"`
 }
 
-// TenantTopJSON is one tenant's line in one class.
+// PoolTopJSON is one pool in the live view.
+type PoolTopJSON struct {
+	Name          string `json:"name"`
+	Weights       string `json:"weights"`
+	Subscriptions string `json:"subscriptions"` // optional or required
+	Paused        bool   `json:"paused"`
+	Scheduled     uint64 `json:"scheduled"`
+	Queued        uint64 `json:"queued"`
+	Running       uint64 `json:"running"`
+	// Workers are its connected workers, as the leader counts them (0
+	// from a stale read of a follower).
+	Workers uint32 `json:"workers"`
+}
+
+// TenantTopJSON is one tenant's line in one class of one pool.
 type TenantTopJSON struct {
 	Name             string  `json:"name"`
+	Pool             string  `json:"pool"`
 	Tier             string  `json:"tier"`
 	Class            string  `json:"class"`
 	Weight           float64 `json:"weight"`
@@ -75,11 +92,20 @@ func GroupUsageToJSON(gs []*pb.GroupUsage) []GroupUsageJSON {
 }
 
 func topJSON(t *pb.TopResponse) TopJSON {
-	out := TopJSON{LeaderID: t.LeaderId, AppliedIndex: t.AppliedIndex, WindowMs: t.WindowMs, FairnessSinceMs: t.FairnessSinceMs, Tenants: []TenantTopJSON{}}
+	out := TopJSON{LeaderID: t.LeaderId, AppliedIndex: t.AppliedIndex, WindowMs: t.WindowMs, FairnessSinceMs: t.FairnessSinceMs, Tenants: []TenantTopJSON{},
+		Pools: []PoolTopJSON{}}
+	for _, p := range t.Pools {
+		subs := "optional"
+		if p.SubscriptionsRequired {
+			subs = "required"
+		}
+		out.Pools = append(out.Pools, PoolTopJSON{Name: p.Name, Weights: p.Weights, Subscriptions: subs, Paused: p.Paused,
+			Scheduled: p.Scheduled, Queued: p.Queued, Running: p.Running, Workers: p.Workers})
+	}
 	for _, r := range t.Tenants {
 		tier, _ := fsm.TierFromPB(r.Tier)
 		class, _ := fsm.ClassFromPB(r.JobClass)
-		row := TenantTopJSON{Name: r.Name, Tier: tier.String(), Class: class.String(), Weight: r.Weight, Queued: r.Queued,
+		row := TenantTopJSON{Name: r.Name, Pool: r.Pool, Tier: tier.String(), Class: class.String(), Weight: r.Weight, Queued: r.Queued,
 			Running: r.Running, Dispatches1m: r.Dispatches, DispatchedCost1m: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.EntitledShare,
 			Eligible: r.Eligible, Fairness: []FairWindowJSON{}, Groups: GroupUsageToJSON(r.Groups), Paused: r.Paused, Rate: r.Rate}
 		if r.Eligible {

@@ -148,6 +148,7 @@ func visibleTop(t *pb.TopResponse, id rpc.Identity) *pb.TopResponse {
 			own = append(own, r)
 		}
 	}
-	t.Tenants = own
+	// The pools' jobs and workers are every tenant's: an admin's to see.
+	t.Tenants, t.Pools = own, nil
 	return t
 }

@@ -8,9 +8,12 @@ import (
 
 // Event is one event as a request's body carries it.
 type Event struct {
-	Seq     uint64 `json:"seq"`
-	JobID   uint64 `json:"job_id"`
-	Tenant  string `json:"tenant"`
+	Seq    uint64 `json:"seq"`
+	JobID  uint64 `json:"job_id"`
+	Tenant string `json:"tenant"`
+	// Pool is a job's event's pool, always named ("default" for the pool
+	// default); none on a tenant-level event or a gap.
+	Pool    string `json:"pool,omitempty"`
 	Kind    string `json:"kind"`
 	Attempt uint32 `json:"attempt"`
 	AtMs    int64  `json:"at_ms"` // cluster time
@@ -47,6 +50,8 @@ func eventOf(ev *fsm.Event, tenant string) Event {
 	if ev.Kind.TenantLevel() {
 		// paused, resumed: job 0; the group (empty: the whole tenant).
 		out.WorkerID, out.Group = "", ev.Worker
+	} else {
+		out.Pool = ev.PoolLabel()
 	}
 	if ev.Reason != fsm.ReasonNone {
 		out.Reason = ev.Reason.String()

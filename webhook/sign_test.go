@@ -23,13 +23,13 @@ func TestSignaturePinned(t *testing.T) {
 	if id := k.ID(); id != 0xe87651b686e9d5d3 {
 		t.Fatalf("key id %016x", id)
 	}
-	body := []byte(`{"events":[{"seq":7,"job_id":3,"tenant":"acme","kind":"completed","attempt":1,"at_ms":1699999999000,"wall_ms":1699999999012,"cpu_ms":420}]}`)
-	const want = "t=1700000000000,v1=b93b4f70e6da9282faf9e27f069e88c02129c0808d34408cbe6b6496f2ce3f74"
+	body := []byte(`{"events":[{"seq":7,"job_id":3,"tenant":"acme","pool":"default","kind":"completed","attempt":1,"at_ms":1699999999000,"wall_ms":1699999999012,"cpu_ms":420}]}`)
+	const want = "t=1700000000000,v1=208b3b1cc608355444c5bff8413af729ef14c7d8a75314d2d9d3eff368e9c059"
 	if got := Header(1700000000000, body, secret); got != want {
 		t.Fatalf("header\n got %s\nwant %s", got, want)
 	}
 	// The payload encoding of that event is the body above.
-	p := Payload{Events: []Event{{Seq: 7, JobID: 3, Tenant: "acme", Kind: "completed", Attempt: 1, AtMs: 1699999999000, WallMs: 1699999999012, CPUMs: 420}}}
+	p := Payload{Events: []Event{{Seq: 7, JobID: 3, Tenant: "acme", Pool: "default", Kind: "completed", Attempt: 1, AtMs: 1699999999000, WallMs: 1699999999012, CPUMs: 420}}}
 	if b, _ := p.Marshal(); string(b) != string(body) {
 		t.Fatalf("payload %s", b)
 	}

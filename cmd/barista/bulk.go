@@ -20,6 +20,7 @@ type bulkFlags struct {
 	states string
 	typ    string
 	group  string
+	pool   string
 	since  time.Duration
 	ids    string
 	filter bool
@@ -31,6 +32,7 @@ func (b *bulkFlags) register(fs *flag.FlagSet, statesHelp string) {
 	fs.StringVar(&b.states, "state", "", "only jobs in these `STATES` (comma-separated; "+statesHelp+")")
 	fs.StringVar(&b.typ, "type", "", "only jobs of this job `TYPE`")
 	fs.StringVar(&b.group, "group", "", "only jobs of this `GROUP`")
+	fs.StringVar(&b.pool, "pool", "", "only jobs of this `POOL` (feature level 6)")
 	durFlag(fs, &b.since, "since", 0, time.Millisecond, 10*365*24*time.Hour, "", "only jobs submitted within this `DURATION` before now (cluster time)")
 	fs.StringVar(&b.ids, "ids", "", "these job `IDS` (comma-separated, at most 10000) instead of a filter")
 	fs.BoolVar(&b.dryRun, "dry-run", false, "list the jobs the call would take, change nothing")
@@ -38,7 +40,7 @@ func (b *bulkFlags) register(fs *flag.FlagSet, statesHelp string) {
 
 // filtered reports whether a filter flag was given.
 func (b *bulkFlags) filtered() bool {
-	return b.states != "" || b.typ != "" || b.group != "" || b.since != 0
+	return b.states != "" || b.typ != "" || b.group != "" || b.pool != "" || b.since != 0
 }
 
 // request builds the first request of a bulk call.
@@ -46,7 +48,7 @@ func (b *bulkFlags) request() (*pb.BulkJobsRequest, error) {
 	req := &pb.BulkJobsRequest{Tenant: b.tenant, DryRun: b.dryRun}
 	if b.ids != "" {
 		if b.filtered() {
-			return nil, usageError("--ids and a filter (--state, --type, --group, --since): give one, not both")
+			return nil, usageError("--ids and a filter (--state, --type, --group, --pool, --since): give one, not both")
 		}
 		for _, s := range strings.Split(b.ids, ",") {
 			id, err := parseJobID(strings.TrimSpace(s))
@@ -57,7 +59,12 @@ func (b *bulkFlags) request() (*pb.BulkJobsRequest, error) {
 		}
 		return req, nil
 	}
-	req.Filter = &pb.JobFilter{JobType: b.typ, Group: b.group}
+	if b.pool != "" {
+		if err := poolNameError(b.pool); err != nil {
+			return nil, usageError("--pool: %v", err)
+		}
+	}
+	req.Filter = &pb.JobFilter{JobType: b.typ, Group: b.group, Pool: b.pool}
 	if b.states != "" {
 		for _, s := range strings.Split(b.states, ",") {
 			req.Filter.States = append(req.Filter.States, strings.TrimSpace(s))

@@ -12,7 +12,7 @@ import (
 func init() {
 	register("cancel", typed(&spec[bulkFlags]{
 		synopsis: "Cancel a job, or many",
-		usage:    "ID [--tenant NAME] | --tenant NAME (--filter [--state STATES] [--type TYPE] [--group GROUP] [--since DURATION] | --ids IDS) [--dry-run]",
+		usage:    "ID [--tenant NAME] | --tenant NAME (--filter [--state STATES] [--type TYPE] [--group GROUP] [--pool POOL] [--since DURATION] | --ids IDS) [--dry-run]",
 		help: `A queued job is cancelled at once. An assigned or running job is marked
 cancel-requested; its worker is told to stop (SIGTERM, then SIGKILL after
 the grace) and the job ends cancelled when the worker confirms or its lease

@@ -223,6 +223,12 @@ func (c *serverConfig) settings() []setting {
 			val: msVal(&s.Sched.RetryBackoffMs, 0, sfq.MaxRetryBackoffMs*time.Millisecond)},
 		{key: "scheduler.retry_backoff_max", usage: "the longest a failed run's retry waits",
 			val: msVal(&s.Sched.RetryBackoffMaxMs, 0, sfq.MaxRetryBackoffMs*time.Millisecond)},
+		{key: "scheduler.max_pools", usage: "pools at most, the pool default included; 0 = the default, 64 (feature level 6)",
+			val: &intVal[uint32]{&s.Pools.MaxPools, 0, sfq.MaxPoolSlots}},
+		{key: "scheduler.implicit_tenants", usage: "a submit for an unknown tenant: off (NOT_FOUND), or a TIER: the tenant is made with that tier and no caps (feature level 6)",
+			val: &implicitTenantsVal{&s.Pools}},
+		{key: "scheduler.default_tenant", usage: "the tenant of an admin's submit that names none: none, or a tenant NAME (a client token's submit is always its own tenant's; feature level 6)",
+			val: defaultTenantVal(&s.Pools.DefaultTenant)},
 	}
 	for t := range sfq.Tier(sfq.NumTiers) {
 		list = append(list, setting{key: "scheduler.weights." + t.String(), usage: "weight of tier " + t.String(),

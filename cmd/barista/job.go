@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +47,9 @@ expires, a deadline) is shown from now and as wall time: "in 5.5s
 				{"estimated", estimated(j)},
 				{"cpu", (time.Duration(j.CpuMs) * time.Millisecond).String()},
 				{"submitted", wallRow(j.SubmittedWallMs, j.SubmittedAtMs)},
+			}
+			if j.Pool != "" { // a server of a build before pools names none
+				rows = slices.Insert(rows, 2, [2]string{"pool", j.Pool})
 			}
 			if j.DeadlineAtMs != 0 {
 				d := clusterWhen(j.Now, j.DeadlineAtMs)

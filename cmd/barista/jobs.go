@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -85,7 +86,7 @@ func sizeName(s pb.Size) string {
 // only when the job was read with it.
 func jobJSON(j *pb.Job, payload bool) map[string]any {
 	m := map[string]any{
-		"job_id": j.JobId, "tenant": j.Tenant, "state": j.State, "attempt": j.Attempt, "failures": j.Failures,
+		"job_id": j.JobId, "tenant": j.Tenant, "pool": j.Pool, "state": j.State, "attempt": j.Attempt, "failures": j.Failures,
 		"max_attempts": j.MaxAttempts, "size": sizeName(j.Size), "est_cost_ms": j.EstCostMs, "cpu_ms": j.CpuMs,
 		"job_type": j.JobType, "idempotency_key": j.IdempotencyKey,
 		"submitted_at": msTime(wallMs(j.SubmittedWallMs, j.SubmittedAtMs)), "cluster_submitted_at_ms": j.SubmittedAtMs,
@@ -126,11 +127,14 @@ func parseJobID(s string) (uint64, error) {
 func init() {
 	register("jobs", typed(&spec[jobsOpts]{
 		synopsis: "List a tenant's jobs",
-		usage:    "[--tenant NAME] [--state STATE] [--limit N] [--page-token TOKEN] [--oldest-first] [--payload] [--json]",
+		usage:    "[--tenant NAME] [--state STATE] [--pool POOL] [--limit N] [--page-token TOKEN] [--oldest-first] [--payload] [--json]",
 		help: `Lists jobs newest first (--oldest-first: in ID order from the oldest),
 optionally of one state (queued, assigned,
-running, completed, failed, cancelled, timed_out, scheduled, expired).
-With --json prints one JSON object per job; with --payload too, each object has the job's
+running, completed, failed, cancelled, timed_out, scheduled, expired)
+and of one pool (--pool NAME, --pool default for the pool default;
+without it, every pool's).
+A POOL column shows each job's pool when one of them is of a pool other
+than default. With --json prints one JSON object per job; with --payload too, each object has the job's
 "payload" (without --json, --payload changes nothing). A page holds at most
 --limit jobs and about 3 MiB: with payloads it may hold fewer. When more
 jobs remain, the token for the next page is printed on stderr
@@ -138,6 +142,7 @@ jobs remain, the token for the next page is printed on stderr
 		flags: func(fs *flag.FlagSet, o *jobsOpts) {
 			o.tenantFlags.register(fs)
 			fs.StringVar(&o.state, "state", "", "only jobs in this `STATE`")
+			fs.StringVar(&o.pool, "pool", "", "only jobs of this `POOL`")
 			numFlag(fs, &o.limit, "limit", 100, 1, 1000, "at most `N` jobs")
 			fs.StringVar(&o.page, "page-token", "", "continue from this `TOKEN`")
 			fs.BoolVar(&o.payload, "payload", false, "with --json, include each job's payload")
@@ -147,7 +152,12 @@ jobs remain, the token for the next page is printed on stderr
 			if len(args) > 0 {
 				return usageError("unexpected argument %q", args[0])
 			}
-			resp, err := withCall(opts.with, (*client.Client).ListJobs, &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state,
+			if opts.pool != "" {
+				if err := poolNameError(opts.pool); err != nil {
+					return usageError("--pool: %v", err)
+				}
+			}
+			resp, err := withCall(opts.with, (*client.Client).ListJobs, &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state, Pool: opts.pool,
 				PageSize: opts.limit, PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale},
 				IncludePayload: opts.payload && opts.json, NewestFirst: !opts.oldestFirst})
 			if err != nil {
@@ -160,9 +170,18 @@ jobs remain, the token for the next page is printed on stderr
 					}
 				}
 			} else {
-				fmt.Fprintf(env.stdout, "%-8s %-10s %-4s %7s %10s %10s %-24s %s\n", "ID", "STATE", "SIZE", "ATTEMPT", "EST", "CPU", "SUBMITTED", "TYPE")
+				// A POOL column when a job of the page is of another pool
+				// than default.
+				pools := slices.ContainsFunc(resp.Jobs, func(j *pb.Job) bool { return j.Pool != "" && j.Pool != "default" })
+				pool := func(name string) string {
+					if !pools {
+						return ""
+					}
+					return fmt.Sprintf("%-12s ", name)
+				}
+				fmt.Fprintf(env.stdout, "%-8s %-10s %s%-4s %7s %10s %10s %-24s %s\n", "ID", "STATE", pool("POOL"), "SIZE", "ATTEMPT", "EST", "CPU", "SUBMITTED", "TYPE")
 				for _, j := range resp.Jobs {
-					fmt.Fprintf(env.stdout, "%-8d %-10s %-4s %7d %10s %10s %-24s %s\n", j.JobId, j.State, sizeName(j.Size), j.Attempt,
+					fmt.Fprintf(env.stdout, "%-8d %-10s %s%-4s %7d %10s %10s %-24s %s\n", j.JobId, j.State, pool(j.Pool), sizeName(j.Size), j.Attempt,
 						time.Duration(j.EstCostMs)*time.Millisecond, time.Duration(j.CpuMs)*time.Millisecond,
 						msTime(wallMs(j.SubmittedWallMs, j.SubmittedAtMs)), termtext.Safe(j.JobType, false))
 				}
@@ -182,4 +201,5 @@ type jobsOpts struct {
 	page        string
 	payload     bool
 	oldestFirst bool
+	pool        string
 }

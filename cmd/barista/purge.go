@@ -11,7 +11,7 @@ import (
 func init() {
 	register("purge", typed(&spec[bulkFlags]{
 		synopsis: "Delete ended jobs now",
-		usage:    "--tenant NAME (--filter [--state STATES] [--type TYPE] [--group GROUP] [--since DURATION] | --ids IDS) [--dry-run]",
+		usage:    "--tenant NAME (--filter [--state STATES] [--type TYPE] [--group GROUP] [--pool POOL] [--since DURATION] | --ids IDS) [--dry-run]",
 		help: `Deletes a tenant's ended jobs (completed, failed, cancelled, timed_out,
 expired) before their retention would: by --ids, or with --filter by the
 same filter as redrive (--filter alone: every ended job of the tenant).

@@ -126,3 +126,45 @@ normal  b (deleted)  1000           1.0000  0.8000    1.2500
 		}
 	}
 }
+
+// TestReplayReportPools: the report's lines of a pool other than default
+// name it ("pool" after "tenant"; a POOL column in the table); lines of
+// the pool default are as before pools. In the pool default a is alone
+// (share, entitlement and ratio 1); in gpu (weights equal) a and b are
+// both eligible from 0 s to 1 s and each billed 1 s: 0.5, 0.5 and 1.
+func TestReplayReportPools(t *testing.T) {
+	const script = `level 6
+at 0s
+tenant a tier=gold
+tenant b tier=free
+pool gpu weights=equal
+submit a size=sm cost=1s
+submit a size=sm cost=1s pool=gpu
+submit b size=sm cost=1s pool=gpu
+at 1s
+dispatch sm
+dispatch sm pool=gpu
+dispatch sm pool=gpu
+at 2s
+finish 1 cpu=1s
+finish 2 cpu=1s
+finish 3 cpu=1s
+`
+	code, out, errOut := replayCmd(t, script, "--script", "-", "--report", "--json")
+	want := `{"tenant": "a", "class": "normal", "cpu_billed_ms": 1000, "share": 1.0000, "entitled": 1.0000, "ratio": 1.0000}
+{"tenant": "a", "pool": "gpu", "class": "normal", "cpu_billed_ms": 1000, "share": 0.5000, "entitled": 0.5000, "ratio": 1.0000}
+{"tenant": "b", "pool": "gpu", "class": "normal", "cpu_billed_ms": 1000, "share": 0.5000, "entitled": 0.5000, "ratio": 1.0000}
+`
+	if code != 0 || out != want {
+		t.Errorf("json: exit %d\n%s%s\nwant\n%s", code, out, errOut, want)
+	}
+	code, out, errOut = replayCmd(t, script, "--script", "-", "--report")
+	want = `CLASS   POOL     TENANT  CPU_BILLED_MS  SHARE   ENTITLED  RATIO
+normal  default  a       1000           1.0000  1.0000    1.0000
+normal  gpu      a       1000           0.5000  0.5000    1.0000
+normal  gpu      b       1000           0.5000  0.5000    1.0000
+`
+	if code != 0 || out != want {
+		t.Errorf("table: exit %d\n%s%s\nwant\n%s", code, out, errOut, want)
+	}
+}

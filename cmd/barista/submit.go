@@ -36,6 +36,7 @@ type submitOpts struct {
 	delay       time.Duration
 	expire      time.Duration
 	backoff     time.Duration
+	pool        string
 }
 
 type multiFlag []string
@@ -46,9 +47,11 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func init() {
 	register("submit", typed(&spec[submitOpts]{
 		synopsis: "Submit a job",
-		usage:    "--tenant NAME --size sm|md|lg --cost DUR [--class C] [--deadline DUR] [--group G] [--delay DUR] [--expire DUR] [--retry-backoff DUR] [--key K] [--type T] [--max-attempts N] [--timeout DUR] -- COMMAND [ARGS...]",
+		usage:    "--tenant NAME --size sm|md|lg --cost DUR [--pool P] [--class C] [--deadline DUR] [--group G] [--delay DUR] [--expire DUR] [--retry-backoff DUR] [--key K] [--type T] [--max-attempts N] [--timeout DUR] -- COMMAND [ARGS...]",
 		help: `Submits a job that runs COMMAND ARGS... on a worker of at least the given
-size. --cost is the estimated CPU time: the scheduler charges it at
+size (of its pool: --pool, default the pool default; see "barista pool
+--help"). With an admin token --tenant may be left out once the
+cluster's default_tenant is set. --cost is the estimated CPU time: the scheduler charges it at
 dispatch and corrects it by the measured CPU when the job ends. While the
 cluster's estimate is auto (barista config set estimate=auto) --cost may
 be left out: the job type's moving average, once it has 3 completed runs,
@@ -88,10 +91,11 @@ true|false}.
 line (keys as the flags; cost and timeout are durations; the command is
 "argv" with optional "env" and "dir", or a raw "payload" object):
 
-  {"tenant": "acme", "size": "md", "cost": "90s", "key": "k1", "group": "store-7", "argv": ["render", "7"]}
+  {"tenant": "acme", "size": "md", "cost": "90s", "key": "k1", "group": "store-7", "pool": "gpu", "argv": ["render", "7"]}
   {"size": "sm", "class": "high", "deadline": "10m", "type": "thumb", "argv": ["thumb", "9"]}
 
-Jobs go in requests of up to 1000 jobs and 3 MiB, so large payloads
+A line without "tenant" or "pool" takes --tenant and --pool. Jobs go in
+requests of up to 1000 jobs and 3 MiB, so large payloads
 split across requests; a job refused (too large to send, over a quota)
 is reported on its line and never stops the others. It prints a summary
 (or one JSON result per line with --json) and exits 1 if any job was
@@ -112,6 +116,7 @@ refused.`,
 			fs.StringVar(&o.payload, "payload", "", "raw `JSON` payload instead of a command")
 			fs.StringVar(&o.fromFile, "from-file", "", "submit every job of a JSON-lines `FILE` (- for stdin), up to 1000 jobs and 3 MiB per request")
 			fs.StringVar(&o.group, "group", "", "the job's `GROUP` in its tenant (1..128 bytes of A-Z a-z 0-9 . _ : @ -)")
+			fs.StringVar(&o.pool, "pool", "", "the job's `POOL`: only that pool's workers run it (default: the pool default; feature level 6)")
 			defineFlag(fs, "delay", "keep the job scheduled for this `DURATION` before it is queued", delayVal(&o.delay))
 			defineFlag(fs, "expire", "drop the job if it was not dispatched within this `DURATION` of the submit", expireVal(&o.expire))
 			defineFlag(fs, "retry-backoff", "wait this `DURATION` (doubling per failure) before retrying a failed run, instead of the cluster's retry_backoff", backoffVal(&o.backoff))
@@ -121,6 +126,11 @@ refused.`,
 }
 
 func runSubmit(env *cmdEnv, opts *submitOpts, args []string) error {
+	if opts.pool != "" {
+		if err := poolNameError(opts.pool); err != nil {
+			return usageError("--pool: %v", err)
+		}
+	}
 	if opts.fromFile != "" {
 		if len(args) > 0 {
 			return usageError("--from-file takes no command")
@@ -167,7 +177,7 @@ func runSubmit(env *cmdEnv, opts *submitOpts, args []string) error {
 	req := &pb.SubmitRequest{Tenant: opts.tenant, JobType: opts.jobType, Size: fsm.SizeToPB(size), EstCostMs: opts.cost.Milliseconds(),
 		Payload: payload, MaxAttempts: opts.maxAttempts, TimeoutMs: opts.timeout.Milliseconds(),
 		Class: opts.class, DeadlineMs: opts.deadline.Milliseconds(), Group: opts.group,
-		DelayMs: opts.delay.Milliseconds(), ExpireMs: opts.expire.Milliseconds()}
+		DelayMs: opts.delay.Milliseconds(), ExpireMs: opts.expire.Milliseconds(), Pool: opts.pool}
 	if set["key"] {
 		req.IdempotencyKey = &opts.key
 	}
@@ -258,16 +268,25 @@ type fileJob struct {
 	Delay       string            `json:"delay"`
 	Expire      string            `json:"expire"`
 	Backoff     *string           `json:"retry_backoff"`
+	Pool        string            `json:"pool"`
 }
 
-func (f *fileJob) request(defaultTenant string) (*pb.SubmitRequest, error) {
+func (f *fileJob) request(defaultTenant, defaultPool string) (*pb.SubmitRequest, error) {
 	size, err := sfq.ParseSize(f.Size)
 	if err != nil {
 		return nil, fmt.Errorf("size: %v", err)
 	}
-	req := &pb.SubmitRequest{Tenant: f.Tenant, IdempotencyKey: f.Key, JobType: f.Type, Size: fsm.SizeToPB(size), Group: f.Group}
+	req := &pb.SubmitRequest{Tenant: f.Tenant, IdempotencyKey: f.Key, JobType: f.Type, Size: fsm.SizeToPB(size), Group: f.Group, Pool: f.Pool}
 	if req.Tenant == "" {
 		req.Tenant = defaultTenant
+	}
+	if req.Pool == "" {
+		req.Pool = defaultPool
+	}
+	if req.Pool != "" {
+		if err := poolNameError(req.Pool); err != nil {
+			return nil, fmt.Errorf("pool: %v", err)
+		}
 	}
 	if f.Group != "" {
 		if err := groupNameError(f.Group); err != nil {
@@ -399,7 +418,7 @@ func submitFile(env *cmdEnv, opts *submitOpts) error {
 			report(n, &pb.SubmitResult{Error: "INVALID_ARGUMENT: data after the job's JSON object (one object per line)"})
 			continue
 		}
-		req, err := fj.request(opts.tenant)
+		req, err := fj.request(opts.tenant, opts.pool)
 		if err != nil {
 			report(n, &pb.SubmitResult{Error: "INVALID_ARGUMENT: " + err.Error()})
 			continue

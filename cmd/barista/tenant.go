@@ -354,17 +354,23 @@ func runTenantSet(env *cmdEnv, opts *tenantSetOpts, args []string) error {
 	if err != nil {
 		return err
 	}
-	if opts.json {
-		m := tenantJSON(out)
-		m["created"] = out.Created
+	return printSet(env, opts.json, "tenant "+out.Name, out.Created, tenantJSON(out), func() error { return printTenant(env, out, false) })
+}
+
+// printSet prints the answer of a set that creates or updates what it
+// names: with asJSON its JSON m with "created"; else "WHAT created" or
+// "WHAT updated", then show's table.
+func printSet(env *cmdEnv, asJSON bool, what string, created bool, m map[string]any, show func() error) error {
+	if asJSON {
+		m["created"] = created
 		return printJSON(env.stdout, m)
 	}
 	verb := "updated"
-	if out.Created {
+	if created {
 		verb = "created"
 	}
-	fmt.Fprintf(env.stdout, "tenant %s %s\n", out.Name, verb)
-	return printTenant(env, out, false)
+	fmt.Fprintf(env.stdout, "%s %s\n", what, verb)
+	return show()
 }
 
 // parseCapOrNone reads "none" (0) or a number 1..sfq.MaxGroupCap.

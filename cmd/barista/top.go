@@ -45,17 +45,25 @@ classes), its dispatches in the class in the last --window, then
 
 and the cluster's leader and applied index. Under a tenant with named
 groups, its groups with the most queued jobs (at most 5) follow its first
-line, each with its queued and running jobs and its cap. The windows
+line, each with its queued and running jobs and its cap. Once the
+cluster has pools besides default (docs/scheduling.md, "Pools"), each
+line names its POOL: a tenant active in two pools has lines in each, its
+share, entitlement, ratio and lag those of the pool (its queued and
+running jobs are its own in every pool), and a table of the pools
+follows, with their jobs and connected workers. The windows
 cover cluster time since the node started or last loaded a snapshot at
 most. --once prints one view and exits; with --json it prints one
 object:
 
   {"leader_id", "applied_index", "window_ms", "fairness_since_ms",
-   "tenants": [{"name", "tier", "class", "weight", "queued", "running",
-   "dispatches_1m", "dispatched_cost_ms_1m", "share", "entitled_share",
-   "ratio", "eligible", "lag_cpu_s", "fairness": [{"window", "span_ms",
-   "charged_ms", "class_charged_ms", "busy_ms", "share", "entitled",
-   "ratio"}], "groups": [{"name", "running", "queued", "limit"}]}]}
+   "tenants": [{"name", "pool", "tier", "class", "weight", "queued",
+   "running", "dispatches_1m", "dispatched_cost_ms_1m", "share",
+   "entitled_share", "ratio", "eligible", "lag_cpu_s", "fairness":
+   [{"window", "span_ms", "charged_ms", "class_charged_ms", "busy_ms",
+   "share", "entitled", "ratio"}], "groups": [{"name", "running",
+   "queued", "limit"}]}],
+   "pools": [{"name", "weights", "subscriptions", "paused", "scheduled",
+   "queued", "running", "workers"}]}
 
 (share, entitled_share and ratio are the 1 min window's, share and
 entitled_share 0 when undefined; shares are fractions; in "fairness",
@@ -116,7 +124,16 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 	fmt.Fprintf(w, "barista · leader %s · applied index %d · %s\n", j.LeaderID, j.AppliedIndex, time.Now().Format("15:04:05"))
 	fmt.Fprintf(w, "SHARE of the CPU charged in the class, ENTITLED by weight among the tenants with eligible work: last minute · RATIO = SHARE/ENTITLED · LAG: CPU s owed (+) or ahead (-) · DISP: dispatches in %s\n\n",
 		time.Duration(j.WindowMs)*time.Millisecond)
-	fmt.Fprintf(w, "%-20s %-8s %-8s %7s %7s %7s %6s %7s %8s %6s %6s %6s %8s  %s\n", "TENANT", "TIER", "CLASS", "WEIGHT", "QUEUED", "RUNNING", "DISP",
+	// A POOL column once there are pools besides default: one pool's view
+	// stays as it always was.
+	pools := len(j.Pools) > 1
+	pool := func(name string) string {
+		if !pools {
+			return ""
+		}
+		return fmt.Sprintf("%-12s ", name)
+	}
+	fmt.Fprintf(w, "%-20s %s%-8s %-8s %7s %7s %7s %6s %7s %8s %6s %6s %6s %8s  %s\n", "TENANT", pool("POOL"), "TIER", "CLASS", "WEIGHT", "QUEUED", "RUNNING", "DISP",
 		"SHARE", "ENTITLED", "R/1M", "R/10M", "R/1H", "LAG", "share (#) vs entitled (|)")
 	for _, r := range j.Tenants {
 		entitled := fmt.Sprintf("%8s", "-")
@@ -141,7 +158,7 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 		if e := int(r.EntitledShare*30 + 0.5); e > 0 && e <= 30 {
 			bar[e-1] = '|'
 		}
-		fmt.Fprintf(w, "%-20s %-8s %-8s %7.3g %7d %7d %6d %6.1f%% %s %6s %6s %6s %8s  [%s]\n", termtext.Safe(r.Name, false), r.Tier, r.Class, r.Weight, r.Queued, r.Running,
+		fmt.Fprintf(w, "%-20s %s%-8s %-8s %7.3g %7d %7d %6d %6.1f%% %s %6s %6s %6s %8s  [%s]\n", termtext.Safe(r.Name, false), pool(r.Pool), r.Tier, r.Class, r.Weight, r.Queued, r.Running,
 			r.Dispatches1m, 100*r.Share, entitled, ratios[0], ratios[1], ratios[2], lag, bar)
 		if r.Paused != "" {
 			fmt.Fprintf(w, "  paused by %s\n", r.Paused)
@@ -156,5 +173,17 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 			}
 			fmt.Fprintf(w, "  group %-20.20s %25d %7d  %s\n", groupName(g.Name), g.Queued, g.Running, limit)
 		}
+	}
+	if !pools {
+		return
+	}
+	fmt.Fprintf(w, "\n%-20s %-13s %-6s %9s %7s %7s %7s  %s\n", "POOL", "SUBSCRIPTIONS", "PAUSED", "SCHEDULED", "QUEUED", "RUNNING", "WORKERS", "WEIGHTS")
+	for _, p := range j.Pools {
+		paused := "no"
+		if p.Paused {
+			paused = "yes"
+		}
+		fmt.Fprintf(w, "%-20s %-13s %-6s %9d %7d %7d %7d  %s\n", p.Name, p.Subscriptions, paused, p.Scheduled, p.Queued, p.Running, p.Workers,
+			termtext.Safe(p.Weights, false))
 	}
 }

@@ -39,3 +39,35 @@ func TestRenderTop(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderTopPools: with a pool besides default, each line names its
+// pool and the pools follow with their jobs and connected workers.
+func TestRenderTopPools(t *testing.T) {
+	top := &pb.TopResponse{LeaderId: "n1", AppliedIndex: 9, WindowMs: 60_000, Tenants: []*pb.TenantShare{
+		{Name: "acme", Pool: "default", Tier: pb.Tier_GOLD, Weight: 8, Queued: 2, JobClass: pb.Class_NORMAL},
+		{Name: "acme", Pool: "gpu", Tier: pb.Tier_GOLD, Weight: 1, Queued: 2, JobClass: pb.Class_NORMAL},
+	}, Pools: []*pb.Pool{
+		{Name: "default", Weights: "default", Queued: 1},
+		{Name: "gpu", Weights: "equal", SubscriptionsRequired: true, Paused: true, Queued: 1, Running: 1, Workers: 2},
+	}}
+	var b bytes.Buffer
+	renderTop(&b, top)
+	lines := strings.Split(b.String(), "\n")
+	want := []string{
+		"TENANT               POOL         TIER     CLASS     WEIGHT  QUEUED RUNNING   DISP   SHARE ENTITLED   R/1M  R/10M   R/1H      LAG  share (#) vs entitled (|)",
+		"acme                 default      gold     normal         8       2       0      0    0.0%        -      -      -      -        -  [                              ]",
+		"acme                 gpu          gold     normal         1       2       0      0    0.0%        -      -      -      -        -  [                              ]",
+		"",
+		"POOL                 SUBSCRIPTIONS PAUSED SCHEDULED  QUEUED RUNNING WORKERS  WEIGHTS",
+		"default              optional      no             0       1       0       0  default",
+		"gpu                  required      yes            0       1       1       2  equal",
+	}
+	if len(lines) != 3+len(want)+1 {
+		t.Fatalf("top:\n%s", b.String())
+	}
+	for i, w := range want {
+		if lines[3+i] != w {
+			t.Errorf("line %d:\n got %q\nwant %q", 3+i, lines[3+i], w)
+		}
+	}
+}

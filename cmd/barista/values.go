@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -417,4 +418,55 @@ func (v *rateVal) setTOML(x any) error {
 		return wrongType("a string", x)
 	}
 	return v.Set(s)
+}
+
+// implicitTenantsVal is implicit_tenants: off, or the tier unknown
+// tenants are made with.
+type implicitTenantsVal struct{ p *fsm.PoolSettings }
+
+func (v *implicitTenantsVal) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return v.p.ImplicitString()
+}
+func (v *implicitTenantsVal) allowed() string { return "off, free, bronze, silver, gold or diamond" }
+func (v *implicitTenantsVal) Set(s string) error {
+	if s == "off" {
+		v.p.Implicit, v.p.ImplicitTier = false, 0
+		return nil
+	}
+	t, err := sfq.ParseTier(s)
+	if err != nil {
+		return fmt.Errorf("%q is not off or a tier (free, bronze, silver, gold or diamond)", s)
+	}
+	v.p.Implicit, v.p.ImplicitTier = true, t
+	return nil
+}
+func (v *implicitTenantsVal) setTOML(x any) error {
+	s, ok := x.(string)
+	if !ok {
+		return wrongType("a string", x)
+	}
+	return v.Set(s)
+}
+
+// defaultTenantVal is default_tenant: none, or a tenant's name.
+func defaultTenantVal(p *string) value {
+	return &parsedVal[string]{p: p, want: "none or a tenant name",
+		parse: func(s string) (string, error) {
+			if s == "none" {
+				return "", nil
+			}
+			if err := sfq.ValidateName("default_tenant", s); err != nil {
+				return "", err
+			}
+			return s, nil
+		},
+		format: func(s string) string {
+			if s == "" {
+				return "none"
+			}
+			return s
+		}}
 }

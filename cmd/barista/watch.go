@@ -76,6 +76,9 @@ func eventJSON(ev *pb.Event) map[string]any {
 	if ev.WorkerId != "" {
 		m["worker_id"] = ev.WorkerId
 	}
+	if ev.Pool != "" {
+		m["pool"] = ev.Pool
+	}
 	switch ev.Kind {
 	case "completed", "failed", "cancelled", "timed_out", "requeued":
 		m["cpu_ms"], m["exit_code"] = ev.CpuMs, ev.ExitCode

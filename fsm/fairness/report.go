@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/baristahq/barista/internal/termtext"
+	"github.com/baristahq/barista/sfq"
 )
 
 // WriteBilled writes the whole-run report (barista replay --report): for
@@ -18,6 +20,11 @@ import (
 // header; with asJSON, one object per line:
 //
 //	{"tenant": "acme", "class": "normal", "cpu_billed_ms": 123000, "share": 0.5123, "entitled": 0.5161, "ratio": 0.9926}
+//	{"tenant": "acme", "pool": "gpu", "class": "normal", "cpu_billed_ms": 9000, "share": 0.5000, "entitled": 0.5000, "ratio": 1.0000}
+//
+// A line of a pool other than default names it ("pool" after "tenant");
+// a line of the pool default is exactly as before pools, and so is the
+// table of a run with no other pool (it has a POOL column otherwise).
 func WriteBilled(w io.Writer, lines []Line, asJSON bool) error {
 	if asJSON {
 		bw := bufio.NewWriter(w)
@@ -27,13 +34,23 @@ func WriteBilled(w io.Writer, lines []Line, asJSON bool) error {
 			ent, eok := l.Whole.Entitled()
 			ratio, rok := l.Whole.BilledRatio()
 			name, _ := json.Marshal(l.Name)
-			fmt.Fprintf(bw, `{"tenant": %s, "class": "%s", "cpu_billed_ms": %d, "share": %s, "entitled": %s, "ratio": %s}`+"\n",
-				name, l.Class, l.Whole.BilledMs, fixed(share, sok, "null"), fixed(ent, eok, "null"), fixed(ratio, rok, "null"))
+			pool := ""
+			if l.Pool != "" {
+				p, _ := json.Marshal(l.Pool)
+				pool = fmt.Sprintf(`, "pool": %s`, p)
+			}
+			fmt.Fprintf(bw, `{"tenant": %s%s, "class": "%s", "cpu_billed_ms": %d, "share": %s, "entitled": %s, "ratio": %s}`+"\n",
+				name, pool, l.Class, l.Whole.BilledMs, fixed(share, sok, "null"), fixed(ent, eok, "null"), fixed(ratio, rok, "null"))
 		}
 		return bw.Flush()
 	}
+	pools := slices.ContainsFunc(lines, func(l Line) bool { return l.Pool != "" })
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLASS\tTENANT\tCPU_BILLED_MS\tSHARE\tENTITLED\tRATIO")
+	if pools {
+		fmt.Fprint(tw, "CLASS\tPOOL\tTENANT\tCPU_BILLED_MS\tSHARE\tENTITLED\tRATIO\n")
+	} else {
+		fmt.Fprint(tw, "CLASS\tTENANT\tCPU_BILLED_MS\tSHARE\tENTITLED\tRATIO\n")
+	}
 	for i := range lines {
 		l := &lines[i]
 		share, sok := l.Whole.BilledShare()
@@ -43,7 +60,15 @@ func WriteBilled(w io.Writer, lines []Line, asJSON bool) error {
 		if l.Deleted {
 			name += " (deleted)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", l.Class, name, l.Whole.BilledMs, fixed(share, sok, "-"), fixed(ent, eok, "-"), fixed(ratio, rok, "-"))
+		fmt.Fprint(tw, l.Class, "\t")
+		if pools {
+			pool := l.Pool
+			if pool == "" {
+				pool = sfq.DefaultPoolName
+			}
+			fmt.Fprint(tw, pool, "\t")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", name, l.Whole.BilledMs, fixed(share, sok, "-"), fixed(ent, eok, "-"), fixed(ratio, rok, "-"))
 	}
 	return tw.Flush()
 }

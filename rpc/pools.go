@@ -1,0 +1,379 @@
+package rpc
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/baristahq/barista/fsm"
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
+)
+
+// Pools at the edge (SPEC §3 "Pools", feature level 6): the admin calls
+// on pools and subscriptions, and the checks of a job's pool that every
+// client call shares. Each check is the one Apply makes again, with the
+// field named.
+
+// poolNameErr refuses a pool name that is not empty and not a valid name
+// as INVALID_ARGUMENT naming field.
+func poolNameErr(field, name string) error {
+	if name == "" {
+		return nil
+	}
+	if err := sfq.ValidatePoolName(name); err != nil {
+		return status.Errorf(codes.InvalidArgument, "%s: %s", field, trimInvalid(err))
+	}
+	return nil
+}
+
+// unknownPool is the refusal of a pool that does not exist.
+func unknownPool(field, name string) error {
+	return status.Errorf(codes.NotFound, "%s: unknown pool %q", field, name)
+}
+
+// knownPool refuses, as NOT_FOUND naming field, a pool name (not empty)
+// that names no live pool of sc.
+func knownPool(sc *sfq.Scheduler, field, name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, ok := sc.PoolID(name); !ok {
+		return unknownPool(field, name)
+	}
+	return nil
+}
+
+// submitPool checks, on the leader, a submit's pool: it exists, and a
+// pool whose subscriptions are required admits only a tenant with one
+// there (the rule and message of Apply: it fails closed).
+func submitPool(sc *sfq.Scheduler, tenant, pool string) error {
+	if pool == "" {
+		return nil
+	}
+	p, ok := sc.Pool(pool)
+	if !ok {
+		return unknownPool("pool", pool)
+	}
+	if _, sub := sc.Subscription(tenant, pool); p.Required && !sub {
+		return status.Errorf(codes.FailedPrecondition, "tenant %s has no subscription in pool %s, which requires one", tenant, p.Name)
+	}
+	return nil
+}
+
+// submitTenant resolves the tenant of a submit: a client token's own
+// (scopeTenant: never another, whatever the cluster's default_tenant);
+// an admin's named one or, when it names none, the cluster's
+// default_tenant if one is set.
+func submitTenant(ctx context.Context, named string, pools fsm.PoolSettings) (string, error) {
+	if named == "" && pools.DefaultTenant != "" && IdentityFrom(ctx).Role != RoleClient {
+		return pools.DefaultTenant, nil
+	}
+	return scopeTenant(ctx, named, true)
+}
+
+// noPoolWorkers is the count of connected workers of a server without
+// worker sessions: none.
+func noPoolWorkers(string) int { return 0 }
+
+// poolToPB presents a pool with its connected workers.
+func poolToPB(p *sfq.Pool, workers int) *pb.Pool {
+	out := &pb.Pool{Name: p.Name, Weights: p.Weights.String(), SubscriptionsRequired: p.Required, Paused: p.Paused,
+		Scheduled: p.Scheduled, Queued: p.Queued, Running: p.Running, Tenants: uint32(p.Lanes), Workers: uint32(workers)}
+	for _, v := range p.VirtualNow {
+		out.VirtualNowMs = append(out.VirtualNowMs, v.String())
+	}
+	return out
+}
+
+// readPool returns the live pool named name in this node's state, or nil.
+func (b *base) readPool(name string) *pb.Pool {
+	var p sfq.Pool
+	var ok bool
+	b.node.FSM.Read(func(sc *sfq.Scheduler) { p, ok = sc.Pool(name) })
+	if !ok {
+		return nil
+	}
+	out := poolToPB(&p, b.poolWorkers(p.Name))
+	out.Now = b.clockNow()
+	return out
+}
+
+// readPools returns every live pool of this node's state, by name.
+func (b *base) readPools() []*pb.Pool {
+	var ps []sfq.Pool
+	b.node.FSM.Read(func(sc *sfq.Scheduler) {
+		sc.Pools(func(p sfq.Pool) bool { ps = append(ps, p); return true })
+	})
+	out := make([]*pb.Pool, len(ps))
+	for i := range ps {
+		out[i] = poolToPB(&ps[i], b.poolWorkers(ps[i].Name))
+	}
+	return out
+}
+
+// poolSetCommand checks a PoolSet request and builds its command.
+func poolSetCommand(req *pb.PoolSetRequest) (*pb.Command, error) {
+	if req.Name == "" {
+		return nil, status.Error(codes.InvalidArgument, "name: required")
+	}
+	if err := poolNameErr("name", req.Name); err != nil {
+		return nil, err
+	}
+	if req.Weights != nil {
+		if _, err := sfq.ParsePoolWeights(*req.Weights); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "weights: %s", trimInvalid(err))
+		}
+	}
+	return &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: req.Name, Weights: req.Weights,
+		SubscriptionsRequired: req.SubscriptionsRequired}}}, nil
+}
+
+// PoolSet creates or changes a pool.
+func (s *AdminService) PoolSet(ctx context.Context, req *pb.PoolSetRequest) (*pb.Pool, error) {
+	cmd, err := poolSetCommand(req)
+	if err != nil {
+		return nil, err
+	}
+	res, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Pool, error) {
+		return pb.NewAdminClient(cc).PoolSet(ctx, req)
+	})
+	if done {
+		return resp, err
+	}
+	out := s.readPool(req.Name)
+	if out == nil {
+		return nil, status.Errorf(codes.Internal, "pool %q vanished after it was set", req.Name)
+	}
+	out.Created = res.Created
+	return out, nil
+}
+
+// PoolGet returns one pool.
+func (s *AdminService) PoolGet(ctx context.Context, req *pb.PoolGetRequest) (*pb.Pool, error) {
+	if err := poolNameErr("name", req.Name); err != nil {
+		return nil, err
+	}
+	fwd := &pb.PoolGetRequest{Name: req.Name}
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Pool, error) {
+		return pb.NewAdminClient(cc).PoolGet(ctx, fwd)
+	}, func() (*pb.Pool, error) {
+		name := req.Name
+		if name == "" {
+			name = sfq.DefaultPoolName
+		}
+		if out := s.readPool(name); out != nil {
+			return out, nil
+		}
+		return nil, unknownPool("name", req.Name)
+	})
+}
+
+// PoolList lists every pool by name.
+func (s *AdminService) PoolList(ctx context.Context, req *pb.PoolListRequest) (*pb.PoolListResponse, error) {
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PoolListResponse, error) {
+		return pb.NewAdminClient(cc).PoolList(ctx, &pb.PoolListRequest{})
+	}, func() (*pb.PoolListResponse, error) {
+		out := &pb.PoolListResponse{Pools: s.readPools()}
+		now := s.clockNow()
+		for _, p := range out.Pools {
+			p.Now = now
+		}
+		return out, nil
+	})
+}
+
+// PoolDelete deletes a pool without jobs (Apply checks) and without a
+// connected worker (checked here, on the leader: the state machine does
+// not know the connections).
+func (s *AdminService) PoolDelete(ctx context.Context, req *pb.PoolDeleteRequest) (*pb.PoolDeleteResponse, error) {
+	if req.Name == "" {
+		return nil, status.Error(codes.InvalidArgument, "name: required")
+	}
+	if err := poolNameErr("name", req.Name); err != nil {
+		return nil, err
+	}
+	cmd := &pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: req.Name}}}
+	if err := levelErr(s.node.FSM, cmd); err != nil {
+		return nil, err
+	}
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PoolDeleteResponse, error) {
+		return pb.NewAdminClient(cc).PoolDelete(ctx, req)
+	}); handled {
+		return resp, err
+	}
+	if n := s.poolWorkers(req.Name); n > 0 && req.Name != sfq.DefaultPoolName { // Apply refuses default whatever it holds
+		return nil, status.Errorf(codes.FailedPrecondition, "pool %s has %d connected %s; stop %s, or start %s with another --pool, first",
+			req.Name, n, plural(n, "worker", "workers"), plural(n, "it", "them"), plural(n, "it", "them"))
+	}
+	res, err := s.propose(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := resultErr(res[0]); err != nil {
+		return nil, err
+	}
+	return &pb.PoolDeleteResponse{}, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// subscriptionCommand checks a SubscriptionSet request and builds its
+// command.
+func subscriptionCommand(req *pb.SubscriptionSetRequest) (*pb.Command, error) {
+	if err := sfq.ValidateName("tenant", req.Tenant); err != nil {
+		return nil, status.Error(codes.InvalidArgument, trimInvalid(err))
+	}
+	if req.Pool == "" {
+		return nil, status.Error(codes.InvalidArgument, "pool: required")
+	}
+	if err := poolNameErr("pool", req.Pool); err != nil {
+		return nil, err
+	}
+	return &pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: req.Tenant, Pool: req.Pool, Burst: req.Burst}}}, nil
+}
+
+// subscriptionOf returns tenant's subscription in pool with its running
+// jobs there, or nil.
+func subscriptionOf(sc *sfq.Scheduler, tenant, pool string) *pb.Subscription {
+	burst, ok := sc.Subscription(tenant, pool)
+	if !ok {
+		return nil
+	}
+	l, _ := sc.Lane(tenant, pool)
+	p, _ := sc.Pool(pool)
+	return &pb.Subscription{Tenant: tenant, Pool: p.Name, Burst: burst, Running: l.Running}
+}
+
+// SubscriptionSet sets or removes a tenant's subscription in a pool.
+func (s *AdminService) SubscriptionSet(ctx context.Context, req *pb.SubscriptionSetRequest) (*pb.SubscriptionSetResponse, error) {
+	cmd, err := subscriptionCommand(req)
+	if err != nil {
+		return nil, err
+	}
+	res, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubscriptionSetResponse, error) {
+		return pb.NewAdminClient(cc).SubscriptionSet(ctx, req)
+	})
+	if done {
+		return resp, err
+	}
+	out := &pb.SubscriptionSetResponse{Changed: res.Outcome == sfq.Changed}
+	s.node.FSM.Read(func(sc *sfq.Scheduler) { out.Subscription = subscriptionOf(sc, req.Tenant, req.Pool) })
+	return out, nil
+}
+
+// subscriptionToken encodes where the next page of SubscriptionList
+// starts: after the subscription of tenant index o in pool slot p.
+func subscriptionToken(o uint32, p sfq.PoolID) string {
+	return "s" + strconv.FormatUint(uint64(o), 10) + "." + strconv.FormatUint(uint64(p), 10)
+}
+
+// parseSubscriptionToken reads a subscriptionToken ("": the start).
+func parseSubscriptionToken(tok string) (o uint32, p sfq.PoolID, first bool, err error) {
+	if tok == "" {
+		return 0, 0, true, nil
+	}
+	a, b, ok := strings.Cut(strings.TrimPrefix(tok, "s"), ".")
+	x, err1 := strconv.ParseUint(a, 10, 32)
+	y, err2 := strconv.ParseUint(b, 10, 16)
+	if !ok || !strings.HasPrefix(tok, "s") || err1 != nil || err2 != nil {
+		return 0, 0, false, status.Errorf(codes.InvalidArgument, "page_token: %q is not a token this server issued", tok)
+	}
+	return uint32(x), sfq.PoolID(y), false, nil
+}
+
+// subscriptionPage reads one page of SubscriptionList: the subscriptions
+// of tenant and pool (each "" for any), in (tenant, pool) creation order,
+// after the token's.
+func subscriptionPage(sc *sfq.Scheduler, req *pb.SubscriptionListRequest, size int) (*pb.SubscriptionListResponse, error) {
+	after, afterPool, first, err := parseSubscriptionToken(req.PageToken)
+	if err != nil {
+		return nil, err
+	}
+	if req.Tenant != "" {
+		if _, ok := sc.TenantIndex(req.Tenant); !ok {
+			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", req.Tenant)
+		}
+	}
+	if err := knownPool(sc, "pool", req.Pool); err != nil {
+		return nil, err
+	}
+	out := &pb.SubscriptionListResponse{}
+	sc.Subscriptions(func(tenant, pool string, burst uint32) bool {
+		o, _ := sc.TenantIndex(tenant)
+		p, _ := sc.PoolID(pool)
+		if !first && (o < after || (o == after && p <= afterPool)) {
+			return true
+		}
+		if (req.Tenant != "" && tenant != req.Tenant) || (req.Pool != "" && pool != req.Pool) {
+			return true
+		}
+		if len(out.Subscriptions) == size {
+			last := out.Subscriptions[size-1]
+			lo, _ := sc.TenantIndex(last.Tenant)
+			lp, _ := sc.PoolID(last.Pool)
+			out.NextPageToken = subscriptionToken(lo, lp)
+			return false
+		}
+		l, _ := sc.Lane(tenant, pool)
+		out.Subscriptions = append(out.Subscriptions, &pb.Subscription{Tenant: tenant, Pool: pool, Burst: burst, Running: l.Running})
+		return true
+	})
+	return out, nil
+}
+
+// SubscriptionList pages through the subscriptions.
+func (s *AdminService) SubscriptionList(ctx context.Context, req *pb.SubscriptionListRequest) (*pb.SubscriptionListResponse, error) {
+	if req.Tenant != "" {
+		if err := sfq.ValidateName("tenant", req.Tenant); err != nil {
+			return nil, status.Error(codes.InvalidArgument, trimInvalid(err))
+		}
+	}
+	if err := poolNameErr("pool", req.Pool); err != nil {
+		return nil, err
+	}
+	size, err := pageSize(req.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, _, err := parseSubscriptionToken(req.PageToken); err != nil {
+		return nil, err
+	}
+	fwd := &pb.SubscriptionListRequest{Tenant: req.Tenant, Pool: req.Pool, PageSize: req.PageSize, PageToken: req.PageToken}
+	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubscriptionListResponse, error) {
+		return pb.NewAdminClient(cc).SubscriptionList(ctx, fwd)
+	}, func() (out *pb.SubscriptionListResponse, err error) {
+		s.node.FSM.Read(func(sc *sfq.Scheduler) { out, err = subscriptionPage(sc, req, size) })
+		return out, err
+	})
+}
+
+// pausePool pauses or resumes dispatch in one pool.
+func (s *AdminService) pausePool(ctx context.Context, req *pb.PauseDispatchRequest) (*pb.PauseDispatchResponse, error) {
+	if err := poolNameErr("pool", req.Pool); err != nil {
+		return nil, err
+	}
+	command := &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: req.Pool, Resume: req.Resume}}}
+	res, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseDispatchResponse, error) {
+		return pb.NewAdminClient(cc).PauseDispatch(ctx, req)
+	})
+	if done {
+		return resp, err
+	}
+	out := &pb.PauseDispatchResponse{Changed: res.Outcome == sfq.Changed}
+	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+		if id, ok := sc.PoolID(req.Pool); ok {
+			out.Paused = sc.PoolPaused(id)
+		}
+	})
+	return out, nil
+}
