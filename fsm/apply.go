@@ -83,14 +83,22 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 		// default_tenant (a client token's submit always names its own).
 		c.Tenant = f.cfg.Pools.DefaultTenant
 	}
+	required := false
 	if c.Pool != "" {
 		// Checked before an implicit tenant is made: a refused submit
 		// changes nothing.
-		if _, ok := f.sched.PoolID(c.Pool); !ok {
+		p, ok := f.sched.Pool(c.Pool)
+		if !ok {
 			return refusef(NotFound, "unknown pool %q", c.Pool)
 		}
+		required = p.Required
 	}
 	ti, ok := f.sched.TenantIndex(c.Tenant)
+	if !ok && required && f.cfg.Pools.Implicit && f.level >= Level6 {
+		// A tenant made now would have no subscription: the pool refuses
+		// it, and nothing is made.
+		return refusef(FailedPrecondition, "tenant %s has no subscription in pool %s, which requires one", c.Tenant, c.Pool)
+	}
 	if !ok {
 		if made, r := f.implicitTenant(c.Tenant); r.Code != OK {
 			return r

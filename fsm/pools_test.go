@@ -157,6 +157,10 @@ func TestDefaultAndImplicitTenants(t *testing.T) {
 	if r := h.one(submitIn("newco", "nowhere")); r.Code != NotFound {
 		t.Fatalf("an implicit tenant's submit to an unknown pool: %+v", r)
 	}
+	h.one(poolSet("gpu", nil, ptr(true)))
+	if r := h.one(submitIn("newco", "gpu")); r.Code != FailedPrecondition || r.Msg != "tenant newco has no subscription in pool gpu, which requires one" {
+		t.Fatalf("an implicit tenant's submit to a pool that requires a subscription: %+v", r)
+	}
 	if _, ok := h.f.sched.TenantIndex("newco"); ok {
 		t.Fatal("a refused submit created its tenant")
 	}
