@@ -1,7 +1,7 @@
 // Package wire holds what barista's programs outside a server (the Go
 // client, the worker) share with the servers without importing them:
-// the fixed flow-control windows of every gRPC connection, the rule a
-// worker's ID follows, and the bound of the output tails a worker
+// the fixed flow-control windows of every gRPC connection, the rules a
+// worker's ID and its pool's name follow, and the bound of the output tails a worker
 // reports. The servers apply the same rules (package sfq); the tests of
 // this package check that both agree on every input.
 package wire
@@ -75,6 +75,21 @@ func refused(r rune) string {
 		return "a line or paragraph separator"
 	}
 	return ""
+}
+
+// ValidatePoolName checks a pool's name the way the leader does
+// (sfq.ValidatePoolName): 1 to 63 of a-z, 0-9 and -, not starting with -.
+// The error names the byte refused and its offset.
+func ValidatePoolName(s string) error {
+	if s == "" || len(s) > 63 {
+		return fmt.Errorf("%w: pool name %q (want 1 to 63 of a-z, 0-9 and -, not starting with -)", ErrInvalid, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' && i > 0) {
+			return fmt.Errorf("%w: pool name %q has %q at byte %d (want a-z, 0-9 and -, not starting with -)", ErrInvalid, s, b, i)
+		}
+	}
+	return nil
 }
 
 // MaxOutputTail bounds each of the stderr and stdout tails a job keeps

@@ -72,3 +72,29 @@ func TestOutputTailAgreesWithTheLeader(t *testing.T) {
 		}
 	}
 }
+
+// TestValidatePoolNameAgreesWithTheLeader: a worker refuses exactly the
+// pool names the leader refuses, in the same words: every byte at the
+// start and inside a name, and the length bounds.
+func TestValidatePoolNameAgreesWithTheLeader(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		if got, want := errText(ValidatePoolName(s)), errText(sfq.ValidatePoolName(s)); got != want {
+			t.Fatalf("ValidatePoolName(%q) = %q, the leader's %q", s, got, want)
+		}
+	}
+	accepted := 0
+	for b := 0; b < 256; b++ {
+		check(string([]byte{byte(b)}))
+		check("a" + string([]byte{byte(b)}) + "1")
+		if ValidatePoolName("a"+string([]byte{byte(b)})+"1") == nil {
+			accepted++
+		}
+	}
+	if accepted != 26+10+1 {
+		t.Errorf("%d bytes accepted inside a name, want 37", accepted)
+	}
+	for _, s := range []string{"", "default", "gpu", "-gpu", "gpu-", strings.Repeat("a", 63), strings.Repeat("a", 64), "GPU", "gpu pool", "é"} {
+		check(s)
+	}
+}
