@@ -1,6 +1,7 @@
 package test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -108,14 +109,14 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 	}
 	// Refused while the pool does not exist, and saying so.
 	refusal := `the cluster refuses this worker: it has no pool of this name (an admin creates it: barista pool set NAME); retrying: pool=gpu`
-	waitUntil(t, 30*time.Second, "the gpu workers' refusal in their logs", func() bool {
+	waitFor(t, 30*time.Second, "the gpu workers' refusal in their logs", func() (bool, string) {
 		for _, w := range c.Workers {
 			b, _ := os.ReadFile(w.LogPath)
 			if !strings.Contains(string(b), refusal) || !strings.Contains(string(b), `unknown pool \"gpu\" (an admin creates it: barista pool set gpu)`) {
-				return false
+				return false, w.ID + ": " + cluster.Tail(w.LogPath, 3)
 			}
 		}
-		return true
+		return true, ""
 	})
 	applyOK(t, ctx, c,
 		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxRunning: 3}}}},
@@ -125,9 +126,9 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 		w.Start("")
 		poolOf[w.ID] = "default"
 	}
-	waitUntil(t, 30*time.Second, "six connected workers", func() bool {
+	waitFor(t, 30*time.Second, "six connected workers", func() (bool, string) {
 		r, err := pb.NewWorkerClient(c.Nodes[0].Conn()).ListWorkers(ctx, &pb.ListWorkersRequest{})
-		return err == nil && len(r.Workers) == 6
+		return err == nil && len(r.Workers) == 6, fmt.Sprint(r, err)
 	})
 	// The pool is not deleted while its workers are connected.
 	_, err := c.Apply(ctx, &pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: "gpu"}}})
@@ -155,7 +156,7 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 	for i := 0; i < len(cmds); i += 16 {
 		resp := applyOK(t, ctx, c, cmds[i:i+16]...)
 		for k, r := range resp.Results {
-			jobPool[r.Job] = cmp(cmds[i+k].GetSubmit().Pool, "default")
+			jobPool[r.Job] = cmp.Or(cmds[i+k].GetSubmit().Pool, "default")
 		}
 	}
 	if len(jobPool) != 96 {
@@ -172,19 +173,19 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 	}
 	// Kill the leader once a third of the jobs completed, and start it
 	// again once another leads.
-	waitUntil(t, 2*time.Minute, "32 completed jobs", func() bool { return ended() >= 32 })
+	waitFor(t, 2*time.Minute, "32 completed jobs", func() (bool, string) { return ended() >= 32, fmt.Sprint(ended()) })
 	old := c.WaitLeader(10 * time.Second)
 	old.Kill()
-	waitUntil(t, 30*time.Second, "a new leader", func() bool {
+	waitFor(t, 30*time.Second, "a new leader", func() (bool, string) {
 		for _, n := range c.Running() {
 			if st, err := n.Status(); err == nil && st.State == "leader" && n != old {
-				return true
+				return true, ""
 			}
 		}
-		return false
+		return false, "none"
 	})
 	old.Start()
-	waitUntil(t, 3*time.Minute, "every job completed", func() bool { return ended() >= 96 })
+	waitFor(t, 3*time.Minute, "every job completed", func() (bool, string) { return ended() >= 96, fmt.Sprint(ended()) })
 	index, hash := c.WaitConverged(time.Minute)
 
 	// Every dispatch against the rules, in log order.
@@ -234,23 +235,116 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 	t.Logf("%d dispatches checked; the nodes converged at index %d, hash %.12s", dispatches, index, hash)
 }
 
-// cmp returns s, or def when s is empty.
-func cmp(s, def string) string {
-	if s == "" {
-		return def
+// TestPoolsRollingUpgrade: a cluster of three voters of a build of
+// feature level 5 (--test-feature-level 5), with 12 jobs of which 6
+// completed, is upgraded node by node, the leader last. After each node,
+// every node holds the same 12 jobs (6 completed, 6 queued) and hash, and
+// pool commands are refused, naming the field and both levels; a worker of
+// pool gpu is refused (the cluster has no such pool) and says so. Once
+// the last voter runs this build the leader raises the level to 6: the
+// pool, a subscription and a job of gpu are accepted, the gpu worker
+// connects and runs that job, and the 6 old jobs run in the pool default.
+func TestPoolsRollingUpgrade(t *testing.T) {
+	c := cluster.New(t, "--config", configFile(t, workerTimeouts))
+	c.BootWith(3, func(_ int, n *cluster.Node) { n.Args = []string{"--test-feature-level", "5"} })
+	c.WaitConverged(30 * time.Second)
+	if got := levels(c); got != "n1:5/5 n2:5/5 n3:5/5" {
+		t.Fatalf("levels (cluster/own): %s", got)
 	}
-	return s
-}
-
-// waitUntil polls cond every 50 ms until it holds, failing the test after
-// timeout.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	run := payload(t, "sleep", "0.1")
+	applyOK(t, ctx, c, tenantCmd("acme", pb.Tier_GOLD, 0))
+	var jobs []uint64
+	submitN := func(from, n int) {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			jobs = append(jobs, applyOK(t, ctx, c, submitInCmd("acme", fmt.Sprintf("old-%d", i), "", run)).Results[0].Job)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	cpu := c.AddWorker("cpu-1", "md")
+	submitN(0, 6)
+	cpu.Start("")
+	acme := pb.NewClientClient(c.Nodes[0].Conn())
+	for _, id := range jobs {
+		waitJob(t, acme, id, time.Minute, "completed", func(j *pb.Job) bool { return j.State == "completed" })
+	}
+	cpu.Kill()
+	submitN(6, 6)
+	gpu := c.AddWorker("gpu-1", "md")
+	gpu.Args = []string{"--pool", "gpu"}
+	gpu.Start("")
+
+	// states reads every job from node n's own state: "completed=6
+	// queued=6".
+	states := func(n *cluster.Node) string {
+		count := map[string]int{}
+		for _, id := range jobs {
+			j, err := pb.NewClientClient(n.Conn()).GetJob(ctx, &pb.GetJobRequest{Tenant: "acme", JobId: id, Read: &pb.ReadOptions{Stale: true}})
+			if err != nil {
+				return err.Error()
+			}
+			count[j.State]++
+		}
+		return fmt.Sprintf("completed=%d queued=%d", count["completed"], count["queued"])
+	}
+	level5 := func(what string) string {
+		return what + ` needs cluster feature level 6; the cluster is at level 5 until every voter runs a build that understands level 6 (docs/operations.md, "Upgrades")`
+	}
+	refused := []struct {
+		cmd  *pb.Command
+		what string
+	}{
+		{poolCmd("gpu"), "PoolSet"},
+		{subscriptionCmd("acme", "gpu", 1), "SubscriptionSet"},
+		{submitInCmd("acme", "new-gpu", "gpu", run), "pool gpu"},
+		{&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: "default"}}}, "pause of pool default"},
+	}
+	order := append(c.Followers(c.WaitLeader(10*time.Second)), c.WaitLeader(10*time.Second))
+	for step, n := range order {
+		for _, r := range refused {
+			_, err := c.Apply(ctx, r.cmd)
+			wantStatus(t, fmt.Sprintf("%s with %d of 3 voters upgraded", r.what, step), err, codes.FailedPrecondition, "commands[0]: "+level5(r.what))
+		}
+		if err := n.Stop(); err != nil {
+			t.Fatalf("stopping %s: %v", n.ID, err)
+		}
+		n.Args = nil
+		n.Start()
+		c.WaitConverged(time.Minute)
+		for _, m := range c.Nodes {
+			if got := states(m); got != "completed=6 queued=6" {
+				t.Fatalf("after upgrading %s, %s holds %s", n.ID, m.ID, got)
+			}
+		}
+		if step < 2 {
+			if got := levels(c); !strings.HasPrefix(got, "n1:5/") || strings.Count(got, ":5/") != 3 {
+				t.Fatalf("with %d of 3 voters upgraded the cluster left level 5: %s", step+1, got)
+			}
+		}
+	}
+	waitFor(t, time.Minute, "the level to be raised to 6", func() (bool, string) {
+		got := levels(c)
+		return got == "n1:6/6 n2:6/6 n3:6/6", got
+	})
+	// The gpu worker was refused all along, and said so.
+	if log, _ := os.ReadFile(gpu.LogPath); !strings.Contains(string(log), `unknown pool \"gpu\"`) {
+		t.Fatalf("the gpu worker's log does not say its pool is unknown:\n%s", cluster.Tail(gpu.LogPath, 10))
+	}
+	for _, r := range refused[:2] {
+		applyOK(t, ctx, c, r.cmd)
+	}
+	newJob := applyOK(t, ctx, c, submitInCmd("acme", "new-gpu", "gpu", run)).Results[0].Job
+	acme = pb.NewClientClient(c.Nodes[0].Conn()) // a stopped node's connection is closed
+	j := waitJob(t, acme, newJob, time.Minute, "completed", func(j *pb.Job) bool { return j.State == "completed" })
+	if j.WorkerId != "gpu-1" {
+		t.Fatalf("the gpu job ran on %q", j.WorkerId)
+	}
+	cpu.Start("")
+	for _, id := range jobs {
+		if j := waitJob(t, acme, id, time.Minute, "completed", func(j *pb.Job) bool { return j.State == "completed" }); j.WorkerId != "cpu-1" {
+			t.Errorf("job %d ran on %q", id, j.WorkerId)
+		}
+	}
+	c.WaitConverged(time.Minute)
 }
