@@ -90,23 +90,29 @@ func (h *hub) dispatchRound() bool {
 	var who []*session
 	used := 0
 	now, _ := h.node.ClusterNow()
-	// The budget of the previous worker's pool and size, read again only
-	// when they change: with one pool, once per size.
-	var (
-		budget     int
-		known      bool
-		lastPool   string
-		lastSize   sfq.Size
-		haveBudget bool
-	)
+	// The budgets of the (pool, size) pairs met so far, each read once a
+	// round (past budgetSlots pairs, once per worker).
+	var budgets [budgetSlots]poolBudget
+	nb := 0
 	for _, s := range ready {
 		if len(cmds) == maxDispatchBatch {
 			break
 		}
-		if !haveBudget || s.pool != lastPool || s.size != lastSize {
-			budget, known = f.DispatchBudgetIn(s.pool, s.size, now)
-			lastPool, lastSize, haveBudget = s.pool, s.size, true
+		i := 0
+		for i < nb && (budgets[i].pool != s.pool || budgets[i].size != s.size) {
+			i++
 		}
+		if i == nb {
+			b := poolBudget{pool: s.pool, size: s.size}
+			b.budget, b.known = f.DispatchBudgetIn(s.pool, s.size, now)
+			if nb < budgetSlots {
+				nb++
+			} else {
+				i = budgetSlots - 1
+			}
+			budgets[i] = b
+		}
+		budget, known := budgets[i].budget, budgets[i].known
 		if !known {
 			h.poolGone(s)
 			continue
@@ -138,6 +144,18 @@ func (h *hub) dispatchRound() bool {
 		}
 	}
 	return progress
+}
+
+// budgetSlots bounds the (pool, size) pairs whose dispatch budget a round
+// keeps: a pair beyond them takes the last slot in turn.
+const budgetSlots = 16
+
+// poolBudget is the dispatch budget of workers of one pool and size.
+type poolBudget struct {
+	pool   string
+	size   sfq.Size
+	budget int
+	known  bool
 }
 
 // mayHaveJob reports whether the state lets worker be given a job now: it

@@ -220,3 +220,28 @@ func TestGuardPoolDelete(t *testing.T) {
 		t.Fatalf("the session ended with %v", err)
 	}
 }
+
+// TestDispatchRoundManyPools: a round with more (pool, size) pairs than
+// it keeps budgets of still gives every worker its own pool's job.
+func TestDispatchRoundManyPools(t *testing.T) {
+	m := newMemHub(t)
+	m.propose(tenant("acme", pb.Tier_GOLD))
+	jobs := map[string]string{} // worker -> the assignment it must get
+	var sessions []*session
+	for i := range budgetSlots + 4 {
+		pool := fmt.Sprintf("p%02d", i)
+		m.propose(poolSetCmd(pool))
+		job := m.submitIn("acme", pool, pb.Size_SM)
+		id := fmt.Sprintf("w%02d", i)
+		jobs[id] = fmt.Sprintf("[assign %d/1]", job)
+		sessions = append(sessions, m.readyIn(id, []sfq.Size{sfq.SM, sfq.MD, sfq.LG}[i%3], pool))
+	}
+	if !m.h.dispatchRound() {
+		t.Fatal("the round assigned nothing")
+	}
+	for _, s := range sessions {
+		if got := fmt.Sprint(sent(s)); got != jobs[s.id] {
+			t.Errorf("%s (pool %s) got %s, want %s", s.id, s.pool, got, jobs[s.id])
+		}
+	}
+}
