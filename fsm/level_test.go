@@ -202,3 +202,23 @@ func (h *harness) refusedBelow(need uint32, cases []levelCase) {
 		h.t.Fatal("a refused command changed the state")
 	}
 }
+
+// TestCheckLevelAtTheLatestLevel: at this build's highest level no
+// command is refused and nothing is allocated to say what it needs (a
+// dispatch or a submit in a pool other than default names its pool);
+// below it, the same commands are refused, naming the pool.
+func TestCheckLevelAtTheLatestLevel(t *testing.T) {
+	cmds := []*pb.Command{dispatchIn("w1", "gpu", 1), submitIn("a", "gpu")}
+	for _, c := range cmds {
+		if allocs := testing.AllocsPerRun(100, func() {
+			if err := CheckLevel(c, MaxFeatureLevel); err != nil {
+				t.Fatal(err)
+			}
+		}); allocs != 0 {
+			t.Errorf("CheckLevel of %v at level %d: %v allocations", c, MaxFeatureLevel, allocs)
+		}
+		if err := CheckLevel(c, Level5); err == nil || err.(*Refusal).Msg != LevelMessage("pool gpu", Level6, Level5) {
+			t.Errorf("CheckLevel of %v at level 5: %v", c, err)
+		}
+	}
+}

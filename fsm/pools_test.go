@@ -230,3 +230,51 @@ func TestQuotasCountEveryPool(t *testing.T) {
 		t.Fatalf("a redrive past the quota: %+v", r.Bulk)
 	}
 }
+
+// TestDispatchBudgetIn: the leader's budget for workers of a pool and a
+// size is 0 unless that pool has an eligible job such a worker fits; a
+// pause of one pool zeroes that pool's alone, a pause of all every
+// pool's; an unknown pool is not known.
+func TestDispatchBudgetIn(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("a", pb.Tier_GOLD))
+	h.one(poolSet("gpu", nil, nil))
+	h.one(poolSet("cpu", nil, nil))
+	h.one(submitIn("a", "gpu")) // md
+	h.one(submitIn("a", "gpu"))
+	pause := func(pool string, all, resume bool) {
+		t.Helper()
+		if r := h.one(&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: pool, All: all, Resume: resume}}}); r.Code != OK {
+			t.Fatalf("pause %q all=%v resume=%v: %+v", pool, all, resume, r)
+		}
+	}
+	type want struct {
+		pool  string
+		size  sfq.Size
+		n     int
+		known bool
+	}
+	check := func(step string, wants ...want) {
+		t.Helper()
+		for _, w := range wants {
+			if n, known := h.f.DispatchBudgetIn(w.pool, w.size, h.now); n != w.n || known != w.known {
+				t.Errorf("%s: budget of pool %q size %s = %d, %v; want %d, %v", step, w.pool, w.size, n, known, w.n, w.known)
+			}
+		}
+	}
+	check("two md jobs in gpu",
+		want{"gpu", sfq.MD, 2, true}, want{"gpu", sfq.LG, 2, true}, want{"gpu", sfq.SM, 0, true},
+		want{"cpu", sfq.LG, 0, true}, want{"", sfq.LG, 0, true}, want{"default", sfq.LG, 0, true}, want{"eu", sfq.LG, 0, false})
+	if got := h.f.DispatchBudget(sfq.LG, h.now); got != 0 {
+		t.Errorf("the pool default's budget: %d, want 0", got)
+	}
+	h.one(submitIn("a", "cpu"))
+	check("and one md job in cpu", want{"gpu", sfq.MD, 3, true}, want{"cpu", sfq.MD, 3, true}, want{"", sfq.MD, 0, true})
+	pause("gpu", false, false)
+	check("gpu paused", want{"gpu", sfq.MD, 0, true}, want{"cpu", sfq.MD, 3, true})
+	pause("", true, false)
+	check("all paused too", want{"gpu", sfq.MD, 0, true}, want{"cpu", sfq.MD, 0, true})
+	pause("", true, true)
+	pause("gpu", false, true)
+	check("both resumed", want{"gpu", sfq.MD, 3, true}, want{"cpu", sfq.MD, 3, true})
+}

@@ -159,28 +159,41 @@ func (f *FSM) PruneDue(now sfq.Time) bool {
 	return f.jobsPruneDue(now)
 }
 
-// DispatchBudget bounds the dispatches to workers of this size worth
-// proposing now: 0 when no queue a worker of this size may take from is
-// eligible (a dispatch would find nothing), else the number of queued
-// jobs. An eligible queue guarantees the next pick succeeds, so proposals
-// beyond the jobs really available waste at most one entry per change.
+// DispatchBudget is DispatchBudgetIn for workers of the pool default.
+func (f *FSM) DispatchBudget(size sfq.Size, now sfq.Time) int {
+	n, _ := f.DispatchBudgetIn("", size, now)
+	return n
+}
+
+// DispatchBudgetIn bounds the dispatches to workers of this pool ("" or
+// "default": the pool default) and size worth proposing now: 0 when no
+// queue of the pool a worker of this size may take from is eligible (a
+// dispatch would find nothing), else the number of queued jobs of every
+// pool (a bound read in O(1): with one pool it is exact). An eligible
+// queue guarantees the next pick succeeds, so proposals beyond the jobs
+// really available waste at most one entry per change.
 //
 // now is the cluster time the proposals would carry: a head held by a
 // rate limit that allows it by then counts as eligible (the Dispatch
-// re-evaluates at its own time). While all dispatch is paused the budget
-// is 0.
-func (f *FSM) DispatchBudget(size sfq.Size, now sfq.Time) int {
+// re-evaluates at its own time). While all dispatch or the pool is
+// paused the budget is 0. known is false for a pool the state does not
+// hold (never created, or deleted): its budget is 0.
+func (f *FSM) DispatchBudgetIn(pool string, size sfq.Size, now sfq.Time) (budget int, known bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if f.sched.DispatchPaused() {
-		return 0
+	id, ok := f.sched.PoolID(pool)
+	if !ok {
+		return 0, false
 	}
-	if f.sched.EligibleCount(size) == 0 {
+	if f.sched.DispatchPaused() || f.sched.PoolPaused(id) {
+		return 0, true
+	}
+	if !f.sched.PoolEligible(id, size) {
 		if at, ok := f.sched.NextRateEligible(); !ok || at > now {
-			return 0
+			return 0, true
 		}
 	}
-	return int(f.sched.QueuedTotal())
+	return int(f.sched.QueuedTotal()), true
 }
 
 // NextRateEligible returns the earliest cluster time at which a rate limit

@@ -19,6 +19,9 @@ import (
 type AdminService struct {
 	pb.UnimplementedAdminServer
 	base
+	// workers holds the leader's worker sessions (a pool is not deleted
+	// while a worker of it is connected: GuardPoolDelete).
+	workers *WorkerService
 }
 
 func tenantToPB(i uint32, t *sfq.Tenant, flags fsm.TenantFlags) *pb.Tenant {

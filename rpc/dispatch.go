@@ -7,6 +7,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // maxDispatchBatch bounds the Dispatch commands of one round (one entry).
@@ -61,8 +62,11 @@ func (h *hub) rateWake() (time.Duration, bool) {
 
 // dispatchRound proposes one Dispatch per ready worker that can take a job
 // now, smallest workers first (so small jobs go to small containers when
-// both are free), within the state machine's dispatch budget. It reports
-// whether any job was assigned.
+// both are free), within the state machine's dispatch budget. A worker is
+// asked for only when its own pool has a job it fits (a pause of one pool
+// holds that pool's workers alone), and its Dispatch names its pool, the
+// only one it is given a job of. A worker whose pool was deleted under it
+// loses its session. It reports whether any job was assigned.
 func (h *hub) dispatchRound() bool {
 	f := h.node.State()
 	h.mu.Lock()
@@ -86,11 +90,34 @@ func (h *hub) dispatchRound() bool {
 	var who []*session
 	used := 0
 	now, _ := h.node.ClusterNow()
+	// The budgets of the (pool, size) pairs met so far, each read once a
+	// round (past budgetSlots pairs, once per worker).
+	var budgets [budgetSlots]poolBudget
+	nb := 0
 	for _, s := range ready {
-		if len(cmds) == maxDispatchBatch || used >= f.DispatchBudget(s.size, now) {
+		if len(cmds) == maxDispatchBatch {
+			break
+		}
+		i := 0
+		for i < nb && (budgets[i].pool != s.pool || budgets[i].size != s.size) {
+			i++
+		}
+		if i == nb {
+			b := poolBudget{pool: s.pool, size: s.size}
+			b.budget, b.known = f.DispatchBudgetIn(s.pool, s.size, now)
+			if nb < budgetSlots {
+				nb++
+			} else {
+				i = budgetSlots - 1
+			}
+			budgets[i] = b
+		}
+		budget, known := budgets[i].budget, budgets[i].known
+		if !known {
+			h.poolGone(s)
 			continue
 		}
-		if !mayHaveJob(f, s.id) {
+		if used >= budget || !mayHaveJob(f, s.id) {
 			continue
 		}
 		h.mu.Lock()
@@ -119,6 +146,18 @@ func (h *hub) dispatchRound() bool {
 	return progress
 }
 
+// budgetSlots bounds the (pool, size) pairs whose dispatch budget a round
+// keeps: a pair beyond them takes the last slot in turn.
+const budgetSlots = 16
+
+// poolBudget is the dispatch budget of workers of one pool and size.
+type poolBudget struct {
+	pool   string
+	size   sfq.Size
+	budget int
+	known  bool
+}
+
 // mayHaveJob reports whether the state lets worker be given a job now: it
 // is not drained and holds no live job (its Finished may not be in yet).
 func mayHaveJob(f *fsm.FSM, worker string) bool {
@@ -139,7 +178,7 @@ func mayHaveJob(f *fsm.FSM, worker string) bool {
 
 // dispatchCommand asks for a job for s's worker, spending credit.
 func dispatchCommand(s *session, credit uint64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: s.id, Size: fsm.SizeToPB(s.size), Credit: credit}}}
+	return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: s.id, Size: fsm.SizeToPB(s.size), Credit: credit, Pool: s.pool}}}
 }
 
 // assign sends s the job a Dispatch's result r gave it (with the

@@ -33,6 +33,7 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 		var r sfq.Reason
 		var j sfq.Job
 		var t sfq.Tenant
+		var pool string // the job's pool, "" for the pool default
 		err := JobNotFound(req.JobId)
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
 			var ok bool
@@ -41,6 +42,9 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 			if j, ok = sc.TenantJob(tenant, sfq.JobID(req.JobId)); ok {
 				t, _ = sc.TenantAt(j.Tenant)
 				r, err = sc.Explain(j.ID)
+				if id := sc.LanePool(j.Tenant); id != sfq.DefaultPool {
+					pool = sc.PoolName(id)
+				}
 			}
 		})
 		if err != nil {
@@ -52,25 +56,27 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 		var fit, idle int
 		known := false
 		if r.Kind == sfq.ReasonWaiting {
-			if fit, idle, known = s.workers.fitting(ctx, j.Size); known && fit == 0 {
+			if fit, idle, known = s.workers.fitting(ctx, pool, j.Size); known && fit == 0 {
 				r = sfq.Reason{Kind: sfq.ReasonNoWorker}
 			}
 		}
 		out := explainToPB(&j, &t, r, s.clockNow())
 		if r.Kind == sfq.ReasonWaiting && known {
 			out.FittingWorkers, out.WorkersBusy = uint32(fit), idle == 0
-			out.Text = explainText(&j, &t, r, out.Now, busyWorkers(fit, idle))
+		}
+		if pool != "" || (r.Kind == sfq.ReasonWaiting && known) {
+			out.Text = explainTextIn(&j, &t, pool, r, out.Now, busyWorkers(fit, idle))
 		}
 		return out, nil
 	})
 }
 
-// fitting counts the connected, undrained workers of size sz or larger
-// and, of them, those ready for a job (idle). Off the leader (or before
-// its hub is up, when the leader has just gained leadership and the
-// sessions are not known yet) known is false: a reason is never no_worker
-// for want of knowing.
-func (s *WorkerService) fitting(ctx context.Context, sz sfq.Size) (fit, idle int, known bool) {
+// fitting counts the connected, undrained workers of pool ("": the pool
+// default) of size sz or larger and, of them, those ready for a job
+// (idle). Off the leader (or before its hub is up, when the leader has
+// just gained leadership and the sessions are not known yet) known is
+// false: a reason is never no_worker for want of knowing.
+func (s *WorkerService) fitting(ctx context.Context, pool string, sz sfq.Size) (fit, idle int, known bool) {
 	h := s.currentHub(ctx)
 	if h == nil {
 		return 0, 0, false
@@ -82,7 +88,7 @@ func (s *WorkerService) fitting(ctx context.Context, sz sfq.Size) (fit, idle int
 	}
 	var cands []cand
 	for id, sess := range h.sessions {
-		if sess.size >= sz {
+		if sess.pool == pool && sess.size >= sz {
 			cands = append(cands, cand{id, sess.ready && sess.job == 0})
 		}
 	}
@@ -125,13 +131,24 @@ func explainToPB(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow) *pb.
 	return out
 }
 
-// explainText says a reason in one paragraph. Names in it (tenant, group,
-// worker) are validated names without spaces or control characters.
-// busy, for a waiting job, is how many workers fit it when every one of
-// them is busy (0: some is idle, or the workers are not known).
+// explainText says a reason of a job of the pool default in one
+// paragraph (explainTextIn).
 func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow, busy int) string {
+	return explainTextIn(j, t, "", r, now, busy)
+}
+
+// explainTextIn says a reason of a job of pool ("": the pool default, which
+// its paragraph does not name) in one paragraph. Names in it (tenant,
+// group, worker, pool) are validated names without spaces or control
+// characters. busy, for a waiting job, is how many workers fit it when
+// every one of them is busy (0: some is idle, or the workers are not
+// known).
+func explainTextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb.ClockNow, busy int) string {
 	tenant := t.Name
 	id := fmt.Sprintf("Job %d (tenant %s, class %s, size %s", j.ID, tenant, j.Class, j.Size)
+	if pool != "" {
+		id += ", pool " + pool
+	}
 	if g := j.Group(); g != "" {
 		id += ", group " + g
 	}
@@ -160,7 +177,7 @@ func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow, busy
 		fmt.Fprintf(&b, " waits behind %s of its %s (same tenant, class and size): they go first, in order.",
 			plural(r.Position, "older job", "older jobs"), queue)
 	case sfq.ReasonCap:
-		fmt.Fprintf(&b, " is next in its queue but a cap holds it: %s.", capText(j, tenant, r))
+		fmt.Fprintf(&b, " is next in its queue but a cap holds it: %s.", capText(j, tenant, pool, r))
 	case sfq.ReasonRate:
 		fmt.Fprintf(&b, " is held by the %s rate limit: it may go %s.", r.Vertex, client.When(now, int64(r.EligibleAt)))
 	case sfq.ReasonHeld:
@@ -174,11 +191,19 @@ func explainText(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow, busy
 	case sfq.ReasonHigherClass:
 		fmt.Fprintf(&b, " could run, but a higher class than %s has an eligible job that fits the same workers: higher classes go first.", j.Class)
 	case sfq.ReasonNoWorker:
-		fmt.Fprintf(&b, " could run, but no connected, undrained worker of size %s or larger is there to take it.", j.Size)
+		if pool != "" {
+			fmt.Fprintf(&b, " could run, but no connected worker of pool %s fits %s: none undrained of size %s or larger is there to take it.", pool, j.Size, j.Size)
+		} else {
+			fmt.Fprintf(&b, " could run, but no connected, undrained worker of size %s or larger is there to take it.", j.Size)
+		}
 	case sfq.ReasonWaiting:
 		if r.Ahead == 0 && busy > 0 {
-			fmt.Fprintf(&b, " is next: nothing goes before it, and every worker that fits it (%s of size %s or larger) is busy; the first to ask for work takes it.",
-				plural(uint64(busy), "worker", "workers"), j.Size)
+			of := ""
+			if pool != "" {
+				of = "of pool " + pool + " "
+			}
+			fmt.Fprintf(&b, " is next: nothing goes before it, and every worker that fits it (%s %sof size %s or larger) is busy; the first to ask for work takes it.",
+				plural(uint64(busy), "worker", "workers"), of, j.Size)
 		} else if j.HasDeadline() {
 			fmt.Fprintf(&b, " could run and waits its turn: %s of class %s with an earlier deadline go%s first.",
 				plural(r.Ahead, "deadline job", "deadline jobs"), j.Class, verbS(r.Ahead))
@@ -216,7 +241,7 @@ func verbS(n uint64) string {
 }
 
 // capText names a cap, its count and its limit.
-func capText(j *sfq.Job, tenant string, r sfq.Reason) string {
+func capText(j *sfq.Job, tenant, pool string, r sfq.Reason) string {
 	switch r.Cap {
 	case sfq.CapTenantRunning:
 		return fmt.Sprintf("tenant %s runs %d jobs, its cap (max_running) is %d", tenant, r.Current, r.Limit)
@@ -231,6 +256,8 @@ func capText(j *sfq.Job, tenant string, r sfq.Reason) string {
 		return fmt.Sprintf("tenant %s runs %d jobs with a deadline, its deadline_cap is %d", tenant, r.Current, r.Limit)
 	case sfq.CapGroupRunning:
 		return fmt.Sprintf("group %s of tenant %s runs %d jobs, its cap is %d (its other groups are not held back)", j.Group(), tenant, r.Current, r.Limit)
+	case sfq.CapSubscription:
+		return fmt.Sprintf("tenant %s runs %d jobs in pool %s, its subscription's burst there is %d", tenant, r.Current, poolName(pool), r.Limit)
 	}
 	return fmt.Sprintf("%s: %d of %d", r.Cap, r.Current, r.Limit)
 }

@@ -3,6 +3,8 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,8 +20,11 @@ import (
 
 // session is one worker's stream on the leader.
 type session struct {
-	id    string
-	size  sfq.Size
+	id   string
+	size sfq.Size
+	// pool is the pool the worker serves ("" for the pool default): it
+	// is given jobs of that pool only.
+	pool  string
 	out   chan *pb.LeaderMessage
 	done  chan struct{}
 	once  sync.Once
@@ -111,11 +116,15 @@ type hub struct {
 	sessions map[string]*session
 	pending  map[string]*pendingHB // the latest heartbeat of each worker not yet replicated
 	closed   bool                  // the leadership ended: no new session
+	// deleting counts, per pool, the deletes of it being proposed: no
+	// worker of that pool connects meanwhile (guardPoolDelete).
+	deleting map[string]int
 	wake     chan struct{}
 }
 
 func newHub(ctx context.Context, node leader.Node, id string, log hclog.Logger, m *metrics) *hub {
-	return &hub{node: node, id: id, log: log, metrics: m, ctx: ctx, sessions: map[string]*session{}, wake: make(chan struct{}, 1), pending: map[string]*pendingHB{}}
+	return &hub{node: node, id: id, log: log, metrics: m, ctx: ctx, sessions: map[string]*session{}, wake: make(chan struct{}, 1), pending: map[string]*pendingHB{},
+		deleting: map[string]int{}}
 }
 
 // run runs the hub's loops until its context ends, then calls detach (so
@@ -157,20 +166,32 @@ func (h *hub) closeAll() {
 	}
 }
 
-// open starts a session for worker id. A worker ID has one session: a
-// second one is refused (ABORTED, which the worker retries) while the
-// first is live, so that nobody can take over a worker's session, its
-// job and its report. A session silent for two heartbeat intervals (a
-// worker that vanished without its stream ending, e.g. cut off) is
-// ended, and the new one wins.
-func (h *hub) open(id string, size sfq.Size) (*session, error) {
+// open starts a session for worker id, of size size, serving pool ("" for
+// the pool default). A pool the state does not hold is refused with
+// NOT_FOUND naming it (the worker retries: an admin may create it), and
+// so, with UNAVAILABLE, is a pool whose delete is being proposed. A
+// worker ID has one session: a second one is refused (ABORTED, which the
+// worker retries) while the first is live, so that nobody can take over
+// a worker's session, its job and its report. A session silent for two
+// heartbeat intervals (a worker that vanished without its stream ending,
+// e.g. cut off) is ended, and the new one wins.
+func (h *hub) open(id string, size sfq.Size, pool string) (*session, error) {
 	now := time.Now()
-	limit := 2 * time.Duration(h.node.State().Config().HeartbeatIntervalMs) * time.Millisecond
-	s := &session{id: id, size: size, out: make(chan *pb.LeaderMessage, 256), done: make(chan struct{}), since: now, lastMsg: now}
+	f := h.node.State()
+	limit := 2 * time.Duration(f.Config().HeartbeatIntervalMs) * time.Millisecond
+	s := &session{id: id, size: size, pool: pool, out: make(chan *pb.LeaderMessage, 256), done: make(chan struct{}), since: now, lastMsg: now}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, status.Error(codes.Unavailable, "the leadership this stream found has just ended; reconnect")
+	}
+	// Under h.mu, so that a delete's check (guardPoolDelete) sees this
+	// session or this session sees the delete.
+	if h.deleting[pool] > 0 {
+		return nil, status.Errorf(codes.Unavailable, "hello.pool: pool %s is being deleted; retry (once it is, a worker of it is refused with NOT_FOUND)", pool)
+	}
+	if !poolKnown(f, pool) {
+		return nil, unknownPoolErr(pool)
 	}
 	if old := h.sessions[id]; old != nil {
 		if silent := now.Sub(old.lastMsg); silent < limit {
@@ -183,6 +204,87 @@ func (h *hub) open(id string, size sfq.Size) (*session, error) {
 	}
 	h.sessions[id] = s
 	return s, nil
+}
+
+// poolKnown reports whether the state holds pool ("": the pool default).
+func poolKnown(f *fsm.FSM, pool string) bool {
+	known := false
+	f.Read(func(sc *sfq.Scheduler) { _, known = sc.PoolID(pool) })
+	return known
+}
+
+// unknownPoolErr is the refusal of a worker of a pool the state does not
+// hold.
+func unknownPoolErr(pool string) error {
+	return status.Errorf(codes.NotFound, "hello.pool: unknown pool %q (an admin creates it: barista pool set %s)", pool, pool)
+}
+
+// poolGone ends s, whose pool the state no longer holds (it was deleted
+// while the session began): its worker is told so (NOT_FOUND) and
+// retries, refused until the pool is created again.
+func (h *hub) poolGone(s *session) {
+	h.mu.Lock()
+	first := s.failure == nil
+	if first {
+		s.failure = unknownPoolErr(s.pool)
+	}
+	h.mu.Unlock()
+	if first {
+		h.log.Warn("closing a worker session: its pool was deleted", "worker", s.id, "pool", s.pool)
+	}
+	s.end()
+}
+
+// connected counts the connected workers of pool ("": the pool default),
+// drained ones included.
+func (h *hub) connected(pool string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, s := range h.sessions {
+		if s.pool == pool {
+			n++
+		}
+	}
+	return n
+}
+
+// guardPoolDelete is the leader's check before a PoolDelete of pool (a
+// delete is refused while a worker of the pool is connected): it refuses
+// with FAILED_PRECONDITION naming the pool and its connected workers, or
+// else refuses every new worker of the pool until release is called.
+func (h *hub) guardPoolDelete(pool string) (release func(), err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var ids []string
+	for _, s := range h.sessions {
+		if s.pool == pool {
+			ids = append(ids, s.id)
+		}
+	}
+	if n := len(ids); n > 0 {
+		slices.Sort(ids)
+		list := strings.Join(ids[:min(n, 3)], ", ")
+		if n > 3 {
+			list += ", ..."
+		}
+		workers := "workers"
+		if n == 1 {
+			workers = "worker"
+		}
+		return nil, status.Errorf(codes.FailedPrecondition, "pool %s has %d connected %s (%s): stop them, or start them in another pool, before deleting it", pool, n, workers, list)
+	}
+	h.deleting[pool]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.deleting[pool]--; h.deleting[pool] == 0 {
+				delete(h.deleting, pool)
+			}
+		})
+	}, nil
 }
 
 // touch records that s's worker just sent a message.
@@ -533,7 +635,10 @@ func (h *hub) mayDispatchWith(s *session, fin *pb.JobFinished) bool {
 	}
 	f := h.node.State()
 	now, leading := h.node.ClusterNow()
-	if !leading || f.Level() < fsm.Level5 || f.DispatchBudget(s.size, now) == 0 {
+	if !leading || f.Level() < fsm.Level5 {
+		return false
+	}
+	if n, _ := f.DispatchBudgetIn(s.pool, s.size, now); n == 0 {
 		return false
 	}
 	w, ok := f.Worker(s.id)

@@ -63,7 +63,7 @@ func (m *memHub) submit(tenant string, size pb.Size) uint64 {
 // ready opens a session for a worker and says it is ready.
 func (m *memHub) ready(id string, size sfq.Size) *session {
 	m.t.Helper()
-	s, err := m.h.open(id, size)
+	s, err := m.h.open(id, size, "")
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestLeadershipLoss(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := newHub(ctx, m.mem, "n1", hclog.NewNullLogger(), newWorkerMetrics())
-	s, err := h.open("w2", sfq.MD)
+	s, err := h.open("w2", sfq.MD, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestLeadershipLoss(t *testing.T) {
 	default:
 		t.Fatal("a session outlived the leadership")
 	}
-	if _, err := h.open("w3", sfq.MD); status.Code(err) != codes.Unavailable {
+	if _, err := h.open("w3", sfq.MD, ""); status.Code(err) != codes.Unavailable {
 		t.Fatalf("a closed hub opened a session: %v", err)
 	}
 }
@@ -486,7 +486,7 @@ func TestStartedDelay(t *testing.T) {
 		}
 	}
 	m := newMemHub(t)
-	s, err := m.h.open("w1", sfq.MD)
+	s, err := m.h.open("w1", sfq.MD, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,6 +113,17 @@ func (s *NodeService) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Appl
 	}); handled {
 		return resp, err
 	}
+	// A pool is not deleted while a worker of it is connected: checked
+	// here, on the leader, which holds the sessions.
+	for _, c := range req.Commands {
+		if d := c.GetPoolDelete(); d != nil {
+			release, err := s.client.workers.GuardPoolDelete(ctx, d.Name)
+			if err != nil {
+				return nil, err
+			}
+			defer release()
+		}
+	}
 	index, results, err := s.node.ProposeVersion(ctx, version, req.Commands)
 	if err != nil {
 		return nil, proposeErr(err)

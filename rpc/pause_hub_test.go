@@ -101,7 +101,7 @@ func TestDispatchRateDueSpendsNoCredit(t *testing.T) {
 	m.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD,
 		RateN: 1, RatePeriodMs: 1000, RateBurst: 1}}}, tenant("b", pb.Tier_GOLD))
 	m.submit("a", pb.Size_SM)
-	s, err := m.h.open("w1", sfq.SM)
+	s, err := m.h.open("w1", sfq.SM, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,9 +76,6 @@ func submitTenant(ctx context.Context, named string, pools fsm.PoolSettings) (st
 	return scopeTenant(ctx, named, true)
 }
 
-// noPoolWorkers is the count of connected workers of a server without
-// worker sessions: none.
-func noPoolWorkers(string) int { return 0 }
 
 // poolToPB presents a pool with its connected workers.
 func poolToPB(p *sfq.Pool, workers int) *pb.Pool {
@@ -206,9 +203,15 @@ func (s *AdminService) PoolDelete(ctx context.Context, req *pb.PoolDeleteRequest
 	}); handled {
 		return resp, err
 	}
-	if n := s.poolWorkers(req.Name); n > 0 && req.Name != sfq.DefaultPoolName { // Apply refuses default whatever it holds
-		return nil, status.Errorf(codes.FailedPrecondition, "pool %s has %d connected %s; stop %s, or start %s with another --pool, first",
-			req.Name, n, plural(n, "worker", "workers"), plural(n, "it", "them"), plural(n, "it", "them"))
+	// A pool is not deleted while a worker of it is connected, and none
+	// connects until the delete has applied (Apply refuses the pool
+	// default whatever it holds).
+	if req.Name != sfq.DefaultPoolName {
+		release, err := s.workers.GuardPoolDelete(ctx, req.Name)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 	}
 	res, err := s.propose(ctx, cmd)
 	if err != nil {

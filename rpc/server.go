@@ -114,7 +114,13 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	// The connected workers of a pool, as the leader's worker sessions
 	// count them: PoolDelete refuses a pool that has any, and PoolGet,
 	// PoolList and top show them.
-	b.poolWorkers = noPoolWorkers
+	var workers *WorkerService
+	b.poolWorkers = func(pool string) int {
+		if workers == nil {
+			return 0
+		}
+		return workers.connectedNow(pool)
+	}
 	node.Metrics.Registry.MustRegister(&poolWorkersCollector{node: node, count: func(pool string) int { return b.poolWorkers(pool) }})
 	sopts := []grpc.ServerOption{
 		// Explicit, and the same on every connection a node makes (see
@@ -145,9 +151,9 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	}
 	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth, limits: limits}
 	s.gatewayKey = rand.Text()
-	workers := newWorkerService(b)
+	workers = newWorkerService(b)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
-		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry)}, &AdminService{base: b}, workers
+		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry)}, &AdminService{base: b, workers: workers}, workers
 	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug, client: s.client, auth: opt.Auth})
 	pb.RegisterClientServer(s.GRPC, s.client)
 	pb.RegisterAdminServer(s.GRPC, s.admin)

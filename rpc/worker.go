@@ -81,7 +81,7 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 	if hello == nil {
 		return status.Error(codes.InvalidArgument, "the first message must be Hello")
 	}
-	size, err := checkHello(hello)
+	size, pool, err := checkHello(hello)
 	if err != nil {
 		return err
 	}
@@ -96,13 +96,13 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 		}
 		return status.Error(codes.Unavailable, "no leader is ready; retry")
 	}
-	sess, err := h.open(hello.WorkerId, size)
+	sess, err := h.open(hello.WorkerId, size, pool)
 	if err != nil {
-		s.log.Info("second session of a worker refused", "worker", hello.WorkerId, "error", err)
+		s.log.Info("worker session refused", "worker", hello.WorkerId, "pool", poolName(pool), "error", err)
 		return err
 	}
 	defer h.close(sess)
-	s.log.Info("worker connected", "worker", sess.id, "size", size, "running", len(hello.Running))
+	s.log.Info("worker connected", "worker", sess.id, "size", size, "pool", poolName(pool), "running", len(hello.Running))
 	h.welcome(sess, hello)
 
 	sctx, cancel := h.sessionCtx(ctx)
@@ -163,6 +163,63 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 			return status.Error(codes.Unavailable, "this node is shutting down; reconnect to another node")
 		}
 	}
+}
+
+// poolName names a pool in logs and messages: "default" for "".
+func poolName(pool string) string {
+	if pool == "" {
+		return sfq.DefaultPoolName
+	}
+	return pool
+}
+
+// ConnectedWorkers counts the workers of pool ("" or "default": the pool
+// default) connected to this node's hub, drained ones included; known is
+// false off the leader, or before its hub is up.
+func (s *WorkerService) ConnectedWorkers(ctx context.Context, pool string) (n int, known bool) {
+	h := s.currentHub(ctx)
+	if h == nil {
+		return 0, false
+	}
+	if pool == sfq.DefaultPoolName {
+		pool = ""
+	}
+	return h.connected(pool), true
+}
+
+// connectedNow counts the workers of pool connected to this node's hub
+// without waiting for the hub: 0 off the leader or before its hub is up.
+func (s *WorkerService) connectedNow(pool string) int {
+	s.mu.Lock()
+	h := s.hub
+	s.mu.Unlock()
+	if h == nil {
+		return 0
+	}
+	if pool == sfq.DefaultPoolName {
+		pool = ""
+	}
+	return h.connected(pool)
+}
+
+// GuardPoolDelete is the leader's check before it proposes the PoolDelete
+// of pool: a pool is not deleted while a worker of it is connected. It
+// refuses with FAILED_PRECONDITION naming the pool and how many of its
+// workers are connected (and the first IDs); else no worker of the pool
+// may connect until release is called, which the caller does once the
+// PoolDelete has applied or failed (a worker refused meanwhile gets
+// UNAVAILABLE and retries; once the pool is gone, NOT_FOUND). Off the
+// leader, or before its hub is up, it is UNAVAILABLE: the caller forwards
+// the delete to the leader first.
+func (s *WorkerService) GuardPoolDelete(ctx context.Context, pool string) (release func(), err error) {
+	h := s.currentHub(ctx)
+	if h == nil {
+		return nil, status.Error(codes.Unavailable, "this node is not the leader, or its worker sessions are not up yet; retry")
+	}
+	if pool == sfq.DefaultPoolName {
+		pool = ""
+	}
+	return h.guardPoolDelete(pool)
 }
 
 // ListWorkers lists the leader's sessions and the drained workers.

@@ -27,27 +27,37 @@ const (
 )
 
 // checkHello validates a Hello (INVALID_ARGUMENT naming the field and the
-// rule) and returns the worker's size.
-func checkHello(h *pb.Hello) (sfq.Size, error) {
+// rule) and returns the worker's size and pool ("" for the pool default,
+// whether the Hello names none or "default").
+func checkHello(h *pb.Hello) (sfq.Size, string, error) {
 	if err := sfq.ValidateName("worker_id", h.WorkerId); err != nil {
-		return 0, status.Error(codes.InvalidArgument, "hello."+err.Error())
+		return 0, "", status.Error(codes.InvalidArgument, "hello."+err.Error())
 	}
 	size, err := fsm.SizeFromPB(h.Size)
 	if err != nil {
-		return 0, status.Errorf(codes.InvalidArgument, "hello.size: must be sm, md or lg (got %v)", h.Size)
+		return 0, "", status.Errorf(codes.InvalidArgument, "hello.size: must be sm, md or lg (got %v)", h.Size)
 	}
 	if len(h.Version) > MaxHelloVersion {
-		return 0, status.Errorf(codes.InvalidArgument, "hello.version: %d bytes, at most %d", len(h.Version), MaxHelloVersion)
+		return 0, "", status.Errorf(codes.InvalidArgument, "hello.version: %d bytes, at most %d", len(h.Version), MaxHelloVersion)
 	}
 	if len(h.Running) > MaxHelloRunning {
-		return 0, status.Errorf(codes.InvalidArgument, "hello.running: %d jobs, at most %d (a worker runs one job at a time)", len(h.Running), MaxHelloRunning)
+		return 0, "", status.Errorf(codes.InvalidArgument, "hello.running: %d jobs, at most %d (a worker runs one job at a time)", len(h.Running), MaxHelloRunning)
 	}
 	for i, r := range h.Running {
 		if msg := checkRef("hello.running", r.Job, r.Attempt, r.CpuMs); msg != "" {
-			return 0, status.Errorf(codes.InvalidArgument, "hello.running[%d]: %s", i, msg)
+			return 0, "", status.Errorf(codes.InvalidArgument, "hello.running[%d]: %s", i, msg)
 		}
 	}
-	return size, nil
+	pool := h.Pool
+	if pool == sfq.DefaultPoolName {
+		pool = ""
+	}
+	if pool != "" {
+		if err := sfq.ValidatePoolName(pool); err != nil {
+			return 0, "", status.Errorf(codes.InvalidArgument, "hello.pool: %v", err)
+		}
+	}
+	return size, pool, nil
 }
 
 // checkRef checks the job, attempt and CPU of a report; "" if they are

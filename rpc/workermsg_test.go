@@ -24,21 +24,26 @@ func TestCheckHello(t *testing.T) {
 		name  string
 		hello *pb.Hello
 		want  string // "" = valid
+		pool  string // of a valid one
 	}{
-		{"valid", &pb.Hello{WorkerId: "w1", Size: pb.Size_LG, Version: "1", Running: run(MaxHelloRunning)}, ""},
-		{"no id", &pb.Hello{Size: pb.Size_SM}, "rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id is empty"},
-		{"id with a space", &pb.Hello{WorkerId: "w 1", Size: pb.Size_SM}, `rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id "w 1" has a space at byte 1`},
-		{"long id", &pb.Hello{WorkerId: strings.Repeat("w", 257), Size: pb.Size_SM}, "rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id is 257 bytes (max 256)"},
-		{"no size", &pb.Hello{WorkerId: "w1"}, "rpc error: code = InvalidArgument desc = hello.size: must be sm, md or lg (got SIZE_UNSPECIFIED)"},
-		{"bad size", &pb.Hello{WorkerId: "w1", Size: 9}, "rpc error: code = InvalidArgument desc = hello.size: must be sm, md or lg (got 9)"},
-		{"long version", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Version: strings.Repeat("v", 65)}, "rpc error: code = InvalidArgument desc = hello.version: 65 bytes, at most 64"},
-		{"many running", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: run(MaxHelloRunning + 1)}, "rpc error: code = InvalidArgument desc = hello.running: 9 jobs, at most 8 (a worker runs one job at a time)"},
-		{"running job 0", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: []*pb.RunningJob{{Attempt: 1}}}, "rpc error: code = InvalidArgument desc = hello.running[0]: hello.running.job: must not be 0"},
-		{"running attempt 0", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: []*pb.RunningJob{{Job: 1, Attempt: 1}, {Job: 2}}}, "rpc error: code = InvalidArgument desc = hello.running[1]: hello.running.attempt: must not be 0"},
-		{"running negative cpu", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: []*pb.RunningJob{{Job: 1, Attempt: 1, CpuMs: -1}}}, "rpc error: code = InvalidArgument desc = hello.running[0]: hello.running.cpu_ms: -1 is out of range 0..31536000000"},
+		{"valid", &pb.Hello{WorkerId: "w1", Size: pb.Size_LG, Version: "1", Running: run(MaxHelloRunning)}, "", ""},
+		{"pool default", &pb.Hello{WorkerId: "w1", Size: pb.Size_LG, Pool: "default"}, "", ""},
+		{"pool gpu", &pb.Hello{WorkerId: "w1", Size: pb.Size_LG, Pool: "gpu"}, "", "gpu"},
+		{"bad pool", &pb.Hello{WorkerId: "w1", Size: pb.Size_LG, Pool: "GPU"}, `rpc error: code = InvalidArgument desc = hello.pool: invalid argument: pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)`, ""},
+		{"long pool", &pb.Hello{WorkerId: "w1", Size: pb.Size_LG, Pool: strings.Repeat("p", 64)}, `rpc error: code = InvalidArgument desc = hello.pool: invalid argument: pool name "` + strings.Repeat("p", 64) + `" (want 1 to 63 of a-z, 0-9 and -, not starting with -)`, ""},
+		{"no id", &pb.Hello{Size: pb.Size_SM}, "rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id is empty", ""},
+		{"id with a space", &pb.Hello{WorkerId: "w 1", Size: pb.Size_SM}, `rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id "w 1" has a space at byte 1`, ""},
+		{"long id", &pb.Hello{WorkerId: strings.Repeat("w", 257), Size: pb.Size_SM}, "rpc error: code = InvalidArgument desc = hello.invalid argument: worker_id is 257 bytes (max 256)", ""},
+		{"no size", &pb.Hello{WorkerId: "w1"}, "rpc error: code = InvalidArgument desc = hello.size: must be sm, md or lg (got SIZE_UNSPECIFIED)", ""},
+		{"bad size", &pb.Hello{WorkerId: "w1", Size: 9}, "rpc error: code = InvalidArgument desc = hello.size: must be sm, md or lg (got 9)", ""},
+		{"long version", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Version: strings.Repeat("v", 65)}, "rpc error: code = InvalidArgument desc = hello.version: 65 bytes, at most 64", ""},
+		{"many running", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: run(MaxHelloRunning + 1)}, "rpc error: code = InvalidArgument desc = hello.running: 9 jobs, at most 8 (a worker runs one job at a time)", ""},
+		{"running job 0", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: []*pb.RunningJob{{Attempt: 1}}}, "rpc error: code = InvalidArgument desc = hello.running[0]: hello.running.job: must not be 0", ""},
+		{"running attempt 0", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: []*pb.RunningJob{{Job: 1, Attempt: 1}, {Job: 2}}}, "rpc error: code = InvalidArgument desc = hello.running[1]: hello.running.attempt: must not be 0", ""},
+		{"running negative cpu", &pb.Hello{WorkerId: "w1", Size: pb.Size_SM, Running: []*pb.RunningJob{{Job: 1, Attempt: 1, CpuMs: -1}}}, "rpc error: code = InvalidArgument desc = hello.running[0]: hello.running.cpu_ms: -1 is out of range 0..31536000000", ""},
 	}
 	for _, c := range cases {
-		size, err := checkHello(c.hello)
+		size, pool, err := checkHello(c.hello)
 		got := ""
 		if err != nil {
 			got = err.Error()
@@ -46,8 +51,8 @@ func TestCheckHello(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
-		if err == nil && size != sfq.LG {
-			t.Errorf("%s: size %v", c.name, size)
+		if err == nil && (size != sfq.LG || pool != c.pool) {
+			t.Errorf("%s: size %v pool %q, want pool %q", c.name, size, pool, c.pool)
 		}
 	}
 }
@@ -177,8 +182,9 @@ func FuzzWorkerMessage(f *testing.F) {
 			fin.StderrTail, fin.StdoutTail = string(tail), string(tail[len(tail)/2:])
 		}
 		if h := msg.GetHello(); h != nil {
-			if _, err := checkHello(h); err == nil {
-				if len(h.Running) > MaxHelloRunning || len(h.WorkerId) > sfq.MaxNameLen || len(h.Version) > MaxHelloVersion {
+			if _, pool, err := checkHello(h); err == nil {
+				if len(h.Running) > MaxHelloRunning || len(h.WorkerId) > sfq.MaxNameLen || len(h.Version) > MaxHelloVersion ||
+					(pool != "" && sfq.ValidatePoolName(pool) != nil) {
 					t.Fatalf("accepted %v", h)
 				}
 			}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/baristahq/barista/internal/text"
 )
 
 // Pools (SPEC §3 "Pools"): a pool is a fleet of workers and the jobs that
@@ -186,20 +188,9 @@ type PoolSpec struct {
 	Required bool
 }
 
-// ValidatePoolName checks a pool name: [a-z0-9][a-z0-9-]{0,62}.
-func ValidatePoolName(s string) error {
-	if s == "" || len(s) > 63 {
-		return fmt.Errorf("%w: pool name %q (want 1 to 63 of a-z, 0-9 and -, not starting with -)", ErrInvalid, s)
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if (b >= 'a' && b <= 'z') || (b >= '0' && b <= '9') || (b == '-' && i > 0) {
-			continue
-		}
-		return fmt.Errorf("%w: pool name %q has %q at byte %d (want a-z, 0-9 and -, not starting with -)", ErrInvalid, s, b, i)
-	}
-	return nil
-}
+// ValidatePoolName checks a pool name: [a-z0-9][a-z0-9-]{0,62} (the rule
+// of package internal/text, which the worker applies too).
+func ValidatePoolName(s string) error { return text.ValidatePoolName(s) }
 
 // Validate checks the spec and names the offending field.
 func (p *PoolSpec) Validate() error {

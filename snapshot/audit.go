@@ -88,6 +88,21 @@ type AuditFact struct {
 	RateN        uint32 `json:"rate_n,omitempty"`
 	RatePeriodMs int64  `json:"rate_period_ms,omitempty"`
 	RateBurst    uint32 `json:"rate_burst,omitempty"`
+	// Pools (feature level 6; "" is the pool default). A dispatch says
+	// its job's Pool and the WorkerPool its Dispatch named (SPEC §8 rule
+	// 11: always the same), the tenant's assigned and running jobs in
+	// that pool after it (PoolRunning) and, when the tenant has a
+	// subscription there (Subscribed), its Burst. Its Running,
+	// RunningSize and InflightCPUMs are the tenant's in every pool (the
+	// caps hold across pools), and Backlogged, BackloggedIn and Eligible
+	// are of the worker's pool (rules 6 and 7 hold inside each pool). A
+	// "pause" fact of a pool names it in Pool, as the command does (the
+	// pool default as "default").
+	Pool        string `json:"pool,omitempty"`
+	WorkerPool  string `json:"worker_pool,omitempty"`
+	PoolRunning uint32 `json:"pool_running,omitempty"`
+	Subscribed  bool   `json:"subscribed,omitempty"`
+	Burst       uint32 `json:"burst,omitempty"`
 }
 
 type auditor struct{ emit func(AuditFact) }
@@ -109,6 +124,15 @@ func jobState(s *sfq.Scheduler, id sfq.JobID) (sfq.State, string, bool) {
 		return 0, "", false
 	}
 	return j.State, s.TenantName(j.Tenant), true
+}
+
+// poolOf is the name an audit fact gives a command's pool: "" for the pool
+// default, whether the command names none or "default".
+func poolOf(name string) string {
+	if name == sfq.DefaultPoolName {
+		return ""
+	}
+	return name
 }
 
 // commandJob names the job a command acts on (0: none known before it
@@ -148,10 +172,17 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				}
 			}
 			if d := c.GetDispatch(); d != nil {
-				s.Tenants(func(i uint32, t *sfq.Tenant) bool {
-					if !t.Deleted && t.QueuedTotal() > 0 {
+				// What the worker's pool holds (nothing, for a pool the
+				// state does not know: the Dispatch is refused).
+				pid, known := s.PoolID(poolOf(d.Pool))
+				s.Tenants(func(i uint32, _ *sfq.Tenant) bool {
+					for _, l := range s.Lanes(i) {
+						t, _ := s.TenantAt(l)
+						if !known || s.LanePool(l) != pid || t.Deleted || t.QueuedTotal() == 0 {
+							continue
+						}
 						backlogged = append(backlogged, t.Name)
-						in := s.QueuedIn(i)
+						in := s.QueuedIn(l)
 						for _, c := range sfq.Classes() {
 							if in&(1<<c) != 0 {
 								backloggedIn = append(backloggedIn, t.Name+":"+c.String())
@@ -160,9 +191,9 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 					}
 					return true
 				})
-				if size, err := fsm.SizeFromPB(d.Size); err == nil {
+				if size, err := fsm.SizeFromPB(d.Size); err == nil && known {
 					for _, cl := range sfq.Classes() {
-						fair, dl := s.EligibleIn(cl, size)
+						fair, dl := s.PoolEligibleIn(pid, cl, size)
 						if fair {
 							eligible = append(eligible, cl.String())
 						}
@@ -206,14 +237,22 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 					return
 				}
 				j, _ := s.Job(r.Job)
-				t, _ := s.TenantAt(j.Tenant)
+				t, _ := s.TenantTotals(j.Tenant) // the tenant's counters in every pool
+				lane, _ := s.TenantAt(j.Tenant)  // and in the job's pool
 				g, _ := s.Group(t.Name, j.Group())
+				pool := ""
+				if id := s.LanePool(j.Tenant); id != sfq.DefaultPool {
+					pool = s.PoolName(id)
+				}
+				burst, subscribed := s.Subscription(t.Name, pool)
+				workerPool := poolOf(x.Dispatch.Pool)
 				a.emit(AuditFact{Kind: "dispatch", Group: j.Group(), GroupRunning: g.Running, GroupCap: sfq.CapOf(&t, &g), Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
 					EstCostMs: j.EstCostMs, Weight: int64(j.Weight), Running: t.Running, RunningSize: t.RunningBySize[j.Size],
 					InflightCPUMs: t.InflightCPUMs, MaxRunning: t.Caps.MaxRunning, MaxRunningSize: t.Caps.MaxRunningSize[j.Size],
 					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged, BackloggedIn: backloggedIn,
 					Class: j.Class.String(), Deadline: j.HasDeadline(), DeadlineMissed: r.DeadlineMissed, Start: int64(j.StartTag), Eligible: eligible,
-					At: int64(clock), ExpireAt: int64(j.ExpireAt())})
+					At: int64(clock), ExpireAt: int64(j.ExpireAt()),
+					Pool: pool, WorkerPool: workerPool, PoolRunning: lane.Running, Subscribed: subscribed, Burst: burst})
 			case *pb.Command_Redrive, *pb.Command_CancelJobs:
 				if r.Bulk == nil {
 					return
@@ -230,7 +269,8 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				}
 			case *pb.Command_Pause:
 				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
-					a.emit(AuditFact{Kind: "pause", Index: l.Index, Tenant: x.Pause.Tenant, Group: x.Pause.Group, All: x.Pause.All, Paused: !x.Pause.Resume})
+					a.emit(AuditFact{Kind: "pause", Index: l.Index, Tenant: x.Pause.Tenant, Group: x.Pause.Group, All: x.Pause.All, Paused: !x.Pause.Resume,
+						Pool: x.Pause.Pool})
 				}
 			case *pb.Command_TenantUpsert:
 				if t, ok := s.Tenant(x.TenantUpsert.Name); ok && r.Code == fsm.OK {

@@ -111,3 +111,58 @@ func TestAuditRedrive(t *testing.T) {
 		t.Fatalf("facts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestAuditPools: a dispatch says its job's pool and its worker's, the
+// tenant's running jobs in every pool and in the job's, its subscription
+// there, and what the worker's pool alone held just before it; a pause of
+// a pool names it.
+func TestAuditPools(t *testing.T) {
+	dir := t.TempDir()
+	db, err := raftboltdb.NewBoltStore(filepath.Join(dir, LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	burst := uint32(2)
+	submit := func(tenant, pool string, class pb.Class) *pb.Command {
+		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 1000, Pool: pool, JobClass: class}}}
+	}
+	dispatch := func(worker, pool string) *pb.Command {
+		return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: pb.Size_SM, Credit: 1, Pool: pool}}}
+	}
+	cmds := []*pb.Command{
+		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level6}}},
+		{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH}}},
+		{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "b", Tier: pb.Tier_GOLD}}},
+		{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: "gpu"}}},
+		{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: "a", Pool: "gpu", Burst: &burst}}},
+		submit("a", "", pb.Class_HIGH), // 1: default, high
+		submit("a", "gpu", 0),          // 2: gpu
+		submit("b", "gpu", 0),          // 3: gpu
+		dispatch("w1", "default"),      // job 1
+		dispatch("g1", "gpu"),          // job 2: a and b tie, the older job goes
+		{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: "gpu"}}},
+	}
+	writeLog(t, db, cmds)
+	var got []AuditFact
+	if _, err := Audit(dir, 0, func(f AuditFact) {
+		if f.Kind == "dispatch" || f.Kind == "pause" {
+			got = append(got, f)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d facts: %+v", len(got), got)
+	}
+	if f := got[0]; f.Job != 1 || f.Pool != "" || f.WorkerPool != "" || f.Running != 1 || f.PoolRunning != 1 || f.Subscribed ||
+		!reflect.DeepEqual(f.Backlogged, []string{"a"}) || !reflect.DeepEqual(f.BackloggedIn, []string{"a:high"}) || !reflect.DeepEqual(f.Eligible, []string{"high"}) {
+		t.Fatalf("the dispatch in the pool default: %+v", f)
+	}
+	if f := got[1]; f.Job != 2 || f.Pool != "gpu" || f.WorkerPool != "gpu" || f.Running != 2 || f.PoolRunning != 1 || !f.Subscribed || f.Burst != 2 ||
+		!reflect.DeepEqual(f.Backlogged, []string{"a", "b"}) || !reflect.DeepEqual(f.BackloggedIn, []string{"a:normal", "b:normal"}) || !reflect.DeepEqual(f.Eligible, []string{"normal"}) {
+		t.Fatalf("the dispatch in pool gpu: %+v", f)
+	}
+	if f := got[2]; f.Kind != "pause" || f.Pool != "gpu" || !f.Paused || f.Tenant != "" || f.All {
+		t.Fatalf("the pause of pool gpu: %+v", f)
+	}
+}

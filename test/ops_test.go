@@ -63,7 +63,9 @@ func tryScrape(url, metric, label string) (map[string]float64, error) {
 // s, scrapes /metrics and "barista top --once --json", and checks that the
 // CPU (estimated cost) dispatched to the continuously backlogged demo
 // tenants over the window is in their weight ratio within the SFQ bound
-// of SPEC §8.6: |S_i/w_i - S_j/w_j| <= max_i/w_i + max_j/w_j.
+// of SPEC §8.6: |S_i/w_i - S_j/w_j| <= max_i/w_i + max_j/w_j, in each of
+// its two pools (the cpu fleet's five tenants in the pool default, the
+// gpu fleet's two in the pool gpu).
 func TestDevShares(t *testing.T) {
 	bin := cluster.Binary(t)
 	base := devBasePort(0)
@@ -91,11 +93,12 @@ func TestDevShares(t *testing.T) {
 	}()
 	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", base+80)
 	weights := map[string]float64{"acme-diamond": 16, "globex-gold": 8, "initech-silver": 4, "umbrella-bronze": 2, "hooli-free": 1}
+	gpuWeights := map[string]float64{"wayne-gold": 8, "stark-free": 1}
 	// Warm up until every demo tenant has work dispatched.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		m, _ := tryScrape(metrics, "barista_dispatched_cost_seconds_total", "tenant")
-		if len(m) == 5 && m["hooli-free"] > 0 {
+		if len(m) == 7 && m["hooli-free"] > 0 && m["stark-free"] > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -107,16 +110,18 @@ func TestDevShares(t *testing.T) {
 	time.Sleep(25 * time.Second)
 	m1 := scrapeMs(t, metrics, "barista_dispatched_cost_seconds_total", "tenant")
 	const maxCost = 400.0
-	for a, wa := range weights {
-		for b, wb := range weights {
-			na, nb := (m1[a]-m0[a])/wa, (m1[b]-m0[b])/wb
-			if bound := maxCost/wa + maxCost/wb; na-nb > bound {
-				t.Errorf("normalised service of %s (%.0f ms per unit of weight) exceeds %s's (%.0f) by more than the SFQ bound %.0f", a, na, b, nb, bound)
+	for _, pool := range []map[string]float64{weights, gpuWeights} {
+		for a, wa := range pool {
+			for b, wb := range pool {
+				na, nb := (m1[a]-m0[a])/wa, (m1[b]-m0[b])/wb
+				if bound := maxCost/wa + maxCost/wb; na-nb > bound {
+					t.Errorf("normalised service of %s (%.0f ms per unit of weight) exceeds %s's (%.0f) by more than the SFQ bound %.0f", a, na, b, nb, bound)
+				}
 			}
 		}
-	}
-	for name, w := range weights {
-		t.Logf("%-16s weight %2.0f dispatched %6.0f ms CPU in the window: %5.0f per unit of weight", name, w, m1[name]-m0[name], (m1[name]-m0[name])/w)
+		for name, w := range pool {
+			t.Logf("%-16s weight %2.0f dispatched %6.0f ms CPU in the window: %5.0f per unit of weight", name, w, m1[name]-m0[name], (m1[name]-m0[name])/w)
+		}
 	}
 	// barista top --once --json: the contract's keys, every tenant backlogged.
 	stdout, stderr, err := (&cluster.Cluster{Bin: bin}).Run("top", "--once", "--json", "--server", fmt.Sprintf("127.0.0.1:%d", base))
@@ -147,11 +152,17 @@ func TestDevShares(t *testing.T) {
 			} `json:"fairness"`
 		} `json:"tenants"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &top); err != nil || top.LeaderID == nil || top.AppliedIndex == nil || len(top.Tenants) != 5 {
+	if err := json.Unmarshal([]byte(stdout), &top); err != nil || top.LeaderID == nil || top.AppliedIndex == nil || len(top.Tenants) != 7 {
 		t.Fatalf("top --once --json: %v\n%s", err, stdout)
 	}
 	for _, tn := range top.Tenants {
-		if tn.Running == nil || tn.Dispatches1m == nil || tn.Share == nil || tn.EntitledShare == nil || weights[tn.Name] != tn.Weight {
+		// A share is the tenant's in its pool; a pool's tenants' shares
+		// add up to 1.
+		w, ok := weights[tn.Name]
+		if !ok {
+			w = gpuWeights[tn.Name]
+		}
+		if tn.Running == nil || tn.Dispatches1m == nil || tn.Share == nil || tn.EntitledShare == nil || w != tn.Weight {
 			t.Errorf("top line %+v lacks a key or has the wrong weight", tn)
 		}
 		if tn.Queued == 0 {

@@ -29,16 +29,7 @@ func TestRedriveAcrossLeaderKill(t *testing.T) {
 	defer cancel()
 	apply := func(cmds ...*pb.Command) []*pb.CommandResult {
 		t.Helper()
-		resp, err := c.Apply(ctx, cmds...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, r := range resp.Results {
-			if r.Code != pb.Code_CODE_OK {
-				t.Fatalf("command %d: %s %s", i, r.Code, r.Message)
-			}
-		}
-		return resp.Results
+		return applyOK(t, ctx, c, cmds...).Results
 	}
 	apply(tenantCmd("acme", pb.Tier_GOLD, 0))
 	const jobs, chunk = 500, 100

@@ -70,6 +70,11 @@ type Config struct {
 	ID string
 	// Size is the largest job size it runs; SIZE_UNSPECIFIED is sm.
 	Size pb.Size
+	// Pool is the pool it serves ("" or "default": the pool default): it
+	// gets jobs of that pool only. A pool the cluster does not hold is
+	// refused (NOT_FOUND) at every connection; the agent logs it and
+	// retries with backoff until an admin creates the pool.
+	Pool string
 	// Servers are the gRPC addresses of any of the cluster's nodes.
 	Servers []string
 	// Dial are the options for every connection (credentials, token).
@@ -156,6 +161,11 @@ func New(cfg Config) (*Agent, error) {
 	default:
 		return nil, fmt.Errorf("worker size: %v (want sm, md or lg)", cfg.Size)
 	}
+	if cfg.Pool != "" {
+		if err := wire.ValidatePoolName(cfg.Pool); err != nil {
+			return nil, err
+		}
+	}
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("agent: no server address")
 	}
@@ -204,7 +214,8 @@ func (a *Agent) Busy() bool {
 // Run connects and serves until ctx ends (or, when draining, until the
 // slot is empty). On return any running job is killed. Every failed
 // session is retried with backoff (ABORTED too: another session of this
-// worker ID is still live), except PERMISSION_DENIED: the token may not
+// worker ID is still live; NOT_FOUND too: the cluster has no pool of the
+// worker's, which an admin may create), except PERMISSION_DENIED: the token may not
 // be this worker (its worker_id binding), and retrying cannot change
 // that, so Run returns the error.
 func (a *Agent) Run(ctx context.Context) error {
@@ -245,6 +256,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		if errors.As(err, &redirect) {
 			a.log.Info("redirected to the leader", "leader", redirect.id, "addr", redirect.addr)
 			wait = 50 * time.Millisecond
+		} else if status.Code(err) == codes.NotFound {
+			a.log.Error("the cluster refuses this worker: it has no pool of this name (an admin creates it: barista pool set NAME); retrying",
+				"pool", a.poolName(), "server", addr, "error", status.Convert(err).Message(), "retry_in", wait)
+			backoff = min(2*backoff, maxBackoff)
 		} else {
 			a.log.Warn("stream to the cluster ended; reconnecting", "server", addr, "error", err, "retry_in", wait)
 			backoff = min(2*backoff, maxBackoff)
@@ -255,6 +270,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// poolName names the agent's pool in its log.
+func (a *Agent) poolName() string {
+	if a.cfg.Pool == "" {
+		return "default"
+	}
+	return a.cfg.Pool
 }
 
 // The agent's reconnect backoff: it doubles with every failed session
@@ -385,7 +408,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		}
 		return err
 	}
-	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: a.cfg.Size, Version: "1"}
+	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: a.cfg.Size, Version: "1", Pool: a.cfg.Pool}
 	a.mu.Lock()
 	if j := a.cur; j != nil && !j.dropped {
 		r := &pb.RunningJob{Job: j.assign.Job, Attempt: j.assign.Attempt, Finished: j.finished != nil}
@@ -429,7 +452,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	}
 	delay := a.startDelay
 	a.mu.Unlock()
-	a.log.Info("connected", "server", addr, "leader", w.LeaderId, "heartbeat", a.interval, "self_kill_after", a.selfKill, "ready_with_finished", fold, "started_delay", delay)
+	a.log.Info("connected", "server", addr, "leader", w.LeaderId, "pool", a.poolName(), "heartbeat", a.interval, "self_kill_after", a.selfKill, "ready_with_finished", fold, "started_delay", delay)
 
 	var sendMu sync.Mutex
 	send := func(m *pb.WorkerMessage) error {

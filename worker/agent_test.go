@@ -32,7 +32,10 @@ type fakeLeader struct {
 	// endAfter, if set, ends the stream once it returns true for a
 	// message (after the answers to it are sent).
 	endAfter func(stream int, m *pb.WorkerMessage) bool
-	notify   chan struct{}
+	// refuse, if set, ends a stream with its error instead of the
+	// Welcome when it returns one for the stream's Hello.
+	refuse func(stream int, h *pb.Hello) error
+	notify chan struct{}
 }
 
 func (f *fakeLeader) Connect(s grpc.BidiStreamingServer[pb.WorkerMessage, pb.LeaderMessage]) error {
@@ -54,6 +57,11 @@ func (f *fakeLeader) Connect(s grpc.BidiStreamingServer[pb.WorkerMessage, pb.Lea
 		default:
 		}
 		var out []*pb.LeaderMessage
+		if first && f.refuse != nil {
+			if err := f.refuse(n, m.GetHello()); err != nil {
+				return err
+			}
+		}
 		if first {
 			w := f.welcome
 			if f.welcomeOf != nil {
@@ -85,7 +93,11 @@ func describe(m *pb.WorkerMessage) string {
 		for _, r := range x.Hello.Running {
 			running = append(running, fmt.Sprintf("%d/%d", r.Job, r.Attempt))
 		}
-		return fmt.Sprintf("hello %s %s running=[%s]", x.Hello.WorkerId, x.Hello.Size, strings.Join(running, " "))
+		d := fmt.Sprintf("hello %s %s running=[%s]", x.Hello.WorkerId, x.Hello.Size, strings.Join(running, " "))
+		if x.Hello.Pool != "" {
+			d += " pool=" + x.Hello.Pool
+		}
+		return d
 	case *pb.WorkerMessage_Ready:
 		return "ready"
 	case *pb.WorkerMessage_Started:

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,31 +29,54 @@ type devOpts struct {
 	basePort int
 	nodes    int
 	workers  string
+	gpu      int
 	backlog  int
 	noLoad   bool
 	quiet    bool
 	duration time.Duration
 }
 
-// demoTenants are the demo load's tenants, one per tier.
-var demoTenants = []struct {
+// demoTenant is a tenant of the demo load, and the pool and size of its
+// jobs.
+type demoTenant struct {
 	name string
 	tier pb.Tier
-}{
-	{"acme-diamond", pb.Tier_DIAMOND}, {"globex-gold", pb.Tier_GOLD}, {"initech-silver", pb.Tier_SILVER},
-	{"umbrella-bronze", pb.Tier_BRONZE}, {"hooli-free", pb.Tier_FREE},
+	pool string // "" for the pool default
+	size pb.Size
+}
+
+// demoTenants are the demo load's tenants of the cpu fleet (the pool
+// default), one per tier, with sm jobs, which every worker may run: one
+// shared size, where the shares follow the weights (the SFQ bound of
+// SPEC §8.6 is for one worker size).
+var demoTenants = []demoTenant{
+	{"acme-diamond", pb.Tier_DIAMOND, "", pb.Size_SM}, {"globex-gold", pb.Tier_GOLD, "", pb.Size_SM},
+	{"initech-silver", pb.Tier_SILVER, "", pb.Size_SM}, {"umbrella-bronze", pb.Tier_BRONZE, "", pb.Size_SM},
+	{"hooli-free", pb.Tier_FREE, "", pb.Size_SM},
+}
+
+// devGPUPool is the pool of the demo's gpu fleet, and demoGPUTenants the
+// tenants of its load, with md jobs (a fair share of their own, 8:1).
+const devGPUPool = "gpu"
+
+var demoGPUTenants = []demoTenant{
+	{"wayne-gold", pb.Tier_GOLD, devGPUPool, pb.Size_MD}, {"stark-free", pb.Tier_FREE, devGPUPool, pb.Size_MD},
 }
 
 func init() {
 	register("dev", typed(&spec[devOpts]{
 		synopsis: "Run a local cluster with workers and demo load, and watch the fair shares",
-		usage:    "[--data-dir DIR] [--base-port 7400] [--nodes 3] [--workers sm:2,md:2,lg:1]",
+		usage:    "[--data-dir DIR] [--base-port 7400] [--nodes 3] [--workers sm:2,md:2,lg:1] [--gpu-workers 2]",
 		help: `Starts, as child processes of this one: a cluster of --nodes servers (real
-Raft over loopback TCP, a data directory each), workers of every size, and
-a demo load: one tenant per tier, each kept backlogged with jobs that burn
-200-400 ms of CPU. Then shows the live share table (as "barista top"):
-every tenant gets the share of the dispatched CPU its weight entitles it
-to. The first node listens on 127.0.0.1:7400 (gRPC), :7440 (Raft) and :7480
+Raft over loopback TCP, a data directory each), two fleets of workers and
+a demo load. The cpu fleet (--workers, every size) serves the pool
+default; the gpu fleet (--gpu-workers md workers) serves the pool gpu,
+which dev creates (docs/scheduling.md, "Pools"). The demo load keeps one
+tenant per tier backlogged in the pool default with sm jobs that burn
+200-400 ms of CPU, and two tenants (gold and free) in the pool gpu with
+md jobs. Then shows the live share table (as "barista top"): in each
+pool, every tenant gets the share of the dispatched CPU its weight
+entitles it to. The first node listens on 127.0.0.1:7400 (gRPC), :7440 (Raft) and :7480
 (HTTP: the web console, /metrics); the others on the next ports; --base-port
 moves them all (gRPC BASE+i, Raft BASE+40+i, HTTP BASE+80+i).
 
@@ -67,7 +91,8 @@ restart there resumes the cluster).`,
 			fs.StringVar(&o.dataDir, "data-dir", "", "keep the cluster's data in `DIR` (default: a temporary directory, removed at exit)")
 			numFlag(fs, &o.basePort, "base-port", 7400, 1, 65535-80-7, "first gRPC `PORT`")
 			numFlag(fs, &o.nodes, "nodes", 3, 1, 7, "number of servers (`N`, 1, 3 or 5 for a quorum that survives failures)")
-			fs.StringVar(&o.workers, "workers", "sm:2,md:2,lg:1", "workers per size (`SIZE:N,...`)")
+			fs.StringVar(&o.workers, "workers", "sm:2,md:2,lg:1", "workers of the cpu fleet (the pool default) per size (`SIZE:N,...`)")
+			numFlag(fs, &o.gpu, "gpu-workers", 2, 0, 64, "md workers of the gpu fleet (the pool gpu; `N`, 0: no pool gpu)")
 			numFlag(fs, &o.backlog, "backlog", 20, 0, 100_000, "queued jobs the demo load keeps per tenant (`N`)")
 			fs.BoolVar(&o.noLoad, "no-load", false, "start the cluster and workers without demo tenants or load")
 			fs.BoolVar(&o.quiet, "quiet", false, "do not draw the live table")
@@ -183,26 +208,47 @@ func runDev(env *cmdEnv, opts *devOpts, args []string) error {
 		}
 	}
 	servers := strings.Join(grpcAddrs, ",")
+	startWorker := func(id, size, pool string) error {
+		_, err := start("worker-"+id, "worker", "--size", size, "--pool", pool, "--id", id, "--server", servers,
+			"--log-dir", filepath.Join(dir, "jobs"), "--work-dir", filepath.Join(dir, "work", id))
+		return err
+	}
 	for _, w := range workers {
 		for i := 0; i < w.n; i++ {
-			id := fmt.Sprintf("dev-%s-%d", w.size, i+1)
-			if _, err := start("worker-"+id, "worker", "--size", w.size, "--id", id, "--server", servers, "--log-dir", filepath.Join(dir, "jobs"), "--work-dir", filepath.Join(dir, "work", id)); err != nil {
+			if err := startWorker(fmt.Sprintf("dev-%s-%d", w.size, i+1), w.size, "default"); err != nil {
 				return err
 			}
 		}
-		fmt.Fprintf(env.stdout, "  %d %s worker(s)\n", w.n, w.size)
+		fmt.Fprintf(env.stdout, "  %d %s worker(s) of the cpu fleet (pool default)\n", w.n, w.size)
 	}
-	fmt.Fprintf(env.stdout, "  try: %s top --server %s   ·   %s jobs --tenant globex-gold --server %s\n", os.Args[0], grpcAddrs[0], os.Args[0], grpcAddrs[0])
 	cl, err := client.New(grpcAddrs, client.Options{CallTimeout: 5 * time.Second})
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if !opts.noLoad {
-		if err := setupDemo(ctx, cl); err != nil {
+	if opts.gpu > 0 {
+		// The pool first: a worker of a pool the cluster does not have
+		// is refused until it does.
+		if err := devPool(ctx, cl, devGPUPool); err != nil {
 			return err
 		}
-		go demoLoad(ctx, cl, self, opts.backlog)
+		for i := 0; i < opts.gpu; i++ {
+			if err := startWorker(fmt.Sprintf("dev-gpu-md-%d", i+1), "md", devGPUPool); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(env.stdout, "  %d md worker(s) of the gpu fleet (pool %s)\n", opts.gpu, devGPUPool)
+	}
+	fmt.Fprintf(env.stdout, "  try: %s top --server %s   ·   %s jobs --tenant globex-gold --server %s\n", os.Args[0], grpcAddrs[0], os.Args[0], grpcAddrs[0])
+	if !opts.noLoad {
+		load := demoTenants
+		if opts.gpu > 0 {
+			load = append(slices.Clone(demoTenants), demoGPUTenants...)
+		}
+		if err := setupDemo(ctx, cl, load); err != nil {
+			return err
+		}
+		go demoLoad(ctx, cl, self, opts.backlog, load)
 	}
 	top := &topOpts{clientFlags: clientFlags{servers: servers, timeout: 5 * time.Second}, window: time.Minute, stale: true}
 	for {
@@ -262,45 +308,81 @@ func waitLeader(ctx context.Context, addr string) error {
 	return fmt.Errorf("the first server at %s did not become leader within 30s (see its log)", addr)
 }
 
-func setupDemo(ctx context.Context, cl *client.Client) error {
-	for _, t := range demoTenants {
-		for try := 0; ; try++ {
-			err := cl.Call(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
-				_, err := pb.NewAdminClient(cc).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: t.name, Tier: t.tier})
-				return err
-			})
-			if err == nil {
-				break
-			}
-			if try > 50 || ctx.Err() != nil {
-				return fmt.Errorf("creating demo tenant %s: %w", t.name, err)
-			}
-			time.Sleep(200 * time.Millisecond)
+// devRetry calls fn until it succeeds, at most about 10 s (the cluster
+// may still be electing, or raising its feature level).
+func devRetry(ctx context.Context, what string, fn func(ctx context.Context, cc grpc.ClientConnInterface) error, cl *client.Client) error {
+	for try := 0; ; try++ {
+		err := cl.Call(ctx, fn)
+		if err == nil {
+			return nil
+		}
+		if try > 50 || ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// devPool creates pool name (or finds it there, in a kept data directory).
+func devPool(ctx context.Context, cl *client.Client, name string) error {
+	cmd := &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: name}}}
+	return devRetry(ctx, "creating pool "+name, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		resp, err := pb.NewNodeClient(cc).Apply(ctx, &pb.ApplyRequest{Commands: []*pb.Command{cmd}})
+		if err != nil {
+			return err
+		}
+		if r := resp.Results[0]; r.Code != pb.Code_CODE_OK {
+			return fmt.Errorf("%s: %s", r.Code, r.Message)
+		}
+		return nil
+	}, cl)
+}
+
+func setupDemo(ctx context.Context, cl *client.Client, tenants []demoTenant) error {
+	for _, t := range tenants {
+		err := devRetry(ctx, "creating demo tenant "+t.name, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			_, err := pb.NewAdminClient(cc).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: t.name, Tier: t.tier})
+			return err
+		}, cl)
+		if err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// demoLoad keeps every demo tenant's queue at backlog jobs that burn
-// 200, 300 or 400 ms of CPU (their estimated cost exactly). The jobs are
-// all sm, which every worker may run: one shared class, where the shares
-// follow the weights (the SFQ bound of SPEC §8.6 is for one worker size).
-func demoLoad(ctx context.Context, cl *client.Client, self string, backlog int) {
+// demoLoad keeps every demo tenant's queue at backlog jobs of its pool and
+// size that burn 200, 300 or 400 ms of CPU (their estimated cost exactly).
+func demoLoad(ctx context.Context, cl *client.Client, self string, backlog int, tenants []demoTenant) {
 	n := 0
 	for ctx.Err() == nil {
-		for _, t := range demoTenants {
+		for _, t := range tenants {
 			u, err := cl.TenantUsage(ctx, &pb.TenantUsageRequest{Tenant: t.name, Read: &pb.ReadOptions{Stale: true}})
 			if err != nil {
 				continue
 			}
+			var inPool []*pb.Command
 			for q := int(u.Queued); q < backlog && ctx.Err() == nil; q++ {
 				n++
 				ms := 200 + 100*(n%3)
 				p, _ := runner.EncodePayload(runner.Spec{Argv: []string{self, "demo-burn", "--ms", strconv.Itoa(ms)}})
-				_, err := cl.Submit(ctx, &pb.SubmitRequest{Tenant: t.name, JobType: "demo", Size: pb.Size_SM, EstCostMs: int64(ms), Payload: p})
+				if t.pool != "" {
+					inPool = append(inPool, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: t.name, JobType: "demo",
+						Size: t.size, EstCostMs: int64(ms), Payload: p, Pool: t.pool}}})
+					continue
+				}
+				_, err := cl.Submit(ctx, &pb.SubmitRequest{Tenant: t.name, JobType: "demo", Size: t.size, EstCostMs: int64(ms), Payload: p})
 				if err != nil {
 					break
 				}
+			}
+			if len(inPool) > 0 {
+				// Jobs of another pool than default go as the admin's
+				// commands, in one entry.
+				cl.Call(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+					_, err := pb.NewNodeClient(cc).Apply(ctx, &pb.ApplyRequest{Commands: inPool})
+					return err
+				})
 			}
 		}
 		select {

@@ -24,6 +24,7 @@ import (
 type workerOpts struct {
 	clientFlags
 	size      string
+	pool      string
 	id        string
 	logDir    string
 	workDir   string
@@ -41,9 +42,10 @@ type workerOpts struct {
 func init() {
 	register("worker", typed(&spec[workerOpts]{
 		synopsis: "Run a worker agent: one job at a time as a child process",
-		usage:    "--size sm|md|lg [--server ADDRS] [--id ID] [--token-file FILE] [--run-as USER] [--log-dir DIR] [--work-dir DIR]",
+		usage:    "--size sm|md|lg [--pool NAME] [--server ADDRS] [--id ID] [--token-file FILE] [--run-as USER] [--log-dir DIR] [--work-dir DIR]",
 		help: `Connects to the cluster (any node; a follower redirects it to the leader)
-and runs one job at a time. A job's payload is a JSON command line:
+and runs one job at a time, of its pool only (--pool, default the pool
+default; docs/workers.md, "Pools"). A job's payload is a JSON command line:
 
   {"argv": ["python3", "train.py", "--epochs", "3"], "env": {"SEED": "7"}, "dir": "/srv/jobs"}
 
@@ -81,10 +83,13 @@ server is not on loopback: a command line is public on the machine, an
 environment is easily handed on. If the servers bind the token to worker
 IDs (worker_id in [[auth.tokens]]), --id must be one of them, or the
 worker exits with PERMISSION_DENIED. While another session of the same ID
-is live, the worker is refused (ABORTED) and retries with backoff.`,
+is live, the worker is refused (ABORTED) and retries with backoff. A
+--pool the cluster does not have is refused (NOT_FOUND): the worker logs
+it and retries with backoff until an admin creates the pool.`,
 		flags: func(fs *flag.FlagSet, o *workerOpts) {
 			o.register(fs)
 			fs.StringVar(&o.size, "size", "", "container `SIZE`: sm, md or lg (required)")
+			fs.StringVar(&o.pool, "pool", "default", "the pool `NAME` this worker serves: it runs jobs of that pool only")
 			host, _ := os.Hostname()
 			fs.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "unique worker `ID`")
 			if f := fs.Lookup("token"); f != nil {
@@ -140,6 +145,9 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	if err != nil {
 		return usageError("--size: %v", err)
 	}
+	if err := sfq.ValidatePoolName(opts.pool); err != nil {
+		return usageError("--pool: %v", err)
+	}
 	copts, err := opts.options()
 	if err != nil {
 		return err
@@ -180,7 +188,7 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 		return err
 	}
 	a, err := worker.New(worker.Config{
-		ID: opts.id, Size: fsm.SizeToPB(size), Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: log,
+		ID: opts.id, Size: fsm.SizeToPB(size), Pool: opts.pool, Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: log,
 		Runner:        procs,
 		SeparateReady: opts.sepReady, StartedAtOnce: opts.startNow,
 	})
@@ -204,7 +212,7 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	if pcfg.User != nil {
 		runAs = pcfg.User.String()
 	}
-	log.Info("worker starting", "id", opts.id, "size", size, "servers", opts.servers, "log_dir", opts.logDir, "work_dir", opts.workDir, "jobs_run_as", runAs)
+	log.Info("worker starting", "id", opts.id, "size", size, "pool", opts.pool, "servers", opts.servers, "log_dir", opts.logDir, "work_dir", opts.workDir, "jobs_run_as", runAs)
 	return a.Run(ctx)
 }
 

@@ -33,6 +33,24 @@ func ValidateName(field, s string) error {
 	return Check(field, s, false)
 }
 
+// MaxPoolNameLen bounds a pool's name.
+const MaxPoolNameLen = 63
+
+// ValidatePoolName checks a pool's name: 1 to MaxPoolNameLen of a-z, 0-9
+// and -, not starting with -. The error names the byte refused and its
+// offset.
+func ValidatePoolName(s string) error {
+	if s == "" || len(s) > MaxPoolNameLen {
+		return fmt.Errorf("%w: pool name %q (want 1 to 63 of a-z, 0-9 and -, not starting with -)", ErrInvalid, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' && i > 0) {
+			return fmt.Errorf("%w: pool name %q has %q at byte %d (want a-z, 0-9 and -, not starting with -)", ErrInvalid, s, b, i)
+		}
+	}
+	return nil
+}
+
 // Check refuses text that is not UTF-8, or holds a character Refused
 // names, or (unless spaces) a space, naming the field, the character and
 // its byte offset. The text is quoted with %q, which escapes every

@@ -70,3 +70,38 @@ func TestOutputTail(t *testing.T) {
 		}
 	}
 }
+
+// TestValidatePoolName: every byte at the start and inside a name, and
+// the length bounds; the error names the byte and its offset.
+func TestValidatePoolName(t *testing.T) {
+	accepted, first := 0, 0
+	for b := 0; b < 256; b++ {
+		if ValidatePoolName("a"+string([]byte{byte(b)})+"1") == nil {
+			accepted++
+		}
+		if ValidatePoolName(string([]byte{byte(b)})) == nil {
+			first++
+		}
+	}
+	if accepted != 26+10+1 || first != 26+10 {
+		t.Errorf("%d bytes accepted inside a name (want 37), %d first (want 36)", accepted, first)
+	}
+	for s, want := range map[string]string{
+		"default":               "",
+		"gpu-2":                 "",
+		strings.Repeat("a", 63): "",
+		strings.Repeat("a", 64): `invalid argument: pool name "` + strings.Repeat("a", 64) + `" (want 1 to 63 of a-z, 0-9 and -, not starting with -)`,
+		"":                      `invalid argument: pool name "" (want 1 to 63 of a-z, 0-9 and -, not starting with -)`,
+		"-gpu":                  `invalid argument: pool name "-gpu" has '-' at byte 0 (want a-z, 0-9 and -, not starting with -)`,
+		"gpu pool":              `invalid argument: pool name "gpu pool" has ' ' at byte 3 (want a-z, 0-9 and -, not starting with -)`,
+		"GPU":                   `invalid argument: pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)`,
+	} {
+		got := ""
+		if err := ValidatePoolName(s); err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("ValidatePoolName(%q) = %q, want %q", s, got, want)
+		}
+	}
+}

@@ -43,6 +43,10 @@ const MaxNameLen = text.MaxNameLen
 // and its byte offset.
 func ValidateName(field, s string) error { return text.ValidateName(field, s) }
 
+// ValidatePoolName checks a pool's name the way the leader does (package
+// internal/text): 1 to 63 of a-z, 0-9 and -, not starting with -.
+func ValidatePoolName(s string) error { return text.ValidatePoolName(s) }
+
 // MaxOutputTail bounds each of the stderr and stdout tails a job keeps
 // (sfq.MaxOutputTail).
 const MaxOutputTail = text.MaxOutputTail

@@ -35,7 +35,7 @@ func TestChaos(t *testing.T) {
 	if err != nil || (nodes != 3 && nodes != 5) {
 		t.Fatalf("CHAOS_NODES: want 3 or 5, got %q", os.Getenv("CHAOS_NODES"))
 	}
-	cfg := Config{Seed: seed, Duration: dur, Nodes: nodes, SM: 3, MD: 2, LG: 1, Submitters: 3}
+	cfg := Config{Seed: seed, Duration: dur, Nodes: nodes, SM: 3, MD: 2, LG: 1, GPU: 2, Submitters: 3}
 	if os.Getenv("CHAOS_PARTITIONS") == "0" {
 		t.Log("partitions skipped: CHAOS_PARTITIONS=0")
 	} else if why := NetAvailable(); why != "" {

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,7 +15,9 @@ import (
 // in SPEC §8 (1 lost submits, 2 single terminal state and no concurrent
 // attempts, 3 caps, 4 virtual time and counters, 5 equal hashes, 6
 // fairness inside a class, 7 class and deadline order, 8 group caps,
-// pauses and rate limits, 9 redrives, delays and expiry).
+// pauses and rate limits, 9 redrives, delays and expiry, 11 pools: no
+// dispatch across pools, subscription bursts; 6 to 9 hold inside each
+// pool).
 type Violation struct {
 	Rule int
 	Msg  string
@@ -28,7 +31,7 @@ func Check(h *History) []Violation {
 	var out []Violation
 	for _, rule := range []func(*History) []Violation{
 		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness, checkPriority,
-		checkGroupCaps, checkPauses, checkRates, checkRedrive, checkDelays,
+		checkGroupCaps, checkPauses, checkRates, checkRedrive, checkDelays, checkPools,
 	} {
 		out = append(out, rule(h)...)
 	}
@@ -355,7 +358,36 @@ func checkHashes(h *History) []Violation {
 	return out
 }
 
-// checkFairness (6): inside each class, among jobs without a deadline:
+// checkPools (11): no dispatch gives a worker of one pool a job of
+// another, and a tenant's subscription in a pool holds like a cap: after
+// every dispatch in the pool its assigned and running jobs there are at
+// most the burst in force.
+func checkPools(h *History) []Violation {
+	var out []Violation
+	for _, f := range h.Audit {
+		if f.Kind != "dispatch" {
+			continue
+		}
+		if f.Pool != f.WorkerPool {
+			out = append(out, Violation{11, fmt.Sprintf("index %d: job %d of pool %s (tenant %s) dispatched to a worker of pool %s", f.Index, f.Job, poolName(f.Pool), f.Tenant, poolName(f.WorkerPool))})
+		}
+		if f.Subscribed && f.PoolRunning > f.Burst {
+			out = append(out, Violation{11, fmt.Sprintf("index %d: dispatching job %d raised tenant %s to %d running in pool %s, its subscription's burst %d", f.Index, f.Job, f.Tenant, f.PoolRunning, poolName(f.Pool), f.Burst)})
+		}
+	}
+	return out
+}
+
+// poolName names a pool of an audit fact ("": the pool default).
+func poolName(p string) string {
+	if p == "" || p == sfq.DefaultPoolName {
+		return sfq.DefaultPoolName
+	}
+	return p
+}
+
+// checkFairness (6): inside each pool and class, among jobs without a
+// deadline:
 // for each pair of fairness tenants, over every window of dispatches
 // during which both stayed backlogged, the difference of their normalised
 // charged service stays within the SFQ bound widened for the cost
@@ -375,16 +407,29 @@ func checkHashes(h *History) []Violation {
 // breaks it: the others' service grows while its own does not.
 func checkFairness(h *History) []Violation {
 	var out []Violation
+	// The pools checked, the pool default first, each with its fairness
+	// tenants.
+	pools := []string{""}
+	tenants := map[string][]string{"": h.Fair}
+	for p, ts := range h.PoolFair {
+		if p != "" {
+			pools = append(pools, p)
+			tenants[p] = ts
+		}
+	}
+	slices.Sort(pools[1:])
 	fair := map[string]bool{}
-	for _, t := range h.Fair {
-		fair[t] = true
+	for _, ts := range tenants {
+		for _, t := range ts {
+			fair[t] = true
+		}
 	}
 	type tstate struct {
 		maxStep  int64 // largest step of one of its jobs
 		inflight uint32
 	}
 	st := map[string]*tstate{}
-	for _, t := range h.Fair {
+	for t := range fair {
 		st[t] = &tstate{}
 	}
 	step := func(c, w int64) int64 {
@@ -405,35 +450,44 @@ func checkFairness(h *History) []Violation {
 			s.maxStep = max(s.maxStep, step(f.CPUMs, f.Weight))
 		}
 	}
-	// Each job's class, and whether it has a deadline, from its dispatch.
+	// Each job's pool and class, and whether it has a deadline, from its
+	// dispatch.
 	type jobKind struct {
+		pool     string
 		class    string
 		deadline bool
 	}
 	kinds := map[uint64]jobKind{}
-	used := map[string]bool{}
+	used := map[[2]string]bool{}
 	for _, f := range h.Audit {
 		if f.Kind == "dispatch" {
-			kinds[f.Job] = jobKind{classOf(f), f.Deadline}
-			used[classOf(f)] = true
+			kinds[f.Job] = jobKind{f.Pool, classOf(f), f.Deadline}
+			used[[2]string{f.Pool, classOf(f)}] = true
 		}
 	}
-	for _, c := range sfq.Classes() {
-		class := c.String()
-		if !used[class] {
-			continue
-		}
-		var facts []snapshot.AuditFact
-		for _, f := range h.Audit {
-			if (f.Kind == "dispatch" || f.Kind == "finish") && kinds[f.Job] == (jobKind{class, false}) {
-				facts = append(facts, f)
+	for _, pool := range pools {
+		fairIn := tenants[pool]
+		for _, c := range sfq.Classes() {
+			class := c.String()
+			if !used[[2]string{pool, class}] {
+				continue
 			}
-		}
-		for x := 0; x < len(h.Fair); x++ {
-			for y := x + 1; y < len(h.Fair); y++ {
-				a, b := h.Fair[x], h.Fair[y]
-				bound := 2 * (int64(1+st[a].inflight)*st[a].maxStep + int64(1+st[b].inflight)*st[b].maxStep)
-				out = append(out, fairPair(facts, class, a, b, bound, step)...)
+			var facts []snapshot.AuditFact
+			for _, f := range h.Audit {
+				if (f.Kind == "dispatch" || f.Kind == "finish") && kinds[f.Job] == (jobKind{pool, class, false}) {
+					facts = append(facts, f)
+				}
+			}
+			where := "class " + class
+			if pool != "" {
+				where = "pool " + pool + ", " + where
+			}
+			for x := 0; x < len(fairIn); x++ {
+				for y := x + 1; y < len(fairIn); y++ {
+					a, b := fairIn[x], fairIn[y]
+					bound := 2 * (int64(1+st[a].inflight)*st[a].maxStep + int64(1+st[b].inflight)*st[b].maxStep)
+					out = append(out, fairPair(facts, where, class, a, b, bound, step)...)
+				}
 			}
 		}
 	}
@@ -483,7 +537,9 @@ func checkPriority(h *History) []Violation {
 	return out
 }
 
-func fairPair(facts []snapshot.AuditFact, class, a, b string, bound int64, step func(c, w int64) int64) []Violation {
+// fairPair checks rule 6 for tenants a and b over facts (of one pool and
+// class, named by where in a violation).
+func fairPair(facts []snapshot.AuditFact, where, class, a, b string, bound int64, step func(c, w int64) int64) []Violation {
 	in := func(list []string, t string) bool {
 		for _, x := range list {
 			if x == t {
@@ -498,8 +554,8 @@ func fairPair(facts []snapshot.AuditFact, class, a, b string, bound int64, step 
 	var out []Violation
 	closeWindow := func(end uint64) {
 		if open && hi-lo > bound {
-			out = append(out, Violation{6, fmt.Sprintf("class %s: tenants %s and %s, both backlogged from index %d to %d: normalised service difference moved by %d virtual ms, bound %d",
-				class, a, b, start, end, hi-lo, bound)})
+			out = append(out, Violation{6, fmt.Sprintf("%s: tenants %s and %s, both backlogged from index %d to %d: normalised service difference moved by %d virtual ms, bound %d",
+				where, a, b, start, end, hi-lo, bound)})
 		}
 		open = false
 	}

@@ -148,6 +148,25 @@ func TestFairnessInsideEachClass(t *testing.T) {
 	}
 }
 
+// TestFairnessInsideEachPool: rule 6 holds inside each pool, among the
+// fairness tenants of that pool. fa and fb, the pool default's, are both
+// backlogged in the pool gpu too, where fa's jobs are held (a
+// subscription of burst 0) and fb alone is served: no unfairness, in
+// gpu or in the pool default (the same dispatches in the pool default
+// are: the "starved tenant" case below).
+func TestFairnessInsideEachPool(t *testing.T) {
+	h := validHistory()
+	idx := uint64(100)
+	for j := uint64(10); j < 30; j++ {
+		idx++
+		h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "dispatch", Index: idx, Job: j, Tenant: "fb", Size: "md", Attempt: 1,
+			EstCostMs: 1000, Weight: 65536, Running: 1, Pool: "gpu", WorkerPool: "gpu", BackloggedIn: []string{"fa:normal", "fb:normal"}})
+	}
+	if vs := Check(h); len(vs) != 0 {
+		t.Fatal(Report(vs))
+	}
+}
+
 // TestCheckerCatchesBrokenHistories breaks a valid history one way at a
 // time: the checker reports exactly that rule, naming the job or index.
 func TestCheckerCatchesBrokenHistories(t *testing.T) {
@@ -271,6 +290,30 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 				if h.Audit[i].Kind == "dispatch" {
 					h.Audit[i].At = int64(h.Audit[i].Job) * 200 // jobs 1 and 3 of fb 400 ms apart; I = 500 ms
 				}
+			}
+		}},
+		{"dispatch across pools", 11, "index 10: job 2 of pool gpu (tenant fa) dispatched to a worker of pool default", func(h *History) {
+			setFact(h, "dispatch", 2, func(f *snapshot.AuditFact) { f.Pool = "gpu" })
+		}},
+		{"over a subscription's burst", 11, "index 13: dispatching job 3 raised tenant fb to 2 running in pool gpu, its subscription's burst 1", func(h *History) {
+			setFact(h, "dispatch", 3, func(f *snapshot.AuditFact) {
+				f.Pool, f.WorkerPool, f.Subscribed, f.Burst, f.PoolRunning = "gpu", "gpu", true, 1, 2
+			})
+		}},
+		{"dispatch in a paused pool", 8, "index 13: job 3 of tenant fb dispatched while its pool gpu is paused", func(h *History) {
+			h.Audit = append([]snapshot.AuditFact{{Kind: "pause", Index: 1, Pool: "gpu", Paused: true}}, h.Audit...)
+			setFact(h, "dispatch", 3, func(f *snapshot.AuditFact) { f.Pool, f.WorkerPool = "gpu", "gpu" })
+		}},
+		{"dispatch in the paused pool default", 8, "index 7: job 1 of tenant fb dispatched while its pool default is paused", func(h *History) {
+			h.Audit = append([]snapshot.AuditFact{{Kind: "pause", Index: 1, Pool: "default", Paused: true}}, h.Audit...)
+		}},
+		{"starved tenant in another pool", 6, "pool gpu, class normal: tenants ga and gb, both backlogged", func(h *History) {
+			h.PoolFair = map[string][]string{"gpu": {"ga", "gb"}}
+			idx := uint64(100)
+			for j := uint64(10); j < 30; j++ { // gb alone is served while ga waits
+				idx++
+				h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "dispatch", Index: idx, Job: j, Tenant: "gb", Size: "md", Attempt: 1,
+					EstCostMs: 1000, Weight: 65536, Running: 1, Pool: "gpu", WorkerPool: "gpu", BackloggedIn: []string{"ga:normal", "gb:normal"}})
 			}
 		}},
 		{"starved tenant", 6, "class normal: tenants fa and fb, both backlogged", func(h *History) {

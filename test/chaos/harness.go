@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ type Config struct {
 	Nodes    int           // 3 or 5
 	// Workers by size.
 	SM, MD, LG int
+	// GPU is the number of md workers of the pool gpu (SPEC §3 "Pools"),
+	// beside the workers above, which serve the pool default.
+	GPU int
 	// Submitters is the number of concurrent submitting clients.
 	Submitters int
 	// Partitions puts every process in its own network namespace and
@@ -87,6 +91,8 @@ type Run struct {
 		tenants []string
 	}
 	fair []string
+	// gpuFair are the fairness tenants of the pool gpu.
+	gpuFair []string
 }
 
 // tenants of a run: three fairness tenants (sm jobs of class normal
@@ -106,6 +112,27 @@ var tenantSpecs = []*pb.UpsertTenantRequest{
 	{Name: "mix-gold", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH, AllowDeadlines: true, Caps: &pb.Caps{MaxRunningHigh: 2}, GroupCap: 2},
 	// Delayed, expiring and failing (backing off) jobs (SPEC §8 rule 9).
 	{Name: "delay-silver", Tier: pb.Tier_SILVER, Caps: &pb.Caps{MaxRunning: 2}},
+	// The fairness tenants of the pool gpu: md jobs there only, no caps
+	// (the pool's weights are equal: they share it 1:1).
+	{Name: "gfair-bronze", Tier: pb.Tier_BRONZE},
+	{Name: "gfair-gold", Tier: pb.Tier_GOLD},
+}
+
+// gpuPool is the run's second pool (SPEC §3 "Pools"), with its own
+// workers (Config.GPU), its own fairness tenants and equal weights. The
+// capped and mixed tenants submit some of their jobs there too, so that
+// their caps bind across both pools, and cap-diamond has a subscription
+// of burst 1 in it (SPEC §8 rule 11).
+const gpuPool = "gpu"
+
+// poolSetup is what the run applies before its load: the pool gpu and
+// cap-diamond's subscription there.
+func poolSetup() []*pb.Command {
+	equal, burst := "equal", uint32(1)
+	return []*pb.Command{
+		{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: gpuPool, Weights: &equal}}},
+		{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: "cap-diamond", Pool: gpuPool, Burst: &burst}}},
+	}
 }
 
 // capBronze is cap-bronze's settings with max_running n: group_cap 1,
@@ -143,7 +170,8 @@ func classAndDeadline(rng *rand.Rand, tenant string) (pb.Class, int64) {
 
 // Start boots the cluster, the workers and the network of a run.
 func Start(t testing.TB, cfg Config) *Run {
-	r := &Run{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), fair: []string{"fair-free", "fair-silver", "fair-gold"}}
+	r := &Run{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), fair: []string{"fair-free", "fair-silver", "fair-gold"},
+		gpuFair: []string{"gfair-bronze", "gfair-gold"}}
 	r.attempt = cluster.Helper(t, "./test/testdata/attempt")
 	cfgPath := filepath.Join(t.TempDir(), "barista.toml")
 	if err := os.WriteFile(cfgPath, []byte(schedulerConfig), 0o644); err != nil {
@@ -208,11 +236,29 @@ func Start(t testing.TB, cfg Config) *Run {
 			t.Fatalf("tenant %s: %v", spec.Name, err)
 		}
 	}
-	for size, count := range map[string]int{"sm": cfg.SM, "md": cfg.MD, "lg": cfg.LG} {
+	// The pool first (once the cluster's feature level allows it): its
+	// workers would be refused until it exists.
+	if cfg.GPU > 0 {
+		for {
+			resp, err := r.c.Apply(ctx, poolSetup()...)
+			if err == nil && resp.Results[0].Code == pb.Code_CODE_OK && resp.Results[1].Code == pb.Code_CODE_OK {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("pool %s: %v %v", gpuPool, resp, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	for size, count := range map[string]int{"sm": cfg.SM, "md": cfg.MD, "lg": cfg.LG, "gpu-md": cfg.GPU} {
 		for i := 1; i <= count; i++ {
 			id := fmt.Sprintf("w-%s-%d", size, i)
 			if r.net != nil {
 				r.net.Add(id)
+			}
+			if pool, sz, ok := strings.Cut(size, "-"); ok {
+				r.c.AddWorker(id, sz).Args = []string{"--pool", pool}
+				continue
 			}
 			r.c.AddWorker(id, size)
 		}
@@ -285,19 +331,32 @@ func (r *Run) payloadExit(run time.Duration, exit int) []byte {
 	return b
 }
 
-// submit sends one keyed submit until it is acknowledged or ctx ends.
-func (r *Run) submit(ctx context.Context, client int, key, tenant, group string, size pb.Size, est int64, run time.Duration, class pb.Class, deadline int64) {
+// submit sends one keyed submit of a job of pool ("": the pool default)
+// until it is acknowledged or ctx ends.
+func (r *Run) submit(ctx context.Context, client int, key, tenant, group, pool string, size pb.Size, est int64, run time.Duration, class pb.Class, deadline int64) {
 	req := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: &key, Size: size, EstCostMs: est, Payload: r.payload(run), Class: class, DeadlineMs: deadline,
 		Group: group}
-	r.submitRequest(ctx, client, req)
+	r.submitIn(ctx, client, req, pool)
 }
 
 // submitRequest sends one keyed submit until it is acknowledged or ctx
 // ends.
 func (r *Run) submitRequest(ctx context.Context, client int, req *pb.SubmitRequest) {
+	r.submitIn(ctx, client, req, "")
+}
+
+// submitIn sends one keyed submit of a job of pool ("": the pool default)
+// until it is acknowledged or ctx ends. A job of another pool goes as the
+// admin's Submit command (Node.Apply), under the same idempotency key.
+func (r *Run) submitIn(ctx context.Context, client int, req *pb.SubmitRequest, pool string) {
 	op := Op{Kind: "submit", Client: client, Key: req.GetIdempotencyKey(), Tenant: req.Tenant, Invoke: time.Now()}
 	tenant := req.Tenant
 	tries, err := r.retry(ctx, client, func(ctx context.Context, n *cluster.Node) error {
+		if pool != "" {
+			job, err := applySubmit(ctx, n, req, pool)
+			op.Job = job
+			return err
+		}
 		resp, err := pb.NewClientClient(n.Conn()).Submit(ctx, req)
 		if err == nil {
 			op.Job = resp.JobId
@@ -315,6 +374,21 @@ func (r *Run) submitRequest(ctx context.Context, client int, req *pb.SubmitReque
 		r.acked.Unlock()
 	}
 	r.rec.op(op)
+}
+
+// applySubmit proposes req as a Submit command of pool through n, and
+// returns its job; a refusal is a FAILED_PRECONDITION error.
+func applySubmit(ctx context.Context, n *cluster.Node, req *pb.SubmitRequest, pool string) (uint64, error) {
+	cmd := &pb.SubmitJob{Tenant: req.Tenant, IdempotencyKey: req.GetIdempotencyKey(), Size: req.Size, EstCostMs: req.EstCostMs, Payload: req.Payload,
+		JobClass: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group, MaxAttempts: req.MaxAttempts, Pool: pool}
+	resp, err := n.Client().Apply(ctx, &pb.ApplyRequest{Commands: []*pb.Command{{Cmd: &pb.Command_Submit{Submit: cmd}}}})
+	if err != nil {
+		return 0, err
+	}
+	if res := resp.Results[0]; res.Code != pb.Code_CODE_OK {
+		return 0, status.Errorf(codes.FailedPrecondition, "%s: %s", res.Code, res.Message)
+	}
+	return resp.Results[0].Job, nil
 }
 
 // submitFailing sends one keyed submit of an sm job that fails its only
@@ -340,15 +414,31 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 				size := []pb.Size{pb.Size_SM, pb.Size_MD, pb.Size_LG}[rng.IntN(3)]
 				key := fmt.Sprintf("c%d-%d", c, seq.Add(1))
 				class, deadline := classAndDeadline(rng, tenant)
-				r.submit(ctx, c, key, tenant, groupOf(rng), size, int64(200+rng.IntN(1800)), time.Duration(200+rng.IntN(800))*time.Millisecond, class, deadline)
+				// One job in three goes to the pool gpu (sm or md: its
+				// workers are md), where the tenant's caps bind with its
+				// jobs of the pool default.
+				pool := ""
+				if r.cfg.GPU > 0 && rng.IntN(3) == 0 {
+					pool, size = gpuPool, []pb.Size{pb.Size_SM, pb.Size_MD}[rng.IntN(2)]
+				}
+				r.submit(ctx, c, key, tenant, groupOf(rng), pool, size, int64(200+rng.IntN(1800)), time.Duration(200+rng.IntN(800))*time.Millisecond, class, deadline)
 				sleepCtx(ctx, time.Duration(300+rng.IntN(700))*time.Millisecond)
 			}
 		}()
 	}
-	// Fairness tenants are kept backlogged: their queue is topped up to 8.
-	for i, tenant := range r.fair {
+	// Fairness tenants are kept backlogged: their queue is topped up to 8
+	// (sm jobs), in the pool gpu to 6 (md jobs).
+	fairs := r.fair
+	if r.cfg.GPU > 0 {
+		fairs = append(slices.Clone(r.fair), r.gpuFair...)
+	}
+	for i, tenant := range fairs {
 		rng := rand.New(rand.NewPCG(r.cfg.Seed, uint64(100+i)))
 		client := 100 + i
+		pool, size, backlog := "", pb.Size_SM, 8
+		if slices.Contains(r.gpuFair, tenant) {
+			pool, size, backlog = gpuPool, pb.Size_MD, 6
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -361,9 +451,9 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 					}
 					return err
 				})
-				for q := queued; q >= 0 && q < 8 && ctx.Err() == nil; q++ {
+				for q := queued; q >= 0 && q < backlog && ctx.Err() == nil; q++ {
 					key := fmt.Sprintf("f%d-%d", client, seq.Add(1))
-					r.submit(ctx, client, key, tenant, groupOf(rng), pb.Size_SM, int64(300+rng.IntN(500)), time.Duration(150+rng.IntN(300))*time.Millisecond, 0, 0)
+					r.submit(ctx, client, key, tenant, groupOf(rng), pool, size, int64(300+rng.IntN(500)), time.Duration(150+rng.IntN(300))*time.Millisecond, 0, 0)
 				}
 				sleepCtx(ctx, 300*time.Millisecond)
 			}
@@ -733,6 +823,9 @@ func (r *Run) Execute() *Result {
 	}
 	time.Sleep(leaseTimeout + 2*time.Second)
 	h := &History{Fair: r.fair, Overlap: journalTick}
+	if r.cfg.GPU > 0 {
+		h.PoolFair = map[string][]string{gpuPool: r.gpuFair}
+	}
 	index := r.settle(h)
 	fenced := 0.0
 	for _, n := range r.c.Nodes {
@@ -862,6 +955,20 @@ func (r *Run) report(h *History, fenced float64) string {
 		}
 	}
 	fmt.Fprintf(&b, "dispatches by class: %s\n", countLine(classes))
+	pools := map[string]int{}
+	for _, f := range h.Audit {
+		if f.Kind == "dispatch" {
+			switch {
+			case f.Pool == "":
+				pools["default"]++
+			case f.Subscribed && f.PoolRunning == f.Burst:
+				pools[f.Pool+"-at-burst"]++
+			default:
+				pools[f.Pool]++
+			}
+		}
+	}
+	fmt.Fprintf(&b, "dispatches by pool (at-burst: the dispatch filled its tenant's subscription): %s\n", countLine(pools))
 	groups := map[string]int{}
 	for _, f := range h.Audit {
 		if f.Kind == "dispatch" {

@@ -74,9 +74,11 @@ type History struct {
 	Audit      []snapshot.AuditFact `json:"-"`
 	AuditIndex uint64               `json:"audit_index"`
 	AuditHash  string               `json:"audit_hash"`
-	// Fair lists the tenants of the fairness check: one job size, no
-	// caps, constant weight.
-	Fair []string `json:"fair"`
+	// Fair lists the tenants of the fairness check in the pool default:
+	// one job size, no caps, constant weight; PoolFair those of other
+	// pools, by pool (rule 6 holds inside each pool).
+	Fair     []string            `json:"fair"`
+	PoolFair map[string][]string `json:"pool_fair,omitempty"`
 	// Overlap is the longest two attempts of one job may overlap: the
 	// journal's tick (an attempt killed by SIGKILL ends within one tick of
 	// its last line).

@@ -12,7 +12,7 @@ import (
 )
 
 // levers pauses and resumes mix-bronze, mix-gold's group g1 and (briefly)
-// all dispatch, and changes the rate limits of mix-bronze and of
+// all dispatch or the pool gpu alone, and changes the rate limits of mix-bronze and of
 // mix-gold's group g2, every 1.5 to 3.5 s. The fairness tenants are left
 // alone. Each call is an op of the history (kind "lever").
 func (r *Run) levers(ctx context.Context, rng *rand.Rand) {
@@ -64,8 +64,19 @@ func (r *Run) levers(ctx context.Context, rng *rand.Rand) {
 				return err
 			}
 		case 7:
-			// All dispatch, for a moment.
 			tenant = ""
+			if r.cfg.GPU > 0 && (n/8)%2 == 1 {
+				// The pool gpu alone, for a moment, every other time.
+				call = func(ctx context.Context, nd *cluster.Node) error {
+					if err := pausePool(ctx, nd, gpuPool, false); err != nil {
+						return err
+					}
+					sleepCtx(ctx, 300*time.Millisecond)
+					return pausePool(ctx, nd, gpuPool, true)
+				}
+				break
+			}
+			// All dispatch, for a moment.
 			call = func(ctx context.Context, nd *cluster.Node) error {
 				a := pb.NewAdminClient(nd.Conn())
 				if _, err := a.PauseDispatch(ctx, &pb.PauseDispatchRequest{}); err != nil {
@@ -85,4 +96,14 @@ func (r *Run) levers(ctx context.Context, rng *rand.Rand) {
 		_, err := pb.NewAdminClient(nd.Conn()).PauseDispatch(ctx, &pb.PauseDispatchRequest{Resume: true})
 		return err
 	})
+	if r.cfg.GPU > 0 {
+		r.retry(cctx, 0, func(ctx context.Context, nd *cluster.Node) error { return pausePool(ctx, nd, gpuPool, true) })
+	}
+}
+
+// pausePool pauses (or resumes) dispatch in one pool, as the admin's Pause
+// command.
+func pausePool(ctx context.Context, nd *cluster.Node, pool string, resume bool) error {
+	_, err := nd.Client().Apply(ctx, &pb.ApplyRequest{Commands: []*pb.Command{{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: pool, Resume: resume}}}}})
+	return err
 }

@@ -8,16 +8,20 @@ import (
 )
 
 // checkPauses (8): no dispatch of a tenant or a group after the index of
-// its pause (until its resume), and none at all while all dispatch is
-// paused. The pauses are replayed from the audit's own pause facts.
+// its pause (until its resume), none in a pool while it is paused, and
+// none at all while all dispatch is paused. The pauses are replayed from
+// the audit's own pause facts.
 func checkPauses(h *History) []Violation {
 	var out []Violation
 	paused := map[string]bool{} // "tenant" or "tenant/group"
+	pools := map[string]bool{}  // paused pools, by poolName
 	all := false
 	for _, f := range h.Audit {
 		switch f.Kind {
 		case "pause":
 			switch {
+			case f.Pool != "":
+				pools[poolName(f.Pool)] = f.Paused
 			case f.All:
 				all = f.Paused
 			case f.Group != "":
@@ -29,6 +33,8 @@ func checkPauses(h *History) []Violation {
 			switch {
 			case all:
 				out = append(out, Violation{8, fmt.Sprintf("index %d: job %d of tenant %s dispatched while all dispatch is paused", f.Index, f.Job, f.Tenant)})
+			case pools[poolName(f.Pool)]:
+				out = append(out, Violation{8, fmt.Sprintf("index %d: job %d of tenant %s dispatched while its pool %s is paused", f.Index, f.Job, f.Tenant, poolName(f.Pool))})
 			case paused[f.Tenant]:
 				out = append(out, Violation{8, fmt.Sprintf("index %d: job %d dispatched while its tenant %s is paused", f.Index, f.Job, f.Tenant)})
 			case f.Group != "" && paused[f.Tenant+"/"+f.Group]:
