@@ -238,7 +238,7 @@ func TestConsoleInChromium(t *testing.T) {
 		if err != nil { // the page is being replaced
 			return false, err.Error()
 		}
-		return loc == "?tenant=&state=failed&type=nightly&group=&id=", "query " + loc
+		return loc == "?tenant=&state=failed&type=nightly&group=&pool=&id=", "query " + loc
 	})
 	step(t, ctx, "the search's results", chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`a[href="/jobs/%d"]`, failed))))
 	if n := eval[int](t, ctx, `document.querySelectorAll("table.jobs a[href^='/jobs/']").length`); n != 1 {

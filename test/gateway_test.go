@@ -685,7 +685,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		}
 		return strings.Join(names, " ")
 	}
-	if got := params("/v1/jobs"); got != "query:tenant query:state query:page_size query:page_token query:stale query:include_payload query:newest_first" {
+	if got := params("/v1/jobs"); got != "query:tenant query:state query:page_size query:page_token query:stale query:include_payload query:newest_first query:pool" {
 		t.Errorf("GET /v1/jobs parameters: %s", got)
 	}
 	if got := params("/v1/events"); got != "query:tenant query:from query:job_id query:from_oldest query:until_idle" {
@@ -719,25 +719,35 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 	var cfg struct {
 		HTTP struct {
-			Rules []map[string]string `yaml:"rules"`
+			Rules []map[string]any `yaml:"rules"`
 		} `yaml:"http"`
 	}
 	if err := yaml.Unmarshal(raw, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	var routes []string
-	for _, rule := range cfg.HTTP.Rules {
+	var addRoutes func(rule map[string]any)
+	addRoutes = func(rule map[string]any) {
 		for _, m := range []string{"get", "put", "post", "delete", "patch"} {
-			if p, ok := rule[m]; ok {
+			if p, ok := rule[m].(string); ok {
 				routes = append(routes, strings.ToUpper(m)+" "+p)
 			}
 		}
+		more, _ := rule["additional_bindings"].([]any)
+		for _, b := range more {
+			if b, ok := b.(map[string]any); ok {
+				addRoutes(b)
+			}
+		}
+	}
+	for _, rule := range cfg.HTTP.Rules {
+		addRoutes(rule)
 	}
 	sort.Strings(routes)
 	if !slices.Equal(documented, routes) {
 		t.Fatalf("documented routes:\n%s\nrouted:\n%s", strings.Join(documented, "\n"), strings.Join(routes, "\n"))
 	}
-	fill := strings.NewReplacer("{job_id}", "1", "{name}", "acme", "{worker_id}", "w1", "{tenant}", "acme", "{group}", "store-7")
+	fill := strings.NewReplacer("{job_id}", "1", "{name}", "acme", "{worker_id}", "w1", "{tenant}", "acme", "{group}", "store-7", "{pool}", "gpu")
 	for _, route := range routes {
 		method, path, _ := strings.Cut(route, " ")
 		body := ""
