@@ -1304,8 +1304,10 @@ type WorkerInfo struct {
 	LastHeartbeatMs int64                  `protobuf:"varint,6,opt,name=last_heartbeat_ms,json=lastHeartbeatMs,proto3" json:"last_heartbeat_ms,omitempty"` // wall clock of the last heartbeat this leader saw
 	Drained         bool                   `protobuf:"varint,7,opt,name=drained,proto3" json:"drained,omitempty"`
 	Connected       bool                   `protobuf:"varint,8,opt,name=connected,proto3" json:"connected,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// pool is the pool the worker serves ("default" for the pool default).
+	Pool          string `protobuf:"bytes,9,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WorkerInfo) Reset() {
@@ -1392,6 +1394,13 @@ func (x *WorkerInfo) GetConnected() bool {
 		return x.Connected
 	}
 	return false
+}
+
+func (x *WorkerInfo) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
 }
 
 type ListWorkersResponse struct {
@@ -1639,7 +1648,7 @@ const file_worker_proto_rawDesc = "" +
 	"\vFinishedAck\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\"\x14\n" +
-	"\x12ListWorkersRequest\"\xf5\x01\n" +
+	"\x12ListWorkersRequest\"\x89\x02\n" +
 	"\n" +
 	"WorkerInfo\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12$\n" +
@@ -1649,7 +1658,8 @@ const file_worker_proto_rawDesc = "" +
 	"\aattempt\x18\x05 \x01(\rR\aattempt\x12*\n" +
 	"\x11last_heartbeat_ms\x18\x06 \x01(\x03R\x0flastHeartbeatMs\x12\x18\n" +
 	"\adrained\x18\a \x01(\bR\adrained\x12\x1c\n" +
-	"\tconnected\x18\b \x01(\bR\tconnected\"d\n" +
+	"\tconnected\x18\b \x01(\bR\tconnected\x12\x12\n" +
+	"\x04pool\x18\t \x01(\tR\x04pool\"d\n" +
 	"\x13ListWorkersResponse\x120\n" +
 	"\aworkers\x18\x01 \x03(\v2\x16.barista.v1.WorkerInfoR\aworkers\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\"]\n" +

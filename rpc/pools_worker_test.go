@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,22 @@ func TestPoolsOnANode(t *testing.T) {
 	_, err = pb.NewNodeClient(n.dial("")).Apply(ctx, del)
 	if want := "rpc error: code = FailedPrecondition desc = pool gpu has 2 connected workers (w-gpu, w-sm): stop them, or start them in another pool, before deleting it"; err == nil || err.Error() != want {
 		t.Fatalf("deleting a pool with workers: %v\nwant %s", err, want)
+	}
+	// The admin API refuses it the same way, and lists each worker's pool.
+	_, err = pb.NewAdminClient(n.dial("")).PoolDelete(ctx, &pb.PoolDeleteRequest{Name: "gpu"})
+	if want := "rpc error: code = FailedPrecondition desc = pool gpu has 2 connected workers (w-gpu, w-sm): stop them, or start them in another pool, before deleting it"; err == nil || err.Error() != want {
+		t.Fatalf("PoolDelete of a pool with workers: %v\nwant %s", err, want)
+	}
+	list, err := pb.NewWorkerClient(n.dial("")).ListWorkers(ctx, &pb.ListWorkersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pools []string
+	for _, wi := range list.Workers {
+		pools = append(pools, wi.WorkerId+"@"+wi.Pool)
+	}
+	if got := strings.Join(pools, " "); got != "w-def@default w-gpu@gpu w-sm@gpu" {
+		t.Errorf("ListWorkers: %s", got)
 	}
 	if a := w.ready(1); a.Job != uint64(job) {
 		t.Fatalf("w-gpu was assigned %v, want job %d", a, job)

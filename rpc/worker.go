@@ -238,7 +238,7 @@ func (s *WorkerService) ListWorkers(ctx context.Context, req *pb.ListWorkersRequ
 			if sess.job != 0 {
 				state = "busy"
 			}
-			info := &pb.WorkerInfo{WorkerId: sess.id, Size: fsm.SizeToPB(sess.size), State: state, Job: uint64(sess.job), Attempt: sess.attempt, Connected: true}
+			info := &pb.WorkerInfo{WorkerId: sess.id, Size: fsm.SizeToPB(sess.size), State: state, Job: uint64(sess.job), Attempt: sess.attempt, Connected: true, Pool: poolName(sess.pool)}
 			if !sess.lastHB.IsZero() {
 				info.LastHeartbeatMs = sess.lastHB.UnixMilli()
 			}
@@ -260,7 +260,7 @@ func (s *WorkerService) ListWorkers(ctx context.Context, req *pb.ListWorkersRequ
 			continue
 		}
 		if w.Drained {
-			out.Workers = append(out.Workers, &pb.WorkerInfo{WorkerId: w.ID, Size: fsm.SizeToPB(w.Size), State: "drained", Drained: true})
+			out.Workers = append(out.Workers, &pb.WorkerInfo{WorkerId: w.ID, Size: fsm.SizeToPB(w.Size), State: "drained", Drained: true, Pool: poolName(w.Pool)})
 		}
 	}
 	sort.Slice(out.Workers, func(i, j int) bool { return out.Workers[i].WorkerId < out.Workers[j].WorkerId })

@@ -382,12 +382,15 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	step(t, ctx, "drain", chromedp.Navigate(base+"/workers"), chromedp.Click(chromedp.CSS(`form[action="/workers/w1/drain"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/workers/w1/undrain"]`)))
-	if got := text(t, ctx, "#workers tr:nth-child(2) td:nth-child(3)"); got != "drained" || !drained() {
+	if got := text(t, ctx, "#workers tr:nth-child(2) td:nth-child(3)"); got != "default" {
+		t.Errorf("the worker's pool: %q", got)
+	}
+	if got := text(t, ctx, "#workers tr:nth-child(2) td:nth-child(4)"); got != "drained" || !drained() {
 		t.Errorf("after drain: the page says %q, the leader %v", got, drained())
 	}
 	step(t, ctx, "undrain", chromedp.Click(chromedp.CSS(`form[action="/workers/w1/undrain"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/workers/w1/drain"]`)))
-	if got := text(t, ctx, "#workers tr:nth-child(2) td:nth-child(3)"); got != "idle" || drained() {
+	if got := text(t, ctx, "#workers tr:nth-child(2) td:nth-child(4)"); got != "idle" || drained() {
 		t.Errorf("after undrain: the page says %q, the leader %v", got, drained())
 	}
 	shot(t, ctx, "web-ui-workers.png")

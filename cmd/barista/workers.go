@@ -10,7 +10,7 @@ import (
 
 func init() {
 	register("workers", typed(&spec[clientFlags]{
-		synopsis: "List workers: id, size, state, job, last heartbeat",
+		synopsis: "List workers: id, size, pool, state, job, last heartbeat",
 		usage:    "[--json]",
 		run:      runWorkers,
 	}))
@@ -29,7 +29,7 @@ func runWorkers(env *cmdEnv, opts *clientFlags, args []string) error {
 	}
 	if opts.json {
 		for _, w := range resp.Workers {
-			m := map[string]any{"worker_id": w.WorkerId, "size": sizeOf(w.Size), "state": w.State, "job": w.Job,
+			m := map[string]any{"worker_id": w.WorkerId, "size": sizeOf(w.Size), "pool": w.Pool, "state": w.State, "job": w.Job,
 				"attempt": w.Attempt, "connected": w.Connected, "drained": w.Drained, "last_heartbeat": msTime(w.LastHeartbeatMs)}
 			if err := printJSON(env.stdout, m); err != nil {
 				return err
@@ -37,7 +37,7 @@ func runWorkers(env *cmdEnv, opts *clientFlags, args []string) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(env.stdout, "%-28s %-4s %-9s %-10s %s\n", "WORKER", "SIZE", "STATE", "JOB", "LAST HEARTBEAT")
+	fmt.Fprintf(env.stdout, "%-28s %-4s %-12s %-9s %-10s %s\n", "WORKER", "SIZE", "POOL", "STATE", "JOB", "LAST HEARTBEAT")
 	for _, w := range resp.Workers {
 		job := "-"
 		if w.Job != 0 {
@@ -47,7 +47,7 @@ func runWorkers(env *cmdEnv, opts *clientFlags, args []string) error {
 		if w.LastHeartbeatMs != 0 {
 			hb = time.Since(time.UnixMilli(w.LastHeartbeatMs)).Round(time.Second).String() + " ago"
 		}
-		fmt.Fprintf(env.stdout, "%-28s %-4s %-9s %-10s %s\n", w.WorkerId, sizeOf(w.Size), w.State, job, hb)
+		fmt.Fprintf(env.stdout, "%-28s %-4s %-12s %-9s %-10s %s\n", w.WorkerId, sizeOf(w.Size), w.Pool, w.State, job, hb)
 	}
 	return nil
 }
