@@ -58,7 +58,7 @@ type benchScenario struct {
 var benchScenarios = []benchScenario{
 	{"submit", "single submits from 1, 64 and 256 concurrent clients, through the leader and through a follower; and the read floor (GetJob, no Raft) at 256", benchSubmit},
 	{"submit-batch", "SubmitBatch with batches of 100 from 16 clients", benchSubmitBatch},
-	{"dispatch", "1,000 in-process workers (real gRPC streams) running 0-second jobs, with 100 and 10,000 tenants; then, at 100 tenants, jobs of 125-375 ms (at most 4,000 dispatches/s asked for: the latency below saturation)", benchDispatch},
+	{"dispatch", "1,000 in-process workers (real gRPC streams) running 0-second jobs, with 100 tenants in one pool and in four, and 10,000 in one; then, at 100 tenants, jobs of 125-375 ms (at most 4,000 dispatches/s asked for: the latency below saturation)", benchDispatch},
 	{"failover", "kill -9 the leader of a loaded cluster: time to the next accepted submit and the next dispatch", benchFailover},
 	{"snapshot", "persist and restore of a large state (in process), and a new follower's catch-up by InstallSnapshot", benchSnapshot},
 	{"memory", "resident bytes per queued job of a server, without a payload and with a 34-byte one", benchMemory},
@@ -305,8 +305,9 @@ func preload(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int) error 
 	return preloadWith(ctx, cc, tenants, jobs, benchPayload)
 }
 
-// preloadWith is preload with the payload of every job.
-func preloadWith(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int, payload []byte) error {
+// preloadWith is preload with the payload of every job; with pools, job j
+// goes to pools[j % len(pools)].
+func preloadWith(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int, payload []byte, pools ...string) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
@@ -322,7 +323,11 @@ func preloadWith(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int, pa
 				}
 				req := &pb.SubmitBatchRequest{}
 				for j := start; j < min(start+1000, jobs); j++ {
-					req.Jobs = append(req.Jobs, &pb.SubmitRequest{Tenant: benchTenant(j % tenants), Size: pb.Size_SM, EstCostMs: int64(100 + j%10*100), Payload: payload})
+					pool := ""
+					if len(pools) > 0 {
+						pool = pools[j%len(pools)]
+					}
+					req.Jobs = append(req.Jobs, &pb.SubmitRequest{Tenant: benchTenant(j % tenants), Size: pb.Size_SM, EstCostMs: int64(100 + j%10*100), Payload: payload, Pool: pool})
 				}
 				resp, err := client.SubmitBatch(ctx, req)
 				if err == nil {
@@ -471,10 +476,14 @@ func benchSubmitBatch(ctx context.Context, o *benchOpts) ([]benchResult, error) 
 }
 
 // fakeWorkers starts n in-process workers whose jobs end at once.
-func fakeWorkers(ctx context.Context, servers string, n int, observe func(worker.Observation), plan func(*pb.Assign) worker.FakeSpec) *sync.WaitGroup {
+func fakeWorkers(ctx context.Context, servers string, n int, observe func(worker.Observation), plan func(*pb.Assign) worker.FakeSpec, pools ...string) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for i := range n {
-		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: pb.Size_SM, Servers: strings.Split(servers, ","),
+		pool := ""
+		if len(pools) > 0 {
+			pool = pools[i%len(pools)]
+		}
+		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: pb.Size_SM, Pool: pool, Servers: strings.Split(servers, ","),
 			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: worker.FakeRunner{Plan: plan}, Observer: observe})
 		if err != nil {
 			panic(err) // fixed, valid arguments
@@ -504,13 +513,31 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		jobs, window = 250_000, 8*time.Second
 	}
 	var out []benchResult
-	for _, tenants := range []int{100, 10_000} {
-		lc, leader, cc, err := benchLeader(ctx, o, fmt.Sprintf("dispatch-%d", tenants), 3, tenants)
+	// The same load over one pool, and over four (default and three
+	// created), with the workers and the jobs dealt evenly among them.
+	for _, run := range []struct{ tenants, pools int }{{100, 1}, {100, 4}, {10_000, 1}} {
+		tenants := run.tenants
+		name := fmt.Sprintf("dispatch-%d", tenants)
+		var pools []string
+		if run.pools > 1 {
+			name += fmt.Sprintf("-pools-%d", run.pools)
+			pools = append(pools, sfq.DefaultPoolName)
+			for i := 1; i < run.pools; i++ {
+				pools = append(pools, fmt.Sprintf("bench-%d", i))
+			}
+		}
+		lc, leader, cc, err := benchLeader(ctx, o, name, 3, tenants)
 		if err != nil {
 			return nil, err
 		}
+		for _, p := range pools[min(1, len(pools)):] {
+			if _, err := pb.NewAdminClient(cc).PoolSet(ctx, &pb.PoolSetRequest{Name: p}); err != nil {
+				lc.stop()
+				return nil, fmt.Errorf("pool %s: %w", p, err)
+			}
+		}
 		t0 := time.Now()
-		if err := preload(ctx, cc, tenants, jobs); err != nil {
+		if err := preloadWith(ctx, cc, tenants, jobs, benchPayload, pools...); err != nil {
 			return nil, err
 		}
 		loaded := time.Since(t0)
@@ -532,7 +559,7 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			return worker.FakeSpec{Duration: d, CPU: max(d, time.Duration(a.EstCostMs)*time.Millisecond)}
 		}
 		wctx, stop := context.WithCancel(ctx)
-		wg := fakeWorkers(wctx, lc.servers(), 1000, observe, plan)
+		wg := fakeWorkers(wctx, lc.servers(), 1000, observe, plan, pools...)
 		time.Sleep(3 * time.Second) // connect and warm up
 		// measure runs one window, with paced jobs or with jobs of no time.
 		measure := func(pace bool, name string) benchResult {
@@ -558,11 +585,11 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			sampleRaft(lc.nodes[leader].http).since(before, results)
 			prof()
 			return benchResult{Scenario: "dispatch", OpsPerS: round(float64(assigned.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
-				Params: map[string]any{"workers": 1000, "tenants": tenants, "queued": jobs, "seconds": window.Seconds(), "job_ms": length.Milliseconds()}, Results: results}
+				Params: map[string]any{"workers": 1000, "tenants": tenants, "pools": max(1, len(pools)), "queued": jobs, "seconds": window.Seconds(), "job_ms": length.Milliseconds()}, Results: results}
 		}
-		out = append(out, measure(false, fmt.Sprintf("dispatch-%d", tenants)))
+		out = append(out, measure(false, name))
 		if tenants == 100 {
-			r := measure(true, fmt.Sprintf("dispatch-%d-paced", tenants))
+			r := measure(true, name+"-paced")
 			r.Results["offered_at_most_per_s"] = round(1000 / pacedJob.Seconds())
 			out = append(out, r)
 		}
