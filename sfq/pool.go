@@ -530,9 +530,6 @@ func (s *Scheduler) linkLane(l uint32) {
 		s.rt[t.owner].lanes = append(s.rt[t.owner].lanes, l)
 	}
 	s.laneSettings(l)
-	for _, h := range p.allHeaps() {
-		h.reserve(rt.local)
-	}
 }
 
 // laneSettings sets lane l's derived burst from its tenant's
@@ -541,18 +538,6 @@ func (s *Scheduler) laneSettings(l uint32) {
 	t := s.tenants.Get(uint64(l))
 	rt := &s.rt[l]
 	rt.burst, rt.subscribed = s.subscription(s.owner(l), t.pool)
-}
-
-// allHeaps returns the pool's heaps keyed by local number.
-func (p *poolCore) allHeaps() []*tenantHeap {
-	hs := make([]*tenantHeap, 0, 3*NumClasses*NumSizes+NumClasses)
-	for c := range NumClasses {
-		for sz := range NumSizes {
-			hs = append(hs, &p.heapA[c][sz], &p.heapB[c][sz], &p.dheap[c][sz])
-		}
-		hs = append(hs, &p.maxTag[c])
-	}
-	return hs
 }
 
 // subscription returns the burst of tenant o (own index) in pool pid.
