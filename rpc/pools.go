@@ -76,7 +76,6 @@ func submitTenant(ctx context.Context, named string, pools fsm.PoolSettings) (st
 	return scopeTenant(ctx, named, true)
 }
 
-
 // poolToPB presents a pool with its connected workers.
 func poolToPB(p *sfq.Pool, workers int) *pb.Pool {
 	out := &pb.Pool{Name: p.Name, Weights: p.Weights.String(), SubscriptionsRequired: p.Required, Paused: p.Paused,
@@ -221,13 +220,6 @@ func (s *AdminService) PoolDelete(ctx context.Context, req *pb.PoolDeleteRequest
 		return nil, err
 	}
 	return &pb.PoolDeleteResponse{}, nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // subscriptionCommand checks a SubscriptionSet request and builds its
