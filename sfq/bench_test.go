@@ -251,13 +251,13 @@ func TestDispatchAllocatesNothing(t *testing.T) {
 	}
 }
 
-// backlogPools builds 1,000,000 queued jobs of 10,000 tenants over 64
-// pools, each tenant in four of them (40,000 lanes).
-func backlogPools(tb testing.TB) *Scheduler { return backlogPoolsN(tb, 1_000_000) }
-
-func backlogPoolsN(tb testing.TB, jobs int) *Scheduler {
+// backlogPoolsN builds jobs queued jobs of 10,000 tenants over pools
+// pools, each tenant in spread of them (1 to 4): over 64 pools with a
+// spread of 4, 40,000 lanes. The jobs are of the three sizes and of costs
+// from 1 s to 4 s.
+func backlogPoolsN(tb testing.TB, jobs, pools, spread int) *Scheduler {
 	tb.Helper()
-	const tenants, pools = 10_000, 64
+	const tenants = 10_000
 	s := backlog(tb, tenants, 0)
 	poolNames := make([]string, pools)
 	for p := range poolNames {
@@ -271,7 +271,7 @@ func backlogPoolsN(tb testing.TB, jobs int) *Scheduler {
 	}
 	for i := range jobs {
 		t := i % tenants
-		p := (t + (i/tenants)%4*16) % pools
+		p := (t + (i/tenants)%spread*16) % pools
 		sub := Submission{Tenant: s.TenantName(uint32(t)), Pool: poolNames[p], Size: Size(i / tenants % NumSizes), EstCostMs: int64(1000 + i%7*500)}
 		if _, err := s.Submit(0, sub); err != nil {
 			tb.Fatal(err)
@@ -281,36 +281,43 @@ func backlogPoolsN(tb testing.TB, jobs int) *Scheduler {
 }
 
 // BenchmarkDispatchPools measures dispatch of large jobs from 64 pools in
-// turn (10,000 tenants, each in four pools, 1,000,000 queued jobs), beside
-// the same backlog in one pool: SPEC §3 "Pools" wants the pick within
-// 1.2x of the one-pool one.
+// turn (10,000 tenants, each in four pools, 1,000,000 queued jobs of
+// three sizes), beside the same backlog in one pool: SPEC §3 "Pools"
+// wants the pick within 1.2x of the one-pool one. lanes=10000: each
+// tenant in one pool only. pools=1/tenants: the one-pool backlog of
+// BenchmarkDispatch (jobs of one size and cost).
 func BenchmarkDispatchPools(b *testing.B) {
-	b.Run("pools=1", func(b *testing.B) {
+	b.Run("pools=1/tenants", func(b *testing.B) {
 		benchDispatch(b, func() *Scheduler { return backlog(b, 10_000, 1_000_000) })
 	})
-	for _, run := range []int{1, 64} {
-		b.Run(fmt.Sprintf("pools=64/run=%d", run), func(b *testing.B) { benchPools(b, run) })
+	b.Run("pools=1", func(b *testing.B) { benchPools(b, 1, 1, 1) })
+	for _, spread := range []int{4, 1} {
+		for _, run := range []int{1, 64} {
+			name := fmt.Sprintf("pools=64/run=%d", run)
+			if spread == 1 {
+				name = fmt.Sprintf("pools=64/lanes=10000/run=%d", run)
+			}
+			b.Run(name, func(b *testing.B) { benchPools(b, 64, run, spread) })
+		}
 	}
 }
 
-// benchPools dispatches from the 64 pools of backlogPools in turn, run
+// benchPools dispatches from the pools of backlogPoolsN in turn, run
 // dispatches in a row from each (run=1: every dispatch from the next
 // pool, which finds its heaps cold in the cache).
-func benchPools(b *testing.B, run int) {
-	{
-		s := backlogPools(b)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; b.Loop(); i++ {
-			if i >= 300_000 {
-				b.StopTimer()
-				s = backlogPools(b)
-				i = 0
-				b.StartTimer()
-			}
-			if _, ok, err := s.DispatchPool(Time(i), PoolID(i/run%64), LG, workers[LG]); err != nil || !ok {
-				b.Fatalf("dispatch %d: %v %v", i, ok, err)
-			}
+func benchPools(b *testing.B, pools, run, spread int) {
+	s := backlogPoolsN(b, 1_000_000, pools, spread)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i >= 300_000 {
+			b.StopTimer()
+			s = backlogPoolsN(b, 1_000_000, pools, spread)
+			i = 0
+			b.StartTimer()
+		}
+		if _, ok, err := s.DispatchPool(Time(i), PoolID(i/run%pools), LG, workers[LG]); err != nil || !ok {
+			b.Fatalf("dispatch %d: %v %v", i, ok, err)
 		}
 	}
 }
