@@ -59,6 +59,7 @@ var benchScenarios = []benchScenario{
 	{"submit", "single submits from 1, 64 and 256 concurrent clients, through the leader and through a follower; and the read floor (GetJob, no Raft) at 256", benchSubmit},
 	{"submit-batch", "SubmitBatch with batches of 100 from 16 clients", benchSubmitBatch},
 	{"dispatch", "1,000 in-process workers (real gRPC streams) running 0-second jobs, with 100 tenants in one pool and in four, and 10,000 in one; then, at 100 tenants, jobs of 125-375 ms (at most 4,000 dispatches/s asked for: the latency below saturation)", benchDispatch},
+	{"latency", "48 idle in-process workers (16 of each size) and single submits, one at a time, through the leader and through a follower: each job's time from its submit's answer to its Assign at a worker", benchLatency},
 	{"failover", "kill -9 the leader of a loaded cluster: time to the next accepted submit and the next dispatch", benchFailover},
 	{"snapshot", "persist and restore of a large state (in process), and a new follower's catch-up by InstallSnapshot", benchSnapshot},
 	{"memory", "resident bytes per queued job of a server, without a payload and with a 34-byte one", benchMemory},
@@ -477,13 +478,18 @@ func benchSubmitBatch(ctx context.Context, o *benchOpts) ([]benchResult, error) 
 
 // fakeWorkers starts n in-process workers whose jobs end at once.
 func fakeWorkers(ctx context.Context, servers string, n int, observe func(worker.Observation), plan func(*pb.Assign) worker.FakeSpec, pools ...string) *sync.WaitGroup {
+	return fakeFleet(ctx, servers, n, func(int) pb.Size { return pb.Size_SM }, observe, plan, pools...)
+}
+
+// fakeFleet is fakeWorkers with worker i of size size(i).
+func fakeFleet(ctx context.Context, servers string, n int, size func(int) pb.Size, observe func(worker.Observation), plan func(*pb.Assign) worker.FakeSpec, pools ...string) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for i := range n {
 		pool := ""
 		if len(pools) > 0 {
 			pool = pools[i%len(pools)]
 		}
-		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: pb.Size_SM, Pool: pool, Servers: strings.Split(servers, ","),
+		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: size(i), Pool: pool, Servers: strings.Split(servers, ","),
 			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: worker.FakeRunner{Plan: plan}, Observer: observe})
 		if err != nil {
 			panic(err) // fixed, valid arguments
@@ -597,6 +603,106 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		wg.Wait()
 		cc.Close()
 		lc.stop()
+	}
+	return out, nil
+}
+
+// assignTimes keeps when each job's Assign reached a worker, for one
+// waiter at a time.
+type assignTimes struct {
+	mu   sync.Mutex
+	at   map[uint64]time.Time
+	wake chan struct{}
+}
+
+func (a *assignTimes) observe(ob worker.Observation) {
+	if ob.Kind != "assigned" {
+		return
+	}
+	a.mu.Lock()
+	a.at[ob.Job] = ob.At
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns when job's Assign reached a worker, waiting at most d.
+func (a *assignTimes) wait(job uint64, d time.Duration) (time.Time, error) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		a.mu.Lock()
+		at, ok := a.at[job]
+		delete(a.at, job)
+		a.mu.Unlock()
+		if ok {
+			return at, nil
+		}
+		select {
+		case <-a.wake:
+		case <-timer.C:
+			return time.Time{}, fmt.Errorf("job %d: no worker was assigned it within %s", job, d)
+		}
+	}
+}
+
+// benchLatency measures, at a low load where nothing queues, each job's
+// time from its submit's answer to its Assign at a worker: the two Raft
+// commits (the submit's, then the dispatch's) and the hops between.
+func benchLatency(ctx context.Context, o *benchOpts) ([]benchResult, error) {
+	jobs, interval := 1000, 20*time.Millisecond
+	if o.quick {
+		jobs = 300
+	}
+	const tenants = 10
+	lc, leader, cc, err := benchLeader(ctx, o, "latency", 3, tenants)
+	if err != nil {
+		return nil, err
+	}
+	defer lc.stop()
+	defer cc.Close()
+	assigned := &assignTimes{at: map[uint64]time.Time{}, wake: make(chan struct{}, 1)}
+	sizes := []pb.Size{pb.Size_SM, pb.Size_MD, pb.Size_LG}
+	wctx, stop := context.WithCancel(ctx)
+	wg := fakeFleet(wctx, lc.servers(), 16*len(sizes), func(i int) pb.Size { return sizes[i%len(sizes)] }, assigned.observe,
+		func(*pb.Assign) worker.FakeSpec { return worker.FakeSpec{} })
+	defer func() { stop(); wg.Wait() }()
+	time.Sleep(3 * time.Second) // connect and warm up
+	var out []benchResult
+	for _, via := range []string{"leader", "follower"} {
+		node := leader
+		if via == "follower" {
+			node = (leader + 1) % len(lc.nodes)
+		}
+		vc, err := lc.dial(node)
+		if err != nil {
+			return nil, err
+		}
+		client := pb.NewClientClient(vc)
+		var lat latencies
+		for j := range jobs + jobs/10 { // the first tenth warms up
+			time.Sleep(interval)
+			resp, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: benchTenant(j % tenants), Size: sizes[j%len(sizes)], EstCostMs: 100, Payload: benchPayload})
+			if err != nil {
+				vc.Close()
+				return nil, fmt.Errorf("latency via the %s: %w", via, err)
+			}
+			acked := time.Now()
+			at, err := assigned.wait(resp.JobId, 10*time.Second)
+			if err != nil {
+				vc.Close()
+				return nil, fmt.Errorf("latency via the %s: %w", via, err)
+			}
+			if j >= jobs/10 {
+				lat.add(max(0, at.Sub(acked)))
+			}
+		}
+		vc.Close()
+		out = append(out, benchResult{Scenario: "latency", P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99), P999Ms: lat.pct(0.999),
+			Params:  map[string]any{"via": via, "workers": 16 * len(sizes), "jobs": jobs, "interval_ms": interval.Milliseconds()},
+			Results: map[string]any{"unit": "ms from the submit's answer to the Assign's arrival at a worker"}})
 	}
 	return out, nil
 }
