@@ -132,14 +132,16 @@ func (h *hub) dispatchRound() bool {
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
+	times := dispatchTimes{path: "round", proposed: time.Now()}
 	res, err := h.propose(ctx, cmds...)
 	if err != nil {
 		h.log.Warn("dispatch round failed", "workers", len(cmds), "error", err)
 		return false
 	}
+	times.applied = time.Now()
 	progress := false
 	for i, r := range res {
-		if h.assign(who[i], r, cmds[i].GetDispatch().Credit, nil) {
+		if h.assign(who[i], r, cmds[i].GetDispatch().Credit, nil, &times) {
 			progress = true
 		}
 	}
@@ -181,10 +183,27 @@ func dispatchCommand(s *session, credit uint64) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: s.id, Size: fsm.SizeToPB(s.size), Credit: credit, Pool: s.pool}}}
 }
 
+// dispatchTimes is when a Dispatch was proposed and its result applied,
+// on the path that proposed it ("round" or "finished"): the stages of a
+// dispatch's latency (barista_dispatch_stage_seconds).
+type dispatchTimes struct {
+	path              string
+	proposed, applied time.Time
+}
+
+// observe records the stages of a dispatch for a worker ready since
+// readyAt whose Assign was handed to its stream at sent.
+func (t *dispatchTimes) observe(m *metrics, readyAt, sent time.Time) {
+	m.dispatchStages.WithLabelValues(t.path, "wait").Observe(max(0, t.proposed.Sub(readyAt).Seconds()))
+	m.dispatchStages.WithLabelValues(t.path, "commit").Observe(t.applied.Sub(t.proposed).Seconds())
+	m.dispatchStages.WithLabelValues(t.path, "send").Observe(sent.Sub(t.applied).Seconds())
+}
+
 // assign sends s the job a Dispatch's result r gave it (with the
 // acknowledgement of its previous run, acked, when the Dispatch came with
-// its Finished), and reports whether there was one.
-func (h *hub) assign(s *session, r fsm.Result, credit uint64, acked *pb.FinishedAck) bool {
+// its Finished), and reports whether there was one. times, when known,
+// says when the Dispatch was proposed and applied.
+func (h *hub) assign(s *session, r fsm.Result, credit uint64, acked *pb.FinishedAck, times *dispatchTimes) bool {
 	if !r.Assigned {
 		return false
 	}
@@ -194,11 +213,15 @@ func (h *hub) assign(s *session, r fsm.Result, credit uint64, acked *pb.Finished
 	}
 	h.mu.Lock()
 	s.ready, s.job, s.attempt = false, r.Job, r.Attempt
-	waited := time.Since(s.readyAt)
+	readyAt := s.readyAt
 	h.mu.Unlock()
-	h.metrics.dispatchLatency.Observe(waited.Seconds())
 	s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{
 		Job: uint64(j.ID), Attempt: r.Attempt, TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload()), Tenant: tenant,
 		Size: fsm.SizeToPB(j.Size), Credit: credit, EstCostMs: j.EstCostMs, Finished: acked}}})
+	sent := time.Now()
+	h.metrics.dispatchLatency.Observe(sent.Sub(readyAt).Seconds())
+	if times != nil {
+		times.observe(h.metrics, readyAt, sent)
+	}
 	return true
 }

@@ -587,7 +587,9 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 		h.mu.Unlock()
 		cmds = append(cmds, dispatchCommand(s, fin.ReadyCredit))
 	}
+	times := dispatchTimes{path: "finished", proposed: time.Now()}
 	res, err := h.propose(ctx, cmds...)
+	times.applied = time.Now()
 	h.settleStarted(s)
 	if err != nil {
 		return err
@@ -613,7 +615,7 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 	if refused != nil {
 		return refused
 	}
-	if len(res) == 2 && h.assign(s, res[1], fin.ReadyCredit, ack) {
+	if len(res) == 2 && h.assign(s, res[1], fin.ReadyCredit, ack, &times) {
 		return nil // the credit is spent
 	}
 	if ack != nil {

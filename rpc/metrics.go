@@ -14,6 +14,9 @@ import (
 // metrics are the RPC layer's instruments.
 type metrics struct {
 	dispatchLatency prometheus.Histogram
+	// dispatchStages splits dispatchLatency by stage and path (see
+	// dispatchTimes).
+	dispatchStages  *prometheus.HistogramVec
 	fenced          *prometheus.CounterVec
 	unproposed      *prometheus.CounterVec
 	refusedSessions prometheus.Counter
@@ -30,7 +33,7 @@ type metrics struct {
 
 func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *metrics {
 	m := newWorkerMetrics()
-	reg.MustRegister(m.dispatchLatency, m.fenced, m.unproposed, m.refusedSessions, m.submitsLimited, m.forwardBatches, m.forwardedSubmits, m.startsWithFinished, &stateCollector{node: node, maxTenants: maxTenants})
+	reg.MustRegister(m.dispatchLatency, m.dispatchStages, m.fenced, m.unproposed, m.refusedSessions, m.submitsLimited, m.forwardBatches, m.forwardedSubmits, m.startsWithFinished, &stateCollector{node: node, maxTenants: maxTenants})
 	return m
 }
 
@@ -40,6 +43,11 @@ func newWorkerMetrics() *metrics {
 		dispatchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "barista_dispatch_latency_seconds", Help: "Time from a worker's Ready (or the Finished that carries it) to its Assign, on the leader.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		dispatchStages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "barista_dispatch_stage_seconds",
+			Help: "The stages of barista_dispatch_latency_seconds, by path (round: a Ready the dispatcher took; finished: a Ready folded into a Finished, proposed with it) and stage " +
+				"(wait: from the Ready to its Dispatch's proposal; commit: from the proposal to its applied result; send: from the result to the Assign handed to the worker's stream).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 17)}, []string{"path", "stage"}),
 		fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "barista_fenced_writes_total", Help: "Worker writes refused by fencing, by message (started, heartbeat, finished)."}, []string{"message"}),
 		unproposed: prometheus.NewCounterVec(prometheus.CounterOpts{

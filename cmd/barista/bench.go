@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -579,7 +581,7 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			lat.reset()
 			measuring.Store(true)
 			prof := profileWindow(o, lc, leader, name, window-time.Second)
-			before := sampleRaft(lc.nodes[leader].http)
+			before, stages := sampleRaft(lc.nodes[leader].http), sampleStages(lc.nodes[leader].http)
 			cpu0 := lc.serverCPU()
 			start := time.Now()
 			time.Sleep(window)
@@ -589,6 +591,7 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			results := map[string]any{"unit": "dispatches/s; latency from the worker's Ready (or the Finished that carries it) to its Assign", "preload_jobs_per_s": round(float64(jobs) / loaded.Seconds()),
 				"cluster_cpu_us_per_dispatch": cpuPer(cpu, assigned.Load())}
 			sampleRaft(lc.nodes[leader].http).since(before, results)
+			sampleStages(lc.nodes[leader].http).since(stages, results)
 			prof()
 			return benchResult{Scenario: "dispatch", OpsPerS: round(float64(assigned.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
 				Params: map[string]any{"workers": 1000, "tenants": tenants, "pools": max(1, len(pools)), "queued": jobs, "seconds": window.Seconds(), "job_ms": length.Milliseconds()}, Results: results}
@@ -1010,6 +1013,83 @@ func (a raftStats) since(b raftStats, into map[string]any) {
 	}
 	if n := a.cmdCount - b.cmdCount; n > 0 {
 		into["cmds_per_entry"] = round((a.cmdSum - b.cmdSum) / n)
+	}
+}
+
+// stageStats samples a leader's barista_dispatch_stage_seconds: per
+// "path/stage", the count, the sum and the cumulative bucket counts by
+// upper bound.
+type stageStats map[string]*stageHist
+
+type stageHist struct {
+	count, sum float64
+	buckets    map[float64]float64
+}
+
+var stageSeries = regexp.MustCompile(`^barista_dispatch_stage_seconds_(bucket|sum|count)\{path="([a-z]+)",stage="([a-z]+)"(?:,le="([^"]+)")?\}$`)
+
+func sampleStages(addr string) stageStats {
+	out := stageStats{}
+	m, _ := web.Scrape(context.Background(), "http://"+addr+"/metrics", "")
+	for key, v := range m {
+		g := stageSeries.FindStringSubmatch(key)
+		if g == nil {
+			continue
+		}
+		name := g[2] + "/" + g[3]
+		h := out[name]
+		if h == nil {
+			h = &stageHist{buckets: map[float64]float64{}}
+			out[name] = h
+		}
+		switch g[1] {
+		case "count":
+			h.count = v
+		case "sum":
+			h.sum = v
+		default:
+			if le, err := strconv.ParseFloat(g[4], 64); err == nil {
+				h.buckets[le] = v
+			}
+		}
+	}
+	return out
+}
+
+// since reports, per stage with observations between b and a, their
+// count, mean and the bucket bound at or under which 99 % of them fell
+// (ms), under into["stages"].
+func (a stageStats) since(b stageStats, into map[string]any) {
+	stages := map[string]any{}
+	for name, h := range a {
+		prev := b[name]
+		if prev == nil {
+			prev = &stageHist{buckets: map[float64]float64{}}
+		}
+		n := h.count - prev.count
+		if n <= 0 {
+			continue
+		}
+		var les []float64
+		for le := range h.buckets {
+			les = append(les, le)
+		}
+		sort.Float64s(les)
+		p99 := math.Inf(1)
+		for _, le := range les {
+			if h.buckets[le]-prev.buckets[le] >= 0.99*n {
+				p99 = le
+				break
+			}
+		}
+		st := map[string]any{"n": n, "mean_ms": round((h.sum - prev.sum) / n * 1000)}
+		if !math.IsInf(p99, 1) {
+			st["p99_at_most_ms"] = round(p99 * 1000)
+		}
+		stages[name] = st
+	}
+	if len(stages) > 0 {
+		into["stages"] = stages
 	}
 }
 
