@@ -258,7 +258,8 @@ func DecodeState(d *sfq.Decoder, index uint64) (*FSM, error) {
 		return nil, err
 	}
 	n.lastIndex = index
-	if err := n.Verify(); err != nil {
+	// The core verified itself as it was decoded (sfq.Decode).
+	if err := n.verifyAboveCore(); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -434,6 +435,11 @@ func (f *FSM) Verify() error {
 	if err := f.sched.Verify(); err != nil {
 		return err
 	}
+	return f.verifyAboveCore()
+}
+
+// verifyAboveCore is Verify without the core's own checks.
+func (f *FSM) verifyAboveCore() error {
 	if err := f.fitsLevel(); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package sfq
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -202,4 +203,40 @@ func TestLivedAndRestoredAlike(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestVerifyCatchesQueueDamage: Verify names a job that sits in its queue
+// twice, a queue entry of a job the table does not hold, and a queued job
+// missing from its queue.
+func TestVerifyCatchesQueueDamage(t *testing.T) {
+	build := func() (*Scheduler, *jobQueue) {
+		s, _ := New(DefaultConfig())
+		if _, err := s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold}); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := s.Submit(0, Submission{Tenant: "a", Size: SM, EstCostMs: 1000}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Verify(); err != nil {
+			t.Fatal(err)
+		}
+		return s, &s.grt[0].at(0).fifo
+	}
+	s, q := build()
+	q.pushBack(3)
+	if err := s.Verify(); err == nil || !strings.Contains(err.Error(), "queued job 3 is in its queue 2 times") {
+		t.Errorf("a job twice: %v", err)
+	}
+	s, q = build()
+	q.pushBack(9)
+	if err := s.Verify(); err == nil || !strings.Contains(err.Error(), "a queue holds job 9, which the job table does not") {
+		t.Errorf("a job the table does not hold: %v", err)
+	}
+	s, q = build()
+	q.remove(2)
+	if err := s.Verify(); err == nil || !strings.Contains(err.Error(), "queued job 2 is in no queue") {
+		t.Errorf("a job missing: %v", err)
+	}
 }

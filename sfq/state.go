@@ -932,6 +932,7 @@ func (s *Scheduler) Verify() error {
 	nt := s.tenants.Len()
 	derived := make([]counts, nt)
 	gderived := map[groupKey]*gcounts{}
+	ungrouped := make([]*gcounts, nt) // the tenants' jobs outside a named group
 	names := 0 // tenants the name index resolves to
 	var queued, grouped uint64
 	queuedFair := make([][NumClasses]uint64, len(s.pools))
@@ -949,10 +950,17 @@ func (s *Scheduler) Verify() error {
 		}
 		var gc *gcounts
 		if j.State == Queued || j.State.Live() || j.State == Scheduled {
-			k := groupKey{j.Tenant, j.Group()}
-			if gc = gderived[k]; gc == nil {
-				gc = &gcounts{heads: map[[2]uint8]*gheads{}}
-				gderived[k] = gc
+			if j.Group() == "" { // most jobs: no map lookup
+				if gc = ungrouped[j.Tenant]; gc == nil {
+					gc = &gcounts{heads: map[[2]uint8]*gheads{}}
+					ungrouped[j.Tenant] = gc
+				}
+			} else {
+				k := groupKey{j.Tenant, j.Group()}
+				if gc = gderived[k]; gc == nil {
+					gc = &gcounts{heads: map[[2]uint8]*gheads{}}
+					gderived[k] = gc
+				}
 			}
 		}
 		switch {
@@ -1003,6 +1011,11 @@ func (s *Scheduler) Verify() error {
 		}
 		return true
 	})
+	for t, gc := range ungrouped {
+		if gc != nil {
+			gderived[groupKey{uint32(t), ""}] = gc
+		}
+	}
 	if queued != s.queued {
 		report("queued total is %d, job table says %d", s.queued, queued)
 	}

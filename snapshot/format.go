@@ -120,31 +120,85 @@ func Format(v *fsm.View) int {
 }
 
 // hashingReader hashes exactly the bytes handed to its caller, so that the
-// trailer, read past it, is not included.
+// trailer, read past it, is not included. It buffers on its own and hashes
+// what was taken of its buffer in one piece when it refills (a byte at a
+// time, the hashing cost more than the decoding).
 type hashingReader struct {
-	r *bufio.Reader
-	h hash.Hash
+	r                io.Reader
+	h                hash.Hash
+	buf              []byte
+	pos, end, hashed int // buf[hashed:pos] was taken and is not hashed yet
+	err              error
+}
+
+func newHashingReader(r io.Reader) *hashingReader {
+	return &hashingReader{r: r, h: sha256.New(), buf: make([]byte, 256<<10)}
+}
+
+// flush hashes what was taken of the buffer.
+func (hr *hashingReader) flush() {
+	hr.h.Write(hr.buf[hr.hashed:hr.pos])
+	hr.hashed = hr.pos
+}
+
+// fill refills an empty buffer, hashing what was taken of it first.
+func (hr *hashingReader) fill() error {
+	hr.flush()
+	hr.pos, hr.end, hr.hashed = 0, 0, 0
+	for tries := 0; hr.end == 0; tries++ {
+		if hr.err != nil {
+			return hr.err
+		}
+		if tries == 100 {
+			return io.ErrNoProgress
+		}
+		hr.end, hr.err = hr.r.Read(hr.buf)
+	}
+	return nil
 }
 
 func (hr *hashingReader) Read(p []byte) (int, error) {
-	n, err := hr.r.Read(p)
-	hr.h.Write(p[:n])
-	return n, err
+	if hr.pos == hr.end {
+		if err := hr.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, hr.buf[hr.pos:hr.end])
+	hr.pos += n
+	return n, nil
 }
 
 func (hr *hashingReader) ReadByte() (byte, error) {
-	b, err := hr.r.ReadByte()
-	if err == nil {
-		hr.h.Write([]byte{b})
+	if hr.pos == hr.end {
+		if err := hr.fill(); err != nil {
+			return 0, err
+		}
 	}
-	return b, err
+	b := hr.buf[hr.pos]
+	hr.pos++
+	return b, nil
+}
+
+// sum returns the hash of every byte taken so far.
+func (hr *hashingReader) sum() []byte {
+	hr.flush()
+	return hr.h.Sum(nil)
+}
+
+// rawReader reads on from a hashingReader without hashing (the trailer).
+type rawReader struct{ hr *hashingReader }
+
+func (r rawReader) Read(p []byte) (int, error) {
+	n, err := r.hr.Read(p)
+	r.hr.hashed = r.hr.pos
+	return n, err
 }
 
 // Read decodes a snapshot stream into f in one pass, verifying the
 // checksum at the end and the state's invariants (Verify). On any error f
 // is left unchanged. It returns the snapshot's index.
 func Read(r io.Reader, f *fsm.FSM) (uint64, error) {
-	hr := &hashingReader{r: bufio.NewReaderSize(r, 256<<10), h: sha256.New()}
+	hr := newHashingReader(r)
 	head := make([]byte, len(magic))
 	if _, err := io.ReadFull(hr, head); err != nil || string(head) != magic {
 		return 0, ErrNotSnapshot
@@ -162,15 +216,15 @@ func Read(r io.Reader, f *fsm.FSM) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	want := hr.h.Sum(nil)
+	want := hr.sum()
 	got := make([]byte, sha256.Size)
-	if _, err := io.ReadFull(hr.r, got); err != nil {
+	if _, err := io.ReadFull(rawReader{hr}, got); err != nil {
 		return 0, fmt.Errorf("%w: trailer missing", ErrChecksum)
 	}
 	if !bytes.Equal(got, want) {
 		return 0, ErrChecksum
 	}
-	if _, err := hr.r.ReadByte(); err != io.EOF {
+	if _, err := io.ReadFull(rawReader{hr}, make([]byte, 1)); err != io.EOF {
 		return 0, fmt.Errorf("%w: data after the trailer", ErrChecksum)
 	}
 	f.Adopt(scratch)
