@@ -933,7 +933,7 @@ func (s *Scheduler) Verify() error {
 	derived := make([]counts, nt)
 	gderived := map[groupKey]*gcounts{}
 	ungrouped := make([]*gcounts, nt) // the tenants' jobs outside a named group
-	names := 0 // tenants the name index resolves to
+	names := 0                        // tenants the name index resolves to
 	var queued, grouped uint64
 	queuedFair := make([][NumClasses]uint64, len(s.pools))
 	s.jobs.View().Each(func(_ uint64, j *Job) bool {
