@@ -685,6 +685,7 @@ func benchLatency(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		}
 		client := pb.NewClientClient(vc)
 		var lat latencies
+		var stages stageStats
 		for j := range jobs + jobs/10 { // the first tenth warms up
 			time.Sleep(interval)
 			resp, err := client.Submit(ctx, &pb.SubmitRequest{Tenant: benchTenant(j % tenants), Size: sizes[j%len(sizes)], EstCostMs: 100, Payload: benchPayload})
@@ -698,14 +699,19 @@ func benchLatency(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 				vc.Close()
 				return nil, fmt.Errorf("latency via the %s: %w", via, err)
 			}
+			if j == jobs/10 {
+				stages = sampleStages(lc.nodes[leader].http)
+			}
 			if j >= jobs/10 {
 				lat.add(max(0, at.Sub(acked)))
 			}
 		}
 		vc.Close()
+		results := map[string]any{"unit": "ms from the submit's answer to the Assign's arrival at a worker"}
+		sampleStages(lc.nodes[leader].http).since(stages, results)
 		out = append(out, benchResult{Scenario: "latency", P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99), P999Ms: lat.pct(0.999),
 			Params:  map[string]any{"via": via, "workers": 16 * len(sizes), "jobs": jobs, "interval_ms": interval.Milliseconds()},
-			Results: map[string]any{"unit": "ms from the submit's answer to the Assign's arrival at a worker"}})
+			Results: results})
 	}
 	return out, nil
 }
