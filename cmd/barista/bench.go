@@ -63,7 +63,7 @@ var benchScenarios = []benchScenario{
 	{"dispatch", "1,000 in-process workers (real gRPC streams) running 0-second jobs, with 100 tenants in one pool and in four, and 10,000 in one; then, at 100 tenants, jobs of 125-375 ms (at most 4,000 dispatches/s asked for: the latency below saturation) and, in one pool, of 250-750 ms (at most 2,000/s)", benchDispatch},
 	{"latency", "48 idle in-process workers (16 of each size) and single submits, one at a time, through the leader and through a follower: each job's time from its submit's answer to its Assign at a worker", benchLatency},
 	{"failover", "kill -9 the leader of a loaded cluster: time to the next accepted submit and the next dispatch", benchFailover},
-	{"snapshot", "persist and restore of a large state (in process), and a new follower's catch-up by InstallSnapshot", benchSnapshot},
+	{"snapshot", "persist and restore of a large state (in process), a new follower's catch-up by InstallSnapshot, and a follower killed and started again until it has caught up", benchSnapshot},
 	{"memory", "resident bytes per queued job of a server, without a payload and with a 34-byte one", benchMemory},
 }
 
@@ -979,6 +979,23 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	logText, _ := os.ReadFile(filepath.Join(lc.dir, "n4.log"))
 	out = append(out, benchResult{Scenario: "snapshot-catch-up", Params: map[string]any{"jobs": catch, "tenants": tenants / 10},
 		Results: map[string]any{"catch_up_s": round(took.Seconds()), "by_install_snapshot": strings.Contains(string(logText), "installed snapshot restored")}})
+
+	// A follower killed and started again: it restores its newest
+	// snapshot, replays the log after it, and catches up.
+	follower := (leader + 1) % 3
+	lc.kill(follower)
+	if err := preload(ctx, cc, tenants/10, catch/10); err != nil { // what it missed
+		return nil, err
+	}
+	t = time.Now()
+	if err := lc.startNode(follower); err != nil {
+		return nil, err
+	}
+	if err := lc.waitConverged(cctx, []int{leader, follower}); err != nil {
+		return nil, fmt.Errorf("the restarted follower did not catch up: %w", err)
+	}
+	out = append(out, benchResult{Scenario: "snapshot-restart", Params: map[string]any{"jobs": catch + catch/10, "missed_jobs": catch / 10, "tenants": tenants / 10},
+		Results: map[string]any{"restart_to_caught_up_s": round(time.Since(t).Seconds())}})
 	return out, nil
 }
 
