@@ -128,9 +128,7 @@ func (n *testNode) propose(cmds ...*pb.Command) []fsm.Result {
 // submit creates tenant acme (once) and queues one md job.
 func (n *testNode) submit() sfq.JobID {
 	n.t.Helper()
-	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
-	res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000}}})
-	return res[0].Job
+	return nodetest.SubmitOne(n.t, n.node)
 }
 
 // clockMoves waits until the cluster time has moved (nodetest.ClockMoves).

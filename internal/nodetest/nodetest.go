@@ -13,6 +13,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Config returns the configuration of node n1 bootstrapping a one-node
@@ -78,6 +79,14 @@ func ClockMoves(t testing.TB, node *raftnode.Node) {
 		}
 		Propose(t, node, &pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
 	}
+}
+
+// SubmitOne creates tenant acme (gold, once) and queues one md job of it.
+func SubmitOne(t testing.TB, node *raftnode.Node) sfq.JobID {
+	t.Helper()
+	Propose(t, node, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
+	res := Propose(t, node, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000}}})
+	return res[0].Job
 }
 
 // SubmitMany queues count sm jobs of tenant, 500 a log entry.
