@@ -132,7 +132,7 @@ func (h *hub) dispatchRound() bool {
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
-	times := dispatchTimes{path: "round", proposed: time.Now()}
+	times := dispatchTimes{path: pathRound, proposed: time.Now()}
 	res, err := h.propose(ctx, cmds...)
 	if err != nil {
 		h.log.Warn("dispatch round failed", "workers", len(cmds), "error", err)
@@ -183,20 +183,34 @@ func dispatchCommand(s *session, credit uint64) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: s.id, Size: fsm.SizeToPB(s.size), Credit: credit, Pool: s.pool}}}
 }
 
+// dispatchPath is where a Dispatch was proposed: by the dispatcher's
+// round, or with the Finished that carried the worker's Ready.
+type dispatchPath int
+
+const (
+	pathRound dispatchPath = iota
+	pathFinished
+	numDispatchPaths
+)
+
+// dispatchPathNames are the path label's values.
+var dispatchPathNames = [numDispatchPaths]string{"round", "finished"}
+
 // dispatchTimes is when a Dispatch was proposed and its result applied,
-// on the path that proposed it ("round" or "finished"): the stages of a
-// dispatch's latency (barista_dispatch_stage_seconds).
+// and on which path: the stages of a dispatch's latency
+// (barista_dispatch_stage_seconds).
 type dispatchTimes struct {
-	path              string
+	path              dispatchPath
 	proposed, applied time.Time
 }
 
 // observe records the stages of a dispatch for a worker ready since
 // readyAt whose Assign was handed to its stream at sent.
 func (t *dispatchTimes) observe(m *metrics, readyAt, sent time.Time) {
-	m.dispatchStages.WithLabelValues(t.path, "wait").Observe(max(0, t.proposed.Sub(readyAt).Seconds()))
-	m.dispatchStages.WithLabelValues(t.path, "commit").Observe(t.applied.Sub(t.proposed).Seconds())
-	m.dispatchStages.WithLabelValues(t.path, "send").Observe(sent.Sub(t.applied).Seconds())
+	o := &m.stages[t.path]
+	o[0].Observe(max(0, t.proposed.Sub(readyAt).Seconds()))
+	o[1].Observe(t.applied.Sub(t.proposed).Seconds())
+	o[2].Observe(sent.Sub(t.applied).Seconds())
 }
 
 // assign sends s the job a Dispatch's result r gave it (with the

@@ -587,7 +587,7 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 		h.mu.Unlock()
 		cmds = append(cmds, dispatchCommand(s, fin.ReadyCredit))
 	}
-	times := dispatchTimes{path: "finished", proposed: time.Now()}
+	times := dispatchTimes{path: pathFinished, proposed: time.Now()}
 	res, err := h.propose(ctx, cmds...)
 	times.applied = time.Now()
 	h.settleStarted(s)

@@ -16,7 +16,10 @@ type metrics struct {
 	dispatchLatency prometheus.Histogram
 	// dispatchStages splits dispatchLatency by stage and path (see
 	// dispatchTimes).
-	dispatchStages  *prometheus.HistogramVec
+	dispatchStages *prometheus.HistogramVec
+	// stages holds dispatchStages' six series by dispatchPath and stage
+	// (wait, commit, send), resolved once, off the dispatch path.
+	stages          [numDispatchPaths][3]prometheus.Observer
 	fenced          *prometheus.CounterVec
 	unproposed      *prometheus.CounterVec
 	refusedSessions prometheus.Counter
@@ -66,6 +69,11 @@ func newWorkerMetrics() *metrics {
 		startsWithFinished: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "barista_worker_starts_with_finished_total",
 			Help: "Runs that ended before their worker's Started was due, whose Started this node, as leader, replicated with their Finished."}),
+	}
+	for p, path := range dispatchPathNames {
+		for i, stage := range []string{"wait", "commit", "send"} {
+			m.stages[p][i] = m.dispatchStages.WithLabelValues(path, stage)
+		}
 	}
 	// Series that exist from the start read as 0 instead of missing.
 	for _, msg := range []string{"started", "heartbeat", "finished"} {
