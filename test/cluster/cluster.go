@@ -459,33 +459,39 @@ func (c *Cluster) WaitVoters(n int, timeout time.Duration) {
 func (c *Cluster) WaitConverged(timeout time.Duration) (uint64, string) {
 	c.T.Helper()
 	deadline := time.Now().Add(timeout)
-	var report bytes.Buffer
+	var report string
 	for time.Now().Before(deadline) {
-		report.Reset()
-		var index uint64
-		hash := ""
-		same := true
-		for i, n := range c.Running() {
-			st, err := n.Status()
-			if err != nil {
-				same = false
-				fmt.Fprintf(&report, "%s: %v; ", n.ID, err)
-				continue
-			}
-			fmt.Fprintf(&report, "%s: index %d hash %.12s; ", n.ID, st.AppliedIndex, st.StateHash)
-			if i == 0 {
-				index, hash = st.AppliedIndex, st.StateHash
-			} else if st.AppliedIndex != index || st.StateHash != hash {
-				same = false
-			}
-		}
-		if same && hash != "" {
+		index, hash, ok, r := c.Converged()
+		if ok {
 			return index, hash
 		}
+		report = r
 		time.Sleep(100 * time.Millisecond)
 	}
-	c.T.Fatalf("nodes did not converge within %s: %s", timeout, report.String())
+	c.T.Fatalf("nodes did not converge within %s: %s", timeout, report)
 	return 0, ""
+}
+
+// Converged reports whether every running node answers with the same
+// applied index and state hash, and says what each answered.
+func (c *Cluster) Converged() (index uint64, hash string, ok bool, report string) {
+	var b bytes.Buffer
+	ok = true
+	for i, n := range c.Running() {
+		st, err := n.Status()
+		if err != nil {
+			ok = false
+			fmt.Fprintf(&b, "%s: %v; ", n.ID, err)
+			continue
+		}
+		fmt.Fprintf(&b, "%s: index %d hash %.12s; ", n.ID, st.AppliedIndex, st.StateHash)
+		if i == 0 {
+			index, hash = st.AppliedIndex, st.StateHash
+		} else if st.AppliedIndex != index || st.StateHash != hash {
+			ok = false
+		}
+	}
+	return index, hash, ok && hash != "", b.String()
 }
 
 // Apply proposes commands through any running node, retrying on
