@@ -285,11 +285,15 @@ func benchLeader(ctx context.Context, o *benchOpts, name string, n, tenants int,
 }
 
 // setupTenants creates count tenants (tiers cycling), 1000 per entry.
+// Each may queue benchMaxQueued jobs: the scenarios measure throughput,
+// and one tenant takes every submit of the submit scenario, more than
+// the cluster's default_max_queued.
 func setupTenants(ctx context.Context, cc *grpc.ClientConn, count int) error {
 	for i := 0; i < count; i += 1000 {
 		var cmds []*pb.Command
 		for j := i; j < min(i+1000, count); j++ {
-			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(j), Tier: fsm.TierToPB(sfq.Tier(j % 5))}}})
+			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(j), Tier: fsm.TierToPB(sfq.Tier(j % 5)),
+				Caps: &pb.Caps{MaxQueued: benchMaxQueued}}}})
 		}
 		if _, err := pb.NewNodeClient(cc).Apply(ctx, &pb.ApplyRequest{Commands: cmds}); err != nil {
 			return err
@@ -297,6 +301,9 @@ func setupTenants(ctx context.Context, cc *grpc.ClientConn, count int) error {
 	}
 	return nil
 }
+
+// benchMaxQueued is every bench tenant's max_queued.
+const benchMaxQueued = 100_000_000
 
 func benchTenant(i int) string { return fmt.Sprintf("tenant-%05d", i) }
 
@@ -359,10 +366,12 @@ func preloadWith(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int, pa
 
 // drive runs clients goroutines calling op in a loop for d over conns
 // (round robin) and returns the successful calls, the time they took and
-// their latencies.
-func drive(conns []*grpc.ClientConn, clients int, d time.Duration, op func(cc *grpc.ClientConn, w, i int) error) (int64, time.Duration, *latencies) {
+// their latencies; the calls that failed are counted in failed, and the
+// first failure is kept.
+func drive(conns []*grpc.ClientConn, clients int, d time.Duration, op func(cc *grpc.ClientConn, w, i int) error) (driven, *latencies) {
 	var lat latencies
-	var n atomic.Int64
+	var n, failed atomic.Int64
+	var first atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start := time.Now()
 	deadline := start.Add(d)
@@ -373,15 +382,38 @@ func drive(conns []*grpc.ClientConn, clients int, d time.Duration, op func(cc *g
 			cc := conns[w%len(conns)]
 			for i := 0; time.Now().Before(deadline); i++ {
 				t := time.Now()
-				if op(cc, w, i) == nil {
-					lat.add(time.Since(t))
-					n.Add(1)
+				if err := op(cc, w, i); err != nil {
+					failed.Add(1)
+					first.CompareAndSwap(nil, &err)
+					continue
 				}
+				lat.add(time.Since(t))
+				n.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	return n.Load(), time.Since(start), &lat
+	r := driven{calls: n.Load(), elapsed: time.Since(start), failed: failed.Load()}
+	if e := first.Load(); e != nil {
+		r.firstErr = *e
+	}
+	return r, &lat
+}
+
+// driven is what drive measured.
+type driven struct {
+	calls, failed int64
+	elapsed       time.Duration
+	firstErr      error
+}
+
+// check fails a measured variant whose calls failed: a figure of
+// refused calls is no figure.
+func (r driven) check(what string) error {
+	if r.failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %d of %d calls failed, the first with: %v", what, r.failed, r.failed+r.calls, r.firstErr)
 }
 
 func benchSubmit(ctx context.Context, o *benchOpts) ([]benchResult, error) {
@@ -396,6 +428,7 @@ func benchSubmit(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		d = 3 * time.Second
 	}
 	var out []benchResult
+	var failed error
 	run := func(name string, clients, target int, params map[string]any, op func(cc *grpc.ClientConn, w, i int) error) {
 		var conns []*grpc.ClientConn
 		for range max(1, clients/32) {
@@ -404,8 +437,11 @@ func benchSubmit(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		}
 		prof := profileWindow(o, lc, target, fmt.Sprintf("%s-%d-%v", name, clients, params["via"]), d-time.Second)
 		before := sampleRaft(lc.nodes[leader].http)
-		calls, elapsed, lat := drive(conns, clients, d, op)
-		ops := round(float64(calls) / elapsed.Seconds())
+		r, lat := drive(conns, clients, d, op)
+		if err := r.check(fmt.Sprintf("%s from %d clients via the %v", name, clients, params["via"])); err != nil && failed == nil {
+			failed = err
+		}
+		ops := round(float64(r.calls) / r.elapsed.Seconds())
 		results := map[string]any{}
 		if name != "read-floor" {
 			sampleRaft(lc.nodes[leader].http).since(before, results)
@@ -437,6 +473,9 @@ func benchSubmit(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		_, err := pb.NewClientClient(cc).GetJob(ctx, &pb.GetJobRequest{Tenant: benchTenant(0), JobId: 1})
 		return err
 	})
+	if failed != nil {
+		return nil, failed
+	}
 	// Each submit figure against the floor of the same run.
 	if floor := out[len(out)-1].OpsPerS; floor > 0 {
 		for _, r := range out[:len(out)-1] {
@@ -460,19 +499,30 @@ func benchSubmitBatch(ctx context.Context, o *benchOpts) ([]benchResult, error) 
 	const clients, size = 16, 100
 	prof := profileWindow(o, lc, leader, "submit-batch", d-time.Second)
 	cpu0 := lc.serverCPU()
-	batches, elapsed, lat := drive([]*grpc.ClientConn{cc}, clients, d, func(cc *grpc.ClientConn, w, i int) error {
+	r, lat := drive([]*grpc.ClientConn{cc}, clients, d, func(cc *grpc.ClientConn, w, i int) error {
 		req := &pb.SubmitBatchRequest{}
 		for j := range size {
 			key := fmt.Sprintf("b-%d-%d-%d", w, i, j)
 			req.Jobs = append(req.Jobs, &pb.SubmitRequest{Tenant: benchTenant((w*size + j) % 100), IdempotencyKey: &key, Size: pb.Size_SM, EstCostMs: 1000, Payload: benchPayload})
 		}
-		_, err := pb.NewClientClient(cc).SubmitBatch(ctx, req)
-		return err
+		resp, err := pb.NewClientClient(cc).SubmitBatch(ctx, req)
+		if err != nil {
+			return err
+		}
+		for _, item := range resp.Results {
+			if item.Error != "" {
+				return fmt.Errorf("an item of the batch was refused: %s", item.Error)
+			}
+		}
+		return nil
 	})
-	jobs := batches * size
+	if err := r.check("submit-batch"); err != nil {
+		return nil, err
+	}
+	jobs := r.calls * size
 	cpu := lc.serverCPU() - cpu0
 	prof()
-	return []benchResult{{Scenario: "submit-batch", OpsPerS: round(float64(jobs) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
+	return []benchResult{{Scenario: "submit-batch", OpsPerS: round(float64(jobs) / r.elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
 		Params: map[string]any{"clients": clients, "batch": size, "via": "leader", "seconds": d.Seconds()},
 		Results: map[string]any{"unit": "jobs/s; latency per batch; cluster CPU (every server, from /proc) per job",
 			"cluster_cpu_us_per_job": cpuPer(cpu, jobs)}}}, nil
