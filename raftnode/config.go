@@ -102,6 +102,9 @@ func (c Config) Validate() error {
 			return &ConfigError{Field: d.field, Value: d.v.String(), Min: d.min.String(), Max: d.max.String()}
 		}
 	}
+	if c.EntriesInFlight > MaxEntriesInFlight {
+		return &ConfigError{Field: "EntriesInFlight", Value: fmt.Sprint(c.EntriesInFlight), Min: "1", Max: fmt.Sprint(MaxEntriesInFlight)}
+	}
 	for _, n := range []struct {
 		field string
 		v     uint64

@@ -27,6 +27,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"snapshot threshold 0", func(c *Config) { c.SnapshotThreshold = 0 }, "raftnode: SnapshotThreshold: 0 is out of range (1..1000000000)"},
 		{"trailing logs 0", func(c *Config) { c.TrailingLogs = 0 }, "raftnode: TrailingLogs: 0 is out of range (1..1000000000)"},
 		{"trailing logs huge", func(c *Config) { c.TrailingLogs = 1<<64 - 1 }, "raftnode: TrailingLogs: 18446744073709551615 is out of range (1..1000000000)"},
+		{"entries in flight", func(c *Config) { c.EntriesInFlight = 17 }, "raftnode: EntriesInFlight: 17 is out of range (1..16)"},
 		{"heartbeat low", func(c *Config) { c.HeartbeatTimeout = time.Millisecond }, "raftnode: HeartbeatTimeout: 1ms is out of range (5ms..10m0s)"},
 		{"commit 0", func(c *Config) { c.CommitTimeout = 0 }, "raftnode: CommitTimeout: 0s is out of range (1ms..1m0s)"},
 		{"snapshot interval", func(c *Config) { c.SnapshotInterval = time.Millisecond }, "raftnode: SnapshotInterval: 1ms is out of range (5ms..24h0m0s)"},

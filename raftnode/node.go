@@ -49,9 +49,12 @@ type Config struct {
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration // at most HeartbeatTimeout; 0: DefaultLeaderLease, or HeartbeatTimeout if shorter
 	CommitTimeout      time.Duration
-	SnapshotThreshold  uint64
-	SnapshotInterval   time.Duration
-	TrailingLogs       uint64
+	// EntriesInFlight is how many log entries of coalesced proposals the
+	// leader has outstanding at once (0: DefaultEntriesInFlight).
+	EntriesInFlight   uint64
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
 	// PruneInterval is how often the leader checks for prunable jobs,
 	// events and keys.
 	PruneInterval time.Duration
@@ -88,6 +91,7 @@ func DefaultConfig() Config {
 		ElectionTimeout:    500 * time.Millisecond,
 		LeaderLeaseTimeout: 0, // DefaultLeaderLease, at most HeartbeatTimeout
 		CommitTimeout:      20 * time.Millisecond,
+		EntriesInFlight:    DefaultEntriesInFlight,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   2 * time.Minute,
 		TrailingLogs:       10240,

@@ -117,6 +117,8 @@ func (c *serverConfig) settings() []setting {
 			val: durationVal(&n.LeaderLeaseTimeout, raftnode.MinTimeout, raftnode.MaxTimeout).orZero("250ms or the heartbeat timeout if shorter"), field: "LeaderLeaseTimeout"},
 		{key: "raft.commit_timeout", flag: "raft-commit-timeout", usage: "Raft commit timeout",
 			val: durationVal(&n.CommitTimeout, raftnode.MinCommitTimeout, raftnode.MaxCommitTimeout), field: "CommitTimeout"},
+		{key: "raft.entries_in_flight", flag: "raft-entries-in-flight", usage: "log entries of coalesced proposals the leader has outstanding at once (more may help replicas on machines of their own)",
+			val: &intVal[uint64]{&n.EntriesInFlight, 1, raftnode.MaxEntriesInFlight}, field: "EntriesInFlight"},
 		{key: "raft.snapshot_threshold", flag: "snapshot-threshold", usage: "log entries between snapshots",
 			val: &intVal[uint64]{&n.SnapshotThreshold, 1, raftnode.MaxLogEntries}, field: "SnapshotThreshold"},
 		{key: "raft.snapshot_interval", flag: "snapshot-interval", usage: "how often to check the snapshot threshold",
