@@ -83,13 +83,12 @@ weighted by cluster time) and the ratio of the two, as a table:
 
 or with --json one object per line:
 
-  {"tenant": "gold", "class": "normal", "cpu_billed_ms": 16000, "share": 0.8889, "entitled": 0.8889, "ratio": 1.0000}
+  {"tenant": "gold", "pool": "default", "class": "normal", "cpu_billed_ms": 16000, "share": 0.8889, "entitled": 0.8889, "ratio": 1.0000}
 
 ("-" or null: undefined, e.g. no cluster time passed with eligible work).
-Every pool is its own fair share (docs/scheduling.md, "Pools"): a line
-of a pool other than default names it, "pool" after "tenant" in JSON
-({"tenant": "gold", "pool": "gpu", "class": ...}) and a POOL column in
-the table; lines of the pool default are as they always were.
+Every pool is its own fair share (docs/scheduling.md, "Pools"): each
+JSON line names its pool ("pool" after "tenant"); the table has a POOL
+column when the run used a pool other than default.
 A script's refused lines are printed on standard error. A data directory
 is replayed from index 1 when its log reaches back to it and holds no
 restored backup (barista operator snapshot restore leaves a gap in the

@@ -43,8 +43,8 @@ normal  free    2000           0.1111  0.1111    1.0000
 		}
 	}
 	code, out, _ := replayCmd(t, "", "--script", "../../testdata/scenarios/worked-example.txt", "--report", "--json")
-	if want := `{"tenant": "gold", "class": "normal", "cpu_billed_ms": 16000, "share": 0.8889, "entitled": 0.8889, "ratio": 1.0000}
-{"tenant": "free", "class": "normal", "cpu_billed_ms": 2000, "share": 0.1111, "entitled": 0.1111, "ratio": 1.0000}
+	if want := `{"tenant": "gold", "pool": "default", "class": "normal", "cpu_billed_ms": 16000, "share": 0.8889, "entitled": 0.8889, "ratio": 1.0000}
+{"tenant": "free", "pool": "default", "class": "normal", "cpu_billed_ms": 2000, "share": 0.1111, "entitled": 0.1111, "ratio": 1.0000}
 `; code != 0 || out != want {
 		t.Errorf("--json: exit %d\n%s\nwant\n%s", code, out, want)
 	}
@@ -67,11 +67,11 @@ normal  diamond  188000         0.5165  0.5161    1.0007
 		t.Errorf("exit %d\n%s%s\nwant\n%s", code, out, errOut, want)
 	}
 	code, out, _ = replayCmd(t, "", "--script", path, "--report", "--json")
-	if want := `{"tenant": "free", "class": "normal", "cpu_billed_ms": 12000, "share": 0.0330, "entitled": 0.0323, "ratio": 1.0220}
-{"tenant": "bronze", "class": "normal", "cpu_billed_ms": 24000, "share": 0.0659, "entitled": 0.0645, "ratio": 1.0220}
-{"tenant": "silver", "class": "normal", "cpu_billed_ms": 48000, "share": 0.1319, "entitled": 0.1290, "ratio": 1.0220}
-{"tenant": "gold", "class": "normal", "cpu_billed_ms": 92000, "share": 0.2527, "entitled": 0.2581, "ratio": 0.9794}
-{"tenant": "diamond", "class": "normal", "cpu_billed_ms": 188000, "share": 0.5165, "entitled": 0.5161, "ratio": 1.0007}
+	if want := `{"tenant": "free", "pool": "default", "class": "normal", "cpu_billed_ms": 12000, "share": 0.0330, "entitled": 0.0323, "ratio": 1.0220}
+{"tenant": "bronze", "pool": "default", "class": "normal", "cpu_billed_ms": 24000, "share": 0.0659, "entitled": 0.0645, "ratio": 1.0220}
+{"tenant": "silver", "pool": "default", "class": "normal", "cpu_billed_ms": 48000, "share": 0.1319, "entitled": 0.1290, "ratio": 1.0220}
+{"tenant": "gold", "pool": "default", "class": "normal", "cpu_billed_ms": 92000, "share": 0.2527, "entitled": 0.2581, "ratio": 0.9794}
+{"tenant": "diamond", "pool": "default", "class": "normal", "cpu_billed_ms": 188000, "share": 0.5165, "entitled": 0.5161, "ratio": 1.0007}
 `; code != 0 || out != want {
 		t.Errorf("--json: exit %d\n%s\nwant\n%s", code, out, want)
 	}
@@ -116,7 +116,7 @@ normal  b (deleted)  1000           1.0000  0.8000    1.2500
 	}
 	// Time never moves: no entitlement, no ratio.
 	code, out, _ = replayCmd(t, "at 0s\ntenant a tier=gold\nsubmit a size=sm cost=1s\ndispatch sm\nfinish 1 cpu=1s\n", "--script", "-", "--report", "--json")
-	if want := `{"tenant": "a", "class": "normal", "cpu_billed_ms": 1000, "share": 1.0000, "entitled": null, "ratio": null}
+	if want := `{"tenant": "a", "pool": "default", "class": "normal", "cpu_billed_ms": 1000, "share": 1.0000, "entitled": null, "ratio": null}
 `; code != 0 || out != want {
 		t.Errorf("no time: exit %d %q", code, out)
 	}
@@ -127,9 +127,9 @@ normal  b (deleted)  1000           1.0000  0.8000    1.2500
 	}
 }
 
-// TestReplayReportPools: the report's lines of a pool other than default
-// name it ("pool" after "tenant"; a POOL column in the table); lines of
-// the pool default are as before pools. In the pool default a is alone
+// TestReplayReportPools: every JSON line of the report names its pool
+// ("pool" after "tenant", SPEC §3 "Pools"); the table has a POOL column
+// once a pool other than default was used. In the pool default a is alone
 // (share, entitlement and ratio 1); in gpu (weights equal) a and b are
 // both eligible from 0 s to 1 s and each billed 1 s: 0.5, 0.5 and 1.
 func TestReplayReportPools(t *testing.T) {
@@ -151,7 +151,7 @@ finish 2 cpu=1s
 finish 3 cpu=1s
 `
 	code, out, errOut := replayCmd(t, script, "--script", "-", "--report", "--json")
-	want := `{"tenant": "a", "class": "normal", "cpu_billed_ms": 1000, "share": 1.0000, "entitled": 1.0000, "ratio": 1.0000}
+	want := `{"tenant": "a", "pool": "default", "class": "normal", "cpu_billed_ms": 1000, "share": 1.0000, "entitled": 1.0000, "ratio": 1.0000}
 {"tenant": "a", "pool": "gpu", "class": "normal", "cpu_billed_ms": 1000, "share": 0.5000, "entitled": 0.5000, "ratio": 1.0000}
 {"tenant": "b", "pool": "gpu", "class": "normal", "cpu_billed_ms": 1000, "share": 0.5000, "entitled": 0.5000, "ratio": 1.0000}
 `

@@ -2,6 +2,7 @@ package fairness
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,12 +20,12 @@ import (
 // null in JSON, when undefined). As a table, one row per line under a
 // header; with asJSON, one object per line:
 //
-//	{"tenant": "acme", "class": "normal", "cpu_billed_ms": 123000, "share": 0.5123, "entitled": 0.5161, "ratio": 0.9926}
+//	{"tenant": "acme", "pool": "default", "class": "normal", "cpu_billed_ms": 123000, "share": 0.5123, "entitled": 0.5161, "ratio": 0.9926}
 //	{"tenant": "acme", "pool": "gpu", "class": "normal", "cpu_billed_ms": 9000, "share": 0.5000, "entitled": 0.5000, "ratio": 1.0000}
 //
-// A line of a pool other than default names it ("pool" after "tenant");
-// a line of the pool default is exactly as before pools, and so is the
-// table of a run with no other pool (it has a POOL column otherwise).
+// Every JSON line names its pool ("pool" after "tenant", SPEC §3
+// "Pools"); the table of a run with no pool but default is as before
+// pools, and has a POOL column otherwise.
 func WriteBilled(w io.Writer, lines []Line, asJSON bool) error {
 	if asJSON {
 		bw := bufio.NewWriter(w)
@@ -34,12 +35,8 @@ func WriteBilled(w io.Writer, lines []Line, asJSON bool) error {
 			ent, eok := l.Whole.Entitled()
 			ratio, rok := l.Whole.BilledRatio()
 			name, _ := json.Marshal(l.Name)
-			pool := ""
-			if l.Pool != "" {
-				p, _ := json.Marshal(l.Pool)
-				pool = fmt.Sprintf(`, "pool": %s`, p)
-			}
-			fmt.Fprintf(bw, `{"tenant": %s%s, "class": "%s", "cpu_billed_ms": %d, "share": %s, "entitled": %s, "ratio": %s}`+"\n",
+			pool, _ := json.Marshal(cmp.Or(l.Pool, sfq.DefaultPoolName))
+			fmt.Fprintf(bw, `{"tenant": %s, "pool": %s, "class": "%s", "cpu_billed_ms": %d, "share": %s, "entitled": %s, "ratio": %s}`+"\n",
 				name, pool, l.Class, l.Whole.BilledMs, fixed(share, sok, "null"), fixed(ent, eok, "null"), fixed(ratio, rok, "null"))
 		}
 		return bw.Flush()
@@ -62,11 +59,7 @@ func WriteBilled(w io.Writer, lines []Line, asJSON bool) error {
 		}
 		fmt.Fprint(tw, l.Class, "\t")
 		if pools {
-			pool := l.Pool
-			if pool == "" {
-				pool = sfq.DefaultPoolName
-			}
-			fmt.Fprint(tw, pool, "\t")
+			fmt.Fprint(tw, cmp.Or(l.Pool, sfq.DefaultPoolName), "\t")
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", name, l.Whole.BilledMs, fixed(share, sok, "-"), fixed(ent, eok, "-"), fixed(ratio, rok, "-"))
 	}
