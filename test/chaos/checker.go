@@ -16,8 +16,8 @@ import (
 // attempts, 3 caps, 4 virtual time and counters, 5 equal hashes, 6
 // fairness inside a class, 7 class and deadline order, 8 group caps,
 // pauses and rate limits, 9 redrives, delays and expiry, 11 pools: no
-// dispatch across pools, subscription bursts; 6 to 9 hold inside each
-// pool).
+// dispatch across pools, subscription bursts; 6 to 8 are read inside
+// each pool).
 type Violation struct {
 	Rule int
 	Msg  string
