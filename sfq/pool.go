@@ -722,19 +722,23 @@ func (s *Scheduler) SetSubscription(tenant, pool string, burst *uint32) (bool, e
 		return false, fmt.Errorf("%w: %q", ErrUnknownPool, pool)
 	}
 	i, found := slices.BinarySearchFunc(s.subs, o, func(e subscription, o uint32) int { return cmpSub(e, o, id) })
+	if burst == nil && !found || found && burst != nil && s.subs[i].burst == *burst {
+		return false, nil
+	}
+	if s.subsShared {
+		// A frozen View (a snapshot being written) holds the table: it
+		// must not see this change. Later changes, until the next
+		// freeze, are made in place.
+		s.subs = slices.Clip(slices.Clone(s.subs))
+		s.subsShared = false
+	}
 	switch {
-	case burst == nil && !found:
-		return false, nil
 	case burst == nil:
-		s.subs = slices.Delete(slices.Clone(s.subs), i, i+1)
-	case found && s.subs[i].burst == *burst:
-		return false, nil
+		s.subs = slices.Delete(s.subs, i, i+1)
 	case found:
-		subs := slices.Clone(s.subs)
-		subs[i].burst = *burst
-		s.subs = subs
+		s.subs[i].burst = *burst
 	default:
-		s.subs = slices.Insert(slices.Clone(s.subs), i, subscription{tenant: o, pool: id, burst: *burst})
+		s.subs = slices.Insert(s.subs, i, subscription{tenant: o, pool: id, burst: *burst})
 	}
 	s.advance(s.clock)
 	if l, ok := s.laneOf(o, id, false); ok {

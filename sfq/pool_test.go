@@ -1,6 +1,7 @@
 package sfq
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -570,4 +571,78 @@ func TestEstimatesOfEveryPool(t *testing.T) {
 	if err := s.Verify(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSubscriptionsCopiedOnlyForAFrozenView: a frozen View (a snapshot
+// being written) keeps the subscriptions it was frozen with while they
+// change, and between freezes a change is made in place: changing a
+// burst allocates nothing, so setting a subscription for every tenant is
+// not a copy of the whole table each time.
+func TestSubscriptionsCopiedOnlyForAFrozenView(t *testing.T) {
+	var tenants []TenantSpec
+	for i := range 300 {
+		tenants = append(tenants, TenantSpec{Name: fmt.Sprintf("t%03d", i), Tier: Silver})
+	}
+	s := newPoolWorld(t, DefaultConfig(), tenants, []PoolSpec{{Name: "gpu"}})
+	burst := func(n uint32) *uint32 { return &n }
+	for i := 0; i < 300; i += 2 {
+		if _, err := s.SetSubscription(fmt.Sprintf("t%03d", i), "gpu", burst(uint32(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frozen := s.Freeze()
+	before := encodeView(frozen)
+	for i := range 300 {
+		var b *uint32 // every odd tenant subscribed, every even one's removed
+		if i%2 == 1 {
+			b = burst(7)
+		}
+		if _, err := s.SetSubscription(fmt.Sprintf("t%03d", i), "gpu", b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := encodeView(frozen); !bytes.Equal(before, after) {
+		t.Fatal("the frozen view's subscriptions changed with the scheduler's")
+	}
+	if n, ok := s.Subscription("t001", "gpu"); !ok || n != 7 {
+		t.Fatalf("t001: %d %v", n, ok)
+	}
+	if _, ok := s.Subscription("t000", "gpu"); ok {
+		t.Fatal("t000 still subscribed")
+	}
+	i := uint32(0)
+	if allocs := testing.AllocsPerRun(100, func() {
+		i++
+		if _, err := s.SetSubscription("t151", "gpu", &i); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Fatalf("%v allocations per change of a burst", allocs)
+	}
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkSetSubscriptions: a subscription for each of 20,000 tenants in
+// one pool, set in reverse order of the tenants (each one inserted first),
+// as a script that subscribes every tenant would; per subscription set.
+func BenchmarkSetSubscriptions(b *testing.B) {
+	const n = 20000
+	var tenants []TenantSpec
+	for i := range n {
+		tenants = append(tenants, TenantSpec{Name: fmt.Sprintf("t%05d", i), Tier: Silver})
+	}
+	burst := uint32(2)
+	for b.Loop() {
+		b.StopTimer()
+		s := newPoolWorld(b, DefaultConfig(), tenants, []PoolSpec{{Name: "gpu"}})
+		b.StartTimer()
+		for i := n - 1; i >= 0; i-- {
+			if _, err := s.SetSubscription(tenants[i].Name, "gpu", &burst); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/subscription")
 }

@@ -29,16 +29,19 @@ type Scheduler struct {
 	// pools holds each pool's scheduling state (pool.go), by PoolID:
 	// pools[0] is the pool default. poolIdx finds a pool by name; subs
 	// holds the subscriptions, by (tenant, pool).
-	pools     []*poolCore
-	poolIdx   map[string]PoolID
-	subs      []subscription
-	queued    uint64 // queued jobs of all tenants
-	deadlines deadlineHeap
-	ended     endedQueue // completed jobs, by (ended_at, id)
-	deadAll   endedQueue // dead letters, by (ended_at, id) (redrive.go)
-	dead      []deadLetters
-	est       estimateIndex
-	dl        delayState // delays and expiries (delay.go)
+	pools   []*poolCore
+	poolIdx map[string]PoolID
+	subs    []subscription
+	// subsShared: a frozen View holds subs, so the next change copies it
+	// first; otherwise changes are made in place.
+	subsShared bool
+	queued     uint64 // queued jobs of all tenants
+	deadlines  deadlineHeap
+	ended      endedQueue // completed jobs, by (ended_at, id)
+	deadAll    endedQueue // dead letters, by (ended_at, id) (redrive.go)
+	dead       []deadLetters
+	est        estimateIndex
+	dl         delayState // delays and expiries (delay.go)
 	// rateT and rateG hold the tenants and groups (by slot) whose rate
 	// limit blocks them at evalUs, by the time it stops (µs); evalUs is
 	// the cluster time (µs) eligibility was last evaluated at, clock the

@@ -69,6 +69,7 @@ type View struct {
 // Freeze returns an immutable View of the current state in O(chunks) time.
 // Writes after it copy the chunks they touch, so the View never changes.
 func (s *Scheduler) Freeze() *View {
+	s.subsShared = true
 	return &View{cfg: s.cfg, vnow: s.pools[DefaultPool].vnow, nextJob: s.nextJob, tenants: s.tenants.Freeze(), jobs: s.jobs.Freeze(), types: s.types.Freeze(),
 		groups: s.groups.Freeze(), grouped: s.grouped, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs, pools: s.poolPics(), subs: s.subs}
 }
