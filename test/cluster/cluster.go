@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -331,6 +332,15 @@ func (n *Node) Wait(timeout time.Duration) (error, bool) {
 	return n.ExitErr(), ok
 }
 
+// quickReconnect redials a node that refused a connection within 50 ms,
+// growing to at most 1 s: the tests ask nodes that are still starting, or
+// were just restarted, and gRPC's own backoff (1 s, growing to 2 min)
+// would make each such test wait for it.
+var quickReconnect = grpc.WithConnectParams(grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+	MinConnectTimeout: 5 * time.Second,
+})
+
 // Conn returns a (cached) gRPC connection to the node.
 func (n *Node) Conn() *grpc.ClientConn {
 	n.mu.Lock()
@@ -340,7 +350,7 @@ func (n *Node) Conn() *grpc.ClientConn {
 		if n.c.TLS != nil {
 			creds = credentials.NewTLS(n.c.TLS)
 		}
-		opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+		opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), quickReconnect}
 		if n.c.Token != "" {
 			opts = append(opts, grpc.WithPerRPCCredentials(tokenCreds(n.c.Token)))
 		}
@@ -539,7 +549,7 @@ func Dial(t testing.TB, addr, token string, tlsCfg *tls.Config) *grpc.ClientConn
 	if tlsCfg != nil {
 		creds = credentials.NewTLS(tlsCfg)
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), quickReconnect}
 	if token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(tokenCreds(token)))
 	}
