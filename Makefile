@@ -15,7 +15,7 @@ help: ## list the targets
 build: ## build bin/barista
 	$(GO) build -o bin/barista ./cmd/barista
 
-test: test-unit test-examples test-fuzz test-proc ## run the test suite (the README's test command)
+test: test-unit test-examples test-proc ## run the test suite (the README's test command)
 
 # A race-enabled binary sleeps a second at exit (the race detector's
 # atexit_sleep_ms) unless told not to; the tests start many.
@@ -61,14 +61,14 @@ ratelimit: build ## a tenant at rate=60/1m burst=5 beside another on 3 servers a
 	BARISTA_RATE_TEST_DURATION=$(RATE_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestRateLimitRealWorkers$$' -v ./test/ 2>&1 | grep -v '^\s*20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T' ; exit $${PIPESTATUS[0]}
 
 # Every Fuzz* function of the module (scripts/fuzz.sh finds them). make test
-# runs their committed seeds (testdata/fuzz) and each for FUZZ_SHORT;
-# make fuzz explores for FUZZTIME each.
+# runs their committed seeds (testdata/fuzz) as plain tests; make test-fuzz
+# explores each for FUZZ_SHORT, make fuzz for FUZZTIME.
 FUZZTIME ?= 2m
 FUZZ_SHORT ?= 3s
 fuzz: ## run every fuzz target for FUZZTIME each (default 2m); a failing input lands in the package's testdata/fuzz
 	scripts/fuzz.sh $(FUZZTIME)
 
-test-fuzz:
+test-fuzz: ## run every fuzz target for FUZZ_SHORT each (3s)
 	scripts/fuzz.sh $(FUZZ_SHORT)
 
 # The HTTP/JSON gateway (proto/*.pb.gw.go) and its OpenAPI document

@@ -669,7 +669,8 @@ func (n *testNode) startAgentWith(cfg worker.Config, token string, extra ...grpc
 // still reported: the agent sends valid UTF-8, which gRPC requires of a
 // string field, so the report is not refused by the encoder forever.
 func TestAgentReportsBinaryStderr(t *testing.T) {
-	n := startTestNode(t, nil, nil)
+	// Retries at once: the backoff (5 s doubling) is not what this shows.
+	n := startTestNode(t, nil, func(c *fsm.Config) { c.Sched.RetryBackoffMs, c.Sched.RetryBackoffMaxMs = 0, 0 })
 	job := n.submit()
 	stderr := strings.Repeat("€", 2000) + "\xff\xfe\x00binary"
 	n.startAgent("w1", "", fixedRunner{worker.Result{ExitCode: 3, CPU: 40 * time.Millisecond, StderrTail: stderr}}, nil)
