@@ -59,7 +59,7 @@ func tryScrape(url, metric, label string) (map[string]float64, error) {
 	return out, nil
 }
 
-// TestDevShares runs the README's run command (barista dev) for about 30
+// TestDevShares runs the README's run command (barista dev) for about 20
 // s, scrapes /metrics and "barista top --once --json", and checks that the
 // CPU (estimated cost) dispatched to the continuously backlogged demo
 // tenants over the window is in their weight ratio within the SFQ bound
@@ -107,7 +107,7 @@ func TestDevShares(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	m0 := scrapeMs(t, metrics, "barista_dispatched_cost_seconds_total", "tenant")
-	time.Sleep(25 * time.Second)
+	time.Sleep(15 * time.Second)
 	m1 := scrapeMs(t, metrics, "barista_dispatched_cost_seconds_total", "tenant")
 	const maxCost = 400.0
 	for _, pool := range []map[string]float64{weights, gpuWeights} {

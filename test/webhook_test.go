@@ -252,7 +252,7 @@ func TestWebhookDeliveryAcrossOutageAndLeaderKills(t *testing.T) {
 		s := recv.stats()
 		return len(s.Seqs) >= 20, fmt.Sprint(s.Seqs)
 	})
-	up := rate(6 * time.Second)
+	up := rate(4 * time.Second)
 
 	// Down: 500s.
 	recv.mode("500")
@@ -260,7 +260,7 @@ func TestWebhookDeliveryAcrossOutageAndLeaderKills(t *testing.T) {
 		s := recv.stats()
 		return s.ByStatus["500"] >= 2, fmt.Sprint(s.ByStatus)
 	})
-	down500 := rate(6 * time.Second)
+	down500 := rate(4 * time.Second)
 	var st map[string]any
 	waitFor(t, 30*time.Second, "the status to show the 500s", func() (bool, string) {
 		st = webhookStatus(t, c, all, "hook")
@@ -274,7 +274,7 @@ func TestWebhookDeliveryAcrossOutageAndLeaderKills(t *testing.T) {
 		s := recv.stats()
 		return s.GaveUp >= 1, fmt.Sprint(s.GaveUp)
 	})
-	downSleep := rate(6 * time.Second)
+	downSleep := rate(4 * time.Second)
 	waitFor(t, 30*time.Second, "the status to show the timeout", func() (bool, string) {
 		st = webhookStatus(t, c, all, "hook")
 		return st != nil && st["last_error"] == "timed out after 1s", fmt.Sprint(st)
