@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -181,5 +182,21 @@ func TestSubmitsAcrossLeaderKill(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(page), `<td class="l">`+leader.ID+`</td>`) || !strings.Contains(string(page), "unreachable") {
 		t.Fatalf("the follower's web page does not show %s unreachable:\n%s", leader.ID, page)
+	}
+	// The console's members table is the same view: the dead member's
+	// applied index and lag are unknown, each live member's its own.
+	rows := map[string][]string{}
+	for _, row := range regexp.MustCompile(`<tr><td class="l">(n\d)</td>(.*?)</tr>`).FindAllStringSubmatch(string(page), -1) {
+		rows[row[1]] = regexp.MustCompile(`<td[^>]*>(.*?)</td>`).FindAllString(row[2], -1)
+	}
+	for _, n := range c.Nodes {
+		cells := rows[n.ID]
+		if len(cells) != 7 {
+			t.Fatalf("the web page's row of member %s: %q\n%s", n.ID, cells, page)
+		}
+		applied, lag := cells[4], cells[6]
+		if dead := n.ID == leader.ID; dead != (applied == "<td>unknown</td>") || dead && lag != "<td>unknown</td>" {
+			t.Fatalf("the web page's row of member %s (dead: %v): applied %s, lag %s", n.ID, dead, applied, lag)
+		}
 	}
 }
