@@ -185,9 +185,9 @@ func TestSubmitsAcrossLeaderKill(t *testing.T) {
 	}
 	// The console's members table is the same view: the dead member's
 	// applied index and lag are unknown, each live member's its own.
-	rows := map[string][]string{}
+	rows, cell := map[string][]string{}, regexp.MustCompile(`<td[^>]*>.*?</td>`)
 	for _, row := range regexp.MustCompile(`<tr><td class="l">(n\d)</td>(.*?)</tr>`).FindAllStringSubmatch(string(page), -1) {
-		rows[row[1]] = regexp.MustCompile(`<td[^>]*>(.*?)</td>`).FindAllString(row[2], -1)
+		rows[row[1]] = cell.FindAllString(row[2], -1)
 	}
 	for _, n := range c.Nodes {
 		cells := rows[n.ID]

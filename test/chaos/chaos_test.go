@@ -20,8 +20,8 @@ func envOr(name, def string) string {
 // TestChaos runs real servers and workers under a seeded fault schedule
 // with client load, then checks the history against SPEC §8. By default
 // it is the short run of the test suite (fixed seed, 75 s of faults,
-// under two minutes in all); make chaos sets CHAOS_SEED, CHAOS_DURATION and CHAOS_NODES
-// for long runs.
+// under two minutes in all); make chaos sets CHAOS_SEED, CHAOS_DURATION
+// and CHAOS_NODES for long runs.
 func TestChaos(t *testing.T) {
 	seed, err := strconv.ParseUint(envOr("CHAOS_SEED", "20261129"), 10, 64)
 	if err != nil {

@@ -346,15 +346,7 @@ func (n *Node) Conn() *grpc.ClientConn {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cc == nil {
-		creds := insecure.NewCredentials()
-		if n.c.TLS != nil {
-			creds = credentials.NewTLS(n.c.TLS)
-		}
-		opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), quickReconnect}
-		if n.c.Token != "" {
-			opts = append(opts, grpc.WithPerRPCCredentials(tokenCreds(n.c.Token)))
-		}
-		cc, err := grpc.NewClient(n.GRPCAddr, opts...)
+		cc, err := newClient(n.GRPCAddr, n.c.Token, n.c.TLS)
 		if err != nil {
 			n.c.T.Fatal(err)
 		}
@@ -545,6 +537,17 @@ func (c *Cluster) Run(args ...string) (string, string, error) {
 // Dial connects to addr with an optional bearer token and TLS config.
 func Dial(t testing.TB, addr, token string, tlsCfg *tls.Config) *grpc.ClientConn {
 	t.Helper()
+	cc, err := newClient(addr, token, tlsCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// newClient connects to addr, with TLS if tlsCfg is set and the bearer
+// token if one is given, redialling quickly.
+func newClient(addr, token string, tlsCfg *tls.Config) (*grpc.ClientConn, error) {
 	creds := insecure.NewCredentials()
 	if tlsCfg != nil {
 		creds = credentials.NewTLS(tlsCfg)
@@ -553,12 +556,7 @@ func Dial(t testing.TB, addr, token string, tlsCfg *tls.Config) *grpc.ClientConn
 	if token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(tokenCreds(token)))
 	}
-	cc, err := grpc.NewClient(addr, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	return cc
+	return grpc.NewClient(addr, opts...)
 }
 
 // Bearer sends token with every call of a connection.
