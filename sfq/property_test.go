@@ -112,7 +112,11 @@ var groupNames = []string{"", "", "g1", "g2", "g3"}
 // included) at every dispatch, tags and virtual times against the model,
 // the reason of any job, twin determinism and restore-and-continue.
 func TestSchedulerProperties(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) { schedulerProperties(t, groupNames, 6, 300) })
+	defer withFreshDeadlines(freshDeadlines)
+	rapid.Check(t, func(t *rapid.T) {
+		freshDeadlines = rapid.SampledFrom([]int{1, 3, 2048}).Draw(t, "fresh_deadlines")
+		schedulerProperties(t, groupNames, 6, 300)
+	})
 }
 
 // TestManyGroupsProperties is TestSchedulerProperties with few tenants

@@ -21,7 +21,9 @@ import (
 // every job, and the same hash. After every step, a scheduler restored
 // from that step's state must also give every job the same reason.
 func TestLivedAndRestoredAlike(t *testing.T) {
+	defer withFreshDeadlines(freshDeadlines)
 	rapid.Check(t, func(t *rapid.T) {
+		freshDeadlines = rapid.SampledFrom([]int{1, 3, 2048}).Draw(t, "fresh_deadlines")
 		cfg := DefaultConfig()
 		cfg.RetryBackoffMs = rapid.SampledFrom([]int64{0, 700}).Draw(t, "backoff")
 		cfg.RetryBackoffMaxMs = cfg.RetryBackoffMs * 4
@@ -141,6 +143,11 @@ func TestLivedAndRestoredAlike(t *testing.T) {
 					list = append(list, due{id, attempt, kind})
 					return true
 				})
+				for name, s := range map[string]*Scheduler{"lived": lived, "restored": restored} {
+					if s != nil {
+						checkDue(t, name, s, now)
+					}
+				}
 				for _, d := range list {
 					on("expire", func(s *Scheduler) (string, error) { return change(s.Expire(now, d.id, d.attempt, d.kind)) })
 				}

@@ -1106,7 +1106,7 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 			p.vnow[c.class] = c.tag
 		}
 	}
-	s.deadlines.push(deadline{at: life.AckDeadline, job: jm.ID, attempt: life.Attempt, kind: InExpireAck})
+	s.addDeadline(deadline{at: life.AckDeadline, job: jm.ID, attempt: life.Attempt, kind: InExpireAck})
 	// The dispatch changed one queue's head and raised the tenant's and
 	// the group's counters: without caps (and with its group unblocked and
 	// its tag unchanged) nothing else can change; with only size caps,
@@ -1285,9 +1285,9 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 		ch.CancelSet, ch.Cancel = true, life.Cancel
 	}
 	if old.State == Assigned && life.State == Running {
-		s.deadlines.push(deadline{at: life.LeaseExpires, job: id, attempt: life.Attempt, kind: InExpireLease})
+		s.addDeadline(deadline{at: life.LeaseExpires, job: id, attempt: life.Attempt, kind: InExpireLease})
 		if life.TimeoutAt != 0 {
-			s.deadlines.push(deadline{at: life.TimeoutAt, job: id, attempt: life.Attempt, kind: InExpireTimeout})
+			s.addDeadline(deadline{at: life.TimeoutAt, job: id, attempt: life.Attempt, kind: InExpireTimeout})
 		}
 	}
 	s.transition(jm, old, now)
@@ -1549,14 +1549,16 @@ func (s *Scheduler) GrantLeases(now Time) int {
 	s.advance(now)
 	moved := 0
 	e := Input{Kind: InGrant, Now: now, LeaseMs: s.cfg.LeaseTimeoutMs}
-	for _, d := range s.deadlines.items {
-		j := s.jobs.Get(uint64(d.job))
-		if j == nil || j.Attempt != d.attempt {
-			continue
-		}
-		if life, out := Step(j.Life, e); out == Changed {
-			s.jobs.Mut(uint64(d.job)).Life = life
-			moved++
+	for _, list := range [][]deadline{s.deadlines.items, s.deadlines.fresh} {
+		for _, d := range list {
+			j := s.jobs.Get(uint64(d.job))
+			if j == nil || j.Attempt != d.attempt {
+				continue
+			}
+			if life, out := Step(j.Life, e); out == Changed {
+				s.jobs.Mut(uint64(d.job)).Life = life
+				moved++
+			}
 		}
 	}
 	return moved
@@ -1565,13 +1567,19 @@ func (s *Scheduler) GrantLeases(now Time) int {
 // Due calls fn for every deadline that has passed at now: the expiries a
 // leader should propose as Expire. It changes nothing.
 func (s *Scheduler) Due(now Time, fn func(id JobID, attempt uint32, kind InputKind) bool) {
-	s.deadlines.walk(now, func(d *deadline) bool {
-		at, ok := s.deadlineOf(d)
-		if ok && at <= now {
-			return fn(d.job, d.attempt, d.kind)
+	more := true
+	due := func(d *deadline) bool {
+		if at, ok := s.deadlineOf(d); ok && at <= now {
+			more = fn(d.job, d.attempt, d.kind)
 		}
-		return true
-	})
+		return more
+	}
+	s.deadlines.walk(now, due)
+	for i := 0; more && i < len(s.deadlines.fresh); i++ {
+		if d := &s.deadlines.fresh[i]; d.at <= now {
+			due(d)
+		}
+	}
 }
 
 // deadlineOf returns the current deadline of the kind d names, if the job
@@ -1590,6 +1598,30 @@ func (s *Scheduler) deadlineOf(d *deadline) (Time, bool) {
 		return j.TimeoutAt, j.State.Live() && j.TimeoutAt != 0 && j.Cancel == CancelNone
 	}
 	return 0, false
+}
+
+// addDeadline records a deadline of a job that just entered the state it
+// belongs to (see deadlineHeap).
+func (s *Scheduler) addDeadline(d deadline) {
+	s.deadlines.fresh = append(s.deadlines.fresh, d)
+	if len(s.deadlines.fresh) >= freshDeadlines {
+		s.settleDeadlines()
+	}
+}
+
+// settleDeadlines moves the fresh deadlines that still apply into the
+// heap, each at its current time, and drops the others (their jobs left
+// the state they belong to).
+func (s *Scheduler) settleDeadlines() {
+	for _, d := range s.deadlines.fresh {
+		at, ok := s.deadlineOf(&d)
+		if !ok {
+			continue
+		}
+		d.at = max(d.at, at)
+		s.deadlines.push(d)
+	}
+	s.deadlines.fresh = s.deadlines.fresh[:0]
 }
 
 // tidy drops deadlines that no longer apply from the top of the deadline
