@@ -15,7 +15,7 @@ type deadline struct {
 // deadlineHeap is a min-heap of deadlines by time, then job, behind a
 // short list of the newest (fresh, in the order they were added). A
 // deadline is added to fresh; once fresh holds freshDeadlines, those that
-// still apply move into the heap (Scheduler.settleDeadlines). A short job
+// still apply move into the heap (settle). A short job
 // starts and ends within that window, so its ack deadline and its lease
 // never enter the heap, and are never popped from it.
 type deadlineHeap struct {
@@ -91,8 +91,30 @@ func heapPop[T any](items []T, before func(a, b *T) bool) []T {
 	}
 }
 
-// walk calls fn for every entry whose time is <= now (in heap order, not
-// sorted), skipping subtrees that start later, until fn returns false.
+// add records d in fresh and reports whether fresh is full (settle it).
+func (h *deadlineHeap) add(d deadline) bool {
+	h.fresh = append(h.fresh, d)
+	return len(h.fresh) >= freshDeadlines
+}
+
+// settle moves the fresh entries that still apply into the heap, each at
+// the time current gives, and drops those it reports gone.
+func (h *deadlineHeap) settle(current func(*deadline) (Time, bool)) {
+	for i := range h.fresh {
+		at, ok := current(&h.fresh[i])
+		if !ok {
+			continue
+		}
+		d := h.fresh[i]
+		d.at = max(d.at, at)
+		h.push(d)
+	}
+	h.fresh = h.fresh[:0]
+}
+
+// walk calls fn for every entry whose time is <= now, the heap's first
+// (in heap order, not sorted, skipping subtrees that start later), then
+// the fresh ones, until fn returns false.
 func (h *deadlineHeap) walk(now Time, fn func(*deadline) bool) {
 	var visit func(i int) bool
 	visit = func(i int) bool {
@@ -104,7 +126,24 @@ func (h *deadlineHeap) walk(now Time, fn func(*deadline) bool) {
 		}
 		return visit(2*i+1) && visit(2*i+2)
 	}
-	visit(0)
+	if !visit(0) {
+		return
+	}
+	for i := range h.fresh {
+		if h.fresh[i].at <= now && !fn(&h.fresh[i]) {
+			return
+		}
+	}
+}
+
+// each calls fn for every entry, in the heap and fresh.
+func (h *deadlineHeap) each(fn func(*deadline)) {
+	for i := range h.items {
+		fn(&h.items[i])
+	}
+	for i := range h.fresh {
+		fn(&h.fresh[i])
+	}
 }
 
 // endedQueue orders terminal jobs by (ended_at, id) for pruning, so that

@@ -22,7 +22,7 @@ func deadlineWorld(t *testing.T) *Scheduler {
 	return s
 }
 
-// run submits, dispatches and (unless held) starts and finishes one job
+// runJob submits, dispatches and (unless held) starts and finishes one job
 // at now, and returns it.
 func runJob(t *testing.T, s *Scheduler, now Time, held bool) JobID {
 	t.Helper()

@@ -1549,37 +1549,29 @@ func (s *Scheduler) GrantLeases(now Time) int {
 	s.advance(now)
 	moved := 0
 	e := Input{Kind: InGrant, Now: now, LeaseMs: s.cfg.LeaseTimeoutMs}
-	for _, list := range [][]deadline{s.deadlines.items, s.deadlines.fresh} {
-		for _, d := range list {
-			j := s.jobs.Get(uint64(d.job))
-			if j == nil || j.Attempt != d.attempt {
-				continue
-			}
-			if life, out := Step(j.Life, e); out == Changed {
-				s.jobs.Mut(uint64(d.job)).Life = life
-				moved++
-			}
+	s.deadlines.each(func(d *deadline) {
+		j := s.jobs.Get(uint64(d.job))
+		if j == nil || j.Attempt != d.attempt {
+			return
 		}
-	}
+		if life, out := Step(j.Life, e); out == Changed {
+			s.jobs.Mut(uint64(d.job)).Life = life
+			moved++
+		}
+	})
 	return moved
 }
 
 // Due calls fn for every deadline that has passed at now: the expiries a
 // leader should propose as Expire. It changes nothing.
 func (s *Scheduler) Due(now Time, fn func(id JobID, attempt uint32, kind InputKind) bool) {
-	more := true
-	due := func(d *deadline) bool {
-		if at, ok := s.deadlineOf(d); ok && at <= now {
-			more = fn(d.job, d.attempt, d.kind)
+	s.deadlines.walk(now, func(d *deadline) bool {
+		at, ok := s.deadlineOf(d)
+		if ok && at <= now {
+			return fn(d.job, d.attempt, d.kind)
 		}
-		return more
-	}
-	s.deadlines.walk(now, due)
-	for i := 0; more && i < len(s.deadlines.fresh); i++ {
-		if d := &s.deadlines.fresh[i]; d.at <= now {
-			due(d)
-		}
-	}
+		return true
+	})
 }
 
 // deadlineOf returns the current deadline of the kind d names, if the job
@@ -1601,27 +1593,12 @@ func (s *Scheduler) deadlineOf(d *deadline) (Time, bool) {
 }
 
 // addDeadline records a deadline of a job that just entered the state it
-// belongs to (see deadlineHeap).
+// belongs to (see deadlineHeap); a full fresh list moves into the heap the
+// deadlines whose job is still in that state.
 func (s *Scheduler) addDeadline(d deadline) {
-	s.deadlines.fresh = append(s.deadlines.fresh, d)
-	if len(s.deadlines.fresh) >= freshDeadlines {
-		s.settleDeadlines()
+	if s.deadlines.add(d) {
+		s.deadlines.settle(s.deadlineOf)
 	}
-}
-
-// settleDeadlines moves the fresh deadlines that still apply into the
-// heap, each at its current time, and drops the others (their jobs left
-// the state they belong to).
-func (s *Scheduler) settleDeadlines() {
-	for _, d := range s.deadlines.fresh {
-		at, ok := s.deadlineOf(&d)
-		if !ok {
-			continue
-		}
-		d.at = max(d.at, at)
-		s.deadlines.push(d)
-	}
-	s.deadlines.fresh = s.deadlines.fresh[:0]
 }
 
 // tidy drops deadlines that no longer apply from the top of the deadline
