@@ -1,0 +1,130 @@
+package main
+
+// The dispatch scenario of bench.
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/worker"
+)
+
+// pacedJob is how long a job runs on average in the paced phase of bench
+// dispatch: 1,000 workers then ask for at most 4,000 dispatches a second,
+// below what the cluster does, so Ready→Assign is the dispatcher's
+// latency, not a turn of every worker. The lengths are spread evenly from
+// half to one and a half times it, by job ID, so that the workers do not
+// finish in waves. A second paced point, at 100 tenants in one pool,
+// runs jobs twice as long: half that load.
+const pacedJob = 250 * time.Millisecond
+
+// pacedLength is the length of job in a paced phase whose jobs run mean
+// on average.
+func pacedLength(job uint64, mean time.Duration) time.Duration {
+	ms := uint64(mean / time.Millisecond)
+	return mean/2 + time.Duration(job%ms)*time.Millisecond
+}
+
+func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
+	jobs, window := 1_000_000, 20*time.Second
+	if o.quick {
+		jobs, window = 250_000, 8*time.Second
+	}
+	var out []benchResult
+	// The same load over one pool, and over four (default and three
+	// created), with the workers and the jobs dealt evenly among them.
+	for _, run := range []struct{ tenants, pools int }{{100, 1}, {100, 4}, {10_000, 1}} {
+		tenants := run.tenants
+		name := fmt.Sprintf("dispatch-%d", tenants)
+		var pools []string
+		if run.pools > 1 {
+			name += fmt.Sprintf("-pools-%d", run.pools)
+			pools = append(pools, sfq.DefaultPoolName)
+			for i := 1; i < run.pools; i++ {
+				pools = append(pools, fmt.Sprintf("bench-%d", i))
+			}
+		}
+		lc, leader, cc, err := benchLeader(ctx, o, name, 3, tenants)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pools[min(1, len(pools)):] {
+			if _, err := pb.NewAdminClient(cc).PoolSet(ctx, &pb.PoolSetRequest{Name: p}); err != nil {
+				lc.stop()
+				return nil, fmt.Errorf("pool %s: %w", p, err)
+			}
+		}
+		t0 := time.Now()
+		if err := preloadWith(ctx, cc, tenants, jobs, benchPayload, pools...); err != nil {
+			return nil, err
+		}
+		loaded := time.Since(t0)
+		var measuring atomic.Bool
+		var assigned atomic.Int64
+		var lat latencies
+		observe := func(ob worker.Observation) {
+			if ob.Kind == "assigned" && measuring.Load() {
+				assigned.Add(1)
+				lat.add(ob.Wait)
+			}
+		}
+		var paced atomic.Int64 // the mean length of a job, or 0: no time
+		plan := func(a *pb.Assign) worker.FakeSpec {
+			var d time.Duration
+			if mean := time.Duration(paced.Load()); mean > 0 {
+				d = pacedLength(a.Job, mean)
+			}
+			return worker.FakeSpec{Duration: d, CPU: max(d, time.Duration(a.EstCostMs)*time.Millisecond)}
+		}
+		wctx, stop := context.WithCancel(ctx)
+		wg := fakeWorkers(wctx, lc.servers(), 1000, observe, plan, pools...)
+		time.Sleep(3 * time.Second) // connect and warm up
+		// measure runs one window, with jobs of length on average (or of
+		// no time).
+		measure := func(length time.Duration, name string) benchResult {
+			paced.Store(int64(length))
+			if length > 0 {
+				time.Sleep(2 * time.Second) // every worker on the new lengths
+			}
+			assigned.Store(0)
+			lat.reset()
+			measuring.Store(true)
+			prof := profileWindow(o, lc, leader, name, window-time.Second)
+			before, stages := sampleRaft(lc.nodes[leader].http), sampleStages(lc.nodes[leader].http)
+			cpu0 := lc.serverCPU()
+			start := time.Now()
+			time.Sleep(window)
+			measuring.Store(false)
+			elapsed := time.Since(start)
+			cpu := lc.serverCPU() - cpu0
+			results := map[string]any{"unit": "dispatches/s; latency from the worker's Ready (or the Finished that carries it) to its Assign", "preload_jobs_per_s": round(float64(jobs) / loaded.Seconds()),
+				"cluster_cpu_us_per_dispatch": cpuPer(cpu, assigned.Load())}
+			sampleRaft(lc.nodes[leader].http).since(before, results)
+			sampleStages(lc.nodes[leader].http).since(stages, results)
+			prof()
+			return benchResult{Scenario: "dispatch", OpsPerS: round(float64(assigned.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
+				Params: map[string]any{"workers": 1000, "tenants": tenants, "pools": max(1, len(pools)), "queued": jobs, "seconds": window.Seconds(), "job_ms": length.Milliseconds()}, Results: results}
+		}
+		out = append(out, measure(0, name))
+		if tenants == 100 {
+			lengths := []time.Duration{pacedJob}
+			if len(pools) == 0 {
+				lengths = append(lengths, 2*pacedJob)
+			}
+			for _, length := range lengths {
+				r := measure(length, fmt.Sprintf("%s-paced-%dms", name, length.Milliseconds()))
+				r.Results["offered_at_most_per_s"] = round(1000 / length.Seconds())
+				out = append(out, r)
+			}
+		}
+		stop()
+		wg.Wait()
+		cc.Close()
+		lc.stop()
+	}
+	return out, nil
+}
