@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
-	"time"
-	"unsafe"
 
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
@@ -66,91 +64,44 @@ func submitDigest(c *pb.SubmitJob) [16]byte {
 	return d
 }
 
+// applySubmit applies a submit: its check (checkSubmit, the leader's
+// check too), then its effect. A refused submit changes nothing.
 func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
-	size, err := SizeFromPB(c.Size)
-	if err != nil {
-		return refuse(err)
-	}
-	if uint64(len(c.Payload)) > uint64(f.cfg.MaxPayloadBytes) {
-		return refusef(ResourceExhausted, "payload is %d bytes, over the limit of %d", len(c.Payload), f.cfg.MaxPayloadBytes)
-	}
-	class, err := ClassFromPB(c.JobClass)
-	if err != nil {
-		return refuse(err)
-	}
-	if c.Tenant == "" && f.level >= Level6 && f.cfg.Pools.DefaultTenant != "" {
-		// An admin's submit that names no tenant: the cluster's
-		// default_tenant (a client token's submit always names its own).
-		c.Tenant = f.cfg.Pools.DefaultTenant
-	}
-	required := false
-	if c.Pool != "" {
-		// Checked before an implicit tenant is made: a refused submit
-		// changes nothing.
-		p, ok := f.sched.Pool(c.Pool)
-		if !ok {
-			return refusef(NotFound, "unknown pool %q", c.Pool)
+	v, r := f.checkSubmit(c, nil)
+	if r.Refused() {
+		if f.level < Level7 && f.legacyImplicit(c) {
+			f.implicitTenant(c.Tenant)
+			ti, _ := f.sched.TenantIndex(c.Tenant)
+			f.observe(ti)
 		}
-		required = p.Required
+		return r
 	}
-	ti, ok := f.sched.TenantIndex(c.Tenant)
-	if !ok && required && f.cfg.Pools.Implicit && f.level >= Level6 {
-		// A tenant made now would have no subscription: the pool refuses
-		// it, and nothing is made.
-		return refusef(FailedPrecondition, "tenant %s has no subscription in pool %s, which requires one", c.Tenant, c.Pool)
+	if v.dup {
+		return r
 	}
-	if !ok {
-		if made, r := f.implicitTenant(c.Tenant); r.Code != OK {
+	var id sfq.JobID
+	var err error
+	if v.implicit {
+		if _, r := f.implicitTenant(c.Tenant); r.Refused() {
 			return r
-		} else if !made {
-			return refusef(NotFound, "unknown tenant %q", c.Tenant)
 		}
-		ti, _ = f.sched.TenantIndex(c.Tenant)
-		f.observe(ti)
+		v.ti, _ = f.sched.TenantIndex(c.Tenant)
+		f.observe(v.ti)
+		id, err = f.sched.Submit(f.clock, v.sub) // the tenant made, its plan is made again
+	} else {
+		id, err = f.sched.SubmitAdmitted(f.clock, v.sub, v.plan)
 	}
-	sub := sfq.Submission{
-		Tenant: c.Tenant, Key: c.IdempotencyKey, Type: c.JobType, Size: size, EstCostMs: c.EstCostMs,
-		// The decoded command's own bytes, never written again: Submit
-		// copies them into the job and keeps nothing else of the string.
-		Payload: unsafe.String(unsafe.SliceData(c.Payload), len(c.Payload)), MaxAttempts: c.MaxAttempts, TimeoutMs: c.TimeoutMs,
-		Class: class, DeadlineMs: c.DeadlineMs, Group: c.Group, Pool: c.Pool,
-	}
-	submitDelays(c, &sub)
-	if err := sub.Validate(); err != nil {
-		return refuse(err)
-	}
-	var digest [16]byte
-	ref := keyRef{ti, c.IdempotencyKey}
-	if c.IdempotencyKey != "" {
-		digest = submitDigest(c)
-		if seq, ok := f.keyIndex.get(&f.keys, ref); ok {
-			if e := f.keys.Get(seq); e != nil && e.Expires > f.clock {
-				if e.Digest != digest {
-					return refusef(AlreadyExists, "idempotency key %q of tenant %q was used for job %d with different content", c.IdempotencyKey, c.Tenant, e.Job)
-				}
-				if _, ok := f.sched.Job(e.Job); !ok {
-					// Never a job that no longer exists: the key still
-					// stands for it (a retry must not run it twice), and
-					// the answer says what became of it.
-					return refusef(NotFound, "idempotency key %q of tenant %q was used for job %d, which no longer exists (purged, or pruned after it ended); the key is taken for %s more, its dedupe window",
-						c.IdempotencyKey, c.Tenant, e.Job, time.Duration(e.Expires-f.clock)*time.Millisecond)
-				}
-				return Result{Job: e.Job, Tenant: c.Tenant}
-			}
-		}
-	}
-	t, _ := f.sched.TenantTotals(ti) // what it holds in every pool
-	if why := f.quotas().Room(f.sched, ti, &t, len(c.Payload)); why != "" {
-		return refusef(ResourceExhausted, "%s", why)
-	}
-	id, err := f.sched.Submit(f.clock, sub)
 	if err != nil {
 		return refuse(err)
 	}
 	if c.IdempotencyKey != "" && f.cfg.DedupeWindowMs > 0 {
+		if v.implicit {
+			v.digest = submitDigest(c)
+		}
 		seq := f.nextKey
 		f.nextKey++
-		f.keys.Put(seq, keyEntry{Seq: seq, Tenant: ti, Key: c.IdempotencyKey, Job: id, Expires: f.clock + sfq.Time(f.cfg.DedupeWindowMs), Digest: digest})
+		ref := keyRef{v.ti, c.IdempotencyKey}
+		f.keys.Put(seq, keyEntry{Seq: seq, Tenant: v.ti, Key: c.IdempotencyKey, Job: id, Expires: f.clock + sfq.Time(f.cfg.DedupeWindowMs), Digest: v.digest})
 		f.keyIndex.put(&f.keys, ref, seq)
 	}
 	j, _ := f.sched.Job(id)
@@ -161,6 +112,31 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 	}
 	f.observe(j.Tenant)
 	return Result{Job: id, Created: true, Tenant: c.Tenant}
+}
+
+// legacyImplicit reports whether Apply before Level7 made the implicit
+// tenant of a submit it then refused: it made it once the submit's size,
+// class, payload and pool passed, before it checked the other fields,
+// the key, the permits, max_groups and the quotas. Kept so that a log
+// written before Level7 applies as it did (from Level7 a refused submit
+// makes nothing).
+func (f *FSM) legacyImplicit(c *pb.SubmitJob) bool {
+	if _, err := SizeFromPB(c.Size); err != nil || uint64(len(c.Payload)) > uint64(f.cfg.MaxPayloadBytes) {
+		return false
+	}
+	if _, err := ClassFromPB(c.JobClass); err != nil {
+		return false
+	}
+	if c.Pool != "" {
+		if p, ok := f.sched.Pool(c.Pool); !ok || p.Required && f.cfg.Pools.Implicit && f.level >= Level6 {
+			return false
+		}
+	}
+	if _, ok := f.sched.TenantIndex(c.Tenant); ok {
+		return false
+	}
+	spec, r := f.implicitSpec(c.Tenant)
+	return spec != nil && !r.Refused()
 }
 
 func validWorkerID(id string) Result {
@@ -294,10 +270,10 @@ func (f *FSM) applyHeartbeats(c *pb.HeartbeatBatch) Result {
 }
 
 func (f *FSM) applyFinished(c *pb.Finished) Result {
-	outcome, err := OutcomeFromPB(c.Outcome)
-	if err != nil {
+	if err := finishedFields(c, f.level); err != nil {
 		return refuse(err)
 	}
+	outcome, _ := OutcomeFromPB(c.Outcome)
 	id := sfq.JobID(c.Job)
 	// A run that can never succeed (Level6; below, Apply reads nothing of
 	// it, as builds before it do).
@@ -320,19 +296,11 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 }
 
 func (f *FSM) applyCancel(c *pb.CancelJob) Result {
-	id := sfq.JobID(c.Job)
-	j, ok := f.sched.TenantJob(c.Tenant, id)
-	if !ok {
-		// The same answer for another tenant's job: ids cannot be probed.
-		return refusef(NotFound, "job %d not found", c.Job)
+	if r := f.checkCancel(c); r.Refused() {
+		return r
 	}
-	ch, err := f.sched.Cancel(f.clock, id)
+	ch, err := f.sched.Cancel(f.clock, sfq.JobID(c.Job))
 	if err != nil {
-		if ch.Outcome == sfq.Invalid {
-			r := refusef(FailedPrecondition, "job %d is already %s", id, j.State)
-			r.Job, r.Outcome, r.Tenant = id, ch.Outcome, f.sched.TenantName(j.Tenant)
-			return r
-		}
 		return f.workerResult(ch, err)
 	}
 	f.emitChange(ch, ReasonRequested)
@@ -366,9 +334,9 @@ func (f *FSM) applyExpire(c *pb.Expire) Result {
 }
 
 func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
-	spec, err := TenantSpecFromPB(c)
-	if err != nil {
-		return refuse(err)
+	spec, r := f.checkTenantUpsert(c)
+	if r.Refused() {
+		return r
 	}
 	old, existed := f.sched.Tenant(c.Name)
 	created, err := f.sched.UpsertTenant(spec)
@@ -384,32 +352,13 @@ func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
 	return Result{Created: created, Tenant: c.Name}
 }
 
-// applySetGroup sets the admin's cap of a group, or (as_tenant) the
-// tenant's own cap, keeping the other. The rules are checked again here:
-// the tenant, the name, the value and max_groups.
+// applySetGroup sets the admin's cap or rate of a group, or (as_tenant)
+// the tenant's own cap, keeping the others: its check (checkSetGroup:
+// the tenant, the name, the value and max_groups), then its effect.
 func (f *FSM) applySetGroup(c *pb.SetGroup) Result {
-	if err := sfq.ValidateGroupName(c.Group); err != nil {
-		return refuse(err)
-	}
-	set := sfq.GroupSettings{}
-	if g, ok := f.sched.Group(c.Tenant, c.Group); ok {
-		set = g.GroupSettings
-	} else if _, ok := f.sched.TenantIndex(c.Tenant); !ok {
-		return refusef(NotFound, "unknown tenant %q", c.Tenant)
-	}
-	if c.SetRate {
-		if c.AsTenant {
-			return refusef(PermissionDenied, "a group's rate limit is set by an admin")
-		}
-		set.Rate = sfq.RateLimit{N: c.RateN, PeriodMs: c.RatePeriodMs, Burst: c.RateBurst}
-		if err := set.Rate.Validate("rate"); err != nil {
-			return refuse(err)
-		}
-	}
-	if !c.SetRate || c.CapKind != pb.GroupCapKind_GROUP_CAP_UNSPECIFIED {
-		if err := f.setGroupCap(&set, c); err.Code != OK {
-			return err
-		}
+	set, r := f.checkSetGroup(c)
+	if r.Refused() {
+		return r
 	}
 	if err := f.sched.SetGroup(c.Tenant, c.Group, set); err != nil {
 		return refuse(err)
@@ -419,7 +368,7 @@ func (f *FSM) applySetGroup(c *pb.SetGroup) Result {
 
 // setGroupCap applies a SetGroup's cap: the admin's, or (as_tenant) the
 // tenant's own.
-func (f *FSM) setGroupCap(set *sfq.GroupSettings, c *pb.SetGroup) Result {
+func setGroupCap(set *sfq.GroupSettings, c *pb.SetGroup) Result {
 	if c.AsTenant {
 		switch c.CapKind {
 		case pb.GroupCapKind_GROUP_CAP_INHERIT, pb.GroupCapKind_GROUP_CAP_NONE:
@@ -443,6 +392,9 @@ func (f *FSM) setGroupCap(set *sfq.GroupSettings, c *pb.SetGroup) Result {
 }
 
 func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {
+	if r := f.checkTenantDelete(c); r.Refused() {
+		return r
+	}
 	i, ok := f.sched.TenantIndex(c.Name)
 	if err := f.sched.DeleteTenant(c.Name); err != nil {
 		return refuse(err)

@@ -134,7 +134,7 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 	for _, n := range f.States {
 		s, err := sfq.ParseState(n)
 		if err != nil || !op.allows(s) {
-			return b, fmt.Errorf("%w: filter.states: %q is not a state %s takes (want %s)", sfq.ErrInvalid, n, op, op.stateNames())
+			return b, invalidf("filter.states: %q is not a state %s takes (want %s)", n, op, op.stateNames())
 		}
 		b.states |= 1 << s
 	}
@@ -146,19 +146,19 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 		}
 	}
 	if len(f.JobType) > sfq.MaxNameLen {
-		return b, fmt.Errorf("%w: filter.job_type: %d bytes, at most %d", sfq.ErrInvalid, len(f.JobType), sfq.MaxNameLen)
+		return b, invalidf("filter.job_type: %d bytes, at most %d", len(f.JobType), sfq.MaxNameLen)
 	}
 	if f.Group != "" {
 		if err := sfq.ValidateGroupName(f.Group); err != nil {
-			return b, fmt.Errorf("%w: filter.group: %s", sfq.ErrInvalid, strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
+			return b, invalidf("filter.group: %s", err)
 		}
 	}
 	if f.SubmittedFromMs < 0 || f.SubmittedToMs < 0 || (f.SubmittedToMs != 0 && f.SubmittedToMs <= f.SubmittedFromMs) {
-		return b, fmt.Errorf("%w: filter submit times [%d, %d) ms: want 0 <= from < to (0 = no bound)", sfq.ErrInvalid, f.SubmittedFromMs, f.SubmittedToMs)
+		return b, invalidf("filter submit times [%d, %d) ms: want 0 <= from < to (0 = no bound)", f.SubmittedFromMs, f.SubmittedToMs)
 	}
 	if f.Pool != "" {
 		if err := sfq.ValidatePoolName(f.Pool); err != nil {
-			return b, fmt.Errorf("%w: filter.pool: %s", sfq.ErrInvalid, strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
+			return b, invalidf("filter.pool: %s", err)
 		}
 	}
 	b.typ, b.group, b.pool = f.JobType, f.Group, f.Pool
@@ -170,29 +170,29 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 // its error: the edge and Apply both call it.
 func ValidateBulk(op BulkOp, c *pb.BulkJobs) error {
 	if c.Tenant == "" {
-		return fmt.Errorf("%w: tenant: required", sfq.ErrInvalid)
+		return invalidf("tenant: required")
 	}
 	switch {
 	case len(c.Jobs) > 0 && c.Filter != nil:
-		return fmt.Errorf("%w: jobs and filter: give one, not both", sfq.ErrInvalid)
+		return invalidf("jobs and filter: give one, not both")
 	case len(c.Jobs) == 0 && c.Filter == nil:
-		return fmt.Errorf("%w: jobs or filter: one is required", sfq.ErrInvalid)
+		return invalidf("jobs or filter: one is required")
 	case len(c.Jobs) > MaxBulkJobs:
-		return fmt.Errorf("%w: jobs: %d IDs, at most %d a call", sfq.ErrInvalid, len(c.Jobs), MaxBulkJobs)
+		return invalidf("jobs: %d IDs, at most %d a call", len(c.Jobs), MaxBulkJobs)
 	case c.After != 0 && c.Filter == nil:
-		return fmt.Errorf("%w: after: a continuation needs a filter", sfq.ErrInvalid)
+		return invalidf("after: a continuation needs a filter")
 	case c.MaxAttempts != 0 && op != BulkRedrive:
-		return fmt.Errorf("%w: max_attempts: only a redrive sets it", sfq.ErrInvalid)
+		return invalidf("max_attempts: only a redrive sets it")
 	case c.MaxAttempts > sfq.MaxMaxAttempts:
-		return fmt.Errorf("%w: max_attempts: %d (want 1..%d, or 0 to keep each job's)", sfq.ErrInvalid, c.MaxAttempts, sfq.MaxMaxAttempts)
+		return invalidf("max_attempts: %d (want 1..%d, or 0 to keep each job's)", c.MaxAttempts, sfq.MaxMaxAttempts)
 	case c.SinceMs < 0 || (c.SinceMs != 0 && c.Filter == nil):
-		return fmt.Errorf("%w: since_ms: %d (want a positive duration, with a filter)", sfq.ErrInvalid, c.SinceMs)
+		return invalidf("since_ms: %d (want a positive duration, with a filter)", c.SinceMs)
 	case len(c.RequestKey) > sfq.MaxNameLen:
-		return fmt.Errorf("%w: request_key: %d bytes, at most %d", sfq.ErrInvalid, len(c.RequestKey), sfq.MaxNameLen)
+		return invalidf("request_key: %d bytes, at most %d", len(c.RequestKey), sfq.MaxNameLen)
 	}
 	for i, id := range c.Jobs {
 		if id == 0 {
-			return fmt.Errorf("%w: jobs[%d]: job ID 0", sfq.ErrInvalid, i)
+			return invalidf("jobs[%d]: job ID 0", i)
 		}
 	}
 	if c.Filter != nil {
@@ -317,18 +317,10 @@ func (r *BulkResult) add(it BulkItem) {
 }
 
 func (f *FSM) applyBulk(op BulkOp, c *pb.BulkJobs) Result {
-	if err := ValidateBulk(op, c); err != nil {
-		return refuse(err)
+	if r := f.checkBulk(op, c); r.Refused() {
+		return r
 	}
-	ti, ok := f.sched.TenantIndex(c.Tenant)
-	if !ok {
-		return refusef(NotFound, "unknown tenant %q", c.Tenant)
-	}
-	if p := c.GetFilter().GetPool(); p != "" {
-		if _, ok := f.sched.PoolID(p); !ok {
-			return refusef(NotFound, "unknown pool %q", p)
-		}
-	}
+	ti, _ := f.sched.TenantIndex(c.Tenant)
 	var digest [16]byte
 	ref := keyRef{ti | bulkKeyBit, c.RequestKey}
 	if c.RequestKey != "" {
@@ -357,7 +349,7 @@ func (f *FSM) applyBulk(op BulkOp, c *pb.BulkJobs) Result {
 		switch op {
 		case BulkRedrive:
 			if t, _ := f.sched.TenantTotals(ti); f.quotas().Room(f.sched, ti, &t, len(j.Payload())) != "" {
-				res.Stopped = f.quotas().Room(f.sched, ti, &t, len(j.Payload()))
+				res.Stopped = f.quotas().Room(f.sched, ti, &t, len(j.Payload())) // kept in the result
 				if c.Filter != nil {
 					res.Next = id // the rest waits for the next call
 				} else {

@@ -222,7 +222,7 @@ func TestCancelJobsAndPurge(t *testing.T) {
 		t.Fatal("job 1 kept")
 	}
 	if r := h.one(purgeCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{States: []string{"queued"}}})); r.Code != Invalid ||
-		r.Msg != `invalid argument: filter.states: "queued" is not a state Purge takes (want completed, failed, cancelled, timed_out or expired)` {
+		r.Msg != `filter.states: "queued" is not a state Purge takes (want completed, failed, cancelled, timed_out or expired)` {
 		t.Fatalf("purge queued: %+v", r)
 	}
 	if err := h.f.Verify(); err != nil {

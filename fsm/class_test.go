@@ -49,7 +49,7 @@ func TestApplyRechecksClassAndDeadlines(t *testing.T) {
 		t.Fatalf("class 9: %+v", r)
 	}
 	r = h.one(submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, DeadlineMs: 999}))
-	if r.Code != Invalid || r.Msg != "invalid argument: deadline_ms: 999 is out of range (0 = none, else 1 s .. 1 year after the submit)" {
+	if r.Code != Invalid || r.Msg != "deadline_ms: 999 is out of range (0 = none, else 1 s .. 1 year after the submit)" {
 		t.Fatalf("a deadline under a second: %+v", r)
 	}
 	if got := ResultToPB(Result{Code: PermissionDenied}).Code; got != pb.Code_CODE_PERMISSION_DENIED {
@@ -152,7 +152,7 @@ func TestEstimateConfig(t *testing.T) {
 		t.Fatalf("old entry: %+v %v", got.Sched, err)
 	}
 	old.DefaultCostMs = -1
-	if _, err := ConfigFromPB(old); err == nil || err.Error() != "invalid argument: default_cost -1 ms (want 1 ms .. a CPU-year)" {
+	if _, err := ConfigFromPB(old); err == nil || err.Error() != "default_cost -1 ms (want 1 ms .. a CPU-year)" {
 		t.Fatalf("negative default cost: %v", err)
 	}
 	h := newHarness(t)

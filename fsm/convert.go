@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"fmt"
-
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
@@ -11,7 +9,7 @@ import (
 // proto numbers the sizes from 1 in the core's order (TestEnumsMatch).
 func SizeFromPB(s pb.Size) (sfq.Size, error) {
 	if s < pb.Size_SM || s > pb.Size_LG {
-		return 0, fmt.Errorf("%w: size %v (want sm, md or lg)", sfq.ErrInvalid, s)
+		return 0, invalidf("size: %v is not sm, md or lg", s)
 	}
 	return sfq.Size(s - 1), nil
 }
@@ -22,7 +20,7 @@ func SizeToPB(s sfq.Size) pb.Size { return pb.Size(s + 1) }
 // TierFromPB converts a proto tier; TIER_UNSPECIFIED is an error.
 func TierFromPB(t pb.Tier) (sfq.Tier, error) {
 	if t < pb.Tier_FREE || t > pb.Tier_DIAMOND {
-		return 0, fmt.Errorf("%w: tier %v (want free, bronze, silver, gold or diamond)", sfq.ErrInvalid, t)
+		return 0, invalidf("tier: %v is not free, bronze, silver, gold or diamond", t)
 	}
 	return sfq.Tier(t - 1), nil
 }
@@ -31,7 +29,10 @@ func TierFromPB(t pb.Tier) (sfq.Tier, error) {
 func TierToPB(t sfq.Tier) pb.Tier { return pb.Tier(t + 1) }
 
 // ClassFromPB converts a proto class; CLASS_UNSPECIFIED is normal.
-func ClassFromPB(c pb.Class) (sfq.Class, error) {
+func ClassFromPB(c pb.Class) (sfq.Class, error) { return classFromPB("class", c) }
+
+// classFromPB is ClassFromPB of the class in field.
+func classFromPB(field string, c pb.Class) (sfq.Class, error) {
 	switch c {
 	case pb.Class_CLASS_UNSPECIFIED, pb.Class_NORMAL:
 		return sfq.ClassNormal, nil
@@ -42,7 +43,7 @@ func ClassFromPB(c pb.Class) (sfq.Class, error) {
 	case pb.Class_LOW:
 		return sfq.ClassLow, nil
 	}
-	return 0, fmt.Errorf("%w: class %v (want critical, high, normal or low)", sfq.ErrInvalid, c)
+	return 0, invalidf("%s: %v is not critical, high, normal or low", field, c)
 }
 
 // ClassToPB converts a class.
@@ -62,7 +63,7 @@ func ClassToPB(c sfq.Class) pb.Class {
 // TestEnumsMatch).
 func OutcomeFromPB(o pb.Outcome) (sfq.FinishOutcome, error) {
 	if o < pb.Outcome_OK || o > pb.Outcome_CANCELLED {
-		return 0, fmt.Errorf("%w: outcome %v", sfq.ErrInvalid, o)
+		return 0, invalidf("outcome %v", o)
 	}
 	return sfq.FinishOutcome(o), nil
 }
@@ -104,9 +105,9 @@ func TenantSpecFromPB(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
 	if err != nil {
 		return sfq.TenantSpec{}, err
 	}
-	class, err := ClassFromPB(c.GetMaxClass())
+	class, err := classFromPB("max_class", c.GetMaxClass())
 	if err != nil {
-		return sfq.TenantSpec{}, fmt.Errorf("max_class: %w", err)
+		return sfq.TenantSpec{}, err
 	}
 	order, err := GroupOrderFromPB(c.GetGroupOrder())
 	if err != nil {
@@ -132,7 +133,7 @@ func GroupOrderFromPB(o pb.GroupOrder) (sfq.GroupOrder, error) {
 	case pb.GroupOrder_GROUP_FAIR:
 		return sfq.GroupFair, nil
 	}
-	return 0, fmt.Errorf("%w: group_order %v (want fifo or fair)", sfq.ErrInvalid, o)
+	return 0, invalidf("group_order: %v is not fifo or fair", o)
 }
 
 // GroupOrderToPB converts a group order.
@@ -153,11 +154,11 @@ func GroupCapFromPB(kind pb.GroupCapKind, limit uint32) (sfq.GroupCap, error) {
 		return sfq.GroupCapNone, nil
 	case pb.GroupCapKind_GROUP_CAP_LIMIT:
 		if limit < 1 || limit > sfq.MaxGroupCap {
-			return 0, fmt.Errorf("%w: group cap %d (want 1..%d)", sfq.ErrInvalid, limit, sfq.MaxGroupCap)
+			return 0, invalidf("group cap %d (want 1..%d)", limit, sfq.MaxGroupCap)
 		}
 		return sfq.GroupCap(limit), nil
 	}
-	return 0, fmt.Errorf("%w: group cap kind %v (want inherit, none or a limit)", sfq.ErrInvalid, kind)
+	return 0, invalidf("group cap kind %v (want inherit, none or a limit)", kind)
 }
 
 // GroupCapToPB converts an admin's group cap setting.
@@ -194,10 +195,10 @@ func StoredConfigFromPB(p *pb.SchedulerConfig) (Config, error) {
 func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	var c Config
 	if p == nil {
-		return c, fmt.Errorf("%w: config is missing", sfq.ErrInvalid)
+		return c, invalidf("config is missing")
 	}
 	if len(p.TierWeights) != sfq.NumTiers {
-		return c, fmt.Errorf("%w: tier_weights has %d values (want %d)", sfq.ErrInvalid, len(p.TierWeights), sfq.NumTiers)
+		return c, invalidf("tier_weights has %d values (want %d)", len(p.TierWeights), sfq.NumTiers)
 	}
 	copy(c.Sched.TierWeights[:], p.TierWeights)
 	switch p.Policy {
@@ -206,7 +207,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	case pb.Policy_RESERVE:
 		c.Sched.Policy = sfq.Reserve{Margin: sfq.VirtualTime(p.ReserveMarginUs)}
 	default:
-		return c, fmt.Errorf("%w: policy %v", sfq.ErrInvalid, p.Policy)
+		return c, invalidf("policy %v", p.Policy)
 	}
 	switch p.Clamp {
 	case pb.Clamp_ACTIVATION:
@@ -214,7 +215,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	case pb.Clamp_DISPATCH:
 		c.Sched.Clamp = sfq.ClampDispatch
 	default:
-		return c, fmt.Errorf("%w: clamp %v", sfq.ErrInvalid, p.Clamp)
+		return c, invalidf("clamp %v", p.Clamp)
 	}
 	if p.Decay {
 		c.Sched.Decay = &sfq.Decay{HalfLifeMs: p.DecayHalfLifeMs, NormMs: p.DecayNormMs}
@@ -225,7 +226,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	case pb.Estimate_AUTO:
 		c.Sched.Estimate = sfq.EstimateAuto
 	default:
-		return c, fmt.Errorf("%w: estimate %v", sfq.ErrInvalid, p.Estimate)
+		return c, invalidf("estimate %v", p.Estimate)
 	}
 	c.Sched.DefaultCostMs = p.DefaultCostMs
 	if c.Sched.DefaultCostMs == 0 {

@@ -286,7 +286,7 @@ func (f *FSM) Changed() <-chan struct{} {
 func (f *FSM) applyCommand(c *pb.Command) Result {
 	if err := CheckLevel(c, f.level); err != nil {
 		// The edge refuses it first; this holds for any other path.
-		return refusef(FailedPrecondition, "%s", err.(*Refusal).Msg)
+		return refused(err.(*Refusal))
 	}
 	switch cmd := c.GetCmd().(type) {
 	case *pb.Command_Submit:

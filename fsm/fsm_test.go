@@ -142,7 +142,7 @@ func TestSubmitValidation(t *testing.T) {
 		{&pb.SubmitJob{Tenant: "nobody", Size: pb.Size_SM, EstCostMs: 1}, NotFound, `unknown tenant "nobody"`},
 		{&pb.SubmitJob{Tenant: "acme", EstCostMs: 1}, Invalid, "size"},
 		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 0}, Invalid, "est_cost_ms: must be positive (got 0)"},
-		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, Payload: make([]byte, 2<<20)}, ResourceExhausted, "payload is 2097152 bytes"},
+		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, Payload: make([]byte, 2<<20)}, Invalid, "payload: 2097152 bytes, over the cluster's limit of 1048576"},
 		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, IdempotencyKey: strings.Repeat("k", 257)}, Invalid, "idempotency_key: 257 bytes, at most 256"},
 	}
 	for _, c := range cases {
@@ -675,9 +675,9 @@ func TestPayloadLimitFitsAMessage(t *testing.T) {
 		want string
 	}{
 		{MaxPayloadLimit, ""},
-		{0, "invalid argument: max_payload_bytes is 0 (want 1..4128768)"},
-		{MaxPayloadLimit + 1, "invalid argument: max_payload_bytes 4128769 is over 4128768, the most a job's payload may be for the job to fit one 4194304-byte gRPC message"},
-		{4 << 20, "invalid argument: max_payload_bytes 4194304 is over 4128768, the most a job's payload may be for the job to fit one 4194304-byte gRPC message"},
+		{0, "max_payload_bytes is 0 (want 1..4128768)"},
+		{MaxPayloadLimit + 1, "max_payload_bytes 4128769 is over 4128768, the most a job's payload may be for the job to fit one 4194304-byte gRPC message"},
+		{4 << 20, "max_payload_bytes 4194304 is over 4128768, the most a job's payload may be for the job to fit one 4194304-byte gRPC message"},
 	} {
 		cfg.MaxPayloadBytes = c.v
 		err := cfg.Validate()

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 
+	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
@@ -58,8 +59,15 @@ const (
 	// written as FSM state version 9 (the core's version 6); one that
 	// does not stays version 8, byte for byte.
 
+	// Level7 makes Apply check a submit in one order, the leader's
+	// (fsm/admit.go): a submit it refuses makes no implicit tenant (below
+	// Level7 one refused after its tenant was made kept it), and its
+	// payload is held to the limit the edge applies (PayloadLimit).
+	// Nothing of the state's encoding changes.
+	Level7 uint32 = 7
+
 	// MaxFeatureLevel is the highest level this build understands.
-	MaxFeatureLevel = Level6
+	MaxFeatureLevel = Level7
 )
 
 // ErrFeatureLevel marks a SetFeatureLevel above what this build
@@ -197,7 +205,7 @@ func CheckLevel(c *pb.Command, have uint32) error {
 		return nil
 	}
 	if need, what := RequiredLevel(c); need > have {
-		return &Refusal{Code: FailedPrecondition, Msg: LevelMessage(what, need, have)}
+		return &Refusal{Code: FailedPrecondition, Reason: text.ReasonFeatureLevel, Msg: LevelMessage(what, need, have)}
 	}
 	return nil
 }

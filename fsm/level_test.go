@@ -50,7 +50,7 @@ func TestFeatureLevel(t *testing.T) {
 		if r := h.one(c.cmd); r.Code != FailedPrecondition || r.Err().Error() != msg(c.what) {
 			t.Errorf("%s at level 1: %v", c.what, r.Err())
 		}
-		if err := CheckLevel(c.cmd, Level1); err == nil || err.Error() != msg(c.what) {
+		if err := CheckLevel(c.cmd, Level1); err == nil || err.(*Refusal).Line() != msg(c.what) {
 			t.Errorf("CheckLevel of %s: %v", c.what, err)
 		}
 	}
@@ -191,7 +191,7 @@ func (h *harness) refusedBelow(need uint32, cases []levelCase) {
 		if r := h.one(c.cmd); r.Code != FailedPrecondition || r.Err().Error() != want {
 			h.t.Errorf("%s at level %d: %v", c.what, have, r.Err())
 		}
-		if err := CheckLevel(c.cmd, have); err == nil || err.Error() != want {
+		if err := CheckLevel(c.cmd, have); err == nil || err.(*Refusal).Line() != want {
 			h.t.Errorf("CheckLevel of %s: %v", c.what, err)
 		}
 		if err := CheckLevel(c.cmd, need); err != nil {

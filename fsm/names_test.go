@@ -29,7 +29,7 @@ func TestApplyRefusesControlAndBidiInNames(t *testing.T) {
 		{&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w\u2066", Size: pb.Size_SM, Credit: 1}}},
 			`worker_id "w\u2066" has U+2066 (a bidirectional formatting character) at byte 1`},
 	} {
-		if r := h.one(c.cmd); r.Code != Invalid || r.Msg != "invalid argument: "+c.msg {
+		if r := h.one(c.cmd); r.Code != Invalid || r.Msg != ""+c.msg {
 			t.Errorf("want INVALID_ARGUMENT %q, got %v %q", c.msg, r.Code, r.Msg)
 		}
 	}

@@ -14,6 +14,9 @@ import (
 // as_tenant the tenant's own client token acts: it may pause and resume
 // its own tenant and groups, but not lift an admin's pause.
 func (f *FSM) applyPause(c *pb.Pause) Result {
+	if r := f.checkPause(c); r.Refused() || r.Outcome == sfq.Duplicate {
+		return r
+	}
 	kind := EvPaused
 	if c.Resume {
 		kind = EvResumed

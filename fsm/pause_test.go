@@ -103,13 +103,13 @@ func TestPauseEventsAndRefusals(t *testing.T) {
 		{pauseCmd("acme", "", false, true), "OK changed"},
 		{&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{All: true, AsTenant: true}}}, "PERMISSION_DENIED: all dispatch is paused and resumed by an admin"},
 		{pauseCmd("nope", "", false, false), `NOT_FOUND: unknown tenant "nope"`},
-		{pauseCmd("acme", "bad name", false, false), `INVALID_ARGUMENT: invalid argument: group name "bad name" has ' ' at byte 3 (allowed: A-Z a-z 0-9 . _ : @ -)`},
+		{pauseCmd("acme", "bad name", false, false), `INVALID_ARGUMENT: group name "bad name" has ' ' at byte 3 (allowed: A-Z a-z 0-9 . _ : @ -)`},
 		{pauseCmd("acme", "", true, false), "INVALID_ARGUMENT: a pause of all dispatch names no tenant or group"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RateN: 5}), "INVALID_ARGUMENT: invalid argument: rate period 0 ms (want 1 ms .. 720h)"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RatePeriodMs: 5}), "INVALID_ARGUMENT: invalid argument: rate has a period or burst but no count N (want N/PERIOD with N >= 1)"},
-		{groupRateCmd("acme", "g", 5000, 1, 0), "INVALID_ARGUMENT: invalid argument: rate 5000 per 1 ms has an interval below 1 µs (want N <= PERIOD in µs)"},
+		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RateN: 5}), "INVALID_ARGUMENT: rate period 0 ms (want 1 ms .. 720h)"},
+		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RatePeriodMs: 5}), "INVALID_ARGUMENT: rate has a period or burst but no count N (want N/PERIOD with N >= 1)"},
+		{groupRateCmd("acme", "g", 5000, 1, 0), "INVALID_ARGUMENT: rate 5000 per 1 ms has an interval below 1 µs (want N <= PERIOD in µs)"},
 		{&pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: "acme", Group: "g", SetRate: true, RateN: 1, RatePeriodMs: 1000, AsTenant: true}}},
-			"PERMISSION_DENIED: a group's rate limit is set by an admin"},
+			"PERMISSION_DENIED: rate: a group's rate limit is set by an admin"},
 	} {
 		before, _ := h.f.Hash()
 		r := h.one(c.cmd)

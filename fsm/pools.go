@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"fmt"
-
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
@@ -40,10 +38,10 @@ func (p PoolSettings) uses() bool { return p != PoolSettings{} }
 
 func (p PoolSettings) validate() error {
 	if p.MaxPools > sfq.MaxPoolSlots {
-		return fmt.Errorf("%w: max_pools is %d (want 0 for the default %d, or 1..%d)", sfq.ErrInvalid, p.MaxPools, sfq.DefaultMaxPools, sfq.MaxPoolSlots)
+		return invalidf("max_pools is %d (want 0 for the default %d, or 1..%d)", p.MaxPools, sfq.DefaultMaxPools, sfq.MaxPoolSlots)
 	}
 	if p.Implicit && p.ImplicitTier >= sfq.NumTiers {
-		return fmt.Errorf("%w: implicit_tenants tier %d", sfq.ErrInvalid, p.ImplicitTier)
+		return invalidf("implicit_tenants tier %d", p.ImplicitTier)
 	}
 	if p.DefaultTenant != "" {
 		if err := sfq.ValidateName("default_tenant", p.DefaultTenant); err != nil {
@@ -81,7 +79,7 @@ func poolSettingsFromPB(p *pb.SchedulerConfig) (PoolSettings, error) {
 	if p.ImplicitTenants != pb.Tier_TIER_UNSPECIFIED {
 		t, err := TierFromPB(p.ImplicitTenants)
 		if err != nil {
-			return PoolSettings{}, fmt.Errorf("%w: implicit_tenants: %w", sfq.ErrInvalid, err)
+			return PoolSettings{}, invalidf("implicit_tenants: %w", err)
 		}
 		out.Implicit, out.ImplicitTier = true, t
 	}
@@ -136,22 +134,9 @@ func poolLevel(c *pb.Command, r *levelNeed) {
 // applyPoolSet creates or changes a pool. Fields left out keep their
 // value (a new pool: default weights, subscriptions optional).
 func (f *FSM) applyPoolSet(c *pb.PoolSet) Result {
-	if err := sfq.ValidatePoolName(c.Name); err != nil {
-		return refuse(err)
-	}
-	spec := sfq.PoolSpec{Name: c.Name}
-	if p, ok := f.sched.Pool(c.Name); ok {
-		spec = p.PoolSpec
-	}
-	if c.Weights != nil {
-		w, err := sfq.ParsePoolWeights(*c.Weights)
-		if err != nil {
-			return refuse(err)
-		}
-		spec.Weights = w
-	}
-	if c.SubscriptionsRequired != nil {
-		spec.Required = *c.SubscriptionsRequired
+	spec, r := f.checkPoolSet(c)
+	if r.Refused() {
+		return r
 	}
 	created, err := f.sched.SetPool(spec, f.cfg.Pools.maxPools())
 	if err != nil {
@@ -163,6 +148,9 @@ func (f *FSM) applyPoolSet(c *pb.PoolSet) Result {
 // applyPoolDelete deletes a pool with no scheduled, queued or running job
 // (the leader refuses first while a worker of the pool is connected).
 func (f *FSM) applyPoolDelete(c *pb.PoolDelete) Result {
+	if r := f.checkPoolDelete(c); r.Refused() {
+		return r
+	}
 	if err := f.sched.DeletePool(c.Name); err != nil {
 		return refuse(err)
 	}
@@ -171,6 +159,9 @@ func (f *FSM) applyPoolDelete(c *pb.PoolDelete) Result {
 
 // applySubscriptionSet sets or removes a tenant's subscription in a pool.
 func (f *FSM) applySubscriptionSet(c *pb.SubscriptionSet) Result {
+	if r := f.checkSubscription(c); r.Refused() {
+		return r
+	}
 	changed, err := f.sched.SetSubscription(c.Tenant, c.Pool, c.Burst)
 	if err != nil {
 		return refuse(err)
@@ -210,18 +201,29 @@ func (f *FSM) observeTenant(name string) {
 	}
 }
 
-// implicitTenant creates, under implicit_tenants, the unknown tenant a
-// submit names: with the configured tier, no caps, and the rest of a
-// tenant's defaults. It reports whether it did.
-func (f *FSM) implicitTenant(name string) (bool, Result) {
+// implicitSpec is the tenant implicit_tenants would make for a submit
+// naming the unknown tenant name: the configured tier, no caps, and the
+// rest of a tenant's defaults. nil when none would be made (the setting
+// is off); a refusal when the name is not a valid tenant name.
+func (f *FSM) implicitSpec(name string) (*sfq.TenantSpec, Result) {
 	p := f.cfg.Pools
 	if f.level < Level6 || !p.Implicit {
-		return false, Result{}
+		return nil, Result{}
 	}
 	if err := sfq.ValidateName("tenant", name); err != nil {
-		return false, refuse(err)
+		return nil, refuse(err)
 	}
-	if _, err := f.sched.UpsertTenant(sfq.TenantSpec{Name: name, Tier: p.ImplicitTier, MaxClass: sfq.ClassNormal}); err != nil {
+	return &sfq.TenantSpec{Name: name, Tier: p.ImplicitTier, MaxClass: sfq.ClassNormal}, Result{}
+}
+
+// implicitTenant creates, under implicit_tenants, the unknown tenant a
+// submit names (implicitSpec). It reports whether it did.
+func (f *FSM) implicitTenant(name string) (bool, Result) {
+	spec, r := f.implicitSpec(name)
+	if spec == nil {
+		return false, r
+	}
+	if _, err := f.sched.UpsertTenant(*spec); err != nil {
 		return false, refuse(err)
 	}
 	return true, Result{}

@@ -37,20 +37,20 @@ func TestPoolCommands(t *testing.T) {
 		code Code
 		msg  string
 	}{
-		{poolSet("GPU", nil, nil), Invalid, `invalid argument: pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)`},
-		{poolSet("gpu", ptr("a:0"), nil), Invalid, `invalid argument: weight "0" of tenant "a" (want 1..1000000)`},
-		{poolSet("gpu", ptr("a:2000000"), nil), Invalid, `invalid argument: weight "2000000" of tenant "a" (want 1..1000000)`},
+		{poolSet("GPU", nil, nil), Invalid, `pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)`},
+		{poolSet("gpu", ptr("a:0"), nil), Invalid, `weights: weight "0" of tenant "a" (want 1..1000000)`},
+		{poolSet("gpu", ptr("a:2000000"), nil), Invalid, `weights: weight "2000000" of tenant "a" (want 1..1000000)`},
 		{submitIn("a", "cpu"), NotFound, `unknown pool "cpu"`},
 		{submitIn("ghost", "cpu"), NotFound, `unknown pool "cpu"`},
 		{dispatchIn("w1", "cpu", 1), NotFound, `unknown pool "cpu"`},
 		{&pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: "default"}}}, FailedPrecondition, "the pool default is never deleted"},
-		{&pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: "cpu"}}}, NotFound, `unknown pool: "cpu"`},
-		{&pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: "a", Pool: "cpu", Burst: ptr(uint32(1))}}}, NotFound, `unknown pool: "cpu"`},
-		{&pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: "b", Pool: "gpu", Burst: ptr(uint32(1))}}}, NotFound, `unknown tenant: "b"`},
+		{&pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: "cpu"}}}, NotFound, `unknown pool "cpu"`},
+		{&pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: "a", Pool: "cpu", Burst: ptr(uint32(1))}}}, NotFound, `unknown pool "cpu"`},
+		{&pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: "b", Pool: "gpu", Burst: ptr(uint32(1))}}}, NotFound, `unknown tenant "b"`},
 		{redriveCmd(&pb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{Pool: "cpu"}}), NotFound, `unknown pool "cpu"`},
-		{redriveCmd(&pb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{Pool: "Cpu"}}), Invalid, `invalid argument: filter.pool: pool name "Cpu" has 'C' at byte 0 (want a-z, 0-9 and -, not starting with -)`},
+		{redriveCmd(&pb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{Pool: "Cpu"}}), Invalid, `filter.pool: pool name "Cpu" has 'C' at byte 0 (want a-z, 0-9 and -, not starting with -)`},
 		{&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: "gpu", AsTenant: true}}}, PermissionDenied, "a pool is paused and resumed by an admin"},
-		{setConfigWith(func(p *pb.SchedulerConfig) { p.MaxPools = 2000 }), Invalid, "invalid argument: max_pools is 2000 (want 0 for the default 64, or 1..1024)"},
+		{setConfigWith(func(p *pb.SchedulerConfig) { p.MaxPools = 2000 }), Invalid, "max_pools is 2000 (want 0 for the default 64, or 1..1024)"},
 	} {
 		if r := h.one(c.cmd); r.Code != c.code || r.Msg != c.msg {
 			t.Errorf("%v: %v %q, want %v %q", c.cmd, r.Code, r.Msg, c.code, c.msg)

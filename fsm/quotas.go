@@ -1,8 +1,7 @@
 package fsm
 
 import (
-	"fmt"
-
+	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
@@ -48,28 +47,38 @@ func (f *FSM) ReadQuotas(fn func(s *sfq.Scheduler, q Quotas)) {
 }
 
 // Room says why tenant t (index ti of s) may not take one more job with
-// a payload of payload bytes ("" if it may): its max_queued, or the
-// default_max_queued it falls under, or max_queued_bytes.
+// a payload of payload bytes ("" if it may): room's refusal, on the
+// state alone.
 func (q Quotas) Room(s *sfq.Scheduler, ti uint32, t *sfq.Tenant, payload int) string {
-	held := t.QueuedTotal() + t.Scheduled // each scheduled job will be queued
-	switch {
-	case t.Caps.MaxQueued > 0 && held >= t.Caps.MaxQueued:
-		return fmt.Sprintf("tenant %q has %d queued jobs, its max_queued quota", t.Name, held)
-	case t.Caps.MaxQueued == 0 && q.DefaultMaxQueued > 0 && held >= q.DefaultMaxQueued:
-		return fmt.Sprintf("tenant %q has %d queued jobs, the cluster's default_max_queued (it has no max_queued of its own)", t.Name, held)
-	}
-	if q.MaxQueuedBytes > 0 {
-		if b := s.UnfinishedPayload(ti); b+uint64(payload) > q.MaxQueuedBytes {
-			return fmt.Sprintf("tenant %q holds %d bytes of payloads in its unfinished jobs; with this job's %d it would pass the cluster's max_queued_bytes of %d",
-				t.Name, b, payload, q.MaxQueuedBytes)
-		}
+	if r := q.room(t, 0, s.UnfinishedPayload(ti), payload); r != nil {
+		return r.Msg
 	}
 	return ""
 }
 
+// room refuses one more job of tenant t with a payload of payload bytes
+// when it would pass its max_queued (or the default_max_queued it falls
+// under) or max_queued_bytes; t holds its jobs in every pool and
+// heldBytes the payloads of its unfinished jobs, and extra jobs more are
+// counted as queued (those of a batch admitted before this one).
+func (q Quotas) room(t *sfq.Tenant, extra uint32, heldBytes uint64, payload int) *sfq.Refusal {
+	held := t.QueuedTotal() + t.Scheduled + extra // each scheduled job will be queued
+	switch {
+	case t.Caps.MaxQueued > 0 && held >= t.Caps.MaxQueued:
+		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "tenant %q has %d queued jobs, its max_queued quota", t.Name, held)
+	case t.Caps.MaxQueued == 0 && q.DefaultMaxQueued > 0 && held >= q.DefaultMaxQueued:
+		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "tenant %q has %d queued jobs, the cluster's default_max_queued (it has no max_queued of its own)", t.Name, held)
+	}
+	if q.MaxQueuedBytes > 0 && heldBytes+uint64(payload) > q.MaxQueuedBytes {
+		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "tenant %q holds %d bytes of payloads in its unfinished jobs; with this job's %d it would pass the cluster's max_queued_bytes of %d",
+			t.Name, heldBytes, payload, q.MaxQueuedBytes)
+	}
+	return nil
+}
+
 func (q Quotas) validate() error {
 	if q.MaxQueuedBytes > maxQueuedBytesLimit {
-		return fmt.Errorf("%w: max_queued_bytes is %d (want 0 = none, or up to %d)", sfq.ErrInvalid, q.MaxQueuedBytes, uint64(maxQueuedBytesLimit))
+		return invalidf("max_queued_bytes is %d (want 0 = none, or up to %d)", q.MaxQueuedBytes, uint64(maxQueuedBytesLimit))
 	}
 	return nil
 }

@@ -1,41 +1,34 @@
 package fsm
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/baristahq/barista/sfq"
 )
 
-// Code classifies a refused command. The API layer maps it to a gRPC
-// status code.
-type Code uint8
+// Code classifies a refused command (sfq.Code). The API layer maps it to
+// a gRPC status code.
+type Code = sfq.Code
 
 // The result codes.
 const (
-	OK Code = iota
-	Invalid
-	NotFound
-	AlreadyExists
-	FailedPrecondition
-	ResourceExhausted
-	Internal
-	PermissionDenied
+	OK                 = sfq.CodeOK
+	Invalid            = sfq.CodeInvalid
+	NotFound           = sfq.CodeNotFound
+	AlreadyExists      = sfq.CodeAlreadyExists
+	FailedPrecondition = sfq.CodeFailedPrecondition
+	ResourceExhausted  = sfq.CodeResourceExhausted
+	Internal           = sfq.CodeInternal
+	PermissionDenied   = sfq.CodePermissionDenied
 )
 
-var codeNames = [...]string{"OK", "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "FAILED_PRECONDITION", "RESOURCE_EXHAUSTED", "INTERNAL", "PERMISSION_DENIED"}
-
-func (c Code) String() string {
-	if int(c) < len(codeNames) {
-		return codeNames[c]
-	}
-	return fmt.Sprintf("code(%d)", uint8(c))
-}
+// Refusal is a refused command, as data (sfq.Refusal).
+type Refusal = sfq.Refusal
 
 // Result is what Apply returns for one command.
 type Result struct {
-	Code Code
-	Msg  string
+	// Code, Reason and Msg are the refusal's (Code OK: none; see Refusal).
+	Code   Code
+	Reason string
+	Msg    string
 	// Job is the submitted or assigned job.
 	Job sfq.JobID
 	// Created is false when a submit returned an existing job.
@@ -60,42 +53,51 @@ type Result struct {
 	Bulk *BulkResult
 }
 
-// Err returns the result's refusal as an error, or nil.
+// Refused reports whether the command was refused.
+func (r Result) Refused() bool { return r.Code != OK }
+
+// Err returns the result's refusal as an error that prints as its line
+// ("CODE_NAME: message") and unwraps to the *Refusal, or nil.
 func (r Result) Err() error {
 	if r.Code == OK {
 		return nil
 	}
-	return &Refusal{Code: r.Code, Msg: r.Msg}
+	return resultError{r.Refusal()}
 }
 
-// Refusal is a command the state machine refused.
-type Refusal struct {
-	Code Code
-	Msg  string
-}
+// resultError is a refused Result as an error.
+type resultError struct{ r *Refusal }
 
-func (r *Refusal) Error() string { return r.Code.String() + ": " + r.Msg }
+func (e resultError) Error() string { return e.r.Line() }
+func (e resultError) Unwrap() error { return e.r }
 
-// refuse builds a refused result from an error of the core.
-func refuse(err error) Result {
-	code := Internal
-	switch {
-	case errors.Is(err, sfq.ErrInvalid):
-		code = Invalid
-	case errors.Is(err, sfq.ErrUnknownTenant), errors.Is(err, sfq.ErrUnknownJob), errors.Is(err, sfq.ErrUnknownPool):
-		code = NotFound
-	case errors.Is(err, sfq.ErrTenantBusy), errors.Is(err, sfq.ErrRefused), errors.Is(err, sfq.ErrPrecondition):
-		code = FailedPrecondition
-	case errors.Is(err, sfq.ErrPermission):
-		code = PermissionDenied
-	case errors.Is(err, sfq.ErrExhausted):
-		code = ResourceExhausted
-	case errors.Is(err, sfq.ErrOverflow):
-		code = Internal
+// Refusal returns the result's refusal (nil when it was not refused).
+func (r Result) Refusal() *Refusal {
+	if r.Code == OK {
+		return nil
 	}
-	return Result{Code: code, Msg: err.Error()}
+	return &Refusal{Code: r.Code, Field: sfq.RefusalField(r.Msg), Reason: r.Reason, Msg: r.Msg}
 }
 
+// refused is the result of a refusal.
+func refused(r *Refusal) Result { return Result{Code: r.Code, Reason: r.Reason, Msg: r.Msg} }
+
+// refuse builds a refused result from an error of the core
+// (sfq.RefusalOf: the one classification of an error).
+func refuse(err error) Result { return refused(sfq.RefusalOf(err)) }
+
+// refusef builds a refused result with no reason of its own.
 func refusef(code Code, format string, args ...any) Result {
-	return Result{Code: code, Msg: fmt.Sprintf(format, args...)}
+	return refused(sfq.Refusef(code, "", format, args...))
+}
+
+// refuseWhy builds a refused result that names its reason (a
+// text.Reason name).
+func refuseWhy(code Code, reason, format string, args ...any) Result {
+	return refused(sfq.Refusef(code, reason, format, args...))
+}
+
+// invalidf refuses malformed or out-of-range input.
+func invalidf(format string, args ...any) error {
+	return sfq.Refusef(sfq.CodeInvalid, "", format, args...)
 }

@@ -58,8 +58,8 @@ func TestSubmitRateSetting(t *testing.T) {
 		cmd *pb.Command
 		msg string
 	}{
-		{set(100, 0, 0), "INVALID_ARGUMENT: invalid argument: submit_rate period 0 ms (want 1 ms .. 720h)"},
-		{set(2000, 1, 0), "INVALID_ARGUMENT: invalid argument: submit_rate 2000 per 1 ms has an interval below 1 µs (want N <= PERIOD in µs)"},
+		{set(100, 0, 0), "INVALID_ARGUMENT: submit_rate period 0 ms (want 1 ms .. 720h)"},
+		{set(2000, 1, 0), "INVALID_ARGUMENT: submit_rate 2000 per 1 ms has an interval below 1 µs (want N <= PERIOD in µs)"},
 	} {
 		if r := h.one(c.cmd); r.Err() == nil || r.Err().Error() != c.msg {
 			t.Errorf("got %v, want %s", r.Err(), c.msg)

@@ -200,11 +200,25 @@ func TestEventRecordSize(t *testing.T) {
 	}
 }
 
-// TestEventExitCodeClamped: an event keeps an exit code outside 16 bits
-// clamped (no worker reports one: the edge allows -1..255); the job's
-// result keeps it as reported.
+// TestEventExitCodeClamped: below Level7 (Apply took any exit code; the
+// edge allowed -1..255) an event keeps an exit code outside 16 bits
+// clamped, and the job's result keeps it as reported. From Level7 Apply
+// refuses it, as the edge does, and nothing changes.
 func TestEventExitCodeClamped(t *testing.T) {
-	h := newHarness(t)
+	h7 := newHarness(t)
+	h7.one(tenant("a", pb.Tier_GOLD))
+	h7.one(submit("a", "", 1000, "run"))
+	h7.one(dispatch("w1", 1))
+	bad := finished(1, 1, "w1", 5)
+	bad.GetFinished().Outcome, bad.GetFinished().ExitCode = pb.Outcome_FAILED, 256
+	before, _ := h7.f.Hash()
+	if r := h7.one(bad); r.Code != Invalid || r.Msg != "exit_code: 256 is out of range -1..255" {
+		t.Fatalf("at level 7: %+v", r)
+	}
+	if after, _ := h7.f.Hash(); after != before {
+		t.Fatal("a refused Finished changed the state")
+	}
+	h := &harness{t: t, f: NewAtLevel(Level6), now: 1_000}
 	h.one(tenant("a", pb.Tier_GOLD))
 	h.one(submit("a", "", 1000, "run"))
 	h.one(dispatch("w1", 1))

@@ -179,23 +179,11 @@ func (f *FSM) putWebhook(i int, found bool, w Webhook) {
 }
 
 func (f *FSM) applyWebhookSet(c *pb.WebhookSet) Result {
-	ti, ok := f.sched.TenantIndex(c.Tenant)
-	if !ok {
-		return refusef(NotFound, "unknown tenant %q", c.Tenant)
+	kinds, r := f.checkWebhookSet(c)
+	if r.Refused() {
+		return r
 	}
-	if err := ValidateWebhookURL(c.Url); err != nil {
-		return refusef(Invalid, "%v", err)
-	}
-	kinds, err := ParseWebhookKinds(c.Kinds)
-	if err != nil {
-		return refusef(Invalid, "%v", err)
-	}
-	if c.GraceMs < 0 || c.GraceMs > MaxWebhookGraceMs {
-		return refusef(Invalid, "grace_ms: %d, want 0..%d", c.GraceMs, int64(MaxWebhookGraceMs))
-	}
-	if c.KeyId == 0 {
-		return refusef(Invalid, "key_id: required")
-	}
+	ti, _ := f.sched.TenantIndex(c.Tenant)
 	i, found := f.webhookAt(ti)
 	if !found {
 		s := f.takeSerial()
@@ -203,9 +191,6 @@ func (f *FSM) applyWebhookSet(c *pb.WebhookSet) Result {
 		return Result{Created: true, Tenant: c.Tenant}
 	}
 	w := f.webhooks[i]
-	if !c.Rotate && w.KeyID != c.KeyId {
-		return refusef(FailedPrecondition, "the webhook secret of tenant %q was derived from another webhook key than the leader's: rotate it to issue one from this key", c.Tenant)
-	}
 	s := f.takeSerial()
 	w.URL, w.Kinds, w.Epoch = c.Url, kinds, s
 	if c.Rotate {

@@ -36,7 +36,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 			"raftnode: ElectionTimeout: 500ms must be at least HeartbeatTimeout (1s)"},
 		{"lease above heartbeat", func(c *Config) { c.LeaderLeaseTimeout = 600 * time.Millisecond },
 			"raftnode: LeaderLeaseTimeout: 600ms must be at most HeartbeatTimeout (500ms)"},
-		{"seed", func(c *Config) { c.Seed.MaxPayloadBytes = 0 }, "raftnode: seed configuration: invalid argument: max_payload_bytes is 0 (want 1..4128768)"},
+		{"seed", func(c *Config) { c.Seed.MaxPayloadBytes = 0 }, "raftnode: seed configuration: max_payload_bytes is 0 (want 1..4128768)"},
 	}
 	for _, tc := range cases {
 		c := validConfig(t)

@@ -43,8 +43,8 @@ func upsertCommand(req *pb.UpsertTenantRequest) *pb.Command {
 		GroupCap: req.GroupCap, GroupOrder: req.GroupOrder, MaxGroups: req.MaxGroups}}}
 }
 
-// upsertCommandRate is upsertCommand with the request's rate limit, which
-// validateTenant has read.
+// upsertCommandRate is upsertCommand with the request's rate limit, read
+// from its text (parseRate).
 func upsertCommandRate(req *pb.UpsertTenantRequest, r sfq.RateLimit) *pb.Command {
 	c := upsertCommand(req)
 	u := c.GetTenantUpsert()
@@ -64,41 +64,9 @@ func ReadTenant(f *fsm.FSM, name string) (out *pb.Tenant) {
 	return out
 }
 
-// validateTenant checks an upsert and names the field.
-func validateTenant(req *pb.UpsertTenantRequest) error {
-	if err := sfq.ValidateName("name", req.Name); err != nil {
-		return status.Error(codes.InvalidArgument, err.Error())
-	}
-	if _, err := fsm.TierFromPB(req.Tier); err != nil {
-		return status.Errorf(codes.InvalidArgument, "tier: must be free, bronze, silver, gold or diamond (got %v)", req.Tier)
-	}
-	if req.Multiplier > sfq.MaxMultiplier {
-		return status.Errorf(codes.InvalidArgument, "multiplier: %d, at most %d", req.Multiplier, sfq.MaxMultiplier)
-	}
-	if c := req.Caps; c != nil && (c.MaxInflightCpuMs < 0 || c.MaxInflightCpuMs > sfq.MaxEstCostMs*1000) {
-		return status.Errorf(codes.InvalidArgument, "caps.max_inflight_cpu_ms: %d is out of range", c.MaxInflightCpuMs)
-	}
-	if _, err := fsm.ClassFromPB(req.MaxClass); err != nil {
-		return status.Errorf(codes.InvalidArgument, "max_class: must be critical, high, normal or low (got %v)", req.MaxClass)
-	}
-	if req.GroupCap > sfq.MaxGroupCap {
-		return status.Errorf(codes.InvalidArgument, "group_cap: %d, at most %d (0 = none)", req.GroupCap, sfq.MaxGroupCap)
-	}
-	if _, err := fsm.GroupOrderFromPB(req.GroupOrder); err != nil {
-		return status.Errorf(codes.InvalidArgument, "group_order: must be fifo or fair (got %v)", req.GroupOrder)
-	}
-	if req.MaxGroups > sfq.MaxMaxGroups {
-		return status.Errorf(codes.InvalidArgument, "max_groups: %d, at most %d (0 = the default %d)", req.MaxGroups, sfq.MaxMaxGroups, sfq.DefaultMaxGroups)
-	}
-	return nil
-}
-
 // UpsertTenant creates or updates a tenant (an update keeps its tags,
 // usage and counters).
 func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantRequest) (*pb.Tenant, error) {
-	if err := validateTenant(req); err != nil {
-		return nil, err
-	}
 	rate, err := parseRate("rate", req.Rate, req.RateBurst)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/protoadapt"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
@@ -47,28 +48,70 @@ type base struct {
 	poolWorkers func(pool string) int
 }
 
-// write is the path of a write call that needs no state check of its own
-// on the leader: every node checks the command's feature level before
-// anything is forwarded, a follower forwards the call (done, with the
-// leader's answer), and the leader proposes the command, a refusal
-// becoming its status (done, with the error). Otherwise it returns the
-// command's result, for the caller to answer from.
+// write is the path of a write call: every node checks what of the
+// command needs no state (edgeCheck) before anything is forwarded, a
+// follower forwards the call (done, with the leader's answer), and the
+// leader checks the command on its state as Apply would (admit: a
+// refusal costs no entry, and a command that would change nothing is
+// answered without one) and proposes it, a refusal becoming its status
+// (done, with the error). Otherwise it returns the command's result, for
+// the caller to answer from.
 func write[T any](ctx context.Context, b *base, cmd *pb.Command, call func(ctx context.Context, cc *grpc.ClientConn) (T, error)) (
 	res fsm.Result, resp T, done bool, err error) {
-	if err := levelErr(b.node.FSM, cmd); err != nil {
+	if err := b.edgeCheck(cmd); err != nil {
 		return res, resp, true, err
 	}
 	if resp, handled, err := forward(ctx, b, call); handled {
 		return res, resp, true, err
 	}
+	res, err = b.commit(ctx, cmd)
+	return res, resp, err != nil, err
+}
+
+// edgeCheck is what every node checks of a command before it forwards
+// it: the cluster's feature level (a node of a build that does not know
+// a field would drop it) and the rules of its Apply that read only the
+// command (fsm.CheckFields), with Apply's messages.
+func (b *base) edgeCheck(cmd *pb.Command) error {
+	if err := levelErr(b.node.FSM, cmd); err != nil {
+		return err
+	}
+	if r := fsm.CheckFields(cmd, b.node.FSM.Config(), b.node.FSM.Level()); r != nil {
+		return refusalErr(r)
+	}
+	return nil
+}
+
+// commit is the leader's half of a write: the command's whole check on
+// this node's state (fsm.FSM.Admit, the check Apply makes first), then
+// its proposal. A command the check refuses is not proposed; one it finds
+// would change nothing (Outcome sfq.Duplicate) is answered from the
+// state, with the index of the state it read.
+func (b *base) commit(ctx context.Context, cmd *pb.Command) (fsm.Result, error) {
+	if v := b.node.FSM.Admit(cmd); v.Refused() {
+		b.unproposed(cmd, "refused")
+		return v, resultErr(v)
+	} else if v.Outcome == sfq.Duplicate {
+		_, index := b.node.FSM.Clock()
+		setIndexHeader(ctx, index)
+		b.unproposed(cmd, "unchanged")
+		return v, nil
+	}
 	out, err := b.propose(ctx, cmd)
 	if err != nil {
-		return res, resp, true, err
+		return fsm.Result{}, err
 	}
 	if err := resultErr(out[0]); err != nil {
-		return res, resp, true, err
+		return out[0], err
 	}
-	return out[0], resp, false, nil
+	return out[0], nil
+}
+
+// unproposed counts a write answered without an entry.
+func (b *base) unproposed(cmd *pb.Command, reason string) {
+	if b.metrics != nil {
+		b.metrics.writesUnproposed.WithLabelValues(fsm.CommandName(cmd), reason).Inc()
+	}
 }
 
 // forward sends a call to the leader, carrying the caller's bearer token.
@@ -214,12 +257,38 @@ func grpcCode(c fsm.Code) codes.Code {
 	return codes.Internal
 }
 
-// resultErr turns a refused result into a gRPC status error.
+// refusalErr is the one rendering of a refusal as a gRPC status: its
+// code, its message as it is, and, when it names them, its reason as a
+// google.rpc.ErrorInfo (domain barista, the field in its metadata) that
+// clients branch on (client.ErrQuotaExceeded and its siblings), or its
+// field alone as a google.rpc.BadRequest.
+func refusalErr(r *fsm.Refusal) error {
+	st := status.New(grpcCode(r.Code), r.Msg)
+	var detail protoadapt.MessageV1
+	switch {
+	case r.Reason != "":
+		info := &errdetails.ErrorInfo{Reason: r.Reason, Domain: client.ErrorDomain}
+		if r.Field != "" {
+			info.Metadata = map[string]string{"field": r.Field}
+		}
+		detail = info
+	case r.Field != "":
+		detail = &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: r.Field, Description: r.Msg}}}
+	default:
+		return st.Err()
+	}
+	if d, err := st.WithDetails(detail); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// resultErr turns a refused result into a gRPC status error (refusalErr).
 func resultErr(r fsm.Result) error {
 	if r.Code == fsm.OK {
 		return nil
 	}
-	return status.Error(grpcCode(r.Code), r.Msg)
+	return refusalErr(r.Refusal())
 }
 
 // clockNow pairs this node's cluster time with its wall clock, for the

@@ -45,9 +45,6 @@ func bulkCommand(op fsm.BulkOp, tenant string, req *pb.BulkJobsRequest, now sfq.
 			c.Filter.SubmittedFromMs = from
 		}
 	}
-	if err := fsm.ValidateBulk(op, c); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
 	switch op {
 	case fsm.BulkRedrive:
 		return &pb.Command{Cmd: &pb.Command_Redrive{Redrive: c}}, nil
@@ -94,7 +91,7 @@ func (s *ClientService) bulk(ctx context.Context, op fsm.BulkOp, req *pb.BulkJob
 	if err != nil {
 		return nil, err
 	}
-	if err := levelErr(s.node.FSM, cmd); err != nil {
+	if err := s.edgeCheck(cmd); err != nil {
 		return nil, err
 	}
 	c := bulkArgs(cmd)
@@ -123,17 +120,14 @@ func (s *ClientService) bulk(ctx context.Context, op fsm.BulkOp, req *pb.BulkJob
 	if resp, handled, err := forward(ctx, &s.base, remoteCall); handled {
 		return resp, err
 	}
-	res, err := s.propose(ctx, cmd)
+	res, err := s.commit(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
-	if err := resultErr(res[0]); err != nil {
-		return nil, err
-	}
-	if res[0].Bulk == nil {
+	if res.Bulk == nil {
 		return nil, status.Error(codes.Internal, "bulk command without a result")
 	}
-	return bulkResponse(res[0].Bulk, c), nil
+	return bulkResponse(res.Bulk, c), nil
 }
 
 // Redrive moves dead letters of the caller's tenant back to queued.

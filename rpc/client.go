@@ -47,50 +47,17 @@ const (
 	maxPageBytes = 3 << 20
 )
 
-// validateSubmit checks every field of a submit that needs no state, and
-// names the field in its error. cfg is this node's configuration.
-func validateSubmit(req *pb.SubmitRequest, cfg fsm.Config) error {
-	// What only the wire has (a key given but empty, enum values) or only
-	// the configuration knows (estimate=auto, the payload limit); the
-	// rest is the core's own check, with the core's messages.
+// validateSubmit checks a submit on any node, before it is forwarded:
+// what only the wire can get wrong (an idempotency key given but empty),
+// then the state machine's own check of what needs no state
+// (fsm.SubmitFields: the rules and messages of Apply). cfg is this node's
+// configuration.
+func validateSubmit(cmd *pb.SubmitJob, req *pb.SubmitRequest, cfg fsm.Config, level uint32) error {
 	if req.IdempotencyKey != nil && *req.IdempotencyKey == "" {
 		return status.Error(codes.InvalidArgument, "idempotency_key: given but empty (omit it to submit without deduplication)")
 	}
-	size, err := fsm.SizeFromPB(req.Size)
-	if err != nil {
-		return status.Errorf(codes.InvalidArgument, "size: must be sm, md or lg (got %v)", req.Size)
-	}
-	class, err := fsm.ClassFromPB(req.Class)
-	if err != nil {
-		return status.Errorf(codes.InvalidArgument, "class: must be critical, high, normal or low (got %v)", req.Class)
-	}
-	if req.EstCostMs == 0 && cfg.Sched.Estimate != sfq.EstimateAuto || req.EstCostMs < 0 {
-		return status.Errorf(codes.InvalidArgument, "est_cost_ms: must be positive (got %d); it may be left out only while the cluster's estimate is auto", req.EstCostMs)
-	}
-	if limit := cfg.PayloadLimit(); uint64(len(req.Payload)) > uint64(limit) {
-		return status.Errorf(codes.ResourceExhausted, "payload: %d bytes, over the limit of %d", len(req.Payload), limit)
-	}
-	if err := poolNameErr("pool", req.Pool); err != nil {
-		return err
-	}
-	sub := sfq.Submission{Key: req.GetIdempotencyKey(), Type: req.JobType, Size: size, EstCostMs: req.EstCostMs, Class: class,
-		DeadlineMs: req.DeadlineMs, MaxAttempts: req.MaxAttempts, TimeoutMs: req.TimeoutMs, Group: req.Group,
-		DelayMs: req.DelayMs, ExpireMs: req.ExpireMs, RetryBackoffMs: req.GetRetryBackoffMs(), RetryBackoffSet: req.RetryBackoffMs != nil}
-	if err := sub.Validate(); err != nil {
-		return status.Error(codes.InvalidArgument, trimInvalid(err))
-	}
-	return nil
-}
-
-// groupRoom checks, on the leader, that a submit to a new group fits the
-// tenant's max_groups (Apply checks it again).
-func groupRoom(sc *sfq.Scheduler, t *sfq.Tenant, group string) error {
-	if group == "" {
-		return nil
-	}
-	if _, ok := sc.Group(t.Name, group); !ok && t.Groups >= t.GroupLimit() {
-		return status.Errorf(codes.ResourceExhausted, "group: tenant %q has %d groups, its max_groups; a job of a new group %q would exceed it",
-			t.Name, t.Groups, group)
+	if _, r := fsm.SubmitFields(cmd, cfg, level); r != nil {
+		return refusalErr(r)
 	}
 	return nil
 }
@@ -165,66 +132,25 @@ func (s *submitSlab) command(tenant string, req *pb.SubmitRequest) *pb.Command {
 // drop it.
 func levelErr(f *fsm.FSM, c *pb.Command) error {
 	if err := fsm.CheckLevel(c, f.Level()); err != nil {
-		return status.Error(codes.FailedPrecondition, err.(*fsm.Refusal).Msg)
+		return refusalErr(err.(*fsm.Refusal))
 	}
 	return nil
-}
-
-// submitState checks, on the leader, what a submit needs of the state:
-// the tenant exists (or implicit_tenants will make it), its quotas
-// (fsm.Quotas.Room), and that it may submit the job's class, deadline and
-// pool (permit): the rules Apply checks again.
-func submitState(sc *sfq.Scheduler, q fsm.Quotas, pools fsm.PoolSettings, tenant string, req *pb.SubmitRequest) error {
-	ti, ok := sc.TenantIndex(tenant)
-	if !ok && pools.Implicit {
-		// Apply makes the tenant, with no caps and no quota of its own.
-		if err := sfq.ValidateName("tenant", tenant); err != nil {
-			return status.Error(codes.InvalidArgument, trimInvalid(err))
-		}
-		return permit(sc, tenant, req)
-	}
-	if !ok {
-		return status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
-	}
-	t, _ := sc.TenantTotals(ti) // its jobs in every pool
-	if why := q.Room(sc, ti, &t, len(req.Payload)); why != "" {
-		return status.Error(codes.ResourceExhausted, why)
-	}
-	return permit(sc, tenant, req)
-}
-
-// permit checks that the job's pool exists and admits the tenant
-// (submitPool), that the tenant may submit the job's class and deadline
-// (sfq.TenantSpec.Permit) and that a job of a new group fits its
-// max_groups: the rules Apply checks again. An unknown tenant passes the
-// tenant's rules (Apply refuses it, or makes it under implicit_tenants).
-func permit(sc *sfq.Scheduler, tenant string, req *pb.SubmitRequest) error {
-	if err := submitPool(sc, tenant, req.Pool); err != nil {
-		return err
-	}
-	t, ok := sc.Tenant(tenant)
-	if !ok {
-		return nil
-	}
-	class, _ := fsm.ClassFromPB(req.Class) // validateSubmit checked it
-	if err := t.Permit(class, req.DeadlineMs != 0); err != nil {
-		return status.Error(codes.PermissionDenied, err.Error())
-	}
-	return groupRoom(sc, &t, req.Group)
 }
 
 // Submit queues a job. A follower sends it on to the leader with the
 // other single submits that arrive meanwhile (forwardsubmit.go).
 func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
-	tenant, cmd, err := s.checkSubmit(ctx, req, s.submitConfig())
+	_, cmd, err := s.checkSubmit(ctx, req, s.submitConfig())
 	if err != nil {
 		return nil, err
 	}
-	if resp, handled, err := s.forwardSubmit(ctx, tenant, req); handled {
+	if resp, handled, err := s.forwardSubmit(ctx, cmd.GetSubmit().Tenant, req); handled {
 		return resp, err
 	}
 	errs := []error{nil}
-	s.admitSubmits([]string{tenant}, []*pb.SubmitRequest{req}, errs)
+	if known := s.admitSubmits(ctx, []*pb.Command{cmd}, errs); known[0] != 0 {
+		return &pb.SubmitResponse{JobId: uint64(known[0])}, nil
+	}
 	if errs[0] != nil {
 		return nil, errs[0]
 	}
@@ -246,39 +172,69 @@ func (s *ClientService) checkSubmit(ctx context.Context, req *pb.SubmitRequest, 
 	if err != nil {
 		return "", nil, err
 	}
-	if err := validateSubmit(req, cfg); err != nil {
+	cmd := submitCommand(tenant, req)
+	level := s.node.FSM.Level()
+	if err := validateSubmit(cmd.GetSubmit(), req, cfg, level); err != nil {
 		return "", nil, err
 	}
-	cmd := submitCommand(tenant, req)
 	if err := levelErr(s.node.FSM, cmd); err != nil {
 		return "", nil, err
 	}
 	return tenant, cmd, nil
 }
 
-// admitSubmits makes, on the leader, the checks of single submits that
-// need the state (submitState; Apply checks them again) and then holds
-// them to the submit rate in their order. errs[i] already set skips a
-// submit; a refusal is written there.
-func (s *ClientService) admitSubmits(tenants []string, reqs []*pb.SubmitRequest, errs []error) {
-	pools := s.node.FSM.PoolSettings()
-	s.node.FSM.ReadQuotas(func(sc *sfq.Scheduler, q fsm.Quotas) {
-		for i, req := range reqs {
-			if errs[i] == nil {
-				errs[i] = submitState(sc, q, pools, tenants[i], req)
-			}
-		}
-	})
+// admitSubmits is the leader's check of single submits before it
+// proposes them: the state machine's own check (admitChecked), then the
+// submit rate, submit by submit. errs[i] already set skips a submit; a
+// refusal is written there. known[i] is the job of a keyed resend,
+// answered from the state with no entry.
+func (s *ClientService) admitSubmits(ctx context.Context, cmds []*pb.Command, errs []error) (known []sfq.JobID) {
+	known = s.admitChecked(ctx, cmds, errs)
 	if r := s.node.FSM.Config().SubmitRate; r.N != 0 {
-		for i, tenant := range tenants {
-			if errs[i] != nil {
+		for i, c := range cmds {
+			if errs[i] != nil || known[i] != 0 {
 				continue
 			}
+			tenant := c.GetSubmit().Tenant
 			if n, wait := s.submits.take(tenant, r, 1); n == 0 {
 				errs[i] = submitRateError(tenant, r, wait)
 			}
 		}
 	}
+	return known
+}
+
+// admitChecked checks submits on the leader as Apply would
+// (fsm.AdmitSubmits: each as if the ones before it that it admits were
+// applied, so that a batch's jobs count toward their tenant's quotas).
+// errs[i] already set skips a submit; a refusal is written there. A keyed
+// resend of a job that exists is answered from the state: known[i] is
+// that job (errs[i] stays nil), and the answer's index header names the
+// state it read.
+func (s *ClientService) admitChecked(ctx context.Context, cmds []*pb.Command, errs []error) (known []sfq.JobID) {
+	jobs := make([]*pb.SubmitJob, len(cmds))
+	verdicts := make([]fsm.Result, len(cmds))
+	for i, c := range cmds {
+		jobs[i] = c.GetSubmit()
+		if errs[i] != nil {
+			verdicts[i].Code = fsm.Internal // skipped
+		}
+	}
+	index := s.node.FSM.AdmitSubmits(jobs, verdicts)
+	known = make([]sfq.JobID, len(cmds))
+	for i := range cmds {
+		if errs[i] != nil {
+			continue
+		}
+		switch v := verdicts[i]; {
+		case v.Refused():
+			errs[i] = resultErr(v)
+		case v.Job != 0:
+			known[i] = v.Job
+			setIndexHeader(ctx, index)
+		}
+	}
+	return known
 }
 
 // jobToPB converts a job record of sc, with its payload or without.
@@ -480,17 +436,11 @@ func (s *ClientService) CancelJob(ctx context.Context, req *pb.CancelJobRequest)
 		return nil, err
 	}
 	fwd := &pb.CancelJobRequest{Tenant: tenant, JobId: req.JobId}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.CancelJobResponse, error) {
+	cmd := &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: tenant, Job: req.JobId}}}
+	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.CancelJobResponse, error) {
 		return pb.NewClientClient(cc).CancelJob(ctx, fwd)
-	}); handled {
+	}); done {
 		return resp, err
-	}
-	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: tenant, Job: req.JobId}}})
-	if err != nil {
-		return nil, err
-	}
-	if err := resultErr(res[0]); err != nil {
-		return nil, err
 	}
 	var out pb.CancelJobResponse
 	s.node.FSM.Read(func(sc *sfq.Scheduler) {
@@ -738,24 +688,25 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 	out := &pb.SubmitBatchResponse{Results: make([]*pb.SubmitResult, n)}
 	results := make([]pb.SubmitResult, n) // out.Results point here
 	cfg := s.submitConfig()
+	level := s.node.FSM.Level()
 	fwd := &pb.SubmitBatchRequest{Jobs: make([]*pb.SubmitRequest, n)}
 	fwdJobs := make([]pb.SubmitRequest, n)
 	slab, jobCmds := newSubmitSlab(n), make([]*pb.Command, n)
+	errs := make([]error, n)
 	for i, j := range req.Jobs {
 		tenant, err := submitTenant(ctx, j.Tenant, cfg.Pools)
 		if err == nil {
-			err = validateSubmit(j, cfg)
+			jobCmds[i] = slab.command(tenant, j)
+			err = validateSubmit(jobCmds[i].GetSubmit(), j, cfg, level)
 		}
 		if err == nil {
-			jobCmds[i] = slab.command(tenant, j)
 			err = levelErr(s.node.FSM, jobCmds[i])
 		}
 		if err != nil {
 			if status.Code(err) == codes.PermissionDenied {
 				return nil, err // a token naming another tenant is refused whole
 			}
-			results[i].Error = StatusLine(err)
-			out.Results[i] = &results[i]
+			errs[i] = err
 		}
 		setForwarded(&fwdJobs[i], tenant, j)
 		fwd.Jobs[i] = &fwdJobs[i]
@@ -765,31 +716,23 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 	}); handled {
 		return resp, err
 	}
-	// On the leader: each job's class and deadline against its tenant's
-	// grants (Apply checks them again, and the tenant and its quota as
-	// the batch goes).
-	s.node.FSM.Read(func(sc *sfq.Scheduler) {
-		for i, j := range fwd.Jobs {
-			if out.Results[i] == nil {
-				if err := permit(sc, j.Tenant, j); err != nil {
-					out.Results[i] = &pb.SubmitResult{Error: StatusLine(err)}
-				}
-			}
-		}
-	})
-	if r := s.node.FSM.Config().SubmitRate; r.N != 0 {
-		s.limitBatch(r, fwd.Jobs, out.Results)
-	}
-	// The commands made above are those of fwd.Jobs: the same tenant and
-	// fields.
+	// On the leader: each job as Apply would take it, in the batch's
+	// order (a job refused here costs no entry), and the submit rate.
+	known := s.admitBatch(ctx, jobCmds, errs)
 	cmds := make([]*pb.Command, 0, n)
 	which := make([]int, 0, n)
-	for i := range fwd.Jobs {
-		if out.Results[i] != nil {
+	for i := range jobCmds {
+		switch {
+		case errs[i] != nil:
+			results[i].Error = StatusLine(errs[i])
+		case known[i] != 0:
+			results[i].JobId = uint64(known[i])
+		default:
+			cmds = append(cmds, jobCmds[i])
+			which = append(which, i)
 			continue
 		}
-		cmds = append(cmds, jobCmds[i])
-		which = append(which, i)
+		out.Results[i] = &results[i]
 	}
 	if len(cmds) > 0 {
 		res, err := s.propose(ctx, cmds...)
@@ -809,17 +752,30 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 	return out, nil
 }
 
+// admitBatch is admitSubmits for a batch: the state machine's check of
+// each job, then the submit rate tenant by tenant (limitBatch).
+func (s *ClientService) admitBatch(ctx context.Context, cmds []*pb.Command, errs []error) []sfq.JobID {
+	known := s.admitChecked(ctx, cmds, errs)
+	if r := s.node.FSM.Config().SubmitRate; r.N != 0 {
+		s.limitBatch(r, cmds, errs, known)
+	}
+	return known
+}
+
 // limitBatch holds a batch's jobs to the submit rate r, tenant by tenant
-// in the batch's order: the jobs beyond a tenant's allowance are refused.
-func (s *ClientService) limitBatch(r sfq.RateLimit, jobs []*pb.SubmitRequest, results []*pb.SubmitResult) {
+// in the batch's order: the jobs beyond a tenant's allowance are refused
+// (errs). Jobs already refused, and keyed resends answered from the
+// state (known), take nothing.
+func (s *ClientService) limitBatch(r sfq.RateLimit, cmds []*pb.Command, errs []error, known []sfq.JobID) {
 	var order []string
 	want := map[string]int{}
-	for i, j := range jobs {
-		if results[i] == nil {
-			if want[j.Tenant] == 0 {
-				order = append(order, j.Tenant)
+	for i, c := range cmds {
+		if errs[i] == nil && known[i] == 0 {
+			t := c.GetSubmit().Tenant
+			if want[t] == 0 {
+				order = append(order, t)
 			}
-			want[j.Tenant]++
+			want[t]++
 		}
 	}
 	for _, tenant := range order {
@@ -827,13 +783,13 @@ func (s *ClientService) limitBatch(r sfq.RateLimit, jobs []*pb.SubmitRequest, re
 		if n == want[tenant] {
 			continue
 		}
-		line := StatusLine(submitRateError(tenant, r, wait))
-		for i, j := range jobs {
-			if results[i] == nil && j.Tenant == tenant {
+		refusal := submitRateError(tenant, r, wait)
+		for i, c := range cmds {
+			if errs[i] == nil && known[i] == 0 && c.GetSubmit().Tenant == tenant {
 				if n > 0 {
 					n--
 				} else {
-					results[i] = &pb.SubmitResult{Error: line}
+					errs[i] = refusal
 				}
 			}
 		}

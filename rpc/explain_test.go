@@ -13,8 +13,9 @@ import (
 )
 
 // TestValidateSubmitClassDeadlineCost: the edge names the field and the
-// rule for a class, a deadline and a cost left out; a cost may be left out
-// only under estimate=auto.
+// rule for a class, a deadline and a negative cost, in Apply's words; a
+// cost left out is the leader's to judge (the core's estimate rule: it
+// may be left out only under estimate=auto).
 func TestValidateSubmitClassDeadlineCost(t *testing.T) {
 	auto := fsm.DefaultConfig()
 	auto.Sched.Estimate = sfq.EstimateAuto
@@ -23,14 +24,14 @@ func TestValidateSubmitClassDeadlineCost(t *testing.T) {
 		cfg  fsm.Config
 		want string
 	}{
-		{&pb.SubmitRequest{Size: pb.Size_SM}, fsm.DefaultConfig(), "rpc error: code = InvalidArgument desc = est_cost_ms: must be positive (got 0); it may be left out only while the cluster's estimate is auto"},
+		{&pb.SubmitRequest{Size: pb.Size_SM}, fsm.DefaultConfig(), ""},
 		{&pb.SubmitRequest{Size: pb.Size_SM}, auto, ""},
-		{&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: -1}, auto, "rpc error: code = InvalidArgument desc = est_cost_ms: must be positive (got -1); it may be left out only while the cluster's estimate is auto"},
-		{&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1, Class: pb.Class(7)}, auto, "rpc error: code = InvalidArgument desc = class: must be critical, high, normal or low (got 7)"},
+		{&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: -1}, auto, "rpc error: code = InvalidArgument desc = est_cost_ms: must be positive (got -1)"},
+		{&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1, Class: pb.Class(7)}, auto, "rpc error: code = InvalidArgument desc = class: 7 is not critical, high, normal or low"},
 		{&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1, Class: pb.Class_LOW, DeadlineMs: 999}, auto, "rpc error: code = InvalidArgument desc = deadline_ms: 999 is out of range (0 = none, else 1 s .. 1 year after the submit)"},
 		{&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1, Class: pb.Class_CRITICAL, DeadlineMs: 1000}, fsm.DefaultConfig(), ""},
 	} {
-		err := validateSubmit(c.req, c.cfg)
+		err := validateSubmit(submitCommand("acme", c.req).GetSubmit(), c.req, c.cfg, fsm.MaxFeatureLevel)
 		if (err == nil && c.want != "") || (err != nil && err.Error() != c.want) {
 			t.Errorf("%v: %v, want %q", c.req, err, c.want)
 		}

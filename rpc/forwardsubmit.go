@@ -286,7 +286,7 @@ func (s *ClientService) forwardedSubmits(ctx context.Context, auth *Auth, req *p
 		return nil, errNotLeader
 	}
 	cfg := s.submitConfig()
-	tenants, reqs := make([]string, n), make([]*pb.SubmitRequest, n)
+	reqs := make([]*pb.SubmitRequest, n)
 	cmds, errs := make([]*pb.Command, n), make([]error, n)
 	for i, fs := range req.Submits {
 		if reqs[i] = fs.GetJob(); reqs[i] == nil {
@@ -302,17 +302,21 @@ func (s *ClientService) forwardedSubmits(ctx context.Context, auth *Auth, req *p
 		if id != nil {
 			ictx = context.WithValue(ctx, identityKey{}, *id)
 		}
-		tenants[i], cmds[i], errs[i] = s.checkSubmit(ictx, reqs[i], cfg)
+		_, cmds[i], errs[i] = s.checkSubmit(ictx, reqs[i], cfg)
 	}
-	s.admitSubmits(tenants, reqs, errs)
+	known := s.admitSubmits(ctx, cmds, errs)
+	out := &pb.ForwardSubmitsResponse{Results: make([]*pb.ForwardedSubmitResult, n)}
 	var props []*pb.Command
 	var which []int
 	for i, err := range errs {
-		if err == nil {
+		switch {
+		case err != nil:
+		case known[i] != 0:
+			out.Results[i] = &pb.ForwardedSubmitResult{JobId: uint64(known[i])}
+		default:
 			props, which = append(props, cmds[i]), append(which, i)
 		}
 	}
-	out := &pb.ForwardSubmitsResponse{Results: make([]*pb.ForwardedSubmitResult, n)}
 	if len(props) > 0 {
 		res, err := s.propose(ctx, props...)
 		if err != nil {

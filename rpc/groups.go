@@ -20,22 +20,12 @@ import (
 // loosen it; clearing its own cap leaves the admin's. Both are checked
 // again when the command is applied.
 
-// groupNameErr checks a group name and names the field.
+// groupNameErr checks a group name (of a read) and names the field.
 func groupNameErr(field, name string) error {
 	if err := sfq.ValidateGroupName(name); err != nil {
-		return status.Errorf(codes.InvalidArgument, "%s: %v", field, trimInvalid(err))
+		return status.Errorf(codes.InvalidArgument, "%s: %v", field, err)
 	}
 	return nil
-}
-
-// trimInvalid drops the sentinel's "invalid argument: " from a core error.
-func trimInvalid(err error) string {
-	msg := err.Error()
-	const p = "invalid argument: "
-	if len(msg) > len(p) && msg[:len(p)] == p {
-		return msg[len(p):]
-	}
-	return msg
 }
 
 // groupToPB converts a group of tenant t.
@@ -79,46 +69,17 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 	if err != nil {
 		return nil, err
 	}
-	if err := groupNameErr("group", req.Group); err != nil {
-		return nil, err
-	}
 	asTenant := IdentityFrom(ctx).Role == RoleClient
 	cmd, err := setGroupRequestCommand(tenant, req, asTenant)
 	if err != nil {
 		return nil, err
 	}
 	command := &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: cmd}}
-	if err := levelErr(s.node.FSM, command); err != nil {
-		return nil, err
-	}
 	fwd := &pb.SetGroupRequest{Tenant: tenant, Group: req.Group, Cap: req.Cap, Rate: req.Rate, Burst: req.Burst}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Group, error) {
+	if _, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Group, error) {
 		return pb.NewClientClient(cc).SetGroup(ctx, fwd)
-	}); handled {
+	}); done {
 		return resp, err
-	}
-	// On the leader: the checks that need state (Apply makes them again).
-	var t sfq.Tenant
-	var exists, ok bool
-	s.node.FSM.Read(func(sc *sfq.Scheduler) {
-		t, ok = sc.Tenant(tenant)
-		_, exists = sc.Group(tenant, req.Group)
-	})
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
-	}
-	creates := !exists && (cmd.CapKind == pb.GroupCapKind_GROUP_CAP_LIMIT || (!cmd.AsTenant && cmd.CapKind == pb.GroupCapKind_GROUP_CAP_NONE) ||
-		cmd.RateN != 0)
-	if creates && t.Groups >= t.GroupLimit() {
-		return nil, status.Errorf(codes.ResourceExhausted, "group: tenant %q has %d groups, its max_groups; a setting on a new group %q would exceed it",
-			tenant, t.Groups, req.Group)
-	}
-	res, err := s.propose(ctx, command)
-	if err != nil {
-		return nil, err
-	}
-	if err := resultErr(res[0]); err != nil {
-		return nil, err
 	}
 	var out *pb.Group
 	s.node.FSM.Read(func(sc *sfq.Scheduler) {

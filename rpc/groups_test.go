@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
-	"github.com/baristahq/barista/sfq"
 )
 
 // TestSetGroupCommand: the command a SetGroup proposes, for an admin and
@@ -83,29 +82,5 @@ func TestGroupPageToken(t *testing.T) {
 		if status.Code(err) != codes.InvalidArgument || status.Convert(err).Message() != want {
 			t.Errorf("%q: %v", tok, err)
 		}
-	}
-}
-
-// TestGroupRoom: on the leader, a submit to a new named group beyond
-// max_groups is RESOURCE_EXHAUSTED; an existing group and the unnamed
-// group always have room.
-func TestGroupRoom(t *testing.T) {
-	sc, _ := sfq.New(sfq.DefaultConfig())
-	sc.UpsertTenant(sfq.TenantSpec{Name: "acme", Tier: sfq.Gold, MaxGroups: 2})
-	for _, g := range []string{"a", "b"} {
-		if _, err := sc.Submit(0, sfq.Submission{Tenant: "acme", Size: sfq.SM, EstCostMs: 10, Group: g}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ta, _ := sc.Tenant("acme")
-	for _, g := range []string{"", "a", "b"} {
-		if err := groupRoom(sc, &ta, g); err != nil {
-			t.Errorf("group %q: %v", g, err)
-		}
-	}
-	err := groupRoom(sc, &ta, "c")
-	want := `group: tenant "acme" has 2 groups, its max_groups; a job of a new group "c" would exceed it`
-	if status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != want {
-		t.Errorf("group c: %v", err)
 	}
 }

@@ -678,7 +678,7 @@ func (h *hub) precheck(kind sfq.InputKind, job uint64, attempt uint32, worker st
 	e := sfq.Input{Kind: kind, Attempt: attempt, Worker: worker}
 	_, out = sfq.Step(j.Life, e)
 	if out == sfq.Stale {
-		why = sfq.Refusal(&j, e, out).Error()
+		why = sfq.LifecycleRefusal(&j, e, out).Error()
 	}
 	return true, out, j.State, why
 }

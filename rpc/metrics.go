@@ -32,11 +32,15 @@ type metrics struct {
 	// startsWithFinished counts runs whose Started the leader replicated
 	// with their Finished (the run ended before its Started was due).
 	startsWithFinished prometheus.Counter
+	// writesUnproposed counts the writes this node, as leader, answered
+	// without a log entry, by command and reason (refused: the command's
+	// check refused it; unchanged: it would change nothing).
+	writesUnproposed *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *metrics {
 	m := newWorkerMetrics()
-	reg.MustRegister(m.dispatchLatency, m.dispatchStages, m.fenced, m.unproposed, m.refusedSessions, m.submitsLimited, m.forwardBatches, m.forwardedSubmits, m.startsWithFinished, &stateCollector{node: node, maxTenants: maxTenants})
+	reg.MustRegister(m.dispatchLatency, m.dispatchStages, m.fenced, m.unproposed, m.refusedSessions, m.submitsLimited, m.forwardBatches, m.forwardedSubmits, m.startsWithFinished, m.writesUnproposed, &stateCollector{node: node, maxTenants: maxTenants})
 	return m
 }
 
@@ -66,6 +70,10 @@ func newWorkerMetrics() *metrics {
 			Name: "barista_submit_forward_calls_total", Help: "Calls this node made, as a follower, to carry single submits to the leader in batches."}),
 		forwardedSubmits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "barista_submits_forwarded_total", Help: "Single submits this node carried, as a follower, to the leader in batched calls."}),
+		writesUnproposed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "barista_writes_unproposed_total",
+			Help: "Writes this node, as leader, answered without a log entry, by command and reason (refused: the command's check, the one Apply makes, refused it; unchanged: it would change nothing)."},
+			[]string{"command", "reason"}),
 		startsWithFinished: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "barista_worker_starts_with_finished_total",
 			Help: "Runs that ended before their worker's Started was due, whose Started this node, as leader, replicated with their Finished."}),

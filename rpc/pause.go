@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -34,7 +33,7 @@ func rateText(r sfq.RateLimit) string {
 func parseRate(field, rate string, burst uint32) (sfq.RateLimit, error) {
 	r, err := sfq.ParseRate(rate, burst)
 	if err != nil {
-		return r, status.Errorf(codes.InvalidArgument, "%s: %s", field, strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
+		return r, status.Errorf(codes.InvalidArgument, "%s: %v", field, err)
 	}
 	return r, nil
 }
@@ -45,16 +44,13 @@ func setGroupRequestCommand(tenant string, req *pb.SetGroupRequest, asTenant boo
 	if req.Rate == "" && req.Burst == 0 {
 		return setGroupCommand(tenant, req.Group, req.Cap, asTenant)
 	}
-	if asTenant {
-		return nil, status.Error(codes.PermissionDenied, "rate: a group's rate limit is set by an admin")
-	}
 	r, err := parseRate("rate", req.Rate, req.Burst)
 	if err != nil {
 		return nil, err
 	}
-	c := &pb.SetGroup{Tenant: tenant, Group: req.Group}
+	c := &pb.SetGroup{Tenant: tenant, Group: req.Group, AsTenant: asTenant}
 	if req.Cap != "" {
-		if c, err = setGroupCommand(tenant, req.Group, req.Cap, false); err != nil {
+		if c, err = setGroupCommand(tenant, req.Group, req.Cap, asTenant); err != nil {
 			return nil, err
 		}
 	}

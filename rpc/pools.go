@@ -26,7 +26,7 @@ func poolNameErr(field, name string) error {
 		return nil
 	}
 	if err := sfq.ValidatePoolName(name); err != nil {
-		return status.Errorf(codes.InvalidArgument, "%s: %s", field, trimInvalid(err))
+		return status.Errorf(codes.InvalidArgument, "%s: %v", field, err)
 	}
 	return nil
 }
@@ -44,23 +44,6 @@ func knownPool(sc *sfq.Scheduler, field, name string) error {
 	}
 	if _, ok := sc.PoolID(name); !ok {
 		return unknownPool(field, name)
-	}
-	return nil
-}
-
-// submitPool checks, on the leader, a submit's pool: it exists, and a
-// pool whose subscriptions are required admits only a tenant with one
-// there (the rule and message of Apply: it fails closed).
-func submitPool(sc *sfq.Scheduler, tenant, pool string) error {
-	if pool == "" {
-		return nil
-	}
-	p, ok := sc.Pool(pool)
-	if !ok {
-		return unknownPool("pool", pool)
-	}
-	if _, sub := sc.Subscription(tenant, pool); p.Required && !sub {
-		return status.Errorf(codes.FailedPrecondition, "tenant %s has no subscription in pool %s, which requires one", tenant, p.Name)
 	}
 	return nil
 }
@@ -112,30 +95,16 @@ func (b *base) readPools() []*pb.Pool {
 	return out
 }
 
-// poolSetCommand checks a PoolSet request and builds its command.
-func poolSetCommand(req *pb.PoolSetRequest) (*pb.Command, error) {
-	if req.Name == "" {
-		return nil, status.Error(codes.InvalidArgument, "name: required")
-	}
-	if err := poolNameErr("name", req.Name); err != nil {
-		return nil, err
-	}
-	if req.Weights != nil {
-		if _, err := sfq.ParsePoolWeights(*req.Weights); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "weights: %s", trimInvalid(err))
-		}
-	}
+// poolSetCommand builds the command of a PoolSet request (its checks
+// are Apply's: fsm.CheckFields, fsm.FSM.Admit).
+func poolSetCommand(req *pb.PoolSetRequest) *pb.Command {
 	return &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: req.Name, Weights: req.Weights,
-		SubscriptionsRequired: req.SubscriptionsRequired}}}, nil
+		SubscriptionsRequired: req.SubscriptionsRequired}}}
 }
 
 // PoolSet creates or changes a pool.
 func (s *AdminService) PoolSet(ctx context.Context, req *pb.PoolSetRequest) (*pb.Pool, error) {
-	cmd, err := poolSetCommand(req)
-	if err != nil {
-		return nil, err
-	}
-	res, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Pool, error) {
+	res, resp, done, err := write(ctx, &s.base, poolSetCommand(req), func(ctx context.Context, cc *grpc.ClientConn) (*pb.Pool, error) {
 		return pb.NewAdminClient(cc).PoolSet(ctx, req)
 	})
 	if done {
@@ -187,14 +156,8 @@ func (s *AdminService) PoolList(ctx context.Context, req *pb.PoolListRequest) (*
 // connected worker (checked here, on the leader: the state machine does
 // not know the connections).
 func (s *AdminService) PoolDelete(ctx context.Context, req *pb.PoolDeleteRequest) (*pb.PoolDeleteResponse, error) {
-	if req.Name == "" {
-		return nil, status.Error(codes.InvalidArgument, "name: required")
-	}
-	if err := poolNameErr("name", req.Name); err != nil {
-		return nil, err
-	}
 	cmd := &pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: req.Name}}}
-	if err := levelErr(s.node.FSM, cmd); err != nil {
+	if err := s.edgeCheck(cmd); err != nil {
 		return nil, err
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PoolDeleteResponse, error) {
@@ -212,27 +175,19 @@ func (s *AdminService) PoolDelete(ctx context.Context, req *pb.PoolDeleteRequest
 		}
 		defer release()
 	}
-	res, err := s.propose(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	if err := resultErr(res[0]); err != nil {
+	if _, err := s.commit(ctx, cmd); err != nil {
 		return nil, err
 	}
 	return &pb.PoolDeleteResponse{}, nil
 }
 
-// subscriptionCommand checks a SubscriptionSet request and builds its
-// command.
+// subscriptionCommand builds the command of a SubscriptionSet request.
+// The tenant and the pool are Apply's to check; a pool must be named (the
+// command's empty pool is the pool default, which a request means only by
+// its name).
 func subscriptionCommand(req *pb.SubscriptionSetRequest) (*pb.Command, error) {
-	if err := sfq.ValidateName("tenant", req.Tenant); err != nil {
-		return nil, status.Error(codes.InvalidArgument, trimInvalid(err))
-	}
 	if req.Pool == "" {
 		return nil, status.Error(codes.InvalidArgument, "pool: required")
-	}
-	if err := poolNameErr("pool", req.Pool); err != nil {
-		return nil, err
 	}
 	return &pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: req.Tenant, Pool: req.Pool, Burst: req.Burst}}}, nil
 }
@@ -330,7 +285,7 @@ func subscriptionPage(sc *sfq.Scheduler, req *pb.SubscriptionListRequest, size i
 func (s *AdminService) SubscriptionList(ctx context.Context, req *pb.SubscriptionListRequest) (*pb.SubscriptionListResponse, error) {
 	if req.Tenant != "" {
 		if err := sfq.ValidateName("tenant", req.Tenant); err != nil {
-			return nil, status.Error(codes.InvalidArgument, trimInvalid(err))
+			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
 	}
 	if err := poolNameErr("pool", req.Pool); err != nil {
@@ -354,9 +309,6 @@ func (s *AdminService) SubscriptionList(ctx context.Context, req *pb.Subscriptio
 
 // pausePool pauses or resumes dispatch in one pool.
 func (s *AdminService) pausePool(ctx context.Context, req *pb.PauseDispatchRequest) (*pb.PauseDispatchResponse, error) {
-	if err := poolNameErr("pool", req.Pool); err != nil {
-		return nil, err
-	}
 	command := &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: req.Pool, Resume: req.Resume}}}
 	res, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseDispatchResponse, error) {
 		return pb.NewAdminClient(cc).PauseDispatch(ctx, req)

@@ -109,7 +109,7 @@ func TestPoolsAtTheEdge(t *testing.T) {
 	n.tenant(t, "beta", pb.Tier_SILVER)
 
 	_, err := n.admin.PoolSet(ctx, &pb.PoolSetRequest{Name: "GPU"})
-	wantStatus(t, err, codes.InvalidArgument, `name: pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)`)
+	wantStatus(t, err, codes.InvalidArgument, `pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)`)
 	_, err = n.admin.PoolSet(ctx, &pb.PoolSetRequest{Name: "gpu", Weights: str("acme:0")})
 	wantStatus(t, err, codes.InvalidArgument, `weights: weight "0" of tenant "acme" (want 1..1000000)`)
 	_, err = n.admin.PoolSet(ctx, &pb.PoolSetRequest{Name: "gpu", Weights: str("acme")})
@@ -129,7 +129,7 @@ func TestPoolsAtTheEdge(t *testing.T) {
 	n.submit(t, n.cl, "acme", "default")
 	n.submit(t, n.cl, "acme", "")
 	_, err = n.cl.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Pool: "cpu"})
-	wantStatus(t, err, codes.NotFound, `pool: unknown pool "cpu"`)
+	wantStatus(t, err, codes.NotFound, `unknown pool "cpu"`)
 	_, err = n.cl.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Pool: "-x"})
 	wantStatus(t, err, codes.InvalidArgument, `pool: pool name "-x" has '-' at byte 0 (want a-z, 0-9 and -, not starting with -)`)
 	batch, err := n.cl.SubmitBatch(ctx, &pb.SubmitBatchRequest{Jobs: []*pb.SubmitRequest{
@@ -139,7 +139,7 @@ func TestPoolsAtTheEdge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprintf("%d %q %d %q", batch.Results[0].JobId, batch.Results[0].Error, batch.Results[1].JobId, batch.Results[1].Error); got != `4 "" 0 "NOT_FOUND: pool: unknown pool \"cpu\""` {
+	if got := fmt.Sprintf("%d %q %d %q", batch.Results[0].JobId, batch.Results[0].Error, batch.Results[1].JobId, batch.Results[1].Error); got != `4 "" 0 "NOT_FOUND: unknown pool \"cpu\""` {
 		t.Errorf("batch: %s", got)
 	}
 
@@ -183,11 +183,11 @@ func TestPoolsAtTheEdge(t *testing.T) {
 		t.Errorf("beta's job %d", id)
 	}
 	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "beta", Pool: "cpu", Burst: u32(1)})
-	wantStatus(t, err, codes.NotFound, `unknown pool: "cpu"`)
+	wantStatus(t, err, codes.NotFound, `unknown pool "cpu"`)
 	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "beta"})
 	wantStatus(t, err, codes.InvalidArgument, "pool: required")
 	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "", Pool: "gpu"})
-	wantStatus(t, err, codes.InvalidArgument, "tenant is empty")
+	wantStatus(t, err, codes.NotFound, `unknown tenant ""`)
 	if _, err := n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "acme", Pool: "gpu", Burst: u32(2)}); err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestPoolsAtTheEdge(t *testing.T) {
 		t.Errorf("pause of gpu: %v %v", pr, err)
 	}
 	_, err = n.admin.PauseDispatch(ctx, &pb.PauseDispatchRequest{Pool: "cpu"})
-	wantStatus(t, err, codes.NotFound, `unknown pool: "cpu"`)
+	wantStatus(t, err, codes.NotFound, `unknown pool "cpu"`)
 	if pr, err = n.admin.PauseDispatch(ctx, &pb.PauseDispatchRequest{Pool: "gpu", Resume: true}); err != nil || pr.Paused || !pr.Changed {
 		t.Errorf("resume of gpu: %v %v", pr, err)
 	}
@@ -256,7 +256,7 @@ func TestPoolsAtTheEdge(t *testing.T) {
 	_, err = n.cl.CancelJobs(ctx, &pb.BulkJobsRequest{Tenant: "acme", Filter: &pb.JobFilter{Pool: "cpu"}})
 	wantStatus(t, err, codes.NotFound, `unknown pool "cpu"`)
 	_, err = n.cl.CancelJobs(ctx, &pb.BulkJobsRequest{Tenant: "acme", Filter: &pb.JobFilter{Pool: "Cpu"}})
-	wantStatus(t, err, codes.InvalidArgument, `invalid argument: filter.pool: pool name "Cpu" has 'C' at byte 0 (want a-z, 0-9 and -, not starting with -)`)
+	wantStatus(t, err, codes.InvalidArgument, `filter.pool: pool name "Cpu" has 'C' at byte 0 (want a-z, 0-9 and -, not starting with -)`)
 	for _, tenant := range []string{"acme", "beta"} {
 		resp, err := n.cl.CancelJobs(ctx, &pb.BulkJobsRequest{Tenant: tenant, Filter: &pb.JobFilter{Pool: "gpu"}})
 		if err != nil {
@@ -292,7 +292,7 @@ func TestPoolTenantSettings(t *testing.T) {
 	_, err := n.cl.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000})
 	wantStatus(t, err, codes.InvalidArgument, "tenant: required")
 	_, err = n.cl.Submit(ctx, &pb.SubmitRequest{Tenant: "newco", Size: pb.Size_SM, EstCostMs: 1000})
-	wantStatus(t, err, codes.NotFound, `tenant: "newco" not found`)
+	wantStatus(t, err, codes.NotFound, `unknown tenant "newco"`)
 
 	cfg, err := n.admin.GetConfig(ctx, &pb.GetConfigRequest{})
 	if err != nil {
@@ -348,7 +348,7 @@ func TestPoolTenantSettings(t *testing.T) {
 	wantStatus(t, err, codes.ResourceExhausted, `the cluster has 2 pools, its max_pools; pool "cpu" would exceed it`)
 	cfg.MaxPools = sfq.MaxPoolSlots + 1
 	_, err = n.admin.SetConfig(ctx, &pb.SetConfigRequest{Config: cfg})
-	wantStatus(t, err, codes.InvalidArgument, "config: invalid argument: max_pools is 1025 (want 0 for the default 64, or 1..1024)")
+	wantStatus(t, err, codes.InvalidArgument, "config: max_pools is 1025 (want 0 for the default 64, or 1..1024)")
 }
 
 // TestPoolsNeedLevel6: in a cluster whose voters understand only feature

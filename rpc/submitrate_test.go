@@ -56,16 +56,21 @@ func TestSubmitRateBatchAndError(t *testing.T) {
 	now := time.Unix(1_000, 0)
 	s := &ClientService{submits: newSubmitLimiter(func() time.Time { return now }, nil)}
 	r := sfq.RateLimit{N: 1, PeriodMs: 60_000, Burst: 2}
-	jobs := []*pb.SubmitRequest{{Tenant: "a"}, {Tenant: "b"}, {Tenant: "a"}, {Tenant: "x"}, {Tenant: "a"}, {Tenant: "b"}}
-	results := make([]*pb.SubmitResult, len(jobs))
-	results[3] = &pb.SubmitResult{Error: "INVALID_ARGUMENT: earlier"}
-	s.limitBatch(r, jobs, results)
+	var cmds []*pb.Command
+	for _, tenant := range []string{"a", "b", "a", "x", "a", "b", "a"} {
+		cmds = append(cmds, submitCommand(tenant, &pb.SubmitRequest{}))
+	}
+	errs := make([]error, len(cmds))
+	errs[3] = status.Error(codes.InvalidArgument, "earlier")
+	known := make([]sfq.JobID, len(cmds))
+	known[6] = 9 // a keyed resend answered from the state takes nothing
+	s.limitBatch(r, cmds, errs, known)
 	want := []string{"", "", "", "INVALID_ARGUMENT: earlier",
-		`RESOURCE_EXHAUSTED: submit_rate: tenant "a" may submit 1/1m0s (bursts of 2); retry in 1m0s`, ""}
+		`RESOURCE_EXHAUSTED: submit_rate: tenant "a" may submit 1/1m0s (bursts of 2); retry in 1m0s`, "", ""}
 	for i, w := range want {
 		got := ""
-		if results[i] != nil {
-			got = results[i].Error
+		if errs[i] != nil {
+			got = StatusLine(errs[i])
 		}
 		if got != w {
 			t.Errorf("job %d: %q, want %q", i, got, w)

@@ -35,24 +35,22 @@ func webhookToPB(w *fsm.Webhook) *pb.Webhook {
 	return out
 }
 
-// validateWebhookSet checks a set request and names the field.
-func validateWebhookSet(req *pb.WebhookSetRequest) error {
-	if err := sfq.ValidateName("tenant", req.Tenant); err != nil {
-		return status.Error(codes.InvalidArgument, err.Error())
-	}
-	if err := fsm.ValidateWebhookURL(req.Url); err != nil {
-		return status.Error(codes.InvalidArgument, err.Error())
-	}
-	if _, err := fsm.ParseWebhookKinds(req.Kinds); err != nil {
-		return status.Error(codes.InvalidArgument, err.Error())
-	}
-	if g := req.GetGraceMs(); g < 0 || g > fsm.MaxWebhookGraceMs {
-		return status.Errorf(codes.InvalidArgument, "grace_ms: %d, want 0..%d (30 days)", g, int64(fsm.MaxWebhookGraceMs))
-	}
+// webhookSetCommand builds the command of a set request, without the
+// key the leader adds. What of it needs no state is checked by Apply's
+// rules on any node (edgeCheck); the grace period is the request's own.
+func webhookSetCommand(req *pb.WebhookSetRequest) (*pb.Command, error) {
 	if req.GraceMs != nil && !req.Rotate {
-		return status.Error(codes.InvalidArgument, "grace_ms: only with rotate")
+		return nil, status.Error(codes.InvalidArgument, "grace_ms: only with rotate")
 	}
-	return nil
+	grace := DefaultWebhookGrace.Milliseconds()
+	if req.GraceMs != nil {
+		grace = *req.GraceMs
+	}
+	if !req.Rotate {
+		grace = 0
+	}
+	return &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{
+		Tenant: req.Tenant, Url: req.Url, Kinds: req.Kinds, Rotate: req.Rotate, GraceMs: grace}}}, nil
 }
 
 // webhookKey returns the leader's webhook key, or why there is none.
@@ -67,10 +65,11 @@ func (b *base) webhookKey() (webhook.Key, error) {
 // WebhookSet registers or changes a tenant's endpoint. The secret is in
 // the answer when the endpoint is new or its secret was rotated.
 func (s *AdminService) WebhookSet(ctx context.Context, req *pb.WebhookSetRequest) (*pb.WebhookSetResponse, error) {
-	if err := validateWebhookSet(req); err != nil {
+	cmd, err := webhookSetCommand(req)
+	if err != nil {
 		return nil, err
 	}
-	if err := levelErr(s.node.FSM, &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{}}}); err != nil {
+	if err := s.edgeCheck(cmd); err != nil {
 		return nil, err
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.WebhookSetResponse, error) {
@@ -89,27 +88,17 @@ func (s *AdminService) WebhookSet(ctx context.Context, req *pb.WebhookSetRequest
 			return nil, status.Errorf(codes.InvalidArgument, "url: %v", err)
 		}
 	}
-	grace := DefaultWebhookGrace.Milliseconds()
-	if req.GraceMs != nil {
-		grace = *req.GraceMs
-	}
-	if !req.Rotate {
-		grace = 0
-	}
-	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{
-		Tenant: req.Tenant, Url: req.Url, Kinds: req.Kinds, Rotate: req.Rotate, GraceMs: grace, KeyId: key.ID()}}})
+	cmd.GetWebhookSet().KeyId = key.ID()
+	res, err := s.commit(ctx, cmd)
 	if err != nil {
-		return nil, err
-	}
-	if err := resultErr(res[0]); err != nil {
 		return nil, err
 	}
 	w, ok := s.node.FSM.WebhookOf(req.Tenant)
 	if !ok {
 		return nil, status.Errorf(codes.Aborted, "the webhook of tenant %q changed meanwhile; retry", req.Tenant)
 	}
-	out := &pb.WebhookSetResponse{Webhook: s.webhookNow(&w), Created: res[0].Created}
-	if res[0].Created || req.Rotate {
+	out := &pb.WebhookSetResponse{Webhook: s.webhookNow(&w), Created: res.Created}
+	if res.Created || req.Rotate {
 		out.Secret = key.Secret(w.Tenant, w.Name, w.Version)
 		out.PreviousSecretKept = req.Rotate && w.PrevVersion != 0
 	}

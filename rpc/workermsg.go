@@ -21,9 +21,10 @@ const (
 	MaxHelloRunning = 8
 	// MaxHelloVersion bounds Hello.version, in bytes.
 	MaxHelloVersion = 64
-	// MinExitCode and MaxExitCode bound a reported exit code: a POSIX
-	// exit status, or -1 for a run ended by a signal.
-	MinExitCode, MaxExitCode = -1, 255
+	// MinExitCode and MaxExitCode bound a reported exit code: Apply's
+	// bounds (fsm.MinExitCode), a POSIX exit status or -1 for a run ended
+	// by a signal.
+	MinExitCode, MaxExitCode = fsm.MinExitCode, fsm.MaxExitCode
 )
 
 // checkHello validates a Hello (INVALID_ARGUMENT naming the field and the

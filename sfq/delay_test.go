@@ -285,11 +285,11 @@ func TestDelayValidation(t *testing.T) {
 		sub Submission
 		msg string
 	}{
-		{Submission{DelayMs: -1}, "invalid argument: delay_ms: -1 is out of range (0 = none, else 1 ms .. 1 year)"},
-		{Submission{ExpireMs: 999}, "invalid argument: expire_ms: 999 is out of range (0 = none, else 1 s .. 1 year after the submit)"},
-		{Submission{DelayMs: 5000, ExpireMs: 5000}, "invalid argument: expire_ms: 5000 is not after delay_ms 5000 (the job would expire before it is due)"},
-		{Submission{DelayMs: 5000, DeadlineMs: 4000}, "invalid argument: deadline_ms: 4000 is not after delay_ms 5000"},
-		{Submission{RetryBackoffMs: MaxRetryBackoffMs + 1, RetryBackoffSet: true}, "invalid argument: retry_backoff_ms: 86400001 is out of range (0 .. 24 h)"},
+		{Submission{DelayMs: -1}, "delay_ms: -1 is out of range (0 = none, else 1 ms .. 1 year)"},
+		{Submission{ExpireMs: 999}, "expire_ms: 999 is out of range (0 = none, else 1 s .. 1 year after the submit)"},
+		{Submission{DelayMs: 5000, ExpireMs: 5000}, "expire_ms: 5000 is not after delay_ms 5000 (the job would expire before it is due)"},
+		{Submission{DelayMs: 5000, DeadlineMs: 4000}, "deadline_ms: 4000 is not after delay_ms 5000"},
+		{Submission{RetryBackoffMs: MaxRetryBackoffMs + 1, RetryBackoffSet: true}, "retry_backoff_ms: 86400001 is out of range (0 .. 24 h)"},
 	} {
 		err := c.sub.Validate()
 		if err == nil || err.Error() != c.msg || !errors.Is(err, ErrInvalid) {
@@ -298,7 +298,7 @@ func TestDelayValidation(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.RetryBackoffMs, cfg.RetryBackoffMaxMs = 5000, 1000
-	if err := cfg.Validate(); err == nil || err.Error() != "invalid argument: retry_backoff_max 1000 ms is below retry_backoff 5000 ms" {
+	if err := cfg.Validate(); err == nil || err.Error() != "retry_backoff_max 1000 ms is below retry_backoff 5000 ms" {
 		t.Fatalf("config: %v", err)
 	}
 }

@@ -56,7 +56,7 @@ func TestEMASequence(t *testing.T) {
 	// estimate=submitted ignores the average and wants a cost.
 	cfg.Estimate = EstimateSubmitted
 	s.SetConfig(cfg)
-	if _, err := s.Submit(10, Submission{Tenant: "a", Type: "render", Size: SM}); err == nil || err.Error() != "invalid argument: est_cost_ms: must be positive (got 0); it may be left out only while the cluster's estimate is auto" {
+	if _, err := s.Submit(10, Submission{Tenant: "a", Type: "render", Size: SM}); err == nil || err.Error() != "est_cost_ms: must be positive (got 0); it may be left out only while the cluster's estimate is auto" {
 		t.Fatalf("no cost under estimate=submitted: %v", err)
 	}
 	id, _ := s.Submit(10, Submission{Tenant: "a", Type: "render", Size: SM, EstCostMs: 7})

@@ -14,7 +14,7 @@ func (s *Scheduler) Start(now Time, id JobID, attempt uint32, worker string) (Ch
 // heartbeat for an assigned job counts as its Started.
 func (s *Scheduler) Heartbeat(now Time, id JobID, attempt uint32, worker string, cpuMs int64) (Change, error) {
 	if cpuMs < 0 {
-		return Change{}, fmt.Errorf("%w: cpu_ms %d is negative", ErrInvalid, cpuMs)
+		return Change{}, invalidf("cpu_ms %d is negative", cpuMs)
 	}
 	return s.event(now, id, Input{Kind: InHeartbeat, Attempt: attempt, Worker: worker}, cpuMs)
 }
@@ -34,7 +34,7 @@ func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind InputKind) (
 	case InExpireTTL:
 		return s.expireTTL(now, id)
 	default:
-		return Change{}, fmt.Errorf("%w: expire kind %s", ErrInvalid, kind)
+		return Change{}, invalidf("expire kind %s", kind)
 	}
 	return s.event(now, id, Input{Kind: kind, Attempt: attempt}, 0)
 }
@@ -62,7 +62,7 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 		if out == Duplicate {
 			return ch, nil
 		}
-		return ch, Refusal(j, e, out)
+		return ch, LifecycleRefusal(j, e, out)
 	}
 	s.advance(now)
 	old := j.Life
@@ -92,10 +92,10 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 // changes nothing else.
 func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, cpuMs int64, res RunResult) (Change, error) {
 	if outcome < OutcomeOK || outcome > OutcomeCancelled {
-		return Change{}, fmt.Errorf("%w: outcome %d", ErrInvalid, outcome)
+		return Change{}, invalidf("outcome %d", outcome)
 	}
 	if cpuMs < 0 || cpuMs > MaxEstCostMs {
-		return Change{}, fmt.Errorf("%w: cpu_ms %d out of range", ErrInvalid, cpuMs)
+		return Change{}, invalidf("cpu_ms %d out of range", cpuMs)
 	}
 	// The edge cuts both tails so already. A stdout tail is cut here by
 	// the same rule; a stderr tail keeps the byte cut that entries written
@@ -130,7 +130,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	case Duplicate:
 		return ch, nil
 	default:
-		return ch, Refusal(j, e, out)
+		return ch, LifecycleRefusal(j, e, out)
 	}
 	// The report takes effect: first, eligibility at its time (what
 	// expired by now leaves its queue). A live job never lapses: its life
@@ -307,11 +307,11 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	s.tidyGroup(gs)
 }
 
-// Refusal is the error Apply returns for lifecycle input e refused with
+// LifecycleRefusal is the error Apply returns for lifecycle input e refused with
 // out (Stale, NotDue, Invalid) by job j, as it stood: the leader answers
 // a report its state already shows refused with the same words, without
 // proposing it.
-func Refusal(j *Job, e Input, out Outcome) error {
+func LifecycleRefusal(j *Job, e Input, out Outcome) error {
 	what := fmt.Sprintf("%s of job %d", e.Kind, j.ID)
 	switch {
 	case e.Worker != "":

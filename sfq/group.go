@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/baristahq/barista/internal/text"
 )
 
 // GroupOrder is how a tenant chooses among the eligible heads of its
@@ -34,7 +36,7 @@ func ParseGroupOrder(s string) (GroupOrder, error) {
 	case "fair":
 		return GroupFair, nil
 	}
-	return 0, fmt.Errorf("%w: unknown group_order %q (want fifo or fair)", ErrInvalid, s)
+	return 0, invalidf("unknown group_order %q (want fifo or fair)", s)
 }
 
 // GroupCap is the cap an admin sets on one group: inherit the tenant's
@@ -71,7 +73,7 @@ func ParseGroupCap(s string) (GroupCap, error) {
 	}
 	n, err := strconv.ParseUint(s, 10, 32)
 	if err != nil || n < 1 || n > MaxGroupCap {
-		return 0, fmt.Errorf("%w: group cap %q (want inherit, none or 1..%d)", ErrInvalid, s, MaxGroupCap)
+		return 0, invalidf("group cap %q (want inherit, none or 1..%d)", s, MaxGroupCap)
 	}
 	return GroupCap(n), nil
 }
@@ -89,14 +91,14 @@ const (
 // ValidateGroupName checks a group name: 1..128 bytes of [A-Za-z0-9._:@-].
 func ValidateGroupName(s string) error {
 	if s == "" {
-		return fmt.Errorf("%w: group name is empty", ErrInvalid)
+		return invalidf("group name is empty")
 	}
 	if len(s) > MaxGroupNameLen {
-		return fmt.Errorf("%w: group name is %d bytes (max %d)", ErrInvalid, len(s), MaxGroupNameLen)
+		return invalidf("group name is %d bytes (max %d)", len(s), MaxGroupNameLen)
 	}
 	for i, r := range s {
 		if r >= 0x80 || !groupNameByte(byte(r)) {
-			return fmt.Errorf("%w: group name %q has %q at byte %d (allowed: A-Z a-z 0-9 . _ : @ -)", ErrInvalid, s, r, i)
+			return invalidf("group name %q has %q at byte %d (allowed: A-Z a-z 0-9 . _ : @ -)", s, r, i)
 		}
 	}
 	return nil
@@ -133,10 +135,10 @@ func (gs GroupSettings) Empty() bool {
 // Validate checks the settings and names the offending field.
 func (gs GroupSettings) Validate() error {
 	if gs.Cap != GroupCapNone && gs.Cap > MaxGroupCap {
-		return fmt.Errorf("%w: group cap %d (want inherit, none or 1..%d)", ErrInvalid, uint32(gs.Cap), MaxGroupCap)
+		return invalidf("group cap %d (want inherit, none or 1..%d)", uint32(gs.Cap), MaxGroupCap)
 	}
 	if gs.TenantCap > MaxGroupCap {
-		return fmt.Errorf("%w: tenant group cap %d (want 0 for none, or 1..%d)", ErrInvalid, gs.TenantCap, MaxGroupCap)
+		return invalidf("tenant group cap %d (want 0 for none, or 1..%d)", gs.TenantCap, MaxGroupCap)
 	}
 	return gs.Rate.Validate("group rate")
 }
@@ -528,29 +530,49 @@ func (m *tagMax) top() (VirtualTime, bool) {
 	return m.v[1], true
 }
 
+// CheckSetGroup is SetGroup's verdict without the change: the group's
+// name, the settings, the tenant, and max_groups for a group it would
+// make. It reports whether SetGroup would change the group's settings
+// (false: they are these already, or the group does not exist and they
+// are empty). It changes nothing.
+func (s *Scheduler) CheckSetGroup(tenant, name string, set GroupSettings) (bool, error) {
+	if err := ValidateGroupName(name); err != nil {
+		return false, err
+	}
+	if err := set.Validate(); err != nil {
+		return false, err
+	}
+	ti, ok := s.TenantIndex(tenant)
+	if !ok {
+		return false, UnknownTenant(tenant)
+	}
+	t := s.tenants.Get(uint64(ti))
+	slots := s.groupSlots(ti, name)
+	if len(slots) > 0 {
+		return s.groups.Get(uint64(slots[0][1])).GroupSettings != set, nil
+	}
+	if set.Empty() {
+		return false, nil
+	}
+	if t.Groups >= t.GroupLimit() {
+		return false, exhaustedf(text.ReasonMaxGroups, "tenant %s has %d groups, its max_groups; a setting on a new group %q would exceed it", t.Name, t.Groups, name)
+	}
+	return true, nil
+}
+
 // SetGroup sets a named group's settings. A group that does not exist is
 // created (its tenant's max_groups applies, ErrExhausted); one left with
 // no setting and no job is forgotten. A cap change takes effect at the
 // next dispatch in log order and preempts nothing.
 func (s *Scheduler) SetGroup(tenant, name string, set GroupSettings) error {
-	if err := ValidateGroupName(name); err != nil {
+	if _, err := s.CheckSetGroup(tenant, name, set); err != nil {
 		return err
 	}
-	if err := set.Validate(); err != nil {
-		return err
-	}
-	ti, ok := s.TenantIndex(tenant)
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownTenant, tenant)
-	}
-	t := s.tenants.Get(uint64(ti))
+	ti, _ := s.TenantIndex(tenant)
 	slots := s.groupSlots(ti, name)
 	if len(slots) == 0 {
 		if set.Empty() {
 			return nil
-		}
-		if t.Groups >= t.GroupLimit() {
-			return exhaustedf("tenant %s has %d groups, its max_groups; a setting on a new group %q would exceed it", t.Name, t.Groups, name)
 		}
 		s.advance(s.clock)
 		gs := s.newGroup(ti, name, set)

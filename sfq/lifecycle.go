@@ -40,7 +40,7 @@ func ParseState(s string) (State, error) {
 			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown state %q", ErrInvalid, s)
+	return 0, invalidf("unknown state %q", s)
 }
 
 // Terminal reports whether s is a final state.
@@ -110,7 +110,7 @@ func ParseOutcome(s string) (FinishOutcome, error) {
 			return o, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown outcome %q (want ok, failed or cancelled)", ErrInvalid, s)
+	return 0, invalidf("unknown outcome %q (want ok, failed or cancelled)", s)
 }
 
 // Life is the mutable lifecycle part of a job: everything Apply reads and

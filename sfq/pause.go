@@ -1,10 +1,11 @@
 package sfq
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/baristahq/barista/internal/text"
 )
 
 // Pauses and rate limits (SPEC §3 "Delays, expiry, pause and rate limits";
@@ -78,18 +79,18 @@ func (r RateLimit) toleranceUs() int64 { return int64(r.BurstOf()-1) * r.Interva
 func (r RateLimit) Validate(what string) error {
 	if r.N == 0 {
 		if r.PeriodMs != 0 || r.Burst != 0 {
-			return fmt.Errorf("%w: %s has a period or burst but no count N (want N/PERIOD with N >= 1)", ErrInvalid, what)
+			return invalidf("%s has a period or burst but no count N (want N/PERIOD with N >= 1)", what)
 		}
 		return nil
 	}
 	if r.PeriodMs < 1 || r.PeriodMs > MaxRatePeriodMs {
-		return fmt.Errorf("%w: %s period %d ms (want 1 ms .. 720h)", ErrInvalid, what, r.PeriodMs)
+		return invalidf("%s period %d ms (want 1 ms .. 720h)", what, r.PeriodMs)
 	}
 	if int64(r.N) > r.PeriodMs*1000 {
-		return fmt.Errorf("%w: %s %d per %d ms has an interval below 1 µs (want N <= PERIOD in µs)", ErrInvalid, what, r.N, r.PeriodMs)
+		return invalidf("%s %d per %d ms has an interval below 1 µs (want N <= PERIOD in µs)", what, r.N, r.PeriodMs)
 	}
 	if r.BurstOf() > MaxRateBurst {
-		return fmt.Errorf("%w: %s burst %d (want 1..%d; without a burst it is N)", ErrInvalid, what, r.BurstOf(), MaxRateBurst)
+		return invalidf("%s burst %d (want 1..%d; without a burst it is N)", what, r.BurstOf(), MaxRateBurst)
 	}
 	return nil
 }
@@ -113,21 +114,21 @@ func (r RateLimit) String() string {
 func ParseRate(s string, burst uint32) (RateLimit, error) {
 	if s == "none" || s == "off" || s == "" {
 		if burst != 0 {
-			return RateLimit{}, fmt.Errorf("%w: burst %d without a rate", ErrInvalid, burst)
+			return RateLimit{}, invalidf("burst %d without a rate", burst)
 		}
 		return RateLimit{}, nil
 	}
 	ns, ps, ok := strings.Cut(s, "/")
 	if !ok {
-		return RateLimit{}, fmt.Errorf("%w: rate %q (want N/PERIOD, e.g. 100/1m, or none)", ErrInvalid, s)
+		return RateLimit{}, invalidf("rate %q (want N/PERIOD, e.g. 100/1m, or none)", s)
 	}
 	n, err := strconv.ParseUint(ns, 10, 32)
 	if err != nil || n < 1 {
-		return RateLimit{}, fmt.Errorf("%w: rate %q: N must be a whole number >= 1", ErrInvalid, s)
+		return RateLimit{}, invalidf("rate %q: N must be a whole number >= 1", s)
 	}
 	d, err := time.ParseDuration(ps)
 	if err != nil || d%time.Millisecond != 0 || d <= 0 {
-		return RateLimit{}, fmt.Errorf("%w: rate %q: PERIOD must be a positive duration in whole milliseconds (e.g. 1s, 1m)", ErrInvalid, s)
+		return RateLimit{}, invalidf("rate %q: PERIOD must be a positive duration in whole milliseconds (e.g. 1s, 1m)", s)
 	}
 	r := RateLimit{N: uint32(n), PeriodMs: d.Milliseconds(), Burst: burst}
 	return r, r.Validate("rate")
@@ -396,18 +397,12 @@ func (s *Scheduler) chargeRates(ti, gs uint32) bool {
 // whether anything changed (pausing a paused tenant does not, unless an
 // admin takes over the tenant's own pause).
 func (s *Scheduler) PauseTenant(name string, pause, admin bool) (bool, error) {
-	ti, ok := s.TenantIndex(name)
-	if !ok {
-		return false, fmt.Errorf("%w: %q", ErrUnknownTenant, name)
+	if changed, err := s.CheckPauseTenant(name, pause, admin); !changed {
+		return false, err
 	}
+	ti, _ := s.TenantIndex(name)
 	cur := s.tenants.Get(uint64(ti)).paused
-	next, ok := pauseStep(cur, pause, admin)
-	if !ok {
-		return false, permissionf("tenant %s was paused by an admin: only an admin may resume it", name)
-	}
-	if next == cur {
-		return false, nil
-	}
+	next, _ := pauseStep(cur, pause, admin)
 	s.advance(s.clock)
 	s.tenants.Mut(uint64(ti)).paused = next
 	if (cur == NotPaused) != (next == NotPaused) {
@@ -423,22 +418,12 @@ func (s *Scheduler) PauseTenant(name string, pause, admin bool) (bool, error) {
 // no job. admin says who acts, as for PauseTenant. It reports whether
 // anything changed.
 func (s *Scheduler) PauseGroup(tenant, name string, pause, admin bool) (bool, error) {
-	if err := ValidateGroupName(name); err != nil {
+	if changed, err := s.CheckPauseGroup(tenant, name, pause, admin); !changed {
 		return false, err
 	}
-	ti, ok := s.TenantIndex(tenant)
-	if !ok {
-		return false, fmt.Errorf("%w: %q", ErrUnknownTenant, tenant)
-	}
-	t := s.tenants.Get(uint64(ti))
+	ti, _ := s.TenantIndex(tenant)
 	slots := s.groupSlots(ti, name)
 	if len(slots) == 0 {
-		if !pause {
-			return false, nil
-		}
-		if t.Groups >= t.GroupLimit() {
-			return false, exhaustedf("tenant %s has %d groups, its max_groups; pausing a new group %q would exceed it", t.Name, t.Groups, name)
-		}
 		next, _ := pauseStep(NotPaused, true, admin)
 		s.advance(s.clock)
 		gs := s.newGroup(ti, name, GroupSettings{})
@@ -447,18 +432,59 @@ func (s *Scheduler) PauseGroup(tenant, name string, pause, admin bool) (bool, er
 		return true, nil
 	}
 	cur := s.groups.Get(uint64(slots[0][1])).paused
-	next, ok := pauseStep(cur, pause, admin)
-	if !ok {
-		return false, permissionf("group %s of tenant %s was paused by an admin: only an admin may resume it", name, tenant)
-	}
-	if next == cur {
-		return false, nil
-	}
+	next, _ := pauseStep(cur, pause, admin)
 	// The group's records in every pool pause alike.
 	for _, ls := range slots {
 		s.changeGroup(ls[0], ls[1], func(g *Group) { g.paused = next })
 	}
 	return true, nil
+}
+
+// CheckPauseTenant is PauseTenant's verdict without the change: the
+// tenant, and whether this caller may lift its pause. It reports whether
+// PauseTenant would change anything. It changes nothing.
+func (s *Scheduler) CheckPauseTenant(name string, pause, admin bool) (bool, error) {
+	ti, ok := s.TenantIndex(name)
+	if !ok {
+		return false, UnknownTenant(name)
+	}
+	cur := s.tenants.Get(uint64(ti)).paused
+	next, ok := pauseStep(cur, pause, admin)
+	if !ok {
+		return false, permissionf("", "tenant %s was paused by an admin: only an admin may resume it", name)
+	}
+	return next != cur, nil
+}
+
+// CheckPauseGroup is PauseGroup's verdict without the change: the
+// group's name, the tenant, max_groups for a group it would make, and
+// whether this caller may lift the group's pause. It reports whether
+// PauseGroup would change anything. It changes nothing.
+func (s *Scheduler) CheckPauseGroup(tenant, name string, pause, admin bool) (bool, error) {
+	if err := ValidateGroupName(name); err != nil {
+		return false, err
+	}
+	ti, ok := s.TenantIndex(tenant)
+	if !ok {
+		return false, UnknownTenant(tenant)
+	}
+	t := s.tenants.Get(uint64(ti))
+	slots := s.groupSlots(ti, name)
+	if len(slots) == 0 {
+		if !pause {
+			return false, nil
+		}
+		if t.Groups >= t.GroupLimit() {
+			return false, exhaustedf(text.ReasonMaxGroups, "tenant %s has %d groups, its max_groups; pausing a new group %q would exceed it", t.Name, t.Groups, name)
+		}
+		return true, nil
+	}
+	cur := s.groups.Get(uint64(slots[0][1])).paused
+	next, ok := pauseStep(cur, pause, admin)
+	if !ok {
+		return false, permissionf("", "group %s of tenant %s was paused by an admin: only an admin may resume it", name, tenant)
+	}
+	return next != cur, nil
 }
 
 // PauseDispatch pauses (or resumes) all dispatch, for maintenance: only a

@@ -124,11 +124,11 @@ func ParsePoolWeights(s string) (PoolWeights, error) {
 	for _, part := range strings.Split(s, ",") {
 		name, num, ok := strings.Cut(part, ":")
 		if !ok {
-			return PoolWeights{}, fmt.Errorf("%w: weights entry %q (want TENANT:W)", ErrInvalid, part)
+			return PoolWeights{}, invalidf("weights entry %q (want TENANT:W)", part)
 		}
 		n, err := strconv.ParseUint(num, 10, 32)
 		if err != nil || n < 1 || n > MaxPoolWeight {
-			return PoolWeights{}, fmt.Errorf("%w: weight %q of tenant %q (want 1..%d)", ErrInvalid, num, name, MaxPoolWeight)
+			return PoolWeights{}, invalidf("weight %q of tenant %q (want 1..%d)", num, name, MaxPoolWeight)
 		}
 		w.Map = append(w.Map, TenantWeight{Tenant: name, Weight: uint32(n)})
 	}
@@ -144,15 +144,15 @@ func (w *PoolWeights) Validate() error {
 	switch w.Mode {
 	case WeightsDefault, WeightsEqual:
 		if len(w.Map) != 0 {
-			return fmt.Errorf("%w: weights %s with a weight map", ErrInvalid, w.Mode.String())
+			return invalidf("weights %s with a weight map", w.Mode.String())
 		}
 		return nil
 	case WeightsMap:
 	default:
-		return fmt.Errorf("%w: weights mode %d", ErrInvalid, w.Mode)
+		return invalidf("weights mode %d", w.Mode)
 	}
 	if len(w.Map) == 0 {
-		return fmt.Errorf("%w: a weight map with no tenant", ErrInvalid)
+		return invalidf("a weight map with no tenant")
 	}
 	slices.SortFunc(w.Map, func(a, b TenantWeight) int { return strings.Compare(a.Tenant, b.Tenant) })
 	for i, e := range w.Map {
@@ -160,10 +160,10 @@ func (w *PoolWeights) Validate() error {
 			return err
 		}
 		if e.Weight < 1 || e.Weight > MaxPoolWeight {
-			return fmt.Errorf("%w: weight %d of tenant %q (want 1..%d)", ErrInvalid, e.Weight, e.Tenant, MaxPoolWeight)
+			return invalidf("weight %d of tenant %q (want 1..%d)", e.Weight, e.Tenant, MaxPoolWeight)
 		}
 		if i > 0 && w.Map[i-1].Tenant == e.Tenant {
-			return fmt.Errorf("%w: tenant %q is in the weights twice", ErrInvalid, e.Tenant)
+			return invalidf("tenant %q is in the weights twice", e.Tenant)
 		}
 	}
 	return nil
@@ -620,25 +620,38 @@ func (s *Scheduler) Pools(fn func(p Pool) bool) {
 	}
 }
 
+// CheckSetPool is SetPool's verdict without the change: the spec, and
+// max_pools (and the slots kept) for a pool it would make.
+func (s *Scheduler) CheckSetPool(spec PoolSpec, maxPools int) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	id, exists := s.poolIdx[spec.Name]
+	if exists && !s.pools[id].deleted {
+		return nil
+	}
+	if maxPools > 0 && s.PoolCount() >= maxPools {
+		return exhaustedf("", "the cluster has %d pools, its max_pools; pool %q would exceed it", s.PoolCount(), spec.Name)
+	}
+	if !exists && len(s.pools) >= MaxPoolSlots {
+		return exhaustedf("", "the cluster has made %d pools, deleted ones included, the most it keeps", len(s.pools))
+	}
+	return nil
+}
+
 // SetPool creates a pool or changes one (the pool default included: its
 // weights and subscriptions setting). Changing a pool's weights keeps every
 // tag, as a tier change does. maxPools bounds the live pools (0: none). It
 // reports whether the pool was created.
 func (s *Scheduler) SetPool(spec PoolSpec, maxPools int) (bool, error) {
-	if err := spec.Validate(); err != nil {
+	if err := s.CheckSetPool(spec, maxPools); err != nil {
 		return false, err
 	}
 	s.advance(s.clock)
 	id, exists := s.poolIdx[spec.Name]
 	created := !exists || s.pools[id].deleted
 	if created {
-		if maxPools > 0 && s.PoolCount() >= maxPools {
-			return false, exhaustedf("the cluster has %d pools, its max_pools; pool %q would exceed it", s.PoolCount(), spec.Name)
-		}
 		if !exists {
-			if len(s.pools) >= MaxPoolSlots {
-				return false, exhaustedf("the cluster has made %d pools, deleted ones included, the most it keeps", len(s.pools))
-			}
 			id = PoolID(len(s.pools))
 			s.pools = append(s.pools, newPoolCore(spec, false))
 			s.poolIdx[spec.Name] = id
@@ -670,20 +683,40 @@ func (s *Scheduler) eachPoolLane(id PoolID, fn func(l uint32)) {
 // (whether a worker serves it is for the caller to check). The pool
 // default is never deleted.
 func (s *Scheduler) DeletePool(name string) error {
-	id, ok := s.PoolID(name)
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownPool, name)
+	if err := s.CheckDeletePool(name); err != nil {
+		return err
 	}
-	if id == DefaultPool {
-		return preconditionf("the pool default is never deleted")
-	}
-	if v := s.poolAt(id); v.Scheduled+v.Queued+v.Running > 0 {
-		return preconditionf("pool %s has %d scheduled, %d queued and %d running jobs", name, v.Scheduled, v.Queued, v.Running)
-	}
+	id, _ := s.PoolID(name)
 	p := s.pools[id]
 	p.deleted = true
 	p.paused = false
 	return nil
+}
+
+// CheckDeletePool is DeletePool's verdict without the change: the pool
+// exists, is not default, and holds no scheduled, queued or running job.
+func (s *Scheduler) CheckDeletePool(name string) error {
+	id, ok := s.PoolID(name)
+	if !ok {
+		return UnknownPool(name)
+	}
+	if id == DefaultPool {
+		return preconditionf("", "the pool default is never deleted")
+	}
+	if v := s.poolAt(id); v.Scheduled+v.Queued+v.Running > 0 {
+		return preconditionf("", "pool %s has %d scheduled, %d queued and %d running jobs", name, v.Scheduled, v.Queued, v.Running)
+	}
+	return nil
+}
+
+// CheckPausePool is PausePool's verdict without the change: the pool
+// exists. It reports whether PausePool would change anything.
+func (s *Scheduler) CheckPausePool(name string, pause bool) (bool, error) {
+	id, ok := s.PoolID(name)
+	if !ok {
+		return false, UnknownPool(name)
+	}
+	return s.pools[id].paused != pause, nil
 }
 
 // PausePool pauses (or resumes) dispatch in one pool: a gate, like a
@@ -692,7 +725,7 @@ func (s *Scheduler) DeletePool(name string) error {
 func (s *Scheduler) PausePool(name string, pause bool) (bool, error) {
 	id, ok := s.PoolID(name)
 	if !ok {
-		return false, fmt.Errorf("%w: %q", ErrUnknownPool, name)
+		return false, UnknownPool(name)
 	}
 	p := s.pools[id]
 	if p.paused == pause {
@@ -709,22 +742,32 @@ func (s *Scheduler) PoolPaused(id PoolID) bool {
 	return int(id) < len(s.pools) && s.pools[id].paused
 }
 
+// CheckSubscription is SetSubscription's verdict without the change: the
+// tenant and the pool exist. It reports whether SetSubscription would
+// change anything.
+func (s *Scheduler) CheckSubscription(tenant, pool string, burst *uint32) (bool, error) {
+	o, ok := s.TenantIndex(tenant)
+	if !ok {
+		return false, UnknownTenant(tenant)
+	}
+	id, ok := s.PoolID(pool)
+	if !ok {
+		return false, UnknownPool(pool)
+	}
+	i, found := slices.BinarySearchFunc(s.subs, o, func(e subscription, o uint32) int { return cmpSub(e, o, id) })
+	return !(burst == nil && !found || found && burst != nil && s.subs[i].burst == *burst), nil
+}
+
 // SetSubscription sets tenant's burst in pool (nil removes it): its
 // assigned and running jobs in the pool stay at most burst; 0 keeps its
 // jobs of the pool queued. It reports whether anything changed.
 func (s *Scheduler) SetSubscription(tenant, pool string, burst *uint32) (bool, error) {
-	o, ok := s.TenantIndex(tenant)
-	if !ok {
-		return false, fmt.Errorf("%w: %q", ErrUnknownTenant, tenant)
+	if changed, err := s.CheckSubscription(tenant, pool, burst); !changed {
+		return false, err
 	}
-	id, ok := s.PoolID(pool)
-	if !ok {
-		return false, fmt.Errorf("%w: %q", ErrUnknownPool, pool)
-	}
+	o, _ := s.TenantIndex(tenant)
+	id, _ := s.PoolID(pool)
 	i, found := slices.BinarySearchFunc(s.subs, o, func(e subscription, o uint32) int { return cmpSub(e, o, id) })
-	if burst == nil && !found || found && burst != nil && s.subs[i].burst == *burst {
-		return false, nil
-	}
 	if s.subsShared {
 		// A frozen View (a snapshot being written) holds the table: it
 		// must not see this change. Later changes, until the next

@@ -526,16 +526,16 @@ func TestPoolWeights(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ParsePoolWeights("a:0"); err == nil || err.Error() != `invalid argument: weight "0" of tenant "a" (want 1..1000000)` {
+	if _, err := ParsePoolWeights("a:0"); err == nil || err.Error() != `weight "0" of tenant "a" (want 1..1000000)` {
 		t.Fatalf("weight 0: %v", err)
 	}
-	if _, err := ParsePoolWeights("a:2,a:3"); err == nil || err.Error() != `invalid argument: tenant "a" is in the weights twice` {
+	if _, err := ParsePoolWeights("a:2,a:3"); err == nil || err.Error() != `tenant "a" is in the weights twice` {
 		t.Fatalf("twice: %v", err)
 	}
 	if w, err := ParsePoolWeights("z:5,b:2"); err != nil || w.String() != "b:2,z:5" {
 		t.Fatalf("map: %v %v", w, err)
 	}
-	if err := ValidatePoolName("GPU"); err == nil || err.Error() != `invalid argument: pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)` {
+	if err := ValidatePoolName("GPU"); err == nil || err.Error() != `pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)` {
 		t.Fatalf("name: %v", err)
 	}
 }

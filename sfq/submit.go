@@ -2,56 +2,122 @@ package sfq
 
 // Submit and the queueing it does: the idle rules, enqueue and unqueue.
 
-import "fmt"
+import (
+	"github.com/baristahq/barista/internal/text"
+)
 
-// Submit queues a new job and returns its ID. The core does not dedupe
-// idempotency keys; the state machine above it does. It checks the
-// tenant's max_class and allow_deadlines (ErrPermission) and max_groups
-// (ErrExhausted), and fixes the job's cost estimate.
-func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
+// SubmitPlan is what AdmitSubmit found of a submit it admits: what
+// SubmitAdmitted needs to queue the job without looking again.
+type SubmitPlan struct {
+	lane       uint32 // the tenant's record in the job's pool, if hasLane
+	owner      uint32 // the tenant's own index
+	pool       PoolID
+	hasLane    bool
+	group      uint32 // the group's slot in the lane, if exists
+	exists     bool
+	est        int64
+	src        EstSource
+	deadlineAt Time
+	known      bool // the tenant existed (a plan for a tenant to be made is not one SubmitAdmitted takes)
+}
+
+// EstCostMs is the cost estimate the job gets, and where it comes from.
+func (p *SubmitPlan) EstCostMs() (int64, EstSource) { return p.est, p.src }
+
+// noTenant stands for a tenant AdmitSubmit is asked about before it is
+// made: no state is kept under it.
+const noTenant = ^uint32(0)
+
+// AdmitSubmit is Submit's verdict on sub without the change: every rule
+// of the core a submit must pass, in this order — its fields, its
+// tenant, its pool and the pool's subscription rule, the tenant's
+// max_class and allow_deadlines, max_groups, and the cost estimate —
+// over the state as it stands. It changes nothing. A refusal is a
+// *Refusal (RefusalOf).
+//
+// spec stands for the tenant when it does not exist yet (nil: it must
+// exist): the settings a tenant made for this submit would have (the
+// state machine's implicit tenants), so that the verdict is the one the
+// submit gets once the tenant is made — and a submit refused by it makes
+// nothing.
+func (s *Scheduler) AdmitSubmit(now Time, sub *Submission, spec *TenantSpec) (SubmitPlan, error) {
+	var p SubmitPlan
 	if err := sub.Validate(); err != nil {
-		return 0, err
-	}
-	o, ok := s.TenantIndex(sub.Tenant)
-	if !ok {
-		return 0, fmt.Errorf("%w: %q", ErrUnknownTenant, sub.Tenant)
+		return p, err
 	}
 	pid, ok := s.PoolID(sub.Pool)
 	if !ok {
-		return 0, fmt.Errorf("%w: %q", ErrUnknownPool, sub.Pool)
+		return p, UnknownPool(sub.Pool)
 	}
-	if _, subscribed := s.subscription(o, pid); s.pools[pid].Required && !subscribed {
-		return 0, preconditionf("tenant %s has no subscription in pool %s, which requires one", sub.Tenant, s.pools[pid].Name)
+	o, known := s.TenantIndex(sub.Tenant)
+	var t *Tenant
+	switch {
+	case known:
+		t = s.tenants.Get(uint64(o))
+	case spec != nil:
+		t, o = &Tenant{TenantSpec: *spec}, noTenant
+		t.Name = sub.Tenant
+	default:
+		return p, UnknownTenant(sub.Tenant)
 	}
-	t := s.tenants.Get(uint64(o))
+	subscribed := false
+	if known {
+		_, subscribed = s.subscription(o, pid)
+	}
+	if s.pools[pid].Required && !subscribed {
+		return p, preconditionf(text.ReasonSubscriptionRequired, "tenant %s has no subscription in pool %s, which requires one", sub.Tenant, s.pools[pid].Name)
+	}
 	deadline := sub.DeadlineMs != 0
 	if err := t.Permit(sub.Class, deadline); err != nil {
-		return 0, err
+		return p, err
 	}
-	ti, hasLane := s.laneOf(o, pid, false)
-	gs, exists := s.groupSlot(ti, sub.Group)
-	if !hasLane {
-		exists = false
+	p = SubmitPlan{owner: o, pool: pid, known: known}
+	if known {
+		p.lane, p.hasLane = s.laneOf(o, pid, false)
+		p.group, p.exists = s.groupSlot(p.lane, sub.Group)
+		p.exists = p.exists && p.hasLane
 	}
-	if !exists && sub.Group != "" && !s.groupAnywhere(o, sub.Group) && t.Groups >= t.GroupLimit() {
-		return 0, exhaustedf("tenant %s has %d groups, its max_groups; a job of a new group %q would exceed it", t.Name, t.Groups, sub.Group)
+	if !p.exists && sub.Group != "" && !(known && s.groupAnywhere(o, sub.Group)) && t.Groups >= t.GroupLimit() {
+		return p, exhaustedf(text.ReasonMaxGroups, "tenant %s has %d groups, its max_groups; a job of a new group %q would exceed it", t.Name, t.Groups, sub.Group)
 	}
-	est, src, err := s.estimate(o, &sub)
+	var err error
+	if p.est, p.src, err = s.estimate(o, sub); err != nil {
+		return p, err
+	}
+	if deadline {
+		p.deadlineAt = now + Time(sub.DeadlineMs)
+		if p.deadlineAt <= 0 {
+			return p, invalidf("deadline at %d ms of cluster time", p.deadlineAt)
+		}
+	}
+	return p, nil
+}
+
+// Submit queues a new job and returns its ID: AdmitSubmit's checks, then
+// SubmitAdmitted. The core does not dedupe idempotency keys; the state
+// machine above it does.
+func (s *Scheduler) Submit(now Time, sub Submission) (JobID, error) {
+	p, err := s.AdmitSubmit(now, &sub, nil)
 	if err != nil {
 		return 0, err
 	}
-	var deadlineAt Time
-	if deadline {
-		deadlineAt = now + Time(sub.DeadlineMs)
-		if deadlineAt <= 0 {
-			return 0, fmt.Errorf("%w: deadline at %d ms of cluster time", ErrInvalid, deadlineAt)
-		}
+	return s.SubmitAdmitted(now, sub, p)
+}
+
+// SubmitAdmitted queues a job that AdmitSubmit admitted, with its plan,
+// on the state AdmitSubmit read (nothing may change in between). It
+// checks nothing again.
+func (s *Scheduler) SubmitAdmitted(now Time, sub Submission, p SubmitPlan) (JobID, error) {
+	if !p.known {
+		return 0, UnknownTenant(sub.Tenant)
 	}
+	ti, hasLane, gs, exists, pid := p.lane, p.hasLane, p.group, p.exists, p.pool
+	est, src, deadlineAt, deadline := p.est, p.src, p.deadlineAt, sub.DeadlineMs != 0
 	s.advance(now)
 	if !hasLane {
-		ti, _ = s.laneOf(o, pid, true) // its first job in the pool
+		ti, _ = s.laneOf(p.owner, pid, true) // its first job in the pool
 	}
-	t = s.tenants.Get(uint64(ti))
+	t := s.tenants.Get(uint64(ti))
 	c := sub.Class
 	rt := &s.rt[ti]
 	fair := t.GroupOrder == GroupFair

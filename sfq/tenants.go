@@ -121,14 +121,12 @@ func (s *Scheduler) relinkGroups(ti uint32, toFair bool) {
 	}
 }
 
-// DeleteTenant deletes a tenant without queued or running jobs. Its record
-// stays as a tombstone so that its terminal jobs keep their tenant name;
-// the name is free for a new tenant (see UpsertTenant). Its cost estimates
-// and its groups (with their settings) are forgotten.
-func (s *Scheduler) DeleteTenant(name string) error {
+// CheckDeleteTenant is DeleteTenant's verdict without the change: the
+// tenant exists and has no scheduled, queued or running job.
+func (s *Scheduler) CheckDeleteTenant(name string) error {
 	i, ok := s.TenantIndex(name)
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownTenant, name)
+		return UnknownTenant(name)
 	}
 	tot := s.totals(i) // in every pool
 	t := &tot
@@ -138,6 +136,18 @@ func (s *Scheduler) DeleteTenant(name string) error {
 	if t.Scheduled > 0 {
 		return fmt.Errorf("%w: %q has %d scheduled", ErrTenantBusy, name, t.Scheduled)
 	}
+	return nil
+}
+
+// DeleteTenant deletes a tenant without queued or running jobs. Its record
+// stays as a tombstone so that its terminal jobs keep their tenant name;
+// the name is free for a new tenant (see UpsertTenant). Its cost estimates
+// and its groups (with their settings) are forgotten.
+func (s *Scheduler) DeleteTenant(name string) error {
+	if err := s.CheckDeleteTenant(name); err != nil {
+		return err
+	}
+	i, _ := s.TenantIndex(name)
 	s.advance(s.clock)
 	s.forgetEstimates(i)
 	// Its lanes first, its own record last: forgetting a group counts

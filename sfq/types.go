@@ -41,7 +41,7 @@ func ParseTier(s string) (Tier, error) {
 			return Tier(i), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown tier %q (want free, bronze, silver, gold or diamond)", ErrInvalid, s)
+	return 0, invalidf("unknown tier %q (want free, bronze, silver, gold or diamond)", s)
 }
 
 // Size is a container size. A worker of size S may run a job of size <= S.
@@ -71,7 +71,7 @@ func ParseSize(s string) (Size, error) {
 			return Size(i), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown size %q (want sm, md or lg)", ErrInvalid, s)
+	return 0, invalidf("unknown size %q (want sm, md or lg)", s)
 }
 
 // JobID identifies a job. IDs are assigned 1, 2, 3, ... in submit order and
@@ -107,37 +107,3 @@ var (
 	// the tenant's (its max_groups).
 	ErrExhausted = errors.New("resource exhausted")
 )
-
-// permissionError is a refusal by ErrPermission whose text is the rule
-// alone ("class critical is above tenant acme's max_class normal"), so
-// that the API can show it after its own status code.
-type permissionError struct{ msg string }
-
-func (e *permissionError) Error() string        { return e.msg }
-func (e *permissionError) Is(target error) bool { return target == ErrPermission }
-
-func permissionf(format string, args ...any) error {
-	return &permissionError{msg: fmt.Sprintf(format, args...)}
-}
-
-// preconditionError is a refusal by ErrPrecondition whose text is the
-// rule alone, like permissionError.
-type preconditionError struct{ msg string }
-
-func (e *preconditionError) Error() string        { return e.msg }
-func (e *preconditionError) Is(target error) bool { return target == ErrPrecondition }
-
-func preconditionf(format string, args ...any) error {
-	return &preconditionError{msg: fmt.Sprintf(format, args...)}
-}
-
-// exhaustedError is a refusal by ErrExhausted whose text is the rule
-// alone, like permissionError.
-type exhaustedError struct{ msg string }
-
-func (e *exhaustedError) Error() string        { return e.msg }
-func (e *exhaustedError) Is(target error) bool { return target == ErrExhausted }
-
-func exhaustedf(format string, args ...any) error {
-	return &exhaustedError{msg: fmt.Sprintf(format, args...)}
-}

@@ -464,7 +464,7 @@ func TestValidation(t *testing.T) {
 			cfg.SelfKillAfterMs = cfg.LeaseTimeoutMs
 			_, err = admin.SetConfig(ctx, &pb.SetConfigRequest{Config: cfg})
 			return err
-		}, codes.InvalidArgument, "config: invalid argument: self_kill_after 30s must be below lease_timeout 30s"},
+		}, codes.InvalidArgument, "config: self_kill_after 30s must be below lease_timeout 30s"},
 		{"busy tenant delete", func() error {
 			_, err := admin.DeleteTenant(ctx, &pb.DeleteTenantRequest{Name: "capped"})
 			return err

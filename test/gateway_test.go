@@ -450,7 +450,7 @@ func TestHTTPAPI(t *testing.T) {
 	cfg["lease_timeout_ms"], cfg["self_kill_after_ms"] = "1000", "2000"
 	body, _ = json.Marshal(cfg)
 	a.expect("a bad config", a.do("PUT", "/v1/admin/config", adminToken, string(body)),
-		400, "INVALID_ARGUMENT", "config: invalid argument: heartbeat_interval 5s must be below self_kill_after 2s")
+		400, "INVALID_ARGUMENT", "config: heartbeat_interval 5s must be below self_kill_after 2s")
 	var top struct {
 		LeaderID string `json:"leader_id"`
 		Tenants  []struct {

@@ -154,7 +154,7 @@ func TestMaxPayloadOverMessageLimit(t *testing.T) {
 	}
 	cfg.MaxPayloadBytes = 4 << 20
 	_, err = admin.SetConfig(ctx, &pb.SetConfigRequest{Config: cfg})
-	const want = "config: invalid argument: max_payload_bytes 4194304 is over 4128768, the most a job's payload may be for the job to fit one 4194304-byte gRPC message"
+	const want = "config: max_payload_bytes 4194304 is over 4128768, the most a job's payload may be for the job to fit one 4194304-byte gRPC message"
 	if status.Code(err) != codes.InvalidArgument || status.Convert(err).Message() != want {
 		t.Fatalf("SetConfig max_payload_bytes 4 MiB: %v\nwant INVALID_ARGUMENT %q", err, want)
 	}

@@ -124,7 +124,7 @@ func TestGatewayAnswers(t *testing.T) {
 		{"a bad enum", "POST", "/v1/jobs", gwAcme, `{"size":"HUGE"}`, nil, 400,
 			`{"code":"INVALID_ARGUMENT","message":"request body: (line 1:9): invalid value for enum field size: \"HUGE\""}`},
 		{"a bad value", "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"-5"}`, nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"est_cost_ms: must be positive (got -5); it may be left out only while the cluster's estimate is auto"}`},
+			`{"code":"INVALID_ARGUMENT","message":"est_cost_ms: must be positive (got -5)"}`},
 		{"not JSON", "POST", "/v1/jobs", gwAcme, `size=SM`, nil, 400,
 			`{"code":"INVALID_ARGUMENT","message":"request body: syntax error (line 1:1): invalid value size"}`},
 		{"get", "GET", "/v1/jobs/2?stale=true", gwAcme, "", nil, 200, ""},

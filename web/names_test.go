@@ -91,7 +91,7 @@ func TestEdgeRefusesControlAndBidi(t *testing.T) {
 	_, err = cl.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 10, Group: "g\u202e"})
 	wantStatus(t, err, codes.InvalidArgument, `group: group name "g\u202e" has '\u202e' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`)
 	_, err = admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "evil\u202etxt", Tier: pb.Tier_GOLD})
-	wantStatus(t, err, codes.InvalidArgument, `invalid argument: name "evil\u202etxt" has U+202E (a bidirectional formatting character) at byte 4`)
+	wantStatus(t, err, codes.InvalidArgument, `tenant name "evil\u202etxt" has U+202E (a bidirectional formatting character) at byte 4`)
 	r := gwDo(t, ts, "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"10","job_type":"x\u202ey"}`)
 	if want := `{"code":"INVALID_ARGUMENT","message":"job_type \"x\\u202ey\" has U+202E (a bidirectional formatting character) at byte 1"}`; r.status != 400 || canonical(t, r.body) != canonical(t, want) {
 		t.Errorf("POST /v1/jobs with a bidi override in the job type: %d %s\nwant 400 %s", r.status, r.body, want)

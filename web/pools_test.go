@@ -23,10 +23,10 @@ func TestGatewayPoolRoutes(t *testing.T) {
 	want("PUT pool", gwDo(t, ts, "PUT", "/v1/admin/pools/gpu", gwAdmin, `{"weights":"equal","subscriptions_required":false}`), 200,
 		`{"name":"gpu","weights":"equal","subscriptions_required":false,"paused":false,"scheduled":"0","queued":"0","running":"0","tenants":0,"workers":0,`+vnow+`,"created":true}`)
 	want("a bad pool name", gwDo(t, ts, "PUT", "/v1/admin/pools/Gpu", gwAdmin, `{}`), 400,
-		`{"code":"INVALID_ARGUMENT","message":"name: pool name \"Gpu\" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)"}`)
+		`{"code":"INVALID_ARGUMENT","message":"pool name \"Gpu\" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)"}`)
 	want("submit to gpu", gwDo(t, ts, "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"1000","pool":"gpu"}`), 200, `{"job_id":"1","created":true}`)
 	want("submit to cpu", gwDo(t, ts, "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"1000","pool":"cpu"}`), 404,
-		`{"code":"NOT_FOUND","message":"pool: unknown pool \"cpu\""}`)
+		`{"code":"NOT_FOUND","message":"unknown pool \"cpu\""}`)
 	want("submit to default", gwDo(t, ts, "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"1000"}`), 200, `{"job_id":"2","created":true}`)
 	r := gwDo(t, ts, "GET", "/v1/jobs?pool=gpu", gwAcme, "")
 	if r.status != 200 || !strings.Contains(r.body, `"job_id":"1"`) || strings.Contains(r.body, `"job_id":"2"`) || !strings.Contains(r.body, `"pool":"gpu"`) {

@@ -77,8 +77,8 @@ func TestAgentPool(t *testing.T) {
 // New, in the leader's words; "default" is the pool default.
 func TestAgentPoolName(t *testing.T) {
 	for _, c := range []struct{ pool, want string }{
-		{"GPU", `invalid argument: pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)`},
-		{"-gpu", `invalid argument: pool name "-gpu" has '-' at byte 0 (want a-z, 0-9 and -, not starting with -)`},
+		{"GPU", `pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)`},
+		{"-gpu", `pool name "-gpu" has '-' at byte 0 (want a-z, 0-9 and -, not starting with -)`},
 		{"default", ""},
 		{"gpu-eu-1", ""},
 	} {

@@ -316,7 +316,7 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 		{"\"raft.snapshot_threshold\" = 5\n", `unknown key "raft.snapshot_threshold"`},
 		{"raft = 5\n", "unknown key raft"},
 		{"[scheduler]\nlease_timeout = \"soon\"\n", `scheduler.lease_timeout: "soon" is not a duration (like 500ms or 24h)`},
-		{"[scheduler]\nlease_timeout = \"20s\"\n", "scheduler: invalid argument: self_kill_after 25s must be below lease_timeout 20s"},
+		{"[scheduler]\nlease_timeout = \"20s\"\n", "scheduler: self_kill_after 25s must be below lease_timeout 20s"},
 		{"[scheduler]\nack_timeout = \"1500us\"\n", "scheduler.ack_timeout: 1500us is not a whole number of milliseconds"},
 		{"[scheduler]\nack_timeout = \"1ns\"\n", "scheduler.ack_timeout: 1ns is out of range (1ms..8760h in whole milliseconds)"},
 		{"[scheduler]\npolicy = \"random\"\n", `scheduler.policy: unknown policy "random" (want prefer-fit or reserve:DURATION)`},

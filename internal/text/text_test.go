@@ -28,11 +28,11 @@ func TestRefusedCharacters(t *testing.T) {
 		t.Fatalf("%d characters refused, want 80", refused)
 	}
 	for s, want := range map[string]string{
-		"":                       "invalid argument: worker id is empty",
-		strings.Repeat("a", 257): "invalid argument: worker id is 257 bytes (max 256)",
-		"a\xffb":                 "invalid argument: worker id is not valid UTF-8",
-		"gpu 1":                  `invalid argument: worker id "gpu 1" has a space at byte 3`,
-		"evil\u202etxt":          `invalid argument: worker id "evil\u202etxt" has U+202E (a bidirectional formatting character) at byte 4`,
+		"":                       "worker id is empty",
+		strings.Repeat("a", 257): "worker id is 257 bytes (max 256)",
+		"a\xffb":                 "worker id is not valid UTF-8",
+		"gpu 1":                  `worker id "gpu 1" has a space at byte 3`,
+		"evil\u202etxt":          `worker id "evil\u202etxt" has U+202E (a bidirectional formatting character) at byte 4`,
 		strings.Repeat("a", 256): "",
 		"gpu-1":                  "",
 	} {
@@ -90,11 +90,11 @@ func TestValidatePoolName(t *testing.T) {
 		"default":               "",
 		"gpu-2":                 "",
 		strings.Repeat("a", 63): "",
-		strings.Repeat("a", 64): `invalid argument: pool name "` + strings.Repeat("a", 64) + `" (want 1 to 63 of a-z, 0-9 and -, not starting with -)`,
-		"":                      `invalid argument: pool name "" (want 1 to 63 of a-z, 0-9 and -, not starting with -)`,
-		"-gpu":                  `invalid argument: pool name "-gpu" has '-' at byte 0 (want a-z, 0-9 and -, not starting with -)`,
-		"gpu pool":              `invalid argument: pool name "gpu pool" has ' ' at byte 3 (want a-z, 0-9 and -, not starting with -)`,
-		"GPU":                   `invalid argument: pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)`,
+		strings.Repeat("a", 64): `pool name "` + strings.Repeat("a", 64) + `" (want 1 to 63 of a-z, 0-9 and -, not starting with -)`,
+		"":                      `pool name "" (want 1 to 63 of a-z, 0-9 and -, not starting with -)`,
+		"-gpu":                  `pool name "-gpu" has '-' at byte 0 (want a-z, 0-9 and -, not starting with -)`,
+		"gpu pool":              `pool name "gpu pool" has ' ' at byte 3 (want a-z, 0-9 and -, not starting with -)`,
+		"GPU":                   `pool name "GPU" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)`,
 	} {
 		got := ""
 		if err := ValidatePoolName(s); err != nil {

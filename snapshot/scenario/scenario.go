@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -161,12 +162,19 @@ func writeJSON(w *bufio.Writer, v any) {
 	w.WriteByte('\n')
 }
 
+// emitError reports a line's error: a refused command as its code and
+// message (Refusal.Line), any other error as it is.
 func (rn *runner) emitError(line int, err error) {
+	text := err.Error()
+	var r *fsm.Refusal
+	if errors.As(err, &r) {
+		text = r.Line()
+	}
 	if rn.opt.JSON {
-		writeJSON(rn.errOut, map[string]any{"line": line, "error": err.Error()})
+		writeJSON(rn.errOut, map[string]any{"line": line, "error": text})
 		return
 	}
-	fmt.Fprintf(rn.errOut, "error %d: %v\n", line, err)
+	fmt.Fprintf(rn.errOut, "error %d: %s\n", line, text)
 }
 
 func (rn *runner) emitHash(h []byte) {

@@ -1,0 +1,400 @@
+package fsm
+
+import (
+	"fmt"
+
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
+)
+
+// The checks of the commands the edge pre-checks, besides submits
+// (admit.go): each is the read-only first half of its applyX, which
+// calls it first. CheckFields is what of them needs no state (every node
+// makes it before it forwards a command); Admit is the whole check, on
+// the state as it stands (the leader makes it before it proposes).
+
+// CheckFields refuses what of a command no state can make right: the
+// rules of its Apply that read only the command (names, enums, ranges)
+// and the configuration (a submit's payload limit), with Apply's
+// messages. nil when it passes, or when the command has no such rule.
+func CheckFields(c *pb.Command, cfg Config, level uint32) *Refusal {
+	var err error
+	switch cmd := c.GetCmd().(type) {
+	case *pb.Command_Submit:
+		_, r := SubmitFields(cmd.Submit, cfg, level)
+		return r
+	case *pb.Command_TenantUpsert:
+		_, err = tenantSpec(cmd.TenantUpsert)
+	case *pb.Command_SetGroup:
+		_, r := groupSettings(cmd.SetGroup, sfq.GroupSettings{})
+		if r.Refused() {
+			return r.Refusal()
+		}
+	case *pb.Command_WebhookSet:
+		_, r := webhookFields(cmd.WebhookSet)
+		if r.Refused() {
+			return r.Refusal()
+		}
+	case *pb.Command_PoolSet:
+		_, err = poolSpec(cmd.PoolSet, sfq.PoolSpec{Name: cmd.PoolSet.Name})
+	case *pb.Command_Finished:
+		err = finishedFields(cmd.Finished, level)
+	case *pb.Command_Redrive:
+		err = ValidateBulk(BulkRedrive, cmd.Redrive)
+	case *pb.Command_CancelJobs:
+		err = ValidateBulk(BulkCancel, cmd.CancelJobs)
+	case *pb.Command_Purge:
+		err = ValidateBulk(BulkPurge, cmd.Purge)
+	}
+	if err != nil {
+		return sfq.RefusalOf(err)
+	}
+	return nil
+}
+
+// Admit gives a command the verdict its Apply would give it on the state
+// as it stands, changing nothing: its refusal, or OK — with Outcome
+// sfq.Duplicate when Apply would change nothing (a pause of a paused
+// tenant, a group set to what it is, a cancel already requested), so
+// that the leader answers it without an entry. A command without a check
+// of its own is OK. For a submit it is AdmitSubmits of one. It holds the
+// read lock.
+func (f *FSM) Admit(c *pb.Command) Result {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if err := CheckLevel(c, f.level); err != nil {
+		return refused(err.(*Refusal))
+	}
+	switch cmd := c.GetCmd().(type) {
+	case *pb.Command_Submit:
+		tenant := cmd.Submit.Tenant
+		_, r := f.checkSubmit(cmd.Submit, nil)
+		cmd.Submit.Tenant = tenant // the check's default tenant is Apply's to set
+		return r
+	case *pb.Command_TenantUpsert:
+		_, r := f.checkTenantUpsert(cmd.TenantUpsert)
+		return r
+	case *pb.Command_TenantDelete:
+		return f.checkTenantDelete(cmd.TenantDelete)
+	case *pb.Command_SetGroup:
+		_, r := f.checkSetGroup(cmd.SetGroup)
+		return r
+	case *pb.Command_Pause:
+		return f.checkPause(cmd.Pause)
+	case *pb.Command_Cancel:
+		return f.checkCancel(cmd.Cancel)
+	case *pb.Command_WebhookSet:
+		_, r := f.checkWebhookSet(cmd.WebhookSet)
+		return r
+	case *pb.Command_WebhookDelete:
+		_, r := f.tenantWebhook(cmd.WebhookDelete.Tenant)
+		return r
+	case *pb.Command_PoolSet:
+		_, r := f.checkPoolSet(cmd.PoolSet)
+		return r
+	case *pb.Command_PoolDelete:
+		return f.checkPoolDelete(cmd.PoolDelete)
+	case *pb.Command_SubscriptionSet:
+		return f.checkSubscription(cmd.SubscriptionSet)
+	case *pb.Command_Finished:
+		if err := finishedFields(cmd.Finished, f.level); err != nil {
+			return refuse(err)
+		}
+	case *pb.Command_Redrive:
+		return f.checkBulk(BulkRedrive, cmd.Redrive)
+	case *pb.Command_CancelJobs:
+		return f.checkBulk(BulkCancel, cmd.CancelJobs)
+	case *pb.Command_Purge:
+		return f.checkBulk(BulkPurge, cmd.Purge)
+	}
+	return Result{}
+}
+
+// duplicate is the verdict of a command that would change nothing.
+func duplicate(tenant string) Result { return Result{Outcome: sfq.Duplicate, Tenant: tenant} }
+
+// tenantSpec converts an upsert and checks it (sfq.TenantSpec.Validate).
+func tenantSpec(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
+	spec, err := TenantSpecFromPB(c)
+	if err != nil {
+		return spec, err
+	}
+	return spec, spec.Validate()
+}
+
+// checkTenantUpsert is the check of a tenant upsert: its fields.
+func (f *FSM) checkTenantUpsert(c *pb.TenantUpsert) (sfq.TenantSpec, Result) {
+	spec, err := tenantSpec(c)
+	if err != nil {
+		return spec, refuse(err)
+	}
+	return spec, Result{}
+}
+
+// checkTenantDelete is the check of a tenant delete: the tenant exists
+// and holds no scheduled, queued or running job.
+func (f *FSM) checkTenantDelete(c *pb.TenantDelete) Result {
+	if err := f.sched.CheckDeleteTenant(c.Name); err != nil {
+		return refuse(err)
+	}
+	return Result{}
+}
+
+// groupSettings applies a SetGroup to a group's settings set: the
+// admin's cap or rate, or (as_tenant) the tenant's own cap. It checks
+// what needs no state.
+func groupSettings(c *pb.SetGroup, set sfq.GroupSettings) (sfq.GroupSettings, Result) {
+	if err := sfq.ValidateGroupName(c.Group); err != nil {
+		return set, refuse(err)
+	}
+	if c.SetRate {
+		if c.AsTenant {
+			return set, refusef(PermissionDenied, "rate: a group's rate limit is set by an admin")
+		}
+		set.Rate = sfq.RateLimit{N: c.RateN, PeriodMs: c.RatePeriodMs, Burst: c.RateBurst}
+		if err := set.Rate.Validate("rate"); err != nil {
+			return set, refuse(err)
+		}
+	}
+	if !c.SetRate || c.CapKind != pb.GroupCapKind_GROUP_CAP_UNSPECIFIED {
+		if r := setGroupCap(&set, c); r.Refused() {
+			return set, r
+		}
+	}
+	if err := set.Validate(); err != nil {
+		return set, refuse(err)
+	}
+	return set, Result{}
+}
+
+// checkSetGroup is the check of a SetGroup: the tenant, the name, the
+// value and max_groups (sfq.CheckSetGroup). A SetGroup that would leave
+// the group as it is is a duplicate.
+func (f *FSM) checkSetGroup(c *pb.SetGroup) (sfq.GroupSettings, Result) {
+	set := sfq.GroupSettings{}
+	if g, ok := f.sched.Group(c.Tenant, c.Group); ok {
+		set = g.GroupSettings
+	} else if _, ok := f.sched.TenantIndex(c.Tenant); !ok {
+		if err := sfq.ValidateGroupName(c.Group); err != nil {
+			return set, refuse(err)
+		}
+		return set, refuse(sfq.UnknownTenant(c.Tenant))
+	}
+	set, r := groupSettings(c, set)
+	if r.Refused() {
+		return set, r
+	}
+	changed, err := f.sched.CheckSetGroup(c.Tenant, c.Group, set)
+	if err != nil {
+		return set, refuse(err)
+	}
+	if !changed {
+		return set, duplicate(c.Tenant)
+	}
+	return set, Result{Tenant: c.Tenant}
+}
+
+// checkPause is the check of a pause or resume: of all dispatch, a pool,
+// a tenant or one of its groups. One that would change nothing is a
+// duplicate.
+func (f *FSM) checkPause(c *pb.Pause) Result {
+	var changed bool
+	var err error
+	switch {
+	case c.Pool != "":
+		if c.Tenant != "" || c.Group != "" || c.All {
+			return refusef(Invalid, "a pause of a pool names no tenant, group or all")
+		}
+		if c.AsTenant {
+			return refusef(PermissionDenied, "a pool is paused and resumed by an admin")
+		}
+		changed, err = f.sched.CheckPausePool(c.Pool, !c.Resume)
+	case c.All:
+		if c.Tenant != "" || c.Group != "" {
+			return refusef(Invalid, "a pause of all dispatch names no tenant or group")
+		}
+		if c.AsTenant {
+			return refusef(PermissionDenied, "all dispatch is paused and resumed by an admin")
+		}
+		changed = f.sched.DispatchPaused() == c.Resume
+	default:
+		if _, ok := f.sched.TenantIndex(c.Tenant); !ok {
+			return refuse(sfq.UnknownTenant(c.Tenant))
+		}
+		if c.Group == "" {
+			changed, err = f.sched.CheckPauseTenant(c.Tenant, !c.Resume, !c.AsTenant)
+		} else {
+			changed, err = f.sched.CheckPauseGroup(c.Tenant, c.Group, !c.Resume, !c.AsTenant)
+		}
+	}
+	switch {
+	case err != nil:
+		return refuse(err)
+	case !changed:
+		return duplicate(c.Tenant)
+	}
+	return Result{Tenant: c.Tenant}
+}
+
+// checkCancel is the check of a cancel: the job is the tenant's and not
+// ended. A cancel already requested (or already done) is a duplicate.
+func (f *FSM) checkCancel(c *pb.CancelJob) Result {
+	j, ok := f.sched.TenantJob(c.Tenant, sfq.JobID(c.Job))
+	if !ok {
+		// The same answer for another tenant's job: ids cannot be probed.
+		return refusef(NotFound, "job %d not found", c.Job)
+	}
+	switch _, out := sfq.Step(j.Life, sfq.Input{Kind: sfq.InCancel}); out {
+	case sfq.Invalid:
+		r := refusef(FailedPrecondition, "job %d is already %s", c.Job, j.State)
+		r.Job, r.Outcome, r.Tenant = j.ID, out, c.Tenant
+		return r
+	case sfq.Duplicate:
+		r := duplicate(c.Tenant)
+		r.Job = j.ID
+		return r
+	}
+	return Result{Job: j.ID, Tenant: c.Tenant}
+}
+
+// webhookFields checks what of a webhook set needs no state and comes
+// from its caller (the leader adds the key's ID).
+func webhookFields(c *pb.WebhookSet) (uint32, Result) {
+	if err := ValidateWebhookURL(c.Url); err != nil {
+		return 0, refusef(Invalid, "%v", err)
+	}
+	kinds, err := ParseWebhookKinds(c.Kinds)
+	if err != nil {
+		return 0, refusef(Invalid, "%v", err)
+	}
+	if c.GraceMs < 0 || c.GraceMs > MaxWebhookGraceMs {
+		return 0, refusef(Invalid, "grace_ms: %d, want 0..%d (30 days)", c.GraceMs, int64(MaxWebhookGraceMs))
+	}
+	return kinds, Result{}
+}
+
+// checkWebhookSet is the check of a webhook set: the tenant, the fields,
+// and (without rotate) that its secret comes from the leader's key.
+func (f *FSM) checkWebhookSet(c *pb.WebhookSet) (uint32, Result) {
+	ti, ok := f.sched.TenantIndex(c.Tenant)
+	if !ok {
+		return 0, refuse(sfq.UnknownTenant(c.Tenant))
+	}
+	kinds, r := webhookFields(c)
+	if r.Refused() {
+		return 0, r
+	}
+	if c.KeyId == 0 {
+		return 0, refusef(Invalid, "key_id: required (the leader sets it)")
+	}
+	if i, found := f.webhookAt(ti); found && !c.Rotate && f.webhooks[i].KeyID != c.KeyId {
+		return 0, refusef(FailedPrecondition, "the webhook secret of tenant %q was derived from another webhook key than the leader's: rotate it to issue one from this key", c.Tenant)
+	}
+	return kinds, Result{}
+}
+
+// poolSpec applies a PoolSet to a pool's spec (fields left out keep their
+// value) and checks it.
+func poolSpec(c *pb.PoolSet, spec sfq.PoolSpec) (sfq.PoolSpec, error) {
+	if err := sfq.ValidatePoolName(c.Name); err != nil {
+		return spec, err
+	}
+	if c.Weights != nil {
+		w, err := sfq.ParsePoolWeights(*c.Weights)
+		if err != nil {
+			return spec, fmt.Errorf("weights: %w", err)
+		}
+		spec.Weights = w
+	}
+	if c.SubscriptionsRequired != nil {
+		spec.Required = *c.SubscriptionsRequired
+	}
+	return spec, spec.Validate()
+}
+
+// checkPoolSet is the check of a PoolSet: the name, the weights, and
+// max_pools for a new pool.
+func (f *FSM) checkPoolSet(c *pb.PoolSet) (sfq.PoolSpec, Result) {
+	spec := sfq.PoolSpec{Name: c.Name}
+	if p, ok := f.sched.Pool(c.Name); ok {
+		spec = p.PoolSpec
+	}
+	spec, err := poolSpec(c, spec)
+	if err != nil {
+		return spec, refuse(err)
+	}
+	if err := f.sched.CheckSetPool(spec, f.cfg.Pools.maxPools()); err != nil {
+		return spec, refuse(err)
+	}
+	return spec, Result{}
+}
+
+// checkPoolDelete is the check of a PoolDelete (sfq.CheckDeletePool).
+func (f *FSM) checkPoolDelete(c *pb.PoolDelete) Result {
+	if err := f.sched.CheckDeletePool(c.Name); err != nil {
+		return refuse(err)
+	}
+	return Result{}
+}
+
+// checkSubscription is the check of a SubscriptionSet: the tenant and
+// the pool exist; one that changes nothing is a duplicate.
+func (f *FSM) checkSubscription(c *pb.SubscriptionSet) Result {
+	changed, err := f.sched.CheckSubscription(c.Tenant, c.Pool, c.Burst)
+	switch {
+	case err != nil:
+		return refuse(err)
+	case !changed:
+		return duplicate(c.Tenant)
+	}
+	return Result{Tenant: c.Tenant}
+}
+
+// checkBulk is the check of a Redrive, CancelJobs or Purge before its
+// filter is evaluated: its fields, the tenant and the filter's pool.
+func (f *FSM) checkBulk(op BulkOp, c *pb.BulkJobs) Result {
+	if err := ValidateBulk(op, c); err != nil {
+		return refuse(err)
+	}
+	if _, ok := f.sched.TenantIndex(c.Tenant); !ok {
+		return refuse(sfq.UnknownTenant(c.Tenant))
+	}
+	if p := c.GetFilter().GetPool(); p != "" {
+		if _, ok := f.sched.PoolID(p); !ok {
+			return refuse(sfq.UnknownPool(p))
+		}
+	}
+	return Result{}
+}
+
+// The bounds of a worker's report of a run's end: a POSIX exit status,
+// or -1 for a run ended by a signal.
+const (
+	MinExitCode, MaxExitCode = -1, 255
+)
+
+// finishedFields checks what of a Finished needs no state: its outcome
+// and, from Level7, its exit code (below Level7 Apply took any, as the
+// builds before it do).
+func finishedFields(c *pb.Finished, level uint32) error {
+	if _, err := OutcomeFromPB(c.Outcome); err != nil {
+		return err
+	}
+	if level >= Level7 && (c.ExitCode < MinExitCode || c.ExitCode > MaxExitCode) {
+		return invalidf("exit_code: %d is out of range %d..%d", c.ExitCode, MinExitCode, MaxExitCode)
+	}
+	return nil
+}
+
+// CommandName is a command's kind as the log's oneof names it
+// ("tenant_upsert", "set_group"), for metrics and logs.
+func CommandName(c *pb.Command) string {
+	if c == nil || c.Cmd == nil {
+		return "none"
+	}
+	fd := c.ProtoReflect().WhichOneof(c.ProtoReflect().Descriptor().Oneofs().ByName("cmd"))
+	if fd == nil {
+		return "none"
+	}
+	return string(fd.Name())
+}
