@@ -96,10 +96,13 @@ func (f *FSM) Admit(c *pb.Command) Result {
 		return f.checkPoolDelete(cmd.PoolDelete)
 	case *pb.Command_SubscriptionSet:
 		return f.checkSubscription(cmd.SubscriptionSet)
-	case *pb.Command_Finished:
-		if err := finishedFields(cmd.Finished, f.level); err != nil {
+	case *pb.Command_Started:
+		c := cmd.Started
+		if _, err := f.sched.CheckEvent(f.clock, sfq.JobID(c.Job), sfq.Input{Kind: sfq.InStart, Attempt: c.Attempt, Worker: c.WorkerId}); err != nil {
 			return refuse(err)
 		}
+	case *pb.Command_Finished:
+		return f.checkFinished(cmd.Finished)
 	case *pb.Command_Redrive:
 		return f.checkBulk(BulkRedrive, cmd.Redrive)
 	case *pb.Command_CancelJobs:
@@ -244,12 +247,14 @@ func (f *FSM) checkCancel(c *pb.CancelJob) Result {
 		// The same answer for another tenant's job: ids cannot be probed.
 		return refusef(NotFound, "job %d not found", c.Job)
 	}
-	switch _, out := sfq.Step(j.Life, sfq.Input{Kind: sfq.InCancel}); out {
-	case sfq.Invalid:
+	switch out, err := f.sched.CheckEvent(f.clock, j.ID, sfq.Input{Kind: sfq.InCancel}); {
+	case out == sfq.Invalid:
 		r := refusef(FailedPrecondition, "job %d is already %s", c.Job, j.State)
 		r.Job, r.Outcome, r.Tenant = j.ID, out, c.Tenant
 		return r
-	case sfq.Duplicate:
+	case err != nil:
+		return refuse(err)
+	case out == sfq.Duplicate:
 		r := duplicate(c.Tenant)
 		r.Job = j.ID
 		return r
@@ -351,17 +356,32 @@ func (f *FSM) checkSubscription(c *pb.SubscriptionSet) Result {
 }
 
 // checkBulk is the check of a Redrive, CancelJobs or Purge before its
-// filter is evaluated: its fields, the tenant and the filter's pool.
+// filter is evaluated: its fields, the tenant, the filter's pool and its
+// request key (a repeat of a request is answered as the first was, with
+// Bulk set; the key used for another request is refused).
 func (f *FSM) checkBulk(op BulkOp, c *pb.BulkJobs) Result {
 	if err := ValidateBulk(op, c); err != nil {
 		return refuse(err)
 	}
-	if _, ok := f.sched.TenantIndex(c.Tenant); !ok {
+	ti, ok := f.sched.TenantIndex(c.Tenant)
+	if !ok {
 		return refuse(sfq.UnknownTenant(c.Tenant))
 	}
 	if p := c.GetFilter().GetPool(); p != "" {
 		if _, ok := f.sched.PoolID(p); !ok {
 			return refuse(sfq.UnknownPool(p))
+		}
+	}
+	if c.RequestKey == "" {
+		return Result{}
+	}
+	if seq, ok := f.keyIndex.get(&f.keys, keyRef{ti | bulkKeyBit, c.RequestKey}); ok {
+		if e := f.keys.Get(seq); e != nil && e.Expires > f.clock {
+			if e.Digest != bulkDigest(op, c) {
+				return refusef(AlreadyExists, "request key %q of tenant %q was used for another request", c.RequestKey, c.Tenant)
+			}
+			// A repeat: answered with the first one's continuation.
+			return Result{Tenant: c.Tenant, Outcome: sfq.Duplicate, Bulk: &BulkResult{Duplicate: true, Next: e.Job}}
 		}
 	}
 	return Result{}
@@ -372,6 +392,25 @@ func (f *FSM) checkBulk(op BulkOp, c *pb.BulkJobs) Result {
 const (
 	MinExitCode, MaxExitCode = -1, 255
 )
+
+// checkFinished is the check of a worker's report that a run ended: its
+// fields, and the job's lifecycle (a stale report is refused; a zombie's
+// is billed; a repeat is a duplicate).
+func (f *FSM) checkFinished(c *pb.Finished) Result {
+	if err := finishedFields(c, f.level); err != nil {
+		return refuse(err)
+	}
+	outcome, _ := OutcomeFromPB(c.Outcome)
+	permanent := c.Permanent && outcome == sfq.OutcomeFailed && f.level >= Level6
+	out, err := f.sched.CheckFinish(f.clock, sfq.JobID(c.Job), c.Attempt, c.WorkerId, outcome, c.CpuMs, permanent)
+	switch {
+	case err != nil:
+		return refuse(err)
+	case out == sfq.Duplicate:
+		return Result{Outcome: out, Job: sfq.JobID(c.Job)}
+	}
+	return Result{}
+}
 
 // finishedFields checks what of a Finished needs no state: its outcome
 // and, from Level7, its exit code (below Level7 Apply took any, as the

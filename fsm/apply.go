@@ -225,15 +225,29 @@ func (f *FSM) workerJob(w *Worker) (sfq.Job, bool) {
 }
 
 // internWorker returns the worker table's copy of id (so that jobs share
-// one string per worker), or id itself.
+// one string per worker), or id itself, and marks the worker seen. From
+// Level7 a report refused (err) does not mark it (workerSeen).
 func (f *FSM) internWorker(id string) string {
 	if w := f.workers[id]; w != nil {
-		w.LastSeen = f.clock
+		if f.level < Level7 {
+			w.LastSeen = f.clock
+		}
 		return w.ID
 	}
 	return id
 }
 
+// workerSeen marks, from Level7, the worker of a report seen once the
+// report is accepted (below Level7 internWorker marked it, accepted or
+// not).
+func (f *FSM) workerSeen(id string, err error) {
+	if w := f.workers[id]; w != nil && err == nil && f.level >= Level7 {
+		w.LastSeen = f.clock
+	}
+}
+
+
+// workerResult is the result of a lifecycle event's change (or refusal).
 func (f *FSM) workerResult(ch sfq.Change, err error) Result {
 	r := Result{Outcome: ch.Outcome, Job: ch.Job, Attempt: ch.Attempt}
 	if ch.Job != 0 {
@@ -241,13 +255,14 @@ func (f *FSM) workerResult(ch sfq.Change, err error) Result {
 	}
 	if err != nil {
 		ref := refuse(err)
-		r.Code, r.Msg = ref.Code, ref.Msg
+		r.Code, r.Reason, r.Msg = ref.Code, ref.Reason, ref.Msg
 	}
 	return r
 }
 
 func (f *FSM) applyStarted(c *pb.Started) Result {
 	ch, err := f.sched.Start(f.clock, sfq.JobID(c.Job), c.Attempt, f.internWorker(c.WorkerId))
+	f.workerSeen(c.WorkerId, err)
 	f.emitChange(ch, ReasonNone)
 	return f.workerResult(ch, err)
 }
@@ -256,6 +271,7 @@ func (f *FSM) applyHeartbeats(c *pb.HeartbeatBatch) Result {
 	r := Result{HeartbeatOutcomes: make([]sfq.Outcome, len(c.Heartbeats))}
 	for i, hb := range c.Heartbeats {
 		ch, err := f.sched.Heartbeat(f.clock, sfq.JobID(hb.Job), hb.Attempt, f.internWorker(hb.WorkerId), hb.CpuMs)
+		f.workerSeen(hb.WorkerId, err)
 		out := ch.Outcome
 		if err != nil && out == 0 {
 			out = sfq.Stale // unknown or pruned job: the worker must drop it
@@ -287,6 +303,7 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 	case permanent:
 		reason = ReasonUnrunnable
 	}
+	f.workerSeen(c.WorkerId, err)
 	f.emitChange(ch, reason)
 	if w := f.workers[c.WorkerId]; w != nil && w.Job == id && w.Attempt == c.Attempt && ch.Outcome == sfq.Changed {
 		w.Job, w.Attempt = 0, 0

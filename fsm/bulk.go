@@ -317,23 +317,11 @@ func (r *BulkResult) add(it BulkItem) {
 }
 
 func (f *FSM) applyBulk(op BulkOp, c *pb.BulkJobs) Result {
-	if r := f.checkBulk(op, c); r.Refused() {
+	if r := f.checkBulk(op, c); r.Refused() || r.Bulk != nil {
 		return r
 	}
 	ti, _ := f.sched.TenantIndex(c.Tenant)
-	var digest [16]byte
-	ref := keyRef{ti | bulkKeyBit, c.RequestKey}
-	if c.RequestKey != "" {
-		digest = bulkDigest(op, c)
-		if seq, ok := f.keyIndex.get(&f.keys, ref); ok {
-			if e := f.keys.Get(seq); e != nil && e.Expires > f.clock {
-				if e.Digest != digest {
-					return refusef(AlreadyExists, "request key %q of tenant %q was used for another request", c.RequestKey, c.Tenant)
-				}
-				return Result{Tenant: c.Tenant, Bulk: &BulkResult{Duplicate: true, Next: e.Job}}
-			}
-		}
-	}
+	ref, digest := keyRef{ti | bulkKeyBit, c.RequestKey}, bulkDigest(op, c)
 	ids, next := SelectBulk(f.sched, op, c)
 	res := &BulkResult{Next: next}
 	for i, id := range ids {

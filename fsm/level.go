@@ -59,11 +59,14 @@ const (
 	// written as FSM state version 9 (the core's version 6); one that
 	// does not stays version 8, byte for byte.
 
-	// Level7 makes Apply check a submit in one order, the leader's
-	// (fsm/admit.go): a submit it refuses makes no implicit tenant (below
-	// Level7 one refused after its tenant was made kept it), and its
-	// payload is held to the limit the edge applies (PayloadLimit).
-	// Nothing of the state's encoding changes.
+	// Level7 makes Apply check each command first with the check the
+	// leader makes before it proposes (fsm/admit.go), so that a refused
+	// command changes nothing: a submit it refuses makes no implicit
+	// tenant (below Level7 one refused after its tenant was made kept
+	// it), a refused worker report does not mark its worker seen, a
+	// submit's payload is held to the limit the edge applies
+	// (PayloadLimit) and a Finished's exit code to -1..255. Nothing of
+	// the state's encoding changes.
 	Level7 uint32 = 7
 
 	// MaxFeatureLevel is the highest level this build understands.

@@ -90,10 +90,7 @@ func (s *ClientService) Pause(ctx context.Context, req *pb.PauseRequest) (*pb.Pa
 // PauseDispatch pauses or resumes all dispatch (maintenance), or with a
 // pool dispatch in that pool alone.
 func (s *AdminService) PauseDispatch(ctx context.Context, req *pb.PauseDispatchRequest) (*pb.PauseDispatchResponse, error) {
-	if req.Pool != "" {
-		return s.pausePool(ctx, req)
-	}
-	command := &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{All: true, Resume: req.Resume}}}
+	command := &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{All: req.Pool == "", Pool: req.Pool, Resume: req.Resume}}}
 	res, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseDispatchResponse, error) {
 		return pb.NewAdminClient(cc).PauseDispatch(ctx, req)
 	})
@@ -101,7 +98,13 @@ func (s *AdminService) PauseDispatch(ctx context.Context, req *pb.PauseDispatchR
 		return resp, err
 	}
 	out := &pb.PauseDispatchResponse{Changed: res.Outcome == sfq.Changed}
-	s.node.FSM.Read(func(sc *sfq.Scheduler) { out.Paused = sc.DispatchPaused() })
+	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+		if req.Pool == "" {
+			out.Paused = sc.DispatchPaused()
+		} else if id, ok := sc.PoolID(req.Pool); ok {
+			out.Paused = sc.PoolPaused(id)
+		}
+	})
 	return out, nil
 }
 

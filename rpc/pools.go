@@ -306,21 +306,3 @@ func (s *AdminService) SubscriptionList(ctx context.Context, req *pb.Subscriptio
 		return out, err
 	})
 }
-
-// pausePool pauses or resumes dispatch in one pool.
-func (s *AdminService) pausePool(ctx context.Context, req *pb.PauseDispatchRequest) (*pb.PauseDispatchResponse, error) {
-	command := &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: req.Pool, Resume: req.Resume}}}
-	res, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseDispatchResponse, error) {
-		return pb.NewAdminClient(cc).PauseDispatch(ctx, req)
-	})
-	if done {
-		return resp, err
-	}
-	out := &pb.PauseDispatchResponse{Changed: res.Outcome == sfq.Changed}
-	s.node.FSM.Read(func(sc *sfq.Scheduler) {
-		if id, ok := sc.PoolID(req.Pool); ok {
-			out.Paused = sc.PoolPaused(id)
-		}
-	})
-	return out, nil
-}

@@ -39,15 +39,41 @@ func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind InputKind) (
 	return s.event(now, id, Input{Kind: kind, Attempt: attempt}, 0)
 }
 
-// event applies a lifecycle event other than Dispatch and Finish.
-func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, error) {
+// CheckEvent is the verdict of lifecycle event e (a start, heartbeat,
+// cancel or expiry) of job id at time now, without its change: the
+// outcome its Apply would have, and its refusal (an unknown job, or an
+// outcome other than Changed and Duplicate). It changes nothing.
+func (s *Scheduler) CheckEvent(now Time, id JobID, e Input) (Outcome, error) {
+	j, e, err := s.eventInput(now, id, e)
+	if err != nil {
+		return 0, err
+	}
+	_, out := Step(j.Life, e)
+	if out != Changed && out != Duplicate {
+		return out, LifecycleRefusal(j, e, out)
+	}
+	return out, nil
+}
+
+// eventInput completes lifecycle event e of job id at time now with what
+// the job and the configuration give it.
+func (s *Scheduler) eventInput(now Time, id JobID, e Input) (*Job, Input, error) {
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
-		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+		return nil, e, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
 	e.Now = now
 	e.LeaseMs = s.cfg.LeaseTimeoutMs
 	e.TimeoutMs = j.TimeoutMs
+	return j, e, nil
+}
+
+// event applies a lifecycle event other than Dispatch and Finish.
+func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, error) {
+	j, e, err := s.eventInput(now, id, e)
+	if err != nil {
+		return Change{}, err
+	}
 	life, out := Step(j.Life, e)
 	if out == Changed {
 		// The event takes effect: first, what expired by now leaves its
@@ -85,17 +111,57 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 	return ch, nil
 }
 
+// finishFields checks a run's outcome and CPU.
+func finishFields(outcome FinishOutcome, cpuMs int64) error {
+	if outcome < OutcomeOK || outcome > OutcomeCancelled {
+		return invalidf("outcome %d", outcome)
+	}
+	if cpuMs < 0 || cpuMs > MaxEstCostMs {
+		return invalidf("cpu_ms %d out of range", cpuMs)
+	}
+	return nil
+}
+
+// finishInput is the lifecycle input of a worker's report that attempt
+// of job id ended with outcome.
+func (s *Scheduler) finishInput(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, permanent bool) (*Job, Input, error) {
+	j := s.jobs.Get(uint64(id))
+	if j == nil {
+		return nil, Input{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	own, set := j.RetryBackoff()
+	backoff := s.cfg.Backoff(own, set, j.Failures+1)
+	return j, Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome, BackoffMs: backoff,
+		Permanent: permanent && outcome == OutcomeFailed}, nil
+}
+
+// CheckFinish is Finish's verdict without the change: the outcome its
+// Apply would have (a Zombie is billed), and its refusal. It changes
+// nothing.
+func (s *Scheduler) CheckFinish(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, cpuMs int64, permanent bool) (Outcome, error) {
+	if err := finishFields(outcome, cpuMs); err != nil {
+		return 0, err
+	}
+	j, e, err := s.finishInput(now, id, attempt, worker, outcome, permanent)
+	if err != nil {
+		return 0, err
+	}
+	switch _, out := Step(j.Life, e); out {
+	case Changed, Zombie, Duplicate:
+		return out, nil
+	default:
+		return out, LifecycleRefusal(j, e, out)
+	}
+}
+
 // Finish applies a worker's report of a run. An accepted report corrects
 // the tenant's tag and usage by the actual CPU (with the weight used at
 // dispatch) and bills the CPU; a repeat is acknowledged and changes
 // nothing; the first report of a stale attempt (a zombie) bills its CPU and
 // changes nothing else.
 func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, cpuMs int64, res RunResult) (Change, error) {
-	if outcome < OutcomeOK || outcome > OutcomeCancelled {
-		return Change{}, invalidf("outcome %d", outcome)
-	}
-	if cpuMs < 0 || cpuMs > MaxEstCostMs {
-		return Change{}, invalidf("cpu_ms %d out of range", cpuMs)
+	if err := finishFields(outcome, cpuMs); err != nil {
+		return Change{}, err
 	}
 	// The edge cuts both tails so already. A stdout tail is cut here by
 	// the same rule; a stderr tail keeps the byte cut that entries written
@@ -107,14 +173,10 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if s.v1 {
 		res.StdoutTail = ""
 	}
-	j := s.jobs.Get(uint64(id))
-	if j == nil {
-		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	j, e, err := s.finishInput(now, id, attempt, worker, outcome, res.Permanent)
+	if err != nil {
+		return Change{}, err
 	}
-	own, set := j.RetryBackoff()
-	backoff := s.cfg.Backoff(own, set, j.Failures+1)
-	e := Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome, BackoffMs: backoff,
-		Permanent: res.Permanent && outcome == OutcomeFailed}
 	life, out := Step(j.Life, e)
 	life = s.version1Life(life)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: attempt, Outcome: out, From: j.State, To: life.State}
@@ -184,7 +246,7 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
 	if life.State == Scheduled {
-		s.setDue(jm, now+Time(backoff))
+		s.setDue(jm, now+Time(e.BackoffMs))
 	}
 	jm.CPUMs = cpuMs
 	jm.Result = &RunResult{ExitCode: res.ExitCode, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail}

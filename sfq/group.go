@@ -542,22 +542,35 @@ func (s *Scheduler) CheckSetGroup(tenant, name string, set GroupSettings) (bool,
 	if err := set.Validate(); err != nil {
 		return false, err
 	}
-	ti, ok := s.TenantIndex(tenant)
-	if !ok {
-		return false, UnknownTenant(tenant)
-	}
-	t := s.tenants.Get(uint64(ti))
-	slots := s.groupSlots(ti, name)
-	if len(slots) > 0 {
+	t, slots, err := s.groupOf(tenant, name)
+	switch {
+	case err != nil:
+		return false, err
+	case len(slots) > 0:
 		return s.groups.Get(uint64(slots[0][1])).GroupSettings != set, nil
-	}
-	if set.Empty() {
+	case set.Empty():
 		return false, nil
 	}
-	if t.Groups >= t.GroupLimit() {
-		return false, exhaustedf(text.ReasonMaxGroups, "tenant %s has %d groups, its max_groups; a setting on a new group %q would exceed it", t.Name, t.Groups, name)
+	return true, groupRoom(t, "a setting on a new group", name)
+}
+
+// groupOf returns a tenant (by its name) and the (lane, slot) of its
+// group named name in every lane (none: no such group).
+func (s *Scheduler) groupOf(tenant, name string) (*Tenant, [][2]uint32, error) {
+	ti, ok := s.TenantIndex(tenant)
+	if !ok {
+		return nil, nil, UnknownTenant(tenant)
 	}
-	return true, nil
+	return s.tenants.Get(uint64(ti)), s.groupSlots(ti, name), nil
+}
+
+// groupRoom refuses what would make tenant t one group more than its
+// max_groups: what names the new group's cause ("a job of a new group").
+func groupRoom(t *Tenant, what, group string) error {
+	if t.Groups >= t.GroupLimit() {
+		return exhaustedf(text.ReasonMaxGroups, "tenant %s has %d groups, its max_groups; %s %q would exceed it", t.Name, t.Groups, what, group)
+	}
+	return nil
 }
 
 // SetGroup sets a named group's settings. A group that does not exist is

@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/baristahq/barista/internal/text"
 )
 
 // Pauses and rate limits (SPEC §3 "Delays, expiry, pause and rate limits";
@@ -464,20 +462,14 @@ func (s *Scheduler) CheckPauseGroup(tenant, name string, pause, admin bool) (boo
 	if err := ValidateGroupName(name); err != nil {
 		return false, err
 	}
-	ti, ok := s.TenantIndex(tenant)
-	if !ok {
-		return false, UnknownTenant(tenant)
-	}
-	t := s.tenants.Get(uint64(ti))
-	slots := s.groupSlots(ti, name)
-	if len(slots) == 0 {
-		if !pause {
-			return false, nil
-		}
-		if t.Groups >= t.GroupLimit() {
-			return false, exhaustedf(text.ReasonMaxGroups, "tenant %s has %d groups, its max_groups; pausing a new group %q would exceed it", t.Name, t.Groups, name)
-		}
-		return true, nil
+	t, slots, err := s.groupOf(tenant, name)
+	switch {
+	case err != nil:
+		return false, err
+	case len(slots) == 0 && !pause:
+		return false, nil
+	case len(slots) == 0:
+		return true, groupRoom(t, "pausing a new group", name)
 	}
 	cur := s.groups.Get(uint64(slots[0][1])).paused
 	next, ok := pauseStep(cur, pause, admin)

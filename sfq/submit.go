@@ -77,8 +77,10 @@ func (s *Scheduler) AdmitSubmit(now Time, sub *Submission, spec *TenantSpec) (Su
 		p.group, p.exists = s.groupSlot(p.lane, sub.Group)
 		p.exists = p.exists && p.hasLane
 	}
-	if !p.exists && sub.Group != "" && !(known && s.groupAnywhere(o, sub.Group)) && t.Groups >= t.GroupLimit() {
-		return p, exhaustedf(text.ReasonMaxGroups, "tenant %s has %d groups, its max_groups; a job of a new group %q would exceed it", t.Name, t.Groups, sub.Group)
+	if !p.exists && sub.Group != "" && !(known && s.groupAnywhere(o, sub.Group)) {
+		if err := groupRoom(t, "a job of a new group", sub.Group); err != nil {
+			return p, err
+		}
 	}
 	var err error
 	if p.est, p.src, err = s.estimate(o, sub); err != nil {

@@ -414,18 +414,18 @@ func TestValidation(t *testing.T) {
 		return func() error { _, err := client.Submit(ctx, r); return err }
 	}
 	checks := []check{
-		{"unknown tenant", submit(ok(&pb.SubmitRequest{Tenant: "nobody"})), codes.NotFound, `tenant: "nobody" not found`},
+		{"unknown tenant", submit(ok(&pb.SubmitRequest{Tenant: "nobody"})), codes.NotFound, `unknown tenant "nobody"`},
 		{"empty key", submit(ok(&pb.SubmitRequest{IdempotencyKey: str("")})), codes.InvalidArgument, "idempotency_key: given but empty"},
 		{"long key", submit(ok(&pb.SubmitRequest{IdempotencyKey: str(strings.Repeat("k", 257))})), codes.InvalidArgument, "idempotency_key: 257 bytes, at most 256"},
-		{"no size", submit(&pb.SubmitRequest{Tenant: "acme", EstCostMs: 5}), codes.InvalidArgument, "size: must be sm, md or lg"},
-		{"bad size", submit(&pb.SubmitRequest{Tenant: "acme", Size: pb.Size(9), EstCostMs: 5}), codes.InvalidArgument, "size: must be sm, md or lg"},
+		{"no size", submit(&pb.SubmitRequest{Tenant: "acme", EstCostMs: 5}), codes.InvalidArgument, "size: SIZE_UNSPECIFIED is not sm, md or lg"},
+		{"bad size", submit(&pb.SubmitRequest{Tenant: "acme", Size: pb.Size(9), EstCostMs: 5}), codes.InvalidArgument, "size: 9 is not sm, md or lg"},
 		{"zero cost", submit(&pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM}), codes.InvalidArgument, "est_cost_ms: must be positive (got 0)"},
 		{"negative cost", submit(&pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: -5}), codes.InvalidArgument, "est_cost_ms: must be positive (got -5)"},
 		{"absurd cost", submit(ok(&pb.SubmitRequest{EstCostMs: 1 << 50})), codes.InvalidArgument, "est_cost_ms: 1125899906842624 is more than a CPU-year"},
 		{"max attempts", submit(ok(&pb.SubmitRequest{MaxAttempts: 5000})), codes.InvalidArgument, "max_attempts: 5000, at most 1000"},
 		{"timeout", submit(ok(&pb.SubmitRequest{TimeoutMs: -1})), codes.InvalidArgument, "timeout_ms: -1 is out of range"},
 		{"job type", submit(ok(&pb.SubmitRequest{JobType: strings.Repeat("t", 300)})), codes.InvalidArgument, "job_type: 300 bytes, at most 256"},
-		{"payload", submit(ok(&pb.SubmitRequest{Payload: make([]byte, 2048)})), codes.ResourceExhausted, "payload: 2048 bytes, over the limit of 1024"},
+		{"payload", submit(ok(&pb.SubmitRequest{Payload: make([]byte, 2048)})), codes.InvalidArgument, "payload: 2048 bytes, over the cluster's limit of 1024 (max_payload_bytes)"},
 		{"quota", submit(&pb.SubmitRequest{Tenant: "capped", Size: pb.Size_SM, EstCostMs: 1}), codes.ResourceExhausted, `tenant "capped" has 2 queued jobs, its max_queued quota`},
 		{"submit without tenant (admin)", submit(&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1}), codes.InvalidArgument, "tenant: required"},
 		{"bad page token", func() error {
@@ -451,7 +451,7 @@ func TestValidation(t *testing.T) {
 		{"bad tier", func() error {
 			_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "x"})
 			return err
-		}, codes.InvalidArgument, "tier: must be free, bronze, silver, gold or diamond"},
+		}, codes.InvalidArgument, "tier: TIER_UNSPECIFIED is not free, bronze, silver, gold or diamond"},
 		{"bad tenant name", func() error {
 			_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "a b", Tier: pb.Tier_FREE})
 			return err
@@ -897,7 +897,7 @@ func TestSubmitBatch(t *testing.T) {
 	want := strings.Join([]string{
 		"1/true/",
 		"1/false/",
-		"0/false/INVALID_ARGUMENT: size: must be sm, md or lg (got SIZE_UNSPECIFIED)",
+		"0/false/INVALID_ARGUMENT: size: SIZE_UNSPECIFIED is not sm, md or lg",
 		"0/false/NOT_FOUND: unknown tenant \"nobody\"",
 		"2/true/",
 	}, "\n")

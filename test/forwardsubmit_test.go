@@ -108,7 +108,7 @@ func TestForwardedSubmitsBatched(t *testing.T) {
 		`PermissionDenied: a worker token may not call /barista.v1.Client/Submit`,
 		`PermissionDenied: tenant: this token is for tenant "acme", not "beta"`,
 		"OK beta",
-		"InvalidArgument: est_cost_ms: must be positive (got -1); it may be left out only while the cluster's estimate is auto",
+		"InvalidArgument: est_cost_ms: must be positive (got -1)",
 		"Unauthenticated: missing bearer token (authorization: Bearer TOKEN)",
 		"InvalidArgument: job: required",
 	}

@@ -158,9 +158,9 @@ func TestGroupsThroughAPIAndCLI(t *testing.T) {
 	// max_groups 4: a, b, c, d; a fifth named group is refused, the
 	// unnamed group does not count.
 	_, err = acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_MD, EstCostMs: 100, Group: "f"})
-	wantStatus(t, "a fifth group", err, codes.ResourceExhausted, `group: tenant "acme" has 4 groups, its max_groups; a job of a new group "f" would exceed it`)
+	wantStatus(t, "a fifth group", err, codes.ResourceExhausted, `tenant acme has 4 groups, its max_groups; a job of a new group "f" would exceed it`)
 	_, err = acme.SetGroup(ctx, &pb.SetGroupRequest{Group: "f", Cap: "1"})
-	wantStatus(t, "a setting on a fifth group", err, codes.ResourceExhausted, `group: tenant "acme" has 4 groups, its max_groups; a setting on a new group "f" would exceed it`)
+	wantStatus(t, "a setting on a fifth group", err, codes.ResourceExhausted, `tenant acme has 4 groups, its max_groups; a setting on a new group "f" would exceed it`)
 	if _, e, ok := cli(adminToken, "tenant", "set", "acme", "--max-groups", "0", "--group-order", "fair"); !ok {
 		t.Fatal(e)
 	}

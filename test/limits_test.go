@@ -129,7 +129,7 @@ func TestGatewayReadsNoBodyBeforeToken(t *testing.T) {
 	// The node still serves.
 	a := api{t: t, client: &http.Client{Timeout: 10 * time.Second}, base: "http://" + n.HTTPAddr}
 	a.expect("a submit with the token", a.do("POST", "/v1/jobs", adminToken, `{"tenant":"nobody","size":"SM","est_cost_ms":"1000"}`),
-		404, "NOT_FOUND", `tenant: "nobody" not found`)
+		404, "NOT_FOUND", `unknown tenant "nobody"`)
 }
 
 // fdCount counts a process's open file descriptors.

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/test/cluster"
 )
@@ -323,9 +324,10 @@ func TestPoolsRollingUpgrade(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, time.Minute, "the level to be raised to 6", func() (bool, string) {
+	top := fsm.MaxFeatureLevel // level 6 and every later one this build understands
+	waitFor(t, time.Minute, fmt.Sprintf("the level to be raised to %d", top), func() (bool, string) {
 		got := levels(c)
-		return got == "n1:6/6 n2:6/6 n3:6/6", got
+		return got == fmt.Sprintf("n1:%d/%d n2:%d/%d n3:%d/%d", top, top, top, top, top, top), got
 	})
 	// The gpu worker was refused all along, and said so.
 	if log, _ := os.ReadFile(gpu.LogPath); !strings.Contains(string(log), `unknown pool \"gpu\"`) {
