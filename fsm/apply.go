@@ -246,7 +246,6 @@ func (f *FSM) workerSeen(id string, err error) {
 	}
 }
 
-
 // workerResult is the result of a lifecycle event's change (or refusal).
 func (f *FSM) workerResult(ch sfq.Change, err error) Result {
 	r := Result{Outcome: ch.Outcome, Job: ch.Job, Attempt: ch.Attempt}
