@@ -39,12 +39,9 @@ func CheckFields(c *pb.Command, cfg Config, level uint32) *Refusal {
 		_, err = poolSpec(cmd.PoolSet, sfq.PoolSpec{Name: cmd.PoolSet.Name})
 	case *pb.Command_Finished:
 		err = finishedFields(cmd.Finished, level)
-	case *pb.Command_Redrive:
-		err = ValidateBulk(BulkRedrive, cmd.Redrive)
-	case *pb.Command_CancelJobs:
-		err = ValidateBulk(BulkCancel, cmd.CancelJobs)
-	case *pb.Command_Purge:
-		err = ValidateBulk(BulkPurge, cmd.Purge)
+	}
+	if op, args, ok := BulkOf(c); ok {
+		err = ValidateBulk(op, args)
 	}
 	if err != nil {
 		return sfq.RefusalOf(err)
@@ -65,6 +62,9 @@ func (f *FSM) Admit(c *pb.Command) Result {
 	if err := CheckLevel(c, f.level); err != nil {
 		return refused(err.(*Refusal))
 	}
+	if op, args, ok := BulkOf(c); ok {
+		return f.checkBulk(op, args)
+	}
 	switch cmd := c.GetCmd().(type) {
 	case *pb.Command_Submit:
 		tenant := cmd.Submit.Tenant
@@ -72,26 +72,21 @@ func (f *FSM) Admit(c *pb.Command) Result {
 		cmd.Submit.Tenant = tenant // the check's default tenant is Apply's to set
 		return r
 	case *pb.Command_TenantUpsert:
-		_, r := f.checkTenantUpsert(cmd.TenantUpsert)
-		return r
+		return verdict(f.checkTenantUpsert(cmd.TenantUpsert))
 	case *pb.Command_TenantDelete:
 		return f.checkTenantDelete(cmd.TenantDelete)
 	case *pb.Command_SetGroup:
-		_, r := f.checkSetGroup(cmd.SetGroup)
-		return r
+		return verdict(f.checkSetGroup(cmd.SetGroup))
 	case *pb.Command_Pause:
 		return f.checkPause(cmd.Pause)
 	case *pb.Command_Cancel:
 		return f.checkCancel(cmd.Cancel)
 	case *pb.Command_WebhookSet:
-		_, r := f.checkWebhookSet(cmd.WebhookSet)
-		return r
+		return verdict(f.checkWebhookSet(cmd.WebhookSet))
 	case *pb.Command_WebhookDelete:
-		_, r := f.tenantWebhook(cmd.WebhookDelete.Tenant)
-		return r
+		return verdict(f.tenantWebhook(cmd.WebhookDelete.Tenant))
 	case *pb.Command_PoolSet:
-		_, r := f.checkPoolSet(cmd.PoolSet)
-		return r
+		return verdict(f.checkPoolSet(cmd.PoolSet))
 	case *pb.Command_PoolDelete:
 		return f.checkPoolDelete(cmd.PoolDelete)
 	case *pb.Command_SubscriptionSet:
@@ -103,15 +98,13 @@ func (f *FSM) Admit(c *pb.Command) Result {
 		}
 	case *pb.Command_Finished:
 		return f.checkFinished(cmd.Finished)
-	case *pb.Command_Redrive:
-		return f.checkBulk(BulkRedrive, cmd.Redrive)
-	case *pb.Command_CancelJobs:
-		return f.checkBulk(BulkCancel, cmd.CancelJobs)
-	case *pb.Command_Purge:
-		return f.checkBulk(BulkPurge, cmd.Purge)
 	}
 	return Result{}
 }
+
+// verdict is the result of a check that also returns what its Apply
+// takes from it.
+func verdict[T any](_ T, r Result) Result { return r }
 
 // duplicate is the verdict of a command that would change nothing.
 func duplicate(tenant string) Result { return Result{Outcome: sfq.Duplicate, Tenant: tenant} }

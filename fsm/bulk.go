@@ -452,3 +452,17 @@ func (r *BulkResult) String() string {
 	}
 	return fmt.Sprintf("{Items:%v Next:%d Done:%d Skipped:%d Duplicate:%v Stopped:%q}", r.Items, r.Next, r.Done, r.Skipped, r.Duplicate, r.Stopped)
 }
+
+// BulkOf returns the operation and arguments of a bulk command (Redrive,
+// CancelJobs or Purge); ok is false for any other.
+func BulkOf(c *pb.Command) (op BulkOp, args *pb.BulkJobs, ok bool) {
+	switch x := c.GetCmd().(type) {
+	case *pb.Command_Redrive:
+		return BulkRedrive, x.Redrive, true
+	case *pb.Command_CancelJobs:
+		return BulkCancel, x.CancelJobs, true
+	case *pb.Command_Purge:
+		return BulkPurge, x.Purge, true
+	}
+	return 0, nil, false
+}

@@ -335,12 +335,9 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 		return f.applyRelease(cmd.Release)
 	case *pb.Command_Pause:
 		return f.applyPause(cmd.Pause)
-	case *pb.Command_Redrive:
-		return f.applyBulk(BulkRedrive, cmd.Redrive)
-	case *pb.Command_CancelJobs:
-		return f.applyBulk(BulkCancel, cmd.CancelJobs)
-	case *pb.Command_Purge:
-		return f.applyBulk(BulkPurge, cmd.Purge)
+	case *pb.Command_Redrive, *pb.Command_CancelJobs, *pb.Command_Purge:
+		op, args, _ := BulkOf(c)
+		return f.applyBulk(op, args)
 	case *pb.Command_PoolSet:
 		return f.applyPoolSet(cmd.PoolSet)
 	case *pb.Command_PoolDelete:

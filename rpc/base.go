@@ -236,23 +236,17 @@ func (b *base) propose(ctx context.Context, cmds ...*pb.Command) ([]fsm.Result, 
 	return res, nil
 }
 
+// grpcCodes maps a state machine refusal's code to a gRPC code.
+var grpcCodes = [...]codes.Code{
+	fsm.OK: codes.OK, fsm.Invalid: codes.InvalidArgument, fsm.NotFound: codes.NotFound,
+	fsm.AlreadyExists: codes.AlreadyExists, fsm.FailedPrecondition: codes.FailedPrecondition,
+	fsm.ResourceExhausted: codes.ResourceExhausted, fsm.Internal: codes.Internal, fsm.PermissionDenied: codes.PermissionDenied,
+}
+
 // grpcCode maps a state machine refusal to a gRPC code.
 func grpcCode(c fsm.Code) codes.Code {
-	switch c {
-	case fsm.OK:
-		return codes.OK
-	case fsm.Invalid:
-		return codes.InvalidArgument
-	case fsm.NotFound:
-		return codes.NotFound
-	case fsm.AlreadyExists:
-		return codes.AlreadyExists
-	case fsm.FailedPrecondition:
-		return codes.FailedPrecondition
-	case fsm.ResourceExhausted:
-		return codes.ResourceExhausted
-	case fsm.PermissionDenied:
-		return codes.PermissionDenied
+	if int(c) < len(grpcCodes) {
+		return grpcCodes[c]
 	}
 	return codes.Internal
 }

@@ -56,15 +56,8 @@ func bulkCommand(op fsm.BulkOp, tenant string, req *pb.BulkJobsRequest, now sfq.
 
 // bulkArgs returns the BulkJobs of a command built by bulkCommand.
 func bulkArgs(c *pb.Command) *pb.BulkJobs {
-	switch x := c.GetCmd().(type) {
-	case *pb.Command_Redrive:
-		return x.Redrive
-	case *pb.Command_CancelJobs:
-		return x.CancelJobs
-	case *pb.Command_Purge:
-		return x.Purge
-	}
-	return nil
+	_, args, _ := fsm.BulkOf(c)
+	return args
 }
 
 func bulkResponse(b *fsm.BulkResult, c *pb.BulkJobs) *pb.BulkJobsResponse {

@@ -136,7 +136,6 @@ func TestGroupFlagsChecked(t *testing.T) {
 		{[]string{"group", "set"}, "group set needs one GROUP"},
 		{[]string{"group", "get", "x/y"}, `GROUP: group name "x/y" has '/' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`},
 		{[]string{"group", "list", "extra"}, `unexpected argument "extra"`},
-		{[]string{"submit", "--size", "sm", "--cost", "1s", "--group", "", "--", "true"}, "--group: group name is empty"},
 		{[]string{"tenant", "set", "acme", "--group-cap", "0"}, `--group-cap: "0": want none or a number 1..1000000`},
 		{[]string{"tenant", "set", "acme", "--group-cap", "inherit"}, `--group-cap: "inherit": want none or a number 1..1000000`},
 		{[]string{"tenant", "set", "acme", "--group-order", "lifo"}, `--group-order: "lifo": want fifo or fair`},
