@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 
 	"github.com/baristahq/barista/sfq"
 )
@@ -287,8 +288,12 @@ func allowed(method string) ([]Role, bool) {
 	return nil, false
 }
 
-// authorize identifies the caller and checks the method's roles.
+// authorize identifies the caller and checks the method's roles (once:
+// a call the tap handle identified keeps its identity).
 func (a *Auth) authorize(ctx context.Context, method string) (context.Context, error) {
+	if _, ok := ctx.Value(identityKey{}).(Identity); ok {
+		return ctx, nil
+	}
 	id, err := a.identifyFor(method, metadata.ValueFromIncomingContext(ctx, "authorization"))
 	if err != nil {
 		return nil, err
@@ -344,6 +349,23 @@ func (a *Auth) Authenticate(authorization []string) (Identity, error) {
 		return Identity{}, status.Error(codes.Unauthenticated, "unknown token")
 	}
 	return id, nil
+}
+
+// TapHandle refuses a call before its stream is made, before any byte
+// of its request is read (grpc.InTapHandle): an unknown or missing token
+// UNAUTHENTICATED, a role that may not call the method PERMISSION_DENIED
+// — the check the interceptors make (identifyFor), on the call's
+// headers. The identity rides on the call's context, where the
+// interceptors find it.
+func (a *Auth) TapHandle(ctx context.Context, info *tap.Info) (context.Context, error) {
+	id, err := a.identifyFor(info.FullMethodName, info.Header.Get("authorization"))
+	if err != nil {
+		return nil, err
+	}
+	if id == nil {
+		return ctx, nil
+	}
+	return context.WithValue(ctx, identityKey{}, *id), nil
 }
 
 // UnaryInterceptor authenticates unary calls.

@@ -23,6 +23,21 @@ type Limits struct {
 	// its cursor.
 	WatchStreams, WatchStreamsPerIdentity int
 	WatchStall                            time.Duration
+	// RequestBytes bounds the bytes of requests the node holds while it
+	// reads them, and RequestBytesPerIdentity those of one caller
+	// (requests.go): a unary call reserves MaxMessageBytes before its
+	// request is read.
+	RequestBytes, RequestBytesPerIdentity int64
+	// RequestReadTimeout is how long a request may take to arrive once its
+	// call has begun; past it its connection is closed.
+	RequestReadTimeout time.Duration
+	// StreamsPerConnection bounds the calls and streams one connection
+	// has open at once (HTTP/2's MAX_CONCURRENT_STREAMS).
+	StreamsPerConnection int
+	// ConnectionIdle closes a connection that has had no call for this
+	// long (connections that made no call with a token are closed
+	// sooner: connlimit's Config.UnauthenticatedIdle).
+	ConnectionIdle time.Duration
 }
 
 // Defaults and bounds of Limits.
@@ -32,11 +47,22 @@ const (
 	DefaultWatchStreams     = 512
 	DefaultWatchPerIdentity = 64
 	DefaultWatchStall       = 10 * time.Second
+	// DefaultRequestBytes and DefaultRequestBytesPerIdentity: 64 and 16
+	// requests of the largest size (4 MiB) being read at once.
+	DefaultRequestBytes            = 256 << 20
+	DefaultRequestBytesPerIdentity = 64 << 20
+	DefaultRequestReadTimeout      = 30 * time.Second
+	// DefaultStreamsPerConnection is above DefaultWatchStreams: the
+	// HTTP/JSON API's watches share the gateway's one connection.
+	DefaultStreamsPerConnection = 1024
+	DefaultConnectionIdle       = 5 * time.Minute
 )
 
 // DefaultLimits returns every limit at its default.
 func DefaultLimits() Limits {
-	return Limits{MaxMessageBytes: fsm.MaxMessageBytes, WatchStreams: DefaultWatchStreams, WatchStreamsPerIdentity: DefaultWatchPerIdentity, WatchStall: DefaultWatchStall}
+	return Limits{MaxMessageBytes: fsm.MaxMessageBytes, WatchStreams: DefaultWatchStreams, WatchStreamsPerIdentity: DefaultWatchPerIdentity, WatchStall: DefaultWatchStall,
+		RequestBytes: DefaultRequestBytes, RequestBytesPerIdentity: DefaultRequestBytesPerIdentity, RequestReadTimeout: DefaultRequestReadTimeout,
+		StreamsPerConnection: DefaultStreamsPerConnection, ConnectionIdle: DefaultConnectionIdle}
 }
 
 // withDefaults gives each zero field its default.
@@ -46,12 +72,17 @@ func (l Limits) withDefaults() Limits {
 	orDefault(&l.WatchStreams, d.WatchStreams)
 	orDefault(&l.WatchStreamsPerIdentity, d.WatchStreamsPerIdentity)
 	orDefault(&l.WatchStall, d.WatchStall)
+	orDefault(&l.RequestBytes, d.RequestBytes)
+	orDefault(&l.RequestBytesPerIdentity, d.RequestBytesPerIdentity)
+	orDefault(&l.RequestReadTimeout, d.RequestReadTimeout)
+	orDefault(&l.StreamsPerConnection, d.StreamsPerConnection)
+	orDefault(&l.ConnectionIdle, d.ConnectionIdle)
 	l.MaxMessageBytes = min(max(l.MaxMessageBytes, MinMessageBytes), fsm.MaxMessageBytes)
 	return l
 }
 
 // orDefault sets *p to def unless it is positive.
-func orDefault[T int | time.Duration](p *T, def T) {
+func orDefault[T int | int64 | time.Duration](p *T, def T) {
 	if *p <= 0 {
 		*p = def
 	}

@@ -143,6 +143,8 @@ func TestMetricsLintClean(t *testing.T) {
 		"barista_applied_index", "barista_cpu_billed_seconds_total", "barista_dispatch_latency_seconds", "barista_dispatch_stage_seconds",
 		"barista_dispatched_cost_seconds_total", "barista_dispatches_total", "barista_entry_commands", "barista_expiries_total",
 		"barista_exported_tenants", "barista_fairness_lag_seconds", "barista_fairness_ratio", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds",
+		"barista_grpc_request_inflight_bytes", "barista_grpc_request_inflight_refused_total",
+		"barista_grpc_unauthenticated_request_inflight_bytes", "barista_grpc_unauthenticated_request_inflight_refused_total",
 		"barista_is_leader",
 		"barista_jobs_ended_total", "barista_leader_changes_total", "barista_pool_paused", "barista_pool_queued_jobs", "barista_pool_running_jobs",
 		"barista_pool_scheduled_jobs", "barista_pool_workers", "barista_queued_jobs", "barista_raft_propose_seconds",

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
+	"github.com/baristahq/barista/internal/inflight"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
@@ -128,7 +130,11 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		// receives may be bounded lower (limits.max_message_bytes).
 		grpc.MaxRecvMsgSize(limits.MaxMessageBytes),
 		grpc.MaxSendMsgSize(fsm.MaxMessageBytes),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, MaxConnectionIdle: limits.ConnectionIdle}),
+		// A call's token and role are checked before its stream is made,
+		// before any byte of its request is read.
+		grpc.InTapHandle(opt.Auth.TapHandle),
+		grpc.MaxConcurrentStreams(uint32(limits.StreamsPerConnection)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		// Streams run on long-lived goroutines whose stacks have grown
 		// already, not on a new goroutine each whose stack grows again:
@@ -142,8 +148,13 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	}
 	unary, stream := []grpc.UnaryServerInterceptor{opt.Auth.UnaryInterceptor}, []grpc.StreamServerInterceptor{opt.Auth.StreamInterceptor}
 	if opt.Conns != nil {
-		unary = append([]grpc.UnaryServerInterceptor{opt.Conns.UnaryInterceptor}, unary...)
-		stream = append([]grpc.StreamServerInterceptor{opt.Conns.StreamInterceptor}, stream...)
+		cu, cs := opt.Conns.Interceptors(func(ctx context.Context) bool {
+			_, ok := ctx.Value(identityKey{}).(Identity)
+			return ok
+		})
+		unary = append([]grpc.UnaryServerInterceptor{cu}, unary...)
+		stream = append([]grpc.StreamServerInterceptor{cs}, stream...)
+		sopts = append(sopts, grpc.StatsHandler(opt.Conns.StatsHandler()))
 	}
 	sopts = append(sopts, grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
 	if opt.TLS != nil {
@@ -154,17 +165,21 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	workers = newWorkerService(b)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
 		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry)}, &AdminService{base: b, workers: workers}, workers
-	pb.RegisterNodeServer(s.GRPC, &NodeService{base: b, unsafeDebug: opt.UnsafeDebug, client: s.client, auth: opt.Auth})
-	pb.RegisterClientServer(s.GRPC, s.client)
-	pb.RegisterAdminServer(s.GRPC, s.admin)
-	pb.RegisterWorkerServer(s.GRPC, workers)
+	budget := &requestBudget{
+		callers:   inflight.New("grpc_request", limits.RequestBytesPerIdentity, limits.RequestBytes, node.Metrics.Registry),
+		anonymous: inflight.New("grpc_unauthenticated_request", unauthenticatedRequestBytes, unauthenticatedRequestBytes, node.Metrics.Registry),
+		size:      int64(limits.MaxMessageBytes), readTimeout: limits.RequestReadTimeout, conns: opt.Conns}
+	s.GRPC.RegisterService(budgeted(&pb.Node_ServiceDesc, budget), &NodeService{base: b, unsafeDebug: opt.UnsafeDebug, client: s.client, auth: opt.Auth})
+	s.GRPC.RegisterService(budgeted(&pb.Client_ServiceDesc, budget), s.client)
+	s.GRPC.RegisterService(budgeted(&pb.Admin_ServiceDesc, budget), s.admin)
+	s.GRPC.RegisterService(budgeted(&pb.Worker_ServiceDesc, budget), workers)
 	node.SetLevelProber(levelProber{&s.base})
 	loops := leader.Loops{Workers: workers.lead}
 	if opt.Webhooks != nil {
 		loops.Webhooks = opt.Webhooks.Run
 	}
 	leader.Establish(node, loops, opt.Logger.Named("leader"), node.Metrics.Registry)
-	healthpb.RegisterHealthServer(s.GRPC, s.Health)
+	s.GRPC.RegisterService(budgeted(&healthpb.Health_ServiceDesc, budget), s.Health)
 	if opt.Reflection {
 		reflection.Register(s.GRPC)
 	}

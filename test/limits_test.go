@@ -11,12 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
@@ -187,7 +189,7 @@ func idleAttack(t *testing.T, sources, targets []string, per int, stop chan stru
 }
 
 // TestIdleConnectionsBounded: a node limited to 512 open files (nofile,
-// as systemd's LimitNOFILE= would) holds ten addresses' 1,100 idle
+// as systemd's LimitNOFILE= would) holds ten networks' 1,100 idle
 // connections to its gRPC and HTTP ports, opened again as fast as it
 // closes them, within its connection limits: its descriptors stay below
 // what it may open, /readyz answers from an address without a
@@ -217,7 +219,7 @@ func TestIdleConnectionsBounded(t *testing.T) {
 
 	var sources []string
 	for i := 2; i < 12; i++ {
-		sources = append(sources, fmt.Sprintf("127.0.0.%d", i))
+		sources = append(sources, fmt.Sprintf("127.0.%d.2", i)) // ten networks (a /24 each)
 	}
 	stop := make(chan struct{})
 	attack := idleAttack(t, sources, []string{n.GRPCAddr, n.HTTPAddr}, 55, stop)
@@ -253,7 +255,7 @@ func TestIdleConnectionsBounded(t *testing.T) {
 			t.Errorf("a call on a connection made before the attack: %v", err)
 		}
 	}
-	fresh := grpcFrom(t, "127.0.0.200", n.GRPCAddr)
+	fresh := grpcFrom(t, "127.0.200.1", n.GRPCAddr)
 	if _, err := pb.NewAdminClient(fresh).GetTenant(ctx, &pb.GetTenantRequest{Name: "acme"}); err != nil {
 		t.Errorf("a call on a new connection from an address without one, during the attack: %v", err)
 	}
@@ -418,5 +420,261 @@ func TestWatchStreamsBounded(t *testing.T) {
 	}
 	if want := map[string]int{"fell behind, after events": 56, "connection closed": 8}; fmt.Sprint(ends) != fmt.Sprint(want) {
 		t.Errorf("how the streams ended: %v, want %v", ends, want)
+	}
+}
+
+// TestGRPCStalledRequestsBounded: one connection opening 200 Submit calls
+// whose messages declare 4,000,000 bytes, each sent but its last byte,
+// holds the node's memory within a bound. Without a token every call is
+// refused UNAUTHENTICATED before any of its request is read, and the
+// node's resident memory grows by less than 32 MiB (it held 800 MB
+// before the calls were refused on their headers). With a client token
+// the calls whose request bytes fit the caller's budget
+// (limits.request_bytes_per_identity, 64 MiB: 16 of them) are read, the
+// others refused RESOURCE_EXHAUSTED unread, the memory grows by less
+// than 96 MiB, and the connection is closed once its requests have not
+// arrived within limits.request_read_timeout. The node serves other
+// callers throughout, and the caller again once that connection is gone.
+func TestGRPCStalledRequestsBounded(t *testing.T) {
+	c := startWithTokens(t, 1, "[limits]\nrequest_read_timeout = \"4s\"\n")
+	n := c.Nodes[0]
+	pid := n.PID()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, acme := adminAndAcme(t, n.GRPCAddr)
+	beta := pb.NewClientClient(cluster.Dial(t, n.GRPCAddr, betaToken, nil))
+	goldTenants(t, ctx, admin, "acme", "beta")
+	const calls, size = 200, 4_000_000
+	for _, tc := range []struct {
+		name, authorization, want string
+		grow                      int64 // kB
+	}{
+		{"without a token", "", "16:200", 32 << 10},
+		{"with a client token", "Bearer " + acmeToken, "8:184", 96 << 10},
+	} {
+		before := procStatusKB(t, pid, "VmRSS")
+		s, err := stallCalls(n.GRPCAddr, "/barista.v1.Client/Submit", tc.authorization, calls, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 30*time.Second, tc.name+": the calls answered", func() (bool, string) {
+			got, sent := s.state()
+			return answered(got) == tc.want, fmt.Sprintf("%s (%d bytes sent)", answered(got), sent)
+		})
+		time.Sleep(time.Second) // what the accepted calls' bytes can reach in a second more
+		peak := procStatusKB(t, pid, "VmHWM")
+		_, sent := s.state()
+		t.Logf("%s: resident before %d kB, peak %d kB; %d bytes sent", tc.name, before, peak, sent)
+		if grew := peak - before; grew > tc.grow {
+			t.Errorf("%s: resident memory grew by %d kB (peak %d kB, before %d kB); want at most %d kB", tc.name, grew, peak, before, tc.grow)
+		}
+		if _, err := beta.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000}); err != nil {
+			t.Errorf("%s: another caller's submit beside the calls: %v", tc.name, err)
+		}
+		if tc.authorization != "" {
+			// The accepted calls' requests never arrive: the node closes
+			// their connection, and their caller's budget is free again.
+			select {
+			case <-s.done:
+			case <-time.After(20 * time.Second):
+				t.Errorf("%s: the connection of requests that never arrive is still open", tc.name)
+			}
+		}
+		s.close()
+		if _, err := acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000}); err != nil {
+			t.Errorf("%s: the caller's submit once the calls are gone: %v", tc.name, err)
+		}
+	}
+}
+
+// stalledPost opens an HTTP/1.1 POST of path declaring size bytes and
+// sends frac of them; it returns the status line if the server answers
+// within wait ("" if not), and the connection to close.
+func stalledPost(addr, path, token string, size int, frac float64, wait time.Duration) (string, net.Conn, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n", path, addr, token, size)
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		answer <- strings.TrimSpace(line)
+	}()
+	chunk := []byte(strings.Repeat("A", 64<<10))
+	for sent := 0; sent < int(float64(size)*frac); sent += len(chunk) {
+		conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		if _, err := conn.Write(chunk); err != nil {
+			break
+		}
+	}
+	select {
+	case line := <-answer:
+		return line, conn, nil
+	case <-time.After(wait):
+		return "", conn, nil
+	}
+}
+
+// TestHTTPBodiesBounded: 60 POSTs with a client token, each declaring a
+// body of 4,000,000 bytes and sending 90 % of it, hold the node's memory
+// within a bound: a body's buffer grows as its bytes arrive (not to its
+// Content-Length at once), and the bodies in flight of one caller are
+// bounded (limits.body_bytes_per_identity, 64 MiB: 16 of them), the rest
+// answered 429 with Retry-After, unread. The node's resident memory grows
+// by less than twice that bound and 32 MiB (what a body holds and the
+// garbage of its buffer's growth, until a collection): 160 MiB; it held
+// 240 MB of them before (1.5 GB at 200 such bodies).
+func TestHTTPBodiesBounded(t *testing.T) {
+	c := startWithTokens(t, 1, "")
+	n := c.Nodes[0]
+	pid := n.PID()
+	before := procStatusKB(t, pid, "VmRSS")
+	const posts, size = 60, 4_000_000
+	var wg sync.WaitGroup
+	answers := make([]string, posts)
+	conns := make([]net.Conn, posts)
+	for i := range posts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			line, conn, err := stalledPost(n.HTTPAddr, "/v1/jobs", acmeToken, size, 0.9, 5*time.Second)
+			if err != nil {
+				line = err.Error()
+			}
+			answers[i], conns[i] = line, conn
+		}()
+	}
+	wg.Wait()
+	peak := procStatusKB(t, pid, "VmHWM")
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+	count := map[string]int{}
+	for _, a := range answers {
+		count[a]++
+	}
+	t.Logf("answers %v; resident before %d kB, peak %d kB", count, before, peak)
+	if count["HTTP/1.1 429 Too Many Requests"] < posts-16 {
+		t.Errorf("answers %v: want at least %d answered 429", count, posts-16)
+	}
+	if grew := peak - before; grew > 160<<10 {
+		t.Errorf("resident memory grew by %d kB (peak %d kB, before %d kB); want at most %d kB", grew, peak, before, 160<<10)
+	}
+}
+
+// healthOnce connects to a gRPC address from a source address, makes one
+// health check without a token, and holds the connection (the client's
+// keepalive answers the server's pings) until the server closes it or
+// stop is closed. It reports whether the check was answered.
+func healthOnce(src, addr string, stop chan struct{}) bool {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: time.Second}
+	closed := make(chan struct{})
+	var once sync.Once
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, "tcp", a)
+			if err != nil {
+				return nil, err
+			}
+			return &closeNotice{Conn: c, closed: closed, once: &once}, nil
+		}))
+	if err != nil {
+		return false
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(false))
+	cancel()
+	select {
+	case <-stop:
+	case <-closed:
+	}
+	return err == nil
+}
+
+// closeNotice is a connection that says when a read finds it closed.
+type closeNotice struct {
+	net.Conn
+	closed chan struct{}
+	once   *sync.Once
+}
+
+func (c *closeNotice) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.once.Do(func() { close(c.closed) })
+	}
+	return n, err
+}
+
+// TestOneCallConnectionsClosed: connections from 74 addresses of one
+// network (a /24) that each make one health check without a token and
+// then stay (answering the server's keepalive pings) hold at most their
+// network's share (limits.connections_per_address, per /24) and are closed
+// once idle limits.unauthenticated_idle; /readyz and a status call from
+// another network answer throughout. (Before, every such connection was
+// kept, one address at a time, until the node held no place for
+// /readyz.)
+func TestOneCallConnectionsClosed(t *testing.T) {
+	c := startWithTokens(t, 1, "[limits]\nconnections = 256\nconnections_per_address = 8\nconnections_reserve = 16\nunauthenticated_idle = \"1s\"\n")
+	n := c.Nodes[0]
+	metrics := "http://" + n.HTTPAddr + "/metrics"
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var checks atomic.Int64
+	for i := 1; i <= 74; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if healthOnce(fmt.Sprintf("127.0.7.%d", i), n.GRPCAddr, stop) {
+					checks.Add(1)
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node := pb.NewNodeClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil))
+	most := 0.0
+	deadline := time.Now().Add(8 * time.Second)
+	for time.Now().Before(deadline) {
+		m, err := cluster.Scrape(metrics)
+		if err != nil {
+			t.Fatalf("/metrics during the attack: %v", err)
+		}
+		most = max(most, m[`barista_connections{listener="grpc"}`])
+		if r := httpDo(t, nil, "GET", "http://"+n.HTTPAddr+"/readyz", "", nil, nil); r.code != 200 {
+			t.Errorf("/readyz during the attack: %d %q", r.code, r.body)
+		}
+		if _, err := node.Status(ctx, &pb.StatusRequest{}); err != nil {
+			t.Errorf("status during the attack: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	m, err := cluster.Scrape(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("health checks answered %d; at most %v gRPC connections held; closed idle %v, refused per network %v", checks.Load(), most,
+		m[`barista_connections_closed_idle_total{listener="grpc"}`], m[`barista_connections_refused_total{listener="grpc",reason="per_address"}`])
+	// 8 of the attack's network, and the test's own (status, its dial).
+	if most > 8+4 {
+		t.Errorf("the node held %v gRPC connections; want at most the attack network's 8 and the test's own", most)
+	}
+	if m[`barista_connections_closed_idle_total{listener="grpc"}`] == 0 {
+		t.Errorf("no connection without a token's call was closed idle")
+	}
+	if checks.Load() < 8 {
+		t.Errorf("%d health checks answered; the attack's share of connections should have been served", checks.Load())
 	}
 }

@@ -138,6 +138,11 @@ func (s *Server) apiLimits(next http.Handler) http.Handler {
 				fmt.Sprintf("request body: %d bytes (at most %d: limits.max_message_bytes)", r.ContentLength, limit)})
 			return
 		}
+		release, ok := s.reserveBody(w, r, limit)
+		if !ok {
+			return
+		}
+		defer release()
 		body := &apiBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), limit: limit, length: r.ContentLength}
 		r.Body = body
 		sw := &statusOnce{ResponseWriter: w, stall: s.stall}

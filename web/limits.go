@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/baristahq/barista/internal/inflight"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/status"
 )
@@ -27,6 +28,13 @@ type Limits struct {
 	// identities other than the admin hold at most Sessions −
 	// SessionsPerIdentity, so the admin always finds room.
 	Sessions, SessionsPerIdentity int
+	// BodyBytes bounds the bytes of HTTP/JSON request bodies the node
+	// holds while it reads and serves them, and BodyBytesPerIdentity
+	// those of one caller: a request reserves its Content-Length (a body
+	// without one, limits.max_message_bytes) before any of it is read;
+	// over the caller's bound it is answered 429 with Retry-After, over
+	// the node's 503, unread.
+	BodyBytes, BodyBytesPerIdentity int64
 }
 
 // Defaults of Limits.
@@ -34,11 +42,17 @@ const (
 	DefaultHTTPUnauthenticated = 128
 	DefaultSessions            = 10_000
 	DefaultSessionsPerIdentity = 32
+	// DefaultBodyBytes and DefaultBodyBytesPerIdentity are those of the
+	// gRPC side (rpc.DefaultRequestBytes): the API's bodies become its
+	// requests.
+	DefaultBodyBytes            = 256 << 20
+	DefaultBodyBytesPerIdentity = 64 << 20
 )
 
 // DefaultLimits returns every limit at its default.
 func DefaultLimits() Limits {
-	return Limits{HTTPUnauthenticated: DefaultHTTPUnauthenticated, Sessions: DefaultSessions, SessionsPerIdentity: DefaultSessionsPerIdentity}
+	return Limits{HTTPUnauthenticated: DefaultHTTPUnauthenticated, Sessions: DefaultSessions, SessionsPerIdentity: DefaultSessionsPerIdentity,
+		BodyBytes: DefaultBodyBytes, BodyBytesPerIdentity: DefaultBodyBytesPerIdentity}
 }
 
 // withDefaults gives each zero field its default.
@@ -47,13 +61,15 @@ func (l Limits) withDefaults() Limits {
 	orDefault(&l.HTTPUnauthenticated, d.HTTPUnauthenticated)
 	orDefault(&l.Sessions, d.Sessions)
 	orDefault(&l.SessionsPerIdentity, d.SessionsPerIdentity)
+	orDefault(&l.BodyBytes, d.BodyBytes)
+	orDefault(&l.BodyBytesPerIdentity, d.BodyBytesPerIdentity)
 	// The admin's share is kept out of the others'.
 	l.SessionsPerIdentity = min(l.SessionsPerIdentity, max(l.Sessions/2, 1))
 	return l
 }
 
 // orDefault sets *p to def unless it is positive.
-func orDefault(p *int, def int) {
+func orDefault[T int | int64](p *T, def T) {
 	if *p <= 0 {
 		*p = def
 	}
@@ -74,7 +90,8 @@ func newLimitMetrics(reg prometheus.Registerer) *limitMetrics {
 	m := &limitMetrics{
 		httpRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "barista_http_refused_total",
 			Help: "HTTP requests refused by a limit before their body was read, by reason: unauthenticated (an API call without a known token), " +
-				"unauthenticated_limit (limits.http_unauthenticated requests without a token were being served), body_too_large (over limits.max_message_bytes)."},
+				"unauthenticated_limit (limits.http_unauthenticated requests without a token were being served), body_too_large (over limits.max_message_bytes), " +
+				"body_bytes_per_identity and body_bytes (the bodies in flight of the caller, or of the node, at limits.body_bytes_per_identity or limits.body_bytes)."},
 			[]string{"reason"}),
 		httpUnauthenticated: prometheus.NewGauge(prometheus.GaugeOpts{Name: "barista_http_unauthenticated_in_flight",
 			Help: "HTTP requests without a valid token or session being served (at most limits.http_unauthenticated)."}),
@@ -85,7 +102,7 @@ func newLimitMetrics(reg prometheus.Registerer) *limitMetrics {
 		Help: "Web console sessions signed out because their identity signed in once more than limits.sessions_per_identity (its oldest goes)."})
 	m.loginsRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "barista_web_logins_refused_total",
 		Help: "Web console logins refused because the identities other than the admin held limits.sessions − limits.sessions_per_identity sessions."})
-	for _, r := range []string{"unauthenticated", "unauthenticated_limit", "body_too_large"} {
+	for _, r := range []string{"unauthenticated", "unauthenticated_limit", "body_too_large", "body_bytes_per_identity", "body_bytes"} {
 		m.httpRefused.WithLabelValues(r)
 	}
 	reg.MustRegister(m.httpRefused, m.httpUnauthenticated, m.sessions, m.sessionsEvicted, m.loginsRefused)
@@ -176,12 +193,13 @@ func (b *apiBody) errTooLarge() error {
 	return fmt.Errorf("request body: more than %d bytes (limits.max_message_bytes)", b.limit)
 }
 
-// readAll reads the whole body into one buffer, sized by its
-// Content-Length when it has one.
+// readAll reads the whole body into one buffer that grows as its bytes
+// arrive: a Content-Length is what a caller says, not what it sends, so
+// it sizes no more than the first bodyChunk.
 func (b *apiBody) readAll() ([]byte, error) {
 	var buf bytes.Buffer
 	if b.length > 0 {
-		buf.Grow(int(b.length) + 1) // +1: ReadFrom's EOF read needs no growth
+		buf.Grow(int(min(b.length, bodyChunk)) + 1) // +1: ReadFrom's EOF read needs no growth
 	}
 	_, err := buf.ReadFrom(b.ReadCloser)
 	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
@@ -191,9 +209,47 @@ func (b *apiBody) readAll() ([]byte, error) {
 	return buf.Bytes(), err
 }
 
+// bodyChunk is the most a request's buffer takes before its bytes
+// arrive.
+const bodyChunk = 64 << 10
+
 // bodyTooLarge reports whether the call of ctx was refused for its
 // body's size.
 func bodyTooLarge(ctx context.Context) (*apiBody, bool) {
 	b, _ := ctx.Value(apiBodyKey{}).(*apiBody)
 	return b, b != nil && b.tooLarge
+}
+
+// reserveBody reserves a request's body bytes (its Content-Length, or
+// limit for a body without one) from its caller's and the node's budget
+// before any of it is read (Limits.BodyBytes). Over a bound it answers
+// (429 or 503, with Retry-After) and reports false.
+func (s *Server) reserveBody(w http.ResponseWriter, r *http.Request, limit int64) (release func(), ok bool) {
+	n := r.ContentLength
+	switch {
+	case n == 0:
+		return func() {}, true
+	case n < 0 || n > limit:
+		n = limit
+	}
+	key := ""
+	if id, err := s.auth.Authenticate(r.Header.Values("Authorization")); err == nil {
+		key = id.Role.String() + ":" + id.Tenant + ":" + id.Worker
+	}
+	release, which := s.bodies.Reserve(key, n)
+	if which == inflight.None {
+		return release, true
+	}
+	w.Header().Set("Retry-After", "1")
+	closeUnread(w, r)
+	if which == inflight.PerIdentity {
+		s.limitMetrics.httpRefused.WithLabelValues("body_bytes_per_identity").Inc()
+		writeHTTPError(w, &httpErr{http.StatusTooManyRequests, "RESOURCE_EXHAUSTED",
+			"this caller's request bodies in flight are at their bound (limits.body_bytes_per_identity); retry once they are in"})
+	} else {
+		s.limitMetrics.httpRefused.WithLabelValues("body_bytes").Inc()
+		writeHTTPError(w, &httpErr{http.StatusServiceUnavailable, "UNAVAILABLE",
+			"this node holds its bound of request bodies in flight (limits.body_bytes); retry, or ask another node"})
+	}
+	return nil, false
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/baristahq/barista/internal/inflight"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
@@ -60,7 +61,9 @@ type Server struct {
 	stall           time.Duration
 	limitMetrics    *limitMetrics
 	unauthenticated chan struct{}
-	sessions        sessions
+	// bodies holds the request bodies' reservations (reserveBody).
+	bodies   *inflight.Budget
+	sessions sessions
 	// csrfKey signs the console's CSRF tokens (see csrfToken); history
 	// holds the fair shares sampled for the overview's chart.
 	csrfKey [32]byte
@@ -85,7 +88,8 @@ func New(srv *rpc.Server, opt Options) *Server {
 	node := srv.Node()
 	s := &Server{srv: srv, node: node, auth: srv.Auth(), log: opt.Logger, client: srv.Client(), workers: srv.Workers(),
 		limits: limits, maxBody: int64(srv.Limits().MaxMessageBytes), stall: srv.Limits().WatchStall,
-		limitMetrics: newLimitMetrics(node.Metrics.Registry), unauthenticated: make(chan struct{}, limits.HTTPUnauthenticated)}
+		limitMetrics: newLimitMetrics(node.Metrics.Registry), unauthenticated: make(chan struct{}, limits.HTTPUnauthenticated),
+		bodies: inflight.New("http_body", limits.BodyBytesPerIdentity, limits.BodyBytes, node.Metrics.Registry)}
 	if s.log == nil {
 		s.log = srv.Logger()
 	}

@@ -70,7 +70,7 @@ func defaultServerConfig() serverConfig {
 	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
 	return serverConfig{Node: n, LogLevel: "info", BootstrapWait: 30 * time.Second, TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
 		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig(), Limits: rpc.DefaultLimits(), WebLimits: web.DefaultLimits(),
-		Conns: connlimit.Config{Max: 4096, PerAddress: 256, Reserve: 64, FirstRequest: 5 * time.Second}}
+		Conns: connlimit.Config{Max: 4096, PerAddress: 256, Reserve: 64, FirstRequest: 5 * time.Second, UnauthenticatedIdle: 30 * time.Second}}
 }
 
 // setting is one server setting, declared once: its configuration file
@@ -161,12 +161,28 @@ func (c *serverConfig) settings() []setting {
 			val: durationVal(&c.Limits.WatchStall, 100*time.Millisecond, 10*time.Minute)},
 		{key: "limits.connections", flag: "max-connections", usage: "connections of the gRPC and HTTP listeners together (lowered at start to leave 128 of the open-files limit to Raft and files)",
 			val: &intVal[int]{&c.Conns.Max, 16, 10_000_000}},
-		{key: "limits.connections_per_address", flag: "max-connections-per-address", usage: "connections from one source address (raise it for clients behind a proxy or NAT)",
+		{key: "limits.connections_per_address", flag: "max-connections-per-address", usage: "connections from one source network: a /24 of IPv4, a /64 of IPv6 (raise it for clients behind a proxy or NAT)",
 			val: &intVal[int]{&c.Conns.PerAddress, 1, 10_000_000}},
 		{key: "limits.connections_reserve", flag: "connections-reserve", usage: "the last places of max-connections on a listener, kept for addresses without a connection to it (health probes, new clients)",
 			val: &intVal[int]{&c.Conns.Reserve, 0, 10_000_000}},
 		{key: "limits.first_request_timeout", flag: "first-request-timeout", usage: "a connection that has not sent its first request this long after it was accepted (TLS and HTTP/2 handshakes included) is closed",
 			val: durationVal(&c.Conns.FirstRequest, 100*time.Millisecond, 2*time.Minute)},
+		{key: "limits.unauthenticated_idle", flag: "unauthenticated-idle", usage: "a connection that has made no call with a token (health checks only, say) is closed once it has had no call in progress this long",
+			val: durationVal(&c.Conns.UnauthenticatedIdle, 100*time.Millisecond, time.Hour)},
+		{key: "limits.connection_idle", flag: "connection-idle", usage: "a gRPC connection with no call in progress this long is closed (its client reconnects when it calls again)",
+			val: durationVal(&c.Limits.ConnectionIdle, time.Second, 24*time.Hour)},
+		{key: "limits.streams_per_connection", flag: "max-streams-per-connection", usage: "calls and streams one gRPC connection has open at once (above max-watch-streams: the HTTP/JSON API's calls share one connection)",
+			val: &intVal[int]{&c.Limits.StreamsPerConnection, 16, 1_000_000}},
+		{key: "limits.request_bytes", flag: "max-request-bytes", usage: "bytes of gRPC requests this server holds while it reads them; a unary call reserves max-message-bytes until its request is in, and one over the bound is refused UNAVAILABLE, unread",
+			val: &intVal[int64]{&c.Limits.RequestBytes, rpc.MinMessageBytes, 1 << 40}},
+		{key: "limits.request_bytes_per_identity", flag: "max-request-bytes-per-identity", usage: "of max-request-bytes, what one caller (a token's role, tenant and worker binding) may hold; over it RESOURCE_EXHAUSTED, unread",
+			val: &intVal[int64]{&c.Limits.RequestBytesPerIdentity, rpc.MinMessageBytes, 1 << 40}},
+		{key: "limits.body_bytes", flag: "max-body-bytes", usage: "bytes of HTTP/JSON request bodies this server holds while it reads and serves them (a body reserves its Content-Length before it is read); over it 503, unread",
+			val: &intVal[int64]{&c.WebLimits.BodyBytes, rpc.MinMessageBytes, 1 << 40}},
+		{key: "limits.body_bytes_per_identity", flag: "max-body-bytes-per-identity", usage: "of max-body-bytes, what one caller may hold; over it 429 with Retry-After, unread",
+			val: &intVal[int64]{&c.WebLimits.BodyBytesPerIdentity, rpc.MinMessageBytes, 1 << 40}},
+		{key: "limits.request_read_timeout", flag: "request-read-timeout", usage: "a gRPC request not read this long after its call began closes its connection",
+			val: durationVal(&c.Limits.RequestReadTimeout, 100*time.Millisecond, time.Hour)},
 
 		{key: "webhooks.key", usage: "the cluster's webhook `KEY`, at least 32 bytes and the same on every server, from which endpoint secrets are derived (or $BARISTA_WEBHOOK_KEY)", val: &secretVal{&c.Webhooks.Key}},
 		{key: "webhooks.allow_cidrs", flag: "webhook-allow-cidr", usage: "a `CIDR` webhook endpoints may reach although loopback, private or link-local (repeatable)", val: &cidrListVal{&c.Webhooks.Allow}},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/peer"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -54,11 +56,12 @@ func counts(l *Limiter, name string) string {
 		testutil.ToFloat64(l.idle.WithLabelValues(name)))
 }
 
-// TestBounds: with at most 6 connections, 3 per address and the last 2
-// places kept for addresses without one, connections from one address
-// stop at 3, a second one from an address past 4 in all is refused
-// while a first one from a new address is not, and nothing passes 6;
-// every connection that sends nothing is closed after FirstRequest.
+// TestBounds: with at most 6 connections, 3 per source network and the
+// last 2 places kept for networks without one, connections from one
+// network stop at 3 (127.0.0.2 and 127.0.0.9 are one /24), a second one
+// from a network past 4 in all is refused while a first one from a new
+// network is not, and nothing passes 6; every connection that sends
+// nothing is closed after FirstRequest.
 func TestBounds(t *testing.T) {
 	l := New(Config{Max: 6, PerAddress: 3, Reserve: 2, FirstRequest: 300 * time.Millisecond, Registerer: prometheus.NewRegistry()})
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
@@ -82,13 +85,13 @@ func TestBounds(t *testing.T) {
 	steps := []struct{ src, want string }{
 		{"127.0.0.2", "open 1, refused total 0 per_address 0 reserve 0, idle 0"},
 		{"127.0.0.2", "open 2, refused total 0 per_address 0 reserve 0, idle 0"},
-		{"127.0.0.2", "open 3, refused total 0 per_address 0 reserve 0, idle 0"},
+		{"127.0.0.9", "open 3, refused total 0 per_address 0 reserve 0, idle 0"},
 		{"127.0.0.2", "open 3, refused total 0 per_address 1 reserve 0, idle 0"},
-		{"127.0.0.3", "open 4, refused total 0 per_address 1 reserve 0, idle 0"},
-		{"127.0.0.3", "open 4, refused total 0 per_address 1 reserve 1, idle 0"},
-		{"127.0.0.4", "open 5, refused total 0 per_address 1 reserve 1, idle 0"},
-		{"127.0.0.5", "open 6, refused total 0 per_address 1 reserve 1, idle 0"},
-		{"127.0.0.6", "open 6, refused total 1 per_address 1 reserve 1, idle 0"},
+		{"127.0.1.3", "open 4, refused total 0 per_address 1 reserve 0, idle 0"},
+		{"127.0.1.4", "open 4, refused total 0 per_address 1 reserve 1, idle 0"},
+		{"127.0.2.4", "open 5, refused total 0 per_address 1 reserve 1, idle 0"},
+		{"127.0.3.5", "open 6, refused total 0 per_address 1 reserve 1, idle 0"},
+		{"127.0.4.6", "open 6, refused total 1 per_address 1 reserve 1, idle 0"},
 	}
 	for i, s := range steps {
 		dialFrom(t, s.src, addr)
@@ -152,7 +155,8 @@ func TestGRPCFirstRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(l.UnaryInterceptor), grpc.ChainStreamInterceptor(l.StreamInterceptor))
+	unary, stream := l.Interceptors(func(context.Context) bool { return true })
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream), grpc.StatsHandler(l.StatsHandler()))
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	go srv.Serve(l.Listen("grpc", raw))
 	defer srv.Stop()
@@ -203,5 +207,65 @@ func TestFit(t *testing.T) {
 			t.Errorf("Fit(max %d, reserve %d, limit %d) = max %d, reserve %d, lowered %v; want %d, %d, %v",
 				c.max, c.reserve, c.limit, got.Max, got.Reserve, lowered, c.wantMax, c.wantR, c.lowered)
 		}
+	}
+}
+
+// TestNetwork: an IPv4 address counts in its /24, an IPv6 one in its /64
+// (an IPv4-mapped IPv6 address as its IPv4 one).
+func TestNetwork(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.7": "192.0.2.0/24", "192.0.2.250": "192.0.2.0/24", "2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64", "::ffff:192.0.2.9": "192.0.2.0/24",
+	} {
+		if got := network(netip.MustParseAddr(in).Unmap()).String(); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestUnauthenticatedIdle: a connection whose calls carried no token is
+// closed once it has been idle UnauthenticatedIdle (not while a call is
+// in progress); one that made a call with a token is not.
+func TestUnauthenticatedIdle(t *testing.T) {
+	l := New(Config{Max: 10, PerAddress: 10, Reserve: 1, FirstRequest: time.Minute, UnauthenticatedIdle: 200 * time.Millisecond,
+		Registerer: prometheus.NewRegistry()})
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := l.Listen("test", raw)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 3)
+	go func() {
+		for range 3 {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	var conns []net.Conn
+	var ctxs []context.Context
+	for range 3 {
+		dialFrom(t, "127.0.0.1", raw.Addr().String())
+		c := <-accepted
+		conns = append(conns, c)
+		ctxs = append(ctxs, peer.NewContext(context.Background(), &peer.Peer{Addr: c.RemoteAddr(), LocalAddr: c.LocalAddr()}))
+	}
+	anon := l.Begin(ctxs[0], false)
+	l.End(anon) // idle from now
+	authed := l.Begin(ctxs[1], true)
+	l.End(authed)
+	busy := l.Begin(ctxs[2], false) // a health watch, say: in progress
+	waitFor(t, "the idle connection without a token closed", func() bool { return counts(l, "test") == "open 2, refused total 0 per_address 0 reserve 0, idle 1" })
+	time.Sleep(400 * time.Millisecond) // twice the idle time: nothing else closes
+	if got := counts(l, "test"); got != "open 2, refused total 0 per_address 0 reserve 0, idle 1" {
+		t.Fatalf("after twice the idle time: %s", got)
+	}
+	l.End(busy)
+	waitFor(t, "the other one closed once idle", func() bool { return counts(l, "test") == "open 1, refused total 0 per_address 0 reserve 0, idle 2" })
+	for _, c := range conns {
+		c.Close()
 	}
 }
