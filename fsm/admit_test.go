@@ -306,3 +306,29 @@ func TestAdmitSubmitsCountsTheBatch(t *testing.T) {
 		t.Fatalf("check %v, Apply %v, want %s", got, want, exp)
 	}
 }
+
+// TestDrainedWorkersPruned: from level 7 the record of a drained worker
+// is pruned, like any other, once the worker has not been seen within
+// the job retention (a worker token cannot fill the state with drained
+// records); below it, drained records were kept.
+func TestDrainedWorkersPruned(t *testing.T) {
+	for _, level := range []uint32{Level7, Level6} {
+		h := &harness{t: t, f: NewAtLevel(level), now: 1_000}
+		for _, id := range []string{"w1", "w2"} {
+			h.one(&pb.Command{Cmd: &pb.Command_WorkerDrain{WorkerDrain: &pb.WorkerDrain{WorkerId: id, Drain: id == "w1"}}})
+		}
+		h.now += sfq.Time(DefaultConfig().JobRetentionMs) + 1
+		h.one(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}})
+		var left []string
+		for _, w := range h.f.Workers() {
+			left = append(left, w.ID)
+		}
+		want := "[]"
+		if level < Level7 {
+			want = "[w1]"
+		}
+		if fmt.Sprint(left) != want {
+			t.Errorf("level %d: workers left %v, want %s", level, left, want)
+		}
+	}
+}

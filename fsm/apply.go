@@ -474,8 +474,8 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 		f.keys.Del(first)
 		n++
 	}
-	// Workers that hold nothing, are not drained, and were not seen within
-	// the job retention.
+	// Workers that hold nothing and were not seen within the job
+	// retention (drained ones too, from Level7).
 	ids := make([]string, 0, len(f.workers))
 	for id := range f.workers {
 		ids = append(ids, id)
@@ -483,7 +483,9 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 	slices.Sort(ids)
 	for _, id := range ids {
 		w := f.workers[id]
-		if _, live := f.workerJob(w); !live && !w.Drained && w.LastSeen < f.clock-sfq.Time(f.cfg.JobRetentionMs) {
+		// From Level7 a drained worker's record goes too (below it, drained
+		// records were kept for ever).
+		if _, live := f.workerJob(w); !live && (!w.Drained || f.level >= Level7) && w.LastSeen < f.clock-sfq.Time(f.cfg.JobRetentionMs) {
 			delete(f.workers, id)
 			n++
 		}

@@ -65,8 +65,9 @@ const (
 	// tenant (below Level7 one refused after its tenant was made kept
 	// it), a refused worker report does not mark its worker seen, a
 	// submit's payload is held to the limit the edge applies
-	// (PayloadLimit) and a Finished's exit code to -1..255. Nothing of
-	// the state's encoding changes.
+	// (PayloadLimit) and a Finished's exit code to -1..255. A drained
+	// worker's record is pruned like any other once it has not been seen
+	// within the job retention. Nothing of the state's encoding changes.
 	Level7 uint32 = 7
 
 	// MaxFeatureLevel is the highest level this build understands.

@@ -46,6 +46,10 @@ type base struct {
 	// poolWorkers counts the connected workers of a pool (NewServer sets
 	// it; 0 on a node without worker sessions).
 	poolWorkers func(pool string) int
+	// writes holds each identity's write calls to the write rate (on the
+	// leader), writeRate.
+	writes    *submitLimiter
+	writeRate sfq.RateLimit
 }
 
 // write is the path of a write call: every node checks what of the
@@ -88,6 +92,13 @@ func (b *base) edgeCheck(cmd *pb.Command) error {
 // would change nothing (Outcome sfq.Duplicate) is answered from the
 // state, with the index of the state it read.
 func (b *base) commit(ctx context.Context, cmd *pb.Command) (fsm.Result, error) {
+	if b.writes != nil {
+		key := IdentityFrom(ctx).key()
+		if n, wait := b.writes.take(key, b.writeRate, 1); n == 0 {
+			b.unproposed(cmd, "rate")
+			return fsm.Result{}, writeRateError(b.writeRate, wait)
+		}
+	}
 	if v := b.node.FSM.Admit(cmd); v.Refused() {
 		b.unproposed(cmd, "refused")
 		return v, resultErr(v)

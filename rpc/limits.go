@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/sfq"
 )
 
 // Limits bound what callers can make a node's gRPC server hold: every
@@ -34,6 +35,12 @@ type Limits struct {
 	// StreamsPerConnection bounds the calls and streams one connection
 	// has open at once (HTTP/2's MAX_CONCURRENT_STREAMS).
 	StreamsPerConnection int
+	// WriteRate holds the write calls of one identity (a tenant upsert, a
+	// pause, a group's setting, a cancel, a bulk command: not submits,
+	// which submit_rate holds, nor worker reports) on the leader to
+	// WriteRate.N per WriteRate.PeriodMs in bursts of WriteRate.Burst (a
+	// zero N: none; DefaultLimits has DefaultWriteRate).
+	WriteRate sfq.RateLimit
 	// ConnectionIdle closes a connection that has had no call for this
 	// long (connections that made no call with a token are closed
 	// sooner: connlimit's Config.UnauthenticatedIdle).
@@ -58,11 +65,16 @@ const (
 	DefaultConnectionIdle       = 5 * time.Minute
 )
 
+// DefaultWriteRate is the write calls of one identity the leader takes:
+// 100 a second, in bursts of 200.
+var DefaultWriteRate = sfq.RateLimit{N: 100, PeriodMs: 1000, Burst: 200}
+
+
 // DefaultLimits returns every limit at its default.
 func DefaultLimits() Limits {
 	return Limits{MaxMessageBytes: fsm.MaxMessageBytes, WatchStreams: DefaultWatchStreams, WatchStreamsPerIdentity: DefaultWatchPerIdentity, WatchStall: DefaultWatchStall,
 		RequestBytes: DefaultRequestBytes, RequestBytesPerIdentity: DefaultRequestBytesPerIdentity, RequestReadTimeout: DefaultRequestReadTimeout,
-		StreamsPerConnection: DefaultStreamsPerConnection, ConnectionIdle: DefaultConnectionIdle}
+		StreamsPerConnection: DefaultStreamsPerConnection, ConnectionIdle: DefaultConnectionIdle, WriteRate: DefaultWriteRate}
 }
 
 // withDefaults gives each zero field its default.

@@ -112,7 +112,8 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		peerCreds = credentials.NewTLS(opt.PeerTLS)
 	}
 	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node, metricsMaxTenants(opt.MetricsMaxTenants)),
-		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken(), webhooks: opt.Webhooks}
+		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken(), webhooks: opt.Webhooks,
+		writes: newSubmitLimiter(time.Now, nil), writeRate: limits.WriteRate}
 	// The connected workers of a pool, as the leader's worker sessions
 	// count them: PoolDelete refuses a pool that has any, and PoolGet,
 	// PoolList and top show them.

@@ -77,11 +77,14 @@ func TestSubmitRateBatchAndError(t *testing.T) {
 		}
 	}
 	st := status.Convert(submitRateError("a", r, 1500*time.Millisecond))
-	if st.Code() != codes.ResourceExhausted || len(st.Details()) != 1 {
+	if st.Code() != codes.ResourceExhausted || len(st.Details()) != 2 {
 		t.Fatalf("error: %v %v", st.Code(), st.Details())
 	}
 	if ri, ok := st.Details()[0].(*errdetails.RetryInfo); !ok || ri.RetryDelay.AsDuration() != 1500*time.Millisecond {
 		t.Errorf("retry info: %v", st.Details()[0])
+	}
+	if info, ok := st.Details()[1].(*errdetails.ErrorInfo); !ok || info.Reason != "RATE_LIMITED" {
+		t.Errorf("error info: %v", st.Details()[1])
 	}
 }
 
@@ -98,7 +101,7 @@ func TestForwardedAnswerKeepsStatus(t *testing.T) {
 	}
 	a := forwardedAnswer(&pb.ForwardedSubmitResult{Status: b})
 	st := status.Convert(a.err)
-	if a.resp != nil || a.how != forwardSent || st.Code() != codes.ResourceExhausted || st.Message() != status.Convert(refusal).Message() || len(st.Details()) != 1 {
+	if a.resp != nil || a.how != forwardSent || st.Code() != codes.ResourceExhausted || st.Message() != status.Convert(refusal).Message() || len(st.Details()) != 2 {
 		t.Fatalf("refusal: %+v %v", a, st)
 	}
 	if d := st.Details()[0].(*errdetails.RetryInfo).GetRetryDelay().AsDuration(); d != 90*time.Second {

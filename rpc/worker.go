@@ -283,6 +283,12 @@ func (s *WorkerService) Drain(ctx context.Context, req *pb.DrainRequest) (*pb.Dr
 	}); handled {
 		return resp, err
 	}
+	if req.Create && IdentityFrom(ctx).Role != RoleAdmin {
+		// A worker token may drain its workers as they are; only an admin
+		// makes the record of a worker that never connected (each one
+		// stays in the state).
+		return nil, status.Error(codes.PermissionDenied, "create: draining a worker before it first connects needs an admin token")
+	}
 	h := s.currentHub(ctx)
 	if !req.Create {
 		_, known := s.node.FSM.Worker(req.WorkerId)

@@ -574,6 +574,8 @@ func TestSilentSessionReplaced(t *testing.T) {
 // TestDrainNeedsOwnToken: drain (and undrain) needs an admin token or the
 // worker's own: a worker token whose binding covers that ID. An unbound
 // worker token is every worker's and no one's own: it may drain none.
+// Only an admin drains a worker before it first connects (create), which
+// makes its record: a worker token cannot fill the state with records.
 func TestDrainNeedsOwnToken(t *testing.T) {
 	const gpu, cpu7, acme = "worker-secret-gpu-prefix", "worker-secret-cpu-7-only", "client-secret-acme-00"
 	n := startTestNode(t, []Token{{Secret: testAdmin, Role: RoleAdmin}, {Secret: testWorker, Role: RoleWorker},
@@ -584,7 +586,9 @@ func TestDrainNeedsOwnToken(t *testing.T) {
 		want      string // "" = drained
 	}{
 		{testAdmin, "cpu-7", ""},
+		{testAdmin, "gpu-1", ""},
 		{gpu, "gpu-1", ""},
+		{gpu, "gpu-9", `rpc error: code = PermissionDenied desc = create: draining a worker before it first connects needs an admin token`},
 		{cpu7, "cpu-7", ""},
 		{gpu, "cpu-7", `rpc error: code = PermissionDenied desc = worker_id: draining worker "cpu-7" needs an admin token or that worker's own token; this token is bound to worker_id "gpu-*"`},
 		{cpu7, "cpu-70", `rpc error: code = PermissionDenied desc = worker_id: draining worker "cpu-70" needs an admin token or that worker's own token; this token is bound to worker_id "cpu-7"`},
@@ -595,7 +599,8 @@ func TestDrainNeedsOwnToken(t *testing.T) {
 	defer cancel()
 	for _, c := range cases {
 		for _, undrain := range []bool{false, true} {
-			_, err := pb.NewWorkerClient(n.dial(c.token)).Drain(ctx, &pb.DrainRequest{WorkerId: c.id, Undrain: undrain, Create: true})
+			create := c.token == testAdmin || c.id == "gpu-9"
+			_, err := pb.NewWorkerClient(n.dial(c.token)).Drain(ctx, &pb.DrainRequest{WorkerId: c.id, Undrain: undrain, Create: create})
 			got := ""
 			if err != nil {
 				got = err.Error()

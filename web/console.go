@@ -95,6 +95,8 @@ var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
 	"add": func(a, b int) int { return a + b },
 	// seg escapes a name for one path segment ("/" included).
 	"seg": url.PathEscape,
+	"inc": func(n int) int { return n + 1 },
+	"dec": func(n int) int { return n - 1 },
 }).ParseFS(webFiles, "assets/*.html"))
 
 // barWidth is the width of a share bar at 100%.
@@ -815,7 +817,12 @@ type workersPage struct {
 	frame
 	Workers  []*pb.WorkerInfo
 	LeaderID string
+	// Page is this page's number (from 1), of Pages; Total the workers.
+	Page, Pages, Total int
 }
+
+// workersPerPage is how many workers a page of the console lists.
+const workersPerPage = 200
 
 // workersPage lists the workers (an admin's page: they run every
 // tenant's jobs).
@@ -831,7 +838,12 @@ func (s *Server) workersPage(w http.ResponseWriter, r *http.Request) {
 		s.failCall(w, r, err)
 		return
 	}
-	s.render(w, "workers", 0, workersPage{frame: s.frame(w, r, "workers", "workers"), Workers: resp.Workers, LeaderID: resp.LeaderId})
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	pages := max(1, (len(resp.Workers)+workersPerPage-1)/workersPerPage)
+	page = min(max(page, 1), pages)
+	list := resp.Workers[min((page-1)*workersPerPage, len(resp.Workers)):min(page*workersPerPage, len(resp.Workers))]
+	s.render(w, "workers", 0, workersPage{frame: s.frame(w, r, "workers", "workers"), Workers: list, LeaderID: resp.LeaderId,
+		Page: page, Pages: pages, Total: len(resp.Workers)})
 }
 
 // drainAction drains or undrains a worker (admin only).

@@ -181,6 +181,9 @@ func (c *serverConfig) settings() []setting {
 			val: &intVal[int64]{&c.WebLimits.BodyBytes, rpc.MinMessageBytes, 1 << 40}},
 		{key: "limits.body_bytes_per_identity", flag: "max-body-bytes-per-identity", usage: "of max-body-bytes, what one caller may hold; over it 429 with Retry-After, unread",
 			val: &intVal[int64]{&c.WebLimits.BodyBytesPerIdentity, rpc.MinMessageBytes, 1 << 40}},
+		{key: "limits.write_rate", flag: "write-rate", usage: "write calls (not submits, which scheduler.submit_rate holds, nor worker reports) one caller (a token's role, tenant and worker binding) may make: off, or N/PERIOD, held by the leader; RESOURCE_EXHAUSTED with a retry delay beyond it",
+			val: &rateVal{&c.Limits.WriteRate}},
+		{key: "limits.write_burst", flag: "write-burst", usage: "write calls a caller may make at once under write_rate (0: N)", val: &intVal[uint32]{&c.Limits.WriteRate.Burst, 0, sfq.MaxRateBurst}},
 		{key: "limits.request_read_timeout", flag: "request-read-timeout", usage: "a gRPC request not read this long after its call began closes its connection",
 			val: durationVal(&c.Limits.RequestReadTimeout, 100*time.Millisecond, time.Hour)},
 
