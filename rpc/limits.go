@@ -69,7 +69,6 @@ const (
 // 100 a second, in bursts of 200.
 var DefaultWriteRate = sfq.RateLimit{N: 100, PeriodMs: 1000, Burst: 200}
 
-
 // DefaultLimits returns every limit at its default.
 func DefaultLimits() Limits {
 	return Limits{MaxMessageBytes: fsm.MaxMessageBytes, WatchStreams: DefaultWatchStreams, WatchStreamsPerIdentity: DefaultWatchPerIdentity, WatchStall: DefaultWatchStall,

@@ -23,7 +23,7 @@ type stalledCalls struct {
 	fr   *http2.Framer
 	mu   sync.Mutex // the framer's writes; the fields below
 
-	sendWindow int64           // the connection's
+	sendWindow int64            // the connection's
 	windows    map[uint32]int64 // each stream's
 	left       map[uint32][]byte
 	initial    int64
