@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -190,4 +191,49 @@ func TestJobCannotSeeWorkerSecrets(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestJobHoldsNoInheritedDescriptors: a worker started holding
+// descriptors its starter left open (a shell's fds 10 and 251, not
+// close-on-exec) runs its job with only stdin, stdout and stderr: the
+// job's own listing of its descriptors is 0, 1, 2 and the one it lists
+// them through. (Before, the job held both.)
+func TestJobHoldsNoInheritedDescriptors(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is needed to start the worker with fds 10 and 251 open")
+	}
+	c := startWithTokens(t, 1, workerTimeouts)
+	setupTenants(t, c, map[string]pb.Tier{"acme": pb.Tier_GOLD})
+	c.Wrap = func(string) []string {
+		return []string{bash, "-c", `exec 10</dev/null 251</dev/null; exec "$0" "$@"`}
+	}
+	w := c.AddWorker("w-fds", "sm")
+	w.Token = workerToken
+	w.Start("")
+	client := pb.NewClientClient(c.Nodes[0].Conn())
+	id := submitJob(t, c, 0, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100,
+		Payload: payload(t, "sh", "-c", `for f in /proc/$$/fd/*; do printf '%s ' "${f##*/}"; done; echo`)})
+	waitJob(t, client, id, time.Minute, "completed", func(j *pb.Job) bool { return j.State == "completed" })
+	out, err := os.ReadFile(filepath.Join(w.LogDir, fmt.Sprintf("job-%d-attempt-1.log", id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The worker itself holds them (its starter's), the job does not.
+	held, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", w.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range held {
+		names = append(names, e.Name())
+	}
+	if !slices.Contains(names, "10") || !slices.Contains(names, "251") {
+		t.Fatalf("the worker does not hold fds 10 and 251 (%v): the test proves nothing", names)
+	}
+	// The shell lists its directory of descriptors through one of its
+	// own (3) while it reads it.
+	if got := strings.TrimSpace(string(out)); got != "0 1 2 3" {
+		t.Fatalf("the job's descriptors: %q, want \"0 1 2 3\" (3: the listing's own)", got)
+	}
 }
