@@ -85,5 +85,33 @@
 // plus the rusage of every orphan reaped. Not counted: processes that escaped
 // the tree (see EnableSubreaper) and children of a job process that were
 // reaped automatically because it ignored SIGCHLD (the kernel then does not
-// add them to cutime). cgroup v2 accounting is not implemented.
+// add them to cutime).
+//
+// # A cgroup per run
+//
+// Where the host gives a writable cgroup v2 hierarchy ([OpenCgroups]),
+// each run gets a cgroup of its own ([Cgroups.NewRun], passed in
+// [Options.Cgroup]) and the contract above is kept, with more:
+//
+//   - The job starts inside its cgroup (clone3 with CLONE_INTO_CGROUP,
+//     SysProcAttr.UseCgroupFD): no instant of it runs outside.
+//   - CPU is the cgroup's usage_usec (cpu.stat), while it runs and at the
+//     end: every process that ever ran in it is counted, those the /proc
+//     walk cannot see or whose rusage nobody collects (a child its parent
+//     let the kernel reap) included. [Result.CPUSource] says which
+//     accounting a result comes from.
+//   - SIGTERM goes to every process cgroup.procs lists as well as to the
+//     tree; SIGKILL is cgroup.kill (Linux 5.14), which no fork outruns, or
+//     on older kernels a SIGKILL to each listed process until it is empty.
+//   - The run is done only once cgroup.events says "populated 0"; then its
+//     final CPU and memory.events (oom_kill: [Result.OOMKilled]) are read
+//     and the cgroup is removed.
+//   - The cgroup's limits (memory.max, memory.swap.max, pids.max, cpu.max:
+//     [Limits]) are set before the job starts, as far as the parent's
+//     controllers allow; its files are the agent's user's, so a job
+//     running as another user can neither change them nor move out.
+//
+// The tree walk, the subreaper and the reaping go on as before: the agent
+// still reaps the job's orphans and kills its tree, the cgroup makes sure
+// nothing is missed.
 package runner

@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -115,6 +116,87 @@ func runHelper(mode string, args []string) int {
 			return 100
 		}
 		// Exit without waiting: the grandchild is orphaned.
+	case "tree3": // tree3 D: D of CPU in three processes, one a daemon (setsid, double fork)
+		d := dur(arg(0)) / 3
+		child := helperCommand("burn", d.String())
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		done, err := startDaemon("burn", d.String(), "fd3")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		burn(d)
+		if err := child.Wait(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		io.ReadAll(done) // EOF once the daemon has exited
+		fmt.Println("done")
+	case "daemonize": // daemonize MODE ARGS...: a new session, a child running MODE, exit
+		gc := helperCommand(arg(0), args[1:]...)
+		gc.ExtraFiles = []*os.File{os.NewFile(3, "report")}
+		if err := gc.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		fmt.Println(gc.Process.Pid)
+	case "leave": // leave D: a daemon burns, this process exits once it has used D
+		done, err := startDaemon("burnreport", arg(0))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		line, _ := bufio.NewReader(done).ReadString('\n')
+		fmt.Print(line)
+	case "burnreport": // burnreport D: burn D, say so on fd 3, burn on
+		burn(dur(arg(0)))
+		fmt.Fprintf(os.NewFile(3, "report"), "burnt %d\n", int64(rusage(syscall.RUSAGE_SELF)))
+		burn(time.Hour)
+	case "autoreap": // autoreap D: SIGCHLD ignored, a child burns D and is reaped by the kernel
+		signal.Ignore(syscall.SIGCHLD)
+		r, w, err := os.Pipe()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		exe, _ := os.Executable()
+		env := []string{helperEnv + "=burn"} // the first of a name wins
+		pid, err := syscall.ForkExec(exe, []string{exe, arg(0), "fd3"}, &syscall.ProcAttr{
+			Env: append(env, os.Environ()...), Files: []uintptr{0, 1, 2, w.Fd()}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		w.Close()
+		io.ReadAll(r)
+		// Exit only once the kernel has reaped it: an orphan would go to
+		// the agent, which reaps it and counts it.
+		for syscall.Kill(pid, 0) == nil {
+			time.Sleep(time.Millisecond)
+		}
+	case "daemonterm": // a daemon (setsid, double fork) that ignores SIGTERM; this process too
+		signal.Ignore(syscall.SIGTERM)
+		done, err := startDaemon("ignoreterm")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 100
+		}
+		defer done.Close()
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
+	case "alloc": // alloc MIB: touch MIB MiB of memory, a MiB at a time
+		var keep [][]byte
+		for range num(arg(0)) {
+			b := make([]byte, 1<<20)
+			for i := range b {
+				b[i] = 1
+			}
+			keep = append(keep, b)
+		}
+		fmt.Println("allocated", len(keep))
 	case "trapterm": // exit 0 on SIGTERM
 		c := make(chan os.Signal, 1)
 		signal.Notify(c, syscall.SIGTERM)
@@ -154,6 +236,28 @@ func runHelper(mode string, args []string) int {
 		return 100
 	}
 	return 0
+}
+
+// startDaemon starts a helper in mode as a daemon: a middle process in a
+// session of its own starts it and exits, so it is orphaned and out of
+// the job's process group. The daemon's fd 3 is the write end of the
+// pipe returned: it reads EOF once the daemon has exited.
+func startDaemon(mode string, args ...string) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	middle := helperCommand("daemonize", append([]string{mode}, args...)...)
+	middle.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	middle.ExtraFiles = []*os.File{w}
+	middle.Stdout = nil
+	err = middle.Run()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 func helperCommand(mode string, args ...string) *exec.Cmd {

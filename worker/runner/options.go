@@ -43,6 +43,13 @@ type Options struct {
 	// needs the privilege to do so (root, or CAP_SETUID and CAP_SETGID).
 	// nil: the job runs as the calling process's user.
 	User *Identity
+
+	// Cgroup, if set, is the run's own cgroup (Cgroups.NewRun): the job
+	// starts inside it (CLONE_INTO_CGROUP: no instant of it runs
+	// outside), its CPU is the cgroup's, a kill reaches every process in
+	// it, the run is done only once it is empty, and it is removed then.
+	// Start owns it from the call on, whether it succeeds or not.
+	Cgroup *Cgroup
 }
 
 // Identity is a user to run a job as.
@@ -71,6 +78,12 @@ type Result struct {
 	// of the reaped main process (which includes its waited-for children)
 	// plus the rusage of every orphan of the job reaped by the agent.
 	CPU time.Duration
+	// CPUSource says where CPU was measured: CPUFromCgroup when the run
+	// had a cgroup and its cpu.stat could be read, else CPUFromProc.
+	CPUSource CPUSource
+	// OOMKilled: the kernel killed a process of the run for its cgroup's
+	// memory limit (memory.events oom_kill).
+	OOMKilled bool
 
 	StderrTail string // last Options.TailBytes bytes of stderr (not necessarily valid UTF-8)
 	StdoutTail string // last Options.TailBytes bytes of stdout (not necessarily valid UTF-8)
@@ -79,7 +92,8 @@ type Result struct {
 	Ended   time.Time // when the main process and every descendant were found gone
 
 	// Err reports an incomplete outcome, else nil: the log file could not be
-	// written or closed (the first such error), or the main process's status
-	// was lost because something else in the agent reaped it.
+	// written or closed (the first such error), the main process's status
+	// was lost because something else in the agent reaped it, or the run's
+	// cgroup could not be read or removed.
 	Err error
 }

@@ -33,6 +33,7 @@ type Process struct {
 	outDone, errDone chan struct{}
 	log              *boundedLog
 	errTail, outTail *tailBuffer
+	cg               *Cgroup // the run's cgroup, nil without
 
 	// Guarded by reg.mu.
 	mainReaped bool
@@ -71,7 +72,14 @@ type member struct {
 // child takes that user's groups and user ID before the exec.
 //
 // Start does not wait: use [Process.Done].
-func Start(spec Spec, opt Options) (*Process, error) {
+func Start(spec Spec, opt Options) (p *Process, err error) {
+	if cg := opt.Cgroup; cg != nil {
+		defer func() {
+			if err != nil {
+				cg.destroy(time.Second) // nothing started in it
+			}
+		}()
+	}
 	if err := validateSpec(spec); err != nil {
 		return nil, err
 	}
@@ -111,7 +119,8 @@ func Start(spec Spec, opt Options) (*Process, error) {
 		return nil, err
 	}
 
-	p := &Process{
+	p = &Process{
+		cg:      opt.Cgroup,
 		done:    make(chan struct{}),
 		stdout:  outR,
 		stderr:  errR,
@@ -132,6 +141,11 @@ func Start(spec Spec, opt Options) (*Process, error) {
 		// also comes after it: the user must be able to enter Dir.
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: credential(opt.User)},
 	}
+	if p.cg != nil {
+		// clone3 with CLONE_INTO_CGROUP: the child is in the run's
+		// cgroup from its first instruction.
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, p.cg.fd
+	}
 
 	// Fork under reg.mu: the supervisor must not see the new child (and
 	// take it for an orphan) before it is registered.
@@ -139,6 +153,9 @@ func Start(spec Spec, opt Options) (*Process, error) {
 	reg.ensureRunningLocked()
 	p.started = time.Now()
 	pid, err := syscall.ForkExec(path, spec.Argv, attr)
+	if p.cg != nil {
+		p.cg.closeFD()
+	}
 	if err != nil {
 		reg.kickLocked() // lets an idle supervisor stop
 		reg.mu.Unlock()
@@ -261,6 +278,13 @@ func (p *Process) finalize(res Result) {
 	p.stderr.Close()
 	if err := p.log.Close(); err != nil && res.Err == nil {
 		res.Err = err
+	}
+	if p.cg != nil {
+		// Empty (the supervisor saw it so): the kernel may still hold it
+		// for a moment.
+		if err := p.cg.remove(time.Second); err != nil && res.Err == nil {
+			res.Err = fmt.Errorf("runner: %w", err)
+		}
 	}
 	res.StderrTail, res.StdoutTail = p.errTail.String(), p.outTail.String()
 	p.result = res

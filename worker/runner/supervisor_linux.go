@@ -135,6 +135,9 @@ func (r *registry) pollLocked(now time.Time) error {
 			if p.killAll && !p.mainReaped {
 				syscall.Kill(-p.pid, syscall.SIGKILL)
 			}
+			if p.killAll && p.cg != nil {
+				p.cg.killAll()
+			}
 			if p.mainReaped && r.scanFailures >= maxScanFailures {
 				if p.lost == nil {
 					p.lost = fmt.Errorf("runner: descendants of pid %d may survive: %w", p.pid, err)
@@ -201,6 +204,13 @@ func (r *registry) pollLocked(now time.Time) error {
 
 	for p := range r.active {
 		if p.mainReaped && len(p.members) == 0 {
+			if p.cg != nil && r.cgroupLiveLocked(p) {
+				// A process the walk does not see still lives in the
+				// run's cgroup: the run is not over until it is empty.
+				p.killAll = true
+				p.cg.killAll()
+				continue
+			}
 			r.finishLocked(p, now)
 			continue
 		}
@@ -292,6 +302,8 @@ func (r *registry) reapOrphanLocked(pid int, owner *Process) bool {
 
 // signalLocked sends sig to p's process group (while it is sure to be p's)
 // and to every member of p's tree found at the last walk.
+// With a cgroup, every process in it gets sig too (SIGKILL through
+// cgroup.kill), whatever tree or group it is in.
 func (r *registry) signalLocked(p *Process, sig syscall.Signal) {
 	if !p.mainReaped || p.pgidInUse {
 		syscall.Kill(-p.pid, sig)
@@ -299,6 +311,27 @@ func (r *registry) signalLocked(p *Process, sig syscall.Signal) {
 	for _, m := range p.members {
 		syscall.Kill(m.pid, sig)
 	}
+	if p.cg != nil {
+		if sig == syscall.SIGKILL {
+			p.cg.killAll()
+		} else {
+			p.cg.signal(sig)
+		}
+	}
+}
+
+// cgroupLiveLocked reports whether a process still lives in p's cgroup.
+// A cgroup that cannot be read is taken for empty (the tree walk found
+// nothing), and the run's result says why it may be incomplete.
+func (r *registry) cgroupLiveLocked(p *Process) bool {
+	live, err := p.cg.populated()
+	if err != nil {
+		if p.lost == nil {
+			p.lost = fmt.Errorf("runner: the run's cgroup: %w", err)
+		}
+		return false
+	}
+	return live
 }
 
 // sampleCPULocked measures p's CPU now (see Process.CPU). Members are read
@@ -306,6 +339,12 @@ func (r *registry) signalLocked(p *Process, sig syscall.Signal) {
 // parent between the two reads is then missed once (and the result clamped)
 // rather than counted twice.
 func (r *registry) sampleCPULocked(p *Process) time.Duration {
+	if p.cg != nil {
+		if cpu, err := p.cg.usage(); err == nil {
+			p.cpuMax = max(p.cpuMax, cpu)
+			return p.cpuMax
+		}
+	}
 	var ticks uint64
 	buf := make([]byte, statBufSize)
 	for _, m := range p.members {
@@ -340,6 +379,17 @@ func (r *registry) finishLocked(p *Process, now time.Time) {
 		res.Signal = p.status.Signal().String()
 	default:
 		res.ExitCode = p.status.ExitStatus()
+	}
+	res.CPUSource = CPUFromProc
+	if p.cg != nil {
+		// Every process that ever ran in the cgroup, those the tree
+		// walk never saw or could not reap included.
+		if cpu, err := p.cg.usage(); err == nil {
+			res.CPU, res.CPUSource = cpu, CPUFromCgroup
+		} else if res.Err == nil {
+			res.Err = fmt.Errorf("runner: the run's CPU from its cgroup: %w", err)
+		}
+		res.OOMKilled = p.cg.oomKills() > 0
 	}
 	p.finalCPU = res.CPU
 	go p.finalize(res)

@@ -1,0 +1,47 @@
+//go:build !linux
+
+package runner
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoCgroup marks a host that gives the worker no writable cgroup v2
+// hierarchy: every host but Linux.
+var ErrNoCgroup = errors.New("no writable cgroup v2 hierarchy")
+
+// CgroupConfig says where a worker makes its runs' cgroups (Linux).
+type CgroupConfig struct {
+	Parent                string
+	Controllers           []string
+	Mountinfo, ProcCgroup string
+}
+
+// Cgroups is the cgroup v2 sub-tree a worker runs its jobs in (Linux).
+type Cgroups struct{}
+
+// OpenCgroups returns an error wrapping ErrNoCgroup: cgroups are Linux's.
+func OpenCgroups(cfg CgroupConfig) (*Cgroups, error) {
+	return nil, fmt.Errorf("%w: %w", ErrNoCgroup, errors.ErrUnsupported)
+}
+
+// Dir is the parent cgroup's directory.
+func (c *Cgroups) Dir() string { return "" }
+
+// CanKill reports whether a run's cgroup has cgroup.kill.
+func (c *Cgroups) CanKill() bool { return false }
+
+// Controller reports whether the runs' cgroups have the controller.
+func (c *Cgroups) Controller(name string) (bool, string) { return false, "no cgroups on this system" }
+
+// Cgroup is one run's cgroup (Linux).
+type Cgroup struct{}
+
+// NewRun makes a run's cgroup (Linux).
+func (c *Cgroups) NewRun(name string, l Limits) (*Cgroup, error) {
+	return nil, fmt.Errorf("cgroups: %w", errors.ErrUnsupported)
+}
+
+// Dir is the cgroup's directory.
+func (cg *Cgroup) Dir() string { return "" }
