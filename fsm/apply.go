@@ -293,14 +293,23 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 	// A run that can never succeed (Level6; below, Apply reads nothing of
 	// it, as builds before it do).
 	permanent := c.Permanent && outcome == sfq.OutcomeFailed && f.level >= Level6
-	ch, err := f.sched.Finish(f.clock, id, c.Attempt, f.internWorker(c.WorkerId), outcome, c.CpuMs,
-		sfq.RunResult{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail, Permanent: permanent})
+	res := sfq.RunResult{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail, Permanent: permanent}
+	if f.level >= Level6 {
+		// How the CPU was measured and why the run failed (below level 6
+		// Apply reads neither, as builds before them do).
+		if res.CPUSource, res.Failure, err = RunDetailsFromPB(c.CpuSource, c.Failure); err != nil {
+			return refuse(err)
+		}
+	}
+	ch, err := f.sched.Finish(f.clock, id, c.Attempt, f.internWorker(c.WorkerId), outcome, c.CpuMs, res)
 	reason := ReasonRunFailed
 	switch {
 	case outcome == sfq.OutcomeCancelled:
 		reason = ReasonRequested
 	case permanent:
 		reason = ReasonUnrunnable
+	case outcome == sfq.OutcomeFailed && res.Failure == sfq.FailureOOMKilled:
+		reason = ReasonOOMKilled
 	}
 	f.workerSeen(c.WorkerId, err)
 	f.emitChange(ch, reason)

@@ -71,6 +71,43 @@ func OutcomeFromPB(o pb.Outcome) (sfq.FinishOutcome, error) {
 // OutcomeToPB converts an outcome.
 func OutcomeToPB(o sfq.FinishOutcome) pb.Outcome { return pb.Outcome(o) }
 
+// RunDetailsFromPB converts a Finished's CPU source and failure (the
+// edge and Apply both check them with it).
+func RunDetailsFromPB(src pb.CpuSource, f pb.RunFailure) (sfq.CPUSource, sfq.RunFailure, error) {
+	var cs sfq.CPUSource
+	switch src {
+	case pb.CpuSource_CPU_SOURCE_UNSPECIFIED:
+	case pb.CpuSource_CPU_SOURCE_PROC:
+		cs = sfq.CPUFromProc
+	case pb.CpuSource_CPU_SOURCE_CGROUP:
+		cs = sfq.CPUFromCgroup
+	default:
+		return 0, 0, fmt.Errorf("%w: cpu_source %v", sfq.ErrInvalid, src)
+	}
+	switch f {
+	case pb.RunFailure_RUN_FAILURE_UNSPECIFIED:
+		return cs, sfq.FailureNone, nil
+	case pb.RunFailure_OOM_KILLED:
+		return cs, sfq.FailureOOMKilled, nil
+	}
+	return 0, 0, fmt.Errorf("%w: failure %v", sfq.ErrInvalid, f)
+}
+
+// RunDetailsToPB converts a result's CPU source and failure.
+func RunDetailsToPB(r *sfq.RunResult) (pb.CpuSource, pb.RunFailure) {
+	var cs pb.CpuSource
+	switch r.CPUSource {
+	case sfq.CPUFromProc:
+		cs = pb.CpuSource_CPU_SOURCE_PROC
+	case sfq.CPUFromCgroup:
+		cs = pb.CpuSource_CPU_SOURCE_CGROUP
+	}
+	if r.Failure == sfq.FailureOOMKilled {
+		return cs, pb.RunFailure_OOM_KILLED
+	}
+	return cs, pb.RunFailure_RUN_FAILURE_UNSPECIFIED
+}
+
 // CapsFromPB converts proto caps.
 func CapsFromPB(c *pb.Caps) sfq.Caps {
 	return sfq.Caps{

@@ -75,10 +75,23 @@ const (
 	// ReasonUnrunnable (feature level 6) marks the failed event of a job
 	// whose worker said no run of it can succeed: it is not retried.
 	ReasonUnrunnable
+	// ReasonOOMKilled (feature level 6) marks the event of a failed run
+	// whose worker says the kernel killed it for its memory limit: it is
+	// retried like any failed run (scheduled, requeued) or ends failed.
+	// Only a state of version 10 holds it.
+	ReasonOOMKilled
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"", "ack_timeout", "lease_expired", "run_failed", "requested", "timeout", "deadline_missed", "unrunnable"}
+var reasonNames = [numReasons]string{"", "ack_timeout", "lease_expired", "run_failed", "requested", "timeout", "deadline_missed", "unrunnable", "oom_killed"}
+
+// reasonsIn is how many reasons an event of FSM state version v may hold.
+func reasonsIn(v int) Reason {
+	if v < stateVersionRunDetails {
+		return ReasonOOMKilled
+	}
+	return numReasons
+}
 
 func (r Reason) String() string {
 	if r < numReasons {
@@ -157,7 +170,7 @@ func decodeEvent(d *sfq.Decoder, version int) (uint64, eventRecord) {
 	ev.Attempt = d.Uint32()
 	exit := d.Varint()
 	ev.Kind = EventKind(d.Enum("event kind", byte(numEventKinds)))
-	ev.Reason = Reason(d.Enum("event reason", byte(numReasons)))
+	ev.Reason = Reason(d.Enum("event reason", byte(reasonsIn(version))))
 	ev.ExitCode = clampExit(exit)
 	if version >= 4 {
 		if int64(ev.ExitCode) != exit {

@@ -22,7 +22,16 @@ import (
 // levers: delays, expiry, backoff, pauses, rate limits) and the lever
 // settings of the configuration. The version says the level: 1 is level
 // 1, 2 to 4 level 2, 5 level 3, 6 level 4, 7 level 5.
-const stateVersion = 9
+//
+// Version 10 (feature level 6, a state that has kept a run's CPU source
+// or failure) is version 9 with the core's state of version 7 and the
+// event reason oom_killed. A state that never kept either is written as
+// version 8 or 9, byte for byte as before.
+const stateVersion = 10
+
+// stateVersionRunDetails is the version whose core state is of version
+// 7 (runs' CPU sources and failures).
+const stateVersionRunDetails = 10
 
 // stateVersionLevers is the version whose core state is of version 5.
 const stateVersionLevers = 7
@@ -147,10 +156,12 @@ func (v *View) StateVersion() int {
 		return stateVersionGroups
 	case v.level < Level6:
 		return stateVersionLevers
+	case v.sched.UsesRunDetails():
+		return stateVersionRunDetails
 	case !v.usesPools():
 		return stateVersionQuotas
 	}
-	return stateVersion
+	return stateVersionPools
 }
 
 // coreStateVersion is the core's state encoding version in an FSM state
@@ -231,9 +242,12 @@ func (v *View) Encode(e *sfq.Encoder) {
 		encodeEvent(e, seq, ev, version)
 		return true
 	})
-	if version >= stateVersionPools {
+	switch {
+	case version >= stateVersionRunDetails:
+		v.sched.EncodeVersion(e, 7)
+	case version >= stateVersionPools:
 		v.sched.EncodeVersion(e, 6)
-	} else {
+	default:
 		v.sched.EncodeVersion(e, coreStateVersion(version))
 	}
 }
@@ -377,6 +391,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		return nil, err
 	}
 	f.sched = s
+	if s.Peek().UsesRunDetails() != (version >= stateVersionRunDetails) {
+		return nil, fmt.Errorf("%w: a state of version %d holds a core state that does not match it (runs' CPU sources and failures)", sfq.ErrCorrupt, version)
+	}
 	// The encoding says the level: version 1 is what a cluster at level
 	// 1 writes (and all older builds); versions 2 to 4 are level 2; the
 	// webhook section's version is level 3, and the groups' level 4.

@@ -713,7 +713,15 @@ type Job struct {
 	// stdout_tail is the last 4 KiB of the run's stdout, valid UTF-8 (empty
 	// from workers of builds that did not report it); the whole output is
 	// in the worker's log directory.
-	StdoutTail   string `protobuf:"bytes,24,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
+	StdoutTail string `protobuf:"bytes,24,opt,name=stdout_tail,json=stdoutTail,proto3" json:"stdout_tail,omitempty"`
+	// cpu_source says how the worker measured the last run's cpu_ms:
+	// "cgroup" (the run's cgroup v2: every process that ran in it) or
+	// "proc" (the process tree in /proc and the reaped processes' rusage);
+	// empty when the worker did not say (an earlier build, a worker of Go
+	// functions). failure says why the last run failed, when the worker
+	// knows: "oom_killed" (the memory limit of the job's size).
+	CpuSource    string `protobuf:"bytes,25,opt,name=cpu_source,json=cpuSource,proto3" json:"cpu_source,omitempty"`
+	Failure      string `protobuf:"bytes,26,opt,name=failure,proto3" json:"failure,omitempty"`
 	Class        Class  `protobuf:"varint,30,opt,name=class,proto3,enum=barista.v1.Class" json:"class,omitempty"`
 	DeadlineAtMs int64  `protobuf:"varint,31,opt,name=deadline_at_ms,json=deadlineAtMs,proto3" json:"deadline_at_ms,omitempty"` // cluster time of the deadline; 0 = none
 	EstSource    string `protobuf:"bytes,32,opt,name=est_source,json=estSource,proto3" json:"est_source,omitempty"`             // where est_cost_ms came from: submitted, ema or default
@@ -930,6 +938,20 @@ func (x *Job) GetEndedWallMs() int64 {
 func (x *Job) GetStdoutTail() string {
 	if x != nil {
 		return x.StdoutTail
+	}
+	return ""
+}
+
+func (x *Job) GetCpuSource() string {
+	if x != nil {
+		return x.CpuSource
+	}
+	return ""
+}
+
+func (x *Job) GetFailure() string {
+	if x != nil {
+		return x.Failure
 	}
 	return ""
 }
@@ -1511,7 +1533,7 @@ type Event struct {
 	WorkerId string                 `protobuf:"bytes,7,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	CpuMs    int64                  `protobuf:"varint,8,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
 	ExitCode int32                  `protobuf:"varint,9,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	Reason   string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`                // ack_timeout, lease_expired, run_failed, requested, timeout
+	Reason   string                 `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`                // ack_timeout, lease_expired, run_failed, oom_killed, requested, timeout
 	WallMs   int64                  `protobuf:"varint,20,opt,name=wall_ms,json=wallMs,proto3" json:"wall_ms,omitempty"` // ms since the Unix epoch, for display
 	// group: for the tenant-level events paused and resumed (job_id 0), the
 	// group paused or resumed; empty: the whole tenant.
@@ -2932,7 +2954,7 @@ const file_client_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12+\n" +
-	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\x91\b\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xca\b\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -2963,7 +2985,10 @@ const file_client_proto_rawDesc = "" +
 	"\x11submitted_wall_ms\x18\x16 \x01(\x03R\x0fsubmittedWallMs\x12\"\n" +
 	"\rended_wall_ms\x18\x17 \x01(\x03R\vendedWallMs\x12\x1f\n" +
 	"\vstdout_tail\x18\x18 \x01(\tR\n" +
-	"stdoutTail\x12'\n" +
+	"stdoutTail\x12\x1d\n" +
+	"\n" +
+	"cpu_source\x18\x19 \x01(\tR\tcpuSource\x12\x18\n" +
+	"\afailure\x18\x1a \x01(\tR\afailure\x12'\n" +
 	"\x05class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\x05class\x12$\n" +
 	"\x0edeadline_at_ms\x18\x1f \x01(\x03R\fdeadlineAtMs\x12\x1d\n" +
 	"\n" +

@@ -704,6 +704,24 @@ func (m *Job) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0xf0
 	}
+	if len(m.Failure) > 0 {
+		i -= len(m.Failure)
+		copy(dAtA[i:], m.Failure)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Failure)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xd2
+	}
+	if len(m.CpuSource) > 0 {
+		i -= len(m.CpuSource)
+		copy(dAtA[i:], m.CpuSource)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.CpuSource)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xca
+	}
 	if len(m.StdoutTail) > 0 {
 		i -= len(m.StdoutTail)
 		copy(dAtA[i:], m.StdoutTail)
@@ -3202,6 +3220,24 @@ func (m *Job) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0xf0
 	}
+	if len(m.Failure) > 0 {
+		i -= len(m.Failure)
+		copy(dAtA[i:], m.Failure)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Failure)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xd2
+	}
+	if len(m.CpuSource) > 0 {
+		i -= len(m.CpuSource)
+		copy(dAtA[i:], m.CpuSource)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.CpuSource)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xca
+	}
 	if len(m.StdoutTail) > 0 {
 		i -= len(m.StdoutTail)
 		copy(dAtA[i:], m.StdoutTail)
@@ -5328,6 +5364,14 @@ func (m *Job) SizeVT() (n int) {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.EndedWallMs))
 	}
 	l = len(m.StdoutTail)
+	if l > 0 {
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	l = len(m.CpuSource)
+	if l > 0 {
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	l = len(m.Failure)
 	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
@@ -8156,6 +8200,70 @@ func (m *Job) UnmarshalVT(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			m.StdoutTail = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 25:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CpuSource", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.CpuSource = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 26:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Failure", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Failure = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		case 30:
 			if wireType != 0 {

@@ -186,6 +186,103 @@ func (Outcome) EnumDescriptor() ([]byte, []int) {
 	return file_commands_proto_rawDescGZIP(), []int{2}
 }
 
+// CpuSource says how a worker measured a run's CPU.
+type CpuSource int32
+
+const (
+	CpuSource_CPU_SOURCE_UNSPECIFIED CpuSource = 0 // not said: a worker of an earlier build, a runner of Go functions
+	CpuSource_CPU_SOURCE_PROC        CpuSource = 1 // the process tree in /proc and the rusage of its reaped processes
+	CpuSource_CPU_SOURCE_CGROUP      CpuSource = 2 // the run's cgroup v2 (cpu.stat usage_usec): every process that ran in it
+)
+
+// Enum value maps for CpuSource.
+var (
+	CpuSource_name = map[int32]string{
+		0: "CPU_SOURCE_UNSPECIFIED",
+		1: "CPU_SOURCE_PROC",
+		2: "CPU_SOURCE_CGROUP",
+	}
+	CpuSource_value = map[string]int32{
+		"CPU_SOURCE_UNSPECIFIED": 0,
+		"CPU_SOURCE_PROC":        1,
+		"CPU_SOURCE_CGROUP":      2,
+	}
+)
+
+func (x CpuSource) Enum() *CpuSource {
+	p := new(CpuSource)
+	*p = x
+	return p
+}
+
+func (x CpuSource) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CpuSource) Descriptor() protoreflect.EnumDescriptor {
+	return file_commands_proto_enumTypes[3].Descriptor()
+}
+
+func (CpuSource) Type() protoreflect.EnumType {
+	return &file_commands_proto_enumTypes[3]
+}
+
+func (x CpuSource) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CpuSource.Descriptor instead.
+func (CpuSource) EnumDescriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{3}
+}
+
+// RunFailure says why a failed run failed, when the worker knows.
+type RunFailure int32
+
+const (
+	RunFailure_RUN_FAILURE_UNSPECIFIED RunFailure = 0
+	RunFailure_OOM_KILLED              RunFailure = 1 // the kernel killed it for its cgroup's memory limit (memory.events oom_kill)
+)
+
+// Enum value maps for RunFailure.
+var (
+	RunFailure_name = map[int32]string{
+		0: "RUN_FAILURE_UNSPECIFIED",
+		1: "OOM_KILLED",
+	}
+	RunFailure_value = map[string]int32{
+		"RUN_FAILURE_UNSPECIFIED": 0,
+		"OOM_KILLED":              1,
+	}
+)
+
+func (x RunFailure) Enum() *RunFailure {
+	p := new(RunFailure)
+	*p = x
+	return p
+}
+
+func (x RunFailure) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RunFailure) Descriptor() protoreflect.EnumDescriptor {
+	return file_commands_proto_enumTypes[4].Descriptor()
+}
+
+func (RunFailure) Type() protoreflect.EnumType {
+	return &file_commands_proto_enumTypes[4]
+}
+
+func (x RunFailure) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RunFailure.Descriptor instead.
+func (RunFailure) EnumDescriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{4}
+}
+
 // Class is a job's priority class; a worker is served from the highest
 // class with an eligible job it fits. CLASS_UNSPECIFIED reads as NORMAL.
 type Class int32
@@ -227,11 +324,11 @@ func (x Class) String() string {
 }
 
 func (Class) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[3].Descriptor()
+	return file_commands_proto_enumTypes[5].Descriptor()
 }
 
 func (Class) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[3]
+	return &file_commands_proto_enumTypes[5]
 }
 
 func (x Class) Number() protoreflect.EnumNumber {
@@ -240,7 +337,7 @@ func (x Class) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Class.Descriptor instead.
 func (Class) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{3}
+	return file_commands_proto_rawDescGZIP(), []int{5}
 }
 
 type ExpireKind int32
@@ -282,11 +379,11 @@ func (x ExpireKind) String() string {
 }
 
 func (ExpireKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[4].Descriptor()
+	return file_commands_proto_enumTypes[6].Descriptor()
 }
 
 func (ExpireKind) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[4]
+	return &file_commands_proto_enumTypes[6]
 }
 
 func (x ExpireKind) Number() protoreflect.EnumNumber {
@@ -295,7 +392,7 @@ func (x ExpireKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ExpireKind.Descriptor instead.
 func (ExpireKind) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{4}
+	return file_commands_proto_rawDescGZIP(), []int{6}
 }
 
 // GroupOrder chooses among the eligible heads of a tenant's groups.
@@ -332,11 +429,11 @@ func (x GroupOrder) String() string {
 }
 
 func (GroupOrder) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[5].Descriptor()
+	return file_commands_proto_enumTypes[7].Descriptor()
 }
 
 func (GroupOrder) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[5]
+	return &file_commands_proto_enumTypes[7]
 }
 
 func (x GroupOrder) Number() protoreflect.EnumNumber {
@@ -345,7 +442,7 @@ func (x GroupOrder) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use GroupOrder.Descriptor instead.
 func (GroupOrder) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{5}
+	return file_commands_proto_rawDescGZIP(), []int{7}
 }
 
 // GroupCapKind is what a SetGroup sets a cap to.
@@ -385,11 +482,11 @@ func (x GroupCapKind) String() string {
 }
 
 func (GroupCapKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[6].Descriptor()
+	return file_commands_proto_enumTypes[8].Descriptor()
 }
 
 func (GroupCapKind) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[6]
+	return &file_commands_proto_enumTypes[8]
 }
 
 func (x GroupCapKind) Number() protoreflect.EnumNumber {
@@ -398,7 +495,7 @@ func (x GroupCapKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use GroupCapKind.Descriptor instead.
 func (GroupCapKind) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{6}
+	return file_commands_proto_rawDescGZIP(), []int{8}
 }
 
 type Policy int32
@@ -434,11 +531,11 @@ func (x Policy) String() string {
 }
 
 func (Policy) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[7].Descriptor()
+	return file_commands_proto_enumTypes[9].Descriptor()
 }
 
 func (Policy) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[7]
+	return &file_commands_proto_enumTypes[9]
 }
 
 func (x Policy) Number() protoreflect.EnumNumber {
@@ -447,7 +544,7 @@ func (x Policy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Policy.Descriptor instead.
 func (Policy) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{7}
+	return file_commands_proto_rawDescGZIP(), []int{9}
 }
 
 type Clamp int32
@@ -483,11 +580,11 @@ func (x Clamp) String() string {
 }
 
 func (Clamp) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[8].Descriptor()
+	return file_commands_proto_enumTypes[10].Descriptor()
 }
 
 func (Clamp) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[8]
+	return &file_commands_proto_enumTypes[10]
 }
 
 func (x Clamp) Number() protoreflect.EnumNumber {
@@ -496,7 +593,7 @@ func (x Clamp) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Clamp.Descriptor instead.
 func (Clamp) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{8}
+	return file_commands_proto_rawDescGZIP(), []int{10}
 }
 
 // Estimate says where a submit's est_cost comes from.
@@ -534,11 +631,11 @@ func (x Estimate) String() string {
 }
 
 func (Estimate) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[9].Descriptor()
+	return file_commands_proto_enumTypes[11].Descriptor()
 }
 
 func (Estimate) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[9]
+	return &file_commands_proto_enumTypes[11]
 }
 
 func (x Estimate) Number() protoreflect.EnumNumber {
@@ -547,7 +644,7 @@ func (x Estimate) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Estimate.Descriptor instead.
 func (Estimate) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{9}
+	return file_commands_proto_rawDescGZIP(), []int{11}
 }
 
 type Code int32
@@ -598,11 +695,11 @@ func (x Code) String() string {
 }
 
 func (Code) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[10].Descriptor()
+	return file_commands_proto_enumTypes[12].Descriptor()
 }
 
 func (Code) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[10]
+	return &file_commands_proto_enumTypes[12]
 }
 
 func (x Code) Number() protoreflect.EnumNumber {
@@ -611,7 +708,7 @@ func (x Code) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Code.Descriptor instead.
 func (Code) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{10}
+	return file_commands_proto_rawDescGZIP(), []int{12}
 }
 
 // Envelope is one Raft log entry: a versioned batch of commands applied in
@@ -1702,7 +1799,14 @@ type Finished struct {
 	// permanent (feature level 6), with outcome FAILED: the run can never
 	// succeed; the job ends failed instead of being retried. Apply reads it
 	// only at level 6 or above.
-	Permanent     bool `protobuf:"varint,9,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	Permanent bool `protobuf:"varint,9,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	// cpu_source (feature level 6) says how the worker measured cpu_ms;
+	// failure (feature level 6), with outcome FAILED, why the run failed.
+	// The job keeps both with its result; a failure gives the event its
+	// reason (oom_killed). Apply reads them only at level 6 or above, and
+	// a state that holds neither is written as before they existed.
+	CpuSource     CpuSource  `protobuf:"varint,10,opt,name=cpu_source,json=cpuSource,proto3,enum=barista.v1.CpuSource" json:"cpu_source,omitempty"`
+	Failure       RunFailure `protobuf:"varint,11,opt,name=failure,proto3,enum=barista.v1.RunFailure" json:"failure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1798,6 +1902,20 @@ func (x *Finished) GetPermanent() bool {
 		return x.Permanent
 	}
 	return false
+}
+
+func (x *Finished) GetCpuSource() CpuSource {
+	if x != nil {
+		return x.CpuSource
+	}
+	return CpuSource_CPU_SOURCE_UNSPECIFIED
+}
+
+func (x *Finished) GetFailure() RunFailure {
+	if x != nil {
+		return x.Failure
+	}
+	return RunFailure_RUN_FAILURE_UNSPECIFIED
 }
 
 // CancelJob cancels a job of the named tenant (a job of another tenant is
@@ -4085,7 +4203,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x0eHeartbeatBatch\x125\n" +
 	"\n" +
 	"heartbeats\x18\x01 \x03(\v2\x15.barista.v1.HeartbeatR\n" +
-	"heartbeats\"\x96\x02\n" +
+	"heartbeats\"\xfe\x02\n" +
 	"\bFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1b\n" +
@@ -4097,7 +4215,11 @@ const file_commands_proto_rawDesc = "" +
 	"stderrTail\x12\x1f\n" +
 	"\vstdout_tail\x18\b \x01(\tR\n" +
 	"stdoutTail\x12\x1c\n" +
-	"\tpermanent\x18\t \x01(\bR\tpermanent\"5\n" +
+	"\tpermanent\x18\t \x01(\bR\tpermanent\x124\n" +
+	"\n" +
+	"cpu_source\x18\n" +
+	" \x01(\x0e2\x15.barista.v1.CpuSourceR\tcpuSource\x120\n" +
+	"\afailure\x18\v \x01(\x0e2\x16.barista.v1.RunFailureR\afailure\"5\n" +
 	"\tCancelJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\x04R\x03job\"`\n" +
@@ -4302,7 +4424,16 @@ const file_commands_proto_rawDesc = "" +
 	"\x02OK\x10\x01\x12\n" +
 	"\n" +
 	"\x06FAILED\x10\x02\x12\r\n" +
-	"\tCANCELLED\x10\x03*K\n" +
+	"\tCANCELLED\x10\x03*S\n" +
+	"\tCpuSource\x12\x1a\n" +
+	"\x16CPU_SOURCE_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fCPU_SOURCE_PROC\x10\x01\x12\x15\n" +
+	"\x11CPU_SOURCE_CGROUP\x10\x02*9\n" +
+	"\n" +
+	"RunFailure\x12\x1b\n" +
+	"\x17RUN_FAILURE_UNSPECIFIED\x10\x00\x12\x0e\n" +
+	"\n" +
+	"OOM_KILLED\x10\x01*K\n" +
 	"\x05Class\x12\x15\n" +
 	"\x11CLASS_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bCRITICAL\x10\x01\x12\b\n" +
@@ -4365,114 +4496,118 @@ func file_commands_proto_rawDescGZIP() []byte {
 	return file_commands_proto_rawDescData
 }
 
-var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
 var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_commands_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
 	(Outcome)(0),            // 2: barista.v1.Outcome
-	(Class)(0),              // 3: barista.v1.Class
-	(ExpireKind)(0),         // 4: barista.v1.ExpireKind
-	(GroupOrder)(0),         // 5: barista.v1.GroupOrder
-	(GroupCapKind)(0),       // 6: barista.v1.GroupCapKind
-	(Policy)(0),             // 7: barista.v1.Policy
-	(Clamp)(0),              // 8: barista.v1.Clamp
-	(Estimate)(0),           // 9: barista.v1.Estimate
-	(Code)(0),               // 10: barista.v1.Code
-	(*Envelope)(nil),        // 11: barista.v1.Envelope
-	(*Command)(nil),         // 12: barista.v1.Command
-	(*SubmitJob)(nil),       // 13: barista.v1.SubmitJob
-	(*Release)(nil),         // 14: barista.v1.Release
-	(*Dispatch)(nil),        // 15: barista.v1.Dispatch
-	(*Started)(nil),         // 16: barista.v1.Started
-	(*Heartbeat)(nil),       // 17: barista.v1.Heartbeat
-	(*HeartbeatBatch)(nil),  // 18: barista.v1.HeartbeatBatch
-	(*Finished)(nil),        // 19: barista.v1.Finished
-	(*CancelJob)(nil),       // 20: barista.v1.CancelJob
-	(*Expire)(nil),          // 21: barista.v1.Expire
-	(*GrantLeases)(nil),     // 22: barista.v1.GrantLeases
-	(*Caps)(nil),            // 23: barista.v1.Caps
-	(*TenantUpsert)(nil),    // 24: barista.v1.TenantUpsert
-	(*SetGroup)(nil),        // 25: barista.v1.SetGroup
-	(*Pause)(nil),           // 26: barista.v1.Pause
-	(*TenantDelete)(nil),    // 27: barista.v1.TenantDelete
-	(*SchedulerConfig)(nil), // 28: barista.v1.SchedulerConfig
-	(*SetConfig)(nil),       // 29: barista.v1.SetConfig
-	(*Prune)(nil),           // 30: barista.v1.Prune
-	(*MemberUpsert)(nil),    // 31: barista.v1.MemberUpsert
-	(*MemberRemove)(nil),    // 32: barista.v1.MemberRemove
-	(*WorkerDrain)(nil),     // 33: barista.v1.WorkerDrain
-	(*SetFeatureLevel)(nil), // 34: barista.v1.SetFeatureLevel
-	(*WebhookSet)(nil),      // 35: barista.v1.WebhookSet
-	(*WebhookDelete)(nil),   // 36: barista.v1.WebhookDelete
-	(*WebhookCursor)(nil),   // 37: barista.v1.WebhookCursor
-	(*WebhookAck)(nil),      // 38: barista.v1.WebhookAck
-	(*WebhookReplay)(nil),   // 39: barista.v1.WebhookReplay
-	(*JobFilter)(nil),       // 40: barista.v1.JobFilter
-	(*BulkJobs)(nil),        // 41: barista.v1.BulkJobs
-	(*BulkItem)(nil),        // 42: barista.v1.BulkItem
-	(*CommandResult)(nil),   // 43: barista.v1.CommandResult
-	(*PoolSet)(nil),         // 44: barista.v1.PoolSet
-	(*PoolDelete)(nil),      // 45: barista.v1.PoolDelete
-	(*SubscriptionSet)(nil), // 46: barista.v1.SubscriptionSet
+	(CpuSource)(0),          // 3: barista.v1.CpuSource
+	(RunFailure)(0),         // 4: barista.v1.RunFailure
+	(Class)(0),              // 5: barista.v1.Class
+	(ExpireKind)(0),         // 6: barista.v1.ExpireKind
+	(GroupOrder)(0),         // 7: barista.v1.GroupOrder
+	(GroupCapKind)(0),       // 8: barista.v1.GroupCapKind
+	(Policy)(0),             // 9: barista.v1.Policy
+	(Clamp)(0),              // 10: barista.v1.Clamp
+	(Estimate)(0),           // 11: barista.v1.Estimate
+	(Code)(0),               // 12: barista.v1.Code
+	(*Envelope)(nil),        // 13: barista.v1.Envelope
+	(*Command)(nil),         // 14: barista.v1.Command
+	(*SubmitJob)(nil),       // 15: barista.v1.SubmitJob
+	(*Release)(nil),         // 16: barista.v1.Release
+	(*Dispatch)(nil),        // 17: barista.v1.Dispatch
+	(*Started)(nil),         // 18: barista.v1.Started
+	(*Heartbeat)(nil),       // 19: barista.v1.Heartbeat
+	(*HeartbeatBatch)(nil),  // 20: barista.v1.HeartbeatBatch
+	(*Finished)(nil),        // 21: barista.v1.Finished
+	(*CancelJob)(nil),       // 22: barista.v1.CancelJob
+	(*Expire)(nil),          // 23: barista.v1.Expire
+	(*GrantLeases)(nil),     // 24: barista.v1.GrantLeases
+	(*Caps)(nil),            // 25: barista.v1.Caps
+	(*TenantUpsert)(nil),    // 26: barista.v1.TenantUpsert
+	(*SetGroup)(nil),        // 27: barista.v1.SetGroup
+	(*Pause)(nil),           // 28: barista.v1.Pause
+	(*TenantDelete)(nil),    // 29: barista.v1.TenantDelete
+	(*SchedulerConfig)(nil), // 30: barista.v1.SchedulerConfig
+	(*SetConfig)(nil),       // 31: barista.v1.SetConfig
+	(*Prune)(nil),           // 32: barista.v1.Prune
+	(*MemberUpsert)(nil),    // 33: barista.v1.MemberUpsert
+	(*MemberRemove)(nil),    // 34: barista.v1.MemberRemove
+	(*WorkerDrain)(nil),     // 35: barista.v1.WorkerDrain
+	(*SetFeatureLevel)(nil), // 36: barista.v1.SetFeatureLevel
+	(*WebhookSet)(nil),      // 37: barista.v1.WebhookSet
+	(*WebhookDelete)(nil),   // 38: barista.v1.WebhookDelete
+	(*WebhookCursor)(nil),   // 39: barista.v1.WebhookCursor
+	(*WebhookAck)(nil),      // 40: barista.v1.WebhookAck
+	(*WebhookReplay)(nil),   // 41: barista.v1.WebhookReplay
+	(*JobFilter)(nil),       // 42: barista.v1.JobFilter
+	(*BulkJobs)(nil),        // 43: barista.v1.BulkJobs
+	(*BulkItem)(nil),        // 44: barista.v1.BulkItem
+	(*CommandResult)(nil),   // 45: barista.v1.CommandResult
+	(*PoolSet)(nil),         // 46: barista.v1.PoolSet
+	(*PoolDelete)(nil),      // 47: barista.v1.PoolDelete
+	(*SubscriptionSet)(nil), // 48: barista.v1.SubscriptionSet
 }
 var file_commands_proto_depIdxs = []int32{
-	12, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
-	13, // 1: barista.v1.Command.submit:type_name -> barista.v1.SubmitJob
-	15, // 2: barista.v1.Command.dispatch:type_name -> barista.v1.Dispatch
-	16, // 3: barista.v1.Command.started:type_name -> barista.v1.Started
-	18, // 4: barista.v1.Command.heartbeats:type_name -> barista.v1.HeartbeatBatch
-	19, // 5: barista.v1.Command.finished:type_name -> barista.v1.Finished
-	20, // 6: barista.v1.Command.cancel:type_name -> barista.v1.CancelJob
-	21, // 7: barista.v1.Command.expire:type_name -> barista.v1.Expire
-	22, // 8: barista.v1.Command.grant_leases:type_name -> barista.v1.GrantLeases
-	24, // 9: barista.v1.Command.tenant_upsert:type_name -> barista.v1.TenantUpsert
-	27, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
-	29, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
-	30, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
-	31, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
-	32, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
-	33, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
-	34, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
-	25, // 17: barista.v1.Command.set_group:type_name -> barista.v1.SetGroup
-	26, // 18: barista.v1.Command.pause:type_name -> barista.v1.Pause
-	35, // 19: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
-	36, // 20: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
-	38, // 21: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
-	39, // 22: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
-	14, // 23: barista.v1.Command.release:type_name -> barista.v1.Release
-	41, // 24: barista.v1.Command.redrive:type_name -> barista.v1.BulkJobs
-	41, // 25: barista.v1.Command.cancel_jobs:type_name -> barista.v1.BulkJobs
-	41, // 26: barista.v1.Command.purge:type_name -> barista.v1.BulkJobs
-	44, // 27: barista.v1.Command.pool_set:type_name -> barista.v1.PoolSet
-	45, // 28: barista.v1.Command.pool_delete:type_name -> barista.v1.PoolDelete
-	46, // 29: barista.v1.Command.subscription_set:type_name -> barista.v1.SubscriptionSet
+	14, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
+	15, // 1: barista.v1.Command.submit:type_name -> barista.v1.SubmitJob
+	17, // 2: barista.v1.Command.dispatch:type_name -> barista.v1.Dispatch
+	18, // 3: barista.v1.Command.started:type_name -> barista.v1.Started
+	20, // 4: barista.v1.Command.heartbeats:type_name -> barista.v1.HeartbeatBatch
+	21, // 5: barista.v1.Command.finished:type_name -> barista.v1.Finished
+	22, // 6: barista.v1.Command.cancel:type_name -> barista.v1.CancelJob
+	23, // 7: barista.v1.Command.expire:type_name -> barista.v1.Expire
+	24, // 8: barista.v1.Command.grant_leases:type_name -> barista.v1.GrantLeases
+	26, // 9: barista.v1.Command.tenant_upsert:type_name -> barista.v1.TenantUpsert
+	29, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
+	31, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
+	32, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
+	33, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
+	34, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
+	35, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
+	36, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
+	27, // 17: barista.v1.Command.set_group:type_name -> barista.v1.SetGroup
+	28, // 18: barista.v1.Command.pause:type_name -> barista.v1.Pause
+	37, // 19: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
+	38, // 20: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
+	40, // 21: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
+	41, // 22: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
+	16, // 23: barista.v1.Command.release:type_name -> barista.v1.Release
+	43, // 24: barista.v1.Command.redrive:type_name -> barista.v1.BulkJobs
+	43, // 25: barista.v1.Command.cancel_jobs:type_name -> barista.v1.BulkJobs
+	43, // 26: barista.v1.Command.purge:type_name -> barista.v1.BulkJobs
+	46, // 27: barista.v1.Command.pool_set:type_name -> barista.v1.PoolSet
+	47, // 28: barista.v1.Command.pool_delete:type_name -> barista.v1.PoolDelete
+	48, // 29: barista.v1.Command.subscription_set:type_name -> barista.v1.SubscriptionSet
 	0,  // 30: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	3,  // 31: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	5,  // 31: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
 	0,  // 32: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	17, // 33: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	19, // 33: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
 	2,  // 34: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	4,  // 35: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 36: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	23, // 37: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	3,  // 38: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	5,  // 39: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
-	6,  // 40: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
-	7,  // 41: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	8,  // 42: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	9,  // 43: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	1,  // 44: barista.v1.SchedulerConfig.implicit_tenants:type_name -> barista.v1.Tier
-	28, // 45: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	37, // 46: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
-	40, // 47: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
-	10, // 48: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 49: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	42, // 50: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
-	51, // [51:51] is the sub-list for method output_type
-	51, // [51:51] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	3,  // 35: barista.v1.Finished.cpu_source:type_name -> barista.v1.CpuSource
+	4,  // 36: barista.v1.Finished.failure:type_name -> barista.v1.RunFailure
+	6,  // 37: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	1,  // 38: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	25, // 39: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	5,  // 40: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	7,  // 41: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	8,  // 42: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	9,  // 43: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	10, // 44: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	11, // 45: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	1,  // 46: barista.v1.SchedulerConfig.implicit_tenants:type_name -> barista.v1.Tier
+	30, // 47: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	39, // 48: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	42, // 49: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
+	12, // 50: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	0,  // 51: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	44, // 52: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
+	53, // [53:53] is the sub-list for method output_type
+	53, // [53:53] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -4519,7 +4654,7 @@ func file_commands_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
-			NumEnums:      11,
+			NumEnums:      13,
 			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -1280,6 +1280,16 @@ func (m *Finished) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Failure != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Failure))
+		i--
+		dAtA[i] = 0x58
+	}
+	if m.CpuSource != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.CpuSource))
+		i--
+		dAtA[i] = 0x50
+	}
 	if m.Permanent {
 		i--
 		if m.Permanent {
@@ -4677,6 +4687,16 @@ func (m *Finished) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Failure != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Failure))
+		i--
+		dAtA[i] = 0x58
+	}
+	if m.CpuSource != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.CpuSource))
+		i--
+		dAtA[i] = 0x50
+	}
 	if m.Permanent {
 		i--
 		if m.Permanent {
@@ -7265,6 +7285,12 @@ func (m *Finished) SizeVT() (n int) {
 	}
 	if m.Permanent {
 		n += 2
+	}
+	if m.CpuSource != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.CpuSource))
+	}
+	if m.Failure != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Failure))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -10739,6 +10765,44 @@ func (m *Finished) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.Permanent = bool(v != 0)
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CpuSource", wireType)
+			}
+			m.CpuSource = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CpuSource |= CpuSource(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Failure", wireType)
+			}
+			m.Failure = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Failure |= RunFailure(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

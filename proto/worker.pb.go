@@ -662,7 +662,14 @@ type JobFinished struct {
 	// any worker (its payload is not a command this worker can run): the
 	// job ends failed, with no retry. A leader at feature level 6 keeps it;
 	// below, the run counts as any failed run.
-	Permanent     bool `protobuf:"varint,10,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	Permanent bool `protobuf:"varint,10,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	// cpu_source says how the worker measured cpu_ms: from the run's
+	// cgroup, or from /proc and the reaped processes' rusage. failure,
+	// with outcome FAILED, says why the run failed when the worker knows
+	// (oom_killed: its cgroup's memory limit). Workers of builds before
+	// them send neither; a leader of a build before them ignores both.
+	CpuSource     CpuSource  `protobuf:"varint,11,opt,name=cpu_source,json=cpuSource,proto3,enum=barista.v1.CpuSource" json:"cpu_source,omitempty"`
+	Failure       RunFailure `protobuf:"varint,12,opt,name=failure,proto3,enum=barista.v1.RunFailure" json:"failure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -765,6 +772,20 @@ func (x *JobFinished) GetPermanent() bool {
 		return x.Permanent
 	}
 	return false
+}
+
+func (x *JobFinished) GetCpuSource() CpuSource {
+	if x != nil {
+		return x.CpuSource
+	}
+	return CpuSource_CPU_SOURCE_UNSPECIFIED
+}
+
+func (x *JobFinished) GetFailure() RunFailure {
+	if x != nil {
+		return x.Failure
+	}
+	return RunFailure_RUN_FAILURE_UNSPECIFIED
 }
 
 // Welcome accepts a session: the intervals come from the replicated
@@ -1597,7 +1618,7 @@ const file_worker_proto_rawDesc = "" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x15\n" +
 	"\x06cpu_ms\x18\x03 \x01(\x03R\x05cpuMs\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xca\x02\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xb2\x03\n" +
 	"\vJobFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12-\n" +
@@ -1611,7 +1632,10 @@ const file_worker_proto_rawDesc = "" +
 	"\fready_credit\x18\b \x01(\x04R\vreadyCredit\x12)\n" +
 	"\x10start_unreported\x18\t \x01(\bR\x0fstartUnreported\x12\x1c\n" +
 	"\tpermanent\x18\n" +
-	" \x01(\bR\tpermanent\"\x96\x02\n" +
+	" \x01(\bR\tpermanent\x124\n" +
+	"\n" +
+	"cpu_source\x18\v \x01(\x0e2\x15.barista.v1.CpuSourceR\tcpuSource\x120\n" +
+	"\afailure\x18\f \x01(\x0e2\x16.barista.v1.RunFailureR\afailure\"\x96\x02\n" +
 	"\aWelcome\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12+\n" +
 	"\x12self_kill_after_ms\x18\x02 \x01(\x03R\x0fselfKillAfterMs\x12@\n" +
@@ -1709,6 +1733,8 @@ var file_worker_proto_goTypes = []any{
 	(*DrainResponse)(nil),       // 19: barista.v1.DrainResponse
 	(Size)(0),                   // 20: barista.v1.Size
 	(Outcome)(0),                // 21: barista.v1.Outcome
+	(CpuSource)(0),              // 22: barista.v1.CpuSource
+	(RunFailure)(0),             // 23: barista.v1.RunFailure
 }
 var file_worker_proto_depIdxs = []int32{
 	2,  // 0: barista.v1.WorkerMessage.hello:type_name -> barista.v1.Hello
@@ -1726,22 +1752,24 @@ var file_worker_proto_depIdxs = []int32{
 	20, // 12: barista.v1.Hello.size:type_name -> barista.v1.Size
 	3,  // 13: barista.v1.Hello.running:type_name -> barista.v1.RunningJob
 	21, // 14: barista.v1.JobFinished.outcome:type_name -> barista.v1.Outcome
-	11, // 15: barista.v1.Welcome.pending_cancels:type_name -> barista.v1.CancelOrder
-	20, // 16: barista.v1.Assign.size:type_name -> barista.v1.Size
-	14, // 17: barista.v1.Assign.finished:type_name -> barista.v1.FinishedAck
-	20, // 18: barista.v1.WorkerInfo.size:type_name -> barista.v1.Size
-	16, // 19: barista.v1.ListWorkersResponse.workers:type_name -> barista.v1.WorkerInfo
-	0,  // 20: barista.v1.Worker.Connect:input_type -> barista.v1.WorkerMessage
-	15, // 21: barista.v1.Worker.ListWorkers:input_type -> barista.v1.ListWorkersRequest
-	18, // 22: barista.v1.Worker.Drain:input_type -> barista.v1.DrainRequest
-	1,  // 23: barista.v1.Worker.Connect:output_type -> barista.v1.LeaderMessage
-	17, // 24: barista.v1.Worker.ListWorkers:output_type -> barista.v1.ListWorkersResponse
-	19, // 25: barista.v1.Worker.Drain:output_type -> barista.v1.DrainResponse
-	23, // [23:26] is the sub-list for method output_type
-	20, // [20:23] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	22, // 15: barista.v1.JobFinished.cpu_source:type_name -> barista.v1.CpuSource
+	23, // 16: barista.v1.JobFinished.failure:type_name -> barista.v1.RunFailure
+	11, // 17: barista.v1.Welcome.pending_cancels:type_name -> barista.v1.CancelOrder
+	20, // 18: barista.v1.Assign.size:type_name -> barista.v1.Size
+	14, // 19: barista.v1.Assign.finished:type_name -> barista.v1.FinishedAck
+	20, // 20: barista.v1.WorkerInfo.size:type_name -> barista.v1.Size
+	16, // 21: barista.v1.ListWorkersResponse.workers:type_name -> barista.v1.WorkerInfo
+	0,  // 22: barista.v1.Worker.Connect:input_type -> barista.v1.WorkerMessage
+	15, // 23: barista.v1.Worker.ListWorkers:input_type -> barista.v1.ListWorkersRequest
+	18, // 24: barista.v1.Worker.Drain:input_type -> barista.v1.DrainRequest
+	1,  // 25: barista.v1.Worker.Connect:output_type -> barista.v1.LeaderMessage
+	17, // 26: barista.v1.Worker.ListWorkers:output_type -> barista.v1.ListWorkersResponse
+	19, // 27: barista.v1.Worker.Drain:output_type -> barista.v1.DrainResponse
+	25, // [25:28] is the sub-list for method output_type
+	22, // [22:25] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }

@@ -671,6 +671,16 @@ func (m *JobFinished) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Failure != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Failure))
+		i--
+		dAtA[i] = 0x60
+	}
+	if m.CpuSource != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.CpuSource))
+		i--
+		dAtA[i] = 0x58
+	}
 	if m.Permanent {
 		i--
 		if m.Permanent {
@@ -2126,6 +2136,16 @@ func (m *JobFinished) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Failure != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Failure))
+		i--
+		dAtA[i] = 0x60
+	}
+	if m.CpuSource != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.CpuSource))
+		i--
+		dAtA[i] = 0x58
+	}
 	if m.Permanent {
 		i--
 		if m.Permanent {
@@ -3197,6 +3217,12 @@ func (m *JobFinished) SizeVT() (n int) {
 	}
 	if m.Permanent {
 		n += 2
+	}
+	if m.CpuSource != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.CpuSource))
+	}
+	if m.Failure != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Failure))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -4919,6 +4945,44 @@ func (m *JobFinished) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.Permanent = bool(v != 0)
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CpuSource", wireType)
+			}
+			m.CpuSource = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CpuSource |= CpuSource(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Failure", wireType)
+			}
+			m.Failure = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Failure |= RunFailure(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

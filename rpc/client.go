@@ -254,6 +254,7 @@ func jobToPB(sc *sfq.Scheduler, j *sfq.Job, payload bool) *pb.Job {
 	}
 	if j.Result != nil {
 		out.HasResult, out.ExitCode, out.StderrTail, out.StdoutTail = true, j.Result.ExitCode, j.Result.StderrTail, j.Result.StdoutTail
+		out.CpuSource, out.Failure = j.Result.CPUSource.String(), j.Result.Failure.String()
 	}
 	jobClassToPB(out, j)
 	return out

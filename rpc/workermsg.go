@@ -117,6 +117,12 @@ func checkMessage(msg *pb.WorkerMessage) (out *pb.WorkerMessage, refused string,
 		if fin.ExitCode < MinExitCode || fin.ExitCode > MaxExitCode {
 			return msg, fmt.Sprintf("finished.exit_code: %d is out of range %d..%d", fin.ExitCode, MinExitCode, MaxExitCode), nil
 		}
+		if _, _, err := fsm.RunDetailsFromPB(fin.CpuSource, 0); err != nil {
+			return msg, fmt.Sprintf("finished.cpu_source: must be proc or cgroup, or unset (got %v)", fin.CpuSource), nil
+		}
+		if _, _, err := fsm.RunDetailsFromPB(0, fin.Failure); err != nil {
+			return msg, fmt.Sprintf("finished.failure: must be oom_killed, or unset (got %v)", fin.Failure), nil
+		}
 		stderr, stdout := sfq.OutputTail(fin.StderrTail), sfq.OutputTail(fin.StdoutTail)
 		if stderr != fin.StderrTail || stdout != fin.StdoutTail {
 			cut := proto.CloneOf(fin)
@@ -149,11 +155,16 @@ func startedCommand(worker string, st *pb.JobStarted) *pb.Command {
 }
 
 // finishedCommand is the command of a checked Finished of worker; a run
-// the worker marks permanent (it can never succeed) keeps the mark, which
-// Apply reads from feature level 6 on.
+// the worker marks permanent (it can never succeed) keeps the mark, and
+// the run's CPU source and failure go along: Apply reads them from
+// feature level 6 on.
 func finishedCommand(worker string, fin *pb.JobFinished) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{
+	f := &pb.Finished{
 		Job: fin.Job, Attempt: fin.Attempt, WorkerId: worker, Outcome: fin.Outcome, CpuMs: fin.CpuMs,
 		ExitCode: fin.ExitCode, StderrTail: fin.StderrTail, StdoutTail: fin.StdoutTail,
-		Permanent: fin.Permanent && fin.Outcome == pb.Outcome_FAILED}}}
+		Permanent: fin.Permanent && fin.Outcome == pb.Outcome_FAILED, CpuSource: fin.CpuSource}
+	if fin.Outcome == pb.Outcome_FAILED {
+		f.Failure = fin.Failure
+	}
+	return &pb.Command{Cmd: &pb.Command_Finished{Finished: f}}
 }

@@ -92,6 +92,9 @@ func TestCheckMessage(t *testing.T) {
 		{"finished bad outcome", fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: 4}), "finished.outcome: must be ok, failed or cancelled (got 4)", ""},
 		{"finished exit 256", fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_FAILED, ExitCode: 256}), "finished.exit_code: 256 is out of range -1..255", ""},
 		{"finished exit -2", fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_FAILED, ExitCode: -2}), "finished.exit_code: -2 is out of range -1..255", ""},
+		{"finished from a cgroup, OOM-killed", fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_FAILED, ExitCode: -1, CpuSource: pb.CpuSource_CPU_SOURCE_CGROUP, Failure: pb.RunFailure_OOM_KILLED}), "", ""},
+		{"finished bad cpu source", fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_OK, CpuSource: 3}), "finished.cpu_source: must be proc or cgroup, or unset (got 3)", ""},
+		{"finished bad failure", fin(&pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_FAILED, Failure: 2}), "finished.failure: must be oom_killed, or unset (got 2)", ""},
 		{"hello", &pb.WorkerMessage{Msg: &pb.WorkerMessage_Hello{Hello: &pb.Hello{WorkerId: "w1"}}}, "", "rpc error: code = InvalidArgument desc = hello: only the first message of a stream may be Hello"},
 		{"empty", &pb.WorkerMessage{}, "", "rpc error: code = InvalidArgument desc = empty worker message"},
 	}
@@ -219,4 +222,18 @@ func FuzzWorkerMessage(f *testing.F) {
 			t.Fatalf("a %d-byte command", len(b))
 		}
 	})
+}
+
+// TestFinishedCommandRunDetails: the run's CPU source goes into the
+// command; its failure only with outcome failed.
+func TestFinishedCommandRunDetails(t *testing.T) {
+	for _, c := range []struct {
+		outcome pb.Outcome
+		want    pb.RunFailure
+	}{{pb.Outcome_FAILED, pb.RunFailure_OOM_KILLED}, {pb.Outcome_OK, pb.RunFailure_RUN_FAILURE_UNSPECIFIED}} {
+		f := finishedCommand("w1", &pb.JobFinished{Job: 1, Attempt: 1, Outcome: c.outcome, CpuSource: pb.CpuSource_CPU_SOURCE_CGROUP, Failure: pb.RunFailure_OOM_KILLED}).GetFinished()
+		if f.CpuSource != pb.CpuSource_CPU_SOURCE_CGROUP || f.Failure != c.want {
+			t.Errorf("%v: cpu_source %v failure %v, want cgroup %v", c.outcome, f.CpuSource, f.Failure, c.want)
+		}
+	}
 }

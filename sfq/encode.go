@@ -36,8 +36,10 @@ func (v *View) usesGroups() bool {
 func (v *View) Encode(e *Encoder) {
 	version := stateVersionNoGroups
 	switch {
-	case v.usesPools():
+	case v.details:
 		version = stateVersion
+	case v.usesPools():
+		version = stateVersionPools
 	case v.usesLevers():
 		version = stateVersionLevers
 	case v.usesGroups():
@@ -481,6 +483,9 @@ func encodeJob(e *Encoder, j *Job, version int) {
 	}
 	// Version 5.
 	encodeJobLevers(e, j)
+	if version >= 7 && j.Result != nil {
+		e.Byte(j.Result.detailsByte())
+	}
 }
 
 func decodeJob(d *Decoder, version int) Job {
@@ -535,6 +540,11 @@ func decodeJob(d *Decoder, version int) Job {
 	j.setText(deadlineAt, group, key, typ, payload)
 	if version >= 5 {
 		decodeJobLevers(d, &j)
+	}
+	if version >= 7 && j.Result != nil {
+		if !j.Result.setDetails(d.Byte()) {
+			d.Fail("job %d has a result with unknown details", j.ID)
+		}
 	}
 	return j
 }

@@ -173,6 +173,12 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if s.v1 {
 		res.StdoutTail = ""
 	}
+	if err := res.checkDetails(); err != nil {
+		return Change{}, err
+	}
+	if outcome != OutcomeFailed {
+		res.Failure = FailureNone // only a failed run has a failure
+	}
 	j, e, err := s.finishInput(now, id, attempt, worker, outcome, res.Permanent)
 	if err != nil {
 		return Change{}, err
@@ -249,7 +255,8 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 		s.setDue(jm, now+Time(e.BackoffMs))
 	}
 	jm.CPUMs = cpuMs
-	jm.Result = &RunResult{ExitCode: res.ExitCode, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail}
+	jm.Result = &RunResult{ExitCode: res.ExitCode, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail, CPUSource: res.CPUSource, Failure: res.Failure}
+	s.details = s.details || res.hasDetails()
 	tm := s.tenants.Mut(uint64(j.Tenant))
 	*tm.tagPtr(j.Class) = tag
 	tm.Billing.CPUMs += cpuMs

@@ -238,6 +238,10 @@ type RunResult struct {
 	// can succeed (the worker cannot run its payload): the job ends failed
 	// instead of being retried. It is not kept on the job.
 	Permanent bool
+	// CPUSource says how the worker measured the run's CPU, Failure why a
+	// failed run failed (runresult.go); both are kept on the job.
+	CPUSource CPUSource
+	Failure   RunFailure
 }
 
 // Job is a job's record. ID doubles as enqueue_seq.

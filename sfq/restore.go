@@ -102,6 +102,7 @@ func Decode(d *Decoder) (*Scheduler, error) {
 			return nil, err
 		}
 	}
+	s.details = version >= 7
 	if err := d.Err(); err != nil {
 		return nil, err
 	}

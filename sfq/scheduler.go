@@ -15,6 +15,10 @@ type Scheduler struct {
 	types   Vector[TypeStat] // cost estimates per (tenant, job type)
 	groups  Vector[Group]    // by slot: the lowest free slot is taken
 	grouped uint64           // jobs of a named group in the job table (derived)
+	// details: a run's CPU source or failure has been kept on a job
+	// (runresult.go). Once set it stays, and the state is written as
+	// version 7 from then on; a state read from version 7 has it.
+	details bool
 
 	// Everything below is derived from the tables and rebuilt on restore.
 	byName map[string]uint32

@@ -21,7 +21,15 @@ package sfq
 // byte as before groups existed: its hash does not change, and a build
 // before groups can still load it during a rolling upgrade. Likewise a
 // state that uses nothing of version 5 is written as version 4 (or 3).
-const stateVersion = 6
+//
+// Version 7 is version 6 with a byte after each job that has a result:
+// how its run's CPU was measured and why it failed (runresult.go). A
+// state that never kept either is written as before.
+const stateVersion = 7
+
+// stateVersionPools is the version a state that uses pools, and has
+// never kept a run's CPU source or failure, is written as.
+const stateVersionPools = 6
 
 // stateVersionLevers is the version a state with nothing of pools is
 // written as (version 6 adds pools: pool.go), byte for byte as the build
@@ -49,6 +57,7 @@ type View struct {
 	types   VectorView[TypeStat]
 	groups  VectorView[Group]
 	grouped uint64 // jobs of a named group in the job table
+	details bool   // a run's CPU source or failure was kept (runresult.go)
 	timed   uint64 // jobs with delay fields (delay.go)
 	// pausedAll and evalUs: the pause of all dispatch, and the time
 	// (µs) eligibility was last evaluated at (pause.go).
@@ -65,7 +74,7 @@ type View struct {
 func (s *Scheduler) Freeze() *View {
 	s.subsShared = true
 	return &View{cfg: s.cfg, vnow: s.pools[DefaultPool].vnow, nextJob: s.nextJob, tenants: s.tenants.Freeze(), jobs: s.jobs.Freeze(), types: s.types.Freeze(),
-		groups: s.groups.Freeze(), grouped: s.grouped, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs, pools: s.poolPics(), subs: s.subs}
+		groups: s.groups.Freeze(), grouped: s.grouped, details: s.details, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs, pools: s.poolPics(), subs: s.subs}
 }
 
 // Peek returns a View valid only until the next write, for reading while
@@ -76,7 +85,7 @@ func (s *Scheduler) Peek() *View { return s.view() }
 // scheduler's own goroutine.
 func (s *Scheduler) view() *View {
 	return &View{cfg: s.cfg, vnow: s.pools[DefaultPool].vnow, nextJob: s.nextJob, tenants: s.tenants.View(), jobs: s.jobs.View(), types: s.types.View(),
-		groups: s.groups.View(), grouped: s.grouped, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs, pools: s.poolPics(), subs: s.subs}
+		groups: s.groups.View(), grouped: s.grouped, details: s.details, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs, pools: s.poolPics(), subs: s.subs}
 }
 
 // JobCount returns the number of jobs in the view.

@@ -1,0 +1,115 @@
+package fsm
+
+import (
+	"bufio"
+	"bytes"
+	"testing"
+
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
+)
+
+// runOnce dispatches job 1's next attempt to w1, starts it and applies
+// fin for it (job and attempt filled in).
+func (h *harness) runOnce(fin *pb.Finished) {
+	h.t.Helper()
+	d := h.one(dispatch("w1", uint64(h.index)+1))
+	if !d.Assigned {
+		h.t.Fatalf("dispatch: %+v", d)
+	}
+	h.one(started(uint64(d.Job), d.Attempt, "w1"))
+	fin.Job, fin.Attempt, fin.WorkerId = uint64(d.Job), d.Attempt, "w1"
+	if r := h.one(&pb.Command{Cmd: &pb.Command_Finished{Finished: fin}}); r.Code != OK {
+		h.t.Fatalf("finish: %+v", r)
+	}
+}
+
+// TestRunDetails: at level 6 a Finished's CPU source and failure are kept
+// on the job, an OOM-killed run is retried like any failed run with the
+// event reason oom_killed, and the state is written as version 10, which
+// reads back to the same bytes. At level 5 Apply reads neither, as the
+// builds before them.
+func TestRunDetails(t *testing.T) {
+	for _, level := range []uint32{Level5, Level6} {
+		h := &harness{t: t, f: newAt(level), now: 1_000}
+		h.one(tenant("a", pb.Tier_GOLD))
+		h.one(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 100, MaxAttempts: 3}}})
+		h.runOnce(&pb.Finished{Outcome: pb.Outcome_FAILED, CpuMs: 40, ExitCode: -1, CpuSource: pb.CpuSource_CPU_SOURCE_CGROUP, Failure: pb.RunFailure_OOM_KILLED})
+		j, _ := h.job(1)
+		wantSrc, wantFail, kinds, version := sfq.CPUFromCgroup, sfq.FailureOOMKilled, "1:queued 1:assigned 1:started 1:requeued:oom_killed", stateVersionRunDetails
+		if level == Level5 {
+			wantSrc, wantFail, kinds, version = sfq.CPUUnknown, sfq.FailureNone, "1:queued 1:assigned 1:started 1:requeued:run_failed", stateVersionLevers
+		}
+		if j.State != sfq.Queued || j.Failures != 1 || j.Result == nil || j.Result.CPUSource != wantSrc || j.Result.Failure != wantFail {
+			t.Fatalf("level %d: job %s, %d failures, result %+v; want queued, 1 failure, %v %v", level, j.State, j.Failures, j.Result, wantSrc, wantFail)
+		}
+		if got := eventKinds(h.f); got != kinds {
+			t.Errorf("level %d: events %s, want %s", level, got, kinds)
+		}
+		// A completed run: its source is kept, a failure is not.
+		h.runOnce(&pb.Finished{Outcome: pb.Outcome_OK, CpuMs: 50, CpuSource: pb.CpuSource_CPU_SOURCE_PROC, Failure: pb.RunFailure_OOM_KILLED})
+		if j, _ = h.job(1); j.State != sfq.Completed || j.Result.Failure != sfq.FailureNone {
+			t.Fatalf("level %d: after a completed run: %s %+v", level, j.State, j.Result)
+		}
+		if level == Level6 && j.Result.CPUSource != sfq.CPUFromProc {
+			t.Errorf("completed run's CPU source %v, want proc", j.Result.CPUSource)
+		}
+		v, _ := h.f.Freeze()
+		if got := v.StateVersion(); got != version {
+			t.Fatalf("level %d: state version %d, want %d", level, got, version)
+		}
+		b := encodeFSM(v)
+		n := New()
+		if err := n.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(b))), h.index); err != nil {
+			t.Fatalf("level %d: restore: %v", level, err)
+		}
+		v2, _ := n.Freeze()
+		if !bytes.Equal(encodeFSM(v2), b) {
+			t.Fatalf("level %d: the restored state encodes differently", level)
+		}
+		if rj, _ := n.sched.Job(1); *rj.Result != *j.Result || n.Level() != level {
+			t.Errorf("level %d: restored result %+v at level %d, want %+v", level, rj.Result, n.Level(), j.Result)
+		}
+	}
+}
+
+// TestRunDetailsUnsetKeepState: a run reported without a CPU source or
+// failure (a worker of an earlier build) leaves the state as before they
+// existed: version 8, and the same bytes as a report that never had the
+// fields.
+func TestRunDetailsUnsetKeepState(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("a", pb.Tier_GOLD))
+	h.one(submit("a", "", 100, ""))
+	h.runOnce(&pb.Finished{Outcome: pb.Outcome_FAILED, CpuMs: 40, ExitCode: 3})
+	v, _ := h.f.Freeze()
+	if got := v.StateVersion(); got != stateVersionQuotas {
+		t.Fatalf("state version %d, want %d", got, stateVersionQuotas)
+	}
+	if got := eventKinds(h.f); got != "1:queued 1:assigned 1:started 1:requeued:run_failed" {
+		t.Errorf("events %s", got)
+	}
+}
+
+// TestRunDetailsRefused: a CPU source or failure this build does not know
+// is refused (the edge refuses it first), and nothing changes.
+func TestRunDetailsRefused(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("a", pb.Tier_GOLD))
+	h.one(submit("a", "", 100, ""))
+	d := h.one(dispatch("w1", 1))
+	h.one(started(uint64(d.Job), d.Attempt, "w1"))
+	before, _ := h.f.Hash()
+	for _, fin := range []*pb.Finished{
+		{CpuSource: 7},
+		{Failure: 9},
+	} {
+		fin.Job, fin.Attempt, fin.WorkerId, fin.Outcome = uint64(d.Job), d.Attempt, "w1", pb.Outcome_FAILED
+		if r := h.one(&pb.Command{Cmd: &pb.Command_Finished{Finished: fin}}); r.Code != Invalid {
+			t.Errorf("finish %v: %+v, want refused as invalid", fin, r)
+		}
+	}
+	if after, _ := h.f.Hash(); after != before {
+		t.Error("a refused finish changed the state")
+	}
+}
