@@ -46,6 +46,11 @@ type Result struct {
 	// Func's error wrapping ErrUnrunnable): the job ends failed with no
 	// retry, as when Start refuses it.
 	Permanent bool
+	// CPUSource says how CPU was measured (unspecified: the runner does
+	// not say, as a Func's); OOMKilled, that the kernel killed the run for
+	// its memory limit (a failed run is then reported oom_killed).
+	CPUSource pb.CpuSource
+	OOMKilled bool
 }
 
 // Runner starts jobs: ProcessRunner as child processes (what barista
@@ -770,7 +775,10 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 	}
 	j.finished = &pb.JobFinished{Job: j.assign.Job, Attempt: j.assign.Attempt, Outcome: outcome, CpuMs: res.CPU.Milliseconds(),
 		ExitCode: int32(res.ExitCode), StderrTail: wire.OutputTail(res.StderrTail), StdoutTail: wire.OutputTail(res.StdoutTail),
-		Permanent: res.Permanent && outcome == pb.Outcome_FAILED}
+		Permanent: res.Permanent && outcome == pb.Outcome_FAILED, CpuSource: res.CPUSource}
+	if res.OOMKilled && outcome == pb.Outcome_FAILED {
+		j.finished.Failure = pb.RunFailure_OOM_KILLED
+	}
 	fin := j.finished
 	report := a.reportLocked(j)
 	a.mu.Unlock()
@@ -779,6 +787,20 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 		kind = "cancelled"
 	}
 	a.observe(kind, j.assign, res.CPU, strings.ToLower(outcome.String()))
-	a.log.Info("job ended", "job", fin.Job, "attempt", fin.Attempt, "outcome", outcome, "exit_code", res.ExitCode, "cpu", res.CPU)
+	if fin.Failure == pb.RunFailure_OOM_KILLED {
+		a.log.Warn("job killed by its memory limit", "job", fin.Job, "attempt", fin.Attempt, "size", j.assign.Size)
+	}
+	a.log.Info("job ended", "job", fin.Job, "attempt", fin.Attempt, "outcome", outcome, "exit_code", res.ExitCode, "cpu", res.CPU, "cpu_source", cpuSourceName(res.CPUSource))
 	return send(report)
+}
+
+// cpuSourceName names a CPU source as the API does ("" when unsaid).
+func cpuSourceName(s pb.CpuSource) string {
+	switch s {
+	case pb.CpuSource_CPU_SOURCE_PROC:
+		return "proc"
+	case pb.CpuSource_CPU_SOURCE_CGROUP:
+		return "cgroup"
+	}
+	return ""
 }

@@ -112,6 +112,12 @@ func describe(m *pb.WorkerMessage) string {
 		if x.Finished.StartUnreported {
 			d += " start-unreported"
 		}
+		if x.Finished.CpuSource != pb.CpuSource_CPU_SOURCE_UNSPECIFIED {
+			d += " cpu_source=" + cpuSourceName(x.Finished.CpuSource)
+		}
+		if x.Finished.Failure != pb.RunFailure_RUN_FAILURE_UNSPECIFIED {
+			d += " failure=" + x.Finished.Failure.String()
+		}
 		return d
 	}
 	return "empty"
@@ -390,5 +396,53 @@ func TestAgentSendsHeldStartedToALeaderThatWillNotWait(t *testing.T) {
 		"2 hello w1 MD running=[7/2]", "2 started 7/2", `2 finished 7/2 OK exit=0 stderr="" +ready`}, "\n")
 	if seq := withoutHeartbeats(got); seq != want {
 		t.Fatalf("messages:\n%s\nwant:\n%s", seq, want)
+	}
+}
+
+// sequence runs jobs one after another: each Start takes the next result.
+type sequence struct {
+	mu   sync.Mutex
+	runs []Result
+}
+
+func (r *sequence) Start(*pb.Assign) (Run, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := r.runs[0]
+	if len(r.runs) > 1 {
+		r.runs = r.runs[1:]
+	}
+	return instant{res}.Start(nil)
+}
+
+// TestAgentReportsOOMKill: a run the kernel killed for its memory limit is
+// reported failed with the failure oom_killed and its CPU source, and the
+// agent goes on to its next job; a run that ends well says its source
+// and no failure.
+func TestAgentReportsOOMKill(t *testing.T) {
+	f := &fakeLeader{notify: make(chan struct{}, 1), welcome: &pb.Welcome{HeartbeatIntervalMs: 1000, SelfKillAfterMs: 25_000, LeaderId: "n1"}}
+	next := uint64(7)
+	f.onMsg = func(_ int, m *pb.WorkerMessage) []*pb.LeaderMessage {
+		switch x := m.Msg.(type) {
+		case *pb.WorkerMessage_Ready:
+			if next < 9 {
+				next++
+				return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{Job: next - 1, Attempt: 1, Size: pb.Size_MD, Credit: x.Ready.Credit}}}}
+			}
+		case *pb.WorkerMessage_Finished:
+			return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: x.Finished.Job, Attempt: x.Finished.Attempt}}}}
+		}
+		return nil
+	}
+	runAgent(t, serve(t, f), &sequence{runs: []Result{
+		{ExitCode: -1, Signaled: true, CPU: 900 * time.Millisecond, CPUSource: pb.CpuSource_CPU_SOURCE_CGROUP, OOMKilled: true},
+		{ExitCode: 0, CPU: 10 * time.Millisecond, CPUSource: pb.CpuSource_CPU_SOURCE_CGROUP},
+	}})
+	got := f.waitFor(t, "three Readies", func(m []string) bool { return strings.Count(strings.Join(m, "\n"), "ready") == 3 })
+	want := []string{"1 hello w1 MD running=[]", "1 ready", "1 started 7/1",
+		`1 finished 7/1 FAILED exit=-1 stderr="" cpu_source=cgroup failure=OOM_KILLED`, "1 ready", "1 started 8/1",
+		`1 finished 8/1 OK exit=0 stderr="" cpu_source=cgroup`, "1 ready"}
+	if seq := withoutHeartbeats(got); seq != strings.Join(want, "\n") {
+		t.Fatalf("messages:\n%s\nwant:\n%s", seq, strings.Join(want, "\n"))
 	}
 }

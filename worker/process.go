@@ -34,12 +34,21 @@ type ProcessConfig struct {
 	User *JobUser
 	// Env is what the jobs get of the agent's environment (BaseEnv).
 	Env []string
+	// Cgroups, if set, gives each run a cgroup of its own there
+	// (runner.OpenCgroups), named as its directory, with the Limits of
+	// the job's size: the job starts inside it, its CPU is the cgroup's,
+	// a kill reaches every process in it, and it is removed after the
+	// run. nil: each run is a process tree, measured from /proc.
+	Cgroups *runner.Cgroups
+	Limits  SizeLimits
 }
 
 // ProcessRunner runs each job as a child process tree (see package
-// runner): the payload is a JSON command line, the output goes to the log
+// runner), in a cgroup of its own where ProcessConfig.Cgroups gives one:
+// the payload is a JSON command line, the output goes to the log
 // directory (the last 4 KiB of stderr and of stdout are reported with the
-// result), and the CPU is measured from the operating system.
+// result), and the CPU is measured from the operating system (the
+// cgroup's, or the tree's in /proc).
 //
 // A job gets nothing of the agent but what is listed here: its
 // environment is the configured Env, then HOME and TMPDIR (its own
@@ -142,6 +151,12 @@ func (r *ProcessRunner) Start(a *pb.Assign) (Run, error) {
 	if r.cfg.LogDir != "" {
 		opt.LogPath = filepath.Join(r.cfg.LogDir, runName(a)+".log")
 	}
+	if r.cfg.Cgroups != nil {
+		if opt.Cgroup, err = r.cfg.Cgroups.NewRun(runName(a), r.cfg.Limits.For(a.Size)); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("job %d: %w", a.Job, err)
+		}
+	}
 	p, err := runner.Start(spec, opt)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -192,7 +207,12 @@ func (r processRun) Done() <-chan struct{}         { return r.done }
 
 func (r processRun) Result() Result {
 	res := r.p.Result()
-	return Result{ExitCode: res.ExitCode, Signaled: res.Signal != "", CPU: res.CPU, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail}
+	src := pb.CpuSource_CPU_SOURCE_PROC
+	if res.CPUSource == runner.CPUFromCgroup {
+		src = pb.CpuSource_CPU_SOURCE_CGROUP
+	}
+	return Result{ExitCode: res.ExitCode, Signaled: res.Signal != "", CPU: res.CPU, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail,
+		CPUSource: src, OOMKilled: res.OOMKilled}
 }
 
 // DefaultPath is a job's PATH when the agent has none.
