@@ -174,17 +174,13 @@ func TestCgroupCancelKillsEverything(t *testing.T) {
 	spec := helperSpec(t, "daemonterm")
 	k, v, _ := strings.Cut(mark, "=")
 	spec.Env[k] = v
-	p := start(t, spec, Options{Cgroup: cg})
-	// Wait for the daemon: three processes in the cgroup (the main one,
-	// the daemon and nothing else once the middle one has exited).
-	var pids []int
-	deadline := time.Now().Add(20 * time.Second)
-	for len(pids) != 2 || len(marked(t, mark)) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("cgroup.procs %v, marked processes %v after 20s; want 2", pids, marked(t, mark))
-		}
-		time.Sleep(5 * time.Millisecond)
-		pids = procsOf(t, cg)
+	log := filepath.Join(t.TempDir(), "log")
+	p := start(t, spec, Options{Cgroup: cg, LogPath: log})
+	// Ready: the daemon ignores SIGTERM, the middle process is gone.
+	waitForLog(t, log, "ready")
+	pids := procsOf(t, cg)
+	if len(pids) != 2 || len(marked(t, mark)) != 2 {
+		t.Fatalf("cgroup.procs %v, marked processes %v; want the main process and the daemon", pids, marked(t, mark))
 	}
 	p.Terminate(100 * time.Millisecond)
 	res := waitDone(t, p, 10*time.Second)
@@ -247,13 +243,11 @@ func marked(t *testing.T, mark string) []int {
 func TestCgroupKill(t *testing.T) {
 	c := testCgroups(t)
 	cg := newRun(t, c, Limits{})
-	p := start(t, helperSpec(t, "daemonterm"), Options{Cgroup: cg})
-	deadline := time.Now().Add(20 * time.Second)
-	for len(procsOf(t, cg)) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("cgroup.procs %v after 20s, want 2 processes", procsOf(t, cg))
-		}
-		time.Sleep(5 * time.Millisecond)
+	log := filepath.Join(t.TempDir(), "log")
+	p := start(t, helperSpec(t, "daemonterm"), Options{Cgroup: cg, LogPath: log})
+	waitForLog(t, log, "ready")
+	if pids := procsOf(t, cg); len(pids) != 2 {
+		t.Fatalf("cgroup.procs %v, want the main process and the daemon", pids)
 	}
 	p.Kill()
 	if res := waitDone(t, p, 10*time.Second); res.Signal != "killed" || res.CPUSource != CPUFromCgroup {

@@ -179,12 +179,15 @@ func runHelper(mode string, args []string) int {
 		}
 	case "daemonterm": // a daemon (setsid, double fork) that ignores SIGTERM; this process too
 		signal.Ignore(syscall.SIGTERM)
-		done, err := startDaemon("ignoreterm")
+		done, pid, err := startDaemonPid("ignoreterm")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "helper:", err)
 			return 100
 		}
 		defer done.Close()
+		for !ignoresTerm(pid) {
+			time.Sleep(time.Millisecond)
+		}
 		fmt.Println("ready")
 		time.Sleep(time.Hour)
 	case "alloc": // alloc MIB: touch MIB MiB of memory, a MiB at a time
@@ -243,21 +246,47 @@ func runHelper(mode string, args []string) int {
 // the job's process group. The daemon's fd 3 is the write end of the
 // pipe returned: it reads EOF once the daemon has exited.
 func startDaemon(mode string, args ...string) (*os.File, error) {
+	r, _, err := startDaemonPid(mode, args...)
+	return r, err
+}
+
+// startDaemonPid is startDaemon, and returns the daemon's pid.
+func startDaemonPid(mode string, args ...string) (*os.File, int, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	middle := helperCommand("daemonize", append([]string{mode}, args...)...)
 	middle.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	middle.ExtraFiles = []*os.File{w}
-	middle.Stdout = nil
-	err = middle.Run()
+	out, err := middle.Output()
 	w.Close()
 	if err != nil {
 		r.Close()
-		return nil, err
+		return nil, 0, err
 	}
-	return r, nil
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		r.Close()
+		return nil, 0, err
+	}
+	return r, pid, nil
+}
+
+// ignoresTerm reports whether process pid ignores SIGTERM (SigIgn in
+// /proc/PID/status).
+func ignoresTerm(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && mask&(1<<(uint(syscall.SIGTERM)-1)) != 0
+		}
+	}
+	return false
 }
 
 func helperCommand(mode string, args ...string) *exec.Cmd {
