@@ -195,14 +195,29 @@ func (l SizeLimits) Report(c *runner.Cgroups) CgroupReport {
 			continue
 		}
 		line := n.File + " " + l.String(n.Flag)
-		if ok, why := c.Controller(n.Controller); ok {
+		ok, why := c.Controller(n.Controller)
+		switch {
+		case ok:
 			r.Enforced = append(r.Enforced, line)
-		} else {
-			r.Missing = append(r.Missing, line+": "+why)
+		case len(r.Missing) > 0 && r.Missing[len(r.Missing)-1].Controller == n.Controller:
+			m := &r.Missing[len(r.Missing)-1]
+			m.Limits = append(m.Limits, line)
+		default:
+			r.Missing = append(r.Missing, MissingLimits{Controller: n.Controller, Limits: []string{line}, Why: why})
 		}
 	}
 	return r
 }
+
+// MissingLimits are limits a host cannot enforce, for want of one
+// controller.
+type MissingLimits struct {
+	Controller string
+	Limits     []string // "memory.max sm=1GiB,md=4GiB,lg=8GiB", ...
+	Why        string
+}
+
+func (m MissingLimits) String() string { return strings.Join(m.Limits, ", ") + " (" + m.Why + ")" }
 
 // CgroupSetup says whether and where a worker gives its runs cgroups of
 // their own (barista worker --cgroup-parent, --no-cgroup,
@@ -228,7 +243,7 @@ type CgroupReport struct {
 	// the tree, and no limit of its size is set.
 	None     string
 	Enforced []string // "memory.max sm=1GiB,md=4GiB,lg=8GiB", ...
-	Missing  []string // "memory.max sm=...: why", ...
+	Missing  []MissingLimits
 }
 
 // OpenCgroups opens the cgroups of s. Where the host gives no writable
@@ -255,7 +270,12 @@ func OpenCgroups(s CgroupSetup) (*runner.Cgroups, CgroupReport, error) {
 	}
 	rep := s.Limits.Report(c)
 	if s.Require && len(rep.Missing) > 0 {
-		return nil, CgroupReport{}, fmt.Errorf("cgroups are required, and these limits cannot be enforced: %s (set a limit to max to do without it)", strings.Join(rep.Missing, "; "))
+		var what []string
+		for _, m := range rep.Missing {
+			what = append(what, m.String())
+		}
+		c.Close()
+		return nil, CgroupReport{}, fmt.Errorf("cgroups are required, and these limits cannot be enforced: %s; set a limit to max to do without it", strings.Join(what, "; "))
 	}
 	return c, rep, nil
 }

@@ -148,7 +148,7 @@ func TestCgroupRequireLimits(t *testing.T) {
 	if ok, _ := c.Controller("memory"); ok {
 		t.Skip("this host's cgroup v2 has the memory controller")
 	}
-	if len(rep.Missing) == 0 || !strings.HasPrefix(rep.Missing[0], "memory.max sm=1GiB,md=4GiB,lg=8GiB: the hierarchy gives ") {
+	if len(rep.Missing) != 2 || !strings.HasPrefix(rep.Missing[0].String(), "memory.max sm=1GiB,md=4GiB,lg=8GiB, memory.swap.max sm=0,md=0,lg=0 (the hierarchy gives ") || rep.Missing[1].Controller != "pids" {
 		t.Errorf("report %+v, want memory.max missing", rep)
 	}
 	s.Require = true

@@ -37,12 +37,13 @@ type workerOpts struct {
 	tokenFlag bool // --token was given on the command line
 	runAs     string
 	jobEnv    multiFlag
+	cgroup    cgroupOpts
 }
 
 func init() {
 	register("worker", typed(&spec[workerOpts]{
 		synopsis: "Run a worker agent: one job at a time as a child process",
-		usage:    "--size sm|md|lg [--pool NAME] [--server ADDRS] [--id ID] [--token-file FILE] [--run-as USER] [--log-dir DIR] [--work-dir DIR]",
+		usage:    "--size sm|md|lg [--pool NAME] [--server ADDRS] [--id ID] [--token-file FILE] [--run-as USER] [--log-dir DIR] [--work-dir DIR] [--cgroup-parent DIR] [--require-cgroup] [--memory-max SIZE=BYTES,...]",
 		help: `Connects to the cluster (any node; a follower redirects it to the leader)
 and runs one job at a time, of its pool only (--pool, default the pool
 default; docs/workers.md, "Pools"). A job's payload is a JSON command line:
@@ -51,10 +52,13 @@ default; docs/workers.md, "Pools"). A job's payload is a JSON command line:
 
 (barista submit -- COMMAND ARGS... writes it). The job runs in its own
 process group; the worker is a child subreaper, so orphaned grandchildren
-are still counted and killed. CPU time is measured from the OS (/proc
-while it runs, rusage at the end), never taken from the job. stdout and
-stderr go to LOG_DIR/job-ID-attempt-N.log (bounded, mode 0600, LOG_DIR
-mode 0700); the last 4 KiB of stderr are reported with the result.
+are still counted and killed. CPU time is measured from the OS (the run's
+cgroup, or else /proc while it runs and rusage at the end), never taken
+from the job; the result says which (cpu_source). stdout and stderr go to
+LOG_DIR/job-ID-attempt-N.log (bounded, mode 0600, LOG_DIR mode 0700); the
+last 4 KiB of stderr are reported with the result.
+
+` + cgroupHelp + `
 
 A job gets nothing of the worker's own: not its environment (only PATH,
 LANG and TZ, the --job-env variables, HOME and TMPDIR set to its own
@@ -103,6 +107,7 @@ it and retries with backoff until an admin creates the pool.`,
 			numFlag(fs, &o.maxLog, "max-log-bytes", runner.DefaultMaxLogBytes, 4096, 1<<40, "bound of each job's log file, in `BYTES`")
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`")
 			fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
+			o.cgroup.register(fs)
 			fs.BoolVar(&o.sepReady, "test-separate-ready", false, "send each Ready apart from the Finished before it, as workers of older builds do (compatibility tests only)")
 			fs.BoolVar(&o.startNow, "test-started-at-once", false, "send each run's Started as soon as it starts, as workers of older builds do (compatibility tests only)")
 		},
@@ -180,6 +185,13 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	if pcfg.Env, err = worker.BaseEnv(os.Getenv, opts.jobEnv); err != nil {
 		return usageError("--job-env: %v", err)
 	}
+	if pcfg.Cgroups, err = opts.cgroup.open(opts.id, log); err != nil {
+		return err
+	}
+	if pcfg.Cgroups != nil {
+		defer pcfg.Cgroups.Close() // after a.Run: no run is live
+	}
+	pcfg.Limits = opts.cgroup.limits
 	procs, err := worker.NewProcessRunner(pcfg)
 	if ce := (*worker.ConfigError)(nil); errors.As(err, &ce) {
 		name := map[string]string{"User": "--run-as", "LogDir": "--log-dir", "WorkDir": "--work-dir"}[ce.Field]

@@ -41,6 +41,7 @@ type CgroupConfig struct {
 // cgroup per run (see [Cgroups.NewRun]).
 type Cgroups struct {
 	dir     string
+	made    bool              // OpenCgroups made dir: Close removes it
 	kill    bool              // cgroup.kill exists (Linux 5.14)
 	enabled map[string]bool   // controllers the runs' cgroups have
 	missing map[string]string // why a wanted controller is not enabled
@@ -90,6 +91,7 @@ func OpenCgroups(cfg CgroupConfig) (*Cgroups, error) {
 	} else if !slices.ContainsFunc(mounts, func(m [2]string) bool { return isUnder(parent, m[0]) }) {
 		return nil, fmt.Errorf("cgroup parent %s is not in a mounted cgroup2 file system", parent)
 	}
+	made := !isDir(parent)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: cannot make the cgroup %s: %w", ErrNoCgroup, parent, err)
 	}
@@ -112,7 +114,7 @@ func OpenCgroups(cfg CgroupConfig) (*Cgroups, error) {
 	if err := syscall.Rmdir(probe); err != nil {
 		return nil, fmt.Errorf("cgroups: remove the probe %s: %w", probe, err)
 	}
-	c := &Cgroups{dir: parent, kill: killErr == nil, enabled: map[string]bool{}, missing: map[string]string{}}
+	c := &Cgroups{dir: parent, made: made, kill: killErr == nil, enabled: map[string]bool{}, missing: map[string]string{}}
 	for _, ctrl := range cfg.Controllers {
 		if why := enableController(own, parent, ctrl); why != "" {
 			c.missing[ctrl] = why
@@ -145,6 +147,18 @@ func cgroupFiles(cfg CgroupConfig) (mountinfo, self []byte, err error) {
 
 // Dir is the parent cgroup's directory.
 func (c *Cgroups) Dir() string { return c.dir }
+
+// Close removes the parent cgroup if OpenCgroups made it and no run's
+// cgroup is left in it (call it once no run is live).
+func (c *Cgroups) Close() error {
+	if !c.made {
+		return nil
+	}
+	if err := syscall.Rmdir(c.dir); err != nil && err != syscall.ENOENT {
+		return fmt.Errorf("cgroups: remove %s: %w", c.dir, err)
+	}
+	return nil
+}
 
 // CanKill reports whether a run's cgroup has cgroup.kill (Linux 5.14 on).
 // Without it the agent kills every process cgroup.procs lists until the

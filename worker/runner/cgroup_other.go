@@ -29,6 +29,9 @@ func OpenCgroups(cfg CgroupConfig) (*Cgroups, error) {
 // Dir is the parent cgroup's directory.
 func (c *Cgroups) Dir() string { return "" }
 
+// Close removes the parent cgroup if OpenCgroups made it.
+func (c *Cgroups) Close() error { return nil }
+
 // CanKill reports whether a run's cgroup has cgroup.kill.
 func (c *Cgroups) CanKill() bool { return false }
 
