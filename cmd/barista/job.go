@@ -45,7 +45,7 @@ expires, a deadline) is shown from now and as wall time: "in 5.5s
 				{"size", sizeName(j.Size)}, {"class", className(j.Class)},
 				{"attempt", fmt.Sprintf("%d (failures %d of max %d)", j.Attempt, j.Failures, j.MaxAttempts)},
 				{"estimated", estimated(j)},
-				{"cpu", (time.Duration(j.CpuMs) * time.Millisecond).String()},
+				{"cpu", cpuUsed(j)},
 				{"submitted", wallRow(j.SubmittedWallMs, j.SubmittedAtMs)},
 			}
 			if j.Pool != "" { // a server of a build before pools names none
@@ -85,6 +85,11 @@ expires, a deadline) is shown from now and as wall time: "in 5.5s
 			if j.HasResult {
 				rows = append(rows, [2]string{"exit code", fmt.Sprint(j.ExitCode)})
 			}
+			if j.Failure == "oom_killed" {
+				rows = append(rows, [2]string{"failure", "oom_killed: the kernel killed the last run for the memory limit of its size (memory.max)"})
+			} else if j.Failure != "" {
+				rows = append(rows, [2]string{"failure", j.Failure})
+			}
 			if j.WorkerId != "" && j.Attempt > 0 {
 				rows = append(rows, [2]string{"output", fmt.Sprintf("job-%d-attempt-%d.log in the --log-dir of worker %s", j.JobId, j.Attempt, j.WorkerId)})
 			}
@@ -100,4 +105,14 @@ expires, a deadline) is shown from now and as wall time: "in 5.5s
 			return nil
 		},
 	}))
+}
+
+// cpuUsed shows a job's CPU and, once a run has ended, where its worker
+// measured it (cgroup or proc), when the worker said.
+func cpuUsed(j *pb.Job) string {
+	cpu := (time.Duration(j.CpuMs) * time.Millisecond).String()
+	if j.HasResult && j.CpuSource != "" {
+		cpu += " (from " + j.CpuSource + ")"
+	}
+	return cpu
 }

@@ -102,6 +102,7 @@ func jobJSON(j *pb.Job, payload bool) map[string]any {
 	}
 	if j.HasResult {
 		m["exit_code"], m["stderr_tail"], m["stdout_tail"] = j.ExitCode, j.StderrTail, j.StdoutTail
+		m["cpu_source"], m["failure"] = j.CpuSource, j.Failure
 	}
 	return m
 }
