@@ -15,6 +15,15 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/barista ./cmd/bari
 # Workers run their jobs as child processes: build your job image FROM
 # this one (or copy /usr/local/bin/barista into yours) so the jobs find
 # their tools next to the agent.
+#
+# Each job gets a cgroup v2 of its own with its size's limits (memory,
+# processes; docs/workers.md, "Cgroups") when the container has a
+# writable cgroup namespace: a cgroup v2 host, --cgroupns=private (the
+# default there), and /sys/fs/cgroup writable, which Docker allows only
+# to --privileged containers. Without it the worker says so at start and
+# runs each job as a process tree: CPU from /proc, killed by signals, the
+# container's own limits (docker run --memory, --pids-limit) bounding the
+# worker and its job together. Add --require-cgroup to refuse that.
 FROM debian:bookworm-slim AS worker
 RUN useradd --system --uid 65532 --home-dir /var/lib/barista --create-home barista
 COPY --from=build /out/barista /usr/local/bin/barista
