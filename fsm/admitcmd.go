@@ -406,16 +406,21 @@ func (f *FSM) checkFinished(c *pb.Finished) Result {
 }
 
 // finishedFields checks what of a Finished needs no state: its outcome
-// and, from Level7, its exit code (below Level7 Apply took any, as the
-// builds before it do).
+// and, from Level7, its exit code, CPU source and failure (below Level7
+// Apply took any exit code and read neither of the others, as the builds
+// before it do).
 func finishedFields(c *pb.Finished, level uint32) error {
 	if _, err := OutcomeFromPB(c.Outcome); err != nil {
 		return err
 	}
-	if level >= Level7 && (c.ExitCode < MinExitCode || c.ExitCode > MaxExitCode) {
+	if level < Level7 {
+		return nil
+	}
+	if c.ExitCode < MinExitCode || c.ExitCode > MaxExitCode {
 		return invalidf("exit_code: %d is out of range %d..%d", c.ExitCode, MinExitCode, MaxExitCode)
 	}
-	return nil
+	_, _, err := RunDetailsFromPB(c.CpuSource, c.Failure)
+	return err
 }
 
 // CommandName is a command's kind as the log's oneof names it

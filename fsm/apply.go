@@ -294,12 +294,11 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 	// it, as builds before it do).
 	permanent := c.Permanent && outcome == sfq.OutcomeFailed && f.level >= Level6
 	res := sfq.RunResult{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail, Permanent: permanent}
-	if f.level >= Level6 {
-		// How the CPU was measured and why the run failed (below level 6
-		// Apply reads neither, as builds before them do).
-		if res.CPUSource, res.Failure, err = RunDetailsFromPB(c.CpuSource, c.Failure); err != nil {
-			return refuse(err)
-		}
+	if f.level >= Level7 {
+		// How the CPU was measured and why the run failed (finishedFields
+		// checked both; below Level7 Apply reads neither, as builds
+		// before them do).
+		res.CPUSource, res.Failure, _ = RunDetailsFromPB(c.CpuSource, c.Failure)
 	}
 	ch, err := f.sched.Finish(f.clock, id, c.Attempt, f.internWorker(c.WorkerId), outcome, c.CpuMs, res)
 	reason := ReasonRunFailed

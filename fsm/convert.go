@@ -82,7 +82,7 @@ func RunDetailsFromPB(src pb.CpuSource, f pb.RunFailure) (sfq.CPUSource, sfq.Run
 	case pb.CpuSource_CPU_SOURCE_CGROUP:
 		cs = sfq.CPUFromCgroup
 	default:
-		return 0, 0, fmt.Errorf("%w: cpu_source %v", sfq.ErrInvalid, src)
+		return 0, 0, invalidf("cpu_source: %v is not proc or cgroup", src)
 	}
 	switch f {
 	case pb.RunFailure_RUN_FAILURE_UNSPECIFIED:
@@ -90,7 +90,7 @@ func RunDetailsFromPB(src pb.CpuSource, f pb.RunFailure) (sfq.CPUSource, sfq.Run
 	case pb.RunFailure_OOM_KILLED:
 		return cs, sfq.FailureOOMKilled, nil
 	}
-	return 0, 0, fmt.Errorf("%w: failure %v", sfq.ErrInvalid, f)
+	return 0, 0, invalidf("failure: %v is not oom_killed", f)
 }
 
 // RunDetailsToPB converts a result's CPU source and failure.

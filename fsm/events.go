@@ -75,7 +75,7 @@ const (
 	// ReasonUnrunnable (feature level 6) marks the failed event of a job
 	// whose worker said no run of it can succeed: it is not retried.
 	ReasonUnrunnable
-	// ReasonOOMKilled (feature level 6) marks the event of a failed run
+	// ReasonOOMKilled (feature level 7) marks the event of a failed run
 	// whose worker says the kernel killed it for its memory limit: it is
 	// retried like any failed run (scheduled, requeued) or ends failed.
 	// Only a state of version 10 holds it.

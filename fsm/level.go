@@ -58,12 +58,6 @@ const (
 	// implicit_tenants and default_tenant. A state that uses them is
 	// written as FSM state version 9 (the core's version 6); one that
 	// does not stays version 8, byte for byte.
-	//
-	// Level6 also adds a worker's word on a run: how it measured the CPU
-	// (cpu_source: cgroup or proc) and why a failed run failed (failure:
-	// oom_killed, the event reason of that run). The job keeps both with
-	// its result; a state that ever kept one is written as FSM state
-	// version 10 (the core's version 7), one that did not as before.
 
 	// Level7 makes Apply check each command first with the check the
 	// leader makes before it proposes (fsm/admit.go), so that a refused
@@ -74,6 +68,12 @@ const (
 	// (PayloadLimit) and a Finished's exit code to -1..255. A drained
 	// worker's record is pruned like any other once it has not been seen
 	// within the job retention. Nothing of the state's encoding changes.
+	//
+	// Level7 also adds a worker's word on a run: how it measured the CPU
+	// (cpu_source: cgroup or proc) and why a failed run failed (failure:
+	// oom_killed, the event reason of that run). The job keeps both with
+	// its result; a state that ever kept one is written as FSM state
+	// version 10 (the core's version 7), one that did not as before.
 	Level7 uint32 = 7
 
 	// MaxFeatureLevel is the highest level this build understands.
@@ -275,7 +275,7 @@ func (f *FSM) fitsLevel() error {
 	if f.level < Level6 && (f.sched.Peek().UsesPools() || f.cfg.Pools.uses()) {
 		return fmt.Errorf("%w: at feature level %d the state holds pools or pool settings", sfq.ErrVerify, f.level)
 	}
-	if f.level < Level6 && f.sched.Peek().UsesRunDetails() {
+	if f.level < Level7 && f.sched.Peek().UsesRunDetails() {
 		return fmt.Errorf("%w: at feature level %d the state holds a run's CPU source or failure", sfq.ErrVerify, f.level)
 	}
 	if f.level < Level5 {

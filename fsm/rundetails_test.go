@@ -24,21 +24,21 @@ func (h *harness) runOnce(fin *pb.Finished) {
 	}
 }
 
-// TestRunDetails: at level 6 a Finished's CPU source and failure are kept
+// TestRunDetails: at level 7 a Finished's CPU source and failure are kept
 // on the job, an OOM-killed run is retried like any failed run with the
 // event reason oom_killed, and the state is written as version 10, which
-// reads back to the same bytes. At level 5 Apply reads neither, as the
-// builds before them.
+// reads back to the same bytes (and level). At level 6 Apply reads
+// neither, as the builds before them.
 func TestRunDetails(t *testing.T) {
-	for _, level := range []uint32{Level5, Level6} {
+	for _, level := range []uint32{Level6, Level7} {
 		h := &harness{t: t, f: newAt(level), now: 1_000}
 		h.one(tenant("a", pb.Tier_GOLD))
 		h.one(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 100, MaxAttempts: 3}}})
 		h.runOnce(&pb.Finished{Outcome: pb.Outcome_FAILED, CpuMs: 40, ExitCode: -1, CpuSource: pb.CpuSource_CPU_SOURCE_CGROUP, Failure: pb.RunFailure_OOM_KILLED})
 		j, _ := h.job(1)
 		wantSrc, wantFail, kinds, version := sfq.CPUFromCgroup, sfq.FailureOOMKilled, "1:queued 1:assigned 1:started 1:requeued:oom_killed", stateVersionRunDetails
-		if level == Level5 {
-			wantSrc, wantFail, kinds, version = sfq.CPUUnknown, sfq.FailureNone, "1:queued 1:assigned 1:started 1:requeued:run_failed", stateVersionLevers
+		if level == Level6 {
+			wantSrc, wantFail, kinds, version = sfq.CPUUnknown, sfq.FailureNone, "1:queued 1:assigned 1:started 1:requeued:run_failed", stateVersionQuotas
 		}
 		if j.State != sfq.Queued || j.Failures != 1 || j.Result == nil || j.Result.CPUSource != wantSrc || j.Result.Failure != wantFail {
 			t.Fatalf("level %d: job %s, %d failures, result %+v; want queued, 1 failure, %v %v", level, j.State, j.Failures, j.Result, wantSrc, wantFail)
@@ -51,7 +51,7 @@ func TestRunDetails(t *testing.T) {
 		if j, _ = h.job(1); j.State != sfq.Completed || j.Result.Failure != sfq.FailureNone {
 			t.Fatalf("level %d: after a completed run: %s %+v", level, j.State, j.Result)
 		}
-		if level == Level6 && j.Result.CPUSource != sfq.CPUFromProc {
+		if level == Level7 && j.Result.CPUSource != sfq.CPUFromProc {
 			t.Errorf("completed run's CPU source %v, want proc", j.Result.CPUSource)
 		}
 		v, _ := h.f.Freeze()
@@ -91,8 +91,9 @@ func TestRunDetailsUnsetKeepState(t *testing.T) {
 	}
 }
 
-// TestRunDetailsRefused: a CPU source or failure this build does not know
-// is refused (the edge refuses it first), and nothing changes.
+// TestRunDetailsRefused: at level 7 a CPU source or failure this build
+// does not know is refused (the edge refuses it first), and nothing
+// changes.
 func TestRunDetailsRefused(t *testing.T) {
 	h := newHarness(t)
 	h.one(tenant("a", pb.Tier_GOLD))

@@ -23,7 +23,7 @@ import (
 // settings of the configuration. The version says the level: 1 is level
 // 1, 2 to 4 level 2, 5 level 3, 6 level 4, 7 level 5.
 //
-// Version 10 (feature level 6, a state that has kept a run's CPU source
+// Version 10 (feature level 7, a state that has kept a run's CPU source
 // or failure) is version 9 with the core's state of version 7 and the
 // event reason oom_killed. A state that never kept either is written as
 // version 8 or 9, byte for byte as before.
@@ -398,6 +398,8 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	// 1 writes (and all older builds); versions 2 to 4 are level 2; the
 	// webhook section's version is level 3, and the groups' level 4.
 	switch {
+	case version >= stateVersionRunDetails:
+		f.setLevel(Level7) // only a cluster at level 7 keeps a run's CPU source or failure
 	case version >= stateVersionQuotas:
 		f.setLevel(Level6)
 	case version >= stateVersionLevers:

@@ -1800,10 +1800,10 @@ type Finished struct {
 	// succeed; the job ends failed instead of being retried. Apply reads it
 	// only at level 6 or above.
 	Permanent bool `protobuf:"varint,9,opt,name=permanent,proto3" json:"permanent,omitempty"`
-	// cpu_source (feature level 6) says how the worker measured cpu_ms;
-	// failure (feature level 6), with outcome FAILED, why the run failed.
+	// cpu_source (feature level 7) says how the worker measured cpu_ms;
+	// failure (feature level 7), with outcome FAILED, why the run failed.
 	// The job keeps both with its result; a failure gives the event its
-	// reason (oom_killed). Apply reads them only at level 6 or above, and
+	// reason (oom_killed). Apply reads them only at level 7 or above, and
 	// a state that holds neither is written as before they existed.
 	CpuSource     CpuSource  `protobuf:"varint,10,opt,name=cpu_source,json=cpuSource,proto3,enum=barista.v1.CpuSource" json:"cpu_source,omitempty"`
 	Failure       RunFailure `protobuf:"varint,11,opt,name=failure,proto3,enum=barista.v1.RunFailure" json:"failure,omitempty"`

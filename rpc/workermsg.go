@@ -157,7 +157,7 @@ func startedCommand(worker string, st *pb.JobStarted) *pb.Command {
 // finishedCommand is the command of a checked Finished of worker; a run
 // the worker marks permanent (it can never succeed) keeps the mark, and
 // the run's CPU source and failure go along: Apply reads them from
-// feature level 6 on.
+// feature level 7 on.
 func finishedCommand(worker string, fin *pb.JobFinished) *pb.Command {
 	f := &pb.Finished{
 		Job: fin.Job, Attempt: fin.Attempt, WorkerId: worker, Outcome: fin.Outcome, CpuMs: fin.CpuMs,
