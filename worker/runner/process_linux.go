@@ -197,8 +197,9 @@ func (p *Process) Result() Result {
 	}
 }
 
-// CPU returns the CPU time (user+system) used so far by the job's whole
-// process tree: every live descendant found by walking /proc (including
+// CPU returns the CPU time (user+system) used so far by the job: with a
+// cgroup, its cgroup's usage_usec (every process that ran in it);
+// otherwise that of its whole process tree: every live descendant found by walking /proc (including
 // orphans reparented to this subreaper), with the CPU of the children each
 // has waited for, plus the rusage of the tree's processes already reaped by
 // this package. It is measured from the OS only, has the granularity of the
@@ -220,8 +221,9 @@ func (p *Process) CPU() (time.Duration, error) {
 }
 
 // Terminate sends SIGTERM (followed by SIGCONT, so that stopped processes
-// see it) to the whole tree: the job's process group and every descendant
-// found in /proc. Everything still alive when grace has passed gets SIGKILL.
+// see it) to the whole tree: the job's process group, every descendant
+// found in /proc and every process of its cgroup. Everything still alive
+// when grace has passed gets SIGKILL (with a cgroup, cgroup.kill).
 // If the main process exits within the grace, descendants that remain are
 // also given until the end of the grace before SIGKILL. Terminate does not
 // block; it is safe to call more than once (the earliest deadline wins) and
@@ -244,8 +246,9 @@ func (p *Process) Terminate(grace time.Duration) {
 	reg.kickLocked()
 }
 
-// Kill sends SIGKILL to the whole tree at once (the process group and every
-// descendant found in /proc), and keeps doing so until the tree is gone. It
+// Kill sends SIGKILL to the whole tree at once (the process group, every
+// descendant found in /proc and, through cgroup.kill, every process of its
+// cgroup), and keeps doing so until the tree is gone and the cgroup empty. It
 // does not block; it is safe to call more than once.
 func (p *Process) Kill() {
 	reg.mu.Lock()
