@@ -583,3 +583,32 @@ func TestConsoleLevers(t *testing.T) {
 		t.Errorf("a second redrive: %d %q", r.status, errorText(r.body))
 	}
 }
+
+// TestConsoleRunDetails: the job page says where the last run's CPU was
+// measured and that the memory limit killed it; its event says
+// oom_killed.
+func TestConsoleRunDetails(t *testing.T) {
+	n, ts := gatewayNode(t)
+	res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, MaxAttempts: 1}}})
+	job := uint64(res[0].Job)
+	n.propose(&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}})
+	n.propose(&pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: job, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, CpuMs: 5, ExitCode: -1,
+		CpuSource: pb.CpuSource_CPU_SOURCE_CGROUP, Failure: pb.RunFailure_OOM_KILLED}}})
+	page := cdo(t, ts, "GET", fmt.Sprintf("/jobs/%d", job), gwAdmin, "")
+	if page.status != 200 {
+		t.Fatalf("job page: %d\n%s", page.status, page.body)
+	}
+	for _, want := range []string{
+		` (from cgroup)</td>`,
+		`<td class="l" colspan="3" id="job-failure">oom_killed: the kernel killed the last run for the memory limit of its size</td>`,
+		`<td class="l">oom_killed</td></tr>`,
+	} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("the job page lacks %s", want)
+		}
+	}
+	api := cdo(t, ts, "GET", fmt.Sprintf("/v1/jobs/%d?tenant=acme", job), gwAdmin, "")
+	if api.status != 200 || !strings.Contains(api.body, `"cpu_source":"cgroup"`) || !strings.Contains(api.body, `"failure":"oom_killed"`) {
+		t.Errorf("GET /v1/jobs/%d: %d %s", job, api.status, api.body)
+	}
+}
