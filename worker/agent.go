@@ -64,6 +64,17 @@ type Runner interface {
 	Start(job *pb.Assign) (Run, error)
 }
 
+// FirstWelcome is implemented by a Runner that clears, before its first
+// run, what an earlier agent of the same worker ID left running (as
+// ProcessRunner does with its runs' cgroups). The agent calls it once, at
+// its first Welcome, before it reads any Assign: until then another live
+// agent may hold the ID (the leader refuses a second session of a live
+// ID), and what runs under that ID is not this agent's to kill. An error
+// is logged; the agent goes on.
+type FirstWelcome interface {
+	FirstWelcome() error
+}
+
 // ErrUnrunnable marks a job no run of which can succeed (see Runner).
 var ErrUnrunnable = errors.New("the job can never run")
 
@@ -449,6 +460,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	a.selfKill = time.Duration(w.SelfKillAfterMs) * time.Millisecond
 	a.contact = time.Now()
 	a.welcomes++
+	firstWelcome := a.welcomes == 1
 	a.foldReady, a.offered = w.FinishReady && !a.cfg.SeparateReady, false
 	fold := a.foldReady
 	a.startDelay = 0
@@ -458,6 +470,11 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	delay := a.startDelay
 	a.mu.Unlock()
 	a.log.Info("connected", "server", addr, "leader", w.LeaderId, "pool", a.poolName(), "heartbeat", a.interval, "self_kill_after", a.selfKill, "ready_with_finished", fold, "started_delay", delay)
+	if fw, ok := a.cfg.Runner.(FirstWelcome); ok && firstWelcome {
+		if err := fw.FirstWelcome(); err != nil {
+			a.log.Warn("cannot clear what an earlier agent of this worker ID left running", "error", err)
+		}
+	}
 
 	var sendMu sync.Mutex
 	send := func(m *pb.WorkerMessage) error {

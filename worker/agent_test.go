@@ -446,3 +446,52 @@ func TestAgentReportsOOMKill(t *testing.T) {
 		t.Fatalf("messages:\n%s\nwant:\n%s", seq, strings.Join(want, "\n"))
 	}
 }
+
+// welcomeRunner records its FirstWelcome and Start calls in order.
+type welcomeRunner struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *welcomeRunner) FirstWelcome() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, "first-welcome")
+	return nil
+}
+
+func (r *welcomeRunner) Start(a *pb.Assign) (Run, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, fmt.Sprintf("start %d", a.Job))
+	r.mu.Unlock()
+	return instant{}.Start(a)
+}
+
+// TestAgentFirstWelcome: a runner that clears what an earlier agent of
+// its ID left hears of the agent's first Welcome once, before its first
+// run, and not again on a new session.
+func TestAgentFirstWelcome(t *testing.T) {
+	f := &fakeLeader{notify: make(chan struct{}, 1), welcome: &pb.Welcome{HeartbeatIntervalMs: 1000, SelfKillAfterMs: 25_000, LeaderId: "n1"}}
+	f.onMsg = func(stream int, m *pb.WorkerMessage) []*pb.LeaderMessage {
+		switch x := m.Msg.(type) {
+		case *pb.WorkerMessage_Ready:
+			if stream <= 2 {
+				return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{Job: uint64(stream), Attempt: 1, Size: pb.Size_MD, Credit: x.Ready.Credit}}}}
+			}
+		case *pb.WorkerMessage_Finished:
+			return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_FinishedAck{FinishedAck: &pb.FinishedAck{Job: x.Finished.Job, Attempt: x.Finished.Attempt}}}}
+		}
+		return nil
+	}
+	// The first stream ends after its run's result: the agent opens a
+	// second one.
+	f.endAfter = func(stream int, m *pb.WorkerMessage) bool { return stream == 1 && m.GetFinished() != nil }
+	r := &welcomeRunner{}
+	runAgent(t, serve(t, f), r)
+	f.waitFor(t, "the second stream's run", func(m []string) bool { return strings.Contains(strings.Join(m, "\n"), "2 finished 2/1") })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if got := strings.Join(r.calls, ", "); got != "first-welcome, start 1, start 2" {
+		t.Errorf("calls: %s, want first-welcome, start 1, start 2", got)
+	}
+}

@@ -191,6 +191,16 @@ func (r *ProcessRunner) makeRunDir(name string) (string, error) {
 	return dir, nil
 }
 
+// FirstWelcome implements FirstWelcome: the cgroups of runs that an agent
+// of this worker ID left (it died; a daemon of its job may live on in
+// one) are killed and removed, once this agent holds the ID's session.
+func (r *ProcessRunner) FirstWelcome() error {
+	if r.cfg.Cgroups == nil {
+		return nil
+	}
+	return r.cfg.Cgroups.RemoveLeftovers()
+}
+
 type processRun struct {
 	p    *runner.Process
 	done chan struct{} // closed once the tree is gone and its directory removed

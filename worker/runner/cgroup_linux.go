@@ -54,11 +54,11 @@ type Cgroups struct {
 const agentLeaf = "barista-agent"
 
 // OpenCgroups finds the cgroup v2 hierarchy of this process, makes the
-// parent cgroup, enables what it can of cfg.Controllers there, and
-// removes the cgroups of runs that an agent which died left behind
-// (killing what still runs in them). An error wrapping [ErrNoCgroup]
-// says the host gives no writable hierarchy: the caller runs jobs
-// without cgroups.
+// parent cgroup and enables what it can of cfg.Controllers there. It
+// leaves alone the runs' cgroups already in it: they may be a live
+// agent's (see [Cgroups.RemoveLeftovers]). An error wrapping
+// [ErrNoCgroup] says the host gives no writable hierarchy: the caller
+// runs jobs without cgroups.
 func OpenCgroups(cfg CgroupConfig) (*Cgroups, error) {
 	mountinfo, self, err := cgroupFiles(cfg)
 	if err != nil {
@@ -122,9 +122,6 @@ func OpenCgroups(cfg CgroupConfig) (*Cgroups, error) {
 			c.enabled[ctrl] = true
 		}
 	}
-	if err := c.removeLeftovers(); err != nil {
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -147,6 +144,13 @@ func cgroupFiles(cfg CgroupConfig) (mountinfo, self []byte, err error) {
 
 // Dir is the parent cgroup's directory.
 func (c *Cgroups) Dir() string { return c.dir }
+
+// RemoveAll kills what runs in the parent's sub-tree, waiting up to wait
+// for it to be gone, and removes the sub-tree, the parent included
+// (tools and tests that gave workers a parent of their own).
+func (c *Cgroups) RemoveAll(wait time.Duration) error {
+	return (&Cgroup{dir: c.dir, fd: -1, kill: c.kill}).destroy(wait)
+}
 
 // Close removes the parent cgroup if OpenCgroups made it and no run's
 // cgroup is left in it (call it once no run is live).
@@ -220,10 +224,12 @@ func enableController(own, dir, ctrl string) string {
 // its runs' directories).
 const runPattern = "job-*-attempt-*"
 
-// removeLeftovers kills and removes the runs' cgroups an agent that died
-// left in the parent: nothing of a former run may go on beside this
-// worker's.
-func (c *Cgroups) removeLeftovers() error {
+// RemoveLeftovers kills and removes the runs' cgroups in the parent:
+// those an agent that died left, whose processes (a daemon a job
+// detached) may still run. Call it once no other live agent can be
+// using the parent (the worker holds its ID's session) and before the
+// first run.
+func (c *Cgroups) RemoveLeftovers() error {
 	left, err := filepath.Glob(filepath.Join(c.dir, runPattern))
 	if err != nil {
 		return fmt.Errorf("cgroups: %w", err)

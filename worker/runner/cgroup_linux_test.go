@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -349,4 +350,43 @@ func readOnlyCgroup2(t *testing.T) fakeHost {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// A run's cgroup left in the parent (its agent died; a daemon lives on
+// in it) survives OpenCgroups, which cannot know that no live agent owns
+// it, and is killed and removed by RemoveLeftovers.
+func TestCgroupLeftovers(t *testing.T) {
+	c := testCgroups(t)
+	dir := filepath.Join(c.Dir(), "job-9-attempt-1")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "1000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd, Setpgid: true}
+	err = cmd.Start()
+	syscall.Close(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	again, err := OpenCgroups(CgroupConfig{Parent: c.Dir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(cmd.Process.Pid, 0); err != nil {
+		t.Fatalf("OpenCgroups killed a process of a run's cgroup: %v", err)
+	}
+	if err := again.RemoveLeftovers(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("the leftover's process: %v, want killed", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the leftover cgroup: %v, want it removed", err)
+	}
 }
