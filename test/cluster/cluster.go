@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/baristahq/barista/internal/proc"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/worker/runner"
 )
 
 var (
@@ -187,6 +189,32 @@ type Cluster struct {
 	Wrap func(id string) []string
 
 	procs proc.Set
+	// cgroups holds the cgroups of the workers' runs (each worker's
+	// --cgroup-parent is a child of it), made at the first worker's start
+	// and removed with everything in it at cleanup, whatever the workers'
+	// end; nil where the host gives no cgroup v2 (cgOnce made it).
+	cgroups *runner.Cgroups
+	cgOnce  sync.Once
+}
+
+// cgroupSeq numbers the clusters' cgroups of one test process.
+var cgroupSeq atomic.Uint64
+
+// cgroupParent is the cgroup the runs of worker id go in, "" where the
+// host gives none (the worker then finds that out itself).
+func (c *Cluster) cgroupParent(id string) string {
+	c.cgOnce.Do(func() {
+		cg, err := runner.OpenCgroups(runner.CgroupConfig{Parent: fmt.Sprintf("barista-test-%d-%d", os.Getpid(), cgroupSeq.Add(1))})
+		if err != nil {
+			c.T.Logf("the workers' runs get no cgroup of the harness's: %v", err)
+			return
+		}
+		c.cgroups = cg
+	})
+	if c.cgroups == nil {
+		return ""
+	}
+	return filepath.Join(c.cgroups.Dir(), id)
 }
 
 // Node is one server process (running or not).
@@ -270,6 +298,11 @@ func (c *Cluster) cleanup() {
 	}
 	for _, w := range c.Workers {
 		w.Wait(10 * time.Second)
+	}
+	if c.cgroups != nil {
+		if err := c.cgroups.RemoveAll(10 * time.Second); err != nil {
+			c.T.Errorf("removing the workers' cgroups: %v", err)
+		}
 	}
 	if c.T.Failed() {
 		for _, n := range c.Nodes {

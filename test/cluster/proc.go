@@ -54,7 +54,11 @@ func (w *Worker) Start(servers string) {
 	if servers == "" {
 		servers = w.c.Servers()
 	}
-	args := append([]string{"worker", "--id", w.ID, "--size", w.Size, "--server", servers, "--log-dir", w.LogDir, "--work-dir", w.WorkDir, "--log-level", "debug"}, w.Args...)
+	args := []string{"worker", "--id", w.ID, "--size", w.Size, "--server", servers, "--log-dir", w.LogDir, "--work-dir", w.WorkDir, "--log-level", "debug"}
+	if p := w.c.cgroupParent(w.ID); p != "" {
+		args = append(args, "--cgroup-parent", p)
+	}
+	args = append(args, w.Args...)
 	token := cmp.Or(w.Token, w.c.Token)
 	switch {
 	case w.TokenFile != "":
