@@ -78,7 +78,7 @@ const (
 	// ReasonOOMKilled (feature level 7) marks the event of a failed run
 	// whose worker says the kernel killed it for its memory limit: it is
 	// retried like any failed run (scheduled, requeued) or ends failed.
-	// Only a state of version 10 holds it.
+	// Only a state of version 10 (level 7) holds it.
 	ReasonOOMKilled
 	numReasons
 )
@@ -87,7 +87,7 @@ var reasonNames = [numReasons]string{"", "ack_timeout", "lease_expired", "run_fa
 
 // reasonsIn is how many reasons an event of FSM state version v may hold.
 func reasonsIn(v int) Reason {
-	if v < stateVersionRunDetails {
+	if v < stateVersionLevel7 {
 		return ReasonOOMKilled
 	}
 	return numReasons

@@ -72,8 +72,9 @@ const (
 	// Level7 also adds a worker's word on a run: how it measured the CPU
 	// (cpu_source: cgroup or proc) and why a failed run failed (failure:
 	// oom_killed, the event reason of that run). The job keeps both with
-	// its result; a state that ever kept one is written as FSM state
-	// version 10 (the core's version 7), one that did not as before.
+	// its result. A state at Level7 is written as FSM state version 10
+	// (the core's version 7, which keeps them), so that a node restored
+	// from it is at Level7 too; below Level7 the encoding is as before.
 	Level7 uint32 = 7
 
 	// MaxFeatureLevel is the highest level this build understands.

@@ -36,7 +36,7 @@ func TestRunDetails(t *testing.T) {
 		h.one(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 100, MaxAttempts: 3}}})
 		h.runOnce(&pb.Finished{Outcome: pb.Outcome_FAILED, CpuMs: 40, ExitCode: -1, CpuSource: pb.CpuSource_CPU_SOURCE_CGROUP, Failure: pb.RunFailure_OOM_KILLED})
 		j, _ := h.job(1)
-		wantSrc, wantFail, kinds, version := sfq.CPUFromCgroup, sfq.FailureOOMKilled, "1:queued 1:assigned 1:started 1:requeued:oom_killed", stateVersionRunDetails
+		wantSrc, wantFail, kinds, version := sfq.CPUFromCgroup, sfq.FailureOOMKilled, "1:queued 1:assigned 1:started 1:requeued:oom_killed", stateVersionLevel7
 		if level == Level6 {
 			wantSrc, wantFail, kinds, version = sfq.CPUUnknown, sfq.FailureNone, "1:queued 1:assigned 1:started 1:requeued:run_failed", stateVersionQuotas
 		}
@@ -73,12 +73,12 @@ func TestRunDetails(t *testing.T) {
 	}
 }
 
-// TestRunDetailsUnsetKeepState: a run reported without a CPU source or
-// failure (a worker of an earlier build) leaves the state as before they
-// existed: version 8, and the same bytes as a report that never had the
-// fields.
+// TestRunDetailsUnsetKeepState: at level 6 a run reported without a CPU
+// source or failure (a worker of an earlier build) leaves the state as
+// before they existed: version 8. (At level 7 every state is version 10,
+// whatever it holds: TestRunDetails.)
 func TestRunDetailsUnsetKeepState(t *testing.T) {
-	h := newHarness(t)
+	h := &harness{t: t, f: newAt(Level6), now: 1_000}
 	h.one(tenant("a", pb.Tier_GOLD))
 	h.one(submit("a", "", 100, ""))
 	h.runOnce(&pb.Finished{Outcome: pb.Outcome_FAILED, CpuMs: 40, ExitCode: 3})
@@ -112,5 +112,35 @@ func TestRunDetailsRefused(t *testing.T) {
 	}
 	if after, _ := h.f.Hash(); after != before {
 		t.Error("a refused finish changed the state")
+	}
+}
+
+// TestLevel7ReadBack: a state at level 7 that holds no run's details yet
+// reads back at level 7, so that a node restored from it (a follower
+// caught up by snapshot, a replay of a data directory) applies the next
+// run's report as the node that wrote it: the same state, the same hash.
+func TestLevel7ReadBack(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("a", pb.Tier_GOLD))
+	h.one(submit("a", "", 100, ""))
+	d := h.one(dispatch("w1", 1))
+	h.one(started(uint64(d.Job), d.Attempt, "w1"))
+	v, _ := h.f.Freeze()
+	n := New()
+	if err := n.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(encodeFSM(v)))), h.index); err != nil {
+		t.Fatal(err)
+	}
+	if n.Level() != Level7 {
+		t.Fatalf("restored at level %d, want 7", n.Level())
+	}
+	twin := &harness{t: t, f: n, index: h.index, now: h.now}
+	fin := &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: uint64(d.Job), Attempt: d.Attempt, WorkerId: "w1", Outcome: pb.Outcome_FAILED,
+		CpuMs: 40, ExitCode: -1, CpuSource: pb.CpuSource_CPU_SOURCE_CGROUP, Failure: pb.RunFailure_OOM_KILLED}}}
+	h.one(fin)
+	twin.one(fin)
+	a, _ := h.f.Hash()
+	b, _ := n.Hash()
+	if a != b {
+		t.Fatal("the restored node and the one that wrote the state differ after the same report")
 	}
 }

@@ -23,15 +23,15 @@ import (
 // settings of the configuration. The version says the level: 1 is level
 // 1, 2 to 4 level 2, 5 level 3, 6 level 4, 7 level 5.
 //
-// Version 10 (feature level 7, a state that has kept a run's CPU source
-// or failure) is version 9 with the core's state of version 7 and the
-// event reason oom_killed. A state that never kept either is written as
-// version 8 or 9, byte for byte as before.
+// Version 10 (feature level 7) is version 9 with the core's state of
+// version 7 (runs' CPU sources and failures) and the event reason
+// oom_killed; it is what a cluster at level 7 writes, whatever it holds,
+// so that the level is read back from it (at levels 6 and below the
+// encoding is as before, byte for byte).
 const stateVersion = 10
 
-// stateVersionRunDetails is the version whose core state is of version
-// 7 (runs' CPU sources and failures).
-const stateVersionRunDetails = 10
+// stateVersionLevel7 is the version a cluster at feature level 7 writes.
+const stateVersionLevel7 = 10
 
 // stateVersionLevers is the version whose core state is of version 5.
 const stateVersionLevers = 7
@@ -156,8 +156,10 @@ func (v *View) StateVersion() int {
 		return stateVersionGroups
 	case v.level < Level6:
 		return stateVersionLevers
-	case v.sched.UsesRunDetails():
-		return stateVersionRunDetails
+	case v.level >= Level7:
+		// The version says the level: a node restored from this state
+		// applies what follows as a level-7 node does.
+		return stateVersionLevel7
 	case !v.usesPools():
 		return stateVersionQuotas
 	}
@@ -243,7 +245,7 @@ func (v *View) Encode(e *sfq.Encoder) {
 		return true
 	})
 	switch {
-	case version >= stateVersionRunDetails:
+	case version >= stateVersionLevel7:
 		v.sched.EncodeVersion(e, 7)
 	case version >= stateVersionPools:
 		v.sched.EncodeVersion(e, 6)
@@ -391,15 +393,15 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		return nil, err
 	}
 	f.sched = s
-	if s.Peek().UsesRunDetails() != (version >= stateVersionRunDetails) {
-		return nil, fmt.Errorf("%w: a state of version %d holds a core state that does not match it (runs' CPU sources and failures)", sfq.ErrCorrupt, version)
+	if s.Peek().UsesRunDetails() != (version >= stateVersionLevel7) {
+		return nil, fmt.Errorf("%w: a state of version %d holds a core state of another version", sfq.ErrCorrupt, version)
 	}
 	// The encoding says the level: version 1 is what a cluster at level
 	// 1 writes (and all older builds); versions 2 to 4 are level 2; the
 	// webhook section's version is level 3, and the groups' level 4.
 	switch {
-	case version >= stateVersionRunDetails:
-		f.setLevel(Level7) // only a cluster at level 7 keeps a run's CPU source or failure
+	case version >= stateVersionLevel7:
+		f.setLevel(Level7)
 	case version >= stateVersionQuotas:
 		f.setLevel(Level6)
 	case version >= stateVersionLevers:
