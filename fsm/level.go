@@ -67,7 +67,8 @@ const (
 	// submit's payload is held to the limit the edge applies
 	// (PayloadLimit) and a Finished's exit code to -1..255. A drained
 	// worker's record is pruned like any other once it has not been seen
-	// within the job retention. Nothing of the state's encoding changes.
+	// within the job retention. None of this changes the state's
+	// encoding.
 	//
 	// Level7 also adds a worker's word on a run: how it measured the CPU
 	// (cpu_source: cgroup or proc) and why a failed run failed (failure:
