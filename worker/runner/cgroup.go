@@ -164,3 +164,25 @@ func parseKeyed(b []byte, key string) (int64, bool) {
 	}
 	return 0, false
 }
+
+// releaseBefore reports whether a kernel release ("6.8.0-45-generic") is
+// older than major.minor; false when it cannot be read.
+func releaseBefore(rel string, major, minor int) bool {
+	parts := strings.SplitN(rel, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	maj, err1 := strconv.Atoi(parts[0])
+	num := parts[1]
+	for i, c := range num {
+		if c < '0' || c > '9' {
+			num = num[:i]
+			break
+		}
+	}
+	mnr, err2 := strconv.Atoi(num)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return maj < major || (maj == major && mnr < minor)
+}

@@ -60,6 +60,11 @@ const agentLeaf = "barista-agent"
 // [ErrNoCgroup] says the host gives no writable hierarchy: the caller
 // runs jobs without cgroups.
 func OpenCgroups(cfg CgroupConfig) (*Cgroups, error) {
+	if rel, ok := kernelBefore(5, 7); ok {
+		// Starting a job inside its cgroup takes clone3's
+		// CLONE_INTO_CGROUP.
+		return nil, fmt.Errorf("%w: Linux %s cannot start a process inside a cgroup (CLONE_INTO_CGROUP: Linux 5.7)", ErrNoCgroup, rel)
+	}
 	mountinfo, self, err := cgroupFiles(cfg)
 	if err != nil {
 		return nil, err
@@ -454,4 +459,22 @@ func writeFile(p, v string) error {
 			return err
 		}
 	}
+}
+
+// kernelBefore reports whether the running kernel is older than
+// major.minor, with its release; false when the release cannot be read.
+func kernelBefore(major, minor int) (string, bool) {
+	var u syscall.Utsname
+	if err := syscall.Uname(&u); err != nil {
+		return "", false
+	}
+	var b []byte
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	rel := string(b)
+	return rel, releaseBefore(rel, major, minor)
 }

@@ -46,6 +46,11 @@ func TestParseMountinfo(t *testing.T) {
 			t.Errorf("cgroupDir(%q, %q, %q) = %q, %v; want %q, %v", c.mount, c.root, c.path, got, ok, c.want, c.ok)
 		}
 	}
+	for rel, want := range map[string]bool{"6.18.44-fc-v1272": false, "5.7.0": false, "5.6.19-arch1": true, "4.19.0-26-amd64": true, "5.10": false, "x": false, "5.6rc1.0": true} {
+		if got := releaseBefore(rel, 5, 7); got != want {
+			t.Errorf("releaseBefore(%q, 5, 7) = %v", rel, got)
+		}
+	}
 	if n, ok := parseKeyed([]byte("usage_usec 2000123\nuser_usec 10\n"), "usage_usec"); n != 2000123 || !ok {
 		t.Errorf("parseKeyed = %d, %v", n, ok)
 	}
