@@ -276,7 +276,11 @@ func (c *Cgroups) NewRun(name string, l Limits) (*Cgroup, error) {
 		return nil, fmt.Errorf("cgroups: make %s: %w", cg.dir, err)
 	}
 	for _, f := range l.files(func(ctrl string) bool { return c.enabled[ctrl] }) {
-		if err := writeFile(filepath.Join(cg.dir, f[0]), f[1]); err != nil {
+		err := writeFile(filepath.Join(cg.dir, f[0]), f[1])
+		if err == syscall.ENOENT && f[0] == "memory.swap.max" {
+			continue // a kernel without swap accounting: there is no swap to limit per cgroup
+		}
+		if err != nil {
 			syscall.Rmdir(cg.dir)
 			return nil, fmt.Errorf("cgroups: set %s=%s on %s: %w", f[0], f[1], cg.dir, err)
 		}
