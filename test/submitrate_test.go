@@ -48,7 +48,7 @@ func TestSubmitRateAcrossNodes(t *testing.T) {
 				case err == nil:
 					ok++
 				case st.Code() == codes.ResourceExhausted && strings.HasPrefix(st.Message(), `submit_rate: tenant "acme" may submit 5/1h0m0s (bursts of 5); retry in 1`) &&
-					len(st.Details()) == 1:
+					len(st.Details()) == 2: // a RetryInfo and the reason RATE_LIMITED
 					ri, _ := st.Details()[0].(*errdetails.RetryInfo)
 					if d := ri.GetRetryDelay().AsDuration(); d < 11*time.Minute || d > 12*time.Minute {
 						other = append(other, "retry delay "+d.String())
