@@ -141,6 +141,9 @@ const (
 	Outcome_OK                  Outcome = 1
 	Outcome_FAILED              Outcome = 2
 	Outcome_CANCELLED           Outcome = 3
+	// SNOOZED (feature level 7): the run asks to be tried again after
+	// snooze_ms, without counting a failure (SPEC §3 "Job lifecycle").
+	Outcome_SNOOZED Outcome = 4
 )
 
 // Enum value maps for Outcome.
@@ -150,12 +153,14 @@ var (
 		1: "OK",
 		2: "FAILED",
 		3: "CANCELLED",
+		4: "SNOOZED",
 	}
 	Outcome_value = map[string]int32{
 		"OUTCOME_UNSPECIFIED": 0,
 		"OK":                  1,
 		"FAILED":              2,
 		"CANCELLED":           3,
+		"SNOOZED":             4,
 	}
 )
 
@@ -1805,8 +1810,11 @@ type Finished struct {
 	// The job keeps both with its result; a failure gives the event its
 	// reason (oom_killed). Apply reads them only at level 7 or above, and
 	// a state that holds neither is written as before they existed.
-	CpuSource     CpuSource  `protobuf:"varint,10,opt,name=cpu_source,json=cpuSource,proto3,enum=barista.v1.CpuSource" json:"cpu_source,omitempty"`
-	Failure       RunFailure `protobuf:"varint,11,opt,name=failure,proto3,enum=barista.v1.RunFailure" json:"failure,omitempty"`
+	CpuSource CpuSource  `protobuf:"varint,10,opt,name=cpu_source,json=cpuSource,proto3,enum=barista.v1.CpuSource" json:"cpu_source,omitempty"`
+	Failure   RunFailure `protobuf:"varint,11,opt,name=failure,proto3,enum=barista.v1.RunFailure" json:"failure,omitempty"`
+	// snooze_ms (feature level 7), with outcome SNOOZED: how long the job
+	// waits, scheduled, before it is tried again.
+	SnoozeMs      int64 `protobuf:"varint,12,opt,name=snooze_ms,json=snoozeMs,proto3" json:"snooze_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1916,6 +1924,13 @@ func (x *Finished) GetFailure() RunFailure {
 		return x.Failure
 	}
 	return RunFailure_RUN_FAILURE_UNSPECIFIED
+}
+
+func (x *Finished) GetSnoozeMs() int64 {
+	if x != nil {
+		return x.SnoozeMs
+	}
+	return 0
 }
 
 // CancelJob cancels a job of the named tenant (a job of another tenant is
@@ -4203,7 +4218,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x0eHeartbeatBatch\x125\n" +
 	"\n" +
 	"heartbeats\x18\x01 \x03(\v2\x15.barista.v1.HeartbeatR\n" +
-	"heartbeats\"\xfe\x02\n" +
+	"heartbeats\"\x9b\x03\n" +
 	"\bFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1b\n" +
@@ -4219,7 +4234,8 @@ const file_commands_proto_rawDesc = "" +
 	"\n" +
 	"cpu_source\x18\n" +
 	" \x01(\x0e2\x15.barista.v1.CpuSourceR\tcpuSource\x120\n" +
-	"\afailure\x18\v \x01(\x0e2\x16.barista.v1.RunFailureR\afailure\"5\n" +
+	"\afailure\x18\v \x01(\x0e2\x16.barista.v1.RunFailureR\afailure\x12\x1b\n" +
+	"\tsnooze_ms\x18\f \x01(\x03R\bsnoozeMs\"5\n" +
 	"\tCancelJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\x04R\x03job\"`\n" +
@@ -4418,13 +4434,14 @@ const file_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x06SILVER\x10\x03\x12\b\n" +
 	"\x04GOLD\x10\x04\x12\v\n" +
-	"\aDIAMOND\x10\x05*E\n" +
+	"\aDIAMOND\x10\x05*R\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x06\n" +
 	"\x02OK\x10\x01\x12\n" +
 	"\n" +
 	"\x06FAILED\x10\x02\x12\r\n" +
-	"\tCANCELLED\x10\x03*S\n" +
+	"\tCANCELLED\x10\x03\x12\v\n" +
+	"\aSNOOZED\x10\x04*S\n" +
 	"\tCpuSource\x12\x1a\n" +
 	"\x16CPU_SOURCE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fCPU_SOURCE_PROC\x10\x01\x12\x15\n" +

@@ -1280,6 +1280,11 @@ func (m *Finished) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.SnoozeMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.SnoozeMs))
+		i--
+		dAtA[i] = 0x60
+	}
 	if m.Failure != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Failure))
 		i--
@@ -4687,6 +4692,11 @@ func (m *Finished) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.SnoozeMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.SnoozeMs))
+		i--
+		dAtA[i] = 0x60
+	}
 	if m.Failure != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Failure))
 		i--
@@ -7291,6 +7301,9 @@ func (m *Finished) SizeVT() (n int) {
 	}
 	if m.Failure != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.Failure))
+	}
+	if m.SnoozeMs != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.SnoozeMs))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -10799,6 +10812,25 @@ func (m *Finished) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.Failure |= RunFailure(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SnoozeMs", wireType)
+			}
+			m.SnoozeMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SnoozeMs |= int64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

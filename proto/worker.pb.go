@@ -668,8 +668,11 @@ type JobFinished struct {
 	// with outcome FAILED, says why the run failed when the worker knows
 	// (oom_killed: its cgroup's memory limit). Workers of builds before
 	// them send neither; a leader of a build before them ignores both.
-	CpuSource     CpuSource  `protobuf:"varint,11,opt,name=cpu_source,json=cpuSource,proto3,enum=barista.v1.CpuSource" json:"cpu_source,omitempty"`
-	Failure       RunFailure `protobuf:"varint,12,opt,name=failure,proto3,enum=barista.v1.RunFailure" json:"failure,omitempty"`
+	CpuSource CpuSource  `protobuf:"varint,11,opt,name=cpu_source,json=cpuSource,proto3,enum=barista.v1.CpuSource" json:"cpu_source,omitempty"`
+	Failure   RunFailure `protobuf:"varint,12,opt,name=failure,proto3,enum=barista.v1.RunFailure" json:"failure,omitempty"`
+	// snooze_ms, with outcome SNOOZED, is how long the job waits before it
+	// is tried again: 1 s .. 24 h.
+	SnoozeMs      int64 `protobuf:"varint,13,opt,name=snooze_ms,json=snoozeMs,proto3" json:"snooze_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -786,6 +789,13 @@ func (x *JobFinished) GetFailure() RunFailure {
 		return x.Failure
 	}
 	return RunFailure_RUN_FAILURE_UNSPECIFIED
+}
+
+func (x *JobFinished) GetSnoozeMs() int64 {
+	if x != nil {
+		return x.SnoozeMs
+	}
+	return 0
 }
 
 // Welcome accepts a session: the intervals come from the replicated
@@ -948,7 +958,13 @@ type Assign struct {
 	// finished acknowledges the worker's previous run, when this Assign
 	// answers a Finished that carried ready_credit: the worker acts on it
 	// as on a FinishedAck, before the Assign.
-	Finished      *FinishedAck `protobuf:"bytes,9,opt,name=finished,proto3" json:"finished,omitempty"`
+	Finished *FinishedAck `protobuf:"bytes,9,opt,name=finished,proto3" json:"finished,omitempty"`
+	// job_type is the job's type (its kind, to an SDK that routes jobs to
+	// functions by it) and pool its pool ("" for the pool default). A
+	// worker of an earlier build ignores both; a leader of an earlier
+	// build sends neither.
+	JobType       string `protobuf:"bytes,10,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	Pool          string `protobuf:"bytes,11,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1044,6 +1060,20 @@ func (x *Assign) GetFinished() *FinishedAck {
 		return x.Finished
 	}
 	return nil
+}
+
+func (x *Assign) GetJobType() string {
+	if x != nil {
+		return x.JobType
+	}
+	return ""
+}
+
+func (x *Assign) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
 }
 
 // CancelOrder asks the worker to stop a job: SIGTERM, then SIGKILL after
@@ -1618,7 +1648,7 @@ const file_worker_proto_rawDesc = "" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x15\n" +
 	"\x06cpu_ms\x18\x03 \x01(\x03R\x05cpuMs\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xb2\x03\n" +
+	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\xcf\x03\n" +
 	"\vJobFinished\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12-\n" +
@@ -1635,7 +1665,8 @@ const file_worker_proto_rawDesc = "" +
 	" \x01(\bR\tpermanent\x124\n" +
 	"\n" +
 	"cpu_source\x18\v \x01(\x0e2\x15.barista.v1.CpuSourceR\tcpuSource\x120\n" +
-	"\afailure\x18\f \x01(\x0e2\x16.barista.v1.RunFailureR\afailure\"\x96\x02\n" +
+	"\afailure\x18\f \x01(\x0e2\x16.barista.v1.RunFailureR\afailure\x12\x1b\n" +
+	"\tsnooze_ms\x18\r \x01(\x03R\bsnoozeMs\"\x96\x02\n" +
 	"\aWelcome\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12+\n" +
 	"\x12self_kill_after_ms\x18\x02 \x01(\x03R\x0fselfKillAfterMs\x12@\n" +
@@ -1646,7 +1677,7 @@ const file_worker_proto_rawDesc = "" +
 	"\bRedirect\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x1f\n" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +
-	"leaderAddr\"\x98\x02\n" +
+	"leaderAddr\"\xc7\x02\n" +
 	"\x06Assign\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1d\n" +
@@ -1657,7 +1688,10 @@ const file_worker_proto_rawDesc = "" +
 	"\x04size\x18\x06 \x01(\x0e2\x10.barista.v1.SizeR\x04size\x12\x16\n" +
 	"\x06credit\x18\a \x01(\x04R\x06credit\x12\x1e\n" +
 	"\vest_cost_ms\x18\b \x01(\x03R\testCostMs\x123\n" +
-	"\bfinished\x18\t \x01(\v2\x17.barista.v1.FinishedAckR\bfinished\"l\n" +
+	"\bfinished\x18\t \x01(\v2\x17.barista.v1.FinishedAckR\bfinished\x12\x19\n" +
+	"\bjob_type\x18\n" +
+	" \x01(\tR\ajobType\x12\x12\n" +
+	"\x04pool\x18\v \x01(\tR\x04pool\"l\n" +
 	"\vCancelOrder\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x16\n" +

@@ -671,6 +671,11 @@ func (m *JobFinished) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.SnoozeMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.SnoozeMs))
+		i--
+		dAtA[i] = 0x68
+	}
 	if m.Failure != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Failure))
 		i--
@@ -901,6 +906,20 @@ func (m *Assign) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.Pool) > 0 {
+		i -= len(m.Pool)
+		copy(dAtA[i:], m.Pool)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Pool)))
+		i--
+		dAtA[i] = 0x5a
+	}
+	if len(m.JobType) > 0 {
+		i -= len(m.JobType)
+		copy(dAtA[i:], m.JobType)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.JobType)))
+		i--
+		dAtA[i] = 0x52
 	}
 	if m.Finished != nil {
 		size, err := m.Finished.MarshalToSizedBufferVT(dAtA[:i])
@@ -2136,6 +2155,11 @@ func (m *JobFinished) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.SnoozeMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.SnoozeMs))
+		i--
+		dAtA[i] = 0x68
+	}
 	if m.Failure != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Failure))
 		i--
@@ -2366,6 +2390,20 @@ func (m *Assign) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.Pool) > 0 {
+		i -= len(m.Pool)
+		copy(dAtA[i:], m.Pool)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Pool)))
+		i--
+		dAtA[i] = 0x5a
+	}
+	if len(m.JobType) > 0 {
+		i -= len(m.JobType)
+		copy(dAtA[i:], m.JobType)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.JobType)))
+		i--
+		dAtA[i] = 0x52
 	}
 	if m.Finished != nil {
 		size, err := m.Finished.MarshalToSizedBufferVTStrict(dAtA[:i])
@@ -3224,6 +3262,9 @@ func (m *JobFinished) SizeVT() (n int) {
 	if m.Failure != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.Failure))
 	}
+	if m.SnoozeMs != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.SnoozeMs))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -3312,6 +3353,14 @@ func (m *Assign) SizeVT() (n int) {
 	}
 	if m.Finished != nil {
 		l = m.Finished.SizeVT()
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	l = len(m.JobType)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	l = len(m.Pool)
+	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
@@ -4983,6 +5032,25 @@ func (m *JobFinished) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 13:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SnoozeMs", wireType)
+			}
+			m.SnoozeMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SnoozeMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -5558,6 +5626,70 @@ func (m *Assign) UnmarshalVT(dAtA []byte) error {
 			if err := m.Finished.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobType", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.JobType = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 11:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pool", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Pool = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

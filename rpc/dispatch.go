@@ -231,7 +231,7 @@ func (h *hub) assign(s *session, r fsm.Result, credit uint64, acked *pb.Finished
 	h.mu.Unlock()
 	s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{
 		Job: uint64(j.ID), Attempt: r.Attempt, TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload()), Tenant: tenant,
-		Size: fsm.SizeToPB(j.Size), Credit: credit, EstCostMs: j.EstCostMs, Finished: acked}}})
+		Size: fsm.SizeToPB(j.Size), Credit: credit, EstCostMs: j.EstCostMs, Finished: acked, JobType: j.Type(), Pool: s.pool}}})
 	sent := time.Now()
 	h.metrics.dispatchLatency.Observe(sent.Sub(readyAt).Seconds())
 	if times != nil {

@@ -163,8 +163,11 @@ func finishedCommand(worker string, fin *pb.JobFinished) *pb.Command {
 		Job: fin.Job, Attempt: fin.Attempt, WorkerId: worker, Outcome: fin.Outcome, CpuMs: fin.CpuMs,
 		ExitCode: fin.ExitCode, StderrTail: fin.StderrTail, StdoutTail: fin.StdoutTail,
 		Permanent: fin.Permanent && fin.Outcome == pb.Outcome_FAILED, CpuSource: fin.CpuSource}
-	if fin.Outcome == pb.Outcome_FAILED {
+	switch fin.Outcome {
+	case pb.Outcome_FAILED:
 		f.Failure = fin.Failure
+	case pb.Outcome_SNOOZED:
+		f.SnoozeMs = fin.SnoozeMs
 	}
 	return &pb.Command{Cmd: &pb.Command_Finished{Finished: f}}
 }
