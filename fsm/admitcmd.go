@@ -395,7 +395,7 @@ func (f *FSM) checkFinished(c *pb.Finished) Result {
 	}
 	outcome, _ := OutcomeFromPB(c.Outcome)
 	permanent := c.Permanent && outcome == sfq.OutcomeFailed && f.level >= Level6
-	out, err := f.sched.CheckFinish(f.clock, sfq.JobID(c.Job), c.Attempt, c.WorkerId, outcome, c.CpuMs, permanent)
+	out, err := f.sched.CheckFinish(f.clock, sfq.JobID(c.Job), c.Attempt, c.WorkerId, outcome, c.CpuMs, permanent, c.SnoozeMs)
 	switch {
 	case err != nil:
 		return refuse(err)

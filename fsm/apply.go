@@ -299,6 +299,7 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 		// checked both; below Level7 Apply reads neither, as builds
 		// before them do).
 		res.CPUSource, res.Failure, _ = RunDetailsFromPB(c.CpuSource, c.Failure)
+		res.SnoozeMs = c.SnoozeMs
 	}
 	ch, err := f.sched.Finish(f.clock, id, c.Attempt, f.internWorker(c.WorkerId), outcome, c.CpuMs, res)
 	reason := ReasonRunFailed
@@ -309,6 +310,10 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 		reason = ReasonUnrunnable
 	case outcome == sfq.OutcomeFailed && res.Failure == sfq.FailureOOMKilled:
 		reason = ReasonOOMKilled
+	case outcome == sfq.OutcomeSnoozed && ch.To == sfq.Failed:
+		reason = ReasonSnoozedTooOften
+	case outcome == sfq.OutcomeSnoozed:
+		reason = ReasonSnoozed
 	}
 	f.workerSeen(c.WorkerId, err)
 	f.emitChange(ch, reason)

@@ -62,8 +62,8 @@ func ClassToPB(c sfq.Class) pb.Class {
 // OutcomeFromPB converts a proto outcome (the same numbers as the core's,
 // TestEnumsMatch).
 func OutcomeFromPB(o pb.Outcome) (sfq.FinishOutcome, error) {
-	if o < pb.Outcome_OK || o > pb.Outcome_CANCELLED {
-		return 0, invalidf("outcome %v", o)
+	if o < pb.Outcome_OK || o > pb.Outcome_SNOOZED {
+		return 0, invalidf("outcome: %v is not ok, failed, cancelled or snoozed", o)
 	}
 	return sfq.FinishOutcome(o), nil
 }
@@ -282,6 +282,13 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	c.DedupeWindowMs = p.DedupeWindowMs
 	c.MaxPayloadBytes = p.MaxPayloadBytes
 	c.Sched.RetryBackoffMs, c.Sched.RetryBackoffMaxMs = p.RetryBackoffMs, p.RetryBackoffMaxMs
+	c.Sched.MaxSnoozes = sfq.DefaultMaxSnoozes
+	if p.MaxSnoozes != 0 {
+		if p.MaxSnoozes > sfq.MaxMaxSnoozes {
+			return c, invalidf("max_snoozes: %d (want 1..%d, or 0 for the default %d)", p.MaxSnoozes, sfq.MaxMaxSnoozes, sfq.DefaultMaxSnoozes)
+		}
+		c.Sched.MaxSnoozes = uint16(p.MaxSnoozes)
+	}
 	configLeversFromPB(p, &c)
 	c.DefaultMaxQueued, c.MaxQueuedBytes = p.DefaultMaxQueued, p.MaxQueuedBytes
 	pools, err := poolSettingsFromPB(p)
@@ -313,6 +320,7 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 		DefaultCostMs:       c.Sched.DefaultCostMs,
 		RetryBackoffMs:      c.Sched.RetryBackoffMs,
 		RetryBackoffMaxMs:   c.Sched.RetryBackoffMaxMs,
+		MaxSnoozes:          uint32(c.Sched.MaxSnoozes),
 	}
 	if c.Sched.Estimate == sfq.EstimateAuto {
 		p.Estimate = pb.Estimate_AUTO

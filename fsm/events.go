@@ -80,10 +80,16 @@ const (
 	// retried like any failed run (scheduled, requeued) or ends failed.
 	// Only a state of version 10 (level 7) holds it.
 	ReasonOOMKilled
+	// ReasonSnoozed (feature level 7) marks the scheduled event of a job
+	// whose run was snoozed, and ReasonSnoozedTooOften the failed event of
+	// one snoozed max_snoozes times in a row.
+	ReasonSnoozed
+	ReasonSnoozedTooOften
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"", "ack_timeout", "lease_expired", "run_failed", "requested", "timeout", "deadline_missed", "unrunnable", "oom_killed"}
+var reasonNames = [numReasons]string{"", "ack_timeout", "lease_expired", "run_failed", "requested", "timeout", "deadline_missed", "unrunnable", "oom_killed",
+	"snoozed", "snoozed_too_often"}
 
 // reasonsIn is how many reasons an event of FSM state version v may hold.
 func reasonsIn(v int) Reason {

@@ -116,6 +116,8 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		r.need(u.GroupCap != 0, Level4, "group_cap")
 		r.need(u.GroupOrder == pb.GroupOrder_GROUP_FAIR, Level4, "group_order fair")
 		r.need(u.MaxGroups != 0, Level4, "max_groups")
+	case *pb.Command_Finished:
+		r.need(cmd.Finished.Outcome == pb.Outcome_SNOOZED, Level7, "outcome snoozed")
 	case *pb.Command_WebhookSet:
 		r.need(true, Level3, "webhook set")
 		for _, n := range cmd.WebhookSet.Kinds {
@@ -151,6 +153,7 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		r.need(l > Level1, l, what)
 		l, what = poolsConfigLevel(p)
 		r.need(l > Level1, l, what)
+		r.need(p.GetMaxSnoozes() != 0 && p.GetMaxSnoozes() != sfq.DefaultMaxSnoozes, Level7, "max_snoozes")
 	case *pb.Command_Redrive:
 		r.need(true, Level5, "Redrive")
 	case *pb.Command_CancelJobs:

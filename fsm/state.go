@@ -66,6 +66,9 @@ const stateVersionMetrics = 3
 // coreConfigVersion is the core's encoding version of the configuration
 // in an FSM state of version v.
 func coreConfigVersion(v int) int {
+	if v >= stateVersionLevel7 {
+		return 7
+	}
 	if v >= stateVersionLevers {
 		return 5
 	}

@@ -720,8 +720,12 @@ type Job struct {
 	// empty when the worker did not say (an earlier build, a worker of Go
 	// functions). failure says why the last run failed, when the worker
 	// knows: "oom_killed" (the memory limit of the job's size).
-	CpuSource    string `protobuf:"bytes,25,opt,name=cpu_source,json=cpuSource,proto3" json:"cpu_source,omitempty"`
-	Failure      string `protobuf:"bytes,26,opt,name=failure,proto3" json:"failure,omitempty"`
+	CpuSource string `protobuf:"bytes,25,opt,name=cpu_source,json=cpuSource,proto3" json:"cpu_source,omitempty"`
+	Failure   string `protobuf:"bytes,26,opt,name=failure,proto3" json:"failure,omitempty"`
+	// snoozes counts the job's runs snoozed in a row so far (0: its last
+	// run did not snooze); at the config's max_snoozes the job ends failed
+	// (reason snoozed_too_often). A failed run and a redrive end the row.
+	Snoozes      uint32 `protobuf:"varint,27,opt,name=snoozes,proto3" json:"snoozes,omitempty"`
 	Class        Class  `protobuf:"varint,30,opt,name=class,proto3,enum=barista.v1.Class" json:"class,omitempty"`
 	DeadlineAtMs int64  `protobuf:"varint,31,opt,name=deadline_at_ms,json=deadlineAtMs,proto3" json:"deadline_at_ms,omitempty"` // cluster time of the deadline; 0 = none
 	EstSource    string `protobuf:"bytes,32,opt,name=est_source,json=estSource,proto3" json:"est_source,omitempty"`             // where est_cost_ms came from: submitted, ema or default
@@ -954,6 +958,13 @@ func (x *Job) GetFailure() string {
 		return x.Failure
 	}
 	return ""
+}
+
+func (x *Job) GetSnoozes() uint32 {
+	if x != nil {
+		return x.Snoozes
+	}
+	return 0
 }
 
 func (x *Job) GetClass() Class {
@@ -2954,7 +2965,7 @@ const file_client_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12+\n" +
-	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xca\b\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xe4\b\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -2988,7 +2999,8 @@ const file_client_proto_rawDesc = "" +
 	"stdoutTail\x12\x1d\n" +
 	"\n" +
 	"cpu_source\x18\x19 \x01(\tR\tcpuSource\x12\x18\n" +
-	"\afailure\x18\x1a \x01(\tR\afailure\x12'\n" +
+	"\afailure\x18\x1a \x01(\tR\afailure\x12\x18\n" +
+	"\asnoozes\x18\x1b \x01(\rR\asnoozes\x12'\n" +
 	"\x05class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\x05class\x12$\n" +
 	"\x0edeadline_at_ms\x18\x1f \x01(\x03R\fdeadlineAtMs\x12\x1d\n" +
 	"\n" +

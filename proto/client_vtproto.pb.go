@@ -704,6 +704,13 @@ func (m *Job) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0xf0
 	}
+	if m.Snoozes != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Snoozes))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xd8
+	}
 	if len(m.Failure) > 0 {
 		i -= len(m.Failure)
 		copy(dAtA[i:], m.Failure)
@@ -3220,6 +3227,13 @@ func (m *Job) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0xf0
 	}
+	if m.Snoozes != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Snoozes))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xd8
+	}
 	if len(m.Failure) > 0 {
 		i -= len(m.Failure)
 		copy(dAtA[i:], m.Failure)
@@ -5374,6 +5388,9 @@ func (m *Job) SizeVT() (n int) {
 	l = len(m.Failure)
 	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Snoozes != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.Snoozes))
 	}
 	if m.Class != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.Class))
@@ -8265,6 +8282,25 @@ func (m *Job) UnmarshalVT(dAtA []byte) error {
 			}
 			m.Failure = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 27:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Snoozes", wireType)
+			}
+			m.Snoozes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Snoozes |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		case 30:
 			if wireType != 0 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Class", wireType)

@@ -252,9 +252,12 @@ func jobToPB(sc *sfq.Scheduler, j *sfq.Job, payload bool) *pb.Job {
 	if j.Attempt > 0 {
 		out.StartTagMs = j.StartTag.String()
 	}
-	if j.Result != nil {
+	if j.Result != nil && !j.Result.Pending() {
 		out.HasResult, out.ExitCode, out.StderrTail, out.StdoutTail = true, j.Result.ExitCode, j.Result.StderrTail, j.Result.StdoutTail
 		out.CpuSource, out.Failure = j.Result.CPUSource.String(), j.Result.Failure.String()
+	}
+	if j.Result != nil {
+		out.Snoozes = uint32(j.Result.Snoozes)
 	}
 	jobClassToPB(out, j)
 	return out

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/leader"
@@ -580,6 +581,13 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 		cmds = append(cmds, startedCommand(s.id, &pb.JobStarted{Job: fin.Job, Attempt: fin.Attempt}))
 	}
 	started := len(cmds)
+	if fin.Outcome == pb.Outcome_SNOOZED && h.node.State().Level() < fsm.Level7 {
+		// A cluster below level 7 knows no snooze: the run counts as a
+		// failed one, retried as max_attempts allows.
+		fin = proto.Clone(fin).(*pb.JobFinished)
+		fin.Outcome, fin.SnoozeMs = pb.Outcome_FAILED, 0
+		fin.StderrTail = sfq.OutputTail(fin.StderrTail + "\nsnoozed: the cluster's feature level is below 7, so the run counts as failed")
+	}
 	cmds = append(cmds, finishedCommand(s.id, fin))
 	if h.mayDispatchWith(s, fin) {
 		h.mu.Lock()

@@ -172,6 +172,10 @@ type Config struct {
 	// DefaultRetryBackoffMs and DefaultRetryBackoffMaxMs).
 	RetryBackoffMs    int64
 	RetryBackoffMaxMs int64
+	// MaxSnoozes is how many runs of a job may be snoozed in a row: the
+	// next snooze ends it failed, snoozed_too_often (feature level 7;
+	// default DefaultMaxSnoozes).
+	MaxSnoozes uint16
 }
 
 // Limits on configuration and input values, chosen so that no product in
@@ -182,6 +186,10 @@ const (
 	MaxEstCostMs   = 365 * 24 * 3600 * 1000 // one CPU-year
 	MaxMaxAttempts = 1000
 	MaxTimeoutMs   = 365 * 24 * 3600 * 1000
+	// DefaultMaxSnoozes and MaxMaxSnoozes are Config.MaxSnoozes' default
+	// and bound.
+	DefaultMaxSnoozes = 100
+	MaxMaxSnoozes     = 10_000
 )
 
 // DefaultCostMs is the default of Config.DefaultCostMs.
@@ -200,11 +208,15 @@ func DefaultConfig() Config {
 		DefaultMaxAttempts: 3,
 		Estimate:           EstimateSubmitted,
 		DefaultCostMs:      DefaultCostMs,
+		MaxSnoozes:         DefaultMaxSnoozes,
 	}
 }
 
 // Validate checks every field and names the offending value.
 func (c Config) Validate() error {
+	if c.MaxSnoozes < 1 || c.MaxSnoozes > MaxMaxSnoozes {
+		return invalidf("max_snoozes: %d (want 1..%d)", c.MaxSnoozes, MaxMaxSnoozes)
+	}
 	for i, w := range c.TierWeights {
 		if w < 1 || w > MaxTierWeight {
 			return invalidf("weight of tier %s is %d (want 1..%d)", Tier(i), w, MaxTierWeight)

@@ -285,7 +285,7 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 	jm.StartTag = c.tag
 	jm.Weight = w
 	jm.CPUMs = 0
-	jm.Result = nil
+	jm.Result = jm.Result.carried()
 	tm := s.tenants.Mut(uint64(c.tenant))
 	*tm.tagPtr(c.class) = finish
 	if s.cfg.Decay != nil {

@@ -254,6 +254,10 @@ func encodeConfig(e *Encoder, c *Config, version int) {
 		return
 	}
 	encodeConfigLevers(e, c)
+	if version < 7 {
+		return
+	}
+	e.Uvarint(uint64(c.MaxSnoozes))
 }
 
 func decodeConfig(d *Decoder, version int) Config {
@@ -281,6 +285,10 @@ func decodeConfig(d *Decoder, version int) Config {
 	}
 	if version >= 5 {
 		decodeConfigLevers(d, &c)
+	}
+	c.MaxSnoozes = DefaultMaxSnoozes
+	if version >= 7 {
+		c.MaxSnoozes = d.Uint16()
 	}
 	return c
 }
@@ -485,6 +493,8 @@ func encodeJob(e *Encoder, j *Job, version int) {
 	encodeJobLevers(e, j)
 	if version >= 7 && j.Result != nil {
 		e.Byte(j.Result.detailsByte())
+		e.Uvarint(uint64(j.Result.Snoozes))
+		e.Varint(j.Result.SnoozeMs)
 	}
 }
 
@@ -544,6 +554,10 @@ func decodeJob(d *Decoder, version int) Job {
 	if version >= 7 && j.Result != nil {
 		if !j.Result.setDetails(d.Byte()) {
 			d.Fail("job %d has a result with unknown details", j.ID)
+		}
+		j.Result.Snoozes, j.Result.SnoozeMs = d.Uint16(), d.Varint()
+		if err := j.Result.checkSnoozes(); err != nil {
+			d.Fail("job %d: %v", j.ID, err)
 		}
 	}
 	return j

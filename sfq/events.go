@@ -113,7 +113,7 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 
 // finishFields checks a run's outcome and CPU.
 func finishFields(outcome FinishOutcome, cpuMs int64) error {
-	if outcome < OutcomeOK || outcome > OutcomeCancelled {
+	if outcome < OutcomeOK || outcome > OutcomeSnoozed {
 		return invalidf("outcome %d", outcome)
 	}
 	if cpuMs < 0 || cpuMs > MaxEstCostMs {
@@ -124,25 +124,48 @@ func finishFields(outcome FinishOutcome, cpuMs int64) error {
 
 // finishInput is the lifecycle input of a worker's report that attempt
 // of job id ended with outcome.
-func (s *Scheduler) finishInput(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, permanent bool) (*Job, Input, error) {
+func (s *Scheduler) finishInput(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, permanent bool, snoozeMs int64) (*Job, Input, error) {
 	j := s.jobs.Get(uint64(id))
 	if j == nil {
 		return nil, Input{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
 	own, set := j.RetryBackoff()
-	backoff := s.cfg.Backoff(own, set, j.Failures+1)
-	return j, Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome, BackoffMs: backoff,
-		Permanent: permanent && outcome == OutcomeFailed}, nil
+	e := Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome, BackoffMs: s.cfg.Backoff(own, set, j.Failures+1),
+		Permanent: permanent && outcome == OutcomeFailed}
+	if outcome == OutcomeSnoozed {
+		if err := checkSnooze(snoozeMs); err != nil {
+			return nil, Input{}, err
+		}
+		e.BackoffMs, e.MaxSnoozes, e.Snoozes = snoozeMs, s.cfg.MaxSnoozes, 1
+		if j.Result != nil {
+			e.Snoozes = min(j.Result.Snoozes, MaxMaxSnoozes-1) + 1
+		}
+	}
+	return j, e, nil
+}
+
+// The bounds of a snooze (SPEC §3 "Job lifecycle"): 1 s .. 24 h.
+const (
+	MinSnoozeMs = 1000
+	MaxSnoozeMs = 24 * 3600 * 1000
+)
+
+// checkSnooze refuses a snooze out of its bounds.
+func checkSnooze(ms int64) error {
+	if ms < MinSnoozeMs || ms > MaxSnoozeMs {
+		return invalidf("snooze_ms: %d is out of range %d..%d (1 s .. 24 h)", ms, MinSnoozeMs, MaxSnoozeMs)
+	}
+	return nil
 }
 
 // CheckFinish is Finish's verdict without the change: the outcome its
 // Apply would have (a Zombie is billed), and its refusal. It changes
 // nothing.
-func (s *Scheduler) CheckFinish(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, cpuMs int64, permanent bool) (Outcome, error) {
+func (s *Scheduler) CheckFinish(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, cpuMs int64, permanent bool, snoozeMs int64) (Outcome, error) {
 	if err := finishFields(outcome, cpuMs); err != nil {
 		return 0, err
 	}
-	j, e, err := s.finishInput(now, id, attempt, worker, outcome, permanent)
+	j, e, err := s.finishInput(now, id, attempt, worker, outcome, permanent, snoozeMs)
 	if err != nil {
 		return 0, err
 	}
@@ -179,9 +202,13 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 	if outcome != OutcomeFailed {
 		res.Failure = FailureNone // only a failed run has a failure
 	}
-	j, e, err := s.finishInput(now, id, attempt, worker, outcome, res.Permanent)
+	j, e, err := s.finishInput(now, id, attempt, worker, outcome, res.Permanent, res.SnoozeMs)
 	if err != nil {
 		return Change{}, err
+	}
+	res.Snoozes, res.SnoozeMs = 0, 0
+	if outcome == OutcomeSnoozed {
+		res.Snoozes, res.SnoozeMs = e.Snoozes, e.BackoffMs
 	}
 	life, out := Step(j.Life, e)
 	life = s.version1Life(life)
@@ -255,7 +282,8 @@ func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, ou
 		s.setDue(jm, now+Time(e.BackoffMs))
 	}
 	jm.CPUMs = cpuMs
-	jm.Result = &RunResult{ExitCode: res.ExitCode, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail, CPUSource: res.CPUSource, Failure: res.Failure}
+	jm.Result = &RunResult{ExitCode: res.ExitCode, StderrTail: res.StderrTail, StdoutTail: res.StdoutTail, CPUSource: res.CPUSource, Failure: res.Failure,
+		Snoozes: res.Snoozes, SnoozeMs: res.SnoozeMs}
 	s.details = s.details || res.hasDetails()
 	tm := s.tenants.Mut(uint64(j.Tenant))
 	*tm.tagPtr(j.Class) = tag

@@ -89,6 +89,10 @@ const (
 	OutcomeOK FinishOutcome = iota + 1
 	OutcomeFailed
 	OutcomeCancelled
+	// OutcomeSnoozed: the run asks that the job be tried again later
+	// (a downstream service said "not yet"): not a failure; the job waits
+	// scheduled for the run's snooze and keeps its place by ID.
+	OutcomeSnoozed
 )
 
 func (o FinishOutcome) String() string {
@@ -97,6 +101,8 @@ func (o FinishOutcome) String() string {
 		return "ok"
 	case OutcomeFailed:
 		return "failed"
+	case OutcomeSnoozed:
+		return "snoozed"
 	case OutcomeCancelled:
 		return "cancelled"
 	}
@@ -105,12 +111,12 @@ func (o FinishOutcome) String() string {
 
 // ParseOutcome reads an outcome name.
 func ParseOutcome(s string) (FinishOutcome, error) {
-	for o := OutcomeOK; o <= OutcomeCancelled; o++ {
+	for o := OutcomeOK; o <= OutcomeSnoozed; o++ {
 		if o.String() == s {
 			return o, nil
 		}
 	}
-	return 0, invalidf("unknown outcome %q (want ok, failed or cancelled)", s)
+	return 0, invalidf("unknown outcome %q (want ok, failed, cancelled or snoozed)", s)
 }
 
 // Life is the mutable lifecycle part of a job: everything Apply reads and
@@ -206,6 +212,11 @@ type Input struct {
 	// Permanent, with a Finish of outcome failed: the run can never
 	// succeed, so the job ends failed instead of being retried.
 	Permanent bool
+	// Snoozes, with a Finish of outcome snoozed, counts the job's runs
+	// snoozed in a row, this one included; at MaxSnoozes (0: no bound)
+	// the job ends failed. The caller keeps the due time, Now + the
+	// snooze, on the job (BackoffMs carries it).
+	Snoozes, MaxSnoozes uint16
 }
 
 // Outcome says what Apply did with an event. Only Changed and Zombie carry
@@ -286,6 +297,14 @@ func Step(l Life, e Input) (Life, Outcome) {
 	case InFinish:
 		if l.State.Live() && match {
 			l.Settled |= 1
+			if e.Outcome == OutcomeSnoozed && l.Cancel == CancelNone {
+				if e.MaxSnoozes > 0 && e.Snoozes >= e.MaxSnoozes {
+					return end(l, Failed), Changed // snoozed too often
+				}
+				next := requeue(l) // not a failure: failures stay
+				next.State = Scheduled
+				return next, Changed
+			}
 			next := finish(l, e.Outcome)
 			if next.State == Queued && e.Permanent {
 				// The worker says no run can succeed (its payload

@@ -242,6 +242,13 @@ type RunResult struct {
 	// failed run failed (runresult.go); both are kept on the job.
 	CPUSource CPUSource
 	Failure   RunFailure
+	// Snoozes counts the job's runs snoozed in a row up to this one (0:
+	// this run was not snoozed), and SnoozeMs is this run's snooze; both
+	// are kept on the job (feature level 7). While the job waits and runs
+	// again after a snooze, its Result is the count alone (SnoozeMs 0;
+	// see Pending): max_snoozes bounds snoozes in a row.
+	Snoozes  uint16
+	SnoozeMs int64
 }
 
 // Job is a job's record. ID doubles as enqueue_seq.

@@ -250,6 +250,7 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	rt.payload += uint64(len(j.Payload()))
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
+	jm.Result = jm.Result.redriven()
 	jm.EndedAt, jm.endWall = 0, 0
 	s.redriveTimes(jm, now)
 	if !exists {

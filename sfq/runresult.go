@@ -65,7 +65,48 @@ func (r *RunResult) checkDetails() error {
 
 // hasDetails reports whether the result says how its CPU was measured or
 // why it failed: what the encodings before version 7 cannot hold.
-func (r *RunResult) hasDetails() bool { return r.CPUSource != CPUUnknown || r.Failure != FailureNone }
+func (r *RunResult) hasDetails() bool {
+	return r.CPUSource != CPUUnknown || r.Failure != FailureNone || r.Snoozes != 0
+}
+
+// carried is what a new run of the job keeps of its last run's result:
+// the count of snoozes in a row, when the last run snoozed (nil
+// otherwise: a run that failed, or whose lease or ack deadline passed,
+// ends the row).
+func (r *RunResult) carried() *RunResult {
+	if r == nil || r.Snoozes == 0 || r.Pending() {
+		return nil
+	}
+	return &RunResult{Snoozes: r.Snoozes}
+}
+
+// redriven is the result a redriven job keeps: its snoozes in a row start
+// again from none, as its failures do.
+func (r *RunResult) redriven() *RunResult {
+	if r.Pending() {
+		return nil
+	}
+	if r == nil || r.Snoozes == 0 {
+		return r
+	}
+	c := *r
+	c.Snoozes, c.SnoozeMs = 0, 0
+	return &c
+}
+
+// Pending reports whether r is only the count of snoozes a run after a
+// snooze carries (a snoozed run's own SnoozeMs is at least MinSnoozeMs):
+// no run has ended since, so there is no result to show.
+func (r *RunResult) Pending() bool { return r != nil && r.Snoozes != 0 && r.SnoozeMs == 0 }
+
+// checkSnoozes refuses a decoded snooze count and snooze that no Finish
+// could have written.
+func (r *RunResult) checkSnoozes() error {
+	if r.SnoozeMs != 0 && (r.Snoozes == 0 || checkSnooze(r.SnoozeMs) != nil) || r.Snoozes > MaxMaxSnoozes {
+		return fmt.Errorf("%w: snoozes %d, snooze_ms %d", ErrInvalid, r.Snoozes, r.SnoozeMs)
+	}
+	return nil
+}
 
 // detailsByte packs the CPU source (low four bits) and the failure (high
 // four bits) into the byte a version 7 state keeps after a job's result.

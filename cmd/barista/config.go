@@ -244,6 +244,8 @@ func (c *serverConfig) settings() []setting {
 			val: msVal(&s.Sched.RetryBackoffMs, 0, sfq.MaxRetryBackoffMs*time.Millisecond)},
 		{key: "scheduler.retry_backoff_max", usage: "the longest a failed run's retry waits",
 			val: msVal(&s.Sched.RetryBackoffMaxMs, 0, sfq.MaxRetryBackoffMs*time.Millisecond)},
+		{key: "scheduler.max_snoozes", usage: "a job whose runs snooze this many times in a row ends failed, reason snoozed_too_often (another value than 100 needs feature level 7)",
+			val: &intVal[uint16]{&s.Sched.MaxSnoozes, 1, sfq.MaxMaxSnoozes}},
 		{key: "scheduler.max_pools", usage: "pools at most, the pool default included; 0 = the default, 64 (feature level 6)",
 			val: &intVal[uint32]{&s.Pools.MaxPools, 0, sfq.MaxPoolSlots}},
 		{key: "scheduler.implicit_tenants", usage: "a submit for an unknown tenant: off (NOT_FOUND), or a TIER: the tenant is made with that tier and no caps (feature level 6)",

@@ -104,6 +104,9 @@ func jobJSON(j *pb.Job, payload bool) map[string]any {
 		m["exit_code"], m["stderr_tail"], m["stdout_tail"] = j.ExitCode, j.StderrTail, j.StdoutTail
 		m["cpu_source"], m["failure"] = j.CpuSource, j.Failure
 	}
+	if j.Snoozes != 0 {
+		m["snoozes"] = j.Snoozes
+	}
 	return m
 }
 

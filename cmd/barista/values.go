@@ -28,7 +28,7 @@ type value interface {
 
 // integer is what intVal stores.
 type integer interface {
-	~int | ~int64 | ~uint | ~uint32 | ~uint64
+	~int | ~int64 | ~uint | ~uint16 | ~uint32 | ~uint64
 }
 
 // intVal is a whole number in [lo, hi]. Text is parsed without a size

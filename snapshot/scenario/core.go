@@ -278,8 +278,8 @@ func (c *Core) Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker stri
 }
 
 // Finish implements Target.
-func (c *Core) Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64, permanent bool) error {
-	_, err := c.S.Finish(now, id, attempt, worker, outcome, cpuMs, sfq.RunResult{Permanent: permanent})
+func (c *Core) Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64, permanent bool, snoozeMs int64) error {
+	_, err := c.S.Finish(now, id, attempt, worker, outcome, cpuMs, sfq.RunResult{Permanent: permanent, SnoozeMs: snoozeMs})
 	return err
 }
 

@@ -179,7 +179,7 @@ func (rn *runner) jobEvent(cmd string, pos []string, opts options) error {
 	if job.State.Live() {
 		worker = job.Worker
 	}
-	var cpu int64
+	var cpu, snooze int64
 	outcome := sfq.OutcomeOK
 	permanent := false
 	for _, o := range opts {
@@ -204,6 +204,11 @@ func (rn *runner) jobEvent(cmd string, pos []string, opts options) error {
 				return fmt.Errorf("%s takes no permanent=", cmd)
 			}
 			permanent, err = strconv.ParseBool(v)
+		case "snooze":
+			if cmd != "finish" {
+				return fmt.Errorf("%s takes no snooze=", cmd)
+			}
+			snooze, err = durationMs(k, v)
 		default:
 			return fmt.Errorf("unknown %s key %q", cmd, k)
 		}
@@ -223,7 +228,10 @@ func (rn *runner) jobEvent(cmd string, pos []string, opts options) error {
 		if permanent && outcome != sfq.OutcomeFailed {
 			return fmt.Errorf("finish permanent=true needs outcome=failed")
 		}
-		return rn.t.Finish(rn.now, id, attempt, worker, outcome, cpu, permanent)
+		if (outcome == sfq.OutcomeSnoozed) != opts.has("snooze") {
+			return fmt.Errorf("finish outcome=snoozed goes with snooze=DUR, and snooze= with outcome=snoozed")
+		}
+		return rn.t.Finish(rn.now, id, attempt, worker, outcome, cpu, permanent, snooze)
 	case "cancel":
 		return rn.t.Cancel(rn.now, id)
 	case "release":

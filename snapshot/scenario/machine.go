@@ -192,13 +192,13 @@ func (m *Machine) Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker s
 }
 
 // Finish implements Target.
-func (m *Machine) Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64, permanent bool) error {
+func (m *Machine) Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64, permanent bool, snoozeMs int64) error {
 	if permanent && m.F.Level() < fsm.Level6 {
 		// As the leader would: the mark means nothing below level 6.
 		return &fsm.Refusal{Code: fsm.FailedPrecondition, Msg: fsm.LevelMessage("permanent", fsm.Level6, m.F.Level())}
 	}
 	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{
-		Job: uint64(id), Attempt: attempt, WorkerId: worker, Outcome: fsm.OutcomeToPB(outcome), CpuMs: cpuMs, Permanent: permanent}}})
+		Job: uint64(id), Attempt: attempt, WorkerId: worker, Outcome: fsm.OutcomeToPB(outcome), CpuMs: cpuMs, Permanent: permanent, SnoozeMs: snoozeMs}}})
 	return err
 }
 

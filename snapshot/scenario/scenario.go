@@ -71,7 +71,7 @@ type Target interface {
 	TenantName(index uint32) string
 	Start(now sfq.Time, id sfq.JobID, attempt uint32, worker string) error
 	Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker string, cpuMs int64) error
-	Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64, permanent bool) error
+	Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64, permanent bool, snoozeMs int64) error
 	Cancel(now sfq.Time, id sfq.JobID) error
 	Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.InputKind) error
 	// Release moves a scheduled job to its queue (refused if not due).

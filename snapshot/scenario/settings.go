@@ -39,6 +39,14 @@ var configKeys = map[string]func(cfg *sfq.Config, k, v string) error{
 	"default_cost":      func(cfg *sfq.Config, k, v string) (err error) { cfg.DefaultCostMs, err = durationMs(k, v); return },
 	"retry_backoff":     func(cfg *sfq.Config, k, v string) (err error) { cfg.RetryBackoffMs, err = durationMs(k, v); return },
 	"retry_backoff_max": func(cfg *sfq.Config, k, v string) (err error) { cfg.RetryBackoffMaxMs, err = durationMs(k, v); return },
+	"max_snoozes": func(cfg *sfq.Config, k, v string) error {
+		n, err := count(k, v)
+		if err == nil && n > sfq.MaxMaxSnoozes {
+			return fmt.Errorf("max_snoozes: %d (want 1..%d)", n, sfq.MaxMaxSnoozes)
+		}
+		cfg.MaxSnoozes = uint16(n)
+		return err
+	},
 	"weights": func(cfg *sfq.Config, k, v string) (err error) {
 		parts := strings.Split(v, ",")
 		if len(parts) != sfq.NumTiers {

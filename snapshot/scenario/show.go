@@ -48,6 +48,10 @@ func (rn *runner) show(pos []string, opts options) error {
 			line["expire_at_ms"] = x
 			extra += fmt.Sprintf(" expire_at=%d", x)
 		}
+		if r := j.Result; r != nil && r.Snoozes > 0 {
+			line["snoozes"] = r.Snoozes
+			extra += fmt.Sprintf(" snoozes=%d", r.Snoozes)
+		}
 		if rn.opt.JSON {
 			rn.emitJSON(line)
 			return nil
