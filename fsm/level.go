@@ -65,8 +65,11 @@ const (
 	// tenant (below Level7 one refused after its tenant was made kept
 	// it), a refused worker report does not mark its worker seen, a
 	// submit's payload is held to the limit the edge applies
-	// (PayloadLimit) and a Finished's exit code to -1..255. Nothing of
-	// the state's encoding changes.
+	// (PayloadLimit) and a Finished's exit code to -1..255. It adds the
+	// setting clock_tick (clocktick.go; the ticks themselves, envelopes
+	// without a command, need no level). Its state is written as FSM
+	// state version 10, which says the level to a node that restores it
+	// (versions 8 and 9 read back as Level6).
 	Level7 uint32 = 7
 
 	// MaxFeatureLevel is the highest level this build understands.
@@ -142,6 +145,8 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		r.need(l > Level1, l, what)
 		l, what = poolsConfigLevel(p)
 		r.need(l > Level1, l, what)
+		l, what = clockTickLevel(p)
+		r.need(l > Level1, l, what)
 	case *pb.Command_Redrive:
 		r.need(true, Level5, "Redrive")
 	case *pb.Command_CancelJobs:
@@ -171,6 +176,9 @@ func (r *levelNeed) need(holds bool, level uint32, what string) {
 // estimate settings, below level 5 the submit rate, below level 6 the
 // quotas by default).
 func ConfigAtLevel(p *pb.SchedulerConfig, level uint32) {
+	if level < Level7 {
+		p.ClockTickMs = 0
+	}
 	if level < Level6 {
 		p.DefaultMaxQueued, p.MaxQueuedBytes = 0, 0
 		p.MaxPools, p.ImplicitTenants, p.DefaultTenant = 0, pb.Tier_TIER_UNSPECIFIED, ""
@@ -265,6 +273,9 @@ func (f *FSM) applySetFeatureLevel(c *pb.SetFeatureLevel) Result {
 // Level5 nothing of its levers; below Level4 nothing of groups; below Level3 no webhooks; at Level1 nothing
 // the version 1 encoding would leave out).
 func (f *FSM) fitsLevel() error {
+	if f.level < Level7 && f.cfg.ClockTickMs != DefaultClockTickMs {
+		return fmt.Errorf("%w: at feature level %d the configuration holds a clock_tick of %d ms", sfq.ErrVerify, f.level, f.cfg.ClockTickMs)
+	}
 	if f.level < Level6 && (f.sched.Peek().UsesPools() || f.cfg.Pools.uses()) {
 		return fmt.Errorf("%w: at feature level %d the state holds pools or pool settings", sfq.ErrVerify, f.level)
 	}

@@ -96,11 +96,12 @@ func TestPoolCommands(t *testing.T) {
 	}
 }
 
-// TestPoolsRoundTrip: a state with pools, subscriptions, a worker of a pool
-// and the pool settings is written as state version 9 and reads back to
-// the same bytes; the same state without them stays version 8.
+// TestPoolsRoundTrip: at level 6, a state with pools, subscriptions, a
+// worker of a pool and the pool settings is written as state version 9
+// and reads back to the same bytes; the same state without them stays
+// version 8.
 func TestPoolsRoundTrip(t *testing.T) {
-	h := newHarness(t)
+	h := &harness{t: t, f: NewAtLevel(Level6), now: 1_000}
 	h.one(tenant("a", pb.Tier_GOLD))
 	h.one(submit("a", "", 1000, ""))
 	v, _ := h.f.Freeze()

@@ -75,7 +75,7 @@ func TestQuotasByDefault(t *testing.T) {
 	if err := back.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(encodeFSM(v)))), h.index); err != nil {
 		t.Fatal(err)
 	}
-	if c := back.Config(); back.Level() != Level6 || c.DefaultMaxQueued != 2 || c.MaxQueuedBytes != 1000 {
+	if c := back.Config(); back.Level() != MaxFeatureLevel || c.DefaultMaxQueued != 2 || c.MaxQueuedBytes != 1000 {
 		t.Fatalf("restored: level %d, quotas %d jobs %d bytes", back.Level(), c.DefaultMaxQueued, c.MaxQueuedBytes)
 	}
 	h1, _ := h.f.Hash()

@@ -1926,6 +1926,13 @@ func (m *SchedulerConfig) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.ClockTickMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ClockTickMs))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0x90
+	}
 	if len(m.DefaultTenant) > 0 {
 		i -= len(m.DefaultTenant)
 		copy(dAtA[i:], m.DefaultTenant)
@@ -5323,6 +5330,13 @@ func (m *SchedulerConfig) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error)
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.ClockTickMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ClockTickMs))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0x90
+	}
 	if len(m.DefaultTenant) > 0 {
 		i -= len(m.DefaultTenant)
 		copy(dAtA[i:], m.DefaultTenant)
@@ -7600,6 +7614,9 @@ func (m *SchedulerConfig) SizeVT() (n int) {
 	l = len(m.DefaultTenant)
 	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.ClockTickMs != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.ClockTickMs))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -12860,6 +12877,25 @@ func (m *SchedulerConfig) UnmarshalVT(dAtA []byte) error {
 			}
 			m.DefaultTenant = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 130:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ClockTickMs", wireType)
+			}
+			m.ClockTickMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ClockTickMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
