@@ -143,6 +143,9 @@ type Node struct {
 	stampBase sfq.Time
 	stampMono time.Time
 	stampOK   bool
+	// sentStamp is the stamp of the newest envelope this leader handed
+	// to Raft (Stamped).
+	sentStamp sfq.Time
 	shutdown  bool
 }
 
@@ -429,7 +432,7 @@ func (n *Node) gainLeadership() {
 			n.mu.Unlock()
 			return
 		}
-		n.stampBase, n.stampMono, n.stampOK = clock, time.Now(), true
+		n.stampBase, n.stampMono, n.stampOK, n.sentStamp = clock, time.Now(), true, 0
 		n.mu.Unlock()
 		n.log.Info("leadership gained", "applied_index", index, "cluster_time_ms", int64(clock), "barrier", time.Since(start).Round(time.Millisecond))
 
@@ -492,10 +495,36 @@ func (n *Node) wallNow() time.Time { return time.Now().Add(n.cfg.ClockOffset) }
 func (n *Node) stamp() (int64, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.stampLocked()
+}
+
+func (n *Node) stampLocked() (int64, bool) {
 	if !n.stampOK {
 		return 0, false
 	}
 	return int64(n.stampBase) + time.Since(n.stampMono).Milliseconds(), true
+}
+
+// stampEntry is stamp for an envelope about to be handed to Raft: it
+// records the stamp for Stamped.
+func (n *Node) stampEntry() (int64, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t, ok := n.stampLocked()
+	if ok {
+		n.sentStamp = max(n.sentStamp, sfq.Time(t))
+	}
+	return t, ok
+}
+
+// Stamped returns the newest cluster time an entry carries that this
+// node has applied or, leading, handed to Raft: a leader need commit no
+// clock tick before Stamped + clock_tick (leader.ClockTicks).
+func (n *Node) Stamped() sfq.Time {
+	clock, _ := n.FSM.Clock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return max(clock, n.sentStamp)
 }
 
 // ClusterNow returns the current cluster time on the leader (the clock
