@@ -58,6 +58,9 @@ func (s *NodeService) Status(ctx context.Context, req *pb.StatusRequest) (*pb.St
 		FeatureLevel:        s.node.FeatureLevel(),
 		ClusterFeatureLevel: s.node.FSM.Level(),
 	}
+	if wall, cluster := s.node.FSM.WallClock(); wall != 0 {
+		resp.ClusterBehindMs = int64(wall - cluster)
+	}
 	if m, ok := s.node.FSM.Member(id); ok {
 		resp.LeaderAddr = m.GRPCAddr
 	}

@@ -56,6 +56,7 @@ var benchScenarios = []benchScenario{
 	{"failover", "kill -9 the leader of a loaded cluster: time to the next accepted submit and the next dispatch", benchFailover},
 	{"snapshot", "persist and restore of a large state (in process), a new follower's catch-up by InstallSnapshot, and a follower killed and started again until it has caught up", benchSnapshot},
 	{"memory", "resident bytes per queued job of a server, without a payload and with a 34-byte one", benchMemory},
+	{"clock", "what clock ticks cost: an idle cluster for a minute with clock_tick 1s and 1h (entries, log bytes and server CPU per minute), and one under one client's submits, whose leader commits no tick", benchIdle},
 }
 
 func init() {
