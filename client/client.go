@@ -435,7 +435,7 @@ func idempotent(method string, req any) bool {
 		return len(r.Jobs) > 0
 	}
 	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetGroup", "Pause", "SetConfig", "Drain", "Join", "WebhookGet", "WebhookStatus",
-		"PoolSet", "PoolGet", "PoolList", "SubscriptionSet", "SubscriptionList"} {
+		"PoolSet", "PoolGet", "PoolList", "SubscriptionSet", "SubscriptionDelete", "SubscriptionList"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

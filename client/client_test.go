@@ -483,6 +483,7 @@ func TestIdempotentCalls(t *testing.T) {
 		{"/barista.v1.Admin/PoolList", &pb.PoolListRequest{}, true},
 		{"/barista.v1.Admin/PoolDelete", &pb.PoolDeleteRequest{}, false},
 		{"/barista.v1.Admin/SubscriptionSet", &pb.SubscriptionSetRequest{}, true},
+		{"/barista.v1.Admin/SubscriptionDelete", &pb.SubscriptionDeleteRequest{}, true},
 		{"/barista.v1.Admin/SubscriptionList", &pb.SubscriptionListRequest{}, true},
 	}
 	for _, tc := range cases {

@@ -130,6 +130,23 @@ func RetryDelay(err error) (time.Duration, bool) {
 	return 0, false
 }
 
+// Reason returns the reason the cluster gave for refusing a call, in the
+// ErrorInfo detail of its status (QUOTA_EXCEEDED, TOO_LARGE,
+// FEATURE_LEVEL, ...: docs/api.md, "Submit validation"), or "" if it gave
+// none.
+func Reason(err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return ""
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
+			return info.Reason
+		}
+	}
+	return ""
+}
+
 // ResultError returns the error of one job's SubmitResult in a batch
 // ("CODE_NAME: message"), as an *Error matching its code's sentinel, or
 // nil if the job was accepted.

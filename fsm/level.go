@@ -115,6 +115,7 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		for _, n := range cmd.WebhookSet.Kinds {
 			k, ok := ParseEventKind(n)
 			r.need(ok && k > EvTimedOut, Level5, "webhook kind "+n)
+			r.need(n == WebhookAllKinds, Level7, "webhook kinds "+n)
 		}
 	case *pb.Command_WebhookDelete:
 		r.need(true, Level3, "webhook delete")

@@ -2081,9 +2081,16 @@ type TenantUpsert struct {
 	MaxGroups uint32 `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
 	// rate_n per rate_period_ms is the tenant's rate limit of dispatches
 	// (GCRA; rate_n 0 = none), with bursts up to rate_burst (0 = rate_n).
-	RateN         uint32 `protobuf:"varint,80,opt,name=rate_n,json=rateN,proto3" json:"rate_n,omitempty"`
-	RatePeriodMs  int64  `protobuf:"varint,81,opt,name=rate_period_ms,json=ratePeriodMs,proto3" json:"rate_period_ms,omitempty"`
-	RateBurst     uint32 `protobuf:"varint,82,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
+	RateN        uint32 `protobuf:"varint,80,opt,name=rate_n,json=rateN,proto3" json:"rate_n,omitempty"`
+	RatePeriodMs int64  `protobuf:"varint,81,opt,name=rate_period_ms,json=ratePeriodMs,proto3" json:"rate_period_ms,omitempty"`
+	RateBurst    uint32 `protobuf:"varint,82,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
+	// keep names the fields that keep their current value (a new tenant:
+	// their default), by their names in UpsertTenantRequest: tier,
+	// multiplier, caps.max_running (and every other field of caps),
+	// export_metrics, max_class, allow_deadlines, group_cap, group_order,
+	// max_groups, rate (rate_n and rate_period_ms) and rate_burst. Empty:
+	// the upsert sets every field. Feature level 7.
+	Keep          []string `protobuf:"bytes,90,rep,name=keep,proto3" json:"keep,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2207,6 +2214,13 @@ func (x *TenantUpsert) GetRateBurst() uint32 {
 		return x.RateBurst
 	}
 	return 0
+}
+
+func (x *TenantUpsert) GetKeep() []string {
+	if x != nil {
+		return x.Keep
+	}
+	return nil
 }
 
 // SetGroup sets one named group's cap: the admin's (inherit, none or N),
@@ -3120,8 +3134,12 @@ func (x *SetFeatureLevel) GetLevel() uint32 {
 type WebhookSet struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Url    string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
-	Kinds  []string               `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"` // event kinds to deliver; empty: every kind
+	// url and kinds (the event kinds to deliver; ["all"]: every kind, from
+	// feature level 7). Left out of an update, from level 7, they keep
+	// their value; below it an empty url is refused and empty kinds are
+	// every kind.
+	Url   string   `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Kinds []string `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"`
 	// rotate issues a new secret version; the previous one stays valid for
 	// grace_ms of cluster time (0: not at all).
 	Rotate        bool   `protobuf:"varint,4,opt,name=rotate,proto3" json:"rotate,omitempty"`
@@ -4130,7 +4148,7 @@ const file_commands_proto_rawDesc = "" +
 	"max_queued\x18\x06 \x01(\rR\tmaxQueued\x120\n" +
 	"\x14max_running_critical\x18\a \x01(\rR\x12maxRunningCritical\x12(\n" +
 	"\x10max_running_high\x18\b \x01(\rR\x0emaxRunningHigh\x120\n" +
-	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xdf\x03\n" +
+	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xf3\x03\n" +
 	"\fTenantUpsert\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -4149,7 +4167,8 @@ const file_commands_proto_rawDesc = "" +
 	"\x06rate_n\x18P \x01(\rR\x05rateN\x12$\n" +
 	"\x0erate_period_ms\x18Q \x01(\x03R\fratePeriodMs\x12\x1d\n" +
 	"\n" +
-	"rate_burst\x18R \x01(\rR\trateBurst\"\x97\x02\n" +
+	"rate_burst\x18R \x01(\rR\trateBurst\x12\x12\n" +
+	"\x04keep\x18Z \x03(\tR\x04keep\"\x97\x02\n" +
 	"\bSetGroup\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x123\n" +

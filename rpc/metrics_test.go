@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
 )
@@ -188,16 +189,16 @@ func TestMetricsTenantBound(t *testing.T) {
 	admin := pb.NewAdminClient(n.dial(""))
 	ctx := context.Background()
 	for _, r := range []*pb.UpsertTenantRequest{
-		{Name: "a", Tier: pb.Tier_GOLD},
-		{Name: "b", Tier: pb.Tier_GOLD},
-		{Name: "c", Tier: pb.Tier_FREE, ExportMetrics: true},
+		{Name: "a", Tier: pb.Tier_GOLD.Enum()},
+		{Name: "b", Tier: pb.Tier_GOLD.Enum()},
+		{Name: "c", Tier: pb.Tier_FREE.Enum(), ExportMetrics: proto.Bool(true)},
 	} {
 		out, err := admin.UpsertTenant(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out.ExportMetrics != r.ExportMetrics {
-			t.Fatalf("upsert %s: export_metrics %v, want %v", r.Name, out.ExportMetrics, r.ExportMetrics)
+		if out.ExportMetrics != r.GetExportMetrics() {
+			t.Fatalf("upsert %s: export_metrics %v, want %v", r.Name, out.ExportMetrics, r.GetExportMetrics())
 		}
 	}
 	if got, err := admin.GetTenant(ctx, &pb.GetTenantRequest{Name: "c"}); err != nil || !got.ExportMetrics {

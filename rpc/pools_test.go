@@ -64,7 +64,7 @@ func startPoolNode(t *testing.T, level uint32) *poolNode {
 
 func (n *poolNode) tenant(t *testing.T, name string, tier pb.Tier) {
 	t.Helper()
-	if _, err := n.admin.UpsertTenant(context.Background(), &pb.UpsertTenantRequest{Name: name, Tier: tier}); err != nil {
+	if _, err := n.admin.UpsertTenant(context.Background(), &pb.UpsertTenantRequest{Name: name, Tier: tier.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -184,9 +184,11 @@ func TestPoolsAtTheEdge(t *testing.T) {
 	}
 	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "beta", Pool: "cpu", Burst: u32(1)})
 	wantStatus(t, err, codes.NotFound, `unknown pool "cpu"`)
-	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "beta"})
+	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "beta", Burst: u32(1)})
 	wantStatus(t, err, codes.InvalidArgument, "pool: required")
-	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "", Pool: "gpu"})
+	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "beta", Pool: "gpu"})
+	wantStatus(t, err, codes.InvalidArgument, "burst: required (0 holds the tenant's jobs in the pool); to remove the subscription, DELETE it (barista subscription set --burst none)")
+	_, err = n.admin.SubscriptionDelete(ctx, &pb.SubscriptionDeleteRequest{Tenant: "", Pool: "gpu"})
 	wantStatus(t, err, codes.NotFound, `unknown tenant ""`)
 	if _, err := n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "acme", Pool: "gpu", Burst: u32(2)}); err != nil {
 		t.Fatal(err)

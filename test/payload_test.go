@@ -30,7 +30,7 @@ func TestListJobsWithLargePayloads(t *testing.T) {
 	defer cancel()
 	leader := c.WaitLeader(20 * time.Second)
 	follower := c.Followers(leader)[0]
-	if _, err := pb.NewAdminClient(leader.Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := pb.NewAdminClient(leader.Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	const n, size = 5, 9 << 20 / 10

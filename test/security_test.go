@@ -355,7 +355,7 @@ func TestRaftNeedsMemberCertificate(t *testing.T) {
 	}
 
 	// The cluster works on: a write reaches every node, which all still run.
-	if _, err := pb.NewAdminClient(c.Nodes[2].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "legit", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := pb.NewAdminClient(c.Nodes[2].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "legit", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitConverged(20 * time.Second)

@@ -50,7 +50,7 @@ func TestFakeWorkersRunJobs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := pb.NewAdminClient(c.Nodes[0].Conn())
-	for _, tn := range []*pb.UpsertTenantRequest{{Name: "gold", Tier: pb.Tier_GOLD}, {Name: "free", Tier: pb.Tier_FREE}} {
+	for _, tn := range []*pb.UpsertTenantRequest{{Name: "gold", Tier: pb.Tier_GOLD.Enum()}, {Name: "free", Tier: pb.Tier_FREE.Enum()}} {
 		if _, err := admin.UpsertTenant(ctx, tn); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 	c := cluster.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex

@@ -90,7 +90,7 @@ func TestEdgeRefusesControlAndBidi(t *testing.T) {
 	wantStatus(t, err, codes.InvalidArgument, `job_type "invoice\u202epdf.exe" has U+202E (a bidirectional formatting character) at byte 7`)
 	_, err = cl.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 10, Group: "g\u202e"})
 	wantStatus(t, err, codes.InvalidArgument, `group: group name "g\u202e" has '\u202e' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`)
-	_, err = admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "evil\u202etxt", Tier: pb.Tier_GOLD})
+	_, err = admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "evil\u202etxt", Tier: pb.Tier_GOLD.Enum()})
 	wantStatus(t, err, codes.InvalidArgument, `tenant name "evil\u202etxt" has U+202E (a bidirectional formatting character) at byte 4`)
 	r := gwDo(t, ts, "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"10","job_type":"x\u202ey"}`)
 	if want := `{"code":"INVALID_ARGUMENT","message":"job_type \"x\\u202ey\" has U+202E (a bidirectional formatting character) at byte 1"}`; r.status != 400 || canonical(t, r.body) != canonical(t, want) {
