@@ -63,8 +63,10 @@ func submitTenant(ctx context.Context, named string, pools fsm.PoolSettings) (st
 func poolToPB(p *sfq.Pool, workers int) *pb.Pool {
 	out := &pb.Pool{Name: p.Name, Weights: p.Weights.String(), SubscriptionsRequired: p.Required, Paused: p.Paused,
 		Scheduled: p.Scheduled, Queued: p.Queued, Running: p.Running, Tenants: uint32(p.Lanes), Workers: uint32(workers)}
-	for _, v := range p.VirtualNow {
-		out.VirtualNowMs = append(out.VirtualNowMs, v.String())
+	// In the order the API documents (critical, high, normal, low), not
+	// the core's index order.
+	for _, c := range sfq.ClassesInOrder {
+		out.VirtualNowMs = append(out.VirtualNowMs, p.VirtualNow[c].String())
 	}
 	return out
 }

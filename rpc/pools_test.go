@@ -426,3 +426,24 @@ func TestEventPool(t *testing.T) {
 		t.Errorf("paused: pool %q", got)
 	}
 }
+
+// TestPoolVirtualNowByClass: a pool's virtual_now_ms lists the classes in
+// the documented order (critical, high, normal, low): a pool that only
+// ever ran normal jobs shows its virtual time at normal, the third (it
+// was shown at critical, the core's index order).
+func TestPoolVirtualNowByClass(t *testing.T) {
+	n := startPoolNode(t, 0)
+	n.tenant(t, "acme", pb.Tier_GOLD)
+	n.submit(t, n.cl, "acme", "")
+	n.submit(t, n.cl, "acme", "")
+	for _, w := range []string{"w1", "w2"} {
+		nodetest.Propose(t, n.node, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: w, Size: pb.Size_SM, Credit: 1}}})
+	}
+	p, err := n.admin.PoolGet(context.Background(), &pb.PoolGetRequest{Name: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.VirtualNowMs, " "); got != "0 0 125 0" {
+		t.Fatalf("virtual_now_ms (critical high normal low): %s, want 0 0 125 0", got)
+	}
+}
