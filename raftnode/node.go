@@ -620,16 +620,49 @@ func (n *Node) RemovePeer(ctx context.Context, id string) error {
 }
 
 // TransferLeadership hands leadership to id (any voter if empty).
-func (n *Node) TransferLeadership(id string) error {
-	if id == "" {
-		return n.raft.LeadershipTransfer().Error()
-	}
-	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
-		if string(s.ID) == id {
-			return n.raft.LeadershipTransferToServer(s.ID, s.Address).Error()
+//
+// It returns the new leader's ID once this node has heard of it (Raft's
+// transfer ends when this node steps down, before the new leader is
+// known here), or the error of ctx if it ends first: the transfer itself
+// was done.
+func (n *Node) TransferLeadership(ctx context.Context, id string) (string, error) {
+	var target raft.ServerAddress
+	if id != "" {
+		for _, s := range n.raft.GetConfiguration().Configuration().Servers {
+			if string(s.ID) == id {
+				target = s.Address
+			}
+		}
+		if target == "" {
+			return "", fmt.Errorf("no server %q in the configuration", id)
 		}
 	}
-	return fmt.Errorf("no server %q in the configuration", id)
+	ch := make(chan raft.Observation, 4)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.raft.RegisterObserver(obs)
+	defer n.raft.DeregisterObserver(obs)
+	var f raft.Future
+	if id == "" {
+		f = n.raft.LeadershipTransfer()
+	} else {
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(id), target)
+	}
+	if err := f.Error(); err != nil {
+		return "", err
+	}
+	for {
+		if lid, _ := n.Leader(); lid != "" && lid != n.cfg.ID {
+			return lid, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
 }
 
 // BootstrapIfNew makes this node a one-voter cluster if it has no Raft
