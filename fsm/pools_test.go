@@ -279,3 +279,29 @@ func TestDispatchBudgetIn(t *testing.T) {
 	pause("gpu", false, true)
 	check("both resumed", want{"gpu", sfq.MD, 3, true}, want{"cpu", sfq.MD, 3, true})
 }
+
+// TestTopRowsPerPool: a tenant's line in a pool shows its queued and
+// running jobs in that pool, not in the pool default (a line of pool gpu
+// said queued 1 while the tenant had no queued job there).
+func TestTopRowsPerPool(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("acme", pb.Tier_GOLD))
+	h.one(poolSet("gpu", nil, nil))
+	h.one(submit("acme", "", 1000, ""))
+	h.one(submitIn("acme", "gpu"))
+	h.one(submitIn("acme", "gpu"))
+	if r := h.one(dispatchIn("w1", "gpu", 1)); !r.Assigned {
+		t.Fatalf("dispatch in gpu: %+v", r)
+	}
+	rows, _, _ := h.f.Top(60_000)
+	got := map[string][2]uint32{}
+	for _, r := range rows {
+		if r.Name == "acme" {
+			got[r.Pool] = [2]uint32{r.Queued, r.Running}
+		}
+	}
+	want := map[string][2]uint32{"": {1, 0}, "gpu": {1, 1}}
+	if len(got) != len(want) || got[""] != want[""] || got["gpu"] != want["gpu"] {
+		t.Fatalf("acme's lines (pool: queued, running): %v, want %v", got, want)
+	}
+}

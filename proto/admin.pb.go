@@ -1731,17 +1731,19 @@ func (x *TopRequest) GetWindowMs() int64 {
 // entitled in the last hour), or one line of class normal without
 // figures.
 type TenantShare struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Name             string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Tier             Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
-	Weight           float64                `protobuf:"fixed64,3,opt,name=weight,proto3" json:"weight,omitempty"`
-	Queued           uint32                 `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`                                               // the tenant's, every class
-	Running          uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`                                             // the tenant's, every class
-	Dispatches       uint64                 `protobuf:"varint,6,opt,name=dispatches,proto3" json:"dispatches,omitempty"`                                       // of the class in the window_ms
-	DispatchedCostMs int64                  `protobuf:"varint,7,opt,name=dispatched_cost_ms,json=dispatchedCostMs,proto3" json:"dispatched_cost_ms,omitempty"` // est_cost of those dispatches
-	Share            float64                `protobuf:"fixed64,8,opt,name=share,proto3" json:"share,omitempty"`                                                // windows[0].share (0 if undefined)
-	EntitledShare    float64                `protobuf:"fixed64,9,opt,name=entitled_share,json=entitledShare,proto3" json:"entitled_share,omitempty"`           // windows[0].entitled (0 if undefined)
-	JobClass         Class                  `protobuf:"varint,10,opt,name=job_class,json=jobClass,proto3,enum=barista.v1.Class" json:"job_class,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Tier   Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
+	Weight float64                `protobuf:"fixed64,3,opt,name=weight,proto3" json:"weight,omitempty"`
+	// queued and running: the tenant's jobs in the line's pool, every
+	// class (assigned and running for running).
+	Queued           uint32  `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`
+	Running          uint32  `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`
+	Dispatches       uint64  `protobuf:"varint,6,opt,name=dispatches,proto3" json:"dispatches,omitempty"`                                       // of the class in the window_ms
+	DispatchedCostMs int64   `protobuf:"varint,7,opt,name=dispatched_cost_ms,json=dispatchedCostMs,proto3" json:"dispatched_cost_ms,omitempty"` // est_cost of those dispatches
+	Share            float64 `protobuf:"fixed64,8,opt,name=share,proto3" json:"share,omitempty"`                                                // windows[0].share (0 if undefined)
+	EntitledShare    float64 `protobuf:"fixed64,9,opt,name=entitled_share,json=entitledShare,proto3" json:"entitled_share,omitempty"`           // windows[0].entitled (0 if undefined)
+	JobClass         Class   `protobuf:"varint,10,opt,name=job_class,json=jobClass,proto3,enum=barista.v1.Class" json:"job_class,omitempty"`
 	// windows is the fairness report over 1 min, 10 min and 1 h.
 	Windows  []*FairWindow `protobuf:"bytes,11,rep,name=windows,proto3" json:"windows,omitempty"`
 	Eligible bool          `protobuf:"varint,12,opt,name=eligible,proto3" json:"eligible,omitempty"` // has eligible work in the class now
@@ -1758,8 +1760,7 @@ type TenantShare struct {
 	Rate   string `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
 	// pool: the pool of the line's share, always named ("default"
 	// included): a tenant active in two pools has lines in each, every
-	// figure of the line but queued and running (the tenant's, every pool)
-	// within that pool.
+	// figure of the line, queued and running included, within that pool.
 	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
