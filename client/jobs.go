@@ -127,7 +127,7 @@ func (c *Client) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.Lis
 func (c *Client) Jobs(ctx context.Context, req *pb.ListJobsRequest) iter.Seq2[*pb.Job, error] {
 	return pages(req.PageToken, func(token string) (*pb.ListJobsResponse, error) {
 		return c.ListJobs(ctx, &pb.ListJobsRequest{Tenant: req.Tenant, State: req.State, PageSize: req.PageSize, PageToken: token,
-			Read: req.Read, IncludePayload: req.IncludePayload, NewestFirst: req.NewestFirst, Pool: req.Pool})
+			Read: req.Read, IncludePayload: req.IncludePayload, NewestFirst: req.NewestFirst, OldestFirst: req.OldestFirst, Pool: req.Pool})
 	}, (*pb.ListJobsResponse).GetJobs, (*pb.ListJobsResponse).GetNextPageToken)
 }
 

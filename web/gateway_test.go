@@ -135,7 +135,7 @@ func TestGatewayAnswers(t *testing.T) {
 		{"a bad id", "GET", "/v1/jobs/x", gwAcme, "", nil, 400,
 			`{"code":"INVALID_ARGUMENT","message":"type mismatch, parameter: job_id, error: strconv.ParseUint: parsing \"x\": invalid syntax"}`},
 		{"an unknown query parameter", "GET", "/v1/jobs?stat=queued", gwAcme, "", nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"unknown query parameter \"stat\" (this route takes tenant, state, page_size, page_token, stale, include_payload, newest_first, pool)"}`},
+			`{"code":"INVALID_ARGUMENT","message":"unknown query parameter \"stat\" (this route takes tenant, state, page_size, page_token, stale, include_payload, newest_first, oldest_first, pool)"}`},
 		{"a parameter and its alias", "GET", "/v1/jobs?stale=true&read.stale=false", gwAcme, "", nil, 400, ""},
 		{"no token", "GET", "/v1/jobs", "", "", nil, 401,
 			`{"code":"UNAUTHENTICATED","message":"missing bearer token (authorization: Bearer TOKEN)"}`},

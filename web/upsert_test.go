@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,4 +101,51 @@ func TestUpsertsKeepWhatTheyLeaveOut(t *testing.T) {
 	check("webhook after PUT kinds", jsonField(t, body, "webhook"), map[string]string{"url": `"https://hooks.example.com/b"`, "kinds": `["failed"]`})
 	body = do("PUT webhook all kinds", "PUT", hook, `{"kinds":["all"]}`, 200)
 	check("webhook after PUT all kinds", jsonField(t, body, "webhook"), map[string]string{"url": `"https://hooks.example.com/b"`, "kinds": `[]`})
+}
+
+// jobIDsOf lists the job IDs of a ListJobs answer, in order.
+func jobIDsOf(t *testing.T, body string) string {
+	t.Helper()
+	var resp struct {
+		Jobs []struct {
+			ID string `json:"job_id"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		t.Fatalf("not a job list: %v: %s", err, body)
+	}
+	var ids []string
+	for _, j := range resp.Jobs {
+		ids = append(ids, j.ID)
+	}
+	return strings.Join(ids, " ")
+}
+
+// TestListOrder: GET /v1/jobs lists newest first, as the CLI and the
+// console do; oldest_first=true reverses it, pages included; both
+// orders at once are refused.
+func TestListOrder(t *testing.T) {
+	_, ts := gatewayNode(t)
+	for range 3 {
+		if r := gwDo(t, ts, "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"1000"}`); r.status != 200 {
+			t.Fatalf("submit: %d %s", r.status, r.body)
+		}
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/v1/jobs", "3 2 1"},
+		{"/v1/jobs?page_size=2", "3 2"},
+		{"/v1/jobs?page_size=2&page_token=d1", "1"},
+		{"/v1/jobs?oldest_first=true", "1 2 3"},
+		{"/v1/jobs?oldest_first=true&page_size=2&page_token=p3", "3"},
+		{"/v1/jobs?newest_first=true", "3 2 1"},
+	} {
+		r := gwDo(t, ts, "GET", c.path, gwAcme, "")
+		if r.status != 200 || jobIDsOf(t, r.body) != c.want {
+			t.Errorf("GET %s: %d %s, want jobs %s", c.path, r.status, r.body, c.want)
+		}
+	}
+	r := gwDo(t, ts, "GET", "/v1/jobs?oldest_first=true&newest_first=true", gwAcme, "")
+	if want := `{"code":"INVALID_ARGUMENT","message":"oldest_first: true with newest_first: true; give one of them (newest first is the default)"}`; r.status != 400 || canonical(t, r.body) != canonical(t, want) {
+		t.Errorf("both orders: %d %s", r.status, r.body)
+	}
 }
