@@ -66,7 +66,7 @@ func TestGatewayRunNowBody(t *testing.T) {
 		want        string
 	}{
 		{gwAcme, `{"tenant":"beta"}`, 403, `{"code":"PERMISSION_DENIED","message":"tenant: this token is for tenant \"acme\", not \"beta\""}`},
-		{gwAdmin, `{"tenant":"acme","sise":1}`, 400, `{"code":"INVALID_ARGUMENT","message":"request body: (line 1:18): unknown field \"sise\""}`},
+		{gwAdmin, `{"tenant":"acme","sise":1}`, 400, `{"code":"INVALID_ARGUMENT","message":"sise: not a field of this request (it takes tenant, job_id)"}`},
 		{gwAdmin, `{"tenant":"acme"}`, 200, `{"state":"queued"}`},
 	} {
 		if r := gwDo(t, ts, "POST", path, c.token, c.body); r.status != c.status || canonical(t, r.body) != canonical(t, c.want) {
