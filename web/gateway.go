@@ -28,6 +28,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/baristahq/barista/client"
+	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -348,6 +349,11 @@ func apiError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w h
 		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.RetryDelay != nil {
 			// RFC 9110 §10.2.3: whole seconds, rounded up.
 			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ri.RetryDelay.AsDuration().Seconds())), 10))
+		}
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == client.ErrorDomain && info.Reason == text.ReasonTooLarge {
+			// A payload over the cluster's limit: permanent, as a body
+			// too large for any message is.
+			httpCode = http.StatusRequestEntityTooLarge
 		}
 	}
 	writeHTTPError(w, &httpErr{httpCode, client.CodeName(c), paramError(bodyError(st.Message()))})

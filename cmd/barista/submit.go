@@ -354,6 +354,11 @@ func (f *fileJob) request(defaultTenant, defaultPool string) (*pb.SubmitRequest,
 	return req, nil
 }
 
+// maxFileLine is the longest line --from-file reads: twice what any
+// request can carry, so that a line too large for one is refused with
+// its size by the client's own check.
+const maxFileLine = 2 * client.MaxMessageBytes
+
 func submitFile(env *cmdEnv, opts *submitOpts) error {
 	in, err := openInput(opts.fromFile)
 	if err != nil {
@@ -361,7 +366,7 @@ func submitFile(env *cmdEnv, opts *submitOpts) error {
 	}
 	defer in.Close()
 	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 8<<20)
+	sc.Buffer(make([]byte, 1<<20), maxFileLine)
 	var batch []*pb.SubmitRequest
 	var lines []int
 	created, existing, refused := 0, 0, 0
@@ -438,6 +443,14 @@ func submitFile(env *cmdEnv, opts *submitOpts) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			// What came before it is still sent, and said.
+			if ferr := flush(); ferr != nil {
+				return ferr
+			}
+			return fmt.Errorf("line %d: longer than %d bytes, more than any job can be (a request is at most %d bytes): it and the lines after it were not submitted",
+				n+1, maxFileLine, client.MaxMessageBytes)
+		}
 		return err
 	}
 	if err := flush(); err != nil {
