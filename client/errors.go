@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baristahq/barista/internal/wire"
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -165,22 +166,11 @@ func ResultError(msg string) error {
 // Where the cluster says, in an ErrorInfo detail of an UNAVAILABLE
 // status, that the node no longer leads and did nothing with the call.
 const (
-	ErrorDomain     = "barista"
-	ReasonNotLeader = "NOT_LEADER"
+	ErrorDomain     = wire.ErrorDomain
+	ReasonNotLeader = wire.ReasonNotLeader
 )
 
 // IsNotLeader reports whether a call was refused by a node that no longer
 // leads, before it did anything: another node may be asked, whatever the
 // call.
-func IsNotLeader(err error) bool {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.Unavailable {
-		return false
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == ReasonNotLeader && info.Domain == ErrorDomain {
-			return true
-		}
-	}
-	return false
-}
+func IsNotLeader(err error) bool { return wire.IsNotLeader(err) }

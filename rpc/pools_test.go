@@ -145,7 +145,7 @@ func TestPoolsAtTheEdge(t *testing.T) {
 
 	// Lists: every pool, one pool, the default pool, an unknown pool.
 	for _, c := range []struct{ pool, want string }{
-		{"", "1:gpu 2:default 3:default"}, {"gpu", "1:gpu"}, {"default", "2:default 3:default"},
+		{"", "3:default 2:default 1:gpu"}, {"gpu", "1:gpu"}, {"default", "3:default 2:default"},
 	} {
 		resp, err := n.cl.ListJobs(ctx, &pb.ListJobsRequest{Tenant: "acme", Pool: c.pool})
 		if err != nil {

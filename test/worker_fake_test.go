@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func startFakeWorkers(t *testing.T, c *cluster.Cluster, n int, size sfq.Size, ru
 	var agents []*worker.Agent
 	for i := range n {
 		a, err := worker.New(worker.Config{ID: fmt.Sprintf("fake-%s-%d", size, i), Size: fsm.SizeToPB(size), Servers: servers,
-			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: runner, Observer: observe})
+			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: runner, Observer: observe, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

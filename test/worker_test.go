@@ -566,7 +566,7 @@ func TestWorkerIdentity(t *testing.T) {
 	if !outside.Wait(30 * time.Second) {
 		t.Fatal("a worker outside its token's binding still runs")
 	}
-	if log := outside.Log(); !strings.Contains(log, "code = PermissionDenied") || !strings.Contains(log, `outside this token's binding`) {
+	if log := outside.Log(); !strings.Contains(log, "(PERMISSION_DENIED)") || !strings.Contains(log, `outside this token's binding`) {
 		t.Errorf("worker outside its binding:\n%s", cluster.Tail(outside.LogPath, 10))
 	}
 	inside := c.AddWorker("gpu-1", "lg")

@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -356,7 +357,7 @@ func fakeFleet(ctx context.Context, servers string, n int, size func(int) pb.Siz
 		if len(pools) > 0 {
 			pool = pools[i%len(pools)]
 		}
-		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: size(i), Pool: pool, Servers: strings.Split(servers, ","),
+		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: size(i), Pool: pool, Servers: strings.Split(servers, ","), Logger: slog.New(slog.DiscardHandler),
 			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: worker.FakeRunner{Plan: plan}, Observer: observe})
 		if err != nil {
 			panic(err) // fixed, valid arguments
