@@ -665,6 +665,13 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) (string, error
 	}
 }
 
+// InCluster reports whether this node's Raft configuration holds any
+// server: false until it bootstraps, is joined, or installs a snapshot.
+func (n *Node) InCluster() bool {
+	f := n.raft.GetConfiguration()
+	return f.Error() == nil && len(f.Configuration().Servers) > 0
+}
+
 // BootstrapIfNew makes this node a one-voter cluster if it has no Raft
 // state at all (never bootstrapped, never joined, nothing installed); it
 // reports whether it did.

@@ -518,7 +518,8 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 	// HTTP/JSON stream answers 200 as soon as they arrive). They say where
 	// the stream starts, so that a client whose stream breaks before an
 	// event resumes there, not at a later "next new event".
-	if err := stream.SendHeader(metadata.Pairs(client.HeaderWatchCursor, strconv.FormatUint(cursor, 10))); err != nil {
+	if err := stream.SendHeader(metadata.Pairs(client.HeaderWatchCursor, strconv.FormatUint(cursor, 10),
+		client.HeaderWatchNext, strconv.FormatUint(next, 10))); err != nil {
 		return err
 	}
 	out := startWatchSender(stream, cursor)

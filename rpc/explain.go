@@ -168,7 +168,7 @@ func explainTextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb
 	case sfq.ReasonScheduled:
 		fmt.Fprintf(&b, " is scheduled: it enters its queue %s.", client.When(now, int64(r.Due)))
 	case sfq.ReasonPaused:
-		fmt.Fprintf(&b, " waits: dispatch is paused (%s).", r.Vertex)
+		b.WriteString(pauseReason(tenant, j.Group(), pool, r.Vertex))
 	case sfq.ReasonBehind:
 		queue := "queue"
 		if j.HasDeadline() {
@@ -197,11 +197,20 @@ func explainTextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb
 			fmt.Fprintf(&b, " could run, but no connected, undrained worker of size %s or larger is there to take it.", j.Size)
 		}
 	case sfq.ReasonWaiting:
-		if r.Ahead == 0 && busy > 0 {
-			of := ""
-			if pool != "" {
-				of = "of pool " + pool + " "
+		of := ""
+		if pool != "" {
+			of = "of pool " + pool + " "
+		}
+		if r.Ahead == 0 && busy > 0 && r.Larger > 0 {
+			// Next for the workers of its size; a larger worker takes a
+			// job of its own size first.
+			larger := "the larger job that waits"
+			if r.Larger > 1 {
+				larger = fmt.Sprintf("one of the %d larger jobs that wait", r.Larger)
 			}
+			fmt.Fprintf(&b, " is next among the %s jobs of its class, and every worker that fits it (%s %sof size %s or larger) is busy: a worker of size %s takes it when it asks for work, but a larger worker takes %s first (a job of its own size).",
+				j.Size, plural(uint64(busy), "worker", "workers"), of, j.Size, j.Size, larger)
+		} else if r.Ahead == 0 && busy > 0 {
 			fmt.Fprintf(&b, " is next: nothing goes before it, and every worker that fits it (%s %sof size %s or larger) is busy; the first to ask for work takes it.",
 				plural(uint64(busy), "worker", "workers"), of, j.Size)
 		} else if j.HasDeadline() {
@@ -263,3 +272,19 @@ func capText(j *sfq.Job, tenant, pool string, r sfq.Reason) string {
 }
 
 func msText(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+
+// pauseReason says what pause holds a job of tenant (of group, in pool:
+// "" for the pool default), and the command that lifts it.
+func pauseReason(tenant, group, pool, vertex string) string {
+	switch vertex {
+	case "all":
+		return " waits: all dispatch is paused (barista operator dispatch resume lifts it)."
+	case "pool":
+		return fmt.Sprintf(" waits: dispatch in pool %s is paused (barista pool resume %s lifts it).", poolName(pool), poolName(pool))
+	case "tenant":
+		return fmt.Sprintf(" waits: tenant %s is paused (barista tenant resume %s lifts it).", tenant, tenant)
+	case "group":
+		return fmt.Sprintf(" waits: group %s of tenant %s is paused (barista tenant resume %s --group %s lifts it).", group, tenant, tenant, group)
+	}
+	return fmt.Sprintf(" waits: dispatch is paused (%s).", vertex)
+}

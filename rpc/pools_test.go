@@ -447,3 +447,60 @@ func TestPoolVirtualNowByClass(t *testing.T) {
 		t.Fatalf("virtual_now_ms (critical high normal low): %s, want 0 0 125 0", got)
 	}
 }
+
+// TestExplainPausedSaysWhatResumes: a job held by a pause is told which
+// pause and the command that lifts it: its pool's (naming the pool), all
+// dispatch, its tenant's, its group's.
+func TestExplainPausedSaysWhatResumes(t *testing.T) {
+	n := startPoolNode(t, 0)
+	ctx := context.Background()
+	n.tenant(t, "acme", pb.Tier_GOLD)
+	if _, err := n.admin.PoolSet(ctx, &pb.PoolSetRequest{Name: "gpu"}); err != nil {
+		t.Fatal(err)
+	}
+	id := n.submit(t, n.cl, "acme", "gpu")
+	explain := func() string {
+		t.Helper()
+		r, err := n.cl.ExplainJob(ctx, &pb.ExplainJobRequest{Tenant: "acme", JobId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Text
+	}
+	for _, c := range []struct {
+		pause, resume func() error
+		want          string
+	}{
+		{func() error {
+			_, err := n.admin.PauseDispatch(ctx, &pb.PauseDispatchRequest{Pool: "gpu"})
+			return err
+		}, func() error {
+			_, err := n.admin.PauseDispatch(ctx, &pb.PauseDispatchRequest{Pool: "gpu", Resume: true})
+			return err
+		}, "waits: dispatch in pool gpu is paused (barista pool resume gpu lifts it)."},
+		{func() error {
+			_, err := n.admin.PauseDispatch(ctx, &pb.PauseDispatchRequest{})
+			return err
+		}, func() error {
+			_, err := n.admin.PauseDispatch(ctx, &pb.PauseDispatchRequest{Resume: true})
+			return err
+		}, "waits: all dispatch is paused (barista operator dispatch resume lifts it)."},
+		{func() error {
+			_, err := n.cl.Pause(ctx, &pb.PauseRequest{Tenant: "acme"})
+			return err
+		}, func() error {
+			_, err := n.cl.Pause(ctx, &pb.PauseRequest{Tenant: "acme", Resume: true})
+			return err
+		}, "waits: tenant acme is paused (barista tenant resume acme lifts it)."},
+	} {
+		if err := c.pause(); err != nil {
+			t.Fatal(err)
+		}
+		if got := explain(); !strings.HasSuffix(got, c.want) {
+			t.Errorf("explain: %q\nwant it to end %q", got, c.want)
+		}
+		if err := c.resume(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
