@@ -118,7 +118,7 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 		if !w.Wait(30 * time.Second) {
 			t.Fatalf("%s, a worker of a pool that does not exist, still runs:\n%s", w.ID, cluster.Tail(w.LogPath, 5))
 		}
-		want := fmt.Sprintf(`refuses it: hello.pool: unknown pool "gpu" (an admin creates it: barista pool set gpu) (NOT_FOUND)`)
+		want := `refuses it: hello.pool: unknown pool "gpu" (an admin creates it: barista pool set gpu) (NOT_FOUND)`
 		if ee := (*exec.ExitError)(nil); !errors.As(w.ExitErr(), &ee) || ee.ExitCode() != 1 || !strings.Contains(w.Log(), want) {
 			t.Fatalf("%s exited %v:\n%s", w.ID, w.ExitErr(), cluster.Tail(w.LogPath, 5))
 		}
