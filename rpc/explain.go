@@ -53,11 +53,16 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 			}
 			return nil, status.Error(codes.Internal, err.Error())
 		}
-		var fit, idle int
+		var fit, idle, larger int
 		known := false
 		if r.Kind == sfq.ReasonWaiting {
-			if fit, idle, known = s.workers.fitting(ctx, pool, j.Size); known && fit == 0 {
+			if fit, idle, larger, known = s.workers.fitting(ctx, pool, j.Size); known && fit == 0 {
 				r = sfq.Reason{Kind: sfq.ReasonNoWorker}
+			}
+			if larger == 0 {
+				// No larger worker fits it: the larger jobs that wait
+				// take none of its workers.
+				r.Larger = 0
 			}
 		}
 		out := explainToPB(&j, &t, r, s.clockNow())
@@ -73,23 +78,23 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 
 // fitting counts the connected, undrained workers of pool ("": the pool
 // default) of size sz or larger and, of them, those ready for a job
-// (idle). Off the leader (or before its hub is up, when the leader has
+// (idle) and those larger than sz. Off the leader (or before its hub is up, when the leader has
 // just gained leadership and the sessions are not known yet) known is
 // false: a reason is never no_worker for want of knowing.
-func (s *WorkerService) fitting(ctx context.Context, pool string, sz sfq.Size) (fit, idle int, known bool) {
+func (s *WorkerService) fitting(ctx context.Context, pool string, sz sfq.Size) (fit, idle, larger int, known bool) {
 	h := s.currentHub(ctx)
 	if h == nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	h.mu.Lock()
 	type cand struct {
-		id    string
-		ready bool
+		id            string
+		ready, bigger bool
 	}
 	var cands []cand
 	for id, sess := range h.sessions {
 		if sess.pool == pool && sess.size >= sz {
-			cands = append(cands, cand{id, sess.ready && sess.job == 0})
+			cands = append(cands, cand{id, sess.ready && sess.job == 0, sess.size > sz})
 		}
 	}
 	h.mu.Unlock()
@@ -99,9 +104,12 @@ func (s *WorkerService) fitting(ctx context.Context, pool string, sz sfq.Size) (
 			if c.ready {
 				idle++
 			}
+			if c.bigger {
+				larger++
+			}
 		}
 	}
-	return fit, idle, true
+	return fit, idle, larger, true
 }
 
 // explainToPB converts a reason of a job of tenant t, with its paragraph.

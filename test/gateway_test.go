@@ -289,7 +289,7 @@ func TestHTTPAPI(t *testing.T) {
 			break
 		}
 	}
-	if want := []string{first, b1, b3}; !slices.Equal(got, want) || pages != 1 {
+	if want := []string{b3, b1, first}; !slices.Equal(got, want) || pages != 1 {
 		t.Errorf("paged list: %v in %d pages after the first, want %v in 1", got, pages, want)
 	}
 
@@ -685,7 +685,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		}
 		return strings.Join(names, " ")
 	}
-	if got := params("/v1/jobs"); got != "query:tenant query:state query:page_size query:page_token query:stale query:include_payload query:newest_first query:pool" {
+	if got := params("/v1/jobs"); got != "query:tenant query:state query:page_size query:page_token query:stale query:include_payload query:newest_first query:oldest_first query:pool" {
 		t.Errorf("GET /v1/jobs parameters: %s", got)
 	}
 	if got := params("/v1/events"); got != "query:tenant query:from query:job_id query:from_oldest query:until_idle" {
