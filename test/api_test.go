@@ -452,7 +452,7 @@ func TestValidation(t *testing.T) {
 		{"bad tier", func() error {
 			_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "x"})
 			return err
-		}, codes.InvalidArgument, "tier: TIER_UNSPECIFIED is not free, bronze, silver, gold or diamond"},
+		}, codes.InvalidArgument, `tier: required to create tenant "x" (free, bronze, silver, gold or diamond)`},
 		{"bad tenant name", func() error {
 			_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "a b", Tier: pb.Tier_FREE.Enum()})
 			return err

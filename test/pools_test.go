@@ -248,7 +248,7 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 // completed, is upgraded node by node, the leader last. After each node,
 // every node holds the same 12 jobs (6 completed, 6 queued) and hash, and
 // pool commands are refused, naming the field and both levels; a worker of
-// pool gpu is refused (the cluster has no such pool) and says so. Once
+// pool gpu is refused (the cluster has no such pool), says so and stops. Once
 // the last voter runs this build the leader raises the level to 6: the
 // pool, a subscription and a job of gpu are accepted, the gpu worker
 // connects and runs that job, and the 6 old jobs run in the pool default.
@@ -336,13 +336,17 @@ func TestPoolsRollingUpgrade(t *testing.T) {
 		got := levels(c)
 		return got == fmt.Sprintf("n1:%d/%d n2:%d/%d n3:%d/%d", top, top, top, top, top, top), got
 	})
-	// The gpu worker was refused all along, and said so.
-	if log, _ := os.ReadFile(gpu.LogPath); !strings.Contains(string(log), `unknown pool \"gpu\"`) {
+	// The gpu worker was refused, said so, and stopped.
+	if !gpu.Wait(30 * time.Second) {
+		t.Fatal("the gpu worker, refused, still runs")
+	}
+	if log, _ := os.ReadFile(gpu.LogPath); !strings.Contains(string(log), `refuses it: hello.pool: unknown pool "gpu"`) {
 		t.Fatalf("the gpu worker's log does not say its pool is unknown:\n%s", cluster.Tail(gpu.LogPath, 10))
 	}
 	for _, r := range refused[:2] {
 		applyOK(t, ctx, c, r.cmd)
 	}
+	gpu.Start("") // the pool exists now
 	newJob := applyOK(t, ctx, c, submitInCmd("acme", "new-gpu", "gpu", run)).Results[0].Job
 	acme = pb.NewClientClient(c.Nodes[0].Conn()) // a stopped node's connection is closed
 	j := waitJob(t, acme, newJob, time.Minute, "completed", func(j *pb.Job) bool { return j.State == "completed" })
