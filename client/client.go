@@ -58,6 +58,11 @@ type Options struct {
 	// pause before it does (0 when it moves on to the next node at
 	// once).
 	OnWatchRetry func(err error, from uint64, wait time.Duration)
+	// OnWatchOpen, if set, is called when a watch's stream opens, with
+	// the sequence number it starts at and the one the next new event
+	// will have (a watch from beyond it waits for events to come), from
+	// a server that says both.
+	OnWatchOpen func(from, next uint64)
 	// DialOptions are added to every connection's options (interceptors,
 	// for instance).
 	DialOptions []grpc.DialOption
@@ -435,7 +440,7 @@ func idempotent(method string, req any) bool {
 		return len(r.Jobs) > 0
 	}
 	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetGroup", "Pause", "SetConfig", "Drain", "Join", "WebhookGet", "WebhookStatus",
-		"PoolSet", "PoolGet", "PoolList", "SubscriptionSet", "SubscriptionList"} {
+		"PoolSet", "PoolGet", "PoolList", "SubscriptionSet", "SubscriptionDelete", "SubscriptionList"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

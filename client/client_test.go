@@ -338,7 +338,8 @@ func TestSubmitBatchChunks(t *testing.T) {
 // TestSubmitBatchSplitsByBytes: six jobs of 0.9 MiB go in requests of at
 // most MaxBatchBytes (three, then three), not in one message too large
 // to send; a job too large for any message is refused on its own, as
-// RESOURCE_EXHAUSTED in its result, and the jobs after it are submitted.
+// INVALID_ARGUMENT (permanent) naming its size and the limit in its
+// result, and the jobs after it are submitted.
 func TestSubmitBatchSplitsByBytes(t *testing.T) {
 	f := serve(t, &fakeNode{batch: func(n int, req *pb.SubmitBatchRequest) (*pb.SubmitBatchResponse, error) {
 		resp := &pb.SubmitBatchResponse{}
@@ -370,7 +371,7 @@ func TestSubmitBatchSplitsByBytes(t *testing.T) {
 	}
 	for i, r := range res {
 		if i == 6 {
-			if !errors.Is(ResultError(r.Error), ErrResourceExhausted) || r.JobId != 0 || !strings.Contains(r.Error, "larger than max") {
+			if want := "INVALID_ARGUMENT: payload: 5242880 bytes: the job would be a 5242901-byte request, over the largest a server takes (4194304 bytes; the cluster's max_payload_bytes is lower still)"; !errors.Is(ResultError(r.Error), ErrInvalid) || r.JobId != 0 || r.Error != want {
 				t.Errorf("job 6: %v", r)
 			}
 			continue
@@ -483,6 +484,7 @@ func TestIdempotentCalls(t *testing.T) {
 		{"/barista.v1.Admin/PoolList", &pb.PoolListRequest{}, true},
 		{"/barista.v1.Admin/PoolDelete", &pb.PoolDeleteRequest{}, false},
 		{"/barista.v1.Admin/SubscriptionSet", &pb.SubscriptionSetRequest{}, true},
+		{"/barista.v1.Admin/SubscriptionDelete", &pb.SubscriptionDeleteRequest{}, true},
 		{"/barista.v1.Admin/SubscriptionList", &pb.SubscriptionListRequest{}, true},
 	}
 	for _, tc := range cases {

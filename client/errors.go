@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baristahq/barista/internal/wire"
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -130,6 +131,23 @@ func RetryDelay(err error) (time.Duration, bool) {
 	return 0, false
 }
 
+// Reason returns the reason the cluster gave for refusing a call, in the
+// ErrorInfo detail of its status (QUOTA_EXCEEDED, TOO_LARGE,
+// FEATURE_LEVEL, ...: docs/api.md, "Submit validation"), or "" if it gave
+// none.
+func Reason(err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return ""
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
+			return info.Reason
+		}
+	}
+	return ""
+}
+
 // ResultError returns the error of one job's SubmitResult in a batch
 // ("CODE_NAME: message"), as an *Error matching its code's sentinel, or
 // nil if the job was accepted.
@@ -148,22 +166,11 @@ func ResultError(msg string) error {
 // Where the cluster says, in an ErrorInfo detail of an UNAVAILABLE
 // status, that the node no longer leads and did nothing with the call.
 const (
-	ErrorDomain     = "barista"
-	ReasonNotLeader = "NOT_LEADER"
+	ErrorDomain     = wire.ErrorDomain
+	ReasonNotLeader = wire.ReasonNotLeader
 )
 
 // IsNotLeader reports whether a call was refused by a node that no longer
 // leads, before it did anything: another node may be asked, whatever the
 // call.
-func IsNotLeader(err error) bool {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.Unavailable {
-		return false
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == ReasonNotLeader && info.Domain == ErrorDomain {
-			return true
-		}
-	}
-	return false
-}
+func IsNotLeader(err error) bool { return wire.IsNotLeader(err) }

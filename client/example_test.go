@@ -9,6 +9,7 @@ import (
 
 	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
+	"google.golang.org/protobuf/proto"
 )
 
 // A program connects to any nodes of the cluster with a client token,
@@ -90,4 +91,46 @@ func ExampleResultError() {
 	// true
 	// false
 	// RESOURCE_EXHAUSTED: payload: 5242880 bytes, over the limit of 1048576
+}
+
+// A SaaS's sign-up, with an admin token: the customer's tenant is made
+// with its plan's tier and quota, and given a subscription in the gpu
+// pool. Upgrading its plan later changes the tier alone: what an upsert
+// leaves out keeps its value. Leaving, it is deleted (once its jobs are
+// done).
+func ExampleClient_UpsertTenant() {
+	c, err := client.New([]string{"10.0.0.1:7400", "10.0.0.2:7400"}, client.Options{Token: "admin-token"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+
+	t, err := c.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "customer-4411", Tier: pb.Tier_SILVER.Enum(),
+		Caps: &pb.CapsUpdate{MaxQueued: proto.Uint32(10_000)}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("tenant", t.Name, "created", t.Created)
+	if _, err := c.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "customer-4411", Pool: "gpu", Burst: proto.Uint32(2)}); err != nil {
+		log.Fatal(err)
+	}
+
+	// An upgrade: the tier changes, the quota stays.
+	if _, err := c.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "customer-4411", Tier: pb.Tier_GOLD.Enum()}); err != nil {
+		log.Fatal(err)
+	}
+	t, err = c.GetTenant(ctx, &pb.GetTenantRequest{Name: "customer-4411"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(t.Tier, t.Caps.GetMaxQueued())
+
+	// Leaving.
+	if _, err := c.SubscriptionDelete(ctx, &pb.SubscriptionDeleteRequest{Tenant: "customer-4411", Pool: "gpu"}); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := c.DeleteTenant(ctx, &pb.DeleteTenantRequest{Name: "customer-4411"}); errors.Is(err, client.ErrFailedPrecondition) {
+		log.Print("it still has jobs: cancel or wait for them first")
+	}
 }

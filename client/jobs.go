@@ -70,7 +70,25 @@ func call[C, Req, Resp any](ctx context.Context, c *Client, newClient func(grpc.
 // returns the existing job, with Created false); without one it is sent
 // once: an UNAVAILABLE error then means the job may or may not exist.
 func (c *Client) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
+	if err := tooLarge(req, proto.Size(req)); err != nil {
+		return nil, err
+	}
 	return unary(ctx, c, req, pb.ClientClient.Submit)
+}
+
+// tooLarge refuses a job whose request (of size bytes) no server can take
+// (over MaxMessageBytes): what the wire cannot carry is said here, with
+// the size and the limit, as the permanent refusal it is — gRPC would
+// refuse to send it with RESOURCE_EXHAUSTED, which asks for a retry. A
+// job that fits a message but whose payload is over the cluster's
+// max_payload_bytes is the cluster's to refuse (INVALID_ARGUMENT,
+// TOO_LARGE).
+func tooLarge(job *pb.SubmitRequest, size int) error {
+	if size <= MaxMessageBytes {
+		return nil
+	}
+	return &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf("payload: %d bytes: the job would be a %d-byte request, over the largest a server takes (%d bytes; the cluster's max_payload_bytes is lower still)",
+		len(job.GetPayload()), size, MaxMessageBytes)}
 }
 
 // SubmitBatch submits jobs in requests of at most MaxBatch jobs and
@@ -78,7 +96,8 @@ func (c *Client) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitR
 // of jobs: a job the cluster refused has its reason in Error
 // ("CODE_NAME: message"; ResultError makes it an *Error) and does not
 // stop the others. A job too large for any request (over MaxMessageBytes
-// with its request) is refused alone, in its Error, as RESOURCE_EXHAUSTED.
+// with its request) is refused alone, in its Error, as INVALID_ARGUMENT
+// naming its size and the limit.
 // A chunk whose every job has an idempotency key is retried like a keyed
 // Submit; one with an unkeyed job is sent once.
 //
@@ -90,9 +109,18 @@ func (c *Client) SubmitBatch(ctx context.Context, jobs []*pb.SubmitRequest) ([]*
 	results := make([]*pb.SubmitResult, 0, len(jobs))
 	for _, ch := range batchChunks(jobs) {
 		start, end := ch[0], ch[1]
-		resp, err := unary(ctx, c, &pb.SubmitBatchRequest{Jobs: jobs[start:end]}, pb.ClientClient.SubmitBatch)
+		req := &pb.SubmitBatchRequest{Jobs: jobs[start:end]}
+		if end-start == 1 {
+			if err := tooLarge(jobs[start], proto.Size(req)); err != nil {
+				// One job too large to send: its own refusal, not the
+				// batch's.
+				results = append(results, &pb.SubmitResult{Error: err.Error()})
+				continue
+			}
+		}
+		resp, err := unary(ctx, c, req, pb.ClientClient.SubmitBatch)
 		if err != nil && end-start == 1 && status.Code(err) == codes.ResourceExhausted {
-			// One job too large to send: its own refusal, not the batch's.
+			// One job a server refused as too large to take.
 			results = append(results, &pb.SubmitResult{Error: wrap(err).Error()})
 			continue
 		}
@@ -127,7 +155,7 @@ func (c *Client) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.Lis
 func (c *Client) Jobs(ctx context.Context, req *pb.ListJobsRequest) iter.Seq2[*pb.Job, error] {
 	return pages(req.PageToken, func(token string) (*pb.ListJobsResponse, error) {
 		return c.ListJobs(ctx, &pb.ListJobsRequest{Tenant: req.Tenant, State: req.State, PageSize: req.PageSize, PageToken: token,
-			Read: req.Read, IncludePayload: req.IncludePayload, NewestFirst: req.NewestFirst, Pool: req.Pool})
+			Read: req.Read, IncludePayload: req.IncludePayload, NewestFirst: req.NewestFirst, OldestFirst: req.OldestFirst, Pool: req.Pool})
 	}, (*pb.ListJobsResponse).GetJobs, (*pb.ListJobsResponse).GetNextPageToken)
 }
 

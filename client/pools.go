@@ -35,10 +35,16 @@ func (c *Client) PoolDelete(ctx context.Context, req *pb.PoolDeleteRequest) (*pb
 	return call(ctx, c, pb.NewAdminClient, req, pb.AdminClient.PoolDelete)
 }
 
-// SubscriptionSet sets a tenant's subscription in a pool (Burst nil
-// removes it). It sets a value, so it is retried on another node.
+// SubscriptionSet sets a tenant's subscription in a pool (Burst is
+// required). It sets a value, so it is retried on another node.
 func (c *Client) SubscriptionSet(ctx context.Context, req *pb.SubscriptionSetRequest) (*pb.SubscriptionSetResponse, error) {
 	return call(ctx, c, pb.NewAdminClient, req, pb.AdminClient.SubscriptionSet)
+}
+
+// SubscriptionDelete removes a tenant's subscription in a pool. It is
+// retried on another node: a second removal answers Changed false.
+func (c *Client) SubscriptionDelete(ctx context.Context, req *pb.SubscriptionDeleteRequest) (*pb.SubscriptionSetResponse, error) {
+	return call(ctx, c, pb.NewAdminClient, req, pb.AdminClient.SubscriptionDelete)
 }
 
 // SubscriptionList returns one page of the subscriptions (of a tenant, of

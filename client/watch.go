@@ -20,6 +20,12 @@ import (
 // resumes from there if it breaks before its first event.
 const HeaderWatchCursor = "x-barista-watch-cursor"
 
+// HeaderWatchNext is the header of a WatchEvents stream that gives the
+// sequence number the tenant's next new event will have (one past the
+// newest so far): a stream that starts beyond it waits for events that
+// do not exist yet.
+const HeaderWatchNext = "x-barista-watch-next"
+
 // HeaderIndex is the header of a write's answer that gives the index of
 // the log entry that applied it; HeaderMinIndex, sent with a read, asks
 // the node to answer only once its state has applied that index (the
@@ -64,13 +70,15 @@ func (c *Client) Watch(ctx context.Context, req *pb.WatchEventsRequest, fn func(
 			if err != nil {
 				return err
 			}
-			if md, err := stream.Header(); err == nil && (next == 0 || oldest) {
-				// Where the stream starts: resume from there if it breaks
-				// before an event comes.
-				if v := md.Get(HeaderWatchCursor); len(v) == 1 {
-					if seq, err := strconv.ParseUint(v[0], 10, 64); err == nil && seq > 0 {
-						next, oldest = seq, false
-					}
+			if md, err := stream.Header(); err == nil {
+				cursor, newest := headerSeq(md.Get(HeaderWatchCursor)), headerSeq(md.Get(HeaderWatchNext))
+				if cursor > 0 && (next == 0 || oldest) {
+					// Where the stream starts: resume from there if it
+					// breaks before an event comes.
+					next, oldest = cursor, false
+				}
+				if c.opts.OnWatchOpen != nil && cursor > 0 && newest > 0 {
+					c.opts.OnWatchOpen(cursor, newest)
 				}
 			}
 			for {
@@ -129,4 +137,16 @@ func watchRetryable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// headerSeq reads a sequence number of a stream's header (0: none).
+func headerSeq(v []string) uint64 {
+	if len(v) != 1 {
+		return 0
+	}
+	seq, err := strconv.ParseUint(v[0], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return seq
 }

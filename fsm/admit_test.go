@@ -141,6 +141,12 @@ func admissionCommand(t *rapid.T, jobs uint64) *pb.Command {
 			GroupCap:       uint32(rapid.IntRange(0, 2).Draw(t, "groupcap")),
 			GroupOrder:     pb.GroupOrder(rapid.IntRange(0, 3).Draw(t, "grouporder")),
 		}
+		if rapid.Bool().Draw(t, "partial") {
+			// An upsert that keeps some fields (level 7), now and then one
+			// that names something that is no field.
+			fields := append(TenantFields(), "color")
+			u.Keep = rapid.SliceOfNDistinct(rapid.SampledFrom(fields), 0, 4, rapid.ID[string]).Draw(t, "keep")
+		}
 		return upsert(u)
 	case 8:
 		return deleteTenant(tenant)

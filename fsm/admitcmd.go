@@ -24,14 +24,14 @@ func CheckFields(c *pb.Command, cfg Config, level uint32) *Refusal {
 		_, r := SubmitFields(cmd.Submit, cfg, level)
 		return r
 	case *pb.Command_TenantUpsert:
-		_, err = tenantSpec(cmd.TenantUpsert)
+		err = tenantFieldsOnly(cmd.TenantUpsert)
 	case *pb.Command_SetGroup:
 		_, r := groupSettings(cmd.SetGroup, sfq.GroupSettings{})
 		if r.Refused() {
 			return r.Refusal()
 		}
 	case *pb.Command_WebhookSet:
-		_, r := webhookFields(cmd.WebhookSet)
+		_, r := webhookFields(cmd.WebhookSet, level)
 		if r.Refused() {
 			return r.Refusal()
 		}
@@ -116,15 +116,6 @@ func tenantSpec(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
 		return spec, err
 	}
 	return spec, spec.Validate()
-}
-
-// checkTenantUpsert is the check of a tenant upsert: its fields.
-func (f *FSM) checkTenantUpsert(c *pb.TenantUpsert) (sfq.TenantSpec, Result) {
-	spec, err := tenantSpec(c)
-	if err != nil {
-		return spec, refuse(err)
-	}
-	return spec, Result{}
 }
 
 // checkTenantDelete is the check of a tenant delete: the tenant exists
@@ -256,9 +247,13 @@ func (f *FSM) checkCancel(c *pb.CancelJob) Result {
 }
 
 // webhookFields checks what of a webhook set needs no state and comes
-// from its caller (the leader adds the key's ID).
-func webhookFields(c *pb.WebhookSet) (uint32, Result) {
-	if err := ValidateWebhookURL(c.Url); err != nil {
+// from its caller (the leader adds the key's ID). From Level7 a set that
+// leaves the URL out keeps the endpoint's (checkWebhookSet: there must
+// be one).
+func webhookFields(c *pb.WebhookSet, level uint32) (uint32, Result) {
+	if c.Url == "" && level >= Level7 {
+		// Kept (checkWebhookSet).
+	} else if err := ValidateWebhookURL(c.Url); err != nil {
 		return 0, refusef(Invalid, "%v", err)
 	}
 	kinds, err := ParseWebhookKinds(c.Kinds)
@@ -278,14 +273,24 @@ func (f *FSM) checkWebhookSet(c *pb.WebhookSet) (uint32, Result) {
 	if !ok {
 		return 0, refuse(sfq.UnknownTenant(c.Tenant))
 	}
-	kinds, r := webhookFields(c)
+	kinds, r := webhookFields(c, f.level)
 	if r.Refused() {
 		return 0, r
 	}
 	if c.KeyId == 0 {
 		return 0, refusef(Invalid, "key_id: required (the leader sets it)")
 	}
-	if i, found := f.webhookAt(ti); found && !c.Rotate && f.webhooks[i].KeyID != c.KeyId {
+	i, found := f.webhookAt(ti)
+	if f.level >= Level7 {
+		// What the set leaves out keeps its value (upsert.go).
+		switch {
+		case c.Url == "" && !found:
+			return 0, refusef(Invalid, "url: required to create the webhook of tenant %q", c.Tenant)
+		case len(c.Kinds) == 0 && found:
+			kinds = f.webhooks[i].Kinds
+		}
+	}
+	if found && !c.Rotate && f.webhooks[i].KeyID != c.KeyId {
 		return 0, refusef(FailedPrecondition, "the webhook secret of tenant %q was derived from another webhook key than the leader's: rotate it to issue one from this key", c.Tenant)
 	}
 	return kinds, Result{}

@@ -363,10 +363,11 @@ func (f *FSM) applyExpire(c *pb.Expire) Result {
 }
 
 func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
-	spec, r := f.checkTenantUpsert(c)
+	u, r := f.checkTenantUpsert(c)
 	if r.Refused() {
 		return r
 	}
+	spec := u.spec
 	old, existed := f.sched.Tenant(c.Name)
 	created, err := f.sched.UpsertTenant(spec)
 	if err != nil {
@@ -376,7 +377,7 @@ func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
 		f.moveTier(old.Tier, spec.Tier, &old.Billing)
 	}
 	i, _ := f.sched.TenantIndex(c.Name)
-	f.setExported(i, c.ExportMetrics)
+	f.setExported(i, u.full.ExportMetrics)
 	f.observe(i)
 	return Result{Created: created, Tenant: c.Name}
 }

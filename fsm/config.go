@@ -41,6 +41,10 @@ type Config struct {
 	// Feature level 6 (pools.go): max_pools, implicit_tenants and
 	// default_tenant.
 	Pools PoolSettings
+	// ClockTickMs is how long the leader lets pass without an entry
+	// before it commits a clock tick (clocktick.go); another value than
+	// the default needs feature level 7.
+	ClockTickMs int64
 }
 
 // Limits on runtime settings.
@@ -80,6 +84,7 @@ func DefaultConfig() Config {
 		DeadLetters:         DefaultDeadLetters(),
 		DefaultMaxQueued:    DefaultMaxQueued,
 		MaxQueuedBytes:      DefaultMaxQueuedBytes,
+		ClockTickMs:         DefaultClockTickMs,
 	}
 }
 
@@ -142,6 +147,9 @@ func (c Config) validate(payloadLimit uint32) error {
 	if err := c.Pools.validate(); err != nil {
 		return err
 	}
+	if err := validateClockTick(c.ClockTickMs); err != nil {
+		return err
+	}
 	switch {
 	case c.MaxPayloadBytes == 0:
 		return invalidf("max_payload_bytes is 0 (want 1..%d)", payloadLimit)
@@ -185,5 +193,6 @@ func decodeConfig(d *sfq.Decoder, v int) Config {
 	} else {
 		c.DeadLetters = DefaultDeadLetters()
 	}
+	c.ClockTickMs = DefaultClockTickMs // state version 10 holds another
 	return c
 }

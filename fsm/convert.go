@@ -296,6 +296,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 		return Config{}, err
 	}
 	c.Pools = pools
+	c.ClockTickMs = clockTickFromPB(p)
 	return c, nil
 }
 
@@ -340,6 +341,7 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 	configLeversToPB(c, p)
 	p.DefaultMaxQueued, p.MaxQueuedBytes = c.DefaultMaxQueued, c.MaxQueuedBytes
 	poolSettingsToPB(c.Pools, p)
+	p.ClockTickMs = c.ClockTickMs
 	return p
 }
 

@@ -72,10 +72,13 @@ const (
 	//
 	// Level7 also adds a worker's word on a run: how it measured the CPU
 	// (cpu_source: cgroup or proc) and why a failed run failed (failure:
-	// oom_killed, the event reason of that run). The job keeps both with
-	// its result. A state at Level7 is written as FSM state version 10
-	// (the core's version 7, which keeps them), so that a node restored
-	// from it is at Level7 too; below Level7 the encoding is as before.
+	// oom_killed, the event reason of that run), kept on the job with its
+	// result; a run's outcome snoozed and the setting max_snoozes; and
+	// the setting clock_tick (clocktick.go; the ticks themselves,
+	// envelopes without a command, need no level). A state at Level7 is
+	// written as FSM state version 10, which says the level to a node that
+	// restores it (versions 8 and 9 read back as Level6); below Level7 the
+	// encoding is as before.
 	Level7 uint32 = 7
 
 	// MaxFeatureLevel is the highest level this build understands.
@@ -123,6 +126,7 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		for _, n := range cmd.WebhookSet.Kinds {
 			k, ok := ParseEventKind(n)
 			r.need(ok && k > EvTimedOut, Level5, "webhook kind "+n)
+			r.need(n == WebhookAllKinds, Level7, "webhook kinds "+n)
 		}
 	case *pb.Command_WebhookDelete:
 		r.need(true, Level3, "webhook delete")
@@ -154,6 +158,8 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		l, what = poolsConfigLevel(p)
 		r.need(l > Level1, l, what)
 		r.need(p.GetMaxSnoozes() != 0 && p.GetMaxSnoozes() != sfq.DefaultMaxSnoozes, Level7, "max_snoozes")
+		l, what = clockTickLevel(p)
+		r.need(l > Level1, l, what)
 	case *pb.Command_Redrive:
 		r.need(true, Level5, "Redrive")
 	case *pb.Command_CancelJobs:
@@ -183,6 +189,9 @@ func (r *levelNeed) need(holds bool, level uint32, what string) {
 // estimate settings, below level 5 the submit rate, below level 6 the
 // quotas by default).
 func ConfigAtLevel(p *pb.SchedulerConfig, level uint32) {
+	if level < Level7 {
+		p.ClockTickMs = 0
+	}
 	if level < Level6 {
 		p.DefaultMaxQueued, p.MaxQueuedBytes = 0, 0
 		p.MaxPools, p.ImplicitTenants, p.DefaultTenant = 0, pb.Tier_TIER_UNSPECIFIED, ""
@@ -277,6 +286,9 @@ func (f *FSM) applySetFeatureLevel(c *pb.SetFeatureLevel) Result {
 // Level5 nothing of its levers; below Level4 nothing of groups; below Level3 no webhooks; at Level1 nothing
 // the version 1 encoding would leave out).
 func (f *FSM) fitsLevel() error {
+	if f.level < Level7 && f.cfg.ClockTickMs != DefaultClockTickMs {
+		return fmt.Errorf("%w: at feature level %d the configuration holds a clock_tick of %d ms", sfq.ErrVerify, f.level, f.cfg.ClockTickMs)
+	}
 	if f.level < Level6 && (f.sched.Peek().UsesPools() || f.cfg.Pools.uses()) {
 		return fmt.Errorf("%w: at feature level %d the state holds pools or pool settings", sfq.ErrVerify, f.level)
 	}

@@ -96,9 +96,10 @@ func TestPoolCommands(t *testing.T) {
 	}
 }
 
-// TestPoolsRoundTrip: a state with pools, subscriptions, a worker of a pool
-// and the pool settings is written as state version 9 and reads back to
-// the same bytes; the same state without them stays version 8.
+// TestPoolsRoundTrip: at level 6, a state with pools, subscriptions, a
+// worker of a pool and the pool settings is written as state version 9
+// and reads back to the same bytes; the same state without them stays
+// version 8.
 func TestPoolsRoundTrip(t *testing.T) {
 	h := &harness{t: t, f: newAt(Level6), now: 1_000}
 	h.one(tenant("a", pb.Tier_GOLD))
@@ -277,4 +278,30 @@ func TestDispatchBudgetIn(t *testing.T) {
 	pause("", true, true)
 	pause("gpu", false, true)
 	check("both resumed", want{"gpu", sfq.MD, 3, true}, want{"cpu", sfq.MD, 3, true})
+}
+
+// TestTopRowsPerPool: a tenant's line in a pool shows its queued and
+// running jobs in that pool, not in the pool default (a line of pool gpu
+// said queued 1 while the tenant had no queued job there).
+func TestTopRowsPerPool(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("acme", pb.Tier_GOLD))
+	h.one(poolSet("gpu", nil, nil))
+	h.one(submit("acme", "", 1000, ""))
+	h.one(submitIn("acme", "gpu"))
+	h.one(submitIn("acme", "gpu"))
+	if r := h.one(dispatchIn("w1", "gpu", 1)); !r.Assigned {
+		t.Fatalf("dispatch in gpu: %+v", r)
+	}
+	rows, _, _ := h.f.Top(60_000)
+	got := map[string][2]uint32{}
+	for _, r := range rows {
+		if r.Name == "acme" {
+			got[r.Pool] = [2]uint32{r.Queued, r.Running}
+		}
+	}
+	want := map[string][2]uint32{"": {1, 0}, "gpu": {1, 1}}
+	if len(got) != len(want) || got[""] != want[""] || got["gpu"] != want["gpu"] {
+		t.Fatalf("acme's lines (pool: queued, running): %v, want %v", got, want)
+	}
 }

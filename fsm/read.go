@@ -253,8 +253,8 @@ type TopRow struct {
 	Tier    sfq.Tier
 	Class   sfq.Class
 	Weight  sfq.Weight // current weight (tier x multiplier x decay)
-	Queued  uint32     // the tenant's, every class
-	Running uint32     // the tenant's, every class
+	Queued  uint32     // the tenant's in the row's pool, every class
+	Running uint32     // the tenant's in the row's pool, every class
 	// Dispatches and DispatchedCostMs count the dispatches of the class
 	// in the window asked for (from the event log).
 	Dispatches       uint64
@@ -276,20 +276,43 @@ func (f *FSM) Top(window sfq.Time) (rows []TopRow, now, since sfq.Time) {
 	}
 	index := map[key]int{}
 	f.sched.Tenants(func(i uint32, t *sfq.Tenant) bool {
-		base := TopRow{Name: t.Name, Tier: t.Tier, Queued: t.QueuedTotal(), Running: t.Running, Weight: f.sched.Weight(t, f.clock)}
+		base := TopRow{Name: t.Name, Tier: t.Tier, Weight: f.sched.Weight(t, f.clock)}
+		// A row's queued and running jobs are its pool's: each pool is a
+		// lane of the tenant with counters of its own (i is the lane of
+		// the pool default).
+		inLane := func(l uint32) TopRow {
+			row := base
+			if lt, ok := f.sched.TenantAt(l); ok {
+				row.Queued, row.Running = lt.QueuedTotal(), lt.Running
+			}
+			if p := f.sched.LanePool(l); p != sfq.DefaultPool {
+				row.Pool = f.sched.PoolName(p)
+			}
+			return row
+		}
 		n := len(rows)
 		f.tenantRows(i, func(r *fairness.Row) {
 			if r.Active() {
-				row := base
+				row := inLane(r.Tenant)
 				row.Class, row.Fair = r.Class, f.fairRow(r)
-				row.Pool = row.Fair.Pool
 				index[key{r.Tenant, r.Class}] = len(rows)
 				rows = append(rows, row)
 			}
 		})
 		if len(rows) == n {
-			index[key{i, sfq.ClassNormal}] = len(rows)
-			rows = append(rows, base)
+			// Active in no class: a row without figures in each pool it
+			// has jobs in (a paused tenant's), or one of the pool default.
+			var others []TopRow
+			for _, l := range f.sched.OtherLanes(i) {
+				if row := inLane(l); row.Queued+row.Running > 0 {
+					others = append(others, row)
+				}
+			}
+			if row := inLane(i); row.Queued+row.Running > 0 || len(others) == 0 {
+				index[key{i, sfq.ClassNormal}] = len(rows)
+				rows = append(rows, row)
+			}
+			rows = append(rows, others...)
 		}
 		return true
 	})

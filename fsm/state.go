@@ -21,17 +21,17 @@ import (
 // (feature level 5) is version 6 with the core's state of version 5 (the
 // levers: delays, expiry, backoff, pauses, rate limits) and the lever
 // settings of the configuration. The version says the level: 1 is level
-// 1, 2 to 4 level 2, 5 level 3, 6 level 4, 7 level 5.
+// 1, 2 to 4 level 2, 5 level 3, 6 level 4, 7 level 5, 8 and 9 level 6,
+// 10 level 7.
 //
-// Version 10 (feature level 7) is version 9 with the core's state of
-// version 7 (runs' CPU sources and failures) and the event reason
-// oom_killed; it is what a cluster at level 7 writes, whatever it holds,
-// so that the level is read back from it (at levels 6 and below the
-// encoding is as before, byte for byte).
-const stateVersion = 10
-
-// stateVersionLevel7 is the version a cluster at feature level 7 writes.
-const stateVersionLevel7 = 10
+// Version 10 (feature level 7) is version 9 with clock_tick after the
+// pool settings (clocktick.go), the core's state of version 7 (runs' CPU
+// sources, failures and snoozes; the setting max_snoozes) and the event
+// reasons oom_killed, snoozed and snoozed_too_often; it is what a cluster
+// at level 7 writes, whatever it holds, so that the level is read back
+// from it (at levels 6 and below the encoding is as before, byte for
+// byte).
+const stateVersion = stateVersionLevel7
 
 // stateVersionLevers is the version whose core state is of version 5.
 const stateVersionLevers = 7
@@ -145,8 +145,9 @@ func (v *View) Level() uint32 { return v.level }
 // StateVersion is the version of the state encoding Encode writes: 1 at
 // feature level 1 (what older builds read and hash), 4 at level 2 (what
 // builds up to level 2 read and hash), 5 at level 3 (what builds up to
-// level 3 read and hash), 6 at level 4 (likewise), else stateVersion. The level is read back from
-// it.
+// level 3 read and hash), 6 at level 4 (likewise), 7 at level 5, 8 or 9
+// at level 6 (8 while the state holds nothing of pools), else
+// stateVersion. The level is read back from it.
 func (v *View) StateVersion() int {
 	switch {
 	case v.level < Level2:
@@ -165,6 +166,8 @@ func (v *View) StateVersion() int {
 		return stateVersionLevel7
 	case !v.usesPools():
 		return stateVersionQuotas
+	case v.level < Level7:
+		return stateVersionPools
 	}
 	return stateVersionPools
 }
@@ -221,6 +224,9 @@ func (v *View) Encode(e *sfq.Encoder) {
 	}
 	if version >= stateVersionPools {
 		encodeConfigPools(e, &v.cfg.Pools)
+	}
+	if version >= stateVersionLevel7 {
+		encodeConfigClockTick(e, &v.cfg)
 	}
 	e.Uvarint(uint64(len(v.members)))
 	for _, m := range v.members {
@@ -331,6 +337,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	}
 	if version >= stateVersionPools {
 		decodeConfigPools(d, &f.cfg.Pools)
+	}
+	if version >= stateVersionLevel7 {
+		decodeConfigClockTick(d, &f.cfg)
 	}
 	nm := d.Uvarint()
 	for i := uint64(0); i < nm && d.Err() == nil; i++ {

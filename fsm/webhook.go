@@ -80,15 +80,23 @@ const allKinds = uint32(1)<<numEventKinds - 2
 // more kinds store the same mask.
 func ParseWebhookKinds(names []string) (uint32, error) {
 	var m uint32
+	if len(names) == 1 && names[0] == WebhookAllKinds {
+		return 0, nil
+	}
 	for _, n := range names {
 		k, ok := ParseEventKind(n)
 		if !ok {
-			return 0, fmt.Errorf("kinds: unknown event kind %q (want %s)", n, strings.Join(eventKindNames[1:], ", "))
+			return 0, fmt.Errorf("kinds: unknown event kind %q (want %s, or %s alone)", n, strings.Join(eventKindNames[1:], ", "), WebhookAllKinds)
 		}
 		m |= 1 << k
 	}
 	return m, nil
 }
+
+// WebhookAllKinds, as a webhook set's only kind, delivers every kind: an
+// update that leaves kinds out keeps them (feature level 7), so going
+// back to every kind is said.
+const WebhookAllKinds = "all"
 
 // WebhookKindNames lists the kinds of a mask in kind order (none: every
 // kind).
@@ -192,7 +200,10 @@ func (f *FSM) applyWebhookSet(c *pb.WebhookSet) Result {
 	}
 	w := f.webhooks[i]
 	s := f.takeSerial()
-	w.URL, w.Kinds, w.Epoch = c.Url, kinds, s
+	if c.Url != "" { // from Level7 a set without one keeps it (checkWebhookSet)
+		w.URL = c.Url
+	}
+	w.Kinds, w.Epoch = kinds, s
 	if c.Rotate {
 		w.PrevVersion, w.PrevUntil = 0, 0
 		if w.KeyID == c.KeyId && c.GraceMs > 0 {

@@ -69,7 +69,8 @@ func TestWebhookSetRotateReplayDelete(t *testing.T) {
 	}
 	h.now = 5_000
 	h.one(webhookSet("acme", "https://hooks.example.com/c", true, 60_000, 77))
-	want.Version, want.PrevVersion, want.PrevUntil, want.Epoch, want.Kinds = 3, 1, 65_000, 3, 0
+	// The rotation names no kinds: it keeps them (level 7).
+	want.Version, want.PrevVersion, want.PrevUntil, want.Epoch = 3, 1, 65_000, 3
 	if got := h.webhook("acme"); got != want {
 		t.Fatalf("after rotate:\n got %+v\nwant %+v", got, want)
 	}
@@ -138,7 +139,7 @@ func TestWebhookSetValidation(t *testing.T) {
 		msg  string
 	}{
 		{webhookSet("nope", "https://x.example/", false, 0, 1), NotFound, `unknown tenant "nope"`},
-		{webhookSet("acme", "", false, 0, 1), Invalid, "url: required"},
+		{webhookSet("acme", "", false, 0, 1), Invalid, `url: required to create the webhook of tenant "acme"`},
 		{webhookSet("acme", "ftp://x.example/", false, 0, 1), Invalid, `url: scheme "ftp", want http or https`},
 		{webhookSet("acme", "https://user:pw@x.example/", false, 0, 1), Invalid, "url: must not carry a user or password"},
 		{webhookSet("acme", "https://x.example/#frag", false, 0, 1), Invalid, "url: must not have a fragment"},
@@ -147,7 +148,7 @@ func TestWebhookSetValidation(t *testing.T) {
 		{webhookSet("acme", "/relative", false, 0, 1), Invalid, `url: scheme "", want http or https`},
 		{webhookSet("acme", "https://x.example/"+strings.Repeat("a", MaxWebhookURLLen), false, 0, 1), Invalid, "url: 2066 bytes (max 2048)"},
 		{webhookSet("acme", "https://x.example/", false, 0, 1, "queued", "gap"), Invalid,
-			`kinds: unknown event kind "gap" (want queued, assigned, started, requeued, completed, failed, cancel_requested, cancelled, timed_out, scheduled, released, expired, paused, resumed, redriven)`},
+			`kinds: unknown event kind "gap" (want queued, assigned, started, requeued, completed, failed, cancel_requested, cancelled, timed_out, scheduled, released, expired, paused, resumed, redriven, or all alone)`},
 		{webhookSet("acme", "https://x.example/", true, -1, 1), Invalid, "grace_ms: -1, want 0..2592000000 (30 days)"},
 		{webhookSet("acme", "https://x.example/", false, 0, 0), Invalid, "key_id: required (the leader sets it)"},
 		{webhookReplay("acme", 1), NotFound, `tenant "acme" has no webhook`},

@@ -29,6 +29,10 @@ type Node interface {
 	// ClusterNow is the cluster time the next proposal would carry; false
 	// while this node does not lead.
 	ClusterNow() (sfq.Time, bool)
+	// Stamped is the newest cluster time an entry carries that this node
+	// has applied or, leading, handed to Raft: the clock ticks measure
+	// from it.
+	Stamped() sfq.Time
 	// Enqueue queues commands for replication without waiting for them:
 	// proposals apply in the order they were queued.
 	Enqueue(ctx context.Context, cmds []*pb.Command) (Pending, error)
@@ -66,6 +70,7 @@ func (p raftPending) Wait(ctx context.Context) ([]fsm.Result, error) {
 
 func (r raftNode) State() *fsm.FSM              { return r.n.FSM }
 func (r raftNode) ClusterNow() (sfq.Time, bool) { return r.n.ClusterNow() }
+func (r raftNode) Stamped() sfq.Time            { return r.n.Stamped() }
 
 // Loops are the parts of a server that bring their own leader-only loops.
 type Loops struct {
@@ -77,12 +82,13 @@ type Loops struct {
 }
 
 // Establish names every loop that runs only while node leads, in start
-// order, under one context that ends with the leadership: the feature
-// level, the pruner, the deadlines, the releases and expiries of delays,
+// order, under one context that ends with the leadership: the clock
+// ticks, the feature level, the pruner, the deadlines, the releases and expiries of delays,
 // the worker sessions' loops, webhook delivery. A new leader-only loop is added here and nowhere else.
 func Establish(node *raftnode.Node, parts Loops, log hclog.Logger, reg prometheus.Registerer) {
 	n := OnRaft(node)
 	loops := []raftnode.Loop{
+		{Name: "clock", Run: ClockTicks(n, log.Named("clock"), NewClockMetrics(reg))},
 		{Name: "feature-level", Run: node.FeatureLevelLoop},
 		{Name: "prune", Run: Pruner(n, node.Config().PruneInterval, log.Named("prune"))},
 		{Name: "deadlines", Run: Deadlines(n, log.Named("deadlines"), NewDeadlineMetrics(reg))},

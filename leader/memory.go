@@ -104,6 +104,12 @@ func (m *Memory) ClusterNow() (sfq.Time, bool) {
 	return m.now, m.leading
 }
 
+// Stamped returns the state machine's clock: a proposal applies at once.
+func (m *Memory) Stamped() sfq.Time {
+	clock, _ := m.f.Clock()
+	return clock
+}
+
 // Advance moves cluster time on by d.
 func (m *Memory) Advance(d time.Duration) {
 	m.mu.Lock()

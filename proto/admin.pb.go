@@ -633,8 +633,8 @@ type SubscriptionSetRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	Pool   string                 `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
-	// burst: the subscription's burst; left out, the subscription is
-	// removed.
+	// burst: the subscription's burst (required: a subscription has no
+	// other field; SubscriptionDelete removes one).
 	Burst         *uint32 `protobuf:"varint,3,opt,name=burst,proto3,oneof" json:"burst,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -691,6 +691,58 @@ func (x *SubscriptionSetRequest) GetBurst() uint32 {
 	return 0
 }
 
+type SubscriptionDeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Pool          string                 `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscriptionDeleteRequest) Reset() {
+	*x = SubscriptionDeleteRequest{}
+	mi := &file_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscriptionDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscriptionDeleteRequest) ProtoMessage() {}
+
+func (x *SubscriptionDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscriptionDeleteRequest.ProtoReflect.Descriptor instead.
+func (*SubscriptionDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SubscriptionDeleteRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SubscriptionDeleteRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
 type SubscriptionSetResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// subscription is the subscription now (absent once removed).
@@ -702,7 +754,7 @@ type SubscriptionSetResponse struct {
 
 func (x *SubscriptionSetResponse) Reset() {
 	*x = SubscriptionSetResponse{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +766,7 @@ func (x *SubscriptionSetResponse) String() string {
 func (*SubscriptionSetResponse) ProtoMessage() {}
 
 func (x *SubscriptionSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +779,7 @@ func (x *SubscriptionSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscriptionSetResponse.ProtoReflect.Descriptor instead.
 func (*SubscriptionSetResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SubscriptionSetResponse) GetSubscription() *Subscription {
@@ -757,7 +809,7 @@ type SubscriptionListRequest struct {
 
 func (x *SubscriptionListRequest) Reset() {
 	*x = SubscriptionListRequest{}
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -769,7 +821,7 @@ func (x *SubscriptionListRequest) String() string {
 func (*SubscriptionListRequest) ProtoMessage() {}
 
 func (x *SubscriptionListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -782,7 +834,7 @@ func (x *SubscriptionListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscriptionListRequest.ProtoReflect.Descriptor instead.
 func (*SubscriptionListRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SubscriptionListRequest) GetTenant() string {
@@ -830,7 +882,7 @@ type SubscriptionListResponse struct {
 
 func (x *SubscriptionListResponse) Reset() {
 	*x = SubscriptionListResponse{}
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +894,7 @@ func (x *SubscriptionListResponse) String() string {
 func (*SubscriptionListResponse) ProtoMessage() {}
 
 func (x *SubscriptionListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +907,7 @@ func (x *SubscriptionListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscriptionListResponse.ProtoReflect.Descriptor instead.
 func (*SubscriptionListResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SubscriptionListResponse) GetSubscriptions() []*Subscription {
@@ -908,7 +960,7 @@ type Tenant struct {
 
 func (x *Tenant) Reset() {
 	*x = Tenant{}
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +972,7 @@ func (x *Tenant) String() string {
 func (*Tenant) ProtoMessage() {}
 
 func (x *Tenant) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +985,7 @@ func (x *Tenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
 func (*Tenant) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Tenant) GetName() string {
@@ -1055,41 +1107,44 @@ func (x *Tenant) GetNow() *ClockNow {
 	return nil
 }
 
+// UpsertTenantRequest creates a tenant or changes one. A field left out
+// keeps its value (a new tenant: its default; tier is required to create
+// one); a field given sets it, 0, false or "" included: a cap of 0 is no
+// cap, a rate of "" or "none" no rate limit. Over HTTP/JSON a field left
+// out of the body is left out. An update that leaves fields out needs
+// feature level 7.
 type UpsertTenantRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Tier       Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
-	Multiplier uint32                 `protobuf:"varint,3,opt,name=multiplier,proto3" json:"multiplier,omitempty"` // 0 is read as 1
-	Caps       *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
+	Tier       *Tier                  `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier,oneof" json:"tier,omitempty"`
+	Multiplier *uint32                `protobuf:"varint,3,opt,name=multiplier,proto3,oneof" json:"multiplier,omitempty"` // 0 is read as 1
+	Caps       *CapsUpdate            `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
 	// export_metrics keeps the tenant's own series on /metrics when there
-	// are more tenants than a node's metrics.max_tenants. An upsert sets
-	// every field: send the current value to keep it.
-	ExportMetrics bool `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"`
-	// max_class (unspecified = normal) and allow_deadlines, like every field
-	// of an upsert, replace the tenant's: an update that leaves them out
-	// sets normal and off. Read the tenant first (barista tenant set does)
-	// to keep them. The class caps and deadline_cap are in caps.
-	MaxClass       Class `protobuf:"varint,30,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"`
-	AllowDeadlines bool  `protobuf:"varint,31,opt,name=allow_deadlines,json=allowDeadlines,proto3" json:"allow_deadlines,omitempty"`
+	// are more tenants than a node's metrics.max_tenants.
+	ExportMetrics *bool `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3,oneof" json:"export_metrics,omitempty"`
+	// max_class (unspecified = normal; low is always allowed) and
+	// allow_deadlines. The class caps and deadline_cap are in caps.
+	MaxClass       *Class `protobuf:"varint,30,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class,oneof" json:"max_class,omitempty"`
+	AllowDeadlines *bool  `protobuf:"varint,31,opt,name=allow_deadlines,json=allowDeadlines,proto3,oneof" json:"allow_deadlines,omitempty"`
 	// group_cap caps the Assigned+Running jobs of each named group whose
 	// own cap is inherit (0 = none); group_order chooses among the heads of
 	// the tenant's groups; max_groups bounds its named groups (0 = the
 	// default, 10000).
-	GroupCap   uint32     `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`
-	GroupOrder GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
-	MaxGroups  uint32     `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
+	GroupCap   *uint32     `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3,oneof" json:"group_cap,omitempty"`
+	GroupOrder *GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder,oneof" json:"group_order,omitempty"`
+	MaxGroups  *uint32     `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3,oneof" json:"max_groups,omitempty"`
 	// rate limits the tenant's dispatches: "N/PERIOD" (e.g. "100/1m"), or
-	// empty for none; rate_burst is the burst (0: N). Like every field,
-	// they replace the tenant's.
-	Rate          string `protobuf:"bytes,80,opt,name=rate,proto3" json:"rate,omitempty"`
-	RateBurst     uint32 `protobuf:"varint,81,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
+	// "" or "none" for none (which drops its burst too); rate_burst is the
+	// burst (0: N). A rate given without rate_burst keeps the burst.
+	Rate          *string `protobuf:"bytes,80,opt,name=rate,proto3,oneof" json:"rate,omitempty"`
+	RateBurst     *uint32 `protobuf:"varint,81,opt,name=rate_burst,json=rateBurst,proto3,oneof" json:"rate_burst,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpsertTenantRequest) Reset() {
 	*x = UpsertTenantRequest{}
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1101,7 +1156,7 @@ func (x *UpsertTenantRequest) String() string {
 func (*UpsertTenantRequest) ProtoMessage() {}
 
 func (x *UpsertTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1114,7 +1169,7 @@ func (x *UpsertTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertTenantRequest.ProtoReflect.Descriptor instead.
 func (*UpsertTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpsertTenantRequest) GetName() string {
@@ -1125,20 +1180,20 @@ func (x *UpsertTenantRequest) GetName() string {
 }
 
 func (x *UpsertTenantRequest) GetTier() Tier {
-	if x != nil {
-		return x.Tier
+	if x != nil && x.Tier != nil {
+		return *x.Tier
 	}
 	return Tier_TIER_UNSPECIFIED
 }
 
 func (x *UpsertTenantRequest) GetMultiplier() uint32 {
-	if x != nil {
-		return x.Multiplier
+	if x != nil && x.Multiplier != nil {
+		return *x.Multiplier
 	}
 	return 0
 }
 
-func (x *UpsertTenantRequest) GetCaps() *Caps {
+func (x *UpsertTenantRequest) GetCaps() *CapsUpdate {
 	if x != nil {
 		return x.Caps
 	}
@@ -1146,57 +1201,167 @@ func (x *UpsertTenantRequest) GetCaps() *Caps {
 }
 
 func (x *UpsertTenantRequest) GetExportMetrics() bool {
-	if x != nil {
-		return x.ExportMetrics
+	if x != nil && x.ExportMetrics != nil {
+		return *x.ExportMetrics
 	}
 	return false
 }
 
 func (x *UpsertTenantRequest) GetMaxClass() Class {
-	if x != nil {
-		return x.MaxClass
+	if x != nil && x.MaxClass != nil {
+		return *x.MaxClass
 	}
 	return Class_CLASS_UNSPECIFIED
 }
 
 func (x *UpsertTenantRequest) GetAllowDeadlines() bool {
-	if x != nil {
-		return x.AllowDeadlines
+	if x != nil && x.AllowDeadlines != nil {
+		return *x.AllowDeadlines
 	}
 	return false
 }
 
 func (x *UpsertTenantRequest) GetGroupCap() uint32 {
-	if x != nil {
-		return x.GroupCap
+	if x != nil && x.GroupCap != nil {
+		return *x.GroupCap
 	}
 	return 0
 }
 
 func (x *UpsertTenantRequest) GetGroupOrder() GroupOrder {
-	if x != nil {
-		return x.GroupOrder
+	if x != nil && x.GroupOrder != nil {
+		return *x.GroupOrder
 	}
 	return GroupOrder_GROUP_ORDER_UNSPECIFIED
 }
 
 func (x *UpsertTenantRequest) GetMaxGroups() uint32 {
-	if x != nil {
-		return x.MaxGroups
+	if x != nil && x.MaxGroups != nil {
+		return *x.MaxGroups
 	}
 	return 0
 }
 
 func (x *UpsertTenantRequest) GetRate() string {
-	if x != nil {
-		return x.Rate
+	if x != nil && x.Rate != nil {
+		return *x.Rate
 	}
 	return ""
 }
 
 func (x *UpsertTenantRequest) GetRateBurst() uint32 {
+	if x != nil && x.RateBurst != nil {
+		return *x.RateBurst
+	}
+	return 0
+}
+
+// CapsUpdate is the caps of a tenant upsert: a field left out keeps its
+// value, 0 is no cap.
+type CapsUpdate struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	MaxRunning         *uint32                `protobuf:"varint,1,opt,name=max_running,json=maxRunning,proto3,oneof" json:"max_running,omitempty"`
+	MaxRunningSm       *uint32                `protobuf:"varint,2,opt,name=max_running_sm,json=maxRunningSm,proto3,oneof" json:"max_running_sm,omitempty"`
+	MaxRunningMd       *uint32                `protobuf:"varint,3,opt,name=max_running_md,json=maxRunningMd,proto3,oneof" json:"max_running_md,omitempty"`
+	MaxRunningLg       *uint32                `protobuf:"varint,4,opt,name=max_running_lg,json=maxRunningLg,proto3,oneof" json:"max_running_lg,omitempty"`
+	MaxInflightCpuMs   *int64                 `protobuf:"varint,5,opt,name=max_inflight_cpu_ms,json=maxInflightCpuMs,proto3,oneof" json:"max_inflight_cpu_ms,omitempty"`
+	MaxQueued          *uint32                `protobuf:"varint,6,opt,name=max_queued,json=maxQueued,proto3,oneof" json:"max_queued,omitempty"`
+	MaxRunningCritical *uint32                `protobuf:"varint,7,opt,name=max_running_critical,json=maxRunningCritical,proto3,oneof" json:"max_running_critical,omitempty"` // cap_critical
+	MaxRunningHigh     *uint32                `protobuf:"varint,8,opt,name=max_running_high,json=maxRunningHigh,proto3,oneof" json:"max_running_high,omitempty"`             // cap_high
+	MaxRunningDeadline *uint32                `protobuf:"varint,9,opt,name=max_running_deadline,json=maxRunningDeadline,proto3,oneof" json:"max_running_deadline,omitempty"` // deadline_cap
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *CapsUpdate) Reset() {
+	*x = CapsUpdate{}
+	mi := &file_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CapsUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CapsUpdate) ProtoMessage() {}
+
+func (x *CapsUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[17]
 	if x != nil {
-		return x.RateBurst
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CapsUpdate.ProtoReflect.Descriptor instead.
+func (*CapsUpdate) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *CapsUpdate) GetMaxRunning() uint32 {
+	if x != nil && x.MaxRunning != nil {
+		return *x.MaxRunning
+	}
+	return 0
+}
+
+func (x *CapsUpdate) GetMaxRunningSm() uint32 {
+	if x != nil && x.MaxRunningSm != nil {
+		return *x.MaxRunningSm
+	}
+	return 0
+}
+
+func (x *CapsUpdate) GetMaxRunningMd() uint32 {
+	if x != nil && x.MaxRunningMd != nil {
+		return *x.MaxRunningMd
+	}
+	return 0
+}
+
+func (x *CapsUpdate) GetMaxRunningLg() uint32 {
+	if x != nil && x.MaxRunningLg != nil {
+		return *x.MaxRunningLg
+	}
+	return 0
+}
+
+func (x *CapsUpdate) GetMaxInflightCpuMs() int64 {
+	if x != nil && x.MaxInflightCpuMs != nil {
+		return *x.MaxInflightCpuMs
+	}
+	return 0
+}
+
+func (x *CapsUpdate) GetMaxQueued() uint32 {
+	if x != nil && x.MaxQueued != nil {
+		return *x.MaxQueued
+	}
+	return 0
+}
+
+func (x *CapsUpdate) GetMaxRunningCritical() uint32 {
+	if x != nil && x.MaxRunningCritical != nil {
+		return *x.MaxRunningCritical
+	}
+	return 0
+}
+
+func (x *CapsUpdate) GetMaxRunningHigh() uint32 {
+	if x != nil && x.MaxRunningHigh != nil {
+		return *x.MaxRunningHigh
+	}
+	return 0
+}
+
+func (x *CapsUpdate) GetMaxRunningDeadline() uint32 {
+	if x != nil && x.MaxRunningDeadline != nil {
+		return *x.MaxRunningDeadline
 	}
 	return 0
 }
@@ -1210,7 +1375,7 @@ type DeleteTenantRequest struct {
 
 func (x *DeleteTenantRequest) Reset() {
 	*x = DeleteTenantRequest{}
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1387,7 @@ func (x *DeleteTenantRequest) String() string {
 func (*DeleteTenantRequest) ProtoMessage() {}
 
 func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1400,7 @@ func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteTenantRequest) GetName() string {
@@ -1253,7 +1418,7 @@ type DeleteTenantResponse struct {
 
 func (x *DeleteTenantResponse) Reset() {
 	*x = DeleteTenantResponse{}
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1430,7 @@ func (x *DeleteTenantResponse) String() string {
 func (*DeleteTenantResponse) ProtoMessage() {}
 
 func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1443,7 @@ func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTenantResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_proto_rawDescGZIP(), []int{19}
 }
 
 type GetTenantRequest struct {
@@ -1291,7 +1456,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1468,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1481,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetTenantRequest) GetName() string {
@@ -1342,7 +1507,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1354,7 +1519,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1367,7 +1532,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListTenantsRequest) GetRead() *ReadOptions {
@@ -1386,7 +1551,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1563,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1576,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*Tenant {
@@ -1430,7 +1595,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1607,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1620,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{21}
+	return file_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetConfigRequest) GetRead() *ReadOptions {
@@ -1474,7 +1639,7 @@ type SetConfigRequest struct {
 
 func (x *SetConfigRequest) Reset() {
 	*x = SetConfigRequest{}
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +1651,7 @@ func (x *SetConfigRequest) String() string {
 func (*SetConfigRequest) ProtoMessage() {}
 
 func (x *SetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +1664,7 @@ func (x *SetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConfigRequest.ProtoReflect.Descriptor instead.
 func (*SetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{22}
+	return file_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SetConfigRequest) GetConfig() *SchedulerConfig {
@@ -1519,7 +1684,7 @@ type TopRequest struct {
 
 func (x *TopRequest) Reset() {
 	*x = TopRequest{}
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1531,7 +1696,7 @@ func (x *TopRequest) String() string {
 func (*TopRequest) ProtoMessage() {}
 
 func (x *TopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1544,7 +1709,7 @@ func (x *TopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopRequest.ProtoReflect.Descriptor instead.
 func (*TopRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{23}
+	return file_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TopRequest) GetRead() *ReadOptions {
@@ -1566,17 +1731,19 @@ func (x *TopRequest) GetWindowMs() int64 {
 // entitled in the last hour), or one line of class normal without
 // figures.
 type TenantShare struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Name             string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Tier             Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
-	Weight           float64                `protobuf:"fixed64,3,opt,name=weight,proto3" json:"weight,omitempty"`
-	Queued           uint32                 `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`                                               // the tenant's, every class
-	Running          uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`                                             // the tenant's, every class
-	Dispatches       uint64                 `protobuf:"varint,6,opt,name=dispatches,proto3" json:"dispatches,omitempty"`                                       // of the class in the window_ms
-	DispatchedCostMs int64                  `protobuf:"varint,7,opt,name=dispatched_cost_ms,json=dispatchedCostMs,proto3" json:"dispatched_cost_ms,omitempty"` // est_cost of those dispatches
-	Share            float64                `protobuf:"fixed64,8,opt,name=share,proto3" json:"share,omitempty"`                                                // windows[0].share (0 if undefined)
-	EntitledShare    float64                `protobuf:"fixed64,9,opt,name=entitled_share,json=entitledShare,proto3" json:"entitled_share,omitempty"`           // windows[0].entitled (0 if undefined)
-	JobClass         Class                  `protobuf:"varint,10,opt,name=job_class,json=jobClass,proto3,enum=barista.v1.Class" json:"job_class,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Tier   Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
+	Weight float64                `protobuf:"fixed64,3,opt,name=weight,proto3" json:"weight,omitempty"`
+	// queued and running: the tenant's jobs in the line's pool, every
+	// class (assigned and running for running).
+	Queued           uint32  `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`
+	Running          uint32  `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`
+	Dispatches       uint64  `protobuf:"varint,6,opt,name=dispatches,proto3" json:"dispatches,omitempty"`                                       // of the class in the window_ms
+	DispatchedCostMs int64   `protobuf:"varint,7,opt,name=dispatched_cost_ms,json=dispatchedCostMs,proto3" json:"dispatched_cost_ms,omitempty"` // est_cost of those dispatches
+	Share            float64 `protobuf:"fixed64,8,opt,name=share,proto3" json:"share,omitempty"`                                                // windows[0].share (0 if undefined)
+	EntitledShare    float64 `protobuf:"fixed64,9,opt,name=entitled_share,json=entitledShare,proto3" json:"entitled_share,omitempty"`           // windows[0].entitled (0 if undefined)
+	JobClass         Class   `protobuf:"varint,10,opt,name=job_class,json=jobClass,proto3,enum=barista.v1.Class" json:"job_class,omitempty"`
 	// windows is the fairness report over 1 min, 10 min and 1 h.
 	Windows  []*FairWindow `protobuf:"bytes,11,rep,name=windows,proto3" json:"windows,omitempty"`
 	Eligible bool          `protobuf:"varint,12,opt,name=eligible,proto3" json:"eligible,omitempty"` // has eligible work in the class now
@@ -1593,8 +1760,7 @@ type TenantShare struct {
 	Rate   string `protobuf:"bytes,81,opt,name=rate,proto3" json:"rate,omitempty"`
 	// pool: the pool of the line's share, always named ("default"
 	// included): a tenant active in two pools has lines in each, every
-	// figure of the line but queued and running (the tenant's, every pool)
-	// within that pool.
+	// figure of the line, queued and running included, within that pool.
 	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1602,7 +1768,7 @@ type TenantShare struct {
 
 func (x *TenantShare) Reset() {
 	*x = TenantShare{}
-	mi := &file_admin_proto_msgTypes[24]
+	mi := &file_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1780,7 @@ func (x *TenantShare) String() string {
 func (*TenantShare) ProtoMessage() {}
 
 func (x *TenantShare) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[24]
+	mi := &file_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1793,7 @@ func (x *TenantShare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantShare.ProtoReflect.Descriptor instead.
 func (*TenantShare) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{24}
+	return file_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TenantShare) GetName() string {
@@ -1766,7 +1932,7 @@ type FairWindow struct {
 
 func (x *FairWindow) Reset() {
 	*x = FairWindow{}
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1778,7 +1944,7 @@ func (x *FairWindow) String() string {
 func (*FairWindow) ProtoMessage() {}
 
 func (x *FairWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1791,7 +1957,7 @@ func (x *FairWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairWindow.ProtoReflect.Descriptor instead.
 func (*FairWindow) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{25}
+	return file_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FairWindow) GetWindow() string {
@@ -1868,7 +2034,7 @@ type TopResponse struct {
 
 func (x *TopResponse) Reset() {
 	*x = TopResponse{}
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +2046,7 @@ func (x *TopResponse) String() string {
 func (*TopResponse) ProtoMessage() {}
 
 func (x *TopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +2059,7 @@ func (x *TopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopResponse.ProtoReflect.Descriptor instead.
 func (*TopResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{26}
+	return file_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TopResponse) GetLeaderId() string {
@@ -1973,7 +2139,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2151,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2164,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{27}
+	return file_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Webhook) GetTenant() string {
@@ -2078,6 +2244,9 @@ func (x *Webhook) GetNow() *ClockNow {
 	return nil
 }
 
+// WebhookSetRequest creates a tenant's endpoint or changes it: what it
+// leaves out keeps its value (url is required to create one; kinds left
+// out of a new endpoint: every kind; ["all"] sets every kind again).
 type WebhookSetRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -2093,7 +2262,7 @@ type WebhookSetRequest struct {
 
 func (x *WebhookSetRequest) Reset() {
 	*x = WebhookSetRequest{}
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2274,7 @@ func (x *WebhookSetRequest) String() string {
 func (*WebhookSetRequest) ProtoMessage() {}
 
 func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2287,7 @@ func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookSetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{28}
+	return file_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WebhookSetRequest) GetTenant() string {
@@ -2172,7 +2341,7 @@ type WebhookSetResponse struct {
 
 func (x *WebhookSetResponse) Reset() {
 	*x = WebhookSetResponse{}
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2353,7 @@ func (x *WebhookSetResponse) String() string {
 func (*WebhookSetResponse) ProtoMessage() {}
 
 func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2366,7 @@ func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetResponse.ProtoReflect.Descriptor instead.
 func (*WebhookSetResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{29}
+	return file_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WebhookSetResponse) GetWebhook() *Webhook {
@@ -2238,7 +2407,7 @@ type WebhookGetRequest struct {
 
 func (x *WebhookGetRequest) Reset() {
 	*x = WebhookGetRequest{}
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2250,7 +2419,7 @@ func (x *WebhookGetRequest) String() string {
 func (*WebhookGetRequest) ProtoMessage() {}
 
 func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2263,7 +2432,7 @@ func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookGetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookGetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{30}
+	return file_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WebhookGetRequest) GetTenant() string {
@@ -2289,7 +2458,7 @@ type WebhookDeleteRequest struct {
 
 func (x *WebhookDeleteRequest) Reset() {
 	*x = WebhookDeleteRequest{}
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2301,7 +2470,7 @@ func (x *WebhookDeleteRequest) String() string {
 func (*WebhookDeleteRequest) ProtoMessage() {}
 
 func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2314,7 +2483,7 @@ func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteRequest.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{31}
+	return file_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WebhookDeleteRequest) GetTenant() string {
@@ -2332,7 +2501,7 @@ type WebhookDeleteResponse struct {
 
 func (x *WebhookDeleteResponse) Reset() {
 	*x = WebhookDeleteResponse{}
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +2513,7 @@ func (x *WebhookDeleteResponse) String() string {
 func (*WebhookDeleteResponse) ProtoMessage() {}
 
 func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +2526,7 @@ func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteResponse.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{32}
+	return file_admin_proto_rawDescGZIP(), []int{34}
 }
 
 type WebhookStatusRequest struct {
@@ -2369,7 +2538,7 @@ type WebhookStatusRequest struct {
 
 func (x *WebhookStatusRequest) Reset() {
 	*x = WebhookStatusRequest{}
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2381,7 +2550,7 @@ func (x *WebhookStatusRequest) String() string {
 func (*WebhookStatusRequest) ProtoMessage() {}
 
 func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +2563,7 @@ func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusRequest.ProtoReflect.Descriptor instead.
 func (*WebhookStatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{33}
+	return file_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WebhookStatusRequest) GetTenant() string {
@@ -2424,7 +2593,7 @@ type WebhookStatusResponse struct {
 
 func (x *WebhookStatusResponse) Reset() {
 	*x = WebhookStatusResponse{}
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2436,7 +2605,7 @@ func (x *WebhookStatusResponse) String() string {
 func (*WebhookStatusResponse) ProtoMessage() {}
 
 func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2449,7 +2618,7 @@ func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusResponse.ProtoReflect.Descriptor instead.
 func (*WebhookStatusResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{34}
+	return file_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WebhookStatusResponse) GetWebhook() *Webhook {
@@ -2525,7 +2694,7 @@ type WebhookReplayRequest struct {
 
 func (x *WebhookReplayRequest) Reset() {
 	*x = WebhookReplayRequest{}
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2537,7 +2706,7 @@ func (x *WebhookReplayRequest) String() string {
 func (*WebhookReplayRequest) ProtoMessage() {}
 
 func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2550,7 +2719,7 @@ func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplayRequest.ProtoReflect.Descriptor instead.
 func (*WebhookReplayRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{35}
+	return file_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WebhookReplayRequest) GetTenant() string {
@@ -2619,7 +2788,10 @@ const file_admin_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x19\n" +
 	"\x05burst\x18\x03 \x01(\rH\x00R\x05burst\x88\x01\x01B\b\n" +
-	"\x06_burst\"q\n" +
+	"\x06_burst\"G\n" +
+	"\x19SubscriptionDeleteRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\"q\n" +
 	"\x17SubscriptionSetResponse\x12<\n" +
 	"\fsubscription\x18\x01 \x01(\v2\x18.barista.v1.SubscriptionR\fsubscription\x12\x18\n" +
 	"\achanged\x18\x02 \x01(\bR\achanged\"\xae\x01\n" +
@@ -2655,25 +2827,59 @@ const file_admin_proto_rawDesc = "" +
 	"rate_burst\x18Q \x01(\rR\trateBurst\x12-\n" +
 	"\x13rate_eligible_at_ms\x18R \x01(\x03R\x10rateEligibleAtMs\x12\x16\n" +
 	"\x06paused\x18S \x01(\tR\x06paused\x12&\n" +
-	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"\xbd\x03\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"\x87\x05\n" +
 	"\x13UpsertTenantRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
-	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
+	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierH\x00R\x04tier\x88\x01\x01\x12#\n" +
 	"\n" +
-	"multiplier\x18\x03 \x01(\rR\n" +
-	"multiplier\x12$\n" +
-	"\x04caps\x18\x04 \x01(\v2\x10.barista.v1.CapsR\x04caps\x12%\n" +
-	"\x0eexport_metrics\x18\x14 \x01(\bR\rexportMetrics\x12.\n" +
-	"\tmax_class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassR\bmaxClass\x12'\n" +
-	"\x0fallow_deadlines\x18\x1f \x01(\bR\x0eallowDeadlines\x12\x1b\n" +
-	"\tgroup_cap\x18( \x01(\rR\bgroupCap\x127\n" +
-	"\vgroup_order\x18) \x01(\x0e2\x16.barista.v1.GroupOrderR\n" +
-	"groupOrder\x12\x1d\n" +
+	"multiplier\x18\x03 \x01(\rH\x01R\n" +
+	"multiplier\x88\x01\x01\x12*\n" +
+	"\x04caps\x18\x04 \x01(\v2\x16.barista.v1.CapsUpdateR\x04caps\x12*\n" +
+	"\x0eexport_metrics\x18\x14 \x01(\bH\x02R\rexportMetrics\x88\x01\x01\x123\n" +
+	"\tmax_class\x18\x1e \x01(\x0e2\x11.barista.v1.ClassH\x03R\bmaxClass\x88\x01\x01\x12,\n" +
+	"\x0fallow_deadlines\x18\x1f \x01(\bH\x04R\x0eallowDeadlines\x88\x01\x01\x12 \n" +
+	"\tgroup_cap\x18( \x01(\rH\x05R\bgroupCap\x88\x01\x01\x12<\n" +
+	"\vgroup_order\x18) \x01(\x0e2\x16.barista.v1.GroupOrderH\x06R\n" +
+	"groupOrder\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"max_groups\x18* \x01(\rR\tmaxGroups\x12\x12\n" +
-	"\x04rate\x18P \x01(\tR\x04rate\x12\x1d\n" +
+	"max_groups\x18* \x01(\rH\aR\tmaxGroups\x88\x01\x01\x12\x17\n" +
+	"\x04rate\x18P \x01(\tH\bR\x04rate\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"rate_burst\x18Q \x01(\rR\trateBurst\")\n" +
+	"rate_burst\x18Q \x01(\rH\tR\trateBurst\x88\x01\x01B\a\n" +
+	"\x05_tierB\r\n" +
+	"\v_multiplierB\x11\n" +
+	"\x0f_export_metricsB\f\n" +
+	"\n" +
+	"_max_classB\x12\n" +
+	"\x10_allow_deadlinesB\f\n" +
+	"\n" +
+	"_group_capB\x0e\n" +
+	"\f_group_orderB\r\n" +
+	"\v_max_groupsB\a\n" +
+	"\x05_rateB\r\n" +
+	"\v_rate_burst\"\xdf\x04\n" +
+	"\n" +
+	"CapsUpdate\x12$\n" +
+	"\vmax_running\x18\x01 \x01(\rH\x00R\n" +
+	"maxRunning\x88\x01\x01\x12)\n" +
+	"\x0emax_running_sm\x18\x02 \x01(\rH\x01R\fmaxRunningSm\x88\x01\x01\x12)\n" +
+	"\x0emax_running_md\x18\x03 \x01(\rH\x02R\fmaxRunningMd\x88\x01\x01\x12)\n" +
+	"\x0emax_running_lg\x18\x04 \x01(\rH\x03R\fmaxRunningLg\x88\x01\x01\x122\n" +
+	"\x13max_inflight_cpu_ms\x18\x05 \x01(\x03H\x04R\x10maxInflightCpuMs\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"max_queued\x18\x06 \x01(\rH\x05R\tmaxQueued\x88\x01\x01\x125\n" +
+	"\x14max_running_critical\x18\a \x01(\rH\x06R\x12maxRunningCritical\x88\x01\x01\x12-\n" +
+	"\x10max_running_high\x18\b \x01(\rH\aR\x0emaxRunningHigh\x88\x01\x01\x125\n" +
+	"\x14max_running_deadline\x18\t \x01(\rH\bR\x12maxRunningDeadline\x88\x01\x01B\x0e\n" +
+	"\f_max_runningB\x11\n" +
+	"\x0f_max_running_smB\x11\n" +
+	"\x0f_max_running_mdB\x11\n" +
+	"\x0f_max_running_lgB\x16\n" +
+	"\x14_max_inflight_cpu_msB\r\n" +
+	"\v_max_queuedB\x17\n" +
+	"\x15_max_running_criticalB\x13\n" +
+	"\x11_max_running_highB\x17\n" +
+	"\x15_max_running_deadline\")\n" +
 	"\x13DeleteTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x16\n" +
 	"\x14DeleteTenantResponse\"S\n" +
@@ -2784,7 +2990,7 @@ const file_admin_proto_rawDesc = "" +
 	"\bfailures\x18\t \x01(\rR\bfailures\"I\n" +
 	"\x14WebhookReplayRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x19\n" +
-	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq2\x90\v\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq2\xf2\v\n" +
 	"\x05Admin\x12C\n" +
 	"\fUpsertTenant\x12\x1f.barista.v1.UpsertTenantRequest\x1a\x12.barista.v1.Tenant\x12Q\n" +
 	"\fDeleteTenant\x12\x1f.barista.v1.DeleteTenantRequest\x1a .barista.v1.DeleteTenantResponse\x12=\n" +
@@ -2806,7 +3012,8 @@ const file_admin_proto_rawDesc = "" +
 	"\bPoolList\x12\x1b.barista.v1.PoolListRequest\x1a\x1c.barista.v1.PoolListResponse\x12K\n" +
 	"\n" +
 	"PoolDelete\x12\x1d.barista.v1.PoolDeleteRequest\x1a\x1e.barista.v1.PoolDeleteResponse\x12Z\n" +
-	"\x0fSubscriptionSet\x12\".barista.v1.SubscriptionSetRequest\x1a#.barista.v1.SubscriptionSetResponse\x12]\n" +
+	"\x0fSubscriptionSet\x12\".barista.v1.SubscriptionSetRequest\x1a#.barista.v1.SubscriptionSetResponse\x12`\n" +
+	"\x12SubscriptionDelete\x12%.barista.v1.SubscriptionDeleteRequest\x1a#.barista.v1.SubscriptionSetResponse\x12]\n" +
 	"\x10SubscriptionList\x12#.barista.v1.SubscriptionListRequest\x1a$.barista.v1.SubscriptionListResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
@@ -2821,126 +3028,130 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_admin_proto_goTypes = []any{
-	(*PauseDispatchRequest)(nil),     // 0: barista.v1.PauseDispatchRequest
-	(*PauseDispatchResponse)(nil),    // 1: barista.v1.PauseDispatchResponse
-	(*Pool)(nil),                     // 2: barista.v1.Pool
-	(*PoolSetRequest)(nil),           // 3: barista.v1.PoolSetRequest
-	(*PoolGetRequest)(nil),           // 4: barista.v1.PoolGetRequest
-	(*PoolListRequest)(nil),          // 5: barista.v1.PoolListRequest
-	(*PoolListResponse)(nil),         // 6: barista.v1.PoolListResponse
-	(*PoolDeleteRequest)(nil),        // 7: barista.v1.PoolDeleteRequest
-	(*PoolDeleteResponse)(nil),       // 8: barista.v1.PoolDeleteResponse
-	(*Subscription)(nil),             // 9: barista.v1.Subscription
-	(*SubscriptionSetRequest)(nil),   // 10: barista.v1.SubscriptionSetRequest
-	(*SubscriptionSetResponse)(nil),  // 11: barista.v1.SubscriptionSetResponse
-	(*SubscriptionListRequest)(nil),  // 12: barista.v1.SubscriptionListRequest
-	(*SubscriptionListResponse)(nil), // 13: barista.v1.SubscriptionListResponse
-	(*Tenant)(nil),                   // 14: barista.v1.Tenant
-	(*UpsertTenantRequest)(nil),      // 15: barista.v1.UpsertTenantRequest
-	(*DeleteTenantRequest)(nil),      // 16: barista.v1.DeleteTenantRequest
-	(*DeleteTenantResponse)(nil),     // 17: barista.v1.DeleteTenantResponse
-	(*GetTenantRequest)(nil),         // 18: barista.v1.GetTenantRequest
-	(*ListTenantsRequest)(nil),       // 19: barista.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),      // 20: barista.v1.ListTenantsResponse
-	(*GetConfigRequest)(nil),         // 21: barista.v1.GetConfigRequest
-	(*SetConfigRequest)(nil),         // 22: barista.v1.SetConfigRequest
-	(*TopRequest)(nil),               // 23: barista.v1.TopRequest
-	(*TenantShare)(nil),              // 24: barista.v1.TenantShare
-	(*FairWindow)(nil),               // 25: barista.v1.FairWindow
-	(*TopResponse)(nil),              // 26: barista.v1.TopResponse
-	(*Webhook)(nil),                  // 27: barista.v1.Webhook
-	(*WebhookSetRequest)(nil),        // 28: barista.v1.WebhookSetRequest
-	(*WebhookSetResponse)(nil),       // 29: barista.v1.WebhookSetResponse
-	(*WebhookGetRequest)(nil),        // 30: barista.v1.WebhookGetRequest
-	(*WebhookDeleteRequest)(nil),     // 31: barista.v1.WebhookDeleteRequest
-	(*WebhookDeleteResponse)(nil),    // 32: barista.v1.WebhookDeleteResponse
-	(*WebhookStatusRequest)(nil),     // 33: barista.v1.WebhookStatusRequest
-	(*WebhookStatusResponse)(nil),    // 34: barista.v1.WebhookStatusResponse
-	(*WebhookReplayRequest)(nil),     // 35: barista.v1.WebhookReplayRequest
-	(*ClockNow)(nil),                 // 36: barista.v1.ClockNow
-	(*ReadOptions)(nil),              // 37: barista.v1.ReadOptions
-	(Tier)(0),                        // 38: barista.v1.Tier
-	(*Caps)(nil),                     // 39: barista.v1.Caps
-	(Class)(0),                       // 40: barista.v1.Class
-	(GroupOrder)(0),                  // 41: barista.v1.GroupOrder
-	(*SchedulerConfig)(nil),          // 42: barista.v1.SchedulerConfig
-	(*GroupUsage)(nil),               // 43: barista.v1.GroupUsage
+	(*PauseDispatchRequest)(nil),      // 0: barista.v1.PauseDispatchRequest
+	(*PauseDispatchResponse)(nil),     // 1: barista.v1.PauseDispatchResponse
+	(*Pool)(nil),                      // 2: barista.v1.Pool
+	(*PoolSetRequest)(nil),            // 3: barista.v1.PoolSetRequest
+	(*PoolGetRequest)(nil),            // 4: barista.v1.PoolGetRequest
+	(*PoolListRequest)(nil),           // 5: barista.v1.PoolListRequest
+	(*PoolListResponse)(nil),          // 6: barista.v1.PoolListResponse
+	(*PoolDeleteRequest)(nil),         // 7: barista.v1.PoolDeleteRequest
+	(*PoolDeleteResponse)(nil),        // 8: barista.v1.PoolDeleteResponse
+	(*Subscription)(nil),              // 9: barista.v1.Subscription
+	(*SubscriptionSetRequest)(nil),    // 10: barista.v1.SubscriptionSetRequest
+	(*SubscriptionDeleteRequest)(nil), // 11: barista.v1.SubscriptionDeleteRequest
+	(*SubscriptionSetResponse)(nil),   // 12: barista.v1.SubscriptionSetResponse
+	(*SubscriptionListRequest)(nil),   // 13: barista.v1.SubscriptionListRequest
+	(*SubscriptionListResponse)(nil),  // 14: barista.v1.SubscriptionListResponse
+	(*Tenant)(nil),                    // 15: barista.v1.Tenant
+	(*UpsertTenantRequest)(nil),       // 16: barista.v1.UpsertTenantRequest
+	(*CapsUpdate)(nil),                // 17: barista.v1.CapsUpdate
+	(*DeleteTenantRequest)(nil),       // 18: barista.v1.DeleteTenantRequest
+	(*DeleteTenantResponse)(nil),      // 19: barista.v1.DeleteTenantResponse
+	(*GetTenantRequest)(nil),          // 20: barista.v1.GetTenantRequest
+	(*ListTenantsRequest)(nil),        // 21: barista.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),       // 22: barista.v1.ListTenantsResponse
+	(*GetConfigRequest)(nil),          // 23: barista.v1.GetConfigRequest
+	(*SetConfigRequest)(nil),          // 24: barista.v1.SetConfigRequest
+	(*TopRequest)(nil),                // 25: barista.v1.TopRequest
+	(*TenantShare)(nil),               // 26: barista.v1.TenantShare
+	(*FairWindow)(nil),                // 27: barista.v1.FairWindow
+	(*TopResponse)(nil),               // 28: barista.v1.TopResponse
+	(*Webhook)(nil),                   // 29: barista.v1.Webhook
+	(*WebhookSetRequest)(nil),         // 30: barista.v1.WebhookSetRequest
+	(*WebhookSetResponse)(nil),        // 31: barista.v1.WebhookSetResponse
+	(*WebhookGetRequest)(nil),         // 32: barista.v1.WebhookGetRequest
+	(*WebhookDeleteRequest)(nil),      // 33: barista.v1.WebhookDeleteRequest
+	(*WebhookDeleteResponse)(nil),     // 34: barista.v1.WebhookDeleteResponse
+	(*WebhookStatusRequest)(nil),      // 35: barista.v1.WebhookStatusRequest
+	(*WebhookStatusResponse)(nil),     // 36: barista.v1.WebhookStatusResponse
+	(*WebhookReplayRequest)(nil),      // 37: barista.v1.WebhookReplayRequest
+	(*ClockNow)(nil),                  // 38: barista.v1.ClockNow
+	(*ReadOptions)(nil),               // 39: barista.v1.ReadOptions
+	(Tier)(0),                         // 40: barista.v1.Tier
+	(*Caps)(nil),                      // 41: barista.v1.Caps
+	(Class)(0),                        // 42: barista.v1.Class
+	(GroupOrder)(0),                   // 43: barista.v1.GroupOrder
+	(*SchedulerConfig)(nil),           // 44: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),                // 45: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
-	36, // 0: barista.v1.Pool.now:type_name -> barista.v1.ClockNow
-	37, // 1: barista.v1.PoolGetRequest.read:type_name -> barista.v1.ReadOptions
-	37, // 2: barista.v1.PoolListRequest.read:type_name -> barista.v1.ReadOptions
+	38, // 0: barista.v1.Pool.now:type_name -> barista.v1.ClockNow
+	39, // 1: barista.v1.PoolGetRequest.read:type_name -> barista.v1.ReadOptions
+	39, // 2: barista.v1.PoolListRequest.read:type_name -> barista.v1.ReadOptions
 	2,  // 3: barista.v1.PoolListResponse.pools:type_name -> barista.v1.Pool
 	9,  // 4: barista.v1.SubscriptionSetResponse.subscription:type_name -> barista.v1.Subscription
-	37, // 5: barista.v1.SubscriptionListRequest.read:type_name -> barista.v1.ReadOptions
+	39, // 5: barista.v1.SubscriptionListRequest.read:type_name -> barista.v1.ReadOptions
 	9,  // 6: barista.v1.SubscriptionListResponse.subscriptions:type_name -> barista.v1.Subscription
-	38, // 7: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
-	39, // 8: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	40, // 9: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
-	41, // 10: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
-	36, // 11: barista.v1.Tenant.now:type_name -> barista.v1.ClockNow
-	38, // 12: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	39, // 13: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.Caps
-	40, // 14: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
-	41, // 15: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
-	37, // 16: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	37, // 17: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
-	14, // 18: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	37, // 19: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	42, // 20: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	37, // 21: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	38, // 22: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	40, // 23: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
-	25, // 24: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
-	43, // 25: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
-	24, // 26: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	40, // 7: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
+	41, // 8: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
+	42, // 9: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
+	43, // 10: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
+	38, // 11: barista.v1.Tenant.now:type_name -> barista.v1.ClockNow
+	40, // 12: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	17, // 13: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.CapsUpdate
+	42, // 14: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	43, // 15: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	39, // 16: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	39, // 17: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	15, // 18: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
+	39, // 19: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	44, // 20: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	39, // 21: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	40, // 22: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	42, // 23: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
+	27, // 24: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
+	45, // 25: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	26, // 26: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
 	2,  // 27: barista.v1.TopResponse.pools:type_name -> barista.v1.Pool
-	36, // 28: barista.v1.Webhook.now:type_name -> barista.v1.ClockNow
-	27, // 29: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
-	37, // 30: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
-	27, // 31: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
-	15, // 32: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	16, // 33: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	18, // 34: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	19, // 35: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	21, // 36: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	22, // 37: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	23, // 38: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	28, // 39: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
-	30, // 40: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
-	31, // 41: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
-	33, // 42: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
-	35, // 43: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
+	38, // 28: barista.v1.Webhook.now:type_name -> barista.v1.ClockNow
+	29, // 29: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
+	39, // 30: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
+	29, // 31: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
+	16, // 32: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	18, // 33: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	20, // 34: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	21, // 35: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	23, // 36: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	24, // 37: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	25, // 38: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	30, // 39: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
+	32, // 40: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
+	33, // 41: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
+	35, // 42: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
+	37, // 43: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
 	0,  // 44: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
 	3,  // 45: barista.v1.Admin.PoolSet:input_type -> barista.v1.PoolSetRequest
 	4,  // 46: barista.v1.Admin.PoolGet:input_type -> barista.v1.PoolGetRequest
 	5,  // 47: barista.v1.Admin.PoolList:input_type -> barista.v1.PoolListRequest
 	7,  // 48: barista.v1.Admin.PoolDelete:input_type -> barista.v1.PoolDeleteRequest
 	10, // 49: barista.v1.Admin.SubscriptionSet:input_type -> barista.v1.SubscriptionSetRequest
-	12, // 50: barista.v1.Admin.SubscriptionList:input_type -> barista.v1.SubscriptionListRequest
-	14, // 51: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	17, // 52: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	14, // 53: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	20, // 54: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	42, // 55: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	42, // 56: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	26, // 57: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	29, // 58: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
-	27, // 59: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
-	32, // 60: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
-	34, // 61: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
-	27, // 62: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
-	1,  // 63: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
-	2,  // 64: barista.v1.Admin.PoolSet:output_type -> barista.v1.Pool
-	2,  // 65: barista.v1.Admin.PoolGet:output_type -> barista.v1.Pool
-	6,  // 66: barista.v1.Admin.PoolList:output_type -> barista.v1.PoolListResponse
-	8,  // 67: barista.v1.Admin.PoolDelete:output_type -> barista.v1.PoolDeleteResponse
-	11, // 68: barista.v1.Admin.SubscriptionSet:output_type -> barista.v1.SubscriptionSetResponse
-	13, // 69: barista.v1.Admin.SubscriptionList:output_type -> barista.v1.SubscriptionListResponse
-	51, // [51:70] is the sub-list for method output_type
-	32, // [32:51] is the sub-list for method input_type
+	11, // 50: barista.v1.Admin.SubscriptionDelete:input_type -> barista.v1.SubscriptionDeleteRequest
+	13, // 51: barista.v1.Admin.SubscriptionList:input_type -> barista.v1.SubscriptionListRequest
+	15, // 52: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	19, // 53: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	15, // 54: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	22, // 55: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	44, // 56: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	44, // 57: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	28, // 58: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	31, // 59: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
+	29, // 60: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
+	34, // 61: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
+	36, // 62: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
+	29, // 63: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
+	1,  // 64: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
+	2,  // 65: barista.v1.Admin.PoolSet:output_type -> barista.v1.Pool
+	2,  // 66: barista.v1.Admin.PoolGet:output_type -> barista.v1.Pool
+	6,  // 67: barista.v1.Admin.PoolList:output_type -> barista.v1.PoolListResponse
+	8,  // 68: barista.v1.Admin.PoolDelete:output_type -> barista.v1.PoolDeleteResponse
+	12, // 69: barista.v1.Admin.SubscriptionSet:output_type -> barista.v1.SubscriptionSetResponse
+	12, // 70: barista.v1.Admin.SubscriptionDelete:output_type -> barista.v1.SubscriptionSetResponse
+	14, // 71: barista.v1.Admin.SubscriptionList:output_type -> barista.v1.SubscriptionListResponse
+	52, // [52:72] is the sub-list for method output_type
+	32, // [32:52] is the sub-list for method input_type
 	32, // [32:32] is the sub-list for extension type_name
 	32, // [32:32] is the sub-list for extension extendee
 	0,  // [0:32] is the sub-list for field type_name
@@ -2955,15 +3166,17 @@ func file_admin_proto_init() {
 	file_client_proto_init()
 	file_admin_proto_msgTypes[3].OneofWrappers = []any{}
 	file_admin_proto_msgTypes[10].OneofWrappers = []any{}
-	file_admin_proto_msgTypes[25].OneofWrappers = []any{}
-	file_admin_proto_msgTypes[28].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[16].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[17].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[27].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

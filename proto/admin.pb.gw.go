@@ -780,11 +780,9 @@ func local_request_Admin_SubscriptionSet_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
-var filter_Admin_SubscriptionSet_1 = &utilities.DoubleArray{Encoding: map[string]int{"pool": 0, "tenant": 1}, Base: []int{1, 1, 2, 0, 0}, Check: []int{0, 1, 1, 2, 3}}
-
-func request_Admin_SubscriptionSet_1(ctx context.Context, marshaler runtime.Marshaler, client AdminClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_Admin_SubscriptionDelete_0(ctx context.Context, marshaler runtime.Marshaler, client AdminClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq SubscriptionSetRequest
+		protoReq SubscriptionDeleteRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -803,23 +801,17 @@ func request_Admin_SubscriptionSet_1(ctx context.Context, marshaler runtime.Mars
 	protoReq.Tenant, err = runtime.String(val)
 	if err != nil {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant", err)
-	}
-	if err := req.ParseForm(); err != nil {
-		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
-	}
-	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_Admin_SubscriptionSet_1); err != nil {
-		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	if req.Body != nil {
 		_, _ = io.Copy(io.Discard, req.Body)
 	}
-	msg, err := client.SubscriptionSet(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	msg, err := client.SubscriptionDelete(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
 	return msg, metadata, err
 }
 
-func local_request_Admin_SubscriptionSet_1(ctx context.Context, marshaler runtime.Marshaler, server AdminServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_Admin_SubscriptionDelete_0(ctx context.Context, marshaler runtime.Marshaler, server AdminServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq SubscriptionSetRequest
+		protoReq SubscriptionDeleteRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -839,13 +831,7 @@ func local_request_Admin_SubscriptionSet_1(ctx context.Context, marshaler runtim
 	if err != nil {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "tenant", err)
 	}
-	if err := req.ParseForm(); err != nil {
-		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
-	}
-	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_Admin_SubscriptionSet_1); err != nil {
-		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
-	}
-	msg, err := server.SubscriptionSet(ctx, &protoReq)
+	msg, err := server.SubscriptionDelete(ctx, &protoReq)
 	return msg, metadata, err
 }
 
@@ -1250,25 +1236,25 @@ func RegisterAdminHandlerServer(ctx context.Context, mux *runtime.ServeMux, serv
 		}
 		forward_Admin_SubscriptionSet_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodDelete, pattern_Admin_SubscriptionSet_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodDelete, pattern_Admin_SubscriptionDelete_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/barista.v1.Admin/SubscriptionSet", runtime.WithHTTPPathPattern("/v1/admin/pools/{pool}/subscriptions/{tenant}"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/barista.v1.Admin/SubscriptionDelete", runtime.WithHTTPPathPattern("/v1/admin/pools/{pool}/subscriptions/{tenant}"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		resp, md, err := local_request_Admin_SubscriptionSet_1(annotatedContext, inboundMarshaler, server, req, pathParams)
+		resp, md, err := local_request_Admin_SubscriptionDelete_0(annotatedContext, inboundMarshaler, server, req, pathParams)
 		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
 		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
 		if err != nil {
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_Admin_SubscriptionSet_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_Admin_SubscriptionDelete_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodGet, pattern_Admin_SubscriptionList_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -1636,22 +1622,22 @@ func RegisterAdminHandlerClient(ctx context.Context, mux *runtime.ServeMux, clie
 		}
 		forward_Admin_SubscriptionSet_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
-	mux.Handle(http.MethodDelete, pattern_Admin_SubscriptionSet_1, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+	mux.Handle(http.MethodDelete, pattern_Admin_SubscriptionDelete_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/barista.v1.Admin/SubscriptionSet", runtime.WithHTTPPathPattern("/v1/admin/pools/{pool}/subscriptions/{tenant}"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/barista.v1.Admin/SubscriptionDelete", runtime.WithHTTPPathPattern("/v1/admin/pools/{pool}/subscriptions/{tenant}"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		resp, md, err := request_Admin_SubscriptionSet_1(annotatedContext, inboundMarshaler, client, req, pathParams)
+		resp, md, err := request_Admin_SubscriptionDelete_0(annotatedContext, inboundMarshaler, client, req, pathParams)
 		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
 		if err != nil {
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_Admin_SubscriptionSet_1(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_Admin_SubscriptionDelete_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodGet, pattern_Admin_SubscriptionList_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -1674,47 +1660,47 @@ func RegisterAdminHandlerClient(ctx context.Context, mux *runtime.ServeMux, clie
 }
 
 var (
-	pattern_Admin_UpsertTenant_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "tenants", "name"}, ""))
-	pattern_Admin_DeleteTenant_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "tenants", "name"}, ""))
-	pattern_Admin_GetTenant_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "tenants", "name"}, ""))
-	pattern_Admin_ListTenants_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "tenants"}, ""))
-	pattern_Admin_GetConfig_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "config"}, ""))
-	pattern_Admin_SetConfig_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "config"}, ""))
-	pattern_Admin_Top_0              = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "top"}, ""))
-	pattern_Admin_WebhookSet_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant", "webhook"}, ""))
-	pattern_Admin_WebhookGet_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant", "webhook"}, ""))
-	pattern_Admin_WebhookDelete_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant", "webhook"}, ""))
-	pattern_Admin_WebhookStatus_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant", "webhook"}, "status"))
-	pattern_Admin_WebhookReplay_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant", "webhook"}, "replay"))
-	pattern_Admin_PauseDispatch_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "admin", "dispatch", "pause"}, ""))
-	pattern_Admin_PoolSet_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "pools", "name"}, ""))
-	pattern_Admin_PoolGet_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "pools", "name"}, ""))
-	pattern_Admin_PoolList_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "pools"}, ""))
-	pattern_Admin_PoolDelete_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "pools", "name"}, ""))
-	pattern_Admin_SubscriptionSet_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4, 1, 0, 4, 1, 5, 5}, []string{"v1", "admin", "pools", "pool", "subscriptions", "tenant"}, ""))
-	pattern_Admin_SubscriptionSet_1  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4, 1, 0, 4, 1, 5, 5}, []string{"v1", "admin", "pools", "pool", "subscriptions", "tenant"}, ""))
-	pattern_Admin_SubscriptionList_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "subscriptions"}, ""))
+	pattern_Admin_UpsertTenant_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "tenants", "name"}, ""))
+	pattern_Admin_DeleteTenant_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "tenants", "name"}, ""))
+	pattern_Admin_GetTenant_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "tenants", "name"}, ""))
+	pattern_Admin_ListTenants_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "tenants"}, ""))
+	pattern_Admin_GetConfig_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "config"}, ""))
+	pattern_Admin_SetConfig_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "config"}, ""))
+	pattern_Admin_Top_0                = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "top"}, ""))
+	pattern_Admin_WebhookSet_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant", "webhook"}, ""))
+	pattern_Admin_WebhookGet_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant", "webhook"}, ""))
+	pattern_Admin_WebhookDelete_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant", "webhook"}, ""))
+	pattern_Admin_WebhookStatus_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant", "webhook"}, "status"))
+	pattern_Admin_WebhookReplay_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant", "webhook"}, "replay"))
+	pattern_Admin_PauseDispatch_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "admin", "dispatch", "pause"}, ""))
+	pattern_Admin_PoolSet_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "pools", "name"}, ""))
+	pattern_Admin_PoolGet_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "pools", "name"}, ""))
+	pattern_Admin_PoolList_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "pools"}, ""))
+	pattern_Admin_PoolDelete_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "pools", "name"}, ""))
+	pattern_Admin_SubscriptionSet_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4, 1, 0, 4, 1, 5, 5}, []string{"v1", "admin", "pools", "pool", "subscriptions", "tenant"}, ""))
+	pattern_Admin_SubscriptionDelete_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4, 1, 0, 4, 1, 5, 5}, []string{"v1", "admin", "pools", "pool", "subscriptions", "tenant"}, ""))
+	pattern_Admin_SubscriptionList_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "subscriptions"}, ""))
 )
 
 var (
-	forward_Admin_UpsertTenant_0     = runtime.ForwardResponseMessage
-	forward_Admin_DeleteTenant_0     = runtime.ForwardResponseMessage
-	forward_Admin_GetTenant_0        = runtime.ForwardResponseMessage
-	forward_Admin_ListTenants_0      = runtime.ForwardResponseMessage
-	forward_Admin_GetConfig_0        = runtime.ForwardResponseMessage
-	forward_Admin_SetConfig_0        = runtime.ForwardResponseMessage
-	forward_Admin_Top_0              = runtime.ForwardResponseMessage
-	forward_Admin_WebhookSet_0       = runtime.ForwardResponseMessage
-	forward_Admin_WebhookGet_0       = runtime.ForwardResponseMessage
-	forward_Admin_WebhookDelete_0    = runtime.ForwardResponseMessage
-	forward_Admin_WebhookStatus_0    = runtime.ForwardResponseMessage
-	forward_Admin_WebhookReplay_0    = runtime.ForwardResponseMessage
-	forward_Admin_PauseDispatch_0    = runtime.ForwardResponseMessage
-	forward_Admin_PoolSet_0          = runtime.ForwardResponseMessage
-	forward_Admin_PoolGet_0          = runtime.ForwardResponseMessage
-	forward_Admin_PoolList_0         = runtime.ForwardResponseMessage
-	forward_Admin_PoolDelete_0       = runtime.ForwardResponseMessage
-	forward_Admin_SubscriptionSet_0  = runtime.ForwardResponseMessage
-	forward_Admin_SubscriptionSet_1  = runtime.ForwardResponseMessage
-	forward_Admin_SubscriptionList_0 = runtime.ForwardResponseMessage
+	forward_Admin_UpsertTenant_0       = runtime.ForwardResponseMessage
+	forward_Admin_DeleteTenant_0       = runtime.ForwardResponseMessage
+	forward_Admin_GetTenant_0          = runtime.ForwardResponseMessage
+	forward_Admin_ListTenants_0        = runtime.ForwardResponseMessage
+	forward_Admin_GetConfig_0          = runtime.ForwardResponseMessage
+	forward_Admin_SetConfig_0          = runtime.ForwardResponseMessage
+	forward_Admin_Top_0                = runtime.ForwardResponseMessage
+	forward_Admin_WebhookSet_0         = runtime.ForwardResponseMessage
+	forward_Admin_WebhookGet_0         = runtime.ForwardResponseMessage
+	forward_Admin_WebhookDelete_0      = runtime.ForwardResponseMessage
+	forward_Admin_WebhookStatus_0      = runtime.ForwardResponseMessage
+	forward_Admin_WebhookReplay_0      = runtime.ForwardResponseMessage
+	forward_Admin_PauseDispatch_0      = runtime.ForwardResponseMessage
+	forward_Admin_PoolSet_0            = runtime.ForwardResponseMessage
+	forward_Admin_PoolGet_0            = runtime.ForwardResponseMessage
+	forward_Admin_PoolList_0           = runtime.ForwardResponseMessage
+	forward_Admin_PoolDelete_0         = runtime.ForwardResponseMessage
+	forward_Admin_SubscriptionSet_0    = runtime.ForwardResponseMessage
+	forward_Admin_SubscriptionDelete_0 = runtime.ForwardResponseMessage
+	forward_Admin_SubscriptionList_0   = runtime.ForwardResponseMessage
 )

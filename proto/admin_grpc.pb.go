@@ -23,25 +23,26 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Admin_UpsertTenant_FullMethodName     = "/barista.v1.Admin/UpsertTenant"
-	Admin_DeleteTenant_FullMethodName     = "/barista.v1.Admin/DeleteTenant"
-	Admin_GetTenant_FullMethodName        = "/barista.v1.Admin/GetTenant"
-	Admin_ListTenants_FullMethodName      = "/barista.v1.Admin/ListTenants"
-	Admin_GetConfig_FullMethodName        = "/barista.v1.Admin/GetConfig"
-	Admin_SetConfig_FullMethodName        = "/barista.v1.Admin/SetConfig"
-	Admin_Top_FullMethodName              = "/barista.v1.Admin/Top"
-	Admin_WebhookSet_FullMethodName       = "/barista.v1.Admin/WebhookSet"
-	Admin_WebhookGet_FullMethodName       = "/barista.v1.Admin/WebhookGet"
-	Admin_WebhookDelete_FullMethodName    = "/barista.v1.Admin/WebhookDelete"
-	Admin_WebhookStatus_FullMethodName    = "/barista.v1.Admin/WebhookStatus"
-	Admin_WebhookReplay_FullMethodName    = "/barista.v1.Admin/WebhookReplay"
-	Admin_PauseDispatch_FullMethodName    = "/barista.v1.Admin/PauseDispatch"
-	Admin_PoolSet_FullMethodName          = "/barista.v1.Admin/PoolSet"
-	Admin_PoolGet_FullMethodName          = "/barista.v1.Admin/PoolGet"
-	Admin_PoolList_FullMethodName         = "/barista.v1.Admin/PoolList"
-	Admin_PoolDelete_FullMethodName       = "/barista.v1.Admin/PoolDelete"
-	Admin_SubscriptionSet_FullMethodName  = "/barista.v1.Admin/SubscriptionSet"
-	Admin_SubscriptionList_FullMethodName = "/barista.v1.Admin/SubscriptionList"
+	Admin_UpsertTenant_FullMethodName       = "/barista.v1.Admin/UpsertTenant"
+	Admin_DeleteTenant_FullMethodName       = "/barista.v1.Admin/DeleteTenant"
+	Admin_GetTenant_FullMethodName          = "/barista.v1.Admin/GetTenant"
+	Admin_ListTenants_FullMethodName        = "/barista.v1.Admin/ListTenants"
+	Admin_GetConfig_FullMethodName          = "/barista.v1.Admin/GetConfig"
+	Admin_SetConfig_FullMethodName          = "/barista.v1.Admin/SetConfig"
+	Admin_Top_FullMethodName                = "/barista.v1.Admin/Top"
+	Admin_WebhookSet_FullMethodName         = "/barista.v1.Admin/WebhookSet"
+	Admin_WebhookGet_FullMethodName         = "/barista.v1.Admin/WebhookGet"
+	Admin_WebhookDelete_FullMethodName      = "/barista.v1.Admin/WebhookDelete"
+	Admin_WebhookStatus_FullMethodName      = "/barista.v1.Admin/WebhookStatus"
+	Admin_WebhookReplay_FullMethodName      = "/barista.v1.Admin/WebhookReplay"
+	Admin_PauseDispatch_FullMethodName      = "/barista.v1.Admin/PauseDispatch"
+	Admin_PoolSet_FullMethodName            = "/barista.v1.Admin/PoolSet"
+	Admin_PoolGet_FullMethodName            = "/barista.v1.Admin/PoolGet"
+	Admin_PoolList_FullMethodName           = "/barista.v1.Admin/PoolList"
+	Admin_PoolDelete_FullMethodName         = "/barista.v1.Admin/PoolDelete"
+	Admin_SubscriptionSet_FullMethodName    = "/barista.v1.Admin/SubscriptionSet"
+	Admin_SubscriptionDelete_FullMethodName = "/barista.v1.Admin/SubscriptionDelete"
+	Admin_SubscriptionList_FullMethodName   = "/barista.v1.Admin/SubscriptionList"
 )
 
 // AdminClient is the client API for Admin service.
@@ -91,9 +92,12 @@ type AdminClient interface {
 	// has). The pool default is never deleted.
 	PoolDelete(ctx context.Context, in *PoolDeleteRequest, opts ...grpc.CallOption) (*PoolDeleteResponse, error)
 	// SubscriptionSet sets a tenant's subscription in a pool: at most
-	// burst of its jobs assigned or running there (0 holds them queued);
-	// burst left out removes it.
+	// burst of its jobs assigned or running there (0 holds them queued).
+	// burst is required: SubscriptionDelete removes a subscription.
 	SubscriptionSet(ctx context.Context, in *SubscriptionSetRequest, opts ...grpc.CallOption) (*SubscriptionSetResponse, error)
+	// SubscriptionDelete removes a tenant's subscription in a pool (changed
+	// false if it had none).
+	SubscriptionDelete(ctx context.Context, in *SubscriptionDeleteRequest, opts ...grpc.CallOption) (*SubscriptionSetResponse, error)
 	// SubscriptionList pages through the subscriptions, of one tenant or
 	// one pool if asked.
 	SubscriptionList(ctx context.Context, in *SubscriptionListRequest, opts ...grpc.CallOption) (*SubscriptionListResponse, error)
@@ -287,6 +291,16 @@ func (c *adminClient) SubscriptionSet(ctx context.Context, in *SubscriptionSetRe
 	return out, nil
 }
 
+func (c *adminClient) SubscriptionDelete(ctx context.Context, in *SubscriptionDeleteRequest, opts ...grpc.CallOption) (*SubscriptionSetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubscriptionSetResponse)
+	err := c.cc.Invoke(ctx, Admin_SubscriptionDelete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminClient) SubscriptionList(ctx context.Context, in *SubscriptionListRequest, opts ...grpc.CallOption) (*SubscriptionListResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SubscriptionListResponse)
@@ -344,9 +358,12 @@ type AdminServer interface {
 	// has). The pool default is never deleted.
 	PoolDelete(context.Context, *PoolDeleteRequest) (*PoolDeleteResponse, error)
 	// SubscriptionSet sets a tenant's subscription in a pool: at most
-	// burst of its jobs assigned or running there (0 holds them queued);
-	// burst left out removes it.
+	// burst of its jobs assigned or running there (0 holds them queued).
+	// burst is required: SubscriptionDelete removes a subscription.
 	SubscriptionSet(context.Context, *SubscriptionSetRequest) (*SubscriptionSetResponse, error)
+	// SubscriptionDelete removes a tenant's subscription in a pool (changed
+	// false if it had none).
+	SubscriptionDelete(context.Context, *SubscriptionDeleteRequest) (*SubscriptionSetResponse, error)
 	// SubscriptionList pages through the subscriptions, of one tenant or
 	// one pool if asked.
 	SubscriptionList(context.Context, *SubscriptionListRequest) (*SubscriptionListResponse, error)
@@ -413,6 +430,9 @@ func (UnimplementedAdminServer) PoolDelete(context.Context, *PoolDeleteRequest) 
 }
 func (UnimplementedAdminServer) SubscriptionSet(context.Context, *SubscriptionSetRequest) (*SubscriptionSetResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SubscriptionSet not implemented")
+}
+func (UnimplementedAdminServer) SubscriptionDelete(context.Context, *SubscriptionDeleteRequest) (*SubscriptionSetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubscriptionDelete not implemented")
 }
 func (UnimplementedAdminServer) SubscriptionList(context.Context, *SubscriptionListRequest) (*SubscriptionListResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SubscriptionList not implemented")
@@ -762,6 +782,24 @@ func _Admin_SubscriptionSet_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_SubscriptionDelete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubscriptionDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).SubscriptionDelete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_SubscriptionDelete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).SubscriptionDelete(ctx, req.(*SubscriptionDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Admin_SubscriptionList_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SubscriptionListRequest)
 	if err := dec(in); err != nil {
@@ -858,6 +896,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SubscriptionSet",
 			Handler:    _Admin_SubscriptionSet_Handler,
+		},
+		{
+			MethodName: "SubscriptionDelete",
+			Handler:    _Admin_SubscriptionDelete_Handler,
 		},
 		{
 			MethodName: "SubscriptionList",

@@ -623,6 +623,53 @@ func (m *SubscriptionSetRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error
 	return len(dAtA) - i, nil
 }
 
+func (m *SubscriptionDeleteRequest) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *SubscriptionDeleteRequest) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *SubscriptionDeleteRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.Pool) > 0 {
+		i -= len(m.Pool)
+		copy(dAtA[i:], m.Pool)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Pool)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Tenant) > 0 {
+		i -= len(m.Tenant)
+		copy(dAtA[i:], m.Tenant)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Tenant)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
 func (m *SubscriptionSetResponse) MarshalVT() (dAtA []byte, err error) {
 	if m == nil {
 		return nil, nil
@@ -1000,46 +1047,46 @@ func (m *UpsertTenantRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
-	if m.RateBurst != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RateBurst))
+	if m.RateBurst != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.RateBurst))
 		i--
 		dAtA[i] = 0x5
 		i--
 		dAtA[i] = 0x88
 	}
-	if len(m.Rate) > 0 {
-		i -= len(m.Rate)
-		copy(dAtA[i:], m.Rate)
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Rate)))
+	if m.Rate != nil {
+		i -= len(*m.Rate)
+		copy(dAtA[i:], *m.Rate)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(*m.Rate)))
 		i--
 		dAtA[i] = 0x5
 		i--
 		dAtA[i] = 0x82
 	}
-	if m.MaxGroups != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxGroups))
+	if m.MaxGroups != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxGroups))
 		i--
 		dAtA[i] = 0x2
 		i--
 		dAtA[i] = 0xd0
 	}
-	if m.GroupOrder != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.GroupOrder))
+	if m.GroupOrder != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.GroupOrder))
 		i--
 		dAtA[i] = 0x2
 		i--
 		dAtA[i] = 0xc8
 	}
-	if m.GroupCap != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.GroupCap))
+	if m.GroupCap != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.GroupCap))
 		i--
 		dAtA[i] = 0x2
 		i--
 		dAtA[i] = 0xc0
 	}
-	if m.AllowDeadlines {
+	if m.AllowDeadlines != nil {
 		i--
-		if m.AllowDeadlines {
+		if *m.AllowDeadlines {
 			dAtA[i] = 1
 		} else {
 			dAtA[i] = 0
@@ -1049,16 +1096,16 @@ func (m *UpsertTenantRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0xf8
 	}
-	if m.MaxClass != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxClass))
+	if m.MaxClass != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxClass))
 		i--
 		dAtA[i] = 0x1
 		i--
 		dAtA[i] = 0xf0
 	}
-	if m.ExportMetrics {
+	if m.ExportMetrics != nil {
 		i--
-		if m.ExportMetrics {
+		if *m.ExportMetrics {
 			dAtA[i] = 1
 		} else {
 			dAtA[i] = 0
@@ -1078,13 +1125,13 @@ func (m *UpsertTenantRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0x22
 	}
-	if m.Multiplier != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Multiplier))
+	if m.Multiplier != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.Multiplier))
 		i--
 		dAtA[i] = 0x18
 	}
-	if m.Tier != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Tier))
+	if m.Tier != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.Tier))
 		i--
 		dAtA[i] = 0x10
 	}
@@ -1094,6 +1141,84 @@ func (m *UpsertTenantRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Name)))
 		i--
 		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *CapsUpdate) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *CapsUpdate) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *CapsUpdate) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.MaxRunningDeadline != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningDeadline))
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.MaxRunningHigh != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningHigh))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.MaxRunningCritical != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningCritical))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.MaxQueued != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxQueued))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.MaxInflightCpuMs != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxInflightCpuMs))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.MaxRunningLg != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningLg))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.MaxRunningMd != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningMd))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.MaxRunningSm != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningSm))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.MaxRunning != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunning))
+		i--
+		dAtA[i] = 0x8
 	}
 	return len(dAtA) - i, nil
 }
@@ -2905,6 +3030,53 @@ func (m *SubscriptionSetRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int,
 	return len(dAtA) - i, nil
 }
 
+func (m *SubscriptionDeleteRequest) MarshalVTStrict() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVTStrict(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *SubscriptionDeleteRequest) MarshalToVTStrict(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVTStrict(dAtA[:size])
+}
+
+func (m *SubscriptionDeleteRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.Pool) > 0 {
+		i -= len(m.Pool)
+		copy(dAtA[i:], m.Pool)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Pool)))
+		i--
+		dAtA[i] = 0x12
+	}
+	if len(m.Tenant) > 0 {
+		i -= len(m.Tenant)
+		copy(dAtA[i:], m.Tenant)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Tenant)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
 func (m *SubscriptionSetResponse) MarshalVTStrict() (dAtA []byte, err error) {
 	if m == nil {
 		return nil, nil
@@ -3282,46 +3454,46 @@ func (m *UpsertTenantRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int, er
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
-	if m.RateBurst != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RateBurst))
+	if m.RateBurst != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.RateBurst))
 		i--
 		dAtA[i] = 0x5
 		i--
 		dAtA[i] = 0x88
 	}
-	if len(m.Rate) > 0 {
-		i -= len(m.Rate)
-		copy(dAtA[i:], m.Rate)
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Rate)))
+	if m.Rate != nil {
+		i -= len(*m.Rate)
+		copy(dAtA[i:], *m.Rate)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(*m.Rate)))
 		i--
 		dAtA[i] = 0x5
 		i--
 		dAtA[i] = 0x82
 	}
-	if m.MaxGroups != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxGroups))
+	if m.MaxGroups != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxGroups))
 		i--
 		dAtA[i] = 0x2
 		i--
 		dAtA[i] = 0xd0
 	}
-	if m.GroupOrder != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.GroupOrder))
+	if m.GroupOrder != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.GroupOrder))
 		i--
 		dAtA[i] = 0x2
 		i--
 		dAtA[i] = 0xc8
 	}
-	if m.GroupCap != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.GroupCap))
+	if m.GroupCap != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.GroupCap))
 		i--
 		dAtA[i] = 0x2
 		i--
 		dAtA[i] = 0xc0
 	}
-	if m.AllowDeadlines {
+	if m.AllowDeadlines != nil {
 		i--
-		if m.AllowDeadlines {
+		if *m.AllowDeadlines {
 			dAtA[i] = 1
 		} else {
 			dAtA[i] = 0
@@ -3331,16 +3503,16 @@ func (m *UpsertTenantRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int, er
 		i--
 		dAtA[i] = 0xf8
 	}
-	if m.MaxClass != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxClass))
+	if m.MaxClass != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxClass))
 		i--
 		dAtA[i] = 0x1
 		i--
 		dAtA[i] = 0xf0
 	}
-	if m.ExportMetrics {
+	if m.ExportMetrics != nil {
 		i--
-		if m.ExportMetrics {
+		if *m.ExportMetrics {
 			dAtA[i] = 1
 		} else {
 			dAtA[i] = 0
@@ -3360,13 +3532,13 @@ func (m *UpsertTenantRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int, er
 		i--
 		dAtA[i] = 0x22
 	}
-	if m.Multiplier != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Multiplier))
+	if m.Multiplier != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.Multiplier))
 		i--
 		dAtA[i] = 0x18
 	}
-	if m.Tier != 0 {
-		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Tier))
+	if m.Tier != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.Tier))
 		i--
 		dAtA[i] = 0x10
 	}
@@ -3376,6 +3548,84 @@ func (m *UpsertTenantRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int, er
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Name)))
 		i--
 		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *CapsUpdate) MarshalVTStrict() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVTStrict(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *CapsUpdate) MarshalToVTStrict(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVTStrict(dAtA[:size])
+}
+
+func (m *CapsUpdate) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.MaxRunningDeadline != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningDeadline))
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.MaxRunningHigh != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningHigh))
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.MaxRunningCritical != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningCritical))
+		i--
+		dAtA[i] = 0x38
+	}
+	if m.MaxQueued != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxQueued))
+		i--
+		dAtA[i] = 0x30
+	}
+	if m.MaxInflightCpuMs != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxInflightCpuMs))
+		i--
+		dAtA[i] = 0x28
+	}
+	if m.MaxRunningLg != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningLg))
+		i--
+		dAtA[i] = 0x20
+	}
+	if m.MaxRunningMd != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningMd))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.MaxRunningSm != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunningSm))
+		i--
+		dAtA[i] = 0x10
+	}
+	if m.MaxRunning != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.MaxRunning))
+		i--
+		dAtA[i] = 0x8
 	}
 	return len(dAtA) - i, nil
 }
@@ -4807,6 +5057,24 @@ func (m *SubscriptionSetRequest) SizeVT() (n int) {
 	return n
 }
 
+func (m *SubscriptionDeleteRequest) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Tenant)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	l = len(m.Pool)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
 func (m *SubscriptionSetResponse) SizeVT() (n int) {
 	if m == nil {
 		return 0
@@ -4949,40 +5217,77 @@ func (m *UpsertTenantRequest) SizeVT() (n int) {
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
-	if m.Tier != 0 {
-		n += 1 + protohelpers.SizeOfVarint(uint64(m.Tier))
+	if m.Tier != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.Tier))
 	}
-	if m.Multiplier != 0 {
-		n += 1 + protohelpers.SizeOfVarint(uint64(m.Multiplier))
+	if m.Multiplier != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.Multiplier))
 	}
 	if m.Caps != nil {
 		l = m.Caps.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
-	if m.ExportMetrics {
+	if m.ExportMetrics != nil {
 		n += 3
 	}
-	if m.MaxClass != 0 {
-		n += 2 + protohelpers.SizeOfVarint(uint64(m.MaxClass))
+	if m.MaxClass != nil {
+		n += 2 + protohelpers.SizeOfVarint(uint64(*m.MaxClass))
 	}
-	if m.AllowDeadlines {
+	if m.AllowDeadlines != nil {
 		n += 3
 	}
-	if m.GroupCap != 0 {
-		n += 2 + protohelpers.SizeOfVarint(uint64(m.GroupCap))
+	if m.GroupCap != nil {
+		n += 2 + protohelpers.SizeOfVarint(uint64(*m.GroupCap))
 	}
-	if m.GroupOrder != 0 {
-		n += 2 + protohelpers.SizeOfVarint(uint64(m.GroupOrder))
+	if m.GroupOrder != nil {
+		n += 2 + protohelpers.SizeOfVarint(uint64(*m.GroupOrder))
 	}
-	if m.MaxGroups != 0 {
-		n += 2 + protohelpers.SizeOfVarint(uint64(m.MaxGroups))
+	if m.MaxGroups != nil {
+		n += 2 + protohelpers.SizeOfVarint(uint64(*m.MaxGroups))
 	}
-	l = len(m.Rate)
-	if l > 0 {
+	if m.Rate != nil {
+		l = len(*m.Rate)
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
-	if m.RateBurst != 0 {
-		n += 2 + protohelpers.SizeOfVarint(uint64(m.RateBurst))
+	if m.RateBurst != nil {
+		n += 2 + protohelpers.SizeOfVarint(uint64(*m.RateBurst))
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
+func (m *CapsUpdate) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.MaxRunning != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.MaxRunning))
+	}
+	if m.MaxRunningSm != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.MaxRunningSm))
+	}
+	if m.MaxRunningMd != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.MaxRunningMd))
+	}
+	if m.MaxRunningLg != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.MaxRunningLg))
+	}
+	if m.MaxInflightCpuMs != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.MaxInflightCpuMs))
+	}
+	if m.MaxQueued != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.MaxQueued))
+	}
+	if m.MaxRunningCritical != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.MaxRunningCritical))
+	}
+	if m.MaxRunningHigh != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.MaxRunningHigh))
+	}
+	if m.MaxRunningDeadline != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.MaxRunningDeadline))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -6847,6 +7152,121 @@ func (m *SubscriptionSetRequest) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
+func (m *SubscriptionDeleteRequest) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return protohelpers.ErrIntOverflow
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: SubscriptionDeleteRequest: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: SubscriptionDeleteRequest: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Tenant", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Tenant = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Pool", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Pool = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
 func (m *SubscriptionSetResponse) UnmarshalVT(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
@@ -7788,7 +8208,7 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 			if wireType != 0 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Tier", wireType)
 			}
-			m.Tier = 0
+			var v Tier
 			for shift := uint(0); ; shift += 7 {
 				if shift >= 64 {
 					return protohelpers.ErrIntOverflow
@@ -7798,16 +8218,17 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 				}
 				b := dAtA[iNdEx]
 				iNdEx++
-				m.Tier |= Tier(b&0x7F) << shift
+				v |= Tier(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
 			}
+			m.Tier = &v
 		case 3:
 			if wireType != 0 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Multiplier", wireType)
 			}
-			m.Multiplier = 0
+			var v uint32
 			for shift := uint(0); ; shift += 7 {
 				if shift >= 64 {
 					return protohelpers.ErrIntOverflow
@@ -7817,11 +8238,12 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 				}
 				b := dAtA[iNdEx]
 				iNdEx++
-				m.Multiplier |= uint32(b&0x7F) << shift
+				v |= uint32(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
 			}
+			m.Multiplier = &v
 		case 4:
 			if wireType != 2 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Caps", wireType)
@@ -7852,7 +8274,7 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if m.Caps == nil {
-				m.Caps = &Caps{}
+				m.Caps = &CapsUpdate{}
 			}
 			if err := m.Caps.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 				return err
@@ -7877,12 +8299,13 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
-			m.ExportMetrics = bool(v != 0)
+			b := bool(v != 0)
+			m.ExportMetrics = &b
 		case 30:
 			if wireType != 0 {
 				return fmt.Errorf("proto: wrong wireType = %d for field MaxClass", wireType)
 			}
-			m.MaxClass = 0
+			var v Class
 			for shift := uint(0); ; shift += 7 {
 				if shift >= 64 {
 					return protohelpers.ErrIntOverflow
@@ -7892,11 +8315,12 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 				}
 				b := dAtA[iNdEx]
 				iNdEx++
-				m.MaxClass |= Class(b&0x7F) << shift
+				v |= Class(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
 			}
+			m.MaxClass = &v
 		case 31:
 			if wireType != 0 {
 				return fmt.Errorf("proto: wrong wireType = %d for field AllowDeadlines", wireType)
@@ -7916,12 +8340,13 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
-			m.AllowDeadlines = bool(v != 0)
+			b := bool(v != 0)
+			m.AllowDeadlines = &b
 		case 40:
 			if wireType != 0 {
 				return fmt.Errorf("proto: wrong wireType = %d for field GroupCap", wireType)
 			}
-			m.GroupCap = 0
+			var v uint32
 			for shift := uint(0); ; shift += 7 {
 				if shift >= 64 {
 					return protohelpers.ErrIntOverflow
@@ -7931,16 +8356,17 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 				}
 				b := dAtA[iNdEx]
 				iNdEx++
-				m.GroupCap |= uint32(b&0x7F) << shift
+				v |= uint32(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
 			}
+			m.GroupCap = &v
 		case 41:
 			if wireType != 0 {
 				return fmt.Errorf("proto: wrong wireType = %d for field GroupOrder", wireType)
 			}
-			m.GroupOrder = 0
+			var v GroupOrder
 			for shift := uint(0); ; shift += 7 {
 				if shift >= 64 {
 					return protohelpers.ErrIntOverflow
@@ -7950,16 +8376,17 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 				}
 				b := dAtA[iNdEx]
 				iNdEx++
-				m.GroupOrder |= GroupOrder(b&0x7F) << shift
+				v |= GroupOrder(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
 			}
+			m.GroupOrder = &v
 		case 42:
 			if wireType != 0 {
 				return fmt.Errorf("proto: wrong wireType = %d for field MaxGroups", wireType)
 			}
-			m.MaxGroups = 0
+			var v uint32
 			for shift := uint(0); ; shift += 7 {
 				if shift >= 64 {
 					return protohelpers.ErrIntOverflow
@@ -7969,11 +8396,12 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 				}
 				b := dAtA[iNdEx]
 				iNdEx++
-				m.MaxGroups |= uint32(b&0x7F) << shift
+				v |= uint32(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
 			}
+			m.MaxGroups = &v
 		case 80:
 			if wireType != 2 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Rate", wireType)
@@ -8004,13 +8432,14 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			m.Rate = string(dAtA[iNdEx:postIndex])
+			s := string(dAtA[iNdEx:postIndex])
+			m.Rate = &s
 			iNdEx = postIndex
 		case 81:
 			if wireType != 0 {
 				return fmt.Errorf("proto: wrong wireType = %d for field RateBurst", wireType)
 			}
-			m.RateBurst = 0
+			var v uint32
 			for shift := uint(0); ; shift += 7 {
 				if shift >= 64 {
 					return protohelpers.ErrIntOverflow
@@ -8020,11 +8449,243 @@ func (m *UpsertTenantRequest) UnmarshalVT(dAtA []byte) error {
 				}
 				b := dAtA[iNdEx]
 				iNdEx++
-				m.RateBurst |= uint32(b&0x7F) << shift
+				v |= uint32(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
 			}
+			m.RateBurst = &v
+		default:
+			iNdEx = preIndex
+			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *CapsUpdate) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		for shift := uint(0); ; shift += 7 {
+			if shift >= 64 {
+				return protohelpers.ErrIntOverflow
+			}
+			if iNdEx >= l {
+				return io.ErrUnexpectedEOF
+			}
+			b := dAtA[iNdEx]
+			iNdEx++
+			wire |= uint64(b&0x7F) << shift
+			if b < 0x80 {
+				break
+			}
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: CapsUpdate: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: CapsUpdate: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxRunning", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MaxRunning = &v
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxRunningSm", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MaxRunningSm = &v
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxRunningMd", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MaxRunningMd = &v
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxRunningLg", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MaxRunningLg = &v
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxInflightCpuMs", wireType)
+			}
+			var v int64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MaxInflightCpuMs = &v
+		case 6:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxQueued", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MaxQueued = &v
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxRunningCritical", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MaxRunningCritical = &v
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxRunningHigh", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MaxRunningHigh = &v
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxRunningDeadline", wireType)
+			}
+			var v uint32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.MaxRunningDeadline = &v
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

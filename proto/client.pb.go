@@ -1140,9 +1140,12 @@ type ListJobsRequest struct {
 	// include_payload returns each job's payload; without it the jobs come
 	// without (GetJob returns one job's payload).
 	IncludePayload bool `protobuf:"varint,6,opt,name=include_payload,json=includePayload,proto3" json:"include_payload,omitempty"`
-	// newest_first lists from the newest job down (its page tokens go on
-	// downwards); the default is oldest first.
+	// Jobs are listed from the newest down (its page tokens go on
+	// downwards); oldest_first lists them in ID order from the oldest up.
+	// newest_first is the default, accepted from older clients; both set is
+	// INVALID_ARGUMENT.
 	NewestFirst bool `protobuf:"varint,7,opt,name=newest_first,json=newestFirst,proto3" json:"newest_first,omitempty"`
+	OldestFirst bool `protobuf:"varint,8,opt,name=oldest_first,json=oldestFirst,proto3" json:"oldest_first,omitempty"`
 	// pool lists only the jobs of that pool ("default" for the pool
 	// default; empty: every pool). An unknown pool is NOT_FOUND.
 	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
@@ -1225,6 +1228,13 @@ func (x *ListJobsRequest) GetIncludePayload() bool {
 func (x *ListJobsRequest) GetNewestFirst() bool {
 	if x != nil {
 		return x.NewestFirst
+	}
+	return false
+}
+
+func (x *ListJobsRequest) GetOldestFirst() bool {
+	if x != nil {
+		return x.OldestFirst
 	}
 	return false
 }
@@ -3016,7 +3026,7 @@ const file_client_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\")\n" +
 	"\x11RunJobNowResponse\x12\x14\n" +
-	"\x05state\x18\x01 \x01(\tR\x05state\"\x88\x02\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\"\xab\x02\n" +
 	"\x0fListJobsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -3025,7 +3035,8 @@ const file_client_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12+\n" +
 	"\x04read\x18\x05 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12'\n" +
 	"\x0finclude_payload\x18\x06 \x01(\bR\x0eincludePayload\x12!\n" +
-	"\fnewest_first\x18\a \x01(\bR\vnewestFirst\x12\x12\n" +
+	"\fnewest_first\x18\a \x01(\bR\vnewestFirst\x12!\n" +
+	"\foldest_first\x18\b \x01(\bR\voldestFirst\x12\x12\n" +
 	"\x04pool\x18x \x01(\tR\x04pool\"_\n" +
 	"\x10ListJobsResponse\x12#\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x0f.barista.v1.JobR\x04jobs\x12&\n" +

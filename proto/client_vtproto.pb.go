@@ -1019,6 +1019,16 @@ func (m *ListJobsRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0xc2
 	}
+	if m.OldestFirst {
+		i--
+		if m.OldestFirst {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x40
+	}
 	if m.NewestFirst {
 		i--
 		if m.NewestFirst {
@@ -3542,6 +3552,16 @@ func (m *ListJobsRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error)
 		i--
 		dAtA[i] = 0xc2
 	}
+	if m.OldestFirst {
+		i--
+		if m.OldestFirst {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x40
+	}
 	if m.NewestFirst {
 		i--
 		if m.NewestFirst {
@@ -5487,6 +5507,9 @@ func (m *ListJobsRequest) SizeVT() (n int) {
 		n += 2
 	}
 	if m.NewestFirst {
+		n += 2
+	}
+	if m.OldestFirst {
 		n += 2
 	}
 	l = len(m.Pool)
@@ -8956,6 +8979,26 @@ func (m *ListJobsRequest) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.NewestFirst = bool(v != 0)
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field OldestFirst", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.OldestFirst = bool(v != 0)
 		case 120:
 			if wireType != 2 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Pool", wireType)

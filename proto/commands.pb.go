@@ -2214,9 +2214,16 @@ type TenantUpsert struct {
 	MaxGroups uint32 `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
 	// rate_n per rate_period_ms is the tenant's rate limit of dispatches
 	// (GCRA; rate_n 0 = none), with bursts up to rate_burst (0 = rate_n).
-	RateN         uint32 `protobuf:"varint,80,opt,name=rate_n,json=rateN,proto3" json:"rate_n,omitempty"`
-	RatePeriodMs  int64  `protobuf:"varint,81,opt,name=rate_period_ms,json=ratePeriodMs,proto3" json:"rate_period_ms,omitempty"`
-	RateBurst     uint32 `protobuf:"varint,82,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
+	RateN        uint32 `protobuf:"varint,80,opt,name=rate_n,json=rateN,proto3" json:"rate_n,omitempty"`
+	RatePeriodMs int64  `protobuf:"varint,81,opt,name=rate_period_ms,json=ratePeriodMs,proto3" json:"rate_period_ms,omitempty"`
+	RateBurst    uint32 `protobuf:"varint,82,opt,name=rate_burst,json=rateBurst,proto3" json:"rate_burst,omitempty"`
+	// keep names the fields that keep their current value (a new tenant:
+	// their default), by their names in UpsertTenantRequest: tier,
+	// multiplier, caps.max_running (and every other field of caps),
+	// export_metrics, max_class, allow_deadlines, group_cap, group_order,
+	// max_groups, rate (rate_n and rate_period_ms) and rate_burst. Empty:
+	// the upsert sets every field. Feature level 7.
+	Keep          []string `protobuf:"bytes,90,rep,name=keep,proto3" json:"keep,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2340,6 +2347,13 @@ func (x *TenantUpsert) GetRateBurst() uint32 {
 		return x.RateBurst
 	}
 	return 0
+}
+
+func (x *TenantUpsert) GetKeep() []string {
+	if x != nil {
+		return x.Keep
+	}
+	return nil
 }
 
 // SetGroup sets one named group's cap: the admin's (inherit, none or N),
@@ -2655,9 +2669,15 @@ type SchedulerConfig struct {
 	MaxPools        uint32 `protobuf:"varint,120,opt,name=max_pools,json=maxPools,proto3" json:"max_pools,omitempty"`
 	ImplicitTenants Tier   `protobuf:"varint,121,opt,name=implicit_tenants,json=implicitTenants,proto3,enum=barista.v1.Tier" json:"implicit_tenants,omitempty"`
 	DefaultTenant   string `protobuf:"bytes,122,opt,name=default_tenant,json=defaultTenant,proto3" json:"default_tenant,omitempty"`
-	// max_snoozes (feature level 7): how many runs of a job may be snoozed
-	// in a row before the next snooze ends it failed (0: the default, 100).
-	MaxSnoozes    uint32 `protobuf:"varint,130,opt,name=max_snoozes,json=maxSnoozes,proto3" json:"max_snoozes,omitempty"`
+	// clock_tick_ms: the leader commits an empty entry stamped with cluster
+	// time whenever no entry has been committed for this long, so that a
+	// leader that crashes takes at most this much cluster time with it
+	// (0: the default, 1 s; 100 ms .. 1 h). Another value needs feature
+	// level 7.
+	ClockTickMs int64 `protobuf:"varint,130,opt,name=clock_tick_ms,json=clockTickMs,proto3" json:"clock_tick_ms,omitempty"`
+	// max_snoozes (feature level 7): the snooze of a job's run that is its
+	// max_snoozes-th in a row ends the job failed (0: the default, 100).
+	MaxSnoozes    uint32 `protobuf:"varint,131,opt,name=max_snoozes,json=maxSnoozes,proto3" json:"max_snoozes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2928,6 +2948,13 @@ func (x *SchedulerConfig) GetDefaultTenant() string {
 		return x.DefaultTenant
 	}
 	return ""
+}
+
+func (x *SchedulerConfig) GetClockTickMs() int64 {
+	if x != nil {
+		return x.ClockTickMs
+	}
+	return 0
 }
 
 func (x *SchedulerConfig) GetMaxSnoozes() uint32 {
@@ -3250,8 +3277,12 @@ func (x *SetFeatureLevel) GetLevel() uint32 {
 type WebhookSet struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Url    string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
-	Kinds  []string               `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"` // event kinds to deliver; empty: every kind
+	// url and kinds (the event kinds to deliver; ["all"]: every kind, from
+	// feature level 7). Left out of an update, from level 7, they keep
+	// their value; below it an empty url is refused and empty kinds are
+	// every kind.
+	Url   string   `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Kinds []string `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"`
 	// rotate issues a new secret version; the previous one stays valid for
 	// grace_ms of cluster time (0: not at all).
 	Rotate        bool   `protobuf:"varint,4,opt,name=rotate,proto3" json:"rotate,omitempty"`
@@ -4265,7 +4296,7 @@ const file_commands_proto_rawDesc = "" +
 	"max_queued\x18\x06 \x01(\rR\tmaxQueued\x120\n" +
 	"\x14max_running_critical\x18\a \x01(\rR\x12maxRunningCritical\x12(\n" +
 	"\x10max_running_high\x18\b \x01(\rR\x0emaxRunningHigh\x120\n" +
-	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xdf\x03\n" +
+	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xf3\x03\n" +
 	"\fTenantUpsert\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -4284,7 +4315,8 @@ const file_commands_proto_rawDesc = "" +
 	"\x06rate_n\x18P \x01(\rR\x05rateN\x12$\n" +
 	"\x0erate_period_ms\x18Q \x01(\x03R\fratePeriodMs\x12\x1d\n" +
 	"\n" +
-	"rate_burst\x18R \x01(\rR\trateBurst\"\x97\x02\n" +
+	"rate_burst\x18R \x01(\rR\trateBurst\x12\x12\n" +
+	"\x04keep\x18Z \x03(\tR\x04keep\"\x97\x02\n" +
 	"\bSetGroup\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x123\n" +
@@ -4304,7 +4336,7 @@ const file_commands_proto_rawDesc = "" +
 	"\tas_tenant\x18\x05 \x01(\bR\basTenant\x12\x12\n" +
 	"\x04pool\x18\x06 \x01(\tR\x04pool\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xf5\v\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x9a\f\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -4340,8 +4372,9 @@ const file_commands_proto_rawDesc = "" +
 	"\x10max_queued_bytes\x18o \x01(\x04R\x0emaxQueuedBytes\x12\x1b\n" +
 	"\tmax_pools\x18x \x01(\rR\bmaxPools\x12;\n" +
 	"\x10implicit_tenants\x18y \x01(\x0e2\x10.barista.v1.TierR\x0fimplicitTenants\x12%\n" +
-	"\x0edefault_tenant\x18z \x01(\tR\rdefaultTenant\x12 \n" +
-	"\vmax_snoozes\x18\x82\x01 \x01(\rR\n" +
+	"\x0edefault_tenant\x18z \x01(\tR\rdefaultTenant\x12#\n" +
+	"\rclock_tick_ms\x18\x82\x01 \x01(\x03R\vclockTickMs\x12 \n" +
+	"\vmax_snoozes\x18\x83\x01 \x01(\rR\n" +
 	"maxSnoozes\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +

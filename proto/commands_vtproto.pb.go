@@ -1588,6 +1588,17 @@ func (m *TenantUpsert) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.Keep) > 0 {
+		for iNdEx := len(m.Keep) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.Keep[iNdEx])
+			copy(dAtA[i:], m.Keep[iNdEx])
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Keep[iNdEx])))
+			i--
+			dAtA[i] = 0x5
+			i--
+			dAtA[i] = 0xd2
+		}
+	}
 	if m.RateBurst != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RateBurst))
 		i--
@@ -1943,6 +1954,13 @@ func (m *SchedulerConfig) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	}
 	if m.MaxSnoozes != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxSnoozes))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0x98
+	}
+	if m.ClockTickMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ClockTickMs))
 		i--
 		dAtA[i] = 0x8
 		i--
@@ -5007,6 +5025,17 @@ func (m *TenantUpsert) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.Keep) > 0 {
+		for iNdEx := len(m.Keep) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.Keep[iNdEx])
+			copy(dAtA[i:], m.Keep[iNdEx])
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Keep[iNdEx])))
+			i--
+			dAtA[i] = 0x5
+			i--
+			dAtA[i] = 0xd2
+		}
+	}
 	if m.RateBurst != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RateBurst))
 		i--
@@ -5362,6 +5391,13 @@ func (m *SchedulerConfig) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error)
 	}
 	if m.MaxSnoozes != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxSnoozes))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0x98
+	}
+	if m.ClockTickMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ClockTickMs))
 		i--
 		dAtA[i] = 0x8
 		i--
@@ -7453,6 +7489,12 @@ func (m *TenantUpsert) SizeVT() (n int) {
 	if m.RateBurst != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.RateBurst))
 	}
+	if len(m.Keep) > 0 {
+		for _, s := range m.Keep {
+			l = len(s)
+			n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -7653,6 +7695,9 @@ func (m *SchedulerConfig) SizeVT() (n int) {
 	l = len(m.DefaultTenant)
 	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.ClockTickMs != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.ClockTickMs))
 	}
 	if m.MaxSnoozes != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.MaxSnoozes))
@@ -11665,6 +11710,38 @@ func (m *TenantUpsert) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 90:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Keep", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Keep = append(m.Keep, string(dAtA[iNdEx:postIndex]))
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -12974,6 +13051,25 @@ func (m *SchedulerConfig) UnmarshalVT(dAtA []byte) error {
 			m.DefaultTenant = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		case 130:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ClockTickMs", wireType)
+			}
+			m.ClockTickMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ClockTickMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 131:
 			if wireType != 0 {
 				return fmt.Errorf("proto: wrong wireType = %d for field MaxSnoozes", wireType)
 			}

@@ -378,8 +378,15 @@ type StatusResponse struct {
 	// cluster_feature_level is the level of the state it has applied.
 	FeatureLevel        uint32 `protobuf:"varint,17,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
 	ClusterFeatureLevel uint32 `protobuf:"varint,18,opt,name=cluster_feature_level,json=clusterFeatureLevel,proto3" json:"cluster_feature_level,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// cluster_behind_ms is how far cluster time is behind the wall clock:
+	// the leader's wall clock minus cluster time on the last applied entry.
+	// It grows only by what no leader counted: elections, a crash of the
+	// leader (at most clock_tick before it) and stops of the whole cluster
+	// (docs/operations.md, "Cluster time"). 0 before any entry carried a
+	// wall clock.
+	ClusterBehindMs int64 `protobuf:"varint,19,opt,name=cluster_behind_ms,json=clusterBehindMs,proto3" json:"cluster_behind_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -534,6 +541,13 @@ func (x *StatusResponse) GetFeatureLevel() uint32 {
 func (x *StatusResponse) GetClusterFeatureLevel() uint32 {
 	if x != nil {
 		return x.ClusterFeatureLevel
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetClusterBehindMs() int64 {
+	if x != nil {
+		return x.ClusterBehindMs
 	}
 	return 0
 }
@@ -1332,7 +1346,7 @@ const file_node_proto_rawDesc = "" +
 	"\x16ForwardSubmitsResponse\x12;\n" +
 	"\aresults\x18\x01 \x03(\v2!.barista.v1.ForwardedSubmitResultR\aresults\",\n" +
 	"\rStatusRequest\x12\x1b\n" +
-	"\tskip_hash\x18\x01 \x01(\bR\bskipHash\"\xe6\x04\n" +
+	"\tskip_hash\x18\x01 \x01(\bR\bskipHash\"\x92\x05\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -1354,7 +1368,8 @@ const file_node_proto_rawDesc = "" +
 	"\x04term\x18\x0f \x01(\x04R\x04term\x123\n" +
 	"\x16last_leader_contact_ms\x18\x10 \x01(\x03R\x13lastLeaderContactMs\x12#\n" +
 	"\rfeature_level\x18\x11 \x01(\rR\ffeatureLevel\x122\n" +
-	"\x15cluster_feature_level\x18\x12 \x01(\rR\x13clusterFeatureLevel\"\x84\x01\n" +
+	"\x15cluster_feature_level\x18\x12 \x01(\rR\x13clusterFeatureLevel\x12*\n" +
+	"\x11cluster_behind_ms\x18\x13 \x01(\x03R\x0fclusterBehindMs\"\x84\x01\n" +
 	"\fApplyRequest\x12/\n" +
 	"\bcommands\x18\x01 \x03(\v2\x13.barista.v1.CommandR\bcommands\x12\x1c\n" +
 	"\tforwarded\x18\x02 \x01(\bR\tforwarded\x12%\n" +

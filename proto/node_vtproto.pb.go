@@ -357,6 +357,13 @@ func (m *StatusResponse) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.ClusterBehindMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ClusterBehindMs))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x98
+	}
 	if m.ClusterFeatureLevel != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ClusterFeatureLevel))
 		i--
@@ -1517,6 +1524,13 @@ func (m *StatusResponse) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) 
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.ClusterBehindMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ClusterBehindMs))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x98
+	}
 	if m.ClusterFeatureLevel != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ClusterFeatureLevel))
 		i--
@@ -2511,6 +2525,9 @@ func (m *StatusResponse) SizeVT() (n int) {
 	}
 	if m.ClusterFeatureLevel != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.ClusterFeatureLevel))
+	}
+	if m.ClusterBehindMs != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.ClusterBehindMs))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -3851,6 +3868,25 @@ func (m *StatusResponse) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.ClusterFeatureLevel |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 19:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ClusterBehindMs", wireType)
+			}
+			m.ClusterBehindMs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ClusterBehindMs |= int64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

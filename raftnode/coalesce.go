@@ -135,7 +135,7 @@ type entry struct {
 // send stamps one envelope and hands it to Raft without waiting for it:
 // entries are logged in the order send is called.
 func (n *Node) send(version uint32, cmds []*pb.Command, timeout time.Duration) entry {
-	stamp, ok := n.stamp()
+	stamp, ok := n.stampEntry()
 	if !ok {
 		return entry{cmds: cmds, err: ErrNotLeader}
 	}

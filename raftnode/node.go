@@ -143,6 +143,9 @@ type Node struct {
 	stampBase sfq.Time
 	stampMono time.Time
 	stampOK   bool
+	// sentStamp is the stamp of the newest envelope this leader handed
+	// to Raft (Stamped).
+	sentStamp sfq.Time
 	shutdown  bool
 }
 
@@ -429,7 +432,7 @@ func (n *Node) gainLeadership() {
 			n.mu.Unlock()
 			return
 		}
-		n.stampBase, n.stampMono, n.stampOK = clock, time.Now(), true
+		n.stampBase, n.stampMono, n.stampOK, n.sentStamp = clock, time.Now(), true, 0
 		n.mu.Unlock()
 		n.log.Info("leadership gained", "applied_index", index, "cluster_time_ms", int64(clock), "barrier", time.Since(start).Round(time.Millisecond))
 
@@ -492,10 +495,36 @@ func (n *Node) wallNow() time.Time { return time.Now().Add(n.cfg.ClockOffset) }
 func (n *Node) stamp() (int64, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.stampLocked()
+}
+
+func (n *Node) stampLocked() (int64, bool) {
 	if !n.stampOK {
 		return 0, false
 	}
 	return int64(n.stampBase) + time.Since(n.stampMono).Milliseconds(), true
+}
+
+// stampEntry is stamp for an envelope about to be handed to Raft: it
+// records the stamp for Stamped.
+func (n *Node) stampEntry() (int64, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t, ok := n.stampLocked()
+	if ok {
+		n.sentStamp = max(n.sentStamp, sfq.Time(t))
+	}
+	return t, ok
+}
+
+// Stamped returns the newest cluster time an entry carries that this
+// node has applied or, leading, handed to Raft: a leader need commit no
+// clock tick before Stamped + clock_tick (leader.ClockTicks).
+func (n *Node) Stamped() sfq.Time {
+	clock, _ := n.FSM.Clock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return max(clock, n.sentStamp)
 }
 
 // ClusterNow returns the current cluster time on the leader (the clock
@@ -591,16 +620,56 @@ func (n *Node) RemovePeer(ctx context.Context, id string) error {
 }
 
 // TransferLeadership hands leadership to id (any voter if empty).
-func (n *Node) TransferLeadership(id string) error {
-	if id == "" {
-		return n.raft.LeadershipTransfer().Error()
-	}
-	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
-		if string(s.ID) == id {
-			return n.raft.LeadershipTransferToServer(s.ID, s.Address).Error()
+//
+// It returns the new leader's ID once this node has heard of it (Raft's
+// transfer ends when this node steps down, before the new leader is
+// known here), or the error of ctx if it ends first: the transfer itself
+// was done.
+func (n *Node) TransferLeadership(ctx context.Context, id string) (string, error) {
+	var target raft.ServerAddress
+	if id != "" {
+		for _, s := range n.raft.GetConfiguration().Configuration().Servers {
+			if string(s.ID) == id {
+				target = s.Address
+			}
+		}
+		if target == "" {
+			return "", fmt.Errorf("no server %q in the configuration", id)
 		}
 	}
-	return fmt.Errorf("no server %q in the configuration", id)
+	ch := make(chan raft.Observation, 4)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.raft.RegisterObserver(obs)
+	defer n.raft.DeregisterObserver(obs)
+	var f raft.Future
+	if id == "" {
+		f = n.raft.LeadershipTransfer()
+	} else {
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(id), target)
+	}
+	if err := f.Error(); err != nil {
+		return "", err
+	}
+	for {
+		if lid, _ := n.Leader(); lid != "" && lid != n.cfg.ID {
+			return lid, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}
+
+// InCluster reports whether this node's Raft configuration holds any
+// server: false until it bootstraps, is joined, or installs a snapshot.
+func (n *Node) InCluster() bool {
+	f := n.raft.GetConfiguration()
+	return f.Error() == nil && len(f.Configuration().Servers) > 0
 }
 
 // BootstrapIfNew makes this node a one-voter cluster if it has no Raft

@@ -35,21 +35,53 @@ func tenantToPB(i uint32, t *sfq.Tenant, flags fsm.TenantFlags) *pb.Tenant {
 	return out
 }
 
-// upsertCommand is the command of a tenant upsert.
-func upsertCommand(req *pb.UpsertTenantRequest) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{
-		Name: req.Name, Tier: req.Tier, Multiplier: req.Multiplier, Caps: req.Caps, ExportMetrics: req.ExportMetrics,
-		MaxClass: req.MaxClass, AllowDeadlines: req.AllowDeadlines,
-		GroupCap: req.GroupCap, GroupOrder: req.GroupOrder, MaxGroups: req.MaxGroups}}}
-}
-
-// upsertCommandRate is upsertCommand with the request's rate limit, read
-// from its text (parseRate).
-func upsertCommandRate(req *pb.UpsertTenantRequest, r sfq.RateLimit) *pb.Command {
-	c := upsertCommand(req)
-	u := c.GetTenantUpsert()
-	u.RateN, u.RatePeriodMs, u.RateBurst = r.N, r.PeriodMs, r.Burst
-	return c
+// upsertCommand is the command of a tenant upsert: the fields the
+// request gives, the others kept (fsm's TenantUpsert.keep). What only
+// the request's wire form can get wrong, its rate's text, is read here.
+func upsertCommand(req *pb.UpsertTenantRequest) (*pb.Command, error) {
+	u := &pb.TenantUpsert{Name: req.Name, Caps: &pb.Caps{}}
+	var keep []string
+	field := func(name string, given bool, set func()) {
+		if given {
+			set()
+		} else {
+			keep = append(keep, name)
+		}
+	}
+	field("tier", req.Tier != nil, func() { u.Tier = req.GetTier() })
+	field("multiplier", req.Multiplier != nil, func() { u.Multiplier = req.GetMultiplier() })
+	c, cu := u.Caps, req.GetCaps()
+	if cu == nil {
+		cu = &pb.CapsUpdate{}
+	}
+	field("caps.max_running", cu.MaxRunning != nil, func() { c.MaxRunning = cu.GetMaxRunning() })
+	field("caps.max_running_sm", cu.MaxRunningSm != nil, func() { c.MaxRunningSm = cu.GetMaxRunningSm() })
+	field("caps.max_running_md", cu.MaxRunningMd != nil, func() { c.MaxRunningMd = cu.GetMaxRunningMd() })
+	field("caps.max_running_lg", cu.MaxRunningLg != nil, func() { c.MaxRunningLg = cu.GetMaxRunningLg() })
+	field("caps.max_inflight_cpu_ms", cu.MaxInflightCpuMs != nil, func() { c.MaxInflightCpuMs = cu.GetMaxInflightCpuMs() })
+	field("caps.max_queued", cu.MaxQueued != nil, func() { c.MaxQueued = cu.GetMaxQueued() })
+	field("caps.max_running_critical", cu.MaxRunningCritical != nil, func() { c.MaxRunningCritical = cu.GetMaxRunningCritical() })
+	field("caps.max_running_high", cu.MaxRunningHigh != nil, func() { c.MaxRunningHigh = cu.GetMaxRunningHigh() })
+	field("caps.max_running_deadline", cu.MaxRunningDeadline != nil, func() { c.MaxRunningDeadline = cu.GetMaxRunningDeadline() })
+	field("export_metrics", req.ExportMetrics != nil, func() { u.ExportMetrics = req.GetExportMetrics() })
+	field("max_class", req.MaxClass != nil, func() { u.MaxClass = req.GetMaxClass() })
+	field("allow_deadlines", req.AllowDeadlines != nil, func() { u.AllowDeadlines = req.GetAllowDeadlines() })
+	field("group_cap", req.GroupCap != nil, func() { u.GroupCap = req.GetGroupCap() })
+	field("group_order", req.GroupOrder != nil, func() { u.GroupOrder = req.GetGroupOrder() })
+	field("max_groups", req.MaxGroups != nil, func() { u.MaxGroups = req.GetMaxGroups() })
+	var rateErr error
+	field("rate", req.Rate != nil, func() {
+		var r sfq.RateLimit
+		if r, rateErr = parseRate("rate", req.GetRate(), 0); rateErr == nil {
+			u.RateN, u.RatePeriodMs = r.N, r.PeriodMs
+		}
+	})
+	if rateErr != nil {
+		return nil, rateErr
+	}
+	field("rate_burst", req.RateBurst != nil, func() { u.RateBurst = req.GetRateBurst() })
+	u.Keep = keep
+	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: u}}, nil
 }
 
 // ReadTenant returns a live tenant's configuration in f (this node's
@@ -64,14 +96,15 @@ func ReadTenant(f *fsm.FSM, name string) (out *pb.Tenant) {
 	return out
 }
 
-// UpsertTenant creates or updates a tenant (an update keeps its tags,
-// usage and counters).
+// UpsertTenant creates or updates a tenant: the fields the request
+// leaves out keep their value (an update keeps its tags, usage and
+// counters too).
 func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantRequest) (*pb.Tenant, error) {
-	rate, err := parseRate("rate", req.Rate, req.RateBurst)
+	cmd, err := upsertCommand(req)
 	if err != nil {
 		return nil, err
 	}
-	res, resp, done, err := write(ctx, &s.base, upsertCommandRate(req, rate), func(ctx context.Context, cc *grpc.ClientConn) (*pb.Tenant, error) {
+	res, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Tenant, error) {
 		return pb.NewAdminClient(cc).UpsertTenant(ctx, req)
 	})
 	if done {

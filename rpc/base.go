@@ -86,11 +86,12 @@ func (b *base) edgeCheck(cmd *pb.Command) error {
 	return nil
 }
 
-// commit is the leader's half of a write: the command's whole check on
-// this node's state (fsm.FSM.Admit, the check Apply makes first), then
-// its proposal. A command the check refuses is not proposed; one it finds
-// would change nothing (Outcome sfq.Duplicate) is answered from the
-// state, with the index of the state it read.
+// commit is the leader's half of a write: the caller's write rate, the
+// command as the cluster's level applies it (fsm.FSM.Resolve), its whole
+// check on this node's state (fsm.FSM.Admit, the check Apply makes
+// first), then its proposal. A command the check refuses is not
+// proposed; one it finds would change nothing (Outcome sfq.Duplicate) is
+// answered from the state, with the index of the state it read.
 func (b *base) commit(ctx context.Context, cmd *pb.Command) (fsm.Result, error) {
 	if b.writes != nil {
 		key := IdentityFrom(ctx).key()
@@ -99,6 +100,7 @@ func (b *base) commit(ctx context.Context, cmd *pb.Command) (fsm.Result, error) 
 			return fsm.Result{}, writeRateError(b.writeRate, wait)
 		}
 	}
+	cmd = b.node.FSM.Resolve(cmd)
 	if v := b.node.FSM.Admit(cmd); v.Refused() {
 		b.unproposed(cmd, "refused")
 		return v, resultErr(v)

@@ -23,7 +23,7 @@ func TestBulkCallsNeedLevel5(t *testing.T) {
 	key := webhook.Key("0123456789abcdef0123456789abcdef")
 	admin, node, _ := startWebhookNodeAt(t, key, fsm.Level4)
 	waitFor(t, 20*time.Second, "level 4", func() bool { return node.FSM.Level() == fsm.Level4 })
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	cl := pb.NewClientClient(dialAdmin(t, node))

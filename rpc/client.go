@@ -315,13 +315,13 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 // PageToken encodes where the next page of ListJobs starts.
 func PageToken(next sfq.JobID) string { return "p" + strconv.FormatUint(uint64(next), 10) }
 
-// downToken encodes where the next page of a newest-first list starts
+// DownToken encodes where the next page of a newest-first list starts
 // (that job, then older ones).
-func downToken(next sfq.JobID) string { return "d" + strconv.FormatUint(uint64(next), 10) }
+func DownToken(next sfq.JobID) string { return "d" + strconv.FormatUint(uint64(next), 10) }
 
-// parseListToken reads a ListJobs page token: "p" tokens go up, "d"
+// ParseListToken reads a ListJobs page token: "p" tokens go up, "d"
 // tokens down; a token of the other direction is refused.
-func parseListToken(tok string, down bool) (sfq.JobID, error) {
+func ParseListToken(tok string, down bool) (sfq.JobID, error) {
 	if !down || tok == "" {
 		return ParsePageToken(tok)
 	}
@@ -358,7 +358,7 @@ func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, pool string, fr
 	total := 0
 	walk, token := sc.TenantJobs, PageToken
 	if down {
-		walk, token = sc.TenantJobsDown, downToken
+		walk, token = sc.TenantJobsDown, DownToken
 	}
 	ok = walk(tenant, from, func(j *sfq.Job) bool {
 		if (state != 0 && j.State != state) || (pool != "" && sc.LanePool(j.Tenant) != pid) {
@@ -382,9 +382,9 @@ func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, pool string, fr
 	return out, ok
 }
 
-// ListJobs pages through a tenant's jobs in ID order (or, newest_first,
-// from the newest down), optionally of one state, without their payloads
-// unless asked.
+// ListJobs pages through a tenant's jobs from the newest down (or,
+// oldest_first, in ID order), optionally of one state, without their
+// payloads unless asked.
 func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (*pb.ListJobsResponse, error) {
 	tenant, err := scopeTenant(ctx, req.Tenant, false)
 	if err != nil {
@@ -399,7 +399,11 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 	if err := poolNameErr("pool", req.Pool); err != nil {
 		return nil, err
 	}
-	from, err := parseListToken(req.PageToken, req.NewestFirst)
+	if req.NewestFirst && req.OldestFirst {
+		return nil, status.Error(codes.InvalidArgument, "oldest_first: true with newest_first: true; give one of them (newest first is the default)")
+	}
+	newest := !req.OldestFirst
+	from, err := ParseListToken(req.PageToken, newest)
 	if err != nil {
 		return nil, err
 	}
@@ -408,7 +412,7 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 		return nil, err
 	}
 	fwd := &pb.ListJobsRequest{Tenant: tenant, State: req.State, PageSize: req.PageSize, PageToken: req.PageToken, IncludePayload: req.IncludePayload,
-		NewestFirst: req.NewestFirst, Pool: req.Pool}
+		NewestFirst: newest, OldestFirst: !newest, Pool: req.Pool} // newest_first for a leader of an older build
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListJobsResponse, error) {
 		return pb.NewClientClient(cc).ListJobs(ctx, fwd)
 	}, func() (out *pb.ListJobsResponse, err error) {
@@ -417,7 +421,7 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 				return
 			}
 			var ok bool
-			if out, ok = listPage(sc, tenant, state, req.Pool, from, req.NewestFirst, size, req.IncludePayload, maxPageBytes); !ok {
+			if out, ok = listPage(sc, tenant, state, req.Pool, from, newest, size, req.IncludePayload, maxPageBytes); !ok {
 				err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
 			}
 		})
@@ -518,7 +522,8 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 	// HTTP/JSON stream answers 200 as soon as they arrive). They say where
 	// the stream starts, so that a client whose stream breaks before an
 	// event resumes there, not at a later "next new event".
-	if err := stream.SendHeader(metadata.Pairs(client.HeaderWatchCursor, strconv.FormatUint(cursor, 10))); err != nil {
+	if err := stream.SendHeader(metadata.Pairs(client.HeaderWatchCursor, strconv.FormatUint(cursor, 10),
+		client.HeaderWatchNext, strconv.FormatUint(next, 10))); err != nil {
 		return err
 	}
 	out := startWatchSender(stream, cursor)

@@ -53,11 +53,16 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 			}
 			return nil, status.Error(codes.Internal, err.Error())
 		}
-		var fit, idle int
+		var fit, idle, larger int
 		known := false
 		if r.Kind == sfq.ReasonWaiting {
-			if fit, idle, known = s.workers.fitting(ctx, pool, j.Size); known && fit == 0 {
+			if fit, idle, larger, known = s.workers.fitting(ctx, pool, j.Size); known && fit == 0 {
 				r = sfq.Reason{Kind: sfq.ReasonNoWorker}
+			}
+			if larger == 0 {
+				// No larger worker fits it: the larger jobs that wait
+				// take none of its workers.
+				r.Larger = 0
 			}
 		}
 		out := explainToPB(&j, &t, r, s.clockNow())
@@ -73,23 +78,23 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 
 // fitting counts the connected, undrained workers of pool ("": the pool
 // default) of size sz or larger and, of them, those ready for a job
-// (idle). Off the leader (or before its hub is up, when the leader has
+// (idle) and those larger than sz. Off the leader (or before its hub is up, when the leader has
 // just gained leadership and the sessions are not known yet) known is
 // false: a reason is never no_worker for want of knowing.
-func (s *WorkerService) fitting(ctx context.Context, pool string, sz sfq.Size) (fit, idle int, known bool) {
+func (s *WorkerService) fitting(ctx context.Context, pool string, sz sfq.Size) (fit, idle, larger int, known bool) {
 	h := s.currentHub(ctx)
 	if h == nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	h.mu.Lock()
 	type cand struct {
-		id    string
-		ready bool
+		id            string
+		ready, bigger bool
 	}
 	var cands []cand
 	for id, sess := range h.sessions {
 		if sess.pool == pool && sess.size >= sz {
-			cands = append(cands, cand{id, sess.ready && sess.job == 0})
+			cands = append(cands, cand{id, sess.ready && sess.job == 0, sess.size > sz})
 		}
 	}
 	h.mu.Unlock()
@@ -99,9 +104,12 @@ func (s *WorkerService) fitting(ctx context.Context, pool string, sz sfq.Size) (
 			if c.ready {
 				idle++
 			}
+			if c.bigger {
+				larger++
+			}
 		}
 	}
-	return fit, idle, true
+	return fit, idle, larger, true
 }
 
 // explainToPB converts a reason of a job of tenant t, with its paragraph.
@@ -168,7 +176,7 @@ func explainTextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb
 	case sfq.ReasonScheduled:
 		fmt.Fprintf(&b, " is scheduled: it enters its queue %s.", client.When(now, int64(r.Due)))
 	case sfq.ReasonPaused:
-		fmt.Fprintf(&b, " waits: dispatch is paused (%s).", r.Vertex)
+		b.WriteString(pauseReason(tenant, j.Group(), pool, r.Vertex))
 	case sfq.ReasonBehind:
 		queue := "queue"
 		if j.HasDeadline() {
@@ -197,11 +205,20 @@ func explainTextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb
 			fmt.Fprintf(&b, " could run, but no connected, undrained worker of size %s or larger is there to take it.", j.Size)
 		}
 	case sfq.ReasonWaiting:
-		if r.Ahead == 0 && busy > 0 {
-			of := ""
-			if pool != "" {
-				of = "of pool " + pool + " "
+		of := ""
+		if pool != "" {
+			of = "of pool " + pool + " "
+		}
+		if r.Ahead == 0 && busy > 0 && r.Larger > 0 {
+			// Next for the workers of its size; a larger worker takes a
+			// job of its own size first.
+			larger := "the larger job that waits"
+			if r.Larger > 1 {
+				larger = fmt.Sprintf("one of the %d larger jobs that wait", r.Larger)
 			}
+			fmt.Fprintf(&b, " is next among the %s jobs of its class, and every worker that fits it (%s %sof size %s or larger) is busy: a worker of size %s takes it when it asks for work, but a larger worker takes %s first (a job of its own size).",
+				j.Size, plural(uint64(busy), "worker", "workers"), of, j.Size, j.Size, larger)
+		} else if r.Ahead == 0 && busy > 0 {
 			fmt.Fprintf(&b, " is next: nothing goes before it, and every worker that fits it (%s %sof size %s or larger) is busy; the first to ask for work takes it.",
 				plural(uint64(busy), "worker", "workers"), of, j.Size)
 		} else if j.HasDeadline() {
@@ -263,3 +280,19 @@ func capText(j *sfq.Job, tenant, pool string, r sfq.Reason) string {
 }
 
 func msText(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+
+// pauseReason says what pause holds a job of tenant (of group, in pool:
+// "" for the pool default), and the command that lifts it.
+func pauseReason(tenant, group, pool, vertex string) string {
+	switch vertex {
+	case "all":
+		return " waits: all dispatch is paused (barista operator dispatch resume lifts it)."
+	case "pool":
+		return fmt.Sprintf(" waits: dispatch in pool %s is paused (barista pool resume %s lifts it).", poolName(pool), poolName(pool))
+	case "tenant":
+		return fmt.Sprintf(" waits: tenant %s is paused (barista tenant resume %s lifts it).", tenant, tenant)
+	case "group":
+		return fmt.Sprintf(" waits: group %s of tenant %s is paused (barista tenant resume %s --group %s lifts it).", group, tenant, tenant, group)
+	}
+	return fmt.Sprintf(" waits: dispatch is paused (%s).", vertex)
+}

@@ -194,3 +194,34 @@ func TestExplainNextWhenEveryWorkerIsBusy(t *testing.T) {
 		t.Fatalf("%s ahead=%d fitting=%d busy=%v %q\nwant waiting, 0, 1, busy, %q", got.Reason, got.Ahead, got.FittingWorkers, got.WorkersBusy, got.Text, want)
 	}
 }
+
+// TestExplainNextForItsSizeOnly: a job with nothing ahead among the jobs
+// of its size, whose only fitting worker is larger and busy, is not said
+// to be next for it: that worker takes a waiting job of its own size
+// first (prefer-fit), and the paragraph says so.
+func TestExplainNextForItsSizeOnly(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	first := n.submit() // md, tenant acme
+	lg := hello("w1")
+	lg.Size = pb.Size_LG
+	w, _, err := n.connect("", lg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := w.ready(1); a.Job != uint64(first) {
+		t.Fatalf("assigned %v", a)
+	}
+	second := n.submit()
+	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "beta", Tier: pb.Tier_FREE}}},
+		&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "beta", Size: pb.Size_LG, EstCostMs: 1000}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := pb.NewClientClient(n.dial("")).ExplainJob(ctx, &pb.ExplainJobRequest{Tenant: "acme", JobId: uint64(second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("Job %d (tenant acme, class normal, size md) is next among the md jobs of its class, and every worker that fits it (1 worker of size md or larger) is busy: a worker of size md takes it when it asks for work, but a larger worker takes the larger job that waits first (a job of its own size).", second)
+	if got.Reason != "waiting" || got.Ahead != 0 || !strings.HasPrefix(got.Text, want) {
+		t.Fatalf("%s ahead=%d %q\nwant %q", got.Reason, got.Ahead, got.Text, want)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
 )
@@ -140,7 +141,7 @@ func TestMetricsLintClean(t *testing.T) {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 	want := []string{
-		"barista_applied_index", "barista_cpu_billed_seconds_total", "barista_dispatch_latency_seconds", "barista_dispatch_stage_seconds",
+		"barista_applied_index", "barista_clock_ticks_total", "barista_cpu_billed_seconds_total", "barista_dispatch_latency_seconds", "barista_dispatch_stage_seconds",
 		"barista_dispatched_cost_seconds_total", "barista_dispatches_total", "barista_entry_commands", "barista_expiries_total",
 		"barista_exported_tenants", "barista_fairness_lag_seconds", "barista_fairness_ratio", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds",
 		"barista_grpc_request_inflight_bytes", "barista_grpc_request_inflight_refused_total",
@@ -190,16 +191,16 @@ func TestMetricsTenantBound(t *testing.T) {
 	admin := pb.NewAdminClient(n.dial(""))
 	ctx := context.Background()
 	for _, r := range []*pb.UpsertTenantRequest{
-		{Name: "a", Tier: pb.Tier_GOLD},
-		{Name: "b", Tier: pb.Tier_GOLD},
-		{Name: "c", Tier: pb.Tier_FREE, ExportMetrics: true},
+		{Name: "a", Tier: pb.Tier_GOLD.Enum()},
+		{Name: "b", Tier: pb.Tier_GOLD.Enum()},
+		{Name: "c", Tier: pb.Tier_FREE.Enum(), ExportMetrics: proto.Bool(true)},
 	} {
 		out, err := admin.UpsertTenant(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out.ExportMetrics != r.ExportMetrics {
-			t.Fatalf("upsert %s: export_metrics %v, want %v", r.Name, out.ExportMetrics, r.ExportMetrics)
+		if out.ExportMetrics != r.GetExportMetrics() {
+			t.Fatalf("upsert %s: export_metrics %v, want %v", r.Name, out.ExportMetrics, r.GetExportMetrics())
 		}
 	}
 	if got, err := admin.GetTenant(ctx, &pb.GetTenantRequest{Name: "c"}); err != nil || !got.ExportMetrics {

@@ -58,6 +58,9 @@ func (s *NodeService) Status(ctx context.Context, req *pb.StatusRequest) (*pb.St
 		FeatureLevel:        s.node.FeatureLevel(),
 		ClusterFeatureLevel: s.node.FSM.Level(),
 	}
+	if wall, cluster := s.node.FSM.WallClock(); wall != 0 {
+		resp.ClusterBehindMs = int64(wall - cluster)
+	}
 	if m, ok := s.node.FSM.Member(id); ok {
 		resp.LeaderAddr = m.GRPCAddr
 	}
@@ -316,9 +319,17 @@ func (s *NodeService) TransferLeadership(ctx context.Context, req *pb.TransferLe
 	if req.Id != "" && !s.hasServer(req.Id) {
 		return nil, status.Errorf(codes.NotFound, "no server %q in the Raft configuration", req.Id)
 	}
-	if err := s.node.TransferLeadership(req.Id); err != nil {
+	// The answer names the new leader: wait for it to be known here
+	// (within a few election timeouts; past them the transfer is done
+	// and the caller can ask status).
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	id, err := s.node.TransferLeadership(wctx, req.Id)
+	switch {
+	case err != nil && wctx.Err() != nil:
+		return nil, status.Errorf(codes.DeadlineExceeded, "leadership was handed over, but no new leader was known within 10s: see barista status")
+	case err != nil:
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
-	id, _ := s.node.Leader()
 	return &pb.TransferLeadershipResponse{LeaderId: id}, nil
 }

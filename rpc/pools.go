@@ -63,8 +63,10 @@ func submitTenant(ctx context.Context, named string, pools fsm.PoolSettings) (st
 func poolToPB(p *sfq.Pool, workers int) *pb.Pool {
 	out := &pb.Pool{Name: p.Name, Weights: p.Weights.String(), SubscriptionsRequired: p.Required, Paused: p.Paused,
 		Scheduled: p.Scheduled, Queued: p.Queued, Running: p.Running, Tenants: uint32(p.Lanes), Workers: uint32(workers)}
-	for _, v := range p.VirtualNow {
-		out.VirtualNowMs = append(out.VirtualNowMs, v.String())
+	// In the order the API documents (critical, high, normal, low), not
+	// the core's index order.
+	for _, c := range sfq.ClassesInOrder {
+		out.VirtualNowMs = append(out.VirtualNowMs, p.VirtualNow[c].String())
 	}
 	return out
 }
@@ -181,15 +183,15 @@ func (s *AdminService) PoolDelete(ctx context.Context, req *pb.PoolDeleteRequest
 	return &pb.PoolDeleteResponse{}, nil
 }
 
-// subscriptionCommand builds the command of a SubscriptionSet request.
-// The tenant and the pool are Apply's to check; a pool must be named (the
-// command's empty pool is the pool default, which a request means only by
-// its name).
-func subscriptionCommand(req *pb.SubscriptionSetRequest) (*pb.Command, error) {
-	if req.Pool == "" {
+// subscriptionCommand builds the command of a SubscriptionSet request
+// (burst nil: of a SubscriptionDelete). The tenant and the pool are
+// Apply's to check; a pool must be named (the command's empty pool is the
+// pool default, which a request means only by its name).
+func subscriptionCommand(tenant, pool string, burst *uint32) (*pb.Command, error) {
+	if pool == "" {
 		return nil, status.Error(codes.InvalidArgument, "pool: required")
 	}
-	return &pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: req.Tenant, Pool: req.Pool, Burst: req.Burst}}}, nil
+	return &pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: tenant, Pool: pool, Burst: burst}}}, nil
 }
 
 // subscriptionOf returns tenant's subscription in pool with its running
@@ -204,20 +206,48 @@ func subscriptionOf(sc *sfq.Scheduler, tenant, pool string) *pb.Subscription {
 	return &pb.Subscription{Tenant: tenant, Pool: p.Name, Burst: burst, Running: l.Running}
 }
 
-// SubscriptionSet sets or removes a tenant's subscription in a pool.
+// SubscriptionSet sets a tenant's subscription in a pool. A request
+// without burst is refused: leaving the only field out would otherwise
+// clear it (SubscriptionDelete does).
 func (s *AdminService) SubscriptionSet(ctx context.Context, req *pb.SubscriptionSetRequest) (*pb.SubscriptionSetResponse, error) {
-	cmd, err := subscriptionCommand(req)
+	if req.Burst == nil {
+		return nil, status.Error(codes.InvalidArgument, "burst: required (0 holds the tenant's jobs in the pool); to remove the subscription, DELETE it (barista subscription set --burst none)")
+	}
+	cmd, err := subscriptionCommand(req.Tenant, req.Pool, req.Burst)
 	if err != nil {
 		return nil, err
 	}
-	res, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubscriptionSetResponse, error) {
+	return s.subscriptionWrite(ctx, req.Tenant, req.Pool, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubscriptionSetResponse, error) {
 		return pb.NewAdminClient(cc).SubscriptionSet(ctx, req)
 	})
+}
+
+// SubscriptionDelete removes a tenant's subscription in a pool.
+func (s *AdminService) SubscriptionDelete(ctx context.Context, req *pb.SubscriptionDeleteRequest) (*pb.SubscriptionSetResponse, error) {
+	cmd, err := subscriptionCommand(req.Tenant, req.Pool, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s.subscriptionWrite(ctx, req.Tenant, req.Pool, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubscriptionSetResponse, error) {
+		resp, err := pb.NewAdminClient(cc).SubscriptionDelete(ctx, req)
+		if status.Code(err) == codes.Unimplemented {
+			// A leader of an older build removes it by a set without burst.
+			return pb.NewAdminClient(cc).SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: req.Tenant, Pool: req.Pool})
+		}
+		return resp, err
+	})
+}
+
+// subscriptionWrite commits a subscription's command and answers with the
+// subscription as it is then.
+func (s *AdminService) subscriptionWrite(ctx context.Context, tenant, pool string, cmd *pb.Command,
+	call func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubscriptionSetResponse, error)) (*pb.SubscriptionSetResponse, error) {
+	res, resp, done, err := write(ctx, &s.base, cmd, call)
 	if done {
 		return resp, err
 	}
 	out := &pb.SubscriptionSetResponse{Changed: res.Outcome == sfq.Changed}
-	s.node.FSM.Read(func(sc *sfq.Scheduler) { out.Subscription = subscriptionOf(sc, req.Tenant, req.Pool) })
+	s.node.FSM.Read(func(sc *sfq.Scheduler) { out.Subscription = subscriptionOf(sc, tenant, pool) })
 	return out, nil
 }
 

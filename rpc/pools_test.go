@@ -64,7 +64,7 @@ func startPoolNode(t *testing.T, level uint32) *poolNode {
 
 func (n *poolNode) tenant(t *testing.T, name string, tier pb.Tier) {
 	t.Helper()
-	if _, err := n.admin.UpsertTenant(context.Background(), &pb.UpsertTenantRequest{Name: name, Tier: tier}); err != nil {
+	if _, err := n.admin.UpsertTenant(context.Background(), &pb.UpsertTenantRequest{Name: name, Tier: tier.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -145,7 +145,7 @@ func TestPoolsAtTheEdge(t *testing.T) {
 
 	// Lists: every pool, one pool, the default pool, an unknown pool.
 	for _, c := range []struct{ pool, want string }{
-		{"", "1:gpu 2:default 3:default"}, {"gpu", "1:gpu"}, {"default", "2:default 3:default"},
+		{"", "3:default 2:default 1:gpu"}, {"gpu", "1:gpu"}, {"default", "3:default 2:default"},
 	} {
 		resp, err := n.cl.ListJobs(ctx, &pb.ListJobsRequest{Tenant: "acme", Pool: c.pool})
 		if err != nil {
@@ -184,9 +184,11 @@ func TestPoolsAtTheEdge(t *testing.T) {
 	}
 	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "beta", Pool: "cpu", Burst: u32(1)})
 	wantStatus(t, err, codes.NotFound, `unknown pool "cpu"`)
-	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "beta"})
+	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "beta", Burst: u32(1)})
 	wantStatus(t, err, codes.InvalidArgument, "pool: required")
-	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "", Pool: "gpu"})
+	_, err = n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "beta", Pool: "gpu"})
+	wantStatus(t, err, codes.InvalidArgument, "burst: required (0 holds the tenant's jobs in the pool); to remove the subscription, DELETE it (barista subscription set --burst none)")
+	_, err = n.admin.SubscriptionDelete(ctx, &pb.SubscriptionDeleteRequest{Tenant: "", Pool: "gpu"})
 	wantStatus(t, err, codes.NotFound, `unknown tenant ""`)
 	if _, err := n.admin.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "acme", Pool: "gpu", Burst: u32(2)}); err != nil {
 		t.Fatal(err)
@@ -422,5 +424,83 @@ func TestEventPool(t *testing.T) {
 	ev.Kind = fsm.EvPaused
 	if got := EventToPB(&ev, "acme").Pool; got != "" {
 		t.Errorf("paused: pool %q", got)
+	}
+}
+
+// TestPoolVirtualNowByClass: a pool's virtual_now_ms lists the classes in
+// the documented order (critical, high, normal, low): a pool that only
+// ever ran normal jobs shows its virtual time at normal, the third (it
+// was shown at critical, the core's index order).
+func TestPoolVirtualNowByClass(t *testing.T) {
+	n := startPoolNode(t, 0)
+	n.tenant(t, "acme", pb.Tier_GOLD)
+	n.submit(t, n.cl, "acme", "")
+	n.submit(t, n.cl, "acme", "")
+	for _, w := range []string{"w1", "w2"} {
+		nodetest.Propose(t, n.node, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: w, Size: pb.Size_SM, Credit: 1}}})
+	}
+	p, err := n.admin.PoolGet(context.Background(), &pb.PoolGetRequest{Name: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.VirtualNowMs, " "); got != "0 0 125 0" {
+		t.Fatalf("virtual_now_ms (critical high normal low): %s, want 0 0 125 0", got)
+	}
+}
+
+// TestExplainPausedSaysWhatResumes: a job held by a pause is told which
+// pause and the command that lifts it: its pool's (naming the pool), all
+// dispatch, its tenant's, its group's.
+func TestExplainPausedSaysWhatResumes(t *testing.T) {
+	n := startPoolNode(t, 0)
+	ctx := context.Background()
+	n.tenant(t, "acme", pb.Tier_GOLD)
+	if _, err := n.admin.PoolSet(ctx, &pb.PoolSetRequest{Name: "gpu"}); err != nil {
+		t.Fatal(err)
+	}
+	id := n.submit(t, n.cl, "acme", "gpu")
+	explain := func() string {
+		t.Helper()
+		r, err := n.cl.ExplainJob(ctx, &pb.ExplainJobRequest{Tenant: "acme", JobId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Text
+	}
+	for _, c := range []struct {
+		pause, resume func() error
+		want          string
+	}{
+		{func() error {
+			_, err := n.admin.PauseDispatch(ctx, &pb.PauseDispatchRequest{Pool: "gpu"})
+			return err
+		}, func() error {
+			_, err := n.admin.PauseDispatch(ctx, &pb.PauseDispatchRequest{Pool: "gpu", Resume: true})
+			return err
+		}, "waits: dispatch in pool gpu is paused (barista pool resume gpu lifts it)."},
+		{func() error {
+			_, err := n.admin.PauseDispatch(ctx, &pb.PauseDispatchRequest{})
+			return err
+		}, func() error {
+			_, err := n.admin.PauseDispatch(ctx, &pb.PauseDispatchRequest{Resume: true})
+			return err
+		}, "waits: all dispatch is paused (barista operator dispatch resume lifts it)."},
+		{func() error {
+			_, err := n.cl.Pause(ctx, &pb.PauseRequest{Tenant: "acme"})
+			return err
+		}, func() error {
+			_, err := n.cl.Pause(ctx, &pb.PauseRequest{Tenant: "acme", Resume: true})
+			return err
+		}, "waits: tenant acme is paused (barista tenant resume acme lifts it)."},
+	} {
+		if err := c.pause(); err != nil {
+			t.Fatal(err)
+		}
+		if got := explain(); !strings.HasSuffix(got, c.want) {
+			t.Errorf("explain: %q\nwant it to end %q", got, c.want)
+		}
+		if err := c.resume(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

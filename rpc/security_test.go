@@ -9,6 +9,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
@@ -33,7 +34,7 @@ func TestNothingRefusedOrUnchangedIsLogged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD})
+	_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()})
 	must(err)
 	_, err = cl.Pause(ctx, &pb.PauseRequest{Tenant: "acme"})
 	must(err)
@@ -61,7 +62,7 @@ func TestNothingRefusedOrUnchangedIsLogged(t *testing.T) {
 		}
 	}
 	for range 10 {
-		_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD, Multiplier: 1 << 30})
+		_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum(), Multiplier: proto.Uint32(1 << 30)})
 		if status.Code(err) != codes.InvalidArgument {
 			t.Fatalf("a bad multiplier: %v", err)
 		}
@@ -94,7 +95,7 @@ func TestWriteRate(t *testing.T) {
 	defer cancel()
 	admin := pb.NewAdminClient(n.dial(testAdmin))
 	acme := pb.NewClientClient(n.dial("client-secret-acme-00"))
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
@@ -121,7 +122,7 @@ func TestWriteRate(t *testing.T) {
 	if reason != "RATE_LIMITED" || retry <= 0 || retry > 12*time.Second {
 		t.Fatalf("the sixth write's details: reason %q, retry in %s", reason, retry)
 	}
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", Tier: pb.Tier_FREE}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", Tier: pb.Tier_FREE.Enum()}); err != nil {
 		t.Fatalf("another caller's write: %v", err)
 	}
 	if cmds := n.loggedAfter(index); len(cmds) != 1 || cmds[0].GetTenantUpsert().GetName() != "beta" {

@@ -89,7 +89,7 @@ func TestWebhookAdminCalls(t *testing.T) {
 	ctx := context.Background()
 	// A leader without the key refuses to issue secrets.
 	noKey, _ := startWebhookNode(t, nil)
-	if _, err := noKey.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := noKey.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := noKey.WebhookSet(ctx, &pb.WebhookSetRequest{Tenant: "acme", Url: "https://hooks.example.com/"})
@@ -97,7 +97,7 @@ func TestWebhookAdminCalls(t *testing.T) {
 
 	key := webhook.Key("0123456789abcdef0123456789abcdef")
 	admin, node := startWebhookNode(t, key)
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -132,18 +132,23 @@ func TestWebhookAdminCalls(t *testing.T) {
 		set.Webhook.Url != recv.URL+"/hook" || len(set.Webhook.Kinds) != 2 {
 		t.Fatalf("set: %v", set)
 	}
+	// A set that leaves the kinds out keeps them; "all" is every kind.
 	again, err := admin.WebhookSet(ctx, &pb.WebhookSetRequest{Tenant: "acme", Url: recv.URL + "/hook"})
-	if err != nil || again.Created || again.Secret != "" || again.Webhook.SecretVersion != 1 || len(again.Webhook.Kinds) != 0 {
+	if err != nil || again.Created || again.Secret != "" || again.Webhook.SecretVersion != 1 || len(again.Webhook.Kinds) != 2 {
+		t.Fatalf("set again: %v, %v", again, err)
+	}
+	again, err = admin.WebhookSet(ctx, &pb.WebhookSetRequest{Tenant: "acme", Kinds: []string{"all"}})
+	if err != nil || again.Created || again.Webhook.Url != recv.URL+"/hook" || len(again.Webhook.Kinds) != 0 {
 		t.Fatalf("set again: %v, %v", again, err)
 	}
 	clock, _ := node.FSM.Clock()
 	rot, err := admin.WebhookSet(ctx, &pb.WebhookSetRequest{Tenant: "acme", Url: recv.URL + "/hook", Rotate: true})
-	if err != nil || rot.Secret != key.Secret(0, "acme", 3) || !rot.PreviousSecretKept || rot.Webhook.PreviousSecretVersion != 1 ||
+	if err != nil || rot.Secret != key.Secret(0, "acme", 4) || !rot.PreviousSecretKept || rot.Webhook.PreviousSecretVersion != 1 ||
 		rot.Webhook.PreviousSecretUntilMs < int64(clock)+24*3600*1000 {
 		t.Fatalf("rotate: %v, %v", rot, err)
 	}
 	rot, err = admin.WebhookSet(ctx, &pb.WebhookSetRequest{Tenant: "acme", Url: recv.URL + "/hook", Rotate: true, GraceMs: i64(0)})
-	if err != nil || rot.Secret != key.Secret(0, "acme", 4) || rot.PreviousSecretKept || rot.Webhook.PreviousSecretVersion != 0 {
+	if err != nil || rot.Secret != key.Secret(0, "acme", 5) || rot.PreviousSecretKept || rot.Webhook.PreviousSecretVersion != 0 {
 		t.Fatalf("rotate without grace: %v, %v", rot, err)
 	}
 
@@ -195,7 +200,7 @@ func TestWebhookCallsNeedLevel3(t *testing.T) {
 	key := webhook.Key("0123456789abcdef0123456789abcdef")
 	admin, node, _ := startWebhookNodeAt(t, key, fsm.Level2)
 	waitFor(t, 20*time.Second, "level 2", func() bool { return node.FSM.Level() == fsm.Level2 })
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	msg := func(what string) string {

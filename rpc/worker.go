@@ -158,9 +158,14 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 			if err := failed(); err != nil {
 				return err
 			}
-			return status.Error(codes.Unavailable, "session closed (leadership changed, or a newer stream of this worker replaced a silent one); reconnect")
+			if h.ctx.Err() != nil {
+				// The leadership ended (a transfer, a step-down): the
+				// worker reconnects to the next leader, as it should.
+				return notLeader("session closed: this node no longer leads; reconnect to the new leader")
+			}
+			return status.Error(codes.Unavailable, "session closed (a newer stream of this worker replaced a silent one); reconnect")
 		case <-s.stopping:
-			return status.Error(codes.Unavailable, "this node is shutting down; reconnect to another node")
+			return notLeader("this node is shutting down; reconnect to another node")
 		}
 	}
 }

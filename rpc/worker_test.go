@@ -2,7 +2,9 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -657,6 +659,9 @@ func (n *testNode) startAgentWith(cfg worker.Config, token string, extra ...grpc
 	n.t.Helper()
 	cfg.Servers = []string{n.addr}
 	cfg.Dial = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(bearer{token: token})}, extra...)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	a, err := worker.New(cfg)
 	if err != nil {
 		n.t.Fatal(err)
@@ -758,7 +763,7 @@ func TestAgentIdentity(t *testing.T) {
 		func(c *fsm.Config) { c.HeartbeatIntervalMs = 500 })
 	select {
 	case err := <-n.startAgent("cpu-1", gpu, worker.FakeRunner{}, nil):
-		if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), `worker "cpu-1" refused by`) {
+		if status.Code(err) != codes.PermissionDenied || !errors.Is(err, worker.ErrRefused) || !strings.Contains(err.Error(), `worker "cpu-1": 127.0.0.1:`) {
 			t.Fatalf("agent outside its binding: %v", err)
 		}
 	case <-time.After(20 * time.Second):

@@ -45,6 +45,10 @@ func (c Class) String() string {
 // Above reports whether c is served before d.
 func (c Class) Above(d Class) bool { return classRank[c] < classRank[d] }
 
+// ClassesInOrder are the classes in the order they are served (critical,
+// high, normal, low): the order the API lists per-class values in.
+var ClassesInOrder = [NumClasses]Class{ClassCritical, ClassHigh, ClassNormal, ClassLow}
+
 // ParseClass reads a class name (case-insensitive).
 func ParseClass(s string) (Class, error) {
 	for i, n := range classNames {

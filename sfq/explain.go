@@ -71,6 +71,12 @@ type Reason struct {
 	Ahead      uint64
 	Tag        VirtualTime
 	VirtualNow VirtualTime
+	// Larger (waiting): the eligible candidates of its class of a larger
+	// size than the job's, which a worker of their size takes before any
+	// smaller job (prefer-fit), however their tags compare: a job with
+	// none Ahead is next for the workers of its own size only. Not in
+	// Format (the replay's line).
+	Larger uint64
 	// Worker (assigned, running).
 	Worker string
 	// State (terminal).
@@ -247,6 +253,10 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 	}
 	// 10. waiting.
 	r := Reason{Kind: ReasonWaiting, Tag: t.Tag(j.Class), VirtualNow: p.vnow[j.Class]}
+	for sz := j.Size + 1; sz < NumSizes; sz++ {
+		s.eligibleDeadlineHeads(p, j.Class, sz, func(dlEntry) { r.Larger++ })
+		r.Larger += uint64(len(p.heapA[j.Class][sz].items) + len(p.heapB[j.Class][sz].items))
+	}
 	if deadline {
 		me := dlEntry{at: j.DeadlineAt(), id: id}
 		for sz := range NumSizes {

@@ -156,6 +156,11 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 	if err != nil {
 		return &fsm.FatalError{Index: l.Index, Err: err}
 	}
+	if len(env.Commands) == 0 {
+		// A clock tick: it moves the clock and says nothing to audit.
+		_, err := f.ApplyEnvelope(l.Index, env)
+		return err
+	}
 	for _, c := range env.Commands {
 		var backlogged, backloggedIn, eligible []string
 		var before sfq.State

@@ -166,3 +166,41 @@ func TestAuditPools(t *testing.T) {
 		t.Fatalf("the pause of pool gpu: %+v", f)
 	}
 }
+
+// TestAuditClockTicks: the audited replay of a log with clock ticks
+// (entries without a command) ends at the state and hash the plain
+// replay does: a tick moves the clock there too.
+func TestAuditClockTicks(t *testing.T) {
+	dir := t.TempDir()
+	db, err := raftboltdb.NewBoltStore(filepath.Join(dir, LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, cmds := range [][]*pb.Command{
+		{{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.MaxFeatureLevel}}}},
+		{{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}}},
+		nil, nil, // ticks
+		{{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1000}}}},
+		nil,
+	} {
+		data, err := fsm.Encode(&pb.Envelope{Version: fsm.Version, StampMs: int64(i) * 1000, WallMs: 1_700_000_000_000 + int64(i)*1000, Commands: cmds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.StoreLog(&raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	audited, err := Audit(dir, 6, func(AuditFact) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := Replay(dir, 6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if audited.Index != 6 || audited.Hash != plain.Hash {
+		t.Fatalf("audited replay: index %d hash %x; plain: index %d hash %x", audited.Index, audited.Hash, plain.Index, plain.Hash)
+	}
+}

@@ -22,7 +22,8 @@
 // version 7 and the core's version 5: delays, expiry, retry backoff,
 // pauses, rate limits and their settings. Format 7 carries FSM state
 // version 8 (the tenant quotas by default) or, once the state holds
-// anything of pools, version 9 (the core's version 6). Older files are still read: a
+// anything of pools, version 9 (the core's version 6), or at feature
+// level 7 version 10 (version 9 with clock_tick). Older files are still read: a
 // format 1 state loads as jobs of class normal without deadlines, with no
 // estimates learned, and schedules exactly as it did; the jobs and events
 // of formats 1 and 2 show their cluster times as wall times, their results

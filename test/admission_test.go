@@ -14,6 +14,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
@@ -100,7 +101,7 @@ func TestAdmissionOnEveryPath(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin := pb.NewAdminClient(cluster.Dial(t, leader.GRPCAddr, adminToken, nil))
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxQueued: 1}}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum(), Caps: &pb.CapsUpdate{MaxQueued: proto.Uint32(1)}}); err != nil {
 		t.Fatal(err)
 	}
 	// The first submit, from the CLI: its payload is the command the

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
@@ -80,7 +81,7 @@ func TestAuthMatrix(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, name := range []string{"acme", "beta"} {
-		if _, err := pb.NewAdminClient(admin).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_GOLD}); err != nil {
+		if _, err := pb.NewAdminClient(admin).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_GOLD.Enum()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,7 +130,7 @@ func TestAuthMatrix(t *testing.T) {
 			return err
 		},
 		"Admin.UpsertTenant": func(ctx context.Context, cc *grpc.ClientConn) error {
-			_, err := pb.NewAdminClient(cc).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "gamma", Tier: pb.Tier_FREE})
+			_, err := pb.NewAdminClient(cc).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "gamma", Tier: pb.Tier_FREE.Enum()})
 			return err
 		},
 		"Admin.DeleteTenant": func(ctx context.Context, cc *grpc.ClientConn) error {
@@ -377,7 +378,7 @@ func TestValidation(t *testing.T) {
 	defer cancel()
 	admin := pb.NewAdminClient(cluster.Dial(t, addr, adminToken, nil))
 	client := pb.NewClientClient(cluster.Dial(t, addr, adminToken, nil))
-	for _, tn := range []*pb.UpsertTenantRequest{{Name: "acme", Tier: pb.Tier_GOLD}, {Name: "capped", Tier: pb.Tier_FREE, Caps: &pb.Caps{MaxQueued: 2}}} {
+	for _, tn := range []*pb.UpsertTenantRequest{{Name: "acme", Tier: pb.Tier_GOLD.Enum()}, {Name: "capped", Tier: pb.Tier_FREE.Enum(), Caps: &pb.CapsUpdate{MaxQueued: proto.Uint32(2)}}} {
 		if _, err := admin.UpsertTenant(ctx, tn); err != nil {
 			t.Fatal(err)
 		}
@@ -451,9 +452,9 @@ func TestValidation(t *testing.T) {
 		{"bad tier", func() error {
 			_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "x"})
 			return err
-		}, codes.InvalidArgument, "tier: TIER_UNSPECIFIED is not free, bronze, silver, gold or diamond"},
+		}, codes.InvalidArgument, `tier: required to create tenant "x" (free, bronze, silver, gold or diamond)`},
 		{"bad tenant name", func() error {
-			_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "a b", Tier: pb.Tier_FREE})
+			_, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "a b", Tier: pb.Tier_FREE.Enum()})
 			return err
 		}, codes.InvalidArgument, `name "a b" has a space at byte 1`},
 		{"bad config", func() error {
@@ -504,7 +505,7 @@ func TestSubmitAnyNodeAndFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := pb.NewAdminClient(c.Nodes[0].Conn())
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	var ids []uint64
@@ -752,7 +753,7 @@ func TestTLSCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cc := cluster.Dial(t, c.Nodes[1].GRPCAddr, "", clientTLS)
-	if _, err := pb.NewAdminClient(cc).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := pb.NewAdminClient(cc).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatalf("write through a follower over TLS: %v", err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -864,7 +865,7 @@ func TestSubmitBatch(t *testing.T) {
 	c := cluster.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	leader := c.WaitLeader(10 * time.Second)

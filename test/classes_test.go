@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
@@ -120,19 +121,24 @@ func TestClassesDeadlinesThroughAPIAndCLI(t *testing.T) {
 	if out, _, _ := cli(adminToken, "tenant", "get", "acme"); !hasRow(out, "max_class high") || !hasRow(out, "deadlines on") || !hasRow(out, "cap_high 1") {
 		t.Errorf("tenant get:\n%s", out)
 	}
-	// The API's upsert sets every field: one without them resets them.
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", Tier: pb.Tier_GOLD, MaxClass: pb.Class_CRITICAL, AllowDeadlines: true}); err != nil {
+	// The API's upsert changes only what it names: one without the
+	// grants keeps them; one that names them at normal and off clears
+	// them.
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", Tier: pb.Tier_GOLD.Enum(), MaxClass: pb.Class_CRITICAL.Enum(), AllowDeadlines: proto.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", Tier: pb.Tier_GOLD}); err != nil || b.MaxClass != pb.Class_NORMAL || b.AllowDeadlines {
+	if b, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", Tier: pb.Tier_GOLD.Enum()}); err != nil || b.MaxClass != pb.Class_CRITICAL || !b.AllowDeadlines {
 		t.Fatalf("an upsert without the grants: %v %v", b, err)
+	}
+	if b, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", MaxClass: pb.Class_NORMAL.Enum(), AllowDeadlines: proto.Bool(false)}); err != nil || b.MaxClass != pb.Class_NORMAL || b.AllowDeadlines {
+		t.Fatalf("an upsert that clears the grants: %v %v", b, err)
 	}
 	if _, e, ok := cli(acmeToken, "submit", "--size", "sm", "--cost", "1s", "--class", "critical", "--", "true"); ok || e != "PERMISSION_DENIED: class critical is above tenant acme's max_class high" {
 		t.Errorf("CLI critical under high: ok=%t %q", ok, e)
 	}
 
 	// Beta may have deadlines again.
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", Tier: pb.Tier_GOLD, AllowDeadlines: true}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "beta", Tier: pb.Tier_GOLD.Enum(), AllowDeadlines: proto.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
 

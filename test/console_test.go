@@ -178,7 +178,7 @@ func TestConsoleInChromium(t *testing.T) {
 	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, name := range []string{"acme", "beta"} {
-		if _, err := admin.UpsertTenant(cctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_GOLD}); err != nil {
+		if _, err := admin.UpsertTenant(cctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_GOLD.Enum()}); err != nil {
 			t.Fatal(err)
 		}
 	}

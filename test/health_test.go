@@ -65,7 +65,7 @@ func waitLogged(t *testing.T, timeout time.Duration, what string, p interface{ L
 func goldTenants(t *testing.T, ctx context.Context, admin pb.AdminClient, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: n, Tier: pb.Tier_GOLD}); err != nil {
+		if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: n, Tier: pb.Tier_GOLD.Enum()}); err != nil {
 			t.Fatal(err)
 		}
 	}

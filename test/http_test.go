@@ -91,7 +91,7 @@ func TestHTTPNeedsTokens(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, name := range []string{"acme", "beta"} {
-		if _, err := pb.NewAdminClient(admin).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_GOLD}); err != nil {
+		if _, err := pb.NewAdminClient(admin).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_GOLD.Enum()}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -212,7 +212,7 @@ func TestIdleConnectionsBounded(t *testing.T) {
 	admin := pb.NewAdminClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	before := fdCount(t, pid)
@@ -321,7 +321,7 @@ func TestWatchStreamsBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := pb.NewClientClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil))
-	if _, err := pb.NewAdminClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil)).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := pb.NewAdminClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil)).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	dial := func() *grpc.ClientConn {

@@ -30,7 +30,7 @@ func TestListJobsWithLargePayloads(t *testing.T) {
 	defer cancel()
 	leader := c.WaitLeader(20 * time.Second)
 	follower := c.Followers(leader)[0]
-	if _, err := pb.NewAdminClient(leader.Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := pb.NewAdminClient(leader.Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	const n, size = 5, 9 << 20 / 10
@@ -93,7 +93,7 @@ func TestListJobsWithLargePayloads(t *testing.T) {
 					break
 				}
 			}
-			want := map[uint32]string{0: "[[1 2 3]p4 [4 5]]", 2: "[[1 2]p3 [3 4]p5 [5]]"}[pageSize]
+			want := map[uint32]string{0: "[[5 4 3]d2 [2 1]]", 2: "[[5 4]d3 [3 2]d1 [1]]"}[pageSize]
 			if fmt.Sprint(pages) != want || len(seen) != n {
 				t.Errorf("pages with payloads via %s, page size %d: %v, want %s", node.ID, pageSize, pages, want)
 			}

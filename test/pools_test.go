@@ -3,8 +3,11 @@ package test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -91,7 +94,8 @@ func (l *eventLog) snapshot() []*pb.Event {
 // tenant acme with a cap of 3 running jobs across both pools and a
 // subscription of burst 1 in gpu, and beta without limits in both. The
 // gpu workers start before their pool exists: refused (NOT_FOUND), they
-// say so in their log and connect once it does. While they are
+// say so in one line and exit 1; started again once it exists, they
+// connect. While they are
 // connected the pool is not deleted. The leader is killed while the jobs
 // run. Every dispatch of the event stream is checked: its worker serves
 // the job's pool, and at that point acme runs at most 3 jobs in all and
@@ -108,20 +112,23 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 		g.Start("")
 		poolOf[g.ID] = "gpu"
 	}
-	// Refused while the pool does not exist, and saying so.
-	refusal := `the cluster refuses this worker: it has no pool of this name (an admin creates it: barista pool set NAME); retrying: pool=gpu`
-	waitFor(t, 30*time.Second, "the gpu workers' refusal in their logs", func() (bool, string) {
-		for _, w := range c.Workers {
-			b, _ := os.ReadFile(w.LogPath)
-			if !strings.Contains(string(b), refusal) || !strings.Contains(string(b), `unknown pool \"gpu\" (an admin creates it: barista pool set gpu)`) {
-				return false, w.ID + ": " + cluster.Tail(w.LogPath, 3)
-			}
+	// Refused while the pool does not exist: each exits 1, saying so.
+	gpuWorkers := slices.Clone(c.Workers)
+	for _, w := range gpuWorkers {
+		if !w.Wait(30 * time.Second) {
+			t.Fatalf("%s, a worker of a pool that does not exist, still runs:\n%s", w.ID, cluster.Tail(w.LogPath, 5))
 		}
-		return true, ""
-	})
+		want := `refuses it: hello.pool: unknown pool "gpu" (an admin creates it: barista pool set gpu) (NOT_FOUND)`
+		if ee := (*exec.ExitError)(nil); !errors.As(w.ExitErr(), &ee) || ee.ExitCode() != 1 || !strings.Contains(w.Log(), want) {
+			t.Fatalf("%s exited %v:\n%s", w.ID, w.ExitErr(), cluster.Tail(w.LogPath, 5))
+		}
+	}
 	applyOK(t, ctx, c,
 		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxRunning: 3}}}},
 		tenantCmd("beta", pb.Tier_SILVER, 0), poolCmd("gpu"), subscriptionCmd("acme", "gpu", 1))
+	for _, w := range gpuWorkers {
+		w.Start("")
+	}
 	for i := 1; i <= 3; i++ {
 		w := c.AddWorker(fmt.Sprintf("cpu-%d", i), "md")
 		w.Start("")
@@ -241,7 +248,7 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 // completed, is upgraded node by node, the leader last. After each node,
 // every node holds the same 12 jobs (6 completed, 6 queued) and hash, and
 // pool commands are refused, naming the field and both levels; a worker of
-// pool gpu is refused (the cluster has no such pool) and says so. Once
+// pool gpu is refused (the cluster has no such pool), says so and stops. Once
 // the last voter runs this build the leader raises the level to 6: the
 // pool, a subscription and a job of gpu are accepted, the gpu worker
 // connects and runs that job, and the 6 old jobs run in the pool default.
@@ -329,13 +336,17 @@ func TestPoolsRollingUpgrade(t *testing.T) {
 		got := levels(c)
 		return got == fmt.Sprintf("n1:%d/%d n2:%d/%d n3:%d/%d", top, top, top, top, top, top), got
 	})
-	// The gpu worker was refused all along, and said so.
-	if log, _ := os.ReadFile(gpu.LogPath); !strings.Contains(string(log), `unknown pool \"gpu\"`) {
+	// The gpu worker was refused, said so, and stopped.
+	if !gpu.Wait(30 * time.Second) {
+		t.Fatal("the gpu worker, refused, still runs")
+	}
+	if log, _ := os.ReadFile(gpu.LogPath); !strings.Contains(string(log), `refuses it: hello.pool: unknown pool "gpu"`) {
 		t.Fatalf("the gpu worker's log does not say its pool is unknown:\n%s", cluster.Tail(gpu.LogPath, 10))
 	}
 	for _, r := range refused[:2] {
 		applyOK(t, ctx, c, r.cmd)
 	}
+	gpu.Start("") // the pool exists now
 	newJob := applyOK(t, ctx, c, submitInCmd("acme", "new-gpu", "gpu", run)).Results[0].Job
 	acme = pb.NewClientClient(c.Nodes[0].Conn()) // a stopped node's connection is closed
 	j := waitJob(t, acme, newJob, time.Minute, "completed", func(j *pb.Job) bool { return j.State == "completed" })

@@ -11,6 +11,7 @@ import (
 
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/test/cluster"
+	"google.golang.org/protobuf/proto"
 )
 
 // rateTestDuration is how long TestRateLimitRealWorkers measures:
@@ -43,10 +44,10 @@ func TestRateLimitRealWorkers(t *testing.T) {
 	leader := c.WaitLeader(20 * time.Second)
 	admin := pb.NewAdminClient(leader.Conn())
 	client := pb.NewClientClient(leader.Conn())
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "limited", Tier: pb.Tier_DIAMOND, Rate: "60/1m", RateBurst: 5}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "limited", Tier: pb.Tier_DIAMOND.Enum(), Rate: proto.String("60/1m"), RateBurst: proto.Uint32(5)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "other", Tier: pb.Tier_FREE}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "other", Tier: pb.Tier_FREE.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	secs := int(d / time.Second)

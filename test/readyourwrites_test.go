@@ -91,7 +91,7 @@ func TestReadYourWritesOnAFollower(t *testing.T) {
 		}
 		// An admin write, then its read.
 		name := fmt.Sprintf("t%d", i)
-		if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_FREE}); err != nil {
+		if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_FREE.Enum()}); err != nil {
 			t.Fatalf("round %d: upsert: %v", i, err)
 		}
 		if _, err := admin.GetTenant(ctx, &pb.GetTenantRequest{Name: name}); err != nil {

@@ -32,7 +32,7 @@ func TestRecreatedTenantThroughAPI(t *testing.T) {
 		}
 		return r
 	}
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	old := submit()
@@ -42,7 +42,7 @@ func TestRecreatedTenantThroughAPI(t *testing.T) {
 	if _, err := admin.DeleteTenant(ctx, &pb.DeleteTenantRequest{Name: "acme"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	fresh := submit()

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func startFakeWorkers(t *testing.T, c *cluster.Cluster, n int, size sfq.Size, ru
 	var agents []*worker.Agent
 	for i := range n {
 		a, err := worker.New(worker.Config{ID: fmt.Sprintf("fake-%s-%d", size, i), Size: fsm.SizeToPB(size), Servers: servers,
-			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: runner, Observer: observe})
+			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: runner, Observer: observe, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +51,7 @@ func TestFakeWorkersRunJobs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := pb.NewAdminClient(c.Nodes[0].Conn())
-	for _, tn := range []*pb.UpsertTenantRequest{{Name: "gold", Tier: pb.Tier_GOLD}, {Name: "free", Tier: pb.Tier_FREE}} {
+	for _, tn := range []*pb.UpsertTenantRequest{{Name: "gold", Tier: pb.Tier_GOLD.Enum()}, {Name: "free", Tier: pb.Tier_FREE.Enum()}} {
 		if _, err := admin.UpsertTenant(ctx, tn); err != nil {
 			t.Fatal(err)
 		}
@@ -111,10 +112,12 @@ func TestFakeWorkersRunJobs(t *testing.T) {
 // TestIdleWorkersAndDrain: idle workers add nothing to the log; a drained
 // worker gets no job while another does, and gets one once undrained.
 func TestIdleWorkersAndDrain(t *testing.T) {
-	c := cluster.Start(t, 3)
+	// The log is compared before and after 2 idle seconds: no clock tick
+	// may come in between.
+	c := cluster.Start(t, 3, "--config", configFile(t, quietClock))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex

@@ -92,7 +92,7 @@ func setupTenants(t *testing.T, c *cluster.Cluster, tenants map[string]pb.Tier) 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for name, tier := range tenants {
-		if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: tier}); err != nil {
+		if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: tier.Enum()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -566,7 +566,7 @@ func TestWorkerIdentity(t *testing.T) {
 	if !outside.Wait(30 * time.Second) {
 		t.Fatal("a worker outside its token's binding still runs")
 	}
-	if log := outside.Log(); !strings.Contains(log, "code = PermissionDenied") || !strings.Contains(log, `outside this token's binding`) {
+	if log := outside.Log(); !strings.Contains(log, "(PERMISSION_DENIED)") || !strings.Contains(log, `outside this token's binding`) {
 		t.Errorf("worker outside its binding:\n%s", cluster.Tail(outside.LogPath, 10))
 	}
 	inside := c.AddWorker("gpu-1", "lg")
@@ -612,7 +612,7 @@ ack_timeout = "5s"
 `))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := pb.NewAdminClient(c.Nodes[0].Conn()).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	older := c.AddWorker("w-older", "sm")

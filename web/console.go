@@ -490,7 +490,7 @@ func parseJobsQuery(q url.Values) (jobsQuery, error) {
 		out.ID = id
 	}
 	if out.After != "" {
-		if _, err := rpc.ParsePageToken(out.After); err != nil {
+		if _, err := rpc.ParseListToken(out.After, true); err != nil {
 			return out, fmt.Errorf("after: %q is not a page this console issued", out.After)
 		}
 	}
@@ -585,8 +585,8 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // searchJobs reads one page of a search through ListJobs (from the
-// leader): the jobs of the tenant (all, for an admin naming none) in ID
-// order from q.After, of q.State if set, whose type contains q.Type and
+// leader): the jobs of the tenant (all, for an admin naming none) from
+// the newest down, from q.After on, of q.State if set, whose type contains q.Type and
 // of group q.Group if set, of pool q.Pool if set (ListJobs filters by
 // pool). It returns the page token of the job after the last one shown
 // ("" if none is left) and how many jobs it read.
@@ -609,7 +609,7 @@ func (s *Server) searchJobs(ctx context.Context, q jobsQuery) (jobs []*pb.Job, n
 			jobs = append(jobs, j)
 			if len(jobs) == q.Limit {
 				if i+1 < len(resp.Jobs) {
-					return jobs, rpc.PageToken(sfq.JobID(resp.Jobs[i+1].JobId)), scanned, nil
+					return jobs, rpc.DownToken(sfq.JobID(resp.Jobs[i+1].JobId)), scanned, nil
 				}
 				return jobs, resp.NextPageToken, scanned, nil
 			}

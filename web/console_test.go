@@ -90,9 +90,9 @@ func TestConsoleRoles(t *testing.T) {
 		status            int
 		want              string // the page's job IDs, or its error message
 	}{
-		{"admin: every job", "/jobs", gwAdmin, 200, "1 2 3 4 5"},
-		{"acme: its own", "/jobs", gwAcme, 200, "1 3 5"},
-		{"beta: its own", "/jobs", gwBeta, 200, "2 4"},
+		{"admin: every job", "/jobs", gwAdmin, 200, "5 4 3 2 1"},
+		{"acme: its own", "/jobs", gwAcme, 200, "5 3 1"},
+		{"beta: its own", "/jobs", gwBeta, 200, "4 2"},
 		{"acme: beta's jobs", "/jobs?tenant=beta", gwAcme, 403, "a client token of tenant acme may not search another tenant&#39;s jobs"},
 		{"acme: its job", "/jobs/3", gwAcme, 200, ""},
 		{"acme: beta's job", "/jobs/2", gwAcme, 403, "job 2 is not a job of tenant acme"},
@@ -318,7 +318,7 @@ func TestConsoleEscaping(t *testing.T) {
 	}
 }
 
-// TestConsolePaging: a search pages in ID order; "next page" goes on
+// TestConsolePaging: a search pages from the newest job down; "next page" goes on
 // after the last job shown, with the type filter too; bad parameters are
 // refused naming the field.
 func TestConsolePaging(t *testing.T) {
@@ -347,16 +347,16 @@ func TestConsolePaging(t *testing.T) {
 	// Pages, separated by "|". A type search that stops at its limit
 	// links to the rest, which may hold no match.
 	for _, c := range []struct{ path, want string }{
-		{"/jobs?tenant=acme&limit=4", "1 2 3 4 | 5 6 7 8 | 9"},
-		{"/jobs?limit=3&type=enc", "1 4 7 | "},
-		{"/jobs?limit=2&type=enc", "1 4 | 7"},
-		{"/jobs?type=load&limit=1", "2 | 5 | 8 | "},
+		{"/jobs?tenant=acme&limit=4", "9 8 7 6 | 5 4 3 2 | 1"},
+		{"/jobs?limit=3&type=enc", "7 4 1"},
+		{"/jobs?limit=2&type=enc", "7 4 | 1"},
+		{"/jobs?type=load&limit=1", "8 | 5 | 2 | "},
 		{"/jobs?type=none", ""},
-		{"/jobs?after=p5&limit=10", "5 6 7 8 9"},
-		{"/jobs?state=queued&tenant=acme", "1 2 3 4 5 6 7 8 9"},
+		{"/jobs?after=d5&limit=10", "5 4 3 2 1"},
+		{"/jobs?state=queued&tenant=acme", "9 8 7 6 5 4 3 2 1"},
 		{"/jobs?state=failed", ""},
-		{"/jobs?group=a", "2 4 6 8"},
-		{"/jobs?group=-&limit=3", "1 3 5 | 7 9"},
+		{"/jobs?group=a", "8 6 4 2"},
+		{"/jobs?group=-&limit=3", "9 7 5 | 3 1"},
 		{"/jobs?group=a&type=enc", "4"},
 		{"/jobs?group=b", ""},
 	} {

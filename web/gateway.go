@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/baristahq/barista/client"
+	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -285,7 +287,10 @@ func (m *apiMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 			return io.EOF
 		}
 		if p, ok := v.(proto.Message); ok {
-			return m.UnmarshalOptions.Unmarshal(exactEnumNames(data, p.ProtoReflect().Descriptor()), p)
+			if data, err = normalizeBody(data, p.ProtoReflect().Descriptor()); err != nil {
+				return err
+			}
+			return m.UnmarshalOptions.Unmarshal(data, p)
 		}
 		return m.JSONPb.Unmarshal(data, v)
 	})
@@ -350,8 +355,32 @@ func apiError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w h
 			// RFC 9110 §10.2.3: whole seconds, rounded up.
 			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ri.RetryDelay.AsDuration().Seconds())), 10))
 		}
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == client.ErrorDomain && info.Reason == text.ReasonTooLarge {
+			// A payload over the cluster's limit: permanent, as a body
+			// too large for any message is.
+			httpCode = http.StatusRequestEntityTooLarge
+		}
 	}
-	writeHTTPError(w, &httpErr{httpCode, client.CodeName(c), bodyError(st.Message())})
+	writeHTTPError(w, &httpErr{httpCode, client.CodeName(c), paramError(bodyError(st.Message()))})
+}
+
+// pathParamErr is the gateway's refusal of a path parameter it could not
+// convert ("type mismatch, parameter: job_id, error: strconv.ParseUint:
+// parsing \"abc\": invalid syntax"): its text is the gateway's, not
+// ours, and names Go's parser.
+var pathParamErr = regexp.MustCompile(`^type mismatch, parameter: ([a-z0-9_.]+), error: strconv\.Parse\w+: parsing ("(?:[^"\\]|\\.)*"): (invalid syntax|value out of range)$`)
+
+// paramError says a path parameter's refusal in one sentence naming the
+// field, what was given and what it takes; any other message stays.
+func paramError(msg string) string {
+	m := pathParamErr.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	if m[3] == "value out of range" {
+		return m[1] + ": " + m[2] + " is out of range"
+	}
+	return m[1] + ": " + m[2] + " is not a whole number"
 }
 
 // bodyError rewrites protojson's refusal of a request body ("proto:"
@@ -405,9 +434,56 @@ func (strictQuery) Parse(msg proto.Message, values url.Values, filter *utilities
 		if _, dup := named[field]; dup {
 			return fmt.Errorf("query parameter %q is given twice (or with its alias)", key)
 		}
-		named[field] = v
+		checked, err := queryValues(md, field, v)
+		if err != nil {
+			return err
+		}
+		named[field] = checked
 	}
 	return (&runtime.DefaultQueryParser{}).Parse(msg, named, filter)
+}
+
+// queryValues checks the values of the query parameter of field path in
+// md as a body's are checked (gatewayjson.go), naming the field, and
+// returns them with enum names made exact.
+func queryValues(md protoreflect.MessageDescriptor, path string, values []string) ([]string, error) {
+	fd := fieldAt(md, path)
+	if fd == nil {
+		return values, nil
+	}
+	out := make([]string, len(values))
+	for i, s := range values {
+		out[i] = s
+		if fd.Kind() == protoreflect.BoolKind {
+			if _, err := strconv.ParseBool(s); err != nil {
+				return nil, fmt.Errorf("%s: %q is not true or false", path, s)
+			}
+			continue
+		}
+		var v any = s
+		if _, err := normalizeValue(fd, &v, path); err != nil {
+			return nil, err
+		}
+		out[i] = v.(string)
+	}
+	return out, nil
+}
+
+// fieldAt returns the field a dotted path names in md (hasFieldPath), or
+// nil.
+func fieldAt(md protoreflect.MessageDescriptor, path string) protoreflect.FieldDescriptor {
+	if !hasFieldPath(md, path) {
+		return nil
+	}
+	parts := strings.Split(path, ".")
+	var fd protoreflect.FieldDescriptor
+	for _, p := range parts {
+		if fd = md.Fields().ByName(protoreflect.Name(p)); fd == nil {
+			fd = md.Fields().ByJSONName(p)
+		}
+		md = fd.Message()
+	}
+	return fd
 }
 
 // hasFieldPath reports whether a dotted path of field names (proto or

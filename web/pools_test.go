@@ -87,9 +87,9 @@ func TestConsolePools(t *testing.T) {
 	}
 	for _, c := range []struct{ path, token, want string }{
 		{"/jobs?pool=gpu", gwAdmin, "6"},
-		{"/jobs?pool=default", gwAdmin, "1 2 3 4 5"},
+		{"/jobs?pool=default", gwAdmin, "5 4 3 2 1"},
 		{"/jobs?pool=gpu", gwAcme, "6"},
-		{"/jobs?pool=default&state=queued", gwBeta, "2 4"},
+		{"/jobs?pool=default&state=queued", gwBeta, "4 2"},
 	} {
 		r := cdo(t, ts, "GET", c.path, c.token, "")
 		if r.status != 200 || jobIDs(r.body) != c.want {

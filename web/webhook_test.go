@@ -25,7 +25,7 @@ func TestGatewayWebhookRoutes(t *testing.T) {
 	}})
 	admin, ts := pb.NewAdminClient(n.dial("")), n.serve()
 	const name = "team/a?b"
-	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_GOLD}); err != nil {
+	if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_GOLD.Enum()}); err != nil {
 		t.Fatal(err)
 	}
 	path := "/v1/admin/tenants/" + pathEscape(name) + "/webhook"

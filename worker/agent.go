@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
+	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -88,15 +89,16 @@ type Config struct {
 	Size pb.Size
 	// Pool is the pool it serves ("" or "default": the pool default): it
 	// gets jobs of that pool only. A pool the cluster does not hold is
-	// refused (NOT_FOUND) at every connection; the agent logs it and
-	// retries with backoff until an admin creates the pool.
+	// refused (NOT_FOUND): Run returns that error.
 	Pool string
 	// Servers are the gRPC addresses of any of the cluster's nodes.
 	Servers []string
 	// Dial are the options for every connection (credentials, token).
 	Dial   []grpc.DialOption
 	Runner Runner
-	Logger hclog.Logger
+	// Logger receives the agent's log (nil: slog.Default(), which writes
+	// to stderr unless the program set another default).
+	Logger *slog.Logger
 	// Observer, if set, hears about every job the agent starts and stops
 	// (tests record histories with it).
 	Observer func(ev Observation)
@@ -125,7 +127,7 @@ type Observation struct {
 // Agent is a worker agent.
 type Agent struct {
 	cfg Config
-	log hclog.Logger
+	log *slog.Logger
 
 	mu        sync.Mutex
 	cur       *job
@@ -189,7 +191,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, errors.New("agent: no runner")
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
+		cfg.Logger = slog.Default()
 	}
 	return &Agent{
 		cfg: cfg, log: cfg.Logger, sentAt: map[uint64]time.Time{},
@@ -228,12 +230,14 @@ func (a *Agent) Busy() bool {
 }
 
 // Run connects and serves until ctx ends (or, when draining, until the
-// slot is empty). On return any running job is killed. Every failed
-// session is retried with backoff (ABORTED too: another session of this
-// worker ID is still live; NOT_FOUND too: the cluster has no pool of the
-// worker's, which an admin may create), except PERMISSION_DENIED: the token may not
-// be this worker (its worker_id binding), and retrying cannot change
-// that, so Run returns the error.
+// slot is empty), and then returns nil. On return any running job is
+// killed. A failed session is retried with backoff (ABORTED too: another
+// session of this worker ID is still live), but a refusal no retry can
+// change ends Run with that error (ErrRefused): a token the cluster does
+// not know (UNAUTHENTICATED), one that may not be this worker
+// (PERMISSION_DENIED: its worker_id binding), a pool the cluster does not
+// hold (NOT_FOUND) or a Hello the cluster refuses (INVALID_ARGUMENT, an ID
+// or size it does not take).
 func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -261,8 +265,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		if ctx.Err() != nil || a.doneDraining() {
 			return nil
 		}
-		if status.Code(err) == codes.PermissionDenied {
-			return fmt.Errorf("worker %q refused by %s: %w", a.cfg.ID, addr, err)
+		if refusal(err) {
+			// Returned, not logged: the caller says it (barista worker
+			// in one line, and exits 1).
+			return &RefusedError{Worker: a.cfg.ID, Server: addr, Err: err}
 		}
 		// A redirect is followed at once; failures back off, and a
 		// redirect in between does not reset the backoff (a refused
@@ -272,9 +278,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		if errors.As(err, &redirect) {
 			a.log.Info("redirected to the leader", "leader", redirect.id, "addr", redirect.addr)
 			wait = 50 * time.Millisecond
-		} else if status.Code(err) == codes.NotFound {
-			a.log.Error("the cluster refuses this worker: it has no pool of this name (an admin creates it: barista pool set NAME); retrying",
-				"pool", a.poolName(), "server", addr, "error", status.Convert(err).Message(), "retry_in", wait)
+		} else if wire.IsNotLeader(err) {
+			// A leadership handed over, or a leader stopping: the
+			// cluster goes on, this worker with it.
+			a.log.Info("the leader changed; reconnecting", "server", addr, "reason", status.Convert(err).Message(), "retry_in", wait)
 			backoff = min(2*backoff, maxBackoff)
 		} else {
 			a.log.Warn("stream to the cluster ended; reconnecting", "server", addr, "error", err, "retry_in", wait)
@@ -286,6 +293,35 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ErrRefused is matched (errors.Is) by the error Run returns when the
+// cluster refuses the worker in a way no retry can change.
+var ErrRefused = errors.New("the cluster refuses this worker")
+
+// RefusedError is Run's error when the cluster refuses the worker for
+// good: which worker, the server that said so, and its status.
+type RefusedError struct {
+	Worker, Server string
+	Err            error // a gRPC status error
+}
+
+func (e *RefusedError) Error() string {
+	st := status.Convert(e.Err)
+	return fmt.Sprintf("worker %q: %s refuses it: %s (%s)", e.Worker, e.Server, st.Message(), code.Code(st.Code()).String())
+}
+
+// Unwrap returns the status error and ErrRefused.
+func (e *RefusedError) Unwrap() []error { return []error{e.Err, ErrRefused} }
+
+// refusal reports whether a session's error is a refusal no retry can
+// change (Run).
+func refusal(err error) bool {
+	switch status.Code(err) {
+	case codes.Unauthenticated, codes.PermissionDenied, codes.NotFound, codes.InvalidArgument:
+		return true
+	}
+	return false
 }
 
 // poolName names the agent's pool in its log.

@@ -37,6 +37,11 @@
 //	})
 //	if err != nil { ... }
 //	err = a.Run(ctx) // until ctx ends; Drain first to finish the current job
+//	// err matches worker.ErrRefused when the cluster refuses the worker
+//	// for good (an unknown pool, a token it does not take).
+//
+// The agent logs through log/slog: slog.Default() unless Config.Logger
+// names another.
 //
 // The run's CPU, which the tenant is billed, is the FuncResult's CPU when
 // the function reports one, otherwise the wall time the call took. The

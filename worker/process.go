@@ -124,7 +124,7 @@ func runName(a *pb.Assign) string { return fmt.Sprintf("job-%d-attempt-%d", a.Jo
 func (r *ProcessRunner) Start(a *pb.Assign) (Run, error) {
 	spec, err := runner.ParsePayload(a.Payload)
 	if err != nil {
-		return nil, fmt.Errorf("job %d: bad payload: %w (%w)", a.Job, err, ErrUnrunnable)
+		return nil, fmt.Errorf("job %d: %w (%w)", a.Job, err, ErrUnrunnable)
 	}
 	dir, err := r.makeRunDir(runName(a))
 	if err != nil {

@@ -280,6 +280,11 @@ func TestProcessRunnerUnrunnablePayload(t *testing.T) {
 			t.Errorf("payload %q: %v, want ErrUnrunnable", payload, err)
 		}
 	}
+	// The job's stderr tail says what is wrong, once, in one sentence.
+	_, err = r.Start(&pb.Assign{Job: 4, Attempt: 1, Tenant: "acme"})
+	if want := `job 4: payload: empty, so there is no argv to run: a command worker runs {"argv": ["PROGRAM", "ARG", ...], "env": {...}, "dir": "..."} (barista submit -- PROGRAM ARG... builds it) (the job can never run)`; err == nil || err.Error() != want {
+		t.Errorf("an empty payload: %v\nwant %s", err, want)
+	}
 	missing, _ := runner.EncodePayload(runner.Spec{Argv: []string{"/nonexistent/program"}})
 	run, err := r.Start(&pb.Assign{Job: 5, Attempt: 1, Tenant: "acme", Payload: missing})
 	if errors.Is(err, ErrUnrunnable) {

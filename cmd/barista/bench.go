@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -56,6 +57,7 @@ var benchScenarios = []benchScenario{
 	{"failover", "kill -9 the leader of a loaded cluster: time to the next accepted submit and the next dispatch", benchFailover},
 	{"snapshot", "persist and restore of a large state (in process), a new follower's catch-up by InstallSnapshot, and a follower killed and started again until it has caught up", benchSnapshot},
 	{"memory", "resident bytes per queued job of a server, without a payload and with a 34-byte one", benchMemory},
+	{"clock", "what clock ticks cost: an idle cluster for a minute with clock_tick 1s and 1h (entries, log bytes and server CPU per minute), and one under one client's submits, whose leader commits no tick", benchIdle},
 }
 
 func init() {
@@ -355,7 +357,7 @@ func fakeFleet(ctx context.Context, servers string, n int, size func(int) pb.Siz
 		if len(pools) > 0 {
 			pool = pools[i%len(pools)]
 		}
-		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: size(i), Pool: pool, Servers: strings.Split(servers, ","),
+		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: size(i), Pool: pool, Servers: strings.Split(servers, ","), Logger: slog.New(slog.DiscardHandler),
 			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: worker.FakeRunner{Plan: plan}, Observer: observe})
 		if err != nil {
 			panic(err) // fixed, valid arguments

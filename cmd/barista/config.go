@@ -250,6 +250,8 @@ func (c *serverConfig) settings() []setting {
 			val: &intVal[uint32]{&s.Pools.MaxPools, 0, sfq.MaxPoolSlots}},
 		{key: "scheduler.implicit_tenants", usage: "a submit for an unknown tenant: off (NOT_FOUND), or a TIER: the tenant is made with that tier and no caps (feature level 6)",
 			val: &implicitTenantsVal{&s.Pools}},
+		{key: "scheduler.clock_tick", usage: "the leader commits an empty entry whenever none was committed for this long, so that a crash of the leader loses at most this much cluster time (another value than 1s needs feature level 7)",
+			val: msVal(&s.ClockTickMs, fsm.MinClockTickMs*time.Millisecond, fsm.MaxClockTickMs*time.Millisecond)},
 		{key: "scheduler.default_tenant", usage: "the tenant of an admin's submit that names none: none, or a tenant NAME (a client token's submit is always its own tenant's; feature level 6)",
 			val: defaultTenantVal(&s.Pools.DefaultTenant)},
 	}

@@ -341,7 +341,7 @@ func devPool(ctx context.Context, cl *client.Client, name string) error {
 func setupDemo(ctx context.Context, cl *client.Client, tenants []demoTenant) error {
 	for _, t := range tenants {
 		err := devRetry(ctx, "creating demo tenant "+t.name, func(ctx context.Context, cc grpc.ClientConnInterface) error {
-			_, err := pb.NewAdminClient(cc).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: t.name, Tier: t.tier})
+			_, err := pb.NewAdminClient(cc).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: t.name, Tier: t.tier.Enum()})
 			return err
 		}, cl)
 		if err != nil {

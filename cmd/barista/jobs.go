@@ -131,8 +131,9 @@ func parseJobID(s string) (uint64, error) {
 func init() {
 	register("jobs", typed(&spec[jobsOpts]{
 		synopsis: "List a tenant's jobs",
-		usage:    "[--tenant NAME] [--state STATE] [--pool POOL] [--limit N] [--page-token TOKEN] [--oldest-first] [--payload] [--json]",
-		help: `Lists jobs newest first (--oldest-first: in ID order from the oldest),
+		usage:    "[--tenant NAME] [--state STATE] [--pool POOL] [--limit N] [--page-token TOKEN] [--oldest-first] [--stale] [--payload] [--json]",
+		help: `Lists jobs newest first, as every listing does (--oldest-first: in ID
+order from the oldest; HTTP: ?oldest_first=true),
 optionally of one state (queued, assigned,
 running, completed, failed, cancelled, timed_out, scheduled, expired)
 and of one pool (--pool NAME, --pool default for the pool default;
@@ -163,7 +164,7 @@ jobs remain, the token for the next page is printed on stderr
 			}
 			resp, err := withCall(opts.with, (*client.Client).ListJobs, &pb.ListJobsRequest{Tenant: opts.tenant, State: opts.state, Pool: opts.pool,
 				PageSize: opts.limit, PageToken: opts.page, Read: &pb.ReadOptions{Stale: opts.stale},
-				IncludePayload: opts.payload && opts.json, NewestFirst: !opts.oldestFirst})
+				IncludePayload: opts.payload && opts.json, OldestFirst: opts.oldestFirst})
 			if err != nil {
 				return err
 			}

@@ -291,7 +291,12 @@ set) refuses the submits of a tenant without one there.`,
 			if err != nil {
 				return err
 			}
-			resp, err := withCall(opts.with, (*client.Client).SubscriptionSet, &pb.SubscriptionSetRequest{Tenant: args[0], Pool: args[1], Burst: burst})
+			var resp *pb.SubscriptionSetResponse
+			if burst == nil {
+				resp, err = withCall(opts.with, (*client.Client).SubscriptionDelete, &pb.SubscriptionDeleteRequest{Tenant: args[0], Pool: args[1]})
+			} else {
+				resp, err = withCall(opts.with, (*client.Client).SubscriptionSet, &pb.SubscriptionSetRequest{Tenant: args[0], Pool: args[1], Burst: burst})
+			}
 			if err != nil {
 				return err
 			}

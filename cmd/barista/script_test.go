@@ -2,12 +2,14 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,8 +44,25 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup:               startScriptNode,
 		UpdateScripts:       *updateScripts,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"eventually": eventually},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"eventually": eventually, "bigjob": bigJob},
 	})
+}
+
+// bigJob appends to FILE a line of --from-file whose job has a payload of
+// BYTES bytes (too many to write in a script): bigjob FILE BYTES
+func bigJob(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: bigjob FILE BYTES")
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil {
+		ts.Fatalf("bigjob: %v", err)
+	}
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	ts.Check(err)
+	_, err = fmt.Fprintf(f, "{\"tenant\": \"acme\", \"size\": \"sm\", \"cost\": \"1s\", \"payload\": %q}\n", strings.Repeat("x", n))
+	ts.Check(err)
+	ts.Check(f.Close())
 }
 
 // eventually runs a command until it succeeds, and its output matches

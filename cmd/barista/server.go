@@ -241,6 +241,8 @@ func runServer(env *cmdEnv, opts *serverOpts, args []string) error {
 		})
 	case len(join) > 0:
 		go joinLoop(ctx, log, cfg, join, auth.AdminToken(), peerTLS, 0, nil)
+	case !cfg.Bootstrap:
+		go sayWaitingToBeJoined(ctx, log, node, cfg, joinWaitNotice)
 	}
 	if sc.InsecureRaft {
 		warnInsecureRaft(ctx, log, cfg.RaftAddr, sc.TLS, time.Hour)
@@ -366,4 +368,28 @@ func tryJoin(ctx context.Context, addr string, req *pb.JoinRequest, token string
 	defer cancel()
 	_, err = pb.NewNodeClient(cc).Join(cctx, req, rpc.Bearer(token, false))
 	return err
+}
+
+// joinWaitNotice is how long a server started with neither --bootstrap
+// nor --join stays out of any cluster before it says how to join it.
+const joinWaitNotice = 5 * time.Second
+
+// sayWaitingToBeJoined logs, once, after wait, that the node is in no
+// cluster and how it gets into one — unless it was joined meanwhile (a
+// node that already belongs to a cluster restarts without flags).
+func sayWaitingToBeJoined(ctx context.Context, log hclog.Logger, node *raftnode.Node, cfg raftnode.Config, wait time.Duration) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(wait):
+	}
+	if node.InCluster() {
+		return
+	}
+	http := ""
+	if cfg.HTTPAddr != "" {
+		http = " --http-addr " + cfg.HTTPAddr
+	}
+	log.Warn(fmt.Sprintf("this node is in no cluster yet and waits to be joined: from a member, run barista join --node-id %s --raft-addr %s --grpc-addr %s%s --server MEMBER_GRPC_ADDR; or start it with --join MEMBER_GRPC_ADDR (or --bootstrap, to make it a new cluster of its own)",
+		cfg.ID, cfg.AdvertisedRaft(), cfg.AdvertisedGRPC(), http))
 }

@@ -18,7 +18,12 @@ func init() {
 --json prints one object with the keys node_id, state, leader_id,
 leader_addr, applied_index, state_hash, and more. The feature level is the
 cluster's, as this node applied it, and the highest its build understands
-(docs/operations.md, "Upgrades").`,
+(docs/operations.md, "Upgrades"). Cluster time is the clock of delays,
+deadlines, leases and rate limits: it runs with the leader's clock and
+falls behind the wall clock only by what no leader counted (elections, at
+most clock_tick before a leader crashed, and stops of the whole cluster);
+status says by how much (cluster_behind_ms; docs/operations.md, "Cluster
+time").`,
 		flags: func(fs *flag.FlagSet, o *statusOpts) {
 			o.register(fs)
 		},
@@ -37,7 +42,7 @@ cluster's, as this node applied it, and the highest its build understands
 					"grpc_addr": st.GrpcAddr, "last_log_index": st.LastLogIndex, "commit_index": st.CommitIndex,
 					"term": st.Term, "cluster_time_ms": st.ClusterTimeMs, "jobs": st.Jobs, "tenants": st.Tenants,
 					"last_leader_contact_ms": st.LastLeaderContactMs, "feature_level": st.FeatureLevel,
-					"cluster_feature_level": st.ClusterFeatureLevel,
+					"cluster_feature_level": st.ClusterFeatureLevel, "cluster_behind_ms": st.ClusterBehindMs,
 				})
 			}
 			leader := fmt.Sprintf("%s %s", st.LeaderId, st.LeaderAddr)
@@ -51,6 +56,7 @@ cluster's, as this node applied it, and the highest its build understands
 				{"applied index", fmt.Sprint(st.AppliedIndex)},
 				{"commit index", fmt.Sprint(st.CommitIndex)},
 				{"state hash", st.StateHash},
+				{"cluster time", clusterTimeText(st)},
 				{"jobs", fmt.Sprint(st.Jobs)},
 				{"tenants", fmt.Sprint(st.Tenants)},
 				{"feature level", fmt.Sprintf("%d (this node's build understands up to %d)", st.ClusterFeatureLevel, st.FeatureLevel)},
@@ -58,4 +64,22 @@ cluster's, as this node applied it, and the highest its build understands
 			return nil
 		},
 	}))
+}
+
+// clusterTimeText says how far a node's cluster time is behind the wall
+// clock, as of its last applied entry.
+func clusterTimeText(st *pb.StatusResponse) string {
+	if st.ClusterTimeMs == 0 {
+		return "not started"
+	}
+	behind := time.Duration(st.ClusterBehindMs) * time.Millisecond
+	switch r := behind.Round(100 * time.Millisecond); {
+	case behind >= time.Minute:
+		return fmt.Sprintf("%s behind wall time", behind.Round(time.Second))
+	case r > 0:
+		return fmt.Sprintf("%s behind wall time", r)
+	case r < 0:
+		return fmt.Sprintf("%s ahead of wall time (the leader's clock was set back)", -r)
+	}
+	return "with wall time"
 }

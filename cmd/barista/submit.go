@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -79,9 +80,12 @@ before its retry (0: at once).
 With --key the submit is idempotent: the same key and content returns the
 existing job ("created": false); the same key with other content is
 ALREADY_EXISTS.
---env KEY=VALUE (repeatable) and --dir set the job's environment and
-working directory; --payload gives the raw JSON payload instead of a
-command. --group puts the job in a group of its tenant (one per customer,
+The command after -- becomes the payload a command worker ("barista
+worker") runs: {"argv": [...]}, with --env KEY=VALUE (repeatable) and
+--dir for its environment and working directory. --payload TEXT sends
+TEXT as the payload, byte for byte, instead of a command (--payload @FILE
+sends FILE's bytes), for workers that read their own payloads (a Go
+worker.Func: docs/workers.md). --group puts the job in a group of its tenant (one per customer,
 document, store...): a group may have a cap of its own, and under
 group_order=fair the tenant's groups share its dispatches equally (see
 "barista group --help"). With --json prints {"job_id": N, "created":
@@ -89,7 +93,8 @@ true|false}.
 
 --from-file FILE submits many jobs with the batch API, one JSON object per
 line (keys as the flags; cost and timeout are durations; the command is
-"argv" with optional "env" and "dir", or a raw "payload" object):
+"argv" with optional "env" and "dir", or "payload": a string sent as its
+text, any other JSON value as its JSON):
 
   {"tenant": "acme", "size": "md", "cost": "90s", "key": "k1", "group": "store-7", "pool": "gpu", "argv": ["render", "7"]}
   {"size": "sm", "class": "high", "deadline": "10m", "type": "thumb", "argv": ["thumb", "9"]}
@@ -113,7 +118,7 @@ refused.`,
 			defineFlag(fs, "timeout", "kill the job after this running `DURATION` (ends timed_out, never retried)", timeoutVal(&o.timeout))
 			fs.Var(&o.env, "env", "environment `KEY=VALUE` for the job (repeatable)")
 			fs.StringVar(&o.dir, "dir", "", "working `DIR` of the job")
-			fs.StringVar(&o.payload, "payload", "", "raw `JSON` payload instead of a command")
+			fs.StringVar(&o.payload, "payload", "", "the job's payload, `TEXT` as given or @FILE, instead of a command")
 			fs.StringVar(&o.fromFile, "from-file", "", "submit every job of a JSON-lines `FILE` (- for stdin), up to 1000 jobs and 3 MiB per request")
 			fs.StringVar(&o.group, "group", "", "the job's `GROUP` in its tenant (1..128 bytes of A-Z a-z 0-9 . _ : @ -)")
 			fs.StringVar(&o.pool, "pool", "", "the job's `POOL`: only that pool's workers run it (default: the pool default; feature level 6)")
@@ -149,11 +154,12 @@ func runSubmit(env *cmdEnv, opts *submitOpts, args []string) error {
 	switch {
 	case opts.payload != "" && len(args) > 0:
 		return usageError("give either --payload or a command after --, not both")
+	case opts.payload != "" && (len(opts.env) > 0 || opts.dir != ""):
+		return usageError("--env and --dir are part of a command's payload: give them with a command after --, not with --payload")
 	case opts.payload != "":
-		if _, err := runner.ParsePayload([]byte(opts.payload)); err != nil {
-			return usageError("--payload: %v", err)
+		if payload, err = payloadArg(opts.payload); err != nil {
+			return err
 		}
-		payload = []byte(opts.payload)
 	case len(args) == 0:
 		return usageError("give the job's command after --, e.g. -- sleep 60")
 	default:
@@ -333,10 +339,13 @@ func (f *fileJob) request(defaultTenant, defaultPool string) (*pb.SubmitRequest,
 	case len(f.Payload) > 0 && len(f.Argv) > 0:
 		return nil, errors.New("give argv or payload, not both")
 	case len(f.Payload) > 0:
-		if _, err := runner.ParsePayload(f.Payload); err != nil {
-			return nil, fmt.Errorf("payload: %v", err)
+		// As given: a string is its text, any other value its JSON.
+		var text string
+		if json.Unmarshal(f.Payload, &text) == nil {
+			req.Payload = []byte(text)
+		} else {
+			req.Payload = f.Payload
 		}
-		req.Payload = f.Payload
 	default:
 		if req.Payload, err = runner.EncodePayload(runner.Spec{Argv: f.Argv, Env: f.Env, Dir: f.Dir}); err != nil {
 			return nil, err
@@ -345,6 +354,11 @@ func (f *fileJob) request(defaultTenant, defaultPool string) (*pb.SubmitRequest,
 	return req, nil
 }
 
+// maxFileLine is the longest line --from-file reads: twice what any
+// request can carry, so that a line too large for one is refused with
+// its size by the client's own check.
+const maxFileLine = 2 * client.MaxMessageBytes
+
 func submitFile(env *cmdEnv, opts *submitOpts) error {
 	in, err := openInput(opts.fromFile)
 	if err != nil {
@@ -352,7 +366,7 @@ func submitFile(env *cmdEnv, opts *submitOpts) error {
 	}
 	defer in.Close()
 	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 8<<20)
+	sc.Buffer(make([]byte, 1<<20), maxFileLine)
 	var batch []*pb.SubmitRequest
 	var lines []int
 	created, existing, refused := 0, 0, 0
@@ -429,6 +443,14 @@ func submitFile(env *cmdEnv, opts *submitOpts) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			// What came before it is still sent, and said.
+			if ferr := flush(); ferr != nil {
+				return ferr
+			}
+			return fmt.Errorf("line %d: longer than %d bytes, more than any job can be (a request is at most %d bytes): it and the lines after it were not submitted",
+				n+1, maxFileLine, client.MaxMessageBytes)
+		}
 		return err
 	}
 	if err := flush(); err != nil {
@@ -441,4 +463,17 @@ func submitFile(env *cmdEnv, opts *submitOpts) error {
 		return &silentError{code: 1}
 	}
 	return nil
+}
+
+// payloadArg reads --payload: TEXT as given, or @FILE's bytes.
+func payloadArg(v string) ([]byte, error) {
+	name, ok := strings.CutPrefix(v, "@")
+	if !ok {
+		return []byte(v), nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, usageError("--payload @%s: %v", name, err)
+	}
+	return b, nil
 }

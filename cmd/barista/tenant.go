@@ -8,13 +8,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baristahq/barista/internal/termtext"
-
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/termtext"
+	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
@@ -125,12 +127,13 @@ func printTenant(env *cmdEnv, t *pb.Tenant, asJSON bool) error {
 func init() {
 	register("tenant set", typed(&spec[tenantSetOpts]{
 		synopsis: "Create or update a tenant (tier, multiplier, caps, quota, classes, deadlines, groups, metrics)",
-		usage: "NAME --tier TIER [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N] " +
+		usage: "NAME [--tier TIER] [--multiplier N] [--cap N] [--cap-sm N] [--cap-md N] [--cap-lg N] [--inflight-cpu DUR] [--max-queued N] " +
 			"[--max-class CLASS] [--cap-critical N] [--cap-high N] [--deadlines on|off] [--deadline-cap N] " +
 			"[--group-cap N|none] [--group-order fifo|fair] [--max-groups N] [--rate N/PERIOD|none] [--burst N] [--export-metrics[=false]]",
-		help: `Creates the tenant, or updates it: flags not given keep their current
-values (it reads the tenant first: the API's upsert sets every field), and
-an update keeps the tenant's tags, usage and counters. A cap of 0 means no
+		help: `Creates the tenant, or updates it. --tier is required only to create
+one. Flags not given keep their current values (the cluster keeps every
+field an upsert leaves out: docs/api.md, "Upserts"), and an update keeps
+the tenant's tags, usage and counters. A cap of 0 means no
 cap. A cap decrease preempts nothing; it blocks new dispatches until usage
 falls below it.
 
@@ -251,110 +254,159 @@ func runTenantSet(env *cmdEnv, opts *tenantSetOpts, args []string) error {
 	}
 	set := map[string]bool{}
 	opts.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var groupCap uint32
-	var groupOrder pb.GroupOrder
+	// The request names only the flags given: the cluster keeps every
+	// other field as it is (docs/api.md, "Upserts").
+	req := &pb.UpsertTenantRequest{Name: args[0], Caps: &pb.CapsUpdate{}}
+	if set["tier"] {
+		t, err := sfq.ParseTier(strings.ToLower(opts.tier))
+		if err != nil {
+			return usageError("--tier: %v", err)
+		}
+		req.Tier = fsm.TierToPB(t).Enum()
+	}
+	if set["multiplier"] {
+		req.Multiplier = &opts.multiplier
+	}
+	c := req.Caps
+	for _, f := range []struct {
+		name string
+		dst  **uint32
+		src  *uint32
+	}{{"cap", &c.MaxRunning, &opts.cap}, {"cap-sm", &c.MaxRunningSm, &opts.capSM}, {"cap-md", &c.MaxRunningMd, &opts.capMD},
+		{"cap-lg", &c.MaxRunningLg, &opts.capLG}, {"max-queued", &c.MaxQueued, &opts.maxQueued},
+		{"cap-critical", &c.MaxRunningCritical, &opts.capCritical}, {"cap-high", &c.MaxRunningHigh, &opts.capHigh},
+		{"deadline-cap", &c.MaxRunningDeadline, &opts.deadlineCap}} {
+		if set[f.name] {
+			*f.dst = f.src
+		}
+	}
+	if set["inflight-cpu"] {
+		ms := opts.inflightCPU.Milliseconds()
+		c.MaxInflightCpuMs = &ms
+	}
+	if set["export-metrics"] {
+		req.ExportMetrics = &opts.export
+	}
+	if set["max-class"] {
+		req.MaxClass = opts.maxClass.Enum()
+	}
+	if set["deadlines"] {
+		req.AllowDeadlines = &opts.deadlines
+	}
 	if set["group-cap"] {
 		n, err := parseCapOrNone(opts.groupCap)
 		if err != nil {
 			return usageError("--group-cap: %v", err)
 		}
-		groupCap = n
+		req.GroupCap = &n
 	}
 	if set["group-order"] {
 		order, err := sfq.ParseGroupOrder(opts.groupOrder)
 		if err != nil {
 			return usageError("--group-order: %q: want fifo or fair", opts.groupOrder)
 		}
-		groupOrder = fsm.GroupOrderToPB(order)
+		req.GroupOrder = fsm.GroupOrderToPB(order).Enum()
+	}
+	if set["max-groups"] {
+		req.MaxGroups = &opts.maxGroups
 	}
 	if set["rate"] {
-		if _, err := rateFlagValue(opts.rate, opts.burst, set["burst"]); err != nil {
+		rate, err := rateFlagValue(opts.rate, opts.burst, set["burst"])
+		if err != nil {
 			return err
 		}
+		req.Rate = &rate
+	}
+	if set["burst"] {
+		req.RateBurst = &opts.burst
 	}
 	var out *pb.Tenant
 	err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		admin := pb.NewAdminClient(cc)
-		req := &pb.UpsertTenantRequest{Name: args[0], Multiplier: 1, Caps: &pb.Caps{}}
-		cur, err := admin.GetTenant(ctx, &pb.GetTenantRequest{Name: args[0]})
-		switch status.Code(err) {
-		case codes.OK:
-			req.Tier, req.Multiplier, req.Caps, req.ExportMetrics = cur.Tier, cur.Multiplier, cur.Caps, cur.ExportMetrics
-			req.MaxClass, req.AllowDeadlines = cur.MaxClass, cur.AllowDeadlines
-			req.GroupCap, req.GroupOrder, req.MaxGroups = cur.GroupCap, cur.GroupOrder, cur.MaxGroups
-			req.Rate, req.RateBurst = cur.Rate, cur.RateBurst
-			if req.Caps == nil {
-				req.Caps = &pb.Caps{}
-			}
-		case codes.NotFound:
-			if !set["tier"] {
-				return usageError("tenant %q is new: --tier is required", args[0])
-			}
-		default:
-			return err
-		}
-		if set["tier"] {
-			t, err := sfq.ParseTier(strings.ToLower(opts.tier))
-			if err != nil {
-				return usageError("--tier: %v", err)
-			}
-			req.Tier = fsm.TierToPB(t)
-		}
-		if set["multiplier"] {
-			req.Multiplier = opts.multiplier
-		}
-		c := req.Caps
-		for _, f := range []struct {
-			name     string
-			dst, src *uint32
-		}{{"cap", &c.MaxRunning, &opts.cap}, {"cap-sm", &c.MaxRunningSm, &opts.capSM}, {"cap-md", &c.MaxRunningMd, &opts.capMD},
-			{"cap-lg", &c.MaxRunningLg, &opts.capLG}, {"max-queued", &c.MaxQueued, &opts.maxQueued},
-			{"cap-critical", &c.MaxRunningCritical, &opts.capCritical}, {"cap-high", &c.MaxRunningHigh, &opts.capHigh},
-			{"deadline-cap", &c.MaxRunningDeadline, &opts.deadlineCap}} {
-			if set[f.name] {
-				*f.dst = *f.src
-			}
-		}
-		if set["inflight-cpu"] {
-			c.MaxInflightCpuMs = opts.inflightCPU.Milliseconds()
-		}
-		if set["export-metrics"] {
-			req.ExportMetrics = opts.export
-		}
-		if set["max-class"] {
-			req.MaxClass = opts.maxClass
-		}
-		if set["deadlines"] {
-			req.AllowDeadlines = opts.deadlines
-		}
-		if set["group-cap"] {
-			req.GroupCap = groupCap
-		}
-		if set["group-order"] {
-			req.GroupOrder = groupOrder
-		}
-		if set["max-groups"] {
-			req.MaxGroups = opts.maxGroups
-		}
-		if set["rate"] {
-			req.Rate, _ = rateFlagValue(opts.rate, opts.burst, set["burst"])
-			if req.Rate == "" {
-				req.RateBurst = 0
-			}
-		}
-		if set["burst"] {
-			if req.Rate == "" {
-				return usageError("--burst: tenant %q has no rate limit: give --rate N/PERIOD", args[0])
-			}
-			req.RateBurst = opts.burst
-		}
+		var err error
 		out, err = admin.UpsertTenant(ctx, req)
+		if isLevelRefusal(err) {
+			// A cluster below feature level 7 sets every field of an
+			// upsert: send the tenant's own values for the others.
+			var full *pb.UpsertTenantRequest
+			if full, err = fullUpsert(ctx, admin, req); err == nil {
+				out, err = admin.UpsertTenant(ctx, full)
+			}
+		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	return printSet(env, opts.json, "tenant "+out.Name, out.Created, tenantJSON(out), func() error { return printTenant(env, out, false) })
+}
+
+// isLevelRefusal reports whether err is the refusal of what the
+// cluster's feature level does not allow yet.
+func isLevelRefusal(err error) bool {
+	return status.Code(err) == codes.FailedPrecondition && client.Reason(err) == text.ReasonFeatureLevel
+}
+
+// fullUpsert is req with every field it leaves out set to the tenant's
+// current value (a new tenant: its default), as a cluster below feature
+// level 7 needs it.
+func fullUpsert(ctx context.Context, admin pb.AdminClient, req *pb.UpsertTenantRequest) (*pb.UpsertTenantRequest, error) {
+	cur, err := admin.GetTenant(ctx, &pb.GetTenantRequest{Name: req.Name})
+	switch status.Code(err) {
+	case codes.OK:
+	case codes.NotFound:
+		cur = &pb.Tenant{Name: req.Name, Multiplier: 1}
+	default:
+		return nil, err
+	}
+	full := proto.Clone(req).(*pb.UpsertTenantRequest)
+	or := func(p **uint32, v uint32) {
+		if *p == nil {
+			*p = &v
+		}
+	}
+	if full.Tier == nil {
+		full.Tier = cur.Tier.Enum()
+	}
+	or(&full.Multiplier, cur.Multiplier)
+	if full.ExportMetrics == nil {
+		full.ExportMetrics = &cur.ExportMetrics
+	}
+	if full.MaxClass == nil {
+		full.MaxClass = cur.MaxClass.Enum()
+	}
+	if full.AllowDeadlines == nil {
+		full.AllowDeadlines = &cur.AllowDeadlines
+	}
+	or(&full.GroupCap, cur.GroupCap)
+	if full.GroupOrder == nil {
+		full.GroupOrder = cur.GroupOrder.Enum()
+	}
+	or(&full.MaxGroups, cur.MaxGroups)
+	if full.Rate == nil {
+		full.Rate = &cur.Rate
+	}
+	if full.RateBurst == nil {
+		burst := cur.RateBurst
+		if full.GetRate() == "" || full.GetRate() == "none" {
+			burst = 0
+		}
+		full.RateBurst = &burst
+	}
+	c, cc := full.Caps, cur.Caps
+	or(&c.MaxRunning, cc.GetMaxRunning())
+	or(&c.MaxRunningSm, cc.GetMaxRunningSm())
+	or(&c.MaxRunningMd, cc.GetMaxRunningMd())
+	or(&c.MaxRunningLg, cc.GetMaxRunningLg())
+	or(&c.MaxQueued, cc.GetMaxQueued())
+	or(&c.MaxRunningCritical, cc.GetMaxRunningCritical())
+	or(&c.MaxRunningHigh, cc.GetMaxRunningHigh())
+	or(&c.MaxRunningDeadline, cc.GetMaxRunningDeadline())
+	if c.MaxInflightCpuMs == nil {
+		ms := cc.GetMaxInflightCpuMs()
+		c.MaxInflightCpuMs = &ms
+	}
+	return full, nil
 }
 
 // printSet prints the answer of a set that creates or updates what it

@@ -48,8 +48,8 @@ groups, its groups with the most queued jobs (at most 5) follow its first
 line, each with its queued and running jobs and its cap. Once the
 cluster has pools besides default (docs/scheduling.md, "Pools"), each
 line names its POOL: a tenant active in two pools has lines in each, its
-share, entitlement, ratio and lag those of the pool (its queued and
-running jobs are its own in every pool), and a table of the pools
+share, entitlement, ratio and lag, and its queued and running jobs,
+those of the pool, and a table of the pools
 follows, with their jobs and connected workers. The windows
 cover cluster time since the node started or last loaded a snapshot at
 most. --once prints one view and exits; with --json it prints one

@@ -19,8 +19,9 @@ func init() {
 		usage:    "[--tenant NAME] [--from SEQ | --job ID | --until-idle] [--json]",
 		help: `Streams job events (queued, assigned, started, requeued, completed,
 failed, cancel_requested, cancelled, timed_out) in order until interrupted.
---from SEQ starts at that event; without it the stream starts with the
-next new event. If the connection breaks or the node is unavailable,
+--from SEQ starts at that event (one beyond the newest waits for events
+from SEQ on, and says so on stderr); without it the stream starts with
+the next new event. If the connection breaks or the node is unavailable,
 watch reconnects and resumes after the last event it printed: no gap, no
 event twice. It moves on to the next --server at once; once it has tried
 every server it waits 300ms, doubling up to 10s, and starts again at
@@ -118,6 +119,15 @@ func watch(ctx context.Context, env *cmdEnv, opts *tenantFlags, req *pb.WatchEve
 	o, err := opts.options()
 	if err != nil {
 		return err
+	}
+	o.OnWatchOpen = func(from, next uint64) {
+		if from > next {
+			newest := fmt.Sprintf("the newest so far is %d", next-1)
+			if next <= 1 {
+				newest = "there is none yet"
+			}
+			fmt.Fprintf(env.stderr, "watch: waiting for events from %d (%s)\n", from, newest)
+		}
 	}
 	o.OnWatchRetry = func(err error, from uint64, wait time.Duration) {
 		if err == nil {

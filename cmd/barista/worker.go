@@ -200,7 +200,7 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 		return err
 	}
 	a, err := worker.New(worker.Config{
-		ID: opts.id, Size: fsm.SizeToPB(size), Pool: opts.pool, Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: log,
+		ID: opts.id, Size: fsm.SizeToPB(size), Pool: opts.pool, Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: slogOf(log),
 		Runner:        procs,
 		SeparateReady: opts.sepReady, StartedAtOnce: opts.startNow,
 	})

@@ -7,7 +7,10 @@
 package wire
 
 import (
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/internal/text"
 )
@@ -56,3 +59,26 @@ const MaxOutputTail = text.MaxOutputTail
 // sequence becoming U+FFFD, at most MaxOutputTail bytes, cut at a
 // character boundary.
 func OutputTail(s string) string { return text.OutputTail(s) }
+
+// Where the cluster says, in an ErrorInfo detail of an UNAVAILABLE
+// status, that the node no longer leads and did nothing with the call
+// (or, to a worker's stream, that the leadership it served has ended): the
+// client asks another node, a worker reconnects to the new leader.
+const (
+	ErrorDomain     = "barista"
+	ReasonNotLeader = "NOT_LEADER"
+)
+
+// IsNotLeader reports whether err is such a status.
+func IsNotLeader(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == ReasonNotLeader && info.Domain == ErrorDomain {
+			return true
+		}
+	}
+	return false
+}

@@ -319,6 +319,12 @@ func (m *Machine) SetPoolSetting(now sfq.Time, key, value string) error {
 			value = ""
 		}
 		p.DefaultTenant = value
+	case "clock_tick":
+		ms, err := durationMs(key, value)
+		if err != nil {
+			return err
+		}
+		p.ClockTickMs = ms
 	default:
 		return fmt.Errorf("unknown pool setting %q", key)
 	}

@@ -23,6 +23,7 @@ import (
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/snapshot"
 	"github.com/baristahq/barista/test/cluster"
+	"google.golang.org/protobuf/proto"
 )
 
 // Config is one chaos run.
@@ -90,19 +91,19 @@ type Run struct {
 // groups g0-g3 and its unnamed group; the capped and mixed tenants' groups
 // are capped (group_cap), in both group orders.
 var tenantSpecs = []*pb.UpsertTenantRequest{
-	{Name: "fair-free", Tier: pb.Tier_FREE},
-	{Name: "fair-silver", Tier: pb.Tier_SILVER, GroupOrder: pb.GroupOrder_GROUP_FAIR},
-	{Name: "fair-gold", Tier: pb.Tier_GOLD},
+	{Name: "fair-free", Tier: pb.Tier_FREE.Enum()},
+	{Name: "fair-silver", Tier: pb.Tier_SILVER.Enum(), GroupOrder: pb.GroupOrder_GROUP_FAIR.Enum()},
+	{Name: "fair-gold", Tier: pb.Tier_GOLD.Enum()},
 	capBronze(1),
-	{Name: "cap-diamond", Tier: pb.Tier_DIAMOND, Caps: &pb.Caps{MaxRunningMd: 1, MaxInflightCpuMs: 1500}, GroupCap: 2, GroupOrder: pb.GroupOrder_GROUP_FAIR},
-	{Name: "mix-bronze", Tier: pb.Tier_BRONZE, AllowDeadlines: true, Caps: &pb.Caps{MaxRunningDeadline: 2}, GroupCap: 1, GroupOrder: pb.GroupOrder_GROUP_FAIR},
-	{Name: "mix-gold", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH, AllowDeadlines: true, Caps: &pb.Caps{MaxRunningHigh: 2}, GroupCap: 2},
+	{Name: "cap-diamond", Tier: pb.Tier_DIAMOND.Enum(), Caps: &pb.CapsUpdate{MaxRunningMd: proto.Uint32(1), MaxInflightCpuMs: proto.Int64(1500)}, GroupCap: proto.Uint32(2), GroupOrder: pb.GroupOrder_GROUP_FAIR.Enum()},
+	{Name: "mix-bronze", Tier: pb.Tier_BRONZE.Enum(), AllowDeadlines: proto.Bool(true), Caps: &pb.CapsUpdate{MaxRunningDeadline: proto.Uint32(2)}, GroupCap: proto.Uint32(1), GroupOrder: pb.GroupOrder_GROUP_FAIR.Enum()},
+	{Name: "mix-gold", Tier: pb.Tier_GOLD.Enum(), MaxClass: pb.Class_HIGH.Enum(), AllowDeadlines: proto.Bool(true), Caps: &pb.CapsUpdate{MaxRunningHigh: proto.Uint32(2)}, GroupCap: proto.Uint32(2)},
 	// Delayed, expiring and failing (backing off) jobs (SPEC §8 rule 9).
-	{Name: "delay-silver", Tier: pb.Tier_SILVER, Caps: &pb.Caps{MaxRunning: 2}},
+	{Name: "delay-silver", Tier: pb.Tier_SILVER.Enum(), Caps: &pb.CapsUpdate{MaxRunning: proto.Uint32(2)}},
 	// The fairness tenants of the pool gpu: md jobs there only, no caps
 	// (the pool's weights are equal: they share it 1:1).
-	{Name: "gfair-bronze", Tier: pb.Tier_BRONZE},
-	{Name: "gfair-gold", Tier: pb.Tier_GOLD},
+	{Name: "gfair-bronze", Tier: pb.Tier_BRONZE.Enum()},
+	{Name: "gfair-gold", Tier: pb.Tier_GOLD.Enum()},
 }
 
 // gpuPool is the run's second pool (SPEC §3 "Pools"), with its own
@@ -125,7 +126,7 @@ func poolSetup() []*pb.Command {
 // capBronze is cap-bronze's settings with max_running n: group_cap 1,
 // group_order fifo.
 func capBronze(n uint32) *pb.UpsertTenantRequest {
-	return &pb.UpsertTenantRequest{Name: "cap-bronze", Tier: pb.Tier_BRONZE, Caps: &pb.Caps{MaxRunning: n}, GroupCap: 1}
+	return &pb.UpsertTenantRequest{Name: "cap-bronze", Tier: pb.Tier_BRONZE.Enum(), Caps: &pb.CapsUpdate{MaxRunning: proto.Uint32(n)}, GroupCap: proto.Uint32(1)}
 }
 
 // Start boots the cluster, the workers and the network of a run.

@@ -47,7 +47,7 @@ func (r *Run) levers(ctx context.Context, rng *rand.Rand) {
 		case 1, 6:
 			rt := rates[rng.IntN(len(rates))]
 			req := proto.Clone(bronze).(*pb.UpsertTenantRequest)
-			req.Rate, req.RateBurst = rt.rate, rt.burst
+			req.Rate, req.RateBurst = &rt.rate, &rt.burst
 			call = func(ctx context.Context, nd *cluster.Node) error {
 				_, err := pb.NewAdminClient(nd.Conn()).UpsertTenant(ctx, req)
 				return err

@@ -27,9 +27,22 @@ type FieldError struct {
 
 func (e *FieldError) Error() string {
 	if e.Field == "" {
-		return "runner: payload: " + e.Err.Error()
+		return "payload: " + e.Err.Error()
 	}
-	return fmt.Sprintf("runner: payload field %q: %v", e.Field, e.Err)
+	return "payload: " + e.Field + ": " + e.Err.Error()
+}
+
+// wantPayload says what a command worker's payload is, for the refusal of
+// another.
+const wantPayload = `a command worker runs {"argv": ["PROGRAM", "ARG", ...], "env": {...}, "dir": "..."} (barista submit -- PROGRAM ARG... builds it)`
+
+// shownJSON renders given JSON in a message, cut at 40 bytes.
+func shownJSON(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) > 40 {
+		return string(b[:37]) + "..."
+	}
+	return string(b)
 }
 
 func (e *FieldError) Unwrap() error { return e.Err }
@@ -55,16 +68,16 @@ type payload struct {
 // [*FieldError] values naming the field. An absent or empty env decodes to a
 // nil map.
 func ParsePayload(b []byte) (Spec, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return Spec{}, fieldErr("", errors.New("empty, so there is no argv to run: "+wantPayload))
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	var fields map[string]json.RawMessage
-	if err := dec.Decode(&fields); err != nil {
-		return Spec{}, fieldErr("", fmt.Errorf("not a JSON object: %w", err))
-	}
-	if fields == nil {
-		return Spec{}, fieldErr("", errors.New("not a JSON object: null"))
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		return Spec{}, fieldErr("", fmt.Errorf("%s is not a JSON object: %s", shownJSON(b), wantPayload))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Spec{}, fieldErr("", errors.New("trailing data after the JSON object"))
+		return Spec{}, fieldErr("", errors.New("more than one JSON value: "+wantPayload))
 	}
 	names := make([]string, 0, len(fields))
 	for name := range fields {
@@ -75,21 +88,21 @@ func ParsePayload(b []byte) (Spec, error) {
 		switch name {
 		case "argv", "env", "dir":
 		default:
-			return Spec{}, fieldErr(name, errors.New("unknown field"))
+			return Spec{}, fieldErr(name, errors.New("not a field of a command payload (it takes argv, env and dir)"))
 		}
 	}
 
 	var s Spec
 	raw, ok := fields["argv"]
 	if !ok {
-		return Spec{}, fieldErr("argv", errors.New("required"))
+		return Spec{}, fieldErr("argv", errors.New("required: the program and its arguments, [\"PROGRAM\", \"ARG\", ...]"))
 	}
 	if err := json.Unmarshal(raw, &s.Argv); err != nil {
-		return Spec{}, fieldErr("argv", fmt.Errorf("want an array of strings: %w", err))
+		return Spec{}, fieldErr("argv", fmt.Errorf("%s is not a list of strings", shownJSON(raw)))
 	}
 	if raw, ok := fields["env"]; ok {
 		if err := json.Unmarshal(raw, &s.Env); err != nil {
-			return Spec{}, fieldErr("env", fmt.Errorf("want an object of strings: %w", err))
+			return Spec{}, fieldErr("env", fmt.Errorf("%s is not an object of strings", shownJSON(raw)))
 		}
 		if len(s.Env) == 0 {
 			s.Env = nil
@@ -97,7 +110,7 @@ func ParsePayload(b []byte) (Spec, error) {
 	}
 	if raw, ok := fields["dir"]; ok {
 		if err := json.Unmarshal(raw, &s.Dir); err != nil {
-			return Spec{}, fieldErr("dir", fmt.Errorf("want a string: %w", err))
+			return Spec{}, fieldErr("dir", fmt.Errorf("%s is not a string", shownJSON(raw)))
 		}
 	}
 	if err := validateSpec(s); err != nil {
@@ -128,7 +141,7 @@ func EncodePayload(s Spec) ([]byte, error) {
 // Spec.
 func validateSpec(s Spec) error {
 	if len(s.Argv) == 0 {
-		return fieldErr("argv", errors.New("required and must not be empty"))
+		return fieldErr("argv", errors.New("empty: give the program and its arguments, [\"PROGRAM\", \"ARG\", ...]"))
 	}
 	if s.Argv[0] == "" {
 		return fieldErr("argv[0]", errors.New("program name must not be empty"))

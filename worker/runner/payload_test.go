@@ -106,7 +106,20 @@ func TestEncodePayloadRejectsInvalid(t *testing.T) {
 
 func TestFieldErrorMessage(t *testing.T) {
 	_, err := ParsePayload([]byte(`{"argv":["a"],"color":"red"}`))
-	if got, want := err.Error(), `runner: payload field "color": unknown field`; got != want {
+	if got, want := err.Error(), `payload: color: not a field of a command payload (it takes argv, env and dir)`; got != want {
 		t.Errorf("error = %q, want %q", got, want)
+	}
+	// One sentence each, naming what was given and what a command worker
+	// runs, with nothing of Go's decoder in it.
+	for _, c := range []struct{ payload, want string }{
+		{``, `payload: empty, so there is no argv to run: ` + wantPayload},
+		{`"x"`, `payload: "x" is not a JSON object: ` + wantPayload},
+		{`{"argv":"ls"}`, `payload: argv: "ls" is not a list of strings`},
+		{`{}`, `payload: argv: required: the program and its arguments, ["PROGRAM", "ARG", ...]`},
+		{`{"argv":["a"],"env":["A=1"]}`, `payload: env: ["A=1"] is not an object of strings`},
+	} {
+		if _, err := ParsePayload([]byte(c.payload)); err == nil || err.Error() != c.want {
+			t.Errorf("ParsePayload(%s) = %v\nwant %s", c.payload, err, c.want)
+		}
 	}
 }
