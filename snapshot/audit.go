@@ -31,7 +31,7 @@ import (
 //     the unnamed group), GroupRunning, its group's running jobs after it,
 //     and GroupCap, the group's cap in force (0 = none), for rule 8.
 //   - "finish": an accepted Finished: Index, Job, Tenant, Attempt, CPUMs,
-//     EstCostMs, Weight.
+//     EstCostMs, Weight; for a run that snoozed (level 7), Snooze.
 //   - "terminal": a job entering a terminal state: Index, Job, Tenant,
 //     State (a bulk CancelJobs reports each job it ended).
 //   - "redrive": a job a Redrive moved back to its queue: Index, Job,
@@ -103,6 +103,25 @@ type AuditFact struct {
 	PoolRunning uint32 `json:"pool_running,omitempty"`
 	Subscribed  bool   `json:"subscribed,omitempty"`
 	Burst       uint32 `json:"burst,omitempty"`
+	// Snooze is set on the "finish" fact of a run that snoozed.
+	Snooze *SnoozeFact `json:"snooze,omitempty"`
+}
+
+// SnoozeFact is what a snoozed run did to its job (SPEC §3 "Job
+// lifecycle"): its SnoozeMs, the job's failures before and after the
+// Finished, its snoozes in a row after it and the MaxSnoozes in force,
+// its State and Cancel after it, and, when scheduled, its DueAt beside
+// the entry's cluster time At.
+type SnoozeFact struct {
+	SnoozeMs       int64  `json:"snooze_ms"`
+	FailuresBefore uint16 `json:"failures_before"`
+	Failures       uint16 `json:"failures"`
+	Snoozes        uint16 `json:"snoozes"`
+	MaxSnoozes     uint16 `json:"max_snoozes"`
+	State          string `json:"state"`
+	Cancel         string `json:"cancel"`
+	At             int64  `json:"at"`
+	DueAt          int64  `json:"due_at,omitempty"`
 }
 
 type auditor struct{ emit func(AuditFact) }
@@ -165,6 +184,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 		var backlogged, backloggedIn, eligible []string
 		var before sfq.State
 		var known bool
+		var failuresBefore uint16
 		job := commandJob(c)
 		var dueBefore map[uint64]sfq.Time // scheduled jobs a Release names
 		f.Read(func(s *sfq.Scheduler) {
@@ -210,6 +230,9 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 			}
 			if job != 0 {
 				before, _, known = jobState(s, sfq.JobID(job))
+				if j, ok := s.Job(sfq.JobID(job)); ok {
+					failuresBefore = j.Failures
+				}
 			}
 		})
 		one := &pb.Envelope{Version: env.Version, StampMs: env.StampMs, WallMs: env.WallMs, Commands: []*pb.Command{c}}
@@ -291,8 +314,16 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 			case *pb.Command_Finished:
 				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
 					j, _ := s.Job(sfq.JobID(x.Finished.Job))
-					a.emit(AuditFact{Kind: "finish", Index: l.Index, Job: x.Finished.Job, Tenant: s.TenantName(j.Tenant), Attempt: x.Finished.Attempt,
-						CPUMs: x.Finished.CpuMs, EstCostMs: j.EstCostMs, Weight: int64(j.Weight)})
+					fact := AuditFact{Kind: "finish", Index: l.Index, Job: x.Finished.Job, Tenant: s.TenantName(j.Tenant), Attempt: x.Finished.Attempt,
+						CPUMs: x.Finished.CpuMs, EstCostMs: j.EstCostMs, Weight: int64(j.Weight)}
+					if outcome, _ := fsm.OutcomeFromPB(x.Finished.Outcome); outcome == sfq.OutcomeSnoozed && f.Level() >= fsm.Level7 {
+						fact.Snooze = &SnoozeFact{SnoozeMs: x.Finished.SnoozeMs, FailuresBefore: failuresBefore, Failures: j.Failures,
+							MaxSnoozes: f.Config().Sched.MaxSnoozes, State: j.State.String(), Cancel: j.Cancel.String(), At: int64(clock), DueAt: int64(j.DueAt())}
+						if j.Result != nil {
+							fact.Snooze.Snoozes = j.Result.Snoozes
+						}
+					}
+					a.emit(fact)
 					if j.State == sfq.Scheduled {
 						a.emit(AuditFact{Kind: "scheduled", Index: l.Index, Job: x.Finished.Job, Tenant: s.TenantName(j.Tenant), At: int64(clock), DueAt: int64(j.DueAt())})
 					}

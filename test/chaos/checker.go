@@ -31,7 +31,7 @@ func Check(h *History) []Violation {
 	var out []Violation
 	for _, rule := range []func(*History) []Violation{
 		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness, checkPriority,
-		checkGroupCaps, checkPauses, checkRates, checkRedrive, checkDelays, checkPools,
+		checkGroupCaps, checkPauses, checkRates, checkRedrive, checkDelays, checkSnoozes, checkPools,
 	} {
 		out = append(out, rule(h)...)
 	}
@@ -609,6 +609,39 @@ func checkGroupCaps(h *History) []Violation {
 		if f.Kind == "dispatch" && f.GroupCap > 0 && f.GroupRunning > f.GroupCap {
 			out = append(out, Violation{8, fmt.Sprintf("index %d: dispatching job %d raised group %q of tenant %s to %d running, its cap %d",
 				f.Index, f.Job, f.Group, f.Tenant, f.GroupRunning, f.GroupCap)})
+		}
+	}
+	return out
+}
+
+// checkSnoozes (9): a snoozed run is not a failure: the job's failures
+// do not change; it is scheduled, due exactly its snooze after the run's
+// end, unless its snoozes in a row reached max_snoozes (then failed) or a
+// cancel was pending (then cancelled).
+func checkSnoozes(h *History) []Violation {
+	var out []Violation
+	for _, f := range h.Audit {
+		z := f.Snooze
+		if f.Kind != "finish" || z == nil {
+			continue
+		}
+		bad := func(format string, args ...any) {
+			out = append(out, Violation{9, fmt.Sprintf("index %d: job %d snoozed %d ms: ", f.Index, f.Job, z.SnoozeMs) + fmt.Sprintf(format, args...)})
+		}
+		if z.Failures != z.FailuresBefore {
+			bad("failures went from %d to %d", z.FailuresBefore, z.Failures)
+		}
+		switch {
+		case z.Cancel != sfq.CancelNone.String():
+			if z.State != sfq.Cancelled.String() && z.State != sfq.TimedOut.String() {
+				bad("with a pending cancel (%s) it is %s", z.Cancel, z.State)
+			}
+		case z.Snoozes >= z.MaxSnoozes:
+			if z.State != sfq.Failed.String() {
+				bad("its snooze %d in a row (max_snoozes %d) left it %s, not failed", z.Snoozes, z.MaxSnoozes, z.State)
+			}
+		case z.State != sfq.Scheduled.String() || z.DueAt != z.At+z.SnoozeMs:
+			bad("it is %s due at %d ms, want scheduled due at %d ms", z.State, z.DueAt, z.At+z.SnoozeMs)
 		}
 	}
 	return out

@@ -53,6 +53,11 @@ func validHistory() *History {
 	fact(snapshot.AuditFact{Kind: "release", Job: 7, Tenant: "dz", At: 5000, DueAt: 5000})
 	fact(snapshot.AuditFact{Kind: "dispatch", Job: 7, Tenant: "dz", Size: "sm", Attempt: 1, EstCostMs: 1000, Weight: 65536,
 		Running: 1, RunningSize: 1, InflightCPUMs: 1000, Class: "normal", Eligible: []string{"normal"}, At: 5200, ExpireAt: 9000})
+	// Its run snoozed 2 s at 6000 ms: scheduled, due at 8000 ms, its
+	// failures unchanged.
+	fact(snapshot.AuditFact{Kind: "finish", Job: 7, Tenant: "dz", Attempt: 1, CPUMs: 500, EstCostMs: 1000, Weight: 65536,
+		Snooze: &snapshot.SnoozeFact{SnoozeMs: 2000, Snoozes: 1, MaxSnoozes: 100, State: "scheduled", Cancel: "none", At: 6000, DueAt: 8000}})
+	fact(snapshot.AuditFact{Kind: "scheduled", Job: 7, Tenant: "dz", At: 6000, DueAt: 8000})
 	for j := uint64(1); j <= 6; j++ {
 		h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "job", Job: j, Tenant: []string{"fa", "fb"}[j%2], Key: "k" + string(rune('0'+j)), State: "completed"})
 	}
@@ -193,6 +198,18 @@ func TestCheckerCatchesBrokenHistories(t *testing.T) {
 		}},
 		{"expired job dispatched", 9, "index 21: job 7 first dispatched at 5200 ms, at or after its expire_at 5200 ms", func(h *History) {
 			setFact(h, "dispatch", 7, func(f *snapshot.AuditFact) { f.ExpireAt = 5200 })
+		}},
+		{"snooze counted as a failure", 9, "index 22: job 7 snoozed 2000 ms: failures went from 0 to 1", func(h *History) {
+			setFact(h, "finish", 7, func(f *snapshot.AuditFact) { f.Snooze.Failures = 1 })
+		}},
+		{"snooze due at the wrong time", 9, "index 22: job 7 snoozed 2000 ms: it is scheduled due at 7999 ms, want scheduled due at 8000 ms", func(h *History) {
+			setFact(h, "finish", 7, func(f *snapshot.AuditFact) { f.Snooze.DueAt = 7999 })
+		}},
+		{"snoozed too often, not failed", 9, "its snooze 100 in a row (max_snoozes 100) left it scheduled, not failed", func(h *History) {
+			setFact(h, "finish", 7, func(f *snapshot.AuditFact) { f.Snooze.Snoozes = 100 })
+		}},
+		{"snooze beats a pending cancel", 9, "with a pending cancel (requested) it is scheduled", func(h *History) {
+			setFact(h, "finish", 7, func(f *snapshot.AuditFact) { f.Snooze.Cancel = "requested" })
 		}},
 		{"lost submit", 1, "job 3 (key \"k3\"", func(h *History) {
 			drop(h, func(f snapshot.AuditFact) bool { return f.Kind == "job" && f.Job == 3 })
