@@ -646,3 +646,30 @@ func BenchmarkSetSubscriptions(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/subscription")
 }
+
+// TestDeleteTenantKeepsSubscriptionsVerified: a tenant deleted with a
+// subscription and a lane in its pool keeps both consistent: the state
+// verifies, and a restore of it encodes alike.
+func TestDeleteTenantKeepsSubscriptionsVerified(t *testing.T) {
+	s := newPoolWorld(t, DefaultConfig(), []TenantSpec{{Name: "a", Tier: Gold}, {Name: "b", Tier: Free}}, []PoolSpec{{Name: "gpu"}})
+	two := uint32(2)
+	if _, err := s.SetSubscription("b", "gpu", &two); err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.Submit(0, Submission{Tenant: "b", Pool: "gpu", EstCostMs: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(1, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTenant("b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Verify(); err != nil {
+		t.Fatalf("after deleting a subscribed tenant: %v", err)
+	}
+	if err := reloaded(t, s).Verify(); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+}

@@ -165,7 +165,10 @@ func (s *Scheduler) DeleteTenant(name string) error {
 			s.forgetGroup(gs)
 		}
 		rt := &s.rt[l]
-		*rt = tenantRT{pool: rt.pool, local: rt.local, lanes: rt.lanes} // its place in the pools stays, for its jobs
+		// Its place in the pools stays, for its jobs, and so do its
+		// subscriptions (kept in the state; a restore reads each lane's
+		// burst back from them).
+		*rt = tenantRT{pool: rt.pool, local: rt.local, lanes: rt.lanes, burst: rt.burst, subscribed: rt.subscribed}
 	}
 	return nil
 }
