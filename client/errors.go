@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baristahq/barista/internal/text"
 	"github.com/baristahq/barista/internal/wire"
+	pb "github.com/baristahq/barista/proto"
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -35,6 +37,37 @@ var (
 	ErrUnauthenticated    = errors.New("unauthenticated")
 )
 
+// The sentinels of the causes a caller acts on, read from the reason the
+// cluster gives with a refusal (docs/api.md, "Submit validation"). An
+// error matching one also matches the sentinel of its code:
+// ErrQuotaExceeded and ErrRateLimited are ErrResourceExhausted,
+// ErrKeyConflict ErrAlreadyExists, ErrTenantUnknown ErrNotFound,
+// ErrTooLarge ErrInvalid.
+var (
+	// ErrQuotaExceeded: the tenant holds its max_queued jobs or
+	// max_queued_bytes of payload; retry once some of its jobs have run.
+	ErrQuotaExceeded = errors.New("quota exceeded")
+	// ErrRateLimited: the tenant's submit_rate, or a node's write rate,
+	// refused the call for now; RetryAfter says how long to wait.
+	ErrRateLimited = errors.New("rate limited")
+	// ErrKeyConflict: the idempotency key names a job of other content.
+	ErrKeyConflict = errors.New("idempotency key conflict")
+	// ErrTenantUnknown: no such tenant (and the cluster makes none
+	// implicitly).
+	ErrTenantUnknown = errors.New("unknown tenant")
+	// ErrTooLarge: the payload is over the cluster's max_payload_bytes,
+	// or the request over what any server takes; no retry helps.
+	ErrTooLarge = errors.New("too large")
+)
+
+var reasonSentinels = map[string]error{
+	text.ReasonQuotaExceeded: ErrQuotaExceeded,
+	text.ReasonRateLimited:   ErrRateLimited,
+	text.ReasonKeyConflict:   ErrKeyConflict,
+	text.ReasonTenantUnknown: ErrTenantUnknown,
+	text.ReasonTooLarge:      ErrTooLarge,
+}
+
 // ErrClosed is returned by the calls of a Client after Close.
 var ErrClosed = errors.New("client: closed")
 
@@ -60,12 +93,18 @@ var sentinels = map[codes.Code]error{
 // Error is a call refused or failed by the cluster (or by the transport
 // to it): its gRPC code and the server's message. It prints as the code's
 // name and the message ("NOT_FOUND: job 7 not found"), matches the
-// sentinel of its code with errors.Is, and status.Code and
-// status.FromError read its code.
+// sentinel of its code and that of its Reason with errors.Is, and
+// status.Code and status.FromError read its code.
 type Error struct {
 	Code    codes.Code
 	Message string
-	st      *status.Status
+	// Reason is the cause the cluster gave (QUOTA_EXCEEDED, RATE_LIMITED,
+	// KEY_CONFLICT, ...: docs/api.md), "" when it gave none.
+	Reason string
+	// RetryAfter is how long the cluster asked the caller to wait before
+	// it tries again (a rate limit's RetryInfo); 0 when it asked nothing.
+	RetryAfter time.Duration
+	st         *status.Status
 }
 
 // Error returns "CODE_NAME: message".
@@ -76,6 +115,8 @@ func (e *Error) Error() string { return CodeName(e.Code) + ": " + e.Message }
 func (e *Error) Is(target error) bool {
 	switch {
 	case target == sentinels[e.Code]:
+		return true
+	case e.Reason != "" && target == reasonSentinels[e.Reason]:
 		return true
 	case e.Code == codes.DeadlineExceeded:
 		return target == context.DeadlineExceeded
@@ -112,7 +153,19 @@ func wrap(err error) error {
 	if !ok {
 		return err
 	}
-	return &Error{Code: st.Code(), Message: st.Message(), st: st}
+	e = &Error{Code: st.Code(), Message: st.Message(), Reason: Reason(err), st: st}
+	e.RetryAfter, _ = RetryDelay(err)
+	return e
+}
+
+// RetryAfter returns how long the cluster asked the caller to wait before
+// it tries again, and whether it asked (ErrRateLimited's delay).
+func RetryAfter(err error) (time.Duration, bool) {
+	var e *Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		return e.RetryAfter, true
+	}
+	return RetryDelay(err)
 }
 
 // RetryDelay returns how long the cluster asked the caller to wait before
@@ -151,16 +204,32 @@ func Reason(err error) string {
 // ResultError returns the error of one job's SubmitResult in a batch
 // ("CODE_NAME: message"), as an *Error matching its code's sentinel, or
 // nil if the job was accepted.
+//
+// SubmitResultError reads a whole SubmitResult, its reason and retry
+// delay included.
 func ResultError(msg string) error {
 	if msg == "" {
 		return nil
 	}
-	name, text, ok := strings.Cut(msg, ": ")
+	name, rest, ok := strings.Cut(msg, ": ")
 	c, known := code.Code_value[name]
 	if !ok || !known {
 		return &Error{Code: codes.Unknown, Message: msg}
 	}
-	return &Error{Code: codes.Code(c), Message: text}
+	return &Error{Code: codes.Code(c), Message: rest}
+}
+
+// SubmitResultError returns the refusal of one job of a batch as an
+// *Error matching its code's and its reason's sentinels (ErrQuotaExceeded
+// ...), with its RetryAfter, or nil if the job was accepted.
+func SubmitResultError(r *pb.SubmitResult) error {
+	err := ResultError(r.GetError())
+	var e *Error
+	if errors.As(err, &e) {
+		e.Reason = r.GetReason()
+		e.RetryAfter = time.Duration(r.GetRetryAfterMs()) * time.Millisecond
+	}
+	return err
 }
 
 // Where the cluster says, in an ErrorInfo detail of an UNAVAILABLE

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -87,7 +88,7 @@ func tooLarge(job *pb.SubmitRequest, size int) error {
 	if size <= MaxMessageBytes {
 		return nil
 	}
-	return &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf("payload: %d bytes: the job would be a %d-byte request, over the largest a server takes (%d bytes; the cluster's max_payload_bytes is lower still)",
+	return &Error{Code: codes.InvalidArgument, Reason: text.ReasonTooLarge, Message: fmt.Sprintf("payload: %d bytes: the job would be a %d-byte request, over the largest a server takes (%d bytes; the cluster's max_payload_bytes is lower still)",
 		len(job.GetPayload()), size, MaxMessageBytes)}
 }
 
@@ -114,14 +115,15 @@ func (c *Client) SubmitBatch(ctx context.Context, jobs []*pb.SubmitRequest) ([]*
 			if err := tooLarge(jobs[start], proto.Size(req)); err != nil {
 				// One job too large to send: its own refusal, not the
 				// batch's.
-				results = append(results, &pb.SubmitResult{Error: err.Error()})
+				results = append(results, &pb.SubmitResult{Error: err.Error(), Reason: text.ReasonTooLarge})
 				continue
 			}
 		}
 		resp, err := unary(ctx, c, req, pb.ClientClient.SubmitBatch)
-		if err != nil && end-start == 1 && status.Code(err) == codes.ResourceExhausted {
-			// One job a server refused as too large to take.
-			results = append(results, &pb.SubmitResult{Error: wrap(err).Error()})
+		if err != nil && end-start == 1 && status.Code(err) == codes.ResourceExhausted && Reason(err) == "" {
+			// One job a server refused as too large to take (gRPC's own
+			// refusal of a message over its limit gives no reason).
+			results = append(results, &pb.SubmitResult{Error: wrap(err).Error(), Reason: text.ReasonTooLarge})
 			continue
 		}
 		if err != nil {

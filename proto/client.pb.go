@@ -2546,7 +2546,14 @@ type SubmitResult struct {
 	Created bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
 	// error is empty on success, else "CODE_NAME: message" (the gRPC code
 	// name, as for a single Submit).
-	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// reason is the cause of a refusal, as a single Submit's ErrorInfo
+	// gives it (QUOTA_EXCEEDED, RATE_LIMITED, KEY_CONFLICT, TENANT_UNKNOWN,
+	// TOO_LARGE, ...; empty when it gives none), and retry_after_ms how
+	// long the cluster asks the caller to wait before it tries again (a
+	// RATE_LIMITED refusal's RetryInfo; 0 when it asks nothing).
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	RetryAfterMs  int64  `protobuf:"varint,5,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2600,6 +2607,20 @@ func (x *SubmitResult) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *SubmitResult) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SubmitResult) GetRetryAfterMs() int64 {
+	if x != nil {
+		return x.RetryAfterMs
+	}
+	return 0
 }
 
 type SubmitBatchResponse struct {
@@ -3155,11 +3176,13 @@ const file_client_proto_rawDesc = "" +
 	"\x06groups\x18\x01 \x03(\v2\x11.barista.v1.GroupR\x06groups\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"C\n" +
 	"\x12SubmitBatchRequest\x12-\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x19.barista.v1.SubmitRequestR\x04jobs\"U\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x19.barista.v1.SubmitRequestR\x04jobs\"\x93\x01\n" +
 	"\fSubmitResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"I\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12$\n" +
+	"\x0eretry_after_ms\x18\x05 \x01(\x03R\fretryAfterMs\"I\n" +
 	"\x13SubmitBatchResponse\x122\n" +
 	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults\"B\n" +
 	"\x11ExplainJobRequest\x12\x16\n" +

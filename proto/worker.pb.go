@@ -816,8 +816,15 @@ type Welcome struct {
 	// the run's Started. A leader of a build before it leaves it 0: its
 	// workers send Started as soon as the run starts, as before.
 	StartedDelayMs int64 `protobuf:"varint,6,opt,name=started_delay_ms,json=startedDelayMs,proto3" json:"started_delay_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// job_types says this leader's Assigns carry job_type and pool (a
+	// worker that routes jobs by kind waits for such a leader), and
+	// snooze that it takes a Finished of outcome SNOOZED (below feature
+	// level 7 it records it as FAILED). A leader of a build before them
+	// leaves both false: a worker then reports a snoozed run as failed.
+	JobTypes      bool `protobuf:"varint,7,opt,name=job_types,json=jobTypes,proto3" json:"job_types,omitempty"`
+	Snooze        bool `protobuf:"varint,8,opt,name=snooze,proto3" json:"snooze,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Welcome) Reset() {
@@ -890,6 +897,20 @@ func (x *Welcome) GetStartedDelayMs() int64 {
 		return x.StartedDelayMs
 	}
 	return 0
+}
+
+func (x *Welcome) GetJobTypes() bool {
+	if x != nil {
+		return x.JobTypes
+	}
+	return false
+}
+
+func (x *Welcome) GetSnooze() bool {
+	if x != nil {
+		return x.Snooze
+	}
+	return false
 }
 
 // Redirect tells a worker that reached a follower where the leader is.
@@ -1666,14 +1687,16 @@ const file_worker_proto_rawDesc = "" +
 	"\n" +
 	"cpu_source\x18\v \x01(\x0e2\x15.barista.v1.CpuSourceR\tcpuSource\x120\n" +
 	"\afailure\x18\f \x01(\x0e2\x16.barista.v1.RunFailureR\afailure\x12\x1b\n" +
-	"\tsnooze_ms\x18\r \x01(\x03R\bsnoozeMs\"\x96\x02\n" +
+	"\tsnooze_ms\x18\r \x01(\x03R\bsnoozeMs\"\xcb\x02\n" +
 	"\aWelcome\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12+\n" +
 	"\x12self_kill_after_ms\x18\x02 \x01(\x03R\x0fselfKillAfterMs\x12@\n" +
 	"\x0fpending_cancels\x18\x03 \x03(\v2\x17.barista.v1.CancelOrderR\x0ependingCancels\x12\x1b\n" +
 	"\tleader_id\x18\x04 \x01(\tR\bleaderId\x12!\n" +
 	"\ffinish_ready\x18\x05 \x01(\bR\vfinishReady\x12(\n" +
-	"\x10started_delay_ms\x18\x06 \x01(\x03R\x0estartedDelayMs\"H\n" +
+	"\x10started_delay_ms\x18\x06 \x01(\x03R\x0estartedDelayMs\x12\x1b\n" +
+	"\tjob_types\x18\a \x01(\bR\bjobTypes\x12\x16\n" +
+	"\x06snooze\x18\b \x01(\bR\x06snooze\"H\n" +
 	"\bRedirect\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x1f\n" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +

@@ -783,6 +783,26 @@ func (m *Welcome) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Snooze {
+		i--
+		if m.Snooze {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.JobTypes {
+		i--
+		if m.JobTypes {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x38
+	}
 	if m.StartedDelayMs != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.StartedDelayMs))
 		i--
@@ -2267,6 +2287,26 @@ func (m *Welcome) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Snooze {
+		i--
+		if m.Snooze {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x40
+	}
+	if m.JobTypes {
+		i--
+		if m.JobTypes {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x38
+	}
 	if m.StartedDelayMs != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.StartedDelayMs))
 		i--
@@ -3296,6 +3336,12 @@ func (m *Welcome) SizeVT() (n int) {
 	}
 	if m.StartedDelayMs != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.StartedDelayMs))
+	}
+	if m.JobTypes {
+		n += 2
+	}
+	if m.Snooze {
+		n += 2
 	}
 	n += len(m.unknownFields)
 	return n
@@ -5245,6 +5291,46 @@ func (m *Welcome) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field JobTypes", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.JobTypes = bool(v != 0)
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Snooze", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Snooze = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

@@ -733,7 +733,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 	for i := range jobCmds {
 		switch {
 		case errs[i] != nil:
-			results[i].Error = StatusLine(errs[i])
+			setResultErr(&results[i], errs[i])
 		case known[i] != 0:
 			results[i].JobId = uint64(known[i])
 		default:
@@ -751,7 +751,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 		for k, r := range res {
 			sr := &results[which[k]]
 			if err := resultErr(r); err != nil {
-				sr.Error = StatusLine(err)
+				setResultErr(sr, err)
 			} else {
 				sr.JobId, sr.Created = uint64(r.Job), r.Created
 			}
@@ -802,6 +802,16 @@ func (s *ClientService) limitBatch(r sfq.RateLimit, cmds []*pb.Command, errs []e
 				}
 			}
 		}
+	}
+}
+
+// setResultErr sets a batch job's refusal: its status line, its reason
+// and the retry delay the cluster asks for (client.SubmitResultError
+// reads them back).
+func setResultErr(r *pb.SubmitResult, err error) {
+	r.Error, r.Reason = StatusLine(err), client.Reason(err)
+	if d, ok := client.RetryDelay(err); ok {
+		r.RetryAfterMs = max(d.Milliseconds(), 1)
 	}
 }
 

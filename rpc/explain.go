@@ -174,6 +174,11 @@ func explainTextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb
 	b.WriteString(id)
 	switch r.Kind {
 	case sfq.ReasonScheduled:
+		if res := j.Result; res != nil && res.Snoozes != 0 && !res.Pending() {
+			fmt.Fprintf(&b, " is scheduled: its last run snoozed (%s in a row); it enters its queue %s.",
+				plural(uint64(res.Snoozes), "snooze", "snoozes"), client.When(now, int64(r.Due)))
+			break
+		}
 		fmt.Fprintf(&b, " is scheduled: it enters its queue %s.", client.When(now, int64(r.Due)))
 	case sfq.ReasonPaused:
 		b.WriteString(pauseReason(tenant, j.Group(), pool, r.Vertex))

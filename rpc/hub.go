@@ -385,7 +385,7 @@ func (h *hub) welcome(s *session, hello *pb.Hello) {
 	f := h.node.State()
 	cfg := f.Config()
 	welcome := &pb.Welcome{HeartbeatIntervalMs: cfg.HeartbeatIntervalMs, SelfKillAfterMs: cfg.SelfKillAfterMs, LeaderId: h.id,
-		FinishReady: true, StartedDelayMs: startedDelayMs(cfg)}
+		FinishReady: true, StartedDelayMs: startedDelayMs(cfg), JobTypes: true, Snooze: true}
 	var rejects []*pb.LeaderMessage
 	for _, r := range hello.Running {
 		j, _, ok := f.Job(sfq.JobID(r.Job))

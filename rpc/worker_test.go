@@ -23,6 +23,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/nodetest"
+	"github.com/baristahq/barista/internal/workercompat"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/sfq"
@@ -843,7 +844,9 @@ func TestRunsEndingBeforeTheirStarted(t *testing.T) {
 			for range jobs {
 				ids = append(ids, n.submit())
 			}
-			n.startAgentWith(worker.Config{ID: "w1", Size: pb.Size_MD, Runner: fixedRunner{worker.Result{CPU: time.Millisecond}}, StartedAtOnce: atOnce}, "")
+			cfg := worker.Config{ID: "w1", Size: pb.Size_MD, Runner: fixedRunner{worker.Result{CPU: time.Millisecond}}}
+			workercompat.Set(&cfg, workercompat.Options{StartedAtOnce: atOnce})
+			n.startAgentWith(cfg, "")
 			waitFor(t, 20*time.Second, "every job to complete", func() bool {
 				for _, id := range ids {
 					if j, _, _ := n.node.FSM.Job(id); j.State != sfq.Completed {

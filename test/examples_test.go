@@ -126,11 +126,13 @@ func TestExampleSubmitAndWatch(t *testing.T) {
 	}
 }
 
-// TestExampleGoWorker runs examples/go-worker, a Go function as the
-// worker, against a one-node cluster with tokens: a job of tenant acme
-// completes with the function's answer as its output, billed the wall
-// time the call took; a payload it cannot read fails its job at once,
-// with no retry; SIGTERM drains the worker, which exits 0.
+// TestExampleGoWorker runs examples/go-worker, Go functions routed by
+// kind, with two slots, against a one-node cluster with tokens: a job of
+// kind count-words completes with the function's answer as its output,
+// billed the wall time the call took; one whose text says "later" is
+// snoozed once and then completes, without a failure counted; a payload
+// it cannot read, and a job of another kind, fail at once with no retry;
+// SIGTERM stops the worker gracefully, and it exits 0.
 func TestExampleGoWorker(t *testing.T) {
 	bin := buildExample(t, "./go-worker")
 	c := startWithTokens(t, 1, "")
@@ -142,7 +144,7 @@ func TestExampleGoWorker(t *testing.T) {
 	var procs proc.Set
 	t.Cleanup(procs.KillAll)
 	w := &proc.Process{LogPath: filepath.Join(t.TempDir(), "go-worker.log")}
-	cmd := exec.Command(bin, "--server", c.Servers(), "--id", "words-1", "--size", "md")
+	cmd := exec.Command(bin, "--server", c.Servers(), "--id", "words", "--size", "md", "--concurrency", "2")
 	cmd.Env = append(os.Environ(), "BARISTA_TOKEN="+workerToken)
 	if err := w.Start(cmd, false, &procs); err != nil {
 		t.Fatal(err)
@@ -154,30 +156,40 @@ func TestExampleGoWorker(t *testing.T) {
 	})
 
 	acme := pb.NewClientClient(cluster.Dial(t, c.Nodes[0].GRPCAddr, acmeToken, nil))
-	submit := func(payload string) uint64 {
+	submit := func(kind, payload string) uint64 {
 		t.Helper()
-		r, err := acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_MD, EstCostMs: 100, Payload: []byte(payload)})
+		r, err := acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_MD, EstCostMs: 100, JobType: kind, Payload: []byte(payload)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r.JobId
 	}
 	ended := func(j *pb.Job) bool { return j.State == "completed" || j.State == "failed" }
-	good := submit(`{"text": "one two three\nfour five"}`)
+	good := submit("count-words", `{"text": "one two three\nfour five"}`)
 	j := waitJob(t, acme, good, time.Minute, "its end", ended)
-	if j.State != "completed" || j.ExitCode != 0 || j.StdoutTail != `{"words":5,"lines":2}` || j.WorkerId != "words-1" || j.Attempt != 1 {
-		t.Errorf("job %d: %s, exit code %d, output %q on %q at attempt %d; want completed, 0, {\"words\":5,\"lines\":2} on words-1 at 1",
+	if j.State != "completed" || j.ExitCode != 0 || j.StdoutTail != `{"words":5,"lines":2}` || (j.WorkerId != "words-1" && j.WorkerId != "words-2") || j.Attempt != 1 {
+		t.Errorf("job %d: %s, exit code %d, output %q on %q at attempt %d; want completed, 0, {\"words\":5,\"lines\":2} on words-1 or words-2 at 1",
 			good, j.State, j.ExitCode, j.StdoutTail, j.WorkerId, j.Attempt)
 	}
 	if j.CpuMs < 0 || j.CpuMs > 10_000 {
 		t.Errorf("job %d billed %d ms: want the wall time of one call", good, j.CpuMs)
 	}
-	bad := submit(`not json`)
-	j = waitJob(t, acme, bad, time.Minute, "its end", ended)
-	wantErr := `payload: want {"text": "..."} (the job can never run)`
-	if j.State != "failed" || j.ExitCode != 1 || j.StderrTail != wantErr || j.Attempt != 1 || j.MaxAttempts < 2 {
-		t.Errorf("job %d: %s, exit code %d, stderr %q at attempt %d of %d; want failed at once, 1, %q",
-			bad, j.State, j.ExitCode, j.StderrTail, j.Attempt, j.MaxAttempts, wantErr)
+	later := submit("count-words", `{"text": "later, please"}`)
+	j = waitJob(t, acme, later, time.Minute, "its end", ended)
+	if j.State != "completed" || j.Attempt != 2 || j.Failures != 0 || j.StdoutTail != `{"words":2,"lines":1}` {
+		t.Errorf("job %d: %s at attempt %d with %d failures, output %q; want completed at attempt 2 after a snooze, no failure",
+			later, j.State, j.Attempt, j.Failures, j.StdoutTail)
+	}
+	for _, c := range []struct{ kind, payload, stderr string }{
+		{"count-words", `not json`, `its payload is not the arguments of kind "count-words" (main.CountWords)`},
+		{"resize", `{}`, `is of kind "resize", which this worker has no function for (it runs count-words)`},
+	} {
+		id := submit(c.kind, c.payload)
+		j = waitJob(t, acme, id, time.Minute, "its end", ended)
+		if j.State != "failed" || j.ExitCode == 0 || !strings.Contains(j.StderrTail, c.stderr) || j.Attempt != 1 || j.MaxAttempts < 2 {
+			t.Errorf("job %d: %s, exit code %d, stderr %q at attempt %d of %d; want failed at once, saying %q",
+				id, j.State, j.ExitCode, j.StderrTail, j.Attempt, j.MaxAttempts, c.stderr)
+		}
 	}
 
 	w.Signal(syscall.SIGTERM)
@@ -188,7 +200,8 @@ func TestExampleGoWorker(t *testing.T) {
 		t.Errorf("go-worker exited: %v", err)
 	}
 	log := w.Log()
-	for _, line := range []string{"worker words-1 (md) runs jobs from " + c.Servers(), fmt.Sprintf("job %d of acme: 5 words", good), "draining: finishing the current job", "stopped"} {
+	for _, line := range []string{"worker words-1, words-2 (md) runs count-words from " + c.Servers(), fmt.Sprintf("job %d of acme: 5 words", good),
+		"stopping: finishing the running jobs", "stopped"} {
 		if !strings.Contains(log, line+"\n") {
 			t.Errorf("go-worker printed no line %q", line)
 		}

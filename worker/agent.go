@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/internal/wire"
+	"github.com/baristahq/barista/internal/workercompat"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -52,6 +53,11 @@ type Result struct {
 	// its memory limit (a failed run is then reported oom_killed).
 	CPUSource pb.CpuSource
 	OOMKilled bool
+	// Snooze, when positive, ends the run snoozed (a Func that returned
+	// Snooze(d)): the job is tried again that much later, and the run is
+	// not counted a failure. The cluster takes 1 s .. 24 h; the agent
+	// holds it to those bounds.
+	Snooze time.Duration
 }
 
 // Runner starts jobs: ProcessRunner as child processes (what barista
@@ -99,17 +105,20 @@ type Config struct {
 	// Logger receives the agent's log (nil: slog.Default(), which writes
 	// to stderr unless the program set another default).
 	Logger *slog.Logger
-	// Observer, if set, hears about every job the agent starts and stops
-	// (tests record histories with it).
+	// Observer, if set, hears about every job the agent assigns, starts
+	// and stops, as it happens (a program's own metrics or traces; the
+	// tests record histories with it). It must return quickly.
 	Observer func(ev Observation)
-	// SeparateReady sends every Ready apart from the Finished before it,
-	// as a worker of a build before Welcome.finish_ready does, even to a
-	// leader that takes it folded (compatibility tests).
-	SeparateReady bool
-	// StartedAtOnce sends every run's Started as soon as it starts, as a
-	// worker of a build before Welcome.started_delay_ms does, even to a
-	// leader that lets it wait (compatibility tests).
-	StartedAtOnce bool
+	// MaxConcurrent is how many jobs a Worker (NewWorker) runs at once:
+	// one agent, one session to the cluster, per slot (0: 1). An Agent
+	// (New) runs one.
+	MaxConcurrent int
+
+	compat workercompat.Options
+}
+
+func init() {
+	workercompat.Set = func(cfg any, o workercompat.Options) { cfg.(*Config).compat = o }
 }
 
 // Observation is a moment in a job run's life on this worker.
@@ -151,6 +160,13 @@ type Agent struct {
 	// startDelay is how long this session's leader lets a run's Started
 	// wait (Welcome.started_delay_ms); 0: Started goes at once.
 	startDelay time.Duration
+	// snoozeOK: this session's leader takes a snoozed run
+	// (Welcome.snooze).
+	snoozeOK bool
+	// stop is the cancel of the running Run's context (nil while none
+	// runs), and stopped is closed when that Run returns.
+	stop    context.CancelFunc
+	stopped chan struct{}
 }
 
 // job is the agent's one job slot.
@@ -190,6 +206,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Runner == nil {
 		return nil, errors.New("agent: no runner")
 	}
+	if cfg.MaxConcurrent > 1 {
+		return nil, fmt.Errorf("agent: MaxConcurrent %d: an Agent runs one job at a time (NewWorker runs one agent per slot)", cfg.MaxConcurrent)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -213,6 +232,71 @@ func (a *Agent) Drain() {
 	a.draining = true
 	a.mu.Unlock()
 	a.poke()
+}
+
+// Stop stops the agent gracefully: it takes no new job, lets the running
+// one end and report its result, and returns once Run has returned. If
+// ctx ends first, the running job is cancelled and Run ended without
+// waiting for its report (the job is retried once its lease expires);
+// Stop then returns ctx's error. Stop returns at once when Run is not
+// running.
+func (a *Agent) Stop(ctx context.Context) error {
+	a.Drain()
+	return a.waitStopped(ctx, false)
+}
+
+// StopAndCancel stops the agent now: it takes no new job, and stops the
+// running one (a Func's context ends; a process gets SIGTERM, then
+// SIGKILL after StopGrace). The run is reported as it ended — failed,
+// so retried as the job's max_attempts allow — and StopAndCancel returns
+// once Run has returned. If ctx ends first, Run is ended without waiting
+// for that report (the job is then retried once its lease expires);
+// StopAndCancel returns ctx's error.
+func (a *Agent) StopAndCancel(ctx context.Context) error {
+	a.Drain()
+	a.terminateCurrent()
+	return a.waitStopped(ctx, true)
+}
+
+// StopGrace is how long a run StopAndCancel stops may take to end after
+// SIGTERM before it is killed.
+const StopGrace = 10 * time.Second
+
+// terminateCurrent asks the running job, if any, to stop.
+func (a *Agent) terminateCurrent() {
+	a.mu.Lock()
+	j := a.cur
+	var run Run
+	if j != nil && j.run != nil && j.finished == nil && !j.dropped {
+		run = j.run
+	}
+	a.mu.Unlock()
+	if run != nil {
+		a.log.Info("stopping: cancelling the running job", "job", j.assign.Job, "attempt", j.assign.Attempt)
+		run.Terminate(StopGrace)
+	}
+}
+
+// waitStopped waits for Run to return; when ctx ends first it cancels
+// the running job (unless cancelled already) and ends Run.
+func (a *Agent) waitStopped(ctx context.Context, cancelled bool) error {
+	a.mu.Lock()
+	stop, stopped := a.stop, a.stopped
+	a.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+	}
+	if !cancelled {
+		a.terminateCurrent()
+	}
+	stop()
+	<-stopped
+	return ctx.Err()
 }
 
 func (a *Agent) poke() {
@@ -241,6 +325,20 @@ func (a *Agent) Busy() bool {
 func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stopped := make(chan struct{})
+	a.mu.Lock()
+	if a.stop != nil {
+		a.mu.Unlock()
+		return errors.New("agent: Run is already running")
+	}
+	a.stop, a.stopped = cancel, stopped
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.stop = nil
+		a.mu.Unlock()
+		close(stopped)
+	}()
 	go a.watchdog(ctx)
 	defer a.killCurrent("agent stopping")
 	backoff := minBackoff
@@ -497,15 +595,21 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	a.contact = time.Now()
 	a.welcomes++
 	firstWelcome := a.welcomes == 1
-	a.foldReady, a.offered = w.FinishReady && !a.cfg.SeparateReady, false
+	a.foldReady, a.offered = w.FinishReady && !a.cfg.compat.SeparateReady, false
+	a.snoozeOK = w.Snooze
 	fold := a.foldReady
 	a.startDelay = 0
-	if !a.cfg.StartedAtOnce {
+	if !a.cfg.compat.StartedAtOnce {
 		a.startDelay = time.Duration(max(0, w.StartedDelayMs)) * time.Millisecond
 	}
 	delay := a.startDelay
 	a.mu.Unlock()
 	a.log.Info("connected", "server", addr, "leader", w.LeaderId, "pool", a.poolName(), "heartbeat", a.interval, "self_kill_after", a.selfKill, "ready_with_finished", fold, "started_delay", delay)
+	if _, routes := a.cfg.Runner.(*Kinds); routes && !w.JobTypes {
+		// An earlier build's leader does not say a job's kind: no job
+		// could be routed. Wait for a leader that does.
+		return errLeaderWithoutKinds
+	}
 	if fw, ok := a.cfg.Runner.(FirstWelcome); ok && firstWelcome {
 		if err := fw.FirstWelcome(); err != nil {
 			a.log.Warn("cannot clear what an earlier agent of this worker ID left running", "error", err)
@@ -820,15 +924,21 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 	}
 	res := j.run.Result()
 	outcome := pb.Outcome_FAILED
+	var snoozeMs int64
 	switch {
 	case j.cancelling:
 		outcome = pb.Outcome_CANCELLED
+	case res.Snooze > 0 && a.snoozeOK:
+		outcome, snoozeMs = pb.Outcome_SNOOZED, snoozeBounds(res.Snooze).Milliseconds()
+	case res.Snooze > 0:
+		res.ExitCode = 1
+		res.StderrTail += fmt.Sprintf("\nthe run asked to be snoozed %s, but the leader (an earlier build) cannot snooze a job: the run counts as failed", res.Snooze)
 	case res.ExitCode == 0 && !res.Signaled:
 		outcome = pb.Outcome_OK
 	}
 	j.finished = &pb.JobFinished{Job: j.assign.Job, Attempt: j.assign.Attempt, Outcome: outcome, CpuMs: res.CPU.Milliseconds(),
 		ExitCode: int32(res.ExitCode), StderrTail: wire.OutputTail(res.StderrTail), StdoutTail: wire.OutputTail(res.StdoutTail),
-		Permanent: res.Permanent && outcome == pb.Outcome_FAILED, CpuSource: res.CPUSource}
+		Permanent: res.Permanent && outcome == pb.Outcome_FAILED, CpuSource: res.CPUSource, SnoozeMs: snoozeMs}
 	if res.OOMKilled && outcome == pb.Outcome_FAILED {
 		j.finished.Failure = pb.RunFailure_OOM_KILLED
 	}
@@ -843,9 +953,30 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 	if fin.Failure == pb.RunFailure_OOM_KILLED {
 		a.log.Warn("job killed by its memory limit", "job", fin.Job, "attempt", fin.Attempt, "size", j.assign.Size)
 	}
-	a.log.Info("job ended", "job", fin.Job, "attempt", fin.Attempt, "outcome", outcome, "exit_code", res.ExitCode, "cpu", res.CPU, "cpu_source", cpuSourceName(res.CPUSource))
+	if outcome == pb.Outcome_SNOOZED {
+		a.log.Info("job snoozed", "job", fin.Job, "attempt", fin.Attempt, "snooze", time.Duration(snoozeMs)*time.Millisecond, "cpu", res.CPU)
+	} else {
+		a.log.Info("job ended", "job", fin.Job, "attempt", fin.Attempt, "outcome", outcome, "exit_code", res.ExitCode, "cpu", res.CPU, "cpu_source", cpuSourceName(res.CPUSource))
+	}
 	return send(report)
 }
+
+// The bounds of a snooze the cluster takes.
+const (
+	MinSnooze = time.Second
+	MaxSnooze = 24 * time.Hour
+)
+
+// snoozeBounds holds a snooze to what the cluster takes, in whole
+// milliseconds (rounded up).
+func snoozeBounds(d time.Duration) time.Duration {
+	d = (d + time.Millisecond - 1).Truncate(time.Millisecond)
+	return min(max(d, MinSnooze), MaxSnooze)
+}
+
+// errLeaderWithoutKinds ends a session with a leader whose Assigns do not
+// carry job_type, when the runner routes jobs by kind.
+var errLeaderWithoutKinds = errors.New("the leader is of an earlier build: its assignments do not name a job's kind, which this worker routes by; waiting for an upgraded leader")
 
 // cpuSourceName names a CPU source as the API does ("" when unsaid).
 func cpuSourceName(s pb.CpuSource) string {

@@ -14,7 +14,25 @@
 //
 // # A worker in Go
 //
-// A Func runs each job as a call of a Go function in this process. It
+// Kinds routes jobs to Go functions by their kind (job_type), decoding
+// each job's JSON payload into the function's typed arguments, and
+// NewWorker runs MaxConcurrent of them at once, with a graceful Stop
+// (docs/sdk-go.md):
+//
+//	kinds := worker.NewKinds()
+//	worker.Register(kinds, func(ctx context.Context, j *worker.Job[Resize]) error {
+//		if busy(j.Args.Image) {
+//			return worker.Snooze(30 * time.Second) // again later, no failure counted
+//		}
+//		return resize(ctx, j.Args)
+//	})
+//	w, err := worker.NewWorker(worker.Config{ID: "thumbs", MaxConcurrent: 4, Size: pb.Size_MD,
+//		Servers: servers, Dial: client.DialOptions(token, tlsCfg), Runner: kinds})
+//	go w.Run(ctx)
+//	...
+//	err = w.Stop(shutdownCtx) // finish the running jobs, take no new one
+//
+// Below it, a Func runs each job as a call of a Go function in this process. It
 // gets the job's payload and a context cancelled when the job is
 // cancelled, and returns the job's result (kept as its output) or an
 // error (the run failed; one wrapping ErrUnrunnable fails the job for
@@ -49,5 +67,6 @@
 // killed, and the worker holds the job until it returns.
 //
 // The package imports no server code of barista: only its protocol
-// (package proto) and the rules a worker shares with the cluster.
+// (package proto), the Go client (package client, whose JobArgs it
+// shares) and the rules a worker shares with the cluster.
 package worker

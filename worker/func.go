@@ -23,7 +23,9 @@ import (
 //     job's stdout tail (its last 4 KiB, as GetJob and the console show);
 //   - an error: the run failed (exit code 1), the error's text kept as the
 //     stderr tail, and the job is retried as its max_attempts allows; an
-//     error wrapping ErrUnrunnable fails the job with no retry;
+//     error wrapping ErrUnrunnable (Cancel's) fails the job with no retry;
+//   - Snooze(d): the run ends snoozed, the job tried again d later
+//     without counting a failure;
 //   - after a cancel, the run ends cancelled whatever the function returns;
 //   - a panic fails the run with the panic and its stack as the stderr tail.
 //
@@ -76,7 +78,11 @@ func (r *funcRun) call(ctx context.Context, f Func, job *pb.Assign) {
 		if res.CPU <= 0 {
 			res.CPU = time.Since(r.start)
 		}
-		if err != nil {
+		var snooze *SnoozeError
+		switch {
+		case errors.As(err, &snooze) && ctx.Err() == nil:
+			res.Snooze = max(snooze.After, time.Millisecond)
+		case err != nil:
 			res.ExitCode, res.StderrTail, res.Permanent = 1, err.Error(), errors.Is(err, ErrUnrunnable)
 		}
 		r.mu.Lock()

@@ -19,7 +19,13 @@ import (
 // is set once it starts), and returns the Finished of each, in order.
 func reports(t *testing.T, runner Runner, assigns []*pb.Assign, cancel map[uint64]bool) []*pb.JobFinished {
 	t.Helper()
-	f := &fakeLeader{notify: make(chan struct{}, 1), welcome: &pb.Welcome{HeartbeatIntervalMs: 1000, SelfKillAfterMs: 25_000, LeaderId: "n1"}}
+	return reportsWith(t, &pb.Welcome{HeartbeatIntervalMs: 1000, SelfKillAfterMs: 25_000, LeaderId: "n1"}, runner, assigns, cancel)
+}
+
+// reportsWith is reports from a leader that sends welcome.
+func reportsWith(t *testing.T, welcome *pb.Welcome, runner Runner, assigns []*pb.Assign, cancel map[uint64]bool) []*pb.JobFinished {
+	t.Helper()
+	f := &fakeLeader{notify: make(chan struct{}, 1), welcome: welcome}
 	var mu sync.Mutex
 	var fins []*pb.JobFinished
 	next := 0

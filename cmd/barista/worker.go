@@ -15,6 +15,7 @@ import (
 
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/workercompat"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/worker"
@@ -199,11 +200,12 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	} else if err != nil {
 		return err
 	}
-	a, err := worker.New(worker.Config{
+	wcfg := worker.Config{
 		ID: opts.id, Size: fsm.SizeToPB(size), Pool: opts.pool, Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: slogOf(log),
-		Runner:        procs,
-		SeparateReady: opts.sepReady, StartedAtOnce: opts.startNow,
-	})
+		Runner: procs,
+	}
+	workercompat.Set(&wcfg, workercompat.Options{SeparateReady: opts.sepReady, StartedAtOnce: opts.startNow})
+	a, err := worker.New(wcfg)
 	if err != nil {
 		return usageError("%v", err)
 	}

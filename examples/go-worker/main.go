@@ -1,16 +1,22 @@
-// Command go-worker is an example worker written in Go (package worker):
-// it runs every job it is given as a call of a Go function in its own
-// process, with no child process, and reports the function's answer as
-// the job's output.
+// Command go-worker is an example worker written in Go with the typed
+// SDK (packages client and worker): it runs the jobs of kind
+// "count-words" as calls of a Go function in its own process, with no
+// child process, and reports the function's answer as the job's output.
 //
-//	go-worker --server 10.0.0.1:7400,10.0.0.2:7400 --token-file worker.token --id words-1
+//	go-worker --server 10.0.0.1:7400,10.0.0.2:7400 --token-file worker.token --id words --concurrency 4
 //
-// Its jobs count the words of a text: the payload is {"text": "..."} and
-// the output {"words": N, "lines": N}. A payload that is not such JSON
-// can never run: the job fails at once, with no retry. A cancelled job's
-// function sees its context end. The first SIGINT or SIGTERM drains the
-// worker (it finishes the job it runs, takes no other, and exits 0); a
-// second stops it at once.
+// A job of kind count-words carries {"text": "..."} and ends with the
+// output {"words": N, "lines": N}; a text of more than a million bytes
+// is cancelled (it fails with no retry), and a text that starts with
+// "later" is snoozed once for 2 s (tried again without a failure
+// counted). A job of another kind fails at once, saying which kinds this
+// worker runs. A cancelled job's function sees its context end.
+//
+// With --concurrency N it runs N jobs at once, as workers ID-1 .. ID-N
+// (the worker token's binding must cover them). The first SIGINT or
+// SIGTERM stops it gracefully (it finishes the jobs it runs, takes no
+// other, and exits 0); a second cancels the running jobs (they are
+// retried elsewhere) and exits.
 package main
 
 import (
@@ -24,47 +30,60 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/worker"
 )
 
+// CountWords is the arguments of a job of kind count-words: its payload
+// is this struct as JSON. A program inserts one with
+// client.Insert(ctx, CountWords{Text: "..."}, nil).
+type CountWords struct {
+	Text string `json:"text"`
+}
+
+// Kind names the job type workers route by.
+func (CountWords) Kind() string { return "count-words" }
+
 func main() {
 	os.Exit(run())
 }
 
 // countWords is the work: one job, one call.
-func countWords(ctx context.Context, job *pb.Assign) (worker.FuncResult, error) {
-	var in struct {
-		Text *string `json:"text"`
+func countWords(ctx context.Context, job *worker.Job[CountWords]) error {
+	if len(job.Args.Text) > 1<<20 {
+		return worker.Cancel(fmt.Errorf("text of %d bytes: at most 1 MiB", len(job.Args.Text)))
 	}
-	if err := json.Unmarshal(job.Payload, &in); err != nil || in.Text == nil {
-		return worker.FuncResult{}, fmt.Errorf(`payload: want {"text": "..."} (%w)`, worker.ErrUnrunnable)
+	if strings.HasPrefix(job.Args.Text, "later") && job.Attempt == 1 {
+		return worker.Snooze(2 * time.Second)
 	}
 	var out struct {
 		Words int `json:"words"`
 		Lines int `json:"lines"`
 	}
-	sc := bufio.NewScanner(strings.NewReader(*in.Text))
+	sc := bufio.NewScanner(strings.NewReader(job.Args.Text))
 	for sc.Scan() {
 		if err := ctx.Err(); err != nil {
-			return worker.FuncResult{}, err // cancelled: stop here
+			return err // cancelled: stop here
 		}
 		out.Lines++
 		out.Words += len(strings.Fields(sc.Text()))
 	}
 	b, _ := json.Marshal(out)
-	fmt.Printf("job %d of %s: %d words\n", job.Job, job.Tenant, out.Words)
-	return worker.FuncResult{Output: string(b)}, nil
+	job.Output(string(b))
+	fmt.Printf("job %d of %s: %d words\n", job.ID, job.Tenant, out.Words)
+	return nil
 }
 
 func run() int {
 	servers := flag.String("server", env("BARISTA_ADDR", "127.0.0.1:7400"), "gRPC `ADDR[,ADDR...]` of any nodes")
 	tokenFile := flag.String("token-file", "", "read the worker token from `FILE` (otherwise $BARISTA_TOKEN)")
 	tlsCA := flag.String("tls-ca", os.Getenv("BARISTA_TLS_CA"), "verify the nodes with this CA `FILE` (enables TLS)")
-	id := flag.String("id", "go-worker-1", "worker `ID` (a worker token's worker_id binding must cover it)")
+	id := flag.String("id", "go-worker", "worker `ID` (with --concurrency N > 1: ID-1 .. ID-N; a worker token's binding must cover them)")
 	size := flag.String("size", "sm", "largest job size it runs: sm, md or lg")
+	concurrency := flag.Int("concurrency", 1, "jobs it runs at once (`N`)")
 	flag.Parse()
 
 	token := os.Getenv("BARISTA_TOKEN")
@@ -90,32 +109,37 @@ func run() int {
 		}
 		tlsCfg = cfg
 	}
-	a, err := worker.New(worker.Config{
-		ID:      *id,
-		Size:    pb.Size(sz),
-		Servers: strings.Split(*servers, ","),
-		Dial:    client.DialOptions(token, tlsCfg),
-		Runner:  worker.Func(countWords),
+	kinds := worker.NewKinds()
+	worker.Register(kinds, countWords)
+	w, err := worker.NewWorker(worker.Config{
+		ID:            *id,
+		Size:          pb.Size(sz),
+		Servers:       strings.Split(*servers, ","),
+		Dial:          client.DialOptions(token, tlsCfg),
+		Runner:        kinds,
+		MaxConcurrent: *concurrency,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		fmt.Println("draining: finishing the current job")
-		a.Drain()
-		<-sigs
-		stop()
+		fmt.Println("stopping: finishing the running jobs")
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-sigs
+			fmt.Println("stopping now: cancelling the running jobs")
+			cancel()
+		}()
+		w.Stop(ctx)
 	}()
-	fmt.Printf("worker %s (%s) runs jobs from %s\n", *id, strings.ToLower(*size), *servers)
-	if err := a.Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	fmt.Printf("worker %s (%s) runs %s from %s\n", strings.Join(w.IDs(), ", "), strings.ToLower(*size), strings.Join(kinds.Kinds(), ", "), *servers)
+	if err := w.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err) // a refusal for good (worker.ErrRefused): a bad token, an unknown pool
 		return 1
 	}
 	fmt.Println("stopped")

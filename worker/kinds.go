@@ -1,0 +1,157 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/baristahq/barista/client"
+	pb "github.com/baristahq/barista/proto"
+)
+
+// JobArgs are a job's typed arguments (client.JobArgs): Kind names the
+// job type, and the value is the job's JSON payload.
+type JobArgs = client.JobArgs
+
+// Kinds routes jobs to Go functions by their kind (job_type). It is a
+// Runner: each job runs as a call of the function registered for its
+// kind, in a goroutine of this process, as a Func's does. A job of a kind
+// no function is registered for, or whose payload does not decode into
+// the function's arguments, fails with no retry, saying why.
+type Kinds struct {
+	mu  sync.RWMutex
+	fns map[string]Func
+}
+
+// NewKinds returns an empty registry; Register adds to it.
+func NewKinds() *Kinds { return &Kinds{fns: map[string]Func{}} }
+
+// Register makes fn run every job of kind T{}.Kind(): the job's payload
+// is decoded (JSON) into Job.Args. What fn returns is the run's end:
+//
+//   - nil: completed (the output set with Job.Output kept as the job's
+//     stdout tail);
+//   - Snooze(d): tried again d later, not counted a failure;
+//   - Cancel(err): failed with no retry;
+//   - any other error: failed, retried as the job's max_attempts allow
+//     (the error's text kept as its stderr tail);
+//   - after a cancel of the job (its context ends), cancelled, whatever
+//     it returns; a panic fails the run with its stack.
+//
+// Register panics if T's kind is empty or already registered: both are
+// mistakes of the program, found at its start.
+func Register[T JobArgs](k *Kinds, fn func(ctx context.Context, job *Job[T]) error) {
+	var zero T
+	kind := zero.Kind()
+	if kind == "" {
+		panic(fmt.Sprintf("worker.Register: %T has an empty Kind", zero))
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, dup := k.fns[kind]; dup {
+		panic(fmt.Sprintf("worker.Register: kind %q is registered twice", kind))
+	}
+	k.fns[kind] = func(ctx context.Context, as *pb.Assign) (FuncResult, error) {
+		job := &Job[T]{ID: as.Job, Attempt: int(as.Attempt), Tenant: as.Tenant, Pool: poolOf(as.Pool), Kind: kind,
+			Size: client.Size(strings.ToLower(as.Size.String())), Cost: time.Duration(as.EstCostMs) * time.Millisecond,
+			Timeout: time.Duration(as.TimeoutMs) * time.Millisecond, Payload: as.Payload}
+		if err := json.Unmarshal(as.Payload, &job.Args); err != nil {
+			return FuncResult{}, Cancel(fmt.Errorf("job %d: its payload is not the arguments of kind %q (%T): %v", as.Job, kind, zero, err))
+		}
+		err := fn(ctx, job)
+		return FuncResult{Output: job.output, CPU: job.cpu}, err
+	}
+}
+
+// Kinds lists the registered kinds, sorted.
+func (k *Kinds) Kinds() []string {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	out := make([]string, 0, len(k.fns))
+	for kind := range k.fns {
+		out = append(out, kind)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Start implements Runner: the call of the function of the job's kind.
+func (k *Kinds) Start(as *pb.Assign) (Run, error) {
+	k.mu.RLock()
+	fn, ok := k.fns[as.JobType]
+	k.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("job %d is of kind %q, which this worker has no function for (it runs %s) (%w)",
+			as.Job, as.JobType, strings.Join(k.Kinds(), ", "), ErrUnrunnable)
+	}
+	return fn.Start(as)
+}
+
+func poolOf(p string) string {
+	if p == "" {
+		return "default"
+	}
+	return p
+}
+
+// Job is one run of a job of kind T: the job's identity and its decoded
+// arguments.
+type Job[T JobArgs] struct {
+	ID      uint64
+	Attempt int // 1 for the job's first run
+	Tenant  string
+	Pool    string
+	Kind    string
+	Size    client.Size
+	// Cost is the job's estimated CPU; Timeout ends a run that takes
+	// longer (0: none).
+	Cost, Timeout time.Duration
+	// Args are the job's arguments, decoded from Payload.
+	Args    T
+	Payload []byte
+
+	output string
+	cpu    time.Duration
+}
+
+// Output keeps s as the job's output: its stdout tail (the last 4 KiB),
+// which GetJob, the console and barista job show.
+func (j *Job[T]) Output(s string) { j.output = s }
+
+// ReportCPU bills the run d of CPU, instead of the wall time its call
+// took: the CPU the work used (of a machine the function drove, say).
+func (j *Job[T]) ReportCPU(d time.Duration) { j.cpu = d }
+
+// Snooze returns the error that ends a run snoozed: the job is tried
+// again d later (held to 1 s .. 24 h) and the run is not counted a
+// failure (its CPU is billed as any run's). The cluster fails a job
+// snoozed max_snoozes times in a row (default 100). A leader of an
+// earlier build, which cannot snooze, records the run as failed.
+func Snooze(d time.Duration) error { return &SnoozeError{After: d} }
+
+// SnoozeError is Snooze's error.
+type SnoozeError struct{ After time.Duration }
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %s", e.After) }
+
+// Cancel returns the error that fails the job with no retry: no run of it
+// can succeed. err (nil: none) is kept as the run's stderr tail.
+func Cancel(err error) error {
+	if err == nil {
+		err = errors.New("the job cancelled itself")
+	}
+	return &CancelError{Err: err}
+}
+
+// CancelError is Cancel's error; it matches ErrUnrunnable.
+type CancelError struct{ Err error }
+
+func (e *CancelError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error and ErrUnrunnable.
+func (e *CancelError) Unwrap() []error { return []error{e.Err, ErrUnrunnable} }
