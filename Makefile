@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-examples test-fuzz test-proc lint bench chaos soak ratelimit fuzz proto run clean
+.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python lint bench chaos soak ratelimit fuzz proto proto-python run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -86,6 +86,27 @@ proto: ## regenerate the protobuf Go code (with its reflection-free codec), the 
 		--grpc-gateway_out=proto --grpc-gateway_opt=paths=source_relative,omit_package_doc=true,$(GATEWAY_OPTS) proto/*.proto
 	protoc -I proto --plugin=protoc-gen-openapiv2=$$($(GO) tool -n protoc-gen-openapiv2) \
 		--openapiv2_out=proto --openapiv2_opt=$(GATEWAY_OPTS),allow_merge=true,merge_file_name=barista,json_names_for_fields=false proto/*.proto
+	$(MAKE) --no-print-directory proto-python
+
+# The Python SDK's generated code (sdk/python/src/barista/_proto) comes
+# from the same .proto files, copied under the package's path so that
+# each module imports its neighbours as barista._proto.X and registers
+# its file as barista/_proto/X.proto (a name no other package's files
+# take), and from sdk/python/proto/rpc_status.proto (the google.rpc
+# status and error details a refusal carries).
+PY_PROTO_PKG := barista/_proto
+PY_PROTO_OUT := sdk/python/src
+proto-python: ## regenerate the Python SDK's protobuf and gRPC code (needs protoc and grpc_python_plugin: apt-get install protobuf-compiler protobuf-compiler-grpc)
+	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
+	@command -v grpc_python_plugin >/dev/null || { echo "grpc_python_plugin not found: apt-get install protobuf-compiler-grpc"; exit 1; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && mkdir -p "$$tmp/$(PY_PROTO_PKG)" && \
+	for f in proto/*.proto sdk/python/proto/*.proto; do \
+		sed -E 's|^import "([a-z_]+)\.proto";|import "$(PY_PROTO_PKG)/\1.proto";|' "$$f" >"$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; \
+	done && \
+	rm -f $(PY_PROTO_OUT)/$(PY_PROTO_PKG)/*_pb2*.py && \
+	protoc -I "$$tmp" --python_out=$(PY_PROTO_OUT) "$$tmp"/$(PY_PROTO_PKG)/*.proto && \
+	protoc -I "$$tmp" --plugin=protoc-gen-grpc_python=$$(command -v grpc_python_plugin) --grpc_python_out=$(PY_PROTO_OUT) \
+		$$(for f in $$(grep -l "^service " proto/*.proto); do echo "$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; done)
 
 run: build ## run a local cluster with workers and demo load (Ctrl-C stops it)
 	bin/barista dev
