@@ -133,7 +133,7 @@ class _Slot:
                 welcomes = self.welcomes
                 err: Optional[BaseException] = None
                 try:
-                    await self.session(addr)
+                    await self.session_until_drained(addr)
                 except _Drained:
                     pass
                 except Exception as e:  # noqa: BLE001 - a failed session is retried, whatever broke it
@@ -164,6 +164,26 @@ class _Slot:
         finally:
             watchdog.cancel()
 
+    async def session_until_drained(self, addr: str) -> None:
+        """Runs a session, and ends it at once when the worker stops while
+        the slot is empty (the session may be waiting for a server that
+        does not answer)."""
+        loop = asyncio.get_running_loop()
+        session = loop.create_task(self.session(addr))
+        drained = loop.create_task(self.w._draining_event.wait())
+        try:
+            await asyncio.wait({session, drained}, return_when=asyncio.FIRST_COMPLETED)
+            if not session.done() and self.cur is None:
+                session.cancel()
+                await asyncio.gather(session, return_exceptions=True)
+                raise _Drained()
+            await session
+        finally:
+            drained.cancel()
+            if not session.done():
+                session.cancel()
+                await asyncio.gather(session, return_exceptions=True)
+
     async def watchdog(self) -> None:
         """Stops the run when contact is older than self_kill_after, whether
         or not a stream is up: its result is dropped, and the slot is held
@@ -193,6 +213,16 @@ class _Slot:
             self.poke()
         else:
             j.run.cancel(reason)
+
+    def run_done(self, run: Run) -> None:
+        """A call ended: a dropped run frees the slot at once, with or
+        without a session; another is reported by the session."""
+        j = self.cur
+        if j is not None and j.run is run and j.dropped:
+            self.cur = None
+            self.poke()
+            return
+        self.notify(("done", run))
 
     # -- one session -----------------------------------------------------
 
@@ -409,7 +439,7 @@ class _Slot:
                                                 stderr_tail=cv.output_tail(msg), permanent=True)
             await call.write(self.report(j))
             return
-        j.run = Run(fn, JobContext(a, self.id), lambda run: self.notify(("done", run)))
+        j.run = Run(fn, JobContext(a, self.id), self.run_done)
         j.run.start()
         log.info("job started: job=%d attempt=%d tenant=%s kind=%s", a.job, a.attempt, a.tenant, a.job_type)
         if self.start_delay > 0:
@@ -509,6 +539,7 @@ class Worker:
         self._slots = [_Slot(self, f"{self.id}-{k}") for k in range(1, concurrency + 1)]
         self._channels: Dict[str, grpc.aio.Channel] = {}
         self._draining = False
+        self._draining_event: Optional[asyncio.Event] = None
         self._tasks: List[asyncio.Task] = []
         self._running = False
         self._stopped: Optional[asyncio.Event] = None  # set when stop() gives up waiting
@@ -572,6 +603,9 @@ class Worker:
             raise RuntimeError("the worker is already running")
         self._running = True
         self._stopped, self._done = asyncio.Event(), asyncio.Event()
+        self._draining_event = asyncio.Event()
+        if self._draining:
+            self._draining_event.set()
         loop = asyncio.get_running_loop()
         signals: List[int] = []
         if handle_signals and threading.current_thread() is threading.main_thread():
@@ -628,6 +662,7 @@ class Worker:
         self._draining = True
         if not self._running:
             return
+        self._draining_event.set()
         for s in self._slots:
             s.poke()
         _, pending = await asyncio.wait(self._tasks, timeout=grace) if self._tasks else (set(), set())
