@@ -6,6 +6,7 @@ twice (those of the Go client, client/client.go)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import grpc
@@ -24,6 +25,8 @@ HEADER_WATCH_CURSOR = "x-barista-watch-cursor"
 CALL_TIMEOUT = 15.0
 CONNECT_TIMEOUT = 2.0
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 2.0
+
+log = logging.getLogger("barista.client")
 
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
@@ -195,6 +198,7 @@ class Nodes:
                     if not idempotent and not errors.is_not_leader(e):
                         # It may have been served: repeating it could do it twice.
                         raise errors.from_rpc_error(e) from None
+                    log.debug("call failed on %s, trying the next node: %s: %s", self.addrs[i], e.code().name, e.details())
                     continue
                 self.prefer(i)
                 try:

@@ -268,6 +268,8 @@ class Client:
                         yield Event._from_pb(ev)
                 except grpc.aio.AioRpcError as e:
                     if e.code() in _WATCH_RETRY_NEXT:
+                        _conn.log.debug("watch broke on %s at seq %d, resuming on the next node: %s: %s",
+                                        nodes.addrs[i], nxt, e.code().name, e.details())
                         nodes.skip(i)
                         continue  # the next node, at once
                     if e.code() in _WATCH_RETRY_LATER:
