@@ -1,0 +1,118 @@
+"""The client against a real three-node cluster."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import barista
+from cluster import ACME_TOKEN, ADMIN_TOKEN
+
+
+async def test_submit_through_a_follower_and_watch_to_the_end(cluster):
+    # The client knows only a follower: the submit is forwarded to the
+    # leader, the watch is served by the follower from its own state.
+    follower = cluster.followers()[0]
+    before = datetime.now(timezone.utc)
+    async with barista.Client([follower.grpc_addr], token=ACME_TOKEN) as c, \
+            barista.Client(cluster.addrs, token=ADMIN_TOKEN) as admin:
+        job = await c.submit(b"follow me", kind="render", size="md", cost=timedelta(seconds=2), key="follow-1")
+        assert job.created is True
+        assert job.state == "queued"
+        assert (job.kind, job.size, job.pool, job.key) == ("render", "md", "default", "follow-1")
+        # Nothing runs it: the admin cancels it, and the watch, from the
+        # oldest event of the job, ends after its terminal event.
+        kinds = []
+        async for ev in c.watch(job):
+            kinds.append(ev.kind)
+            assert ev.job_id == job.id
+            assert ev.tenant == "acme"
+            assert before - timedelta(seconds=1) <= ev.at <= datetime.now(timezone.utc) + timedelta(seconds=1)
+            if ev.kind == "queued":
+                cancelled = await admin.cancel(job, tenant="acme")
+                assert cancelled == barista.Cancel(state="cancelled", requested=False)
+        assert kinds == ["queued", "cancelled"]
+        got = await c.get(job.id)
+        assert (got.id, got.state, got.tenant, got.kind, got.size, got.payload) == (job.id, "cancelled", "acme", "render", "md", b"follow me")
+        assert got.cost == timedelta(seconds=2)
+        assert got.cost_source == "submitted"
+        assert got.submitted_at is not None and before - timedelta(seconds=1) <= got.submitted_at
+        assert got.ended_at is not None and got.ended_at >= got.submitted_at
+        assert got.done
+
+
+async def test_a_keyed_resend_answers_the_same_job(cluster):
+    async with barista.Client(cluster.addrs, token=ACME_TOKEN) as c:
+        first = await c.submit(b"invoice 2291", kind="render", cost=1.5, key="invoice-2291")
+        again = await c.submit(b"invoice 2291", kind="render", cost=1.5, key="invoice-2291")
+        assert first.created is True and first.state == "queued"
+        assert again.id == first.id
+        assert again.created is False and again.state is None
+        # Through another node, the same.
+        other = barista.Client(list(reversed(cluster.addrs)), token=ACME_TOKEN)
+        try:
+            third = await other.submit(b"invoice 2291", kind="render", cost=1.5, key="invoice-2291")
+        finally:
+            await other.close()
+        assert (third.id, third.created) == (first.id, False)
+        await c.cancel(first)
+
+
+async def test_jobs_lists_every_page_and_explain_says_why(cluster):
+    async with barista.Client(cluster.addrs, token=ADMIN_TOKEN) as admin:
+        await admin.upsert_tenant("pager", tier="free")
+        jobs = await admin.submit_many([{"payload": f"p{i}", "key": f"page-{i}"} for i in range(7)],
+                                       tenant="pager", kind="list", cost=1, pool="default")
+        assert [type(j) for j in jobs] == [barista.Job] * 7
+        assert [j.created for j in jobs] == [True] * 7
+        ids = [j.id for j in jobs]
+        assert ids == sorted(ids)
+        listed = [j async for j in admin.jobs(tenant="pager", page_size=3)]
+        assert [j.id for j in listed] == ids
+        assert [j.key for j in listed] == [f"page-{i}" for i in range(7)]
+        assert all(j.payload is None for j in listed)
+        newest = [j.id async for j in admin.jobs(tenant="pager", page_size=2, newest_first=True, include_payload=True)]
+        assert newest == list(reversed(ids))
+        why = await admin.explain(ids[1], tenant="pager")
+        assert (why.job_id, why.reason, why.position) == (ids[1], "behind", 1)
+        assert why.text != ""
+        usage = await admin.usage(tenant="pager")
+        assert (usage.tenant, usage.tier, usage.queued, usage.queued_by_size, usage.submitted) == (
+            "pager", "free", 7, {"sm": 7, "md": 0, "lg": 0}, 7)
+        for j in ids:
+            await admin.cancel(j, tenant="pager")
+        assert [j.state async for j in admin.jobs(tenant="pager")] == ["cancelled"] * 7
+
+
+async def test_times_durations_and_a_deadline(cluster):
+    async with barista.Client(cluster.addrs, token=ADMIN_TOKEN) as admin:
+        t = await admin.upsert_tenant("timely", tier="gold", allow_deadlines=True, max_queued=50)
+        assert (t.name, t.tier, t.allow_deadlines, t.max_queued, t.created) == ("timely", "gold", True, 50, True)
+        assert (await admin.get_tenant("timely")).created is False
+        before = datetime.now(timezone.utc)
+        job = await admin.submit(b"", tenant="timely", cost=timedelta(milliseconds=250), delay=timedelta(minutes=10),
+                                 expire=3600, deadline=timedelta(hours=2), timeout=90, max_attempts=2)
+        assert job.state == "scheduled"
+        got = await admin.get(job, tenant="timely")
+        assert got.state == "scheduled"
+        assert got.cost == timedelta(milliseconds=250)
+        assert got.timeout == timedelta(seconds=90)
+        assert got.max_attempts == 2
+        # Times to come, as wall times: within the submit's second.
+        assert abs(got.due_at - (before + timedelta(minutes=10))) < timedelta(seconds=2)
+        assert abs(got.expire_at - (before + timedelta(hours=1))) < timedelta(seconds=2)
+        assert abs(got.deadline_at - (before + timedelta(hours=2))) < timedelta(seconds=2)
+        why = await admin.explain(job, tenant="timely")
+        assert why.reason == "scheduled"
+        assert abs(why.due_at - got.due_at) < timedelta(seconds=1)
+        await admin.cancel(job, tenant="timely")
+        sub = await admin.set_subscription("timely", "default", 3)
+        assert (sub.tenant, sub.pool, sub.burst, sub.changed) == ("timely", "default", 3, True)
+        sub = await admin.set_subscription("timely", "default", None)
+        assert (sub.burst, sub.changed) == (None, True)
+        await admin.delete_tenant("timely")
+        try:
+            await admin.get_tenant("timely")
+        except barista.NotFound as e:
+            assert e.code == "NOT_FOUND"
+        else:
+            raise AssertionError("a deleted tenant was found")
