@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import queue
 import threading
 import time
 import traceback
@@ -111,8 +112,10 @@ class Run:
     """One call of a function for one job. ``on_done(run)`` is called in
     the event loop once the call ended; ``result`` is then set."""
 
-    def __init__(self, fn: JobFunction, ctx: JobContext, on_done: Callable[["Run"], None]):
+    def __init__(self, fn: JobFunction, ctx: JobContext, on_done: Callable[["Run"], None],
+                 thread: Optional["SlotThread"] = None):
         self.fn, self.ctx, self.on_done = fn, ctx, on_done
+        self.thread = thread
         self.is_async = inspect.iscoroutinefunction(fn)
         self.loop = asyncio.get_running_loop()
         self.started = time.monotonic()
@@ -133,6 +136,8 @@ class Run:
     def start(self) -> None:
         if self.is_async:
             self._task = self.loop.create_task(self._call_async())
+        elif self.thread is not None:
+            self.thread.call(self._call_sync)
         else:
             threading.Thread(target=self._call_sync, name=f"barista-job-{self.ctx.job_id}", daemon=True).start()
 
@@ -201,3 +206,35 @@ class Run:
             self.loop.call_soon_threadsafe(self._finish, result)
         except RuntimeError:
             pass  # the loop is gone: the worker stopped without it
+
+
+class SlotThread:
+    """The thread that runs a slot's sync functions, one call after the
+    other (a slot holds one job at a time, and takes the next only once
+    the function of the last has returned): started at the first call,
+    a daemon, so that a function that never returns does not hold the
+    process at exit."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._calls: "queue.SimpleQueue[Callable[[], None]]" = queue.SimpleQueue()
+        self._thread: Optional[threading.Thread] = None
+
+    def call(self, fn: Callable[[], None]) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
+            self._thread.start()
+        self._calls.put(fn)
+
+    def _serve(self) -> None:
+        while True:
+            fn = self._calls.get()
+            if fn is None:
+                return
+            fn()
+
+    def close(self) -> None:
+        """Ends the thread once its current call (if any) returns."""
+        if self._thread is not None:
+            self._calls.put(None)
+            self._thread = None

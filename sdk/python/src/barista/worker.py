@@ -21,7 +21,7 @@ import grpc.aio
 from . import _conn, errors
 from . import _convert as cv
 from ._proto import worker_pb2, worker_pb2_grpc
-from ._run import JobContext, JobFunction, Result, Run
+from ._run import JobContext, JobFunction, Result, Run, SlotThread
 from ._proto import commands_pb2 as cpb
 
 log = logging.getLogger("barista.worker")
@@ -95,6 +95,7 @@ class _Slot:
         self.offered = False
         self.start_delay = 0.0
         self._q: Optional[asyncio.Queue] = None  # the live session's events
+        self.thread = SlotThread(f"barista-{worker_id}")  # runs the slot's sync functions
 
     # -- the slot's life -------------------------------------------------
 
@@ -163,6 +164,7 @@ class _Slot:
                 await self.w._sleep(wait)
         finally:
             watchdog.cancel()
+            self.thread.close()
 
     async def session_until_drained(self, addr: str) -> None:
         """Runs a session, and ends it at once when the worker stops while
@@ -439,7 +441,7 @@ class _Slot:
                                                 stderr_tail=cv.output_tail(msg), permanent=True)
             await call.write(self.report(j))
             return
-        j.run = Run(fn, JobContext(a, self.id), self.run_done)
+        j.run = Run(fn, JobContext(a, self.id), self.run_done, self.thread)
         j.run.start()
         log.info("job started: job=%d attempt=%d tenant=%s kind=%s", a.job, a.attempt, a.tenant, a.job_type)
         if self.start_delay > 0:
