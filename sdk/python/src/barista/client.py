@@ -98,7 +98,7 @@ class Client:
     # -- jobs ----------------------------------------------------------
 
     @staticmethod
-    def _submit_request(payload, *, kind=None, tenant=None, pool=None, size="sm", cost=None, key=None, group=None,
+    def _submit_request(payload=b"", *, kind=None, tenant=None, pool=None, size="sm", cost=None, key=None, group=None,
                         priority=None, deadline=None, delay=None, expire=None, max_attempts=None, timeout=None,
                         retry_backoff=None) -> client_pb2.SubmitRequest:
         req = client_pb2.SubmitRequest(
