@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 
 import grpc
 import grpc.aio
@@ -160,6 +161,42 @@ async def test_started_held_back_and_the_ready_folded_into_the_finished():
             fin = await s.expect("finished")
             assert (fin.job, fin.stdout_tail, fin.ready_credit) == (10, "yx", ready.credit + 2)
             s.send(finished_ack=wpb.FinishedAck(job=10, attempt=1))
+
+
+async def test_heartbeats_carry_the_cpu_of_the_run_so_far():
+    async with leaders() as (lead,):
+        w = barista.Worker([lead.addr], id="proto-hb")
+        release = threading.Event()
+
+        @w.job("burn")
+        def burn(ctx):
+            end = time.thread_time() + 0.4
+            while time.thread_time() < end:
+                pass
+            release.wait(10)
+
+        async with serving(w):
+            s = await lead.session()
+            s.send(welcome=welcome(hb_ms=100, self_kill_ms=5000))
+            idle = await s.expect("heartbeat", skip=("ready",))
+            assert (idle.job, idle.attempt, idle.cpu_ms) == (0, 0, 0)
+            s.send(heartbeat_ack=wpb.HeartbeatAck(seq=idle.seq))
+            s.send(assign=assign(14, "burn"))
+            await s.expect("started", skip=("heartbeat", "ready"))
+            # Once the function has burnt its CPU (and waits), the
+            # heartbeats report it: 400 ms of its thread's CPU.
+            while True:
+                hb = await s.expect("heartbeat", skip=())
+                s.send(heartbeat_ack=wpb.HeartbeatAck(seq=hb.seq))
+                assert (hb.job, hb.attempt) == (14, 1)
+                if hb.cpu_ms >= 400:
+                    break
+            release.set()
+            fin = await s.expect("finished")
+            assert fin.outcome == cpb.OK
+            assert 400 <= fin.cpu_ms < 600 and hb.cpu_ms <= fin.cpu_ms, (hb.cpu_ms, fin.cpu_ms)
+            s.send(finished_ack=wpb.FinishedAck(job=14, attempt=1))
+            await s.expect("ready")
 
 
 async def test_a_follower_redirects_the_worker_to_the_leader():

@@ -544,6 +544,7 @@ class Worker:
         self._draining_event: Optional[asyncio.Event] = None
         self._tasks: List[asyncio.Task] = []
         self._running = False
+        self._ran = False
         self._stopped: Optional[asyncio.Event] = None  # set when stop() gives up waiting
         self._done: Optional[asyncio.Event] = None  # set when run() returns
         self._stop_task: Optional[asyncio.Task] = None
@@ -601,9 +602,9 @@ class Worker:
         Raises PermissionDenied if the token may not be this worker."""
         if not self._functions:
             raise errors.InvalidArgument("the worker has no function: register one with @worker.job(kind)")
-        if self._running:
-            raise RuntimeError("the worker is already running")
-        self._running = True
+        if self._running or self._ran:
+            raise RuntimeError("a Worker runs once: make a new one to run again")
+        self._running = self._ran = True
         self._stopped, self._done = asyncio.Event(), asyncio.Event()
         self._draining_event = asyncio.Event()
         if self._draining:
