@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -78,6 +79,7 @@ async def one_round(addrs, tenant: str, kind: str, args, go_bin) -> float:
                                           tenant=tenant, kind=kind, cost=0.001, payload=payload)
             bad = [r for r in res if not isinstance(r, barista.Job)]
             assert not bad, bad[:3]
+        cpu0 = _cpu()
         if kind == "go-func":
             stop = await go_workers(addrs, f"bench-{tenant}", args.slots, go_bin, args.logs)
         else:
@@ -88,12 +90,21 @@ async def one_round(addrs, tenant: str, kind: str, args, go_bin) -> float:
                 assert time.monotonic() < deadline, u
                 await asyncio.sleep(0.1)
             assert (u.completed, u.failures) == (args.jobs, 0), u
+            cpu = _cpu() - cpu0
         finally:
             await stop()
         ends = sorted([ev.at async for ev in admin.watch(tenant=tenant, from_oldest=True, until_idle=True)
                        if ev.kind == "completed"])
         assert len(ends) == args.jobs
-        return (args.jobs - args.warmup) / (ends[-1] - ends[args.warmup - 1]).total_seconds()
+        rate = (args.jobs - args.warmup) / (ends[-1] - ends[args.warmup - 1]).total_seconds()
+        # This process's CPU per job while the worker ran (for a Python
+        # worker, the worker's; for go-func, only the polling).
+        return rate, 1000 * cpu / args.jobs
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def build_go_worker(out: Path) -> Path:
@@ -115,14 +126,18 @@ async def main_async(args) -> dict:
         try:
             await asyncio.get_running_loop().run_in_executor(None, c.start)
             out = {k: [] for k in kinds}
+            cpu = {k: [] for k in kinds}
             # Rounds interleave the kinds, so that a slower moment of the
             # machine does not fall on one kind alone.
             for r in range(args.rounds):
                 for kind in kinds:
-                    rate = await one_round(c.addrs, f"{kind}-{r}", kind, args, go_bin)
+                    rate, ms = await one_round(c.addrs, f"{kind}-{r}", kind, args, go_bin)
                     out[kind].append(rate)
-                    print(f"{kind} round {r + 1}: {rate:,.0f} jobs/s", file=sys.stderr)
-            return {k: {"median": statistics.median(v), "rounds": v} for k, v in out.items()}
+                    cpu[kind].append(ms)
+                    print(f"{kind} round {r + 1}: {rate:,.0f} jobs/s, {ms:.3f} ms of this process's CPU a job",
+                          file=sys.stderr)
+            return {k: {"median": statistics.median(v), "rounds": v, "cpu_ms_per_job": statistics.median(cpu[k])}
+                    for k, v in out.items()}
         finally:
             c.stop()
 
@@ -144,7 +159,8 @@ def main() -> int:
     else:
         for kind, r in res.items():
             rounds = " ".join(f"{x:,.0f}" for x in r["rounds"])
-            print(f"{kind}, {args.slots} slots: {r['median']:,.0f} zero-length jobs/s (median of [{rounds}])")
+            print(f"{kind}, {args.slots} slots: {r['median']:,.0f} zero-length jobs/s (median of [{rounds}]); "
+                  f"{r['cpu_ms_per_job']:.3f} ms of this process's CPU a job")
     return 0
 
 
