@@ -17,7 +17,7 @@ from typing import Callable, List, Optional
 
 import grpc
 
-from barista._proto import admin_pb2, admin_pb2_grpc, client_pb2, node_pb2, node_pb2_grpc
+from barista._proto import admin_pb2, admin_pb2_grpc, node_pb2, node_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[3]
 SDK_SRC = ROOT / "sdk" / "python" / "src"

@@ -4,8 +4,8 @@ watch, usage, and the admin calls a SaaS makes at sign-up."""
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta, timezone
-from typing import Any, AsyncIterator, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from datetime import datetime, timezone
+from typing import Any, AsyncIterator, Iterable, List, Mapping, Optional, Sequence, Union
 
 import grpc
 
