@@ -76,7 +76,7 @@ async def test_python_functions_run_routed_by_kind_with_result_and_cpu(cluster):
         assert timedelta(milliseconds=300) <= up.cpu < timedelta(milliseconds=600), up.cpu
         assert hi.result == f"hello acme, job {hi.id} attempt 1 kind greet on py-route-1"
         # An async one, the wall time it took.
-        assert timedelta(milliseconds=250) <= hi.cpu < timedelta(milliseconds=1000), hi.cpu
+        assert timedelta(milliseconds=250) <= hi.cpu < timedelta(seconds=2), hi.cpu
 
         bad = await c.submit(b"", kind="broken", cost=1, max_attempts=2)
         assert await follow(c, bad) == ["queued", "assigned", "started", "requeued", "assigned", "started", "failed"]
