@@ -105,6 +105,11 @@ class AdminStub(object):
                 request_serializer=barista_dot___proto_dot_admin__pb2.SubscriptionSetRequest.SerializeToString,
                 response_deserializer=barista_dot___proto_dot_admin__pb2.SubscriptionSetResponse.FromString,
                 )
+        self.SubscriptionDelete = channel.unary_unary(
+                '/barista.v1.Admin/SubscriptionDelete',
+                request_serializer=barista_dot___proto_dot_admin__pb2.SubscriptionDeleteRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_admin__pb2.SubscriptionSetResponse.FromString,
+                )
         self.SubscriptionList = channel.unary_unary(
                 '/barista.v1.Admin/SubscriptionList',
                 request_serializer=barista_dot___proto_dot_admin__pb2.SubscriptionListRequest.SerializeToString,
@@ -250,8 +255,16 @@ class AdminServicer(object):
 
     def SubscriptionSet(self, request, context):
         """SubscriptionSet sets a tenant's subscription in a pool: at most
-        burst of its jobs assigned or running there (0 holds them queued);
-        burst left out removes it.
+        burst of its jobs assigned or running there (0 holds them queued).
+        burst is required: SubscriptionDelete removes a subscription.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubscriptionDelete(self, request, context):
+        """SubscriptionDelete removes a tenant's subscription in a pool (changed
+        false if it had none).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -356,6 +369,11 @@ def add_AdminServicer_to_server(servicer, server):
             'SubscriptionSet': grpc.unary_unary_rpc_method_handler(
                     servicer.SubscriptionSet,
                     request_deserializer=barista_dot___proto_dot_admin__pb2.SubscriptionSetRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_admin__pb2.SubscriptionSetResponse.SerializeToString,
+            ),
+            'SubscriptionDelete': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubscriptionDelete,
+                    request_deserializer=barista_dot___proto_dot_admin__pb2.SubscriptionDeleteRequest.FromString,
                     response_serializer=barista_dot___proto_dot_admin__pb2.SubscriptionSetResponse.SerializeToString,
             ),
             'SubscriptionList': grpc.unary_unary_rpc_method_handler(
@@ -675,6 +693,23 @@ class Admin(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/barista.v1.Admin/SubscriptionSet',
             barista_dot___proto_dot_admin__pb2.SubscriptionSetRequest.SerializeToString,
+            barista_dot___proto_dot_admin__pb2.SubscriptionSetResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SubscriptionDelete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Admin/SubscriptionDelete',
+            barista_dot___proto_dot_admin__pb2.SubscriptionDeleteRequest.SerializeToString,
             barista_dot___proto_dot_admin__pb2.SubscriptionSetResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

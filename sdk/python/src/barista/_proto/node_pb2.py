@@ -15,7 +15,7 @@ from barista._proto import commands_pb2 as barista_dot___proto_dot_commands__pb2
 from barista._proto import client_pb2 as barista_dot___proto_dot_client__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62\x61rista/_proto/node.proto\x12\nbarista.v1\x1a\x1d\x62\x61rista/_proto/commands.proto\x1a\x1b\x62\x61rista/_proto/client.proto\"\x12\n\x10ReadIndexRequest\"\"\n\x11ReadIndexResponse\x12\r\n\x05index\x18\x01 \x01(\x04\"P\n\x0f\x46orwardedSubmit\x12\x15\n\rauthorization\x18\x01 \x01(\t\x12&\n\x03job\x18\x02 \x01(\x0b\x32\x19.barista.v1.SubmitRequest\"E\n\x15\x46orwardSubmitsRequest\x12,\n\x07submits\x18\x01 \x03(\x0b\x32\x1b.barista.v1.ForwardedSubmit\"H\n\x15\x46orwardedSubmitResult\x12\x0e\n\x06job_id\x18\x01 \x01(\x04\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\x12\x0e\n\x06status\x18\x03 \x01(\x0c\"L\n\x16\x46orwardSubmitsResponse\x12\x32\n\x07results\x18\x01 \x03(\x0b\x32!.barista.v1.ForwardedSubmitResult\"\"\n\rStatusRequest\x12\x11\n\tskip_hash\x18\x01 \x01(\x08\"\x8d\x03\n\x0eStatusResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x11\n\tleader_id\x18\x03 \x01(\t\x12\x13\n\x0bleader_addr\x18\x04 \x01(\t\x12\x15\n\rapplied_index\x18\x05 \x01(\x04\x12\x12\n\nstate_hash\x18\x06 \x01(\t\x12\x11\n\traft_addr\x18\x07 \x01(\t\x12\x11\n\tgrpc_addr\x18\x08 \x01(\t\x12\x16\n\x0elast_log_index\x18\t \x01(\x04\x12\x14\n\x0c\x63ommit_index\x18\n \x01(\x04\x12\x17\n\x0f\x63luster_time_ms\x18\x0b \x01(\x03\x12\x0c\n\x04jobs\x18\x0c \x01(\x04\x12\x0f\n\x07tenants\x18\r \x01(\x04\x12\x18\n\x10leader_raft_addr\x18\x0e \x01(\t\x12\x0c\n\x04term\x18\x0f \x01(\x04\x12\x1e\n\x16last_leader_contact_ms\x18\x10 \x01(\x03\x12\x15\n\rfeature_level\x18\x11 \x01(\r\x12\x1d\n\x15\x63luster_feature_level\x18\x12 \x01(\r\"`\n\x0c\x41pplyRequest\x12%\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x13.barista.v1.Command\x12\x11\n\tforwarded\x18\x02 \x01(\x08\x12\x16\n\x0eunsafe_version\x18\x03 \x01(\r\"J\n\rApplyResponse\x12\r\n\x05index\x18\x01 \x01(\x04\x12*\n\x07results\x18\x02 \x03(\x0b\x32\x19.barista.v1.CommandResult\"R\n\x0bJoinRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\traft_addr\x18\x02 \x01(\t\x12\x11\n\tgrpc_addr\x18\x03 \x01(\t\x12\x11\n\thttp_addr\x18\x04 \x01(\t\"0\n\x0cJoinResponse\x12\x11\n\tleader_id\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\x04\"\x1f\n\x11RemovePeerRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\x14\n\x12RemovePeerResponse\"\x12\n\x10ListPeersRequest\"\xf3\x01\n\x04Peer\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\traft_addr\x18\x02 \x01(\t\x12\x11\n\tgrpc_addr\x18\x03 \x01(\t\x12\r\n\x05voter\x18\x04 \x01(\x08\x12\x0e\n\x06leader\x18\x05 \x01(\x08\x12\x15\n\rapplied_index\x18\x06 \x01(\x04\x12\x11\n\thttp_addr\x18\x07 \x01(\t\x12\r\n\x05known\x18\x08 \x01(\x08\x12\x17\n\x0flast_contact_ms\x18\t \x01(\x03\x12\x0b\n\x03lag\x18\n \x01(\x04\x12\x11\n\treachable\x18\x0b \x01(\x08\x12\x11\n\tlag_known\x18\x0c \x01(\x08\x12\x15\n\rapplied_known\x18\r \x01(\x08\"C\n\x11ListPeersResponse\x12\x1f\n\x05peers\x18\x01 \x03(\x0b\x32\x10.barista.v1.Peer\x12\r\n\x05index\x18\x02 \x01(\x04\"\'\n\x19TransferLeadershipRequest\x12\n\n\x02id\x18\x01 \x01(\t\"/\n\x1aTransferLeadershipResponse\x12\x11\n\tleader_id\x18\x01 \x01(\t\"\x15\n\x13SnapshotSaveRequest\"\x1d\n\rSnapshotChunk\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"<\n\x17SnapshotRestoreResponse\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x12\n\nstate_hash\x18\x02 \x01(\t2\x82\x06\n\x04Node\x12?\n\x06Status\x12\x19.barista.v1.StatusRequest\x1a\x1a.barista.v1.StatusResponse\x12<\n\x05\x41pply\x12\x18.barista.v1.ApplyRequest\x1a\x19.barista.v1.ApplyResponse\x12\x39\n\x04Join\x12\x17.barista.v1.JoinRequest\x1a\x18.barista.v1.JoinResponse\x12K\n\nRemovePeer\x12\x1d.barista.v1.RemovePeerRequest\x1a\x1e.barista.v1.RemovePeerResponse\x12H\n\tListPeers\x12\x1c.barista.v1.ListPeersRequest\x1a\x1d.barista.v1.ListPeersResponse\x12\x63\n\x12TransferLeadership\x12%.barista.v1.TransferLeadershipRequest\x1a&.barista.v1.TransferLeadershipResponse\x12L\n\x0cSnapshotSave\x12\x1f.barista.v1.SnapshotSaveRequest\x1a\x19.barista.v1.SnapshotChunk0\x01\x12S\n\x0fSnapshotRestore\x12\x19.barista.v1.SnapshotChunk\x1a#.barista.v1.SnapshotRestoreResponse(\x01\x12W\n\x0e\x46orwardSubmits\x12!.barista.v1.ForwardSubmitsRequest\x1a\".barista.v1.ForwardSubmitsResponse\x12H\n\tReadIndex\x12\x1c.barista.v1.ReadIndexRequest\x1a\x1d.barista.v1.ReadIndexResponseB\'Z%github.com/baristahq/barista/proto;pbb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62\x61rista/_proto/node.proto\x12\nbarista.v1\x1a\x1d\x62\x61rista/_proto/commands.proto\x1a\x1b\x62\x61rista/_proto/client.proto\"\x12\n\x10ReadIndexRequest\"\"\n\x11ReadIndexResponse\x12\r\n\x05index\x18\x01 \x01(\x04\"P\n\x0f\x46orwardedSubmit\x12\x15\n\rauthorization\x18\x01 \x01(\t\x12&\n\x03job\x18\x02 \x01(\x0b\x32\x19.barista.v1.SubmitRequest\"E\n\x15\x46orwardSubmitsRequest\x12,\n\x07submits\x18\x01 \x03(\x0b\x32\x1b.barista.v1.ForwardedSubmit\"H\n\x15\x46orwardedSubmitResult\x12\x0e\n\x06job_id\x18\x01 \x01(\x04\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\x12\x0e\n\x06status\x18\x03 \x01(\x0c\"L\n\x16\x46orwardSubmitsResponse\x12\x32\n\x07results\x18\x01 \x03(\x0b\x32!.barista.v1.ForwardedSubmitResult\"\"\n\rStatusRequest\x12\x11\n\tskip_hash\x18\x01 \x01(\x08\"\xa8\x03\n\x0eStatusResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x11\n\tleader_id\x18\x03 \x01(\t\x12\x13\n\x0bleader_addr\x18\x04 \x01(\t\x12\x15\n\rapplied_index\x18\x05 \x01(\x04\x12\x12\n\nstate_hash\x18\x06 \x01(\t\x12\x11\n\traft_addr\x18\x07 \x01(\t\x12\x11\n\tgrpc_addr\x18\x08 \x01(\t\x12\x16\n\x0elast_log_index\x18\t \x01(\x04\x12\x14\n\x0c\x63ommit_index\x18\n \x01(\x04\x12\x17\n\x0f\x63luster_time_ms\x18\x0b \x01(\x03\x12\x0c\n\x04jobs\x18\x0c \x01(\x04\x12\x0f\n\x07tenants\x18\r \x01(\x04\x12\x18\n\x10leader_raft_addr\x18\x0e \x01(\t\x12\x0c\n\x04term\x18\x0f \x01(\x04\x12\x1e\n\x16last_leader_contact_ms\x18\x10 \x01(\x03\x12\x15\n\rfeature_level\x18\x11 \x01(\r\x12\x1d\n\x15\x63luster_feature_level\x18\x12 \x01(\r\x12\x19\n\x11\x63luster_behind_ms\x18\x13 \x01(\x03\"`\n\x0c\x41pplyRequest\x12%\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x13.barista.v1.Command\x12\x11\n\tforwarded\x18\x02 \x01(\x08\x12\x16\n\x0eunsafe_version\x18\x03 \x01(\r\"J\n\rApplyResponse\x12\r\n\x05index\x18\x01 \x01(\x04\x12*\n\x07results\x18\x02 \x03(\x0b\x32\x19.barista.v1.CommandResult\"R\n\x0bJoinRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\traft_addr\x18\x02 \x01(\t\x12\x11\n\tgrpc_addr\x18\x03 \x01(\t\x12\x11\n\thttp_addr\x18\x04 \x01(\t\"0\n\x0cJoinResponse\x12\x11\n\tleader_id\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\x04\"\x1f\n\x11RemovePeerRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\x14\n\x12RemovePeerResponse\"\x12\n\x10ListPeersRequest\"\xf3\x01\n\x04Peer\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\traft_addr\x18\x02 \x01(\t\x12\x11\n\tgrpc_addr\x18\x03 \x01(\t\x12\r\n\x05voter\x18\x04 \x01(\x08\x12\x0e\n\x06leader\x18\x05 \x01(\x08\x12\x15\n\rapplied_index\x18\x06 \x01(\x04\x12\x11\n\thttp_addr\x18\x07 \x01(\t\x12\r\n\x05known\x18\x08 \x01(\x08\x12\x17\n\x0flast_contact_ms\x18\t \x01(\x03\x12\x0b\n\x03lag\x18\n \x01(\x04\x12\x11\n\treachable\x18\x0b \x01(\x08\x12\x11\n\tlag_known\x18\x0c \x01(\x08\x12\x15\n\rapplied_known\x18\r \x01(\x08\"C\n\x11ListPeersResponse\x12\x1f\n\x05peers\x18\x01 \x03(\x0b\x32\x10.barista.v1.Peer\x12\r\n\x05index\x18\x02 \x01(\x04\"\'\n\x19TransferLeadershipRequest\x12\n\n\x02id\x18\x01 \x01(\t\"/\n\x1aTransferLeadershipResponse\x12\x11\n\tleader_id\x18\x01 \x01(\t\"\x15\n\x13SnapshotSaveRequest\"\x1d\n\rSnapshotChunk\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\"<\n\x17SnapshotRestoreResponse\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x12\n\nstate_hash\x18\x02 \x01(\t2\x82\x06\n\x04Node\x12?\n\x06Status\x12\x19.barista.v1.StatusRequest\x1a\x1a.barista.v1.StatusResponse\x12<\n\x05\x41pply\x12\x18.barista.v1.ApplyRequest\x1a\x19.barista.v1.ApplyResponse\x12\x39\n\x04Join\x12\x17.barista.v1.JoinRequest\x1a\x18.barista.v1.JoinResponse\x12K\n\nRemovePeer\x12\x1d.barista.v1.RemovePeerRequest\x1a\x1e.barista.v1.RemovePeerResponse\x12H\n\tListPeers\x12\x1c.barista.v1.ListPeersRequest\x1a\x1d.barista.v1.ListPeersResponse\x12\x63\n\x12TransferLeadership\x12%.barista.v1.TransferLeadershipRequest\x1a&.barista.v1.TransferLeadershipResponse\x12L\n\x0cSnapshotSave\x12\x1f.barista.v1.SnapshotSaveRequest\x1a\x19.barista.v1.SnapshotChunk0\x01\x12S\n\x0fSnapshotRestore\x12\x19.barista.v1.SnapshotChunk\x1a#.barista.v1.SnapshotRestoreResponse(\x01\x12W\n\x0e\x46orwardSubmits\x12!.barista.v1.ForwardSubmitsRequest\x1a\".barista.v1.ForwardSubmitsResponse\x12H\n\tReadIndex\x12\x1c.barista.v1.ReadIndexRequest\x1a\x1d.barista.v1.ReadIndexResponseB\'Z%github.com/baristahq/barista/proto;pbb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'barista._proto.node_pb2', globals())
@@ -38,35 +38,35 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _STATUSREQUEST._serialized_start=462
   _STATUSREQUEST._serialized_end=496
   _STATUSRESPONSE._serialized_start=499
-  _STATUSRESPONSE._serialized_end=896
-  _APPLYREQUEST._serialized_start=898
-  _APPLYREQUEST._serialized_end=994
-  _APPLYRESPONSE._serialized_start=996
-  _APPLYRESPONSE._serialized_end=1070
-  _JOINREQUEST._serialized_start=1072
-  _JOINREQUEST._serialized_end=1154
-  _JOINRESPONSE._serialized_start=1156
-  _JOINRESPONSE._serialized_end=1204
-  _REMOVEPEERREQUEST._serialized_start=1206
-  _REMOVEPEERREQUEST._serialized_end=1237
-  _REMOVEPEERRESPONSE._serialized_start=1239
-  _REMOVEPEERRESPONSE._serialized_end=1259
-  _LISTPEERSREQUEST._serialized_start=1261
-  _LISTPEERSREQUEST._serialized_end=1279
-  _PEER._serialized_start=1282
-  _PEER._serialized_end=1525
-  _LISTPEERSRESPONSE._serialized_start=1527
-  _LISTPEERSRESPONSE._serialized_end=1594
-  _TRANSFERLEADERSHIPREQUEST._serialized_start=1596
-  _TRANSFERLEADERSHIPREQUEST._serialized_end=1635
-  _TRANSFERLEADERSHIPRESPONSE._serialized_start=1637
-  _TRANSFERLEADERSHIPRESPONSE._serialized_end=1684
-  _SNAPSHOTSAVEREQUEST._serialized_start=1686
-  _SNAPSHOTSAVEREQUEST._serialized_end=1707
-  _SNAPSHOTCHUNK._serialized_start=1709
-  _SNAPSHOTCHUNK._serialized_end=1738
-  _SNAPSHOTRESTORERESPONSE._serialized_start=1740
-  _SNAPSHOTRESTORERESPONSE._serialized_end=1800
-  _NODE._serialized_start=1803
-  _NODE._serialized_end=2573
+  _STATUSRESPONSE._serialized_end=923
+  _APPLYREQUEST._serialized_start=925
+  _APPLYREQUEST._serialized_end=1021
+  _APPLYRESPONSE._serialized_start=1023
+  _APPLYRESPONSE._serialized_end=1097
+  _JOINREQUEST._serialized_start=1099
+  _JOINREQUEST._serialized_end=1181
+  _JOINRESPONSE._serialized_start=1183
+  _JOINRESPONSE._serialized_end=1231
+  _REMOVEPEERREQUEST._serialized_start=1233
+  _REMOVEPEERREQUEST._serialized_end=1264
+  _REMOVEPEERRESPONSE._serialized_start=1266
+  _REMOVEPEERRESPONSE._serialized_end=1286
+  _LISTPEERSREQUEST._serialized_start=1288
+  _LISTPEERSREQUEST._serialized_end=1306
+  _PEER._serialized_start=1309
+  _PEER._serialized_end=1552
+  _LISTPEERSRESPONSE._serialized_start=1554
+  _LISTPEERSRESPONSE._serialized_end=1621
+  _TRANSFERLEADERSHIPREQUEST._serialized_start=1623
+  _TRANSFERLEADERSHIPREQUEST._serialized_end=1662
+  _TRANSFERLEADERSHIPRESPONSE._serialized_start=1664
+  _TRANSFERLEADERSHIPRESPONSE._serialized_end=1711
+  _SNAPSHOTSAVEREQUEST._serialized_start=1713
+  _SNAPSHOTSAVEREQUEST._serialized_end=1734
+  _SNAPSHOTCHUNK._serialized_start=1736
+  _SNAPSHOTCHUNK._serialized_end=1765
+  _SNAPSHOTRESTORERESPONSE._serialized_start=1767
+  _SNAPSHOTRESTORERESPONSE._serialized_end=1827
+  _NODE._serialized_start=1830
+  _NODE._serialized_end=2600
 # @@protoc_insertion_point(module_scope)
