@@ -87,7 +87,9 @@ def main() -> int:
         return 2
     try:
         asyncio.run(worker.run(grace=args.grace))
-    except barista.PermissionDenied as e:
+    except barista.BaristaError as e:
+        # The cluster refuses this worker for good (a token it does not
+        # know, a binding that does not cover the ID, no such pool).
         print(e, file=sys.stderr)
         return 1
     return 0

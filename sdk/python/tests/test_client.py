@@ -66,12 +66,14 @@ async def test_jobs_lists_every_page_and_explain_says_why(cluster):
         assert [j.created for j in jobs] == [True] * 7
         ids = [j.id for j in jobs]
         assert ids == sorted(ids)
+        # Newest first, unless asked otherwise.
         listed = [j async for j in admin.jobs(tenant="pager", page_size=3)]
-        assert [j.id for j in listed] == ids
-        assert [j.key for j in listed] == [f"page-{i}" for i in range(7)]
+        assert [j.id for j in listed] == list(reversed(ids))
+        assert [j.key for j in listed] == [f"page-{i}" for i in reversed(range(7))]
         assert all(j.payload is None for j in listed)
-        newest = [j.id async for j in admin.jobs(tenant="pager", page_size=2, newest_first=True, include_payload=True)]
-        assert newest == list(reversed(ids))
+        oldest = [j async for j in admin.jobs(tenant="pager", page_size=2, oldest_first=True, include_payload=True)]
+        assert [j.id for j in oldest] == ids
+        assert [j.payload for j in oldest] == [f"p{i}".encode() for i in range(7)]
         why = await admin.explain(ids[1], tenant="pager")
         assert (why.job_id, why.reason, why.position) == (ids[1], "behind", 1)
         assert why.text != ""
@@ -87,7 +89,11 @@ async def test_times_durations_and_a_deadline(cluster):
     async with barista.Client(cluster.addrs, token=ADMIN_TOKEN) as admin:
         t = await admin.upsert_tenant("timely", tier="gold", allow_deadlines=True, max_queued=50)
         assert (t.name, t.tier, t.allow_deadlines, t.max_queued, t.created) == ("timely", "gold", True, 50, True)
-        assert (await admin.get_tenant("timely")).created is False
+        # A field left out keeps its value: an upgrade changes the tier alone.
+        t = await admin.upsert_tenant("timely", tier="diamond")
+        assert (t.tier, t.allow_deadlines, t.max_queued, t.created) == ("diamond", True, 50, False)
+        t = await admin.get_tenant("timely")
+        assert (t.tier, t.allow_deadlines, t.max_queued, t.created) == ("diamond", True, 50, False)
         before = datetime.now(timezone.utc)
         job = await admin.submit(b"", tenant="timely", cost=timedelta(milliseconds=250), delay=timedelta(minutes=10),
                                  expire=3600, deadline=timedelta(hours=2), timeout=90, max_attempts=2)
@@ -107,8 +113,10 @@ async def test_times_durations_and_a_deadline(cluster):
         await admin.cancel(job, tenant="timely")
         sub = await admin.set_subscription("timely", "default", 3)
         assert (sub.tenant, sub.pool, sub.burst, sub.changed) == ("timely", "default", 3, True)
-        sub = await admin.set_subscription("timely", "default", None)
+        sub = await admin.delete_subscription("timely", "default")
         assert (sub.burst, sub.changed) == (None, True)
+        sub = await admin.delete_subscription("timely", "default")
+        assert (sub.burst, sub.changed) == (None, False)
         await admin.delete_tenant("timely")
         try:
             await admin.get_tenant("timely")

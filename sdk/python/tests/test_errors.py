@@ -71,6 +71,13 @@ async def test_each_exception_from_a_real_refusal(cluster):
             "INVALID_ARGUMENT", "TOO_LARGE", "payload: 1048577 bytes, over the cluster's limit of 1048576 (max_payload_bytes)")
         assert isinstance(e, barista.InvalidArgument) and isinstance(e, ValueError)
 
+        # A job no request can carry is refused before it is sent.
+        e = await refused(acme.submit(b"x" * (5 << 20), cost=1), barista.TooLarge)
+        assert (e.code, e.reason, e.field) == ("INVALID_ARGUMENT", "TOO_LARGE", "payload")
+        assert e.message.startswith("payload: 5242880 bytes: the job would be a 524")
+        results = await acme.submit_many([{"payload": b"x" * (5 << 20), "cost": 1}])
+        assert type(results[0]) is barista.TooLarge
+
         e = await refused(acme.submit(b"", group="a/b", cost=1), barista.InvalidArgument)
         assert (e.code, e.reason, e.field) == ("INVALID_ARGUMENT", None, "group")
 

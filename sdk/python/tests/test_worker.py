@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 import barista
-from cluster import ACME_TOKEN, ROOT, WORKER_TOKEN
+from cluster import ACME_TOKEN, WORKER_TOKEN
 
 
 @contextlib.asynccontextmanager
@@ -154,16 +154,7 @@ async def test_cancel_reaches_a_running_function(cluster):
         assert seen == {"sync": (True, "requested"), "async": "requested"}
 
 
-def servers_handle_snooze() -> bool:
-    """Whether the servers built from this checkout take a SNOOZED run (the
-    core's lifecycle has the outcome)."""
-    return any("OutcomeSnoozed" in p.read_text() for p in (ROOT / "sfq").glob("*.go"))
-
-
 async def test_snooze_runs_the_job_again_later_without_a_failure(cluster):
-    if not servers_handle_snooze():
-        pytest.skip("the servers of this checkout do not take a SNOOZED run yet (sfq has no OutcomeSnoozed): "
-                    "they refuse its Finished; the worker's side is tested against a scripted leader (test_protocol)")
     worker = barista.Worker(cluster.addrs, token=WORKER_TOKEN, id="py-snooze")
     runs = []
 
@@ -176,11 +167,28 @@ async def test_snooze_runs_the_job_again_later_without_a_failure(cluster):
 
     async with barista.Client(cluster.addrs, token=ACME_TOKEN) as c, running(worker):
         job = await c.submit(b"", kind="later", cost=1, max_attempts=1)
-        kinds = await follow(c, job)
-        assert kinds[:3] == ["queued", "assigned", "started"]
-        assert "scheduled" in kinds[3:]
-        assert kinds[-3:] == ["assigned", "started", "completed"]
+        events = [(ev.kind, ev.reason, ev.attempt) async for ev in c.watch(job)]
+        # Snoozed, the job waits scheduled, then runs again, no failure
+        # counted (max_attempts 1 would have failed it).
+        assert events == [("queued", "", 0), ("assigned", "", 1), ("started", "", 1), ("scheduled", "snoozed", 1),
+                          ("released", "", 1), ("assigned", "", 2), ("started", "", 2), ("completed", "", 2)]
         got = await c.get(job)
-        assert (got.state, got.result, got.attempt, got.failures) == ("completed", "woke", 2, 0)
+        assert (got.state, got.result, got.attempt, got.failures, got.snoozes) == ("completed", "woke", 2, 0, 0)
         assert [a for a, _ in runs] == [1, 2]
         assert runs[1][1] - runs[0][1] >= 1.0
+
+
+async def test_a_worker_the_cluster_refuses_for_good_stops(cluster):
+    # A pool the cluster does not hold, a token it does not know: run()
+    # raises the refusal instead of retrying for ever.
+    nowhere = barista.Worker(cluster.addrs, token=WORKER_TOKEN, pool="nowhere", id="py-nowhere")
+    nowhere.register("x", lambda ctx: None)
+    with pytest.raises(barista.NotFound) as e:
+        await asyncio.wait_for(nowhere.run(handle_signals=False), 20)
+    assert e.value.code == "NOT_FOUND"
+    assert e.value.message.startswith("worker 'py-nowhere-1': ")
+    assert "nowhere" in e.value.message
+    stranger = barista.Worker(cluster.addrs, token="not-a-token", id="py-stranger")
+    stranger.register("x", lambda ctx: None)
+    with pytest.raises(barista.Unauthenticated):
+        await asyncio.wait_for(stranger.run(handle_signals=False), 20)

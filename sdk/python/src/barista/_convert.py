@@ -23,6 +23,8 @@ TIER_NAMES = {v: k for k, v in TIERS.items()}
 # The bound of a job's output tails (internal/text.MaxOutputTail).
 MAX_OUTPUT_TAIL = 4096
 
+GROUP_ORDERS = {"fifo": cpb.GROUP_FIFO, "fair": cpb.GROUP_FAIR}
+
 
 def size(value: str, what: str = "size") -> int:
     """The Size of "sm", "md" or "lg"."""
@@ -59,6 +61,17 @@ def tier(value: str) -> int:
 
 def tier_name(value: int) -> str:
     return TIER_NAMES.get(value, "")
+
+
+def group_order(value: str) -> int:
+    try:
+        return GROUP_ORDERS[value.lower()]
+    except (KeyError, AttributeError):
+        raise InvalidArgument(f"group_order: {value!r} (want fifo or fair)", field="group_order") from None
+
+
+def group_order_name(value: int) -> str:
+    return "fair" if value == cpb.GROUP_FAIR else "fifo"
 
 
 def millis(value: Optional[Duration], what: str) -> int:

@@ -153,6 +153,9 @@ class Client:
         req = self._submit_request(payload, kind=kind, tenant=tenant, pool=pool, size=size, cost=cost, key=key,
                                    group=group, priority=priority, deadline=deadline, delay=delay, expire=expire,
                                    max_attempts=max_attempts, timeout=timeout, retry_backoff=retry_backoff)
+        too_large = _too_large(req, req.ByteSize())
+        if too_large is not None:
+            raise too_large
         resp = await self._client_call("Submit", req, idempotent=req.HasField("idempotency_key"))
         return self._submitted(req, resp.job_id, resp.created)
 
@@ -166,14 +169,23 @@ class Client:
         them. A request whose every job has a key is sent again to another
         node when one fails."""
         reqs = [self._submit_request(**{**defaults, **dict(j)}) for j in jobs]
-        out: List[Union[Job, errors.BaristaError]] = []
-        for start, end in _chunks(reqs):
-            chunk = reqs[start:end]
+        out: List[Union[Job, errors.BaristaError, None]] = [None] * len(reqs)
+        # A job no request can carry is refused here, alone.
+        sendable = []
+        for i, r in enumerate(reqs):
+            too_large = _too_large(r, r.ByteSize() + 8)
+            if too_large is not None:
+                out[i] = too_large
+            else:
+                sendable.append(i)
+        for start, end in _chunks([reqs[i] for i in sendable]):
+            idx = sendable[start:end]
+            chunk = [reqs[i] for i in idx]
             keyed = all(r.HasField("idempotency_key") for r in chunk)
             resp = await self._client_call("SubmitBatch", client_pb2.SubmitBatchRequest(jobs=chunk), idempotent=keyed)
-            for req, res in zip(chunk, resp.results):
+            for i, req, res in zip(idx, chunk, resp.results):
                 err = errors.from_result(res.error)
-                out.append(err if err is not None else self._submitted(req, res.job_id, res.created))
+                out[i] = err if err is not None else self._submitted(req, res.job_id, res.created)
         return out
 
     async def get(self, job: JobRef, *, tenant: Optional[str] = None, stale: bool = False) -> Job:
@@ -183,15 +195,15 @@ class Client:
         return Job._from_pb(await self._client_call("GetJob", req, idempotent=True), with_payload=True)
 
     async def jobs(self, *, tenant: Optional[str] = None, state: Optional[str] = None, pool: Optional[str] = None,
-                   page_size: int = 100, newest_first: bool = False, include_payload: bool = False,
+                   page_size: int = 100, oldest_first: bool = False, include_payload: bool = False,
                    stale: bool = False) -> AsyncIterator[Job]:
-        """The tenant's jobs in ID order (``newest_first`` the other way),
-        of one ``state`` and ``pool`` if given, fetched a page at a time
-        (``page_size``, at most 1,000)."""
+        """The tenant's jobs from the newest down (``oldest_first``: in ID
+        order from the oldest up), of one ``state`` and ``pool`` if given,
+        fetched a page at a time (``page_size``, at most 1,000)."""
         token = ""
         while True:
             req = client_pb2.ListJobsRequest(tenant=tenant or "", state=state or "", pool=pool or "", page_size=page_size,
-                                             page_token=token, include_payload=include_payload, newest_first=newest_first,
+                                             page_token=token, include_payload=include_payload, oldest_first=oldest_first,
                                              read=client_pb2.ReadOptions(stale=stale))
             resp = await self._client_call("ListJobs", req, idempotent=True)
             for j in resp.jobs:
@@ -286,23 +298,43 @@ class Client:
 
     # -- admin ---------------------------------------------------------
 
-    async def upsert_tenant(self, name: str, *, tier: str = "free", multiplier: int = 1, max_running: int = 0,
-                            max_running_sm: int = 0, max_running_md: int = 0, max_running_lg: int = 0,
-                            max_inflight_cpu: Optional[cv.Duration] = None, max_queued: int = 0,
-                            max_priority: Optional[str] = None, allow_deadlines: bool = False, group_cap: int = 0,
-                            max_groups: int = 0, rate: str = "", rate_burst: int = 0) -> Tenant:
-        """Creates a tenant or sets every field of one (an admin token).
-        An upsert replaces the whole tenant: a field left out is reset (0
-        caps are none, ``max_priority`` normal, no deadlines, no rate), so
-        read it first (``get_tenant``) to change one field. Tags, usage
-        and counters are kept. ``Tenant.created`` says it is new."""
-        caps = commands_pb2.Caps(max_running=max_running, max_running_sm=max_running_sm, max_running_md=max_running_md,
-                                  max_running_lg=max_running_lg,
-                                  max_inflight_cpu_ms=cv.millis(max_inflight_cpu, "max_inflight_cpu"),
-                                  max_queued=max_queued)
-        req = admin_pb2.UpsertTenantRequest(name=name, tier=cv.tier(tier), multiplier=multiplier, caps=caps,
-                                            max_class=cv.priority(max_priority), allow_deadlines=allow_deadlines,
-                                            group_cap=group_cap, max_groups=max_groups, rate=rate, rate_burst=rate_burst)
+    async def upsert_tenant(self, name: str, *, tier: Optional[str] = None, multiplier: Optional[int] = None,
+                            max_running: Optional[int] = None, max_running_sm: Optional[int] = None,
+                            max_running_md: Optional[int] = None, max_running_lg: Optional[int] = None,
+                            max_inflight_cpu: Optional[cv.Duration] = None, max_queued: Optional[int] = None,
+                            max_running_critical: Optional[int] = None, max_running_high: Optional[int] = None,
+                            max_running_deadline: Optional[int] = None, max_priority: Optional[str] = None,
+                            allow_deadlines: Optional[bool] = None, group_cap: Optional[int] = None,
+                            group_order: Optional[str] = None, max_groups: Optional[int] = None,
+                            rate: Optional[str] = None, rate_burst: Optional[int] = None,
+                            export_metrics: Optional[bool] = None) -> Tenant:
+        """Creates a tenant (``tier`` is required then) or changes one (an
+        admin token): a field left out (None) keeps its value (a new
+        tenant: its default), a field given sets it, 0, False and ""
+        included: a cap of 0 is no cap, a ``rate`` of "none" no rate
+        limit. ``Tenant.created`` says it is new. Sent again to another
+        node after a failure on the way: it sets values."""
+        caps = admin_pb2.CapsUpdate()
+        for field, value in (("max_running", max_running), ("max_running_sm", max_running_sm),
+                             ("max_running_md", max_running_md), ("max_running_lg", max_running_lg),
+                             ("max_queued", max_queued), ("max_running_critical", max_running_critical),
+                             ("max_running_high", max_running_high), ("max_running_deadline", max_running_deadline)):
+            if value is not None:
+                setattr(caps, field, value)
+        if max_inflight_cpu is not None:
+            caps.max_inflight_cpu_ms = cv.millis(max_inflight_cpu, "max_inflight_cpu")
+        req = admin_pb2.UpsertTenantRequest(name=name, caps=caps)
+        if tier is not None:
+            req.tier = cv.tier(tier)
+        if max_priority is not None:
+            req.max_class = cv.priority(max_priority)
+        if group_order is not None:
+            req.group_order = cv.group_order(group_order)
+        for field, value in (("multiplier", multiplier), ("allow_deadlines", allow_deadlines),
+                             ("group_cap", group_cap), ("max_groups", max_groups), ("rate", rate),
+                             ("rate_burst", rate_burst), ("export_metrics", export_metrics)):
+            if value is not None:
+                setattr(req, field, value)
         return Tenant._from_pb(await self._admin_call("UpsertTenant", req, idempotent=True))
 
     async def get_tenant(self, name: str, *, stale: bool = False) -> Tenant:
@@ -315,18 +347,39 @@ class Client:
         while it has queued or running jobs. Sent once."""
         await self._admin_call("DeleteTenant", admin_pb2.DeleteTenantRequest(name=name), idempotent=False)
 
-    async def set_subscription(self, tenant: str, pool: str, burst: Optional[int]) -> Subscription:
+    async def set_subscription(self, tenant: str, pool: str, burst: int) -> Subscription:
         """Sets a tenant's subscription in a pool (an admin token): at most
         ``burst`` of its jobs assigned or running there (0 keeps them
-        queued); None removes it."""
-        req = admin_pb2.SubscriptionSetRequest(tenant=tenant, pool=pool)
-        if burst is not None:
-            req.burst = burst
-        resp = await self._admin_call("SubscriptionSet", req, idempotent=True)
-        if resp.HasField("subscription"):
-            s = resp.subscription
-            return Subscription(tenant=s.tenant, pool=s.pool, burst=s.burst, running=s.running, changed=resp.changed)
-        return Subscription(tenant=tenant, pool=pool, burst=None, changed=resp.changed)
+        queued)."""
+        req = admin_pb2.SubscriptionSetRequest(tenant=tenant, pool=pool, burst=burst)
+        return _subscription(tenant, pool, await self._admin_call("SubscriptionSet", req, idempotent=True))
+
+    async def delete_subscription(self, tenant: str, pool: str) -> Subscription:
+        """Removes a tenant's subscription in a pool (an admin token);
+        ``changed`` is False if it had none."""
+        req = admin_pb2.SubscriptionDeleteRequest(tenant=tenant, pool=pool)
+        return _subscription(tenant, pool, await self._admin_call("SubscriptionDelete", req, idempotent=True))
+
+
+def _subscription(tenant: str, pool: str, resp) -> Subscription:
+    if resp.HasField("subscription"):
+        s = resp.subscription
+        return Subscription(tenant=s.tenant, pool=s.pool, burst=s.burst, running=s.running, changed=resp.changed)
+    return Subscription(tenant=tenant, pool=pool, burst=None, changed=resp.changed)
+
+
+def _too_large(req: client_pb2.SubmitRequest, size: int) -> Optional[errors.TooLarge]:
+    """The refusal of a job whose request (size bytes) no server takes
+    (over the largest message): said here, with the size and the limit,
+    as the permanent refusal it is. A job that fits a message but whose
+    payload is over the cluster's max_payload_bytes is the cluster's to
+    refuse (TooLarge too)."""
+    if size <= _conn.MAX_MESSAGE_BYTES:
+        return None
+    return errors.TooLarge(
+        f"payload: {len(req.payload)} bytes: the job would be a {size}-byte request, over the largest a server "
+        f"takes ({_conn.MAX_MESSAGE_BYTES} bytes; the cluster's max_payload_bytes is lower still)",
+        code="INVALID_ARGUMENT", reason="TOO_LARGE", field="payload")
 
 
 def _chunks(reqs: List[client_pb2.SubmitRequest]):

@@ -58,6 +58,9 @@ class Job:
     #: the last 4 KiB of the run's stderr: a function's exception.
     error: str = ""
     failure: str = ""
+    #: the job's runs snoozed in a row so far (0: its last run did not
+    #: snooze).
+    snoozes: int = 0
     cancel: str = "none"
     payload: Optional[bytes] = None
 
@@ -80,7 +83,7 @@ class Job:
             due_at=cv.cluster_to_wall(j.now if j.HasField("now") else None, j.due_at_ms),
             expire_at=cv.cluster_to_wall(j.now if j.HasField("now") else None, j.expire_at_ms),
             worker_id=j.worker_id, exit_code=j.exit_code, result=j.stdout_tail, error=j.stderr_tail,
-            failure=j.failure, cancel=j.cancel or "none", payload=bytes(j.payload) if with_payload else None)
+            failure=j.failure, snoozes=j.snoozes, cancel=j.cancel or "none", payload=bytes(j.payload) if with_payload else None)
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,8 @@ class Explanation:
 
 @dataclass(frozen=True)
 class Tenant:
-    """A tenant's settings (admin calls). Caps of 0 are none."""
+    """A tenant's settings (admin calls). Caps of 0 are none;
+    ``max_priority`` is its max_class."""
 
     name: str
     tier: str
@@ -220,12 +224,17 @@ class Tenant:
     max_running_lg: int = 0
     max_inflight_cpu: Optional[timedelta] = None
     max_queued: int = 0
+    max_running_critical: int = 0
+    max_running_high: int = 0
+    max_running_deadline: int = 0
     max_priority: str = "normal"
     allow_deadlines: bool = False
     group_cap: int = 0
+    group_order: str = "fifo"
     max_groups: int = 0
     rate: str = ""
     rate_burst: int = 0
+    export_metrics: bool = False
     paused: str = ""
     created: bool = False
 
@@ -235,8 +244,11 @@ class Tenant:
         return cls(name=t.name, tier=cv.tier_name(t.tier), multiplier=t.multiplier or 1, max_running=c.max_running,
                    max_running_sm=c.max_running_sm, max_running_md=c.max_running_md, max_running_lg=c.max_running_lg,
                    max_inflight_cpu=cv.opt_ms(c.max_inflight_cpu_ms), max_queued=c.max_queued,
+                   max_running_critical=c.max_running_critical, max_running_high=c.max_running_high,
+                   max_running_deadline=c.max_running_deadline,
                    max_priority=cv.priority_name(t.max_class), allow_deadlines=t.allow_deadlines,
-                   group_cap=t.group_cap, max_groups=t.max_groups, rate=t.rate, rate_burst=t.rate_burst,
+                   group_cap=t.group_cap, group_order=cv.group_order_name(t.group_order), max_groups=t.max_groups,
+                   rate=t.rate, rate_burst=t.rate_burst, export_metrics=t.export_metrics,
                    paused=t.paused, created=t.created)
 
 

@@ -38,6 +38,14 @@ HANDSHAKE_TIMEOUT = 3.0
 STOP_REPORT_WAIT = 5.0
 
 
+# The refusals of a session that no retry can change: a token the cluster
+# does not know, one that may not be this worker (its worker_id
+# binding), a pool the cluster does not hold, a Hello it does not take
+# (an ID or a size). Worker.run() raises them.
+_REFUSALS = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND,
+             grpc.StatusCode.INVALID_ARGUMENT)
+
+
 class _Redirect(Exception):
     def __init__(self, leader_id: str, addr: str):
         super().__init__(f"redirected to {leader_id} at {addr}")
@@ -121,9 +129,9 @@ class _Slot:
 
     async def serve(self) -> None:
         """Connects and serves until the worker stops and the slot is
-        empty. Every failed session is retried with backoff, but
-        PERMISSION_DENIED (the token may not be this worker), which is
-        raised."""
+        empty. A failed session is retried with backoff (ABORTED too:
+        another session of this ID is still live), but a refusal no
+        retry can change (_REFUSALS), which is raised."""
         watchdog = asyncio.get_running_loop().create_task(self.watchdog())
         backoff = MIN_BACKOFF
         i = 0
@@ -145,16 +153,20 @@ class _Slot:
                 if self.done_draining():
                     return
                 code = err.code() if isinstance(err, grpc.aio.AioRpcError) else None
-                if code == grpc.StatusCode.PERMISSION_DENIED:
-                    raise errors.from_rpc_error(err)
+                if code in _REFUSALS:
+                    # No retry can change it: run() raises it.
+                    refusal = errors.from_rpc_error(err)
+                    refusal.message = f"worker {self.id!r}: {addr} refuses it: {refusal.message}"
+                    raise refusal
                 wait = backoff
                 if isinstance(err, _Redirect):
                     log.info("redirected to the leader: leader=%s addr=%s", err.leader_id, err.addr)
                     wait = 0.05
-                elif code == grpc.StatusCode.NOT_FOUND:
-                    log.error("the cluster refuses this worker: it has no pool of this name (an admin creates it: "
-                              "barista pool set NAME); retrying: pool=%s server=%s error=%s retry_in=%.1fs",
-                              self.w.pool or "default", addr, err.details(), wait)
+                elif isinstance(err, grpc.aio.AioRpcError) and errors.is_not_leader(err):
+                    # A leadership handed over, or a leader stopping: the
+                    # cluster goes on, this worker with it.
+                    log.info("the leader changed; reconnecting: worker=%s server=%s reason=%s retry_in=%.1fs",
+                             self.id, addr, err.details(), wait)
                     backoff = min(2 * backoff, MAX_BACKOFF)
                 else:
                     why = err.details() if isinstance(err, grpc.aio.AioRpcError) else (err or "the session ended")
@@ -599,7 +611,11 @@ class Worker:
         gracefully with ``grace`` seconds: it takes no new job, lets the
         running ones finish, and fails (for a retry elsewhere) those still
         running at the end of the grace; a second signal stops it at once.
-        Raises PermissionDenied if the token may not be this worker."""
+        Raises the cluster's refusal when it refuses the worker in a way
+        no retry can change: Unauthenticated (a token it does not know),
+        PermissionDenied (the token's worker_id binding does not cover the
+        slots' IDs), NotFound (a pool it does not hold), InvalidArgument
+        (an ID or size it does not take)."""
         if not self._functions:
             raise errors.InvalidArgument("the worker has no function: register one with @worker.job(kind)")
         if self._running or self._ran:
