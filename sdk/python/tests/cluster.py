@@ -17,7 +17,7 @@ from typing import Callable, List, Optional
 
 import grpc
 
-from barista._proto import admin_pb2, admin_pb2_grpc, node_pb2, node_pb2_grpc
+from barista._proto import admin_pb2, admin_pb2_grpc, client_pb2, client_pb2_grpc, node_pb2, node_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[3]
 SDK_SRC = ROOT / "sdk" / "python" / "src"
@@ -226,6 +226,17 @@ class Cluster:
     def admin(self):
         lead = self.wait_leader()
         return admin_pb2_grpc.AdminStub(lead.channel()), lead.md()
+
+    def pool_set(self, name: str, **fields) -> None:
+        """Creates or changes a pool (the SDK has no call for it)."""
+        stub, md = self.admin()
+        stub.PoolSet(admin_pb2.PoolSetRequest(name=name, **fields), metadata=md, timeout=5)
+
+    def purge(self, tenant: str, *job_ids: int) -> None:
+        """Deletes ended jobs of a tenant (the SDK has no call for it)."""
+        lead = self.wait_leader()
+        client_pb2_grpc.ClientStub(lead.channel()).PurgeJobs(
+            client_pb2.BulkJobsRequest(tenant=tenant, job_ids=list(job_ids)), metadata=lead.md(), timeout=5)
 
     def set_config(self, **fields) -> None:
         """Sets fields of the replicated scheduler configuration (get it,

@@ -2,39 +2,42 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta, timezone
 
 import barista
-from cluster import ACME_TOKEN, ADMIN_TOKEN
+from cluster import ACME_TOKEN, ADMIN_TOKEN, WORKER_TOKEN
 
 
 async def test_submit_through_a_follower_and_watch_to_the_end(cluster):
     # The client knows only a follower: the submit is forwarded to the
     # leader, the watch is served by the follower from its own state.
     follower = cluster.followers()[0]
+    worker = barista.Worker(cluster.addrs, token=WORKER_TOKEN, size="md", id="py-follow")
+    worker.register("render", lambda ctx: b"rendered " + ctx.payload)
     before = datetime.now(timezone.utc)
-    async with barista.Client([follower.grpc_addr], token=ACME_TOKEN) as c, \
-            barista.Client(cluster.addrs, token=ADMIN_TOKEN) as admin:
+    async with barista.Client([follower.grpc_addr], token=ACME_TOKEN) as c:
         job = await c.submit(b"follow me", kind="render", size="md", cost=timedelta(seconds=2), key="follow-1")
         assert job.created is True
         assert job.state == "queued"
-        assert (job.kind, job.size, job.pool, job.key) == ("render", "md", "default", "follow-1")
-        # Nothing runs it: the admin cancels it, and the watch, from the
-        # oldest event of the job, ends after its terminal event.
-        kinds = []
-        async for ev in c.watch(job):
-            kinds.append(ev.kind)
-            assert ev.job_id == job.id
-            assert ev.tenant == "acme"
+        assert (job.kind, job.size, job.pool, job.key, job.cost) == ("render", "md", "default", "follow-1", timedelta(seconds=2))
+        running = asyncio.get_running_loop().create_task(worker.run(handle_signals=False))
+        try:
+            events = [ev async for ev in c.watch(job)]
+        finally:
+            await worker.stop(grace=5)
+            await running
+        assert [ev.kind for ev in events] == ["queued", "assigned", "started", "completed"]
+        assert {(ev.job_id, ev.tenant) for ev in events} == {(job.id, "acme")}
+        assert [ev.worker_id for ev in events] == ["", "py-follow-1", "py-follow-1", ""]
+        seqs = [ev.seq for ev in events]
+        assert seqs == sorted(seqs)
+        for ev in events:
             assert before - timedelta(seconds=1) <= ev.at <= datetime.now(timezone.utc) + timedelta(seconds=1)
-            if ev.kind == "queued":
-                cancelled = await admin.cancel(job, tenant="acme")
-                assert cancelled == barista.Cancel(state="cancelled", requested=False)
-        assert kinds == ["queued", "cancelled"]
         got = await c.get(job.id)
-        assert (got.id, got.state, got.tenant, got.kind, got.size, got.payload) == (job.id, "cancelled", "acme", "render", "md", b"follow me")
-        assert got.cost == timedelta(seconds=2)
-        assert got.cost_source == "submitted"
+        assert (got.id, got.state, got.tenant, got.kind, got.size, got.payload, got.result) == (
+            job.id, "completed", "acme", "render", "md", b"follow me", "rendered follow me")
+        assert (got.cost, got.cost_source, got.attempt, got.exit_code) == (timedelta(seconds=2), "submitted", 1, 0)
         assert got.submitted_at is not None and before - timedelta(seconds=1) <= got.submitted_at
         assert got.ended_at is not None and got.ended_at >= got.submitted_at
         assert got.done

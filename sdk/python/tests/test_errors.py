@@ -62,6 +62,31 @@ async def test_each_exception_from_a_real_refusal(cluster):
         assert (e.code, e.reason) == ("ALREADY_EXISTS", "KEY_CONFLICT")
         assert isinstance(e, barista.AlreadyExists)
 
+        # The key of a job that was purged stays taken: KEY_JOB_GONE.
+        gone = await acme.submit(b"short-lived", cost=1, key="gone-1")
+        await acme.cancel(gone)
+        cluster.purge("acme", gone.id)
+        e = await refused(acme.submit(b"short-lived", cost=1, key="gone-1"), barista.KeyJobGone)
+        assert (e.code, e.reason) == ("NOT_FOUND", "KEY_JOB_GONE")
+        assert e.message.startswith(f'idempotency key "gone-1" of tenant "acme" was used for job {gone.id}, which no longer exists')
+
+        # A pool that admits only subscribers.
+        cluster.pool_set("gated", subscriptions_required=True)
+        e = await refused(acme.submit(b"", pool="gated", cost=1), barista.SubscriptionRequired)
+        assert (e.code, e.reason, e.message) == (
+            "FAILED_PRECONDITION", "SUBSCRIPTION_REQUIRED", "tenant acme has no subscription in pool gated, which requires one")
+        await admin.set_subscription("acme", "gated", 1)
+        gated = await acme.submit(b"", pool="gated", cost=1)
+        await acme.cancel(gated)
+        await admin.delete_subscription("acme", "gated")
+
+        # A new group beyond the tenant's max_groups.
+        await admin.upsert_tenant("grouped", tier="free", max_groups=1)
+        one = await admin.submit(b"", tenant="grouped", group="store-1", cost=1)
+        e = await refused(admin.submit(b"", tenant="grouped", group="store-2", cost=1), barista.MaxGroups)
+        assert (e.code, e.reason) == ("RESOURCE_EXHAUSTED", "MAX_GROUPS")
+        await admin.cancel(one, tenant="grouped")
+
         e = await refused(admin.delete_tenant("errors"), barista.FailedPrecondition)
         assert e.code == "FAILED_PRECONDITION"
         await admin.cancel(first, tenant="errors")
