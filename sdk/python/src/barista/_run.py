@@ -187,7 +187,10 @@ class Run:
 
     def _call_sync(self) -> None:
         with self._lock:
-            self._clock = time.pthread_getcpuclockid(threading.get_ident())
+            # The thread's CPU clock, for heartbeats while it runs (a
+            # platform without it reports the CPU at the end only).
+            getclock = getattr(time, "pthread_getcpuclockid", None)
+            self._clock = getclock(threading.get_ident()) if getclock is not None else None
             self._cpu0 = time.thread_time()
         try:
             value = self.fn(self.ctx)
