@@ -287,3 +287,32 @@ async def test_a_reconnect_resumes_the_run_and_a_pending_cancel_reaches_it():
             assert (fin.job, fin.attempt, fin.outcome) == (13, 2, cpb.CANCELLED)
             s2.send(finished_ack=wpb.FinishedAck(job=13, attempt=2))
             await s2.expect("ready")
+
+
+async def test_a_started_held_back_goes_to_the_next_leader():
+    async with leaders() as (lead,):
+        w = barista.Worker([lead.addr], id="proto-held")
+        release = threading.Event()
+
+        @w.job("wait")
+        def wait(ctx):
+            release.wait(10)
+
+        async with serving(w):
+            s = await lead.session()
+            s.send(welcome=welcome(started_delay_ms=5000))
+            await s.expect("ready")
+            s.send(assign=assign(15, "wait"))
+            s.close()  # before the run has lasted its delay: no Started yet
+            s2 = await lead.session()
+            assert [(r.job, r.finished) for r in s2.hello.running] == [(15, False)]
+            # A leader that lets Started wait 200 ms gets it once the run
+            # has lasted that long.
+            s2.send(welcome=welcome(started_delay_ms=200))
+            started = await s2.expect("started", skip=("heartbeat",))
+            assert (started.job, started.attempt) == (15, 1)
+            release.set()
+            fin = await s2.expect("finished", skip=("heartbeat",))
+            assert (fin.job, fin.outcome, fin.start_unreported) == (15, cpb.OK, False)
+            s2.send(finished_ack=wpb.FinishedAck(job=15, attempt=1))
+            await s2.expect("ready")

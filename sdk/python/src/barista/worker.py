@@ -284,13 +284,23 @@ class _Slot:
 
             for c in w.pending_cancels:
                 self.cancel(c)
-            # A run whose Started has not gone out: a leader that lets it
-            # wait no more gets it now. Then resend an unacknowledged
-            # result, or offer the slot.
+            # A run whose Started has not gone out: it goes now if this
+            # leader lets it wait no more (or the run has lasted its
+            # delay), else when the delay is up. Then resend an
+            # unacknowledged result, or offer the slot.
             j = self.cur
-            if j is not None and not j.start_sent and not j.dropped and self.start_delay == 0:
-                j.start_sent = True
-                await call.write(_started(j.assign))
+            if j is not None and not j.start_sent and not j.dropped and j.run is not None:
+                if j.start_timer is not None:
+                    j.start_timer.cancel()
+                    j.start_timer = None
+                left = self.start_delay - (time.monotonic() - j.run.started)
+                if self.start_delay == 0 or (left <= 0 and j.finished is None):
+                    # (A reported run keeps its start_unreported for a
+                    # leader that takes it.)
+                    j.start_sent = True
+                    await call.write(_started(j.assign))
+                elif j.finished is None:
+                    j.start_timer = asyncio.get_running_loop().call_later(left, self.notify, ("start_due", j))
             if j is not None and j.finished is not None:
                 await call.write(self.report(j))
             elif j is not None and j.run is not None and j.run.done and not j.dropped:
