@@ -1,0 +1,81 @@
+"""barista: the Python SDK of the barista job dispatcher.
+
+A client that submits, reads, lists, cancels, explains and watches jobs
+(and makes the admin calls a SaaS makes at sign-up), and a worker that
+runs Python functions in this process, routed by the job's kind. Both
+are asyncio, on grpc.aio; see docs/sdk-python.md.
+
+    import barista
+
+    async with barista.Client(["10.0.0.1:7400", "10.0.0.2:7400"], token=token) as c:
+        job = await c.submit(b"photo-17.jpg", kind="resize", size="md", cost=30, key="photo-17")
+        async for ev in c.watch(job):
+            print(ev.kind, ev.at)
+"""
+
+from ._conn import MAX_MESSAGE_BYTES
+from ._run import JobContext, Snooze, Unrunnable
+from .client import Client
+from .errors import (
+    Aborted,
+    AlreadyExists,
+    BaristaError,
+    Cancelled,
+    ClientClosed,
+    DataLoss,
+    DeadlineExceeded,
+    DeadlinesNotAllowed,
+    FailedPrecondition,
+    FeatureLevel,
+    Internal,
+    InvalidArgument,
+    KeyConflict,
+    KeyJobGone,
+    MaxClass,
+    MaxGroups,
+    NotFound,
+    OutOfRange,
+    PermissionDenied,
+    PoolUnknown,
+    QuotaExceeded,
+    RateLimited,
+    ResourceExhausted,
+    SubscriptionRequired,
+    TenantUnknown,
+    TooLarge,
+    Unauthenticated,
+    Unavailable,
+    Unimplemented,
+    Unknown,
+)
+from .models import Cancel, Event, Explanation, GroupUsage, Job, Subscription, Tenant, Usage
+from .worker import Worker
+
+__version__ = "0.1.0"
+
+
+def tls_credentials(ca_file=None, cert_file=None, key_file=None):
+    """TLS credentials for ``tls=``: the cluster's CA (a PEM file; None:
+    the system's roots) and, for mutual TLS, this program's certificate
+    and key."""
+    import grpc
+
+    def read(path):
+        if path is None:
+            return None
+        with open(path, "rb") as f:
+            return f.read()
+
+    return grpc.ssl_channel_credentials(root_certificates=read(ca_file), private_key=read(key_file),
+                                        certificate_chain=read(cert_file))
+
+
+__all__ = [
+    "Aborted", "AlreadyExists", "BaristaError", "Cancel", "Cancelled", "Client", "ClientClosed", "DataLoss",
+    "DeadlineExceeded", "DeadlinesNotAllowed", "Event", "Explanation", "FailedPrecondition", "FeatureLevel",
+    "GroupUsage", "Internal", "InvalidArgument", "Job", "JobContext", "KeyConflict", "KeyJobGone",
+    "MAX_MESSAGE_BYTES", "MaxClass", "MaxGroups", "NotFound", "OutOfRange", "PermissionDenied", "PoolUnknown",
+    "QuotaExceeded", "RateLimited", "ResourceExhausted", "Snooze", "Subscription", "SubscriptionRequired",
+    "Tenant", "TenantUnknown", "TooLarge", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown",
+    "Unrunnable", "Usage", "Worker", "tls_credentials",
+]

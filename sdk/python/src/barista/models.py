@@ -1,0 +1,264 @@
+"""The values the client returns: jobs, events, usage, explanations and
+tenants, in Python's types (datetime in UTC, timedelta, size and priority
+names), built from the wire's messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Dict, List, Optional
+
+from . import _convert as cv
+
+# The states in which a job has ended (a redrive may queue it again).
+TERMINAL_STATES = frozenset({"completed", "failed", "cancelled", "timed_out", "expired"})
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as the cluster holds it.
+
+    From ``get`` and ``jobs`` every field is the cluster's. From ``submit``
+    only what the submit knows is set: ``id``, ``created`` (True when this
+    submit made the job, False when its key found an existing one), and the
+    fields the submit named; ``state`` is "queued" (or "scheduled", with a
+    delay) for a job it made and None for an existing one (``get`` reads
+    it).
+    """
+
+    id: int
+    created: Optional[bool] = None
+    state: Optional[str] = None
+    tenant: str = ""
+    kind: str = ""
+    pool: str = ""
+    size: str = "sm"
+    priority: str = "normal"
+    group: str = ""
+    key: Optional[str] = None
+    attempt: int = 0
+    failures: int = 0
+    max_attempts: int = 0
+    cost: Optional[timedelta] = None
+    cost_source: str = ""
+    cpu: timedelta = timedelta(0)
+    cpu_source: str = ""
+    timeout: Optional[timedelta] = None
+    submitted_at: Optional[datetime] = None
+    ended_at: Optional[datetime] = None
+    deadline_at: Optional[datetime] = None
+    deadline_missed: bool = False
+    due_at: Optional[datetime] = None
+    expire_at: Optional[datetime] = None
+    worker_id: str = ""
+    exit_code: int = 0
+    #: the run's result: what the function returned (a worker of Python
+    #: functions), or the last 4 KiB of a process's stdout.
+    result: str = ""
+    #: the last 4 KiB of the run's stderr: a function's exception.
+    error: str = ""
+    failure: str = ""
+    #: the job's runs snoozed in a row so far (0: its last run did not
+    #: snooze).
+    snoozes: int = 0
+    cancel: str = "none"
+    payload: Optional[bytes] = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the job has ended (completed, failed, cancelled, timed
+        out or expired)."""
+        return self.state in TERMINAL_STATES
+
+    @classmethod
+    def _from_pb(cls, j, *, with_payload: bool = False) -> "Job":
+        return cls(
+            id=j.job_id, state=j.state, tenant=j.tenant, kind=j.job_type, pool=j.pool,
+            size=cv.size_name(j.size), priority=cv.priority_name(getattr(j, "class")), group=j.group,
+            key=j.idempotency_key or None, attempt=j.attempt, failures=j.failures, max_attempts=j.max_attempts,
+            cost=cv.opt_ms(j.est_cost_ms), cost_source=j.est_source, cpu=cv.from_ms(j.cpu_ms), cpu_source=j.cpu_source,
+            timeout=cv.opt_ms(j.timeout_ms), submitted_at=cv.wall(j.submitted_wall_ms), ended_at=cv.wall(j.ended_wall_ms),
+            deadline_at=cv.cluster_to_wall(j.now if j.HasField("now") else None, j.deadline_at_ms),
+            deadline_missed=j.deadline_missed,
+            due_at=cv.cluster_to_wall(j.now if j.HasField("now") else None, j.due_at_ms),
+            expire_at=cv.cluster_to_wall(j.now if j.HasField("now") else None, j.expire_at_ms),
+            worker_id=j.worker_id, exit_code=j.exit_code, result=j.stdout_tail, error=j.stderr_tail,
+            failure=j.failure, snoozes=j.snoozes, cancel=j.cancel or "none", payload=bytes(j.payload) if with_payload else None)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event of a tenant's stream: ``kind`` is queued, scheduled,
+    released, assigned, started, requeued, completed, failed,
+    cancel_requested, cancelled, timed_out, expired, redriven, or (for the
+    tenant itself, ``job_id`` 0) paused and resumed."""
+
+    seq: int
+    kind: str
+    job_id: int
+    at: Optional[datetime]
+    tenant: str = ""
+    attempt: int = 0
+    worker_id: str = ""
+    cpu: timedelta = timedelta(0)
+    exit_code: int = 0
+    reason: str = ""
+    pool: str = ""
+    group: str = ""
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the event ends its job (for now: a redrive may queue it
+        again)."""
+        return self.kind in TERMINAL_STATES
+
+    @classmethod
+    def _from_pb(cls, e) -> "Event":
+        return cls(seq=e.seq, kind=e.kind, job_id=e.job_id, at=cv.wall(e.wall_ms), tenant=e.tenant, attempt=e.attempt,
+                   worker_id=e.worker_id, cpu=cv.from_ms(e.cpu_ms), exit_code=e.exit_code, reason=e.reason,
+                   pool=e.pool, group=e.group)
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """The answer to a cancel: the job's state after it, and whether its
+    worker is being told to stop (a live job)."""
+
+    state: str
+    requested: bool
+
+
+@dataclass(frozen=True)
+class GroupUsage:
+    name: str
+    running: int
+    queued: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A tenant's jobs and what it was billed (``TenantUsage``)."""
+
+    tenant: str
+    tier: str
+    running: int
+    running_by_size: Dict[str, int]
+    queued: int
+    queued_by_size: Dict[str, int]
+    scheduled: int
+    inflight_cpu: timedelta
+    cpu_billed: timedelta
+    weight: float
+    submitted: int
+    dispatches: int
+    completed: int
+    failed: int
+    cancelled: int
+    timed_out: int
+    failures: int
+    requeues: int
+    paused: str
+    rate: str
+    groups: List[GroupUsage] = field(default_factory=list)
+    group_count: int = 0
+
+    @classmethod
+    def _from_pb(cls, u) -> "Usage":
+        by_size = lambda v: {name: (v[i] if i < len(v) else 0) for i, name in enumerate(("sm", "md", "lg"))}  # noqa: E731
+        return cls(
+            tenant=u.tenant, tier=cv.tier_name(u.tier), running=u.running, running_by_size=by_size(u.running_by_size),
+            queued=u.queued, queued_by_size=by_size(u.queued_by_size), scheduled=u.scheduled,
+            inflight_cpu=cv.from_ms(u.inflight_cpu_ms), cpu_billed=cv.from_ms(u.cpu_billed_ms), weight=u.weight,
+            submitted=u.submitted, dispatches=u.dispatches, completed=u.completed, failed=u.failed,
+            cancelled=u.cancelled, timed_out=u.timed_out, failures=u.failures, requeues=u.requeues,
+            paused=u.paused, rate=u.rate,
+            groups=[GroupUsage(g.name, g.running, g.queued, g.limit) for g in u.groups], group_count=u.group_count)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a job is where it is (``ExplainJob``): ``reason`` (scheduled,
+    paused, behind, cap, rate, held, group_turn, higher_class, no_worker,
+    waiting, assigned, running, or the terminal state), ``text`` one
+    readable paragraph, and the reason's own fields."""
+
+    job_id: int
+    reason: str
+    text: str
+    size: str
+    priority: str
+    group: str = ""
+    position: int = 0
+    vertex: str = ""
+    current: int = 0
+    limit: int = 0
+    ahead: int = 0
+    worker_id: str = ""
+    due_at: Optional[datetime] = None
+    eligible_at: Optional[datetime] = None
+    fitting_workers: int = 0
+    workers_busy: bool = False
+
+    @classmethod
+    def _from_pb(cls, x) -> "Explanation":
+        now = x.now if x.HasField("now") else None
+        return cls(job_id=x.job_id, reason=x.reason, text=x.text, size=cv.size_name(x.size),
+                   priority=cv.priority_name(getattr(x, "class")), group=x.group, position=x.position,
+                   vertex=x.vertex, current=x.current, limit=x.limit, ahead=x.ahead, worker_id=x.worker_id,
+                   due_at=cv.cluster_to_wall(now, x.due_ms), eligible_at=cv.cluster_to_wall(now, x.eligible_at_ms),
+                   fitting_workers=x.fitting_workers, workers_busy=x.workers_busy)
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A tenant's settings (admin calls). Caps of 0 are none;
+    ``max_priority`` is its max_class."""
+
+    name: str
+    tier: str
+    multiplier: int = 1
+    max_running: int = 0
+    max_running_sm: int = 0
+    max_running_md: int = 0
+    max_running_lg: int = 0
+    max_inflight_cpu: Optional[timedelta] = None
+    max_queued: int = 0
+    max_running_critical: int = 0
+    max_running_high: int = 0
+    max_running_deadline: int = 0
+    max_priority: str = "normal"
+    allow_deadlines: bool = False
+    group_cap: int = 0
+    group_order: str = "fifo"
+    max_groups: int = 0
+    rate: str = ""
+    rate_burst: int = 0
+    export_metrics: bool = False
+    paused: str = ""
+    created: bool = False
+
+    @classmethod
+    def _from_pb(cls, t) -> "Tenant":
+        c = t.caps
+        return cls(name=t.name, tier=cv.tier_name(t.tier), multiplier=t.multiplier or 1, max_running=c.max_running,
+                   max_running_sm=c.max_running_sm, max_running_md=c.max_running_md, max_running_lg=c.max_running_lg,
+                   max_inflight_cpu=cv.opt_ms(c.max_inflight_cpu_ms), max_queued=c.max_queued,
+                   max_running_critical=c.max_running_critical, max_running_high=c.max_running_high,
+                   max_running_deadline=c.max_running_deadline,
+                   max_priority=cv.priority_name(t.max_class), allow_deadlines=t.allow_deadlines,
+                   group_cap=t.group_cap, group_order=cv.group_order_name(t.group_order), max_groups=t.max_groups,
+                   rate=t.rate, rate_burst=t.rate_burst, export_metrics=t.export_metrics,
+                   paused=t.paused, created=t.created)
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A tenant's subscription in a pool: at most ``burst`` of its jobs
+    assigned or running there; None once removed."""
+
+    tenant: str
+    pool: str
+    burst: Optional[int]
+    running: int = 0
+    changed: bool = False
