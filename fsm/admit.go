@@ -77,6 +77,9 @@ type submitVerdict struct {
 type held struct {
 	jobs  uint32
 	bytes uint64
+	// all is what the batch's submits admitted before this one hold, of
+	// every tenant.
+	all *uint64
 }
 
 // checkSubmit is the check of a submit: every rule Apply holds it to, in
@@ -149,10 +152,12 @@ func (f *FSM) checkSubmit(c *pb.SubmitJob, before *held) (v submitVerdict, r Res
 		heldBytes += before.bytes
 	}
 	var extra uint32
+	allBytes := f.sched.UnfinishedPayloadAll()
 	if before != nil {
 		extra = before.jobs
+		allBytes += *before.all
 	}
-	if ref := f.quotas().room(&t, extra, heldBytes, len(c.Payload)); ref != nil {
+	if ref := f.quotas().room(&t, extra, heldBytes, allBytes, len(c.Payload)); ref != nil {
 		return v, refused(ref)
 	}
 	return v, Result{}
@@ -196,6 +201,7 @@ func (f *FSM) AdmitSubmits(cmds []*pb.SubmitJob, out []Result) uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var batch map[string]*held
+	var all uint64
 	for i, c := range cmds {
 		if out[i].Refused() {
 			continue
@@ -210,7 +216,7 @@ func (f *FSM) AdmitSubmits(cmds []*pb.SubmitJob, out []Result) uint64 {
 				name = f.cfg.Pools.DefaultTenant
 			}
 			if before = batch[name]; before == nil {
-				before = &held{}
+				before = &held{all: &all}
 				batch[name] = before
 			}
 		}
@@ -221,6 +227,7 @@ func (f *FSM) AdmitSubmits(cmds []*pb.SubmitJob, out []Result) uint64 {
 		if !r.Refused() && !v.dup && before != nil {
 			before.jobs++
 			before.bytes += uint64(len(c.Payload))
+			all += uint64(len(c.Payload))
 		}
 	}
 	return f.lastIndex

@@ -450,6 +450,9 @@ func (f *FSM) applySetConfig(c *pb.SetConfig) Result {
 		// none, on every node, until set at Level6.
 		cfg.DefaultMaxQueued, cfg.MaxQueuedBytes = 0, 0
 	}
+	if f.level < Level7 {
+		cfg.MaxTotalQueuedBytes = 0 // likewise below Level7
+	}
 	f.cfg = cfg
 	f.configured = true
 	f.observeAll() // tier weights or decay may have changed

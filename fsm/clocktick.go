@@ -59,6 +59,14 @@ func clockTickLevel(p *pb.SchedulerConfig) (uint32, string) {
 	return Level1, ""
 }
 
-func encodeConfigClockTick(e *sfq.Encoder, c *Config) { e.Varint(c.ClockTickMs) }
+// encodeConfigClockTick writes the settings of version 10 after the
+// pool settings: clock_tick, then max_total_queued_bytes (quotas.go).
+func encodeConfigClockTick(e *sfq.Encoder, c *Config) {
+	e.Varint(c.ClockTickMs)
+	e.Uvarint(c.MaxTotalQueuedBytes)
+}
 
-func decodeConfigClockTick(d *sfq.Decoder, c *Config) { c.ClockTickMs = d.Varint() }
+func decodeConfigClockTick(d *sfq.Decoder, c *Config) {
+	c.ClockTickMs = d.Varint()
+	c.MaxTotalQueuedBytes = d.Uvarint()
+}

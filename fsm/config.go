@@ -45,6 +45,9 @@ type Config struct {
 	// before it commits a clock tick (clocktick.go); another value than
 	// the default needs feature level 7.
 	ClockTickMs int64
+	// MaxTotalQueuedBytes bounds the payload bytes of every tenant's
+	// unfinished jobs together (feature level 7, quotas.go; 0: none).
+	MaxTotalQueuedBytes uint64
 }
 
 // Limits on runtime settings.
@@ -85,6 +88,7 @@ func DefaultConfig() Config {
 		DefaultMaxQueued:    DefaultMaxQueued,
 		MaxQueuedBytes:      DefaultMaxQueuedBytes,
 		ClockTickMs:         DefaultClockTickMs,
+		MaxTotalQueuedBytes: DefaultMaxTotalQueuedBytes,
 	}
 }
 
@@ -141,7 +145,7 @@ func (c Config) validate(payloadLimit uint32) error {
 	if err := c.DeadLetters.validate(); err != nil {
 		return err
 	}
-	if err := (Quotas{c.DefaultMaxQueued, c.MaxQueuedBytes}).validate(); err != nil {
+	if err := (Quotas{c.DefaultMaxQueued, c.MaxQueuedBytes, c.MaxTotalQueuedBytes}).validate(); err != nil {
 		return err
 	}
 	if err := c.Pools.validate(); err != nil {
@@ -194,5 +198,6 @@ func decodeConfig(d *sfq.Decoder, v int) Config {
 		c.DeadLetters = DefaultDeadLetters()
 	}
 	c.ClockTickMs = DefaultClockTickMs // state version 10 holds another
+	c.MaxTotalQueuedBytes = 0          // likewise
 	return c
 }

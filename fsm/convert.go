@@ -290,7 +290,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 		c.Sched.MaxSnoozes = uint16(p.MaxSnoozes)
 	}
 	configLeversFromPB(p, &c)
-	c.DefaultMaxQueued, c.MaxQueuedBytes = p.DefaultMaxQueued, p.MaxQueuedBytes
+	c.DefaultMaxQueued, c.MaxQueuedBytes, c.MaxTotalQueuedBytes = p.DefaultMaxQueued, p.MaxQueuedBytes, p.MaxTotalQueuedBytes
 	pools, err := poolSettingsFromPB(p)
 	if err != nil {
 		return Config{}, err
@@ -339,7 +339,7 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 		p.DecayNormMs = d.NormMs
 	}
 	configLeversToPB(c, p)
-	p.DefaultMaxQueued, p.MaxQueuedBytes = c.DefaultMaxQueued, c.MaxQueuedBytes
+	p.DefaultMaxQueued, p.MaxQueuedBytes, p.MaxTotalQueuedBytes = c.DefaultMaxQueued, c.MaxQueuedBytes, c.MaxTotalQueuedBytes
 	poolSettingsToPB(c.Pools, p)
 	p.ClockTickMs = c.ClockTickMs
 	return p

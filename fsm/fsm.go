@@ -113,6 +113,7 @@ func New() *FSM {
 	s.SetVersion1(true) // Level1
 	cfg := DefaultConfig()
 	cfg.DefaultMaxQueued, cfg.MaxQueuedBytes = 0, 0 // none below Level6
+	cfg.MaxTotalQueuedBytes = 0                     // none below Level7
 	return &FSM{
 		sched:     s,
 		level:     Level1,

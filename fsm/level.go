@@ -190,7 +190,7 @@ func (r *levelNeed) need(holds bool, level uint32, what string) {
 // quotas by default).
 func ConfigAtLevel(p *pb.SchedulerConfig, level uint32) {
 	if level < Level7 {
-		p.ClockTickMs = 0
+		p.ClockTickMs, p.MaxSnoozes, p.MaxTotalQueuedBytes = 0, 0, 0
 	}
 	if level < Level6 {
 		p.DefaultMaxQueued, p.MaxQueuedBytes = 0, 0
@@ -263,6 +263,9 @@ func NewAtLevel(l uint32) *FSM {
 	if f.level >= Level6 {
 		// A new cluster at this level starts with the quotas by default.
 		f.cfg.DefaultMaxQueued, f.cfg.MaxQueuedBytes = DefaultMaxQueued, DefaultMaxQueuedBytes
+	}
+	if f.level >= Level7 {
+		f.cfg.MaxTotalQueuedBytes = DefaultMaxTotalQueuedBytes // and the cluster's bound
 	}
 	return f
 }

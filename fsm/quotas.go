@@ -16,18 +16,26 @@ import (
 // cluster starts with DefaultMaxQueued and DefaultMaxQueuedBytes; a
 // cluster raised to level 6 has none until they are set.
 
+// Every tenant together (feature level 7): at most max_total_queued_bytes
+// of payloads in unfinished jobs, so that a cluster of many tenants at
+// their quotas still fits its servers' memory (docs/security.md, "Worst
+// case"). A new cluster at level 7 starts with
+// DefaultMaxTotalQueuedBytes; one raised to level 7 has none until set.
+
 // The defaults of a new cluster.
 const (
-	DefaultMaxQueued      = 100_000
-	DefaultMaxQueuedBytes = 64 << 20
+	DefaultMaxQueued           = 100_000
+	DefaultMaxQueuedBytes      = 64 << 20
+	DefaultMaxTotalQueuedBytes = 4 << 30
 	// maxQueuedBytesLimit bounds the setting (1 PiB).
 	maxQueuedBytesLimit = 1 << 50
 )
 
 // Quotas are the configuration's tenant quotas in force.
 type Quotas struct {
-	DefaultMaxQueued uint32
-	MaxQueuedBytes   uint64
+	DefaultMaxQueued    uint32
+	MaxQueuedBytes      uint64
+	MaxTotalQueuedBytes uint64 // Level7
 }
 
 // quotas returns the quotas in force: none below Level6.
@@ -35,7 +43,11 @@ func (f *FSM) quotas() Quotas {
 	if f.level < Level6 {
 		return Quotas{}
 	}
-	return Quotas{DefaultMaxQueued: f.cfg.DefaultMaxQueued, MaxQueuedBytes: f.cfg.MaxQueuedBytes}
+	q := Quotas{DefaultMaxQueued: f.cfg.DefaultMaxQueued, MaxQueuedBytes: f.cfg.MaxQueuedBytes}
+	if f.level >= Level7 {
+		q.MaxTotalQueuedBytes = f.cfg.MaxTotalQueuedBytes
+	}
+	return q
 }
 
 // ReadQuotas runs fn with the scheduling core and the quotas in force,
@@ -50,7 +62,7 @@ func (f *FSM) ReadQuotas(fn func(s *sfq.Scheduler, q Quotas)) {
 // a payload of payload bytes ("" if it may): room's refusal, on the
 // state alone.
 func (q Quotas) Room(s *sfq.Scheduler, ti uint32, t *sfq.Tenant, payload int) string {
-	if r := q.room(t, 0, s.UnfinishedPayload(ti), payload); r != nil {
+	if r := q.room(t, 0, s.UnfinishedPayload(ti), s.UnfinishedPayloadAll(), payload); r != nil {
 		return r.Msg
 	}
 	return ""
@@ -60,8 +72,10 @@ func (q Quotas) Room(s *sfq.Scheduler, ti uint32, t *sfq.Tenant, payload int) st
 // when it would pass its max_queued (or the default_max_queued it falls
 // under) or max_queued_bytes; t holds its jobs in every pool and
 // heldBytes the payloads of its unfinished jobs, and extra jobs more are
-// counted as queued (those of a batch admitted before this one).
-func (q Quotas) room(t *sfq.Tenant, extra uint32, heldBytes uint64, payload int) *sfq.Refusal {
+// counted as queued (those of a batch admitted before this one);
+// allBytes is what every tenant's unfinished jobs hold (with the batch's
+// before this one).
+func (q Quotas) room(t *sfq.Tenant, extra uint32, heldBytes, allBytes uint64, payload int) *sfq.Refusal {
 	held := t.QueuedTotal() + t.Scheduled + extra // each scheduled job will be queued
 	switch {
 	case t.Caps.MaxQueued > 0 && held >= t.Caps.MaxQueued:
@@ -73,12 +87,19 @@ func (q Quotas) room(t *sfq.Tenant, extra uint32, heldBytes uint64, payload int)
 		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "tenant %q holds %d bytes of payloads in its unfinished jobs; with this job's %d it would pass the cluster's max_queued_bytes of %d",
 			t.Name, heldBytes, payload, q.MaxQueuedBytes)
 	}
+	if q.MaxTotalQueuedBytes > 0 && allBytes+uint64(payload) > q.MaxTotalQueuedBytes {
+		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "the tenants hold %d bytes of payloads in their unfinished jobs; with this job's %d they would pass the cluster's max_total_queued_bytes of %d",
+			allBytes, payload, q.MaxTotalQueuedBytes)
+	}
 	return nil
 }
 
 func (q Quotas) validate() error {
 	if q.MaxQueuedBytes > maxQueuedBytesLimit {
 		return invalidf("max_queued_bytes is %d (want 0 = none, or up to %d)", q.MaxQueuedBytes, uint64(maxQueuedBytesLimit))
+	}
+	if q.MaxTotalQueuedBytes > maxQueuedBytesLimit {
+		return invalidf("max_total_queued_bytes is %d (want 0 = none, or up to %d)", q.MaxTotalQueuedBytes, uint64(maxQueuedBytesLimit))
 	}
 	return nil
 }
@@ -101,6 +122,8 @@ func quotasLevel(p *pb.SchedulerConfig) (uint32, string) {
 	switch {
 	case p.GetDefaultMaxQueued() != 0 && p.GetDefaultMaxQueued() != DefaultMaxQueued:
 		return Level6, "default_max_queued"
+	case p.GetMaxTotalQueuedBytes() != 0 && p.GetMaxTotalQueuedBytes() != DefaultMaxTotalQueuedBytes:
+		return Level7, "max_total_queued_bytes"
 	case p.GetMaxQueuedBytes() != 0 && p.GetMaxQueuedBytes() != DefaultMaxQueuedBytes:
 		return Level6, "max_queued_bytes"
 	}

@@ -145,3 +145,74 @@ func TestPermanentFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestTotalQueuedBytes: a new cluster at level 7 holds at most
+// max_total_queued_bytes of payloads in every tenant's unfinished jobs
+// together; a submit, a job of a batch or a redrive beyond it is
+// RESOURCE_EXHAUSTED (QUOTA_EXCEEDED), naming it; an ended job frees its
+// bytes; the setting and the count survive a snapshot. Below level 7 the
+// setting is refused, naming it, and a raised cluster has none until set.
+func TestTotalQueuedBytes(t *testing.T) {
+	h := newHarness(t)
+	if got := h.f.Config().MaxTotalQueuedBytes; got != DefaultMaxTotalQueuedBytes {
+		t.Fatalf("a new cluster's max_total_queued_bytes: %d", got)
+	}
+	h.one(setConfigWith(func(p *pb.SchedulerConfig) { p.MaxTotalQueuedBytes = 1000 }))
+	h.one(tenant("a", pb.Tier_GOLD))
+	h.one(tenant("b", pb.Tier_FREE))
+	payload := func(n int) string { return strings.Repeat("x", n) }
+	for _, s := range []*pb.Command{submit("a", "", 1, payload(400)), submit("b", "", 1, payload(500))} {
+		if r := h.one(s); r.Code != OK {
+			t.Fatalf("submit: %+v", r)
+		}
+	}
+	r := h.one(submit("b", "", 1, payload(101)))
+	want := `the tenants hold 900 bytes of payloads in their unfinished jobs; with this job's 101 they would pass the cluster's max_total_queued_bytes of 1000`
+	if r.Code != ResourceExhausted || r.Reason != "QUOTA_EXCEEDED" || r.Msg != want {
+		t.Fatalf("101 bytes more: %+v\nwant %s", r, want)
+	}
+	// A batch counts the jobs before each one: 60 + 50 > 100 left.
+	batch := []*pb.SubmitJob{submit("a", "", 1, payload(60)).GetSubmit(), submit("b", "", 1, payload(50)).GetSubmit()}
+	out := make([]Result, 2)
+	h.f.AdmitSubmits(batch, out)
+	if out[0].Refused() || !out[1].Refused() || !strings.Contains(out[1].Msg, "max_total_queued_bytes") {
+		t.Fatalf("a batch of 60 and 50 bytes with 100 left: %+v", out)
+	}
+	// Job 1 (400 bytes) is cancelled: its bytes are freed.
+	h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "a", Job: 1}}})
+	if r := h.one(submit("b", "", 1, payload(500))); r.Code != OK {
+		t.Fatalf("500 bytes once 400 are freed: %+v", r)
+	}
+	// A redrive counts as a submit: 1000 held, 400 more is refused.
+	r = h.one(redriveCmd(&pb.BulkJobs{Tenant: "a", Jobs: []uint64{1}}))
+	if !strings.Contains(items(r.Bulk), "max_total_queued_bytes") {
+		t.Fatalf("redrive over the total: %s", items(r.Bulk))
+	}
+	if err := h.f.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := h.f.Freeze()
+	back := New()
+	if err := back.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(encodeFSM(v)))), h.index); err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Config().MaxTotalQueuedBytes; got != 1000 {
+		t.Fatalf("restored max_total_queued_bytes: %d", got)
+	}
+	back.Read(func(s *sfq.Scheduler) {
+		if got := s.UnfinishedPayloadAll(); got != 1000 {
+			t.Fatalf("restored total of unfinished payloads: %d, want 1000", got)
+		}
+	})
+
+	h6 := &harness{t: t, f: newAt(Level6), now: 1_000}
+	h6.one(tenant("a", pb.Tier_GOLD))
+	h6.refusedBelow(Level7, []levelCase{{setConfigWith(func(p *pb.SchedulerConfig) { p.MaxTotalQueuedBytes = 10 }), "max_total_queued_bytes"}})
+	if got := h6.f.Config().MaxTotalQueuedBytes; got != 0 {
+		t.Fatalf("max_total_queued_bytes at level 6: %d", got)
+	}
+	h6.one(setLevelCmd(Level7))
+	if got := h6.f.Config().MaxTotalQueuedBytes; got != 0 {
+		t.Fatalf("max_total_queued_bytes once raised to 7: %d", got)
+	}
+}

@@ -2677,9 +2677,12 @@ type SchedulerConfig struct {
 	ClockTickMs int64 `protobuf:"varint,130,opt,name=clock_tick_ms,json=clockTickMs,proto3" json:"clock_tick_ms,omitempty"`
 	// max_snoozes (feature level 7): the snooze of a job's run that is its
 	// max_snoozes-th in a row ends the job failed (0: the default, 100).
-	MaxSnoozes    uint32 `protobuf:"varint,131,opt,name=max_snoozes,json=maxSnoozes,proto3" json:"max_snoozes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxSnoozes uint32 `protobuf:"varint,131,opt,name=max_snoozes,json=maxSnoozes,proto3" json:"max_snoozes,omitempty"`
+	// max_total_queued_bytes (feature level 7): every tenant together holds
+	// at most this many payload bytes in unfinished jobs (0: no bound).
+	MaxTotalQueuedBytes uint64 `protobuf:"varint,132,opt,name=max_total_queued_bytes,json=maxTotalQueuedBytes,proto3" json:"max_total_queued_bytes,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *SchedulerConfig) Reset() {
@@ -2960,6 +2963,13 @@ func (x *SchedulerConfig) GetClockTickMs() int64 {
 func (x *SchedulerConfig) GetMaxSnoozes() uint32 {
 	if x != nil {
 		return x.MaxSnoozes
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetMaxTotalQueuedBytes() uint64 {
+	if x != nil {
+		return x.MaxTotalQueuedBytes
 	}
 	return 0
 }
@@ -4336,7 +4346,7 @@ const file_commands_proto_rawDesc = "" +
 	"\tas_tenant\x18\x05 \x01(\bR\basTenant\x12\x12\n" +
 	"\x04pool\x18\x06 \x01(\tR\x04pool\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\x9a\f\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xd0\f\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -4375,7 +4385,8 @@ const file_commands_proto_rawDesc = "" +
 	"\x0edefault_tenant\x18z \x01(\tR\rdefaultTenant\x12#\n" +
 	"\rclock_tick_ms\x18\x82\x01 \x01(\x03R\vclockTickMs\x12 \n" +
 	"\vmax_snoozes\x18\x83\x01 \x01(\rR\n" +
-	"maxSnoozes\"@\n" +
+	"maxSnoozes\x124\n" +
+	"\x16max_total_queued_bytes\x18\x84\x01 \x01(\x04R\x13maxTotalQueuedBytes\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +
 	"\x05Prune\x12\x14\n" +

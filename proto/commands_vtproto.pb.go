@@ -1952,6 +1952,13 @@ func (m *SchedulerConfig) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.MaxTotalQueuedBytes != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxTotalQueuedBytes))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0xa0
+	}
 	if m.MaxSnoozes != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxSnoozes))
 		i--
@@ -5389,6 +5396,13 @@ func (m *SchedulerConfig) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error)
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.MaxTotalQueuedBytes != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxTotalQueuedBytes))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0xa0
+	}
 	if m.MaxSnoozes != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxSnoozes))
 		i--
@@ -7701,6 +7715,9 @@ func (m *SchedulerConfig) SizeVT() (n int) {
 	}
 	if m.MaxSnoozes != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.MaxSnoozes))
+	}
+	if m.MaxTotalQueuedBytes != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.MaxTotalQueuedBytes))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -13084,6 +13101,25 @@ func (m *SchedulerConfig) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.MaxSnoozes |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 132:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxTotalQueuedBytes", wireType)
+			}
+			m.MaxTotalQueuedBytes = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MaxTotalQueuedBytes |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

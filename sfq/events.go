@@ -388,6 +388,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		j.EndedAt, j.endWall = now, MakeWallDelta(s.wall, now)
 		s.noteEnded(j)
 		rt.payload -= uint64(len(j.Payload()))
+		s.payloadAll -= uint64(len(j.Payload()))
 	}
 	rt.slotMut(j.Class, j.Size)
 	s.refresh(ti, gs, q)

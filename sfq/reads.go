@@ -188,6 +188,14 @@ func (s *Scheduler) JobsDown(from JobID, fn func(j *Job) bool) {
 // UnfinishedPayload returns the payload bytes of tenant ti's unfinished
 // jobs (scheduled, queued, assigned, running).
 func (s *Scheduler) UnfinishedPayload(ti uint32) uint64 {
+	return s.unfinishedPayload(ti)
+}
+
+// UnfinishedPayloadAll is the payload bytes of every tenant's unfinished
+// jobs (scheduled, queued, assigned, running) together.
+func (s *Scheduler) UnfinishedPayloadAll() uint64 { return s.payloadAll }
+
+func (s *Scheduler) unfinishedPayload(ti uint32) uint64 {
 	if int(ti) >= len(s.rt) {
 		return 0
 	}

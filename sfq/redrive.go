@@ -248,6 +248,7 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	}
 	s.forgetDead(j)
 	rt.payload += uint64(len(j.Payload()))
+	s.payloadAll += uint64(len(j.Payload()))
 	jm := s.jobs.Mut(uint64(id))
 	jm.Life = life
 	jm.Result = jm.Result.redriven()

@@ -216,6 +216,7 @@ func (s *Scheduler) rebuild() error {
 		}
 		if !j.State.Terminal() {
 			s.rt[j.Tenant].payload += uint64(len(j.Payload()))
+			s.payloadAll += uint64(len(j.Payload()))
 		}
 		switch {
 		case j.State == Queued:

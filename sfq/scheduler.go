@@ -23,11 +23,14 @@ type Scheduler struct {
 	// Everything below is derived from the tables and rebuilt on restore.
 	byName map[string]uint32
 	rt     []tenantRT
-	gindex map[groupKey]uint32 // named groups by (tenant, name)
-	grt    []groupRT           // by group slot
-	gfree  slotHeap            // group slots below gnext not in use
-	gnext  uint64
-	nodes  nodePool // group heads (slot.go, tree.go)
+	// payloadAll is the payload bytes of every unfinished job: the sum
+	// of the lanes' payload.
+	payloadAll uint64
+	gindex     map[groupKey]uint32 // named groups by (tenant, name)
+	grt        []groupRT           // by group slot
+	gfree      slotHeap            // group slots below gnext not in use
+	gnext      uint64
+	nodes      nodePool // group heads (slot.go, tree.go)
 	// pools holds each pool's scheduling state (pool.go), by PoolID:
 	// pools[0] is the pool default. poolIdx finds a pool by name; subs
 	// holds the subscriptions, by (tenant, pool).

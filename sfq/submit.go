@@ -165,6 +165,7 @@ func (s *Scheduler) SubmitAdmitted(now Time, sub Submission, p SubmitPlan) (JobI
 	tm := s.tenants.Mut(uint64(ti))
 	tm.Billing.Submitted++
 	s.rt[ti].payload += uint64(len(sub.Payload))
+	s.payloadAll += uint64(len(sub.Payload))
 	if delayed {
 		tm.Scheduled++
 		s.groups.Mut(uint64(gs)).Scheduled++

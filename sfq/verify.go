@@ -267,6 +267,7 @@ func (s *Scheduler) Verify() error {
 		report("group index has %d entries for %d groups", len(s.gindex)+countUnnamed(s.rt), s.groups.Len())
 	}
 
+	var payloadAll uint64
 	for i := range nt {
 		ti := uint32(i)
 		t := s.tenants.Get(uint64(i))
@@ -303,6 +304,7 @@ func (s *Scheduler) Verify() error {
 		if rt.payload != c.payload {
 			report("tenant %q holds %d payload bytes in unfinished jobs, job table says %d", t.Name, rt.payload, c.payload)
 		}
+		payloadAll += c.payload
 		if rt.queuedFair != c.queuedFair {
 			report("tenant %q queued without a deadline per class %v, job table says %v", t.Name, rt.queuedFair, c.queuedFair)
 		}
@@ -345,6 +347,9 @@ func (s *Scheduler) Verify() error {
 	}
 	if len(s.byName) != names {
 		report("name index has %d entries for %d names", len(s.byName), names)
+	}
+	if payloadAll != s.payloadAll {
+		report("the tenants hold %d payload bytes in unfinished jobs, the total says %d", payloadAll, s.payloadAll)
 	}
 	s.verifyEstimates(report)
 	s.verifyDelays(report)

@@ -324,7 +324,7 @@ func TestSDKSlotsAndStop(t *testing.T) {
 // cluster's real refusal as its sentinel, which also matches its code's,
 // for Insert and for each job of InsertMany.
 func TestSDKSentinels(t *testing.T) {
-	c, cl, _, ctx := sdkCluster(t, 3, "--config", configFile(t, "[scheduler]\nsubmit_rate = \"5/1h\"\nsubmit_burst = 5\nmax_payload_bytes = 1024\n"))
+	c, cl, _, ctx := sdkCluster(t, 3, "--config", configFile(t, "[scheduler]\nsubmit_rate = \"5/1h\"\nsubmit_burst = 5\nmax_payload_bytes = 1024\nmax_total_queued_bytes = 4096\n"))
 	admin := pb.NewAdminClient(c.Nodes[0].Conn())
 	for _, tn := range []*pb.UpsertTenantRequest{
 		{Name: "quota", Tier: pb.Tier_FREE.Enum(), Caps: &pb.CapsUpdate{MaxQueued: proto.Uint32(1)}},
@@ -390,6 +390,19 @@ func TestSDKSentinels(t *testing.T) {
 	}
 	if d, ok := client.RetryAfter(res[2].Err); !ok || d <= 0 {
 		t.Errorf("InsertMany's rate-limited job: retry after %s (%v)", d, ok)
+	}
+	// Every tenant's payloads together: max_total_queued_bytes (4096),
+	// reached by tenants each far within its own quotas.
+	var totalErr error
+	for i := 0; i < 6 && totalErr == nil; i++ {
+		name := fmt.Sprintf("big%d", i)
+		if _, err := admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: name, Tier: pb.Tier_FREE.Enum()}); err != nil {
+			t.Fatal(err)
+		}
+		totalErr = in(name, bigArgs{strings.Repeat("y", 900)}, "")
+	}
+	if !errors.Is(totalErr, client.ErrQuotaExceeded) || !strings.Contains(totalErr.Error(), "max_total_queued_bytes of 4096") {
+		t.Errorf("payloads past the cluster's total: %v", totalErr)
 	}
 }
 

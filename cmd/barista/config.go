@@ -233,6 +233,7 @@ func (c *serverConfig) settings() []setting {
 		{key: "scheduler.dead_letter_max_bytes", usage: "... holding at most this many payload bytes (feature level 5)", val: &intVal[uint64]{&s.DeadLetterMaxBytes, 1, 1 << 50}},
 		{key: "scheduler.default_max_queued", usage: "a tenant without a max_queued of its own holds at most this many scheduled and queued jobs; 0 = no bound (feature level 6)", val: &intVal[uint32]{&s.DefaultMaxQueued, 0, 1<<32 - 1}},
 		{key: "scheduler.max_queued_bytes", usage: "every tenant holds at most this many payload bytes in its unfinished jobs; 0 = no bound (feature level 6)", val: &intVal[uint64]{&s.MaxQueuedBytes, 0, 1 << 50}},
+		{key: "scheduler.max_total_queued_bytes", usage: "all tenants together hold at most this many payload bytes in their unfinished jobs; 0 = no bound (feature level 7)", val: &intVal[uint64]{&s.MaxTotalQueuedBytes, 0, 1 << 50}},
 		{key: "scheduler.estimate", usage: "where a job's est_cost comes from: submitted (each submit states it), or auto (its type's moving average once 3 runs completed, else the stated cost, else default_cost)",
 			val: &parsedVal[sfq.EstimateMode]{&s.Sched.Estimate, sfq.ParseEstimateMode, sfq.EstimateMode.String, "submitted or auto"}},
 		{key: "scheduler.default_cost", usage: "est_cost under estimate=auto of a submit without one whose type has fewer than 3 completed runs",
