@@ -20,10 +20,12 @@ import (
 // unary call reserves, before its request is read, the largest request it
 // may be from its caller's budget of request bytes in flight and from the
 // node's, and gives it back once the request is read; a call over a
-// budget is refused unread (its caller's: RESOURCE_EXHAUSTED, to retry
-// once its other requests are in; the node's: UNAVAILABLE, another node
-// may take it). A request not read within limits.request_read_timeout
-// closes its connection. Calls without a token (health checks) share one
+// budget waits for bytes to come back while the requests ahead of it are
+// being read (a burst of small requests), and is refused unread once
+// they stall (its caller's budget: RESOURCE_EXHAUSTED, to retry once its
+// other requests are in; the node's: UNAVAILABLE, another node may take
+// it). A request not read within limits.request_read_timeout closes its
+// connection. Calls without a token (health checks) share one
 // budget of their own, smaller. Streams are bounded by the streams of a
 // connection (limits.streams_per_connection) and the connections of an
 // address (docs/security.md, "Limits").
@@ -31,6 +33,15 @@ import (
 // unauthenticatedRequestBytes is the budget of the calls without a
 // token, together.
 const unauthenticatedRequestBytes = 16 << 20
+
+// A call over a budget waits for request bytes to be given back while
+// some are at least every reserveProgress (the requests ahead of it are
+// being read, not stalled), for at most reserveWait, before it is
+// refused.
+const (
+	reserveProgress = 100 * time.Millisecond
+	reserveWait     = 2 * time.Second
+)
 
 // requestBudget reserves a unary call's request bytes.
 type requestBudget struct {
@@ -50,7 +61,7 @@ func (b *requestBudget) reserve(ctx context.Context) (func(), error) {
 	if !ok {
 		budget, key = b.anonymous, ""
 	}
-	release, which := budget.Reserve(key, b.size)
+	release, which := budget.ReserveWait(ctx, key, b.size, reserveProgress, reserveWait)
 	switch which {
 	case inflight.PerIdentity:
 		held, _ := budget.Held(key)

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,5 +128,43 @@ func TestWriteRate(t *testing.T) {
 	}
 	if cmds := n.loggedAfter(index); len(cmds) != 1 || cmds[0].GetTenantUpsert().GetName() != "beta" {
 		t.Fatalf("logged after the fifth write: %v, want beta's upsert alone", cmds)
+	}
+}
+
+// TestRequestBudgetBurst: a burst of small calls from one caller, more
+// at once than its request budget has room for (one request here), is
+// served whole: each call waits the moment the ones before it take to be
+// read, rather than being refused.
+func TestRequestBudgetBurst(t *testing.T) {
+	opt := Options{Limits: Limits{RequestBytesPerIdentity: fsm.MaxMessageBytes}}
+	n := startTestNodeWith(t, []Token{{Secret: testAdmin, Role: RoleAdmin}, {Secret: "client-secret-acme-00", Role: RoleClient, Tenant: "acme"}}, nil, opt)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := pb.NewAdminClient(n.dial(testAdmin)).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
+		t.Fatal(err)
+	}
+	acme := pb.NewClientClient(n.dial("client-secret-acme-00"))
+	const calls = 200
+	errs := make(chan error, calls)
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := acme.TenantUsage(ctx, &pb.TenantUsageRequest{})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	refused := 0
+	for err := range errs {
+		if err != nil {
+			refused++
+			t.Log(err)
+		}
+	}
+	if refused > 0 {
+		t.Fatalf("%d of %d calls refused", refused, calls)
 	}
 }

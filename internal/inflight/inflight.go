@@ -8,7 +8,9 @@
 package inflight
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -31,10 +33,14 @@ const (
 type Budget struct {
 	perIdentity, total int64
 
-	mu    sync.Mutex
-	used  map[string]int64
-	all   int64
-	bytes prometheus.Gauge
+	mu   sync.Mutex
+	used map[string]int64
+	all  int64
+	// waiters counts the ReserveWait calls waiting for bytes; freed is
+	// closed (and replaced) when bytes are given back while any wait.
+	waiters int
+	freed   chan struct{}
+	bytes   prometheus.Gauge
 	// refused counts refusals by bound.
 	refused *prometheus.CounterVec
 }
@@ -63,24 +69,84 @@ func New(name string, perIdentity, total int64, reg prometheus.Registerer) *Budg
 // made: which names the bound, and release is nil.
 func (b *Budget) Reserve(identity string, n int64) (release func(), which Which) {
 	b.mu.Lock()
+	release, which = b.reserveLocked(identity, n)
+	b.mu.Unlock()
+	if which != None {
+		b.countRefused(which)
+	}
+	return release, which
+}
+
+// ReserveWait is Reserve that, when a bound refuses, waits for bytes to
+// be given back and tries again, for as long as some are given back at
+// least every progress (and at most wait, or until ctx ends). A request
+// reserves the largest it may be only for the moment it takes to be read:
+// a burst of small requests then waits those moments rather than being
+// refused, while behind requests that stall (nothing given back for
+// progress) the others are refused, unread, as Reserve refuses them.
+func (b *Budget) ReserveWait(ctx context.Context, identity string, n int64, progress, wait time.Duration) (release func(), which Which) {
+	b.mu.Lock()
+	release, which = b.reserveLocked(identity, n)
+	if which == None || wait <= 0 {
+		b.mu.Unlock()
+		if which != None {
+			b.countRefused(which)
+		}
+		return release, which
+	}
+	timer := time.NewTimer(wait) // the whole wait, however often woken
+	defer timer.Stop()
+	stalled := time.NewTimer(progress)
+	defer stalled.Stop()
+	for {
+		if b.freed == nil {
+			b.freed = make(chan struct{})
+		}
+		freed := b.freed
+		b.waiters++
+		b.mu.Unlock()
+		expired := false
+		select {
+		case <-freed:
+			stalled.Reset(progress)
+		case <-stalled.C:
+			expired = true
+		case <-timer.C:
+			expired = true
+		case <-ctx.Done():
+			expired = true
+		}
+		b.mu.Lock()
+		b.waiters--
+		release, which = b.reserveLocked(identity, n)
+		if which == None || expired {
+			b.mu.Unlock()
+			if which != None {
+				b.countRefused(which)
+			}
+			return release, which
+		}
+	}
+}
+
+func (b *Budget) countRefused(which Which) {
+	if which == PerIdentity {
+		b.refused.WithLabelValues("per_identity").Inc()
+	} else {
+		b.refused.WithLabelValues("total").Inc()
+	}
+}
+
+// reserveLocked is Reserve under b.mu, without counting a refusal.
+func (b *Budget) reserveLocked(identity string, n int64) (release func(), which Which) {
 	switch {
 	case b.perIdentity > 0 && b.used[identity]+n > b.perIdentity && b.used[identity] > 0:
-		which = PerIdentity
+		return nil, PerIdentity
 	case b.total > 0 && b.all+n > b.total && b.all > 0:
-		which = Total
-	}
-	if which != None {
-		b.mu.Unlock()
-		if which == PerIdentity {
-			b.refused.WithLabelValues("per_identity").Inc()
-		} else {
-			b.refused.WithLabelValues("total").Inc()
-		}
-		return nil, which
+		return nil, Total
 	}
 	b.used[identity] += n
 	b.all += n
-	b.mu.Unlock()
 	b.bytes.Add(float64(n))
 	var once sync.Once
 	return func() {
@@ -90,6 +156,10 @@ func (b *Budget) Reserve(identity string, n int64) (release func(), which Which)
 				delete(b.used, identity)
 			}
 			b.all -= n
+			if b.waiters > 0 && b.freed != nil {
+				close(b.freed) // wake the waiters: they try again
+				b.freed = nil
+			}
 			b.mu.Unlock()
 			b.bytes.Sub(float64(n))
 		})

@@ -1,6 +1,10 @@
 package inflight
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+)
 
 // TestReserve: reservations count per identity and in all; one that
 // would pass a bound is refused, naming it, and changes nothing; a
@@ -41,5 +45,49 @@ func TestReserve(t *testing.T) {
 	big()
 	if _, all := b.Held(""); all != 0 {
 		t.Fatalf("left %d", all)
+	}
+}
+
+// TestReserveWait: a reservation a bound refuses waits for bytes to be
+// given back and takes them; one still refused when nothing was given
+// back for its progress window, when its wait ends or when its context
+// ends, is refused, naming the bound, and changes nothing.
+func TestReserveWait(t *testing.T) {
+	b := New("test", 100, 0, nil)
+	r1, _ := b.Reserve("a", 100)
+	got := make(chan Which, 1)
+	go func() {
+		r, w := b.ReserveWait(context.Background(), "a", 100, time.Minute, time.Minute)
+		got <- w
+		if r != nil {
+			r()
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case w := <-got:
+		t.Fatalf("took the bytes while held: %v", w)
+	default:
+	}
+	r1()
+	if w := <-got; w != None {
+		t.Fatalf("after the release: %v", w)
+	}
+
+	r2, _ := b.Reserve("a", 100)
+	defer r2()
+	if _, w := b.ReserveWait(context.Background(), "a", 100, 30*time.Millisecond, time.Minute); w != PerIdentity {
+		t.Fatalf("never released: %v", w)
+	}
+	if _, w := b.ReserveWait(context.Background(), "a", 100, time.Minute, 30*time.Millisecond); w != PerIdentity {
+		t.Fatalf("never released, a short wait: %v", w)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, w := b.ReserveWait(ctx, "a", 100, time.Minute, time.Minute); w != PerIdentity {
+		t.Fatalf("a cancelled wait: %v", w)
+	}
+	if mine, all := b.Held("a"); mine != 100 || all != 100 {
+		t.Fatalf("held %d of %d after the refusals, want 100", mine, all)
 	}
 }
