@@ -1,11 +1,36 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 )
+
+// ErrNoCgroup marks a host that gives the worker no cgroup v2 hierarchy
+// it can write: no cgroup2 file system mounted (a host whose controllers
+// are all on cgroup v1), this process outside the mounted hierarchy, a
+// hierarchy mounted read-only or not delegated to this process's user;
+// and every host but Linux.
+var ErrNoCgroup = errors.New("no writable cgroup v2 hierarchy")
+
+// CgroupConfig says where a worker makes its runs' cgroups.
+type CgroupConfig struct {
+	// Parent is the cgroup the runs' cgroups are made in: an absolute
+	// path in a mounted cgroup v2 file system (/sys/fs/cgroup/barista),
+	// or a path relative to this process's own cgroup (the cgroup that
+	// systemd delegates to a unit with Delegate=yes, or a container's
+	// cgroup namespace). It is made if missing.
+	Parent string
+	// Controllers are those the runs' limits need (memory, pids, cpu):
+	// OpenCgroups enables what it can of them for the runs' cgroups and
+	// says why it cannot enable the others.
+	Controllers []string
+	// Mountinfo and ProcCgroup replace /proc/self/mountinfo and
+	// /proc/self/cgroup (tests point the worker at another hierarchy).
+	Mountinfo, ProcCgroup string
+}
 
 // CPUSource says where a run's CPU time was measured.
 type CPUSource uint8

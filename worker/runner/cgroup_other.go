@@ -8,17 +8,6 @@ import (
 	"time"
 )
 
-// ErrNoCgroup marks a host that gives the worker no writable cgroup v2
-// hierarchy: every host but Linux.
-var ErrNoCgroup = errors.New("no writable cgroup v2 hierarchy")
-
-// CgroupConfig says where a worker makes its runs' cgroups (Linux).
-type CgroupConfig struct {
-	Parent                string
-	Controllers           []string
-	Mountinfo, ProcCgroup string
-}
-
 // Cgroups is the cgroup v2 sub-tree a worker runs its jobs in (Linux).
 type Cgroups struct{}
 
