@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python lint bench chaos soak ratelimit fuzz proto proto-python run clean
+.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python test-upgrade lint bench chaos soak ratelimit fuzz proto proto-python run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -40,6 +40,17 @@ test-python: build ## the Python SDK's tests (pytest, under a minute) against a 
 	else \
 		cd sdk/python && BARISTA_BIN=$(CURDIR)/bin/barista PYTHONDONTWRITEBYTECODE=1 $(PYTHON3) -m pytest -q -p no:cacheprovider -rs tests; \
 	fi
+
+# this build beside the previous release: PREVIOUS_REV's source (git
+# archive) is built into bin/previous/barista, then the tests of
+# test/previous_test.go run the two together (a previous worker on this
+# cluster, this build's workers on a previous cluster).
+PREVIOUS_REV ?= a9a5f74
+test-upgrade: build ## this build beside the previous release (PREVIOUS_REV, a9a5f74): its worker on this cluster, this build's workers on its cluster (about 2 minutes; needs the git history)
+	rm -rf bin/previous && mkdir -p bin/previous/src
+	git archive $(PREVIOUS_REV) | tar -x -C bin/previous/src
+	cd bin/previous/src && $(GO) build -o ../barista ./cmd/barista
+	BARISTA_BIN=$(CURDIR)/bin/barista BARISTA_PREVIOUS_BIN=$(CURDIR)/bin/previous/barista $(GO) test -count=1 -p 1 -timeout 10m -run 'Previous' -v ./test/
 
 lint: ## gofmt check, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -315,12 +315,15 @@ func (c *Cluster) cleanup() {
 }
 
 // command builds the command line of a process of member id.
-func (c *Cluster) command(id string, args []string) *exec.Cmd {
+func (c *Cluster) command(id string, args []string) *exec.Cmd { return c.commandOf(c.Bin, id, args) }
+
+// commandOf is command with bin instead of the cluster's binary.
+func (c *Cluster) commandOf(bin, id string, args []string) *exec.Cmd {
 	if c.Wrap == nil {
-		return exec.Command(c.Bin, args...)
+		return exec.Command(bin, args...)
 	}
 	w := c.Wrap(id)
-	return exec.Command(w[0], append(append(w[1:len(w):len(w)], c.Bin), args...)...)
+	return exec.Command(w[0], append(append(w[1:len(w):len(w)], bin), args...)...)
 }
 
 // Tail returns the last lines of a file.

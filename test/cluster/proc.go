@@ -27,6 +27,10 @@ type Worker struct {
 	TokenFile string
 	// TokenEnv passes the token in $BARISTA_TOKEN instead of --token.
 	TokenEnv bool
+	// Bin, if set, is the binary the worker runs instead of the
+	// cluster's (another build's); a binary other than this module's
+	// build is given none of this build's newer flags (--cgroup-parent).
+	Bin string
 	// Process is the worker's process (LogPath is its log).
 	proc.Process
 }
@@ -55,7 +59,8 @@ func (w *Worker) Start(servers string) {
 		servers = w.c.Servers()
 	}
 	args := []string{"worker", "--id", w.ID, "--size", w.Size, "--server", servers, "--log-dir", w.LogDir, "--work-dir", w.WorkDir, "--log-level", "debug"}
-	if p := w.c.cgroupParent(w.ID); p != "" {
+	bin := cmp.Or(w.Bin, w.c.Bin)
+	if p := w.c.cgroupParent(w.ID); p != "" && bin == Binary(w.c.T) {
 		args = append(args, "--cgroup-parent", p)
 	}
 	args = append(args, w.Args...)
@@ -66,7 +71,7 @@ func (w *Worker) Start(servers string) {
 	case token != "" && !w.TokenEnv:
 		args = append(args, "--token", token)
 	}
-	cmd := w.c.command(w.ID, args)
+	cmd := w.c.commandOf(bin, w.ID, args)
 	if w.TokenEnv {
 		cmd.Env = append(os.Environ(), "BARISTA_TOKEN="+token)
 	}
