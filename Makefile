@@ -42,14 +42,14 @@ test-python: build ## the Python SDK's tests (pytest, under a minute) against a 
 	fi
 
 # this build beside the previous release: PREVIOUS_REV's source (git
-# archive) is built into bin/previous/barista, then the tests of
+# archive, in a temporary directory) is built into bin/previous/barista, then the tests of
 # test/previous_test.go run the two together (a previous worker on this
 # cluster, this build's workers on a previous cluster).
 PREVIOUS_REV ?= a9a5f74
 test-upgrade: build ## this build beside the previous release (PREVIOUS_REV, a9a5f74): its worker on this cluster, this build's workers on its cluster (about 2 minutes; needs the git history)
-	rm -rf bin/previous && mkdir -p bin/previous/src
-	git archive $(PREVIOUS_REV) | tar -x -C bin/previous/src
-	cd bin/previous/src && $(GO) build -o ../barista ./cmd/barista
+	rm -rf bin/previous && mkdir -p bin/previous
+	src=$$(mktemp -d) && git archive $(PREVIOUS_REV) | tar -x -C $$src && \
+		(cd $$src && $(GO) build -o $(CURDIR)/bin/previous/barista ./cmd/barista); rc=$$?; rm -rf $$src; exit $$rc
 	BARISTA_BIN=$(CURDIR)/bin/barista BARISTA_PREVIOUS_BIN=$(CURDIR)/bin/previous/barista $(GO) test -count=1 -p 1 -timeout 10m -run 'Previous' -v ./test/
 
 lint: ## gofmt check, go vet, staticcheck
