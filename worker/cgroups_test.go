@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/baristahq/barista/internal/cgrouptest"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -102,23 +103,9 @@ func TestProcessRunnerCgroup(t *testing.T) {
 // cannot write (a read-only mount here), it runs jobs as before (CPU from
 // /proc) and says why; with Require it refuses to start.
 func TestCgroupFallback(t *testing.T) {
-	mnt := t.TempDir()
-	if err := syscall.Mount("none", mnt, "cgroup2", syscall.MS_RDONLY, ""); err != nil {
-		t.Skipf("cannot mount a read-only cgroup2 file system here: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
+	mountinfo, procCgroup := cgrouptest.ReadOnly(t)
 	dir := t.TempDir()
-	s := CgroupSetup{Limits: DefaultSizeLimits(), Mountinfo: filepath.Join(dir, "mountinfo"), ProcCgroup: filepath.Join(dir, "cgroup")}
-	if err := os.WriteFile(s.Mountinfo, fmt.Appendf(nil, "99 30 0:37 / %s ro,relatime - cgroup2 cgroup2 ro\n", mnt), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(s.ProcCgroup, []byte("0::/\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	s := CgroupSetup{Limits: DefaultSizeLimits(), Mountinfo: mountinfo, ProcCgroup: procCgroup}
 	c, rep, err := OpenCgroups(s)
 	if err != nil || c != nil || !strings.Contains(rep.None, "read-only file system") {
 		t.Fatalf("OpenCgroups on a read-only hierarchy: %v, %+v, %v; want none, saying why", c, rep, err)

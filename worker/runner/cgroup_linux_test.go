@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/baristahq/barista/internal/cgrouptest"
 )
 
 func TestParseMountinfo(t *testing.T) {
@@ -316,8 +318,8 @@ func TestCgroupPidsLimit(t *testing.T) {
 // A hierarchy the worker cannot write (mounted read-only here) is no
 // cgroup for it: OpenCgroups says so, wrapping ErrNoCgroup.
 func TestOpenCgroupsReadOnly(t *testing.T) {
-	dir := readOnlyCgroup2(t)
-	_, err := OpenCgroups(CgroupConfig{Mountinfo: dir.mountinfo, ProcCgroup: dir.procCgroup})
+	mountinfo, procCgroup := cgrouptest.ReadOnly(t)
+	_, err := OpenCgroups(CgroupConfig{Mountinfo: mountinfo, ProcCgroup: procCgroup})
 	if !errors.Is(err, ErrNoCgroup) || !strings.Contains(err.Error(), "read-only file system") {
 		t.Fatalf("OpenCgroups on a read-only hierarchy: %v; want ErrNoCgroup naming the read-only file system", err)
 	}
@@ -325,36 +327,9 @@ func TestOpenCgroupsReadOnly(t *testing.T) {
 	if err := os.WriteFile(none, []byte("30 22 0:27 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenCgroups(CgroupConfig{Mountinfo: none, ProcCgroup: dir.procCgroup}); !errors.Is(err, ErrNoCgroup) || !strings.Contains(err.Error(), "no cgroup2 file system is mounted") {
+	if _, err := OpenCgroups(CgroupConfig{Mountinfo: none, ProcCgroup: procCgroup}); !errors.Is(err, ErrNoCgroup) || !strings.Contains(err.Error(), "no cgroup2 file system is mounted") {
 		t.Fatalf("OpenCgroups on a host without cgroup2: %v", err)
 	}
-}
-
-type fakeHost struct{ mountinfo, procCgroup string }
-
-// readOnlyCgroup2 mounts a cgroup2 file system read-only in a temporary
-// directory and returns a mountinfo and a /proc/self/cgroup that show
-// only it. It skips the test where mounting is not allowed.
-func readOnlyCgroup2(t *testing.T) fakeHost {
-	t.Helper()
-	mnt := t.TempDir()
-	if err := syscall.Mount("none", mnt, "cgroup2", syscall.MS_RDONLY, ""); err != nil {
-		t.Skipf("cannot mount a read-only cgroup2 file system here: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
-	dir := t.TempDir()
-	h := fakeHost{filepath.Join(dir, "mountinfo"), filepath.Join(dir, "cgroup")}
-	if err := os.WriteFile(h.mountinfo, fmt.Appendf(nil, "99 30 0:37 / %s ro,relatime - cgroup2 cgroup2 ro\n", mnt), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(h.procCgroup, []byte("0::/\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return h
 }
 
 // A run's cgroup left in the parent (its agent died; a daemon lives on
