@@ -2,13 +2,9 @@ package test
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
@@ -88,7 +84,7 @@ func TestThisWorkerOnPreviousCluster(t *testing.T) {
 	// A worker routed by kind connects first and is given nothing.
 	kinds := worker.NewKinds()
 	worker.Register(kinds, func(context.Context, *worker.Job[sumArgs]) error { return nil })
-	startPreviousSDKWorker(t, addrs, "kinds-1", pb.Size_MD, kinds)
+	startSDKWorkerOfSize(t, addrs, "kinds-1", pb.Size_MD, 1, kinds)
 	sum, err := cl.Insert(ctx, sumArgs{A: 1, B: 2}, &client.InsertOpts{Tenant: "acme", Size: client.SizeMD, Cost: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +108,7 @@ func TestThisWorkerOnPreviousCluster(t *testing.T) {
 	// A Go function that snoozes: the previous leader gets a failed run
 	// and retries it; the second run completes.
 	runs := 0
-	startPreviousSDKWorker(t, addrs, "func-1", pb.Size_SM, worker.Func(func(context.Context, *pb.Assign) (worker.FuncResult, error) {
+	startSDKWorkerOfSize(t, addrs, "func-1", pb.Size_SM, 1, worker.Func(func(context.Context, *pb.Assign) (worker.FuncResult, error) {
 		runs++
 		if runs == 1 {
 			return worker.FuncResult{}, worker.Snooze(time.Second)
@@ -127,19 +123,4 @@ func TestThisWorkerOnPreviousCluster(t *testing.T) {
 	if j := waitJob(t, pcl, sum.Job.ID, 5*time.Second, "read", func(*pb.Job) bool { return true }); j.State != "queued" {
 		t.Fatalf("the job of kind sum after the others ran: %s on %q, want still queued", j.State, j.WorkerId)
 	}
-}
-
-// startPreviousSDKWorker runs an in-process worker of this build's SDK
-// against addrs until the test ends.
-func startPreviousSDKWorker(t *testing.T, addrs []string, id string, size pb.Size, r worker.Runner) {
-	t.Helper()
-	w, err := worker.NewWorker(worker.Config{ID: id, Size: size, Servers: addrs, Runner: r,
-		Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 }

@@ -76,7 +76,13 @@ func sdkCluster(t *testing.T, n int, args ...string) (*cluster.Cluster, *client.
 // stops when the test ends (if the test did not stop it).
 func startSDKWorker(t *testing.T, addrs []string, id string, slots int, runner worker.Runner) (*worker.Worker, <-chan error) {
 	t.Helper()
-	w, err := worker.NewWorker(worker.Config{ID: id, Size: pb.Size_MD, Servers: addrs, MaxConcurrent: slots, Runner: runner,
+	return startSDKWorkerOfSize(t, addrs, id, pb.Size_MD, slots, runner)
+}
+
+// startSDKWorkerOfSize is startSDKWorker with workers of size size.
+func startSDKWorkerOfSize(t *testing.T, addrs []string, id string, size pb.Size, slots int, runner worker.Runner) (*worker.Worker, <-chan error) {
+	t.Helper()
+	w, err := worker.NewWorker(worker.Config{ID: id, Size: size, Servers: addrs, MaxConcurrent: slots, Runner: runner,
 		Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
