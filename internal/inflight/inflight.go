@@ -2,8 +2,9 @@
 // receives them: per caller identity and in total. A request reserves
 // its size (or, when it cannot be known before it is read, the largest
 // it may be) before any of it is read, and gives it back once it has
-// been read and handled; a request that would pass a bound is refused
-// at once, unread, so that callers who stall their bodies can hold at
+// been read and handled; a request that would pass a bound is refused,
+// unread (at once, or after waiting while the requests ahead of it are
+// read: ReserveWait), so that callers who stall their bodies can hold at
 // most the bounds, not memory without end.
 package inflight
 
@@ -68,13 +69,7 @@ func New(name string, perIdentity, total int64, reg prometheus.Registerer) *Budg
 // later calls do nothing). A reservation that would pass a bound is not
 // made: which names the bound, and release is nil.
 func (b *Budget) Reserve(identity string, n int64) (release func(), which Which) {
-	b.mu.Lock()
-	release, which = b.reserveLocked(identity, n)
-	b.mu.Unlock()
-	if which != None {
-		b.countRefused(which)
-	}
-	return release, which
+	return b.ReserveWait(context.Background(), identity, n, 0, 0)
 }
 
 // ReserveWait is Reserve that, when a bound refuses, waits for bytes to
