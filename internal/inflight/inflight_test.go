@@ -58,10 +58,10 @@ func TestReserveWait(t *testing.T) {
 	got := make(chan Which, 1)
 	go func() {
 		r, w := b.ReserveWait(context.Background(), "a", 100, time.Minute, time.Minute)
-		got <- w
 		if r != nil {
-			r()
+			r() // before the answer: the test reserves again once it has it
 		}
+		got <- w
 	}()
 	time.Sleep(20 * time.Millisecond)
 	select {
