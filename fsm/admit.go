@@ -57,7 +57,7 @@ func SubmitFields(c *pb.SubmitJob, cfg Config, level uint32) (sfq.Submission, *R
 // payloadTooLarge is the refusal of a payload over the limit: permanent
 // (no retry makes it fit), so INVALID_ARGUMENT with the reason TOO_LARGE.
 func payloadTooLarge(n int, limit uint32) *Refusal {
-	return sfq.Refusef(Invalid, text.ReasonTooLarge, "payload: %d bytes, over the cluster's limit of %d (max_payload_bytes)", n, limit)
+	return sfq.Refusef(Invalid, text.ReasonTooLarge, "payload", "%d bytes, over the cluster's limit of %d (max_payload_bytes)", n, limit)
 }
 
 // submitVerdict is what checkSubmit found of a submit it admits.
@@ -122,8 +122,7 @@ func (f *FSM) checkSubmit(c *pb.SubmitJob, before *held) (v submitVerdict, r Res
 			if p.Required && f.cfg.Pools.Implicit && f.level >= Level6 {
 				// A tenant made now would have no subscription: the pool
 				// refuses it, and nothing is made.
-				return v, refuseWhy(FailedPrecondition, text.ReasonSubscriptionRequired,
-					"tenant %s has no subscription in pool %s, which requires one", c.Tenant, c.Pool)
+				return v, refuseWhy(FailedPrecondition, text.ReasonSubscriptionRequired, "", "tenant %s has no subscription in pool %s, which requires one", c.Tenant, c.Pool)
 			}
 		}
 		s, r := f.implicitSpec(c.Tenant)
@@ -131,7 +130,7 @@ func (f *FSM) checkSubmit(c *pb.SubmitJob, before *held) (v submitVerdict, r Res
 			return v, r
 		}
 		if s == nil {
-			return v, refuseWhy(NotFound, text.ReasonTenantUnknown, "unknown tenant %q", c.Tenant)
+			return v, refuseWhy(NotFound, text.ReasonTenantUnknown, "", "unknown tenant %q", c.Tenant)
 		}
 		spec, v.implicit = s, true
 	}
@@ -177,14 +176,14 @@ func (f *FSM) keyed(ti uint32, c *pb.SubmitJob, digest [16]byte) (sfq.JobID, Res
 		return 0, Result{}, false
 	}
 	if e.Digest != digest {
-		return 0, refuseWhy(AlreadyExists, text.ReasonKeyConflict, "idempotency key %q of tenant %q was used for job %d with different content",
+		return 0, refuseWhy(AlreadyExists, text.ReasonKeyConflict, "", "idempotency key %q of tenant %q was used for job %d with different content",
 			c.IdempotencyKey, c.Tenant, e.Job), true
 	}
 	if _, ok := f.sched.Job(e.Job); !ok {
 		// Never a job that no longer exists: the key still stands for it
 		// (a retry must not run it twice), and the answer says what
 		// became of it.
-		return 0, refuseWhy(NotFound, text.ReasonKeyJobGone, "idempotency key %q of tenant %q was used for job %d, which no longer exists (purged, or pruned after it ended); the key is taken for %s more, its dedupe window",
+		return 0, refuseWhy(NotFound, text.ReasonKeyJobGone, "", "idempotency key %q of tenant %q was used for job %d, which no longer exists (purged, or pruned after it ended); the key is taken for %s more, its dedupe window",
 			c.IdempotencyKey, c.Tenant, e.Job, time.Duration(e.Expires-f.clock)*time.Millisecond), true
 	}
 	return e.Job, Result{}, true

@@ -71,8 +71,8 @@ func TestAdmitAgreesWithApply(t *testing.T) {
 			if v.Code != r.Code || v.Msg != r.Msg {
 				rt.Fatalf("%s: the check says %v %q, Apply %v %q", what, v.Code, v.Msg, r.Code, r.Msg)
 			}
-			if v.Reason != r.Reason {
-				rt.Fatalf("%s: the check's reason %q, Apply's %q", what, v.Reason, r.Reason)
+			if v.Reason != r.Reason || v.Field != r.Field {
+				rt.Fatalf("%s: the check's reason %q field %q, Apply's %q %q", what, v.Reason, v.Field, r.Reason, r.Field)
 			}
 			if v.Job != 0 && (r.Job != v.Job || r.Created) {
 				rt.Fatalf("%s: the check answers job %d, Apply %d (created %v)", what, v.Job, r.Job, r.Created)

@@ -136,7 +136,7 @@ func groupSettings(c *pb.SetGroup, set sfq.GroupSettings) (sfq.GroupSettings, Re
 	}
 	if c.SetRate {
 		if c.AsTenant {
-			return set, refusef(PermissionDenied, "rate: a group's rate limit is set by an admin")
+			return set, refusef(PermissionDenied, "rate", "a group's rate limit is set by an admin")
 		}
 		set.Rate = sfq.RateLimit{N: c.RateN, PeriodMs: c.RatePeriodMs, Burst: c.RateBurst}
 		if err := set.Rate.Validate("rate"); err != nil {
@@ -190,18 +190,18 @@ func (f *FSM) checkPause(c *pb.Pause) Result {
 	switch {
 	case c.Pool != "":
 		if c.Tenant != "" || c.Group != "" || c.All {
-			return refusef(Invalid, "a pause of a pool names no tenant, group or all")
+			return refusef(Invalid, "", "a pause of a pool names no tenant, group or all")
 		}
 		if c.AsTenant {
-			return refusef(PermissionDenied, "a pool is paused and resumed by an admin")
+			return refusef(PermissionDenied, "", "a pool is paused and resumed by an admin")
 		}
 		changed, err = f.sched.CheckPausePool(c.Pool, !c.Resume)
 	case c.All:
 		if c.Tenant != "" || c.Group != "" {
-			return refusef(Invalid, "a pause of all dispatch names no tenant or group")
+			return refusef(Invalid, "", "a pause of all dispatch names no tenant or group")
 		}
 		if c.AsTenant {
-			return refusef(PermissionDenied, "all dispatch is paused and resumed by an admin")
+			return refusef(PermissionDenied, "", "all dispatch is paused and resumed by an admin")
 		}
 		changed = f.sched.DispatchPaused() == c.Resume
 	default:
@@ -229,11 +229,11 @@ func (f *FSM) checkCancel(c *pb.CancelJob) Result {
 	j, ok := f.sched.TenantJob(c.Tenant, sfq.JobID(c.Job))
 	if !ok {
 		// The same answer for another tenant's job: ids cannot be probed.
-		return refusef(NotFound, "job %d not found", c.Job)
+		return refusef(NotFound, "", "job %d not found", c.Job)
 	}
 	switch out, err := f.sched.CheckEvent(f.clock, j.ID, sfq.Input{Kind: sfq.InCancel}); {
 	case out == sfq.Invalid:
-		r := refusef(FailedPrecondition, "job %d is already %s", c.Job, j.State)
+		r := refusef(FailedPrecondition, "", "job %d is already %s", c.Job, j.State)
 		r.Job, r.Outcome, r.Tenant = j.ID, out, c.Tenant
 		return r
 	case err != nil:
@@ -254,14 +254,14 @@ func webhookFields(c *pb.WebhookSet, level uint32) (uint32, Result) {
 	if c.Url == "" && level >= Level7 {
 		// Kept (checkWebhookSet).
 	} else if err := ValidateWebhookURL(c.Url); err != nil {
-		return 0, refusef(Invalid, "%v", err)
+		return 0, refusef(Invalid, "", "%v", err)
 	}
 	kinds, err := ParseWebhookKinds(c.Kinds)
 	if err != nil {
-		return 0, refusef(Invalid, "%v", err)
+		return 0, refusef(Invalid, "", "%v", err)
 	}
 	if c.GraceMs < 0 || c.GraceMs > MaxWebhookGraceMs {
-		return 0, refusef(Invalid, "grace_ms: %d, want 0..%d (30 days)", c.GraceMs, int64(MaxWebhookGraceMs))
+		return 0, refusef(Invalid, "grace_ms", "%d, want 0..%d (30 days)", c.GraceMs, int64(MaxWebhookGraceMs))
 	}
 	return kinds, Result{}
 }
@@ -278,20 +278,20 @@ func (f *FSM) checkWebhookSet(c *pb.WebhookSet) (uint32, Result) {
 		return 0, r
 	}
 	if c.KeyId == 0 {
-		return 0, refusef(Invalid, "key_id: required (the leader sets it)")
+		return 0, refusef(Invalid, "key_id", "required (the leader sets it)")
 	}
 	i, found := f.webhookAt(ti)
 	if f.level >= Level7 {
 		// What the set leaves out keeps its value (upsert.go).
 		switch {
 		case c.Url == "" && !found:
-			return 0, refusef(Invalid, "url: required to create the webhook of tenant %q", c.Tenant)
+			return 0, refusef(Invalid, "url", "required to create the webhook of tenant %q", c.Tenant)
 		case len(c.Kinds) == 0 && found:
 			kinds = f.webhooks[i].Kinds
 		}
 	}
 	if found && !c.Rotate && f.webhooks[i].KeyID != c.KeyId {
-		return 0, refusef(FailedPrecondition, "the webhook secret of tenant %q was derived from another webhook key than the leader's: rotate it to issue one from this key", c.Tenant)
+		return 0, refusef(FailedPrecondition, "", "the webhook secret of tenant %q was derived from another webhook key than the leader's: rotate it to issue one from this key", c.Tenant)
 	}
 	return kinds, Result{}
 }
@@ -376,7 +376,7 @@ func (f *FSM) checkBulk(op BulkOp, c *pb.BulkJobs) Result {
 	if seq, ok := f.keyIndex.get(&f.keys, keyRef{ti | bulkKeyBit, c.RequestKey}); ok {
 		if e := f.keys.Get(seq); e != nil && e.Expires > f.clock {
 			if e.Digest != bulkDigest(op, c) {
-				return refusef(AlreadyExists, "request key %q of tenant %q was used for another request", c.RequestKey, c.Tenant)
+				return refusef(AlreadyExists, "", "request key %q of tenant %q was used for another request", c.RequestKey, c.Tenant)
 			}
 			// A repeat: answered with the first one's continuation.
 			return Result{Tenant: c.Tenant, Outcome: sfq.Duplicate, Bulk: &BulkResult{Duplicate: true, Next: e.Job}}
@@ -422,7 +422,7 @@ func finishedFields(c *pb.Finished, level uint32) error {
 		return nil
 	}
 	if c.ExitCode < MinExitCode || c.ExitCode > MaxExitCode {
-		return invalidf("exit_code: %d is out of range %d..%d", c.ExitCode, MinExitCode, MaxExitCode)
+		return invalidf("exit_code", "%d is out of range %d..%d", c.ExitCode, MinExitCode, MaxExitCode)
 	}
 	_, _, err := RunDetailsFromPB(c.CpuSource, c.Failure)
 	return err

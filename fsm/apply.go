@@ -160,7 +160,7 @@ func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
 	}
 	pid, known := f.sched.PoolID(pool)
 	if !known {
-		return refusef(NotFound, "unknown pool %q", pool)
+		return refusef(NotFound, "", "unknown pool %q", pool)
 	}
 	w := f.workers[c.WorkerId]
 	if w != nil && c.Credit != 0 && w.Credit == c.Credit {
@@ -177,10 +177,10 @@ func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
 	}
 	w.Size, w.Pool, w.LastSeen = size, pool, f.clock
 	if w.Drained {
-		return refusef(FailedPrecondition, "worker %q is drained", w.ID)
+		return refusef(FailedPrecondition, "", "worker %q is drained", w.ID)
 	}
 	if j, ok := f.workerJob(w); ok {
-		return refusef(FailedPrecondition, "worker %q still holds job %d (attempt %d)", w.ID, j.ID, j.Attempt)
+		return refusef(FailedPrecondition, "", "worker %q still holds job %d (attempt %d)", w.ID, j.ID, j.Attempt)
 	}
 	a, ok, err := f.sched.DispatchPool(f.clock, pid, size, w.ID)
 	if err != nil {
@@ -352,7 +352,7 @@ func (f *FSM) applyExpire(c *pb.Expire) Result {
 	case pb.ExpireKind_TTL:
 		kind = sfq.InExpireTTL
 	default:
-		return refusef(Invalid, "expire kind %v", c.Kind)
+		return refusef(Invalid, "", "expire kind %v", c.Kind)
 	}
 	ch, err := f.sched.Expire(f.clock, sfq.JobID(c.Job), c.Attempt, kind)
 	f.emitChange(ch, reason)
@@ -405,11 +405,11 @@ func setGroupCap(set *sfq.GroupSettings, c *pb.SetGroup) Result {
 			set.TenantCap = 0
 		case pb.GroupCapKind_GROUP_CAP_LIMIT:
 			if c.Limit < 1 || c.Limit > sfq.MaxGroupCap {
-				return refusef(Invalid, "group cap %d (want 1..%d)", c.Limit, sfq.MaxGroupCap)
+				return refusef(Invalid, "", "group cap %d (want 1..%d)", c.Limit, sfq.MaxGroupCap)
 			}
 			set.TenantCap = c.Limit
 		default:
-			return refusef(Invalid, "group cap kind %v (want inherit, none or a limit)", c.CapKind)
+			return refusef(Invalid, "", "group cap kind %v (want inherit, none or a limit)", c.CapKind)
 		}
 	} else {
 		cp, err := GroupCapFromPB(c.CapKind, c.Limit)
@@ -512,7 +512,7 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 
 func (f *FSM) applyMemberUpsert(c *pb.MemberUpsert) Result {
 	if c.Id == "" || c.RaftAddr == "" {
-		return refusef(Invalid, "member needs an id and a raft address")
+		return refusef(Invalid, "", "member needs an id and a raft address")
 	}
 	m := Member{ID: c.Id, RaftAddr: c.RaftAddr, GRPCAddr: c.GrpcAddr, HTTPAddr: c.HttpAddr}
 	i, found := slices.BinarySearchFunc(f.members, c.Id, func(m Member, id string) int { return strings.Compare(m.ID, id) })

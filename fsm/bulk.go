@@ -134,7 +134,7 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 	for _, n := range f.States {
 		s, err := sfq.ParseState(n)
 		if err != nil || !op.allows(s) {
-			return b, invalidf("filter.states: %q is not a state %s takes (want %s)", n, op, op.stateNames())
+			return b, invalidf("filter.states", "%q is not a state %s takes (want %s)", n, op, op.stateNames())
 		}
 		b.states |= 1 << s
 	}
@@ -146,19 +146,19 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 		}
 	}
 	if len(f.JobType) > sfq.MaxNameLen {
-		return b, invalidf("filter.job_type: %d bytes, at most %d", len(f.JobType), sfq.MaxNameLen)
+		return b, invalidf("filter.job_type", "%d bytes, at most %d", len(f.JobType), sfq.MaxNameLen)
 	}
 	if f.Group != "" {
 		if err := sfq.ValidateGroupName(f.Group); err != nil {
-			return b, invalidf("filter.group: %s", err)
+			return b, invalidf("filter.group", "%s", err)
 		}
 	}
 	if f.SubmittedFromMs < 0 || f.SubmittedToMs < 0 || (f.SubmittedToMs != 0 && f.SubmittedToMs <= f.SubmittedFromMs) {
-		return b, invalidf("filter submit times [%d, %d) ms: want 0 <= from < to (0 = no bound)", f.SubmittedFromMs, f.SubmittedToMs)
+		return b, invalidf("", "filter submit times [%d, %d) ms: want 0 <= from < to (0 = no bound)", f.SubmittedFromMs, f.SubmittedToMs)
 	}
 	if f.Pool != "" {
 		if err := sfq.ValidatePoolName(f.Pool); err != nil {
-			return b, invalidf("filter.pool: %s", err)
+			return b, invalidf("filter.pool", "%s", err)
 		}
 	}
 	b.typ, b.group, b.pool = f.JobType, f.Group, f.Pool
@@ -170,29 +170,29 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 // its error: the edge and Apply both call it.
 func ValidateBulk(op BulkOp, c *pb.BulkJobs) error {
 	if c.Tenant == "" {
-		return invalidf("tenant: required")
+		return invalidf("tenant", "required")
 	}
 	switch {
 	case len(c.Jobs) > 0 && c.Filter != nil:
-		return invalidf("jobs and filter: give one, not both")
+		return invalidf("", "jobs and filter: give one, not both")
 	case len(c.Jobs) == 0 && c.Filter == nil:
-		return invalidf("jobs or filter: one is required")
+		return invalidf("", "jobs or filter: one is required")
 	case len(c.Jobs) > MaxBulkJobs:
-		return invalidf("jobs: %d IDs, at most %d a call", len(c.Jobs), MaxBulkJobs)
+		return invalidf("jobs", "%d IDs, at most %d a call", len(c.Jobs), MaxBulkJobs)
 	case c.After != 0 && c.Filter == nil:
-		return invalidf("after: a continuation needs a filter")
+		return invalidf("after", "a continuation needs a filter")
 	case c.MaxAttempts != 0 && op != BulkRedrive:
-		return invalidf("max_attempts: only a redrive sets it")
+		return invalidf("max_attempts", "only a redrive sets it")
 	case c.MaxAttempts > sfq.MaxMaxAttempts:
-		return invalidf("max_attempts: %d (want 1..%d, or 0 to keep each job's)", c.MaxAttempts, sfq.MaxMaxAttempts)
+		return invalidf("max_attempts", "%d (want 1..%d, or 0 to keep each job's)", c.MaxAttempts, sfq.MaxMaxAttempts)
 	case c.SinceMs < 0 || (c.SinceMs != 0 && c.Filter == nil):
-		return invalidf("since_ms: %d (want a positive duration, with a filter)", c.SinceMs)
+		return invalidf("since_ms", "%d (want a positive duration, with a filter)", c.SinceMs)
 	case len(c.RequestKey) > sfq.MaxNameLen:
-		return invalidf("request_key: %d bytes, at most %d", len(c.RequestKey), sfq.MaxNameLen)
+		return invalidf("request_key", "%d bytes, at most %d", len(c.RequestKey), sfq.MaxNameLen)
 	}
 	for i, id := range c.Jobs {
 		if id == 0 {
-			return invalidf("jobs[%d]: job ID 0", i)
+			return invalidf("", "jobs[%d]: job ID 0", i)
 		}
 	}
 	if c.Filter != nil {

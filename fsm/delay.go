@@ -89,7 +89,7 @@ func delayLevel(c *pb.Command) string {
 // first refusal, else its message lists the refusals (at most 10).
 func (f *FSM) applyRelease(c *pb.Release) Result {
 	if len(c.Jobs) == 0 || len(c.Jobs) > MaxReleaseBatch {
-		return refusef(Invalid, "jobs: %d (want 1..%d)", len(c.Jobs), MaxReleaseBatch)
+		return refusef(Invalid, "jobs", "%d (want 1..%d)", len(c.Jobs), MaxReleaseBatch)
 	}
 	var first Result
 	var refused []string
@@ -99,7 +99,7 @@ func (f *FSM) applyRelease(c *pb.Release) Result {
 		id := sfq.JobID(raw)
 		var r Result
 		if _, ok := f.sched.TenantJob(c.Tenant, id); !ok {
-			r = refusef(NotFound, "job %d not found", raw)
+			r = refusef(NotFound, "", "job %d not found", raw)
 		} else {
 			ch, err := f.sched.Release(f.clock, id, c.Now)
 			if err != nil {

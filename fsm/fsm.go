@@ -346,5 +346,5 @@ func (f *FSM) applyCommand(c *pb.Command) Result {
 	case *pb.Command_SubscriptionSet:
 		return f.applySubscriptionSet(cmd.SubscriptionSet)
 	}
-	return refusef(Invalid, "empty or unknown command")
+	return refusef(Invalid, "", "empty or unknown command")
 }

@@ -277,7 +277,7 @@ func (f *FSM) applySetFeatureLevel(c *pb.SetFeatureLevel) Result {
 		// (it runs an older build than it reported, or is no voter). It
 		// must not go on without it.
 		f.latch(fmt.Errorf("%w %d (this build understands up to %d): upgrade this node", ErrFeatureLevel, c.Level, MaxFeatureLevel))
-		return refusef(FailedPrecondition, "feature level %d is unknown to this build", c.Level)
+		return refusef(FailedPrecondition, "", "feature level %d is unknown to this build", c.Level)
 	case c.Level <= f.level:
 		return Result{Outcome: sfq.Duplicate}
 	}

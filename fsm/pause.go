@@ -26,10 +26,10 @@ func (f *FSM) applyPause(c *pb.Pause) Result {
 	}
 	if c.All {
 		if c.Tenant != "" || c.Group != "" {
-			return refusef(Invalid, "a pause of all dispatch names no tenant or group")
+			return refusef(Invalid, "", "a pause of all dispatch names no tenant or group")
 		}
 		if c.AsTenant {
-			return refusef(PermissionDenied, "all dispatch is paused and resumed by an admin")
+			return refusef(PermissionDenied, "", "all dispatch is paused and resumed by an admin")
 		}
 		if !f.sched.PauseDispatch(!c.Resume) {
 			return Result{Outcome: sfq.Duplicate}
@@ -38,7 +38,7 @@ func (f *FSM) applyPause(c *pb.Pause) Result {
 	}
 	ti, ok := f.sched.TenantIndex(c.Tenant)
 	if !ok {
-		return refusef(NotFound, "unknown tenant %q", c.Tenant)
+		return refusef(NotFound, "", "unknown tenant %q", c.Tenant)
 	}
 	var changed bool
 	var err error

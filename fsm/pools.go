@@ -38,10 +38,10 @@ func (p PoolSettings) uses() bool { return p != PoolSettings{} }
 
 func (p PoolSettings) validate() error {
 	if p.MaxPools > sfq.MaxPoolSlots {
-		return invalidf("max_pools is %d (want 0 for the default %d, or 1..%d)", p.MaxPools, sfq.DefaultMaxPools, sfq.MaxPoolSlots)
+		return invalidf("", "max_pools is %d (want 0 for the default %d, or 1..%d)", p.MaxPools, sfq.DefaultMaxPools, sfq.MaxPoolSlots)
 	}
 	if p.Implicit && p.ImplicitTier >= sfq.NumTiers {
-		return invalidf("implicit_tenants tier %d", p.ImplicitTier)
+		return invalidf("", "implicit_tenants tier %d", p.ImplicitTier)
 	}
 	if p.DefaultTenant != "" {
 		if err := sfq.ValidateName("default_tenant", p.DefaultTenant); err != nil {
@@ -79,7 +79,7 @@ func poolSettingsFromPB(p *pb.SchedulerConfig) (PoolSettings, error) {
 	if p.ImplicitTenants != pb.Tier_TIER_UNSPECIFIED {
 		t, err := TierFromPB(p.ImplicitTenants)
 		if err != nil {
-			return PoolSettings{}, invalidf("implicit_tenants: %w", err)
+			return PoolSettings{}, invalidf("implicit_tenants", "%w", err)
 		}
 		out.Implicit, out.ImplicitTier = true, t
 	}
@@ -177,10 +177,10 @@ func (f *FSM) applySubscriptionSet(c *pb.SubscriptionSet) Result {
 // only): a gate, recorded as no event, as a pause of all dispatch.
 func (f *FSM) applyPausePool(c *pb.Pause) Result {
 	if c.Tenant != "" || c.Group != "" || c.All {
-		return refusef(Invalid, "a pause of a pool names no tenant, group or all")
+		return refusef(Invalid, "", "a pause of a pool names no tenant, group or all")
 	}
 	if c.AsTenant {
-		return refusef(PermissionDenied, "a pool is paused and resumed by an admin")
+		return refusef(PermissionDenied, "", "a pool is paused and resumed by an admin")
 	}
 	changed, err := f.sched.PausePool(c.Pool, !c.Resume)
 	if err != nil {

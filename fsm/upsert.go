@@ -70,10 +70,10 @@ func TenantFields() []string {
 func checkKeep(keep []string) Result {
 	for i, k := range keep {
 		if !slices.ContainsFunc(tenantFields, func(f tenantField) bool { return f.name == k }) {
-			return refusef(Invalid, "keep: %q is not a field of a tenant upsert (want %s)", k, strings.Join(TenantFields(), ", "))
+			return refusef(Invalid, "keep", "%q is not a field of a tenant upsert (want %s)", k, strings.Join(TenantFields(), ", "))
 		}
 		if slices.Contains(keep[:i], k) {
-			return refusef(Invalid, "keep: %q is named twice", k)
+			return refusef(Invalid, "keep", "%q is named twice", k)
 		}
 	}
 	return Result{}
@@ -119,13 +119,13 @@ func (f *FSM) checkTenantUpsert(c *pb.TenantUpsert) (tenantUpsert, Result) {
 		base, ok := f.tenantUpsertOf(c.Name)
 		if !ok {
 			if slices.Contains(c.Keep, "tier") {
-				return tenantUpsert{}, refusef(Invalid, "tier: required to create tenant %q (free, bronze, silver, gold or diamond)", c.Name)
+				return tenantUpsert{}, refusef(Invalid, "tier", "required to create tenant %q (free, bronze, silver, gold or diamond)", c.Name)
 			}
 			base = &pb.TenantUpsert{}
 		}
 		full = mergeTenantUpsert(c, base)
 		if full.RateN == 0 && full.RateBurst != 0 && slices.Contains(c.Keep, "rate") {
-			return tenantUpsert{}, refusef(Invalid, "rate_burst: tenant %q has no rate limit: give a rate (N/PERIOD) with its burst", c.Name)
+			return tenantUpsert{}, refusef(Invalid, "rate_burst", "tenant %q has no rate limit: give a rate (N/PERIOD) with its burst", c.Name)
 		}
 	}
 	spec, err := tenantSpec(full)

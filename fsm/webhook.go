@@ -220,11 +220,11 @@ func (f *FSM) applyWebhookSet(c *pb.WebhookSet) Result {
 func (f *FSM) tenantWebhook(tenant string) (int, Result) {
 	ti, ok := f.sched.TenantIndex(tenant)
 	if !ok {
-		return 0, refusef(NotFound, "unknown tenant %q", tenant)
+		return 0, refusef(NotFound, "", "unknown tenant %q", tenant)
 	}
 	i, found := f.webhookAt(ti)
 	if !found {
-		return 0, refusef(NotFound, "tenant %q has no webhook", tenant)
+		return 0, refusef(NotFound, "", "tenant %q has no webhook", tenant)
 	}
 	return i, Result{}
 }
@@ -279,11 +279,11 @@ func (f *FSM) applyWebhookReplay(c *pb.WebhookReplay) Result {
 	first := f.nextEvent - uint64(f.events.Len())
 	switch {
 	case c.FromSeq == 0:
-		return refusef(Invalid, "from_seq: must be at least 1")
+		return refusef(Invalid, "from_seq", "must be at least 1")
 	case c.FromSeq > f.nextEvent:
-		return refusef(Invalid, "from_seq: %d is past the next event (%d)", c.FromSeq, f.nextEvent)
+		return refusef(Invalid, "from_seq", "%d is past the next event (%d)", c.FromSeq, f.nextEvent)
 	case c.FromSeq < first:
-		return refusef(FailedPrecondition, "from_seq: events before %d were pruned (the oldest retained is %d)", first, first)
+		return refusef(FailedPrecondition, "from_seq", "events before %d were pruned (the oldest retained is %d)", first, first)
 	}
 	w := f.webhooks[i]
 	w.Cursor, w.GapFrom, w.GapTo, w.Epoch = c.FromSeq-1, 0, 0, f.takeSerial()

@@ -48,19 +48,19 @@ type delayState struct {
 // validateDelays checks a submission's delay fields.
 func (s *Submission) validateDelays() error {
 	if s.DelayMs < 0 || s.DelayMs > MaxDelayMs {
-		return invalidf("delay_ms: %d is out of range (0 = none, else 1 ms .. 1 year)", s.DelayMs)
+		return invalidf("delay_ms", "%d is out of range (0 = none, else 1 ms .. 1 year)", s.DelayMs)
 	}
 	if s.ExpireMs != 0 && (s.ExpireMs < MinExpireMs || s.ExpireMs > MaxExpireMs) {
-		return invalidf("expire_ms: %d is out of range (0 = none, else 1 s .. 1 year after the submit)", s.ExpireMs)
+		return invalidf("expire_ms", "%d is out of range (0 = none, else 1 s .. 1 year after the submit)", s.ExpireMs)
 	}
 	if s.ExpireMs != 0 && s.ExpireMs <= s.DelayMs {
-		return invalidf("expire_ms: %d is not after delay_ms %d (the job would expire before it is due)", s.ExpireMs, s.DelayMs)
+		return invalidf("expire_ms", "%d is not after delay_ms %d (the job would expire before it is due)", s.ExpireMs, s.DelayMs)
 	}
 	if s.DeadlineMs != 0 && s.DeadlineMs <= s.DelayMs {
-		return invalidf("deadline_ms: %d is not after delay_ms %d", s.DeadlineMs, s.DelayMs)
+		return invalidf("deadline_ms", "%d is not after delay_ms %d", s.DeadlineMs, s.DelayMs)
 	}
 	if s.RetryBackoffMs < 0 || s.RetryBackoffMs > MaxRetryBackoffMs || (s.RetryBackoffMs != 0 && !s.RetryBackoffSet) {
-		return invalidf("retry_backoff_ms: %d is out of range (0 .. 24 h)", s.RetryBackoffMs)
+		return invalidf("retry_backoff_ms", "%d is out of range (0 .. 24 h)", s.RetryBackoffMs)
 	}
 	return nil
 }
@@ -71,13 +71,13 @@ func (s *Submission) timed() bool { return s.DelayMs != 0 || s.ExpireMs != 0 || 
 // validateBackoff checks the configuration's retry backoff.
 func (c *Config) validateBackoff() error {
 	if c.RetryBackoffMs < 0 || c.RetryBackoffMs > MaxRetryBackoffMs {
-		return invalidf("retry_backoff %d ms out of range (0 .. 24 h)", c.RetryBackoffMs)
+		return invalidf("", "retry_backoff %d ms out of range (0 .. 24 h)", c.RetryBackoffMs)
 	}
 	if c.RetryBackoffMaxMs < 0 || c.RetryBackoffMaxMs > MaxRetryBackoffMs {
-		return invalidf("retry_backoff_max %d ms out of range (0 .. 24 h)", c.RetryBackoffMaxMs)
+		return invalidf("", "retry_backoff_max %d ms out of range (0 .. 24 h)", c.RetryBackoffMaxMs)
 	}
 	if c.RetryBackoffMaxMs != 0 && c.RetryBackoffMaxMs < c.RetryBackoffMs {
-		return invalidf("retry_backoff_max %d ms is below retry_backoff %d ms", c.RetryBackoffMaxMs, c.RetryBackoffMs)
+		return invalidf("", "retry_backoff_max %d ms is below retry_backoff %d ms", c.RetryBackoffMaxMs, c.RetryBackoffMs)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ func (s *Scheduler) Start(now Time, id JobID, attempt uint32, worker string) (Ch
 // heartbeat for an assigned job counts as its Started.
 func (s *Scheduler) Heartbeat(now Time, id JobID, attempt uint32, worker string, cpuMs int64) (Change, error) {
 	if cpuMs < 0 {
-		return Change{}, invalidf("cpu_ms %d is negative", cpuMs)
+		return Change{}, invalidf("", "cpu_ms %d is negative", cpuMs)
 	}
 	return s.event(now, id, Input{Kind: InHeartbeat, Attempt: attempt, Worker: worker}, cpuMs)
 }
@@ -34,7 +34,7 @@ func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind InputKind) (
 	case InExpireTTL:
 		return s.expireTTL(now, id)
 	default:
-		return Change{}, invalidf("expire kind %s", kind)
+		return Change{}, invalidf("", "expire kind %s", kind)
 	}
 	return s.event(now, id, Input{Kind: kind, Attempt: attempt}, 0)
 }
@@ -114,10 +114,10 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 // finishFields checks a run's outcome and CPU.
 func finishFields(outcome FinishOutcome, cpuMs int64) error {
 	if outcome < OutcomeOK || outcome > OutcomeSnoozed {
-		return invalidf("outcome %d", outcome)
+		return invalidf("", "outcome %d", outcome)
 	}
 	if cpuMs < 0 || cpuMs > MaxEstCostMs {
-		return invalidf("cpu_ms %d out of range", cpuMs)
+		return invalidf("", "cpu_ms %d out of range", cpuMs)
 	}
 	return nil
 }
@@ -153,7 +153,7 @@ const (
 // checkSnooze refuses a snooze out of its bounds.
 func checkSnooze(ms int64) error {
 	if ms < MinSnoozeMs || ms > MaxSnoozeMs {
-		return invalidf("snooze_ms: %d is out of range %d..%d (1 s .. 24 h)", ms, MinSnoozeMs, MaxSnoozeMs)
+		return invalidf("snooze_ms", "%d is out of range %d..%d (1 s .. 24 h)", ms, MinSnoozeMs, MaxSnoozeMs)
 	}
 	return nil
 }

@@ -200,7 +200,7 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
 	if maxAttempts > MaxMaxAttempts {
-		return Change{}, invalidf("max_attempts %d (want 1..%d)", maxAttempts, MaxMaxAttempts)
+		return Change{}, invalidf("", "max_attempts %d (want 1..%d)", maxAttempts, MaxMaxAttempts)
 	}
 	delay := j.times().delay
 	e := Input{Kind: InRedrive, Now: now, MaxAttempts: uint16(maxAttempts), Due: now + delay}
@@ -225,7 +225,7 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	}
 	gs, exists := s.groupSlot(ti, j.Group())
 	if own := s.tenants.Get(uint64(s.owner(ti))); !exists && j.Group() != "" && !s.groupAnywhere(ti, j.Group()) && own.Groups >= own.GroupLimit() {
-		return ch, exhaustedf(text.ReasonMaxGroups, "tenant %s has %d groups, its max_groups; job %d of group %q would exceed it", t.Name, own.Groups, id, j.Group())
+		return ch, exhaustedf(text.ReasonMaxGroups, "", "tenant %s has %d groups, its max_groups; job %d of group %q would exceed it", t.Name, own.Groups, id, j.Group())
 	}
 	// Eligibility at the redrive's time first, as for every command that
 	// takes effect (a refused one, above, changes nothing).
