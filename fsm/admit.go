@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/baristahq/barista/internal/text"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -24,7 +24,7 @@ import (
 // (sfq.Submission.Validate). It returns the core's submission, whose
 // payload shares c's bytes. Every node checks it before it forwards a
 // submit; it is the first step of the leader's check and of Apply.
-func SubmitFields(c *pb.SubmitJob, cfg Config, level uint32) (sfq.Submission, *Refusal) {
+func SubmitFields(c *clusterpb.SubmitJob, cfg Config, level uint32) (sfq.Submission, *Refusal) {
 	size, err := SizeFromPB(c.Size)
 	if err != nil {
 		return sfq.Submission{}, sfq.RefusalOf(err)
@@ -89,7 +89,7 @@ type held struct {
 // quotas — over the state as it stands. It changes nothing (c.Tenant
 // aside: a submit naming no tenant takes the cluster's default_tenant).
 // before counts what earlier submits of a batch hold (nil: nothing).
-func (f *FSM) checkSubmit(c *pb.SubmitJob, before *held) (v submitVerdict, r Result) {
+func (f *FSM) checkSubmit(c *clusterpb.SubmitJob, before *held) (v submitVerdict, r Result) {
 	sub, ref := SubmitFields(c, f.cfg, f.level)
 	if ref != nil {
 		return v, refused(ref)
@@ -166,7 +166,7 @@ func (f *FSM) checkSubmit(c *pb.SubmitJob, before *held) (v submitVerdict, r Res
 // the key is taken within its dedupe window, with its job, or the
 // refusal of a key used for other content or for a job that no longer
 // exists.
-func (f *FSM) keyed(ti uint32, c *pb.SubmitJob, digest [16]byte) (sfq.JobID, Result, bool) {
+func (f *FSM) keyed(ti uint32, c *clusterpb.SubmitJob, digest [16]byte) (sfq.JobID, Result, bool) {
 	seq, ok := f.keyIndex.get(&f.keys, keyRef{ti, c.IdempotencyKey})
 	if !ok {
 		return 0, Result{}, false
@@ -196,7 +196,7 @@ func (f *FSM) keyed(ti uint32, c *pb.SubmitJob, digest [16]byte) (sfq.JobID, Res
 // there. A verdict of OK with a Job is a keyed resend of that job: the
 // answer needs no entry. It returns the index of the last applied entry,
 // the state the verdicts read. It holds the read lock.
-func (f *FSM) AdmitSubmits(cmds []*pb.SubmitJob, out []Result) uint64 {
+func (f *FSM) AdmitSubmits(cmds []*clusterpb.SubmitJob, out []Result) uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var batch map[string]*held

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -28,7 +28,7 @@ type keyRef struct {
 
 // submitDigest hashes the deterministic encoding of every submitted field:
 // a repeated submit with the same key is the same job only if it is equal.
-func submitDigest(c *pb.SubmitJob) [16]byte {
+func submitDigest(c *clusterpb.SubmitJob) [16]byte {
 	var buf [256]byte // most submits fit: no allocation
 	b := buf[:0]
 	for _, s := range []string{c.Tenant, c.IdempotencyKey, c.JobType} {
@@ -66,7 +66,7 @@ func submitDigest(c *pb.SubmitJob) [16]byte {
 
 // applySubmit applies a submit: its check (checkSubmit, the leader's
 // check too), then its effect. A refused submit changes nothing.
-func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
+func (f *FSM) applySubmit(c *clusterpb.SubmitJob) Result {
 	v, r := f.checkSubmit(c, nil)
 	if r.Refused() {
 		if f.level < Level7 && f.legacyImplicit(c) {
@@ -120,7 +120,7 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 // the key, the permits, max_groups and the quotas. Kept so that a log
 // written before Level7 applies as it did (from Level7 a refused submit
 // makes nothing).
-func (f *FSM) legacyImplicit(c *pb.SubmitJob) bool {
+func (f *FSM) legacyImplicit(c *clusterpb.SubmitJob) bool {
 	if _, err := SizeFromPB(c.Size); err != nil || uint64(len(c.Payload)) > uint64(f.cfg.MaxPayloadBytes) {
 		return false
 	}
@@ -146,7 +146,7 @@ func validWorkerID(id string) Result {
 	return Result{}
 }
 
-func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
+func (f *FSM) applyDispatch(c *clusterpb.Dispatch) Result {
 	if r := validWorkerID(c.WorkerId); r.Code != OK {
 		return r
 	}
@@ -259,14 +259,14 @@ func (f *FSM) workerResult(ch sfq.Change, err error) Result {
 	return r
 }
 
-func (f *FSM) applyStarted(c *pb.Started) Result {
+func (f *FSM) applyStarted(c *clusterpb.Started) Result {
 	ch, err := f.sched.Start(f.clock, sfq.JobID(c.Job), c.Attempt, f.internWorker(c.WorkerId))
 	f.workerSeen(c.WorkerId, err)
 	f.emitChange(ch, ReasonNone)
 	return f.workerResult(ch, err)
 }
 
-func (f *FSM) applyHeartbeats(c *pb.HeartbeatBatch) Result {
+func (f *FSM) applyHeartbeats(c *clusterpb.HeartbeatBatch) Result {
 	r := Result{HeartbeatOutcomes: make([]sfq.Outcome, len(c.Heartbeats))}
 	for i, hb := range c.Heartbeats {
 		ch, err := f.sched.Heartbeat(f.clock, sfq.JobID(hb.Job), hb.Attempt, f.internWorker(hb.WorkerId), hb.CpuMs)
@@ -284,7 +284,7 @@ func (f *FSM) applyHeartbeats(c *pb.HeartbeatBatch) Result {
 	return r
 }
 
-func (f *FSM) applyFinished(c *pb.Finished) Result {
+func (f *FSM) applyFinished(c *clusterpb.Finished) Result {
 	if err := finishedFields(c, f.level); err != nil {
 		return refuse(err)
 	}
@@ -324,7 +324,7 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 	return f.workerResult(ch, err)
 }
 
-func (f *FSM) applyCancel(c *pb.CancelJob) Result {
+func (f *FSM) applyCancel(c *clusterpb.CancelJob) Result {
 	if r := f.checkCancel(c); r.Refused() {
 		return r
 	}
@@ -339,17 +339,17 @@ func (f *FSM) applyCancel(c *pb.CancelJob) Result {
 	return f.workerResult(ch, nil)
 }
 
-func (f *FSM) applyExpire(c *pb.Expire) Result {
+func (f *FSM) applyExpire(c *clusterpb.Expire) Result {
 	var kind sfq.InputKind
 	var reason Reason
 	switch c.Kind {
-	case pb.ExpireKind_ACK:
+	case clusterpb.ExpireKind_ACK:
 		kind, reason = sfq.InExpireAck, ReasonAckTimeout
-	case pb.ExpireKind_LEASE:
+	case clusterpb.ExpireKind_LEASE:
 		kind, reason = sfq.InExpireLease, ReasonLeaseExpired
-	case pb.ExpireKind_TIMEOUT:
+	case clusterpb.ExpireKind_TIMEOUT:
 		kind, reason = sfq.InExpireTimeout, ReasonTimeout
-	case pb.ExpireKind_TTL:
+	case clusterpb.ExpireKind_TTL:
 		kind = sfq.InExpireTTL
 	default:
 		return refusef(Invalid, "", "expire kind %v", c.Kind)
@@ -362,7 +362,7 @@ func (f *FSM) applyExpire(c *pb.Expire) Result {
 	return f.workerResult(ch, err)
 }
 
-func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
+func (f *FSM) applyTenantUpsert(c *clusterpb.TenantUpsert) Result {
 	u, r := f.checkTenantUpsert(c)
 	if r.Refused() {
 		return r
@@ -385,7 +385,7 @@ func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
 // applySetGroup sets the admin's cap or rate of a group, or (as_tenant)
 // the tenant's own cap, keeping the others: its check (checkSetGroup:
 // the tenant, the name, the value and max_groups), then its effect.
-func (f *FSM) applySetGroup(c *pb.SetGroup) Result {
+func (f *FSM) applySetGroup(c *clusterpb.SetGroup) Result {
 	set, r := f.checkSetGroup(c)
 	if r.Refused() {
 		return r
@@ -398,12 +398,12 @@ func (f *FSM) applySetGroup(c *pb.SetGroup) Result {
 
 // setGroupCap applies a SetGroup's cap: the admin's, or (as_tenant) the
 // tenant's own.
-func setGroupCap(set *sfq.GroupSettings, c *pb.SetGroup) Result {
+func setGroupCap(set *sfq.GroupSettings, c *clusterpb.SetGroup) Result {
 	if c.AsTenant {
 		switch c.CapKind {
-		case pb.GroupCapKind_GROUP_CAP_INHERIT, pb.GroupCapKind_GROUP_CAP_NONE:
+		case clusterpb.GroupCapKind_GROUP_CAP_INHERIT, clusterpb.GroupCapKind_GROUP_CAP_NONE:
 			set.TenantCap = 0
-		case pb.GroupCapKind_GROUP_CAP_LIMIT:
+		case clusterpb.GroupCapKind_GROUP_CAP_LIMIT:
 			if c.Limit < 1 || c.Limit > sfq.MaxGroupCap {
 				return refusef(Invalid, "", "group cap %d (want 1..%d)", c.Limit, sfq.MaxGroupCap)
 			}
@@ -421,7 +421,7 @@ func setGroupCap(set *sfq.GroupSettings, c *pb.SetGroup) Result {
 	return Result{}
 }
 
-func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {
+func (f *FSM) applyTenantDelete(c *clusterpb.TenantDelete) Result {
 	if r := f.checkTenantDelete(c); r.Refused() {
 		return r
 	}
@@ -437,7 +437,7 @@ func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {
 	return Result{}
 }
 
-func (f *FSM) applySetConfig(c *pb.SetConfig) Result {
+func (f *FSM) applySetConfig(c *clusterpb.SetConfig) Result {
 	cfg, err := ConfigFromPB(c.Config)
 	if err != nil {
 		return refuse(err)
@@ -463,7 +463,7 @@ func (f *FSM) applySetConfig(c *pb.SetConfig) Result {
 // the command does not say, so that one entry never pauses Apply long.
 const DefaultPruneLimit = 10_000
 
-func (f *FSM) applyPrune(c *pb.Prune) Result {
+func (f *FSM) applyPrune(c *clusterpb.Prune) Result {
 	limit := int(c.Limit)
 	if limit <= 0 || limit > 1_000_000 {
 		limit = DefaultPruneLimit
@@ -510,7 +510,7 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 	return Result{Count: uint64(n)}
 }
 
-func (f *FSM) applyMemberUpsert(c *pb.MemberUpsert) Result {
+func (f *FSM) applyMemberUpsert(c *clusterpb.MemberUpsert) Result {
 	if c.Id == "" || c.RaftAddr == "" {
 		return refusef(Invalid, "", "member needs an id and a raft address")
 	}
@@ -524,7 +524,7 @@ func (f *FSM) applyMemberUpsert(c *pb.MemberUpsert) Result {
 	return Result{}
 }
 
-func (f *FSM) applyMemberRemove(c *pb.MemberRemove) Result {
+func (f *FSM) applyMemberRemove(c *clusterpb.MemberRemove) Result {
 	i, found := slices.BinarySearchFunc(f.members, c.Id, func(m Member, id string) int { return strings.Compare(m.ID, id) })
 	if found {
 		f.members = slices.Delete(f.members, i, i+1)
@@ -532,7 +532,7 @@ func (f *FSM) applyMemberRemove(c *pb.MemberRemove) Result {
 	return Result{}
 }
 
-func (f *FSM) applyWorkerDrain(c *pb.WorkerDrain) Result {
+func (f *FSM) applyWorkerDrain(c *clusterpb.WorkerDrain) Result {
 	if r := validWorkerID(c.WorkerId); r.Code != OK {
 		return r
 	}

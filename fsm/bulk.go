@@ -4,9 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"strings"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -168,7 +168,7 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 
 // ValidateBulk checks a bulk command's own fields and names the field in
 // its error: the edge and Apply both call it.
-func ValidateBulk(op BulkOp, c *pb.BulkJobs) error {
+func ValidateBulk(op BulkOp, c *clusterpb.BulkJobs) error {
 	if c.Tenant == "" {
 		return invalidf("tenant", "required")
 	}
@@ -205,7 +205,7 @@ func ValidateBulk(op BulkOp, c *pb.BulkJobs) error {
 
 // bulkDigest hashes a deterministic encoding of every field of the
 // request: a retry with the same key is the same request only if equal.
-func bulkDigest(op BulkOp, c *pb.BulkJobs) [16]byte {
+func bulkDigest(op BulkOp, c *clusterpb.BulkJobs) [16]byte {
 	b := []byte{'b', byte(op)}
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
@@ -247,7 +247,7 @@ func bulkDigest(op BulkOp, c *pb.BulkJobs) [16]byte {
 // SelectBulk returns the jobs a bulk command looks at, in order: its IDs,
 // or the first MaxBulkJobs matches of its filter from After on, with the
 // continuation (0: no match is left). The command must be valid.
-func SelectBulk(sc *sfq.Scheduler, op BulkOp, c *pb.BulkJobs) (ids []sfq.JobID, next sfq.JobID) {
+func SelectBulk(sc *sfq.Scheduler, op BulkOp, c *clusterpb.BulkJobs) (ids []sfq.JobID, next sfq.JobID) {
 	if c.Filter == nil {
 		ids = make([]sfq.JobID, len(c.Jobs))
 		for i, id := range c.Jobs {
@@ -286,7 +286,7 @@ func SelectBulk(sc *sfq.Scheduler, op BulkOp, c *pb.BulkJobs) (ids []sfq.JobID, 
 // DryRun lists what a bulk command would do now, without doing it: each
 // job it would act on, and those of its IDs it would skip with the
 // reason. The quota, class ceiling and max_groups are Apply's to check.
-func DryRun(sc *sfq.Scheduler, op BulkOp, c *pb.BulkJobs) *BulkResult {
+func DryRun(sc *sfq.Scheduler, op BulkOp, c *clusterpb.BulkJobs) *BulkResult {
 	ids, next := SelectBulk(sc, op, c)
 	res := &BulkResult{Next: next}
 	for _, id := range ids {
@@ -316,7 +316,7 @@ func (r *BulkResult) add(it BulkItem) {
 	}
 }
 
-func (f *FSM) applyBulk(op BulkOp, c *pb.BulkJobs) Result {
+func (f *FSM) applyBulk(op BulkOp, c *clusterpb.BulkJobs) Result {
 	if r := f.checkBulk(op, c); r.Refused() || r.Bulk != nil {
 		return r
 	}
@@ -405,14 +405,8 @@ func (f *FSM) cancelOne(id sfq.JobID) BulkItem {
 	return BulkItem{Job: id, Done: true, State: j.State}
 }
 
-// reasonOf is a refusal's message without its sentinel's prefix.
-func reasonOf(err error) string {
-	msg := refuse(err).Msg
-	for _, p := range []string{sfq.ErrRefused.Error() + ": ", sfq.ErrUnknownTenant.Error() + ": "} {
-		msg = strings.TrimPrefix(msg, p)
-	}
-	return msg
-}
+// reasonOf is a refusal's message, an item's reason.
+func reasonOf(err error) string { return refuse(err).Msg }
 
 // pruneJobs removes ended jobs past their retention: below Level5 every
 // ended job by the job retention, as before; from Level5 on completed
@@ -455,13 +449,13 @@ func (r *BulkResult) String() string {
 
 // BulkOf returns the operation and arguments of a bulk command (Redrive,
 // CancelJobs or Purge); ok is false for any other.
-func BulkOf(c *pb.Command) (op BulkOp, args *pb.BulkJobs, ok bool) {
+func BulkOf(c *clusterpb.Command) (op BulkOp, args *clusterpb.BulkJobs, ok bool) {
 	switch x := c.GetCmd().(type) {
-	case *pb.Command_Redrive:
+	case *clusterpb.Command_Redrive:
 		return BulkRedrive, x.Redrive, true
-	case *pb.Command_CancelJobs:
+	case *clusterpb.Command_CancelJobs:
 		return BulkCancel, x.CancelJobs, true
-	case *pb.Command_Purge:
+	case *clusterpb.Command_Purge:
 		return BulkPurge, x.Purge, true
 	}
 	return 0, nil, false

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -137,7 +138,7 @@ func CapsToPB(c sfq.Caps) *pb.Caps {
 }
 
 // TenantSpecFromPB converts a tenant upsert into the core's spec.
-func TenantSpecFromPB(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
+func TenantSpecFromPB(c *clusterpb.TenantUpsert) (sfq.TenantSpec, error) {
 	tier, err := TierFromPB(c.GetTier())
 	if err != nil {
 		return sfq.TenantSpec{}, err
@@ -156,8 +157,8 @@ func TenantSpecFromPB(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
 }
 
 // TenantSpecToPB converts a tenant spec into an upsert.
-func TenantSpecToPB(s sfq.TenantSpec) *pb.TenantUpsert {
-	return &pb.TenantUpsert{Name: s.Name, Tier: TierToPB(s.Tier), Multiplier: s.Multiplier, Caps: CapsToPB(s.Caps),
+func TenantSpecToPB(s sfq.TenantSpec) *clusterpb.TenantUpsert {
+	return &clusterpb.TenantUpsert{Name: s.Name, Tier: TierToPB(s.Tier), Multiplier: s.Multiplier, Caps: CapsToPB(s.Caps),
 		MaxClass: ClassToPB(s.MaxClass), AllowDeadlines: s.AllowDeadlines, GroupCap: s.GroupCap, GroupOrder: GroupOrderToPB(s.GroupOrder),
 		MaxGroups: s.MaxGroups, RateN: s.Rate.N, RatePeriodMs: s.Rate.PeriodMs, RateBurst: s.Rate.Burst}
 }
@@ -183,13 +184,13 @@ func GroupOrderToPB(o sfq.GroupOrder) pb.GroupOrder {
 
 // GroupCapFromPB converts a proto group cap (kind and limit) into the
 // admin's cap setting.
-func GroupCapFromPB(kind pb.GroupCapKind, limit uint32) (sfq.GroupCap, error) {
+func GroupCapFromPB(kind clusterpb.GroupCapKind, limit uint32) (sfq.GroupCap, error) {
 	switch kind {
-	case pb.GroupCapKind_GROUP_CAP_INHERIT:
+	case clusterpb.GroupCapKind_GROUP_CAP_INHERIT:
 		return sfq.GroupCapInherit, nil
-	case pb.GroupCapKind_GROUP_CAP_NONE:
+	case clusterpb.GroupCapKind_GROUP_CAP_NONE:
 		return sfq.GroupCapNone, nil
-	case pb.GroupCapKind_GROUP_CAP_LIMIT:
+	case clusterpb.GroupCapKind_GROUP_CAP_LIMIT:
 		if limit < 1 || limit > sfq.MaxGroupCap {
 			return 0, invalidf("", "group cap %d (want 1..%d)", limit, sfq.MaxGroupCap)
 		}
@@ -199,14 +200,14 @@ func GroupCapFromPB(kind pb.GroupCapKind, limit uint32) (sfq.GroupCap, error) {
 }
 
 // GroupCapToPB converts an admin's group cap setting.
-func GroupCapToPB(c sfq.GroupCap) (pb.GroupCapKind, uint32) {
+func GroupCapToPB(c sfq.GroupCap) (clusterpb.GroupCapKind, uint32) {
 	switch c {
 	case sfq.GroupCapInherit:
-		return pb.GroupCapKind_GROUP_CAP_INHERIT, 0
+		return clusterpb.GroupCapKind_GROUP_CAP_INHERIT, 0
 	case sfq.GroupCapNone:
-		return pb.GroupCapKind_GROUP_CAP_NONE, 0
+		return clusterpb.GroupCapKind_GROUP_CAP_NONE, 0
 	}
-	return pb.GroupCapKind_GROUP_CAP_LIMIT, uint32(c)
+	return clusterpb.GroupCapKind_GROUP_CAP_LIMIT, uint32(c)
 }
 
 // ConfigFromPB converts a proto configuration and validates it.
@@ -346,9 +347,9 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 }
 
 // ResultToPB converts a result.
-func ResultToPB(r Result) *pb.CommandResult {
-	out := &pb.CommandResult{
-		Code:     pb.Code(r.Code),
+func ResultToPB(r Result) *clusterpb.CommandResult {
+	out := &clusterpb.CommandResult{
+		Code:     clusterpb.Code(r.Code),
 		Message:  r.Msg,
 		Job:      uint64(r.Job),
 		Created:  r.Created,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // TestRefusalsCarryTheirField: a refusal names the field at fault as
@@ -16,17 +17,17 @@ func TestRefusalsCarryTheirField(t *testing.T) {
 	big := make([]byte, 2<<20)
 	cases := []struct {
 		name   string
-		cmd    *pb.Command
+		cmd    *clusterpb.Command
 		code   Code
 		field  string
 		reason string
 	}{
 		{"cost", submit("a", "", -1, ""), Invalid, "est_cost_ms", ""},
 		{"payload", submit("a", "", 1000, string(big)), Invalid, "payload", text.ReasonTooLarge},
-		{"job type", &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1, JobType: "a\x00b"}}}, Invalid, "job_type", ""},
+		{"job type", &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1, JobType: "a\x00b"}}}, Invalid, "job_type", ""},
 		{"unknown tenant", submit("nobody", "", 1000, ""), NotFound, "", text.ReasonTenantUnknown},
-		{"multiplier", upsert(&pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, Multiplier: 1 << 30}), Invalid, "multiplier", ""},
-		{"group", &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1, Group: "bad group"}}}, Invalid, "group", ""},
+		{"multiplier", upsert(&clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, Multiplier: 1 << 30}), Invalid, "multiplier", ""},
+		{"group", &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1, Group: "bad group"}}}, Invalid, "group", ""},
 	}
 	for _, tc := range cases {
 		v := admitOne(h.f, tc.cmd)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -186,7 +186,7 @@ func (f *FSM) putWebhook(i int, found bool, w Webhook) {
 	f.webhooks = ws
 }
 
-func (f *FSM) applyWebhookSet(c *pb.WebhookSet) Result {
+func (f *FSM) applyWebhookSet(c *clusterpb.WebhookSet) Result {
 	kinds, r := f.checkWebhookSet(c)
 	if r.Refused() {
 		return r
@@ -229,7 +229,7 @@ func (f *FSM) tenantWebhook(tenant string) (int, Result) {
 	return i, Result{}
 }
 
-func (f *FSM) applyWebhookDelete(c *pb.WebhookDelete) Result {
+func (f *FSM) applyWebhookDelete(c *clusterpb.WebhookDelete) Result {
 	i, r := f.tenantWebhook(c.Tenant)
 	if r.Code != OK {
 		return r
@@ -241,7 +241,7 @@ func (f *FSM) applyWebhookDelete(c *pb.WebhookDelete) Result {
 // applyWebhookAck advances cursors; an entry of another epoch, behind the
 // cursor or past the newest event changes nothing (a stale or repeated
 // ack). Count is the number of cursors moved.
-func (f *FSM) applyWebhookAck(c *pb.WebhookAck) Result {
+func (f *FSM) applyWebhookAck(c *clusterpb.WebhookAck) Result {
 	var n uint64
 	var ws []Webhook
 	for _, a := range c.Cursors {
@@ -271,7 +271,7 @@ func (f *FSM) applyWebhookAck(c *pb.WebhookAck) Result {
 	return Result{Count: n}
 }
 
-func (f *FSM) applyWebhookReplay(c *pb.WebhookReplay) Result {
+func (f *FSM) applyWebhookReplay(c *clusterpb.WebhookReplay) Result {
 	i, r := f.tenantWebhook(c.Tenant)
 	if r.Code != OK {
 		return r

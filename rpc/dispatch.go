@@ -7,6 +7,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -86,7 +87,7 @@ func (h *hub) dispatchRound() bool {
 		}
 		return ready[i].id < ready[j].id
 	})
-	var cmds []*pb.Command
+	var cmds []*clusterpb.Command
 	var who []*session
 	used := 0
 	now, _ := h.node.ClusterNow()
@@ -179,8 +180,8 @@ func mayHaveJob(f *fsm.FSM, worker string) bool {
 }
 
 // dispatchCommand asks for a job for s's worker, spending credit.
-func dispatchCommand(s *session, credit uint64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: s.id, Size: fsm.SizeToPB(s.size), Credit: credit, Pool: s.pool}}}
+func dispatchCommand(s *session, credit uint64) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: s.id, Size: fsm.SizeToPB(s.size), Credit: credit, Pool: s.pool}}}
 }
 
 // dispatchPath is where a Dispatch was proposed: by the dispatcher's

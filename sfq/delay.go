@@ -350,11 +350,11 @@ func (s *Scheduler) Release(now Time, id JobID, force bool) (Change, error) {
 	switch {
 	case j.State == Scheduled && expired:
 		ch.Outcome, ch.To = Invalid, j.State
-		return ch, fmt.Errorf("%w: release of job %d does not apply: it expired at %d ms", ErrRefused, id, j.ExpireAt())
+		return ch, preconditionf("", "", "release of job %d does not apply: it expired at %d ms", id, j.ExpireAt())
 	case out == NotDue:
-		return ch, fmt.Errorf("%w: release of job %d is not due yet: due at %d ms, now %d ms", ErrRefused, id, due, now)
+		return ch, preconditionf("", "", "release of job %d is not due yet: due at %d ms, now %d ms", id, due, now)
 	case out != Changed:
-		return ch, fmt.Errorf("%w: release of job %d does not apply: job is %s", ErrRefused, id, j.State)
+		return ch, preconditionf("", "", "release of job %d does not apply: job is %s", id, j.State)
 	}
 	// The release takes effect: first, what expired by now leaves its
 	// queue (this job did not: its expire_at is later).
@@ -390,13 +390,13 @@ func (s *Scheduler) expireTTL(now Time, id JobID) (Change, error) {
 	switch {
 	case out == Changed:
 	case out == NotDue:
-		return ch, fmt.Errorf("%w: expire-ttl of job %d is not due yet: expire_at %d ms, now %d ms", ErrRefused, id, at, now)
+		return ch, preconditionf("", "", "expire-ttl of job %d is not due yet: expire_at %d ms, now %d ms", id, at, now)
 	case at == 0:
-		return ch, fmt.Errorf("%w: expire-ttl of job %d does not apply: it has no expiry", ErrRefused, id)
+		return ch, preconditionf("", "", "expire-ttl of job %d does not apply: it has no expiry", id)
 	case j.Attempt != 0 && !j.State.Terminal():
-		return ch, fmt.Errorf("%w: expire-ttl of job %d does not apply: it was dispatched (attempt %d)", ErrRefused, id, j.Attempt)
+		return ch, preconditionf("", "", "expire-ttl of job %d does not apply: it was dispatched (attempt %d)", id, j.Attempt)
 	default:
-		return ch, fmt.Errorf("%w: expire-ttl of job %d does not apply: job is %s", ErrRefused, id, j.State)
+		return ch, preconditionf("", "", "expire-ttl of job %d does not apply: job is %s", id, j.State)
 	}
 	// The expiry takes effect: first, what expired by now (this job
 	// included) leaves its queue.

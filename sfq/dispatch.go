@@ -272,7 +272,7 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 	}
 	life, out := Step(j.Life, Input{Kind: InDispatch, Worker: worker, Now: now, AckMs: s.cfg.AckTimeoutMs})
 	if out != Changed {
-		return Assignment{}, false, fmt.Errorf("%w: job %d at the head of its queue is %s", ErrRefused, j.ID, j.State)
+		return Assignment{}, false, preconditionf("", "", "job %d at the head of its queue is %s", j.ID, j.State)
 	}
 
 	if c.deadline {

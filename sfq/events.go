@@ -423,9 +423,9 @@ func LifecycleRefusal(j *Job, e Input, out Outcome) error {
 	}
 	switch out {
 	case Stale:
-		return fmt.Errorf("%w: %s is stale: %s", ErrRefused, what, state)
+		return preconditionf("", "", "%s is stale: %s", what, state)
 	case NotDue:
-		return fmt.Errorf("%w: %s is not due yet", ErrRefused, what)
+		return preconditionf("", "", "%s is not due yet", what)
 	}
-	return fmt.Errorf("%w: %s does not apply: %s", ErrRefused, what, state)
+	return preconditionf("", "", "%s does not apply: %s", what, state)
 }

@@ -11,7 +11,7 @@ import grpc
 
 from . import _conn, errors
 from . import _convert as cv
-from ._proto import admin_pb2, admin_pb2_grpc, client_pb2, client_pb2_grpc, commands_pb2
+from ._proto import admin_pb2, admin_pb2_grpc, client_pb2, client_pb2_grpc, types_pb2
 from .models import Cancel, Event, Explanation, Job, Subscription, Tenant, Usage
 
 # The most jobs, and bytes of jobs, one SubmitBatch request carries.
@@ -184,7 +184,7 @@ class Client:
             keyed = all(r.HasField("idempotency_key") for r in chunk)
             resp = await self._client_call("SubmitBatch", client_pb2.SubmitBatchRequest(jobs=chunk), idempotent=keyed)
             for i, req, res in zip(idx, chunk, resp.results):
-                err = errors.from_result(res.error)
+                err = errors.from_result(res)
                 out[i] = err if err is not None else self._submitted(req, res.job_id, res.created)
         return out
 
