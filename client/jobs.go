@@ -20,8 +20,8 @@ import (
 // chunks that keep under both, so that every request fits one message
 // (MaxMessageBytes) with room to spare.
 const (
-	MaxBatch      = 1000
-	MaxBatchBytes = 3 << 20
+	MaxBatch      = wire.MaxBatch
+	MaxBatchBytes = wire.MaxBatchBytes
 )
 
 // batchChunks cuts jobs into the chunks SubmitBatch sends: at most

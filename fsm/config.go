@@ -3,6 +3,7 @@ package fsm
 import (
 	"time"
 
+	"github.com/baristahq/barista/internal/text"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -52,10 +53,9 @@ type Config struct {
 
 // Limits on runtime settings.
 const (
-	// MaxMessageBytes is the largest gRPC message a node receives or sends,
-	// on every connection (clients, workers, forwarding between members).
-	// It is gRPC's default, so clients in any language need no setting.
-	MaxMessageBytes = 4 << 20
+	// MaxMessageBytes is the largest gRPC message a node receives or sends
+	// (text.MaxMessageBytes).
+	MaxMessageBytes = text.MaxMessageBytes
 	// MaxPayloadLimit is the largest payload limit a config may set: a job
 	// with a payload that large and every other field at its longest still
 	// fits one message (Submit, GetJob, a worker's Assign) and one Raft

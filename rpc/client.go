@@ -14,6 +14,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/pbcodec"
+	"github.com/baristahq/barista/internal/text"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
@@ -687,7 +688,7 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 const defaultTopGroups = 10
 
 // MaxBatch bounds SubmitBatch.
-const MaxBatch = 1000
+const MaxBatch = text.MaxBatch
 
 // SubmitBatch submits up to MaxBatch jobs in one proposal.
 func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequest) (*pb.SubmitBatchResponse, error) {

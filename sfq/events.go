@@ -3,7 +3,11 @@ package sfq
 // Lifecycle events of jobs (start, heartbeat, cancel, expire, finish) and
 // the state transitions they cause, and Refusal.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/baristahq/barista/internal/text"
+)
 
 // Start records that a worker started an assigned job.
 func (s *Scheduler) Start(now Time, id JobID, attempt uint32, worker string) (Change, error) {
@@ -146,8 +150,8 @@ func (s *Scheduler) finishInput(now Time, id JobID, attempt uint32, worker strin
 
 // The bounds of a snooze (SPEC §3 "Job lifecycle"): 1 s .. 24 h.
 const (
-	MinSnoozeMs = 1000
-	MaxSnoozeMs = 24 * 3600 * 1000
+	MinSnoozeMs = text.MinSnoozeMs
+	MaxSnoozeMs = text.MaxSnoozeMs
 )
 
 // checkSnooze refuses a snooze out of its bounds.
