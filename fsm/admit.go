@@ -33,10 +33,7 @@ func SubmitFields(c *clusterpb.SubmitJob, cfg Config, level uint32) (sfq.Submiss
 	if err != nil {
 		return sfq.Submission{}, sfq.RefusalOf(err)
 	}
-	limit := cfg.MaxPayloadBytes
-	if level >= Level7 {
-		limit = cfg.PayloadLimit()
-	}
+	limit := payloadLimitAt(cfg, level)
 	if uint64(len(c.Payload)) > uint64(limit) {
 		return sfq.Submission{}, payloadTooLarge(len(c.Payload), limit)
 	}
@@ -94,7 +91,7 @@ func (f *FSM) checkSubmit(c *clusterpb.SubmitJob, before *held) (v submitVerdict
 	if ref != nil {
 		return v, refused(ref)
 	}
-	if c.Tenant == "" && f.level >= Level6 && f.cfg.Pools.DefaultTenant != "" {
+	if c.Tenant == "" && f.cfg.Pools.DefaultTenant != "" {
 		// An admin's submit that names no tenant: the cluster's
 		// default_tenant (a client token's submit always names its own).
 		c.Tenant = f.cfg.Pools.DefaultTenant
@@ -119,7 +116,7 @@ func (f *FSM) checkSubmit(c *clusterpb.SubmitJob, before *held) (v submitVerdict
 			if !ok {
 				return v, refuse(sfq.UnknownPool(c.Pool))
 			}
-			if p.Required && f.cfg.Pools.Implicit && f.level >= Level6 {
+			if p.Required && f.cfg.Pools.Implicit {
 				// A tenant made now would have no subscription: the pool
 				// refuses it, and nothing is made.
 				return v, refuseWhy(FailedPrecondition, text.ReasonSubscriptionRequired, "", "tenant %s has no subscription in pool %s, which requires one", c.Tenant, c.Pool)
@@ -201,8 +198,16 @@ func (f *FSM) AdmitSubmits(cmds []*clusterpb.SubmitJob, out []Result) uint64 {
 	defer f.mu.RUnlock()
 	var batch map[string]*held
 	var all uint64
+	// The level check of Apply, first (one wrapper for the batch).
+	one := &clusterpb.Command_Submit{}
+	wrapped := &clusterpb.Command{Cmd: one}
 	for i, c := range cmds {
 		if out[i].Refused() {
+			continue
+		}
+		one.Submit = c
+		if err := CheckLevel(wrapped, f.level); err != nil {
+			out[i] = refused(err.(*Refusal))
 			continue
 		}
 		var before *held
@@ -211,7 +216,7 @@ func (f *FSM) AdmitSubmits(cmds []*clusterpb.SubmitJob, out []Result) uint64 {
 				batch = map[string]*held{}
 			}
 			name := c.Tenant
-			if name == "" && f.level >= Level6 {
+			if name == "" {
 				name = f.cfg.Pools.DefaultTenant
 			}
 			if before = batch[name]; before == nil {

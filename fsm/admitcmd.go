@@ -18,6 +18,10 @@ import (
 // and the configuration (a submit's payload limit), with Apply's
 // messages. nil when it passes, or when the command has no such rule.
 func CheckFields(c *clusterpb.Command, cfg Config, level uint32) *Refusal {
+	c = normalize(c, level)
+	if r := frozenRefusal(c, level); r != nil {
+		return r
+	}
 	var err error
 	switch cmd := c.GetCmd().(type) {
 	case *clusterpb.Command_Submit:
@@ -31,7 +35,7 @@ func CheckFields(c *clusterpb.Command, cfg Config, level uint32) *Refusal {
 			return r.Refusal()
 		}
 	case *clusterpb.Command_WebhookSet:
-		_, r := webhookFields(cmd.WebhookSet, level)
+		_, r := webhookFields(cmd.WebhookSet)
 		if r.Refused() {
 			return r.Refusal()
 		}
@@ -61,6 +65,10 @@ func (f *FSM) Admit(c *clusterpb.Command) Result {
 	defer f.mu.RUnlock()
 	if err := CheckLevel(c, f.level); err != nil {
 		return refused(err.(*Refusal))
+	}
+	c = normalize(c, f.level)
+	if r := frozenRefusal(c, f.level); r != nil {
+		return refused(r)
 	}
 	if op, args, ok := BulkOf(c); ok {
 		return f.checkBulk(op, args)
@@ -247,11 +255,10 @@ func (f *FSM) checkCancel(c *clusterpb.CancelJob) Result {
 }
 
 // webhookFields checks what of a webhook set needs no state and comes
-// from its caller (the leader adds the key's ID). From Level7 a set that
-// leaves the URL out keeps the endpoint's (checkWebhookSet: there must
-// be one).
-func webhookFields(c *clusterpb.WebhookSet, level uint32) (uint32, Result) {
-	if c.Url == "" && level >= Level7 {
+// from its caller (the leader adds the key's ID). A set that leaves the
+// URL out keeps the endpoint's (checkWebhookSet: there must be one).
+func webhookFields(c *clusterpb.WebhookSet) (uint32, Result) {
+	if c.Url == "" {
 		// Kept (checkWebhookSet).
 	} else if err := ValidateWebhookURL(c.Url); err != nil {
 		return 0, refusef(Invalid, "", "%v", err)
@@ -273,7 +280,7 @@ func (f *FSM) checkWebhookSet(c *clusterpb.WebhookSet) (uint32, Result) {
 	if !ok {
 		return 0, refuse(sfq.UnknownTenant(c.Tenant))
 	}
-	kinds, r := webhookFields(c, f.level)
+	kinds, r := webhookFields(c)
 	if r.Refused() {
 		return 0, r
 	}
@@ -281,14 +288,12 @@ func (f *FSM) checkWebhookSet(c *clusterpb.WebhookSet) (uint32, Result) {
 		return 0, refusef(Invalid, "key_id", "required (the leader sets it)")
 	}
 	i, found := f.webhookAt(ti)
-	if f.level >= Level7 {
-		// What the set leaves out keeps its value (upsert.go).
-		switch {
-		case c.Url == "" && !found:
-			return 0, refusef(Invalid, "url", "required to create the webhook of tenant %q", c.Tenant)
-		case len(c.Kinds) == 0 && found:
-			kinds = f.webhooks[i].Kinds
-		}
+	// What the set leaves out keeps its value (upsert.go).
+	switch {
+	case c.Url == "" && !found:
+		return 0, refusef(Invalid, "url", "required to create the webhook of tenant %q", c.Tenant)
+	case len(c.Kinds) == 0 && found && webhookKindsKept(f.level):
+		kinds = f.webhooks[i].Kinds
 	}
 	if found && !c.Rotate && f.webhooks[i].KeyID != c.KeyId {
 		return 0, refusef(FailedPrecondition, "", "the webhook secret of tenant %q was derived from another webhook key than the leader's: rotate it to issue one from this key", c.Tenant)
@@ -399,7 +404,7 @@ func (f *FSM) checkFinished(c *clusterpb.Finished) Result {
 		return refuse(err)
 	}
 	outcome, _ := OutcomeFromPB(c.Outcome)
-	permanent := c.Permanent && outcome == sfq.OutcomeFailed && f.level >= Level6
+	permanent := c.Permanent && outcome == sfq.OutcomeFailed
 	out, err := f.sched.CheckFinish(f.clock, sfq.JobID(c.Job), c.Attempt, c.WorkerId, outcome, c.CpuMs, permanent, c.SnoozeMs)
 	switch {
 	case err != nil:
@@ -410,18 +415,13 @@ func (f *FSM) checkFinished(c *clusterpb.Finished) Result {
 	return Result{}
 }
 
-// finishedFields checks what of a Finished needs no state: its outcome
-// and, from Level7, its exit code, CPU source and failure (below Level7
-// Apply took any exit code and read neither of the others, as the builds
-// before it do).
+// finishedFields checks what of a Finished needs no state: its outcome,
+// its exit code (exitCodesBounded), CPU source and failure.
 func finishedFields(c *clusterpb.Finished, level uint32) error {
 	if _, err := OutcomeFromPB(c.Outcome); err != nil {
 		return err
 	}
-	if level < Level7 {
-		return nil
-	}
-	if c.ExitCode < MinExitCode || c.ExitCode > MaxExitCode {
+	if exitCodesBounded(level) && (c.ExitCode < MinExitCode || c.ExitCode > MaxExitCode) {
 		return invalidf("exit_code", "%d is out of range %d..%d", c.ExitCode, MinExitCode, MaxExitCode)
 	}
 	_, _, err := RunDetailsFromPB(c.CpuSource, c.Failure)

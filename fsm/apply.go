@@ -69,11 +69,6 @@ func submitDigest(c *clusterpb.SubmitJob) [16]byte {
 func (f *FSM) applySubmit(c *clusterpb.SubmitJob) Result {
 	v, r := f.checkSubmit(c, nil)
 	if r.Refused() {
-		if f.level < Level7 && f.legacyImplicit(c) {
-			f.implicitTenant(c.Tenant)
-			ti, _ := f.sched.TenantIndex(c.Tenant)
-			f.observe(ti)
-		}
 		return r
 	}
 	if v.dup {
@@ -112,31 +107,6 @@ func (f *FSM) applySubmit(c *clusterpb.SubmitJob) Result {
 	}
 	f.observe(j.Tenant)
 	return Result{Job: id, Created: true, Tenant: c.Tenant}
-}
-
-// legacyImplicit reports whether Apply before Level7 made the implicit
-// tenant of a submit it then refused: it made it once the submit's size,
-// class, payload and pool passed, before it checked the other fields,
-// the key, the permits, max_groups and the quotas. Kept so that a log
-// written before Level7 applies as it did (from Level7 a refused submit
-// makes nothing).
-func (f *FSM) legacyImplicit(c *clusterpb.SubmitJob) bool {
-	if _, err := SizeFromPB(c.Size); err != nil || uint64(len(c.Payload)) > uint64(f.cfg.MaxPayloadBytes) {
-		return false
-	}
-	if _, err := ClassFromPB(c.JobClass); err != nil {
-		return false
-	}
-	if c.Pool != "" {
-		if p, ok := f.sched.Pool(c.Pool); !ok || p.Required && f.cfg.Pools.Implicit && f.level >= Level6 {
-			return false
-		}
-	}
-	if _, ok := f.sched.TenantIndex(c.Tenant); ok {
-		return false
-	}
-	spec, r := f.implicitSpec(c.Tenant)
-	return spec != nil && !r.Refused()
 }
 
 func validWorkerID(id string) Result {
@@ -187,14 +157,10 @@ func (f *FSM) applyDispatch(c *clusterpb.Dispatch) Result {
 		return refuse(err)
 	}
 	if !ok {
-		// From level 5 a Dispatch that gives nothing leaves the credit
-		// unspent, so that the worker's next one, with the same credit,
-		// may give it a job (eligibility now changes with time alone,
-		// and the leader asks again when a rate limit allows). Before, the
-		// credit was spent.
-		if f.level < Level5 {
-			w.Credit = c.Credit
-		}
+		// A Dispatch that gives nothing leaves the credit unspent, so
+		// that the worker's next one, with the same credit, may give it
+		// a job (eligibility changes with time alone, and the leader
+		// asks again when a rate limit allows).
 		w.Job, w.Attempt = 0, 0
 		return Result{}
 	}
@@ -225,23 +191,18 @@ func (f *FSM) workerJob(w *Worker) (sfq.Job, bool) {
 }
 
 // internWorker returns the worker table's copy of id (so that jobs share
-// one string per worker), or id itself, and marks the worker seen. From
-// Level7 a report refused (err) does not mark it (workerSeen).
+// one string per worker), or id itself.
 func (f *FSM) internWorker(id string) string {
 	if w := f.workers[id]; w != nil {
-		if f.level < Level7 {
-			w.LastSeen = f.clock
-		}
 		return w.ID
 	}
 	return id
 }
 
-// workerSeen marks, from Level7, the worker of a report seen once the
-// report is accepted (below Level7 internWorker marked it, accepted or
-// not).
+// workerSeen marks the worker of a report seen once the report is
+// accepted (a refused report does not).
 func (f *FSM) workerSeen(id string, err error) {
-	if w := f.workers[id]; w != nil && err == nil && f.level >= Level7 {
+	if w := f.workers[id]; w != nil && err == nil {
 		w.LastSeen = f.clock
 	}
 }
@@ -254,7 +215,7 @@ func (f *FSM) workerResult(ch sfq.Change, err error) Result {
 	}
 	if err != nil {
 		ref := refuse(err)
-		r.Code, r.Reason, r.Msg = ref.Code, ref.Reason, ref.Msg
+		r.Code, r.Field, r.Reason, r.Msg = ref.Code, ref.Field, ref.Reason, ref.Msg
 	}
 	return r
 }
@@ -290,17 +251,11 @@ func (f *FSM) applyFinished(c *clusterpb.Finished) Result {
 	}
 	outcome, _ := OutcomeFromPB(c.Outcome)
 	id := sfq.JobID(c.Job)
-	// A run that can never succeed (Level6; below, Apply reads nothing of
-	// it, as builds before it do).
-	permanent := c.Permanent && outcome == sfq.OutcomeFailed && f.level >= Level6
-	res := sfq.RunResult{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail, Permanent: permanent}
-	if f.level >= Level7 {
-		// How the CPU was measured and why the run failed (finishedFields
-		// checked both; below Level7 Apply reads neither, as builds
-		// before them do).
-		res.CPUSource, res.Failure, _ = RunDetailsFromPB(c.CpuSource, c.Failure)
-		res.SnoozeMs = c.SnoozeMs
-	}
+	// A run that can never succeed, how the CPU was measured and why the
+	// run failed (finishedFields checked them).
+	permanent := c.Permanent && outcome == sfq.OutcomeFailed
+	res := sfq.RunResult{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail, Permanent: permanent, SnoozeMs: c.SnoozeMs}
+	res.CPUSource, res.Failure, _ = RunDetailsFromPB(c.CpuSource, c.Failure)
 	ch, err := f.sched.Finish(f.clock, id, c.Attempt, f.internWorker(c.WorkerId), outcome, c.CpuMs, res)
 	reason := ReasonRunFailed
 	switch {
@@ -445,14 +400,6 @@ func (f *FSM) applySetConfig(c *clusterpb.SetConfig) Result {
 	if err := f.sched.SetConfig(cfg.Sched); err != nil {
 		return refuse(err)
 	}
-	if f.level < Level6 {
-		// Not state below Level6 (its encoding has no room for them):
-		// none, on every node, until set at Level6.
-		cfg.DefaultMaxQueued, cfg.MaxQueuedBytes = 0, 0
-	}
-	if f.level < Level7 {
-		cfg.MaxTotalQueuedBytes = 0 // likewise below Level7
-	}
 	f.cfg = cfg
 	f.configured = true
 	f.observeAll() // tier weights or decay may have changed
@@ -463,12 +410,21 @@ func (f *FSM) applySetConfig(c *clusterpb.SetConfig) Result {
 // the command does not say, so that one entry never pauses Apply long.
 const DefaultPruneLimit = 10_000
 
-func (f *FSM) applyPrune(c *clusterpb.Prune) Result {
+func (f *FSM) applyPrune(c *clusterpb.Prune) Result { return f.prune(c, pruneRules{}) }
+
+// pruneRules are what a prune's older meanings did otherwise
+// (applyFrozen).
+type pruneRules struct {
+	everyEndedByJobRetention bool // every ended job by the job retention (no dead-letter rules)
+	keepDrained              bool // a drained worker's record is never pruned
+}
+
+func (f *FSM) prune(c *clusterpb.Prune, rules pruneRules) Result {
 	limit := int(c.Limit)
 	if limit <= 0 || limit > 1_000_000 {
 		limit = DefaultPruneLimit
 	}
-	n := f.pruneJobs(limit)
+	n := f.pruneJobs(limit, rules.everyEndedByJobRetention)
 	// Events: beyond the count, or older than the age.
 	lost := f.webhookPruner()
 	for i := 0; i < limit; i++ {
@@ -492,7 +448,7 @@ func (f *FSM) applyPrune(c *clusterpb.Prune) Result {
 		n++
 	}
 	// Workers that hold nothing and were not seen within the job
-	// retention (drained ones too, from Level7).
+	// retention (drained ones too).
 	ids := make([]string, 0, len(f.workers))
 	for id := range f.workers {
 		ids = append(ids, id)
@@ -500,9 +456,7 @@ func (f *FSM) applyPrune(c *clusterpb.Prune) Result {
 	slices.Sort(ids)
 	for _, id := range ids {
 		w := f.workers[id]
-		// From Level7 a drained worker's record goes too (below it, drained
-		// records were kept for ever).
-		if _, live := f.workerJob(w); !live && (!w.Drained || f.level >= Level7) && w.LastSeen < f.clock-sfq.Time(f.cfg.JobRetentionMs) {
+		if _, live := f.workerJob(w); !live && (!w.Drained || !rules.keepDrained) && w.LastSeen < f.clock-sfq.Time(f.cfg.JobRetentionMs) {
 			delete(f.workers, id)
 			n++
 		}

@@ -408,13 +408,13 @@ func (f *FSM) cancelOne(id sfq.JobID) BulkItem {
 // reasonOf is a refusal's message, an item's reason.
 func reasonOf(err error) string { return refuse(err).Msg }
 
-// pruneJobs removes ended jobs past their retention: below Level5 every
-// ended job by the job retention, as before; from Level5 on completed
-// jobs by the job retention, dead letters by theirs, then the oldest dead
-// letters of every tenant over its bounds.
-func (f *FSM) pruneJobs(limit int) int {
+// pruneJobs removes ended jobs past their retention: completed jobs by
+// the job retention, dead letters by theirs, then the oldest dead letters
+// of every tenant over its bounds (or, with everyEnded, every ended job by
+// the job retention: the meaning below level 5).
+func (f *FSM) pruneJobs(limit int, everyEnded bool) int {
 	cutoff := f.clock - sfq.Time(f.cfg.JobRetentionMs)
-	if f.level < Level5 {
+	if everyEnded {
 		return f.sched.Prune(cutoff, limit)
 	}
 	n := f.sched.PruneEnded(cutoff, f.clock-sfq.Time(f.cfg.DeadLetterRetentionMs), limit)
@@ -426,7 +426,7 @@ func (f *FSM) pruneJobs(limit int) int {
 
 // jobsPruneDue reports whether pruneJobs at now would find anything.
 func (f *FSM) jobsPruneDue(now sfq.Time) bool {
-	if f.level < Level5 {
+	if pruneEveryEndedByJobRetention(f.level) {
 		at, ok := f.sched.OldestEnded()
 		return ok && at < now-sfq.Time(f.cfg.JobRetentionMs)
 	}

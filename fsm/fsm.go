@@ -289,6 +289,13 @@ func (f *FSM) applyCommand(c *clusterpb.Command) Result {
 		// The edge refuses it first; this holds for any other path.
 		return refused(err.(*Refusal))
 	}
+	c = normalize(c, f.level)
+	if r := frozenRefusal(c, f.level); r != nil {
+		return refused(r)
+	}
+	if r, done := f.applyFrozen(c); done {
+		return r
+	}
 	switch cmd := c.GetCmd().(type) {
 	case *clusterpb.Command_Submit:
 		return f.applySubmit(cmd.Submit)

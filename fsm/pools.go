@@ -208,7 +208,7 @@ func (f *FSM) observeTenant(name string) {
 // is off); a refusal when the name is not a valid tenant name.
 func (f *FSM) implicitSpec(name string) (*sfq.TenantSpec, Result) {
 	p := f.cfg.Pools
-	if f.level < Level6 || !p.Implicit {
+	if !p.Implicit {
 		return nil, Result{}
 	}
 	if err := sfq.ValidateName("tenant", name); err != nil {

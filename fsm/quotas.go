@@ -38,16 +38,10 @@ type Quotas struct {
 	MaxTotalQueuedBytes uint64 // Level7
 }
 
-// quotas returns the quotas in force: none below Level6.
+// quotas returns the quotas in force (none below the levels that added
+// them: the configuration holds none there, normalize).
 func (f *FSM) quotas() Quotas {
-	if f.level < Level6 {
-		return Quotas{}
-	}
-	q := Quotas{DefaultMaxQueued: f.cfg.DefaultMaxQueued, MaxQueuedBytes: f.cfg.MaxQueuedBytes}
-	if f.level >= Level7 {
-		q.MaxTotalQueuedBytes = f.cfg.MaxTotalQueuedBytes
-	}
-	return q
+	return Quotas{DefaultMaxQueued: f.cfg.DefaultMaxQueued, MaxQueuedBytes: f.cfg.MaxQueuedBytes, MaxTotalQueuedBytes: f.cfg.MaxTotalQueuedBytes}
 }
 
 // ReadQuotas runs fn with the scheduling core and the quotas in force,

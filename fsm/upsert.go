@@ -113,7 +113,7 @@ type tenantUpsert struct {
 // then every field.
 func (f *FSM) checkTenantUpsert(c *clusterpb.TenantUpsert) (tenantUpsert, Result) {
 	full := c
-	if len(c.Keep) > 0 && f.level >= Level7 {
+	if len(c.Keep) > 0 {
 		if r := checkKeep(c.Keep); r.Refused() {
 			return tenantUpsert{}, r
 		}
