@@ -137,7 +137,8 @@ func (f *FSM) applyDispatch(c *clusterpb.Dispatch) Result {
 		// A retry of a dispatch already applied (e.g. after a lost
 		// leadership): return the same assignment if it still holds.
 		if j, ok := f.workerJob(w); ok {
-			return Result{Assigned: true, Job: j.ID, Attempt: j.Attempt, Size: j.Size, Tenant: f.sched.TenantName(j.Tenant), Outcome: sfq.Duplicate}
+			return Result{Assigned: true, Job: j.ID, Attempt: j.Attempt, Size: j.Size, Tenant: f.sched.TenantName(j.Tenant), Outcome: sfq.Duplicate,
+				Assign: assignmentOf(&j)}
 		}
 		return Result{Outcome: sfq.Duplicate}
 	}
@@ -146,11 +147,8 @@ func (f *FSM) applyDispatch(c *clusterpb.Dispatch) Result {
 		f.workers[w.ID] = w
 	}
 	w.Size, w.Pool, w.LastSeen = size, pool, f.clock
-	if w.Drained {
-		return refusef(FailedPrecondition, "", "worker %q is drained", w.ID)
-	}
-	if j, ok := f.workerJob(w); ok {
-		return refusef(FailedPrecondition, "", "worker %q still holds job %d (attempt %d)", w.ID, j.ID, j.Attempt)
+	if r := f.checkDispatchTo(w); r.Refused() {
+		return r
 	}
 	a, ok, err := f.sched.DispatchPool(f.clock, pid, size, w.ID)
 	if err != nil {
@@ -175,7 +173,48 @@ func (f *FSM) applyDispatch(c *clusterpb.Dispatch) Result {
 	f.charge(&j, j.EstCostMs)
 	f.observe(j.Tenant)
 	return Result{Assigned: true, Job: a.Job, Attempt: a.Attempt, Size: a.Size, Tenant: f.sched.TenantName(a.Tenant), Outcome: sfq.Changed,
-		DeadlineMissed: a.DeadlineMissed}
+		DeadlineMissed: a.DeadlineMissed, Assign: assignmentOf(&j)}
+}
+
+// Assignment is what a worker is told of the job a Dispatch gave it, from
+// the state the Dispatch applied to: the leader's Assign needs nothing
+// else, so it never reads the state again.
+type Assignment struct {
+	Payload   string // the job's own bytes, never written again
+	Type      string
+	TimeoutMs int64
+	EstCostMs int64
+}
+
+// assignmentOf is the Assignment of job j.
+func assignmentOf(j *sfq.Job) Assignment {
+	return Assignment{Payload: j.Payload(), Type: j.Type(), TimeoutMs: j.TimeoutMs, EstCostMs: j.EstCostMs}
+}
+
+// checkDispatchTo is the check of a Dispatch for worker w, once its record
+// says what it is: a drained worker gets no job, nor one that still holds
+// a live job (its Finished not in yet). The leader makes the same check
+// before it proposes one (CheckDispatch).
+func (f *FSM) checkDispatchTo(w *Worker) Result {
+	if w.Drained {
+		return refusef(FailedPrecondition, "", "worker %q is drained", w.ID)
+	}
+	if j, ok := f.workerJob(w); ok {
+		return refusef(FailedPrecondition, "", "worker %q still holds job %d (attempt %d)", w.ID, j.ID, j.Attempt)
+	}
+	return Result{}
+}
+
+// CheckDispatch is the leader's check of a Dispatch for a worker before it
+// proposes one (checkDispatchTo on the state as it stands; a worker the
+// state has no record of yet may be given a job). It holds the read lock.
+func (f *FSM) CheckDispatch(worker string) Result {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if w := f.workers[worker]; w != nil {
+		return f.checkDispatchTo(w)
+	}
+	return Result{}
 }
 
 // workerJob returns the job w holds, if it is still live on w.

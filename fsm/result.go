@@ -53,6 +53,9 @@ type Result struct {
 	DeadlineMissed bool
 	// Bulk is the outcome of a Redrive, CancelJobs or Purge (bulk.go).
 	Bulk *BulkResult
+	// Assign is what the worker of a dispatch that assigned a job is
+	// told of it.
+	Assign Assignment
 }
 
 // Refused reports whether the command was refused.
