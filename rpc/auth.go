@@ -270,8 +270,9 @@ var methodRoles = map[string][]Role{
 	// caller's token.
 	"/barista.v1.Node/ReadIndex": {RoleClient, RoleWorker, RoleAdmin},
 	// Each forwarded submit is authorized again on its own (forwardsubmit.go).
-	"/barista.v1.Node/ForwardSubmits": {RoleClient, RoleAdmin},
-	"/grpc.health.v1.Health/":         nil, // no token needed
+	"/barista.v1.Node/ForwardSubmits":  {RoleClient, RoleAdmin},
+	"/barista.v1.Node/ForwardCommands": {RoleClient, RoleAdmin},
+	"/grpc.health.v1.Health/":          nil, // no token needed
 	// The API's schema (with --grpc-reflection): any token.
 	"/grpc.reflection.v1.ServerReflection/":      {RoleClient, RoleWorker, RoleAdmin, RoleMetrics},
 	"/grpc.reflection.v1alpha.ServerReflection/": {RoleClient, RoleWorker, RoleAdmin, RoleMetrics},

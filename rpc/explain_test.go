@@ -32,7 +32,8 @@ func TestValidateSubmitClassDeadlineCost(t *testing.T) {
 		{&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1, Class: pb.Class_LOW, DeadlineMs: 999}, auto, "rpc error: code = InvalidArgument desc = deadline_ms: 999 is out of range (0 = none, else 1 s .. 1 year after the submit)"},
 		{&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1, Class: pb.Class_CRITICAL, DeadlineMs: 1000}, fsm.DefaultConfig(), ""},
 	} {
-		err := validateSubmit(submitCommand("acme", c.req).GetSubmit(), c.req, c.cfg, fsm.MaxFeatureLevel)
+		c.req.Tenant = "acme"
+		err := edgeSubmit(context.Background(), c.req, &clusterpb.SubmitJob{}, c.cfg, fsm.MaxFeatureLevel)
 		if (err == nil && c.want != "") || (err != nil && err.Error() != c.want) {
 			t.Errorf("%v: %v, want %q", c.req, err, c.want)
 		}

@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/internal/pbcodec"
 	"github.com/baristahq/barista/internal/wire"
@@ -18,19 +16,20 @@ import (
 	"github.com/baristahq/barista/proto/clusterpb"
 )
 
-// Forwarded single submits travel in batches. A follower does not make one
-// call to the leader for each Submit it is given: a few senders each take
-// the submits waiting at that moment (at most forwardMaxSubmits, about
-// forwardMaxBytes) and carry them in one ForwardSubmits call, so the more
-// callers a follower has, the fewer calls per submit it makes; a lone
-// submit goes at once, alone. Each submit carries its own caller's
-// authorization, and the leader checks each exactly as if its caller had
-// called Submit there (authentication, tenant scope, fields, feature
-// level, state, submit rate), then proposes the accepted ones together.
-// Each caller gets its own answer, with its own status.
+// A follower's submits travel to the leader as the commands it made of
+// them (submit.go), in batches. A follower does not make one call to the
+// leader for each Submit it is given: a few senders each take the submits
+// waiting at that moment (at most forwardMaxSubmits, about
+// forwardMaxBytes) and carry them in one ForwardCommands call, so the
+// more callers a follower has, the fewer calls per submit it makes; a
+// lone submit goes at once, alone. A SubmitBatch's jobs go in calls of
+// their own (submitAll). Each submit carries its own caller's
+// authorization, and the leader checks it and the command's tenant, then
+// each command on its state as Apply will, and proposes the accepted ones
+// together. Each caller gets its own answer, with its own status.
 //
-// A leader of an older build answers UNIMPLEMENTED: the submits of that
-// call are then forwarded one call each, as before.
+// A leader of an earlier build answers UNIMPLEMENTED: the submits of
+// that call are then forwarded as the calls that brought them, one each.
 const (
 	forwardSenders    = 4
 	forwardMaxSubmits = MaxBatch
@@ -40,22 +39,19 @@ const (
 	forwardTimeout = 30 * time.Second
 )
 
-// submitMethod is the method each forwarded submit is authorized for.
-const submitMethod = "/barista.v1.Client/Submit"
-
 // How a forwarded submit was handled.
 type forwardHow uint8
 
 const (
 	forwardSent   forwardHow = iota // the answer is the leader's (or the error of getting it)
 	forwardLocal                    // this node leads now: handle it here
-	forwardSingly                   // the leader does not batch: forward it alone
+	forwardSingly                   // the leader does not take commands: forward the call as it came
 )
 
 type forwardItem struct {
 	ctx   context.Context
 	authz string
-	req   *pb.SubmitRequest
+	job   *clusterpb.SubmitJob
 	size  int
 	done  chan forwardAnswer
 }
@@ -79,39 +75,8 @@ func newSubmitForwarder(b *base) *submitForwarder {
 	return &submitForwarder{b: b, queue: make(chan *forwardItem, forwardMaxSubmits)}
 }
 
-// forwardSubmit sends a single submit on to the leader, batched with the
-// others of the moment; handled is false when this node is to apply it
-// itself (it leads, or the call was forwarded to it).
-func (s *ClientService) forwardSubmit(ctx context.Context, tenant string, req *pb.SubmitRequest) (*pb.SubmitResponse, bool, error) {
-	if s.node.IsLeader() {
-		return nil, false, nil
-	}
-	fwd := forwardedSubmit(tenant, req)
-	if !s.forwardSingly && len(metadata.ValueFromIncomingContext(ctx, forwardedKey)) == 0 {
-		// The value this node authenticated the caller by (the last
-		// bearer token, as Auth.identifyFor reads it).
-		var authz string
-		for _, v := range metadata.ValueFromIncomingContext(ctx, "authorization") {
-			if strings.HasPrefix(v, "Bearer ") {
-				authz = v
-			}
-		}
-		a := s.forwarder.submit(ctx, authz, fwd)
-		switch a.how {
-		case forwardSent:
-			setIndexHeader(ctx, a.index)
-			return a.resp, true, a.err
-		case forwardLocal:
-			return nil, false, nil
-		}
-	}
-	return forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubmitResponse, error) {
-		return pb.NewClientClient(cc).Submit(ctx, fwd)
-	})
-}
-
-// submit queues one submit and waits for its answer.
-func (f *submitForwarder) submit(ctx context.Context, authz string, req *pb.SubmitRequest) forwardAnswer {
+// begin starts the senders, once.
+func (f *submitForwarder) begin() {
 	f.start.Do(func() {
 		life, cancel := context.WithCancel(context.Background())
 		f.life = life
@@ -120,7 +85,12 @@ func (f *submitForwarder) submit(ctx context.Context, authz string, req *pb.Subm
 			go f.run()
 		}
 	})
-	it := &forwardItem{ctx: ctx, authz: authz, req: req, size: pbcodec.Size(req), done: make(chan forwardAnswer, 1)}
+}
+
+// submit queues one submit's command and waits for its answer.
+func (f *submitForwarder) submit(ctx context.Context, authz string, job *clusterpb.SubmitJob) forwardAnswer {
+	f.begin()
+	it := &forwardItem{ctx: ctx, authz: authz, job: job, size: pbcodec.Size(job), done: make(chan forwardAnswer, 1)}
 	select {
 	case f.queue <- it:
 	case <-ctx.Done():
@@ -128,6 +98,11 @@ func (f *submitForwarder) submit(ctx context.Context, authz string, req *pb.Subm
 	case <-f.b.stopping:
 		return forwardAnswer{err: status.Error(codes.Unavailable, "the server is stopping")}
 	}
+	return f.wait(ctx, it)
+}
+
+// wait returns the answer of it.
+func (f *submitForwarder) wait(ctx context.Context, it *forwardItem) forwardAnswer {
 	select {
 	case a := <-it.done:
 		return a
@@ -139,6 +114,59 @@ func (f *submitForwarder) submit(ctx context.Context, authz string, req *pb.Subm
 	case <-f.b.stopping:
 		return forwardAnswer{err: status.Error(codes.Unavailable, "the server is stopping; the submit may or may not have been applied")}
 	}
+}
+
+// submitAll forwards the commands of one call's submits (a SubmitBatch)
+// in calls of their own, in order, and returns one answer per command
+// (those with errs[i] set are not sent) and how they went: forwardSent,
+// or, when the first call found that this node leads now
+// (forwardLocal) or that the leader takes no commands (forwardSingly, an
+// earlier build), nothing sent: the caller serves the call itself, or
+// forwards it as it came.
+func (f *submitForwarder) submitAll(ctx context.Context, authz string, cmds []*clusterpb.Command, errs []error) ([]forwardAnswer, forwardHow) {
+	f.begin()
+	out := make([]forwardAnswer, len(cmds))
+	var batch []*forwardItem
+	var idx []int
+	size, sent := 0, false
+	flush := func() forwardHow {
+		if len(batch) == 0 {
+			return forwardSent
+		}
+		f.send(batch)
+		for k, it := range batch {
+			a := <-it.done
+			if a.how != forwardSent && !sent {
+				return a.how
+			}
+			if a.how != forwardSent {
+				// The leader changed under the batch, after a part of it
+				// was taken: the rest is not sent again here.
+				a = forwardAnswer{err: status.Error(codes.Unavailable, "the leader changed while this batch was forwarded; this job was not submitted")}
+			}
+			out[idx[k]] = a
+		}
+		batch, idx, size, sent = batch[:0], idx[:0], 0, true
+		return forwardSent
+	}
+	for i, c := range cmds {
+		if errs[i] != nil {
+			continue
+		}
+		n := pbcodec.Size(c.GetSubmit())
+		if len(batch) > 0 && (len(batch) == forwardMaxSubmits || size+n > forwardMaxBytes) {
+			if how := flush(); how != forwardSent {
+				return nil, how
+			}
+		}
+		batch = append(batch, &forwardItem{ctx: ctx, authz: authz, job: c.GetSubmit(), size: n, done: make(chan forwardAnswer, 1)})
+		idx = append(idx, i)
+		size += n
+	}
+	if how := flush(); how != forwardSent {
+		return nil, how
+	}
+	return out, forwardSent
 }
 
 // run is one sender: it takes the submits waiting now and sends them.
@@ -174,10 +202,10 @@ func (f *submitForwarder) run() {
 	}
 }
 
-// send makes one ForwardSubmits call to the leader for batch and answers
+// send makes one ForwardCommands call to the leader for batch and answers
 // every item.
 func (f *submitForwarder) send(batch []*forwardItem) {
-	live := batch[:0]
+	live := batch[:0:0]
 	var deadline time.Time
 	for _, it := range batch {
 		if err := it.ctx.Err(); err != nil {
@@ -203,9 +231,9 @@ func (f *submitForwarder) send(batch []*forwardItem) {
 	}
 	ctx, cancel := context.WithDeadline(f.life, deadline)
 	defer cancel()
-	req := &clusterpb.ForwardSubmitsRequest{Submits: make([]*clusterpb.ForwardedSubmit, len(live))}
+	req := &clusterpb.ForwardCommandsRequest{Submits: make([]*clusterpb.ForwardedCommand, len(live))}
 	for i, it := range live {
-		req.Submits[i] = &clusterpb.ForwardedSubmit{Authorization: it.authz, Job: it.req}
+		req.Submits[i] = &clusterpb.ForwardedCommand{Authorization: it.authz, Submit: it.job}
 	}
 	// forward carries the call as any forwarded call: over a ready
 	// connection to the leader, waiting out an election, and again to the
@@ -217,7 +245,7 @@ func (f *submitForwarder) send(batch []*forwardItem) {
 	}
 	var index uint64
 	resp, handled, err := forward(ctx, f.b, func(ctx context.Context, cc *grpc.ClientConn) (*clusterpb.ForwardSubmitsResponse, error) {
-		return clusterpb.NewNodeClient(cc).ForwardSubmits(context.WithValue(ctx, indexSink{}, &index), req)
+		return clusterpb.NewNodeClient(cc).ForwardCommands(context.WithValue(ctx, indexSink{}, &index), req)
 	})
 	switch {
 	case !handled:
@@ -242,7 +270,7 @@ func (f *submitForwarder) send(batch []*forwardItem) {
 	}
 }
 
-// forwardedAnswer reads one result of a ForwardSubmits call.
+// forwardedAnswer reads one result of a forwarded call of submits.
 func forwardedAnswer(r *clusterpb.ForwardedSubmitResult) forwardAnswer {
 	if len(r.Status) == 0 {
 		return forwardAnswer{resp: &pb.SubmitResponse{JobId: r.JobId, Created: r.Created}}
@@ -252,76 +280,4 @@ func forwardedAnswer(r *clusterpb.ForwardedSubmitResult) forwardAnswer {
 		return forwardAnswer{err: status.Errorf(codes.Internal, "the leader's answer to a forwarded submit: %v", err)}
 	}
 	return forwardAnswer{err: st.Err()}
-}
-
-// ForwardSubmits takes, on the leader, the single submits a follower
-// gathered: each is authorized and checked on its own as Submit would,
-// and the accepted ones are proposed together.
-func (s *NodeService) ForwardSubmits(ctx context.Context, req *clusterpb.ForwardSubmitsRequest) (*clusterpb.ForwardSubmitsResponse, error) {
-	return s.client.forwardedSubmits(ctx, s.auth, req)
-}
-
-func (s *ClientService) forwardedSubmits(ctx context.Context, auth *Auth, req *clusterpb.ForwardSubmitsRequest) (*clusterpb.ForwardSubmitsResponse, error) {
-	if s.forwardSingly {
-		return nil, status.Error(codes.Unimplemented, "method ForwardSubmits not implemented")
-	}
-	n := len(req.Submits)
-	if n == 0 || n > forwardMaxSubmits {
-		return nil, fieldErr(codes.InvalidArgument, "submits", "%d given (want 1..%d)", n, forwardMaxSubmits)
-	}
-	if !s.node.IsLeader() {
-		return nil, errNotLeader
-	}
-	cfg := s.submitConfig()
-	reqs := make([]*pb.SubmitRequest, n)
-	cmds, errs := make([]*clusterpb.Command, n), make([]error, n)
-	for i, fs := range req.Submits {
-		if reqs[i] = fs.GetJob(); reqs[i] == nil {
-			errs[i] = fieldErr(codes.InvalidArgument, "job", "required")
-			continue
-		}
-		id, err := auth.identifyFor(submitMethod, []string{fs.Authorization})
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		ictx := ctx
-		if id != nil {
-			ictx = context.WithValue(ctx, identityKey{}, *id)
-		}
-		_, cmds[i], errs[i] = s.checkSubmit(ictx, reqs[i], cfg)
-	}
-	known := s.admitSubmits(ctx, cmds, errs)
-	out := &clusterpb.ForwardSubmitsResponse{Results: make([]*clusterpb.ForwardedSubmitResult, n)}
-	var props []*clusterpb.Command
-	var which []int
-	for i, err := range errs {
-		switch {
-		case err != nil:
-		case known[i] != 0:
-			out.Results[i] = &clusterpb.ForwardedSubmitResult{JobId: uint64(known[i])}
-		default:
-			props, which = append(props, cmds[i]), append(which, i)
-		}
-	}
-	if len(props) > 0 {
-		res, err := s.propose(ctx, props...)
-		if err != nil {
-			return nil, err
-		}
-		for k, r := range res {
-			if err := resultErr(r); err != nil {
-				errs[which[k]] = err
-			} else {
-				out.Results[which[k]] = &clusterpb.ForwardedSubmitResult{JobId: uint64(r.Job), Created: r.Created}
-			}
-		}
-	}
-	for i, err := range errs {
-		if err != nil {
-			b, _ := proto.Marshal(status.Convert(err).Proto())
-			out.Results[i] = &clusterpb.ForwardedSubmitResult{Status: b}
-		}
-	}
-	return out, nil
 }

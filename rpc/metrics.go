@@ -26,7 +26,7 @@ type metrics struct {
 	// submitsLimited counts submits this node refused, as leader, for
 	// their tenant's submit_rate.
 	submitsLimited prometheus.Counter
-	// forwardBatches and forwardedSubmits count this node's ForwardSubmits
+	// forwardBatches and forwardedSubmits count this node's ForwardCommands
 	// calls to the leader, as a follower, and the submits they carried.
 	forwardBatches, forwardedSubmits prometheus.Counter
 	// startsWithFinished counts runs whose Started the leader replicated

@@ -43,8 +43,9 @@ type Options struct {
 	// the fatal-entry path). Never enable it in production.
 	UnsafeDebug bool
 	// ForwardSingly plays a build before batched forwarding: as a
-	// follower it forwards each single submit alone, and as the leader it
-	// answers ForwardSubmits UNIMPLEMENTED (compatibility tests only).
+	// follower it forwards each call of submits as it came, and as the
+	// leader it answers ForwardSubmits and ForwardCommands UNIMPLEMENTED
+	// (compatibility tests only).
 	ForwardSingly bool
 	// MetricsMaxTenants bounds the tenants with their own series on
 	// /metrics: all of them while there are at most this many, beyond

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
@@ -59,7 +58,7 @@ func TestSubmitRateBatchAndError(t *testing.T) {
 	r := sfq.RateLimit{N: 1, PeriodMs: 60_000, Burst: 2}
 	var cmds []*clusterpb.Command
 	for _, tenant := range []string{"a", "b", "a", "x", "a", "b", "a"} {
-		cmds = append(cmds, submitCommand(tenant, &pb.SubmitRequest{}))
+		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant}}})
 	}
 	errs := make([]error, len(cmds))
 	errs[3] = status.Error(codes.InvalidArgument, "earlier")

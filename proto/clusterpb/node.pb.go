@@ -202,6 +202,103 @@ func (x *ForwardSubmitsRequest) GetSubmits() []*ForwardedSubmit {
 	return nil
 }
 
+type ForwardedCommand struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// authorization is the caller's authorization header ("Bearer ...").
+	Authorization string     `protobuf:"bytes,1,opt,name=authorization,proto3" json:"authorization,omitempty"`
+	Submit        *SubmitJob `protobuf:"bytes,2,opt,name=submit,proto3" json:"submit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardedCommand) Reset() {
+	*x = ForwardedCommand{}
+	mi := &file_node_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardedCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardedCommand) ProtoMessage() {}
+
+func (x *ForwardedCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_node_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardedCommand.ProtoReflect.Descriptor instead.
+func (*ForwardedCommand) Descriptor() ([]byte, []int) {
+	return file_node_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ForwardedCommand) GetAuthorization() string {
+	if x != nil {
+		return x.Authorization
+	}
+	return ""
+}
+
+func (x *ForwardedCommand) GetSubmit() *SubmitJob {
+	if x != nil {
+		return x.Submit
+	}
+	return nil
+}
+
+type ForwardCommandsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Submits       []*ForwardedCommand    `protobuf:"bytes,1,rep,name=submits,proto3" json:"submits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardCommandsRequest) Reset() {
+	*x = ForwardCommandsRequest{}
+	mi := &file_node_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardCommandsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardCommandsRequest) ProtoMessage() {}
+
+func (x *ForwardCommandsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_node_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardCommandsRequest.ProtoReflect.Descriptor instead.
+func (*ForwardCommandsRequest) Descriptor() ([]byte, []int) {
+	return file_node_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ForwardCommandsRequest) GetSubmits() []*ForwardedCommand {
+	if x != nil {
+		return x.Submits
+	}
+	return nil
+}
+
 type ForwardedSubmitResult struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	JobId   uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -215,7 +312,7 @@ type ForwardedSubmitResult struct {
 
 func (x *ForwardedSubmitResult) Reset() {
 	*x = ForwardedSubmitResult{}
-	mi := &file_node_proto_msgTypes[4]
+	mi := &file_node_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -227,7 +324,7 @@ func (x *ForwardedSubmitResult) String() string {
 func (*ForwardedSubmitResult) ProtoMessage() {}
 
 func (x *ForwardedSubmitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[4]
+	mi := &file_node_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -240,7 +337,7 @@ func (x *ForwardedSubmitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardedSubmitResult.ProtoReflect.Descriptor instead.
 func (*ForwardedSubmitResult) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{4}
+	return file_node_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ForwardedSubmitResult) GetJobId() uint64 {
@@ -273,7 +370,7 @@ type ForwardSubmitsResponse struct {
 
 func (x *ForwardSubmitsResponse) Reset() {
 	*x = ForwardSubmitsResponse{}
-	mi := &file_node_proto_msgTypes[5]
+	mi := &file_node_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -285,7 +382,7 @@ func (x *ForwardSubmitsResponse) String() string {
 func (*ForwardSubmitsResponse) ProtoMessage() {}
 
 func (x *ForwardSubmitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[5]
+	mi := &file_node_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -298,7 +395,7 @@ func (x *ForwardSubmitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardSubmitsResponse.ProtoReflect.Descriptor instead.
 func (*ForwardSubmitsResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{5}
+	return file_node_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ForwardSubmitsResponse) GetResults() []*ForwardedSubmitResult {
@@ -319,7 +416,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_node_proto_msgTypes[6]
+	mi := &file_node_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -331,7 +428,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[6]
+	mi := &file_node_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -344,7 +441,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{6}
+	return file_node_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StatusRequest) GetSkipHash() bool {
@@ -392,7 +489,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_node_proto_msgTypes[7]
+	mi := &file_node_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -404,7 +501,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[7]
+	mi := &file_node_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -417,7 +514,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{7}
+	return file_node_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -568,7 +665,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_node_proto_msgTypes[8]
+	mi := &file_node_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +677,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[8]
+	mi := &file_node_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +690,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{8}
+	return file_node_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ApplyRequest) GetCommands() []*Command {
@@ -627,7 +724,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_node_proto_msgTypes[9]
+	mi := &file_node_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +736,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[9]
+	mi := &file_node_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +749,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{9}
+	return file_node_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ApplyResponse) GetIndex() uint64 {
@@ -681,7 +778,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_node_proto_msgTypes[10]
+	mi := &file_node_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +790,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[10]
+	mi := &file_node_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +803,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{10}
+	return file_node_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *JoinRequest) GetId() string {
@@ -747,7 +844,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_node_proto_msgTypes[11]
+	mi := &file_node_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +856,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[11]
+	mi := &file_node_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +869,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{11}
+	return file_node_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *JoinResponse) GetLeaderId() string {
@@ -798,7 +895,7 @@ type RemovePeerRequest struct {
 
 func (x *RemovePeerRequest) Reset() {
 	*x = RemovePeerRequest{}
-	mi := &file_node_proto_msgTypes[12]
+	mi := &file_node_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +907,7 @@ func (x *RemovePeerRequest) String() string {
 func (*RemovePeerRequest) ProtoMessage() {}
 
 func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[12]
+	mi := &file_node_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +920,7 @@ func (x *RemovePeerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerRequest.ProtoReflect.Descriptor instead.
 func (*RemovePeerRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{12}
+	return file_node_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RemovePeerRequest) GetId() string {
@@ -841,7 +938,7 @@ type RemovePeerResponse struct {
 
 func (x *RemovePeerResponse) Reset() {
 	*x = RemovePeerResponse{}
-	mi := &file_node_proto_msgTypes[13]
+	mi := &file_node_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -853,7 +950,7 @@ func (x *RemovePeerResponse) String() string {
 func (*RemovePeerResponse) ProtoMessage() {}
 
 func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[13]
+	mi := &file_node_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -866,7 +963,7 @@ func (x *RemovePeerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePeerResponse.ProtoReflect.Descriptor instead.
 func (*RemovePeerResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{13}
+	return file_node_proto_rawDescGZIP(), []int{15}
 }
 
 type ListPeersRequest struct {
@@ -877,7 +974,7 @@ type ListPeersRequest struct {
 
 func (x *ListPeersRequest) Reset() {
 	*x = ListPeersRequest{}
-	mi := &file_node_proto_msgTypes[14]
+	mi := &file_node_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +986,7 @@ func (x *ListPeersRequest) String() string {
 func (*ListPeersRequest) ProtoMessage() {}
 
 func (x *ListPeersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[14]
+	mi := &file_node_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +999,7 @@ func (x *ListPeersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPeersRequest.ProtoReflect.Descriptor instead.
 func (*ListPeersRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{14}
+	return file_node_proto_rawDescGZIP(), []int{16}
 }
 
 type Peer struct {
@@ -934,7 +1031,7 @@ type Peer struct {
 
 func (x *Peer) Reset() {
 	*x = Peer{}
-	mi := &file_node_proto_msgTypes[15]
+	mi := &file_node_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -946,7 +1043,7 @@ func (x *Peer) String() string {
 func (*Peer) ProtoMessage() {}
 
 func (x *Peer) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[15]
+	mi := &file_node_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -959,7 +1056,7 @@ func (x *Peer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Peer.ProtoReflect.Descriptor instead.
 func (*Peer) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{15}
+	return file_node_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Peer) GetId() string {
@@ -1063,7 +1160,7 @@ type ListPeersResponse struct {
 
 func (x *ListPeersResponse) Reset() {
 	*x = ListPeersResponse{}
-	mi := &file_node_proto_msgTypes[16]
+	mi := &file_node_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1172,7 @@ func (x *ListPeersResponse) String() string {
 func (*ListPeersResponse) ProtoMessage() {}
 
 func (x *ListPeersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[16]
+	mi := &file_node_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1185,7 @@ func (x *ListPeersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPeersResponse.ProtoReflect.Descriptor instead.
 func (*ListPeersResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{16}
+	return file_node_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListPeersResponse) GetPeers() []*Peer {
@@ -1114,7 +1211,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_node_proto_msgTypes[17]
+	mi := &file_node_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1126,7 +1223,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[17]
+	mi := &file_node_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1139,7 +1236,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{17}
+	return file_node_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TransferLeadershipRequest) GetId() string {
@@ -1158,7 +1255,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_node_proto_msgTypes[18]
+	mi := &file_node_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1170,7 +1267,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[18]
+	mi := &file_node_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1183,7 +1280,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{18}
+	return file_node_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TransferLeadershipResponse) GetLeaderId() string {
@@ -1201,7 +1298,7 @@ type SnapshotSaveRequest struct {
 
 func (x *SnapshotSaveRequest) Reset() {
 	*x = SnapshotSaveRequest{}
-	mi := &file_node_proto_msgTypes[19]
+	mi := &file_node_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1310,7 @@ func (x *SnapshotSaveRequest) String() string {
 func (*SnapshotSaveRequest) ProtoMessage() {}
 
 func (x *SnapshotSaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[19]
+	mi := &file_node_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1323,7 @@ func (x *SnapshotSaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotSaveRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotSaveRequest) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{19}
+	return file_node_proto_rawDescGZIP(), []int{21}
 }
 
 type SnapshotChunk struct {
@@ -1238,7 +1335,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_node_proto_msgTypes[20]
+	mi := &file_node_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1347,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[20]
+	mi := &file_node_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1360,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{20}
+	return file_node_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -1283,7 +1380,7 @@ type SnapshotRestoreResponse struct {
 
 func (x *SnapshotRestoreResponse) Reset() {
 	*x = SnapshotRestoreResponse{}
-	mi := &file_node_proto_msgTypes[21]
+	mi := &file_node_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +1392,7 @@ func (x *SnapshotRestoreResponse) String() string {
 func (*SnapshotRestoreResponse) ProtoMessage() {}
 
 func (x *SnapshotRestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_node_proto_msgTypes[21]
+	mi := &file_node_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +1405,7 @@ func (x *SnapshotRestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRestoreResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotRestoreResponse) Descriptor() ([]byte, []int) {
-	return file_node_proto_rawDescGZIP(), []int{21}
+	return file_node_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SnapshotRestoreResponse) GetIndex() uint64 {
@@ -1339,7 +1436,12 @@ const file_node_proto_rawDesc = "" +
 	"\rauthorization\x18\x01 \x01(\tR\rauthorization\x12+\n" +
 	"\x03job\x18\x02 \x01(\v2\x19.barista.v1.SubmitRequestR\x03job\"N\n" +
 	"\x15ForwardSubmitsRequest\x125\n" +
-	"\asubmits\x18\x01 \x03(\v2\x1b.barista.v1.ForwardedSubmitR\asubmits\"`\n" +
+	"\asubmits\x18\x01 \x03(\v2\x1b.barista.v1.ForwardedSubmitR\asubmits\"g\n" +
+	"\x10ForwardedCommand\x12$\n" +
+	"\rauthorization\x18\x01 \x01(\tR\rauthorization\x12-\n" +
+	"\x06submit\x18\x02 \x01(\v2\x15.barista.v1.SubmitJobR\x06submit\"P\n" +
+	"\x16ForwardCommandsRequest\x126\n" +
+	"\asubmits\x18\x01 \x03(\v2\x1c.barista.v1.ForwardedCommandR\asubmits\"`\n" +
 	"\x15ForwardedSubmitResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\x12\x16\n" +
@@ -1418,7 +1520,7 @@ const file_node_proto_rawDesc = "" +
 	"\x17SnapshotRestoreResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1d\n" +
 	"\n" +
-	"state_hash\x18\x02 \x01(\tR\tstateHash2\x82\x06\n" +
+	"state_hash\x18\x02 \x01(\tR\tstateHash2\xdd\x06\n" +
 	"\x04Node\x12?\n" +
 	"\x06Status\x12\x19.barista.v1.StatusRequest\x1a\x1a.barista.v1.StatusResponse\x12<\n" +
 	"\x05Apply\x12\x18.barista.v1.ApplyRequest\x1a\x19.barista.v1.ApplyResponse\x129\n" +
@@ -1429,7 +1531,8 @@ const file_node_proto_rawDesc = "" +
 	"\x12TransferLeadership\x12%.barista.v1.TransferLeadershipRequest\x1a&.barista.v1.TransferLeadershipResponse\x12L\n" +
 	"\fSnapshotSave\x12\x1f.barista.v1.SnapshotSaveRequest\x1a\x19.barista.v1.SnapshotChunk0\x01\x12S\n" +
 	"\x0fSnapshotRestore\x12\x19.barista.v1.SnapshotChunk\x1a#.barista.v1.SnapshotRestoreResponse(\x01\x12W\n" +
-	"\x0eForwardSubmits\x12!.barista.v1.ForwardSubmitsRequest\x1a\".barista.v1.ForwardSubmitsResponse\x12H\n" +
+	"\x0eForwardSubmits\x12!.barista.v1.ForwardSubmitsRequest\x1a\".barista.v1.ForwardSubmitsResponse\x12Y\n" +
+	"\x0fForwardCommands\x12\".barista.v1.ForwardCommandsRequest\x1a\".barista.v1.ForwardSubmitsResponse\x12H\n" +
 	"\tReadIndex\x12\x1c.barista.v1.ReadIndexRequest\x1a\x1d.barista.v1.ReadIndexResponseB8Z6github.com/baristahq/barista/proto/clusterpb;clusterpbb\x06proto3"
 
 var (
@@ -1444,66 +1547,73 @@ func file_node_proto_rawDescGZIP() []byte {
 	return file_node_proto_rawDescData
 }
 
-var file_node_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_node_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_node_proto_goTypes = []any{
 	(*ReadIndexRequest)(nil),           // 0: barista.v1.ReadIndexRequest
 	(*ReadIndexResponse)(nil),          // 1: barista.v1.ReadIndexResponse
 	(*ForwardedSubmit)(nil),            // 2: barista.v1.ForwardedSubmit
 	(*ForwardSubmitsRequest)(nil),      // 3: barista.v1.ForwardSubmitsRequest
-	(*ForwardedSubmitResult)(nil),      // 4: barista.v1.ForwardedSubmitResult
-	(*ForwardSubmitsResponse)(nil),     // 5: barista.v1.ForwardSubmitsResponse
-	(*StatusRequest)(nil),              // 6: barista.v1.StatusRequest
-	(*StatusResponse)(nil),             // 7: barista.v1.StatusResponse
-	(*ApplyRequest)(nil),               // 8: barista.v1.ApplyRequest
-	(*ApplyResponse)(nil),              // 9: barista.v1.ApplyResponse
-	(*JoinRequest)(nil),                // 10: barista.v1.JoinRequest
-	(*JoinResponse)(nil),               // 11: barista.v1.JoinResponse
-	(*RemovePeerRequest)(nil),          // 12: barista.v1.RemovePeerRequest
-	(*RemovePeerResponse)(nil),         // 13: barista.v1.RemovePeerResponse
-	(*ListPeersRequest)(nil),           // 14: barista.v1.ListPeersRequest
-	(*Peer)(nil),                       // 15: barista.v1.Peer
-	(*ListPeersResponse)(nil),          // 16: barista.v1.ListPeersResponse
-	(*TransferLeadershipRequest)(nil),  // 17: barista.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 18: barista.v1.TransferLeadershipResponse
-	(*SnapshotSaveRequest)(nil),        // 19: barista.v1.SnapshotSaveRequest
-	(*SnapshotChunk)(nil),              // 20: barista.v1.SnapshotChunk
-	(*SnapshotRestoreResponse)(nil),    // 21: barista.v1.SnapshotRestoreResponse
-	(*proto.SubmitRequest)(nil),        // 22: barista.v1.SubmitRequest
-	(*Command)(nil),                    // 23: barista.v1.Command
-	(*CommandResult)(nil),              // 24: barista.v1.CommandResult
+	(*ForwardedCommand)(nil),           // 4: barista.v1.ForwardedCommand
+	(*ForwardCommandsRequest)(nil),     // 5: barista.v1.ForwardCommandsRequest
+	(*ForwardedSubmitResult)(nil),      // 6: barista.v1.ForwardedSubmitResult
+	(*ForwardSubmitsResponse)(nil),     // 7: barista.v1.ForwardSubmitsResponse
+	(*StatusRequest)(nil),              // 8: barista.v1.StatusRequest
+	(*StatusResponse)(nil),             // 9: barista.v1.StatusResponse
+	(*ApplyRequest)(nil),               // 10: barista.v1.ApplyRequest
+	(*ApplyResponse)(nil),              // 11: barista.v1.ApplyResponse
+	(*JoinRequest)(nil),                // 12: barista.v1.JoinRequest
+	(*JoinResponse)(nil),               // 13: barista.v1.JoinResponse
+	(*RemovePeerRequest)(nil),          // 14: barista.v1.RemovePeerRequest
+	(*RemovePeerResponse)(nil),         // 15: barista.v1.RemovePeerResponse
+	(*ListPeersRequest)(nil),           // 16: barista.v1.ListPeersRequest
+	(*Peer)(nil),                       // 17: barista.v1.Peer
+	(*ListPeersResponse)(nil),          // 18: barista.v1.ListPeersResponse
+	(*TransferLeadershipRequest)(nil),  // 19: barista.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 20: barista.v1.TransferLeadershipResponse
+	(*SnapshotSaveRequest)(nil),        // 21: barista.v1.SnapshotSaveRequest
+	(*SnapshotChunk)(nil),              // 22: barista.v1.SnapshotChunk
+	(*SnapshotRestoreResponse)(nil),    // 23: barista.v1.SnapshotRestoreResponse
+	(*proto.SubmitRequest)(nil),        // 24: barista.v1.SubmitRequest
+	(*SubmitJob)(nil),                  // 25: barista.v1.SubmitJob
+	(*Command)(nil),                    // 26: barista.v1.Command
+	(*CommandResult)(nil),              // 27: barista.v1.CommandResult
 }
 var file_node_proto_depIdxs = []int32{
-	22, // 0: barista.v1.ForwardedSubmit.job:type_name -> barista.v1.SubmitRequest
+	24, // 0: barista.v1.ForwardedSubmit.job:type_name -> barista.v1.SubmitRequest
 	2,  // 1: barista.v1.ForwardSubmitsRequest.submits:type_name -> barista.v1.ForwardedSubmit
-	4,  // 2: barista.v1.ForwardSubmitsResponse.results:type_name -> barista.v1.ForwardedSubmitResult
-	23, // 3: barista.v1.ApplyRequest.commands:type_name -> barista.v1.Command
-	24, // 4: barista.v1.ApplyResponse.results:type_name -> barista.v1.CommandResult
-	15, // 5: barista.v1.ListPeersResponse.peers:type_name -> barista.v1.Peer
-	6,  // 6: barista.v1.Node.Status:input_type -> barista.v1.StatusRequest
-	8,  // 7: barista.v1.Node.Apply:input_type -> barista.v1.ApplyRequest
-	10, // 8: barista.v1.Node.Join:input_type -> barista.v1.JoinRequest
-	12, // 9: barista.v1.Node.RemovePeer:input_type -> barista.v1.RemovePeerRequest
-	14, // 10: barista.v1.Node.ListPeers:input_type -> barista.v1.ListPeersRequest
-	17, // 11: barista.v1.Node.TransferLeadership:input_type -> barista.v1.TransferLeadershipRequest
-	19, // 12: barista.v1.Node.SnapshotSave:input_type -> barista.v1.SnapshotSaveRequest
-	20, // 13: barista.v1.Node.SnapshotRestore:input_type -> barista.v1.SnapshotChunk
-	3,  // 14: barista.v1.Node.ForwardSubmits:input_type -> barista.v1.ForwardSubmitsRequest
-	0,  // 15: barista.v1.Node.ReadIndex:input_type -> barista.v1.ReadIndexRequest
-	7,  // 16: barista.v1.Node.Status:output_type -> barista.v1.StatusResponse
-	9,  // 17: barista.v1.Node.Apply:output_type -> barista.v1.ApplyResponse
-	11, // 18: barista.v1.Node.Join:output_type -> barista.v1.JoinResponse
-	13, // 19: barista.v1.Node.RemovePeer:output_type -> barista.v1.RemovePeerResponse
-	16, // 20: barista.v1.Node.ListPeers:output_type -> barista.v1.ListPeersResponse
-	18, // 21: barista.v1.Node.TransferLeadership:output_type -> barista.v1.TransferLeadershipResponse
-	20, // 22: barista.v1.Node.SnapshotSave:output_type -> barista.v1.SnapshotChunk
-	21, // 23: barista.v1.Node.SnapshotRestore:output_type -> barista.v1.SnapshotRestoreResponse
-	5,  // 24: barista.v1.Node.ForwardSubmits:output_type -> barista.v1.ForwardSubmitsResponse
-	1,  // 25: barista.v1.Node.ReadIndex:output_type -> barista.v1.ReadIndexResponse
-	16, // [16:26] is the sub-list for method output_type
-	6,  // [6:16] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	25, // 2: barista.v1.ForwardedCommand.submit:type_name -> barista.v1.SubmitJob
+	4,  // 3: barista.v1.ForwardCommandsRequest.submits:type_name -> barista.v1.ForwardedCommand
+	6,  // 4: barista.v1.ForwardSubmitsResponse.results:type_name -> barista.v1.ForwardedSubmitResult
+	26, // 5: barista.v1.ApplyRequest.commands:type_name -> barista.v1.Command
+	27, // 6: barista.v1.ApplyResponse.results:type_name -> barista.v1.CommandResult
+	17, // 7: barista.v1.ListPeersResponse.peers:type_name -> barista.v1.Peer
+	8,  // 8: barista.v1.Node.Status:input_type -> barista.v1.StatusRequest
+	10, // 9: barista.v1.Node.Apply:input_type -> barista.v1.ApplyRequest
+	12, // 10: barista.v1.Node.Join:input_type -> barista.v1.JoinRequest
+	14, // 11: barista.v1.Node.RemovePeer:input_type -> barista.v1.RemovePeerRequest
+	16, // 12: barista.v1.Node.ListPeers:input_type -> barista.v1.ListPeersRequest
+	19, // 13: barista.v1.Node.TransferLeadership:input_type -> barista.v1.TransferLeadershipRequest
+	21, // 14: barista.v1.Node.SnapshotSave:input_type -> barista.v1.SnapshotSaveRequest
+	22, // 15: barista.v1.Node.SnapshotRestore:input_type -> barista.v1.SnapshotChunk
+	3,  // 16: barista.v1.Node.ForwardSubmits:input_type -> barista.v1.ForwardSubmitsRequest
+	5,  // 17: barista.v1.Node.ForwardCommands:input_type -> barista.v1.ForwardCommandsRequest
+	0,  // 18: barista.v1.Node.ReadIndex:input_type -> barista.v1.ReadIndexRequest
+	9,  // 19: barista.v1.Node.Status:output_type -> barista.v1.StatusResponse
+	11, // 20: barista.v1.Node.Apply:output_type -> barista.v1.ApplyResponse
+	13, // 21: barista.v1.Node.Join:output_type -> barista.v1.JoinResponse
+	15, // 22: barista.v1.Node.RemovePeer:output_type -> barista.v1.RemovePeerResponse
+	18, // 23: barista.v1.Node.ListPeers:output_type -> barista.v1.ListPeersResponse
+	20, // 24: barista.v1.Node.TransferLeadership:output_type -> barista.v1.TransferLeadershipResponse
+	22, // 25: barista.v1.Node.SnapshotSave:output_type -> barista.v1.SnapshotChunk
+	23, // 26: barista.v1.Node.SnapshotRestore:output_type -> barista.v1.SnapshotRestoreResponse
+	7,  // 27: barista.v1.Node.ForwardSubmits:output_type -> barista.v1.ForwardSubmitsResponse
+	7,  // 28: barista.v1.Node.ForwardCommands:output_type -> barista.v1.ForwardSubmitsResponse
+	1,  // 29: barista.v1.Node.ReadIndex:output_type -> barista.v1.ReadIndexResponse
+	19, // [19:30] is the sub-list for method output_type
+	8,  // [8:19] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_node_proto_init() }
@@ -1518,7 +1628,7 @@ func file_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_node_proto_rawDesc), len(file_node_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	Node_SnapshotSave_FullMethodName       = "/barista.v1.Node/SnapshotSave"
 	Node_SnapshotRestore_FullMethodName    = "/barista.v1.Node/SnapshotRestore"
 	Node_ForwardSubmits_FullMethodName     = "/barista.v1.Node/ForwardSubmits"
+	Node_ForwardCommands_FullMethodName    = "/barista.v1.Node/ForwardCommands"
 	Node_ReadIndex_FullMethodName          = "/barista.v1.Node/ReadIndex"
 )
 
@@ -65,6 +66,15 @@ type NodeClient interface {
 	// are proposed together. A node calls it; a client token may (it can
 	// do no more than Submit would let each token do).
 	ForwardSubmits(ctx context.Context, in *ForwardSubmitsRequest, opts ...grpc.CallOption) (*ForwardSubmitsResponse, error)
+	// ForwardCommands carries to the leader the submits a follower took —
+	// single ones it gathered, and the jobs of a SubmitBatch — as the
+	// commands it made of them (the request became a command once, there):
+	// each with its caller's authorization, which the leader checks, and
+	// its tenant, which must be one that caller may name; the leader checks
+	// each on its state as Apply will and proposes the accepted ones
+	// together. A leader of a build before it answers UNIMPLEMENTED (and
+	// the follower then forwards each submit alone).
+	ForwardCommands(ctx context.Context, in *ForwardCommandsRequest, opts ...grpc.CallOption) (*ForwardSubmitsResponse, error)
 	// ReadIndex is asked of the leader by a follower before it serves a read
 	// from its own state (a watch): the leader confirms it still leads and
 	// answers the index of the last entry it has applied, which covers
@@ -183,6 +193,16 @@ func (c *nodeClient) ForwardSubmits(ctx context.Context, in *ForwardSubmitsReque
 	return out, nil
 }
 
+func (c *nodeClient) ForwardCommands(ctx context.Context, in *ForwardCommandsRequest, opts ...grpc.CallOption) (*ForwardSubmitsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForwardSubmitsResponse)
+	err := c.cc.Invoke(ctx, Node_ForwardCommands_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *nodeClient) ReadIndex(ctx context.Context, in *ReadIndexRequest, opts ...grpc.CallOption) (*ReadIndexResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReadIndexResponse)
@@ -224,6 +244,15 @@ type NodeServer interface {
 	// are proposed together. A node calls it; a client token may (it can
 	// do no more than Submit would let each token do).
 	ForwardSubmits(context.Context, *ForwardSubmitsRequest) (*ForwardSubmitsResponse, error)
+	// ForwardCommands carries to the leader the submits a follower took —
+	// single ones it gathered, and the jobs of a SubmitBatch — as the
+	// commands it made of them (the request became a command once, there):
+	// each with its caller's authorization, which the leader checks, and
+	// its tenant, which must be one that caller may name; the leader checks
+	// each on its state as Apply will and proposes the accepted ones
+	// together. A leader of a build before it answers UNIMPLEMENTED (and
+	// the follower then forwards each submit alone).
+	ForwardCommands(context.Context, *ForwardCommandsRequest) (*ForwardSubmitsResponse, error)
 	// ReadIndex is asked of the leader by a follower before it serves a read
 	// from its own state (a watch): the leader confirms it still leads and
 	// answers the index of the last entry it has applied, which covers
@@ -266,6 +295,9 @@ func (UnimplementedNodeServer) SnapshotRestore(grpc.ClientStreamingServer[Snapsh
 }
 func (UnimplementedNodeServer) ForwardSubmits(context.Context, *ForwardSubmitsRequest) (*ForwardSubmitsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ForwardSubmits not implemented")
+}
+func (UnimplementedNodeServer) ForwardCommands(context.Context, *ForwardCommandsRequest) (*ForwardSubmitsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForwardCommands not implemented")
 }
 func (UnimplementedNodeServer) ReadIndex(context.Context, *ReadIndexRequest) (*ReadIndexResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadIndex not implemented")
@@ -435,6 +467,24 @@ func _Node_ForwardSubmits_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Node_ForwardCommands_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForwardCommandsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServer).ForwardCommands(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Node_ForwardCommands_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServer).ForwardCommands(ctx, req.(*ForwardCommandsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Node_ReadIndex_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReadIndexRequest)
 	if err := dec(in); err != nil {
@@ -487,6 +537,10 @@ var Node_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ForwardSubmits",
 			Handler:    _Node_ForwardSubmits_Handler,
+		},
+		{
+			MethodName: "ForwardCommands",
+			Handler:    _Node_ForwardCommands_Handler,
 		},
 		{
 			MethodName: "ReadIndex",
