@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python test-upgrade lint bench chaos soak ratelimit fuzz proto proto-python run clean
+.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python test-typescript test-upgrade lint bench chaos soak ratelimit fuzz proto proto-python proto-typescript run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -109,6 +109,7 @@ proto: ## regenerate the protobuf Go code (with its reflection-free codec), the 
 	protoc -I proto --plugin=protoc-gen-openapiv2=$$($(GO) tool -n protoc-gen-openapiv2) \
 		--openapiv2_out=proto --openapiv2_opt=$(GATEWAY_OPTS),allow_merge=true,merge_file_name=barista,json_names_for_fields=false proto/*.proto
 	$(MAKE) --no-print-directory proto-python
+	$(MAKE) --no-print-directory proto-typescript
 
 # The Python SDK's generated code (sdk/python/src/barista/_proto) comes
 # from the same .proto files, copied under the package's path so that
@@ -129,6 +130,19 @@ proto-python: ## regenerate the Python SDK's protobuf and gRPC code (needs proto
 	protoc -I "$$tmp" --python_out=$(PY_PROTO_OUT) "$$tmp"/$(PY_PROTO_PKG)/*.proto && \
 	protoc -I "$$tmp" --plugin=protoc-gen-grpc_python=$$(command -v grpc_python_plugin) --grpc_python_out=$(PY_PROTO_OUT) \
 		$$(for f in $$(grep -l "^service " proto/*.proto); do echo "$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; done)
+
+# The TypeScript SDK's generated code (sdk/typescript/src/gen, one *_pb.ts
+# a .proto file, messages and service descriptors) comes from the same
+# .proto files and sdk/python/proto/rpc_status.proto, by protoc-gen-es,
+# a package of the SDK's (npm ci in sdk/typescript installs it).
+TS_SDK := sdk/typescript
+TS_PROTO_OUT := $(TS_SDK)/src/gen
+proto-typescript: ## regenerate the TypeScript SDK's protobuf code (needs protoc and the SDK's packages: cd sdk/typescript && npm ci)
+	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
+	@test -x $(TS_SDK)/node_modules/.bin/protoc-gen-es || { echo "protoc-gen-es not found: cd $(TS_SDK) && npm ci"; exit 1; }
+	rm -f $(TS_PROTO_OUT)/*_pb.ts
+	protoc -I proto -I sdk/python/proto --plugin=protoc-gen-es=$(TS_SDK)/node_modules/.bin/protoc-gen-es \
+		--es_out=$(TS_PROTO_OUT) --es_opt=target=ts,import_extension=js proto/*.proto sdk/python/proto/rpc_status.proto
 
 run: build ## run a local cluster with workers and demo load (Ctrl-C stops it)
 	bin/barista dev
