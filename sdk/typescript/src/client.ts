@@ -47,7 +47,10 @@ export const WATCH_BACKOFF_MAX = 10_000;
  *
  *     interface MyKinds { resize: { image: string; width: number }; notify: { user: string } }
  */
-export type JobTypes = Record<string, unknown>;
+export type JobTypes = object;
+
+/** The kinds of a Client or Worker not given a JobTypes: any kind, any payload. */
+export type AnyKinds = Record<string, unknown>;
 
 /** A job: its ID, or a job the client returned. */
 export type JobRef = number | { id: number };
@@ -94,11 +97,10 @@ export interface SubmitOptions {
   retryBackoff?: number;
 }
 
-/** One job of submitMany: its kind, its payload and its options. */
-export interface JobSpec<K extends JobTypes = JobTypes, N extends keyof K & string = keyof K & string> extends SubmitOptions {
-  kind: N;
-  payload?: K[N];
-}
+/** One job of submitMany: its kind, its payload (typed by the kind) and its options. */
+export type JobSpec<K extends JobTypes = AnyKinds> = {
+  [N in keyof K & string]: SubmitOptions & { kind: N; payload?: K[N] };
+}[keyof K & string];
 
 /** What a read may ask: stale reads the answering node's state without asking the leader. */
 export interface ReadOptions {
@@ -217,7 +219,7 @@ function tooLarge(req: SubmitRequest, size: number): TooLarge | undefined {
  * A client of a barista cluster, through any of its nodes. It connects
  * lazily; close it with close() (or `await using`).
  */
-export class Client<K extends JobTypes = JobTypes> {
+export class Client<K extends JobTypes = AnyKinds> {
   private readonly nodes: Nodes;
 
   constructor(opts: ClientOptions) {

@@ -12,7 +12,7 @@
  */
 
 export { Client, MAX_BATCH, MAX_BATCH_BYTES } from "./client.js";
-export type { ClientOptions, JobRef, JobSpec, JobTypes, JobsOptions, ReadOptions, SubmitOptions, TenantSettings, WatchOptions } from "./client.js";
+export type { AnyKinds, ClientOptions, JobRef, JobSpec, JobTypes, JobsOptions, ReadOptions, SubmitOptions, TenantSettings, WatchOptions } from "./client.js";
 export { MAX_MESSAGE_BYTES } from "./conn.js";
 export type { Logger, Tls, TlsOptions } from "./conn.js";
 export type { GroupOrderName, Priority, SizeName, TierName } from "./convert.js";
@@ -21,3 +21,7 @@ export { REASONS, ERROR_DOMAIN } from "./reasons.js";
 export type { CodeName, Reason } from "./reasons.js";
 export { TERMINAL_STATES } from "./models.js";
 export type { Cancel, Event, Explanation, GroupUsage, Job, Submitted, Subscription, Tenant, Usage } from "./models.js";
+export { Worker, STOP_REPORT_WAIT } from "./worker.js";
+export type { RunOptions, WorkerOptions } from "./worker.js";
+export { Snooze, Unrunnable, MIN_SNOOZE_MS, MAX_SNOOZE_MS } from "./run.js";
+export type { Handler, JobContext, WorkerJob } from "./run.js";

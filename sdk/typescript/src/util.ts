@@ -1,6 +1,6 @@
 /** Small helpers of the SDK. */
 
-/** Resolves after ms, or at once (and rejects with nothing) when signal aborts first: it resolves then too. */
+/** Resolves after ms, or as soon as signal aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
@@ -53,5 +53,18 @@ export class Queue<T> implements AsyncIterable<T> {
 
   [Symbol.asyncIterator](): AsyncIterator<T> {
     return { next: () => this.next() };
+  }
+}
+
+/** Whether p settles within ms (its timer cleared either way). */
+export async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([p.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
