@@ -52,7 +52,17 @@ export class Queue<T> implements AsyncIterable<T> {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<T> {
-    return { next: () => this.next() };
+    return {
+      next: () => this.next(),
+      return: () => {
+        this.end();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+      throw: () => {
+        this.end();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
   }
 }
 

@@ -87,7 +87,7 @@ export async function waitFor<T>(cond: () => Promise<T> | T, timeout: number, wh
 }
 
 const live = new Set<ChildProcess>();
-process.on("exit", () => {
+function killAll(): void {
   for (const p of live) {
     try {
       if (p.pid) process.kill(p.pid, "SIGKILL");
@@ -95,7 +95,14 @@ process.on("exit", () => {
       // gone already
     }
   }
-});
+}
+process.on("exit", killAll);
+for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+  process.once(sig, () => {
+    killAll();
+    process.exit(1);
+  });
+}
 
 /** A child process with its log file, killed by PID. */
 export class Proc {
