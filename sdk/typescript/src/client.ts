@@ -12,7 +12,7 @@ import {
   type SubmitRequest,
   type SubmitResponse,
 } from "./gen/client_pb.js";
-import { HEADER_WATCH_CURSOR, MAX_MESSAGE_BYTES, Nodes, type Logger, type NodesOptions, type Tls } from "./conn.js";
+import { HEADER_WATCH_CURSOR, MAX_MESSAGE_BYTES, Nodes, transportError, type Logger, type NodesOptions, type Tls } from "./conn.js";
 import * as cv from "./convert.js";
 import { BaristaError, InvalidArgument, TooLarge, fromError, fromResult } from "./errors.js";
 import {
@@ -427,9 +427,10 @@ export class Client<K extends JobTypes = AnyKinds> {
             yield eventFromPb(ev);
           }
           ended = true;
-        } catch (e) {
+        } catch (err) {
           if (opts.signal?.aborted) return;
           nodes.check();
+          const e = transportError(err);
           if (e instanceof ConnectError && (e.code === Code.Unavailable || e.code === Code.DeadlineExceeded)) {
             nodes.log("debug", `watch broke on ${node.addr} at seq ${next}, resuming on the next node: ${e.message}`);
             nodes.skip(i);

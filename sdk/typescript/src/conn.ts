@@ -7,9 +7,10 @@
 
 import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type CallOptions, type Client as RpcClient, type Transport } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { SecureClientSessionOptions } from "node:http2";
 import { BaristaError, ClientClosed, DeadlineExceeded, InvalidArgument, Unavailable, fromError, isNotLeader } from "./errors.js";
+import { Session } from "./session.js";
 import { sleep } from "./util.js";
 
 /** The largest message a node sends or receives (4 MiB). */
@@ -57,7 +58,7 @@ export function parseServers(servers: string | readonly string[]): string[] {
 
 /** One node: its HTTP/2 connection and its gRPC transport. */
 export class NodeConn {
-  readonly session: Http2SessionManager;
+  readonly session: Session;
   readonly transport: Transport;
   private readonly clients = new Map<DescService, unknown>();
 
@@ -70,14 +71,7 @@ export class NodeConn {
       if (tls.key !== undefined) nodeOptions.key = tls.key;
       if (tls.serverName !== undefined) nodeOptions.servername = tls.serverName;
     }
-    // Keepalive pings every 10 s, 5 s to answer (the nodes accept pings
-    // every 5 s or slower): a call or stream to a node that vanished fails
-    // instead of hanging.
-    this.session = new Http2SessionManager(
-      url,
-      { pingIntervalMs: 10_000, pingTimeoutMs: 5_000, pingIdleConnection: true },
-      nodeOptions,
-    );
+    this.session = new Session(url, nodeOptions);
     this.transport = createGrpcTransport({
       baseUrl: url,
       sessionManager: this.session,
@@ -101,23 +95,35 @@ export class NodeConn {
    * connection returns false at once.
    */
   async ready(ms: number): Promise<boolean> {
-    const state = this.session.state();
-    if (state === "open" || state === "idle") return true;
+    if (this.session.open) return true;
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), Math.max(ms, 1));
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), Math.max(ms, 1));
     });
     try {
-      const got = await Promise.race([this.session.connect().catch(() => "error" as const), timeout]);
-      return got === "open" || got === "idle";
+      return await Promise.race([this.session.connect().then(() => true, () => false), timeout]);
     } finally {
       clearTimeout(timer);
     }
   }
 
   close(): void {
-    this.session.abort();
+    this.session.close();
   }
+}
+
+/**
+ * A failure of the connection as UNAVAILABLE. A node answers with a
+ * grpc-status; an error without one is this side's: a connection reset
+ * (ECONNRESET, which the transport calls ABORTED), a stream reset as the
+ * node died (CANCEL), a broken HTTP/2 session (INTERNAL).
+ */
+export function transportError(e: unknown): unknown {
+  const local = [Code.Canceled, Code.Aborted, Code.Internal, Code.Unknown];
+  if (e instanceof ConnectError && local.includes(e.code) && !e.metadata.has("grpc-status")) {
+    return new ConnectError(`the connection broke: ${e.rawMessage}`, Code.Unavailable, e.metadata, undefined, e);
+  }
+  return e;
 }
 
 /** Whether a failed attempt may succeed elsewhere: the node or the connection failed, or time ran out. */
@@ -233,8 +239,9 @@ export class Nodes {
             timeoutMs: Math.max(deadline - Date.now(), 1),
             onHeader: (h) => this.noteIndex(h),
           });
-        } catch (e) {
-          if (this.closedFlag) throw new ClientClosed("the client is closed", { cause: e });
+        } catch (err) {
+          if (this.closedFlag) throw new ClientClosed("the client is closed", { cause: err });
+          const e = transportError(err);
           if (!retryable(e)) {
             this.prefer(i); // the node answered
             throw fromError(e);
