@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python test-typescript test-upgrade lint bench chaos soak ratelimit fuzz proto proto-python proto-typescript run clean
+.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit fuzz proto proto-python proto-typescript run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -15,7 +15,7 @@ help: ## list the targets
 build: ## build bin/barista
 	$(GO) build -o bin/barista ./cmd/barista
 
-test: test-unit test-examples test-proc test-python ## run the test suite (the README's test command)
+test: test-unit test-examples test-proc test-python test-typescript ## run the test suite (the README's test command)
 
 # A race-enabled binary sleeps a second at exit (the race detector's
 # atexit_sleep_ms) unless told not to; the tests start many.
@@ -40,6 +40,31 @@ test-python: build ## the Python SDK's tests (pytest, under a minute) against a 
 	else \
 		cd sdk/python && BARISTA_BIN=$(CURDIR)/bin/barista PYTHONDONTWRITEBYTECODE=1 $(PYTHON3) -m pytest -q -p no:cacheprovider -rs tests; \
 	fi
+
+# The TypeScript SDK's tests (sdk/typescript/test, node --test) against
+# three servers of bin/barista, with Node 18.14 or later and the packages
+# of the SDK's and examples/typescript-worker's lockfiles (npm ci, again
+# whenever a lockfile is newer than what it installed); tsc builds the SDK,
+# its tests and the example first. Where node or npm is missing the target
+# says so and passes (.ci/run installs them).
+TS_EXAMPLE := examples/typescript-worker
+define npm_ci
+	@if [ ! -f $(1)/node_modules/.package-lock.json ] || [ $(1)/package-lock.json -nt $(1)/node_modules/.package-lock.json ]; then \
+		echo "npm ci in $(1)"; (cd $(1) && npm ci --no-audit --no-fund --loglevel=error); fi
+endef
+test-typescript: build ## the TypeScript SDK's tests (node --test, under a minute) against a three-node cluster of bin/barista; skipped where node or npm is missing
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null || ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>18||(a==18&&b>=14)?0:1)'; then \
+		echo "test-typescript: skipped: node (18.14 or later) or npm is missing (apt-get install nodejs npm)"; \
+	else \
+		$(MAKE) --no-print-directory test-typescript-run; \
+	fi
+
+test-typescript-run:
+	$(call npm_ci,$(TS_SDK))
+	$(call npm_ci,$(TS_EXAMPLE))
+	cd $(TS_SDK) && node_modules/.bin/tsc -p .
+	cd $(TS_EXAMPLE) && node_modules/.bin/tsc -p .
+	cd $(TS_SDK) && BARISTA_BIN=$(CURDIR)/bin/barista node --test dist/test/*.test.js
 
 # this build beside the previous release: PREVIOUS_REV's source (git
 # archive, in a temporary directory) is built into bin/previous/barista, then the tests of

@@ -1,0 +1,118 @@
+/**
+ * What needs no cluster: the table of reasons against the server's, the
+ * error classes made from it, the conversions, and the committed generated
+ * code against what make proto-typescript makes.
+ */
+
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import * as sdk from "../src/index.js";
+import { BaristaError, errorClass, fromResult, makeError } from "../src/errors.js";
+import { REASONS, type Reason } from "../src/reasons.js";
+import * as cv from "../src/convert.js";
+import { silenceLimit } from "../src/slot.js";
+import { ROOT } from "./cluster.js";
+
+test("the table of reasons is the server's list (internal/text/refusal.go)", () => {
+  const src = readFileSync(join(ROOT, "internal", "text", "refusal.go"), "utf8");
+  const server = [...src.matchAll(/^\s*Reason\w+\s*=\s*"([A-Z_]+)"/gm)].map((m) => m[1]).sort();
+  assert.ok(server.length >= 12, `only ${server.length} reasons found in refusal.go`);
+  assert.deepEqual(Object.keys(REASONS).sort(), server);
+});
+
+test("each reason has its class, a subclass of its code's, exported by its name", () => {
+  const exported = sdk as unknown as Record<string, typeof BaristaError>;
+  for (const [reason, row] of Object.entries(REASONS)) {
+    const cls = exported[row.className];
+    assert.ok(cls, `${row.className} is not exported`);
+    assert.equal(cls.name, row.className);
+    assert.equal(errorClass(row.code, reason), cls);
+    const e = makeError(row.code, "why", { reason });
+    assert.ok(e instanceof cls && e instanceof BaristaError && e instanceof Error);
+    assert.deepEqual([e.code, e.reason, e.message, e.rawMessage, e.name], [row.code, reason, `${row.code}: why`, "why", row.className]);
+    const codeClass = errorClass(row.code);
+    assert.ok(e instanceof codeClass && cls !== codeClass);
+    // A reason sent with another code than its own is only its code's.
+    const other = row.code === "NOT_FOUND" ? "INTERNAL" : "NOT_FOUND";
+    assert.equal(makeError(other, "x", { reason }).constructor, errorClass(other));
+  }
+  // A class per code, exported by its name.
+  for (const [code, name] of [["NOT_FOUND", "NotFound"], ["INVALID_ARGUMENT", "InvalidArgument"], ["UNAVAILABLE", "Unavailable"],
+    ["RESOURCE_EXHAUSTED", "ResourceExhausted"], ["UNAUTHENTICATED", "Unauthenticated"]] as const) {
+    assert.equal(errorClass(code), exported[name]);
+    assert.equal(new exported[name]("m").code, code);
+  }
+  assert.equal(errorClass("NO_SUCH_CODE"), sdk.Unknown);
+  assert.equal(new sdk.ClientClosed("closed").code, "CANCELLED");
+  const reasons: Reason[] = ["QUOTA_EXCEEDED", "RATE_LIMITED"];
+  assert.ok(reasons.every((r) => r in REASONS));
+});
+
+test("a batch item's refusal is its reason's class, with its retry delay", () => {
+  const e = fromResult({ error: "RESOURCE_EXHAUSTED: submit_rate: tenant t may submit 1/1m0s", reason: "RATE_LIMITED", retryAfterMs: 5500n });
+  assert.ok(e instanceof sdk.RateLimited);
+  assert.deepEqual([e!.code, e!.reason, e!.retryAfter, e!.rawMessage], ["RESOURCE_EXHAUSTED", "RATE_LIMITED", 5500, "submit_rate: tenant t may submit 1/1m0s"]);
+  assert.equal(fromResult({ error: "", reason: "", retryAfterMs: 0n }), undefined);
+  const odd = fromResult({ error: "not a code line", reason: "", retryAfterMs: 0n });
+  assert.deepEqual([odd!.constructor, odd!.rawMessage], [sdk.Unknown, "not a code line"]);
+});
+
+test("durations, deadlines, payloads and output tails", () => {
+  assert.equal(cv.millis(undefined, "d"), 0n);
+  assert.equal(cv.millis(1.5, "d"), 2n);
+  assert.equal(cv.millis(90_000, "d"), 90_000n);
+  assert.throws(() => cv.millis(-1, "cost"), (e: BaristaError) => e instanceof sdk.InvalidArgument && e.field === "cost");
+  assert.throws(() => cv.millis(0.2, "delay"), /delay: 0.2 is under a millisecond/);
+  assert.throws(() => cv.millis(Number.NaN, "delay"), /not a number of milliseconds/);
+  assert.equal(cv.deadlineMillis(new Date(10_500), 10_000), 500n);
+  assert.throws(() => cv.deadlineMillis(new Date(9_000), 10_000), /has passed/);
+  assert.deepEqual(cv.encodePayload({ a: [1, "x"] }), new TextEncoder().encode('{"a":[1,"x"]}'));
+  assert.deepEqual(cv.encodePayload("hi"), new TextEncoder().encode('"hi"'));
+  assert.deepEqual(cv.encodePayload(undefined), new Uint8Array(0));
+  const raw = new Uint8Array([0, 255]);
+  assert.equal(cv.encodePayload(raw), raw);
+  assert.throws(() => cv.encodePayload(() => 1), /has no JSON/);
+  assert.deepEqual(cv.decodePayload(new TextEncoder().encode('{"a":1}')), { a: 1 });
+  assert.equal(cv.decodePayload(new Uint8Array(0)), undefined);
+  assert.equal(cv.outputTail("short"), "short");
+  const long = "é".repeat(3000); // 6,000 bytes
+  const tail = cv.outputTail(long);
+  assert.equal(Buffer.byteLength(tail), 4096);
+  assert.equal(tail, "é".repeat(2048));
+  const odd = "€".repeat(2000); // 6,000 bytes: the last 4,096 start inside a character
+  assert.equal(cv.outputTail(odd), "€".repeat(1365));
+  assert.equal(cv.jobId(7), 7n);
+  assert.equal(cv.jobId({ id: 9 }), 9n);
+  assert.throws(() => cv.jobId(0), /not a job ID/);
+  assert.throws(() => cv.num(2n ** 60n, "job_id"), /beyond the integers/);
+  assert.equal(cv.size("MD"), 2);
+  assert.throws(() => cv.size("xl"), /size: "xl" \(want sm, md or lg\)/);
+});
+
+test("a slot's silence limit", () => {
+  assert.equal(silenceLimit(5_000, 25_000), 12_500);
+  assert.equal(silenceLimit(1_000, 8_000), 4_000);
+  assert.equal(silenceLimit(100, 0), 1_000);
+});
+
+test("the committed generated code is what make proto-typescript makes", (t) => {
+  if (spawnSync("protoc", ["--version"]).status !== 0) {
+    t.skip("protoc is missing (apt-get install protobuf-compiler)");
+    return;
+  }
+  const out = mkdtempSync(join(tmpdir(), "barista-ts-gen-"));
+  try {
+    execFileSync("make", ["--no-print-directory", "-C", ROOT, "proto-typescript", `TS_PROTO_OUT=${out}`], { stdio: "pipe", timeout: 60_000 });
+    const committed = join(ROOT, "sdk", "typescript", "src", "gen");
+    const made = readdirSync(out).sort();
+    assert.deepEqual(made, readdirSync(committed).filter((f) => f.endsWith("_pb.ts")).sort());
+    const stale = made.filter((f) => readFileSync(join(out, f), "utf8") !== readFileSync(join(committed, f), "utf8"));
+    assert.deepEqual(stale, [], `run make proto: ${stale.join(", ")} differ from what the .proto files make`);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
