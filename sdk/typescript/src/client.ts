@@ -217,7 +217,7 @@ function tooLarge(req: SubmitRequest, size: number): TooLarge | undefined {
 
 /**
  * A client of a barista cluster, through any of its nodes. It connects
- * lazily; close it with close() (or `await using`).
+ * lazily; close it with close().
  */
 export class Client<K extends JobTypes = AnyKinds> {
   private readonly nodes: Nodes;
@@ -246,10 +246,6 @@ export class Client<K extends JobTypes = AnyKinds> {
   /** Closes the connections; later calls throw ClientClosed. */
   close(): void {
     this.nodes.close();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    this.close();
   }
 
   // -- jobs ------------------------------------------------------------

@@ -24,6 +24,13 @@ test("the table of reasons is the server's list (internal/text/refusal.go)", () 
   assert.deepEqual(Object.keys(REASONS).sort(), server);
 });
 
+test("docs/sdk-typescript.md lists each reason's class", () => {
+  const doc = readFileSync(join(ROOT, "docs", "sdk-typescript.md"), "utf8");
+  for (const [reason, row] of Object.entries(REASONS)) {
+    assert.ok(doc.includes(`| \`${row.className}\` (`) && doc.includes(`| \`${reason}\``), `${row.className} (${reason}) is not in the docs' table`);
+  }
+});
+
 test("each reason has its class, a subclass of its code's, exported by its name", () => {
   const exported = sdk as unknown as Record<string, typeof BaristaError>;
   for (const [reason, row] of Object.entries(REASONS)) {
