@@ -470,6 +470,43 @@ describe("the worker", { skip, timeout: 60_000 }, () => {
     assert.throws(() => new Snooze(500), InvalidArgument);
   });
 
+  test("heartbeats carry a long run's CPU; stop({grace}) fails a run that outlasts it, for a retry", async () => {
+    const worker = new Worker<TestKinds>({ servers: c.addrs, token: WORKER_TOKEN, id: "ts-grace" });
+    const reasons: string[] = [];
+    worker.register("hold", async (_job, ctx) => {
+      await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
+      reasons.push(String(ctx.signal.reason));
+      return "too late";
+    });
+    const client = new Client<TestKinds>({ servers: c.addrs, token: ACME_TOKEN });
+    try {
+      const run = worker.run({ handleSignals: false });
+      const job = await client.submit("hold", undefined, { cost: 1, maxAttempts: 3 });
+      for await (const ev of client.watch(job)) if (ev.kind === "started") break;
+      // Heartbeats (every second on this cluster) report the CPU so far.
+      const cpu = await (async () => {
+        for (let k = 0; k < 60; k++) {
+          const j = await client.get(job);
+          if (j.cpu > 0) return j.cpu;
+          await sleep(100);
+        }
+        return 0;
+      })();
+      assert.ok(cpu >= 500 && cpu < 5000, String(cpu));
+      const t0 = performance.now();
+      await worker.stop({ grace: 500 });
+      await run;
+      assert.ok(performance.now() - t0 < 5000);
+      assert.deepEqual(reasons, ["worker stopping"]);
+      const got = await client.get(job);
+      assert.deepEqual([got.state, got.failures, got.attempt], ["queued", 1, 1]);
+      assert.equal(got.error, "the worker stopped: its grace of 0.5s ended before the run did");
+      await client.cancel(job);
+    } finally {
+      client.close();
+    }
+  });
+
   test("a worker the cluster refuses for good stops", async () => {
     // A pool the cluster does not hold, a token it does not know: run()
     // rejects with the refusal instead of retrying for ever.
