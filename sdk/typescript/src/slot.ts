@@ -166,7 +166,8 @@ export class Slot {
           this.w.log("warn", `stream to the cluster ended; reconnecting: worker=${this.id} server=${addr} error=${why} retry_in=${wait / 1000}s`);
           backoff = Math.min(2 * backoff, MAX_BACKOFF);
         }
-        await sleep(wait, this.w.stopSignal);
+        // An empty slot of a stopping worker stops waiting at once.
+        await sleep(wait, this.cur === undefined ? this.w.drainSignal : this.w.stopSignal);
       }
     } finally {
       clearInterval(watchdog);

@@ -93,6 +93,7 @@ export class Worker<K extends JobTypes = AnyKinds> {
   private readonly slots: Slot[];
   private drainingFlag = false;
   private readonly stopCtrl = new AbortController();
+  private readonly drainCtrl = new AbortController();
   private running: Promise<void> | undefined;
   private ran = false;
 
@@ -138,8 +139,20 @@ export class Worker<K extends JobTypes = AnyKinds> {
     return this.stopCtrl.signal.aborted;
   }
 
+  /** Aborted when the worker gives up on its slots (after the grace and the wait for results, or a refusal). */
   get stopSignal(): AbortSignal {
     return this.stopCtrl.signal;
+  }
+
+  /** Aborted when the worker starts to stop (and when it gives up). */
+  get drainSignal(): AbortSignal {
+    return this.drainCtrl.signal;
+  }
+
+  private giveUp(): void {
+    this.drainCtrl.abort();
+    this.stopCtrl.abort();
+    for (const s of this.slots) s.halt();
   }
 
   /**
@@ -212,8 +225,7 @@ export class Worker<K extends JobTypes = AnyKinds> {
           await Promise.all(serving);
         } catch (e) {
           // A refusal no retry changes: the other slots stop too.
-          this.stopCtrl.abort();
-          for (const s of this.slots) s.halt();
+          this.giveUp();
           await Promise.allSettled(serving);
           throw e;
         }
@@ -222,6 +234,7 @@ export class Worker<K extends JobTypes = AnyKinds> {
           process.off("SIGTERM", onSignal);
           process.off("SIGINT", onSignal);
         }
+        this.drainCtrl.abort();
         this.stopCtrl.abort();
         for (const c of this.conns.values()) c.close();
         this.conns.clear();
@@ -244,6 +257,7 @@ export class Worker<K extends JobTypes = AnyKinds> {
   async stop(opts: { grace?: number } = {}): Promise<void> {
     const grace = opts.grace ?? 30_000;
     this.drainingFlag = true;
+    this.drainCtrl.abort();
     const running = this.running;
     if (running === undefined) return;
     const done = running.then(() => true, () => true);
@@ -251,10 +265,7 @@ export class Worker<K extends JobTypes = AnyKinds> {
     if (!(await within(done, grace))) {
       this.graceOver(grace);
       const reported = await within(done, STOP_REPORT_WAIT);
-      if (!reported) {
-        this.stopCtrl.abort();
-        for (const s of this.slots) s.halt();
-      }
+      if (!reported) this.giveUp();
     }
     await done;
   }

@@ -5,8 +5,8 @@
 
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
-import { Client, type Event, type Submitted } from "../src/index.js";
-import { ACME_TOKEN, ADMIN_TOKEN, Cluster } from "./cluster.js";
+import { Client, Worker, type Event, type Submitted } from "../src/index.js";
+import { ACME_TOKEN, ADMIN_TOKEN, Cluster, WORKER_TOKEN, sleep, waitFor } from "./cluster.js";
 
 const JOBS = 300;
 const SENDERS = 8;
@@ -16,6 +16,11 @@ let c: Cluster | undefined;
 after(async () => {
   await c?.stop();
   c?.remove();
+});
+let wc: Cluster | undefined;
+after(async () => {
+  await wc?.stop();
+  wc?.remove();
 });
 
 test("kill -9 of the leader during 300 keyed submits, and a watch across it", { skip, timeout: 90_000 }, async () => {
@@ -83,5 +88,40 @@ test("kill -9 of the leader during 300 keyed submits, and a watch across it", { 
   } finally {
     client.close();
     watcher.close();
+  }
+});
+
+test("a worker's slots follow the leader across its kill -9: every job completes", { skip, timeout: 90_000 }, async () => {
+  wc = new Cluster(3, 'heartbeat_interval = "1s"\nself_kill_after = "8s"\nlease_timeout = "10s"\n');
+  await wc.start();
+  const admin = new Client({ servers: wc.addrs, token: ADMIN_TOKEN });
+  await admin.upsertTenant("acme", { tier: "gold" });
+  admin.close();
+  const worker = new Worker({ servers: wc.addrs, token: WORKER_TOKEN, concurrency: 4, id: "ts-failover" });
+  const runs = new Map<number, number>();
+  worker.register("step", async (job) => {
+    runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+    await sleep(200);
+    return `step ${String(job.payload)}`;
+  });
+  const client = new Client({ servers: wc.addrs, token: ACME_TOKEN });
+  const run = worker.run({ handleSignals: false });
+  try {
+    const jobs = (await client.submitMany(Array.from({ length: 60 }, (_, i) => ({ kind: "step", payload: i, key: `step-${i}`, cost: 1 })))) as Submitted[];
+    await waitFor(() => runs.size >= 8, 20_000, "the first runs");
+    await (await wc.waitLeader()).kill();
+    await waitFor(async () => (await client.usage()).completed === 60, 60_000, "every job completed", 200);
+    for (const [i, j] of jobs.entries()) {
+      const got = await client.get(j);
+      assert.deepEqual([got.state, got.result], ["completed", `step ${i}`]);
+    }
+    assert.equal(runs.size, 60);
+  } catch (e) {
+    console.error(wc.logs(20));
+    throw e;
+  } finally {
+    await worker.stop({ grace: 5_000 });
+    await run;
+    client.close();
   }
 });
