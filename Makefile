@@ -162,9 +162,10 @@ proto-python: ## regenerate the Python SDK's protobuf and gRPC code (needs proto
 # a package of the SDK's (npm ci in sdk/typescript installs it).
 TS_SDK := sdk/typescript
 TS_PROTO_OUT := $(TS_SDK)/src/gen
-proto-typescript: ## regenerate the TypeScript SDK's protobuf code (needs protoc and the SDK's packages: cd sdk/typescript && npm ci)
+proto-typescript: ## regenerate the TypeScript SDK's protobuf code (needs protoc, and npm to install the SDK's packages if they are missing)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
-	@test -x $(TS_SDK)/node_modules/.bin/protoc-gen-es || { echo "protoc-gen-es not found: cd $(TS_SDK) && npm ci"; exit 1; }
+	@test -x $(TS_SDK)/node_modules/.bin/protoc-gen-es || { command -v npm >/dev/null && (cd $(TS_SDK) && npm ci --no-audit --no-fund --loglevel=error); } || \
+		{ echo "protoc-gen-es not found, and npm ci in $(TS_SDK) could not install it (apt-get install nodejs npm)"; exit 1; }
 	rm -f $(TS_PROTO_OUT)/*_pb.ts
 	protoc -I proto -I sdk/python/proto --plugin=protoc-gen-es=$(TS_SDK)/node_modules/.bin/protoc-gen-es \
 		--es_out=$(TS_PROTO_OUT) --es_opt=target=ts,import_extension=js proto/*.proto sdk/python/proto/rpc_status.proto
