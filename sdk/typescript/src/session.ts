@@ -40,6 +40,7 @@ export class Session {
     this.connecting = new Promise<http2.ClientHttp2Session>((resolve, reject) => {
       const conn = http2.connect(this.authority, this.options);
       conn.unref();
+      conn.on("error", () => {}); // the streams see it, and "close" follows: never an unhandled "error"
       const onError = (e: Error) => {
         conn.destroy();
         reject(e);
@@ -47,7 +48,6 @@ export class Session {
       conn.once("error", onError);
       conn.once("connect", () => {
         conn.off("error", onError);
-        conn.on("error", () => {}); // the streams see it; "close" follows
         if (this.closed) {
           conn.destroy();
           reject(new Error(`the connection to ${this.authority} is closed`));
