@@ -5,7 +5,7 @@
  * stops (and when this process exits), whatever the test's outcome.
  */
 
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -186,6 +186,10 @@ export class ServerNode {
   start(...args: string[]): void {
     const argv = [BIN, "server", "--node-id", this.id, "--data-dir", join(this.c.dir, this.id), "--raft-addr", this.raftAddr,
       "--grpc-addr", this.grpcAddr, "--http-addr", this.httpAddr, "--log-level", "info", "--config", this.c.config, ...args];
+    if (this.c.tlsDir) {
+      argv.push("--tls-cert", join(this.c.tlsDir, `${this.id}.pem`), "--tls-key", join(this.c.tlsDir, `${this.id}-key.pem`),
+        "--tls-ca", join(this.c.tlsDir, "ca.pem"));
+    }
     this.proc = new Proc(this.id, argv, join(this.c.dir, `${this.id}.log`));
     this.c.procs.push(this.proc);
   }
@@ -195,7 +199,7 @@ export class ServerNode {
   }
 
   node(): NodeConn {
-    if (!this.conn) this.conn = new NodeConn(this.grpcAddr, undefined);
+    if (!this.conn) this.conn = new NodeConn(this.grpcAddr, this.c.tls());
     return this.conn;
   }
 
@@ -224,6 +228,8 @@ export class Cluster {
   readonly config: string;
   readonly procs: Proc[] = [];
   readonly nodes: ServerNode[];
+  /** With TLS: the directory of `barista tls init`'s CA and certificates. */
+  tlsDir: string | undefined;
 
   constructor(n = 3, scheduler = "", dir?: string) {
     this.dir = dir ?? mkdtempSync(join(tmpdir(), "barista-ts-"));
@@ -235,6 +241,22 @@ export class Cluster {
 
   static available(): boolean {
     return existsSync(BIN);
+  }
+
+  /**
+   * Serves gRPC over TLS from the next start: a CA, a certificate per
+   * node (for 127.0.0.1) and one for a client, made by barista tls init.
+   */
+  withTls(): this {
+    this.tlsDir = join(this.dir, "tls");
+    execFileSync(BIN, ["tls", "init", "--dir", this.tlsDir, "--ca-key-dir", join(this.dir, "tls-ca"),
+      "--names", this.nodes.map((n) => n.id).join(","), "--clients", "client", "--hosts", "127.0.0.1"], { stdio: "pipe" });
+    return this;
+  }
+
+  /** The client side's TLS of this cluster: its CA (undefined without TLS). */
+  tls(): { ca: Buffer } | undefined {
+    return this.tlsDir ? { ca: readFileSync(join(this.tlsDir, "ca.pem")) } : undefined;
   }
 
   get addrs(): string[] {
