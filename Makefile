@@ -118,43 +118,59 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 2m); a failing input l
 test-fuzz: ## run every fuzz target for FUZZ_SHORT each (3s)
 	scripts/fuzz.sh $(FUZZ_SHORT)
 
-# The HTTP/JSON gateway (proto/*.pb.gw.go) and its OpenAPI document
-# (proto/barista.swagger.json) come from the routes in proto/barista.http.yaml.
+# The Go code of the .proto files goes to the package each names
+# (go_package): the wire that clients and workers speak (client, worker,
+# admin, types: package pb in proto/) and the replicated commands with the
+# nodes' own service (commands, node: package clusterpb in
+# proto/clusterpb/). The HTTP/JSON gateway of their services goes to a
+# package of its own, proto/gateway (grpc-gateway's standalone mode; its
+# files' package clause renamed), so that importing the wire does not
+# import the gateway's runtime. The gateway and its OpenAPI document
+# (proto/barista.swagger.json) come from the routes in
+# proto/barista.http.yaml.
 GATEWAY_OPTS := grpc_api_configuration=proto/barista.http.yaml
+GO_PROTO_OPT := module=github.com/baristahq/barista
 proto: ## regenerate the protobuf Go code (with its reflection-free codec), the HTTP/JSON gateway and its OpenAPI document (needs protoc: apt-get install protobuf-compiler)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
+	rm -f proto/*.pb.go proto/clusterpb/*.pb.go proto/gateway/*.pb.gw.go
 	protoc -I proto --plugin=protoc-gen-go=$$($(GO) tool -n protoc-gen-go) \
-		--go_out=proto --go_opt=paths=source_relative proto/*.proto
+		--go_out=. --go_opt=$(GO_PROTO_OPT) proto/*.proto
 	protoc -I proto --plugin=protoc-gen-go-grpc=$$($(GO) tool -n protoc-gen-go-grpc) \
-		--go-grpc_out=proto --go-grpc_opt=paths=source_relative proto/*.proto
+		--go-grpc_out=. --go-grpc_opt=$(GO_PROTO_OPT) proto/*.proto
 	protoc -I proto --plugin=protoc-gen-go-vtproto=$$($(GO) tool -n protoc-gen-go-vtproto) \
-		--go-vtproto_out=proto --go-vtproto_opt=paths=source_relative,features=marshal+marshal_strict+unmarshal+size proto/*.proto
+		--go-vtproto_out=. --go-vtproto_opt=$(GO_PROTO_OPT),features=marshal+marshal_strict+unmarshal+size proto/*.proto
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	protoc -I proto --plugin=protoc-gen-grpc-gateway=$$($(GO) tool -n protoc-gen-grpc-gateway) \
-		--grpc-gateway_out=proto --grpc-gateway_opt=paths=source_relative,omit_package_doc=true,$(GATEWAY_OPTS) proto/*.proto
+		--grpc-gateway_out=$$tmp --grpc-gateway_opt=$(GO_PROTO_OPT),standalone=true,omit_package_doc=true,$(GATEWAY_OPTS) proto/*.proto && \
+	mkdir -p proto/gateway && for f in $$(find $$tmp -name '*.pb.gw.go'); do \
+		sed -E 's/^package [a-z]+$$/package gateway/' "$$f" >proto/gateway/$$(basename "$$f"); done
 	protoc -I proto --plugin=protoc-gen-openapiv2=$$($(GO) tool -n protoc-gen-openapiv2) \
 		--openapiv2_out=proto --openapiv2_opt=$(GATEWAY_OPTS),allow_merge=true,merge_file_name=barista,json_names_for_fields=false proto/*.proto
 	$(MAKE) --no-print-directory proto-python
 	$(MAKE) --no-print-directory proto-typescript
 
 # The Python SDK's generated code (sdk/python/src/barista/_proto) comes
-# from the same .proto files, copied under the package's path so that
-# each module imports its neighbours as barista._proto.X and registers
-# its file as barista/_proto/X.proto (a name no other package's files
-# take), and from sdk/python/proto/rpc_status.proto (the google.rpc
-# status and error details a refusal carries).
+# from the wire's .proto files (those of Go package pb: client, worker,
+# admin, types; not the replicated commands or the nodes' own service),
+# copied under the package's path so that each module imports its
+# neighbours as barista._proto.X and registers its file as
+# barista/_proto/X.proto (a name no other package's files take), and from
+# sdk/python/proto/rpc_status.proto (the google.rpc status and error
+# details a refusal carries).
 PY_PROTO_PKG := barista/_proto
 PY_PROTO_OUT := sdk/python/src
+WIRE_PROTOS = $(shell grep -l 'go_package = "github.com/baristahq/barista/proto;pb"' proto/*.proto)
 proto-python: ## regenerate the Python SDK's protobuf and gRPC code (needs protoc and grpc_python_plugin: apt-get install protobuf-compiler protobuf-compiler-grpc)
 	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
 	@command -v grpc_python_plugin >/dev/null || { echo "grpc_python_plugin not found: apt-get install protobuf-compiler-grpc"; exit 1; }
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && mkdir -p "$$tmp/$(PY_PROTO_PKG)" && \
-	for f in proto/*.proto sdk/python/proto/*.proto; do \
+	for f in $(WIRE_PROTOS) sdk/python/proto/*.proto; do \
 		sed -E 's|^import "([a-z_]+)\.proto";|import "$(PY_PROTO_PKG)/\1.proto";|' "$$f" >"$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; \
 	done && \
 	rm -f $(PY_PROTO_OUT)/$(PY_PROTO_PKG)/*_pb2*.py && \
 	protoc -I "$$tmp" --python_out=$(PY_PROTO_OUT) "$$tmp"/$(PY_PROTO_PKG)/*.proto && \
 	protoc -I "$$tmp" --plugin=protoc-gen-grpc_python=$$(command -v grpc_python_plugin) --grpc_python_out=$(PY_PROTO_OUT) \
-		$$(for f in $$(grep -l "^service " proto/*.proto); do echo "$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; done)
+		$$(for f in $$(grep -l "^service " $(WIRE_PROTOS)); do echo "$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; done)
 
 # The TypeScript SDK's generated code (sdk/typescript/src/gen, one *_pb.ts
 # a .proto file, messages and service descriptors) comes from the same

@@ -27,7 +27,7 @@ import (
 
 // MaxMessageBytes is the largest message a node sends or receives (4 MiB);
 // a Client's connections accept as much.
-const MaxMessageBytes = 4 << 20
+const MaxMessageBytes = wire.MaxMessageBytes
 
 // Options are a Client's settings; the zero value connects in plaintext
 // without a token, with the defaults below.

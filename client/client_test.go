@@ -16,7 +16,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 func key(s string) *string { return &s }
@@ -254,18 +256,31 @@ func TestErrorsAreTyped(t *testing.T) {
 	}
 }
 
-// TestResultError: a batch job's "CODE_NAME: message" becomes a typed
-// error.
-func TestResultError(t *testing.T) {
-	if ResultError("") != nil {
+// TestSubmitResultError: a batch job's refusal is read from its status
+// (code, reason, field, retry delay), never from its text; a result of a
+// server that sends no status keeps its text as an UNKNOWN error's
+// message.
+func TestSubmitResultError(t *testing.T) {
+	if SubmitResultError(&pb.SubmitResult{JobId: 1}) != nil {
 		t.Error("an accepted job has an error")
 	}
-	err := ResultError(`ALREADY_EXISTS: idempotency_key "k1" was used for other content`)
-	if !errors.Is(err, ErrAlreadyExists) || err.Error() != `ALREADY_EXISTS: idempotency_key "k1" was used for other content` {
-		t.Errorf("%v", err)
+	st, _ := status.New(codes.ResourceExhausted, "tenant acme: 3 queued jobs (max_queued 3)").WithDetails(
+		&errdetails.ErrorInfo{Reason: "QUOTA_EXCEEDED", Domain: ErrorDomain, Metadata: map[string]string{"field": "tenant"}},
+		&errdetails.RetryInfo{RetryDelay: durationpb.New(1500 * time.Millisecond)})
+	r := &pb.SubmitResult{}
+	wire.SetRefusal(r, st.Err())
+	if r.Error != "RESOURCE_EXHAUSTED: tenant acme: 3 queued jobs (max_queued 3)" || r.Reason != "QUOTA_EXCEEDED" || r.Field != "tenant" || r.RetryAfterMs != 1500 {
+		t.Errorf("the result's plain fields: %v", r)
 	}
-	err = ResultError("something odd")
-	if !errors.Is(err, ErrUnknown) || err.Error() != "UNKNOWN: something odd" {
+	r.Error, r.Reason, r.Field = "INVALID_ARGUMENT: not what the status says", "", "" // the status alone decides
+	err := SubmitResultError(r)
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrQuotaExceeded) || !errors.Is(err, ErrResourceExhausted) ||
+		e.Reason != "QUOTA_EXCEEDED" || e.Field != "tenant" || e.RetryAfter != 1500*time.Millisecond || Reason(err) != "QUOTA_EXCEEDED" {
+		t.Errorf("%#v", err)
+	}
+	err = SubmitResultError(&pb.SubmitResult{Error: "ALREADY_EXISTS: from an earlier build"})
+	if !errors.Is(err, ErrUnknown) || err.Error() != "UNKNOWN: ALREADY_EXISTS: from an earlier build" {
 		t.Errorf("%v", err)
 	}
 }
@@ -279,7 +294,9 @@ func TestSubmitBatchChunks(t *testing.T) {
 		for _, j := range req.Jobs {
 			i, _ := strconv.Atoi(strings.TrimPrefix(j.GetIdempotencyKey(), "k-"))
 			if i == 1500 {
-				resp.Results = append(resp.Results, &pb.SubmitResult{Error: "INVALID_ARGUMENT: size: must be sm, md or lg"})
+				r := &pb.SubmitResult{}
+				wire.SetRefusal(r, status.Error(codes.InvalidArgument, "size: must be sm, md or lg"))
+				resp.Results = append(resp.Results, r)
 				continue
 			}
 			resp.Results = append(resp.Results, &pb.SubmitResult{JobId: uint64(i + 1), Created: true})
@@ -304,7 +321,7 @@ func TestSubmitBatchChunks(t *testing.T) {
 	}
 	for i, r := range res {
 		if i == 1500 {
-			if !errors.Is(ResultError(r.Error), ErrInvalid) || r.JobId != 0 {
+			if !errors.Is(SubmitResultError(r), ErrInvalid) || r.JobId != 0 {
 				t.Errorf("job 1500: %v", r)
 			}
 			continue
@@ -371,7 +388,7 @@ func TestSubmitBatchSplitsByBytes(t *testing.T) {
 	}
 	for i, r := range res {
 		if i == 6 {
-			if want := "INVALID_ARGUMENT: payload: 5242880 bytes: the job would be a 5242901-byte request, over the largest a server takes (4194304 bytes; the cluster's max_payload_bytes is lower still)"; !errors.Is(ResultError(r.Error), ErrInvalid) || r.JobId != 0 || r.Error != want {
+			if want := "INVALID_ARGUMENT: payload: 5242880 bytes: the job would be a 5242901-byte request, over the largest a server takes (4194304 bytes; the cluster's max_payload_bytes is lower still)"; !errors.Is(SubmitResultError(r), ErrTooLarge) || r.JobId != 0 || r.Error != want || r.Field != "payload" {
 				t.Errorf("job 6: %v", r)
 			}
 			continue
@@ -468,11 +485,11 @@ func TestIdempotentCalls(t *testing.T) {
 		{"/barista.v1.Admin/UpsertTenant", &pb.UpsertTenantRequest{}, true},
 		{"/barista.v1.Admin/DeleteTenant", &pb.DeleteTenantRequest{}, false},
 		{"/barista.v1.Admin/SetConfig", &pb.SetConfigRequest{}, true},
-		{"/barista.v1.Node/Status", &pb.StatusRequest{}, true},
-		{"/barista.v1.Node/Join", &pb.JoinRequest{}, true},
-		{"/barista.v1.Node/RemovePeer", &pb.RemovePeerRequest{}, false},
-		{"/barista.v1.Node/TransferLeadership", &pb.TransferLeadershipRequest{}, false},
-		{"/barista.v1.Node/Apply", &pb.ApplyRequest{}, false},
+		{"/barista.v1.Node/Status", &clusterpb.StatusRequest{}, true},
+		{"/barista.v1.Node/Join", &clusterpb.JoinRequest{}, true},
+		{"/barista.v1.Node/RemovePeer", &clusterpb.RemovePeerRequest{}, false},
+		{"/barista.v1.Node/TransferLeadership", &clusterpb.TransferLeadershipRequest{}, false},
+		{"/barista.v1.Node/Apply", &clusterpb.ApplyRequest{}, false},
 		{"/barista.v1.Worker/Drain", &pb.DrainRequest{}, true},
 		{"/barista.v1.Admin/WebhookGet", &pb.WebhookGetRequest{}, true},
 		{"/barista.v1.Admin/WebhookStatus", &pb.WebhookStatusRequest{}, true},

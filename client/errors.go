@@ -3,13 +3,10 @@ package client
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
-	"github.com/baristahq/barista/internal/text"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
-	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -37,35 +34,76 @@ var (
 	ErrUnauthenticated    = errors.New("unauthenticated")
 )
 
-// The sentinels of the causes a caller acts on, read from the reason the
-// cluster gives with a refusal (docs/api.md, "Submit validation"). An
-// error matching one also matches the sentinel of its code:
+// The sentinels of the causes a caller acts on, one per reason the
+// cluster gives with a refusal (pb.Reason; docs/api.md, "Reasons"). An
+// error matching one also matches the sentinel of its code: for example
 // ErrQuotaExceeded and ErrRateLimited are ErrResourceExhausted,
 // ErrKeyConflict ErrAlreadyExists, ErrTenantUnknown ErrNotFound,
 // ErrTooLarge ErrInvalid.
 var (
 	// ErrQuotaExceeded: the tenant holds its max_queued jobs or
-	// max_queued_bytes of payload; retry once some of its jobs have run.
+	// max_queued_bytes of payload (or the cluster its
+	// max_total_queued_bytes); retry once some of its jobs have run.
 	ErrQuotaExceeded = errors.New("quota exceeded")
 	// ErrRateLimited: the tenant's submit_rate, or a node's write rate,
 	// refused the call for now; RetryAfter says how long to wait.
 	ErrRateLimited = errors.New("rate limited")
 	// ErrKeyConflict: the idempotency key names a job of other content.
 	ErrKeyConflict = errors.New("idempotency key conflict")
+	// ErrKeyJobGone: the idempotency key names a job that no longer
+	// exists (purged or pruned), within the key's dedupe window.
+	ErrKeyJobGone = errors.New("idempotency key's job is gone")
 	// ErrTenantUnknown: no such tenant (and the cluster makes none
 	// implicitly).
 	ErrTenantUnknown = errors.New("unknown tenant")
+	// ErrPoolUnknown: no such pool.
+	ErrPoolUnknown = errors.New("unknown pool")
 	// ErrTooLarge: the payload is over the cluster's max_payload_bytes,
 	// or the request over what any server takes; no retry helps.
 	ErrTooLarge = errors.New("too large")
+	// ErrMaxClass: the job's class is above the tenant's max_class.
+	ErrMaxClass = errors.New("class above the tenant's max_class")
+	// ErrDeadlinesNotAllowed: the tenant may not submit deadlines.
+	ErrDeadlinesNotAllowed = errors.New("deadlines not allowed")
+	// ErrMaxGroups: a job of a new group would pass the tenant's
+	// max_groups.
+	ErrMaxGroups = errors.New("too many groups")
+	// ErrSubscriptionRequired: the pool admits only tenants with a
+	// subscription there.
+	ErrSubscriptionRequired = errors.New("subscription required")
+	// ErrFeatureLevel: the call needs a higher cluster feature level (a
+	// cluster still being upgraded).
+	ErrFeatureLevel = errors.New("feature level too low")
+	// ErrNotLeader: the node does not lead and did nothing with the call
+	// (the Client asks another node itself; a caller sees it only when
+	// no node could serve the call).
+	ErrNotLeader = errors.New("not the leader")
 )
 
-var reasonSentinels = map[string]error{
-	text.ReasonQuotaExceeded: ErrQuotaExceeded,
-	text.ReasonRateLimited:   ErrRateLimited,
-	text.ReasonKeyConflict:   ErrKeyConflict,
-	text.ReasonTenantUnknown: ErrTenantUnknown,
-	text.ReasonTooLarge:      ErrTooLarge,
+// reasonSentinels is the sentinel of each reason (a test checks it
+// against pb.Reason, the Python SDK's classes and docs/api.md).
+var reasonSentinels = map[pb.Reason]error{
+	pb.Reason_QUOTA_EXCEEDED:        ErrQuotaExceeded,
+	pb.Reason_RATE_LIMITED:          ErrRateLimited,
+	pb.Reason_KEY_CONFLICT:          ErrKeyConflict,
+	pb.Reason_KEY_JOB_GONE:          ErrKeyJobGone,
+	pb.Reason_TENANT_UNKNOWN:        ErrTenantUnknown,
+	pb.Reason_POOL_UNKNOWN:          ErrPoolUnknown,
+	pb.Reason_TOO_LARGE:             ErrTooLarge,
+	pb.Reason_MAX_CLASS:             ErrMaxClass,
+	pb.Reason_DEADLINES_NOT_ALLOWED: ErrDeadlinesNotAllowed,
+	pb.Reason_MAX_GROUPS:            ErrMaxGroups,
+	pb.Reason_SUBSCRIPTION_REQUIRED: ErrSubscriptionRequired,
+	pb.Reason_FEATURE_LEVEL:         ErrFeatureLevel,
+	pb.Reason_NOT_LEADER:            ErrNotLeader,
+}
+
+// reasonSentinel is the sentinel of a reason's name, or nil.
+func reasonSentinel(name string) error {
+	if r, ok := pb.Reason_value[name]; ok && r != 0 {
+		return reasonSentinels[pb.Reason(r)]
+	}
+	return nil
 }
 
 // ErrClosed is returned by the calls of a Client after Close.
@@ -98,9 +136,13 @@ var sentinels = map[codes.Code]error{
 type Error struct {
 	Code    codes.Code
 	Message string
-	// Reason is the cause the cluster gave (QUOTA_EXCEEDED, RATE_LIMITED,
-	// KEY_CONFLICT, ...: docs/api.md), "" when it gave none.
+	// Reason is the cause the cluster gave (a pb.Reason's name:
+	// QUOTA_EXCEEDED, RATE_LIMITED, KEY_CONFLICT, ...: docs/api.md), ""
+	// when it gave none.
 	Reason string
+	// Field is the request field at fault, when the cluster names one
+	// (est_cost_ms, payload, group, ...).
+	Field string
 	// RetryAfter is how long the cluster asked the caller to wait before
 	// it tries again (a rate limit's RetryInfo); 0 when it asked nothing.
 	RetryAfter time.Duration
@@ -116,7 +158,7 @@ func (e *Error) Is(target error) bool {
 	switch {
 	case target == sentinels[e.Code]:
 		return true
-	case e.Reason != "" && target == reasonSentinels[e.Reason]:
+	case e.Reason != "" && target == reasonSentinel(e.Reason):
 		return true
 	case e.Code == codes.DeadlineExceeded:
 		return target == context.DeadlineExceeded
@@ -128,15 +170,26 @@ func (e *Error) Is(target error) bool {
 
 // GRPCStatus returns the status the error came from, details included.
 func (e *Error) GRPCStatus() *status.Status {
-	if e.st == nil {
-		return status.New(e.Code, e.Message)
+	if e.st != nil {
+		return e.st
 	}
-	return e.st
+	st := status.New(e.Code, e.Message)
+	if e.Reason == "" && e.Field == "" {
+		return st
+	}
+	info := &errdetails.ErrorInfo{Reason: e.Reason, Domain: ErrorDomain}
+	if e.Field != "" {
+		info.Metadata = map[string]string{wire.FieldKey: e.Field}
+	}
+	if d, err := st.WithDetails(info); err == nil {
+		return d
+	}
+	return st
 }
 
 // CodeName is a gRPC code's canonical name ("INVALID_ARGUMENT"), the form
 // the cluster writes in messages and SubmitResult.Error.
-func CodeName(c codes.Code) string { return code.Code(c).String() }
+func CodeName(c codes.Code) string { return wire.CodeName(c) }
 
 // wrap turns an error carrying a gRPC status into an *Error; nil stays
 // nil, and an error without a status (the caller's own) is returned as it
@@ -153,9 +206,7 @@ func wrap(err error) error {
 	if !ok {
 		return err
 	}
-	e = &Error{Code: st.Code(), Message: st.Message(), Reason: Reason(err), st: st}
-	e.RetryAfter, _ = RetryDelay(err)
-	return e
+	return fromStatus(st)
 }
 
 // RetryAfter returns how long the cluster asked the caller to wait before
@@ -168,68 +219,41 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return RetryDelay(err)
 }
 
+// fromStatus is the *Error of a status: its code and message, and what
+// its details say (reason, field, retry delay), never read from the
+// message.
+func fromStatus(st *status.Status) *Error {
+	r := wire.RefusalOf(st)
+	return &Error{Code: st.Code(), Message: st.Message(), Reason: r.Reason, Field: r.Field, RetryAfter: r.RetryAfter, st: st}
+}
+
 // RetryDelay returns how long the cluster asked the caller to wait before
 // it tries again (a RetryInfo detail, sent with RESOURCE_EXHAUSTED by a
 // tenant's submit_rate), and whether it asked.
-func RetryDelay(err error) (time.Duration, bool) {
-	st, ok := status.FromError(err)
-	if !ok {
-		return 0, false
-	}
-	for _, d := range st.Details() {
-		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.RetryDelay != nil {
-			return ri.RetryDelay.AsDuration(), true
-		}
-	}
-	return 0, false
-}
+func RetryDelay(err error) (time.Duration, bool) { return wire.RetryDelay(err) }
 
 // Reason returns the reason the cluster gave for refusing a call, in the
-// ErrorInfo detail of its status (QUOTA_EXCEEDED, TOO_LARGE,
-// FEATURE_LEVEL, ...: docs/api.md, "Submit validation"), or "" if it gave
-// none.
+// ErrorInfo detail of its status (a pb.Reason's name: QUOTA_EXCEEDED,
+// TOO_LARGE, FEATURE_LEVEL, ...: docs/api.md, "Reasons"), or "" if it gave
+// none. For a job of a batch, SubmitResultError's *Error carries it.
 func Reason(err error) string {
-	st, ok := status.FromError(err)
-	if !ok {
-		return ""
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
 	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
-			return info.Reason
-		}
-	}
-	return ""
-}
-
-// ResultError returns the error of one job's SubmitResult in a batch
-// ("CODE_NAME: message"), as an *Error matching its code's sentinel, or
-// nil if the job was accepted.
-//
-// SubmitResultError reads a whole SubmitResult, its reason and retry
-// delay included.
-func ResultError(msg string) error {
-	if msg == "" {
-		return nil
-	}
-	name, rest, ok := strings.Cut(msg, ": ")
-	c, known := code.Code_value[name]
-	if !ok || !known {
-		return &Error{Code: codes.Unknown, Message: msg}
-	}
-	return &Error{Code: codes.Code(c), Message: rest}
+	return wire.Reason(err)
 }
 
 // SubmitResultError returns the refusal of one job of a batch as an
 // *Error matching its code's and its reason's sentinels (ErrQuotaExceeded
-// ...), with its RetryAfter, or nil if the job was accepted.
+// ...), with its Reason, Field and RetryAfter, read from the result's
+// status, or nil if the job was accepted.
 func SubmitResultError(r *pb.SubmitResult) error {
-	err := ResultError(r.GetError())
-	var e *Error
-	if errors.As(err, &e) {
-		e.Reason = r.GetReason()
-		e.RetryAfter = time.Duration(r.GetRetryAfterMs()) * time.Millisecond
+	st := wire.ResultStatus(r)
+	if st == nil {
+		return nil
 	}
-	return err
+	return fromStatus(st)
 }
 
 // Where the cluster says, in an ErrorInfo detail of an UNAVAILABLE

@@ -56,7 +56,7 @@ func Example() {
 }
 
 // SubmitBatch sends any number of jobs, 1,000 per request, with one
-// result per job; ResultError types a refused job's reason.
+// result per job; SubmitResultError types a refused job's refusal.
 func ExampleClient_SubmitBatch() {
 	c, err := client.New([]string{"127.0.0.1:7400"}, client.Options{})
 	if err != nil {
@@ -75,22 +75,35 @@ func ExampleClient_SubmitBatch() {
 		log.Fatalf("%d submitted: %v", len(results), err)
 	}
 	for i, r := range results {
-		if err := client.ResultError(r.Error); err != nil {
+		if err := client.SubmitResultError(r); err != nil {
 			fmt.Printf("job %d refused: %v\n", i, err)
 		}
 	}
 }
 
-// A refusal keeps the server's message and matches its sentinel.
-func ExampleResultError() {
-	err := client.ResultError(`RESOURCE_EXHAUSTED: payload: 5242880 bytes, over the limit of 1048576`)
-	fmt.Println(errors.Is(err, client.ErrResourceExhausted))
-	fmt.Println(errors.Is(err, client.ErrInvalid))
-	fmt.Println(err)
-	// Output:
-	// true
-	// false
-	// RESOURCE_EXHAUSTED: payload: 5242880 bytes, over the limit of 1048576
+// A refusal of one job of a batch keeps the server's message, matches
+// its code's and its reason's sentinels, and names the field at fault.
+func ExampleSubmitResultError() {
+	c, err := client.New([]string{"127.0.0.1:7400"}, client.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	results, err := c.SubmitBatch(context.Background(), []*pb.SubmitRequest{{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 500}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var e *client.Error
+	if err := client.SubmitResultError(results[0]); errors.As(err, &e) {
+		switch {
+		case errors.Is(err, client.ErrQuotaExceeded):
+			fmt.Println("the tenant is at its quota:", e.Message)
+		case errors.Is(err, client.ErrRateLimited):
+			fmt.Println("try again in", e.RetryAfter)
+		default:
+			fmt.Printf("refused (%s, field %q): %s\n", e.Reason, e.Field, e.Message)
+		}
+	}
 }
 
 // A SaaS's sign-up, with an admin token: the customer's tenant is made

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/internal/text"
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -19,8 +20,8 @@ import (
 // chunks that keep under both, so that every request fits one message
 // (MaxMessageBytes) with room to spare.
 const (
-	MaxBatch      = 1000
-	MaxBatchBytes = 3 << 20
+	MaxBatch      = wire.MaxBatch
+	MaxBatchBytes = wire.MaxBatchBytes
 )
 
 // batchChunks cuts jobs into the chunks SubmitBatch sends: at most
@@ -88,14 +89,14 @@ func tooLarge(job *pb.SubmitRequest, size int) error {
 	if size <= MaxMessageBytes {
 		return nil
 	}
-	return &Error{Code: codes.InvalidArgument, Reason: text.ReasonTooLarge, Message: fmt.Sprintf("payload: %d bytes: the job would be a %d-byte request, over the largest a server takes (%d bytes; the cluster's max_payload_bytes is lower still)",
+	return &Error{Code: codes.InvalidArgument, Reason: text.ReasonTooLarge, Field: "payload", Message: fmt.Sprintf("payload: %d bytes: the job would be a %d-byte request, over the largest a server takes (%d bytes; the cluster's max_payload_bytes is lower still)",
 		len(job.GetPayload()), size, MaxMessageBytes)}
 }
 
 // SubmitBatch submits jobs in requests of at most MaxBatch jobs and
 // MaxBatchBytes, in order, and returns one result per job, in the order
-// of jobs: a job the cluster refused has its reason in Error
-// ("CODE_NAME: message"; ResultError makes it an *Error) and does not
+// of jobs: a job the cluster refused has its refusal in Status
+// (SubmitResultError makes it an *Error) and does not
 // stop the others. A job too large for any request (over MaxMessageBytes
 // with its request) is refused alone, in its Error, as INVALID_ARGUMENT
 // naming its size and the limit.
@@ -115,7 +116,7 @@ func (c *Client) SubmitBatch(ctx context.Context, jobs []*pb.SubmitRequest) ([]*
 			if err := tooLarge(jobs[start], proto.Size(req)); err != nil {
 				// One job too large to send: its own refusal, not the
 				// batch's.
-				results = append(results, &pb.SubmitResult{Error: err.Error(), Reason: text.ReasonTooLarge})
+				results = append(results, refusedResult(err))
 				continue
 			}
 		}
@@ -123,7 +124,9 @@ func (c *Client) SubmitBatch(ctx context.Context, jobs []*pb.SubmitRequest) ([]*
 		if err != nil && end-start == 1 && status.Code(err) == codes.ResourceExhausted && Reason(err) == "" {
 			// One job a server refused as too large to take (gRPC's own
 			// refusal of a message over its limit gives no reason).
-			results = append(results, &pb.SubmitResult{Error: wrap(err).Error(), Reason: text.ReasonTooLarge})
+			e := fromStatus(status.Convert(err))
+			e.Reason, e.Field, e.st = text.ReasonTooLarge, "payload", nil
+			results = append(results, refusedResult(e))
 			continue
 		}
 		if err != nil {
@@ -224,4 +227,11 @@ func (c *Client) CancelJobs(ctx context.Context, req *pb.BulkJobsRequest) (*pb.B
 // PurgeJobs deletes a tenant's ended jobs by IDs or a filter (one call).
 func (c *Client) PurgeJobs(ctx context.Context, req *pb.BulkJobsRequest) (*pb.BulkJobsResponse, error) {
 	return unary(ctx, c, req, pb.ClientClient.PurgeJobs)
+}
+
+// refusedResult is a batch result that err refused before it was sent.
+func refusedResult(err error) *pb.SubmitResult {
+	r := &pb.SubmitResult{}
+	wire.SetRefusal(r, err)
+	return r
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -18,13 +19,13 @@ import (
 // sequence number it starts at: the first event it may send. A watch
 // that asked for the next new event (from_seq 0) or the oldest one
 // resumes from there if it breaks before its first event.
-const HeaderWatchCursor = "x-barista-watch-cursor"
+const HeaderWatchCursor = wire.HeaderWatchCursor
 
 // HeaderWatchNext is the header of a WatchEvents stream that gives the
 // sequence number the tenant's next new event will have (one past the
 // newest so far): a stream that starts beyond it waits for events that
 // do not exist yet.
-const HeaderWatchNext = "x-barista-watch-next"
+const HeaderWatchNext = wire.HeaderWatchNext
 
 // HeaderIndex is the header of a write's answer that gives the index of
 // the log entry that applied it; HeaderMinIndex, sent with a read, asks
@@ -32,8 +33,8 @@ const HeaderWatchNext = "x-barista-watch-next"
 // Client sends the highest index of its own writes: read-your-writes on
 // any node).
 const (
-	HeaderIndex    = "x-barista-index"
-	HeaderMinIndex = "x-barista-min-index"
+	HeaderIndex    = wire.HeaderIndex
+	HeaderMinIndex = wire.HeaderMinIndex
 )
 
 // Watch streams the events req selects to fn, in order, and follows them

@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/baristahq/barista/internal/text"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -24,7 +24,7 @@ import (
 // (sfq.Submission.Validate). It returns the core's submission, whose
 // payload shares c's bytes. Every node checks it before it forwards a
 // submit; it is the first step of the leader's check and of Apply.
-func SubmitFields(c *pb.SubmitJob, cfg Config, level uint32) (sfq.Submission, *Refusal) {
+func SubmitFields(c *clusterpb.SubmitJob, cfg Config, level uint32) (sfq.Submission, *Refusal) {
 	size, err := SizeFromPB(c.Size)
 	if err != nil {
 		return sfq.Submission{}, sfq.RefusalOf(err)
@@ -33,10 +33,7 @@ func SubmitFields(c *pb.SubmitJob, cfg Config, level uint32) (sfq.Submission, *R
 	if err != nil {
 		return sfq.Submission{}, sfq.RefusalOf(err)
 	}
-	limit := cfg.MaxPayloadBytes
-	if level >= Level7 {
-		limit = cfg.PayloadLimit()
-	}
+	limit := payloadLimitAt(cfg, level)
 	if uint64(len(c.Payload)) > uint64(limit) {
 		return sfq.Submission{}, payloadTooLarge(len(c.Payload), limit)
 	}
@@ -57,7 +54,7 @@ func SubmitFields(c *pb.SubmitJob, cfg Config, level uint32) (sfq.Submission, *R
 // payloadTooLarge is the refusal of a payload over the limit: permanent
 // (no retry makes it fit), so INVALID_ARGUMENT with the reason TOO_LARGE.
 func payloadTooLarge(n int, limit uint32) *Refusal {
-	return sfq.Refusef(Invalid, text.ReasonTooLarge, "payload: %d bytes, over the cluster's limit of %d (max_payload_bytes)", n, limit)
+	return sfq.Refusef(Invalid, text.ReasonTooLarge, "payload", "%d bytes, over the cluster's limit of %d (max_payload_bytes)", n, limit)
 }
 
 // submitVerdict is what checkSubmit found of a submit it admits.
@@ -89,12 +86,12 @@ type held struct {
 // quotas — over the state as it stands. It changes nothing (c.Tenant
 // aside: a submit naming no tenant takes the cluster's default_tenant).
 // before counts what earlier submits of a batch hold (nil: nothing).
-func (f *FSM) checkSubmit(c *pb.SubmitJob, before *held) (v submitVerdict, r Result) {
+func (f *FSM) checkSubmit(c *clusterpb.SubmitJob, before *held) (v submitVerdict, r Result) {
 	sub, ref := SubmitFields(c, f.cfg, f.level)
 	if ref != nil {
 		return v, refused(ref)
 	}
-	if c.Tenant == "" && f.level >= Level6 && f.cfg.Pools.DefaultTenant != "" {
+	if c.Tenant == "" && f.cfg.Pools.DefaultTenant != "" {
 		// An admin's submit that names no tenant: the cluster's
 		// default_tenant (a client token's submit always names its own).
 		c.Tenant = f.cfg.Pools.DefaultTenant
@@ -119,11 +116,10 @@ func (f *FSM) checkSubmit(c *pb.SubmitJob, before *held) (v submitVerdict, r Res
 			if !ok {
 				return v, refuse(sfq.UnknownPool(c.Pool))
 			}
-			if p.Required && f.cfg.Pools.Implicit && f.level >= Level6 {
+			if p.Required && f.cfg.Pools.Implicit {
 				// A tenant made now would have no subscription: the pool
 				// refuses it, and nothing is made.
-				return v, refuseWhy(FailedPrecondition, text.ReasonSubscriptionRequired,
-					"tenant %s has no subscription in pool %s, which requires one", c.Tenant, c.Pool)
+				return v, refuseWhy(FailedPrecondition, text.ReasonSubscriptionRequired, "", "tenant %s has no subscription in pool %s, which requires one", c.Tenant, c.Pool)
 			}
 		}
 		s, r := f.implicitSpec(c.Tenant)
@@ -131,7 +127,7 @@ func (f *FSM) checkSubmit(c *pb.SubmitJob, before *held) (v submitVerdict, r Res
 			return v, r
 		}
 		if s == nil {
-			return v, refuseWhy(NotFound, text.ReasonTenantUnknown, "unknown tenant %q", c.Tenant)
+			return v, refuseWhy(NotFound, text.ReasonTenantUnknown, "", "unknown tenant %q", c.Tenant)
 		}
 		spec, v.implicit = s, true
 	}
@@ -167,7 +163,7 @@ func (f *FSM) checkSubmit(c *pb.SubmitJob, before *held) (v submitVerdict, r Res
 // the key is taken within its dedupe window, with its job, or the
 // refusal of a key used for other content or for a job that no longer
 // exists.
-func (f *FSM) keyed(ti uint32, c *pb.SubmitJob, digest [16]byte) (sfq.JobID, Result, bool) {
+func (f *FSM) keyed(ti uint32, c *clusterpb.SubmitJob, digest [16]byte) (sfq.JobID, Result, bool) {
 	seq, ok := f.keyIndex.get(&f.keys, keyRef{ti, c.IdempotencyKey})
 	if !ok {
 		return 0, Result{}, false
@@ -177,14 +173,14 @@ func (f *FSM) keyed(ti uint32, c *pb.SubmitJob, digest [16]byte) (sfq.JobID, Res
 		return 0, Result{}, false
 	}
 	if e.Digest != digest {
-		return 0, refuseWhy(AlreadyExists, text.ReasonKeyConflict, "idempotency key %q of tenant %q was used for job %d with different content",
+		return 0, refuseWhy(AlreadyExists, text.ReasonKeyConflict, "", "idempotency key %q of tenant %q was used for job %d with different content",
 			c.IdempotencyKey, c.Tenant, e.Job), true
 	}
 	if _, ok := f.sched.Job(e.Job); !ok {
 		// Never a job that no longer exists: the key still stands for it
 		// (a retry must not run it twice), and the answer says what
 		// became of it.
-		return 0, refuseWhy(NotFound, text.ReasonKeyJobGone, "idempotency key %q of tenant %q was used for job %d, which no longer exists (purged, or pruned after it ended); the key is taken for %s more, its dedupe window",
+		return 0, refuseWhy(NotFound, text.ReasonKeyJobGone, "", "idempotency key %q of tenant %q was used for job %d, which no longer exists (purged, or pruned after it ended); the key is taken for %s more, its dedupe window",
 			c.IdempotencyKey, c.Tenant, e.Job, time.Duration(e.Expires-f.clock)*time.Millisecond), true
 	}
 	return e.Job, Result{}, true
@@ -197,13 +193,21 @@ func (f *FSM) keyed(ti uint32, c *pb.SubmitJob, digest [16]byte) (sfq.JobID, Res
 // there. A verdict of OK with a Job is a keyed resend of that job: the
 // answer needs no entry. It returns the index of the last applied entry,
 // the state the verdicts read. It holds the read lock.
-func (f *FSM) AdmitSubmits(cmds []*pb.SubmitJob, out []Result) uint64 {
+func (f *FSM) AdmitSubmits(cmds []*clusterpb.SubmitJob, out []Result) uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var batch map[string]*held
 	var all uint64
+	// The level check of Apply, first (one wrapper for the batch).
+	one := &clusterpb.Command_Submit{}
+	wrapped := &clusterpb.Command{Cmd: one}
 	for i, c := range cmds {
 		if out[i].Refused() {
+			continue
+		}
+		one.Submit = c
+		if err := CheckLevel(wrapped, f.level); err != nil {
+			out[i] = refused(err.(*Refusal))
 			continue
 		}
 		var before *held
@@ -212,7 +216,7 @@ func (f *FSM) AdmitSubmits(cmds []*pb.SubmitJob, out []Result) uint64 {
 				batch = map[string]*held{}
 			}
 			name := c.Tenant
-			if name == "" && f.level >= Level6 {
+			if name == "" {
 				name = f.cfg.Pools.DefaultTenant
 			}
 			if before = batch[name]; before == nil {

@@ -3,7 +3,7 @@ package fsm
 import (
 	"fmt"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -17,27 +17,31 @@ import (
 // rules of its Apply that read only the command (names, enums, ranges)
 // and the configuration (a submit's payload limit), with Apply's
 // messages. nil when it passes, or when the command has no such rule.
-func CheckFields(c *pb.Command, cfg Config, level uint32) *Refusal {
+func CheckFields(c *clusterpb.Command, cfg Config, level uint32) *Refusal {
+	c = normalize(c, level)
+	if r := frozenRefusal(c, level); r != nil {
+		return r
+	}
 	var err error
 	switch cmd := c.GetCmd().(type) {
-	case *pb.Command_Submit:
+	case *clusterpb.Command_Submit:
 		_, r := SubmitFields(cmd.Submit, cfg, level)
 		return r
-	case *pb.Command_TenantUpsert:
+	case *clusterpb.Command_TenantUpsert:
 		err = tenantFieldsOnly(cmd.TenantUpsert)
-	case *pb.Command_SetGroup:
+	case *clusterpb.Command_SetGroup:
 		_, r := groupSettings(cmd.SetGroup, sfq.GroupSettings{})
 		if r.Refused() {
 			return r.Refusal()
 		}
-	case *pb.Command_WebhookSet:
-		_, r := webhookFields(cmd.WebhookSet, level)
+	case *clusterpb.Command_WebhookSet:
+		_, r := webhookFields(cmd.WebhookSet)
 		if r.Refused() {
 			return r.Refusal()
 		}
-	case *pb.Command_PoolSet:
+	case *clusterpb.Command_PoolSet:
 		_, err = poolSpec(cmd.PoolSet, sfq.PoolSpec{Name: cmd.PoolSet.Name})
-	case *pb.Command_Finished:
+	case *clusterpb.Command_Finished:
 		err = finishedFields(cmd.Finished, level)
 	}
 	if op, args, ok := BulkOf(c); ok {
@@ -56,47 +60,51 @@ func CheckFields(c *pb.Command, cfg Config, level uint32) *Refusal {
 // that the leader answers it without an entry. A command without a check
 // of its own is OK. For a submit it is AdmitSubmits of one. It holds the
 // read lock.
-func (f *FSM) Admit(c *pb.Command) Result {
+func (f *FSM) Admit(c *clusterpb.Command) Result {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if err := CheckLevel(c, f.level); err != nil {
 		return refused(err.(*Refusal))
 	}
+	c = normalize(c, f.level)
+	if r := frozenRefusal(c, f.level); r != nil {
+		return refused(r)
+	}
 	if op, args, ok := BulkOf(c); ok {
 		return f.checkBulk(op, args)
 	}
 	switch cmd := c.GetCmd().(type) {
-	case *pb.Command_Submit:
+	case *clusterpb.Command_Submit:
 		tenant := cmd.Submit.Tenant
 		_, r := f.checkSubmit(cmd.Submit, nil)
 		cmd.Submit.Tenant = tenant // the check's default tenant is Apply's to set
 		return r
-	case *pb.Command_TenantUpsert:
+	case *clusterpb.Command_TenantUpsert:
 		return verdict(f.checkTenantUpsert(cmd.TenantUpsert))
-	case *pb.Command_TenantDelete:
+	case *clusterpb.Command_TenantDelete:
 		return f.checkTenantDelete(cmd.TenantDelete)
-	case *pb.Command_SetGroup:
+	case *clusterpb.Command_SetGroup:
 		return verdict(f.checkSetGroup(cmd.SetGroup))
-	case *pb.Command_Pause:
+	case *clusterpb.Command_Pause:
 		return f.checkPause(cmd.Pause)
-	case *pb.Command_Cancel:
+	case *clusterpb.Command_Cancel:
 		return f.checkCancel(cmd.Cancel)
-	case *pb.Command_WebhookSet:
+	case *clusterpb.Command_WebhookSet:
 		return verdict(f.checkWebhookSet(cmd.WebhookSet))
-	case *pb.Command_WebhookDelete:
+	case *clusterpb.Command_WebhookDelete:
 		return verdict(f.tenantWebhook(cmd.WebhookDelete.Tenant))
-	case *pb.Command_PoolSet:
+	case *clusterpb.Command_PoolSet:
 		return verdict(f.checkPoolSet(cmd.PoolSet))
-	case *pb.Command_PoolDelete:
+	case *clusterpb.Command_PoolDelete:
 		return f.checkPoolDelete(cmd.PoolDelete)
-	case *pb.Command_SubscriptionSet:
+	case *clusterpb.Command_SubscriptionSet:
 		return f.checkSubscription(cmd.SubscriptionSet)
-	case *pb.Command_Started:
+	case *clusterpb.Command_Started:
 		c := cmd.Started
 		if _, err := f.sched.CheckEvent(f.clock, sfq.JobID(c.Job), sfq.Input{Kind: sfq.InStart, Attempt: c.Attempt, Worker: c.WorkerId}); err != nil {
 			return refuse(err)
 		}
-	case *pb.Command_Finished:
+	case *clusterpb.Command_Finished:
 		return f.checkFinished(cmd.Finished)
 	}
 	return Result{}
@@ -110,7 +118,7 @@ func verdict[T any](_ T, r Result) Result { return r }
 func duplicate(tenant string) Result { return Result{Outcome: sfq.Duplicate, Tenant: tenant} }
 
 // tenantSpec converts an upsert and checks it (sfq.TenantSpec.Validate).
-func tenantSpec(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
+func tenantSpec(c *clusterpb.TenantUpsert) (sfq.TenantSpec, error) {
 	spec, err := TenantSpecFromPB(c)
 	if err != nil {
 		return spec, err
@@ -120,7 +128,7 @@ func tenantSpec(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
 
 // checkTenantDelete is the check of a tenant delete: the tenant exists
 // and holds no scheduled, queued or running job.
-func (f *FSM) checkTenantDelete(c *pb.TenantDelete) Result {
+func (f *FSM) checkTenantDelete(c *clusterpb.TenantDelete) Result {
 	if err := f.sched.CheckDeleteTenant(c.Name); err != nil {
 		return refuse(err)
 	}
@@ -130,20 +138,20 @@ func (f *FSM) checkTenantDelete(c *pb.TenantDelete) Result {
 // groupSettings applies a SetGroup to a group's settings set: the
 // admin's cap or rate, or (as_tenant) the tenant's own cap. It checks
 // what needs no state.
-func groupSettings(c *pb.SetGroup, set sfq.GroupSettings) (sfq.GroupSettings, Result) {
+func groupSettings(c *clusterpb.SetGroup, set sfq.GroupSettings) (sfq.GroupSettings, Result) {
 	if err := sfq.ValidateGroupName(c.Group); err != nil {
 		return set, refuse(err)
 	}
 	if c.SetRate {
 		if c.AsTenant {
-			return set, refusef(PermissionDenied, "rate: a group's rate limit is set by an admin")
+			return set, refusef(PermissionDenied, "rate", "a group's rate limit is set by an admin")
 		}
 		set.Rate = sfq.RateLimit{N: c.RateN, PeriodMs: c.RatePeriodMs, Burst: c.RateBurst}
 		if err := set.Rate.Validate("rate"); err != nil {
 			return set, refuse(err)
 		}
 	}
-	if !c.SetRate || c.CapKind != pb.GroupCapKind_GROUP_CAP_UNSPECIFIED {
+	if !c.SetRate || c.CapKind != clusterpb.GroupCapKind_GROUP_CAP_UNSPECIFIED {
 		if r := setGroupCap(&set, c); r.Refused() {
 			return set, r
 		}
@@ -157,7 +165,7 @@ func groupSettings(c *pb.SetGroup, set sfq.GroupSettings) (sfq.GroupSettings, Re
 // checkSetGroup is the check of a SetGroup: the tenant, the name, the
 // value and max_groups (sfq.CheckSetGroup). A SetGroup that would leave
 // the group as it is is a duplicate.
-func (f *FSM) checkSetGroup(c *pb.SetGroup) (sfq.GroupSettings, Result) {
+func (f *FSM) checkSetGroup(c *clusterpb.SetGroup) (sfq.GroupSettings, Result) {
 	set := sfq.GroupSettings{}
 	if g, ok := f.sched.Group(c.Tenant, c.Group); ok {
 		set = g.GroupSettings
@@ -184,24 +192,24 @@ func (f *FSM) checkSetGroup(c *pb.SetGroup) (sfq.GroupSettings, Result) {
 // checkPause is the check of a pause or resume: of all dispatch, a pool,
 // a tenant or one of its groups. One that would change nothing is a
 // duplicate.
-func (f *FSM) checkPause(c *pb.Pause) Result {
+func (f *FSM) checkPause(c *clusterpb.Pause) Result {
 	var changed bool
 	var err error
 	switch {
 	case c.Pool != "":
 		if c.Tenant != "" || c.Group != "" || c.All {
-			return refusef(Invalid, "a pause of a pool names no tenant, group or all")
+			return refusef(Invalid, "", "a pause of a pool names no tenant, group or all")
 		}
 		if c.AsTenant {
-			return refusef(PermissionDenied, "a pool is paused and resumed by an admin")
+			return refusef(PermissionDenied, "", "a pool is paused and resumed by an admin")
 		}
 		changed, err = f.sched.CheckPausePool(c.Pool, !c.Resume)
 	case c.All:
 		if c.Tenant != "" || c.Group != "" {
-			return refusef(Invalid, "a pause of all dispatch names no tenant or group")
+			return refusef(Invalid, "", "a pause of all dispatch names no tenant or group")
 		}
 		if c.AsTenant {
-			return refusef(PermissionDenied, "all dispatch is paused and resumed by an admin")
+			return refusef(PermissionDenied, "", "all dispatch is paused and resumed by an admin")
 		}
 		changed = f.sched.DispatchPaused() == c.Resume
 	default:
@@ -225,15 +233,15 @@ func (f *FSM) checkPause(c *pb.Pause) Result {
 
 // checkCancel is the check of a cancel: the job is the tenant's and not
 // ended. A cancel already requested (or already done) is a duplicate.
-func (f *FSM) checkCancel(c *pb.CancelJob) Result {
+func (f *FSM) checkCancel(c *clusterpb.CancelJob) Result {
 	j, ok := f.sched.TenantJob(c.Tenant, sfq.JobID(c.Job))
 	if !ok {
 		// The same answer for another tenant's job: ids cannot be probed.
-		return refusef(NotFound, "job %d not found", c.Job)
+		return refusef(NotFound, "", "job %d not found", c.Job)
 	}
 	switch out, err := f.sched.CheckEvent(f.clock, j.ID, sfq.Input{Kind: sfq.InCancel}); {
 	case out == sfq.Invalid:
-		r := refusef(FailedPrecondition, "job %d is already %s", c.Job, j.State)
+		r := refusef(FailedPrecondition, "", "job %d is already %s", c.Job, j.State)
 		r.Job, r.Outcome, r.Tenant = j.ID, out, c.Tenant
 		return r
 	case err != nil:
@@ -247,58 +255,55 @@ func (f *FSM) checkCancel(c *pb.CancelJob) Result {
 }
 
 // webhookFields checks what of a webhook set needs no state and comes
-// from its caller (the leader adds the key's ID). From Level7 a set that
-// leaves the URL out keeps the endpoint's (checkWebhookSet: there must
-// be one).
-func webhookFields(c *pb.WebhookSet, level uint32) (uint32, Result) {
-	if c.Url == "" && level >= Level7 {
+// from its caller (the leader adds the key's ID). A set that leaves the
+// URL out keeps the endpoint's (checkWebhookSet: there must be one).
+func webhookFields(c *clusterpb.WebhookSet) (uint32, Result) {
+	if c.Url == "" {
 		// Kept (checkWebhookSet).
 	} else if err := ValidateWebhookURL(c.Url); err != nil {
-		return 0, refusef(Invalid, "%v", err)
+		return 0, refusef(Invalid, "", "%v", err)
 	}
 	kinds, err := ParseWebhookKinds(c.Kinds)
 	if err != nil {
-		return 0, refusef(Invalid, "%v", err)
+		return 0, refusef(Invalid, "", "%v", err)
 	}
 	if c.GraceMs < 0 || c.GraceMs > MaxWebhookGraceMs {
-		return 0, refusef(Invalid, "grace_ms: %d, want 0..%d (30 days)", c.GraceMs, int64(MaxWebhookGraceMs))
+		return 0, refusef(Invalid, "grace_ms", "%d, want 0..%d (30 days)", c.GraceMs, int64(MaxWebhookGraceMs))
 	}
 	return kinds, Result{}
 }
 
 // checkWebhookSet is the check of a webhook set: the tenant, the fields,
 // and (without rotate) that its secret comes from the leader's key.
-func (f *FSM) checkWebhookSet(c *pb.WebhookSet) (uint32, Result) {
+func (f *FSM) checkWebhookSet(c *clusterpb.WebhookSet) (uint32, Result) {
 	ti, ok := f.sched.TenantIndex(c.Tenant)
 	if !ok {
 		return 0, refuse(sfq.UnknownTenant(c.Tenant))
 	}
-	kinds, r := webhookFields(c, f.level)
+	kinds, r := webhookFields(c)
 	if r.Refused() {
 		return 0, r
 	}
 	if c.KeyId == 0 {
-		return 0, refusef(Invalid, "key_id: required (the leader sets it)")
+		return 0, refusef(Invalid, "key_id", "required (the leader sets it)")
 	}
 	i, found := f.webhookAt(ti)
-	if f.level >= Level7 {
-		// What the set leaves out keeps its value (upsert.go).
-		switch {
-		case c.Url == "" && !found:
-			return 0, refusef(Invalid, "url: required to create the webhook of tenant %q", c.Tenant)
-		case len(c.Kinds) == 0 && found:
-			kinds = f.webhooks[i].Kinds
-		}
+	// What the set leaves out keeps its value (upsert.go).
+	switch {
+	case c.Url == "" && !found:
+		return 0, refusef(Invalid, "url", "required to create the webhook of tenant %q", c.Tenant)
+	case len(c.Kinds) == 0 && found && webhookKindsKept(f.level):
+		kinds = f.webhooks[i].Kinds
 	}
 	if found && !c.Rotate && f.webhooks[i].KeyID != c.KeyId {
-		return 0, refusef(FailedPrecondition, "the webhook secret of tenant %q was derived from another webhook key than the leader's: rotate it to issue one from this key", c.Tenant)
+		return 0, refusef(FailedPrecondition, "", "the webhook secret of tenant %q was derived from another webhook key than the leader's: rotate it to issue one from this key", c.Tenant)
 	}
 	return kinds, Result{}
 }
 
 // poolSpec applies a PoolSet to a pool's spec (fields left out keep their
 // value) and checks it.
-func poolSpec(c *pb.PoolSet, spec sfq.PoolSpec) (sfq.PoolSpec, error) {
+func poolSpec(c *clusterpb.PoolSet, spec sfq.PoolSpec) (sfq.PoolSpec, error) {
 	if err := sfq.ValidatePoolName(c.Name); err != nil {
 		return spec, err
 	}
@@ -317,7 +322,7 @@ func poolSpec(c *pb.PoolSet, spec sfq.PoolSpec) (sfq.PoolSpec, error) {
 
 // checkPoolSet is the check of a PoolSet: the name, the weights, and
 // max_pools for a new pool.
-func (f *FSM) checkPoolSet(c *pb.PoolSet) (sfq.PoolSpec, Result) {
+func (f *FSM) checkPoolSet(c *clusterpb.PoolSet) (sfq.PoolSpec, Result) {
 	spec := sfq.PoolSpec{Name: c.Name}
 	if p, ok := f.sched.Pool(c.Name); ok {
 		spec = p.PoolSpec
@@ -333,7 +338,7 @@ func (f *FSM) checkPoolSet(c *pb.PoolSet) (sfq.PoolSpec, Result) {
 }
 
 // checkPoolDelete is the check of a PoolDelete (sfq.CheckDeletePool).
-func (f *FSM) checkPoolDelete(c *pb.PoolDelete) Result {
+func (f *FSM) checkPoolDelete(c *clusterpb.PoolDelete) Result {
 	if err := f.sched.CheckDeletePool(c.Name); err != nil {
 		return refuse(err)
 	}
@@ -342,7 +347,7 @@ func (f *FSM) checkPoolDelete(c *pb.PoolDelete) Result {
 
 // checkSubscription is the check of a SubscriptionSet: the tenant and
 // the pool exist; one that changes nothing is a duplicate.
-func (f *FSM) checkSubscription(c *pb.SubscriptionSet) Result {
+func (f *FSM) checkSubscription(c *clusterpb.SubscriptionSet) Result {
 	changed, err := f.sched.CheckSubscription(c.Tenant, c.Pool, c.Burst)
 	switch {
 	case err != nil:
@@ -357,7 +362,7 @@ func (f *FSM) checkSubscription(c *pb.SubscriptionSet) Result {
 // filter is evaluated: its fields, the tenant, the filter's pool and its
 // request key (a repeat of a request is answered as the first was, with
 // Bulk set; the key used for another request is refused).
-func (f *FSM) checkBulk(op BulkOp, c *pb.BulkJobs) Result {
+func (f *FSM) checkBulk(op BulkOp, c *clusterpb.BulkJobs) Result {
 	if err := ValidateBulk(op, c); err != nil {
 		return refuse(err)
 	}
@@ -376,7 +381,7 @@ func (f *FSM) checkBulk(op BulkOp, c *pb.BulkJobs) Result {
 	if seq, ok := f.keyIndex.get(&f.keys, keyRef{ti | bulkKeyBit, c.RequestKey}); ok {
 		if e := f.keys.Get(seq); e != nil && e.Expires > f.clock {
 			if e.Digest != bulkDigest(op, c) {
-				return refusef(AlreadyExists, "request key %q of tenant %q was used for another request", c.RequestKey, c.Tenant)
+				return refusef(AlreadyExists, "", "request key %q of tenant %q was used for another request", c.RequestKey, c.Tenant)
 			}
 			// A repeat: answered with the first one's continuation.
 			return Result{Tenant: c.Tenant, Outcome: sfq.Duplicate, Bulk: &BulkResult{Duplicate: true, Next: e.Job}}
@@ -394,12 +399,12 @@ const (
 // checkFinished is the check of a worker's report that a run ended: its
 // fields, and the job's lifecycle (a stale report is refused; a zombie's
 // is billed; a repeat is a duplicate).
-func (f *FSM) checkFinished(c *pb.Finished) Result {
+func (f *FSM) checkFinished(c *clusterpb.Finished) Result {
 	if err := finishedFields(c, f.level); err != nil {
 		return refuse(err)
 	}
 	outcome, _ := OutcomeFromPB(c.Outcome)
-	permanent := c.Permanent && outcome == sfq.OutcomeFailed && f.level >= Level6
+	permanent := c.Permanent && outcome == sfq.OutcomeFailed
 	out, err := f.sched.CheckFinish(f.clock, sfq.JobID(c.Job), c.Attempt, c.WorkerId, outcome, c.CpuMs, permanent, c.SnoozeMs)
 	switch {
 	case err != nil:
@@ -410,19 +415,14 @@ func (f *FSM) checkFinished(c *pb.Finished) Result {
 	return Result{}
 }
 
-// finishedFields checks what of a Finished needs no state: its outcome
-// and, from Level7, its exit code, CPU source and failure (below Level7
-// Apply took any exit code and read neither of the others, as the builds
-// before it do).
-func finishedFields(c *pb.Finished, level uint32) error {
+// finishedFields checks what of a Finished needs no state: its outcome,
+// its exit code (exitCodesBounded), CPU source and failure.
+func finishedFields(c *clusterpb.Finished, level uint32) error {
 	if _, err := OutcomeFromPB(c.Outcome); err != nil {
 		return err
 	}
-	if level < Level7 {
-		return nil
-	}
-	if c.ExitCode < MinExitCode || c.ExitCode > MaxExitCode {
-		return invalidf("exit_code: %d is out of range %d..%d", c.ExitCode, MinExitCode, MaxExitCode)
+	if exitCodesBounded(level) && (c.ExitCode < MinExitCode || c.ExitCode > MaxExitCode) {
+		return invalidf("exit_code", "%d is out of range %d..%d", c.ExitCode, MinExitCode, MaxExitCode)
 	}
 	_, _, err := RunDetailsFromPB(c.CpuSource, c.Failure)
 	return err
@@ -430,7 +430,7 @@ func finishedFields(c *pb.Finished, level uint32) error {
 
 // CommandName is a command's kind as the log's oneof names it
 // ("tenant_upsert", "set_group"), for metrics and logs.
-func CommandName(c *pb.Command) string {
+func CommandName(c *clusterpb.Command) string {
 	if c == nil || c.Cmd == nil {
 		return "none"
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -28,7 +28,7 @@ type keyRef struct {
 
 // submitDigest hashes the deterministic encoding of every submitted field:
 // a repeated submit with the same key is the same job only if it is equal.
-func submitDigest(c *pb.SubmitJob) [16]byte {
+func submitDigest(c *clusterpb.SubmitJob) [16]byte {
 	var buf [256]byte // most submits fit: no allocation
 	b := buf[:0]
 	for _, s := range []string{c.Tenant, c.IdempotencyKey, c.JobType} {
@@ -66,14 +66,9 @@ func submitDigest(c *pb.SubmitJob) [16]byte {
 
 // applySubmit applies a submit: its check (checkSubmit, the leader's
 // check too), then its effect. A refused submit changes nothing.
-func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
+func (f *FSM) applySubmit(c *clusterpb.SubmitJob) Result {
 	v, r := f.checkSubmit(c, nil)
 	if r.Refused() {
-		if f.level < Level7 && f.legacyImplicit(c) {
-			f.implicitTenant(c.Tenant)
-			ti, _ := f.sched.TenantIndex(c.Tenant)
-			f.observe(ti)
-		}
 		return r
 	}
 	if v.dup {
@@ -114,31 +109,6 @@ func (f *FSM) applySubmit(c *pb.SubmitJob) Result {
 	return Result{Job: id, Created: true, Tenant: c.Tenant}
 }
 
-// legacyImplicit reports whether Apply before Level7 made the implicit
-// tenant of a submit it then refused: it made it once the submit's size,
-// class, payload and pool passed, before it checked the other fields,
-// the key, the permits, max_groups and the quotas. Kept so that a log
-// written before Level7 applies as it did (from Level7 a refused submit
-// makes nothing).
-func (f *FSM) legacyImplicit(c *pb.SubmitJob) bool {
-	if _, err := SizeFromPB(c.Size); err != nil || uint64(len(c.Payload)) > uint64(f.cfg.MaxPayloadBytes) {
-		return false
-	}
-	if _, err := ClassFromPB(c.JobClass); err != nil {
-		return false
-	}
-	if c.Pool != "" {
-		if p, ok := f.sched.Pool(c.Pool); !ok || p.Required && f.cfg.Pools.Implicit && f.level >= Level6 {
-			return false
-		}
-	}
-	if _, ok := f.sched.TenantIndex(c.Tenant); ok {
-		return false
-	}
-	spec, r := f.implicitSpec(c.Tenant)
-	return spec != nil && !r.Refused()
-}
-
 func validWorkerID(id string) Result {
 	if err := sfq.ValidateName("worker_id", id); err != nil {
 		return refuse(err)
@@ -146,7 +116,7 @@ func validWorkerID(id string) Result {
 	return Result{}
 }
 
-func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
+func (f *FSM) applyDispatch(c *clusterpb.Dispatch) Result {
 	if r := validWorkerID(c.WorkerId); r.Code != OK {
 		return r
 	}
@@ -160,14 +130,15 @@ func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
 	}
 	pid, known := f.sched.PoolID(pool)
 	if !known {
-		return refusef(NotFound, "unknown pool %q", pool)
+		return refusef(NotFound, "", "unknown pool %q", pool)
 	}
 	w := f.workers[c.WorkerId]
 	if w != nil && c.Credit != 0 && w.Credit == c.Credit {
 		// A retry of a dispatch already applied (e.g. after a lost
 		// leadership): return the same assignment if it still holds.
 		if j, ok := f.workerJob(w); ok {
-			return Result{Assigned: true, Job: j.ID, Attempt: j.Attempt, Size: j.Size, Tenant: f.sched.TenantName(j.Tenant), Outcome: sfq.Duplicate}
+			return Result{Assigned: true, Job: j.ID, Attempt: j.Attempt, Size: j.Size, Tenant: f.sched.TenantName(j.Tenant), Outcome: sfq.Duplicate,
+				Assign: assignmentOf(&j)}
 		}
 		return Result{Outcome: sfq.Duplicate}
 	}
@@ -176,25 +147,18 @@ func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
 		f.workers[w.ID] = w
 	}
 	w.Size, w.Pool, w.LastSeen = size, pool, f.clock
-	if w.Drained {
-		return refusef(FailedPrecondition, "worker %q is drained", w.ID)
-	}
-	if j, ok := f.workerJob(w); ok {
-		return refusef(FailedPrecondition, "worker %q still holds job %d (attempt %d)", w.ID, j.ID, j.Attempt)
+	if r := f.checkDispatchTo(w); r.Refused() {
+		return r
 	}
 	a, ok, err := f.sched.DispatchPool(f.clock, pid, size, w.ID)
 	if err != nil {
 		return refuse(err)
 	}
 	if !ok {
-		// From level 5 a Dispatch that gives nothing leaves the credit
-		// unspent, so that the worker's next one, with the same credit,
-		// may give it a job (eligibility now changes with time alone,
-		// and the leader asks again when a rate limit allows). Before, the
-		// credit was spent.
-		if f.level < Level5 {
-			w.Credit = c.Credit
-		}
+		// A Dispatch that gives nothing leaves the credit unspent, so
+		// that the worker's next one, with the same credit, may give it
+		// a job (eligibility changes with time alone, and the leader
+		// asks again when a rate limit allows).
 		w.Job, w.Attempt = 0, 0
 		return Result{}
 	}
@@ -209,7 +173,48 @@ func (f *FSM) applyDispatch(c *pb.Dispatch) Result {
 	f.charge(&j, j.EstCostMs)
 	f.observe(j.Tenant)
 	return Result{Assigned: true, Job: a.Job, Attempt: a.Attempt, Size: a.Size, Tenant: f.sched.TenantName(a.Tenant), Outcome: sfq.Changed,
-		DeadlineMissed: a.DeadlineMissed}
+		DeadlineMissed: a.DeadlineMissed, Assign: assignmentOf(&j)}
+}
+
+// Assignment is what a worker is told of the job a Dispatch gave it, from
+// the state the Dispatch applied to: the leader's Assign needs nothing
+// else, so it never reads the state again.
+type Assignment struct {
+	Payload   string // the job's own bytes, never written again
+	Type      string
+	TimeoutMs int64
+	EstCostMs int64
+}
+
+// assignmentOf is the Assignment of job j.
+func assignmentOf(j *sfq.Job) Assignment {
+	return Assignment{Payload: j.Payload(), Type: j.Type(), TimeoutMs: j.TimeoutMs, EstCostMs: j.EstCostMs}
+}
+
+// checkDispatchTo is the check of a Dispatch for worker w, once its record
+// says what it is: a drained worker gets no job, nor one that still holds
+// a live job (its Finished not in yet). The leader makes the same check
+// before it proposes one (CheckDispatch).
+func (f *FSM) checkDispatchTo(w *Worker) Result {
+	if w.Drained {
+		return refusef(FailedPrecondition, "", "worker %q is drained", w.ID)
+	}
+	if j, ok := f.workerJob(w); ok {
+		return refusef(FailedPrecondition, "", "worker %q still holds job %d (attempt %d)", w.ID, j.ID, j.Attempt)
+	}
+	return Result{}
+}
+
+// CheckDispatch is the leader's check of a Dispatch for a worker before it
+// proposes one (checkDispatchTo on the state as it stands; a worker the
+// state has no record of yet may be given a job). It holds the read lock.
+func (f *FSM) CheckDispatch(worker string) Result {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if w := f.workers[worker]; w != nil {
+		return f.checkDispatchTo(w)
+	}
+	return Result{}
 }
 
 // workerJob returns the job w holds, if it is still live on w.
@@ -225,23 +230,18 @@ func (f *FSM) workerJob(w *Worker) (sfq.Job, bool) {
 }
 
 // internWorker returns the worker table's copy of id (so that jobs share
-// one string per worker), or id itself, and marks the worker seen. From
-// Level7 a report refused (err) does not mark it (workerSeen).
+// one string per worker), or id itself.
 func (f *FSM) internWorker(id string) string {
 	if w := f.workers[id]; w != nil {
-		if f.level < Level7 {
-			w.LastSeen = f.clock
-		}
 		return w.ID
 	}
 	return id
 }
 
-// workerSeen marks, from Level7, the worker of a report seen once the
-// report is accepted (below Level7 internWorker marked it, accepted or
-// not).
+// workerSeen marks the worker of a report seen once the report is
+// accepted (a refused report does not).
 func (f *FSM) workerSeen(id string, err error) {
-	if w := f.workers[id]; w != nil && err == nil && f.level >= Level7 {
+	if w := f.workers[id]; w != nil && err == nil {
 		w.LastSeen = f.clock
 	}
 }
@@ -254,19 +254,19 @@ func (f *FSM) workerResult(ch sfq.Change, err error) Result {
 	}
 	if err != nil {
 		ref := refuse(err)
-		r.Code, r.Reason, r.Msg = ref.Code, ref.Reason, ref.Msg
+		r.Code, r.Field, r.Reason, r.Msg = ref.Code, ref.Field, ref.Reason, ref.Msg
 	}
 	return r
 }
 
-func (f *FSM) applyStarted(c *pb.Started) Result {
+func (f *FSM) applyStarted(c *clusterpb.Started) Result {
 	ch, err := f.sched.Start(f.clock, sfq.JobID(c.Job), c.Attempt, f.internWorker(c.WorkerId))
 	f.workerSeen(c.WorkerId, err)
 	f.emitChange(ch, ReasonNone)
 	return f.workerResult(ch, err)
 }
 
-func (f *FSM) applyHeartbeats(c *pb.HeartbeatBatch) Result {
+func (f *FSM) applyHeartbeats(c *clusterpb.HeartbeatBatch) Result {
 	r := Result{HeartbeatOutcomes: make([]sfq.Outcome, len(c.Heartbeats))}
 	for i, hb := range c.Heartbeats {
 		ch, err := f.sched.Heartbeat(f.clock, sfq.JobID(hb.Job), hb.Attempt, f.internWorker(hb.WorkerId), hb.CpuMs)
@@ -284,23 +284,17 @@ func (f *FSM) applyHeartbeats(c *pb.HeartbeatBatch) Result {
 	return r
 }
 
-func (f *FSM) applyFinished(c *pb.Finished) Result {
+func (f *FSM) applyFinished(c *clusterpb.Finished) Result {
 	if err := finishedFields(c, f.level); err != nil {
 		return refuse(err)
 	}
 	outcome, _ := OutcomeFromPB(c.Outcome)
 	id := sfq.JobID(c.Job)
-	// A run that can never succeed (Level6; below, Apply reads nothing of
-	// it, as builds before it do).
-	permanent := c.Permanent && outcome == sfq.OutcomeFailed && f.level >= Level6
-	res := sfq.RunResult{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail, Permanent: permanent}
-	if f.level >= Level7 {
-		// How the CPU was measured and why the run failed (finishedFields
-		// checked both; below Level7 Apply reads neither, as builds
-		// before them do).
-		res.CPUSource, res.Failure, _ = RunDetailsFromPB(c.CpuSource, c.Failure)
-		res.SnoozeMs = c.SnoozeMs
-	}
+	// A run that can never succeed, how the CPU was measured and why the
+	// run failed (finishedFields checked them).
+	permanent := c.Permanent && outcome == sfq.OutcomeFailed
+	res := sfq.RunResult{ExitCode: c.ExitCode, StderrTail: c.StderrTail, StdoutTail: c.StdoutTail, Permanent: permanent, SnoozeMs: c.SnoozeMs}
+	res.CPUSource, res.Failure, _ = RunDetailsFromPB(c.CpuSource, c.Failure)
 	ch, err := f.sched.Finish(f.clock, id, c.Attempt, f.internWorker(c.WorkerId), outcome, c.CpuMs, res)
 	reason := ReasonRunFailed
 	switch {
@@ -324,7 +318,7 @@ func (f *FSM) applyFinished(c *pb.Finished) Result {
 	return f.workerResult(ch, err)
 }
 
-func (f *FSM) applyCancel(c *pb.CancelJob) Result {
+func (f *FSM) applyCancel(c *clusterpb.CancelJob) Result {
 	if r := f.checkCancel(c); r.Refused() {
 		return r
 	}
@@ -339,20 +333,20 @@ func (f *FSM) applyCancel(c *pb.CancelJob) Result {
 	return f.workerResult(ch, nil)
 }
 
-func (f *FSM) applyExpire(c *pb.Expire) Result {
+func (f *FSM) applyExpire(c *clusterpb.Expire) Result {
 	var kind sfq.InputKind
 	var reason Reason
 	switch c.Kind {
-	case pb.ExpireKind_ACK:
+	case clusterpb.ExpireKind_ACK:
 		kind, reason = sfq.InExpireAck, ReasonAckTimeout
-	case pb.ExpireKind_LEASE:
+	case clusterpb.ExpireKind_LEASE:
 		kind, reason = sfq.InExpireLease, ReasonLeaseExpired
-	case pb.ExpireKind_TIMEOUT:
+	case clusterpb.ExpireKind_TIMEOUT:
 		kind, reason = sfq.InExpireTimeout, ReasonTimeout
-	case pb.ExpireKind_TTL:
+	case clusterpb.ExpireKind_TTL:
 		kind = sfq.InExpireTTL
 	default:
-		return refusef(Invalid, "expire kind %v", c.Kind)
+		return refusef(Invalid, "", "expire kind %v", c.Kind)
 	}
 	ch, err := f.sched.Expire(f.clock, sfq.JobID(c.Job), c.Attempt, kind)
 	f.emitChange(ch, reason)
@@ -362,7 +356,7 @@ func (f *FSM) applyExpire(c *pb.Expire) Result {
 	return f.workerResult(ch, err)
 }
 
-func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
+func (f *FSM) applyTenantUpsert(c *clusterpb.TenantUpsert) Result {
 	u, r := f.checkTenantUpsert(c)
 	if r.Refused() {
 		return r
@@ -385,7 +379,7 @@ func (f *FSM) applyTenantUpsert(c *pb.TenantUpsert) Result {
 // applySetGroup sets the admin's cap or rate of a group, or (as_tenant)
 // the tenant's own cap, keeping the others: its check (checkSetGroup:
 // the tenant, the name, the value and max_groups), then its effect.
-func (f *FSM) applySetGroup(c *pb.SetGroup) Result {
+func (f *FSM) applySetGroup(c *clusterpb.SetGroup) Result {
 	set, r := f.checkSetGroup(c)
 	if r.Refused() {
 		return r
@@ -398,18 +392,18 @@ func (f *FSM) applySetGroup(c *pb.SetGroup) Result {
 
 // setGroupCap applies a SetGroup's cap: the admin's, or (as_tenant) the
 // tenant's own.
-func setGroupCap(set *sfq.GroupSettings, c *pb.SetGroup) Result {
+func setGroupCap(set *sfq.GroupSettings, c *clusterpb.SetGroup) Result {
 	if c.AsTenant {
 		switch c.CapKind {
-		case pb.GroupCapKind_GROUP_CAP_INHERIT, pb.GroupCapKind_GROUP_CAP_NONE:
+		case clusterpb.GroupCapKind_GROUP_CAP_INHERIT, clusterpb.GroupCapKind_GROUP_CAP_NONE:
 			set.TenantCap = 0
-		case pb.GroupCapKind_GROUP_CAP_LIMIT:
+		case clusterpb.GroupCapKind_GROUP_CAP_LIMIT:
 			if c.Limit < 1 || c.Limit > sfq.MaxGroupCap {
-				return refusef(Invalid, "group cap %d (want 1..%d)", c.Limit, sfq.MaxGroupCap)
+				return refusef(Invalid, "", "group cap %d (want 1..%d)", c.Limit, sfq.MaxGroupCap)
 			}
 			set.TenantCap = c.Limit
 		default:
-			return refusef(Invalid, "group cap kind %v (want inherit, none or a limit)", c.CapKind)
+			return refusef(Invalid, "", "group cap kind %v (want inherit, none or a limit)", c.CapKind)
 		}
 	} else {
 		cp, err := GroupCapFromPB(c.CapKind, c.Limit)
@@ -421,7 +415,7 @@ func setGroupCap(set *sfq.GroupSettings, c *pb.SetGroup) Result {
 	return Result{}
 }
 
-func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {
+func (f *FSM) applyTenantDelete(c *clusterpb.TenantDelete) Result {
 	if r := f.checkTenantDelete(c); r.Refused() {
 		return r
 	}
@@ -437,21 +431,13 @@ func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {
 	return Result{}
 }
 
-func (f *FSM) applySetConfig(c *pb.SetConfig) Result {
+func (f *FSM) applySetConfig(c *clusterpb.SetConfig) Result {
 	cfg, err := ConfigFromPB(c.Config)
 	if err != nil {
 		return refuse(err)
 	}
 	if err := f.sched.SetConfig(cfg.Sched); err != nil {
 		return refuse(err)
-	}
-	if f.level < Level6 {
-		// Not state below Level6 (its encoding has no room for them):
-		// none, on every node, until set at Level6.
-		cfg.DefaultMaxQueued, cfg.MaxQueuedBytes = 0, 0
-	}
-	if f.level < Level7 {
-		cfg.MaxTotalQueuedBytes = 0 // likewise below Level7
 	}
 	f.cfg = cfg
 	f.configured = true
@@ -463,12 +449,21 @@ func (f *FSM) applySetConfig(c *pb.SetConfig) Result {
 // the command does not say, so that one entry never pauses Apply long.
 const DefaultPruneLimit = 10_000
 
-func (f *FSM) applyPrune(c *pb.Prune) Result {
+func (f *FSM) applyPrune(c *clusterpb.Prune) Result { return f.prune(c, pruneRules{}) }
+
+// pruneRules are what a prune's older meanings did otherwise
+// (applyFrozen).
+type pruneRules struct {
+	everyEndedByJobRetention bool // every ended job by the job retention (no dead-letter rules)
+	keepDrained              bool // a drained worker's record is never pruned
+}
+
+func (f *FSM) prune(c *clusterpb.Prune, rules pruneRules) Result {
 	limit := int(c.Limit)
 	if limit <= 0 || limit > 1_000_000 {
 		limit = DefaultPruneLimit
 	}
-	n := f.pruneJobs(limit)
+	n := f.pruneJobs(limit, rules.everyEndedByJobRetention)
 	// Events: beyond the count, or older than the age.
 	lost := f.webhookPruner()
 	for i := 0; i < limit; i++ {
@@ -492,7 +487,7 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 		n++
 	}
 	// Workers that hold nothing and were not seen within the job
-	// retention (drained ones too, from Level7).
+	// retention (drained ones too).
 	ids := make([]string, 0, len(f.workers))
 	for id := range f.workers {
 		ids = append(ids, id)
@@ -500,9 +495,7 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 	slices.Sort(ids)
 	for _, id := range ids {
 		w := f.workers[id]
-		// From Level7 a drained worker's record goes too (below it, drained
-		// records were kept for ever).
-		if _, live := f.workerJob(w); !live && (!w.Drained || f.level >= Level7) && w.LastSeen < f.clock-sfq.Time(f.cfg.JobRetentionMs) {
+		if _, live := f.workerJob(w); !live && (!w.Drained || !rules.keepDrained) && w.LastSeen < f.clock-sfq.Time(f.cfg.JobRetentionMs) {
 			delete(f.workers, id)
 			n++
 		}
@@ -510,9 +503,9 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 	return Result{Count: uint64(n)}
 }
 
-func (f *FSM) applyMemberUpsert(c *pb.MemberUpsert) Result {
+func (f *FSM) applyMemberUpsert(c *clusterpb.MemberUpsert) Result {
 	if c.Id == "" || c.RaftAddr == "" {
-		return refusef(Invalid, "member needs an id and a raft address")
+		return refusef(Invalid, "", "member needs an id and a raft address")
 	}
 	m := Member{ID: c.Id, RaftAddr: c.RaftAddr, GRPCAddr: c.GrpcAddr, HTTPAddr: c.HttpAddr}
 	i, found := slices.BinarySearchFunc(f.members, c.Id, func(m Member, id string) int { return strings.Compare(m.ID, id) })
@@ -524,7 +517,7 @@ func (f *FSM) applyMemberUpsert(c *pb.MemberUpsert) Result {
 	return Result{}
 }
 
-func (f *FSM) applyMemberRemove(c *pb.MemberRemove) Result {
+func (f *FSM) applyMemberRemove(c *clusterpb.MemberRemove) Result {
 	i, found := slices.BinarySearchFunc(f.members, c.Id, func(m Member, id string) int { return strings.Compare(m.ID, id) })
 	if found {
 		f.members = slices.Delete(f.members, i, i+1)
@@ -532,7 +525,7 @@ func (f *FSM) applyMemberRemove(c *pb.MemberRemove) Result {
 	return Result{}
 }
 
-func (f *FSM) applyWorkerDrain(c *pb.WorkerDrain) Result {
+func (f *FSM) applyWorkerDrain(c *clusterpb.WorkerDrain) Result {
 	if r := validWorkerID(c.WorkerId); r.Code != OK {
 		return r
 	}

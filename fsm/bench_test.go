@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -17,9 +18,9 @@ func benchFSM(b *testing.B, queued int) (*FSM, uint64) {
 	b.Helper()
 	f := NewLatest()
 	var index uint64
-	apply := func(cmds ...*pb.Command) {
+	apply := func(cmds ...*clusterpb.Command) {
 		index++
-		if _, err := f.ApplyEnvelope(index, &pb.Envelope{Version: Version, StampMs: int64(index), Commands: cmds}); err != nil {
+		if _, err := f.ApplyEnvelope(index, &clusterpb.Envelope{Version: Version, StampMs: int64(index), Commands: cmds}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -27,7 +28,7 @@ func benchFSM(b *testing.B, queued int) (*FSM, uint64) {
 		apply(tenant(fmt.Sprintf("t%d", i), pb.Tier(1+i%5)))
 	}
 	for i := 0; i < queued; i += 100 {
-		var cmds []*pb.Command
+		var cmds []*clusterpb.Command
 		for j := i; j < i+100 && j < queued; j++ {
 			cmds = append(cmds, submit(fmt.Sprintf("t%d", j%1000), "", 1000, "run"))
 		}
@@ -37,10 +38,10 @@ func benchFSM(b *testing.B, queued int) (*FSM, uint64) {
 }
 
 // logs encodes one single-command entry per op.
-func logs(b *testing.B, first uint64, n int, cmd func(i int) *pb.Command) []*raft.Log {
+func logs(b *testing.B, first uint64, n int, cmd func(i int) *clusterpb.Command) []*raft.Log {
 	out := make([]*raft.Log, n)
 	for i := range out {
-		data, err := Encode(&pb.Envelope{Version: Version, StampMs: int64(first) + int64(i), Commands: []*pb.Command{cmd(i)}})
+		data, err := Encode(&clusterpb.Envelope{Version: Version, StampMs: int64(first) + int64(i), Commands: []*clusterpb.Command{cmd(i)}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -70,19 +71,19 @@ func runLogs(b *testing.B, f *FSM, ls []*raft.Log) {
 func BenchmarkApply(b *testing.B) {
 	b.Run("submit", func(b *testing.B) {
 		f, idx := benchFSM(b, 100_000)
-		ls := logs(b, idx+1, b.N, func(i int) *pb.Command { return submit(fmt.Sprintf("t%d", i%1000), "", 1000, "run") })
+		ls := logs(b, idx+1, b.N, func(i int) *clusterpb.Command { return submit(fmt.Sprintf("t%d", i%1000), "", 1000, "run") })
 		runLogs(b, f, ls)
 	})
 	b.Run("submit-keyed", func(b *testing.B) {
 		f, idx := benchFSM(b, 100_000)
-		ls := logs(b, idx+1, b.N, func(i int) *pb.Command {
+		ls := logs(b, idx+1, b.N, func(i int) *clusterpb.Command {
 			return submit(fmt.Sprintf("t%d", i%1000), fmt.Sprintf("key-%d", i), 1000, "run")
 		})
 		runLogs(b, f, ls)
 	})
 	b.Run("dispatch", func(b *testing.B) {
 		f, idx := benchFSM(b, b.N+1000)
-		ls := logs(b, idx+1, b.N, func(i int) *pb.Command { return dispatch(fmt.Sprintf("w%d", i), 1) })
+		ls := logs(b, idx+1, b.N, func(i int) *clusterpb.Command { return dispatch(fmt.Sprintf("w%d", i), 1) })
 		runLogs(b, f, ls)
 	})
 	// The worker events need jobs in the right state first; jobs[i] is the
@@ -90,12 +91,12 @@ func BenchmarkApply(b *testing.B) {
 	prepared := func(b *testing.B, start bool) (*FSM, uint64, []uint64) {
 		f, idx := benchFSM(b, b.N+1000)
 		jobs := make([]uint64, b.N)
-		for i, l := range logs(b, idx+1, b.N, func(i int) *pb.Command { return dispatch(fmt.Sprintf("w%d", i), 1) }) {
+		for i, l := range logs(b, idx+1, b.N, func(i int) *clusterpb.Command { return dispatch(fmt.Sprintf("w%d", i), 1) }) {
 			jobs[i] = uint64(f.Apply(l).([]Result)[0].Job)
 		}
 		idx += uint64(b.N)
 		if start {
-			for _, l := range logs(b, idx+1, b.N, func(i int) *pb.Command { return started(jobs[i], 1, fmt.Sprintf("w%d", i)) }) {
+			for _, l := range logs(b, idx+1, b.N, func(i int) *clusterpb.Command { return started(jobs[i], 1, fmt.Sprintf("w%d", i)) }) {
 				f.Apply(l)
 			}
 			idx += uint64(b.N)
@@ -104,27 +105,27 @@ func BenchmarkApply(b *testing.B) {
 	}
 	b.Run("started", func(b *testing.B) {
 		f, idx, jobs := prepared(b, false)
-		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *pb.Command { return started(jobs[i], 1, fmt.Sprintf("w%d", i)) }))
+		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *clusterpb.Command { return started(jobs[i], 1, fmt.Sprintf("w%d", i)) }))
 	})
 	b.Run("heartbeat", func(b *testing.B) {
 		f, idx, jobs := prepared(b, true)
-		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *pb.Command {
-			return &pb.Command{Cmd: &pb.Command_Heartbeats{Heartbeats: &pb.HeartbeatBatch{Heartbeats: []*pb.Heartbeat{{Job: jobs[i], Attempt: 1, WorkerId: fmt.Sprintf("w%d", i), CpuMs: 10}}}}}
+		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *clusterpb.Command {
+			return &clusterpb.Command{Cmd: &clusterpb.Command_Heartbeats{Heartbeats: &clusterpb.HeartbeatBatch{Heartbeats: []*clusterpb.Heartbeat{{Job: jobs[i], Attempt: 1, WorkerId: fmt.Sprintf("w%d", i), CpuMs: 10}}}}}
 		}))
 	})
 	b.Run("finished", func(b *testing.B) {
 		f, idx, jobs := prepared(b, true)
-		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *pb.Command { return finished(jobs[i], 1, fmt.Sprintf("w%d", i), 900) }))
+		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *clusterpb.Command { return finished(jobs[i], 1, fmt.Sprintf("w%d", i), 900) }))
 	})
 	b.Run("cancel", func(b *testing.B) {
 		f, idx := benchFSM(b, b.N+1000)
-		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *pb.Command {
-			return &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: fmt.Sprintf("t%d", i%1000), Job: uint64(i + 1)}}}
+		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *clusterpb.Command {
+			return &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: fmt.Sprintf("t%d", i%1000), Job: uint64(i + 1)}}}
 		}))
 	})
 	b.Run("tenant-upsert", func(b *testing.B) {
 		f, idx := benchFSM(b, 100_000)
-		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *pb.Command { return tenant(fmt.Sprintf("t%d", i%1000), pb.Tier(1+i%5)) }))
+		runLogs(b, f, logs(b, idx+1, b.N, func(i int) *clusterpb.Command { return tenant(fmt.Sprintf("t%d", i%1000), pb.Tier(1+i%5)) }))
 	})
 }
 
@@ -138,17 +139,17 @@ func BenchmarkApplyKeyedBatch(b *testing.B) {
 	const held, batch = 2_000_000, 100
 	f := NewLatest()
 	var index uint64
-	apply := func(cmds []*pb.Command) {
+	apply := func(cmds []*clusterpb.Command) {
 		index++
-		if _, err := f.ApplyEnvelope(index, &pb.Envelope{Version: Version, StampMs: int64(index), Commands: cmds}); err != nil {
+		if _, err := f.ApplyEnvelope(index, &clusterpb.Envelope{Version: Version, StampMs: int64(index), Commands: cmds}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for i := range 100 {
-		apply([]*pb.Command{tenant(fmt.Sprintf("t%d", i), pb.Tier(1+i%5))})
+		apply([]*clusterpb.Command{tenant(fmt.Sprintf("t%d", i), pb.Tier(1+i%5))})
 	}
-	keyed := func(n int) []*pb.Command {
-		cmds := make([]*pb.Command, batch)
+	keyed := func(n int) []*clusterpb.Command {
+		cmds := make([]*clusterpb.Command, batch)
 		for i := range cmds {
 			k := n*batch + i
 			cmds[i] = submit(fmt.Sprintf("t%d", k%100), fmt.Sprintf("order-%09d", k), 1000, "run")
@@ -162,7 +163,7 @@ func BenchmarkApplyKeyedBatch(b *testing.B) {
 	ls := make([]*raft.Log, b.N)
 	for i := range ls {
 		index++
-		data, err := Encode(&pb.Envelope{Version: Version, StampMs: int64(index), Commands: keyed(n)})
+		data, err := Encode(&clusterpb.Envelope{Version: Version, StampMs: int64(index), Commands: keyed(n)})
 		if err != nil {
 			b.Fatal(err)
 		}

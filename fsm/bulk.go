@@ -4,9 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"strings"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -134,7 +134,7 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 	for _, n := range f.States {
 		s, err := sfq.ParseState(n)
 		if err != nil || !op.allows(s) {
-			return b, invalidf("filter.states: %q is not a state %s takes (want %s)", n, op, op.stateNames())
+			return b, invalidf("filter.states", "%q is not a state %s takes (want %s)", n, op, op.stateNames())
 		}
 		b.states |= 1 << s
 	}
@@ -146,19 +146,19 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 		}
 	}
 	if len(f.JobType) > sfq.MaxNameLen {
-		return b, invalidf("filter.job_type: %d bytes, at most %d", len(f.JobType), sfq.MaxNameLen)
+		return b, invalidf("filter.job_type", "%d bytes, at most %d", len(f.JobType), sfq.MaxNameLen)
 	}
 	if f.Group != "" {
 		if err := sfq.ValidateGroupName(f.Group); err != nil {
-			return b, invalidf("filter.group: %s", err)
+			return b, invalidf("filter.group", "%s", err)
 		}
 	}
 	if f.SubmittedFromMs < 0 || f.SubmittedToMs < 0 || (f.SubmittedToMs != 0 && f.SubmittedToMs <= f.SubmittedFromMs) {
-		return b, invalidf("filter submit times [%d, %d) ms: want 0 <= from < to (0 = no bound)", f.SubmittedFromMs, f.SubmittedToMs)
+		return b, invalidf("", "filter submit times [%d, %d) ms: want 0 <= from < to (0 = no bound)", f.SubmittedFromMs, f.SubmittedToMs)
 	}
 	if f.Pool != "" {
 		if err := sfq.ValidatePoolName(f.Pool); err != nil {
-			return b, invalidf("filter.pool: %s", err)
+			return b, invalidf("filter.pool", "%s", err)
 		}
 	}
 	b.typ, b.group, b.pool = f.JobType, f.Group, f.Pool
@@ -168,31 +168,31 @@ func parseFilter(op BulkOp, f *pb.JobFilter) (bulkFilter, error) {
 
 // ValidateBulk checks a bulk command's own fields and names the field in
 // its error: the edge and Apply both call it.
-func ValidateBulk(op BulkOp, c *pb.BulkJobs) error {
+func ValidateBulk(op BulkOp, c *clusterpb.BulkJobs) error {
 	if c.Tenant == "" {
-		return invalidf("tenant: required")
+		return invalidf("tenant", "required")
 	}
 	switch {
 	case len(c.Jobs) > 0 && c.Filter != nil:
-		return invalidf("jobs and filter: give one, not both")
+		return invalidf("", "jobs and filter: give one, not both")
 	case len(c.Jobs) == 0 && c.Filter == nil:
-		return invalidf("jobs or filter: one is required")
+		return invalidf("", "jobs or filter: one is required")
 	case len(c.Jobs) > MaxBulkJobs:
-		return invalidf("jobs: %d IDs, at most %d a call", len(c.Jobs), MaxBulkJobs)
+		return invalidf("jobs", "%d IDs, at most %d a call", len(c.Jobs), MaxBulkJobs)
 	case c.After != 0 && c.Filter == nil:
-		return invalidf("after: a continuation needs a filter")
+		return invalidf("after", "a continuation needs a filter")
 	case c.MaxAttempts != 0 && op != BulkRedrive:
-		return invalidf("max_attempts: only a redrive sets it")
+		return invalidf("max_attempts", "only a redrive sets it")
 	case c.MaxAttempts > sfq.MaxMaxAttempts:
-		return invalidf("max_attempts: %d (want 1..%d, or 0 to keep each job's)", c.MaxAttempts, sfq.MaxMaxAttempts)
+		return invalidf("max_attempts", "%d (want 1..%d, or 0 to keep each job's)", c.MaxAttempts, sfq.MaxMaxAttempts)
 	case c.SinceMs < 0 || (c.SinceMs != 0 && c.Filter == nil):
-		return invalidf("since_ms: %d (want a positive duration, with a filter)", c.SinceMs)
+		return invalidf("since_ms", "%d (want a positive duration, with a filter)", c.SinceMs)
 	case len(c.RequestKey) > sfq.MaxNameLen:
-		return invalidf("request_key: %d bytes, at most %d", len(c.RequestKey), sfq.MaxNameLen)
+		return invalidf("request_key", "%d bytes, at most %d", len(c.RequestKey), sfq.MaxNameLen)
 	}
 	for i, id := range c.Jobs {
 		if id == 0 {
-			return invalidf("jobs[%d]: job ID 0", i)
+			return invalidf("", "jobs[%d]: job ID 0", i)
 		}
 	}
 	if c.Filter != nil {
@@ -205,7 +205,7 @@ func ValidateBulk(op BulkOp, c *pb.BulkJobs) error {
 
 // bulkDigest hashes a deterministic encoding of every field of the
 // request: a retry with the same key is the same request only if equal.
-func bulkDigest(op BulkOp, c *pb.BulkJobs) [16]byte {
+func bulkDigest(op BulkOp, c *clusterpb.BulkJobs) [16]byte {
 	b := []byte{'b', byte(op)}
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
@@ -247,7 +247,7 @@ func bulkDigest(op BulkOp, c *pb.BulkJobs) [16]byte {
 // SelectBulk returns the jobs a bulk command looks at, in order: its IDs,
 // or the first MaxBulkJobs matches of its filter from After on, with the
 // continuation (0: no match is left). The command must be valid.
-func SelectBulk(sc *sfq.Scheduler, op BulkOp, c *pb.BulkJobs) (ids []sfq.JobID, next sfq.JobID) {
+func SelectBulk(sc *sfq.Scheduler, op BulkOp, c *clusterpb.BulkJobs) (ids []sfq.JobID, next sfq.JobID) {
 	if c.Filter == nil {
 		ids = make([]sfq.JobID, len(c.Jobs))
 		for i, id := range c.Jobs {
@@ -286,7 +286,7 @@ func SelectBulk(sc *sfq.Scheduler, op BulkOp, c *pb.BulkJobs) (ids []sfq.JobID, 
 // DryRun lists what a bulk command would do now, without doing it: each
 // job it would act on, and those of its IDs it would skip with the
 // reason. The quota, class ceiling and max_groups are Apply's to check.
-func DryRun(sc *sfq.Scheduler, op BulkOp, c *pb.BulkJobs) *BulkResult {
+func DryRun(sc *sfq.Scheduler, op BulkOp, c *clusterpb.BulkJobs) *BulkResult {
 	ids, next := SelectBulk(sc, op, c)
 	res := &BulkResult{Next: next}
 	for _, id := range ids {
@@ -316,7 +316,7 @@ func (r *BulkResult) add(it BulkItem) {
 	}
 }
 
-func (f *FSM) applyBulk(op BulkOp, c *pb.BulkJobs) Result {
+func (f *FSM) applyBulk(op BulkOp, c *clusterpb.BulkJobs) Result {
 	if r := f.checkBulk(op, c); r.Refused() || r.Bulk != nil {
 		return r
 	}
@@ -405,22 +405,16 @@ func (f *FSM) cancelOne(id sfq.JobID) BulkItem {
 	return BulkItem{Job: id, Done: true, State: j.State}
 }
 
-// reasonOf is a refusal's message without its sentinel's prefix.
-func reasonOf(err error) string {
-	msg := refuse(err).Msg
-	for _, p := range []string{sfq.ErrRefused.Error() + ": ", sfq.ErrUnknownTenant.Error() + ": "} {
-		msg = strings.TrimPrefix(msg, p)
-	}
-	return msg
-}
+// reasonOf is a refusal's message, an item's reason.
+func reasonOf(err error) string { return refuse(err).Msg }
 
-// pruneJobs removes ended jobs past their retention: below Level5 every
-// ended job by the job retention, as before; from Level5 on completed
-// jobs by the job retention, dead letters by theirs, then the oldest dead
-// letters of every tenant over its bounds.
-func (f *FSM) pruneJobs(limit int) int {
+// pruneJobs removes ended jobs past their retention: completed jobs by
+// the job retention, dead letters by theirs, then the oldest dead letters
+// of every tenant over its bounds (or, with everyEnded, every ended job by
+// the job retention: the meaning below level 5).
+func (f *FSM) pruneJobs(limit int, everyEnded bool) int {
 	cutoff := f.clock - sfq.Time(f.cfg.JobRetentionMs)
-	if f.level < Level5 {
+	if everyEnded {
 		return f.sched.Prune(cutoff, limit)
 	}
 	n := f.sched.PruneEnded(cutoff, f.clock-sfq.Time(f.cfg.DeadLetterRetentionMs), limit)
@@ -432,7 +426,7 @@ func (f *FSM) pruneJobs(limit int) int {
 
 // jobsPruneDue reports whether pruneJobs at now would find anything.
 func (f *FSM) jobsPruneDue(now sfq.Time) bool {
-	if f.level < Level5 {
+	if pruneEveryEndedByJobRetention(f.level) {
 		at, ok := f.sched.OldestEnded()
 		return ok && at < now-sfq.Time(f.cfg.JobRetentionMs)
 	}
@@ -455,13 +449,13 @@ func (r *BulkResult) String() string {
 
 // BulkOf returns the operation and arguments of a bulk command (Redrive,
 // CancelJobs or Purge); ok is false for any other.
-func BulkOf(c *pb.Command) (op BulkOp, args *pb.BulkJobs, ok bool) {
+func BulkOf(c *clusterpb.Command) (op BulkOp, args *clusterpb.BulkJobs, ok bool) {
 	switch x := c.GetCmd().(type) {
-	case *pb.Command_Redrive:
+	case *clusterpb.Command_Redrive:
 		return BulkRedrive, x.Redrive, true
-	case *pb.Command_CancelJobs:
+	case *clusterpb.Command_CancelJobs:
 		return BulkCancel, x.CancelJobs, true
-	case *pb.Command_Purge:
+	case *clusterpb.Command_Purge:
 		return BulkPurge, x.Purge, true
 	}
 	return 0, nil, false

@@ -10,13 +10,14 @@ import (
 	"pgregory.net/rapid"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
 // randomBulk draws a Redrive, CancelJobs or Purge against the small world
 // of randomCommand.
-func randomBulk(t *rapid.T, tenants []string, job uint64) *pb.Command {
-	c := &pb.BulkJobs{Tenant: rapid.SampledFrom(tenants).Draw(t, "btenant"),
+func randomBulk(t *rapid.T, tenants []string, job uint64) *clusterpb.Command {
+	c := &clusterpb.BulkJobs{Tenant: rapid.SampledFrom(tenants).Draw(t, "btenant"),
 		RequestKey: rapid.SampledFrom([]string{"", "r1", "r2"}).Draw(t, "rkey")}
 	if rapid.Bool().Draw(t, "byids") {
 		c.Jobs = []uint64{job, job + 1}
@@ -27,21 +28,25 @@ func randomBulk(t *rapid.T, tenants []string, job uint64) *pb.Command {
 	switch rapid.IntRange(0, 2).Draw(t, "bulkop") {
 	case 0:
 		c.MaxAttempts = uint32(rapid.IntRange(0, 4).Draw(t, "bmax"))
-		return &pb.Command{Cmd: &pb.Command_Redrive{Redrive: c}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Redrive{Redrive: c}}
 	case 1:
-		return &pb.Command{Cmd: &pb.Command_CancelJobs{CancelJobs: c}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_CancelJobs{CancelJobs: c}}
 	}
-	return &pb.Command{Cmd: &pb.Command_Purge{Purge: c}}
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Purge{Purge: c}}
 }
 
-func redriveCmd(c *pb.BulkJobs) *pb.Command { return &pb.Command{Cmd: &pb.Command_Redrive{Redrive: c}} }
-func cancelJobsCmd(c *pb.BulkJobs) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_CancelJobs{CancelJobs: c}}
+func redriveCmd(c *clusterpb.BulkJobs) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Redrive{Redrive: c}}
 }
-func purgeCmd(c *pb.BulkJobs) *pb.Command { return &pb.Command{Cmd: &pb.Command_Purge{Purge: c}} }
+func cancelJobsCmd(c *clusterpb.BulkJobs) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_CancelJobs{CancelJobs: c}}
+}
+func purgeCmd(c *clusterpb.BulkJobs) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Purge{Purge: c}}
+}
 
-func failedRun(job uint64, attempt uint32, worker string) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: job, Attempt: attempt, WorkerId: worker, Outcome: pb.Outcome_FAILED, CpuMs: 5, ExitCode: 3}}}
+func failedRun(job uint64, attempt uint32, worker string) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: job, Attempt: attempt, WorkerId: worker, Outcome: pb.Outcome_FAILED, CpuMs: 5, ExitCode: 3}}}
 }
 
 // failJobs submits n jobs of tenant with max_attempts 1 and fails each
@@ -49,7 +54,7 @@ func failedRun(job uint64, attempt uint32, worker string) *pb.Command {
 func (h *harness) failJobs(tenant string, n int, group string) {
 	h.t.Helper()
 	for range n {
-		r := h.one(submitJob(&pb.SubmitJob{Tenant: tenant, Size: pb.Size_MD, EstCostMs: 100, MaxAttempts: 1, Group: group, Payload: []byte("p")}))
+		r := h.one(submitJob(&clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size_MD, EstCostMs: 100, MaxAttempts: 1, Group: group, Payload: []byte("p")}))
 		if r.Code != OK {
 			h.t.Fatalf("submit: %v", r.Err())
 		}
@@ -91,7 +96,7 @@ func TestRedriveByIDs(t *testing.T) {
 	h.one(submit("acme", "", 1, "")) // job 3 queued
 	h.one(submit("beta", "", 1, "")) // job 4, another tenant's
 	events := h.f.nextEvent
-	r := h.one(redriveCmd(&pb.BulkJobs{Tenant: "acme", Jobs: []uint64{2, 3, 4, 99, 2}, MaxAttempts: 5, RequestKey: "rq1"}))
+	r := h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "acme", Jobs: []uint64{2, 3, 4, 99, 2}, MaxAttempts: 5, RequestKey: "rq1"}))
 	if r.Code != OK || r.Bulk == nil {
 		t.Fatalf("redrive: %+v", r)
 	}
@@ -112,14 +117,14 @@ func TestRedriveByIDs(t *testing.T) {
 		t.Fatalf("events %s", got)
 	}
 	before, _ := h.f.Hash()
-	again := h.one(redriveCmd(&pb.BulkJobs{Tenant: "acme", Jobs: []uint64{2, 3, 4, 99, 2}, MaxAttempts: 5, RequestKey: "rq1"}))
+	again := h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "acme", Jobs: []uint64{2, 3, 4, 99, 2}, MaxAttempts: 5, RequestKey: "rq1"}))
 	if again.Code != OK || !again.Bulk.Duplicate || len(again.Bulk.Items) != 0 || again.Bulk.Next != 0 {
 		t.Fatalf("retry: %+v %+v", again, again.Bulk)
 	}
 	if after, _ := h.f.Hash(); after != before {
 		t.Fatal("a retried redrive changed the state")
 	}
-	other := h.one(redriveCmd(&pb.BulkJobs{Tenant: "acme", Jobs: []uint64{1}, RequestKey: "rq1"}))
+	other := h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "acme", Jobs: []uint64{1}, RequestKey: "rq1"}))
 	if other.Code != AlreadyExists || other.Msg != `request key "rq1" of tenant "acme" was used for another request` {
 		t.Fatalf("other content: %+v", other)
 	}
@@ -147,19 +152,19 @@ func TestRedriveFilterLimit(t *testing.T) {
 	h.failJobs("acme", n, "")
 	h.failJobs("acme", 3, "g1") // jobs 10006..10008
 	h.one(submit("acme", "", 1, ""))
-	r := h.one(redriveCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{States: []string{"failed"}}}))
+	r := h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{States: []string{"failed"}}}))
 	if r.Code != OK || r.Bulk.Done != MaxBulkJobs || r.Bulk.Skipped != 0 || r.Bulk.Next != MaxBulkJobs+1 {
 		t.Fatalf("first call: done %d skipped %d next %d", r.Bulk.Done, r.Bulk.Skipped, r.Bulk.Next)
 	}
 	if r.Bulk.Items[0].Job != 1 || r.Bulk.Items[MaxBulkJobs-1].Job != MaxBulkJobs {
 		t.Fatalf("first call took %d..%d", r.Bulk.Items[0].Job, r.Bulk.Items[MaxBulkJobs-1].Job)
 	}
-	r = h.one(redriveCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{States: []string{"failed"}, Group: "g1"}, After: uint64(r.Bulk.Next)}))
+	r = h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{States: []string{"failed"}, Group: "g1"}, After: uint64(r.Bulk.Next)}))
 	if got := items(r.Bulk); got != "10006:queued; 10007:queued; 10008:queued" || r.Bulk.Next != 0 {
 		t.Fatalf("group g1: %s next %d", got, r.Bulk.Next)
 	}
 	j, _ := h.job(10002)
-	r = h.one(redriveCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{SubmittedFromMs: int64(j.SubmittedAt), SubmittedToMs: int64(j.SubmittedAt) + 1}}))
+	r = h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{SubmittedFromMs: int64(j.SubmittedAt), SubmittedToMs: int64(j.SubmittedAt) + 1}}))
 	if r.Code != OK || r.Bulk.Done != 5 || r.Bulk.Next != 0 {
 		t.Fatalf("by submit time: %s", items(r.Bulk))
 	}
@@ -175,12 +180,12 @@ func TestRedriveQuota(t *testing.T) {
 	h := newHarness(t)
 	h.one(tenant("acme", pb.Tier_GOLD))
 	h.failJobs("acme", 4, "")
-	h.one(upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxQueued: 2}}))
-	r := h.one(redriveCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}))
+	h.one(upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxQueued: 2}}))
+	r := h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}))
 	if got := items(r.Bulk); got != "1:queued; 2:queued" || r.Bulk.Next != 3 || r.Bulk.Stopped != `tenant "acme" has 2 queued jobs, its max_queued quota` {
 		t.Fatalf("filter: %s next %d stopped %q", got, r.Bulk.Next, r.Bulk.Stopped)
 	}
-	r = h.one(redriveCmd(&pb.BulkJobs{Tenant: "acme", Jobs: []uint64{3, 4}}))
+	r = h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "acme", Jobs: []uint64{3, 4}}))
 	want := `3 skipped tenant "acme" has 2 queued jobs, its max_queued quota; 4 skipped tenant "acme" has 2 queued jobs, its max_queued quota`
 	if got := items(r.Bulk); got != want || r.Bulk.Done != 0 {
 		t.Fatalf("ids: %s", got)
@@ -202,26 +207,26 @@ func TestCancelJobsAndPurge(t *testing.T) {
 	h.one(submit("acme", "", 1, ""))
 	h.one(submit("acme", "", 1, ""))
 	d := h.one(dispatch("w2", 1)) // job 2 assigned
-	r := h.one(cancelJobsCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}))
+	r := h.one(cancelJobsCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}))
 	if got := items(r.Bulk); got != "2:assigned; 3:cancelled" {
 		t.Fatalf("cancel: %s", got)
 	}
 	if j, _ := h.job(2); j.Cancel != sfq.CancelRequested {
 		t.Fatalf("job 2 cancel %s", j.Cancel)
 	}
-	r = h.one(cancelJobsCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}))
+	r = h.one(cancelJobsCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}))
 	if got := items(r.Bulk); got != "2 skipped cancel already requested" {
 		t.Fatalf("cancel again: %s", got)
 	}
 	h.one(finished(uint64(d.Job), d.Attempt, "w2", 5)) // completes job 2
-	r = h.one(purgeCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{States: []string{"failed", "completed"}}}))
+	r = h.one(purgeCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{States: []string{"failed", "completed"}}}))
 	if got := items(r.Bulk); got != "1:none; 2:none" {
 		t.Fatalf("purge: %s", got)
 	}
 	if _, ok := h.job(1); ok {
 		t.Fatal("job 1 kept")
 	}
-	if r := h.one(purgeCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{States: []string{"queued"}}})); r.Code != Invalid ||
+	if r := h.one(purgeCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{States: []string{"queued"}}})); r.Code != Invalid ||
 		r.Msg != `filter.states: "queued" is not a state Purge takes (want completed, failed, cancelled, timed_out or expired)` {
 		t.Fatalf("purge queued: %+v", r)
 	}
@@ -241,14 +246,14 @@ func TestFeatureLevel5Bulk(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DeadLetterMaxJobs = 7
 	refused := []levelCase{
-		{redriveCmd(&pb.BulkJobs{Tenant: "acme", Jobs: []uint64{1}}), "Redrive"},
-		{cancelJobsCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}), "CancelJobs"},
-		{purgeCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}), "Purge"},
-		{&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}}, "dead_letter_max_jobs"},
+		{redriveCmd(&clusterpb.BulkJobs{Tenant: "acme", Jobs: []uint64{1}}), "Redrive"},
+		{cancelJobsCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}), "CancelJobs"},
+		{purgeCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}), "Purge"},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}}, "dead_letter_max_jobs"},
 	}
 	h.refusedBelow(Level5, refused)
 	// The defaults pass at level 4 (a client echoing GetConfig).
-	if r := h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(DefaultConfig())}}}); r.Code != OK {
+	if r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(DefaultConfig())}}}); r.Code != OK {
 		t.Fatalf("defaults at level 4: %v", r.Err())
 	}
 	v, _ := h.f.Freeze()
@@ -290,7 +295,7 @@ func TestDeadLetterRetention(t *testing.T) {
 		if level == Level5 {
 			cfg.DeadLetterMaxJobs = 2
 		}
-		h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
+		h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}})
 		h.failJobs("acme", 3, "")        // jobs 1..3 failed
 		h.one(submit("acme", "", 1, "")) // job 4
 		d := h.one(dispatch("w2", 1))
@@ -299,7 +304,7 @@ func TestDeadLetterRetention(t *testing.T) {
 		if due != (level == Level5) {
 			t.Fatalf("level %d: prune due %v at once", level, due)
 		}
-		r := h.one(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}})
+		r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}})
 		var kept []sfq.JobID
 		for id := sfq.JobID(1); id <= 4; id++ {
 			if _, ok := h.job(id); ok {
@@ -313,7 +318,7 @@ func TestDeadLetterRetention(t *testing.T) {
 		if !h.f.PruneDue(h.now) {
 			t.Fatalf("level %d: nothing due after the job retention", level)
 		}
-		h.one(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}})
+		h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}})
 		kept = nil
 		for id := sfq.JobID(1); id <= 4; id++ {
 			if _, ok := h.job(id); ok {
@@ -325,7 +330,7 @@ func TestDeadLetterRetention(t *testing.T) {
 		}
 		if level == Level5 {
 			h.now += DefaultDeadLetterRetentionMs
-			h.one(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}})
+			h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}})
 			if _, ok := h.job(2); ok {
 				t.Fatal("a dead letter outlived its retention")
 			}
@@ -353,8 +358,8 @@ func BenchmarkRedrive10000(b *testing.B) {
 			h.one(finished(uint64(d.Job), d.Attempt, "w2", 1))
 		}
 		b.StartTimer()
-		r := h.one(redriveCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}))
-		c := h.one(cancelJobsCmd(&pb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}))
+		r := h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}))
+		c := h.one(cancelJobsCmd(&clusterpb.BulkJobs{Tenant: "acme", Filter: &pb.JobFilter{}}))
 		b.StopTimer()
 		if r.Bulk.Done != MaxBulkJobs || c.Bulk.Done != MaxBulkJobs {
 			b.Fatalf("redriven %d, cancelled %d", r.Bulk.Done, c.Bulk.Done)
@@ -371,8 +376,8 @@ func TestKeyOfAPurgedJob(t *testing.T) {
 	h := newHarness(t)
 	h.one(tenant("acme", pb.Tier_GOLD))
 	first := h.one(submit("acme", "k1", 1, ""))
-	h.one(cancelJobsCmd(&pb.BulkJobs{Tenant: "acme", Jobs: []uint64{uint64(first.Job)}}))
-	if r := h.one(purgeCmd(&pb.BulkJobs{Tenant: "acme", Jobs: []uint64{uint64(first.Job)}})); items(r.Bulk) != fmt.Sprintf("%d:none", first.Job) {
+	h.one(cancelJobsCmd(&clusterpb.BulkJobs{Tenant: "acme", Jobs: []uint64{uint64(first.Job)}}))
+	if r := h.one(purgeCmd(&clusterpb.BulkJobs{Tenant: "acme", Jobs: []uint64{uint64(first.Job)}})); items(r.Bulk) != fmt.Sprintf("%d:none", first.Job) {
 		t.Fatalf("purge: %s", items(r.Bulk))
 	}
 	h.now += 1000

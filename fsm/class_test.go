@@ -5,14 +5,17 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
-func upsert(u *pb.TenantUpsert) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: u}}
+func upsert(u *clusterpb.TenantUpsert) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: u}}
 }
 
-func submitJob(c *pb.SubmitJob) *pb.Command { return &pb.Command{Cmd: &pb.Command_Submit{Submit: c}} }
+func submitJob(c *clusterpb.SubmitJob) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: c}}
+}
 
 // TestApplyRechecksClassAndDeadlines: max_class and allow_deadlines are
 // checked again when the submit is applied, so that a tenant update that
@@ -20,9 +23,9 @@ func submitJob(c *pb.SubmitJob) *pb.Command { return &pb.Command{Cmd: &pb.Comman
 // names the rule.
 func TestApplyRechecksClassAndDeadlines(t *testing.T) {
 	h := newHarness(t)
-	h.one(upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, MaxClass: pb.Class_CRITICAL, AllowDeadlines: true}))
-	crit := &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, JobClass: pb.Class_CRITICAL}
-	dl := &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, DeadlineMs: 5000}
+	h.one(upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, MaxClass: pb.Class_CRITICAL, AllowDeadlines: true}))
+	crit := &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, JobClass: pb.Class_CRITICAL}
+	dl := &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, DeadlineMs: 5000}
 	if r := h.one(submitJob(crit)); r.Code != OK {
 		t.Fatalf("critical submit while allowed: %+v", r)
 	}
@@ -30,7 +33,7 @@ func TestApplyRechecksClassAndDeadlines(t *testing.T) {
 		t.Fatalf("deadline submit while allowed: %+v", r)
 	}
 	// The admin takes both grants back; the same submits are refused.
-	h.one(upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}))
+	h.one(upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}))
 	r := h.one(submitJob(crit))
 	if r.Code != PermissionDenied || r.Err().Error() != "PERMISSION_DENIED: class critical is above tenant acme's max_class normal" {
 		t.Fatalf("critical submit after the downgrade: %v", r.Err())
@@ -41,18 +44,18 @@ func TestApplyRechecksClassAndDeadlines(t *testing.T) {
 	}
 	// low is always allowed; normal is the default ceiling.
 	for _, c := range []pb.Class{pb.Class_LOW, pb.Class_NORMAL, pb.Class_CLASS_UNSPECIFIED} {
-		if r := h.one(submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, JobClass: c})); r.Code != OK {
+		if r := h.one(submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, JobClass: c})); r.Code != OK {
 			t.Fatalf("class %v: %v", c, r.Err())
 		}
 	}
-	if r := h.one(submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, JobClass: pb.Class(9)})); r.Code != Invalid {
+	if r := h.one(submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, JobClass: pb.Class(9)})); r.Code != Invalid {
 		t.Fatalf("class 9: %+v", r)
 	}
-	r = h.one(submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, DeadlineMs: 999}))
+	r = h.one(submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, DeadlineMs: 999}))
 	if r.Code != Invalid || r.Msg != "deadline_ms: 999 is out of range (0 = none, else 1 s .. 1 year after the submit)" {
 		t.Fatalf("a deadline under a second: %+v", r)
 	}
-	if got := ResultToPB(Result{Code: PermissionDenied}).Code; got != pb.Code_CODE_PERMISSION_DENIED {
+	if got := ResultToPB(Result{Code: PermissionDenied}).Code; got != clusterpb.Code_CODE_PERMISSION_DENIED {
 		t.Fatalf("PermissionDenied is %v in the proto", got)
 	}
 }
@@ -61,9 +64,9 @@ func TestApplyRechecksClassAndDeadlines(t *testing.T) {
 // still runs; its dispatch result and assigned event say so.
 func TestDeadlineMissedEvent(t *testing.T) {
 	h := newHarness(t)
-	h.one(upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, AllowDeadlines: true}))
-	h.one(submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000, DeadlineMs: 2000}))
-	h.one(submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000, DeadlineMs: 60_000}))
+	h.one(upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, AllowDeadlines: true}))
+	h.one(submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000, DeadlineMs: 2000}))
+	h.one(submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000, DeadlineMs: 60_000}))
 	h.now += 2000 // exactly at the deadline of job 1: not missed yet
 	if r := h.one(dispatch("w1", 1)); !r.Assigned || r.Job != 1 || r.DeadlineMissed {
 		t.Fatalf("dispatch at the deadline: %+v", r)
@@ -90,8 +93,8 @@ func TestDeadlineMissedEvent(t *testing.T) {
 // the upgrade still match their retries); a class or a deadline is part
 // of the content.
 func TestSubmitDigestStable(t *testing.T) {
-	mk := func() *pb.SubmitJob {
-		return &pb.SubmitJob{Tenant: "acme", IdempotencyKey: "k", JobType: "t", Size: pb.Size_MD, EstCostMs: 1500, Payload: []byte("p"), MaxAttempts: 2, TimeoutMs: 9}
+	mk := func() *clusterpb.SubmitJob {
+		return &clusterpb.SubmitJob{Tenant: "acme", IdempotencyKey: "k", JobType: "t", Size: pb.Size_MD, EstCostMs: 1500, Payload: []byte("p"), MaxAttempts: 2, TimeoutMs: 9}
 	}
 	base := mk()
 	// The digest this submit had before classes existed.
@@ -156,9 +159,9 @@ func TestEstimateConfig(t *testing.T) {
 		t.Fatalf("negative default cost: %v", err)
 	}
 	h := newHarness(t)
-	h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}})
 	h.one(tenant("acme", pb.Tier_GOLD))
-	if r := h.one(submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM})); r.Code != OK {
+	if r := h.one(submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM})); r.Code != OK {
 		t.Fatalf("a submit without a cost under estimate=auto: %+v", r)
 	}
 	if j, _ := h.job(1); j.EstCostMs != 90_000 || j.EstSource != sfq.EstFromDefault {

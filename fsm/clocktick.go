@@ -37,7 +37,7 @@ func (c Config) ClockTick() time.Duration { return time.Duration(c.ClockTickMs) 
 
 func validateClockTick(ms int64) error {
 	if ms < MinClockTickMs || ms > MaxClockTickMs {
-		return invalidf("clock_tick is %s (want %s .. %s)", (time.Duration(ms) * time.Millisecond).String(),
+		return invalidf("", "clock_tick is %s (want %s .. %s)", (time.Duration(ms) * time.Millisecond).String(),
 			time.Duration(MinClockTickMs)*time.Millisecond, time.Duration(MaxClockTickMs)*time.Millisecond)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -21,7 +22,7 @@ func TestTickMovesOnlyTheClock(t *testing.T) {
 	_, next := h.f.Events(0, func(*Event) bool { return true })
 
 	h.index++
-	res, err := h.f.ApplyEnvelope(h.index, &pb.Envelope{Version: Version, StampMs: 61_000, WallMs: 1_700_000_061_500})
+	res, err := h.f.ApplyEnvelope(h.index, &clusterpb.Envelope{Version: Version, StampMs: 61_000, WallMs: 1_700_000_061_500})
 	if err != nil || len(res) != 0 {
 		t.Fatalf("tick: %v %v", res, err)
 	}
@@ -36,7 +37,7 @@ func TestTickMovesOnlyTheClock(t *testing.T) {
 	}
 	// A tick with an older stamp leaves the clock where it is.
 	h.index++
-	if _, err := h.f.ApplyEnvelope(h.index, &pb.Envelope{Version: Version, StampMs: 60_000}); err != nil {
+	if _, err := h.f.ApplyEnvelope(h.index, &clusterpb.Envelope{Version: Version, StampMs: 60_000}); err != nil {
 		t.Fatal(err)
 	}
 	if clock, _ := h.f.Clock(); clock != 61_000 {

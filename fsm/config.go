@@ -3,6 +3,7 @@ package fsm
 import (
 	"time"
 
+	"github.com/baristahq/barista/internal/text"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -52,10 +53,9 @@ type Config struct {
 
 // Limits on runtime settings.
 const (
-	// MaxMessageBytes is the largest gRPC message a node receives or sends,
-	// on every connection (clients, workers, forwarding between members).
-	// It is gRPC's default, so clients in any language need no setting.
-	MaxMessageBytes = 4 << 20
+	// MaxMessageBytes is the largest gRPC message a node receives or sends
+	// (text.MaxMessageBytes).
+	MaxMessageBytes = text.MaxMessageBytes
 	// MaxPayloadLimit is the largest payload limit a config may set: a job
 	// with a payload that large and every other field at its longest still
 	// fits one message (Submit, GetJob, a worker's Assign) and one Raft
@@ -113,7 +113,7 @@ func (c Config) validate(payloadLimit uint32) error {
 	}
 	check := func(name string, v int64, allowZero bool) error {
 		if v < 0 || v > maxDuration || (v == 0 && !allowZero) {
-			return invalidf("%s is %s (want a positive duration up to a year)", name, ms(v))
+			return invalidf("", "%s is %s (want a positive duration up to a year)", name, ms(v))
 		}
 		return nil
 	}
@@ -134,10 +134,10 @@ func (c Config) validate(payloadLimit uint32) error {
 		}
 	}
 	if c.HeartbeatIntervalMs >= c.SelfKillAfterMs {
-		return invalidf("heartbeat_interval %s must be below self_kill_after %s", ms(c.HeartbeatIntervalMs), ms(c.SelfKillAfterMs))
+		return invalidf("", "heartbeat_interval %s must be below self_kill_after %s", ms(c.HeartbeatIntervalMs), ms(c.SelfKillAfterMs))
 	}
 	if c.SelfKillAfterMs >= c.Sched.LeaseTimeoutMs {
-		return invalidf("self_kill_after %s must be below lease_timeout %s, so a partitioned worker kills its job before the lease expires", ms(c.SelfKillAfterMs), ms(c.Sched.LeaseTimeoutMs))
+		return invalidf("", "self_kill_after %s must be below lease_timeout %s, so a partitioned worker kills its job before the lease expires", ms(c.SelfKillAfterMs), ms(c.Sched.LeaseTimeoutMs))
 	}
 	if err := c.SubmitRate.Validate("submit_rate"); err != nil {
 		return err
@@ -156,9 +156,9 @@ func (c Config) validate(payloadLimit uint32) error {
 	}
 	switch {
 	case c.MaxPayloadBytes == 0:
-		return invalidf("max_payload_bytes is 0 (want 1..%d)", payloadLimit)
+		return invalidf("", "max_payload_bytes is 0 (want 1..%d)", payloadLimit)
 	case c.MaxPayloadBytes > payloadLimit:
-		return invalidf("max_payload_bytes %d is over %d, the most a job's payload may be for the job to fit one %d-byte gRPC message", c.MaxPayloadBytes, payloadLimit, MaxMessageBytes)
+		return invalidf("", "max_payload_bytes %d is over %d, the most a job's payload may be for the job to fit one %d-byte gRPC message", c.MaxPayloadBytes, payloadLimit, MaxMessageBytes)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -9,7 +10,7 @@ import (
 // proto numbers the sizes from 1 in the core's order (TestEnumsMatch).
 func SizeFromPB(s pb.Size) (sfq.Size, error) {
 	if s < pb.Size_SM || s > pb.Size_LG {
-		return 0, invalidf("size: %v is not sm, md or lg", s)
+		return 0, invalidf("size", "%v is not sm, md or lg", s)
 	}
 	return sfq.Size(s - 1), nil
 }
@@ -20,7 +21,7 @@ func SizeToPB(s sfq.Size) pb.Size { return pb.Size(s + 1) }
 // TierFromPB converts a proto tier; TIER_UNSPECIFIED is an error.
 func TierFromPB(t pb.Tier) (sfq.Tier, error) {
 	if t < pb.Tier_FREE || t > pb.Tier_DIAMOND {
-		return 0, invalidf("tier: %v is not free, bronze, silver, gold or diamond", t)
+		return 0, invalidf("tier", "%v is not free, bronze, silver, gold or diamond", t)
 	}
 	return sfq.Tier(t - 1), nil
 }
@@ -43,7 +44,7 @@ func classFromPB(field string, c pb.Class) (sfq.Class, error) {
 	case pb.Class_LOW:
 		return sfq.ClassLow, nil
 	}
-	return 0, invalidf("%s: %v is not critical, high, normal or low", field, c)
+	return 0, invalidf(field, "%v is not critical, high, normal or low", c)
 }
 
 // ClassToPB converts a class.
@@ -63,7 +64,7 @@ func ClassToPB(c sfq.Class) pb.Class {
 // TestEnumsMatch).
 func OutcomeFromPB(o pb.Outcome) (sfq.FinishOutcome, error) {
 	if o < pb.Outcome_OK || o > pb.Outcome_SNOOZED {
-		return 0, invalidf("outcome: %v is not ok, failed, cancelled or snoozed", o)
+		return 0, invalidf("outcome", "%v is not ok, failed, cancelled or snoozed", o)
 	}
 	return sfq.FinishOutcome(o), nil
 }
@@ -82,7 +83,7 @@ func RunDetailsFromPB(src pb.CpuSource, f pb.RunFailure) (sfq.CPUSource, sfq.Run
 	case pb.CpuSource_CPU_SOURCE_CGROUP:
 		cs = sfq.CPUFromCgroup
 	default:
-		return 0, 0, invalidf("cpu_source: %v is not proc or cgroup", src)
+		return 0, 0, invalidf("cpu_source", "%v is not proc or cgroup", src)
 	}
 	switch f {
 	case pb.RunFailure_RUN_FAILURE_UNSPECIFIED:
@@ -90,7 +91,7 @@ func RunDetailsFromPB(src pb.CpuSource, f pb.RunFailure) (sfq.CPUSource, sfq.Run
 	case pb.RunFailure_OOM_KILLED:
 		return cs, sfq.FailureOOMKilled, nil
 	}
-	return 0, 0, invalidf("failure: %v is not oom_killed", f)
+	return 0, 0, invalidf("failure", "%v is not oom_killed", f)
 }
 
 // RunDetailsToPB converts a result's CPU source and failure.
@@ -137,7 +138,7 @@ func CapsToPB(c sfq.Caps) *pb.Caps {
 }
 
 // TenantSpecFromPB converts a tenant upsert into the core's spec.
-func TenantSpecFromPB(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
+func TenantSpecFromPB(c *clusterpb.TenantUpsert) (sfq.TenantSpec, error) {
 	tier, err := TierFromPB(c.GetTier())
 	if err != nil {
 		return sfq.TenantSpec{}, err
@@ -156,8 +157,8 @@ func TenantSpecFromPB(c *pb.TenantUpsert) (sfq.TenantSpec, error) {
 }
 
 // TenantSpecToPB converts a tenant spec into an upsert.
-func TenantSpecToPB(s sfq.TenantSpec) *pb.TenantUpsert {
-	return &pb.TenantUpsert{Name: s.Name, Tier: TierToPB(s.Tier), Multiplier: s.Multiplier, Caps: CapsToPB(s.Caps),
+func TenantSpecToPB(s sfq.TenantSpec) *clusterpb.TenantUpsert {
+	return &clusterpb.TenantUpsert{Name: s.Name, Tier: TierToPB(s.Tier), Multiplier: s.Multiplier, Caps: CapsToPB(s.Caps),
 		MaxClass: ClassToPB(s.MaxClass), AllowDeadlines: s.AllowDeadlines, GroupCap: s.GroupCap, GroupOrder: GroupOrderToPB(s.GroupOrder),
 		MaxGroups: s.MaxGroups, RateN: s.Rate.N, RatePeriodMs: s.Rate.PeriodMs, RateBurst: s.Rate.Burst}
 }
@@ -170,7 +171,7 @@ func GroupOrderFromPB(o pb.GroupOrder) (sfq.GroupOrder, error) {
 	case pb.GroupOrder_GROUP_FAIR:
 		return sfq.GroupFair, nil
 	}
-	return 0, invalidf("group_order: %v is not fifo or fair", o)
+	return 0, invalidf("group_order", "%v is not fifo or fair", o)
 }
 
 // GroupOrderToPB converts a group order.
@@ -183,30 +184,30 @@ func GroupOrderToPB(o sfq.GroupOrder) pb.GroupOrder {
 
 // GroupCapFromPB converts a proto group cap (kind and limit) into the
 // admin's cap setting.
-func GroupCapFromPB(kind pb.GroupCapKind, limit uint32) (sfq.GroupCap, error) {
+func GroupCapFromPB(kind clusterpb.GroupCapKind, limit uint32) (sfq.GroupCap, error) {
 	switch kind {
-	case pb.GroupCapKind_GROUP_CAP_INHERIT:
+	case clusterpb.GroupCapKind_GROUP_CAP_INHERIT:
 		return sfq.GroupCapInherit, nil
-	case pb.GroupCapKind_GROUP_CAP_NONE:
+	case clusterpb.GroupCapKind_GROUP_CAP_NONE:
 		return sfq.GroupCapNone, nil
-	case pb.GroupCapKind_GROUP_CAP_LIMIT:
+	case clusterpb.GroupCapKind_GROUP_CAP_LIMIT:
 		if limit < 1 || limit > sfq.MaxGroupCap {
-			return 0, invalidf("group cap %d (want 1..%d)", limit, sfq.MaxGroupCap)
+			return 0, invalidf("", "group cap %d (want 1..%d)", limit, sfq.MaxGroupCap)
 		}
 		return sfq.GroupCap(limit), nil
 	}
-	return 0, invalidf("group cap kind %v (want inherit, none or a limit)", kind)
+	return 0, invalidf("", "group cap kind %v (want inherit, none or a limit)", kind)
 }
 
 // GroupCapToPB converts an admin's group cap setting.
-func GroupCapToPB(c sfq.GroupCap) (pb.GroupCapKind, uint32) {
+func GroupCapToPB(c sfq.GroupCap) (clusterpb.GroupCapKind, uint32) {
 	switch c {
 	case sfq.GroupCapInherit:
-		return pb.GroupCapKind_GROUP_CAP_INHERIT, 0
+		return clusterpb.GroupCapKind_GROUP_CAP_INHERIT, 0
 	case sfq.GroupCapNone:
-		return pb.GroupCapKind_GROUP_CAP_NONE, 0
+		return clusterpb.GroupCapKind_GROUP_CAP_NONE, 0
 	}
-	return pb.GroupCapKind_GROUP_CAP_LIMIT, uint32(c)
+	return clusterpb.GroupCapKind_GROUP_CAP_LIMIT, uint32(c)
 }
 
 // ConfigFromPB converts a proto configuration and validates it.
@@ -232,10 +233,10 @@ func StoredConfigFromPB(p *pb.SchedulerConfig) (Config, error) {
 func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	var c Config
 	if p == nil {
-		return c, invalidf("config is missing")
+		return c, invalidf("", "config is missing")
 	}
 	if len(p.TierWeights) != sfq.NumTiers {
-		return c, invalidf("tier_weights has %d values (want %d)", len(p.TierWeights), sfq.NumTiers)
+		return c, invalidf("", "tier_weights has %d values (want %d)", len(p.TierWeights), sfq.NumTiers)
 	}
 	copy(c.Sched.TierWeights[:], p.TierWeights)
 	switch p.Policy {
@@ -244,7 +245,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	case pb.Policy_RESERVE:
 		c.Sched.Policy = sfq.Reserve{Margin: sfq.VirtualTime(p.ReserveMarginUs)}
 	default:
-		return c, invalidf("policy %v", p.Policy)
+		return c, invalidf("", "policy %v", p.Policy)
 	}
 	switch p.Clamp {
 	case pb.Clamp_ACTIVATION:
@@ -252,7 +253,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	case pb.Clamp_DISPATCH:
 		c.Sched.Clamp = sfq.ClampDispatch
 	default:
-		return c, invalidf("clamp %v", p.Clamp)
+		return c, invalidf("", "clamp %v", p.Clamp)
 	}
 	if p.Decay {
 		c.Sched.Decay = &sfq.Decay{HalfLifeMs: p.DecayHalfLifeMs, NormMs: p.DecayNormMs}
@@ -263,7 +264,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	case pb.Estimate_AUTO:
 		c.Sched.Estimate = sfq.EstimateAuto
 	default:
-		return c, invalidf("estimate %v", p.Estimate)
+		return c, invalidf("", "estimate %v", p.Estimate)
 	}
 	c.Sched.DefaultCostMs = p.DefaultCostMs
 	if c.Sched.DefaultCostMs == 0 {
@@ -285,7 +286,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	c.Sched.MaxSnoozes = sfq.DefaultMaxSnoozes
 	if p.MaxSnoozes != 0 {
 		if p.MaxSnoozes > sfq.MaxMaxSnoozes {
-			return c, invalidf("max_snoozes: %d (want 1..%d, or 0 for the default %d)", p.MaxSnoozes, sfq.MaxMaxSnoozes, sfq.DefaultMaxSnoozes)
+			return c, invalidf("max_snoozes", "%d (want 1..%d, or 0 for the default %d)", p.MaxSnoozes, sfq.MaxMaxSnoozes, sfq.DefaultMaxSnoozes)
 		}
 		c.Sched.MaxSnoozes = uint16(p.MaxSnoozes)
 	}
@@ -346,9 +347,9 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 }
 
 // ResultToPB converts a result.
-func ResultToPB(r Result) *pb.CommandResult {
-	out := &pb.CommandResult{
-		Code:     pb.Code(r.Code),
+func ResultToPB(r Result) *clusterpb.CommandResult {
+	out := &clusterpb.CommandResult{
+		Code:     clusterpb.Code(r.Code),
 		Message:  r.Msg,
 		Job:      uint64(r.Job),
 		Created:  r.Created,

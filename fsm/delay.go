@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -28,7 +28,7 @@ func SeedConfig() Config {
 
 // submitDelays returns the delay fields of a submit as the core takes
 // them.
-func submitDelays(c *pb.SubmitJob, sub *sfq.Submission) {
+func submitDelays(c *clusterpb.SubmitJob, sub *sfq.Submission) {
 	sub.DelayMs, sub.ExpireMs = c.DelayMs, c.ExpireMs
 	if c.RetryBackoffMs != nil {
 		sub.RetryBackoffMs, sub.RetryBackoffSet = *c.RetryBackoffMs, true
@@ -37,7 +37,7 @@ func submitDelays(c *pb.SubmitJob, sub *sfq.Submission) {
 
 // appendDelayDigest adds the delay fields of a submit to its digest, only
 // when set (a submit without them keeps its digest).
-func appendDelayDigest(b []byte, c *pb.SubmitJob) []byte {
+func appendDelayDigest(b []byte, c *clusterpb.SubmitJob) []byte {
 	if c.DelayMs == 0 && c.ExpireMs == 0 && c.RetryBackoffMs == nil {
 		return b
 	}
@@ -55,9 +55,9 @@ func appendDelayDigest(b []byte, c *pb.SubmitJob) []byte {
 
 // delayLevel returns what of a command needs feature level 5 for delays,
 // or "".
-func delayLevel(c *pb.Command) string {
+func delayLevel(c *clusterpb.Command) string {
 	switch cmd := c.GetCmd().(type) {
-	case *pb.Command_Submit:
+	case *clusterpb.Command_Submit:
 		s := cmd.Submit
 		switch {
 		case s.DelayMs != 0:
@@ -67,13 +67,13 @@ func delayLevel(c *pb.Command) string {
 		case s.RetryBackoffMs != nil:
 			return "retry_backoff"
 		}
-	case *pb.Command_Release:
+	case *clusterpb.Command_Release:
 		return "Release"
-	case *pb.Command_Expire:
-		if cmd.Expire.Kind == pb.ExpireKind_TTL {
+	case *clusterpb.Command_Expire:
+		if cmd.Expire.Kind == clusterpb.ExpireKind_TTL {
 			return "expire ttl"
 		}
-	case *pb.Command_SetConfig:
+	case *clusterpb.Command_SetConfig:
 		p := cmd.SetConfig.GetConfig()
 		if p.GetRetryBackoffMs() != 0 || p.GetRetryBackoffMaxMs() != 0 {
 			return "retry_backoff"
@@ -87,9 +87,9 @@ func delayLevel(c *pb.Command) string {
 // the others go on. With a tenant, another tenant's job is not found.
 // The result counts the released jobs; when none was released it is the
 // first refusal, else its message lists the refusals (at most 10).
-func (f *FSM) applyRelease(c *pb.Release) Result {
+func (f *FSM) applyRelease(c *clusterpb.Release) Result {
 	if len(c.Jobs) == 0 || len(c.Jobs) > MaxReleaseBatch {
-		return refusef(Invalid, "jobs: %d (want 1..%d)", len(c.Jobs), MaxReleaseBatch)
+		return refusef(Invalid, "jobs", "%d (want 1..%d)", len(c.Jobs), MaxReleaseBatch)
 	}
 	var first Result
 	var refused []string
@@ -99,7 +99,7 @@ func (f *FSM) applyRelease(c *pb.Release) Result {
 		id := sfq.JobID(raw)
 		var r Result
 		if _, ok := f.sched.TenantJob(c.Tenant, id); !ok {
-			r = refusef(NotFound, "job %d not found", raw)
+			r = refusef(NotFound, "", "job %d not found", raw)
 		} else {
 			ch, err := f.sched.Release(f.clock, id, c.Now)
 			if err != nil {

@@ -9,15 +9,16 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
-func releaseCmd(tenant string, now bool, jobs ...uint64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: jobs, Now: now, Tenant: tenant}}}
+func releaseCmd(tenant string, now bool, jobs ...uint64) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Release{Release: &clusterpb.Release{Jobs: jobs, Now: now, Tenant: tenant}}}
 }
 
-func expireTTL(job uint64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: job, Kind: pb.ExpireKind_TTL}}}
+func expireTTL(job uint64) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Expire{Expire: &clusterpb.Expire{Job: job, Kind: clusterpb.ExpireKind_TTL}}}
 }
 
 // eventKinds lists the events of the log as "job:kind[:reason]".
@@ -41,9 +42,9 @@ func TestFeatureLevel5Delays(t *testing.T) {
 	h := &harness{t: t, f: newAt(Level4), now: 1_000}
 	h.one(tenant("acme", pb.Tier_GOLD))
 	refused := []levelCase{
-		{submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, DelayMs: 5000}), "delay"},
-		{submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, ExpireMs: 5000}), "expire"},
-		{submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, RetryBackoffMs: new(int64(0))}), "retry_backoff"},
+		{submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, DelayMs: 5000}), "delay"},
+		{submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, ExpireMs: 5000}), "expire"},
+		{submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, RetryBackoffMs: new(int64(0))}), "retry_backoff"},
 		{releaseCmd("", false, 1), "Release"},
 		{expireTTL(1), "expire ttl"},
 		{setConfigWith(func(p *pb.SchedulerConfig) { p.RetryBackoffMs, p.RetryBackoffMaxMs = 5000, 600_000 }), "retry_backoff"},
@@ -71,19 +72,19 @@ func TestDelaysThroughTheFSM(t *testing.T) {
 	h := newHarness(t)
 	cfg := setConfigWith(func(p *pb.SchedulerConfig) { p.RetryBackoffMs, p.RetryBackoffMaxMs = 5000, 600_000 })
 	h.apply(tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), cfg)
-	h.one(submitJob(&pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1000, DelayMs: 2000}))   // 1, due 3000
-	h.one(submitJob(&pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1000, DelayMs: 60_000})) // 2, due 61000
-	h.one(submitJob(&pb.SubmitJob{Tenant: "b", Size: pb.Size_MD, EstCostMs: 1000, ExpireMs: 1500}))  // 3, expires 2500
+	h.one(submitJob(&clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1000, DelayMs: 2000}))   // 1, due 3000
+	h.one(submitJob(&clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1000, DelayMs: 60_000})) // 2, due 61000
+	h.one(submitJob(&clusterpb.SubmitJob{Tenant: "b", Size: pb.Size_MD, EstCostMs: 1000, ExpireMs: 1500}))  // 3, expires 2500
 	h.now = 2000
-	if r := h.one(expireTTL(3)); r.Code != FailedPrecondition || r.Msg != "refused: expire-ttl of job 3 is not due yet: expire_at 2500 ms, now 2000 ms" {
+	if r := h.one(expireTTL(3)); r.Code != FailedPrecondition || r.Msg != "expire-ttl of job 3 is not due yet: expire_at 2500 ms, now 2000 ms" {
 		t.Fatalf("early expiry: %+v", r)
 	}
 	h.now = 3000
 	r := h.one(releaseCmd("", false, 1, 2))
-	if r.Code != OK || r.Count != 1 || r.Msg != "1 of 2 refused: refused: release of job 2 is not due yet: due at 61000 ms, now 3000 ms" {
+	if r.Code != OK || r.Count != 1 || r.Msg != "1 of 2 refused: release of job 2 is not due yet: due at 61000 ms, now 3000 ms" {
 		t.Fatalf("release batch: %+v", r)
 	}
-	if r := h.one(releaseCmd("", false, 1)); r.Code != FailedPrecondition || r.Msg != "refused: release of job 1 does not apply: job is queued" {
+	if r := h.one(releaseCmd("", false, 1)); r.Code != FailedPrecondition || r.Msg != "release of job 1 does not apply: job is queued" {
 		t.Fatalf("second release: %+v", r)
 	}
 	// Job 3 lapsed at 2500: the dispatch at 3000 takes job 1.
@@ -94,7 +95,7 @@ func TestDelaysThroughTheFSM(t *testing.T) {
 		t.Fatalf("expire: %+v", r)
 	}
 	h.one(started(1, 1, "w1"))
-	fail := &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, CpuMs: 5, ExitCode: 3}}}
+	fail := &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, CpuMs: 5, ExitCode: 3}}}
 	h.one(fail)
 	j, _, _ := h.f.Job(1)
 	if j.State != sfq.Scheduled || j.DueAt() != 8000 {
@@ -153,14 +154,14 @@ func TestRedriveOfADelayedJob(t *testing.T) {
 	h := newHarness(t)
 	h.one(tenant("a", pb.Tier_GOLD))
 	t0 := h.now
-	h.one(submitJob(&pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, DelayMs: 1000})) // 1, due t0+1000
+	h.one(submitJob(&clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, DelayMs: 1000})) // 1, due t0+1000
 	h.now = t0 + 1000
 	if r := h.one(releaseCmd("", false, 1)); r.Code != OK {
 		t.Fatalf("release: %+v", r)
 	}
-	h.one(cancelJobsCmd(&pb.BulkJobs{Tenant: "a", Jobs: []uint64{1}}))
+	h.one(cancelJobsCmd(&clusterpb.BulkJobs{Tenant: "a", Jobs: []uint64{1}}))
 	h.now = t0 + 2000
-	r := h.one(redriveCmd(&pb.BulkJobs{Tenant: "a", Jobs: []uint64{1}}))
+	r := h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "a", Jobs: []uint64{1}}))
 	if r.Code != OK || items(r.Bulk) != "1:scheduled" {
 		t.Fatalf("redrive: %+v %s", r, items(r.Bulk))
 	}
@@ -172,7 +173,7 @@ func TestRedriveOfADelayedJob(t *testing.T) {
 		t.Fatalf("dispatched a job not due: %+v", d)
 	}
 	h.now = t0 + 2999
-	if r := h.one(releaseCmd("", false, 1)); r.Code != FailedPrecondition || r.Msg != fmt.Sprintf("refused: release of job 1 is not due yet: due at %d ms, now %d ms", t0+3000, t0+2999) {
+	if r := h.one(releaseCmd("", false, 1)); r.Code != FailedPrecondition || r.Msg != fmt.Sprintf("release of job 1 is not due yet: due at %d ms, now %d ms", t0+3000, t0+2999) {
 		t.Fatalf("early release: %+v", r)
 	}
 	h.now = t0 + 3000

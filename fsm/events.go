@@ -200,8 +200,7 @@ func clampExit(c int64) int16 { return int16(min(max(c, -1<<15), 1<<15-1)) }
 // emit appends an event for job j.
 func (f *FSM) emit(kind EventKind, j *sfq.Job, reason Reason) {
 	ev := eventRecord{Job: j.ID, At: f.clock, Tenant: j.Tenant, Attempt: j.Attempt, Kind: kind, Reason: reason}
-	if f.level >= Level2 {
-		// Below level 2 an event keeps no wall time, as the builds before.
+	if eventsKeepWall(f.level) {
 		ev.wall = sfq.MakeWallDelta(sfq.Time(f.lastWall), f.clock)
 	}
 	switch kind {

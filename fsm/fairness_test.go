@@ -9,6 +9,7 @@ import (
 
 	"github.com/baristahq/barista/fsm/fairness"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -38,7 +39,7 @@ func TestFairnessFedByApply(t *testing.T) {
 	// Gold used 3 s of its 2 s estimate (+1 s), free 0.5 s of 1 s (−0.5 s).
 	h.apply(finished(1, 1, "w1", 3000), finished(3, 1, "w2", 500))
 	h.now = 21_000
-	h.apply(&pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}}) // moves the clock only
+	h.apply(&clusterpb.Command{Cmd: &clusterpb.Command_GrantLeases{GrantLeases: &clusterpb.GrantLeases{}}}) // moves the clock only
 
 	rep := h.f.Fairness(false)
 	if rep.Now != 21_000 || rep.Since != 0 || len(rep.Rows) != 2 {
@@ -114,7 +115,7 @@ func TestFairnessZombieAndCancel(t *testing.T) {
 	h.apply(submit("a", "", 1000, ""), submit("a", "", 1000, ""))
 	h.one(dispatch("w1", 1)) // job 1, attempt 1
 	h.now = 40_000           // the ack deadline passed: job 1 goes back, attempt 1 is stale
-	if r := h.one(&pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: 1, Attempt: 1, Kind: pb.ExpireKind_ACK}}}); r.Code != OK {
+	if r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Expire{Expire: &clusterpb.Expire{Job: 1, Attempt: 1, Kind: clusterpb.ExpireKind_ACK}}}); r.Code != OK {
 		t.Fatalf("expire: %+v", r)
 	}
 	if r := h.one(finished(1, 1, "w1", 700)); r.Outcome != sfq.Zombie {
@@ -122,12 +123,12 @@ func TestFairnessZombieAndCancel(t *testing.T) {
 	}
 	h.now = 50_000
 	for _, j := range []uint64{1, 2} {
-		if r := h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Job: j}}}); r.Code != OK {
+		if r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Job: j}}}); r.Code != OK {
 			t.Fatalf("cancel %d: %+v", j, r)
 		}
 	}
 	h.now = 70_000
-	h.one(&pb.Command{Cmd: &pb.Command_TenantDelete{TenantDelete: &pb.TenantDelete{Name: "a"}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_TenantDelete{TenantDelete: &clusterpb.TenantDelete{Name: "a"}}})
 	if rows := h.f.Fairness(false).Rows; len(rows) != 0 {
 		t.Errorf("a deleted tenant in the live report: %+v", rows)
 	}
@@ -149,7 +150,7 @@ func TestFairnessZombieAndCancel(t *testing.T) {
 // same figures.
 func TestFairnessEntitlementSumsToOne(t *testing.T) {
 	a, b := newHarness(t), newHarness(t)
-	apply := func(cmds ...*pb.Command) {
+	apply := func(cmds ...*clusterpb.Command) {
 		a.apply(cmds...)
 		b.apply(cmds...)
 	}

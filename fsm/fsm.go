@@ -23,7 +23,7 @@ import (
 
 	"github.com/baristahq/barista/fsm/fairness"
 	"github.com/baristahq/barista/internal/pbcodec"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -167,15 +167,15 @@ func (f *FSM) latch(err error) {
 
 // Encode marshals an envelope: protobuf's deterministic bytes, written by
 // the generated code (pbcodec).
-func Encode(env *pb.Envelope) ([]byte, error) {
+func Encode(env *clusterpb.Envelope) ([]byte, error) {
 	return pbcodec.Marshal(env)
 }
 
 // Decode unmarshals an envelope and checks its version. It accepts and
 // refuses what protobuf's decoder does (pbcodec). The commands share
 // allocations (pbcodec.UnmarshalEnvelope): Apply keeps none of them.
-func Decode(data []byte) (*pb.Envelope, error) {
-	env := &pb.Envelope{}
+func Decode(data []byte) (*clusterpb.Envelope, error) {
+	env := &clusterpb.Envelope{}
 	if err := pbcodec.UnmarshalEnvelope(data, env); err != nil {
 		return nil, fmt.Errorf("undecodable entry (%d bytes): %w", len(data), err)
 	}
@@ -224,7 +224,7 @@ func (f *FSM) applyLog(l *raft.Log) any {
 
 // ApplyEnvelope applies a decoded envelope as the entry at index, without
 // Raft (the replay and scenario tools use it).
-func (f *FSM) ApplyEnvelope(index uint64, env *pb.Envelope) ([]Result, error) {
+func (f *FSM) ApplyEnvelope(index uint64, env *clusterpb.Envelope) ([]Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fatal != nil {
@@ -246,7 +246,7 @@ func (f *FSM) ApplyEnvelope(index uint64, env *pb.Envelope) ([]Result, error) {
 // panic inside it latches the fatal state (every node applying the entry
 // panics alike): the partly applied entry is never snapshotted, and the
 // node stops naming the entry.
-func (f *FSM) applyEnvelope(index uint64, env *pb.Envelope) (results []Result) {
+func (f *FSM) applyEnvelope(index uint64, env *clusterpb.Envelope) (results []Result) {
 	defer func() {
 		if r := recover(); r != nil {
 			f.fatal = &FatalError{Index: index, Err: fmt.Errorf("%w: %v", ErrApplyPanic, r)}
@@ -284,67 +284,74 @@ func (f *FSM) Changed() <-chan struct{} {
 	return f.changed
 }
 
-func (f *FSM) applyCommand(c *pb.Command) Result {
+func (f *FSM) applyCommand(c *clusterpb.Command) Result {
 	if err := CheckLevel(c, f.level); err != nil {
 		// The edge refuses it first; this holds for any other path.
 		return refused(err.(*Refusal))
 	}
+	c = normalize(c, f.level)
+	if r := frozenRefusal(c, f.level); r != nil {
+		return refused(r)
+	}
+	if r, done := f.applyFrozen(c); done {
+		return r
+	}
 	switch cmd := c.GetCmd().(type) {
-	case *pb.Command_Submit:
+	case *clusterpb.Command_Submit:
 		return f.applySubmit(cmd.Submit)
-	case *pb.Command_Dispatch:
+	case *clusterpb.Command_Dispatch:
 		return f.applyDispatch(cmd.Dispatch)
-	case *pb.Command_Started:
+	case *clusterpb.Command_Started:
 		return f.applyStarted(cmd.Started)
-	case *pb.Command_Heartbeats:
+	case *clusterpb.Command_Heartbeats:
 		return f.applyHeartbeats(cmd.Heartbeats)
-	case *pb.Command_Finished:
+	case *clusterpb.Command_Finished:
 		return f.applyFinished(cmd.Finished)
-	case *pb.Command_Cancel:
+	case *clusterpb.Command_Cancel:
 		return f.applyCancel(cmd.Cancel)
-	case *pb.Command_Expire:
+	case *clusterpb.Command_Expire:
 		return f.applyExpire(cmd.Expire)
-	case *pb.Command_GrantLeases:
+	case *clusterpb.Command_GrantLeases:
 		return Result{Count: uint64(f.sched.GrantLeases(f.clock))}
-	case *pb.Command_TenantUpsert:
+	case *clusterpb.Command_TenantUpsert:
 		return f.applyTenantUpsert(cmd.TenantUpsert)
-	case *pb.Command_TenantDelete:
+	case *clusterpb.Command_TenantDelete:
 		return f.applyTenantDelete(cmd.TenantDelete)
-	case *pb.Command_SetConfig:
+	case *clusterpb.Command_SetConfig:
 		return f.applySetConfig(cmd.SetConfig)
-	case *pb.Command_Prune:
+	case *clusterpb.Command_Prune:
 		return f.applyPrune(cmd.Prune)
-	case *pb.Command_MemberUpsert:
+	case *clusterpb.Command_MemberUpsert:
 		return f.applyMemberUpsert(cmd.MemberUpsert)
-	case *pb.Command_MemberRemove:
+	case *clusterpb.Command_MemberRemove:
 		return f.applyMemberRemove(cmd.MemberRemove)
-	case *pb.Command_WorkerDrain:
+	case *clusterpb.Command_WorkerDrain:
 		return f.applyWorkerDrain(cmd.WorkerDrain)
-	case *pb.Command_SetFeatureLevel:
+	case *clusterpb.Command_SetFeatureLevel:
 		return f.applySetFeatureLevel(cmd.SetFeatureLevel)
-	case *pb.Command_WebhookSet:
+	case *clusterpb.Command_WebhookSet:
 		return f.applyWebhookSet(cmd.WebhookSet)
-	case *pb.Command_WebhookDelete:
+	case *clusterpb.Command_WebhookDelete:
 		return f.applyWebhookDelete(cmd.WebhookDelete)
-	case *pb.Command_WebhookAck:
+	case *clusterpb.Command_WebhookAck:
 		return f.applyWebhookAck(cmd.WebhookAck)
-	case *pb.Command_WebhookReplay:
+	case *clusterpb.Command_WebhookReplay:
 		return f.applyWebhookReplay(cmd.WebhookReplay)
-	case *pb.Command_SetGroup:
+	case *clusterpb.Command_SetGroup:
 		return f.applySetGroup(cmd.SetGroup)
-	case *pb.Command_Release:
+	case *clusterpb.Command_Release:
 		return f.applyRelease(cmd.Release)
-	case *pb.Command_Pause:
+	case *clusterpb.Command_Pause:
 		return f.applyPause(cmd.Pause)
-	case *pb.Command_Redrive, *pb.Command_CancelJobs, *pb.Command_Purge:
+	case *clusterpb.Command_Redrive, *clusterpb.Command_CancelJobs, *clusterpb.Command_Purge:
 		op, args, _ := BulkOf(c)
 		return f.applyBulk(op, args)
-	case *pb.Command_PoolSet:
+	case *clusterpb.Command_PoolSet:
 		return f.applyPoolSet(cmd.PoolSet)
-	case *pb.Command_PoolDelete:
+	case *clusterpb.Command_PoolDelete:
 		return f.applyPoolDelete(cmd.PoolDelete)
-	case *pb.Command_SubscriptionSet:
+	case *clusterpb.Command_SubscriptionSet:
 		return f.applySubscriptionSet(cmd.SubscriptionSet)
 	}
-	return refusef(Invalid, "empty or unknown command")
+	return refusef(Invalid, "", "empty or unknown command")
 }

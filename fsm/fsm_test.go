@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -33,36 +34,36 @@ func newAt(l uint32) *FSM {
 	return f
 }
 
-func (h *harness) apply(cmds ...*pb.Command) []Result {
+func (h *harness) apply(cmds ...*clusterpb.Command) []Result {
 	h.t.Helper()
 	h.index++
-	res, err := h.f.ApplyEnvelope(h.index, &pb.Envelope{Version: Version, StampMs: int64(h.now), Commands: cmds})
+	res, err := h.f.ApplyEnvelope(h.index, &clusterpb.Envelope{Version: Version, StampMs: int64(h.now), Commands: cmds})
 	if err != nil {
 		h.t.Fatalf("apply: %v", err)
 	}
 	return res
 }
 
-func (h *harness) one(c *pb.Command) Result { return h.apply(c)[0] }
+func (h *harness) one(c *clusterpb.Command) Result { return h.apply(c)[0] }
 
-func tenant(name string, tier pb.Tier) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: tier}}}
+func tenant(name string, tier pb.Tier) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: tier}}}
 }
 
-func submit(tenant, key string, cost int64, payload string) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, IdempotencyKey: key, Size: pb.Size_MD, EstCostMs: cost, Payload: []byte(payload)}}}
+func submit(tenant, key string, cost int64, payload string) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, IdempotencyKey: key, Size: pb.Size_MD, EstCostMs: cost, Payload: []byte(payload)}}}
 }
 
-func dispatch(worker string, credit uint64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: pb.Size_MD, Credit: credit}}}
+func dispatch(worker string, credit uint64) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: worker, Size: pb.Size_MD, Credit: credit}}}
 }
 
-func started(job uint64, attempt uint32, worker string) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: job, Attempt: attempt, WorkerId: worker}}}
+func started(job uint64, attempt uint32, worker string) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Started{Started: &clusterpb.Started{Job: job, Attempt: attempt, WorkerId: worker}}}
 }
 
-func finished(job uint64, attempt uint32, worker string, cpu int64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: job, Attempt: attempt, WorkerId: worker, Outcome: pb.Outcome_OK, CpuMs: cpu}}}
+func finished(job uint64, attempt uint32, worker string, cpu int64) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: job, Attempt: attempt, WorkerId: worker, Outcome: pb.Outcome_OK, CpuMs: cpu}}}
 }
 
 func TestDefaultConfigValid(t *testing.T) {
@@ -103,10 +104,10 @@ func TestIdempotentSubmit(t *testing.T) {
 	cfg.JobRetentionMs = 0
 	cfg.DeadLetterRetentionMs = 1 // the cancelled job is a dead letter
 	cfg.DedupeWindowMs = 60_000
-	h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
-	h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: 1}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "acme", Job: 1}}})
 	h.now += 10
-	if r := h.one(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}}); r.Count == 0 {
+	if r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}}); r.Count == 0 {
 		t.Fatal("nothing pruned")
 	}
 	if _, ok := h.job(1); ok {
@@ -117,7 +118,7 @@ func TestIdempotentSubmit(t *testing.T) {
 		t.Fatalf("the key of a pruned job: %+v (want NOT_FOUND: the key stays taken, and names the job that is gone)", r)
 	}
 	h.now += 24 * 3600 * 1000
-	h.one(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}})
 	if r := h.one(submit("acme", "k1", 1000, "run a")); !r.Created || r.Job == 1 {
 		t.Fatalf("key remembered past its window: %+v", r)
 	}
@@ -135,23 +136,23 @@ func TestSubmitValidation(t *testing.T) {
 	h := newHarness(t)
 	h.one(tenant("acme", pb.Tier_GOLD))
 	cases := []struct {
-		cmd  *pb.SubmitJob
+		cmd  *clusterpb.SubmitJob
 		code Code
 		msg  string
 	}{
-		{&pb.SubmitJob{Tenant: "nobody", Size: pb.Size_SM, EstCostMs: 1}, NotFound, `unknown tenant "nobody"`},
-		{&pb.SubmitJob{Tenant: "acme", EstCostMs: 1}, Invalid, "size"},
-		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 0}, Invalid, "est_cost_ms: must be positive (got 0)"},
-		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, Payload: make([]byte, 2<<20)}, Invalid, "payload: 2097152 bytes, over the cluster's limit of 1048576"},
-		{&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, IdempotencyKey: strings.Repeat("k", 257)}, Invalid, "idempotency_key: 257 bytes, at most 256"},
+		{&clusterpb.SubmitJob{Tenant: "nobody", Size: pb.Size_SM, EstCostMs: 1}, NotFound, `unknown tenant "nobody"`},
+		{&clusterpb.SubmitJob{Tenant: "acme", EstCostMs: 1}, Invalid, "size"},
+		{&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 0}, Invalid, "est_cost_ms: must be positive (got 0)"},
+		{&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, Payload: make([]byte, 2<<20)}, Invalid, "payload: 2097152 bytes, over the cluster's limit of 1048576"},
+		{&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, IdempotencyKey: strings.Repeat("k", 257)}, Invalid, "idempotency_key: 257 bytes, at most 256"},
 	}
 	for _, c := range cases {
-		r := h.one(&pb.Command{Cmd: &pb.Command_Submit{Submit: c.cmd}})
+		r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: c.cmd}})
 		if r.Code != c.code || !strings.Contains(r.Msg, c.msg) {
 			t.Errorf("%v: got %s %q, want %s containing %q", c.cmd, r.Code, r.Msg, c.code, c.msg)
 		}
 	}
-	h.one(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxQueued: 1}}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxQueued: 1}}}})
 	h.one(submit("acme", "", 1, ""))
 	if r := h.one(submit("acme", "", 1, "")); r.Code != ResourceExhausted || !strings.Contains(r.Msg, "max_queued") {
 		t.Errorf("quota: %+v", r)
@@ -190,7 +191,7 @@ func TestDispatchRetryAndFencing(t *testing.T) {
 	if d := h.one(dispatch("w1", 8)); !d.Assigned || d.Job != 2 {
 		t.Fatalf("next dispatch: %+v", d)
 	}
-	h.one(&pb.Command{Cmd: &pb.Command_WorkerDrain{WorkerDrain: &pb.WorkerDrain{WorkerId: "w9", Drain: true}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_WorkerDrain{WorkerDrain: &clusterpb.WorkerDrain{WorkerId: "w9", Drain: true}}})
 	if r := h.one(dispatch("w9", 1)); r.Code != FailedPrecondition || !strings.Contains(r.Msg, "drained") {
 		t.Fatalf("drained worker: %+v", r)
 	}
@@ -206,12 +207,12 @@ func TestCancelIsTenantScoped(t *testing.T) {
 	h.one(tenant("acme", pb.Tier_GOLD))
 	h.one(tenant("beta", pb.Tier_GOLD))
 	h.one(submit("acme", "", 1000, ""))
-	r := h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "beta", Job: 1}}})
-	missing := h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "beta", Job: 99}}})
+	r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "beta", Job: 1}}})
+	missing := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "beta", Job: 99}}})
 	if r.Code != NotFound || r.Msg != "job 1 not found" || missing.Msg != "job 99 not found" {
 		t.Fatalf("cross-tenant cancel: %+v / %+v", r, missing)
 	}
-	if r := h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: 1}}}); r.Code != OK {
+	if r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "acme", Job: 1}}}); r.Code != OK {
 		t.Fatalf("cancel: %+v", r)
 	}
 	if j, _ := h.job(1); j.State != sfq.Cancelled {
@@ -225,8 +226,8 @@ func TestEventsOfALifecycle(t *testing.T) {
 	h.one(submit("acme", "", 1000, ""))
 	h.one(dispatch("w1", 1))
 	h.one(started(1, 1, "w1"))
-	h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Job: 1}}})
-	h.one(&pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_CANCELLED, CpuMs: 5}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Job: 1}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_CANCELLED, CpuMs: 5}}})
 	var got []string
 	first, next := h.f.Events(0, func(ev *Event) bool {
 		got = append(got, fmt.Sprintf("%d:%s:%s", ev.Seq, ev.Kind, ev.Reason))
@@ -239,8 +240,8 @@ func TestEventsOfALifecycle(t *testing.T) {
 	// Count retention.
 	cfg := DefaultConfig()
 	cfg.EventRetentionCount = 2
-	h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
-	h.one(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}})
 	if first, _ := h.f.Events(0, func(*Event) bool { return true }); first != 4 {
 		t.Fatalf("after pruning to 2 events the first is %d", first)
 	}
@@ -250,13 +251,13 @@ func TestSetConfigOrdering(t *testing.T) {
 	h := newHarness(t)
 	cfg := DefaultConfig()
 	cfg.SelfKillAfterMs = 30_000
-	r := h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
+	r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}})
 	if r.Code != Invalid || !strings.Contains(r.Msg, "self_kill_after 30s must be below lease_timeout 30s") {
 		t.Fatalf("%+v", r)
 	}
 	cfg = DefaultConfig()
 	cfg.HeartbeatIntervalMs = 25_000
-	r = h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
+	r = h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}})
 	if r.Code != Invalid || !strings.Contains(r.Msg, "heartbeat_interval 25s must be below self_kill_after 25s") {
 		t.Fatalf("%+v", r)
 	}
@@ -278,11 +279,11 @@ func TestClockIsMonotonic(t *testing.T) {
 
 func TestFatalEntryLatches(t *testing.T) {
 	f := New()
-	good, _ := Encode(&pb.Envelope{Version: Version, StampMs: 1, Commands: []*pb.Command{tenant("a", pb.Tier_FREE)}})
+	good, _ := Encode(&clusterpb.Envelope{Version: Version, StampMs: 1, Commands: []*clusterpb.Command{tenant("a", pb.Tier_FREE)}})
 	if res := f.Apply(&raft.Log{Index: 1, Data: good}); res.([]Result)[0].Code != OK {
 		t.Fatal(res)
 	}
-	bad, _ := Encode(&pb.Envelope{Version: 99})
+	bad, _ := Encode(&clusterpb.Envelope{Version: 99})
 	res := f.Apply(&raft.Log{Index: 2, Data: bad})
 	var fe *FatalError
 	if err, _ := res.(error); !errors.As(err, &fe) || fe.Index != 2 || !errors.Is(err, ErrUnknownVersion) {
@@ -317,7 +318,7 @@ func encodeFSM(v *View) []byte {
 }
 
 // randomCommand draws one command of any kind against a small world.
-func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
+func randomCommand(t *rapid.T, jobs uint64) *clusterpb.Command {
 	tenants := []string{"a", "b", "c"}
 	workers := []string{"w1", "w2", "w3", "w4"}
 	job := rapid.Uint64Range(1, max(jobs, 1)).Draw(t, "job")
@@ -328,34 +329,34 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 		// Pools: refused below level 6.
 		pool := rapid.SampledFrom([]string{"", "gpu", "gpu", "eu"}).Draw(t, "pool")
 		if rapid.Bool().Draw(t, "pooldispatch") {
-			return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "wsize")),
+			return &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: worker, Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "wsize")),
 				Credit: rapid.Uint64Range(1, 1000).Draw(t, "credit"), Pool: pool}}}
 		}
-		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")), EstCostMs: rapid.Int64Range(1, 5000).Draw(t, "cost"),
 			Group: rapid.SampledFrom([]string{"", "g1"}).Draw(t, "group"), Pool: pool}}}
 	case 27:
 		name := rapid.SampledFrom([]string{"gpu", "eu"}).Draw(t, "poolname")
 		switch rapid.IntRange(0, 3).Draw(t, "poolop") {
 		case 0:
-			return &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: name,
+			return &clusterpb.Command{Cmd: &clusterpb.Command_PoolSet{PoolSet: &clusterpb.PoolSet{Name: name,
 				Weights: new(rapid.SampledFrom([]string{"default", "equal", "a:3,c:9"}).Draw(t, "weights"))}}}
 		case 1:
-			return &pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: name}}}
+			return &clusterpb.Command{Cmd: &clusterpb.Command_PoolDelete{PoolDelete: &clusterpb.PoolDelete{Name: name}}}
 		case 2:
-			return &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: name, Resume: rapid.Bool().Draw(t, "resume")}}}
+			return &clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Pool: name, Resume: rapid.Bool().Draw(t, "resume")}}}
 		}
 		var burst *uint32
 		if rapid.Bool().Draw(t, "burst") {
 			burst = new(uint32(rapid.IntRange(0, 2).Draw(t, "burstn")))
 		}
-		return &pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
+		return &clusterpb.Command{Cmd: &clusterpb.Command_SubscriptionSet{SubscriptionSet: &clusterpb.SubscriptionSet{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			Pool: rapid.SampledFrom([]string{"default", "gpu"}).Draw(t, "subpool"), Burst: burst}}}
 	case 28:
-		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: Level6}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: Level6}}}
 	case 15, 16:
 		// Delays, expiry and a job's own backoff: refused below level 5.
-		sj := &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"), Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")),
+		sj := &clusterpb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"), Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")),
 			EstCostMs: rapid.Int64Range(1, 5000).Draw(t, "cost"), DelayMs: rapid.SampledFrom([]int64{0, 1, 5000, 30_000}).Draw(t, "delay"),
 			Group: rapid.SampledFrom([]string{"", "g1"}).Draw(t, "group")}
 		if rapid.Bool().Draw(t, "expires") {
@@ -364,13 +365,13 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 		if rapid.Bool().Draw(t, "ownbackoff") {
 			sj.RetryBackoffMs = new(rapid.Int64Range(0, 20_000).Draw(t, "backoff"))
 		}
-		return &pb.Command{Cmd: &pb.Command_Submit{Submit: sj}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: sj}}
 	case 17:
 		jobs := []uint64{job}
 		if rapid.Bool().Draw(t, "two") {
 			jobs = append(jobs, rapid.Uint64Range(1, max(jobs[0], 1)+1).Draw(t, "job2"))
 		}
-		return &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: jobs, Now: rapid.Bool().Draw(t, "now"),
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Release{Release: &clusterpb.Release{Jobs: jobs, Now: rapid.Bool().Draw(t, "now"),
 			Tenant: rapid.SampledFrom([]string{"", "a"}).Draw(t, "rtenant")}}}
 	case 18:
 		if rapid.Bool().Draw(t, "setbackoff") {
@@ -379,7 +380,7 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 				p.RetryBackoffMaxMs = p.RetryBackoffMs * rapid.Int64Range(1, 4).Draw(t, "cfgmax")
 			})
 		}
-		return &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: job, Kind: pb.ExpireKind_TTL}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Expire{Expire: &clusterpb.Expire{Job: job, Kind: clusterpb.ExpireKind_TTL}}}
 	case 19:
 		// Pauses: refused below level 5.
 		pt, pg := rapid.SampledFrom([]string{"a", "b", ""}).Draw(t, "ptenant"), rapid.SampledFrom([]string{"", "", "g1"}).Draw(t, "pgroup")
@@ -397,7 +398,7 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 		if rapid.Bool().Draw(t, "grouprate") {
 			return groupRateCmd(rapid.SampledFrom(tenants).Draw(t, "tenant"), "g1", n, period, 0)
 		}
-		return upsert(&pb.TenantUpsert{Name: rapid.SampledFrom(tenants).Draw(t, "tenant"), Tier: pb.Tier_SILVER, RateN: n, RatePeriodMs: period})
+		return upsert(&clusterpb.TenantUpsert{Name: rapid.SampledFrom(tenants).Draw(t, "tenant"), Tier: pb.Tier_SILVER, RateN: n, RatePeriodMs: period})
 	case 21, 22, 23:
 		// Bulk commands: refused below level 5.
 		return randomBulk(t, tenants, job)
@@ -407,32 +408,32 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 		cfg.DeadLetterRetentionMs = rapid.SampledFrom([]int64{1, 5000}).Draw(t, "dlretention")
 		cfg.DeadLetterMaxJobs = uint64(rapid.IntRange(1, 3).Draw(t, "dlmax"))
 		cfg.DeadLetterMaxBytes = uint64(rapid.IntRange(1, 1000).Draw(t, "dlbytes"))
-		return &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}}
 	case 13:
-		return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3, Level4, Level5}).Draw(t, "level")}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: rapid.SampledFrom([]uint32{Level2, Level3, Level4, Level5}).Draw(t, "level")}}}
 	case 14:
 		// Groups: refused below level 3.
-		return &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
-			Group: rapid.SampledFrom([]string{"g1", "g2"}).Draw(t, "group"), CapKind: pb.GroupCapKind(rapid.IntRange(1, 3).Draw(t, "capkind")),
+		return &clusterpb.Command{Cmd: &clusterpb.Command_SetGroup{SetGroup: &clusterpb.SetGroup{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
+			Group: rapid.SampledFrom([]string{"g1", "g2"}).Draw(t, "group"), CapKind: clusterpb.GroupCapKind(rapid.IntRange(1, 3).Draw(t, "capkind")),
 			Limit: uint32(rapid.IntRange(1, 2).Draw(t, "limit")), AsTenant: rapid.Bool().Draw(t, "astenant")}}}
 	case 0, 1, 2:
-		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			IdempotencyKey: rapid.SampledFrom([]string{"", "", "k1", "k2"}).Draw(t, "key"), Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "size")),
 			EstCostMs: rapid.Int64Range(1, 5000).Draw(t, "cost"), Group: rapid.SampledFrom([]string{"", "", "g1", "g2"}).Draw(t, "group")}}}
 	case 3, 4:
-		return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "wsize")), Credit: rapid.Uint64Range(1, 1000).Draw(t, "credit")}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: worker, Size: pb.Size(rapid.IntRange(1, 3).Draw(t, "wsize")), Credit: rapid.Uint64Range(1, 1000).Draw(t, "credit")}}}
 	case 5:
 		return started(job, attempt, worker)
 	case 6:
-		return &pb.Command{Cmd: &pb.Command_Heartbeats{Heartbeats: &pb.HeartbeatBatch{Heartbeats: []*pb.Heartbeat{{Job: job, Attempt: attempt, WorkerId: worker, CpuMs: 10}}}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Heartbeats{Heartbeats: &clusterpb.HeartbeatBatch{Heartbeats: []*clusterpb.Heartbeat{{Job: job, Attempt: attempt, WorkerId: worker, CpuMs: 10}}}}}
 	case 7:
-		return &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: job, Attempt: attempt, WorkerId: worker, Outcome: pb.Outcome(rapid.IntRange(1, 3).Draw(t, "outcome")), CpuMs: rapid.Int64Range(0, 9000).Draw(t, "cpu")}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: job, Attempt: attempt, WorkerId: worker, Outcome: pb.Outcome(rapid.IntRange(1, 3).Draw(t, "outcome")), CpuMs: rapid.Int64Range(0, 9000).Draw(t, "cpu")}}}
 	case 8:
-		return &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Job: job}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Job: job}}}
 	case 9:
-		return &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: job, Attempt: attempt, Kind: pb.ExpireKind(rapid.IntRange(1, 4).Draw(t, "ekind"))}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Expire{Expire: &clusterpb.Expire{Job: job, Attempt: attempt, Kind: clusterpb.ExpireKind(rapid.IntRange(1, 4).Draw(t, "ekind"))}}}
 	case 10:
-		return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: rapid.SampledFrom(tenants).Draw(t, "tenant"),
+		return &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: rapid.SampledFrom(tenants).Draw(t, "tenant"),
 			Tier: pb.Tier(rapid.IntRange(1, 5).Draw(t, "tier")), Caps: &pb.Caps{MaxRunning: uint32(rapid.IntRange(0, 3).Draw(t, "cap"))},
 			ExportMetrics: rapid.Bool().Draw(t, "export"), GroupCap: uint32(rapid.IntRange(0, 2).Draw(t, "groupcap")),
 			GroupOrder: pb.GroupOrder(rapid.IntRange(0, 2).Draw(t, "grouporder"))}}}
@@ -441,14 +442,14 @@ func randomCommand(t *rapid.T, jobs uint64) *pb.Command {
 		// name creates a new tenant.
 		return deleteTenant(rapid.SampledFrom(tenants).Draw(t, "tenant"))
 	default:
-		return &pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{Limit: 5}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{Limit: 5}}}
 	}
 }
 
 // checkRestored restores snap, an encoding of a taken after cut entries
 // of log, applies the rest of log to it and checks that it ends with a's
 // hash.
-func checkRestored(t *rapid.T, a *FSM, snap []byte, cut int, log []*pb.Envelope) {
+func checkRestored(t *rapid.T, a *FSM, snap []byte, cut int, log []*clusterpb.Envelope) {
 	b := New()
 	if err := b.Restore(sfq.NewDecoder(bufio.NewReader(bytes.NewReader(snap))), uint64(cut)); err != nil {
 		t.Fatalf("restore: %v", err)
@@ -473,7 +474,7 @@ func checkRestored(t *rapid.T, a *FSM, snap []byte, cut int, log []*pb.Envelope)
 func TestSnapshotRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		a := newAt(rapid.SampledFrom([]uint32{Level1, Level2, Level3, Level4, Level5}).Draw(t, "level"))
-		var log []*pb.Envelope
+		var log []*clusterpb.Envelope
 		n := rapid.IntRange(1, 150).Draw(t, "n")
 		cut := rapid.IntRange(0, n).Draw(t, "cut")
 		now, ahead := int64(1000), int64(0) // the wall clock runs ahead after each pause
@@ -496,12 +497,12 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			}
 			now += rapid.Int64Range(0, 20_000).Draw(t, "dt")
 			ahead += rapid.Int64Range(-2, 5_000_000).Draw(t, "pause")
-			cmds := []*pb.Command{tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), tenant("c", pb.Tier_SILVER)}
+			cmds := []*clusterpb.Command{tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), tenant("c", pb.Tier_SILVER)}
 			if i > 0 {
 				jobs, _ := a.Counts()
-				cmds = []*pb.Command{randomCommand(t, uint64(jobs)+1)}
+				cmds = []*clusterpb.Command{randomCommand(t, uint64(jobs)+1)}
 			}
-			env := &pb.Envelope{Version: Version, StampMs: now, WallMs: now + ahead, Commands: cmds}
+			env := &clusterpb.Envelope{Version: Version, StampMs: now, WallMs: now + ahead, Commands: cmds}
 			log = append(log, env)
 			if _, err := a.ApplyEnvelope(uint64(i+1), env); err != nil {
 				t.Fatal(err)
@@ -560,30 +561,30 @@ func TestCoalescedEntriesApplyAlike(t *testing.T) {
 		one, packed := newAt(level), newAt(level)
 		var oneIdx, packedIdx uint64
 		now := int64(1000)
-		apply := func(f *FSM, idx *uint64, cmds []*pb.Command) []Result {
+		apply := func(f *FSM, idx *uint64, cmds []*clusterpb.Command) []Result {
 			*idx++
-			res, err := f.ApplyEnvelope(*idx, &pb.Envelope{Version: Version, StampMs: now, Commands: cmds})
+			res, err := f.ApplyEnvelope(*idx, &clusterpb.Envelope{Version: Version, StampMs: now, Commands: cmds})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return res
 		}
-		setup := []*pb.Command{tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), tenant("c", pb.Tier_SILVER)}
+		setup := []*clusterpb.Command{tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), tenant("c", pb.Tier_SILVER)}
 		apply(packed, &packedIdx, setup)
 		for _, c := range setup {
-			apply(one, &oneIdx, []*pb.Command{c})
+			apply(one, &oneIdx, []*clusterpb.Command{c})
 		}
 		entries := rapid.IntRange(1, 40).Draw(t, "entries")
 		for range entries {
 			now += rapid.Int64Range(0, 20_000).Draw(t, "dt")
 			jobs, _ := one.Counts()
-			var cmds []*pb.Command
+			var cmds []*clusterpb.Command
 			for range rapid.IntRange(1, 12).Draw(t, "commands") {
 				cmds = append(cmds, randomCommand(t, uint64(jobs)+uint64(len(cmds))+1))
 			}
 			got := apply(packed, &packedIdx, cmds)
 			for i, c := range cmds {
-				want := apply(one, &oneIdx, []*pb.Command{c})[0]
+				want := apply(one, &oneIdx, []*clusterpb.Command{c})[0]
 				if fmt.Sprint(got[i]) != fmt.Sprint(want) {
 					t.Fatalf("command %d of a coalesced entry: result %+v, alone %+v", i, got[i], want)
 				}
@@ -600,12 +601,12 @@ func TestCoalescedEntriesApplyAlike(t *testing.T) {
 	})
 }
 
-func deleteTenant(name string) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_TenantDelete{TenantDelete: &pb.TenantDelete{Name: name}}}
+func deleteTenant(name string) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_TenantDelete{TenantDelete: &clusterpb.TenantDelete{Name: name}}}
 }
 
-func cancelJob(tenant string, job uint64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: tenant, Job: job}}}
+func cancelJob(tenant string, job uint64) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: tenant, Job: job}}}
 }
 
 // TestRecreatedTenantStartsEmpty: a tenant deleted and created again under
@@ -687,7 +688,7 @@ func TestPayloadLimitFitsAMessage(t *testing.T) {
 	}
 	h := newHarness(t)
 	cfg.MaxPayloadBytes = 4 << 20
-	r := h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
+	r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}})
 	if r.Code != Invalid || !strings.Contains(r.Msg, "max_payload_bytes 4194304 is over 4128768") || h.f.Config().MaxPayloadBytes != 1<<20 {
 		t.Fatalf("SetConfig of 4 MiB: %+v (limit now %d)", r, h.f.Config().MaxPayloadBytes)
 	}

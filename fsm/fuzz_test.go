@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -25,9 +26,9 @@ func seededFSM(t testing.TB) *FSM {
 	h.apply(started(1, 1, "w1"))
 	h.now += 500
 	h.apply(finished(1, 1, "w1", 900))
-	h.apply(&pb.Command{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{Id: "n1", RaftAddr: "127.0.0.1:7440", GrpcAddr: "127.0.0.1:7400"}}})
+	h.apply(&clusterpb.Command{Cmd: &clusterpb.Command_MemberUpsert{MemberUpsert: &clusterpb.MemberUpsert{Id: "n1", RaftAddr: "127.0.0.1:7440", GrpcAddr: "127.0.0.1:7400"}}})
 	for h.index < 10 {
-		h.apply(&pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
+		h.apply(&clusterpb.Command{Cmd: &clusterpb.Command_GrantLeases{GrantLeases: &clusterpb.GrantLeases{}}})
 	}
 	return h.f
 }
@@ -35,38 +36,38 @@ func seededFSM(t testing.TB) *FSM {
 // seedEnvelopes are the committed seed corpus of FuzzApplyEntry: one
 // envelope per command kind, against the seeded state's jobs, tenants and
 // workers, and a few edge cases.
-func seedEnvelopes() map[string]*pb.Envelope {
-	env := func(cmds ...*pb.Command) *pb.Envelope {
-		return &pb.Envelope{Version: Version, StampMs: 2_000, WallMs: 1_764_403_200_000, Commands: cmds}
+func seedEnvelopes() map[string]*clusterpb.Envelope {
+	env := func(cmds ...*clusterpb.Command) *clusterpb.Envelope {
+		return &clusterpb.Envelope{Version: Version, StampMs: 2_000, WallMs: 1_764_403_200_000, Commands: cmds}
 	}
 	cfg := ConfigToPB(DefaultConfig())
-	return map[string]*pb.Envelope{
-		"submit":          env(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", IdempotencyKey: "k9", JobType: "t", Size: pb.Size_LG, EstCostMs: 5000, Payload: []byte("x"), MaxAttempts: 3, TimeoutMs: 60000}}}),
+	return map[string]*clusterpb.Envelope{
+		"submit":          env(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", IdempotencyKey: "k9", JobType: "t", Size: pb.Size_LG, EstCostMs: 5000, Payload: []byte("x"), MaxAttempts: 3, TimeoutMs: 60000}}}),
 		"submit-repeat":   env(submit("a", "k1", 1000, "run 1")),
 		"dispatch":        env(dispatch("w3", 1), dispatch("w1", 2)),
 		"started":         env(started(2, 1, "w2")),
-		"heartbeats":      env(&pb.Command{Cmd: &pb.Command_Heartbeats{Heartbeats: &pb.HeartbeatBatch{Heartbeats: []*pb.Heartbeat{{Job: 2, Attempt: 1, WorkerId: "w2", CpuMs: 100}}}}}),
-		"finished":        env(&pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 2, Attempt: 1, WorkerId: "w2", Outcome: pb.Outcome_FAILED, CpuMs: 10, ExitCode: 2, StderrTail: "boom"}}}),
-		"cancel":          env(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "b", Job: 3}}}),
-		"expire":          env(&pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: 2, Attempt: 1, Kind: pb.ExpireKind_ACK}}}),
-		"grant-leases":    env(&pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}}),
-		"tenant-upsert":   env(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "b", Tier: pb.Tier_DIAMOND, Multiplier: 3, Caps: &pb.Caps{MaxRunning: 2, MaxRunningSm: 1, MaxInflightCpuMs: 10000, MaxQueued: 5}}}}),
-		"tenant-delete":   env(&pb.Command{Cmd: &pb.Command_TenantDelete{TenantDelete: &pb.TenantDelete{Name: "b"}}}),
-		"set-config":      env(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: cfg}}}),
-		"prune":           env(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}}),
-		"member-upsert":   env(&pb.Command{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{Id: "n2", RaftAddr: "127.0.0.1:7441", GrpcAddr: "127.0.0.1:7401", HttpAddr: "127.0.0.1:7481"}}}),
-		"member-remove":   env(&pb.Command{Cmd: &pb.Command_MemberRemove{MemberRemove: &pb.MemberRemove{Id: "n1"}}}),
-		"worker-drain":    env(&pb.Command{Cmd: &pb.Command_WorkerDrain{WorkerDrain: &pb.WorkerDrain{WorkerId: "w1"}}}),
-		"empty-command":   env(&pb.Command{}),
-		"submit-class":    env(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, JobClass: pb.Class_HIGH, DeadlineMs: 5000}}}),
-		"feature-level":   env(&pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: Level2}}}),
-		"feature-level-9": env(&pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: 9}}}),
-		"feature-level-4": env(&pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: Level4}}}),
-		"submit-group":    env(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 700, Group: "cust:42"}}}),
-		"tenant-groups":   env(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, GroupCap: 1, GroupOrder: pb.GroupOrder_GROUP_FAIR, MaxGroups: 3}}}),
-		"set-group":       env(&pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: "a", Group: "g", CapKind: pb.GroupCapKind_GROUP_CAP_LIMIT, Limit: 2, AsTenant: true}}}),
-		"clock-jump":      {Version: Version, StampMs: 1 << 62, Commands: []*pb.Command{{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}}}},
-		"unknown-version": {Version: Version + 1, Commands: []*pb.Command{{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}}}},
+		"heartbeats":      env(&clusterpb.Command{Cmd: &clusterpb.Command_Heartbeats{Heartbeats: &clusterpb.HeartbeatBatch{Heartbeats: []*clusterpb.Heartbeat{{Job: 2, Attempt: 1, WorkerId: "w2", CpuMs: 100}}}}}),
+		"finished":        env(&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 2, Attempt: 1, WorkerId: "w2", Outcome: pb.Outcome_FAILED, CpuMs: 10, ExitCode: 2, StderrTail: "boom"}}}),
+		"cancel":          env(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "b", Job: 3}}}),
+		"expire":          env(&clusterpb.Command{Cmd: &clusterpb.Command_Expire{Expire: &clusterpb.Expire{Job: 2, Attempt: 1, Kind: clusterpb.ExpireKind_ACK}}}),
+		"grant-leases":    env(&clusterpb.Command{Cmd: &clusterpb.Command_GrantLeases{GrantLeases: &clusterpb.GrantLeases{}}}),
+		"tenant-upsert":   env(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "b", Tier: pb.Tier_DIAMOND, Multiplier: 3, Caps: &pb.Caps{MaxRunning: 2, MaxRunningSm: 1, MaxInflightCpuMs: 10000, MaxQueued: 5}}}}),
+		"tenant-delete":   env(&clusterpb.Command{Cmd: &clusterpb.Command_TenantDelete{TenantDelete: &clusterpb.TenantDelete{Name: "b"}}}),
+		"set-config":      env(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: cfg}}}),
+		"prune":           env(&clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}}),
+		"member-upsert":   env(&clusterpb.Command{Cmd: &clusterpb.Command_MemberUpsert{MemberUpsert: &clusterpb.MemberUpsert{Id: "n2", RaftAddr: "127.0.0.1:7441", GrpcAddr: "127.0.0.1:7401", HttpAddr: "127.0.0.1:7481"}}}),
+		"member-remove":   env(&clusterpb.Command{Cmd: &clusterpb.Command_MemberRemove{MemberRemove: &clusterpb.MemberRemove{Id: "n1"}}}),
+		"worker-drain":    env(&clusterpb.Command{Cmd: &clusterpb.Command_WorkerDrain{WorkerDrain: &clusterpb.WorkerDrain{WorkerId: "w1"}}}),
+		"empty-command":   env(&clusterpb.Command{}),
+		"submit-class":    env(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_SM, JobClass: pb.Class_HIGH, DeadlineMs: 5000}}}),
+		"feature-level":   env(&clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: Level2}}}),
+		"feature-level-9": env(&clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: 9}}}),
+		"feature-level-4": env(&clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: Level4}}}),
+		"submit-group":    env(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 700, Group: "cust:42"}}}),
+		"tenant-groups":   env(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, GroupCap: 1, GroupOrder: pb.GroupOrder_GROUP_FAIR, MaxGroups: 3}}}),
+		"set-group":       env(&clusterpb.Command{Cmd: &clusterpb.Command_SetGroup{SetGroup: &clusterpb.SetGroup{Tenant: "a", Group: "g", CapKind: clusterpb.GroupCapKind_GROUP_CAP_LIMIT, Limit: 2, AsTenant: true}}}),
+		"clock-jump":      {Version: Version, StampMs: 1 << 62, Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}}}},
+		"unknown-version": {Version: Version + 1, Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_GrantLeases{GrantLeases: &clusterpb.GrantLeases{}}}}},
 	}
 }
 

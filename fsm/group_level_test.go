@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
-func setGroupCmd(tenant, group string, kind pb.GroupCapKind, limit uint32, asTenant bool) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: tenant, Group: group, CapKind: kind, Limit: limit, AsTenant: asTenant}}}
+func setGroupCmd(tenant, group string, kind clusterpb.GroupCapKind, limit uint32, asTenant bool) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_SetGroup{SetGroup: &clusterpb.SetGroup{Tenant: tenant, Group: group, CapKind: kind, Limit: limit, AsTenant: asTenant}}}
 }
 
 // TestFeatureLevel4Groups: at level 3 every command that puts anything of
@@ -26,15 +27,15 @@ func TestFeatureLevel4Groups(t *testing.T) {
 	h.one(tenant("acme", pb.Tier_GOLD))
 	h.one(submit("acme", "", 1000, "p"))
 	refused := []levelCase{
-		{submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, Group: "g"}), "group"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, GroupCap: 1}), "group_cap"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, GroupOrder: pb.GroupOrder_GROUP_FAIR}), "group_order fair"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, MaxGroups: 5}), "max_groups"},
-		{setGroupCmd("acme", "g", pb.GroupCapKind_GROUP_CAP_LIMIT, 1, false), "SetGroup"},
-		{setGroupCmd("acme", "g", pb.GroupCapKind_GROUP_CAP_NONE, 0, true), "SetGroup"},
+		{submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, Group: "g"}), "group"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, GroupCap: 1}), "group_cap"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, GroupOrder: pb.GroupOrder_GROUP_FAIR}), "group_order fair"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, MaxGroups: 5}), "max_groups"},
+		{setGroupCmd("acme", "g", clusterpb.GroupCapKind_GROUP_CAP_LIMIT, 1, false), "SetGroup"},
+		{setGroupCmd("acme", "g", clusterpb.GroupCapKind_GROUP_CAP_NONE, 0, true), "SetGroup"},
 	}
 	h.refusedBelow(Level4, refused)
-	if r := h.one(upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, GroupOrder: pb.GroupOrder_GROUP_FIFO})); r.Code != OK {
+	if r := h.one(upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, GroupOrder: pb.GroupOrder_GROUP_FIFO})); r.Code != OK {
 		t.Fatalf("group_order fifo at level 3: %v", r.Err())
 	}
 	v, _ := h.f.Freeze()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -92,13 +93,13 @@ var ErrFeatureLevel = fmt.Errorf("unknown feature level")
 // RequiredLevel returns the feature level a command needs and, when that
 // is above Level1, what needs it (a field and its value). It is the one
 // check of the edge and of Apply.
-func RequiredLevel(c *pb.Command) (uint32, string) {
+func RequiredLevel(c *clusterpb.Command) (uint32, string) {
 	r := levelNeed{level: Level1}
 	what := delayLevel(c)
 	r.need(what != "", Level5, what)
 	poolLevel(c, &r)
 	switch cmd := c.GetCmd().(type) {
-	case *pb.Command_Submit:
+	case *clusterpb.Command_Submit:
 		s := cmd.Submit
 		if s.JobClass != pb.Class_CLASS_UNSPECIFIED && s.JobClass != pb.Class_NORMAL {
 			// Only then is the name built: every submit passes here.
@@ -106,7 +107,7 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		}
 		r.need(s.DeadlineMs != 0, Level2, "deadline")
 		r.need(s.Group != "", Level4, "group")
-	case *pb.Command_TenantUpsert:
+	case *clusterpb.Command_TenantUpsert:
 		u := cmd.TenantUpsert
 		c := u.GetCaps()
 		r.need(u.RateN != 0 || u.RatePeriodMs != 0 || u.RateBurst != 0, Level5, "rate")
@@ -119,32 +120,32 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		r.need(u.GroupCap != 0, Level4, "group_cap")
 		r.need(u.GroupOrder == pb.GroupOrder_GROUP_FAIR, Level4, "group_order fair")
 		r.need(u.MaxGroups != 0, Level4, "max_groups")
-	case *pb.Command_Finished:
+	case *clusterpb.Command_Finished:
 		r.need(cmd.Finished.Outcome == pb.Outcome_SNOOZED, Level7, "outcome snoozed")
-	case *pb.Command_WebhookSet:
+	case *clusterpb.Command_WebhookSet:
 		r.need(true, Level3, "webhook set")
 		for _, n := range cmd.WebhookSet.Kinds {
 			k, ok := ParseEventKind(n)
 			r.need(ok && k > EvTimedOut, Level5, "webhook kind "+n)
 			r.need(n == WebhookAllKinds, Level7, "webhook kinds "+n)
 		}
-	case *pb.Command_WebhookDelete:
+	case *clusterpb.Command_WebhookDelete:
 		r.need(true, Level3, "webhook delete")
-	case *pb.Command_WebhookAck:
+	case *clusterpb.Command_WebhookAck:
 		r.need(true, Level3, "webhook ack")
-	case *pb.Command_WebhookReplay:
+	case *clusterpb.Command_WebhookReplay:
 		r.need(true, Level3, "webhook replay")
-	case *pb.Command_SetGroup:
+	case *clusterpb.Command_SetGroup:
 		g := cmd.SetGroup
 		r.need(true, Level4, "SetGroup")
 		r.need(g.SetRate || g.RateN != 0 || g.RatePeriodMs != 0 || g.RateBurst != 0, Level5, "group rate")
-	case *pb.Command_Pause:
+	case *clusterpb.Command_Pause:
 		if cmd.Pause.Resume {
 			r.need(true, Level5, "resume")
 		} else {
 			r.need(true, Level5, "pause")
 		}
-	case *pb.Command_SetConfig:
+	case *clusterpb.Command_SetConfig:
 		p := cmd.SetConfig.GetConfig()
 		e := p.GetEstimate()
 		r.need(e != pb.Estimate_ESTIMATE_UNSPECIFIED && e != pb.Estimate_SUBMITTED, Level2, "estimate=auto")
@@ -160,11 +161,11 @@ func RequiredLevel(c *pb.Command) (uint32, string) {
 		r.need(p.GetMaxSnoozes() != 0 && p.GetMaxSnoozes() != sfq.DefaultMaxSnoozes, Level7, "max_snoozes")
 		l, what = clockTickLevel(p)
 		r.need(l > Level1, l, what)
-	case *pb.Command_Redrive:
+	case *clusterpb.Command_Redrive:
 		r.need(true, Level5, "Redrive")
-	case *pb.Command_CancelJobs:
+	case *clusterpb.Command_CancelJobs:
 		r.need(true, Level5, "CancelJobs")
-	case *pb.Command_Purge:
+	case *clusterpb.Command_Purge:
 		r.need(true, Level5, "Purge")
 	}
 	return r.level, r.what
@@ -224,7 +225,7 @@ func LevelMessage(what string, need, have uint32) string {
 // needs more: it returns at once, without naming what a command needs (a
 // name may cost an allocation, as "pool gpu" of every dispatch in a pool
 // other than default does).
-func CheckLevel(c *pb.Command, have uint32) error {
+func CheckLevel(c *clusterpb.Command, have uint32) error {
 	if have >= MaxFeatureLevel {
 		return nil
 	}
@@ -270,14 +271,14 @@ func NewAtLevel(l uint32) *FSM {
 	return f
 }
 
-func (f *FSM) applySetFeatureLevel(c *pb.SetFeatureLevel) Result {
+func (f *FSM) applySetFeatureLevel(c *clusterpb.SetFeatureLevel) Result {
 	switch {
 	case c.Level > MaxFeatureLevel:
 		// Every voter said it understands the level; this node does not
 		// (it runs an older build than it reported, or is no voter). It
 		// must not go on without it.
 		f.latch(fmt.Errorf("%w %d (this build understands up to %d): upgrade this node", ErrFeatureLevel, c.Level, MaxFeatureLevel))
-		return refusef(FailedPrecondition, "feature level %d is unknown to this build", c.Level)
+		return refusef(FailedPrecondition, "", "feature level %d is unknown to this build", c.Level)
 	case c.Level <= f.level:
 		return Result{Outcome: sfq.Duplicate}
 	}

@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
-func setLevelCmd(l uint32) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: l}}}
+func setLevelCmd(l uint32) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: l}}}
 }
 
 // TestFeatureLevel: a state that never saw SetFeatureLevel is at level 1.
@@ -32,17 +33,17 @@ func TestFeatureLevel(t *testing.T) {
 		return "FAILED_PRECONDITION: " + what + " needs cluster feature level 2; the cluster is at level 1 until every voter runs a build that understands level 2 (docs/operations.md, \"Upgrades\")"
 	}
 	refused := []struct {
-		cmd  *pb.Command
+		cmd  *clusterpb.Command
 		what string
 	}{
-		{submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, JobClass: pb.Class_HIGH}), "class high"},
-		{submitJob(&pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, DeadlineMs: 5000}), "deadline"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, MaxClass: pb.Class_CRITICAL}), "max_class critical"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, AllowDeadlines: true}), "allow_deadlines"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxRunningCritical: 1}}), "cap_critical"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxRunningHigh: 1}}), "cap_high"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxRunningDeadline: 1}}), "deadline_cap"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, ExportMetrics: true}), "export_metrics"},
+		{submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, JobClass: pb.Class_HIGH}), "class high"},
+		{submitJob(&clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1, DeadlineMs: 5000}), "deadline"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, MaxClass: pb.Class_CRITICAL}), "max_class critical"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, AllowDeadlines: true}), "allow_deadlines"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxRunningCritical: 1}}), "cap_critical"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxRunningHigh: 1}}), "cap_high"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxRunningDeadline: 1}}), "deadline_cap"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, ExportMetrics: true}), "export_metrics"},
 		{setConfigWith(func(p *pb.SchedulerConfig) { p.Estimate = pb.Estimate_AUTO }), "estimate=auto"},
 		{setConfigWith(func(p *pb.SchedulerConfig) { p.DefaultCostMs = 30_000 }), "default_cost"},
 	}
@@ -55,9 +56,9 @@ func TestFeatureLevel(t *testing.T) {
 		}
 	}
 	// What level 1 holds is accepted: the defaults of the new fields too.
-	for _, c := range []*pb.Command{
-		submitJob(&pb.SubmitJob{Tenant: "acme", JobType: "render", Size: pb.Size_MD, EstCostMs: 1000, JobClass: pb.Class_NORMAL}),
-		upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER, MaxClass: pb.Class_NORMAL, Caps: &pb.Caps{MaxRunning: 2}}),
+	for _, c := range []*clusterpb.Command{
+		submitJob(&clusterpb.SubmitJob{Tenant: "acme", JobType: "render", Size: pb.Size_MD, EstCostMs: 1000, JobClass: pb.Class_NORMAL}),
+		upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER, MaxClass: pb.Class_NORMAL, Caps: &pb.Caps{MaxRunning: 2}}),
 		setConfigWith(func(p *pb.SchedulerConfig) { p.Estimate, p.DefaultCostMs = pb.Estimate_SUBMITTED, sfq.DefaultCostMs }),
 	} {
 		if r := h.one(c); r.Code != OK {
@@ -116,7 +117,7 @@ func TestFeatureLevel(t *testing.T) {
 	}
 	// Now a completion teaches.
 	h.one(setConfigWith(func(p *pb.SchedulerConfig) {}))
-	h.one(submitJob(&pb.SubmitJob{Tenant: "acme", JobType: "render", Size: pb.Size_MD, EstCostMs: 1000}))
+	h.one(submitJob(&clusterpb.SubmitJob{Tenant: "acme", JobType: "render", Size: pb.Size_MD, EstCostMs: 1000}))
 	d = h.one(dispatch("w1", 2))
 	h.one(started(uint64(d.Job), d.Attempt, "w1"))
 	h.one(finished(uint64(d.Job), d.Attempt, "w1", 700))
@@ -133,7 +134,7 @@ func TestFeatureLevel(t *testing.T) {
 	}
 
 	// A level this build does not know stops it.
-	_, err := h.f.ApplyEnvelope(h.index+1, &pb.Envelope{Version: Version, StampMs: 2000, Commands: []*pb.Command{setLevelCmd(MaxFeatureLevel + 1)}})
+	_, err := h.f.ApplyEnvelope(h.index+1, &clusterpb.Envelope{Version: Version, StampMs: 2000, Commands: []*clusterpb.Command{setLevelCmd(MaxFeatureLevel + 1)}})
 	var fe *FatalError
 	if !errors.As(err, &fe) || !errors.Is(err, ErrFeatureLevel) || fe.Index != h.index+1 ||
 		!strings.Contains(err.Error(), fmt.Sprintf("unknown feature level %d (this build understands up to %d): upgrade this node", MaxFeatureLevel+1, MaxFeatureLevel)) {
@@ -142,10 +143,10 @@ func TestFeatureLevel(t *testing.T) {
 }
 
 // setConfigWith is a SetConfig of the defaults changed by fn.
-func setConfigWith(fn func(p *pb.SchedulerConfig)) *pb.Command {
+func setConfigWith(fn func(p *pb.SchedulerConfig)) *clusterpb.Command {
 	p := ConfigToPB(DefaultConfig())
 	fn(p)
-	return &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: p}}}
+	return &clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: p}}}
 }
 
 // TestRequiredLevelIsTheHighest: a command with fields of several levels
@@ -155,16 +156,16 @@ func TestRequiredLevelIsTheHighest(t *testing.T) {
 	cfg := ConfigToPB(DefaultConfig())
 	cfg.Estimate, cfg.SubmitRateN, cfg.SubmitRatePeriodMs = pb.Estimate_AUTO, 10, 1000
 	for _, c := range []struct {
-		cmd   *pb.Command
+		cmd   *clusterpb.Command
 		level uint32
 		what  string
 	}{
-		{submitJob(&pb.SubmitJob{Tenant: "a", JobClass: pb.Class_HIGH, Group: "g"}), Level4, "group"},
-		{submitJob(&pb.SubmitJob{Tenant: "a", DeadlineMs: 5000, Group: "g"}), Level4, "group"},
-		{submitJob(&pb.SubmitJob{Tenant: "a", JobClass: pb.Class_HIGH, DeadlineMs: 5000}), Level2, "class high"},
-		{upsert(&pb.TenantUpsert{Name: "a", MaxClass: pb.Class_HIGH, GroupCap: 2}), Level4, "group_cap"},
-		{&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: cfg}}}, Level5, "submit_rate"},
-		{&pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "a", Kinds: []string{"queued", "redriven"}}}}, Level5, "webhook kind redriven"},
+		{submitJob(&clusterpb.SubmitJob{Tenant: "a", JobClass: pb.Class_HIGH, Group: "g"}), Level4, "group"},
+		{submitJob(&clusterpb.SubmitJob{Tenant: "a", DeadlineMs: 5000, Group: "g"}), Level4, "group"},
+		{submitJob(&clusterpb.SubmitJob{Tenant: "a", JobClass: pb.Class_HIGH, DeadlineMs: 5000}), Level2, "class high"},
+		{upsert(&clusterpb.TenantUpsert{Name: "a", MaxClass: pb.Class_HIGH, GroupCap: 2}), Level4, "group_cap"},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: cfg}}}, Level5, "submit_rate"},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{Tenant: "a", Kinds: []string{"queued", "redriven"}}}}, Level5, "webhook kind redriven"},
 	} {
 		if l, what := RequiredLevel(c.cmd); l != c.level || what != c.what {
 			t.Errorf("%v: level %d %q, want %d %q", c.cmd, l, what, c.level, c.what)
@@ -175,7 +176,7 @@ func TestRequiredLevelIsTheHighest(t *testing.T) {
 // levelCase is a command that needs a feature level, and the field its
 // refusal names.
 type levelCase struct {
-	cmd  *pb.Command
+	cmd  *clusterpb.Command
 	what string
 }
 
@@ -208,7 +209,7 @@ func (h *harness) refusedBelow(need uint32, cases []levelCase) {
 // dispatch or a submit in a pool other than default names its pool);
 // below it, the same commands are refused, naming the pool.
 func TestCheckLevelAtTheLatestLevel(t *testing.T) {
-	cmds := []*pb.Command{dispatchIn("w1", "gpu", 1), submitIn("a", "gpu")}
+	cmds := []*clusterpb.Command{dispatchIn("w1", "gpu", 1), submitIn("a", "gpu")}
 	for _, c := range cmds {
 		if allocs := testing.AllocsPerRun(100, func() {
 			if err := CheckLevel(c, MaxFeatureLevel); err != nil {

@@ -35,13 +35,13 @@ func DefaultDeadLetters() DeadLetters {
 
 func (d DeadLetters) validate() error {
 	if d.DeadLetterRetentionMs <= 0 || d.DeadLetterRetentionMs > maxDuration {
-		return invalidf("dead_letter_retention is %s (want a positive duration up to a year)", ms(d.DeadLetterRetentionMs))
+		return invalidf("", "dead_letter_retention is %s (want a positive duration up to a year)", ms(d.DeadLetterRetentionMs))
 	}
 	if d.DeadLetterMaxJobs == 0 || d.DeadLetterMaxJobs > sfq.MaxID {
-		return invalidf("dead_letter_max_jobs is %d (want 1..%d)", d.DeadLetterMaxJobs, uint64(sfq.MaxID))
+		return invalidf("", "dead_letter_max_jobs is %d (want 1..%d)", d.DeadLetterMaxJobs, uint64(sfq.MaxID))
 	}
 	if d.DeadLetterMaxBytes == 0 || d.DeadLetterMaxBytes > 1<<50 {
-		return invalidf("dead_letter_max_bytes is %d (want 1..%d)", d.DeadLetterMaxBytes, uint64(1<<50))
+		return invalidf("", "dead_letter_max_bytes is %d (want 1..%d)", d.DeadLetterMaxBytes, uint64(1<<50))
 	}
 	return nil
 }

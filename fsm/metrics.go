@@ -91,7 +91,7 @@ func (f *FSM) setExported(i uint32, on bool) {
 // billing b moves from one to the other. Below Level2 it keeps nothing, as
 // builds before the carries did: the tenant's counters move with it.
 func (f *FSM) moveTier(from, to sfq.Tier, b *sfq.Billing) {
-	if from == to || f.level < Level2 {
+	if from == to || !tiersCarry(f.level) {
 		return
 	}
 	c := countersOf(b)

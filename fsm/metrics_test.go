@@ -9,11 +9,12 @@ import (
 	"pgregory.net/rapid"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
-func markedTenant(name string, tier pb.Tier, export bool) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: tier, ExportMetrics: export}}}
+func markedTenant(name string, tier pb.Tier, export bool) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: tier, ExportMetrics: export}}}
 }
 
 // run dispatches, starts and finishes the next md job on w1 with cpu ms.
@@ -173,12 +174,12 @@ func TestMetricsCountersNeverDecrease(t *testing.T) {
 		var prev MetricsView
 		for i := 0; i < 200; i++ {
 			now += rapid.Int64Range(0, 20_000).Draw(t, "dt")
-			cmds := []*pb.Command{tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), tenant("c", pb.Tier_SILVER)}
+			cmds := []*clusterpb.Command{tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), tenant("c", pb.Tier_SILVER)}
 			if i > 0 {
 				jobs, _ := f.Counts()
-				cmds = []*pb.Command{randomCommand(t, uint64(jobs)+1)}
+				cmds = []*clusterpb.Command{randomCommand(t, uint64(jobs)+1)}
 			}
-			if _, err := f.ApplyEnvelope(uint64(i+1), &pb.Envelope{Version: Version, StampMs: now, Commands: cmds}); err != nil {
+			if _, err := f.ApplyEnvelope(uint64(i+1), &clusterpb.Envelope{Version: Version, StampMs: now, Commands: cmds}); err != nil {
 				t.Fatal(err)
 			}
 			if err := f.Verify(); err != nil {

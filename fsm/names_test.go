@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // TestApplyRefusesControlAndBidiInNames: a command that reached the log
@@ -14,11 +15,11 @@ import (
 func TestApplyRefusesControlAndBidiInNames(t *testing.T) {
 	h := newHarness(t)
 	h.one(tenant("acme", pb.Tier_GOLD))
-	sub := func(typ, group string) *pb.Command {
-		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 10, JobType: typ, Group: group}}}
+	sub := func(typ, group string) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 10, JobType: typ, Group: group}}}
 	}
 	for _, c := range []struct {
-		cmd *pb.Command
+		cmd *clusterpb.Command
 		msg string
 	}{
 		{sub("a\x00b", ""), `job_type "a\x00b" has U+0000 (a control character) at byte 1`},
@@ -26,7 +27,7 @@ func TestApplyRefusesControlAndBidiInNames(t *testing.T) {
 		{sub("", "g\x00"), `group: group name "g\x00" has '\x00' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`},
 		{sub("", "g\u202e"), `group: group name "g\u202e" has '\u202e' at byte 1 (allowed: A-Z a-z 0-9 . _ : @ -)`},
 		{tenant("evil\u202e", pb.Tier_GOLD), `tenant name "evil\u202e" has U+202E (a bidirectional formatting character) at byte 4`},
-		{&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w\u2066", Size: pb.Size_SM, Credit: 1}}},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w\u2066", Size: pb.Size_SM, Credit: 1}}},
 			`worker_id "w\u2066" has U+2066 (a bidirectional formatting character) at byte 1`},
 	} {
 		if r := h.one(c.cmd); r.Code != Invalid || r.Msg != ""+c.msg {

@@ -1,7 +1,7 @@
 package fsm
 
 import (
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -13,7 +13,7 @@ import (
 // changes nothing (the tenant is already paused) is a duplicate. With
 // as_tenant the tenant's own client token acts: it may pause and resume
 // its own tenant and groups, but not lift an admin's pause.
-func (f *FSM) applyPause(c *pb.Pause) Result {
+func (f *FSM) applyPause(c *clusterpb.Pause) Result {
 	if r := f.checkPause(c); r.Refused() || r.Outcome == sfq.Duplicate {
 		return r
 	}
@@ -25,21 +25,12 @@ func (f *FSM) applyPause(c *pb.Pause) Result {
 		return f.applyPausePool(c)
 	}
 	if c.All {
-		if c.Tenant != "" || c.Group != "" {
-			return refusef(Invalid, "a pause of all dispatch names no tenant or group")
-		}
-		if c.AsTenant {
-			return refusef(PermissionDenied, "all dispatch is paused and resumed by an admin")
-		}
 		if !f.sched.PauseDispatch(!c.Resume) {
 			return Result{Outcome: sfq.Duplicate}
 		}
 		return Result{Outcome: sfq.Changed}
 	}
-	ti, ok := f.sched.TenantIndex(c.Tenant)
-	if !ok {
-		return refusef(NotFound, "unknown tenant %q", c.Tenant)
-	}
+	ti, _ := f.sched.TenantIndex(c.Tenant) // checkPause found it
 	var changed bool
 	var err error
 	if c.Group == "" {

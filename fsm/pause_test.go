@@ -7,19 +7,20 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
-func pauseCmd(tenant, group string, all, resume bool) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: tenant, Group: group, All: all, Resume: resume}}}
+func pauseCmd(tenant, group string, all, resume bool) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Tenant: tenant, Group: group, All: all, Resume: resume}}}
 }
 
-func tenantPauseCmd(tenant, group string, resume bool) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: tenant, Group: group, Resume: resume, AsTenant: true}}}
+func tenantPauseCmd(tenant, group string, resume bool) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Tenant: tenant, Group: group, Resume: resume, AsTenant: true}}}
 }
 
-func groupRateCmd(tenant, group string, n uint32, periodMs int64, burst uint32) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: tenant, Group: group, SetRate: true, RateN: n,
+func groupRateCmd(tenant, group string, n uint32, periodMs int64, burst uint32) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_SetGroup{SetGroup: &clusterpb.SetGroup{Tenant: tenant, Group: group, SetRate: true, RateN: n,
 		RatePeriodMs: periodMs, RateBurst: burst}}}
 }
 
@@ -35,8 +36,8 @@ func TestFeatureLevel5Pauses(t *testing.T) {
 		{pauseCmd("acme", "g", false, false), "pause"},
 		{pauseCmd("", "", true, false), "pause"},
 		{pauseCmd("acme", "", false, true), "resume"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RateN: 2, RatePeriodMs: 1000}), "rate"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RateN: 2, RatePeriodMs: 1000, RateBurst: 3}), "rate"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RateN: 2, RatePeriodMs: 1000}), "rate"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RateN: 2, RatePeriodMs: 1000, RateBurst: 3}), "rate"},
 		{groupRateCmd("acme", "g", 1, 1000, 0), "group rate"},
 	}
 	h.refusedBelow(Level5, refused)
@@ -83,7 +84,7 @@ func TestPauseEventsAndRefusals(t *testing.T) {
 	h := newHarness(t)
 	h.one(tenant("acme", pb.Tier_GOLD))
 	for _, c := range []struct {
-		cmd  *pb.Command
+		cmd  *clusterpb.Command
 		want string
 	}{
 		{pauseCmd("acme", "", false, false), "OK changed"},
@@ -101,14 +102,14 @@ func TestPauseEventsAndRefusals(t *testing.T) {
 		{pauseCmd("acme", "", false, false), "OK changed"},
 		{tenantPauseCmd("acme", "", true), "PERMISSION_DENIED: tenant acme was paused by an admin: only an admin may resume it"},
 		{pauseCmd("acme", "", false, true), "OK changed"},
-		{&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{All: true, AsTenant: true}}}, "PERMISSION_DENIED: all dispatch is paused and resumed by an admin"},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{All: true, AsTenant: true}}}, "PERMISSION_DENIED: all dispatch is paused and resumed by an admin"},
 		{pauseCmd("nope", "", false, false), `NOT_FOUND: unknown tenant "nope"`},
 		{pauseCmd("acme", "bad name", false, false), `INVALID_ARGUMENT: group name "bad name" has ' ' at byte 3 (allowed: A-Z a-z 0-9 . _ : @ -)`},
 		{pauseCmd("acme", "", true, false), "INVALID_ARGUMENT: a pause of all dispatch names no tenant or group"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RateN: 5}), "INVALID_ARGUMENT: rate period 0 ms (want 1 ms .. 720h)"},
-		{upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RatePeriodMs: 5}), "INVALID_ARGUMENT: rate has a period or burst but no count N (want N/PERIOD with N >= 1)"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RateN: 5}), "INVALID_ARGUMENT: rate period 0 ms (want 1 ms .. 720h)"},
+		{upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RatePeriodMs: 5}), "INVALID_ARGUMENT: rate has a period or burst but no count N (want N/PERIOD with N >= 1)"},
 		{groupRateCmd("acme", "g", 5000, 1, 0), "INVALID_ARGUMENT: rate 5000 per 1 ms has an interval below 1 µs (want N <= PERIOD in µs)"},
-		{&pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: "acme", Group: "g", SetRate: true, RateN: 1, RatePeriodMs: 1000, AsTenant: true}}},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_SetGroup{SetGroup: &clusterpb.SetGroup{Tenant: "acme", Group: "g", SetRate: true, RateN: 1, RatePeriodMs: 1000, AsTenant: true}}},
 			"PERMISSION_DENIED: rate: a group's rate limit is set by an admin"},
 	} {
 		before, _ := h.f.Hash()
@@ -148,7 +149,7 @@ func TestPauseEventsAndRefusals(t *testing.T) {
 func TestRateLimitCoalesced(t *testing.T) {
 	h := newHarness(t)
 	h.now = 0
-	h.one(upsert(&pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RateN: 2, RatePeriodMs: 1000, RateBurst: 3}))
+	h.one(upsert(&clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, RateN: 2, RatePeriodMs: 1000, RateBurst: 3}))
 	for range 10 {
 		h.one(submit("acme", "", 1000, ""))
 	}

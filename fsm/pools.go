@@ -2,6 +2,7 @@ package fsm
 
 import (
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -38,10 +39,10 @@ func (p PoolSettings) uses() bool { return p != PoolSettings{} }
 
 func (p PoolSettings) validate() error {
 	if p.MaxPools > sfq.MaxPoolSlots {
-		return invalidf("max_pools is %d (want 0 for the default %d, or 1..%d)", p.MaxPools, sfq.DefaultMaxPools, sfq.MaxPoolSlots)
+		return invalidf("", "max_pools is %d (want 0 for the default %d, or 1..%d)", p.MaxPools, sfq.DefaultMaxPools, sfq.MaxPoolSlots)
 	}
 	if p.Implicit && p.ImplicitTier >= sfq.NumTiers {
-		return invalidf("implicit_tenants tier %d", p.ImplicitTier)
+		return invalidf("", "implicit_tenants tier %d", p.ImplicitTier)
 	}
 	if p.DefaultTenant != "" {
 		if err := sfq.ValidateName("default_tenant", p.DefaultTenant); err != nil {
@@ -79,7 +80,7 @@ func poolSettingsFromPB(p *pb.SchedulerConfig) (PoolSettings, error) {
 	if p.ImplicitTenants != pb.Tier_TIER_UNSPECIFIED {
 		t, err := TierFromPB(p.ImplicitTenants)
 		if err != nil {
-			return PoolSettings{}, invalidf("implicit_tenants: %w", err)
+			return PoolSettings{}, invalidf("implicit_tenants", "%w", err)
 		}
 		out.Implicit, out.ImplicitTier = true, t
 	}
@@ -108,32 +109,32 @@ func poolsConfigLevel(p *pb.SchedulerConfig) (uint32, string) {
 
 // poolLevel is the level a command's pool fields need: any pool but the
 // default, and every pool and subscription command, need Level6.
-func poolLevel(c *pb.Command, r *levelNeed) {
+func poolLevel(c *clusterpb.Command, r *levelNeed) {
 	switch cmd := c.GetCmd().(type) {
-	case *pb.Command_Submit:
+	case *clusterpb.Command_Submit:
 		r.need(cmd.Submit.Pool != "" && cmd.Submit.Pool != sfq.DefaultPoolName, Level6, "pool "+cmd.Submit.Pool)
-	case *pb.Command_Dispatch:
+	case *clusterpb.Command_Dispatch:
 		r.need(cmd.Dispatch.Pool != "" && cmd.Dispatch.Pool != sfq.DefaultPoolName, Level6, "pool "+cmd.Dispatch.Pool)
-	case *pb.Command_Pause:
+	case *clusterpb.Command_Pause:
 		r.need(cmd.Pause.Pool != "", Level6, "pause of pool "+cmd.Pause.Pool)
-	case *pb.Command_Redrive:
+	case *clusterpb.Command_Redrive:
 		r.need(cmd.Redrive.GetFilter().GetPool() != "", Level6, "pool filter")
-	case *pb.Command_CancelJobs:
+	case *clusterpb.Command_CancelJobs:
 		r.need(cmd.CancelJobs.GetFilter().GetPool() != "", Level6, "pool filter")
-	case *pb.Command_Purge:
+	case *clusterpb.Command_Purge:
 		r.need(cmd.Purge.GetFilter().GetPool() != "", Level6, "pool filter")
-	case *pb.Command_PoolSet:
+	case *clusterpb.Command_PoolSet:
 		r.need(true, Level6, "PoolSet")
-	case *pb.Command_PoolDelete:
+	case *clusterpb.Command_PoolDelete:
 		r.need(true, Level6, "PoolDelete")
-	case *pb.Command_SubscriptionSet:
+	case *clusterpb.Command_SubscriptionSet:
 		r.need(true, Level6, "SubscriptionSet")
 	}
 }
 
 // applyPoolSet creates or changes a pool. Fields left out keep their
 // value (a new pool: default weights, subscriptions optional).
-func (f *FSM) applyPoolSet(c *pb.PoolSet) Result {
+func (f *FSM) applyPoolSet(c *clusterpb.PoolSet) Result {
 	spec, r := f.checkPoolSet(c)
 	if r.Refused() {
 		return r
@@ -147,7 +148,7 @@ func (f *FSM) applyPoolSet(c *pb.PoolSet) Result {
 
 // applyPoolDelete deletes a pool with no scheduled, queued or running job
 // (the leader refuses first while a worker of the pool is connected).
-func (f *FSM) applyPoolDelete(c *pb.PoolDelete) Result {
+func (f *FSM) applyPoolDelete(c *clusterpb.PoolDelete) Result {
 	if r := f.checkPoolDelete(c); r.Refused() {
 		return r
 	}
@@ -158,7 +159,7 @@ func (f *FSM) applyPoolDelete(c *pb.PoolDelete) Result {
 }
 
 // applySubscriptionSet sets or removes a tenant's subscription in a pool.
-func (f *FSM) applySubscriptionSet(c *pb.SubscriptionSet) Result {
+func (f *FSM) applySubscriptionSet(c *clusterpb.SubscriptionSet) Result {
 	if r := f.checkSubscription(c); r.Refused() {
 		return r
 	}
@@ -175,12 +176,12 @@ func (f *FSM) applySubscriptionSet(c *pb.SubscriptionSet) Result {
 
 // applyPausePool pauses or resumes dispatch in one pool (an admin's
 // only): a gate, recorded as no event, as a pause of all dispatch.
-func (f *FSM) applyPausePool(c *pb.Pause) Result {
+func (f *FSM) applyPausePool(c *clusterpb.Pause) Result {
 	if c.Tenant != "" || c.Group != "" || c.All {
-		return refusef(Invalid, "a pause of a pool names no tenant, group or all")
+		return refusef(Invalid, "", "a pause of a pool names no tenant, group or all")
 	}
 	if c.AsTenant {
-		return refusef(PermissionDenied, "a pool is paused and resumed by an admin")
+		return refusef(PermissionDenied, "", "a pool is paused and resumed by an admin")
 	}
 	changed, err := f.sched.PausePool(c.Pool, !c.Resume)
 	if err != nil {
@@ -207,7 +208,7 @@ func (f *FSM) observeTenant(name string) {
 // is off); a refusal when the name is not a valid tenant name.
 func (f *FSM) implicitSpec(name string) (*sfq.TenantSpec, Result) {
 	p := f.cfg.Pools
-	if f.level < Level6 || !p.Implicit {
+	if !p.Implicit {
 		return nil, Result{}
 	}
 	if err := sfq.ValidateName("tenant", name); err != nil {

@@ -6,19 +6,20 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
-func poolSet(name string, weights *string, required *bool) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: name, Weights: weights, SubscriptionsRequired: required}}}
+func poolSet(name string, weights *string, required *bool) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_PoolSet{PoolSet: &clusterpb.PoolSet{Name: name, Weights: weights, SubscriptionsRequired: required}}}
 }
 
-func submitIn(tenant, pool string) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_MD, EstCostMs: 1000, Pool: pool}}}
+func submitIn(tenant, pool string) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size_MD, EstCostMs: 1000, Pool: pool}}}
 }
 
-func dispatchIn(worker, pool string, credit uint64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: pb.Size_MD, Credit: credit, Pool: pool}}}
+func dispatchIn(worker, pool string, credit uint64) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: worker, Size: pb.Size_MD, Credit: credit, Pool: pool}}}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -33,7 +34,7 @@ func TestPoolCommands(t *testing.T) {
 	}
 	before, _ := h.f.Hash()
 	for _, c := range []struct {
-		cmd  *pb.Command
+		cmd  *clusterpb.Command
 		code Code
 		msg  string
 	}{
@@ -43,13 +44,13 @@ func TestPoolCommands(t *testing.T) {
 		{submitIn("a", "cpu"), NotFound, `unknown pool "cpu"`},
 		{submitIn("ghost", "cpu"), NotFound, `unknown pool "cpu"`},
 		{dispatchIn("w1", "cpu", 1), NotFound, `unknown pool "cpu"`},
-		{&pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: "default"}}}, FailedPrecondition, "the pool default is never deleted"},
-		{&pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: "cpu"}}}, NotFound, `unknown pool "cpu"`},
-		{&pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: "a", Pool: "cpu", Burst: ptr(uint32(1))}}}, NotFound, `unknown pool "cpu"`},
-		{&pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: "b", Pool: "gpu", Burst: ptr(uint32(1))}}}, NotFound, `unknown tenant "b"`},
-		{redriveCmd(&pb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{Pool: "cpu"}}), NotFound, `unknown pool "cpu"`},
-		{redriveCmd(&pb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{Pool: "Cpu"}}), Invalid, `filter.pool: pool name "Cpu" has 'C' at byte 0 (want a-z, 0-9 and -, not starting with -)`},
-		{&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: "gpu", AsTenant: true}}}, PermissionDenied, "a pool is paused and resumed by an admin"},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_PoolDelete{PoolDelete: &clusterpb.PoolDelete{Name: "default"}}}, FailedPrecondition, "the pool default is never deleted"},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_PoolDelete{PoolDelete: &clusterpb.PoolDelete{Name: "cpu"}}}, NotFound, `unknown pool "cpu"`},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_SubscriptionSet{SubscriptionSet: &clusterpb.SubscriptionSet{Tenant: "a", Pool: "cpu", Burst: ptr(uint32(1))}}}, NotFound, `unknown pool "cpu"`},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_SubscriptionSet{SubscriptionSet: &clusterpb.SubscriptionSet{Tenant: "b", Pool: "gpu", Burst: ptr(uint32(1))}}}, NotFound, `unknown tenant "b"`},
+		{redriveCmd(&clusterpb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{Pool: "cpu"}}), NotFound, `unknown pool "cpu"`},
+		{redriveCmd(&clusterpb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{Pool: "Cpu"}}), Invalid, `filter.pool: pool name "Cpu" has 'C' at byte 0 (want a-z, 0-9 and -, not starting with -)`},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Pool: "gpu", AsTenant: true}}}, PermissionDenied, "a pool is paused and resumed by an admin"},
 		{setConfigWith(func(p *pb.SchedulerConfig) { p.MaxPools = 2000 }), Invalid, "max_pools is 2000 (want 0 for the default 64, or 1..1024)"},
 	} {
 		if r := h.one(c.cmd); r.Code != c.code || r.Msg != c.msg {
@@ -69,7 +70,7 @@ func TestPoolCommands(t *testing.T) {
 	if r := h.one(submitIn("a", "gpu")); r.Code != OK {
 		t.Fatalf("submit to gpu: %+v", r)
 	}
-	del := &pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: "gpu"}}}
+	del := &clusterpb.Command{Cmd: &clusterpb.Command_PoolDelete{PoolDelete: &clusterpb.PoolDelete{Name: "gpu"}}}
 	if r := h.one(del); r.Code != FailedPrecondition || r.Msg != "pool gpu has 0 scheduled, 1 queued and 0 running jobs" {
 		t.Fatalf("delete a busy pool: %+v", r)
 	}
@@ -109,7 +110,7 @@ func TestPoolsRoundTrip(t *testing.T) {
 		t.Fatalf("a level-6 state without pools is version %d, want %d", got, stateVersionQuotas)
 	}
 	h.one(poolSet("gpu", ptr("equal"), ptr(true)))
-	h.one(&pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: "a", Pool: "gpu", Burst: ptr(uint32(2))}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SubscriptionSet{SubscriptionSet: &clusterpb.SubscriptionSet{Tenant: "a", Pool: "gpu", Burst: ptr(uint32(2))}}})
 	h.one(submitIn("a", "gpu"))
 	if r := h.one(dispatchIn("w1", "gpu", 1)); !r.Assigned || r.Job != 2 {
 		t.Fatalf("dispatch in gpu: %+v", r)
@@ -183,13 +184,13 @@ func TestUpgradeToPools(t *testing.T) {
 	h.one(tenant("a", pb.Tier_GOLD))
 	h.one(submit("a", "", 1000, ""))
 	h.one(dispatch("w1", 1))
-	for _, c := range []*pb.Command{poolSet("gpu", nil, nil), submitIn("a", "gpu"), dispatchIn("w2", "gpu", 1),
+	for _, c := range []*clusterpb.Command{poolSet("gpu", nil, nil), submitIn("a", "gpu"), dispatchIn("w2", "gpu", 1),
 		setConfigWith(func(p *pb.SchedulerConfig) { p.DefaultTenant = "a" })} {
 		if r := h.one(c); r.Code != FailedPrecondition {
 			t.Fatalf("%v at level 5: %+v", c, r)
 		}
 	}
-	h.one(&pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: Level6}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: Level6}}})
 	if r := h.one(poolSet("gpu", nil, nil)); r.Code != OK {
 		t.Fatalf("pool at level 6: %+v", r)
 	}
@@ -209,7 +210,7 @@ func TestUpgradeToPools(t *testing.T) {
 // jobs in every pool.
 func TestQuotasCountEveryPool(t *testing.T) {
 	h := newHarness(t)
-	h.one(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxQueued: 2}}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxQueued: 2}}}})
 	h.one(poolSet("gpu", nil, nil))
 	for _, p := range []string{"", "gpu"} {
 		if r := h.one(submitIn("a", p)); r.Code != OK {
@@ -226,7 +227,7 @@ func TestQuotasCountEveryPool(t *testing.T) {
 	// A cancelled job of gpu is redriven against the same quota.
 	h.one(cancelJob("a", 2))
 	h.one(submitIn("a", ""))
-	r := h.one(redriveCmd(&pb.BulkJobs{Tenant: "a", Jobs: []uint64{2}}))
+	r := h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "a", Jobs: []uint64{2}}))
 	if r.Bulk == nil || len(r.Bulk.Items) != 1 || r.Bulk.Items[0].Done {
 		t.Fatalf("a redrive past the quota: %+v", r.Bulk)
 	}
@@ -245,7 +246,7 @@ func TestDispatchBudgetIn(t *testing.T) {
 	h.one(submitIn("a", "gpu"))
 	pause := func(pool string, all, resume bool) {
 		t.Helper()
-		if r := h.one(&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: pool, All: all, Resume: resume}}}); r.Code != OK {
+		if r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Pool: pool, All: all, Resume: resume}}}); r.Code != OK {
 			t.Fatalf("pause %q all=%v resume=%v: %+v", pool, all, resume, r)
 		}
 	}

@@ -38,16 +38,10 @@ type Quotas struct {
 	MaxTotalQueuedBytes uint64 // Level7
 }
 
-// quotas returns the quotas in force: none below Level6.
+// quotas returns the quotas in force (none below the levels that added
+// them: the configuration holds none there, normalize).
 func (f *FSM) quotas() Quotas {
-	if f.level < Level6 {
-		return Quotas{}
-	}
-	q := Quotas{DefaultMaxQueued: f.cfg.DefaultMaxQueued, MaxQueuedBytes: f.cfg.MaxQueuedBytes}
-	if f.level >= Level7 {
-		q.MaxTotalQueuedBytes = f.cfg.MaxTotalQueuedBytes
-	}
-	return q
+	return Quotas{DefaultMaxQueued: f.cfg.DefaultMaxQueued, MaxQueuedBytes: f.cfg.MaxQueuedBytes, MaxTotalQueuedBytes: f.cfg.MaxTotalQueuedBytes}
 }
 
 // ReadQuotas runs fn with the scheduling core and the quotas in force,
@@ -79,16 +73,16 @@ func (q Quotas) room(t *sfq.Tenant, extra uint32, heldBytes, allBytes uint64, pa
 	held := t.QueuedTotal() + t.Scheduled + extra // each scheduled job will be queued
 	switch {
 	case t.Caps.MaxQueued > 0 && held >= t.Caps.MaxQueued:
-		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "tenant %q has %d queued jobs, its max_queued quota", t.Name, held)
+		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "", "tenant %q has %d queued jobs, its max_queued quota", t.Name, held)
 	case t.Caps.MaxQueued == 0 && q.DefaultMaxQueued > 0 && held >= q.DefaultMaxQueued:
-		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "tenant %q has %d queued jobs, the cluster's default_max_queued (it has no max_queued of its own)", t.Name, held)
+		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "", "tenant %q has %d queued jobs, the cluster's default_max_queued (it has no max_queued of its own)", t.Name, held)
 	}
 	if q.MaxQueuedBytes > 0 && heldBytes+uint64(payload) > q.MaxQueuedBytes {
-		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "tenant %q holds %d bytes of payloads in its unfinished jobs; with this job's %d it would pass the cluster's max_queued_bytes of %d",
+		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "", "tenant %q holds %d bytes of payloads in its unfinished jobs; with this job's %d it would pass the cluster's max_queued_bytes of %d",
 			t.Name, heldBytes, payload, q.MaxQueuedBytes)
 	}
 	if q.MaxTotalQueuedBytes > 0 && allBytes+uint64(payload) > q.MaxTotalQueuedBytes {
-		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "the tenants hold %d bytes of payloads in their unfinished jobs; with this job's %d they would pass the cluster's max_total_queued_bytes of %d",
+		return sfq.Refusef(ResourceExhausted, text.ReasonQuotaExceeded, "", "the tenants hold %d bytes of payloads in their unfinished jobs; with this job's %d they would pass the cluster's max_total_queued_bytes of %d",
 			allBytes, payload, q.MaxTotalQueuedBytes)
 	}
 	return nil
@@ -96,10 +90,10 @@ func (q Quotas) room(t *sfq.Tenant, extra uint32, heldBytes, allBytes uint64, pa
 
 func (q Quotas) validate() error {
 	if q.MaxQueuedBytes > maxQueuedBytesLimit {
-		return invalidf("max_queued_bytes is %d (want 0 = none, or up to %d)", q.MaxQueuedBytes, uint64(maxQueuedBytesLimit))
+		return invalidf("", "max_queued_bytes is %d (want 0 = none, or up to %d)", q.MaxQueuedBytes, uint64(maxQueuedBytesLimit))
 	}
 	if q.MaxTotalQueuedBytes > maxQueuedBytesLimit {
-		return invalidf("max_total_queued_bytes is %d (want 0 = none, or up to %d)", q.MaxTotalQueuedBytes, uint64(maxQueuedBytesLimit))
+		return invalidf("", "max_total_queued_bytes is %d (want 0 = none, or up to %d)", q.MaxTotalQueuedBytes, uint64(maxQueuedBytesLimit))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -23,7 +24,7 @@ func TestQuotasByDefault(t *testing.T) {
 	}
 	h.one(setConfigWith(func(p *pb.SchedulerConfig) { p.DefaultMaxQueued, p.MaxQueuedBytes = 2, 1000 }))
 	h.one(tenant("a", pb.Tier_GOLD))
-	h.one(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "own", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxQueued: 3}}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "own", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxQueued: 3}}}})
 	payload := func(n int) string { return strings.Repeat("x", n) }
 	for i := range 2 {
 		if r := h.one(submit("a", "", 1, payload(300))); r.Code != OK {
@@ -46,7 +47,7 @@ func TestQuotasByDefault(t *testing.T) {
 	// Bytes: job 1 runs (its 300 bytes still count), job 2 is cancelled
 	// (its bytes are freed); 300 + 701 > 1000.
 	d := h.one(dispatch("w1", 1))
-	h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "a", Job: 2}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "a", Job: 2}}})
 	r = h.one(submit("a", "", 1, payload(701)))
 	if want := `tenant "a" holds 300 bytes of payloads in its unfinished jobs; with this job's 701 it would pass the cluster's max_queued_bytes of 1000`; r.Code != ResourceExhausted || r.Msg != want {
 		t.Fatalf("701 bytes more: %+v\nwant %s", r, want)
@@ -56,7 +57,7 @@ func TestQuotasByDefault(t *testing.T) {
 	}
 	// The run ends: its bytes are freed; a redrive counts them again.
 	h.one(finished(uint64(d.Job), d.Attempt, "w1", 5))
-	r = h.one(redriveCmd(&pb.BulkJobs{Tenant: "a", Jobs: []uint64{2}}))
+	r = h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "a", Jobs: []uint64{2}}))
 	if items(r.Bulk) != "2:queued" {
 		t.Fatalf("redrive: %s", items(r.Bulk))
 	}
@@ -66,7 +67,7 @@ func TestQuotasByDefault(t *testing.T) {
 			t.Fatalf("a's unfinished payload bytes: %d, want 1000", got)
 		}
 	})
-	r = h.one(redriveCmd(&pb.BulkJobs{Tenant: "a", Jobs: []uint64{2}}))
+	r = h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "a", Jobs: []uint64{2}}))
 	if err := h.f.Verify(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +128,10 @@ func TestPermanentFailure(t *testing.T) {
 	for _, level := range []uint32{Level5, Level6} {
 		h := &harness{t: t, f: newAt(level), now: 1_000}
 		h.one(tenant("a", pb.Tier_GOLD))
-		h.one(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 100, MaxAttempts: 3}}})
+		h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 100, MaxAttempts: 3}}})
 		d := h.one(dispatch("w1", 1))
 		h.one(started(uint64(d.Job), d.Attempt, "w1"))
-		h.one(&pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: uint64(d.Job), Attempt: d.Attempt, WorkerId: "w1",
+		h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: uint64(d.Job), Attempt: d.Attempt, WorkerId: "w1",
 			Outcome: pb.Outcome_FAILED, ExitCode: 127, Permanent: true}}})
 		j, _ := h.job(d.Job)
 		want, kinds := sfq.Queued, "1:queued 1:assigned 1:started 1:requeued:run_failed"
@@ -161,7 +162,7 @@ func TestTotalQueuedBytes(t *testing.T) {
 	h.one(tenant("a", pb.Tier_GOLD))
 	h.one(tenant("b", pb.Tier_FREE))
 	payload := func(n int) string { return strings.Repeat("x", n) }
-	for _, s := range []*pb.Command{submit("a", "", 1, payload(400)), submit("b", "", 1, payload(500))} {
+	for _, s := range []*clusterpb.Command{submit("a", "", 1, payload(400)), submit("b", "", 1, payload(500))} {
 		if r := h.one(s); r.Code != OK {
 			t.Fatalf("submit: %+v", r)
 		}
@@ -172,19 +173,19 @@ func TestTotalQueuedBytes(t *testing.T) {
 		t.Fatalf("101 bytes more: %+v\nwant %s", r, want)
 	}
 	// A batch counts the jobs before each one: 60 + 50 > 100 left.
-	batch := []*pb.SubmitJob{submit("a", "", 1, payload(60)).GetSubmit(), submit("b", "", 1, payload(50)).GetSubmit()}
+	batch := []*clusterpb.SubmitJob{submit("a", "", 1, payload(60)).GetSubmit(), submit("b", "", 1, payload(50)).GetSubmit()}
 	out := make([]Result, 2)
 	h.f.AdmitSubmits(batch, out)
 	if out[0].Refused() || !out[1].Refused() || !strings.Contains(out[1].Msg, "max_total_queued_bytes") {
 		t.Fatalf("a batch of 60 and 50 bytes with 100 left: %+v", out)
 	}
 	// Job 1 (400 bytes) is cancelled: its bytes are freed.
-	h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "a", Job: 1}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "a", Job: 1}}})
 	if r := h.one(submit("b", "", 1, payload(500))); r.Code != OK {
 		t.Fatalf("500 bytes once 400 are freed: %+v", r)
 	}
 	// A redrive counts as a submit: 1000 held, 400 more is refused.
-	r = h.one(redriveCmd(&pb.BulkJobs{Tenant: "a", Jobs: []uint64{1}}))
+	r = h.one(redriveCmd(&clusterpb.BulkJobs{Tenant: "a", Jobs: []uint64{1}}))
 	if !strings.Contains(items(r.Bulk), "max_total_queued_bytes") {
 		t.Fatalf("redrive over the total: %s", items(r.Bulk))
 	}

@@ -25,8 +25,10 @@ type Refusal = sfq.Refusal
 
 // Result is what Apply returns for one command.
 type Result struct {
-	// Code, Reason and Msg are the refusal's (Code OK: none; see Refusal).
+	// Code, Field, Reason and Msg are the refusal's (Code OK: none; see
+	// Refusal).
 	Code   Code
+	Field  string
 	Reason string
 	Msg    string
 	// Job is the submitted or assigned job.
@@ -51,6 +53,9 @@ type Result struct {
 	DeadlineMissed bool
 	// Bulk is the outcome of a Redrive, CancelJobs or Purge (bulk.go).
 	Bulk *BulkResult
+	// Assign is what the worker of a dispatch that assigned a job is
+	// told of it.
+	Assign Assignment
 }
 
 // Refused reports whether the command was refused.
@@ -76,28 +81,30 @@ func (r Result) Refusal() *Refusal {
 	if r.Code == OK {
 		return nil
 	}
-	return &Refusal{Code: r.Code, Field: sfq.RefusalField(r.Msg), Reason: r.Reason, Msg: r.Msg}
+	return &Refusal{Code: r.Code, Field: r.Field, Reason: r.Reason, Msg: r.Msg}
 }
 
 // refused is the result of a refusal.
-func refused(r *Refusal) Result { return Result{Code: r.Code, Reason: r.Reason, Msg: r.Msg} }
+func refused(r *Refusal) Result {
+	return Result{Code: r.Code, Field: r.Field, Reason: r.Reason, Msg: r.Msg}
+}
 
 // refuse builds a refused result from an error of the core
 // (sfq.RefusalOf: the one classification of an error).
 func refuse(err error) Result { return refused(sfq.RefusalOf(err)) }
 
-// refusef builds a refused result with no reason of its own.
-func refusef(code Code, format string, args ...any) Result {
-	return refused(sfq.Refusef(code, "", format, args...))
+// refusef builds a refused result of field with no reason of its own.
+func refusef(code Code, field, format string, args ...any) Result {
+	return refused(sfq.Refusef(code, "", field, format, args...))
 }
 
 // refuseWhy builds a refused result that names its reason (a
 // text.Reason name).
-func refuseWhy(code Code, reason, format string, args ...any) Result {
-	return refused(sfq.Refusef(code, reason, format, args...))
+func refuseWhy(code Code, reason, field, format string, args ...any) Result {
+	return refused(sfq.Refusef(code, reason, field, format, args...))
 }
 
 // invalidf refuses malformed or out-of-range input.
-func invalidf(format string, args ...any) error {
-	return sfq.Refusef(sfq.CodeInvalid, "", format, args...)
+func invalidf(field, format string, args ...any) error {
+	return sfq.Refusef(sfq.CodeInvalid, "", field, format, args...)
 }

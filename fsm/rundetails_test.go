@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
 // runOnce dispatches job 1's next attempt to w1, starts it and applies
 // fin for it (job and attempt filled in).
-func (h *harness) runOnce(fin *pb.Finished) {
+func (h *harness) runOnce(fin *clusterpb.Finished) {
 	h.t.Helper()
 	d := h.one(dispatch("w1", uint64(h.index)+1))
 	if !d.Assigned {
@@ -19,7 +20,7 @@ func (h *harness) runOnce(fin *pb.Finished) {
 	}
 	h.one(started(uint64(d.Job), d.Attempt, "w1"))
 	fin.Job, fin.Attempt, fin.WorkerId = uint64(d.Job), d.Attempt, "w1"
-	if r := h.one(&pb.Command{Cmd: &pb.Command_Finished{Finished: fin}}); r.Code != OK {
+	if r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: fin}}); r.Code != OK {
 		h.t.Fatalf("finish: %+v", r)
 	}
 }
@@ -33,8 +34,8 @@ func TestRunDetails(t *testing.T) {
 	for _, level := range []uint32{Level6, Level7} {
 		h := &harness{t: t, f: newAt(level), now: 1_000}
 		h.one(tenant("a", pb.Tier_GOLD))
-		h.one(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 100, MaxAttempts: 3}}})
-		h.runOnce(&pb.Finished{Outcome: pb.Outcome_FAILED, CpuMs: 40, ExitCode: -1, CpuSource: pb.CpuSource_CPU_SOURCE_CGROUP, Failure: pb.RunFailure_OOM_KILLED})
+		h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 100, MaxAttempts: 3}}})
+		h.runOnce(&clusterpb.Finished{Outcome: pb.Outcome_FAILED, CpuMs: 40, ExitCode: -1, CpuSource: pb.CpuSource_CPU_SOURCE_CGROUP, Failure: pb.RunFailure_OOM_KILLED})
 		j, _ := h.job(1)
 		wantSrc, wantFail, kinds, version := sfq.CPUFromCgroup, sfq.FailureOOMKilled, "1:queued 1:assigned 1:started 1:requeued:oom_killed", stateVersionLevel7
 		if level == Level6 {
@@ -47,7 +48,7 @@ func TestRunDetails(t *testing.T) {
 			t.Errorf("level %d: events %s, want %s", level, got, kinds)
 		}
 		// A completed run: its source is kept, a failure is not.
-		h.runOnce(&pb.Finished{Outcome: pb.Outcome_OK, CpuMs: 50, CpuSource: pb.CpuSource_CPU_SOURCE_PROC, Failure: pb.RunFailure_OOM_KILLED})
+		h.runOnce(&clusterpb.Finished{Outcome: pb.Outcome_OK, CpuMs: 50, CpuSource: pb.CpuSource_CPU_SOURCE_PROC, Failure: pb.RunFailure_OOM_KILLED})
 		if j, _ = h.job(1); j.State != sfq.Completed || j.Result.Failure != sfq.FailureNone {
 			t.Fatalf("level %d: after a completed run: %s %+v", level, j.State, j.Result)
 		}
@@ -81,7 +82,7 @@ func TestRunDetailsUnsetKeepState(t *testing.T) {
 	h := &harness{t: t, f: newAt(Level6), now: 1_000}
 	h.one(tenant("a", pb.Tier_GOLD))
 	h.one(submit("a", "", 100, ""))
-	h.runOnce(&pb.Finished{Outcome: pb.Outcome_FAILED, CpuMs: 40, ExitCode: 3})
+	h.runOnce(&clusterpb.Finished{Outcome: pb.Outcome_FAILED, CpuMs: 40, ExitCode: 3})
 	v, _ := h.f.Freeze()
 	if got := v.StateVersion(); got != stateVersionQuotas {
 		t.Fatalf("state version %d, want %d", got, stateVersionQuotas)
@@ -101,12 +102,12 @@ func TestRunDetailsRefused(t *testing.T) {
 	d := h.one(dispatch("w1", 1))
 	h.one(started(uint64(d.Job), d.Attempt, "w1"))
 	before, _ := h.f.Hash()
-	for _, fin := range []*pb.Finished{
+	for _, fin := range []*clusterpb.Finished{
 		{CpuSource: 7},
 		{Failure: 9},
 	} {
 		fin.Job, fin.Attempt, fin.WorkerId, fin.Outcome = uint64(d.Job), d.Attempt, "w1", pb.Outcome_FAILED
-		if r := h.one(&pb.Command{Cmd: &pb.Command_Finished{Finished: fin}}); r.Code != Invalid {
+		if r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: fin}}); r.Code != Invalid {
 			t.Errorf("finish %v: %+v, want refused as invalid", fin, r)
 		}
 	}
@@ -134,7 +135,7 @@ func TestLevel7ReadBack(t *testing.T) {
 		t.Fatalf("restored at level %d, want 7", n.Level())
 	}
 	twin := &harness{t: t, f: n, index: h.index, now: h.now}
-	fin := &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: uint64(d.Job), Attempt: d.Attempt, WorkerId: "w1", Outcome: pb.Outcome_FAILED,
+	fin := &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: uint64(d.Job), Attempt: d.Attempt, WorkerId: "w1", Outcome: pb.Outcome_FAILED,
 		CpuMs: 40, ExitCode: -1, CpuSource: pb.CpuSource_CPU_SOURCE_CGROUP, Failure: pb.RunFailure_OOM_KILLED}}}
 	h.one(fin)
 	twin.one(fin)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -20,12 +21,12 @@ func TestSnooze(t *testing.T) {
 	h := &harness{t: t, f: newAt(Level7), now: 1_000}
 	cfg := DefaultConfig()
 	cfg.Sched.MaxSnoozes = 2
-	if r := h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}}); r.Code != OK {
+	if r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}}); r.Code != OK {
 		t.Fatalf("set max_snoozes: %+v", r)
 	}
 	h.one(tenant("a", pb.Tier_GOLD))
 	h.one(submit("a", "", 100, ""))
-	h.runOnce(&pb.Finished{Outcome: pb.Outcome_SNOOZED, CpuMs: 40, SnoozeMs: 5_000})
+	h.runOnce(&clusterpb.Finished{Outcome: pb.Outcome_SNOOZED, CpuMs: 40, SnoozeMs: 5_000})
 	j, _ := h.job(1)
 	if j.State != sfq.Scheduled || j.Failures != 0 || j.DueAt() != h.now+5_000 || j.Result.Snoozes != 1 || j.CPUMs != 40 {
 		t.Fatalf("after a snooze: %s, %d failures, due %d (now %d), result %+v", j.State, j.Failures, j.DueAt(), h.now, j.Result)
@@ -44,7 +45,7 @@ func TestSnooze(t *testing.T) {
 	if r := h.one(releaseCmd("", false, 1)); r.Code != OK {
 		t.Fatalf("release: %+v", r)
 	}
-	h.runOnce(&pb.Finished{Outcome: pb.Outcome_SNOOZED, CpuMs: 40, SnoozeMs: 5_000})
+	h.runOnce(&clusterpb.Finished{Outcome: pb.Outcome_SNOOZED, CpuMs: 40, SnoozeMs: 5_000})
 	if j, _ = h.job(1); j.State != sfq.Failed || j.Result.Snoozes != 2 {
 		t.Fatalf("after the second snooze in a row: %s, result %+v; want failed", j.State, j.Result)
 	}
@@ -60,13 +61,13 @@ func TestSnooze(t *testing.T) {
 	d := h6.one(dispatch("w1", 1))
 	h6.one(started(uint64(d.Job), d.Attempt, "w1"))
 	before, _ := h6.f.Hash()
-	r := h6.one(&pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: uint64(d.Job), Attempt: d.Attempt, WorkerId: "w1", Outcome: pb.Outcome_SNOOZED, SnoozeMs: 5_000}}})
+	r := h6.one(&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: uint64(d.Job), Attempt: d.Attempt, WorkerId: "w1", Outcome: pb.Outcome_SNOOZED, SnoozeMs: 5_000}}})
 	if r.Code == OK || !strings.Contains(r.Err().Error(), "level 7") {
 		t.Errorf("a snooze at level 6: %+v, want refused naming level 7", r)
 	}
 	cfg6 := DefaultConfig()
 	cfg6.Sched.MaxSnoozes = 3
-	if r := h6.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg6)}}}); r.Code == OK || !strings.Contains(r.Err().Error(), "max_snoozes") {
+	if r := h6.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg6)}}}); r.Code == OK || !strings.Contains(r.Err().Error(), "max_snoozes") {
 		t.Errorf("max_snoozes at level 6: %+v, want refused naming it", r)
 	}
 	if after, _ := h6.f.Hash(); after != before {
@@ -84,7 +85,7 @@ func TestSnoozeBounds(t *testing.T) {
 	h.one(started(uint64(d.Job), d.Attempt, "w1"))
 	before, _ := h.f.Hash()
 	for _, ms := range []int64{0, 999, 24*3600*1000 + 1, -5} {
-		r := h.one(&pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: uint64(d.Job), Attempt: d.Attempt, WorkerId: "w1", Outcome: pb.Outcome_SNOOZED, SnoozeMs: ms}}})
+		r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: uint64(d.Job), Attempt: d.Attempt, WorkerId: "w1", Outcome: pb.Outcome_SNOOZED, SnoozeMs: ms}}})
 		if r.Code != Invalid || !strings.Contains(r.Err().Error(), "snooze_ms") {
 			t.Errorf("snooze %d ms: %+v, want invalid naming snooze_ms", ms, r)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -15,10 +16,10 @@ import (
 // the burst; a bad rate is refused naming it.
 func TestSubmitRateSetting(t *testing.T) {
 	h := &harness{t: t, f: newAt(Level4), now: 1_000}
-	set := func(n uint32, periodMs int64, burst uint32) *pb.Command {
+	set := func(n uint32, periodMs int64, burst uint32) *clusterpb.Command {
 		p := ConfigToPB(DefaultConfig())
 		p.SubmitRateN, p.SubmitRatePeriodMs, p.SubmitBurst = n, periodMs, burst
-		return &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: p}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: p}}}
 	}
 	h.one(tenant("acme", pb.Tier_GOLD))
 	before, _ := h.f.Hash()
@@ -55,7 +56,7 @@ func TestSubmitRateSetting(t *testing.T) {
 		t.Fatalf("restore: level %d, %+v, %v", back.Level(), back.Config().SubmitRate, err)
 	}
 	for _, c := range []struct {
-		cmd *pb.Command
+		cmd *clusterpb.Command
 		msg string
 	}{
 		{set(100, 0, 0), "INVALID_ARGUMENT: submit_rate period 0 ms (want 1 ms .. 720h)"},

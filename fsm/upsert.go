@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -22,11 +23,11 @@ import (
 // tenantField is one field of a tenant upsert that keep may name.
 type tenantField struct {
 	name string
-	copy func(dst, src *pb.TenantUpsert)
+	copy func(dst, src *clusterpb.TenantUpsert)
 }
 
 // capsOf returns u's caps, made if absent.
-func capsOf(u *pb.TenantUpsert) *pb.Caps {
+func capsOf(u *clusterpb.TenantUpsert) *pb.Caps {
 	if u.Caps == nil {
 		u.Caps = &pb.Caps{}
 	}
@@ -34,25 +35,25 @@ func capsOf(u *pb.TenantUpsert) *pb.Caps {
 }
 
 var tenantFields = []tenantField{
-	{"tier", func(d, s *pb.TenantUpsert) { d.Tier = s.Tier }},
-	{"multiplier", func(d, s *pb.TenantUpsert) { d.Multiplier = s.Multiplier }},
-	{"caps.max_running", func(d, s *pb.TenantUpsert) { capsOf(d).MaxRunning = s.GetCaps().GetMaxRunning() }},
-	{"caps.max_running_sm", func(d, s *pb.TenantUpsert) { capsOf(d).MaxRunningSm = s.GetCaps().GetMaxRunningSm() }},
-	{"caps.max_running_md", func(d, s *pb.TenantUpsert) { capsOf(d).MaxRunningMd = s.GetCaps().GetMaxRunningMd() }},
-	{"caps.max_running_lg", func(d, s *pb.TenantUpsert) { capsOf(d).MaxRunningLg = s.GetCaps().GetMaxRunningLg() }},
-	{"caps.max_inflight_cpu_ms", func(d, s *pb.TenantUpsert) { capsOf(d).MaxInflightCpuMs = s.GetCaps().GetMaxInflightCpuMs() }},
-	{"caps.max_queued", func(d, s *pb.TenantUpsert) { capsOf(d).MaxQueued = s.GetCaps().GetMaxQueued() }},
-	{"caps.max_running_critical", func(d, s *pb.TenantUpsert) { capsOf(d).MaxRunningCritical = s.GetCaps().GetMaxRunningCritical() }},
-	{"caps.max_running_high", func(d, s *pb.TenantUpsert) { capsOf(d).MaxRunningHigh = s.GetCaps().GetMaxRunningHigh() }},
-	{"caps.max_running_deadline", func(d, s *pb.TenantUpsert) { capsOf(d).MaxRunningDeadline = s.GetCaps().GetMaxRunningDeadline() }},
-	{"export_metrics", func(d, s *pb.TenantUpsert) { d.ExportMetrics = s.ExportMetrics }},
-	{"max_class", func(d, s *pb.TenantUpsert) { d.MaxClass = s.MaxClass }},
-	{"allow_deadlines", func(d, s *pb.TenantUpsert) { d.AllowDeadlines = s.AllowDeadlines }},
-	{"group_cap", func(d, s *pb.TenantUpsert) { d.GroupCap = s.GroupCap }},
-	{"group_order", func(d, s *pb.TenantUpsert) { d.GroupOrder = s.GroupOrder }},
-	{"max_groups", func(d, s *pb.TenantUpsert) { d.MaxGroups = s.MaxGroups }},
-	{"rate", func(d, s *pb.TenantUpsert) { d.RateN, d.RatePeriodMs = s.RateN, s.RatePeriodMs }},
-	{"rate_burst", func(d, s *pb.TenantUpsert) { d.RateBurst = s.RateBurst }},
+	{"tier", func(d, s *clusterpb.TenantUpsert) { d.Tier = s.Tier }},
+	{"multiplier", func(d, s *clusterpb.TenantUpsert) { d.Multiplier = s.Multiplier }},
+	{"caps.max_running", func(d, s *clusterpb.TenantUpsert) { capsOf(d).MaxRunning = s.GetCaps().GetMaxRunning() }},
+	{"caps.max_running_sm", func(d, s *clusterpb.TenantUpsert) { capsOf(d).MaxRunningSm = s.GetCaps().GetMaxRunningSm() }},
+	{"caps.max_running_md", func(d, s *clusterpb.TenantUpsert) { capsOf(d).MaxRunningMd = s.GetCaps().GetMaxRunningMd() }},
+	{"caps.max_running_lg", func(d, s *clusterpb.TenantUpsert) { capsOf(d).MaxRunningLg = s.GetCaps().GetMaxRunningLg() }},
+	{"caps.max_inflight_cpu_ms", func(d, s *clusterpb.TenantUpsert) { capsOf(d).MaxInflightCpuMs = s.GetCaps().GetMaxInflightCpuMs() }},
+	{"caps.max_queued", func(d, s *clusterpb.TenantUpsert) { capsOf(d).MaxQueued = s.GetCaps().GetMaxQueued() }},
+	{"caps.max_running_critical", func(d, s *clusterpb.TenantUpsert) { capsOf(d).MaxRunningCritical = s.GetCaps().GetMaxRunningCritical() }},
+	{"caps.max_running_high", func(d, s *clusterpb.TenantUpsert) { capsOf(d).MaxRunningHigh = s.GetCaps().GetMaxRunningHigh() }},
+	{"caps.max_running_deadline", func(d, s *clusterpb.TenantUpsert) { capsOf(d).MaxRunningDeadline = s.GetCaps().GetMaxRunningDeadline() }},
+	{"export_metrics", func(d, s *clusterpb.TenantUpsert) { d.ExportMetrics = s.ExportMetrics }},
+	{"max_class", func(d, s *clusterpb.TenantUpsert) { d.MaxClass = s.MaxClass }},
+	{"allow_deadlines", func(d, s *clusterpb.TenantUpsert) { d.AllowDeadlines = s.AllowDeadlines }},
+	{"group_cap", func(d, s *clusterpb.TenantUpsert) { d.GroupCap = s.GroupCap }},
+	{"group_order", func(d, s *clusterpb.TenantUpsert) { d.GroupOrder = s.GroupOrder }},
+	{"max_groups", func(d, s *clusterpb.TenantUpsert) { d.MaxGroups = s.MaxGroups }},
+	{"rate", func(d, s *clusterpb.TenantUpsert) { d.RateN, d.RatePeriodMs = s.RateN, s.RatePeriodMs }},
+	{"rate_burst", func(d, s *clusterpb.TenantUpsert) { d.RateBurst = s.RateBurst }},
 }
 
 // TenantFields lists the names a tenant upsert's keep may hold, in the
@@ -70,10 +71,10 @@ func TenantFields() []string {
 func checkKeep(keep []string) Result {
 	for i, k := range keep {
 		if !slices.ContainsFunc(tenantFields, func(f tenantField) bool { return f.name == k }) {
-			return refusef(Invalid, "keep: %q is not a field of a tenant upsert (want %s)", k, strings.Join(TenantFields(), ", "))
+			return refusef(Invalid, "keep", "%q is not a field of a tenant upsert (want %s)", k, strings.Join(TenantFields(), ", "))
 		}
 		if slices.Contains(keep[:i], k) {
-			return refusef(Invalid, "keep: %q is named twice", k)
+			return refusef(Invalid, "keep", "%q is named twice", k)
 		}
 	}
 	return Result{}
@@ -82,8 +83,8 @@ func checkKeep(keep []string) Result {
 // mergeTenantUpsert returns the upsert c makes of a tenant whose current
 // settings are base: base with every field c does not keep taken from c.
 // A rate c removes drops its burst too unless c sets one.
-func mergeTenantUpsert(c, base *pb.TenantUpsert) *pb.TenantUpsert {
-	out := &pb.TenantUpsert{Name: c.Name, Tier: base.Tier, Multiplier: base.Multiplier, ExportMetrics: base.ExportMetrics,
+func mergeTenantUpsert(c, base *clusterpb.TenantUpsert) *clusterpb.TenantUpsert {
+	out := &clusterpb.TenantUpsert{Name: c.Name, Tier: base.Tier, Multiplier: base.Multiplier, ExportMetrics: base.ExportMetrics,
 		MaxClass: base.MaxClass, AllowDeadlines: base.AllowDeadlines, GroupCap: base.GroupCap, GroupOrder: base.GroupOrder,
 		MaxGroups: base.MaxGroups, RateN: base.RateN, RatePeriodMs: base.RatePeriodMs, RateBurst: base.RateBurst}
 	if base.Caps != nil {
@@ -103,29 +104,29 @@ func mergeTenantUpsert(c, base *pb.TenantUpsert) *pb.TenantUpsert {
 // tenantUpsert is what the check of a tenant upsert found: the upsert
 // with every field set (kept ones from the tenant) and its spec.
 type tenantUpsert struct {
-	full *pb.TenantUpsert
+	full *clusterpb.TenantUpsert
 	spec sfq.TenantSpec
 }
 
 // checkTenantUpsert is the check of a tenant upsert: the fields it keeps
 // (taken from the tenant, which must exist unless the tier is given),
 // then every field.
-func (f *FSM) checkTenantUpsert(c *pb.TenantUpsert) (tenantUpsert, Result) {
+func (f *FSM) checkTenantUpsert(c *clusterpb.TenantUpsert) (tenantUpsert, Result) {
 	full := c
-	if len(c.Keep) > 0 && f.level >= Level7 {
+	if len(c.Keep) > 0 {
 		if r := checkKeep(c.Keep); r.Refused() {
 			return tenantUpsert{}, r
 		}
 		base, ok := f.tenantUpsertOf(c.Name)
 		if !ok {
 			if slices.Contains(c.Keep, "tier") {
-				return tenantUpsert{}, refusef(Invalid, "tier: required to create tenant %q (free, bronze, silver, gold or diamond)", c.Name)
+				return tenantUpsert{}, refusef(Invalid, "tier", "required to create tenant %q (free, bronze, silver, gold or diamond)", c.Name)
 			}
-			base = &pb.TenantUpsert{}
+			base = &clusterpb.TenantUpsert{}
 		}
 		full = mergeTenantUpsert(c, base)
 		if full.RateN == 0 && full.RateBurst != 0 && slices.Contains(c.Keep, "rate") {
-			return tenantUpsert{}, refusef(Invalid, "rate_burst: tenant %q has no rate limit: give a rate (N/PERIOD) with its burst", c.Name)
+			return tenantUpsert{}, refusef(Invalid, "rate_burst", "tenant %q has no rate limit: give a rate (N/PERIOD) with its burst", c.Name)
 		}
 	}
 	spec, err := tenantSpec(full)
@@ -141,7 +142,7 @@ func (f *FSM) checkTenantUpsert(c *pb.TenantUpsert) (tenantUpsert, Result) {
 // every build applies alike; else c itself. Below Level7 two upserts of
 // one tenant resolved at the same moment may thus undo each other's
 // change; from Level7 Apply takes the kept fields at its own index.
-func (f *FSM) Resolve(c *pb.Command) *pb.Command {
+func (f *FSM) Resolve(c *clusterpb.Command) *clusterpb.Command {
 	if w := c.GetWebhookSet(); w != nil {
 		return f.resolveWebhookSet(c, w)
 	}
@@ -156,18 +157,18 @@ func (f *FSM) Resolve(c *pb.Command) *pb.Command {
 	}
 	base, ok := f.tenantUpsertOf(u.Name)
 	if !ok {
-		base = &pb.TenantUpsert{}
+		base = &clusterpb.TenantUpsert{}
 		if slices.Contains(u.Keep, "tier") {
 			return c // refused by its check, as at Level7
 		}
 	}
-	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: mergeTenantUpsert(u, base)}}
+	return &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: mergeTenantUpsert(u, base)}}
 }
 
 // tenantFieldsOnly is what CheckFields checks of a tenant upsert: the
 // fields it sets, the kept ones standing at valid values (Admit checks
 // them on the state).
-func tenantFieldsOnly(c *pb.TenantUpsert) error {
+func tenantFieldsOnly(c *clusterpb.TenantUpsert) error {
 	if len(c.Keep) == 0 {
 		_, err := tenantSpec(c)
 		return err
@@ -175,13 +176,13 @@ func tenantFieldsOnly(c *pb.TenantUpsert) error {
 	if r := checkKeep(c.Keep); r.Refused() {
 		return r.Refusal()
 	}
-	_, err := tenantSpec(mergeTenantUpsert(c, &pb.TenantUpsert{Tier: pb.Tier_FREE, RateN: 1, RatePeriodMs: 1000}))
+	_, err := tenantSpec(mergeTenantUpsert(c, &clusterpb.TenantUpsert{Tier: pb.Tier_FREE, RateN: 1, RatePeriodMs: 1000}))
 	return err
 }
 
 // tenantUpsertOf returns a live tenant's settings as the upsert that
 // would set them all, and whether it exists.
-func (f *FSM) tenantUpsertOf(name string) (*pb.TenantUpsert, bool) {
+func (f *FSM) tenantUpsertOf(name string) (*clusterpb.TenantUpsert, bool) {
 	t, ok := f.sched.Tenant(name)
 	if !ok {
 		return nil, false
@@ -194,7 +195,7 @@ func (f *FSM) tenantUpsertOf(name string) (*pb.TenantUpsert, bool) {
 
 // resolveWebhookSet is Resolve of a webhook set: below Level7, the URL
 // and kinds it leaves out taken from the tenant's endpoint.
-func (f *FSM) resolveWebhookSet(c *pb.Command, w *pb.WebhookSet) *pb.Command {
+func (f *FSM) resolveWebhookSet(c *clusterpb.Command, w *clusterpb.WebhookSet) *clusterpb.Command {
 	if w.Url != "" && len(w.Kinds) > 0 {
 		return c
 	}
@@ -211,12 +212,12 @@ func (f *FSM) resolveWebhookSet(c *pb.Command, w *pb.WebhookSet) *pb.Command {
 	if !found {
 		return c
 	}
-	out := &pb.WebhookSet{Tenant: w.Tenant, Url: w.Url, Kinds: w.Kinds, Rotate: w.Rotate, GraceMs: w.GraceMs, KeyId: w.KeyId}
+	out := &clusterpb.WebhookSet{Tenant: w.Tenant, Url: w.Url, Kinds: w.Kinds, Rotate: w.Rotate, GraceMs: w.GraceMs, KeyId: w.KeyId}
 	if out.Url == "" {
 		out.Url = f.webhooks[i].URL
 	}
 	if len(out.Kinds) == 0 {
 		out.Kinds = WebhookKindNames(f.webhooks[i].Kinds)
 	}
-	return &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: out}}
+	return &clusterpb.Command{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: out}}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -13,30 +14,30 @@ import (
 // leader's wall clock: the wall clock runs 68.321 s ahead from the
 // second entry on (the cluster was down that long), and one entry carries
 // none (an older leader).
-func wallLog(wallAhead int64) []*pb.Envelope {
+func wallLog(wallAhead int64) []*clusterpb.Envelope {
 	const c0 = 1_796_094_462_175
 	fin := finished(1, 1, "w1", 900)
 	fin.GetFinished().StderrTail, fin.GetFinished().StdoutTail = "err\n", "out\n"
 	steps := []struct {
 		at, wall int64
-		cmd      *pb.Command
+		cmd      *clusterpb.Command
 	}{
 		// Wall times are kept from feature level 2 on.
-		{c0, c0, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: Level2}}}},
+		{c0, c0, &clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: Level2}}}},
 		{c0, c0, tenant("a", pb.Tier_GOLD)},
 		{c0 + 10, c0 + 10 + wallAhead, submit("a", "", 1000, "run")},
 		{c0 + 20, c0 + 20 + wallAhead, dispatch("w1", 1)},
 		{c0 + 30, 0, started(1, 1, "w1")},
 		{c0 + 1030, c0 + 1030 + wallAhead, fin},
 	}
-	var log []*pb.Envelope
+	var log []*clusterpb.Envelope
 	for _, s := range steps {
-		log = append(log, &pb.Envelope{Version: Version, StampMs: s.at, WallMs: s.wall, Commands: []*pb.Command{s.cmd}})
+		log = append(log, &clusterpb.Envelope{Version: Version, StampMs: s.at, WallMs: s.wall, Commands: []*clusterpb.Command{s.cmd}})
 	}
 	return log
 }
 
-func applyLog(t *testing.T, log []*pb.Envelope) *FSM {
+func applyLog(t *testing.T, log []*clusterpb.Envelope) *FSM {
 	t.Helper()
 	f := New()
 	for i, env := range log {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -186,7 +186,7 @@ func (f *FSM) putWebhook(i int, found bool, w Webhook) {
 	f.webhooks = ws
 }
 
-func (f *FSM) applyWebhookSet(c *pb.WebhookSet) Result {
+func (f *FSM) applyWebhookSet(c *clusterpb.WebhookSet) Result {
 	kinds, r := f.checkWebhookSet(c)
 	if r.Refused() {
 		return r
@@ -220,16 +220,16 @@ func (f *FSM) applyWebhookSet(c *pb.WebhookSet) Result {
 func (f *FSM) tenantWebhook(tenant string) (int, Result) {
 	ti, ok := f.sched.TenantIndex(tenant)
 	if !ok {
-		return 0, refusef(NotFound, "unknown tenant %q", tenant)
+		return 0, refusef(NotFound, "", "unknown tenant %q", tenant)
 	}
 	i, found := f.webhookAt(ti)
 	if !found {
-		return 0, refusef(NotFound, "tenant %q has no webhook", tenant)
+		return 0, refusef(NotFound, "", "tenant %q has no webhook", tenant)
 	}
 	return i, Result{}
 }
 
-func (f *FSM) applyWebhookDelete(c *pb.WebhookDelete) Result {
+func (f *FSM) applyWebhookDelete(c *clusterpb.WebhookDelete) Result {
 	i, r := f.tenantWebhook(c.Tenant)
 	if r.Code != OK {
 		return r
@@ -241,7 +241,7 @@ func (f *FSM) applyWebhookDelete(c *pb.WebhookDelete) Result {
 // applyWebhookAck advances cursors; an entry of another epoch, behind the
 // cursor or past the newest event changes nothing (a stale or repeated
 // ack). Count is the number of cursors moved.
-func (f *FSM) applyWebhookAck(c *pb.WebhookAck) Result {
+func (f *FSM) applyWebhookAck(c *clusterpb.WebhookAck) Result {
 	var n uint64
 	var ws []Webhook
 	for _, a := range c.Cursors {
@@ -271,7 +271,7 @@ func (f *FSM) applyWebhookAck(c *pb.WebhookAck) Result {
 	return Result{Count: n}
 }
 
-func (f *FSM) applyWebhookReplay(c *pb.WebhookReplay) Result {
+func (f *FSM) applyWebhookReplay(c *clusterpb.WebhookReplay) Result {
 	i, r := f.tenantWebhook(c.Tenant)
 	if r.Code != OK {
 		return r
@@ -279,11 +279,11 @@ func (f *FSM) applyWebhookReplay(c *pb.WebhookReplay) Result {
 	first := f.nextEvent - uint64(f.events.Len())
 	switch {
 	case c.FromSeq == 0:
-		return refusef(Invalid, "from_seq: must be at least 1")
+		return refusef(Invalid, "from_seq", "must be at least 1")
 	case c.FromSeq > f.nextEvent:
-		return refusef(Invalid, "from_seq: %d is past the next event (%d)", c.FromSeq, f.nextEvent)
+		return refusef(Invalid, "from_seq", "%d is past the next event (%d)", c.FromSeq, f.nextEvent)
 	case c.FromSeq < first:
-		return refusef(FailedPrecondition, "from_seq: events before %d were pruned (the oldest retained is %d)", first, first)
+		return refusef(FailedPrecondition, "from_seq", "events before %d were pruned (the oldest retained is %d)", first, first)
 	}
 	w := f.webhooks[i]
 	w.Cursor, w.GapFrom, w.GapTo, w.Epoch = c.FromSeq-1, 0, 0, f.takeSerial()

@@ -11,23 +11,24 @@ import (
 	"pgregory.net/rapid"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
-func webhookSet(tenant, url string, rotate bool, graceMs int64, keyID uint64, kinds ...string) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: tenant, Url: url, Kinds: kinds, Rotate: rotate, GraceMs: graceMs, KeyId: keyID}}}
+func webhookSet(tenant, url string, rotate bool, graceMs int64, keyID uint64, kinds ...string) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{Tenant: tenant, Url: url, Kinds: kinds, Rotate: rotate, GraceMs: graceMs, KeyId: keyID}}}
 }
 
-func webhookAck(cursors ...*pb.WebhookCursor) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_WebhookAck{WebhookAck: &pb.WebhookAck{Cursors: cursors}}}
+func webhookAck(cursors ...*clusterpb.WebhookCursor) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_WebhookAck{WebhookAck: &clusterpb.WebhookAck{Cursors: cursors}}}
 }
 
-func webhookReplay(tenant string, from uint64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_WebhookReplay{WebhookReplay: &pb.WebhookReplay{Tenant: tenant, FromSeq: from}}}
+func webhookReplay(tenant string, from uint64) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_WebhookReplay{WebhookReplay: &clusterpb.WebhookReplay{Tenant: tenant, FromSeq: from}}}
 }
 
-func webhookDelete(tenant string) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_WebhookDelete{WebhookDelete: &pb.WebhookDelete{Tenant: tenant}}}
+func webhookDelete(tenant string) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_WebhookDelete{WebhookDelete: &clusterpb.WebhookDelete{Tenant: tenant}}}
 }
 
 func (h *harness) webhook(tenant string) Webhook {
@@ -114,10 +115,10 @@ func TestWebhookSetRotateReplayDelete(t *testing.T) {
 	}
 	// Deleting the tenant deletes its endpoint.
 	h.one(deleteTenant("acme"))
-	if r := h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: 1}}}); r.Code != OK {
+	if r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "acme", Job: 1}}}); r.Code != OK {
 		t.Fatalf("cancel: %+v", r)
 	}
-	h.one(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: 2}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "acme", Job: 2}}})
 	if r := h.one(deleteTenant("acme")); r.Code != OK {
 		t.Fatalf("delete tenant: %+v", r)
 	}
@@ -134,7 +135,7 @@ func TestWebhookSetValidation(t *testing.T) {
 	h := newHarness(t)
 	h.one(tenant("acme", pb.Tier_GOLD))
 	for _, c := range []struct {
-		cmd  *pb.Command
+		cmd  *clusterpb.Command
 		code Code
 		msg  string
 	}{
@@ -176,18 +177,18 @@ func TestWebhookAckFencing(t *testing.T) {
 	}
 	h.now = 2_000
 	r := h.one(webhookAck(
-		&pb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 3},
-		&pb.WebhookCursor{Tenant: "b", Epoch: 2, Seq: 5},
-		&pb.WebhookCursor{Tenant: "b", Epoch: 1, Seq: 4}, // another epoch
-		&pb.WebhookCursor{Tenant: "nope", Epoch: 1, Seq: 4},
+		&clusterpb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 3},
+		&clusterpb.WebhookCursor{Tenant: "b", Epoch: 2, Seq: 5},
+		&clusterpb.WebhookCursor{Tenant: "b", Epoch: 1, Seq: 4}, // another epoch
+		&clusterpb.WebhookCursor{Tenant: "nope", Epoch: 1, Seq: 4},
 	))
 	if r.Code != OK || r.Count != 2 {
 		t.Fatalf("ack: %+v", r)
 	}
 	r = h.one(webhookAck(
-		&pb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 2}, // behind
-		&pb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 3}, // repeated
-		&pb.WebhookCursor{Tenant: "b", Epoch: 2, Seq: 6}, // past the newest event
+		&clusterpb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 2}, // behind
+		&clusterpb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 3}, // repeated
+		&clusterpb.WebhookCursor{Tenant: "b", Epoch: 2, Seq: 6}, // past the newest event
 	))
 	if r.Count != 0 {
 		t.Fatalf("stale acks moved %d cursors", r.Count)
@@ -197,7 +198,7 @@ func TestWebhookAckFencing(t *testing.T) {
 	}
 	// A replay changes the epoch: an ack sent before it changes nothing.
 	h.one(webhookReplay("a", 2))
-	if r := h.one(webhookAck(&pb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 5})); r.Count != 0 || h.webhook("a").Cursor != 1 {
+	if r := h.one(webhookAck(&clusterpb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 5})); r.Count != 0 || h.webhook("a").Cursor != 1 {
 		t.Fatalf("ack across a replay: %+v, cursor %d", r, h.webhook("a").Cursor)
 	}
 }
@@ -209,7 +210,7 @@ func TestWebhookGapOnPrune(t *testing.T) {
 	h := newHarness(t)
 	cfg := DefaultConfig()
 	cfg.EventRetentionCount = 2
-	h.one(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}})
 	h.one(tenant("a", pb.Tier_GOLD))
 	h.one(tenant("b", pb.Tier_GOLD))
 	h.one(webhookSet("a", "https://a.example/", false, 0, 1, "queued", "cancelled"))
@@ -219,8 +220,8 @@ func TestWebhookGapOnPrune(t *testing.T) {
 	h.one(dispatch("w1", 1))          // 4 a assigned (not a kind of the endpoint)
 	h.one(submit("b", "", 1000, "x")) // 5 b queued
 	h.one(cancelJob("a", 3))          // 6 a cancelled
-	h.one(webhookAck(&pb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 1}))
-	if r := h.one(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}}); r.Count != 4 {
+	h.one(webhookAck(&clusterpb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 1}))
+	if r := h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}}); r.Count != 4 {
 		t.Fatalf("pruned %d", r.Count)
 	}
 	var seqs []string
@@ -234,7 +235,7 @@ func TestWebhookGapOnPrune(t *testing.T) {
 	// A later prune extends it.
 	h.one(submit("b", "", 1000, "x")) // 7
 	h.one(submit("b", "", 1000, "x")) // 8
-	h.one(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}})
+	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}})
 	if w := h.webhook("a"); w.GapFrom != 3 || w.GapTo != 6 {
 		t.Fatalf("gap %d..%d, want 3..6", w.GapFrom, w.GapTo)
 	}
@@ -243,11 +244,11 @@ func TestWebhookGapOnPrune(t *testing.T) {
 	if r := h.one(webhookReplay("a", 6)); r.Code != FailedPrecondition || r.Msg != "from_seq: events before 7 were pruned (the oldest retained is 7)" {
 		t.Fatalf("replay of pruned events: %+v", r)
 	}
-	h.one(webhookAck(&pb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 5}))
+	h.one(webhookAck(&clusterpb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 5}))
 	if w := h.webhook("a"); w.GapTo != 6 {
 		t.Fatalf("gap cleared by an ack short of it: %+v", w)
 	}
-	h.one(webhookAck(&pb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 7}))
+	h.one(webhookAck(&clusterpb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 7}))
 	if w := h.webhook("a"); w.GapFrom != 0 || w.GapTo != 0 || w.Cursor != 7 {
 		t.Fatalf("after an ack past the gap: %+v", w)
 	}
@@ -279,12 +280,12 @@ func TestWebhooksNeedLevel3(t *testing.T) {
 		return "FAILED_PRECONDITION: " + what + " needs cluster feature level 3; the cluster is at level 2 until every voter runs a build that understands level 3 (docs/operations.md, \"Upgrades\")"
 	}
 	for _, c := range []struct {
-		cmd  *pb.Command
+		cmd  *clusterpb.Command
 		what string
 	}{
 		{webhookSet("a", "https://a.example/", false, 0, 1), "webhook set"},
 		{webhookDelete("a"), "webhook delete"},
-		{webhookAck(&pb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 1}), "webhook ack"},
+		{webhookAck(&clusterpb.WebhookCursor{Tenant: "a", Epoch: 1, Seq: 1}), "webhook ack"},
 		{webhookReplay("a", 1), "webhook replay"},
 	} {
 		if r := h.one(c.cmd); r.Code != FailedPrecondition || r.Err().Error() != msg(c.what) {
@@ -370,7 +371,7 @@ func TestWebhookDecodeRefusesMalformed(t *testing.T) {
 }
 
 // randomWebhookCommand draws a webhook command, or any other.
-func randomWebhookCommand(t *rapid.T, jobs uint64, next uint64) *pb.Command {
+func randomWebhookCommand(t *rapid.T, jobs uint64, next uint64) *clusterpb.Command {
 	tenants := []string{"a", "b", "c"}
 	name := rapid.SampledFrom(tenants).Draw(t, "wtenant")
 	switch rapid.IntRange(0, 9).Draw(t, "wkind") {
@@ -379,14 +380,14 @@ func randomWebhookCommand(t *rapid.T, jobs uint64, next uint64) *pb.Command {
 		return webhookSet(name, "https://"+name+".example/", rapid.Bool().Draw(t, "rotate"), rapid.Int64Range(0, 50_000).Draw(t, "grace"),
 			rapid.Uint64Range(1, 2).Draw(t, "key"), kinds...)
 	case 1:
-		return webhookAck(&pb.WebhookCursor{Tenant: name, Epoch: rapid.Uint64Range(1, 10).Draw(t, "epoch"), Seq: rapid.Uint64Range(0, next).Draw(t, "seq")})
+		return webhookAck(&clusterpb.WebhookCursor{Tenant: name, Epoch: rapid.Uint64Range(1, 10).Draw(t, "epoch"), Seq: rapid.Uint64Range(0, next).Draw(t, "seq")})
 	case 2:
 		return webhookReplay(name, rapid.Uint64Range(0, next).Draw(t, "from"))
 	case 3:
 		if rapid.IntRange(0, 3).Draw(t, "del") == 0 {
 			return webhookDelete(name)
 		}
-		return &pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{Limit: 5}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{Limit: 5}}}
 	}
 	return randomCommand(t, jobs)
 }
@@ -404,7 +405,7 @@ func TestWebhookSnapshotRoundTrip(t *testing.T) {
 		n := rapid.IntRange(2, 120).Draw(t, "n")
 		cut := rapid.IntRange(1, n).Draw(t, "cut")
 		now := int64(1000)
-		var log []*pb.Envelope
+		var log []*clusterpb.Envelope
 		var snap []byte
 		for i := 0; i < n; i++ {
 			if i == cut {
@@ -415,14 +416,14 @@ func TestWebhookSnapshotRoundTrip(t *testing.T) {
 				snap = encodeFSM(v)
 			}
 			now += rapid.Int64Range(0, 20_000).Draw(t, "dt")
-			cmds := []*pb.Command{{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: ConfigToPB(cfg)}}},
+			cmds := []*clusterpb.Command{{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}},
 				tenant("a", pb.Tier_GOLD), tenant("b", pb.Tier_FREE), tenant("c", pb.Tier_SILVER)}
 			if i > 0 {
 				jobs, _ := a.Counts()
 				_, next := a.Events(^uint64(0), func(*Event) bool { return false })
-				cmds = []*pb.Command{randomWebhookCommand(t, uint64(jobs)+1, next)}
+				cmds = []*clusterpb.Command{randomWebhookCommand(t, uint64(jobs)+1, next)}
 			}
-			env := &pb.Envelope{Version: Version, StampMs: now, Commands: cmds}
+			env := &clusterpb.Envelope{Version: Version, StampMs: now, Commands: cmds}
 			log = append(log, env)
 			if _, err := a.ApplyEnvelope(uint64(i+1), env); err != nil {
 				t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -76,7 +77,7 @@ func TestClockTicksIdle(t *testing.T) {
 func TestClockTicksBusy(t *testing.T) {
 	m := newMemory(t, nil)
 	start, _ := m.ClusterNow()
-	must(t, m, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
 	for step := 100 * time.Millisecond; step <= 60*time.Second; step += 100 * time.Millisecond {
 		if step%(900*time.Millisecond) == 0 {
 			m.SetNow(start + sfq.Time(step.Milliseconds()))
@@ -90,7 +91,7 @@ func TestClockTicksBusy(t *testing.T) {
 	cfg := fsm.ConfigToPB(m.State().Config())
 	cfg.ClockTickMs = 250
 	m.SetNow(start + 60_000)
-	must(t, m, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: cfg}}})
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: cfg}}})
 	if ticked, wait := tickAt(t, m, start, 60*time.Second+249*time.Millisecond); ticked || wait != time.Millisecond {
 		t.Fatalf("249 ms idle under a 250 ms tick: ticked %v, wait %s", ticked, wait)
 	}

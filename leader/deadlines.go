@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/sfq"
 )
@@ -62,9 +62,9 @@ func Deadlines(n Node, log hclog.Logger, m *DeadlineMetrics) raftnode.LeaderLoop
 // ExpireDue proposes the expiries due at now (at most maxExpiries) and returns
 // how many Apply carried out.
 func ExpireDue(ctx context.Context, n Node, now sfq.Time, log hclog.Logger, m *DeadlineMetrics) (int, error) {
-	var cmds []*pb.Command
+	var cmds []*clusterpb.Command
 	n.State().Due(now, func(id sfq.JobID, attempt uint32, kind sfq.InputKind) bool {
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: uint64(id), Attempt: attempt, Kind: expireKind(kind)}}})
+		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Expire{Expire: &clusterpb.Expire{Job: uint64(id), Attempt: attempt, Kind: expireKind(kind)}}})
 		return len(cmds) < maxExpiries
 	})
 	if len(cmds) == 0 {
@@ -92,14 +92,14 @@ func ExpireDue(ctx context.Context, n Node, now sfq.Time, log hclog.Logger, m *D
 	return done, nil
 }
 
-func expireKind(k sfq.InputKind) pb.ExpireKind {
+func expireKind(k sfq.InputKind) clusterpb.ExpireKind {
 	switch k {
 	case sfq.InExpireAck:
-		return pb.ExpireKind_ACK
+		return clusterpb.ExpireKind_ACK
 	case sfq.InExpireLease:
-		return pb.ExpireKind_LEASE
+		return clusterpb.ExpireKind_LEASE
 	}
-	return pb.ExpireKind_TIMEOUT
+	return clusterpb.ExpireKind_TIMEOUT
 }
 
 // Expiries returns the counter of one kind (ack, lease, timeout).

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/sfq"
 )
@@ -60,16 +60,16 @@ func ReleaseDue(ctx context.Context, n Node, now sfq.Time, log hclog.Logger) (re
 	if len(rel) == 0 && len(exp) == 0 {
 		return 0, 0, nil
 	}
-	var cmds []*pb.Command
+	var cmds []*clusterpb.Command
 	if len(rel) > 0 {
 		ids := make([]uint64, len(rel))
 		for i, id := range rel {
 			ids[i] = uint64(id)
 		}
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: ids}}})
+		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Release{Release: &clusterpb.Release{Jobs: ids}}})
 	}
 	for _, id := range exp {
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: uint64(id), Kind: pb.ExpireKind_TTL}}})
+		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Expire{Expire: &clusterpb.Expire{Job: uint64(id), Kind: clusterpb.ExpireKind_TTL}}})
 	}
 	ctx, cancel := context.WithTimeout(ctx, proposeTimeout)
 	defer cancel()

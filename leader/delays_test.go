@@ -9,11 +9,12 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
-func delayed(tenant string, delayMs, expireMs int64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 1000, DelayMs: delayMs, ExpireMs: expireMs}}}
+func delayed(tenant string, delayMs, expireMs int64) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 1000, DelayMs: delayMs, ExpireMs: expireMs}}}
 }
 
 func jobState(t *testing.T, m *Memory, id sfq.JobID) sfq.State {
@@ -31,10 +32,10 @@ func jobState(t *testing.T, m *Memory, id sfq.JobID) sfq.State {
 // expired, not released); a second pass finds nothing.
 func TestReleaseDue(t *testing.T) {
 	m := newMemory(t, nil)
-	must(t, m, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
 	start, _ := m.ClusterNow()
 	var ids []sfq.JobID
-	for _, c := range []*pb.Command{delayed("acme", 1000, 0), delayed("acme", 1000, 0), delayed("acme", 3000, 0), delayed("acme", 0, 2000), delayed("acme", 2500, 2600)} {
+	for _, c := range []*clusterpb.Command{delayed("acme", 1000, 0), delayed("acme", 1000, 0), delayed("acme", 3000, 0), delayed("acme", 0, 2000), delayed("acme", 2500, 2600)} {
 		ids = append(ids, must(t, m, c)[0].Job)
 	}
 	log := hclog.NewNullLogger()
@@ -87,19 +88,19 @@ func TestReleaseDue(t *testing.T) {
 // (one released event each).
 func TestReleaseTwiceAfterFailover(t *testing.T) {
 	m := newMemory(t, nil)
-	must(t, m, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
 	for range 3 {
 		must(t, m, delayed("acme", 1000, 0))
 	}
 	m.Advance(time.Second)
 	now, _ := m.ClusterNow()
 	rel, _ := m.State().DueDelays(now, 10)
-	old := &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: []uint64{uint64(rel[0]), uint64(rel[1]), uint64(rel[2])}}}}
-	res, err := m.Propose(context.Background(), []*pb.Command{old})
+	old := &clusterpb.Command{Cmd: &clusterpb.Command_Release{Release: &clusterpb.Release{Jobs: []uint64{uint64(rel[0]), uint64(rel[1]), uint64(rel[2])}}}}
+	res, err := m.Propose(context.Background(), []*clusterpb.Command{old})
 	if err != nil || res[0].Count != 3 {
 		t.Fatalf("first release: %+v %v", res, err)
 	}
-	res, err = m.Propose(context.Background(), []*pb.Command{old})
+	res, err = m.Propose(context.Background(), []*clusterpb.Command{old})
 	if err != nil || res[0].Count != 0 || res[0].Code != fsm.FailedPrecondition {
 		t.Fatalf("second release: %+v %v", res, err)
 	}
@@ -124,7 +125,7 @@ func TestReleaseTwiceAfterFailover(t *testing.T) {
 // loop stops) a new loop picks up where it left off.
 func TestDelaysLoopReleasesOnTime(t *testing.T) {
 	m := newMemory(t, nil)
-	must(t, m, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
 	a := must(t, m, delayed("acme", 10_000, 0))[0].Job
 	b := must(t, m, delayed("acme", 20_000, 0))[0].Job
 	run := func() (stop func()) {

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/baristahq/barista/fsm"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/sfq"
 )
@@ -23,7 +23,7 @@ import (
 type Node interface {
 	// Propose replicates commands and returns Apply's results, one per
 	// command (leader only; raftnode.ErrNotLeader otherwise).
-	Propose(ctx context.Context, cmds []*pb.Command) ([]fsm.Result, error)
+	Propose(ctx context.Context, cmds []*clusterpb.Command) ([]fsm.Result, error)
 	// State is the replicated state machine, read only.
 	State() *fsm.FSM
 	// ClusterNow is the cluster time the next proposal would carry; false
@@ -35,7 +35,7 @@ type Node interface {
 	Stamped() sfq.Time
 	// Enqueue queues commands for replication without waiting for them:
 	// proposals apply in the order they were queued.
-	Enqueue(ctx context.Context, cmds []*pb.Command) (Pending, error)
+	Enqueue(ctx context.Context, cmds []*clusterpb.Command) (Pending, error)
 }
 
 // Pending is a queued proposal; Wait returns Apply's results, one per
@@ -49,11 +49,11 @@ func OnRaft(n *raftnode.Node) Node { return raftNode{n} }
 
 type raftNode struct{ n *raftnode.Node }
 
-func (r raftNode) Propose(ctx context.Context, cmds []*pb.Command) ([]fsm.Result, error) {
+func (r raftNode) Propose(ctx context.Context, cmds []*clusterpb.Command) ([]fsm.Result, error) {
 	_, res, err := r.n.Propose(ctx, cmds)
 	return res, err
 }
-func (r raftNode) Enqueue(ctx context.Context, cmds []*pb.Command) (Pending, error) {
+func (r raftNode) Enqueue(ctx context.Context, cmds []*clusterpb.Command) (Pending, error) {
 	q, err := r.n.Enqueue(ctx, cmds)
 	if err != nil {
 		return nil, err
@@ -134,6 +134,6 @@ func PruneOnce(ctx context.Context, n Node) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, proposeTimeout)
 	defer cancel()
-	_, err := n.Propose(ctx, []*pb.Command{{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}}})
+	_, err := n.Propose(ctx, []*clusterpb.Command{{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}}})
 	return err
 }

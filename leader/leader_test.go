@@ -12,6 +12,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/sfq"
 )
@@ -32,7 +33,7 @@ func newMemory(t *testing.T, adjust func(*fsm.Config)) *Memory {
 	return m
 }
 
-func must(t *testing.T, m *Memory, cmds ...*pb.Command) []fsm.Result {
+func must(t *testing.T, m *Memory, cmds ...*clusterpb.Command) []fsm.Result {
 	t.Helper()
 	res, err := m.Propose(context.Background(), cmds)
 	if err != nil {
@@ -50,18 +51,18 @@ func must(t *testing.T, m *Memory, cmds ...*pb.Command) []fsm.Result {
 // kind timeout at its deadline and not a millisecond before, once.
 func TestExpireRunTimeout(t *testing.T) {
 	m := newMemory(t, nil)
-	must(t, m, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
-	job := must(t, m, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, TimeoutMs: 60_000}}})[0].Job
-	if r := must(t, m, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM}}})[0]; !r.Assigned || r.Job != job {
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
+	job := must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, TimeoutMs: 60_000}}})[0].Job
+	if r := must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w1", Size: pb.Size_SM}}})[0]; !r.Assigned || r.Job != job {
 		t.Fatalf("dispatch %+v", r)
 	}
-	must(t, m, &pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: uint64(job), Attempt: 1, WorkerId: "w1"}}})
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_Started{Started: &clusterpb.Started{Job: uint64(job), Attempt: 1, WorkerId: "w1"}}})
 	start, _ := m.ClusterNow()
 	met, log := NewDeadlineMetrics(nil), hclog.NewNullLogger()
 	// Heartbeats keep the lease; only the run's own timeout is left.
 	for range 3 {
 		m.Advance(19_999 * time.Millisecond)
-		must(t, m, &pb.Command{Cmd: &pb.Command_Heartbeats{Heartbeats: &pb.HeartbeatBatch{Heartbeats: []*pb.Heartbeat{{Job: uint64(job), Attempt: 1, WorkerId: "w1"}}}}})
+		must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_Heartbeats{Heartbeats: &clusterpb.HeartbeatBatch{Heartbeats: []*clusterpb.Heartbeat{{Job: uint64(job), Attempt: 1, WorkerId: "w1"}}}}})
 	}
 	m.Advance(2 * time.Millisecond)
 	if now, _ := m.ClusterNow(); now != start+59_999 {
@@ -101,15 +102,15 @@ func TestExpireRunTimeout(t *testing.T) {
 // job (a dead letter) past its retention is pruned by one Prune entry.
 func TestPruneOnce(t *testing.T) {
 	m := newMemory(t, func(c *fsm.Config) { c.JobRetentionMs, c.DeadLetterRetentionMs = 60_000, 60_000 })
-	must(t, m, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
-	job := must(t, m, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000}}})[0].Job
-	must(t, m, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: uint64(job)}}})
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
+	job := must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000}}})[0].Job
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "acme", Job: uint64(job)}}})
 	entries := len(m.Entries())
 	if err := PruneOnce(context.Background(), m); err != nil || len(m.Entries()) != entries {
 		t.Fatalf("a prune was proposed with nothing due (%v)", err)
 	}
 	m.Advance(61 * time.Second)
-	must(t, m, &pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}}) // moves the applied clock
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_GrantLeases{GrantLeases: &clusterpb.GrantLeases{}}}) // moves the applied clock
 	if err := PruneOnce(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -127,20 +128,20 @@ func TestPruneOnce(t *testing.T) {
 // the bound; completed jobs are not counted.
 func TestPruneDeadLetterBounds(t *testing.T) {
 	m := newMemory(t, func(c *fsm.Config) { c.DeadLetterMaxJobs = 2 })
-	must(t, m, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_SILVER}}})
 	var jobs []sfq.JobID
 	for range 4 {
-		jobs = append(jobs, must(t, m, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000}}})[0].Job)
+		jobs = append(jobs, must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000}}})[0].Job)
 	}
 	for _, id := range jobs[:2] {
-		must(t, m, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: uint64(id)}}})
+		must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "acme", Job: uint64(id)}}})
 		m.Advance(time.Second)
 	}
 	entries := len(m.Entries())
 	if err := PruneOnce(context.Background(), m); err != nil || len(m.Entries()) != entries {
 		t.Fatalf("a prune was proposed at the bound (%v)", err)
 	}
-	must(t, m, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: uint64(jobs[2])}}})
+	must(t, m, &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "acme", Job: uint64(jobs[2])}}})
 	if err := PruneOnce(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestPruneDeadLetterBounds(t *testing.T) {
 func TestMemoryNotLeader(t *testing.T) {
 	m := newMemory(t, nil)
 	m.SetLeading(false)
-	if _, err := m.Propose(context.Background(), []*pb.Command{{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}}}); !errors.Is(err, raftnode.ErrNotLeader) {
+	if _, err := m.Propose(context.Background(), []*clusterpb.Command{{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}}}); !errors.Is(err, raftnode.ErrNotLeader) {
 		t.Fatalf("Propose: %v, want ErrNotLeader", err)
 	}
 	if _, ok := m.ClusterNow(); ok {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/baristahq/barista/fsm"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/sfq"
 )
@@ -25,7 +25,7 @@ type Memory struct {
 	now     sfq.Time
 	leading bool
 	fail    error
-	log     []*pb.Envelope
+	log     []*clusterpb.Envelope
 }
 
 // NewMemory returns a leading Memory at cluster time start whose state is
@@ -38,14 +38,14 @@ func NewMemory(start sfq.Time) *Memory {
 // entry.
 func NewConfigured(cfg fsm.Config, start sfq.Time) (*Memory, error) {
 	m := NewMemory(start)
-	if _, err := m.Apply(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: fsm.ConfigToPB(cfg)}}}); err != nil {
+	if _, err := m.Apply(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: fsm.ConfigToPB(cfg)}}}); err != nil {
 		return nil, fmt.Errorf("leader: configuring the state: %w", err)
 	}
 	return m, nil
 }
 
 // Apply proposes cmds as one entry; a refused command is an error.
-func (m *Memory) Apply(cmds ...*pb.Command) ([]fsm.Result, error) {
+func (m *Memory) Apply(cmds ...*clusterpb.Command) ([]fsm.Result, error) {
 	res, err := m.Propose(context.Background(), cmds)
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func (m *Memory) Apply(cmds ...*pb.Command) ([]fsm.Result, error) {
 }
 
 // Propose applies cmds as one entry stamped with the current cluster time.
-func (m *Memory) Propose(ctx context.Context, cmds []*pb.Command) ([]fsm.Result, error) {
+func (m *Memory) Propose(ctx context.Context, cmds []*clusterpb.Command) ([]fsm.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -72,14 +72,14 @@ func (m *Memory) Propose(ctx context.Context, cmds []*pb.Command) ([]fsm.Result,
 		return nil, m.fail
 	}
 	m.index++
-	env := &pb.Envelope{Version: fsm.Version, StampMs: int64(m.now), WallMs: int64(m.now), Commands: cmds}
+	env := &clusterpb.Envelope{Version: fsm.Version, StampMs: int64(m.now), WallMs: int64(m.now), Commands: cmds}
 	m.log = append(m.log, env)
 	return m.f.ApplyEnvelope(m.index, env)
 }
 
 // Enqueue applies cmds at once (in the order of the calls, as a Raft
 // node would) and returns their results to Wait.
-func (m *Memory) Enqueue(ctx context.Context, cmds []*pb.Command) (Pending, error) {
+func (m *Memory) Enqueue(ctx context.Context, cmds []*clusterpb.Command) (Pending, error) {
 	res, err := m.Propose(ctx, cmds)
 	if errors.Is(err, raftnode.ErrNotLeader) {
 		return nil, err
@@ -142,10 +142,10 @@ func (m *Memory) SetLeading(leading bool) {
 
 // Entries returns the commands of every entry proposed so far, one slice
 // per entry (the setup entry of NewMemory first).
-func (m *Memory) Entries() [][]*pb.Command {
+func (m *Memory) Entries() [][]*clusterpb.Command {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([][]*pb.Command, len(m.log))
+	out := make([][]*clusterpb.Command, len(m.log))
 	for i, env := range m.log {
 		out[i] = env.Commands
 	}

@@ -2741,7 +2741,7 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\x1a\fclient.proto\"B\n" +
+	"barista.v1\x1a\vtypes.proto\x1a\fclient.proto\"B\n" +
 	"\x14PauseDispatchRequest\x12\x16\n" +
 	"\x06resume\x18\x01 \x01(\bR\x06resume\x12\x12\n" +
 	"\x04pool\x18\x02 \x01(\tR\x04pool\"I\n" +
@@ -3162,7 +3162,7 @@ func file_admin_proto_init() {
 	if File_admin_proto != nil {
 		return
 	}
-	file_commands_proto_init()
+	file_types_proto_init()
 	file_client_proto_init()
 	file_admin_proto_msgTypes[3].OneofWrappers = []any{}
 	file_admin_proto_msgTypes[10].OneofWrappers = []any{}

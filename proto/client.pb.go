@@ -2544,16 +2544,24 @@ type SubmitResult struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	JobId   uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Created bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
-	// error is empty on success, else "CODE_NAME: message" (the gRPC code
-	// name, as for a single Submit).
-	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	// reason is the cause of a refusal, as a single Submit's ErrorInfo
-	// gives it (QUOTA_EXCEEDED, RATE_LIMITED, KEY_CONFLICT, TENANT_UNKNOWN,
-	// TOO_LARGE, ...; empty when it gives none), and retry_after_ms how
-	// long the cluster asks the caller to wait before it tries again (a
+	// status is the refusal of this job (empty when it was accepted): a
+	// google.rpc.Status in wire form, exactly what a single Submit's
+	// grpc-status-details-bin trailer would hold — its code, its message
+	// and its details (an ErrorInfo with the reason and, in its metadata,
+	// the field; a RetryInfo; a BadRequest). The SDKs read a refusal from
+	// it, as from a single call's status.
+	Status []byte `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	// The same refusal in plain fields, for a reader of the HTTP/JSON API:
+	// error is "CODE_NAME: message" (the gRPC code's name, as for a single
+	// Submit), reason the cause it names (a Reason's name: QUOTA_EXCEEDED,
+	// RATE_LIMITED, ...; empty when it names none), field the request field
+	// at fault (empty when no one field is), and retry_after_ms how long
+	// the cluster asks the caller to wait before it tries again (a
 	// RATE_LIMITED refusal's RetryInfo; 0 when it asks nothing).
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	RetryAfterMs  int64  `protobuf:"varint,5,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+	Field         string `protobuf:"bytes,7,opt,name=field,proto3" json:"field,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2602,6 +2610,13 @@ func (x *SubmitResult) GetCreated() bool {
 	return false
 }
 
+func (x *SubmitResult) GetStatus() []byte {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
 func (x *SubmitResult) GetError() string {
 	if x != nil {
 		return x.Error
@@ -2621,6 +2636,13 @@ func (x *SubmitResult) GetRetryAfterMs() int64 {
 		return x.RetryAfterMs
 	}
 	return 0
+}
+
+func (x *SubmitResult) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
 }
 
 type SubmitBatchResponse struct {
@@ -2941,7 +2963,7 @@ var File_client_proto protoreflect.FileDescriptor
 const file_client_proto_rawDesc = "" +
 	"\n" +
 	"\fclient.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\"T\n" +
+	"barista.v1\x1a\vtypes.proto\"T\n" +
 	"\fPauseRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x16\n" +
@@ -3176,13 +3198,15 @@ const file_client_proto_rawDesc = "" +
 	"\x06groups\x18\x01 \x03(\v2\x11.barista.v1.GroupR\x06groups\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"C\n" +
 	"\x12SubmitBatchRequest\x12-\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x19.barista.v1.SubmitRequestR\x04jobs\"\x93\x01\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x19.barista.v1.SubmitRequestR\x04jobs\"\xc1\x01\n" +
 	"\fSubmitResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\x12\x14\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\fR\x06status\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12$\n" +
-	"\x0eretry_after_ms\x18\x05 \x01(\x03R\fretryAfterMs\"I\n" +
+	"\x0eretry_after_ms\x18\x05 \x01(\x03R\fretryAfterMs\x12\x14\n" +
+	"\x05field\x18\a \x01(\tR\x05field\"I\n" +
 	"\x13SubmitBatchResponse\x122\n" +
 	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults\"B\n" +
 	"\x11ExplainJobRequest\x12\x16\n" +
@@ -3351,7 +3375,7 @@ func file_client_proto_init() {
 	if File_client_proto != nil {
 		return
 	}
-	file_commands_proto_init()
+	file_types_proto_init()
 	file_client_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -1630,7 +1630,7 @@ var File_worker_proto protoreflect.FileDescriptor
 const file_worker_proto_rawDesc = "" +
 	"\n" +
 	"\fworker.proto\x12\n" +
-	"barista.v1\x1a\x0ecommands.proto\"\x91\x02\n" +
+	"barista.v1\x1a\vtypes.proto\"\x91\x02\n" +
 	"\rWorkerMessage\x12)\n" +
 	"\x05hello\x18\x01 \x01(\v2\x11.barista.v1.HelloH\x00R\x05hello\x12)\n" +
 	"\x05ready\x18\x02 \x01(\v2\x11.barista.v1.ReadyH\x00R\x05ready\x122\n" +
@@ -1834,7 +1834,7 @@ func file_worker_proto_init() {
 	if File_worker_proto != nil {
 		return
 	}
-	file_commands_proto_init()
+	file_types_proto_init()
 	file_worker_proto_msgTypes[0].OneofWrappers = []any{
 		(*WorkerMessage_Hello)(nil),
 		(*WorkerMessage_Ready)(nil),

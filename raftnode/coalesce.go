@@ -10,7 +10,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/pbcodec"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // Command coalescing: concurrent proposals are packed into shared log
@@ -45,7 +45,7 @@ const (
 )
 
 type proposal struct {
-	cmds  []*pb.Command
+	cmds  []*clusterpb.Command
 	bytes int
 	done  chan proposalResult
 }
@@ -96,7 +96,7 @@ func (n *Node) coalesce() {
 				break drain
 			}
 		}
-		cmds := make([]*pb.Command, 0, count)
+		cmds := make([]*clusterpb.Command, 0, count)
 		for _, p := range batch {
 			cmds = append(cmds, p.cmds...)
 		}
@@ -126,7 +126,7 @@ func (n *Node) deliver(batch []*proposal, e entry) {
 
 // entry is one envelope handed to Raft.
 type entry struct {
-	cmds  []*pb.Command
+	cmds  []*clusterpb.Command
 	f     raft.ApplyFuture
 	start time.Time
 	err   error // it could not be sent
@@ -134,12 +134,12 @@ type entry struct {
 
 // send stamps one envelope and hands it to Raft without waiting for it:
 // entries are logged in the order send is called.
-func (n *Node) send(version uint32, cmds []*pb.Command, timeout time.Duration) entry {
+func (n *Node) send(version uint32, cmds []*clusterpb.Command, timeout time.Duration) entry {
 	stamp, ok := n.stampEntry()
 	if !ok {
 		return entry{cmds: cmds, err: ErrNotLeader}
 	}
-	data, err := fsm.Encode(&pb.Envelope{Version: version, StampMs: stamp, WallMs: n.wallNow().UnixMilli(), Commands: cmds})
+	data, err := fsm.Encode(&clusterpb.Envelope{Version: version, StampMs: stamp, WallMs: n.wallNow().UnixMilli(), Commands: cmds})
 	if err != nil {
 		return entry{cmds: cmds, err: err}
 	}
@@ -147,7 +147,7 @@ func (n *Node) send(version uint32, cmds []*pb.Command, timeout time.Duration) e
 }
 
 // apply replicates one envelope and waits for its results.
-func (n *Node) apply(version uint32, cmds []*pb.Command, timeout time.Duration) (uint64, []fsm.Result, error) {
+func (n *Node) apply(version uint32, cmds []*clusterpb.Command, timeout time.Duration) (uint64, []fsm.Result, error) {
 	return n.wait(n.send(version, cmds, timeout))
 }
 
@@ -186,7 +186,7 @@ func (n *Node) wait(e entry) (uint64, []fsm.Result, error) {
 // Only the leader may propose. A context that ends first returns its
 // error; the commands may still be applied (every command is idempotent or
 // fenced, so a retry is safe).
-func (n *Node) Propose(ctx context.Context, cmds []*pb.Command) (uint64, []fsm.Result, error) {
+func (n *Node) Propose(ctx context.Context, cmds []*clusterpb.Command) (uint64, []fsm.Result, error) {
 	q, err := n.Enqueue(ctx, cmds)
 	if err != nil {
 		return 0, nil, err
@@ -204,7 +204,7 @@ type Pending struct {
 // waiting for them. Proposals apply in the order they were queued: a
 // caller that enqueues one proposal and then another knows the first is
 // applied before the second, and may go on before either is.
-func (n *Node) Enqueue(ctx context.Context, cmds []*pb.Command) (*Pending, error) {
+func (n *Node) Enqueue(ctx context.Context, cmds []*clusterpb.Command) (*Pending, error) {
 	if !n.IsLeader() {
 		return nil, ErrNotLeader
 	}
@@ -239,7 +239,7 @@ func (q *Pending) Wait(ctx context.Context) (uint64, []fsm.Result, error) {
 
 // ProposeVersion proposes one envelope of an explicit version on its own
 // (tests of the fatal-entry path).
-func (n *Node) ProposeVersion(ctx context.Context, version uint32, cmds []*pb.Command) (uint64, []fsm.Result, error) {
+func (n *Node) ProposeVersion(ctx context.Context, version uint32, cmds []*clusterpb.Command) (uint64, []fsm.Result, error) {
 	if version == fsm.Version {
 		return n.Propose(ctx, cmds)
 	}

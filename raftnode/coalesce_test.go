@@ -7,6 +7,7 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // TestEnqueueOrder: proposals apply in the order they were queued, even
@@ -24,7 +25,7 @@ func TestEnqueueOrder(t *testing.T) {
 	waitLeader(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, res, err := n.Propose(ctx, []*pb.Command{{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}}}); err != nil || res[0].Err() != nil {
+	if _, res, err := n.Propose(ctx, []*clusterpb.Command{{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}}}); err != nil || res[0].Err() != nil {
 		t.Fatalf("tenant: %v %v", err, res)
 	}
 	const writers, each = 8, 200
@@ -35,7 +36,7 @@ func TestEnqueueOrder(t *testing.T) {
 			defer wg.Done()
 			var queued []*Pending
 			for range each {
-				q, err := n.Enqueue(ctx, []*pb.Command{{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 100}}}})
+				q, err := n.Enqueue(ctx, []*clusterpb.Command{{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 100}}}})
 				if err != nil {
 					t.Error(err)
 					return

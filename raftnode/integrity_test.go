@@ -16,6 +16,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/snapshot"
 )
 
@@ -50,16 +51,16 @@ func buildDataDir(t *testing.T, dir string, rounds int, trailing uint64) (string
 	waitLeader(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	propose := func(c *pb.Command) {
+	propose := func(c *clusterpb.Command) {
 		t.Helper()
-		if _, res, err := n.Propose(ctx, []*pb.Command{c}); err != nil || res[0].Err() != nil {
+		if _, res, err := n.Propose(ctx, []*clusterpb.Command{c}); err != nil || res[0].Err() != nil {
 			t.Fatalf("propose: %v %v", err, res)
 		}
 	}
-	propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}})
+	propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}})
 	for r := range rounds {
 		for i := range 200 {
-			propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", IdempotencyKey: fmt.Sprintf("k%d-%d", r, i),
+			propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", IdempotencyKey: fmt.Sprintf("k%d-%d", r, i),
 				Size: pb.Size_SM, EstCostMs: 100, Payload: make([]byte, 2000)}}})
 		}
 		if err := n.Snapshot(); err != nil {
@@ -67,7 +68,7 @@ func buildDataDir(t *testing.T, dir string, rounds int, trailing uint64) (string
 		}
 	}
 	for i := range 50 { // entries after the newest snapshot
-		propose(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Job: uint64(1 + i)}}})
+		propose(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Job: uint64(1 + i)}}})
 	}
 	hash, index := n.FSM.Hash()
 	if err := n.Shutdown(); err != nil {
@@ -326,14 +327,14 @@ func TestRestoredBackupRestarts(t *testing.T) {
 	propose := func(n *Node, prefix string, count int) {
 		t.Helper()
 		for i := range count {
-			c := &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", IdempotencyKey: fmt.Sprintf("%s-%d", prefix, i),
+			c := &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", IdempotencyKey: fmt.Sprintf("%s-%d", prefix, i),
 				Size: pb.Size_SM, EstCostMs: 100, Payload: []byte("x")}}}
-			if _, res, err := n.Propose(ctx, []*pb.Command{c}); err != nil || res[0].Err() != nil {
+			if _, res, err := n.Propose(ctx, []*clusterpb.Command{c}); err != nil || res[0].Err() != nil {
 				t.Fatalf("propose: %v %v", err, res)
 			}
 		}
 	}
-	if _, res, err := n.Propose(ctx, []*pb.Command{{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}}}); err != nil || res[0].Err() != nil {
+	if _, res, err := n.Propose(ctx, []*clusterpb.Command{{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}}}); err != nil || res[0].Err() != nil {
 		t.Fatalf("propose: %v %v", err, res)
 	}
 	propose(n, "saved", 20)

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/baristahq/barista/fsm"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // The cluster's feature level (fsm/level.go; docs/operations.md
@@ -137,7 +137,7 @@ func (n *Node) raiseLevel(ctx context.Context) {
 	if target == 0 {
 		return
 	}
-	_, res, err := n.Propose(ctx, []*pb.Command{{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: target}}}})
+	_, res, err := n.Propose(ctx, []*clusterpb.Command{{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: target}}}})
 	if err == nil {
 		err = res[0].Err()
 	}
@@ -193,7 +193,7 @@ func (n *Node) checkJoinLevel(ctx context.Context, id, grpcAddr string) error {
 // feature level level. Settings the level does not allow (a seed of
 // estimate=auto while a voter runs an older build) are left at their
 // defaults, and said so: set them once the level is raised.
-func (n *Node) seedCommand(level uint32) *pb.Command {
+func (n *Node) seedCommand(level uint32) *clusterpb.Command {
 	seed := fsm.ConfigToPB(n.cfg.Seed)
 	if level < fsm.Level5 && (seed.RetryBackoffMs != 0 || seed.RetryBackoffMaxMs != 0) {
 		// A cluster below level 5 keeps no retry backoff: a failed run is
@@ -201,7 +201,7 @@ func (n *Node) seedCommand(level uint32) *pb.Command {
 		n.log.Info("seeding the configuration without a retry backoff below feature level 5; set retry_backoff with barista config set once the level is raised")
 		seed.RetryBackoffMs, seed.RetryBackoffMaxMs = 0, 0
 	}
-	cmd := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: seed}}}
+	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: seed}}}
 	if err := fsm.CheckLevel(cmd, level); err != nil {
 		n.log.Warn("seeding the configuration without the settings its feature level does not allow; set them with barista config set once the level is raised", "reason", err)
 		fsm.ConfigAtLevel(seed, level)

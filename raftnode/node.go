@@ -19,7 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/baristahq/barista/fsm"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/snapshot"
 )
@@ -436,12 +436,12 @@ func (n *Node) gainLeadership() {
 		n.mu.Unlock()
 		n.log.Info("leadership gained", "applied_index", index, "cluster_time_ms", int64(clock), "barrier", time.Since(start).Round(time.Millisecond))
 
-		var setup []*pb.Command
+		var setup []*clusterpb.Command
 		level := n.FSM.Level()
 		if own := n.FeatureLevel(); level < own {
 			// The only voter (a new cluster) needs to ask nobody.
 			if voters, err := n.voters(); err == nil && len(voters) == 1 && voters[0] == n.cfg.ID {
-				setup = append(setup, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: own}}})
+				setup = append(setup, &clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: own}}})
 				level = own
 			}
 		}
@@ -449,10 +449,10 @@ func (n *Node) gainLeadership() {
 			setup = append(setup, n.seedCommand(level))
 		}
 		if m, ok := n.FSM.Member(n.cfg.ID); !ok || m.RaftAddr != string(n.trans.LocalAddr()) || m.GRPCAddr != n.cfg.AdvertisedGRPC() || m.HTTPAddr != n.cfg.HTTPAddr {
-			setup = append(setup, &pb.Command{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{
+			setup = append(setup, &clusterpb.Command{Cmd: &clusterpb.Command_MemberUpsert{MemberUpsert: &clusterpb.MemberUpsert{
 				Id: n.cfg.ID, RaftAddr: string(n.trans.LocalAddr()), GrpcAddr: n.cfg.AdvertisedGRPC(), HttpAddr: n.cfg.HTTPAddr}}})
 		}
-		setup = append(setup, &pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
+		setup = append(setup, &clusterpb.Command{Cmd: &clusterpb.Command_GrantLeases{GrantLeases: &clusterpb.GrantLeases{}}})
 		_, results, err := n.Propose(ctx, setup)
 		if err != nil {
 			n.log.Warn("leader setup failed", "error", err)
@@ -579,7 +579,7 @@ func (n *Node) Join(ctx context.Context, id, raftAddr, grpcAddr, httpAddr string
 		n.log.Info("added voter", "id", id, "raft_addr", raftAddr)
 	}
 	if m, ok := n.FSM.Member(id); !ok || m.RaftAddr != raftAddr || m.GRPCAddr != grpcAddr || m.HTTPAddr != httpAddr {
-		_, res, err := n.Propose(ctx, []*pb.Command{{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{Id: id, RaftAddr: raftAddr, GrpcAddr: grpcAddr, HttpAddr: httpAddr}}}})
+		_, res, err := n.Propose(ctx, []*clusterpb.Command{{Cmd: &clusterpb.Command_MemberUpsert{MemberUpsert: &clusterpb.MemberUpsert{Id: id, RaftAddr: raftAddr, GrpcAddr: grpcAddr, HttpAddr: httpAddr}}}})
 		if err != nil {
 			return err
 		}
@@ -612,7 +612,7 @@ func (n *Node) RemovePeer(ctx context.Context, id string) error {
 		return err
 	}
 	n.log.Info("removed peer", "id", id)
-	_, res, err := n.Propose(ctx, []*pb.Command{{Cmd: &pb.Command_MemberRemove{MemberRemove: &pb.MemberRemove{Id: id}}}})
+	_, res, err := n.Propose(ctx, []*clusterpb.Command{{Cmd: &clusterpb.Command_MemberRemove{MemberRemove: &clusterpb.MemberRemove{Id: id}}}})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/fsm/fairness"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -38,8 +39,8 @@ func tenantToPB(i uint32, t *sfq.Tenant, flags fsm.TenantFlags) *pb.Tenant {
 // upsertCommand is the command of a tenant upsert: the fields the
 // request gives, the others kept (fsm's TenantUpsert.keep). What only
 // the request's wire form can get wrong, its rate's text, is read here.
-func upsertCommand(req *pb.UpsertTenantRequest) (*pb.Command, error) {
-	u := &pb.TenantUpsert{Name: req.Name, Caps: &pb.Caps{}}
+func upsertCommand(req *pb.UpsertTenantRequest) (*clusterpb.Command, error) {
+	u := &clusterpb.TenantUpsert{Name: req.Name, Caps: &pb.Caps{}}
 	var keep []string
 	field := func(name string, given bool, set func()) {
 		if given {
@@ -81,7 +82,7 @@ func upsertCommand(req *pb.UpsertTenantRequest) (*pb.Command, error) {
 	}
 	field("rate_burst", req.RateBurst != nil, func() { u.RateBurst = req.GetRateBurst() })
 	u.Keep = keep
-	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: u}}, nil
+	return &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: u}}, nil
 }
 
 // ReadTenant returns a live tenant's configuration in f (this node's
@@ -122,9 +123,9 @@ func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantReq
 // DeleteTenant deletes a tenant without queued or running jobs.
 func (s *AdminService) DeleteTenant(ctx context.Context, req *pb.DeleteTenantRequest) (*pb.DeleteTenantResponse, error) {
 	if req.Name == "" {
-		return nil, status.Error(codes.InvalidArgument, "name: required")
+		return nil, fieldErr(codes.InvalidArgument, "name", "required")
 	}
-	cmd := &pb.Command{Cmd: &pb.Command_TenantDelete{TenantDelete: &pb.TenantDelete{Name: req.Name}}}
+	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_TenantDelete{TenantDelete: &clusterpb.TenantDelete{Name: req.Name}}}
 	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.DeleteTenantResponse, error) {
 		return pb.NewAdminClient(cc).DeleteTenant(ctx, req)
 	}); done {
@@ -141,7 +142,7 @@ func (s *AdminService) GetTenant(ctx context.Context, req *pb.GetTenantRequest) 
 	}, func() (*pb.Tenant, error) {
 		out := ReadTenant(s.node.FSM, req.Name)
 		if out == nil {
-			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", req.Name)
+			return nil, tenantNotFound(req.Name)
 		}
 		out.Now = s.clockNow()
 		return out, nil
@@ -190,7 +191,7 @@ func (s *AdminService) SetConfig(ctx context.Context, req *pb.SetConfigRequest) 
 	if _, err := fsm.ConfigFromPB(req.Config); err != nil {
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("config: %v", err))
 	}
-	cmd := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: req.Config}}}
+	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: req.Config}}}
 	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SchedulerConfig, error) {
 		return pb.NewAdminClient(cc).SetConfig(ctx, req)
 	}); done {
@@ -209,7 +210,7 @@ func (s *AdminService) Top(ctx context.Context, req *pb.TopRequest) (*pb.TopResp
 		window = DefaultTopWindow
 	}
 	if window < 0 || window > 24*time.Hour {
-		return nil, status.Errorf(codes.InvalidArgument, "window_ms: %d, want 1 ms .. 24 h", req.WindowMs)
+		return nil, fieldErr(codes.InvalidArgument, "window_ms", "%d, want 1 ms .. 24 h", req.WindowMs)
 	}
 	fwd := &pb.TopRequest{WindowMs: req.WindowMs}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.TopResponse, error) {

@@ -400,12 +400,12 @@ func scopeTenant(ctx context.Context, named string, required bool) (string, erro
 	id := IdentityFrom(ctx)
 	if id.Role == RoleClient {
 		if named != "" && named != id.Tenant {
-			return "", status.Errorf(codes.PermissionDenied, "tenant: this token is for tenant %q, not %q", id.Tenant, named)
+			return "", fieldErr(codes.PermissionDenied, "tenant", "this token is for tenant %q, not %q", id.Tenant, named)
 		}
 		return id.Tenant, nil
 	}
 	if named == "" && required {
-		return "", status.Error(codes.InvalidArgument, "tenant: required")
+		return "", fieldErr(codes.InvalidArgument, "tenant", "required")
 	}
 	return named, nil
 }

@@ -14,9 +14,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/text"
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/webhook"
@@ -60,7 +62,7 @@ type base struct {
 // answered without one) and proposes it, a refusal becoming its status
 // (done, with the error). Otherwise it returns the command's result, for
 // the caller to answer from.
-func write[T any](ctx context.Context, b *base, cmd *pb.Command, call func(ctx context.Context, cc *grpc.ClientConn) (T, error)) (
+func write[T any](ctx context.Context, b *base, cmd *clusterpb.Command, call func(ctx context.Context, cc *grpc.ClientConn) (T, error)) (
 	res fsm.Result, resp T, done bool, err error) {
 	if err := b.edgeCheck(cmd); err != nil {
 		return res, resp, true, err
@@ -76,7 +78,7 @@ func write[T any](ctx context.Context, b *base, cmd *pb.Command, call func(ctx c
 // it: the cluster's feature level (a node of a build that does not know
 // a field would drop it) and the rules of its Apply that read only the
 // command (fsm.CheckFields), with Apply's messages.
-func (b *base) edgeCheck(cmd *pb.Command) error {
+func (b *base) edgeCheck(cmd *clusterpb.Command) error {
 	if err := levelErr(b.node.FSM, cmd); err != nil {
 		return err
 	}
@@ -92,7 +94,7 @@ func (b *base) edgeCheck(cmd *pb.Command) error {
 // first), then its proposal. A command the check refuses is not
 // proposed; one it finds would change nothing (Outcome sfq.Duplicate) is
 // answered from the state, with the index of the state it read.
-func (b *base) commit(ctx context.Context, cmd *pb.Command) (fsm.Result, error) {
+func (b *base) commit(ctx context.Context, cmd *clusterpb.Command) (fsm.Result, error) {
 	if b.writes != nil {
 		key := IdentityFrom(ctx).key()
 		if n, wait := b.writes.take(key, b.writeRate, 1); n == 0 {
@@ -121,7 +123,7 @@ func (b *base) commit(ctx context.Context, cmd *pb.Command) (fsm.Result, error) 
 }
 
 // unproposed counts a write answered without an entry.
-func (b *base) unproposed(cmd *pb.Command, reason string) {
+func (b *base) unproposed(cmd *clusterpb.Command, reason string) {
 	if b.metrics != nil {
 		b.metrics.writesUnproposed.WithLabelValues(fsm.CommandName(cmd), reason).Inc()
 	}
@@ -179,17 +181,17 @@ func forward[T any](ctx context.Context, b *base, call func(ctx context.Context,
 var errNotLeader = notLeader("forwarded to a node that is no longer the leader; retry")
 
 // notLeader is an UNAVAILABLE status that says the node does not lead and
-// did nothing with the call (client.IsNotLeader reads it): any caller may
+// did nothing with the call (wire.IsNotLeader reads it): any caller may
 // send it again.
 func notLeader(msg string) error {
 	st, _ := status.New(codes.Unavailable, msg).
-		WithDetails(&errdetails.ErrorInfo{Reason: client.ReasonNotLeader, Domain: client.ErrorDomain})
+		WithDetails(&errdetails.ErrorInfo{Reason: wire.ReasonNotLeader, Domain: wire.ErrorDomain})
 	return st.Err()
 }
 
 // IsNotLeader reports whether a call was refused by a node that no longer
 // leads, before it did anything: another node may be asked.
-func IsNotLeader(err error) bool { return client.IsNotLeader(err) }
+func IsNotLeader(err error) bool { return wire.IsNotLeader(err) }
 
 // read serves a read: from local state if stale reads are asked for,
 // else forwarded to the leader, which serves it after confirming its
@@ -240,7 +242,7 @@ func staleHeader(ctx context.Context, node string, h raftnode.Health) {
 }
 
 // propose replicates commands (this node must lead) and maps errors.
-func (b *base) propose(ctx context.Context, cmds ...*pb.Command) ([]fsm.Result, error) {
+func (b *base) propose(ctx context.Context, cmds ...*clusterpb.Command) ([]fsm.Result, error) {
 	index, res, err := b.node.Propose(ctx, cmds)
 	if err != nil {
 		return nil, proposeErr(err)
@@ -274,9 +276,9 @@ func refusalErr(r *fsm.Refusal) error {
 	var detail protoadapt.MessageV1
 	switch {
 	case r.Reason != "":
-		info := &errdetails.ErrorInfo{Reason: r.Reason, Domain: client.ErrorDomain}
+		info := &errdetails.ErrorInfo{Reason: r.Reason, Domain: wire.ErrorDomain}
 		if r.Field != "" {
-			info.Metadata = map[string]string{"field": r.Field}
+			info.Metadata = map[string]string{wire.FieldKey: r.Field}
 		}
 		detail = info
 	case r.Field != "":
@@ -288,6 +290,27 @@ func refusalErr(r *fsm.Refusal) error {
 		st = d
 	}
 	return st.Err()
+}
+
+// fieldErr is a refusal of the edge's own that names the request field
+// at fault: code, the message "field: ..." and, as data, a
+// google.rpc.BadRequest naming the field (what refusalErr sends for a
+// refusal of the state machine with a field and no reason).
+func fieldErr(c codes.Code, field, format string, args ...any) error {
+	msg := text.Message(field, format, args...)
+	st := status.New(c, msg)
+	if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: msg}}}); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// tenantNotFound is the refusal of a read or a call on a tenant that does
+// not exist (or is not the caller's to see), with its reason
+// (TENANT_UNKNOWN) and field, as the state machine's own refusal of an
+// unknown tenant has.
+func tenantNotFound(name string) error {
+	return refusalErr(sfq.Refusef(sfq.CodeNotFound, text.ReasonTenantUnknown, "tenant", "%q not found", name))
 }
 
 // resultErr turns a refused result into a gRPC status error (refusalErr).

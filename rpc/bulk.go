@@ -12,6 +12,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -25,12 +26,12 @@ import (
 // it. now is the cluster time since_ms counts back from; resolve is false
 // for a request a follower forwarded, whose filter holds the bound
 // already.
-func bulkCommand(op fsm.BulkOp, tenant string, req *pb.BulkJobsRequest, now sfq.Time, resolve bool) (*pb.Command, error) {
+func bulkCommand(op fsm.BulkOp, tenant string, req *pb.BulkJobsRequest, now sfq.Time, resolve bool) (*clusterpb.Command, error) {
 	after, err := ParsePageToken(req.PageToken)
 	if err != nil {
 		return nil, err
 	}
-	c := &pb.BulkJobs{Tenant: tenant, Jobs: req.JobIds, After: uint64(after), MaxAttempts: req.MaxAttempts,
+	c := &clusterpb.BulkJobs{Tenant: tenant, Jobs: req.JobIds, After: uint64(after), MaxAttempts: req.MaxAttempts,
 		RequestKey: req.RequestKey, SinceMs: req.SinceMs}
 	if req.Filter != nil {
 		c.Filter = proto.Clone(req.Filter).(*pb.JobFilter)
@@ -47,20 +48,20 @@ func bulkCommand(op fsm.BulkOp, tenant string, req *pb.BulkJobsRequest, now sfq.
 	}
 	switch op {
 	case fsm.BulkRedrive:
-		return &pb.Command{Cmd: &pb.Command_Redrive{Redrive: c}}, nil
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Redrive{Redrive: c}}, nil
 	case fsm.BulkCancel:
-		return &pb.Command{Cmd: &pb.Command_CancelJobs{CancelJobs: c}}, nil
+		return &clusterpb.Command{Cmd: &clusterpb.Command_CancelJobs{CancelJobs: c}}, nil
 	}
-	return &pb.Command{Cmd: &pb.Command_Purge{Purge: c}}, nil
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Purge{Purge: c}}, nil
 }
 
 // bulkArgs returns the BulkJobs of a command built by bulkCommand.
-func bulkArgs(c *pb.Command) *pb.BulkJobs {
+func bulkArgs(c *clusterpb.Command) *clusterpb.BulkJobs {
 	_, args, _ := fsm.BulkOf(c)
 	return args
 }
 
-func bulkResponse(b *fsm.BulkResult, c *pb.BulkJobs) *pb.BulkJobsResponse {
+func bulkResponse(b *fsm.BulkResult, c *clusterpb.BulkJobs) *pb.BulkJobsResponse {
 	out := &pb.BulkJobsResponse{Items: fsm.BulkItemsToPB(b.Items), Done: b.Done, Skipped: b.Skipped, Duplicate: b.Duplicate, Stopped: b.Stopped}
 	if b.Next != 0 {
 		out.NextPageToken = PageToken(b.Next)
@@ -99,7 +100,7 @@ func (s *ClientService) bulk(ctx context.Context, op fsm.BulkOp, req *pb.BulkJob
 		return read(ctx, &s.base, nil, remoteCall, func() (out *pb.BulkJobsResponse, err error) {
 			s.node.FSM.Read(func(sc *sfq.Scheduler) {
 				if _, ok := sc.TenantIndex(tenant); !ok {
-					err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+					err = tenantNotFound(tenant)
 					return
 				}
 				if err = knownPool(sc, "filter.pool", c.GetFilter().GetPool()); err != nil {

@@ -11,11 +11,13 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/pbcodec"
+	"github.com/baristahq/barista/internal/text"
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -52,9 +54,9 @@ const (
 // then the state machine's own check of what needs no state
 // (fsm.SubmitFields: the rules and messages of Apply). cfg is this node's
 // configuration.
-func validateSubmit(cmd *pb.SubmitJob, req *pb.SubmitRequest, cfg fsm.Config, level uint32) error {
+func validateSubmit(cmd *clusterpb.SubmitJob, req *pb.SubmitRequest, cfg fsm.Config, level uint32) error {
 	if req.IdempotencyKey != nil && *req.IdempotencyKey == "" {
-		return status.Error(codes.InvalidArgument, "idempotency_key: given but empty (omit it to submit without deduplication)")
+		return fieldErr(codes.InvalidArgument, "idempotency_key", "given but empty (omit it to submit without deduplication)")
 	}
 	if _, r := fsm.SubmitFields(cmd, cfg, level); r != nil {
 		return refusalErr(r)
@@ -75,13 +77,13 @@ func (s *ClientService) submitConfig() fsm.Config {
 }
 
 // submitCommand is the command of a submit for tenant.
-func submitCommand(tenant string, req *pb.SubmitRequest) *pb.Command {
-	job := &pb.SubmitJob{}
+func submitCommand(tenant string, req *pb.SubmitRequest) *clusterpb.Command {
+	job := &clusterpb.SubmitJob{}
 	setSubmitJob(job, tenant, req)
-	return &pb.Command{Cmd: &pb.Command_Submit{Submit: job}}
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: job}}
 }
 
-func setSubmitJob(job *pb.SubmitJob, tenant string, req *pb.SubmitRequest) {
+func setSubmitJob(job *clusterpb.SubmitJob, tenant string, req *pb.SubmitRequest) {
 	job.Tenant, job.IdempotencyKey, job.JobType, job.Size = tenant, req.GetIdempotencyKey(), req.JobType, req.Size
 	job.EstCostMs, job.Payload, job.MaxAttempts, job.TimeoutMs = req.EstCostMs, req.Payload, req.MaxAttempts, req.TimeoutMs
 	job.JobClass, job.DeadlineMs, job.Group = req.Class, req.DeadlineMs, req.Group
@@ -107,17 +109,17 @@ func setForwarded(fwd *pb.SubmitRequest, tenant string, req *pb.SubmitRequest) {
 // submitSlab makes the submit commands of a batch from slices allocated
 // once for the batch, not three objects a job.
 type submitSlab struct {
-	cmds   []pb.Command
-	oneofs []pb.Command_Submit
-	jobs   []pb.SubmitJob
+	cmds   []clusterpb.Command
+	oneofs []clusterpb.Command_Submit
+	jobs   []clusterpb.SubmitJob
 }
 
 func newSubmitSlab(n int) *submitSlab {
-	return &submitSlab{make([]pb.Command, n), make([]pb.Command_Submit, n), make([]pb.SubmitJob, n)}
+	return &submitSlab{make([]clusterpb.Command, n), make([]clusterpb.Command_Submit, n), make([]clusterpb.SubmitJob, n)}
 }
 
 // command is submitCommand(tenant, req), from the slab.
-func (s *submitSlab) command(tenant string, req *pb.SubmitRequest) *pb.Command {
+func (s *submitSlab) command(tenant string, req *pb.SubmitRequest) *clusterpb.Command {
 	c, o, job := &s.cmds[0], &s.oneofs[0], &s.jobs[0]
 	s.cmds, s.oneofs, s.jobs = s.cmds[1:], s.oneofs[1:], s.jobs[1:]
 	setSubmitJob(job, tenant, req)
@@ -130,7 +132,7 @@ func (s *submitSlab) command(tenant string, req *pb.SubmitRequest) *pb.Command {
 // cluster's (fsm.CheckLevel) as FAILED_PRECONDITION. Every node checks it
 // before forwarding: a node of a build that does not know a field would
 // drop it.
-func levelErr(f *fsm.FSM, c *pb.Command) error {
+func levelErr(f *fsm.FSM, c *clusterpb.Command) error {
 	if err := fsm.CheckLevel(c, f.Level()); err != nil {
 		return refusalErr(err.(*fsm.Refusal))
 	}
@@ -148,7 +150,7 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 		return resp, err
 	}
 	errs := []error{nil}
-	if known := s.admitSubmits(ctx, []*pb.Command{cmd}, errs); known[0] != 0 {
+	if known := s.admitSubmits(ctx, []*clusterpb.Command{cmd}, errs); known[0] != 0 {
 		return &pb.SubmitResponse{JobId: uint64(known[0])}, nil
 	}
 	if errs[0] != nil {
@@ -167,7 +169,7 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 // checkSubmit checks a submit at the edge, on any node: its tenant for the
 // caller (ctx's identity), its fields, and the cluster's feature level. It
 // returns the tenant and the command.
-func (s *ClientService) checkSubmit(ctx context.Context, req *pb.SubmitRequest, cfg fsm.Config) (string, *pb.Command, error) {
+func (s *ClientService) checkSubmit(ctx context.Context, req *pb.SubmitRequest, cfg fsm.Config) (string, *clusterpb.Command, error) {
 	tenant, err := submitTenant(ctx, req.Tenant, cfg.Pools)
 	if err != nil {
 		return "", nil, err
@@ -188,7 +190,7 @@ func (s *ClientService) checkSubmit(ctx context.Context, req *pb.SubmitRequest, 
 // submit rate, submit by submit. errs[i] already set skips a submit; a
 // refusal is written there. known[i] is the job of a keyed resend,
 // answered from the state with no entry.
-func (s *ClientService) admitSubmits(ctx context.Context, cmds []*pb.Command, errs []error) (known []sfq.JobID) {
+func (s *ClientService) admitSubmits(ctx context.Context, cmds []*clusterpb.Command, errs []error) (known []sfq.JobID) {
 	known = s.admitChecked(ctx, cmds, errs)
 	if r := s.node.FSM.Config().SubmitRate; r.N != 0 {
 		for i, c := range cmds {
@@ -211,8 +213,8 @@ func (s *ClientService) admitSubmits(ctx context.Context, cmds []*pb.Command, er
 // resend of a job that exists is answered from the state: known[i] is
 // that job (errs[i] stays nil), and the answer's index header names the
 // state it read.
-func (s *ClientService) admitChecked(ctx context.Context, cmds []*pb.Command, errs []error) (known []sfq.JobID) {
-	jobs := make([]*pb.SubmitJob, len(cmds))
+func (s *ClientService) admitChecked(ctx context.Context, cmds []*clusterpb.Command, errs []error) (known []sfq.JobID) {
+	jobs := make([]*clusterpb.SubmitJob, len(cmds))
 	verdicts := make([]fsm.Result, len(cmds))
 	for i, c := range cmds {
 		jobs[i] = c.GetSubmit()
@@ -327,7 +329,7 @@ func ParseListToken(tok string, down bool) (sfq.JobID, error) {
 	}
 	v, err := strconv.ParseUint(strings.TrimPrefix(tok, "d"), 10, 64)
 	if err != nil || !strings.HasPrefix(tok, "d") || v == 0 {
-		return 0, status.Errorf(codes.InvalidArgument, "page_token: %q is not a token this server issued for a newest-first list", tok)
+		return 0, fieldErr(codes.InvalidArgument, "page_token", "%q is not a token this server issued for a newest-first list", tok)
 	}
 	return sfq.JobID(v), nil
 }
@@ -339,7 +341,7 @@ func ParsePageToken(tok string) (sfq.JobID, error) {
 	}
 	v, err := strconv.ParseUint(strings.TrimPrefix(tok, "p"), 10, 64)
 	if err != nil || !strings.HasPrefix(tok, "p") || v == 0 {
-		return 0, status.Errorf(codes.InvalidArgument, "page_token: %q is not a token this server issued", tok)
+		return 0, fieldErr(codes.InvalidArgument, "page_token", "%q is not a token this server issued", tok)
 	}
 	return sfq.JobID(v), nil
 }
@@ -393,14 +395,14 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 	var state sfq.State
 	if req.State != "" {
 		if state, err = sfq.ParseState(strings.ToLower(req.State)); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "state: %q (want queued, assigned, running, completed, failed, cancelled, timed_out, scheduled or expired)", req.State)
+			return nil, fieldErr(codes.InvalidArgument, "state", "%q (want queued, assigned, running, completed, failed, cancelled, timed_out, scheduled or expired)", req.State)
 		}
 	}
 	if err := poolNameErr("pool", req.Pool); err != nil {
 		return nil, err
 	}
 	if req.NewestFirst && req.OldestFirst {
-		return nil, status.Error(codes.InvalidArgument, "oldest_first: true with newest_first: true; give one of them (newest first is the default)")
+		return nil, fieldErr(codes.InvalidArgument, "oldest_first", "true with newest_first: true; give one of them (newest first is the default)")
 	}
 	newest := !req.OldestFirst
 	from, err := ParseListToken(req.PageToken, newest)
@@ -422,7 +424,7 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 			}
 			var ok bool
 			if out, ok = listPage(sc, tenant, state, req.Pool, from, newest, size, req.IncludePayload, maxPageBytes); !ok {
-				err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+				err = tenantNotFound(tenant)
 			}
 		})
 		if err == nil {
@@ -444,7 +446,7 @@ func (s *ClientService) CancelJob(ctx context.Context, req *pb.CancelJobRequest)
 		return nil, err
 	}
 	fwd := &pb.CancelJobRequest{Tenant: tenant, JobId: req.JobId}
-	cmd := &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: tenant, Job: req.JobId}}}
+	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: tenant, Job: req.JobId}}}
 	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.CancelJobResponse, error) {
 		return pb.NewClientClient(cc).CancelJob(ctx, fwd)
 	}); done {
@@ -499,7 +501,7 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 	if tenant != "" {
 		f.Read(func(sc *sfq.Scheduler) { ti, ok = sc.TenantIndex(tenant) })
 		if !ok {
-			return status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+			return tenantNotFound(tenant)
 		}
 	}
 	if req.JobId != 0 {
@@ -516,14 +518,14 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 	case cursor == 0:
 		cursor = next
 	case cursor < first:
-		return status.Errorf(codes.OutOfRange, "from_seq: %d is older than the oldest retained event (%d)", cursor, first)
+		return fieldErr(codes.OutOfRange, "from_seq", "%d is older than the oldest retained event (%d)", cursor, first)
 	}
 	// The watch is accepted: headers now, not with the first event (the
 	// HTTP/JSON stream answers 200 as soon as they arrive). They say where
 	// the stream starts, so that a client whose stream breaks before an
 	// event resumes there, not at a later "next new event".
-	if err := stream.SendHeader(metadata.Pairs(client.HeaderWatchCursor, strconv.FormatUint(cursor, 10),
-		client.HeaderWatchNext, strconv.FormatUint(next, 10))); err != nil {
+	if err := stream.SendHeader(metadata.Pairs(wire.HeaderWatchCursor, strconv.FormatUint(cursor, 10),
+		wire.HeaderWatchNext, strconv.FormatUint(next, 10))); err != nil {
 		return err
 	}
 	out := startWatchSender(stream, cursor)
@@ -549,7 +551,7 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 			return len(events) < watchBatch && !ending
 		})
 		if first > cursor {
-			return status.Errorf(codes.OutOfRange, "from_seq: events from %d on were pruned before this watch read them (oldest retained: %d)", cursor, first)
+			return fieldErr(codes.OutOfRange, "from_seq", "events from %d on were pruned before this watch read them (oldest retained: %d)", cursor, first)
 		}
 		ended := false
 		batch := make([]*pb.Event, len(events))
@@ -644,7 +646,7 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 	case top == 0:
 		top = defaultTopGroups
 	case top > MaxPage:
-		return nil, status.Errorf(codes.InvalidArgument, "top_groups: %d, at most %d", top, MaxPage)
+		return nil, fieldErr(codes.InvalidArgument, "top_groups", "%d, at most %d", top, MaxPage)
 	}
 	fwd := &pb.TenantUsageRequest{Tenant: tenant, TopGroups: req.TopGroups}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.TenantUsageResponse, error) {
@@ -675,7 +677,7 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 			}
 		})
 		if out == nil {
-			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+			return nil, tenantNotFound(tenant)
 		}
 		out.Now = s.clockNow()
 		return out, nil
@@ -686,12 +688,12 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 const defaultTopGroups = 10
 
 // MaxBatch bounds SubmitBatch.
-const MaxBatch = 1000
+const MaxBatch = text.MaxBatch
 
 // SubmitBatch submits up to MaxBatch jobs in one proposal.
 func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequest) (*pb.SubmitBatchResponse, error) {
 	if len(req.Jobs) == 0 || len(req.Jobs) > MaxBatch {
-		return nil, status.Errorf(codes.InvalidArgument, "jobs: %d given (want 1..%d)", len(req.Jobs), MaxBatch)
+		return nil, fieldErr(codes.InvalidArgument, "jobs", "%d given (want 1..%d)", len(req.Jobs), MaxBatch)
 	}
 	n := len(req.Jobs)
 	out := &pb.SubmitBatchResponse{Results: make([]*pb.SubmitResult, n)}
@@ -700,7 +702,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 	level := s.node.FSM.Level()
 	fwd := &pb.SubmitBatchRequest{Jobs: make([]*pb.SubmitRequest, n)}
 	fwdJobs := make([]pb.SubmitRequest, n)
-	slab, jobCmds := newSubmitSlab(n), make([]*pb.Command, n)
+	slab, jobCmds := newSubmitSlab(n), make([]*clusterpb.Command, n)
 	errs := make([]error, n)
 	for i, j := range req.Jobs {
 		tenant, err := submitTenant(ctx, j.Tenant, cfg.Pools)
@@ -728,7 +730,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 	// On the leader: each job as Apply would take it, in the batch's
 	// order (a job refused here costs no entry), and the submit rate.
 	known := s.admitBatch(ctx, jobCmds, errs)
-	cmds := make([]*pb.Command, 0, n)
+	cmds := make([]*clusterpb.Command, 0, n)
 	which := make([]int, 0, n)
 	for i := range jobCmds {
 		switch {
@@ -763,7 +765,7 @@ func (s *ClientService) SubmitBatch(ctx context.Context, req *pb.SubmitBatchRequ
 
 // admitBatch is admitSubmits for a batch: the state machine's check of
 // each job, then the submit rate tenant by tenant (limitBatch).
-func (s *ClientService) admitBatch(ctx context.Context, cmds []*pb.Command, errs []error) []sfq.JobID {
+func (s *ClientService) admitBatch(ctx context.Context, cmds []*clusterpb.Command, errs []error) []sfq.JobID {
 	known := s.admitChecked(ctx, cmds, errs)
 	if r := s.node.FSM.Config().SubmitRate; r.N != 0 {
 		s.limitBatch(r, cmds, errs, known)
@@ -775,7 +777,7 @@ func (s *ClientService) admitBatch(ctx context.Context, cmds []*pb.Command, errs
 // in the batch's order: the jobs beyond a tenant's allowance are refused
 // (errs). Jobs already refused, and keyed resends answered from the
 // state (known), take nothing.
-func (s *ClientService) limitBatch(r sfq.RateLimit, cmds []*pb.Command, errs []error, known []sfq.JobID) {
+func (s *ClientService) limitBatch(r sfq.RateLimit, cmds []*clusterpb.Command, errs []error, known []sfq.JobID) {
 	var order []string
 	want := map[string]int{}
 	for i, c := range cmds {
@@ -805,20 +807,14 @@ func (s *ClientService) limitBatch(r sfq.RateLimit, cmds []*pb.Command, errs []e
 	}
 }
 
-// setResultErr sets a batch job's refusal: its status line, its reason
-// and the retry delay the cluster asks for (client.SubmitResultError
-// reads them back).
-func setResultErr(r *pb.SubmitResult, err error) {
-	r.Error, r.Reason = StatusLine(err), client.Reason(err)
-	if d, ok := client.RetryDelay(err); ok {
-		r.RetryAfterMs = max(d.Milliseconds(), 1)
-	}
-}
+// setResultErr sets a batch job's refusal: its status, and the same in
+// plain fields (wire.SetRefusal; client.SubmitResultError reads it back).
+func setResultErr(r *pb.SubmitResult, err error) { wire.SetRefusal(r, err) }
 
 // StatusLine renders an error as "CODE_NAME: message".
 func StatusLine(err error) string {
 	st := status.Convert(err)
-	return client.CodeName(st.Code()) + ": " + st.Message()
+	return wire.CodeName(st.Code()) + ": " + st.Message()
 }
 
 // pageSize reads a request's page_size: 0 is the default page, above
@@ -828,7 +824,7 @@ func pageSize(n uint32) (int, error) {
 	case n == 0:
 		return defaultPage, nil
 	case n > MaxPage:
-		return 0, status.Errorf(codes.InvalidArgument, "page_size: %d, at most %d", n, MaxPage)
+		return 0, fieldErr(codes.InvalidArgument, "page_size", "%d, at most %d", n, MaxPage)
 	}
 	return int(n), nil
 }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/worker"
 )
 
@@ -50,7 +52,7 @@ func TestWatchHeaderGivesTheCursor(t *testing.T) {
 		}
 		md, err := s.Header()
 		cancel()
-		if err != nil || !slices.Equal(md.Get(client.HeaderWatchCursor), []string{strconv.FormatUint(tc.want, 10)}) {
+		if err != nil || !slices.Equal(md.Get(wire.HeaderWatchCursor), []string{strconv.FormatUint(tc.want, 10)}) {
 			t.Errorf("%v: header %v (%v), want cursor %d", tc.req, md, err, tc.want)
 		}
 	}
@@ -63,7 +65,7 @@ func TestClientPackageOnANode(t *testing.T) {
 	const acme = "acme-secret-000001"
 	n := startTestNode(t, []Token{{Secret: testAdmin, Role: RoleAdmin}, {Secret: testWorker, Role: RoleWorker},
 		{Secret: acme, Role: RoleClient, Tenant: "acme"}}, nil)
-	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
 	c, err := client.New([]string{n.addr}, client.Options{Token: acme})
 	if err != nil {
 		t.Fatal(err)
@@ -124,9 +126,9 @@ func TestClientPackageOnANode(t *testing.T) {
 func TestWatchOfARedrivenJobEndsAtItsCurrentEnding(t *testing.T) {
 	n := startTestNode(t, nil, nil)
 	id := n.submit()
-	cancel := &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: uint64(id)}}}
+	cancel := &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "acme", Job: uint64(id)}}}
 	n.propose(cancel)
-	n.propose(&pb.Command{Cmd: &pb.Command_Redrive{Redrive: &pb.BulkJobs{Tenant: "acme", Jobs: []uint64{uint64(id)}}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Redrive{Redrive: &clusterpb.BulkJobs{Tenant: "acme", Jobs: []uint64{uint64(id)}}}})
 	ctx, stop := context.WithTimeout(context.Background(), 20*time.Second)
 	defer stop()
 	s, err := pb.NewClientClient(n.dial("")).WatchEvents(ctx, &pb.WatchEventsRequest{Tenant: "acme", JobId: uint64(id), FromOldest: true})

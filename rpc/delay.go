@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -21,7 +22,7 @@ func (s *ClientService) RunJobNow(ctx context.Context, req *pb.RunJobNowRequest)
 	if req.JobId == 0 {
 		return nil, JobNotFound(0)
 	}
-	cmd := &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: []uint64{req.JobId}, Now: true, Tenant: tenant}}}
+	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_Release{Release: &clusterpb.Release{Jobs: []uint64{req.JobId}, Now: true, Tenant: tenant}}}
 	fwd := &pb.RunJobNowRequest{Tenant: tenant, JobId: req.JobId}
 	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.RunJobNowResponse, error) {
 		return pb.NewClientClient(cc).RunJobNow(ctx, fwd)

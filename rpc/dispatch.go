@@ -7,6 +7,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -86,7 +87,7 @@ func (h *hub) dispatchRound() bool {
 		}
 		return ready[i].id < ready[j].id
 	})
-	var cmds []*pb.Command
+	var cmds []*clusterpb.Command
 	var who []*session
 	used := 0
 	now, _ := h.node.ClusterNow()
@@ -117,7 +118,7 @@ func (h *hub) dispatchRound() bool {
 			h.poolGone(s)
 			continue
 		}
-		if used >= budget || !mayHaveJob(f, s.id) {
+		if used >= budget || f.CheckDispatch(s.id).Refused() {
 			continue
 		}
 		h.mu.Lock()
@@ -160,27 +161,9 @@ type poolBudget struct {
 	known  bool
 }
 
-// mayHaveJob reports whether the state lets worker be given a job now: it
-// is not drained and holds no live job (its Finished may not be in yet).
-func mayHaveJob(f *fsm.FSM, worker string) bool {
-	w, ok := f.Worker(worker)
-	if !ok {
-		return true
-	}
-	if w.Drained {
-		return false
-	}
-	if w.Job != 0 {
-		if j, _, ok := f.Job(w.Job); ok && j.HeldBy(worker, w.Attempt) {
-			return false
-		}
-	}
-	return true
-}
-
 // dispatchCommand asks for a job for s's worker, spending credit.
-func dispatchCommand(s *session, credit uint64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: s.id, Size: fsm.SizeToPB(s.size), Credit: credit, Pool: s.pool}}}
+func dispatchCommand(s *session, credit uint64) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: s.id, Size: fsm.SizeToPB(s.size), Credit: credit, Pool: s.pool}}}
 }
 
 // dispatchPath is where a Dispatch was proposed: by the dispatcher's
@@ -221,17 +204,14 @@ func (h *hub) assign(s *session, r fsm.Result, credit uint64, acked *pb.Finished
 	if !r.Assigned {
 		return false
 	}
-	j, tenant, ok := h.node.State().Job(r.Job)
-	if !ok {
-		return false
-	}
+	a := r.Assign
 	h.mu.Lock()
 	s.ready, s.job, s.attempt = false, r.Job, r.Attempt
 	readyAt := s.readyAt
 	h.mu.Unlock()
 	s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{
-		Job: uint64(j.ID), Attempt: r.Attempt, TimeoutMs: j.TimeoutMs, Payload: []byte(j.Payload()), Tenant: tenant,
-		Size: fsm.SizeToPB(j.Size), Credit: credit, EstCostMs: j.EstCostMs, Finished: acked, JobType: j.Type(), Pool: s.pool}}})
+		Job: uint64(r.Job), Attempt: r.Attempt, TimeoutMs: a.TimeoutMs, Payload: []byte(a.Payload), Tenant: r.Tenant,
+		Size: fsm.SizeToPB(r.Size), Credit: credit, EstCostMs: a.EstCostMs, Finished: acked, JobType: a.Type, Pool: s.pool}}})
 	sent := time.Now()
 	h.metrics.dispatchLatency.Observe(sent.Sub(readyAt).Seconds())
 	if times != nil {

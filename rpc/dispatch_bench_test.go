@@ -10,6 +10,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkDispatchRound(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			h := newHub(ctx, mem, "n1", hclog.NewNullLogger(), newWorkerMetrics())
-			apply := func(cmds ...*pb.Command) []fsm.Result {
+			apply := func(cmds ...*clusterpb.Command) []fsm.Result {
 				res, err := mem.Propose(ctx, cmds)
 				if err != nil {
 					b.Fatal(err)
@@ -43,7 +44,7 @@ func BenchmarkDispatchRound(b *testing.B) {
 				names = append(names, fmt.Sprintf("p%d", p))
 				apply(poolSetCmd(names[p]))
 			}
-			var cmds []*pb.Command
+			var cmds []*clusterpb.Command
 			for i := range 100 {
 				cmds = append(cmds, tenant(fmt.Sprintf("t%d", i), pb.Tier_GOLD))
 			}
@@ -54,7 +55,7 @@ func BenchmarkDispatchRound(b *testing.B) {
 			refill := func() {
 				cmds = cmds[:0]
 				for ; queued < 4096; queued++ {
-					cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: fmt.Sprintf("t%d", queued%100),
+					cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: fmt.Sprintf("t%d", queued%100),
 						Size: pb.Size_MD, EstCostMs: 1000, Pool: names[queued%pools]}}})
 				}
 				apply(cmds...)
@@ -84,7 +85,7 @@ func BenchmarkDispatchRound(b *testing.B) {
 						<-s.out
 					}
 					if s.job != 0 {
-						cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: uint64(s.job), Attempt: s.attempt,
+						cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: uint64(s.job), Attempt: s.attempt,
 							WorkerId: s.id, Outcome: pb.Outcome_OK, CpuMs: 1000}}})
 						s.job, s.attempt = 0, 0
 						queued--

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
@@ -161,7 +161,7 @@ func explainTextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb
 		id += ", group " + g
 	}
 	if at := j.DeadlineAt(); at != 0 {
-		id += ", deadline " + client.When(now, int64(at))
+		id += ", deadline " + wire.When(now, int64(at))
 	}
 	id += ")"
 	plural := func(n uint64, one, many string) string {
@@ -176,10 +176,10 @@ func explainTextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb
 	case sfq.ReasonScheduled:
 		if res := j.Result; res != nil && res.Snoozes != 0 && !res.Pending() {
 			fmt.Fprintf(&b, " is scheduled: its last run snoozed (%s in a row); it enters its queue %s.",
-				plural(uint64(res.Snoozes), "snooze", "snoozes"), client.When(now, int64(r.Due)))
+				plural(uint64(res.Snoozes), "snooze", "snoozes"), wire.When(now, int64(r.Due)))
 			break
 		}
-		fmt.Fprintf(&b, " is scheduled: it enters its queue %s.", client.When(now, int64(r.Due)))
+		fmt.Fprintf(&b, " is scheduled: it enters its queue %s.", wire.When(now, int64(r.Due)))
 	case sfq.ReasonPaused:
 		b.WriteString(pauseReason(tenant, j.Group(), pool, r.Vertex))
 	case sfq.ReasonBehind:
@@ -192,7 +192,7 @@ func explainTextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb
 	case sfq.ReasonCap:
 		fmt.Fprintf(&b, " is next in its queue but a cap holds it: %s.", capText(j, tenant, pool, r))
 	case sfq.ReasonRate:
-		fmt.Fprintf(&b, " is held by the %s rate limit: it may go %s.", r.Vertex, client.When(now, int64(r.EligibleAt)))
+		fmt.Fprintf(&b, " is held by the %s rate limit: it may go %s.", r.Vertex, wire.When(now, int64(r.EligibleAt)))
 	case sfq.ReasonHeld:
 		fmt.Fprintf(&b, " is held back: an older %s job of tenant %s is blocked by one of the tenant's limits, and jobs of one size keep their order, in this class and below, whatever their group.", j.Size, tenant)
 	case sfq.ReasonGroupTurn:

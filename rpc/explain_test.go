@@ -9,6 +9,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -212,8 +213,8 @@ func TestExplainNextForItsSizeOnly(t *testing.T) {
 		t.Fatalf("assigned %v", a)
 	}
 	second := n.submit()
-	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "beta", Tier: pb.Tier_FREE}}},
-		&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "beta", Size: pb.Size_LG, EstCostMs: 1000}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "beta", Tier: pb.Tier_FREE}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "beta", Size: pb.Size_LG, EstCostMs: 1000}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	got, err := pb.NewClientClient(n.dial("")).ExplainJob(ctx, &pb.ExplainJobRequest{Tenant: "acme", JobId: uint64(second)})

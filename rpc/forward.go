@@ -25,8 +25,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
-	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/wire"
 	"github.com/baristahq/barista/raftnode"
 )
 
@@ -98,7 +98,7 @@ func (lc *leaderConns) dial(addr string) (*grpc.ClientConn, error) {
 		return cc, nil
 	}
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(lc.creds), ClientKeepalive, MessageLimits,
-		grpc.WithConnectParams(forwardConnect), grpc.WithChainUnaryInterceptor(relayIndex)}, client.StaticWindows...)
+		grpc.WithConnectParams(forwardConnect), grpc.WithChainUnaryInterceptor(relayIndex)}, wire.StaticWindows...)
 	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "dialing leader at %s: %v", addr, err)

@@ -2,12 +2,10 @@ package rpc
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"time"
 
-	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -15,7 +13,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/internal/pbcodec"
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // Forwarded single submits travel in batches. A follower does not make one
@@ -203,9 +203,9 @@ func (f *submitForwarder) send(batch []*forwardItem) {
 	}
 	ctx, cancel := context.WithDeadline(f.life, deadline)
 	defer cancel()
-	req := &pb.ForwardSubmitsRequest{Submits: make([]*pb.ForwardedSubmit, len(live))}
+	req := &clusterpb.ForwardSubmitsRequest{Submits: make([]*clusterpb.ForwardedSubmit, len(live))}
 	for i, it := range live {
-		req.Submits[i] = &pb.ForwardedSubmit{Authorization: it.authz, Job: it.req}
+		req.Submits[i] = &clusterpb.ForwardedSubmit{Authorization: it.authz, Job: it.req}
 	}
 	// forward carries the call as any forwarded call: over a ready
 	// connection to the leader, waiting out an election, and again to the
@@ -216,8 +216,8 @@ func (f *submitForwarder) send(batch []*forwardItem) {
 		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", live[0].authz))
 	}
 	var index uint64
-	resp, handled, err := forward(ctx, f.b, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ForwardSubmitsResponse, error) {
-		return pb.NewNodeClient(cc).ForwardSubmits(context.WithValue(ctx, indexSink{}, &index), req)
+	resp, handled, err := forward(ctx, f.b, func(ctx context.Context, cc *grpc.ClientConn) (*clusterpb.ForwardSubmitsResponse, error) {
+		return clusterpb.NewNodeClient(cc).ForwardSubmits(context.WithValue(ctx, indexSink{}, &index), req)
 	})
 	switch {
 	case !handled:
@@ -243,54 +243,41 @@ func (f *submitForwarder) send(batch []*forwardItem) {
 }
 
 // forwardedAnswer reads one result of a ForwardSubmits call.
-func forwardedAnswer(r *pb.ForwardedSubmitResult) forwardAnswer {
+func forwardedAnswer(r *clusterpb.ForwardedSubmitResult) forwardAnswer {
 	if len(r.Status) == 0 {
 		return forwardAnswer{resp: &pb.SubmitResponse{JobId: r.JobId, Created: r.Created}}
 	}
-	st, err := ForwardedStatus(r.Status)
+	st, err := wire.StatusFromBytes(r.Status)
 	if err != nil {
 		return forwardAnswer{err: status.Errorf(codes.Internal, "the leader's answer to a forwarded submit: %v", err)}
 	}
 	return forwardAnswer{err: st.Err()}
 }
 
-// ForwardedStatus reads the status of a refused forwarded submit (a
-// google.rpc.Status in wire form); a refusal must not say OK.
-func ForwardedStatus(b []byte) (*status.Status, error) {
-	var st spb.Status
-	if err := proto.Unmarshal(b, &st); err != nil {
-		return nil, err
-	}
-	if st.Code == int32(codes.OK) {
-		return nil, errors.New("a refusal with status OK")
-	}
-	return status.FromProto(&st), nil
-}
-
 // ForwardSubmits takes, on the leader, the single submits a follower
 // gathered: each is authorized and checked on its own as Submit would,
 // and the accepted ones are proposed together.
-func (s *NodeService) ForwardSubmits(ctx context.Context, req *pb.ForwardSubmitsRequest) (*pb.ForwardSubmitsResponse, error) {
+func (s *NodeService) ForwardSubmits(ctx context.Context, req *clusterpb.ForwardSubmitsRequest) (*clusterpb.ForwardSubmitsResponse, error) {
 	return s.client.forwardedSubmits(ctx, s.auth, req)
 }
 
-func (s *ClientService) forwardedSubmits(ctx context.Context, auth *Auth, req *pb.ForwardSubmitsRequest) (*pb.ForwardSubmitsResponse, error) {
+func (s *ClientService) forwardedSubmits(ctx context.Context, auth *Auth, req *clusterpb.ForwardSubmitsRequest) (*clusterpb.ForwardSubmitsResponse, error) {
 	if s.forwardSingly {
 		return nil, status.Error(codes.Unimplemented, "method ForwardSubmits not implemented")
 	}
 	n := len(req.Submits)
 	if n == 0 || n > forwardMaxSubmits {
-		return nil, status.Errorf(codes.InvalidArgument, "submits: %d given (want 1..%d)", n, forwardMaxSubmits)
+		return nil, fieldErr(codes.InvalidArgument, "submits", "%d given (want 1..%d)", n, forwardMaxSubmits)
 	}
 	if !s.node.IsLeader() {
 		return nil, errNotLeader
 	}
 	cfg := s.submitConfig()
 	reqs := make([]*pb.SubmitRequest, n)
-	cmds, errs := make([]*pb.Command, n), make([]error, n)
+	cmds, errs := make([]*clusterpb.Command, n), make([]error, n)
 	for i, fs := range req.Submits {
 		if reqs[i] = fs.GetJob(); reqs[i] == nil {
-			errs[i] = status.Error(codes.InvalidArgument, "job: required")
+			errs[i] = fieldErr(codes.InvalidArgument, "job", "required")
 			continue
 		}
 		id, err := auth.identifyFor(submitMethod, []string{fs.Authorization})
@@ -305,14 +292,14 @@ func (s *ClientService) forwardedSubmits(ctx context.Context, auth *Auth, req *p
 		_, cmds[i], errs[i] = s.checkSubmit(ictx, reqs[i], cfg)
 	}
 	known := s.admitSubmits(ctx, cmds, errs)
-	out := &pb.ForwardSubmitsResponse{Results: make([]*pb.ForwardedSubmitResult, n)}
-	var props []*pb.Command
+	out := &clusterpb.ForwardSubmitsResponse{Results: make([]*clusterpb.ForwardedSubmitResult, n)}
+	var props []*clusterpb.Command
 	var which []int
 	for i, err := range errs {
 		switch {
 		case err != nil:
 		case known[i] != 0:
-			out.Results[i] = &pb.ForwardedSubmitResult{JobId: uint64(known[i])}
+			out.Results[i] = &clusterpb.ForwardedSubmitResult{JobId: uint64(known[i])}
 		default:
 			props, which = append(props, cmds[i]), append(which, i)
 		}
@@ -326,14 +313,14 @@ func (s *ClientService) forwardedSubmits(ctx context.Context, auth *Auth, req *p
 			if err := resultErr(r); err != nil {
 				errs[which[k]] = err
 			} else {
-				out.Results[which[k]] = &pb.ForwardedSubmitResult{JobId: uint64(r.Job), Created: r.Created}
+				out.Results[which[k]] = &clusterpb.ForwardedSubmitResult{JobId: uint64(r.Job), Created: r.Created}
 			}
 		}
 	}
 	for i, err := range errs {
 		if err != nil {
 			b, _ := proto.Marshal(status.Convert(err).Proto())
-			out.Results[i] = &pb.ForwardedSubmitResult{Status: b}
+			out.Results[i] = &clusterpb.ForwardedSubmitResult{Status: b}
 		}
 	}
 	return out, nil

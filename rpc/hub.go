@@ -16,6 +16,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -143,7 +144,7 @@ func (h *hub) run(detach func()) {
 }
 
 // propose replicates cmds; errors are gRPC statuses.
-func (h *hub) propose(ctx context.Context, cmds ...*pb.Command) ([]fsm.Result, error) {
+func (h *hub) propose(ctx context.Context, cmds ...*clusterpb.Command) ([]fsm.Result, error) {
 	res, err := h.node.Propose(ctx, cmds)
 	if err != nil {
 		return nil, proposeErr(err)
@@ -189,7 +190,7 @@ func (h *hub) open(id string, size sfq.Size, pool string) (*session, error) {
 	// Under h.mu, so that a delete's check (guardPoolDelete) sees this
 	// session or this session sees the delete.
 	if h.deleting[pool] > 0 {
-		return nil, status.Errorf(codes.Unavailable, "hello.pool: pool %s is being deleted; retry (once it is, a worker of it is refused with NOT_FOUND)", pool)
+		return nil, fieldErr(codes.Unavailable, "hello.pool", "pool %s is being deleted; retry (once it is, a worker of it is refused with NOT_FOUND)", pool)
 	}
 	if !poolKnown(f, pool) {
 		return nil, unknownPoolErr(pool)
@@ -217,7 +218,7 @@ func poolKnown(f *fsm.FSM, pool string) bool {
 // unknownPoolErr is the refusal of a worker of a pool the state does not
 // hold.
 func unknownPoolErr(pool string) error {
-	return status.Errorf(codes.NotFound, "hello.pool: unknown pool %q (an admin creates it: barista pool set %s)", pool, pool)
+	return fieldErr(codes.NotFound, "hello.pool", "unknown pool %q (an admin creates it: barista pool set %s)", pool, pool)
 }
 
 // poolGone ends s, whose pool the state no longer holds (it was deleted
@@ -500,7 +501,7 @@ func (h *hub) handle(ctx context.Context, s *session, msg *pb.WorkerMessage) err
 // they were queued. The result is acted on when it comes (s.started is
 // closed then); a failed proposal ends the session.
 func (h *hub) start(ctx context.Context, s *session, st *pb.JobStarted) error {
-	q, err := h.node.Enqueue(ctx, []*pb.Command{startedCommand(s.id, st)})
+	q, err := h.node.Enqueue(ctx, []*clusterpb.Command{startedCommand(s.id, st)})
 	if err != nil {
 		return proposeErr(err)
 	}
@@ -574,7 +575,7 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 		h.readyAfter(s, fin.ReadyCredit, arrived)
 		return nil
 	}
-	var cmds []*pb.Command
+	var cmds []*clusterpb.Command
 	if fin.StartUnreported && out == sfq.Changed && state == sfq.Assigned {
 		// The run ended before its Started was due: its Started goes
 		// first in the Finished's entry, as the worker's would have.

@@ -15,6 +15,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -41,7 +42,7 @@ func newMemHub(t *testing.T) *memHub {
 	return &memHub{t: t, mem: mem, h: newHub(ctx, mem, "n1", hclog.NewNullLogger(), newWorkerMetrics())}
 }
 
-func (m *memHub) propose(cmds ...*pb.Command) []fsm.Result {
+func (m *memHub) propose(cmds ...*clusterpb.Command) []fsm.Result {
 	m.t.Helper()
 	res, err := m.mem.Propose(context.Background(), cmds)
 	if err != nil {
@@ -57,7 +58,7 @@ func (m *memHub) propose(cmds ...*pb.Command) []fsm.Result {
 
 func (m *memHub) submit(tenant string, size pb.Size) uint64 {
 	m.t.Helper()
-	return uint64(m.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: size, EstCostMs: 1000}}})[0].Job)
+	return uint64(m.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: size, EstCostMs: 1000}}})[0].Job)
 }
 
 // ready opens a session for a worker and says it is ready.
@@ -121,8 +122,8 @@ func sent(s *session) []string {
 	}
 }
 
-func tenant(name string, tier pb.Tier) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: tier}}}
+func tenant(name string, tier pb.Tier) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: tier}}}
 }
 
 // TestDispatchRoundOrder: one round is one entry of one Dispatch per
@@ -319,7 +320,7 @@ func TestFinishedWithReady(t *testing.T) {
 	if got := strings.Join(sent(w1), ","); got != fmt.Sprintf("assign %d/1", j1) {
 		t.Fatalf("w1 got %q", got)
 	}
-	run := func(job, credit uint64) []*pb.Command {
+	run := func(job, credit uint64) []*clusterpb.Command {
 		t.Helper()
 		m.handle(w1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: job, Attempt: 1}}})
 		before := len(m.mem.Entries())
@@ -395,15 +396,15 @@ func eventsOf(f *fsm.FSM, job sfq.JobID) string {
 
 // commandKinds names an entry's commands: "started JOB/ATTEMPT WORKER",
 // "finished JOB/ATTEMPT WORKER", "dispatch WORKER credit N".
-func commandKinds(cmds []*pb.Command) string {
+func commandKinds(cmds []*clusterpb.Command) string {
 	var k []string
 	for _, c := range cmds {
 		switch x := c.Cmd.(type) {
-		case *pb.Command_Started:
+		case *clusterpb.Command_Started:
 			k = append(k, fmt.Sprintf("started %d/%d %s", x.Started.Job, x.Started.Attempt, x.Started.WorkerId))
-		case *pb.Command_Finished:
+		case *clusterpb.Command_Finished:
 			k = append(k, fmt.Sprintf("finished %d/%d %s", x.Finished.Job, x.Finished.Attempt, x.Finished.WorkerId))
-		case *pb.Command_Dispatch:
+		case *clusterpb.Command_Dispatch:
 			k = append(k, fmt.Sprintf("dispatch %s credit %d", x.Dispatch.WorkerId, x.Dispatch.Credit))
 		default:
 			k = append(k, fmt.Sprintf("%T", c.Cmd))

@@ -10,8 +10,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/baristahq/barista/client"
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 )
 
@@ -61,7 +62,7 @@ func (s *Server) LocalTop(window time.Duration) *pb.TopResponse { return topView
 
 // Peers lists the members as the leader sees them (the view of
 // list-peers), or as this node does when no leader answers.
-func (s *Server) Peers(ctx context.Context) *pb.ListPeersResponse {
+func (s *Server) Peers(ctx context.Context) *clusterpb.ListPeersResponse {
 	b := &s.base
 	peers, err := b.leaderPeers(ctx)
 	if err != nil {
@@ -101,7 +102,7 @@ func (s *Server) GatewayConn() (*grpc.ClientConn, error) {
 	}
 	mark := metadata.Pairs(gatewayHeader, s.gatewayKey)
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(s.leader.creds), MessageLimits,
-		grpc.WithStaticStreamWindowSize(gatewayWindow), grpc.WithStaticConnWindowSize(client.ConnWindowBytes),
+		grpc.WithStaticStreamWindowSize(gatewayWindow), grpc.WithStaticConnWindowSize(wire.ConnWindowBytes),
 		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 			return streamer(metadata.NewOutgoingContext(ctx, metadata.Join(mark, metadataOut(ctx))), desc, cc, method, opts...)
 		}))

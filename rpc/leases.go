@@ -7,6 +7,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -39,12 +40,12 @@ func (h *hub) flushHeartbeats() {
 		return
 	}
 	sort.Slice(batch, func(i, j int) bool { return batch[i].sess.id < batch[j].sess.id })
-	hbs := make([]*pb.Heartbeat, len(batch))
+	hbs := make([]*clusterpb.Heartbeat, len(batch))
 	for i, p := range batch {
-		hbs[i] = &pb.Heartbeat{Job: p.hb.Job, Attempt: p.hb.Attempt, WorkerId: p.sess.id, CpuMs: p.hb.CpuMs}
+		hbs[i] = &clusterpb.Heartbeat{Job: p.hb.Job, Attempt: p.hb.Attempt, WorkerId: p.sess.id, CpuMs: p.hb.CpuMs}
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
-	res, err := h.propose(ctx, &pb.Command{Cmd: &pb.Command_Heartbeats{Heartbeats: &pb.HeartbeatBatch{Heartbeats: hbs}}})
+	res, err := h.propose(ctx, &clusterpb.Command{Cmd: &clusterpb.Command_Heartbeats{Heartbeats: &clusterpb.HeartbeatBatch{Heartbeats: hbs}}})
 	cancel()
 	if err != nil {
 		h.log.Warn("heartbeat batch failed", "heartbeats", len(hbs), "error", err)

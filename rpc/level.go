@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/baristahq/barista/fsm"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // levelProber asks a member's Node service which feature level its build
@@ -26,7 +26,7 @@ func (p levelProber) MemberLevel(ctx context.Context, m fsm.Member) (uint32, err
 	if p.b.selfToken != "" {
 		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+p.b.selfToken)
 	}
-	st, err := pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{})
+	st, err := clusterpb.NewNodeClient(cc).Status(ctx, &clusterpb.StatusRequest{})
 	if err != nil {
 		return 0, err
 	}

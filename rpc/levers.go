@@ -10,10 +10,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -27,7 +27,7 @@ import (
 // groupNameErr checks a group name (of a read) and names the field.
 func groupNameErr(field, name string) error {
 	if err := sfq.ValidateGroupName(name); err != nil {
-		return status.Errorf(codes.InvalidArgument, "%s: %v", field, err)
+		return fieldErr(codes.InvalidArgument, field, "%v", err)
 	}
 	return nil
 }
@@ -53,15 +53,15 @@ func groupUsage(t *sfq.Tenant, gs []sfq.Group) []*pb.GroupUsage {
 
 // setGroupCommand builds the command of a SetGroup: the admin's cap, or
 // (asTenant) the tenant's own.
-func setGroupCommand(tenant, group, value string, asTenant bool) (*pb.SetGroup, error) {
-	c := &pb.SetGroup{Tenant: tenant, Group: group, AsTenant: asTenant}
+func setGroupCommand(tenant, group, value string, asTenant bool) (*clusterpb.SetGroup, error) {
+	c := &clusterpb.SetGroup{Tenant: tenant, Group: group, AsTenant: asTenant}
 	cp, err := sfq.ParseGroupCap(value)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "cap: %q (want inherit, none or a number 1..%d)", value, sfq.MaxGroupCap)
+		return nil, fieldErr(codes.InvalidArgument, "cap", "%q (want inherit, none or a number 1..%d)", value, sfq.MaxGroupCap)
 	}
 	c.CapKind, c.Limit = fsm.GroupCapToPB(cp)
 	if asTenant && cp == sfq.GroupCapInherit {
-		c.CapKind = pb.GroupCapKind_GROUP_CAP_NONE // the tenant clears its own cap
+		c.CapKind = clusterpb.GroupCapKind_GROUP_CAP_NONE // the tenant clears its own cap
 	}
 	return c, nil
 }
@@ -78,7 +78,7 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 	if err != nil {
 		return nil, err
 	}
-	command := &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: cmd}}
+	command := &clusterpb.Command{Cmd: &clusterpb.Command_SetGroup{SetGroup: cmd}}
 	fwd := &pb.SetGroupRequest{Tenant: tenant, Group: req.Group, Cap: req.Cap, Rate: req.Rate, Burst: req.Burst}
 	if _, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Group, error) {
 		return pb.NewClientClient(cc).SetGroup(ctx, fwd)
@@ -128,12 +128,12 @@ func (s *ClientService) GetGroup(ctx context.Context, req *pb.GetGroupRequest) (
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
 			t, ok := sc.Tenant(tenant)
 			if !ok {
-				err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+				err = tenantNotFound(tenant)
 				return
 			}
 			g, ok := sc.Group(tenant, req.Group)
 			if !ok {
-				err = status.Errorf(codes.NotFound, "group: tenant %q has no group %q (a group without jobs or settings is forgotten)", tenant, req.Group)
+				err = fieldErr(codes.NotFound, "group", "tenant %q has no group %q (a group without jobs or settings is forgotten)", tenant, req.Group)
 				return
 			}
 			out = groupToPB(&t, &g)
@@ -153,11 +153,11 @@ func parseGroupPageToken(tok string) (after string, first bool, err error) {
 		return "", true, nil
 	}
 	if len(tok) < 3 || tok[0] != 'g' {
-		return "", false, status.Errorf(codes.InvalidArgument, "page_token: %q is not a token this server issued", tok)
+		return "", false, fieldErr(codes.InvalidArgument, "page_token", "%q is not a token this server issued", tok)
 	}
 	after, err = strconv.Unquote(tok[1:])
 	if err != nil {
-		return "", false, status.Errorf(codes.InvalidArgument, "page_token: %q is not a token this server issued", tok)
+		return "", false, fieldErr(codes.InvalidArgument, "page_token", "%q is not a token this server issued", tok)
 	}
 	return after, false, nil
 }
@@ -184,7 +184,7 @@ func (s *ClientService) ListGroups(ctx context.Context, req *pb.ListGroupsReques
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
 			gs, more, ok := sc.SortedGroups(tenant, after, first, size)
 			if !ok {
-				err = status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+				err = tenantNotFound(tenant)
 				return
 			}
 			t, _ := sc.Tenant(tenant)
@@ -227,14 +227,14 @@ func rateText(r sfq.RateLimit) string {
 func parseRate(field, rate string, burst uint32) (sfq.RateLimit, error) {
 	r, err := sfq.ParseRate(rate, burst)
 	if err != nil {
-		return r, status.Errorf(codes.InvalidArgument, "%s: %v", field, err)
+		return r, fieldErr(codes.InvalidArgument, field, "%v", err)
 	}
 	return r, nil
 }
 
 // setGroupRequestCommand builds the command of a SetGroup request: its cap
 // (the admin's, or the tenant's own) and, from an admin, its rate limit.
-func setGroupRequestCommand(tenant string, req *pb.SetGroupRequest, asTenant bool) (*pb.SetGroup, error) {
+func setGroupRequestCommand(tenant string, req *pb.SetGroupRequest, asTenant bool) (*clusterpb.SetGroup, error) {
 	if req.Rate == "" && req.Burst == 0 {
 		return setGroupCommand(tenant, req.Group, req.Cap, asTenant)
 	}
@@ -242,7 +242,7 @@ func setGroupRequestCommand(tenant string, req *pb.SetGroupRequest, asTenant boo
 	if err != nil {
 		return nil, err
 	}
-	c := &pb.SetGroup{Tenant: tenant, Group: req.Group, AsTenant: asTenant}
+	c := &clusterpb.SetGroup{Tenant: tenant, Group: req.Group, AsTenant: asTenant}
 	if req.Cap != "" {
 		if c, err = setGroupCommand(tenant, req.Group, req.Cap, asTenant); err != nil {
 			return nil, err
@@ -260,7 +260,7 @@ func (s *ClientService) Pause(ctx context.Context, req *pb.PauseRequest) (*pb.Pa
 	if err != nil {
 		return nil, err
 	}
-	command := &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: tenant, Group: req.Group, Resume: req.Resume,
+	command := &clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Tenant: tenant, Group: req.Group, Resume: req.Resume,
 		AsTenant: IdentityFrom(ctx).Role == RoleClient}}}
 	fwd := &pb.PauseRequest{Tenant: tenant, Group: req.Group, Resume: req.Resume}
 	res, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseResponse, error) {
@@ -284,7 +284,7 @@ func (s *ClientService) Pause(ctx context.Context, req *pb.PauseRequest) (*pb.Pa
 // PauseDispatch pauses or resumes all dispatch (maintenance), or with a
 // pool dispatch in that pool alone.
 func (s *AdminService) PauseDispatch(ctx context.Context, req *pb.PauseDispatchRequest) (*pb.PauseDispatchResponse, error) {
-	command := &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{All: req.Pool == "", Pool: req.Pool, Resume: req.Resume}}}
+	command := &clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{All: req.Pool == "", Pool: req.Pool, Resume: req.Resume}}}
 	res, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseDispatchResponse, error) {
 		return pb.NewAdminClient(cc).PauseDispatch(ctx, req)
 	})

@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // TestSetGroupCommand: the command a SetGroup proposes, for an admin and
@@ -17,17 +17,17 @@ func TestSetGroupCommand(t *testing.T) {
 	for _, c := range []struct {
 		value    string
 		asTenant bool
-		kind     pb.GroupCapKind
+		kind     clusterpb.GroupCapKind
 		limit    uint32
 	}{
-		{"inherit", false, pb.GroupCapKind_GROUP_CAP_INHERIT, 0},
-		{"none", false, pb.GroupCapKind_GROUP_CAP_NONE, 0},
-		{"3", false, pb.GroupCapKind_GROUP_CAP_LIMIT, 3},
-		{"1000000", false, pb.GroupCapKind_GROUP_CAP_LIMIT, 1_000_000},
+		{"inherit", false, clusterpb.GroupCapKind_GROUP_CAP_INHERIT, 0},
+		{"none", false, clusterpb.GroupCapKind_GROUP_CAP_NONE, 0},
+		{"3", false, clusterpb.GroupCapKind_GROUP_CAP_LIMIT, 3},
+		{"1000000", false, clusterpb.GroupCapKind_GROUP_CAP_LIMIT, 1_000_000},
 		// The tenant's own cap: inherit and none both clear it.
-		{"inherit", true, pb.GroupCapKind_GROUP_CAP_NONE, 0},
-		{"none", true, pb.GroupCapKind_GROUP_CAP_NONE, 0},
-		{"2", true, pb.GroupCapKind_GROUP_CAP_LIMIT, 2},
+		{"inherit", true, clusterpb.GroupCapKind_GROUP_CAP_NONE, 0},
+		{"none", true, clusterpb.GroupCapKind_GROUP_CAP_NONE, 0},
+		{"2", true, clusterpb.GroupCapKind_GROUP_CAP_LIMIT, 2},
 	} {
 		cmd, err := setGroupCommand("acme", "store-7", c.value, c.asTenant)
 		if err != nil {

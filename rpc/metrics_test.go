@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // addTenants creates tenants t-000000 .. t-(n-1), tiers in turn, each with
@@ -26,14 +27,14 @@ func (n *testNode) addTenants(count int) {
 	n.t.Helper()
 	const batch = 500
 	for lo := 0; lo < count; lo += batch {
-		var cmds []*pb.Command
+		var cmds []*clusterpb.Command
 		for i := lo; i < min(lo+batch, count); i++ {
-			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: fmt.Sprintf("t-%06d", i), Tier: pb.Tier(1 + i%5)}}})
+			cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: fmt.Sprintf("t-%06d", i), Tier: pb.Tier(1 + i%5)}}})
 		}
 		n.propose(cmds...)
 		cmds = cmds[:0]
 		for i := lo; i < min(lo+batch, count); i++ {
-			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: fmt.Sprintf("t-%06d", i), Size: pb.Size_MD, EstCostMs: 1000}}})
+			cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: fmt.Sprintf("t-%06d", i), Size: pb.Size_MD, EstCostMs: 1000}}})
 		}
 		n.propose(cmds...)
 	}
@@ -206,14 +207,14 @@ func TestMetricsTenantBound(t *testing.T) {
 	if got, err := admin.GetTenant(ctx, &pb.GetTenantRequest{Name: "c"}); err != nil || !got.ExportMetrics {
 		t.Fatalf("get c: %v, %v; want export_metrics", got, err)
 	}
-	n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 10}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 10}}})
 	// a and c each get a job dispatched and keep one queued: both have a
 	// fairness ratio (the series count below).
 	for _, name := range []string{"a", "c", "c"} {
-		n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: name, Size: pb.Size_SM, EstCostMs: 10}}})
+		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: name, Size: pb.Size_SM, EstCostMs: 10}}})
 	}
 	for i := range 2 {
-		n.propose(&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: fmt.Sprintf("w%d", i), Size: pb.Size_SM, Credit: 1}}})
+		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: fmt.Sprintf("w%d", i), Size: pb.Size_SM, Credit: 1}}})
 	}
 	n.clockMoves()
 
@@ -279,15 +280,15 @@ barista_running_jobs{tenant="c"} 1
 // leader) its connected workers; the page passes promlint.
 func TestMetricsPools(t *testing.T) {
 	n := startTestNode(t, nil, nil)
-	job := func(pool string) *pb.Command {
-		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Pool: pool}}}
+	job := func(pool string) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Pool: pool}}}
 	}
-	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}},
-		&pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: "gpu"}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_PoolSet{PoolSet: &clusterpb.PoolSet{Name: "gpu"}}})
 	n.propose(job(""), job(""), job("gpu"), job("gpu"), job("gpu"))
-	n.propose(&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}},
-		&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w2", Size: pb.Size_SM, Credit: 1, Pool: "gpu"}}},
-		&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: "gpu"}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w2", Size: pb.Size_SM, Credit: 1, Pool: "gpu"}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Pool: "gpu"}}})
 	n.clockMoves()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(&stateCollector{node: n.node, maxTenants: 10},

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // MaxCommandsPerApply bounds one Apply request.
@@ -23,7 +23,7 @@ const MaxCommandsPerApply = 1000
 
 // NodeService implements pb.NodeServer.
 type NodeService struct {
-	pb.UnimplementedNodeServer
+	clusterpb.UnimplementedNodeServer
 	base
 	unsafeDebug bool
 	// client and auth take the submits a follower forwards in batches.
@@ -32,7 +32,7 @@ type NodeService struct {
 }
 
 // Status reports this node's view of the cluster.
-func (s *NodeService) Status(ctx context.Context, req *pb.StatusRequest) (*pb.StatusResponse, error) {
+func (s *NodeService) Status(ctx context.Context, req *clusterpb.StatusRequest) (*clusterpb.StatusResponse, error) {
 	r := s.node.Raft()
 	var hash [32]byte
 	if !req.GetSkipHash() {
@@ -41,7 +41,7 @@ func (s *NodeService) Status(ctx context.Context, req *pb.StatusRequest) (*pb.St
 	clock, _ := s.node.FSM.Clock()
 	jobs, tenants := s.node.FSM.Counts()
 	id, raftAddr := s.node.Leader()
-	resp := &pb.StatusResponse{
+	resp := &clusterpb.StatusResponse{
 		NodeId:              s.node.ID(),
 		State:               StateName(r.State()),
 		LeaderId:            id,
@@ -92,9 +92,9 @@ func StateName(s raft.RaftState) string {
 }
 
 // Apply proposes commands through the leader.
-func (s *NodeService) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
+func (s *NodeService) Apply(ctx context.Context, req *clusterpb.ApplyRequest) (*clusterpb.ApplyResponse, error) {
 	if len(req.Commands) == 0 || len(req.Commands) > MaxCommandsPerApply {
-		return nil, status.Errorf(codes.InvalidArgument, "commands: %d given (want 1..%d)", len(req.Commands), MaxCommandsPerApply)
+		return nil, fieldErr(codes.InvalidArgument, "commands", "%d given (want 1..%d)", len(req.Commands), MaxCommandsPerApply)
 	}
 	version := uint32(fsm.Version)
 	if req.UnsafeVersion != 0 {
@@ -111,8 +111,8 @@ func (s *NodeService) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Appl
 			return nil, status.Errorf(codes.FailedPrecondition, "commands[%d]: %s", i, status.Convert(err).Message())
 		}
 	}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ApplyResponse, error) {
-		return pb.NewNodeClient(cc).Apply(ctx, req)
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*clusterpb.ApplyResponse, error) {
+		return clusterpb.NewNodeClient(cc).Apply(ctx, req)
 	}); handled {
 		return resp, err
 	}
@@ -131,7 +131,7 @@ func (s *NodeService) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Appl
 	if err != nil {
 		return nil, proposeErr(err)
 	}
-	resp := &pb.ApplyResponse{Index: index}
+	resp := &clusterpb.ApplyResponse{Index: index}
 	for _, r := range results {
 		resp.Results = append(resp.Results, fsm.ResultToPB(r))
 	}
@@ -139,7 +139,7 @@ func (s *NodeService) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Appl
 }
 
 // Join adds a voter through the leader.
-func (s *NodeService) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinResponse, error) {
+func (s *NodeService) Join(ctx context.Context, req *clusterpb.JoinRequest) (*clusterpb.JoinResponse, error) {
 	if req.Id == "" || req.RaftAddr == "" {
 		return nil, status.Error(codes.InvalidArgument, "join needs id and raft_addr")
 	}
@@ -149,8 +149,8 @@ func (s *NodeService) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRe
 		// bootstrap answers at once).
 		return nil, status.Error(codes.Unavailable, "this node is not a member of a cluster yet")
 	}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.JoinResponse, error) {
-		return pb.NewNodeClient(cc).Join(ctx, req)
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*clusterpb.JoinResponse, error) {
+		return clusterpb.NewNodeClient(cc).Join(ctx, req)
 	}); handled {
 		return resp, err
 	}
@@ -158,16 +158,16 @@ func (s *NodeService) Join(ctx context.Context, req *pb.JoinRequest) (*pb.JoinRe
 		return nil, proposeErr(err)
 	}
 	_, index := s.node.FSM.Clock()
-	return &pb.JoinResponse{LeaderId: s.node.ID(), Index: index}, nil
+	return &clusterpb.JoinResponse{LeaderId: s.node.ID(), Index: index}, nil
 }
 
 // RemovePeer removes a server through the leader.
-func (s *NodeService) RemovePeer(ctx context.Context, req *pb.RemovePeerRequest) (*pb.RemovePeerResponse, error) {
+func (s *NodeService) RemovePeer(ctx context.Context, req *clusterpb.RemovePeerRequest) (*clusterpb.RemovePeerResponse, error) {
 	if req.Id == "" {
 		return nil, status.Error(codes.InvalidArgument, "remove-peer needs an id")
 	}
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.RemovePeerResponse, error) {
-		return pb.NewNodeClient(cc).RemovePeer(ctx, req)
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*clusterpb.RemovePeerResponse, error) {
+		return clusterpb.NewNodeClient(cc).RemovePeer(ctx, req)
 	}); handled {
 		return resp, err
 	}
@@ -177,7 +177,7 @@ func (s *NodeService) RemovePeer(ctx context.Context, req *pb.RemovePeerRequest)
 	if err := s.node.RemovePeer(ctx, req.Id); err != nil {
 		return nil, proposeErr(err)
 	}
-	return &pb.RemovePeerResponse{}, nil
+	return &clusterpb.RemovePeerResponse{}, nil
 }
 
 func (s *NodeService) hasServer(id string) bool {
@@ -193,9 +193,9 @@ func (s *NodeService) hasServer(id string) bool {
 // contact and replication lag as the leader sees them (a follower
 // forwards the call; it answers itself, without those, only when no
 // leader is known).
-func (s *NodeService) ListPeers(ctx context.Context, req *pb.ListPeersRequest) (*pb.ListPeersResponse, error) {
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListPeersResponse, error) {
-		return pb.NewNodeClient(cc).ListPeers(ctx, req)
+func (s *NodeService) ListPeers(ctx context.Context, req *clusterpb.ListPeersRequest) (*clusterpb.ListPeersResponse, error) {
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*clusterpb.ListPeersResponse, error) {
+		return clusterpb.NewNodeClient(cc).ListPeers(ctx, req)
 	}); handled && (err == nil || status.Code(err) != codes.Unavailable) {
 		return resp, err
 	}
@@ -204,7 +204,7 @@ func (s *NodeService) ListPeers(ctx context.Context, req *pb.ListPeersRequest) (
 
 // leaderPeers asks the leader for the peers view with this server's own
 // credentials (the web page shows it on every node).
-func (b *base) leaderPeers(ctx context.Context) (*pb.ListPeersResponse, error) {
+func (b *base) leaderPeers(ctx context.Context) (*clusterpb.ListPeersResponse, error) {
 	if b.node.IsLeader() {
 		return peersView(ctx, b)
 	}
@@ -216,7 +216,7 @@ func (b *base) leaderPeers(ctx context.Context) (*pb.ListPeersResponse, error) {
 	if b.selfToken != "" {
 		md.Append("authorization", "Bearer "+b.selfToken)
 	}
-	return pb.NewNodeClient(cc).ListPeers(metadata.NewOutgoingContext(ctx, md), &pb.ListPeersRequest{})
+	return clusterpb.NewNodeClient(cc).ListPeers(metadata.NewOutgoingContext(ctx, md), &clusterpb.ListPeersRequest{})
 }
 
 // PeerText is how a person is shown a member's facts: its applied index,
@@ -226,7 +226,7 @@ func (b *base) leaderPeers(ctx context.Context) (*pb.ListPeersResponse, error) {
 type PeerText struct{ Applied, Contact, Lag string }
 
 // PeerFacts says a member's facts as PeerText.
-func PeerFacts(p *pb.Peer) PeerText {
+func PeerFacts(p *clusterpb.Peer) PeerText {
 	f := PeerText{Applied: "unknown", Contact: "unknown", Lag: "unknown"}
 	if p.AppliedKnown {
 		f.Applied = strconv.FormatUint(p.AppliedIndex, 10)
@@ -246,7 +246,7 @@ func PeerFacts(p *pb.Peer) PeerText {
 // PeerState names a peer's state as the leader sees it: leader,
 // follower, unreachable (not heard from within the election timeout), or
 // unknown (no leader answered, or not heard from since it started).
-func PeerState(p *pb.Peer) string {
+func PeerState(p *clusterpb.Peer) string {
 	switch {
 	case p.Leader:
 		return "leader"
@@ -263,15 +263,15 @@ func PeerState(p *pb.Peer) string {
 // configuration, each member's last contact and lag as this node (the
 // leader) sees them, and each member's applied index, asked of it
 // (applied_known false where it does not answer within a second).
-func peersView(ctx context.Context, b *base) (*pb.ListPeersResponse, error) {
+func peersView(ctx context.Context, b *base) (*clusterpb.ListPeersResponse, error) {
 	peers, index, err := b.node.Peers()
 	if err != nil {
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
-	resp := &pb.ListPeersResponse{Index: index}
+	resp := &clusterpb.ListPeersResponse{Index: index}
 	var wg sync.WaitGroup
 	for _, p := range peers {
-		out := &pb.Peer{Id: p.ID, RaftAddr: p.Address, Voter: p.Voter, Leader: p.Leader, Known: p.Known,
+		out := &clusterpb.Peer{Id: p.ID, RaftAddr: p.Address, Voter: p.Voter, Leader: p.Leader, Known: p.Known,
 			LastContactMs: p.LastContact.Milliseconds(), Lag: p.Lag, LagKnown: p.LagKnown, Reachable: p.Reachable}
 		if m, ok := b.node.FSM.Member(p.ID); ok {
 			out.GrpcAddr, out.HttpAddr = m.GRPCAddr, m.HTTPAddr
@@ -296,7 +296,7 @@ func peersView(ctx context.Context, b *base) (*pb.ListPeersResponse, error) {
 
 // memberStatus asks one member for its status (without its state hash),
 // with this server's own credentials, for at most a second.
-func (b *base) memberStatus(ctx context.Context, addr string) (*pb.StatusResponse, error) {
+func (b *base) memberStatus(ctx context.Context, addr string) (*clusterpb.StatusResponse, error) {
 	cc, err := b.leader.dial(addr)
 	if err != nil {
 		return nil, err
@@ -306,13 +306,13 @@ func (b *base) memberStatus(ctx context.Context, addr string) (*pb.StatusRespons
 	if b.selfToken != "" {
 		ctx = metadata.NewOutgoingContext(ctx, metadata.Pairs("authorization", "Bearer "+b.selfToken))
 	}
-	return pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{SkipHash: true})
+	return clusterpb.NewNodeClient(cc).Status(ctx, &clusterpb.StatusRequest{SkipHash: true})
 }
 
 // TransferLeadership hands leadership over.
-func (s *NodeService) TransferLeadership(ctx context.Context, req *pb.TransferLeadershipRequest) (*pb.TransferLeadershipResponse, error) {
-	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.TransferLeadershipResponse, error) {
-		return pb.NewNodeClient(cc).TransferLeadership(ctx, req)
+func (s *NodeService) TransferLeadership(ctx context.Context, req *clusterpb.TransferLeadershipRequest) (*clusterpb.TransferLeadershipResponse, error) {
+	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*clusterpb.TransferLeadershipResponse, error) {
+		return clusterpb.NewNodeClient(cc).TransferLeadership(ctx, req)
 	}); handled {
 		return resp, err
 	}
@@ -331,5 +331,5 @@ func (s *NodeService) TransferLeadership(ctx context.Context, req *pb.TransferLe
 	case err != nil:
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
-	return &pb.TransferLeadershipResponse{LeaderId: id}, nil
+	return &clusterpb.TransferLeadershipResponse{LeaderId: id}, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -18,7 +19,7 @@ import (
 // paused: no proposal at all, whatever is eligible.
 func TestDispatchRateLimitedWake(t *testing.T) {
 	m := newMemHub(t)
-	m.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD,
+	m.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD,
 		RateN: 2, RatePeriodMs: 1000, RateBurst: 1}}})
 	for range 3 {
 		m.submit("a", pb.Size_SM)
@@ -61,13 +62,13 @@ func TestDispatchRateLimitedWake(t *testing.T) {
 		t.Fatalf("sent %s", got)
 	}
 	finish(2)
-	m.propose(&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{All: true}}})
+	m.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{All: true}}})
 	m.mem.Advance(time.Second)
 	entries = len(m.mem.Entries())
 	if m.h.dispatchRound() || len(m.mem.Entries()) != entries {
 		t.Fatal("a round proposed a dispatch while all dispatch is paused")
 	}
-	m.propose(&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{All: true, Resume: true}}})
+	m.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{All: true, Resume: true}}})
 	if !m.h.dispatchRound() {
 		t.Fatal("no job after resuming all dispatch")
 	}
@@ -98,7 +99,7 @@ func TestTenantLevelEventToPB(t *testing.T) {
 // is eligible.
 func TestDispatchRateDueSpendsNoCredit(t *testing.T) {
 	m := newMemHub(t)
-	m.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD,
+	m.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD,
 		RateN: 1, RatePeriodMs: 1000, RateBurst: 1}}}, tenant("b", pb.Tier_GOLD))
 	m.submit("a", pb.Size_SM)
 	s, err := m.h.open("w1", sfq.SM, "")
@@ -113,7 +114,7 @@ func TestDispatchRateDueSpendsNoCredit(t *testing.T) {
 	m.handle(s, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Finished{Finished: &pb.JobFinished{Job: 1, Attempt: 1, Outcome: pb.Outcome_OK, CpuMs: 10}}})
 	m.handle(s, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: 2}}})
 	sent(s)
-	m.propose(&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: "b"}}})
+	m.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Tenant: "b"}}})
 	m.submit("b", pb.Size_SM)
 	m.mem.Advance(2 * time.Second) // a's limit allows it again; a has nothing queued
 	entries := len(m.mem.Entries())
@@ -123,7 +124,7 @@ func TestDispatchRateDueSpendsNoCredit(t *testing.T) {
 	if m.h.dispatchRound(); len(m.mem.Entries()) != entries+1 {
 		t.Fatalf("%d entries for two rounds, want 1", len(m.mem.Entries())-entries)
 	}
-	m.propose(&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: "b", Resume: true}}})
+	m.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Tenant: "b", Resume: true}}})
 	if !m.h.dispatchRound() || fmt.Sprint(sent(s)) != "[assign 2/1]" {
 		t.Fatal("the unspent credit got no job")
 	}

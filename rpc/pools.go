@@ -10,7 +10,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -26,14 +28,14 @@ func poolNameErr(field, name string) error {
 		return nil
 	}
 	if err := sfq.ValidatePoolName(name); err != nil {
-		return status.Errorf(codes.InvalidArgument, "%s: %v", field, err)
+		return fieldErr(codes.InvalidArgument, field, "%v", err)
 	}
 	return nil
 }
 
 // unknownPool is the refusal of a pool that does not exist.
 func unknownPool(field, name string) error {
-	return status.Errorf(codes.NotFound, "%s: unknown pool %q", field, name)
+	return refusalErr(sfq.Refusef(sfq.CodeNotFound, text.ReasonPoolUnknown, field, "unknown pool %q", name))
 }
 
 // knownPool refuses, as NOT_FOUND naming field, a pool name (not empty)
@@ -99,8 +101,8 @@ func (b *base) readPools() []*pb.Pool {
 
 // poolSetCommand builds the command of a PoolSet request (its checks
 // are Apply's: fsm.CheckFields, fsm.FSM.Admit).
-func poolSetCommand(req *pb.PoolSetRequest) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: req.Name, Weights: req.Weights,
+func poolSetCommand(req *pb.PoolSetRequest) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_PoolSet{PoolSet: &clusterpb.PoolSet{Name: req.Name, Weights: req.Weights,
 		SubscriptionsRequired: req.SubscriptionsRequired}}}
 }
 
@@ -158,7 +160,7 @@ func (s *AdminService) PoolList(ctx context.Context, req *pb.PoolListRequest) (*
 // connected worker (checked here, on the leader: the state machine does
 // not know the connections).
 func (s *AdminService) PoolDelete(ctx context.Context, req *pb.PoolDeleteRequest) (*pb.PoolDeleteResponse, error) {
-	cmd := &pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: req.Name}}}
+	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_PoolDelete{PoolDelete: &clusterpb.PoolDelete{Name: req.Name}}}
 	if err := s.edgeCheck(cmd); err != nil {
 		return nil, err
 	}
@@ -187,11 +189,11 @@ func (s *AdminService) PoolDelete(ctx context.Context, req *pb.PoolDeleteRequest
 // (burst nil: of a SubscriptionDelete). The tenant and the pool are
 // Apply's to check; a pool must be named (the command's empty pool is the
 // pool default, which a request means only by its name).
-func subscriptionCommand(tenant, pool string, burst *uint32) (*pb.Command, error) {
+func subscriptionCommand(tenant, pool string, burst *uint32) (*clusterpb.Command, error) {
 	if pool == "" {
-		return nil, status.Error(codes.InvalidArgument, "pool: required")
+		return nil, fieldErr(codes.InvalidArgument, "pool", "required")
 	}
-	return &pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: tenant, Pool: pool, Burst: burst}}}, nil
+	return &clusterpb.Command{Cmd: &clusterpb.Command_SubscriptionSet{SubscriptionSet: &clusterpb.SubscriptionSet{Tenant: tenant, Pool: pool, Burst: burst}}}, nil
 }
 
 // subscriptionOf returns tenant's subscription in pool with its running
@@ -211,7 +213,7 @@ func subscriptionOf(sc *sfq.Scheduler, tenant, pool string) *pb.Subscription {
 // clear it (SubscriptionDelete does).
 func (s *AdminService) SubscriptionSet(ctx context.Context, req *pb.SubscriptionSetRequest) (*pb.SubscriptionSetResponse, error) {
 	if req.Burst == nil {
-		return nil, status.Error(codes.InvalidArgument, "burst: required (0 holds the tenant's jobs in the pool); to remove the subscription, DELETE it (barista subscription set --burst none)")
+		return nil, fieldErr(codes.InvalidArgument, "burst", "required (0 holds the tenant's jobs in the pool); to remove the subscription, DELETE it (barista subscription set --burst none)")
 	}
 	cmd, err := subscriptionCommand(req.Tenant, req.Pool, req.Burst)
 	if err != nil {
@@ -240,7 +242,7 @@ func (s *AdminService) SubscriptionDelete(ctx context.Context, req *pb.Subscript
 
 // subscriptionWrite commits a subscription's command and answers with the
 // subscription as it is then.
-func (s *AdminService) subscriptionWrite(ctx context.Context, tenant, pool string, cmd *pb.Command,
+func (s *AdminService) subscriptionWrite(ctx context.Context, tenant, pool string, cmd *clusterpb.Command,
 	call func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubscriptionSetResponse, error)) (*pb.SubscriptionSetResponse, error) {
 	res, resp, done, err := write(ctx, &s.base, cmd, call)
 	if done {
@@ -266,7 +268,7 @@ func parseSubscriptionToken(tok string) (o uint32, p sfq.PoolID, first bool, err
 	x, err1 := strconv.ParseUint(a, 10, 32)
 	y, err2 := strconv.ParseUint(b, 10, 16)
 	if !ok || !strings.HasPrefix(tok, "s") || err1 != nil || err2 != nil {
-		return 0, 0, false, status.Errorf(codes.InvalidArgument, "page_token: %q is not a token this server issued", tok)
+		return 0, 0, false, fieldErr(codes.InvalidArgument, "page_token", "%q is not a token this server issued", tok)
 	}
 	return uint32(x), sfq.PoolID(y), false, nil
 }
@@ -281,7 +283,7 @@ func subscriptionPage(sc *sfq.Scheduler, req *pb.SubscriptionListRequest, size i
 	}
 	if req.Tenant != "" {
 		if _, ok := sc.TenantIndex(req.Tenant); !ok {
-			return nil, status.Errorf(codes.NotFound, "tenant: %q not found", req.Tenant)
+			return nil, tenantNotFound(req.Tenant)
 		}
 	}
 	if err := knownPool(sc, "pool", req.Pool); err != nil {

@@ -9,19 +9,20 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
 // Pools on the leader (SPEC §3 "Pools", §8 rule 11): a worker serves one
 // pool, named in its Hello, and is given jobs of that pool only.
 
-func poolSetCmd(name string) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: name}}}
+func poolSetCmd(name string) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_PoolSet{PoolSet: &clusterpb.PoolSet{Name: name}}}
 }
 
 func (m *memHub) submitIn(tenant, pool string, size pb.Size) uint64 {
 	m.t.Helper()
-	return uint64(m.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: size, EstCostMs: 1000, Pool: pool}}})[0].Job)
+	return uint64(m.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: size, EstCostMs: 1000, Pool: pool}}})[0].Job)
 }
 
 // readyIn opens a session for a worker of pool and says it is ready.
@@ -36,7 +37,7 @@ func (m *memHub) readyIn(id string, size sfq.Size, pool string) *session {
 }
 
 // dispatches names the Dispatch commands of entries as "WORKER@POOL".
-func dispatches(entries [][]*pb.Command) string {
+func dispatches(entries [][]*clusterpb.Command) string {
 	var out []string
 	for _, e := range entries {
 		for _, c := range e {
@@ -88,7 +89,7 @@ func TestDispatchPerPool(t *testing.T) {
 		t.Fatalf("w-gpu2 got %s", got)
 	}
 	// gpu paused: its ready worker is held, the default pool's is not.
-	m.propose(&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: "gpu"}}})
+	m.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Pool: "gpu"}}})
 	m.submitIn("acme", "gpu", pb.Size_SM)
 	d2 := m.submitIn("acme", "", pb.Size_SM)
 	gpu3 := m.readyIn("w-gpu3", sfq.SM, "gpu")
@@ -208,7 +209,7 @@ func TestGuardPoolDelete(t *testing.T) {
 	}
 	// eu is deleted under e1 (a delete the guard did not see: proposed
 	// by a former leader): e1's session ends with NOT_FOUND.
-	m.propose(&pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: "eu"}}})
+	m.propose(&clusterpb.Command{Cmd: &clusterpb.Command_PoolDelete{PoolDelete: &clusterpb.PoolDelete{Name: "eu"}}})
 	m.handle(e1, &pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{}}})
 	m.h.dispatchRound()
 	select {

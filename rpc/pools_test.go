@@ -14,6 +14,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/sfq"
 )
@@ -437,7 +438,7 @@ func TestPoolVirtualNowByClass(t *testing.T) {
 	n.submit(t, n.cl, "acme", "")
 	n.submit(t, n.cl, "acme", "")
 	for _, w := range []string{"w1", "w2"} {
-		nodetest.Propose(t, n.node, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: w, Size: pb.Size_SM, Credit: 1}}})
+		nodetest.Propose(t, n.node, &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: w, Size: pb.Size_SM, Credit: 1}}})
 	}
 	p, err := n.admin.PoolGet(context.Background(), &pb.PoolGetRequest{Name: "default"})
 	if err != nil {

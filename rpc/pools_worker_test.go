@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // TestPoolsOnANode: over gRPC, a worker of an unknown pool is refused with
@@ -25,8 +26,8 @@ func TestPoolsOnANode(t *testing.T) {
 	if want := `rpc error: code = NotFound desc = hello.pool: unknown pool "gpu" (an admin creates it: barista pool set gpu)`; err == nil || err.Error() != want {
 		t.Fatalf("a worker of an unknown pool: %v\nwant %s", err, want)
 	}
-	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}}, poolSetCmd("gpu"))
-	job := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000, Pool: "gpu"}}})[0].Job
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}}, poolSetCmd("gpu"))
+	job := n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000, Pool: "gpu"}}})[0].Job
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	explain := func() *pb.ExplainJobResponse {
@@ -65,8 +66,8 @@ func TestPoolsOnANode(t *testing.T) {
 			t.Errorf("ConnectedWorkers(%q) = %d, %v; want %d", pool, got, known, want)
 		}
 	}
-	del := &pb.ApplyRequest{Commands: []*pb.Command{{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: "gpu"}}}}}
-	_, err = pb.NewNodeClient(n.dial("")).Apply(ctx, del)
+	del := &clusterpb.ApplyRequest{Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_PoolDelete{PoolDelete: &clusterpb.PoolDelete{Name: "gpu"}}}}}
+	_, err = clusterpb.NewNodeClient(n.dial("")).Apply(ctx, del)
 	if want := "rpc error: code = FailedPrecondition desc = pool gpu has 2 connected workers (w-gpu, w-sm): stop them, or start them in another pool, before deleting it"; err == nil || err.Error() != want {
 		t.Fatalf("deleting a pool with workers: %v\nwant %s", err, want)
 	}
@@ -102,8 +103,8 @@ func TestPoolsOnANode(t *testing.T) {
 		got, _ := n.srv.Workers().ConnectedWorkers(ctx, "gpu")
 		return got == 0
 	})
-	resp, err := pb.NewNodeClient(n.dial("")).Apply(ctx, del)
-	if err != nil || resp.Results[0].Code != pb.Code_CODE_OK {
+	resp, err := clusterpb.NewNodeClient(n.dial("")).Apply(ctx, del)
+	if err != nil || resp.Results[0].Code != clusterpb.Code_CODE_OK {
 		t.Fatalf("deleting an idle pool without workers: %v %v", resp, err)
 	}
 	_, _, err = n.connect("", &pb.Hello{WorkerId: "w-gpu", Size: pb.Size_MD, Pool: "gpu"})

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/baristahq/barista/client"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/internal/wire"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // Read-your-writes on every node (docs/api.md, "Consistency").
@@ -28,7 +28,7 @@ import (
 
 // ReadIndex answers, on the leader, the index of the last entry its state
 // has applied, once it has confirmed that it still leads.
-func (s *NodeService) ReadIndex(ctx context.Context, _ *pb.ReadIndexRequest) (*pb.ReadIndexResponse, error) {
+func (s *NodeService) ReadIndex(ctx context.Context, _ *clusterpb.ReadIndexRequest) (*clusterpb.ReadIndexResponse, error) {
 	if !s.node.IsLeader() {
 		return nil, errNotLeader
 	}
@@ -36,7 +36,7 @@ func (s *NodeService) ReadIndex(ctx context.Context, _ *pb.ReadIndexRequest) (*p
 		return nil, proposeErr(err)
 	}
 	_, index := s.node.FSM.Clock()
-	return &pb.ReadIndexResponse{Index: index}, nil
+	return &clusterpb.ReadIndexResponse{Index: index}, nil
 }
 
 // setIndexHeader puts the index of the entry that applied a write in the
@@ -50,7 +50,7 @@ func setIndexHeader(ctx context.Context, index uint64) {
 		*sink = max(*sink, index)
 		return
 	}
-	_ = grpc.SetHeader(ctx, metadata.Pairs(client.HeaderIndex, strconv.FormatUint(index, 10)))
+	_ = grpc.SetHeader(ctx, metadata.Pairs(wire.HeaderIndex, strconv.FormatUint(index, 10)))
 }
 
 // indexSink, as a context value (*uint64), collects the index of a call
@@ -64,7 +64,7 @@ type indexSink struct{}
 func relayIndex(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	var md metadata.MD
 	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Header(&md))...)
-	if v := md.Get(client.HeaderIndex); len(v) > 0 {
+	if v := md.Get(wire.HeaderIndex); len(v) > 0 {
 		if index, perr := strconv.ParseUint(v[len(v)-1], 10, 64); perr == nil {
 			setIndexHeader(ctx, index)
 		}
@@ -75,7 +75,7 @@ func relayIndex(ctx context.Context, method string, req, reply any, cc *grpc.Cli
 // minIndex returns the index a caller asks a read to have applied (0: none
 // named, or not a number).
 func minIndex(ctx context.Context) uint64 {
-	v := metadata.ValueFromIncomingContext(ctx, client.HeaderMinIndex)
+	v := metadata.ValueFromIncomingContext(ctx, wire.HeaderMinIndex)
 	if len(v) == 0 {
 		return 0
 	}
@@ -143,7 +143,7 @@ func (b *base) leaderReadIndex(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		resp, err := pb.NewNodeClient(cc).ReadIndex(metadata.NewOutgoingContext(ctx, out), &pb.ReadIndexRequest{})
+		resp, err := clusterpb.NewNodeClient(cc).ReadIndex(metadata.NewOutgoingContext(ctx, out), &clusterpb.ReadIndexRequest{})
 		if !IsNotLeader(err) || time.Now().After(deadline) {
 			return resp.GetIndex(), err
 		}

@@ -16,12 +16,13 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/inflight"
+	"github.com/baristahq/barista/internal/wire"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/webhook"
 )
@@ -144,8 +145,8 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		// (a worker's Connect holds one for its life), a stream gets a
 		// goroutine of its own as before.
 		grpc.NumStreamWorkers(streamWorkers),
-		grpc.StaticStreamWindowSize(client.StreamWindowBytes),
-		grpc.StaticConnWindowSize(client.ConnWindowBytes),
+		grpc.StaticStreamWindowSize(wire.StreamWindowBytes),
+		grpc.StaticConnWindowSize(wire.ConnWindowBytes),
 	}
 	unary, stream := []grpc.UnaryServerInterceptor{opt.Auth.UnaryInterceptor}, []grpc.StreamServerInterceptor{opt.Auth.StreamInterceptor}
 	if opt.Conns != nil {
@@ -170,7 +171,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		callers:   inflight.New("grpc_request", limits.RequestBytesPerIdentity, limits.RequestBytes, node.Metrics.Registry),
 		anonymous: inflight.New("grpc_unauthenticated_request", unauthenticatedRequestBytes, unauthenticatedRequestBytes, node.Metrics.Registry),
 		size:      int64(limits.MaxMessageBytes), readTimeout: limits.RequestReadTimeout, conns: opt.Conns}
-	s.GRPC.RegisterService(budgeted(&pb.Node_ServiceDesc, budget), &NodeService{base: b, unsafeDebug: opt.UnsafeDebug, client: s.client, auth: opt.Auth})
+	s.GRPC.RegisterService(budgeted(&clusterpb.Node_ServiceDesc, budget), &NodeService{base: b, unsafeDebug: opt.UnsafeDebug, client: s.client, auth: opt.Auth})
 	s.GRPC.RegisterService(budgeted(&pb.Client_ServiceDesc, budget), s.client)
 	s.GRPC.RegisterService(budgeted(&pb.Admin_ServiceDesc, budget), s.admin)
 	s.GRPC.RegisterService(budgeted(&pb.Worker_ServiceDesc, budget), workers)

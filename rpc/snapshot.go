@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/snapshot"
 )
@@ -22,7 +22,7 @@ const chunkSize = 256 << 10
 // SnapshotSave streams a snapshot of this node's state: a consistent
 // picture at its applied index, in the snapshot file format. The state
 // hash is sent as trailer metadata "state-hash".
-func (s *NodeService) SnapshotSave(_ *pb.SnapshotSaveRequest, stream grpc.ServerStreamingServer[pb.SnapshotChunk]) error {
+func (s *NodeService) SnapshotSave(_ *clusterpb.SnapshotSaveRequest, stream grpc.ServerStreamingServer[clusterpb.SnapshotChunk]) error {
 	v, err := s.node.FSM.Freeze()
 	if err != nil {
 		return status.Error(codes.FailedPrecondition, err.Error())
@@ -38,7 +38,7 @@ func (s *NodeService) SnapshotSave(_ *pb.SnapshotSaveRequest, stream grpc.Server
 	for {
 		n, err := io.ReadFull(pr, buf)
 		if n > 0 {
-			if serr := stream.Send(&pb.SnapshotChunk{Data: append([]byte(nil), buf[:n]...)}); serr != nil {
+			if serr := stream.Send(&clusterpb.SnapshotChunk{Data: append([]byte(nil), buf[:n]...)}); serr != nil {
 				pr.CloseWithError(serr)
 				return serr
 			}
@@ -58,7 +58,7 @@ func (s *NodeService) SnapshotSave(_ *pb.SnapshotSaveRequest, stream grpc.Server
 
 // SnapshotRestore replaces the cluster's state with an uploaded snapshot.
 // It runs on the leader; the file is checked before Raft takes it.
-func (s *NodeService) SnapshotRestore(stream grpc.ClientStreamingServer[pb.SnapshotChunk, pb.SnapshotRestoreResponse]) error {
+func (s *NodeService) SnapshotRestore(stream grpc.ClientStreamingServer[clusterpb.SnapshotChunk, clusterpb.SnapshotRestoreResponse]) error {
 	if !s.node.IsLeader() {
 		id, _ := s.node.Leader()
 		addr := ""
@@ -92,7 +92,7 @@ func (s *NodeService) SnapshotRestore(stream grpc.ClientStreamingServer[pb.Snaps
 		return status.Error(codes.Internal, err.Error())
 	}
 	if err := snapshot.VerifyFile(tmp.Name()); err != nil {
-		return status.Errorf(codes.InvalidArgument, "snapshot: %v", err)
+		return fieldErr(codes.InvalidArgument, "snapshot", "%v", err)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return status.Error(codes.Internal, err.Error())
@@ -101,10 +101,10 @@ func (s *NodeService) SnapshotRestore(stream grpc.ClientStreamingServer[pb.Snaps
 		if errors.Is(err, raftnode.ErrNotLeader) {
 			return status.Error(codes.Unavailable, "leadership changed during the restore; retry")
 		}
-		return status.Errorf(codes.InvalidArgument, "restore: %v", err)
+		return fieldErr(codes.InvalidArgument, "restore", "%v", err)
 	}
 	h, _ := s.node.FSM.Hash()
 	idx := s.node.Raft().AppliedIndex()
 	s.log.Warn("cluster state replaced by a restored snapshot", "index", idx, "hash", hex.EncodeToString(h[:]))
-	return stream.SendAndClose(&pb.SnapshotRestoreResponse{Index: idx, StateHash: hex.EncodeToString(h[:])})
+	return stream.SendAndClose(&clusterpb.SnapshotRestoreResponse{Index: idx, StateHash: hex.EncodeToString(h[:])})
 }

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/internal/text"
+	"github.com/baristahq/barista/internal/wire"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -79,7 +79,7 @@ func submitRateError(tenant string, r sfq.RateLimit, wait time.Duration) error {
 	wait = max(wait.Round(time.Millisecond), time.Millisecond)
 	st := status.New(codes.ResourceExhausted, fmt.Sprintf("submit_rate: tenant %q may submit %s (bursts of %d); retry in %s", tenant, r.PerPeriod(), r.BurstOf(), wait))
 	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)},
-		&errdetails.ErrorInfo{Reason: text.ReasonRateLimited, Domain: client.ErrorDomain}); err == nil {
+		&errdetails.ErrorInfo{Reason: text.ReasonRateLimited, Domain: wire.ErrorDomain}); err == nil {
 		st = d
 	}
 	return st.Err()
@@ -91,7 +91,7 @@ func writeRateError(r sfq.RateLimit, wait time.Duration) error {
 	wait = max(wait.Round(time.Millisecond), time.Millisecond)
 	st := status.New(codes.ResourceExhausted, fmt.Sprintf("write_rate: a caller may make %s write calls (bursts of %d; limits.write_rate); retry in %s", r.PerPeriod(), r.BurstOf(), wait))
 	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)},
-		&errdetails.ErrorInfo{Reason: text.ReasonRateLimited, Domain: client.ErrorDomain}); err == nil {
+		&errdetails.ErrorInfo{Reason: text.ReasonRateLimited, Domain: wire.ErrorDomain}); err == nil {
 		st = d
 	}
 	return st.Err()

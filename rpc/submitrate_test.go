@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -56,7 +57,7 @@ func TestSubmitRateBatchAndError(t *testing.T) {
 	now := time.Unix(1_000, 0)
 	s := &ClientService{submits: newSubmitLimiter(func() time.Time { return now }, nil)}
 	r := sfq.RateLimit{N: 1, PeriodMs: 60_000, Burst: 2}
-	var cmds []*pb.Command
+	var cmds []*clusterpb.Command
 	for _, tenant := range []string{"a", "b", "a", "x", "a", "b", "a"} {
 		cmds = append(cmds, submitCommand(tenant, &pb.SubmitRequest{}))
 	}
@@ -99,7 +100,7 @@ func TestForwardedAnswerKeepsStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := forwardedAnswer(&pb.ForwardedSubmitResult{Status: b})
+	a := forwardedAnswer(&clusterpb.ForwardedSubmitResult{Status: b})
 	st := status.Convert(a.err)
 	if a.resp != nil || a.how != forwardSent || st.Code() != codes.ResourceExhausted || st.Message() != status.Convert(refusal).Message() || len(st.Details()) != 2 {
 		t.Fatalf("refusal: %+v %v", a, st)
@@ -107,13 +108,13 @@ func TestForwardedAnswerKeepsStatus(t *testing.T) {
 	if d := st.Details()[0].(*errdetails.RetryInfo).GetRetryDelay().AsDuration(); d != 90*time.Second {
 		t.Fatalf("retry delay %s, want 1m30s", d)
 	}
-	a = forwardedAnswer(&pb.ForwardedSubmitResult{JobId: 7, Created: true})
+	a = forwardedAnswer(&clusterpb.ForwardedSubmitResult{JobId: 7, Created: true})
 	if a.err != nil || a.resp.JobId != 7 || !a.resp.Created {
 		t.Fatalf("accepted: %+v", a)
 	}
 	ok, _ := proto.Marshal(status.New(codes.OK, "fine").Proto())
 	for _, bad := range [][]byte{ok, {0xff, 0xff}} {
-		if a := forwardedAnswer(&pb.ForwardedSubmitResult{JobId: 7, Status: bad}); status.Code(a.err) != codes.Internal || a.resp != nil {
+		if a := forwardedAnswer(&clusterpb.ForwardedSubmitResult{JobId: 7, Status: bad}); status.Code(a.err) != codes.Internal || a.resp != nil {
 			t.Fatalf("status %x: %+v", bad, a)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // watchNode is a node with tenants acme and beta, tokens for them and
@@ -31,7 +32,7 @@ func watchNode(t *testing.T, limits Limits) *testNode {
 	n := startTestNodeWith(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: gwAcme, Role: RoleClient, Tenant: "acme"},
 		{Secret: gwBeta, Role: RoleClient, Tenant: "beta"}}, nil, Options{Limits: limits})
 	for _, name := range []string{"acme", "beta"} {
-		n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
+		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
 	}
 	return n
 }
@@ -217,7 +218,7 @@ func TestStuckWatchesFreedByClosingTheirConnection(t *testing.T) {
 	conns := connlimit.New(connlimit.Config{Max: 100, PerAddress: 100, Reserve: 1, FirstRequest: time.Minute, Registerer: prometheus.NewRegistry()})
 	n := startTestNodeWith(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: gwAcme, Role: RoleClient, Tenant: "acme"}}, nil,
 		Options{Conns: conns, Limits: Limits{WatchStreamsPerIdentity: 2, WatchStall: 300 * time.Millisecond}})
-	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
 	silent := narrowConn(t, n, gwAcme)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

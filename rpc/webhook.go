@@ -11,6 +11,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/webhook"
 )
@@ -38,9 +39,9 @@ func webhookToPB(w *fsm.Webhook) *pb.Webhook {
 // webhookSetCommand builds the command of a set request, without the
 // key the leader adds. What of it needs no state is checked by Apply's
 // rules on any node (edgeCheck); the grace period is the request's own.
-func webhookSetCommand(req *pb.WebhookSetRequest) (*pb.Command, error) {
+func webhookSetCommand(req *pb.WebhookSetRequest) (*clusterpb.Command, error) {
 	if req.GraceMs != nil && !req.Rotate {
-		return nil, status.Error(codes.InvalidArgument, "grace_ms: only with rotate")
+		return nil, fieldErr(codes.InvalidArgument, "grace_ms", "only with rotate")
 	}
 	grace := DefaultWebhookGrace.Milliseconds()
 	if req.GraceMs != nil {
@@ -49,7 +50,7 @@ func webhookSetCommand(req *pb.WebhookSetRequest) (*pb.Command, error) {
 	if !req.Rotate {
 		grace = 0
 	}
-	return &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{
+	return &clusterpb.Command{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{
 		Tenant: req.Tenant, Url: req.Url, Kinds: req.Kinds, Rotate: req.Rotate, GraceMs: grace}}}, nil
 }
 
@@ -85,7 +86,7 @@ func (s *AdminService) WebhookSet(ctx context.Context, req *pb.WebhookSetRequest
 	// reason; a name is checked, resolved, at each connection.
 	if u, _ := url.Parse(req.Url); u != nil && req.Url != "" {
 		if err := s.webhooks.Guard().CheckHost(u.Hostname()); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "url: %v", err)
+			return nil, fieldErr(codes.InvalidArgument, "url", "%v", err)
 		}
 	}
 	cmd.GetWebhookSet().KeyId = key.ID()
@@ -114,7 +115,7 @@ func readWebhook(f *fsm.FSM, tenant string) (fsm.Webhook, error) {
 	var known bool
 	f.Read(func(sc *sfq.Scheduler) { _, known = sc.TenantIndex(tenant) })
 	if !known {
-		return fsm.Webhook{}, status.Errorf(codes.NotFound, "tenant: %q not found", tenant)
+		return fsm.Webhook{}, tenantNotFound(tenant)
 	}
 	return fsm.Webhook{}, status.Errorf(codes.NotFound, "tenant %q has no webhook", tenant)
 }
@@ -122,7 +123,7 @@ func readWebhook(f *fsm.FSM, tenant string) (fsm.Webhook, error) {
 // WebhookGet returns a tenant's endpoint (never its secret).
 func (s *AdminService) WebhookGet(ctx context.Context, req *pb.WebhookGetRequest) (*pb.Webhook, error) {
 	if req.Tenant == "" {
-		return nil, status.Error(codes.InvalidArgument, "tenant: required")
+		return nil, fieldErr(codes.InvalidArgument, "tenant", "required")
 	}
 	fwd := &pb.WebhookGetRequest{Tenant: req.Tenant}
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Webhook, error) {
@@ -140,9 +141,9 @@ func (s *AdminService) WebhookGet(ctx context.Context, req *pb.WebhookGetRequest
 // are not.
 func (s *AdminService) WebhookDelete(ctx context.Context, req *pb.WebhookDeleteRequest) (*pb.WebhookDeleteResponse, error) {
 	if req.Tenant == "" {
-		return nil, status.Error(codes.InvalidArgument, "tenant: required")
+		return nil, fieldErr(codes.InvalidArgument, "tenant", "required")
 	}
-	cmd := &pb.Command{Cmd: &pb.Command_WebhookDelete{WebhookDelete: &pb.WebhookDelete{Tenant: req.Tenant}}}
+	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_WebhookDelete{WebhookDelete: &clusterpb.WebhookDelete{Tenant: req.Tenant}}}
 	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.WebhookDeleteResponse, error) {
 		return pb.NewAdminClient(cc).WebhookDelete(ctx, req)
 	}); done {
@@ -155,7 +156,7 @@ func (s *AdminService) WebhookDelete(ctx context.Context, req *pb.WebhookDeleteR
 // backlog, and what the leader knows of its deliveries.
 func (s *AdminService) WebhookStatus(ctx context.Context, req *pb.WebhookStatusRequest) (*pb.WebhookStatusResponse, error) {
 	if req.Tenant == "" {
-		return nil, status.Error(codes.InvalidArgument, "tenant: required")
+		return nil, fieldErr(codes.InvalidArgument, "tenant", "required")
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.WebhookStatusResponse, error) {
 		return pb.NewAdminClient(cc).WebhookStatus(ctx, req)
@@ -198,12 +199,12 @@ func unixMs(t time.Time) int64 {
 // WebhookReplay delivers a tenant's events again from a seq on.
 func (s *AdminService) WebhookReplay(ctx context.Context, req *pb.WebhookReplayRequest) (*pb.Webhook, error) {
 	if req.Tenant == "" {
-		return nil, status.Error(codes.InvalidArgument, "tenant: required")
+		return nil, fieldErr(codes.InvalidArgument, "tenant", "required")
 	}
 	if req.FromSeq == 0 {
-		return nil, status.Error(codes.InvalidArgument, "from_seq: must be at least 1")
+		return nil, fieldErr(codes.InvalidArgument, "from_seq", "must be at least 1")
 	}
-	cmd := &pb.Command{Cmd: &pb.Command_WebhookReplay{WebhookReplay: &pb.WebhookReplay{Tenant: req.Tenant, FromSeq: req.FromSeq}}}
+	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_WebhookReplay{WebhookReplay: &clusterpb.WebhookReplay{Tenant: req.Tenant, FromSeq: req.FromSeq}}}
 	if err := levelErr(s.node.FSM, cmd); err != nil {
 		return nil, err
 	}
@@ -214,7 +215,7 @@ func (s *AdminService) WebhookReplay(ctx context.Context, req *pb.WebhookReplayR
 	}
 	first, _ := s.node.FSM.Events(^uint64(0), func(*fsm.Event) bool { return false })
 	if req.FromSeq < first {
-		return nil, status.Errorf(codes.OutOfRange, "from_seq: %d was pruned; the oldest retained event is %d", req.FromSeq, first)
+		return nil, fieldErr(codes.OutOfRange, "from_seq", "%d was pruned; the oldest retained event is %d", req.FromSeq, first)
 	}
 	res, err := s.propose(ctx, cmd)
 	if err != nil {

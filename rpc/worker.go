@@ -13,6 +13,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -86,7 +87,7 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 		return err
 	}
 	if id := IdentityFrom(ctx); !id.MayBeWorker(hello.WorkerId) {
-		return status.Errorf(codes.PermissionDenied, "hello.worker_id: %q is outside this token's binding (worker_id %q)", hello.WorkerId, id.Worker)
+		return fieldErr(codes.PermissionDenied, "hello.worker_id", "%q is outside this token's binding (worker_id %q)", hello.WorkerId, id.Worker)
 	}
 	h := s.currentHub(ctx)
 	if h == nil {
@@ -279,9 +280,9 @@ func (s *WorkerService) Drain(ctx context.Context, req *pb.DrainRequest) (*pb.Dr
 	}
 	if id := IdentityFrom(ctx); !id.MayDrain(req.WorkerId) {
 		if id.Worker == "" {
-			return nil, status.Errorf(codes.PermissionDenied, "worker_id: draining worker %q needs an admin token or that worker's own token (a worker token bound to it); this worker token is bound to no worker ID", req.WorkerId)
+			return nil, fieldErr(codes.PermissionDenied, "worker_id", "draining worker %q needs an admin token or that worker's own token (a worker token bound to it); this worker token is bound to no worker ID", req.WorkerId)
 		}
-		return nil, status.Errorf(codes.PermissionDenied, "worker_id: draining worker %q needs an admin token or that worker's own token; this token is bound to worker_id %q", req.WorkerId, id.Worker)
+		return nil, fieldErr(codes.PermissionDenied, "worker_id", "draining worker %q needs an admin token or that worker's own token; this token is bound to worker_id %q", req.WorkerId, id.Worker)
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.DrainResponse, error) {
 		return pb.NewWorkerClient(cc).Drain(ctx, req)
@@ -292,7 +293,7 @@ func (s *WorkerService) Drain(ctx context.Context, req *pb.DrainRequest) (*pb.Dr
 		// A worker token may drain its workers as they are; only an admin
 		// makes the record of a worker that never connected (each one
 		// stays in the state).
-		return nil, status.Error(codes.PermissionDenied, "create: draining a worker before it first connects needs an admin token")
+		return nil, fieldErr(codes.PermissionDenied, "create", "draining a worker before it first connects needs an admin token")
 	}
 	h := s.currentHub(ctx)
 	if !req.Create {
@@ -303,10 +304,10 @@ func (s *WorkerService) Drain(ctx context.Context, req *pb.DrainRequest) (*pb.Dr
 			h.mu.Unlock()
 		}
 		if !known {
-			return nil, status.Errorf(codes.NotFound, "worker_id: no worker %q is connected or known (create=true drains it before it first connects)", req.WorkerId)
+			return nil, fieldErr(codes.NotFound, "worker_id", "no worker %q is connected or known (create=true drains it before it first connects)", req.WorkerId)
 		}
 	}
-	res, err := s.propose(ctx, &pb.Command{Cmd: &pb.Command_WorkerDrain{WorkerDrain: &pb.WorkerDrain{WorkerId: req.WorkerId, Drain: !req.Undrain}}})
+	res, err := s.propose(ctx, &clusterpb.Command{Cmd: &clusterpb.Command_WorkerDrain{WorkerDrain: &clusterpb.WorkerDrain{WorkerId: req.WorkerId, Drain: !req.Undrain}}})
 	if err != nil {
 		return nil, err
 	}

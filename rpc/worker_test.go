@@ -25,6 +25,7 @@ import (
 	"github.com/baristahq/barista/internal/nodetest"
 	"github.com/baristahq/barista/internal/workercompat"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/snapshot"
@@ -120,7 +121,7 @@ func (n *testNode) dial(token string) *grpc.ClientConn {
 }
 
 // propose applies commands on the node and fails the test on a refusal.
-func (n *testNode) propose(cmds ...*pb.Command) []fsm.Result {
+func (n *testNode) propose(cmds ...*clusterpb.Command) []fsm.Result {
 	n.t.Helper()
 	return nodetest.Propose(n.t, n.node, cmds...)
 }
@@ -334,7 +335,7 @@ func TestStaleFinishedProposedOnce(t *testing.T) {
 	if cpu, zombie := billed(n); cpu != 700 || zombie != 700 {
 		t.Errorf("billed %d ms (zombie %d), want 700 (700): the first report, once", cpu, zombie)
 	}
-	var reports []*pb.Finished
+	var reports []*clusterpb.Finished
 	for _, c := range n.loggedAfter(first) {
 		if f := c.GetFinished(); f != nil {
 			reports = append(reports, f)
@@ -350,7 +351,7 @@ func TestStaleFinishedProposedOnce(t *testing.T) {
 
 // loggedAfter stops the node and returns the commands of its log after
 // index first, read back from raft.db.
-func (n *testNode) loggedAfter(first uint64) []*pb.Command {
+func (n *testNode) loggedAfter(first uint64) []*clusterpb.Command {
 	t := n.t
 	t.Helper()
 	n.stop()
@@ -363,7 +364,7 @@ func (n *testNode) loggedAfter(first uint64) []*pb.Command {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cmds []*pb.Command
+	var cmds []*clusterpb.Command
 	for i := first + 1; i <= last; i++ {
 		var l raft.Log
 		if err := store.GetLog(i, &l); err != nil {
@@ -403,7 +404,7 @@ func TestRefusedReportsBounded(t *testing.T) {
 			}
 		}
 	}()
-	wantReason := fmt.Sprintf(`refused: finish of job %d (attempt 5, worker "w1") is stale: job is queued at attempt 0`, job)
+	wantReason := fmt.Sprintf(`finish of job %d (attempt 5, worker "w1") is stale: job is queued at attempt 0`, job)
 	rejects := 0
 	answer := func(m *pb.LeaderMessage) {
 		if r := m.GetReject(); r == nil || r.Job != uint64(job) || r.Attempt != 5 || r.Reason != wantReason {
@@ -446,7 +447,7 @@ func TestRefusedReportsBounded(t *testing.T) {
 	}
 	w2.send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: &pb.JobHeartbeat{Job: uint64(job), Attempt: 7, Seq: 1}}})
 	w2.send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Started{Started: &pb.JobStarted{Job: uint64(job), Attempt: 7}}})
-	want := fmt.Sprintf(`refused: start of job %d (attempt 7, worker "w2") is stale: job is queued at attempt 0`, job)
+	want := fmt.Sprintf(`start of job %d (attempt 7, worker "w2") is stale: job is queued at attempt 0`, job)
 	if r := w2.next().GetReject(); r == nil || r.Reason != want {
 		t.Fatalf("Started of attempt 7: %v, want Reject %q (the heartbeat, of no job the session runs, unanswered)", r, want)
 	}
@@ -883,8 +884,8 @@ func (unrunnableRunner) Start(a *pb.Assign) (worker.Run, error) {
 // ends failed after that one run, as the worker said, not after three.
 func TestUnrunnableJobIsNotRetried(t *testing.T) {
 	n := startTestNode(t, nil, nil)
-	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
-	res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000, MaxAttempts: 3}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
+	res := n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000, MaxAttempts: 3}}})
 	id := res[0].Job
 	n.startAgent("w1", "", unrunnableRunner{}, nil)
 	waitFor(t, 10*time.Second, "the job to end", func() bool {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -32,21 +33,23 @@ const (
 // whether the Hello names none or "default").
 func checkHello(h *pb.Hello) (sfq.Size, string, error) {
 	if err := sfq.ValidateName("worker_id", h.WorkerId); err != nil {
-		return 0, "", status.Error(codes.InvalidArgument, "hello."+err.Error())
+		r := *sfq.RefusalOf(err)
+		r.Field, r.Msg = "hello."+r.Field, "hello."+r.Msg
+		return 0, "", refusalErr(&r)
 	}
 	size, err := fsm.SizeFromPB(h.Size)
 	if err != nil {
-		return 0, "", status.Errorf(codes.InvalidArgument, "hello.size: must be sm, md or lg (got %v)", h.Size)
+		return 0, "", helloInvalid("size", "must be sm, md or lg (got %v)", h.Size)
 	}
 	if len(h.Version) > MaxHelloVersion {
-		return 0, "", status.Errorf(codes.InvalidArgument, "hello.version: %d bytes, at most %d", len(h.Version), MaxHelloVersion)
+		return 0, "", helloInvalid("version", "%d bytes, at most %d", len(h.Version), MaxHelloVersion)
 	}
 	if len(h.Running) > MaxHelloRunning {
-		return 0, "", status.Errorf(codes.InvalidArgument, "hello.running: %d jobs, at most %d (a worker runs one job at a time)", len(h.Running), MaxHelloRunning)
+		return 0, "", helloInvalid("running", "%d jobs, at most %d (a worker runs one job at a time)", len(h.Running), MaxHelloRunning)
 	}
 	for i, r := range h.Running {
 		if msg := checkRef("hello.running", r.Job, r.Attempt, r.CpuMs); msg != "" {
-			return 0, "", status.Errorf(codes.InvalidArgument, "hello.running[%d]: %s", i, msg)
+			return 0, "", helloInvalid(fmt.Sprintf("running[%d]", i), "%s", msg)
 		}
 	}
 	pool := h.Pool
@@ -55,10 +58,16 @@ func checkHello(h *pb.Hello) (sfq.Size, string, error) {
 	}
 	if pool != "" {
 		if err := sfq.ValidatePoolName(pool); err != nil {
-			return 0, "", status.Errorf(codes.InvalidArgument, "hello.pool: %v", err)
+			return 0, "", helloInvalid("pool", "%v", err)
 		}
 	}
 	return size, pool, nil
+}
+
+// helloInvalid refuses a field of a Hello (INVALID_ARGUMENT naming
+// hello.FIELD).
+func helloInvalid(field, format string, args ...any) error {
+	return refusalErr(sfq.Refusef(sfq.CodeInvalid, "", "hello."+field, format, args...))
 }
 
 // checkRef checks the job, attempt and CPU of a report; "" if they are
@@ -100,13 +109,13 @@ func checkMessage(msg *pb.WorkerMessage) (out *pb.WorkerMessage, refused string,
 	case *pb.WorkerMessage_Started:
 		st := m.Started
 		if st.Job == 0 {
-			return nil, "", status.Error(codes.InvalidArgument, "started.job: must not be 0")
+			return nil, "", fieldErr(codes.InvalidArgument, "started.job", "must not be 0")
 		}
 		return msg, checkRef("started", st.Job, st.Attempt, 0), nil
 	case *pb.WorkerMessage_Finished:
 		fin := m.Finished
 		if fin.Job == 0 {
-			return nil, "", status.Error(codes.InvalidArgument, "finished.job: must not be 0")
+			return nil, "", fieldErr(codes.InvalidArgument, "finished.job", "must not be 0")
 		}
 		if r := checkRef("finished", fin.Job, fin.Attempt, fin.CpuMs); r != "" {
 			return msg, r, nil
@@ -131,7 +140,7 @@ func checkMessage(msg *pb.WorkerMessage) (out *pb.WorkerMessage, refused string,
 		}
 		return msg, "", nil
 	case *pb.WorkerMessage_Hello:
-		return nil, "", status.Error(codes.InvalidArgument, "hello: only the first message of a stream may be Hello")
+		return nil, "", fieldErr(codes.InvalidArgument, "hello", "only the first message of a stream may be Hello")
 	}
 	return nil, "", status.Error(codes.InvalidArgument, "empty worker message")
 }
@@ -150,16 +159,16 @@ func reportRef(msg *pb.WorkerMessage) (uint64, uint32) {
 }
 
 // startedCommand is the command of a checked Started of worker.
-func startedCommand(worker string, st *pb.JobStarted) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: st.Job, Attempt: st.Attempt, WorkerId: worker}}}
+func startedCommand(worker string, st *pb.JobStarted) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Started{Started: &clusterpb.Started{Job: st.Job, Attempt: st.Attempt, WorkerId: worker}}}
 }
 
 // finishedCommand is the command of a checked Finished of worker; a run
 // the worker marks permanent (it can never succeed) keeps the mark, and
 // the run's CPU source and failure go along: Apply reads them from
 // feature level 7 on.
-func finishedCommand(worker string, fin *pb.JobFinished) *pb.Command {
-	f := &pb.Finished{
+func finishedCommand(worker string, fin *pb.JobFinished) *clusterpb.Command {
+	f := &clusterpb.Finished{
 		Job: fin.Job, Attempt: fin.Attempt, WorkerId: worker, Outcome: fin.Outcome, CpuMs: fin.CpuMs,
 		ExitCode: fin.ExitCode, StderrTail: fin.StderrTail, StdoutTail: fin.StdoutTail,
 		Permanent: fin.Permanent && fin.Outcome == pb.Outcome_FAILED, CpuSource: fin.CpuSource}
@@ -169,5 +178,5 @@ func finishedCommand(worker string, fin *pb.JobFinished) *pb.Command {
 	case pb.Outcome_SNOOZED:
 		f.SnoozeMs = fin.SnoozeMs
 	}
-	return &pb.Command{Cmd: &pb.Command_Finished{Finished: f}}
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: f}}
 }

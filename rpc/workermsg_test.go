@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -196,7 +197,7 @@ func FuzzWorkerMessage(f *testing.F) {
 		if err != nil || refused != "" {
 			return
 		}
-		var cmd *pb.Command
+		var cmd *clusterpb.Command
 		switch m := out.Msg.(type) {
 		case *pb.WorkerMessage_Started:
 			cmd = startedCommand("w1", m.Started)

@@ -56,7 +56,7 @@ func ParseClass(s string) (Class, error) {
 			return Class(i), nil
 		}
 	}
-	return 0, invalidf("unknown class %q (want critical, high, normal or low)", s)
+	return 0, invalidf("", "unknown class %q (want critical, high, normal or low)", s)
 }
 
 // EstimateMode says where a submit's est_cost comes from.
@@ -86,7 +86,7 @@ func ParseEstimateMode(s string) (EstimateMode, error) {
 	case "auto":
 		return EstimateAuto, nil
 	}
-	return 0, invalidf("unknown estimate mode %q (want submitted or auto)", s)
+	return 0, invalidf("", "unknown estimate mode %q (want submitted or auto)", s)
 }
 
 // EstSource says where a job's est_cost came from. It is fixed at submit.

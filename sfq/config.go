@@ -34,7 +34,7 @@ func ParseClamp(s string) (ClampMode, error) {
 	case "dispatch":
 		return ClampDispatch, nil
 	}
-	return 0, invalidf("unknown clamp %q (want activation or dispatch)", s)
+	return 0, invalidf("", "unknown clamp %q (want activation or dispatch)", s)
 }
 
 // StealPolicy decides whether a worker takes a smaller job over the best
@@ -76,11 +76,11 @@ func ParsePolicy(s string) (StealPolicy, error) {
 	if m, ok := strings.CutPrefix(s, "reserve:"); ok {
 		d, err := time.ParseDuration(m)
 		if err != nil || d < 0 {
-			return nil, invalidf("bad reserve margin %q (want a duration like 500ms)", m)
+			return nil, invalidf("", "bad reserve margin %q (want a duration like 500ms)", m)
 		}
 		return Reserve{Margin: VirtualTime(d.Microseconds())}, nil
 	}
-	return nil, invalidf("unknown policy %q (want prefer-fit or reserve:DURATION)", s)
+	return nil, invalidf("", "unknown policy %q (want prefer-fit or reserve:DURATION)", s)
 }
 
 // Decay configures usage decay. A nil *Decay in Config means plain SFQ.
@@ -108,11 +108,11 @@ func ParseDecay(s string) (*Decay, error) {
 	for _, part := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(part, ":")
 		if !ok {
-			return nil, invalidf("bad decay %q (want off or half_life:DUR,norm:DUR)", s)
+			return nil, invalidf("", "bad decay %q (want off or half_life:DUR,norm:DUR)", s)
 		}
 		dur, err := time.ParseDuration(v)
 		if err != nil || dur <= 0 {
-			return nil, invalidf("bad decay %s %q (want a positive duration)", k, v)
+			return nil, invalidf("", "bad decay %s %q (want a positive duration)", k, v)
 		}
 		switch k {
 		case "half_life":
@@ -120,7 +120,7 @@ func ParseDecay(s string) (*Decay, error) {
 		case "norm":
 			d.NormMs = dur.Milliseconds()
 		default:
-			return nil, invalidf("unknown decay key %q (want half_life or norm)", k)
+			return nil, invalidf("", "unknown decay key %q (want half_life or norm)", k)
 		}
 	}
 	if err := d.validate(); err != nil {
@@ -134,10 +134,10 @@ func (d *Decay) validate() error {
 		return nil
 	}
 	if d.HalfLifeMs <= 0 || d.HalfLifeMs > maxHalfPowerDenominator {
-		return invalidf("decay half_life %d ms out of range (1 ms .. 2^40 ms)", d.HalfLifeMs)
+		return invalidf("", "decay half_life %d ms out of range (1 ms .. 2^40 ms)", d.HalfLifeMs)
 	}
 	if d.NormMs <= 0 || d.NormMs > maxHalfPowerDenominator {
-		return invalidf("decay norm %d ms out of range (1 ms .. 2^40 ms)", d.NormMs)
+		return invalidf("", "decay norm %d ms out of range (1 ms .. 2^40 ms)", d.NormMs)
 	}
 	return nil
 }
@@ -215,42 +215,42 @@ func DefaultConfig() Config {
 // Validate checks every field and names the offending value.
 func (c Config) Validate() error {
 	if c.MaxSnoozes < 1 || c.MaxSnoozes > MaxMaxSnoozes {
-		return invalidf("max_snoozes: %d (want 1..%d)", c.MaxSnoozes, MaxMaxSnoozes)
+		return invalidf("max_snoozes", "%d (want 1..%d)", c.MaxSnoozes, MaxMaxSnoozes)
 	}
 	for i, w := range c.TierWeights {
 		if w < 1 || w > MaxTierWeight {
-			return invalidf("weight of tier %s is %d (want 1..%d)", Tier(i), w, MaxTierWeight)
+			return invalidf("", "weight of tier %s is %d (want 1..%d)", Tier(i), w, MaxTierWeight)
 		}
 	}
 	switch p := c.Policy.(type) {
 	case PreferFit:
 	case Reserve:
 		if p.Margin < 0 {
-			return invalidf("reserve margin %d is negative", p.Margin)
+			return invalidf("", "reserve margin %d is negative", p.Margin)
 		}
 	default:
-		return invalidf("unsupported steal policy %v", c.Policy)
+		return invalidf("", "unsupported steal policy %v", c.Policy)
 	}
 	if c.Clamp > ClampDispatch {
-		return invalidf("unknown clamp mode %d", c.Clamp)
+		return invalidf("", "unknown clamp mode %d", c.Clamp)
 	}
 	if err := c.Decay.validate(); err != nil {
 		return err
 	}
 	if c.AckTimeoutMs <= 0 || c.AckTimeoutMs > MaxTimeoutMs {
-		return invalidf("ack timeout %d ms out of range", c.AckTimeoutMs)
+		return invalidf("", "ack timeout %d ms out of range", c.AckTimeoutMs)
 	}
 	if c.LeaseTimeoutMs <= 0 || c.LeaseTimeoutMs > MaxTimeoutMs {
-		return invalidf("lease timeout %d ms out of range", c.LeaseTimeoutMs)
+		return invalidf("", "lease timeout %d ms out of range", c.LeaseTimeoutMs)
 	}
 	if c.DefaultMaxAttempts < 1 || c.DefaultMaxAttempts > MaxMaxAttempts {
-		return invalidf("default max attempts %d (want 1..%d)", c.DefaultMaxAttempts, MaxMaxAttempts)
+		return invalidf("", "default max attempts %d (want 1..%d)", c.DefaultMaxAttempts, MaxMaxAttempts)
 	}
 	if c.Estimate > EstimateAuto {
-		return invalidf("unknown estimate mode %d (want submitted or auto)", c.Estimate)
+		return invalidf("", "unknown estimate mode %d (want submitted or auto)", c.Estimate)
 	}
 	if c.DefaultCostMs < 1 || c.DefaultCostMs > MaxEstCostMs {
-		return invalidf("default_cost %d ms (want 1 ms .. a CPU-year)", c.DefaultCostMs)
+		return invalidf("", "default_cost %d ms (want 1 ms .. a CPU-year)", c.DefaultCostMs)
 	}
 	return c.validateBackoff()
 }

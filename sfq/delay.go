@@ -48,19 +48,19 @@ type delayState struct {
 // validateDelays checks a submission's delay fields.
 func (s *Submission) validateDelays() error {
 	if s.DelayMs < 0 || s.DelayMs > MaxDelayMs {
-		return invalidf("delay_ms: %d is out of range (0 = none, else 1 ms .. 1 year)", s.DelayMs)
+		return invalidf("delay_ms", "%d is out of range (0 = none, else 1 ms .. 1 year)", s.DelayMs)
 	}
 	if s.ExpireMs != 0 && (s.ExpireMs < MinExpireMs || s.ExpireMs > MaxExpireMs) {
-		return invalidf("expire_ms: %d is out of range (0 = none, else 1 s .. 1 year after the submit)", s.ExpireMs)
+		return invalidf("expire_ms", "%d is out of range (0 = none, else 1 s .. 1 year after the submit)", s.ExpireMs)
 	}
 	if s.ExpireMs != 0 && s.ExpireMs <= s.DelayMs {
-		return invalidf("expire_ms: %d is not after delay_ms %d (the job would expire before it is due)", s.ExpireMs, s.DelayMs)
+		return invalidf("expire_ms", "%d is not after delay_ms %d (the job would expire before it is due)", s.ExpireMs, s.DelayMs)
 	}
 	if s.DeadlineMs != 0 && s.DeadlineMs <= s.DelayMs {
-		return invalidf("deadline_ms: %d is not after delay_ms %d", s.DeadlineMs, s.DelayMs)
+		return invalidf("deadline_ms", "%d is not after delay_ms %d", s.DeadlineMs, s.DelayMs)
 	}
 	if s.RetryBackoffMs < 0 || s.RetryBackoffMs > MaxRetryBackoffMs || (s.RetryBackoffMs != 0 && !s.RetryBackoffSet) {
-		return invalidf("retry_backoff_ms: %d is out of range (0 .. 24 h)", s.RetryBackoffMs)
+		return invalidf("retry_backoff_ms", "%d is out of range (0 .. 24 h)", s.RetryBackoffMs)
 	}
 	return nil
 }
@@ -71,13 +71,13 @@ func (s *Submission) timed() bool { return s.DelayMs != 0 || s.ExpireMs != 0 || 
 // validateBackoff checks the configuration's retry backoff.
 func (c *Config) validateBackoff() error {
 	if c.RetryBackoffMs < 0 || c.RetryBackoffMs > MaxRetryBackoffMs {
-		return invalidf("retry_backoff %d ms out of range (0 .. 24 h)", c.RetryBackoffMs)
+		return invalidf("", "retry_backoff %d ms out of range (0 .. 24 h)", c.RetryBackoffMs)
 	}
 	if c.RetryBackoffMaxMs < 0 || c.RetryBackoffMaxMs > MaxRetryBackoffMs {
-		return invalidf("retry_backoff_max %d ms out of range (0 .. 24 h)", c.RetryBackoffMaxMs)
+		return invalidf("", "retry_backoff_max %d ms out of range (0 .. 24 h)", c.RetryBackoffMaxMs)
 	}
 	if c.RetryBackoffMaxMs != 0 && c.RetryBackoffMaxMs < c.RetryBackoffMs {
-		return invalidf("retry_backoff_max %d ms is below retry_backoff %d ms", c.RetryBackoffMaxMs, c.RetryBackoffMs)
+		return invalidf("", "retry_backoff_max %d ms is below retry_backoff %d ms", c.RetryBackoffMaxMs, c.RetryBackoffMs)
 	}
 	return nil
 }
@@ -350,11 +350,11 @@ func (s *Scheduler) Release(now Time, id JobID, force bool) (Change, error) {
 	switch {
 	case j.State == Scheduled && expired:
 		ch.Outcome, ch.To = Invalid, j.State
-		return ch, fmt.Errorf("%w: release of job %d does not apply: it expired at %d ms", ErrRefused, id, j.ExpireAt())
+		return ch, preconditionf("", "", "release of job %d does not apply: it expired at %d ms", id, j.ExpireAt())
 	case out == NotDue:
-		return ch, fmt.Errorf("%w: release of job %d is not due yet: due at %d ms, now %d ms", ErrRefused, id, due, now)
+		return ch, preconditionf("", "", "release of job %d is not due yet: due at %d ms, now %d ms", id, due, now)
 	case out != Changed:
-		return ch, fmt.Errorf("%w: release of job %d does not apply: job is %s", ErrRefused, id, j.State)
+		return ch, preconditionf("", "", "release of job %d does not apply: job is %s", id, j.State)
 	}
 	// The release takes effect: first, what expired by now leaves its
 	// queue (this job did not: its expire_at is later).
@@ -390,13 +390,13 @@ func (s *Scheduler) expireTTL(now Time, id JobID) (Change, error) {
 	switch {
 	case out == Changed:
 	case out == NotDue:
-		return ch, fmt.Errorf("%w: expire-ttl of job %d is not due yet: expire_at %d ms, now %d ms", ErrRefused, id, at, now)
+		return ch, preconditionf("", "", "expire-ttl of job %d is not due yet: expire_at %d ms, now %d ms", id, at, now)
 	case at == 0:
-		return ch, fmt.Errorf("%w: expire-ttl of job %d does not apply: it has no expiry", ErrRefused, id)
+		return ch, preconditionf("", "", "expire-ttl of job %d does not apply: it has no expiry", id)
 	case j.Attempt != 0 && !j.State.Terminal():
-		return ch, fmt.Errorf("%w: expire-ttl of job %d does not apply: it was dispatched (attempt %d)", ErrRefused, id, j.Attempt)
+		return ch, preconditionf("", "", "expire-ttl of job %d does not apply: it was dispatched (attempt %d)", id, j.Attempt)
 	default:
-		return ch, fmt.Errorf("%w: expire-ttl of job %d does not apply: job is %s", ErrRefused, id, j.State)
+		return ch, preconditionf("", "", "expire-ttl of job %d does not apply: job is %s", id, j.State)
 	}
 	// The expiry takes effect: first, what expired by now (this job
 	// included) leaves its queue.

@@ -108,7 +108,7 @@ func TestDelayReleaseAtIDPlace(t *testing.T) {
 		t.Fatalf("due at 5000: %v", got)
 	}
 	_, err := w.s.Release(4999, j1, false)
-	wantErr(t, err, "refused: release of job 1 is not due yet: due at 5000 ms, now 4999 ms")
+	wantErr(t, err, "release of job 1 is not due yet: due at 5000 ms, now 4999 ms")
 	if ta, _ := w.s.Tenant("a"); ta.Scheduled != 1 || ta.QueuedTotal() != 2 {
 		t.Fatalf("a: scheduled %d queued %d", ta.Scheduled, ta.QueuedTotal())
 	}
@@ -121,7 +121,7 @@ func TestDelayReleaseAtIDPlace(t *testing.T) {
 	}
 	w.check()
 	_, err = w.s.Release(5000, j1, false)
-	wantErr(t, err, "refused: release of job 1 does not apply: job is queued")
+	wantErr(t, err, "release of job 1 does not apply: job is queued")
 	for _, want := range []JobID{j1, j2, j3} {
 		if got := w.dispatch(5000); got != want {
 			t.Fatalf("dispatched %d, want %d", got, want)
@@ -151,7 +151,7 @@ func TestExpiryLapse(t *testing.T) {
 		t.Fatalf("expiries due at 1999: %v", got)
 	}
 	_, err := w.s.Expire(999, j3, 0, InExpireTTL)
-	wantErr(t, err, "refused: expire-ttl of job 3 is not due yet: expire_at 1000 ms, now 999 ms")
+	wantErr(t, err, "expire-ttl of job 3 is not due yet: expire_at 1000 ms, now 999 ms")
 	// Job 3 (b) lapsed at 1000: the next dispatch at 1999 takes a's job 1.
 	if got := w.dispatch(1999); got != j1 {
 		t.Fatalf("dispatched %d, want %d", got, j1)
@@ -167,7 +167,7 @@ func TestExpiryLapse(t *testing.T) {
 	}
 	// Job 1 was dispatched before its expire_at: it never expires.
 	_, err = w.s.Expire(5000, j1, 0, InExpireTTL)
-	wantErr(t, err, "refused: expire-ttl of job 1 does not apply: it was dispatched (attempt 1)")
+	wantErr(t, err, "expire-ttl of job 1 does not apply: it was dispatched (attempt 1)")
 	if got := w.s.DueExpiries(5000, 0); !slices.Equal(got, []JobID{j3}) {
 		t.Fatalf("expiries due: %v", got)
 	}
@@ -180,7 +180,7 @@ func TestExpiryLapse(t *testing.T) {
 		t.Fatalf("b still has %d queued", tb.QueuedTotal())
 	}
 	_, err = w.s.Expire(5000, j3, 0, InExpireTTL)
-	wantErr(t, err, "refused: expire-ttl of job 3 does not apply: job is expired")
+	wantErr(t, err, "expire-ttl of job 3 does not apply: job is expired")
 	if _, ok := w.s.NextDelayWake(); ok {
 		t.Fatal("a wake is left")
 	}
@@ -191,7 +191,7 @@ func TestExpiryLapse(t *testing.T) {
 		t.Fatalf("releases due of an expired job: %v", got)
 	}
 	_, err = w.s.Release(16_000, j5, false)
-	wantErr(t, err, "refused: release of job 4 does not apply: it expired at 16000 ms")
+	wantErr(t, err, "release of job 4 does not apply: it expired at 16000 ms")
 	w.check()
 	if _, err := w.s.Expire(16_000, j5, 0, InExpireTTL); err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestRetryBackoff(t *testing.T) {
 	}
 	fail(100, run(0), 1100)
 	_, err := w.s.Release(1099, j, false)
-	wantErr(t, err, "refused: release of job 1 is not due yet: due at 1100 ms, now 1099 ms")
+	wantErr(t, err, "release of job 1 is not due yet: due at 1100 ms, now 1099 ms")
 	w.s.Release(1100, j, false)
 	fail(1200, run(1100), 3200)
 	w.s.Release(3200, j, false)

@@ -213,10 +213,10 @@ func (s *Scheduler) Dispatch(now Time, ws Size, worker string) (Assignment, bool
 // that pool, or reports that nothing is eligible. It allocates nothing.
 func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (Assignment, bool, error) {
 	if ws >= NumSizes {
-		return Assignment{}, false, invalidf("worker size %d", ws)
+		return Assignment{}, false, invalidf("", "worker size %d", ws)
 	}
 	if worker == "" {
-		return Assignment{}, false, invalidf("empty worker id")
+		return Assignment{}, false, invalidf("", "empty worker id")
 	}
 	if int(pid) >= len(s.pools) || s.pools[pid].deleted {
 		return Assignment{}, false, fmt.Errorf("%w: pool %d", ErrUnknownPool, pid)
@@ -272,7 +272,7 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 	}
 	life, out := Step(j.Life, Input{Kind: InDispatch, Worker: worker, Now: now, AckMs: s.cfg.AckTimeoutMs})
 	if out != Changed {
-		return Assignment{}, false, fmt.Errorf("%w: job %d at the head of its queue is %s", ErrRefused, j.ID, j.State)
+		return Assignment{}, false, preconditionf("", "", "job %d at the head of its queue is %s", j.ID, j.State)
 	}
 
 	if c.deadline {

@@ -117,7 +117,7 @@ func (s *Scheduler) estimate(ti uint32, sub *Submission) (int64, EstSource, erro
 		return s.cfg.DefaultCostMs, EstFromDefault, nil
 	}
 	if sub.EstCostMs <= 0 {
-		return 0, 0, invalidf("est_cost_ms: must be positive (got %d); it may be left out only while the cluster's estimate is auto", sub.EstCostMs)
+		return 0, 0, invalidf("est_cost_ms", "must be positive (got %d); it may be left out only while the cluster's estimate is auto", sub.EstCostMs)
 	}
 	return sub.EstCostMs, EstFromSubmit, nil
 }

@@ -3,7 +3,11 @@ package sfq
 // Lifecycle events of jobs (start, heartbeat, cancel, expire, finish) and
 // the state transitions they cause, and Refusal.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/baristahq/barista/internal/text"
+)
 
 // Start records that a worker started an assigned job.
 func (s *Scheduler) Start(now Time, id JobID, attempt uint32, worker string) (Change, error) {
@@ -14,7 +18,7 @@ func (s *Scheduler) Start(now Time, id JobID, attempt uint32, worker string) (Ch
 // heartbeat for an assigned job counts as its Started.
 func (s *Scheduler) Heartbeat(now Time, id JobID, attempt uint32, worker string, cpuMs int64) (Change, error) {
 	if cpuMs < 0 {
-		return Change{}, invalidf("cpu_ms %d is negative", cpuMs)
+		return Change{}, invalidf("", "cpu_ms %d is negative", cpuMs)
 	}
 	return s.event(now, id, Input{Kind: InHeartbeat, Attempt: attempt, Worker: worker}, cpuMs)
 }
@@ -34,7 +38,7 @@ func (s *Scheduler) Expire(now Time, id JobID, attempt uint32, kind InputKind) (
 	case InExpireTTL:
 		return s.expireTTL(now, id)
 	default:
-		return Change{}, invalidf("expire kind %s", kind)
+		return Change{}, invalidf("", "expire kind %s", kind)
 	}
 	return s.event(now, id, Input{Kind: kind, Attempt: attempt}, 0)
 }
@@ -114,10 +118,10 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 // finishFields checks a run's outcome and CPU.
 func finishFields(outcome FinishOutcome, cpuMs int64) error {
 	if outcome < OutcomeOK || outcome > OutcomeSnoozed {
-		return invalidf("outcome %d", outcome)
+		return invalidf("", "outcome %d", outcome)
 	}
 	if cpuMs < 0 || cpuMs > MaxEstCostMs {
-		return invalidf("cpu_ms %d out of range", cpuMs)
+		return invalidf("", "cpu_ms %d out of range", cpuMs)
 	}
 	return nil
 }
@@ -146,14 +150,14 @@ func (s *Scheduler) finishInput(now Time, id JobID, attempt uint32, worker strin
 
 // The bounds of a snooze (SPEC §3 "Job lifecycle"): 1 s .. 24 h.
 const (
-	MinSnoozeMs = 1000
-	MaxSnoozeMs = 24 * 3600 * 1000
+	MinSnoozeMs = text.MinSnoozeMs
+	MaxSnoozeMs = text.MaxSnoozeMs
 )
 
 // checkSnooze refuses a snooze out of its bounds.
 func checkSnooze(ms int64) error {
 	if ms < MinSnoozeMs || ms > MaxSnoozeMs {
-		return invalidf("snooze_ms: %d is out of range %d..%d (1 s .. 24 h)", ms, MinSnoozeMs, MaxSnoozeMs)
+		return invalidf("snooze_ms", "%d is out of range %d..%d (1 s .. 24 h)", ms, MinSnoozeMs, MaxSnoozeMs)
 	}
 	return nil
 }
@@ -423,9 +427,9 @@ func LifecycleRefusal(j *Job, e Input, out Outcome) error {
 	}
 	switch out {
 	case Stale:
-		return fmt.Errorf("%w: %s is stale: %s", ErrRefused, what, state)
+		return preconditionf("", "", "%s is stale: %s", what, state)
 	case NotDue:
-		return fmt.Errorf("%w: %s is not due yet", ErrRefused, what)
+		return preconditionf("", "", "%s is not due yet", what)
 	}
-	return fmt.Errorf("%w: %s does not apply: %s", ErrRefused, what, state)
+	return preconditionf("", "", "%s does not apply: %s", what, state)
 }

@@ -176,7 +176,7 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 		// expired at the reaper's Expire.
 		return Reason{Kind: ReasonTerminal, State: Expired}, nil
 	case j.State != Queued:
-		return Reason{}, invalidf("job %d is %s", id, j.State)
+		return Reason{}, invalidf("", "job %d is %s", id, j.State)
 	}
 	t := s.tenants.Get(uint64(j.Tenant))
 	var buf Tenant

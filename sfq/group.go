@@ -36,7 +36,7 @@ func ParseGroupOrder(s string) (GroupOrder, error) {
 	case "fair":
 		return GroupFair, nil
 	}
-	return 0, invalidf("unknown group_order %q (want fifo or fair)", s)
+	return 0, invalidf("", "unknown group_order %q (want fifo or fair)", s)
 }
 
 // GroupCap is the cap an admin sets on one group: inherit the tenant's
@@ -73,7 +73,7 @@ func ParseGroupCap(s string) (GroupCap, error) {
 	}
 	n, err := strconv.ParseUint(s, 10, 32)
 	if err != nil || n < 1 || n > MaxGroupCap {
-		return 0, invalidf("group cap %q (want inherit, none or 1..%d)", s, MaxGroupCap)
+		return 0, invalidf("", "group cap %q (want inherit, none or 1..%d)", s, MaxGroupCap)
 	}
 	return GroupCap(n), nil
 }
@@ -91,14 +91,14 @@ const (
 // ValidateGroupName checks a group name: 1..128 bytes of [A-Za-z0-9._:@-].
 func ValidateGroupName(s string) error {
 	if s == "" {
-		return invalidf("group name is empty")
+		return invalidf("", "group name is empty")
 	}
 	if len(s) > MaxGroupNameLen {
-		return invalidf("group name is %d bytes (max %d)", len(s), MaxGroupNameLen)
+		return invalidf("", "group name is %d bytes (max %d)", len(s), MaxGroupNameLen)
 	}
 	for i, r := range s {
 		if r >= 0x80 || !groupNameByte(byte(r)) {
-			return invalidf("group name %q has %q at byte %d (allowed: A-Z a-z 0-9 . _ : @ -)", s, r, i)
+			return invalidf("", "group name %q has %q at byte %d (allowed: A-Z a-z 0-9 . _ : @ -)", s, r, i)
 		}
 	}
 	return nil
@@ -135,10 +135,10 @@ func (gs GroupSettings) Empty() bool {
 // Validate checks the settings and names the offending field.
 func (gs GroupSettings) Validate() error {
 	if gs.Cap != GroupCapNone && gs.Cap > MaxGroupCap {
-		return invalidf("group cap %d (want inherit, none or 1..%d)", uint32(gs.Cap), MaxGroupCap)
+		return invalidf("", "group cap %d (want inherit, none or 1..%d)", uint32(gs.Cap), MaxGroupCap)
 	}
 	if gs.TenantCap > MaxGroupCap {
-		return invalidf("tenant group cap %d (want 0 for none, or 1..%d)", gs.TenantCap, MaxGroupCap)
+		return invalidf("", "tenant group cap %d (want 0 for none, or 1..%d)", gs.TenantCap, MaxGroupCap)
 	}
 	return gs.Rate.Validate("group rate")
 }
@@ -568,7 +568,7 @@ func (s *Scheduler) groupOf(tenant, name string) (*Tenant, [][2]uint32, error) {
 // max_groups: what names the new group's cause ("a job of a new group").
 func groupRoom(t *Tenant, what, group string) error {
 	if t.Groups >= t.GroupLimit() {
-		return exhaustedf(text.ReasonMaxGroups, "tenant %s has %d groups, its max_groups; %s %q would exceed it", t.Name, t.Groups, what, group)
+		return exhaustedf(text.ReasonMaxGroups, "", "tenant %s has %d groups, its max_groups; %s %q would exceed it", t.Name, t.Groups, what, group)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func ParseState(s string) (State, error) {
 			return i, nil
 		}
 	}
-	return 0, invalidf("unknown state %q", s)
+	return 0, invalidf("", "unknown state %q", s)
 }
 
 // Terminal reports whether s is a final state.
@@ -116,7 +116,7 @@ func ParseOutcome(s string) (FinishOutcome, error) {
 			return o, nil
 		}
 	}
-	return 0, invalidf("unknown outcome %q (want ok, failed, cancelled or snoozed)", s)
+	return 0, invalidf("", "unknown outcome %q (want ok, failed, cancelled or snoozed)", s)
 }
 
 // Life is the mutable lifecycle part of a job: everything Apply reads and

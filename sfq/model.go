@@ -87,13 +87,13 @@ func (ts *TenantSpec) GroupLimit() uint32 {
 // ErrPermission and names the rule.
 func (ts *TenantSpec) Permit(c Class, deadline bool) error {
 	if c >= NumClasses {
-		return invalidf("class %d", c)
+		return invalidf("", "class %d", c)
 	}
 	if c != ClassLow && c.Above(ts.MaxClass) {
-		return permissionf(text.ReasonMaxClass, "class %s is above tenant %s's max_class %s", c, ts.Name, ts.MaxClass)
+		return permissionf(text.ReasonMaxClass, "", "class %s is above tenant %s's max_class %s", c, ts.Name, ts.MaxClass)
 	}
 	if deadline && !ts.AllowDeadlines {
-		return permissionf(text.ReasonDeadlinesNotAllowed, "tenant %s may not submit a job with a deadline (allow_deadlines is off)", ts.Name)
+		return permissionf(text.ReasonDeadlinesNotAllowed, "", "tenant %s may not submit a job with a deadline (allow_deadlines is off)", ts.Name)
 	}
 	return nil
 }
@@ -115,25 +115,25 @@ func (ts TenantSpec) Validate() error {
 		return err
 	}
 	if ts.Tier >= NumTiers {
-		return invalidf("tier: %d is not free, bronze, silver, gold or diamond", ts.Tier)
+		return invalidf("tier", "%d is not free, bronze, silver, gold or diamond", ts.Tier)
 	}
 	if ts.Multiplier > MaxMultiplier {
-		return invalidf("multiplier: %d, at most %d", ts.Multiplier, MaxMultiplier)
+		return invalidf("multiplier", "%d, at most %d", ts.Multiplier, MaxMultiplier)
 	}
 	if ts.Caps.MaxInflightCPUMs < 0 || ts.Caps.MaxInflightCPUMs > MaxEstCostMs*1000 {
-		return invalidf("caps.max_inflight_cpu_ms: %d is out of range (0 = none, at most %d)", ts.Caps.MaxInflightCPUMs, int64(MaxEstCostMs*1000))
+		return invalidf("caps.max_inflight_cpu_ms", "%d is out of range (0 = none, at most %d)", ts.Caps.MaxInflightCPUMs, int64(MaxEstCostMs*1000))
 	}
 	if ts.MaxClass >= NumClasses {
-		return invalidf("max_class: %d is not critical, high, normal or low", ts.MaxClass)
+		return invalidf("max_class", "%d is not critical, high, normal or low", ts.MaxClass)
 	}
 	if ts.GroupCap > MaxGroupCap {
-		return invalidf("group_cap: %d, at most %d (0 = none)", ts.GroupCap, MaxGroupCap)
+		return invalidf("group_cap", "%d, at most %d (0 = none)", ts.GroupCap, MaxGroupCap)
 	}
 	if ts.GroupOrder > GroupFair {
-		return invalidf("group_order: %d is not fifo or fair", ts.GroupOrder)
+		return invalidf("group_order", "%d is not fifo or fair", ts.GroupOrder)
 	}
 	if ts.MaxGroups > MaxMaxGroups {
-		return invalidf("max_groups: %d, at most %d (0 = the default %d)", ts.MaxGroups, MaxMaxGroups, DefaultMaxGroups)
+		return invalidf("max_groups", "%d, at most %d (0 = the default %d)", ts.MaxGroups, MaxMaxGroups, DefaultMaxGroups)
 	}
 	return ts.Rate.Validate("rate")
 }
@@ -463,46 +463,46 @@ const (
 // client sees: the API's edge check calls it too.
 func (s *Submission) Validate() error {
 	if len(s.Key) > MaxNameLen {
-		return invalidf("idempotency_key: %d bytes, at most %d", len(s.Key), MaxNameLen)
+		return invalidf("idempotency_key", "%d bytes, at most %d", len(s.Key), MaxNameLen)
 	}
 	if len(s.Type) > MaxNameLen {
-		return invalidf("job_type: %d bytes, at most %d", len(s.Type), MaxNameLen)
+		return invalidf("job_type", "%d bytes, at most %d", len(s.Type), MaxNameLen)
 	}
 	if err := checkText("job_type", s.Type, true); err != nil {
 		return err
 	}
 	if s.Size >= NumSizes {
-		return invalidf("size: %d is not sm, md or lg", s.Size)
+		return invalidf("size", "%d is not sm, md or lg", s.Size)
 	}
 	if s.EstCostMs < 0 {
-		return invalidf("est_cost_ms: must be positive (got %d)", s.EstCostMs)
+		return invalidf("est_cost_ms", "must be positive (got %d)", s.EstCostMs)
 	}
 	if s.EstCostMs > MaxEstCostMs {
-		return invalidf("est_cost_ms: %d is more than a CPU-year", s.EstCostMs)
+		return invalidf("est_cost_ms", "%d is more than a CPU-year", s.EstCostMs)
 	}
 	if s.Class >= NumClasses {
-		return invalidf("class: %d is not critical, high, normal or low", s.Class)
+		return invalidf("class", "%d is not critical, high, normal or low", s.Class)
 	}
 	if s.DeadlineMs != 0 && (s.DeadlineMs < MinDeadlineMs || s.DeadlineMs > MaxDeadlineMs) {
-		return invalidf("deadline_ms: %d is out of range (0 = none, else 1 s .. 1 year after the submit)", s.DeadlineMs)
+		return invalidf("deadline_ms", "%d is out of range (0 = none, else 1 s .. 1 year after the submit)", s.DeadlineMs)
 	}
 	if s.MaxAttempts > MaxMaxAttempts {
-		return invalidf("max_attempts: %d, at most %d", s.MaxAttempts, MaxMaxAttempts)
+		return invalidf("max_attempts", "%d, at most %d", s.MaxAttempts, MaxMaxAttempts)
 	}
 	if s.TimeoutMs < 0 || s.TimeoutMs > MaxTimeoutMs {
-		return invalidf("timeout_ms: %d is out of range (0 = none, at most a year)", s.TimeoutMs)
+		return invalidf("timeout_ms", "%d is out of range (0 = none, at most a year)", s.TimeoutMs)
 	}
 	if err := s.validateDelays(); err != nil {
 		return err
 	}
 	if s.Group != "" {
 		if err := ValidateGroupName(s.Group); err != nil {
-			return invalidf("group: %s", err)
+			return invalidf("group", "%s", err)
 		}
 	}
 	if s.Pool != "" {
 		if err := ValidatePoolName(s.Pool); err != nil {
-			return invalidf("pool: %s", err)
+			return invalidf("pool", "%s", err)
 		}
 	}
 	return nil

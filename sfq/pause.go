@@ -77,18 +77,18 @@ func (r RateLimit) toleranceUs() int64 { return int64(r.BurstOf()-1) * r.Interva
 func (r RateLimit) Validate(what string) error {
 	if r.N == 0 {
 		if r.PeriodMs != 0 || r.Burst != 0 {
-			return invalidf("%s has a period or burst but no count N (want N/PERIOD with N >= 1)", what)
+			return invalidf("", "%s has a period or burst but no count N (want N/PERIOD with N >= 1)", what)
 		}
 		return nil
 	}
 	if r.PeriodMs < 1 || r.PeriodMs > MaxRatePeriodMs {
-		return invalidf("%s period %d ms (want 1 ms .. 720h)", what, r.PeriodMs)
+		return invalidf("", "%s period %d ms (want 1 ms .. 720h)", what, r.PeriodMs)
 	}
 	if int64(r.N) > r.PeriodMs*1000 {
-		return invalidf("%s %d per %d ms has an interval below 1 µs (want N <= PERIOD in µs)", what, r.N, r.PeriodMs)
+		return invalidf("", "%s %d per %d ms has an interval below 1 µs (want N <= PERIOD in µs)", what, r.N, r.PeriodMs)
 	}
 	if r.BurstOf() > MaxRateBurst {
-		return invalidf("%s burst %d (want 1..%d; without a burst it is N)", what, r.BurstOf(), MaxRateBurst)
+		return invalidf("", "%s burst %d (want 1..%d; without a burst it is N)", what, r.BurstOf(), MaxRateBurst)
 	}
 	return nil
 }
@@ -112,21 +112,21 @@ func (r RateLimit) String() string {
 func ParseRate(s string, burst uint32) (RateLimit, error) {
 	if s == "none" || s == "off" || s == "" {
 		if burst != 0 {
-			return RateLimit{}, invalidf("burst %d without a rate", burst)
+			return RateLimit{}, invalidf("", "burst %d without a rate", burst)
 		}
 		return RateLimit{}, nil
 	}
 	ns, ps, ok := strings.Cut(s, "/")
 	if !ok {
-		return RateLimit{}, invalidf("rate %q (want N/PERIOD, e.g. 100/1m, or none)", s)
+		return RateLimit{}, invalidf("", "rate %q (want N/PERIOD, e.g. 100/1m, or none)", s)
 	}
 	n, err := strconv.ParseUint(ns, 10, 32)
 	if err != nil || n < 1 {
-		return RateLimit{}, invalidf("rate %q: N must be a whole number >= 1", s)
+		return RateLimit{}, invalidf("", "rate %q: N must be a whole number >= 1", s)
 	}
 	d, err := time.ParseDuration(ps)
 	if err != nil || d%time.Millisecond != 0 || d <= 0 {
-		return RateLimit{}, invalidf("rate %q: PERIOD must be a positive duration in whole milliseconds (e.g. 1s, 1m)", s)
+		return RateLimit{}, invalidf("", "rate %q: PERIOD must be a positive duration in whole milliseconds (e.g. 1s, 1m)", s)
 	}
 	r := RateLimit{N: uint32(n), PeriodMs: d.Milliseconds(), Burst: burst}
 	return r, r.Validate("rate")
@@ -449,7 +449,7 @@ func (s *Scheduler) CheckPauseTenant(name string, pause, admin bool) (bool, erro
 	cur := s.tenants.Get(uint64(ti)).paused
 	next, ok := pauseStep(cur, pause, admin)
 	if !ok {
-		return false, permissionf("", "tenant %s was paused by an admin: only an admin may resume it", name)
+		return false, permissionf("", "", "tenant %s was paused by an admin: only an admin may resume it", name)
 	}
 	return next != cur, nil
 }
@@ -474,7 +474,7 @@ func (s *Scheduler) CheckPauseGroup(tenant, name string, pause, admin bool) (boo
 	cur := s.groups.Get(uint64(slots[0][1])).paused
 	next, ok := pauseStep(cur, pause, admin)
 	if !ok {
-		return false, permissionf("", "group %s of tenant %s was paused by an admin: only an admin may resume it", name, tenant)
+		return false, permissionf("", "", "group %s of tenant %s was paused by an admin: only an admin may resume it", name, tenant)
 	}
 	return next != cur, nil
 }

@@ -123,11 +123,11 @@ func ParsePoolWeights(s string) (PoolWeights, error) {
 	for _, part := range strings.Split(s, ",") {
 		name, num, ok := strings.Cut(part, ":")
 		if !ok {
-			return PoolWeights{}, invalidf("weights entry %q (want TENANT:W)", part)
+			return PoolWeights{}, invalidf("", "weights entry %q (want TENANT:W)", part)
 		}
 		n, err := strconv.ParseUint(num, 10, 32)
 		if err != nil || n < 1 || n > MaxPoolWeight {
-			return PoolWeights{}, invalidf("weight %q of tenant %q (want 1..%d)", num, name, MaxPoolWeight)
+			return PoolWeights{}, invalidf("", "weight %q of tenant %q (want 1..%d)", num, name, MaxPoolWeight)
 		}
 		w.Map = append(w.Map, TenantWeight{Tenant: name, Weight: uint32(n)})
 	}
@@ -143,15 +143,15 @@ func (w *PoolWeights) Validate() error {
 	switch w.Mode {
 	case WeightsDefault, WeightsEqual:
 		if len(w.Map) != 0 {
-			return invalidf("weights %s with a weight map", w.Mode.String())
+			return invalidf("", "weights %s with a weight map", w.Mode.String())
 		}
 		return nil
 	case WeightsMap:
 	default:
-		return invalidf("weights mode %d", w.Mode)
+		return invalidf("", "weights mode %d", w.Mode)
 	}
 	if len(w.Map) == 0 {
-		return invalidf("a weight map with no tenant")
+		return invalidf("", "a weight map with no tenant")
 	}
 	slices.SortFunc(w.Map, func(a, b TenantWeight) int { return strings.Compare(a.Tenant, b.Tenant) })
 	for i, e := range w.Map {
@@ -159,10 +159,10 @@ func (w *PoolWeights) Validate() error {
 			return err
 		}
 		if e.Weight < 1 || e.Weight > MaxPoolWeight {
-			return invalidf("weight %d of tenant %q (want 1..%d)", e.Weight, e.Tenant, MaxPoolWeight)
+			return invalidf("", "weight %d of tenant %q (want 1..%d)", e.Weight, e.Tenant, MaxPoolWeight)
 		}
 		if i > 0 && w.Map[i-1].Tenant == e.Tenant {
-			return invalidf("tenant %q is in the weights twice", e.Tenant)
+			return invalidf("", "tenant %q is in the weights twice", e.Tenant)
 		}
 	}
 	return nil
@@ -630,10 +630,10 @@ func (s *Scheduler) CheckSetPool(spec PoolSpec, maxPools int) error {
 		return nil
 	}
 	if maxPools > 0 && s.PoolCount() >= maxPools {
-		return exhaustedf("", "the cluster has %d pools, its max_pools; pool %q would exceed it", s.PoolCount(), spec.Name)
+		return exhaustedf("", "", "the cluster has %d pools, its max_pools; pool %q would exceed it", s.PoolCount(), spec.Name)
 	}
 	if !exists && len(s.pools) >= MaxPoolSlots {
-		return exhaustedf("", "the cluster has made %d pools, deleted ones included, the most it keeps", len(s.pools))
+		return exhaustedf("", "", "the cluster has made %d pools, deleted ones included, the most it keeps", len(s.pools))
 	}
 	return nil
 }
@@ -700,10 +700,10 @@ func (s *Scheduler) CheckDeletePool(name string) error {
 		return UnknownPool(name)
 	}
 	if id == DefaultPool {
-		return preconditionf("", "the pool default is never deleted")
+		return preconditionf("", "", "the pool default is never deleted")
 	}
 	if v := s.poolAt(id); v.Scheduled+v.Queued+v.Running > 0 {
-		return preconditionf("", "pool %s has %d scheduled, %d queued and %d running jobs", name, v.Scheduled, v.Queued, v.Running)
+		return preconditionf("", "", "pool %s has %d scheduled, %d queued and %d running jobs", name, v.Scheduled, v.Queued, v.Running)
 	}
 	return nil
 }

@@ -179,7 +179,7 @@ func (s *Scheduler) Purge(id JobID) error {
 		return fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
 	if !j.State.Terminal() {
-		return fmt.Errorf("%w: job %d is %s, not ended", ErrRefused, id, j.State)
+		return preconditionf("", "", "job %d is %s, not ended", id, j.State)
 	}
 	s.deleteEnded(j)
 	return nil
@@ -200,7 +200,7 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 		return Change{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
 	if maxAttempts > MaxMaxAttempts {
-		return Change{}, invalidf("max_attempts %d (want 1..%d)", maxAttempts, MaxMaxAttempts)
+		return Change{}, invalidf("", "max_attempts %d (want 1..%d)", maxAttempts, MaxMaxAttempts)
 	}
 	delay := j.times().delay
 	e := Input{Kind: InRedrive, Now: now, MaxAttempts: uint16(maxAttempts), Due: now + delay}
@@ -210,22 +210,22 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	life, out := Step(j.Life, e)
 	ch := Change{Job: id, Tenant: j.Tenant, Attempt: j.Attempt, Outcome: out, From: j.State, To: life.State}
 	if out != Changed {
-		return ch, fmt.Errorf("%w: job %d is %s, not failed, timed_out, expired or cancelled", ErrRefused, id, j.State)
+		return ch, preconditionf("", "", "job %d is %s, not failed, timed_out, expired or cancelled", id, j.State)
 	}
 	ti := j.Tenant
 	t := s.tenants.Get(uint64(ti))
 	if t.Deleted {
-		return ch, fmt.Errorf("%w: job %d belongs to a deleted tenant", ErrUnknownTenant, id)
+		return ch, Refusef(CodeNotFound, text.ReasonTenantUnknown, "", "job %d belongs to a deleted tenant", id)
 	}
 	if p := s.pools[t.pool]; p.deleted {
-		return ch, fmt.Errorf("%w: job %d is of pool %s, which was deleted", ErrUnknownPool, id, p.Name)
+		return ch, Refusef(CodeNotFound, text.ReasonPoolUnknown, "", "job %d is of pool %s, which was deleted", id, p.Name)
 	}
 	if err := t.Permit(j.Class, j.deadline); err != nil {
 		return ch, err
 	}
 	gs, exists := s.groupSlot(ti, j.Group())
 	if own := s.tenants.Get(uint64(s.owner(ti))); !exists && j.Group() != "" && !s.groupAnywhere(ti, j.Group()) && own.Groups >= own.GroupLimit() {
-		return ch, exhaustedf(text.ReasonMaxGroups, "tenant %s has %d groups, its max_groups; job %d of group %q would exceed it", t.Name, own.Groups, id, j.Group())
+		return ch, exhaustedf(text.ReasonMaxGroups, "", "tenant %s has %d groups, its max_groups; job %d of group %q would exceed it", t.Name, own.Groups, id, j.Group())
 	}
 	// Eligibility at the redrive's time first, as for every command that
 	// takes effect (a refused one, above, changes nothing).

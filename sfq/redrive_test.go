@@ -81,16 +81,16 @@ func TestRedriveCore(t *testing.T) {
 	if err != nil || !ok || a.Job != old || a.Attempt != 4 {
 		t.Fatalf("dispatch after redrive: %+v %v %v (want job %d attempt 4)", a, ok, err, old)
 	}
-	if _, err := s.Redrive(5000, old, 0); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "job 1 is assigned, not failed") {
+	if _, err := s.Redrive(5000, old, 0); !errors.Is(err, ErrPrecondition) || !strings.Contains(err.Error(), "job 1 is assigned, not failed") {
 		t.Fatalf("redrive of a live job: %v", err)
 	}
-	if _, err := s.Redrive(5000, young, 0); !errors.Is(err, ErrRefused) {
+	if _, err := s.Redrive(5000, young, 0); !errors.Is(err, ErrPrecondition) {
 		t.Fatalf("redrive of a queued job: %v", err)
 	}
 	if _, err := s.Finish(6000, old, 4, "w2", OutcomeOK, 10, RunResult{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Redrive(7000, old, 0); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "is completed") {
+	if _, err := s.Redrive(7000, old, 0); !errors.Is(err, ErrPrecondition) || !strings.Contains(err.Error(), "is completed") {
 		t.Fatalf("redrive of a completed job: %v", err)
 	}
 	if _, err := s.Redrive(7000, 99, 0); !errors.Is(err, ErrUnknownJob) {
@@ -222,7 +222,7 @@ func TestDeadLetterPruning(t *testing.T) {
 		t.Fatalf("dead letters %d (%d bytes), want 1 (3)", n, b)
 	}
 	q, _ := s.Submit(6000, Submission{Tenant: "beta", Size: SM, EstCostMs: 1000})
-	if err := s.Purge(q); !errors.Is(err, ErrRefused) || err.Error() != "refused: job 6 is queued, not ended" {
+	if err := s.Purge(q); !errors.Is(err, ErrPrecondition) || err.Error() != "job 6 is queued, not ended" {
 		t.Fatalf("purge of a queued job: %v", err)
 	}
 	mustVerify(t, s, "end")

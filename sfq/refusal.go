@@ -70,22 +70,26 @@ func (r *Refusal) Is(target error) bool {
 
 // RefusalOf classifies an error of the core: a *Refusal as it is, any
 // other by the sentinel it wraps, its message its text. It is the one
-// place an error becomes a refusal.
+// place an error becomes a refusal. A wrapped refusal keeps its code,
+// reason and field, with the whole text as its message.
 func RefusalOf(err error) *Refusal {
 	var r *Refusal
 	if errors.As(err, &r) {
 		if error(r) == err {
 			return r
 		}
-		out := *r // wrapped: its code and reason, the whole text
+		out := *r
 		out.Msg = err.Error()
-		out.Field = RefusalField(out.Msg)
 		return &out
 	}
 	out := &Refusal{Code: CodeInternal, Msg: err.Error()}
 	switch {
 	case errors.Is(err, ErrInvalid):
-		out.Code, out.Field = CodeInvalid, RefusalField(out.Msg)
+		out.Code = CodeInvalid
+		var inv *text.InvalidError
+		if errors.As(err, &inv) {
+			out.Field = inv.Field
+		}
 	case errors.Is(err, ErrUnknownTenant):
 		out.Code, out.Reason = CodeNotFound, text.ReasonTenantUnknown
 	case errors.Is(err, ErrUnknownPool):
@@ -102,52 +106,39 @@ func RefusalOf(err error) *Refusal {
 	return out
 }
 
-// Refusef builds a refusal; the field is read from the message when it
-// starts with one ("class: ...").
-func Refusef(code Code, reason, format string, args ...any) *Refusal {
-	msg := fmt.Errorf(format, args...).Error()
-	return &Refusal{Code: code, Field: RefusalField(msg), Reason: reason, Msg: msg}
-}
-
-// RefusalField reads the field a message starts with ("est_cost_ms: must be
-// positive" names est_cost_ms), or "".
-func RefusalField(msg string) string {
-	for i := 0; i < len(msg); i++ {
-		switch b := msg[i]; {
-		case b >= 'a' && b <= 'z', b >= '0' && b <= '9' && i > 0, b == '_', b == '.' && i > 0, b == '[' || b == ']':
-		case b == ':' && i > 0 && i+1 < len(msg) && msg[i+1] == ' ':
-			return msg[:i]
-		default:
-			return ""
-		}
-	}
-	return ""
+// Refusef builds a refusal of field ("" when no one field is at fault):
+// its message is the formatted text, after "field: " when there is one
+// (text.Message).
+func Refusef(code Code, reason, field, format string, args ...any) *Refusal {
+	return &Refusal{Code: code, Field: field, Reason: reason, Msg: text.Message(field, format, args...)}
 }
 
 // invalidf refuses malformed or out-of-range input (Invalid).
-func invalidf(format string, args ...any) error { return Refusef(CodeInvalid, "", format, args...) }
+func invalidf(field, format string, args ...any) error {
+	return Refusef(CodeInvalid, "", field, format, args...)
+}
 
 // permissionf refuses what the tenant is not allowed (PermissionDenied).
-func permissionf(reason, format string, args ...any) error {
-	return Refusef(CodePermissionDenied, reason, format, args...)
+func permissionf(reason, field, format string, args ...any) error {
+	return Refusef(CodePermissionDenied, reason, field, format, args...)
 }
 
 // preconditionf refuses what the state does not allow as it stands.
-func preconditionf(reason, format string, args ...any) error {
-	return Refusef(CodeFailedPrecondition, reason, format, args...)
+func preconditionf(reason, field, format string, args ...any) error {
+	return Refusef(CodeFailedPrecondition, reason, field, format, args...)
 }
 
 // exhaustedf refuses what would pass a bound (ResourceExhausted).
-func exhaustedf(reason, format string, args ...any) error {
-	return Refusef(CodeResourceExhausted, reason, format, args...)
+func exhaustedf(reason, field, format string, args ...any) error {
+	return Refusef(CodeResourceExhausted, reason, field, format, args...)
 }
 
 // UnknownTenant is the refusal of a tenant name that names no tenant.
 func UnknownTenant(name string) error {
-	return Refusef(CodeNotFound, text.ReasonTenantUnknown, "unknown tenant %q", name)
+	return Refusef(CodeNotFound, text.ReasonTenantUnknown, "", "unknown tenant %q", name)
 }
 
 // UnknownPool is the refusal of a pool name that names no live pool.
 func UnknownPool(name string) error {
-	return Refusef(CodeNotFound, text.ReasonPoolUnknown, "unknown pool %q", name)
+	return Refusef(CodeNotFound, text.ReasonPoolUnknown, "", "unknown pool %q", name)
 }

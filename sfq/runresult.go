@@ -55,10 +55,10 @@ func (f RunFailure) String() string {
 // checkDetails refuses a CPU source or failure this build does not know.
 func (r *RunResult) checkDetails() error {
 	if r.CPUSource >= numCPUSources {
-		return fmt.Errorf("%w: cpu_source %d", ErrInvalid, r.CPUSource)
+		return invalidf("cpu_source", "%d is not a source this build knows", r.CPUSource)
 	}
 	if r.Failure >= numRunFailures {
-		return fmt.Errorf("%w: failure %d", ErrInvalid, r.Failure)
+		return invalidf("failure", "%d is not a failure this build knows", r.Failure)
 	}
 	return nil
 }

@@ -65,7 +65,7 @@ func (s *Scheduler) AdmitSubmit(now Time, sub *Submission, spec *TenantSpec) (Su
 		_, subscribed = s.subscription(o, pid)
 	}
 	if s.pools[pid].Required && !subscribed {
-		return p, preconditionf(text.ReasonSubscriptionRequired, "tenant %s has no subscription in pool %s, which requires one", sub.Tenant, s.pools[pid].Name)
+		return p, preconditionf(text.ReasonSubscriptionRequired, "", "tenant %s has no subscription in pool %s, which requires one", sub.Tenant, s.pools[pid].Name)
 	}
 	deadline := sub.DeadlineMs != 0
 	if err := t.Permit(sub.Class, deadline); err != nil {
@@ -89,7 +89,7 @@ func (s *Scheduler) AdmitSubmit(now Time, sub *Submission, spec *TenantSpec) (Su
 	if deadline {
 		p.deadlineAt = now + Time(sub.DeadlineMs)
 		if p.deadlineAt <= 0 {
-			return p, invalidf("deadline at %d ms of cluster time", p.deadlineAt)
+			return p, invalidf("", "deadline at %d ms of cluster time", p.deadlineAt)
 		}
 	}
 	return p, nil

@@ -41,7 +41,7 @@ func ParseTier(s string) (Tier, error) {
 			return Tier(i), nil
 		}
 	}
-	return 0, invalidf("unknown tier %q (want free, bronze, silver, gold or diamond)", s)
+	return 0, invalidf("", "unknown tier %q (want free, bronze, silver, gold or diamond)", s)
 }
 
 // Size is a container size. A worker of size S may run a job of size <= S.
@@ -71,7 +71,7 @@ func ParseSize(s string) (Size, error) {
 			return Size(i), nil
 		}
 	}
-	return 0, invalidf("unknown size %q (want sm, md or lg)", s)
+	return 0, invalidf("", "unknown size %q (want sm, md or lg)", s)
 }
 
 // JobID identifies a job. IDs are assigned 1, 2, 3, ... in submit order and

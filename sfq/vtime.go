@@ -53,7 +53,7 @@ func FormatMillis(us int64) string {
 // finish tag of a tenant of weight w: floor(costMs × 1000 / (w / 2^16)).
 func tagStep(costMs int64, w Weight) (VirtualTime, error) {
 	if costMs < 0 || w <= 0 {
-		return 0, invalidf("tag step of cost %d at weight %d", costMs, w)
+		return 0, invalidf("", "tag step of cost %d at weight %d", costMs, w)
 	}
 	hi, lo := bits.Mul64(uint64(costMs), 1000*uint64(WeightOne))
 	if hi >= uint64(w) {

@@ -4,7 +4,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/baristahq/barista/fsm"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -156,15 +156,15 @@ func poolOf(name string) string {
 
 // commandJob names the job a command acts on (0: none known before it
 // applies).
-func commandJob(c *pb.Command) uint64 {
+func commandJob(c *clusterpb.Command) uint64 {
 	switch x := c.Cmd.(type) {
-	case *pb.Command_Started:
+	case *clusterpb.Command_Started:
 		return x.Started.Job
-	case *pb.Command_Finished:
+	case *clusterpb.Command_Finished:
 		return x.Finished.Job
-	case *pb.Command_Cancel:
+	case *clusterpb.Command_Cancel:
 		return x.Cancel.Job
-	case *pb.Command_Expire:
+	case *clusterpb.Command_Expire:
 		return x.Expire.Job
 	}
 	return 0
@@ -235,7 +235,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				}
 			}
 		})
-		one := &pb.Envelope{Version: env.Version, StampMs: env.StampMs, WallMs: env.WallMs, Commands: []*pb.Command{c}}
+		one := &clusterpb.Envelope{Version: env.Version, StampMs: env.StampMs, WallMs: env.WallMs, Commands: []*clusterpb.Command{c}}
 		out, err := f.ApplyEnvelope(l.Index, one)
 		if err != nil {
 			return err
@@ -244,7 +244,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 		clock, _ := f.Clock()
 		f.Read(func(s *sfq.Scheduler) {
 			switch x := c.Cmd.(type) {
-			case *pb.Command_Submit:
+			case *clusterpb.Command_Submit:
 				fact := AuditFact{Kind: "submit", Index: l.Index, Job: uint64(r.Job), Tenant: x.Submit.Tenant, Key: x.Submit.IdempotencyKey, Created: r.Created}
 				if r.Code != fsm.OK {
 					fact.Code = r.Code.String()
@@ -253,14 +253,14 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				if j, ok := s.Job(r.Job); ok && r.Created && j.State == sfq.Scheduled {
 					a.emit(AuditFact{Kind: "scheduled", Index: l.Index, Job: uint64(r.Job), Tenant: x.Submit.Tenant, At: int64(clock), DueAt: int64(j.DueAt())})
 				}
-			case *pb.Command_Release:
+			case *clusterpb.Command_Release:
 				for _, id := range x.Release.Jobs {
 					due, was := dueBefore[id]
 					if j, ok := s.Job(sfq.JobID(id)); was && ok && j.State != sfq.Scheduled {
 						a.emit(AuditFact{Kind: "release", Index: l.Index, Job: id, Tenant: s.TenantName(j.Tenant), At: int64(clock), DueAt: int64(due), Forced: x.Release.Now})
 					}
 				}
-			case *pb.Command_Dispatch:
+			case *clusterpb.Command_Dispatch:
 				if !r.Assigned {
 					return
 				}
@@ -281,7 +281,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 					Class: j.Class.String(), Deadline: j.HasDeadline(), DeadlineMissed: r.DeadlineMissed, Start: int64(j.StartTag), Eligible: eligible,
 					At: int64(clock), ExpireAt: int64(j.ExpireAt()),
 					Pool: pool, WorkerPool: workerPool, PoolRunning: lane.Running, Subscribed: subscribed, Burst: burst})
-			case *pb.Command_Redrive, *pb.Command_CancelJobs:
+			case *clusterpb.Command_Redrive, *clusterpb.Command_CancelJobs:
 				if r.Bulk == nil {
 					return
 				}
@@ -295,23 +295,23 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 						a.emit(AuditFact{Kind: "terminal", Index: l.Index, Job: uint64(it.Job), Tenant: s.TenantName(j.Tenant), State: j.State.String()})
 					}
 				}
-			case *pb.Command_Pause:
+			case *clusterpb.Command_Pause:
 				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
 					a.emit(AuditFact{Kind: "pause", Index: l.Index, Tenant: x.Pause.Tenant, Group: x.Pause.Group, All: x.Pause.All, Paused: !x.Pause.Resume,
 						Pool: x.Pause.Pool})
 				}
-			case *pb.Command_TenantUpsert:
+			case *clusterpb.Command_TenantUpsert:
 				if t, ok := s.Tenant(x.TenantUpsert.Name); ok && r.Code == fsm.OK {
 					a.emit(AuditFact{Kind: "rate", Index: l.Index, Tenant: t.Name, RateN: t.Rate.N, RatePeriodMs: t.Rate.PeriodMs, RateBurst: t.Rate.BurstOf()})
 				}
-			case *pb.Command_SetGroup:
+			case *clusterpb.Command_SetGroup:
 				if g, ok := s.Group(x.SetGroup.Tenant, x.SetGroup.Group); ok && r.Code == fsm.OK && x.SetGroup.SetRate {
 					a.emit(AuditFact{Kind: "rate", Index: l.Index, Tenant: x.SetGroup.Tenant, Group: g.Name, RateN: g.Rate.N, RatePeriodMs: g.Rate.PeriodMs,
 						RateBurst: g.Rate.BurstOf()})
 				} else if !ok && r.Code == fsm.OK && x.SetGroup.SetRate {
 					a.emit(AuditFact{Kind: "rate", Index: l.Index, Tenant: x.SetGroup.Tenant, Group: x.SetGroup.Group})
 				}
-			case *pb.Command_Finished:
+			case *clusterpb.Command_Finished:
 				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
 					j, _ := s.Job(sfq.JobID(x.Finished.Job))
 					fact := AuditFact{Kind: "finish", Index: l.Index, Job: x.Finished.Job, Tenant: s.TenantName(j.Tenant), Attempt: x.Finished.Attempt,

@@ -12,14 +12,15 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // writeLog stores cmds in db as entries 1, 2, ..., one a second of
 // cluster time, and closes it.
-func writeLog(t *testing.T, db *raftboltdb.BoltStore, cmds []*pb.Command) {
+func writeLog(t *testing.T, db *raftboltdb.BoltStore, cmds []*clusterpb.Command) {
 	t.Helper()
 	for i, c := range cmds {
-		data, err := fsm.Encode(&pb.Envelope{Version: fsm.Version, StampMs: int64(i) * 1000, Commands: []*pb.Command{c}})
+		data, err := fsm.Encode(&clusterpb.Envelope{Version: fsm.Version, StampMs: int64(i) * 1000, Commands: []*clusterpb.Command{c}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,15 +40,15 @@ func TestAuditClassesAndDeadlines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := []*pb.Command{
+	cmds := []*clusterpb.Command{
 		// As a new cluster's first leader raises it.
-		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level2}}},
-		{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH, AllowDeadlines: true}}},
-		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1000}}},
-		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, DeadlineMs: 1000}}},
-		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, JobClass: pb.Class_HIGH}}},
-		{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_MD, Credit: 1}}},
-		{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w2", Size: pb.Size_MD, Credit: 1}}},
+		{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level2}}},
+		{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH, AllowDeadlines: true}}},
+		{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1000}}},
+		{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, DeadlineMs: 1000}}},
+		{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, JobClass: pb.Class_HIGH}}},
+		{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w1", Size: pb.Size_MD, Credit: 1}}},
+		{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w2", Size: pb.Size_MD, Credit: 1}}},
 	}
 	writeLog(t, db, cmds)
 	var got []AuditFact
@@ -84,16 +85,16 @@ func TestAuditRedrive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := []*pb.Command{
-		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level5}}},
-		{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
-		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, MaxAttempts: 1}}},
-		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000}}},
-		{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}},
-		{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, CpuMs: 10, ExitCode: 3}}},
-		{Cmd: &pb.Command_Redrive{Redrive: &pb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{}}}},
-		{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 2}}},
-		{Cmd: &pb.Command_CancelJobs{CancelJobs: &pb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{States: []string{"queued"}}}}},
+	cmds := []*clusterpb.Command{
+		{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level5}}},
+		{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
+		{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, MaxAttempts: 1}}},
+		{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000}}},
+		{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}},
+		{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, CpuMs: 10, ExitCode: 3}}},
+		{Cmd: &clusterpb.Command_Redrive{Redrive: &clusterpb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{}}}},
+		{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 2}}},
+		{Cmd: &clusterpb.Command_CancelJobs{CancelJobs: &clusterpb.BulkJobs{Tenant: "a", Filter: &pb.JobFilter{States: []string{"queued"}}}}},
 	}
 	writeLog(t, db, cmds)
 	var got []string
@@ -123,24 +124,24 @@ func TestAuditPools(t *testing.T) {
 		t.Fatal(err)
 	}
 	burst := uint32(2)
-	submit := func(tenant, pool string, class pb.Class) *pb.Command {
-		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 1000, Pool: pool, JobClass: class}}}
+	submit := func(tenant, pool string, class pb.Class) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 1000, Pool: pool, JobClass: class}}}
 	}
-	dispatch := func(worker, pool string) *pb.Command {
-		return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: pb.Size_SM, Credit: 1, Pool: pool}}}
+	dispatch := func(worker, pool string) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: worker, Size: pb.Size_SM, Credit: 1, Pool: pool}}}
 	}
-	cmds := []*pb.Command{
-		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level6}}},
-		{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH}}},
-		{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "b", Tier: pb.Tier_GOLD}}},
-		{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: "gpu"}}},
-		{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: "a", Pool: "gpu", Burst: &burst}}},
+	cmds := []*clusterpb.Command{
+		{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level6}}},
+		{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD, MaxClass: pb.Class_HIGH}}},
+		{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "b", Tier: pb.Tier_GOLD}}},
+		{Cmd: &clusterpb.Command_PoolSet{PoolSet: &clusterpb.PoolSet{Name: "gpu"}}},
+		{Cmd: &clusterpb.Command_SubscriptionSet{SubscriptionSet: &clusterpb.SubscriptionSet{Tenant: "a", Pool: "gpu", Burst: &burst}}},
 		submit("a", "", pb.Class_HIGH), // 1: default, high
 		submit("a", "gpu", 0),          // 2: gpu
 		submit("b", "gpu", 0),          // 3: gpu
 		dispatch("w1", "default"),      // job 1
 		dispatch("g1", "gpu"),          // job 2: a and b tie, the older job goes
-		{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: "gpu"}}},
+		{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Pool: "gpu"}}},
 	}
 	writeLog(t, db, cmds)
 	var got []AuditFact
@@ -176,14 +177,14 @@ func TestAuditClockTicks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, cmds := range [][]*pb.Command{
-		{{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.MaxFeatureLevel}}}},
-		{{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}}},
+	for i, cmds := range [][]*clusterpb.Command{
+		{{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.MaxFeatureLevel}}}},
+		{{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}}},
 		nil, nil, // ticks
-		{{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1000}}}},
+		{{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_MD, EstCostMs: 1000}}}},
 		nil,
 	} {
-		data, err := fsm.Encode(&pb.Envelope{Version: fsm.Version, StampMs: int64(i) * 1000, WallMs: 1_700_000_000_000 + int64(i)*1000, Commands: cmds})
+		data, err := fsm.Encode(&clusterpb.Envelope{Version: fsm.Version, StampMs: int64(i) * 1000, WallMs: 1_700_000_000_000 + int64(i)*1000, Commands: cmds})
 		if err != nil {
 			t.Fatal(err)
 		}

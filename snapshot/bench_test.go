@@ -13,28 +13,29 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // bigFSM builds a state of jobs queued over tenants through Apply.
 func bigFSM(b *testing.B, tenants, jobs int) (*fsm.FSM, uint64) {
 	f := fsm.NewLatest()
 	var index uint64
-	apply := func(cmds []*pb.Command) {
+	apply := func(cmds []*clusterpb.Command) {
 		index++
-		if _, err := f.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: int64(index), Commands: cmds}); err != nil {
+		if _, err := f.ApplyEnvelope(index, &clusterpb.Envelope{Version: fsm.Version, StampMs: int64(index), Commands: cmds}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	var cmds []*pb.Command
+	var cmds []*clusterpb.Command
 	for i := range tenants {
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: fmt.Sprintf("tenant-%06d", i), Tier: pb.Tier(1 + i%5)}}})
+		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: fmt.Sprintf("tenant-%06d", i), Tier: pb.Tier(1 + i%5)}}})
 		if len(cmds) == 1000 {
 			apply(cmds)
 			cmds = nil
 		}
 	}
 	for i := range jobs {
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
+		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{
 			Tenant: fmt.Sprintf("tenant-%06d", i%tenants), Size: pb.Size(1 + i%3), EstCostMs: int64(1000 + i%7*100), Payload: []byte("run --input s3://bucket/object")}}})
 		if len(cmds) == 1000 {
 			apply(cmds)
@@ -128,9 +129,9 @@ func BenchmarkSnapshot1M(b *testing.B) {
 			}
 			index++
 			job := 1 + rng.Uint64N(1_000_000)
-			cmd := &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Job: job}}}
+			cmd := &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Job: job}}}
 			t := time.Now()
-			f.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: int64(index), Commands: []*pb.Command{cmd}})
+			f.ApplyEnvelope(index, &clusterpb.Envelope{Version: fsm.Version, StampMs: int64(index), Commands: []*clusterpb.Command{cmd}})
 			longest = max(longest, time.Since(t))
 			applied++
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -43,8 +44,8 @@ func TestReadsSnapshotOfRevivedTenant(t *testing.T) {
 	if _, err := Write(&same, v); err != nil || !bytes.Equal(same.Bytes(), raw) {
 		t.Fatalf("written back at level 1: %v, equal %t", err, bytes.Equal(same.Bytes(), raw))
 	}
-	if res, err := f.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*pb.Command{
-		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level2}}}}}); err != nil || res[0].Code != fsm.OK {
+	if res, err := f.ApplyEnvelope(index, &clusterpb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*clusterpb.Command{
+		{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level2}}}}}); err != nil || res[0].Code != fsm.OK {
 		t.Fatalf("raising the level: %v %v", res, err)
 	}
 	if v, err = f.Freeze(); err != nil {
@@ -75,18 +76,18 @@ func TestReadsSnapshotOfRevivedTenant(t *testing.T) {
 	if got := jobsOf("acme"); got != "[1 3]" {
 		t.Fatalf("acme's jobs as loaded: %s, want [1 3] (the revived index keeps them)", got)
 	}
-	apply := func(i uint64, cmds ...*pb.Command) []fsm.Result {
-		res, err := f.ApplyEnvelope(i, &pb.Envelope{Version: fsm.Version, StampMs: 20_000, Commands: cmds})
+	apply := func(i uint64, cmds ...*clusterpb.Command) []fsm.Result {
+		res, err := f.ApplyEnvelope(i, &clusterpb.Envelope{Version: fsm.Version, StampMs: 20_000, Commands: cmds})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
 	res := apply(9,
-		&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "acme", Job: 3}}},
-		&pb.Command{Cmd: &pb.Command_TenantDelete{TenantDelete: &pb.TenantDelete{Name: "acme"}}},
-		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}},
-		&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", IdempotencyKey: "K", Size: pb.Size_MD, EstCostMs: 1000, Payload: []byte("old")}}})
+		&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "acme", Job: 3}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_TenantDelete{TenantDelete: &clusterpb.TenantDelete{Name: "acme"}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", IdempotencyKey: "K", Size: pb.Size_MD, EstCostMs: 1000, Payload: []byte("old")}}})
 	if sub := res[3]; sub.Code != fsm.OK || !sub.Created || sub.Job != 4 {
 		t.Fatalf("submit with K after re-creating the loaded tenant: %+v", sub)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // smallState is a state with every table in use: tenants, queued, running
@@ -31,23 +32,23 @@ import (
 func smallState(t testing.TB) *fsm.FSM {
 	f := fsm.NewLatest()
 	var index uint64
-	apply := func(cmds ...*pb.Command) {
+	apply := func(cmds ...*clusterpb.Command) {
 		index++
-		if _, err := f.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: int64(1000 + index*100), Commands: cmds}); err != nil {
+		if _, err := f.ApplyEnvelope(index, &clusterpb.Envelope{Version: fsm.Version, StampMs: int64(1000 + index*100), Commands: cmds}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sub := func(tenant, key string) *pb.Command {
-		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, IdempotencyKey: key, Size: pb.Size_SM, EstCostMs: 100, Payload: []byte("p")}}}
+	sub := func(tenant, key string) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, IdempotencyKey: key, Size: pb.Size_SM, EstCostMs: 100, Payload: []byte("p")}}}
 	}
-	apply(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
-		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "b", Tier: pb.Tier_FREE}}})
+	apply(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "b", Tier: pb.Tier_FREE}}})
 	apply(sub("a", "k1"), sub("a", ""), sub("b", "k3"))
-	apply(&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}},
-		&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w2", Size: pb.Size_SM, Credit: 1}}})
-	apply(&pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: 1, Attempt: 1, WorkerId: "w1"}}})
-	apply(&pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, ExitCode: 1, StderrTail: "no", CpuMs: 5}}})
-	apply(&pb.Command{Cmd: &pb.Command_MemberUpsert{MemberUpsert: &pb.MemberUpsert{Id: "n1", RaftAddr: "r", GrpcAddr: "g"}}})
+	apply(&clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w2", Size: pb.Size_SM, Credit: 1}}})
+	apply(&clusterpb.Command{Cmd: &clusterpb.Command_Started{Started: &clusterpb.Started{Job: 1, Attempt: 1, WorkerId: "w1"}}})
+	apply(&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, ExitCode: 1, StderrTail: "no", CpuMs: 5}}})
+	apply(&clusterpb.Command{Cmd: &clusterpb.Command_MemberUpsert{MemberUpsert: &clusterpb.MemberUpsert{Id: "n1", RaftAddr: "r", GrpcAddr: "g"}}})
 	return f
 }
 

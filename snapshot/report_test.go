@@ -11,6 +11,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // TestReplayWholeReport: the fairness report of a replayed data directory
@@ -20,26 +21,26 @@ import (
 func TestReplayWholeReport(t *testing.T) {
 	type entry struct {
 		at  int64
-		cmd *pb.Command
+		cmd *clusterpb.Command
 	}
 	submit := func(tenant string) entry {
-		return entry{0, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_MD, EstCostMs: 1000}}}}
+		return entry{0, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size_MD, EstCostMs: 1000}}}}
 	}
 	entries := []entry{
-		{0, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level2}}}},
-		{0, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}}},
-		{0, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "b", Tier: pb.Tier_FREE}}}},
+		{0, &clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level2}}}},
+		{0, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}}},
+		{0, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "b", Tier: pb.Tier_FREE}}}},
 		submit("a"), submit("a"), submit("b"), submit("b"),
 		// Jobs 1 (a) and 3 (b) run at 1 s; a's takes 2 s of CPU, b's 1 s.
-		{1000, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_MD, Credit: 1}}}},
-		{1000, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w2", Size: pb.Size_MD, Credit: 1}}}},
-		{11_000, &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", CpuMs: 2000, Outcome: pb.Outcome_OK}}}},
-		{11_000, &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 3, Attempt: 1, WorkerId: "w2", CpuMs: 1000, Outcome: pb.Outcome_OK}}}},
+		{1000, &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w1", Size: pb.Size_MD, Credit: 1}}}},
+		{1000, &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w2", Size: pb.Size_MD, Credit: 1}}}},
+		{11_000, &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", CpuMs: 2000, Outcome: pb.Outcome_OK}}}},
+		{11_000, &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 3, Attempt: 1, WorkerId: "w2", CpuMs: 1000, Outcome: pb.Outcome_OK}}}},
 	}
 	const snapAt = 9 // after the dispatches
 	logs := make([]*raft.Log, len(entries))
 	for i, e := range entries {
-		data, err := fsm.Encode(&pb.Envelope{Version: fsm.Version, StampMs: e.at, Commands: []*pb.Command{e.cmd}})
+		data, err := fsm.Encode(&clusterpb.Envelope{Version: fsm.Version, StampMs: e.at, Commands: []*clusterpb.Command{e.cmd}})
 		if err != nil {
 			t.Fatal(err)
 		}

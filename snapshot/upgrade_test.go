@@ -12,6 +12,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/snapshot/scenario"
 )
@@ -163,8 +164,8 @@ func TestUpgradeFromV1(t *testing.T) {
 	}
 	replayed := replayScript(t, "upgrade-v1.txt")
 	// The leader raises the level once every voter runs the new build.
-	if res, err := loaded.ApplyEnvelope(32, &pb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*pb.Command{
-		{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level2}}}}}); err != nil || res[0].Code != fsm.OK {
+	if res, err := loaded.ApplyEnvelope(32, &clusterpb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*clusterpb.Command{
+		{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level2}}}}}); err != nil || res[0].Code != fsm.OK {
 		t.Fatalf("raising the level: %v %v", res, err)
 	}
 	// Job 8 completed on its worker: a build of format 1 did not keep it.
@@ -231,9 +232,9 @@ func TestUpgradeFromV2(t *testing.T) {
 	// The loaded state goes on: a run finished by a new worker keeps the
 	// wall clock of its entry, its worker and its stdout tail.
 	const wall = 41_000 + 68_321 // the wall clock 68 s ahead
-	fin := &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 5, Attempt: 2, WorkerId: "lg-8",
+	fin := &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 5, Attempt: 2, WorkerId: "lg-8",
 		Outcome: pb.Outcome_OK, CpuMs: 1000, StdoutTail: "done\n"}}}
-	res, err := loaded.ApplyEnvelope(29, &pb.Envelope{Version: fsm.Version, StampMs: 41_000, WallMs: wall, Commands: []*pb.Command{fin}})
+	res, err := loaded.ApplyEnvelope(29, &clusterpb.Envelope{Version: fsm.Version, StampMs: 41_000, WallMs: wall, Commands: []*clusterpb.Command{fin}})
 	if err != nil || res[0].Err() != nil {
 		t.Fatalf("finish job 5: %v %v", err, res)
 	}
@@ -260,10 +261,10 @@ func TestUpgradeFromV3(t *testing.T) {
 	if b := snapshotBytes(t, loaded); !bytes.Equal(b, raw) {
 		t.Fatalf("written back at level 2: %d bytes, format %d, not the old build's file", len(b), b[len(magic)])
 	}
-	set := &pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "gold", Url: "https://hooks.example.com/", KeyId: 1}}}
-	apply := func(index uint64, cmd *pb.Command) fsm.Result {
+	set := &clusterpb.Command{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{Tenant: "gold", Url: "https://hooks.example.com/", KeyId: 1}}}
+	apply := func(index uint64, cmd *clusterpb.Command) fsm.Result {
 		t.Helper()
-		res, err := loaded.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*pb.Command{cmd}})
+		res, err := loaded.ApplyEnvelope(index, &clusterpb.Envelope{Version: fsm.Version, StampMs: 1, Commands: []*clusterpb.Command{cmd}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +275,7 @@ func TestUpgradeFromV3(t *testing.T) {
 	}
 
 	replayed := replayScript(t, "upgrade-v3.txt")
-	if r := apply(30, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level3}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level3 {
+	if r := apply(30, &clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level3}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level3 {
 		t.Fatalf("raising the level: %+v", r)
 	}
 	if got, want := dumpState(loaded, true), dumpState(replayed.F, true); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -299,13 +300,13 @@ const beforeGroupsStateHash = "8fc450c21deb5a12521e6148a3162c987d49250b2f0023134
 // script of testdata/before-groups-v4.txt, at indexes 29 to 32: entries
 // with a wall clock 71 s ahead, one ending a job with a stdout tail, the
 // last setting a webhook.
-func beforeGroupsWall() []*pb.Envelope {
-	return []*pb.Envelope{
-		{Version: fsm.Version, StampMs: 4000, WallMs: 4000 + 71_234, Commands: []*pb.Command{{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "idle", Size: pb.Size_MD, EstCostMs: 1500, JobType: "late"}}}}},
-		{Version: fsm.Version, StampMs: 5000, WallMs: 5000 + 71_300, Commands: []*pb.Command{{Cmd: &pb.Command_Started{Started: &pb.Started{Job: 2, Attempt: 1, WorkerId: "md-6"}}}}},
-		{Version: fsm.Version, StampMs: 6000, WallMs: 6000 + 71_400, Commands: []*pb.Command{{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 2, Attempt: 1, WorkerId: "md-6",
+func beforeGroupsWall() []*clusterpb.Envelope {
+	return []*clusterpb.Envelope{
+		{Version: fsm.Version, StampMs: 4000, WallMs: 4000 + 71_234, Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "idle", Size: pb.Size_MD, EstCostMs: 1500, JobType: "late"}}}}},
+		{Version: fsm.Version, StampMs: 5000, WallMs: 5000 + 71_300, Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Started{Started: &clusterpb.Started{Job: 2, Attempt: 1, WorkerId: "md-6"}}}}},
+		{Version: fsm.Version, StampMs: 6000, WallMs: 6000 + 71_400, Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 2, Attempt: 1, WorkerId: "md-6",
 			Outcome: pb.Outcome_OK, CpuMs: 1100, StdoutTail: "rendered\n", StderrTail: "warn\n"}}}}},
-		{Version: fsm.Version, StampMs: 6500, WallMs: 6500 + 71_400, Commands: []*pb.Command{{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "gold",
+		{Version: fsm.Version, StampMs: 6500, WallMs: 6500 + 71_400, Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{Tenant: "gold",
 			Url: "https://hooks.example.com/gold", KeyId: 1}}}}},
 	}
 }
@@ -401,13 +402,13 @@ const beforeLeversStateHash = "860307b9b63cfe07fd3ad19b201d655c1dbaafe53d36d6b8c
 
 // beforeLeversWall is what the build before the levers applied after the
 // script of testdata/before-levers-v5.txt, at indexes 34 to 37.
-func beforeLeversWall() []*pb.Envelope {
-	return []*pb.Envelope{
-		{Version: fsm.Version, StampMs: 4000, WallMs: 4000 + 71_234, Commands: []*pb.Command{{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "idle", Size: pb.Size_MD, EstCostMs: 1500, JobType: "late", Group: "z"}}}}},
-		{Version: fsm.Version, StampMs: 5000, WallMs: 5000 + 71_300, Commands: []*pb.Command{{Cmd: &pb.Command_Started{Started: &pb.Started{Job: 2, Attempt: 1, WorkerId: "md-7"}}}}},
-		{Version: fsm.Version, StampMs: 6000, WallMs: 6000 + 71_400, Commands: []*pb.Command{{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 2, Attempt: 1, WorkerId: "md-7",
+func beforeLeversWall() []*clusterpb.Envelope {
+	return []*clusterpb.Envelope{
+		{Version: fsm.Version, StampMs: 4000, WallMs: 4000 + 71_234, Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "idle", Size: pb.Size_MD, EstCostMs: 1500, JobType: "late", Group: "z"}}}}},
+		{Version: fsm.Version, StampMs: 5000, WallMs: 5000 + 71_300, Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Started{Started: &clusterpb.Started{Job: 2, Attempt: 1, WorkerId: "md-7"}}}}},
+		{Version: fsm.Version, StampMs: 6000, WallMs: 6000 + 71_400, Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 2, Attempt: 1, WorkerId: "md-7",
 			Outcome: pb.Outcome_OK, CpuMs: 1100, StdoutTail: "rendered\n", StderrTail: "warn\n"}}}}},
-		{Version: fsm.Version, StampMs: 6500, WallMs: 6500 + 71_400, Commands: []*pb.Command{{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "gold",
+		{Version: fsm.Version, StampMs: 6500, WallMs: 6500 + 71_400, Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{Tenant: "gold",
 			Url: "https://hooks.example.com/gold", KeyId: 1}}}}},
 	}
 }
@@ -439,10 +440,10 @@ func TestUpgradeBeforeLevers(t *testing.T) {
 	if b := snapshotBytes(t, loaded); !bytes.Equal(b, raw) {
 		t.Fatalf("rewritten at level 4: %d bytes, format %d; not the fixture's %d bytes", len(b), b[len(magic)], len(raw))
 	}
-	apply := func(index uint64, cmd *pb.Command) fsm.Result {
+	apply := func(index uint64, cmd *clusterpb.Command) fsm.Result {
 		t.Helper()
 		// At the last entry's cluster time: a refusal changes nothing.
-		res, err := loaded.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: 6500, Commands: []*pb.Command{cmd}})
+		res, err := loaded.ApplyEnvelope(index, &clusterpb.Envelope{Version: fsm.Version, StampMs: 6500, Commands: []*clusterpb.Command{cmd}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -450,13 +451,13 @@ func TestUpgradeBeforeLevers(t *testing.T) {
 	}
 	cfg := fsm.ConfigToPB(loaded.Config())
 	cfg.SubmitRateN, cfg.SubmitRatePeriodMs = 100, 1000
-	rate := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: cfg}}}
-	for i, c := range []*pb.Command{rate,
-		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "gold", Size: pb.Size_SM, EstCostMs: 1000, DelayMs: 5000}}},
-		{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "gold", Size: pb.Size_SM, EstCostMs: 1000, ExpireMs: 5000}}},
-		{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: "gold"}}},
-		{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "free", Tier: pb.Tier_FREE, RateN: 1, RatePeriodMs: 1000}}},
-		{Cmd: &pb.Command_Redrive{Redrive: &pb.BulkJobs{Tenant: "gold", Jobs: []uint64{6}}}},
+	rate := &clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: cfg}}}
+	for i, c := range []*clusterpb.Command{rate,
+		{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "gold", Size: pb.Size_SM, EstCostMs: 1000, DelayMs: 5000}}},
+		{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "gold", Size: pb.Size_SM, EstCostMs: 1000, ExpireMs: 5000}}},
+		{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Tenant: "gold"}}},
+		{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "free", Tier: pb.Tier_FREE, RateN: 1, RatePeriodMs: 1000}}},
+		{Cmd: &clusterpb.Command_Redrive{Redrive: &clusterpb.BulkJobs{Tenant: "gold", Jobs: []uint64{6}}}},
 	} {
 		if r := apply(38, c); r.Code != fsm.FailedPrecondition || !strings.Contains(r.Msg, "needs cluster feature level 5; the cluster is at level 4") {
 			t.Fatalf("command %d of level 5 at level 4: %+v", i, r)
@@ -466,7 +467,7 @@ func TestUpgradeBeforeLevers(t *testing.T) {
 		t.Fatal("a refused command of level 5 changed the state")
 	}
 
-	if r := apply(39, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level5}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level5 {
+	if r := apply(39, &clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level5}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level5 {
 		t.Fatalf("raising the level: %+v", r)
 	}
 	if r := apply(40, rate); r.Code != fsm.OK || loaded.Config().SubmitRate.N != 100 {
@@ -498,9 +499,9 @@ func TestUpgradeToLevel6(t *testing.T) {
 		t.Fatalf("quotas of a level-5 state: %d jobs, %d bytes", c.DefaultMaxQueued, c.MaxQueuedBytes)
 	}
 	h1, _ := loaded.Hash()
-	apply := func(index uint64, cmd *pb.Command) fsm.Result {
+	apply := func(index uint64, cmd *clusterpb.Command) fsm.Result {
 		t.Helper()
-		res, err := loaded.ApplyEnvelope(index, &pb.Envelope{Version: fsm.Version, StampMs: 8000, Commands: []*pb.Command{cmd}})
+		res, err := loaded.ApplyEnvelope(index, &clusterpb.Envelope{Version: fsm.Version, StampMs: 8000, Commands: []*clusterpb.Command{cmd}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -508,14 +509,14 @@ func TestUpgradeToLevel6(t *testing.T) {
 	}
 	cfg := fsm.ConfigToPB(loaded.Config())
 	cfg.DefaultMaxQueued, cfg.MaxQueuedBytes = 1, 100
-	quotas := &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: cfg}}}
+	quotas := &clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: cfg}}}
 	if r := apply(35, quotas); r.Code != fsm.FailedPrecondition || !strings.Contains(r.Msg, "default_max_queued needs cluster feature level 6; the cluster is at level 5") {
 		t.Fatalf("quotas at level 5: %+v", r)
 	}
 	if h, _ := loaded.Hash(); h != h1 {
 		t.Fatal("a refused command of level 6 changed the state")
 	}
-	if r := apply(36, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: fsm.Level6}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level6 {
+	if r := apply(36, &clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level6}}}); r.Code != fsm.OK || loaded.Level() != fsm.Level6 {
 		t.Fatalf("raising the level: %+v", r)
 	}
 	if c := loaded.Config(); c.DefaultMaxQueued != 0 || c.MaxQueuedBytes != 0 {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/test/cluster"
 )
@@ -154,27 +155,27 @@ func TestAuthMatrix(t *testing.T) {
 			return err
 		},
 		"Node.Status": func(ctx context.Context, cc *grpc.ClientConn) error {
-			_, err := pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{})
+			_, err := clusterpb.NewNodeClient(cc).Status(ctx, &clusterpb.StatusRequest{})
 			return err
 		},
 		"Node.Apply": func(ctx context.Context, cc *grpc.ClientConn) error {
-			_, err := pb.NewNodeClient(cc).Apply(ctx, &pb.ApplyRequest{})
+			_, err := clusterpb.NewNodeClient(cc).Apply(ctx, &clusterpb.ApplyRequest{})
 			return err
 		},
 		"Node.Join": func(ctx context.Context, cc *grpc.ClientConn) error {
-			_, err := pb.NewNodeClient(cc).Join(ctx, &pb.JoinRequest{})
+			_, err := clusterpb.NewNodeClient(cc).Join(ctx, &clusterpb.JoinRequest{})
 			return err
 		},
 		"Node.RemovePeer": func(ctx context.Context, cc *grpc.ClientConn) error {
-			_, err := pb.NewNodeClient(cc).RemovePeer(ctx, &pb.RemovePeerRequest{Id: "nobody"})
+			_, err := clusterpb.NewNodeClient(cc).RemovePeer(ctx, &clusterpb.RemovePeerRequest{Id: "nobody"})
 			return err
 		},
 		"Node.ListPeers": func(ctx context.Context, cc *grpc.ClientConn) error {
-			_, err := pb.NewNodeClient(cc).ListPeers(ctx, &pb.ListPeersRequest{})
+			_, err := clusterpb.NewNodeClient(cc).ListPeers(ctx, &clusterpb.ListPeersRequest{})
 			return err
 		},
 		"Node.TransferLeadership": func(ctx context.Context, cc *grpc.ClientConn) error {
-			_, err := pb.NewNodeClient(cc).TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: "nobody"})
+			_, err := clusterpb.NewNodeClient(cc).TransferLeadership(ctx, &clusterpb.TransferLeadershipRequest{Id: "nobody"})
 			return err
 		},
 		"Client.ExplainJob": func(ctx context.Context, cc *grpc.ClientConn) error {
@@ -214,7 +215,7 @@ func TestAuthMatrix(t *testing.T) {
 			return err
 		},
 		"Node.ForwardSubmits": func(ctx context.Context, cc *grpc.ClientConn) error {
-			_, err := pb.NewNodeClient(cc).ForwardSubmits(ctx, &pb.ForwardSubmitsRequest{})
+			_, err := clusterpb.NewNodeClient(cc).ForwardSubmits(ctx, &clusterpb.ForwardSubmitsRequest{})
 			return err
 		},
 		"Worker.ListWorkers": func(ctx context.Context, cc *grpc.ClientConn) error {
@@ -644,7 +645,7 @@ func TestWatchAcrossLeaderKill(t *testing.T) {
 	produce(60)
 	// Cancel some of acme's jobs too: more event kinds.
 	for id := uint64(1); id <= 10; id++ {
-		c.Apply(ctx, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Job: id}}})
+		c.Apply(ctx, &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Job: id}}})
 	}
 	_, _ = c.WaitConverged(30 * time.Second)
 	// The reference: a fresh watch from the start on a follower.
@@ -724,17 +725,17 @@ func TestTLSCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	clientTLS := &tls.Config{RootCAs: pool}
-	status := func(n *cluster.Node) (*pb.StatusResponse, error) {
+	status := func(n *cluster.Node) (*clusterpb.StatusResponse, error) {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		return pb.NewNodeClient(cluster.Dial(t, n.GRPCAddr, "", clientTLS)).Status(sctx, &pb.StatusRequest{})
+		return clusterpb.NewNodeClient(cluster.Dial(t, n.GRPCAddr, "", clientTLS)).Status(sctx, &clusterpb.StatusRequest{})
 	}
 	waitVoters := func(want int) bool {
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
 			for _, n := range c.Running() {
 				sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				resp, err := pb.NewNodeClient(cluster.Dial(t, n.GRPCAddr, "", clientTLS)).ListPeers(sctx, &pb.ListPeersRequest{})
+				resp, err := clusterpb.NewNodeClient(cluster.Dial(t, n.GRPCAddr, "", clientTLS)).ListPeers(sctx, &clusterpb.ListPeersRequest{})
 				cancel()
 				if err == nil && len(resp.Peers) == want {
 					return true
@@ -774,7 +775,7 @@ func TestTLSCluster(t *testing.T) {
 	}
 	// Plain-text gRPC is refused.
 	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-	_, err = pb.NewNodeClient(cluster.Dial(t, c.Nodes[0].GRPCAddr, "", nil)).Status(pctx, &pb.StatusRequest{})
+	_, err = clusterpb.NewNodeClient(cluster.Dial(t, c.Nodes[0].GRPCAddr, "", nil)).Status(pctx, &clusterpb.StatusRequest{})
 	pcancel()
 	if err == nil {
 		t.Fatal("a plain-text client was served")
@@ -785,7 +786,7 @@ func TestTLSCluster(t *testing.T) {
 	n4.Start("--join", c.Nodes[0].GRPCAddr)
 	time.Sleep(5 * time.Second)
 	sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
-	resp, err := pb.NewNodeClient(cc).ListPeers(sctx, &pb.ListPeersRequest{})
+	resp, err := clusterpb.NewNodeClient(cc).ListPeers(sctx, &clusterpb.ListPeersRequest{})
 	scancel()
 	if err != nil {
 		t.Fatal(err)

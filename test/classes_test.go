@@ -14,6 +14,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/snapshot"
 	"github.com/baristahq/barista/test/cluster"
 )
@@ -322,7 +323,7 @@ func TestFeatureLevelOldVoter(t *testing.T) {
 	waitFor(t, 30*time.Second, "n4's join to be refused naming the levels", func() (bool, string) {
 		return strings.Contains(n4.Log(), want), cluster.Tail(n4.LogPath, 20)
 	})
-	peers, err := n2.Client().ListPeers(ctx, &pb.ListPeersRequest{})
+	peers, err := n2.Client().ListPeers(ctx, &clusterpb.ListPeersRequest{})
 	if err != nil || len(peers.Peers) != 3 {
 		t.Fatalf("peers after n4's refused join: %v %v", peers, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // TestDelayedJobsAcrossLeaderKill submits 1,000 delayed jobs due 4 to 8
@@ -25,19 +26,19 @@ func TestDelayedJobsAcrossLeaderKill(t *testing.T) {
 	delay := map[uint64]int64{}
 	start := time.Now()
 	for b := 0; b < jobs/100; b++ {
-		var cmds []*pb.Command
+		var cmds []*clusterpb.Command
 		var delays []int64
 		for i := range 100 {
 			d := int64(4000 + ((b*100+i)*37)%4000)
 			delays = append(delays, d)
-			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, DelayMs: d}}})
+			cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, DelayMs: d}}})
 		}
 		resp, err := c.Apply(ctx, cmds...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, r := range resp.Results {
-			if r.Code != pb.Code_CODE_OK {
+			if r.Code != clusterpb.Code_CODE_OK {
 				t.Fatalf("submit refused: %s", r.Message)
 			}
 			delay[r.Job] = delays[i]

@@ -10,7 +10,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/test/cluster"
 	"github.com/baristahq/barista/web"
@@ -92,7 +94,7 @@ func TestForwardedSubmitsBatched(t *testing.T) {
 		return &pb.SubmitRequest{Tenant: tenant, Size: pb.Size_SM, EstCostMs: cost}
 	}
 	bearer := func(s string) string { return "Bearer " + s }
-	req := &pb.ForwardSubmitsRequest{Submits: []*pb.ForwardedSubmit{
+	req := &clusterpb.ForwardSubmitsRequest{Submits: []*clusterpb.ForwardedSubmit{
 		{Authorization: bearer(acmeToken), Job: job("", 1000)},
 		{Authorization: bearer("unknown-secret-0001"), Job: job("", 1000)},
 		{Authorization: bearer(workerToken), Job: job("acme", 1000)},
@@ -112,7 +114,7 @@ func TestForwardedSubmitsBatched(t *testing.T) {
 		"Unauthenticated: missing bearer token (authorization: Bearer TOKEN)",
 		"InvalidArgument: job: required",
 	}
-	resp, err := pb.NewNodeClient(cluster.Dial(t, leader.GRPCAddr, acmeToken, nil)).ForwardSubmits(ctx, req)
+	resp, err := clusterpb.NewNodeClient(cluster.Dial(t, leader.GRPCAddr, acmeToken, nil)).ForwardSubmits(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,10 +135,10 @@ func TestForwardedSubmitsBatched(t *testing.T) {
 	}
 	// A worker token may not make the call at all; a follower does not
 	// take it.
-	if _, err := pb.NewNodeClient(cluster.Dial(t, leader.GRPCAddr, workerToken, nil)).ForwardSubmits(ctx, req); status.Code(err) != codes.PermissionDenied {
+	if _, err := clusterpb.NewNodeClient(cluster.Dial(t, leader.GRPCAddr, workerToken, nil)).ForwardSubmits(ctx, req); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("a worker token's call: %v; want PermissionDenied", err)
 	}
-	_, err = pb.NewNodeClient(cluster.Dial(t, follower.GRPCAddr, acmeToken, nil)).ForwardSubmits(ctx, req)
+	_, err = clusterpb.NewNodeClient(cluster.Dial(t, follower.GRPCAddr, acmeToken, nil)).ForwardSubmits(ctx, req)
 	if !rpc.IsNotLeader(err) {
 		t.Errorf("a follower's answer: %v; want not the leader", err)
 	}
@@ -152,7 +154,7 @@ func tenantOf(i int) string {
 // forwardedStatus reads a ForwardSubmits result's status as "Code: message".
 func forwardedStatus(t *testing.T, b []byte) string {
 	t.Helper()
-	st, err := rpc.ForwardedStatus(b)
+	st, err := wire.StatusFromBytes(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ func TestForwardingAcrossBuilds(t *testing.T) {
 	defer cancel()
 	old, n2, n3 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
 	if l := c.WaitLeader(20 * time.Second); l != old {
-		if _, err := l.Client().TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: old.ID}); err != nil {
+		if _, err := l.Client().TransferLeadership(ctx, &clusterpb.TransferLeadershipRequest{Id: old.ID}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -220,7 +222,7 @@ func TestForwardingAcrossBuilds(t *testing.T) {
 	if calls, carried := forwarded(n2); calls != 0 || carried != 0 {
 		t.Fatalf("under the older leader, the newer follower counted %.0f batched calls carrying %.0f submits; want none", calls, carried)
 	}
-	if _, err := old.Client().TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: n2.ID}); err != nil {
+	if _, err := old.Client().TransferLeadership(ctx, &clusterpb.TransferLeadershipRequest{Id: n2.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if l := c.WaitLeader(20 * time.Second); l != n2 {

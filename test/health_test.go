@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/test/cluster"
 )
 
@@ -177,10 +178,10 @@ func TestFollowerWithFullDiskNotReady(t *testing.T) {
 	payload := strings.Repeat("x", 2048)
 	const writes = 300
 	for i := range writes {
-		cmd := &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", IdempotencyKey: fmt.Sprintf("k%d", i),
+		cmd := &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", IdempotencyKey: fmt.Sprintf("k%d", i),
 			Size: pb.Size_SM, EstCostMs: 1000, Payload: []byte(payload)}}}
 		actx, acancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := leader.Client().Apply(actx, &pb.ApplyRequest{Commands: []*pb.Command{cmd}})
+		_, err := leader.Client().Apply(actx, &clusterpb.ApplyRequest{Commands: []*clusterpb.Command{cmd}})
 		acancel()
 		if err != nil {
 			t.Fatalf("submit %d: %v", i, err)

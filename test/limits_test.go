@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/test/cluster"
 )
 
@@ -644,7 +645,7 @@ func TestOneCallConnectionsClosed(t *testing.T) {
 	defer func() { close(stop); wg.Wait() }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	node := pb.NewNodeClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil))
+	node := clusterpb.NewNodeClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil))
 	most := 0.0
 	deadline := time.Now().Add(8 * time.Second)
 	for time.Now().Before(deadline) {
@@ -656,7 +657,7 @@ func TestOneCallConnectionsClosed(t *testing.T) {
 		if r := httpDo(t, nil, "GET", "http://"+n.HTTPAddr+"/readyz", "", nil, nil); r.code != 200 {
 			t.Errorf("/readyz during the attack: %d %q", r.code, r.body)
 		}
-		if _, err := node.Status(ctx, &pb.StatusRequest{}); err != nil {
+		if _, err := node.Status(ctx, &clusterpb.StatusRequest{}); err != nil {
 			t.Errorf("status during the attack: %v", err)
 		}
 		time.Sleep(200 * time.Millisecond)

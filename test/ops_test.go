@@ -19,6 +19,7 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/test/cluster"
 )
 
@@ -337,7 +338,7 @@ func TestWebPageInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i, tn := range demoTenantsForPage {
-		cmds := []*pb.Command{tenantCmd(tn, pb.Tier(5-i), 0)}
+		cmds := []*clusterpb.Command{tenantCmd(tn, pb.Tier(5-i), 0)}
 		for range 300 {
 			cmds = append(cmds, submitCmd(tn, "", pb.Size_SM, 1000))
 		}

@@ -17,35 +17,36 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/test/cluster"
 )
 
 // poolCmd creates (or changes) a pool.
-func poolCmd(name string) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: name}}}
+func poolCmd(name string) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_PoolSet{PoolSet: &clusterpb.PoolSet{Name: name}}}
 }
 
 // subscriptionCmd sets tenant's subscription in pool.
-func subscriptionCmd(tenant, pool string, burst uint32) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: tenant, Pool: pool, Burst: &burst}}}
+func subscriptionCmd(tenant, pool string, burst uint32) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_SubscriptionSet{SubscriptionSet: &clusterpb.SubscriptionSet{Tenant: tenant, Pool: pool, Burst: &burst}}}
 }
 
 // submitInCmd is a keyed submit of a job of pool that runs payload.
-func submitInCmd(tenant, key, pool string, payload []byte) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, IdempotencyKey: key, Size: pb.Size_MD, EstCostMs: 300,
+func submitInCmd(tenant, key, pool string, payload []byte) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, IdempotencyKey: key, Size: pb.Size_MD, EstCostMs: 300,
 		Payload: payload, Pool: pool}}}
 }
 
 // applyOK applies cmds through any node and fails the test unless every
 // one is accepted.
-func applyOK(t *testing.T, ctx context.Context, c *cluster.Cluster, cmds ...*pb.Command) *pb.ApplyResponse {
+func applyOK(t *testing.T, ctx context.Context, c *cluster.Cluster, cmds ...*clusterpb.Command) *clusterpb.ApplyResponse {
 	t.Helper()
 	resp, err := c.Apply(ctx, cmds...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range resp.Results {
-		if r.Code != pb.Code_CODE_OK {
+		if r.Code != clusterpb.Code_CODE_OK {
 			t.Fatalf("command %d (%v) refused: %s %s", i, cmds[i], r.Code, r.Message)
 		}
 	}
@@ -124,7 +125,7 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 		}
 	}
 	applyOK(t, ctx, c,
-		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxRunning: 3}}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD, Caps: &pb.Caps{MaxRunning: 3}}}},
 		tenantCmd("beta", pb.Tier_SILVER, 0), poolCmd("gpu"), subscriptionCmd("acme", "gpu", 1))
 	for _, w := range gpuWorkers {
 		w.Start("")
@@ -139,7 +140,7 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 		return err == nil && len(r.Workers) == 6, fmt.Sprint(r, err)
 	})
 	// The pool is not deleted while its workers are connected.
-	_, err := c.Apply(ctx, &pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: "gpu"}}})
+	_, err := c.Apply(ctx, &clusterpb.Command{Cmd: &clusterpb.Command_PoolDelete{PoolDelete: &clusterpb.PoolDelete{Name: "gpu"}}})
 	wantStatus(t, "deleting a pool with connected workers", err, codes.FailedPrecondition,
 		"pool gpu has 3 connected workers (gpu-1, gpu-2, gpu-3): stop them, or start them in another pool, before deleting it")
 
@@ -153,7 +154,7 @@ func TestPoolsAcrossALeaderKill(t *testing.T) {
 	// through every node in turn.
 	run := payload(t, "sleep", "0.3")
 	jobPool := map[uint64]string{}
-	var cmds []*pb.Command
+	var cmds []*clusterpb.Command
 	for i := range 24 {
 		for _, tenant := range []string{"acme", "beta"} {
 			for _, pool := range []string{"", "gpu"} {
@@ -300,13 +301,13 @@ func TestPoolsRollingUpgrade(t *testing.T) {
 		return what + ` needs cluster feature level 6; the cluster is at level 5 until every voter runs a build that understands level 6 (docs/operations.md, "Upgrades")`
 	}
 	refused := []struct {
-		cmd  *pb.Command
+		cmd  *clusterpb.Command
 		what string
 	}{
 		{poolCmd("gpu"), "PoolSet"},
 		{subscriptionCmd("acme", "gpu", 1), "SubscriptionSet"},
 		{submitInCmd("acme", "new-gpu", "gpu", run), "pool gpu"},
-		{&pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: "default"}}}, "pause of pool default"},
+		{&clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Pool: "default"}}}, "pause of pool default"},
 	}
 	order := append(c.Followers(c.WaitLeader(10*time.Second)), c.WaitLeader(10*time.Second))
 	for step, n := range order {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/test/cluster"
 )
 
@@ -159,12 +159,12 @@ func TestReadmeByHand(t *testing.T) {
 		index, hash = 0, ""
 		for i, addr := range []string{"127.0.0.1:7400", "127.0.0.1:7401", "127.0.0.1:7402"} {
 			cc := cluster.Dial(t, addr, "", nil)
-			st, err := pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{})
+			st, err := clusterpb.NewNodeClient(cc).Status(ctx, &clusterpb.StatusRequest{})
 			if err != nil {
 				same = false
 				break
 			}
-			peers, err := pb.NewNodeClient(cc).ListPeers(ctx, &pb.ListPeersRequest{})
+			peers, err := clusterpb.NewNodeClient(cc).ListPeers(ctx, &clusterpb.ListPeersRequest{})
 			if err == nil && i == 0 {
 				for _, p := range peers.Peers {
 					if p.Voter {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/test/cluster"
 )
 
@@ -27,7 +28,7 @@ func TestRedriveAcrossLeaderKill(t *testing.T) {
 	c := cluster.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	apply := func(cmds ...*pb.Command) []*pb.CommandResult {
+	apply := func(cmds ...*clusterpb.Command) []*clusterpb.CommandResult {
 		t.Helper()
 		return applyOK(t, ctx, c, cmds...).Results
 	}
@@ -35,9 +36,9 @@ func TestRedriveAcrossLeaderKill(t *testing.T) {
 	const jobs, chunk = 500, 100
 	var ids []uint64
 	for range jobs / chunk {
-		var cmds []*pb.Command
+		var cmds []*clusterpb.Command
 		for range chunk {
-			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, MaxAttempts: 1}}})
+			cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, MaxAttempts: 1}}})
 		}
 		for _, r := range apply(cmds...) {
 			ids = append(ids, r.Job)
@@ -50,10 +51,10 @@ func TestRedriveAcrossLeaderKill(t *testing.T) {
 	dispatchAll := func(n int) map[uint64]uint32 {
 		got := map[uint64]uint32{}
 		for start := 0; start < n; start += chunk {
-			var cmds []*pb.Command
+			var cmds []*clusterpb.Command
 			for i := start; i < min(start+chunk, n); i++ {
 				credit++
-				cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: fmt.Sprintf("w%03d", i), Size: pb.Size_SM, Credit: credit}}})
+				cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: fmt.Sprintf("w%03d", i), Size: pb.Size_SM, Credit: credit}}})
 			}
 			for i, r := range apply(cmds...) {
 				workers[r.Job] = cmds[i].GetDispatch().WorkerId
@@ -71,9 +72,9 @@ func TestRedriveAcrossLeaderKill(t *testing.T) {
 	first := dispatchAll(jobs)
 	// Fail every run: the worker of each dispatch reports exit 1.
 	for start := 0; start < jobs; start += chunk {
-		var fails []*pb.Command
+		var fails []*clusterpb.Command
 		for _, id := range ids[start : start+chunk] {
-			fails = append(fails, &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: id, Attempt: first[id], WorkerId: workers[id], Outcome: pb.Outcome_FAILED, ExitCode: 1}}})
+			fails = append(fails, &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: id, Attempt: first[id], WorkerId: workers[id], Outcome: pb.Outcome_FAILED, ExitCode: 1}}})
 		}
 		apply(fails...)
 	}
@@ -165,7 +166,7 @@ func TestRedriveAcrossLeaderKill(t *testing.T) {
 		}
 	}
 	credit++
-	resp, err := c.Apply(ctx, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "extra", Size: pb.Size_SM, Credit: credit}}})
+	resp, err := c.Apply(ctx, &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "extra", Size: pb.Size_SM, Credit: credit}}})
 	if err != nil || resp.Results[0].Assigned {
 		t.Fatalf("a dispatch beyond the %d redriven jobs: %v %v", jobs, resp, err)
 	}

@@ -15,11 +15,12 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/test/cluster"
 )
 
-func tenantCmd(name string, tier pb.Tier, cap uint32) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: tier, Caps: &pb.Caps{MaxRunning: cap}}}}
+func tenantCmd(name string, tier pb.Tier, cap uint32) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: tier, Caps: &pb.Caps{MaxRunning: cap}}}}
 }
 
 // startWithAcme starts a cluster of n nodes with tenant acme at tier
@@ -36,8 +37,8 @@ func startWithAcme(t *testing.T, n int, timeout time.Duration) (*cluster.Cluster
 	return c, ctx
 }
 
-func submitCmd(tenant, key string, size pb.Size, cost int64) *pb.Command {
-	return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, IdempotencyKey: key, Size: size, EstCostMs: cost, Payload: []byte("sleep 1")}}}
+func submitCmd(tenant, key string, size pb.Size, cost int64) *clusterpb.Command {
+	return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, IdempotencyKey: key, Size: size, EstCostMs: cost, Payload: []byte("sleep 1")}}}
 }
 
 // workload draws random commands against a small world: tenants, submits
@@ -51,7 +52,7 @@ type workload struct {
 	tenants []string
 }
 
-func (w *workload) next() *pb.Command {
+func (w *workload) next() *clusterpb.Command {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r := w.rng
@@ -72,24 +73,24 @@ func (w *workload) next() *pb.Command {
 		return submitCmd(tenant, key, pb.Size(1+r.IntN(3)), int64(100+r.IntN(60_000)))
 	case k < 60:
 		w.credit++
-		return &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: pb.Size(1 + r.IntN(3)), Credit: w.credit}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: worker, Size: pb.Size(1 + r.IntN(3)), Credit: w.credit}}}
 	case k < 70:
-		return &pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: job, Attempt: attempt, WorkerId: worker}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Started{Started: &clusterpb.Started{Job: job, Attempt: attempt, WorkerId: worker}}}
 	case k < 75:
-		return &pb.Command{Cmd: &pb.Command_Heartbeats{Heartbeats: &pb.HeartbeatBatch{Heartbeats: []*pb.Heartbeat{{Job: job, Attempt: attempt, WorkerId: worker, CpuMs: 100}}}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Heartbeats{Heartbeats: &clusterpb.HeartbeatBatch{Heartbeats: []*clusterpb.Heartbeat{{Job: job, Attempt: attempt, WorkerId: worker, CpuMs: 100}}}}}
 	case k < 90:
-		return &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: job, Attempt: attempt, WorkerId: worker, Outcome: pb.Outcome(1 + r.IntN(3)), CpuMs: int64(r.IntN(90_000))}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: job, Attempt: attempt, WorkerId: worker, Outcome: pb.Outcome(1 + r.IntN(3)), CpuMs: int64(r.IntN(90_000))}}}
 	case k < 96:
-		return &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Job: job}}}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Job: job}}}
 	default:
 		return tenantCmd(tenant, pb.Tier(1+r.IntN(5)), uint32(r.IntN(5)))
 	}
 }
 
-func newWorkload(seed uint64) (*workload, []*pb.Command) {
+func newWorkload(seed uint64) (*workload, []*clusterpb.Command) {
 	w := &workload{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b9)), tenants: []string{"free1", "bronze1", "silver1", "gold1", "diamond1", "gold2"}}
 	tiers := []pb.Tier{pb.Tier_FREE, pb.Tier_BRONZE, pb.Tier_SILVER, pb.Tier_GOLD, pb.Tier_DIAMOND, pb.Tier_GOLD}
-	var setup []*pb.Command
+	var setup []*clusterpb.Command
 	for i, t := range w.tenants {
 		setup = append(setup, tenantCmd(t, tiers[i], 0))
 	}
@@ -161,11 +162,11 @@ func TestReplicatedWorkload(t *testing.T) {
 			defer wg.Done()
 			node := c.Nodes[i%len(c.Nodes)]
 			for range batches {
-				var cmds []*pb.Command
+				var cmds []*clusterpb.Command
 				for range perBatch {
 					cmds = append(cmds, w.next())
 				}
-				resp, err := node.Client().Apply(ctx, &pb.ApplyRequest{Commands: cmds})
+				resp, err := node.Client().Apply(ctx, &clusterpb.ApplyRequest{Commands: cmds})
 				if err != nil {
 					t.Errorf("apply via %s: %v", node.ID, err)
 					return
@@ -205,7 +206,7 @@ func TestKillAndRestart(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		if r := resp.Results[0]; r.Code == pb.Code_CODE_OK {
+		if r := resp.Results[0]; r.Code == clusterpb.Code_CODE_OK {
 			mu.Lock()
 			acked[tenant+"/"+key] = r.Job
 			mu.Unlock()
@@ -242,7 +243,7 @@ func TestKillAndRestart(t *testing.T) {
 	}
 	sort.Strings(keys)
 	for i := 0; i < len(keys); i += 200 {
-		var cmds []*pb.Command
+		var cmds []*clusterpb.Command
 		batch := keys[i:min(i+200, len(keys))]
 		for _, k := range batch {
 			tenant, key, _ := strings.Cut(k, "/")
@@ -309,7 +310,7 @@ func TestReplayDataDir(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 10 {
-				if _, err := leader.Client().Apply(ctx, &pb.ApplyRequest{Commands: []*pb.Command{submitCmd("gold1", fmt.Sprintf("burst-%d-%d", g, i), pb.Size_SM, 100)}}); err != nil {
+				if _, err := leader.Client().Apply(ctx, &clusterpb.ApplyRequest{Commands: []*clusterpb.Command{submitCmd("gold1", fmt.Sprintf("burst-%d-%d", g, i), pb.Size_SM, 100)}}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -449,10 +450,10 @@ func TestConfigFilesSeedOnlyAtBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Hand leadership to n2, whose file differs: nothing is re-seeded.
-	if _, err := c.WaitLeader(10*time.Second).Client().TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: "n2"}); err != nil {
+	if _, err := c.WaitLeader(10*time.Second).Client().TransferLeadership(ctx, &clusterpb.TransferLeadershipRequest{Id: "n2"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Apply(ctx, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w", Size: pb.Size_MD, Credit: 1}}}); err != nil {
+	if _, err := c.Apply(ctx, &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w", Size: pb.Size_MD, Credit: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	_, hash := c.WaitConverged(30 * time.Second)
@@ -500,7 +501,7 @@ func TestSkewedLeaderClock(t *testing.T) {
 		return st.ClusterTimeMs
 	}
 	t0, r0 := tick(), time.Now()
-	if _, err := c.WaitLeader(10*time.Second).Client().TransferLeadership(ctx, &pb.TransferLeadershipRequest{Id: "n2"}); err != nil {
+	if _, err := c.WaitLeader(10*time.Second).Client().TransferLeadership(ctx, &clusterpb.TransferLeadershipRequest{Id: "n2"}); err != nil {
 		t.Fatal(err)
 	}
 	if l := c.WaitLeader(10 * time.Second); l.ID != "n2" {
@@ -622,7 +623,7 @@ func TestUnknownVersionStopsNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := c.WaitLeader(10 * time.Second)
-	resp, err := leader.Client().Apply(ctx, &pb.ApplyRequest{Commands: []*pb.Command{tenantCmd("b", pb.Tier_FREE, 0)}, UnsafeVersion: 99})
+	resp, err := leader.Client().Apply(ctx, &clusterpb.ApplyRequest{Commands: []*clusterpb.Command{tenantCmd("b", pb.Tier_FREE, 0)}, UnsafeVersion: 99})
 	if err == nil {
 		t.Fatalf("the bad entry was applied: %v", resp)
 	}

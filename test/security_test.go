@@ -20,6 +20,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/test/cluster"
 )
@@ -105,8 +106,8 @@ func (a *raftAttacker) inject(target string, term uint64, data ...[]byte) (*raft
 // version this build applies.
 func intruderTenant(t *testing.T) []byte {
 	t.Helper()
-	data, err := fsm.Encode(&pb.Envelope{Version: fsm.Version, Commands: []*pb.Command{
-		{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "intruder", Tier: pb.Tier_DIAMOND}}},
+	data, err := fsm.Encode(&clusterpb.Envelope{Version: fsm.Version, Commands: []*clusterpb.Command{
+		{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "intruder", Tier: pb.Tier_DIAMOND}}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +273,7 @@ func TestRaftNeedsMemberCertificate(t *testing.T) {
 	c.Nodes[2].Start("--join", c.Nodes[0].GRPCAddr)
 	c.WaitVoters(3, 60*time.Second)
 	c.WaitConverged(20 * time.Second)
-	before := map[string]*pb.StatusResponse{}
+	before := map[string]*clusterpb.StatusResponse{}
 	for _, n := range c.Nodes {
 		st, err := n.Status()
 		if err != nil {
@@ -314,12 +315,12 @@ func TestRaftNeedsMemberCertificate(t *testing.T) {
 	cc := cluster.Dial(t, c.Nodes[1].GRPCAddr, adminToken, &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{clientCert}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err = pb.NewNodeClient(cc).Join(ctx, &pb.JoinRequest{Id: "n2", RaftAddr: attacker.Addr(), GrpcAddr: "127.0.0.1:1"})
+	_, err = clusterpb.NewNodeClient(cc).Join(ctx, &clusterpb.JoinRequest{Id: "n2", RaftAddr: attacker.Addr(), GrpcAddr: "127.0.0.1:1"})
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "cannot speak Raft with the joining node at "+attacker.Addr()) ||
 		!strings.Contains(err.Error(), "server.default.barista") {
 		t.Fatalf("join with a client certificate's Raft address: %v", err)
 	}
-	peers, err := pb.NewNodeClient(cc).ListPeers(ctx, &pb.ListPeersRequest{})
+	peers, err := clusterpb.NewNodeClient(cc).ListPeers(ctx, &clusterpb.ListPeersRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

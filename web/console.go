@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/sfq"
@@ -64,8 +64,8 @@ var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
 	"ms":   func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() },
 	"wall": wallText,
 	// when shows a cluster time of an answer as people read time: "in
-	// 5.5s (2026-12-03T12:31:04Z)" (client.When).
-	"when": client.When,
+	// 5.5s (2026-12-03T12:31:04Z)" (wire.When).
+	"when": wire.When,
 	"size": func(s pb.Size) string {
 		if v, err := fsm.SizeFromPB(s); err == nil {
 			return v.String()
@@ -222,7 +222,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, msg stri
 // failCall shows a refused service call: its gRPC code as an HTTP status.
 func (s *Server) failCall(w http.ResponseWriter, r *http.Request, err error) {
 	st := status.Convert(err)
-	s.fail(w, r, httpStatus(st.Code()), client.CodeName(st.Code())+": "+st.Message())
+	s.fail(w, r, httpStatus(st.Code()), wire.CodeName(st.Code())+": "+st.Message())
 }
 
 type pageMember struct {
@@ -461,12 +461,12 @@ func parseJobsQuery(q url.Values) (jobsQuery, error) {
 		Pool: strings.TrimSpace(q.Get("pool")), After: q.Get("after"), Limit: jobsPageSize}
 	if out.Pool != "" {
 		if err := sfq.ValidatePoolName(out.Pool); err != nil {
-			return out, fmt.Errorf("pool: %s", strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
+			return out, fmt.Errorf("pool: %s", err.Error())
 		}
 	}
 	if out.Group != "" && out.Group != "-" {
 		if err := sfq.ValidateGroupName(out.Group); err != nil {
-			return out, fmt.Errorf("group: %s", strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
+			return out, fmt.Errorf("group: %s", err.Error())
 		}
 	}
 	if out.Tenant != "" {
@@ -763,7 +763,7 @@ func (s *Server) redriveAction(w http.ResponseWriter, r *http.Request) {
 		}
 		switch {
 		case len(resp.Items) != 1 || resp.Items[0].Done:
-		case resp.Items[0].Reason == "not found": // another tenant's job, or none
+		case resp.Items[0].State == "": // another tenant's job, or none
 			return rpc.JobNotFound(job)
 		default:
 			return status.Errorf(codes.FailedPrecondition, "job %d was not redriven: %s", job, resp.Items[0].Reason)

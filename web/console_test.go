@@ -11,6 +11,7 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -25,7 +26,7 @@ func consoleNode(t *testing.T) (*testNode, *httptest.Server) {
 	n, ts := gatewayNode(t)
 	for i := range 5 {
 		tenant := []string{"acme", "beta"}[i%2]
-		n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 100, JobType: fmt.Sprintf("type-%d", i+1)}}})
+		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 100, JobType: fmt.Sprintf("type-%d", i+1)}}})
 	}
 	return n, ts
 }
@@ -275,10 +276,10 @@ func TestConsoleEscaping(t *testing.T) {
 		stdout = `"><svg onload=alert(3)>`
 		load   = `{"argv":["</pre><script>alert(4)</script>"]}`
 	)
-	res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, JobType: typ, Payload: []byte(load), MaxAttempts: 1}}})
+	res := n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, JobType: typ, Payload: []byte(load), MaxAttempts: 1}}})
 	job := uint64(res[0].Job)
-	n.propose(&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}})
-	n.propose(&pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: job, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, CpuMs: 5, ExitCode: 3,
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: job, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, CpuMs: 5, ExitCode: 3,
 		StderrTail: stderr, StdoutTail: stdout}}})
 	page := cdo(t, ts, "GET", fmt.Sprintf("/jobs/%d", job), gwAdmin, "")
 	if page.status != 200 {
@@ -326,7 +327,7 @@ func TestConsolePaging(t *testing.T) {
 	for i := 1; i <= 9; i++ {
 		typ := []string{"render", "encode", "upload"}[i%3]
 		group := []string{"a", ""}[i%2]
-		n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, JobType: typ, Group: group}}})
+		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, JobType: typ, Group: group}}})
 	}
 	// 1 encode, 2 upload, 3 render, 4 encode, ...; the even ones in group
 	// a, the odd ones in the unnamed group.
@@ -447,10 +448,10 @@ func TestJobEvents(t *testing.T) {
 	n, _ := gatewayNode(t)
 	var ids []sfq.JobID
 	for i := range 40 {
-		res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: []string{"acme", "beta"}[i%2], Size: pb.Size_SM, EstCostMs: 100}}})
+		res := n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: []string{"acme", "beta"}[i%2], Size: pb.Size_SM, EstCostMs: 100}}})
 		ids = append(ids, res[0].Job)
 	}
-	n.propose(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "beta", Job: uint64(ids[21])}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "beta", Job: uint64(ids[21])}}})
 	for _, c := range []struct {
 		job  sfq.JobID
 		want string
@@ -510,8 +511,8 @@ func TestConsoleLevers(t *testing.T) {
 	admin, adminCSRF := signIn(t, ts, gwAdmin)
 	acme, acmeCSRF := signIn(t, ts, gwAcme)
 	// Job 6 of acme is delayed; job 7 of acme in group g.
-	n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, DelayMs: 3_600_000}}})
-	n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, Group: "g"}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, DelayMs: 3_600_000}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, Group: "g"}}})
 	job := func(id sfq.JobID) sfq.Job { j, _, _ := n.node.FSM.Job(id); return j }
 	paused := func() (tenant, group string) {
 		n.node.FSM.Read(func(s *sfq.Scheduler) {
@@ -589,10 +590,10 @@ func TestConsoleLevers(t *testing.T) {
 // oom_killed.
 func TestConsoleRunDetails(t *testing.T) {
 	n, ts := gatewayNode(t)
-	res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, MaxAttempts: 1}}})
+	res := n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, MaxAttempts: 1}}})
 	job := uint64(res[0].Job)
-	n.propose(&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}})
-	n.propose(&pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: job, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, CpuMs: 5, ExitCode: -1,
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: job, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_FAILED, CpuMs: 5, ExitCode: -1,
 		CpuSource: pb.CpuSource_CPU_SOURCE_CGROUP, Failure: pb.RunFailure_OOM_KILLED}}})
 	page := cdo(t, ts, "GET", fmt.Sprintf("/jobs/%d", job), gwAdmin, "")
 	if page.status != 200 {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -27,9 +25,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/internal/text"
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/gateway"
 )
 
 // The HTTP/JSON API: the handlers grpc-gateway generates from the routes
@@ -57,7 +56,7 @@ func (s *Server) gatewayHandler() http.Handler {
 		// gets here; the rest of the HTTP listener still serves.
 		s.log.Error("HTTP/JSON API disabled", "error", err)
 		api = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeHTTPError(w, &httpErr{http.StatusServiceUnavailable, "UNAVAILABLE", "the HTTP/JSON API is not available on this node: " + err.Error()})
+			writeHTTPError(w, newHTTPErr(http.StatusServiceUnavailable, "UNAVAILABLE", "the HTTP/JSON API is not available on this node: "+err.Error()))
 		})
 	}
 	mux.Handle("/v1/", s.apiAuth(s.apiLimits(api)))
@@ -74,7 +73,7 @@ func (s *Server) newGateway() (http.Handler, error) {
 	gw := newGatewayMux()
 	ctx := context.Background()
 	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
-		pb.RegisterClientHandler, pb.RegisterAdminHandler, pb.RegisterWorkerHandler, pb.RegisterNodeHandler,
+		gateway.RegisterClientHandler, gateway.RegisterAdminHandler, gateway.RegisterWorkerHandler, gateway.RegisterNodeHandler,
 	} {
 		if err := register(ctx, gw, cc); err != nil {
 			return nil, err
@@ -94,13 +93,13 @@ var gatewayMuxMu sync.Mutex
 func newGatewayMux() *runtime.ServeMux {
 	none := func(string) (string, bool) { return "", false }
 	minIndexIn := func(h string) (string, bool) {
-		if strings.EqualFold(h, client.HeaderMinIndex) {
-			return client.HeaderMinIndex, true
+		if strings.EqualFold(h, wire.HeaderMinIndex) {
+			return wire.HeaderMinIndex, true
 		}
 		return "", false
 	}
 	indexOut := func(h string) (string, bool) {
-		if h == client.HeaderIndex {
+		if h == wire.HeaderIndex {
 			return "X-Barista-Index", true
 		}
 		return "", false
@@ -136,8 +135,8 @@ func (s *Server) apiLimits(next http.Handler) http.Handler {
 		if r.ContentLength > limit {
 			s.limitMetrics.httpRefused.WithLabelValues("body_too_large").Inc()
 			closeUnread(w, r)
-			writeHTTPError(w, &httpErr{http.StatusRequestEntityTooLarge, "RESOURCE_EXHAUSTED",
-				fmt.Sprintf("request body: %d bytes (at most %d: limits.max_message_bytes)", r.ContentLength, limit)})
+			writeHTTPError(w, newHTTPErr(http.StatusRequestEntityTooLarge, "RESOURCE_EXHAUSTED",
+				fmt.Sprintf("request body: %d bytes (at most %d: limits.max_message_bytes)", r.ContentLength, limit)))
 			return
 		}
 		release, ok := s.reserveBody(w, r, limit)
@@ -223,7 +222,7 @@ func streamStart(ctx context.Context, w http.ResponseWriter, resp proto.Message)
 func streamError(ctx context.Context, err error) *status.Status {
 	st := status.Convert(err)
 	if sw, _ := ctx.Value(statusOnceKey{}).(*statusOnce); sw != nil && !sw.wrote {
-		writeHTTPError(sw, &httpErr{httpStatus(st.Code()), client.CodeName(st.Code()), st.Message()})
+		writeHTTPError(sw, statusError(st))
 		sw.done = true
 	}
 	return st
@@ -244,12 +243,6 @@ func newGatewayMarshaler() *apiMarshaler {
 	}}
 }
 
-// apiErrorBody is the JSON of an error.
-type apiErrorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 // Marshal unwraps the envelopes the gateway puts around a stream's
 // messages ({"result": msg}) and errors ({"error": status}).
 func (m *apiMarshaler) Marshal(v any) ([]byte, error) {
@@ -260,7 +253,7 @@ func (m *apiMarshaler) Marshal(v any) ([]byte, error) {
 		}
 	case map[string]proto.Message:
 		if st, ok := v["error"].(*spb.Status); ok && len(v) == 1 {
-			return json.Marshal(map[string]apiErrorBody{"error": {Code: client.CodeName(codes.Code(st.GetCode())), Message: st.GetMessage()}})
+			return json.Marshal(map[string]errorBody{"error": statusError(status.FromProto(st)).body()})
 		}
 	}
 	return m.JSONPb.Marshal(v)
@@ -288,6 +281,10 @@ func (m *apiMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		}
 		if p, ok := v.(proto.Message); ok {
 			if data, err = normalizeBody(data, p.ProtoReflect().Descriptor()); err != nil {
+				var inv *text.InvalidError
+				if b, ok := r.(*apiBody); ok && errors.As(err, &inv) {
+					b.refused = inv.Field
+				}
 				return err
 			}
 			return m.UnmarshalOptions.Unmarshal(data, p)
@@ -335,33 +332,41 @@ func httpStatus(c codes.Code) int {
 func apiError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
 	if b, ok := bodyTooLarge(ctx); ok {
 		closeUnread(w, r)
-		writeHTTPError(w, &httpErr{http.StatusRequestEntityTooLarge, "RESOURCE_EXHAUSTED", b.errTooLarge().Error()})
+		writeHTTPError(w, newHTTPErr(http.StatusRequestEntityTooLarge, "RESOURCE_EXHAUSTED", b.errTooLarge().Error()))
 		return
 	}
 	st := status.Convert(err)
-	c := st.Code()
-	httpCode := httpStatus(c)
+	httpCode := 0
 	if hs := (*runtime.HTTPStatusError)(nil); errors.As(err, &hs) {
 		// The router's own refusals (a malformed escape in the path).
 		st, httpCode = status.Convert(hs.Err), hs.HTTPStatus
-		if c = st.Code(); c == codes.Unknown && httpCode == http.StatusBadRequest {
-			c = codes.InvalidArgument
+		if st.Code() == codes.Unknown && httpCode == http.StatusBadRequest {
+			st = status.New(codes.InvalidArgument, st.Message())
 		}
+	}
+	e := statusError(st)
+	if httpCode != 0 {
+		e.status = httpCode
 	}
 	w.Header().Del("Trailer")
 	w.Header().Del("Transfer-Encoding")
-	for _, d := range st.Details() {
-		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.RetryDelay != nil {
-			// RFC 9110 §10.2.3: whole seconds, rounded up.
-			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(ri.RetryDelay.AsDuration().Seconds())), 10))
-		}
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == client.ErrorDomain && info.Reason == text.ReasonTooLarge {
-			// A payload over the cluster's limit: permanent, as a body
-			// too large for any message is.
-			httpCode = http.StatusRequestEntityTooLarge
-		}
+	if e.retryAfterMs > 0 {
+		// RFC 9110 §10.2.3: whole seconds, rounded up.
+		w.Header().Set("Retry-After", strconv.FormatInt((e.retryAfterMs+999)/1000, 10))
 	}
-	writeHTTPError(w, &httpErr{httpCode, client.CodeName(c), paramError(bodyError(st.Message()))})
+	if e.reason == text.ReasonTooLarge {
+		// A payload over the cluster's limit: permanent, as a body too
+		// large for any message is.
+		e.status = http.StatusRequestEntityTooLarge
+	}
+	e.msg = bodyError(e.msg)
+	if f := bodyField(ctx); f != "" && e.field == "" {
+		e.field = f
+	}
+	if field, msg, ok := paramError(e.msg); ok {
+		e.field, e.msg = field, msg
+	}
+	writeHTTPError(w, e)
 }
 
 // pathParamErr is the gateway's refusal of a path parameter it could not
@@ -370,17 +375,18 @@ func apiError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w h
 // ours, and names Go's parser.
 var pathParamErr = regexp.MustCompile(`^type mismatch, parameter: ([a-z0-9_.]+), error: strconv\.Parse\w+: parsing ("(?:[^"\\]|\\.)*"): (invalid syntax|value out of range)$`)
 
-// paramError says a path parameter's refusal in one sentence naming the
-// field, what was given and what it takes; any other message stays.
-func paramError(msg string) string {
+// paramError says the gateway's refusal of a path parameter in our
+// words: the field, and one sentence naming it, what was given and what
+// it takes; ok is false for any other message.
+func paramError(msg string) (field, out string, ok bool) {
 	m := pathParamErr.FindStringSubmatch(msg)
 	if m == nil {
-		return msg
+		return "", msg, false
 	}
 	if m[3] == "value out of range" {
-		return m[1] + ": " + m[2] + " is out of range"
+		return m[1], m[1] + ": " + m[2] + " is out of range", true
 	}
-	return m[1] + ": " + m[2] + " is not a whole number"
+	return m[1], m[1] + ": " + m[2] + " is not a whole number", true
 }
 
 // bodyError rewrites protojson's refusal of a request body ("proto:"
@@ -398,12 +404,12 @@ func bodyError(msg string) string {
 
 // apiRoutingError answers a request no route matches.
 func apiRoutingError(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpCode int) {
-	e := &httpErr{http.StatusBadRequest, "INVALID_ARGUMENT", "bad request path"}
+	e := newHTTPErr(http.StatusBadRequest, "INVALID_ARGUMENT", "bad request path")
 	switch httpCode {
 	case http.StatusNotFound:
-		e = &httpErr{http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("no route %s %s (the routes: %s)", r.Method, r.URL.EscapedPath(), OpenAPIPath)}
+		e = newHTTPErr(http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("no route %s %s (the routes: %s)", r.Method, r.URL.EscapedPath(), OpenAPIPath))
 	case http.StatusMethodNotAllowed:
-		e = &httpErr{http.StatusMethodNotAllowed, "UNIMPLEMENTED", fmt.Sprintf("%s is not a method of %s (the routes: %s)", r.Method, r.URL.EscapedPath(), OpenAPIPath)}
+		e = newHTTPErr(http.StatusMethodNotAllowed, "UNIMPLEMENTED", fmt.Sprintf("%s is not a method of %s (the routes: %s)", r.Method, r.URL.EscapedPath(), OpenAPIPath))
 	}
 	writeHTTPError(w, e)
 }
@@ -541,7 +547,7 @@ func queryParams(md protoreflect.MessageDescriptor) []string {
 func serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	doc, err := openAPIDocument()
 	if err != nil {
-		writeHTTPError(w, &httpErr{http.StatusInternalServerError, "INTERNAL", "the OpenAPI document: " + err.Error()})
+		writeHTTPError(w, newHTTPErr(http.StatusInternalServerError, "INTERNAL", "the OpenAPI document: "+err.Error()))
 		return
 	}
 	h := w.Header()
@@ -579,7 +585,7 @@ var openAPIDocument = sync.OnceValues(func() ([]byte, error) {
 	}
 	var names []any
 	for c := codes.OK + 1; c <= codes.Unauthenticated; c++ {
-		names = append(names, client.CodeName(c))
+		names = append(names, wire.CodeName(c))
 	}
 	delete(defs, "googleRpcStatus")
 	delete(defs, "protobufAny")

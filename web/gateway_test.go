@@ -16,9 +16,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/rpc"
 )
 
@@ -29,7 +30,7 @@ func gatewayNode(t *testing.T) (*testNode, *httptest.Server) {
 	n := startTestNode(t, []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}, {Secret: gwAcme, Role: rpc.RoleClient, Tenant: "acme"},
 		{Secret: gwBeta, Role: rpc.RoleClient, Tenant: "beta"}}, nil)
 	for _, name := range []string{"acme", "beta"} {
-		n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
+		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
 	}
 	return n, n.serve()
 }
@@ -103,7 +104,7 @@ func dropClockNow(v any) {
 // one node, for answers and for each class of error.
 func TestGatewayAnswers(t *testing.T) {
 	n, ts := gatewayNode(t)
-	n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "beta", Size: pb.Size_SM, EstCostMs: 5}}}) // job 1
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "beta", Size: pb.Size_SM, EstCostMs: 5}}}) // job 1
 	const job = `{"job_type":"render","size":"LG","est_cost_ms":"1000","idempotency_key":"k1"}`
 	for _, c := range []struct {
 		name, method, path, token, body string
@@ -118,47 +119,47 @@ func TestGatewayAnswers(t *testing.T) {
 			`{"items":[{"job_id":"2","done":true,"state":"queued","reason":""}],"next_page_token":"","done":"1","skipped":"0","duplicate":false,"stopped":"","submitted_from_ms":"0"}`},
 		{"a list's state in upper case", "GET", "/v1/jobs?state=QUEUED", gwAcme, "", nil, 200, ""},
 		{"the key with other content", "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"1000","idempotency_key":"k1"}`, nil, 409,
-			`{"code":"ALREADY_EXISTS","message":"idempotency key \"k1\" of tenant \"acme\" was used for job 2 with different content"}`},
+			`{"code":"ALREADY_EXISTS","message":"idempotency key \"k1\" of tenant \"acme\" was used for job 2 with different content","reason":"KEY_CONFLICT","field":"","retry_after_ms":0}`},
 		{"an unknown field", "POST", "/v1/jobs", gwAcme, `{"size":"SM","sise":"SM"}`, nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"sise: not a field of this request (it takes tenant, idempotency_key, job_type, size, est_cost_ms, payload, max_attempts, timeout_ms, class, deadline_ms, group, delay_ms, expire_ms, retry_backoff_ms, pool)"}`},
+			`{"code":"INVALID_ARGUMENT","message":"sise: not a field of this request (it takes tenant, idempotency_key, job_type, size, est_cost_ms, payload, max_attempts, timeout_ms, class, deadline_ms, group, delay_ms, expire_ms, retry_backoff_ms, pool)","reason":"","field":"sise","retry_after_ms":0}`},
 		{"a bad enum", "POST", "/v1/jobs", gwAcme, `{"size":"HUGE"}`, nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"size: \"HUGE\" is not a size (want sm, md or lg)"}`},
+			`{"code":"INVALID_ARGUMENT","message":"size: \"HUGE\" is not a size (want sm, md or lg)","reason":"","field":"size","retry_after_ms":0}`},
 		{"a bad value", "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"-5"}`, nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"est_cost_ms: must be positive (got -5)"}`},
+			`{"code":"INVALID_ARGUMENT","message":"est_cost_ms: must be positive (got -5)","reason":"","field":"est_cost_ms","retry_after_ms":0}`},
 		{"not JSON", "POST", "/v1/jobs", gwAcme, `size=SM`, nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"request body: syntax error (line 1:1): invalid value size"}`},
+			`{"code":"INVALID_ARGUMENT","message":"request body: syntax error (line 1:1): invalid value size","reason":"","field":"","retry_after_ms":0}`},
 		{"get", "GET", "/v1/jobs/2?stale=true", gwAcme, "", nil, 200, ""},
-		{"an unknown job", "GET", "/v1/jobs/99", gwAcme, "", nil, 404, `{"code":"NOT_FOUND","message":"job 99 not found"}`},
-		{"another tenant's job", "GET", "/v1/jobs/1", gwAcme, "", nil, 404, `{"code":"NOT_FOUND","message":"job 1 not found"}`},
+		{"an unknown job", "GET", "/v1/jobs/99", gwAcme, "", nil, 404, `{"code":"NOT_FOUND","message":"job 99 not found","reason":"","field":"","retry_after_ms":0}`},
+		{"another tenant's job", "GET", "/v1/jobs/1", gwAcme, "", nil, 404, `{"code":"NOT_FOUND","message":"job 1 not found","reason":"","field":"","retry_after_ms":0}`},
 		{"another tenant by name", "GET", "/v1/jobs?tenant=beta", gwAcme, "", nil, 403,
-			`{"code":"PERMISSION_DENIED","message":"tenant: this token is for tenant \"acme\", not \"beta\""}`},
+			`{"code":"PERMISSION_DENIED","message":"tenant: this token is for tenant \"acme\", not \"beta\"","reason":"","field":"tenant","retry_after_ms":0}`},
 		{"a bad id", "GET", "/v1/jobs/x", gwAcme, "", nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"job_id: \"x\" is not a whole number"}`},
+			`{"code":"INVALID_ARGUMENT","message":"job_id: \"x\" is not a whole number","reason":"","field":"job_id","retry_after_ms":0}`},
 		{"an unknown query parameter", "GET", "/v1/jobs?stat=queued", gwAcme, "", nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"unknown query parameter \"stat\" (this route takes tenant, state, page_size, page_token, stale, include_payload, newest_first, oldest_first, pool)"}`},
+			`{"code":"INVALID_ARGUMENT","message":"unknown query parameter \"stat\" (this route takes tenant, state, page_size, page_token, stale, include_payload, newest_first, oldest_first, pool)","reason":"","field":"","retry_after_ms":0}`},
 		{"a parameter and its alias", "GET", "/v1/jobs?stale=true&read.stale=false", gwAcme, "", nil, 400, ""},
 		{"no token", "GET", "/v1/jobs", "", "", nil, 401,
-			`{"code":"UNAUTHENTICATED","message":"missing bearer token (authorization: Bearer TOKEN)"}`},
-		{"an unknown token", "GET", "/v1/jobs", "not-a-token-0000000", "", nil, 401, `{"code":"UNAUTHENTICATED","message":"unknown token"}`},
+			`{"code":"UNAUTHENTICATED","message":"missing bearer token (authorization: Bearer TOKEN)","reason":"","field":"","retry_after_ms":0}`},
+		{"an unknown token", "GET", "/v1/jobs", "not-a-token-0000000", "", nil, 401, `{"code":"UNAUTHENTICATED","message":"unknown token","reason":"","field":"","retry_after_ms":0}`},
 		{"a token in another header", "GET", "/v1/jobs", "", "", []string{"Grpc-Metadata-Authorization", "Bearer " + gwAcme}, 401,
-			`{"code":"UNAUTHENTICATED","message":"missing bearer token (authorization: Bearer TOKEN)"}`},
+			`{"code":"UNAUTHENTICATED","message":"missing bearer token (authorization: Bearer TOKEN)","reason":"","field":"","retry_after_ms":0}`},
 		{"a client token on an admin route", "GET", "/v1/admin/tenants", gwAcme, "", nil, 403,
-			`{"code":"PERMISSION_DENIED","message":"a client token may not call /barista.v1.Admin/ListTenants"}`},
+			`{"code":"PERMISSION_DENIED","message":"a client token may not call /barista.v1.Admin/ListTenants","reason":"","field":"","retry_after_ms":0}`},
 		{"explain", "GET", "/v1/jobs/2:explain", gwAcme, "", nil, 200, `{"job_id":"2","reason":"no_worker",` +
 			`"text":"Job 2 (tenant acme, class normal, size lg) could run, but no connected, undrained worker of size lg or larger is there to take it.",` +
 			`"size":"LG","class":"NORMAL","position":"0","vertex":"","current":"0","limit":"0","ahead":"0","tag_ms":"","vnow_ms":"","worker_id":"",` +
 			`"due_ms":"0","eligible_at_ms":"0","group":"","group_order":"","fitting_workers":0,"workers_busy":false}`},
-		{"explain another tenant's job", "GET", "/v1/jobs/1:explain", gwAcme, "", nil, 404, `{"code":"NOT_FOUND","message":"job 1 not found"}`},
+		{"explain another tenant's job", "GET", "/v1/jobs/1:explain", gwAcme, "", nil, 404, `{"code":"NOT_FOUND","message":"job 1 not found","reason":"","field":"","retry_after_ms":0}`},
 		{"cancel", "POST", "/v1/jobs/2:cancel", gwAcme, "", nil, 200, `{"cancel_requested":false,"state":"cancelled"}`},
 		{"cancel a cancelled job", "POST", "/v1/jobs/2:cancel", gwAcme, "", nil, 200, `{"cancel_requested":false,"state":"cancelled"}`},
 		{"an admin names the tenant", "POST", "/v1/jobs", gwAdmin, `{"tenant":"beta","size":"SM","est_cost_ms":"7"}`, nil, 200, `{"created":true,"job_id":"3"}`},
-		{"an admin names none", "POST", "/v1/jobs", gwAdmin, `{"size":"SM","est_cost_ms":"7"}`, nil, 400, `{"code":"INVALID_ARGUMENT","message":"tenant: required"}`},
+		{"an admin names none", "POST", "/v1/jobs", gwAdmin, `{"size":"SM","est_cost_ms":"7"}`, nil, 400, `{"code":"INVALID_ARGUMENT","message":"tenant: required","reason":"","field":"tenant","retry_after_ms":0}`},
 		{"no route", "GET", "/v1/nope", gwAcme, "", nil, 404,
-			`{"code":"NOT_FOUND","message":"no route GET /v1/nope (the routes: /v1/openapi.json)"}`},
+			`{"code":"NOT_FOUND","message":"no route GET /v1/nope (the routes: /v1/openapi.json)","reason":"","field":"","retry_after_ms":0}`},
 		{"no such method", "DELETE", "/v1/jobs", gwAcme, "", nil, 405,
-			`{"code":"UNIMPLEMENTED","message":"DELETE is not a method of /v1/jobs (the routes: /v1/openapi.json)"}`},
+			`{"code":"UNIMPLEMENTED","message":"DELETE is not a method of /v1/jobs (the routes: /v1/openapi.json)","reason":"","field":"","retry_after_ms":0}`},
 		{"a body too large", "POST", "/v1/jobs", gwAcme, strings.Repeat(" ", fsm.MaxMessageBytes+1), nil, 413,
-			fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: %d bytes (at most %d: limits.max_message_bytes)"}`, fsm.MaxMessageBytes+1, fsm.MaxMessageBytes)},
+			fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: %d bytes (at most %d: limits.max_message_bytes)","reason":"","field":"","retry_after_ms":0}`, fsm.MaxMessageBytes+1, fsm.MaxMessageBytes)},
 	} {
 		r := gwDo(t, ts, c.method, c.path, c.token, c.body, c.hdr...)
 		if r.status != c.status || (c.want != "" && canonical(t, r.body) != canonical(t, c.want)) {
@@ -279,7 +280,7 @@ func TestGatewayEventStream(t *testing.T) {
 		t.Errorf("job watch: %d %v\n%s", r.status, kinds, r.body)
 	}
 	// Refused before it starts: a plain error answer.
-	if r := gwDo(t, ts, "GET", "/v1/events?job_id=1", gwBeta, ""); r.status != 404 || canonical(t, r.body) != `{"code":"NOT_FOUND","message":"job 1 not found"}` {
+	if r := gwDo(t, ts, "GET", "/v1/events?job_id=1", gwBeta, ""); r.status != 404 || canonical(t, r.body) != canonical(t, `{"code":"NOT_FOUND","message":"job 1 not found","reason":"","field":"","retry_after_ms":0}`) {
 		t.Errorf("beta watching acme's job: %d %s", r.status, r.body)
 	}
 }
@@ -290,7 +291,7 @@ func TestGatewayEventStream(t *testing.T) {
 func TestGatewayStreamError(t *testing.T) {
 	m := newGatewayMarshaler()
 	b, err := m.Marshal(map[string]proto.Message{"error": &spb.Status{Code: int32(codes.Unavailable), Message: "leadership changed"}})
-	if err != nil || string(b) != `{"error":{"code":"UNAVAILABLE","message":"leadership changed"}}` {
+	if err != nil || string(b) != `{"error":{"code":"UNAVAILABLE","message":"leadership changed","reason":"","field":"","retry_after_ms":0}}` {
 		t.Errorf("error line %s %v", b, err)
 	}
 	b, err = m.Marshal(map[string]any{"result": &pb.Event{Seq: 7, Kind: "queued"}})
@@ -312,11 +313,11 @@ func TestGatewayHTTPStatus(t *testing.T) {
 	}
 	for c := codes.OK; c <= codes.Unauthenticated; c++ {
 		if got := httpStatus(c); got != want[c] {
-			t.Errorf("%s: %d, want %d", client.CodeName(c), got, want[c])
+			t.Errorf("%s: %d, want %d", wire.CodeName(c), got, want[c])
 		}
 	}
-	if client.CodeName(codes.Canceled) != "CANCELLED" || client.CodeName(codes.FailedPrecondition) != "FAILED_PRECONDITION" {
-		t.Errorf("code names: %s %s", client.CodeName(codes.Canceled), client.CodeName(codes.FailedPrecondition))
+	if wire.CodeName(codes.Canceled) != "CANCELLED" || wire.CodeName(codes.FailedPrecondition) != "FAILED_PRECONDITION" {
+		t.Errorf("code names: %s %s", wire.CodeName(codes.Canceled), wire.CodeName(codes.FailedPrecondition))
 	}
 }
 
@@ -333,7 +334,7 @@ func TestGatewayStreamBroken(t *testing.T) {
 	defer resp.Body.Close()
 	n.stop()
 	body, _ := io.ReadAll(resp.Body)
-	if want := `{"error":{"code":"UNAVAILABLE","message":"this node is shutting down; resume the watch on another node from seq 1"}}` + "\n"; string(body) != want {
+	if want := `{"error":{"code":"UNAVAILABLE","message":"this node is shutting down; resume the watch on another node from seq 1","reason":"","field":"","retry_after_ms":0}}` + "\n"; string(body) != want {
 		t.Fatalf("the end of a broken stream: %q, want %q", body, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/baristahq/barista/internal/text"
 	"math"
 	"strconv"
 	"strings"
@@ -73,7 +74,7 @@ func normalizeMessage(obj map[string]any, md protoreflect.MessageDescriptor, pre
 			fd = fields.ByJSONName(k)
 		}
 		if fd == nil {
-			return false, fmt.Errorf("%s%s: not a field of this request (it takes %s)", prefix, k, fieldList(md))
+			return false, text.Invalidf(prefix+k, "not a field of this request (it takes %s)", fieldList(md))
 		}
 		name := prefix + string(fd.Name())
 		if val == nil {
@@ -82,7 +83,7 @@ func normalizeMessage(obj map[string]any, md protoreflect.MessageDescriptor, pre
 		if fd.IsList() {
 			list, ok := val.([]any)
 			if !ok {
-				return false, fmt.Errorf("%s: %s is not a list", name, shown(val))
+				return false, text.Invalidf(name, "%s is not a list", shown(val))
 			}
 			for i := range list {
 				c, err := normalizeValue(fd, &list[i], fmt.Sprintf("%s[%d]", name, i))
@@ -114,7 +115,7 @@ func normalizeValue(fd protoreflect.FieldDescriptor, v *any, name string) (bool,
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		obj, ok := (*v).(map[string]any)
 		if !ok {
-			return false, fmt.Errorf("%s: %s is not an object (it takes %s)", name, shown(*v), fieldList(fd.Message()))
+			return false, text.Invalidf(name, "%s is not an object (it takes %s)", shown(*v), fieldList(fd.Message()))
 		}
 		return normalizeMessage(obj, fd.Message(), name+".")
 	case protoreflect.EnumKind:
@@ -135,16 +136,16 @@ func normalizeValue(fd protoreflect.FieldDescriptor, v *any, name string) (bool,
 		return exact != s, nil
 	case protoreflect.BoolKind:
 		if _, ok := (*v).(bool); !ok {
-			return false, fmt.Errorf("%s: %s is not true or false", name, shown(*v))
+			return false, text.Invalidf(name, "%s is not true or false", shown(*v))
 		}
 	case protoreflect.StringKind:
 		if _, ok := (*v).(string); !ok {
-			return false, fmt.Errorf("%s: %s is not a string", name, shown(*v))
+			return false, text.Invalidf(name, "%s is not a string", shown(*v))
 		}
 	case protoreflect.BytesKind:
 		s, ok := (*v).(string)
 		if !ok || !isBase64(s) {
-			return false, fmt.Errorf("%s: %s is not base64 (a bytes field takes its bytes in base64 in JSON)", name, shown(*v))
+			return false, text.Invalidf(name, "%s is not base64 (a bytes field takes its bytes in base64 in JSON)", shown(*v))
 		}
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
 		return false, checkInt(*v, name, math.MinInt32, math.MaxInt32)
@@ -175,9 +176,9 @@ func checkInt(v any, name string, lo, hi int64) error {
 	n, err := strconv.ParseInt(s, 10, 64)
 	switch {
 	case !ok || (err != nil && !isRangeErr(err)):
-		return fmt.Errorf("%s: %s is not a whole number", name, shown(v))
+		return text.Invalidf(name, "%s is not a whole number", shown(v))
 	case err != nil || n < lo || n > hi:
-		return fmt.Errorf("%s: %s is out of range (%d to %d)", name, shown(v), lo, hi)
+		return text.Invalidf(name, "%s is out of range (%d to %d)", shown(v), lo, hi)
 	}
 	return nil
 }
@@ -186,15 +187,15 @@ func checkUint(v any, name string, hi uint64) error {
 	s, ok := intText(v)
 	if ok && strings.HasPrefix(s, "-") {
 		if _, err := strconv.ParseInt(s, 10, 64); err == nil || isRangeErr(err) {
-			return fmt.Errorf("%s: %s is out of range (0 to %d)", name, shown(v), hi)
+			return text.Invalidf(name, "%s is out of range (0 to %d)", shown(v), hi)
 		}
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	switch {
 	case !ok || (err != nil && !isRangeErr(err)):
-		return fmt.Errorf("%s: %s is not a whole number", name, shown(v))
+		return text.Invalidf(name, "%s is not a whole number", shown(v))
 	case err != nil || n > hi:
-		return fmt.Errorf("%s: %s is out of range (0 to %d)", name, shown(v), hi)
+		return text.Invalidf(name, "%s is out of range (0 to %d)", shown(v), hi)
 	}
 	return nil
 }
@@ -307,7 +308,7 @@ func enumError(ed protoreflect.EnumDescriptor, name string, v any) error {
 	if len(names) > 1 {
 		want = strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 	}
-	return fmt.Errorf("%s: %s is not a %s (want %s)", name, shown(v), enumNoun(ed), want)
+	return text.Invalidf(name, "%s is not a %s (want %s)", shown(v), enumNoun(ed), want)
 }
 
 // enumNoun names what an enum's values are: GroupOrder is "group order".

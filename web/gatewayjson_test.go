@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // TestEveryEnumInEveryForm: every enum field of every request message of
@@ -16,7 +17,7 @@ import (
 // case; what it refuses is named with the field's .proto name and the
 // short names it takes.
 func TestEveryEnumInEveryForm(t *testing.T) {
-	files := []protoreflect.FileDescriptor{pb.File_client_proto, pb.File_admin_proto, pb.File_node_proto, pb.File_worker_proto}
+	files := []protoreflect.FileDescriptor{pb.File_client_proto, pb.File_admin_proto, clusterpb.File_node_proto, pb.File_worker_proto}
 	seen := 0
 	for _, f := range files {
 		for i := range f.Services().Len() {

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"google.golang.org/grpc/status"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baristahq/barista/internal/wire"
 	"github.com/baristahq/barista/rpc"
 )
 
@@ -138,24 +140,63 @@ func (s *sessions) delete(value string) {
 	s.mu.Unlock()
 }
 
+// httpErr is a refusal as the HTTP side answers it: its HTTP status and
+// the JSON body {"code", "message", "reason", "field", "retry_after_ms"}
+// (the gRPC code's name; the message as it is; the cause a client
+// branches on and the request field at fault, "" when the refusal names
+// none; how long to wait before trying again, 0 when it asks nothing).
 type httpErr struct {
-	status int
-	code   string
-	msg    string
+	status       int
+	code         string
+	msg          string
+	reason       string
+	field        string
+	retryAfterMs int64
 }
 
-var errTooManySessions = &httpErr{http.StatusServiceUnavailable, "UNAVAILABLE", "too many web sessions on this node (limits.sessions); try again later"}
+// newHTTPErr is a refusal of the HTTP side's own, with no reason or
+// field.
+func newHTTPErr(status int, code, msg string) *httpErr {
+	return &httpErr{status: status, code: code, msg: msg}
+}
+
+// errorBody is the JSON of an httpErr.
+type errorBody struct {
+	Code         string `json:"code"`
+	Message      string `json:"message"`
+	Reason       string `json:"reason"`
+	Field        string `json:"field"`
+	RetryAfterMs int64  `json:"retry_after_ms"`
+}
+
+// body is e's JSON body.
+func (e *httpErr) body() errorBody {
+	return errorBody{Code: e.code, Message: e.msg, Reason: e.reason, Field: e.field, RetryAfterMs: e.retryAfterMs}
+}
+
+// statusError is the httpErr of a gRPC status: its code's name and HTTP
+// status, its message, and what its details say (wire.RefusalOf).
+func statusError(st *status.Status) *httpErr {
+	r := wire.RefusalOf(st)
+	e := &httpErr{status: httpStatus(st.Code()), code: wire.CodeName(st.Code()), msg: st.Message(), reason: r.Reason, field: r.Field}
+	if r.HasRetry {
+		e.retryAfterMs = max(r.RetryAfter.Milliseconds(), 1)
+	}
+	return e
+}
+
+var errTooManySessions = newHTTPErr(http.StatusServiceUnavailable, "UNAVAILABLE", "too many web sessions on this node (limits.sessions); try again later")
 
 func (e *httpErr) Error() string { return e.msg }
 
-// writeHTTPError answers with {"code": NAME, "message": ...}.
+// writeHTTPError answers with e's status and JSON body.
 func writeHTTPError(w http.ResponseWriter, e *httpErr) {
 	w.Header().Set("Content-Type", "application/json")
 	if e.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="barista"`)
 	}
 	w.WriteHeader(e.status)
-	json.NewEncoder(w).Encode(map[string]string{"code": e.code, "message": e.msg})
+	json.NewEncoder(w).Encode(e.body())
 }
 
 // caller is who an HTTP request comes from: its identity, the secret it
@@ -184,11 +225,11 @@ func (s *Server) httpIdentity(r *http.Request, cookies bool) (caller, *httpErr) 
 	if h := r.Header.Get("Authorization"); h != "" {
 		secret, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok {
-			return caller{}, &httpErr{http.StatusUnauthorized, "UNAUTHENTICATED", "the Authorization header must be \"Bearer TOKEN\""}
+			return caller{}, newHTTPErr(http.StatusUnauthorized, "UNAUTHENTICATED", "the Authorization header must be \"Bearer TOKEN\"")
 		}
 		id, ok := a.Identify(secret)
 		if !ok {
-			return caller{}, &httpErr{http.StatusUnauthorized, "UNAUTHENTICATED", "unknown token"}
+			return caller{}, newHTTPErr(http.StatusUnauthorized, "UNAUTHENTICATED", "unknown token")
 		}
 		return caller{id: id, token: secret}, nil
 	}
@@ -199,7 +240,7 @@ func (s *Server) httpIdentity(r *http.Request, cookies bool) (caller, *httpErr) 
 			}
 		}
 	}
-	return caller{}, &httpErr{http.StatusUnauthorized, "UNAUTHENTICATED", "missing bearer token (Authorization: Bearer TOKEN)"}
+	return caller{}, newHTTPErr(http.StatusUnauthorized, "UNAUTHENTICATED", "missing bearer token (Authorization: Bearer TOKEN)")
 }
 
 type httpCallerKey struct{}
@@ -218,7 +259,7 @@ func (s *Server) guard(roles []rpc.Role, cookies bool, h http.HandlerFunc) http.
 			return
 		}
 		if !slices.Contains(roles, c.id.Role) {
-			writeHTTPError(w, &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "a " + c.id.Role.String() + " token may not open " + r.URL.Path})
+			writeHTTPError(w, newHTTPErr(http.StatusForbidden, "PERMISSION_DENIED", "a "+c.id.Role.String()+" token may not open "+r.URL.Path))
 			return
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), httpCallerKey{}, c)))
@@ -295,16 +336,16 @@ func (s *Server) csrfToken(session string) string {
 func (s *Server) checkAction(w http.ResponseWriter, r *http.Request, c caller) *httpErr {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		return &httpErr{http.StatusMethodNotAllowed, "INVALID_ARGUMENT", "console actions are POSTs"}
+		return newHTTPErr(http.StatusMethodNotAllowed, "INVALID_ARGUMENT", "console actions are POSTs")
 	}
 	if !sameOrigin(r) {
-		return &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "cross-origin action refused"}
+		return newHTTPErr(http.StatusForbidden, "PERMISSION_DENIED", "cross-origin action refused")
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	want := s.csrfToken(c.session)
 	got := r.PostFormValue("csrf")
 	if want == "" || !hmac.Equal([]byte(got), []byte(want)) {
-		return &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "missing or wrong CSRF token: act from the console's own pages while signed in"}
+		return newHTTPErr(http.StatusForbidden, "PERMISSION_DENIED", "missing or wrong CSRF token: act from the console's own pages while signed in")
 	}
 	return nil
 }
@@ -349,7 +390,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		consoleTmpl.ExecuteTemplate(w, "login", loginPage{Node: s.node.ID()})
 	case http.MethodPost:
 		if !sameOrigin(r) {
-			writeHTTPError(w, &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "cross-origin login refused"})
+			writeHTTPError(w, newHTTPErr(http.StatusForbidden, "PERMISSION_DENIED", "cross-origin login refused"))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 4096)
@@ -371,7 +412,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 	default:
 		w.Header().Set("Allow", "GET, POST")
-		writeHTTPError(w, &httpErr{http.StatusMethodNotAllowed, "INVALID_ARGUMENT", "use GET or POST"})
+		writeHTTPError(w, newHTTPErr(http.StatusMethodNotAllowed, "INVALID_ARGUMENT", "use GET or POST"))
 	}
 }
 
@@ -385,7 +426,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		}
 		s.sessions.delete(c.session)
 	} else if r.Method != http.MethodPost || !sameOrigin(r) {
-		writeHTTPError(w, &httpErr{http.StatusForbidden, "PERMISSION_DENIED", "log out with a same-origin POST"})
+		writeHTTPError(w, newHTTPErr(http.StatusForbidden, "PERMISSION_DENIED", "log out with a same-origin POST"))
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: cookieSecure(r), SameSite: http.SameSiteStrictMode})

@@ -132,8 +132,8 @@ func (s *Server) limitUnauthenticated(next http.Handler) http.Handler {
 			s.limitMetrics.httpRefused.WithLabelValues("unauthenticated_limit").Inc()
 			w.Header().Set("Retry-After", "1")
 			closeUnread(w, r)
-			writeHTTPError(w, &httpErr{http.StatusServiceUnavailable, "UNAVAILABLE",
-				fmt.Sprintf("this node is serving %d requests without a token already (limits.http_unauthenticated); try again later", cap(s.unauthenticated))})
+			writeHTTPError(w, newHTTPErr(http.StatusServiceUnavailable, "UNAVAILABLE",
+				fmt.Sprintf("this node is serving %d requests without a token already (limits.http_unauthenticated); try again later", cap(s.unauthenticated))))
 			return
 		}
 		s.limitMetrics.httpUnauthenticated.Inc()
@@ -168,7 +168,7 @@ func (s *Server) apiAuth(next http.Handler) http.Handler {
 			if _, err := s.auth.Authenticate(r.Header.Values("Authorization")); err != nil {
 				s.limitMetrics.httpRefused.WithLabelValues("unauthenticated").Inc()
 				closeUnread(w, r)
-				writeHTTPError(w, &httpErr{http.StatusUnauthorized, "UNAUTHENTICATED", status.Convert(err).Message()})
+				writeHTTPError(w, newHTTPErr(http.StatusUnauthorized, "UNAUTHENTICATED", status.Convert(err).Message()))
 				return
 			}
 		}
@@ -183,6 +183,10 @@ type apiBody struct {
 	limit    int64
 	length   int64 // Content-Length, -1 if unknown (chunked)
 	tooLarge bool
+	// refused is the field of the body that the decoder refused, which
+	// the gateway's status (made from the error's text alone) does not
+	// carry: apiError adds it to the answer.
+	refused string
 }
 
 type apiBodyKey struct{}
@@ -220,6 +224,15 @@ func bodyTooLarge(ctx context.Context) (*apiBody, bool) {
 	return b, b != nil && b.tooLarge
 }
 
+// bodyField is the field of the request's body the decoder refused ("":
+// none).
+func bodyField(ctx context.Context) string {
+	if b, _ := ctx.Value(apiBodyKey{}).(*apiBody); b != nil {
+		return b.refused
+	}
+	return ""
+}
+
 // reserveBody reserves a request's body bytes (its Content-Length, or
 // limit for a body without one) from its caller's and the node's budget
 // before any of it is read (Limits.BodyBytes). Over a bound it answers
@@ -244,12 +257,12 @@ func (s *Server) reserveBody(w http.ResponseWriter, r *http.Request, limit int64
 	closeUnread(w, r)
 	if which == inflight.PerIdentity {
 		s.limitMetrics.httpRefused.WithLabelValues("body_bytes_per_identity").Inc()
-		writeHTTPError(w, &httpErr{http.StatusTooManyRequests, "RESOURCE_EXHAUSTED",
-			"this caller's request bodies in flight are at their bound (limits.body_bytes_per_identity); retry once they are in"})
+		writeHTTPError(w, newHTTPErr(http.StatusTooManyRequests, "RESOURCE_EXHAUSTED",
+			"this caller's request bodies in flight are at their bound (limits.body_bytes_per_identity); retry once they are in"))
 	} else {
 		s.limitMetrics.httpRefused.WithLabelValues("body_bytes").Inc()
-		writeHTTPError(w, &httpErr{http.StatusServiceUnavailable, "UNAVAILABLE",
-			"this node holds its bound of request bodies in flight (limits.body_bytes); retry, or ask another node"})
+		writeHTTPError(w, newHTTPErr(http.StatusServiceUnavailable, "UNAVAILABLE",
+			"this node holds its bound of request bodies in flight (limits.body_bytes); retry, or ask another node"))
 	}
 	return nil, false
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/rpc"
 )
 
@@ -23,7 +24,7 @@ func limitedGateway(t *testing.T, limits rpc.Limits, webLimits Limits) (*testNod
 	t.Helper()
 	n := startNode(t, nodeOptions{tokens: []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}, {Secret: gwAcme, Role: rpc.RoleClient, Tenant: "acme"}},
 		rpc: rpc.Options{Limits: limits}, web: Options{Limits: webLimits}})
-	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
 	return n, n.serve()
 }
 
@@ -76,20 +77,20 @@ func TestGatewayBodyLimits(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	for _, c := range []struct{ name, token, want string }{
-		{"no token", "", `{"code":"UNAUTHENTICATED","message":"missing bearer token (authorization: Bearer TOKEN)"}`},
-		{"an unknown token", "not-a-token-0000000", `{"code":"UNAUTHENTICATED","message":"unknown token"}`},
+		{"no token", "", `{"code":"UNAUTHENTICATED","message":"missing bearer token (authorization: Bearer TOKEN)","reason":"","field":"","retry_after_ms":0}`},
+		{"an unknown token", "not-a-token-0000000", `{"code":"UNAUTHENTICATED","message":"unknown token","reason":"","field":"","retry_after_ms":0}`},
 	} {
 		r, closed := gwBody(t, ts, "POST", "/v1/jobs", c.token, stalled{release: release}, -1)
 		if r.status != 401 || canonical(t, r.body) != canonical(t, c.want) || !closed {
 			t.Errorf("%s, a body that never comes: %d %v %s\nwant 401 Connection: close %s", c.name, r.status, r.header, r.body, c.want)
 		}
 	}
-	over := fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: more than %d bytes (limits.max_message_bytes)"}`, rpc.MinMessageBytes)
+	over := fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: more than %d bytes (limits.max_message_bytes)","reason":"","field":"","retry_after_ms":0}`, rpc.MinMessageBytes)
 	r, _ := gwBody(t, ts, "POST", "/v1/jobs", gwAcme, chunked{strings.NewReader(`{"job_type":"` + strings.Repeat("x", rpc.MinMessageBytes) + `"}`)}, -1)
 	if r.status != 413 || canonical(t, r.body) != canonical(t, over) {
 		t.Errorf("a chunked body over the limit: %d %s\nwant 413 %s", r.status, r.body, over)
 	}
-	declared := fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: %d bytes (at most %d: limits.max_message_bytes)"}`, rpc.MinMessageBytes+1, rpc.MinMessageBytes)
+	declared := fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":"request body: %d bytes (at most %d: limits.max_message_bytes)","reason":"","field":"","retry_after_ms":0}`, rpc.MinMessageBytes+1, rpc.MinMessageBytes)
 	r, _ = gwBody(t, ts, "POST", "/v1/jobs", gwAcme, stalled{release: release}, rpc.MinMessageBytes+1)
 	if r.status != 413 || canonical(t, r.body) != canonical(t, declared) {
 		t.Errorf("a declared length over the limit: %d %s\nwant 413 %s", r.status, r.body, declared)
@@ -139,8 +140,8 @@ func TestHTTPUnauthenticatedLimit(t *testing.T) {
 		return testutil.ToFloat64(n.web.limitMetrics.httpUnauthenticated) == 2
 	})
 	r := gwDo(t, ts, "GET", "/login", "", "")
-	want := `{"code":"UNAVAILABLE","message":"this node is serving 2 requests without a token already (limits.http_unauthenticated); try again later"}`
-	if r.status != 503 || canonical(t, r.body) != want || r.header.Get("Retry-After") != "1" {
+	want := `{"code":"UNAVAILABLE","message":"this node is serving 2 requests without a token already (limits.http_unauthenticated); try again later","reason":"","field":"","retry_after_ms":0}`
+	if r.status != 503 || canonical(t, r.body) != canonical(t, want) || r.header.Get("Retry-After") != "1" {
 		t.Errorf("a third request without a token: %d %v %s\nwant 503 %s", r.status, r.header, r.body, want)
 	}
 	for _, p := range []string{"/healthz", "/readyz"} {
@@ -253,8 +254,8 @@ func TestSessionsNodeBound(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
-	want := `{"code":"UNAVAILABLE","message":"too many web sessions on this node (limits.sessions); try again later"}`
-	if w.Code != 503 || canonical(t, w.Body.String()) != want {
+	want := `{"code":"UNAVAILABLE","message":"too many web sessions on this node (limits.sessions); try again later","reason":"","field":"","retry_after_ms":0}`
+	if w.Code != 503 || canonical(t, w.Body.String()) != canonical(t, want) {
 		t.Errorf("t3's login with the others' places full: %d %s\nwant 503 %s", w.Code, w.Body.String(), want)
 	}
 	for range 3 {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/rpc"
 )
 
@@ -21,8 +22,8 @@ func TestConsoleLinksEscapeNames(t *testing.T) {
 	const tenant, worker = "team/a?b#c%d", "rack/1"
 	tok := "team-secret-000000"
 	n := startTestNode(t, []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}, {Secret: tok, Role: rpc.RoleClient, Tenant: tenant}}, nil)
-	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: tenant, Tier: pb.Tier_GOLD}}})
-	res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 100}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: tenant, Tier: pb.Tier_GOLD}}})
+	res := n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 100}}})
 	if _, err := pb.NewWorkerClient(n.dial(gwAdmin)).Drain(context.Background(), &pb.DrainRequest{WorkerId: worker, Create: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -58,15 +59,15 @@ func TestConsoleLinksEscapeNames(t *testing.T) {
 // it, and an admin's run-now naming the job's tenant releases it.
 func TestGatewayRunNowBody(t *testing.T) {
 	n, ts := gatewayNode(t)
-	res := n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, DelayMs: 3_600_000}}})
+	res := n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, DelayMs: 3_600_000}}})
 	path := fmt.Sprintf("/v1/jobs/%d:run-now", res[0].Job)
 	for _, c := range []struct {
 		token, body string
 		status      int
 		want        string
 	}{
-		{gwAcme, `{"tenant":"beta"}`, 403, `{"code":"PERMISSION_DENIED","message":"tenant: this token is for tenant \"acme\", not \"beta\""}`},
-		{gwAdmin, `{"tenant":"acme","sise":1}`, 400, `{"code":"INVALID_ARGUMENT","message":"sise: not a field of this request (it takes tenant, job_id)"}`},
+		{gwAcme, `{"tenant":"beta"}`, 403, `{"code":"PERMISSION_DENIED","message":"tenant: this token is for tenant \"acme\", not \"beta\"","reason":"","field":"tenant","retry_after_ms":0}`},
+		{gwAdmin, `{"tenant":"acme","sise":1}`, 400, `{"code":"INVALID_ARGUMENT","message":"sise: not a field of this request (it takes tenant, job_id)","reason":"","field":"sise","retry_after_ms":0}`},
 		{gwAdmin, `{"tenant":"acme"}`, 200, `{"state":"queued"}`},
 	} {
 		if r := gwDo(t, ts, "POST", path, c.token, c.body); r.status != c.status || canonical(t, r.body) != canonical(t, c.want) {
@@ -93,7 +94,7 @@ func TestEdgeRefusesControlAndBidi(t *testing.T) {
 	_, err = admin.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "evil\u202etxt", Tier: pb.Tier_GOLD.Enum()})
 	wantStatus(t, err, codes.InvalidArgument, `tenant name "evil\u202etxt" has U+202E (a bidirectional formatting character) at byte 4`)
 	r := gwDo(t, ts, "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"10","job_type":"x\u202ey"}`)
-	if want := `{"code":"INVALID_ARGUMENT","message":"job_type \"x\\u202ey\" has U+202E (a bidirectional formatting character) at byte 1"}`; r.status != 400 || canonical(t, r.body) != canonical(t, want) {
+	if want := `{"code":"INVALID_ARGUMENT","message":"job_type \"x\\u202ey\" has U+202E (a bidirectional formatting character) at byte 1","reason":"","field":"job_type","retry_after_ms":0}`; r.status != 400 || canonical(t, r.body) != canonical(t, want) {
 		t.Errorf("POST /v1/jobs with a bidi override in the job type: %d %s\nwant 400 %s", r.status, r.body, want)
 	}
 	if _, got := n.node.FSM.Hash(); got != applied {

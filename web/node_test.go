@@ -14,7 +14,7 @@ import (
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/nodetest"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/sfq"
@@ -120,7 +120,7 @@ func (n *testNode) dial(token string) *grpc.ClientConn {
 }
 
 // propose applies commands on the node and fails the test on a refusal.
-func (n *testNode) propose(cmds ...*pb.Command) []fsm.Result {
+func (n *testNode) propose(cmds ...*clusterpb.Command) []fsm.Result {
 	n.t.Helper()
 	return nodetest.Propose(n.t, n.node, cmds...)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // TestGatewayPoolRoutes: the pool and subscription calls over HTTP/JSON:
@@ -23,10 +24,10 @@ func TestGatewayPoolRoutes(t *testing.T) {
 	want("PUT pool", gwDo(t, ts, "PUT", "/v1/admin/pools/gpu", gwAdmin, `{"weights":"equal","subscriptions_required":false}`), 200,
 		`{"name":"gpu","weights":"equal","subscriptions_required":false,"paused":false,"scheduled":"0","queued":"0","running":"0","tenants":0,"workers":0,`+vnow+`,"created":true}`)
 	want("a bad pool name", gwDo(t, ts, "PUT", "/v1/admin/pools/Gpu", gwAdmin, `{}`), 400,
-		`{"code":"INVALID_ARGUMENT","message":"pool name \"Gpu\" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)"}`)
+		`{"code":"INVALID_ARGUMENT","message":"pool name \"Gpu\" has 'G' at byte 0 (want a-z, 0-9 and -, not starting with -)","reason":"","field":"","retry_after_ms":0}`)
 	want("submit to gpu", gwDo(t, ts, "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"1000","pool":"gpu"}`), 200, `{"job_id":"1","created":true}`)
 	want("submit to cpu", gwDo(t, ts, "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"1000","pool":"cpu"}`), 404,
-		`{"code":"NOT_FOUND","message":"unknown pool \"cpu\""}`)
+		`{"code":"NOT_FOUND","message":"unknown pool \"cpu\"","reason":"POOL_UNKNOWN","field":"","retry_after_ms":0}`)
 	want("submit to default", gwDo(t, ts, "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"1000"}`), 200, `{"job_id":"2","created":true}`)
 	r := gwDo(t, ts, "GET", "/v1/jobs?pool=gpu", gwAcme, "")
 	if r.status != 200 || !strings.Contains(r.body, `"job_id":"1"`) || strings.Contains(r.body, `"job_id":"2"`) || !strings.Contains(r.body, `"pool":"gpu"`) {
@@ -47,15 +48,15 @@ func TestGatewayPoolRoutes(t *testing.T) {
 	want("DELETE subscription", gwDo(t, ts, "DELETE", "/v1/admin/pools/gpu/subscriptions/beta", gwAdmin, ""), 200, `{"changed":true}`)
 	want("GET subscriptions after", gwDo(t, ts, "GET", "/v1/admin/subscriptions", gwAdmin, ""), 200, `{"subscriptions":[],"next_page_token":""}`)
 	want("a client token", gwDo(t, ts, "GET", "/v1/admin/pools", gwAcme, ""), 403,
-		`{"code":"PERMISSION_DENIED","message":"a client token may not call /barista.v1.Admin/PoolList"}`)
+		`{"code":"PERMISSION_DENIED","message":"a client token may not call /barista.v1.Admin/PoolList","reason":"","field":"","retry_after_ms":0}`)
 	want("DELETE busy pool", gwDo(t, ts, "DELETE", "/v1/admin/pools/gpu", gwAdmin, ""), 412,
-		`{"code":"FAILED_PRECONDITION","message":"pool gpu has 0 scheduled, 1 queued and 0 running jobs"}`)
+		`{"code":"FAILED_PRECONDITION","message":"pool gpu has 0 scheduled, 1 queued and 0 running jobs","reason":"","field":"","retry_after_ms":0}`)
 	want("pause gpu", gwDo(t, ts, "POST", "/v1/admin/dispatch/pause", gwAdmin, `{"pool":"gpu"}`), 200, `{"paused":true,"changed":true}`)
 	want("cancel gpu's jobs", gwDo(t, ts, "POST", "/v1/jobs:cancel", gwAcme, `{"filter":{"pool":"gpu"}}`), 200,
 		`{"items":[{"job_id":"1","done":true,"state":"cancelled","reason":""}],"next_page_token":"","done":"1","skipped":"0","duplicate":false,"stopped":"","submitted_from_ms":"0"}`)
 	want("DELETE pool", gwDo(t, ts, "DELETE", "/v1/admin/pools/gpu", gwAdmin, ""), 200, `{}`)
 	want("GET deleted pool", gwDo(t, ts, "GET", "/v1/admin/pools/gpu", gwAdmin, ""), 404,
-		`{"code":"NOT_FOUND","message":"name: unknown pool \"gpu\""}`)
+		`{"code":"NOT_FOUND","message":"name: unknown pool \"gpu\"","reason":"POOL_UNKNOWN","field":"name","retry_after_ms":0}`)
 }
 
 // TestConsolePools: with a pool besides default, the overview's tenant
@@ -64,8 +65,8 @@ func TestGatewayPoolRoutes(t *testing.T) {
 // search filters by pool; a job's page names its pool.
 func TestConsolePools(t *testing.T) {
 	n, ts := consoleNode(t) // acme's 1, 3, 5 and beta's 2, 4 in the pool default
-	n.propose(&pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: "gpu"}}})
-	n.propose(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, Pool: "gpu"}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_PoolSet{PoolSet: &clusterpb.PoolSet{Name: "gpu"}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, Pool: "gpu"}}})
 
 	r := cdo(t, ts, "GET", "/", gwAdmin, "")
 	for _, s := range []string{`<th class="l">tenant</th><th class="l">pool</th>`,

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // TestTopFairness: Top, /api/top and the web page show the fairness
@@ -20,17 +21,17 @@ import (
 // weight 8 ahead), free's 500 (0.5 s ahead).
 func TestTopFairness(t *testing.T) {
 	n := startTestNode(t, nil, nil)
-	job := func(tenant string, cost int64) *pb.Command {
-		return &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_MD, EstCostMs: cost}}}
+	job := func(tenant string, cost int64) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size_MD, EstCostMs: cost}}}
 	}
-	n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "gold", Tier: pb.Tier_GOLD}}},
-		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "free", Tier: pb.Tier_FREE}}},
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "gold", Tier: pb.Tier_GOLD}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "free", Tier: pb.Tier_FREE}}},
 		job("gold", 2000), job("gold", 2000), job("free", 1000), job("free", 1000))
 	for _, w := range []string{"w1", "w2"} {
-		n.propose(&pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: w, Size: pb.Size_MD, Credit: 1}}})
+		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: w, Size: pb.Size_MD, Credit: 1}}})
 	}
-	n.propose(&pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_OK, CpuMs: 3000}}},
-		&pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{Job: 3, Attempt: 1, WorkerId: "w2", Outcome: pb.Outcome_OK, CpuMs: 500}}})
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_OK, CpuMs: 3000}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 3, Attempt: 1, WorkerId: "w2", Outcome: pb.Outcome_OK, CpuMs: 500}}})
 	n.clockMoves()
 
 	top, err := pb.NewAdminClient(n.dial("")).Top(context.Background(), &pb.TopRequest{})

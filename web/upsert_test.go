@@ -145,7 +145,7 @@ func TestListOrder(t *testing.T) {
 		}
 	}
 	r := gwDo(t, ts, "GET", "/v1/jobs?oldest_first=true&newest_first=true", gwAcme, "")
-	if want := `{"code":"INVALID_ARGUMENT","message":"oldest_first: true with newest_first: true; give one of them (newest first is the default)"}`; r.status != 400 || canonical(t, r.body) != canonical(t, want) {
+	if want := `{"code":"INVALID_ARGUMENT","message":"oldest_first: true with newest_first: true; give one of them (newest first is the default)","reason":"","field":"oldest_first","retry_after_ms":0}`; r.status != 400 || canonical(t, r.body) != canonical(t, want) {
 		t.Errorf("both orders: %d %s", r.status, r.body)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/rpc"
 )
 
@@ -29,7 +30,7 @@ func watchNode(t *testing.T, limits rpc.Limits) *testNode {
 	n := startNode(t, nodeOptions{tokens: []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}, {Secret: gwAcme, Role: rpc.RoleClient, Tenant: "acme"},
 		{Secret: gwBeta, Role: rpc.RoleClient, Tenant: "beta"}}, rpc: rpc.Options{Limits: limits}})
 	for _, name := range []string{"acme", "beta"} {
-		n.propose(&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
+		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
 	}
 	return n
 }
@@ -82,7 +83,7 @@ func TestWatchLimitsOverHTTP(t *testing.T) {
 		t.Fatalf("beta's watch over gRPC with the node full: %v\nwant RESOURCE_EXHAUSTED: %s", err, want)
 	}
 	r := gwDo(t, ts, "GET", "/v1/events", gwBeta, "")
-	if r.status != 429 || canonical(t, r.body) != fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":%q}`, want) {
+	if r.status != 429 || canonical(t, r.body) != canonical(t, fmt.Sprintf(`{"code":"RESOURCE_EXHAUSTED","message":%q,"reason":"","field":"","retry_after_ms":0}`, want)) {
 		t.Errorf("GET /v1/events with the node full: %d %s", r.status, r.body)
 	}
 	cancel()

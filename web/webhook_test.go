@@ -54,12 +54,12 @@ func TestGatewayWebhookRoutes(t *testing.T) {
 	}
 	want("replay", gwDo(t, ts, "POST", path+":replay", "", `{"from_seq":"1"}`), 200, hook)
 	want("replay from 0", gwDo(t, ts, "POST", path+":replay", "", `{"from_seq":"0"}`), 400,
-		`{"code":"INVALID_ARGUMENT","message":"from_seq: must be at least 1"}`)
+		`{"code":"INVALID_ARGUMENT","message":"from_seq: must be at least 1","reason":"","field":"from_seq","retry_after_ms":0}`)
 	want("a bad url", gwDo(t, ts, "PUT", path, "", `{"url":"ftp://hooks.example.com/"}`), 400,
-		`{"code":"INVALID_ARGUMENT","message":"url: scheme \"ftp\", want http or https"}`)
+		`{"code":"INVALID_ARGUMENT","message":"url: scheme \"ftp\", want http or https","reason":"","field":"","retry_after_ms":0}`)
 	want("an unknown tenant", gwDo(t, ts, "GET", "/v1/admin/tenants/nobody/webhook", "", ""), 404,
-		`{"code":"NOT_FOUND","message":"tenant: \"nobody\" not found"}`)
+		`{"code":"NOT_FOUND","message":"tenant: \"nobody\" not found","reason":"TENANT_UNKNOWN","field":"tenant","retry_after_ms":0}`)
 	want("DELETE", gwDo(t, ts, "DELETE", path, "", ""), 200, `{}`)
 	want("GET after DELETE", gwDo(t, ts, "GET", path, "", ""), 404,
-		`{"code":"NOT_FOUND","message":"tenant \"team/a?b\" has no webhook"}`)
+		`{"code":"NOT_FOUND","message":"tenant \"team/a?b\" has no webhook","reason":"","field":"","retry_after_ms":0}`)
 }

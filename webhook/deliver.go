@@ -18,7 +18,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/leader"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -247,9 +247,9 @@ type run struct {
 	// above were read under.
 	gen uint64
 
-	acks       map[uint32]*pb.WebhookCursor // delivered, not yet proposed
-	committing map[uint32]*pb.WebhookCursor // proposed, not yet applied
-	commitGen  uint64                       // gen when committing was proposed
+	acks       map[uint32]*clusterpb.WebhookCursor // delivered, not yet proposed
+	committing map[uint32]*clusterpb.WebhookCursor // proposed, not yet applied
+	commitGen  uint64                              // gen when committing was proposed
 	commitDone chan error
 
 	keyWarned time.Time
@@ -275,7 +275,7 @@ func (d *Deliverer) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	r := &run{d: d, f: f, targets: map[uint32]*target{}, frontier: next, gen: gen,
 		wctx: wctx, wg: &wg, results: make(chan *outcome, d.opt.Workers),
-		acks: map[uint32]*pb.WebhookCursor{}, commitDone: make(chan error, 1)}
+		acks: map[uint32]*clusterpb.WebhookCursor{}, commitDone: make(chan error, 1)}
 	d.mu.Lock()
 	d.leading, d.status = true, map[uint32]Status{}
 	d.mu.Unlock()
@@ -443,7 +443,7 @@ func (r *run) restart() {
 			t.reset(t.ep)
 		}
 	}
-	r.acks = map[uint32]*pb.WebhookCursor{}
+	r.acks = map[uint32]*clusterpb.WebhookCursor{}
 	r.dirty = true
 }
 
@@ -717,7 +717,7 @@ func (r *run) handle(o *outcome) {
 			i++
 		}
 		t.queue = t.queue[:copy(t.queue, t.queue[i:])]
-		r.acks[t.ep.Tenant] = &pb.WebhookCursor{Tenant: t.ep.Name, Epoch: t.ep.Epoch, Seq: t.st.Delivered}
+		r.acks[t.ep.Tenant] = &clusterpb.WebhookCursor{Tenant: t.ep.Name, Epoch: t.ep.Epoch, Seq: t.st.Delivered}
 		return
 	}
 	r.d.metrics.requests.WithLabelValues("failed").Inc()
@@ -761,17 +761,17 @@ func (r *run) commit(ctx context.Context, wg *sync.WaitGroup) {
 	if r.f.Replaced() != r.gen {
 		return // cursors of a replaced state: the next pass drops them
 	}
-	r.committing, r.acks, r.commitGen = r.acks, map[uint32]*pb.WebhookCursor{}, r.gen
-	cursors := make([]*pb.WebhookCursor, 0, len(r.committing))
+	r.committing, r.acks, r.commitGen = r.acks, map[uint32]*clusterpb.WebhookCursor{}, r.gen
+	cursors := make([]*clusterpb.WebhookCursor, 0, len(r.committing))
 	for _, c := range r.committing {
 		cursors = append(cursors, c)
 	}
 	sort.Slice(cursors, func(i, j int) bool { return cursors[i].Tenant < cursors[j].Tenant })
-	cmd := &pb.Command{Cmd: &pb.Command_WebhookAck{WebhookAck: &pb.WebhookAck{Cursors: cursors}}}
+	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_WebhookAck{WebhookAck: &clusterpb.WebhookAck{Cursors: cursors}}}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, err := r.d.node.Propose(ctx, []*pb.Command{cmd})
+		_, err := r.d.node.Propose(ctx, []*clusterpb.Command{cmd})
 		r.commitDone <- err
 	}()
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -112,9 +113,9 @@ func world(t *testing.T, url string, kinds ...string) *leader.Memory {
 	n := leader.NewMemory(1000)
 	key := Key(testKey)
 	if _, err := n.Apply(
-		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
-		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "b", Tier: pb.Tier_GOLD}}},
-		&pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "a", Url: url, Kinds: kinds, KeyId: key.ID()}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "b", Tier: pb.Tier_GOLD}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{Tenant: "a", Url: url, Kinds: kinds, KeyId: key.ID()}}},
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func world(t *testing.T, url string, kinds ...string) *leader.Memory {
 // submit queues a job of tenant; its queued event's seq is returned.
 func submit(t *testing.T, n *leader.Memory, tenant string) uint64 {
 	t.Helper()
-	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_MD, EstCostMs: 1000}}}); err != nil {
+	if _, err := n.Apply(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size_MD, EstCostMs: 1000}}}); err != nil {
 		t.Fatal(err)
 	}
 	_, next := n.State().Events(^uint64(0), func(*fsm.Event) bool { return false })
@@ -270,7 +271,7 @@ func TestGapEvent(t *testing.T) {
 	n := world(t, r.srv.URL)
 	cfg := fsm.DefaultConfig()
 	cfg.EventRetentionCount = 3
-	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: fsm.ConfigToPB(cfg)}}}); err != nil {
+	if _, err := n.Apply(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: fsm.ConfigToPB(cfg)}}}); err != nil {
 		t.Fatal(err)
 	}
 	var seqs []uint64
@@ -284,7 +285,7 @@ func TestGapEvent(t *testing.T) {
 	if !slices.Equal(seqs, []uint64{1, 2, 3, 4, 6, 7}) {
 		t.Fatalf("seqs %v", seqs)
 	}
-	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_Prune{Prune: &pb.Prune{}}}); err != nil {
+	if _, err := n.Apply(&clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}}); err != nil {
 		t.Fatal(err)
 	}
 	start(t, n, Options{})
@@ -309,7 +310,7 @@ func TestRotationGrace(t *testing.T) {
 	n := world(t, r.srv.URL)
 	key := Key(testKey)
 	n.SetNow(5_000)
-	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "a", Url: r.srv.URL, Rotate: true, GraceMs: 60_000, KeyId: key.ID()}}}); err != nil {
+	if _, err := n.Apply(&clusterpb.Command{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{Tenant: "a", Url: r.srv.URL, Rotate: true, GraceMs: 60_000, KeyId: key.ID()}}}); err != nil {
 		t.Fatal(err)
 	}
 	w, _ := n.State().WebhookOf("a")
@@ -351,7 +352,7 @@ func TestSlowEndpointDoesNotBlockOthers(t *testing.T) {
 	slow.setMode("hang")
 	n := world(t, slow.srv.URL)
 	key := Key(testKey)
-	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "b", Url: fast.srv.URL, KeyId: key.ID()}}}); err != nil {
+	if _, err := n.Apply(&clusterpb.Command{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{Tenant: "b", Url: fast.srv.URL, KeyId: key.ID()}}}); err != nil {
 		t.Fatal(err)
 	}
 	submit(t, n, "a")
@@ -447,13 +448,13 @@ func TestReplayRedelivers(t *testing.T) {
 	r := newReceiver(t)
 	n := world(t, r.srv.URL, "queued", "cancelled")
 	s1 := submit(t, n, "a")
-	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "a", Job: 1}}}); err != nil {
+	if _, err := n.Apply(&clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "a", Job: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	s2 := submit(t, n, "a")
 	start(t, n, Options{})
 	waitFor(t, "delivery", func() bool { return cursor(t, n, "a") == s2 })
-	if _, err := n.Apply(&pb.Command{Cmd: &pb.Command_WebhookReplay{WebhookReplay: &pb.WebhookReplay{Tenant: "a", FromSeq: s1 + 1}}}); err != nil {
+	if _, err := n.Apply(&clusterpb.Command{Cmd: &clusterpb.Command_WebhookReplay{WebhookReplay: &clusterpb.WebhookReplay{Tenant: "a", FromSeq: s1 + 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the replay", func() bool { return len(r.delivered()) == 5 })

@@ -12,6 +12,7 @@ import (
 
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // slowEndpoint answers every request after delay (or when the test
@@ -54,8 +55,8 @@ func TestSlowEndpointsDelayOnlyThemselves(t *testing.T) {
 		slowTenants = append(slowTenants, name)
 		counts = append(counts, count)
 		if _, err := n.Apply(
-			&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}},
-			&pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: name, Url: srv.URL, KeyId: key.ID()}}},
+			&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}},
+			&clusterpb.Command{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{Tenant: name, Url: srv.URL, KeyId: key.ID()}}},
 		); err != nil {
 			t.Fatal(err)
 		}
@@ -81,8 +82,8 @@ func TestSlowEndpointsDelayOnlyThemselves(t *testing.T) {
 	}))
 	defer fast.Close()
 	if _, err := n.Apply(
-		&pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}},
-		&pb.Command{Cmd: &pb.Command_WebhookSet{WebhookSet: &pb.WebhookSet{Tenant: "acme", Url: fast.URL, KeyId: key.ID()}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}},
+		&clusterpb.Command{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{Tenant: "acme", Url: fast.URL, KeyId: key.ID()}}},
 	); err != nil {
 		t.Fatal(err)
 	}

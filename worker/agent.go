@@ -929,7 +929,11 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 	case j.cancelling:
 		outcome = pb.Outcome_CANCELLED
 	case res.Snooze > 0 && a.snoozeOK:
-		outcome, snoozeMs = pb.Outcome_SNOOZED, snoozeBounds(res.Snooze).Milliseconds()
+		held := snoozeBounds(res.Snooze)
+		if held != res.Snooze.Truncate(time.Millisecond) && held != (res.Snooze+time.Millisecond-1).Truncate(time.Millisecond) {
+			a.log.Warn("snooze held to the cluster's bounds", "job", j.assign.Job, "asked", res.Snooze, "snooze", held, "min", MinSnooze, "max", MaxSnooze)
+		}
+		outcome, snoozeMs = pb.Outcome_SNOOZED, held.Milliseconds()
 	case res.Snooze > 0:
 		res.ExitCode = 1
 		res.StderrTail += fmt.Sprintf("\nthe run asked to be snoozed %s, but the leader (an earlier build) cannot snooze a job: the run counts as failed", res.Snooze)
@@ -961,10 +965,10 @@ func (a *Agent) finish(send func(*pb.WorkerMessage) error) error {
 	return send(report)
 }
 
-// The bounds of a snooze the cluster takes.
+// The bounds of a snooze the cluster takes (internal/wire).
 const (
-	MinSnooze = time.Second
-	MaxSnooze = 24 * time.Hour
+	MinSnooze = time.Duration(wire.MinSnoozeMs) * time.Millisecond
+	MaxSnooze = time.Duration(wire.MaxSnoozeMs) * time.Millisecond
 )
 
 // snoozeBounds holds a snooze to what the cluster takes, in whole

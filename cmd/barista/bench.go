@@ -20,6 +20,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/worker"
 )
@@ -218,12 +219,12 @@ func benchLeader(ctx context.Context, o *benchOpts, name string, n, tenants int,
 // the cluster's default_max_queued.
 func setupTenants(ctx context.Context, cc *grpc.ClientConn, count int) error {
 	for i := 0; i < count; i += 1000 {
-		var cmds []*pb.Command
+		var cmds []*clusterpb.Command
 		for j := i; j < min(i+1000, count); j++ {
-			cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(j), Tier: fsm.TierToPB(sfq.Tier(j % 5)),
+			cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: benchTenant(j), Tier: fsm.TierToPB(sfq.Tier(j % 5)),
 				Caps: &pb.Caps{MaxQueued: benchMaxQueued}}}})
 		}
-		if _, err := pb.NewNodeClient(cc).Apply(ctx, &pb.ApplyRequest{Commands: cmds}); err != nil {
+		if _, err := clusterpb.NewNodeClient(cc).Apply(ctx, &clusterpb.ApplyRequest{Commands: cmds}); err != nil {
 			return err
 		}
 	}

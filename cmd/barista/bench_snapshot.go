@@ -14,6 +14,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/proc"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/snapshot"
 )
@@ -25,20 +26,20 @@ func benchSnapshot(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	}
 	f := fsm.NewLatest()
 	var idx uint64
-	apply := func(cmds []*pb.Command) {
+	apply := func(cmds []*clusterpb.Command) {
 		idx++
-		f.ApplyEnvelope(idx, &pb.Envelope{Version: fsm.Version, StampMs: int64(idx), Commands: cmds})
+		f.ApplyEnvelope(idx, &clusterpb.Envelope{Version: fsm.Version, StampMs: int64(idx), Commands: cmds})
 	}
-	var cmds []*pb.Command
+	var cmds []*clusterpb.Command
 	for i := range tenants {
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: benchTenant(i), Tier: fsm.TierToPB(sfq.Tier(i % 5))}}})
+		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: benchTenant(i), Tier: fsm.TierToPB(sfq.Tier(i % 5))}}})
 		if len(cmds) == 1000 {
 			apply(cmds)
 			cmds = nil
 		}
 	}
 	for j := range jobs {
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: benchTenant(j % tenants), Size: pb.Size_SM, EstCostMs: 1000, Payload: benchPayload}}})
+		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: benchTenant(j % tenants), Size: pb.Size_SM, EstCostMs: 1000, Payload: benchPayload}}})
 		if len(cmds) == 1000 {
 			apply(cmds)
 			cmds = nil

@@ -11,6 +11,7 @@ import (
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/internal/termtext"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // bulkFlags are the flags redrive, cancel --filter and purge share: which
@@ -60,7 +61,7 @@ func (b *bulkFlags) request() (*pb.BulkJobsRequest, error) {
 		return req, nil
 	}
 	if b.pool != "" {
-		if err := poolNameError(b.pool); err != nil {
+		if err := sfq.ValidatePoolName(b.pool); err != nil {
 			return nil, usageError("--pool: %v", err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 type debugApplyOpts struct {
@@ -63,15 +63,15 @@ func runDebugApply(env *cmdEnv, opts *debugApplyOpts, args []string) error {
 	if len(lines) == 0 {
 		return usageError("no commands given")
 	}
-	req := &pb.ApplyRequest{UnsafeVersion: opts.unsafeVersion}
+	req := &clusterpb.ApplyRequest{UnsafeVersion: opts.unsafeVersion}
 	for i, l := range lines {
-		c := &pb.Command{}
+		c := &clusterpb.Command{}
 		if err := protojson.Unmarshal([]byte(l), c); err != nil {
 			return usageError("command %d: %v", i+1, err)
 		}
 		req.Commands = append(req.Commands, c)
 	}
-	resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.Apply, req)
+	resp, err := ask(opts.call, clusterpb.NewNodeClient, clusterpb.NodeClient.Apply, req)
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func runDebugApply(env *cmdEnv, opts *debugApplyOpts, args []string) error {
 	for _, r := range resp.Results {
 		b, _ := protojson.MarshalOptions{EmitUnpopulated: false}.Marshal(r)
 		fmt.Fprintf(env.stdout, "{\"index\":%d,\"result\":%s}\n", resp.Index, b)
-		if r.Code != pb.Code_CODE_OK {
+		if r.Code != clusterpb.Code_CODE_OK {
 			failed++
 		}
 	}

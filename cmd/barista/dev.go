@@ -21,6 +21,7 @@ import (
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/internal/proc"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/worker/runner"
 )
 
@@ -295,7 +296,7 @@ func waitLeader(ctx context.Context, addr string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		st, err := pb.NewNodeClient(cc).Status(sctx, &pb.StatusRequest{})
+		st, err := clusterpb.NewNodeClient(cc).Status(sctx, &clusterpb.StatusRequest{})
 		cancel()
 		if err == nil && st.State == "leader" {
 			return nil
@@ -325,13 +326,13 @@ func devRetry(ctx context.Context, what string, fn func(ctx context.Context, cc 
 
 // devPool creates pool name (or finds it there, in a kept data directory).
 func devPool(ctx context.Context, cl *client.Client, name string) error {
-	cmd := &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: name}}}
+	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_PoolSet{PoolSet: &clusterpb.PoolSet{Name: name}}}
 	return devRetry(ctx, "creating pool "+name, func(ctx context.Context, cc grpc.ClientConnInterface) error {
-		resp, err := pb.NewNodeClient(cc).Apply(ctx, &pb.ApplyRequest{Commands: []*pb.Command{cmd}})
+		resp, err := clusterpb.NewNodeClient(cc).Apply(ctx, &clusterpb.ApplyRequest{Commands: []*clusterpb.Command{cmd}})
 		if err != nil {
 			return err
 		}
-		if r := resp.Results[0]; r.Code != pb.Code_CODE_OK {
+		if r := resp.Results[0]; r.Code != clusterpb.Code_CODE_OK {
 			return fmt.Errorf("%s: %s", r.Code, r.Message)
 		}
 		return nil
@@ -361,13 +362,13 @@ func demoLoad(ctx context.Context, cl *client.Client, self string, backlog int, 
 			if err != nil {
 				continue
 			}
-			var inPool []*pb.Command
+			var inPool []*clusterpb.Command
 			for q := int(u.Queued); q < backlog && ctx.Err() == nil; q++ {
 				n++
 				ms := 200 + 100*(n%3)
 				p, _ := runner.EncodePayload(runner.Spec{Argv: []string{self, "demo-burn", "--ms", strconv.Itoa(ms)}})
 				if t.pool != "" {
-					inPool = append(inPool, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: t.name, JobType: "demo",
+					inPool = append(inPool, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: t.name, JobType: "demo",
 						Size: t.size, EstCostMs: int64(ms), Payload: p, Pool: t.pool}}})
 					continue
 				}
@@ -380,7 +381,7 @@ func demoLoad(ctx context.Context, cl *client.Client, self string, backlog int, 
 				// Jobs of another pool than default go as the admin's
 				// commands, in one entry.
 				cl.Call(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
-					_, err := pb.NewNodeClient(cc).Apply(ctx, &pb.ApplyRequest{Commands: inPool})
+					_, err := clusterpb.NewNodeClient(cc).Apply(ctx, &clusterpb.ApplyRequest{Commands: inPool})
 					return err
 				})
 			}

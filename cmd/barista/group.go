@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"strings"
 
 	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
@@ -38,15 +36,6 @@ func capText(n uint32) string {
 		return "none"
 	}
 	return fmt.Sprint(n)
-}
-
-// groupNameError checks a group name for the CLI: the rule without the
-// core's "invalid argument" prefix.
-func groupNameError(name string) error {
-	if err := sfq.ValidateGroupName(name); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
-	}
-	return nil
 }
 
 // groupName shows a group's name; the unnamed group has none.
@@ -97,7 +86,7 @@ tenant's own limit applies as well. Give --cap, --rate or both.`,
 			if len(args) != 1 {
 				return usageError("group set needs one GROUP")
 			}
-			if err := groupNameError(args[0]); err != nil {
+			if err := sfq.ValidateGroupName(args[0]); err != nil {
 				return usageError("GROUP: %v", err)
 			}
 			set := map[string]bool{}
@@ -140,7 +129,7 @@ tenant's own limit applies as well. Give --cap, --rate or both.`,
 			if len(args) != 1 {
 				return usageError("group get needs one GROUP")
 			}
-			if err := groupNameError(args[0]); err != nil {
+			if err := sfq.ValidateGroupName(args[0]); err != nil {
 				return usageError("GROUP: %v", err)
 			}
 			g, err := withCall(opts.with, (*client.Client).GetGroup, &pb.GetGroupRequest{Tenant: opts.tenant, Group: args[0],

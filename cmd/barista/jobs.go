@@ -13,6 +13,7 @@ import (
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
 )
 
 // tenantFlags adds --tenant to the client flags.
@@ -158,7 +159,7 @@ jobs remain, the token for the next page is printed on stderr
 				return usageError("unexpected argument %q", args[0])
 			}
 			if opts.pool != "" {
-				if err := poolNameError(opts.pool); err != nil {
+				if err := sfq.ValidatePoolName(opts.pool); err != nil {
 					return usageError("--pool: %v", err)
 				}
 			}

@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 type joinOpts struct {
@@ -33,7 +33,7 @@ new address is replaced. "barista server --join" does the same at start.`,
 			if opts.id == "" || opts.raft == "" || opts.grpcAddr == "" {
 				return usageError("join needs --node-id, --raft-addr and --grpc-addr")
 			}
-			resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.Join, &pb.JoinRequest{Id: opts.id, RaftAddr: opts.raft, GrpcAddr: opts.grpcAddr, HttpAddr: opts.http})
+			resp, err := ask(opts.call, clusterpb.NewNodeClient, clusterpb.NodeClient.Join, &clusterpb.JoinRequest{Id: opts.id, RaftAddr: opts.raft, GrpcAddr: opts.grpcAddr, HttpAddr: opts.http})
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/internal/proc"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // localCluster runs barista servers as child processes of this one, on
@@ -114,7 +114,7 @@ func (lc *localCluster) dial(i int) (*grpc.ClientConn, error) {
 	return grpc.NewClient(lc.nodes[i].grpc, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, client.StaticWindows...)...)
 }
 
-func (lc *localCluster) status(i int) (*pb.StatusResponse, error) {
+func (lc *localCluster) status(i int) (*clusterpb.StatusResponse, error) {
 	cc, err := lc.dial(i)
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func (lc *localCluster) status(i int) (*pb.StatusResponse, error) {
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{})
+	return clusterpb.NewNodeClient(cc).Status(ctx, &clusterpb.StatusRequest{})
 }
 
 // leader returns the index of the node that leads, waiting for one.
@@ -144,7 +144,7 @@ func (lc *localCluster) waitVoters(ctx context.Context, want int) error {
 			cc, err := lc.dial(i)
 			if err == nil {
 				sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				resp, err := pb.NewNodeClient(cc).ListPeers(sctx, &pb.ListPeersRequest{})
+				resp, err := clusterpb.NewNodeClient(cc).ListPeers(sctx, &clusterpb.ListPeersRequest{})
 				cancel()
 				cc.Close()
 				if err == nil && len(resp.Peers) == want {

@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/snapshot"
 )
@@ -20,7 +20,7 @@ func init() {
 		synopsis: "List the Raft configuration: addresses, state, applied index, last contact and lag of each member",
 		usage:    "[--server ADDR] [--json]",
 		run: func(env *cmdEnv, opts *clientFlags, args []string) error {
-			resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.ListPeers, &pb.ListPeersRequest{})
+			resp, err := ask(opts.call, clusterpb.NewNodeClient, clusterpb.NodeClient.ListPeers, &clusterpb.ListPeersRequest{})
 			if err != nil {
 				return err
 			}
@@ -63,7 +63,7 @@ with a dead member has no fault tolerance left.`,
 			if len(args) != 1 {
 				return usageError("remove-peer needs one ID")
 			}
-			if _, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.RemovePeer, &pb.RemovePeerRequest{Id: args[0]}); err != nil {
+			if _, err := ask(opts.call, clusterpb.NewNodeClient, clusterpb.NodeClient.RemovePeer, &clusterpb.RemovePeerRequest{Id: args[0]}); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.stdout, "removed %s\n", args[0])
@@ -77,11 +77,11 @@ with a dead member has no fault tolerance left.`,
 			if len(args) > 1 {
 				return usageError("transfer-leader takes at most one ID")
 			}
-			req := &pb.TransferLeadershipRequest{}
+			req := &clusterpb.TransferLeadershipRequest{}
 			if len(args) == 1 {
 				req.Id = args[0]
 			}
-			resp, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.TransferLeadership, req)
+			resp, err := ask(opts.call, clusterpb.NewNodeClient, clusterpb.NodeClient.TransferLeadership, req)
 			if err != nil {
 				return err
 			}
@@ -129,7 +129,7 @@ func runSnapshotSave(env *cmdEnv, opts *clientFlags, args []string) error {
 			return err
 		}
 		defer f.Close()
-		stream, err := pb.NewNodeClient(cc).SnapshotSave(ctx, &pb.SnapshotSaveRequest{})
+		stream, err := clusterpb.NewNodeClient(cc).SnapshotSave(ctx, &clusterpb.SnapshotSaveRequest{})
 		if err != nil {
 			return err
 		}
@@ -178,7 +178,7 @@ func runSnapshotRestore(env *cmdEnv, opts *clientFlags, args []string) error {
 	// Find the leader, then send it the file.
 	var leader string
 	if err := opts.call(func(ctx context.Context, cc grpc.ClientConnInterface) error {
-		st, err := pb.NewNodeClient(cc).Status(ctx, &pb.StatusRequest{})
+		st, err := clusterpb.NewNodeClient(cc).Status(ctx, &clusterpb.StatusRequest{})
 		if err == nil {
 			leader = st.LeaderAddr
 		}
@@ -191,14 +191,14 @@ func runSnapshotRestore(env *cmdEnv, opts *clientFlags, args []string) error {
 	}
 	target := *opts
 	target.servers = leader
-	var resp *pb.SnapshotRestoreResponse
+	var resp *clusterpb.SnapshotRestoreResponse
 	err := target.stream(func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		f, err := os.Open(args[0])
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		stream, err := pb.NewNodeClient(cc).SnapshotRestore(ctx)
+		stream, err := clusterpb.NewNodeClient(cc).SnapshotRestore(ctx)
 		if err != nil {
 			return err
 		}
@@ -206,7 +206,7 @@ func runSnapshotRestore(env *cmdEnv, opts *clientFlags, args []string) error {
 		for {
 			n, err := f.Read(buf)
 			if n > 0 {
-				if err := stream.Send(&pb.SnapshotChunk{Data: append([]byte(nil), buf[:n]...)}); err != nil {
+				if err := stream.Send(&clusterpb.SnapshotChunk{Data: append([]byte(nil), buf[:n]...)}); err != nil {
 					return err
 				}
 			}

@@ -43,7 +43,7 @@ func init() {
 					return usageError("tenant %s needs one NAME", verb)
 				}
 				if opts.group != "" {
-					if err := groupNameError(opts.group); err != nil {
+					if err := sfq.ValidateGroupName(opts.group); err != nil {
 						return usageError("--group: %v", err)
 					}
 				}

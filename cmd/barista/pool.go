@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -52,15 +51,6 @@ type subscriptionListOpts struct {
 	poolReadOpts
 	tenant string
 	pool   string
-}
-
-// poolNameError checks a pool name for the CLI: the rule without the
-// core's "invalid argument" prefix.
-func poolNameError(name string) error {
-	if err := sfq.ValidatePoolName(name); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
-	}
-	return nil
 }
 
 // classNames are the classes in the order of a pool's virtual_now_ms.
@@ -166,7 +156,7 @@ per class. --json prints {"name", "weights", "subscriptions", "paused",
 			if len(args) != 1 {
 				return usageError("pool get needs one NAME")
 			}
-			if err := poolNameError(args[0]); err != nil {
+			if err := sfq.ValidatePoolName(args[0]); err != nil {
 				return usageError("NAME: %v", err)
 			}
 			p, err := withCall(opts.with, (*client.Client).PoolGet, &pb.PoolGetRequest{Name: args[0], Read: &pb.ReadOptions{Stale: opts.stale}})
@@ -218,7 +208,7 @@ name.`,
 			if len(args) != 1 {
 				return usageError("pool delete needs one NAME")
 			}
-			if err := poolNameError(args[0]); err != nil {
+			if err := sfq.ValidatePoolName(args[0]); err != nil {
 				return usageError("NAME: %v", err)
 			}
 			if _, err := withCall(opts.with, (*client.Client).PoolDelete, &pb.PoolDeleteRequest{Name: args[0]}); err != nil {
@@ -243,7 +233,7 @@ clamps nothing.`,
 				if len(args) != 1 {
 					return usageError("pool %s needs one NAME", verb)
 				}
-				if err := poolNameError(args[0]); err != nil {
+				if err := sfq.ValidatePoolName(args[0]); err != nil {
 					return usageError("NAME: %v", err)
 				}
 				resp, err := ask(opts.call, pb.NewAdminClient, pb.AdminClient.PauseDispatch, &pb.PauseDispatchRequest{Pool: args[0], Resume: verb == "resume"})
@@ -281,7 +271,7 @@ set) refuses the submits of a tenant without one there.`,
 			if len(args) != 2 {
 				return usageError("subscription set needs TENANT and POOL")
 			}
-			if err := poolNameError(args[1]); err != nil {
+			if err := sfq.ValidatePoolName(args[1]); err != nil {
 				return usageError("POOL: %v", err)
 			}
 			if opts.burst == "" {
@@ -337,7 +327,7 @@ prints one object per subscription: {"tenant", "pool", "burst",
 				return usageError("unexpected argument %q", args[0])
 			}
 			if opts.pool != "" {
-				if err := poolNameError(opts.pool); err != nil {
+				if err := sfq.ValidatePoolName(opts.pool); err != nil {
 					return usageError("--pool: %v", err)
 				}
 			}
@@ -368,7 +358,7 @@ func runPoolSet(env *cmdEnv, opts *poolSetOpts, args []string) error {
 	if len(args) != 1 {
 		return usageError("pool set needs one NAME")
 	}
-	if err := poolNameError(args[0]); err != nil {
+	if err := sfq.ValidatePoolName(args[0]); err != nil {
 		return usageError("NAME: %v", err)
 	}
 	set := map[string]bool{}
@@ -378,7 +368,7 @@ func runPoolSet(env *cmdEnv, opts *poolSetOpts, args []string) error {
 		if _, err := sfq.ParsePoolWeights(opts.weights); err != nil || opts.weights == "" {
 			why := "want default, equal or TENANT:W,..."
 			if err != nil {
-				why = strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": ")
+				why = err.Error()
 			}
 			return usageError("--weights: %s", why)
 		}

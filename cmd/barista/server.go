@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/baristahq/barista/internal/connlimit"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/web"
@@ -324,7 +324,7 @@ func (ls *listeners) close() {
 // bootstraps a new cluster if this node has no state) and stops if that
 // bootstrapped.
 func joinLoop(ctx context.Context, log hclog.Logger, cfg raftnode.Config, addrs []string, token string, peerTLS *tls.Config, wait time.Duration, fallback func() bool) {
-	req := &pb.JoinRequest{Id: cfg.ID, RaftAddr: cfg.AdvertisedRaft(), GrpcAddr: cfg.AdvertisedGRPC(), HttpAddr: cfg.HTTPAddr}
+	req := &clusterpb.JoinRequest{Id: cfg.ID, RaftAddr: cfg.AdvertisedRaft(), GrpcAddr: cfg.AdvertisedGRPC(), HttpAddr: cfg.HTTPAddr}
 	backoff := 200 * time.Millisecond
 	start := time.Now()
 	for {
@@ -354,7 +354,7 @@ func joinLoop(ctx context.Context, log hclog.Logger, cfg raftnode.Config, addrs 
 	}
 }
 
-func tryJoin(ctx context.Context, addr string, req *pb.JoinRequest, token string, peerTLS *tls.Config) error {
+func tryJoin(ctx context.Context, addr string, req *clusterpb.JoinRequest, token string, peerTLS *tls.Config) error {
 	creds := insecure.NewCredentials()
 	if peerTLS != nil {
 		creds = credentials.NewTLS(peerTLS)
@@ -366,7 +366,7 @@ func tryJoin(ctx context.Context, addr string, req *pb.JoinRequest, token string
 	defer cc.Close()
 	cctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
-	_, err = pb.NewNodeClient(cc).Join(cctx, req, rpc.Bearer(token, false))
+	_, err = clusterpb.NewNodeClient(cc).Join(cctx, req, rpc.Bearer(token, false))
 	return err
 }
 

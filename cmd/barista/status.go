@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 type statusOpts struct{ clientFlags }
@@ -31,7 +31,7 @@ time").`,
 			if len(args) > 0 {
 				return usageError("unexpected argument %q", args[0])
 			}
-			st, err := ask(opts.call, pb.NewNodeClient, pb.NodeClient.Status, &pb.StatusRequest{})
+			st, err := ask(opts.call, clusterpb.NewNodeClient, clusterpb.NodeClient.Status, &clusterpb.StatusRequest{})
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ time").`,
 
 // clusterTimeText says how far a node's cluster time is behind the wall
 // clock, as of its last applied entry.
-func clusterTimeText(st *pb.StatusResponse) string {
+func clusterTimeText(st *clusterpb.StatusResponse) string {
 	if st.ClusterTimeMs == 0 {
 		return "not started"
 	}

@@ -132,7 +132,7 @@ refused.`,
 
 func runSubmit(env *cmdEnv, opts *submitOpts, args []string) error {
 	if opts.pool != "" {
-		if err := poolNameError(opts.pool); err != nil {
+		if err := sfq.ValidatePoolName(opts.pool); err != nil {
 			return usageError("--pool: %v", err)
 		}
 	}
@@ -287,12 +287,12 @@ func (f *fileJob) request(defaultTenant, defaultPool string) (*pb.SubmitRequest,
 		req.Pool = defaultPool
 	}
 	if req.Pool != "" {
-		if err := poolNameError(req.Pool); err != nil {
+		if err := sfq.ValidatePoolName(req.Pool); err != nil {
 			return nil, fmt.Errorf("pool: %v", err)
 		}
 	}
 	if f.Group != "" {
-		if err := groupNameError(f.Group); err != nil {
+		if err := sfq.ValidateGroupName(f.Group); err != nil {
 			return nil, fmt.Errorf("group: %v", err)
 		}
 	}

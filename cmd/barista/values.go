@@ -302,7 +302,7 @@ func (v *parsedVal[T]) allowed() string { return v.want }
 func (v *parsedVal[T]) Set(s string) error {
 	x, err := v.parse(s)
 	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
+		return err
 	}
 	*v.p = x
 	return nil
@@ -403,7 +403,7 @@ func (v *rateVal) allowed() string { return "off or N/PERIOD" }
 func (v *rateVal) Set(s string) error {
 	r, err := sfq.ParseRate(s, 0)
 	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), sfq.ErrInvalid.Error()+": "))
+		return err
 	}
 	if r.N == 0 {
 		*v.p = sfq.RateLimit{} // off: no burst either

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 )
@@ -251,7 +252,9 @@ func runWebhookSet(env *cmdEnv, opts *webhookSetOpts, args []string) error {
 		switch {
 		case err == nil:
 			req.Url, req.Kinds = cur.Url, cur.Kinds
-		case status.Code(err) == codes.NotFound && strings.HasSuffix(status.Convert(err).Message(), "has no webhook"):
+		case status.Code(err) == codes.NotFound && client.Reason(err) != pb.Reason_TENANT_UNKNOWN.String():
+			// The tenant is there (its refusal would name TENANT_UNKNOWN):
+			// it has no webhook yet.
 			if !set["url"] {
 				return usageError("tenant %q has no webhook yet: --url is required", opts.tenant)
 			}

@@ -25,14 +25,35 @@ var ladder = [][]string{
 }
 
 // leaves are the packages a program outside the servers imports, with
-// what they may import of barista besides themselves.
+// what they may import of barista besides themselves. "proto" is the wire
+// alone (package pb): not the replicated commands (proto/clusterpb) nor
+// the HTTP gateway (proto/gateway), which are the servers'.
 var leaves = map[string][]string{
 	"client": {"proto", "internal"},
 	"worker": {"proto", "internal", "client"}, // client is a leaf too: the SDK's job arguments
 }
 
+// exact are the packages a leaf may import without the packages below
+// their path.
+var exact = map[string]bool{"proto": true}
+
+// sdks are the leaves no server package imports: what the servers share
+// with them lives in a package below both (internal/wire).
+var sdks = []string{"client", "worker"}
+
 // under reports whether package path p is root or below it.
 func under(p, root string) bool { return p == root || strings.HasPrefix(p, root+"/") }
+
+// allDeps lists every package pattern's packages import, directly or
+// not, by import path.
+func allDeps(t *testing.T, pattern string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+pattern).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pattern, err)
+	}
+	return strings.Fields(string(out))
+}
 
 // deps lists the barista packages pattern's packages import, directly or
 // not, by their path in the module, each with the package that brings it
@@ -88,7 +109,7 @@ func outside(leaf string, deps []string) []string {
 	for _, d := range deps {
 		allowed := under(d, leaf)
 		for _, ok := range leaves[leaf] {
-			allowed = allowed || under(d, ok)
+			allowed = allowed || d == ok || !exact[ok] && under(d, ok)
 		}
 		if !allowed {
 			bad = append(bad, d)
@@ -109,6 +130,35 @@ func TestClientAndWorkerImportNoServerPackage(t *testing.T) {
 	}
 }
 
+// TestLeavesCarryNoGateway: a program that imports the client or the
+// worker carries neither the HTTP gateway's runtime nor the replicated
+// commands' schema (go list -deps, every package, not only barista's).
+func TestLeavesCarryNoGateway(t *testing.T) {
+	for leaf := range leaves {
+		for _, p := range allDeps(t, leaf+"/...") {
+			if strings.Contains(p, "grpc-gateway") || p == module+"proto/clusterpb" || p == module+"proto/gateway" {
+				t.Errorf("%s imports %s", leaf, p)
+			}
+		}
+	}
+}
+
+// TestServersImportNoSDK: no server package (every rung but the command
+// line's) imports the client or the worker.
+func TestServersImportNoSDK(t *testing.T) {
+	for _, r := range ladder[1:] {
+		for _, root := range r {
+			for _, d := range deps(t, root+"/...") {
+				for _, sdk := range sdks {
+					if under(d, sdk) {
+						t.Errorf("%s imports %s (what both need belongs in a package below both)", root, d)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestImportLadder: no package imports one of a rung above its own.
 func TestImportLadder(t *testing.T) {
 	for i, r := range ladder {
@@ -124,8 +174,8 @@ func TestImportLadder(t *testing.T) {
 // and a package that imports one above it (what the tests above would
 // report if it happened).
 func TestTheChecksRefuse(t *testing.T) {
-	got := fmt.Sprint(outside("worker", []string{"worker", "worker/runner", "internal/wire", "proto", "fsm", "sfq", "client", "rpc"}))
-	if want := "[fsm sfq rpc]"; got != want {
+	got := fmt.Sprint(outside("worker", []string{"worker", "worker/runner", "internal/wire", "proto", "fsm", "sfq", "client", "rpc", "proto/gateway"}))
+	if want := "[fsm sfq rpc proto/gateway]"; got != want {
 		t.Errorf("outside(worker) = %s, want %s", got, want)
 	}
 	got = fmt.Sprint(upward(rung("fsm"), []string{"fsm", "sfq", "proto", "snapshot", "web"}))

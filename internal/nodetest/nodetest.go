@@ -12,6 +12,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/sfq"
 )
@@ -50,7 +51,7 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 }
 
 // Propose applies commands on node and fails the test on a refusal.
-func Propose(t testing.TB, node *raftnode.Node, cmds ...*pb.Command) []fsm.Result {
+func Propose(t testing.TB, node *raftnode.Node, cmds ...*clusterpb.Command) []fsm.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -77,15 +78,15 @@ func ClockMoves(t testing.TB, node *raftnode.Node) {
 		if now, _ := node.FSM.Clock(); now > start {
 			return
 		}
-		Propose(t, node, &pb.Command{Cmd: &pb.Command_GrantLeases{GrantLeases: &pb.GrantLeases{}}})
+		Propose(t, node, &clusterpb.Command{Cmd: &clusterpb.Command_GrantLeases{GrantLeases: &clusterpb.GrantLeases{}}})
 	}
 }
 
 // SubmitOne creates tenant acme (gold, once) and queues one md job of it.
 func SubmitOne(t testing.TB, node *raftnode.Node) sfq.JobID {
 	t.Helper()
-	Propose(t, node, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
-	res := Propose(t, node, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000}}})
+	Propose(t, node, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
+	res := Propose(t, node, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_MD, EstCostMs: 1000}}})
 	return res[0].Job
 }
 
@@ -94,9 +95,9 @@ func SubmitMany(t testing.TB, node *raftnode.Node, tenant string, count int) {
 	t.Helper()
 	for count > 0 {
 		k := min(count, 500)
-		cmds := make([]*pb.Command, k)
+		cmds := make([]*clusterpb.Command, k)
 		for i := range cmds {
-			cmds[i] = &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 10}}}
+			cmds[i] = &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 10}}}
 		}
 		Propose(t, node, cmds...)
 		count -= k

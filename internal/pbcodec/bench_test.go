@@ -7,13 +7,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // entry100 is a log entry of 100 keyed submits, as a batch of 100 makes.
-func entry100() *pb.Envelope {
-	env := &pb.Envelope{Version: 1, StampMs: 1_790_000_000_000}
+func entry100() *clusterpb.Envelope {
+	env := &clusterpb.Envelope{Version: 1, StampMs: 1_790_000_000_000}
 	for i := range 100 {
-		env.Commands = append(env.Commands, &pb.Command{Cmd: &pb.Command_Submit{Submit: &pb.SubmitJob{
+		env.Commands = append(env.Commands, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{
 			Tenant: fmt.Sprintf("tenant-%d", i%7), IdempotencyKey: fmt.Sprintf("order-%06d", i),
 			JobType: "render", Size: pb.Size_SM, EstCostMs: 1000, Payload: []byte(`{"page":17}`),
 			MaxAttempts: 3, TimeoutMs: 60_000,
@@ -50,7 +51,7 @@ func BenchmarkEntry100(b *testing.B) {
 	b.Run("unmarshal/protobuf", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := proto.Unmarshal(data, &pb.Envelope{}); err != nil {
+			if err := proto.Unmarshal(data, &clusterpb.Envelope{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -58,7 +59,7 @@ func BenchmarkEntry100(b *testing.B) {
 	b.Run("unmarshal/pbcodec", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := Unmarshal(data, &pb.Envelope{}); err != nil {
+			if err := Unmarshal(data, &clusterpb.Envelope{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -66,7 +67,7 @@ func BenchmarkEntry100(b *testing.B) {
 	b.Run("unmarshal/envelope", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := UnmarshalEnvelope(data, &pb.Envelope{}); err != nil {
+			if err := UnmarshalEnvelope(data, &clusterpb.Envelope{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 const (
@@ -25,7 +25,7 @@ const (
 // decoding all of it at once gives. Anything it does not take this way
 // (bytes that do not parse, a command the generated decoder refuses, a
 // string that is not UTF-8) goes to Unmarshal, whose answer is protobuf's.
-func UnmarshalEnvelope(b []byte, env *pb.Envelope) error {
+func UnmarshalEnvelope(b []byte, env *clusterpb.Envelope) error {
 	proto.Reset(env)
 	if err := unmarshalEnvelope(b, env); err == nil {
 		if err := check(b, env.ProtoReflect().Descriptor()); err == nil {
@@ -35,7 +35,7 @@ func UnmarshalEnvelope(b []byte, env *pb.Envelope) error {
 	return Unmarshal(b, env)
 }
 
-func unmarshalEnvelope(b []byte, env *pb.Envelope) error {
+func unmarshalEnvelope(b []byte, env *clusterpb.Envelope) error {
 	var cmds, submits int
 	for rest := b; len(rest) > 0; {
 		num, typ, tl := protowire.ConsumeTag(rest)
@@ -54,10 +54,10 @@ func unmarshalEnvelope(b []byte, env *pb.Envelope) error {
 		}
 		rest = rest[tl+vl:]
 	}
-	slab := make([]pb.Command, cmds)
-	jobs := make([]pb.SubmitJob, submits)
-	oneofs := make([]pb.Command_Submit, submits)
-	env.Commands = make([]*pb.Command, 0, cmds)
+	slab := make([]clusterpb.Command, cmds)
+	jobs := make([]clusterpb.SubmitJob, submits)
+	oneofs := make([]clusterpb.Command_Submit, submits)
+	env.Commands = make([]*clusterpb.Command, 0, cmds)
 	for rest := b; len(rest) > 0; {
 		num, typ, tl := protowire.ConsumeTag(rest)
 		vl := protowire.ConsumeFieldValue(num, typ, rest[tl:])

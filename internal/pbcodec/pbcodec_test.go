@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"pgregory.net/rapid"
 
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // messageTypes returns every message type of barista's proto package, by
@@ -235,13 +235,13 @@ func TestUnmarshalEnvelope(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 2))
 		badUTF8 := rapid.SampledFrom([]int{0, 0, 5}).Draw(t, "badUTF8")
-		env := &pb.Envelope{Version: 1, StampMs: r.Int64()}
+		env := &clusterpb.Envelope{Version: 1, StampMs: r.Int64()}
 		for range rapid.IntRange(0, 40).Draw(t, "commands") {
-			c := &pb.Command{}
+			c := &clusterpb.Command{}
 			if r.IntN(4) > 0 {
-				job := &pb.SubmitJob{}
+				job := &clusterpb.SubmitJob{}
 				fill(r, job.ProtoReflect(), 2, badUTF8)
-				c.Cmd = &pb.Command_Submit{Submit: job}
+				c.Cmd = &clusterpb.Command_Submit{Submit: job}
 			} else {
 				fill(r, c.ProtoReflect(), 2, badUTF8)
 			}
@@ -270,7 +270,7 @@ func TestUnmarshalEnvelopeAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &pb.Envelope{}
+	env := &clusterpb.Envelope{}
 	n := testing.AllocsPerRun(20, func() {
 		if err := UnmarshalEnvelope(data, env); err != nil {
 			t.Fatal(err)
@@ -291,8 +291,8 @@ func sameDecoding(t interface {
 	if (err == nil) != (wantErr == nil) {
 		t.Fatalf("%s %x: Unmarshal error %v, protobuf's %v", mt.Descriptor().FullName(), b, err, wantErr)
 	}
-	if _, ok := got.(*pb.Envelope); ok {
-		env := &pb.Envelope{Version: 7, Commands: []*pb.Command{{}}} // UnmarshalEnvelope resets it
+	if _, ok := got.(*clusterpb.Envelope); ok {
+		env := &clusterpb.Envelope{Version: 7, Commands: []*clusterpb.Command{{}}} // UnmarshalEnvelope resets it
 		envErr := UnmarshalEnvelope(b, env)
 		if (envErr == nil) != (err == nil) || err == nil && !proto.Equal(env, got) {
 			t.Fatalf("%x: UnmarshalEnvelope error %v, Unmarshal's %v;\n%v\nUnmarshal\n%v", b, envErr, err, env, got)
@@ -339,7 +339,7 @@ func canonicalTags(m protoreflect.Message) proto.Message {
 func FuzzUnmarshalEnvelope(f *testing.F) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 20 {
-		m := &pb.Envelope{}
+		m := &clusterpb.Envelope{}
 		fill(r, m.ProtoReflect(), 3, 0)
 		b, err := Marshal(m)
 		if err != nil {
@@ -348,7 +348,7 @@ func FuzzUnmarshalEnvelope(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte{0x1a, 0x03, 0x0a, 0x01, 0xff})
-	mt := (&pb.Envelope{}).ProtoReflect().Type()
+	mt := (&clusterpb.Envelope{}).ProtoReflect().Type()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sameDecoding(t, mt, b)
 	})
@@ -357,8 +357,8 @@ func FuzzUnmarshalEnvelope(f *testing.F) {
 // TestUnmarshalResets: a message decoded into holds only what the bytes
 // say, as with protobuf.
 func TestUnmarshalResets(t *testing.T) {
-	m := &pb.Envelope{Version: 7, StampMs: 9}
-	b, err := Marshal(&pb.Envelope{Version: 1})
+	m := &clusterpb.Envelope{Version: 7, StampMs: 9}
+	b, err := Marshal(&clusterpb.Envelope{Version: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestUnmarshalResets(t *testing.T) {
 
 func TestAppendMarshal(t *testing.T) {
 	prefix := []byte("head")
-	m := &pb.Envelope{Version: 3, StampMs: 1234}
+	m := &clusterpb.Envelope{Version: 3, StampMs: 1234}
 	out, err := AppendMarshal(slices.Clip(prefix), m)
 	if err != nil {
 		t.Fatal(err)
@@ -392,9 +392,9 @@ func TestCodec(t *testing.T) {
 		t.Fatalf("the proto codec is %T", c)
 	}
 	for _, n := range []int{1, 5000} {
-		m := &pb.Envelope{Version: 1, StampMs: 99}
+		m := &clusterpb.Envelope{Version: 1, StampMs: 99}
 		for i := range n {
-			m.Commands = append(m.Commands, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "tenant-ü", Job: uint64(i)}}})
+			m.Commands = append(m.Commands, &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "tenant-ü", Job: uint64(i)}}})
 		}
 		data, err := c.Marshal(m)
 		if err != nil {
@@ -404,13 +404,13 @@ func TestCodec(t *testing.T) {
 		if got := data.Materialize(); !bytes.Equal(got, want) {
 			t.Fatalf("%d commands: %d bytes, protobuf %d", n, len(got), len(want))
 		}
-		back := &pb.Envelope{}
+		back := &clusterpb.Envelope{}
 		if err := c.Unmarshal(data, back); err != nil || !proto.Equal(back, m) {
 			t.Fatalf("%d commands: back %v", n, err)
 		}
 		data.Free()
 	}
-	bad := &pb.Envelope{Commands: []*pb.Command{{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Tenant: "\xff"}}}}}
+	bad := &clusterpb.Envelope{Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: "\xff"}}}}}
 	if _, err := c.Marshal(bad); !errors.Is(err, ErrInvalidUTF8) {
 		t.Fatalf("a string that is not UTF-8: %v", err)
 	}

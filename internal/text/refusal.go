@@ -2,20 +2,39 @@ package text
 
 import "fmt"
 
-// InvalidError is input refused by a rule of this package: its message
-// names the field and what is wrong with it, and is shown as it is (the
-// status code already says "invalid argument").
-type InvalidError struct{ Msg string }
+// InvalidError is input refused by a rule of this package: the field at
+// fault (as data, "" when no one field is) and a message that names it
+// and what is wrong with it, shown as it is (the status code already says
+// "invalid argument").
+type InvalidError struct{ Field, Msg string }
 
 func (e *InvalidError) Error() string { return e.Msg }
 
 // Is makes an InvalidError match ErrInvalid.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
-// Invalidf is an InvalidError with a formatted message (%w is allowed: its
-// text is kept).
-func Invalidf(format string, args ...any) error {
-	return &InvalidError{Msg: fmt.Errorf(format, args...).Error()}
+// Invalidf is an InvalidError of field with a formatted message (%w is
+// allowed: its text is kept), which starts "field: " when field is not
+// "".
+func Invalidf(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Msg: Message(field, format, args...)}
+}
+
+// Message is a refusal's message: the formatted text, after "field: "
+// when field is not "". It is the one place a refusal's field is written
+// into its text; nothing reads it back.
+func Message(field, format string, args ...any) string {
+	msg := fmt.Errorf(format, args...).Error()
+	if field != "" {
+		return field + ": " + msg
+	}
+	return msg
+}
+
+// invalidName is an InvalidError of field whose message names the field
+// in its own words ("tenant is empty").
+func invalidName(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Msg: fmt.Errorf(format, args...).Error()}
 }
 
 // The reasons a refusal names: stable names a client branches on, sent

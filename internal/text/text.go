@@ -24,10 +24,10 @@ const MaxNameLen = 256
 // The error names field, the character and its byte offset.
 func ValidateName(field, s string) error {
 	if s == "" {
-		return Invalidf("%s is empty", field)
+		return invalidName(field, "%s is empty", field)
 	}
 	if len(s) > MaxNameLen {
-		return Invalidf("%s is %d bytes (max %d)", field, len(s), MaxNameLen)
+		return invalidName(field, "%s is %d bytes (max %d)", field, len(s), MaxNameLen)
 	}
 	return Check(field, s, false)
 }
@@ -40,11 +40,11 @@ const MaxPoolNameLen = 63
 // offset.
 func ValidatePoolName(s string) error {
 	if s == "" || len(s) > MaxPoolNameLen {
-		return Invalidf("pool name %q (want 1 to 63 of a-z, 0-9 and -, not starting with -)", s)
+		return Invalidf("", "pool name %q (want 1 to 63 of a-z, 0-9 and -, not starting with -)", s)
 	}
 	for i := 0; i < len(s); i++ {
 		if b := s[i]; !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' && i > 0) {
-			return Invalidf("pool name %q has %q at byte %d (want a-z, 0-9 and -, not starting with -)", s, b, i)
+			return Invalidf("", "pool name %q has %q at byte %d (want a-z, 0-9 and -, not starting with -)", s, b, i)
 		}
 	}
 	return nil
@@ -56,14 +56,14 @@ func ValidatePoolName(s string) error {
 // character it refuses: the message is safe to show.
 func Check(field, s string, spaces bool) error {
 	if !utf8.ValidString(s) {
-		return Invalidf("%s is not valid UTF-8", field)
+		return invalidName(field, "%s is not valid UTF-8", field)
 	}
 	for i, r := range s {
 		if r == ' ' && !spaces {
-			return Invalidf("%s %q has a space at byte %d", field, s, i)
+			return invalidName(field, "%s %q has a space at byte %d", field, s, i)
 		}
 		if why := Refused(r); why != "" {
-			return Invalidf("%s %q has U+%04X (%s) at byte %d", field, s, r, why, i)
+			return invalidName(field, "%s %q has U+%04X (%s) at byte %d", field, s, r, why, i)
 		}
 	}
 	return nil

@@ -82,3 +82,13 @@ func IsNotLeader(err error) bool {
 	}
 	return false
 }
+
+// The limits the servers hold every caller to (internal/text, where the
+// servers take them too).
+const (
+	MaxMessageBytes = text.MaxMessageBytes
+	MaxBatch        = text.MaxBatch
+	MaxBatchBytes   = text.MaxBatchBytes
+	MinSnoozeMs     = text.MinSnoozeMs
+	MaxSnoozeMs     = text.MaxSnoozeMs
+)

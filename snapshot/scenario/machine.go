@@ -7,6 +7,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -29,13 +30,13 @@ func NewMachine() *Machine { return &Machine{F: fsm.NewAtLevel(DefaultLevel)} }
 
 // SetLevel implements Target: a SetFeatureLevel entry.
 func (m *Machine) SetLevel(now sfq.Time, level uint32) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetFeatureLevel{SetFeatureLevel: &pb.SetFeatureLevel{Level: level}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: level}}})
 	return err
 }
 
-func (m *Machine) apply(now sfq.Time, c *pb.Command) (fsm.Result, error) {
+func (m *Machine) apply(now sfq.Time, c *clusterpb.Command) (fsm.Result, error) {
 	m.index++
-	res, err := m.F.ApplyEnvelope(m.index, &pb.Envelope{Version: fsm.Version, StampMs: int64(now), Commands: []*pb.Command{c}})
+	res, err := m.F.ApplyEnvelope(m.index, &clusterpb.Envelope{Version: fsm.Version, StampMs: int64(now), Commands: []*clusterpb.Command{c}})
 	if err != nil {
 		return fsm.Result{}, err
 	}
@@ -51,7 +52,7 @@ func (m *Machine) SetConfig(now sfq.Time, cfg sfq.Config) error {
 		full.SelfKillAfterMs = cfg.LeaseTimeoutMs * 5 / 6
 		full.HeartbeatIntervalMs = min(full.HeartbeatIntervalMs, full.SelfKillAfterMs/5)
 	}
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: fsm.ConfigToPB(full)}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: fsm.ConfigToPB(full)}}})
 	return err
 }
 
@@ -60,7 +61,7 @@ func (m *Machine) Config() sfq.Config { return m.F.Config().Sched }
 
 // UpsertTenant implements Target.
 func (m *Machine) UpsertTenant(now sfq.Time, spec sfq.TenantSpec) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: fsm.TenantSpecToPB(spec)}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: fsm.TenantSpecToPB(spec)}})
 	return err
 }
 
@@ -97,13 +98,13 @@ func (m *Machine) Estimate(tenant, typ string) (st sfq.TypeStat, ok bool) {
 
 // DeleteTenant implements Target.
 func (m *Machine) DeleteTenant(now sfq.Time, name string) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_TenantDelete{TenantDelete: &pb.TenantDelete{Name: name}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_TenantDelete{TenantDelete: &clusterpb.TenantDelete{Name: name}}})
 	return err
 }
 
 // Submit implements Target.
 func (m *Machine) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
-	c := &pb.SubmitJob{
+	c := &clusterpb.SubmitJob{
 		Tenant: sub.Tenant, IdempotencyKey: sub.Key, JobType: sub.Type, Size: fsm.SizeToPB(sub.Size),
 		EstCostMs: sub.EstCostMs, Payload: []byte(sub.Payload), MaxAttempts: sub.MaxAttempts, TimeoutMs: sub.TimeoutMs,
 		JobClass: fsm.ClassToPB(sub.Class), DeadlineMs: sub.DeadlineMs, Group: sub.Group,
@@ -111,35 +112,35 @@ func (m *Machine) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
 	if sub.RetryBackoffSet {
 		c.RetryBackoffMs = &sub.RetryBackoffMs
 	}
-	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Submit{Submit: c}})
+	r, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: c}})
 	return r.Job, err
 }
 
 // SetGroup implements Target.
 func (m *Machine) SetGroup(now sfq.Time, tenant, group string, admin sfq.GroupCap, own uint32, asTenant bool) error {
-	c := &pb.SetGroup{Tenant: tenant, Group: group, AsTenant: asTenant}
+	c := &clusterpb.SetGroup{Tenant: tenant, Group: group, AsTenant: asTenant}
 	if asTenant {
-		c.CapKind, c.Limit = pb.GroupCapKind_GROUP_CAP_NONE, 0
+		c.CapKind, c.Limit = clusterpb.GroupCapKind_GROUP_CAP_NONE, 0
 		if own != 0 {
-			c.CapKind, c.Limit = pb.GroupCapKind_GROUP_CAP_LIMIT, own
+			c.CapKind, c.Limit = clusterpb.GroupCapKind_GROUP_CAP_LIMIT, own
 		}
 	} else {
 		c.CapKind, c.Limit = fsm.GroupCapToPB(admin)
 	}
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: c}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_SetGroup{SetGroup: c}})
 	return err
 }
 
 // SetGroupRate implements Target.
 func (m *Machine) SetGroupRate(now sfq.Time, tenant, group string, r sfq.RateLimit) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetGroup{SetGroup: &pb.SetGroup{Tenant: tenant, Group: group, SetRate: true,
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_SetGroup{SetGroup: &clusterpb.SetGroup{Tenant: tenant, Group: group, SetRate: true,
 		RateN: r.N, RatePeriodMs: r.PeriodMs, RateBurst: r.Burst}}})
 	return err
 }
 
 // Pause implements Target.
 func (m *Machine) Pause(now sfq.Time, tenant, group string, all, resume bool) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Tenant: tenant, Group: group, All: all, Resume: resume}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Tenant: tenant, Group: group, All: all, Resume: resume}}})
 	return err
 }
 
@@ -152,7 +153,7 @@ func (m *Machine) Group(tenant, group string) (g sfq.Group, ok bool) {
 // Dispatch implements Target.
 func (m *Machine) Dispatch(now sfq.Time, pool string, size sfq.Size, worker string) (sfq.Assignment, bool, error) {
 	m.credit++
-	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Dispatch{Dispatch: &pb.Dispatch{WorkerId: worker, Size: fsm.SizeToPB(size), Credit: m.credit,
+	r, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: worker, Size: fsm.SizeToPB(size), Credit: m.credit,
 		Pool: pool}}})
 	if err != nil || !r.Assigned {
 		return sfq.Assignment{}, false, err
@@ -175,13 +176,13 @@ func (m *Machine) TenantName(i uint32) (name string) {
 
 // Start implements Target.
 func (m *Machine) Start(now sfq.Time, id sfq.JobID, attempt uint32, worker string) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Started{Started: &pb.Started{Job: uint64(id), Attempt: attempt, WorkerId: worker}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Started{Started: &clusterpb.Started{Job: uint64(id), Attempt: attempt, WorkerId: worker}}})
 	return err
 }
 
 // Heartbeat implements Target.
 func (m *Machine) Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker string, cpuMs int64) error {
-	r, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Heartbeats{Heartbeats: &pb.HeartbeatBatch{Heartbeats: []*pb.Heartbeat{
+	r, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Heartbeats{Heartbeats: &clusterpb.HeartbeatBatch{Heartbeats: []*clusterpb.Heartbeat{
 		{Job: uint64(id), Attempt: attempt, WorkerId: worker, CpuMs: cpuMs}}}}})
 	if err == nil && len(r.HeartbeatOutcomes) == 1 {
 		if o := r.HeartbeatOutcomes[0]; o != sfq.Changed && o != sfq.Duplicate {
@@ -197,28 +198,28 @@ func (m *Machine) Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker stri
 		// As the leader would: the mark means nothing below level 6.
 		return &fsm.Refusal{Code: fsm.FailedPrecondition, Msg: fsm.LevelMessage("permanent", fsm.Level6, m.F.Level())}
 	}
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Finished{Finished: &pb.Finished{
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{
 		Job: uint64(id), Attempt: attempt, WorkerId: worker, Outcome: fsm.OutcomeToPB(outcome), CpuMs: cpuMs, Permanent: permanent, SnoozeMs: snoozeMs}}})
 	return err
 }
 
 // Cancel implements Target.
 func (m *Machine) Cancel(now sfq.Time, id sfq.JobID) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Cancel{Cancel: &pb.CancelJob{Job: uint64(id)}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Job: uint64(id)}}})
 	return err
 }
 
 // Expire implements Target.
 func (m *Machine) Expire(now sfq.Time, id sfq.JobID, attempt uint32, kind sfq.InputKind) error {
-	k := map[sfq.InputKind]pb.ExpireKind{sfq.InExpireAck: pb.ExpireKind_ACK, sfq.InExpireLease: pb.ExpireKind_LEASE, sfq.InExpireTimeout: pb.ExpireKind_TIMEOUT,
-		sfq.InExpireTTL: pb.ExpireKind_TTL}[kind]
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Expire{Expire: &pb.Expire{Job: uint64(id), Attempt: attempt, Kind: k}}})
+	k := map[sfq.InputKind]clusterpb.ExpireKind{sfq.InExpireAck: clusterpb.ExpireKind_ACK, sfq.InExpireLease: clusterpb.ExpireKind_LEASE, sfq.InExpireTimeout: clusterpb.ExpireKind_TIMEOUT,
+		sfq.InExpireTTL: clusterpb.ExpireKind_TTL}[kind]
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Expire{Expire: &clusterpb.Expire{Job: uint64(id), Attempt: attempt, Kind: k}}})
 	return err
 }
 
 // Release implements Target: a Release of one job.
 func (m *Machine) Release(now sfq.Time, id sfq.JobID) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Release{Release: &pb.Release{Jobs: []uint64{uint64(id)}}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Release{Release: &clusterpb.Release{Jobs: []uint64{uint64(id)}}}})
 	return err
 }
 
@@ -238,7 +239,7 @@ func (m *Machine) Redrive(now sfq.Time, ids []sfq.JobID) error {
 			ids = ids[1:]
 			continue
 		}
-		c := &pb.BulkJobs{Tenant: tenant}
+		c := &clusterpb.BulkJobs{Tenant: tenant}
 		for len(ids) > 0 {
 			var same bool
 			m.F.Read(func(s *sfq.Scheduler) { _, same = s.TenantJob(tenant, ids[0]) })
@@ -248,7 +249,7 @@ func (m *Machine) Redrive(now sfq.Time, ids []sfq.JobID) error {
 			c.Jobs = append(c.Jobs, uint64(ids[0]))
 			ids = ids[1:]
 		}
-		res, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Redrive{Redrive: c}})
+		res, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Redrive{Redrive: c}})
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -273,25 +274,25 @@ func (m *Machine) Hash() []byte {
 
 // SetPool implements Target.
 func (m *Machine) SetPool(now sfq.Time, name string, weights *string, required *bool) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: name, Weights: weights, SubscriptionsRequired: required}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_PoolSet{PoolSet: &clusterpb.PoolSet{Name: name, Weights: weights, SubscriptionsRequired: required}}})
 	return err
 }
 
 // DeletePool implements Target.
 func (m *Machine) DeletePool(now sfq.Time, name string) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_PoolDelete{PoolDelete: &pb.PoolDelete{Name: name}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_PoolDelete{PoolDelete: &clusterpb.PoolDelete{Name: name}}})
 	return err
 }
 
 // SetSubscription implements Target.
 func (m *Machine) SetSubscription(now sfq.Time, tenant, pool string, burst *uint32) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: tenant, Pool: pool, Burst: burst}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_SubscriptionSet{SubscriptionSet: &clusterpb.SubscriptionSet{Tenant: tenant, Pool: pool, Burst: burst}}})
 	return err
 }
 
 // PausePool implements Target.
 func (m *Machine) PausePool(now sfq.Time, pool string, resume bool) error {
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: pool, Resume: resume}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Pool: pool, Resume: resume}}})
 	return err
 }
 
@@ -328,7 +329,7 @@ func (m *Machine) SetPoolSetting(now sfq.Time, key, value string) error {
 	default:
 		return fmt.Errorf("unknown pool setting %q", key)
 	}
-	_, err := m.apply(now, &pb.Command{Cmd: &pb.Command_SetConfig{SetConfig: &pb.SetConfig{Config: p}}})
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: p}}})
 	return err
 }
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/snapshot"
 	"github.com/baristahq/barista/test/cluster"
 	"google.golang.org/protobuf/proto"
@@ -115,11 +116,11 @@ const gpuPool = "gpu"
 
 // poolSetup is what the run applies before its load: the pool gpu and
 // cap-diamond's subscription there.
-func poolSetup() []*pb.Command {
+func poolSetup() []*clusterpb.Command {
 	equal, burst := "equal", uint32(1)
-	return []*pb.Command{
-		{Cmd: &pb.Command_PoolSet{PoolSet: &pb.PoolSet{Name: gpuPool, Weights: &equal}}},
-		{Cmd: &pb.Command_SubscriptionSet{SubscriptionSet: &pb.SubscriptionSet{Tenant: "cap-diamond", Pool: gpuPool, Burst: &burst}}},
+	return []*clusterpb.Command{
+		{Cmd: &clusterpb.Command_PoolSet{PoolSet: &clusterpb.PoolSet{Name: gpuPool, Weights: &equal}}},
+		{Cmd: &clusterpb.Command_SubscriptionSet{SubscriptionSet: &clusterpb.SubscriptionSet{Tenant: "cap-diamond", Pool: gpuPool, Burst: &burst}}},
 	}
 }
 
@@ -202,7 +203,7 @@ func Start(t testing.TB, cfg Config) *Run {
 	if cfg.GPU > 0 {
 		for {
 			resp, err := r.c.Apply(ctx, poolSetup()...)
-			if err == nil && resp.Results[0].Code == pb.Code_CODE_OK && resp.Results[1].Code == pb.Code_CODE_OK {
+			if err == nil && resp.Results[0].Code == clusterpb.Code_CODE_OK && resp.Results[1].Code == clusterpb.Code_CODE_OK {
 				break
 			}
 			if ctx.Err() != nil {

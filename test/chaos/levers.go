@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/test/cluster"
 )
 
@@ -104,6 +105,6 @@ func (r *Run) levers(ctx context.Context, rng *rand.Rand) {
 // pausePool pauses (or resumes) dispatch in one pool, as the admin's Pause
 // command.
 func pausePool(ctx context.Context, nd *cluster.Node, pool string, resume bool) error {
-	_, err := nd.Client().Apply(ctx, &pb.ApplyRequest{Commands: []*pb.Command{{Cmd: &pb.Command_Pause{Pause: &pb.Pause{Pool: pool, Resume: resume}}}}})
+	_, err := nd.Client().Apply(ctx, &clusterpb.ApplyRequest{Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Pool: pool, Resume: resume}}}}})
 	return err
 }

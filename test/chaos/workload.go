@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/test/cluster"
 	"github.com/baristahq/barista/worker/runner"
 )
@@ -155,13 +156,13 @@ func (r *Run) submitIn(ctx context.Context, client int, req *pb.SubmitRequest, p
 // applySubmit proposes req as a Submit command of pool through n, and
 // returns its job; a refusal is a FAILED_PRECONDITION error.
 func applySubmit(ctx context.Context, n *cluster.Node, req *pb.SubmitRequest, pool string) (uint64, error) {
-	cmd := &pb.SubmitJob{Tenant: req.Tenant, IdempotencyKey: req.GetIdempotencyKey(), Size: req.Size, EstCostMs: req.EstCostMs, Payload: req.Payload,
+	cmd := &clusterpb.SubmitJob{Tenant: req.Tenant, IdempotencyKey: req.GetIdempotencyKey(), Size: req.Size, EstCostMs: req.EstCostMs, Payload: req.Payload,
 		JobClass: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group, MaxAttempts: req.MaxAttempts, Pool: pool}
-	resp, err := n.Client().Apply(ctx, &pb.ApplyRequest{Commands: []*pb.Command{{Cmd: &pb.Command_Submit{Submit: cmd}}}})
+	resp, err := n.Client().Apply(ctx, &clusterpb.ApplyRequest{Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Submit{Submit: cmd}}}})
 	if err != nil {
 		return 0, err
 	}
-	if res := resp.Results[0]; res.Code != pb.Code_CODE_OK {
+	if res := resp.Results[0]; res.Code != clusterpb.Code_CODE_OK {
 		return 0, status.Errorf(codes.FailedPrecondition, "%s: %s", res.Code, res.Message)
 	}
 	return resp.Results[0].Job, nil

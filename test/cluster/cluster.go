@@ -28,7 +28,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/internal/proc"
-	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/worker/runner"
 )
 
@@ -401,13 +401,13 @@ func (n *Node) closeConn() {
 }
 
 // Client returns a node service client.
-func (n *Node) Client() pb.NodeClient { return pb.NewNodeClient(n.Conn()) }
+func (n *Node) Client() clusterpb.NodeClient { return clusterpb.NewNodeClient(n.Conn()) }
 
 // Status asks the node for its status (2 s timeout).
-func (n *Node) Status() (*pb.StatusResponse, error) {
+func (n *Node) Status() (*clusterpb.StatusResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return n.Client().Status(ctx, &pb.StatusRequest{})
+	return n.Client().Status(ctx, &clusterpb.StatusRequest{})
 }
 
 // Followers returns the nodes other than leader, in order.
@@ -474,7 +474,7 @@ func (c *Cluster) WaitVoters(n int, timeout time.Duration) {
 	for time.Now().Before(deadline) {
 		leader := c.WaitLeader(timeout)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		resp, err := leader.Client().ListPeers(ctx, &pb.ListPeersRequest{})
+		resp, err := leader.Client().ListPeers(ctx, &clusterpb.ListPeersRequest{})
 		cancel()
 		if err == nil {
 			voters := 0
@@ -534,7 +534,7 @@ func (c *Cluster) Converged() (index uint64, hash string, ok bool, report string
 
 // Apply proposes commands through any running node, retrying on
 // unavailability until the context ends.
-func (c *Cluster) Apply(ctx context.Context, cmds ...*pb.Command) (*pb.ApplyResponse, error) {
+func (c *Cluster) Apply(ctx context.Context, cmds ...*clusterpb.Command) (*clusterpb.ApplyResponse, error) {
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		nodes := c.Running()
@@ -543,7 +543,7 @@ func (c *Cluster) Apply(ctx context.Context, cmds ...*pb.Command) (*pb.ApplyResp
 		}
 		n := nodes[attempt%len(nodes)]
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		resp, err := n.Client().Apply(actx, &pb.ApplyRequest{Commands: cmds})
+		resp, err := n.Client().Apply(actx, &clusterpb.ApplyRequest{Commands: cmds})
 		cancel()
 		if err == nil {
 			return resp, nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/test/cluster"
 	"github.com/baristahq/barista/worker/runner"
 )
@@ -59,11 +60,11 @@ dedupe_window = "2m"
 	c := cluster.Start(t, 3, "--config", cfg, "--log-level", "warn", "--snapshot-threshold", "20000",
 		"--snapshot-interval", "10s", "--trailing-logs", "10000", "--prune-interval", "5s")
 	tenants := []string{}
-	var cmds []*pb.Command
+	var cmds []*clusterpb.Command
 	for i := range 20 {
 		name := fmt.Sprintf("t%02d", i)
 		tenants = append(tenants, name)
-		cmds = append(cmds, &pb.Command{Cmd: &pb.Command_TenantUpsert{TenantUpsert: &pb.TenantUpsert{Name: name, Tier: pb.Tier(1 + i%5)}}})
+		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: pb.Tier(1 + i%5)}}})
 	}
 	ctx := context.Background()
 	if _, err := c.Apply(ctx, cmds...); err != nil {

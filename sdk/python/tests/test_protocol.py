@@ -15,7 +15,7 @@ import grpc
 import grpc.aio
 
 import barista
-from barista._proto import commands_pb2 as cpb
+from barista._proto import types_pb2 as cpb
 from barista._proto import worker_pb2 as wpb
 from barista._proto import worker_pb2_grpc
 

@@ -13,9 +13,7 @@ import grpc
 import grpc.aio
 
 from . import errors
-
-# The largest message a node sends or receives (4 MiB).
-MAX_MESSAGE_BYTES = 4 << 20
+from ._limits import MAX_MESSAGE_BYTES
 
 HEADER_INDEX = "x-barista-index"
 HEADER_MIN_INDEX = "x-barista-min-index"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Optional, Union
 
-from ._proto import commands_pb2 as cpb
+from ._proto import types_pb2 as cpb
 from .errors import InvalidArgument
 
 Duration = Union[timedelta, int, float]

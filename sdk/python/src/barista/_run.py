@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import queue
 import threading
 import time
@@ -14,22 +15,23 @@ from datetime import timedelta
 from typing import Any, Awaitable, Callable, Optional, Union
 
 from . import _convert as cv
-from .errors import InvalidArgument
+from ._limits import MAX_SNOOZE_MS, MIN_SNOOZE_MS
 
-# A snooze's bounds (SPEC §3 "Job lifecycle"): 1 s .. 24 h.
-MIN_SNOOZE_MS, MAX_SNOOZE_MS = 1_000, 24 * 3600 * 1000
-
+log = logging.getLogger("barista.worker")
 
 class Snooze(Exception):
     """Raised by a job's function to end its run "snoozed": the job waits,
-    scheduled, for ``delay`` (a timedelta or seconds, 1 s .. 24 h) and is
-    tried again, without counting a failure (a downstream service said
-    "not yet"). A job snoozed ``max_snoozes`` times in a row (100) fails."""
+    scheduled, for ``delay`` (a timedelta or seconds) and is tried again,
+    without counting a failure (a downstream service said "not yet"). A
+    delay outside the cluster's bounds (1 s .. 24 h) is held to them, and
+    the worker's log says so, as the Go worker does. A job snoozed
+    ``max_snoozes`` times in a row (100) fails."""
 
     def __init__(self, delay: Union[timedelta, int, float]):
-        ms = cv.millis(delay, "snooze")
-        if not MIN_SNOOZE_MS <= ms <= MAX_SNOOZE_MS:
-            raise InvalidArgument(f"snooze: {delay!r} is out of range (1 s .. 24 h)", field="snooze")
+        asked = cv.millis(delay, "snooze")
+        ms = min(max(asked, MIN_SNOOZE_MS), MAX_SNOOZE_MS)
+        if ms != asked:
+            log.warning("snooze held to the cluster's bounds: asked=%dms snooze=%dms", asked, ms)
         super().__init__(f"snoozed for {ms / 1000:g}s")
         self.delay = timedelta(milliseconds=ms)
         self.ms = ms

@@ -11,12 +11,10 @@ import grpc
 
 from . import _conn, errors
 from . import _convert as cv
-from ._proto import admin_pb2, admin_pb2_grpc, client_pb2, client_pb2_grpc, commands_pb2
+from ._proto import admin_pb2, admin_pb2_grpc, client_pb2, client_pb2_grpc, types_pb2
 from .models import Cancel, Event, Explanation, Job, Subscription, Tenant, Usage
 
-# The most jobs, and bytes of jobs, one SubmitBatch request carries.
-MAX_BATCH = 1000
-MAX_BATCH_BYTES = 3 << 20
+from ._limits import MAX_BATCH, MAX_BATCH_BYTES
 
 # A watch's reconnect backoff once every node failed (as the Go client's).
 WATCH_BACKOFF_FIRST, WATCH_BACKOFF_MAX = 0.3, 10.0
@@ -184,7 +182,7 @@ class Client:
             keyed = all(r.HasField("idempotency_key") for r in chunk)
             resp = await self._client_call("SubmitBatch", client_pb2.SubmitBatchRequest(jobs=chunk), idempotent=keyed)
             for i, req, res in zip(idx, chunk, resp.results):
-                err = errors.from_result(res.error)
+                err = errors.from_result(res)
                 out[i] = err if err is not None else self._submitted(req, res.job_id, res.created)
         return out
 

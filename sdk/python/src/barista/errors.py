@@ -35,6 +35,10 @@ ERROR_DOMAIN = "barista"
 # did nothing with the call: any call may be sent again to another node.
 REASON_NOT_LEADER = "NOT_LEADER"
 
+# The key of an ErrorInfo's metadata that names the request field at
+# fault.
+FIELD_KEY = "field"
+
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _TYPE_PREFIX = "type.googleapis.com/"
 
@@ -201,6 +205,12 @@ class FeatureLevel(FailedPrecondition):
     upgraded)."""
 
 
+class NotLeader(Unavailable):
+    """The node does not lead and did nothing with the call: the SDK asks
+    another node itself; a caller sees it only when no node could serve
+    the call."""
+
+
 _BY_CODE: Dict[str, Type[BaristaError]] = {
     cls.code_name: cls for cls in (
         Cancelled, Unknown, InvalidArgument, DeadlineExceeded, NotFound, AlreadyExists,
@@ -222,6 +232,7 @@ BY_REASON: Dict[str, Type[BaristaError]] = {
     "DEADLINES_NOT_ALLOWED": DeadlinesNotAllowed,
     "SUBSCRIPTION_REQUIRED": SubscriptionRequired,
     "FEATURE_LEVEL": FeatureLevel,
+    "NOT_LEADER": NotLeader,
 }
 
 
@@ -235,19 +246,14 @@ def error_class(code: str, reason: Optional[str]) -> Type[BaristaError]:
     return base
 
 
-def _details(trailing) -> Tuple[Optional[rpc_status_pb2.ErrorInfo], Optional[timedelta], Optional[str]]:
+def _status_details(raw: bytes) -> Tuple[Optional[rpc_status_pb2.ErrorInfo], Optional[timedelta], Optional[str]]:
     """The ErrorInfo (of barista's domain), the RetryInfo's delay and the
-    BadRequest's first field of a failed call's trailing metadata."""
-    raw = None
-    for key, value in trailing or ():
-        if key == _STATUS_DETAILS_KEY:
-            raw = value
-    if not raw:
-        return None, None, None
+    first field named (the ErrorInfo's, else a BadRequest's) of a
+    google.rpc.Status in wire form."""
     st = rpc_status_pb2.Status()
     try:
         st.ParseFromString(bytes(raw))
-    except Exception:  # a malformed trailer says nothing we can use
+    except Exception:  # a malformed status says nothing we can use
         return None, None, None
     info, delay, field = None, None, None
     for d in st.details:
@@ -266,21 +272,37 @@ def _details(trailing) -> Tuple[Optional[rpc_status_pb2.ErrorInfo], Optional[tim
                     field = b.field_violations[0].field
         except Exception:
             continue
+    if info is not None and info.metadata.get(FIELD_KEY):
+        field = info.metadata[FIELD_KEY]
     return info, delay, field
+
+
+def _details(trailing) -> Tuple[Optional[rpc_status_pb2.ErrorInfo], Optional[timedelta], Optional[str]]:
+    """What the status of a failed call's trailing metadata says
+    (_status_details)."""
+    raw = None
+    for key, value in trailing or ():
+        if key == _STATUS_DETAILS_KEY:
+            raw = value
+    if not raw:
+        return None, None, None
+    return _status_details(raw)
+
+
+def _error(code: str, message: str, info: Optional[rpc_status_pb2.ErrorInfo], delay: Optional[timedelta],
+           field: Optional[str]) -> BaristaError:
+    reason = info.reason if info is not None else None
+    meta = dict(info.metadata) if info is not None else {}
+    cls = error_class(code, reason)
+    return cls(message, code=code, reason=reason, field=field, metadata=meta, retry_after=delay)
 
 
 def from_rpc_error(err: grpc.RpcError) -> BaristaError:
     """The BaristaError of a failed gRPC call: its code's class, or its
     cause's when the status names one."""
     code = err.code().name if err.code() is not None else "UNKNOWN"
-    message = err.details() or ""
     info, delay, field = _details(err.trailing_metadata())
-    reason = info.reason if info is not None else None
-    meta = dict(info.metadata) if info is not None else {}
-    if field is None:
-        field = meta.get("field")
-    cls = error_class(code, reason)
-    return cls(message, code=code, reason=reason, field=field, metadata=meta, retry_after=delay)
+    return _error(code, err.details() or "", info, delay, field)
 
 
 def is_not_leader(err: grpc.RpcError) -> bool:
@@ -292,13 +314,26 @@ def is_not_leader(err: grpc.RpcError) -> bool:
     return info is not None and info.reason == REASON_NOT_LEADER
 
 
-def from_result(text: str) -> Optional[BaristaError]:
-    """The error of one refused job of a batch ("CODE_NAME: message"), or
-    None for an accepted one. A batch's result names no reason: the
-    exception is its code's class."""
-    if not text:
-        return None
-    name, sep, message = text.partition(": ")
-    if not sep or name not in _BY_CODE:
-        return Unknown(text)
-    return _BY_CODE[name](message, code=name)
+def from_result(result) -> Optional[BaristaError]:
+    """The error of one refused job of a batch (a SubmitResult), read from
+    its status as a single call's is: its code's or its cause's class,
+    with reason, field and retry_after. None for an accepted job. A result
+    of a server that sends no status (an earlier build) is an Unknown
+    error with its text as the message: its code is not read out of the
+    text."""
+    if result.status:
+        st = rpc_status_pb2.Status()
+        try:
+            st.ParseFromString(result.status)
+        except Exception:
+            return Internal("a batch result with a malformed status")
+        code = _CODE_NAMES.get(st.code, "UNKNOWN")
+        info, delay, field = _status_details(result.status)
+        return _error(code, st.message, info, delay, field)
+    if result.error:
+        return Unknown(result.error)
+    return None
+
+
+# The canonical name of each gRPC code number (google.rpc.Code).
+_CODE_NAMES: Dict[int, str] = {c.value[0]: c.name for c in grpc.StatusCode}

@@ -20,7 +20,7 @@ import grpc.aio
 
 from . import _conn, errors
 from . import _convert as cv
-from ._proto import commands_pb2 as cpb
+from ._proto import types_pb2 as cpb
 from ._proto import worker_pb2, worker_pb2_grpc
 from ._run import JobContext, JobFunction, Result, Run, SlotThread
 

@@ -3,7 +3,7 @@
 import grpc
 
 from barista._proto import admin_pb2 as barista_dot___proto_dot_admin__pb2
-from barista._proto import commands_pb2 as barista_dot___proto_dot_commands__pb2
+from barista._proto import types_pb2 as barista_dot___proto_dot_types__pb2
 
 
 class AdminStub(object):
@@ -38,12 +38,12 @@ class AdminStub(object):
         self.GetConfig = channel.unary_unary(
                 '/barista.v1.Admin/GetConfig',
                 request_serializer=barista_dot___proto_dot_admin__pb2.GetConfigRequest.SerializeToString,
-                response_deserializer=barista_dot___proto_dot_commands__pb2.SchedulerConfig.FromString,
+                response_deserializer=barista_dot___proto_dot_types__pb2.SchedulerConfig.FromString,
                 )
         self.SetConfig = channel.unary_unary(
                 '/barista.v1.Admin/SetConfig',
                 request_serializer=barista_dot___proto_dot_admin__pb2.SetConfigRequest.SerializeToString,
-                response_deserializer=barista_dot___proto_dot_commands__pb2.SchedulerConfig.FromString,
+                response_deserializer=barista_dot___proto_dot_types__pb2.SchedulerConfig.FromString,
                 )
         self.Top = channel.unary_unary(
                 '/barista.v1.Admin/Top',
@@ -304,12 +304,12 @@ def add_AdminServicer_to_server(servicer, server):
             'GetConfig': grpc.unary_unary_rpc_method_handler(
                     servicer.GetConfig,
                     request_deserializer=barista_dot___proto_dot_admin__pb2.GetConfigRequest.FromString,
-                    response_serializer=barista_dot___proto_dot_commands__pb2.SchedulerConfig.SerializeToString,
+                    response_serializer=barista_dot___proto_dot_types__pb2.SchedulerConfig.SerializeToString,
             ),
             'SetConfig': grpc.unary_unary_rpc_method_handler(
                     servicer.SetConfig,
                     request_deserializer=barista_dot___proto_dot_admin__pb2.SetConfigRequest.FromString,
-                    response_serializer=barista_dot___proto_dot_commands__pb2.SchedulerConfig.SerializeToString,
+                    response_serializer=barista_dot___proto_dot_types__pb2.SchedulerConfig.SerializeToString,
             ),
             'Top': grpc.unary_unary_rpc_method_handler(
                     servicer.Top,
@@ -472,7 +472,7 @@ class Admin(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/barista.v1.Admin/GetConfig',
             barista_dot___proto_dot_admin__pb2.GetConfigRequest.SerializeToString,
-            barista_dot___proto_dot_commands__pb2.SchedulerConfig.FromString,
+            barista_dot___proto_dot_types__pb2.SchedulerConfig.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
@@ -489,7 +489,7 @@ class Admin(object):
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/barista.v1.Admin/SetConfig',
             barista_dot___proto_dot_admin__pb2.SetConfigRequest.SerializeToString,
-            barista_dot___proto_dot_commands__pb2.SchedulerConfig.FromString,
+            barista_dot___proto_dot_types__pb2.SchedulerConfig.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

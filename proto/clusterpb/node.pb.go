@@ -7,9 +7,10 @@
 // 	protoc        v3.21.12
 // source: node.proto
 
-package pb
+package clusterpb
 
 import (
+	proto "github.com/baristahq/barista/proto"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -107,8 +108,8 @@ func (x *ReadIndexResponse) GetIndex() uint64 {
 type ForwardedSubmit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// authorization is the caller's authorization header ("Bearer ...").
-	Authorization string         `protobuf:"bytes,1,opt,name=authorization,proto3" json:"authorization,omitempty"`
-	Job           *SubmitRequest `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
+	Authorization string               `protobuf:"bytes,1,opt,name=authorization,proto3" json:"authorization,omitempty"`
+	Job           *proto.SubmitRequest `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -150,7 +151,7 @@ func (x *ForwardedSubmit) GetAuthorization() string {
 	return ""
 }
 
-func (x *ForwardedSubmit) GetJob() *SubmitRequest {
+func (x *ForwardedSubmit) GetJob() *proto.SubmitRequest {
 	if x != nil {
 		return x.Job
 	}
@@ -1429,7 +1430,7 @@ const file_node_proto_rawDesc = "" +
 	"\fSnapshotSave\x12\x1f.barista.v1.SnapshotSaveRequest\x1a\x19.barista.v1.SnapshotChunk0\x01\x12S\n" +
 	"\x0fSnapshotRestore\x12\x19.barista.v1.SnapshotChunk\x1a#.barista.v1.SnapshotRestoreResponse(\x01\x12W\n" +
 	"\x0eForwardSubmits\x12!.barista.v1.ForwardSubmitsRequest\x1a\".barista.v1.ForwardSubmitsResponse\x12H\n" +
-	"\tReadIndex\x12\x1c.barista.v1.ReadIndexRequest\x1a\x1d.barista.v1.ReadIndexResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\tReadIndex\x12\x1c.barista.v1.ReadIndexRequest\x1a\x1d.barista.v1.ReadIndexResponseB8Z6github.com/baristahq/barista/proto/clusterpb;clusterpbb\x06proto3"
 
 var (
 	file_node_proto_rawDescOnce sync.Once
@@ -1467,7 +1468,7 @@ var file_node_proto_goTypes = []any{
 	(*SnapshotSaveRequest)(nil),        // 19: barista.v1.SnapshotSaveRequest
 	(*SnapshotChunk)(nil),              // 20: barista.v1.SnapshotChunk
 	(*SnapshotRestoreResponse)(nil),    // 21: barista.v1.SnapshotRestoreResponse
-	(*SubmitRequest)(nil),              // 22: barista.v1.SubmitRequest
+	(*proto.SubmitRequest)(nil),        // 22: barista.v1.SubmitRequest
 	(*Command)(nil),                    // 23: barista.v1.Command
 	(*CommandResult)(nil),              // 24: barista.v1.CommandResult
 }
@@ -1511,7 +1512,6 @@ func file_node_proto_init() {
 		return
 	}
 	file_commands_proto_init()
-	file_client_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

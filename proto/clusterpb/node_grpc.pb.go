@@ -7,7 +7,7 @@
 // - protoc             v3.21.12
 // source: node.proto
 
-package pb
+package clusterpb
 
 import (
 	context "context"

@@ -7,9 +7,10 @@
 // 	protoc        v3.21.12
 // source: commands.proto
 
-package pb
+package clusterpb
 
 import (
+	proto "github.com/baristahq/barista/proto"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -23,327 +24,6 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
-
-type Size int32
-
-const (
-	Size_SIZE_UNSPECIFIED Size = 0
-	Size_SM               Size = 1
-	Size_MD               Size = 2
-	Size_LG               Size = 3
-)
-
-// Enum value maps for Size.
-var (
-	Size_name = map[int32]string{
-		0: "SIZE_UNSPECIFIED",
-		1: "SM",
-		2: "MD",
-		3: "LG",
-	}
-	Size_value = map[string]int32{
-		"SIZE_UNSPECIFIED": 0,
-		"SM":               1,
-		"MD":               2,
-		"LG":               3,
-	}
-)
-
-func (x Size) Enum() *Size {
-	p := new(Size)
-	*p = x
-	return p
-}
-
-func (x Size) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (Size) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[0].Descriptor()
-}
-
-func (Size) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[0]
-}
-
-func (x Size) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use Size.Descriptor instead.
-func (Size) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{0}
-}
-
-type Tier int32
-
-const (
-	Tier_TIER_UNSPECIFIED Tier = 0
-	Tier_FREE             Tier = 1
-	Tier_BRONZE           Tier = 2
-	Tier_SILVER           Tier = 3
-	Tier_GOLD             Tier = 4
-	Tier_DIAMOND          Tier = 5
-)
-
-// Enum value maps for Tier.
-var (
-	Tier_name = map[int32]string{
-		0: "TIER_UNSPECIFIED",
-		1: "FREE",
-		2: "BRONZE",
-		3: "SILVER",
-		4: "GOLD",
-		5: "DIAMOND",
-	}
-	Tier_value = map[string]int32{
-		"TIER_UNSPECIFIED": 0,
-		"FREE":             1,
-		"BRONZE":           2,
-		"SILVER":           3,
-		"GOLD":             4,
-		"DIAMOND":          5,
-	}
-)
-
-func (x Tier) Enum() *Tier {
-	p := new(Tier)
-	*p = x
-	return p
-}
-
-func (x Tier) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (Tier) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[1].Descriptor()
-}
-
-func (Tier) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[1]
-}
-
-func (x Tier) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use Tier.Descriptor instead.
-func (Tier) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{1}
-}
-
-type Outcome int32
-
-const (
-	Outcome_OUTCOME_UNSPECIFIED Outcome = 0
-	Outcome_OK                  Outcome = 1
-	Outcome_FAILED              Outcome = 2
-	Outcome_CANCELLED           Outcome = 3
-	// SNOOZED (feature level 7): the run asks to be tried again after
-	// snooze_ms, without counting a failure (SPEC §3 "Job lifecycle").
-	Outcome_SNOOZED Outcome = 4
-)
-
-// Enum value maps for Outcome.
-var (
-	Outcome_name = map[int32]string{
-		0: "OUTCOME_UNSPECIFIED",
-		1: "OK",
-		2: "FAILED",
-		3: "CANCELLED",
-		4: "SNOOZED",
-	}
-	Outcome_value = map[string]int32{
-		"OUTCOME_UNSPECIFIED": 0,
-		"OK":                  1,
-		"FAILED":              2,
-		"CANCELLED":           3,
-		"SNOOZED":             4,
-	}
-)
-
-func (x Outcome) Enum() *Outcome {
-	p := new(Outcome)
-	*p = x
-	return p
-}
-
-func (x Outcome) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (Outcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[2].Descriptor()
-}
-
-func (Outcome) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[2]
-}
-
-func (x Outcome) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use Outcome.Descriptor instead.
-func (Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{2}
-}
-
-// CpuSource says how a worker measured a run's CPU.
-type CpuSource int32
-
-const (
-	CpuSource_CPU_SOURCE_UNSPECIFIED CpuSource = 0 // not said: a worker of an earlier build, a runner of Go functions
-	CpuSource_CPU_SOURCE_PROC        CpuSource = 1 // the process tree in /proc and the rusage of its reaped processes
-	CpuSource_CPU_SOURCE_CGROUP      CpuSource = 2 // the run's cgroup v2 (cpu.stat usage_usec): every process that ran in it
-)
-
-// Enum value maps for CpuSource.
-var (
-	CpuSource_name = map[int32]string{
-		0: "CPU_SOURCE_UNSPECIFIED",
-		1: "CPU_SOURCE_PROC",
-		2: "CPU_SOURCE_CGROUP",
-	}
-	CpuSource_value = map[string]int32{
-		"CPU_SOURCE_UNSPECIFIED": 0,
-		"CPU_SOURCE_PROC":        1,
-		"CPU_SOURCE_CGROUP":      2,
-	}
-)
-
-func (x CpuSource) Enum() *CpuSource {
-	p := new(CpuSource)
-	*p = x
-	return p
-}
-
-func (x CpuSource) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (CpuSource) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[3].Descriptor()
-}
-
-func (CpuSource) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[3]
-}
-
-func (x CpuSource) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use CpuSource.Descriptor instead.
-func (CpuSource) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{3}
-}
-
-// RunFailure says why a failed run failed, when the worker knows.
-type RunFailure int32
-
-const (
-	RunFailure_RUN_FAILURE_UNSPECIFIED RunFailure = 0
-	RunFailure_OOM_KILLED              RunFailure = 1 // the kernel killed it for its cgroup's memory limit (memory.events oom_kill)
-)
-
-// Enum value maps for RunFailure.
-var (
-	RunFailure_name = map[int32]string{
-		0: "RUN_FAILURE_UNSPECIFIED",
-		1: "OOM_KILLED",
-	}
-	RunFailure_value = map[string]int32{
-		"RUN_FAILURE_UNSPECIFIED": 0,
-		"OOM_KILLED":              1,
-	}
-)
-
-func (x RunFailure) Enum() *RunFailure {
-	p := new(RunFailure)
-	*p = x
-	return p
-}
-
-func (x RunFailure) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (RunFailure) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[4].Descriptor()
-}
-
-func (RunFailure) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[4]
-}
-
-func (x RunFailure) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use RunFailure.Descriptor instead.
-func (RunFailure) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{4}
-}
-
-// Class is a job's priority class; a worker is served from the highest
-// class with an eligible job it fits. CLASS_UNSPECIFIED reads as NORMAL.
-type Class int32
-
-const (
-	Class_CLASS_UNSPECIFIED Class = 0
-	Class_CRITICAL          Class = 1
-	Class_HIGH              Class = 2
-	Class_NORMAL            Class = 3
-	Class_LOW               Class = 4
-)
-
-// Enum value maps for Class.
-var (
-	Class_name = map[int32]string{
-		0: "CLASS_UNSPECIFIED",
-		1: "CRITICAL",
-		2: "HIGH",
-		3: "NORMAL",
-		4: "LOW",
-	}
-	Class_value = map[string]int32{
-		"CLASS_UNSPECIFIED": 0,
-		"CRITICAL":          1,
-		"HIGH":              2,
-		"NORMAL":            3,
-		"LOW":               4,
-	}
-)
-
-func (x Class) Enum() *Class {
-	p := new(Class)
-	*p = x
-	return p
-}
-
-func (x Class) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (Class) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[5].Descriptor()
-}
-
-func (Class) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[5]
-}
-
-func (x Class) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use Class.Descriptor instead.
-func (Class) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{5}
-}
 
 type ExpireKind int32
 
@@ -384,11 +64,11 @@ func (x ExpireKind) String() string {
 }
 
 func (ExpireKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[6].Descriptor()
+	return file_commands_proto_enumTypes[0].Descriptor()
 }
 
 func (ExpireKind) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[6]
+	return &file_commands_proto_enumTypes[0]
 }
 
 func (x ExpireKind) Number() protoreflect.EnumNumber {
@@ -397,57 +77,7 @@ func (x ExpireKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ExpireKind.Descriptor instead.
 func (ExpireKind) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{6}
-}
-
-// GroupOrder chooses among the eligible heads of a tenant's groups.
-type GroupOrder int32
-
-const (
-	GroupOrder_GROUP_ORDER_UNSPECIFIED GroupOrder = 0 // fifo
-	GroupOrder_GROUP_FIFO              GroupOrder = 1
-	GroupOrder_GROUP_FAIR              GroupOrder = 2
-)
-
-// Enum value maps for GroupOrder.
-var (
-	GroupOrder_name = map[int32]string{
-		0: "GROUP_ORDER_UNSPECIFIED",
-		1: "GROUP_FIFO",
-		2: "GROUP_FAIR",
-	}
-	GroupOrder_value = map[string]int32{
-		"GROUP_ORDER_UNSPECIFIED": 0,
-		"GROUP_FIFO":              1,
-		"GROUP_FAIR":              2,
-	}
-)
-
-func (x GroupOrder) Enum() *GroupOrder {
-	p := new(GroupOrder)
-	*p = x
-	return p
-}
-
-func (x GroupOrder) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (GroupOrder) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[7].Descriptor()
-}
-
-func (GroupOrder) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[7]
-}
-
-func (x GroupOrder) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use GroupOrder.Descriptor instead.
-func (GroupOrder) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{7}
+	return file_commands_proto_rawDescGZIP(), []int{0}
 }
 
 // GroupCapKind is what a SetGroup sets a cap to.
@@ -487,11 +117,11 @@ func (x GroupCapKind) String() string {
 }
 
 func (GroupCapKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[8].Descriptor()
+	return file_commands_proto_enumTypes[1].Descriptor()
 }
 
 func (GroupCapKind) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[8]
+	return &file_commands_proto_enumTypes[1]
 }
 
 func (x GroupCapKind) Number() protoreflect.EnumNumber {
@@ -500,156 +130,7 @@ func (x GroupCapKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use GroupCapKind.Descriptor instead.
 func (GroupCapKind) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{8}
-}
-
-type Policy int32
-
-const (
-	Policy_POLICY_UNSPECIFIED Policy = 0
-	Policy_PREFER_FIT         Policy = 1
-	Policy_RESERVE            Policy = 2
-)
-
-// Enum value maps for Policy.
-var (
-	Policy_name = map[int32]string{
-		0: "POLICY_UNSPECIFIED",
-		1: "PREFER_FIT",
-		2: "RESERVE",
-	}
-	Policy_value = map[string]int32{
-		"POLICY_UNSPECIFIED": 0,
-		"PREFER_FIT":         1,
-		"RESERVE":            2,
-	}
-)
-
-func (x Policy) Enum() *Policy {
-	p := new(Policy)
-	*p = x
-	return p
-}
-
-func (x Policy) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (Policy) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[9].Descriptor()
-}
-
-func (Policy) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[9]
-}
-
-func (x Policy) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use Policy.Descriptor instead.
-func (Policy) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{9}
-}
-
-type Clamp int32
-
-const (
-	Clamp_CLAMP_UNSPECIFIED Clamp = 0
-	Clamp_ACTIVATION        Clamp = 1
-	Clamp_DISPATCH          Clamp = 2
-)
-
-// Enum value maps for Clamp.
-var (
-	Clamp_name = map[int32]string{
-		0: "CLAMP_UNSPECIFIED",
-		1: "ACTIVATION",
-		2: "DISPATCH",
-	}
-	Clamp_value = map[string]int32{
-		"CLAMP_UNSPECIFIED": 0,
-		"ACTIVATION":        1,
-		"DISPATCH":          2,
-	}
-)
-
-func (x Clamp) Enum() *Clamp {
-	p := new(Clamp)
-	*p = x
-	return p
-}
-
-func (x Clamp) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (Clamp) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[10].Descriptor()
-}
-
-func (Clamp) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[10]
-}
-
-func (x Clamp) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use Clamp.Descriptor instead.
-func (Clamp) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{10}
-}
-
-// Estimate says where a submit's est_cost comes from.
-// ESTIMATE_UNSPECIFIED reads as SUBMITTED.
-type Estimate int32
-
-const (
-	Estimate_ESTIMATE_UNSPECIFIED Estimate = 0
-	Estimate_SUBMITTED            Estimate = 1 // every submit states its cost
-	Estimate_AUTO                 Estimate = 2 // the job type's moving average once it has 3 samples, else the stated cost, else default_cost_ms
-)
-
-// Enum value maps for Estimate.
-var (
-	Estimate_name = map[int32]string{
-		0: "ESTIMATE_UNSPECIFIED",
-		1: "SUBMITTED",
-		2: "AUTO",
-	}
-	Estimate_value = map[string]int32{
-		"ESTIMATE_UNSPECIFIED": 0,
-		"SUBMITTED":            1,
-		"AUTO":                 2,
-	}
-)
-
-func (x Estimate) Enum() *Estimate {
-	p := new(Estimate)
-	*p = x
-	return p
-}
-
-func (x Estimate) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (Estimate) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[11].Descriptor()
-}
-
-func (Estimate) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[11]
-}
-
-func (x Estimate) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use Estimate.Descriptor instead.
-func (Estimate) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{11}
+	return file_commands_proto_rawDescGZIP(), []int{1}
 }
 
 type Code int32
@@ -700,11 +181,11 @@ func (x Code) String() string {
 }
 
 func (Code) Descriptor() protoreflect.EnumDescriptor {
-	return file_commands_proto_enumTypes[12].Descriptor()
+	return file_commands_proto_enumTypes[2].Descriptor()
 }
 
 func (Code) Type() protoreflect.EnumType {
-	return &file_commands_proto_enumTypes[12]
+	return &file_commands_proto_enumTypes[2]
 }
 
 func (x Code) Number() protoreflect.EnumNumber {
@@ -713,7 +194,7 @@ func (x Code) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Code.Descriptor instead.
 func (Code) EnumDescriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{12}
+	return file_commands_proto_rawDescGZIP(), []int{2}
 }
 
 // Envelope is one Raft log entry: a versioned batch of commands applied in
@@ -1321,14 +802,14 @@ type SubmitJob struct {
 	Tenant         string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	IdempotencyKey string                 `protobuf:"bytes,2,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	JobType        string                 `protobuf:"bytes,3,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
-	Size           Size                   `protobuf:"varint,4,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
+	Size           proto.Size             `protobuf:"varint,4,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
 	EstCostMs      int64                  `protobuf:"varint,5,opt,name=est_cost_ms,json=estCostMs,proto3" json:"est_cost_ms,omitempty"`
 	Payload        []byte                 `protobuf:"bytes,6,opt,name=payload,proto3" json:"payload,omitempty"`
 	MaxAttempts    uint32                 `protobuf:"varint,7,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"` // 0 = the configured default
 	TimeoutMs      int64                  `protobuf:"varint,8,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`       // 0 = none
 	// est_cost_ms may be 0 (not stated) only under estimate=auto.
-	JobClass   Class `protobuf:"varint,9,opt,name=job_class,json=jobClass,proto3,enum=barista.v1.Class" json:"job_class,omitempty"` // unspecified = normal; at most the tenant's max_class
-	DeadlineMs int64 `protobuf:"varint,10,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`                // 0 = none; else from the submit, >= 1000
+	JobClass   proto.Class `protobuf:"varint,9,opt,name=job_class,json=jobClass,proto3,enum=barista.v1.Class" json:"job_class,omitempty"` // unspecified = normal; at most the tenant's max_class
+	DeadlineMs int64       `protobuf:"varint,10,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`                // 0 = none; else from the submit, >= 1000
 	// group is the job's group in its tenant: "" = the unnamed group, else
 	// 1..128 bytes of [A-Za-z0-9._:@-].
 	Group string `protobuf:"bytes,40,opt,name=group,proto3" json:"group,omitempty"`
@@ -1398,11 +879,11 @@ func (x *SubmitJob) GetJobType() string {
 	return ""
 }
 
-func (x *SubmitJob) GetSize() Size {
+func (x *SubmitJob) GetSize() proto.Size {
 	if x != nil {
 		return x.Size
 	}
-	return Size_SIZE_UNSPECIFIED
+	return proto.Size(0)
 }
 
 func (x *SubmitJob) GetEstCostMs() int64 {
@@ -1433,11 +914,11 @@ func (x *SubmitJob) GetTimeoutMs() int64 {
 	return 0
 }
 
-func (x *SubmitJob) GetJobClass() Class {
+func (x *SubmitJob) GetJobClass() proto.Class {
 	if x != nil {
 		return x.JobClass
 	}
-	return Class_CLASS_UNSPECIFIED
+	return proto.Class(0)
 }
 
 func (x *SubmitJob) GetDeadlineMs() int64 {
@@ -1551,7 +1032,7 @@ func (x *Release) GetTenant() string {
 type Dispatch struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Size     Size                   `protobuf:"varint,2,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
+	Size     proto.Size             `protobuf:"varint,2,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
 	Credit   uint64                 `protobuf:"varint,3,opt,name=credit,proto3" json:"credit,omitempty"`
 	// pool is the worker's pool ("" = default): it gets a job of that pool
 	// only.
@@ -1597,11 +1078,11 @@ func (x *Dispatch) GetWorkerId() string {
 	return ""
 }
 
-func (x *Dispatch) GetSize() Size {
+func (x *Dispatch) GetSize() proto.Size {
 	if x != nil {
 		return x.Size
 	}
-	return Size_SIZE_UNSPECIFIED
+	return proto.Size(0)
 }
 
 func (x *Dispatch) GetCredit() uint64 {
@@ -1796,7 +1277,7 @@ type Finished struct {
 	Job        uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
 	Attempt    uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	WorkerId   string                 `protobuf:"bytes,3,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Outcome    Outcome                `protobuf:"varint,4,opt,name=outcome,proto3,enum=barista.v1.Outcome" json:"outcome,omitempty"`
+	Outcome    proto.Outcome          `protobuf:"varint,4,opt,name=outcome,proto3,enum=barista.v1.Outcome" json:"outcome,omitempty"`
 	CpuMs      int64                  `protobuf:"varint,5,opt,name=cpu_ms,json=cpuMs,proto3" json:"cpu_ms,omitempty"`
 	ExitCode   int32                  `protobuf:"varint,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	StderrTail string                 `protobuf:"bytes,7,opt,name=stderr_tail,json=stderrTail,proto3" json:"stderr_tail,omitempty"`
@@ -1810,8 +1291,8 @@ type Finished struct {
 	// The job keeps both with its result; a failure gives the event its
 	// reason (oom_killed). Apply reads them only at level 7 or above, and
 	// a state that holds neither is written as before they existed.
-	CpuSource CpuSource  `protobuf:"varint,10,opt,name=cpu_source,json=cpuSource,proto3,enum=barista.v1.CpuSource" json:"cpu_source,omitempty"`
-	Failure   RunFailure `protobuf:"varint,11,opt,name=failure,proto3,enum=barista.v1.RunFailure" json:"failure,omitempty"`
+	CpuSource proto.CpuSource  `protobuf:"varint,10,opt,name=cpu_source,json=cpuSource,proto3,enum=barista.v1.CpuSource" json:"cpu_source,omitempty"`
+	Failure   proto.RunFailure `protobuf:"varint,11,opt,name=failure,proto3,enum=barista.v1.RunFailure" json:"failure,omitempty"`
 	// snooze_ms (feature level 7), with outcome SNOOZED: how long the job
 	// waits, scheduled, before it is tried again.
 	SnoozeMs      int64 `protobuf:"varint,12,opt,name=snooze_ms,json=snoozeMs,proto3" json:"snooze_ms,omitempty"`
@@ -1870,11 +1351,11 @@ func (x *Finished) GetWorkerId() string {
 	return ""
 }
 
-func (x *Finished) GetOutcome() Outcome {
+func (x *Finished) GetOutcome() proto.Outcome {
 	if x != nil {
 		return x.Outcome
 	}
-	return Outcome_OUTCOME_UNSPECIFIED
+	return proto.Outcome(0)
 }
 
 func (x *Finished) GetCpuMs() int64 {
@@ -1912,18 +1393,18 @@ func (x *Finished) GetPermanent() bool {
 	return false
 }
 
-func (x *Finished) GetCpuSource() CpuSource {
+func (x *Finished) GetCpuSource() proto.CpuSource {
 	if x != nil {
 		return x.CpuSource
 	}
-	return CpuSource_CPU_SOURCE_UNSPECIFIED
+	return proto.CpuSource(0)
 }
 
-func (x *Finished) GetFailure() RunFailure {
+func (x *Finished) GetFailure() proto.RunFailure {
 	if x != nil {
 		return x.Failure
 	}
-	return RunFailure_RUN_FAILURE_UNSPECIFIED
+	return proto.RunFailure(0)
 }
 
 func (x *Finished) GetSnoozeMs() int64 {
@@ -2087,129 +1568,21 @@ func (*GrantLeases) Descriptor() ([]byte, []int) {
 	return file_commands_proto_rawDescGZIP(), []int{11}
 }
 
-type Caps struct {
-	state              protoimpl.MessageState `protogen:"open.v1"`
-	MaxRunning         uint32                 `protobuf:"varint,1,opt,name=max_running,json=maxRunning,proto3" json:"max_running,omitempty"`
-	MaxRunningSm       uint32                 `protobuf:"varint,2,opt,name=max_running_sm,json=maxRunningSm,proto3" json:"max_running_sm,omitempty"`
-	MaxRunningMd       uint32                 `protobuf:"varint,3,opt,name=max_running_md,json=maxRunningMd,proto3" json:"max_running_md,omitempty"`
-	MaxRunningLg       uint32                 `protobuf:"varint,4,opt,name=max_running_lg,json=maxRunningLg,proto3" json:"max_running_lg,omitempty"`
-	MaxInflightCpuMs   int64                  `protobuf:"varint,5,opt,name=max_inflight_cpu_ms,json=maxInflightCpuMs,proto3" json:"max_inflight_cpu_ms,omitempty"`
-	MaxQueued          uint32                 `protobuf:"varint,6,opt,name=max_queued,json=maxQueued,proto3" json:"max_queued,omitempty"`
-	MaxRunningCritical uint32                 `protobuf:"varint,7,opt,name=max_running_critical,json=maxRunningCritical,proto3" json:"max_running_critical,omitempty"` // cap_critical: Assigned+Running jobs of class critical
-	MaxRunningHigh     uint32                 `protobuf:"varint,8,opt,name=max_running_high,json=maxRunningHigh,proto3" json:"max_running_high,omitempty"`             // cap_high
-	MaxRunningDeadline uint32                 `protobuf:"varint,9,opt,name=max_running_deadline,json=maxRunningDeadline,proto3" json:"max_running_deadline,omitempty"` // deadline_cap: Assigned+Running jobs with a deadline
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
-}
-
-func (x *Caps) Reset() {
-	*x = Caps{}
-	mi := &file_commands_proto_msgTypes[12]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Caps) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Caps) ProtoMessage() {}
-
-func (x *Caps) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[12]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Caps.ProtoReflect.Descriptor instead.
-func (*Caps) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{12}
-}
-
-func (x *Caps) GetMaxRunning() uint32 {
-	if x != nil {
-		return x.MaxRunning
-	}
-	return 0
-}
-
-func (x *Caps) GetMaxRunningSm() uint32 {
-	if x != nil {
-		return x.MaxRunningSm
-	}
-	return 0
-}
-
-func (x *Caps) GetMaxRunningMd() uint32 {
-	if x != nil {
-		return x.MaxRunningMd
-	}
-	return 0
-}
-
-func (x *Caps) GetMaxRunningLg() uint32 {
-	if x != nil {
-		return x.MaxRunningLg
-	}
-	return 0
-}
-
-func (x *Caps) GetMaxInflightCpuMs() int64 {
-	if x != nil {
-		return x.MaxInflightCpuMs
-	}
-	return 0
-}
-
-func (x *Caps) GetMaxQueued() uint32 {
-	if x != nil {
-		return x.MaxQueued
-	}
-	return 0
-}
-
-func (x *Caps) GetMaxRunningCritical() uint32 {
-	if x != nil {
-		return x.MaxRunningCritical
-	}
-	return 0
-}
-
-func (x *Caps) GetMaxRunningHigh() uint32 {
-	if x != nil {
-		return x.MaxRunningHigh
-	}
-	return 0
-}
-
-func (x *Caps) GetMaxRunningDeadline() uint32 {
-	if x != nil {
-		return x.MaxRunningDeadline
-	}
-	return 0
-}
-
 type TenantUpsert struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Tier           Tier                   `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
+	Tier           proto.Tier             `protobuf:"varint,2,opt,name=tier,proto3,enum=barista.v1.Tier" json:"tier,omitempty"`
 	Multiplier     uint32                 `protobuf:"varint,3,opt,name=multiplier,proto3" json:"multiplier,omitempty"`
-	Caps           *Caps                  `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
-	MaxClass       Class                  `protobuf:"varint,5,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"` // unspecified = normal; low is always allowed
+	Caps           *proto.Caps            `protobuf:"bytes,4,opt,name=caps,proto3" json:"caps,omitempty"`
+	MaxClass       proto.Class            `protobuf:"varint,5,opt,name=max_class,json=maxClass,proto3,enum=barista.v1.Class" json:"max_class,omitempty"` // unspecified = normal; low is always allowed
 	AllowDeadlines bool                   `protobuf:"varint,6,opt,name=allow_deadlines,json=allowDeadlines,proto3" json:"allow_deadlines,omitempty"`
 	// export_metrics keeps the tenant's own series on /metrics when there
 	// are more tenants than a node's metrics.max_tenants.
 	ExportMetrics bool `protobuf:"varint,20,opt,name=export_metrics,json=exportMetrics,proto3" json:"export_metrics,omitempty"`
 	// group_cap caps the Assigned+Running jobs of every named group whose
 	// own cap is inherit; 0 = none.
-	GroupCap   uint32     `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`
-	GroupOrder GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
+	GroupCap   uint32           `protobuf:"varint,40,opt,name=group_cap,json=groupCap,proto3" json:"group_cap,omitempty"`
+	GroupOrder proto.GroupOrder `protobuf:"varint,41,opt,name=group_order,json=groupOrder,proto3,enum=barista.v1.GroupOrder" json:"group_order,omitempty"`
 	// max_groups bounds the tenant's named groups; 0 = the default (10,000).
 	MaxGroups uint32 `protobuf:"varint,42,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
 	// rate_n per rate_period_ms is the tenant's rate limit of dispatches
@@ -2230,7 +1603,7 @@ type TenantUpsert struct {
 
 func (x *TenantUpsert) Reset() {
 	*x = TenantUpsert{}
-	mi := &file_commands_proto_msgTypes[13]
+	mi := &file_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2242,7 +1615,7 @@ func (x *TenantUpsert) String() string {
 func (*TenantUpsert) ProtoMessage() {}
 
 func (x *TenantUpsert) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[13]
+	mi := &file_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2255,7 +1628,7 @@ func (x *TenantUpsert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUpsert.ProtoReflect.Descriptor instead.
 func (*TenantUpsert) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{13}
+	return file_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TenantUpsert) GetName() string {
@@ -2265,11 +1638,11 @@ func (x *TenantUpsert) GetName() string {
 	return ""
 }
 
-func (x *TenantUpsert) GetTier() Tier {
+func (x *TenantUpsert) GetTier() proto.Tier {
 	if x != nil {
 		return x.Tier
 	}
-	return Tier_TIER_UNSPECIFIED
+	return proto.Tier(0)
 }
 
 func (x *TenantUpsert) GetMultiplier() uint32 {
@@ -2279,18 +1652,18 @@ func (x *TenantUpsert) GetMultiplier() uint32 {
 	return 0
 }
 
-func (x *TenantUpsert) GetCaps() *Caps {
+func (x *TenantUpsert) GetCaps() *proto.Caps {
 	if x != nil {
 		return x.Caps
 	}
 	return nil
 }
 
-func (x *TenantUpsert) GetMaxClass() Class {
+func (x *TenantUpsert) GetMaxClass() proto.Class {
 	if x != nil {
 		return x.MaxClass
 	}
-	return Class_CLASS_UNSPECIFIED
+	return proto.Class(0)
 }
 
 func (x *TenantUpsert) GetAllowDeadlines() bool {
@@ -2314,11 +1687,11 @@ func (x *TenantUpsert) GetGroupCap() uint32 {
 	return 0
 }
 
-func (x *TenantUpsert) GetGroupOrder() GroupOrder {
+func (x *TenantUpsert) GetGroupOrder() proto.GroupOrder {
 	if x != nil {
 		return x.GroupOrder
 	}
-	return GroupOrder_GROUP_ORDER_UNSPECIFIED
+	return proto.GroupOrder(0)
 }
 
 func (x *TenantUpsert) GetMaxGroups() uint32 {
@@ -2380,7 +1753,7 @@ type SetGroup struct {
 
 func (x *SetGroup) Reset() {
 	*x = SetGroup{}
-	mi := &file_commands_proto_msgTypes[14]
+	mi := &file_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +1765,7 @@ func (x *SetGroup) String() string {
 func (*SetGroup) ProtoMessage() {}
 
 func (x *SetGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[14]
+	mi := &file_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +1778,7 @@ func (x *SetGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGroup.ProtoReflect.Descriptor instead.
 func (*SetGroup) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{14}
+	return file_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetGroup) GetTenant() string {
@@ -2493,7 +1866,7 @@ type Pause struct {
 
 func (x *Pause) Reset() {
 	*x = Pause{}
-	mi := &file_commands_proto_msgTypes[15]
+	mi := &file_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2505,7 +1878,7 @@ func (x *Pause) String() string {
 func (*Pause) ProtoMessage() {}
 
 func (x *Pause) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[15]
+	mi := &file_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2518,7 +1891,7 @@ func (x *Pause) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pause.ProtoReflect.Descriptor instead.
 func (*Pause) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{15}
+	return file_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Pause) GetTenant() string {
@@ -2572,7 +1945,7 @@ type TenantDelete struct {
 
 func (x *TenantDelete) Reset() {
 	*x = TenantDelete{}
-	mi := &file_commands_proto_msgTypes[16]
+	mi := &file_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2584,7 +1957,7 @@ func (x *TenantDelete) String() string {
 func (*TenantDelete) ProtoMessage() {}
 
 func (x *TenantDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[16]
+	mi := &file_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2597,7 +1970,7 @@ func (x *TenantDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantDelete.ProtoReflect.Descriptor instead.
 func (*TenantDelete) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{16}
+	return file_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TenantDelete) GetName() string {
@@ -2607,383 +1980,16 @@ func (x *TenantDelete) GetName() string {
 	return ""
 }
 
-// SchedulerConfig is every value Apply reads. It is replicated state: flags
-// and config files only seed the bootstrap SetConfig.
-type SchedulerConfig struct {
-	state               protoimpl.MessageState `protogen:"open.v1"`
-	TierWeights         []uint32               `protobuf:"varint,1,rep,packed,name=tier_weights,json=tierWeights,proto3" json:"tier_weights,omitempty"` // free, bronze, silver, gold, diamond
-	Policy              Policy                 `protobuf:"varint,2,opt,name=policy,proto3,enum=barista.v1.Policy" json:"policy,omitempty"`
-	ReserveMarginUs     int64                  `protobuf:"varint,3,opt,name=reserve_margin_us,json=reserveMarginUs,proto3" json:"reserve_margin_us,omitempty"`
-	Clamp               Clamp                  `protobuf:"varint,4,opt,name=clamp,proto3,enum=barista.v1.Clamp" json:"clamp,omitempty"`
-	Decay               bool                   `protobuf:"varint,5,opt,name=decay,proto3" json:"decay,omitempty"`
-	DecayHalfLifeMs     int64                  `protobuf:"varint,6,opt,name=decay_half_life_ms,json=decayHalfLifeMs,proto3" json:"decay_half_life_ms,omitempty"`
-	DecayNormMs         int64                  `protobuf:"varint,7,opt,name=decay_norm_ms,json=decayNormMs,proto3" json:"decay_norm_ms,omitempty"`
-	AckTimeoutMs        int64                  `protobuf:"varint,8,opt,name=ack_timeout_ms,json=ackTimeoutMs,proto3" json:"ack_timeout_ms,omitempty"`
-	LeaseTimeoutMs      int64                  `protobuf:"varint,9,opt,name=lease_timeout_ms,json=leaseTimeoutMs,proto3" json:"lease_timeout_ms,omitempty"`
-	DefaultMaxAttempts  uint32                 `protobuf:"varint,10,opt,name=default_max_attempts,json=defaultMaxAttempts,proto3" json:"default_max_attempts,omitempty"`
-	HeartbeatIntervalMs int64                  `protobuf:"varint,11,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
-	SelfKillAfterMs     int64                  `protobuf:"varint,12,opt,name=self_kill_after_ms,json=selfKillAfterMs,proto3" json:"self_kill_after_ms,omitempty"`
-	CancelGraceMs       int64                  `protobuf:"varint,13,opt,name=cancel_grace_ms,json=cancelGraceMs,proto3" json:"cancel_grace_ms,omitempty"`
-	JobRetentionMs      int64                  `protobuf:"varint,14,opt,name=job_retention_ms,json=jobRetentionMs,proto3" json:"job_retention_ms,omitempty"`
-	EventRetentionCount uint64                 `protobuf:"varint,15,opt,name=event_retention_count,json=eventRetentionCount,proto3" json:"event_retention_count,omitempty"`
-	EventRetentionMs    int64                  `protobuf:"varint,16,opt,name=event_retention_ms,json=eventRetentionMs,proto3" json:"event_retention_ms,omitempty"`
-	DedupeWindowMs      int64                  `protobuf:"varint,17,opt,name=dedupe_window_ms,json=dedupeWindowMs,proto3" json:"dedupe_window_ms,omitempty"`
-	MaxPayloadBytes     uint32                 `protobuf:"varint,18,opt,name=max_payload_bytes,json=maxPayloadBytes,proto3" json:"max_payload_bytes,omitempty"`
-	Estimate            Estimate               `protobuf:"varint,19,opt,name=estimate,proto3,enum=barista.v1.Estimate" json:"estimate,omitempty"`
-	DefaultCostMs       int64                  `protobuf:"varint,20,opt,name=default_cost_ms,json=defaultCostMs,proto3" json:"default_cost_ms,omitempty"` // 0 = 60 s
-	// feature_level is the cluster's feature level (docs/operations.md,
-	// "Upgrades"). Read only: GetConfig reports it, SetConfig ignores it;
-	// the leader raises it with SetFeatureLevel.
-	FeatureLevel uint32 `protobuf:"varint,21,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
-	// submit_rate_n per submit_rate_period_ms is the rate of submits each
-	// tenant may make (0: no limit), with bursts up to submit_burst (0: n);
-	// the leader enforces it. Feature level 5.
-	SubmitRateN        uint32 `protobuf:"varint,100,opt,name=submit_rate_n,json=submitRateN,proto3" json:"submit_rate_n,omitempty"`
-	SubmitRatePeriodMs int64  `protobuf:"varint,101,opt,name=submit_rate_period_ms,json=submitRatePeriodMs,proto3" json:"submit_rate_period_ms,omitempty"`
-	SubmitBurst        uint32 `protobuf:"varint,102,opt,name=submit_burst,json=submitBurst,proto3" json:"submit_burst,omitempty"`
-	// retry_backoff_ms: a failed run waits this long before its retry,
-	// doubling per failure up to retry_backoff_max_ms; 0 = requeue at once.
-	RetryBackoffMs    int64 `protobuf:"varint,70,opt,name=retry_backoff_ms,json=retryBackoffMs,proto3" json:"retry_backoff_ms,omitempty"`
-	RetryBackoffMaxMs int64 `protobuf:"varint,71,opt,name=retry_backoff_max_ms,json=retryBackoffMaxMs,proto3" json:"retry_backoff_max_ms,omitempty"`
-	// Dead letters (jobs that ended failed, timed_out, expired or
-	// cancelled) are kept dead_letter_retention_ms (0 = the default, 7 days)
-	// instead of job_retention_ms, and each tenant keeps at most
-	// dead_letter_max_jobs of them (0 = the default, 100,000) holding at
-	// most dead_letter_max_bytes of payload (0 = the default, 256 MiB): the
-	// oldest go first. Feature level 5.
-	DeadLetterRetentionMs int64  `protobuf:"varint,90,opt,name=dead_letter_retention_ms,json=deadLetterRetentionMs,proto3" json:"dead_letter_retention_ms,omitempty"`
-	DeadLetterMaxJobs     uint64 `protobuf:"varint,91,opt,name=dead_letter_max_jobs,json=deadLetterMaxJobs,proto3" json:"dead_letter_max_jobs,omitempty"`
-	DeadLetterMaxBytes    uint64 `protobuf:"varint,92,opt,name=dead_letter_max_bytes,json=deadLetterMaxBytes,proto3" json:"dead_letter_max_bytes,omitempty"`
-	// Tenant quotas by default (feature level 6): a tenant without a
-	// max_queued of its own holds at most default_max_queued scheduled and
-	// queued jobs, and every tenant at most max_queued_bytes of payloads in
-	// its unfinished jobs (0: no bound; a new cluster starts with 100,000
-	// and 64 MiB).
-	DefaultMaxQueued uint32 `protobuf:"varint,110,opt,name=default_max_queued,json=defaultMaxQueued,proto3" json:"default_max_queued,omitempty"`
-	MaxQueuedBytes   uint64 `protobuf:"varint,111,opt,name=max_queued_bytes,json=maxQueuedBytes,proto3" json:"max_queued_bytes,omitempty"`
-	// Pools (feature level 6): at most max_pools pools, default included
-	// (0: the default, 64). implicit_tenants, when a tier, makes a submit
-	// for an unknown tenant create it with that tier and no caps
-	// (unspecified: off, such a submit is NOT_FOUND). default_tenant is the
-	// tenant of an admin's submit that names none ("": none).
-	MaxPools        uint32 `protobuf:"varint,120,opt,name=max_pools,json=maxPools,proto3" json:"max_pools,omitempty"`
-	ImplicitTenants Tier   `protobuf:"varint,121,opt,name=implicit_tenants,json=implicitTenants,proto3,enum=barista.v1.Tier" json:"implicit_tenants,omitempty"`
-	DefaultTenant   string `protobuf:"bytes,122,opt,name=default_tenant,json=defaultTenant,proto3" json:"default_tenant,omitempty"`
-	// clock_tick_ms: the leader commits an empty entry stamped with cluster
-	// time whenever no entry has been committed for this long, so that a
-	// leader that crashes takes at most this much cluster time with it
-	// (0: the default, 1 s; 100 ms .. 1 h). Another value needs feature
-	// level 7.
-	ClockTickMs int64 `protobuf:"varint,130,opt,name=clock_tick_ms,json=clockTickMs,proto3" json:"clock_tick_ms,omitempty"`
-	// max_snoozes (feature level 7): the snooze of a job's run that is its
-	// max_snoozes-th in a row ends the job failed (0: the default, 100).
-	MaxSnoozes uint32 `protobuf:"varint,131,opt,name=max_snoozes,json=maxSnoozes,proto3" json:"max_snoozes,omitempty"`
-	// max_total_queued_bytes (feature level 7): every tenant together holds
-	// at most this many payload bytes in unfinished jobs (0: no bound).
-	MaxTotalQueuedBytes uint64 `protobuf:"varint,132,opt,name=max_total_queued_bytes,json=maxTotalQueuedBytes,proto3" json:"max_total_queued_bytes,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
-}
-
-func (x *SchedulerConfig) Reset() {
-	*x = SchedulerConfig{}
-	mi := &file_commands_proto_msgTypes[17]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SchedulerConfig) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SchedulerConfig) ProtoMessage() {}
-
-func (x *SchedulerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[17]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SchedulerConfig.ProtoReflect.Descriptor instead.
-func (*SchedulerConfig) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{17}
-}
-
-func (x *SchedulerConfig) GetTierWeights() []uint32 {
-	if x != nil {
-		return x.TierWeights
-	}
-	return nil
-}
-
-func (x *SchedulerConfig) GetPolicy() Policy {
-	if x != nil {
-		return x.Policy
-	}
-	return Policy_POLICY_UNSPECIFIED
-}
-
-func (x *SchedulerConfig) GetReserveMarginUs() int64 {
-	if x != nil {
-		return x.ReserveMarginUs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetClamp() Clamp {
-	if x != nil {
-		return x.Clamp
-	}
-	return Clamp_CLAMP_UNSPECIFIED
-}
-
-func (x *SchedulerConfig) GetDecay() bool {
-	if x != nil {
-		return x.Decay
-	}
-	return false
-}
-
-func (x *SchedulerConfig) GetDecayHalfLifeMs() int64 {
-	if x != nil {
-		return x.DecayHalfLifeMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetDecayNormMs() int64 {
-	if x != nil {
-		return x.DecayNormMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetAckTimeoutMs() int64 {
-	if x != nil {
-		return x.AckTimeoutMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetLeaseTimeoutMs() int64 {
-	if x != nil {
-		return x.LeaseTimeoutMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetDefaultMaxAttempts() uint32 {
-	if x != nil {
-		return x.DefaultMaxAttempts
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetHeartbeatIntervalMs() int64 {
-	if x != nil {
-		return x.HeartbeatIntervalMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetSelfKillAfterMs() int64 {
-	if x != nil {
-		return x.SelfKillAfterMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetCancelGraceMs() int64 {
-	if x != nil {
-		return x.CancelGraceMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetJobRetentionMs() int64 {
-	if x != nil {
-		return x.JobRetentionMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetEventRetentionCount() uint64 {
-	if x != nil {
-		return x.EventRetentionCount
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetEventRetentionMs() int64 {
-	if x != nil {
-		return x.EventRetentionMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetDedupeWindowMs() int64 {
-	if x != nil {
-		return x.DedupeWindowMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetMaxPayloadBytes() uint32 {
-	if x != nil {
-		return x.MaxPayloadBytes
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetEstimate() Estimate {
-	if x != nil {
-		return x.Estimate
-	}
-	return Estimate_ESTIMATE_UNSPECIFIED
-}
-
-func (x *SchedulerConfig) GetDefaultCostMs() int64 {
-	if x != nil {
-		return x.DefaultCostMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetFeatureLevel() uint32 {
-	if x != nil {
-		return x.FeatureLevel
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetSubmitRateN() uint32 {
-	if x != nil {
-		return x.SubmitRateN
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetSubmitRatePeriodMs() int64 {
-	if x != nil {
-		return x.SubmitRatePeriodMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetSubmitBurst() uint32 {
-	if x != nil {
-		return x.SubmitBurst
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetRetryBackoffMs() int64 {
-	if x != nil {
-		return x.RetryBackoffMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetRetryBackoffMaxMs() int64 {
-	if x != nil {
-		return x.RetryBackoffMaxMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetDeadLetterRetentionMs() int64 {
-	if x != nil {
-		return x.DeadLetterRetentionMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetDeadLetterMaxJobs() uint64 {
-	if x != nil {
-		return x.DeadLetterMaxJobs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetDeadLetterMaxBytes() uint64 {
-	if x != nil {
-		return x.DeadLetterMaxBytes
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetDefaultMaxQueued() uint32 {
-	if x != nil {
-		return x.DefaultMaxQueued
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetMaxQueuedBytes() uint64 {
-	if x != nil {
-		return x.MaxQueuedBytes
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetMaxPools() uint32 {
-	if x != nil {
-		return x.MaxPools
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetImplicitTenants() Tier {
-	if x != nil {
-		return x.ImplicitTenants
-	}
-	return Tier_TIER_UNSPECIFIED
-}
-
-func (x *SchedulerConfig) GetDefaultTenant() string {
-	if x != nil {
-		return x.DefaultTenant
-	}
-	return ""
-}
-
-func (x *SchedulerConfig) GetClockTickMs() int64 {
-	if x != nil {
-		return x.ClockTickMs
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetMaxSnoozes() uint32 {
-	if x != nil {
-		return x.MaxSnoozes
-	}
-	return 0
-}
-
-func (x *SchedulerConfig) GetMaxTotalQueuedBytes() uint64 {
-	if x != nil {
-		return x.MaxTotalQueuedBytes
-	}
-	return 0
-}
-
 type SetConfig struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Config        *SchedulerConfig       `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Config        *proto.SchedulerConfig `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetConfig) Reset() {
 	*x = SetConfig{}
-	mi := &file_commands_proto_msgTypes[18]
+	mi := &file_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2995,7 +2001,7 @@ func (x *SetConfig) String() string {
 func (*SetConfig) ProtoMessage() {}
 
 func (x *SetConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[18]
+	mi := &file_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3008,10 +2014,10 @@ func (x *SetConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConfig.ProtoReflect.Descriptor instead.
 func (*SetConfig) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{18}
+	return file_commands_proto_rawDescGZIP(), []int{16}
 }
 
-func (x *SetConfig) GetConfig() *SchedulerConfig {
+func (x *SetConfig) GetConfig() *proto.SchedulerConfig {
 	if x != nil {
 		return x.Config
 	}
@@ -3030,7 +2036,7 @@ type Prune struct {
 
 func (x *Prune) Reset() {
 	*x = Prune{}
-	mi := &file_commands_proto_msgTypes[19]
+	mi := &file_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3042,7 +2048,7 @@ func (x *Prune) String() string {
 func (*Prune) ProtoMessage() {}
 
 func (x *Prune) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[19]
+	mi := &file_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3055,7 +2061,7 @@ func (x *Prune) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prune.ProtoReflect.Descriptor instead.
 func (*Prune) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{19}
+	return file_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Prune) GetLimit() uint32 {
@@ -3079,7 +2085,7 @@ type MemberUpsert struct {
 
 func (x *MemberUpsert) Reset() {
 	*x = MemberUpsert{}
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3091,7 +2097,7 @@ func (x *MemberUpsert) String() string {
 func (*MemberUpsert) ProtoMessage() {}
 
 func (x *MemberUpsert) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[20]
+	mi := &file_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3104,7 +2110,7 @@ func (x *MemberUpsert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberUpsert.ProtoReflect.Descriptor instead.
 func (*MemberUpsert) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{20}
+	return file_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MemberUpsert) GetId() string {
@@ -3144,7 +2150,7 @@ type MemberRemove struct {
 
 func (x *MemberRemove) Reset() {
 	*x = MemberRemove{}
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3156,7 +2162,7 @@ func (x *MemberRemove) String() string {
 func (*MemberRemove) ProtoMessage() {}
 
 func (x *MemberRemove) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[21]
+	mi := &file_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3169,7 +2175,7 @@ func (x *MemberRemove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberRemove.ProtoReflect.Descriptor instead.
 func (*MemberRemove) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{21}
+	return file_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MemberRemove) GetId() string {
@@ -3190,7 +2196,7 @@ type WorkerDrain struct {
 
 func (x *WorkerDrain) Reset() {
 	*x = WorkerDrain{}
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3202,7 +2208,7 @@ func (x *WorkerDrain) String() string {
 func (*WorkerDrain) ProtoMessage() {}
 
 func (x *WorkerDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[22]
+	mi := &file_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3215,7 +2221,7 @@ func (x *WorkerDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerDrain.ProtoReflect.Descriptor instead.
 func (*WorkerDrain) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{22}
+	return file_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WorkerDrain) GetWorkerId() string {
@@ -3245,7 +2251,7 @@ type SetFeatureLevel struct {
 
 func (x *SetFeatureLevel) Reset() {
 	*x = SetFeatureLevel{}
-	mi := &file_commands_proto_msgTypes[23]
+	mi := &file_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3257,7 +2263,7 @@ func (x *SetFeatureLevel) String() string {
 func (*SetFeatureLevel) ProtoMessage() {}
 
 func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[23]
+	mi := &file_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3270,7 +2276,7 @@ func (x *SetFeatureLevel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFeatureLevel.ProtoReflect.Descriptor instead.
 func (*SetFeatureLevel) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{23}
+	return file_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetFeatureLevel) GetLevel() uint32 {
@@ -3304,7 +2310,7 @@ type WebhookSet struct {
 
 func (x *WebhookSet) Reset() {
 	*x = WebhookSet{}
-	mi := &file_commands_proto_msgTypes[24]
+	mi := &file_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3316,7 +2322,7 @@ func (x *WebhookSet) String() string {
 func (*WebhookSet) ProtoMessage() {}
 
 func (x *WebhookSet) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[24]
+	mi := &file_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3329,7 +2335,7 @@ func (x *WebhookSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSet.ProtoReflect.Descriptor instead.
 func (*WebhookSet) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{24}
+	return file_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WebhookSet) GetTenant() string {
@@ -3383,7 +2389,7 @@ type WebhookDelete struct {
 
 func (x *WebhookDelete) Reset() {
 	*x = WebhookDelete{}
-	mi := &file_commands_proto_msgTypes[25]
+	mi := &file_commands_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3395,7 +2401,7 @@ func (x *WebhookDelete) String() string {
 func (*WebhookDelete) ProtoMessage() {}
 
 func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[25]
+	mi := &file_commands_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3408,7 +2414,7 @@ func (x *WebhookDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDelete.ProtoReflect.Descriptor instead.
 func (*WebhookDelete) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{25}
+	return file_commands_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WebhookDelete) GetTenant() string {
@@ -3432,7 +2438,7 @@ type WebhookCursor struct {
 
 func (x *WebhookCursor) Reset() {
 	*x = WebhookCursor{}
-	mi := &file_commands_proto_msgTypes[26]
+	mi := &file_commands_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3444,7 +2450,7 @@ func (x *WebhookCursor) String() string {
 func (*WebhookCursor) ProtoMessage() {}
 
 func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[26]
+	mi := &file_commands_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3457,7 +2463,7 @@ func (x *WebhookCursor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookCursor.ProtoReflect.Descriptor instead.
 func (*WebhookCursor) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{26}
+	return file_commands_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WebhookCursor) GetTenant() string {
@@ -3492,7 +2498,7 @@ type WebhookAck struct {
 
 func (x *WebhookAck) Reset() {
 	*x = WebhookAck{}
-	mi := &file_commands_proto_msgTypes[27]
+	mi := &file_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3504,7 +2510,7 @@ func (x *WebhookAck) String() string {
 func (*WebhookAck) ProtoMessage() {}
 
 func (x *WebhookAck) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[27]
+	mi := &file_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3517,7 +2523,7 @@ func (x *WebhookAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAck.ProtoReflect.Descriptor instead.
 func (*WebhookAck) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{27}
+	return file_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WebhookAck) GetCursors() []*WebhookCursor {
@@ -3539,7 +2545,7 @@ type WebhookReplay struct {
 
 func (x *WebhookReplay) Reset() {
 	*x = WebhookReplay{}
-	mi := &file_commands_proto_msgTypes[28]
+	mi := &file_commands_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3551,7 +2557,7 @@ func (x *WebhookReplay) String() string {
 func (*WebhookReplay) ProtoMessage() {}
 
 func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[28]
+	mi := &file_commands_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3564,7 +2570,7 @@ func (x *WebhookReplay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplay.ProtoReflect.Descriptor instead.
 func (*WebhookReplay) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{28}
+	return file_commands_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WebhookReplay) GetTenant() string {
@@ -3581,93 +2587,6 @@ func (x *WebhookReplay) GetFromSeq() uint64 {
 	return 0
 }
 
-// JobFilter chooses jobs of one tenant for a bulk command; every field set
-// must match. The submit-time bounds are absolute cluster times, computed
-// at the edge (a --since is turned into submitted_from_ms there).
-type JobFilter struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	States          []string               `protobuf:"bytes,1,rep,name=states,proto3" json:"states,omitempty"`                                             // empty: the command's own states
-	JobType         string                 `protobuf:"bytes,2,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`                            // "" = any
-	Group           string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`                                               // "" = any
-	SubmittedFromMs int64                  `protobuf:"varint,4,opt,name=submitted_from_ms,json=submittedFromMs,proto3" json:"submitted_from_ms,omitempty"` // inclusive; 0 = no bound
-	SubmittedToMs   int64                  `protobuf:"varint,5,opt,name=submitted_to_ms,json=submittedToMs,proto3" json:"submitted_to_ms,omitempty"`       // exclusive; 0 = no bound
-	Pool            string                 `protobuf:"bytes,6,opt,name=pool,proto3" json:"pool,omitempty"`                                                 // "" = any (feature level 6)
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
-}
-
-func (x *JobFilter) Reset() {
-	*x = JobFilter{}
-	mi := &file_commands_proto_msgTypes[29]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *JobFilter) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*JobFilter) ProtoMessage() {}
-
-func (x *JobFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[29]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use JobFilter.ProtoReflect.Descriptor instead.
-func (*JobFilter) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{29}
-}
-
-func (x *JobFilter) GetStates() []string {
-	if x != nil {
-		return x.States
-	}
-	return nil
-}
-
-func (x *JobFilter) GetJobType() string {
-	if x != nil {
-		return x.JobType
-	}
-	return ""
-}
-
-func (x *JobFilter) GetGroup() string {
-	if x != nil {
-		return x.Group
-	}
-	return ""
-}
-
-func (x *JobFilter) GetSubmittedFromMs() int64 {
-	if x != nil {
-		return x.SubmittedFromMs
-	}
-	return 0
-}
-
-func (x *JobFilter) GetSubmittedToMs() int64 {
-	if x != nil {
-		return x.SubmittedToMs
-	}
-	return 0
-}
-
-func (x *JobFilter) GetPool() string {
-	if x != nil {
-		return x.Pool
-	}
-	return ""
-}
-
 // BulkJobs is a Redrive, a CancelJobs or a Purge of one tenant's jobs: by
 // IDs (at most 10,000), or by a filter evaluated inside Apply on the jobs
 // from ID after on, the first 10,000 matches by ascending ID; the result
@@ -3677,7 +2596,7 @@ type BulkJobs struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Tenant      string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	Jobs        []uint64               `protobuf:"varint,2,rep,packed,name=jobs,proto3" json:"jobs,omitempty"`
-	Filter      *JobFilter             `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	Filter      *proto.JobFilter       `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
 	After       uint64                 `protobuf:"varint,4,opt,name=after,proto3" json:"after,omitempty"`                                // with a filter: the first job ID to look at
 	MaxAttempts uint32                 `protobuf:"varint,5,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"` // Redrive only: 0 keeps each job's
 	RequestKey  string                 `protobuf:"bytes,6,opt,name=request_key,json=requestKey,proto3" json:"request_key,omitempty"`
@@ -3691,7 +2610,7 @@ type BulkJobs struct {
 
 func (x *BulkJobs) Reset() {
 	*x = BulkJobs{}
-	mi := &file_commands_proto_msgTypes[30]
+	mi := &file_commands_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3703,7 +2622,7 @@ func (x *BulkJobs) String() string {
 func (*BulkJobs) ProtoMessage() {}
 
 func (x *BulkJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[30]
+	mi := &file_commands_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3716,7 +2635,7 @@ func (x *BulkJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkJobs.ProtoReflect.Descriptor instead.
 func (*BulkJobs) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{30}
+	return file_commands_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BulkJobs) GetTenant() string {
@@ -3733,7 +2652,7 @@ func (x *BulkJobs) GetJobs() []uint64 {
 	return nil
 }
 
-func (x *BulkJobs) GetFilter() *JobFilter {
+func (x *BulkJobs) GetFilter() *proto.JobFilter {
 	if x != nil {
 		return x.Filter
 	}
@@ -3768,75 +2687,6 @@ func (x *BulkJobs) GetSinceMs() int64 {
 	return 0
 }
 
-// BulkItem is what a bulk command did to one job.
-type BulkItem struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"` // named as everywhere else in the API (it was "job")
-	Done          bool                   `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`                // redriven, cancelled (or cancel requested), purged
-	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`               // the job's state after the command ("" = purged or unknown)
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`             // why it was skipped
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *BulkItem) Reset() {
-	*x = BulkItem{}
-	mi := &file_commands_proto_msgTypes[31]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *BulkItem) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*BulkItem) ProtoMessage() {}
-
-func (x *BulkItem) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[31]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use BulkItem.ProtoReflect.Descriptor instead.
-func (*BulkItem) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{31}
-}
-
-func (x *BulkItem) GetJobId() uint64 {
-	if x != nil {
-		return x.JobId
-	}
-	return 0
-}
-
-func (x *BulkItem) GetDone() bool {
-	if x != nil {
-		return x.Done
-	}
-	return false
-}
-
-func (x *BulkItem) GetState() string {
-	if x != nil {
-		return x.State
-	}
-	return ""
-}
-
-func (x *BulkItem) GetReason() string {
-	if x != nil {
-		return x.Reason
-	}
-	return ""
-}
-
 // CommandResult is what Apply returned for one command.
 type CommandResult struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -3846,24 +2696,24 @@ type CommandResult struct {
 	Created           bool                   `protobuf:"varint,4,opt,name=created,proto3" json:"created,omitempty"`
 	Attempt           uint32                 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	Assigned          bool                   `protobuf:"varint,6,opt,name=assigned,proto3" json:"assigned,omitempty"`
-	Size              Size                   `protobuf:"varint,7,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
+	Size              proto.Size             `protobuf:"varint,7,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
 	Outcome           string                 `protobuf:"bytes,8,opt,name=outcome,proto3" json:"outcome,omitempty"` // lifecycle outcome of a worker event
 	Count             uint64                 `protobuf:"varint,9,opt,name=count,proto3" json:"count,omitempty"`
 	HeartbeatOutcomes []string               `protobuf:"bytes,10,rep,name=heartbeat_outcomes,json=heartbeatOutcomes,proto3" json:"heartbeat_outcomes,omitempty"`
 	Tenant            string                 `protobuf:"bytes,11,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	DeadlineMissed    bool                   `protobuf:"varint,12,opt,name=deadline_missed,json=deadlineMissed,proto3" json:"deadline_missed,omitempty"` // a dispatch of a job after its deadline
 	// Bulk commands (Redrive, CancelJobs, Purge).
-	Items         []*BulkItem `protobuf:"bytes,90,rep,name=items,proto3" json:"items,omitempty"`
-	Next          uint64      `protobuf:"varint,91,opt,name=next,proto3" json:"next,omitempty"`           // the continuation: 0 = done
-	Duplicate     bool        `protobuf:"varint,92,opt,name=duplicate,proto3" json:"duplicate,omitempty"` // a retry of a request already applied
-	Stopped       string      `protobuf:"bytes,93,opt,name=stopped,proto3" json:"stopped,omitempty"`      // why the command stopped early (the quota)
+	Items         []*proto.BulkItem `protobuf:"bytes,90,rep,name=items,proto3" json:"items,omitempty"`
+	Next          uint64            `protobuf:"varint,91,opt,name=next,proto3" json:"next,omitempty"`           // the continuation: 0 = done
+	Duplicate     bool              `protobuf:"varint,92,opt,name=duplicate,proto3" json:"duplicate,omitempty"` // a retry of a request already applied
+	Stopped       string            `protobuf:"bytes,93,opt,name=stopped,proto3" json:"stopped,omitempty"`      // why the command stopped early (the quota)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_commands_proto_msgTypes[32]
+	mi := &file_commands_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3875,7 +2725,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[32]
+	mi := &file_commands_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3888,7 +2738,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{32}
+	return file_commands_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CommandResult) GetCode() Code {
@@ -3933,11 +2783,11 @@ func (x *CommandResult) GetAssigned() bool {
 	return false
 }
 
-func (x *CommandResult) GetSize() Size {
+func (x *CommandResult) GetSize() proto.Size {
 	if x != nil {
 		return x.Size
 	}
-	return Size_SIZE_UNSPECIFIED
+	return proto.Size(0)
 }
 
 func (x *CommandResult) GetOutcome() string {
@@ -3975,7 +2825,7 @@ func (x *CommandResult) GetDeadlineMissed() bool {
 	return false
 }
 
-func (x *CommandResult) GetItems() []*BulkItem {
+func (x *CommandResult) GetItems() []*proto.BulkItem {
 	if x != nil {
 		return x.Items
 	}
@@ -4019,7 +2869,7 @@ type PoolSet struct {
 
 func (x *PoolSet) Reset() {
 	*x = PoolSet{}
-	mi := &file_commands_proto_msgTypes[33]
+	mi := &file_commands_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4031,7 +2881,7 @@ func (x *PoolSet) String() string {
 func (*PoolSet) ProtoMessage() {}
 
 func (x *PoolSet) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[33]
+	mi := &file_commands_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4044,7 +2894,7 @@ func (x *PoolSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolSet.ProtoReflect.Descriptor instead.
 func (*PoolSet) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{33}
+	return file_commands_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PoolSet) GetName() string {
@@ -4080,7 +2930,7 @@ type PoolDelete struct {
 
 func (x *PoolDelete) Reset() {
 	*x = PoolDelete{}
-	mi := &file_commands_proto_msgTypes[34]
+	mi := &file_commands_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4092,7 +2942,7 @@ func (x *PoolDelete) String() string {
 func (*PoolDelete) ProtoMessage() {}
 
 func (x *PoolDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[34]
+	mi := &file_commands_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4105,7 +2955,7 @@ func (x *PoolDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolDelete.ProtoReflect.Descriptor instead.
 func (*PoolDelete) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{34}
+	return file_commands_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PoolDelete) GetName() string {
@@ -4129,7 +2979,7 @@ type SubscriptionSet struct {
 
 func (x *SubscriptionSet) Reset() {
 	*x = SubscriptionSet{}
-	mi := &file_commands_proto_msgTypes[35]
+	mi := &file_commands_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4141,7 +2991,7 @@ func (x *SubscriptionSet) String() string {
 func (*SubscriptionSet) ProtoMessage() {}
 
 func (x *SubscriptionSet) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[35]
+	mi := &file_commands_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4154,7 +3004,7 @@ func (x *SubscriptionSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscriptionSet.ProtoReflect.Descriptor instead.
 func (*SubscriptionSet) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{35}
+	return file_commands_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SubscriptionSet) GetTenant() string {
@@ -4183,7 +3033,7 @@ var File_commands_proto protoreflect.FileDescriptor
 const file_commands_proto_rawDesc = "" +
 	"\n" +
 	"\x0ecommands.proto\x12\n" +
-	"barista.v1\"\x89\x01\n" +
+	"barista.v1\x1a\vtypes.proto\"\x89\x01\n" +
 	"\bEnvelope\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
@@ -4294,19 +3144,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12*\n" +
 	"\x04kind\x18\x03 \x01(\x0e2\x16.barista.v1.ExpireKindR\x04kind\"\r\n" +
-	"\vGrantLeases\"\xf5\x02\n" +
-	"\x04Caps\x12\x1f\n" +
-	"\vmax_running\x18\x01 \x01(\rR\n" +
-	"maxRunning\x12$\n" +
-	"\x0emax_running_sm\x18\x02 \x01(\rR\fmaxRunningSm\x12$\n" +
-	"\x0emax_running_md\x18\x03 \x01(\rR\fmaxRunningMd\x12$\n" +
-	"\x0emax_running_lg\x18\x04 \x01(\rR\fmaxRunningLg\x12-\n" +
-	"\x13max_inflight_cpu_ms\x18\x05 \x01(\x03R\x10maxInflightCpuMs\x12\x1d\n" +
-	"\n" +
-	"max_queued\x18\x06 \x01(\rR\tmaxQueued\x120\n" +
-	"\x14max_running_critical\x18\a \x01(\rR\x12maxRunningCritical\x12(\n" +
-	"\x10max_running_high\x18\b \x01(\rR\x0emaxRunningHigh\x120\n" +
-	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xf3\x03\n" +
+	"\vGrantLeases\"\xf3\x03\n" +
 	"\fTenantUpsert\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x1e\n" +
@@ -4346,47 +3184,7 @@ const file_commands_proto_rawDesc = "" +
 	"\tas_tenant\x18\x05 \x01(\bR\basTenant\x12\x12\n" +
 	"\x04pool\x18\x06 \x01(\tR\x04pool\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xd0\f\n" +
-	"\x0fSchedulerConfig\x12!\n" +
-	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
-	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
-	"\x11reserve_margin_us\x18\x03 \x01(\x03R\x0freserveMarginUs\x12'\n" +
-	"\x05clamp\x18\x04 \x01(\x0e2\x11.barista.v1.ClampR\x05clamp\x12\x14\n" +
-	"\x05decay\x18\x05 \x01(\bR\x05decay\x12+\n" +
-	"\x12decay_half_life_ms\x18\x06 \x01(\x03R\x0fdecayHalfLifeMs\x12\"\n" +
-	"\rdecay_norm_ms\x18\a \x01(\x03R\vdecayNormMs\x12$\n" +
-	"\x0eack_timeout_ms\x18\b \x01(\x03R\fackTimeoutMs\x12(\n" +
-	"\x10lease_timeout_ms\x18\t \x01(\x03R\x0eleaseTimeoutMs\x120\n" +
-	"\x14default_max_attempts\x18\n" +
-	" \x01(\rR\x12defaultMaxAttempts\x122\n" +
-	"\x15heartbeat_interval_ms\x18\v \x01(\x03R\x13heartbeatIntervalMs\x12+\n" +
-	"\x12self_kill_after_ms\x18\f \x01(\x03R\x0fselfKillAfterMs\x12&\n" +
-	"\x0fcancel_grace_ms\x18\r \x01(\x03R\rcancelGraceMs\x12(\n" +
-	"\x10job_retention_ms\x18\x0e \x01(\x03R\x0ejobRetentionMs\x122\n" +
-	"\x15event_retention_count\x18\x0f \x01(\x04R\x13eventRetentionCount\x12,\n" +
-	"\x12event_retention_ms\x18\x10 \x01(\x03R\x10eventRetentionMs\x12(\n" +
-	"\x10dedupe_window_ms\x18\x11 \x01(\x03R\x0ededupeWindowMs\x12*\n" +
-	"\x11max_payload_bytes\x18\x12 \x01(\rR\x0fmaxPayloadBytes\x120\n" +
-	"\bestimate\x18\x13 \x01(\x0e2\x14.barista.v1.EstimateR\bestimate\x12&\n" +
-	"\x0fdefault_cost_ms\x18\x14 \x01(\x03R\rdefaultCostMs\x12#\n" +
-	"\rfeature_level\x18\x15 \x01(\rR\ffeatureLevel\x12\"\n" +
-	"\rsubmit_rate_n\x18d \x01(\rR\vsubmitRateN\x121\n" +
-	"\x15submit_rate_period_ms\x18e \x01(\x03R\x12submitRatePeriodMs\x12!\n" +
-	"\fsubmit_burst\x18f \x01(\rR\vsubmitBurst\x12(\n" +
-	"\x10retry_backoff_ms\x18F \x01(\x03R\x0eretryBackoffMs\x12/\n" +
-	"\x14retry_backoff_max_ms\x18G \x01(\x03R\x11retryBackoffMaxMs\x127\n" +
-	"\x18dead_letter_retention_ms\x18Z \x01(\x03R\x15deadLetterRetentionMs\x12/\n" +
-	"\x14dead_letter_max_jobs\x18[ \x01(\x04R\x11deadLetterMaxJobs\x121\n" +
-	"\x15dead_letter_max_bytes\x18\\ \x01(\x04R\x12deadLetterMaxBytes\x12,\n" +
-	"\x12default_max_queued\x18n \x01(\rR\x10defaultMaxQueued\x12(\n" +
-	"\x10max_queued_bytes\x18o \x01(\x04R\x0emaxQueuedBytes\x12\x1b\n" +
-	"\tmax_pools\x18x \x01(\rR\bmaxPools\x12;\n" +
-	"\x10implicit_tenants\x18y \x01(\x0e2\x10.barista.v1.TierR\x0fimplicitTenants\x12%\n" +
-	"\x0edefault_tenant\x18z \x01(\tR\rdefaultTenant\x12#\n" +
-	"\rclock_tick_ms\x18\x82\x01 \x01(\x03R\vclockTickMs\x12 \n" +
-	"\vmax_snoozes\x18\x83\x01 \x01(\rR\n" +
-	"maxSnoozes\x124\n" +
-	"\x16max_total_queued_bytes\x18\x84\x01 \x01(\x04R\x13maxTotalQueuedBytes\"@\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +
 	"\x05Prune\x12\x14\n" +
@@ -4422,14 +3220,7 @@ const file_commands_proto_rawDesc = "" +
 	"\acursors\x18\x01 \x03(\v2\x19.barista.v1.WebhookCursorR\acursors\"B\n" +
 	"\rWebhookReplay\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x19\n" +
-	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\"\xbc\x01\n" +
-	"\tJobFilter\x12\x16\n" +
-	"\x06states\x18\x01 \x03(\tR\x06states\x12\x19\n" +
-	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group\x12*\n" +
-	"\x11submitted_from_ms\x18\x04 \x01(\x03R\x0fsubmittedFromMs\x12&\n" +
-	"\x0fsubmitted_to_ms\x18\x05 \x01(\x03R\rsubmittedToMs\x12\x12\n" +
-	"\x04pool\x18\x06 \x01(\tR\x04pool\"\xda\x01\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\"\xda\x01\n" +
 	"\bBulkJobs\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04jobs\x18\x02 \x03(\x04R\x04jobs\x12-\n" +
@@ -4438,12 +3229,7 @@ const file_commands_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x05 \x01(\rR\vmaxAttempts\x12\x1f\n" +
 	"\vrequest_key\x18\x06 \x01(\tR\n" +
 	"requestKey\x12\x19\n" +
-	"\bsince_ms\x18\a \x01(\x03R\asinceMs\"c\n" +
-	"\bBulkItem\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x12\n" +
-	"\x04done\x18\x02 \x01(\bR\x04done\x12\x14\n" +
-	"\x05state\x18\x03 \x01(\tR\x05state\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xef\x03\n" +
+	"\bsince_ms\x18\a \x01(\x03R\asinceMs\"\xef\x03\n" +
 	"\rCommandResult\x12$\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x10.barista.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x10\n" +
@@ -4476,77 +3262,19 @@ const file_commands_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x19\n" +
 	"\x05burst\x18\x03 \x01(\rH\x00R\x05burst\x88\x01\x01B\b\n" +
-	"\x06_burst*4\n" +
-	"\x04Size\x12\x14\n" +
-	"\x10SIZE_UNSPECIFIED\x10\x00\x12\x06\n" +
-	"\x02SM\x10\x01\x12\x06\n" +
-	"\x02MD\x10\x02\x12\x06\n" +
-	"\x02LG\x10\x03*U\n" +
-	"\x04Tier\x12\x14\n" +
-	"\x10TIER_UNSPECIFIED\x10\x00\x12\b\n" +
-	"\x04FREE\x10\x01\x12\n" +
-	"\n" +
-	"\x06BRONZE\x10\x02\x12\n" +
-	"\n" +
-	"\x06SILVER\x10\x03\x12\b\n" +
-	"\x04GOLD\x10\x04\x12\v\n" +
-	"\aDIAMOND\x10\x05*R\n" +
-	"\aOutcome\x12\x17\n" +
-	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x06\n" +
-	"\x02OK\x10\x01\x12\n" +
-	"\n" +
-	"\x06FAILED\x10\x02\x12\r\n" +
-	"\tCANCELLED\x10\x03\x12\v\n" +
-	"\aSNOOZED\x10\x04*S\n" +
-	"\tCpuSource\x12\x1a\n" +
-	"\x16CPU_SOURCE_UNSPECIFIED\x10\x00\x12\x13\n" +
-	"\x0fCPU_SOURCE_PROC\x10\x01\x12\x15\n" +
-	"\x11CPU_SOURCE_CGROUP\x10\x02*9\n" +
-	"\n" +
-	"RunFailure\x12\x1b\n" +
-	"\x17RUN_FAILURE_UNSPECIFIED\x10\x00\x12\x0e\n" +
-	"\n" +
-	"OOM_KILLED\x10\x01*K\n" +
-	"\x05Class\x12\x15\n" +
-	"\x11CLASS_UNSPECIFIED\x10\x00\x12\f\n" +
-	"\bCRITICAL\x10\x01\x12\b\n" +
-	"\x04HIGH\x10\x02\x12\n" +
-	"\n" +
-	"\x06NORMAL\x10\x03\x12\a\n" +
-	"\x03LOW\x10\x04*N\n" +
+	"\x06_burst*N\n" +
 	"\n" +
 	"ExpireKind\x12\x16\n" +
 	"\x12EXPIRE_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03ACK\x10\x01\x12\t\n" +
 	"\x05LEASE\x10\x02\x12\v\n" +
 	"\aTIMEOUT\x10\x03\x12\a\n" +
-	"\x03TTL\x10\x04*I\n" +
-	"\n" +
-	"GroupOrder\x12\x1b\n" +
-	"\x17GROUP_ORDER_UNSPECIFIED\x10\x00\x12\x0e\n" +
-	"\n" +
-	"GROUP_FIFO\x10\x01\x12\x0e\n" +
-	"\n" +
-	"GROUP_FAIR\x10\x02*i\n" +
+	"\x03TTL\x10\x04*i\n" +
 	"\fGroupCapKind\x12\x19\n" +
 	"\x15GROUP_CAP_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11GROUP_CAP_INHERIT\x10\x01\x12\x12\n" +
 	"\x0eGROUP_CAP_NONE\x10\x02\x12\x13\n" +
-	"\x0fGROUP_CAP_LIMIT\x10\x03*=\n" +
-	"\x06Policy\x12\x16\n" +
-	"\x12POLICY_UNSPECIFIED\x10\x00\x12\x0e\n" +
-	"\n" +
-	"PREFER_FIT\x10\x01\x12\v\n" +
-	"\aRESERVE\x10\x02*<\n" +
-	"\x05Clamp\x12\x15\n" +
-	"\x11CLAMP_UNSPECIFIED\x10\x00\x12\x0e\n" +
-	"\n" +
-	"ACTIVATION\x10\x01\x12\f\n" +
-	"\bDISPATCH\x10\x02*=\n" +
-	"\bEstimate\x12\x18\n" +
-	"\x14ESTIMATE_UNSPECIFIED\x10\x00\x12\r\n" +
-	"\tSUBMITTED\x10\x01\x12\b\n" +
-	"\x04AUTO\x10\x02*\xc5\x01\n" +
+	"\x0fGROUP_CAP_LIMIT\x10\x03*\xc5\x01\n" +
 	"\x04Code\x12\v\n" +
 	"\aCODE_OK\x10\x00\x12\x19\n" +
 	"\x15CODE_INVALID_ARGUMENT\x10\x01\x12\x12\n" +
@@ -4555,7 +3283,7 @@ const file_commands_proto_rawDesc = "" +
 	"\x18CODE_FAILED_PRECONDITION\x10\x04\x12\x1b\n" +
 	"\x17CODE_RESOURCE_EXHAUSTED\x10\x05\x12\x11\n" +
 	"\rCODE_INTERNAL\x10\x06\x12\x1a\n" +
-	"\x16CODE_PERMISSION_DENIED\x10\aB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\x16CODE_PERMISSION_DENIED\x10\aB8Z6github.com/baristahq/barista/proto/clusterpb;clusterpbb\x06proto3"
 
 var (
 	file_commands_proto_rawDescOnce sync.Once
@@ -4569,118 +3297,111 @@ func file_commands_proto_rawDescGZIP() []byte {
 	return file_commands_proto_rawDescData
 }
 
-var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_commands_proto_goTypes = []any{
-	(Size)(0),               // 0: barista.v1.Size
-	(Tier)(0),               // 1: barista.v1.Tier
-	(Outcome)(0),            // 2: barista.v1.Outcome
-	(CpuSource)(0),          // 3: barista.v1.CpuSource
-	(RunFailure)(0),         // 4: barista.v1.RunFailure
-	(Class)(0),              // 5: barista.v1.Class
-	(ExpireKind)(0),         // 6: barista.v1.ExpireKind
-	(GroupOrder)(0),         // 7: barista.v1.GroupOrder
-	(GroupCapKind)(0),       // 8: barista.v1.GroupCapKind
-	(Policy)(0),             // 9: barista.v1.Policy
-	(Clamp)(0),              // 10: barista.v1.Clamp
-	(Estimate)(0),           // 11: barista.v1.Estimate
-	(Code)(0),               // 12: barista.v1.Code
-	(*Envelope)(nil),        // 13: barista.v1.Envelope
-	(*Command)(nil),         // 14: barista.v1.Command
-	(*SubmitJob)(nil),       // 15: barista.v1.SubmitJob
-	(*Release)(nil),         // 16: barista.v1.Release
-	(*Dispatch)(nil),        // 17: barista.v1.Dispatch
-	(*Started)(nil),         // 18: barista.v1.Started
-	(*Heartbeat)(nil),       // 19: barista.v1.Heartbeat
-	(*HeartbeatBatch)(nil),  // 20: barista.v1.HeartbeatBatch
-	(*Finished)(nil),        // 21: barista.v1.Finished
-	(*CancelJob)(nil),       // 22: barista.v1.CancelJob
-	(*Expire)(nil),          // 23: barista.v1.Expire
-	(*GrantLeases)(nil),     // 24: barista.v1.GrantLeases
-	(*Caps)(nil),            // 25: barista.v1.Caps
-	(*TenantUpsert)(nil),    // 26: barista.v1.TenantUpsert
-	(*SetGroup)(nil),        // 27: barista.v1.SetGroup
-	(*Pause)(nil),           // 28: barista.v1.Pause
-	(*TenantDelete)(nil),    // 29: barista.v1.TenantDelete
-	(*SchedulerConfig)(nil), // 30: barista.v1.SchedulerConfig
-	(*SetConfig)(nil),       // 31: barista.v1.SetConfig
-	(*Prune)(nil),           // 32: barista.v1.Prune
-	(*MemberUpsert)(nil),    // 33: barista.v1.MemberUpsert
-	(*MemberRemove)(nil),    // 34: barista.v1.MemberRemove
-	(*WorkerDrain)(nil),     // 35: barista.v1.WorkerDrain
-	(*SetFeatureLevel)(nil), // 36: barista.v1.SetFeatureLevel
-	(*WebhookSet)(nil),      // 37: barista.v1.WebhookSet
-	(*WebhookDelete)(nil),   // 38: barista.v1.WebhookDelete
-	(*WebhookCursor)(nil),   // 39: barista.v1.WebhookCursor
-	(*WebhookAck)(nil),      // 40: barista.v1.WebhookAck
-	(*WebhookReplay)(nil),   // 41: barista.v1.WebhookReplay
-	(*JobFilter)(nil),       // 42: barista.v1.JobFilter
-	(*BulkJobs)(nil),        // 43: barista.v1.BulkJobs
-	(*BulkItem)(nil),        // 44: barista.v1.BulkItem
-	(*CommandResult)(nil),   // 45: barista.v1.CommandResult
-	(*PoolSet)(nil),         // 46: barista.v1.PoolSet
-	(*PoolDelete)(nil),      // 47: barista.v1.PoolDelete
-	(*SubscriptionSet)(nil), // 48: barista.v1.SubscriptionSet
+	(ExpireKind)(0),               // 0: barista.v1.ExpireKind
+	(GroupCapKind)(0),             // 1: barista.v1.GroupCapKind
+	(Code)(0),                     // 2: barista.v1.Code
+	(*Envelope)(nil),              // 3: barista.v1.Envelope
+	(*Command)(nil),               // 4: barista.v1.Command
+	(*SubmitJob)(nil),             // 5: barista.v1.SubmitJob
+	(*Release)(nil),               // 6: barista.v1.Release
+	(*Dispatch)(nil),              // 7: barista.v1.Dispatch
+	(*Started)(nil),               // 8: barista.v1.Started
+	(*Heartbeat)(nil),             // 9: barista.v1.Heartbeat
+	(*HeartbeatBatch)(nil),        // 10: barista.v1.HeartbeatBatch
+	(*Finished)(nil),              // 11: barista.v1.Finished
+	(*CancelJob)(nil),             // 12: barista.v1.CancelJob
+	(*Expire)(nil),                // 13: barista.v1.Expire
+	(*GrantLeases)(nil),           // 14: barista.v1.GrantLeases
+	(*TenantUpsert)(nil),          // 15: barista.v1.TenantUpsert
+	(*SetGroup)(nil),              // 16: barista.v1.SetGroup
+	(*Pause)(nil),                 // 17: barista.v1.Pause
+	(*TenantDelete)(nil),          // 18: barista.v1.TenantDelete
+	(*SetConfig)(nil),             // 19: barista.v1.SetConfig
+	(*Prune)(nil),                 // 20: barista.v1.Prune
+	(*MemberUpsert)(nil),          // 21: barista.v1.MemberUpsert
+	(*MemberRemove)(nil),          // 22: barista.v1.MemberRemove
+	(*WorkerDrain)(nil),           // 23: barista.v1.WorkerDrain
+	(*SetFeatureLevel)(nil),       // 24: barista.v1.SetFeatureLevel
+	(*WebhookSet)(nil),            // 25: barista.v1.WebhookSet
+	(*WebhookDelete)(nil),         // 26: barista.v1.WebhookDelete
+	(*WebhookCursor)(nil),         // 27: barista.v1.WebhookCursor
+	(*WebhookAck)(nil),            // 28: barista.v1.WebhookAck
+	(*WebhookReplay)(nil),         // 29: barista.v1.WebhookReplay
+	(*BulkJobs)(nil),              // 30: barista.v1.BulkJobs
+	(*CommandResult)(nil),         // 31: barista.v1.CommandResult
+	(*PoolSet)(nil),               // 32: barista.v1.PoolSet
+	(*PoolDelete)(nil),            // 33: barista.v1.PoolDelete
+	(*SubscriptionSet)(nil),       // 34: barista.v1.SubscriptionSet
+	(proto.Size)(0),               // 35: barista.v1.Size
+	(proto.Class)(0),              // 36: barista.v1.Class
+	(proto.Outcome)(0),            // 37: barista.v1.Outcome
+	(proto.CpuSource)(0),          // 38: barista.v1.CpuSource
+	(proto.RunFailure)(0),         // 39: barista.v1.RunFailure
+	(proto.Tier)(0),               // 40: barista.v1.Tier
+	(*proto.Caps)(nil),            // 41: barista.v1.Caps
+	(proto.GroupOrder)(0),         // 42: barista.v1.GroupOrder
+	(*proto.SchedulerConfig)(nil), // 43: barista.v1.SchedulerConfig
+	(*proto.JobFilter)(nil),       // 44: barista.v1.JobFilter
+	(*proto.BulkItem)(nil),        // 45: barista.v1.BulkItem
 }
 var file_commands_proto_depIdxs = []int32{
-	14, // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
-	15, // 1: barista.v1.Command.submit:type_name -> barista.v1.SubmitJob
-	17, // 2: barista.v1.Command.dispatch:type_name -> barista.v1.Dispatch
-	18, // 3: barista.v1.Command.started:type_name -> barista.v1.Started
-	20, // 4: barista.v1.Command.heartbeats:type_name -> barista.v1.HeartbeatBatch
-	21, // 5: barista.v1.Command.finished:type_name -> barista.v1.Finished
-	22, // 6: barista.v1.Command.cancel:type_name -> barista.v1.CancelJob
-	23, // 7: barista.v1.Command.expire:type_name -> barista.v1.Expire
-	24, // 8: barista.v1.Command.grant_leases:type_name -> barista.v1.GrantLeases
-	26, // 9: barista.v1.Command.tenant_upsert:type_name -> barista.v1.TenantUpsert
-	29, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
-	31, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
-	32, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
-	33, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
-	34, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
-	35, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
-	36, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
-	27, // 17: barista.v1.Command.set_group:type_name -> barista.v1.SetGroup
-	28, // 18: barista.v1.Command.pause:type_name -> barista.v1.Pause
-	37, // 19: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
-	38, // 20: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
-	40, // 21: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
-	41, // 22: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
-	16, // 23: barista.v1.Command.release:type_name -> barista.v1.Release
-	43, // 24: barista.v1.Command.redrive:type_name -> barista.v1.BulkJobs
-	43, // 25: barista.v1.Command.cancel_jobs:type_name -> barista.v1.BulkJobs
-	43, // 26: barista.v1.Command.purge:type_name -> barista.v1.BulkJobs
-	46, // 27: barista.v1.Command.pool_set:type_name -> barista.v1.PoolSet
-	47, // 28: barista.v1.Command.pool_delete:type_name -> barista.v1.PoolDelete
-	48, // 29: barista.v1.Command.subscription_set:type_name -> barista.v1.SubscriptionSet
-	0,  // 30: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	5,  // 31: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	0,  // 32: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	19, // 33: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	2,  // 34: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	3,  // 35: barista.v1.Finished.cpu_source:type_name -> barista.v1.CpuSource
-	4,  // 36: barista.v1.Finished.failure:type_name -> barista.v1.RunFailure
-	6,  // 37: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	1,  // 38: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	25, // 39: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	5,  // 40: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	7,  // 41: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
-	8,  // 42: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
-	9,  // 43: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	10, // 44: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	11, // 45: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	1,  // 46: barista.v1.SchedulerConfig.implicit_tenants:type_name -> barista.v1.Tier
-	30, // 47: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	39, // 48: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
-	42, // 49: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
-	12, // 50: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	0,  // 51: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	44, // 52: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
-	53, // [53:53] is the sub-list for method output_type
-	53, // [53:53] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	4,  // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
+	5,  // 1: barista.v1.Command.submit:type_name -> barista.v1.SubmitJob
+	7,  // 2: barista.v1.Command.dispatch:type_name -> barista.v1.Dispatch
+	8,  // 3: barista.v1.Command.started:type_name -> barista.v1.Started
+	10, // 4: barista.v1.Command.heartbeats:type_name -> barista.v1.HeartbeatBatch
+	11, // 5: barista.v1.Command.finished:type_name -> barista.v1.Finished
+	12, // 6: barista.v1.Command.cancel:type_name -> barista.v1.CancelJob
+	13, // 7: barista.v1.Command.expire:type_name -> barista.v1.Expire
+	14, // 8: barista.v1.Command.grant_leases:type_name -> barista.v1.GrantLeases
+	15, // 9: barista.v1.Command.tenant_upsert:type_name -> barista.v1.TenantUpsert
+	18, // 10: barista.v1.Command.tenant_delete:type_name -> barista.v1.TenantDelete
+	19, // 11: barista.v1.Command.set_config:type_name -> barista.v1.SetConfig
+	20, // 12: barista.v1.Command.prune:type_name -> barista.v1.Prune
+	21, // 13: barista.v1.Command.member_upsert:type_name -> barista.v1.MemberUpsert
+	22, // 14: barista.v1.Command.member_remove:type_name -> barista.v1.MemberRemove
+	23, // 15: barista.v1.Command.worker_drain:type_name -> barista.v1.WorkerDrain
+	24, // 16: barista.v1.Command.set_feature_level:type_name -> barista.v1.SetFeatureLevel
+	16, // 17: barista.v1.Command.set_group:type_name -> barista.v1.SetGroup
+	17, // 18: barista.v1.Command.pause:type_name -> barista.v1.Pause
+	25, // 19: barista.v1.Command.webhook_set:type_name -> barista.v1.WebhookSet
+	26, // 20: barista.v1.Command.webhook_delete:type_name -> barista.v1.WebhookDelete
+	28, // 21: barista.v1.Command.webhook_ack:type_name -> barista.v1.WebhookAck
+	29, // 22: barista.v1.Command.webhook_replay:type_name -> barista.v1.WebhookReplay
+	6,  // 23: barista.v1.Command.release:type_name -> barista.v1.Release
+	30, // 24: barista.v1.Command.redrive:type_name -> barista.v1.BulkJobs
+	30, // 25: barista.v1.Command.cancel_jobs:type_name -> barista.v1.BulkJobs
+	30, // 26: barista.v1.Command.purge:type_name -> barista.v1.BulkJobs
+	32, // 27: barista.v1.Command.pool_set:type_name -> barista.v1.PoolSet
+	33, // 28: barista.v1.Command.pool_delete:type_name -> barista.v1.PoolDelete
+	34, // 29: barista.v1.Command.subscription_set:type_name -> barista.v1.SubscriptionSet
+	35, // 30: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	36, // 31: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	35, // 32: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	9,  // 33: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	37, // 34: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	38, // 35: barista.v1.Finished.cpu_source:type_name -> barista.v1.CpuSource
+	39, // 36: barista.v1.Finished.failure:type_name -> barista.v1.RunFailure
+	0,  // 37: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	40, // 38: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	41, // 39: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	36, // 40: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	42, // 41: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	1,  // 42: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	43, // 43: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	27, // 44: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	44, // 45: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
+	2,  // 46: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	35, // 47: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	45, // 48: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -4720,15 +3441,15 @@ func file_commands_proto_init() {
 		(*Command_SubscriptionSet)(nil),
 	}
 	file_commands_proto_msgTypes[2].OneofWrappers = []any{}
-	file_commands_proto_msgTypes[33].OneofWrappers = []any{}
-	file_commands_proto_msgTypes[35].OneofWrappers = []any{}
+	file_commands_proto_msgTypes[29].OneofWrappers = []any{}
+	file_commands_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
-			NumEnums:      13,
-			NumMessages:   36,
+			NumEnums:      3,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

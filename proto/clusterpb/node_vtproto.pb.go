@@ -2,10 +2,11 @@
 // protoc-gen-go-vtproto version: v0.6.1-0.20240319094008-0393e58bdf10
 // source: node.proto
 
-package pb
+package clusterpb
 
 import (
 	fmt "fmt"
+	proto "github.com/baristahq/barista/proto"
 	protohelpers "github.com/planetscale/vtprotobuf/protohelpers"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	io "io"
@@ -3004,7 +3005,7 @@ func (m *ForwardedSubmit) UnmarshalVT(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if m.Job == nil {
-				m.Job = &SubmitRequest{}
+				m.Job = &proto.SubmitRequest{}
 			}
 			if err := m.Job.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 				return err
