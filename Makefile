@@ -62,7 +62,7 @@ test-typescript: build ## the TypeScript SDK's tests (node --test, under a minut
 test-typescript-run:
 	$(call npm_ci,$(TS_SDK))
 	$(call npm_ci,$(TS_EXAMPLE))
-	cd $(TS_SDK) && node_modules/.bin/tsc -p .
+	rm -rf $(TS_SDK)/dist && cd $(TS_SDK) && node_modules/.bin/tsc -p .
 	cd $(TS_EXAMPLE) && node_modules/.bin/tsc -p .
 	cd $(TS_SDK) && BARISTA_BIN=$(CURDIR)/bin/barista node --test dist/test/*.test.js
 
@@ -173,9 +173,10 @@ proto-python: ## regenerate the Python SDK's protobuf and gRPC code (needs proto
 		$$(for f in $$(grep -l "^service " $(WIRE_PROTOS)); do echo "$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; done)
 
 # The TypeScript SDK's generated code (sdk/typescript/src/gen, one *_pb.ts
-# a .proto file, messages and service descriptors) comes from the same
-# .proto files and sdk/python/proto/rpc_status.proto, by protoc-gen-es,
-# a package of the SDK's (npm ci in sdk/typescript installs it).
+# a .proto file, messages and service descriptors) comes from the wire's
+# .proto files (WIRE_PROTOS, as the Python SDK's) and
+# sdk/python/proto/rpc_status.proto, by protoc-gen-es, a package of the
+# SDK's (npm ci in sdk/typescript installs it).
 TS_SDK := sdk/typescript
 TS_PROTO_OUT := $(TS_SDK)/src/gen
 proto-typescript: ## regenerate the TypeScript SDK's protobuf code (needs protoc, and npm to install the SDK's packages if they are missing)
@@ -184,7 +185,7 @@ proto-typescript: ## regenerate the TypeScript SDK's protobuf code (needs protoc
 		{ echo "protoc-gen-es not found, and npm ci in $(TS_SDK) could not install it (apt-get install nodejs npm)"; exit 1; }
 	rm -f $(TS_PROTO_OUT)/*_pb.ts
 	protoc -I proto -I sdk/python/proto --plugin=protoc-gen-es=$(TS_SDK)/node_modules/.bin/protoc-gen-es \
-		--es_out=$(TS_PROTO_OUT) --es_opt=target=ts,import_extension=js proto/*.proto sdk/python/proto/rpc_status.proto
+		--es_out=$(TS_PROTO_OUT) --es_opt=target=ts,import_extension=js $(WIRE_PROTOS) sdk/python/proto/rpc_status.proto
 
 run: build ## run a local cluster with workers and demo load (Ctrl-C stops it)
 	bin/barista dev

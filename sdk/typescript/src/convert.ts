@@ -4,7 +4,7 @@
  * IDs, enums, bytes).
  */
 
-import { Class, GroupOrder, Size, Tier } from "./gen/commands_pb.js";
+import { Class, GroupOrder, Size, Tier } from "./gen/types_pb.js";
 import type { ClockNow } from "./gen/client_pb.js";
 import { InvalidArgument, Internal } from "./errors.js";
 

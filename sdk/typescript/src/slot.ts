@@ -8,7 +8,7 @@
 
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { Outcome } from "./gen/commands_pb.js";
+import { Outcome } from "./gen/types_pb.js";
 import {
   JobFinishedSchema,
   Worker as WorkerService,

@@ -5,7 +5,7 @@
  */
 
 import { hostname } from "node:os";
-import type { Size } from "./gen/commands_pb.js";
+import type { Size } from "./gen/types_pb.js";
 import { NodeConn, defaultLogger, parseServers, type Logger, type Tls } from "./conn.js";
 import type { AnyKinds, JobTypes } from "./client.js";
 import * as cv from "./convert.js";

@@ -5,17 +5,17 @@
  * stops (and when this process exits), whatever the test's outcome.
  */
 
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { create } from "@bufbuild/protobuf";
 import { Admin } from "../src/gen/admin_pb.js";
-import { SchedulerConfigSchema, type SchedulerConfig } from "../src/gen/commands_pb.js";
+import { SchedulerConfigSchema, type SchedulerConfig } from "../src/gen/types_pb.js";
 import { Client as ClientService } from "../src/gen/client_pb.js";
-import { Node as NodeService } from "../src/gen/node_pb.js";
 import { NodeConn } from "../src/conn.js";
 
 /** The repository's root (this file is dist/test/cluster.js in sdk/typescript). */
@@ -43,6 +43,8 @@ token = "${GLOBEX_TOKEN}"
 role = "worker"
 token = "${WORKER_TOKEN}"
 `;
+
+const run = promisify(execFile);
 
 const given = new Set<number>();
 
@@ -207,8 +209,27 @@ export class ServerNode {
     return { headers: { authorization: "Bearer " + ADMIN_TOKEN }, timeoutMs: 2000 };
   }
 
-  status() {
-    return this.node().client(NodeService).status({}, this.md());
+  /**
+   * One barista command against this node alone, its --json answer: the
+   * nodes' own service is the servers' (the SDK speaks only the client,
+   * worker and admin services).
+   */
+  async ask(...args: string[]): Promise<Record<string, unknown>> {
+    const argv = [...args, "--server", this.grpcAddr, "--token", ADMIN_TOKEN, "--rpc-timeout", "2s", "--json"];
+    if (this.c.tlsDir) argv.push("--tls-ca", join(this.c.tlsDir, "ca.pem"));
+    try {
+      const { stdout } = await run(BIN, argv, { timeout: 10_000 });
+      return JSON.parse(stdout) as Record<string, unknown>;
+    } catch (e) {
+      const err = e as { stderr?: string; message: string };
+      throw new Error(`barista ${args.join(" ")} on ${this.id}: ${(err.stderr || err.message).trim()}`);
+    }
+  }
+
+  /** The node's view: who leads, and its own state ("leader", "follower", ...). */
+  async status(): Promise<{ leaderId: string; state: string }> {
+    const st = await this.ask("status");
+    return { leaderId: String(st.leader_id ?? ""), state: String(st.state ?? "") };
   }
 
   async kill(): Promise<void> {
@@ -306,8 +327,8 @@ export class Cluster {
     await waitFor(async () => {
       const lead = await this.leader();
       if (!lead) return false;
-      const peers = await lead.node().client(NodeService).listPeers({}, lead.md());
-      return peers.peers.filter((p) => p.voter).length === count;
+      const { peers } = (await lead.ask("operator", "raft", "list-peers")) as { peers: { voter?: boolean }[] };
+      return peers.filter((p) => p.voter).length === count;
     }, timeout, `${count} voters`);
   }
 

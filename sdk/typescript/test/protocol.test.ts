@@ -13,7 +13,7 @@ import { test } from "node:test";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { Outcome, Size } from "../src/gen/commands_pb.js";
+import { Outcome, Size } from "../src/gen/types_pb.js";
 import {
   LeaderMessageSchema,
   Worker as WorkerService,

@@ -170,8 +170,9 @@ describe("the client", { skip, timeout: 60_000 }, () => {
       sub = await admin.deleteSubscription("timely", "default");
       assert.deepEqual([sub.burst, sub.changed], [undefined, false]);
       await admin.deleteTenant("timely");
-      const e = await refused(admin.getTenant("timely"), NotFound);
-      assert.equal(e.code, "NOT_FOUND");
+      const e = await refused(admin.getTenant("timely"), TenantUnknown);
+      assert.deepEqual([e.code, e.reason, e.field, e.rawMessage], ["NOT_FOUND", "TENANT_UNKNOWN", "tenant", 'tenant: "timely" not found']);
+      assert.ok(e instanceof NotFound);
     } finally {
       admin.close();
     }
