@@ -14,7 +14,7 @@
 
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "./gen/rpc_status_pb.js";
+import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema, StatusSchema, type Status } from "./gen/rpc_status_pb.js";
 import { CODE_NAMES, ERROR_DOMAIN, REASONS, REASON_NOT_LEADER, type CodeName, type Reason } from "./reasons.js";
 
 /** What an error is made with besides its message. */
@@ -175,6 +175,12 @@ export const DeadlinesNotAllowed = reasonClass("DeadlinesNotAllowed");
 export const SubscriptionRequired = reasonClass("SubscriptionRequired");
 /** The call needs a higher cluster feature level. */
 export const FeatureLevel = reasonClass("FeatureLevel");
+/**
+ * The node does not lead and did nothing with the call: the SDK asks
+ * another node itself; a caller sees it only when no node could serve the
+ * call.
+ */
+export const NotLeader = reasonClass("NotLeader");
 
 export type QuotaExceeded = InstanceType<typeof QuotaExceeded>;
 export type RateLimited = InstanceType<typeof RateLimited>;
@@ -188,6 +194,7 @@ export type MaxClass = InstanceType<typeof MaxClass>;
 export type DeadlinesNotAllowed = InstanceType<typeof DeadlinesNotAllowed>;
 export type SubscriptionRequired = InstanceType<typeof SubscriptionRequired>;
 export type FeatureLevel = InstanceType<typeof FeatureLevel>;
+export type NotLeader = InstanceType<typeof NotLeader>;
 
 /**
  * The class of a refusal: its reason's, when the reason is one the SDK
@@ -214,11 +221,23 @@ interface Details {
   field?: string;
 }
 
-/** The ErrorInfo (of barista's domain), RetryInfo and BadRequest of a ConnectError's details. */
-function details(err: ConnectError): Details {
+/** A detail of a status: its type's full name ("google.rpc.ErrorInfo") and its bytes. */
+interface Detail {
+  type: string;
+  value: Uint8Array;
+}
+
+/** The key of an ErrorInfo's metadata that names the request field at fault. */
+const FIELD_KEY = "field";
+
+/**
+ * The ErrorInfo (of barista's domain), the RetryInfo's delay and the field
+ * at fault (the ErrorInfo's, else the first a BadRequest names) of a
+ * status's details.
+ */
+function readDetails(list: Iterable<Detail>): Details {
   const out: Details = {};
-  for (const d of err.details) {
-    if (!("type" in d)) continue;
+  for (const d of list) {
     try {
       switch (d.type) {
         case "google.rpc.ErrorInfo": {
@@ -241,7 +260,25 @@ function details(err: ConnectError): Details {
       // A detail that does not decode says nothing we can use.
     }
   }
+  const field = out.info?.metadata[FIELD_KEY];
+  if (field) out.field = field;
   return out;
+}
+
+/** The details of a ConnectError (the transport decoded its grpc-status-details-bin trailer). */
+function details(err: ConnectError): Details {
+  return readDetails(err.details.filter((d): d is Detail => "type" in d));
+}
+
+/** The details of a google.rpc.Status (their Any's type URL names each type). */
+function statusDetails(st: Status): Details {
+  return readDetails(st.details.map((a) => ({ type: a.typeUrl.slice(a.typeUrl.lastIndexOf("/") + 1), value: a.value })));
+}
+
+/** The error of a refusal: its code, message and what its details say. */
+function refusal(code: CodeName, message: string, d: Details, cause?: unknown): BaristaError {
+  const metadata = d.info?.metadata ?? {};
+  return makeError(code, message, { reason: d.info?.reason || undefined, field: d.field, metadata, retryAfter: d.retryAfter, cause });
 }
 
 /** The gRPC code's name of a Connect code (they share the numbers). */
@@ -256,18 +293,7 @@ export function codeName(code: Code): CodeName {
  */
 export function fromError(err: unknown): BaristaError {
   if (err instanceof BaristaError) return err;
-  if (err instanceof ConnectError) {
-    const d = details(err);
-    const reason = d.info?.reason || undefined;
-    const metadata = d.info?.metadata ?? {};
-    return makeError(codeName(err.code), err.rawMessage, {
-      reason,
-      field: d.field ?? metadata.field,
-      metadata,
-      retryAfter: d.retryAfter,
-      cause: err,
-    });
-  }
+  if (err instanceof ConnectError) return refusal(codeName(err.code), err.rawMessage, details(err), err);
   return new Unknown(err instanceof Error ? err.message : String(err), { cause: err });
 }
 
@@ -278,16 +304,22 @@ export function isNotLeader(err: unknown): boolean {
 }
 
 /**
- * The error of one refused job of a batch (its SubmitResult): its
- * reason's class, with its retry delay; undefined for an accepted job.
+ * The error of one refused job of a batch (its SubmitResult), read from its
+ * status as a single call's is: its code's or its cause's class, with
+ * reason, field and retryAfter; undefined for an accepted job. A result of
+ * a server that sends no status (an earlier build) is an Unknown error
+ * with its text as the message: its code is not read out of the text.
  */
-export function fromResult(r: { error: string; reason: string; retryAfterMs: bigint }): BaristaError | undefined {
-  if (!r.error) return undefined;
-  const cut = r.error.indexOf(": ");
-  const name = cut < 0 ? "" : r.error.slice(0, cut);
-  if (!(CODE_NAMES as readonly string[]).includes(name)) return new Unknown(r.error, { reason: r.reason });
-  return makeError(name, r.error.slice(cut + 2), {
-    reason: r.reason || undefined,
-    retryAfter: r.retryAfterMs > 0n ? Number(r.retryAfterMs) : undefined,
-  });
+export function fromResult(r: { status: Uint8Array; error: string }): BaristaError | undefined {
+  if (r.status.length > 0) {
+    let st: Status;
+    try {
+      st = fromBinary(StatusSchema, r.status);
+    } catch (e) {
+      return new Internal("a batch result with a malformed status", { cause: e });
+    }
+    return refusal(CODE_NAMES[st.code] ?? "UNKNOWN", st.message, statusDetails(st));
+  }
+  if (r.error) return new Unknown(r.error);
+  return undefined;
 }

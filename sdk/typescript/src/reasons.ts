@@ -1,10 +1,16 @@
 /**
  * The causes a cluster names when it refuses a call: the `reason` of the
- * refusal's google.rpc.ErrorInfo (domain "barista"). This table is the one
- * list of them in the SDK: the error classes of errors.ts are made from it
- * (one class per reason, a subclass of the class of the code the cluster
- * sends it with), and a test checks it against the server's list.
+ * refusal's google.rpc.ErrorInfo (domain "barista"), the names of the
+ * enum Reason of proto/types.proto (generated: gen/types_pb.ts), the one
+ * list of them. The table below gives each its code and its class: the
+ * compiler holds it to the enum (a row for every value, none other), and
+ * a test of the Go module checks it against docs/api.md's table of
+ * reasons (client TestReasonsAreOneList). The error classes of errors.ts
+ * are made from it (one class per reason, a subclass of the class of the
+ * code the cluster sends it with).
  */
+
+import type { Reason as ReasonEnum } from "./gen/types_pb.js";
 
 /** The canonical names of the gRPC status codes. */
 export const CODE_NAMES = [
@@ -39,22 +45,20 @@ interface ReasonRow {
   readonly doc: string;
 }
 
+/** A value's name of the enum Reason ("QUOTA_EXCEEDED"), REASON_UNSPECIFIED aside. */
+type ReasonName = Exclude<keyof typeof ReasonEnum, "REASON_UNSPECIFIED">;
+
 /** Every reason a refusal names, with its code and its class. */
 export const REASONS = {
   QUOTA_EXCEEDED: {
     code: "RESOURCE_EXHAUSTED",
     className: "QuotaExceeded",
-    doc: "the tenant holds its max_queued jobs (or the cluster's default_max_queued), or its max_queued_bytes of payloads",
+    doc: "the tenant holds its max_queued jobs (or the cluster's default_max_queued), or its max_queued_bytes of payloads, or the cluster its max_total_queued_bytes",
   },
   RATE_LIMITED: {
     code: "RESOURCE_EXHAUSTED",
     className: "RateLimited",
     doc: "a rate limit refused the call (the tenant's submit_rate, or a caller's write_rate): retryAfter says when to try again",
-  },
-  MAX_GROUPS: {
-    code: "RESOURCE_EXHAUSTED",
-    className: "MaxGroups",
-    doc: "a job of a new group would pass the tenant's max_groups",
   },
   KEY_CONFLICT: {
     code: "ALREADY_EXISTS",
@@ -91,6 +95,11 @@ export const REASONS = {
     className: "DeadlinesNotAllowed",
     doc: "the tenant may not submit jobs with a deadline",
   },
+  MAX_GROUPS: {
+    code: "RESOURCE_EXHAUSTED",
+    className: "MaxGroups",
+    doc: "a job of a new group would pass the tenant's max_groups",
+  },
   SUBSCRIPTION_REQUIRED: {
     code: "FAILED_PRECONDITION",
     className: "SubscriptionRequired",
@@ -101,9 +110,14 @@ export const REASONS = {
     className: "FeatureLevel",
     doc: "the call needs a higher cluster feature level (a cluster still being upgraded)",
   },
-} as const satisfies Record<string, ReasonRow>;
+  NOT_LEADER: {
+    code: "UNAVAILABLE",
+    className: "NotLeader",
+    doc: "the node does not lead and did nothing with the call: the SDK asks another node itself; a caller sees it only when no node could serve the call",
+  },
+} as const satisfies Record<ReasonName, ReasonRow>;
 
-/** A reason the SDK has a class for ("QUOTA_EXCEEDED"). */
+/** A reason a refusal names ("QUOTA_EXCEEDED"). */
 export type Reason = keyof typeof REASONS;
 
 /** The domain of the ErrorInfo details barista sends. */
@@ -112,6 +126,5 @@ export const ERROR_DOMAIN = "barista";
 /**
  * The reason of an UNAVAILABLE refusal by a node that no longer leads and
  * did nothing with the call: any call may be sent again to another node.
- * It is the transport's, not a refusal's: no class stands for it.
  */
-export const REASON_NOT_LEADER = "NOT_LEADER";
+export const REASON_NOT_LEADER: Reason = "NOT_LEADER";

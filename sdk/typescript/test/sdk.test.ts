@@ -272,17 +272,23 @@ describe("errors", { skip, timeout: 60_000 }, () => {
       e = await refused(acme.submit("x", undefined, { cost: -1 }), InvalidArgument);
       assert.equal(e.field, "cost");
 
-      // A batch reports each job's refusal by its code and its reason.
+      // A batch reports each job's refusal from its status: its code,
+      // its reason and its field, as a single call's.
       const results = await admin.submitMany([
         { kind: "x", payload: "fine", cost: 1, tenant: "acme" },
         { kind: "x", cost: 1, group: "a/b", tenant: "acme" },
         { kind: "x", cost: 1, tenant: "nobody" },
+        { kind: "x", cost: 1, tenant: "acme", pool: "nowhere" },
       ]);
       assert.equal((results[0] as Submitted).created, true);
-      assert.equal(results[1].constructor, InvalidArgument);
-      assert.ok((results[1] as BaristaError).message.startsWith("INVALID_ARGUMENT: group"));
-      assert.equal(results[2].constructor, TenantUnknown);
-      assert.deepEqual([(results[2] as BaristaError).code, (results[2] as BaristaError).reason], ["NOT_FOUND", "TENANT_UNKNOWN"]);
+      const [bad, unknown, nowhere] = results.slice(1) as BaristaError[];
+      assert.equal(bad.constructor, InvalidArgument);
+      assert.deepEqual([bad.code, bad.reason, bad.field], ["INVALID_ARGUMENT", undefined, "group"]);
+      assert.ok(bad.message.startsWith("INVALID_ARGUMENT: group"), bad.message);
+      assert.equal(unknown.constructor, TenantUnknown);
+      assert.deepEqual([unknown.code, unknown.reason, unknown.rawMessage], ["NOT_FOUND", "TENANT_UNKNOWN", 'unknown tenant "nobody"']);
+      assert.equal(nowhere.constructor, PoolUnknown);
+      assert.deepEqual([nowhere.code, nowhere.reason, nowhere.rawMessage], ["NOT_FOUND", "POOL_UNKNOWN", 'unknown pool "nowhere"']);
       await acme.cancel(results[0] as Submitted);
     } finally {
       admin.close();
@@ -308,6 +314,13 @@ describe("errors", { skip, timeout: 60_000 }, () => {
       assert.ok(e instanceof ResourceExhausted);
       assert.ok(e.retryAfter! > 50_000 && e.retryAfter! <= 60_000, String(e.retryAfter));
       assert.ok(e.rawMessage.startsWith('submit_rate: tenant "rated" may submit 1/1m0s (bursts of 1); retry in '));
+      // A batch item's refusal says it too, from its status.
+      const [item] = await admin.submitMany([{ kind: "x", cost: 1, tenant: "rated" }]);
+      assert.equal(item.constructor, RateLimited);
+      const r = item as RateLimited;
+      assert.deepEqual([r.code, r.reason], ["RESOURCE_EXHAUSTED", "RATE_LIMITED"]);
+      assert.ok(r.retryAfter! > 50_000 && r.retryAfter! <= 60_000, String(r.retryAfter));
+      assert.ok(r.rawMessage.startsWith('submit_rate: tenant "rated" may submit 1/1m0s (bursts of 1); retry in '), r.rawMessage);
       await admin.cancel(job, { tenant: "rated" });
     } finally {
       await c.setConfig({ submitRateN: 0, submitRatePeriodMs: 0n, submitBurst: 0 });

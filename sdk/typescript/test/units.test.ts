@@ -1,5 +1,5 @@
 /**
- * What needs no cluster: the table of reasons against the server's, the
+ * What needs no cluster: the table of reasons against the enum, the
  * error classes made from it, the conversions, and the committed generated
  * code against what make proto-typescript makes.
  */
@@ -10,18 +10,20 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { create, toBinary } from "@bufbuild/protobuf";
 import * as sdk from "../src/index.js";
+import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema, StatusSchema } from "../src/gen/rpc_status_pb.js";
+import { ReasonSchema } from "../src/gen/types_pb.js";
 import { BaristaError, errorClass, fromResult, makeError } from "../src/errors.js";
 import { REASONS, type Reason } from "../src/reasons.js";
 import * as cv from "../src/convert.js";
 import { silenceLimit } from "../src/slot.js";
 import { ROOT } from "./cluster.js";
 
-test("the table of reasons is the server's list (internal/text/refusal.go)", () => {
-  const src = readFileSync(join(ROOT, "internal", "text", "refusal.go"), "utf8");
-  const server = [...src.matchAll(/^\s*Reason\w+\s*=\s*"([A-Z_]+)"/gm)].map((m) => m[1]).sort();
-  assert.ok(server.length >= 12, `only ${server.length} reasons found in refusal.go`);
-  assert.deepEqual(Object.keys(REASONS).sort(), server);
+test("the table of reasons is the enum Reason (proto/types.proto), in its order", () => {
+  const names = ReasonSchema.values.filter((v) => v.number !== 0).map((v) => v.name);
+  assert.ok(names.length >= 13, `only ${names.length} reasons in the enum`);
+  assert.deepEqual(Object.keys(REASONS), names);
 });
 
 test("docs/sdk-typescript.md lists each reason's class", () => {
@@ -59,13 +61,50 @@ test("each reason has its class, a subclass of its code's, exported by its name"
   assert.ok(reasons.every((r) => r in REASONS));
 });
 
-test("a batch item's refusal is its reason's class, with its retry delay", () => {
-  const e = fromResult({ error: "RESOURCE_EXHAUSTED: submit_rate: tenant t may submit 1/1m0s", reason: "RATE_LIMITED", retryAfterMs: 5500n });
-  assert.ok(e instanceof sdk.RateLimited);
-  assert.deepEqual([e!.code, e!.reason, e!.retryAfter, e!.rawMessage], ["RESOURCE_EXHAUSTED", "RATE_LIMITED", 5500, "submit_rate: tenant t may submit 1/1m0s"]);
-  assert.equal(fromResult({ error: "", reason: "", retryAfterMs: 0n }), undefined);
-  const odd = fromResult({ error: "not a code line", reason: "", retryAfterMs: 0n });
-  assert.deepEqual([odd!.constructor, odd!.rawMessage], [sdk.Unknown, "not a code line"]);
+/** A google.rpc.Status in wire form, as a SubmitResult's status holds it. */
+function statusBytes(code: number, message: string, details: { type: string; value: Uint8Array }[]): Uint8Array {
+  const any = details.map((d) => ({ typeUrl: "type.googleapis.com/" + d.type, value: d.value }));
+  return toBinary(StatusSchema, create(StatusSchema, { code, message, details: any }));
+}
+
+test("a batch item's refusal is read from its status: its reason's class, field and retry delay", () => {
+  const info = (reason: string, metadata: Record<string, string> = {}, domain = "barista") =>
+    ({ type: "google.rpc.ErrorInfo", value: toBinary(ErrorInfoSchema, create(ErrorInfoSchema, { reason, domain, metadata })) });
+  const retry = (ms: number) => ({
+    type: "google.rpc.RetryInfo",
+    value: toBinary(RetryInfoSchema, create(RetryInfoSchema, { retryDelay: { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1e6 } })),
+  });
+  const bad = (field: string) => ({
+    type: "google.rpc.BadRequest",
+    value: toBinary(BadRequestSchema, create(BadRequestSchema, { fieldViolations: [{ field, description: "no" }] })),
+  });
+
+  // The plain fields are for JSON readers: what the status says wins.
+  const rate = fromResult({ status: statusBytes(8, "submit_rate: tenant t may submit 1/1m0s", [info("RATE_LIMITED"), retry(5500)]), error: "ignored" });
+  assert.ok(rate instanceof sdk.RateLimited && rate instanceof sdk.ResourceExhausted);
+  assert.deepEqual([rate.code, rate.reason, rate.retryAfter, rate.rawMessage, rate.field], ["RESOURCE_EXHAUSTED", "RATE_LIMITED", 5500, "submit_rate: tenant t may submit 1/1m0s", undefined]);
+
+  // The field: the ErrorInfo's metadata, else a BadRequest's.
+  const pool = fromResult({ status: statusBytes(5, "pool: unknown pool \"gpu\"", [info("POOL_UNKNOWN", { field: "pool" })]), error: "" });
+  assert.ok(pool instanceof sdk.PoolUnknown);
+  assert.deepEqual([pool.code, pool.reason, pool.field, pool.metadata, pool.retryAfter], ["NOT_FOUND", "POOL_UNKNOWN", "pool", { field: "pool" }, undefined]);
+  const size = fromResult({ status: statusBytes(3, "size: want sm, md or lg", [bad("size")]), error: "" });
+  assert.deepEqual([size!.constructor, size!.code, size!.reason, size!.field], [sdk.InvalidArgument, "INVALID_ARGUMENT", undefined, "size"]);
+  const both = fromResult({ status: statusBytes(3, "x", [bad("jobs[0].size"), info("TOO_LARGE", { field: "payload" })]), error: "" });
+  assert.deepEqual([both!.constructor, both!.field], [sdk.TooLarge, "payload"]);
+
+  // A reason of another domain, or sent with another code than its own, is only its code's.
+  const foreign = fromResult({ status: statusBytes(8, "x", [info("RATE_LIMITED", {}, "example.com")]), error: "" });
+  assert.deepEqual([foreign!.constructor, foreign!.reason], [sdk.ResourceExhausted, undefined]);
+  const odd = fromResult({ status: statusBytes(5, "x", [info("RATE_LIMITED")]), error: "" });
+  assert.deepEqual([odd!.constructor, odd!.reason], [sdk.NotFound, "RATE_LIMITED"]);
+
+  // An accepted job; a server of an earlier build (no status): Unknown, its text not parsed.
+  assert.equal(fromResult({ status: new Uint8Array(0), error: "" }), undefined);
+  const old = fromResult({ status: new Uint8Array(0), error: "RESOURCE_EXHAUSTED: tenant t has 5 queued jobs" });
+  assert.deepEqual([old!.constructor, old!.code, old!.reason, old!.rawMessage], [sdk.Unknown, "UNKNOWN", undefined, "RESOURCE_EXHAUSTED: tenant t has 5 queued jobs"]);
+  const broken = fromResult({ status: new Uint8Array([0xff, 0xff, 0xff]), error: "" });
+  assert.deepEqual([broken!.constructor, broken!.rawMessage], [sdk.Internal, "a batch result with a malformed status"]);
 });
 
 test("durations, deadlines, payloads and output tails", () => {
