@@ -12,9 +12,10 @@ import {
   type SubmitRequest,
   type SubmitResponse,
 } from "./gen/client_pb.js";
-import { HEADER_WATCH_CURSOR, MAX_MESSAGE_BYTES, Nodes, transportError, type Logger, type NodesOptions, type Tls } from "./conn.js";
+import { HEADER_WATCH_CURSOR, Nodes, transportError, type Logger, type NodesOptions, type Tls } from "./conn.js";
 import * as cv from "./convert.js";
 import { BaristaError, InvalidArgument, TooLarge, fromError, fromResult } from "./errors.js";
+import { MAX_BATCH, MAX_BATCH_BYTES, MAX_MESSAGE_BYTES } from "./limits.js";
 import {
   eventFromPb,
   explanationFromPb,
@@ -32,10 +33,6 @@ import {
   type Usage,
 } from "./models.js";
 import { sleep } from "./util.js";
-
-/** The most jobs, and bytes of jobs, one SubmitBatch request carries. */
-export const MAX_BATCH = 1000;
-export const MAX_BATCH_BYTES = 3 << 20;
 
 /** A watch's reconnect backoff once every node failed (ms, as the Go client's). */
 export const WATCH_BACKOFF_FIRST = 300;

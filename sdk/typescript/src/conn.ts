@@ -10,11 +10,10 @@ import { Code, ConnectError, createClient, type CallOptions, type Client as RpcC
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { SecureClientSessionOptions } from "node:http2";
 import { BaristaError, ClientClosed, DeadlineExceeded, InvalidArgument, Unavailable, fromError, isNotLeader } from "./errors.js";
+import { MAX_MESSAGE_BYTES } from "./limits.js";
 import { Session } from "./session.js";
 import { sleep } from "./util.js";
 
-/** The largest message a node sends or receives (4 MiB). */
-export const MAX_MESSAGE_BYTES = 4 << 20;
 
 export const HEADER_INDEX = "x-barista-index";
 export const HEADER_MIN_INDEX = "x-barista-min-index";

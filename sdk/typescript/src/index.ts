@@ -11,9 +11,8 @@
  *     for await (const ev of c.watch(job)) console.log(ev.kind, ev.at);
  */
 
-export { Client, MAX_BATCH, MAX_BATCH_BYTES } from "./client.js";
+export { Client } from "./client.js";
 export type { AnyKinds, ClientOptions, JobRef, JobSpec, JobTypes, JobsOptions, ReadOptions, SubmitOptions, TenantSettings, WatchOptions } from "./client.js";
-export { MAX_MESSAGE_BYTES } from "./conn.js";
 export type { Logger, Tls, TlsOptions } from "./conn.js";
 export type { GroupOrderName, Priority, SizeName, TierName } from "./convert.js";
 export * from "./errors.js";
@@ -23,5 +22,6 @@ export { TERMINAL_STATES } from "./models.js";
 export type { Cancel, Event, Explanation, GroupUsage, Job, Submitted, Subscription, Tenant, Usage } from "./models.js";
 export { Worker, STOP_REPORT_WAIT } from "./worker.js";
 export type { RunOptions, WorkerOptions } from "./worker.js";
-export { Snooze, Unrunnable, MIN_SNOOZE_MS, MAX_SNOOZE_MS } from "./run.js";
+export { Snooze, Unrunnable } from "./run.js";
+export { MAX_BATCH, MAX_BATCH_BYTES, MAX_MESSAGE_BYTES, MAX_SNOOZE_MS, MIN_SNOOZE_MS } from "./limits.js";
 export type { Handler, JobContext, WorkerJob } from "./run.js";

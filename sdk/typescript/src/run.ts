@@ -6,25 +6,32 @@
 import type { Assign } from "./gen/worker_pb.js";
 import * as cv from "./convert.js";
 import { InvalidArgument } from "./errors.js";
+import { MAX_SNOOZE_MS, MIN_SNOOZE_MS } from "./limits.js";
 
-/** A snooze's bounds (SPEC §3 "Job lifecycle"): 1 s .. 24 h, in ms. */
-export const MIN_SNOOZE_MS = 1_000;
-export const MAX_SNOOZE_MS = 24 * 3600 * 1000;
 
 /**
  * Thrown by a job's function (or by ctx.snooze) to end its run "snoozed":
- * the job waits, scheduled, for ms (1 s .. 24 h) and is tried again,
- * without counting a failure (a downstream service said "not yet").
+ * the job waits, scheduled, for ms and is tried again, without counting a
+ * failure (a downstream service said "not yet"). A delay outside the
+ * cluster's bounds (1 s .. 24 h) is held to them, and the worker's log
+ * says so, as the Go and Python workers do. A job snoozed max_snoozes
+ * times in a row (100) fails.
  */
 export class Snooze extends Error {
+  /** The delay the run waits, in whole ms, within the bounds. */
   readonly ms: number;
+  /** The delay asked for, in whole ms (ms unless it was held to the bounds). */
+  readonly asked: number;
   constructor(ms: number) {
-    if (typeof ms !== "number" || !Number.isFinite(ms) || Math.round(ms) < MIN_SNOOZE_MS || Math.round(ms) > MAX_SNOOZE_MS) {
-      throw new InvalidArgument(`snooze: ${String(ms)} ms is out of range (1 s .. 24 h)`, { field: "snooze" });
+    if (typeof ms !== "number" || Number.isNaN(ms) || ms < 0) {
+      throw new InvalidArgument(`snooze: ${String(ms)} is not a number of milliseconds`, { field: "snooze" });
     }
-    super(`snoozed for ${Math.round(ms) / 1000}s`);
+    const asked = Math.round(ms);
+    const held = Math.min(Math.max(asked, MIN_SNOOZE_MS), MAX_SNOOZE_MS);
+    super(`snoozed for ${held / 1000}s`);
     this.name = "Snooze";
-    this.ms = Math.round(ms);
+    this.ms = held;
+    this.asked = asked;
   }
 }
 
@@ -70,7 +77,7 @@ export interface JobContext {
   readonly signal: AbortSignal;
   /** The worker ID of the slot the job runs on. */
   readonly workerId: string;
-  /** Ends the run snoozed for ms (1 s .. 24 h): throws a Snooze. */
+  /** Ends the run snoozed for ms (held to 1 s .. 24 h): throws a Snooze. */
   snooze(ms: number): never;
 }
 
@@ -83,6 +90,8 @@ export interface Result {
   output: string;
   error: string;
   snoozeMs: number;
+  /** The snooze the function asked for, when it was held to the bounds (ms). */
+  snoozeAsked?: number;
   permanent: boolean;
   cpuMs: number;
 }
@@ -103,7 +112,7 @@ function returned(value: unknown): Omit<Result, "cpuMs"> {
 
 function thrown(e: unknown): Omit<Result, "cpuMs"> {
   const r = { ok: false, output: "", error: "", snoozeMs: 0, permanent: false };
-  if (e instanceof Snooze) return { ...r, snoozeMs: e.ms };
+  if (e instanceof Snooze) return { ...r, snoozeMs: e.ms, ...(e.asked !== e.ms ? { snoozeAsked: e.asked } : {}) };
   if (e instanceof Unrunnable) return { ...r, error: cv.outputTail(e.message || "unrunnable"), permanent: true };
   const text = e instanceof Error ? e.stack || `${e.name}: ${e.message}` : `thrown: ${String(e)}`;
   return { ...r, error: cv.outputTail(text) };

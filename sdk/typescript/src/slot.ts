@@ -21,6 +21,7 @@ import {
 } from "./gen/worker_pb.js";
 import * as cv from "./convert.js";
 import { fromError, isNotLeader, makeError } from "./errors.js";
+import { MAX_SNOOZE_MS, MIN_SNOOZE_MS } from "./limits.js";
 import { Run, workerJob } from "./run.js";
 import { Queue, sleep } from "./util.js";
 import type { Worker } from "./worker.js";
@@ -477,8 +478,13 @@ export class Slot {
     const res = { ...run.result };
     let outcome: Outcome;
     if (j.cancelling) outcome = Outcome.CANCELLED;
-    else if (res.snoozeMs && this.snoozeOk) outcome = Outcome.SNOOZED;
-    else if (res.snoozeMs) {
+    else if (res.snoozeMs && this.snoozeOk) {
+      outcome = Outcome.SNOOZED;
+      if (res.snoozeAsked !== undefined) {
+        this.w.log("warn", `snooze held to the cluster's bounds: job=${j.assign.job} asked=${res.snoozeAsked}ms snooze=${res.snoozeMs}ms ` +
+          `min=${MIN_SNOOZE_MS}ms max=${MAX_SNOOZE_MS}ms`);
+      }
+    } else if (res.snoozeMs) {
       // An earlier build's leader cannot snooze a job: the run counts as
       // failed, saying so.
       res.error += `\nthe run asked to be snoozed ${res.snoozeMs / 1000}s, but the leader (an earlier build) cannot snooze a job: the run counts as failed`;

@@ -166,12 +166,16 @@ function assign(job: number, kind: string, payload = "", attempt = 1): LeaderIni
 const ack = (job: number, attempt = 1): LeaderInit => ({ case: "finishedAck", value: { job: BigInt(job), attempt } });
 const quiet = () => undefined;
 
-test("a snooze is reported with its delay", async () => {
+test("a snooze is reported with its delay; one outside the bounds is held to them, with a log line", async () => {
   await leaders(1, async ([lead]) => {
-    const w = new Worker({ servers: [lead.addr], id: "proto-snooze", size: "md", pool: "gpu", logger: quiet });
+    const warnings: string[] = [];
+    const w = new Worker({ servers: [lead.addr], id: "proto-snooze", size: "md", pool: "gpu", logger: (level, msg) => {
+      if (level === "warn") warnings.push(msg);
+    } });
     w.register("later", () => {
       throw new Snooze(1500);
     });
+    w.register("soon", (_job, ctx) => ctx.snooze(10));
     await serving(w, async () => {
       const s = await lead.session();
       assert.deepEqual([s.hello.workerId, s.hello.size, s.hello.pool, s.hello.version], ["proto-snooze-1", Size.MD, "gpu", "typescript-1"]);
@@ -186,6 +190,13 @@ test("a snooze is reported with its delay", async () => {
       s.send(ack(7));
       const again = await s.expect("ready");
       assert.equal(again.credit, ready.credit + 1n);
+      assert.deepEqual(warnings, []);
+      s.send(assign(8, "soon"));
+      await s.expect("started");
+      const held = await s.expect("finished");
+      assert.deepEqual([held.job, held.outcome, held.snoozeMs, held.exitCode], [8n, Outcome.SNOOZED, 1000n, 0]);
+      assert.deepEqual(warnings, ["snooze held to the cluster's bounds: job=8 asked=10ms snooze=1000ms min=1000ms max=86400000ms"]);
+      s.send(ack(8));
     });
   });
 });

@@ -456,12 +456,15 @@ describe("the worker", { skip, timeout: 60_000 }, () => {
     }
   });
 
-  test("snooze runs the job again later without a failure", async () => {
-    const worker = new Worker<TestKinds>({ servers: c.addrs, token: WORKER_TOKEN, id: "ts-snooze" });
+  test("snooze runs the job again later without a failure (a snooze under 1 s held to it)", async () => {
+    const warnings: string[] = [];
+    const worker = new Worker<TestKinds>({ servers: c.addrs, token: WORKER_TOKEN, id: "ts-snooze", logger: (level, msg) => {
+      if (level === "warn" && msg.startsWith("snooze")) warnings.push(msg);
+    } });
     const runs: [number, number][] = [];
     worker.register("later", (job, ctx) => {
       runs.push([job.attempt, performance.now()]);
-      if (job.attempt === 1) ctx.snooze(1000);
+      if (job.attempt === 1) ctx.snooze(300);
       return "woke";
     });
     const client = new Client<TestKinds>({ servers: c.addrs, token: ACME_TOKEN });
@@ -476,12 +479,13 @@ describe("the worker", { skip, timeout: 60_000 }, () => {
         const got = await client.get(job);
         assert.deepEqual([got.state, got.result, got.attempt, got.failures, got.snoozes], ["completed", "woke", 2, 0, 0]);
         assert.deepEqual(runs.map(([a]) => a), [1, 2]);
-        assert.ok(runs[1][1] - runs[0][1] >= 1000);
+        assert.ok(runs[1][1] - runs[0][1] >= 1000, `ran again after ${runs[1][1] - runs[0][1]} ms`);
+        assert.deepEqual(warnings, [`snooze held to the cluster's bounds: job=${job.id} asked=300ms snooze=1000ms min=1000ms max=86400000ms`]);
       });
     } finally {
       client.close();
     }
-    assert.throws(() => new Snooze(500), InvalidArgument);
+    assert.throws(() => new Snooze(-1), InvalidArgument);
   });
 
   test("heartbeats carry a long run's CPU; stop({grace}) fails a run that outlasts it, for a retry", async () => {

@@ -139,6 +139,24 @@ test("durations, deadlines, payloads and output tails", () => {
   assert.throws(() => cv.size("xl"), /size: "xl" \(want sm, md or lg\)/);
 });
 
+test("a snooze outside the cluster's bounds is held to them", () => {
+  const held = (ms: number) => {
+    const z = new sdk.Snooze(ms);
+    return [z.ms, z.asked];
+  };
+  assert.deepEqual(held(1500), [1500, 1500]);
+  assert.deepEqual(held(1500.4), [1500, 1500]);
+  assert.deepEqual(held(500), [1000, 500]);
+  assert.deepEqual(held(0), [1000, 0]);
+  assert.deepEqual(held(sdk.MAX_SNOOZE_MS), [86_400_000, 86_400_000]);
+  assert.deepEqual(held(2 * sdk.MAX_SNOOZE_MS), [86_400_000, 172_800_000]);
+  assert.deepEqual(held(Infinity), [86_400_000, Infinity]);
+  assert.equal(new sdk.Snooze(500).message, "snoozed for 1s");
+  for (const bad of [-1, Number.NaN, "5" as unknown as number]) {
+    assert.throws(() => new sdk.Snooze(bad), (e: BaristaError) => e instanceof sdk.InvalidArgument && e.field === "snooze");
+  }
+});
+
 test("a slot's silence limit", () => {
   assert.equal(silenceLimit(5_000, 25_000), 12_500);
   assert.equal(silenceLimit(1_000, 8_000), 4_000);
