@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python test-upgrade lint bench chaos soak ratelimit fuzz proto proto-python run clean
+.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit fuzz proto proto-python proto-typescript run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -15,7 +15,7 @@ help: ## list the targets
 build: ## build bin/barista
 	$(GO) build -o bin/barista ./cmd/barista
 
-test: test-unit test-examples test-proc test-python ## run the test suite (the README's test command)
+test: test-unit test-examples test-proc test-python test-typescript ## run the test suite (the README's test command)
 
 # A race-enabled binary sleeps a second at exit (the race detector's
 # atexit_sleep_ms) unless told not to; the tests start many.
@@ -40,6 +40,31 @@ test-python: build ## the Python SDK's tests (pytest, under a minute) against a 
 	else \
 		cd sdk/python && BARISTA_BIN=$(CURDIR)/bin/barista PYTHONDONTWRITEBYTECODE=1 $(PYTHON3) -m pytest -q -p no:cacheprovider -rs tests; \
 	fi
+
+# The TypeScript SDK's tests (sdk/typescript/test, node --test) against
+# three servers of bin/barista, with Node 18.14 or later and the packages
+# of the SDK's and examples/typescript-worker's lockfiles (npm ci, again
+# whenever a lockfile is newer than what it installed); tsc builds the SDK,
+# its tests and the example first. Where node or npm is missing the target
+# says so and passes (.ci/run installs them).
+TS_EXAMPLE := examples/typescript-worker
+define npm_ci
+	@if [ ! -f $(1)/node_modules/.package-lock.json ] || [ $(1)/package-lock.json -nt $(1)/node_modules/.package-lock.json ]; then \
+		echo "npm ci in $(1)"; (cd $(1) && npm ci --no-audit --no-fund --loglevel=error); fi
+endef
+test-typescript: build ## the TypeScript SDK's tests (node --test, under a minute) against a three-node cluster of bin/barista; skipped where node or npm is missing
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null || ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>18||(a==18&&b>=14)?0:1)'; then \
+		echo "test-typescript: skipped: node (18.14 or later) or npm is missing (apt-get install nodejs npm)"; \
+	else \
+		$(MAKE) --no-print-directory test-typescript-run; \
+	fi
+
+test-typescript-run:
+	$(call npm_ci,$(TS_SDK))
+	$(call npm_ci,$(TS_EXAMPLE))
+	rm -rf $(TS_SDK)/dist && cd $(TS_SDK) && node_modules/.bin/tsc -p .
+	cd $(TS_EXAMPLE) && node_modules/.bin/tsc -p .
+	cd $(TS_SDK) && BARISTA_BIN=$(CURDIR)/bin/barista node --test dist/test/*.test.js
 
 # this build beside the previous release: PREVIOUS_REV's source (git
 # archive, in a temporary directory) is built into bin/previous/barista, then the tests of
@@ -122,6 +147,7 @@ proto: ## regenerate the protobuf Go code (with its reflection-free codec), the 
 	protoc -I proto --plugin=protoc-gen-openapiv2=$$($(GO) tool -n protoc-gen-openapiv2) \
 		--openapiv2_out=proto --openapiv2_opt=$(GATEWAY_OPTS),allow_merge=true,merge_file_name=barista,json_names_for_fields=false proto/*.proto
 	$(MAKE) --no-print-directory proto-python
+	$(MAKE) --no-print-directory proto-typescript
 
 # The Python SDK's generated code (sdk/python/src/barista/_proto) comes
 # from the wire's .proto files (those of Go package pb: client, worker,
@@ -145,6 +171,21 @@ proto-python: ## regenerate the Python SDK's protobuf and gRPC code (needs proto
 	protoc -I "$$tmp" --python_out=$(PY_PROTO_OUT) "$$tmp"/$(PY_PROTO_PKG)/*.proto && \
 	protoc -I "$$tmp" --plugin=protoc-gen-grpc_python=$$(command -v grpc_python_plugin) --grpc_python_out=$(PY_PROTO_OUT) \
 		$$(for f in $$(grep -l "^service " $(WIRE_PROTOS)); do echo "$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; done)
+
+# The TypeScript SDK's generated code (sdk/typescript/src/gen, one *_pb.ts
+# a .proto file, messages and service descriptors) comes from the wire's
+# .proto files (WIRE_PROTOS, as the Python SDK's) and
+# sdk/python/proto/rpc_status.proto, by protoc-gen-es, a package of the
+# SDK's (npm ci in sdk/typescript installs it).
+TS_SDK := sdk/typescript
+TS_PROTO_OUT := $(TS_SDK)/src/gen
+proto-typescript: ## regenerate the TypeScript SDK's protobuf code (needs protoc, and npm to install the SDK's packages if they are missing)
+	@command -v protoc >/dev/null || { echo "protoc not found: apt-get install protobuf-compiler"; exit 1; }
+	@test -x $(TS_SDK)/node_modules/.bin/protoc-gen-es || { command -v npm >/dev/null && (cd $(TS_SDK) && npm ci --no-audit --no-fund --loglevel=error); } || \
+		{ echo "protoc-gen-es not found, and npm ci in $(TS_SDK) could not install it (apt-get install nodejs npm)"; exit 1; }
+	rm -f $(TS_PROTO_OUT)/*_pb.ts
+	protoc -I proto -I sdk/python/proto --plugin=protoc-gen-es=$(TS_SDK)/node_modules/.bin/protoc-gen-es \
+		--es_out=$(TS_PROTO_OUT) --es_opt=target=ts,import_extension=js $(WIRE_PROTOS) sdk/python/proto/rpc_status.proto
 
 run: build ## run a local cluster with workers and demo load (Ctrl-C stops it)
 	bin/barista dev

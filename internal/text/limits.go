@@ -3,8 +3,9 @@ package text
 // The limits the servers hold every caller to and the SDKs hold
 // themselves to before they send, written once. The Go client and worker
 // take them through internal/wire; the Python SDK's copy
-// (sdk/python/src/barista/_limits.py) is checked against them by a test
-// (internal/wire TestPythonLimits), and the TypeScript SDK's likewise.
+// (sdk/python/src/barista/_limits.py) and the TypeScript SDK's
+// (sdk/typescript/src/limits.ts) are checked against them by tests
+// (internal/wire TestPythonLimits, TestTypeScriptLimits).
 const (
 	// MaxMessageBytes is the largest gRPC message a node receives or
 	// sends, on every connection (clients, workers, forwarding between
