@@ -44,7 +44,8 @@ const (
 // given, so fn sees every event
 // once, with no gap. It returns
 //   - nil when the stream ends by itself: req.JobId's job ended, or, with
-//     req.UntilIdle, the tenant has nothing queued or running;
+//     req.UntilIdle, the tenant has nothing queued or running, nor a job
+//     scheduled to run again (a retry backing off, a snooze);
 //   - fn's error, as it is, when fn returns one (the watch stops);
 //   - the context's error when ctx ends;
 //   - an *Error when the cluster refuses the watch in a way retrying

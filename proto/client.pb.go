@@ -1416,7 +1416,8 @@ type WatchEventsRequest struct {
 	// from_oldest starts at the oldest retained event (from_seq is ignored).
 	FromOldest bool `protobuf:"varint,4,opt,name=from_oldest,json=fromOldest,proto3" json:"from_oldest,omitempty"`
 	// until_idle ends the stream once every event so far is sent and the
-	// tenant (all tenants, if none is named) has no queued or running job.
+	// tenant (all tenants, if none is named) has no queued or running job,
+	// nor one scheduled to run again (a retry backing off, a snooze).
 	UntilIdle     bool `protobuf:"varint,5,opt,name=until_idle,json=untilIdle,proto3" json:"until_idle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

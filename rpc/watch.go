@@ -179,11 +179,14 @@ func finalEnd(sc *sfq.Scheduler, tenant string, ev *fsm.Event) bool {
 const watchBatch = 128
 
 // idle reports whether a tenant (every tenant, if none is named) has no
-// queued or running job.
+// queued or running job, nor one scheduled to run again (a failed run
+// backing off before its retry, a snooze): what a person means by idle.
+// A job that has never run and waits out the delay it was submitted with
+// does not keep it busy.
 func idle(sc *sfq.Scheduler, tenant string) bool {
 	busy := false
 	sc.Tenants(func(_ uint32, t *sfq.Tenant) bool {
-		if (tenant == "" || t.Name == tenant) && !t.Deleted && (t.QueuedTotal() > 0 || t.Running > 0) {
+		if (tenant == "" || t.Name == tenant) && !t.Deleted && (t.QueuedTotal() > 0 || t.Running > 0 || t.ScheduledAgain > 0) {
 			busy = true
 		}
 		return !busy

@@ -496,8 +496,9 @@ func (q *endedQueue) walk(now Time, fn func(endedEntry)) {
 func (s *Scheduler) rebuildDelays() {
 	s.dl = delayState{}
 	s.Tenants(func(i uint32, t *Tenant) bool {
-		if t.Scheduled != 0 {
-			s.tenants.Mut(uint64(i)).Scheduled = 0
+		if t.Scheduled != 0 || t.ScheduledAgain != 0 {
+			tm := s.tenants.Mut(uint64(i))
+			tm.Scheduled, tm.ScheduledAgain = 0, 0
 		}
 		return true
 	})
@@ -512,7 +513,11 @@ func (s *Scheduler) rebuildDelays() {
 			s.dl.timed++
 		}
 		if j.State == Scheduled {
-			s.tenants.Mut(uint64(j.Tenant)).Scheduled++
+			tm := s.tenants.Mut(uint64(j.Tenant))
+			tm.Scheduled++
+			if j.Attempt > 0 {
+				tm.ScheduledAgain++
+			}
 			if gs, ok := s.groupSlot(j.Tenant, j.Group()); ok {
 				s.groups.Mut(uint64(gs)).Scheduled++
 			}
@@ -543,6 +548,7 @@ func (s *Scheduler) verifyDelays(report func(string, ...any)) {
 	}
 	due, expiring, lapsed := in(&s.dl.due), in(&s.dl.expiring), in(&s.dl.lapsed)
 	tenants := make([]uint32, s.tenants.Len())
+	again := make([]uint32, s.tenants.Len())
 	groups := map[groupKey]uint32{}
 	var timed uint64
 	s.jobs.View().Each(func(_ uint64, j *Job) bool {
@@ -555,6 +561,9 @@ func (s *Scheduler) verifyDelays(report func(string, ...any)) {
 		if j.State == Scheduled {
 			if int(j.Tenant) < len(tenants) {
 				tenants[j.Tenant]++
+				if j.Attempt > 0 {
+					again[j.Tenant]++
+				}
 			}
 			groups[groupKey{j.Tenant, j.Group()}]++
 			if !j.timed {
@@ -585,8 +594,8 @@ func (s *Scheduler) verifyDelays(report func(string, ...any)) {
 		report("timed jobs: %d, job table says %d", s.dl.timed, timed)
 	}
 	s.tenants.View().Each(func(i uint64, t *Tenant) bool {
-		if t.Scheduled != tenants[i] {
-			report("tenant %q scheduled=%d, job table says %d", t.Name, t.Scheduled, tenants[i])
+		if t.Scheduled != tenants[i] || t.ScheduledAgain != again[i] {
+			report("tenant %q scheduled=%d (again %d), job table says %d (%d)", t.Name, t.Scheduled, t.ScheduledAgain, tenants[i], again[i])
 		}
 		return true
 	})

@@ -350,6 +350,9 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	if old.State == Scheduled && j.State != Scheduled {
 		tm.Scheduled--
 		gm.Scheduled--
+		if old.Attempt > 0 {
+			tm.ScheduledAgain--
+		}
 	}
 	tm.Billing.Failures += uint64(j.Failures - old.Failures)
 	switch j.State {
@@ -376,6 +379,9 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	case Scheduled:
 		// A failed run backing off before its retry.
 		tm.Scheduled++
+		if j.Attempt > 0 {
+			tm.ScheduledAgain++
+		}
 		tm.Billing.Requeues++
 		gm.Scheduled++
 		s.dl.due.push(j.DueAt(), j.ID)

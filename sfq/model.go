@@ -185,9 +185,13 @@ type Tenant struct {
 	// Groups counts the tenant's named groups (derived, checked by
 	// Verify).
 	Groups uint32
-	// Scheduled counts the tenant's scheduled jobs (derived from the job
-	// table on restore, checked by Verify; not encoded).
-	Scheduled uint32
+	// Scheduled counts the tenant's scheduled jobs, and ScheduledAgain
+	// those of them that ran before (a failed run backing off, a snooze,
+	// a redrive with a delay): work the tenant still has, for a watch
+	// until it is idle (derived from the job table on restore, checked by
+	// Verify; not encoded).
+	Scheduled      uint32
+	ScheduledAgain uint32
 	Billing   Billing
 	// groupNow holds group_now per class (group_order=fair).
 	groupNow [NumClasses]VirtualTime

@@ -262,6 +262,9 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	gm := s.groups.Mut(uint64(gs))
 	if scheduled {
 		tm.Scheduled++
+		if jm.Attempt > 0 {
+			tm.ScheduledAgain++
+		}
 		gm.Scheduled++
 		s.dl.due.push(jm.DueAt(), id)
 		s.tidyDelays()

@@ -74,4 +74,15 @@ func TestWatchJobAndUntilIdle(t *testing.T) {
 	if err != nil || st.Queued != 0 || st.Running != 0 {
 		t.Fatalf("after --until-idle: %v %v", st, err)
 	}
+	// --until-idle waits for a job scheduled to run again: job 5 fails its
+	// first run, backs off 2 s, then completes.
+	marker := t.TempDir() + "/ran-once"
+	if out, errOut, err := c.Run("submit", "--server", server, "--tenant", "acme", "--size", "sm", "--cost", "100ms", "--max-attempts", "2",
+		"--retry-backoff", "2s", "--", "sh", "-c", "test -e "+marker+" || { touch "+marker+"; exit 1; }"); err != nil {
+		t.Fatalf("submit: %v %s %s", err, out, errOut)
+	}
+	out, errOut, err = c.Run("watch", "--server", server, "--tenant", "acme", "--until-idle")
+	if err != nil || !strings.Contains(out, "job=5 attempt=2 completed") {
+		t.Fatalf("watch --until-idle over a retry: %v %q %q", err, out, errOut)
+	}
 }

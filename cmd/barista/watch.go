@@ -36,7 +36,9 @@ an earlier one it has left (a redriven job's history holds its first
 ending; the watch goes on past it). Exit code 0 if it completed, 3 if
 it failed, 4 if it timed out, 5 if it was cancelled (1 if it is not
 found). --until-idle exits once the tenant has no queued or running
-job (exit code 0).
+job, nor one scheduled to run again (a failed run backing off before its
+retry, a snooze; exit code 0); a job that waits out the delay it was
+submitted with does not hold it.
 
 An event's time is the leader's wall clock when it happened ("at"; with
 --json also "cluster_at_ms", its cluster time).`,
@@ -44,7 +46,7 @@ An event's time is the leader's wall clock when it happened ("at"; with
 			o.tenantFlags.register(fs)
 			numFlag(fs, &o.from, "from", 0, 0, math.MaxUint64, "first event `SEQ` to print (0: the next new one)")
 			numFlag(fs, &o.job, "job", 0, 1, math.MaxUint64, "only the events of job `ID`; exit when it ends")
-			fs.BoolVar(&o.untilIdle, "until-idle", false, "exit once the tenant has no queued or running job")
+			fs.BoolVar(&o.untilIdle, "until-idle", false, "exit once the tenant has no queued or running job, nor one backing off or snoozed")
 		},
 		run: func(env *cmdEnv, opts *watchOpts, args []string) error {
 			if len(args) > 0 {

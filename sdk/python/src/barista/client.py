@@ -236,7 +236,8 @@ class Client:
         given (ending after its terminal event), from the oldest retained
         (``from_oldest``), or from ``from_seq``, or, with neither, from the
         next new one. ``until_idle`` ends once the tenant has nothing
-        queued or running.
+        queued or running, nor a job scheduled to run again (a retry
+        backing off, a snooze).
 
         The watch follows the events across failures: when its stream
         breaks or its node fails it moves to the next node at once (and

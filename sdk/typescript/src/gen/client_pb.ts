@@ -864,7 +864,8 @@ export type WatchEventsRequest = Message<"barista.v1.WatchEventsRequest"> & {
 
   /**
    * until_idle ends the stream once every event so far is sent and the
-   * tenant (all tenants, if none is named) has no queued or running job.
+   * tenant (all tenants, if none is named) has no queued or running job,
+   * nor one scheduled to run again (a retry backing off, a snooze).
    *
    * @generated from field: bool until_idle = 5;
    */
