@@ -120,7 +120,7 @@ export interface WatchOptions {
   fromOldest?: boolean;
   /** From this event's sequence number. */
   fromSeq?: number;
-  /** End once the tenant has nothing queued or running. */
+  /** End once the tenant has nothing queued or running, nor a job scheduled to run again (a retry backing off, a snooze). */
   untilIdle?: boolean;
   /** Stops the watch (the iteration ends). */
   signal?: AbortSignal;
@@ -366,7 +366,8 @@ export class Client<K extends JobTypes = AnyKinds> {
    * (ending after its terminal event), from the oldest retained
    * (fromOldest, the default), from fromSeq, or with fromOldest false from
    * the next new one. untilIdle ends once the tenant has nothing queued or
-   * running.
+   * running, nor a job scheduled to run again (a retry backing off, a
+   * snooze).
    *
    * The watch follows the events across failures: when its stream breaks
    * or its node fails it moves to the next node at once (and backs off,
