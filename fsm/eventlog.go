@@ -358,3 +358,12 @@ func (v eventView) EachBack(fn func(seq uint64, ev *eventRecord) bool) {
 		}
 	}
 }
+
+// shift numbers every retained event d higher (a restore of an older
+// state, renumbered above every event the cluster numbered since). Only
+// a log no view reads yet may be shifted.
+func (l *eventLog) shift(d uint64) {
+	for _, b := range l.blocks {
+		b.seq += d
+	}
+}

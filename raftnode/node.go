@@ -836,10 +836,44 @@ func (n *Node) ConsistentRead(ctx context.Context) error {
 
 // RestoreBackup replaces the cluster's state with a snapshot file (leader
 // only): Raft installs it with an index past its log, so followers and new
-// members get it by InstallSnapshot.
+// members get it by InstallSnapshot. The state installed is the file's,
+// with the numbers it hands out raised above those this cluster handed
+// out (fsm.FSM.RaiseNumbers, read after a barrier, so every entry
+// committed before the restore counts): a job ID or an event seq a client
+// holds never names something else after the restore.
 func (n *Node) RestoreBackup(r io.Reader, size int64) error {
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}
-	return n.raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size}, r, 5*time.Minute)
+	restored := fsm.New()
+	if _, err := snapshot.Read(r, restored); err != nil {
+		return err
+	}
+	if err := n.raft.Barrier(30 * time.Second).Error(); err != nil {
+		return err
+	}
+	if err := restored.RaiseNumbers(n.FSM.HandedOut()); err != nil {
+		return err
+	}
+	v, err := restored.Freeze()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(n.cfg.DataDir, "restore-raised-*.bin")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := snapshot.Write(tmp, v); err != nil {
+		return err
+	}
+	end, err := tmp.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return n.raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: end}, tmp, 5*time.Minute)
 }

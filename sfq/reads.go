@@ -256,3 +256,14 @@ func (s *Scheduler) weight(t *Tenant, usage int64) Weight {
 	mult := max(t.Multiplier, 1)
 	return Weight(int64(s.cfg.TierWeights[t.Tier]) * int64(mult) * int64(factor))
 }
+
+// RaiseNextJob makes the next job's ID at least id (a restore of an
+// older state: IDs never go back, so no job gets an ID the cluster
+// handed out before). It never lowers it.
+func (s *Scheduler) RaiseNextJob(id JobID) error {
+	if id > MaxID {
+		return invalidf("", "next job ID %d is past %d", id, uint64(MaxID))
+	}
+	s.nextJob = max(s.nextJob, id)
+	return nil
+}
