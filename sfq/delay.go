@@ -303,7 +303,7 @@ func (s *Scheduler) lapse(now Time) {
 			was = s.groupEligibility(ti, gs)
 		}
 		q := s.queueMut(gs, jm.Class, jm.Size)
-		unqueue(q, jm)
+		s.unqueue(q, jm)
 		s.rt[ti].slotMut(jm.Class, jm.Size)
 		s.refresh(ti, gs, q)
 		s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
@@ -360,7 +360,7 @@ func (s *Scheduler) Release(now Time, id JobID, force bool) (Change, error) {
 	// queue (this job did not: its expire_at is later).
 	s.advance(now)
 	j = s.jobs.Get(uint64(id))
-	if !j.deadline {
+	if !j.deadline() {
 		s.idleRule(s.pool(j.Tenant), j.Class) // as at a submit
 	}
 	s.setLife(id, life, now)

@@ -275,10 +275,11 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 		return Assignment{}, false, preconditionf("", "", "job %d at the head of its queue is %s", j.ID, j.State)
 	}
 
+	part := q.of(s.routeOf(j))
 	if c.deadline {
-		q.dls.popFront()
+		part.dls.popFront()
 	} else {
-		q.fifo.popFront()
+		part.fifo.popFront()
 	}
 	jm := s.jobs.Mut(uint64(c.seq))
 	jm.Life = life

@@ -167,8 +167,8 @@ func (v *View) FitsVersion1() error {
 		return err
 	}
 	v.jobs.Each(func(_ uint64, j *Job) bool {
-		if j.Class != ClassNormal || j.deadline || j.EstSource != EstFromSubmit {
-			err = fmt.Errorf("job %d has class %s, a deadline %t, estimate from %s", j.ID, j.Class, j.deadline, j.EstSource)
+		if j.Class != ClassNormal || j.deadline() || j.EstSource != EstFromSubmit {
+			err = fmt.Errorf("job %d has class %s, a deadline %t, estimate from %s", j.ID, j.Class, j.deadline(), j.EstSource)
 		}
 		return err == nil
 	})

@@ -329,7 +329,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		tm.Running--
 		tm.RunningBySize[j.Size]--
 		tm.RunningByClass[j.Class]--
-		if j.deadline {
+		if j.deadline() {
 			tm.RunningDeadline--
 		}
 		tm.InflightCPUMs -= j.EstCostMs
@@ -339,12 +339,12 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		tm.Queued[j.Size]--
 		gm.Queued--
 		s.queued--
-		if !j.deadline {
+		if !j.deadline() {
 			s.pools[rt.pool].queuedFair[j.Class]--
 			rt.queuedFair[j.Class]--
 		}
 		if !old.Lapsed {
-			unqueue(q, j) // a lapsed job left its queue when it lapsed
+			s.unqueue(q, j) // a lapsed job left its queue when it lapsed
 		}
 	}
 	if old.State == Scheduled && j.State != Scheduled {
@@ -358,7 +358,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 	switch j.State {
 	case Queued:
 		if old.State != Queued {
-			if fair && !j.deadline && rt.queuedFair[j.Class] == 0 {
+			if fair && !j.deadline() && rt.queuedFair[j.Class] == 0 {
 				s.groupIdle(ti, j.Class)
 				tm = s.tenants.Mut(uint64(ti))
 			}
@@ -368,12 +368,12 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 			}
 			gm.Queued++
 			s.queued++
-			if j.deadline {
-				q.deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
+			if j.deadline() {
+				q.ofMut(s.routeOf(j)).deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
 			} else {
 				s.pools[rt.pool].queuedFair[j.Class]++
 				rt.queuedFair[j.Class]++
-				q.fifo.pushAt(j.ID)
+				q.ofMut(s.routeOf(j)).fifo.pushAt(j.ID)
 			}
 		}
 	case Scheduled:

@@ -188,7 +188,7 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 	if !ok || q == nil {
 		return Reason{}, fmt.Errorf("%w: queued job %d has no queue in group %q", ErrVerify, id, j.Group())
 	}
-	deadline := j.deadline
+	deadline := j.deadline()
 	g := s.groups.Get(uint64(gs))
 	// 2. paused: all dispatch, its pool, its tenant, its group.
 	switch {
@@ -364,9 +364,19 @@ func (s *Scheduler) QueuedIn(ti uint32) (classes uint8) {
 // queue holds every queued job exactly once, and no lapsed one.
 func (s *Scheduler) position(gq *groupQueue, j *Job) uint64 {
 	var n uint64
-	if j.deadline {
+	for i := range gq.nparts() {
+		n += gq.part(i).ahead(j)
+	}
+	return n
+}
+
+// ahead counts the queued jobs of part q ahead of job j (of its group's
+// queue).
+func (q *routeQueue) ahead(j *Job) uint64 {
+	var n uint64
+	if j.deadline() {
 		me := dlEntry{at: j.DeadlineAt(), id: j.ID}
-		if dq := gq.dls; dq != nil {
+		if dq := q.dls; dq != nil {
 			for _, e := range dq.items {
 				if dlBefore(e, me) && dq.live(e) {
 					n++
@@ -375,15 +385,15 @@ func (s *Scheduler) position(gq *groupQueue, j *Job) uint64 {
 		}
 		return n
 	}
-	q := &gq.fifo
-	for _, id := range q.requeued {
+	f := &q.fifo
+	for _, id := range f.requeued {
 		if id&deadEntry == 0 && id < j.ID {
 			n++
 		}
 	}
 	// The ring is in ID order.
-	for i := range int(q.n) {
-		id := q.ringAt(i)
+	for i := range int(f.n) {
+		id := f.ringAt(i)
 		if id&^deadEntry >= j.ID {
 			break
 		}

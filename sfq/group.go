@@ -233,22 +233,77 @@ type groupRT struct {
 	pos int32
 }
 
-// groupQueue holds one group's queued jobs of one class and size: those
-// without a deadline in FIFO order, those with one by (deadline_at, ID),
-// and the nodes of their heads in the slot's trees.
+// groupQueue holds one group's queued jobs of one class and size, split
+// by route (kinds.go: which workers run them): in each part those without
+// a deadline in FIFO order, those with one by (deadline_at, ID). The
+// group's heads are the oldest of its parts' (a worker that runs every
+// route sees them), and fnode and dnode are their nodes in the slot's
+// trees. Most groups have one part, held inline.
 type groupQueue struct {
 	class        Class
 	size         Size
-	fifo         jobQueue
-	dls          *deadlineQueue // nil until the first deadline job
+	first        routeQueue
+	rest         []routeQueue
 	fnode, dnode int32
 }
 
-func (q *groupQueue) deadlines() *deadlineQueue {
+// routeQueue is the part of a group's queue of one route.
+type routeQueue struct {
+	route Route
+	fifo  jobQueue
+	dls   *deadlineQueue // nil until the first deadline job
+}
+
+func (q *routeQueue) deadlines() *deadlineQueue {
 	if q.dls == nil {
 		q.dls = new(deadlineQueue)
 	}
 	return q.dls
+}
+
+// empty reports whether the part holds no entry.
+func (q *routeQueue) empty() bool {
+	return q.fifo.empty() && (q.dls == nil || len(q.dls.items) == 0)
+}
+
+// nparts is the number of q's parts.
+func (q *groupQueue) nparts() int { return 1 + len(q.rest) }
+
+// part returns q's i-th part (0 <= i < nparts).
+func (q *groupQueue) part(i int) *routeQueue {
+	if i == 0 {
+		return &q.first
+	}
+	return &q.rest[i-1]
+}
+
+// of returns q's part of route r, or nil.
+func (q *groupQueue) of(r Route) *routeQueue {
+	if q.first.route == r {
+		return &q.first
+	}
+	for i := range q.rest {
+		if q.rest[i].route == r {
+			return &q.rest[i]
+		}
+	}
+	return nil
+}
+
+// ofMut returns q's part of route r, making it. A part is kept while its
+// queue lives (it is empty then, and costs its head's look-up only).
+func (q *groupQueue) ofMut(r Route) *routeQueue {
+	if p := q.of(r); p != nil {
+		return p
+	}
+	if len(q.rest) == 0 && q.first.empty() {
+		// The one part, empty: it takes the route (most groups have
+		// jobs of one route).
+		q.first = routeQueue{route: r}
+		return &q.first
+	}
+	q.rest = append(q.rest, routeQueue{route: r})
+	return &q.rest[len(q.rest)-1]
 }
 
 // at returns the group's i-th queue (0 <= i < nq).
@@ -277,10 +332,10 @@ func (s *Scheduler) queueMut(gs uint32, c Class, sz Size) *groupQueue {
 	g.nq++
 	g.idx[int(c)*NumSizes+int(sz)] = int8(g.nq)
 	if g.nq == 1 {
-		g.first = groupQueue{class: c, size: sz}
+		g.first = groupQueue{class: c, size: sz, first: routeQueue{route: RouteAny}}
 		return &g.first
 	}
-	g.rest = append(g.rest, groupQueue{class: c, size: sz})
+	g.rest = append(g.rest, groupQueue{class: c, size: sz, first: routeQueue{route: RouteAny}})
 	return &g.rest[len(g.rest)-1]
 }
 

@@ -192,7 +192,7 @@ type Tenant struct {
 	// Verify; not encoded).
 	Scheduled      uint32
 	ScheduledAgain uint32
-	Billing   Billing
+	Billing        Billing
 	// groupNow holds group_now per class (group_order=fair).
 	groupNow [NumClasses]VirtualTime
 	// paused: the tenant is paused; rateTAT: its rate limit's theoretical
@@ -263,8 +263,10 @@ type Job struct {
 	Class  Class
 	// EstSource says where EstCostMs came from.
 	EstSource EstSource
-	// deadline marks a job with a deadline; DeadlineAt reads it from text.
-	deadline bool
+	// bits holds flags of the job: jobDeadline marks a job with a
+	// deadline (DeadlineAt reads it from text), and its route class
+	// (kinds.go: which workers run it) is in the bits of jobRouteMask.
+	bits uint8
 	Life
 	EstCostMs   int64
 	TimeoutMs   int64 // job timeout measured from Started; 0 = none
@@ -315,9 +317,12 @@ func (j *Job) SetText(key, typ, payload string) {
 // setText stores the job's deadline (0 = none), group, idempotency key,
 // type and payload.
 func (j *Job) setText(deadlineAt Time, group, key, typ, payload string) {
-	j.deadline = deadlineAt != 0
+	j.bits &^= jobDeadline
+	if deadlineAt != 0 {
+		j.bits |= jobDeadline
+	}
 	pre := j.timesPrefix()
-	if !j.deadline && pre == "" && group == "" && key == "" && typ == "" && payload == "" {
+	if !j.deadline() && pre == "" && group == "" && key == "" && typ == "" && payload == "" {
 		j.text = noText
 		return
 	}
@@ -327,7 +332,7 @@ func (j *Job) setText(deadlineAt Time, group, key, typ, payload string) {
 	uvarint := func(v uint64) { t.Write(binary.AppendUvarint(n[:0], v)) }
 	t.Grow(len(pre) + 4*binary.MaxVarintLen64 + len(group) + len(key) + len(typ) + len(payload))
 	t.WriteString(pre)
-	if j.deadline {
+	if j.deadline() {
 		uvarint(uint64(deadlineAt))
 	}
 	uvarint(uint64(len(group)))
@@ -341,12 +346,12 @@ func (j *Job) setText(deadlineAt Time, group, key, typ, payload string) {
 }
 
 // HasDeadline reports whether the job has a deadline.
-func (j *Job) HasDeadline() bool { return j.deadline }
+func (j *Job) HasDeadline() bool { return j.deadline() }
 
 // DeadlineAt is the cluster time of the job's deadline; 0 = none (a
 // deadline is at least 1 s after a submit at time >= 0).
 func (j *Job) DeadlineAt() Time {
-	if !j.deadline {
+	if !j.deadline() {
 		return 0
 	}
 	n, _ := uvarintPrefix(j.body())
@@ -366,7 +371,7 @@ func cutString(t string) (string, string, bool) {
 // textParts splits text into group, key, type and payload.
 func (j *Job) textParts() (group, key, typ, payload string) {
 	t := j.body()
-	if j.deadline {
+	if j.deadline() {
 		_, w := uvarintPrefix(t)
 		t = t[w:]
 	}
@@ -400,7 +405,7 @@ func uvarintPrefix(s string) (uint64, int) {
 // Group is the job's group ("" = its tenant's unnamed group).
 func (j *Job) Group() string {
 	t := j.body()
-	if j.deadline {
+	if j.deadline() {
 		_, w := uvarintPrefix(t)
 		t = t[w:]
 	}

@@ -229,7 +229,7 @@ func TestVerifyCatchesQueueDamage(t *testing.T) {
 		if err := s.Verify(); err != nil {
 			t.Fatal(err)
 		}
-		return s, &s.grt[0].at(0).fifo
+		return s, &s.grt[0].at(0).first.fifo
 	}
 	s, q := build()
 	q.pushBack(3)

@@ -220,7 +220,7 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	if p := s.pools[t.pool]; p.deleted {
 		return ch, Refusef(CodeNotFound, text.ReasonPoolUnknown, "", "job %d is of pool %s, which was deleted", id, p.Name)
 	}
-	if err := t.Permit(j.Class, j.deadline); err != nil {
+	if err := t.Permit(j.Class, j.deadline()); err != nil {
 		return ch, err
 	}
 	gs, exists := s.groupSlot(ti, j.Group())
@@ -240,10 +240,10 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 		was = s.groupEligibility(ti, gs)
 	}
 	// The idle rules, as for a submit.
-	if !j.deadline && !scheduled {
+	if !j.deadline() && !scheduled {
 		s.idleRule(s.pool(ti), c)
 	}
-	if fair && !j.deadline && !scheduled && rt.queuedFair[c] == 0 {
+	if fair && !j.deadline() && !scheduled && rt.queuedFair[c] == 0 {
 		s.groupIdle(ti, c)
 	}
 	s.forgetDead(j)
@@ -273,7 +273,7 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	tm.Queued[jm.Size]++
 	s.queued++
 	gm.Queued++
-	s.enqueue(ti, gs, c, jm.Size, id, jm.deadline, jm.DeadlineAt(), (*jobQueue).pushAt)
+	s.enqueue(ti, gs, c, jm.Size, s.routeOf(jm), id, jm.deadline(), jm.DeadlineAt(), (*jobQueue).pushAt)
 	s.setBlocked(ti, gs, s.groupBlocked(tm, gm))
 	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
 	return ch, nil
@@ -288,14 +288,14 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 // again.
 func (s *Scheduler) redriveTimes(j *Job, now Time) {
 	t := j.times()
-	if !j.timed && !j.deadline {
+	if !j.timed && !j.deadline() {
 		return // nothing counts from its submit
 	}
 	from := j.countsFrom()
 	if !j.timed {
 		s.dl.timed++ // it keeps when its deadline counts from
 	}
-	if j.deadline {
+	if j.deadline() {
 		j.setText(now+(j.DeadlineAt()-from), j.Group(), j.Key(), j.Type(), j.Payload())
 	}
 	t.due = 0

@@ -222,13 +222,13 @@ func (s *Scheduler) rebuild() error {
 		case j.State == Queued:
 			gs, _ := s.groupSlot(j.Tenant, j.Group())
 			q := s.queueMut(gs, j.Class, j.Size)
-			if j.deadline {
+			if j.deadline() {
 				if !j.Lapsed {
-					q.deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
+					q.ofMut(s.routeOf(j)).deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
 				}
 			} else {
 				if !j.Lapsed {
-					q.fifo.pushBack(j.ID)
+					q.ofMut(s.routeOf(j)).fifo.pushBack(j.ID)
 				}
 				s.pool(j.Tenant).queuedFair[j.Class]++
 				s.rt[j.Tenant].queuedFair[j.Class]++

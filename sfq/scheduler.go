@@ -22,7 +22,9 @@ type Scheduler struct {
 
 	// Everything below is derived from the tables and rebuilt on restore.
 	byName map[string]uint32
-	rt     []tenantRT
+	// kinds numbers the kinds of function jobs met (kindRoute).
+	kinds map[string]Route
+	rt    []tenantRT
 	// payloadAll is the payload bytes of every unfinished job: the sum
 	// of the lanes' payload.
 	payloadAll uint64

@@ -163,11 +163,9 @@ func (s *Scheduler) unlink(sl *slotRT, x int32) {
 // heads, dropping cancelled or pruned jobs from the queue's front. It
 // returns whether a node changed.
 func (s *Scheduler) refresh(ti, gs uint32, q *groupQueue) bool {
-	changed := s.setHead(ti, gs, q, &q.fnode, s.head(&q.fifo), false)
-	if q.dls != nil {
-		if s.setHead(ti, gs, q, &q.dnode, s.dlHead(q.dls), true) {
-			changed = true
-		}
+	changed := s.setHead(ti, gs, q, &q.fnode, s.fifoHead(q), false)
+	if s.setHead(ti, gs, q, &q.dnode, s.deadlineHead(q), true) {
+		changed = true
 	}
 	return changed
 }

@@ -175,7 +175,7 @@ func (s *Scheduler) SubmitAdmitted(now Time, sub Submission, p SubmitPlan) (JobI
 	tm.Queued[sub.Size]++
 	s.queued++
 	s.groups.Mut(uint64(gs)).Queued++
-	s.enqueue(ti, gs, c, sub.Size, id, deadline, deadlineAt, (*jobQueue).pushBack)
+	s.enqueue(ti, gs, c, sub.Size, RouteAny, id, deadline, deadlineAt, (*jobQueue).pushBack)
 	// A new job can change the heads of its own size only (and, without
 	// caps, only its own slot's). Only the touched group can become
 	// eligible — unless a deadline job displaced an older deadline head
@@ -199,28 +199,33 @@ func (s *Scheduler) idleRule(p *poolCore, c Class) {
 
 // unqueue takes queued job j out of its queue q: it leaves other than by
 // its dispatch (a cancel, an expiry, a lapse).
-func unqueue(q *groupQueue, j *Job) {
-	if j.deadline {
-		if q.dls != nil {
-			q.dls.remove(dlEntry{at: j.DeadlineAt(), id: j.ID})
+func (s *Scheduler) unqueue(q *groupQueue, j *Job) {
+	part := q.of(s.routeOf(j))
+	if part == nil {
+		return
+	}
+	if j.deadline() {
+		if part.dls != nil {
+			part.dls.remove(dlEntry{at: j.DeadlineAt(), id: j.ID})
 		}
 		return
 	}
-	q.fifo.remove(j.ID)
+	part.fifo.remove(j.ID)
 }
 
 // enqueue puts queued job id (of tenant ti, group gs, class c, size) in
 // its queue, a deadline job by its deadline at, any other into the fifo
 // by push, and refreshes the queue's slot.
-func (s *Scheduler) enqueue(ti, gs uint32, c Class, size Size, id JobID, deadline bool, at Time, push func(*jobQueue, JobID)) {
+func (s *Scheduler) enqueue(ti, gs uint32, c Class, size Size, r Route, id JobID, deadline bool, at Time, push func(*jobQueue, JobID)) {
 	rt := &s.rt[ti]
 	q := s.queueMut(gs, c, size)
+	part := q.ofMut(r)
 	if deadline {
-		q.deadlines().push(dlEntry{at: at, id: id})
+		part.deadlines().push(dlEntry{at: at, id: id})
 	} else {
 		s.pools[rt.pool].queuedFair[c]++
 		rt.queuedFair[c]++
-		push(&q.fifo, id)
+		push(&part.fifo, id)
 	}
 	rt.slotMut(c, size)
 	s.refresh(ti, gs, q)

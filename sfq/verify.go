@@ -93,7 +93,7 @@ func (s *Scheduler) Verify() error {
 			}
 			x := headInfo{id: j.ID, cost: j.EstCostMs, at: j.DeadlineAt(), ok: true}
 			// A lapsed job counts as queued but is out of its queue.
-			if !j.deadline {
+			if !j.deadline() {
 				queuedFair[s.rt[j.Tenant].pool][j.Class]++
 				c.queuedFair[j.Class]++
 				if !h.fifo.ok && !j.Lapsed {
@@ -109,7 +109,7 @@ func (s *Scheduler) Verify() error {
 			gc.running++
 			c.bySize[j.Size]++
 			c.byClass[j.Class]++
-			if j.deadline {
+			if j.deadline() {
 				c.deadline++
 			}
 			c.inflight += j.EstCostMs
@@ -123,8 +123,8 @@ func (s *Scheduler) Verify() error {
 		if j.Failures > j.MaxAttempts {
 			report("job %d has %d failures over max_attempts %d", j.ID, j.Failures, j.MaxAttempts)
 		}
-		if j.Class >= NumClasses || j.DeadlineAt() < 0 || j.deadline != (j.DeadlineAt() != 0) {
-			report("job %d has class %d and deadline %v at %d", j.ID, j.Class, j.deadline, j.DeadlineAt())
+		if j.Class >= NumClasses || j.DeadlineAt() < 0 || j.deadline() != (j.DeadlineAt() != 0) {
+			report("job %d has class %d and deadline %v at %d", j.ID, j.Class, j.deadline(), j.DeadlineAt())
 		}
 		return true
 	})
