@@ -3,6 +3,7 @@ package sfq
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -14,6 +15,9 @@ type backlogShape struct {
 	groups   bool
 	order    GroupOrder
 	groupCap uint32
+	// kinds spreads the jobs over function jobs of that many kinds
+	// ("kind-0", ...; 0: jobs of any worker).
+	kinds int
 }
 
 // backlogOf builds a scheduler with the given tenants (tiers cycling through
@@ -54,6 +58,9 @@ func backlogOf(tb testing.TB, tenants, jobs int, shape backlogShape) *Scheduler 
 		}
 		if shape.groups {
 			sub.Group = groups[(i/tenants+int(h>>24))%len(groups)]
+		}
+		if shape.kinds > 0 {
+			sub.Form, sub.Type = FormFunction, fmt.Sprintf("kind-%d", int(h>>28)%shape.kinds)
 		}
 		if _, err := s.Submit(0, sub); err != nil {
 			tb.Fatal(err)
@@ -353,5 +360,37 @@ func BenchmarkMemoryPerLane(b *testing.B) {
 		b.ReportMetric(float64(mid.HeapAlloc-before.HeapAlloc)/tenants, "B/subscription")
 		b.ReportMetric(float64(after.HeapAlloc-mid.HeapAlloc)/tenants, "B/idle-lane")
 		runtime.KeepAlive(s)
+	}
+}
+
+// BenchmarkDispatchKinds is BenchmarkDispatch with the backlog spread over
+// function jobs of ten kinds, dispatched to workers that each run three
+// of them (kinds.go): the dispatch of a worker that runs only some jobs.
+func BenchmarkDispatchKinds(b *testing.B) {
+	for _, tenants := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("tenants=%d", tenants), func(b *testing.B) {
+			build := func() *Scheduler { return backlogOf(b, tenants, 1_000_000, backlogShape{kinds: 10}) }
+			var runs [10]Runs
+			for i := range runs {
+				for k := range 3 {
+					runs[i].Kinds = append(runs[i].Kinds, fmt.Sprintf("kind-%d", (i+k)%10))
+				}
+				slices.Sort(runs[i].Kinds)
+			}
+			s := build()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if i >= 900_000 {
+					b.StopTimer()
+					s = build()
+					i = 0
+					b.StartTimer()
+				}
+				if _, ok, err := s.DispatchFor(Time(i), DefaultPool, LG, workers[LG], &runs[i%10]); err != nil || !ok {
+					b.Fatalf("dispatch %d: %v %v", i, ok, err)
+				}
+			}
+		})
 	}
 }

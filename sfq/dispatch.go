@@ -16,6 +16,12 @@ type candidate struct {
 	class    Class
 	deadline bool
 	ok       bool
+	// group is the candidate's group and dlAt its deadline, when the
+	// candidate is a worker's own (pickFor; set says so); a candidate of
+	// the heaps names them in its lane's slot.
+	set   bool
+	group uint32
+	dlAt  Time
 }
 
 // before orders candidates without a deadline: lower start tag, then
@@ -226,7 +232,37 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 		return Assignment{}, false, nil // maintenance: a gate, nothing else
 	}
 	s.advance(now) // a job whose expire_at has passed is never dispatched
-	c := s.pick(p, ws)
+	return s.dispatchCandidate(now, p, s.pick(p, ws), worker)
+}
+
+// DispatchFor gives a free worker of size ws of pool pid that runs the
+// jobs w says (nil: every job) the next job of that pool it runs, or
+// reports that nothing it runs is eligible (SPEC §3 "Kinds"). It
+// allocates nothing.
+func (s *Scheduler) DispatchFor(now Time, pid PoolID, ws Size, worker string, w *Runs) (Assignment, bool, error) {
+	if w == nil || w.All {
+		return s.DispatchPool(now, pid, ws, worker)
+	}
+	if ws >= NumSizes {
+		return Assignment{}, false, invalidf("", "worker size %d", ws)
+	}
+	if worker == "" {
+		return Assignment{}, false, invalidf("", "empty worker id")
+	}
+	if int(pid) >= len(s.pools) || s.pools[pid].deleted {
+		return Assignment{}, false, fmt.Errorf("%w: pool %d", ErrUnknownPool, pid)
+	}
+	p := s.pools[pid]
+	if s.pausedAll || p.paused {
+		return Assignment{}, false, nil
+	}
+	s.advance(now)
+	return s.dispatchCandidate(now, p, s.pickFor(p, ws, w), worker)
+}
+
+// dispatchCandidate dispatches candidate c (none: nothing is eligible) to
+// worker.
+func (s *Scheduler) dispatchCandidate(now Time, p *poolCore, c candidate, worker string) (Assignment, bool, error) {
 	if !c.ok {
 		return Assignment{}, false, nil
 	}
@@ -243,15 +279,21 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 		return Assignment{}, false, err
 	}
 	rt := &s.rt[c.tenant]
-	sl := rt.slot(c.class, c.size)
-	ref := sl.fifo
-	if c.deadline {
-		ref = sl.dlc
+	gs := c.group
+	if !c.set {
+		sl := rt.slot(c.class, c.size)
+		ref := sl.fifo
+		if c.deadline {
+			ref = sl.dlc
+		}
+		if ref.id != c.seq {
+			return Assignment{}, false, fmt.Errorf("%w: the heaps hold job %d, its tenant's candidate is job %d", ErrVerify, c.seq, ref.id)
+		}
+		gs = ref.group
 	}
-	gs := ref.group
 	q := s.queue(gs, c.class, c.size)
-	if ref.id != c.seq || q == nil {
-		return Assignment{}, false, fmt.Errorf("%w: the heaps hold job %d, its tenant's candidate is job %d", ErrVerify, c.seq, ref.id)
+	if q == nil {
+		return Assignment{}, false, fmt.Errorf("%w: job %d's group %d has no queue of %s %s", ErrVerify, c.seq, gs, c.class, c.size)
 	}
 	// Under group_order=fair the group pays like the tenant, at weight 1:
 	// start = group_tag (max with group_now for a deadline job).
@@ -275,7 +317,9 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 		return Assignment{}, false, preconditionf("", "", "job %d at the head of its queue is %s", j.ID, j.State)
 	}
 
-	part := q.of(s.routeOf(j))
+	r := s.routeOf(j)
+	part := q.of(r)
+	s.countRoute(c.tenant, c.class, c.size, r, c.deadline, -1)
 	if c.deadline {
 		part.dls.popFront()
 	} else {

@@ -36,8 +36,10 @@ func (v *View) usesGroups() bool {
 func (v *View) Encode(e *Encoder) {
 	version := stateVersionNoGroups
 	switch {
-	case v.details:
+	case v.usesForms():
 		version = stateVersion
+	case v.details:
+		version = stateVersionDetails
 	case v.usesPools():
 		version = stateVersionPools
 	case v.usesLevers():
@@ -129,6 +131,13 @@ func (v *View) EncodeVersion(e *Encoder, version int) {
 	}
 	// Version 6: pools and subscriptions.
 	v.encodePools(e)
+	if version < 8 {
+		return
+	}
+	// Version 8: whether a run's CPU source or failure was ever kept (a
+	// state of version 7 has; version 8 is written for the forms of its
+	// jobs, and says it).
+	e.Bool(v.details)
 }
 
 // FitsVersion1 reports, as an error naming the first one, anything the
@@ -496,6 +505,9 @@ func encodeJob(e *Encoder, j *Job, version int) {
 		e.Uvarint(uint64(j.Result.Snoozes))
 		e.Varint(j.Result.SnoozeMs)
 	}
+	if version >= 8 {
+		e.Byte(byte(j.Form()))
+	}
 }
 
 func decodeJob(d *Decoder, version int) Job {
@@ -558,6 +570,12 @@ func decodeJob(d *Decoder, version int) Job {
 		j.Result.Snoozes, j.Result.SnoozeMs = d.Uint16(), d.Varint()
 		if err := j.Result.checkSnoozes(); err != nil {
 			d.Fail("job %d: %v", j.ID, err)
+		}
+	}
+	if version >= 8 {
+		j.setRouteClass(uint8(d.Enum("form", byte(FormFunction)+1)))
+		if j.Form() == FormFunction && typ == "" {
+			d.Fail("job %d is a function job with no kind", j.ID)
 		}
 	}
 	return j

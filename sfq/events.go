@@ -368,6 +368,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 			}
 			gm.Queued++
 			s.queued++
+			s.countRoute(ti, j.Class, j.Size, s.routeOf(j), j.deadline(), 1)
 			if j.deadline() {
 				q.ofMut(s.routeOf(j)).deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
 			} else {

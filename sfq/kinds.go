@@ -1,5 +1,10 @@
 package sfq
 
+import (
+	"fmt"
+	"slices"
+)
+
 // Routes: which workers run a job (SPEC §3 "Kinds"). A job's route is
 // RouteAny (every worker runs it: a job of a build before kinds),
 // RouteCommand (a command job: any worker that runs commands), or a
@@ -54,11 +59,38 @@ const (
 // deadline reports whether the job has a deadline.
 func (j *Job) deadline() bool { return j.bits&jobDeadline != 0 }
 
-// The route classes a job's flags hold: which workers run it.
+// JobForm says which workers run a job (SPEC §3 "Kinds").
+type JobForm uint8
+
+// The forms of a job.
 const (
-	routeClassAny      uint8 = 0 // every worker (a job of a build before kinds)
-	routeClassCommand  uint8 = 1 // a command job: every worker that runs commands
-	routeClassFunction uint8 = 2 // a function job: the workers that registered its kind (its type)
+	// FormAny: every worker (a job of a build before kinds).
+	FormAny JobForm = iota
+	// FormCommand: a command job, submitted as a command line: every
+	// worker that runs commands, whatever its type.
+	FormCommand
+	// FormFunction: a function job of its kind (its type): the workers
+	// that registered that kind.
+	FormFunction
+)
+
+var formNames = [...]string{"any", "command", "function"}
+
+func (f JobForm) String() string {
+	if int(f) < len(formNames) {
+		return formNames[f]
+	}
+	return fmt.Sprintf("form(%d)", uint8(f))
+}
+
+// Form says which workers run the job.
+func (j *Job) Form() JobForm { return JobForm(j.routeClass()) }
+
+// The route classes a job's flags hold (JobForm's values).
+const (
+	routeClassAny      = uint8(FormAny)
+	routeClassCommand  = uint8(FormCommand)
+	routeClassFunction = uint8(FormFunction)
 )
 
 // routeClass is the job's route class.
@@ -90,7 +122,169 @@ func (s *Scheduler) kindRoute(name string) Route {
 	if s.kinds == nil {
 		s.kinds = make(map[string]Route)
 	}
-	r := Route(2 + len(s.kinds))
+	r := Route(2 + len(s.kindNames))
 	s.kinds[name] = r
+	s.kindNames = append(s.kindNames, name)
 	return r
+}
+
+// Runs says which jobs a worker runs (SPEC §3 "Kinds"): a worker of a
+// build before kinds runs every job (All); one that says so runs command
+// jobs (Commands) and the function jobs of the kinds it registered
+// (Kinds, sorted, each once). Every worker runs a job of a build before
+// kinds (RouteAny).
+type Runs struct {
+	All      bool
+	Commands bool
+	Kinds    []string
+}
+
+// runs reports whether a worker of w runs the jobs of route r.
+func (w *Runs) runs(s *Scheduler, r Route) bool {
+	switch {
+	case w == nil || w.All || r == RouteAny:
+		return true
+	case r == RouteCommand:
+		return w.Commands
+	}
+	_, ok := slices.BinarySearch(w.Kinds, s.kindNames[r-2])
+	return ok
+}
+
+// RunsJob reports whether a worker of w runs job j.
+func (s *Scheduler) RunsJob(w *Runs, j *Job) bool { return w.runs(s, s.routeOf(j)) }
+
+// wcand is a lane's candidate for a worker: its head job and group, and
+// (a deadline head) its deadline.
+type wcand struct {
+	id    JobID
+	group uint32
+	at    Time
+	key   VirtualTime // group_order=fair: the group's tag
+	cost  int64
+	ok    bool
+}
+
+// laneFor returns lane ti's candidates of class c and size sz for worker
+// w, or held when the candidate rule holds that size for w in class c or
+// in a higher class (a hold goes down the classes).
+func (s *Scheduler) laneFor(ti uint32, c Class, sz Size, w *Runs) (laneCands, bool) {
+	for _, hc := range classOrder {
+		if hc == c {
+			break
+		}
+		if _, _, held := s.laneClass(ti, hc, sz, w); held {
+			return laneCands{}, true
+		}
+	}
+	f, d, held := s.laneClass(ti, c, sz, w)
+	return laneCands{fifo: f, dl: d}, held
+}
+
+// laneClass applies the candidate rule to lane ti's heads of class c and
+// size sz as worker w sees them: of each group's queue, the sub-sequence
+// of the jobs w runs (SPEC §3 "Kinds"). It returns the lane's candidate
+// without a deadline and its deadline candidate, or held when the oldest
+// head w runs is blocked by a tenant-level limit. It reads the state only,
+// and allocates nothing.
+func (s *Scheduler) laneClass(ti uint32, c Class, sz Size, w *Runs) (fifo, dl wcand, held bool) {
+	rt := &s.rt[ti]
+	sl := rt.slot(c, sz)
+	if sl == nil || sl.byID == 0 {
+		return
+	}
+	t := s.tenants.Get(uint64(ti))
+	lt := s.limitsInto(ti, &s.scratch)
+	gate := s.tenantGate(lt) || (rt.subscribed && t.Running >= rt.burst)
+	uf, ud := uniformBlock(lt, c, sz, gate)
+	room := inflightRoom(lt)
+	fair := t.GroupOrder == GroupFair
+	var oldest wcand
+	oldestBlocked := false
+	consider := func(h headInfo, gs uint32, dlHead, gb bool) {
+		if !h.ok {
+			return
+		}
+		blocked := h.cost > room || (dlHead && ud) || (!dlHead && uf)
+		if (!gb || blocked) && (!oldest.ok || h.id < oldest.id) {
+			oldest, oldestBlocked = wcand{id: h.id, ok: true}, blocked
+		}
+		if gb || h.cost > room {
+			return
+		}
+		if dlHead {
+			if !ud && (!dl.ok || dlBefore(dlEntry{h.at, h.id}, dlEntry{dl.at, dl.id})) {
+				dl = wcand{id: h.id, group: gs, at: h.at, cost: h.cost, ok: true}
+			}
+			return
+		}
+		if uf {
+			return
+		}
+		key := VirtualTime(0)
+		if fair {
+			key = s.groups.Get(uint64(gs)).tags[c]
+		}
+		if !fifo.ok || (fair && key < fifo.key) || ((!fair || key == fifo.key) && h.id < fifo.id) {
+			fifo = wcand{id: h.id, group: gs, key: key, cost: h.cost, ok: true}
+		}
+	}
+	// Every group with a head in the slot has a node in its treeID (its
+	// fifo head's, else its deadline head's): walk them, each group once.
+	var stack [64]int32
+	top := 0
+	x := sl.byID
+	for x != 0 || top > 0 {
+		for x != 0 {
+			stack[top] = x
+			top++
+			x = s.nodes.n[x].l[treeID]
+		}
+		top--
+		x = stack[top]
+		n := &s.nodes.n[x]
+		q := s.queue(n.group, c, sz)
+		if q != nil && (x == q.fnode || q.fnode == 0) {
+			fh, dh := s.headsFor(q, w)
+			consider(fh, n.group, false, n.gb)
+			consider(dh, n.group, true, n.gb)
+		}
+		x = n.r[treeID]
+	}
+	if oldest.ok && oldestBlocked {
+		return wcand{}, wcand{}, true
+	}
+	return fifo, dl, false
+}
+
+// headsFor returns the heads of group queue q that worker w sees: the
+// oldest job without a deadline, and the deadline job with the earliest
+// (deadline_at, ID), of the parts of the routes w runs.
+func (s *Scheduler) headsFor(q *groupQueue, w *Runs) (fifo, dl headInfo) {
+	for i := range q.nparts() {
+		p := q.part(i)
+		if !w.runs(s, p.route) {
+			continue
+		}
+		if h := s.head(&p.fifo); h.ok && (!fifo.ok || h.id < fifo.id) {
+			fifo = h
+		}
+		if p.dls != nil {
+			if h := s.dlHead(p.dls); h.ok && (!dl.ok || dlBefore(dlEntry{h.at, h.id}, dlEntry{dl.at, dl.id})) {
+				dl = h
+			}
+		}
+	}
+	return fifo, dl
+}
+
+// usesForms reports whether a job of the view has a form other than
+// FormAny: the state is then written as version 8.
+func (v *View) usesForms() bool {
+	uses := false
+	v.jobs.Each(func(_ uint64, j *Job) bool {
+		uses = j.Form() != FormAny
+		return !uses
+	})
+	return uses
 }

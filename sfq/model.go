@@ -459,6 +459,10 @@ type Submission struct {
 	// retry_backoff for this job (0: requeue at once).
 	RetryBackoffMs  int64
 	RetryBackoffSet bool
+	// Form says which workers run the job (SPEC §3 "Kinds"): a command
+	// job, a function job of its kind (Type), or (FormAny, the zero
+	// value) any worker, as a job of a build before kinds.
+	Form JobForm
 }
 
 // Limits on a deadline: at least a second, at most a year.
@@ -471,6 +475,12 @@ const (
 // exists) and names the offending field. Its messages are the ones a
 // client sees: the API's edge check calls it too.
 func (s *Submission) Validate() error {
+	if s.Form > FormFunction {
+		return invalidf("form", "%d is not command or function", s.Form)
+	}
+	if s.Form == FormFunction && s.Type == "" {
+		return invalidf("job_type", "required for a function job: the kind a worker registers")
+	}
 	if len(s.Key) > MaxNameLen {
 		return invalidf("idempotency_key", "%d bytes, at most %d", len(s.Key), MaxNameLen)
 	}

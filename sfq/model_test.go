@@ -1,6 +1,8 @@
 package sfq
 
 import (
+	"slices"
+
 	"pgregory.net/rapid"
 )
 
@@ -114,10 +116,10 @@ type refHeadKey struct {
 	group  string
 }
 
-func heads(s *Scheduler) map[refHeadKey]*refHeads {
+func heads(s *Scheduler, runs *Runs) map[refHeadKey]*refHeads {
 	out := map[refHeadKey]*refHeads{}
 	s.Jobs(0, func(j *Job) bool {
-		if j.State != Queued {
+		if j.State != Queued || !refRuns(runs, j) {
 			return true
 		}
 		k := refHeadKey{j.Tenant, j.Class, j.Size, j.Group()}
@@ -203,8 +205,8 @@ type refDecision struct {
 // and every lower one hold; otherwise the eligible fifo head with the
 // lowest ID (fifo) or group tag (fair, the model's tags) and the eligible
 // deadline head with the earliest deadline are the candidates.
-func (m *refModel) decideAll(s *Scheduler) refDecision {
-	hs := heads(s)
+func (m *refModel) decideAll(s *Scheduler, runs *Runs) refDecision {
+	hs := heads(s, runs)
 	running := refGroupRunning(s)
 	d := refDecision{held: map[refHeadKey]bool{}, elig: map[groupKey][NumClasses]bool{}}
 	byTenant := map[refHeadKey][]*Job{} // group "": every head of a tenant, class and size
@@ -299,7 +301,24 @@ func (m *refModel) decideAll(s *Scheduler) refDecision {
 }
 
 // candidates returns the candidates of the candidate rule.
-func (m *refModel) candidates(s *Scheduler) []refCand { return m.decideAll(s).cands }
+func (m *refModel) candidates(s *Scheduler) []refCand { return m.decideAll(s, nil).cands }
+
+// refRuns restates which jobs a worker runs (SPEC §3 "Kinds"): every job
+// for a worker of a build before kinds (nil, or All); else a job of a
+// build before kinds, a command job if it runs commands, a function job
+// if it registered the job's type.
+func refRuns(w *Runs, j *Job) bool {
+	if w == nil || w.All {
+		return true
+	}
+	switch j.Form() {
+	case FormCommand:
+		return w.Commands
+	case FormFunction:
+		return slices.Contains(w.Kinds, j.Type())
+	}
+	return true
+}
 
 // refBetter: lowest start tag, then higher tier, then larger size, then
 // lower enqueue_seq.
@@ -322,8 +341,8 @@ func refBetter(a, b refCand) bool {
 }
 
 // pick finds what a worker of size ws should get.
-func (m *refModel) pick(s *Scheduler, ws Size) (refCand, bool) {
-	cands := m.candidates(s)
+func (m *refModel) pick(s *Scheduler, ws Size, runs *Runs) (refCand, bool) {
+	cands := m.decideAll(s, runs).cands
 	for _, c := range Classes() {
 		var dl refCand
 		hasDL := false
@@ -534,7 +553,7 @@ func (m *refModel) settle(s *Scheduler) {
 	for k := range exists {
 		m.groupTags(k)
 	}
-	d := m.decideAll(s)
+	d := m.decideAll(s, nil)
 	for k := range exists {
 		t, _ := s.TenantAt(k.tenant)
 		if t.GroupOrder != GroupFair {

@@ -240,6 +240,10 @@ type poolCore struct {
 	queuedFair [NumClasses]uint64
 	// members maps a local number to its lane (nil for the pool default).
 	members []uint32
+	// routes holds, per class, size and route, the lanes with queued jobs
+	// of that route there: those a worker that runs the route looks at
+	// (kinds.go).
+	routes map[routeKey]*routeLanes
 }
 
 func newPoolCore(spec PoolSpec, def bool) *poolCore {

@@ -215,6 +215,10 @@ func (w *world) step(t *rapid.T, step int) {
 			Class:     Class(rapid.IntRange(0, NumClasses-1).Draw(t, "class")),
 			Type:      rapid.SampledFrom([]string{"", "a", "b"}).Draw(t, "type"),
 			Group:     rapid.SampledFrom(w.groups).Draw(t, "group"),
+			Form:      JobForm(rapid.IntRange(0, 2).Draw(t, "form")),
+		}
+		if sub.Form == FormFunction && sub.Type == "" {
+			sub.Type = "a" // a function job names its kind
 		}
 		if rapid.IntRange(0, 3).Draw(t, "has_deadline") == 0 {
 			sub.DeadlineMs = rapid.Int64Range(1000, 30_000).Draw(t, "deadline")
@@ -250,15 +254,26 @@ func (w *world) step(t *rapid.T, step int) {
 	case 3, 4, 5: // dispatch, checking every cap of the tenant it picked
 		size := Size(rapid.IntRange(0, 2).Draw(t, "worker_size"))
 		worker := fmt.Sprintf("w%d", step)
-		pred, predOK := m.pick(s, size)
-		cands := m.candidates(s)
+		// Which jobs the worker runs (SPEC §3 "Kinds"): every one, or
+		// commands and some kinds.
+		var runs *Runs
+		if rapid.IntRange(0, 2).Draw(t, "restricted") > 0 {
+			runs = &Runs{Commands: rapid.Bool().Draw(t, "runs_commands")}
+			for _, k := range []string{"a", "b"} {
+				if rapid.Bool().Draw(t, "runs_"+k) {
+					runs.Kinds = append(runs.Kinds, k)
+				}
+			}
+		}
+		pred, predOK := m.pick(s, size, runs)
+		cands := m.decideAll(s, runs).cands // the candidates the worker sees
 		var predWeight Weight
 		if predOK {
 			tn, _ := s.TenantAt(pred.tenant)
 			predWeight = s.Weight(&tn, w.now)
 		}
 		a, err := both(t, w, "dispatch", func(s *Scheduler) (Assignment, error) {
-			a, _, err := s.Dispatch(w.now, size, worker)
+			a, _, err := s.DispatchFor(w.now, DefaultPool, size, worker, runs)
 			return a, err
 		})
 		if err != nil {
@@ -308,8 +323,13 @@ func (w *world) step(t *rapid.T, step int) {
 			if j.Size > size || j.State != Assigned || j.Worker != worker {
 				t.Fatalf("bad assignment %+v to %s worker", j, size)
 			}
-		} else if s.Eligible(size) {
+		} else if runs == nil && s.Eligible(size) {
 			t.Fatalf("no dispatch although Eligible(%s)", size)
+		}
+		if a.Job != 0 {
+			if j, _ := s.Job(a.Job); !s.RunsJob(runs, &j) {
+				t.Fatalf("job %d (%s %q) went to a worker that does not run it (%+v)", a.Job, j.Form(), j.Type(), runs)
+			}
 		}
 	case 6: // start or heartbeat
 		if j, ok := w.liveJob(t); ok {
@@ -486,7 +506,7 @@ func (w *world) checkReason(t *rapid.T, id JobID, r Reason) {
 		}
 		return
 	}
-	dec := w.model.decideAll(w.s)
+	dec := w.model.decideAll(w.s, nil)
 	cands := dec.cands
 	isCand, higher := false, false
 	for _, c := range cands {

@@ -103,6 +103,9 @@ func Decode(d *Decoder) (*Scheduler, error) {
 		}
 	}
 	s.details = version >= 7
+	if version >= 8 {
+		s.details = d.Bool()
+	}
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
@@ -222,6 +225,9 @@ func (s *Scheduler) rebuild() error {
 		case j.State == Queued:
 			gs, _ := s.groupSlot(j.Tenant, j.Group())
 			q := s.queueMut(gs, j.Class, j.Size)
+			if !j.Lapsed {
+				s.countRoute(j.Tenant, j.Class, j.Size, s.routeOf(j), j.deadline(), 1)
+			}
 			if j.deadline() {
 				if !j.Lapsed {
 					q.ofMut(s.routeOf(j)).deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})

@@ -22,8 +22,15 @@ type Scheduler struct {
 
 	// Everything below is derived from the tables and rebuilt on restore.
 	byName map[string]uint32
-	// kinds numbers the kinds of function jobs met (kindRoute).
-	kinds map[string]Route
+	// kinds numbers the kinds of function jobs met (kindRoute), and
+	// kindNames names them by route (route 2 first).
+	kinds     map[string]Route
+	kindNames []string
+	// visitGen and frontier serve pickFor: a lane is looked at once a
+	// scan (tenantRT.visit), and the scan's frontier is kept between
+	// picks so that a pick allocates nothing.
+	visitGen uint32
+	frontier []frontierEntry
 	rt    []tenantRT
 	// payloadAll is the payload bytes of every unfinished job: the sum
 	// of the lanes' payload.
@@ -74,6 +81,11 @@ type Scheduler struct {
 }
 
 type tenantRT struct {
+	// visit is the scan that last looked at the lane (pickFor), and
+	// routeKeys the (class, size, route) of which it holds queued jobs
+	// without a deadline (its entries in its pool's route heaps).
+	visit     uint32
+	routeKeys []routeKey
 	// normal holds the tenant's slots of class normal (slot.go), where most
 	// work is; other those of high, critical and low (at Class-1), nil
 	// until it first queues a job of the class.

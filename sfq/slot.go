@@ -529,6 +529,13 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 			sl.dlPlaced = want
 		}
 	}
+	// The route heaps hold the lane at no tag above its own (a cost
+	// correction may have lowered it).
+	for c := range Class(NumClasses) {
+		if classes[c] {
+			s.lowerRouteTags(ti, c)
+		}
+	}
 	// The idle rule's heaps: every tenant whose tag in the class is not 0
 	// (a tag of 0 never raises virtual_now). Outside the classes
 	// re-evaluated, a tag changes only on a full placement.

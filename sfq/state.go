@@ -25,7 +25,15 @@ package sfq
 // Version 7 is version 6 with a byte after each job that has a result:
 // how its run's CPU was measured and why it failed (runresult.go). A
 // state that never kept either is written as before.
-const stateVersion = 7
+//
+// Version 8 is version 7 with a byte after each job: its form (which
+// workers run it: kinds.go). A state none of whose jobs has a form other
+// than FormAny is written as before.
+const stateVersion = 8
+
+// stateVersionDetails is the version a state that has kept a run's CPU
+// source or failure, and holds no job of a form, is written as.
+const stateVersionDetails = 7
 
 // stateVersionPools is the version a state that uses pools, and has
 // never kept a run's CPU source or failure, is written as.

@@ -153,6 +153,7 @@ func (s *Scheduler) SubmitAdmitted(now Time, sub Submission, p SubmitPlan) (JobI
 		submitWall:  MakeWallDelta(s.wall, now),
 	}
 	job.setText(deadlineAt, sub.Group, sub.Key, sub.Type, sub.Payload)
+	job.setRouteClass(uint8(sub.Form))
 	s.submitTimes(&job, now, &sub)
 	s.jobs.Put(uint64(id), job)
 	if sub.Group != "" {
@@ -175,7 +176,7 @@ func (s *Scheduler) SubmitAdmitted(now Time, sub Submission, p SubmitPlan) (JobI
 	tm.Queued[sub.Size]++
 	s.queued++
 	s.groups.Mut(uint64(gs)).Queued++
-	s.enqueue(ti, gs, c, sub.Size, RouteAny, id, deadline, deadlineAt, (*jobQueue).pushBack)
+	s.enqueue(ti, gs, c, sub.Size, s.routeOf(&job), id, deadline, deadlineAt, (*jobQueue).pushBack)
 	// A new job can change the heads of its own size only (and, without
 	// caps, only its own slot's). Only the touched group can become
 	// eligible — unless a deadline job displaced an older deadline head
@@ -200,10 +201,12 @@ func (s *Scheduler) idleRule(p *poolCore, c Class) {
 // unqueue takes queued job j out of its queue q: it leaves other than by
 // its dispatch (a cancel, an expiry, a lapse).
 func (s *Scheduler) unqueue(q *groupQueue, j *Job) {
-	part := q.of(s.routeOf(j))
+	r := s.routeOf(j)
+	part := q.of(r)
 	if part == nil {
 		return
 	}
+	s.countRoute(j.Tenant, j.Class, j.Size, r, j.deadline(), -1)
 	if j.deadline() {
 		if part.dls != nil {
 			part.dls.remove(dlEntry{at: j.DeadlineAt(), id: j.ID})
@@ -220,6 +223,7 @@ func (s *Scheduler) enqueue(ti, gs uint32, c Class, size Size, r Route, id JobID
 	rt := &s.rt[ti]
 	q := s.queueMut(gs, c, size)
 	part := q.ofMut(r)
+	s.countRoute(ti, c, size, r, deadline, 1)
 	if deadline {
 		part.deadlines().push(dlEntry{at: at, id: id})
 	} else {

@@ -354,6 +354,7 @@ func (s *Scheduler) Verify() error {
 	s.verifyEstimates(report)
 	s.verifyDelays(report)
 	s.verifyQueues(report)
+	s.verifyRoutes(report)
 	s.verifyRates(report)
 	s.verifyDeadLetters(report)
 	if len(problems) == 0 {

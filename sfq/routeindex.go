@@ -1,0 +1,335 @@
+package sfq
+
+// The route index: which lanes of a pool hold queued jobs of each route,
+// per class and size, so that the dispatch of a worker that runs some
+// routes only (kinds.go) looks at the lanes that may have a job for it,
+// in the order their tags rank them, and stops at the first that wins.
+
+// routeKey names one class, size and route.
+type routeKey struct {
+	class Class
+	size  Size
+	route Route
+}
+
+// routeLanes are the lanes of a pool that hold queued jobs of one class,
+// size and route: those without a deadline in a heap by their tag in the
+// class (a stored tag may lag a rise of the real one, never a fall: it is
+// a lower bound, as in the fair heaps), with the count of such jobs each,
+// and those with a deadline with their count.
+type routeLanes struct {
+	fifo  tenantHeap        // by the lane's local number
+	nfifo map[uint32]uint32 // lane (tenant index) -> queued jobs without a deadline
+	ndl   map[uint32]uint32 // lane (tenant index) -> queued jobs with a deadline
+}
+
+// countRoute adds d to the queued jobs of lane ti of class c, size sz and
+// route r (deadline jobs apart), keeping the lane's entry in the route
+// heap while it holds any.
+func (s *Scheduler) countRoute(ti uint32, c Class, sz Size, r Route, deadline bool, d int) {
+	rt := &s.rt[ti]
+	p := s.pools[rt.pool]
+	k := routeKey{c, sz, r}
+	if p.routes == nil {
+		p.routes = make(map[routeKey]*routeLanes)
+	}
+	rl := p.routes[k]
+	if rl == nil {
+		rl = &routeLanes{fifo: tenantHeap{order: byTag}, nfifo: map[uint32]uint32{}, ndl: map[uint32]uint32{}}
+		p.routes[k] = rl
+	}
+	counts := rl.nfifo
+	if deadline {
+		counts = rl.ndl
+	}
+	was := counts[ti]
+	n := int(was) + d
+	if n > 0 {
+		counts[ti] = uint32(n)
+	} else {
+		delete(counts, ti)
+	}
+	if !deadline {
+		switch {
+		case was == 0 && n > 0:
+			t := s.tenants.Get(uint64(ti))
+			rl.fifo.set(hentry{tag: t.Tag(c), tenant: rt.local})
+			rt.routeKeys = append(rt.routeKeys, k)
+		case was > 0 && n <= 0:
+			rl.fifo.remove(rt.local)
+			for i, x := range rt.routeKeys {
+				if x == k {
+					rt.routeKeys = append(rt.routeKeys[:i], rt.routeKeys[i+1:]...)
+					break
+				}
+			}
+		}
+	}
+	if len(rl.nfifo) == 0 && len(rl.ndl) == 0 {
+		delete(p.routes, k)
+	}
+}
+
+// lowerRouteTags brings the route heap entries of lane ti in class c down
+// to its tag when it fell (a cost correction at a finish): an entry's tag
+// must never be above the lane's.
+func (s *Scheduler) lowerRouteTags(ti uint32, c Class) {
+	rt := &s.rt[ti]
+	if len(rt.routeKeys) == 0 {
+		return
+	}
+	tag := s.tenants.Get(uint64(ti)).Tag(c)
+	p := s.pools[rt.pool]
+	for _, k := range rt.routeKeys {
+		if k.class != c {
+			continue
+		}
+		if e := p.routes[k].fifo.get(rt.local); e != nil && e.tag > tag {
+			p.routes[k].fifo.set(hentry{tag: tag, tenant: rt.local})
+		}
+	}
+}
+
+// frontierEntry is a node of one route heap not yet looked at in a scan:
+// the heap's items below it are keyed no lower.
+type frontierEntry struct {
+	heap *tenantHeap
+	at   int32
+}
+
+// laneCands are the candidates of one lane for a worker (laneFor).
+type laneCands struct {
+	fifo, dl wcand
+}
+
+// pickFor chooses the job a worker of size ws that runs w gets in pool p
+// (pick, for the jobs w runs): from the highest class with a candidate
+// for w, its most urgent deadline head, else its fair-share choice between
+// sizes. A lane's candidates for w follow the candidate rule over the
+// heads w sees (laneFor). It looks at the lanes that hold jobs of the
+// routes w runs: for the deadline heads every such lane with one, for
+// each size the lanes in the order of their tags, until no lane left can
+// rank before the best found.
+func (s *Scheduler) pickFor(p *poolCore, ws Size, w *Runs) candidate {
+	for _, c := range classOrder {
+		if dl := s.deadlineFor(p, c, ws, w); dl.ok {
+			return dl
+		}
+		var best [NumSizes]candidate
+		for sz := Size(0); sz <= ws; sz++ {
+			best[sz] = s.fairFor(p, c, sz, w)
+		}
+		if f := s.stealFrom(best[:ws+1], ws); f.ok {
+			return f
+		}
+	}
+	return candidate{}
+}
+
+// routeList calls fn for each route w runs that p holds queued jobs of in
+// class c and size sz.
+func (s *Scheduler) routeList(p *poolCore, c Class, sz Size, w *Runs, fn func(*routeLanes)) {
+	if rl := p.routes[routeKey{c, sz, RouteAny}]; rl != nil {
+		fn(rl)
+	}
+	if w.Commands {
+		if rl := p.routes[routeKey{c, sz, RouteCommand}]; rl != nil {
+			fn(rl)
+		}
+	}
+	for _, name := range w.Kinds {
+		if r, ok := s.kinds[name]; ok {
+			if rl := p.routes[routeKey{c, sz, r}]; rl != nil {
+				fn(rl)
+			}
+		}
+	}
+}
+
+// deadlineFor is the eligible deadline head of class c, of a size <= ws,
+// that a worker running w gets first: the earliest (deadline_at, ID) of
+// the lanes' deadline candidates for w. It looks at every lane that holds
+// a deadline job of a route w runs (deadline jobs are the few).
+func (s *Scheduler) deadlineFor(p *poolCore, c Class, ws Size, w *Runs) candidate {
+	var best candidate
+	for sz := Size(0); sz <= ws; sz++ {
+		s.visitGen++
+		s.routeList(p, c, sz, w, func(rl *routeLanes) {
+			for ti := range rl.ndl {
+				if s.rt[ti].visit == s.visitGen {
+					continue
+				}
+				s.rt[ti].visit = s.visitGen
+				cands, held := s.laneFor(ti, c, sz, w)
+				d := cands.dl
+				if held || !d.ok || (best.ok && !dlBefore(dlEntry{d.at, d.id}, dlEntry{best.dlAt, best.seq})) {
+					continue
+				}
+				t := s.tenants.Get(uint64(ti))
+				best = candidate{tag: max(t.Tag(c), p.vnow[c]), seq: d.id, tenant: ti, tier: t.Tier, size: sz, class: c, deadline: true, ok: true,
+					set: true, group: d.group, dlAt: d.at}
+			}
+		})
+	}
+	return best
+}
+
+// fairFor is the best candidate without a deadline of class c and size
+// sz for a worker running w: the lanes of the routes w runs are looked at
+// in the order of their (stored) tags, which are lower bounds of their
+// start tags, until the next one is above the best start found.
+func (s *Scheduler) fairFor(p *poolCore, c Class, sz Size, w *Runs) candidate {
+	front := s.frontier[:0]
+	s.routeList(p, c, sz, w, func(rl *routeLanes) {
+		if rl.fifo.Len() > 0 {
+			front = frontierPush(front, frontierEntry{heap: &rl.fifo, at: 0})
+		}
+	})
+	s.visitGen++
+	var best candidate
+	for len(front) > 0 {
+		var e frontierEntry
+		front, e = frontierPop(front)
+		h := e.heap
+		stored := h.items[e.at].tag
+		if best.ok && stored > best.tag {
+			break
+		}
+		for _, child := range [2]int32{2*e.at + 1, 2*e.at + 2} {
+			if int(child) < len(h.items) {
+				front = frontierPush(front, frontierEntry{heap: h, at: child})
+			}
+		}
+		ti := p.lane(h.items[e.at].tenant)
+		if s.rt[ti].visit == s.visitGen {
+			continue
+		}
+		s.rt[ti].visit = s.visitGen
+		cands, held := s.laneFor(ti, c, sz, w)
+		if held || !cands.fifo.ok {
+			continue
+		}
+		t := s.tenants.Get(uint64(ti))
+		tag := t.Tag(c)
+		if s.cfg.Clamp == ClampDispatch && tag <= p.vnow[c] {
+			tag = p.vnow[c]
+		}
+		cand := candidate{tag: tag, seq: cands.fifo.id, tenant: ti, tier: t.Tier, size: sz, class: c, ok: true, set: true, group: cands.fifo.group}
+		if !best.ok || before(&cand, &best) {
+			best = cand
+		}
+	}
+	s.frontier = front[:0]
+	return best
+}
+
+// frontierKey is the stored tag of a frontier entry.
+func frontierKey(e frontierEntry) VirtualTime { return e.heap.items[e.at].tag }
+
+// frontierPush adds e to the min-heap f (by stored tag).
+func frontierPush(f []frontierEntry, e frontierEntry) []frontierEntry {
+	f = append(f, e)
+	for i := len(f) - 1; i > 0; {
+		up := (i - 1) / 2
+		if frontierKey(f[up]) <= frontierKey(f[i]) {
+			break
+		}
+		f[up], f[i] = f[i], f[up]
+		i = up
+	}
+	return f
+}
+
+// frontierPop takes the entry of the lowest stored tag from f.
+func frontierPop(f []frontierEntry) ([]frontierEntry, frontierEntry) {
+	top := f[0]
+	last := len(f) - 1
+	f[0] = f[last]
+	f = f[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(f) && frontierKey(f[l]) < frontierKey(f[m]) {
+			m = l
+		}
+		if r < len(f) && frontierKey(f[r]) < frontierKey(f[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		f[i], f[m] = f[m], f[i]
+		i = m
+	}
+	return f, top
+}
+
+// stealFrom is pickFair's choice between a worker of size ws's best
+// same-size candidate and the best of the smaller sizes, from the best
+// candidate of each size (best[sz]).
+func (s *Scheduler) stealFrom(best []candidate, ws Size) candidate {
+	same := best[ws]
+	if _, preferFit := s.cfg.Policy.(PreferFit); preferFit && same.ok {
+		return same
+	}
+	var steal candidate
+	for sz := ws; sz > 0; {
+		sz--
+		if cand := best[sz]; cand.ok && (!steal.ok || before(&cand, &steal)) {
+			steal = cand
+		}
+	}
+	if !same.ok || (steal.ok && s.cfg.Policy.Steal(same.tag, steal.tag)) {
+		return steal
+	}
+	return same
+}
+
+// verifyRoutes checks each pool's route index against the job table: the
+// lanes with queued jobs of each class, size and route, their counts, and
+// that no heap entry's tag is above its lane's.
+func (s *Scheduler) verifyRoutes(report func(string, ...any)) {
+	type key struct {
+		pool uint32
+		k    routeKey
+		lane uint32
+		dl   bool
+	}
+	want := map[key]uint32{}
+	s.jobs.View().Each(func(_ uint64, j *Job) bool {
+		if j.State == Queued && !j.Lapsed && int(j.Tenant) < len(s.rt) {
+			want[key{uint32(s.rt[j.Tenant].pool), routeKey{j.Class, j.Size, s.routeOf(j)}, j.Tenant, j.deadline()}]++
+		}
+		return true
+	})
+	n := 0
+	for pid, p := range s.pools {
+		for k, rl := range p.routes {
+			if len(rl.nfifo) == 0 && len(rl.ndl) == 0 {
+				report("pool %s: route %v is listed with no lane", p.Name, k)
+			}
+			if rl.fifo.Len() != len(rl.nfifo) {
+				report("pool %s: route %v: %d lanes in its heap, %d counted", p.Name, k, rl.fifo.Len(), len(rl.nfifo))
+			}
+			for dl, counts := range map[bool]map[uint32]uint32{false: rl.nfifo, true: rl.ndl} {
+				for ti, c := range counts {
+					n++
+					if w := want[key{uint32(pid), k, ti, dl}]; w != c {
+						report("pool %s: lane %d holds %d queued jobs of %v (deadline %v), the job table says %d", p.Name, ti, c, k, dl, w)
+					}
+					if dl {
+						continue
+					}
+					e := rl.fifo.get(s.rt[ti].local)
+					if e == nil {
+						report("pool %s: lane %d of %v is not in its heap", p.Name, ti, k)
+					} else if tag := s.tenants.Get(uint64(ti)).Tag(k.class); e.tag > tag {
+						report("pool %s: lane %d of %v is in its heap at tag %s, above its tag %s", p.Name, ti, k, e.tag, tag)
+					}
+				}
+			}
+		}
+	}
+	if n != len(want) {
+		report("the pools' route index counts %d lanes, the job table %d", n, len(want))
+	}
+}
