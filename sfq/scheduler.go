@@ -31,7 +31,7 @@ type Scheduler struct {
 	// picks so that a pick allocates nothing.
 	visitGen uint32
 	frontier []frontierEntry
-	rt    []tenantRT
+	rt       []tenantRT
 	// payloadAll is the payload bytes of every unfinished job: the sum
 	// of the lanes' payload.
 	payloadAll uint64
