@@ -50,6 +50,9 @@ type base struct {
 	// leader), writeRate.
 	writes    *submitLimiter
 	writeRate sfq.RateLimit
+	// shares bounds each identity's calls in progress and held reads
+	// (edgeshare.go; nil: no bound).
+	shares *edgeShares
 }
 
 // write is the path of a write call: every node checks what of the

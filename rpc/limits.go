@@ -45,6 +45,13 @@ type Limits struct {
 	// long (connections that made no call with a token are closed
 	// sooner: connlimit's Config.UnauthenticatedIdle).
 	ConnectionIdle time.Duration
+	// CallsPerIdentity bounds the unary calls of one caller in progress
+	// on the node (edgeshare.go); more are refused RESOURCE_EXHAUSTED.
+	CallsPerIdentity int
+	// HeldReadsPerIdentity and HeldReads bound the reads the node holds
+	// until it has applied their caller's last write (a stale read or a
+	// watch naming an index, up to ReadWait), of one caller and in all.
+	HeldReadsPerIdentity, HeldReads int
 }
 
 // Defaults and bounds of Limits.
@@ -73,7 +80,8 @@ var DefaultWriteRate = sfq.RateLimit{N: 100, PeriodMs: 1000, Burst: 200}
 func DefaultLimits() Limits {
 	return Limits{MaxMessageBytes: fsm.MaxMessageBytes, WatchStreams: DefaultWatchStreams, WatchStreamsPerIdentity: DefaultWatchPerIdentity, WatchStall: DefaultWatchStall,
 		RequestBytes: DefaultRequestBytes, RequestBytesPerIdentity: DefaultRequestBytesPerIdentity, RequestReadTimeout: DefaultRequestReadTimeout,
-		StreamsPerConnection: DefaultStreamsPerConnection, ConnectionIdle: DefaultConnectionIdle, WriteRate: DefaultWriteRate}
+		StreamsPerConnection: DefaultStreamsPerConnection, ConnectionIdle: DefaultConnectionIdle, WriteRate: DefaultWriteRate,
+		CallsPerIdentity: DefaultCallsPerIdentity, HeldReadsPerIdentity: DefaultHeldReadsPerIdentity, HeldReads: DefaultHeldReads}
 }
 
 // withDefaults gives each zero field its default.
@@ -88,6 +96,9 @@ func (l Limits) withDefaults() Limits {
 	orDefault(&l.RequestReadTimeout, d.RequestReadTimeout)
 	orDefault(&l.StreamsPerConnection, d.StreamsPerConnection)
 	orDefault(&l.ConnectionIdle, d.ConnectionIdle)
+	orDefault(&l.CallsPerIdentity, d.CallsPerIdentity)
+	orDefault(&l.HeldReadsPerIdentity, d.HeldReadsPerIdentity)
+	orDefault(&l.HeldReads, d.HeldReads)
 	l.MaxMessageBytes = min(max(l.MaxMessageBytes, MinMessageBytes), fsm.MaxMessageBytes)
 	return l
 }

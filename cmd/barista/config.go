@@ -70,7 +70,7 @@ func defaultServerConfig() serverConfig {
 	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
 	return serverConfig{Node: n, LogLevel: "info", BootstrapWait: 30 * time.Second, TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
 		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig(), Limits: rpc.DefaultLimits(), WebLimits: web.DefaultLimits(),
-		Conns: connlimit.Config{Max: 4096, PerAddress: 256, Reserve: 64, FirstRequest: 5 * time.Second, UnauthenticatedIdle: 30 * time.Second}}
+		Conns: connlimit.Config{Max: 4096, PerAddress: 256, Reserve: 64, PerIdentity: 512, UnauthenticatedCalls: 256, FirstRequest: 5 * time.Second, UnauthenticatedIdle: 30 * time.Second}}
 }
 
 // setting is one server setting, declared once: its configuration file
@@ -161,13 +161,19 @@ func (c *serverConfig) settings() []setting {
 			val: durationVal(&c.Limits.WatchStall, 100*time.Millisecond, 10*time.Minute)},
 		{key: "limits.connections", flag: "max-connections", usage: "connections of the gRPC and HTTP listeners together (lowered at start to leave 128 of the open-files limit to Raft and files)",
 			val: &intVal[int]{&c.Conns.Max, 16, 10_000_000}},
-		{key: "limits.connections_per_address", flag: "max-connections-per-address", usage: "connections from one source network: a /24 of IPv4, a /64 of IPv6 (raise it for clients behind a proxy or NAT)",
+		{key: "limits.connections_per_address", flag: "max-connections-per-address", usage: "connections from one source network: a /24 of IPv4, a /48 of IPv6 (raise it for clients behind a proxy or NAT)",
 			val: &intVal[int]{&c.Conns.PerAddress, 1, 10_000_000}},
+		{key: "limits.connections_unauthenticated", flag: "max-connections-unauthenticated", usage: "of max-connections, those that have made no call with a token yet (0: half); past it a new connection takes the place of the oldest such one of the network holding the most, and the rest stays for callers with a token",
+			val: &intVal[int]{&c.Conns.Unauthenticated, 0, 10_000_000}},
+		{key: "limits.connections_per_identity", flag: "max-connections-per-identity", usage: "connections whose first call with a token is a client token's (one tenant's) on this server; the first call of one more is refused RESOURCE_EXHAUSTED (0: no bound)",
+			val: &intVal[int]{&c.Conns.PerIdentity, 0, 10_000_000}},
+		{key: "limits.unauthenticated_calls", flag: "max-unauthenticated-calls", usage: "calls without a token (health checks and watches) in progress at once, a sixteenth of them (at least 4) from one source network; more are refused RESOURCE_EXHAUSTED (0: no bound)",
+			val: &intVal[int]{&c.Conns.UnauthenticatedCalls, 0, 10_000_000}},
 		{key: "limits.connections_reserve", flag: "connections-reserve", usage: "the last places of max-connections on a listener, kept for addresses without a connection to it (health probes, new clients)",
 			val: &intVal[int]{&c.Conns.Reserve, 0, 10_000_000}},
 		{key: "limits.first_request_timeout", flag: "first-request-timeout", usage: "a connection that has not sent its first request this long after it was accepted (TLS and HTTP/2 handshakes included) is closed",
 			val: durationVal(&c.Conns.FirstRequest, 100*time.Millisecond, 2*time.Minute)},
-		{key: "limits.unauthenticated_idle", flag: "unauthenticated-idle", usage: "a connection that has made no call with a token (health checks only, say) is closed once it has had no call in progress this long",
+		{key: "limits.unauthenticated_idle", flag: "unauthenticated-idle", usage: "a connection that has made no call with a token (health checks only, say) is closed this long after its last call began or ended, whatever streams it holds; a call without a token lasts at most this long",
 			val: durationVal(&c.Conns.UnauthenticatedIdle, 100*time.Millisecond, time.Hour)},
 		{key: "limits.connection_idle", flag: "connection-idle", usage: "a gRPC connection with no call in progress this long is closed (its client reconnects when it calls again)",
 			val: durationVal(&c.Limits.ConnectionIdle, time.Second, 24*time.Hour)},
@@ -186,6 +192,18 @@ func (c *serverConfig) settings() []setting {
 		{key: "limits.write_burst", flag: "write-burst", usage: "write calls a caller may make at once under write_rate (0: N)", val: &intVal[uint32]{&c.Limits.WriteRate.Burst, 0, sfq.MaxRateBurst}},
 		{key: "limits.request_read_timeout", flag: "request-read-timeout", usage: "a gRPC request not read this long after its call began closes its connection",
 			val: durationVal(&c.Limits.RequestReadTimeout, 100*time.Millisecond, time.Hour)},
+		{key: "limits.http_requests_per_identity", flag: "http-max-requests-per-identity", usage: "HTTP/JSON requests (watches aside) of one caller in progress on this server, held reads included; more are answered 429 at once",
+			val: &intVal[int]{&c.WebLimits.HTTPRequestsPerIdentity, 1, 1_000_000}},
+		{key: "limits.http_requests", flag: "http-max-requests", usage: "HTTP/JSON requests (watches aside) in progress on this server (keep it and max-watch-streams below max-streams-per-connection: they share the gateway's one connection); more are answered 503 at once",
+			val: &intVal[int]{&c.WebLimits.HTTPRequests, 1, 1_000_000}},
+		{key: "limits.http_held_reads_per_identity", flag: "http-max-held-reads-per-identity", usage: "HTTP/JSON reads of one caller held until this server has applied the index they name (X-Barista-Min-Index); more are answered 429 at once",
+			val: &intVal[int]{&c.WebLimits.HTTPHeldReadsPerIdentity, 1, 1_000_000}},
+		{key: "limits.calls_per_identity", flag: "max-calls-per-identity", usage: "unary gRPC calls of one caller (a token's role, tenant and worker binding) in progress on this server; more are refused RESOURCE_EXHAUSTED",
+			val: &intVal[int]{&c.Limits.CallsPerIdentity, 1, 10_000_000}},
+		{key: "limits.held_reads_per_identity", flag: "max-held-reads-per-identity", usage: "reads of one caller this server holds until it has applied the caller's last write (a stale read or a watch naming an index); more are refused RESOURCE_EXHAUSTED at once",
+			val: &intVal[int]{&c.Limits.HeldReadsPerIdentity, 1, 10_000_000}},
+		{key: "limits.held_reads", flag: "max-held-reads", usage: "reads this server holds until it has applied their callers' last writes, in all; more are refused UNAVAILABLE at once",
+			val: &intVal[int]{&c.Limits.HeldReads, 1, 10_000_000}},
 
 		{key: "webhooks.key", usage: "the cluster's webhook `KEY`, at least 32 bytes and the same on every server, from which endpoint secrets are derived (or $BARISTA_WEBHOOK_KEY)", val: &secretVal{&c.Webhooks.Key}},
 		{key: "webhooks.allow_cidrs", flag: "webhook-allow-cidr", usage: "a `CIDR` webhook endpoints may reach although loopback, private or link-local (repeatable)", val: &cidrListVal{&c.Webhooks.Allow}},

@@ -212,7 +212,7 @@ func runServer(env *cmdEnv, opts *serverOpts, args []string) error {
 		}
 		hs := &http.Server{Handler: web.New(srv, web.Options{Pprof: sc.Pprof, MetricsAuth: sc.MetricsAuth, Limits: sc.WebLimits}),
 			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
-			ConnState: conns.ConnState}
+			ConnState: conns.ConnState, ConnContext: conns.ConnContext}
 		go func() {
 			if err := hs.Serve(hl); err != nil && err != http.ErrServerClosed {
 				serveErr <- err
