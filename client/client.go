@@ -37,6 +37,11 @@ type Options struct {
 	// TLS, if set, secures every connection (TLSConfig loads one from
 	// files); nil connects in plaintext.
 	TLS *tls.Config
+	// InsecureGRPC lets a Token go in plaintext (TLS nil) to nodes that
+	// are not on this machine; without it New refuses them
+	// (ErrTokenInClear), as a server refuses a plaintext non-loopback
+	// --grpc-addr without --insecure-grpc.
+	InsecureGRPC bool
 	// CallTimeout bounds a unary call, its retries included, when the
 	// context allows longer: 0 means 15 s, a negative value leaves the
 	// context alone. Watch and Stream are bounded by their context only.
@@ -133,6 +138,9 @@ func New(addrs []string, opts Options) (*Client, error) {
 	}
 	if len(c.addrs) == 0 {
 		return nil, errors.New("client: no node address given")
+	}
+	if a := TokenInClear(c.addrs, opts.Token, opts.TLS); a != "" && !opts.InsecureGRPC {
+		return nil, fmt.Errorf("client: %w: node %s is not on this machine and Options.TLS is not set (set it, or Options.InsecureGRPC to send the token anyway)", ErrTokenInClear, a)
 	}
 	dial := DialOptions(opts.Token, opts.TLS)
 	dial = append(dial, grpc.WithChainUnaryInterceptor(trackCall, c.carryIndex), grpc.WithChainStreamInterceptor(c.carryIndexStream),

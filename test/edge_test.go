@@ -6,7 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -277,5 +280,66 @@ func TestHTTPReadsSharedPerIdentity(t *testing.T) {
 	start := time.Now()
 	if _, err := beta.ListJobs(ctx, &pb.ListJobsRequest{Read: &pb.ReadOptions{Stale: true}}); err != nil || time.Since(start) > time.Second {
 		t.Errorf("beta's read over gRPC beside acme's held ones: %v after %s", err, time.Since(start))
+	}
+}
+
+// TestTokensNotSentInClear (finding 6): the CLI and the worker refuse to
+// send a token without TLS to a server that is not on this machine,
+// naming --insecure-grpc, before they connect; with --insecure-grpc they
+// do connect. (Before, both sent "Bearer TOKEN" in clear without a
+// word.)
+func TestTokensNotSentInClear(t *testing.T) {
+	ip := nonLoopbackIP(t)
+	if ip == "" {
+		t.Skip("this machine has no non-loopback IPv4 address")
+	}
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	conns := 0
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns++
+			mu.Unlock()
+			c.Close()
+		}
+	}()
+	accepted := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return conns
+	}
+	bin := cluster.Binary(t)
+	const token = "s3cr3t-in-clear-0001"
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "BARISTA_TOKEN=")
+		out, err := cmd.CombinedOutput()
+		return exitCode(err), string(out)
+	}
+	addr := ln.Addr().String()
+	for _, args := range [][]string{
+		{"jobs", "--server", addr, "--token", token, "--tenant", "acme", "--rpc-timeout", "2s"},
+		{"worker", "--server", addr, "--token", token, "--size", "sm", "--id", "w1", "--log-dir", t.TempDir(), "--work-dir", t.TempDir()},
+	} {
+		code, out := run(args...)
+		if code != 2 || !strings.Contains(out, "--insecure-grpc") || strings.Contains(out, token) {
+			t.Errorf("barista %s: exit %d: %s\nwant exit 2, a refusal naming --insecure-grpc, and no token", args[0], code, out)
+		}
+	}
+	if n := accepted(); n != 0 {
+		t.Errorf("the non-loopback server got %d connections; want none before --insecure-grpc", n)
+	}
+	code, out := run("jobs", "--server", addr, "--token", token, "--tenant", "acme", "--rpc-timeout", "1s", "--insecure-grpc")
+	if code == 0 || accepted() == 0 {
+		t.Errorf("with --insecure-grpc: exit %d, %d connections: %s; want a connection (and a failure: nothing serves gRPC there)", code, accepted(), out)
 	}
 }

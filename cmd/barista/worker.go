@@ -165,6 +165,9 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	// Jobs get a scrubbed environment; the worker's own children, if any,
 	// should not find the token in theirs either.
 	os.Unsetenv("BARISTA_TOKEN")
+	if a := client.TokenInClear(strings.Split(opts.servers, ","), copts.Token, copts.TLS); a != "" && !opts.insecureGRPC {
+		return tokenInClearError(a)
+	}
 	dial := client.DialOptions(copts.Token, copts.TLS)
 	if err := runner.EnableSubreaper(); err != nil {
 		log.Warn("cannot become a child subreaper: orphaned grandchildren of a job escape measurement", "error", err)
