@@ -58,7 +58,9 @@ func onThisMachine(target string) bool {
 }
 
 // String describes the client by its nodes, never its token.
-func (c *Client) String() string { return fmt.Sprintf("barista client of %s", strings.Join(c.addrs, ",")) }
+func (c *Client) String() string {
+	return fmt.Sprintf("barista client of %s", strings.Join(c.addrs, ","))
+}
 
 // GoString is String: %#v shows no token either.
 func (c *Client) GoString() string { return c.String() }
