@@ -91,6 +91,8 @@ func (f *FSM) Admit(c *pb.Command) Result {
 		return f.checkPoolDelete(cmd.PoolDelete)
 	case *pb.Command_SubscriptionSet:
 		return f.checkSubscription(cmd.SubscriptionSet)
+	case *pb.Command_WorkerDrain:
+		return f.checkWorkerDrain(cmd.WorkerDrain)
 	case *pb.Command_Started:
 		c := cmd.Started
 		if _, err := f.sched.CheckEvent(f.clock, sfq.JobID(c.Job), sfq.Input{Kind: sfq.InStart, Attempt: c.Attempt, Worker: c.WorkerId}); err != nil {

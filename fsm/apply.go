@@ -432,6 +432,7 @@ func (f *FSM) applyTenantDelete(c *pb.TenantDelete) Result {
 	if ok {
 		f.setExported(i, false)
 		f.dropTenantWebhook(i)
+		f.dropKept(i)
 		f.observe(i)
 	}
 	return Result{}
@@ -453,6 +454,9 @@ func (f *FSM) applySetConfig(c *pb.SetConfig) Result {
 	if f.level < Level7 {
 		cfg.MaxTotalQueuedBytes = 0 // likewise below Level7
 	}
+	if f.level < Level8 {
+		cfg.EventRetentionPerTenant, cfg.MaxWorkerRecords = 0, 0 // and Level8
+	}
 	f.cfg = cfg
 	f.configured = true
 	f.observeAll() // tier weights or decay may have changed
@@ -469,16 +473,22 @@ func (f *FSM) applyPrune(c *pb.Prune) Result {
 		limit = DefaultPruneLimit
 	}
 	n := f.pruneJobs(limit)
-	// Events: beyond the count, or older than the age.
+	// Events: beyond the count, or older than the age (with
+	// event_retention_per_tenant set, each tenant keeps its recent ones:
+	// eventkeep.go).
 	lost := f.webhookPruner()
-	for i := 0; i < limit; i++ {
-		first, ev, ok := f.events.Head()
-		if !ok || (uint64(f.events.Len()) <= f.cfg.EventRetentionCount && ev.At >= f.clock-sfq.Time(f.cfg.EventRetentionMs)) {
-			break
+	if f.cfg.EventRetentionPerTenant > 0 {
+		n += f.pruneEventsKeeping(limit, lost)
+	} else {
+		for i := 0; i < limit; i++ {
+			first, ev, ok := f.events.Head()
+			if !ok || (uint64(f.events.Len()) <= f.cfg.EventRetentionCount && ev.At >= f.clock-sfq.Time(f.cfg.EventRetentionMs)) {
+				break
+			}
+			lost(first, &ev)
+			f.events.PopHead()
+			n++
 		}
-		lost(first, &ev)
-		f.events.PopHead()
-		n++
 	}
 	// Idempotency keys past their window, oldest first.
 	for i := 0; i < limit; i++ {
@@ -533,7 +543,7 @@ func (f *FSM) applyMemberRemove(c *pb.MemberRemove) Result {
 }
 
 func (f *FSM) applyWorkerDrain(c *pb.WorkerDrain) Result {
-	if r := validWorkerID(c.WorkerId); r.Code != OK {
+	if r := f.checkWorkerDrain(c); r.Code != OK || r.Outcome == sfq.Duplicate {
 		return r
 	}
 	w := f.workers[c.WorkerId]

@@ -297,6 +297,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	}
 	c.Pools = pools
 	c.ClockTickMs = clockTickFromPB(p)
+	c.EventRetentionPerTenant, c.MaxWorkerRecords = p.EventRetentionPerTenant, p.MaxWorkerRecords
 	return c, nil
 }
 
@@ -342,6 +343,7 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 	p.DefaultMaxQueued, p.MaxQueuedBytes, p.MaxTotalQueuedBytes = c.DefaultMaxQueued, c.MaxQueuedBytes, c.MaxTotalQueuedBytes
 	poolSettingsToPB(c.Pools, p)
 	p.ClockTickMs = c.ClockTickMs
+	p.EventRetentionPerTenant, p.MaxWorkerRecords = c.EventRetentionPerTenant, c.MaxWorkerRecords
 	return p
 }
 

@@ -2681,8 +2681,17 @@ type SchedulerConfig struct {
 	// max_total_queued_bytes (feature level 7): every tenant together holds
 	// at most this many payload bytes in unfinished jobs (0: no bound).
 	MaxTotalQueuedBytes uint64 `protobuf:"varint,132,opt,name=max_total_queued_bytes,json=maxTotalQueuedBytes,proto3" json:"max_total_queued_bytes,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// event_retention_per_tenant (feature level 8): of each tenant's
+	// events younger than event_retention_ms, the newest this many are kept
+	// when the cluster's event_retention_count prunes them, so that no
+	// tenant's volume prunes another's recent history (0: none).
+	EventRetentionPerTenant uint64 `protobuf:"varint,133,opt,name=event_retention_per_tenant,json=eventRetentionPerTenant,proto3" json:"event_retention_per_tenant,omitempty"`
+	// max_worker_records (feature level 8): the worker records a drain may
+	// make (of a worker the state holds no record of) stop at this many in
+	// all (0: no bound).
+	MaxWorkerRecords uint64 `protobuf:"varint,134,opt,name=max_worker_records,json=maxWorkerRecords,proto3" json:"max_worker_records,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SchedulerConfig) Reset() {
@@ -2970,6 +2979,20 @@ func (x *SchedulerConfig) GetMaxSnoozes() uint32 {
 func (x *SchedulerConfig) GetMaxTotalQueuedBytes() uint64 {
 	if x != nil {
 		return x.MaxTotalQueuedBytes
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetEventRetentionPerTenant() uint64 {
+	if x != nil {
+		return x.EventRetentionPerTenant
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetMaxWorkerRecords() uint64 {
+	if x != nil {
+		return x.MaxWorkerRecords
 	}
 	return 0
 }
@@ -4346,7 +4369,7 @@ const file_commands_proto_rawDesc = "" +
 	"\tas_tenant\x18\x05 \x01(\bR\basTenant\x12\x12\n" +
 	"\x04pool\x18\x06 \x01(\tR\x04pool\"\"\n" +
 	"\fTenantDelete\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xd0\f\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xbd\r\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -4386,7 +4409,9 @@ const file_commands_proto_rawDesc = "" +
 	"\rclock_tick_ms\x18\x82\x01 \x01(\x03R\vclockTickMs\x12 \n" +
 	"\vmax_snoozes\x18\x83\x01 \x01(\rR\n" +
 	"maxSnoozes\x124\n" +
-	"\x16max_total_queued_bytes\x18\x84\x01 \x01(\x04R\x13maxTotalQueuedBytes\"@\n" +
+	"\x16max_total_queued_bytes\x18\x84\x01 \x01(\x04R\x13maxTotalQueuedBytes\x12<\n" +
+	"\x1aevent_retention_per_tenant\x18\x85\x01 \x01(\x04R\x17eventRetentionPerTenant\x12-\n" +
+	"\x12max_worker_records\x18\x86\x01 \x01(\x04R\x10maxWorkerRecords\"@\n" +
 	"\tSetConfig\x123\n" +
 	"\x06config\x18\x01 \x01(\v2\x1b.barista.v1.SchedulerConfigR\x06config\"\x1d\n" +
 	"\x05Prune\x12\x14\n" +

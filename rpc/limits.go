@@ -52,6 +52,11 @@ type Limits struct {
 	// until it has applied their caller's last write (a stale read or a
 	// watch naming an index, up to ReadWait), of one caller and in all.
 	HeldReadsPerIdentity, HeldReads int
+	// WorkerRecordsPerBinding bounds, on the leader, the worker records
+	// of one prefix binding of worker tokens ("gpu-*"): a new ID of such
+	// a token (its session, or a drain that would make its record) is
+	// refused past it (workerbind.go).
+	WorkerRecordsPerBinding int
 }
 
 // Defaults and bounds of Limits.
@@ -81,7 +86,8 @@ func DefaultLimits() Limits {
 	return Limits{MaxMessageBytes: fsm.MaxMessageBytes, WatchStreams: DefaultWatchStreams, WatchStreamsPerIdentity: DefaultWatchPerIdentity, WatchStall: DefaultWatchStall,
 		RequestBytes: DefaultRequestBytes, RequestBytesPerIdentity: DefaultRequestBytesPerIdentity, RequestReadTimeout: DefaultRequestReadTimeout,
 		StreamsPerConnection: DefaultStreamsPerConnection, ConnectionIdle: DefaultConnectionIdle, WriteRate: DefaultWriteRate,
-		CallsPerIdentity: DefaultCallsPerIdentity, HeldReadsPerIdentity: DefaultHeldReadsPerIdentity, HeldReads: DefaultHeldReads}
+		CallsPerIdentity: DefaultCallsPerIdentity, HeldReadsPerIdentity: DefaultHeldReadsPerIdentity, HeldReads: DefaultHeldReads,
+		WorkerRecordsPerBinding: DefaultWorkerRecordsPerBinding}
 }
 
 // withDefaults gives each zero field its default.
@@ -99,6 +105,7 @@ func (l Limits) withDefaults() Limits {
 	orDefault(&l.CallsPerIdentity, d.CallsPerIdentity)
 	orDefault(&l.HeldReadsPerIdentity, d.HeldReadsPerIdentity)
 	orDefault(&l.HeldReads, d.HeldReads)
+	orDefault(&l.WorkerRecordsPerBinding, d.WorkerRecordsPerBinding)
 	l.MaxMessageBytes = min(max(l.MaxMessageBytes, MinMessageBytes), fsm.MaxMessageBytes)
 	return l
 }

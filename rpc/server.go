@@ -172,6 +172,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth, limits: limits, conns: opt.Conns}
 	s.gatewayKey = gatewayKey
 	workers = newWorkerService(b)
+	workers.bindings = newBindingRecords(limits.WorkerRecordsPerBinding, node.FSM)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
 		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry)}, &AdminService{base: b, workers: workers}, workers
 	budget := &requestBudget{

@@ -343,3 +343,185 @@ func TestTokensNotSentInClear(t *testing.T) {
 		t.Errorf("with --insecure-grpc: exit %d, %d connections: %s; want a connection (and a failure: nothing serves gRPC there)", code, accepted(), out)
 	}
 }
+
+// boundWorkerToken is a worker token bound to the IDs "w-*".
+const boundWorkerToken = "bound-worker-s3cr3t-0001"
+
+const boundWorkerConfig = `
+[[auth.tokens]]
+role = "worker"
+worker_id = "w-*"
+token = "` + boundWorkerToken + `"
+`
+
+// workerSession opens a worker session of id on addr with token and
+// holds it until the test ends; it returns the error of its Hello (nil
+// once welcomed).
+func workerSession(t *testing.T, addr, token, id string) error {
+	t.Helper()
+	cc := cluster.Dial(t, addr, token, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stream, err := pb.NewWorkerClient(cc).Connect(ctx)
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Hello{Hello: &pb.Hello{WorkerId: id, Size: pb.Size_SM}}}); err != nil {
+		return err
+	}
+	m, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	if m.GetWelcome() == nil {
+		return fmt.Errorf("the answer to Hello: %v", m)
+	}
+	return nil
+}
+
+// TestDrainTakesTheWritePath (finding 5): a worker token's drains take
+// the write path of every write: 100 drains of a drained worker make no
+// log entry, and a loop of drains and undrains is held to the write rate
+// (bursts of 200, then RESOURCE_EXHAUSTED). (Before, each drain was an
+// entry: 44,208 of them in 20 s.)
+func TestDrainTakesTheWritePath(t *testing.T) {
+	c := startWithTokens(t, 1, boundWorkerConfig)
+	n := c.Nodes[0]
+	if err := workerSession(t, n.GRPCAddr, boundWorkerToken, "w-1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	wk := pb.NewWorkerClient(cluster.Dial(t, n.GRPCAddr, boundWorkerToken, nil))
+	node := pb.NewNodeClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil))
+	lastIndex := func() uint64 {
+		st, err := node.Status(ctx, &pb.StatusRequest{SkipHash: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.LastLogIndex
+	}
+	if _, err := wk.Drain(ctx, &pb.DrainRequest{WorkerId: "w-1"}); err != nil {
+		t.Fatal(err)
+	}
+	before := lastIndex()
+	for range 100 {
+		if _, err := wk.Drain(ctx, &pb.DrainRequest{WorkerId: "w-1"}); err != nil {
+			t.Fatalf("a drain of a drained worker: %v", err)
+		}
+	}
+	// Clock ticks (one a second without other entries) may add a few.
+	if grew := lastIndex() - before; grew > 3 {
+		t.Errorf("100 drains of a drained worker added %d log entries; want none (but clock ticks)", grew)
+	}
+	refused := 0
+	for i := range 300 {
+		_, err := wk.Drain(ctx, &pb.DrainRequest{WorkerId: "w-1", Undrain: i%2 == 0})
+		switch status.Code(err) {
+		case codes.OK:
+		case codes.ResourceExhausted:
+			refused++
+		default:
+			t.Fatalf("drain %d: %v", i, err)
+		}
+	}
+	if refused < 50 {
+		t.Errorf("%d of 300 drains and undrains in a row refused; want those past the write rate's burst of 200 (and its 100/s)", refused)
+	}
+}
+
+// TestWorkerRecordsPerBinding (finding 5): a worker token bound to "w-*"
+// makes at most limits.worker_records_per_binding records: with 3 made
+// (a session and a drain each), a session of a fourth new ID is refused
+// RESOURCE_EXHAUSTED, while an ID with a record still connects.
+func TestWorkerRecordsPerBinding(t *testing.T) {
+	c := startWithTokens(t, 1, boundWorkerConfig+"\n[limits]\nworker_records_per_binding = 3\n")
+	n := c.Nodes[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	wk := pb.NewWorkerClient(cluster.Dial(t, n.GRPCAddr, boundWorkerToken, nil))
+	for i := range 3 {
+		id := fmt.Sprintf("w-%d", i+1)
+		if err := workerSession(t, n.GRPCAddr, boundWorkerToken, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wk.Drain(ctx, &pb.DrainRequest{WorkerId: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := workerSession(t, n.GRPCAddr, boundWorkerToken, "w-4")
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "limits.worker_records_per_binding") {
+		t.Errorf("a fourth new worker ID of the binding: %v; want RESOURCE_EXHAUSTED naming limits.worker_records_per_binding", err)
+	}
+	if _, err := pb.NewWorkerClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil)).Drain(ctx, &pb.DrainRequest{WorkerId: "other", Create: true}); err != nil {
+		t.Errorf("the admin's drain of another worker: %v", err)
+	}
+}
+
+// TestTenantKeepsItsHistory (finding 4): with the cluster's event count
+// at 300, tenant acme's 2,000 submits (its events push every older one
+// out of the log) leave beta's 5 events watchable from seq 1: beta keeps
+// them (event_retention_per_tenant, 10,000 on a new cluster). (Before,
+// beta's watch from 1 was OUT_OF_RANGE: "older than the oldest retained
+// event".)
+func TestTenantKeepsItsHistory(t *testing.T) {
+	c := startWithTokens(t, 1, "", "--prune-interval", "100ms")
+	n := c.Nodes[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := pb.NewAdminClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil))
+	goldTenants(t, ctx, admin, "acme", "beta")
+	cfg, err := admin.GetConfig(ctx, &pb.GetConfigRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.EventRetentionCount = 300
+	if _, err := admin.SetConfig(ctx, &pb.SetConfigRequest{Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	beta := pb.NewClientClient(cluster.Dial(t, n.GRPCAddr, betaToken, nil))
+	acme := pb.NewClientClient(cluster.Dial(t, n.GRPCAddr, acmeToken, nil))
+	var betaJobs []uint64
+	for range 5 {
+		r, err := beta.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		betaJobs = append(betaJobs, r.JobId)
+	}
+	for range 4 {
+		batch := &pb.SubmitBatchRequest{}
+		for range 500 {
+			batch.Jobs = append(batch.Jobs, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000})
+		}
+		if _, err := acme.SubmitBatch(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The prune has run: the log holds 300 events, none of beta's.
+	waitFor(t, 10*time.Second, "the log pruned to 300 events", func() (bool, string) {
+		w, err := acme.WatchEvents(ctx, &pb.WatchEventsRequest{FromSeq: 1})
+		if err != nil {
+			return false, err.Error()
+		}
+		_, err = w.Recv()
+		return status.Code(err) == codes.OutOfRange, fmt.Sprintf("acme's watch from 1: %v", err)
+	})
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	w, err := beta.WatchEvents(wctx, &pb.WatchEventsRequest{FromSeq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for len(got) < 5 {
+		ev, err := w.Recv()
+		if err != nil {
+			t.Fatalf("beta's watch from 1 after acme's flood, having read %v: %v", got, err)
+		}
+		got = append(got, ev.JobId)
+	}
+	if !slices.Equal(got, betaJobs) {
+		t.Errorf("beta's watch from 1: jobs %v, want its own %v", got, betaJobs)
+	}
+}
