@@ -671,5 +671,5 @@ func TestKeptEventsDelivered(t *testing.T) {
 	if want := "[1:queued 2:queued]"; fmt.Sprint(got) != want {
 		t.Fatalf("delivered %v, want %s", got, want)
 	}
-	waitFor(t, "the cursor", func() bool { w, _ := n.State().WebhookOf("a"); return w.Cursor == 2 && w.GapTo == 0 })
+	waitFor(t, "the cursor past the log", func() bool { w, _ := n.State().WebhookOf("a"); return w.Cursor == 7 && w.GapTo == 0 })
 }
