@@ -242,12 +242,14 @@ func (l *Limiter) admit(ln *listener, c net.Conn) *conn {
 		ln.byAddr[addr]++
 		l.seq++
 		tc := &conn{Conn: c, ln: ln, key: key, net: addr, seq: l.seq, closed: make(chan struct{})}
+		// Its timer is set before another admit can find it (and close it
+		// to make room).
+		l.pending.Add(1)
+		tc.timer = time.AfterFunc(l.cfg.FirstRequest, tc.expire)
 		l.conns[key] = tc
 		l.addAnon(tc)
 		l.mu.Unlock()
 		l.open.WithLabelValues(ln.name).Inc()
-		l.pending.Add(1)
-		tc.timer = time.AfterFunc(l.cfg.FirstRequest, tc.expire)
 		return tc
 	}
 }

@@ -449,7 +449,8 @@ func TestUnauthenticatedStreamLifetime(t *testing.T) {
 		t.Errorf("the watch without a token lasted %s (%v); want it ended after 300ms", took, err)
 	}
 	took, err = watch(true)
-	if took < 1900*time.Millisecond || status.Code(err) != codes.DeadlineExceeded {
+	// Its own deadline ends it (the server may see it first: CANCELLED).
+	if code := status.Code(err); took < 1900*time.Millisecond || code != codes.DeadlineExceeded && code != codes.Canceled {
 		t.Errorf("the watch with a token: ended after %s: %v; want its own deadline (2s)", took, err)
 	}
 }
