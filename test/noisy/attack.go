@@ -156,7 +156,9 @@ func dialer(src string) *net.Dialer {
 // ("" none).
 func (a *attacker) grpcFrom(src, target, serverIP, token string) (*grpc.ClientConn, error) {
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(a.tlsConfig(serverIP))),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) { return dialer(src).DialContext(ctx, "tcp", addr) })}
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return dialer(src).DialContext(ctx, "tcp", addr)
+		})}
 	if token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer(token)))
 	}

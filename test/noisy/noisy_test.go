@@ -128,7 +128,9 @@ func TestNoisyNeighbour(t *testing.T) {
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(pem)
-	tlsFor := func(ip string) *tls.Config { return &tls.Config{RootCAs: roots, ServerName: ip, MinVersion: tls.VersionTLS12} }
+	tlsFor := func(ip string) *tls.Config {
+		return &tls.Config{RootCAs: roots, ServerName: ip, MinVersion: tls.VersionTLS12}
+	}
 	c.Token, c.TLS = adminToken, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	c.Host = func(id string) string { v4, _ := serverAddrs(int(id[1] - '0')); return v4 }
 	c.Wrap = func(id string) []string {
