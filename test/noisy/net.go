@@ -49,9 +49,10 @@ func ipCmd(args ...string) error {
 	return nil
 }
 
-// ipBatch runs ip commands in one process (ip -batch): many addresses.
-func ipBatch(lines []string) error {
-	cmd := exec.Command("ip", "-batch", "-")
+// ipBatch runs ip commands in namespace ns in one process (ip -batch):
+// many addresses.
+func ipBatch(ns string, lines []string) error {
+	cmd := exec.Command("ip", "-n", ns, "-batch", "-")
 	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("ip -batch: %v: %s", err, strings.TrimSpace(string(out)))
@@ -126,12 +127,12 @@ func (n *testNet) addHost(name string, addrs []string) (string, error) {
 	var lines []string
 	for _, a := range addrs {
 		if strings.Contains(a, ":") {
-			lines = append(lines, fmt.Sprintf("-n %s addr add %s/32 dev %s nodad", ns, a, peer))
+			lines = append(lines, fmt.Sprintf("addr add %s/32 dev %s nodad", a, peer))
 		} else {
-			lines = append(lines, fmt.Sprintf("-n %s addr add %s/16 dev %s", ns, a, peer))
+			lines = append(lines, fmt.Sprintf("addr add %s/16 dev %s", a, peer))
 		}
 	}
-	if err := ipBatch(lines); err != nil {
+	if err := ipBatch(ns, lines); err != nil {
 		return "", fmt.Errorf("host %s: %w", name, err)
 	}
 	return ns, nil
