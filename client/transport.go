@@ -1,12 +1,15 @@
 package client
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strings"
+
+	"google.golang.org/grpc/credentials"
 )
 
 // A token never crosses a network in clear by accident. A Client with a
@@ -55,6 +58,26 @@ func onThisMachine(target string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// secured reports whether a call's connection has TLS (privacy and
+// integrity).
+func secured(ctx context.Context) bool {
+	ri, ok := credentials.RequestInfoFromContext(ctx)
+	if !ok || ri.AuthInfo == nil {
+		return false
+	}
+	ai, ok := ri.AuthInfo.(interface{ GetCommonAuthInfo() credentials.CommonAuthInfo })
+	return ok && ai.GetCommonAuthInfo().SecurityLevel >= credentials.PrivacyAndIntegrity
+}
+
+// authority is the host:port of a call's audience URI ("https://host:port/service").
+func authority(uri string) string {
+	if _, rest, ok := strings.Cut(uri, "://"); ok {
+		uri = rest
+	}
+	host, _, _ := strings.Cut(uri, "/")
+	return host
 }
 
 // String describes the client by its nodes, never its token.

@@ -169,6 +169,9 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 		return tokenInClearError(a)
 	}
 	dial := client.DialOptions(copts.Token, copts.TLS)
+	if copts.TLS == nil && opts.insecureGRPC {
+		dial = client.InsecureDialOptions(copts.Token)
+	}
 	if err := runner.EnableSubreaper(); err != nil {
 		log.Warn("cannot become a child subreaper: orphaned grandchildren of a job escape measurement", "error", err)
 	}
