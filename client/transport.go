@@ -67,7 +67,9 @@ func secured(ctx context.Context) bool {
 	if !ok || ri.AuthInfo == nil {
 		return false
 	}
-	ai, ok := ri.AuthInfo.(interface{ GetCommonAuthInfo() credentials.CommonAuthInfo })
+	ai, ok := ri.AuthInfo.(interface {
+		GetCommonAuthInfo() credentials.CommonAuthInfo
+	})
 	return ok && ai.GetCommonAuthInfo().SecurityLevel >= credentials.PrivacyAndIntegrity
 }
 
