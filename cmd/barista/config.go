@@ -163,7 +163,7 @@ func (c *serverConfig) settings() []setting {
 			val: &intVal[int]{&c.Conns.Max, 16, 10_000_000}},
 		{key: "limits.connections_per_address", flag: "max-connections-per-address", usage: "connections from one source network: a /24 of IPv4, a /48 of IPv6 (raise it for clients behind a proxy or NAT)",
 			val: &intVal[int]{&c.Conns.PerAddress, 1, 10_000_000}},
-		{key: "limits.connections_unauthenticated", flag: "max-connections-unauthenticated", usage: "of max-connections, those that have made no call with a token yet (0: half); past it a new connection takes the place of the oldest such one of the network holding the most, and the rest stays for callers with a token",
+		{key: "limits.connections_unauthenticated", flag: "max-connections-unauthenticated", usage: "of max-connections, those that have made no call with a token yet (0: half); past it a new connection from a network holding none of them takes the place of the oldest such one of the network holding the most (one from a network holding some is closed before its handshake), and the rest stays for callers with a token",
 			val: &intVal[int]{&c.Conns.Unauthenticated, 0, 10_000_000}},
 		{key: "limits.connections_per_identity", flag: "max-connections-per-identity", usage: "connections whose first call with a token is a client token's (one tenant's) on this server; the first call of one more is refused RESOURCE_EXHAUSTED (0: no bound)",
 			val: &intVal[int]{&c.Conns.PerIdentity, 0, 10_000_000}},

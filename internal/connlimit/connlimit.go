@@ -6,9 +6,10 @@
 // one host or one site holds many addresses), the last Reserve places of
 // each listener kept for networks that hold none of its connections (a
 // health probe, a new client), at most Unauthenticated connections that
-// have made no call with a token (past it a new connection takes the
-// place of the oldest such connection of the network holding the most
-// of them), at most PerIdentity connections of one identity (a client
+// have made no call with a token (past it a new connection from a network
+// holding none of them takes the place of the oldest such connection of
+// the network holding the most; one from another network is refused),
+// at most PerIdentity connections of one identity (a client
 // token's tenant), a connection that has not sent its first request
 // FirstRequest after it was accepted (a TLS or HTTP/2 handshake
 // included) is closed, and so is one that has made no call with a token
@@ -122,7 +123,7 @@ func New(cfg Config) *Limiter {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "barista_connections_refused_total",
 			Help: "Client connections closed as soon as accepted, by listener and reason: total (limits.connections), " +
 				"per_address (limits.connections_per_address), reserve (the last limits.connections_reserve places, kept for addresses without a connection), " +
-				"unauthenticated (past limits.connections_unauthenticated: the new connection, or the oldest one without a token's call of the network holding the most, which it replaced)."},
+				"unauthenticated (past limits.connections_unauthenticated: the new connection of a network holding some of those places, or the oldest one without a token's call of the network holding the most, which a connection of a network holding none replaced)."},
 			[]string{"listener", "reason"}),
 		idle: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "barista_connections_closed_idle_total",
 			Help: "Client connections closed because they sent no request within limits.first_request_timeout of being accepted, " +
@@ -202,11 +203,13 @@ func addrPort(a net.Addr) netip.AddrPort {
 }
 
 // admit counts a new connection in, or returns nil for one over a bound.
-// Past the places of connections without a token's call, the oldest
-// such connection of the network that holds the most of them is closed
-// to make room (the new one is refused when its own network holds the
-// most): a flood of connections from a few networks cannot keep a new
-// client from another out.
+// Past the places of connections without a token's call, a connection
+// from a network that holds none of them takes the place of the oldest
+// such connection of the network that holds the most; one from a
+// network that holds some is refused (closed before any handshake, which
+// costs the server nothing): a flood from many networks cannot keep a
+// client from another network out, nor make the server do a handshake
+// for each of its attempts.
 func (l *Limiter) admit(ln *listener, c net.Conn) *conn {
 	key := connKey{addrPort(c.LocalAddr()), addrPort(c.RemoteAddr())}
 	addr := Network(key.remote.Addr())
@@ -255,10 +258,13 @@ func (l *Limiter) admit(ln *listener, c net.Conn) *conn {
 }
 
 // evictable returns the oldest connection without a token's call of the
-// network that holds the most such connections, unless that is the
-// network of the newcomer, addr (nil then). Under l.mu.
+// network that holds the most such connections, when the newcomer's
+// network, addr, holds none (nil otherwise). Under l.mu.
 func (l *Limiter) evictable(addr netip.Prefix) *conn {
-	most, mostNet := len(l.anon[addr]), addr
+	if len(l.anon[addr]) > 0 {
+		return nil
+	}
+	most, mostNet := 0, addr
 	for n, set := range l.anon {
 		if len(set) > most {
 			most, mostNet = len(set), n

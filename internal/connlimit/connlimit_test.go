@@ -298,10 +298,11 @@ func acceptAll(ln net.Listener) <-chan net.Conn {
 }
 
 // TestUnauthenticatedPlaces: of 8 places, 4 go to connections that have
-// made no call with a token. A fifth from the network holding the most
-// of them is refused; one from another network takes the place of that
-// network's oldest; a connection that makes a call with a token leaves
-// those places (and is never closed for them).
+// made no call with a token. A fifth from a network holding some of them
+// is refused (before any handshake); one from a network holding none
+// takes the place of the oldest of the network holding the most; a
+// connection that makes a call with a token leaves those places (and is
+// never closed for them).
 func TestUnauthenticatedPlaces(t *testing.T) {
 	l := New(Config{Max: 8, PerAddress: 8, Reserve: 0, Unauthenticated: 4, FirstRequest: time.Minute, Registerer: prometheus.NewRegistry()})
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
@@ -314,10 +315,12 @@ func TestUnauthenticatedPlaces(t *testing.T) {
 	addr := raw.Addr().String()
 	refused := func() float64 { return testutil.ToFloat64(l.refused.WithLabelValues("test", ReasonUnauthenticated)) }
 	var flood []net.Conn
-	for i := range 4 {
+	for i := range 3 {
 		flood = append(flood, dialFrom(t, fmt.Sprintf("127.0.1.%d", i+1), addr))
 		<-accepted
 	}
+	dialFrom(t, "127.0.3.1", addr) // a second network's
+	<-accepted
 	// A fifth from the flood's network: refused, the others kept.
 	dialFrom(t, "127.0.1.9", addr)
 	waitFor(t, "the fifth refused", func() bool { return refused() == 1 })
@@ -329,8 +332,11 @@ func TestUnauthenticatedPlaces(t *testing.T) {
 	if n, err := flood[0].Read(make([]byte, 1)); n != 0 || err == nil {
 		t.Errorf("the flood's oldest connection: read %d, %v; want it closed", n, err)
 	}
+	// Another from a network holding one now (127.0.3.0/24): refused.
+	dialFrom(t, "127.0.3.2", addr)
+	waitFor(t, "the second network's next refused", func() bool { return refused() == 3 })
 	// The new one makes a call with a token: its place is no longer one
-	// of the four, and a flood of new connections cannot take it.
+	// of the four, and new networks' connections cannot take it.
 	ctx, err := l.Begin(peer.NewContext(context.Background(), &peer.Peer{Addr: fresh.RemoteAddr(), LocalAddr: fresh.LocalAddr()}), Caller{Authenticated: true})
 	if err != nil {
 		t.Fatal(err)
@@ -339,12 +345,13 @@ func TestUnauthenticatedPlaces(t *testing.T) {
 	if got := testutil.ToFloat64(l.anonOpen); got != 3 {
 		t.Errorf("%v connections without a token's call, want 3", got)
 	}
-	// The first takes the fourth place; each of the next five that of
-	// the oldest of a network holding the most.
+	// The first takes the fourth place; each of the next five (each of a
+	// network of its own) that of the oldest of a network holding the
+	// most.
 	for i := range 6 {
 		dialFrom(t, fmt.Sprintf("127.0.%d.1", 10+i), addr)
 	}
-	waitFor(t, "the flood's places taken by new networks", func() bool { return refused() == 2+5 })
+	waitFor(t, "the flood's places taken by new networks", func() bool { return refused() == 3+5 })
 	if got := testutil.ToFloat64(l.open.WithLabelValues("test")); got != 5 {
 		t.Errorf("%v connections open, want 5 (4 without a token's call, 1 with)", got)
 	}

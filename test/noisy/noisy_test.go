@@ -24,10 +24,10 @@ import (
 // namespaces), where tenant acme — or someone without a token — floods
 // each of the edge's shared resources in turn from the many networks of
 // an attacker's namespace, while tenant beta submits, reads (gRPC and
-// HTTP/JSON) and watches through every node at a steady rate and a
-// worker runs beta's jobs. For each flood it asserts that 99 % or more
+// HTTP/JSON) and watches through every node at a steady rate and two
+// workers run beta's jobs. For each flood it asserts that 99 % or more
 // of beta's calls succeed, that every node's watch delivers each of
-// beta's jobs (none lost to retention), and that the worker runs them,
+// beta's jobs (none lost to retention), and that its workers run them,
 // and it reports beta's p50 and p99 against its quiet baseline. It runs
 // only with BARISTA_NOISY=1 (as root, with iproute2): the floods take
 // minutes.
@@ -173,9 +173,11 @@ func TestNoisyNeighbour(t *testing.T) {
 	if _, err := admin.SetConfig(ctx, &pb.SetConfigRequest{Config: cfg}); err != nil {
 		t.Fatal(err)
 	}
-	w := c.AddWorker("beta-worker", "sm")
-	w.Token, w.Args = workerToken, []string{"--tls-ca", caFile}
-	w.Start("")
+	for i := range 2 {
+		w := c.AddWorker(fmt.Sprintf("beta-worker-%d", i+1), "sm")
+		w.Token, w.Args = workerToken, []string{"--tls-ca", caFile}
+		w.Start("")
+	}
 
 	b, err := newTenantB(nodes, tlsFor, betaToken, 200*time.Millisecond)
 	if err != nil {
