@@ -14,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -37,17 +35,7 @@ import (
 // the server has closed it.
 func healthWatchHeld(t *testing.T, src, addr string, stop <-chan struct{}) (closed <-chan struct{}) {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: time.Second}
-	done := make(chan struct{})
-	var once sync.Once
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, "tcp", a)
-			if err != nil {
-				return nil, err
-			}
-			return &closeNotice{Conn: c, closed: done, once: &once}, nil
-		}))
+	cc, done, err := dialNoticing(src, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -578,17 +578,7 @@ func TestHTTPBodiesBounded(t *testing.T) {
 // keepalive answers the server's pings) until the server closes it or
 // stop is closed. It reports whether the check was answered.
 func healthOnce(src, addr string, stop chan struct{}) bool {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: time.Second}
-	closed := make(chan struct{})
-	var once sync.Once
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, "tcp", a)
-			if err != nil {
-				return nil, err
-			}
-			return &closeNotice{Conn: c, closed: closed, once: &once}, nil
-		}))
+	cc, closed, err := dialNoticing(src, addr)
 	if err != nil {
 		return false
 	}
@@ -601,6 +591,24 @@ func healthOnce(src, addr string, stop chan struct{}) bool {
 	case <-closed:
 	}
 	return err == nil
+}
+
+// dialNoticing is a gRPC connection without a token to addr from the
+// source address src; closed is closed once a read finds the connection
+// closed (the server closed it).
+func dialNoticing(src, addr string) (cc *grpc.ClientConn, closed chan struct{}, err error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: time.Second}
+	closed = make(chan struct{})
+	var once sync.Once
+	cc, err = grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, "tcp", a)
+			if err != nil {
+				return nil, err
+			}
+			return &closeNotice{Conn: c, closed: closed, once: &once}, nil
+		}))
+	return cc, closed, err
 }
 
 // closeNotice is a connection that says when a read finds it closed.

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
+
+	"github.com/baristahq/barista/test/netns"
 )
 
 // The test's network: a bridge in the test's namespace, and hosts in
@@ -41,53 +42,13 @@ func netAvailable() string {
 	return ""
 }
 
-func ipCmd(args ...string) error {
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-// ipBatch runs ip commands in namespace ns in one process (ip -batch):
-// many addresses.
-func ipBatch(ns string, lines []string) error {
-	cmd := exec.Command("ip", "-n", ns, "-batch", "-")
-	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("ip -batch: %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-// removeStaleNets deletes the namespaces and bridges of runs whose process
-// is gone.
-func removeStaleNets() {
-	out, _ := exec.Command("ip", "netns", "list").Output()
-	for _, line := range strings.Split(string(out), "\n") {
-		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-		rest, ok := strings.CutPrefix(name, "bn")
-		if !ok {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "h")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil {
-			continue
-		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-			continue
-		}
-		ipCmd("netns", "del", name)
-		ipCmd("link", "del", "bn"+pidText)
-	}
-}
+func ipCmd(args ...string) error { return netns.IP(args...) }
 
 func newTestNet() (*testNet, error) {
 	if why := netAvailable(); why != "" {
 		return nil, errors.New(why)
 	}
-	removeStaleNets()
+	netns.RemoveStale("bn", "h")
 	n := &testNet{tag: fmt.Sprintf("bn%d", os.Getpid())}
 	steps := [][]string{
 		{"link", "add", n.tag, "type", "bridge"},
@@ -132,7 +93,7 @@ func (n *testNet) addHost(name string, addrs []string) (string, error) {
 			lines = append(lines, fmt.Sprintf("addr add %s/16 dev %s", a, peer))
 		}
 	}
-	if err := ipBatch(ns, lines); err != nil {
+	if err := netns.Batch(ns, lines); err != nil {
 		return "", fmt.Errorf("host %s: %w", name, err)
 	}
 	return ns, nil
