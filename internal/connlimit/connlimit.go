@@ -213,47 +213,71 @@ func addrPort(a net.Addr) netip.AddrPort {
 func (l *Limiter) admit(ln *listener, c net.Conn) *conn {
 	key := connKey{addrPort(c.LocalAddr()), addrPort(c.RemoteAddr())}
 	addr := Network(key.remote.Addr())
-	for attempt := 0; ; attempt++ {
-		l.mu.Lock()
-		reason := ""
-		var victim *conn
-		switch {
-		case l.byAddr[addr] >= l.cfg.PerAddress:
-			reason = ReasonPerAddress
-		case l.total >= l.cfg.Max:
-			reason = ReasonTotal
-		case l.total >= l.cfg.Max-l.cfg.Reserve && ln.byAddr[addr] > 0:
-			reason = ReasonReserve
-		case l.anonN >= l.cfg.unauthenticatedPlaces():
-			if victim = l.evictable(addr); victim == nil || attempt > 0 {
-				reason, victim = ReasonUnauthenticated, nil
-			}
+	l.mu.Lock()
+	reason := ""
+	var victim *conn
+	switch {
+	case l.byAddr[addr] >= l.cfg.PerAddress:
+		reason = ReasonPerAddress
+	case l.total >= l.cfg.Max:
+		reason = ReasonTotal
+	case l.total >= l.cfg.Max-l.cfg.Reserve && ln.byAddr[addr] > 0:
+		reason = ReasonReserve
+	case l.anonN >= l.cfg.unauthenticatedPlaces():
+		if victim = l.evictable(addr); victim == nil {
+			reason = ReasonUnauthenticated
+		} else {
+			// Counted out now, in the same step as the newcomer is
+			// counted in: no other accept takes the place meanwhile.
+			l.uncountLocked(victim)
 		}
-		if victim != nil {
-			l.mu.Unlock()
-			victim.Close()
-			l.refused.WithLabelValues(victim.ln.name, ReasonUnauthenticated).Inc()
-			continue
-		}
-		if reason != "" {
-			l.mu.Unlock()
-			l.refused.WithLabelValues(ln.name, reason).Inc()
-			return nil
-		}
-		l.total++
-		l.byAddr[addr]++
-		ln.byAddr[addr]++
-		l.seq++
-		tc := &conn{Conn: c, ln: ln, key: key, net: addr, seq: l.seq, closed: make(chan struct{})}
-		// Its timer is set before another admit can find it (and close it
-		// to make room).
-		l.pending.Add(1)
-		tc.timer = time.AfterFunc(l.cfg.FirstRequest, tc.expire)
-		l.conns[key] = tc
-		l.addAnon(tc)
+	}
+	if reason != "" {
 		l.mu.Unlock()
-		l.open.WithLabelValues(ln.name).Inc()
-		return tc
+		l.refused.WithLabelValues(ln.name, reason).Inc()
+		return nil
+	}
+	l.total++
+	l.byAddr[addr]++
+	ln.byAddr[addr]++
+	l.seq++
+	tc := &conn{Conn: c, ln: ln, key: key, net: addr, seq: l.seq, counted: true, closed: make(chan struct{})}
+	// Its timer is set before another admit can find it (and close it
+	// to make room).
+	l.pending.Add(1)
+	tc.timer = time.AfterFunc(l.cfg.FirstRequest, tc.expire)
+	l.conns[key] = tc
+	l.addAnon(tc)
+	l.mu.Unlock()
+	l.open.WithLabelValues(ln.name).Inc()
+	if victim != nil {
+		victim.Close()
+		l.refused.WithLabelValues(victim.ln.name, ReasonUnauthenticated).Inc()
+	}
+	return tc
+}
+
+// uncountLocked counts c out of every bound, once (under l.mu).
+func (l *Limiter) uncountLocked(c *conn) {
+	if !c.counted {
+		return
+	}
+	c.counted = false
+	l.total--
+	if l.byAddr[c.net]--; l.byAddr[c.net] <= 0 {
+		delete(l.byAddr, c.net)
+	}
+	if c.ln.byAddr[c.net]--; c.ln.byAddr[c.net] <= 0 {
+		delete(c.ln.byAddr, c.net)
+	}
+	if l.conns[c.key] == c {
+		delete(l.conns, c.key)
+	}
+	l.dropAnon(c)
+	if c.identity != "" {
+		if l.byIdentity[c.identity]--; l.byIdentity[c.identity] <= 0 {
+			delete(l.byIdentity, c.identity)
+		}
 	}
 }
 
@@ -316,6 +340,7 @@ type conn struct {
 	key       connKey
 	net       netip.Prefix // its source network
 	seq       uint64
+	counted   bool // in the limiter's counts (under the limiter's mu)
 	timer     *time.Timer
 	active    atomic.Bool
 	closeOnce sync.Once
@@ -375,29 +400,13 @@ func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.markActive()
 		c.mu.Lock()
-		identity := c.identity
 		if c.idle != nil {
 			c.idle.Stop()
 		}
 		c.mu.Unlock()
 		l := c.ln.l
 		l.mu.Lock()
-		l.total--
-		if l.byAddr[c.net]--; l.byAddr[c.net] <= 0 {
-			delete(l.byAddr, c.net)
-		}
-		if c.ln.byAddr[c.net]--; c.ln.byAddr[c.net] <= 0 {
-			delete(c.ln.byAddr, c.net)
-		}
-		if l.conns[c.key] == c {
-			delete(l.conns, c.key)
-		}
-		l.dropAnon(c)
-		if identity != "" {
-			if l.byIdentity[identity]--; l.byIdentity[identity] <= 0 {
-				delete(l.byIdentity, identity)
-			}
-		}
+		l.uncountLocked(c)
 		l.mu.Unlock()
 		l.open.WithLabelValues(c.ln.name).Dec()
 		close(c.closed)
