@@ -117,6 +117,7 @@ func (b *base) commit(ctx context.Context, cmd *pb.Command) (fsm.Result, error) 
 	if err != nil {
 		return fsm.Result{}, err
 	}
+	chargeBulk(b, ctx, out[0])
 	if err := resultErr(out[0]); err != nil {
 		return out[0], err
 	}

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/share"
 )
 
@@ -44,6 +45,23 @@ func callerKey(ctx context.Context) (key string, ok bool) {
 		}
 	}
 	return id.key(), true
+}
+
+// bulkJobsPerWrite is how many jobs a bulk command (a cancel, redrive or
+// purge of up to 10,000 jobs) may look at for the price of one write
+// call: the rest of what it looked at is charged to its caller's write
+// rate once it is applied, so that a storm of bulk commands writes no
+// more events a second than its caller's write rate allows 100-fold.
+const bulkJobsPerWrite = 100
+
+// chargeBulk charges the jobs a bulk command looked at to its caller's
+// write rate (bulkJobsPerWrite a write; the call itself paid one).
+func chargeBulk(b *base, ctx context.Context, r fsm.Result) {
+	if r.Bulk == nil || b.writes == nil {
+		return
+	}
+	n := int((r.Bulk.Done + r.Bulk.Skipped) / bulkJobsPerWrite)
+	b.writes.charge(IdentityFrom(ctx).key(), b.writeRate, n-1)
 }
 
 // Defaults of the per-identity bounds of calls in progress and held

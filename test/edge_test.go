@@ -513,3 +513,38 @@ func TestTenantKeepsItsHistory(t *testing.T) {
 		t.Errorf("beta's watch from 1: jobs %v, want its own %v", got, betaJobs)
 	}
 }
+
+// TestBulkChargedToWriteRate (finding 4, the storm's rate): a bulk
+// command is charged to its caller's write rate by the jobs it looked at
+// (100 a write): with write_rate 10/1s in bursts of 10, a cancel of
+// 1,000 jobs takes the whole burst, and the tenant's next write is
+// refused RATE_LIMITED, while another tenant's is not. (Before, a bulk
+// command of 10,000 jobs cost one write, and a storm of them wrote a
+// million events a second.)
+func TestBulkChargedToWriteRate(t *testing.T) {
+	c := startWithTokens(t, 1, "[limits]\nwrite_rate = \"10/1s\"\nwrite_burst = 10\n")
+	n := c.Nodes[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	goldTenants(t, ctx, pb.NewAdminClient(cluster.Dial(t, n.GRPCAddr, adminToken, nil)), "acme", "beta")
+	acme := pb.NewClientClient(cluster.Dial(t, n.GRPCAddr, acmeToken, nil))
+	beta := pb.NewClientClient(cluster.Dial(t, n.GRPCAddr, betaToken, nil))
+	batch := &pb.SubmitBatchRequest{}
+	for range 1000 {
+		batch.Jobs = append(batch.Jobs, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000})
+	}
+	if _, err := acme.SubmitBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	r, err := acme.CancelJobs(ctx, &pb.BulkJobsRequest{Filter: &pb.JobFilter{}})
+	if err != nil || r.Done != 1000 {
+		t.Fatalf("cancel of acme's 1,000 jobs: %v, %v", r.GetDone(), err)
+	}
+	_, err = acme.Pause(ctx, &pb.PauseRequest{})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "write") {
+		t.Errorf("acme's write after its cancel of 1,000 jobs: %v; want RESOURCE_EXHAUSTED for its write rate", err)
+	}
+	if _, err := beta.Pause(ctx, &pb.PauseRequest{}); err != nil {
+		t.Errorf("beta's write beside it: %v", err)
+	}
+}
