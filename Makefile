@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit fuzz proto proto-python proto-typescript run clean
+.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit noisy-neighbour fuzz proto proto-python proto-typescript run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -106,6 +106,13 @@ soak: build ## steady load on 3 servers and real workers for SOAK_DURATION (1h) 
 RATE_DURATION ?= 5m
 ratelimit: build ## a tenant at rate=60/1m burst=5 beside another on 3 servers and 4 real workers for RATE_DURATION (5m); checks every window of its dispatches
 	BARISTA_RATE_TEST_DURATION=$(RATE_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestRateLimitRealWorkers$$' -v ./test/ 2>&1 | grep -v '^\s*20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T' ; exit $${PIPESTATUS[0]}
+
+# Noisy neighbour at the door: make noisy-neighbour NOISY_PHASE=20s
+# NOISY_FLOODS=health-watches,held-reads NOISY_REPORT=noisy.json
+NOISY_PHASE ?= 20s
+noisy-neighbour: build ## one tenant (or no token) floods each shared edge resource of a TLS cluster on namespaced addresses while another submits, reads and watches; fails unless 99 % of its calls succeed and no event of it is lost; prints its p50/p99 against baseline (as root; about 4 minutes)
+	BARISTA_NOISY=1 BARISTA_BIN=$(CURDIR)/bin/barista NOISY_PHASE=$(NOISY_PHASE) NOISY_FLOODS=$(NOISY_FLOODS) NOISY_REPORT=$(if $(NOISY_REPORT),$(abspath $(NOISY_REPORT))) \
+		$(GO) test -count=1 -timeout 0 -run '^TestNoisyNeighbour$$' -v ./test/noisy/ 2>&1 | grep -v '^\s*20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T' ; exit $${PIPESTATUS[0]}
 
 # Every Fuzz* function of the module (scripts/fuzz.sh finds them). make test
 # runs their committed seeds (testdata/fuzz) as plain tests; make test-fuzz

@@ -37,6 +37,11 @@ type Options struct {
 	// TLS, if set, secures every connection (TLSConfig loads one from
 	// files); nil connects in plaintext.
 	TLS *tls.Config
+	// InsecureGRPC lets a Token go in plaintext (TLS nil) to nodes that
+	// are not on this machine; without it New refuses them
+	// (ErrTokenInClear), as a server refuses a plaintext non-loopback
+	// --grpc-addr without --insecure-grpc.
+	InsecureGRPC bool
 	// CallTimeout bounds a unary call, its retries included, when the
 	// context allows longer: 0 means 15 s, a negative value leaves the
 	// context alone. Watch and Stream are bounded by their context only.
@@ -134,7 +139,10 @@ func New(addrs []string, opts Options) (*Client, error) {
 	if len(c.addrs) == 0 {
 		return nil, errors.New("client: no node address given")
 	}
-	dial := DialOptions(opts.Token, opts.TLS)
+	if a := TokenInClear(c.addrs, opts.Token, opts.TLS); a != "" && !opts.InsecureGRPC {
+		return nil, fmt.Errorf("client: %w: node %s is not on this machine and Options.TLS is not set (set it, or Options.InsecureGRPC to send the token anyway)", ErrTokenInClear, a)
+	}
+	dial := dialOptions(opts.Token, opts.TLS, opts.InsecureGRPC)
 	dial = append(dial, grpc.WithChainUnaryInterceptor(trackCall, c.carryIndex), grpc.WithChainStreamInterceptor(c.carryIndexStream),
 		grpc.WithConnectParams(connectParams))
 	dial = append(dial, opts.DialOptions...)
@@ -169,8 +177,19 @@ var StaticWindows = wire.StaticWindows
 // credentials (TLS if tlsCfg is set), the bearer token (if any),
 // keepalive pings that notice a vanished node, the cluster's message
 // size and the fixed flow-control windows (StaticWindows). A program
-// that opens its own connections (a worker agent) uses them.
+// that opens its own connections (a worker agent) uses them. Without
+// TLS, a call to a node that is not on this machine fails
+// (ErrTokenInClear) rather than send the token in clear; see
+// InsecureDialOptions.
 func DialOptions(token string, tlsCfg *tls.Config) []grpc.DialOption {
+	return dialOptions(token, tlsCfg, false)
+}
+
+// InsecureDialOptions are DialOptions without TLS whose token goes in
+// clear to any node (the switch --insecure-grpc of barista worker).
+func InsecureDialOptions(token string) []grpc.DialOption { return dialOptions(token, nil, true) }
+
+func dialOptions(token string, tlsCfg *tls.Config, clearOK bool) []grpc.DialOption {
 	creds := insecure.NewCredentials()
 	if tlsCfg != nil {
 		creds = credentials.NewTLS(tlsCfg)
@@ -186,7 +205,7 @@ func DialOptions(token string, tlsCfg *tls.Config) []grpc.DialOption {
 	}
 	opts = append(opts, StaticWindows...)
 	if token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearer(token)))
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: token, clearOK: clearOK}))
 	}
 	return opts
 }
@@ -198,15 +217,22 @@ var connectParams = grpc.ConnectParams{
 	MinConnectTimeout: 5 * time.Second,
 }
 
-// bearer sends "authorization: Bearer TOKEN" with every call.
-type bearer string
+// bearer sends "authorization: Bearer TOKEN" with every call; over a
+// connection without TLS only to a node on this machine, unless clearOK.
+type bearer struct {
+	token   string
+	clearOK bool
+}
 
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+func (b bearer) GetRequestMetadata(ctx context.Context, uri ...string) (map[string]string, error) {
+	if !b.clearOK && !secured(ctx) && len(uri) > 0 && !onThisMachine(authority(uri[0])) {
+		return nil, fmt.Errorf("%w: node %s is not on this machine and the connection has no TLS", ErrTokenInClear, authority(uri[0]))
+	}
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
 }
 
 // RequireTransportSecurity is false: a token may go to a node on loopback
-// in plaintext; over a network, set Options.TLS.
+// in plaintext (GetRequestMetadata refuses any other without TLS).
 func (bearer) RequireTransportSecurity() bool { return false }
 
 // Addrs returns the node addresses the Client calls, in the order given.

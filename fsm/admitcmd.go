@@ -99,6 +99,8 @@ func (f *FSM) Admit(c *clusterpb.Command) Result {
 		return f.checkPoolDelete(cmd.PoolDelete)
 	case *clusterpb.Command_SubscriptionSet:
 		return f.checkSubscription(cmd.SubscriptionSet)
+	case *clusterpb.Command_WorkerDrain:
+		return f.checkWorkerDrain(cmd.WorkerDrain)
 	case *clusterpb.Command_Started:
 		c := cmd.Started
 		if _, err := f.sched.CheckEvent(f.clock, sfq.JobID(c.Job), sfq.Input{Kind: sfq.InStart, Attempt: c.Attempt, Worker: c.WorkerId}); err != nil {

@@ -426,6 +426,7 @@ func (f *FSM) applyTenantDelete(c *clusterpb.TenantDelete) Result {
 	if ok {
 		f.setExported(i, false)
 		f.dropTenantWebhook(i)
+		f.dropKept(i)
 		f.observe(i)
 	}
 	return Result{}
@@ -464,16 +465,22 @@ func (f *FSM) prune(c *clusterpb.Prune, rules pruneRules) Result {
 		limit = DefaultPruneLimit
 	}
 	n := f.pruneJobs(limit, rules.everyEndedByJobRetention)
-	// Events: beyond the count, or older than the age.
+	// Events: beyond the count, or older than the age (with
+	// event_retention_per_tenant set, each tenant keeps its recent ones:
+	// eventkeep.go).
 	lost := f.webhookPruner()
-	for i := 0; i < limit; i++ {
-		first, ev, ok := f.events.Head()
-		if !ok || (uint64(f.events.Len()) <= f.cfg.EventRetentionCount && ev.At >= f.clock-sfq.Time(f.cfg.EventRetentionMs)) {
-			break
+	if f.cfg.EventRetentionPerTenant > 0 {
+		n += f.pruneEventsKeeping(limit, lost)
+	} else {
+		for i := 0; i < limit; i++ {
+			first, ev, ok := f.events.Head()
+			if !ok || (uint64(f.events.Len()) <= f.cfg.EventRetentionCount && ev.At >= f.clock-sfq.Time(f.cfg.EventRetentionMs)) {
+				break
+			}
+			lost(first, &ev)
+			f.events.PopHead()
+			n++
 		}
-		lost(first, &ev)
-		f.events.PopHead()
-		n++
 	}
 	// Idempotency keys past their window, oldest first.
 	for i := 0; i < limit; i++ {
@@ -526,7 +533,7 @@ func (f *FSM) applyMemberRemove(c *clusterpb.MemberRemove) Result {
 }
 
 func (f *FSM) applyWorkerDrain(c *clusterpb.WorkerDrain) Result {
-	if r := validWorkerID(c.WorkerId); r.Code != OK {
+	if r := f.checkWorkerDrain(c); r.Code != OK || r.Outcome == sfq.Duplicate {
 		return r
 	}
 	w := f.workers[c.WorkerId]

@@ -114,7 +114,7 @@ func TestClockTickSetting(t *testing.T) {
 // cluster would apply what follows as level 6 does).
 func TestLevel7RoundTrip(t *testing.T) {
 	for _, tick := range []int64{DefaultClockTickMs, 250} {
-		h := newHarness(t)
+		h := &harness{t: t, f: NewAtLevel(Level7), now: 1_000}
 		h.one(tenant("a", pb.Tier_GOLD))
 		h.one(submit("a", "", 1000, ""))
 		h.one(setConfigWith(func(p *pb.SchedulerConfig) { p.ClockTickMs = tick }))

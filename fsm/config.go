@@ -49,6 +49,13 @@ type Config struct {
 	// MaxTotalQueuedBytes bounds the payload bytes of every tenant's
 	// unfinished jobs together (feature level 7, quotas.go; 0: none).
 	MaxTotalQueuedBytes uint64
+	// EventRetentionPerTenant is how many of its events younger than
+	// EventRetentionMs a tenant keeps when the cluster's count prunes
+	// them (feature level 8, eventkeep.go; 0: none).
+	EventRetentionPerTenant uint64
+	// MaxWorkerRecords bounds the worker records a drain may make
+	// (feature level 8, level8.go; 0: none).
+	MaxWorkerRecords uint64
 }
 
 // Limits on runtime settings.
@@ -89,6 +96,9 @@ func DefaultConfig() Config {
 		MaxQueuedBytes:      DefaultMaxQueuedBytes,
 		ClockTickMs:         DefaultClockTickMs,
 		MaxTotalQueuedBytes: DefaultMaxTotalQueuedBytes,
+		// Feature level 8 (level8.go).
+		EventRetentionPerTenant: DefaultEventRetentionPerTenant,
+		MaxWorkerRecords:        DefaultMaxWorkerRecords,
 	}
 }
 
@@ -152,6 +162,9 @@ func (c Config) validate(payloadLimit uint32) error {
 		return err
 	}
 	if err := validateClockTick(c.ClockTickMs); err != nil {
+		return err
+	}
+	if err := c.validateLevel8(); err != nil {
 		return err
 	}
 	switch {

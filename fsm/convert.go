@@ -298,6 +298,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	}
 	c.Pools = pools
 	c.ClockTickMs = clockTickFromPB(p)
+	c.EventRetentionPerTenant, c.MaxWorkerRecords = p.EventRetentionPerTenant, p.MaxWorkerRecords
 	return c, nil
 }
 
@@ -343,6 +344,7 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 	p.DefaultMaxQueued, p.MaxQueuedBytes, p.MaxTotalQueuedBytes = c.DefaultMaxQueued, c.MaxQueuedBytes, c.MaxTotalQueuedBytes
 	poolSettingsToPB(c.Pools, p)
 	p.ClockTickMs = c.ClockTickMs
+	p.EventRetentionPerTenant, p.MaxWorkerRecords = c.EventRetentionPerTenant, c.MaxWorkerRecords
 	return p
 }
 

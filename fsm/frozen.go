@@ -12,8 +12,9 @@ import (
 // command already in use meant; the logs written then still apply as
 // they did, so those older meanings live here, and only here: no live
 // applier compares the level. From level 8 on a change of meaning is a
-// new command type with its own applyX, and nothing is added to this
-// file.
+// new command type with its own applyX; what this file gains from then on
+// is only the new fields of a command, which the levels below the one that
+// added them ignore (normalize).
 //
 // An older meaning is one of three things:
 //   - a field that command did not have yet, which it ignores
@@ -30,11 +31,16 @@ import (
 // after the level check; c is never changed (the leader proposes what it
 // checked, and a test may apply one command twice).
 func normalize(c *clusterpb.Command, level uint32) *clusterpb.Command {
-	if level >= Level7 {
+	if level >= Level8 {
 		return c
 	}
 	switch c.GetCmd().(type) {
-	case *clusterpb.Command_TenantUpsert, *clusterpb.Command_Finished, *clusterpb.Command_SetConfig:
+	case *clusterpb.Command_SetConfig:
+		c = proto.CloneOf(c)
+	case *clusterpb.Command_TenantUpsert, *clusterpb.Command_Finished:
+		if level >= Level7 {
+			return c
+		}
 		c = proto.CloneOf(c)
 	default:
 		return c
@@ -55,11 +61,16 @@ func normalize(c *clusterpb.Command, level uint32) *clusterpb.Command {
 	case *clusterpb.Command_SetConfig:
 		// Below 6 the quotas by default were not state (a SetConfig
 		// could carry their defaults, level.go), below 7 the total.
+		// Below 8 neither the events each tenant keeps nor the bound on
+		// worker records was.
 		if p := cmd.SetConfig.GetConfig(); p != nil {
 			if level < Level6 {
 				p.DefaultMaxQueued, p.MaxQueuedBytes = 0, 0
 			}
-			p.MaxTotalQueuedBytes = 0
+			if level < Level7 {
+				p.MaxTotalQueuedBytes = 0
+			}
+			p.EventRetentionPerTenant, p.MaxWorkerRecords = 0, 0
 		}
 	}
 	return c

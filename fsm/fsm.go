@@ -49,9 +49,14 @@ type FSM struct {
 
 	events    eventLog // by Seq
 	nextEvent uint64
-	keys      sfq.Vector[keyEntry] // idempotency keys by insertion seq
-	nextKey   uint64
-	keyIndex  keyIndex // derived: (tenant, key) -> seq of its entry
+	// kept holds, by tenant index, the events the count pruned from the
+	// log that their tenant keeps (eventkeep.go; feature level 8); keptN
+	// counts them.
+	kept     map[uint32]*keptLog
+	keptN    int
+	keys     sfq.Vector[keyEntry] // idempotency keys by insertion seq
+	nextKey  uint64
+	keyIndex keyIndex // derived: (tenant, key) -> seq of its entry
 
 	// Beside the core, for the metrics exposition (metrics.go).
 	exported  []uint32 // sorted live tenant indexes; replaced, never written
@@ -112,8 +117,9 @@ func New() *FSM {
 	}
 	s.SetVersion1(true) // Level1
 	cfg := DefaultConfig()
-	cfg.DefaultMaxQueued, cfg.MaxQueuedBytes = 0, 0 // none below Level6
-	cfg.MaxTotalQueuedBytes = 0                     // none below Level7
+	cfg.DefaultMaxQueued, cfg.MaxQueuedBytes = 0, 0          // none below Level6
+	cfg.MaxTotalQueuedBytes = 0                              // none below Level7
+	cfg.EventRetentionPerTenant, cfg.MaxWorkerRecords = 0, 0 // none below Level8
 	return &FSM{
 		sched:     s,
 		level:     Level1,

@@ -82,8 +82,17 @@ const (
 	// encoding is as before.
 	Level7 uint32 = 7
 
+	// Level8 adds the settings event_retention_per_tenant (each tenant's
+	// recent events kept whatever the others' volume: eventkeep.go) and
+	// max_worker_records (the worker records drains may make:
+	// level8.go). Each changes what Apply does only while it is set,
+	// which only a cluster at Level8 may do; below it the state holds
+	// neither, nor any kept event. A state at Level8 is written as FSM
+	// state version 11, which says the level.
+	Level8 uint32 = 8
+
 	// MaxFeatureLevel is the highest level this build understands.
-	MaxFeatureLevel = Level7
+	MaxFeatureLevel = Level8
 )
 
 // ErrFeatureLevel marks a SetFeatureLevel above what this build
@@ -161,6 +170,8 @@ func RequiredLevel(c *clusterpb.Command) (uint32, string) {
 		r.need(p.GetMaxSnoozes() != 0 && p.GetMaxSnoozes() != sfq.DefaultMaxSnoozes, Level7, "max_snoozes")
 		l, what = clockTickLevel(p)
 		r.need(l > Level1, l, what)
+		l, what = level8ConfigLevel(p)
+		r.need(l > Level1, l, what)
 	case *clusterpb.Command_Redrive:
 		r.need(true, Level5, "Redrive")
 	case *clusterpb.Command_CancelJobs:
@@ -190,6 +201,9 @@ func (r *levelNeed) need(holds bool, level uint32, what string) {
 // estimate settings, below level 5 the submit rate, below level 6 the
 // quotas by default).
 func ConfigAtLevel(p *pb.SchedulerConfig, level uint32) {
+	if level < Level8 {
+		p.EventRetentionPerTenant, p.MaxWorkerRecords = 0, 0
+	}
 	if level < Level7 {
 		p.ClockTickMs, p.MaxSnoozes, p.MaxTotalQueuedBytes = 0, 0, 0
 	}
@@ -268,6 +282,9 @@ func NewAtLevel(l uint32) *FSM {
 	if f.level >= Level7 {
 		f.cfg.MaxTotalQueuedBytes = DefaultMaxTotalQueuedBytes // and the cluster's bound
 	}
+	if f.level >= Level8 {
+		f.cfg.EventRetentionPerTenant, f.cfg.MaxWorkerRecords = DefaultEventRetentionPerTenant, DefaultMaxWorkerRecords
+	}
 	return f
 }
 
@@ -314,6 +331,9 @@ func (f *FSM) fitsLevel() error {
 	}
 	if f.level < Level3 && (f.whSerial != 0 || len(f.webhooks) > 0) {
 		return fmt.Errorf("%w: at feature level %d the state holds webhooks", sfq.ErrVerify, f.level)
+	}
+	if f.level < Level8 && (f.cfg.EventRetentionPerTenant != 0 || f.cfg.MaxWorkerRecords != 0 || len(f.kept) > 0) {
+		return fmt.Errorf("%w: at feature level %d the state holds settings or kept events of level 8", sfq.ErrVerify, f.level)
 	}
 	if f.level >= Level2 {
 		return nil

@@ -125,21 +125,30 @@ func (f *FSM) Due(now sfq.Time, fn func(id sfq.JobID, attempt uint32, kind sfq.I
 func (f *FSM) Events(from uint64, fn func(ev *Event) bool) (first, next uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	return f.eventsLocked(from, fn)
+}
+
+// eventsLocked is Events under the read lock.
+func (f *FSM) eventsLocked(from uint64, fn func(ev *Event) bool) (first, next uint64) {
 	first, next = f.nextEvent-uint64(f.events.Len()), f.nextEvent
 	var ev Event
 	f.events.View().Each(from, func(seq uint64, r *eventRecord) bool {
 		ev.Seq, ev.eventRecord = seq, *r
-		// The log keeps a job event's lane; a reader sees its tenant
-		// and its pool.
-		ev.Pool = f.sched.LanePool(r.Tenant)
-		ev.PoolName = ""
-		if ev.Pool != sfq.DefaultPool {
-			ev.PoolName = f.sched.PoolName(ev.Pool)
-		}
-		ev.Tenant = f.sched.Owner(r.Tenant)
+		f.readerView(&ev, r)
 		return fn(&ev)
 	})
 	return first, next
+}
+
+// readerView sets what a reader sees of event r in ev: the log keeps a
+// job event's lane; a reader sees its tenant and its pool.
+func (f *FSM) readerView(ev *Event, r *eventRecord) {
+	ev.Pool = f.sched.LanePool(r.Tenant)
+	ev.PoolName = ""
+	if ev.Pool != sfq.DefaultPool {
+		ev.PoolName = f.sched.PoolName(ev.Pool)
+	}
+	ev.Tenant = f.sched.Owner(r.Tenant)
 }
 
 // PruneDue reports whether a Prune at now would remove anything (terminal
@@ -151,6 +160,9 @@ func (f *FSM) PruneDue(now sfq.Time) bool {
 		return true
 	}
 	if _, ev, ok := f.events.Head(); ok && ev.At < now-sfq.Time(f.cfg.EventRetentionMs) {
+		return true
+	}
+	if f.keptPruneDue(now) {
 		return true
 	}
 	if k := f.keys.Get(f.nextKey - uint64(f.keys.Len())); k != nil && k.Expires <= now {

@@ -121,7 +121,7 @@ func TestRunDetailsRefused(t *testing.T) {
 // caught up by snapshot, a replay of a data directory) applies the next
 // run's report as the node that wrote it: the same state, the same hash.
 func TestLevel7ReadBack(t *testing.T) {
-	h := newHarness(t)
+	h := &harness{t: t, f: NewAtLevel(Level7), now: 1_000}
 	h.one(tenant("a", pb.Tier_GOLD))
 	h.one(submit("a", "", 100, ""))
 	d := h.one(dispatch("w1", 1))

@@ -31,7 +31,10 @@ import (
 // at level 7 writes, whatever it holds, so that the level is read back
 // from it (at levels 6 and below the encoding is as before, byte for
 // byte).
-const stateVersion = stateVersionLevel7
+//
+// Version 11 (feature level 8) is version 10 with the settings of level
+// 8 and the events tenants keep (level8.go).
+const stateVersion = stateVersionLevel8
 
 // stateVersionLevers is the version whose core state is of version 5.
 const stateVersionLevers = 7
@@ -93,6 +96,7 @@ type View struct {
 	keys       sfq.VectorView[keyEntry]
 	nextEvent  uint64
 	events     eventView
+	kept       keptViews
 	sched      *sfq.View
 	exported   []uint32
 	tierCarry  [sfq.NumTiers]Counters
@@ -111,6 +115,7 @@ func (f *FSM) Freeze() (*View, error) {
 	v := f.view()
 	v.keys = f.keys.Freeze()
 	v.events = f.events.Freeze()
+	v.kept = f.keptFreeze()
 	v.sched = f.sched.Freeze()
 	return v, nil
 }
@@ -160,6 +165,8 @@ func (v *View) StateVersion() int {
 		return stateVersionGroups
 	case v.level < Level6:
 		return stateVersionLevers
+	case v.level >= Level8:
+		return stateVersionLevel8
 	case v.level >= Level7:
 		// The version says the level: a node restored from this state
 		// applies what follows as a level-7 node does.
@@ -228,6 +235,9 @@ func (v *View) Encode(e *sfq.Encoder) {
 	if version >= stateVersionLevel7 {
 		encodeConfigClockTick(e, &v.cfg)
 	}
+	if version >= stateVersionLevel8 {
+		encodeConfigLevel8(e, &v.cfg)
+	}
 	e.Uvarint(uint64(len(v.members)))
 	for _, m := range v.members {
 		e.String(m.ID)
@@ -253,6 +263,9 @@ func (v *View) Encode(e *sfq.Encoder) {
 		encodeEvent(e, seq, ev, version)
 		return true
 	})
+	if version >= stateVersionLevel8 {
+		encodeKept(e, v.kept, version)
+	}
 	switch {
 	case version >= stateVersionLevel7:
 		v.sched.EncodeVersion(e, 7)
@@ -298,6 +311,7 @@ func (f *FSM) Adopt(n *FSM) {
 	f.members, f.workers = n.members, n.workers
 	f.keys, f.nextKey, f.keyIndex = n.keys, n.nextKey, n.keyIndex
 	f.events, f.nextEvent = n.events, n.nextEvent
+	f.kept, f.keptN = n.kept, n.keptN
 	f.lastIndex, f.lastWall = n.lastIndex, n.lastWall
 	f.configured, f.level = n.configured, n.level
 	f.exported, f.tierCarry = n.exported, n.tierCarry
@@ -340,6 +354,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	}
 	if version >= stateVersionLevel7 {
 		decodeConfigClockTick(d, &f.cfg)
+	}
+	if version >= stateVersionLevel8 {
+		decodeConfigLevel8(d, &f.cfg)
 	}
 	nm := d.Uvarint()
 	for i := uint64(0); i < nm && d.Err() == nil; i++ {
@@ -394,6 +411,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 			d.Fail("the last event is %d, not the one before next seq %d", last, f.nextEvent)
 		}
 	}
+	if version >= stateVersionLevel8 && d.Err() == nil {
+		f.decodeKept(d, version)
+	}
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
@@ -412,6 +432,8 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	// 1 writes (and all older builds); versions 2 to 4 are level 2; the
 	// webhook section's version is level 3, and the groups' level 4.
 	switch {
+	case version >= stateVersionLevel8:
+		f.setLevel(Level8)
 	case version >= stateVersionLevel7:
 		f.setLevel(Level7)
 	case version >= stateVersionQuotas:
@@ -445,6 +467,7 @@ func (f *FSM) Hash() ([32]byte, uint64) {
 	if !f.hashValid {
 		v := f.view()
 		v.keys, v.events, v.sched = f.keys.View(), f.events.View(), f.sched.Peek()
+		v.kept = f.keptFreeze()
 		f.hash, f.hashIndex, f.hashValid = HashView(v), f.lastIndex, true
 	}
 	return f.hash, f.hashIndex
@@ -483,6 +506,9 @@ func (f *FSM) verifyAboveCore() error {
 		return fmt.Errorf("%w: %d events but next seq %d", sfq.ErrVerify, f.events.Len(), f.nextEvent)
 	}
 	if err := f.verifyWebhooks(); err != nil {
+		return err
+	}
+	if err := f.verifyKept(); err != nil {
 		return err
 	}
 	return f.verifyMetrics()

@@ -210,6 +210,7 @@ func TestWebhookGapOnPrune(t *testing.T) {
 	h := newHarness(t)
 	cfg := DefaultConfig()
 	cfg.EventRetentionCount = 2
+	cfg.EventRetentionPerTenant = 0 // no tenant keeps its events (eventkeep_test.go)
 	h.one(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: ConfigToPB(cfg)}}})
 	h.one(tenant("a", pb.Tier_GOLD))
 	h.one(tenant("b", pb.Tier_GOLD))

@@ -841,8 +841,17 @@ type SchedulerConfig struct {
 	// max_total_queued_bytes (feature level 7): every tenant together holds
 	// at most this many payload bytes in unfinished jobs (0: no bound).
 	MaxTotalQueuedBytes uint64 `protobuf:"varint,132,opt,name=max_total_queued_bytes,json=maxTotalQueuedBytes,proto3" json:"max_total_queued_bytes,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// event_retention_per_tenant (feature level 8): of each tenant's
+	// events younger than event_retention_ms, the newest this many are kept
+	// when the cluster's event_retention_count prunes them, so that no
+	// tenant's volume prunes another's recent history (0: none).
+	EventRetentionPerTenant uint64 `protobuf:"varint,133,opt,name=event_retention_per_tenant,json=eventRetentionPerTenant,proto3" json:"event_retention_per_tenant,omitempty"`
+	// max_worker_records (feature level 8): the worker records a drain may
+	// make (of a worker the state holds no record of) stop at this many in
+	// all (0: no bound).
+	MaxWorkerRecords uint64 `protobuf:"varint,134,opt,name=max_worker_records,json=maxWorkerRecords,proto3" json:"max_worker_records,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SchedulerConfig) Reset() {
@@ -1134,6 +1143,20 @@ func (x *SchedulerConfig) GetMaxTotalQueuedBytes() uint64 {
 	return 0
 }
 
+func (x *SchedulerConfig) GetEventRetentionPerTenant() uint64 {
+	if x != nil {
+		return x.EventRetentionPerTenant
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetMaxWorkerRecords() uint64 {
+	if x != nil {
+		return x.MaxWorkerRecords
+	}
+	return 0
+}
+
 // JobFilter chooses jobs of one tenant for a bulk command; every field set
 // must match. The submit-time bounds are absolute cluster times, computed
 // at the edge (a --since is turned into submitted_from_ms there).
@@ -1307,7 +1330,7 @@ const file_types_proto_rawDesc = "" +
 	"max_queued\x18\x06 \x01(\rR\tmaxQueued\x120\n" +
 	"\x14max_running_critical\x18\a \x01(\rR\x12maxRunningCritical\x12(\n" +
 	"\x10max_running_high\x18\b \x01(\rR\x0emaxRunningHigh\x120\n" +
-	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xd0\f\n" +
+	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xbd\r\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -1347,7 +1370,9 @@ const file_types_proto_rawDesc = "" +
 	"\rclock_tick_ms\x18\x82\x01 \x01(\x03R\vclockTickMs\x12 \n" +
 	"\vmax_snoozes\x18\x83\x01 \x01(\rR\n" +
 	"maxSnoozes\x124\n" +
-	"\x16max_total_queued_bytes\x18\x84\x01 \x01(\x04R\x13maxTotalQueuedBytes\"\xbc\x01\n" +
+	"\x16max_total_queued_bytes\x18\x84\x01 \x01(\x04R\x13maxTotalQueuedBytes\x12<\n" +
+	"\x1aevent_retention_per_tenant\x18\x85\x01 \x01(\x04R\x17eventRetentionPerTenant\x12-\n" +
+	"\x12max_worker_records\x18\x86\x01 \x01(\x04R\x10maxWorkerRecords\"\xbc\x01\n" +
 	"\tJobFilter\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x14\n" +

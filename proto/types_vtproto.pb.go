@@ -126,6 +126,20 @@ func (m *SchedulerConfig) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.MaxWorkerRecords != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxWorkerRecords))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0xb0
+	}
+	if m.EventRetentionPerTenant != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.EventRetentionPerTenant))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0xa8
+	}
 	if m.MaxTotalQueuedBytes != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxTotalQueuedBytes))
 		i--
@@ -622,6 +636,20 @@ func (m *SchedulerConfig) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error)
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.MaxWorkerRecords != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxWorkerRecords))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0xb0
+	}
+	if m.EventRetentionPerTenant != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.EventRetentionPerTenant))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0xa8
 	}
 	if m.MaxTotalQueuedBytes != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxTotalQueuedBytes))
@@ -1170,6 +1198,12 @@ func (m *SchedulerConfig) SizeVT() (n int) {
 	}
 	if m.MaxTotalQueuedBytes != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.MaxTotalQueuedBytes))
+	}
+	if m.EventRetentionPerTenant != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.EventRetentionPerTenant))
+	}
+	if m.MaxWorkerRecords != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.MaxWorkerRecords))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -2254,6 +2288,44 @@ func (m *SchedulerConfig) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.MaxTotalQueuedBytes |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 133:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field EventRetentionPerTenant", wireType)
+			}
+			m.EventRetentionPerTenant = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.EventRetentionPerTenant |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 134:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxWorkerRecords", wireType)
+			}
+			m.MaxWorkerRecords = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MaxWorkerRecords |= uint64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -351,11 +351,13 @@ func TestRestoredBackupRestarts(t *testing.T) {
 	if err := n.RestoreBackup(bytes.NewReader(backup.Bytes()), int64(backup.Len())); err != nil {
 		t.Fatal(err)
 	}
+	// The restore waits on a barrier (one entry) before it raises the
+	// backup's numbers: the hole is the index after it.
+	hole := beforeRestore + 2
 	propose(n, "after", 5)
 	if err := n.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	hole := beforeRestore + 1
 	path := filepath.Join(dir, snapshot.LogFile)
 	info, err := snapshot.VerifyLogFile(path)
 	if err != nil || len(info.Gaps) != 1 || info.Gaps[0] != (snapshot.Gap{From: hole, To: hole}) {

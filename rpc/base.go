@@ -52,6 +52,9 @@ type base struct {
 	// leader), writeRate.
 	writes    *submitLimiter
 	writeRate sfq.RateLimit
+	// shares bounds each identity's calls in progress and held reads
+	// (edgeshare.go; nil: no bound).
+	shares *edgeShares
 }
 
 // write is the path of a write call: every node checks what of the
@@ -116,6 +119,7 @@ func (b *base) commit(ctx context.Context, cmd *clusterpb.Command) (fsm.Result, 
 	if err != nil {
 		return fsm.Result{}, err
 	}
+	chargeBulk(b, ctx, out[0])
 	if err := resultErr(out[0]); err != nil {
 		return out[0], err
 	}

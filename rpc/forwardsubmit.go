@@ -238,13 +238,25 @@ func (f *submitForwarder) send(batch []*forwardItem) {
 	// forward carries the call as any forwarded call: over a ready
 	// connection to the leader, waiting out an election, and again to the
 	// next leader when the one it reached no longer leads. The call itself
-	// is authorized by the first caller's token (the leader authorizes
-	// every submit again by its own).
-	if live[0].authz != "" {
+	// is this member's own, made with its admin token and charged to it
+	// (memberHeader), never to a caller whose submit it carries: a
+	// caller at its bounds on the leader then refuses no other caller's
+	// submit. Each caller's share of the call is what it gave this node
+	// (each submit was read here under its caller's bounds); the leader
+	// authorizes every submit again by its own token. A member without
+	// an admin token sends the first caller's.
+	member := f.b.selfToken != ""
+	switch {
+	case member:
+		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", "Bearer "+f.b.selfToken))
+	case live[0].authz != "":
 		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", live[0].authz))
 	}
 	var index uint64
 	resp, handled, err := forward(ctx, f.b, func(ctx context.Context, cc *grpc.ClientConn) (*clusterpb.ForwardSubmitsResponse, error) {
+		if member {
+			ctx = metadata.AppendToOutgoingContext(ctx, memberHeader, f.b.node.ID())
+		}
 		return clusterpb.NewNodeClient(cc).ForwardCommands(context.WithValue(ctx, indexSink{}, &index), req)
 	})
 	switch {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
@@ -32,6 +33,10 @@ func (s *Server) Auth() *Auth { return s.auth }
 
 // Limits are the server's limits, each zero field given its default.
 func (s *Server) Limits() Limits { return s.limits }
+
+// Conns bounds the connections of the server's listeners (nil: none),
+// the HTTP listener's with them.
+func (s *Server) Conns() *connlimit.Limiter { return s.conns }
 
 // Logger is the server's logger.
 func (s *Server) Logger() hclog.Logger { return s.base.log }
@@ -92,8 +97,10 @@ const gatewayWindow = 64 << 10
 // GatewayConn is a connection of the HTTP/JSON gateway to this node's own
 // gRPC listener (with the TLS configuration the node uses to reach other
 // members, when there is one), with small windows (gatewayWindow); its
-// streams carry the gateway's mark, so that the watch limits know them
-// for the gateway's (it ends a stream its HTTP client does not read).
+// calls carry the gateway's mark, so that the watch limits know its
+// streams for the gateway's (it ends a stream its HTTP client does not
+// read) and the connection limits its connection for none of its
+// callers'.
 // Stop closes it.
 func (s *Server) GatewayConn() (*grpc.ClientConn, error) {
 	addr, err := selfDialAddr(s.base.node.Config().GRPCAddr)
@@ -105,6 +112,9 @@ func (s *Server) GatewayConn() (*grpc.ClientConn, error) {
 		grpc.WithStaticStreamWindowSize(gatewayWindow), grpc.WithStaticConnWindowSize(wire.ConnWindowBytes),
 		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 			return streamer(metadata.NewOutgoingContext(ctx, metadata.Join(mark, metadataOut(ctx))), desc, cc, method, opts...)
+		}),
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return invoker(metadata.NewOutgoingContext(ctx, metadata.Join(mark, metadataOut(ctx))), method, req, reply, cc, opts...)
 		}))
 	if err != nil {
 		return nil, err

@@ -45,6 +45,18 @@ type Limits struct {
 	// long (connections that made no call with a token are closed
 	// sooner: connlimit's Config.UnauthenticatedIdle).
 	ConnectionIdle time.Duration
+	// CallsPerIdentity bounds the unary calls of one caller in progress
+	// on the node (edgeshare.go); more are refused RESOURCE_EXHAUSTED.
+	CallsPerIdentity int
+	// HeldReadsPerIdentity and HeldReads bound the reads the node holds
+	// until it has applied their caller's last write (a stale read or a
+	// watch naming an index, up to ReadWait), of one caller and in all.
+	HeldReadsPerIdentity, HeldReads int
+	// WorkerRecordsPerBinding bounds, on the leader, the worker records
+	// of one prefix binding of worker tokens ("gpu-*"): a new ID of such
+	// a token (its session, or a drain that would make its record) is
+	// refused past it (workerbind.go).
+	WorkerRecordsPerBinding int
 }
 
 // Defaults and bounds of Limits.
@@ -73,7 +85,9 @@ var DefaultWriteRate = sfq.RateLimit{N: 100, PeriodMs: 1000, Burst: 200}
 func DefaultLimits() Limits {
 	return Limits{MaxMessageBytes: fsm.MaxMessageBytes, WatchStreams: DefaultWatchStreams, WatchStreamsPerIdentity: DefaultWatchPerIdentity, WatchStall: DefaultWatchStall,
 		RequestBytes: DefaultRequestBytes, RequestBytesPerIdentity: DefaultRequestBytesPerIdentity, RequestReadTimeout: DefaultRequestReadTimeout,
-		StreamsPerConnection: DefaultStreamsPerConnection, ConnectionIdle: DefaultConnectionIdle, WriteRate: DefaultWriteRate}
+		StreamsPerConnection: DefaultStreamsPerConnection, ConnectionIdle: DefaultConnectionIdle, WriteRate: DefaultWriteRate,
+		CallsPerIdentity: DefaultCallsPerIdentity, HeldReadsPerIdentity: DefaultHeldReadsPerIdentity, HeldReads: DefaultHeldReads,
+		WorkerRecordsPerBinding: DefaultWorkerRecordsPerBinding}
 }
 
 // withDefaults gives each zero field its default.
@@ -88,6 +102,10 @@ func (l Limits) withDefaults() Limits {
 	orDefault(&l.RequestReadTimeout, d.RequestReadTimeout)
 	orDefault(&l.StreamsPerConnection, d.StreamsPerConnection)
 	orDefault(&l.ConnectionIdle, d.ConnectionIdle)
+	orDefault(&l.CallsPerIdentity, d.CallsPerIdentity)
+	orDefault(&l.HeldReadsPerIdentity, d.HeldReadsPerIdentity)
+	orDefault(&l.HeldReads, d.HeldReads)
+	orDefault(&l.WorkerRecordsPerBinding, d.WorkerRecordsPerBinding)
 	l.MaxMessageBytes = min(max(l.MaxMessageBytes, MinMessageBytes), fsm.MaxMessageBytes)
 	return l
 }

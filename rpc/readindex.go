@@ -111,6 +111,13 @@ func (b *base) catchUp(ctx context.Context, leaderIndex bool) error {
 	if index == 0 {
 		return nil
 	}
+	if _, applied := b.node.FSM.Clock(); applied < index {
+		release, err := b.shares.holdRead(ctx, index)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	wctx, cancel := context.WithTimeout(ctx, ReadWait)
 	defer cancel()
 	if err := b.node.FSM.WaitApplied(wctx, index); err != nil {

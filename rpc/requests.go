@@ -49,6 +49,8 @@ type requestBudget struct {
 	size               int64 // what one request reserves
 	readTimeout        time.Duration
 	conns              *connlimit.Limiter // nil: no connection to close
+	// shares bounds each caller's calls in progress (nil: none).
+	shares *edgeShares
 }
 
 // identityKey is a caller's budget key.
@@ -56,8 +58,8 @@ func (id Identity) key() string { return id.Role.String() + ":" + id.Tenant + ":
 
 // reserve reserves a request's bytes for the caller of ctx.
 func (b *requestBudget) reserve(ctx context.Context) (func(), error) {
-	id, ok := ctx.Value(identityKey{}).(Identity)
-	budget, key := b.callers, id.key()
+	key, ok := callerKey(ctx)
+	budget := b.callers
 	if !ok {
 		budget, key = b.anonymous, ""
 	}
@@ -99,6 +101,11 @@ func budgeted(desc *grpc.ServiceDesc, b *requestBudget) *grpc.ServiceDesc {
 	for i, m := range desc.Methods {
 		h := m.Handler
 		d.Methods[i] = grpc.MethodDesc{MethodName: m.MethodName, Handler: func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+			done, err := b.shares.takeCall(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer done()
 			release, err := b.reserve(ctx)
 			if err != nil {
 				return nil, err

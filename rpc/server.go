@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"crypto/tls"
 	"net"
 	"sync"
@@ -14,11 +15,13 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/inflight"
+	"github.com/baristahq/barista/internal/share"
 	"github.com/baristahq/barista/internal/wire"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
@@ -79,8 +82,10 @@ type Server struct {
 	client  *ClientService
 	admin   *AdminService
 	workers *WorkerService
-	// limits are the server's limits.
+	// limits are the server's limits; conns bounds its connections (nil:
+	// none).
 	limits Limits
+	conns  *connlimit.Limiter
 	// gatewayKey marks the gateway's calls to this node (gatewayHeader);
 	// gatewayConns are its connections (GatewayConn), which Stop closes.
 	gatewayKey   string
@@ -115,7 +120,12 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	}
 	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node, metricsMaxTenants(opt.MetricsMaxTenants)),
 		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken(), webhooks: opt.Webhooks,
-		writes: newSubmitLimiter(time.Now, nil), writeRate: limits.WriteRate}
+		writes: newSubmitLimiter(time.Now, nil), writeRate: limits.WriteRate,
+		shares: &edgeShares{
+			calls: share.New("grpc_calls_in_progress", "Unary gRPC calls in progress (at most limits.calls_per_identity of one caller).",
+				limits.CallsPerIdentity, 0, node.Metrics.Registry),
+			heldReads: share.New("held_reads", "Reads this node holds until it has applied their caller's last write (at most limits.held_reads_per_identity of one caller, limits.held_reads in all).",
+				limits.HeldReadsPerIdentity, limits.HeldReads, node.Metrics.Registry)}}
 	// The connected workers of a pool, as the leader's worker sessions
 	// count them: PoolDelete refuses a pool that has any, and PoolGet,
 	// PoolList and top show them.
@@ -149,12 +159,10 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		grpc.StaticStreamWindowSize(wire.StreamWindowBytes),
 		grpc.StaticConnWindowSize(wire.ConnWindowBytes),
 	}
+	gatewayKey := rand.Text()
 	unary, stream := []grpc.UnaryServerInterceptor{opt.Auth.UnaryInterceptor}, []grpc.StreamServerInterceptor{opt.Auth.StreamInterceptor}
 	if opt.Conns != nil {
-		cu, cs := opt.Conns.Interceptors(func(ctx context.Context) bool {
-			_, ok := ctx.Value(identityKey{}).(Identity)
-			return ok
-		})
+		cu, cs := opt.Conns.Interceptors(func(ctx context.Context) connlimit.Caller { return connCaller(ctx, gatewayKey) })
 		unary = append([]grpc.UnaryServerInterceptor{cu}, unary...)
 		stream = append([]grpc.StreamServerInterceptor{cs}, stream...)
 		sopts = append(sopts, grpc.StatsHandler(opt.Conns.StatsHandler()))
@@ -163,15 +171,16 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	if opt.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opt.TLS)))
 	}
-	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth, limits: limits}
-	s.gatewayKey = rand.Text()
+	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth, limits: limits, conns: opt.Conns}
+	s.gatewayKey = gatewayKey
 	workers = newWorkerService(b)
+	workers.bindings = newBindingRecords(limits.WorkerRecordsPerBinding, node.FSM)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
 		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry)}, &AdminService{base: b, workers: workers}, workers
 	budget := &requestBudget{
 		callers:   inflight.New("grpc_request", limits.RequestBytesPerIdentity, limits.RequestBytes, node.Metrics.Registry),
 		anonymous: inflight.New("grpc_unauthenticated_request", unauthenticatedRequestBytes, unauthenticatedRequestBytes, node.Metrics.Registry),
-		size:      int64(limits.MaxMessageBytes), readTimeout: limits.RequestReadTimeout, conns: opt.Conns}
+		size:      int64(limits.MaxMessageBytes), readTimeout: limits.RequestReadTimeout, conns: opt.Conns, shares: b.shares}
 	s.GRPC.RegisterService(budgeted(&clusterpb.Node_ServiceDesc, budget), &NodeService{base: b, unsafeDebug: opt.UnsafeDebug, client: s.client, auth: opt.Auth})
 	s.GRPC.RegisterService(budgeted(&pb.Client_ServiceDesc, budget), s.client)
 	s.GRPC.RegisterService(budgeted(&pb.Admin_ServiceDesc, budget), s.admin)
@@ -189,6 +198,32 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	s.watching.Add(1)
 	go s.watchHealth()
 	return s
+}
+
+// connCaller says who a call is from for the connection limits: a call
+// with a token is authenticated, and a client token's connections count
+// for its tenant (limits.connections_per_identity). The admin, workers,
+// the members' forwarding and this node's own HTTP/JSON gateway (whose
+// calls carry gatewayKey) are not bounded so: a fleet of workers may
+// share one token, and the gateway's one connection carries every
+// tenant's calls.
+func connCaller(ctx context.Context, gatewayKey string) connlimit.Caller {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	if !ok {
+		return connlimit.Caller{}
+	}
+	c := connlimit.Caller{Authenticated: true}
+	if id.Role == RoleClient && !fromGateway(ctx, gatewayKey) {
+		c.Identity = id.key()
+	}
+	return c
+}
+
+// fromGateway reports whether a call carries the mark of this node's
+// own HTTP/JSON gateway (gatewayHeader with key).
+func fromGateway(ctx context.Context, key string) bool {
+	v := metadata.ValueFromIncomingContext(ctx, gatewayHeader)
+	return key != "" && len(v) > 0 && subtle.ConstantTimeCompare([]byte(v[0]), []byte(key)) == 1
 }
 
 // healthEvery is how often the gRPC health status follows the node's.

@@ -35,6 +35,23 @@ func newSubmitLimiter(now func() time.Time, refused prometheus.Counter) *submitL
 	return &submitLimiter{now: now, tat: map[string]time.Time{}, sweep: 1024, refused: refused}
 }
 
+// charge counts n more calls of key under r, admitted or not (a debt
+// its next calls pay: the weight of a call that did more than one
+// write's work, known only once it was applied).
+func (l *submitLimiter) charge(key string, r sfq.RateLimit, n int) {
+	if r.N == 0 || n <= 0 {
+		return
+	}
+	interval := (time.Duration(r.PeriodMs)*time.Millisecond + time.Duration(r.N) - 1) / time.Duration(r.N)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tat := l.tat[key]
+	if now := l.now(); tat.Before(now) {
+		tat = now
+	}
+	l.tat[key] = tat.Add(time.Duration(n) * interval)
+}
+
 // take admits up to n submits of tenant under r and returns how many it
 // admitted; when fewer than n, also how long until the next would be.
 func (l *submitLimiter) take(tenant string, r sfq.RateLimit, n int) (int, time.Duration) {

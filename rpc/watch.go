@@ -66,8 +66,15 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 			return status.Errorf(codes.NotFound, "job %d not found", req.JobId)
 		}
 	}
+	// A tenant's watch reads its kept events too (those the cluster's
+	// count pruned from the log: fsm.TenantEvents); an admin's watch of
+	// every tenant, the log.
+	read := f.Events
+	if tenant != "" {
+		read = func(from uint64, fn func(*fsm.Event) bool) (uint64, uint64) { return f.TenantEvents(ti, from, fn) }
+	}
 	cursor := req.FromSeq
-	first, next := f.Events(^uint64(0), func(*fsm.Event) bool { return false })
+	first, next := read(^uint64(0), func(*fsm.Event) bool { return false })
 	switch {
 	case req.FromOldest:
 		cursor = first
@@ -98,7 +105,7 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 		ending := false // the batch ends with a terminal event of the watched job
 		// The callback runs under the state's read lock: it may not call
 		// the FSM again (tenant names are looked up after).
-		first, _ := f.Events(cursor, func(ev *fsm.Event) bool {
+		first, _ := read(cursor, func(ev *fsm.Event) bool {
 			last = ev.Seq + 1
 			if (tenant == "" || ev.Tenant == ti) && (req.JobId == 0 || uint64(ev.Job) == req.JobId) {
 				events = append(events, *ev)

@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"crypto/subtle"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
@@ -160,8 +158,7 @@ func (w *watchLimits) closeStuck(i int) {
 // counted on: its own, unless it came through the gateway or its
 // connection is not known.
 func (w *watchLimits) stuckConn(ctx context.Context) connlimit.Conn {
-	if w.conns == nil || (w.gatewayKey != "" && metadata.ValueFromIncomingContext(ctx, gatewayHeader) != nil &&
-		subtle.ConstantTimeCompare([]byte(metadata.ValueFromIncomingContext(ctx, gatewayHeader)[0]), []byte(w.gatewayKey)) == 1) {
+	if w.conns == nil || fromGateway(ctx, w.gatewayKey) {
 		return nil
 	}
 	p, ok := peer.FromContext(ctx)

@@ -28,6 +28,9 @@ type WorkerService struct {
 	mu      sync.Mutex
 	hub     *hub
 	hubWait chan struct{} // closed when a hub is installed
+	// bindings bounds the worker records of each prefix binding
+	// (workerbind.go; nil: no bound).
+	bindings *bindingRecords
 }
 
 func newWorkerService(b base) *WorkerService {
@@ -90,6 +93,11 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 		return fieldErr(codes.PermissionDenied, "hello.worker_id", "%q is outside this token's binding (worker_id %q)", hello.WorkerId, id.Worker)
 	}
 	h := s.currentHub(ctx)
+	if h != nil {
+		if _, err := s.bindings.admit(IdentityFrom(ctx), hello.WorkerId); err != nil {
+			return err
+		}
+	}
 	if h == nil {
 		id, _ := s.node.Leader()
 		if m, ok := s.node.FSM.Member(id); ok && id != s.node.ID() && m.GRPCAddr != "" {
@@ -273,7 +281,11 @@ func (s *WorkerService) ListWorkers(ctx context.Context, req *pb.ListWorkersRequ
 	return out, nil
 }
 
-// Drain stops (or resumes) new assignments to a worker.
+// Drain stops (or resumes) new assignments to a worker. It takes the
+// write path of every write (base.commit): the caller's write rate, and
+// no entry for a drain that changes nothing; a drain that would make a
+// record is held to the records of the caller's binding
+// (workerbind.go) and the cluster's max_worker_records.
 func (s *WorkerService) Drain(ctx context.Context, req *pb.DrainRequest) (*pb.DrainResponse, error) {
 	if err := sfq.ValidateName("worker_id", req.WorkerId); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
@@ -283,6 +295,10 @@ func (s *WorkerService) Drain(ctx context.Context, req *pb.DrainRequest) (*pb.Dr
 			return nil, fieldErr(codes.PermissionDenied, "worker_id", "draining worker %q needs an admin token or that worker's own token (a worker token bound to it); this worker token is bound to no worker ID", req.WorkerId)
 		}
 		return nil, fieldErr(codes.PermissionDenied, "worker_id", "draining worker %q needs an admin token or that worker's own token; this token is bound to worker_id %q", req.WorkerId, id.Worker)
+	}
+	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_WorkerDrain{WorkerDrain: &clusterpb.WorkerDrain{WorkerId: req.WorkerId, Drain: !req.Undrain}}}
+	if err := s.edgeCheck(cmd); err != nil {
+		return nil, err
 	}
 	if resp, handled, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.DrainResponse, error) {
 		return pb.NewWorkerClient(cc).Drain(ctx, req)
@@ -307,12 +323,19 @@ func (s *WorkerService) Drain(ctx context.Context, req *pb.DrainRequest) (*pb.Dr
 			return nil, fieldErr(codes.NotFound, "worker_id", "no worker %q is connected or known (create=true drains it before it first connects)", req.WorkerId)
 		}
 	}
-	res, err := s.propose(ctx, &clusterpb.Command{Cmd: &clusterpb.Command_WorkerDrain{WorkerDrain: &clusterpb.WorkerDrain{WorkerId: req.WorkerId, Drain: !req.Undrain}}})
+	made, err := s.bindings.admit(IdentityFrom(ctx), req.WorkerId)
 	if err != nil {
 		return nil, err
+	}
+	res, err := s.commit(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if res.Outcome != sfq.Duplicate {
+		made()
 	}
 	if h != nil {
 		h.poke()
 	}
-	return &pb.DrainResponse{}, resultErr(res[0])
+	return &pb.DrainResponse{}, nil
 }

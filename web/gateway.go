@@ -59,7 +59,7 @@ func (s *Server) gatewayHandler() http.Handler {
 			writeHTTPError(w, newHTTPErr(http.StatusServiceUnavailable, "UNAVAILABLE", "the HTTP/JSON API is not available on this node: "+err.Error()))
 		})
 	}
-	mux.Handle("/v1/", s.apiAuth(s.apiLimits(api)))
+	mux.Handle("/v1/", s.apiAuth(s.apiShares(s.apiLimits(api))))
 	return mux
 }
 

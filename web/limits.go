@@ -35,6 +35,11 @@ type Limits struct {
 	// over the caller's bound it is answered 429 with Retry-After, over
 	// the node's 503, unread.
 	BodyBytes, BodyBytesPerIdentity int64
+	// HTTPRequestsPerIdentity and HTTPRequests bound the HTTP/JSON
+	// requests (watches aside) in progress of one caller and in all, and
+	// HTTPHeldReadsPerIdentity those of one caller held until the node
+	// has applied the index they name (edgeshare.go).
+	HTTPRequestsPerIdentity, HTTPRequests, HTTPHeldReadsPerIdentity int
 }
 
 // Defaults of Limits.
@@ -47,12 +52,19 @@ const (
 	// requests.
 	DefaultBodyBytes            = 256 << 20
 	DefaultBodyBytesPerIdentity = 64 << 20
+	// DefaultHTTPRequests leaves, of the gateway connection's 1,024
+	// streams (rpc.DefaultStreamsPerConnection), the 512 of the watches
+	// (rpc.DefaultWatchStreams) and some to spare.
+	DefaultHTTPRequestsPerIdentity  = 64
+	DefaultHTTPRequests             = 384
+	DefaultHTTPHeldReadsPerIdentity = 16
 )
 
 // DefaultLimits returns every limit at its default.
 func DefaultLimits() Limits {
 	return Limits{HTTPUnauthenticated: DefaultHTTPUnauthenticated, Sessions: DefaultSessions, SessionsPerIdentity: DefaultSessionsPerIdentity,
-		BodyBytes: DefaultBodyBytes, BodyBytesPerIdentity: DefaultBodyBytesPerIdentity}
+		BodyBytes: DefaultBodyBytes, BodyBytesPerIdentity: DefaultBodyBytesPerIdentity,
+		HTTPRequestsPerIdentity: DefaultHTTPRequestsPerIdentity, HTTPRequests: DefaultHTTPRequests, HTTPHeldReadsPerIdentity: DefaultHTTPHeldReadsPerIdentity}
 }
 
 // withDefaults gives each zero field its default.
@@ -63,6 +75,9 @@ func (l Limits) withDefaults() Limits {
 	orDefault(&l.SessionsPerIdentity, d.SessionsPerIdentity)
 	orDefault(&l.BodyBytes, d.BodyBytes)
 	orDefault(&l.BodyBytesPerIdentity, d.BodyBytesPerIdentity)
+	orDefault(&l.HTTPRequestsPerIdentity, d.HTTPRequestsPerIdentity)
+	orDefault(&l.HTTPRequests, d.HTTPRequests)
+	orDefault(&l.HTTPHeldReadsPerIdentity, d.HTTPHeldReadsPerIdentity)
 	// The admin's share is kept out of the others'.
 	l.SessionsPerIdentity = min(l.SessionsPerIdentity, max(l.Sessions/2, 1))
 	return l
@@ -109,21 +124,23 @@ func newLimitMetrics(reg prometheus.Registerer) *limitMetrics {
 	return m
 }
 
-// hasCredential reports whether an HTTP request carries a token or a
-// session this node knows (every request does on an open server).
-func (s *Server) hasCredential(r *http.Request) bool {
-	_, herr := s.httpIdentity(r, true)
-	return herr == nil
-}
-
 // limitUnauthenticated serves at most Limits.HTTPUnauthenticated
 // requests without a credential at once, and answers more with 503 at
 // once, without reading their bodies. Health and readiness probes are
-// served regardless: they read nothing and must answer under attack.
+// served regardless: they read nothing and must answer under attack. A
+// request with a credential this node knows (every request on an open
+// server) marks its connection as one with a token's call
+// (connAuthenticated).
 func (s *Server) limitUnauthenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || s.hasCredential(r) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if c, herr := s.httpIdentity(r, true); herr == nil {
+			if s.connAuthenticated(w, r, c.id) {
+				next.ServeHTTP(w, r)
+			}
 			return
 		}
 		select {
@@ -247,7 +264,7 @@ func (s *Server) reserveBody(w http.ResponseWriter, r *http.Request, limit int64
 	}
 	key := ""
 	if id, err := s.auth.Authenticate(r.Header.Values("Authorization")); err == nil {
-		key = id.Role.String() + ":" + id.Tenant + ":" + id.Worker
+		key = id.Key()
 	}
 	release, which := s.bodies.Reserve(key, n)
 	if which == inflight.None {

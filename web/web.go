@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/baristahq/barista/internal/inflight"
+	"github.com/baristahq/barista/internal/share"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
@@ -61,9 +62,12 @@ type Server struct {
 	stall           time.Duration
 	limitMetrics    *limitMetrics
 	unauthenticated chan struct{}
-	// bodies holds the request bodies' reservations (reserveBody).
-	bodies   *inflight.Budget
-	sessions sessions
+	// bodies holds the request bodies' reservations (reserveBody);
+	// apiCalls and heldReads the API requests in progress and those
+	// held for an index (edgeshare.go).
+	bodies              *inflight.Budget
+	apiCalls, heldReads *share.Limiter
+	sessions            sessions
 	// csrfKey signs the console's CSRF tokens (see csrfToken); history
 	// holds the fair shares sampled for the overview's chart.
 	csrfKey [32]byte
@@ -89,7 +93,11 @@ func New(srv *rpc.Server, opt Options) *Server {
 	s := &Server{srv: srv, node: node, auth: srv.Auth(), log: opt.Logger, client: srv.Client(), workers: srv.Workers(),
 		limits: limits, maxBody: int64(srv.Limits().MaxMessageBytes), stall: srv.Limits().WatchStall,
 		limitMetrics: newLimitMetrics(node.Metrics.Registry), unauthenticated: make(chan struct{}, limits.HTTPUnauthenticated),
-		bodies: inflight.New("http_body", limits.BodyBytesPerIdentity, limits.BodyBytes, node.Metrics.Registry)}
+		bodies: inflight.New("http_body", limits.BodyBytesPerIdentity, limits.BodyBytes, node.Metrics.Registry),
+		apiCalls: share.New("http_requests_in_progress", "HTTP/JSON requests in progress, watches aside (at most limits.http_requests_per_identity of one caller, limits.http_requests in all).",
+			limits.HTTPRequestsPerIdentity, limits.HTTPRequests, node.Metrics.Registry),
+		heldReads: share.New("http_held_reads", "HTTP/JSON reads held until this node has applied the index they name (at most limits.http_held_reads_per_identity of one caller).",
+			limits.HTTPHeldReadsPerIdentity, 0, node.Metrics.Registry)}
 	if s.log == nil {
 		s.log = srv.Logger()
 	}

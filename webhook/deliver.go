@@ -454,7 +454,9 @@ func (r *run) scan() bool {
 	budget := passBudget
 	first, next := r.f.Events(^uint64(0), func(*fsm.Event) bool { return false })
 	more := false
-	// Targets behind: each reads up to a chunk.
+	// Targets behind: each reads up to a chunk, from its tenant's kept
+	// events (those the cluster's count pruned from the log, which the
+	// tenant keeps) on.
 	for _, ti := range r.order {
 		t := r.targets[ti]
 		if t.gone || t.pos >= r.frontier || len(t.queue) >= r.maxQueue() {
@@ -464,14 +466,18 @@ func (r *run) scan() bool {
 			more = true
 			break
 		}
-		end := min(r.frontier, max(t.pos, first)+scanChunk)
-		from := max(t.pos, first)
+		tfirst := first
+		if t.pos < first {
+			tfirst, _ = r.f.TenantEvents(ti, ^uint64(0), func(*fsm.Event) bool { return false })
+		}
+		end := min(r.frontier, max(t.pos, tfirst)+scanChunk)
+		from := max(t.pos, tfirst)
 		if from >= end {
 			t.pos = max(t.pos, end)
 			continue
 		}
 		stop := end
-		r.f.Events(from, func(ev *fsm.Event) bool {
+		r.f.TenantEvents(ti, from, func(ev *fsm.Event) bool {
 			if ev.Seq >= end {
 				return false
 			}
@@ -863,10 +869,10 @@ func (d *Deliverer) do(ctx context.Context, req *request) *outcome {
 // never held long).
 func Backlog(f *fsm.FSM, w fsm.Webhook) uint64 {
 	var n uint64
-	first, next := f.Events(^uint64(0), func(*fsm.Event) bool { return false })
+	first, next := f.TenantEvents(w.Tenant, ^uint64(0), func(*fsm.Event) bool { return false })
 	for from := max(w.Cursor+1, first); from < next; from += scanChunk {
 		end := from + scanChunk
-		f.Events(from, func(ev *fsm.Event) bool {
+		f.TenantEvents(w.Tenant, from, func(ev *fsm.Event) bool {
 			if ev.Seq >= end {
 				return false
 			}

@@ -271,6 +271,7 @@ func TestGapEvent(t *testing.T) {
 	n := world(t, r.srv.URL)
 	cfg := fsm.DefaultConfig()
 	cfg.EventRetentionCount = 3
+	cfg.EventRetentionPerTenant = 0 // no tenant keeps its events (TestKeptEventsDelivered)
 	if _, err := n.Apply(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: fsm.ConfigToPB(cfg)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -634,4 +635,42 @@ func ackCommands(n *leader.Memory) int {
 		}
 	}
 	return acks
+}
+
+// TestKeptEventsDelivered: events the cluster's count pruned from the log
+// that their tenant keeps (event_retention_per_tenant) are delivered in
+// order, with no gap, before the log's.
+func TestKeptEventsDelivered(t *testing.T) {
+	r := newReceiver(t)
+	n := world(t, r.srv.URL)
+	cfg := fsm.DefaultConfig()
+	cfg.EventRetentionCount = 4
+	cfg.EventRetentionPerTenant = 10
+	if _, err := n.Apply(&clusterpb.Command{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: fsm.ConfigToPB(cfg)}}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		submit(t, n, "a") // 1, 2
+	}
+	for range 5 {
+		submit(t, n, "b") // 3..7
+	}
+	if _, err := n.Apply(&clusterpb.Command{Cmd: &clusterpb.Command_Prune{Prune: &clusterpb.Prune{}}}); err != nil {
+		t.Fatal(err)
+	}
+	if first, _ := n.State().Events(^uint64(0), func(*fsm.Event) bool { return false }); first != 4 {
+		t.Fatalf("the log's first event is %d, want 4 (1..3 pruned from it)", first)
+	}
+	start(t, n, Options{})
+	waitFor(t, "delivery", func() bool { return len(r.delivered()) >= 2 })
+	var got []string
+	for _, q := range r.requests() {
+		for _, e := range q.events {
+			got = append(got, fmt.Sprintf("%d:%s", e.Seq, e.Kind))
+		}
+	}
+	if want := "[1:queued 2:queued]"; fmt.Sprint(got) != want {
+		t.Fatalf("delivered %v, want %s", got, want)
+	}
+	waitFor(t, "the cursor past the log", func() bool { w, _ := n.State().WebhookOf("a"); return w.Cursor == 7 && w.GapTo == 0 })
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -122,6 +123,13 @@ func runBulk(env *cmdEnv, b *bulkFlags, verb string, call func(cl *client.Client
 				req.RequestKey = requestKey()
 			}
 			resp, err := call(cl, req)
+			if wait, ok := client.RetryAfter(err); ok && errors.Is(err, client.ErrRateLimited) {
+				// The caller's write rate, which a page pays by its jobs
+				// (docs/api.md, "Bulk calls"): nothing was done; the page
+				// goes again once it may.
+				time.Sleep(wait)
+				continue
+			}
 			if err != nil {
 				return err
 			}

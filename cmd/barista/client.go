@@ -35,6 +35,9 @@ type clientFlags struct {
 	tlsCA   string
 	tlsCert string
 	tlsKey  string
+	// insecureGRPC sends the token in plaintext to a server that is not
+	// on this machine (refused otherwise).
+	insecureGRPC bool
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -45,12 +48,14 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCA, "tls-ca", os.Getenv("BARISTA_TLS_CA"), "verify the server with this CA `FILE` (enables TLS; $BARISTA_TLS_CA)")
 	fs.StringVar(&c.tlsCert, "tls-cert", os.Getenv("BARISTA_TLS_CERT"), "client certificate `FILE` ($BARISTA_TLS_CERT)")
 	fs.StringVar(&c.tlsKey, "tls-key", os.Getenv("BARISTA_TLS_KEY"), "client key `FILE` ($BARISTA_TLS_KEY)")
+	fs.BoolVar(&c.insecureGRPC, "insecure-grpc", false, "send the token without TLS to a --server that is not on this machine (it then crosses the network in clear; refused without this)")
 }
 
 // options are the client package's settings of the flags.
 func (c *clientFlags) options() (client.Options, error) {
 	o := client.Options{
 		Token:        c.token,
+		InsecureGRPC: c.insecureGRPC,
 		CallTimeout:  c.timeout,
 		WatchBackoff: client.Backoff{First: watchBackoff.first, Max: watchBackoff.most},
 		DialOptions:  []grpc.DialOption{grpc.WithChainUnaryInterceptor(staleNotice)},
@@ -79,11 +84,20 @@ func (c *clientFlags) newClient(o client.Options) (*client.Client, error) {
 	if len(addrs) == 0 {
 		return nil, usageError("no server given")
 	}
+	if a := client.TokenInClear(addrs, o.Token, o.TLS); a != "" && !o.InsecureGRPC {
+		return nil, tokenInClearError(a)
+	}
 	cl, err := client.New(addrs, o)
 	if err != nil {
 		return nil, usageError("--server: %v", err)
 	}
 	return cl, nil
+}
+
+// tokenInClearError refuses to send a token in plaintext to a server
+// that is not on this machine, naming the flags that fix it.
+func tokenInClearError(addr string) error {
+	return usageError("--server %s is not on this machine and --tls-ca is not set: the token would cross the network in clear; give --tls-ca FILE (the servers' CA), or --insecure-grpc to send it anyway", addr)
 }
 
 // with runs fn with a client of the --server nodes (see the client

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"os"
@@ -212,7 +214,7 @@ func runServer(env *cmdEnv, opts *serverOpts, args []string) error {
 		}
 		hs := &http.Server{Handler: web.New(srv, web.Options{Pprof: sc.Pprof, MetricsAuth: sc.MetricsAuth, Limits: sc.WebLimits}),
 			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
-			ConnState: conns.ConnState}
+			ConnState: conns.ConnState, ConnContext: conns.ConnContext, ErrorLog: httpErrorLog(log)}
 		go func() {
 			if err := hs.Serve(hl); err != nil && err != http.ErrServerClosed {
 				serveErr <- err
@@ -392,4 +394,21 @@ func sayWaitingToBeJoined(ctx context.Context, log hclog.Logger, node *raftnode.
 	}
 	log.Warn(fmt.Sprintf("this node is in no cluster yet and waits to be joined: from a member, run barista join --node-id %s --raft-addr %s --grpc-addr %s%s --server MEMBER_GRPC_ADDR; or start it with --join MEMBER_GRPC_ADDR (or --bootstrap, to make it a new cluster of its own)",
 		cfg.ID, cfg.AdvertisedRaft(), cfg.AdvertisedGRPC(), http))
+}
+
+// httpErrorLog is the HTTP server's error log: the server's logger, but
+// for failed TLS handshakes (a client that went away, a scanner, a
+// flood of connections), which the connection limits count
+// (barista_connections_*) rather than each a line of the log.
+func httpErrorLog(log hclog.Logger) *stdlog.Logger {
+	return stdlog.New(handshakeFilter{log.Named("http")}, "", 0)
+}
+
+type handshakeFilter struct{ log hclog.Logger }
+
+func (f handshakeFilter) Write(p []byte) (int, error) {
+	if !bytes.Contains(p, []byte("TLS handshake error")) {
+		f.log.Warn(strings.TrimSpace(string(p)))
+	}
+	return len(p), nil
 }

@@ -165,7 +165,13 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	// Jobs get a scrubbed environment; the worker's own children, if any,
 	// should not find the token in theirs either.
 	os.Unsetenv("BARISTA_TOKEN")
+	if a := client.TokenInClear(strings.Split(opts.servers, ","), copts.Token, copts.TLS); a != "" && !opts.insecureGRPC {
+		return tokenInClearError(a)
+	}
 	dial := client.DialOptions(copts.Token, copts.TLS)
+	if copts.TLS == nil && opts.insecureGRPC {
+		dial = client.InsecureDialOptions(copts.Token)
+	}
 	if err := runner.EnableSubreaper(); err != nil {
 		log.Warn("cannot become a child subreaper: orphaned grandchildren of a job escape measurement", "error", err)
 	}

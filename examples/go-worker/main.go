@@ -81,6 +81,7 @@ func run() int {
 	servers := flag.String("server", env("BARISTA_ADDR", "127.0.0.1:7400"), "gRPC `ADDR[,ADDR...]` of any nodes")
 	tokenFile := flag.String("token-file", "", "read the worker token from `FILE` (otherwise $BARISTA_TOKEN)")
 	tlsCA := flag.String("tls-ca", os.Getenv("BARISTA_TLS_CA"), "verify the nodes with this CA `FILE` (enables TLS)")
+	insecureGRPC := flag.Bool("insecure-grpc", false, "send the token without TLS to nodes that are not on this machine (refused otherwise)")
 	id := flag.String("id", "go-worker", "worker `ID` (with --concurrency N > 1: ID-1 .. ID-N; a worker token's binding must cover them)")
 	size := flag.String("size", "sm", "largest job size it runs: sm, md or lg")
 	concurrency := flag.Int("concurrency", 1, "jobs it runs at once (`N`)")
@@ -109,13 +110,17 @@ func run() int {
 		}
 		tlsCfg = cfg
 	}
+	dial := client.DialOptions(token, tlsCfg)
+	if tlsCfg == nil && *insecureGRPC {
+		dial = client.InsecureDialOptions(token)
+	}
 	kinds := worker.NewKinds()
 	worker.Register(kinds, countWords)
 	w, err := worker.NewWorker(worker.Config{
 		ID:            *id,
 		Size:          pb.Size(sz),
 		Servers:       strings.Split(*servers, ","),
-		Dial:          client.DialOptions(token, tlsCfg),
+		Dial:          dial,
 		Runner:        kinds,
 		MaxConcurrent: *concurrency,
 	})

@@ -18,7 +18,8 @@ import barista
 
 
 async def run(args) -> int:
-    async with barista.Client(args.server, token=os.environ.get("BARISTA_TOKEN"), tls=args.tls_ca) as c:
+    async with barista.Client(args.server, token=os.environ.get("BARISTA_TOKEN"), tls=args.tls_ca,
+                              insecure_grpc=args.insecure_grpc) as c:
         job = await c.submit(args.payload.encode(), kind=args.kind, tenant=args.tenant, cost=args.cost, key=args.key)
         print(f"job {job.id} {'submitted' if job.created else 'exists'}")
         async for ev in c.watch(job):
@@ -32,6 +33,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--server", default=os.environ.get("BARISTA_ADDR", "127.0.0.1:7400"))
     p.add_argument("--tls-ca", default=os.environ.get("BARISTA_TLS_CA"))
+    p.add_argument("--insecure-grpc", action="store_true",
+                   help="send the token without TLS to a server that is not on this machine (refused otherwise)")
     p.add_argument("--tenant", help="the tenant (an admin token; a client token has its own)")
     p.add_argument("--kind", default="wordcount")
     p.add_argument("--cost", type=float, default=1.0, help="estimated CPU seconds")

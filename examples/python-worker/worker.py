@@ -38,7 +38,8 @@ def build(args) -> barista.Worker:
         with open(args.token_file) as f:
             token = f.read().strip()
     worker = barista.Worker(args.server, token=token, size=args.size, pool=args.pool,
-                            concurrency=args.concurrency, tls=args.tls_ca, id=args.id)
+                            concurrency=args.concurrency, tls=args.tls_ca, id=args.id,
+                            insecure_grpc=args.insecure_grpc)
 
     @worker.job("wordcount")
     def wordcount(ctx: barista.JobContext) -> str:
@@ -73,6 +74,8 @@ def main() -> int:
                    help="gRPC ADDR[,ADDR...] of any nodes")
     p.add_argument("--token-file", help="read the worker token from FILE (otherwise $BARISTA_TOKEN)")
     p.add_argument("--tls-ca", default=os.environ.get("BARISTA_TLS_CA"), help="verify the nodes with this CA FILE (enables TLS)")
+    p.add_argument("--insecure-grpc", action="store_true",
+                   help="send the token without TLS to a server that is not on this machine (refused otherwise)")
     p.add_argument("--id", help="worker ID; its slots are ID-1..ID-N (default HOST-PID)")
     p.add_argument("--size", default="sm", help="largest job size it runs: sm, md or lg")
     p.add_argument("--pool", help="the pool it serves (default: the pool default)")

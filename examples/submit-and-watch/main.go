@@ -33,6 +33,7 @@ func run() int {
 	servers := flag.String("server", env("BARISTA_ADDR", "127.0.0.1:7400"), "gRPC `ADDR[,ADDR...]` of any nodes")
 	token := flag.String("token", os.Getenv("BARISTA_TOKEN"), "client bearer `TOKEN` (pinned to a tenant)")
 	tlsCA := flag.String("tls-ca", os.Getenv("BARISTA_TLS_CA"), "verify the nodes with this CA `FILE` (enables TLS)")
+	insecureGRPC := flag.Bool("insecure-grpc", false, "send the token without TLS to nodes that are not on this machine (refused otherwise)")
 	tenant := flag.String("tenant", os.Getenv("BARISTA_TENANT"), "`TENANT` (may be left out with a client token)")
 	jobs := flag.Int("jobs", 3, "number of jobs to submit (`N`)")
 	prefix := flag.String("key-prefix", "example", "idempotency keys are `PREFIX`-1, PREFIX-2, ...")
@@ -42,7 +43,7 @@ func run() int {
 		return 2
 	}
 
-	opts := client.Options{Token: *token}
+	opts := client.Options{Token: *token, InsecureGRPC: *insecureGRPC}
 	if *tlsCA != "" {
 		cfg, err := client.TLSConfig(*tlsCA, "", "")
 		if err != nil {

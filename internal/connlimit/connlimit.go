@@ -1,15 +1,22 @@
 // Package connlimit bounds the connections a server's client listeners
 // (gRPC, HTTP) hold, so that idle or silent connections cannot exhaust
-// its file descriptors: at most Max over every listener, at most
-// PerAddress from one source network (a /24 of IPv4, a /64 of IPv6: one
-// host of a network holds many addresses), the last Reserve places of
+// its file descriptors, and so that callers without a token cannot take
+// the places of callers with one: at most Max over every listener, at
+// most PerAddress from one source network (a /24 of IPv4, a /48 of IPv6:
+// one host or one site holds many addresses), the last Reserve places of
 // each listener kept for networks that hold none of its connections (a
-// health probe, a new client), a connection that has not sent its first
-// request FirstRequest after it was accepted (a TLS or HTTP/2 handshake
+// health probe, a new client), at most Unauthenticated connections that
+// have made no call with a token (past it a new connection from a network
+// holding none of them takes the place of the oldest such connection of
+// the network holding the most; one from another network is refused),
+// at most PerIdentity connections of one identity (a client
+// token's tenant), a connection that has not sent its first request
+// FirstRequest after it was accepted (a TLS or HTTP/2 handshake
 // included) is closed, and so is one that has made no call with a token
-// (only health checks, say) once it has been idle UnauthenticatedIdle.
-// A connection over a bound is closed as soon as it is accepted. Raft's
-// listener is not wrapped: the descriptors left over are its own.
+// UnauthenticatedIdle after its last call began or ended, whatever
+// streams it holds (calls.go). A connection over a bound is closed as
+// soon as it is accepted. Raft's listener is not wrapped: the
+// descriptors left over are its own.
 package connlimit
 
 import (
@@ -23,8 +30,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/stats"
 )
 
@@ -32,19 +37,40 @@ import (
 type Config struct {
 	// Max bounds the connections of every listener together.
 	Max int
-	// PerAddress bounds those from one source address.
+	// PerAddress bounds those from one source network.
 	PerAddress int
-	// Reserve is how many of Max places a listener keeps for addresses
+	// Reserve is how many of Max places a listener keeps for networks
 	// that hold none of its connections.
 	Reserve int
+	// Unauthenticated bounds the connections that have made no call with
+	// a token yet (0: half of Max); the rest of Max is kept for
+	// connections that have.
+	Unauthenticated int
+	// PerIdentity bounds the connections whose first call with a token
+	// came from one bounded identity (see Begin; 0: no bound).
+	PerIdentity int
+	// UnauthenticatedCalls bounds the calls without a token in progress
+	// at once (health checks and watches; 0: no bound), a sixteenth of
+	// them (at least 4) from one network.
+	UnauthenticatedCalls int
 	// FirstRequest is how long a connection may take to send its first
 	// request.
 	FirstRequest time.Duration
 	// UnauthenticatedIdle is how long a connection that has made no call
-	// with a token may stay without a call in progress (0: no bound).
+	// with a token may stay after its last call began or ended, and how
+	// long a call without a token may last (0: no bound).
 	UnauthenticatedIdle time.Duration
 	// Registerer, if set, gets the metrics.
 	Registerer prometheus.Registerer
+}
+
+// unauthenticatedPlaces is cfg's bound of connections without a token's
+// call.
+func (cfg Config) unauthenticatedPlaces() int {
+	if cfg.Unauthenticated > 0 {
+		return min(cfg.Unauthenticated, cfg.Max)
+	}
+	return max(cfg.Max/2, 1)
 }
 
 // Limiter admits and tracks the connections of its listeners.
@@ -55,38 +81,67 @@ type Limiter struct {
 	total  int
 	byAddr map[netip.Prefix]int
 	conns  map[connKey]*conn
+	// anon holds the connections that have made no call with a token,
+	// by network (under mu); anonN counts them.
+	anon  map[netip.Prefix]map[*conn]struct{}
+	anonN int
+	// byIdentity counts the connections of each bounded identity.
+	byIdentity map[string]int
+	// anonCalls counts the calls without a token in progress, in all and
+	// by network.
+	anonCalls      int
+	anonCallsByNet map[netip.Prefix]int
+	seq            uint64 // numbers the admitted connections, oldest first
 	// pending counts connections that have not sent a request yet: the
 	// interceptors look a connection up only while there are some.
 	pending atomic.Int64
 
-	open    *prometheus.GaugeVec
-	refused *prometheus.CounterVec
-	idle    *prometheus.CounterVec
+	open          *prometheus.GaugeVec
+	refused       *prometheus.CounterVec
+	idle          *prometheus.CounterVec
+	anonOpen      prometheus.Gauge
+	callsRefused  *prometheus.CounterVec
+	anonCallsOpen prometheus.Gauge
 }
 
-// Reasons a connection is refused (metric labels).
+// Reasons a connection is refused or closed (metric labels).
 const (
 	ReasonTotal      = "total"
 	ReasonPerAddress = "per_address"
 	ReasonReserve    = "reserve"
+	// ReasonUnauthenticated: the connection was closed to make room for
+	// a new one, or the new one refused, past Config.Unauthenticated.
+	ReasonUnauthenticated = "unauthenticated"
 )
 
 // New returns a limiter.
 func New(cfg Config) *Limiter {
-	l := &Limiter{cfg: cfg, byAddr: map[netip.Prefix]int{}, conns: map[connKey]*conn{},
+	l := &Limiter{cfg: cfg, byAddr: map[netip.Prefix]int{}, conns: map[connKey]*conn{}, anon: map[netip.Prefix]map[*conn]struct{}{},
+		byIdentity: map[string]int{}, anonCallsByNet: map[netip.Prefix]int{},
 		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "barista_connections",
 			Help: "Client connections this server holds, by listener (grpc, http); at most limits.connections together."}, []string{"listener"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "barista_connections_refused_total",
 			Help: "Client connections closed as soon as accepted, by listener and reason: total (limits.connections), " +
-				"per_address (limits.connections_per_address), reserve (the last limits.connections_reserve places, kept for addresses without a connection)."},
+				"per_address (limits.connections_per_address), reserve (the last limits.connections_reserve places, kept for addresses without a connection), " +
+				"unauthenticated (past limits.connections_unauthenticated: the new connection of a network holding some of those places, or the oldest one without a token's call of the network holding the most, which a connection of a network holding none replaced)."},
 			[]string{"listener", "reason"}),
 		idle: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "barista_connections_closed_idle_total",
 			Help: "Client connections closed because they sent no request within limits.first_request_timeout of being accepted, " +
-				"or made no call with a token and were idle limits.unauthenticated_idle, by listener."},
+				"or made no call with a token within limits.unauthenticated_idle of their last call, by listener."},
 			[]string{"listener"}),
+		anonOpen: prometheus.NewGauge(prometheus.GaugeOpts{Name: "barista_connections_unauthenticated",
+			Help: "Client connections that have made no call with a token (at most limits.connections_unauthenticated)."}),
+		callsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "barista_calls_refused_total",
+			Help: "Calls refused RESOURCE_EXHAUSTED by a bound of the connections: unauthenticated_calls (limits.unauthenticated_calls, in all or from one network), " +
+				"connections_per_identity (the caller's identity holds limits.connections_per_identity connections)."},
+			[]string{"bound"}),
+		anonCallsOpen: prometheus.NewGauge(prometheus.GaugeOpts{Name: "barista_calls_unauthenticated",
+			Help: "Calls without a token in progress (at most limits.unauthenticated_calls)."}),
 	}
+	l.callsRefused.WithLabelValues(boundUnauthenticatedCalls)
+	l.callsRefused.WithLabelValues(boundPerIdentity)
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(l.open, l.refused, l.idle)
+		cfg.Registerer.MustRegister(l.open, l.refused, l.idle, l.anonOpen, l.callsRefused, l.anonCallsOpen)
 	}
 	return l
 }
@@ -95,16 +150,17 @@ func New(cfg Config) *Limiter {
 func (l *Limiter) Listen(name string, ln net.Listener) net.Listener {
 	l.open.WithLabelValues(name)
 	l.idle.WithLabelValues(name)
-	for _, r := range []string{ReasonTotal, ReasonPerAddress, ReasonReserve} {
+	for _, r := range []string{ReasonTotal, ReasonPerAddress, ReasonReserve, ReasonUnauthenticated} {
 		l.refused.WithLabelValues(name, r)
 	}
 	return &listener{Listener: ln, l: l, name: name, byAddr: map[netip.Prefix]int{}}
 }
 
-// network is the source network an address counts in: its /24 (IPv4) or
-// /64 (IPv6).
-func network(a netip.Addr) netip.Prefix {
-	bits := 64
+// Network is the source network an address counts in: its /24 (IPv4)
+// or its /48 (IPv6: a site's prefix, which holds 65,536 /64s).
+func Network(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	bits := 48
 	if a.Is4() {
 		bits = 24
 	}
@@ -147,11 +203,19 @@ func addrPort(a net.Addr) netip.AddrPort {
 }
 
 // admit counts a new connection in, or returns nil for one over a bound.
+// Past the places of connections without a token's call, a connection
+// from a network that holds none of them takes the place of the oldest
+// such connection of the network that holds the most; one from a
+// network that holds some is refused (closed before any handshake, which
+// costs the server nothing): a flood from many networks cannot keep a
+// client from another network out, nor make the server do a handshake
+// for each of its attempts.
 func (l *Limiter) admit(ln *listener, c net.Conn) *conn {
 	key := connKey{addrPort(c.LocalAddr()), addrPort(c.RemoteAddr())}
-	addr := network(key.remote.Addr())
+	addr := Network(key.remote.Addr())
 	l.mu.Lock()
 	reason := ""
+	var victim *conn
 	switch {
 	case l.byAddr[addr] >= l.cfg.PerAddress:
 		reason = ReasonPerAddress
@@ -159,6 +223,14 @@ func (l *Limiter) admit(ln *listener, c net.Conn) *conn {
 		reason = ReasonTotal
 	case l.total >= l.cfg.Max-l.cfg.Reserve && ln.byAddr[addr] > 0:
 		reason = ReasonReserve
+	case l.anonN >= l.cfg.unauthenticatedPlaces():
+		if victim = l.evictable(addr); victim == nil {
+			reason = ReasonUnauthenticated
+		} else {
+			// Counted out now, in the same step as the newcomer is
+			// counted in: no other accept takes the place meanwhile.
+			l.uncountLocked(victim)
+		}
 	}
 	if reason != "" {
 		l.mu.Unlock()
@@ -168,13 +240,97 @@ func (l *Limiter) admit(ln *listener, c net.Conn) *conn {
 	l.total++
 	l.byAddr[addr]++
 	ln.byAddr[addr]++
-	tc := &conn{Conn: c, ln: ln, key: key, closed: make(chan struct{})}
-	l.conns[key] = tc
-	l.mu.Unlock()
-	l.open.WithLabelValues(ln.name).Inc()
+	l.seq++
+	tc := &conn{Conn: c, ln: ln, key: key, net: addr, seq: l.seq, counted: true, closed: make(chan struct{})}
+	// Its timer is set before another admit can find it (and close it
+	// to make room).
 	l.pending.Add(1)
 	tc.timer = time.AfterFunc(l.cfg.FirstRequest, tc.expire)
+	l.conns[key] = tc
+	l.addAnon(tc)
+	l.mu.Unlock()
+	l.open.WithLabelValues(ln.name).Inc()
+	if victim != nil {
+		victim.Close()
+		l.refused.WithLabelValues(victim.ln.name, ReasonUnauthenticated).Inc()
+	}
 	return tc
+}
+
+// uncountLocked counts c out of every bound, once (under l.mu).
+func (l *Limiter) uncountLocked(c *conn) {
+	if !c.counted {
+		return
+	}
+	c.counted = false
+	l.total--
+	if l.byAddr[c.net]--; l.byAddr[c.net] <= 0 {
+		delete(l.byAddr, c.net)
+	}
+	if c.ln.byAddr[c.net]--; c.ln.byAddr[c.net] <= 0 {
+		delete(c.ln.byAddr, c.net)
+	}
+	if l.conns[c.key] == c {
+		delete(l.conns, c.key)
+	}
+	l.dropAnon(c)
+	if c.identity != "" {
+		if l.byIdentity[c.identity]--; l.byIdentity[c.identity] <= 0 {
+			delete(l.byIdentity, c.identity)
+		}
+	}
+}
+
+// evictable returns the oldest connection without a token's call of the
+// network that holds the most such connections, when the newcomer's
+// network, addr, holds none (nil otherwise). Under l.mu.
+func (l *Limiter) evictable(addr netip.Prefix) *conn {
+	if len(l.anon[addr]) > 0 {
+		return nil
+	}
+	most, mostNet := 0, addr
+	for n, set := range l.anon {
+		if len(set) > most {
+			most, mostNet = len(set), n
+		}
+	}
+	if mostNet == addr {
+		return nil
+	}
+	var oldest *conn
+	for c := range l.anon[mostNet] {
+		if oldest == nil || c.seq < oldest.seq {
+			oldest = c
+		}
+	}
+	return oldest
+}
+
+// addAnon counts c among the connections without a token's call (under
+// l.mu).
+func (l *Limiter) addAnon(c *conn) {
+	set := l.anon[c.net]
+	if set == nil {
+		set = map[*conn]struct{}{}
+		l.anon[c.net] = set
+	}
+	set[c] = struct{}{}
+	l.anonN++
+	l.anonOpen.Inc()
+}
+
+// dropAnon counts c out of them, if it is counted (under l.mu).
+func (l *Limiter) dropAnon(c *conn) {
+	set := l.anon[c.net]
+	if _, ok := set[c]; !ok {
+		return
+	}
+	delete(set, c)
+	if len(set) == 0 {
+		delete(l.anon, c.net)
+	}
+	l.anonN--
+	l.anonOpen.Dec()
 }
 
 // conn is an admitted connection.
@@ -182,18 +338,22 @@ type conn struct {
 	net.Conn
 	ln        *listener
 	key       connKey
+	net       netip.Prefix // its source network
+	seq       uint64
+	counted   bool // in the limiter's counts (under the limiter's mu)
 	timer     *time.Timer
 	active    atomic.Bool
 	closeOnce sync.Once
 	closed    chan struct{}
 
-	// Calls in progress, whether one carried a token, and the timer that
-	// closes the connection once it has made none with a token and been
-	// idle UnauthenticatedIdle (under mu).
-	mu     sync.Mutex
-	calls  int
-	authed bool
-	idle   *time.Timer
+	// Calls in progress, whether one carried a token (and the bounded
+	// identity it counts for, if any), and the timer that closes the
+	// connection while it has made none with a token (under mu).
+	mu       sync.Mutex
+	calls    int
+	authed   bool
+	identity string
+	idle     *time.Timer
 }
 
 // Conn is a connection a Limiter admitted, as Lookup finds it.
@@ -239,40 +399,19 @@ func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.closeOnce.Do(func() {
 		c.markActive()
+		c.mu.Lock()
+		if c.idle != nil {
+			c.idle.Stop()
+		}
+		c.mu.Unlock()
 		l := c.ln.l
-		addr := network(c.key.remote.Addr())
 		l.mu.Lock()
-		l.total--
-		if l.byAddr[addr]--; l.byAddr[addr] <= 0 {
-			delete(l.byAddr, addr)
-		}
-		if c.ln.byAddr[addr]--; c.ln.byAddr[addr] <= 0 {
-			delete(c.ln.byAddr, addr)
-		}
-		if l.conns[c.key] == c {
-			delete(l.conns, c.key)
-		}
+		l.uncountLocked(c)
 		l.mu.Unlock()
 		l.open.WithLabelValues(c.ln.name).Dec()
 		close(c.closed)
 	})
 	return err
-}
-
-// Interceptors mark a gRPC call's connection active (Begin) and note its
-// end (End); authenticated says whether a call carries a token the
-// server knows. The connection is found on the call's context, where the
-// stats handler (StatsHandler) put it.
-func (l *Limiter) Interceptors(authenticated func(context.Context) bool) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			ctx = l.Begin(ctx, authenticated(ctx))
-			defer l.End(ctx)
-			return h(ctx, req)
-		}, func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			ctx := l.Begin(ss.Context(), authenticated(ss.Context()))
-			defer l.End(ctx)
-			return h(srv, ss)
-		}
 }
 
 // StatsHandler finds, once per gRPC connection, the connection the
@@ -305,12 +444,28 @@ func (l *Limiter) ConnState(c net.Conn, st http.ConnState) {
 	if st != http.StateActive {
 		return
 	}
+	if tc, ok := unwrap(c); ok {
+		tc.markActive()
+	}
+}
+
+// ConnContext is an http.Server's ConnContext hook: it puts the
+// admitted connection on the context of its requests, for
+// Authenticated.
+func (l *Limiter) ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := unwrap(c); ok {
+		return context.WithValue(ctx, connCtxKey{}, tc)
+	}
+	return ctx
+}
+
+// unwrap finds the admitted connection under a TLS one.
+func unwrap(c net.Conn) (*conn, bool) {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	if tc, ok := c.(*conn); ok {
-		tc.markActive()
-	}
+	tc, ok := c.(*conn)
+	return tc, ok
 }
 
 // DescriptorReserve is how many file descriptors Fit keeps out of the
@@ -330,66 +485,4 @@ func Fit(cfg Config, limit uint64) (Config, bool) {
 	}
 	cfg.Reserve = min(cfg.Reserve, cfg.Max/4)
 	return cfg, lowered
-}
-
-// callKey marks a call's context with its connection (Begin, End).
-type callKey struct{}
-
-// Begin notes a call beginning on its connection (ctx carries its peer);
-// authenticated says it carries a token the server knows. It returns the
-// context End takes.
-func (l *Limiter) Begin(ctx context.Context, authenticated bool) context.Context {
-	c, ok := ctx.Value(connCtxKey{}).(*conn)
-	if !ok {
-		p, ok := peer.FromContext(ctx)
-		if !ok {
-			return ctx
-		}
-		l.mu.Lock()
-		c = l.conns[connKey{addrPort(p.LocalAddr), addrPort(p.Addr)}]
-		l.mu.Unlock()
-		if c == nil {
-			return ctx
-		}
-	}
-	c.markActive()
-	c.mu.Lock()
-	c.calls++
-	c.authed = c.authed || authenticated
-	if c.idle != nil {
-		c.idle.Stop()
-	}
-	c.mu.Unlock()
-	return context.WithValue(ctx, callKey{}, c)
-}
-
-// End notes the end of a call Begin saw. A connection that has made no
-// call with a token is closed once it has been idle UnauthenticatedIdle.
-func (l *Limiter) End(ctx context.Context) {
-	c, ok := ctx.Value(callKey{}).(*conn)
-	if !ok {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.calls--; c.calls > 0 || c.authed || l.cfg.UnauthenticatedIdle <= 0 {
-		return
-	}
-	if c.idle == nil {
-		c.idle = time.AfterFunc(l.cfg.UnauthenticatedIdle, c.idleClose)
-	} else {
-		c.idle.Reset(l.cfg.UnauthenticatedIdle)
-	}
-}
-
-// idleClose closes a connection without a token's call that stayed idle.
-func (c *conn) idleClose() {
-	c.mu.Lock()
-	busy := c.calls > 0 || c.authed
-	c.mu.Unlock()
-	if busy {
-		return
-	}
-	c.Close()
-	c.ln.l.idle.WithLabelValues(c.ln.name).Inc()
 }

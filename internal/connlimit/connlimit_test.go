@@ -15,10 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -63,7 +66,7 @@ func counts(l *Limiter, name string) string {
 // network is not, and nothing passes 6; every connection that sends
 // nothing is closed after FirstRequest.
 func TestBounds(t *testing.T) {
-	l := New(Config{Max: 6, PerAddress: 3, Reserve: 2, FirstRequest: 300 * time.Millisecond, Registerer: prometheus.NewRegistry()})
+	l := New(Config{Max: 6, PerAddress: 3, Reserve: 2, Unauthenticated: 6, FirstRequest: 300 * time.Millisecond, Registerer: prometheus.NewRegistry()})
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +158,7 @@ func TestGRPCFirstRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unary, stream := l.Interceptors(func(context.Context) bool { return true })
+	unary, stream := l.Interceptors(func(context.Context) Caller { return Caller{Authenticated: true} })
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream), grpc.StatsHandler(l.StatsHandler()))
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	go srv.Serve(l.Listen("grpc", raw))
@@ -210,22 +213,24 @@ func TestFit(t *testing.T) {
 	}
 }
 
-// TestNetwork: an IPv4 address counts in its /24, an IPv6 one in its /64
-// (an IPv4-mapped IPv6 address as its IPv4 one).
+// TestNetwork: an IPv4 address counts in its /24, an IPv6 one in its /48
+// (an IPv4-mapped IPv6 address as its IPv4 one): the 65,536 /64s of a
+// site are one network.
 func TestNetwork(t *testing.T) {
 	for in, want := range map[string]string{
-		"192.0.2.7": "192.0.2.0/24", "192.0.2.250": "192.0.2.0/24", "2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
-		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64", "::ffff:192.0.2.9": "192.0.2.0/24",
+		"192.0.2.7": "192.0.2.0/24", "192.0.2.250": "192.0.2.0/24", "2001:db8:1:2:3:4:5:6": "2001:db8:1::/48",
+		"2001:db8:1:ffff::1": "2001:db8:1::/48", "2001:db8:2::1": "2001:db8:2::/48", "::ffff:192.0.2.9": "192.0.2.0/24",
 	} {
-		if got := network(netip.MustParseAddr(in).Unmap()).String(); got != want {
+		if got := Network(netip.MustParseAddr(in)).String(); got != want {
 			t.Errorf("%s: %s, want %s", in, got, want)
 		}
 	}
 }
 
 // TestUnauthenticatedIdle: a connection whose calls carried no token is
-// closed once it has been idle UnauthenticatedIdle (not while a call is
-// in progress); one that made a call with a token is not.
+// closed UnauthenticatedIdle after its last call began or ended, even
+// while a call is in progress (a health watch, say); one that made a
+// call with a token is not.
 func TestUnauthenticatedIdle(t *testing.T) {
 	l := New(Config{Max: 10, PerAddress: 10, Reserve: 1, FirstRequest: time.Minute, UnauthenticatedIdle: 200 * time.Millisecond,
 		Registerer: prometheus.NewRegistry()})
@@ -253,19 +258,206 @@ func TestUnauthenticatedIdle(t *testing.T) {
 		conns = append(conns, c)
 		ctxs = append(ctxs, peer.NewContext(context.Background(), &peer.Peer{Addr: c.RemoteAddr(), LocalAddr: c.LocalAddr()}))
 	}
-	anon := l.Begin(ctxs[0], false)
+	begin := func(ctx context.Context, caller Caller) context.Context {
+		ctx, err := l.Begin(ctx, caller)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ctx
+	}
+	anon := begin(ctxs[0], Caller{})
 	l.End(anon) // idle from now
-	authed := l.Begin(ctxs[1], true)
-	l.End(authed)
-	busy := l.Begin(ctxs[2], false) // a health watch, say: in progress
-	waitFor(t, "the idle connection without a token closed", func() bool { return counts(l, "test") == "open 2, refused total 0 per_address 0 reserve 0, idle 1" })
-	time.Sleep(400 * time.Millisecond) // twice the idle time: nothing else closes
-	if got := counts(l, "test"); got != "open 2, refused total 0 per_address 0 reserve 0, idle 1" {
+	l.End(begin(ctxs[1], Caller{Authenticated: true}))
+	busy := begin(ctxs[2], Caller{}) // a health watch, say: in progress
+	waitFor(t, "both connections without a token closed", func() bool { return counts(l, "test") == "open 1, refused total 0 per_address 0 reserve 0, idle 2" })
+	time.Sleep(400 * time.Millisecond) // twice the idle time: the one with a token stays
+	if got := counts(l, "test"); got != "open 1, refused total 0 per_address 0 reserve 0, idle 2" {
 		t.Fatalf("after twice the idle time: %s", got)
 	}
 	l.End(busy)
-	waitFor(t, "the other one closed once idle", func() bool { return counts(l, "test") == "open 1, refused total 0 per_address 0 reserve 0, idle 2" })
 	for _, c := range conns {
 		c.Close()
+	}
+}
+
+// acceptAll accepts every connection of ln onto a channel, until ln
+// closes.
+func acceptAll(ln net.Listener) <-chan net.Conn {
+	out := make(chan net.Conn, 100)
+	go func() {
+		defer close(out)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out <- c
+		}
+	}()
+	return out
+}
+
+// TestUnauthenticatedPlaces: of 8 places, 4 go to connections that have
+// made no call with a token. A fifth from a network holding some of them
+// is refused (before any handshake); one from a network holding none
+// takes the place of the oldest of the network holding the most; a
+// connection that makes a call with a token leaves those places (and is
+// never closed for them).
+func TestUnauthenticatedPlaces(t *testing.T) {
+	l := New(Config{Max: 8, PerAddress: 8, Reserve: 0, Unauthenticated: 4, FirstRequest: time.Minute, Registerer: prometheus.NewRegistry()})
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := l.Listen("test", raw)
+	defer ln.Close()
+	accepted := acceptAll(ln)
+	addr := raw.Addr().String()
+	refused := func() float64 { return testutil.ToFloat64(l.refused.WithLabelValues("test", ReasonUnauthenticated)) }
+	var flood []net.Conn
+	for i := range 3 {
+		flood = append(flood, dialFrom(t, fmt.Sprintf("127.0.1.%d", i+1), addr))
+		<-accepted
+	}
+	dialFrom(t, "127.0.3.1", addr) // a second network's
+	<-accepted
+	// A fifth from the flood's network: refused, the others kept.
+	dialFrom(t, "127.0.1.9", addr)
+	waitFor(t, "the fifth refused", func() bool { return refused() == 1 })
+	// A new network's connection takes the place of the flood's oldest.
+	dialFrom(t, "127.0.2.1", addr)
+	fresh := <-accepted
+	waitFor(t, "the flood's oldest closed", func() bool { return refused() == 2 })
+	flood[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := flood[0].Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Errorf("the flood's oldest connection: read %d, %v; want it closed", n, err)
+	}
+	// Another from a network holding one now (127.0.3.0/24): refused.
+	dialFrom(t, "127.0.3.2", addr)
+	waitFor(t, "the second network's next refused", func() bool { return refused() == 3 })
+	// The new one makes a call with a token: its place is no longer one
+	// of the four, and new networks' connections cannot take it.
+	ctx, err := l.Begin(peer.NewContext(context.Background(), &peer.Peer{Addr: fresh.RemoteAddr(), LocalAddr: fresh.LocalAddr()}), Caller{Authenticated: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.End(ctx)
+	if got := testutil.ToFloat64(l.anonOpen); got != 3 {
+		t.Errorf("%v connections without a token's call, want 3", got)
+	}
+	// The first takes the fourth place; each of the next five (each of a
+	// network of its own) that of the oldest of a network holding the
+	// most.
+	for i := range 6 {
+		dialFrom(t, fmt.Sprintf("127.0.%d.1", 10+i), addr)
+	}
+	waitFor(t, "the flood's places taken by new networks", func() bool { return refused() == 3+5 })
+	if got := testutil.ToFloat64(l.open.WithLabelValues("test")); got != 5 {
+		t.Errorf("%v connections open, want 5 (4 without a token's call, 1 with)", got)
+	}
+	fresh.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := fresh.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Errorf("the connection with a token's call: %v; want it open", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// TestCallBounds: a connection whose identity holds PerIdentity
+// connections already gets its first call with a token refused (and
+// stays without one); calls without a token stop at UnauthenticatedCalls,
+// 4 from one network; each of them lasts at most UnauthenticatedIdle.
+func TestCallBounds(t *testing.T) {
+	l := New(Config{Max: 20, PerAddress: 20, Reserve: 0, Unauthenticated: 20, PerIdentity: 2, UnauthenticatedCalls: 6,
+		FirstRequest: time.Minute, UnauthenticatedIdle: time.Minute, Registerer: prometheus.NewRegistry()})
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := l.Listen("test", raw)
+	defer ln.Close()
+	accepted := acceptAll(ln)
+	conn := func(src string) context.Context {
+		dialFrom(t, src, raw.Addr().String())
+		c := <-accepted
+		return peer.NewContext(context.Background(), &peer.Peer{Addr: c.RemoteAddr(), LocalAddr: c.LocalAddr()})
+	}
+	acme := Caller{Authenticated: true, Identity: "client:acme:"}
+	for i := range 3 {
+		_, err := l.Begin(conn("127.0.0.1"), acme)
+		if want := error(nil); i == 2 {
+			if err != ErrIdentityConnections {
+				t.Errorf("acme's third connection: %v, want %v", err, ErrIdentityConnections)
+			}
+		} else if err != want {
+			t.Errorf("acme's connection %d: %v", i+1, err)
+		}
+	}
+	if _, err := l.Begin(conn("127.0.0.1"), Caller{Authenticated: true, Identity: "client:beta:"}); err != nil {
+		t.Errorf("beta's first connection: %v", err)
+	}
+	// Calls without a token: 4 from 127.0.5.0/24, then 2 from another
+	// network, then none.
+	var errs []string
+	for _, src := range []string{"127.0.5.1", "127.0.5.2", "127.0.5.3", "127.0.5.4", "127.0.5.5", "127.0.6.1", "127.0.6.2", "127.0.7.1"} {
+		_, err := l.Begin(conn(src), Caller{})
+		errs = append(errs, fmt.Sprint(err == nil))
+	}
+	if got, want := strings.Join(errs, " "), "true true true true false true true false"; got != want {
+		t.Errorf("calls without a token admitted: %s, want %s", got, want)
+	}
+}
+
+// TestUnauthenticatedStreamLifetime: a health watch without a token ends
+// after UnauthenticatedIdle, and its connection closes; one made with a
+// token goes on.
+func TestUnauthenticatedStreamLifetime(t *testing.T) {
+	l := New(Config{Max: 10, PerAddress: 10, Reserve: 1, FirstRequest: time.Minute, UnauthenticatedIdle: 300 * time.Millisecond,
+		Registerer: prometheus.NewRegistry()})
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unary, stream := l.Interceptors(func(ctx context.Context) Caller {
+		md, _ := metadata.FromIncomingContext(ctx)
+		return Caller{Authenticated: len(md.Get("authorization")) > 0}
+	})
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream), grpc.StatsHandler(l.StatsHandler()))
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go srv.Serve(l.Listen("grpc", raw))
+	defer srv.Stop()
+	watch := func(token bool) (time.Duration, error) {
+		cc, err := grpc.NewClient(raw.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if token {
+			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer x")
+		}
+		start := time.Now()
+		w, err := healthpb.NewHealthClient(cc).Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			return 0, err
+		}
+		for {
+			if _, err := w.Recv(); err != nil {
+				return time.Since(start), err
+			}
+		}
+	}
+	took, err := watch(false)
+	if took > 1500*time.Millisecond {
+		t.Errorf("the watch without a token lasted %s (%v); want it ended after 300ms", took, err)
+	}
+	took, err = watch(true)
+	// Its own deadline ends it (the server may see it first: CANCELLED).
+	if code := status.Code(err); took < 1900*time.Millisecond || code != codes.DeadlineExceeded && code != codes.Canceled {
+		t.Errorf("the watch with a token: ended after %s: %v; want its own deadline (2s)", took, err)
 	}
 }

@@ -201,9 +201,11 @@ func (c *Core) PausePool(now sfq.Time, pool string, resume bool) error {
 
 // SetPoolSetting implements Target: max_pools and implicit_tenants (the
 // core has no admin's submit to give a default_tenant). clock_tick is
-// the leader's, which the core has none of: it changes nothing.
+// the leader's, and event_retention_per_tenant and max_worker_records
+// the state machine's, which the core has none of: they change nothing.
 func (c *Core) SetPoolSetting(_ sfq.Time, key, value string) error {
-	if key == "clock_tick" {
+	switch key {
+	case "clock_tick", "event_retention_per_tenant", "max_worker_records":
 		return nil
 	}
 	if err := c.needPools(key); err != nil {

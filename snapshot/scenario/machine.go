@@ -326,6 +326,16 @@ func (m *Machine) SetPoolSetting(now sfq.Time, key, value string) error {
 			return err
 		}
 		p.ClockTickMs = ms
+	case "event_retention_per_tenant", "max_worker_records":
+		n, err := strconv.ParseUint(value, 10, 64)
+		if err != nil {
+			return fmt.Errorf("bad %s %q: want a whole number (0: none)", key, value)
+		}
+		if key == "max_worker_records" {
+			p.MaxWorkerRecords = n
+		} else {
+			p.EventRetentionPerTenant = n
+		}
 	default:
 		return fmt.Errorf("unknown pool setting %q", key)
 	}

@@ -54,8 +54,9 @@ type Target interface {
 	DeletePool(now sfq.Time, name string) error
 	SetSubscription(now sfq.Time, tenant, pool string, burst *uint32) error
 	PausePool(now sfq.Time, pool string, resume bool) error
-	// SetPoolSetting sets max_pools, implicit_tenants, default_tenant or
-	// clock_tick (the settings of the state machine beside the core's).
+	// SetPoolSetting sets max_pools, implicit_tenants, default_tenant,
+	// clock_tick, event_retention_per_tenant or max_worker_records (the
+	// settings of the state machine beside the core's).
 	SetPoolSetting(now sfq.Time, key, value string) error
 	// Pool returns a pool's picture; LaneState a tenant's record in a
 	// pool, that pool's virtual_now of class c, and its subscription.

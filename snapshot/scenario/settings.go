@@ -69,7 +69,7 @@ func (rn *runner) config(pos []string, opts options) error {
 	var rest options
 	for _, o := range opts {
 		switch o.k {
-		case "max_pools", "implicit_tenants", "default_tenant", "clock_tick":
+		case "max_pools", "implicit_tenants", "default_tenant", "clock_tick", "event_retention_per_tenant", "max_worker_records":
 			// Settings of the state machine: each its own SetConfig.
 			if err := rn.t.SetPoolSetting(rn.now, o.k, o.v); err != nil {
 				return err

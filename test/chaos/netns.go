@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/baristahq/barista/test/netns"
 )
 
 // Net puts every member (a server or a worker) in its own network
@@ -38,35 +38,10 @@ func NetAvailable() string {
 	return ""
 }
 
-func ip(args ...string) error {
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
+func ip(args ...string) error { return netns.IP(args...) }
 
 // removeStale deletes namespaces and bridges of runs whose process is gone.
-func removeStale() {
-	out, _ := exec.Command("ip", "netns", "list").Output()
-	for _, line := range strings.Split(string(out), "\n") {
-		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-		rest, ok := strings.CutPrefix(name, "bc")
-		if !ok {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "m")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil {
-			continue
-		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-			continue
-		}
-		ip("netns", "del", name)
-		ip("link", "del", "bc"+pidText)
-	}
-}
+func removeStale() { netns.RemoveStale("bc", "m") }
 
 // NewNet creates the bridge of this run.
 func NewNet() (*Net, error) {

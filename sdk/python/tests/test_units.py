@@ -151,3 +151,28 @@ def test_snooze_bounds_and_worker_settings():
     w.register("a", lambda ctx: None)
     with pytest.raises(barista.InvalidArgument, match="already has a function"):
         w.register("a", lambda ctx: None)
+
+
+def test_a_token_is_never_sent_in_clear_over_a_network():
+    token = "s3cr3t-client-0003"
+    # On this machine, or over TLS, or without a token: allowed.
+    barista.Client(["127.0.0.1:7400", "[::1]:7400", "localhost:7400"], token=token)
+    barista.Client("10.0.0.2:7400")
+    barista.Client("10.0.0.2:7400", token=token, insecure_grpc=True)
+    barista.Worker("10.0.0.2:7400", token=token, insecure_grpc=True)
+    for make in (lambda: barista.Client(["127.0.0.1:7400", "10.0.0.2:7400"], token=token),
+                 lambda: barista.Client("barista.internal:7400", token=token),
+                 lambda: barista.Worker("10.0.0.2:7400", token=token)):
+        with pytest.raises(errors.InvalidArgument) as e:
+            make()
+        assert "insecure_grpc" in str(e.value) and token not in str(e.value)
+        assert e.value.field == "insecure_grpc"
+
+
+def test_a_token_is_never_shown():
+    token = "s3cr3t-client-0004"
+    c = barista.Client("10.0.0.2:7400", token=token, insecure_grpc=True)
+    w = barista.Worker("10.0.0.2:7400", token=token, insecure_grpc=True, id="w")
+    for shown in (repr(c), str(c), repr(c._nodes), repr(w), str(w)):
+        assert token not in shown
+    assert repr(c) == "barista.Client(servers=['10.0.0.2:7400'])"

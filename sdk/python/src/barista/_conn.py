@@ -6,6 +6,7 @@ twice (those of the Go client, client/client.go)."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
@@ -93,6 +94,48 @@ async def wait_ready(ch: grpc.aio.Channel, timeout: float) -> bool:
     return True
 
 
+def on_this_machine(target: str) -> bool:
+    """Whether a gRPC target is this machine's: a Unix socket, or a host
+    that is a loopback IP address or "localhost" (other names are not
+    resolved: they count as the network's), as the Go client's rule."""
+    if target.startswith(("unix:", "unix-abstract:")):
+        return True
+    for scheme in ("dns:///", "passthrough:///", "dns:"):
+        if target.startswith(scheme):
+            target = target[len(scheme):]
+    host = target
+    if target.startswith("["):
+        host = target[1:target.find("]")] if "]" in target else target[1:]
+    elif target.count(":") == 1:
+        host = target.rsplit(":", 1)[0]
+    host = host.rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def check_token_transport(addrs: Sequence[str], token: Optional[str], creds: Optional[grpc.ChannelCredentials],
+                          insecure_grpc: bool) -> None:
+    """Refuses to send a token in clear over a network: with a token and
+    no TLS, a node that is not on this machine is refused (InvalidArgument
+    naming ``insecure_grpc``) unless ``insecure_grpc`` says to send it
+    anyway, as a server refuses a plaintext non-loopback --grpc-addr
+    without --insecure-grpc."""
+    if not token or creds is not None or insecure_grpc:
+        return
+    for a in addrs:
+        if not on_this_machine(a):
+            raise errors.InvalidArgument(
+                f"servers: {a} is not on this machine and tls is not set: the token would cross the network in clear; "
+                "set tls, or insecure_grpc=True to send it anyway", field="insecure_grpc")
+
+
 def parse_servers(servers: Union[str, Sequence[str]]) -> List[str]:
     if isinstance(servers, str):
         servers = servers.split(",")
@@ -107,10 +150,11 @@ class Nodes:
     Channels open lazily, in the event loop of the first call."""
 
     def __init__(self, servers: Union[str, Sequence[str]], token: Optional[str], tls: TLS, *,
-                 call_timeout: float = CALL_TIMEOUT, connect_timeout: float = CONNECT_TIMEOUT):
+                 call_timeout: float = CALL_TIMEOUT, connect_timeout: float = CONNECT_TIMEOUT, insecure_grpc: bool = False):
         self.addrs = parse_servers(servers)
         self.token = token
         self._creds = channel_credentials(tls)
+        check_token_transport(self.addrs, token, self._creds, insecure_grpc)
         self.call_timeout = call_timeout
         self.connect_timeout = connect_timeout
         self._channels: List[Optional[grpc.aio.Channel]] = [None] * len(self.addrs)
@@ -120,6 +164,10 @@ class Nodes:
         # every call carries it, so that a node that serves a read from
         # its own state (a watch) answers only once it holds them.
         self.last_index = 0
+
+    def __repr__(self) -> str:
+        # Never the token.
+        return f"Nodes({self.addrs!r})"
 
     @property
     def closed(self) -> bool:

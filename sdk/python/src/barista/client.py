@@ -49,16 +49,24 @@ class Client:
     token (a client token acts on its own tenant, an admin token names the
     tenant of each call); ``tls`` None for plaintext, True for TLS with the
     system's roots, a CA file's path, or credentials from
-    ``barista.tls_credentials``. ``call_timeout`` bounds each call, its
-    retries included (15 s).
+    ``barista.tls_credentials``. With a token and no TLS, a server that is
+    not on this machine is refused (InvalidArgument) unless
+    ``insecure_grpc=True``: the token would cross the network in clear.
+    ``call_timeout`` bounds each call, its retries included (15 s). A
+    Client never shows its token (``repr``, errors, logs).
 
     A Client connects lazily and is used from one event loop; close it
     with ``await client.close()`` or use it as ``async with``.
     """
 
     def __init__(self, servers: Union[str, Sequence[str]], *, token: Optional[str] = None, tls: _conn.TLS = None,
-                 call_timeout: float = _conn.CALL_TIMEOUT, connect_timeout: float = _conn.CONNECT_TIMEOUT):
-        self._nodes = _conn.Nodes(servers, token, tls, call_timeout=call_timeout, connect_timeout=connect_timeout)
+                 call_timeout: float = _conn.CALL_TIMEOUT, connect_timeout: float = _conn.CONNECT_TIMEOUT,
+                 insecure_grpc: bool = False):
+        self._nodes = _conn.Nodes(servers, token, tls, call_timeout=call_timeout, connect_timeout=connect_timeout,
+                                  insecure_grpc=insecure_grpc)
+
+    def __repr__(self) -> str:
+        return f"barista.Client(servers={self._nodes.addrs!r})"
 
     @property
     def servers(self) -> List[str]:

@@ -554,14 +554,19 @@ class Worker:
         await worker.run()               # until stop(), SIGTERM or SIGINT
 
     A job whose kind has no function fails at once, with no retry, its
-    error naming the kind and the kinds the worker has.
+    error naming the kind and the kinds the worker has. With a token and
+    no ``tls``, a server that is not on this machine is refused
+    (InvalidArgument) unless ``insecure_grpc=True``; the token is never
+    shown (``repr``, errors, logs).
     """
 
     def __init__(self, servers: Union[str, Sequence[str]], *, token: Optional[str] = None, size: str = "sm",
-                 pool: Optional[str] = None, concurrency: int = 1, tls: _conn.TLS = None, id: Optional[str] = None):
+                 pool: Optional[str] = None, concurrency: int = 1, tls: _conn.TLS = None, id: Optional[str] = None,
+                 insecure_grpc: bool = False):
         self._servers = _conn.parse_servers(servers)
         self._token = token
         self._creds = _conn.channel_credentials(tls)
+        _conn.check_token_transport(self._servers, token, self._creds, insecure_grpc)
         self._size = cv.size(size)
         self.size = cv.size_name(self._size)
         if pool is not None and pool != "default":
@@ -583,6 +588,10 @@ class Worker:
         self._stopped: Optional[asyncio.Event] = None  # set when stop() gives up waiting
         self._done: Optional[asyncio.Event] = None  # set when run() returns
         self._stop_task: Optional[asyncio.Task] = None
+
+    def __repr__(self) -> str:
+        # Never the token.
+        return f"barista.Worker(servers={self._servers!r}, id={self.id!r}, size={self.size!r})"
 
     @property
     def worker_ids(self) -> List[str]:
