@@ -379,7 +379,11 @@ type SubmitRequest struct {
 	// pool default; any other needs cluster feature level 6. An unknown
 	// pool is NOT_FOUND; a pool whose subscriptions are required refuses a
 	// tenant without a subscription there (FAILED_PRECONDITION).
-	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
+	Pool string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
+	// form says which workers run the job (SPEC §3 "Kinds", feature level
+	// 8): a command line (COMMAND), or a function of its job_type, which
+	// must then be set (FUNCTION). Unspecified: every worker, as before.
+	Form          JobForm `protobuf:"varint,130,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -517,6 +521,13 @@ func (x *SubmitRequest) GetPool() string {
 		return x.Pool
 	}
 	return ""
+}
+
+func (x *SubmitRequest) GetForm() JobForm {
+	if x != nil {
+		return x.Form
+	}
+	return JobForm_JOB_FORM_UNSPECIFIED
 }
 
 type SubmitResponse struct {
@@ -737,9 +748,10 @@ type Job struct {
 	// due_at_ms: while scheduled, the cluster time it is due (0 = not
 	// scheduled); expire_at_ms: the cluster time it expires if never
 	// dispatched (0 = none).
-	DueAtMs    int64  `protobuf:"varint,70,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
-	ExpireAtMs int64  `protobuf:"varint,71,opt,name=expire_at_ms,json=expireAtMs,proto3" json:"expire_at_ms,omitempty"`
-	Pool       string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"` // the job's pool, always named ("default" included)
+	DueAtMs    int64   `protobuf:"varint,70,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
+	ExpireAtMs int64   `protobuf:"varint,71,opt,name=expire_at_ms,json=expireAtMs,proto3" json:"expire_at_ms,omitempty"`
+	Pool       string  `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`                          // the job's pool, always named ("default" included)
+	Form       JobForm `protobuf:"varint,130,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"` // which workers run it (SPEC §3 "Kinds")
 	// now is the answering node's cluster time and wall clock: a cluster
 	// time T of this message happens at wall time now.wall_ms + (T -
 	// now.cluster_ms), the form in which a person is shown it.
@@ -1021,6 +1033,13 @@ func (x *Job) GetPool() string {
 		return x.Pool
 	}
 	return ""
+}
+
+func (x *Job) GetForm() JobForm {
+	if x != nil {
+		return x.Form
+	}
+	return JobForm_JOB_FORM_UNSPECIFIED
 }
 
 func (x *Job) GetNow() *ClockNow {
@@ -2990,7 +3009,7 @@ const file_client_proto_rawDesc = "" +
 	"\askipped\x18\x04 \x01(\x04R\askipped\x12\x1c\n" +
 	"\tduplicate\x18\x05 \x01(\bR\tduplicate\x12\x18\n" +
 	"\astopped\x18\x06 \x01(\tR\astopped\x12*\n" +
-	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\x96\x04\n" +
+	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\xc0\x04\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +
@@ -3008,7 +3027,8 @@ const file_client_proto_rawDesc = "" +
 	"\bdelay_ms\x18F \x01(\x03R\adelayMs\x12\x1b\n" +
 	"\texpire_ms\x18G \x01(\x03R\bexpireMs\x12-\n" +
 	"\x10retry_backoff_ms\x18H \x01(\x03H\x01R\x0eretryBackoffMs\x88\x01\x01\x12\x12\n" +
-	"\x04pool\x18x \x01(\tR\x04poolB\x12\n" +
+	"\x04pool\x18x \x01(\tR\x04pool\x12(\n" +
+	"\x04form\x18\x82\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04formB\x12\n" +
 	"\x10_idempotency_keyB\x13\n" +
 	"\x11_retry_backoff_ms\"A\n" +
 	"\x0eSubmitResponse\x12\x15\n" +
@@ -3019,7 +3039,7 @@ const file_client_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12+\n" +
-	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xe4\b\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\x8e\t\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -3064,7 +3084,8 @@ const file_client_proto_rawDesc = "" +
 	"\tdue_at_ms\x18F \x01(\x03R\adueAtMs\x12 \n" +
 	"\fexpire_at_ms\x18G \x01(\x03R\n" +
 	"expireAtMs\x12\x12\n" +
-	"\x04pool\x18x \x01(\tR\x04pool\x12&\n" +
+	"\x04pool\x18x \x01(\tR\x04pool\x12(\n" +
+	"\x04form\x18\x82\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04form\x12&\n" +
 	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"A\n" +
 	"\x10RunJobNowRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
@@ -3306,69 +3327,72 @@ var file_client_proto_goTypes = []any{
 	(*BulkItem)(nil),            // 32: barista.v1.BulkItem
 	(Size)(0),                   // 33: barista.v1.Size
 	(Class)(0),                  // 34: barista.v1.Class
-	(Tier)(0),                   // 35: barista.v1.Tier
+	(JobForm)(0),                // 35: barista.v1.JobForm
+	(Tier)(0),                   // 36: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
 	31, // 0: barista.v1.BulkJobsRequest.filter:type_name -> barista.v1.JobFilter
 	32, // 1: barista.v1.BulkJobsResponse.items:type_name -> barista.v1.BulkItem
 	33, // 2: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
 	34, // 3: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
-	6,  // 4: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	33, // 5: barista.v1.Job.size:type_name -> barista.v1.Size
-	34, // 6: barista.v1.Job.class:type_name -> barista.v1.Class
-	16, // 7: barista.v1.Job.now:type_name -> barista.v1.ClockNow
-	6,  // 8: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
-	8,  // 9: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
-	6,  // 10: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	35, // 11: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	20, // 12: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
-	16, // 13: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
-	16, // 14: barista.v1.Group.now:type_name -> barista.v1.ClockNow
-	6,  // 15: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
-	6,  // 16: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
-	21, // 17: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
-	4,  // 18: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	27, // 19: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	33, // 20: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	34, // 21: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
-	16, // 22: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
-	4,  // 23: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	26, // 24: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	7,  // 25: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	11, // 26: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	13, // 27: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	15, // 28: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	18, // 29: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	29, // 30: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	22, // 31: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
-	23, // 32: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
-	24, // 33: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
-	9,  // 34: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
-	0,  // 35: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
-	2,  // 36: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
-	2,  // 37: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
-	2,  // 38: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
-	5,  // 39: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	28, // 40: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	8,  // 41: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	12, // 42: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	14, // 43: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	17, // 44: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	19, // 45: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	30, // 46: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	21, // 47: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
-	21, // 48: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
-	25, // 49: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
-	10, // 50: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
-	1,  // 51: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
-	3,  // 52: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
-	3,  // 53: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
-	3,  // 54: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
-	39, // [39:55] is the sub-list for method output_type
-	23, // [23:39] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	35, // 4: barista.v1.SubmitRequest.form:type_name -> barista.v1.JobForm
+	6,  // 5: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
+	33, // 6: barista.v1.Job.size:type_name -> barista.v1.Size
+	34, // 7: barista.v1.Job.class:type_name -> barista.v1.Class
+	35, // 8: barista.v1.Job.form:type_name -> barista.v1.JobForm
+	16, // 9: barista.v1.Job.now:type_name -> barista.v1.ClockNow
+	6,  // 10: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
+	8,  // 11: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
+	6,  // 12: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
+	36, // 13: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	20, // 14: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	16, // 15: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
+	16, // 16: barista.v1.Group.now:type_name -> barista.v1.ClockNow
+	6,  // 17: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
+	6,  // 18: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
+	21, // 19: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	4,  // 20: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	27, // 21: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	33, // 22: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	34, // 23: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	16, // 24: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
+	4,  // 25: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	26, // 26: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	7,  // 27: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	11, // 28: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	13, // 29: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	15, // 30: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	18, // 31: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	29, // 32: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	22, // 33: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	23, // 34: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	24, // 35: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	9,  // 36: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
+	0,  // 37: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
+	2,  // 38: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
+	2,  // 39: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
+	2,  // 40: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
+	5,  // 41: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	28, // 42: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	8,  // 43: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	12, // 44: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	14, // 45: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	17, // 46: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	19, // 47: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	30, // 48: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	21, // 49: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	21, // 50: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	25, // 51: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	10, // 52: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
+	1,  // 53: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
+	3,  // 54: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
+	3,  // 55: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
+	3,  // 56: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
+	41, // [41:57] is the sub-list for method output_type
+	25, // [25:41] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }

@@ -345,6 +345,13 @@ func (m *SubmitRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Form != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Form))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0x90
+	}
 	if len(m.Pool) > 0 {
 		i -= len(m.Pool)
 		copy(dAtA[i:], m.Pool)
@@ -624,6 +631,13 @@ func (m *Job) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Form != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Form))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0x90
 	}
 	if len(m.Pool) > 0 {
 		i -= len(m.Pool)
@@ -2904,6 +2918,13 @@ func (m *SubmitRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Form != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Form))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0x90
+	}
 	if len(m.Pool) > 0 {
 		i -= len(m.Pool)
 		copy(dAtA[i:], m.Pool)
@@ -3183,6 +3204,13 @@ func (m *Job) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Form != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Form))
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0x90
 	}
 	if len(m.Pool) > 0 {
 		i -= len(m.Pool)
@@ -5311,6 +5339,9 @@ func (m *SubmitRequest) SizeVT() (n int) {
 	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
+	if m.Form != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.Form))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -5494,6 +5525,9 @@ func (m *Job) SizeVT() (n int) {
 	l = len(m.Pool)
 	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Form != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.Form))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -7369,6 +7403,25 @@ func (m *SubmitRequest) UnmarshalVT(dAtA []byte) error {
 			}
 			m.Pool = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 130:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Form", wireType)
+			}
+			m.Form = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Form |= JobForm(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -8619,6 +8672,25 @@ func (m *Job) UnmarshalVT(dAtA []byte) error {
 			}
 			m.Pool = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 130:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Form", wireType)
+			}
+			m.Form = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Form |= JobForm(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

@@ -147,6 +147,12 @@ const (
 	// SNOOZED (feature level 7): the run asks to be tried again after
 	// snooze_ms, without counting a failure (SPEC §3 "Job lifecycle").
 	Outcome_SNOOZED Outcome = 4
+	// UNKNOWN_KIND (feature level 8): the worker does not run jobs of this
+	// kind (a command job given to a worker without commands, a function
+	// job of a kind it did not register): the job goes back to queued with
+	// no failure and no bill, and the worker is offered no job of that kind
+	// again in its session (SPEC §3 "Kinds").
+	Outcome_UNKNOWN_KIND Outcome = 5
 )
 
 // Enum value maps for Outcome.
@@ -157,6 +163,7 @@ var (
 		2: "FAILED",
 		3: "CANCELLED",
 		4: "SNOOZED",
+		5: "UNKNOWN_KIND",
 	}
 	Outcome_value = map[string]int32{
 		"OUTCOME_UNSPECIFIED": 0,
@@ -164,6 +171,7 @@ var (
 		"FAILED":              2,
 		"CANCELLED":           3,
 		"SNOOZED":             4,
+		"UNKNOWN_KIND":        5,
 	}
 )
 
@@ -192,6 +200,62 @@ func (x Outcome) Number() protoreflect.EnumNumber {
 // Deprecated: Use Outcome.Descriptor instead.
 func (Outcome) EnumDescriptor() ([]byte, []int) {
 	return file_types_proto_rawDescGZIP(), []int{2}
+}
+
+// JobForm says which workers run a job (SPEC §3 "Kinds", feature level 8).
+type JobForm int32
+
+const (
+	// JOB_FORM_UNSPECIFIED: every worker runs it (a job of a client of a
+	// build before kinds).
+	JobForm_JOB_FORM_UNSPECIFIED JobForm = 0
+	// COMMAND: a command line (the command worker's {"argv": [...]}): any
+	// worker that runs commands runs it, whatever its type.
+	JobForm_COMMAND JobForm = 1
+	// FUNCTION: a function of its kind (its job_type): only a worker that
+	// registered that kind runs it (the SDK workers).
+	JobForm_FUNCTION JobForm = 2
+)
+
+// Enum value maps for JobForm.
+var (
+	JobForm_name = map[int32]string{
+		0: "JOB_FORM_UNSPECIFIED",
+		1: "COMMAND",
+		2: "FUNCTION",
+	}
+	JobForm_value = map[string]int32{
+		"JOB_FORM_UNSPECIFIED": 0,
+		"COMMAND":              1,
+		"FUNCTION":             2,
+	}
+)
+
+func (x JobForm) Enum() *JobForm {
+	p := new(JobForm)
+	*p = x
+	return p
+}
+
+func (x JobForm) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (JobForm) Descriptor() protoreflect.EnumDescriptor {
+	return file_types_proto_enumTypes[3].Descriptor()
+}
+
+func (JobForm) Type() protoreflect.EnumType {
+	return &file_types_proto_enumTypes[3]
+}
+
+func (x JobForm) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use JobForm.Descriptor instead.
+func (JobForm) EnumDescriptor() ([]byte, []int) {
+	return file_types_proto_rawDescGZIP(), []int{3}
 }
 
 // CpuSource says how a worker measured a run's CPU.
@@ -228,11 +292,11 @@ func (x CpuSource) String() string {
 }
 
 func (CpuSource) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[3].Descriptor()
+	return file_types_proto_enumTypes[4].Descriptor()
 }
 
 func (CpuSource) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[3]
+	return &file_types_proto_enumTypes[4]
 }
 
 func (x CpuSource) Number() protoreflect.EnumNumber {
@@ -241,7 +305,7 @@ func (x CpuSource) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CpuSource.Descriptor instead.
 func (CpuSource) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{3}
+	return file_types_proto_rawDescGZIP(), []int{4}
 }
 
 // RunFailure says why a failed run failed, when the worker knows.
@@ -275,11 +339,11 @@ func (x RunFailure) String() string {
 }
 
 func (RunFailure) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[4].Descriptor()
+	return file_types_proto_enumTypes[5].Descriptor()
 }
 
 func (RunFailure) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[4]
+	return &file_types_proto_enumTypes[5]
 }
 
 func (x RunFailure) Number() protoreflect.EnumNumber {
@@ -288,7 +352,7 @@ func (x RunFailure) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RunFailure.Descriptor instead.
 func (RunFailure) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{4}
+	return file_types_proto_rawDescGZIP(), []int{5}
 }
 
 // Class is a job's priority class; a worker is served from the highest
@@ -332,11 +396,11 @@ func (x Class) String() string {
 }
 
 func (Class) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[5].Descriptor()
+	return file_types_proto_enumTypes[6].Descriptor()
 }
 
 func (Class) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[5]
+	return &file_types_proto_enumTypes[6]
 }
 
 func (x Class) Number() protoreflect.EnumNumber {
@@ -345,7 +409,7 @@ func (x Class) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Class.Descriptor instead.
 func (Class) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{5}
+	return file_types_proto_rawDescGZIP(), []int{6}
 }
 
 // GroupOrder chooses among the eligible heads of a tenant's groups.
@@ -382,11 +446,11 @@ func (x GroupOrder) String() string {
 }
 
 func (GroupOrder) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[6].Descriptor()
+	return file_types_proto_enumTypes[7].Descriptor()
 }
 
 func (GroupOrder) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[6]
+	return &file_types_proto_enumTypes[7]
 }
 
 func (x GroupOrder) Number() protoreflect.EnumNumber {
@@ -395,7 +459,7 @@ func (x GroupOrder) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use GroupOrder.Descriptor instead.
 func (GroupOrder) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{6}
+	return file_types_proto_rawDescGZIP(), []int{7}
 }
 
 type Policy int32
@@ -431,11 +495,11 @@ func (x Policy) String() string {
 }
 
 func (Policy) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[7].Descriptor()
+	return file_types_proto_enumTypes[8].Descriptor()
 }
 
 func (Policy) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[7]
+	return &file_types_proto_enumTypes[8]
 }
 
 func (x Policy) Number() protoreflect.EnumNumber {
@@ -444,7 +508,7 @@ func (x Policy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Policy.Descriptor instead.
 func (Policy) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{7}
+	return file_types_proto_rawDescGZIP(), []int{8}
 }
 
 type Clamp int32
@@ -480,11 +544,11 @@ func (x Clamp) String() string {
 }
 
 func (Clamp) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[8].Descriptor()
+	return file_types_proto_enumTypes[9].Descriptor()
 }
 
 func (Clamp) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[8]
+	return &file_types_proto_enumTypes[9]
 }
 
 func (x Clamp) Number() protoreflect.EnumNumber {
@@ -493,7 +557,7 @@ func (x Clamp) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Clamp.Descriptor instead.
 func (Clamp) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{8}
+	return file_types_proto_rawDescGZIP(), []int{9}
 }
 
 // Estimate says where a submit's est_cost comes from.
@@ -531,11 +595,11 @@ func (x Estimate) String() string {
 }
 
 func (Estimate) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[9].Descriptor()
+	return file_types_proto_enumTypes[10].Descriptor()
 }
 
 func (Estimate) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[9]
+	return &file_types_proto_enumTypes[10]
 }
 
 func (x Estimate) Number() protoreflect.EnumNumber {
@@ -544,7 +608,7 @@ func (x Estimate) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Estimate.Descriptor instead.
 func (Estimate) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{9}
+	return file_types_proto_rawDescGZIP(), []int{10}
 }
 
 // Reason is why the cluster refused a call, when it names a cause a
@@ -643,11 +707,11 @@ func (x Reason) String() string {
 }
 
 func (Reason) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[10].Descriptor()
+	return file_types_proto_enumTypes[11].Descriptor()
 }
 
 func (Reason) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[10]
+	return &file_types_proto_enumTypes[11]
 }
 
 func (x Reason) Number() protoreflect.EnumNumber {
@@ -656,7 +720,7 @@ func (x Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reason.Descriptor instead.
 func (Reason) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{10}
+	return file_types_proto_rawDescGZIP(), []int{11}
 }
 
 type Caps struct {
@@ -1398,14 +1462,19 @@ const file_types_proto_rawDesc = "" +
 	"\n" +
 	"\x06SILVER\x10\x03\x12\b\n" +
 	"\x04GOLD\x10\x04\x12\v\n" +
-	"\aDIAMOND\x10\x05*R\n" +
+	"\aDIAMOND\x10\x05*d\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x06\n" +
 	"\x02OK\x10\x01\x12\n" +
 	"\n" +
 	"\x06FAILED\x10\x02\x12\r\n" +
 	"\tCANCELLED\x10\x03\x12\v\n" +
-	"\aSNOOZED\x10\x04*S\n" +
+	"\aSNOOZED\x10\x04\x12\x10\n" +
+	"\fUNKNOWN_KIND\x10\x05*>\n" +
+	"\aJobForm\x12\x18\n" +
+	"\x14JOB_FORM_UNSPECIFIED\x10\x00\x12\v\n" +
+	"\aCOMMAND\x10\x01\x12\f\n" +
+	"\bFUNCTION\x10\x02*S\n" +
 	"\tCpuSource\x12\x1a\n" +
 	"\x16CPU_SOURCE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fCPU_SOURCE_PROC\x10\x01\x12\x15\n" +
@@ -1474,35 +1543,36 @@ func file_types_proto_rawDescGZIP() []byte {
 	return file_types_proto_rawDescData
 }
 
-var file_types_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_types_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
 var file_types_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_types_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
 	(Outcome)(0),            // 2: barista.v1.Outcome
-	(CpuSource)(0),          // 3: barista.v1.CpuSource
-	(RunFailure)(0),         // 4: barista.v1.RunFailure
-	(Class)(0),              // 5: barista.v1.Class
-	(GroupOrder)(0),         // 6: barista.v1.GroupOrder
-	(Policy)(0),             // 7: barista.v1.Policy
-	(Clamp)(0),              // 8: barista.v1.Clamp
-	(Estimate)(0),           // 9: barista.v1.Estimate
-	(Reason)(0),             // 10: barista.v1.Reason
-	(*Caps)(nil),            // 11: barista.v1.Caps
-	(*SchedulerConfig)(nil), // 12: barista.v1.SchedulerConfig
-	(*JobFilter)(nil),       // 13: barista.v1.JobFilter
-	(*BulkItem)(nil),        // 14: barista.v1.BulkItem
+	(JobForm)(0),            // 3: barista.v1.JobForm
+	(CpuSource)(0),          // 4: barista.v1.CpuSource
+	(RunFailure)(0),         // 5: barista.v1.RunFailure
+	(Class)(0),              // 6: barista.v1.Class
+	(GroupOrder)(0),         // 7: barista.v1.GroupOrder
+	(Policy)(0),             // 8: barista.v1.Policy
+	(Clamp)(0),              // 9: barista.v1.Clamp
+	(Estimate)(0),           // 10: barista.v1.Estimate
+	(Reason)(0),             // 11: barista.v1.Reason
+	(*Caps)(nil),            // 12: barista.v1.Caps
+	(*SchedulerConfig)(nil), // 13: barista.v1.SchedulerConfig
+	(*JobFilter)(nil),       // 14: barista.v1.JobFilter
+	(*BulkItem)(nil),        // 15: barista.v1.BulkItem
 }
 var file_types_proto_depIdxs = []int32{
-	7, // 0: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	8, // 1: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	9, // 2: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
-	1, // 3: barista.v1.SchedulerConfig.implicit_tenants:type_name -> barista.v1.Tier
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	8,  // 0: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	9,  // 1: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	10, // 2: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	1,  // 3: barista.v1.SchedulerConfig.implicit_tenants:type_name -> barista.v1.Tier
+	4,  // [4:4] is the sub-list for method output_type
+	4,  // [4:4] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_types_proto_init() }
@@ -1515,7 +1585,7 @@ func file_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_types_proto_rawDesc), len(file_types_proto_rawDesc)),
-			NumEnums:      11,
+			NumEnums:      12,
 			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,

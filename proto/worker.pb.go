@@ -327,7 +327,13 @@ type Hello struct {
 	Version  string                 `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"` // at most 64 bytes
 	// pool is the pool the worker serves ("" = default): it gets jobs of
 	// that pool only. An unknown pool is refused with NOT_FOUND.
-	Pool          string `protobuf:"bytes,5,opt,name=pool,proto3" json:"pool,omitempty"`
+	Pool string `protobuf:"bytes,5,opt,name=pool,proto3" json:"pool,omitempty"`
+	// What the worker runs (SPEC §3 "Kinds"; a leader at feature level 8
+	// routes by it): commands says it runs command jobs, kinds names the
+	// function kinds it registered (at most 1,000, each a job type). A
+	// worker that says neither runs every job, as before.
+	Commands      bool     `protobuf:"varint,6,opt,name=commands,proto3" json:"commands,omitempty"`
+	Kinds         []string `protobuf:"bytes,7,rep,name=kinds,proto3" json:"kinds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -395,6 +401,20 @@ func (x *Hello) GetPool() string {
 		return x.Pool
 	}
 	return ""
+}
+
+func (x *Hello) GetCommands() bool {
+	if x != nil {
+		return x.Commands
+	}
+	return false
+}
+
+func (x *Hello) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
 }
 
 type RunningJob struct {
@@ -821,8 +841,13 @@ type Welcome struct {
 	// snooze that it takes a Finished of outcome SNOOZED (below feature
 	// level 7 it records it as FAILED). A leader of a build before them
 	// leaves both false: a worker then reports a snoozed run as failed.
-	JobTypes      bool `protobuf:"varint,7,opt,name=job_types,json=jobTypes,proto3" json:"job_types,omitempty"`
-	Snooze        bool `protobuf:"varint,8,opt,name=snooze,proto3" json:"snooze,omitempty"`
+	JobTypes bool `protobuf:"varint,7,opt,name=job_types,json=jobTypes,proto3" json:"job_types,omitempty"`
+	Snooze   bool `protobuf:"varint,8,opt,name=snooze,proto3" json:"snooze,omitempty"`
+	// kinds says this leader routes jobs by what the Hello said the worker
+	// runs (feature level 8): its Assigns carry the job's form, it takes a
+	// Finished of outcome UNKNOWN_KIND, and it counts the jobs this Hello
+	// did not list as not held (SPEC §5, reconcile on reconnect).
+	Kinds         bool `protobuf:"varint,9,opt,name=kinds,proto3" json:"kinds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -913,6 +938,13 @@ func (x *Welcome) GetSnooze() bool {
 	return false
 }
 
+func (x *Welcome) GetKinds() bool {
+	if x != nil {
+		return x.Kinds
+	}
+	return false
+}
+
 // Redirect tells a worker that reached a follower where the leader is.
 type Redirect struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -984,8 +1016,13 @@ type Assign struct {
 	// functions by it) and pool its pool ("" for the pool default). A
 	// worker of an earlier build ignores both; a leader of an earlier
 	// build sends neither.
-	JobType       string `protobuf:"bytes,10,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
-	Pool          string `protobuf:"bytes,11,opt,name=pool,proto3" json:"pool,omitempty"`
+	JobType string `protobuf:"bytes,10,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	Pool    string `protobuf:"bytes,11,opt,name=pool,proto3" json:"pool,omitempty"`
+	// form says which workers run the job (feature level 8): a worker given
+	// a command job it cannot run, or a function job of a kind it did not
+	// register, ends the run with outcome UNKNOWN_KIND. A job of form
+	// JOB_FORM_UNSPECIFIED runs on every worker, as before kinds.
+	Form          JobForm `protobuf:"varint,12,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1095,6 +1132,13 @@ func (x *Assign) GetPool() string {
 		return x.Pool
 	}
 	return ""
+}
+
+func (x *Assign) GetForm() JobForm {
+	if x != nil {
+		return x.Form
+	}
+	return JobForm_JOB_FORM_UNSPECIFIED
 }
 
 // CancelOrder asks the worker to stop a job: SIGTERM, then SIGKILL after
@@ -1377,7 +1421,16 @@ type WorkerInfo struct {
 	Drained         bool                   `protobuf:"varint,7,opt,name=drained,proto3" json:"drained,omitempty"`
 	Connected       bool                   `protobuf:"varint,8,opt,name=connected,proto3" json:"connected,omitempty"`
 	// pool is the pool the worker serves ("default" for the pool default).
-	Pool          string `protobuf:"bytes,9,opt,name=pool,proto3" json:"pool,omitempty"`
+	Pool string `protobuf:"bytes,9,opt,name=pool,proto3" json:"pool,omitempty"`
+	// What the worker runs (SPEC §3 "Kinds"), as its record in the state
+	// says: all_kinds with no not_kinds and commands is every job (a worker
+	// of a build before kinds); else command jobs if commands, and the
+	// function jobs of kinds (all_kinds: of every kind but not_kinds, the
+	// kinds it said it does not run in this session).
+	Commands      bool     `protobuf:"varint,10,opt,name=commands,proto3" json:"commands,omitempty"`
+	Kinds         []string `protobuf:"bytes,11,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	AllKinds      bool     `protobuf:"varint,12,opt,name=all_kinds,json=allKinds,proto3" json:"all_kinds,omitempty"`
+	NotKinds      []string `protobuf:"bytes,13,rep,name=not_kinds,json=notKinds,proto3" json:"not_kinds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1473,6 +1526,34 @@ func (x *WorkerInfo) GetPool() string {
 		return x.Pool
 	}
 	return ""
+}
+
+func (x *WorkerInfo) GetCommands() bool {
+	if x != nil {
+		return x.Commands
+	}
+	return false
+}
+
+func (x *WorkerInfo) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *WorkerInfo) GetAllKinds() bool {
+	if x != nil {
+		return x.AllKinds
+	}
+	return false
+}
+
+func (x *WorkerInfo) GetNotKinds() []string {
+	if x != nil {
+		return x.NotKinds
+	}
+	return nil
 }
 
 type ListWorkersResponse struct {
@@ -1646,13 +1727,15 @@ const file_worker_proto_rawDesc = "" +
 	"\rheartbeat_ack\x18\x05 \x01(\v2\x18.barista.v1.HeartbeatAckH\x00R\fheartbeatAck\x12,\n" +
 	"\x06reject\x18\x06 \x01(\v2\x12.barista.v1.RejectH\x00R\x06reject\x12<\n" +
 	"\ffinished_ack\x18\a \x01(\v2\x17.barista.v1.FinishedAckH\x00R\vfinishedAckB\x05\n" +
-	"\x03msg\"\xaa\x01\n" +
+	"\x03msg\"\xdc\x01\n" +
 	"\x05Hello\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12$\n" +
 	"\x04size\x18\x02 \x01(\x0e2\x10.barista.v1.SizeR\x04size\x120\n" +
 	"\arunning\x18\x03 \x03(\v2\x16.barista.v1.RunningJobR\arunning\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\tR\aversion\x12\x12\n" +
-	"\x04pool\x18\x05 \x01(\tR\x04pool\"k\n" +
+	"\x04pool\x18\x05 \x01(\tR\x04pool\x12\x1a\n" +
+	"\bcommands\x18\x06 \x01(\bR\bcommands\x12\x14\n" +
+	"\x05kinds\x18\a \x03(\tR\x05kinds\"k\n" +
 	"\n" +
 	"RunningJob\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
@@ -1687,7 +1770,7 @@ const file_worker_proto_rawDesc = "" +
 	"\n" +
 	"cpu_source\x18\v \x01(\x0e2\x15.barista.v1.CpuSourceR\tcpuSource\x120\n" +
 	"\afailure\x18\f \x01(\x0e2\x16.barista.v1.RunFailureR\afailure\x12\x1b\n" +
-	"\tsnooze_ms\x18\r \x01(\x03R\bsnoozeMs\"\xcb\x02\n" +
+	"\tsnooze_ms\x18\r \x01(\x03R\bsnoozeMs\"\xe1\x02\n" +
 	"\aWelcome\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12+\n" +
 	"\x12self_kill_after_ms\x18\x02 \x01(\x03R\x0fselfKillAfterMs\x12@\n" +
@@ -1696,11 +1779,12 @@ const file_worker_proto_rawDesc = "" +
 	"\ffinish_ready\x18\x05 \x01(\bR\vfinishReady\x12(\n" +
 	"\x10started_delay_ms\x18\x06 \x01(\x03R\x0estartedDelayMs\x12\x1b\n" +
 	"\tjob_types\x18\a \x01(\bR\bjobTypes\x12\x16\n" +
-	"\x06snooze\x18\b \x01(\bR\x06snooze\"H\n" +
+	"\x06snooze\x18\b \x01(\bR\x06snooze\x12\x14\n" +
+	"\x05kinds\x18\t \x01(\bR\x05kinds\"H\n" +
 	"\bRedirect\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x1f\n" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +
-	"leaderAddr\"\xc7\x02\n" +
+	"leaderAddr\"\xf0\x02\n" +
 	"\x06Assign\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x1d\n" +
@@ -1714,7 +1798,8 @@ const file_worker_proto_rawDesc = "" +
 	"\bfinished\x18\t \x01(\v2\x17.barista.v1.FinishedAckR\bfinished\x12\x19\n" +
 	"\bjob_type\x18\n" +
 	" \x01(\tR\ajobType\x12\x12\n" +
-	"\x04pool\x18\v \x01(\tR\x04pool\"l\n" +
+	"\x04pool\x18\v \x01(\tR\x04pool\x12'\n" +
+	"\x04form\x18\f \x01(\x0e2\x13.barista.v1.JobFormR\x04form\"l\n" +
 	"\vCancelOrder\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x16\n" +
@@ -1729,7 +1814,7 @@ const file_worker_proto_rawDesc = "" +
 	"\vFinishedAck\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\"\x14\n" +
-	"\x12ListWorkersRequest\"\x89\x02\n" +
+	"\x12ListWorkersRequest\"\xf5\x02\n" +
 	"\n" +
 	"WorkerInfo\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12$\n" +
@@ -1740,7 +1825,12 @@ const file_worker_proto_rawDesc = "" +
 	"\x11last_heartbeat_ms\x18\x06 \x01(\x03R\x0flastHeartbeatMs\x12\x18\n" +
 	"\adrained\x18\a \x01(\bR\adrained\x12\x1c\n" +
 	"\tconnected\x18\b \x01(\bR\tconnected\x12\x12\n" +
-	"\x04pool\x18\t \x01(\tR\x04pool\"d\n" +
+	"\x04pool\x18\t \x01(\tR\x04pool\x12\x1a\n" +
+	"\bcommands\x18\n" +
+	" \x01(\bR\bcommands\x12\x14\n" +
+	"\x05kinds\x18\v \x03(\tR\x05kinds\x12\x1b\n" +
+	"\tall_kinds\x18\f \x01(\bR\ballKinds\x12\x1b\n" +
+	"\tnot_kinds\x18\r \x03(\tR\bnotKinds\"d\n" +
 	"\x13ListWorkersResponse\x120\n" +
 	"\aworkers\x18\x01 \x03(\v2\x16.barista.v1.WorkerInfoR\aworkers\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\"]\n" +
@@ -1792,6 +1882,7 @@ var file_worker_proto_goTypes = []any{
 	(Outcome)(0),                // 21: barista.v1.Outcome
 	(CpuSource)(0),              // 22: barista.v1.CpuSource
 	(RunFailure)(0),             // 23: barista.v1.RunFailure
+	(JobForm)(0),                // 24: barista.v1.JobForm
 }
 var file_worker_proto_depIdxs = []int32{
 	2,  // 0: barista.v1.WorkerMessage.hello:type_name -> barista.v1.Hello
@@ -1814,19 +1905,20 @@ var file_worker_proto_depIdxs = []int32{
 	11, // 17: barista.v1.Welcome.pending_cancels:type_name -> barista.v1.CancelOrder
 	20, // 18: barista.v1.Assign.size:type_name -> barista.v1.Size
 	14, // 19: barista.v1.Assign.finished:type_name -> barista.v1.FinishedAck
-	20, // 20: barista.v1.WorkerInfo.size:type_name -> barista.v1.Size
-	16, // 21: barista.v1.ListWorkersResponse.workers:type_name -> barista.v1.WorkerInfo
-	0,  // 22: barista.v1.Worker.Connect:input_type -> barista.v1.WorkerMessage
-	15, // 23: barista.v1.Worker.ListWorkers:input_type -> barista.v1.ListWorkersRequest
-	18, // 24: barista.v1.Worker.Drain:input_type -> barista.v1.DrainRequest
-	1,  // 25: barista.v1.Worker.Connect:output_type -> barista.v1.LeaderMessage
-	17, // 26: barista.v1.Worker.ListWorkers:output_type -> barista.v1.ListWorkersResponse
-	19, // 27: barista.v1.Worker.Drain:output_type -> barista.v1.DrainResponse
-	25, // [25:28] is the sub-list for method output_type
-	22, // [22:25] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	24, // 20: barista.v1.Assign.form:type_name -> barista.v1.JobForm
+	20, // 21: barista.v1.WorkerInfo.size:type_name -> barista.v1.Size
+	16, // 22: barista.v1.ListWorkersResponse.workers:type_name -> barista.v1.WorkerInfo
+	0,  // 23: barista.v1.Worker.Connect:input_type -> barista.v1.WorkerMessage
+	15, // 24: barista.v1.Worker.ListWorkers:input_type -> barista.v1.ListWorkersRequest
+	18, // 25: barista.v1.Worker.Drain:input_type -> barista.v1.DrainRequest
+	1,  // 26: barista.v1.Worker.Connect:output_type -> barista.v1.LeaderMessage
+	17, // 27: barista.v1.Worker.ListWorkers:output_type -> barista.v1.ListWorkersResponse
+	19, // 28: barista.v1.Worker.Drain:output_type -> barista.v1.DrainResponse
+	26, // [26:29] is the sub-list for method output_type
+	23, // [23:26] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }

@@ -240,7 +240,7 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 // reports that nothing it runs is eligible (SPEC §3 "Kinds"). It
 // allocates nothing.
 func (s *Scheduler) DispatchFor(now Time, pid PoolID, ws Size, worker string, w *Runs) (Assignment, bool, error) {
-	if w == nil || w.All {
+	if w.All() {
 		return s.DispatchPool(now, pid, ws, worker)
 	}
 	if ws >= NumSizes {

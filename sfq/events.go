@@ -29,6 +29,14 @@ func (s *Scheduler) Cancel(now Time, id JobID) (Change, error) {
 	return s.event(now, id, Input{Kind: InCancel}, 0)
 }
 
+// Lose applies a worker's new session that did not list attempt of job
+// id (SPEC §5, reconcile on reconnect): the attempt, if it is still the
+// job's live one on that worker, is lost at once: one never started goes
+// back to queued with no failure, a started one as at its lease's end.
+func (s *Scheduler) Lose(now Time, id JobID, attempt uint32, worker string) (Change, error) {
+	return s.event(now, id, Input{Kind: InLose, Attempt: attempt, Worker: worker}, 0)
+}
+
 // Expire applies a passed deadline: kind is InExpireAck, InExpireLease or
 // InExpireTimeout. The lifecycle re-checks state, attempt and deadline, so a
 // stale or early expiry changes nothing.
@@ -117,7 +125,7 @@ func (s *Scheduler) event(now Time, id JobID, e Input, cpuMs int64) (Change, err
 
 // finishFields checks a run's outcome and CPU.
 func finishFields(outcome FinishOutcome, cpuMs int64) error {
-	if outcome < OutcomeOK || outcome > OutcomeSnoozed {
+	if outcome < OutcomeOK || outcome > OutcomeUnknownKind {
 		return invalidf("", "outcome %d", outcome)
 	}
 	if cpuMs < 0 || cpuMs > MaxEstCostMs {
@@ -189,6 +197,9 @@ func (s *Scheduler) CheckFinish(now Time, id JobID, attempt uint32, worker strin
 func (s *Scheduler) Finish(now Time, id JobID, attempt uint32, worker string, outcome FinishOutcome, cpuMs int64, res RunResult) (Change, error) {
 	if err := finishFields(outcome, cpuMs); err != nil {
 		return Change{}, err
+	}
+	if outcome == OutcomeUnknownKind {
+		cpuMs = 0 // not a run of the job: never billed
 	}
 	// The edge cuts both tails so already. A stdout tail is cut here by
 	// the same rule; a stderr tail keeps the byte cut that entries written

@@ -128,27 +128,65 @@ func (s *Scheduler) kindRoute(name string) Route {
 	return r
 }
 
-// Runs says which jobs a worker runs (SPEC §3 "Kinds"): a worker of a
-// build before kinds runs every job (All); one that says so runs command
-// jobs (Commands) and the function jobs of the kinds it registered
-// (Kinds, sorted, each once). Every worker runs a job of a build before
-// kinds (RouteAny).
+// Runs says which jobs a worker runs (SPEC §3 "Kinds"): command jobs if
+// Commands; the function jobs of the kinds in Kinds (sorted, each once),
+// or with AllKinds of every kind but those in Kinds. A worker of a build
+// before kinds runs every job: RunsAll (nil means the same). Every worker
+// runs a job of a build before kinds (RouteAny).
 type Runs struct {
-	All      bool
 	Commands bool
+	AllKinds bool
 	Kinds    []string
+}
+
+// RunsAll is what a worker that says nothing of what it runs runs: every
+// job.
+func RunsAll() Runs { return Runs{Commands: true, AllKinds: true} }
+
+// All reports whether w runs every job.
+func (w *Runs) All() bool { return w == nil || (w.Commands && w.AllKinds && len(w.Kinds) == 0) }
+
+// RunsKind reports whether w runs the function jobs of kind.
+func (w *Runs) RunsKind(kind string) bool {
+	if w == nil {
+		return true
+	}
+	_, listed := slices.BinarySearch(w.Kinds, kind)
+	return listed != w.AllKinds
+}
+
+// Without returns w without the jobs of the form and kind of a job it
+// said it does not run (a command job: commands; a function job: its
+// kind), as a new Runs (w is not changed).
+func (w *Runs) Without(form JobForm, kind string) Runs {
+	out := RunsAll()
+	if w != nil {
+		out = Runs{Commands: w.Commands, AllKinds: w.AllKinds, Kinds: slices.Clone(w.Kinds)}
+	}
+	switch form {
+	case FormCommand:
+		out.Commands = false
+	case FormFunction:
+		i, listed := slices.BinarySearch(out.Kinds, kind)
+		switch {
+		case out.AllKinds && !listed:
+			out.Kinds = slices.Insert(out.Kinds, i, kind)
+		case !out.AllKinds && listed:
+			out.Kinds = slices.Delete(out.Kinds, i, i+1)
+		}
+	}
+	return out
 }
 
 // runs reports whether a worker of w runs the jobs of route r.
 func (w *Runs) runs(s *Scheduler, r Route) bool {
 	switch {
-	case w == nil || w.All || r == RouteAny:
+	case w.All() || r == RouteAny:
 		return true
 	case r == RouteCommand:
 		return w.Commands
 	}
-	_, ok := slices.BinarySearch(w.Kinds, s.kindNames[r-2])
-	return ok
+	return w.RunsKind(s.kindNames[r-2])
 }
 
 // RunsJob reports whether a worker of w runs job j.

@@ -93,6 +93,10 @@ const (
 	// (a downstream service said "not yet"): not a failure; the job waits
 	// scheduled for the run's snooze and keeps its place by ID.
 	OutcomeSnoozed
+	// OutcomeUnknownKind: the worker does not run jobs of this kind (SPEC
+	// §3 "Kinds"): the job goes back to queued with no failure, and the
+	// run is not billed.
+	OutcomeUnknownKind
 )
 
 func (o FinishOutcome) String() string {
@@ -105,18 +109,20 @@ func (o FinishOutcome) String() string {
 		return "snoozed"
 	case OutcomeCancelled:
 		return "cancelled"
+	case OutcomeUnknownKind:
+		return "unknown_kind"
 	}
 	return fmt.Sprintf("outcome(%d)", uint8(o))
 }
 
 // ParseOutcome reads an outcome name.
 func ParseOutcome(s string) (FinishOutcome, error) {
-	for o := OutcomeOK; o <= OutcomeSnoozed; o++ {
+	for o := OutcomeOK; o <= OutcomeUnknownKind; o++ {
 		if o.String() == s {
 			return o, nil
 		}
 	}
-	return 0, invalidf("", "unknown outcome %q (want ok, failed, cancelled or snoozed)", s)
+	return 0, invalidf("", "unknown outcome %q (want ok, failed, cancelled, snoozed or unknown_kind)", s)
 }
 
 // Life is the mutable lifecycle part of a job: everything Apply reads and
@@ -172,11 +178,16 @@ const (
 	InExpireTTL
 	// InRedrive moves a dead letter back to queued (feature level 5).
 	InRedrive
+	// InLose: the job's worker opened a session whose Hello did not list
+	// this attempt (feature level 8, SPEC §5): lost at once, as at its
+	// ack deadline if it never started, else as at its lease's end. It
+	// uses Attempt and Worker.
+	InLose
 	numInputKinds
 )
 
 var inputNames = [numInputKinds]string{"", "dispatch", "start", "heartbeat", "finish", "cancel", "expire-ack", "expire-lease", "expire-timeout", "grant",
-	"release", "expire-ttl", "redrive"}
+	"release", "expire-ttl", "redrive", "lose"}
 
 func (k InputKind) String() string {
 	if k > 0 && k < numInputKinds {
@@ -297,6 +308,14 @@ func Step(l Life, e Input) (Life, Outcome) {
 	case InFinish:
 		if l.State.Live() && match {
 			l.Settled |= 1
+			if e.Outcome == OutcomeUnknownKind {
+				// Not a run of the job: back to the queue (a pending
+				// cancel ends it).
+				if l.Cancel != CancelNone {
+					return endCancelled(l), Changed
+				}
+				return requeue(l), Changed
+			}
 			if e.Outcome == OutcomeSnoozed && l.Cancel == CancelNone {
 				if e.MaxSnoozes > 0 && e.Snoozes >= e.MaxSnoozes {
 					return end(l, Failed), Changed // snoozed too often
@@ -353,6 +372,18 @@ func Step(l Life, e Input) (Life, Outcome) {
 
 	case InExpireLease:
 		return expire(l, e, Running, l.LeaseExpires, fail)
+
+	case InLose:
+		if !l.State.Live() || e.Attempt != l.Attempt || e.Worker != l.Worker {
+			return l, Stale
+		}
+		switch {
+		case l.Cancel != CancelNone:
+			return endCancelled(l), Changed
+		case l.State == Assigned:
+			return requeue(l), Changed
+		}
+		return fail(l), Changed
 
 	case InExpireTimeout:
 		if !l.State.Live() || e.Attempt != l.Attempt || l.TimeoutAt == 0 {

@@ -37,6 +37,7 @@ func canonicalEvents() map[InputKind]Input {
 		InRelease:       {Kind: InRelease, Now: 1000, Due: 1000},
 		InExpireTTL:     {Kind: InExpireTTL, Now: 1000, Due: 1000},
 		InRedrive:       {Kind: InRedrive, Now: 1000},
+		InLose:          {Kind: InLose, Attempt: 1, Worker: "w1", Now: 1000},
 	}
 }
 
@@ -51,23 +52,23 @@ func TestLifecycleMatrix(t *testing.T) {
 	Q, A, R, C, F, X, T, S, E := Queued, Assigned, Running, Completed, Failed, Cancelled, TimedOut, Scheduled, Expired
 	want := map[State]map[InputKind]cell{
 		S: {InDispatch: {Invalid, S}, InStart: {Stale, S}, InHeartbeat: {Stale, S}, InFinish: {Stale, S}, InCancel: {Changed, X},
-			InExpireAck: {Stale, S}, InExpireLease: {Stale, S}, InExpireTimeout: {Stale, S}, InGrant: {Invalid, S}, InRelease: {Changed, Q}, InExpireTTL: {Changed, E}, InRedrive: {Invalid, S}},
+			InExpireAck: {Stale, S}, InExpireLease: {Stale, S}, InExpireTimeout: {Stale, S}, InGrant: {Invalid, S}, InRelease: {Changed, Q}, InExpireTTL: {Changed, E}, InRedrive: {Invalid, S}, InLose: {Stale, S}},
 		E: {InDispatch: {Invalid, E}, InStart: {Stale, E}, InHeartbeat: {Stale, E}, InFinish: {Stale, E}, InCancel: {Invalid, E},
-			InExpireAck: {Stale, E}, InExpireLease: {Stale, E}, InExpireTimeout: {Stale, E}, InGrant: {Invalid, E}, InRelease: {Invalid, E}, InExpireTTL: {Invalid, E}, InRedrive: {Changed, Q}},
+			InExpireAck: {Stale, E}, InExpireLease: {Stale, E}, InExpireTimeout: {Stale, E}, InGrant: {Invalid, E}, InRelease: {Invalid, E}, InExpireTTL: {Invalid, E}, InRedrive: {Changed, Q}, InLose: {Stale, E}},
 		Q: {InDispatch: {Changed, A}, InStart: {Stale, Q}, InHeartbeat: {Stale, Q}, InFinish: {Zombie, Q}, InCancel: {Changed, X},
-			InExpireAck: {Stale, Q}, InExpireLease: {Stale, Q}, InExpireTimeout: {Stale, Q}, InGrant: {Invalid, Q}, InRelease: {Invalid, Q}, InExpireTTL: {Invalid, Q}, InRedrive: {Invalid, Q}},
+			InExpireAck: {Stale, Q}, InExpireLease: {Stale, Q}, InExpireTimeout: {Stale, Q}, InGrant: {Invalid, Q}, InRelease: {Invalid, Q}, InExpireTTL: {Invalid, Q}, InRedrive: {Invalid, Q}, InLose: {Stale, Q}},
 		A: {InDispatch: {Invalid, A}, InStart: {Changed, R}, InHeartbeat: {Changed, R}, InFinish: {Changed, C}, InCancel: {Changed, A},
-			InExpireAck: {Changed, Q}, InExpireLease: {Stale, A}, InExpireTimeout: {Stale, A}, InGrant: {Changed, A}, InRelease: {Invalid, A}, InExpireTTL: {Invalid, A}, InRedrive: {Invalid, A}},
+			InExpireAck: {Changed, Q}, InExpireLease: {Stale, A}, InExpireTimeout: {Stale, A}, InGrant: {Changed, A}, InRelease: {Invalid, A}, InExpireTTL: {Invalid, A}, InRedrive: {Invalid, A}, InLose: {Changed, Q}},
 		R: {InDispatch: {Invalid, R}, InStart: {Duplicate, R}, InHeartbeat: {Changed, R}, InFinish: {Changed, C}, InCancel: {Changed, R},
-			InExpireAck: {Stale, R}, InExpireLease: {Changed, Q}, InExpireTimeout: {Changed, R}, InGrant: {Changed, R}, InRelease: {Invalid, R}, InExpireTTL: {Invalid, R}, InRedrive: {Invalid, R}},
+			InExpireAck: {Stale, R}, InExpireLease: {Changed, Q}, InExpireTimeout: {Changed, R}, InGrant: {Changed, R}, InRelease: {Invalid, R}, InExpireTTL: {Invalid, R}, InRedrive: {Invalid, R}, InLose: {Changed, Q}},
 		C: {InDispatch: {Invalid, C}, InStart: {Stale, C}, InHeartbeat: {Stale, C}, InFinish: {Duplicate, C}, InCancel: {Invalid, C},
-			InExpireAck: {Stale, C}, InExpireLease: {Stale, C}, InExpireTimeout: {Stale, C}, InGrant: {Invalid, C}, InRelease: {Invalid, C}, InExpireTTL: {Invalid, C}, InRedrive: {Invalid, C}},
+			InExpireAck: {Stale, C}, InExpireLease: {Stale, C}, InExpireTimeout: {Stale, C}, InGrant: {Invalid, C}, InRelease: {Invalid, C}, InExpireTTL: {Invalid, C}, InRedrive: {Invalid, C}, InLose: {Stale, C}},
 		F: {InDispatch: {Invalid, F}, InStart: {Stale, F}, InHeartbeat: {Stale, F}, InFinish: {Duplicate, F}, InCancel: {Invalid, F},
-			InExpireAck: {Stale, F}, InExpireLease: {Stale, F}, InExpireTimeout: {Stale, F}, InGrant: {Invalid, F}, InRelease: {Invalid, F}, InExpireTTL: {Invalid, F}, InRedrive: {Changed, Q}},
+			InExpireAck: {Stale, F}, InExpireLease: {Stale, F}, InExpireTimeout: {Stale, F}, InGrant: {Invalid, F}, InRelease: {Invalid, F}, InExpireTTL: {Invalid, F}, InRedrive: {Changed, Q}, InLose: {Stale, F}},
 		X: {InDispatch: {Invalid, X}, InStart: {Stale, X}, InHeartbeat: {Stale, X}, InFinish: {Zombie, X}, InCancel: {Duplicate, X},
-			InExpireAck: {Stale, X}, InExpireLease: {Stale, X}, InExpireTimeout: {Stale, X}, InGrant: {Invalid, X}, InRelease: {Invalid, X}, InExpireTTL: {Invalid, X}, InRedrive: {Changed, Q}},
+			InExpireAck: {Stale, X}, InExpireLease: {Stale, X}, InExpireTimeout: {Stale, X}, InGrant: {Invalid, X}, InRelease: {Invalid, X}, InExpireTTL: {Invalid, X}, InRedrive: {Changed, Q}, InLose: {Stale, X}},
 		T: {InDispatch: {Invalid, T}, InStart: {Stale, T}, InHeartbeat: {Stale, T}, InFinish: {Zombie, T}, InCancel: {Invalid, T},
-			InExpireAck: {Stale, T}, InExpireLease: {Stale, T}, InExpireTimeout: {Stale, T}, InGrant: {Invalid, T}, InRelease: {Invalid, T}, InExpireTTL: {Invalid, T}, InRedrive: {Changed, Q}},
+			InExpireAck: {Stale, T}, InExpireLease: {Stale, T}, InExpireTimeout: {Stale, T}, InGrant: {Invalid, T}, InRelease: {Invalid, T}, InExpireTTL: {Invalid, T}, InRedrive: {Changed, Q}, InLose: {Stale, T}},
 	}
 	lives, events := canonicalLives(), canonicalEvents()
 	for s := Queued; s < numStates; s++ {

@@ -308,14 +308,14 @@ func (m *refModel) candidates(s *Scheduler) []refCand { return m.decideAll(s, ni
 // build before kinds, a command job if it runs commands, a function job
 // if it registered the job's type.
 func refRuns(w *Runs, j *Job) bool {
-	if w == nil || w.All {
+	if w == nil {
 		return true
 	}
 	switch j.Form() {
 	case FormCommand:
 		return w.Commands
 	case FormFunction:
-		return slices.Contains(w.Kinds, j.Type())
+		return slices.Contains(w.Kinds, j.Type()) != w.AllKinds
 	}
 	return true
 }

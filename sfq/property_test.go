@@ -258,7 +258,7 @@ func (w *world) step(t *rapid.T, step int) {
 		// commands and some kinds.
 		var runs *Runs
 		if rapid.IntRange(0, 2).Draw(t, "restricted") > 0 {
-			runs = &Runs{Commands: rapid.Bool().Draw(t, "runs_commands")}
+			runs = &Runs{Commands: rapid.Bool().Draw(t, "runs_commands"), AllKinds: rapid.Bool().Draw(t, "runs_all_kinds")}
 			for _, k := range []string{"a", "b"} {
 				if rapid.Bool().Draw(t, "runs_"+k) {
 					runs.Kinds = append(runs.Kinds, k)

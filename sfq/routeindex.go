@@ -137,6 +137,15 @@ func (s *Scheduler) routeList(p *poolCore, c Class, sz Size, w *Runs, fn func(*r
 			fn(rl)
 		}
 	}
+	if w.AllKinds {
+		// Every kind but a few (those the worker said it does not run).
+		for i, name := range s.kindNames {
+			if rl := p.routes[routeKey{c, sz, Route(2 + i)}]; rl != nil && w.RunsKind(name) {
+				fn(rl)
+			}
+		}
+		return
+	}
 	for _, name := range w.Kinds {
 		if r, ok := s.kinds[name]; ok {
 			if rl := p.routes[routeKey{c, sz, r}]; rl != nil {
@@ -195,10 +204,8 @@ func (s *Scheduler) fairFor(p *poolCore, c Class, sz Size, w *Runs) candidate {
 		if best.ok && stored > best.tag {
 			break
 		}
-		for _, child := range [2]int32{2*e.at + 1, 2*e.at + 2} {
-			if int(child) < len(h.items) {
-				front = frontierPush(front, frontierEntry{heap: h, at: child})
-			}
+		for child := 4*e.at + 1; child <= 4*e.at+4 && int(child) < len(h.items); child++ { // a 4-ary heap (heap.go)
+			front = frontierPush(front, frontierEntry{heap: h, at: child})
 		}
 		ti := p.lane(h.items[e.at].tenant)
 		if s.rt[ti].visit == s.visitGen {
@@ -309,6 +316,11 @@ func (s *Scheduler) verifyRoutes(report func(string, ...any)) {
 			}
 			if rl.fifo.Len() != len(rl.nfifo) {
 				report("pool %s: route %v: %d lanes in its heap, %d counted", p.Name, k, rl.fifo.Len(), len(rl.nfifo))
+			}
+			for i := 1; i < len(rl.fifo.items); i++ {
+				if rl.fifo.less(&rl.fifo.items[i], &rl.fifo.items[(i-1)/4]) { // 4-ary (heap.go)
+					report("pool %s: route %v: its heap is out of order at %d", p.Name, k, i)
+				}
 			}
 			for dl, counts := range map[bool]map[uint32]uint32{false: rl.nfifo, true: rl.ndl} {
 				for ti, c := range counts {

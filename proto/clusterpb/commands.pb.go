@@ -307,6 +307,8 @@ type Command struct {
 	//	*Command_PoolSet
 	//	*Command_PoolDelete
 	//	*Command_SubscriptionSet
+	//	*Command_WorkerHello
+	//	*Command_KindPolicySet
 	Cmd           isCommand_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -610,6 +612,24 @@ func (x *Command) GetSubscriptionSet() *SubscriptionSet {
 	return nil
 }
 
+func (x *Command) GetWorkerHello() *WorkerHello {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_WorkerHello); ok {
+			return x.WorkerHello
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetKindPolicySet() *KindPolicySet {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_KindPolicySet); ok {
+			return x.KindPolicySet
+		}
+	}
+	return nil
+}
+
 type isCommand_Cmd interface {
 	isCommand_Cmd()
 }
@@ -736,6 +756,15 @@ type Command_SubscriptionSet struct {
 	SubscriptionSet *SubscriptionSet `protobuf:"bytes,122,opt,name=subscription_set,json=subscriptionSet,proto3,oneof"`
 }
 
+type Command_WorkerHello struct {
+	// Kinds (feature level 8, SPEC §3 "Kinds"): numbers 130 to 139.
+	WorkerHello *WorkerHello `protobuf:"bytes,130,opt,name=worker_hello,json=workerHello,proto3,oneof"`
+}
+
+type Command_KindPolicySet struct {
+	KindPolicySet *KindPolicySet `protobuf:"bytes,131,opt,name=kind_policy_set,json=kindPolicySet,proto3,oneof"`
+}
+
 func (*Command_Submit) isCommand_Cmd() {}
 
 func (*Command_Dispatch) isCommand_Cmd() {}
@@ -794,6 +823,10 @@ func (*Command_PoolDelete) isCommand_Cmd() {}
 
 func (*Command_SubscriptionSet) isCommand_Cmd() {}
 
+func (*Command_WorkerHello) isCommand_Cmd() {}
+
+func (*Command_KindPolicySet) isCommand_Cmd() {}
+
 // SubmitJob queues a job. With an idempotency key, the same (tenant, key)
 // and the same content returns the existing job; different content is
 // refused (ALREADY_EXISTS).
@@ -823,7 +856,11 @@ type SubmitJob struct {
 	RetryBackoffMs *int64 `protobuf:"varint,72,opt,name=retry_backoff_ms,json=retryBackoffMs,proto3,oneof" json:"retry_backoff_ms,omitempty"`
 	// pool is the job's pool: "" = default (feature level 6 for another).
 	// A pool that requires subscriptions refuses a tenant without one.
-	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
+	Pool string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
+	// form (feature level 8) says which workers run the job: unspecified,
+	// every worker; COMMAND, a worker that runs commands; FUNCTION, one that
+	// registered its job_type.
+	Form          proto.JobForm `protobuf:"varint,130,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -961,6 +998,13 @@ func (x *SubmitJob) GetPool() string {
 		return x.Pool
 	}
 	return ""
+}
+
+func (x *SubmitJob) GetForm() proto.JobForm {
+	if x != nil {
+		return x.Form
+	}
+	return proto.JobForm(0)
 }
 
 // Release moves scheduled jobs to their queues at their job IDs' places.
@@ -3028,6 +3072,257 @@ func (x *SubscriptionSet) GetBurst() uint32 {
 	return 0
 }
 
+// WorkerHello records what a worker that opened a session runs, and is
+// the session's verdict on the job the state says it holds (feature level
+// 8, SPEC §5): a job its Hello does not list (with that attempt) is lost
+// at once, fenced by its attempt: one never started goes back to queued
+// with no failure, a started one as a lost lease. What it runs replaces
+// what its record said, and what it said it does not run in its last
+// session (UNKNOWN_KIND) is forgotten.
+type WorkerHello struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Size     proto.Size             `protobuf:"varint,2,opt,name=size,proto3,enum=barista.v1.Size" json:"size,omitempty"`
+	Pool     string                 `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"` // "" = default
+	// says is false for a worker that said neither commands nor kinds: it
+	// runs every job.
+	Says          bool       `protobuf:"varint,4,opt,name=says,proto3" json:"says,omitempty"`
+	Commands      bool       `protobuf:"varint,5,opt,name=commands,proto3" json:"commands,omitempty"`
+	Kinds         []string   `protobuf:"bytes,6,rep,name=kinds,proto3" json:"kinds,omitempty"` // at most 1,000 job types
+	Holds         []*HeldJob `protobuf:"bytes,7,rep,name=holds,proto3" json:"holds,omitempty"` // what the Hello listed, at most 8
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerHello) Reset() {
+	*x = WorkerHello{}
+	mi := &file_commands_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerHello) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerHello) ProtoMessage() {}
+
+func (x *WorkerHello) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerHello.ProtoReflect.Descriptor instead.
+func (*WorkerHello) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *WorkerHello) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *WorkerHello) GetSize() proto.Size {
+	if x != nil {
+		return x.Size
+	}
+	return proto.Size(0)
+}
+
+func (x *WorkerHello) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *WorkerHello) GetSays() bool {
+	if x != nil {
+		return x.Says
+	}
+	return false
+}
+
+func (x *WorkerHello) GetCommands() bool {
+	if x != nil {
+		return x.Commands
+	}
+	return false
+}
+
+func (x *WorkerHello) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *WorkerHello) GetHolds() []*HeldJob {
+	if x != nil {
+		return x.Holds
+	}
+	return nil
+}
+
+// HeldJob is a run a worker says it holds.
+type HeldJob struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
+	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeldJob) Reset() {
+	*x = HeldJob{}
+	mi := &file_commands_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeldJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeldJob) ProtoMessage() {}
+
+func (x *HeldJob) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeldJob.ProtoReflect.Descriptor instead.
+func (*HeldJob) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *HeldJob) GetJob() uint64 {
+	if x != nil {
+		return x.Job
+	}
+	return 0
+}
+
+func (x *HeldJob) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+// KindPolicySet sets (or, with remove, removes) the retry policy of a
+// kind (SPEC §3 "Kinds"): for one tenant, or with tenant "" for every
+// tenant. A submit's own values win, then its tenant's policy for its
+// kind, then the policy of every tenant for it, then the cluster's. Each
+// value left at 0 (unset) is not set by the policy.
+type KindPolicySet struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Tenant            string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Kind              string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Remove            bool                   `protobuf:"varint,3,opt,name=remove,proto3" json:"remove,omitempty"`
+	MaxAttempts       uint32                 `protobuf:"varint,4,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	RetryBackoffMs    *int64                 `protobuf:"varint,5,opt,name=retry_backoff_ms,json=retryBackoffMs,proto3,oneof" json:"retry_backoff_ms,omitempty"`
+	RetryBackoffMaxMs int64                  `protobuf:"varint,6,opt,name=retry_backoff_max_ms,json=retryBackoffMaxMs,proto3" json:"retry_backoff_max_ms,omitempty"`
+	TimeoutMs         int64                  `protobuf:"varint,7,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *KindPolicySet) Reset() {
+	*x = KindPolicySet{}
+	mi := &file_commands_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindPolicySet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindPolicySet) ProtoMessage() {}
+
+func (x *KindPolicySet) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindPolicySet.ProtoReflect.Descriptor instead.
+func (*KindPolicySet) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *KindPolicySet) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *KindPolicySet) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KindPolicySet) GetRemove() bool {
+	if x != nil {
+		return x.Remove
+	}
+	return false
+}
+
+func (x *KindPolicySet) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *KindPolicySet) GetRetryBackoffMs() int64 {
+	if x != nil && x.RetryBackoffMs != nil {
+		return *x.RetryBackoffMs
+	}
+	return 0
+}
+
+func (x *KindPolicySet) GetRetryBackoffMaxMs() int64 {
+	if x != nil {
+		return x.RetryBackoffMaxMs
+	}
+	return 0
+}
+
+func (x *KindPolicySet) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
 var File_commands_proto protoreflect.FileDescriptor
 
 const file_commands_proto_rawDesc = "" +
@@ -3038,7 +3333,7 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\x84\r\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\x89\x0e\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x14.barista.v1.DispatchH\x00R\bdispatch\x12/\n" +
@@ -3076,8 +3371,10 @@ const file_commands_proto_rawDesc = "" +
 	"\bpool_set\x18x \x01(\v2\x13.barista.v1.PoolSetH\x00R\apoolSet\x129\n" +
 	"\vpool_delete\x18y \x01(\v2\x16.barista.v1.PoolDeleteH\x00R\n" +
 	"poolDelete\x12H\n" +
-	"\x10subscription_set\x18z \x01(\v2\x1b.barista.v1.SubscriptionSetH\x00R\x0fsubscriptionSetB\x05\n" +
-	"\x03cmd\"\x80\x04\n" +
+	"\x10subscription_set\x18z \x01(\v2\x1b.barista.v1.SubscriptionSetH\x00R\x0fsubscriptionSet\x12=\n" +
+	"\fworker_hello\x18\x82\x01 \x01(\v2\x17.barista.v1.WorkerHelloH\x00R\vworkerHello\x12D\n" +
+	"\x0fkind_policy_set\x18\x83\x01 \x01(\v2\x19.barista.v1.KindPolicySetH\x00R\rkindPolicySetB\x05\n" +
+	"\x03cmd\"\xaa\x04\n" +
 	"\tSubmitJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12'\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tR\x0eidempotencyKey\x12\x19\n" +
@@ -3096,7 +3393,8 @@ const file_commands_proto_rawDesc = "" +
 	"\bdelay_ms\x18F \x01(\x03R\adelayMs\x12\x1b\n" +
 	"\texpire_ms\x18G \x01(\x03R\bexpireMs\x12-\n" +
 	"\x10retry_backoff_ms\x18H \x01(\x03H\x00R\x0eretryBackoffMs\x88\x01\x01\x12\x12\n" +
-	"\x04pool\x18x \x01(\tR\x04poolB\x13\n" +
+	"\x04pool\x18x \x01(\tR\x04pool\x12(\n" +
+	"\x04form\x18\x82\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04formB\x13\n" +
 	"\x11_retry_backoff_ms\"G\n" +
 	"\aRelease\x12\x12\n" +
 	"\x04jobs\x18\x01 \x03(\x04R\x04jobs\x12\x10\n" +
@@ -3262,7 +3560,28 @@ const file_commands_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x19\n" +
 	"\x05burst\x18\x03 \x01(\rH\x00R\x05burst\x88\x01\x01B\b\n" +
-	"\x06_burst*N\n" +
+	"\x06_burst\"\xd5\x01\n" +
+	"\vWorkerHello\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12$\n" +
+	"\x04size\x18\x02 \x01(\x0e2\x10.barista.v1.SizeR\x04size\x12\x12\n" +
+	"\x04pool\x18\x03 \x01(\tR\x04pool\x12\x12\n" +
+	"\x04says\x18\x04 \x01(\bR\x04says\x12\x1a\n" +
+	"\bcommands\x18\x05 \x01(\bR\bcommands\x12\x14\n" +
+	"\x05kinds\x18\x06 \x03(\tR\x05kinds\x12)\n" +
+	"\x05holds\x18\a \x03(\v2\x13.barista.v1.HeldJobR\x05holds\"5\n" +
+	"\aHeldJob\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\"\x8a\x02\n" +
+	"\rKindPolicySet\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06remove\x18\x03 \x01(\bR\x06remove\x12!\n" +
+	"\fmax_attempts\x18\x04 \x01(\rR\vmaxAttempts\x12-\n" +
+	"\x10retry_backoff_ms\x18\x05 \x01(\x03H\x00R\x0eretryBackoffMs\x88\x01\x01\x12/\n" +
+	"\x14retry_backoff_max_ms\x18\x06 \x01(\x03R\x11retryBackoffMaxMs\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\a \x01(\x03R\ttimeoutMsB\x13\n" +
+	"\x11_retry_backoff_ms*N\n" +
 	"\n" +
 	"ExpireKind\x12\x16\n" +
 	"\x12EXPIRE_UNSPECIFIED\x10\x00\x12\a\n" +
@@ -3298,7 +3617,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_commands_proto_goTypes = []any{
 	(ExpireKind)(0),               // 0: barista.v1.ExpireKind
 	(GroupCapKind)(0),             // 1: barista.v1.GroupCapKind
@@ -3335,17 +3654,21 @@ var file_commands_proto_goTypes = []any{
 	(*PoolSet)(nil),               // 32: barista.v1.PoolSet
 	(*PoolDelete)(nil),            // 33: barista.v1.PoolDelete
 	(*SubscriptionSet)(nil),       // 34: barista.v1.SubscriptionSet
-	(proto.Size)(0),               // 35: barista.v1.Size
-	(proto.Class)(0),              // 36: barista.v1.Class
-	(proto.Outcome)(0),            // 37: barista.v1.Outcome
-	(proto.CpuSource)(0),          // 38: barista.v1.CpuSource
-	(proto.RunFailure)(0),         // 39: barista.v1.RunFailure
-	(proto.Tier)(0),               // 40: barista.v1.Tier
-	(*proto.Caps)(nil),            // 41: barista.v1.Caps
-	(proto.GroupOrder)(0),         // 42: barista.v1.GroupOrder
-	(*proto.SchedulerConfig)(nil), // 43: barista.v1.SchedulerConfig
-	(*proto.JobFilter)(nil),       // 44: barista.v1.JobFilter
-	(*proto.BulkItem)(nil),        // 45: barista.v1.BulkItem
+	(*WorkerHello)(nil),           // 35: barista.v1.WorkerHello
+	(*HeldJob)(nil),               // 36: barista.v1.HeldJob
+	(*KindPolicySet)(nil),         // 37: barista.v1.KindPolicySet
+	(proto.Size)(0),               // 38: barista.v1.Size
+	(proto.Class)(0),              // 39: barista.v1.Class
+	(proto.JobForm)(0),            // 40: barista.v1.JobForm
+	(proto.Outcome)(0),            // 41: barista.v1.Outcome
+	(proto.CpuSource)(0),          // 42: barista.v1.CpuSource
+	(proto.RunFailure)(0),         // 43: barista.v1.RunFailure
+	(proto.Tier)(0),               // 44: barista.v1.Tier
+	(*proto.Caps)(nil),            // 45: barista.v1.Caps
+	(proto.GroupOrder)(0),         // 46: barista.v1.GroupOrder
+	(*proto.SchedulerConfig)(nil), // 47: barista.v1.SchedulerConfig
+	(*proto.JobFilter)(nil),       // 48: barista.v1.JobFilter
+	(*proto.BulkItem)(nil),        // 49: barista.v1.BulkItem
 }
 var file_commands_proto_depIdxs = []int32{
 	4,  // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
@@ -3378,30 +3701,35 @@ var file_commands_proto_depIdxs = []int32{
 	32, // 27: barista.v1.Command.pool_set:type_name -> barista.v1.PoolSet
 	33, // 28: barista.v1.Command.pool_delete:type_name -> barista.v1.PoolDelete
 	34, // 29: barista.v1.Command.subscription_set:type_name -> barista.v1.SubscriptionSet
-	35, // 30: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	36, // 31: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	35, // 32: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	9,  // 33: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	37, // 34: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	38, // 35: barista.v1.Finished.cpu_source:type_name -> barista.v1.CpuSource
-	39, // 36: barista.v1.Finished.failure:type_name -> barista.v1.RunFailure
-	0,  // 37: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	40, // 38: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	41, // 39: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	36, // 40: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	42, // 41: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
-	1,  // 42: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
-	43, // 43: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	27, // 44: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
-	44, // 45: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
-	2,  // 46: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	35, // 47: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	45, // 48: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	35, // 30: barista.v1.Command.worker_hello:type_name -> barista.v1.WorkerHello
+	37, // 31: barista.v1.Command.kind_policy_set:type_name -> barista.v1.KindPolicySet
+	38, // 32: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	39, // 33: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	40, // 34: barista.v1.SubmitJob.form:type_name -> barista.v1.JobForm
+	38, // 35: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	9,  // 36: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	41, // 37: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	42, // 38: barista.v1.Finished.cpu_source:type_name -> barista.v1.CpuSource
+	43, // 39: barista.v1.Finished.failure:type_name -> barista.v1.RunFailure
+	0,  // 40: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	44, // 41: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	45, // 42: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	39, // 43: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	46, // 44: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	1,  // 45: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	47, // 46: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	27, // 47: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	48, // 48: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
+	2,  // 49: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	38, // 50: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	49, // 51: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
+	38, // 52: barista.v1.WorkerHello.size:type_name -> barista.v1.Size
+	36, // 53: barista.v1.WorkerHello.holds:type_name -> barista.v1.HeldJob
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -3439,17 +3767,20 @@ func file_commands_proto_init() {
 		(*Command_PoolSet)(nil),
 		(*Command_PoolDelete)(nil),
 		(*Command_SubscriptionSet)(nil),
+		(*Command_WorkerHello)(nil),
+		(*Command_KindPolicySet)(nil),
 	}
 	file_commands_proto_msgTypes[2].OneofWrappers = []any{}
 	file_commands_proto_msgTypes[29].OneofWrappers = []any{}
 	file_commands_proto_msgTypes[31].OneofWrappers = []any{}
+	file_commands_proto_msgTypes[34].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   32,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file types.proto.
  */
 export const file_types: GenFile = /*@__PURE__*/
-  fileDesc("Cgt0eXBlcy5wcm90bxIKYmFyaXN0YS52MSLqAQoEQ2FwcxITCgttYXhfcnVubmluZxgBIAEoDRIWCg5tYXhfcnVubmluZ19zbRgCIAEoDRIWCg5tYXhfcnVubmluZ19tZBgDIAEoDRIWCg5tYXhfcnVubmluZ19sZxgEIAEoDRIbChNtYXhfaW5mbGlnaHRfY3B1X21zGAUgASgDEhIKCm1heF9xdWV1ZWQYBiABKA0SHAoUbWF4X3J1bm5pbmdfY3JpdGljYWwYByABKA0SGAoQbWF4X3J1bm5pbmdfaGlnaBgIIAEoDRIcChRtYXhfcnVubmluZ19kZWFkbGluZRgJIAEoDSLRCAoPU2NoZWR1bGVyQ29uZmlnEhQKDHRpZXJfd2VpZ2h0cxgBIAMoDRIiCgZwb2xpY3kYAiABKA4yEi5iYXJpc3RhLnYxLlBvbGljeRIZChFyZXNlcnZlX21hcmdpbl91cxgDIAEoAxIgCgVjbGFtcBgEIAEoDjIRLmJhcmlzdGEudjEuQ2xhbXASDQoFZGVjYXkYBSABKAgSGgoSZGVjYXlfaGFsZl9saWZlX21zGAYgASgDEhUKDWRlY2F5X25vcm1fbXMYByABKAMSFgoOYWNrX3RpbWVvdXRfbXMYCCABKAMSGAoQbGVhc2VfdGltZW91dF9tcxgJIAEoAxIcChRkZWZhdWx0X21heF9hdHRlbXB0cxgKIAEoDRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYCyABKAMSGgoSc2VsZl9raWxsX2FmdGVyX21zGAwgASgDEhcKD2NhbmNlbF9ncmFjZV9tcxgNIAEoAxIYChBqb2JfcmV0ZW50aW9uX21zGA4gASgDEh0KFWV2ZW50X3JldGVudGlvbl9jb3VudBgPIAEoBBIaChJldmVudF9yZXRlbnRpb25fbXMYECABKAMSGAoQZGVkdXBlX3dpbmRvd19tcxgRIAEoAxIZChFtYXhfcGF5bG9hZF9ieXRlcxgSIAEoDRImCghlc3RpbWF0ZRgTIAEoDjIULmJhcmlzdGEudjEuRXN0aW1hdGUSFwoPZGVmYXVsdF9jb3N0X21zGBQgASgDEhUKDWZlYXR1cmVfbGV2ZWwYFSABKA0SFQoNc3VibWl0X3JhdGVfbhhkIAEoDRIdChVzdWJtaXRfcmF0ZV9wZXJpb2RfbXMYZSABKAMSFAoMc3VibWl0X2J1cnN0GGYgASgNEhgKEHJldHJ5X2JhY2tvZmZfbXMYRiABKAMSHAoUcmV0cnlfYmFja29mZl9tYXhfbXMYRyABKAMSIAoYZGVhZF9sZXR0ZXJfcmV0ZW50aW9uX21zGFogASgDEhwKFGRlYWRfbGV0dGVyX21heF9qb2JzGFsgASgEEh0KFWRlYWRfbGV0dGVyX21heF9ieXRlcxhcIAEoBBIaChJkZWZhdWx0X21heF9xdWV1ZWQYbiABKA0SGAoQbWF4X3F1ZXVlZF9ieXRlcxhvIAEoBBIRCgltYXhfcG9vbHMYeCABKA0SKgoQaW1wbGljaXRfdGVuYW50cxh5IAEoDjIQLmJhcmlzdGEudjEuVGllchIWCg5kZWZhdWx0X3RlbmFudBh6IAEoCRIWCg1jbG9ja190aWNrX21zGIIBIAEoAxIUCgttYXhfc25vb3plcxiDASABKA0SHwoWbWF4X3RvdGFsX3F1ZXVlZF9ieXRlcxiEASABKAQSIwoaZXZlbnRfcmV0ZW50aW9uX3Blcl90ZW5hbnQYhQEgASgEEhsKEm1heF93b3JrZXJfcmVjb3JkcxiGASABKAQifgoJSm9iRmlsdGVyEg4KBnN0YXRlcxgBIAMoCRIQCghqb2JfdHlwZRgCIAEoCRINCgVncm91cBgDIAEoCRIZChFzdWJtaXR0ZWRfZnJvbV9tcxgEIAEoAxIXCg9zdWJtaXR0ZWRfdG9fbXMYBSABKAMSDAoEcG9vbBgGIAEoCSJHCghCdWxrSXRlbRIOCgZqb2JfaWQYASABKAQSDAoEZG9uZRgCIAEoCBINCgVzdGF0ZRgDIAEoCRIOCgZyZWFzb24YBCABKAkqNAoEU2l6ZRIUChBTSVpFX1VOU1BFQ0lGSUVEEAASBgoCU00QARIGCgJNRBACEgYKAkxHEAMqVQoEVGllchIUChBUSUVSX1VOU1BFQ0lGSUVEEAASCAoERlJFRRABEgoKBkJST05aRRACEgoKBlNJTFZFUhADEggKBEdPTEQQBBILCgdESUFNT05EEAUqUgoHT3V0Y29tZRIXChNPVVRDT01FX1VOU1BFQ0lGSUVEEAASBgoCT0sQARIKCgZGQUlMRUQQAhINCglDQU5DRUxMRUQQAxILCgdTTk9PWkVEEAQqUwoJQ3B1U291cmNlEhoKFkNQVV9TT1VSQ0VfVU5TUEVDSUZJRUQQABITCg9DUFVfU09VUkNFX1BST0MQARIVChFDUFVfU09VUkNFX0NHUk9VUBACKjkKClJ1bkZhaWx1cmUSGwoXUlVOX0ZBSUxVUkVfVU5TUEVDSUZJRUQQABIOCgpPT01fS0lMTEVEEAEqSwoFQ2xhc3MSFQoRQ0xBU1NfVU5TUEVDSUZJRUQQABIMCghDUklUSUNBTBABEggKBEhJR0gQAhIKCgZOT1JNQUwQAxIHCgNMT1cQBCpJCgpHcm91cE9yZGVyEhsKF0dST1VQX09SREVSX1VOU1BFQ0lGSUVEEAASDgoKR1JPVVBfRklGTxABEg4KCkdST1VQX0ZBSVIQAio9CgZQb2xpY3kSFgoSUE9MSUNZX1VOU1BFQ0lGSUVEEAASDgoKUFJFRkVSX0ZJVBABEgsKB1JFU0VSVkUQAio8CgVDbGFtcBIVChFDTEFNUF9VTlNQRUNJRklFRBAAEg4KCkFDVElWQVRJT04QARIMCghESVNQQVRDSBACKj0KCEVzdGltYXRlEhgKFEVTVElNQVRFX1VOU1BFQ0lGSUVEEAASDQoJU1VCTUlUVEVEEAESCAoEQVVUTxACKpcCCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASEgoOUVVPVEFfRVhDRUVERUQQARIQCgxSQVRFX0xJTUlURUQQAhIQCgxLRVlfQ09ORkxJQ1QQAxIQCgxLRVlfSk9CX0dPTkUQBBISCg5URU5BTlRfVU5LTk9XThAFEhAKDFBPT0xfVU5LTk9XThAGEg0KCVRPT19MQVJHRRAHEg0KCU1BWF9DTEFTUxAIEhkKFURFQURMSU5FU19OT1RfQUxMT1dFRBAJEg4KCk1BWF9HUk9VUFMQChIZChVTVUJTQ1JJUFRJT05fUkVRVUlSRUQQCxIRCg1GRUFUVVJFX0xFVkVMEAwSDgoKTk9UX0xFQURFUhANQidaJWdpdGh1Yi5jb20vYmFyaXN0YWhxL2JhcmlzdGEvcHJvdG87cGJiBnByb3RvMw");
+  fileDesc("Cgt0eXBlcy5wcm90bxIKYmFyaXN0YS52MSLqAQoEQ2FwcxITCgttYXhfcnVubmluZxgBIAEoDRIWCg5tYXhfcnVubmluZ19zbRgCIAEoDRIWCg5tYXhfcnVubmluZ19tZBgDIAEoDRIWCg5tYXhfcnVubmluZ19sZxgEIAEoDRIbChNtYXhfaW5mbGlnaHRfY3B1X21zGAUgASgDEhIKCm1heF9xdWV1ZWQYBiABKA0SHAoUbWF4X3J1bm5pbmdfY3JpdGljYWwYByABKA0SGAoQbWF4X3J1bm5pbmdfaGlnaBgIIAEoDRIcChRtYXhfcnVubmluZ19kZWFkbGluZRgJIAEoDSLRCAoPU2NoZWR1bGVyQ29uZmlnEhQKDHRpZXJfd2VpZ2h0cxgBIAMoDRIiCgZwb2xpY3kYAiABKA4yEi5iYXJpc3RhLnYxLlBvbGljeRIZChFyZXNlcnZlX21hcmdpbl91cxgDIAEoAxIgCgVjbGFtcBgEIAEoDjIRLmJhcmlzdGEudjEuQ2xhbXASDQoFZGVjYXkYBSABKAgSGgoSZGVjYXlfaGFsZl9saWZlX21zGAYgASgDEhUKDWRlY2F5X25vcm1fbXMYByABKAMSFgoOYWNrX3RpbWVvdXRfbXMYCCABKAMSGAoQbGVhc2VfdGltZW91dF9tcxgJIAEoAxIcChRkZWZhdWx0X21heF9hdHRlbXB0cxgKIAEoDRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYCyABKAMSGgoSc2VsZl9raWxsX2FmdGVyX21zGAwgASgDEhcKD2NhbmNlbF9ncmFjZV9tcxgNIAEoAxIYChBqb2JfcmV0ZW50aW9uX21zGA4gASgDEh0KFWV2ZW50X3JldGVudGlvbl9jb3VudBgPIAEoBBIaChJldmVudF9yZXRlbnRpb25fbXMYECABKAMSGAoQZGVkdXBlX3dpbmRvd19tcxgRIAEoAxIZChFtYXhfcGF5bG9hZF9ieXRlcxgSIAEoDRImCghlc3RpbWF0ZRgTIAEoDjIULmJhcmlzdGEudjEuRXN0aW1hdGUSFwoPZGVmYXVsdF9jb3N0X21zGBQgASgDEhUKDWZlYXR1cmVfbGV2ZWwYFSABKA0SFQoNc3VibWl0X3JhdGVfbhhkIAEoDRIdChVzdWJtaXRfcmF0ZV9wZXJpb2RfbXMYZSABKAMSFAoMc3VibWl0X2J1cnN0GGYgASgNEhgKEHJldHJ5X2JhY2tvZmZfbXMYRiABKAMSHAoUcmV0cnlfYmFja29mZl9tYXhfbXMYRyABKAMSIAoYZGVhZF9sZXR0ZXJfcmV0ZW50aW9uX21zGFogASgDEhwKFGRlYWRfbGV0dGVyX21heF9qb2JzGFsgASgEEh0KFWRlYWRfbGV0dGVyX21heF9ieXRlcxhcIAEoBBIaChJkZWZhdWx0X21heF9xdWV1ZWQYbiABKA0SGAoQbWF4X3F1ZXVlZF9ieXRlcxhvIAEoBBIRCgltYXhfcG9vbHMYeCABKA0SKgoQaW1wbGljaXRfdGVuYW50cxh5IAEoDjIQLmJhcmlzdGEudjEuVGllchIWCg5kZWZhdWx0X3RlbmFudBh6IAEoCRIWCg1jbG9ja190aWNrX21zGIIBIAEoAxIUCgttYXhfc25vb3plcxiDASABKA0SHwoWbWF4X3RvdGFsX3F1ZXVlZF9ieXRlcxiEASABKAQSIwoaZXZlbnRfcmV0ZW50aW9uX3Blcl90ZW5hbnQYhQEgASgEEhsKEm1heF93b3JrZXJfcmVjb3JkcxiGASABKAQifgoJSm9iRmlsdGVyEg4KBnN0YXRlcxgBIAMoCRIQCghqb2JfdHlwZRgCIAEoCRINCgVncm91cBgDIAEoCRIZChFzdWJtaXR0ZWRfZnJvbV9tcxgEIAEoAxIXCg9zdWJtaXR0ZWRfdG9fbXMYBSABKAMSDAoEcG9vbBgGIAEoCSJHCghCdWxrSXRlbRIOCgZqb2JfaWQYASABKAQSDAoEZG9uZRgCIAEoCBINCgVzdGF0ZRgDIAEoCRIOCgZyZWFzb24YBCABKAkqNAoEU2l6ZRIUChBTSVpFX1VOU1BFQ0lGSUVEEAASBgoCU00QARIGCgJNRBACEgYKAkxHEAMqVQoEVGllchIUChBUSUVSX1VOU1BFQ0lGSUVEEAASCAoERlJFRRABEgoKBkJST05aRRACEgoKBlNJTFZFUhADEggKBEdPTEQQBBILCgdESUFNT05EEAUqZAoHT3V0Y29tZRIXChNPVVRDT01FX1VOU1BFQ0lGSUVEEAASBgoCT0sQARIKCgZGQUlMRUQQAhINCglDQU5DRUxMRUQQAxILCgdTTk9PWkVEEAQSEAoMVU5LTk9XTl9LSU5EEAUqPgoHSm9iRm9ybRIYChRKT0JfRk9STV9VTlNQRUNJRklFRBAAEgsKB0NPTU1BTkQQARIMCghGVU5DVElPThACKlMKCUNwdVNvdXJjZRIaChZDUFVfU09VUkNFX1VOU1BFQ0lGSUVEEAASEwoPQ1BVX1NPVVJDRV9QUk9DEAESFQoRQ1BVX1NPVVJDRV9DR1JPVVAQAio5CgpSdW5GYWlsdXJlEhsKF1JVTl9GQUlMVVJFX1VOU1BFQ0lGSUVEEAASDgoKT09NX0tJTExFRBABKksKBUNsYXNzEhUKEUNMQVNTX1VOU1BFQ0lGSUVEEAASDAoIQ1JJVElDQUwQARIICgRISUdIEAISCgoGTk9STUFMEAMSBwoDTE9XEAQqSQoKR3JvdXBPcmRlchIbChdHUk9VUF9PUkRFUl9VTlNQRUNJRklFRBAAEg4KCkdST1VQX0ZJRk8QARIOCgpHUk9VUF9GQUlSEAIqPQoGUG9saWN5EhYKElBPTElDWV9VTlNQRUNJRklFRBAAEg4KClBSRUZFUl9GSVQQARILCgdSRVNFUlZFEAIqPAoFQ2xhbXASFQoRQ0xBTVBfVU5TUEVDSUZJRUQQABIOCgpBQ1RJVkFUSU9OEAESDAoIRElTUEFUQ0gQAio9CghFc3RpbWF0ZRIYChRFU1RJTUFURV9VTlNQRUNJRklFRBAAEg0KCVNVQk1JVFRFRBABEggKBEFVVE8QAiqXAgoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhIKDlFVT1RBX0VYQ0VFREVEEAESEAoMUkFURV9MSU1JVEVEEAISEAoMS0VZX0NPTkZMSUNUEAMSEAoMS0VZX0pPQl9HT05FEAQSEgoOVEVOQU5UX1VOS05PV04QBRIQCgxQT09MX1VOS05PV04QBhINCglUT09fTEFSR0UQBxINCglNQVhfQ0xBU1MQCBIZChVERUFETElORVNfTk9UX0FMTE9XRUQQCRIOCgpNQVhfR1JPVVBTEAoSGQoVU1VCU0NSSVBUSU9OX1JFUVVJUkVEEAsSEQoNRkVBVFVSRV9MRVZFTBAMEg4KCk5PVF9MRUFERVIQDUInWiVnaXRodWIuY29tL2JhcmlzdGFocS9iYXJpc3RhL3Byb3RvO3BiYgZwcm90bzM");
 
 /**
  * @generated from message barista.v1.Caps
@@ -549,6 +549,17 @@ export enum Outcome {
    * @generated from enum value: SNOOZED = 4;
    */
   SNOOZED = 4,
+
+  /**
+   * UNKNOWN_KIND (feature level 8): the worker does not run jobs of this
+   * kind (a command job given to a worker without commands, a function
+   * job of a kind it did not register): the job goes back to queued with
+   * no failure and no bill, and the worker is offered no job of that kind
+   * again in its session (SPEC §3 "Kinds").
+   *
+   * @generated from enum value: UNKNOWN_KIND = 5;
+   */
+  UNKNOWN_KIND = 5,
 }
 
 /**
@@ -556,6 +567,43 @@ export enum Outcome {
  */
 export const OutcomeSchema: GenEnum<Outcome> = /*@__PURE__*/
   enumDesc(file_types, 2);
+
+/**
+ * JobForm says which workers run a job (SPEC §3 "Kinds", feature level 8).
+ *
+ * @generated from enum barista.v1.JobForm
+ */
+export enum JobForm {
+  /**
+   * JOB_FORM_UNSPECIFIED: every worker runs it (a job of a client of a
+   * build before kinds).
+   *
+   * @generated from enum value: JOB_FORM_UNSPECIFIED = 0;
+   */
+  JOB_FORM_UNSPECIFIED = 0,
+
+  /**
+   * COMMAND: a command line (the command worker's {"argv": [...]}): any
+   * worker that runs commands runs it, whatever its type.
+   *
+   * @generated from enum value: COMMAND = 1;
+   */
+  COMMAND = 1,
+
+  /**
+   * FUNCTION: a function of its kind (its job_type): only a worker that
+   * registered that kind runs it (the SDK workers).
+   *
+   * @generated from enum value: FUNCTION = 2;
+   */
+  FUNCTION = 2,
+}
+
+/**
+ * Describes the enum barista.v1.JobForm.
+ */
+export const JobFormSchema: GenEnum<JobForm> = /*@__PURE__*/
+  enumDesc(file_types, 3);
 
 /**
  * CpuSource says how a worker measured a run's CPU.
@@ -589,7 +637,7 @@ export enum CpuSource {
  * Describes the enum barista.v1.CpuSource.
  */
 export const CpuSourceSchema: GenEnum<CpuSource> = /*@__PURE__*/
-  enumDesc(file_types, 3);
+  enumDesc(file_types, 4);
 
 /**
  * RunFailure says why a failed run failed, when the worker knows.
@@ -614,7 +662,7 @@ export enum RunFailure {
  * Describes the enum barista.v1.RunFailure.
  */
 export const RunFailureSchema: GenEnum<RunFailure> = /*@__PURE__*/
-  enumDesc(file_types, 4);
+  enumDesc(file_types, 5);
 
 /**
  * Class is a job's priority class; a worker is served from the highest
@@ -653,7 +701,7 @@ export enum Class {
  * Describes the enum barista.v1.Class.
  */
 export const ClassSchema: GenEnum<Class> = /*@__PURE__*/
-  enumDesc(file_types, 5);
+  enumDesc(file_types, 6);
 
 /**
  * GroupOrder chooses among the eligible heads of a tenant's groups.
@@ -683,7 +731,7 @@ export enum GroupOrder {
  * Describes the enum barista.v1.GroupOrder.
  */
 export const GroupOrderSchema: GenEnum<GroupOrder> = /*@__PURE__*/
-  enumDesc(file_types, 6);
+  enumDesc(file_types, 7);
 
 /**
  * @generated from enum barista.v1.Policy
@@ -709,7 +757,7 @@ export enum Policy {
  * Describes the enum barista.v1.Policy.
  */
 export const PolicySchema: GenEnum<Policy> = /*@__PURE__*/
-  enumDesc(file_types, 7);
+  enumDesc(file_types, 8);
 
 /**
  * @generated from enum barista.v1.Clamp
@@ -735,7 +783,7 @@ export enum Clamp {
  * Describes the enum barista.v1.Clamp.
  */
 export const ClampSchema: GenEnum<Clamp> = /*@__PURE__*/
-  enumDesc(file_types, 8);
+  enumDesc(file_types, 9);
 
 /**
  * Estimate says where a submit's est_cost comes from.
@@ -768,7 +816,7 @@ export enum Estimate {
  * Describes the enum barista.v1.Estimate.
  */
 export const EstimateSchema: GenEnum<Estimate> = /*@__PURE__*/
-  enumDesc(file_types, 9);
+  enumDesc(file_types, 10);
 
 /**
  * Reason is why the cluster refused a call, when it names a cause a
@@ -893,5 +941,5 @@ export enum Reason {
  * Describes the enum barista.v1.Reason.
  */
 export const ReasonSchema: GenEnum<Reason> = /*@__PURE__*/
-  enumDesc(file_types, 10);
+  enumDesc(file_types, 11);
 

@@ -7,7 +7,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { CpuSource, Outcome, RunFailure, Size } from "./types_pb.js";
+import type { CpuSource, JobForm, Outcome, RunFailure, Size } from "./types_pb.js";
 import { file_types } from "./types_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file worker.proto.
  */
 export const file_worker: GenFile = /*@__PURE__*/
-  fileDesc("Cgx3b3JrZXIucHJvdG8SCmJhcmlzdGEudjEi5QEKDVdvcmtlck1lc3NhZ2USIgoFaGVsbG8YASABKAsyES5iYXJpc3RhLnYxLkhlbGxvSAASIgoFcmVhZHkYAiABKAsyES5iYXJpc3RhLnYxLlJlYWR5SAASKQoHc3RhcnRlZBgDIAEoCzIWLmJhcmlzdGEudjEuSm9iU3RhcnRlZEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmJhcmlzdGEudjEuSm9iSGVhcnRiZWF0SAASKwoIZmluaXNoZWQYBSABKAsyFy5iYXJpc3RhLnYxLkpvYkZpbmlzaGVkSABCBQoDbXNnIsMCCg1MZWFkZXJNZXNzYWdlEiYKB3dlbGNvbWUYASABKAsyEy5iYXJpc3RhLnYxLldlbGNvbWVIABIoCghyZWRpcmVjdBgCIAEoCzIULmJhcmlzdGEudjEuUmVkaXJlY3RIABIkCgZhc3NpZ24YAyABKAsyEi5iYXJpc3RhLnYxLkFzc2lnbkgAEikKBmNhbmNlbBgEIAEoCzIXLmJhcmlzdGEudjEuQ2FuY2VsT3JkZXJIABIxCg1oZWFydGJlYXRfYWNrGAUgASgLMhguYmFyaXN0YS52MS5IZWFydGJlYXRBY2tIABIkCgZyZWplY3QYBiABKAsyEi5iYXJpc3RhLnYxLlJlamVjdEgAEi8KDGZpbmlzaGVkX2FjaxgHIAEoCzIXLmJhcmlzdGEudjEuRmluaXNoZWRBY2tIAEIFCgNtc2ciggEKBUhlbGxvEhEKCXdvcmtlcl9pZBgBIAEoCRIeCgRzaXplGAIgASgOMhAuYmFyaXN0YS52MS5TaXplEicKB3J1bm5pbmcYAyADKAsyFi5iYXJpc3RhLnYxLlJ1bm5pbmdKb2ISDwoHdmVyc2lvbhgEIAEoCRIMCgRwb29sGAUgASgJIkwKClJ1bm5pbmdKb2ISCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0SDgoGY3B1X21zGAMgASgDEhAKCGZpbmlzaGVkGAQgASgIIhcKBVJlYWR5Eg4KBmNyZWRpdBgBIAEoBCIqCgpKb2JTdGFydGVkEgsKA2pvYhgBIAEoBBIPCgdhdHRlbXB0GAIgASgNIkkKDEpvYkhlYXJ0YmVhdBILCgNqb2IYASABKAQSDwoHYXR0ZW1wdBgCIAEoDRIOCgZjcHVfbXMYAyABKAMSCwoDc2VxGAQgASgEIsgCCgtKb2JGaW5pc2hlZBILCgNqb2IYASABKAQSDwoHYXR0ZW1wdBgCIAEoDRIkCgdvdXRjb21lGAMgASgOMhMuYmFyaXN0YS52MS5PdXRjb21lEg4KBmNwdV9tcxgEIAEoAxIRCglleGl0X2NvZGUYBSABKAUSEwoLc3RkZXJyX3RhaWwYBiABKAkSEwoLc3Rkb3V0X3RhaWwYByABKAkSFAoMcmVhZHlfY3JlZGl0GAggASgEEhgKEHN0YXJ0X3VucmVwb3J0ZWQYCSABKAgSEQoJcGVybWFuZW50GAogASgIEikKCmNwdV9zb3VyY2UYCyABKA4yFS5iYXJpc3RhLnYxLkNwdVNvdXJjZRInCgdmYWlsdXJlGAwgASgOMhYuYmFyaXN0YS52MS5SdW5GYWlsdXJlEhEKCXNub296ZV9tcxgNIAEoAyLcAQoHV2VsY29tZRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYASABKAMSGgoSc2VsZl9raWxsX2FmdGVyX21zGAIgASgDEjAKD3BlbmRpbmdfY2FuY2VscxgDIAMoCzIXLmJhcmlzdGEudjEuQ2FuY2VsT3JkZXISEQoJbGVhZGVyX2lkGAQgASgJEhQKDGZpbmlzaF9yZWFkeRgFIAEoCBIYChBzdGFydGVkX2RlbGF5X21zGAYgASgDEhEKCWpvYl90eXBlcxgHIAEoCBIOCgZzbm9vemUYCCABKAgiMgoIUmVkaXJlY3QSEQoJbGVhZGVyX2lkGAEgASgJEhMKC2xlYWRlcl9hZGRyGAIgASgJIusBCgZBc3NpZ24SCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0SEgoKdGltZW91dF9tcxgDIAEoAxIPCgdwYXlsb2FkGAQgASgMEg4KBnRlbmFudBgFIAEoCRIeCgRzaXplGAYgASgOMhAuYmFyaXN0YS52MS5TaXplEg4KBmNyZWRpdBgHIAEoBBITCgtlc3RfY29zdF9tcxgIIAEoAxIpCghmaW5pc2hlZBgJIAEoCzIXLmJhcmlzdGEudjEuRmluaXNoZWRBY2sSEAoIam9iX3R5cGUYCiABKAkSDAoEcG9vbBgLIAEoCSJNCgtDYW5jZWxPcmRlchILCgNqb2IYASABKAQSDwoHYXR0ZW1wdBgCIAEoDRIOCgZyZWFzb24YAyABKAkSEAoIZ3JhY2VfbXMYBCABKAMiGwoMSGVhcnRiZWF0QWNrEgsKA3NlcRgBIAEoBCI2CgZSZWplY3QSCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0SDgoGcmVhc29uGAMgASgJIisKC0ZpbmlzaGVkQWNrEgsKA2pvYhgBIAEoBBIPCgdhdHRlbXB0GAIgASgNIhQKEkxpc3RXb3JrZXJzUmVxdWVzdCK5AQoKV29ya2VySW5mbxIRCgl3b3JrZXJfaWQYASABKAkSHgoEc2l6ZRgCIAEoDjIQLmJhcmlzdGEudjEuU2l6ZRINCgVzdGF0ZRgDIAEoCRILCgNqb2IYBCABKAQSDwoHYXR0ZW1wdBgFIAEoDRIZChFsYXN0X2hlYXJ0YmVhdF9tcxgGIAEoAxIPCgdkcmFpbmVkGAcgASgIEhEKCWNvbm5lY3RlZBgIIAEoCBIMCgRwb29sGAkgASgJIlEKE0xpc3RXb3JrZXJzUmVzcG9uc2USJwoHd29ya2VycxgBIAMoCzIWLmJhcmlzdGEudjEuV29ya2VySW5mbxIRCglsZWFkZXJfaWQYAiABKAkiQgoMRHJhaW5SZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgd1bmRyYWluGAIgASgIEg4KBmNyZWF0ZRgDIAEoCCIPCg1EcmFpblJlc3BvbnNlMtsBCgZXb3JrZXISQwoHQ29ubmVjdBIZLmJhcmlzdGEudjEuV29ya2VyTWVzc2FnZRoZLmJhcmlzdGEudjEuTGVhZGVyTWVzc2FnZSgBMAESTgoLTGlzdFdvcmtlcnMSHi5iYXJpc3RhLnYxLkxpc3RXb3JrZXJzUmVxdWVzdBofLmJhcmlzdGEudjEuTGlzdFdvcmtlcnNSZXNwb25zZRI8CgVEcmFpbhIYLmJhcmlzdGEudjEuRHJhaW5SZXF1ZXN0GhkuYmFyaXN0YS52MS5EcmFpblJlc3BvbnNlQidaJWdpdGh1Yi5jb20vYmFyaXN0YWhxL2JhcmlzdGEvcHJvdG87cGJiBnByb3RvMw", [file_types]);
+  fileDesc("Cgx3b3JrZXIucHJvdG8SCmJhcmlzdGEudjEi5QEKDVdvcmtlck1lc3NhZ2USIgoFaGVsbG8YASABKAsyES5iYXJpc3RhLnYxLkhlbGxvSAASIgoFcmVhZHkYAiABKAsyES5iYXJpc3RhLnYxLlJlYWR5SAASKQoHc3RhcnRlZBgDIAEoCzIWLmJhcmlzdGEudjEuSm9iU3RhcnRlZEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmJhcmlzdGEudjEuSm9iSGVhcnRiZWF0SAASKwoIZmluaXNoZWQYBSABKAsyFy5iYXJpc3RhLnYxLkpvYkZpbmlzaGVkSABCBQoDbXNnIsMCCg1MZWFkZXJNZXNzYWdlEiYKB3dlbGNvbWUYASABKAsyEy5iYXJpc3RhLnYxLldlbGNvbWVIABIoCghyZWRpcmVjdBgCIAEoCzIULmJhcmlzdGEudjEuUmVkaXJlY3RIABIkCgZhc3NpZ24YAyABKAsyEi5iYXJpc3RhLnYxLkFzc2lnbkgAEikKBmNhbmNlbBgEIAEoCzIXLmJhcmlzdGEudjEuQ2FuY2VsT3JkZXJIABIxCg1oZWFydGJlYXRfYWNrGAUgASgLMhguYmFyaXN0YS52MS5IZWFydGJlYXRBY2tIABIkCgZyZWplY3QYBiABKAsyEi5iYXJpc3RhLnYxLlJlamVjdEgAEi8KDGZpbmlzaGVkX2FjaxgHIAEoCzIXLmJhcmlzdGEudjEuRmluaXNoZWRBY2tIAEIFCgNtc2ciowEKBUhlbGxvEhEKCXdvcmtlcl9pZBgBIAEoCRIeCgRzaXplGAIgASgOMhAuYmFyaXN0YS52MS5TaXplEicKB3J1bm5pbmcYAyADKAsyFi5iYXJpc3RhLnYxLlJ1bm5pbmdKb2ISDwoHdmVyc2lvbhgEIAEoCRIMCgRwb29sGAUgASgJEhAKCGNvbW1hbmRzGAYgASgIEg0KBWtpbmRzGAcgAygJIkwKClJ1bm5pbmdKb2ISCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0SDgoGY3B1X21zGAMgASgDEhAKCGZpbmlzaGVkGAQgASgIIhcKBVJlYWR5Eg4KBmNyZWRpdBgBIAEoBCIqCgpKb2JTdGFydGVkEgsKA2pvYhgBIAEoBBIPCgdhdHRlbXB0GAIgASgNIkkKDEpvYkhlYXJ0YmVhdBILCgNqb2IYASABKAQSDwoHYXR0ZW1wdBgCIAEoDRIOCgZjcHVfbXMYAyABKAMSCwoDc2VxGAQgASgEIsgCCgtKb2JGaW5pc2hlZBILCgNqb2IYASABKAQSDwoHYXR0ZW1wdBgCIAEoDRIkCgdvdXRjb21lGAMgASgOMhMuYmFyaXN0YS52MS5PdXRjb21lEg4KBmNwdV9tcxgEIAEoAxIRCglleGl0X2NvZGUYBSABKAUSEwoLc3RkZXJyX3RhaWwYBiABKAkSEwoLc3Rkb3V0X3RhaWwYByABKAkSFAoMcmVhZHlfY3JlZGl0GAggASgEEhgKEHN0YXJ0X3VucmVwb3J0ZWQYCSABKAgSEQoJcGVybWFuZW50GAogASgIEikKCmNwdV9zb3VyY2UYCyABKA4yFS5iYXJpc3RhLnYxLkNwdVNvdXJjZRInCgdmYWlsdXJlGAwgASgOMhYuYmFyaXN0YS52MS5SdW5GYWlsdXJlEhEKCXNub296ZV9tcxgNIAEoAyLrAQoHV2VsY29tZRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYASABKAMSGgoSc2VsZl9raWxsX2FmdGVyX21zGAIgASgDEjAKD3BlbmRpbmdfY2FuY2VscxgDIAMoCzIXLmJhcmlzdGEudjEuQ2FuY2VsT3JkZXISEQoJbGVhZGVyX2lkGAQgASgJEhQKDGZpbmlzaF9yZWFkeRgFIAEoCBIYChBzdGFydGVkX2RlbGF5X21zGAYgASgDEhEKCWpvYl90eXBlcxgHIAEoCBIOCgZzbm9vemUYCCABKAgSDQoFa2luZHMYCSABKAgiMgoIUmVkaXJlY3QSEQoJbGVhZGVyX2lkGAEgASgJEhMKC2xlYWRlcl9hZGRyGAIgASgJIo4CCgZBc3NpZ24SCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0SEgoKdGltZW91dF9tcxgDIAEoAxIPCgdwYXlsb2FkGAQgASgMEg4KBnRlbmFudBgFIAEoCRIeCgRzaXplGAYgASgOMhAuYmFyaXN0YS52MS5TaXplEg4KBmNyZWRpdBgHIAEoBBITCgtlc3RfY29zdF9tcxgIIAEoAxIpCghmaW5pc2hlZBgJIAEoCzIXLmJhcmlzdGEudjEuRmluaXNoZWRBY2sSEAoIam9iX3R5cGUYCiABKAkSDAoEcG9vbBgLIAEoCRIhCgRmb3JtGAwgASgOMhMuYmFyaXN0YS52MS5Kb2JGb3JtIk0KC0NhbmNlbE9yZGVyEgsKA2pvYhgBIAEoBBIPCgdhdHRlbXB0GAIgASgNEg4KBnJlYXNvbhgDIAEoCRIQCghncmFjZV9tcxgEIAEoAyIbCgxIZWFydGJlYXRBY2sSCwoDc2VxGAEgASgEIjYKBlJlamVjdBILCgNqb2IYASABKAQSDwoHYXR0ZW1wdBgCIAEoDRIOCgZyZWFzb24YAyABKAkiKwoLRmluaXNoZWRBY2sSCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0iFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IoACCgpXb3JrZXJJbmZvEhEKCXdvcmtlcl9pZBgBIAEoCRIeCgRzaXplGAIgASgOMhAuYmFyaXN0YS52MS5TaXplEg0KBXN0YXRlGAMgASgJEgsKA2pvYhgEIAEoBBIPCgdhdHRlbXB0GAUgASgNEhkKEWxhc3RfaGVhcnRiZWF0X21zGAYgASgDEg8KB2RyYWluZWQYByABKAgSEQoJY29ubmVjdGVkGAggASgIEgwKBHBvb2wYCSABKAkSEAoIY29tbWFuZHMYCiABKAgSDQoFa2luZHMYCyADKAkSEQoJYWxsX2tpbmRzGAwgASgIEhEKCW5vdF9raW5kcxgNIAMoCSJRChNMaXN0V29ya2Vyc1Jlc3BvbnNlEicKB3dvcmtlcnMYASADKAsyFi5iYXJpc3RhLnYxLldvcmtlckluZm8SEQoJbGVhZGVyX2lkGAIgASgJIkIKDERyYWluUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdW5kcmFpbhgCIAEoCBIOCgZjcmVhdGUYAyABKAgiDwoNRHJhaW5SZXNwb25zZTLbAQoGV29ya2VyEkMKB0Nvbm5lY3QSGS5iYXJpc3RhLnYxLldvcmtlck1lc3NhZ2UaGS5iYXJpc3RhLnYxLkxlYWRlck1lc3NhZ2UoATABEk4KC0xpc3RXb3JrZXJzEh4uYmFyaXN0YS52MS5MaXN0V29ya2Vyc1JlcXVlc3QaHy5iYXJpc3RhLnYxLkxpc3RXb3JrZXJzUmVzcG9uc2USPAoFRHJhaW4SGC5iYXJpc3RhLnYxLkRyYWluUmVxdWVzdBoZLmJhcmlzdGEudjEuRHJhaW5SZXNwb25zZUInWiVnaXRodWIuY29tL2JhcmlzdGFocS9iYXJpc3RhL3Byb3RvO3BiYgZwcm90bzM", [file_types]);
 
 /**
  * @generated from message barista.v1.WorkerMessage
@@ -162,6 +162,21 @@ export type Hello = Message<"barista.v1.Hello"> & {
    * @generated from field: string pool = 5;
    */
   pool: string;
+
+  /**
+   * What the worker runs (SPEC §3 "Kinds"; a leader at feature level 8
+   * routes by it): commands says it runs command jobs, kinds names the
+   * function kinds it registered (at most 1,000, each a job type). A
+   * worker that says neither runs every job, as before.
+   *
+   * @generated from field: bool commands = 6;
+   */
+  commands: boolean;
+
+  /**
+   * @generated from field: repeated string kinds = 7;
+   */
+  kinds: string[];
 };
 
 /**
@@ -455,6 +470,16 @@ export type Welcome = Message<"barista.v1.Welcome"> & {
    * @generated from field: bool snooze = 8;
    */
   snooze: boolean;
+
+  /**
+   * kinds says this leader routes jobs by what the Hello said the worker
+   * runs (feature level 8): its Assigns carry the job's form, it takes a
+   * Finished of outcome UNKNOWN_KIND, and it counts the jobs this Hello
+   * did not list as not held (SPEC §5, reconcile on reconnect).
+   *
+   * @generated from field: bool kinds = 9;
+   */
+  kinds: boolean;
 };
 
 /**
@@ -555,6 +580,16 @@ export type Assign = Message<"barista.v1.Assign"> & {
    * @generated from field: string pool = 11;
    */
   pool: string;
+
+  /**
+   * form says which workers run the job (feature level 8): a worker given
+   * a command job it cannot run, or a function job of a kind it did not
+   * register, ends the run with outcome UNKNOWN_KIND. A job of form
+   * JOB_FORM_UNSPECIFIED runs on every worker, as before kinds.
+   *
+   * @generated from field: barista.v1.JobForm form = 12;
+   */
+  form: JobForm;
 };
 
 /**
@@ -744,6 +779,32 @@ export type WorkerInfo = Message<"barista.v1.WorkerInfo"> & {
    * @generated from field: string pool = 9;
    */
   pool: string;
+
+  /**
+   * What the worker runs (SPEC §3 "Kinds"), as its record in the state
+   * says: all_kinds with no not_kinds and commands is every job (a worker
+   * of a build before kinds); else command jobs if commands, and the
+   * function jobs of kinds (all_kinds: of every kind but not_kinds, the
+   * kinds it said it does not run in this session).
+   *
+   * @generated from field: bool commands = 10;
+   */
+  commands: boolean;
+
+  /**
+   * @generated from field: repeated string kinds = 11;
+   */
+  kinds: string[];
+
+  /**
+   * @generated from field: bool all_kinds = 12;
+   */
+  allKinds: boolean;
+
+  /**
+   * @generated from field: repeated string not_kinds = 13;
+   */
+  notKinds: string[];
 };
 
 /**
