@@ -62,11 +62,16 @@ func (s *Submission) validateDelays() error {
 	if s.RetryBackoffMs < 0 || s.RetryBackoffMs > MaxRetryBackoffMs || (s.RetryBackoffMs != 0 && !s.RetryBackoffSet) {
 		return invalidf("retry_backoff_ms", "%d is out of range (0 .. 24 h)", s.RetryBackoffMs)
 	}
+	if s.RetryBackoffMaxMs < 0 || s.RetryBackoffMaxMs > MaxRetryBackoffMs {
+		return invalidf("retry_backoff_max_ms", "%d is out of range (0 .. 24 h)", s.RetryBackoffMaxMs)
+	}
 	return nil
 }
 
 // timed reports whether a submission carries delay fields.
-func (s *Submission) timed() bool { return s.DelayMs != 0 || s.ExpireMs != 0 || s.RetryBackoffSet }
+func (s *Submission) timed() bool {
+	return s.DelayMs != 0 || s.ExpireMs != 0 || s.RetryBackoffSet || s.RetryBackoffMaxMs != 0
+}
 
 // validateBackoff checks the configuration's retry backoff.
 func (c *Config) validateBackoff() error {
@@ -86,7 +91,7 @@ func (c *Config) validateBackoff() error {
 // failure: retry_backoff (the job's own, else the configuration's) ×
 // 2^(failures−1), at most retry_backoff_max (or retry_backoff when the
 // maximum is below it); 0 = requeue at once.
-func (c *Config) Backoff(own int64, set bool, failures uint16) int64 {
+func (c *Config) Backoff(own int64, set bool, ownMax int64, failures uint16) int64 {
 	base := c.RetryBackoffMs
 	if set {
 		base = own
@@ -95,6 +100,9 @@ func (c *Config) Backoff(own int64, set bool, failures uint16) int64 {
 		return 0
 	}
 	limit := max(c.RetryBackoffMaxMs, base)
+	if ownMax != 0 {
+		limit = max(ownMax, base)
+	}
 	k := failures - 1
 	if k > 30 {
 		return limit // base × 2^31 ms is beyond any limit (at most 24 h)
@@ -114,10 +122,16 @@ func (c *Config) Backoff(own int64, set bool, failures uint16) int64 {
 // submitted_at (0 with no due) until a redrive or a retry's backoff
 // changes that, so most jobs carry three uvarints, and encode (and hash)
 // as before these two fields existed.
+//
+// backoffMax, when not 0, replaces the configuration's retry_backoff_max
+// for the job (a kind's retry policy, feature level 8): a sixth uvarint,
+// after base and delay, which the job's flags say follows
+// (jobBackoffMax).
 type jobTimes struct {
 	due, expire Time
 	backoff     int64
 	base, delay Time
+	backoffMax  int64
 }
 
 // derivedDelay is the delay a job's fields imply without the extra
@@ -135,8 +149,9 @@ func (t *jobTimes) extra(submitted Time) bool {
 	return t.base != 0 || t.delay != derivedDelay(t.due, submitted)
 }
 
-// timesWidth returns the width of the delay fields at the start of t.
-func timesWidth(t string) int {
+// timesWidth returns the width of the delay fields at the start of t
+// (withMax: a backoff max follows base and delay).
+func timesWidth(t string, withMax bool) int {
 	w, n := 0, 3
 	for i := 0; i < n; i++ {
 		x, k := uvarintPrefix(t[w:])
@@ -146,6 +161,9 @@ func timesWidth(t string) int {
 		w += k
 		if i == 2 && x&1 != 0 {
 			n = 5
+			if withMax {
+				n = 6
+			}
 		}
 	}
 	return w
@@ -156,7 +174,7 @@ func (j *Job) timesPrefix() string {
 	if !j.timed {
 		return ""
 	}
-	return j.text[:timesWidth(j.text)]
+	return j.text[:timesWidth(j.text, j.bits&jobBackoffMax != 0)]
 }
 
 // body returns the job's text after its delay fields.
@@ -164,7 +182,7 @@ func (j *Job) body() string {
 	if !j.timed {
 		return j.text
 	}
-	return j.text[timesWidth(j.text):]
+	return j.text[timesWidth(j.text, j.bits&jobBackoffMax != 0):]
 }
 
 func (j *Job) times() jobTimes {
@@ -182,8 +200,12 @@ func (j *Job) times() jobTimes {
 	}
 	rest := t[w1+w2+w3:]
 	base, w4 := uvarintPrefix(rest)
-	delay, _ := uvarintPrefix(rest[w4:])
+	delay, w5 := uvarintPrefix(rest[w4:])
 	jt.base, jt.delay = Time(base), Time(delay)
+	if j.bits&jobBackoffMax != 0 {
+		bmax, _ := uvarintPrefix(rest[w4+w5:])
+		jt.backoffMax = int64(bmax)
+	}
 	return jt
 }
 
@@ -194,10 +216,15 @@ func (j *Job) setTimes(t jobTimes) {
 	b = binary.AppendUvarint(b, uint64(t.due))
 	b = binary.AppendUvarint(b, uint64(t.expire))
 	bo := uint64(t.backoff+1) << 1
-	if t.extra(j.SubmittedAt) {
+	j.bits &^= jobBackoffMax
+	if t.extra(j.SubmittedAt) || t.backoffMax != 0 {
 		b = binary.AppendUvarint(b, bo|1)
 		b = binary.AppendUvarint(b, uint64(t.base))
 		b = binary.AppendUvarint(b, uint64(t.delay))
+		if t.backoffMax != 0 {
+			b = binary.AppendUvarint(b, uint64(t.backoffMax))
+			j.bits |= jobBackoffMax
+		}
 	} else {
 		b = binary.AppendUvarint(b, bo)
 	}
@@ -233,6 +260,10 @@ func (j *Job) RetryBackoff() (ms int64, set bool) {
 	return max(bo, 0), bo >= 0
 }
 
+// RetryBackoffMax returns the job's own retry backoff max (0: the
+// configuration's).
+func (j *Job) RetryBackoffMax() int64 { return j.times().backoffMax }
+
 // Timed reports whether the job carries delay fields (a delay, an
 // expiry, its own retry backoff, or a backoff it went through).
 func (j *Job) Timed() bool { return j.timed }
@@ -262,6 +293,7 @@ func (s *Scheduler) submitTimes(j *Job, now Time, sub *Submission) {
 	if sub.RetryBackoffSet {
 		t.backoff = sub.RetryBackoffMs
 	}
+	t.backoffMax = sub.RetryBackoffMaxMs
 	j.setTimes(t)
 	s.dl.timed++
 }
@@ -645,10 +677,16 @@ func encodeJobDelays(e *Encoder, j *Job) {
 		if extra {
 			flags |= 2
 		}
+		if t.backoffMax != 0 {
+			flags |= 4 // bit 2: its own backoff max follows (feature level 8)
+		}
 		e.Byte(flags)
 		if extra {
 			e.Varint(int64(t.base))
 			e.Varint(int64(t.delay))
+		}
+		if t.backoffMax != 0 {
+			e.Varint(t.backoffMax)
 		}
 	}
 }
@@ -664,7 +702,14 @@ func decodeJobDelays(d *Decoder, j *Job) {
 	if flags&2 != 0 {
 		t.base, t.delay = Time(d.Varint()), Time(d.Varint())
 	}
-	if flags > 3 || t.due < 0 || t.expire < 0 || t.backoff < -1 || t.backoff > MaxRetryBackoffMs || t.base < 0 || t.delay < 0 || t.delay > MaxDelayMs {
+	if flags&4 != 0 {
+		t.backoffMax = d.Varint()
+		if t.backoffMax <= 0 || t.backoffMax > MaxRetryBackoffMs {
+			d.Fail("job %d has its own backoff max out of range", j.ID)
+			return
+		}
+	}
+	if flags > 7 || t.due < 0 || t.expire < 0 || t.backoff < -1 || t.backoff > MaxRetryBackoffMs || t.base < 0 || t.delay < 0 || t.delay > MaxDelayMs {
 		d.Fail("job %d has delay fields out of range", j.ID)
 		return
 	}

@@ -263,20 +263,27 @@ func TestBackoffValues(t *testing.T) {
 	c := Config{RetryBackoffMs: 5000, RetryBackoffMaxMs: 600_000}
 	var got []int64
 	for f := uint16(0); f <= 9; f++ {
-		got = append(got, c.Backoff(0, false, f))
+		got = append(got, c.Backoff(0, false, 0, f))
 	}
 	want := []int64{0, 5000, 10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 600_000, 600_000}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if b := c.Backoff(700_000, true, 1); b != 700_000 {
+	if b := c.Backoff(700_000, true, 0, 1); b != 700_000 {
 		t.Fatalf("own backoff above the maximum: %d", b)
 	}
-	if b := c.Backoff(1000, true, 65535); b != 600_000 {
+	if b := c.Backoff(1000, true, 0, 65535); b != 600_000 {
 		t.Fatalf("many failures: %d", b)
 	}
-	if b := (&Config{}).Backoff(0, false, 3); b != 0 {
+	if b := (&Config{}).Backoff(0, false, 0, 3); b != 0 {
 		t.Fatalf("no backoff: %d", b)
+	}
+	// A job's own max (a kind's retry policy) replaces the cluster's.
+	if b := c.Backoff(0, false, 30_000, 5); b != 30_000 {
+		t.Fatalf("own max 30 s after 5 failures: %d", b)
+	}
+	if b := c.Backoff(0, false, 1_000_000, 9); b != 1_000_000 {
+		t.Fatalf("own max above the cluster's after 9 failures: %d", b)
 	}
 }
 

@@ -142,7 +142,7 @@ func (s *Scheduler) finishInput(now Time, id JobID, attempt uint32, worker strin
 		return nil, Input{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
 	own, set := j.RetryBackoff()
-	e := Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome, BackoffMs: s.cfg.Backoff(own, set, j.Failures+1),
+	e := Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome, BackoffMs: s.cfg.Backoff(own, set, j.RetryBackoffMax(), j.Failures+1),
 		Permanent: permanent && outcome == OutcomeFailed}
 	if outcome == OutcomeSnoozed {
 		if err := checkSnooze(snoozeMs); err != nil {

@@ -54,6 +54,9 @@ const (
 	jobDeadline   uint8 = 1 << 0
 	jobRouteShift       = 1
 	jobRouteMask  uint8 = 3 << jobRouteShift
+	// jobBackoffMax: the job's delay fields end with its own retry
+	// backoff max (delay.go).
+	jobBackoffMax uint8 = 1 << 3
 )
 
 // deadline reports whether the job has a deadline.

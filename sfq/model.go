@@ -459,6 +459,9 @@ type Submission struct {
 	// retry_backoff for this job (0: requeue at once).
 	RetryBackoffMs  int64
 	RetryBackoffSet bool
+	// RetryBackoffMaxMs, when not 0, replaces the configuration's
+	// retry_backoff_max for this job (a kind's retry policy).
+	RetryBackoffMaxMs int64
 	// Form says which workers run the job (SPEC §3 "Kinds"): a command
 	// job, a function job of its kind (Type), or (FormAny, the zero
 	// value) any worker, as a job of a build before kinds.

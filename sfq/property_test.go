@@ -216,6 +216,8 @@ func (w *world) step(t *rapid.T, step int) {
 			Type:      rapid.SampledFrom([]string{"", "a", "b"}).Draw(t, "type"),
 			Group:     rapid.SampledFrom(w.groups).Draw(t, "group"),
 			Form:      JobForm(rapid.IntRange(0, 2).Draw(t, "form")),
+			// A kind's retry policy may give the job its own backoff max.
+			RetryBackoffMaxMs: rapid.SampledFrom([]int64{0, 0, 0, 7_000}).Draw(t, "backoff_max"),
 		}
 		if sub.Form == FormFunction && sub.Type == "" {
 			sub.Type = "a" // a function job names its kind
