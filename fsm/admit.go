@@ -33,6 +33,10 @@ func SubmitFields(c *clusterpb.SubmitJob, cfg Config, level uint32) (sfq.Submiss
 	if err != nil {
 		return sfq.Submission{}, sfq.RefusalOf(err)
 	}
+	form, err := JobFormFromPB(c.Form)
+	if err != nil {
+		return sfq.Submission{}, sfq.RefusalOf(err)
+	}
 	limit := payloadLimitAt(cfg, level)
 	if uint64(len(c.Payload)) > uint64(limit) {
 		return sfq.Submission{}, payloadTooLarge(len(c.Payload), limit)
@@ -42,7 +46,7 @@ func SubmitFields(c *clusterpb.SubmitJob, cfg Config, level uint32) (sfq.Submiss
 		// The decoded command's own bytes, never written again: Submit
 		// copies them into the job and keeps nothing else of the string.
 		Payload: unsafe.String(unsafe.SliceData(c.Payload), len(c.Payload)), MaxAttempts: c.MaxAttempts, TimeoutMs: c.TimeoutMs,
-		Class: class, DeadlineMs: c.DeadlineMs, Group: c.Group, Pool: c.Pool,
+		Class: class, DeadlineMs: c.DeadlineMs, Group: c.Group, Pool: c.Pool, Form: form,
 	}
 	submitDelays(c, &sub)
 	if err := sub.Validate(); err != nil {
@@ -99,6 +103,7 @@ func (f *FSM) checkSubmit(c *clusterpb.SubmitJob, before *held) (v submitVerdict
 	}
 	v.sub = sub
 	ti, known := f.sched.TenantIndex(c.Tenant)
+	f.withPolicies(&v.sub, c, ti, known) // the retry policy of its kind
 	if known && c.IdempotencyKey != "" {
 		v.digest = submitDigest(c)
 		if job, r, ok := f.keyed(ti, c, v.digest); ok {

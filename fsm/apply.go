@@ -150,7 +150,7 @@ func (f *FSM) applyDispatch(c *clusterpb.Dispatch) Result {
 	if r := f.checkDispatchTo(w); r.Refused() {
 		return r
 	}
-	a, ok, err := f.sched.DispatchPool(f.clock, pid, size, w.ID)
+	a, ok, err := f.sched.DispatchFor(f.clock, pid, size, w.ID, w.Runs)
 	if err != nil {
 		return refuse(err)
 	}
@@ -184,11 +184,12 @@ type Assignment struct {
 	Type      string
 	TimeoutMs int64
 	EstCostMs int64
+	Form      sfq.JobForm
 }
 
 // assignmentOf is the Assignment of job j.
 func assignmentOf(j *sfq.Job) Assignment {
-	return Assignment{Payload: j.Payload(), Type: j.Type(), TimeoutMs: j.TimeoutMs, EstCostMs: j.EstCostMs}
+	return Assignment{Payload: j.Payload(), Type: j.Type(), TimeoutMs: j.TimeoutMs, EstCostMs: j.EstCostMs, Form: j.Form()}
 }
 
 // checkDispatchTo is the check of a Dispatch for worker w, once its record
@@ -308,11 +309,17 @@ func (f *FSM) applyFinished(c *clusterpb.Finished) Result {
 		reason = ReasonSnoozedTooOften
 	case outcome == sfq.OutcomeSnoozed:
 		reason = ReasonSnoozed
+	case outcome == sfq.OutcomeUnknownKind:
+		reason = ReasonUnknownKind
 	}
 	f.workerSeen(c.WorkerId, err)
 	f.emitChange(ch, reason)
 	if w := f.workers[c.WorkerId]; w != nil && w.Job == id && w.Attempt == c.Attempt && ch.Outcome == sfq.Changed {
 		w.Job, w.Attempt = 0, 0
+	}
+	if outcome == sfq.OutcomeUnknownKind && ch.Outcome == sfq.Changed {
+		j, _ := f.sched.Job(id)
+		f.unknownKind(c.WorkerId, &j)
 	}
 	f.fairFinished(ch, c.CpuMs)
 	return f.workerResult(ch, err)
@@ -427,6 +434,7 @@ func (f *FSM) applyTenantDelete(c *clusterpb.TenantDelete) Result {
 		f.setExported(i, false)
 		f.dropTenantWebhook(i)
 		f.dropKept(i)
+		f.dropPolicies(i)
 		f.observe(i)
 	}
 	return Result{}

@@ -63,8 +63,8 @@ func ClassToPB(c sfq.Class) pb.Class {
 // OutcomeFromPB converts a proto outcome (the same numbers as the core's,
 // TestEnumsMatch).
 func OutcomeFromPB(o pb.Outcome) (sfq.FinishOutcome, error) {
-	if o < pb.Outcome_OK || o > pb.Outcome_SNOOZED {
-		return 0, invalidf("outcome", "%v is not ok, failed, cancelled or snoozed", o)
+	if o < pb.Outcome_OK || o > pb.Outcome_UNKNOWN_KIND {
+		return 0, invalidf("outcome", "%v is not ok, failed, cancelled, snoozed or unknown_kind", o)
 	}
 	return sfq.FinishOutcome(o), nil
 }

@@ -51,7 +51,7 @@ func TestEnumsMatch(t *testing.T) {
 			t.Errorf("tier %d accepted", tier)
 		}
 	}
-	for _, o := range []pb.Outcome{pb.Outcome_OUTCOME_UNSPECIFIED, pb.Outcome_SNOOZED + 1} {
+	for _, o := range []pb.Outcome{pb.Outcome_OUTCOME_UNSPECIFIED, pb.Outcome_UNKNOWN_KIND + 1} {
 		if _, err := OutcomeFromPB(o); err == nil {
 			t.Errorf("outcome %d accepted", o)
 		}

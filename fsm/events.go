@@ -85,16 +85,25 @@ const (
 	// one snoozed max_snoozes times in a row.
 	ReasonSnoozed
 	ReasonSnoozedTooOften
+	// ReasonUnknownKind (feature level 8) marks the requeued event of a
+	// job whose worker does not run its kind, and ReasonReconnected the
+	// event of a job lost when its worker opened a session without it
+	// (SPEC §3 "Kinds", §5). Only a state of version 11 holds them.
+	ReasonUnknownKind
+	ReasonReconnected
 	numReasons
 )
 
 var reasonNames = [numReasons]string{"", "ack_timeout", "lease_expired", "run_failed", "requested", "timeout", "deadline_missed", "unrunnable", "oom_killed",
-	"snoozed", "snoozed_too_often"}
+	"snoozed", "snoozed_too_often", "unknown_kind", "reconnected"}
 
 // reasonsIn is how many reasons an event of FSM state version v may hold.
 func reasonsIn(v int) Reason {
-	if v < stateVersionLevel7 {
+	switch {
+	case v < stateVersionLevel7:
 		return ReasonOOMKilled
+	case v < stateVersionLevel8:
+		return ReasonUnknownKind
 	}
 	return numReasons
 }

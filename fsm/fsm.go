@@ -67,6 +67,9 @@ type FSM struct {
 	// epoch (0: never used).
 	webhooks []Webhook
 	whSerial uint64
+	// policies are the retry policies of kinds (kinds.go; feature level
+	// 8), sorted by tenant then kind; replaced, never written in place.
+	policies []KindPolicy
 	// fair is the fairness report's ledger (fairness.go): derived from
 	// the entries applied since the state was created or loaded, in no
 	// snapshot and no hash.
@@ -107,6 +110,10 @@ type Worker struct {
 	Attempt  uint32
 	Drained  bool
 	LastSeen sfq.Time
+	// Runs is what the worker runs (nil: every job), as its last Hello
+	// said, less what it said it does not run since (kinds.go; feature
+	// level 8). It is replaced, never written in place.
+	Runs *sfq.Runs
 }
 
 // New returns an empty state machine with the default configuration.
@@ -358,6 +365,10 @@ func (f *FSM) applyCommand(c *clusterpb.Command) Result {
 		return f.applyPoolDelete(cmd.PoolDelete)
 	case *clusterpb.Command_SubscriptionSet:
 		return f.applySubscriptionSet(cmd.SubscriptionSet)
+	case *clusterpb.Command_WorkerHello:
+		return f.applyWorkerHello(cmd.WorkerHello)
+	case *clusterpb.Command_KindPolicySet:
+		return f.applyKindPolicySet(cmd.KindPolicySet)
 	}
 	return refusef(Invalid, "", "empty or unknown command")
 }

@@ -116,6 +116,7 @@ func RequiredLevel(c *clusterpb.Command) (uint32, string) {
 		}
 		r.need(s.DeadlineMs != 0, Level2, "deadline")
 		r.need(s.Group != "", Level4, "group")
+		r.need(s.Form != pb.JobForm_JOB_FORM_UNSPECIFIED, Level8, "form")
 	case *clusterpb.Command_TenantUpsert:
 		u := cmd.TenantUpsert
 		c := u.GetCaps()
@@ -131,6 +132,7 @@ func RequiredLevel(c *clusterpb.Command) (uint32, string) {
 		r.need(u.MaxGroups != 0, Level4, "max_groups")
 	case *clusterpb.Command_Finished:
 		r.need(cmd.Finished.Outcome == pb.Outcome_SNOOZED, Level7, "outcome snoozed")
+		r.need(cmd.Finished.Outcome == pb.Outcome_UNKNOWN_KIND, Level8, "outcome unknown_kind")
 	case *clusterpb.Command_WebhookSet:
 		r.need(true, Level3, "webhook set")
 		for _, n := range cmd.WebhookSet.Kinds {
@@ -334,6 +336,13 @@ func (f *FSM) fitsLevel() error {
 	}
 	if f.level < Level8 && (f.cfg.EventRetentionPerTenant != 0 || f.cfg.MaxWorkerRecords != 0 || len(f.kept) > 0) {
 		return fmt.Errorf("%w: at feature level %d the state holds settings or kept events of level 8", sfq.ErrVerify, f.level)
+	}
+	runs := false
+	for _, w := range f.workers {
+		runs = runs || w.Runs != nil
+	}
+	if f.level < Level8 && (len(f.policies) > 0 || runs || f.sched.Peek().UsesForms()) {
+		return fmt.Errorf("%w: at feature level %d the state holds kinds (the forms of jobs, what workers run, or retry policies)", sfq.ErrVerify, f.level)
 	}
 	if f.level >= Level2 {
 		return nil

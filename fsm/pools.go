@@ -129,6 +129,10 @@ func poolLevel(c *clusterpb.Command, r *levelNeed) {
 		r.need(true, Level6, "PoolDelete")
 	case *clusterpb.Command_SubscriptionSet:
 		r.need(true, Level6, "SubscriptionSet")
+	case *clusterpb.Command_WorkerHello:
+		r.need(true, Level8, "WorkerHello")
+	case *clusterpb.Command_KindPolicySet:
+		r.need(true, Level8, "KindPolicySet")
 	}
 }
 

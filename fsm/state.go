@@ -102,6 +102,7 @@ type View struct {
 	tierCarry  [sfq.NumTiers]Counters
 	webhooks   []Webhook
 	whSerial   uint64
+	policies   []KindPolicy
 }
 
 // Freeze returns an immutable View of the current state. Writes after it
@@ -135,6 +136,7 @@ func (f *FSM) view() *View {
 		tierCarry:  f.tierCarry,
 		webhooks:   f.webhooks,
 		whSerial:   f.whSerial,
+		policies:   f.policies,
 	}
 	v.workers = make([]Worker, 0, len(f.workers))
 	for _, w := range f.workers {
@@ -210,6 +212,9 @@ func encodeWorkers(e *sfq.Encoder, workers []Worker, version int) {
 		e.Uvarint(uint64(w.Attempt))
 		e.Bool(w.Drained)
 		e.Varint(int64(w.LastSeen))
+		if version >= stateVersionLevel8 {
+			encodeRuns(e, w.Runs)
+		}
 	}
 }
 
@@ -265,8 +270,11 @@ func (v *View) Encode(e *sfq.Encoder) {
 	})
 	if version >= stateVersionLevel8 {
 		encodeKept(e, v.kept, version)
+		encodePolicies(e, v.policies)
 	}
 	switch {
+	case version >= stateVersionLevel8:
+		v.sched.EncodeVersion(e, 8) // the forms of jobs (kinds)
 	case version >= stateVersionLevel7:
 		v.sched.EncodeVersion(e, 7)
 	case version >= stateVersionPools:
@@ -316,6 +324,7 @@ func (f *FSM) Adopt(n *FSM) {
 	f.configured, f.level = n.configured, n.level
 	f.exported, f.tierCarry = n.exported, n.tierCarry
 	f.webhooks, f.whSerial = n.webhooks, n.whSerial
+	f.policies = n.policies
 	f.fairs, f.fairSince = n.fairs, n.fairSince
 	f.hashValid = false
 	f.replaced++
@@ -370,6 +379,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		}
 		w.Size, w.Credit = sfq.Size(d.Enum("worker size", sfq.NumSizes)), d.Uvarint()
 		w.Job, w.Attempt, w.Drained, w.LastSeen = sfq.JobID(d.Uvarint()), d.Uint32(), d.Bool(), sfq.Time(d.Varint())
+		if version >= stateVersionLevel8 {
+			w.Runs = decodeRuns(d)
+		}
 		f.workers[w.ID] = w
 	}
 	f.nextKey = d.Uvarint()
@@ -413,6 +425,7 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	}
 	if version >= stateVersionLevel8 && d.Err() == nil {
 		f.decodeKept(d, version)
+		f.decodePolicies(d)
 	}
 	if err := d.Err(); err != nil {
 		return nil, err
@@ -425,7 +438,7 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		return nil, err
 	}
 	f.sched = s
-	if s.Peek().UsesRunDetails() != (version >= stateVersionLevel7) {
+	if version < stateVersionLevel8 && s.Peek().UsesRunDetails() != (version >= stateVersionLevel7) {
 		return nil, fmt.Errorf("%w: a state of version %d holds a core state of another version", sfq.ErrCorrupt, version)
 	}
 	// The encoding says the level: version 1 is what a cluster at level

@@ -141,6 +141,11 @@ func (s *Scheduler) finishInput(now Time, id JobID, attempt uint32, worker strin
 	if j == nil {
 		return nil, Input{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
+	if outcome == OutcomeUnknownKind && j.Form() == FormAny {
+		// Every worker runs it: a worker that cannot reports its run
+		// failed, as before kinds.
+		return nil, Input{}, preconditionf("", "outcome", "job %d was submitted with no form: every worker runs it (a worker that cannot run it reports the run failed)", id)
+	}
 	own, set := j.RetryBackoff()
 	e := Input{Kind: InFinish, Attempt: attempt, Worker: worker, Now: now, Outcome: outcome, BackoffMs: s.cfg.Backoff(own, set, j.RetryBackoffMax(), j.Failures+1),
 		Permanent: permanent && outcome == OutcomeFailed}

@@ -319,6 +319,10 @@ func (s *Scheduler) headsFor(q *groupQueue, w *Runs) (fifo, dl headInfo) {
 	return fifo, dl
 }
 
+// UsesForms reports whether a job of the view has a form other than
+// FormAny (a state of feature level 8).
+func (v *View) UsesForms() bool { return v.usesForms() }
+
 // usesForms reports whether a job of the view has a form other than
 // FormAny: the state is then written as version 8.
 func (v *View) usesForms() bool {

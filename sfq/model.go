@@ -105,6 +105,15 @@ const MaxNameLen = text.MaxNameLen
 // of UTF-8 without spaces and without the characters text.Refused names.
 func ValidateName(field, s string) error { return text.ValidateName(field, s) }
 
+// ValidateJobType checks a job type (a kind): at most MaxNameLen bytes of
+// printable text.
+func ValidateJobType(field, s string) error {
+	if len(s) > MaxNameLen {
+		return invalidf(field, "%d bytes, at most %d", len(s), MaxNameLen)
+	}
+	return checkText(field, s, true)
+}
+
 // checkText refuses text that is not UTF-8, or holds a refused character,
 // or (unless spaces) a space (text.Check).
 func checkText(field, s string, spaces bool) error { return text.Check(field, s, spaces) }
@@ -487,10 +496,7 @@ func (s *Submission) Validate() error {
 	if len(s.Key) > MaxNameLen {
 		return invalidf("idempotency_key", "%d bytes, at most %d", len(s.Key), MaxNameLen)
 	}
-	if len(s.Type) > MaxNameLen {
-		return invalidf("job_type", "%d bytes, at most %d", len(s.Type), MaxNameLen)
-	}
-	if err := checkText("job_type", s.Type, true); err != nil {
+	if err := ValidateJobType("job_type", s.Type); err != nil {
 		return err
 	}
 	if s.Size >= NumSizes {
