@@ -17,10 +17,16 @@ import (
 // rules of its Apply that read only the command (names, enums, ranges)
 // and the configuration (a submit's payload limit), with Apply's
 // messages. nil when it passes, or when the command has no such rule.
+// It checks a command as the leader gets it: a tenant upsert that keeps
+// settings and a webhook set without a URL as sent, which below Level7
+// the leader resolves on its state (Resolve) before Admit and Apply read
+// them in their level's meaning.
 func CheckFields(c *clusterpb.Command, cfg Config, level uint32) *Refusal {
-	c = normalize(c, level)
-	if r := frozenRefusal(c, level); r != nil {
-		return r
+	if c.GetWebhookSet() == nil && c.GetTenantUpsert() == nil {
+		c = normalize(c, level)
+		if r := frozenRefusal(c, level); r != nil {
+			return r
+		}
 	}
 	var err error
 	switch cmd := c.GetCmd().(type) {
