@@ -99,7 +99,7 @@ func (b *base) edgeCheck(cmd *clusterpb.Command) error {
 // answered from the state, with the index of the state it read.
 func (b *base) commit(ctx context.Context, cmd *clusterpb.Command) (fsm.Result, error) {
 	if b.writes != nil {
-		key := IdentityFrom(ctx).key()
+		key := IdentityFrom(ctx).Key()
 		if n, wait := b.writes.take(key, b.writeRate, 1); n == 0 {
 			b.unproposed(cmd, "rate")
 			return fsm.Result{}, writeRateError(b.writeRate, wait)

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/inflight"
 	"github.com/baristahq/barista/internal/share"
@@ -208,13 +209,13 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 // share one token, and the gateway's one connection carries every
 // tenant's calls.
 func connCaller(ctx context.Context, gatewayKey string) connlimit.Caller {
-	id, ok := ctx.Value(identityKey{}).(Identity)
+	id, ok := ctx.Value(identityKey{}).(auth.Identity)
 	if !ok {
 		return connlimit.Caller{}
 	}
 	c := connlimit.Caller{Authenticated: true}
-	if id.Role == RoleClient && !fromGateway(ctx, gatewayKey) {
-		c.Identity = id.key()
+	if id.Role == auth.RoleClient && !fromGateway(ctx, gatewayKey) {
+		c.Identity = id.Key()
 	}
 	return c
 }

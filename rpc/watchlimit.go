@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/connlimit"
 	pb "github.com/baristahq/barista/proto"
 )
@@ -41,8 +42,8 @@ type watchLimits struct {
 
 	mu    sync.Mutex
 	live  int
-	byID  map[Identity]int // live and stuck
-	stuck []stuckStream    // oldest first
+	byID  map[auth.Identity]int // live and stuck
+	stuck []stuckStream         // oldest first
 
 	streams, stuckStreams prometheus.Gauge
 	refused               *prometheus.CounterVec
@@ -52,7 +53,7 @@ type watchLimits struct {
 // stuckStream is a watch ended for falling behind whose connection is
 // open.
 type stuckStream struct {
-	id   Identity
+	id   auth.Identity
 	conn connlimit.Conn
 }
 
@@ -60,7 +61,7 @@ type stuckStream struct {
 const gatewayHeader = "barista-gateway"
 
 func newWatchLimits(l Limits, conns *connlimit.Limiter, gatewayKey string, reg prometheus.Registerer) *watchLimits {
-	w := &watchLimits{total: l.WatchStreams, perIdentity: l.WatchStreamsPerIdentity, stall: l.WatchStall, conns: conns, gatewayKey: gatewayKey, byID: map[Identity]int{},
+	w := &watchLimits{total: l.WatchStreams, perIdentity: l.WatchStreamsPerIdentity, stall: l.WatchStall, conns: conns, gatewayKey: gatewayKey, byID: map[auth.Identity]int{},
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "barista_watch_streams",
 			Help: "Watch streams this node serves (with the stuck ones, at most limits.watch_streams)."}),
 		stuckStreams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "barista_watch_streams_stuck",
@@ -84,7 +85,7 @@ func newWatchLimits(l Limits, conns *connlimit.Limiter, gatewayKey string, reg p
 // RESOURCE_EXHAUSTED naming the limit. release counts it out; a stream
 // ended for falling behind (on conn, not nil) stays counted as stuck
 // until conn closes.
-func (w *watchLimits) acquire(id Identity) (release func(conn connlimit.Conn), err error) {
+func (w *watchLimits) acquire(id auth.Identity) (release func(conn connlimit.Conn), err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.purge()
@@ -125,7 +126,7 @@ func (w *watchLimits) acquire(id Identity) (release func(conn connlimit.Conn), e
 	}, nil
 }
 
-func (w *watchLimits) uncount(id Identity) {
+func (w *watchLimits) uncount(id auth.Identity) {
 	if w.byID[id]--; w.byID[id] <= 0 {
 		delete(w.byID, id)
 	}

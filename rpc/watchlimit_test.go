@@ -19,6 +19,7 @@ import (
 
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
@@ -29,8 +30,8 @@ import (
 // the admin, and limits.
 func watchNode(t *testing.T, limits Limits) *testNode {
 	t.Helper()
-	n := startTestNodeWith(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: gwAcme, Role: RoleClient, Tenant: "acme"},
-		{Secret: gwBeta, Role: RoleClient, Tenant: "beta"}}, nil, Options{Limits: limits})
+	n := startTestNodeWith(t, []auth.Token{{Secret: gwAdmin, Role: auth.RoleAdmin}, {Secret: gwAcme, Role: auth.RoleClient, Tenant: "acme"},
+		{Secret: gwBeta, Role: auth.RoleClient, Tenant: "beta"}}, nil, Options{Limits: limits})
 	for _, name := range []string{"acme", "beta"} {
 		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
 	}
@@ -216,7 +217,7 @@ func TestWatchResumesAfterFallingBehind(t *testing.T) {
 // served.
 func TestStuckWatchesFreedByClosingTheirConnection(t *testing.T) {
 	conns := connlimit.New(connlimit.Config{Max: 100, PerAddress: 100, Reserve: 1, FirstRequest: time.Minute, Registerer: prometheus.NewRegistry()})
-	n := startTestNodeWith(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: gwAcme, Role: RoleClient, Tenant: "acme"}}, nil,
+	n := startTestNodeWith(t, []auth.Token{{Secret: gwAdmin, Role: auth.RoleAdmin}, {Secret: gwAcme, Role: auth.RoleClient, Tenant: "acme"}}, nil,
 		Options{Conns: conns, Limits: Limits{WatchStreamsPerIdentity: 2, WatchStall: 300 * time.Millisecond}})
 	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
 	silent := narrowConn(t, n, gwAcme)
