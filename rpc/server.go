@@ -23,6 +23,7 @@ import (
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/inflight"
 	"github.com/baristahq/barista/internal/share"
+	"github.com/baristahq/barista/internal/statemetrics"
 	"github.com/baristahq/barista/internal/wire"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
@@ -137,7 +138,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		}
 		return workers.connectedNow(pool)
 	}
-	node.Metrics.Registry.MustRegister(&poolWorkersCollector{node: node, count: func(pool string) int { return b.poolWorkers(pool) }})
+	node.Metrics.Registry.MustRegister(statemetrics.NewPoolWorkers(node, func(pool string) int { return b.poolWorkers(pool) }))
 	sopts := []grpc.ServerOption{
 		// Explicit, and the same on every connection a node makes (see
 		// leaderConns.dial): max_payload_bytes is bounded by it. What it
