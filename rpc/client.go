@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/baristahq/barista/internal/ratelimit"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
@@ -16,8 +17,9 @@ type ClientService struct {
 	base
 	// workers holds the leader's worker sessions (ExplainJob's no_worker).
 	workers *WorkerService
-	// submits holds tenants to the submit rate (on the leader).
-	submits *submitLimiter
+	// submits holds tenants to the submit rate (on the leader, where
+	// every node's submits arrive).
+	submits *ratelimit.Limiter
 	// forwarder carries single submits to the leader in batches (on a
 	// follower).
 	forwarder *submitForwarder

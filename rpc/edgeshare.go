@@ -58,7 +58,7 @@ func chargeBulk(b *base, ctx context.Context, r fsm.Result) {
 		return
 	}
 	n := int((r.Bulk.Done + r.Bulk.Skipped) / bulkJobsPerWrite)
-	b.writes.charge(IdentityFrom(ctx).Key(), b.writeRate, n-1)
+	b.writes.Charge(IdentityFrom(ctx).Key(), b.writeRate, n-1)
 }
 
 // Defaults of the per-identity bounds of calls in progress and held

@@ -22,6 +22,7 @@ import (
 	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/inflight"
+	"github.com/baristahq/barista/internal/ratelimit"
 	"github.com/baristahq/barista/internal/share"
 	"github.com/baristahq/barista/internal/statemetrics"
 	"github.com/baristahq/barista/internal/wire"
@@ -122,7 +123,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	}
 	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node, metricsMaxTenants(opt.MetricsMaxTenants)),
 		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken(), webhooks: opt.Webhooks,
-		writes: newSubmitLimiter(time.Now, nil), writeRate: limits.WriteRate,
+		writes: ratelimit.New(time.Now, nil), writeRate: limits.WriteRate,
 		shares: &edgeShares{
 			calls: share.New("grpc_calls_in_progress", "Unary gRPC calls in progress (at most limits.calls_per_identity of one caller).",
 				limits.CallsPerIdentity, 0, node.Metrics.Registry),
@@ -177,7 +178,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	s.gatewayKey = gatewayKey
 	workers = newWorkerService(b)
 	workers.bindings = newBindingRecords(limits.WorkerRecordsPerBinding, node.FSM)
-	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
+	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: ratelimit.New(time.Now, b.metrics.submitsLimited),
 		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry)}, &AdminService{base: b, workers: workers}, workers
 	budget := &requestBudget{
 		callers:   inflight.New("grpc_request", limits.RequestBytesPerIdentity, limits.RequestBytes, node.Metrics.Registry),
