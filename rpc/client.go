@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/baristahq/barista/internal/ratelimit"
+	"github.com/baristahq/barista/internal/watchlimit"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
@@ -26,7 +27,7 @@ type ClientService struct {
 	// forwardSingly plays a build before batched forwarding (Options).
 	forwardSingly bool
 	// watches bounds the watch streams and ends those that fall behind.
-	watches *watchLimits
+	watches *watchlimit.Limiter
 }
 
 // ListJobs pages: at most MaxPage jobs (defaultPage unless asked), and

@@ -16,7 +16,7 @@ import (
 // identity (docs/security.md, "Shared at the edge"): request bytes being
 // read (requests.go), calls in progress and reads held until this node
 // has applied the caller's last write (here), watch streams
-// (watchlimit.go), write calls on the leader (the write rate), and the
+// (internal/watchlimit), write calls on the leader (the write rate), and the
 // connections (internal/connlimit). A caller at its own bound is refused
 // at once; it never makes another caller wait or fail.
 

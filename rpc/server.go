@@ -25,6 +25,7 @@ import (
 	"github.com/baristahq/barista/internal/ratelimit"
 	"github.com/baristahq/barista/internal/share"
 	"github.com/baristahq/barista/internal/statemetrics"
+	"github.com/baristahq/barista/internal/watchlimit"
 	"github.com/baristahq/barista/internal/wire"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
@@ -178,8 +179,10 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	s.gatewayKey = gatewayKey
 	workers = newWorkerService(b)
 	workers.bindings = newBindingRecords(limits.WorkerRecordsPerBinding, node.FSM)
+	watches := watchlimit.New(watchlimit.Config{Streams: limits.WatchStreams, PerIdentity: limits.WatchStreamsPerIdentity, Stall: limits.WatchStall,
+		Conns: opt.Conns, Gateway: func(ctx context.Context) bool { return fromGateway(ctx, gatewayKey) }}, node.Metrics.Registry)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: ratelimit.New(time.Now, b.metrics.submitsLimited),
-		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry)}, &AdminService{base: b, workers: workers}, workers
+		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: watches}, &AdminService{base: b, workers: workers}, workers
 	budget := &requestBudget{
 		callers:   inflight.New("grpc_request", limits.RequestBytesPerIdentity, limits.RequestBytes, node.Metrics.Registry),
 		anonymous: inflight.New("grpc_unauthenticated_request", unauthenticatedRequestBytes, unauthenticatedRequestBytes, node.Metrics.Registry),
@@ -221,6 +224,9 @@ func connCaller(ctx context.Context, gatewayKey string) connlimit.Caller {
 	}
 	return c
 }
+
+// gatewayHeader carries Server.gatewayKey on the gateway's calls.
+const gatewayHeader = "barista-gateway"
 
 // fromGateway reports whether a call carries the mark of this node's
 // own HTTP/JSON gateway (gatewayHeader with key).
