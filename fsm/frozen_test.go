@@ -127,3 +127,25 @@ func TestOldMeaningsReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeChecksWhatTheLeaderResolves: below Level7 a tenant upsert that
+// keeps settings and a webhook set without a URL are resolved by the
+// leader on its state (Resolve) before they are read in their level's
+// meaning; the edge's check (CheckFields) passes them as sent.
+func TestEdgeChecksWhatTheLeaderResolves(t *testing.T) {
+	keep := &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{
+		Name: "acme", GroupOrder: pb.GroupOrder_GROUP_FIFO, Keep: []string{"tier", "multiplier", "rate"}}}}
+	noURL := &clusterpb.Command{Cmd: &clusterpb.Command_WebhookSet{WebhookSet: &clusterpb.WebhookSet{Tenant: "acme"}}}
+	for level := Level3; level <= MaxFeatureLevel; level++ {
+		if r := CheckFields(keep, DefaultConfig(), level); r != nil {
+			t.Errorf("level %d: an upsert that keeps its tier: %v", level, r)
+		}
+		if r := CheckFields(noURL, DefaultConfig(), level); r != nil {
+			t.Errorf("level %d: a webhook set without a URL: %v", level, r)
+		}
+	}
+	f := newAt(Level3)
+	if r := f.Admit(f.Resolve(noURL)); !r.Refused() {
+		t.Error("level 3: a webhook set without a URL for a tenant with no endpoint is admitted")
+	}
+}

@@ -12,214 +12,31 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 
-	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/internal/auth"
 )
 
-// Role is what a bearer token may do.
-type Role uint8
-
-// The roles.
-const (
-	// RoleClient calls the client service for the one tenant its token is
-	// pinned to.
-	RoleClient Role = iota + 1
-	// RoleWorker runs jobs (the worker service).
-	RoleWorker
-	// RoleAdmin may do anything, for any tenant.
-	RoleAdmin
-	// RoleMetrics may only scrape /metrics (when it needs a token).
-	RoleMetrics
-)
-
-func (r Role) String() string {
-	switch r {
-	case RoleClient:
-		return "client"
-	case RoleWorker:
-		return "worker"
-	case RoleAdmin:
-		return "admin"
-	case RoleMetrics:
-		return "metrics"
-	}
-	return fmt.Sprintf("role(%d)", uint8(r))
-}
-
-// ParseRole reads a role name.
-func ParseRole(s string) (Role, error) {
-	for r := RoleClient; r <= RoleMetrics; r++ {
-		if r.String() == s {
-			return r, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown role %q (want client, worker, admin or metrics)", s)
-}
-
-// Token is one configured bearer token.
-type Token struct {
-	Secret string
-	Role   Role
-	Tenant string // client tokens only: the tenant the token is pinned to
-	// Worker (worker tokens only) binds the token to one worker ID, or
-	// with a trailing "*" to every ID of a prefix ("gpu-*"); empty: any
-	// worker ID.
-	Worker string
-}
-
-// MinSecretLen is the shortest accepted secret, in bytes.
-const MinSecretLen = 16
-
-// Validate checks a token's fields. A secret has at least MinSecretLen
-// bytes, each printable ASCII other than the space (it travels in an HTTP
-// header): no whitespace anywhere. Messages never show the secret.
-func (t Token) Validate() error {
-	switch {
-	case t.Role < RoleClient || t.Role > RoleMetrics:
-		return fmt.Errorf("token without a role")
-	case t.Role == RoleClient && t.Tenant == "":
-		return fmt.Errorf("a client token needs a tenant")
-	case t.Role != RoleClient && t.Tenant != "":
-		return fmt.Errorf("only client tokens are pinned to a tenant")
-	case t.Role != RoleWorker && t.Worker != "":
-		return fmt.Errorf("only worker tokens are bound to a worker_id")
-	}
-	for i := 0; i < len(t.Secret); i++ {
-		if c := t.Secret[i]; c <= ' ' || c > '~' {
-			return fmt.Errorf("%s token: byte %d of the secret is whitespace or not printable ASCII (want %d or more printable ASCII bytes, no whitespace)", t.Role, i, MinSecretLen)
-		}
-	}
-	if len(t.Secret) < MinSecretLen {
-		return fmt.Errorf("%s token: the secret has %d bytes (want %d or more printable ASCII bytes, no whitespace)", t.Role, len(t.Secret), MinSecretLen)
-	}
-	if t.Tenant != "" {
-		return sfq.ValidateName("tenant", t.Tenant)
-	}
-	if t.Worker != "" {
-		return ValidateWorkerBinding(t.Worker)
-	}
-	return nil
-}
-
-// ValidateWorkerBinding checks a worker token's binding: a worker ID, or
-// a prefix of worker IDs followed by one "*" ("gpu-*"). "*" may appear
-// only at the end, and a lone "*" is refused: a token for every worker
-// is one without a binding.
-func ValidateWorkerBinding(b string) error {
-	prefix, wild := strings.CutSuffix(b, "*")
-	switch {
-	case wild && prefix == "":
-		return fmt.Errorf("worker_id %q binds nothing: a worker token for every worker ID has no worker_id", b)
-	case strings.Contains(prefix, "*"):
-		return fmt.Errorf("worker_id %q: \"*\" may only end a prefix (\"gpu-*\")", b)
-	}
-	if err := sfq.ValidateName("worker_id", prefix); err != nil {
-		return err
-	}
-	return nil
-}
-
-// bindingCovers reports whether a worker binding ("" = any) covers the
-// worker ID id.
-func bindingCovers(binding, id string) bool {
-	if prefix, wild := strings.CutSuffix(binding, "*"); wild {
-		return strings.HasPrefix(id, prefix)
-	}
-	return binding == "" || binding == id
-}
-
-// ParseTokens reads tokens written as ROLE[:SCOPE]=SECRET, separated by
-// commas (the BARISTA_TOKENS environment variable). The scope of a client
-// token is its tenant; of a worker token, its worker ID binding (an ID,
-// or a prefix ending in "*"; none: any worker ID). E.g.
-// "admin=s3cr3t-admin-0001,client:acme=acme-s3cr3t-0001,worker:gpu-*=gpu-s3cr3t-0001".
-func ParseTokens(s string) ([]Token, error) {
-	var out []Token
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		who, secret, ok := strings.Cut(part, "=")
-		if !ok {
-			return nil, fmt.Errorf("token %q: want ROLE[:SCOPE]=SECRET", redact(part))
-		}
-		roleName, scope, _ := strings.Cut(who, ":")
-		role, err := ParseRole(roleName)
-		if err != nil {
-			return nil, err
-		}
-		t := Token{Secret: secret, Role: role, Tenant: scope}
-		if role == RoleWorker {
-			t.Tenant, t.Worker = "", scope
-		}
-		if err := t.Validate(); err != nil {
-			return nil, fmt.Errorf("token for %s: %w", who, err)
-		}
-		out = append(out, t)
-	}
-	return out, nil
-}
-
-func redact(s string) string {
-	if i := strings.IndexByte(s, '='); i >= 0 {
-		return s[:i] + "=…"
-	}
-	return "…"
-}
-
-// Identity is who a request comes from.
-type Identity struct {
-	Role   Role
-	Tenant string // pinned tenant of a client token
-	Worker string // worker ID binding of a worker token ("" = any ID)
-}
-
-// MayBeWorker reports whether the caller may open a worker session as
-// worker id: an admin, or a worker token whose binding covers id (an
-// unbound worker token covers every ID).
-func (i Identity) MayBeWorker(id string) bool {
-	switch i.Role {
-	case RoleAdmin:
-		return true
-	case RoleWorker:
-		return bindingCovers(i.Worker, id)
-	}
-	return false
-}
-
-// MayDrain reports whether the caller may drain (or undrain) worker id:
-// an admin, or the worker's own token, i.e. a worker token bound to a
-// binding that covers id. An unbound worker token is shared by every
-// worker, so it is no worker's own: it may drain none.
-func (i Identity) MayDrain(id string) bool {
-	switch i.Role {
-	case RoleAdmin:
-		return true
-	case RoleWorker:
-		return i.Worker != "" && bindingCovers(i.Worker, id)
-	}
-	return false
-}
-
+// A call's identity rides on its context (identityKey), set by the
+// interceptors below from its bearer token; what a token, a role and an
+// identity are is package internal/auth's.
 type identityKey struct{}
 
 // IdentityFrom returns the caller's identity set by the auth interceptor.
-func IdentityFrom(ctx context.Context) Identity {
-	id, _ := ctx.Value(identityKey{}).(Identity)
+func IdentityFrom(ctx context.Context) auth.Identity {
+	id, _ := ctx.Value(identityKey{}).(auth.Identity)
 	return id
 }
 
 // Auth checks bearer tokens and method permissions.
 type Auth struct {
-	tokens map[[32]byte]Identity
+	tokens map[[32]byte]auth.Identity
 	open   bool
 	admin  string // a configured admin secret, for this server's own calls
 }
 
 // NewAuth builds an authenticator. With no tokens the server is open only
 // if insecureDev is set; otherwise it is an error.
-func NewAuth(tokens []Token, insecureDev bool) (*Auth, error) {
-	a := &Auth{tokens: map[[32]byte]Identity{}, open: len(tokens) == 0 && insecureDev}
+func NewAuth(tokens []auth.Token, insecureDev bool) (*Auth, error) {
+	a := &Auth{tokens: map[[32]byte]auth.Identity{}, open: len(tokens) == 0 && insecureDev}
 	if len(tokens) == 0 && !insecureDev {
 		return nil, fmt.Errorf("no tokens configured: set [[auth.tokens]] in --config or BARISTA_TOKENS, or run an open development server with --insecure-dev")
 	}
@@ -234,8 +51,8 @@ func NewAuth(tokens []Token, insecureDev bool) (*Auth, error) {
 			}
 			return nil, fmt.Errorf("the same secret is configured for roles %s and %s", prev.Role, t.Role)
 		}
-		a.tokens[key] = Identity{Role: t.Role, Tenant: t.Tenant, Worker: t.Worker}
-		if t.Role == RoleAdmin && a.admin == "" {
+		a.tokens[key] = auth.Identity{Role: t.Role, Tenant: t.Tenant, Worker: t.Worker}
+		if t.Role == auth.RoleAdmin && a.admin == "" {
 			a.admin = t.Secret
 		}
 	}
@@ -243,9 +60,9 @@ func NewAuth(tokens []Token, insecureDev bool) (*Auth, error) {
 }
 
 // Identify returns the identity of a bearer secret.
-func (a *Auth) Identify(secret string) (Identity, bool) {
+func (a *Auth) Identify(secret string) (auth.Identity, bool) {
 	if secret == "" {
-		return Identity{}, false
+		return auth.Identity{}, false
 	}
 	id, ok := a.tokens[sha256.Sum256([]byte(secret))]
 	return id, ok
@@ -260,25 +77,25 @@ func (a *Auth) AdminToken() string { return a.admin }
 
 // methodRoles lists who may call each service or method; a method entry
 // overrides its service's. A method of no listed service is refused.
-var methodRoles = map[string][]Role{
-	"/barista.v1.Client/":     {RoleClient, RoleAdmin},
-	"/barista.v1.Admin/":      {RoleAdmin},
-	"/barista.v1.Worker/":     {RoleWorker, RoleAdmin},
-	"/barista.v1.Node/":       {RoleAdmin},
-	"/barista.v1.Node/Status": {RoleClient, RoleWorker, RoleAdmin},
+var methodRoles = map[string][]auth.Role{
+	"/barista.v1.Client/":     {auth.RoleClient, auth.RoleAdmin},
+	"/barista.v1.Admin/":      {auth.RoleAdmin},
+	"/barista.v1.Worker/":     {auth.RoleWorker, auth.RoleAdmin},
+	"/barista.v1.Node/":       {auth.RoleAdmin},
+	"/barista.v1.Node/Status": {auth.RoleClient, auth.RoleWorker, auth.RoleAdmin},
 	// A follower asks it before a read from its own state, with its
 	// caller's token.
-	"/barista.v1.Node/ReadIndex": {RoleClient, RoleWorker, RoleAdmin},
+	"/barista.v1.Node/ReadIndex": {auth.RoleClient, auth.RoleWorker, auth.RoleAdmin},
 	// Each forwarded submit is authorized again on its own (forwardsubmit.go).
-	"/barista.v1.Node/ForwardSubmits":  {RoleClient, RoleAdmin},
-	"/barista.v1.Node/ForwardCommands": {RoleClient, RoleAdmin},
+	"/barista.v1.Node/ForwardSubmits":  {auth.RoleClient, auth.RoleAdmin},
+	"/barista.v1.Node/ForwardCommands": {auth.RoleClient, auth.RoleAdmin},
 	"/grpc.health.v1.Health/":          nil, // no token needed
 	// The API's schema (with --grpc-reflection): any token.
-	"/grpc.reflection.v1.ServerReflection/":      {RoleClient, RoleWorker, RoleAdmin, RoleMetrics},
-	"/grpc.reflection.v1alpha.ServerReflection/": {RoleClient, RoleWorker, RoleAdmin, RoleMetrics},
+	"/grpc.reflection.v1.ServerReflection/":      {auth.RoleClient, auth.RoleWorker, auth.RoleAdmin, auth.RoleMetrics},
+	"/grpc.reflection.v1alpha.ServerReflection/": {auth.RoleClient, auth.RoleWorker, auth.RoleAdmin, auth.RoleMetrics},
 }
 
-func allowed(method string) ([]Role, bool) {
+func allowed(method string) ([]auth.Role, bool) {
 	if roles, ok := methodRoles[method]; ok {
 		return roles, true
 	}
@@ -292,7 +109,7 @@ func allowed(method string) ([]Role, bool) {
 // authorize identifies the caller and checks the method's roles (once:
 // a call the tap handle identified keeps its identity).
 func (a *Auth) authorize(ctx context.Context, method string) (context.Context, error) {
-	if _, ok := ctx.Value(identityKey{}).(Identity); ok {
+	if _, ok := ctx.Value(identityKey{}).(auth.Identity); ok {
 		return ctx, nil
 	}
 	id, err := a.identifyFor(method, metadata.ValueFromIncomingContext(ctx, "authorization"))
@@ -308,7 +125,7 @@ func (a *Auth) authorize(ctx context.Context, method string) (context.Context, e
 // identifyFor identifies the caller of method from its authorization
 // header values (the last "Bearer TOKEN" counts) and checks the method's
 // roles: nil (and no error) for a method open without a token.
-func (a *Auth) identifyFor(method string, authorization []string) (*Identity, error) {
+func (a *Auth) identifyFor(method string, authorization []string) (*auth.Identity, error) {
 	roles, known := allowed(method)
 	if !known {
 		return nil, status.Errorf(codes.PermissionDenied, "method %s is not open to any role", method)
@@ -317,7 +134,7 @@ func (a *Auth) identifyFor(method string, authorization []string) (*Identity, er
 		return nil, nil
 	}
 	if a.open {
-		return &Identity{Role: RoleAdmin}, nil
+		return &auth.Identity{Role: auth.RoleAdmin}, nil
 	}
 	id, err := a.Authenticate(authorization)
 	if err != nil {
@@ -335,7 +152,7 @@ func (a *Auth) identifyFor(method string, authorization []string) (*Identity, er
 // last "Bearer TOKEN" counts): the one check of a gRPC call's token and
 // of an HTTP/JSON call's, which is made before its body is read. Its
 // error is a gRPC status (UNAUTHENTICATED).
-func (a *Auth) Authenticate(authorization []string) (Identity, error) {
+func (a *Auth) Authenticate(authorization []string) (auth.Identity, error) {
 	var secret string
 	for _, v := range authorization {
 		if s, ok := strings.CutPrefix(v, "Bearer "); ok {
@@ -343,11 +160,11 @@ func (a *Auth) Authenticate(authorization []string) (Identity, error) {
 		}
 	}
 	if secret == "" {
-		return Identity{}, status.Error(codes.Unauthenticated, "missing bearer token (authorization: Bearer TOKEN)")
+		return auth.Identity{}, status.Error(codes.Unauthenticated, "missing bearer token (authorization: Bearer TOKEN)")
 	}
 	id, ok := a.Identify(secret)
 	if !ok {
-		return Identity{}, status.Error(codes.Unauthenticated, "unknown token")
+		return auth.Identity{}, status.Error(codes.Unauthenticated, "unknown token")
 	}
 	return id, nil
 }
@@ -399,7 +216,7 @@ func (s *identityStream) Context() context.Context { return s.ctx }
 // names. required makes an admin's tenant mandatory.
 func scopeTenant(ctx context.Context, named string, required bool) (string, error) {
 	id := IdentityFrom(ctx)
-	if id.Role == RoleClient {
+	if id.Role == auth.RoleClient {
 		if named != "" && named != id.Tenant {
 			return "", fieldErr(codes.PermissionDenied, "tenant", "this token is for tenant %q, not %q", id.Tenant, named)
 		}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/ratelimit"
 	"github.com/baristahq/barista/internal/text"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
@@ -50,7 +51,7 @@ type base struct {
 	poolWorkers func(pool string) int
 	// writes holds each identity's write calls to the write rate (on the
 	// leader), writeRate.
-	writes    *submitLimiter
+	writes    *ratelimit.Limiter
 	writeRate sfq.RateLimit
 	// shares bounds each identity's calls in progress and held reads
 	// (edgeshare.go; nil: no bound).
@@ -99,8 +100,8 @@ func (b *base) edgeCheck(cmd *clusterpb.Command) error {
 // answered from the state, with the index of the state it read.
 func (b *base) commit(ctx context.Context, cmd *clusterpb.Command) (fsm.Result, error) {
 	if b.writes != nil {
-		key := IdentityFrom(ctx).key()
-		if n, wait := b.writes.take(key, b.writeRate, 1); n == 0 {
+		key := IdentityFrom(ctx).Key()
+		if n, wait := b.writes.Take(key, b.writeRate, 1); n == 0 {
 			b.unproposed(cmd, "rate")
 			return fsm.Result{}, writeRateError(b.writeRate, wait)
 		}

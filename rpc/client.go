@@ -5,6 +5,8 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/baristahq/barista/internal/ratelimit"
+	"github.com/baristahq/barista/internal/watchlimit"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
@@ -16,15 +18,16 @@ type ClientService struct {
 	base
 	// workers holds the leader's worker sessions (ExplainJob's no_worker).
 	workers *WorkerService
-	// submits holds tenants to the submit rate (on the leader).
-	submits *submitLimiter
+	// submits holds tenants to the submit rate (on the leader, where
+	// every node's submits arrive).
+	submits *ratelimit.Limiter
 	// forwarder carries single submits to the leader in batches (on a
 	// follower).
 	forwarder *submitForwarder
 	// forwardSingly plays a build before batched forwarding (Options).
 	forwardSingly bool
 	// watches bounds the watch streams and ends those that fall behind.
-	watches *watchLimits
+	watches *watchlimit.Limiter
 }
 
 // ListJobs pages: at most MaxPage jobs (defaultPage unless asked), and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
@@ -63,8 +64,8 @@ func TestWatchHeaderGivesTheCursor(t *testing.T) {
 // refusals are typed, and a job's watch ends when a worker completes it.
 func TestClientPackageOnANode(t *testing.T) {
 	const acme = "acme-secret-000001"
-	n := startTestNode(t, []Token{{Secret: testAdmin, Role: RoleAdmin}, {Secret: testWorker, Role: RoleWorker},
-		{Secret: acme, Role: RoleClient, Tenant: "acme"}}, nil)
+	n := startTestNode(t, []auth.Token{{Secret: testAdmin, Role: auth.RoleAdmin}, {Secret: testWorker, Role: auth.RoleWorker},
+		{Secret: acme, Role: auth.RoleClient, Tenant: "acme"}}, nil)
 	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
 	c, err := client.New([]string{n.addr}, client.Options{Token: acme})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/client"
+	"github.com/baristahq/barista/internal/auth"
 	pb "github.com/baristahq/barista/proto"
 )
 
@@ -16,7 +17,7 @@ import (
 // subscription, upgraded by its tier alone (the quota is kept), read,
 // and deleted (the CLI used to be the only way).
 func TestClientTenantCalls(t *testing.T) {
-	n := startTestNode(t, []Token{{Secret: testAdmin, Role: RoleAdmin}}, nil)
+	n := startTestNode(t, []auth.Token{{Secret: testAdmin, Role: auth.RoleAdmin}}, nil)
 	c, err := client.New([]string{n.addr}, client.Options{Token: testAdmin})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/share"
 )
 
@@ -15,7 +16,7 @@ import (
 // identity (docs/security.md, "Shared at the edge"): request bytes being
 // read (requests.go), calls in progress and reads held until this node
 // has applied the caller's last write (here), watch streams
-// (watchlimit.go), write calls on the leader (the write rate), and the
+// (internal/watchlimit), write calls on the leader (the write rate), and the
 // connections (internal/connlimit). A caller at its own bound is refused
 // at once; it never makes another caller wait or fail.
 
@@ -26,25 +27,21 @@ import (
 // leader authorizes again on its own).
 const memberHeader = "x-barista-member"
 
-// Key returns the identity's key in the per-identity bounds: its role,
-// tenant and worker binding.
-func (id Identity) Key() string { return id.key() }
-
 // callerKey is the key a call is charged to in the per-identity bounds:
 // its caller's identity, or a member's own for a member's call (an
 // admin's call naming its member); ok is false for a call without a
 // token.
 func callerKey(ctx context.Context) (key string, ok bool) {
-	id, ok := ctx.Value(identityKey{}).(Identity)
+	id, ok := ctx.Value(identityKey{}).(auth.Identity)
 	if !ok {
 		return "", false
 	}
-	if id.Role == RoleAdmin {
+	if id.Role == auth.RoleAdmin {
 		if v := metadata.ValueFromIncomingContext(ctx, memberHeader); len(v) > 0 {
 			return "member:" + v[0], true
 		}
 	}
-	return id.key(), true
+	return id.Key(), true
 }
 
 // bulkJobsPerWrite is how many jobs a bulk command (a cancel, redrive or
@@ -61,7 +58,7 @@ func chargeBulk(b *base, ctx context.Context, r fsm.Result) {
 		return
 	}
 	n := int((r.Bulk.Done + r.Bulk.Skipped) / bulkJobsPerWrite)
-	b.writes.charge(IdentityFrom(ctx).key(), b.writeRate, n-1)
+	b.writes.Charge(IdentityFrom(ctx).Key(), b.writeRate, n-1)
 }
 
 // Defaults of the per-identity bounds of calls in progress and held

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
@@ -53,7 +54,7 @@ func (s *Server) Workers() *WorkerService { return s.workers }
 // process for a caller: ctx with the caller's identity, as the auth
 // interceptor would set it, and its bearer token ("" for none), which a
 // follower forwards to the leader with the call.
-func CallerContext(ctx context.Context, id Identity, token string) context.Context {
+func CallerContext(ctx context.Context, id auth.Identity, token string) context.Context {
 	md := metadata.MD{}
 	if token != "" {
 		md.Set("authorization", "Bearer "+token)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
@@ -73,7 +74,7 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 	if err != nil {
 		return nil, err
 	}
-	asTenant := IdentityFrom(ctx).Role == RoleClient
+	asTenant := IdentityFrom(ctx).Role == auth.RoleClient
 	cmd, err := setGroupRequestCommand(tenant, req, asTenant)
 	if err != nil {
 		return nil, err
@@ -261,7 +262,7 @@ func (s *ClientService) Pause(ctx context.Context, req *pb.PauseRequest) (*pb.Pa
 		return nil, err
 	}
 	command := &clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Tenant: tenant, Group: req.Group, Resume: req.Resume,
-		AsTenant: IdentityFrom(ctx).Role == RoleClient}}}
+		AsTenant: IdentityFrom(ctx).Role == auth.RoleClient}}}
 	fwd := &pb.PauseRequest{Tenant: tenant, Group: req.Group, Resume: req.Resume}
 	res, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseResponse, error) {
 		return pb.NewClientClient(cc).Pause(ctx, fwd)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/baristahq/barista/internal/statemetrics"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 )
@@ -76,7 +77,7 @@ func BenchmarkMetricsScrape10kTenants(b *testing.B) {
 	n := startTestNode(b, nil, nil)
 	n.addTenants(10_000)
 	all := prometheus.NewRegistry()
-	all.MustRegister(&stateCollector{node: n.node, maxTenants: 10_000})
+	all.MustRegister(statemetrics.New(n.node, 10_000))
 	for _, c := range []struct {
 		name string
 		h    http.Handler
@@ -221,7 +222,7 @@ func TestMetricsTenantBound(t *testing.T) {
 	check := func(max int, want string, ratios int) {
 		t.Helper()
 		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(&stateCollector{node: n.node, maxTenants: max})
+		reg.MustRegister(statemetrics.New(n.node, max))
 		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "barista_running_jobs", "barista_exported_tenants",
 			"barista_tier_tenants", "barista_tier_queued_jobs"); err != nil {
 			t.Errorf("max_tenants %d: %v", max, err)
@@ -291,8 +292,8 @@ func TestMetricsPools(t *testing.T) {
 		&clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Pool: "gpu"}}})
 	n.clockMoves()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(&stateCollector{node: n.node, maxTenants: 10},
-		&poolWorkersCollector{node: n.node, count: func(pool string) int { return map[string]int{"gpu": 3}[pool] }})
+	reg.MustRegister(statemetrics.New(n.node, 10),
+		statemetrics.NewPoolWorkers(n.node, func(pool string) int { return map[string]int{"gpu": 3}[pool] }))
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`# HELP barista_pool_paused 1 if dispatch in the pool is paused (barista pool pause), by pool.
 # TYPE barista_pool_paused gauge
 barista_pool_paused{pool="default"} 0

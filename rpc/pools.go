@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
@@ -55,7 +56,7 @@ func knownPool(sc *sfq.Scheduler, field, name string) error {
 // an admin's named one or, when it names none, the cluster's
 // default_tenant if one is set.
 func submitTenant(ctx context.Context, named string, pools fsm.PoolSettings) (string, error) {
-	if named == "" && pools.DefaultTenant != "" && IdentityFrom(ctx).Role != RoleClient {
+	if named == "" && pools.DefaultTenant != "" && IdentityFrom(ctx).Role != auth.RoleClient {
 		return pools.DefaultTenant, nil
 	}
 	return scopeTenant(ctx, named, true)

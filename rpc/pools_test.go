@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
@@ -40,7 +41,7 @@ type poolNode struct {
 func startPoolNode(t *testing.T, level uint32) *poolNode {
 	t.Helper()
 	node, srv, addr := serveNodeAt(t, level, func(*raftnode.Node) Options {
-		auth, err := NewAuth([]Token{{Secret: poolAdminSecret, Role: RoleAdmin}, {Secret: poolAcmeSecret, Role: RoleClient, Tenant: "acme"}}, false)
+		auth, err := NewAuth([]auth.Token{{Secret: poolAdminSecret, Role: auth.RoleAdmin}, {Secret: poolAcmeSecret, Role: auth.RoleClient, Tenant: "acme"}}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

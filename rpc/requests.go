@@ -53,9 +53,6 @@ type requestBudget struct {
 	shares *edgeShares
 }
 
-// identityKey is a caller's budget key.
-func (id Identity) key() string { return id.Role.String() + ":" + id.Tenant + ":" + id.Worker }
-
 // reserve reserves a request's bytes for the caller of ctx.
 func (b *requestBudget) reserve(ctx context.Context) (func(), error) {
 	key, ok := callerKey(ctx)

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
@@ -91,7 +92,7 @@ func TestNothingRefusedOrUnchangedIsLogged(t *testing.T) {
 // writes go on.
 func TestWriteRate(t *testing.T) {
 	opt := Options{Limits: Limits{WriteRate: sfq.RateLimit{N: 5, PeriodMs: 60_000, Burst: 5}}}
-	n := startTestNodeWith(t, []Token{{Secret: testAdmin, Role: RoleAdmin}, {Secret: "client-secret-acme-00", Role: RoleClient, Tenant: "acme"}}, nil, opt)
+	n := startTestNodeWith(t, []auth.Token{{Secret: testAdmin, Role: auth.RoleAdmin}, {Secret: "client-secret-acme-00", Role: auth.RoleClient, Tenant: "acme"}}, nil, opt)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin := pb.NewAdminClient(n.dial(testAdmin))
@@ -137,7 +138,7 @@ func TestWriteRate(t *testing.T) {
 // read, rather than being refused.
 func TestRequestBudgetBurst(t *testing.T) {
 	opt := Options{Limits: Limits{RequestBytesPerIdentity: fsm.MaxMessageBytes}}
-	n := startTestNodeWith(t, []Token{{Secret: testAdmin, Role: RoleAdmin}, {Secret: "client-secret-acme-00", Role: RoleClient, Tenant: "acme"}}, nil, opt)
+	n := startTestNodeWith(t, []auth.Token{{Secret: testAdmin, Role: auth.RoleAdmin}, {Secret: "client-secret-acme-00", Role: auth.RoleClient, Tenant: "acme"}}, nil, opt)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := pb.NewAdminClient(n.dial(testAdmin)).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {

@@ -19,9 +19,13 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/inflight"
+	"github.com/baristahq/barista/internal/ratelimit"
 	"github.com/baristahq/barista/internal/share"
+	"github.com/baristahq/barista/internal/statemetrics"
+	"github.com/baristahq/barista/internal/watchlimit"
 	"github.com/baristahq/barista/internal/wire"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
@@ -120,7 +124,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	}
 	b := base{node: node, leader: newLeaderConns(node, peerCreds), log: opt.Logger, metrics: newMetrics(node.Metrics.Registry, node, metricsMaxTenants(opt.MetricsMaxTenants)),
 		stopping: make(chan struct{}), selfToken: opt.Auth.AdminToken(), webhooks: opt.Webhooks,
-		writes: newSubmitLimiter(time.Now, nil), writeRate: limits.WriteRate,
+		writes: ratelimit.New(time.Now, nil), writeRate: limits.WriteRate,
 		shares: &edgeShares{
 			calls: share.New("grpc_calls_in_progress", "Unary gRPC calls in progress (at most limits.calls_per_identity of one caller).",
 				limits.CallsPerIdentity, 0, node.Metrics.Registry),
@@ -136,7 +140,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		}
 		return workers.connectedNow(pool)
 	}
-	node.Metrics.Registry.MustRegister(&poolWorkersCollector{node: node, count: func(pool string) int { return b.poolWorkers(pool) }})
+	node.Metrics.Registry.MustRegister(statemetrics.NewPoolWorkers(node, func(pool string) int { return b.poolWorkers(pool) }))
 	sopts := []grpc.ServerOption{
 		// Explicit, and the same on every connection a node makes (see
 		// leaderConns.dial): max_payload_bytes is bounded by it. What it
@@ -175,8 +179,10 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	s.gatewayKey = gatewayKey
 	workers = newWorkerService(b)
 	workers.bindings = newBindingRecords(limits.WorkerRecordsPerBinding, node.FSM)
-	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
-		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry)}, &AdminService{base: b, workers: workers}, workers
+	watches := watchlimit.New(watchlimit.Config{Streams: limits.WatchStreams, PerIdentity: limits.WatchStreamsPerIdentity, Stall: limits.WatchStall,
+		Conns: opt.Conns, Gateway: func(ctx context.Context) bool { return fromGateway(ctx, gatewayKey) }}, node.Metrics.Registry)
+	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: ratelimit.New(time.Now, b.metrics.submitsLimited),
+		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: watches}, &AdminService{base: b, workers: workers}, workers
 	budget := &requestBudget{
 		callers:   inflight.New("grpc_request", limits.RequestBytesPerIdentity, limits.RequestBytes, node.Metrics.Registry),
 		anonymous: inflight.New("grpc_unauthenticated_request", unauthenticatedRequestBytes, unauthenticatedRequestBytes, node.Metrics.Registry),
@@ -208,16 +214,19 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 // share one token, and the gateway's one connection carries every
 // tenant's calls.
 func connCaller(ctx context.Context, gatewayKey string) connlimit.Caller {
-	id, ok := ctx.Value(identityKey{}).(Identity)
+	id, ok := ctx.Value(identityKey{}).(auth.Identity)
 	if !ok {
 		return connlimit.Caller{}
 	}
 	c := connlimit.Caller{Authenticated: true}
-	if id.Role == RoleClient && !fromGateway(ctx, gatewayKey) {
-		c.Identity = id.key()
+	if id.Role == auth.RoleClient && !fromGateway(ctx, gatewayKey) {
+		c.Identity = id.Key()
 	}
 	return c
 }
+
+// gatewayHeader carries Server.gatewayKey on the gateway's calls.
+const gatewayHeader = "barista-gateway"
 
 // fromGateway reports whether a call carries the mark of this node's
 // own HTTP/JSON gateway (gatewayHeader with key).

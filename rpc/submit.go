@@ -323,7 +323,7 @@ func (s *ClientService) limitBatch(r sfq.RateLimit, cmds []*clusterpb.Command, e
 		}
 	}
 	for _, tenant := range order {
-		n, wait := s.submits.take(tenant, r, want[tenant])
+		n, wait := s.submits.Take(tenant, r, want[tenant])
 		if n == want[tenant] {
 			continue
 		}

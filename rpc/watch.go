@@ -10,6 +10,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/connlimit"
+	"github.com/baristahq/barista/internal/watchlimit"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
@@ -40,7 +41,7 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 	if err != nil {
 		return err
 	}
-	release, err := s.watches.acquire(IdentityFrom(ctx))
+	release, err := s.watches.Acquire(IdentityFrom(ctx))
 	if err != nil {
 		return err
 	}
@@ -91,11 +92,11 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 		wire.HeaderWatchNext, strconv.FormatUint(next, 10))); err != nil {
 		return err
 	}
-	out := startWatchSender(stream, cursor)
+	out := watchlimit.StartSender(stream, cursor)
 	defer func() {
-		out.abandon()
-		if out.behind {
-			stuck = s.watches.stuckConn(ctx)
+		out.Abandon()
+		if out.Behind() {
+			stuck = s.watches.StuckConn(ctx)
 		}
 	}()
 	for {
@@ -133,12 +134,12 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 			}
 		})
 		if len(batch) > 0 {
-			if err := s.watches.send(ctx, out, batch); err != nil {
+			if err := s.watches.Send(ctx, out, batch); err != nil {
 				return err
 			}
 		}
 		if ended {
-			return s.watches.finish(ctx, out)
+			return s.watches.Finish(ctx, out)
 		}
 		if last > cursor {
 			cursor = last
@@ -157,16 +158,16 @@ func (s *ClientService) WatchEvents(req *pb.WatchEventsRequest, stream grpc.Serv
 				}
 			})
 			if done {
-				return s.watches.finish(ctx, out)
+				return s.watches.Finish(ctx, out)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
 		case <-s.stopping:
-			return status.Errorf(codes.Unavailable, "this node is shutting down; resume the watch on another node from seq %d", out.next.Load())
-		case <-out.done:
-			return out.err
+			return status.Errorf(codes.Unavailable, "this node is shutting down; resume the watch on another node from seq %d", out.Next())
+		case <-out.Done():
+			return out.Err()
 		case <-changed:
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -19,18 +19,45 @@ import (
 
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 )
 
+// watchSeries reads the node's series name (with the label limit when
+// one is given) as /metrics shows it: the watch limits' instruments.
+func watchSeries(t testing.TB, n *testNode, name string, limit ...string) float64 {
+	t.Helper()
+	fams, err := n.node.Metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if len(limit) > 0 && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "limit" && l.GetValue() == limit[0] }) {
+				continue
+			}
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no series %s %v", name, limit)
+	return 0
+}
+
 // watchNode is a node with tenants acme and beta, tokens for them and
 // the admin, and limits.
 func watchNode(t *testing.T, limits Limits) *testNode {
 	t.Helper()
-	n := startTestNodeWith(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: gwAcme, Role: RoleClient, Tenant: "acme"},
-		{Secret: gwBeta, Role: RoleClient, Tenant: "beta"}}, nil, Options{Limits: limits})
+	n := startTestNodeWith(t, []auth.Token{{Secret: gwAdmin, Role: auth.RoleAdmin}, {Secret: gwAcme, Role: auth.RoleClient, Tenant: "acme"},
+		{Secret: gwBeta, Role: auth.RoleClient, Tenant: "beta"}}, nil, Options{Limits: limits})
 	for _, name := range []string{"acme", "beta"} {
 		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
 	}
@@ -104,12 +131,12 @@ func TestWatchStreamLimits(t *testing.T) {
 		t.Errorf("beta's watch with the node full: %v\nwant RESOURCE_EXHAUSTED: %s", err, want)
 	}
 	endAcme()
-	waitFor(t, 10*time.Second, "acme's watches to end", func() bool { return testutil.ToFloat64(n.srv.client.watches.streams) == 1 })
+	waitFor(t, 10*time.Second, "acme's watches to end", func() bool { return watchSeries(t, n, "barista_watch_streams") == 1 })
 	if _, err := openWatch(ctx, beta, &pb.WatchEventsRequest{}); err != nil {
 		t.Errorf("beta's watch once acme's ended: %v", err)
 	}
 	for limit, want := range map[string]float64{"identity": 1, "node": 1} {
-		if got := testutil.ToFloat64(n.srv.client.watches.refused.WithLabelValues(limit)); got != want {
+		if got := watchSeries(t, n, "barista_watch_streams_refused_total", limit); got != want {
 			t.Errorf("barista_watch_streams_refused_total{limit=%q} = %v, want %v", limit, got, want)
 		}
 	}
@@ -130,9 +157,8 @@ func TestWatchFallsBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	submitMany(n, "acme", 5000)
-	w := n.srv.client.watches
 	waitFor(t, 20*time.Second, "the watch to be ended", func() bool {
-		return testutil.ToFloat64(w.behind) == 1 && testutil.ToFloat64(w.streams) == 0
+		return watchSeries(t, n, "barista_watch_streams_behind_total") == 1 && watchSeries(t, n, "barista_watch_streams") == 0
 	})
 	var seqs []uint64
 	for {
@@ -192,7 +218,7 @@ func TestWatchResumesAfterFallingBehind(t *testing.T) {
 		})
 	}()
 	submitMany(n, "acme", count)
-	waitFor(t, 30*time.Second, "the watch to be ended", func() bool { return testutil.ToFloat64(n.srv.client.watches.behind) >= 1 })
+	waitFor(t, 30*time.Second, "the watch to be ended", func() bool { return watchSeries(t, n, "barista_watch_streams_behind_total") >= 1 })
 	close(release)
 	if err := <-done; err != errSeen {
 		t.Fatalf("Watch: %v", err)
@@ -216,7 +242,7 @@ func TestWatchResumesAfterFallingBehind(t *testing.T) {
 // served.
 func TestStuckWatchesFreedByClosingTheirConnection(t *testing.T) {
 	conns := connlimit.New(connlimit.Config{Max: 100, PerAddress: 100, Reserve: 1, FirstRequest: time.Minute, Registerer: prometheus.NewRegistry()})
-	n := startTestNodeWith(t, []Token{{Secret: gwAdmin, Role: RoleAdmin}, {Secret: gwAcme, Role: RoleClient, Tenant: "acme"}}, nil,
+	n := startTestNodeWith(t, []auth.Token{{Secret: gwAdmin, Role: auth.RoleAdmin}, {Secret: gwAcme, Role: auth.RoleClient, Tenant: "acme"}}, nil,
 		Options{Conns: conns, Limits: Limits{WatchStreamsPerIdentity: 2, WatchStall: 300 * time.Millisecond}})
 	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
 	silent := narrowConn(t, n, gwAcme)
@@ -231,14 +257,13 @@ func TestStuckWatchesFreedByClosingTheirConnection(t *testing.T) {
 		streams = append(streams, s)
 	}
 	submitMany(n, "acme", 5000)
-	w := n.srv.client.watches
 	waitFor(t, 20*time.Second, "both watches ended and stuck", func() bool {
-		return testutil.ToFloat64(w.behind) == 2 && testutil.ToFloat64(w.stuckStreams) == 2 && testutil.ToFloat64(w.streams) == 0
+		return watchSeries(t, n, "barista_watch_streams_behind_total") == 2 && watchSeries(t, n, "barista_watch_streams_stuck") == 2 && watchSeries(t, n, "barista_watch_streams") == 0
 	})
 	if _, err := openWatch(ctx, n.dial(gwAcme), &pb.WatchEventsRequest{}); err != nil {
 		t.Fatalf("a new watch of acme with its places held by stuck ones: %v", err)
 	}
-	if got := [3]float64{testutil.ToFloat64(w.closed), testutil.ToFloat64(w.stuckStreams), testutil.ToFloat64(w.streams)}; got != [3]float64{1, 0, 1} {
+	if got := [3]float64{watchSeries(t, n, "barista_watch_connections_closed_total"), watchSeries(t, n, "barista_watch_streams_stuck"), watchSeries(t, n, "barista_watch_streams")}; got != [3]float64{1, 0, 1} {
 		t.Errorf("connections closed, stuck, served: %v, want [1 0 1]", got)
 	}
 	for i, s := range streams {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/leader"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
@@ -305,7 +306,7 @@ func (s *WorkerService) Drain(ctx context.Context, req *pb.DrainRequest) (*pb.Dr
 	}); handled {
 		return resp, err
 	}
-	if req.Create && IdentityFrom(ctx).Role != RoleAdmin {
+	if req.Create && IdentityFrom(ctx).Role != auth.RoleAdmin {
 		// A worker token may drain its workers as they are; only an admin
 		// makes the record of a worker that never connected (each one
 		// stays in the state).

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/nodetest"
 	"github.com/baristahq/barista/internal/workercompat"
 	pb "github.com/baristahq/barista/proto"
@@ -54,14 +55,14 @@ type testNode struct {
 // startTestNode bootstraps a one-node cluster serving gRPC on a free
 // loopback port, with the given tokens (none: an open development
 // server) and its seed configuration adjusted by seed.
-func startTestNode(t testing.TB, tokens []Token, seed func(*fsm.Config)) *testNode {
+func startTestNode(t testing.TB, tokens []auth.Token, seed func(*fsm.Config)) *testNode {
 	t.Helper()
 	return startTestNodeWith(t, tokens, seed, Options{})
 }
 
 // startTestNodeWith is startTestNode with options (its Auth is set from
 // tokens).
-func startTestNodeWith(t testing.TB, tokens []Token, seed func(*fsm.Config), opt Options) *testNode {
+func startTestNodeWith(t testing.TB, tokens []auth.Token, seed func(*fsm.Config), opt Options) *testNode {
 	t.Helper()
 	cfg, lis := nodetest.Config(t)
 	cfg.Seed.HeartbeatIntervalMs, cfg.Seed.SelfKillAfterMs, cfg.Seed.Sched.LeaseTimeoutMs = 100, 2000, 4000
@@ -236,7 +237,7 @@ func hello(id string) *pb.Hello { return &pb.Hello{WorkerId: id, Size: pb.Size_M
 // session; a Finished naming the victim's job from another worker ID is
 // fenced off; the job completes with the victim's real CPU.
 func TestSecondSessionForLiveWorkerRefused(t *testing.T) {
-	n := startTestNode(t, []Token{{Secret: testAdmin, Role: RoleAdmin}, {Secret: testWorker, Role: RoleWorker}}, nil)
+	n := startTestNode(t, []auth.Token{{Secret: testAdmin, Role: auth.RoleAdmin}, {Secret: testWorker, Role: auth.RoleWorker}}, nil)
 	job := n.submit()
 	victim, _, err := n.connect(testWorker, hello("victim"))
 	if err != nil {
@@ -493,8 +494,8 @@ func TestRefusalWindow(t *testing.T) {
 // admin token for any.
 func TestWorkerTokenBinding(t *testing.T) {
 	const gpu, cpu7 = "worker-secret-gpu-prefix", "worker-secret-cpu-7-only"
-	n := startTestNode(t, []Token{{Secret: testAdmin, Role: RoleAdmin}, {Secret: testWorker, Role: RoleWorker},
-		{Secret: gpu, Role: RoleWorker, Worker: "gpu-*"}, {Secret: cpu7, Role: RoleWorker, Worker: "cpu-7"}}, nil)
+	n := startTestNode(t, []auth.Token{{Secret: testAdmin, Role: auth.RoleAdmin}, {Secret: testWorker, Role: auth.RoleWorker},
+		{Secret: gpu, Role: auth.RoleWorker, Worker: "gpu-*"}, {Secret: cpu7, Role: auth.RoleWorker, Worker: "cpu-7"}}, nil)
 	cases := []struct {
 		token, id string
 		want      string // "" = welcomed
@@ -582,9 +583,9 @@ func TestSilentSessionReplaced(t *testing.T) {
 // makes its record: a worker token cannot fill the state with records.
 func TestDrainNeedsOwnToken(t *testing.T) {
 	const gpu, cpu7, acme = "worker-secret-gpu-prefix", "worker-secret-cpu-7-only", "client-secret-acme-00"
-	n := startTestNode(t, []Token{{Secret: testAdmin, Role: RoleAdmin}, {Secret: testWorker, Role: RoleWorker},
-		{Secret: gpu, Role: RoleWorker, Worker: "gpu-*"}, {Secret: cpu7, Role: RoleWorker, Worker: "cpu-7"},
-		{Secret: acme, Role: RoleClient, Tenant: "acme"}}, nil)
+	n := startTestNode(t, []auth.Token{{Secret: testAdmin, Role: auth.RoleAdmin}, {Secret: testWorker, Role: auth.RoleWorker},
+		{Secret: gpu, Role: auth.RoleWorker, Worker: "gpu-*"}, {Secret: cpu7, Role: auth.RoleWorker, Worker: "cpu-7"},
+		{Secret: acme, Role: auth.RoleClient, Tenant: "acme"}}, nil)
 	cases := []struct {
 		token, id string
 		want      string // "" = drained
@@ -761,7 +762,7 @@ func TestFinishedWithoutStdoutTail(t *testing.T) {
 func TestAgentIdentity(t *testing.T) {
 	const gpu = "worker-secret-gpu-prefix"
 	// A holder heartbeating every 50 ms stays live: silence is 1 s.
-	n := startTestNode(t, []Token{{Secret: testAdmin, Role: RoleAdmin}, {Secret: gpu, Role: RoleWorker, Worker: "gpu-*"}},
+	n := startTestNode(t, []auth.Token{{Secret: testAdmin, Role: auth.RoleAdmin}, {Secret: gpu, Role: auth.RoleWorker, Worker: "gpu-*"}},
 		func(c *fsm.Config) { c.HeartbeatIntervalMs = 500 })
 	select {
 	case err := <-n.startAgent("cpu-1", gpu, worker.FakeRunner{}, nil):

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 )
 
 // Worker records per binding. A worker token bound to a prefix of IDs
@@ -49,9 +50,9 @@ func newBindingRecords(limit int, f *fsm.FSM) *bindingRecords {
 
 // admit refuses a new record of worker id for a caller whose binding
 // holds its bound of records; made says one was made (or will be).
-func (b *bindingRecords) admit(caller Identity, id string) (made func(), err error) {
+func (b *bindingRecords) admit(caller auth.Identity, id string) (made func(), err error) {
 	prefix, wild := strings.CutSuffix(caller.Worker, "*")
-	if b == nil || caller.Role != RoleWorker || !wild {
+	if b == nil || caller.Role != auth.RoleWorker || !wild {
 		return func() {}, nil
 	}
 	if _, known := b.f.Worker(id); known {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
@@ -179,13 +180,13 @@ func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string
 	leader, _ := s.node.Leader()
 	f := frame{Title: title, Nav: nav, Node: s.node.ID(), NodeState: rpc.StateName(s.node.Raft().State()), Leader: leader,
 		Applied: s.node.Raft().AppliedIndex(), Now: time.Now().UTC().Format("15:04:05 UTC"),
-		Admin: c.id.Role == rpc.RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != ""}
+		Admin: c.id.Role == auth.RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != ""}
 	if wall, cluster := s.node.FSM.WallClock(); wall != 0 && wall-cluster >= 1000 {
 		f.Lag = (time.Duration(wall-cluster) * time.Millisecond).Round(100 * time.Millisecond).String()
 	}
 	if !s.auth.Open() {
 		f.Who = c.id.Role.String()
-		if c.id.Role == rpc.RoleClient {
+		if c.id.Role == auth.RoleClient {
 			f.Who += " of tenant " + c.id.Tenant
 		}
 	}
@@ -295,7 +296,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	samples := s.history.since(now, historySpan)
 	var names []string
 	own := ""
-	if id.Role == rpc.RoleClient {
+	if id.Role == auth.RoleClient {
 		own = id.Tenant
 		names = []string{id.Tenant}
 	} else {
@@ -317,7 +318,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Classes = append(p.Classes, row)
 	}
-	if id.Role == rpc.RoleAdmin {
+	if id.Role == auth.RoleAdmin {
 		p.Members = s.members(r)
 	}
 	s.render(w, "overview", 0, p)
@@ -339,8 +340,8 @@ func (s *Server) members(r *http.Request) []consoleMember {
 }
 
 // mayOpenTenant says whether the caller may see a tenant's pages.
-func mayOpenTenant(id rpc.Identity, tenant string) bool {
-	return id.Role == rpc.RoleAdmin || (id.Role == rpc.RoleClient && id.Tenant == tenant)
+func mayOpenTenant(id auth.Identity, tenant string) bool {
+	return id.Role == auth.RoleAdmin || (id.Role == auth.RoleClient && id.Tenant == tenant)
 }
 
 // tenantPage shows one tenant: its usage, configuration, jobs by state,
@@ -538,7 +539,7 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	if id.Role == rpc.RoleClient {
+	if id.Role == auth.RoleClient {
 		if q.Tenant != "" && q.Tenant != id.Tenant {
 			s.fail(w, r, http.StatusForbidden, "a client token of tenant "+id.Tenant+" may not search another tenant's jobs")
 			return
@@ -676,7 +677,7 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	j, err := s.client.GetJob(ctx, &pb.GetJobRequest{JobId: jobID})
 	if err != nil {
-		if status.Code(err) == codes.NotFound && id.Role == rpc.RoleClient {
+		if status.Code(err) == codes.NotFound && id.Role == auth.RoleClient {
 			s.notYours(w, r, jobID)
 			return
 		}
@@ -736,7 +737,7 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, what string, 
 	ctx, cancel := callCtx(r)
 	defer cancel()
 	if err := act(ctx, jobID); err != nil {
-		if status.Code(err) == codes.NotFound && c.id.Role == rpc.RoleClient {
+		if status.Code(err) == codes.NotFound && c.id.Role == auth.RoleClient {
 			s.notYours(w, r, jobID)
 			return
 		}
@@ -827,7 +828,7 @@ const workersPerPage = 200
 // workersPage lists the workers (an admin's page: they run every
 // tenant's jobs).
 func (s *Server) workersPage(w http.ResponseWriter, r *http.Request) {
-	if requestIdentity(r).Role != rpc.RoleAdmin {
+	if requestIdentity(r).Role != auth.RoleAdmin {
 		s.fail(w, r, http.StatusForbidden, "the workers page needs an admin token")
 		return
 	}
@@ -853,7 +854,7 @@ func (s *Server) drainAction(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, herr.status, herr.msg)
 		return
 	}
-	if c.id.Role != rpc.RoleAdmin {
+	if c.id.Role != auth.RoleAdmin {
 		s.fail(w, r, http.StatusForbidden, "draining a worker needs an admin token")
 		return
 	}

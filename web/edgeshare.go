@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/share"
 	"github.com/baristahq/barista/internal/wire"
-	"github.com/baristahq/barista/rpc"
 )
 
 // The HTTP/JSON API's capacity is shared per identity (docs/security.md,
@@ -94,13 +94,13 @@ func (s *Server) refuseShare(w http.ResponseWriter, r *http.Request, which share
 // tenant (limits.connections_per_identity). A tenant that holds its
 // bound of connections already is answered 429, and the connection
 // closed. It reports whether the request may go on.
-func (s *Server) connAuthenticated(w http.ResponseWriter, r *http.Request, id rpc.Identity) bool {
+func (s *Server) connAuthenticated(w http.ResponseWriter, r *http.Request, id auth.Identity) bool {
 	conns := s.srv.Conns()
 	if conns == nil {
 		return true
 	}
 	key := ""
-	if id.Role == rpc.RoleClient {
+	if id.Role == auth.RoleClient {
 		key = id.Key()
 	}
 	if conns.Authenticated(r.Context(), key) {

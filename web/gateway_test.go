@@ -17,18 +17,18 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
-	"github.com/baristahq/barista/rpc"
 )
 
 // gatewayNode is a one-node cluster with tokens, tenants acme and beta,
 // and its HTTP handler on a test server.
 func gatewayNode(t *testing.T) (*testNode, *httptest.Server) {
 	t.Helper()
-	n := startTestNode(t, []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}, {Secret: gwAcme, Role: rpc.RoleClient, Tenant: "acme"},
-		{Secret: gwBeta, Role: rpc.RoleClient, Tenant: "beta"}}, nil)
+	n := startTestNode(t, []auth.Token{{Secret: gwAdmin, Role: auth.RoleAdmin}, {Secret: gwAcme, Role: auth.RoleClient, Tenant: "acme"},
+		{Secret: gwBeta, Role: auth.RoleClient, Tenant: "beta"}}, nil)
 	for _, name := range []string{"acme", "beta"} {
 		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
 	}

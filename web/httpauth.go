@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"google.golang.org/grpc/status"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,8 +15,10 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/status"
+
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/wire"
-	"github.com/baristahq/barista/rpc"
 )
 
 // Who may use each part of the HTTP listener once tokens are configured:
@@ -26,9 +27,9 @@ import (
 // (then admin or metrics tokens); /healthz and /readyz are always open;
 // /debug/pprof/ needs an admin token.
 var (
-	pageRoles    = []rpc.Role{rpc.RoleAdmin, rpc.RoleClient}
-	metricsRoles = []rpc.Role{rpc.RoleAdmin, rpc.RoleMetrics}
-	adminRoles   = []rpc.Role{rpc.RoleAdmin}
+	pageRoles    = []auth.Role{auth.RoleAdmin, auth.RoleClient}
+	metricsRoles = []auth.Role{auth.RoleAdmin, auth.RoleMetrics}
+	adminRoles   = []auth.Role{auth.RoleAdmin}
 )
 
 // sessionCookie names the web console's session cookie. Its value is a
@@ -40,7 +41,7 @@ const (
 )
 
 type httpSession struct {
-	id rpc.Identity
+	id auth.Identity
 	// token is the secret the session signed in with: the console's
 	// reads and actions go to the leader with it, as an API call would.
 	// It never leaves this process.
@@ -56,16 +57,16 @@ type httpSession struct {
 type sessions struct {
 	mu   sync.Mutex
 	m    map[[32]byte]httpSession
-	byID map[rpc.Identity][][32]byte // each identity's sessions, oldest first
+	byID map[auth.Identity][][32]byte // each identity's sessions, oldest first
 
 	max, perIdentity int
 	metrics          *limitMetrics
 }
 
 // adminIdentity is every admin token's identity.
-var adminIdentity = rpc.Identity{Role: rpc.RoleAdmin}
+var adminIdentity = auth.Identity{Role: auth.RoleAdmin}
 
-func (s *sessions) create(id rpc.Identity, token string, now time.Time) (string, error) {
+func (s *sessions) create(id auth.Identity, token string, now time.Time) (string, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", err
@@ -74,7 +75,7 @@ func (s *sessions) create(id rpc.Identity, token string, now time.Time) (string,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
-		s.m, s.byID = map[[32]byte]httpSession{}, map[rpc.Identity][][32]byte{}
+		s.m, s.byID = map[[32]byte]httpSession{}, map[auth.Identity][][32]byte{}
 	}
 	for len(s.byID[id]) >= s.perIdentity {
 		s.remove(s.byID[id][0])
@@ -206,7 +207,7 @@ func writeHTTPError(w http.ResponseWriter, e *httpErr) {
 // or in open mode the browser's own CSRF cookie ("" for a bearer header:
 // no console action then).
 type caller struct {
-	id      rpc.Identity
+	id      auth.Identity
 	token   string
 	session string
 }
@@ -216,7 +217,7 @@ type caller struct {
 func (s *Server) httpIdentity(r *http.Request, cookies bool) (caller, *httpErr) {
 	a := s.auth
 	if a.Open() {
-		c := caller{id: rpc.Identity{Role: rpc.RoleAdmin}}
+		c := caller{id: auth.Identity{Role: auth.RoleAdmin}}
 		if ck, err := r.Cookie(openCSRFCookie); err == nil && cookies && validCookieValue(ck.Value) {
 			c.session = "open:" + ck.Value
 		}
@@ -247,7 +248,7 @@ type httpCallerKey struct{}
 
 // guard serves h only to the given roles. With cookies, a browser without
 // a session is sent to the login page instead of a 401.
-func (s *Server) guard(roles []rpc.Role, cookies bool, h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) guard(roles []auth.Role, cookies bool, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, herr := s.httpIdentity(r, cookies)
 		if herr != nil {
@@ -271,7 +272,7 @@ func requestCaller(r *http.Request) caller {
 	return c
 }
 
-func requestIdentity(r *http.Request) rpc.Identity { return requestCaller(r).id }
+func requestIdentity(r *http.Request) auth.Identity { return requestCaller(r).id }
 
 // openCSRFCookie holds, without tokens (--insecure-dev), a random value
 // per browser that its CSRF token is bound to: even an open development
@@ -396,7 +397,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 4096)
 		token := strings.TrimSpace(r.PostFormValue("token"))
 		id, ok := s.auth.Identify(token)
-		if !ok || (id.Role != rpc.RoleAdmin && id.Role != rpc.RoleClient) {
+		if !ok || (id.Role != auth.RoleAdmin && id.Role != auth.RoleClient) {
 			pageHeaders(w)
 			w.WriteHeader(http.StatusUnauthorized)
 			consoleTmpl.ExecuteTemplate(w, "login", loginPage{Node: s.node.ID(), Failed: true})

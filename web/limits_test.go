@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/internal/auth"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/rpc"
@@ -22,7 +23,7 @@ import (
 // of its HTTP side.
 func limitedGateway(t *testing.T, limits rpc.Limits, webLimits Limits) (*testNode, *httptest.Server) {
 	t.Helper()
-	n := startNode(t, nodeOptions{tokens: []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}, {Secret: gwAcme, Role: rpc.RoleClient, Tenant: "acme"}},
+	n := startNode(t, nodeOptions{tokens: []auth.Token{{Secret: gwAdmin, Role: auth.RoleAdmin}, {Secret: gwAcme, Role: auth.RoleClient, Tenant: "acme"}},
 		rpc: rpc.Options{Limits: limits}, web: Options{Limits: webLimits}})
 	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
 	return n, n.serve()
@@ -236,9 +237,9 @@ func TestSessionsPerIdentity(t *testing.T) {
 // a third tenant's login is refused 503 naming the limit, while the
 // admin still signs in; a signed-out session frees its place.
 func TestSessionsNodeBound(t *testing.T) {
-	tokens := []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}}
+	tokens := []auth.Token{{Secret: gwAdmin, Role: auth.RoleAdmin}}
 	for _, name := range []string{"t1", "t2", "t3"} {
-		tokens = append(tokens, rpc.Token{Secret: name + "-secret-000000000", Role: rpc.RoleClient, Tenant: name})
+		tokens = append(tokens, auth.Token{Secret: name + "-secret-000000000", Role: auth.RoleClient, Tenant: name})
 	}
 	n := startNode(t, nodeOptions{tokens: tokens, web: Options{Limits: Limits{Sessions: 6, SessionsPerIdentity: 2}}})
 	h := n.web

@@ -9,9 +9,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/baristahq/barista/internal/auth"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
-	"github.com/baristahq/barista/rpc"
 )
 
 // TestConsoleLinksEscapeNames: a tenant named "team/a?b#c%d" and a
@@ -21,7 +21,7 @@ import (
 func TestConsoleLinksEscapeNames(t *testing.T) {
 	const tenant, worker = "team/a?b#c%d", "rack/1"
 	tok := "team-secret-000000"
-	n := startTestNode(t, []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}, {Secret: tok, Role: rpc.RoleClient, Tenant: tenant}}, nil)
+	n := startTestNode(t, []auth.Token{{Secret: gwAdmin, Role: auth.RoleAdmin}, {Secret: tok, Role: auth.RoleClient, Tenant: tenant}}, nil)
 	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: tenant, Tier: pb.Tier_GOLD}}})
 	res := n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size_SM, EstCostMs: 100}}})
 	if _, err := pb.NewWorkerClient(n.dial(gwAdmin)).Drain(context.Background(), &pb.DrainRequest{WorkerId: worker, Create: true}); err != nil {

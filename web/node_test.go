@@ -13,6 +13,7 @@ import (
 
 	"github.com/baristahq/barista/client"
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/nodetest"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
@@ -46,7 +47,7 @@ type testNode struct {
 // options of its gRPC server and of its HTTP side, and, if set, the
 // webhook deliverer of its server.
 type nodeOptions struct {
-	tokens   []rpc.Token
+	tokens   []auth.Token
 	seed     func(*fsm.Config)
 	rpc      rpc.Options
 	web      Options
@@ -90,7 +91,7 @@ func startNode(t testing.TB, o nodeOptions) *testNode {
 }
 
 // startTestNode is startNode with tokens and seed.
-func startTestNode(t testing.TB, tokens []rpc.Token, seed func(*fsm.Config)) *testNode {
+func startTestNode(t testing.TB, tokens []auth.Token, seed func(*fsm.Config)) *testNode {
 	t.Helper()
 	return startNode(t, nodeOptions{tokens: tokens, seed: seed})
 }

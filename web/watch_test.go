@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/nodetest"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
@@ -27,8 +28,8 @@ import (
 // the admin, and the limits of its gRPC server.
 func watchNode(t *testing.T, limits rpc.Limits) *testNode {
 	t.Helper()
-	n := startNode(t, nodeOptions{tokens: []rpc.Token{{Secret: gwAdmin, Role: rpc.RoleAdmin}, {Secret: gwAcme, Role: rpc.RoleClient, Tenant: "acme"},
-		{Secret: gwBeta, Role: rpc.RoleClient, Tenant: "beta"}}, rpc: rpc.Options{Limits: limits}})
+	n := startNode(t, nodeOptions{tokens: []auth.Token{{Secret: gwAdmin, Role: auth.RoleAdmin}, {Secret: gwAcme, Role: auth.RoleClient, Tenant: "acme"},
+		{Secret: gwBeta, Role: auth.RoleClient, Tenant: "beta"}}, rpc: rpc.Options{Limits: limits}})
 	for _, name := range []string{"acme", "beta"} {
 		n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: name, Tier: pb.Tier_GOLD}}})
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/inflight"
 	"github.com/baristahq/barista/internal/share"
 	pb "github.com/baristahq/barista/proto"
@@ -150,8 +151,8 @@ func (s *Server) routes(opt Options) http.Handler {
 
 // visibleTop keeps what an identity may see: a client token only its own
 // tenant.
-func visibleTop(t *pb.TopResponse, id rpc.Identity) *pb.TopResponse {
-	if id.Role == rpc.RoleAdmin {
+func visibleTop(t *pb.TopResponse, id auth.Identity) *pb.TopResponse {
+	if id.Role == auth.RoleAdmin {
 		return t
 	}
 	own := t.Tenants[:0:0]

@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/connlimit"
 	"github.com/baristahq/barista/raftnode"
 	"github.com/baristahq/barista/rpc"
@@ -34,7 +35,7 @@ type serverConfig struct {
 	ForwardSingly bool
 	Pprof         bool
 	TLS           raftnode.TLSFiles
-	Tokens        []rpc.Token
+	Tokens        []auth.Token
 	// InsecureRaft allows a non-loopback Raft address without TLS.
 	InsecureRaft bool
 	// InsecureHTTP allows a non-loopback HTTP address without TLS while
@@ -308,14 +309,14 @@ func validLogLevel(l string) bool {
 // tokensVal is the list of bearer tokens: [[auth.tokens]] tables in the
 // file, ROLE[:TENANT]=SECRET,... as text ($BARISTA_TOKENS). Its String
 // never shows a secret.
-type tokensVal struct{ p *[]rpc.Token }
+type tokensVal struct{ p *[]auth.Token }
 
 // tokenKeys are the keys of an [[auth.tokens]] table.
-var tokenKeys = map[string]func(t *rpc.Token, s string) error{
-	"role":      func(t *rpc.Token, s string) (err error) { t.Role, err = rpc.ParseRole(s); return err },
-	"tenant":    func(t *rpc.Token, s string) error { t.Tenant = s; return nil },
-	"worker_id": func(t *rpc.Token, s string) error { t.Worker = s; return nil },
-	"token":     func(t *rpc.Token, s string) error { t.Secret = s; return nil },
+var tokenKeys = map[string]func(t *auth.Token, s string) error{
+	"role":      func(t *auth.Token, s string) (err error) { t.Role, err = auth.ParseRole(s); return err },
+	"tenant":    func(t *auth.Token, s string) error { t.Tenant = s; return nil },
+	"worker_id": func(t *auth.Token, s string) error { t.Worker = s; return nil },
+	"token":     func(t *auth.Token, s string) error { t.Secret = s; return nil },
 }
 
 func (v *tokensVal) String() string {
@@ -327,7 +328,7 @@ func (v *tokensVal) String() string {
 func (v *tokensVal) allowed() string { return "" }
 
 func (v *tokensVal) Set(s string) error {
-	ts, err := rpc.ParseTokens(s)
+	ts, err := auth.ParseTokens(s)
 	if err != nil {
 		return err
 	}
@@ -351,9 +352,9 @@ func (v *tokensVal) setTOML(x any) error {
 	default:
 		return wrongType("an array of tables ([[auth.tokens]])", x)
 	}
-	out := make([]rpc.Token, 0, len(tables))
+	out := make([]auth.Token, 0, len(tables))
 	for i, m := range tables {
-		var t rpc.Token
+		var t auth.Token
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			sub := fmt.Sprintf("[%d].%s", i, k)
 			set, ok := tokenKeys[k]
@@ -493,7 +494,7 @@ func mergeConfig(c *serverConfig, list []setting, set map[string]bool, file *con
 		}
 	}
 	if env != "" {
-		more, err := rpc.ParseTokens(env)
+		more, err := auth.ParseTokens(env)
 		if err != nil {
 			return fmt.Errorf("BARISTA_TOKENS: %w", err)
 		}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/raftnode"
-	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -146,8 +146,8 @@ func TestConfigFileEveryKey(t *testing.T) {
 		c.TLS != (raftnode.TLSFiles{Cert: "n7.pem", Key: "n7-key.pem", CA: "ca.pem", Cluster: "east"}) {
 		t.Errorf("server settings: %+v", c)
 	}
-	wantTokens := []rpc.Token{{Secret: "admin-secret-0001", Role: rpc.RoleAdmin}, {Secret: "acme-secret-00001", Role: rpc.RoleClient, Tenant: "acme"},
-		{Secret: "gpu-worker-secret-01", Role: rpc.RoleWorker, Worker: "gpu-*"}}
+	wantTokens := []auth.Token{{Secret: "admin-secret-0001", Role: auth.RoleAdmin}, {Secret: "acme-secret-00001", Role: auth.RoleClient, Tenant: "acme"},
+		{Secret: "gpu-worker-secret-01", Role: auth.RoleWorker, Worker: "gpu-*"}}
 	if len(c.Tokens) != 3 || c.Tokens[0] != wantTokens[0] || c.Tokens[1] != wantTokens[1] || c.Tokens[2] != wantTokens[2] {
 		t.Errorf("tokens %+v", c.Tokens)
 	}
@@ -166,7 +166,7 @@ func TestFlagsOverrideFile(t *testing.T) {
 		strings.Join(c.Join, " ") != "c:3" || c.LogJSON || c.LogLevel != "debug" {
 		t.Errorf("merged: %+v", c)
 	}
-	if len(c.Tokens) != 4 || c.Tokens[3] != (rpc.Token{Secret: "worker-secret-0001", Role: rpc.RoleWorker}) {
+	if len(c.Tokens) != 4 || c.Tokens[3] != (auth.Token{Secret: "worker-secret-0001", Role: auth.RoleWorker}) {
 		t.Errorf("tokens %+v", c.Tokens)
 	}
 	// Without a file: the defaults, and the flags.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baristahq/barista/rpc"
+	"github.com/baristahq/barista/internal/auth"
 )
 
 // TestConfigWorkerBinding: [[auth.tokens]] worker_id binds a worker
@@ -17,7 +17,7 @@ worker_id = "gpu-*"
 token = "gpu-worker-secret-01"
 `))
 	tokens := sc.Tokens
-	if want := (rpc.Token{Secret: "gpu-worker-secret-01", Role: rpc.RoleWorker, Worker: "gpu-*"}); len(tokens) != 1 || tokens[0] != want {
+	if want := (auth.Token{Secret: "gpu-worker-secret-01", Role: auth.RoleWorker, Worker: "gpu-*"}); len(tokens) != 1 || tokens[0] != want {
 		t.Fatalf("tokens %+v, want %+v", tokens, want)
 	}
 	for _, c := range []struct{ body, want string }{
