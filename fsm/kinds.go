@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
-	"github.com/baristahq/barista/internal/text"
 )
 
 // Kinds (SPEC §3 "Kinds", §5 "Worker protocol"; feature level 8): what a
