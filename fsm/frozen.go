@@ -3,6 +3,7 @@ package fsm
 import (
 	"google.golang.org/protobuf/proto"
 
+	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
@@ -35,6 +36,11 @@ func normalize(c *clusterpb.Command, level uint32) *clusterpb.Command {
 		return c
 	}
 	switch c.GetCmd().(type) {
+	case *clusterpb.Command_Submit:
+		if c.GetSubmit().Form == pb.JobForm_JOB_FORM_UNSPECIFIED {
+			return c
+		}
+		c = proto.CloneOf(c)
 	case *clusterpb.Command_SetConfig:
 		c = proto.CloneOf(c)
 	case *clusterpb.Command_TenantUpsert, *clusterpb.Command_Finished:
@@ -46,6 +52,10 @@ func normalize(c *clusterpb.Command, level uint32) *clusterpb.Command {
 		return c
 	}
 	switch cmd := c.GetCmd().(type) {
+	case *clusterpb.Command_Submit:
+		// Below 8 a job had no form: every worker ran it (a client of a
+		// later build is served as before kinds).
+		cmd.Submit.Form = pb.JobForm_JOB_FORM_UNSPECIFIED
 	case *clusterpb.Command_TenantUpsert:
 		// Below 7 an upsert replaced the tenant whole: keep was not read
 		// (the leader resolved it before proposing, Resolve).

@@ -116,7 +116,6 @@ func RequiredLevel(c *clusterpb.Command) (uint32, string) {
 		}
 		r.need(s.DeadlineMs != 0, Level2, "deadline")
 		r.need(s.Group != "", Level4, "group")
-		r.need(s.Form != pb.JobForm_JOB_FORM_UNSPECIFIED, Level8, "form")
 	case *clusterpb.Command_TenantUpsert:
 		u := cmd.TenantUpsert
 		c := u.GetCaps()

@@ -211,7 +211,8 @@ func (h *hub) assign(s *session, r fsm.Result, credit uint64, acked *pb.Finished
 	h.mu.Unlock()
 	s.send(&pb.LeaderMessage{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{
 		Job: uint64(r.Job), Attempt: r.Attempt, TimeoutMs: a.TimeoutMs, Payload: []byte(a.Payload), Tenant: r.Tenant,
-		Size: fsm.SizeToPB(r.Size), Credit: credit, EstCostMs: a.EstCostMs, Finished: acked, JobType: a.Type, Pool: s.pool}}})
+		Size: fsm.SizeToPB(r.Size), Credit: credit, EstCostMs: a.EstCostMs, Finished: acked, JobType: a.Type, Pool: s.pool,
+		Form: fsm.JobFormToPB(a.Form)}}})
 	sent := time.Now()
 	h.metrics.dispatchLatency.Observe(sent.Sub(readyAt).Seconds())
 	if times != nil {

@@ -386,7 +386,7 @@ func (h *hub) welcome(s *session, hello *pb.Hello) {
 	f := h.node.State()
 	cfg := f.Config()
 	welcome := &pb.Welcome{HeartbeatIntervalMs: cfg.HeartbeatIntervalMs, SelfKillAfterMs: cfg.SelfKillAfterMs, LeaderId: h.id,
-		FinishReady: true, StartedDelayMs: startedDelayMs(cfg), JobTypes: true, Snooze: true}
+		FinishReady: true, StartedDelayMs: startedDelayMs(cfg), JobTypes: true, Snooze: true, Kinds: f.Level() >= fsm.Level8}
 	var rejects []*pb.LeaderMessage
 	for _, r := range hello.Running {
 		j, _, ok := f.Job(sfq.JobID(r.Job))
@@ -582,6 +582,10 @@ func (h *hub) finished(ctx context.Context, s *session, fin *pb.JobFinished) err
 		cmds = append(cmds, startedCommand(s.id, &pb.JobStarted{Job: fin.Job, Attempt: fin.Attempt}))
 	}
 	started := len(cmds)
+	if fin.Outcome == pb.Outcome_UNKNOWN_KIND && h.node.State().Level() < fsm.Level8 {
+		fin = proto.Clone(fin).(*pb.JobFinished)
+		unknownKindBelow8(fin)
+	}
 	if fin.Outcome == pb.Outcome_SNOOZED && h.node.State().Level() < fsm.Level7 {
 		// A cluster below level 7 knows no snooze: the run counts as a
 		// failed one, retried as max_attempts allows.

@@ -112,7 +112,12 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 		return err
 	}
 	defer h.close(sess)
-	s.log.Info("worker connected", "worker", sess.id, "size", size, "pool", poolName(pool), "running", len(hello.Running))
+	if err := h.hello(ctx, sess, hello); err != nil {
+		s.log.Info("worker session refused", "worker", hello.WorkerId, "pool", poolName(pool), "error", err)
+		return err
+	}
+	s.log.Info("worker connected", "worker", sess.id, "size", size, "pool", poolName(pool), "running", len(hello.Running),
+		"commands", hello.Commands, "kinds", len(hello.Kinds))
 	h.welcome(sess, hello)
 
 	sctx, cancel := h.sessionCtx(ctx)
@@ -257,25 +262,28 @@ func (s *WorkerService) ListWorkers(ctx context.Context, req *pb.ListWorkersRequ
 			if !sess.lastHB.IsZero() {
 				info.LastHeartbeatMs = sess.lastHB.UnixMilli()
 			}
+			fsm.WorkerRunsToPB(nil, info) // every job, unless its record says otherwise
 			out.Workers = append(out.Workers, info)
 			seen[sess.id] = true
 		}
 		h.mu.Unlock()
 	}
 	for _, w := range s.node.FSM.Workers() {
-		if !w.Drained && seen[w.ID] {
-			continue
-		}
 		if seen[w.ID] {
 			for _, info := range out.Workers {
 				if info.WorkerId == w.ID {
-					info.Drained, info.State = true, "drained"
+					fsm.WorkerRunsToPB(w.Runs, info) // what its record says it runs
+					if w.Drained {
+						info.Drained, info.State = true, "drained"
+					}
 				}
 			}
 			continue
 		}
 		if w.Drained {
-			out.Workers = append(out.Workers, &pb.WorkerInfo{WorkerId: w.ID, Size: fsm.SizeToPB(w.Size), State: "drained", Drained: true, Pool: poolName(w.Pool)})
+			info := &pb.WorkerInfo{WorkerId: w.ID, Size: fsm.SizeToPB(w.Size), State: "drained", Drained: true, Pool: poolName(w.Pool)}
+			fsm.WorkerRunsToPB(w.Runs, info)
+			out.Workers = append(out.Workers, info)
 		}
 	}
 	sort.Slice(out.Workers, func(i, j int) bool { return out.Workers[i].WorkerId < out.Workers[j].WorkerId })

@@ -85,6 +85,23 @@ type FirstWelcome interface {
 // ErrUnrunnable marks a job no run of which can succeed (see Runner).
 var ErrUnrunnable = errors.New("the job can never run")
 
+// ErrUnknownKind marks a job of a kind the runner does not run (a
+// function job of a kind no function is registered for, a command job
+// to a runner of functions, a function job to the command runner): the
+// run ends unknown_kind, and the cluster gives the job to a worker that
+// runs its kind, counting no failure (SPEC §3 "Kinds"). A job of a client
+// of a build before kinds (Assign.form unspecified) fails for good
+// instead, as before.
+var ErrUnknownKind = errors.New("this worker does not run jobs of this kind")
+
+// Declarer is implemented by a Runner that says what it runs: command
+// jobs (ProcessRunner), and/or the function jobs of kinds (Kinds). Its
+// worker's Hello says so, and a cluster at feature level 8 gives it only
+// those jobs. A Runner that does not say runs every job (a Func).
+type Declarer interface {
+	Declares() (commands bool, kinds []string)
+}
+
 // Config configures an agent.
 type Config struct {
 	// ID names the worker (1..256 bytes of UTF-8, no space and no control
@@ -559,6 +576,9 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		return err
 	}
 	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: a.cfg.Size, Version: "1", Pool: a.cfg.Pool}
+	if d, ok := a.cfg.Runner.(Declarer); ok && !a.cfg.compat.SaysNothing {
+		hello.Commands, hello.Kinds = d.Declares()
+	}
 	a.mu.Lock()
 	if j := a.cur; j != nil && !j.dropped {
 		r := &pb.RunningJob{Job: j.assign.Job, Attempt: j.assign.Attempt, Finished: j.finished != nil}
@@ -858,7 +878,12 @@ func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
 			j.startSent, start = true, startedMessage(as)
 		}
 		j.finished = &pb.JobFinished{Job: as.Job, Attempt: as.Attempt, Outcome: pb.Outcome_FAILED, ExitCode: 127, StderrTail: wire.OutputTail(err.Error()),
-			Permanent: errors.Is(err, ErrUnrunnable)}
+			Permanent: errors.Is(err, ErrUnrunnable) || errors.Is(err, ErrUnknownKind)}
+		if errors.Is(err, ErrUnknownKind) && as.Form != pb.JobForm_JOB_FORM_UNSPECIFIED && !a.cfg.compat.SaysNothing {
+			// Not a run of the job: the cluster gives it to a worker
+			// that runs its kind.
+			j.finished.Outcome, j.finished.ExitCode, j.finished.Permanent = pb.Outcome_UNKNOWN_KIND, 0, false
+		}
 		report := a.reportLocked(j)
 		a.mu.Unlock()
 		a.log.Warn("job could not start", "job", as.Job, "error", err)

@@ -85,12 +85,19 @@ func (k *Kinds) Start(as *pb.Assign) (Run, error) {
 	k.mu.RLock()
 	fn, ok := k.fns[as.JobType]
 	k.mu.RUnlock()
-	if !ok {
+	switch {
+	case as.Form == pb.JobForm_COMMAND:
+		return nil, fmt.Errorf("job %d is a command job, which this worker of functions does not run (%w)", as.Job, ErrUnknownKind)
+	case !ok:
 		return nil, fmt.Errorf("job %d is of kind %q, which this worker has no function for (it runs %s) (%w)",
-			as.Job, as.JobType, strings.Join(k.Kinds(), ", "), ErrUnrunnable)
+			as.Job, as.JobType, strings.Join(k.Kinds(), ", "), ErrUnknownKind)
 	}
 	return fn.Start(as)
 }
+
+// Declares implements Declarer: the registered kinds, and no command
+// jobs.
+func (k *Kinds) Declares() (commands bool, kinds []string) { return false, k.Kinds() }
 
 func poolOf(p string) string {
 	if p == "" {

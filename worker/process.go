@@ -120,8 +120,14 @@ func NewProcessRunner(cfg ProcessConfig) (*ProcessRunner, error) {
 // runName names a run's log file and directory.
 func runName(a *pb.Assign) string { return fmt.Sprintf("job-%d-attempt-%d", a.Job, a.Attempt) }
 
+// Declares implements Declarer: command jobs.
+func (r *ProcessRunner) Declares() (commands bool, kinds []string) { return true, nil }
+
 // Start implements Runner.
 func (r *ProcessRunner) Start(a *pb.Assign) (Run, error) {
+	if a.Form == pb.JobForm_FUNCTION {
+		return nil, fmt.Errorf("job %d is a function job of kind %q, which a command worker does not run (%w)", a.Job, a.JobType, ErrUnknownKind)
+	}
 	spec, err := runner.ParsePayload(a.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("job %d: %w (%w)", a.Job, err, ErrUnrunnable)

@@ -82,10 +82,14 @@ existing job ("created": false); the same key with other content is
 ALREADY_EXISTS.
 The command after -- becomes the payload a command worker ("barista
 worker") runs: {"argv": [...]}, with --env KEY=VALUE (repeatable) and
---dir for its environment and working directory. --payload TEXT sends
-TEXT as the payload, byte for byte, instead of a command (--payload @FILE
-sends FILE's bytes), for workers that read their own payloads (a Go
-worker.Func: docs/workers.md). --group puts the job in a group of its tenant (one per customer,
+--dir for its environment and working directory; it is a command job,
+which only a worker that runs commands gets. --payload TEXT sends TEXT as
+the payload, byte for byte, instead of a command (--payload @FILE sends
+FILE's bytes), for workers that read their own payloads: with --type it
+is a function job of that kind, which only a worker that registered the
+kind gets (an SDK worker: docs/workers.md, "Kinds"); without, any worker
+may get it. A job no connected worker runs waits (explain: no_worker
+kind=K). --group puts the job in a group of its tenant (one per customer,
 document, store...): a group may have a cap of its own, and under
 group_order=fair the tenant's groups share its dispatches equally (see
 "barista group --help"). With --json prints {"job_id": N, "created":
@@ -180,7 +184,7 @@ func runSubmit(env *cmdEnv, opts *submitOpts, args []string) error {
 	req := &pb.SubmitRequest{Tenant: opts.tenant, JobType: opts.jobType, Size: fsm.SizeToPB(size), EstCostMs: opts.cost.Milliseconds(),
 		Payload: payload, MaxAttempts: opts.maxAttempts, TimeoutMs: opts.timeout.Milliseconds(),
 		Class: opts.class, DeadlineMs: opts.deadline.Milliseconds(), Group: opts.group,
-		DelayMs: opts.delay.Milliseconds(), ExpireMs: opts.expire.Milliseconds(), Pool: opts.pool}
+		DelayMs: opts.delay.Milliseconds(), ExpireMs: opts.expire.Milliseconds(), Pool: opts.pool, Form: jobForm(opts.payload == "", opts.jobType)}
 	if set["key"] {
 		req.IdempotencyKey = &opts.key
 	}
@@ -351,7 +355,23 @@ func (f *fileJob) request(defaultTenant, defaultPool string) (*pb.SubmitRequest,
 			return nil, err
 		}
 	}
+	req.Form = jobForm(len(f.Payload) == 0, req.JobType)
 	return req, nil
+}
+
+// jobForm is the form of a job the CLI submits (SPEC §3 "Kinds"): a
+// command line is a command job, which any command worker runs; a
+// payload of a type is a function job of that kind, which only a worker
+// that registered it runs; a payload without a type runs on any worker,
+// as before kinds. A cluster below feature level 8 ignores the form.
+func jobForm(command bool, jobType string) pb.JobForm {
+	switch {
+	case command:
+		return pb.JobForm_COMMAND
+	case jobType != "":
+		return pb.JobForm_FUNCTION
+	}
+	return pb.JobForm_JOB_FORM_UNSPECIFIED
 }
 
 // maxFileLine is the longest line --from-file reads: twice what any

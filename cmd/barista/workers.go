@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/baristahq/barista/fsm"
@@ -10,7 +11,7 @@ import (
 
 func init() {
 	register("workers", typed(&spec[clientFlags]{
-		synopsis: "List workers: id, size, pool, state, job, last heartbeat",
+		synopsis: "List workers: id, size, pool, state, job, last heartbeat, what each runs",
 		usage:    "[--json]",
 		run:      runWorkers,
 	}))
@@ -30,14 +31,15 @@ func runWorkers(env *cmdEnv, opts *clientFlags, args []string) error {
 	if opts.json {
 		for _, w := range resp.Workers {
 			m := map[string]any{"worker_id": w.WorkerId, "size": sizeOf(w.Size), "pool": w.Pool, "state": w.State, "job": w.Job,
-				"attempt": w.Attempt, "connected": w.Connected, "drained": w.Drained, "last_heartbeat": msTime(w.LastHeartbeatMs)}
+				"attempt": w.Attempt, "connected": w.Connected, "drained": w.Drained, "last_heartbeat": msTime(w.LastHeartbeatMs),
+				"commands": w.Commands, "all_kinds": w.AllKinds, "kinds": nonNil(w.Kinds), "not_kinds": nonNil(w.NotKinds)}
 			if err := printJSON(env.stdout, m); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	fmt.Fprintf(env.stdout, "%-28s %-4s %-12s %-9s %-10s %s\n", "WORKER", "SIZE", "POOL", "STATE", "JOB", "LAST HEARTBEAT")
+	fmt.Fprintf(env.stdout, "%-28s %-4s %-12s %-9s %-10s %-14s %s\n", "WORKER", "SIZE", "POOL", "STATE", "JOB", "LAST HEARTBEAT", "RUNS")
 	for _, w := range resp.Workers {
 		job := "-"
 		if w.Job != 0 {
@@ -47,7 +49,49 @@ func runWorkers(env *cmdEnv, opts *clientFlags, args []string) error {
 		if w.LastHeartbeatMs != 0 {
 			hb = time.Since(time.UnixMilli(w.LastHeartbeatMs)).Round(time.Second).String() + " ago"
 		}
-		fmt.Fprintf(env.stdout, "%-28s %-4s %-12s %-9s %-10s %s\n", w.WorkerId, sizeOf(w.Size), w.Pool, w.State, job, hb)
+		fmt.Fprintf(env.stdout, "%-28s %-4s %-12s %-9s %-10s %-14s %s\n", w.WorkerId, sizeOf(w.Size), w.Pool, w.State, job, hb, runsText(w))
 	}
 	return nil
+}
+
+// runsText says what a worker runs (SPEC §3 "Kinds"): "all" (every
+// job: a worker that says nothing of it), "commands", the kinds it
+// registered ("kinds: a, b"), or every kind but some ("all kinds but:
+// a"), at most three kinds named.
+func runsText(w *pb.WorkerInfo) string {
+	if w.Commands && w.AllKinds && len(w.NotKinds) == 0 {
+		return "all"
+	}
+	var parts []string
+	if w.Commands {
+		parts = append(parts, "commands")
+	}
+	switch {
+	case w.AllKinds && len(w.NotKinds) == 0:
+		parts = append(parts, "all kinds")
+	case w.AllKinds:
+		parts = append(parts, "all kinds but: "+someOf(w.NotKinds))
+	case len(w.Kinds) > 0:
+		parts = append(parts, "kinds: "+someOf(w.Kinds))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// someOf names at most three of names, and how many more there are.
+func someOf(names []string) string {
+	if len(names) <= 3 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s (+%d)", strings.Join(names[:3], ", "), len(names)-3)
+}
+
+// nonNil is s, or an empty list for JSON.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

@@ -14,6 +14,10 @@ type Options struct {
 	// worker of a build before Welcome.started_delay_ms does, even to a
 	// leader that lets it wait.
 	StartedAtOnce bool
+	// SaysNothing says nothing of what the worker runs in its Hello, and
+	// reports a job of a kind it does not run as failed for good, as a
+	// worker of a build before kinds does.
+	SaysNothing bool
 }
 
 // Set sets the switches of a *worker.Config; package worker installs it.
