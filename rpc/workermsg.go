@@ -121,7 +121,7 @@ func checkMessage(msg *pb.WorkerMessage) (out *pb.WorkerMessage, refused string,
 			return msg, r, nil
 		}
 		if _, err := fsm.OutcomeFromPB(fin.Outcome); err != nil {
-			return msg, fmt.Sprintf("finished.outcome: must be ok, failed, cancelled or snoozed (got %v)", fin.Outcome), nil
+			return msg, fmt.Sprintf("finished.outcome: must be ok, failed, cancelled, snoozed or unknown_kind (got %v)", fin.Outcome), nil
 		}
 		if fin.ExitCode < MinExitCode || fin.ExitCode > MaxExitCode {
 			return msg, fmt.Sprintf("finished.exit_code: %d is out of range %d..%d", fin.ExitCode, MinExitCode, MaxExitCode), nil
