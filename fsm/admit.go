@@ -33,9 +33,11 @@ func SubmitFields(c *clusterpb.SubmitJob, cfg Config, level uint32) (sfq.Submiss
 	if err != nil {
 		return sfq.Submission{}, sfq.RefusalOf(err)
 	}
-	form, err := JobFormFromPB(c.Form)
-	if err != nil {
-		return sfq.Submission{}, sfq.RefusalOf(err)
+	form := sfq.FormAny
+	if formsRead(level) {
+		if form, err = JobFormFromPB(c.Form); err != nil {
+			return sfq.Submission{}, sfq.RefusalOf(err)
+		}
 	}
 	limit := payloadLimitAt(cfg, level)
 	if uint64(len(c.Payload)) > uint64(limit) {
@@ -229,9 +231,13 @@ func (f *FSM) AdmitSubmits(cmds []*clusterpb.SubmitJob, out []Result) uint64 {
 				batch[name] = before
 			}
 		}
-		tenant := c.Tenant
-		v, r := f.checkSubmit(c, before)
-		c.Tenant = tenant // the check's default tenant is Apply's to set
+		sc := c // as its level reads it (a form below Level8 is not)
+		if n := normalize(wrapped, f.level); n != wrapped {
+			sc = n.GetSubmit()
+		}
+		tenant := sc.Tenant
+		v, r := f.checkSubmit(sc, before)
+		sc.Tenant = tenant // the check's default tenant is Apply's to set
 		out[i] = r
 		if !r.Refused() && !v.dup && before != nil {
 			before.jobs++

@@ -65,7 +65,11 @@ func TestAdmitAgreesWithApply(t *testing.T) {
 				continue
 			}
 			before, _ := h.f.Hash()
-			_, existed := h.f.sched.TenantIndex(c.GetSubmit().GetTenant())
+			named := c.GetSubmit().GetTenant()
+			if named == "" {
+				named = h.f.Config().Pools.DefaultTenant // an admin's submit naming none
+			}
+			_, existed := h.f.sched.TenantIndex(named)
 			v := admitOne(h.f, c)
 			r := h.one(c)
 			if r.Job > sfq.JobID(jobs) {
@@ -82,7 +86,7 @@ func TestAdmitAgreesWithApply(t *testing.T) {
 			if v.Job != 0 && (r.Job != v.Job || r.Created) {
 				rt.Fatalf("%s: the check answers job %d, Apply %d (created %v)", what, v.Job, r.Job, r.Created)
 			}
-			_, exists := h.f.sched.TenantIndex(c.GetSubmit().GetTenant())
+			_, exists := h.f.sched.TenantIndex(named)
 			// Below 7 a refused submit could make its implicit tenant, and a
 			// refused report mark its worker seen (frozen.go).
 			report := c.GetStarted() != nil || c.GetFinished() != nil || c.GetHeartbeats() != nil
@@ -118,7 +122,7 @@ func admissionCommand(t *rapid.T, jobs uint64) *clusterpb.Command {
 	job := rapid.Uint64Range(1, jobs+1).Draw(t, "job")
 	attempt := uint32(rapid.IntRange(1, 2).Draw(t, "attempt"))
 	worker := rapid.SampledFrom([]string{"w1", "w2"}).Draw(t, "worker")
-	switch rapid.IntRange(0, 19).Draw(t, "kind") {
+	switch rapid.IntRange(0, 20).Draw(t, "kind") {
 	case 0, 1, 2, 3, 4, 5:
 		s := &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size(rapid.IntRange(0, 4).Draw(t, "size")),
 			EstCostMs:      rapid.SampledFrom([]int64{-1, 0, 1, 500, 4000}).Draw(t, "cost"),
@@ -139,6 +143,7 @@ func admissionCommand(t *rapid.T, jobs uint64) *clusterpb.Command {
 			}
 		}
 		s.MaxAttempts = uint32(rapid.SampledFrom([]int{0, 0, 2, 1000}).Draw(t, "maxattempts"))
+		s.Form = pb.JobForm(rapid.IntRange(0, 3).Draw(t, "form"))
 		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: s}}
 	case 6, 7:
 		u := &clusterpb.TenantUpsert{Name: tenant, Tier: pb.Tier(rapid.IntRange(0, 6).Draw(t, "tier")),
@@ -210,10 +215,25 @@ func admissionCommand(t *rapid.T, jobs uint64) *clusterpb.Command {
 		return started(job, attempt, worker)
 	case 17:
 		return &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: job, Attempt: attempt, WorkerId: worker,
-			Outcome: pb.Outcome(rapid.IntRange(0, 4).Draw(t, "outcome")), CpuMs: rapid.SampledFrom([]int64{0, 700, -1}).Draw(t, "cpu"),
+			Outcome: pb.Outcome(rapid.IntRange(0, 6).Draw(t, "outcome")), CpuMs: rapid.SampledFrom([]int64{0, 700, -1}).Draw(t, "cpu"),
 			ExitCode: rapid.SampledFrom([]int32{0, 1, -1, 256, -2}).Draw(t, "exit"), Permanent: rapid.Bool().Draw(t, "permanent")}}}
 	case 18:
 		return randomBulk(t, []string{"a", "b", "newco"}, job)
+	case 19:
+		// Kinds (level 8): a worker's Hello, a retry policy of a kind.
+		if rapid.Bool().Draw(t, "hello") {
+			c := &clusterpb.WorkerHello{WorkerId: worker, Size: pb.Size(rapid.IntRange(0, 3).Draw(t, "hsize")),
+				Pool: rapid.SampledFrom([]string{"", "gpu", "default"}).Draw(t, "hpool"), Says: rapid.Bool().Draw(t, "says"),
+				Commands: rapid.Bool().Draw(t, "commands"), Kinds: rapid.SliceOfN(rapid.SampledFrom([]string{"render", "thumb", ""}), 0, 3).Draw(t, "kinds")}
+			if rapid.Bool().Draw(t, "holds") {
+				c.Holds = []*clusterpb.HeldJob{{Job: job, Attempt: attempt}}
+			}
+			return &clusterpb.Command{Cmd: &clusterpb.Command_WorkerHello{WorkerHello: c}}
+		}
+		c := &clusterpb.KindPolicySet{Tenant: rapid.SampledFrom([]string{"", "a", "nobody"}).Draw(t, "ptenant"),
+			Kind: rapid.SampledFrom([]string{"render", "thumb", ""}).Draw(t, "pkind"), Remove: rapid.IntRange(0, 3).Draw(t, "premove") == 0,
+			MaxAttempts: uint32(rapid.SampledFrom([]int{0, 2, 5000}).Draw(t, "pattempts")), TimeoutMs: rapid.SampledFrom([]int64{0, 60_000, -1}).Draw(t, "ptimeout")}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_KindPolicySet{KindPolicySet: c}}
 	}
 	return &clusterpb.Command{Cmd: &clusterpb.Command_Release{Release: &clusterpb.Release{Jobs: []uint64{job}}}}
 }

@@ -96,6 +96,10 @@ func frozenRefusal(c *clusterpb.Command, level uint32) *Refusal {
 	return nil
 }
 
+// formsRead reports whether a submit's form is read: from 8 (below, every
+// worker runs every job; normalize clears it).
+func formsRead(level uint32) bool { return level >= Level8 }
+
 // payloadLimitAt is the payload limit a submit is held to: below 7 the
 // configuration's max_payload_bytes as it stands (a state of an older
 // build may hold up to 4 MiB), from 7 no more than a message carries
