@@ -100,6 +100,11 @@ func (s *Scheduler) bestDeadline(p *poolCore, c Class, ws Size) candidate {
 // size ws gets: the best same-size candidate, or the best smaller one when
 // there is none or the policy prefers stealing it.
 func (s *Scheduler) pickFair(p *poolCore, c Class, ws Size) candidate {
+	if unfairPick {
+		if w := s.worstFair(p, c, ws); w.ok {
+			return w
+		}
+	}
 	same := s.best(p, c, ws)
 	if _, preferFit := s.cfg.Policy.(PreferFit); preferFit && same.ok {
 		return same // prefer-fit never steals over an eligible same-size job
@@ -226,6 +231,9 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 		return Assignment{}, false, nil // maintenance: a gate, nothing else
 	}
 	s.advance(now) // a job whose expire_at has passed is never dispatched
+	if s.pickObserver != nil {
+		s.pickObserver(pid, ws)
+	}
 	c := s.pick(p, ws)
 	if !c.ok {
 		return Assignment{}, false, nil
