@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"math"
+
 	"github.com/baristahq/barista/fsm/fairness"
 	"github.com/baristahq/barista/sfq"
 )
@@ -150,4 +152,109 @@ func (f *FSM) fairRow(r *fairness.Row) fairness.Line {
 		row.LagCPUMs = fairness.Lag(f.sched.PoolVirtualNow(pool, r.Class), t.Tag(r.Class), f.sched.Weight(&t, f.clock))
 	}
 	return row
+}
+
+// PoolFairness is a pool's live fairness error (SPEC §3 "Evidence of
+// fairness"): over the report's window Window, the largest difference
+// between a tenant's share of its class's charged CPU and its entitled
+// share, among the tenants that had eligible work in the window; the
+// tenant, class and figures of the row it is in. OK is false while no
+// tenant had both.
+type PoolFairness struct {
+	Pool   string // "default" for the pool default
+	Window string
+	fairness.Error
+	TenantName string
+}
+
+// DefaultErrorWindow is the window of the live fairness error: 10
+// minutes (an index of fairness.Windows).
+const DefaultErrorWindow = 1
+
+// FairnessErrors returns each live pool's fairness error over window g
+// (an index of fairness.Windows) at the FSM clock, pools in slot order.
+func (f *FSM) FairnessErrors(g int) []PoolFairness {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if g < 0 || g >= fairness.NumWindows {
+		g = DefaultErrorWindow
+	}
+	var out []PoolFairness
+	f.sched.Pools(func(p sfq.Pool) bool {
+		pid, ok := f.sched.PoolID(poolKey(p.Name))
+		if !ok {
+			return true
+		}
+		pf := PoolFairness{Pool: p.Name, Window: fairness.Windows[g].Name}
+		if int(pid) < len(f.fairs) && f.fairs[pid] != nil {
+			pf.Error = f.fairs[pid].Error(f.clock, g)
+			if pf.OK {
+				pf.TenantName = f.sched.TenantName(pf.Tenant)
+			}
+		}
+		out = append(out, pf)
+		return true
+	})
+	return out
+}
+
+// poolKey is the name the core looks a pool up by: "" for the pool
+// default.
+func poolKey(name string) string {
+	if name == sfq.DefaultPoolName {
+		return ""
+	}
+	return name
+}
+
+// Place is a queued job's place in line (sfq.Place) and an estimate of
+// when it starts. The estimate, in cluster time, takes the dispatches the
+// job needs before it — the jobs ahead of it, or, if more, the dispatches
+// that bring its tenant its own jobs ahead and the job itself at its
+// entitled share of its class (its weight over the eligible weights) —
+// at the rate jobs of its size or smaller were dispatched in its pool over
+// the last 10 minutes: now + (n+1) / rate. It is a guess; Estimated is
+// false when the pool dispatched nothing in that time.
+type Place struct {
+	sfq.Place
+	EstimatedStart sfq.Time
+	Estimated      bool
+	// RatePerMinute is the rate the estimate used, Share the tenant's
+	// entitled share (0 when it has no eligible work in the class).
+	RatePerMinute, Share float64
+}
+
+// PlaceLimit bounds the jobs a place in line counts.
+const PlaceLimit = 100_000
+
+// Place returns queued job id's place in line and the estimate of its
+// start; ok is false when it has none (sfq.Scheduler.Place).
+func (f *FSM) Place(id sfq.JobID) (Place, bool, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	pl, ok, err := f.sched.Place(id, f.clock, PlaceLimit)
+	if !ok || err != nil {
+		return Place{}, ok, err
+	}
+	out := Place{Place: pl}
+	j, _ := f.sched.Job(id)
+	pid := f.sched.LanePool(j.Tenant)
+	if int(pid) >= len(f.fairs) || f.fairs[pid] == nil {
+		return out, true, nil
+	}
+	l := f.fairs[pid]
+	n, span := l.Dispatches(f.clock, j.Size)
+	if n <= 0 || span <= 0 {
+		return out, true, nil
+	}
+	rate := float64(n) / float64(span) // per ms
+	need := float64(pl.Ahead)
+	if w, sum := l.Entitlement(j.Class, j.Tenant); w > 0 && sum > 0 {
+		out.Share = float64(w) / float64(sum)
+		need = max(need, math.Ceil(float64(pl.Own+1)/out.Share)-1)
+	}
+	out.RatePerMinute = rate * 60_000
+	out.EstimatedStart = f.clock + sfq.Time(math.Ceil((need+1)/rate))
+	out.Estimated = true
+	return out, true, nil
 }

@@ -330,7 +330,10 @@ func Verify(cert *Certificate) *Report {
 				fail(i, l.Index, m.Job, "job %d is both chosen and a candidate not chosen", m.Job)
 				continue
 			}
-			ok, err := cert.Holds(m.Reason, l.WorkerSize, c, m)
+			ok, err := false, error(nil)
+			if m.Reason != "" {
+				ok, err = cert.Holds(m.Reason, l.WorkerSize, c, m)
+			}
 			switch {
 			case err != nil:
 				fail(i, l.Index, m.Job, "candidate job %d: %v", m.Job, err)
