@@ -224,15 +224,17 @@ type Place struct {
 	RatePerMinute, Share float64
 }
 
-// PlaceLimit bounds the jobs a place in line counts.
-const PlaceLimit = 100_000
+// PlaceLimit bounds the jobs a place in line counts: past it the count
+// is a lower bound (Complete false).
+const PlaceLimit = 10_000
 
-// Place returns queued job id's place in line and the estimate of its
-// start; ok is false when it has none (sfq.Scheduler.Place).
-func (f *FSM) Place(id sfq.JobID) (Place, bool, error) {
+// Place returns queued job id's place in line, counting at most limit
+// jobs, and the estimate of its start; ok is false when it has none
+// (sfq.Scheduler.Place).
+func (f *FSM) Place(id sfq.JobID, limit uint64) (Place, bool, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	pl, ok, err := f.sched.Place(id, f.clock, PlaceLimit)
+	pl, ok, err := f.sched.Place(id, f.clock, limit)
 	if !ok || err != nil {
 		return Place{}, ok, err
 	}
