@@ -12,8 +12,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"sort"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/baristahq/barista/fsm"
@@ -302,3 +306,36 @@ func (m *MemorySource) Entry(i uint64, l *raft.Log) error {
 
 // Last implements Source.
 func (m *MemorySource) Last() uint64 { return uint64(len(m.Entries)) }
+
+// OpenDirSource opens a stopped node's data directory as a Source (barista
+// replay --statement, --certificate): its snapshots and its log, read
+// only, up to the applied index it recorded (or the whole log when it
+// recorded none). close releases the log.
+func OpenDirSource(dataDir string) (src *StoreSource, close func() error, err error) {
+	rec, err := ReadApplied(dataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Output: io.Discard})
+	store, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 1<<20, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	logPath := filepath.Join(dataDir, LogFile)
+	if _, err := os.Stat(logPath); err != nil {
+		return nil, nil, fmt.Errorf("no Raft log at %s: %w", logPath, err)
+	}
+	db, err := OpenLog(logPath, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	last, err := db.LastIndex()
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	if rec != nil {
+		last = min(last, rec.Index)
+	}
+	return &StoreSource{Snaps: store, Base: dataDir, Log: db, LogPath: logPath, Applied: last}, db.Close, nil
+}
