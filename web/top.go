@@ -121,9 +121,13 @@ func topJSON(t *pb.TopResponse) TopJSON {
 	for _, e := range t.FairnessErrors {
 		fe := FairnessErrorJSON{Pool: e.Pool, Window: e.Window}
 		if e.Defined {
-			v, sh, en := e.Error, e.Share, e.Entitled
+			v := e.Error
+			fe.Error = &v
+		}
+		if e.Defined && e.Tenant != "" { // a client token sees the row only when it is its own
+			sh, en := e.Share, e.Entitled
 			class, _ := fsm.ClassFromPB(e.Class)
-			fe.Error, fe.Tenant, fe.Class, fe.Share, fe.Entitled = &v, e.Tenant, class.String(), &sh, &en
+			fe.Tenant, fe.Class, fe.Share, fe.Entitled = e.Tenant, class.String(), &sh, &en
 		}
 		out.FairnessErrors = append(out.FairnessErrors, fe)
 	}
