@@ -49,7 +49,7 @@ var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%.2f%%", 100**f)
 	},
-	"w":   func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+	"w": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
 	// entitled is the 1 min entitlement of the fairness report, "-" when
 	// no tenant had eligible work in the class.
 	"entitled": func(r TenantTopJSON) string {

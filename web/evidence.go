@@ -61,7 +61,9 @@ func (s *Server) evidenceWindowOf(r *http.Request) (*pb.EvidenceWindow, string, 
 
 type badWindow struct{ field, value string }
 
-func (e badWindow) Error() string { return e.field + ": " + strconv.Quote(e.value) + " is not a window's " + e.field }
+func (e badWindow) Error() string {
+	return e.field + ": " + strconv.Quote(e.value) + " is not a window's " + e.field
+}
 
 func errBadWindow(field, value string) error { return badWindow{field, value} }
 
