@@ -208,19 +208,22 @@ func poolKey(name string) string {
 }
 
 // Place is a queued job's place in line (sfq.Place) and an estimate of
-// when it starts. The estimate, in cluster time, takes the dispatches the
-// job needs before it — the jobs ahead of it, or, if more, the dispatches
-// that bring its tenant its own jobs ahead and the job itself at its
-// entitled share of its class (its weight over the eligible weights) —
-// at the rate jobs of its size or smaller were dispatched in its pool over
-// the last 10 minutes: now + (n+1) / rate. It is a guess; Estimated is
-// false when the pool dispatched nothing in that time.
+// when it starts. The estimate, in cluster time, is now plus the longer
+// of two waits, each work over the rate it is done at over the last 10
+// minutes (fairness.RateWindow): the estimated CPU of the jobs ahead of
+// it at the pool's rate of CPU charged; and, for a job without a
+// deadline, the service its class hands out before its start tag while
+// the tenants with eligible work there stay so — (start − virtual_now) ×
+// their weights, its tenant's entitled share of it being its own jobs
+// ahead — at the class's rate. It is a guess: Estimated is false when
+// nothing was charged in that time. RatePerMinute is the pool's
+// dispatches of the job's size or smaller a minute, Share the tenant's
+// entitled share of its class (its weight over the eligible weights; 0
+// when it has no eligible work there).
 type Place struct {
 	sfq.Place
-	EstimatedStart sfq.Time
-	Estimated      bool
-	// RatePerMinute is the rate the estimate used, Share the tenant's
-	// entitled share (0 when it has no eligible work in the class).
+	EstimatedStart       sfq.Time
+	Estimated            bool
 	RatePerMinute, Share float64
 }
 
@@ -245,18 +248,24 @@ func (f *FSM) Place(id sfq.JobID, limit uint64) (Place, bool, error) {
 		return out, true, nil
 	}
 	l := f.fairs[pid]
-	n, span := l.Dispatches(f.clock, j.Size)
-	if n <= 0 || span <= 0 {
+	if n, span := l.Dispatches(f.clock, j.Size); span > 0 {
+		out.RatePerMinute = float64(n) * 60_000 / float64(span)
+	}
+	w, sum := l.Entitlement(j.Class, j.Tenant)
+	if w > 0 && sum > 0 {
+		out.Share = float64(w) / float64(sum)
+	}
+	class, all, span := l.Charged(f.clock, j.Class)
+	if all <= 0 || span <= 0 {
 		return out, true, nil
 	}
-	rate := float64(n) / float64(span) // per ms
-	need := float64(pl.Ahead)
-	if w, sum := l.Entitlement(j.Class, j.Tenant); w > 0 && sum > 0 {
-		out.Share = float64(w) / float64(sum)
-		need = max(need, math.Ceil(float64(pl.Own+1)/out.Share)-1)
+	wait := float64(pl.AheadCostMs) * float64(span) / float64(all)
+	if !j.HasDeadline() && class > 0 && sum > 0 && pl.Start > pl.VirtualNow {
+		// Virtual µs at weight 1 are CPU µs: × the eligible weights (Q16).
+		work := float64(pl.Start-pl.VirtualNow) / 1000 * float64(sum) / float64(sfq.WeightOne)
+		wait = max(wait, work*float64(span)/float64(class))
 	}
-	out.RatePerMinute = rate * 60_000
-	out.EstimatedStart = f.clock + sfq.Time(math.Ceil((need+1)/rate))
+	out.EstimatedStart = f.clock + sfq.Time(math.Ceil(wait))
 	out.Estimated = true
 	return out, true, nil
 }

@@ -189,7 +189,7 @@ func PlaceText(pl *pb.PlaceInLine, sz string, now *pb.ClockNow) string {
 	}
 	s := fmt.Sprintf("Place in line: %s %s go before it on the workers of size %s (%d of its own tenant's)", ahead, jobs, sz, pl.OwnAhead)
 	if pl.EstimatedStartMs != 0 {
-		s += fmt.Sprintf("; it may start %s (an estimate, at the %.1f dispatches a minute of the last 10 minutes)", wire.When(now, pl.EstimatedStartMs), pl.RatePerMinute)
+		s += fmt.Sprintf("; it may start %s (an estimate, at the pace of the last 10 minutes)", wire.When(now, pl.EstimatedStartMs))
 	}
 	return s + "."
 }

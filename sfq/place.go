@@ -12,11 +12,17 @@ import (
 
 // Place is a queued job's place in line in its pool, for the workers of
 // its size: Ahead jobs would be dispatched before it, Own of them its own
-// tenant's. Complete is false when the count stopped at the caller's
-// limit: Ahead is then that limit, a lower bound.
+// tenant's, of AheadCostMs and OwnCostMs estimated CPU. Complete is false
+// when the count stopped at the caller's limit: Ahead is then that limit,
+// a lower bound. For a job without a deadline, Start is the start tag it
+// would be charged at and VirtualNow its class's virtual_now now: while
+// every tenant with eligible work there stays so, the class hands out
+// (Start − VirtualNow) × their weights of service before it.
 type Place struct {
-	Ahead, Own uint64
-	Complete   bool
+	Ahead, Own             uint64
+	AheadCostMs, OwnCostMs int64
+	Complete               bool
+	Start, VirtualNow      VirtualTime
 }
 
 // Place returns the place in line of queued job id at cluster time now:
@@ -122,7 +128,8 @@ func (s *Scheduler) Place(id JobID, now Time, limit uint64) (pl Place, ok bool, 
 		// 3. The fair order of its class and size.
 		pc.fair(j)
 	}
-	pl = Place{Ahead: min(pc.n, pc.limit), Own: min(pc.own, pc.limit), Complete: !pc.full()}
+	pl = Place{Ahead: min(pc.n, pc.limit), Own: min(pc.own, pc.limit), AheadCostMs: pc.cost, OwnCostMs: pc.ownCost, Complete: !pc.full(),
+		Start: pc.start, VirtualNow: p.vnow[j.Class]}
 	return pl, true, pc.err
 }
 
@@ -142,7 +149,11 @@ type placeCount struct {
 	limit, n uint64
 	ownLane  uint32
 	own      uint64 // of n, the jobs of ownLane
-	err      error
+	// cost and ownCost are the estimated CPU of the jobs counted; start
+	// the job's start tag in the fair walk.
+	cost, ownCost int64
+	start         VirtualTime
+	err           error
 	// walk holds the lanes whose usage or tag the jobs counted so far
 	// have moved (the walk's class's tag).
 	walk map[uint32]*placeLane
@@ -152,8 +163,10 @@ type placeCount struct {
 // by the cost, whatever the job's class (decay is per tenant and pool).
 func (pc *placeCount) add(lane uint32, cost int64) {
 	pc.n++
+	pc.cost += cost
 	if lane == pc.ownLane {
 		pc.own++
+		pc.ownCost += cost
 	}
 	if pc.s.cfg.Decay != nil {
 		pc.lane(lane).usage += cost
@@ -224,7 +237,8 @@ func (pc *placeCount) countQueue(lane uint32, c Class, sz Size, dl bool, fn func
 				if fn == nil {
 					pc.add(lane, jb.EstCostMs)
 				} else if fn(gs, e, jb.EstCostMs) {
-					pc.add(lane, 0) // fn's caller charges it
+					pc.add(lane, jb.EstCostMs)
+					pc.lane(lane).usage -= jb.EstCostMs * decayOn(pc.s) // fn's caller charges it
 				}
 			}
 			continue
@@ -472,11 +486,14 @@ func (pc *placeCount) fair(j *Job) {
 		}
 		id, cost := pl.next()
 		if id == j.ID {
+			pc.start = st
 			return
 		}
 		pc.n++ // its usage grows in charge
+		pc.cost += cost
 		if pl.lane == j.Tenant {
 			pc.own++
+			pc.ownCost += cost
 		}
 		pl.tag = st
 		if err := pl.charge(s, cost); err != nil {
@@ -490,4 +507,12 @@ func (pc *placeCount) fair(j *Job) {
 			heapUp(a, aBefore)
 		}
 	}
+}
+
+// decayOn is 1 under usage decay, else 0.
+func decayOn(s *Scheduler) int64 {
+	if s.cfg.Decay != nil {
+		return 1
+	}
+	return 0
 }

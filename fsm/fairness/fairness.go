@@ -354,6 +354,23 @@ func (l *Ledger) Dispatches(now sfq.Time, sz sfq.Size) (n, spanMs int64) {
 	return n, int64(now - start)
 }
 
+// Charged returns the CPU charged (estimates at dispatch, corrected at
+// finish) in class cl and in every class over the window RateWindow at
+// now, and the cluster time that window spans.
+func (l *Ledger) Charged(now sfq.Time, cl sfq.Class) (class, all, spanMs int64) {
+	w := Windows[RateWindow]
+	b := int64(now / w.bucket)
+	for c := range l.classes {
+		v := l.classes[c].charged[RateWindow].sum(b-perWindow, b)
+		all += v
+		if sfq.Class(c) == cl {
+			class = v
+		}
+	}
+	start := max(sfq.Time(b-perWindow)*w.bucket, 0, l.since)
+	return class, all, int64(now - start)
+}
+
 // Entitlement returns tenant ti's weight in class cl and the sum of the
 // weights of the tenants with eligible work there, as last observed (0,
 // 0 when it has none).

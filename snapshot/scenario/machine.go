@@ -99,6 +99,12 @@ func (m *Machine) Explain(id sfq.JobID) (sfq.Reason, error) {
 	return r, err
 }
 
+// Place implements Target: the state machine's read, at its clock.
+func (m *Machine) Place(_ sfq.Time, id sfq.JobID) (sfq.Place, bool, error) {
+	pl, ok, err := m.F.Place(id, placeLimit)
+	return pl.Place, ok, err
+}
+
 // Estimate implements Target.
 func (m *Machine) Estimate(tenant, typ string) (st sfq.TypeStat, ok bool) {
 	m.F.Read(func(s *sfq.Scheduler) { st, ok = s.Estimate(tenant, typ) })

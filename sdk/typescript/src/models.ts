@@ -75,9 +75,10 @@ export interface Job<T = unknown> {
  * A queued job's place in line in its pool (docs/fairness.md): `ahead`
  * jobs would go to the workers of its size before it, `ownAhead` of them
  * its own tenant's; `complete` false means the count stopped at 10,000 (a
- * lower bound). `estimatedStart` is an estimate (undefined: the pool
- * dispatched nothing in the last 10 minutes), from `ratePerMinute`
- * dispatches a minute and the tenant's entitled `share`.
+ * lower bound). `estimatedStart` is an estimate (undefined: nothing ran
+ * in the pool in the last 10 minutes) from the work ahead and the pace of
+ * the last 10 minutes; `ratePerMinute` is the pool's recent dispatches a
+ * minute and `share` the tenant's entitled share of its class.
  */
 export interface Place {
   ahead: number;

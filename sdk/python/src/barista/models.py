@@ -95,9 +95,10 @@ class Place:
     ``ahead`` jobs would go to the workers of its size before it,
     ``own_ahead`` of them its own tenant's; ``complete`` False means the
     count stopped at 10,000 (a lower bound). ``estimated_start`` is an
-    estimate (None: the pool dispatched nothing in the last 10 minutes),
-    from ``rate_per_minute`` dispatches a minute and the tenant's entitled
-    ``share``."""
+    estimate (None: nothing ran in the pool in the last 10 minutes) from
+    the work ahead and the pace of the last 10 minutes;
+    ``rate_per_minute`` is the pool's recent dispatches a minute and
+    ``share`` the tenant's entitled share of its class."""
 
     ahead: int
     own_ahead: int

@@ -195,10 +195,13 @@ export type PlaceInLine = Message<"barista.v1.PlaceInLine"> & {
 
   /**
    * estimated_start_ms is an estimate (cluster time) of its start, 0
-   * when the pool dispatched nothing in the last 10 minutes: the jobs
-   * ahead (or, if more, the dispatches that bring its tenant's share its
-   * own jobs ahead and itself) at the pool's recent rate of dispatches of
-   * its size or smaller. rate_per_minute and share are what it used.
+   * when nothing was charged in its pool in the last 10 minutes: the
+   * estimated CPU of the jobs ahead at the pool's recent rate of CPU, or,
+   * if longer, the service its class hands out before its start tag (its
+   * tenant's entitled share of which is its own jobs ahead) at the
+   * class's rate (docs/fairness.md, "Place in line"). rate_per_minute is
+   * the pool's recent dispatches of its size or smaller a minute, share
+   * its tenant's entitled share of its class.
    *
    * @generated from field: int64 estimated_start_ms = 4;
    */
