@@ -264,7 +264,9 @@ func (c *Core) TenantState(name string, class sfq.Class) (sfq.Tenant, sfq.Virtua
 func (c *Core) Explain(id sfq.JobID) (sfq.Reason, error) { return c.S.Explain(id) }
 
 // Place implements Target.
-func (c *Core) Place(now sfq.Time, id sfq.JobID) (sfq.Place, bool, error) { return c.S.Place(id, now, placeLimit) }
+func (c *Core) Place(now sfq.Time, id sfq.JobID) (sfq.Place, bool, error) {
+	return c.S.Place(id, now, placeLimit)
+}
 
 // placeLimit bounds a script's place in line (a script's queues are short).
 const placeLimit = 1_000_000
