@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -33,11 +34,19 @@ const (
 	MaxEvidenceReplaysPerCaller = 1
 )
 
-// evidenceLimit holds the replays in progress.
+// evidenceLimit holds the replays in progress; refused counts the
+// refusals by limit (nil: none counted).
 type evidenceLimit struct {
-	mu     sync.Mutex
-	n      int
-	caller map[string]int
+	mu      sync.Mutex
+	n       int
+	caller  map[string]int
+	refused *prometheus.CounterVec
+}
+
+func (l *evidenceLimit) count(limit string) {
+	if l.refused != nil {
+		l.refused.WithLabelValues(limit).Inc()
+	}
 }
 
 func (l *evidenceLimit) acquire(who string) (release func(), err error) {
@@ -47,9 +56,11 @@ func (l *evidenceLimit) acquire(who string) (release func(), err error) {
 		l.caller = map[string]int{}
 	}
 	if l.caller[who] >= MaxEvidenceReplaysPerCaller {
+		l.count("caller")
 		return nil, status.Errorf(codes.ResourceExhausted, "this caller is already being issued %d statement or certificate on this node: ask again when it is done", MaxEvidenceReplaysPerCaller)
 	}
 	if l.n >= MaxEvidenceReplays {
+		l.count("node")
 		return nil, status.Errorf(codes.ResourceExhausted, "this node is issuing %d statements or certificates: ask again shortly, or ask another node", MaxEvidenceReplays)
 	}
 	l.n++

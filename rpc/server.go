@@ -167,7 +167,8 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	s.gatewayKey = rand.Text()
 	workers = newWorkerService(b)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: newSubmitLimiter(time.Now, b.metrics.submitsLimited),
-		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry)}, &AdminService{base: b, workers: workers}, workers
+		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: newWatchLimits(limits, opt.Conns, s.gatewayKey, node.Metrics.Registry),
+		evidence: evidenceLimit{refused: b.metrics.evidenceRefused}}, &AdminService{base: b, workers: workers}, workers
 	budget := &requestBudget{
 		callers:   inflight.New("grpc_request", limits.RequestBytesPerIdentity, limits.RequestBytes, node.Metrics.Registry),
 		anonymous: inflight.New("grpc_unauthenticated_request", unauthenticatedRequestBytes, unauthenticatedRequestBytes, node.Metrics.Registry),
