@@ -126,6 +126,9 @@ func (s *Scheduler) pickFair(p *poolCore, c Class, ws Size) candidate {
 // with an eligible job of size <= ws, its most urgent deadline head, else
 // its fair-share pick.
 func (s *Scheduler) pick(p *poolCore, ws Size) candidate {
+	if s.pickObserver != nil {
+		s.observePick(p, ws)
+	}
 	for _, c := range classOrder {
 		if !p.eligibleIn(c, ws) {
 			continue
@@ -231,9 +234,6 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 		return Assignment{}, false, nil // maintenance: a gate, nothing else
 	}
 	s.advance(now) // a job whose expire_at has passed is never dispatched
-	if s.pickObserver != nil {
-		s.pickObserver(pid, ws)
-	}
 	c := s.pick(p, ws)
 	if !c.ok {
 		return Assignment{}, false, nil

@@ -23,11 +23,21 @@ type Candidate struct {
 
 // SetPickObserver sets fn to be called by every Dispatch that reaches its
 // pick — after the dispatch gate and the re-evaluation at the command's
-// time, before the pick — with the worker's pool and size (nil: none). fn
+// time, as the pick starts — with the worker's pool and size (nil: none). fn
 // may only read the scheduler (LaneCandidates, TenantAt, ...). A replay
 // that issues a certificate of fairness uses it; a live state machine
 // sets none.
 func (s *Scheduler) SetPickObserver(fn func(pool PoolID, ws Size)) { s.pickObserver = fn }
+
+// observePick calls the pick observer with pool p's ID.
+func (s *Scheduler) observePick(p *poolCore, ws Size) {
+	for i, q := range s.pools {
+		if q == p {
+			s.pickObserver(PoolID(i), ws)
+			return
+		}
+	}
+}
 
 // LaneCandidates calls fn with every candidate lane ti has in its pool —
 // for each class in service order and each size, its eligible head without
