@@ -192,7 +192,7 @@ type Tenant struct {
 	// Verify; not encoded).
 	Scheduled      uint32
 	ScheduledAgain uint32
-	Billing   Billing
+	Billing        Billing
 	// groupNow holds group_now per class (group_order=fair).
 	groupNow [NumClasses]VirtualTime
 	// paused: the tenant is paused; rateTAT: its rate limit's theoretical

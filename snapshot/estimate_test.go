@@ -33,7 +33,7 @@ func TestPlaceEstimateError(t *testing.T) {
 		ahead, own       uint64
 		seq              uint64 // events before the sample
 		oldest           bool
-		estimated, known bool
+		estimated        bool
 	}
 	var samples []sample
 	next := sfq.Time(10 * 60_000)
