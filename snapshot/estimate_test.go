@@ -28,12 +28,12 @@ func TestPlaceEstimateError(t *testing.T) {
 	src := simulateFairness(t, 2, dur)
 	f := src.New()
 	type sample struct {
-		job              sfq.JobID
-		at, est          sfq.Time
-		ahead, own       uint64
-		seq              uint64 // events before the sample
-		oldest           bool
-		estimated        bool
+		job        sfq.JobID
+		at, est    sfq.Time
+		ahead, own uint64
+		seq        uint64 // events before the sample
+		oldest     bool
+		estimated  bool
 	}
 	var samples []sample
 	next := sfq.Time(10 * 60_000)
