@@ -163,3 +163,46 @@ func TestPlaceTakesLimitsAsTheyStand(t *testing.T) {
 		t.Errorf("limited: %+v %v, want 3 and incomplete", pl, ok)
 	}
 }
+
+// BenchmarkPlace: the place of the newest job of one of 100 backlogged
+// tenants with 1,000 queued md jobs each (100,000 queued): the count
+// stops at fsm's PlaceLimit, 10,000 jobs; and of a tenant's next job,
+// with 100 tenants' candidates to walk.
+func BenchmarkPlace(b *testing.B) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var last, next JobID
+	for i := range 100 {
+		name := fmt.Sprintf("t%d", i)
+		if _, err := s.UpsertTenant(TenantSpec{Name: name, Tier: Tier(i % NumTiers)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for k := range 1000 {
+		for i := range 100 {
+			id, err := s.Submit(0, Submission{Tenant: fmt.Sprintf("t%d", i), Size: MD, EstCostMs: 1000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if i == 50 && k == 0 {
+				next = id
+			}
+			last = id
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		id   JobID
+	}{{"newest-limited", last}, {"next", next}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok, err := s.Place(bc.id, 0, 10_000); !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}

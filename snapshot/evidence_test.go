@@ -172,3 +172,27 @@ func TestCertificateOfTheFairnessWorkload(t *testing.T) {
 		}
 	}
 }
+
+// TestCertificateEndsBeforeAPolicyChange: a certificate states one steal
+// policy; its window ends before the entry that changes it.
+func TestCertificateEndsBeforeAPolicyChange(t *testing.T) {
+	path := t.TempDir() + "/policy.txt"
+	script := "at 0s\ntenant a tier=gold\ntenant b tier=free\nsubmit a x2 size=md cost=1s\nsubmit b x2 size=md cost=1s\n" +
+		"at 1s\ndispatch md\ndispatch md\nat 2s\nconfig policy=reserve:500ms\ndispatch md\n"
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := recorded(t, path)
+	cert, err := snapshot.Certificate(src, "b", snapshot.WindowSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Entries: 2 tenants, 4 submits, 2 dispatches, then the config.
+	if cert.Window.ToIndex != 8 || cert.Window.Open || cert.Policy != "prefer-fit" || len(cert.Lines) != 2 || !evidence.Verify(cert).OK() {
+		t.Errorf("window %+v, policy %s, %d lines", cert.Window, cert.Policy, len(cert.Lines))
+	}
+	after, err := snapshot.Certificate(src, "b", snapshot.WindowSpec{FromIndex: 10})
+	if err != nil || after.Policy != "reserve" || after.MarginUs != 500_000 || len(after.Lines) != 1 {
+		t.Errorf("after the change: %v %+v", err, after)
+	}
+}
