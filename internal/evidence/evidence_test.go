@@ -197,6 +197,10 @@ func TestStatementDocuments(t *testing.T) {
 			t.Errorf("JSON has no %q:\n%s", frag, js)
 		}
 	}
+	st.Tenant = "=HYPERLINK(1)"
+	if !strings.Contains(string(st.CSV()), "\ntenant,,,,name,'=HYPERLINK(1)\n") {
+		t.Errorf("a formula in the CSV:\n%s", st.CSV())
+	}
 	back, err := ParseStatement(st.JSON())
 	if err != nil || back.CPUMs != 3000 || *back.Shares[0].Entitled != 0.5 {
 		t.Errorf("parsed back: %+v %v", back, err)

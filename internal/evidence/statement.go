@@ -14,6 +14,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Window is the part of the log a document covers: the entries FromIndex
@@ -218,7 +219,9 @@ func (s *Statement) JSON() []byte {
 }
 
 // CSV is the statement as CSV, one figure a row: section, pool, size,
-// class, metric, value. Sections: window (metric from_index, to_index,
+// class, metric, value. Sections: tenant (name; after a single quote when
+// it starts with =, +, - or @, which a spreadsheet would read as a
+// formula), window (metric from_index, to_index,
 // from_ms, to_ms, open, start_hash, end_hash), cpu (per pool, size and
 // class: cpu_ms, dispatches, each outcome, wait_p50_ms, wait_p95_ms,
 // wait_max_ms), total (the same over every row) and share (per pool and
@@ -233,7 +236,7 @@ func (s *Statement) CSV() []byte {
 	row("section", "pool", "size", "class", "metric", "value")
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
-	row("tenant", "", "", "", "name", s.Tenant)
+	row("tenant", "", "", "", "name", spreadsheetSafe(s.Tenant))
 	win := s.Window
 	row("window", "", "", "", "from_index", u(win.FromIndex))
 	row("window", "", "", "", "to_index", u(win.ToIndex))
@@ -271,6 +274,17 @@ func (s *Statement) CSV() []byte {
 	}
 	w.Flush()
 	return buf.Bytes()
+}
+
+// spreadsheetSafe keeps a name a spreadsheet would read as a formula
+// (one starting with =, +, -, @) from being one: it is written after a
+// single quote. The tenant's name is the statement's one cell that is
+// not a number or a fixed word.
+func spreadsheetSafe(s string) string {
+	if s != "" && strings.ContainsRune("=+-@", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 // ParseStatement reads a statement's JSON document.
