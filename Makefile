@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit noisy-neighbour fuzz proto proto-python proto-typescript run clean
+.PHONY: help build test test-unit test-unfair test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit noisy-neighbour fuzz proto proto-python proto-typescript run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -15,12 +15,18 @@ help: ## list the targets
 build: ## build bin/barista
 	$(GO) build -o bin/barista ./cmd/barista
 
-test: test-unit test-examples test-proc test-python test-typescript ## run the test suite (the README's test command)
+test: test-unit test-unfair test-examples test-proc test-python test-typescript ## run the test suite (the README's test command)
 
 # A race-enabled binary sleeps a second at exit (the race detector's
 # atexit_sleep_ms) unless told not to; the tests start many.
 test-unit:
 	GORACE="atexit_sleep_ms=0 $(GORACE)" $(GO) test -race -count=1 -timeout 10m $(UNIT_PKGS)
+
+# The evidence of fairness against a build whose fair pick breaks the
+# order (sfq's unfairpick tag): certificates fail, the fairness error
+# rises (docs/fairness.md). A few seconds.
+test-unfair: ## the evidence of fairness against a build that dispatches out of order (a few seconds)
+	$(GO) test -tags unfairpick -count=1 -run 'Forced' ./snapshot/
 
 # examples/ is a module of its own that requires this one (through a
 # replace), the way a program using the Go client does.

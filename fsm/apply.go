@@ -171,6 +171,7 @@ func (f *FSM) applyDispatch(c *clusterpb.Dispatch) Result {
 	}
 	f.emit(EvAssigned, &j, reason)
 	f.charge(&j, j.EstCostMs)
+	f.ledger(pid).Dispatched(f.clock, j.Size)
 	f.observe(j.Tenant)
 	return Result{Assigned: true, Job: a.Job, Attempt: a.Attempt, Size: a.Size, Tenant: f.sched.TenantName(a.Tenant), Outcome: sfq.Changed,
 		DeadlineMissed: a.DeadlineMissed, Assign: assignmentOf(&j)}

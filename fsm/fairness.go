@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"math"
+
 	"github.com/baristahq/barista/fsm/fairness"
 	"github.com/baristahq/barista/sfq"
 )
@@ -150,4 +152,120 @@ func (f *FSM) fairRow(r *fairness.Row) fairness.Line {
 		row.LagCPUMs = fairness.Lag(f.sched.PoolVirtualNow(pool, r.Class), t.Tag(r.Class), f.sched.Weight(&t, f.clock))
 	}
 	return row
+}
+
+// PoolFairness is a pool's live fairness error (SPEC §3 "Evidence of
+// fairness"): over the report's window Window, the largest difference
+// between a tenant's share of its class's charged CPU and its entitled
+// share, among the tenants that had eligible work in the window; the
+// tenant, class and figures of the row it is in. OK is false while no
+// tenant had both.
+type PoolFairness struct {
+	Pool   string // "default" for the pool default
+	Window string
+	fairness.Error
+	TenantName string
+}
+
+// DefaultErrorWindow is the window of the live fairness error: 10
+// minutes (an index of fairness.Windows).
+const DefaultErrorWindow = 1
+
+// FairnessErrors returns each live pool's fairness error over window g
+// (an index of fairness.Windows) at the FSM clock, pools in slot order.
+func (f *FSM) FairnessErrors(g int) []PoolFairness {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if g < 0 || g >= fairness.NumWindows {
+		g = DefaultErrorWindow
+	}
+	var out []PoolFairness
+	f.sched.Pools(func(p sfq.Pool) bool {
+		pid, ok := f.sched.PoolID(poolKey(p.Name))
+		if !ok {
+			return true
+		}
+		pf := PoolFairness{Pool: p.Name, Window: fairness.Windows[g].Name}
+		if int(pid) < len(f.fairs) && f.fairs[pid] != nil {
+			pf.Error = f.fairs[pid].Error(f.clock, g)
+			if pf.OK {
+				pf.TenantName = f.sched.TenantName(pf.Tenant)
+			}
+		}
+		out = append(out, pf)
+		return true
+	})
+	return out
+}
+
+// poolKey is the name the core looks a pool up by: "" for the pool
+// default.
+func poolKey(name string) string {
+	if name == sfq.DefaultPoolName {
+		return ""
+	}
+	return name
+}
+
+// Place is a queued job's place in line (sfq.Place) and an estimate of
+// when it starts. The estimate, in cluster time, is now plus the longer
+// of two waits, each work over the rate it is done at over the last 10
+// minutes (fairness.RateWindow): the estimated CPU of the jobs ahead of
+// it at the pool's rate of CPU charged; and, for a job without a
+// deadline, the service its class hands out before its start tag while
+// the tenants with eligible work there stay so — (start − virtual_now) ×
+// their weights, its tenant's entitled share of it being its own jobs
+// ahead — at the class's rate. It is a guess: Estimated is false when
+// nothing was charged in that time. RatePerMinute is the pool's
+// dispatches of the job's size or smaller a minute, Share the tenant's
+// entitled share of its class (its weight over the eligible weights; 0
+// when it has no eligible work there).
+type Place struct {
+	sfq.Place
+	EstimatedStart       sfq.Time
+	Estimated            bool
+	RatePerMinute, Share float64
+}
+
+// PlaceLimit bounds the jobs a place in line counts: past it the count
+// is a lower bound (Complete false).
+const PlaceLimit = 10_000
+
+// Place returns queued job id's place in line, counting at most limit
+// jobs, and the estimate of its start; ok is false when it has none
+// (sfq.Scheduler.Place).
+func (f *FSM) Place(id sfq.JobID, limit uint64) (Place, bool, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	pl, ok, err := f.sched.Place(id, f.clock, limit)
+	if !ok || err != nil {
+		return Place{}, ok, err
+	}
+	out := Place{Place: pl}
+	j, _ := f.sched.Job(id)
+	pid := f.sched.LanePool(j.Tenant)
+	if int(pid) >= len(f.fairs) || f.fairs[pid] == nil {
+		return out, true, nil
+	}
+	l := f.fairs[pid]
+	if n, span := l.Dispatches(f.clock, j.Size); span > 0 {
+		out.RatePerMinute = float64(n) * 60_000 / float64(span)
+	}
+	w, sum := l.Entitlement(j.Class, j.Tenant)
+	if w > 0 && sum > 0 {
+		out.Share = float64(w) / float64(sum)
+	}
+	class, all, span := l.Charged(f.clock, j.Class)
+	if all <= 0 || span <= 0 {
+		return out, true, nil
+	}
+	wait := float64(pl.AheadCostMs) * float64(span) / float64(all)
+	if !j.HasDeadline() && class > 0 && sum > 0 && pl.Start > pl.VirtualNow {
+		// Virtual µs at weight 1 are CPU µs: × the eligible weights (Q16).
+		work := float64(pl.Start-pl.VirtualNow) / 1000 * float64(sum) / float64(sfq.WeightOne)
+		wait = max(wait, work*float64(span)/float64(class))
+	}
+	out.EstimatedStart = f.clock + sfq.Time(math.Ceil(wait))
+	out.Estimated = true
+	return out, true, nil
 }

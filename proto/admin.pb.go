@@ -2027,9 +2027,12 @@ type TopResponse struct {
 	// start, or the snapshot it last loaded): windows cover nothing before.
 	FairnessSinceMs int64 `protobuf:"varint,6,opt,name=fairness_since_ms,json=fairnessSinceMs,proto3" json:"fairness_since_ms,omitempty"`
 	// pools: every pool with its jobs and connected workers, by name.
-	Pools         []*Pool `protobuf:"bytes,120,rep,name=pools,proto3" json:"pools,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Pools []*Pool `protobuf:"bytes,120,rep,name=pools,proto3" json:"pools,omitempty"`
+	// fairness_errors: each pool's live fairness error (SPEC §3 "Evidence
+	// of fairness"), by pool name.
+	FairnessErrors []*FairnessError `protobuf:"bytes,130,rep,name=fairness_errors,json=fairnessErrors,proto3" json:"fairness_errors,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TopResponse) Reset() {
@@ -2111,6 +2114,118 @@ func (x *TopResponse) GetPools() []*Pool {
 	return nil
 }
 
+func (x *TopResponse) GetFairnessErrors() []*FairnessError {
+	if x != nil {
+		return x.FairnessErrors
+	}
+	return nil
+}
+
+// FairnessError is a pool's live fairness error over the report's
+// 10-minute window: the largest difference between a tenant's share of
+// its class's charged CPU and its entitled share, among the tenants with
+// eligible work in the window (tenant and class name the row; defined
+// false while no tenant had both).
+type FairnessError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pool          string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	Window        string                 `protobuf:"bytes,2,opt,name=window,proto3" json:"window,omitempty"`
+	Defined       bool                   `protobuf:"varint,3,opt,name=defined,proto3" json:"defined,omitempty"`
+	Error         float64                `protobuf:"fixed64,4,opt,name=error,proto3" json:"error,omitempty"`
+	Tenant        string                 `protobuf:"bytes,5,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Class         Class                  `protobuf:"varint,6,opt,name=class,proto3,enum=barista.v1.Class" json:"class,omitempty"`
+	Share         float64                `protobuf:"fixed64,7,opt,name=share,proto3" json:"share,omitempty"`
+	Entitled      float64                `protobuf:"fixed64,8,opt,name=entitled,proto3" json:"entitled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FairnessError) Reset() {
+	*x = FairnessError{}
+	mi := &file_admin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FairnessError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FairnessError) ProtoMessage() {}
+
+func (x *FairnessError) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FairnessError.ProtoReflect.Descriptor instead.
+func (*FairnessError) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *FairnessError) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *FairnessError) GetWindow() string {
+	if x != nil {
+		return x.Window
+	}
+	return ""
+}
+
+func (x *FairnessError) GetDefined() bool {
+	if x != nil {
+		return x.Defined
+	}
+	return false
+}
+
+func (x *FairnessError) GetError() float64 {
+	if x != nil {
+		return x.Error
+	}
+	return 0
+}
+
+func (x *FairnessError) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *FairnessError) GetClass() Class {
+	if x != nil {
+		return x.Class
+	}
+	return Class_CLASS_UNSPECIFIED
+}
+
+func (x *FairnessError) GetShare() float64 {
+	if x != nil {
+		return x.Share
+	}
+	return 0
+}
+
+func (x *FairnessError) GetEntitled() float64 {
+	if x != nil {
+		return x.Entitled
+	}
+	return 0
+}
+
 // Webhook is a tenant's registered endpoint as the replicated state holds
 // it (the secret is never stored).
 type Webhook struct {
@@ -2139,7 +2254,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2151,7 +2266,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2164,7 +2279,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{29}
+	return file_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Webhook) GetTenant() string {
@@ -2262,7 +2377,7 @@ type WebhookSetRequest struct {
 
 func (x *WebhookSetRequest) Reset() {
 	*x = WebhookSetRequest{}
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2274,7 +2389,7 @@ func (x *WebhookSetRequest) String() string {
 func (*WebhookSetRequest) ProtoMessage() {}
 
 func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2287,7 +2402,7 @@ func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookSetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{30}
+	return file_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WebhookSetRequest) GetTenant() string {
@@ -2341,7 +2456,7 @@ type WebhookSetResponse struct {
 
 func (x *WebhookSetResponse) Reset() {
 	*x = WebhookSetResponse{}
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2353,7 +2468,7 @@ func (x *WebhookSetResponse) String() string {
 func (*WebhookSetResponse) ProtoMessage() {}
 
 func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2366,7 +2481,7 @@ func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetResponse.ProtoReflect.Descriptor instead.
 func (*WebhookSetResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{31}
+	return file_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WebhookSetResponse) GetWebhook() *Webhook {
@@ -2407,7 +2522,7 @@ type WebhookGetRequest struct {
 
 func (x *WebhookGetRequest) Reset() {
 	*x = WebhookGetRequest{}
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +2534,7 @@ func (x *WebhookGetRequest) String() string {
 func (*WebhookGetRequest) ProtoMessage() {}
 
 func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +2547,7 @@ func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookGetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookGetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{32}
+	return file_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WebhookGetRequest) GetTenant() string {
@@ -2458,7 +2573,7 @@ type WebhookDeleteRequest struct {
 
 func (x *WebhookDeleteRequest) Reset() {
 	*x = WebhookDeleteRequest{}
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +2585,7 @@ func (x *WebhookDeleteRequest) String() string {
 func (*WebhookDeleteRequest) ProtoMessage() {}
 
 func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +2598,7 @@ func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteRequest.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{33}
+	return file_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WebhookDeleteRequest) GetTenant() string {
@@ -2501,7 +2616,7 @@ type WebhookDeleteResponse struct {
 
 func (x *WebhookDeleteResponse) Reset() {
 	*x = WebhookDeleteResponse{}
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2513,7 +2628,7 @@ func (x *WebhookDeleteResponse) String() string {
 func (*WebhookDeleteResponse) ProtoMessage() {}
 
 func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2526,7 +2641,7 @@ func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteResponse.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{34}
+	return file_admin_proto_rawDescGZIP(), []int{35}
 }
 
 type WebhookStatusRequest struct {
@@ -2538,7 +2653,7 @@ type WebhookStatusRequest struct {
 
 func (x *WebhookStatusRequest) Reset() {
 	*x = WebhookStatusRequest{}
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2550,7 +2665,7 @@ func (x *WebhookStatusRequest) String() string {
 func (*WebhookStatusRequest) ProtoMessage() {}
 
 func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2563,7 +2678,7 @@ func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusRequest.ProtoReflect.Descriptor instead.
 func (*WebhookStatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{35}
+	return file_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WebhookStatusRequest) GetTenant() string {
@@ -2593,7 +2708,7 @@ type WebhookStatusResponse struct {
 
 func (x *WebhookStatusResponse) Reset() {
 	*x = WebhookStatusResponse{}
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2720,7 @@ func (x *WebhookStatusResponse) String() string {
 func (*WebhookStatusResponse) ProtoMessage() {}
 
 func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2733,7 @@ func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusResponse.ProtoReflect.Descriptor instead.
 func (*WebhookStatusResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{36}
+	return file_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WebhookStatusResponse) GetWebhook() *Webhook {
@@ -2694,7 +2809,7 @@ type WebhookReplayRequest struct {
 
 func (x *WebhookReplayRequest) Reset() {
 	*x = WebhookReplayRequest{}
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2706,7 +2821,7 @@ func (x *WebhookReplayRequest) String() string {
 func (*WebhookReplayRequest) ProtoMessage() {}
 
 func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2719,7 +2834,7 @@ func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplayRequest.ProtoReflect.Descriptor instead.
 func (*WebhookReplayRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{37}
+	return file_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *WebhookReplayRequest) GetTenant() string {
@@ -2933,7 +3048,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x05ratio\x18\b \x01(\x01H\x02R\x05ratio\x88\x01\x01B\b\n" +
 	"\x06_shareB\v\n" +
 	"\t_entitledB\b\n" +
-	"\x06_ratio\"\x9b\x02\n" +
+	"\x06_ratio\"\xe0\x02\n" +
 	"\vTopResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12#\n" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12&\n" +
@@ -2941,7 +3056,17 @@ const file_admin_proto_rawDesc = "" +
 	"\twindow_ms\x18\x04 \x01(\x03R\bwindowMs\x121\n" +
 	"\atenants\x18\x05 \x03(\v2\x17.barista.v1.TenantShareR\atenants\x12*\n" +
 	"\x11fairness_since_ms\x18\x06 \x01(\x03R\x0ffairnessSinceMs\x12&\n" +
-	"\x05pools\x18x \x03(\v2\x10.barista.v1.PoolR\x05pools\"\x81\x03\n" +
+	"\x05pools\x18x \x03(\v2\x10.barista.v1.PoolR\x05pools\x12C\n" +
+	"\x0ffairness_errors\x18\x82\x01 \x03(\v2\x19.barista.v1.FairnessErrorR\x0efairnessErrors\"\xde\x01\n" +
+	"\rFairnessError\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x16\n" +
+	"\x06window\x18\x02 \x01(\tR\x06window\x12\x18\n" +
+	"\adefined\x18\x03 \x01(\bR\adefined\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\x01R\x05error\x12\x16\n" +
+	"\x06tenant\x18\x05 \x01(\tR\x06tenant\x12'\n" +
+	"\x05class\x18\x06 \x01(\x0e2\x11.barista.v1.ClassR\x05class\x12\x14\n" +
+	"\x05share\x18\a \x01(\x01R\x05share\x12\x1a\n" +
+	"\bentitled\x18\b \x01(\x01R\bentitled\"\x81\x03\n" +
 	"\aWebhook\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
@@ -3028,7 +3153,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_admin_proto_goTypes = []any{
 	(*PauseDispatchRequest)(nil),      // 0: barista.v1.PauseDispatchRequest
 	(*PauseDispatchResponse)(nil),     // 1: barista.v1.PauseDispatchResponse
@@ -3059,102 +3184,105 @@ var file_admin_proto_goTypes = []any{
 	(*TenantShare)(nil),               // 26: barista.v1.TenantShare
 	(*FairWindow)(nil),                // 27: barista.v1.FairWindow
 	(*TopResponse)(nil),               // 28: barista.v1.TopResponse
-	(*Webhook)(nil),                   // 29: barista.v1.Webhook
-	(*WebhookSetRequest)(nil),         // 30: barista.v1.WebhookSetRequest
-	(*WebhookSetResponse)(nil),        // 31: barista.v1.WebhookSetResponse
-	(*WebhookGetRequest)(nil),         // 32: barista.v1.WebhookGetRequest
-	(*WebhookDeleteRequest)(nil),      // 33: barista.v1.WebhookDeleteRequest
-	(*WebhookDeleteResponse)(nil),     // 34: barista.v1.WebhookDeleteResponse
-	(*WebhookStatusRequest)(nil),      // 35: barista.v1.WebhookStatusRequest
-	(*WebhookStatusResponse)(nil),     // 36: barista.v1.WebhookStatusResponse
-	(*WebhookReplayRequest)(nil),      // 37: barista.v1.WebhookReplayRequest
-	(*ClockNow)(nil),                  // 38: barista.v1.ClockNow
-	(*ReadOptions)(nil),               // 39: barista.v1.ReadOptions
-	(Tier)(0),                         // 40: barista.v1.Tier
-	(*Caps)(nil),                      // 41: barista.v1.Caps
-	(Class)(0),                        // 42: barista.v1.Class
-	(GroupOrder)(0),                   // 43: barista.v1.GroupOrder
-	(*SchedulerConfig)(nil),           // 44: barista.v1.SchedulerConfig
-	(*GroupUsage)(nil),                // 45: barista.v1.GroupUsage
+	(*FairnessError)(nil),             // 29: barista.v1.FairnessError
+	(*Webhook)(nil),                   // 30: barista.v1.Webhook
+	(*WebhookSetRequest)(nil),         // 31: barista.v1.WebhookSetRequest
+	(*WebhookSetResponse)(nil),        // 32: barista.v1.WebhookSetResponse
+	(*WebhookGetRequest)(nil),         // 33: barista.v1.WebhookGetRequest
+	(*WebhookDeleteRequest)(nil),      // 34: barista.v1.WebhookDeleteRequest
+	(*WebhookDeleteResponse)(nil),     // 35: barista.v1.WebhookDeleteResponse
+	(*WebhookStatusRequest)(nil),      // 36: barista.v1.WebhookStatusRequest
+	(*WebhookStatusResponse)(nil),     // 37: barista.v1.WebhookStatusResponse
+	(*WebhookReplayRequest)(nil),      // 38: barista.v1.WebhookReplayRequest
+	(*ClockNow)(nil),                  // 39: barista.v1.ClockNow
+	(*ReadOptions)(nil),               // 40: barista.v1.ReadOptions
+	(Tier)(0),                         // 41: barista.v1.Tier
+	(*Caps)(nil),                      // 42: barista.v1.Caps
+	(Class)(0),                        // 43: barista.v1.Class
+	(GroupOrder)(0),                   // 44: barista.v1.GroupOrder
+	(*SchedulerConfig)(nil),           // 45: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),                // 46: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
-	38, // 0: barista.v1.Pool.now:type_name -> barista.v1.ClockNow
-	39, // 1: barista.v1.PoolGetRequest.read:type_name -> barista.v1.ReadOptions
-	39, // 2: barista.v1.PoolListRequest.read:type_name -> barista.v1.ReadOptions
+	39, // 0: barista.v1.Pool.now:type_name -> barista.v1.ClockNow
+	40, // 1: barista.v1.PoolGetRequest.read:type_name -> barista.v1.ReadOptions
+	40, // 2: barista.v1.PoolListRequest.read:type_name -> barista.v1.ReadOptions
 	2,  // 3: barista.v1.PoolListResponse.pools:type_name -> barista.v1.Pool
 	9,  // 4: barista.v1.SubscriptionSetResponse.subscription:type_name -> barista.v1.Subscription
-	39, // 5: barista.v1.SubscriptionListRequest.read:type_name -> barista.v1.ReadOptions
+	40, // 5: barista.v1.SubscriptionListRequest.read:type_name -> barista.v1.ReadOptions
 	9,  // 6: barista.v1.SubscriptionListResponse.subscriptions:type_name -> barista.v1.Subscription
-	40, // 7: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
-	41, // 8: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	42, // 9: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
-	43, // 10: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
-	38, // 11: barista.v1.Tenant.now:type_name -> barista.v1.ClockNow
-	40, // 12: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	41, // 7: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
+	42, // 8: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
+	43, // 9: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
+	44, // 10: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
+	39, // 11: barista.v1.Tenant.now:type_name -> barista.v1.ClockNow
+	41, // 12: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
 	17, // 13: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.CapsUpdate
-	42, // 14: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
-	43, // 15: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
-	39, // 16: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	39, // 17: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	43, // 14: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	44, // 15: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	40, // 16: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	40, // 17: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
 	15, // 18: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	39, // 19: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	44, // 20: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	39, // 21: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	40, // 22: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	42, // 23: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
+	40, // 19: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	45, // 20: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	40, // 21: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	41, // 22: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	43, // 23: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
 	27, // 24: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
-	45, // 25: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	46, // 25: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
 	26, // 26: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
 	2,  // 27: barista.v1.TopResponse.pools:type_name -> barista.v1.Pool
-	38, // 28: barista.v1.Webhook.now:type_name -> barista.v1.ClockNow
-	29, // 29: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
-	39, // 30: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
-	29, // 31: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
-	16, // 32: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	18, // 33: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	20, // 34: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	21, // 35: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	23, // 36: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	24, // 37: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	25, // 38: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	30, // 39: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
-	32, // 40: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
-	33, // 41: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
-	35, // 42: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
-	37, // 43: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
-	0,  // 44: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
-	3,  // 45: barista.v1.Admin.PoolSet:input_type -> barista.v1.PoolSetRequest
-	4,  // 46: barista.v1.Admin.PoolGet:input_type -> barista.v1.PoolGetRequest
-	5,  // 47: barista.v1.Admin.PoolList:input_type -> barista.v1.PoolListRequest
-	7,  // 48: barista.v1.Admin.PoolDelete:input_type -> barista.v1.PoolDeleteRequest
-	10, // 49: barista.v1.Admin.SubscriptionSet:input_type -> barista.v1.SubscriptionSetRequest
-	11, // 50: barista.v1.Admin.SubscriptionDelete:input_type -> barista.v1.SubscriptionDeleteRequest
-	13, // 51: barista.v1.Admin.SubscriptionList:input_type -> barista.v1.SubscriptionListRequest
-	15, // 52: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	19, // 53: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	15, // 54: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	22, // 55: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	44, // 56: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	44, // 57: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	28, // 58: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	31, // 59: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
-	29, // 60: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
-	34, // 61: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
-	36, // 62: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
-	29, // 63: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
-	1,  // 64: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
-	2,  // 65: barista.v1.Admin.PoolSet:output_type -> barista.v1.Pool
-	2,  // 66: barista.v1.Admin.PoolGet:output_type -> barista.v1.Pool
-	6,  // 67: barista.v1.Admin.PoolList:output_type -> barista.v1.PoolListResponse
-	8,  // 68: barista.v1.Admin.PoolDelete:output_type -> barista.v1.PoolDeleteResponse
-	12, // 69: barista.v1.Admin.SubscriptionSet:output_type -> barista.v1.SubscriptionSetResponse
-	12, // 70: barista.v1.Admin.SubscriptionDelete:output_type -> barista.v1.SubscriptionSetResponse
-	14, // 71: barista.v1.Admin.SubscriptionList:output_type -> barista.v1.SubscriptionListResponse
-	52, // [52:72] is the sub-list for method output_type
-	32, // [32:52] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	29, // 28: barista.v1.TopResponse.fairness_errors:type_name -> barista.v1.FairnessError
+	43, // 29: barista.v1.FairnessError.class:type_name -> barista.v1.Class
+	39, // 30: barista.v1.Webhook.now:type_name -> barista.v1.ClockNow
+	30, // 31: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
+	40, // 32: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
+	30, // 33: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
+	16, // 34: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	18, // 35: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	20, // 36: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	21, // 37: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	23, // 38: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	24, // 39: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	25, // 40: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	31, // 41: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
+	33, // 42: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
+	34, // 43: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
+	36, // 44: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
+	38, // 45: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
+	0,  // 46: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
+	3,  // 47: barista.v1.Admin.PoolSet:input_type -> barista.v1.PoolSetRequest
+	4,  // 48: barista.v1.Admin.PoolGet:input_type -> barista.v1.PoolGetRequest
+	5,  // 49: barista.v1.Admin.PoolList:input_type -> barista.v1.PoolListRequest
+	7,  // 50: barista.v1.Admin.PoolDelete:input_type -> barista.v1.PoolDeleteRequest
+	10, // 51: barista.v1.Admin.SubscriptionSet:input_type -> barista.v1.SubscriptionSetRequest
+	11, // 52: barista.v1.Admin.SubscriptionDelete:input_type -> barista.v1.SubscriptionDeleteRequest
+	13, // 53: barista.v1.Admin.SubscriptionList:input_type -> barista.v1.SubscriptionListRequest
+	15, // 54: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	19, // 55: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	15, // 56: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	22, // 57: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	45, // 58: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	45, // 59: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	28, // 60: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	32, // 61: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
+	30, // 62: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
+	35, // 63: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
+	37, // 64: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
+	30, // 65: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
+	1,  // 66: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
+	2,  // 67: barista.v1.Admin.PoolSet:output_type -> barista.v1.Pool
+	2,  // 68: barista.v1.Admin.PoolGet:output_type -> barista.v1.Pool
+	6,  // 69: barista.v1.Admin.PoolList:output_type -> barista.v1.PoolListResponse
+	8,  // 70: barista.v1.Admin.PoolDelete:output_type -> barista.v1.PoolDeleteResponse
+	12, // 71: barista.v1.Admin.SubscriptionSet:output_type -> barista.v1.SubscriptionSetResponse
+	12, // 72: barista.v1.Admin.SubscriptionDelete:output_type -> barista.v1.SubscriptionSetResponse
+	14, // 73: barista.v1.Admin.SubscriptionList:output_type -> barista.v1.SubscriptionListResponse
+	54, // [54:74] is the sub-list for method output_type
+	34, // [34:54] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -3169,14 +3297,14 @@ func file_admin_proto_init() {
 	file_admin_proto_msgTypes[16].OneofWrappers = []any{}
 	file_admin_proto_msgTypes[17].OneofWrappers = []any{}
 	file_admin_proto_msgTypes[27].OneofWrappers = []any{}
-	file_admin_proto_msgTypes[30].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

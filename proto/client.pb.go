@@ -26,6 +26,407 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// EvidenceWindow is the part of the log a statement or certificate
+// covers: log indexes from_index..to_index (0: the oldest the node can
+// replay, the last it applied) or, with by_time, cluster time from_ms
+// (inclusive) .. to_ms (exclusive; 0: up to the last entry applied).
+// The document says what it covered, and "open" when it ended at the
+// last entry applied (another node may have applied more).
+type EvidenceWindow struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FromIndex     uint64                 `protobuf:"varint,1,opt,name=from_index,json=fromIndex,proto3" json:"from_index,omitempty"`
+	ToIndex       uint64                 `protobuf:"varint,2,opt,name=to_index,json=toIndex,proto3" json:"to_index,omitempty"`
+	ByTime        bool                   `protobuf:"varint,3,opt,name=by_time,json=byTime,proto3" json:"by_time,omitempty"`
+	FromMs        int64                  `protobuf:"varint,4,opt,name=from_ms,json=fromMs,proto3" json:"from_ms,omitempty"`
+	ToMs          int64                  `protobuf:"varint,5,opt,name=to_ms,json=toMs,proto3" json:"to_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvidenceWindow) Reset() {
+	*x = EvidenceWindow{}
+	mi := &file_client_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvidenceWindow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvidenceWindow) ProtoMessage() {}
+
+func (x *EvidenceWindow) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvidenceWindow.ProtoReflect.Descriptor instead.
+func (*EvidenceWindow) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *EvidenceWindow) GetFromIndex() uint64 {
+	if x != nil {
+		return x.FromIndex
+	}
+	return 0
+}
+
+func (x *EvidenceWindow) GetToIndex() uint64 {
+	if x != nil {
+		return x.ToIndex
+	}
+	return 0
+}
+
+func (x *EvidenceWindow) GetByTime() bool {
+	if x != nil {
+		return x.ByTime
+	}
+	return false
+}
+
+func (x *EvidenceWindow) GetFromMs() int64 {
+	if x != nil {
+		return x.FromMs
+	}
+	return 0
+}
+
+func (x *EvidenceWindow) GetToMs() int64 {
+	if x != nil {
+		return x.ToMs
+	}
+	return 0
+}
+
+type UsageStatementRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Window *EvidenceWindow        `protobuf:"bytes,2,opt,name=window,proto3" json:"window,omitempty"`
+	// format: "json" (default) or "csv".
+	Format        string `protobuf:"bytes,3,opt,name=format,proto3" json:"format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageStatementRequest) Reset() {
+	*x = UsageStatementRequest{}
+	mi := &file_client_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageStatementRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageStatementRequest) ProtoMessage() {}
+
+func (x *UsageStatementRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageStatementRequest.ProtoReflect.Descriptor instead.
+func (*UsageStatementRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *UsageStatementRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *UsageStatementRequest) GetWindow() *EvidenceWindow {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
+func (x *UsageStatementRequest) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+type UsageStatementResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// document is the statement in its format, as barista replay
+	// --statement prints it for the same window.
+	Document      string `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"`
+	Format        string `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageStatementResponse) Reset() {
+	*x = UsageStatementResponse{}
+	mi := &file_client_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageStatementResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageStatementResponse) ProtoMessage() {}
+
+func (x *UsageStatementResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageStatementResponse.ProtoReflect.Descriptor instead.
+func (*UsageStatementResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *UsageStatementResponse) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+func (x *UsageStatementResponse) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+type FairnessCertificateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Window        *EvidenceWindow        `protobuf:"bytes,2,opt,name=window,proto3" json:"window,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FairnessCertificateRequest) Reset() {
+	*x = FairnessCertificateRequest{}
+	mi := &file_client_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FairnessCertificateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FairnessCertificateRequest) ProtoMessage() {}
+
+func (x *FairnessCertificateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FairnessCertificateRequest.ProtoReflect.Descriptor instead.
+func (*FairnessCertificateRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *FairnessCertificateRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *FairnessCertificateRequest) GetWindow() *EvidenceWindow {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
+type FairnessCertificateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// document is the certificate (JSON), digest its digest.
+	Document      string `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"`
+	Digest        string `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FairnessCertificateResponse) Reset() {
+	*x = FairnessCertificateResponse{}
+	mi := &file_client_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FairnessCertificateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FairnessCertificateResponse) ProtoMessage() {}
+
+func (x *FairnessCertificateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FairnessCertificateResponse.ProtoReflect.Descriptor instead.
+func (*FairnessCertificateResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *FairnessCertificateResponse) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+func (x *FairnessCertificateResponse) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+// PlaceInLine is a queued job's place in line in its pool (SPEC §3
+// "Evidence of fairness"): the jobs workers of its size would be given
+// before it if they asked one after another and nothing else happened,
+// computed from the state (limits as they stand), and an estimate of its
+// start.
+type PlaceInLine struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Ahead    uint64                 `protobuf:"varint,1,opt,name=ahead,proto3" json:"ahead,omitempty"`
+	OwnAhead uint64                 `protobuf:"varint,2,opt,name=own_ahead,json=ownAhead,proto3" json:"own_ahead,omitempty"` // of ahead, its own tenant's jobs
+	// complete is false when the count stopped at 10,000: ahead is then a
+	// lower bound.
+	Complete bool `protobuf:"varint,3,opt,name=complete,proto3" json:"complete,omitempty"`
+	// estimated_start_ms is an estimate (cluster time) of its start, 0
+	// when nothing was charged in its pool in the last 10 minutes: the
+	// estimated CPU of the jobs ahead at the pool's recent rate of CPU, or,
+	// if longer, the service its class hands out before its start tag (its
+	// tenant's entitled share of which is its own jobs ahead) at the
+	// class's rate (docs/fairness.md, "Place in line"). rate_per_minute is
+	// the pool's recent dispatches of its size or smaller a minute, share
+	// its tenant's entitled share of its class.
+	EstimatedStartMs int64   `protobuf:"varint,4,opt,name=estimated_start_ms,json=estimatedStartMs,proto3" json:"estimated_start_ms,omitempty"`
+	RatePerMinute    float64 `protobuf:"fixed64,5,opt,name=rate_per_minute,json=ratePerMinute,proto3" json:"rate_per_minute,omitempty"`
+	Share            float64 `protobuf:"fixed64,6,opt,name=share,proto3" json:"share,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PlaceInLine) Reset() {
+	*x = PlaceInLine{}
+	mi := &file_client_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlaceInLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlaceInLine) ProtoMessage() {}
+
+func (x *PlaceInLine) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlaceInLine.ProtoReflect.Descriptor instead.
+func (*PlaceInLine) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PlaceInLine) GetAhead() uint64 {
+	if x != nil {
+		return x.Ahead
+	}
+	return 0
+}
+
+func (x *PlaceInLine) GetOwnAhead() uint64 {
+	if x != nil {
+		return x.OwnAhead
+	}
+	return 0
+}
+
+func (x *PlaceInLine) GetComplete() bool {
+	if x != nil {
+		return x.Complete
+	}
+	return false
+}
+
+func (x *PlaceInLine) GetEstimatedStartMs() int64 {
+	if x != nil {
+		return x.EstimatedStartMs
+	}
+	return 0
+}
+
+func (x *PlaceInLine) GetRatePerMinute() float64 {
+	if x != nil {
+		return x.RatePerMinute
+	}
+	return 0
+}
+
+func (x *PlaceInLine) GetShare() float64 {
+	if x != nil {
+		return x.Share
+	}
+	return 0
+}
+
 type PauseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -37,7 +438,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_client_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -49,7 +450,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_client_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -62,7 +463,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{0}
+	return file_client_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PauseRequest) GetTenant() string {
@@ -96,7 +497,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_client_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -108,7 +509,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_client_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -121,7 +522,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{1}
+	return file_client_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PauseResponse) GetPaused() string {
@@ -161,7 +562,7 @@ type BulkJobsRequest struct {
 
 func (x *BulkJobsRequest) Reset() {
 	*x = BulkJobsRequest{}
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -173,7 +574,7 @@ func (x *BulkJobsRequest) String() string {
 func (*BulkJobsRequest) ProtoMessage() {}
 
 func (x *BulkJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -186,7 +587,7 @@ func (x *BulkJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkJobsRequest.ProtoReflect.Descriptor instead.
 func (*BulkJobsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{2}
+	return file_client_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BulkJobsRequest) GetTenant() string {
@@ -263,7 +664,7 @@ type BulkJobsResponse struct {
 
 func (x *BulkJobsResponse) Reset() {
 	*x = BulkJobsResponse{}
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -275,7 +676,7 @@ func (x *BulkJobsResponse) String() string {
 func (*BulkJobsResponse) ProtoMessage() {}
 
 func (x *BulkJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -288,7 +689,7 @@ func (x *BulkJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkJobsResponse.ProtoReflect.Descriptor instead.
 func (*BulkJobsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{3}
+	return file_client_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BulkJobsResponse) GetItems() []*BulkItem {
@@ -390,7 +791,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -402,7 +803,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -415,7 +816,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{4}
+	return file_client_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SubmitRequest) GetTenant() string {
@@ -541,7 +942,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -553,7 +954,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -566,7 +967,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{5}
+	return file_client_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SubmitResponse) GetJobId() uint64 {
@@ -594,7 +995,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +1007,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +1020,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{6}
+	return file_client_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReadOptions) GetStale() bool {
@@ -640,7 +1041,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +1053,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +1066,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{7}
+	return file_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetJobRequest) GetTenant() string {
@@ -748,10 +1149,13 @@ type Job struct {
 	// due_at_ms: while scheduled, the cluster time it is due (0 = not
 	// scheduled); expire_at_ms: the cluster time it expires if never
 	// dispatched (0 = none).
-	DueAtMs    int64   `protobuf:"varint,70,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
-	ExpireAtMs int64   `protobuf:"varint,71,opt,name=expire_at_ms,json=expireAtMs,proto3" json:"expire_at_ms,omitempty"`
-	Pool       string  `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`                          // the job's pool, always named ("default" included)
-	Form       JobForm `protobuf:"varint,130,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"` // which workers run it (SPEC §3 "Kinds")
+	DueAtMs    int64  `protobuf:"varint,70,opt,name=due_at_ms,json=dueAtMs,proto3" json:"due_at_ms,omitempty"`
+	ExpireAtMs int64  `protobuf:"varint,71,opt,name=expire_at_ms,json=expireAtMs,proto3" json:"expire_at_ms,omitempty"`
+	Pool       string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"` // the job's pool, always named ("default" included)
+	// place: a queued job's place in line (GetJob only; absent when it has
+	// none: not queued, or held by something its reason names).
+	Place *PlaceInLine `protobuf:"bytes,130,opt,name=place,proto3" json:"place,omitempty"`
+	Form  JobForm      `protobuf:"varint,131,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"` // which workers run it (SPEC §3 "Kinds")
 	// now is the answering node's cluster time and wall clock: a cluster
 	// time T of this message happens at wall time now.wall_ms + (T -
 	// now.cluster_ms), the form in which a person is shown it.
@@ -762,7 +1166,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +1178,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +1191,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{8}
+	return file_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Job) GetJobId() uint64 {
@@ -1035,6 +1439,13 @@ func (x *Job) GetPool() string {
 	return ""
 }
 
+func (x *Job) GetPlace() *PlaceInLine {
+	if x != nil {
+		return x.Place
+	}
+	return nil
+}
+
 func (x *Job) GetForm() JobForm {
 	if x != nil {
 		return x.Form
@@ -1059,7 +1470,7 @@ type RunJobNowRequest struct {
 
 func (x *RunJobNowRequest) Reset() {
 	*x = RunJobNowRequest{}
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1482,7 @@ func (x *RunJobNowRequest) String() string {
 func (*RunJobNowRequest) ProtoMessage() {}
 
 func (x *RunJobNowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1495,7 @@ func (x *RunJobNowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobNowRequest.ProtoReflect.Descriptor instead.
 func (*RunJobNowRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{9}
+	return file_client_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunJobNowRequest) GetTenant() string {
@@ -1110,7 +1521,7 @@ type RunJobNowResponse struct {
 
 func (x *RunJobNowResponse) Reset() {
 	*x = RunJobNowResponse{}
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1533,7 @@ func (x *RunJobNowResponse) String() string {
 func (*RunJobNowResponse) ProtoMessage() {}
 
 func (x *RunJobNowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1546,7 @@ func (x *RunJobNowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobNowResponse.ProtoReflect.Descriptor instead.
 func (*RunJobNowResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{10}
+	return file_client_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RunJobNowResponse) GetState() string {
@@ -1174,7 +1585,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1597,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1610,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{11}
+	return file_client_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListJobsRequest) GetTenant() string {
@@ -1277,7 +1688,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1700,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1713,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{12}
+	return file_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1329,7 +1740,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1752,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1765,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{13}
+	return file_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -1381,7 +1792,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1804,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1817,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{14}
+	return file_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelJobResponse) GetState() string {
@@ -1444,7 +1855,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1867,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1880,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{15}
+	return file_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -1521,7 +1932,7 @@ type ClockNow struct {
 
 func (x *ClockNow) Reset() {
 	*x = ClockNow{}
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1944,7 @@ func (x *ClockNow) String() string {
 func (*ClockNow) ProtoMessage() {}
 
 func (x *ClockNow) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1957,7 @@ func (x *ClockNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockNow.ProtoReflect.Descriptor instead.
 func (*ClockNow) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{16}
+	return file_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ClockNow) GetClusterMs() int64 {
@@ -1588,7 +1999,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +2011,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +2024,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{17}
+	return file_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1720,7 +2131,7 @@ type TenantUsageRequest struct {
 
 func (x *TenantUsageRequest) Reset() {
 	*x = TenantUsageRequest{}
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +2143,7 @@ func (x *TenantUsageRequest) String() string {
 func (*TenantUsageRequest) ProtoMessage() {}
 
 func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +2156,7 @@ func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageRequest.ProtoReflect.Descriptor instead.
 func (*TenantUsageRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{18}
+	return file_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TenantUsageRequest) GetTenant() string {
@@ -1816,7 +2227,7 @@ type TenantUsageResponse struct {
 
 func (x *TenantUsageResponse) Reset() {
 	*x = TenantUsageResponse{}
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +2239,7 @@ func (x *TenantUsageResponse) String() string {
 func (*TenantUsageResponse) ProtoMessage() {}
 
 func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +2252,7 @@ func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageResponse.ProtoReflect.Descriptor instead.
 func (*TenantUsageResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{19}
+	return file_client_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TenantUsageResponse) GetTenant() string {
@@ -2060,7 +2471,7 @@ type GroupUsage struct {
 
 func (x *GroupUsage) Reset() {
 	*x = GroupUsage{}
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2072,7 +2483,7 @@ func (x *GroupUsage) String() string {
 func (*GroupUsage) ProtoMessage() {}
 
 func (x *GroupUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2085,7 +2496,7 @@ func (x *GroupUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupUsage.ProtoReflect.Descriptor instead.
 func (*GroupUsage) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{20}
+	return file_client_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GroupUsage) GetName() string {
@@ -2143,7 +2554,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2155,7 +2566,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2168,7 +2579,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{21}
+	return file_client_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Group) GetTenant() string {
@@ -2273,7 +2684,7 @@ type SetGroupRequest struct {
 
 func (x *SetGroupRequest) Reset() {
 	*x = SetGroupRequest{}
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2285,7 +2696,7 @@ func (x *SetGroupRequest) String() string {
 func (*SetGroupRequest) ProtoMessage() {}
 
 func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2298,7 +2709,7 @@ func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGroupRequest.ProtoReflect.Descriptor instead.
 func (*SetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{22}
+	return file_client_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SetGroupRequest) GetTenant() string {
@@ -2347,7 +2758,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2359,7 +2770,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2372,7 +2783,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{23}
+	return file_client_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetGroupRequest) GetTenant() string {
@@ -2408,7 +2819,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2420,7 +2831,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2433,7 +2844,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{24}
+	return file_client_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListGroupsRequest) GetTenant() string {
@@ -2474,7 +2885,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2897,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2910,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{25}
+	return file_client_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -2525,7 +2936,7 @@ type SubmitBatchRequest struct {
 
 func (x *SubmitBatchRequest) Reset() {
 	*x = SubmitBatchRequest{}
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2537,7 +2948,7 @@ func (x *SubmitBatchRequest) String() string {
 func (*SubmitBatchRequest) ProtoMessage() {}
 
 func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2550,7 +2961,7 @@ func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
 func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{26}
+	return file_client_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SubmitBatchRequest) GetJobs() []*SubmitRequest {
@@ -2588,7 +2999,7 @@ type SubmitResult struct {
 
 func (x *SubmitResult) Reset() {
 	*x = SubmitResult{}
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2600,7 +3011,7 @@ func (x *SubmitResult) String() string {
 func (*SubmitResult) ProtoMessage() {}
 
 func (x *SubmitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2613,7 +3024,7 @@ func (x *SubmitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResult.ProtoReflect.Descriptor instead.
 func (*SubmitResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{27}
+	return file_client_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SubmitResult) GetJobId() uint64 {
@@ -2674,7 +3085,7 @@ type SubmitBatchResponse struct {
 
 func (x *SubmitBatchResponse) Reset() {
 	*x = SubmitBatchResponse{}
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +3097,7 @@ func (x *SubmitBatchResponse) String() string {
 func (*SubmitBatchResponse) ProtoMessage() {}
 
 func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +3110,7 @@ func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
 func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{28}
+	return file_client_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SubmitBatchResponse) GetResults() []*SubmitResult {
@@ -2719,7 +3130,7 @@ type ExplainJobRequest struct {
 
 func (x *ExplainJobRequest) Reset() {
 	*x = ExplainJobRequest{}
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2731,7 +3142,7 @@ func (x *ExplainJobRequest) String() string {
 func (*ExplainJobRequest) ProtoMessage() {}
 
 func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2744,7 +3155,7 @@ func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobRequest.ProtoReflect.Descriptor instead.
 func (*ExplainJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{29}
+	return file_client_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExplainJobRequest) GetTenant() string {
@@ -2800,6 +3211,8 @@ type ExplainJobResponse struct {
 	// the first of them that asks for work.
 	FittingWorkers uint32 `protobuf:"varint,42,opt,name=fitting_workers,json=fittingWorkers,proto3" json:"fitting_workers,omitempty"`
 	WorkersBusy    bool   `protobuf:"varint,43,opt,name=workers_busy,json=workersBusy,proto3" json:"workers_busy,omitempty"`
+	// place: a queued job's place in line (absent when it has none).
+	Place *PlaceInLine `protobuf:"bytes,130,opt,name=place,proto3" json:"place,omitempty"`
 	// now is the answering node's cluster time and wall clock: a cluster
 	// time T of this message happens at wall time now.wall_ms + (T -
 	// now.cluster_ms), the form in which a person is shown it.
@@ -2810,7 +3223,7 @@ type ExplainJobResponse struct {
 
 func (x *ExplainJobResponse) Reset() {
 	*x = ExplainJobResponse{}
-	mi := &file_client_proto_msgTypes[30]
+	mi := &file_client_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2822,7 +3235,7 @@ func (x *ExplainJobResponse) String() string {
 func (*ExplainJobResponse) ProtoMessage() {}
 
 func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[30]
+	mi := &file_client_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2835,7 +3248,7 @@ func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobResponse.ProtoReflect.Descriptor instead.
 func (*ExplainJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{30}
+	return file_client_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExplainJobResponse) GetJobId() uint64 {
@@ -2971,6 +3384,13 @@ func (x *ExplainJobResponse) GetWorkersBusy() bool {
 	return false
 }
 
+func (x *ExplainJobResponse) GetPlace() *PlaceInLine {
+	if x != nil {
+		return x.Place
+	}
+	return nil
+}
+
 func (x *ExplainJobResponse) GetNow() *ClockNow {
 	if x != nil {
 		return x.Now
@@ -2983,7 +3403,34 @@ var File_client_proto protoreflect.FileDescriptor
 const file_client_proto_rawDesc = "" +
 	"\n" +
 	"\fclient.proto\x12\n" +
-	"barista.v1\x1a\vtypes.proto\"T\n" +
+	"barista.v1\x1a\vtypes.proto\"\x91\x01\n" +
+	"\x0eEvidenceWindow\x12\x1d\n" +
+	"\n" +
+	"from_index\x18\x01 \x01(\x04R\tfromIndex\x12\x19\n" +
+	"\bto_index\x18\x02 \x01(\x04R\atoIndex\x12\x17\n" +
+	"\aby_time\x18\x03 \x01(\bR\x06byTime\x12\x17\n" +
+	"\afrom_ms\x18\x04 \x01(\x03R\x06fromMs\x12\x13\n" +
+	"\x05to_ms\x18\x05 \x01(\x03R\x04toMs\"{\n" +
+	"\x15UsageStatementRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x122\n" +
+	"\x06window\x18\x02 \x01(\v2\x1a.barista.v1.EvidenceWindowR\x06window\x12\x16\n" +
+	"\x06format\x18\x03 \x01(\tR\x06format\"L\n" +
+	"\x16UsageStatementResponse\x12\x1a\n" +
+	"\bdocument\x18\x01 \x01(\tR\bdocument\x12\x16\n" +
+	"\x06format\x18\x02 \x01(\tR\x06format\"h\n" +
+	"\x1aFairnessCertificateRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x122\n" +
+	"\x06window\x18\x02 \x01(\v2\x1a.barista.v1.EvidenceWindowR\x06window\"Q\n" +
+	"\x1bFairnessCertificateResponse\x12\x1a\n" +
+	"\bdocument\x18\x01 \x01(\tR\bdocument\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\tR\x06digest\"\xc8\x01\n" +
+	"\vPlaceInLine\x12\x14\n" +
+	"\x05ahead\x18\x01 \x01(\x04R\x05ahead\x12\x1b\n" +
+	"\town_ahead\x18\x02 \x01(\x04R\bownAhead\x12\x1a\n" +
+	"\bcomplete\x18\x03 \x01(\bR\bcomplete\x12,\n" +
+	"\x12estimated_start_ms\x18\x04 \x01(\x03R\x10estimatedStartMs\x12&\n" +
+	"\x0frate_per_minute\x18\x05 \x01(\x01R\rratePerMinute\x12\x14\n" +
+	"\x05share\x18\x06 \x01(\x01R\x05share\"T\n" +
 	"\fPauseRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x16\n" +
@@ -3039,7 +3486,7 @@ const file_client_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12+\n" +
-	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\x8e\t\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xbe\t\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -3084,8 +3531,9 @@ const file_client_proto_rawDesc = "" +
 	"\tdue_at_ms\x18F \x01(\x03R\adueAtMs\x12 \n" +
 	"\fexpire_at_ms\x18G \x01(\x03R\n" +
 	"expireAtMs\x12\x12\n" +
-	"\x04pool\x18x \x01(\tR\x04pool\x12(\n" +
-	"\x04form\x18\x82\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04form\x12&\n" +
+	"\x04pool\x18x \x01(\tR\x04pool\x12.\n" +
+	"\x05place\x18\x82\x01 \x01(\v2\x17.barista.v1.PlaceInLineR\x05place\x12(\n" +
+	"\x04form\x18\x83\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04form\x12&\n" +
 	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"A\n" +
 	"\x10RunJobNowRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
@@ -3233,7 +3681,7 @@ const file_client_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults\"B\n" +
 	"\x11ExplainJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\xd5\x04\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\x85\x05\n" +
 	"\x12ExplainJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -3255,8 +3703,10 @@ const file_client_proto_rawDesc = "" +
 	"\vgroup_order\x18) \x01(\tR\n" +
 	"groupOrder\x12'\n" +
 	"\x0ffitting_workers\x18* \x01(\rR\x0efittingWorkers\x12!\n" +
-	"\fworkers_busy\x18+ \x01(\bR\vworkersBusy\x12&\n" +
-	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now2\xe5\b\n" +
+	"\fworkers_busy\x18+ \x01(\bR\vworkersBusy\x12.\n" +
+	"\x05place\x18\x82\x01 \x01(\v2\x17.barista.v1.PlaceInLineR\x05place\x12&\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now2\xa6\n" +
+	"\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
@@ -3276,7 +3726,9 @@ const file_client_proto_rawDesc = "" +
 	"\aRedrive\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponse\x12G\n" +
 	"\n" +
 	"CancelJobs\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponse\x12F\n" +
-	"\tPurgeJobs\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\tPurgeJobs\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponse\x12W\n" +
+	"\x0eUsageStatement\x12!.barista.v1.UsageStatementRequest\x1a\".barista.v1.UsageStatementResponse\x12f\n" +
+	"\x13FairnessCertificate\x12&.barista.v1.FairnessCertificateRequest\x1a'.barista.v1.FairnessCertificateResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_client_proto_rawDescOnce sync.Once
@@ -3290,109 +3742,123 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_client_proto_goTypes = []any{
-	(*PauseRequest)(nil),        // 0: barista.v1.PauseRequest
-	(*PauseResponse)(nil),       // 1: barista.v1.PauseResponse
-	(*BulkJobsRequest)(nil),     // 2: barista.v1.BulkJobsRequest
-	(*BulkJobsResponse)(nil),    // 3: barista.v1.BulkJobsResponse
-	(*SubmitRequest)(nil),       // 4: barista.v1.SubmitRequest
-	(*SubmitResponse)(nil),      // 5: barista.v1.SubmitResponse
-	(*ReadOptions)(nil),         // 6: barista.v1.ReadOptions
-	(*GetJobRequest)(nil),       // 7: barista.v1.GetJobRequest
-	(*Job)(nil),                 // 8: barista.v1.Job
-	(*RunJobNowRequest)(nil),    // 9: barista.v1.RunJobNowRequest
-	(*RunJobNowResponse)(nil),   // 10: barista.v1.RunJobNowResponse
-	(*ListJobsRequest)(nil),     // 11: barista.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),    // 12: barista.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),    // 13: barista.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),   // 14: barista.v1.CancelJobResponse
-	(*WatchEventsRequest)(nil),  // 15: barista.v1.WatchEventsRequest
-	(*ClockNow)(nil),            // 16: barista.v1.ClockNow
-	(*Event)(nil),               // 17: barista.v1.Event
-	(*TenantUsageRequest)(nil),  // 18: barista.v1.TenantUsageRequest
-	(*TenantUsageResponse)(nil), // 19: barista.v1.TenantUsageResponse
-	(*GroupUsage)(nil),          // 20: barista.v1.GroupUsage
-	(*Group)(nil),               // 21: barista.v1.Group
-	(*SetGroupRequest)(nil),     // 22: barista.v1.SetGroupRequest
-	(*GetGroupRequest)(nil),     // 23: barista.v1.GetGroupRequest
-	(*ListGroupsRequest)(nil),   // 24: barista.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),  // 25: barista.v1.ListGroupsResponse
-	(*SubmitBatchRequest)(nil),  // 26: barista.v1.SubmitBatchRequest
-	(*SubmitResult)(nil),        // 27: barista.v1.SubmitResult
-	(*SubmitBatchResponse)(nil), // 28: barista.v1.SubmitBatchResponse
-	(*ExplainJobRequest)(nil),   // 29: barista.v1.ExplainJobRequest
-	(*ExplainJobResponse)(nil),  // 30: barista.v1.ExplainJobResponse
-	(*JobFilter)(nil),           // 31: barista.v1.JobFilter
-	(*BulkItem)(nil),            // 32: barista.v1.BulkItem
-	(Size)(0),                   // 33: barista.v1.Size
-	(Class)(0),                  // 34: barista.v1.Class
-	(JobForm)(0),                // 35: barista.v1.JobForm
-	(Tier)(0),                   // 36: barista.v1.Tier
+	(*EvidenceWindow)(nil),              // 0: barista.v1.EvidenceWindow
+	(*UsageStatementRequest)(nil),       // 1: barista.v1.UsageStatementRequest
+	(*UsageStatementResponse)(nil),      // 2: barista.v1.UsageStatementResponse
+	(*FairnessCertificateRequest)(nil),  // 3: barista.v1.FairnessCertificateRequest
+	(*FairnessCertificateResponse)(nil), // 4: barista.v1.FairnessCertificateResponse
+	(*PlaceInLine)(nil),                 // 5: barista.v1.PlaceInLine
+	(*PauseRequest)(nil),                // 6: barista.v1.PauseRequest
+	(*PauseResponse)(nil),               // 7: barista.v1.PauseResponse
+	(*BulkJobsRequest)(nil),             // 8: barista.v1.BulkJobsRequest
+	(*BulkJobsResponse)(nil),            // 9: barista.v1.BulkJobsResponse
+	(*SubmitRequest)(nil),               // 10: barista.v1.SubmitRequest
+	(*SubmitResponse)(nil),              // 11: barista.v1.SubmitResponse
+	(*ReadOptions)(nil),                 // 12: barista.v1.ReadOptions
+	(*GetJobRequest)(nil),               // 13: barista.v1.GetJobRequest
+	(*Job)(nil),                         // 14: barista.v1.Job
+	(*RunJobNowRequest)(nil),            // 15: barista.v1.RunJobNowRequest
+	(*RunJobNowResponse)(nil),           // 16: barista.v1.RunJobNowResponse
+	(*ListJobsRequest)(nil),             // 17: barista.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 18: barista.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),            // 19: barista.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),           // 20: barista.v1.CancelJobResponse
+	(*WatchEventsRequest)(nil),          // 21: barista.v1.WatchEventsRequest
+	(*ClockNow)(nil),                    // 22: barista.v1.ClockNow
+	(*Event)(nil),                       // 23: barista.v1.Event
+	(*TenantUsageRequest)(nil),          // 24: barista.v1.TenantUsageRequest
+	(*TenantUsageResponse)(nil),         // 25: barista.v1.TenantUsageResponse
+	(*GroupUsage)(nil),                  // 26: barista.v1.GroupUsage
+	(*Group)(nil),                       // 27: barista.v1.Group
+	(*SetGroupRequest)(nil),             // 28: barista.v1.SetGroupRequest
+	(*GetGroupRequest)(nil),             // 29: barista.v1.GetGroupRequest
+	(*ListGroupsRequest)(nil),           // 30: barista.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),          // 31: barista.v1.ListGroupsResponse
+	(*SubmitBatchRequest)(nil),          // 32: barista.v1.SubmitBatchRequest
+	(*SubmitResult)(nil),                // 33: barista.v1.SubmitResult
+	(*SubmitBatchResponse)(nil),         // 34: barista.v1.SubmitBatchResponse
+	(*ExplainJobRequest)(nil),           // 35: barista.v1.ExplainJobRequest
+	(*ExplainJobResponse)(nil),          // 36: barista.v1.ExplainJobResponse
+	(*JobFilter)(nil),                   // 37: barista.v1.JobFilter
+	(*BulkItem)(nil),                    // 38: barista.v1.BulkItem
+	(Size)(0),                           // 39: barista.v1.Size
+	(Class)(0),                          // 40: barista.v1.Class
+	(JobForm)(0),                        // 41: barista.v1.JobForm
+	(Tier)(0),                           // 42: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
-	31, // 0: barista.v1.BulkJobsRequest.filter:type_name -> barista.v1.JobFilter
-	32, // 1: barista.v1.BulkJobsResponse.items:type_name -> barista.v1.BulkItem
-	33, // 2: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
-	34, // 3: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
-	35, // 4: barista.v1.SubmitRequest.form:type_name -> barista.v1.JobForm
-	6,  // 5: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	33, // 6: barista.v1.Job.size:type_name -> barista.v1.Size
-	34, // 7: barista.v1.Job.class:type_name -> barista.v1.Class
-	35, // 8: barista.v1.Job.form:type_name -> barista.v1.JobForm
-	16, // 9: barista.v1.Job.now:type_name -> barista.v1.ClockNow
-	6,  // 10: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
-	8,  // 11: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
-	6,  // 12: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	36, // 13: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	20, // 14: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
-	16, // 15: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
-	16, // 16: barista.v1.Group.now:type_name -> barista.v1.ClockNow
-	6,  // 17: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
-	6,  // 18: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
-	21, // 19: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
-	4,  // 20: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	27, // 21: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	33, // 22: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	34, // 23: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
-	16, // 24: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
-	4,  // 25: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	26, // 26: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	7,  // 27: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	11, // 28: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	13, // 29: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	15, // 30: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	18, // 31: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	29, // 32: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	22, // 33: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
-	23, // 34: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
-	24, // 35: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
-	9,  // 36: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
-	0,  // 37: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
-	2,  // 38: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
-	2,  // 39: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
-	2,  // 40: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
-	5,  // 41: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	28, // 42: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	8,  // 43: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	12, // 44: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	14, // 45: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	17, // 46: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	19, // 47: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	30, // 48: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	21, // 49: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
-	21, // 50: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
-	25, // 51: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
-	10, // 52: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
-	1,  // 53: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
-	3,  // 54: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
-	3,  // 55: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
-	3,  // 56: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
-	41, // [41:57] is the sub-list for method output_type
-	25, // [25:41] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	0,  // 0: barista.v1.UsageStatementRequest.window:type_name -> barista.v1.EvidenceWindow
+	0,  // 1: barista.v1.FairnessCertificateRequest.window:type_name -> barista.v1.EvidenceWindow
+	37, // 2: barista.v1.BulkJobsRequest.filter:type_name -> barista.v1.JobFilter
+	38, // 3: barista.v1.BulkJobsResponse.items:type_name -> barista.v1.BulkItem
+	39, // 4: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
+	40, // 5: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
+	41, // 6: barista.v1.SubmitRequest.form:type_name -> barista.v1.JobForm
+	12, // 7: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
+	39, // 8: barista.v1.Job.size:type_name -> barista.v1.Size
+	40, // 9: barista.v1.Job.class:type_name -> barista.v1.Class
+	5,  // 10: barista.v1.Job.place:type_name -> barista.v1.PlaceInLine
+	41, // 11: barista.v1.Job.form:type_name -> barista.v1.JobForm
+	22, // 12: barista.v1.Job.now:type_name -> barista.v1.ClockNow
+	12, // 13: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
+	14, // 14: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
+	12, // 15: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
+	42, // 16: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	26, // 17: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	22, // 18: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
+	22, // 19: barista.v1.Group.now:type_name -> barista.v1.ClockNow
+	12, // 20: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
+	12, // 21: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
+	27, // 22: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	10, // 23: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	33, // 24: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	39, // 25: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	40, // 26: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	5,  // 27: barista.v1.ExplainJobResponse.place:type_name -> barista.v1.PlaceInLine
+	22, // 28: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
+	10, // 29: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	32, // 30: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	13, // 31: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	17, // 32: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	19, // 33: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	21, // 34: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	24, // 35: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	35, // 36: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	28, // 37: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	29, // 38: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	30, // 39: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	15, // 40: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
+	6,  // 41: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
+	8,  // 42: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
+	8,  // 43: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
+	8,  // 44: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
+	1,  // 45: barista.v1.Client.UsageStatement:input_type -> barista.v1.UsageStatementRequest
+	3,  // 46: barista.v1.Client.FairnessCertificate:input_type -> barista.v1.FairnessCertificateRequest
+	11, // 47: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	34, // 48: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	14, // 49: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	18, // 50: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	20, // 51: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	23, // 52: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	25, // 53: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	36, // 54: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	27, // 55: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	27, // 56: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	31, // 57: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	16, // 58: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
+	7,  // 59: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
+	9,  // 60: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
+	9,  // 61: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
+	9,  // 62: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
+	2,  // 63: barista.v1.Client.UsageStatement:output_type -> barista.v1.UsageStatementResponse
+	4,  // 64: barista.v1.Client.FairnessCertificate:output_type -> barista.v1.FairnessCertificateResponse
+	47, // [47:65] is the sub-list for method output_type
+	29, // [29:47] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -3401,14 +3867,14 @@ func file_client_proto_init() {
 		return
 	}
 	file_types_proto_init()
-	file_client_proto_msgTypes[4].OneofWrappers = []any{}
+	file_client_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,22 +24,24 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Client_Submit_FullMethodName      = "/barista.v1.Client/Submit"
-	Client_SubmitBatch_FullMethodName = "/barista.v1.Client/SubmitBatch"
-	Client_GetJob_FullMethodName      = "/barista.v1.Client/GetJob"
-	Client_ListJobs_FullMethodName    = "/barista.v1.Client/ListJobs"
-	Client_CancelJob_FullMethodName   = "/barista.v1.Client/CancelJob"
-	Client_WatchEvents_FullMethodName = "/barista.v1.Client/WatchEvents"
-	Client_TenantUsage_FullMethodName = "/barista.v1.Client/TenantUsage"
-	Client_ExplainJob_FullMethodName  = "/barista.v1.Client/ExplainJob"
-	Client_SetGroup_FullMethodName    = "/barista.v1.Client/SetGroup"
-	Client_GetGroup_FullMethodName    = "/barista.v1.Client/GetGroup"
-	Client_ListGroups_FullMethodName  = "/barista.v1.Client/ListGroups"
-	Client_RunJobNow_FullMethodName   = "/barista.v1.Client/RunJobNow"
-	Client_Pause_FullMethodName       = "/barista.v1.Client/Pause"
-	Client_Redrive_FullMethodName     = "/barista.v1.Client/Redrive"
-	Client_CancelJobs_FullMethodName  = "/barista.v1.Client/CancelJobs"
-	Client_PurgeJobs_FullMethodName   = "/barista.v1.Client/PurgeJobs"
+	Client_Submit_FullMethodName              = "/barista.v1.Client/Submit"
+	Client_SubmitBatch_FullMethodName         = "/barista.v1.Client/SubmitBatch"
+	Client_GetJob_FullMethodName              = "/barista.v1.Client/GetJob"
+	Client_ListJobs_FullMethodName            = "/barista.v1.Client/ListJobs"
+	Client_CancelJob_FullMethodName           = "/barista.v1.Client/CancelJob"
+	Client_WatchEvents_FullMethodName         = "/barista.v1.Client/WatchEvents"
+	Client_TenantUsage_FullMethodName         = "/barista.v1.Client/TenantUsage"
+	Client_ExplainJob_FullMethodName          = "/barista.v1.Client/ExplainJob"
+	Client_SetGroup_FullMethodName            = "/barista.v1.Client/SetGroup"
+	Client_GetGroup_FullMethodName            = "/barista.v1.Client/GetGroup"
+	Client_ListGroups_FullMethodName          = "/barista.v1.Client/ListGroups"
+	Client_RunJobNow_FullMethodName           = "/barista.v1.Client/RunJobNow"
+	Client_Pause_FullMethodName               = "/barista.v1.Client/Pause"
+	Client_Redrive_FullMethodName             = "/barista.v1.Client/Redrive"
+	Client_CancelJobs_FullMethodName          = "/barista.v1.Client/CancelJobs"
+	Client_PurgeJobs_FullMethodName           = "/barista.v1.Client/PurgeJobs"
+	Client_UsageStatement_FullMethodName      = "/barista.v1.Client/UsageStatement"
+	Client_FairnessCertificate_FullMethodName = "/barista.v1.Client/FairnessCertificate"
 )
 
 // ClientClient is the client API for Client service.
@@ -92,6 +94,22 @@ type ClientClient interface {
 	CancelJobs(ctx context.Context, in *BulkJobsRequest, opts ...grpc.CallOption) (*BulkJobsResponse, error)
 	// PurgeJobs deletes a tenant's ended jobs by IDs or by the same filter.
 	PurgeJobs(ctx context.Context, in *BulkJobsRequest, opts ...grpc.CallOption) (*BulkJobsResponse, error)
+	// UsageStatement returns a tenant's usage statement over a window of the
+	// log (SPEC §3 "Evidence of fairness"; docs/fairness.md): its CPU by
+	// pool, size and class, runs by outcome, waiting times, and its share of
+	// each pool and class beside its entitlement. The answering node derives
+	// it by replaying the window from its own snapshots and log, so every
+	// node gives the same bytes for a window they have all applied; a window
+	// before the oldest state it keeps is OUT_OF_RANGE. A client token sees
+	// its own tenant's only.
+	UsageStatement(ctx context.Context, in *UsageStatementRequest, opts ...grpc.CallOption) (*UsageStatementResponse, error)
+	// FairnessCertificate returns a tenant's certificate of fairness over a
+	// window of the log: each dispatch in its pools while it had a
+	// candidate, the chosen job's key beside its candidates' keys (other
+	// tenants under opaque names) and the rule that put the chosen job
+	// first, chained by a digest; barista verify (and each SDK) checks it.
+	// Derived and scoped like UsageStatement.
+	FairnessCertificate(ctx context.Context, in *FairnessCertificateRequest, opts ...grpc.CallOption) (*FairnessCertificateResponse, error)
 }
 
 type clientClient struct {
@@ -271,6 +289,26 @@ func (c *clientClient) PurgeJobs(ctx context.Context, in *BulkJobsRequest, opts 
 	return out, nil
 }
 
+func (c *clientClient) UsageStatement(ctx context.Context, in *UsageStatementRequest, opts ...grpc.CallOption) (*UsageStatementResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UsageStatementResponse)
+	err := c.cc.Invoke(ctx, Client_UsageStatement_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) FairnessCertificate(ctx context.Context, in *FairnessCertificateRequest, opts ...grpc.CallOption) (*FairnessCertificateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FairnessCertificateResponse)
+	err := c.cc.Invoke(ctx, Client_FairnessCertificate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServer is the server API for Client service.
 // All implementations must embed UnimplementedClientServer
 // for forward compatibility.
@@ -321,6 +359,22 @@ type ClientServer interface {
 	CancelJobs(context.Context, *BulkJobsRequest) (*BulkJobsResponse, error)
 	// PurgeJobs deletes a tenant's ended jobs by IDs or by the same filter.
 	PurgeJobs(context.Context, *BulkJobsRequest) (*BulkJobsResponse, error)
+	// UsageStatement returns a tenant's usage statement over a window of the
+	// log (SPEC §3 "Evidence of fairness"; docs/fairness.md): its CPU by
+	// pool, size and class, runs by outcome, waiting times, and its share of
+	// each pool and class beside its entitlement. The answering node derives
+	// it by replaying the window from its own snapshots and log, so every
+	// node gives the same bytes for a window they have all applied; a window
+	// before the oldest state it keeps is OUT_OF_RANGE. A client token sees
+	// its own tenant's only.
+	UsageStatement(context.Context, *UsageStatementRequest) (*UsageStatementResponse, error)
+	// FairnessCertificate returns a tenant's certificate of fairness over a
+	// window of the log: each dispatch in its pools while it had a
+	// candidate, the chosen job's key beside its candidates' keys (other
+	// tenants under opaque names) and the rule that put the chosen job
+	// first, chained by a digest; barista verify (and each SDK) checks it.
+	// Derived and scoped like UsageStatement.
+	FairnessCertificate(context.Context, *FairnessCertificateRequest) (*FairnessCertificateResponse, error)
 	mustEmbedUnimplementedClientServer()
 }
 
@@ -378,6 +432,12 @@ func (UnimplementedClientServer) CancelJobs(context.Context, *BulkJobsRequest) (
 }
 func (UnimplementedClientServer) PurgeJobs(context.Context, *BulkJobsRequest) (*BulkJobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PurgeJobs not implemented")
+}
+func (UnimplementedClientServer) UsageStatement(context.Context, *UsageStatementRequest) (*UsageStatementResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UsageStatement not implemented")
+}
+func (UnimplementedClientServer) FairnessCertificate(context.Context, *FairnessCertificateRequest) (*FairnessCertificateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FairnessCertificate not implemented")
 }
 func (UnimplementedClientServer) mustEmbedUnimplementedClientServer() {}
 func (UnimplementedClientServer) testEmbeddedByValue()                {}
@@ -681,6 +741,42 @@ func _Client_PurgeJobs_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Client_UsageStatement_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UsageStatementRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).UsageStatement(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_UsageStatement_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).UsageStatement(ctx, req.(*UsageStatementRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_FairnessCertificate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FairnessCertificateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).FairnessCertificate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_FairnessCertificate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).FairnessCertificate(ctx, req.(*FairnessCertificateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Client_ServiceDesc is the grpc.ServiceDesc for Client service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -747,6 +843,14 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PurgeJobs",
 			Handler:    _Client_PurgeJobs_Handler,
+		},
+		{
+			MethodName: "UsageStatement",
+			Handler:    _Client_UsageStatement_Handler,
+		},
+		{
+			MethodName: "FairnessCertificate",
+			Handler:    _Client_FairnessCertificate_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -267,6 +267,20 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 		}
 	})
 	out.Pools = b.readPools()
+	out.FairnessErrors = fairnessErrorsToPB(b.node.FSM.FairnessErrors(fsm.DefaultErrorWindow))
+	return out
+}
+
+// fairnessErrorsToPB presents the pools' live fairness errors.
+func fairnessErrorsToPB(errs []fsm.PoolFairness) []*pb.FairnessError {
+	var out []*pb.FairnessError
+	for _, e := range errs {
+		fe := &pb.FairnessError{Pool: e.Pool, Window: e.Window, Defined: e.OK}
+		if e.OK {
+			fe.Error, fe.Tenant, fe.Class, fe.Share, fe.Entitled = e.Value, e.TenantName, fsm.ClassToPB(e.Class), e.Share, e.Entitled
+		}
+		out = append(out, fe)
+	}
 	return out
 }
 

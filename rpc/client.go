@@ -28,6 +28,8 @@ type ClientService struct {
 	forwardSingly bool
 	// watches bounds the watch streams and ends those that fall behind.
 	watches *watchlimit.Limiter
+	// evidence bounds the statements and certificates being issued.
+	evidence evidenceLimit
 }
 
 // ListJobs pages: at most MaxPage jobs (defaultPage unless asked), and

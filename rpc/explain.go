@@ -62,11 +62,17 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 			}
 		}
 		out := explain.ToPB(&j, &t, r, s.clockNow())
+		if j.State == sfq.Queued {
+			out.Place = placeToPB(s.node.FSM, j.ID)
+		}
 		if r.Kind == sfq.ReasonWaiting && known {
 			out.FittingWorkers, out.WorkersBusy = uint32(fit), idle == 0
 		}
 		if pool != "" || (r.Kind == sfq.ReasonWaiting && known) {
 			out.Text = explain.TextIn(&j, &t, pool, r, out.Now, explain.BusyWorkers(fit, idle))
+		}
+		if out.Place != nil {
+			out.Text += " " + PlaceText(out.Place, j.Size.String(), out.Now)
 		}
 		return out, nil
 	})

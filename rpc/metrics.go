@@ -34,11 +34,14 @@ type metrics struct {
 	// without a log entry, by command and reason (refused: the command's
 	// check refused it; unchanged: it would change nothing).
 	writesUnproposed *prometheus.CounterVec
+	// evidenceRefused counts the statements and certificates this node
+	// refused for its bounds, by limit (caller, node).
+	evidenceRefused *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, node *raftnode.Node, maxTenants int) *metrics {
 	m := newWorkerMetrics()
-	reg.MustRegister(m.dispatchLatency, m.dispatchStages, m.fenced, m.unproposed, m.refusedSessions, m.submitsLimited, m.forwardBatches, m.forwardedSubmits, m.startsWithFinished, m.writesUnproposed, statemetrics.New(node, maxTenants))
+	reg.MustRegister(m.dispatchLatency, m.dispatchStages, m.fenced, m.unproposed, m.refusedSessions, m.submitsLimited, m.forwardBatches, m.forwardedSubmits, m.startsWithFinished, m.writesUnproposed, m.evidenceRefused, statemetrics.New(node, maxTenants))
 	return m
 }
 
@@ -75,7 +78,13 @@ func newWorkerMetrics() *metrics {
 		startsWithFinished: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "barista_worker_starts_with_finished_total",
 			Help: "Runs that ended before their worker's Started was due, whose Started this node, as leader, replicated with their Finished."}),
+		evidenceRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "barista_evidence_refused_total",
+			Help: fmt.Sprintf("Usage statements and certificates this node refused for its bounds, by limit (caller: the caller was issued %d already; node: the node was issuing %d).",
+				MaxEvidenceReplaysPerCaller, MaxEvidenceReplays)}, []string{"limit"}),
 	}
+	m.evidenceRefused.WithLabelValues("caller")
+	m.evidenceRefused.WithLabelValues("node")
 	for p, path := range dispatchPathNames {
 		for i, stage := range []string{"wait", "commit", "send"} {
 			m.stages[p][i] = m.dispatchStages.WithLabelValues(path, stage)

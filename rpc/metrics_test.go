@@ -144,8 +144,8 @@ func TestMetricsLintClean(t *testing.T) {
 	}
 	want := []string{
 		"barista_applied_index", "barista_clock_ticks_total", "barista_cpu_billed_seconds_total", "barista_dispatch_latency_seconds", "barista_dispatch_stage_seconds",
-		"barista_dispatched_cost_seconds_total", "barista_dispatches_total", "barista_entry_commands", "barista_expiries_total",
-		"barista_exported_tenants", "barista_fairness_lag_seconds", "barista_fairness_ratio", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds",
+		"barista_dispatched_cost_seconds_total", "barista_dispatches_total", "barista_entry_commands", "barista_evidence_refused_total", "barista_expiries_total",
+		"barista_exported_tenants", "barista_fairness_error", "barista_fairness_lag_seconds", "barista_fairness_ratio", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds",
 		"barista_grpc_calls_in_progress", "barista_grpc_calls_in_progress_refused_total", "barista_grpc_request_inflight_bytes", "barista_grpc_request_inflight_refused_total",
 		"barista_grpc_unauthenticated_request_inflight_bytes", "barista_grpc_unauthenticated_request_inflight_refused_total",
 		"barista_held_reads", "barista_held_reads_refused_total", "barista_is_leader",
@@ -178,6 +178,9 @@ func TestMetricsLintClean(t *testing.T) {
 		// lag while it waits.
 		`barista_fairness_lag_seconds{class="normal",pool="default",tenant="acme"} 0`,
 		`barista_virtual_now_seconds 0.1875`,
+		// The pool's fairness error: its one tenant got all it was due.
+		`barista_fairness_error{pool="default"} 0`,
+		`barista_evidence_refused_total{limit="node"} 0`,
 	} {
 		if !bytes.Contains(body, []byte("\n"+line+"\n")) {
 			t.Errorf("no line %s", line)

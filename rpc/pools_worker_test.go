@@ -38,7 +38,8 @@ func TestPoolsOnANode(t *testing.T) {
 		}
 		return got
 	}
-	noWorker := fmt.Sprintf("Job %d (tenant acme, class normal, size md, pool gpu) could run, but no connected worker of pool gpu fits md: none undrained of size md or larger is there to take it.", job)
+	noWorker := fmt.Sprintf("Job %d (tenant acme, class normal, size md, pool gpu) could run, but no connected worker of pool gpu fits md: none undrained of size md or larger is there to take it. "+
+		"Place in line: 0 jobs go before it on the workers of size md (0 of its own tenant's).", job)
 	if got := explain(); got.Reason != "no_worker" || got.Text != noWorker {
 		t.Fatalf("no worker at all: %s %q\nwant no_worker %q", got.Reason, got.Text, noWorker)
 	}

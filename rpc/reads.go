@@ -88,6 +88,9 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 		if out != nil {
 			clock, _ := s.node.FSM.Clock()
 			markDeadlineMissed(clock, out)
+			if out.State == sfq.Queued.String() {
+				out.Place = placeToPB(s.node.FSM, sfq.JobID(out.JobId))
+			}
 			out.Now = s.clockNow()
 		}
 		return out, err

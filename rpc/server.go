@@ -182,7 +182,8 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	watches := watchlimit.New(watchlimit.Config{Streams: limits.WatchStreams, PerIdentity: limits.WatchStreamsPerIdentity, Stall: limits.WatchStall,
 		Conns: opt.Conns, Gateway: func(ctx context.Context) bool { return fromGateway(ctx, gatewayKey) }}, node.Metrics.Registry)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: ratelimit.New(time.Now, b.metrics.submitsLimited),
-		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: watches}, &AdminService{base: b, workers: workers}, workers
+		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: watches,
+		evidence: evidenceLimit{refused: b.metrics.evidenceRefused}}, &AdminService{base: b, workers: workers}, workers
 	budget := &requestBudget{
 		callers:   inflight.New("grpc_request", limits.RequestBytesPerIdentity, limits.RequestBytes, node.Metrics.Registry),
 		anonymous: inflight.New("grpc_unauthenticated_request", unauthenticatedRequestBytes, unauthenticatedRequestBytes, node.Metrics.Registry),

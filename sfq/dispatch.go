@@ -106,6 +106,11 @@ func (s *Scheduler) bestDeadline(p *poolCore, c Class, ws Size) candidate {
 // size ws gets: the best same-size candidate, or the best smaller one when
 // there is none or the policy prefers stealing it.
 func (s *Scheduler) pickFair(p *poolCore, c Class, ws Size) candidate {
+	if unfairPick {
+		if w := s.worstFair(p, c, ws); w.ok {
+			return w
+		}
+	}
 	same := s.best(p, c, ws)
 	if _, preferFit := s.cfg.Policy.(PreferFit); preferFit && same.ok {
 		return same // prefer-fit never steals over an eligible same-size job
@@ -127,6 +132,9 @@ func (s *Scheduler) pickFair(p *poolCore, c Class, ws Size) candidate {
 // with an eligible job of size <= ws, its most urgent deadline head, else
 // its fair-share pick.
 func (s *Scheduler) pick(p *poolCore, ws Size) candidate {
+	if s.pickObserver != nil {
+		s.observePick(p, ws)
+	}
 	for _, c := range classOrder {
 		if !p.eligibleIn(c, ws) {
 			continue

@@ -65,6 +65,9 @@ type Scheduler struct {
 	evalUs       int64
 	clock        Time
 	pausedAll    bool
+	// pickObserver, when set, sees the state at each Dispatch's pick
+	// (SetPickObserver; evidence.go). It is not state.
+	pickObserver func(pool PoolID, ws Size)
 	// scratch holds the summed limits of a tenant with lanes while the
 	// writer places one (limitsInto).
 	scratch Tenant

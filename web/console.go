@@ -19,6 +19,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/auth"
+	"github.com/baristahq/barista/internal/evidence"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
@@ -41,7 +42,15 @@ var webFiles embed.FS
 
 var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
 	"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
-	"w":   func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+	// pctp is pct of a figure that may be undefined (nil: "-"), to two
+	// decimals.
+	"pctp": func(f *float64) string {
+		if f == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%%", 100**f)
+	},
+	"w": func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
 	// entitled is the 1 min entitlement of the fairness report, "-" when
 	// no tenant had eligible work in the class.
 	"entitled": func(r TenantTopJSON) string {
@@ -97,6 +106,13 @@ var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
 	// seg escapes a name for one path segment ("/" included).
 	"seg": url.PathEscape,
 	"inc": func(n int) int { return n + 1 },
+	// share shows a statement's share ("-": undefined).
+	"share": func(f *evidence.Fixed) string {
+		if f == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(100*float64(*f), 'f', 2, 64) + "%"
+	},
 	"dec": func(n int) int { return n - 1 },
 }).ParseFS(webFiles, "assets/*.html"))
 
@@ -129,6 +145,8 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /console.css", serveCSS)
 	mux.HandleFunc("/", page(s.overview))
 	mux.HandleFunc("GET /tenants/{name}", page(s.tenantPage))
+	mux.HandleFunc("GET /tenants/{name}/statement", page(s.statementPage))
+	mux.HandleFunc("GET /tenants/{name}/evidence/{file}", page(s.evidenceDownload))
 	mux.HandleFunc("GET /jobs", page(s.jobsPage))
 	mux.HandleFunc("GET /jobs/{id}", page(s.jobPage))
 	mux.HandleFunc("POST /jobs/{id}/cancel", page(s.cancelAction))

@@ -146,9 +146,15 @@ func TestGatewayAnswers(t *testing.T) {
 		{"a client token on an admin route", "GET", "/v1/admin/tenants", gwAcme, "", nil, 403,
 			`{"code":"PERMISSION_DENIED","message":"a client token may not call /barista.v1.Admin/ListTenants","reason":"","field":"","retry_after_ms":0}`},
 		{"explain", "GET", "/v1/jobs/2:explain", gwAcme, "", nil, 200, `{"job_id":"2","reason":"no_worker",` +
-			`"text":"Job 2 (tenant acme, class normal, size lg) could run, but no connected, undrained worker of size lg or larger is there to take it.",` +
+			`"text":"Job 2 (tenant acme, class normal, size lg) could run, but no connected, undrained worker of size lg or larger is there to take it. ` +
+			`Place in line: 0 jobs go before it on the workers of size lg (0 of its own tenant's).",` +
 			`"size":"LG","class":"NORMAL","position":"0","vertex":"","current":"0","limit":"0","ahead":"0","tag_ms":"","vnow_ms":"","worker_id":"",` +
-			`"due_ms":"0","eligible_at_ms":"0","group":"","group_order":"","fitting_workers":0,"workers_busy":false}`},
+			`"due_ms":"0","eligible_at_ms":"0","group":"","group_order":"","fitting_workers":0,"workers_busy":false,` +
+			`"place":{"ahead":"0","own_ahead":"0","complete":true,"estimated_start_ms":"0","rate_per_minute":0,"share":0.5}}`},
+		{"a statement in a format there is none of", "GET", "/v1/usage/statement?format=xml", gwAcme, "", nil, 400,
+			`{"code":"INVALID_ARGUMENT","message":"format: \"xml\" (want json or csv)","reason":"","field":"format","retry_after_ms":0}`},
+		{"a certificate of another tenant", "GET", "/v1/usage/certificate?tenant=beta", gwAcme, "", nil, 403,
+			`{"code":"PERMISSION_DENIED","message":"tenant: this token is for tenant \"acme\", not \"beta\"","reason":"","field":"tenant","retry_after_ms":0}`},
 		{"explain another tenant's job", "GET", "/v1/jobs/1:explain", gwAcme, "", nil, 404, `{"code":"NOT_FOUND","message":"job 1 not found","reason":"","field":"","retry_after_ms":0}`},
 		{"cancel", "POST", "/v1/jobs/2:cancel", gwAcme, "", nil, 200, `{"cancel_requested":false,"state":"cancelled"}`},
 		{"cancel a cancelled job", "POST", "/v1/jobs/2:cancel", gwAcme, "", nil, 200, `{"cancel_requested":false,"state":"cancelled"}`},

@@ -16,6 +16,21 @@ type TopJSON struct {
 	Tenants         []TenantTopJSON `json:"tenants"`
 	// Pools are every pool with its jobs and connected workers, by name.
 	Pools []PoolTopJSON `json:"pools"`
+	// FairnessErrors are the pools' live fairness errors (10-minute
+	// window), by pool name.
+	FairnessErrors []FairnessErrorJSON `json:"fairness_errors"`
+}
+
+// FairnessErrorJSON is a pool's live fairness error: error, and the
+// tenant and class of the row it is in, are null while undefined.
+type FairnessErrorJSON struct {
+	Pool     string   `json:"pool"`
+	Window   string   `json:"window"`
+	Error    *float64 `json:"error"`
+	Tenant   string   `json:"tenant,omitempty"`
+	Class    string   `json:"class,omitempty"`
+	Share    *float64 `json:"share"`
+	Entitled *float64 `json:"entitled"`
 }
 
 // PoolTopJSON is one pool in the live view.
@@ -101,6 +116,20 @@ func topJSON(t *pb.TopResponse) TopJSON {
 		}
 		out.Pools = append(out.Pools, PoolTopJSON{Name: p.Name, Weights: p.Weights, Subscriptions: subs, Paused: p.Paused,
 			Scheduled: p.Scheduled, Queued: p.Queued, Running: p.Running, Workers: p.Workers})
+	}
+	out.FairnessErrors = []FairnessErrorJSON{}
+	for _, e := range t.FairnessErrors {
+		fe := FairnessErrorJSON{Pool: e.Pool, Window: e.Window}
+		if e.Defined {
+			v := e.Error
+			fe.Error = &v
+		}
+		if e.Defined && e.Tenant != "" { // a client token sees the row only when it is its own
+			sh, en := e.Share, e.Entitled
+			class, _ := fsm.ClassFromPB(e.Class)
+			fe.Tenant, fe.Class, fe.Share, fe.Entitled = e.Tenant, class.String(), &sh, &en
+		}
+		out.FairnessErrors = append(out.FairnessErrors, fe)
 	}
 	for _, r := range t.Tenants {
 		tier, _ := fsm.TierFromPB(r.Tier)

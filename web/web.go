@@ -163,5 +163,12 @@ func visibleTop(t *pb.TopResponse, id auth.Identity) *pb.TopResponse {
 	}
 	// The pools' jobs and workers are every tenant's: an admin's to see.
 	t.Tenants, t.Pools = own, nil
+	// A pool's fairness error is the pool's; the row it is in names
+	// another tenant only to an admin.
+	for i, e := range t.FairnessErrors {
+		if e.Tenant != id.Tenant {
+			t.FairnessErrors[i] = &pb.FairnessError{Pool: e.Pool, Window: e.Window, Defined: e.Defined, Error: e.Error}
+		}
+	}
 	return t
 }

@@ -93,5 +93,8 @@ func explainJSON(r *pb.ExplainJobResponse) map[string]any {
 	case "assigned", "running":
 		m["worker"] = r.WorkerId
 	}
+	if r.Place != nil {
+		m["place"] = placeJSON(r.Place)
+	}
 	return m
 }

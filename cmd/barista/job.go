@@ -93,6 +93,9 @@ expires, a deadline) is shown from now and as wall time: "in 5.5s
 			if j.Snoozes != 0 {
 				rows = append(rows, [2]string{"snoozes", fmt.Sprintf("%d in a row (the run asked to be tried again later)", j.Snoozes)})
 			}
+			if pl := j.Place; pl != nil {
+				rows = append(rows, [2]string{"place", placeRow(pl, j.Now)})
+			}
 			if j.WorkerId != "" && j.Attempt > 0 {
 				rows = append(rows, [2]string{"output", fmt.Sprintf("job-%d-attempt-%d.log in the --log-dir of worker %s", j.JobId, j.Attempt, j.WorkerId)})
 			}

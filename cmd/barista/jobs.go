@@ -108,6 +108,9 @@ func jobJSON(j *pb.Job, payload bool) map[string]any {
 	if j.Snoozes != 0 {
 		m["snoozes"] = j.Snoozes
 	}
+	if j.Place != nil {
+		m["place"] = placeJSON(j.Place)
+	}
 	return m
 }
 

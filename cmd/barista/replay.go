@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 
+	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/fsm/fairness"
 	"github.com/baristahq/barista/snapshot"
 	"github.com/baristahq/barista/snapshot/scenario"
@@ -22,12 +23,17 @@ type replayOpts struct {
 	json    bool
 	audit   bool
 	report  bool
+	// statement and certificate name a tenant whose usage statement or
+	// certificate of fairness to print, over the window.
+	statement, certificate string
+	csv                    bool
+	window                 windowFlags
 }
 
 func init() {
 	register("replay", typed(&spec[replayOpts]{
 		synopsis: "Rebuild state from a data directory, or replay a scenario script",
-		usage:    "--data-dir DIR [--until INDEX] [--dump | --audit | --report [--json]] | --script FILE [--report] [--json]",
+		usage:    "--data-dir DIR [--until INDEX] [--dump | --audit | --report [--json]] | --script FILE [--report] [--json] | (--data-dir DIR | --script FILE) (--statement TENANT [--csv] | --certificate TENANT) [window]",
 		help: `With --data-dir, rebuilds a node's state from the newest snapshot and the
 Raft log in DIR without starting Raft (the node must be stopped), and
 prints "index=N hash=HEX". By default it replays up to the applied index
@@ -93,7 +99,18 @@ A script's refused lines are printed on standard error. A data directory
 is replayed from index 1 when its log reaches back to it and holds no
 restored backup (barista operator snapshot restore leaves a gap in the
 log where it installs the backup), else from its newest snapshot, and a
-note on standard error says where the report starts.`,
+note on standard error says where the report starts.
+
+--statement TENANT and --certificate TENANT, with --script or
+--data-dir, print the tenant's usage statement (JSON, or with --csv CSV)
+or its certificate of fairness over a window of the log
+(docs/fairness.md): byte for byte what a node of the cluster issues for
+the same window (barista usage statement --json, barista usage
+certificate). The window is chosen with --from-index and --to-index, or
+--from-ms and --to-ms (cluster time), as for barista usage statement; by
+default everything the directory can replay from its oldest retained
+snapshot (or index 1) to its recorded applied index. A script's log is
+its lines, one entry each.`,
 		flags: func(fs *flag.FlagSet, o *replayOpts) {
 			fs.StringVar(&o.script, "script", "", "scenario script to run (`FILE`, - for stdin)")
 			fs.StringVar(&o.dataDir, "data-dir", "", "a stopped node's data `DIR` to rebuild")
@@ -102,6 +119,10 @@ note on standard error says where the report starts.`,
 			fs.BoolVar(&o.audit, "audit", false, "replay the whole log command by command and print audit facts as JSON lines")
 			fs.BoolVar(&o.report, "report", false, "print the fairness report of the whole run (CPU billed, share, entitlement, ratio per class and tenant)")
 			fs.BoolVar(&o.json, "json", false, "print JSON")
+			fs.StringVar(&o.statement, "statement", "", "print `TENANT`'s usage statement over the window")
+			fs.StringVar(&o.certificate, "certificate", "", "print `TENANT`'s certificate of fairness over the window")
+			fs.BoolVar(&o.csv, "csv", false, "with --statement: print it as CSV")
+			o.window.register(fs)
 		},
 		run: runReplay,
 	}))
@@ -113,6 +134,12 @@ func runReplay(env *cmdEnv, opts *replayOpts, args []string) error {
 	}
 	if (opts.script == "") == (opts.dataDir == "") {
 		return usageError("replay needs exactly one of --script FILE and --data-dir DIR")
+	}
+	if opts.statement != "" || opts.certificate != "" {
+		return replayEvidence(env, opts)
+	}
+	if opts.csv || opts.window != (windowFlags{}) {
+		return usageError("--csv and the window's flags go with --statement or --certificate")
 	}
 	if opts.dataDir != "" {
 		return replayDataDir(env, opts)
@@ -216,4 +243,60 @@ func replayNote(res snapshot.ReplayResult) string {
 		return fmt.Sprintf("replayed past the recorded applied index %d: entries after it may never have been committed", res.Recorded.Index)
 	}
 	return ""
+}
+
+// replayEvidence prints a tenant's statement or certificate over a
+// window of a data directory's log or a script's.
+func replayEvidence(env *cmdEnv, opts *replayOpts) error {
+	switch {
+	case opts.statement != "" && opts.certificate != "":
+		return usageError("--statement and --certificate: one at a time")
+	case opts.report || opts.audit || opts.dump || opts.until != 0:
+		return usageError("--statement and --certificate cannot be combined with --report, --audit, --dump or --until")
+	case opts.csv && opts.certificate != "":
+		return usageError("--csv goes with --statement")
+	}
+	spec, err := opts.window.windowSpec()
+	if err != nil {
+		return err
+	}
+	var src snapshot.Source
+	if opts.dataDir != "" {
+		dir, closeLog, err := snapshot.OpenDirSource(opts.dataDir)
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		defer closeLog()
+		src = dir
+	} else {
+		in, err := openInput(opts.script)
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		defer in.Close()
+		m := scenario.NewMachine()
+		m.Record = true
+		if _, err := scenario.Run(in, m, env.stderr, scenario.Options{Quiet: true}); err != nil && !errors.Is(err, scenario.ErrScript) {
+			return fmt.Errorf("replay: %w", err)
+		}
+		src = &snapshot.MemorySource{New: func() *fsm.FSM { return fsm.NewAtLevel(scenario.DefaultLevel) }, Entries: m.Entries}
+	}
+	if opts.certificate != "" {
+		cert, err := snapshot.Certificate(src, opts.certificate, spec)
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		_, err = env.stdout.Write(cert.JSON())
+		return err
+	}
+	st, err := snapshot.Statement(src, opts.statement, spec)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	doc := st.JSON()
+	if opts.csv {
+		doc = st.CSV()
+	}
+	_, err = env.stdout.Write(doc)
+	return err
 }

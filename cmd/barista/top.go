@@ -43,7 +43,10 @@ classes), its dispatches in the class in the last --window, then
             seconds at its weight: positive, it is owed service and goes
             first; negative, it is ahead ("-": no eligible work)
 
-and the cluster's leader and applied index. Under a tenant with named
+and the cluster's leader and applied index, and each pool's fairness
+error: over the last 10 minutes, the largest difference between a
+tenant's SHARE and its ENTITLED share, among the tenants that had
+eligible work (docs/fairness.md). Under a tenant with named
 groups, its groups with the most queued jobs (at most 5) follow its first
 line, each with its queued and running jobs and its cap. Once the
 cluster has pools besides default (docs/scheduling.md, "Pools"), each
@@ -63,7 +66,9 @@ object:
    "share", "entitled", "ratio"}], "groups": [{"name", "running",
    "queued", "limit"}]}],
    "pools": [{"name", "weights", "subscriptions", "paused", "scheduled",
-   "queued", "running", "workers"}]}
+   "queued", "running", "workers"}],
+   "fairness_errors": [{"pool", "window", "error", "tenant", "class",
+   "share", "entitled"}]}
 
 (share, entitled_share and ratio are the 1 min window's, share and
 entitled_share 0 when undefined; shares are fractions; in "fairness",
@@ -122,8 +127,9 @@ func runTop(env *cmdEnv, opts *topOpts, args []string) error {
 func renderTop(w io.Writer, t *pb.TopResponse) {
 	j := web.TopToJSON(t)
 	fmt.Fprintf(w, "barista · leader %s · applied index %d · %s\n", j.LeaderID, j.AppliedIndex, time.Now().Format("15:04:05"))
-	fmt.Fprintf(w, "SHARE of the CPU charged in the class, ENTITLED by weight among the tenants with eligible work: last minute · RATIO = SHARE/ENTITLED · LAG: CPU s owed (+) or ahead (-) · DISP: dispatches in %s\n\n",
+	fmt.Fprintf(w, "SHARE of the CPU charged in the class, ENTITLED by weight among the tenants with eligible work: last minute · RATIO = SHARE/ENTITLED · LAG: CPU s owed (+) or ahead (-) · DISP: dispatches in %s\n",
 		time.Duration(j.WindowMs)*time.Millisecond)
+	fmt.Fprintf(w, "fairness error (largest |SHARE - ENTITLED|, 10 min): %s\n\n", fairnessErrorText(j.FairnessErrors))
 	// A POOL column once there are pools besides default: one pool's view
 	// stays as it always was.
 	pools := len(j.Pools) > 1
@@ -186,4 +192,21 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 		fmt.Fprintf(w, "%-20s %-13s %-6s %9d %7d %7d %7d  %s\n", p.Name, p.Subscriptions, paused, p.Scheduled, p.Queued, p.Running, p.Workers,
 			termtext.Safe(p.Weights, false))
 	}
+}
+
+// fairnessErrorText says each pool's live fairness error, and the tenant
+// and class it is in.
+func fairnessErrorText(errs []web.FairnessErrorJSON) string {
+	var parts []string
+	for _, e := range errs {
+		if e.Error == nil {
+			parts = append(parts, e.Pool+" -")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2f%% (%s, %s)", e.Pool, 100**e.Error, termtext.Safe(e.Tenant, false), e.Class))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " · ")
 }

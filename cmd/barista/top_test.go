@@ -21,7 +21,7 @@ func TestRenderTop(t *testing.T) {
 				{Window: "1h", Share: f(0.5)},
 			}},
 		{Name: "idle", Tier: pb.Tier_FREE, Weight: 1, JobClass: pb.Class_NORMAL},
-	}}
+	}, FairnessErrors: []*pb.FairnessError{{Pool: "default", Window: "10m", Defined: true, Error: 0.0123, Tenant: "gold", Class: pb.Class_NORMAL, Share: 0.5, Entitled: 0.5123}}}
 	var b bytes.Buffer
 	renderTop(&b, top)
 	lines := strings.Split(b.String(), "\n")
@@ -30,12 +30,15 @@ func TestRenderTop(t *testing.T) {
 		"gold                 gold     normal         8       3       1      7   85.7%    88.9%   0.96   1.00      -    -3.0s  [##########################|   ]",
 		"idle                 free     normal         1       0       0      0    0.0%        -      -      -      -        -  [                              ]",
 	}
-	if len(lines) != 7 || !strings.HasPrefix(lines[0], "barista · leader n1 · applied index 42 · ") {
+	if len(lines) != 8 || !strings.HasPrefix(lines[0], "barista · leader n1 · applied index 42 · ") {
 		t.Fatalf("top:\n%s", b.String())
 	}
+	if w := "fairness error (largest |SHARE - ENTITLED|, 10 min): default 1.23% (gold, normal)"; lines[2] != w {
+		t.Errorf("line 2:\n got %q\nwant %q", lines[2], w)
+	}
 	for i, w := range want {
-		if lines[3+i] != w {
-			t.Errorf("line %d:\n got %q\nwant %q", 3+i, lines[3+i], w)
+		if lines[4+i] != w {
+			t.Errorf("line %d:\n got %q\nwant %q", 4+i, lines[4+i], w)
 		}
 	}
 }
@@ -62,12 +65,12 @@ func TestRenderTopPools(t *testing.T) {
 		"default              optional      no             0       1       0       0  default",
 		"gpu                  required      yes            0       1       1       2  equal",
 	}
-	if len(lines) != 3+len(want)+1 {
+	if len(lines) != 4+len(want)+1 {
 		t.Fatalf("top:\n%s", b.String())
 	}
 	for i, w := range want {
-		if lines[3+i] != w {
-			t.Errorf("line %d:\n got %q\nwant %q", 3+i, lines[3+i], w)
+		if lines[4+i] != w {
+			t.Errorf("line %d:\n got %q\nwant %q", 4+i, lines[4+i], w)
 		}
 	}
 }

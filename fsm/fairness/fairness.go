@@ -196,7 +196,14 @@ type class struct {
 type Ledger struct {
 	since   sfq.Time
 	classes [sfq.NumClasses]class
+	// dispatched counts the dispatches of each job size, in the buckets
+	// of the window RateWindow.
+	dispatched [sfq.NumSizes]ring
 }
+
+// RateWindow is the window (an index of Windows) over which DispatchRate
+// counts dispatches: 10 minutes.
+const RateWindow = 1
 
 // New returns an empty ledger starting at cluster time since.
 func New(since sfq.Time) *Ledger {
@@ -326,6 +333,94 @@ func (l *Ledger) Charge(now sfq.Time, cl sfq.Class, ti uint32, ms int64) {
 	}
 	a.total.ChargedMs += ms
 	c.total.ChargedMs += ms
+}
+
+// Dispatched records a dispatch of a job of size sz at now.
+func (l *Ledger) Dispatched(now sfq.Time, sz sfq.Size) {
+	if sz < sfq.NumSizes {
+		l.dispatched[sz].add(int64(now/Windows[RateWindow].bucket), 1)
+	}
+}
+
+// Dispatches returns the dispatches of jobs of size at most sz over the
+// window RateWindow at now, and the cluster time that window spans.
+func (l *Ledger) Dispatches(now sfq.Time, sz sfq.Size) (n, spanMs int64) {
+	w := Windows[RateWindow]
+	b := int64(now / w.bucket)
+	for s := sfq.Size(0); s <= sz && s < sfq.NumSizes; s++ {
+		n += l.dispatched[s].sum(b-perWindow, b)
+	}
+	start := max(sfq.Time(b-perWindow)*w.bucket, 0, l.since)
+	return n, int64(now - start)
+}
+
+// Charged returns the CPU charged (estimates at dispatch, corrected at
+// finish) in class cl and in every class over the window RateWindow at
+// now, and the cluster time that window spans.
+func (l *Ledger) Charged(now sfq.Time, cl sfq.Class) (class, all, spanMs int64) {
+	w := Windows[RateWindow]
+	b := int64(now / w.bucket)
+	for c := range l.classes {
+		v := l.classes[c].charged[RateWindow].sum(b-perWindow, b)
+		all += v
+		if sfq.Class(c) == cl {
+			class = v
+		}
+	}
+	start := max(sfq.Time(b-perWindow)*w.bucket, 0, l.since)
+	return class, all, int64(now - start)
+}
+
+// Entitlement returns tenant ti's weight in class cl and the sum of the
+// weights of the tenants with eligible work there, as last observed (0,
+// 0 when it has none).
+func (l *Ledger) Entitlement(cl sfq.Class, ti uint32) (w, sum int64) {
+	if cl >= sfq.NumClasses {
+		return 0, 0
+	}
+	c := &l.classes[cl]
+	if a := c.get(ti, false); a != nil && a.elig {
+		return a.w, c.w
+	}
+	return 0, c.w
+}
+
+// Error is a window's fairness error: of the rows with an entitlement in
+// the window (tenants that had eligible work) and a share defined, the
+// largest difference between share and entitlement (SPEC §3 "Evidence of
+// fairness"), and the row it is in. OK is false when no row has both.
+type Error struct {
+	Value           float64
+	Class           sfq.Class
+	Tenant          uint32
+	Share, Entitled float64
+	OK              bool
+}
+
+// Error returns the fairness error over window g (an index of Windows) at
+// now.
+func (l *Ledger) Error(now sfq.Time, g int) Error {
+	var e Error
+	l.Rows(now, func(r *Row) bool {
+		f := &r.Windows[g]
+		share, ok1 := f.Share()
+		ent, ok2 := f.Entitled()
+		if !ok1 || !ok2 || f.EntitledQ24 <= 0 {
+			return true
+		}
+		if d := abs(share - ent); !e.OK || d > e.Value {
+			e = Error{Value: d, Class: r.Class, Tenant: r.Tenant, Share: share, Entitled: ent, OK: true}
+		}
+		return true
+	})
+	return e
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // Bill records ms of CPU of a finished run (zombies included) of tenant ti

@@ -61,6 +61,9 @@ var (
 
 // Per-pool gauges, for every live pool (at most the cluster's max_pools).
 var (
+	descFairError = prometheus.NewDesc("barista_fairness_error",
+		"The live fairness error of a pool (docs/fairness.md): over the fairness report's 10-minute window, the largest difference between a tenant's share of its class's charged CPU and its entitled share, "+
+			"among the tenants with eligible work in the window (0.02: two percentage points). Absent while no tenant had both.", []string{"pool"}, nil)
 	descPoolQueued    = prometheus.NewDesc("barista_pool_queued_jobs", "Queued jobs by pool.", []string{"pool"}, nil)
 	descPoolRunning   = prometheus.NewDesc("barista_pool_running_jobs", "Assigned and running jobs by pool.", []string{"pool"}, nil)
 	descPoolScheduled = prometheus.NewDesc("barista_pool_scheduled_jobs", "Jobs delayed or backing off, by pool.", []string{"pool"}, nil)
@@ -89,7 +92,7 @@ var (
 // Describe sends every family the collector reports.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descRunning, descDispatches, descCost, descCPU, descEnded, descFailures, descWeight,
-		descFairRatio, descFairLag, descPoolQueued, descPoolRunning, descPoolScheduled, descPoolPaused, descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
+		descFairRatio, descFairLag, descFairError, descPoolQueued, descPoolRunning, descPoolScheduled, descPoolPaused, descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
 		descExported, descApplied, descLeader, descVnow} {
 		ch <- d
 	}
@@ -171,6 +174,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.node.FSM.Read(func(sc *sfq.Scheduler) {
 		sc.Pools(func(p sfq.Pool) bool { pools = append(pools, p); return true })
 	})
+	for _, e := range c.node.FSM.FairnessErrors(fsm.DefaultErrorWindow) {
+		if e.OK {
+			gauge(descFairError, e.Value, e.Pool)
+		}
+	}
 	for _, p := range pools {
 		gauge(descPoolQueued, float64(p.Queued), p.Name)
 		gauge(descPoolRunning, float64(p.Running), p.Name)

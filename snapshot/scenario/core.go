@@ -265,6 +265,14 @@ func (c *Core) TenantState(name string, class sfq.Class) (sfq.Tenant, sfq.Virtua
 // Explain implements Target.
 func (c *Core) Explain(id sfq.JobID) (sfq.Reason, error) { return c.S.Explain(id) }
 
+// Place implements Target.
+func (c *Core) Place(now sfq.Time, id sfq.JobID) (sfq.Place, bool, error) {
+	return c.S.Place(id, now, placeLimit)
+}
+
+// placeLimit bounds a script's place in line (a script's queues are short).
+const placeLimit = 1_000_000
+
 // Estimate implements Target.
 func (c *Core) Estimate(tenant, typ string) (sfq.TypeStat, bool) { return c.S.Estimate(tenant, typ) }
 

@@ -18,6 +18,11 @@ type Machine struct {
 	F      *fsm.FSM
 	index  uint64
 	credit uint64
+	// Entries, when Record is set, collects every entry applied, in
+	// order, as the log of a cluster that ran the script would hold it
+	// (index i at Entries[i-1]), from a state machine at DefaultLevel.
+	Record  bool
+	Entries []*clusterpb.Envelope
 }
 
 // DefaultLevel is the feature level a script starts at: level 3, what
@@ -36,7 +41,11 @@ func (m *Machine) SetLevel(now sfq.Time, level uint32) error {
 
 func (m *Machine) apply(now sfq.Time, c *clusterpb.Command) (fsm.Result, error) {
 	m.index++
-	res, err := m.F.ApplyEnvelope(m.index, &clusterpb.Envelope{Version: fsm.Version, StampMs: int64(now), Commands: []*clusterpb.Command{c}})
+	env := &clusterpb.Envelope{Version: fsm.Version, StampMs: int64(now), Commands: []*clusterpb.Command{c}}
+	if m.Record {
+		m.Entries = append(m.Entries, env)
+	}
+	res, err := m.F.ApplyEnvelope(m.index, env)
 	if err != nil {
 		return fsm.Result{}, err
 	}
@@ -88,6 +97,12 @@ func (m *Machine) TenantState(name string, c sfq.Class) (t sfq.Tenant, vnow sfq.
 func (m *Machine) Explain(id sfq.JobID) (sfq.Reason, error) {
 	r, _, err := m.F.Explain(id)
 	return r, err
+}
+
+// Place implements Target: the state machine's read, at its clock.
+func (m *Machine) Place(_ sfq.Time, id sfq.JobID) (sfq.Place, bool, error) {
+	pl, ok, err := m.F.Place(id, placeLimit)
+	return pl.Place, ok, err
 }
 
 // Estimate implements Target.

@@ -68,6 +68,8 @@ type Target interface {
 	TenantState(name string, c sfq.Class) (sfq.Tenant, sfq.VirtualTime, bool)
 	// Explain returns why a job is where it is.
 	Explain(id sfq.JobID) (sfq.Reason, error)
+	// Place returns a queued job's place in line (sfq.Scheduler.Place).
+	Place(now sfq.Time, id sfq.JobID) (sfq.Place, bool, error)
 	// Estimate returns what was learned of a tenant's job type.
 	Estimate(tenant, typ string) (sfq.TypeStat, bool)
 	TenantName(index uint32) string
@@ -242,6 +244,8 @@ func (rn *runner) exec(f []string) error {
 		return withKV(args, rn.show)
 	case "explain":
 		return rn.explain(args)
+	case "place":
+		return rn.place(args)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
 }

@@ -66,7 +66,7 @@ func decisions(out []byte) string {
 	var b strings.Builder
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(l, "dispatch ") || strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "tenant ") ||
-			strings.HasPrefix(l, "explain ") || strings.HasPrefix(l, "type ") || strings.HasPrefix(l, "group ") {
+			strings.HasPrefix(l, "explain ") || strings.HasPrefix(l, "type ") || strings.HasPrefix(l, "group ") || strings.HasPrefix(l, "place ") {
 			b.WriteString(l + "\n")
 		}
 	}
@@ -254,5 +254,46 @@ show group a g
 	if _, err := Run(strings.NewReader(fmt.Sprintf("level %d\n", unknown)), NewMachine(), &out, Options{}); err == nil ||
 		!strings.Contains(out.String(), fmt.Sprintf("error 1: fatal: log entry 1 cannot be applied: unknown feature level %d (this build understands up to %d): upgrade this node", unknown, fsm.MaxFeatureLevel)) {
 		t.Errorf("level %d: %v\n%s", unknown, err, out.String())
+	}
+}
+
+// TestPlaceIsExact: in every golden scenario, each "place JOB ahead=N"
+// line is followed by exactly N dispatches of other jobs before JOB's own
+// (the scenarios let only workers of the job's size ask for work after a
+// block of place lines, until the job goes).
+func TestPlaceIsExact(t *testing.T) {
+	scripts, _ := filepath.Glob(filepath.Join(scenarioDir, "*.golden"))
+	checked := 0
+	for _, golden := range scripts {
+		b, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		for i, l := range lines {
+			var job, ahead, own int
+			if n, _ := fmt.Sscanf(l, "place %d ahead=%d own=%d", &job, &ahead, &own); n != 3 {
+				continue
+			}
+			got := 0
+			found := false
+			for _, d := range lines[i+1:] {
+				if !strings.HasPrefix(d, "dispatch ") || strings.HasSuffix(d, " none") {
+					continue
+				}
+				if strings.Contains(d, fmt.Sprintf(" job=%d ", job)) {
+					found = true
+					break
+				}
+				got++
+			}
+			if !found || got != ahead {
+				t.Errorf("%s: %q: job %d dispatched after %d others (found: %v)", filepath.Base(golden), l, job, got, found)
+			}
+			checked++
+		}
+	}
+	if checked < 7 {
+		t.Fatalf("only %d place lines checked", checked)
 	}
 }

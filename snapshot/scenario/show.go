@@ -263,3 +263,37 @@ func (rn *runner) showLane(tenant, pool string, class sfq.Class) error {
 		t.Billing.CPUMs, t.Billing.ZombieCPUMs, t.Billing.Failures, pool, b)
 	return nil
 }
+
+// place prints a queued job's place in line: "place JOB ahead=N own=M"
+// (and " complete=false" past the count's limit), or "place JOB none".
+func (rn *runner) place(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: place JOB")
+	}
+	id, err := jobID(args[0])
+	if err != nil {
+		return err
+	}
+	pl, ok, err := rn.t.Place(rn.now, id)
+	if err != nil {
+		return err
+	}
+	if rn.opt.JSON {
+		line := map[string]any{"place": uint64(id), "none": !ok}
+		if ok {
+			line = map[string]any{"place": uint64(id), "ahead": pl.Ahead, "own": pl.Own, "complete": pl.Complete}
+		}
+		rn.emitJSON(line)
+		return nil
+	}
+	if !ok {
+		fmt.Fprintf(rn.out, "place %d none\n", id)
+		return nil
+	}
+	fmt.Fprintf(rn.out, "place %d ahead=%d own=%d", id, pl.Ahead, pl.Own)
+	if !pl.Complete {
+		fmt.Fprint(rn.out, " complete=false")
+	}
+	fmt.Fprintln(rn.out)
+	return nil
+}

@@ -247,6 +247,9 @@ type Result struct {
 	History    *History
 	Violations []Violation
 	Report     string
+	// Certificates are the fairness tenants' certificates of fairness
+	// over the middle half of the log, verified.
+	Certificates []CertificateCheck
 }
 
 // Execute runs load and faults for the configured duration, lets the
@@ -330,7 +333,10 @@ func (r *Run) Execute() *Result {
 		os.WriteFile(filepath.Join(r.c.Dir, "faults.json"), b, 0o644)
 	}
 	res := &Result{History: h, Violations: Check(h)}
-	res.Report = r.report(h, fenced)
+	var bad []Violation
+	res.Certificates, bad = r.certify(r.c.Nodes[leader].DataDir, index)
+	res.Violations = append(res.Violations, bad...)
+	res.Report = r.report(h, fenced) + certificateReport(res.Certificates)
 	return res
 }
 

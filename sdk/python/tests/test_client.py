@@ -6,6 +6,7 @@ import asyncio
 from datetime import datetime, timedelta, timezone
 
 import barista
+import pytest
 from cluster import ACME_TOKEN, ADMIN_TOKEN, WORKER_TOKEN
 
 
@@ -127,3 +128,27 @@ async def test_times_durations_and_a_deadline(cluster):
             assert e.code == "NOT_FOUND"
         else:
             raise AssertionError("a deleted tenant was found")
+
+
+async def test_place_in_line_statement_and_certificate(cluster):
+    async with barista.Client(cluster.addrs, token=ADMIN_TOKEN) as admin:
+        await admin.upsert_tenant("ledger", tier="bronze")
+        jobs = await admin.submit_many([{"payload": f"l{i}"} for i in range(3)], tenant="ledger", kind="ledger", size="lg", cost=1)
+        # No lg worker: the third waits behind the first two of its own.
+        job = await admin.get(jobs[2], tenant="ledger")
+        assert job.place is not None and (job.place.ahead, job.place.own_ahead, job.place.complete) == (2, 2, True)
+        why = await admin.explain(jobs[2], tenant="ledger")
+        assert why.place is not None and (why.place.ahead, why.place.own_ahead) == (2, 2)
+        doc = await admin.usage_statement(tenant="ledger")
+        st = await admin.statement(tenant="ledger")
+        assert st["tenant"] == "ledger" and st["version"] == 1 and doc.startswith("{")
+        assert st["window"]["open"] is True and st["cpu"] == []
+        csv = await admin.usage_statement(tenant="ledger", format="csv")
+        assert csv.splitlines()[0] == "section,pool,size,class,metric,value"
+        cert = await admin.certificate(tenant="ledger")
+        rep = barista.verify_certificate(cert)
+        assert rep.ok and rep.lines == 0
+        with pytest.raises(barista.InvalidArgument):
+            await admin.usage_statement(tenant="ledger", format="xml")
+        for j in jobs:
+            await admin.cancel(j, tenant="ledger")

@@ -34,6 +34,22 @@ import {
 } from "./models.js";
 import { sleep } from "./util.js";
 
+/** A window of the log for a statement or certificate: log indexes, or cluster times (not both). */
+export interface EvidenceOptions {
+  tenant?: string;
+  fromIndex?: number;
+  toIndex?: number;
+  fromMs?: number;
+  toMs?: number;
+}
+
+function evidenceWindow(o: EvidenceOptions) {
+  const byTime = o.fromMs !== undefined || o.toMs !== undefined;
+  if (byTime && (o.fromIndex || o.toIndex)) throw new InvalidArgument("give log indexes or cluster times, not both");
+  if (byTime) return { byTime: true, fromMs: BigInt(o.fromMs ?? 0), toMs: BigInt(o.toMs ?? 0), fromIndex: 0n, toIndex: 0n };
+  return { byTime: false, fromMs: 0n, toMs: 0n, fromIndex: BigInt(o.fromIndex ?? 0), toIndex: BigInt(o.toIndex ?? 0) };
+}
+
 /** A watch's reconnect backoff once every node failed (ms, as the Go client's). */
 export const WATCH_BACKOFF_FIRST = 300;
 export const WATCH_BACKOFF_MAX = 10_000;
@@ -353,6 +369,30 @@ export class Client<K extends JobTypes = AnyKinds> {
   async explain(job: JobRef, opts: { tenant?: string } = {}): Promise<Explanation> {
     const req = { tenant: opts.tenant ?? "", jobId: cv.jobId(job) };
     return explanationFromPb(await this.nodes.call((node, o) => node.client(ClientService).explainJob(req, o), { idempotent: true }));
+  }
+
+  /**
+   * The tenant's usage statement over a window of the log, as its document
+   * (format "json" or "csv"; docs/fairness.md): by log index (0: the
+   * oldest the node can replay, the last it applied) or by cluster time
+   * (fromMs inclusive, toMs exclusive). The answering node replays the
+   * window from its own log: every node gives the same bytes for the same
+   * closed window.
+   */
+  async usageStatement(opts: EvidenceOptions & { format?: "json" | "csv" } = {}): Promise<string> {
+    const req = { tenant: opts.tenant ?? "", window: evidenceWindow(opts), format: opts.format ?? "json" };
+    return (await this.nodes.call((node, o) => node.client(ClientService).usageStatement(req, o), { idempotent: true })).document;
+  }
+
+  /** usageStatement parsed from its JSON. */
+  async statement(opts: EvidenceOptions = {}): Promise<Record<string, unknown>> {
+    return JSON.parse(await this.usageStatement({ ...opts, format: "json" })) as Record<string, unknown>;
+  }
+
+  /** The tenant's certificate of fairness over a window of the log, as its JSON document (for verifyCertificate, or barista verify). */
+  async certificate(opts: EvidenceOptions = {}): Promise<string> {
+    const req = { tenant: opts.tenant ?? "", window: evidenceWindow(opts) };
+    return (await this.nodes.call((node, o) => node.client(ClientService).fairnessCertificate(req, o), { idempotent: true })).document;
   }
 
   /** The tenant's running and queued jobs, CPU billed and counters. */

@@ -6,9 +6,11 @@
 
 import type { Tenant as PbTenant, SubscriptionSetResponse } from "./gen/admin_pb.js";
 import type {
+  ClockNow,
   Event as PbEvent,
   ExplainJobResponse,
   Job as PbJob,
+  PlaceInLine,
   TenantUsageResponse,
 } from "./gen/client_pb.js";
 import * as cv from "./convert.js";
@@ -65,6 +67,38 @@ export interface Job<T = unknown> {
   readonly payload: T;
   /** Whether the job has ended. */
   readonly done: boolean;
+  /** A queued job's place in line (from `get`; undefined when it has none). */
+  place: Place | undefined;
+}
+
+/**
+ * A queued job's place in line in its pool (docs/fairness.md): `ahead`
+ * jobs would go to the workers of its size before it, `ownAhead` of them
+ * its own tenant's; `complete` false means the count stopped at 10,000 (a
+ * lower bound). `estimatedStart` is an estimate (undefined: nothing ran
+ * in the pool in the last 10 minutes) from the work ahead and the pace of
+ * the last 10 minutes; `ratePerMinute` is the pool's recent dispatches a
+ * minute and `share` the tenant's entitled share of its class.
+ */
+export interface Place {
+  ahead: number;
+  ownAhead: number;
+  complete: boolean;
+  estimatedStart: Date | undefined;
+  ratePerMinute: number;
+  share: number;
+}
+
+export function placeFromPb(x: PlaceInLine | undefined, now: ClockNow | undefined): Place | undefined {
+  if (x === undefined) return undefined;
+  return {
+    ahead: Number(x.ahead),
+    ownAhead: Number(x.ownAhead),
+    complete: x.complete,
+    estimatedStart: cv.clusterToWall(now, x.estimatedStartMs),
+    ratePerMinute: x.ratePerMinute,
+    share: x.share,
+  };
 }
 
 /** The answer to a submit: the job's ID, and whether this submit made it. */
@@ -130,6 +164,7 @@ export function jobFromPb<T>(j: PbJob, withPayload: boolean): Job<T> {
     snoozes: j.snoozes,
     cancel: j.cancel || "none",
     raw,
+    place: placeFromPb(j.place, j.now),
   };
   Object.defineProperty(job, "payload", { get: payload, enumerable: false });
   Object.defineProperty(job, "done", { get: () => TERMINAL_STATES.has(job.state), enumerable: false });
@@ -207,6 +242,7 @@ export interface Explanation {
   eligibleAt: Date | undefined;
   fittingWorkers: number;
   workersBusy: boolean;
+  place: Place | undefined;
 }
 
 export function explanationFromPb(x: ExplainJobResponse): Explanation {
@@ -227,6 +263,7 @@ export function explanationFromPb(x: ExplainJobResponse): Explanation {
     eligibleAt: cv.clusterToWall(x.now, x.eligibleAtMs),
     fittingWorkers: x.fittingWorkers,
     workersBusy: x.workersBusy,
+    place: placeFromPb(x.place, x.now),
   };
 }
 

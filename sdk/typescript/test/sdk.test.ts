@@ -36,6 +36,7 @@ import {
   Unavailable,
   Unrunnable,
   Worker,
+  verifyCertificate,
   type Submitted,
 } from "../src/index.js";
 import { ACME_TOKEN, ADMIN_TOKEN, Cluster, Proc, ROOT, WORKER_TOKEN, freePort, sleep } from "./cluster.js";
@@ -133,6 +134,32 @@ describe("the client", { skip, timeout: 60_000 }, () => {
       const states = [];
       for await (const j of admin.jobs({ tenant: "pager" })) states.push(j.state);
       assert.deepEqual(states, Array(7).fill("cancelled"));
+    } finally {
+      admin.close();
+    }
+  });
+
+  test("a job's place in line, a usage statement and a certificate that verifies", async () => {
+    const admin = new Client({ servers: c.addrs, token: ADMIN_TOKEN });
+    try {
+      await admin.upsertTenant("ledger", { tier: "bronze" });
+      const jobs = (await admin.submitMany(
+        Array.from({ length: 3 }, (_, i) => ({ kind: "ledger", payload: `l${i}` })),
+        { tenant: "ledger", cost: 1000, size: "lg" },
+      )) as Submitted[];
+      // No lg worker: the third waits behind the first two of its own.
+      const job = await admin.get(jobs[2], { tenant: "ledger" });
+      assert.deepEqual([job.place?.ahead, job.place?.ownAhead, job.place?.complete], [2, 2, true]);
+      const why = await admin.explain(jobs[2], { tenant: "ledger" });
+      assert.deepEqual([why.place?.ahead, why.place?.ownAhead], [2, 2]);
+      const st = await admin.statement({ tenant: "ledger" });
+      assert.deepEqual([st.tenant, st.version, st.cpu], ["ledger", 1, []]);
+      const csv = await admin.usageStatement({ tenant: "ledger", format: "csv" });
+      assert.equal(csv.split("\n")[0], "section,pool,size,class,metric,value");
+      const rep = verifyCertificate(await admin.certificate({ tenant: "ledger" }));
+      assert.deepEqual([rep.ok, rep.lines], [true, 0]);
+      await assert.rejects(admin.usageStatement({ tenant: "ledger", fromIndex: 1, fromMs: 5 }), InvalidArgument);
+      for (const j of jobs) await admin.cancel(j, { tenant: "ledger" });
     } finally {
       admin.close();
     }

@@ -49,7 +49,8 @@ from .errors import (
     Unimplemented,
     Unknown,
 )
-from .models import Cancel, Event, Explanation, GroupUsage, Job, Subscription, Tenant, Usage
+from .evidence import CertificateReport, verify_certificate
+from .models import Cancel, Event, Explanation, GroupUsage, Job, Place, Subscription, Tenant, Usage
 from .worker import Worker
 
 __version__ = "0.1.0"
@@ -72,11 +73,11 @@ def tls_credentials(ca_file=None, cert_file=None, key_file=None):
 
 
 __all__ = [
-    "Aborted", "AlreadyExists", "BaristaError", "Cancel", "Cancelled", "Client", "ClientClosed", "DataLoss",
+    "Aborted", "AlreadyExists", "BaristaError", "Cancel", "Cancelled", "CertificateReport", "Client", "ClientClosed", "DataLoss",
     "DeadlineExceeded", "DeadlinesNotAllowed", "Event", "Explanation", "FailedPrecondition", "FeatureLevel",
     "GroupUsage", "Internal", "InvalidArgument", "Job", "JobContext", "KeyConflict", "KeyJobGone",
     "MAX_MESSAGE_BYTES", "MaxClass", "MaxGroups", "NotFound", "NotLeader", "OutOfRange", "PermissionDenied", "PoolUnknown",
-    "QuotaExceeded", "RateLimited", "ResourceExhausted", "Snooze", "Subscription", "SubscriptionRequired",
+    "Place", "QuotaExceeded", "RateLimited", "ResourceExhausted", "Snooze", "Subscription", "SubscriptionRequired",
     "Tenant", "TenantUnknown", "TooLarge", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown",
-    "Unrunnable", "Usage", "Worker", "tls_credentials",
+    "Unrunnable", "Usage", "Worker", "tls_credentials", "verify_certificate",
 ]

@@ -4,8 +4,9 @@ watch, usage, and the admin calls a SaaS makes at sign-up."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import grpc
 
@@ -237,6 +238,38 @@ class Client:
         """The tenant's running and queued jobs, CPU billed and counters."""
         req = client_pb2.TenantUsageRequest(tenant=tenant or "", top_groups=top_groups, read=client_pb2.ReadOptions(stale=stale))
         return Usage._from_pb(await self._client_call("TenantUsage", req, idempotent=True))
+
+    @staticmethod
+    def _window(from_index: int, to_index: int, from_ms: Optional[int], to_ms: Optional[int]):
+        if (from_ms is not None or to_ms is not None) and (from_index or to_index):
+            raise ValueError("give log indexes or cluster times, not both")
+        if from_ms is not None or to_ms is not None:
+            return client_pb2.EvidenceWindow(by_time=True, from_ms=from_ms or 0, to_ms=to_ms or 0)
+        return client_pb2.EvidenceWindow(from_index=from_index, to_index=to_index)
+
+    async def usage_statement(self, *, tenant: Optional[str] = None, from_index: int = 0, to_index: int = 0,
+                              from_ms: Optional[int] = None, to_ms: Optional[int] = None, format: str = "json") -> str:
+        """The tenant's usage statement over a window of the log, as its
+        document (``format`` "json" or "csv"; docs/fairness.md): by log
+        index (0: the oldest the node can replay, the last it applied) or
+        by cluster time (``from_ms`` inclusive, ``to_ms`` exclusive). The
+        answering node replays the window from its own log: every node
+        gives the same bytes for the same closed window."""
+        req = client_pb2.UsageStatementRequest(tenant=tenant or "", window=self._window(from_index, to_index, from_ms, to_ms),
+                                               format=format)
+        return (await self._client_call("UsageStatement", req, idempotent=True)).document
+
+    async def statement(self, **window) -> Dict[str, Any]:
+        """``usage_statement`` parsed from its JSON."""
+        return json.loads(await self.usage_statement(format="json", **window))
+
+    async def certificate(self, *, tenant: Optional[str] = None, from_index: int = 0, to_index: int = 0,
+                          from_ms: Optional[int] = None, to_ms: Optional[int] = None) -> str:
+        """The tenant's certificate of fairness over a window of the log,
+        as its JSON document, for ``barista.verify_certificate`` (or
+        ``barista verify``)."""
+        req = client_pb2.FairnessCertificateRequest(tenant=tenant or "", window=self._window(from_index, to_index, from_ms, to_ms))
+        return (await self._client_call("FairnessCertificate", req, idempotent=True)).document
 
     async def watch(self, job: Optional[JobRef] = None, *, from_oldest: bool = True, from_seq: Optional[int] = None,
                     until_idle: bool = False, tenant: Optional[str] = None) -> AsyncIterator[Event]:

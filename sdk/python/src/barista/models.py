@@ -63,6 +63,8 @@ class Job:
     snoozes: int = 0
     cancel: str = "none"
     payload: Optional[bytes] = None
+    #: a queued job's place in line (from ``get``; None when it has none).
+    place: Optional["Place"] = None
 
     @property
     def done(self) -> bool:
@@ -83,7 +85,35 @@ class Job:
             due_at=cv.cluster_to_wall(j.now if j.HasField("now") else None, j.due_at_ms),
             expire_at=cv.cluster_to_wall(j.now if j.HasField("now") else None, j.expire_at_ms),
             worker_id=j.worker_id, exit_code=j.exit_code, result=j.stdout_tail, error=j.stderr_tail,
-            failure=j.failure, snoozes=j.snoozes, cancel=j.cancel or "none", payload=bytes(j.payload) if with_payload else None)
+            failure=j.failure, snoozes=j.snoozes, cancel=j.cancel or "none", payload=bytes(j.payload) if with_payload else None,
+            place=Place._from_pb(j.place if j.HasField("place") else None, j.now if j.HasField("now") else None))
+
+
+@dataclass(frozen=True)
+class Place:
+    """A queued job's place in line in its pool (docs/fairness.md):
+    ``ahead`` jobs would go to the workers of its size before it,
+    ``own_ahead`` of them its own tenant's; ``complete`` False means the
+    count stopped at 10,000 (a lower bound). ``estimated_start`` is an
+    estimate (None: nothing ran in the pool in the last 10 minutes) from
+    the work ahead and the pace of the last 10 minutes;
+    ``rate_per_minute`` is the pool's recent dispatches a minute and
+    ``share`` the tenant's entitled share of its class."""
+
+    ahead: int
+    own_ahead: int
+    complete: bool
+    estimated_start: Optional[datetime] = None
+    rate_per_minute: float = 0.0
+    share: float = 0.0
+
+    @classmethod
+    def _from_pb(cls, x, now) -> Optional["Place"]:
+        if x is None:
+            return None
+        return cls(ahead=x.ahead, own_ahead=x.own_ahead, complete=x.complete,
+                   estimated_start=cv.cluster_to_wall(now, x.estimated_start_ms),
+                   rate_per_minute=x.rate_per_minute, share=x.share)
 
 
 @dataclass(frozen=True)
@@ -199,6 +229,7 @@ class Explanation:
     eligible_at: Optional[datetime] = None
     fitting_workers: int = 0
     workers_busy: bool = False
+    place: Optional[Place] = None
 
     @classmethod
     def _from_pb(cls, x) -> "Explanation":
@@ -207,7 +238,8 @@ class Explanation:
                    priority=cv.priority_name(getattr(x, "class")), group=x.group, position=x.position,
                    vertex=x.vertex, current=x.current, limit=x.limit, ahead=x.ahead, worker_id=x.worker_id,
                    due_at=cv.cluster_to_wall(now, x.due_ms), eligible_at=cv.cluster_to_wall(now, x.eligible_at_ms),
-                   fitting_workers=x.fitting_workers, workers_busy=x.workers_busy)
+                   fitting_workers=x.fitting_workers, workers_busy=x.workers_busy,
+                   place=Place._from_pb(x.place if x.HasField("place") else None, now))
 
 
 @dataclass(frozen=True)

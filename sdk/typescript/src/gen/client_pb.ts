@@ -17,7 +17,213 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file client.proto.
  */
 export const file_client: GenFile = /*@__PURE__*/
-  fileDesc("CgxjbGllbnQucHJvdG8SCmJhcmlzdGEudjEiPQoMUGF1c2VSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRINCgVncm91cBgCIAEoCRIOCgZyZXN1bWUYAyABKAgiMAoNUGF1c2VSZXNwb25zZRIOCgZwYXVzZWQYASABKAkSDwoHY2hhbmdlZBgCIAEoCCK7AQoPQnVsa0pvYnNSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIPCgdqb2JfaWRzGAIgAygEEiUKBmZpbHRlchgDIAEoCzIVLmJhcmlzdGEudjEuSm9iRmlsdGVyEhAKCHNpbmNlX21zGAQgASgDEhIKCnBhZ2VfdG9rZW4YBSABKAkSFAoMbWF4X2F0dGVtcHRzGAYgASgNEhMKC3JlcXVlc3Rfa2V5GAcgASgJEg8KB2RyeV9ydW4YCCABKAgirgEKEEJ1bGtKb2JzUmVzcG9uc2USIwoFaXRlbXMYASADKAsyFC5iYXJpc3RhLnYxLkJ1bGtJdGVtEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIMCgRkb25lGAMgASgEEg8KB3NraXBwZWQYBCABKAQSEQoJZHVwbGljYXRlGAUgASgIEg8KB3N0b3BwZWQYBiABKAkSGQoRc3VibWl0dGVkX2Zyb21fbXMYByABKAMipAMKDVN1Ym1pdFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEhwKD2lkZW1wb3RlbmN5X2tleRgCIAEoCUgAiAEBEhAKCGpvYl90eXBlGAMgASgJEh4KBHNpemUYBCABKA4yEC5iYXJpc3RhLnYxLlNpemUSEwoLZXN0X2Nvc3RfbXMYBSABKAMSDwoHcGF5bG9hZBgGIAEoDBIUCgxtYXhfYXR0ZW1wdHMYByABKA0SEgoKdGltZW91dF9tcxgIIAEoAxIgCgVjbGFzcxgeIAEoDjIRLmJhcmlzdGEudjEuQ2xhc3MSEwoLZGVhZGxpbmVfbXMYHyABKAMSDQoFZ3JvdXAYKCABKAkSEAoIZGVsYXlfbXMYRiABKAMSEQoJZXhwaXJlX21zGEcgASgDEh0KEHJldHJ5X2JhY2tvZmZfbXMYSCABKANIAYgBARIMCgRwb29sGHggASgJEiIKBGZvcm0YggEgASgOMhMuYmFyaXN0YS52MS5Kb2JGb3JtQhIKEF9pZGVtcG90ZW5jeV9rZXlCEwoRX3JldHJ5X2JhY2tvZmZfbXMiMQoOU3VibWl0UmVzcG9uc2USDgoGam9iX2lkGAEgASgEEg8KB2NyZWF0ZWQYAiABKAgiHAoLUmVhZE9wdGlvbnMSDQoFc3RhbGUYASABKAgiVgoNR2V0Sm9iUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDgoGam9iX2lkGAIgASgEEiUKBHJlYWQYAyABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIpYGCgNKb2ISDgoGam9iX2lkGAEgASgEEg4KBnRlbmFudBgCIAEoCRINCgVzdGF0ZRgDIAEoCRIPCgdhdHRlbXB0GAQgASgNEhAKCGZhaWx1cmVzGAUgASgNEhQKDG1heF9hdHRlbXB0cxgGIAEoDRIeCgRzaXplGAcgASgOMhAuYmFyaXN0YS52MS5TaXplEhMKC2VzdF9jb3N0X21zGAggASgDEg4KBmNwdV9tcxgJIAEoAxIQCghqb2JfdHlwZRgKIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCyABKAkSFwoPc3VibWl0dGVkX2F0X21zGAwgASgDEhMKC2VuZGVkX2F0X21zGA0gASgDEhEKCXdvcmtlcl9pZBgOIAEoCRIRCglleGl0X2NvZGUYDyABKAUSEwoLc3RkZXJyX3RhaWwYECABKAkSDgoGY2FuY2VsGBEgASgJEhIKCnRpbWVvdXRfbXMYEiABKAMSFAoMc3RhcnRfdGFnX21zGBMgASgJEg8KB3BheWxvYWQYFCABKAwSEgoKaGFzX3Jlc3VsdBgVIAEoCBIZChFzdWJtaXR0ZWRfd2FsbF9tcxgWIAEoAxIVCg1lbmRlZF93YWxsX21zGBcgASgDEhMKC3N0ZG91dF90YWlsGBggASgJEhIKCmNwdV9zb3VyY2UYGSABKAkSDwoHZmFpbHVyZRgaIAEoCRIPCgdzbm9vemVzGBsgASgNEiAKBWNsYXNzGB4gASgOMhEuYmFyaXN0YS52MS5DbGFzcxIWCg5kZWFkbGluZV9hdF9tcxgfIAEoAxISCgplc3Rfc291cmNlGCAgASgJEhcKD2RlYWRsaW5lX21pc3NlZBghIAEoCBINCgVncm91cBgoIAEoCRIRCglkdWVfYXRfbXMYRiABKAMSFAoMZXhwaXJlX2F0X21zGEcgASgDEgwKBHBvb2wYeCABKAkSIgoEZm9ybRiCASABKA4yEy5iYXJpc3RhLnYxLkpvYkZvcm0SIQoDbm93GF8gASgLMhQuYmFyaXN0YS52MS5DbG9ja05vdyIyChBSdW5Kb2JOb3dSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIOCgZqb2JfaWQYAiABKAQiIgoRUnVuSm9iTm93UmVzcG9uc2USDQoFc3RhdGUYASABKAki0QEKD0xpc3RKb2JzUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDQoFc3RhdGUYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSJQoEcmVhZBgFIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMSFwoPaW5jbHVkZV9wYXlsb2FkGAYgASgIEhQKDG5ld2VzdF9maXJzdBgHIAEoCBIUCgxvbGRlc3RfZmlyc3QYCCABKAgSDAoEcG9vbBh4IAEoCSJKChBMaXN0Sm9ic1Jlc3BvbnNlEh0KBGpvYnMYASADKAsyDy5iYXJpc3RhLnYxLkpvYhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiMgoQQ2FuY2VsSm9iUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDgoGam9iX2lkGAIgASgEIjwKEUNhbmNlbEpvYlJlc3BvbnNlEg0KBXN0YXRlGAEgASgJEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYAiABKAgibwoSV2F0Y2hFdmVudHNSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIQCghmcm9tX3NlcRgCIAEoBBIOCgZqb2JfaWQYAyABKAQSEwoLZnJvbV9vbGRlc3QYBCABKAgSEgoKdW50aWxfaWRsZRgFIAEoCCIvCghDbG9ja05vdxISCgpjbHVzdGVyX21zGAEgASgDEg8KB3dhbGxfbXMYAiABKAMi1gEKBUV2ZW50EgsKA3NlcRgBIAEoBBIOCgZqb2JfaWQYAiABKAQSDgoGdGVuYW50GAMgASgJEg8KB2F0dGVtcHQYBCABKA0SDAoEa2luZBgFIAEoCRINCgVhdF9tcxgGIAEoAxIRCgl3b3JrZXJfaWQYByABKAkSDgoGY3B1X21zGAggASgDEhEKCWV4aXRfY29kZRgJIAEoBRIOCgZyZWFzb24YCiABKAkSDwoHd2FsbF9tcxgUIAEoAxINCgVncm91cBhQIAEoCRIMCgRwb29sGHggASgJIl8KElRlbmFudFVzYWdlUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSJQoEcmVhZBgCIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMSEgoKdG9wX2dyb3VwcxgoIAEoDSKFBQoTVGVuYW50VXNhZ2VSZXNwb25zZRIOCgZ0ZW5hbnQYASABKAkSHgoEdGllchgCIAEoDjIQLmJhcmlzdGEudjEuVGllchIPCgdydW5uaW5nGAMgASgNEhcKD3J1bm5pbmdfYnlfc2l6ZRgEIAMoDRIOCgZxdWV1ZWQYBSABKA0SFgoOcXVldWVkX2J5X3NpemUYBiADKA0SFwoPaW5mbGlnaHRfY3B1X21zGAcgASgDEhUKDWNwdV9iaWxsZWRfbXMYCCABKAMSFQoNem9tYmllX2NwdV9tcxgJIAEoAxIOCgZ3ZWlnaHQYCiABKAESFQoNZmluaXNoX3RhZ19tcxgLIAEoCRIWCg52aXJ0dWFsX25vd19tcxgMIAEoCRIQCgh1c2FnZV9tcxgNIAEoAxIRCglzdWJtaXR0ZWQYDiABKAQSEgoKZGlzcGF0Y2hlcxgPIAEoBBIRCgljb21wbGV0ZWQYECABKAQSDgoGZmFpbGVkGBEgASgEEhEKCWNhbmNlbGxlZBgSIAEoBBIRCgl0aW1lZF9vdXQYEyABKAQSEAoIZmFpbHVyZXMYFCABKAQSEAoIcmVxdWV1ZXMYFSABKAQSJgoGZ3JvdXBzGCggAygLMhYuYmFyaXN0YS52MS5Hcm91cFVzYWdlEhMKC2dyb3VwX2NvdW50GCkgASgNEg4KBnBhdXNlZBhQIAEoCRIMCgRyYXRlGFEgASgJEhIKCnJhdGVfYnVyc3QYUiABKA0SGwoTcmF0ZV9lbGlnaWJsZV9hdF9tcxhTIAEoAxIRCglzY2hlZHVsZWQYRiABKA0SIQoDbm93GF8gASgLMhQuYmFyaXN0YS52MS5DbG9ja05vdyJKCgpHcm91cFVzYWdlEgwKBG5hbWUYASABKAkSDwoHcnVubmluZxgCIAEoDRIOCgZxdWV1ZWQYAyABKA0SDQoFbGltaXQYBCABKA0i6AEKBUdyb3VwEg4KBnRlbmFudBgBIAEoCRIMCgRuYW1lGAIgASgJEgsKA2NhcBgDIAEoCRISCgp0ZW5hbnRfY2FwGAQgASgNEg0KBWxpbWl0GAUgASgNEg8KB3J1bm5pbmcYBiABKA0SDgoGcXVldWVkGAcgASgNEgwKBHJhdGUYUCABKAkSEgoKcmF0ZV9idXJzdBhRIAEoDRIbChNyYXRlX2VsaWdpYmxlX2F0X21zGFIgASgDEg4KBnBhdXNlZBhTIAEoCRIhCgNub3cYXyABKAsyFC5iYXJpc3RhLnYxLkNsb2NrTm93IloKD1NldEdyb3VwUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDQoFZ3JvdXAYAiABKAkSCwoDY2FwGAMgASgJEgwKBHJhdGUYUCABKAkSDQoFYnVyc3QYUSABKA0iVwoPR2V0R3JvdXBSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRINCgVncm91cBgCIAEoCRIlCgRyZWFkGAMgASgLMhcuYmFyaXN0YS52MS5SZWFkT3B0aW9ucyJxChFMaXN0R3JvdXBzUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkSJQoEcmVhZBgEIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMiUAoSTGlzdEdyb3Vwc1Jlc3BvbnNlEiEKBmdyb3VwcxgBIAMoCzIRLmJhcmlzdGEudjEuR3JvdXASFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIj0KElN1Ym1pdEJhdGNoUmVxdWVzdBInCgRqb2JzGAEgAygLMhkuYmFyaXN0YS52MS5TdWJtaXRSZXF1ZXN0IoUBCgxTdWJtaXRSZXN1bHQSDgoGam9iX2lkGAEgASgEEg8KB2NyZWF0ZWQYAiABKAgSDgoGc3RhdHVzGAYgASgMEg0KBWVycm9yGAMgASgJEg4KBnJlYXNvbhgEIAEoCRIWCg5yZXRyeV9hZnRlcl9tcxgFIAEoAxINCgVmaWVsZBgHIAEoCSJAChNTdWJtaXRCYXRjaFJlc3BvbnNlEikKB3Jlc3VsdHMYASADKAsyGC5iYXJpc3RhLnYxLlN1Ym1pdFJlc3VsdCIzChFFeHBsYWluSm9iUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDgoGam9iX2lkGAIgASgEIqcDChJFeHBsYWluSm9iUmVzcG9uc2USDgoGam9iX2lkGAEgASgEEg4KBnJlYXNvbhgCIAEoCRIMCgR0ZXh0GAMgASgJEh4KBHNpemUYBCABKA4yEC5iYXJpc3RhLnYxLlNpemUSIAoFY2xhc3MYBSABKA4yES5iYXJpc3RhLnYxLkNsYXNzEhAKCHBvc2l0aW9uGAYgASgEEg4KBnZlcnRleBgHIAEoCRIPCgdjdXJyZW50GAggASgDEg0KBWxpbWl0GAkgASgDEg0KBWFoZWFkGAogASgEEg4KBnRhZ19tcxgLIAEoCRIPCgd2bm93X21zGAwgASgJEhEKCXdvcmtlcl9pZBgNIAEoCRIOCgZkdWVfbXMYDiABKAMSFgoOZWxpZ2libGVfYXRfbXMYDyABKAMSDQoFZ3JvdXAYKCABKAkSEwoLZ3JvdXBfb3JkZXIYKSABKAkSFwoPZml0dGluZ193b3JrZXJzGCogASgNEhQKDHdvcmtlcnNfYnVzeRgrIAEoCBIhCgNub3cYXyABKAsyFC5iYXJpc3RhLnYxLkNsb2NrTm93MuUICgZDbGllbnQSPwoGU3VibWl0EhkuYmFyaXN0YS52MS5TdWJtaXRSZXF1ZXN0GhouYmFyaXN0YS52MS5TdWJtaXRSZXNwb25zZRJOCgtTdWJtaXRCYXRjaBIeLmJhcmlzdGEudjEuU3VibWl0QmF0Y2hSZXF1ZXN0Gh8uYmFyaXN0YS52MS5TdWJtaXRCYXRjaFJlc3BvbnNlEjQKBkdldEpvYhIZLmJhcmlzdGEudjEuR2V0Sm9iUmVxdWVzdBoPLmJhcmlzdGEudjEuSm9iEkUKCExpc3RKb2JzEhsuYmFyaXN0YS52MS5MaXN0Sm9ic1JlcXVlc3QaHC5iYXJpc3RhLnYxLkxpc3RKb2JzUmVzcG9uc2USSAoJQ2FuY2VsSm9iEhwuYmFyaXN0YS52MS5DYW5jZWxKb2JSZXF1ZXN0Gh0uYmFyaXN0YS52MS5DYW5jZWxKb2JSZXNwb25zZRJCCgtXYXRjaEV2ZW50cxIeLmJhcmlzdGEudjEuV2F0Y2hFdmVudHNSZXF1ZXN0GhEuYmFyaXN0YS52MS5FdmVudDABEk4KC1RlbmFudFVzYWdlEh4uYmFyaXN0YS52MS5UZW5hbnRVc2FnZVJlcXVlc3QaHy5iYXJpc3RhLnYxLlRlbmFudFVzYWdlUmVzcG9uc2USSwoKRXhwbGFpbkpvYhIdLmJhcmlzdGEudjEuRXhwbGFpbkpvYlJlcXVlc3QaHi5iYXJpc3RhLnYxLkV4cGxhaW5Kb2JSZXNwb25zZRI6CghTZXRHcm91cBIbLmJhcmlzdGEudjEuU2V0R3JvdXBSZXF1ZXN0GhEuYmFyaXN0YS52MS5Hcm91cBI6CghHZXRHcm91cBIbLmJhcmlzdGEudjEuR2V0R3JvdXBSZXF1ZXN0GhEuYmFyaXN0YS52MS5Hcm91cBJLCgpMaXN0R3JvdXBzEh0uYmFyaXN0YS52MS5MaXN0R3JvdXBzUmVxdWVzdBoeLmJhcmlzdGEudjEuTGlzdEdyb3Vwc1Jlc3BvbnNlEkgKCVJ1bkpvYk5vdxIcLmJhcmlzdGEudjEuUnVuSm9iTm93UmVxdWVzdBodLmJhcmlzdGEudjEuUnVuSm9iTm93UmVzcG9uc2USPAoFUGF1c2USGC5iYXJpc3RhLnYxLlBhdXNlUmVxdWVzdBoZLmJhcmlzdGEudjEuUGF1c2VSZXNwb25zZRJECgdSZWRyaXZlEhsuYmFyaXN0YS52MS5CdWxrSm9ic1JlcXVlc3QaHC5iYXJpc3RhLnYxLkJ1bGtKb2JzUmVzcG9uc2USRwoKQ2FuY2VsSm9icxIbLmJhcmlzdGEudjEuQnVsa0pvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5CdWxrSm9ic1Jlc3BvbnNlEkYKCVB1cmdlSm9icxIbLmJhcmlzdGEudjEuQnVsa0pvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5CdWxrSm9ic1Jlc3BvbnNlQidaJWdpdGh1Yi5jb20vYmFyaXN0YWhxL2JhcmlzdGEvcHJvdG87cGJiBnByb3RvMw", [file_types]);
+  fileDesc("CgxjbGllbnQucHJvdG8SCmJhcmlzdGEudjEiZwoORXZpZGVuY2VXaW5kb3cSEgoKZnJvbV9pbmRleBgBIAEoBBIQCgh0b19pbmRleBgCIAEoBBIPCgdieV90aW1lGAMgASgIEg8KB2Zyb21fbXMYBCABKAMSDQoFdG9fbXMYBSABKAMiYwoVVXNhZ2VTdGF0ZW1lbnRSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIqCgZ3aW5kb3cYAiABKAsyGi5iYXJpc3RhLnYxLkV2aWRlbmNlV2luZG93Eg4KBmZvcm1hdBgDIAEoCSI6ChZVc2FnZVN0YXRlbWVudFJlc3BvbnNlEhAKCGRvY3VtZW50GAEgASgJEg4KBmZvcm1hdBgCIAEoCSJYChpGYWlybmVzc0NlcnRpZmljYXRlUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSKgoGd2luZG93GAIgASgLMhouYmFyaXN0YS52MS5FdmlkZW5jZVdpbmRvdyI/ChtGYWlybmVzc0NlcnRpZmljYXRlUmVzcG9uc2USEAoIZG9jdW1lbnQYASABKAkSDgoGZGlnZXN0GAIgASgJIoUBCgtQbGFjZUluTGluZRINCgVhaGVhZBgBIAEoBBIRCglvd25fYWhlYWQYAiABKAQSEAoIY29tcGxldGUYAyABKAgSGgoSZXN0aW1hdGVkX3N0YXJ0X21zGAQgASgDEhcKD3JhdGVfcGVyX21pbnV0ZRgFIAEoARINCgVzaGFyZRgGIAEoASI9CgxQYXVzZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBWdyb3VwGAIgASgJEg4KBnJlc3VtZRgDIAEoCCIwCg1QYXVzZVJlc3BvbnNlEg4KBnBhdXNlZBgBIAEoCRIPCgdjaGFuZ2VkGAIgASgIIrsBCg9CdWxrSm9ic1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEg8KB2pvYl9pZHMYAiADKAQSJQoGZmlsdGVyGAMgASgLMhUuYmFyaXN0YS52MS5Kb2JGaWx0ZXISEAoIc2luY2VfbXMYBCABKAMSEgoKcGFnZV90b2tlbhgFIAEoCRIUCgxtYXhfYXR0ZW1wdHMYBiABKA0SEwoLcmVxdWVzdF9rZXkYByABKAkSDwoHZHJ5X3J1bhgIIAEoCCKuAQoQQnVsa0pvYnNSZXNwb25zZRIjCgVpdGVtcxgBIAMoCzIULmJhcmlzdGEudjEuQnVsa0l0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEgwKBGRvbmUYAyABKAQSDwoHc2tpcHBlZBgEIAEoBBIRCglkdXBsaWNhdGUYBSABKAgSDwoHc3RvcHBlZBgGIAEoCRIZChFzdWJtaXR0ZWRfZnJvbV9tcxgHIAEoAyKkAwoNU3VibWl0UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSHAoPaWRlbXBvdGVuY3lfa2V5GAIgASgJSACIAQESEAoIam9iX3R5cGUYAyABKAkSHgoEc2l6ZRgEIAEoDjIQLmJhcmlzdGEudjEuU2l6ZRITCgtlc3RfY29zdF9tcxgFIAEoAxIPCgdwYXlsb2FkGAYgASgMEhQKDG1heF9hdHRlbXB0cxgHIAEoDRISCgp0aW1lb3V0X21zGAggASgDEiAKBWNsYXNzGB4gASgOMhEuYmFyaXN0YS52MS5DbGFzcxITCgtkZWFkbGluZV9tcxgfIAEoAxINCgVncm91cBgoIAEoCRIQCghkZWxheV9tcxhGIAEoAxIRCglleHBpcmVfbXMYRyABKAMSHQoQcmV0cnlfYmFja29mZl9tcxhIIAEoA0gBiAEBEgwKBHBvb2wYeCABKAkSIgoEZm9ybRiCASABKA4yEy5iYXJpc3RhLnYxLkpvYkZvcm1CEgoQX2lkZW1wb3RlbmN5X2tleUITChFfcmV0cnlfYmFja29mZl9tcyIxCg5TdWJtaXRSZXNwb25zZRIOCgZqb2JfaWQYASABKAQSDwoHY3JlYXRlZBgCIAEoCCIcCgtSZWFkT3B0aW9ucxINCgVzdGFsZRgBIAEoCCJWCg1HZXRKb2JSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIOCgZqb2JfaWQYAiABKAQSJQoEcmVhZBgDIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMivwYKA0pvYhIOCgZqb2JfaWQYASABKAQSDgoGdGVuYW50GAIgASgJEg0KBXN0YXRlGAMgASgJEg8KB2F0dGVtcHQYBCABKA0SEAoIZmFpbHVyZXMYBSABKA0SFAoMbWF4X2F0dGVtcHRzGAYgASgNEh4KBHNpemUYByABKA4yEC5iYXJpc3RhLnYxLlNpemUSEwoLZXN0X2Nvc3RfbXMYCCABKAMSDgoGY3B1X21zGAkgASgDEhAKCGpvYl90eXBlGAogASgJEhcKD2lkZW1wb3RlbmN5X2tleRgLIAEoCRIXCg9zdWJtaXR0ZWRfYXRfbXMYDCABKAMSEwoLZW5kZWRfYXRfbXMYDSABKAMSEQoJd29ya2VyX2lkGA4gASgJEhEKCWV4aXRfY29kZRgPIAEoBRITCgtzdGRlcnJfdGFpbBgQIAEoCRIOCgZjYW5jZWwYESABKAkSEgoKdGltZW91dF9tcxgSIAEoAxIUCgxzdGFydF90YWdfbXMYEyABKAkSDwoHcGF5bG9hZBgUIAEoDBISCgpoYXNfcmVzdWx0GBUgASgIEhkKEXN1Ym1pdHRlZF93YWxsX21zGBYgASgDEhUKDWVuZGVkX3dhbGxfbXMYFyABKAMSEwoLc3Rkb3V0X3RhaWwYGCABKAkSEgoKY3B1X3NvdXJjZRgZIAEoCRIPCgdmYWlsdXJlGBogASgJEg8KB3Nub296ZXMYGyABKA0SIAoFY2xhc3MYHiABKA4yES5iYXJpc3RhLnYxLkNsYXNzEhYKDmRlYWRsaW5lX2F0X21zGB8gASgDEhIKCmVzdF9zb3VyY2UYICABKAkSFwoPZGVhZGxpbmVfbWlzc2VkGCEgASgIEg0KBWdyb3VwGCggASgJEhEKCWR1ZV9hdF9tcxhGIAEoAxIUCgxleHBpcmVfYXRfbXMYRyABKAMSDAoEcG9vbBh4IAEoCRInCgVwbGFjZRiCASABKAsyFy5iYXJpc3RhLnYxLlBsYWNlSW5MaW5lEiIKBGZvcm0YgwEgASgOMhMuYmFyaXN0YS52MS5Kb2JGb3JtEiEKA25vdxhfIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3ciMgoQUnVuSm9iTm93UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDgoGam9iX2lkGAIgASgEIiIKEVJ1bkpvYk5vd1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJItEBCg9MaXN0Sm9ic1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBXN0YXRlGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJEiUKBHJlYWQYBSABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zEhcKD2luY2x1ZGVfcGF5bG9hZBgGIAEoCBIUCgxuZXdlc3RfZmlyc3QYByABKAgSFAoMb2xkZXN0X2ZpcnN0GAggASgIEgwKBHBvb2wYeCABKAkiSgoQTGlzdEpvYnNSZXNwb25zZRIdCgRqb2JzGAEgAygLMg8uYmFyaXN0YS52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjIKEENhbmNlbEpvYlJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg4KBmpvYl9pZBgCIAEoBCI8ChFDYW5jZWxKb2JSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIYChBjYW5jZWxfcmVxdWVzdGVkGAIgASgIIm8KEldhdGNoRXZlbnRzUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSEAoIZnJvbV9zZXEYAiABKAQSDgoGam9iX2lkGAMgASgEEhMKC2Zyb21fb2xkZXN0GAQgASgIEhIKCnVudGlsX2lkbGUYBSABKAgiLwoIQ2xvY2tOb3cSEgoKY2x1c3Rlcl9tcxgBIAEoAxIPCgd3YWxsX21zGAIgASgDItYBCgVFdmVudBILCgNzZXEYASABKAQSDgoGam9iX2lkGAIgASgEEg4KBnRlbmFudBgDIAEoCRIPCgdhdHRlbXB0GAQgASgNEgwKBGtpbmQYBSABKAkSDQoFYXRfbXMYBiABKAMSEQoJd29ya2VyX2lkGAcgASgJEg4KBmNwdV9tcxgIIAEoAxIRCglleGl0X2NvZGUYCSABKAUSDgoGcmVhc29uGAogASgJEg8KB3dhbGxfbXMYFCABKAMSDQoFZ3JvdXAYUCABKAkSDAoEcG9vbBh4IAEoCSJfChJUZW5hbnRVc2FnZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEiUKBHJlYWQYAiABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zEhIKCnRvcF9ncm91cHMYKCABKA0ihQUKE1RlbmFudFVzYWdlUmVzcG9uc2USDgoGdGVuYW50GAEgASgJEh4KBHRpZXIYAiABKA4yEC5iYXJpc3RhLnYxLlRpZXISDwoHcnVubmluZxgDIAEoDRIXCg9ydW5uaW5nX2J5X3NpemUYBCADKA0SDgoGcXVldWVkGAUgASgNEhYKDnF1ZXVlZF9ieV9zaXplGAYgAygNEhcKD2luZmxpZ2h0X2NwdV9tcxgHIAEoAxIVCg1jcHVfYmlsbGVkX21zGAggASgDEhUKDXpvbWJpZV9jcHVfbXMYCSABKAMSDgoGd2VpZ2h0GAogASgBEhUKDWZpbmlzaF90YWdfbXMYCyABKAkSFgoOdmlydHVhbF9ub3dfbXMYDCABKAkSEAoIdXNhZ2VfbXMYDSABKAMSEQoJc3VibWl0dGVkGA4gASgEEhIKCmRpc3BhdGNoZXMYDyABKAQSEQoJY29tcGxldGVkGBAgASgEEg4KBmZhaWxlZBgRIAEoBBIRCgljYW5jZWxsZWQYEiABKAQSEQoJdGltZWRfb3V0GBMgASgEEhAKCGZhaWx1cmVzGBQgASgEEhAKCHJlcXVldWVzGBUgASgEEiYKBmdyb3VwcxgoIAMoCzIWLmJhcmlzdGEudjEuR3JvdXBVc2FnZRITCgtncm91cF9jb3VudBgpIAEoDRIOCgZwYXVzZWQYUCABKAkSDAoEcmF0ZRhRIAEoCRISCgpyYXRlX2J1cnN0GFIgASgNEhsKE3JhdGVfZWxpZ2libGVfYXRfbXMYUyABKAMSEQoJc2NoZWR1bGVkGEYgASgNEiEKA25vdxhfIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3ciSgoKR3JvdXBVc2FnZRIMCgRuYW1lGAEgASgJEg8KB3J1bm5pbmcYAiABKA0SDgoGcXVldWVkGAMgASgNEg0KBWxpbWl0GAQgASgNIugBCgVHcm91cBIOCgZ0ZW5hbnQYASABKAkSDAoEbmFtZRgCIAEoCRILCgNjYXAYAyABKAkSEgoKdGVuYW50X2NhcBgEIAEoDRINCgVsaW1pdBgFIAEoDRIPCgdydW5uaW5nGAYgASgNEg4KBnF1ZXVlZBgHIAEoDRIMCgRyYXRlGFAgASgJEhIKCnJhdGVfYnVyc3QYUSABKA0SGwoTcmF0ZV9lbGlnaWJsZV9hdF9tcxhSIAEoAxIOCgZwYXVzZWQYUyABKAkSIQoDbm93GF8gASgLMhQuYmFyaXN0YS52MS5DbG9ja05vdyJaCg9TZXRHcm91cFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBWdyb3VwGAIgASgJEgsKA2NhcBgDIAEoCRIMCgRyYXRlGFAgASgJEg0KBWJ1cnN0GFEgASgNIlcKD0dldEdyb3VwUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDQoFZ3JvdXAYAiABKAkSJQoEcmVhZBgDIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMicQoRTGlzdEdyb3Vwc1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEiUKBHJlYWQYBCABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIlAKEkxpc3RHcm91cHNSZXNwb25zZRIhCgZncm91cHMYASADKAsyES5iYXJpc3RhLnYxLkdyb3VwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI9ChJTdWJtaXRCYXRjaFJlcXVlc3QSJwoEam9icxgBIAMoCzIZLmJhcmlzdGEudjEuU3VibWl0UmVxdWVzdCKFAQoMU3VibWl0UmVzdWx0Eg4KBmpvYl9pZBgBIAEoBBIPCgdjcmVhdGVkGAIgASgIEg4KBnN0YXR1cxgGIAEoDBINCgVlcnJvchgDIAEoCRIOCgZyZWFzb24YBCABKAkSFgoOcmV0cnlfYWZ0ZXJfbXMYBSABKAMSDQoFZmllbGQYByABKAkiQAoTU3VibWl0QmF0Y2hSZXNwb25zZRIpCgdyZXN1bHRzGAEgAygLMhguYmFyaXN0YS52MS5TdWJtaXRSZXN1bHQiMwoRRXhwbGFpbkpvYlJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg4KBmpvYl9pZBgCIAEoBCLQAwoSRXhwbGFpbkpvYlJlc3BvbnNlEg4KBmpvYl9pZBgBIAEoBBIOCgZyZWFzb24YAiABKAkSDAoEdGV4dBgDIAEoCRIeCgRzaXplGAQgASgOMhAuYmFyaXN0YS52MS5TaXplEiAKBWNsYXNzGAUgASgOMhEuYmFyaXN0YS52MS5DbGFzcxIQCghwb3NpdGlvbhgGIAEoBBIOCgZ2ZXJ0ZXgYByABKAkSDwoHY3VycmVudBgIIAEoAxINCgVsaW1pdBgJIAEoAxINCgVhaGVhZBgKIAEoBBIOCgZ0YWdfbXMYCyABKAkSDwoHdm5vd19tcxgMIAEoCRIRCgl3b3JrZXJfaWQYDSABKAkSDgoGZHVlX21zGA4gASgDEhYKDmVsaWdpYmxlX2F0X21zGA8gASgDEg0KBWdyb3VwGCggASgJEhMKC2dyb3VwX29yZGVyGCkgASgJEhcKD2ZpdHRpbmdfd29ya2VycxgqIAEoDRIUCgx3b3JrZXJzX2J1c3kYKyABKAgSJwoFcGxhY2UYggEgASgLMhcuYmFyaXN0YS52MS5QbGFjZUluTGluZRIhCgNub3cYXyABKAsyFC5iYXJpc3RhLnYxLkNsb2NrTm93MqYKCgZDbGllbnQSPwoGU3VibWl0EhkuYmFyaXN0YS52MS5TdWJtaXRSZXF1ZXN0GhouYmFyaXN0YS52MS5TdWJtaXRSZXNwb25zZRJOCgtTdWJtaXRCYXRjaBIeLmJhcmlzdGEudjEuU3VibWl0QmF0Y2hSZXF1ZXN0Gh8uYmFyaXN0YS52MS5TdWJtaXRCYXRjaFJlc3BvbnNlEjQKBkdldEpvYhIZLmJhcmlzdGEudjEuR2V0Sm9iUmVxdWVzdBoPLmJhcmlzdGEudjEuSm9iEkUKCExpc3RKb2JzEhsuYmFyaXN0YS52MS5MaXN0Sm9ic1JlcXVlc3QaHC5iYXJpc3RhLnYxLkxpc3RKb2JzUmVzcG9uc2USSAoJQ2FuY2VsSm9iEhwuYmFyaXN0YS52MS5DYW5jZWxKb2JSZXF1ZXN0Gh0uYmFyaXN0YS52MS5DYW5jZWxKb2JSZXNwb25zZRJCCgtXYXRjaEV2ZW50cxIeLmJhcmlzdGEudjEuV2F0Y2hFdmVudHNSZXF1ZXN0GhEuYmFyaXN0YS52MS5FdmVudDABEk4KC1RlbmFudFVzYWdlEh4uYmFyaXN0YS52MS5UZW5hbnRVc2FnZVJlcXVlc3QaHy5iYXJpc3RhLnYxLlRlbmFudFVzYWdlUmVzcG9uc2USSwoKRXhwbGFpbkpvYhIdLmJhcmlzdGEudjEuRXhwbGFpbkpvYlJlcXVlc3QaHi5iYXJpc3RhLnYxLkV4cGxhaW5Kb2JSZXNwb25zZRI6CghTZXRHcm91cBIbLmJhcmlzdGEudjEuU2V0R3JvdXBSZXF1ZXN0GhEuYmFyaXN0YS52MS5Hcm91cBI6CghHZXRHcm91cBIbLmJhcmlzdGEudjEuR2V0R3JvdXBSZXF1ZXN0GhEuYmFyaXN0YS52MS5Hcm91cBJLCgpMaXN0R3JvdXBzEh0uYmFyaXN0YS52MS5MaXN0R3JvdXBzUmVxdWVzdBoeLmJhcmlzdGEudjEuTGlzdEdyb3Vwc1Jlc3BvbnNlEkgKCVJ1bkpvYk5vdxIcLmJhcmlzdGEudjEuUnVuSm9iTm93UmVxdWVzdBodLmJhcmlzdGEudjEuUnVuSm9iTm93UmVzcG9uc2USPAoFUGF1c2USGC5iYXJpc3RhLnYxLlBhdXNlUmVxdWVzdBoZLmJhcmlzdGEudjEuUGF1c2VSZXNwb25zZRJECgdSZWRyaXZlEhsuYmFyaXN0YS52MS5CdWxrSm9ic1JlcXVlc3QaHC5iYXJpc3RhLnYxLkJ1bGtKb2JzUmVzcG9uc2USRwoKQ2FuY2VsSm9icxIbLmJhcmlzdGEudjEuQnVsa0pvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5CdWxrSm9ic1Jlc3BvbnNlEkYKCVB1cmdlSm9icxIbLmJhcmlzdGEudjEuQnVsa0pvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5CdWxrSm9ic1Jlc3BvbnNlElcKDlVzYWdlU3RhdGVtZW50EiEuYmFyaXN0YS52MS5Vc2FnZVN0YXRlbWVudFJlcXVlc3QaIi5iYXJpc3RhLnYxLlVzYWdlU3RhdGVtZW50UmVzcG9uc2USZgoTRmFpcm5lc3NDZXJ0aWZpY2F0ZRImLmJhcmlzdGEudjEuRmFpcm5lc3NDZXJ0aWZpY2F0ZVJlcXVlc3QaJy5iYXJpc3RhLnYxLkZhaXJuZXNzQ2VydGlmaWNhdGVSZXNwb25zZUInWiVnaXRodWIuY29tL2JhcmlzdGFocS9iYXJpc3RhL3Byb3RvO3BiYgZwcm90bzM", [file_types]);
+
+/**
+ * EvidenceWindow is the part of the log a statement or certificate
+ * covers: log indexes from_index..to_index (0: the oldest the node can
+ * replay, the last it applied) or, with by_time, cluster time from_ms
+ * (inclusive) .. to_ms (exclusive; 0: up to the last entry applied).
+ * The document says what it covered, and "open" when it ended at the
+ * last entry applied (another node may have applied more).
+ *
+ * @generated from message barista.v1.EvidenceWindow
+ */
+export type EvidenceWindow = Message<"barista.v1.EvidenceWindow"> & {
+  /**
+   * @generated from field: uint64 from_index = 1;
+   */
+  fromIndex: bigint;
+
+  /**
+   * @generated from field: uint64 to_index = 2;
+   */
+  toIndex: bigint;
+
+  /**
+   * @generated from field: bool by_time = 3;
+   */
+  byTime: boolean;
+
+  /**
+   * @generated from field: int64 from_ms = 4;
+   */
+  fromMs: bigint;
+
+  /**
+   * @generated from field: int64 to_ms = 5;
+   */
+  toMs: bigint;
+};
+
+/**
+ * Describes the message barista.v1.EvidenceWindow.
+ * Use `create(EvidenceWindowSchema)` to create a new message.
+ */
+export const EvidenceWindowSchema: GenMessage<EvidenceWindow> = /*@__PURE__*/
+  messageDesc(file_client, 0);
+
+/**
+ * @generated from message barista.v1.UsageStatementRequest
+ */
+export type UsageStatementRequest = Message<"barista.v1.UsageStatementRequest"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: barista.v1.EvidenceWindow window = 2;
+   */
+  window?: EvidenceWindow;
+
+  /**
+   * format: "json" (default) or "csv".
+   *
+   * @generated from field: string format = 3;
+   */
+  format: string;
+};
+
+/**
+ * Describes the message barista.v1.UsageStatementRequest.
+ * Use `create(UsageStatementRequestSchema)` to create a new message.
+ */
+export const UsageStatementRequestSchema: GenMessage<UsageStatementRequest> = /*@__PURE__*/
+  messageDesc(file_client, 1);
+
+/**
+ * @generated from message barista.v1.UsageStatementResponse
+ */
+export type UsageStatementResponse = Message<"barista.v1.UsageStatementResponse"> & {
+  /**
+   * document is the statement in its format, as barista replay
+   * --statement prints it for the same window.
+   *
+   * @generated from field: string document = 1;
+   */
+  document: string;
+
+  /**
+   * @generated from field: string format = 2;
+   */
+  format: string;
+};
+
+/**
+ * Describes the message barista.v1.UsageStatementResponse.
+ * Use `create(UsageStatementResponseSchema)` to create a new message.
+ */
+export const UsageStatementResponseSchema: GenMessage<UsageStatementResponse> = /*@__PURE__*/
+  messageDesc(file_client, 2);
+
+/**
+ * @generated from message barista.v1.FairnessCertificateRequest
+ */
+export type FairnessCertificateRequest = Message<"barista.v1.FairnessCertificateRequest"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: barista.v1.EvidenceWindow window = 2;
+   */
+  window?: EvidenceWindow;
+};
+
+/**
+ * Describes the message barista.v1.FairnessCertificateRequest.
+ * Use `create(FairnessCertificateRequestSchema)` to create a new message.
+ */
+export const FairnessCertificateRequestSchema: GenMessage<FairnessCertificateRequest> = /*@__PURE__*/
+  messageDesc(file_client, 3);
+
+/**
+ * @generated from message barista.v1.FairnessCertificateResponse
+ */
+export type FairnessCertificateResponse = Message<"barista.v1.FairnessCertificateResponse"> & {
+  /**
+   * document is the certificate (JSON), digest its digest.
+   *
+   * @generated from field: string document = 1;
+   */
+  document: string;
+
+  /**
+   * @generated from field: string digest = 2;
+   */
+  digest: string;
+};
+
+/**
+ * Describes the message barista.v1.FairnessCertificateResponse.
+ * Use `create(FairnessCertificateResponseSchema)` to create a new message.
+ */
+export const FairnessCertificateResponseSchema: GenMessage<FairnessCertificateResponse> = /*@__PURE__*/
+  messageDesc(file_client, 4);
+
+/**
+ * PlaceInLine is a queued job's place in line in its pool (SPEC §3
+ * "Evidence of fairness"): the jobs workers of its size would be given
+ * before it if they asked one after another and nothing else happened,
+ * computed from the state (limits as they stand), and an estimate of its
+ * start.
+ *
+ * @generated from message barista.v1.PlaceInLine
+ */
+export type PlaceInLine = Message<"barista.v1.PlaceInLine"> & {
+  /**
+   * @generated from field: uint64 ahead = 1;
+   */
+  ahead: bigint;
+
+  /**
+   * of ahead, its own tenant's jobs
+   *
+   * @generated from field: uint64 own_ahead = 2;
+   */
+  ownAhead: bigint;
+
+  /**
+   * complete is false when the count stopped at 10,000: ahead is then a
+   * lower bound.
+   *
+   * @generated from field: bool complete = 3;
+   */
+  complete: boolean;
+
+  /**
+   * estimated_start_ms is an estimate (cluster time) of its start, 0
+   * when nothing was charged in its pool in the last 10 minutes: the
+   * estimated CPU of the jobs ahead at the pool's recent rate of CPU, or,
+   * if longer, the service its class hands out before its start tag (its
+   * tenant's entitled share of which is its own jobs ahead) at the
+   * class's rate (docs/fairness.md, "Place in line"). rate_per_minute is
+   * the pool's recent dispatches of its size or smaller a minute, share
+   * its tenant's entitled share of its class.
+   *
+   * @generated from field: int64 estimated_start_ms = 4;
+   */
+  estimatedStartMs: bigint;
+
+  /**
+   * @generated from field: double rate_per_minute = 5;
+   */
+  ratePerMinute: number;
+
+  /**
+   * @generated from field: double share = 6;
+   */
+  share: number;
+};
+
+/**
+ * Describes the message barista.v1.PlaceInLine.
+ * Use `create(PlaceInLineSchema)` to create a new message.
+ */
+export const PlaceInLineSchema: GenMessage<PlaceInLine> = /*@__PURE__*/
+  messageDesc(file_client, 5);
 
 /**
  * @generated from message barista.v1.PauseRequest
@@ -46,7 +252,7 @@ export type PauseRequest = Message<"barista.v1.PauseRequest"> & {
  * Use `create(PauseRequestSchema)` to create a new message.
  */
 export const PauseRequestSchema: GenMessage<PauseRequest> = /*@__PURE__*/
-  messageDesc(file_client, 0);
+  messageDesc(file_client, 6);
 
 /**
  * @generated from message barista.v1.PauseResponse
@@ -72,7 +278,7 @@ export type PauseResponse = Message<"barista.v1.PauseResponse"> & {
  * Use `create(PauseResponseSchema)` to create a new message.
  */
 export const PauseResponseSchema: GenMessage<PauseResponse> = /*@__PURE__*/
-  messageDesc(file_client, 1);
+  messageDesc(file_client, 7);
 
 /**
  * BulkJobsRequest chooses a tenant's jobs for Redrive, CancelJobs or
@@ -140,7 +346,7 @@ export type BulkJobsRequest = Message<"barista.v1.BulkJobsRequest"> & {
  * Use `create(BulkJobsRequestSchema)` to create a new message.
  */
 export const BulkJobsRequestSchema: GenMessage<BulkJobsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 2);
+  messageDesc(file_client, 8);
 
 /**
  * @generated from message barista.v1.BulkJobsResponse
@@ -199,7 +405,7 @@ export type BulkJobsResponse = Message<"barista.v1.BulkJobsResponse"> & {
  * Use `create(BulkJobsResponseSchema)` to create a new message.
  */
 export const BulkJobsResponseSchema: GenMessage<BulkJobsResponse> = /*@__PURE__*/
-  messageDesc(file_client, 3);
+  messageDesc(file_client, 9);
 
 /**
  * @generated from message barista.v1.SubmitRequest
@@ -327,7 +533,7 @@ export type SubmitRequest = Message<"barista.v1.SubmitRequest"> & {
  * Use `create(SubmitRequestSchema)` to create a new message.
  */
 export const SubmitRequestSchema: GenMessage<SubmitRequest> = /*@__PURE__*/
-  messageDesc(file_client, 4);
+  messageDesc(file_client, 10);
 
 /**
  * @generated from message barista.v1.SubmitResponse
@@ -351,7 +557,7 @@ export type SubmitResponse = Message<"barista.v1.SubmitResponse"> & {
  * Use `create(SubmitResponseSchema)` to create a new message.
  */
 export const SubmitResponseSchema: GenMessage<SubmitResponse> = /*@__PURE__*/
-  messageDesc(file_client, 5);
+  messageDesc(file_client, 11);
 
 /**
  * @generated from message barista.v1.ReadOptions
@@ -371,7 +577,7 @@ export type ReadOptions = Message<"barista.v1.ReadOptions"> & {
  * Use `create(ReadOptionsSchema)` to create a new message.
  */
 export const ReadOptionsSchema: GenMessage<ReadOptions> = /*@__PURE__*/
-  messageDesc(file_client, 6);
+  messageDesc(file_client, 12);
 
 /**
  * @generated from message barista.v1.GetJobRequest
@@ -398,7 +604,7 @@ export type GetJobRequest = Message<"barista.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_client, 7);
+  messageDesc(file_client, 13);
 
 /**
  * @generated from message barista.v1.Job
@@ -634,9 +840,17 @@ export type Job = Message<"barista.v1.Job"> & {
   pool: string;
 
   /**
+   * place: a queued job's place in line (GetJob only; absent when it has
+   * none: not queued, or held by something its reason names).
+   *
+   * @generated from field: barista.v1.PlaceInLine place = 130;
+   */
+  place?: PlaceInLine;
+
+  /**
    * which workers run it (SPEC §3 "Kinds")
    *
-   * @generated from field: barista.v1.JobForm form = 130;
+   * @generated from field: barista.v1.JobForm form = 131;
    */
   form: JobForm;
 
@@ -655,7 +869,7 @@ export type Job = Message<"barista.v1.Job"> & {
  * Use `create(JobSchema)` to create a new message.
  */
 export const JobSchema: GenMessage<Job> = /*@__PURE__*/
-  messageDesc(file_client, 8);
+  messageDesc(file_client, 14);
 
 /**
  * @generated from message barista.v1.RunJobNowRequest
@@ -677,7 +891,7 @@ export type RunJobNowRequest = Message<"barista.v1.RunJobNowRequest"> & {
  * Use `create(RunJobNowRequestSchema)` to create a new message.
  */
 export const RunJobNowRequestSchema: GenMessage<RunJobNowRequest> = /*@__PURE__*/
-  messageDesc(file_client, 9);
+  messageDesc(file_client, 15);
 
 /**
  * @generated from message barista.v1.RunJobNowResponse
@@ -696,7 +910,7 @@ export type RunJobNowResponse = Message<"barista.v1.RunJobNowResponse"> & {
  * Use `create(RunJobNowResponseSchema)` to create a new message.
  */
 export const RunJobNowResponseSchema: GenMessage<RunJobNowResponse> = /*@__PURE__*/
-  messageDesc(file_client, 10);
+  messageDesc(file_client, 16);
 
 /**
  * @generated from message barista.v1.ListJobsRequest
@@ -771,7 +985,7 @@ export type ListJobsRequest = Message<"barista.v1.ListJobsRequest"> & {
  * Use `create(ListJobsRequestSchema)` to create a new message.
  */
 export const ListJobsRequestSchema: GenMessage<ListJobsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 11);
+  messageDesc(file_client, 17);
 
 /**
  * @generated from message barista.v1.ListJobsResponse
@@ -796,7 +1010,7 @@ export type ListJobsResponse = Message<"barista.v1.ListJobsResponse"> & {
  * Use `create(ListJobsResponseSchema)` to create a new message.
  */
 export const ListJobsResponseSchema: GenMessage<ListJobsResponse> = /*@__PURE__*/
-  messageDesc(file_client, 12);
+  messageDesc(file_client, 18);
 
 /**
  * @generated from message barista.v1.CancelJobRequest
@@ -818,7 +1032,7 @@ export type CancelJobRequest = Message<"barista.v1.CancelJobRequest"> & {
  * Use `create(CancelJobRequestSchema)` to create a new message.
  */
 export const CancelJobRequestSchema: GenMessage<CancelJobRequest> = /*@__PURE__*/
-  messageDesc(file_client, 13);
+  messageDesc(file_client, 19);
 
 /**
  * @generated from message barista.v1.CancelJobResponse
@@ -844,7 +1058,7 @@ export type CancelJobResponse = Message<"barista.v1.CancelJobResponse"> & {
  * Use `create(CancelJobResponseSchema)` to create a new message.
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE__*/
-  messageDesc(file_client, 14);
+  messageDesc(file_client, 20);
 
 /**
  * @generated from message barista.v1.WatchEventsRequest
@@ -893,7 +1107,7 @@ export type WatchEventsRequest = Message<"barista.v1.WatchEventsRequest"> & {
  * Use `create(WatchEventsRequestSchema)` to create a new message.
  */
 export const WatchEventsRequestSchema: GenMessage<WatchEventsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 15);
+  messageDesc(file_client, 21);
 
 /**
  * ClockNow pairs a node's cluster time with its wall clock when it
@@ -920,7 +1134,7 @@ export type ClockNow = Message<"barista.v1.ClockNow"> & {
  * Use `create(ClockNowSchema)` to create a new message.
  */
 export const ClockNowSchema: GenMessage<ClockNow> = /*@__PURE__*/
-  messageDesc(file_client, 16);
+  messageDesc(file_client, 22);
 
 /**
  * @generated from message barista.v1.Event
@@ -1011,7 +1225,7 @@ export type Event = Message<"barista.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_client, 17);
+  messageDesc(file_client, 23);
 
 /**
  * @generated from message barista.v1.TenantUsageRequest
@@ -1041,7 +1255,7 @@ export type TenantUsageRequest = Message<"barista.v1.TenantUsageRequest"> & {
  * Use `create(TenantUsageRequestSchema)` to create a new message.
  */
 export const TenantUsageRequestSchema: GenMessage<TenantUsageRequest> = /*@__PURE__*/
-  messageDesc(file_client, 18);
+  messageDesc(file_client, 24);
 
 /**
  * @generated from message barista.v1.TenantUsageResponse
@@ -1220,7 +1434,7 @@ export type TenantUsageResponse = Message<"barista.v1.TenantUsageResponse"> & {
  * Use `create(TenantUsageResponseSchema)` to create a new message.
  */
 export const TenantUsageResponseSchema: GenMessage<TenantUsageResponse> = /*@__PURE__*/
-  messageDesc(file_client, 19);
+  messageDesc(file_client, 25);
 
 /**
  * GroupUsage is one group's jobs.
@@ -1258,7 +1472,7 @@ export type GroupUsage = Message<"barista.v1.GroupUsage"> & {
  * Use `create(GroupUsageSchema)` to create a new message.
  */
 export const GroupUsageSchema: GenMessage<GroupUsage> = /*@__PURE__*/
-  messageDesc(file_client, 20);
+  messageDesc(file_client, 26);
 
 /**
  * Group is one group of a tenant and what is set on it.
@@ -1346,7 +1560,7 @@ export type Group = Message<"barista.v1.Group"> & {
  * Use `create(GroupSchema)` to create a new message.
  */
 export const GroupSchema: GenMessage<Group> = /*@__PURE__*/
-  messageDesc(file_client, 21);
+  messageDesc(file_client, 27);
 
 /**
  * @generated from message barista.v1.SetGroupRequest
@@ -1390,7 +1604,7 @@ export type SetGroupRequest = Message<"barista.v1.SetGroupRequest"> & {
  * Use `create(SetGroupRequestSchema)` to create a new message.
  */
 export const SetGroupRequestSchema: GenMessage<SetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_client, 22);
+  messageDesc(file_client, 28);
 
 /**
  * @generated from message barista.v1.GetGroupRequest
@@ -1417,7 +1631,7 @@ export type GetGroupRequest = Message<"barista.v1.GetGroupRequest"> & {
  * Use `create(GetGroupRequestSchema)` to create a new message.
  */
 export const GetGroupRequestSchema: GenMessage<GetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_client, 23);
+  messageDesc(file_client, 29);
 
 /**
  * @generated from message barista.v1.ListGroupsRequest
@@ -1451,7 +1665,7 @@ export type ListGroupsRequest = Message<"barista.v1.ListGroupsRequest"> & {
  * Use `create(ListGroupsRequestSchema)` to create a new message.
  */
 export const ListGroupsRequestSchema: GenMessage<ListGroupsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 24);
+  messageDesc(file_client, 30);
 
 /**
  * @generated from message barista.v1.ListGroupsResponse
@@ -1475,7 +1689,7 @@ export type ListGroupsResponse = Message<"barista.v1.ListGroupsResponse"> & {
  * Use `create(ListGroupsResponseSchema)` to create a new message.
  */
 export const ListGroupsResponseSchema: GenMessage<ListGroupsResponse> = /*@__PURE__*/
-  messageDesc(file_client, 25);
+  messageDesc(file_client, 31);
 
 /**
  * @generated from message barista.v1.SubmitBatchRequest
@@ -1492,7 +1706,7 @@ export type SubmitBatchRequest = Message<"barista.v1.SubmitBatchRequest"> & {
  * Use `create(SubmitBatchRequestSchema)` to create a new message.
  */
 export const SubmitBatchRequestSchema: GenMessage<SubmitBatchRequest> = /*@__PURE__*/
-  messageDesc(file_client, 26);
+  messageDesc(file_client, 32);
 
 /**
  * @generated from message barista.v1.SubmitResult
@@ -1554,7 +1768,7 @@ export type SubmitResult = Message<"barista.v1.SubmitResult"> & {
  * Use `create(SubmitResultSchema)` to create a new message.
  */
 export const SubmitResultSchema: GenMessage<SubmitResult> = /*@__PURE__*/
-  messageDesc(file_client, 27);
+  messageDesc(file_client, 33);
 
 /**
  * @generated from message barista.v1.SubmitBatchResponse
@@ -1571,7 +1785,7 @@ export type SubmitBatchResponse = Message<"barista.v1.SubmitBatchResponse"> & {
  * Use `create(SubmitBatchResponseSchema)` to create a new message.
  */
 export const SubmitBatchResponseSchema: GenMessage<SubmitBatchResponse> = /*@__PURE__*/
-  messageDesc(file_client, 28);
+  messageDesc(file_client, 34);
 
 /**
  * @generated from message barista.v1.ExplainJobRequest
@@ -1593,7 +1807,7 @@ export type ExplainJobRequest = Message<"barista.v1.ExplainJobRequest"> & {
  * Use `create(ExplainJobRequestSchema)` to create a new message.
  */
 export const ExplainJobRequestSchema: GenMessage<ExplainJobRequest> = /*@__PURE__*/
-  messageDesc(file_client, 29);
+  messageDesc(file_client, 35);
 
 /**
  * ExplainJobResponse is a job's reason and that reason's fields; fields of
@@ -1731,6 +1945,13 @@ export type ExplainJobResponse = Message<"barista.v1.ExplainJobResponse"> & {
   workersBusy: boolean;
 
   /**
+   * place: a queued job's place in line (absent when it has none).
+   *
+   * @generated from field: barista.v1.PlaceInLine place = 130;
+   */
+  place?: PlaceInLine;
+
+  /**
    * now is the answering node's cluster time and wall clock: a cluster
    * time T of this message happens at wall time now.wall_ms + (T -
    * now.cluster_ms), the form in which a person is shown it.
@@ -1745,7 +1966,7 @@ export type ExplainJobResponse = Message<"barista.v1.ExplainJobResponse"> & {
  * Use `create(ExplainJobResponseSchema)` to create a new message.
  */
 export const ExplainJobResponseSchema: GenMessage<ExplainJobResponse> = /*@__PURE__*/
-  messageDesc(file_client, 30);
+  messageDesc(file_client, 36);
 
 /**
  * @generated from service barista.v1.Client
@@ -1919,6 +2140,38 @@ export const Client: GenService<{
     methodKind: "unary";
     input: typeof BulkJobsRequestSchema;
     output: typeof BulkJobsResponseSchema;
+  },
+  /**
+   * UsageStatement returns a tenant's usage statement over a window of the
+   * log (SPEC §3 "Evidence of fairness"; docs/fairness.md): its CPU by
+   * pool, size and class, runs by outcome, waiting times, and its share of
+   * each pool and class beside its entitlement. The answering node derives
+   * it by replaying the window from its own snapshots and log, so every
+   * node gives the same bytes for a window they have all applied; a window
+   * before the oldest state it keeps is OUT_OF_RANGE. A client token sees
+   * its own tenant's only.
+   *
+   * @generated from rpc barista.v1.Client.UsageStatement
+   */
+  usageStatement: {
+    methodKind: "unary";
+    input: typeof UsageStatementRequestSchema;
+    output: typeof UsageStatementResponseSchema;
+  },
+  /**
+   * FairnessCertificate returns a tenant's certificate of fairness over a
+   * window of the log: each dispatch in its pools while it had a
+   * candidate, the chosen job's key beside its candidates' keys (other
+   * tenants under opaque names) and the rule that put the chosen job
+   * first, chained by a digest; barista verify (and each SDK) checks it.
+   * Derived and scoped like UsageStatement.
+   *
+   * @generated from rpc barista.v1.Client.FairnessCertificate
+   */
+  fairnessCertificate: {
+    methodKind: "unary";
+    input: typeof FairnessCertificateRequestSchema;
+    output: typeof FairnessCertificateResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_client, 0);

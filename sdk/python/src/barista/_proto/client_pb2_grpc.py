@@ -94,6 +94,16 @@ class ClientStub(object):
                 request_serializer=barista_dot___proto_dot_client__pb2.BulkJobsRequest.SerializeToString,
                 response_deserializer=barista_dot___proto_dot_client__pb2.BulkJobsResponse.FromString,
                 )
+        self.UsageStatement = channel.unary_unary(
+                '/barista.v1.Client/UsageStatement',
+                request_serializer=barista_dot___proto_dot_client__pb2.UsageStatementRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_client__pb2.UsageStatementResponse.FromString,
+                )
+        self.FairnessCertificate = channel.unary_unary(
+                '/barista.v1.Client/FairnessCertificate',
+                request_serializer=barista_dot___proto_dot_client__pb2.FairnessCertificateRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_client__pb2.FairnessCertificateResponse.FromString,
+                )
 
 
 class ClientServicer(object):
@@ -225,6 +235,32 @@ class ClientServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UsageStatement(self, request, context):
+        """UsageStatement returns a tenant's usage statement over a window of the
+        log (SPEC §3 "Evidence of fairness"; docs/fairness.md): its CPU by
+        pool, size and class, runs by outcome, waiting times, and its share of
+        each pool and class beside its entitlement. The answering node derives
+        it by replaying the window from its own snapshots and log, so every
+        node gives the same bytes for a window they have all applied; a window
+        before the oldest state it keeps is OUT_OF_RANGE. A client token sees
+        its own tenant's only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FairnessCertificate(self, request, context):
+        """FairnessCertificate returns a tenant's certificate of fairness over a
+        window of the log: each dispatch in its pools while it had a
+        candidate, the chosen job's key beside its candidates' keys (other
+        tenants under opaque names) and the rule that put the chosen job
+        first, chained by a digest; barista verify (and each SDK) checks it.
+        Derived and scoped like UsageStatement.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClientServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -307,6 +343,16 @@ def add_ClientServicer_to_server(servicer, server):
                     servicer.PurgeJobs,
                     request_deserializer=barista_dot___proto_dot_client__pb2.BulkJobsRequest.FromString,
                     response_serializer=barista_dot___proto_dot_client__pb2.BulkJobsResponse.SerializeToString,
+            ),
+            'UsageStatement': grpc.unary_unary_rpc_method_handler(
+                    servicer.UsageStatement,
+                    request_deserializer=barista_dot___proto_dot_client__pb2.UsageStatementRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_client__pb2.UsageStatementResponse.SerializeToString,
+            ),
+            'FairnessCertificate': grpc.unary_unary_rpc_method_handler(
+                    servicer.FairnessCertificate,
+                    request_deserializer=barista_dot___proto_dot_client__pb2.FairnessCertificateRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_client__pb2.FairnessCertificateResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -587,5 +633,39 @@ class Client(object):
         return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/PurgeJobs',
             barista_dot___proto_dot_client__pb2.BulkJobsRequest.SerializeToString,
             barista_dot___proto_dot_client__pb2.BulkJobsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UsageStatement(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/UsageStatement',
+            barista_dot___proto_dot_client__pb2.UsageStatementRequest.SerializeToString,
+            barista_dot___proto_dot_client__pb2.UsageStatementResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def FairnessCertificate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/FairnessCertificate',
+            barista_dot___proto_dot_client__pb2.FairnessCertificateRequest.SerializeToString,
+            barista_dot___proto_dot_client__pb2.FairnessCertificateResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
