@@ -120,12 +120,27 @@ func (c *statementCollector) entry(f *fsm.FSM, l *raft.Log) (bool, error) {
 	}
 	// What the entry's reports are about, before it moves anything.
 	type about struct {
-		key usageKey
-		ok  bool
+		key     usageKey
+		ok      bool
+		started bool // a WorkerHello's job: it was running
 	}
 	jobs := make([]about, len(env.Commands))
+	held := make([]sfq.JobID, len(env.Commands)) // the job each WorkerHello's worker holds
+	for i, cmd := range env.Commands {
+		if h := cmd.GetWorkerHello(); h != nil {
+			if w, ok := f.Worker(h.WorkerId); ok {
+				held[i] = w.Job
+			}
+		}
+	}
 	f.Read(func(s *sfq.Scheduler) {
 		for i, cmd := range env.Commands {
+			if held[i] != 0 {
+				if j, ok := s.Job(held[i]); ok {
+					jobs[i].key, jobs[i].ok = c.jobKey(s, &j)
+					jobs[i].started = j.State == sfq.Running
+				}
+			}
 			if id := commandJob(cmd); id != 0 && (cmd.GetFinished() != nil || cmd.GetExpire() != nil) {
 				if j, ok := s.Job(sfq.JobID(id)); ok {
 					jobs[i].key, jobs[i].ok = c.jobKey(s, &j)
@@ -153,6 +168,16 @@ func (c *statementCollector) entry(f *fsm.FSM, l *raft.Log) (bool, error) {
 			case sfq.Zombie:
 				u.Runs.Add("zombie")
 				u.CPUMs += x.Finished.CpuMs
+			}
+		case *clusterpb.Command_WorkerHello:
+			// Its worker's new session did not list the job it held.
+			if r.Code != fsm.OK || r.Outcome != sfq.Changed || r.Job != held[i] {
+				continue
+			}
+			if jobs[i].started {
+				u.Runs.Add("lost")
+			} else {
+				u.Runs.Add("unstarted")
 			}
 		case *clusterpb.Command_Expire:
 			if r.Code != fsm.OK || r.Outcome != sfq.Changed {
@@ -205,6 +230,8 @@ func outcomeName(o pb.Outcome) string {
 		return "cancelled"
 	case pb.Outcome_SNOOZED:
 		return "snoozed"
+	case pb.Outcome_UNKNOWN_KIND:
+		return "unstarted" // handed to a worker that does not run its kind: never run
 	}
 	return "failed"
 }
