@@ -3213,6 +3213,9 @@ type ExplainJobResponse struct {
 	WorkersBusy    bool   `protobuf:"varint,43,opt,name=workers_busy,json=workersBusy,proto3" json:"workers_busy,omitempty"`
 	// place: a queued job's place in line (absent when it has none).
 	Place *PlaceInLine `protobuf:"bytes,130,opt,name=place,proto3" json:"place,omitempty"`
+	// kind (no_worker): workers of the job's pool and size are connected,
+	// but none runs its kind ("command" for a command job: SPEC §3 "Kinds").
+	Kind string `protobuf:"bytes,131,opt,name=kind,proto3" json:"kind,omitempty"`
 	// now is the answering node's cluster time and wall clock: a cluster
 	// time T of this message happens at wall time now.wall_ms + (T -
 	// now.cluster_ms), the form in which a person is shown it.
@@ -3389,6 +3392,13 @@ func (x *ExplainJobResponse) GetPlace() *PlaceInLine {
 		return x.Place
 	}
 	return nil
+}
+
+func (x *ExplainJobResponse) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
 }
 
 func (x *ExplainJobResponse) GetNow() *ClockNow {
@@ -3681,7 +3691,7 @@ const file_client_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults\"B\n" +
 	"\x11ExplainJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\x85\x05\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\x9a\x05\n" +
 	"\x12ExplainJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -3704,7 +3714,8 @@ const file_client_proto_rawDesc = "" +
 	"groupOrder\x12'\n" +
 	"\x0ffitting_workers\x18* \x01(\rR\x0efittingWorkers\x12!\n" +
 	"\fworkers_busy\x18+ \x01(\bR\vworkersBusy\x12.\n" +
-	"\x05place\x18\x82\x01 \x01(\v2\x17.barista.v1.PlaceInLineR\x05place\x12&\n" +
+	"\x05place\x18\x82\x01 \x01(\v2\x17.barista.v1.PlaceInLineR\x05place\x12\x13\n" +
+	"\x04kind\x18\x83\x01 \x01(\tR\x04kind\x12&\n" +
 	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now2\xa6\n" +
 	"\n" +
 	"\x06Client\x12?\n" +

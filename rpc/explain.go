@@ -49,11 +49,15 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 			}
 			return nil, status.Error(codes.Internal, err.Error())
 		}
-		var fit, idle, larger int
+		var fit, idle, larger, sized int
 		known := false
 		if r.Kind == sfq.ReasonWaiting {
-			if fit, idle, larger, known = s.workers.fitting(ctx, pool, j.Size); known && fit == 0 {
+			// The workers that fit it and run its kind (SPEC §3 "Kinds").
+			if fit, idle, larger, sized, known = s.workers.fitting(ctx, pool, &j); known && fit == 0 {
 				r = sfq.Reason{Kind: sfq.ReasonNoWorker}
+				if sized > 0 {
+					r.NoWorkerKind = j.KindName()
+				}
 			}
 			if larger == 0 {
 				// No larger worker fits it: the larger jobs that wait
@@ -79,14 +83,17 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 }
 
 // fitting counts the connected, undrained workers of pool ("": the pool
-// default) of size sz or larger and, of them, those ready for a job
-// (idle) and those larger than sz. Off the leader (or before its hub is up, when the leader has
-// just gained leadership and the sessions are not known yet) known is
-// false: a reason is never no_worker for want of knowing.
-func (s *WorkerService) fitting(ctx context.Context, pool string, sz sfq.Size) (fit, idle, larger int, known bool) {
+// default) of job j's size or larger that run its kind and, of them,
+// those ready for a job (idle) and those larger than its size; sized
+// counts those of its size or larger whatever they run. Off the leader
+// (or before its hub is up, when the leader has just gained leadership
+// and the sessions are not known yet) known is false: a reason is never
+// no_worker for want of knowing.
+func (s *WorkerService) fitting(ctx context.Context, pool string, j *sfq.Job) (fit, idle, larger, sized int, known bool) {
+	sz := j.Size
 	h := s.currentHub(ctx)
 	if h == nil {
-		return 0, 0, 0, false
+		return 0, 0, 0, 0, false
 	}
 	h.mu.Lock()
 	type cand struct {
@@ -101,15 +108,21 @@ func (s *WorkerService) fitting(ctx context.Context, pool string, sz sfq.Size) (
 	}
 	h.mu.Unlock()
 	for _, c := range cands {
-		if w, ok := s.node.FSM.Worker(c.id); !ok || !w.Drained {
-			fit++
-			if c.ready {
-				idle++
-			}
-			if c.bigger {
-				larger++
-			}
+		w, ok := s.node.FSM.Worker(c.id)
+		if ok && w.Drained {
+			continue
+		}
+		sized++
+		if ok && !w.Runs.RunsForm(j.Form(), j.Type()) {
+			continue
+		}
+		fit++
+		if c.ready {
+			idle++
+		}
+		if c.bigger {
+			larger++
 		}
 	}
-	return fit, idle, larger, true
+	return fit, idle, larger, sized, true
 }

@@ -79,6 +79,10 @@ type Reason struct {
 	Larger uint64
 	// Worker (assigned, running).
 	Worker string
+	// NoWorkerKind (no_worker): workers of the job's pool and size are
+	// there, but none runs its kind ("command" for a command job). Set by
+	// the leader.
+	NoWorkerKind string
 	// State (terminal).
 	State State
 	// Due (scheduled) and EligibleAt (rate), in cluster time; Vertex

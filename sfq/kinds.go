@@ -181,6 +181,26 @@ func (w *Runs) Without(form JobForm, kind string) Runs {
 	return out
 }
 
+// RunsForm reports whether w runs a job of form and kind.
+func (w *Runs) RunsForm(form JobForm, kind string) bool {
+	switch {
+	case w.All() || form == FormAny:
+		return true
+	case form == FormCommand:
+		return w.Commands
+	}
+	return w.RunsKind(kind)
+}
+
+// KindName names the kind of job j as explain says it: "command" for a
+// command job, else its type.
+func (j *Job) KindName() string {
+	if j.Form() == FormCommand {
+		return "command"
+	}
+	return j.Type()
+}
+
 // runs reports whether a worker of w runs the jobs of route r.
 func (w *Runs) runs(s *Scheduler, r Route) bool {
 	switch {

@@ -38,6 +38,8 @@ func ToPB(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow) *pb.Explain
 		out.Ahead, out.TagMs, out.VnowMs = r.Ahead, r.Tag.String(), r.VirtualNow.String()
 	case sfq.ReasonAssigned, sfq.ReasonRunning:
 		out.WorkerId = r.Worker
+	case sfq.ReasonNoWorker:
+		out.Kind = r.NoWorkerKind
 	}
 	out.Text = Text(j, t, r, now, 0)
 	out.Now = now
@@ -109,9 +111,18 @@ func TextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb.ClockN
 	case sfq.ReasonHigherClass:
 		fmt.Fprintf(&b, " could run, but a higher class than %s has an eligible job that fits the same workers: higher classes go first.", j.Class)
 	case sfq.ReasonNoWorker:
+		of := ""
 		if pool != "" {
+			of = "of pool " + pool + " "
+		}
+		switch {
+		case r.NoWorkerKind == "command":
+			fmt.Fprintf(&b, " could run, but no connected, undrained worker %sof size %s or larger runs command jobs: it waits for one (no job fails for want of a worker).", of, j.Size)
+		case r.NoWorkerKind != "":
+			fmt.Fprintf(&b, " could run, but no connected, undrained worker %sof size %s or larger runs its kind %q: it waits for a worker that registered it (no job fails for want of a worker).", of, j.Size, r.NoWorkerKind)
+		case pool != "":
 			fmt.Fprintf(&b, " could run, but no connected worker of pool %s fits %s: none undrained of size %s or larger is there to take it.", pool, j.Size, j.Size)
-		} else {
+		default:
 			fmt.Fprintf(&b, " could run, but no connected, undrained worker of size %s or larger is there to take it.", j.Size)
 		}
 	case sfq.ReasonWaiting:

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	pb "github.com/baristahq/barista/proto"
@@ -135,5 +136,21 @@ func TestExplainGroupParagraphs(t *testing.T) {
 	r = check(4, "group_turn", "Job 4 (tenant t, class normal, size md, group c) could run, but another group of tenant t goes first: under group_order fair the group with the lowest group tag does.")
 	if r.GroupOrder != "fair" {
 		t.Errorf("group_turn fields under fair: %+v", r)
+	}
+}
+
+// TestNoWorkerOfItsKind: a job whose pool and size have workers, none of
+// which runs its kind, says which kind it waits for.
+func TestNoWorkerOfItsKind(t *testing.T) {
+	j := sfq.Job{ID: 9, Size: sfq.SM}
+	ta := sfq.Tenant{TenantSpec: sfq.TenantSpec{Name: "acme"}}
+	fn := ToPB(&j, &ta, sfq.Reason{Kind: sfq.ReasonNoWorker, NoWorkerKind: "thumbnail"}, nil)
+	if fn.Reason != "no_worker" || fn.Kind != "thumbnail" ||
+		!strings.HasSuffix(fn.Text, `could run, but no connected, undrained worker of size sm or larger runs its kind "thumbnail": it waits for a worker that registered it (no job fails for want of a worker).`) {
+		t.Errorf("a function job: %+v", fn)
+	}
+	cmd := TextIn(&j, &ta, "gpu", sfq.Reason{Kind: sfq.ReasonNoWorker, NoWorkerKind: "command"}, nil, 0)
+	if !strings.HasSuffix(cmd, "could run, but no connected, undrained worker of pool gpu of size sm or larger runs command jobs: it waits for one (no job fails for want of a worker).") {
+		t.Errorf("a command job: %q", cmd)
 	}
 }
