@@ -35,3 +35,18 @@ func (c *Client) Groups(ctx context.Context, req *pb.ListGroupsRequest) iter.Seq
 		return c.ListGroups(ctx, &pb.ListGroupsRequest{Tenant: req.Tenant, PageSize: req.PageSize, PageToken: token, Read: req.Read})
 	}, (*pb.ListGroupsResponse).GetGroups, (*pb.ListGroupsResponse).GetNextPageToken)
 }
+
+// SetKindPolicy sets (or, with Remove, removes) the retry policy of a
+// kind for the tenant's jobs, or with Tenant "*" (an admin token) for
+// every tenant's: what a submit of that kind does not set itself
+// (max_attempts, retry_backoff, retry_backoff_max, timeout) is taken from
+// it at the submit (SPEC §3 "Kinds"; feature level 8).
+func (c *Client) SetKindPolicy(ctx context.Context, req *pb.SetKindPolicyRequest) (*pb.KindPolicy, error) {
+	return unary(ctx, c, req, pb.ClientClient.SetKindPolicy)
+}
+
+// KindPolicies lists the tenant's retry policies of kinds and every
+// tenant's (Tenant "*": every tenant's only).
+func (c *Client) KindPolicies(ctx context.Context, req *pb.ListKindPoliciesRequest) (*pb.ListKindPoliciesResponse, error) {
+	return unary(ctx, c, req, pb.ClientClient.ListKindPolicies)
+}

@@ -208,6 +208,33 @@ func (f *FSM) DispatchBudgetIn(pool string, size sfq.Size, now sfq.Time) (budget
 	return int(f.sched.QueuedTotal()), true
 }
 
+// RunsSome reports whether worker's record says it runs only some jobs
+// (SPEC §3 "Kinds").
+func (f *FSM) RunsSome(worker string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	w := f.workers[worker]
+	return w != nil && !w.Runs.All()
+}
+
+// HasJobFor reports whether a Dispatch for worker of size in pool (""
+// for the pool default) would give it a job now, by what its record says
+// it runs (every job: true whenever the pool has an eligible job of its
+// size). It takes the write lock: the pick warms the queues' caches.
+func (f *FSM) HasJobFor(worker, pool string, size sfq.Size) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id, ok := f.sched.PoolID(pool)
+	if !ok {
+		return false
+	}
+	var runs *sfq.Runs
+	if w := f.workers[worker]; w != nil {
+		runs = w.Runs
+	}
+	return f.sched.HasJobFor(id, size, runs)
+}
+
 // NextRateEligible returns the earliest cluster time at which a rate limit
 // that holds a tenant or a group stops holding it, if one does: when the
 // leader's dispatcher should look again.

@@ -26,6 +26,275 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// KindPolicy is the retry policy of a kind: for one tenant, or every
+// tenant ("*"). A value left 0 (retry_backoff_ms absent) is not set by
+// the policy.
+type KindPolicy struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Tenant            string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Kind              string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	MaxAttempts       uint32                 `protobuf:"varint,3,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	RetryBackoffMs    *int64                 `protobuf:"varint,4,opt,name=retry_backoff_ms,json=retryBackoffMs,proto3,oneof" json:"retry_backoff_ms,omitempty"`
+	RetryBackoffMaxMs int64                  `protobuf:"varint,5,opt,name=retry_backoff_max_ms,json=retryBackoffMaxMs,proto3" json:"retry_backoff_max_ms,omitempty"`
+	TimeoutMs         int64                  `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *KindPolicy) Reset() {
+	*x = KindPolicy{}
+	mi := &file_client_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindPolicy) ProtoMessage() {}
+
+func (x *KindPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindPolicy.ProtoReflect.Descriptor instead.
+func (*KindPolicy) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *KindPolicy) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *KindPolicy) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KindPolicy) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *KindPolicy) GetRetryBackoffMs() int64 {
+	if x != nil && x.RetryBackoffMs != nil {
+		return *x.RetryBackoffMs
+	}
+	return 0
+}
+
+func (x *KindPolicy) GetRetryBackoffMaxMs() int64 {
+	if x != nil {
+		return x.RetryBackoffMaxMs
+	}
+	return 0
+}
+
+func (x *KindPolicy) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type SetKindPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tenant may be empty for a client token (its own), "*" for every
+	// tenant (an admin token).
+	Tenant            string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Kind              string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	MaxAttempts       uint32 `protobuf:"varint,3,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	RetryBackoffMs    *int64 `protobuf:"varint,4,opt,name=retry_backoff_ms,json=retryBackoffMs,proto3,oneof" json:"retry_backoff_ms,omitempty"`
+	RetryBackoffMaxMs int64  `protobuf:"varint,5,opt,name=retry_backoff_max_ms,json=retryBackoffMaxMs,proto3" json:"retry_backoff_max_ms,omitempty"`
+	TimeoutMs         int64  `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	Remove            bool   `protobuf:"varint,7,opt,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SetKindPolicyRequest) Reset() {
+	*x = SetKindPolicyRequest{}
+	mi := &file_client_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetKindPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetKindPolicyRequest) ProtoMessage() {}
+
+func (x *SetKindPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetKindPolicyRequest.ProtoReflect.Descriptor instead.
+func (*SetKindPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetKindPolicyRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetKindPolicyRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *SetKindPolicyRequest) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *SetKindPolicyRequest) GetRetryBackoffMs() int64 {
+	if x != nil && x.RetryBackoffMs != nil {
+		return *x.RetryBackoffMs
+	}
+	return 0
+}
+
+func (x *SetKindPolicyRequest) GetRetryBackoffMaxMs() int64 {
+	if x != nil {
+		return x.RetryBackoffMaxMs
+	}
+	return 0
+}
+
+func (x *SetKindPolicyRequest) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *SetKindPolicyRequest) GetRemove() bool {
+	if x != nil {
+		return x.Remove
+	}
+	return false
+}
+
+type ListKindPoliciesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKindPoliciesRequest) Reset() {
+	*x = ListKindPoliciesRequest{}
+	mi := &file_client_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKindPoliciesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKindPoliciesRequest) ProtoMessage() {}
+
+func (x *ListKindPoliciesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKindPoliciesRequest.ProtoReflect.Descriptor instead.
+func (*ListKindPoliciesRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListKindPoliciesRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type ListKindPoliciesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Policies      []*KindPolicy          `protobuf:"bytes,1,rep,name=policies,proto3" json:"policies,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKindPoliciesResponse) Reset() {
+	*x = ListKindPoliciesResponse{}
+	mi := &file_client_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKindPoliciesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKindPoliciesResponse) ProtoMessage() {}
+
+func (x *ListKindPoliciesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKindPoliciesResponse.ProtoReflect.Descriptor instead.
+func (*ListKindPoliciesResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ListKindPoliciesResponse) GetPolicies() []*KindPolicy {
+	if x != nil {
+		return x.Policies
+	}
+	return nil
+}
+
 // EvidenceWindow is the part of the log a statement or certificate
 // covers: log indexes from_index..to_index (0: the oldest the node can
 // replay, the last it applied) or, with by_time, cluster time from_ms
@@ -45,7 +314,7 @@ type EvidenceWindow struct {
 
 func (x *EvidenceWindow) Reset() {
 	*x = EvidenceWindow{}
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_client_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -57,7 +326,7 @@ func (x *EvidenceWindow) String() string {
 func (*EvidenceWindow) ProtoMessage() {}
 
 func (x *EvidenceWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_client_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -70,7 +339,7 @@ func (x *EvidenceWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvidenceWindow.ProtoReflect.Descriptor instead.
 func (*EvidenceWindow) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{0}
+	return file_client_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EvidenceWindow) GetFromIndex() uint64 {
@@ -120,7 +389,7 @@ type UsageStatementRequest struct {
 
 func (x *UsageStatementRequest) Reset() {
 	*x = UsageStatementRequest{}
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_client_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -132,7 +401,7 @@ func (x *UsageStatementRequest) String() string {
 func (*UsageStatementRequest) ProtoMessage() {}
 
 func (x *UsageStatementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_client_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -145,7 +414,7 @@ func (x *UsageStatementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageStatementRequest.ProtoReflect.Descriptor instead.
 func (*UsageStatementRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{1}
+	return file_client_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UsageStatementRequest) GetTenant() string {
@@ -181,7 +450,7 @@ type UsageStatementResponse struct {
 
 func (x *UsageStatementResponse) Reset() {
 	*x = UsageStatementResponse{}
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -193,7 +462,7 @@ func (x *UsageStatementResponse) String() string {
 func (*UsageStatementResponse) ProtoMessage() {}
 
 func (x *UsageStatementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -206,7 +475,7 @@ func (x *UsageStatementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageStatementResponse.ProtoReflect.Descriptor instead.
 func (*UsageStatementResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{2}
+	return file_client_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UsageStatementResponse) GetDocument() string {
@@ -233,7 +502,7 @@ type FairnessCertificateRequest struct {
 
 func (x *FairnessCertificateRequest) Reset() {
 	*x = FairnessCertificateRequest{}
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -245,7 +514,7 @@ func (x *FairnessCertificateRequest) String() string {
 func (*FairnessCertificateRequest) ProtoMessage() {}
 
 func (x *FairnessCertificateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -258,7 +527,7 @@ func (x *FairnessCertificateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairnessCertificateRequest.ProtoReflect.Descriptor instead.
 func (*FairnessCertificateRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{3}
+	return file_client_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FairnessCertificateRequest) GetTenant() string {
@@ -286,7 +555,7 @@ type FairnessCertificateResponse struct {
 
 func (x *FairnessCertificateResponse) Reset() {
 	*x = FairnessCertificateResponse{}
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -298,7 +567,7 @@ func (x *FairnessCertificateResponse) String() string {
 func (*FairnessCertificateResponse) ProtoMessage() {}
 
 func (x *FairnessCertificateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -311,7 +580,7 @@ func (x *FairnessCertificateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairnessCertificateResponse.ProtoReflect.Descriptor instead.
 func (*FairnessCertificateResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{4}
+	return file_client_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FairnessCertificateResponse) GetDocument() string {
@@ -357,7 +626,7 @@ type PlaceInLine struct {
 
 func (x *PlaceInLine) Reset() {
 	*x = PlaceInLine{}
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -369,7 +638,7 @@ func (x *PlaceInLine) String() string {
 func (*PlaceInLine) ProtoMessage() {}
 
 func (x *PlaceInLine) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -382,7 +651,7 @@ func (x *PlaceInLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlaceInLine.ProtoReflect.Descriptor instead.
 func (*PlaceInLine) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{5}
+	return file_client_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PlaceInLine) GetAhead() uint64 {
@@ -438,7 +707,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -450,7 +719,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -463,7 +732,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{6}
+	return file_client_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PauseRequest) GetTenant() string {
@@ -497,7 +766,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -509,7 +778,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -522,7 +791,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{7}
+	return file_client_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PauseResponse) GetPaused() string {
@@ -562,7 +831,7 @@ type BulkJobsRequest struct {
 
 func (x *BulkJobsRequest) Reset() {
 	*x = BulkJobsRequest{}
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +843,7 @@ func (x *BulkJobsRequest) String() string {
 func (*BulkJobsRequest) ProtoMessage() {}
 
 func (x *BulkJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,7 +856,7 @@ func (x *BulkJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkJobsRequest.ProtoReflect.Descriptor instead.
 func (*BulkJobsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{8}
+	return file_client_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *BulkJobsRequest) GetTenant() string {
@@ -664,7 +933,7 @@ type BulkJobsResponse struct {
 
 func (x *BulkJobsResponse) Reset() {
 	*x = BulkJobsResponse{}
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +945,7 @@ func (x *BulkJobsResponse) String() string {
 func (*BulkJobsResponse) ProtoMessage() {}
 
 func (x *BulkJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +958,7 @@ func (x *BulkJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkJobsResponse.ProtoReflect.Descriptor instead.
 func (*BulkJobsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{9}
+	return file_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BulkJobsResponse) GetItems() []*BulkItem {
@@ -791,7 +1060,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +1072,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +1085,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{10}
+	return file_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SubmitRequest) GetTenant() string {
@@ -942,7 +1211,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1223,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1236,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{11}
+	return file_client_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SubmitResponse) GetJobId() uint64 {
@@ -995,7 +1264,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1276,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1289,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{12}
+	return file_client_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReadOptions) GetStale() bool {
@@ -1041,7 +1310,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1053,7 +1322,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1066,7 +1335,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{13}
+	return file_client_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetJobRequest) GetTenant() string {
@@ -1166,7 +1435,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1447,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1460,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{14}
+	return file_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Job) GetJobId() uint64 {
@@ -1470,7 +1739,7 @@ type RunJobNowRequest struct {
 
 func (x *RunJobNowRequest) Reset() {
 	*x = RunJobNowRequest{}
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1482,7 +1751,7 @@ func (x *RunJobNowRequest) String() string {
 func (*RunJobNowRequest) ProtoMessage() {}
 
 func (x *RunJobNowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1495,7 +1764,7 @@ func (x *RunJobNowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobNowRequest.ProtoReflect.Descriptor instead.
 func (*RunJobNowRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{15}
+	return file_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RunJobNowRequest) GetTenant() string {
@@ -1521,7 +1790,7 @@ type RunJobNowResponse struct {
 
 func (x *RunJobNowResponse) Reset() {
 	*x = RunJobNowResponse{}
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1802,7 @@ func (x *RunJobNowResponse) String() string {
 func (*RunJobNowResponse) ProtoMessage() {}
 
 func (x *RunJobNowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1815,7 @@ func (x *RunJobNowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobNowResponse.ProtoReflect.Descriptor instead.
 func (*RunJobNowResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{16}
+	return file_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RunJobNowResponse) GetState() string {
@@ -1585,7 +1854,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1866,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1879,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{17}
+	return file_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListJobsRequest) GetTenant() string {
@@ -1688,7 +1957,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1700,7 +1969,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1713,7 +1982,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{18}
+	return file_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -1740,7 +2009,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +2021,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +2034,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{19}
+	return file_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -1792,7 +2061,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +2073,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,7 +2086,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{20}
+	return file_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CancelJobResponse) GetState() string {
@@ -1855,7 +2124,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2136,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2149,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{21}
+	return file_client_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -1932,7 +2201,7 @@ type ClockNow struct {
 
 func (x *ClockNow) Reset() {
 	*x = ClockNow{}
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1944,7 +2213,7 @@ func (x *ClockNow) String() string {
 func (*ClockNow) ProtoMessage() {}
 
 func (x *ClockNow) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1957,7 +2226,7 @@ func (x *ClockNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockNow.ProtoReflect.Descriptor instead.
 func (*ClockNow) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{22}
+	return file_client_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ClockNow) GetClusterMs() int64 {
@@ -1999,7 +2268,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2011,7 +2280,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2024,7 +2293,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{23}
+	return file_client_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2131,7 +2400,7 @@ type TenantUsageRequest struct {
 
 func (x *TenantUsageRequest) Reset() {
 	*x = TenantUsageRequest{}
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2143,7 +2412,7 @@ func (x *TenantUsageRequest) String() string {
 func (*TenantUsageRequest) ProtoMessage() {}
 
 func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2156,7 +2425,7 @@ func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageRequest.ProtoReflect.Descriptor instead.
 func (*TenantUsageRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{24}
+	return file_client_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TenantUsageRequest) GetTenant() string {
@@ -2227,7 +2496,7 @@ type TenantUsageResponse struct {
 
 func (x *TenantUsageResponse) Reset() {
 	*x = TenantUsageResponse{}
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2508,7 @@ func (x *TenantUsageResponse) String() string {
 func (*TenantUsageResponse) ProtoMessage() {}
 
 func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2521,7 @@ func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageResponse.ProtoReflect.Descriptor instead.
 func (*TenantUsageResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{25}
+	return file_client_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TenantUsageResponse) GetTenant() string {
@@ -2471,7 +2740,7 @@ type GroupUsage struct {
 
 func (x *GroupUsage) Reset() {
 	*x = GroupUsage{}
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2483,7 +2752,7 @@ func (x *GroupUsage) String() string {
 func (*GroupUsage) ProtoMessage() {}
 
 func (x *GroupUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2496,7 +2765,7 @@ func (x *GroupUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupUsage.ProtoReflect.Descriptor instead.
 func (*GroupUsage) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{26}
+	return file_client_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GroupUsage) GetName() string {
@@ -2554,7 +2823,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2566,7 +2835,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2579,7 +2848,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{27}
+	return file_client_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Group) GetTenant() string {
@@ -2684,7 +2953,7 @@ type SetGroupRequest struct {
 
 func (x *SetGroupRequest) Reset() {
 	*x = SetGroupRequest{}
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2696,7 +2965,7 @@ func (x *SetGroupRequest) String() string {
 func (*SetGroupRequest) ProtoMessage() {}
 
 func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,7 +2978,7 @@ func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGroupRequest.ProtoReflect.Descriptor instead.
 func (*SetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{28}
+	return file_client_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SetGroupRequest) GetTenant() string {
@@ -2758,7 +3027,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +3039,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +3052,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{29}
+	return file_client_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetGroupRequest) GetTenant() string {
@@ -2819,7 +3088,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_client_proto_msgTypes[30]
+	mi := &file_client_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2831,7 +3100,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[30]
+	mi := &file_client_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2844,7 +3113,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{30}
+	return file_client_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListGroupsRequest) GetTenant() string {
@@ -2885,7 +3154,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_client_proto_msgTypes[31]
+	mi := &file_client_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2897,7 +3166,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[31]
+	mi := &file_client_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2910,7 +3179,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{31}
+	return file_client_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -2936,7 +3205,7 @@ type SubmitBatchRequest struct {
 
 func (x *SubmitBatchRequest) Reset() {
 	*x = SubmitBatchRequest{}
-	mi := &file_client_proto_msgTypes[32]
+	mi := &file_client_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2948,7 +3217,7 @@ func (x *SubmitBatchRequest) String() string {
 func (*SubmitBatchRequest) ProtoMessage() {}
 
 func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[32]
+	mi := &file_client_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2961,7 +3230,7 @@ func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
 func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{32}
+	return file_client_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SubmitBatchRequest) GetJobs() []*SubmitRequest {
@@ -2999,7 +3268,7 @@ type SubmitResult struct {
 
 func (x *SubmitResult) Reset() {
 	*x = SubmitResult{}
-	mi := &file_client_proto_msgTypes[33]
+	mi := &file_client_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3011,7 +3280,7 @@ func (x *SubmitResult) String() string {
 func (*SubmitResult) ProtoMessage() {}
 
 func (x *SubmitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[33]
+	mi := &file_client_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3024,7 +3293,7 @@ func (x *SubmitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResult.ProtoReflect.Descriptor instead.
 func (*SubmitResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{33}
+	return file_client_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SubmitResult) GetJobId() uint64 {
@@ -3085,7 +3354,7 @@ type SubmitBatchResponse struct {
 
 func (x *SubmitBatchResponse) Reset() {
 	*x = SubmitBatchResponse{}
-	mi := &file_client_proto_msgTypes[34]
+	mi := &file_client_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3097,7 +3366,7 @@ func (x *SubmitBatchResponse) String() string {
 func (*SubmitBatchResponse) ProtoMessage() {}
 
 func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[34]
+	mi := &file_client_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3110,7 +3379,7 @@ func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
 func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{34}
+	return file_client_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SubmitBatchResponse) GetResults() []*SubmitResult {
@@ -3130,7 +3399,7 @@ type ExplainJobRequest struct {
 
 func (x *ExplainJobRequest) Reset() {
 	*x = ExplainJobRequest{}
-	mi := &file_client_proto_msgTypes[35]
+	mi := &file_client_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3142,7 +3411,7 @@ func (x *ExplainJobRequest) String() string {
 func (*ExplainJobRequest) ProtoMessage() {}
 
 func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[35]
+	mi := &file_client_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3155,7 +3424,7 @@ func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobRequest.ProtoReflect.Descriptor instead.
 func (*ExplainJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{35}
+	return file_client_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ExplainJobRequest) GetTenant() string {
@@ -3226,7 +3495,7 @@ type ExplainJobResponse struct {
 
 func (x *ExplainJobResponse) Reset() {
 	*x = ExplainJobResponse{}
-	mi := &file_client_proto_msgTypes[36]
+	mi := &file_client_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3238,7 +3507,7 @@ func (x *ExplainJobResponse) String() string {
 func (*ExplainJobResponse) ProtoMessage() {}
 
 func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[36]
+	mi := &file_client_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3251,7 +3520,7 @@ func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobResponse.ProtoReflect.Descriptor instead.
 func (*ExplainJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{36}
+	return file_client_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ExplainJobResponse) GetJobId() uint64 {
@@ -3413,7 +3682,31 @@ var File_client_proto protoreflect.FileDescriptor
 const file_client_proto_rawDesc = "" +
 	"\n" +
 	"\fclient.proto\x12\n" +
-	"barista.v1\x1a\vtypes.proto\"\x91\x01\n" +
+	"barista.v1\x1a\vtypes.proto\"\xef\x01\n" +
+	"\n" +
+	"KindPolicy\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
+	"\fmax_attempts\x18\x03 \x01(\rR\vmaxAttempts\x12-\n" +
+	"\x10retry_backoff_ms\x18\x04 \x01(\x03H\x00R\x0eretryBackoffMs\x88\x01\x01\x12/\n" +
+	"\x14retry_backoff_max_ms\x18\x05 \x01(\x03R\x11retryBackoffMaxMs\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x06 \x01(\x03R\ttimeoutMsB\x13\n" +
+	"\x11_retry_backoff_ms\"\x91\x02\n" +
+	"\x14SetKindPolicyRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12!\n" +
+	"\fmax_attempts\x18\x03 \x01(\rR\vmaxAttempts\x12-\n" +
+	"\x10retry_backoff_ms\x18\x04 \x01(\x03H\x00R\x0eretryBackoffMs\x88\x01\x01\x12/\n" +
+	"\x14retry_backoff_max_ms\x18\x05 \x01(\x03R\x11retryBackoffMaxMs\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x06 \x01(\x03R\ttimeoutMs\x12\x16\n" +
+	"\x06remove\x18\a \x01(\bR\x06removeB\x13\n" +
+	"\x11_retry_backoff_ms\"1\n" +
+	"\x17ListKindPoliciesRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"N\n" +
+	"\x18ListKindPoliciesResponse\x122\n" +
+	"\bpolicies\x18\x01 \x03(\v2\x16.barista.v1.KindPolicyR\bpolicies\"\x91\x01\n" +
 	"\x0eEvidenceWindow\x12\x1d\n" +
 	"\n" +
 	"from_index\x18\x01 \x01(\x04R\tfromIndex\x12\x19\n" +
@@ -3716,8 +4009,7 @@ const file_client_proto_rawDesc = "" +
 	"\fworkers_busy\x18+ \x01(\bR\vworkersBusy\x12.\n" +
 	"\x05place\x18\x82\x01 \x01(\v2\x17.barista.v1.PlaceInLineR\x05place\x12\x13\n" +
 	"\x04kind\x18\x83\x01 \x01(\tR\x04kind\x12&\n" +
-	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now2\xa6\n" +
-	"\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now2\xd0\v\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
@@ -3739,7 +4031,9 @@ const file_client_proto_rawDesc = "" +
 	"CancelJobs\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponse\x12F\n" +
 	"\tPurgeJobs\x12\x1b.barista.v1.BulkJobsRequest\x1a\x1c.barista.v1.BulkJobsResponse\x12W\n" +
 	"\x0eUsageStatement\x12!.barista.v1.UsageStatementRequest\x1a\".barista.v1.UsageStatementResponse\x12f\n" +
-	"\x13FairnessCertificate\x12&.barista.v1.FairnessCertificateRequest\x1a'.barista.v1.FairnessCertificateResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\x13FairnessCertificate\x12&.barista.v1.FairnessCertificateRequest\x1a'.barista.v1.FairnessCertificateResponse\x12I\n" +
+	"\rSetKindPolicy\x12 .barista.v1.SetKindPolicyRequest\x1a\x16.barista.v1.KindPolicy\x12]\n" +
+	"\x10ListKindPolicies\x12#.barista.v1.ListKindPoliciesRequest\x1a$.barista.v1.ListKindPoliciesResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_client_proto_rawDescOnce sync.Once
@@ -3753,123 +4047,132 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_client_proto_goTypes = []any{
-	(*EvidenceWindow)(nil),              // 0: barista.v1.EvidenceWindow
-	(*UsageStatementRequest)(nil),       // 1: barista.v1.UsageStatementRequest
-	(*UsageStatementResponse)(nil),      // 2: barista.v1.UsageStatementResponse
-	(*FairnessCertificateRequest)(nil),  // 3: barista.v1.FairnessCertificateRequest
-	(*FairnessCertificateResponse)(nil), // 4: barista.v1.FairnessCertificateResponse
-	(*PlaceInLine)(nil),                 // 5: barista.v1.PlaceInLine
-	(*PauseRequest)(nil),                // 6: barista.v1.PauseRequest
-	(*PauseResponse)(nil),               // 7: barista.v1.PauseResponse
-	(*BulkJobsRequest)(nil),             // 8: barista.v1.BulkJobsRequest
-	(*BulkJobsResponse)(nil),            // 9: barista.v1.BulkJobsResponse
-	(*SubmitRequest)(nil),               // 10: barista.v1.SubmitRequest
-	(*SubmitResponse)(nil),              // 11: barista.v1.SubmitResponse
-	(*ReadOptions)(nil),                 // 12: barista.v1.ReadOptions
-	(*GetJobRequest)(nil),               // 13: barista.v1.GetJobRequest
-	(*Job)(nil),                         // 14: barista.v1.Job
-	(*RunJobNowRequest)(nil),            // 15: barista.v1.RunJobNowRequest
-	(*RunJobNowResponse)(nil),           // 16: barista.v1.RunJobNowResponse
-	(*ListJobsRequest)(nil),             // 17: barista.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 18: barista.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),            // 19: barista.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),           // 20: barista.v1.CancelJobResponse
-	(*WatchEventsRequest)(nil),          // 21: barista.v1.WatchEventsRequest
-	(*ClockNow)(nil),                    // 22: barista.v1.ClockNow
-	(*Event)(nil),                       // 23: barista.v1.Event
-	(*TenantUsageRequest)(nil),          // 24: barista.v1.TenantUsageRequest
-	(*TenantUsageResponse)(nil),         // 25: barista.v1.TenantUsageResponse
-	(*GroupUsage)(nil),                  // 26: barista.v1.GroupUsage
-	(*Group)(nil),                       // 27: barista.v1.Group
-	(*SetGroupRequest)(nil),             // 28: barista.v1.SetGroupRequest
-	(*GetGroupRequest)(nil),             // 29: barista.v1.GetGroupRequest
-	(*ListGroupsRequest)(nil),           // 30: barista.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),          // 31: barista.v1.ListGroupsResponse
-	(*SubmitBatchRequest)(nil),          // 32: barista.v1.SubmitBatchRequest
-	(*SubmitResult)(nil),                // 33: barista.v1.SubmitResult
-	(*SubmitBatchResponse)(nil),         // 34: barista.v1.SubmitBatchResponse
-	(*ExplainJobRequest)(nil),           // 35: barista.v1.ExplainJobRequest
-	(*ExplainJobResponse)(nil),          // 36: barista.v1.ExplainJobResponse
-	(*JobFilter)(nil),                   // 37: barista.v1.JobFilter
-	(*BulkItem)(nil),                    // 38: barista.v1.BulkItem
-	(Size)(0),                           // 39: barista.v1.Size
-	(Class)(0),                          // 40: barista.v1.Class
-	(JobForm)(0),                        // 41: barista.v1.JobForm
-	(Tier)(0),                           // 42: barista.v1.Tier
+	(*KindPolicy)(nil),                  // 0: barista.v1.KindPolicy
+	(*SetKindPolicyRequest)(nil),        // 1: barista.v1.SetKindPolicyRequest
+	(*ListKindPoliciesRequest)(nil),     // 2: barista.v1.ListKindPoliciesRequest
+	(*ListKindPoliciesResponse)(nil),    // 3: barista.v1.ListKindPoliciesResponse
+	(*EvidenceWindow)(nil),              // 4: barista.v1.EvidenceWindow
+	(*UsageStatementRequest)(nil),       // 5: barista.v1.UsageStatementRequest
+	(*UsageStatementResponse)(nil),      // 6: barista.v1.UsageStatementResponse
+	(*FairnessCertificateRequest)(nil),  // 7: barista.v1.FairnessCertificateRequest
+	(*FairnessCertificateResponse)(nil), // 8: barista.v1.FairnessCertificateResponse
+	(*PlaceInLine)(nil),                 // 9: barista.v1.PlaceInLine
+	(*PauseRequest)(nil),                // 10: barista.v1.PauseRequest
+	(*PauseResponse)(nil),               // 11: barista.v1.PauseResponse
+	(*BulkJobsRequest)(nil),             // 12: barista.v1.BulkJobsRequest
+	(*BulkJobsResponse)(nil),            // 13: barista.v1.BulkJobsResponse
+	(*SubmitRequest)(nil),               // 14: barista.v1.SubmitRequest
+	(*SubmitResponse)(nil),              // 15: barista.v1.SubmitResponse
+	(*ReadOptions)(nil),                 // 16: barista.v1.ReadOptions
+	(*GetJobRequest)(nil),               // 17: barista.v1.GetJobRequest
+	(*Job)(nil),                         // 18: barista.v1.Job
+	(*RunJobNowRequest)(nil),            // 19: barista.v1.RunJobNowRequest
+	(*RunJobNowResponse)(nil),           // 20: barista.v1.RunJobNowResponse
+	(*ListJobsRequest)(nil),             // 21: barista.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 22: barista.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),            // 23: barista.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),           // 24: barista.v1.CancelJobResponse
+	(*WatchEventsRequest)(nil),          // 25: barista.v1.WatchEventsRequest
+	(*ClockNow)(nil),                    // 26: barista.v1.ClockNow
+	(*Event)(nil),                       // 27: barista.v1.Event
+	(*TenantUsageRequest)(nil),          // 28: barista.v1.TenantUsageRequest
+	(*TenantUsageResponse)(nil),         // 29: barista.v1.TenantUsageResponse
+	(*GroupUsage)(nil),                  // 30: barista.v1.GroupUsage
+	(*Group)(nil),                       // 31: barista.v1.Group
+	(*SetGroupRequest)(nil),             // 32: barista.v1.SetGroupRequest
+	(*GetGroupRequest)(nil),             // 33: barista.v1.GetGroupRequest
+	(*ListGroupsRequest)(nil),           // 34: barista.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),          // 35: barista.v1.ListGroupsResponse
+	(*SubmitBatchRequest)(nil),          // 36: barista.v1.SubmitBatchRequest
+	(*SubmitResult)(nil),                // 37: barista.v1.SubmitResult
+	(*SubmitBatchResponse)(nil),         // 38: barista.v1.SubmitBatchResponse
+	(*ExplainJobRequest)(nil),           // 39: barista.v1.ExplainJobRequest
+	(*ExplainJobResponse)(nil),          // 40: barista.v1.ExplainJobResponse
+	(*JobFilter)(nil),                   // 41: barista.v1.JobFilter
+	(*BulkItem)(nil),                    // 42: barista.v1.BulkItem
+	(Size)(0),                           // 43: barista.v1.Size
+	(Class)(0),                          // 44: barista.v1.Class
+	(JobForm)(0),                        // 45: barista.v1.JobForm
+	(Tier)(0),                           // 46: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
-	0,  // 0: barista.v1.UsageStatementRequest.window:type_name -> barista.v1.EvidenceWindow
-	0,  // 1: barista.v1.FairnessCertificateRequest.window:type_name -> barista.v1.EvidenceWindow
-	37, // 2: barista.v1.BulkJobsRequest.filter:type_name -> barista.v1.JobFilter
-	38, // 3: barista.v1.BulkJobsResponse.items:type_name -> barista.v1.BulkItem
-	39, // 4: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
-	40, // 5: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
-	41, // 6: barista.v1.SubmitRequest.form:type_name -> barista.v1.JobForm
-	12, // 7: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	39, // 8: barista.v1.Job.size:type_name -> barista.v1.Size
-	40, // 9: barista.v1.Job.class:type_name -> barista.v1.Class
-	5,  // 10: barista.v1.Job.place:type_name -> barista.v1.PlaceInLine
-	41, // 11: barista.v1.Job.form:type_name -> barista.v1.JobForm
-	22, // 12: barista.v1.Job.now:type_name -> barista.v1.ClockNow
-	12, // 13: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
-	14, // 14: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
-	12, // 15: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	42, // 16: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	26, // 17: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
-	22, // 18: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
-	22, // 19: barista.v1.Group.now:type_name -> barista.v1.ClockNow
-	12, // 20: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
-	12, // 21: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
-	27, // 22: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
-	10, // 23: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	33, // 24: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	39, // 25: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	40, // 26: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
-	5,  // 27: barista.v1.ExplainJobResponse.place:type_name -> barista.v1.PlaceInLine
-	22, // 28: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
-	10, // 29: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	32, // 30: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	13, // 31: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	17, // 32: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	19, // 33: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	21, // 34: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	24, // 35: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	35, // 36: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	28, // 37: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
-	29, // 38: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
-	30, // 39: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
-	15, // 40: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
-	6,  // 41: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
-	8,  // 42: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
-	8,  // 43: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
-	8,  // 44: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
-	1,  // 45: barista.v1.Client.UsageStatement:input_type -> barista.v1.UsageStatementRequest
-	3,  // 46: barista.v1.Client.FairnessCertificate:input_type -> barista.v1.FairnessCertificateRequest
-	11, // 47: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	34, // 48: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	14, // 49: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	18, // 50: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	20, // 51: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	23, // 52: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	25, // 53: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	36, // 54: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	27, // 55: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
-	27, // 56: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
-	31, // 57: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
-	16, // 58: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
-	7,  // 59: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
-	9,  // 60: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
-	9,  // 61: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
-	9,  // 62: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
-	2,  // 63: barista.v1.Client.UsageStatement:output_type -> barista.v1.UsageStatementResponse
-	4,  // 64: barista.v1.Client.FairnessCertificate:output_type -> barista.v1.FairnessCertificateResponse
-	47, // [47:65] is the sub-list for method output_type
-	29, // [29:47] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	0,  // 0: barista.v1.ListKindPoliciesResponse.policies:type_name -> barista.v1.KindPolicy
+	4,  // 1: barista.v1.UsageStatementRequest.window:type_name -> barista.v1.EvidenceWindow
+	4,  // 2: barista.v1.FairnessCertificateRequest.window:type_name -> barista.v1.EvidenceWindow
+	41, // 3: barista.v1.BulkJobsRequest.filter:type_name -> barista.v1.JobFilter
+	42, // 4: barista.v1.BulkJobsResponse.items:type_name -> barista.v1.BulkItem
+	43, // 5: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
+	44, // 6: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
+	45, // 7: barista.v1.SubmitRequest.form:type_name -> barista.v1.JobForm
+	16, // 8: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
+	43, // 9: barista.v1.Job.size:type_name -> barista.v1.Size
+	44, // 10: barista.v1.Job.class:type_name -> barista.v1.Class
+	9,  // 11: barista.v1.Job.place:type_name -> barista.v1.PlaceInLine
+	45, // 12: barista.v1.Job.form:type_name -> barista.v1.JobForm
+	26, // 13: barista.v1.Job.now:type_name -> barista.v1.ClockNow
+	16, // 14: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
+	18, // 15: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
+	16, // 16: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
+	46, // 17: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	30, // 18: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	26, // 19: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
+	26, // 20: barista.v1.Group.now:type_name -> barista.v1.ClockNow
+	16, // 21: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
+	16, // 22: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
+	31, // 23: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	14, // 24: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	37, // 25: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	43, // 26: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	44, // 27: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	9,  // 28: barista.v1.ExplainJobResponse.place:type_name -> barista.v1.PlaceInLine
+	26, // 29: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
+	14, // 30: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	36, // 31: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	17, // 32: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	21, // 33: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	23, // 34: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	25, // 35: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	28, // 36: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	39, // 37: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	32, // 38: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	33, // 39: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	34, // 40: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	19, // 41: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
+	10, // 42: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
+	12, // 43: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
+	12, // 44: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
+	12, // 45: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
+	5,  // 46: barista.v1.Client.UsageStatement:input_type -> barista.v1.UsageStatementRequest
+	7,  // 47: barista.v1.Client.FairnessCertificate:input_type -> barista.v1.FairnessCertificateRequest
+	1,  // 48: barista.v1.Client.SetKindPolicy:input_type -> barista.v1.SetKindPolicyRequest
+	2,  // 49: barista.v1.Client.ListKindPolicies:input_type -> barista.v1.ListKindPoliciesRequest
+	15, // 50: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	38, // 51: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	18, // 52: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	22, // 53: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	24, // 54: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	27, // 55: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	29, // 56: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	40, // 57: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	31, // 58: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	31, // 59: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	35, // 60: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	20, // 61: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
+	11, // 62: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
+	13, // 63: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
+	13, // 64: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
+	13, // 65: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
+	6,  // 66: barista.v1.Client.UsageStatement:output_type -> barista.v1.UsageStatementResponse
+	8,  // 67: barista.v1.Client.FairnessCertificate:output_type -> barista.v1.FairnessCertificateResponse
+	0,  // 68: barista.v1.Client.SetKindPolicy:output_type -> barista.v1.KindPolicy
+	3,  // 69: barista.v1.Client.ListKindPolicies:output_type -> barista.v1.ListKindPoliciesResponse
+	50, // [50:70] is the sub-list for method output_type
+	30, // [30:50] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -3878,14 +4181,16 @@ func file_client_proto_init() {
 		return
 	}
 	file_types_proto_init()
-	file_client_proto_msgTypes[10].OneofWrappers = []any{}
+	file_client_proto_msgTypes[0].OneofWrappers = []any{}
+	file_client_proto_msgTypes[1].OneofWrappers = []any{}
+	file_client_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   37,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

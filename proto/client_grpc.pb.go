@@ -42,6 +42,8 @@ const (
 	Client_PurgeJobs_FullMethodName           = "/barista.v1.Client/PurgeJobs"
 	Client_UsageStatement_FullMethodName      = "/barista.v1.Client/UsageStatement"
 	Client_FairnessCertificate_FullMethodName = "/barista.v1.Client/FairnessCertificate"
+	Client_SetKindPolicy_FullMethodName       = "/barista.v1.Client/SetKindPolicy"
+	Client_ListKindPolicies_FullMethodName    = "/barista.v1.Client/ListKindPolicies"
 )
 
 // ClientClient is the client API for Client service.
@@ -110,6 +112,16 @@ type ClientClient interface {
 	// first, chained by a digest; barista verify (and each SDK) checks it.
 	// Derived and scoped like UsageStatement.
 	FairnessCertificate(ctx context.Context, in *FairnessCertificateRequest, opts ...grpc.CallOption) (*FairnessCertificateResponse, error)
+	// SetKindPolicy sets (or, with remove, removes) the retry policy of a
+	// kind (SPEC §3 "Kinds", feature level 8): max_attempts, retry_backoff,
+	// retry_backoff_max and timeout for the tenant's jobs of that kind, or
+	// with tenant "*" (an admin token only) for every tenant's. A submit's
+	// own values win, then its tenant's policy, then every tenant's, then
+	// the cluster's; a policy is fixed on a job at its submit.
+	SetKindPolicy(ctx context.Context, in *SetKindPolicyRequest, opts ...grpc.CallOption) (*KindPolicy, error)
+	// ListKindPolicies lists a tenant's retry policies of kinds and those of
+	// every tenant ("*": every tenant's only, for an admin token).
+	ListKindPolicies(ctx context.Context, in *ListKindPoliciesRequest, opts ...grpc.CallOption) (*ListKindPoliciesResponse, error)
 }
 
 type clientClient struct {
@@ -309,6 +321,26 @@ func (c *clientClient) FairnessCertificate(ctx context.Context, in *FairnessCert
 	return out, nil
 }
 
+func (c *clientClient) SetKindPolicy(ctx context.Context, in *SetKindPolicyRequest, opts ...grpc.CallOption) (*KindPolicy, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KindPolicy)
+	err := c.cc.Invoke(ctx, Client_SetKindPolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) ListKindPolicies(ctx context.Context, in *ListKindPoliciesRequest, opts ...grpc.CallOption) (*ListKindPoliciesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListKindPoliciesResponse)
+	err := c.cc.Invoke(ctx, Client_ListKindPolicies_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServer is the server API for Client service.
 // All implementations must embed UnimplementedClientServer
 // for forward compatibility.
@@ -375,6 +407,16 @@ type ClientServer interface {
 	// first, chained by a digest; barista verify (and each SDK) checks it.
 	// Derived and scoped like UsageStatement.
 	FairnessCertificate(context.Context, *FairnessCertificateRequest) (*FairnessCertificateResponse, error)
+	// SetKindPolicy sets (or, with remove, removes) the retry policy of a
+	// kind (SPEC §3 "Kinds", feature level 8): max_attempts, retry_backoff,
+	// retry_backoff_max and timeout for the tenant's jobs of that kind, or
+	// with tenant "*" (an admin token only) for every tenant's. A submit's
+	// own values win, then its tenant's policy, then every tenant's, then
+	// the cluster's; a policy is fixed on a job at its submit.
+	SetKindPolicy(context.Context, *SetKindPolicyRequest) (*KindPolicy, error)
+	// ListKindPolicies lists a tenant's retry policies of kinds and those of
+	// every tenant ("*": every tenant's only, for an admin token).
+	ListKindPolicies(context.Context, *ListKindPoliciesRequest) (*ListKindPoliciesResponse, error)
 	mustEmbedUnimplementedClientServer()
 }
 
@@ -438,6 +480,12 @@ func (UnimplementedClientServer) UsageStatement(context.Context, *UsageStatement
 }
 func (UnimplementedClientServer) FairnessCertificate(context.Context, *FairnessCertificateRequest) (*FairnessCertificateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FairnessCertificate not implemented")
+}
+func (UnimplementedClientServer) SetKindPolicy(context.Context, *SetKindPolicyRequest) (*KindPolicy, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetKindPolicy not implemented")
+}
+func (UnimplementedClientServer) ListKindPolicies(context.Context, *ListKindPoliciesRequest) (*ListKindPoliciesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListKindPolicies not implemented")
 }
 func (UnimplementedClientServer) mustEmbedUnimplementedClientServer() {}
 func (UnimplementedClientServer) testEmbeddedByValue()                {}
@@ -777,6 +825,42 @@ func _Client_FairnessCertificate_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Client_SetKindPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetKindPolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).SetKindPolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_SetKindPolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).SetKindPolicy(ctx, req.(*SetKindPolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_ListKindPolicies_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListKindPoliciesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).ListKindPolicies(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_ListKindPolicies_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).ListKindPolicies(ctx, req.(*ListKindPoliciesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Client_ServiceDesc is the grpc.ServiceDesc for Client service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -851,6 +935,14 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FairnessCertificate",
 			Handler:    _Client_FairnessCertificate_Handler,
+		},
+		{
+			MethodName: "SetKindPolicy",
+			Handler:    _Client_SetKindPolicy_Handler,
+		},
+		{
+			MethodName: "ListKindPolicies",
+			Handler:    _Client_ListKindPolicies_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

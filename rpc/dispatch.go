@@ -118,7 +118,13 @@ func (h *hub) dispatchRound() bool {
 			h.poolGone(s)
 			continue
 		}
-		if used >= budget || f.CheckDispatch(s.id).Refused() {
+		if f.CheckDispatch(s.id).Refused() {
+			continue
+		}
+		// A worker that runs only some kinds is asked for only when a job
+		// it runs is there (SPEC §3 "Kinds"): the budget counts jobs of
+		// every kind.
+		if restricted := f.RunsSome(s.id); (restricted && !f.HasJobFor(s.id, s.pool, s.size)) || (!restricted && used >= budget) {
 			continue
 		}
 		h.mu.Lock()

@@ -268,6 +268,21 @@ func (s *Scheduler) DispatchFor(now Time, pid PoolID, ws Size, worker string, w 
 	return s.dispatchCandidate(now, p, s.pickFor(p, ws, w), worker)
 }
 
+// HasJobFor reports whether a worker of size ws of pool pid that runs w
+// would get a job now, as DispatchFor would pick it (at the state's own
+// time). It changes nothing a reader of the state sees, but it warms the
+// queues' head caches: call it only with the state to itself (the FSM's
+// write lock), like a Dispatch.
+func (s *Scheduler) HasJobFor(pid PoolID, ws Size, w *Runs) bool {
+	if ws >= NumSizes || int(pid) >= len(s.pools) || s.pools[pid].deleted || s.pausedAll || s.pools[pid].paused {
+		return false
+	}
+	if w.All() {
+		return s.PoolEligible(pid, ws)
+	}
+	return s.pickFor(s.pools[pid], ws, w).ok
+}
+
 // dispatchCandidate dispatches candidate c (none: nothing is eligible) to
 // worker.
 func (s *Scheduler) dispatchCandidate(now Time, p *poolCore, c candidate, worker string) (Assignment, bool, error) {

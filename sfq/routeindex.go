@@ -162,7 +162,7 @@ func (s *Scheduler) routeList(p *poolCore, c Class, sz Size, w *Runs, fn func(*r
 func (s *Scheduler) deadlineFor(p *poolCore, c Class, ws Size, w *Runs) candidate {
 	var best candidate
 	for sz := Size(0); sz <= ws; sz++ {
-		s.visitGen++
+		s.nextVisit()
 		s.routeList(p, c, sz, w, func(rl *routeLanes) {
 			for ti := range rl.ndl {
 				if s.rt[ti].visit == s.visitGen {
@@ -194,7 +194,7 @@ func (s *Scheduler) fairFor(p *poolCore, c Class, sz Size, w *Runs) candidate {
 			front = frontierPush(front, frontierEntry{heap: &rl.fifo, at: 0})
 		}
 	})
-	s.visitGen++
+	s.nextVisit()
 	var best candidate
 	for len(front) > 0 {
 		var e frontierEntry
@@ -343,5 +343,20 @@ func (s *Scheduler) verifyRoutes(report func(string, ...any)) {
 	}
 	if n != len(want) {
 		report("the pools' route index counts %d lanes, the job table %d", n, len(want))
+	}
+}
+
+// nextVisit starts a scan's marks of the lanes it looked at. Marks of an
+// earlier scan never count: when the generation wraps, every mark is
+// cleared. (No decision reads a generation's value, only whether a lane
+// was marked in this scan: a leader's look-ahead, HasJobFor, may have
+// counted more scans than a follower.)
+func (s *Scheduler) nextVisit() {
+	s.visitGen++
+	if s.visitGen == 0 {
+		for i := range s.rt {
+			s.rt[i].visit = 0
+		}
+		s.visitGen = 1
 	}
 }

@@ -17,7 +17,137 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file client.proto.
  */
 export const file_client: GenFile = /*@__PURE__*/
-  fileDesc("CgxjbGllbnQucHJvdG8SCmJhcmlzdGEudjEiZwoORXZpZGVuY2VXaW5kb3cSEgoKZnJvbV9pbmRleBgBIAEoBBIQCgh0b19pbmRleBgCIAEoBBIPCgdieV90aW1lGAMgASgIEg8KB2Zyb21fbXMYBCABKAMSDQoFdG9fbXMYBSABKAMiYwoVVXNhZ2VTdGF0ZW1lbnRSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIqCgZ3aW5kb3cYAiABKAsyGi5iYXJpc3RhLnYxLkV2aWRlbmNlV2luZG93Eg4KBmZvcm1hdBgDIAEoCSI6ChZVc2FnZVN0YXRlbWVudFJlc3BvbnNlEhAKCGRvY3VtZW50GAEgASgJEg4KBmZvcm1hdBgCIAEoCSJYChpGYWlybmVzc0NlcnRpZmljYXRlUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSKgoGd2luZG93GAIgASgLMhouYmFyaXN0YS52MS5FdmlkZW5jZVdpbmRvdyI/ChtGYWlybmVzc0NlcnRpZmljYXRlUmVzcG9uc2USEAoIZG9jdW1lbnQYASABKAkSDgoGZGlnZXN0GAIgASgJIoUBCgtQbGFjZUluTGluZRINCgVhaGVhZBgBIAEoBBIRCglvd25fYWhlYWQYAiABKAQSEAoIY29tcGxldGUYAyABKAgSGgoSZXN0aW1hdGVkX3N0YXJ0X21zGAQgASgDEhcKD3JhdGVfcGVyX21pbnV0ZRgFIAEoARINCgVzaGFyZRgGIAEoASI9CgxQYXVzZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBWdyb3VwGAIgASgJEg4KBnJlc3VtZRgDIAEoCCIwCg1QYXVzZVJlc3BvbnNlEg4KBnBhdXNlZBgBIAEoCRIPCgdjaGFuZ2VkGAIgASgIIrsBCg9CdWxrSm9ic1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEg8KB2pvYl9pZHMYAiADKAQSJQoGZmlsdGVyGAMgASgLMhUuYmFyaXN0YS52MS5Kb2JGaWx0ZXISEAoIc2luY2VfbXMYBCABKAMSEgoKcGFnZV90b2tlbhgFIAEoCRIUCgxtYXhfYXR0ZW1wdHMYBiABKA0SEwoLcmVxdWVzdF9rZXkYByABKAkSDwoHZHJ5X3J1bhgIIAEoCCKuAQoQQnVsa0pvYnNSZXNwb25zZRIjCgVpdGVtcxgBIAMoCzIULmJhcmlzdGEudjEuQnVsa0l0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEgwKBGRvbmUYAyABKAQSDwoHc2tpcHBlZBgEIAEoBBIRCglkdXBsaWNhdGUYBSABKAgSDwoHc3RvcHBlZBgGIAEoCRIZChFzdWJtaXR0ZWRfZnJvbV9tcxgHIAEoAyKkAwoNU3VibWl0UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSHAoPaWRlbXBvdGVuY3lfa2V5GAIgASgJSACIAQESEAoIam9iX3R5cGUYAyABKAkSHgoEc2l6ZRgEIAEoDjIQLmJhcmlzdGEudjEuU2l6ZRITCgtlc3RfY29zdF9tcxgFIAEoAxIPCgdwYXlsb2FkGAYgASgMEhQKDG1heF9hdHRlbXB0cxgHIAEoDRISCgp0aW1lb3V0X21zGAggASgDEiAKBWNsYXNzGB4gASgOMhEuYmFyaXN0YS52MS5DbGFzcxITCgtkZWFkbGluZV9tcxgfIAEoAxINCgVncm91cBgoIAEoCRIQCghkZWxheV9tcxhGIAEoAxIRCglleHBpcmVfbXMYRyABKAMSHQoQcmV0cnlfYmFja29mZl9tcxhIIAEoA0gBiAEBEgwKBHBvb2wYeCABKAkSIgoEZm9ybRiCASABKA4yEy5iYXJpc3RhLnYxLkpvYkZvcm1CEgoQX2lkZW1wb3RlbmN5X2tleUITChFfcmV0cnlfYmFja29mZl9tcyIxCg5TdWJtaXRSZXNwb25zZRIOCgZqb2JfaWQYASABKAQSDwoHY3JlYXRlZBgCIAEoCCIcCgtSZWFkT3B0aW9ucxINCgVzdGFsZRgBIAEoCCJWCg1HZXRKb2JSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIOCgZqb2JfaWQYAiABKAQSJQoEcmVhZBgDIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMivwYKA0pvYhIOCgZqb2JfaWQYASABKAQSDgoGdGVuYW50GAIgASgJEg0KBXN0YXRlGAMgASgJEg8KB2F0dGVtcHQYBCABKA0SEAoIZmFpbHVyZXMYBSABKA0SFAoMbWF4X2F0dGVtcHRzGAYgASgNEh4KBHNpemUYByABKA4yEC5iYXJpc3RhLnYxLlNpemUSEwoLZXN0X2Nvc3RfbXMYCCABKAMSDgoGY3B1X21zGAkgASgDEhAKCGpvYl90eXBlGAogASgJEhcKD2lkZW1wb3RlbmN5X2tleRgLIAEoCRIXCg9zdWJtaXR0ZWRfYXRfbXMYDCABKAMSEwoLZW5kZWRfYXRfbXMYDSABKAMSEQoJd29ya2VyX2lkGA4gASgJEhEKCWV4aXRfY29kZRgPIAEoBRITCgtzdGRlcnJfdGFpbBgQIAEoCRIOCgZjYW5jZWwYESABKAkSEgoKdGltZW91dF9tcxgSIAEoAxIUCgxzdGFydF90YWdfbXMYEyABKAkSDwoHcGF5bG9hZBgUIAEoDBISCgpoYXNfcmVzdWx0GBUgASgIEhkKEXN1Ym1pdHRlZF93YWxsX21zGBYgASgDEhUKDWVuZGVkX3dhbGxfbXMYFyABKAMSEwoLc3Rkb3V0X3RhaWwYGCABKAkSEgoKY3B1X3NvdXJjZRgZIAEoCRIPCgdmYWlsdXJlGBogASgJEg8KB3Nub296ZXMYGyABKA0SIAoFY2xhc3MYHiABKA4yES5iYXJpc3RhLnYxLkNsYXNzEhYKDmRlYWRsaW5lX2F0X21zGB8gASgDEhIKCmVzdF9zb3VyY2UYICABKAkSFwoPZGVhZGxpbmVfbWlzc2VkGCEgASgIEg0KBWdyb3VwGCggASgJEhEKCWR1ZV9hdF9tcxhGIAEoAxIUCgxleHBpcmVfYXRfbXMYRyABKAMSDAoEcG9vbBh4IAEoCRInCgVwbGFjZRiCASABKAsyFy5iYXJpc3RhLnYxLlBsYWNlSW5MaW5lEiIKBGZvcm0YgwEgASgOMhMuYmFyaXN0YS52MS5Kb2JGb3JtEiEKA25vdxhfIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3ciMgoQUnVuSm9iTm93UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDgoGam9iX2lkGAIgASgEIiIKEVJ1bkpvYk5vd1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJItEBCg9MaXN0Sm9ic1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBXN0YXRlGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJEiUKBHJlYWQYBSABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zEhcKD2luY2x1ZGVfcGF5bG9hZBgGIAEoCBIUCgxuZXdlc3RfZmlyc3QYByABKAgSFAoMb2xkZXN0X2ZpcnN0GAggASgIEgwKBHBvb2wYeCABKAkiSgoQTGlzdEpvYnNSZXNwb25zZRIdCgRqb2JzGAEgAygLMg8uYmFyaXN0YS52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjIKEENhbmNlbEpvYlJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg4KBmpvYl9pZBgCIAEoBCI8ChFDYW5jZWxKb2JSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIYChBjYW5jZWxfcmVxdWVzdGVkGAIgASgIIm8KEldhdGNoRXZlbnRzUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSEAoIZnJvbV9zZXEYAiABKAQSDgoGam9iX2lkGAMgASgEEhMKC2Zyb21fb2xkZXN0GAQgASgIEhIKCnVudGlsX2lkbGUYBSABKAgiLwoIQ2xvY2tOb3cSEgoKY2x1c3Rlcl9tcxgBIAEoAxIPCgd3YWxsX21zGAIgASgDItYBCgVFdmVudBILCgNzZXEYASABKAQSDgoGam9iX2lkGAIgASgEEg4KBnRlbmFudBgDIAEoCRIPCgdhdHRlbXB0GAQgASgNEgwKBGtpbmQYBSABKAkSDQoFYXRfbXMYBiABKAMSEQoJd29ya2VyX2lkGAcgASgJEg4KBmNwdV9tcxgIIAEoAxIRCglleGl0X2NvZGUYCSABKAUSDgoGcmVhc29uGAogASgJEg8KB3dhbGxfbXMYFCABKAMSDQoFZ3JvdXAYUCABKAkSDAoEcG9vbBh4IAEoCSJfChJUZW5hbnRVc2FnZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEiUKBHJlYWQYAiABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zEhIKCnRvcF9ncm91cHMYKCABKA0ihQUKE1RlbmFudFVzYWdlUmVzcG9uc2USDgoGdGVuYW50GAEgASgJEh4KBHRpZXIYAiABKA4yEC5iYXJpc3RhLnYxLlRpZXISDwoHcnVubmluZxgDIAEoDRIXCg9ydW5uaW5nX2J5X3NpemUYBCADKA0SDgoGcXVldWVkGAUgASgNEhYKDnF1ZXVlZF9ieV9zaXplGAYgAygNEhcKD2luZmxpZ2h0X2NwdV9tcxgHIAEoAxIVCg1jcHVfYmlsbGVkX21zGAggASgDEhUKDXpvbWJpZV9jcHVfbXMYCSABKAMSDgoGd2VpZ2h0GAogASgBEhUKDWZpbmlzaF90YWdfbXMYCyABKAkSFgoOdmlydHVhbF9ub3dfbXMYDCABKAkSEAoIdXNhZ2VfbXMYDSABKAMSEQoJc3VibWl0dGVkGA4gASgEEhIKCmRpc3BhdGNoZXMYDyABKAQSEQoJY29tcGxldGVkGBAgASgEEg4KBmZhaWxlZBgRIAEoBBIRCgljYW5jZWxsZWQYEiABKAQSEQoJdGltZWRfb3V0GBMgASgEEhAKCGZhaWx1cmVzGBQgASgEEhAKCHJlcXVldWVzGBUgASgEEiYKBmdyb3VwcxgoIAMoCzIWLmJhcmlzdGEudjEuR3JvdXBVc2FnZRITCgtncm91cF9jb3VudBgpIAEoDRIOCgZwYXVzZWQYUCABKAkSDAoEcmF0ZRhRIAEoCRISCgpyYXRlX2J1cnN0GFIgASgNEhsKE3JhdGVfZWxpZ2libGVfYXRfbXMYUyABKAMSEQoJc2NoZWR1bGVkGEYgASgNEiEKA25vdxhfIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3ciSgoKR3JvdXBVc2FnZRIMCgRuYW1lGAEgASgJEg8KB3J1bm5pbmcYAiABKA0SDgoGcXVldWVkGAMgASgNEg0KBWxpbWl0GAQgASgNIugBCgVHcm91cBIOCgZ0ZW5hbnQYASABKAkSDAoEbmFtZRgCIAEoCRILCgNjYXAYAyABKAkSEgoKdGVuYW50X2NhcBgEIAEoDRINCgVsaW1pdBgFIAEoDRIPCgdydW5uaW5nGAYgASgNEg4KBnF1ZXVlZBgHIAEoDRIMCgRyYXRlGFAgASgJEhIKCnJhdGVfYnVyc3QYUSABKA0SGwoTcmF0ZV9lbGlnaWJsZV9hdF9tcxhSIAEoAxIOCgZwYXVzZWQYUyABKAkSIQoDbm93GF8gASgLMhQuYmFyaXN0YS52MS5DbG9ja05vdyJaCg9TZXRHcm91cFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBWdyb3VwGAIgASgJEgsKA2NhcBgDIAEoCRIMCgRyYXRlGFAgASgJEg0KBWJ1cnN0GFEgASgNIlcKD0dldEdyb3VwUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDQoFZ3JvdXAYAiABKAkSJQoEcmVhZBgDIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMicQoRTGlzdEdyb3Vwc1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEiUKBHJlYWQYBCABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIlAKEkxpc3RHcm91cHNSZXNwb25zZRIhCgZncm91cHMYASADKAsyES5iYXJpc3RhLnYxLkdyb3VwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI9ChJTdWJtaXRCYXRjaFJlcXVlc3QSJwoEam9icxgBIAMoCzIZLmJhcmlzdGEudjEuU3VibWl0UmVxdWVzdCKFAQoMU3VibWl0UmVzdWx0Eg4KBmpvYl9pZBgBIAEoBBIPCgdjcmVhdGVkGAIgASgIEg4KBnN0YXR1cxgGIAEoDBINCgVlcnJvchgDIAEoCRIOCgZyZWFzb24YBCABKAkSFgoOcmV0cnlfYWZ0ZXJfbXMYBSABKAMSDQoFZmllbGQYByABKAkiQAoTU3VibWl0QmF0Y2hSZXNwb25zZRIpCgdyZXN1bHRzGAEgAygLMhguYmFyaXN0YS52MS5TdWJtaXRSZXN1bHQiMwoRRXhwbGFpbkpvYlJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg4KBmpvYl9pZBgCIAEoBCLfAwoSRXhwbGFpbkpvYlJlc3BvbnNlEg4KBmpvYl9pZBgBIAEoBBIOCgZyZWFzb24YAiABKAkSDAoEdGV4dBgDIAEoCRIeCgRzaXplGAQgASgOMhAuYmFyaXN0YS52MS5TaXplEiAKBWNsYXNzGAUgASgOMhEuYmFyaXN0YS52MS5DbGFzcxIQCghwb3NpdGlvbhgGIAEoBBIOCgZ2ZXJ0ZXgYByABKAkSDwoHY3VycmVudBgIIAEoAxINCgVsaW1pdBgJIAEoAxINCgVhaGVhZBgKIAEoBBIOCgZ0YWdfbXMYCyABKAkSDwoHdm5vd19tcxgMIAEoCRIRCgl3b3JrZXJfaWQYDSABKAkSDgoGZHVlX21zGA4gASgDEhYKDmVsaWdpYmxlX2F0X21zGA8gASgDEg0KBWdyb3VwGCggASgJEhMKC2dyb3VwX29yZGVyGCkgASgJEhcKD2ZpdHRpbmdfd29ya2VycxgqIAEoDRIUCgx3b3JrZXJzX2J1c3kYKyABKAgSJwoFcGxhY2UYggEgASgLMhcuYmFyaXN0YS52MS5QbGFjZUluTGluZRINCgRraW5kGIMBIAEoCRIhCgNub3cYXyABKAsyFC5iYXJpc3RhLnYxLkNsb2NrTm93MqYKCgZDbGllbnQSPwoGU3VibWl0EhkuYmFyaXN0YS52MS5TdWJtaXRSZXF1ZXN0GhouYmFyaXN0YS52MS5TdWJtaXRSZXNwb25zZRJOCgtTdWJtaXRCYXRjaBIeLmJhcmlzdGEudjEuU3VibWl0QmF0Y2hSZXF1ZXN0Gh8uYmFyaXN0YS52MS5TdWJtaXRCYXRjaFJlc3BvbnNlEjQKBkdldEpvYhIZLmJhcmlzdGEudjEuR2V0Sm9iUmVxdWVzdBoPLmJhcmlzdGEudjEuSm9iEkUKCExpc3RKb2JzEhsuYmFyaXN0YS52MS5MaXN0Sm9ic1JlcXVlc3QaHC5iYXJpc3RhLnYxLkxpc3RKb2JzUmVzcG9uc2USSAoJQ2FuY2VsSm9iEhwuYmFyaXN0YS52MS5DYW5jZWxKb2JSZXF1ZXN0Gh0uYmFyaXN0YS52MS5DYW5jZWxKb2JSZXNwb25zZRJCCgtXYXRjaEV2ZW50cxIeLmJhcmlzdGEudjEuV2F0Y2hFdmVudHNSZXF1ZXN0GhEuYmFyaXN0YS52MS5FdmVudDABEk4KC1RlbmFudFVzYWdlEh4uYmFyaXN0YS52MS5UZW5hbnRVc2FnZVJlcXVlc3QaHy5iYXJpc3RhLnYxLlRlbmFudFVzYWdlUmVzcG9uc2USSwoKRXhwbGFpbkpvYhIdLmJhcmlzdGEudjEuRXhwbGFpbkpvYlJlcXVlc3QaHi5iYXJpc3RhLnYxLkV4cGxhaW5Kb2JSZXNwb25zZRI6CghTZXRHcm91cBIbLmJhcmlzdGEudjEuU2V0R3JvdXBSZXF1ZXN0GhEuYmFyaXN0YS52MS5Hcm91cBI6CghHZXRHcm91cBIbLmJhcmlzdGEudjEuR2V0R3JvdXBSZXF1ZXN0GhEuYmFyaXN0YS52MS5Hcm91cBJLCgpMaXN0R3JvdXBzEh0uYmFyaXN0YS52MS5MaXN0R3JvdXBzUmVxdWVzdBoeLmJhcmlzdGEudjEuTGlzdEdyb3Vwc1Jlc3BvbnNlEkgKCVJ1bkpvYk5vdxIcLmJhcmlzdGEudjEuUnVuSm9iTm93UmVxdWVzdBodLmJhcmlzdGEudjEuUnVuSm9iTm93UmVzcG9uc2USPAoFUGF1c2USGC5iYXJpc3RhLnYxLlBhdXNlUmVxdWVzdBoZLmJhcmlzdGEudjEuUGF1c2VSZXNwb25zZRJECgdSZWRyaXZlEhsuYmFyaXN0YS52MS5CdWxrSm9ic1JlcXVlc3QaHC5iYXJpc3RhLnYxLkJ1bGtKb2JzUmVzcG9uc2USRwoKQ2FuY2VsSm9icxIbLmJhcmlzdGEudjEuQnVsa0pvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5CdWxrSm9ic1Jlc3BvbnNlEkYKCVB1cmdlSm9icxIbLmJhcmlzdGEudjEuQnVsa0pvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5CdWxrSm9ic1Jlc3BvbnNlElcKDlVzYWdlU3RhdGVtZW50EiEuYmFyaXN0YS52MS5Vc2FnZVN0YXRlbWVudFJlcXVlc3QaIi5iYXJpc3RhLnYxLlVzYWdlU3RhdGVtZW50UmVzcG9uc2USZgoTRmFpcm5lc3NDZXJ0aWZpY2F0ZRImLmJhcmlzdGEudjEuRmFpcm5lc3NDZXJ0aWZpY2F0ZVJlcXVlc3QaJy5iYXJpc3RhLnYxLkZhaXJuZXNzQ2VydGlmaWNhdGVSZXNwb25zZUInWiVnaXRodWIuY29tL2JhcmlzdGFocS9iYXJpc3RhL3Byb3RvO3BiYgZwcm90bzM", [file_types]);
+  fileDesc("CgxjbGllbnQucHJvdG8SCmJhcmlzdGEudjEipgEKCktpbmRQb2xpY3kSDgoGdGVuYW50GAEgASgJEgwKBGtpbmQYAiABKAkSFAoMbWF4X2F0dGVtcHRzGAMgASgNEh0KEHJldHJ5X2JhY2tvZmZfbXMYBCABKANIAIgBARIcChRyZXRyeV9iYWNrb2ZmX21heF9tcxgFIAEoAxISCgp0aW1lb3V0X21zGAYgASgDQhMKEV9yZXRyeV9iYWNrb2ZmX21zIsABChRTZXRLaW5kUG9saWN5UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDAoEa2luZBgCIAEoCRIUCgxtYXhfYXR0ZW1wdHMYAyABKA0SHQoQcmV0cnlfYmFja29mZl9tcxgEIAEoA0gAiAEBEhwKFHJldHJ5X2JhY2tvZmZfbWF4X21zGAUgASgDEhIKCnRpbWVvdXRfbXMYBiABKAMSDgoGcmVtb3ZlGAcgASgIQhMKEV9yZXRyeV9iYWNrb2ZmX21zIikKF0xpc3RLaW5kUG9saWNpZXNSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCSJEChhMaXN0S2luZFBvbGljaWVzUmVzcG9uc2USKAoIcG9saWNpZXMYASADKAsyFi5iYXJpc3RhLnYxLktpbmRQb2xpY3kiZwoORXZpZGVuY2VXaW5kb3cSEgoKZnJvbV9pbmRleBgBIAEoBBIQCgh0b19pbmRleBgCIAEoBBIPCgdieV90aW1lGAMgASgIEg8KB2Zyb21fbXMYBCABKAMSDQoFdG9fbXMYBSABKAMiYwoVVXNhZ2VTdGF0ZW1lbnRSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIqCgZ3aW5kb3cYAiABKAsyGi5iYXJpc3RhLnYxLkV2aWRlbmNlV2luZG93Eg4KBmZvcm1hdBgDIAEoCSI6ChZVc2FnZVN0YXRlbWVudFJlc3BvbnNlEhAKCGRvY3VtZW50GAEgASgJEg4KBmZvcm1hdBgCIAEoCSJYChpGYWlybmVzc0NlcnRpZmljYXRlUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSKgoGd2luZG93GAIgASgLMhouYmFyaXN0YS52MS5FdmlkZW5jZVdpbmRvdyI/ChtGYWlybmVzc0NlcnRpZmljYXRlUmVzcG9uc2USEAoIZG9jdW1lbnQYASABKAkSDgoGZGlnZXN0GAIgASgJIoUBCgtQbGFjZUluTGluZRINCgVhaGVhZBgBIAEoBBIRCglvd25fYWhlYWQYAiABKAQSEAoIY29tcGxldGUYAyABKAgSGgoSZXN0aW1hdGVkX3N0YXJ0X21zGAQgASgDEhcKD3JhdGVfcGVyX21pbnV0ZRgFIAEoARINCgVzaGFyZRgGIAEoASI9CgxQYXVzZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBWdyb3VwGAIgASgJEg4KBnJlc3VtZRgDIAEoCCIwCg1QYXVzZVJlc3BvbnNlEg4KBnBhdXNlZBgBIAEoCRIPCgdjaGFuZ2VkGAIgASgIIrsBCg9CdWxrSm9ic1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEg8KB2pvYl9pZHMYAiADKAQSJQoGZmlsdGVyGAMgASgLMhUuYmFyaXN0YS52MS5Kb2JGaWx0ZXISEAoIc2luY2VfbXMYBCABKAMSEgoKcGFnZV90b2tlbhgFIAEoCRIUCgxtYXhfYXR0ZW1wdHMYBiABKA0SEwoLcmVxdWVzdF9rZXkYByABKAkSDwoHZHJ5X3J1bhgIIAEoCCKuAQoQQnVsa0pvYnNSZXNwb25zZRIjCgVpdGVtcxgBIAMoCzIULmJhcmlzdGEudjEuQnVsa0l0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEgwKBGRvbmUYAyABKAQSDwoHc2tpcHBlZBgEIAEoBBIRCglkdXBsaWNhdGUYBSABKAgSDwoHc3RvcHBlZBgGIAEoCRIZChFzdWJtaXR0ZWRfZnJvbV9tcxgHIAEoAyKkAwoNU3VibWl0UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSHAoPaWRlbXBvdGVuY3lfa2V5GAIgASgJSACIAQESEAoIam9iX3R5cGUYAyABKAkSHgoEc2l6ZRgEIAEoDjIQLmJhcmlzdGEudjEuU2l6ZRITCgtlc3RfY29zdF9tcxgFIAEoAxIPCgdwYXlsb2FkGAYgASgMEhQKDG1heF9hdHRlbXB0cxgHIAEoDRISCgp0aW1lb3V0X21zGAggASgDEiAKBWNsYXNzGB4gASgOMhEuYmFyaXN0YS52MS5DbGFzcxITCgtkZWFkbGluZV9tcxgfIAEoAxINCgVncm91cBgoIAEoCRIQCghkZWxheV9tcxhGIAEoAxIRCglleHBpcmVfbXMYRyABKAMSHQoQcmV0cnlfYmFja29mZl9tcxhIIAEoA0gBiAEBEgwKBHBvb2wYeCABKAkSIgoEZm9ybRiCASABKA4yEy5iYXJpc3RhLnYxLkpvYkZvcm1CEgoQX2lkZW1wb3RlbmN5X2tleUITChFfcmV0cnlfYmFja29mZl9tcyIxCg5TdWJtaXRSZXNwb25zZRIOCgZqb2JfaWQYASABKAQSDwoHY3JlYXRlZBgCIAEoCCIcCgtSZWFkT3B0aW9ucxINCgVzdGFsZRgBIAEoCCJWCg1HZXRKb2JSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIOCgZqb2JfaWQYAiABKAQSJQoEcmVhZBgDIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMivwYKA0pvYhIOCgZqb2JfaWQYASABKAQSDgoGdGVuYW50GAIgASgJEg0KBXN0YXRlGAMgASgJEg8KB2F0dGVtcHQYBCABKA0SEAoIZmFpbHVyZXMYBSABKA0SFAoMbWF4X2F0dGVtcHRzGAYgASgNEh4KBHNpemUYByABKA4yEC5iYXJpc3RhLnYxLlNpemUSEwoLZXN0X2Nvc3RfbXMYCCABKAMSDgoGY3B1X21zGAkgASgDEhAKCGpvYl90eXBlGAogASgJEhcKD2lkZW1wb3RlbmN5X2tleRgLIAEoCRIXCg9zdWJtaXR0ZWRfYXRfbXMYDCABKAMSEwoLZW5kZWRfYXRfbXMYDSABKAMSEQoJd29ya2VyX2lkGA4gASgJEhEKCWV4aXRfY29kZRgPIAEoBRITCgtzdGRlcnJfdGFpbBgQIAEoCRIOCgZjYW5jZWwYESABKAkSEgoKdGltZW91dF9tcxgSIAEoAxIUCgxzdGFydF90YWdfbXMYEyABKAkSDwoHcGF5bG9hZBgUIAEoDBISCgpoYXNfcmVzdWx0GBUgASgIEhkKEXN1Ym1pdHRlZF93YWxsX21zGBYgASgDEhUKDWVuZGVkX3dhbGxfbXMYFyABKAMSEwoLc3Rkb3V0X3RhaWwYGCABKAkSEgoKY3B1X3NvdXJjZRgZIAEoCRIPCgdmYWlsdXJlGBogASgJEg8KB3Nub296ZXMYGyABKA0SIAoFY2xhc3MYHiABKA4yES5iYXJpc3RhLnYxLkNsYXNzEhYKDmRlYWRsaW5lX2F0X21zGB8gASgDEhIKCmVzdF9zb3VyY2UYICABKAkSFwoPZGVhZGxpbmVfbWlzc2VkGCEgASgIEg0KBWdyb3VwGCggASgJEhEKCWR1ZV9hdF9tcxhGIAEoAxIUCgxleHBpcmVfYXRfbXMYRyABKAMSDAoEcG9vbBh4IAEoCRInCgVwbGFjZRiCASABKAsyFy5iYXJpc3RhLnYxLlBsYWNlSW5MaW5lEiIKBGZvcm0YgwEgASgOMhMuYmFyaXN0YS52MS5Kb2JGb3JtEiEKA25vdxhfIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3ciMgoQUnVuSm9iTm93UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDgoGam9iX2lkGAIgASgEIiIKEVJ1bkpvYk5vd1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJItEBCg9MaXN0Sm9ic1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBXN0YXRlGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJEiUKBHJlYWQYBSABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zEhcKD2luY2x1ZGVfcGF5bG9hZBgGIAEoCBIUCgxuZXdlc3RfZmlyc3QYByABKAgSFAoMb2xkZXN0X2ZpcnN0GAggASgIEgwKBHBvb2wYeCABKAkiSgoQTGlzdEpvYnNSZXNwb25zZRIdCgRqb2JzGAEgAygLMg8uYmFyaXN0YS52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjIKEENhbmNlbEpvYlJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg4KBmpvYl9pZBgCIAEoBCI8ChFDYW5jZWxKb2JSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIYChBjYW5jZWxfcmVxdWVzdGVkGAIgASgIIm8KEldhdGNoRXZlbnRzUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSEAoIZnJvbV9zZXEYAiABKAQSDgoGam9iX2lkGAMgASgEEhMKC2Zyb21fb2xkZXN0GAQgASgIEhIKCnVudGlsX2lkbGUYBSABKAgiLwoIQ2xvY2tOb3cSEgoKY2x1c3Rlcl9tcxgBIAEoAxIPCgd3YWxsX21zGAIgASgDItYBCgVFdmVudBILCgNzZXEYASABKAQSDgoGam9iX2lkGAIgASgEEg4KBnRlbmFudBgDIAEoCRIPCgdhdHRlbXB0GAQgASgNEgwKBGtpbmQYBSABKAkSDQoFYXRfbXMYBiABKAMSEQoJd29ya2VyX2lkGAcgASgJEg4KBmNwdV9tcxgIIAEoAxIRCglleGl0X2NvZGUYCSABKAUSDgoGcmVhc29uGAogASgJEg8KB3dhbGxfbXMYFCABKAMSDQoFZ3JvdXAYUCABKAkSDAoEcG9vbBh4IAEoCSJfChJUZW5hbnRVc2FnZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEiUKBHJlYWQYAiABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zEhIKCnRvcF9ncm91cHMYKCABKA0ihQUKE1RlbmFudFVzYWdlUmVzcG9uc2USDgoGdGVuYW50GAEgASgJEh4KBHRpZXIYAiABKA4yEC5iYXJpc3RhLnYxLlRpZXISDwoHcnVubmluZxgDIAEoDRIXCg9ydW5uaW5nX2J5X3NpemUYBCADKA0SDgoGcXVldWVkGAUgASgNEhYKDnF1ZXVlZF9ieV9zaXplGAYgAygNEhcKD2luZmxpZ2h0X2NwdV9tcxgHIAEoAxIVCg1jcHVfYmlsbGVkX21zGAggASgDEhUKDXpvbWJpZV9jcHVfbXMYCSABKAMSDgoGd2VpZ2h0GAogASgBEhUKDWZpbmlzaF90YWdfbXMYCyABKAkSFgoOdmlydHVhbF9ub3dfbXMYDCABKAkSEAoIdXNhZ2VfbXMYDSABKAMSEQoJc3VibWl0dGVkGA4gASgEEhIKCmRpc3BhdGNoZXMYDyABKAQSEQoJY29tcGxldGVkGBAgASgEEg4KBmZhaWxlZBgRIAEoBBIRCgljYW5jZWxsZWQYEiABKAQSEQoJdGltZWRfb3V0GBMgASgEEhAKCGZhaWx1cmVzGBQgASgEEhAKCHJlcXVldWVzGBUgASgEEiYKBmdyb3VwcxgoIAMoCzIWLmJhcmlzdGEudjEuR3JvdXBVc2FnZRITCgtncm91cF9jb3VudBgpIAEoDRIOCgZwYXVzZWQYUCABKAkSDAoEcmF0ZRhRIAEoCRISCgpyYXRlX2J1cnN0GFIgASgNEhsKE3JhdGVfZWxpZ2libGVfYXRfbXMYUyABKAMSEQoJc2NoZWR1bGVkGEYgASgNEiEKA25vdxhfIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3ciSgoKR3JvdXBVc2FnZRIMCgRuYW1lGAEgASgJEg8KB3J1bm5pbmcYAiABKA0SDgoGcXVldWVkGAMgASgNEg0KBWxpbWl0GAQgASgNIugBCgVHcm91cBIOCgZ0ZW5hbnQYASABKAkSDAoEbmFtZRgCIAEoCRILCgNjYXAYAyABKAkSEgoKdGVuYW50X2NhcBgEIAEoDRINCgVsaW1pdBgFIAEoDRIPCgdydW5uaW5nGAYgASgNEg4KBnF1ZXVlZBgHIAEoDRIMCgRyYXRlGFAgASgJEhIKCnJhdGVfYnVyc3QYUSABKA0SGwoTcmF0ZV9lbGlnaWJsZV9hdF9tcxhSIAEoAxIOCgZwYXVzZWQYUyABKAkSIQoDbm93GF8gASgLMhQuYmFyaXN0YS52MS5DbG9ja05vdyJaCg9TZXRHcm91cFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBWdyb3VwGAIgASgJEgsKA2NhcBgDIAEoCRIMCgRyYXRlGFAgASgJEg0KBWJ1cnN0GFEgASgNIlcKD0dldEdyb3VwUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDQoFZ3JvdXAYAiABKAkSJQoEcmVhZBgDIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMicQoRTGlzdEdyb3Vwc1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEiUKBHJlYWQYBCABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIlAKEkxpc3RHcm91cHNSZXNwb25zZRIhCgZncm91cHMYASADKAsyES5iYXJpc3RhLnYxLkdyb3VwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI9ChJTdWJtaXRCYXRjaFJlcXVlc3QSJwoEam9icxgBIAMoCzIZLmJhcmlzdGEudjEuU3VibWl0UmVxdWVzdCKFAQoMU3VibWl0UmVzdWx0Eg4KBmpvYl9pZBgBIAEoBBIPCgdjcmVhdGVkGAIgASgIEg4KBnN0YXR1cxgGIAEoDBINCgVlcnJvchgDIAEoCRIOCgZyZWFzb24YBCABKAkSFgoOcmV0cnlfYWZ0ZXJfbXMYBSABKAMSDQoFZmllbGQYByABKAkiQAoTU3VibWl0QmF0Y2hSZXNwb25zZRIpCgdyZXN1bHRzGAEgAygLMhguYmFyaXN0YS52MS5TdWJtaXRSZXN1bHQiMwoRRXhwbGFpbkpvYlJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg4KBmpvYl9pZBgCIAEoBCLfAwoSRXhwbGFpbkpvYlJlc3BvbnNlEg4KBmpvYl9pZBgBIAEoBBIOCgZyZWFzb24YAiABKAkSDAoEdGV4dBgDIAEoCRIeCgRzaXplGAQgASgOMhAuYmFyaXN0YS52MS5TaXplEiAKBWNsYXNzGAUgASgOMhEuYmFyaXN0YS52MS5DbGFzcxIQCghwb3NpdGlvbhgGIAEoBBIOCgZ2ZXJ0ZXgYByABKAkSDwoHY3VycmVudBgIIAEoAxINCgVsaW1pdBgJIAEoAxINCgVhaGVhZBgKIAEoBBIOCgZ0YWdfbXMYCyABKAkSDwoHdm5vd19tcxgMIAEoCRIRCgl3b3JrZXJfaWQYDSABKAkSDgoGZHVlX21zGA4gASgDEhYKDmVsaWdpYmxlX2F0X21zGA8gASgDEg0KBWdyb3VwGCggASgJEhMKC2dyb3VwX29yZGVyGCkgASgJEhcKD2ZpdHRpbmdfd29ya2VycxgqIAEoDRIUCgx3b3JrZXJzX2J1c3kYKyABKAgSJwoFcGxhY2UYggEgASgLMhcuYmFyaXN0YS52MS5QbGFjZUluTGluZRINCgRraW5kGIMBIAEoCRIhCgNub3cYXyABKAsyFC5iYXJpc3RhLnYxLkNsb2NrTm93MtALCgZDbGllbnQSPwoGU3VibWl0EhkuYmFyaXN0YS52MS5TdWJtaXRSZXF1ZXN0GhouYmFyaXN0YS52MS5TdWJtaXRSZXNwb25zZRJOCgtTdWJtaXRCYXRjaBIeLmJhcmlzdGEudjEuU3VibWl0QmF0Y2hSZXF1ZXN0Gh8uYmFyaXN0YS52MS5TdWJtaXRCYXRjaFJlc3BvbnNlEjQKBkdldEpvYhIZLmJhcmlzdGEudjEuR2V0Sm9iUmVxdWVzdBoPLmJhcmlzdGEudjEuSm9iEkUKCExpc3RKb2JzEhsuYmFyaXN0YS52MS5MaXN0Sm9ic1JlcXVlc3QaHC5iYXJpc3RhLnYxLkxpc3RKb2JzUmVzcG9uc2USSAoJQ2FuY2VsSm9iEhwuYmFyaXN0YS52MS5DYW5jZWxKb2JSZXF1ZXN0Gh0uYmFyaXN0YS52MS5DYW5jZWxKb2JSZXNwb25zZRJCCgtXYXRjaEV2ZW50cxIeLmJhcmlzdGEudjEuV2F0Y2hFdmVudHNSZXF1ZXN0GhEuYmFyaXN0YS52MS5FdmVudDABEk4KC1RlbmFudFVzYWdlEh4uYmFyaXN0YS52MS5UZW5hbnRVc2FnZVJlcXVlc3QaHy5iYXJpc3RhLnYxLlRlbmFudFVzYWdlUmVzcG9uc2USSwoKRXhwbGFpbkpvYhIdLmJhcmlzdGEudjEuRXhwbGFpbkpvYlJlcXVlc3QaHi5iYXJpc3RhLnYxLkV4cGxhaW5Kb2JSZXNwb25zZRI6CghTZXRHcm91cBIbLmJhcmlzdGEudjEuU2V0R3JvdXBSZXF1ZXN0GhEuYmFyaXN0YS52MS5Hcm91cBI6CghHZXRHcm91cBIbLmJhcmlzdGEudjEuR2V0R3JvdXBSZXF1ZXN0GhEuYmFyaXN0YS52MS5Hcm91cBJLCgpMaXN0R3JvdXBzEh0uYmFyaXN0YS52MS5MaXN0R3JvdXBzUmVxdWVzdBoeLmJhcmlzdGEudjEuTGlzdEdyb3Vwc1Jlc3BvbnNlEkgKCVJ1bkpvYk5vdxIcLmJhcmlzdGEudjEuUnVuSm9iTm93UmVxdWVzdBodLmJhcmlzdGEudjEuUnVuSm9iTm93UmVzcG9uc2USPAoFUGF1c2USGC5iYXJpc3RhLnYxLlBhdXNlUmVxdWVzdBoZLmJhcmlzdGEudjEuUGF1c2VSZXNwb25zZRJECgdSZWRyaXZlEhsuYmFyaXN0YS52MS5CdWxrSm9ic1JlcXVlc3QaHC5iYXJpc3RhLnYxLkJ1bGtKb2JzUmVzcG9uc2USRwoKQ2FuY2VsSm9icxIbLmJhcmlzdGEudjEuQnVsa0pvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5CdWxrSm9ic1Jlc3BvbnNlEkYKCVB1cmdlSm9icxIbLmJhcmlzdGEudjEuQnVsa0pvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5CdWxrSm9ic1Jlc3BvbnNlElcKDlVzYWdlU3RhdGVtZW50EiEuYmFyaXN0YS52MS5Vc2FnZVN0YXRlbWVudFJlcXVlc3QaIi5iYXJpc3RhLnYxLlVzYWdlU3RhdGVtZW50UmVzcG9uc2USZgoTRmFpcm5lc3NDZXJ0aWZpY2F0ZRImLmJhcmlzdGEudjEuRmFpcm5lc3NDZXJ0aWZpY2F0ZVJlcXVlc3QaJy5iYXJpc3RhLnYxLkZhaXJuZXNzQ2VydGlmaWNhdGVSZXNwb25zZRJJCg1TZXRLaW5kUG9saWN5EiAuYmFyaXN0YS52MS5TZXRLaW5kUG9saWN5UmVxdWVzdBoWLmJhcmlzdGEudjEuS2luZFBvbGljeRJdChBMaXN0S2luZFBvbGljaWVzEiMuYmFyaXN0YS52MS5MaXN0S2luZFBvbGljaWVzUmVxdWVzdBokLmJhcmlzdGEudjEuTGlzdEtpbmRQb2xpY2llc1Jlc3BvbnNlQidaJWdpdGh1Yi5jb20vYmFyaXN0YWhxL2JhcmlzdGEvcHJvdG87cGJiBnByb3RvMw", [file_types]);
+
+/**
+ * KindPolicy is the retry policy of a kind: for one tenant, or every
+ * tenant ("*"). A value left 0 (retry_backoff_ms absent) is not set by
+ * the policy.
+ *
+ * @generated from message barista.v1.KindPolicy
+ */
+export type KindPolicy = Message<"barista.v1.KindPolicy"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: uint32 max_attempts = 3;
+   */
+  maxAttempts: number;
+
+  /**
+   * @generated from field: optional int64 retry_backoff_ms = 4;
+   */
+  retryBackoffMs?: bigint;
+
+  /**
+   * @generated from field: int64 retry_backoff_max_ms = 5;
+   */
+  retryBackoffMaxMs: bigint;
+
+  /**
+   * @generated from field: int64 timeout_ms = 6;
+   */
+  timeoutMs: bigint;
+};
+
+/**
+ * Describes the message barista.v1.KindPolicy.
+ * Use `create(KindPolicySchema)` to create a new message.
+ */
+export const KindPolicySchema: GenMessage<KindPolicy> = /*@__PURE__*/
+  messageDesc(file_client, 0);
+
+/**
+ * @generated from message barista.v1.SetKindPolicyRequest
+ */
+export type SetKindPolicyRequest = Message<"barista.v1.SetKindPolicyRequest"> & {
+  /**
+   * tenant may be empty for a client token (its own), "*" for every
+   * tenant (an admin token).
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: uint32 max_attempts = 3;
+   */
+  maxAttempts: number;
+
+  /**
+   * @generated from field: optional int64 retry_backoff_ms = 4;
+   */
+  retryBackoffMs?: bigint;
+
+  /**
+   * @generated from field: int64 retry_backoff_max_ms = 5;
+   */
+  retryBackoffMaxMs: bigint;
+
+  /**
+   * @generated from field: int64 timeout_ms = 6;
+   */
+  timeoutMs: bigint;
+
+  /**
+   * @generated from field: bool remove = 7;
+   */
+  remove: boolean;
+};
+
+/**
+ * Describes the message barista.v1.SetKindPolicyRequest.
+ * Use `create(SetKindPolicyRequestSchema)` to create a new message.
+ */
+export const SetKindPolicyRequestSchema: GenMessage<SetKindPolicyRequest> = /*@__PURE__*/
+  messageDesc(file_client, 1);
+
+/**
+ * @generated from message barista.v1.ListKindPoliciesRequest
+ */
+export type ListKindPoliciesRequest = Message<"barista.v1.ListKindPoliciesRequest"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+};
+
+/**
+ * Describes the message barista.v1.ListKindPoliciesRequest.
+ * Use `create(ListKindPoliciesRequestSchema)` to create a new message.
+ */
+export const ListKindPoliciesRequestSchema: GenMessage<ListKindPoliciesRequest> = /*@__PURE__*/
+  messageDesc(file_client, 2);
+
+/**
+ * @generated from message barista.v1.ListKindPoliciesResponse
+ */
+export type ListKindPoliciesResponse = Message<"barista.v1.ListKindPoliciesResponse"> & {
+  /**
+   * @generated from field: repeated barista.v1.KindPolicy policies = 1;
+   */
+  policies: KindPolicy[];
+};
+
+/**
+ * Describes the message barista.v1.ListKindPoliciesResponse.
+ * Use `create(ListKindPoliciesResponseSchema)` to create a new message.
+ */
+export const ListKindPoliciesResponseSchema: GenMessage<ListKindPoliciesResponse> = /*@__PURE__*/
+  messageDesc(file_client, 3);
 
 /**
  * EvidenceWindow is the part of the log a statement or certificate
@@ -61,7 +191,7 @@ export type EvidenceWindow = Message<"barista.v1.EvidenceWindow"> & {
  * Use `create(EvidenceWindowSchema)` to create a new message.
  */
 export const EvidenceWindowSchema: GenMessage<EvidenceWindow> = /*@__PURE__*/
-  messageDesc(file_client, 0);
+  messageDesc(file_client, 4);
 
 /**
  * @generated from message barista.v1.UsageStatementRequest
@@ -90,7 +220,7 @@ export type UsageStatementRequest = Message<"barista.v1.UsageStatementRequest"> 
  * Use `create(UsageStatementRequestSchema)` to create a new message.
  */
 export const UsageStatementRequestSchema: GenMessage<UsageStatementRequest> = /*@__PURE__*/
-  messageDesc(file_client, 1);
+  messageDesc(file_client, 5);
 
 /**
  * @generated from message barista.v1.UsageStatementResponse
@@ -115,7 +245,7 @@ export type UsageStatementResponse = Message<"barista.v1.UsageStatementResponse"
  * Use `create(UsageStatementResponseSchema)` to create a new message.
  */
 export const UsageStatementResponseSchema: GenMessage<UsageStatementResponse> = /*@__PURE__*/
-  messageDesc(file_client, 2);
+  messageDesc(file_client, 6);
 
 /**
  * @generated from message barista.v1.FairnessCertificateRequest
@@ -137,7 +267,7 @@ export type FairnessCertificateRequest = Message<"barista.v1.FairnessCertificate
  * Use `create(FairnessCertificateRequestSchema)` to create a new message.
  */
 export const FairnessCertificateRequestSchema: GenMessage<FairnessCertificateRequest> = /*@__PURE__*/
-  messageDesc(file_client, 3);
+  messageDesc(file_client, 7);
 
 /**
  * @generated from message barista.v1.FairnessCertificateResponse
@@ -161,7 +291,7 @@ export type FairnessCertificateResponse = Message<"barista.v1.FairnessCertificat
  * Use `create(FairnessCertificateResponseSchema)` to create a new message.
  */
 export const FairnessCertificateResponseSchema: GenMessage<FairnessCertificateResponse> = /*@__PURE__*/
-  messageDesc(file_client, 4);
+  messageDesc(file_client, 8);
 
 /**
  * PlaceInLine is a queued job's place in line in its pool (SPEC §3
@@ -223,7 +353,7 @@ export type PlaceInLine = Message<"barista.v1.PlaceInLine"> & {
  * Use `create(PlaceInLineSchema)` to create a new message.
  */
 export const PlaceInLineSchema: GenMessage<PlaceInLine> = /*@__PURE__*/
-  messageDesc(file_client, 5);
+  messageDesc(file_client, 9);
 
 /**
  * @generated from message barista.v1.PauseRequest
@@ -252,7 +382,7 @@ export type PauseRequest = Message<"barista.v1.PauseRequest"> & {
  * Use `create(PauseRequestSchema)` to create a new message.
  */
 export const PauseRequestSchema: GenMessage<PauseRequest> = /*@__PURE__*/
-  messageDesc(file_client, 6);
+  messageDesc(file_client, 10);
 
 /**
  * @generated from message barista.v1.PauseResponse
@@ -278,7 +408,7 @@ export type PauseResponse = Message<"barista.v1.PauseResponse"> & {
  * Use `create(PauseResponseSchema)` to create a new message.
  */
 export const PauseResponseSchema: GenMessage<PauseResponse> = /*@__PURE__*/
-  messageDesc(file_client, 7);
+  messageDesc(file_client, 11);
 
 /**
  * BulkJobsRequest chooses a tenant's jobs for Redrive, CancelJobs or
@@ -346,7 +476,7 @@ export type BulkJobsRequest = Message<"barista.v1.BulkJobsRequest"> & {
  * Use `create(BulkJobsRequestSchema)` to create a new message.
  */
 export const BulkJobsRequestSchema: GenMessage<BulkJobsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 8);
+  messageDesc(file_client, 12);
 
 /**
  * @generated from message barista.v1.BulkJobsResponse
@@ -405,7 +535,7 @@ export type BulkJobsResponse = Message<"barista.v1.BulkJobsResponse"> & {
  * Use `create(BulkJobsResponseSchema)` to create a new message.
  */
 export const BulkJobsResponseSchema: GenMessage<BulkJobsResponse> = /*@__PURE__*/
-  messageDesc(file_client, 9);
+  messageDesc(file_client, 13);
 
 /**
  * @generated from message barista.v1.SubmitRequest
@@ -533,7 +663,7 @@ export type SubmitRequest = Message<"barista.v1.SubmitRequest"> & {
  * Use `create(SubmitRequestSchema)` to create a new message.
  */
 export const SubmitRequestSchema: GenMessage<SubmitRequest> = /*@__PURE__*/
-  messageDesc(file_client, 10);
+  messageDesc(file_client, 14);
 
 /**
  * @generated from message barista.v1.SubmitResponse
@@ -557,7 +687,7 @@ export type SubmitResponse = Message<"barista.v1.SubmitResponse"> & {
  * Use `create(SubmitResponseSchema)` to create a new message.
  */
 export const SubmitResponseSchema: GenMessage<SubmitResponse> = /*@__PURE__*/
-  messageDesc(file_client, 11);
+  messageDesc(file_client, 15);
 
 /**
  * @generated from message barista.v1.ReadOptions
@@ -577,7 +707,7 @@ export type ReadOptions = Message<"barista.v1.ReadOptions"> & {
  * Use `create(ReadOptionsSchema)` to create a new message.
  */
 export const ReadOptionsSchema: GenMessage<ReadOptions> = /*@__PURE__*/
-  messageDesc(file_client, 12);
+  messageDesc(file_client, 16);
 
 /**
  * @generated from message barista.v1.GetJobRequest
@@ -604,7 +734,7 @@ export type GetJobRequest = Message<"barista.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_client, 13);
+  messageDesc(file_client, 17);
 
 /**
  * @generated from message barista.v1.Job
@@ -869,7 +999,7 @@ export type Job = Message<"barista.v1.Job"> & {
  * Use `create(JobSchema)` to create a new message.
  */
 export const JobSchema: GenMessage<Job> = /*@__PURE__*/
-  messageDesc(file_client, 14);
+  messageDesc(file_client, 18);
 
 /**
  * @generated from message barista.v1.RunJobNowRequest
@@ -891,7 +1021,7 @@ export type RunJobNowRequest = Message<"barista.v1.RunJobNowRequest"> & {
  * Use `create(RunJobNowRequestSchema)` to create a new message.
  */
 export const RunJobNowRequestSchema: GenMessage<RunJobNowRequest> = /*@__PURE__*/
-  messageDesc(file_client, 15);
+  messageDesc(file_client, 19);
 
 /**
  * @generated from message barista.v1.RunJobNowResponse
@@ -910,7 +1040,7 @@ export type RunJobNowResponse = Message<"barista.v1.RunJobNowResponse"> & {
  * Use `create(RunJobNowResponseSchema)` to create a new message.
  */
 export const RunJobNowResponseSchema: GenMessage<RunJobNowResponse> = /*@__PURE__*/
-  messageDesc(file_client, 16);
+  messageDesc(file_client, 20);
 
 /**
  * @generated from message barista.v1.ListJobsRequest
@@ -985,7 +1115,7 @@ export type ListJobsRequest = Message<"barista.v1.ListJobsRequest"> & {
  * Use `create(ListJobsRequestSchema)` to create a new message.
  */
 export const ListJobsRequestSchema: GenMessage<ListJobsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 17);
+  messageDesc(file_client, 21);
 
 /**
  * @generated from message barista.v1.ListJobsResponse
@@ -1010,7 +1140,7 @@ export type ListJobsResponse = Message<"barista.v1.ListJobsResponse"> & {
  * Use `create(ListJobsResponseSchema)` to create a new message.
  */
 export const ListJobsResponseSchema: GenMessage<ListJobsResponse> = /*@__PURE__*/
-  messageDesc(file_client, 18);
+  messageDesc(file_client, 22);
 
 /**
  * @generated from message barista.v1.CancelJobRequest
@@ -1032,7 +1162,7 @@ export type CancelJobRequest = Message<"barista.v1.CancelJobRequest"> & {
  * Use `create(CancelJobRequestSchema)` to create a new message.
  */
 export const CancelJobRequestSchema: GenMessage<CancelJobRequest> = /*@__PURE__*/
-  messageDesc(file_client, 19);
+  messageDesc(file_client, 23);
 
 /**
  * @generated from message barista.v1.CancelJobResponse
@@ -1058,7 +1188,7 @@ export type CancelJobResponse = Message<"barista.v1.CancelJobResponse"> & {
  * Use `create(CancelJobResponseSchema)` to create a new message.
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE__*/
-  messageDesc(file_client, 20);
+  messageDesc(file_client, 24);
 
 /**
  * @generated from message barista.v1.WatchEventsRequest
@@ -1107,7 +1237,7 @@ export type WatchEventsRequest = Message<"barista.v1.WatchEventsRequest"> & {
  * Use `create(WatchEventsRequestSchema)` to create a new message.
  */
 export const WatchEventsRequestSchema: GenMessage<WatchEventsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 21);
+  messageDesc(file_client, 25);
 
 /**
  * ClockNow pairs a node's cluster time with its wall clock when it
@@ -1134,7 +1264,7 @@ export type ClockNow = Message<"barista.v1.ClockNow"> & {
  * Use `create(ClockNowSchema)` to create a new message.
  */
 export const ClockNowSchema: GenMessage<ClockNow> = /*@__PURE__*/
-  messageDesc(file_client, 22);
+  messageDesc(file_client, 26);
 
 /**
  * @generated from message barista.v1.Event
@@ -1225,7 +1355,7 @@ export type Event = Message<"barista.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_client, 23);
+  messageDesc(file_client, 27);
 
 /**
  * @generated from message barista.v1.TenantUsageRequest
@@ -1255,7 +1385,7 @@ export type TenantUsageRequest = Message<"barista.v1.TenantUsageRequest"> & {
  * Use `create(TenantUsageRequestSchema)` to create a new message.
  */
 export const TenantUsageRequestSchema: GenMessage<TenantUsageRequest> = /*@__PURE__*/
-  messageDesc(file_client, 24);
+  messageDesc(file_client, 28);
 
 /**
  * @generated from message barista.v1.TenantUsageResponse
@@ -1434,7 +1564,7 @@ export type TenantUsageResponse = Message<"barista.v1.TenantUsageResponse"> & {
  * Use `create(TenantUsageResponseSchema)` to create a new message.
  */
 export const TenantUsageResponseSchema: GenMessage<TenantUsageResponse> = /*@__PURE__*/
-  messageDesc(file_client, 25);
+  messageDesc(file_client, 29);
 
 /**
  * GroupUsage is one group's jobs.
@@ -1472,7 +1602,7 @@ export type GroupUsage = Message<"barista.v1.GroupUsage"> & {
  * Use `create(GroupUsageSchema)` to create a new message.
  */
 export const GroupUsageSchema: GenMessage<GroupUsage> = /*@__PURE__*/
-  messageDesc(file_client, 26);
+  messageDesc(file_client, 30);
 
 /**
  * Group is one group of a tenant and what is set on it.
@@ -1560,7 +1690,7 @@ export type Group = Message<"barista.v1.Group"> & {
  * Use `create(GroupSchema)` to create a new message.
  */
 export const GroupSchema: GenMessage<Group> = /*@__PURE__*/
-  messageDesc(file_client, 27);
+  messageDesc(file_client, 31);
 
 /**
  * @generated from message barista.v1.SetGroupRequest
@@ -1604,7 +1734,7 @@ export type SetGroupRequest = Message<"barista.v1.SetGroupRequest"> & {
  * Use `create(SetGroupRequestSchema)` to create a new message.
  */
 export const SetGroupRequestSchema: GenMessage<SetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_client, 28);
+  messageDesc(file_client, 32);
 
 /**
  * @generated from message barista.v1.GetGroupRequest
@@ -1631,7 +1761,7 @@ export type GetGroupRequest = Message<"barista.v1.GetGroupRequest"> & {
  * Use `create(GetGroupRequestSchema)` to create a new message.
  */
 export const GetGroupRequestSchema: GenMessage<GetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_client, 29);
+  messageDesc(file_client, 33);
 
 /**
  * @generated from message barista.v1.ListGroupsRequest
@@ -1665,7 +1795,7 @@ export type ListGroupsRequest = Message<"barista.v1.ListGroupsRequest"> & {
  * Use `create(ListGroupsRequestSchema)` to create a new message.
  */
 export const ListGroupsRequestSchema: GenMessage<ListGroupsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 30);
+  messageDesc(file_client, 34);
 
 /**
  * @generated from message barista.v1.ListGroupsResponse
@@ -1689,7 +1819,7 @@ export type ListGroupsResponse = Message<"barista.v1.ListGroupsResponse"> & {
  * Use `create(ListGroupsResponseSchema)` to create a new message.
  */
 export const ListGroupsResponseSchema: GenMessage<ListGroupsResponse> = /*@__PURE__*/
-  messageDesc(file_client, 31);
+  messageDesc(file_client, 35);
 
 /**
  * @generated from message barista.v1.SubmitBatchRequest
@@ -1706,7 +1836,7 @@ export type SubmitBatchRequest = Message<"barista.v1.SubmitBatchRequest"> & {
  * Use `create(SubmitBatchRequestSchema)` to create a new message.
  */
 export const SubmitBatchRequestSchema: GenMessage<SubmitBatchRequest> = /*@__PURE__*/
-  messageDesc(file_client, 32);
+  messageDesc(file_client, 36);
 
 /**
  * @generated from message barista.v1.SubmitResult
@@ -1768,7 +1898,7 @@ export type SubmitResult = Message<"barista.v1.SubmitResult"> & {
  * Use `create(SubmitResultSchema)` to create a new message.
  */
 export const SubmitResultSchema: GenMessage<SubmitResult> = /*@__PURE__*/
-  messageDesc(file_client, 33);
+  messageDesc(file_client, 37);
 
 /**
  * @generated from message barista.v1.SubmitBatchResponse
@@ -1785,7 +1915,7 @@ export type SubmitBatchResponse = Message<"barista.v1.SubmitBatchResponse"> & {
  * Use `create(SubmitBatchResponseSchema)` to create a new message.
  */
 export const SubmitBatchResponseSchema: GenMessage<SubmitBatchResponse> = /*@__PURE__*/
-  messageDesc(file_client, 34);
+  messageDesc(file_client, 38);
 
 /**
  * @generated from message barista.v1.ExplainJobRequest
@@ -1807,7 +1937,7 @@ export type ExplainJobRequest = Message<"barista.v1.ExplainJobRequest"> & {
  * Use `create(ExplainJobRequestSchema)` to create a new message.
  */
 export const ExplainJobRequestSchema: GenMessage<ExplainJobRequest> = /*@__PURE__*/
-  messageDesc(file_client, 35);
+  messageDesc(file_client, 39);
 
 /**
  * ExplainJobResponse is a job's reason and that reason's fields; fields of
@@ -1974,7 +2104,7 @@ export type ExplainJobResponse = Message<"barista.v1.ExplainJobResponse"> & {
  * Use `create(ExplainJobResponseSchema)` to create a new message.
  */
 export const ExplainJobResponseSchema: GenMessage<ExplainJobResponse> = /*@__PURE__*/
-  messageDesc(file_client, 36);
+  messageDesc(file_client, 40);
 
 /**
  * @generated from service barista.v1.Client
@@ -2180,6 +2310,32 @@ export const Client: GenService<{
     methodKind: "unary";
     input: typeof FairnessCertificateRequestSchema;
     output: typeof FairnessCertificateResponseSchema;
+  },
+  /**
+   * SetKindPolicy sets (or, with remove, removes) the retry policy of a
+   * kind (SPEC §3 "Kinds", feature level 8): max_attempts, retry_backoff,
+   * retry_backoff_max and timeout for the tenant's jobs of that kind, or
+   * with tenant "*" (an admin token only) for every tenant's. A submit's
+   * own values win, then its tenant's policy, then every tenant's, then
+   * the cluster's; a policy is fixed on a job at its submit.
+   *
+   * @generated from rpc barista.v1.Client.SetKindPolicy
+   */
+  setKindPolicy: {
+    methodKind: "unary";
+    input: typeof SetKindPolicyRequestSchema;
+    output: typeof KindPolicySchema;
+  },
+  /**
+   * ListKindPolicies lists a tenant's retry policies of kinds and those of
+   * every tenant ("*": every tenant's only, for an admin token).
+   *
+   * @generated from rpc barista.v1.Client.ListKindPolicies
+   */
+  listKindPolicies: {
+    methodKind: "unary";
+    input: typeof ListKindPoliciesRequestSchema;
+    output: typeof ListKindPoliciesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_client, 0);

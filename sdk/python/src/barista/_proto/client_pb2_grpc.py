@@ -104,6 +104,16 @@ class ClientStub(object):
                 request_serializer=barista_dot___proto_dot_client__pb2.FairnessCertificateRequest.SerializeToString,
                 response_deserializer=barista_dot___proto_dot_client__pb2.FairnessCertificateResponse.FromString,
                 )
+        self.SetKindPolicy = channel.unary_unary(
+                '/barista.v1.Client/SetKindPolicy',
+                request_serializer=barista_dot___proto_dot_client__pb2.SetKindPolicyRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_client__pb2.KindPolicy.FromString,
+                )
+        self.ListKindPolicies = channel.unary_unary(
+                '/barista.v1.Client/ListKindPolicies',
+                request_serializer=barista_dot___proto_dot_client__pb2.ListKindPoliciesRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_client__pb2.ListKindPoliciesResponse.FromString,
+                )
 
 
 class ClientServicer(object):
@@ -261,6 +271,26 @@ class ClientServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetKindPolicy(self, request, context):
+        """SetKindPolicy sets (or, with remove, removes) the retry policy of a
+        kind (SPEC §3 "Kinds", feature level 8): max_attempts, retry_backoff,
+        retry_backoff_max and timeout for the tenant's jobs of that kind, or
+        with tenant "*" (an admin token only) for every tenant's. A submit's
+        own values win, then its tenant's policy, then every tenant's, then
+        the cluster's; a policy is fixed on a job at its submit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListKindPolicies(self, request, context):
+        """ListKindPolicies lists a tenant's retry policies of kinds and those of
+        every tenant ("*": every tenant's only, for an admin token).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClientServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -353,6 +383,16 @@ def add_ClientServicer_to_server(servicer, server):
                     servicer.FairnessCertificate,
                     request_deserializer=barista_dot___proto_dot_client__pb2.FairnessCertificateRequest.FromString,
                     response_serializer=barista_dot___proto_dot_client__pb2.FairnessCertificateResponse.SerializeToString,
+            ),
+            'SetKindPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetKindPolicy,
+                    request_deserializer=barista_dot___proto_dot_client__pb2.SetKindPolicyRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_client__pb2.KindPolicy.SerializeToString,
+            ),
+            'ListKindPolicies': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListKindPolicies,
+                    request_deserializer=barista_dot___proto_dot_client__pb2.ListKindPoliciesRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_client__pb2.ListKindPoliciesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -667,5 +707,39 @@ class Client(object):
         return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/FairnessCertificate',
             barista_dot___proto_dot_client__pb2.FairnessCertificateRequest.SerializeToString,
             barista_dot___proto_dot_client__pb2.FairnessCertificateResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetKindPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/SetKindPolicy',
+            barista_dot___proto_dot_client__pb2.SetKindPolicyRequest.SerializeToString,
+            barista_dot___proto_dot_client__pb2.KindPolicy.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListKindPolicies(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/ListKindPolicies',
+            barista_dot___proto_dot_client__pb2.ListKindPoliciesRequest.SerializeToString,
+            barista_dot___proto_dot_client__pb2.ListKindPoliciesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
