@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-unfair test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit noisy-neighbour fuzz proto proto-python proto-typescript run clean
+.PHONY: help build test test-unit test-unfair test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit noisy-neighbour handoff fuzz proto proto-python proto-typescript run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -116,6 +116,9 @@ ratelimit: build ## a tenant at rate=60/1m burst=5 beside another on 3 servers a
 # Noisy neighbour at the door: make noisy-neighbour NOISY_PHASE=20s
 # NOISY_FLOODS=health-watches,held-reads NOISY_REPORT=noisy.json
 NOISY_PHASE ?= 20s
+handoff: build ## kill 20 leaders right after an Assign and report how soon the job ran again (p50, max)
+	BARISTA_HANDOFF_TRIES=20 $(GO) test -count=1 -p 1 -timeout 20m -run 'TestHandoffLeaderKilledAfterAssign' -v ./test/ | grep -E 'handoff_test|^(ok|FAIL|---)'
+
 noisy-neighbour: build ## one tenant (or no token) floods each shared edge resource of a TLS cluster on namespaced addresses while another submits, reads and watches; fails unless 99 % of its calls succeed and no event of it is lost; prints its p50/p99 against baseline (as root; about 4 minutes)
 	BARISTA_NOISY=1 BARISTA_BIN=$(CURDIR)/bin/barista NOISY_PHASE=$(NOISY_PHASE) NOISY_FLOODS=$(NOISY_FLOODS) NOISY_REPORT=$(if $(NOISY_REPORT),$(abspath $(NOISY_REPORT))) \
 		$(GO) test -count=1 -timeout 0 -run '^TestNoisyNeighbour$$' -v ./test/noisy/ 2>&1 | grep -v '^\s*20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T' ; exit $${PIPESTATUS[0]}
