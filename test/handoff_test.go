@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -155,4 +156,35 @@ func startStoppableWorker(t *testing.T, servers []string, id string, runner work
 	stop = func() { once.Do(func() { cancel(); <-finished }) }
 	t.Cleanup(stop)
 	return stop
+}
+
+type blockArgs struct{}
+
+func (blockArgs) Kind() string { return "block" }
+
+// TestHandoffStopTimesOut: a Go worker whose Stop's context ends while a
+// run goes on reports the run failed as it kills it: the cluster retries
+// the job at once (one failure), not once its lease expires.
+func TestHandoffStopTimesOut(t *testing.T) {
+	_, cl, addrs, ctx := sdkCluster(t, 1)
+	k := worker.NewKinds()
+	worker.Register(k, func(ctx context.Context, j *worker.Job[blockArgs]) error {
+		<-ctx.Done()
+		time.Sleep(time.Hour)
+		return nil
+	})
+	w, _ := startSDKWorkerOfSize(t, addrs, "stopper", pb.Size_SM, 1, k)
+	job := submitKind(t, ctx, cl, "block", blockArgs{})
+	waitState(t, ctx, cl, job, "running", func(j *client.Job) bool { return j.State == "running" })
+	stopCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	stopped := time.Now()
+	if err := w.Stop(stopCtx); err == nil {
+		t.Fatal("Stop returned nil with a run still going")
+	}
+	// Failed once, it backs off (scheduled) before its retry.
+	j := waitState(t, ctx, cl, job, "its retry", func(j *client.Job) bool { return j.State == "scheduled" || j.State == "queued" })
+	if took := time.Since(stopped); took > 3*time.Second || j.Failures != 1 || !strings.Contains(j.Stderr, "the worker stopped before the run ended") {
+		t.Errorf("after Stop timed out: queued %s later, %d failures, stderr %q", took, j.Failures, j.Stderr)
+	}
 }

@@ -141,6 +141,9 @@ type Agent struct {
 	readyAt   time.Time
 	draining  bool
 	wakeReady chan struct{}
+	// abandon asks the session to report the running job's run failed
+	// now (a Stop whose context ended: stop.go).
+	abandon chan struct{}
 	// foldReady: this session's leader takes the next Ready folded into
 	// a Finished (Welcome.finish_ready). offered: the leader holds a
 	// credit of this session that no Assign has spent yet.
@@ -205,6 +208,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg: cfg, log: cfg.Logger, sentAt: map[uint64]time.Time{},
 		credit: uint64(time.Now().UnixNano()), interval: 5 * time.Second, selfKill: 25 * time.Second,
 		wakeReady: make(chan struct{}, 1),
+		abandon:   make(chan struct{}, 1),
 	}, nil
 }
 
@@ -225,10 +229,10 @@ func (a *Agent) Drain() {
 
 // Stop stops the agent gracefully: it takes no new job, lets the running
 // one end and report its result, and returns once Run has returned. If
-// ctx ends first, the running job is cancelled and Run ended without
-// waiting for its report (the job is retried once its lease expires);
-// Stop then returns ctx's error. Stop returns at once when Run is not
-// running.
+// ctx ends first, the running job is cancelled and its run reported
+// failed at once (retried as its max_attempts allow, as StopAndCancel's),
+// then Run ends; Stop then returns ctx's error. Stop returns at once when
+// Run is not running.
 func (a *Agent) Stop(ctx context.Context) error {
 	a.Drain()
 	return a.waitStopped(ctx, false)
@@ -238,9 +242,9 @@ func (a *Agent) Stop(ctx context.Context) error {
 // running one (a Func's context ends; a process gets SIGTERM, then
 // SIGKILL after StopGrace). The run is reported as it ended — failed,
 // so retried as the job's max_attempts allow — and StopAndCancel returns
-// once Run has returned. If ctx ends first, Run is ended without waiting
-// for that report (the job is then retried once its lease expires);
-// StopAndCancel returns ctx's error.
+// once Run has returned. If ctx ends first, the run is reported failed
+// at once without waiting for it to end, then Run ends; StopAndCancel
+// returns ctx's error.
 func (a *Agent) StopAndCancel(ctx context.Context) error {
 	a.Drain()
 	a.terminateCurrent()
@@ -283,6 +287,7 @@ func (a *Agent) waitStopped(ctx context.Context, cancelled bool) error {
 	if !cancelled {
 		a.terminateCurrent()
 	}
+	a.abandonCurrent(abandonWait)
 	stop()
 	<-stopped
 	return ctx.Err()
@@ -707,6 +712,10 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 			}
 		case <-a.wakeReady:
 			if err := a.offer(send); err != nil {
+				return err
+			}
+		case <-a.abandon:
+			if err := a.reportAbandoned(send); err != nil {
 				return err
 			}
 		}
