@@ -117,14 +117,14 @@ type AuditFact struct {
 	// before (Runs; nil: every job). A "finish" says its Outcome; one of
 	// unknown_kind also the job's failures before and after it and its
 	// State after.
-	Form           string      `json:"form,omitempty"`
-	JobKind        string      `json:"job_kind,omitempty"`
-	Worker         string      `json:"worker,omitempty"`
-	Runs           *RunsFact   `json:"runs,omitempty"`
-	Outcome        string      `json:"outcome,omitempty"`
-	FailuresBefore uint16      `json:"failures_before,omitempty"`
-	Failures       uint16      `json:"failures,omitempty"`
-	Hello          *HelloFact  `json:"hello,omitempty"`
+	Form           string     `json:"form,omitempty"`
+	JobKind        string     `json:"job_kind,omitempty"`
+	Worker         string     `json:"worker,omitempty"`
+	Runs           *RunsFact  `json:"runs,omitempty"`
+	Outcome        string     `json:"outcome,omitempty"`
+	FailuresBefore uint16     `json:"failures_before,omitempty"`
+	Failures       uint16     `json:"failures,omitempty"`
+	Hello          *HelloFact `json:"hello,omitempty"`
 }
 
 // RunsFact is what a worker runs (sfq.Runs): command jobs if Commands;
@@ -409,7 +409,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				burst, subscribed := s.Subscription(t.Name, pool)
 				workerPool := poolOf(x.Dispatch.Pool)
 				form, kind := formFact(&j)
-				a.emit(AuditFact{Form: form, JobKind: kind, Worker: x.Dispatch.WorkerId, Runs: runs,Kind: "dispatch", Group: j.Group(), GroupRunning: g.Running, GroupCap: sfq.CapOf(&t, &g), Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
+				a.emit(AuditFact{Form: form, JobKind: kind, Worker: x.Dispatch.WorkerId, Runs: runs, Kind: "dispatch", Group: j.Group(), GroupRunning: g.Running, GroupCap: sfq.CapOf(&t, &g), Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
 					EstCostMs: j.EstCostMs, Weight: int64(j.Weight), Running: t.Running, RunningSize: t.RunningBySize[j.Size],
 					InflightCPUMs: t.InflightCPUMs, MaxRunning: t.Caps.MaxRunning, MaxRunningSize: t.Caps.MaxRunningSize[j.Size],
 					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged, BackloggedIn: backloggedIn,

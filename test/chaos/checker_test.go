@@ -490,7 +490,9 @@ func TestCheckerCatchesBrokenKinds(t *testing.T) {
 			setFactAt(h, "dispatch", 64, func(f *snapshot.AuditFact) { f.Runs = &snapshot.RunsFact{Kinds: []string{"resize"}} })
 		}},
 		{"function job to a worker that said it does not run it", "which runs command jobs and every kind but [digest]", func(h *History) {
-			setFactAt(h, "dispatch", 70, func(f *snapshot.AuditFact) { f.Runs = &snapshot.RunsFact{Commands: true, AllKinds: true, Kinds: []string{"digest"}} })
+			setFactAt(h, "dispatch", 70, func(f *snapshot.AuditFact) {
+				f.Runs = &snapshot.RunsFact{Commands: true, AllKinds: true, Kinds: []string{"digest"}}
+			})
 		}},
 		{"command job to a worker without commands", "index 65: job 21 (a command job) dispatched to worker cmd, which runs no command jobs and the kinds [digest]", func(h *History) {
 			setFactAt(h, "dispatch", 65, func(f *snapshot.AuditFact) { f.Runs = &snapshot.RunsFact{Kinds: []string{"digest"}} })

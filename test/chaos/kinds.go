@@ -3,8 +3,8 @@ package chaos
 import (
 	"fmt"
 
-	"github.com/baristahq/barista/snapshot"
 	"github.com/baristahq/barista/sfq"
+	"github.com/baristahq/barista/snapshot"
 )
 
 // checkKinds (12): no dispatch gives a worker a job it does not run (a
