@@ -105,7 +105,7 @@ func (f *FSM) checkSubmit(c *clusterpb.SubmitJob, before *held) (v submitVerdict
 	}
 	v.sub = sub
 	ti, known := f.sched.TenantIndex(c.Tenant)
-	f.withPolicies(&v.sub, c, ti, known) // the retry policy of its kind
+	f.withPolicies(&v.sub, ti, known) // the retry policy of its kind
 	if known && c.IdempotencyKey != "" {
 		v.digest = submitDigest(c)
 		if job, r, ok := f.keyed(ti, c, v.digest); ok {

@@ -90,6 +90,15 @@ func runsOf(commands bool, kinds []string) (sfq.Runs, Result) {
 	return sfq.Runs{Commands: commands, Kinds: slices.Compact(sorted)}, Result{}
 }
 
+// WorkerRuns is what a worker that says it runs commands (or not) and
+// kinds runs, as a WorkerHello records it: the kinds sorted, each once.
+// A kind that is not a job type, or too many, is refused. The replay's
+// core records its workers with it.
+func WorkerRuns(commands bool, kinds []string) (sfq.Runs, error) {
+	runs, r := runsOf(commands, kinds)
+	return runs, r.Err()
+}
+
 // validKind checks a kind's name: a job type, not empty.
 func validKind(field, k string) error {
 	if k == "" {
@@ -196,17 +205,8 @@ func (f *FSM) checkKindPolicySet(c *clusterpb.KindPolicySet) (KindPolicy, Result
 	if c.RetryBackoffMs != nil {
 		p.RetryBackoffMs = *c.RetryBackoffMs
 	}
-	switch {
-	case p.MaxAttempts > sfq.MaxMaxAttempts:
-		return p, refusef(Invalid, "max_attempts", "%d, at most %d", p.MaxAttempts, sfq.MaxMaxAttempts)
-	case p.RetryBackoffMs < -1 || p.RetryBackoffMs > sfq.MaxRetryBackoffMs:
-		return p, refusef(Invalid, "retry_backoff_ms", "%d is out of range (0 .. 24 h)", p.RetryBackoffMs)
-	case p.RetryBackoffMaxMs < 0 || p.RetryBackoffMaxMs > sfq.MaxRetryBackoffMs:
-		return p, refusef(Invalid, "retry_backoff_max_ms", "%d is out of range (0 .. 24 h)", p.RetryBackoffMaxMs)
-	case p.TimeoutMs < 0 || p.TimeoutMs > sfq.MaxTimeoutMs:
-		return p, refusef(Invalid, "timeout_ms", "%d is out of range (0 .. %d)", p.TimeoutMs, int64(sfq.MaxTimeoutMs))
-	case p.MaxAttempts == 0 && p.RetryBackoffMs < 0 && p.RetryBackoffMaxMs == 0 && p.TimeoutMs == 0:
-		return p, refusef(Invalid, "", "a retry policy sets max_attempts, retry_backoff, retry_backoff_max or timeout (remove deletes one)")
+	if r := p.checkValues(); r.Refused() {
+		return p, r
 	}
 	if found {
 		if f.policies[i] == p {
@@ -224,6 +224,33 @@ func (f *FSM) checkKindPolicySet(c *clusterpb.KindPolicySet) (KindPolicy, Result
 		return p, refuseWhy(ResourceExhausted, text.ReasonQuotaExceeded, "kind", "%d retry policies of kinds, at most %d", n, MaxKindPolicies)
 	}
 	return p, Result{}
+}
+
+// checkValues checks the values a policy sets: each in its range, and
+// at least one set.
+func (p KindPolicy) checkValues() Result {
+	switch {
+	case p.MaxAttempts > sfq.MaxMaxAttempts:
+		return refusef(Invalid, "max_attempts", "%d, at most %d", p.MaxAttempts, sfq.MaxMaxAttempts)
+	case p.RetryBackoffMs < -1 || p.RetryBackoffMs > sfq.MaxRetryBackoffMs:
+		return refusef(Invalid, "retry_backoff_ms", "%d is out of range (0 .. 24 h)", p.RetryBackoffMs)
+	case p.RetryBackoffMaxMs < 0 || p.RetryBackoffMaxMs > sfq.MaxRetryBackoffMs:
+		return refusef(Invalid, "retry_backoff_max_ms", "%d is out of range (0 .. 24 h)", p.RetryBackoffMaxMs)
+	case p.TimeoutMs < 0 || p.TimeoutMs > sfq.MaxTimeoutMs:
+		return refusef(Invalid, "timeout_ms", "%d is out of range (0 .. %d)", p.TimeoutMs, int64(sfq.MaxTimeoutMs))
+	case p.MaxAttempts == 0 && p.RetryBackoffMs < 0 && p.RetryBackoffMaxMs == 0 && p.TimeoutMs == 0:
+		return refusef(Invalid, "", "a retry policy sets max_attempts, retry_backoff, retry_backoff_max or timeout (remove deletes one)")
+	}
+	return Result{}
+}
+
+// Validate checks a policy as KindPolicySet does, its tenant aside: its
+// kind and its values. The replay's core keeps policies with it.
+func (p KindPolicy) Validate() error {
+	if err := validKind("kind", p.Kind); err != nil {
+		return refuse(err).Err()
+	}
+	return p.checkValues().Err()
 }
 
 func (f *FSM) applyKindPolicySet(c *clusterpb.KindPolicySet) Result {
@@ -256,7 +283,7 @@ func (f *FSM) dropPolicies(ti uint32) {
 // withPolicies fixes on submission sub the retry policy of its kind: what
 // the submit does not set, its tenant's policy (known: the tenant exists,
 // index ti) sets, else the policy of every tenant, else the cluster's.
-func (f *FSM) withPolicies(sub *sfq.Submission, c *clusterpb.SubmitJob, ti uint32, known bool) {
+func (f *FSM) withPolicies(sub *sfq.Submission, ti uint32, known bool) {
 	if len(f.policies) == 0 || sub.Type == "" {
 		return
 	}
@@ -269,7 +296,16 @@ func (f *FSM) withPolicies(sub *sfq.Submission, c *clusterpb.SubmitJob, ti uint3
 	if i, ok := f.findPolicy(0, sub.Type); ok {
 		every = &f.policies[i]
 	}
-	for _, p := range [2]*KindPolicy{mine, every} {
+	FillFromPolicies(sub, mine, every)
+}
+
+// FillFromPolicies fixes on submission sub the retry policies of its
+// kind, in order (its tenant's, then every tenant's; nil: none): each
+// value the submit, or an earlier policy, does not set is the first
+// policy's that sets it. What is left unset is the cluster's. Apply
+// calls it at a submit, and the replay's core alike.
+func FillFromPolicies(sub *sfq.Submission, ps ...*KindPolicy) {
+	for _, p := range ps {
 		if p == nil {
 			continue
 		}
@@ -279,7 +315,7 @@ func (f *FSM) withPolicies(sub *sfq.Submission, c *clusterpb.SubmitJob, ti uint3
 		if sub.TimeoutMs == 0 && p.TimeoutMs != 0 {
 			sub.TimeoutMs = p.TimeoutMs
 		}
-		if c.RetryBackoffMs == nil && !sub.RetryBackoffSet && p.RetryBackoffMs >= 0 {
+		if !sub.RetryBackoffSet && p.RetryBackoffMs >= 0 {
 			sub.RetryBackoffMs, sub.RetryBackoffSet = p.RetryBackoffMs, true
 		}
 		if sub.RetryBackoffMaxMs == 0 && p.RetryBackoffMaxMs != 0 {

@@ -1,6 +1,9 @@
 package snapshot
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/hashicorp/raft"
 
 	"github.com/baristahq/barista/fsm"
@@ -38,6 +41,8 @@ import (
 //     Tenant, Attempt (its attempt, which keeps counting), State (after).
 //   - "job": after the last entry, one per job in the table: Job, Tenant,
 //     Key, State.
+//   - "hello": a worker's new session (WorkerHello, feature level 8; see
+//     HelloFact).
 type AuditFact struct {
 	Kind             string   `json:"kind"`
 	Index            uint64   `json:"index,omitempty"`
@@ -105,6 +110,117 @@ type AuditFact struct {
 	Burst       uint32 `json:"burst,omitempty"`
 	// Snooze is set on the "finish" fact of a run that snoozed.
 	Snooze *SnoozeFact `json:"snooze,omitempty"`
+	// Kinds (feature level 8, SPEC §8 rule 12). A "submit" and a
+	// "dispatch" say the job's Form ("command", "function"; "" for a job
+	// every worker runs) and a function job's JobKind; a dispatch also
+	// names its Worker and what the worker's record said it runs just
+	// before (Runs; nil: every job). A "finish" says its Outcome; one of
+	// unknown_kind also the job's failures before and after it and its
+	// State after.
+	Form           string     `json:"form,omitempty"`
+	JobKind        string     `json:"job_kind,omitempty"`
+	Worker         string     `json:"worker,omitempty"`
+	Runs           *RunsFact  `json:"runs,omitempty"`
+	Outcome        string     `json:"outcome,omitempty"`
+	FailuresBefore uint16     `json:"failures_before,omitempty"`
+	Failures       uint16     `json:"failures,omitempty"`
+	Hello          *HelloFact `json:"hello,omitempty"`
+}
+
+// RunsFact is what a worker runs (sfq.Runs): command jobs if Commands;
+// the function jobs of the kinds in Kinds, or with AllKinds of every kind
+// but those.
+type RunsFact struct {
+	Commands bool     `json:"commands,omitempty"`
+	AllKinds bool     `json:"all_kinds,omitempty"`
+	Kinds    []string `json:"kinds,omitempty"`
+}
+
+// RunsJob reports whether a worker of r runs a job of form and kind (a
+// job of no form: every worker does).
+func (r *RunsFact) RunsJob(form, kind string) bool {
+	switch {
+	case r == nil || form == "":
+		return true
+	case form == sfq.FormCommand.String():
+		return r.Commands
+	}
+	return slices.Contains(r.Kinds, kind) != r.AllKinds
+}
+
+// HelloFact is what a worker's new session did (SPEC §5 "reconcile on
+// reconnect"): the runs its Hello listed (Holds, as "JOB/ATTEMPT") and
+// what it says it runs (the fact's Runs, nil: every job); the run the
+// state said it held, if one was live on it (the fact's Job and Attempt,
+// with Before its state, Cancel its pending cancel, the fact's
+// FailuresBefore its failures), whether the Hello Listed it, and after
+// the Hello that job's State and the fact's Failures, and whether the
+// worker's record still holds a live run (Held).
+type HelloFact struct {
+	Holds  []string `json:"holds,omitempty"`
+	Before string   `json:"before,omitempty"`
+	Cancel string   `json:"cancel,omitempty"`
+	Listed bool     `json:"listed,omitempty"`
+	State  string   `json:"state,omitempty"`
+	Held   bool     `json:"held,omitempty"`
+}
+
+// runsFact is what sfq.Runs says, nil for every job.
+func runsFact(r *sfq.Runs) *RunsFact {
+	if r.All() {
+		return nil
+	}
+	return &RunsFact{Commands: r.Commands, AllKinds: r.AllKinds, Kinds: r.Kinds}
+}
+
+// formFact is a job's form and, for a function job, its kind.
+func formFact(j *sfq.Job) (form, kind string) {
+	switch j.Form() {
+	case sfq.FormCommand:
+		return sfq.FormCommand.String(), ""
+	case sfq.FormFunction:
+		return sfq.FormFunction.String(), j.Type()
+	}
+	return "", ""
+}
+
+// heldRun returns the run the record of worker w holds, while it is live.
+func heldRun(f *fsm.FSM, id string) (sfq.Job, bool) {
+	w, ok := f.Worker(id)
+	if !ok || w.Job == 0 {
+		return sfq.Job{}, false
+	}
+	var j sfq.Job
+	f.Read(func(s *sfq.Scheduler) { j, ok = s.Job(w.Job) })
+	if !ok || !j.HeldBy(w.ID, w.Attempt) {
+		return sfq.Job{}, false
+	}
+	return j, true
+}
+
+// helloFact reports a WorkerHello: held is the run its worker held
+// before it (ok: one was live), failures that run's failures then.
+func helloFact(f *fsm.FSM, index uint64, c *clusterpb.WorkerHello, held sfq.Job, ok bool) AuditFact {
+	fact := AuditFact{Kind: "hello", Index: index, Worker: c.WorkerId, Hello: &HelloFact{}}
+	if w, known := f.Worker(c.WorkerId); known {
+		fact.Runs = runsFact(w.Runs)
+	}
+	for _, h := range c.Holds {
+		fact.Hello.Holds = append(fact.Hello.Holds, fmt.Sprintf("%d/%d", h.Job, h.Attempt))
+	}
+	_, fact.Hello.Held = heldRun(f, c.WorkerId)
+	if !ok {
+		return fact
+	}
+	fact.Job, fact.Attempt, fact.FailuresBefore = uint64(held.ID), held.Attempt, held.Failures
+	fact.Hello.Before, fact.Hello.Cancel = held.State.String(), held.Cancel.String()
+	fact.Hello.Listed = slices.ContainsFunc(c.Holds, func(h *clusterpb.HeldJob) bool { return sfq.JobID(h.Job) == held.ID && h.Attempt == held.Attempt })
+	f.Read(func(s *sfq.Scheduler) {
+		if j, ok := s.Job(held.ID); ok {
+			fact.Tenant, fact.Hello.State, fact.Failures = s.TenantName(j.Tenant), j.State.String(), j.Failures
+		}
+	})
+	return fact
 }
 
 // SnoozeFact is what a snoozed run did to its job (SPEC §3 "Job
@@ -187,6 +303,20 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 		var failuresBefore uint16
 		job := commandJob(c)
 		var dueBefore map[uint64]sfq.Time // scheduled jobs a Release names
+		// What a Dispatch's worker runs, and the run a Hello's worker
+		// holds, before the command (the records of fsm, read apart from
+		// the core).
+		var runs *RunsFact
+		if d := c.GetDispatch(); d != nil {
+			if w, ok := f.Worker(d.WorkerId); ok {
+				runs = runsFact(w.Runs)
+			}
+		}
+		var held sfq.Job
+		var holds bool
+		if h := c.GetWorkerHello(); h != nil {
+			held, holds = heldRun(f, h.WorkerId)
+		}
 		f.Read(func(s *sfq.Scheduler) {
 			if rel := c.GetRelease(); rel != nil {
 				dueBefore = map[uint64]sfq.Time{}
@@ -242,12 +372,16 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 		}
 		r := out[0]
 		clock, _ := f.Clock()
+		var emitHello *clusterpb.WorkerHello
 		f.Read(func(s *sfq.Scheduler) {
 			switch x := c.Cmd.(type) {
 			case *clusterpb.Command_Submit:
 				fact := AuditFact{Kind: "submit", Index: l.Index, Job: uint64(r.Job), Tenant: x.Submit.Tenant, Key: x.Submit.IdempotencyKey, Created: r.Created}
 				if r.Code != fsm.OK {
 					fact.Code = r.Code.String()
+				}
+				if j, ok := s.Job(r.Job); ok && r.Code == fsm.OK {
+					fact.Form, fact.JobKind = formFact(&j)
 				}
 				a.emit(fact)
 				if j, ok := s.Job(r.Job); ok && r.Created && j.State == sfq.Scheduled {
@@ -274,7 +408,8 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				}
 				burst, subscribed := s.Subscription(t.Name, pool)
 				workerPool := poolOf(x.Dispatch.Pool)
-				a.emit(AuditFact{Kind: "dispatch", Group: j.Group(), GroupRunning: g.Running, GroupCap: sfq.CapOf(&t, &g), Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
+				form, kind := formFact(&j)
+				a.emit(AuditFact{Form: form, JobKind: kind, Worker: x.Dispatch.WorkerId, Runs: runs, Kind: "dispatch", Group: j.Group(), GroupRunning: g.Running, GroupCap: sfq.CapOf(&t, &g), Index: l.Index, Job: uint64(r.Job), Tenant: t.Name, Size: j.Size.String(), Attempt: r.Attempt,
 					EstCostMs: j.EstCostMs, Weight: int64(j.Weight), Running: t.Running, RunningSize: t.RunningBySize[j.Size],
 					InflightCPUMs: t.InflightCPUMs, MaxRunning: t.Caps.MaxRunning, MaxRunningSize: t.Caps.MaxRunningSize[j.Size],
 					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged, BackloggedIn: backloggedIn,
@@ -311,12 +446,21 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				} else if !ok && r.Code == fsm.OK && x.SetGroup.SetRate {
 					a.emit(AuditFact{Kind: "rate", Index: l.Index, Tenant: x.SetGroup.Tenant, Group: x.SetGroup.Group})
 				}
+			case *clusterpb.Command_WorkerHello:
+				if r.Code == fsm.OK {
+					// Read below, outside the scheduler's read.
+					emitHello = x.WorkerHello
+				}
 			case *clusterpb.Command_Finished:
 				if r.Code == fsm.OK && r.Outcome == sfq.Changed {
 					j, _ := s.Job(sfq.JobID(x.Finished.Job))
+					outcome, _ := fsm.OutcomeFromPB(x.Finished.Outcome)
 					fact := AuditFact{Kind: "finish", Index: l.Index, Job: x.Finished.Job, Tenant: s.TenantName(j.Tenant), Attempt: x.Finished.Attempt,
-						CPUMs: x.Finished.CpuMs, EstCostMs: j.EstCostMs, Weight: int64(j.Weight)}
-					if outcome, _ := fsm.OutcomeFromPB(x.Finished.Outcome); outcome == sfq.OutcomeSnoozed && f.Level() >= fsm.Level7 {
+						CPUMs: x.Finished.CpuMs, EstCostMs: j.EstCostMs, Weight: int64(j.Weight), Outcome: outcome.String()}
+					if outcome == sfq.OutcomeUnknownKind {
+						fact.FailuresBefore, fact.Failures, fact.State = failuresBefore, j.Failures, j.State.String()
+					}
+					if outcome == sfq.OutcomeSnoozed && f.Level() >= fsm.Level7 {
 						fact.Snooze = &SnoozeFact{SnoozeMs: x.Finished.SnoozeMs, FailuresBefore: failuresBefore, Failures: j.Failures,
 							MaxSnoozes: f.Config().Sched.MaxSnoozes, State: j.State.String(), Cancel: j.Cancel.String(), At: int64(clock), DueAt: int64(j.DueAt())}
 						if j.Result != nil {
@@ -335,6 +479,15 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				}
 			}
 		})
+		if emitHello != nil {
+			fact := helloFact(f, l.Index, emitHello, held, holds)
+			a.emit(fact)
+			if st, err := sfq.ParseState(fact.Hello.State); holds && err == nil && st.Terminal() {
+				// The run it lost was its job's last (or a pending cancel
+				// ended it).
+				a.emit(AuditFact{Kind: "terminal", Index: l.Index, Job: fact.Job, Tenant: fact.Tenant, State: fact.Hello.State})
+			}
+		}
 	}
 	var vnow int64
 	var verr error

@@ -205,3 +205,79 @@ func TestAuditClockTicks(t *testing.T) {
 		t.Fatalf("audited replay: index %d hash %x; plain: index %d hash %x", audited.Index, audited.Hash, plain.Index, plain.Hash)
 	}
 }
+
+// TestAuditKinds: a submit and a dispatch say the job's form and kind, a
+// dispatch its worker and what the worker's record ran just before it; a
+// finish of unknown_kind the job's failures before and after and its
+// state; a Hello the run its worker held, whether it listed it, and what
+// became of it (SPEC §8 rule 12).
+func TestAuditKinds(t *testing.T) {
+	dir := t.TempDir()
+	db, err := raftboltdb.NewBoltStore(filepath.Join(dir, LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(form pb.JobForm, typ string) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, Form: form, JobType: typ}}}
+	}
+	hello := func(worker string, commands bool, kinds []string, holds ...*clusterpb.HeldJob) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_WorkerHello{WorkerHello: &clusterpb.WorkerHello{WorkerId: worker, Size: pb.Size_SM, Says: commands || len(kinds) > 0,
+			Commands: commands, Kinds: kinds, Holds: holds}}}
+	}
+	dispatch := func(worker string, credit uint64) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: worker, Size: pb.Size_SM, Credit: credit}}}
+	}
+	cmds := []*clusterpb.Command{
+		{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level8}}},
+		{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
+		submit(pb.JobForm_FUNCTION, "digest"), // 1
+		submit(pb.JobForm_COMMAND, "build"),   // 2
+		submit(pb.JobForm_FUNCTION, "resize"), // 3
+		hello("cmd", true, nil),
+		hello("py", false, []string{"digest", "resize"}),
+		dispatch("cmd", 1), // job 2
+		dispatch("py", 1),  // job 1
+		{Cmd: &clusterpb.Command_Started{Started: &clusterpb.Started{Job: 1, Attempt: 1, WorkerId: "py"}}},
+		{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 2, Attempt: 1, WorkerId: "cmd", Outcome: pb.Outcome_UNKNOWN_KIND}}},
+		hello("py", false, []string{"digest", "resize"}, &clusterpb.HeldJob{Job: 1, Attempt: 1}), // keeps job 1
+		hello("py", false, []string{"digest", "resize"}),                                         // loses it: a failure
+		dispatch("cmd", 2),      // nothing: cmd runs no command job this session
+		hello("cmd", true, nil), // a new session runs commands again
+		dispatch("cmd", 3),      // job 2 again
+		hello("cmd", true, nil), // loses it, never started: no failure
+	}
+	writeLog(t, db, cmds)
+	var got []string
+	if _, err := Audit(dir, 0, func(f AuditFact) {
+		switch f.Kind {
+		case "submit":
+			got = append(got, fmt.Sprintf("%d:submit job=%d form=%s kind=%s", f.Index, f.Job, f.Form, f.JobKind))
+		case "dispatch":
+			got = append(got, fmt.Sprintf("%d:dispatch job=%d form=%s kind=%s worker=%s runs=%+v", f.Index, f.Job, f.Form, f.JobKind, f.Worker, *f.Runs))
+		case "finish":
+			got = append(got, fmt.Sprintf("%d:finish job=%d outcome=%s failures=%d->%d state=%s", f.Index, f.Job, f.Outcome, f.FailuresBefore, f.Failures, f.State))
+		case "hello":
+			got = append(got, fmt.Sprintf("%d:hello %s runs=%+v job=%d/%d failures=%d->%d hello=%+v", f.Index, f.Worker, *f.Runs, f.Job, f.Attempt, f.FailuresBefore, f.Failures, *f.Hello))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"3:submit job=1 form=function kind=digest",
+		"4:submit job=2 form=command kind=",
+		"5:submit job=3 form=function kind=resize",
+		"6:hello cmd runs={Commands:true AllKinds:false Kinds:[]} job=0/0 failures=0->0 hello={Holds:[] Before: Cancel: Listed:false State: Held:false}",
+		"7:hello py runs={Commands:false AllKinds:false Kinds:[digest resize]} job=0/0 failures=0->0 hello={Holds:[] Before: Cancel: Listed:false State: Held:false}",
+		"8:dispatch job=2 form=command kind= worker=cmd runs={Commands:true AllKinds:false Kinds:[]}",
+		"9:dispatch job=1 form=function kind=digest worker=py runs={Commands:false AllKinds:false Kinds:[digest resize]}",
+		"11:finish job=2 outcome=unknown_kind failures=0->0 state=queued",
+		"12:hello py runs={Commands:false AllKinds:false Kinds:[digest resize]} job=1/1 failures=0->0 hello={Holds:[1/1] Before:running Cancel:none Listed:true State:running Held:true}",
+		"13:hello py runs={Commands:false AllKinds:false Kinds:[digest resize]} job=1/1 failures=0->1 hello={Holds:[] Before:running Cancel:none Listed:false State:queued Held:false}",
+		"15:hello cmd runs={Commands:true AllKinds:false Kinds:[]} job=0/0 failures=0->0 hello={Holds:[] Before: Cancel: Listed:false State: Held:false}",
+		"16:dispatch job=2 form=command kind= worker=cmd runs={Commands:true AllKinds:false Kinds:[]}",
+		"17:hello cmd runs={Commands:true AllKinds:false Kinds:[]} job=2/2 failures=0->0 hello={Holds:[] Before:assigned Cancel:none Listed:false State:queued Held:false}",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("facts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

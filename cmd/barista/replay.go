@@ -50,11 +50,13 @@ deadline_missed and start tag; "backlogged", the tenants with queued jobs
 just before it, and "backlogged_in", as tenant:class, the classes where
 each had queued jobs without a deadline; "eligible", the classes with an
 eligible job the worker fits just before it, "high:deadline" for a job
-with a deadline), "finish" (accepted reports), "terminal" (a job's
+with a deadline; the job's form and kind, the worker and what it runs),
+"finish" (accepted reports, with their outcome), "terminal" (a job's
 terminal transition), "redrive" (a job a Redrive queued again, with its
-attempt), and finally "job" (every job in the table). The
-chaos checker reads them (docs/chaos.md): caps, fairness inside each
-class, and class and deadline order at every dispatch. A log with a
+attempt), "hello" (a worker's new session and what became of the run it
+held), and finally "job" (every job in the table). The chaos checker
+reads them (docs/chaos.md): caps, fairness inside each class, class and
+deadline order at every dispatch, and kinds. A log with a
 restored backup in it is audited only up to the backup (--until).
 
 A restored backup leaves a gap in the log: a replay to an index past it
@@ -72,10 +74,14 @@ time) and prints one line per dispatch request:
   dispatch N tenant=NAME job=ID size=S start=TAG_MS
   dispatch N none
 
-then the final state hash as "hash=HEX". A line the scheduler refuses prints
-"error LINE: reason" and the command exits 1 after the run. With --json each
-line is a JSON object (keys n, tenant, job, size, start_ms, none; error,
-line; hash). "-" reads the script from standard input.
+(with group=, pool= and worker= where they apply), then the final state
+hash as "hash=HEX". Workers, kinds and their retry policies are lines of
+the script too (worker ID size=S [commands] [kinds=a,b], submit ...
+kind=K | command, kind TENANT|* KIND max_attempts=N ...). A line the
+scheduler refuses prints "error LINE: reason" and the command exits 1
+after the run. With --json each line is a JSON object (keys n, tenant,
+job, size, start_ms, none, group, pool, worker; error, line; hash). "-"
+reads the script from standard input.
 
 --report, with --script or --data-dir, prints the fairness report of the
 whole run instead (docs/scheduling.md, "The fairness report"): for each

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/sfq"
 )
 
@@ -18,6 +19,10 @@ type Core struct {
 	// implicit_tenants (nil: off).
 	level    uint32
 	implicit *sfq.Tier
+	// The state machine's tables of kinds (corekinds.go): worker records
+	// and the retry policies of kinds, read by key only.
+	workers  map[string]*coreWorker
+	policies map[policyKey]fsm.KindPolicy
 }
 
 // poolLevel is the level pools need.
@@ -61,7 +66,11 @@ func (c *Core) Tenant(name string) (sfq.TenantSpec, bool) {
 // DeleteTenant implements Target.
 func (c *Core) DeleteTenant(now sfq.Time, name string) error {
 	c.S.SetClock(now)
-	return c.S.DeleteTenant(name)
+	if err := c.S.DeleteTenant(name); err != nil {
+		return err
+	}
+	c.dropPolicies(name)
+	return nil
 }
 
 // SetLevel implements Target: the core has no feature levels.
@@ -121,7 +130,14 @@ func (c *Core) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
 			return 0, err
 		}
 	}
-	if _, known := c.S.TenantIndex(sub.Tenant); !known && c.implicit != nil {
+	if c.level < kindsLevel {
+		// Below level 8 a job has no form: every worker runs it (the
+		// state machine clears it, as for a client of a later build).
+		sub.Form = sfq.FormAny
+	}
+	_, known := c.S.TenantIndex(sub.Tenant)
+	c.withPolicies(&sub, known)
+	if !known && c.implicit != nil {
 		if _, ok := c.S.PoolID(sub.Pool); ok {
 			c.S.SetClock(now)
 			if _, err := c.S.UpsertTenant(sfq.TenantSpec{Name: sub.Tenant, Tier: *c.implicit}); err != nil {
@@ -143,7 +159,7 @@ func (c *Core) Dispatch(now sfq.Time, pool string, size sfq.Size, worker string)
 	if !ok {
 		return sfq.Assignment{}, false, fmt.Errorf("%w: %q", sfq.ErrUnknownPool, pool)
 	}
-	return c.S.DispatchPool(now, id, size, worker)
+	return c.dispatchFor(now, id, pool, size, worker)
 }
 
 // SetPool implements Target.
@@ -293,7 +309,15 @@ func (c *Core) Heartbeat(now sfq.Time, id sfq.JobID, attempt uint32, worker stri
 
 // Finish implements Target.
 func (c *Core) Finish(now sfq.Time, id sfq.JobID, attempt uint32, worker string, outcome sfq.FinishOutcome, cpuMs int64, permanent bool, snoozeMs int64) error {
-	_, err := c.S.Finish(now, id, attempt, worker, outcome, cpuMs, sfq.RunResult{Permanent: permanent, SnoozeMs: snoozeMs})
+	if outcome == sfq.OutcomeUnknownKind {
+		if err := c.needKinds("outcome unknown_kind"); err != nil {
+			return err
+		}
+	}
+	ch, err := c.S.Finish(now, id, attempt, worker, outcome, cpuMs, sfq.RunResult{Permanent: permanent, SnoozeMs: snoozeMs})
+	if err == nil && outcome == sfq.OutcomeUnknownKind && ch.Outcome == sfq.Changed {
+		c.unknownKind(worker, id)
+	}
 	return err
 }
 

@@ -32,10 +32,17 @@ func (rn *runner) submit(pos []string, opts options) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("usage: submit TENANT [xN] size=S cost=DUR|auto [class=C deadline=DUR group=G key=K type=T max_attempts=N timeout=DUR delay=DUR expire=DUR retry_backoff=DUR pool=P]")
+	form := sfq.FormAny
+	if len(pos) == 2 && pos[1] == "command" {
+		pos, form = pos[:1], sfq.FormCommand
 	}
-	sub := sfq.Submission{Tenant: pos[0]}
+	if len(pos) != 1 {
+		return fmt.Errorf("usage: submit TENANT [xN] [command] size=S cost=DUR|auto [class=C deadline=DUR group=G key=K type=T|kind=K max_attempts=N timeout=DUR delay=DUR expire=DUR retry_backoff=DUR pool=P]")
+	}
+	sub := sfq.Submission{Tenant: pos[0], Form: form}
+	if opts.has("kind") && (form == sfq.FormCommand || opts.has("type")) {
+		return fmt.Errorf("kind=K makes a function job of type K: give it without command or type=")
+	}
 	for _, req := range []string{"size", "cost"} {
 		if !opts.has(req) {
 			return fmt.Errorf("submit needs %s=", req)
@@ -58,6 +65,8 @@ func (rn *runner) submit(pos []string, opts options) error {
 			sub.Key = v
 		case "type":
 			sub.Type = v
+		case "kind":
+			sub.Type, sub.Form = v, sfq.FormFunction
 		case "max_attempts":
 			sub.MaxAttempts, err = count(k, v)
 		case "timeout":
@@ -104,11 +113,17 @@ func (rn *runner) dispatch(pos []string, opts options) error {
 		return err
 	}
 	worker, named := opts.get("worker")
-	pool, _ := opts.get("pool")
+	pool, poolGiven := opts.get("pool")
 	for _, o := range opts {
 		if o.k != "worker" && o.k != "pool" {
 			return fmt.Errorf("unknown dispatch key %q", o.k)
 		}
+	}
+	// A worker the script connected asks for jobs of its size and pool;
+	// its line names it.
+	pool, conn, err := rn.dispatchWorker(worker, named, size, pool, poolGiven)
+	if err != nil {
+		return err
 	}
 	for range n {
 		rn.res.Dispatches++
@@ -120,19 +135,27 @@ func (rn *runner) dispatch(pos []string, opts options) error {
 		if err != nil {
 			return err
 		}
-		rn.emitDispatch(a, ok, pool)
+		shown := ""
+		if conn {
+			shown = w
+		}
+		rn.emitDispatch(a, ok, pool, shown)
 	}
 	return nil
 }
 
-func (rn *runner) emitDispatch(a sfq.Assignment, ok bool, pool string) {
+// emitDispatch prints a dispatch's line; worker names a worker the
+// script connected ("": none).
+func (rn *runner) emitDispatch(a sfq.Assignment, ok bool, pool, worker string) {
 	if pool == sfq.DefaultPoolName {
 		pool = ""
 	}
 	n := rn.res.Dispatches
 	if !ok {
 		if rn.opt.JSON {
-			rn.emitJSON(dispatchLine{N: n, None: true})
+			rn.emitJSON(dispatchLine{N: n, None: true, Worker: worker})
+		} else if worker != "" {
+			fmt.Fprintf(rn.out, "dispatch %d none worker=%s\n", n, worker)
 		} else {
 			fmt.Fprintf(rn.out, "dispatch %d none\n", n)
 		}
@@ -145,17 +168,21 @@ func (rn *runner) emitDispatch(a sfq.Assignment, ok bool, pool string) {
 		group = j.Group()
 	}
 	if rn.opt.JSON {
-		rn.emitJSON(dispatchLine{N: n, Tenant: tenant, Job: uint64(a.Job), Size: a.Size.String(), Group: group, Pool: pool, StartMs: json.RawMessage(start)})
+		rn.emitJSON(dispatchLine{N: n, Tenant: tenant, Job: uint64(a.Job), Size: a.Size.String(), Group: group, Pool: pool, Worker: worker, StartMs: json.RawMessage(start)})
 		return
 	}
-	// Only jobs of a named group, and dispatches in a pool other than
-	// default, say so: every other line keeps its form.
+	// Only jobs of a named group, dispatches in a pool other than
+	// default, and dispatches to a worker the script connected say so:
+	// every other line keeps its form.
 	var extra string
 	if group != "" {
 		extra += " group=" + group
 	}
 	if pool != "" {
 		extra += " pool=" + pool
+	}
+	if worker != "" {
+		extra += " worker=" + worker
 	}
 	fmt.Fprintf(rn.out, "dispatch %d tenant=%s job=%d size=%s start=%s%s\n", n, tenant, a.Job, a.Size, start, extra)
 }
@@ -222,7 +249,8 @@ func (rn *runner) jobEvent(cmd string, pos []string, opts options) error {
 	case "heartbeat":
 		return rn.t.Heartbeat(rn.now, id, attempt, worker, cpu)
 	case "finish":
-		if !opts.has("cpu") {
+		if !opts.has("cpu") && outcome != sfq.OutcomeUnknownKind {
+			// unknown_kind: not a run of the job, never billed.
 			return fmt.Errorf("finish needs cpu=")
 		}
 		if permanent && outcome != sfq.OutcomeFailed {

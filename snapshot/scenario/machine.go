@@ -123,7 +123,7 @@ func (m *Machine) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
 		Tenant: sub.Tenant, IdempotencyKey: sub.Key, JobType: sub.Type, Size: fsm.SizeToPB(sub.Size),
 		EstCostMs: sub.EstCostMs, Payload: []byte(sub.Payload), MaxAttempts: sub.MaxAttempts, TimeoutMs: sub.TimeoutMs,
 		JobClass: fsm.ClassToPB(sub.Class), DeadlineMs: sub.DeadlineMs, Group: sub.Group,
-		DelayMs: sub.DelayMs, ExpireMs: sub.ExpireMs, Pool: sub.Pool}
+		DelayMs: sub.DelayMs, ExpireMs: sub.ExpireMs, Pool: sub.Pool, Form: fsm.JobFormToPB(sub.Form)}
 	if sub.RetryBackoffSet {
 		c.RetryBackoffMs = &sub.RetryBackoffMs
 	}
@@ -368,4 +368,50 @@ func (m *Machine) Pool(name string) (p sfq.Pool, ok bool) {
 func (m *Machine) LaneState(tenant, pool string, c sfq.Class) (t sfq.Tenant, vnow sfq.VirtualTime, burst uint32, subscribed, ok bool) {
 	m.F.Read(func(s *sfq.Scheduler) { t, vnow, burst, subscribed, ok = laneState(s, tenant, pool, c) })
 	return t, vnow, burst, subscribed, ok
+}
+
+// Connect implements Target: a WorkerHello.
+func (m *Machine) Connect(now sfq.Time, h Hello) error {
+	c := &clusterpb.WorkerHello{WorkerId: h.Worker, Size: fsm.SizeToPB(h.Size), Pool: h.Pool, Says: h.Says, Commands: h.Commands, Kinds: h.Kinds}
+	for _, x := range h.Holds {
+		c.Holds = append(c.Holds, &clusterpb.HeldJob{Job: uint64(x.Job), Attempt: x.Attempt})
+	}
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_WorkerHello{WorkerHello: c}})
+	return err
+}
+
+// WorkerState implements Target: the worker's record, and the run it
+// holds while that run is live on it.
+func (m *Machine) WorkerState(id string) (WorkerState, bool) {
+	w, ok := m.F.Worker(id)
+	if !ok {
+		return WorkerState{}, false
+	}
+	st := WorkerState{Size: w.Size, Pool: w.Pool, Runs: w.Runs}
+	m.F.Read(func(s *sfq.Scheduler) {
+		if j, ok := s.Job(w.Job); ok && w.Job != 0 && j.HeldBy(w.ID, w.Attempt) {
+			st.Job, st.Attempt = w.Job, w.Attempt
+		}
+	})
+	return st, true
+}
+
+// SetKindPolicy implements Target: a KindPolicySet.
+func (m *Machine) SetKindPolicy(now sfq.Time, tenant string, p fsm.KindPolicy, remove bool) error {
+	c := &clusterpb.KindPolicySet{Tenant: tenant, Kind: p.Kind, Remove: remove, MaxAttempts: p.MaxAttempts, RetryBackoffMaxMs: p.RetryBackoffMaxMs, TimeoutMs: p.TimeoutMs}
+	if p.RetryBackoffMs >= 0 {
+		c.RetryBackoffMs = &p.RetryBackoffMs
+	}
+	_, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_KindPolicySet{KindPolicySet: c}})
+	return err
+}
+
+// KindPolicy implements Target.
+func (m *Machine) KindPolicy(tenant, kind string) (fsm.KindPolicy, bool) {
+	for _, p := range m.F.KindPolicies(tenant, false) {
+		if p.Kind == kind {
+			return p.KindPolicy, true
+		}
+	}
+	return fsm.KindPolicy{}, false
 }

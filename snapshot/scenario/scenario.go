@@ -82,6 +82,16 @@ type Target interface {
 	Release(now sfq.Time, id sfq.JobID) error
 	// Redrive moves dead letters back to their queues (feature level 5).
 	Redrive(now sfq.Time, ids []sfq.JobID) error
+	// Connect opens a worker's session (a WorkerHello, feature level 8):
+	// what it runs, and the verdict on the job it holds that its Hello
+	// does not list. WorkerState returns a worker's record.
+	Connect(now sfq.Time, h Hello) error
+	WorkerState(id string) (WorkerState, bool)
+	// SetKindPolicy sets (remove: removes) the retry policy of a kind for
+	// a tenant ("": every tenant), feature level 8; KindPolicy returns
+	// one.
+	SetKindPolicy(now sfq.Time, tenant string, p fsm.KindPolicy, remove bool) error
+	KindPolicy(tenant, kind string) (fsm.KindPolicy, bool)
 	// Check verifies the target's invariants (run after every line).
 	Check() error
 	Hash() []byte
@@ -156,6 +166,9 @@ type runner struct {
 	opt    Options
 	now    sfq.Time
 	res    Result
+	// workers are the workers the script connected (worker lines), by
+	// ID: their dispatches are of their size and pool.
+	workers map[string]connected
 }
 
 func (rn *runner) emitJSON(v any) { writeJSON(rn.out, v) }
@@ -197,6 +210,7 @@ type dispatchLine struct {
 	Size    string          `json:"size,omitempty"`
 	Group   string          `json:"group,omitempty"`
 	Pool    string          `json:"pool,omitempty"`
+	Worker  string          `json:"worker,omitempty"`
 	StartMs json.RawMessage `json:"start_ms,omitempty"`
 	None    bool            `json:"none,omitempty"`
 }
@@ -236,6 +250,10 @@ func (rn *runner) exec(f []string) error {
 		return rn.t.SetLevel(rn.now, uint32(n))
 	case "dispatch":
 		return withKV(args, rn.dispatch)
+	case "worker":
+		return withKV(args, rn.worker)
+	case "kind":
+		return withKV(args, rn.kind)
 	case "start", "heartbeat", "finish", "cancel", "expire", "release":
 		return withKV(args, func(pos []string, opts options) error { return rn.jobEvent(cmd, pos, opts) })
 	case "redrive":

@@ -66,7 +66,8 @@ func decisions(out []byte) string {
 	var b strings.Builder
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(l, "dispatch ") || strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "tenant ") ||
-			strings.HasPrefix(l, "explain ") || strings.HasPrefix(l, "type ") || strings.HasPrefix(l, "group ") || strings.HasPrefix(l, "place ") {
+			strings.HasPrefix(l, "explain ") || strings.HasPrefix(l, "type ") || strings.HasPrefix(l, "group ") || strings.HasPrefix(l, "place ") ||
+			strings.HasPrefix(l, "worker ") || strings.HasPrefix(l, "kind ") {
 			b.WriteString(l + "\n")
 		}
 	}

@@ -17,11 +17,21 @@ import (
 //	tenant NAME tier=T tag=MS vnow=MS running=N queued=SM/MD/LG billed_cpu=MS zombie_cpu=MS failures=N
 //	type TENANT TYPE ema=MS samples=N
 func (rn *runner) show(pos []string, opts options) error {
-	usage := fmt.Errorf("usage: show job ID | show tenant NAME [class=C] [pool=P] | show group TENANT GROUP [class=C] | show type TENANT TYPE | show pool NAME [class=C]")
+	usage := fmt.Errorf("usage: show job ID | show tenant NAME [class=C] [pool=P] | show group TENANT GROUP [class=C] | show type TENANT TYPE | show pool NAME [class=C] | show worker ID | show kind TENANT|* KIND")
 	if len(pos) < 1 {
 		return usage
 	}
 	switch pos[0] {
+	case "worker":
+		if len(pos) != 2 || len(opts) > 0 {
+			return usage
+		}
+		return rn.showWorker(pos[1])
+	case "kind":
+		if len(pos) != 3 || len(opts) > 0 {
+			return usage
+		}
+		return rn.showKind(pos[1], pos[2])
 	case "job":
 		if len(pos) != 2 || len(opts) > 0 {
 			return usage
@@ -52,6 +62,7 @@ func (rn *runner) show(pos []string, opts options) error {
 			line["snoozes"] = r.Snoozes
 			extra += fmt.Sprintf(" snoozes=%d", r.Snoozes)
 		}
+		extra += jobForm(&j, line)
 		if rn.opt.JSON {
 			rn.emitJSON(line)
 			return nil

@@ -17,7 +17,8 @@ import (
 // fairness inside a class, 7 class and deadline order, 8 group caps,
 // pauses and rate limits, 9 redrives, delays and expiry, 11 pools: no
 // dispatch across pools, subscription bursts; 6 to 8 are read inside
-// each pool).
+// each pool; 12 kinds: no job to a worker that does not run it, none
+// failed for want of one, no slot stranded past a reconnect).
 type Violation struct {
 	Rule int
 	Msg  string
@@ -31,7 +32,7 @@ func Check(h *History) []Violation {
 	var out []Violation
 	for _, rule := range []func(*History) []Violation{
 		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness, checkPriority,
-		checkGroupCaps, checkPauses, checkRates, checkRedrive, checkDelays, checkSnoozes, checkPools,
+		checkGroupCaps, checkPauses, checkRates, checkRedrive, checkDelays, checkSnoozes, checkPools, checkKinds,
 	} {
 		out = append(out, rule(h)...)
 	}

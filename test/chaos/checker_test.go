@@ -430,3 +430,112 @@ func TestReadJournal(t *testing.T) {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// withKinds adds to a history the jobs of kinds of tenant kd: job 20 a
+// function job of kind digest, 21 a command job, 22 a function job of
+// kind thumb that no worker runs (it waits, queued). Workers: py
+// registered digest, cmd runs commands, old says neither (every job).
+// Job 21's run on cmd ends unknown_kind (no failure, queued); py
+// reconnects without job 20, which it had started (a lost lease: one
+// failure); old reconnects without job 21, never started (queued, no
+// failure); job 20 then completes on py.
+func withKinds(h *History) *History {
+	digest := &snapshot.RunsFact{Kinds: []string{"digest"}}
+	commands := &snapshot.RunsFact{Commands: true}
+	d := func(index, job uint64, attempt uint32, worker string, runs *snapshot.RunsFact) snapshot.AuditFact {
+		f := snapshot.AuditFact{Kind: "dispatch", Index: index, Job: job, Tenant: "kd", Size: "sm", Attempt: attempt, EstCostMs: 1000, Weight: 65536, Running: 1,
+			Class: "normal", Worker: worker, Runs: runs, Form: "function", JobKind: "digest"}
+		if job == 21 {
+			f.Form, f.JobKind = "command", ""
+		}
+		return f
+	}
+	h.Audit = append(h.Audit,
+		snapshot.AuditFact{Kind: "submit", Index: 60, Job: 20, Tenant: "kd", Created: true, Form: "function", JobKind: "digest"},
+		snapshot.AuditFact{Kind: "submit", Index: 61, Job: 21, Tenant: "kd", Created: true, Form: "command"},
+		snapshot.AuditFact{Kind: "submit", Index: 61, Job: 22, Tenant: "kd", Created: true, Form: "function", JobKind: "thumb"},
+		snapshot.AuditFact{Kind: "hello", Index: 62, Worker: "py", Runs: digest, Hello: &snapshot.HelloFact{}},
+		snapshot.AuditFact{Kind: "hello", Index: 63, Worker: "cmd", Runs: commands, Hello: &snapshot.HelloFact{}},
+		d(64, 20, 1, "py", digest),
+		d(65, 21, 1, "cmd", commands),
+		snapshot.AuditFact{Kind: "finish", Index: 66, Job: 21, Tenant: "kd", Attempt: 1, EstCostMs: 1000, Weight: 65536, Outcome: "unknown_kind", State: "queued"},
+		snapshot.AuditFact{Kind: "hello", Index: 67, Worker: "py", Runs: digest, Job: 20, Attempt: 1, Tenant: "kd", Failures: 1,
+			Hello: &snapshot.HelloFact{Before: "running", Cancel: "none", State: "queued"}},
+		d(68, 21, 2, "old", nil),
+		snapshot.AuditFact{Kind: "hello", Index: 69, Worker: "old", Job: 21, Attempt: 2, Tenant: "kd", Hello: &snapshot.HelloFact{Before: "assigned", Cancel: "none", State: "queued"}},
+		d(70, 20, 2, "py", digest),
+		snapshot.AuditFact{Kind: "finish", Index: 71, Job: 20, Tenant: "kd", Attempt: 2, CPUMs: 1000, EstCostMs: 1000, Weight: 65536, Outcome: "ok"},
+		snapshot.AuditFact{Kind: "terminal", Index: 71, Job: 20, Tenant: "kd", State: "completed"},
+	)
+	return h
+}
+
+// TestCheckerAcceptsKinds: routing by kind, an unknown_kind run and two
+// reconnects that each lose a run break no rule.
+func TestCheckerAcceptsKinds(t *testing.T) {
+	if vs := Check(withKinds(validHistory())); len(vs) != 0 {
+		t.Fatal(Report(vs))
+	}
+}
+
+// TestCheckerCatchesBrokenKinds: each way of breaking SPEC §8 rule 12 is
+// a violation of rule 12 naming it.
+func TestCheckerCatchesBrokenKinds(t *testing.T) {
+	cases := []struct {
+		name   string
+		want   string
+		break_ func(h *History)
+	}{
+		{"function job to a worker without its kind", "index 64: job 20 (a function job of kind digest) dispatched to worker py, which runs no command jobs and the kinds [resize]", func(h *History) {
+			setFactAt(h, "dispatch", 64, func(f *snapshot.AuditFact) { f.Runs = &snapshot.RunsFact{Kinds: []string{"resize"}} })
+		}},
+		{"function job to a worker that said it does not run it", "which runs command jobs and every kind but [digest]", func(h *History) {
+			setFactAt(h, "dispatch", 70, func(f *snapshot.AuditFact) {
+				f.Runs = &snapshot.RunsFact{Commands: true, AllKinds: true, Kinds: []string{"digest"}}
+			})
+		}},
+		{"command job to a worker without commands", "index 65: job 21 (a command job) dispatched to worker cmd, which runs no command jobs and the kinds [digest]", func(h *History) {
+			setFactAt(h, "dispatch", 65, func(f *snapshot.AuditFact) { f.Runs = &snapshot.RunsFact{Kinds: []string{"digest"}} })
+		}},
+		{"unknown_kind counted as a failure", "index 66: job 21's run ended unknown_kind and its failures went from 0 to 1", func(h *History) {
+			setFactAt(h, "finish", 66, func(f *snapshot.AuditFact) { f.Failures = 1 })
+		}},
+		{"unknown_kind failed the job", "index 66: job 21's run ended unknown_kind and the job failed", func(h *History) {
+			setFactAt(h, "finish", 66, func(f *snapshot.AuditFact) { f.State = "failed" })
+		}},
+		{"failed for want of a worker", "index 72: job 22 failed, never dispatched", func(h *History) {
+			h.Audit = append(h.Audit, snapshot.AuditFact{Kind: "terminal", Index: 72, Job: 22, Tenant: "kd", State: "failed"})
+		}},
+		{"slot still held past a reconnect", "index 67: worker py reconnected without job 20 (attempt 1, running): its record still holds a run", func(h *History) {
+			setFactAt(h, "hello", 67, func(f *snapshot.AuditFact) { f.Hello.Held = true })
+		}},
+		{"job still live past a reconnect", "index 69: worker old reconnected without job 21 (attempt 2, assigned): the job is still assigned", func(h *History) {
+			setFactAt(h, "hello", 69, func(f *snapshot.AuditFact) { f.Hello.State = "assigned" })
+		}},
+		{"never-started job counted as a failure", "never started, its failures went from 0 to 1", func(h *History) {
+			setFactAt(h, "hello", 69, func(f *snapshot.AuditFact) { f.Failures = 1 })
+		}},
+		{"started job not counted", "started, its failures went from 0 to 0, not counted as a lost lease", func(h *History) {
+			setFactAt(h, "hello", 67, func(f *snapshot.AuditFact) { f.Failures = 0 })
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := withKinds(validHistory())
+			c.break_(h)
+			vs := Check(h)
+			found := false
+			for _, v := range vs {
+				if v.Rule != 12 {
+					t.Errorf("unexpected %s", v)
+				}
+				if strings.Contains(v.Msg, c.want) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("no violation of rule 12 mentions %q:\n%s", c.want, Report(vs))
+			}
+		})
+	}
+}

@@ -115,7 +115,34 @@ func (r *Run) report(h *History, fenced float64) string {
 			facts["scheduled"], n, late[n/2], late[n-1], expired)
 	}
 	fmt.Fprintf(&b, "levers: %s\n", leverLine(h))
+	fmt.Fprintf(&b, "kinds: %s\n", kindsLine(h))
 	return b.String()
+}
+
+// kindsLine counts the dispatches by the job's form (any: a job of no
+// form) and the workers' sessions (hello), those that lost the run their
+// worker held (lost-assigned: never started; lost-running: started) and
+// those that kept it (resumed).
+func kindsLine(h *History) string {
+	n := map[string]int{}
+	for _, f := range h.Audit {
+		switch {
+		case f.Kind == "dispatch" && f.Form == "":
+			n["dispatch-any"]++
+		case f.Kind == "dispatch":
+			n["dispatch-"+f.Form]++
+		case f.Kind == "hello":
+			n["hello"]++
+			switch {
+			case f.Job == 0 || f.Hello == nil:
+			case f.Hello.Listed:
+				n["resumed"]++
+			default:
+				n["lost-"+f.Hello.Before]++
+			}
+		}
+	}
+	return countLine(n)
 }
 
 func countLine(m map[string]int) string {

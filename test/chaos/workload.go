@@ -108,11 +108,24 @@ func (r *Run) payloadExit(run time.Duration, exit int) []byte {
 	return b
 }
 
+// formOf is the form of the n-th job of the mixed and capped tenants:
+// half are command jobs, half have no form (a client of a build before
+// kinds: every worker runs them). Every worker of a run runs commands
+// (SPEC §8 rule 12 is checked at each dispatch: no job to a worker that
+// does not run it).
+func formOf(n int64) pb.JobForm {
+	if n%2 == 1 {
+		return pb.JobForm_COMMAND
+	}
+	return pb.JobForm_JOB_FORM_UNSPECIFIED
+}
+
 // submit sends one keyed submit of a job of pool ("": the pool default)
-// until it is acknowledged or ctx ends.
-func (r *Run) submit(ctx context.Context, client int, key, tenant, group, pool string, size pb.Size, est int64, run time.Duration, class pb.Class, deadline int64) {
+// and form until it is acknowledged or ctx ends.
+func (r *Run) submit(ctx context.Context, client int, key, tenant, group, pool string, size pb.Size, est int64, run time.Duration, class pb.Class, deadline int64,
+	form pb.JobForm) {
 	req := &pb.SubmitRequest{Tenant: tenant, IdempotencyKey: &key, Size: size, EstCostMs: est, Payload: r.payload(run), Class: class, DeadlineMs: deadline,
-		Group: group}
+		Group: group, Form: form}
 	r.submitIn(ctx, client, req, pool)
 }
 
@@ -157,7 +170,7 @@ func (r *Run) submitIn(ctx context.Context, client int, req *pb.SubmitRequest, p
 // returns its job; a refusal is a FAILED_PRECONDITION error.
 func applySubmit(ctx context.Context, n *cluster.Node, req *pb.SubmitRequest, pool string) (uint64, error) {
 	cmd := &clusterpb.SubmitJob{Tenant: req.Tenant, IdempotencyKey: req.GetIdempotencyKey(), Size: req.Size, EstCostMs: req.EstCostMs, Payload: req.Payload,
-		JobClass: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group, MaxAttempts: req.MaxAttempts, Pool: pool}
+		JobClass: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group, MaxAttempts: req.MaxAttempts, Pool: pool, Form: req.Form}
 	resp, err := n.Client().Apply(ctx, &clusterpb.ApplyRequest{Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Submit{Submit: cmd}}}})
 	if err != nil {
 		return 0, err
@@ -189,7 +202,8 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 			for ctx.Err() == nil {
 				tenant := others[rng.IntN(len(others))]
 				size := []pb.Size{pb.Size_SM, pb.Size_MD, pb.Size_LG}[rng.IntN(3)]
-				key := fmt.Sprintf("c%d-%d", c, seq.Add(1))
+				n := seq.Add(1)
+				key := fmt.Sprintf("c%d-%d", c, n)
 				class, deadline := classAndDeadline(rng, tenant)
 				// One job in three goes to the pool gpu (sm or md: its
 				// workers are md), where the tenant's caps bind with its
@@ -198,7 +212,8 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 				if r.cfg.GPU > 0 && rng.IntN(3) == 0 {
 					pool, size = gpuPool, []pb.Size{pb.Size_SM, pb.Size_MD}[rng.IntN(2)]
 				}
-				r.submit(ctx, c, key, tenant, groupOf(rng), pool, size, int64(200+rng.IntN(1800)), time.Duration(200+rng.IntN(800))*time.Millisecond, class, deadline)
+				r.submit(ctx, c, key, tenant, groupOf(rng), pool, size, int64(200+rng.IntN(1800)), time.Duration(200+rng.IntN(800))*time.Millisecond, class, deadline,
+					formOf(n))
 				sleepCtx(ctx, time.Duration(300+rng.IntN(700))*time.Millisecond)
 			}
 		}()
@@ -230,7 +245,8 @@ func (r *Run) load(ctx context.Context, wg *sync.WaitGroup) {
 				})
 				for q := queued; q >= 0 && q < backlog && ctx.Err() == nil; q++ {
 					key := fmt.Sprintf("f%d-%d", client, seq.Add(1))
-					r.submit(ctx, client, key, tenant, groupOf(rng), pool, size, int64(300+rng.IntN(500)), time.Duration(150+rng.IntN(300))*time.Millisecond, 0, 0)
+					r.submit(ctx, client, key, tenant, groupOf(rng), pool, size, int64(300+rng.IntN(500)), time.Duration(150+rng.IntN(300))*time.Millisecond, 0, 0,
+						pb.JobForm_COMMAND)
 				}
 				sleepCtx(ctx, 300*time.Millisecond)
 			}
