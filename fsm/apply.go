@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
 )
@@ -57,6 +58,9 @@ func submitDigest(c *clusterpb.SubmitJob) [16]byte {
 		b = append(b, 'p')
 		b = binary.AppendUvarint(b, uint64(len(c.Pool)))
 		b = append(b, c.Pool...)
+	}
+	if c.Form != pb.JobForm_JOB_FORM_UNSPECIFIED { // below level 8, normalize cleared it
+		b = append(b, 'f', byte(c.Form))
 	}
 	sum := sha256.Sum256(b)
 	var d [16]byte

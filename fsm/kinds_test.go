@@ -250,3 +250,21 @@ func (h *harness) lastEvent() Event {
 	h.f.Events(0, func(ev *Event) bool { last = *ev; return true })
 	return last
 }
+
+// TestKeyedResendOfAnotherForm: a keyed resend of the same job as another
+// form is other content (ALREADY_EXISTS), not the same job.
+func TestKeyedResendOfAnotherForm(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("acme", pb.Tier_GOLD))
+	keyed := func(form pb.JobForm) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", IdempotencyKey: "k", JobType: "digest",
+			Size: pb.Size_MD, EstCostMs: 1000, Form: form}}}
+	}
+	first := h.one(keyed(pb.JobForm_FUNCTION))
+	if r := h.one(keyed(pb.JobForm_FUNCTION)); r.Job != first.Job || r.Created {
+		t.Fatalf("the same resend: %+v", r)
+	}
+	if r := h.one(keyed(pb.JobForm_COMMAND)); r.Code != AlreadyExists {
+		t.Fatalf("a resend as a command job: %+v", r)
+	}
+}
