@@ -44,7 +44,7 @@ func (f *FSM) TenantShares(name string, at sfq.Time, fn func(l *fairness.Line)) 
 // SetPickObserver has fn called at every Dispatch's pick, with the core
 // as it stands then (sfq.Scheduler.SetPickObserver); nil removes it. fn
 // runs inside Apply: it may only read s.
-func (f *FSM) SetPickObserver(fn func(s *sfq.Scheduler, pool sfq.PoolID, ws sfq.Size)) {
+func (f *FSM) SetPickObserver(fn func(s *sfq.Scheduler, pool sfq.PoolID, ws sfq.Size, w *sfq.Runs)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fn == nil {
@@ -52,5 +52,5 @@ func (f *FSM) SetPickObserver(fn func(s *sfq.Scheduler, pool sfq.PoolID, ws sfq.
 		return
 	}
 	s := f.sched
-	s.SetPickObserver(func(pool sfq.PoolID, ws sfq.Size) { fn(s, pool, ws) })
+	s.SetPickObserver(func(pool sfq.PoolID, ws sfq.Size, w *sfq.Runs) { fn(s, pool, ws, w) })
 }

@@ -133,7 +133,7 @@ func (s *Scheduler) pickFair(p *poolCore, c Class, ws Size) candidate {
 // its fair-share pick.
 func (s *Scheduler) pick(p *poolCore, ws Size) candidate {
 	if s.pickObserver != nil {
-		s.observePick(p, ws)
+		s.observePick(p, ws, nil)
 	}
 	for _, c := range classOrder {
 		if !p.eligibleIn(c, ws) {
@@ -265,6 +265,9 @@ func (s *Scheduler) DispatchFor(now Time, pid PoolID, ws Size, worker string, w 
 		return Assignment{}, false, nil
 	}
 	s.advance(now)
+	if s.pickObserver != nil {
+		s.observePick(p, ws, w)
+	}
 	return s.dispatchCandidate(now, p, s.pickFor(p, ws, w), worker)
 }
 

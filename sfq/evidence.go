@@ -23,20 +23,58 @@ type Candidate struct {
 
 // SetPickObserver sets fn to be called by every Dispatch that reaches its
 // pick — after the dispatch gate and the re-evaluation at the command's
-// time, as the pick starts — with the worker's pool and size (nil: none). fn
-// may only read the scheduler (LaneCandidates, TenantAt, ...). A replay
-// that issues a certificate of fairness uses it; a live state machine
-// sets none.
-func (s *Scheduler) SetPickObserver(fn func(pool PoolID, ws Size)) { s.pickObserver = fn }
+// time, as the pick starts — with the worker's pool and size, and what it
+// runs (nil: every job; SPEC §3 "Kinds") (fn nil: none). fn may only
+// read the scheduler (LaneCandidatesFor, TenantAt, ...). A replay that
+// issues a certificate of fairness uses it; a live state machine sets
+// none.
+func (s *Scheduler) SetPickObserver(fn func(pool PoolID, ws Size, w *Runs)) { s.pickObserver = fn }
 
 // observePick calls the pick observer with pool p's ID.
-func (s *Scheduler) observePick(p *poolCore, ws Size) {
+func (s *Scheduler) observePick(p *poolCore, ws Size, w *Runs) {
 	for i, q := range s.pools {
 		if q == p {
-			s.pickObserver(PoolID(i), ws)
+			s.pickObserver(PoolID(i), ws, w)
 			return
 		}
 	}
+}
+
+// LaneCandidatesFor is LaneCandidates for a worker that runs w: for a
+// worker that runs only some kinds, the lane's candidates among the jobs
+// it runs, as its pick compares them (the candidate rule over the heads
+// it sees: laneFor). It calls fn in the same order, and needs the state
+// to itself (the FSM's write lock, as in Apply).
+func (s *Scheduler) LaneCandidatesFor(ti uint32, w *Runs, fn func(Candidate)) int {
+	if w.All() {
+		return s.LaneCandidates(ti, fn)
+	}
+	if int(ti) >= len(s.rt) {
+		return 0
+	}
+	t := s.tenants.Get(uint64(ti))
+	if t == nil || t.Deleted {
+		return 0
+	}
+	p := s.pools[s.rt[ti].pool]
+	n := 0
+	for _, c := range classOrder {
+		for sz := range Size(NumSizes) {
+			cands, held := s.laneFor(ti, c, sz, w)
+			if held {
+				continue
+			}
+			if f := cands.fifo; f.ok {
+				fn(Candidate{Job: f.id, Class: c, Size: sz, Start: s.startKey(p, c, t, f.id).tag, Tier: t.Tier})
+				n++
+			}
+			if d := cands.dl; d.ok {
+				fn(Candidate{Job: d.id, Class: c, Size: sz, Deadline: true, DeadlineAt: d.at, Start: max(t.Tag(c), p.vnow[c]), Tier: t.Tier})
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // LaneCandidates calls fn with every candidate lane ti has in its pool —

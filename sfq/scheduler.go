@@ -67,7 +67,7 @@ type Scheduler struct {
 	pausedAll    bool
 	// pickObserver, when set, sees the state at each Dispatch's pick
 	// (SetPickObserver; evidence.go). It is not state.
-	pickObserver func(pool PoolID, ws Size)
+	pickObserver func(pool PoolID, ws Size, w *Runs)
 	// scratch holds the summed limits of a tenant with lanes while the
 	// writer places one (limitsInto).
 	scratch Tenant

@@ -308,7 +308,7 @@ func (c *certCollector) begin(f *fsm.FSM, at sfq.Time) error {
 	c.policy, c.clamp = cfg.Policy, cfg.Clamp
 	c.cert.Policy, c.cert.MarginUs = policyOf(cfg.Policy)
 	c.cert.Clamp = cfg.Clamp.String()
-	f.SetPickObserver(func(s *sfq.Scheduler, pid sfq.PoolID, ws sfq.Size) {
+	f.SetPickObserver(func(s *sfq.Scheduler, pid sfq.PoolID, ws sfq.Size, w *sfq.Runs) {
 		own, ok := s.TenantIndex(c.tenant)
 		if !ok {
 			return
@@ -321,7 +321,7 @@ func (c *certCollector) begin(f *fsm.FSM, at sfq.Time) error {
 			if pid != sfq.DefaultPool {
 				seen.pool = s.PoolName(pid)
 			}
-			if s.LaneCandidates(lane, func(cd sfq.Candidate) { seen.cands = append(seen.cands, cd) }) > 0 {
+			if s.LaneCandidatesFor(lane, w, func(cd sfq.Candidate) { seen.cands = append(seen.cands, cd) }) > 0 {
 				c.picked = seen
 			}
 		}
