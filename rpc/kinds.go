@@ -13,10 +13,10 @@ import (
 // "Kinds", §5: feature level 8; below it, nothing). It runs before the
 // session's Welcome, so that no Dispatch for the worker is proposed
 // before its record says what it runs.
-func (h *hub) hello(ctx context.Context, s *session, hello *pb.Hello) error {
+func (h *hub) hello(ctx context.Context, s *session, hello *pb.Hello) (recorded bool, err error) {
 	f := h.node.State()
 	if f.Level() < fsm.Level8 {
-		return nil
+		return false, nil
 	}
 	c := &clusterpb.WorkerHello{WorkerId: s.id, Size: hello.Size, Pool: s.pool,
 		Says: hello.Commands || len(hello.Kinds) > 0, Commands: hello.Commands, Kinds: hello.Kinds}
@@ -25,18 +25,18 @@ func (h *hub) hello(ctx context.Context, s *session, hello *pb.Hello) error {
 	}
 	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_WorkerHello{WorkerHello: c}}
 	if r := f.Admit(cmd); r.Refused() {
-		return helloErr(r)
+		return false, helloErr(r)
 	}
 	res, err := h.propose(ctx, cmd)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if r := res[0]; r.Refused() {
-		return helloErr(r)
+		return false, helloErr(r)
 	} else if r.Job != 0 {
 		h.log.Info("job lost: its worker's new session did not list it", "worker", s.id, "job", r.Job, "attempt", r.Attempt, "tenant", r.Tenant)
 	}
-	return nil
+	return true, nil
 }
 
 // helloErr is the refusal of a Hello's WorkerHello, its field named as

@@ -94,8 +94,9 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 		return fieldErr(codes.PermissionDenied, "hello.worker_id", "%q is outside this token's binding (worker_id %q)", hello.WorkerId, id.Worker)
 	}
 	h := s.currentHub(ctx)
+	made := func() {}
 	if h != nil {
-		if _, err := s.bindings.admit(IdentityFrom(ctx), hello.WorkerId); err != nil {
+		if made, err = s.bindings.admit(IdentityFrom(ctx), hello.WorkerId); err != nil {
 			return err
 		}
 	}
@@ -112,9 +113,11 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 		return err
 	}
 	defer h.close(sess)
-	if err := h.hello(ctx, sess, hello); err != nil {
+	if recorded, err := h.hello(ctx, sess, hello); err != nil {
 		s.log.Info("worker session refused", "worker", hello.WorkerId, "pool", poolName(pool), "error", err)
 		return err
+	} else if recorded {
+		made() // the session's record counts toward its binding's
 	}
 	s.log.Info("worker connected", "worker", sess.id, "size", size, "pool", poolName(pool), "running", len(hello.Running),
 		"commands", hello.Commands, "kinds", len(hello.Kinds))

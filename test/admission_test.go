@@ -125,10 +125,11 @@ func TestAdmissionOnEveryPath(t *testing.T) {
 			}
 		}
 	}
-	// The resend: the tenant is at its quota, and the key names job 1.
+	// The resend: the tenant is at its quota, and the key names job 1 (a
+	// command job, as the CLI submits a command line).
 	resend := submitPaths(t, c, leader, follower, acmeToken,
-		&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000, IdempotencyKey: &k1, Payload: job.Payload},
-		fmt.Sprintf(`{"size":"SM","est_cost_ms":"1000","idempotency_key":"k1","payload":%q}`, base64.StdEncoding.EncodeToString(job.Payload)),
+		&pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000, IdempotencyKey: &k1, Payload: job.Payload, Form: pb.JobForm_COMMAND},
+		fmt.Sprintf(`{"size":"SM","est_cost_ms":"1000","idempotency_key":"k1","payload":%q,"form":"COMMAND"}`, base64.StdEncoding.EncodeToString(job.Payload)),
 		"--size", "sm", "--cost", "1s", "--key", "k1", "--", "true")
 	resend["CLI via follower"] = strings.Replace(resend["CLI via follower"], `job 1 already exists for key "k1"`, "job 1 existing", 1)
 	check("a keyed resend at the quota", resend, "job 1 existing")
