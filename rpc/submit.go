@@ -83,7 +83,7 @@ func setSubmitJob(job *clusterpb.SubmitJob, tenant string, req *pb.SubmitRequest
 	job.EstCostMs, job.Payload, job.MaxAttempts, job.TimeoutMs = req.EstCostMs, req.Payload, req.MaxAttempts, req.TimeoutMs
 	job.JobClass, job.DeadlineMs, job.Group = req.Class, req.DeadlineMs, req.Group
 	job.DelayMs, job.ExpireMs, job.RetryBackoffMs = req.DelayMs, req.ExpireMs, req.RetryBackoffMs
-	job.Pool = req.Pool
+	job.Pool, job.Form = req.Pool, req.Form
 }
 
 // levelErr refuses a command that needs a feature level above the
