@@ -208,6 +208,27 @@ func (f *FSM) DispatchBudgetIn(pool string, size sfq.Size, now sfq.Time) (budget
 	return int(f.sched.QueuedTotal()), true
 }
 
+// QueuedForWorker reports whether the worker's record says it runs some
+// jobs only (SPEC §3 "Kinds": a Hello that named what it runs) and, if
+// so, whether its pool holds a queued job of its size or smaller that it
+// runs. The leader's dispatcher asks for a job for such a worker only when
+// one is queued for it, apart from its pool's budget (which counts every
+// queued job, and would let the workers that run other kinds take the
+// turns of the one that runs the job).
+func (f *FSM) QueuedForWorker(worker string) (restricted, queued bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	w := f.workers[worker]
+	if w == nil || w.Runs.All() {
+		return false, false
+	}
+	pid, ok := f.sched.PoolID(w.Pool)
+	if !ok {
+		return true, false
+	}
+	return true, f.sched.QueuedFor(pid, w.Size, w.Runs)
+}
+
 // NextRateEligible returns the earliest cluster time at which a rate limit
 // that holds a tenant or a group stops holding it, if one does: when the
 // leader's dispatcher should look again.

@@ -63,7 +63,8 @@ func (h *hub) rateWake() (time.Duration, bool) {
 
 // dispatchRound proposes one Dispatch per ready worker that can take a job
 // now, smallest workers first (so small jobs go to small containers when
-// both are free), within the state machine's dispatch budget. A worker is
+// both are free), within the state machine's dispatch budget (a worker
+// that runs some kinds only, when a job it runs is queued). A worker is
 // asked for only when its own pool has a job it fits (a pause of one pool
 // holds that pool's workers alone), and its Dispatch names its pool, the
 // only one it is given a job of. A worker whose pool was deleted under it
@@ -118,7 +119,11 @@ func (h *hub) dispatchRound() bool {
 			h.poolGone(s)
 			continue
 		}
-		if used >= budget || f.CheckDispatch(s.id).Refused() {
+		// A worker that runs some kinds only is asked for when a job it
+		// runs is queued, and spends none of the budget: the others'
+		// turns are not taken by a worker that gets nothing.
+		restricted, queued := f.QueuedForWorker(s.id)
+		if budget == 0 || (restricted && !queued) || (!restricted && used >= budget) || f.CheckDispatch(s.id).Refused() {
 			continue
 		}
 		h.mu.Lock()
@@ -126,7 +131,9 @@ func (h *hub) dispatchRound() bool {
 		h.mu.Unlock()
 		cmds = append(cmds, dispatchCommand(s, credit))
 		who = append(who, s)
-		used++
+		if !restricted {
+			used++
+		}
 	}
 	if len(cmds) == 0 {
 		return false

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -74,4 +75,51 @@ func TestSubmitFormAtTheEdge(t *testing.T) {
 	old.tenant(t, "acme", pb.Tier_GOLD)
 	want(forms(old, job("render", pb.JobForm_COMMAND), job("digest", pb.JobForm_FUNCTION)),
 		pb.JobForm_JOB_FORM_UNSPECIFIED, pb.JobForm_JOB_FORM_UNSPECIFIED)
+}
+
+// TestDispatchFindsTheWorkerOfTheKind: with one job queued, a function
+// job of kind thumbnail, and two ready workers — the first in the
+// dispatcher's order runs digest and resize, the second thumbnail — the
+// job goes to the second at once: a worker that runs other kinds does not
+// take the round's one turn and get nothing, round after round.
+func TestDispatchFindsTheWorkerOfTheKind(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	cc := n.dial("")
+	ctx := context.Background()
+	if _, err := pb.NewAdminClient(cc).UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "acme", Tier: pb.Tier_GOLD.Enum()}); err != nil {
+		t.Fatal(err)
+	}
+	kinds, welcome, err := n.connectOn(cc, &pb.Hello{WorkerId: "a-kinds", Size: pb.Size_SM, Version: "1", Kinds: []string{"digest", "resize"}})
+	if err != nil || !welcome.Kinds {
+		t.Fatalf("worker a-kinds: %v, welcome %v", err, welcome)
+	}
+	thumbs, _, err := n.connectOn(cc, &pb.Hello{WorkerId: "b-thumbs", Size: pb.Size_SM, Version: "1", Kinds: []string{"thumbnail"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*rawWorker{kinds, thumbs} {
+		w.send(&pb.WorkerMessage{Msg: &pb.WorkerMessage_Ready{Ready: &pb.Ready{Credit: 1}}})
+	}
+	resp, err := pb.NewClientClient(cc).Submit(ctx, &pb.SubmitRequest{Tenant: "acme", JobType: "thumbnail", Form: pb.JobForm_FUNCTION, Size: pb.Size_SM, EstCostMs: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case m := <-thumbs.msgs:
+			if a := m.GetAssign(); a != nil {
+				if a.Job != resp.JobId || a.JobType != "thumbnail" || a.Form != pb.JobForm_FUNCTION {
+					t.Fatalf("b-thumbs was assigned %v, want job %d of kind thumbnail", a, resp.JobId)
+				}
+				return
+			}
+		case m := <-kinds.msgs:
+			if a := m.GetAssign(); a != nil {
+				t.Fatalf("a-kinds, which does not run thumbnail, was assigned %v", a)
+			}
+		case <-deadline:
+			t.Fatal("the thumbnail job was not assigned to b-thumbs within 5s")
+		}
+	}
 }

@@ -99,3 +99,47 @@ func TestUnknownKindAndLose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestQueuedFor: whether a pool holds a queued job a worker runs, by its
+// kinds, commands and size; a job of no form is every worker's; a job
+// dispatched is no longer queued.
+func TestQueuedFor(t *testing.T) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold}); err != nil {
+		t.Fatal(err)
+	}
+	digestW, thumbW, commandW := &Runs{Kinds: []string{"digest", "resize"}}, &Runs{Kinds: []string{"thumbnail"}}, &Runs{Commands: true}
+	check := func(when string, want [3]bool, ws Size) {
+		t.Helper()
+		got := [3]bool{s.QueuedFor(DefaultPool, ws, digestW), s.QueuedFor(DefaultPool, ws, thumbW), s.QueuedFor(DefaultPool, ws, commandW)}
+		if got != want {
+			t.Errorf("%s, worker size %s: digest, thumbnail, command workers %v, want %v", when, ws, got, want)
+		}
+	}
+	check("nothing queued", [3]bool{}, LG)
+	thumb, err := s.Submit(0, Submission{Tenant: "a", Type: "thumbnail", Size: MD, EstCostMs: 1000, Form: FormFunction})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a thumbnail job of size md", [3]bool{false, true, false}, MD)
+	check("a thumbnail job of size md", [3]bool{false, false, false}, SM)
+	a, ok, err := s.DispatchFor(10, DefaultPool, MD, "t1", thumbW)
+	if err != nil || !ok || a.Job != thumb {
+		t.Fatalf("dispatch of the thumbnail job: %+v %v %v", a, ok, err)
+	}
+	check("the thumbnail job dispatched", [3]bool{false, false, false}, MD)
+	if _, err := s.Submit(20, Submission{Tenant: "a", Type: "digest", Size: SM, EstCostMs: 1000, Form: FormCommand}); err != nil {
+		t.Fatal(err)
+	}
+	check("a command job", [3]bool{false, false, true}, SM)
+	if _, err := s.Submit(20, Submission{Tenant: "a", Type: "x", Size: SM, EstCostMs: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	check("and a job of no form", [3]bool{true, true, true}, SM)
+	if s.QueuedFor(PoolID(7), LG, nil) {
+		t.Error("a pool that does not exist holds a job")
+	}
+}

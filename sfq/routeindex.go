@@ -345,3 +345,22 @@ func (s *Scheduler) verifyRoutes(report func(string, ...any)) {
 		report("the pools' route index counts %d lanes, the job table %d", n, len(want))
 	}
 }
+
+// QueuedFor reports whether pool pid holds a queued job of size ws or
+// smaller that a worker of w runs, whether or not a limit holds it back
+// now (w nil, or one that runs every job: any queued job). The leader asks
+// for a job for a worker that runs some jobs only when one is queued for
+// it. Only whether one route matches is read: the order in which the
+// route map is walked does not change the answer.
+func (s *Scheduler) QueuedFor(pid PoolID, ws Size, w *Runs) bool {
+	if int(pid) >= len(s.pools) {
+		return false
+	}
+	p := s.pools[pid]
+	for k := range p.routes {
+		if k.size <= ws && w.runs(s, k.route) {
+			return true
+		}
+	}
+	return false
+}
