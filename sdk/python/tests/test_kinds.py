@@ -7,7 +7,6 @@ does with it)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import subprocess
 
@@ -16,6 +15,7 @@ from barista._proto import types_pb2 as cpb
 from barista._proto import worker_pb2 as wpb
 from cluster import ACME_TOKEN, ADMIN_TOKEN, WORKER_TOKEN
 from test_protocol import assign, leaders, serving, welcome
+from test_worker import running
 
 
 def _digest_resize_worker(addrs, worker_id: str, **kw) -> barista.Worker:
@@ -114,16 +114,6 @@ def test_submit_forms():
             assert (e.field, e.message) == ("form", msg)
         else:
             raise AssertionError(f"{bad} was taken")
-
-
-@contextlib.asynccontextmanager
-async def running(worker: barista.Worker):
-    task = asyncio.get_running_loop().create_task(worker.run(handle_signals=False))
-    try:
-        yield worker
-    finally:
-        await worker.stop(grace=5)
-        await asyncio.wait_for(task, 10)
 
 
 async def _until(c: barista.Client, job, pred, timeout: float = 20.0) -> barista.Job:
