@@ -1,6 +1,7 @@
 package sfq
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -141,5 +142,33 @@ func TestQueuedFor(t *testing.T) {
 	check("and a job of no form", [3]bool{true, true, true}, SM)
 	if s.QueuedFor(PoolID(7), LG, nil) {
 		t.Error("a pool that does not exist holds a job")
+	}
+}
+
+// BenchmarkQueuedFor: the leader's check, per ready worker of some kinds
+// and per dispatch round, that a job it runs is queued; the worst case:
+// 40 routes of 10 kinds queued (4 classes each), none the worker's, so
+// the whole route map is walked.
+func BenchmarkQueuedFor(b *testing.B) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold, MaxClass: ClassCritical}); err != nil {
+		b.Fatal(err)
+	}
+	for k := range 10 {
+		for c := range Class(NumClasses) {
+			if _, err := s.Submit(0, Submission{Tenant: "a", Type: fmt.Sprintf("kind-%d", k), Size: SM, EstCostMs: 1000, Class: c, Form: FormFunction}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	w := &Runs{Kinds: []string{"other-1", "other-2"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if s.QueuedFor(DefaultPool, LG, w) {
+			b.Fatal("a job of the worker's kinds")
+		}
 	}
 }
