@@ -1,6 +1,7 @@
 """Kinds (SPEC §3 "Kinds"): the worker says the kinds it registered, a
-cluster gives it only jobs of those kinds, and a job it is handed that it
-does not run ends unknown_kind. Against a scripted leader (what the
+cluster gives it only jobs of those kinds (and the command worker only
+command jobs), and a job it is handed that it does not run ends
+unknown_kind. Against a scripted leader (what the
 worker sends) and against the real three-node cluster (what the cluster
 does with it)."""
 
@@ -13,7 +14,7 @@ import subprocess
 import barista
 from barista._proto import types_pb2 as cpb
 from barista._proto import worker_pb2 as wpb
-from cluster import ACME_TOKEN, ADMIN_TOKEN, WORKER_TOKEN
+from cluster import ACME_TOKEN, ADMIN_TOKEN, WORKER_TOKEN, Process
 from test_protocol import assign, leaders, serving, welcome
 from test_worker import running
 
@@ -127,10 +128,25 @@ async def _until(c: barista.Client, job, pred, timeout: float = 20.0) -> barista
         await asyncio.sleep(0.1)
 
 
-async def test_a_worker_is_given_only_the_kinds_it_registered(cluster):
+async def test_a_worker_is_given_only_the_kinds_it_registered(cluster, tmp_path):
     # The jobs and workers of this test have a pool of their own, so that
-    # no other test's job or worker takes part.
+    # no other test's job or worker takes part. The README's command
+    # worker (barista worker) serves it too.
     cluster.pool_set("kinds")
+    command = Process("cmd-kinds", [str(cluster.bin), "worker", "--size", "sm", "--pool", "kinds", "--id", "cmd-kinds",
+                                    "--server", ",".join(cluster.addrs), "--token", WORKER_TOKEN,
+                                    "--log-dir", str(tmp_path / "logs"), "--work-dir", str(tmp_path / "work")],
+                      tmp_path / "cmd-kinds.log")
+    try:
+        await _only_their_kinds(cluster)
+    except BaseException:
+        print(f"---- barista worker\n{command.tail()}")
+        raise
+    finally:
+        command.kill()
+
+
+async def _only_their_kinds(cluster) -> None:
     kinds = _digest_resize_worker(cluster.addrs, "py-kinds", token=WORKER_TOKEN, pool="kinds")
     thumbs = barista.Worker(cluster.addrs, token=WORKER_TOKEN, pool="kinds", id="py-thumbs")
 
@@ -140,6 +156,11 @@ async def test_a_worker_is_given_only_the_kinds_it_registered(cluster):
 
     async with barista.Client(cluster.addrs, token=ACME_TOKEN) as c:
         async with running(kinds):
+            # A command job goes to the command worker.
+            cmd = await c.submit(json.dumps({"argv": ["echo", "ran"]}), kind="digest", pool="kinds", cost=1, form="command")
+            got = await _until(c, cmd, lambda j: j.done)
+            assert (got.state, got.result, got.worker_id, got.form) == ("completed", "ran\n", "cmd-kinds", "command")
+
             thumb = await c.submit(b"t.png", kind="thumbnail", pool="kinds", cost=1, max_attempts=1)
             digest = await c.submit(b"d.txt", kind="digest", pool="kinds", cost=1)
             resize = await c.submit(b"r.png", kind="resize", pool="kinds", cost=1)
@@ -153,13 +174,14 @@ async def test_a_worker_is_given_only_the_kinds_it_registered(cluster):
             await asyncio.sleep(1.5)
             got = await c.get(thumb)
             assert (got.state, got.attempt, got.failures, got.worker_id, got.form) == ("queued", 0, 0, "", "function")
-            # What the cluster holds of the worker: the kinds its Hello named.
-            workers = [w for w in _workers(cluster) if w["worker_id"] == "py-kinds-1"]
-            assert [(w["commands"], w["all_kinds"], w["kinds"]) for w in workers] == [(False, False, ["digest", "resize"])]
+            # What the cluster holds of the workers: what their Hellos named.
+            workers = {w["worker_id"]: (w["commands"], w["all_kinds"], w["kinds"]) for w in _workers(cluster)
+                       if w["worker_id"] in ("py-kinds-1", "cmd-kinds")}
+            assert workers == {"py-kinds-1": (False, False, ["digest", "resize"]), "cmd-kinds": (True, False, [])}
 
             # A job of that kind submitted with no form (as a client of an
-            # earlier build does) goes to any worker: this one fails it
-            # for good, as before kinds.
+            # earlier build does) goes to any worker, which fails it for
+            # good (neither runs it), as before kinds.
             old = await c.submit(b"", kind="thumbnail", pool="kinds", cost=1, max_attempts=3, form="any")
             got = await _until(c, old, lambda j: j.done)
             assert (got.state, got.attempt, got.failures, got.exit_code, got.form) == ("failed", 1, 1, 127, "any")
