@@ -16,11 +16,20 @@
 //	defer c.Close()
 //
 // Submit a job; an idempotency key makes the submit safe to send again
-// (the same key finds the same job):
+// (the same key finds the same job). This one is a command line, which a
+// command worker ("barista worker") runs: its Form says so, and only a
+// worker that runs commands is given it:
 //
 //	key := "invoice-2291"
 //	sub, err := c.Submit(ctx, &pb.SubmitRequest{IdempotencyKey: &key, JobType: "render",
-//		Size: pb.Size_MD, EstCostMs: 90_000, Payload: []byte(`{"argv": ["render", "2291"]}`)})
+//		Size: pb.Size_MD, EstCostMs: 90_000, Payload: []byte(`{"argv": ["render", "2291"]}`),
+//		Form: pb.JobForm_COMMAND})
+//
+// Submit sends the request as the caller built it: a Form left unset
+// makes a job any worker may be given, as before kinds. Insert and
+// InsertMany submit typed arguments (JobArgs) as function jobs of their
+// kind, which only a worker that registered the kind runs (the package
+// worker's Kinds).
 //
 // Watch its events until it ends (with JobId set, the stream ends after
 // the job's terminal event), then read it:

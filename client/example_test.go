@@ -31,6 +31,7 @@ func Example() {
 		Size:           pb.Size_MD,
 		EstCostMs:      90_000,
 		Payload:        []byte(`{"argv": ["render", "--invoice", "2291"]}`),
+		Form:           pb.JobForm_COMMAND, // a command line: for a worker that runs commands
 	})
 	switch {
 	case errors.Is(err, client.ErrPermissionDenied):
@@ -67,7 +68,7 @@ func ExampleClient_SubmitBatch() {
 	for i := range 2500 {
 		key := fmt.Sprintf("thumb-%d", i)
 		jobs = append(jobs, &pb.SubmitRequest{Tenant: "acme", IdempotencyKey: &key, Size: pb.Size_SM, EstCostMs: 500,
-			Payload: fmt.Appendf(nil, `{"argv": ["thumb", "%d"]}`, i)})
+			Payload: fmt.Appendf(nil, `{"argv": ["thumb", "%d"]}`, i), Form: pb.JobForm_COMMAND})
 	}
 	results, err := c.SubmitBatch(context.Background(), jobs)
 	if err != nil {

@@ -112,9 +112,12 @@ func submitRequest(args JobArgs, opts *InsertOpts, now time.Time) (*pb.SubmitReq
 	if opts == nil {
 		opts = &InsertOpts{}
 	}
+	// A function job of its kind: only a worker that registered the kind
+	// runs it (SPEC §3 "Kinds"; a cluster below feature level 8 ignores
+	// the form, and any worker may get it).
 	req := &pb.SubmitRequest{Tenant: opts.Tenant, Pool: opts.Pool, JobType: kind, Payload: payload, Group: opts.Group,
 		EstCostMs: opts.Cost.Milliseconds(), TimeoutMs: opts.Timeout.Milliseconds(), DelayMs: opts.Delay.Milliseconds(),
-		ExpireMs: opts.ExpireAfter.Milliseconds()}
+		ExpireMs: opts.ExpireAfter.Milliseconds(), Form: pb.JobForm_FUNCTION}
 	if opts.MaxAttempts < 0 {
 		return nil, invalidArg(fmt.Sprintf("max_attempts: %d", opts.MaxAttempts))
 	}
@@ -177,7 +180,8 @@ type InsertResult struct {
 }
 
 // Insert submits one job of kind args.Kind() with args as its JSON
-// payload, and returns the job as the cluster holds it just after (one
+// payload, a function job of that kind (only a worker that registered
+// the kind is given it; a job no connected worker runs waits), and returns the job as the cluster holds it just after (one
 // more read, from the node that answered or one at least as far along).
 // A refusal is an *Error matching the sentinel of its cause
 // (ErrQuotaExceeded, ErrRateLimited with RetryAfter, ErrKeyConflict,
@@ -213,8 +217,9 @@ type InsertManyResult struct {
 	Err       error
 }
 
-// InsertMany submits jobs in as few requests as fit (SubmitBatch) and
-// returns one result per job, in order. A job whose arguments cannot be
+// InsertMany submits jobs in as few requests as fit (SubmitBatch), each a
+// function job of its kind as Insert's, and returns one result per job, in
+// order. A job whose arguments cannot be
 // sent (no kind, not JSON) is refused alone. The error is the batch's:
 // the cluster could not be reached for some of the jobs; results then
 // hold the jobs before them.
@@ -253,8 +258,13 @@ type Job struct {
 	Tenant string
 	Pool   string
 	Kind   string // its job_type
-	Group  string
-	Key    string // its idempotency key
+	// Form says which workers run it: "function" (a worker that
+	// registered its Kind: Insert's jobs), "command" (a worker that runs
+	// command lines) or "any" (every worker: a job submitted without a
+	// form, or read from a cluster below feature level 8).
+	Form  string
+	Group string
+	Key   string // its idempotency key
 	// State: scheduled, queued, assigned, running, completed, failed,
 	// cancelled, timed_out or expired.
 	State       string
@@ -298,7 +308,7 @@ func JobFromProto(j *pb.Job) *Job {
 		return t
 	}
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	out := &Job{ID: j.JobId, Tenant: j.Tenant, Pool: j.Pool, Kind: j.JobType, Group: j.Group, Key: j.IdempotencyKey, State: j.State,
+	out := &Job{ID: j.JobId, Tenant: j.Tenant, Pool: j.Pool, Kind: j.JobType, Form: formOf(j.Form), Group: j.Group, Key: j.IdempotencyKey, State: j.State,
 		Size: Size(strings.ToLower(j.Size.String())), Class: classOf(j.Class), Attempt: int(j.Attempt), Failures: int(j.Failures),
 		MaxAttempts: int(j.MaxAttempts), Snoozes: int(j.Snoozes), Cost: ms(j.EstCostMs), EstSource: j.EstSource, CPU: ms(j.CpuMs),
 		Worker: j.WorkerId, DueAt: wall(j.DueAtMs), ExpireAt: wall(j.ExpireAtMs), Deadline: wall(j.DeadlineAtMs),
@@ -311,6 +321,16 @@ func JobFromProto(j *pb.Job) *Job {
 		out.EndedAt = time.UnixMilli(j.EndedWallMs)
 	}
 	return out
+}
+
+func formOf(f pb.JobForm) string {
+	switch f {
+	case pb.JobForm_COMMAND:
+		return "command"
+	case pb.JobForm_FUNCTION:
+		return "function"
+	}
+	return "any"
 }
 
 func classOf(c pb.Class) Class {

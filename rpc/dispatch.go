@@ -63,7 +63,8 @@ func (h *hub) rateWake() (time.Duration, bool) {
 
 // dispatchRound proposes one Dispatch per ready worker that can take a job
 // now, smallest workers first (so small jobs go to small containers when
-// both are free), within the state machine's dispatch budget. A worker is
+// both are free), within the state machine's dispatch budget (a worker
+// that runs some kinds only, when a job it runs is queued). A worker is
 // asked for only when its own pool has a job it fits (a pause of one pool
 // holds that pool's workers alone), and its Dispatch names its pool, the
 // only one it is given a job of. A worker whose pool was deleted under it
@@ -124,7 +125,8 @@ func (h *hub) dispatchRound() bool {
 		// A worker that runs only some kinds is asked for only when a job
 		// it runs is there (SPEC §3 "Kinds"): the budget counts jobs of
 		// every kind.
-		if restricted := f.RunsSome(s.id); (restricted && !f.HasJobFor(s.id, s.pool, s.size)) || (!restricted && used >= budget) {
+		restricted := f.RunsSome(s.id)
+		if (restricted && !f.HasJobFor(s.id, s.pool, s.size)) || (!restricted && used >= budget) {
 			continue
 		}
 		h.mu.Lock()
@@ -132,7 +134,9 @@ func (h *hub) dispatchRound() bool {
 		h.mu.Unlock()
 		cmds = append(cmds, dispatchCommand(s, credit))
 		who = append(who, s)
-		used++
+		if !restricted {
+			used++
+		}
 	}
 	if len(cmds) == 0 {
 		return false

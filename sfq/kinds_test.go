@@ -1,6 +1,7 @@
 package sfq
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -97,5 +98,76 @@ func TestUnknownKindAndLose(t *testing.T) {
 	}
 	if err := s.Verify(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHasJobFor: whether a worker would get a job now, by its kinds,
+// commands and size; a job of no form is every worker's; a job dispatched
+// is no longer there.
+func TestHasJobFor(t *testing.T) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold}); err != nil {
+		t.Fatal(err)
+	}
+	digestW, thumbW, commandW := &Runs{Kinds: []string{"digest", "resize"}}, &Runs{Kinds: []string{"thumbnail"}}, &Runs{Commands: true}
+	check := func(when string, want [3]bool, ws Size) {
+		t.Helper()
+		got := [3]bool{s.HasJobFor(DefaultPool, ws, digestW), s.HasJobFor(DefaultPool, ws, thumbW), s.HasJobFor(DefaultPool, ws, commandW)}
+		if got != want {
+			t.Errorf("%s, worker size %s: digest, thumbnail, command workers %v, want %v", when, ws, got, want)
+		}
+	}
+	check("nothing queued", [3]bool{}, LG)
+	thumb, err := s.Submit(0, Submission{Tenant: "a", Type: "thumbnail", Size: MD, EstCostMs: 1000, Form: FormFunction})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a thumbnail job of size md", [3]bool{false, true, false}, MD)
+	check("a thumbnail job of size md", [3]bool{false, false, false}, SM)
+	a, ok, err := s.DispatchFor(10, DefaultPool, MD, "t1", thumbW)
+	if err != nil || !ok || a.Job != thumb {
+		t.Fatalf("dispatch of the thumbnail job: %+v %v %v", a, ok, err)
+	}
+	check("the thumbnail job dispatched", [3]bool{false, false, false}, MD)
+	if _, err := s.Submit(20, Submission{Tenant: "a", Type: "digest", Size: SM, EstCostMs: 1000, Form: FormCommand}); err != nil {
+		t.Fatal(err)
+	}
+	check("a command job", [3]bool{false, false, true}, SM)
+	if _, err := s.Submit(20, Submission{Tenant: "a", Type: "x", Size: SM, EstCostMs: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	check("and a job of no form", [3]bool{true, true, true}, SM)
+	if s.HasJobFor(PoolID(7), LG, nil) {
+		t.Error("a pool that does not exist holds a job")
+	}
+}
+
+// BenchmarkHasJobFor: the leader's check, per ready worker of some kinds
+// and per dispatch round, that it would get a job: 40 routes of 10 kinds
+// queued (4 classes each), none the worker's.
+func BenchmarkHasJobFor(b *testing.B) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.UpsertTenant(TenantSpec{Name: "a", Tier: Gold, MaxClass: ClassCritical}); err != nil {
+		b.Fatal(err)
+	}
+	for k := range 10 {
+		for c := range Class(NumClasses) {
+			if _, err := s.Submit(0, Submission{Tenant: "a", Type: fmt.Sprintf("kind-%d", k), Size: SM, EstCostMs: 1000, Class: c, Form: FormFunction}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	w := &Runs{Kinds: []string{"other-1", "other-2"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if s.HasJobFor(DefaultPool, LG, w) {
+			b.Fatal("a job of the worker's kinds")
+		}
 	}
 }

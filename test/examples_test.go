@@ -131,8 +131,9 @@ func TestExampleSubmitAndWatch(t *testing.T) {
 // kind count-words completes with the function's answer as its output,
 // billed the wall time the call took; one whose text says "later" is
 // snoozed once and then completes, without a failure counted; a payload
-// it cannot read, and a job of another kind, fail at once with no retry;
-// SIGTERM stops the worker gracefully, and it exits 0.
+// it cannot read, and a job of no form of another kind, fail at once with
+// no retry; a function job of another kind is never given to it and
+// waits queued; SIGTERM stops the worker gracefully, and it exits 0.
 func TestExampleGoWorker(t *testing.T) {
 	bin := buildExample(t, "./go-worker")
 	c := startWithTokens(t, 1, "")
@@ -165,6 +166,10 @@ func TestExampleGoWorker(t *testing.T) {
 		return r.JobId
 	}
 	ended := func(j *pb.Job) bool { return j.State == "completed" || j.State == "failed" }
+	thumb, err := acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_MD, EstCostMs: 100, JobType: "thumbnail", Payload: []byte(`{}`), Form: pb.JobForm_FUNCTION})
+	if err != nil {
+		t.Fatal(err)
+	}
 	good := submit("count-words", `{"text": "one two three\nfour five"}`)
 	j := waitJob(t, acme, good, time.Minute, "its end", ended)
 	if j.State != "completed" || j.ExitCode != 0 || j.StdoutTail != `{"words":5,"lines":2}` || (j.WorkerId != "words-1" && j.WorkerId != "words-2") || j.Attempt != 1 {
@@ -190,6 +195,12 @@ func TestExampleGoWorker(t *testing.T) {
 			t.Errorf("job %d: %s, exit code %d, stderr %q at attempt %d of %d; want failed at once, saying %q",
 				id, j.State, j.ExitCode, j.StderrTail, j.Attempt, j.MaxAttempts, c.stderr)
 		}
+	}
+
+	// Every other job ended; the function job of kind thumbnail, which
+	// the worker does not register, was never given to it.
+	if j := waitJob(t, acme, thumb.JobId, time.Minute, "a read", func(*pb.Job) bool { return true }); j.State != "queued" || j.Attempt != 0 || j.Failures != 0 {
+		t.Errorf("thumbnail job %d: %s at attempt %d with %d failures; want queued, never tried", thumb.JobId, j.State, j.Attempt, j.Failures)
 	}
 
 	w.Signal(syscall.SIGTERM)

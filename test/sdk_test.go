@@ -132,8 +132,10 @@ func insert(t *testing.T, ctx context.Context, cl *client.Client, args client.Jo
 // TestSDKTypedJobsRouteByKind, on a one-node and a three-node cluster:
 // typed inserts come back as jobs with wall times; a worker of two slots
 // routes each job to the function of its kind with its arguments
-// decoded; a job of a kind it has no function for fails at once with no
-// retry, saying so; a run that snoozes is tried again after its snooze
+// decoded; an inserted job of a kind it has no function for (a function
+// job) is never given to it and waits queued, no failure counted, while
+// a job of that kind submitted without a form (a client of an earlier
+// build) fails at once with no retry, saying so; a run that snoozes is tried again after its snooze
 // without a failure counted, and explain says it snoozed.
 func TestSDKTypedJobsRouteByKind(t *testing.T) {
 	for _, n := range []int{1, 3} {
@@ -179,9 +181,14 @@ func TestSDKTypedJobsRouteByKind(t *testing.T) {
 					t.Errorf("job %d: %s, output %q, attempt %d, worker %q; want completed, %q, 1, sdk-1 or sdk-2", id, j.State, j.Stdout, j.Attempt, j.Worker, want)
 				}
 			}
-			j := waitState(t, ctx, cl, stray.Job.ID, "an end", done)
-			if j.State != "failed" || j.Attempt != 1 || j.Failures != 1 || !strings.Contains(j.Stderr, `is of kind "stray", which this worker has no function for (it runs nap-once, shout, sum)`) {
-				t.Errorf("stray job: %s, attempt %d, failures %d, stderr %q; want failed at once, saying why", j.State, j.Attempt, j.Failures, j.Stderr)
+			resp, err := cl.Submit(ctx, &pb.SubmitRequest{Tenant: "acme", JobType: "stray", Size: pb.Size_SM, Payload: []byte(`{}`), EstCostMs: 1000, MaxAttempts: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := waitState(t, ctx, cl, resp.JobId, "an end", done)
+			if j.State != "failed" || j.Attempt != 1 || j.Failures != 1 || j.Form != "any" ||
+				!strings.Contains(j.Stderr, `is of kind "stray", which this worker has no function for (it runs nap-once, shout, sum)`) {
+				t.Errorf("stray job of no form: %s, attempt %d, failures %d, form %s, stderr %q; want failed at once, saying why", j.State, j.Attempt, j.Failures, j.Form, j.Stderr)
 			}
 			j = waitState(t, ctx, cl, nap.Job.ID, "its snooze", func(j *client.Job) bool { return j.State == "scheduled" || done(j) })
 			if j.State != "scheduled" || j.Snoozes != 1 || j.Failures != 0 || j.DueAt.IsZero() {
@@ -194,6 +201,11 @@ func TestSDKTypedJobsRouteByKind(t *testing.T) {
 			j = waitState(t, ctx, cl, nap.Job.ID, "an end", done)
 			if j.State != "completed" || j.Attempt != 2 || j.Failures != 0 || j.Snoozes != 0 || j.Stdout != "rested" {
 				t.Errorf("job after its snooze: %s, attempt %d, failures %d, snoozes %d, output %q; want completed at attempt 2, no failure", j.State, j.Attempt, j.Failures, j.Snoozes, j.Stdout)
+			}
+			// Every other job ended; the inserted stray job, a function
+			// job of a kind no worker runs, still waits, never tried.
+			if j, err := cl.JobGet(ctx, "acme", stray.Job.ID); err != nil || j.State != "queued" || j.Attempt != 0 || j.Failures != 0 || j.Form != "function" {
+				t.Errorf("inserted stray job: %+v, %v; want queued, attempt 0, no failure, form function", j, err)
 			}
 		})
 	}

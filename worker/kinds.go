@@ -20,9 +20,13 @@ type JobArgs = client.JobArgs
 
 // Kinds routes jobs to Go functions by their kind (job_type). It is a
 // Runner: each job runs as a call of the function registered for its
-// kind, in a goroutine of this process, as a Func's does. A job of a kind
-// no function is registered for, or whose payload does not decode into
-// the function's arguments, fails with no retry, saying why.
+// kind, in a goroutine of this process, as a Func's does. Its worker
+// tells the cluster the registered kinds (Declarer), and a cluster at
+// feature level 8 gives it only jobs of those kinds; a job of another
+// kind (or a command job) it is handed anyway ends unknown_kind and goes
+// to a worker that runs it (ErrUnknownKind). A job whose payload does not
+// decode into the function's arguments, or a job of no form of a kind
+// no function is registered for, fails with no retry, saying why.
 type Kinds struct {
 	mu  sync.RWMutex
 	fns map[string]Func

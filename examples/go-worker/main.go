@@ -9,8 +9,11 @@
 // output {"words": N, "lines": N}; a text of more than a million bytes
 // is cancelled (it fails with no retry), and a text that starts with
 // "later" is snoozed once for 2 s (tried again without a failure
-// counted). A job of another kind fails at once, saying which kinds this
-// worker runs. A cancelled job's function sees its context end.
+// counted). The worker tells the cluster it runs count-words: it is given
+// only jobs of that kind (and jobs submitted with no form), never a
+// command job or a job of another kind, which wait for a worker that runs
+// them; a job of no form of another kind fails at once, saying which kinds
+// this worker runs. A cancelled job's function sees its context end.
 //
 // With --concurrency N it runs N jobs at once, as workers ID-1 .. ID-N
 // (the worker token's binding must cover them). The first SIGINT or

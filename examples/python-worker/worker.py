@@ -16,6 +16,10 @@ Its kinds:
              long and answers "waited Ns". An async function: billed the
              wall time it took. A cancel interrupts its sleep.
 
+The worker tells the cluster these two kinds: it is given only jobs of
+them (and jobs submitted with no form), never a command job or a job of
+another kind, which wait for a worker that runs them.
+
 The first SIGINT or SIGTERM stops the worker gracefully: it takes no new
 job, lets the running ones finish within --grace seconds, and exits 0; a
 second signal stops the running ones at once (they are retried

@@ -61,15 +61,17 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	// Submit: each job runs a command on a worker. The keys make the
-	// submits safe to retry, so the client retries them across a node's
-	// failure, and a second run finds the same jobs.
+	// Submit: each job runs a command on a worker that runs command lines
+	// (barista worker): its form says so, and no worker of functions is
+	// given it. The keys make the submits safe to retry, so the client
+	// retries them across a node's failure, and a second run finds the
+	// same jobs.
 	ids := make([]uint64, *jobs)
 	for i := range ids {
 		key := fmt.Sprintf("%s-%d", *prefix, i+1)
 		payload, _ := json.Marshal(map[string]any{"argv": []string{"echo", "hello from job", key}})
 		resp, err := c.Submit(ctx, &pb.SubmitRequest{Tenant: *tenant, IdempotencyKey: &key, JobType: "example",
-			Size: pb.Size_SM, EstCostMs: 100, Payload: payload})
+			Size: pb.Size_SM, EstCostMs: 100, Payload: payload, Form: pb.JobForm_COMMAND})
 		switch {
 		case errors.Is(err, client.ErrPermissionDenied), errors.Is(err, client.ErrUnauthenticated):
 			fmt.Fprintln(os.Stderr, "the cluster refused the token:", err)

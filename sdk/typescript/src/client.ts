@@ -108,6 +108,14 @@ export interface SubmitOptions {
   timeout?: number;
   /** This job's wait before a failed run's retry (ms; 0: at once; default: the cluster's). */
   retryBackoff?: number;
+  /**
+   * Which workers run it (default: a function job of its kind, which only
+   * a worker that registered the kind is given; "any" for an empty kind):
+   * "command" for a command line (`{argv: [...]}`, run by `barista
+   * worker`), "any" for a job every worker may be given, as a client of an
+   * earlier build submits.
+   */
+  form?: cv.FormName;
 }
 
 /** One job of submitMany: its kind, its payload (typed by the kind) and its options. */
@@ -184,6 +192,7 @@ export function submitRequest(kind: string, payload: unknown, o: SubmitOptions =
   return create(SubmitRequestSchema, {
     tenant: o.tenant ?? "",
     jobType: kind,
+    form: cv.jobForm(o.form, kind),
     size: cv.size(o.size ?? "sm"),
     estCostMs: cv.millis(o.cost, "cost"),
     payload: cv.encodePayload(payload),
@@ -207,6 +216,7 @@ function submitted(req: SubmitRequest, r: { jobId: bigint; created: boolean }): 
     state: r.created ? (req.delayMs > 0n ? "scheduled" : "queued") : undefined,
     tenant: req.tenant,
     kind: req.jobType,
+    form: cv.formName(req.form),
     pool: req.pool || "default",
     size: cv.sizeName(req.size),
     priority: cv.priorityName(req.class),
@@ -265,7 +275,8 @@ export class Client<K extends JobTypes = AnyKinds> {
 
   /**
    * Submits one job of kind with payload (sent as its JSON; a Uint8Array
-   * as its bytes). With a key it is sent again to another node when one
+   * as its bytes): a function job of that kind, which only a worker that
+   * registered the kind is given (opts.form says otherwise). With a key it is sent again to another node when one
    * fails on the way: the same key finds the same job. Without one it is
    * sent once, and an Unavailable error means the job may or may not exist.
    */

@@ -4,7 +4,7 @@
  * IDs, enums, bytes).
  */
 
-import { Class, GroupOrder, Size, Tier } from "./gen/types_pb.js";
+import { Class, GroupOrder, JobForm, Size, Tier } from "./gen/types_pb.js";
 import type { ClockNow } from "./gen/client_pb.js";
 import { InvalidArgument, Internal } from "./errors.js";
 
@@ -16,6 +16,12 @@ export type Priority = "critical" | "high" | "normal" | "low";
 export type TierName = "free" | "bronze" | "silver" | "gold" | "diamond";
 /** The order of a tenant's groups. */
 export type GroupOrderName = "fifo" | "fair";
+/**
+ * Which workers run a job (SPEC §3 "Kinds"): a function job only a worker
+ * that registered its kind, a command job a worker that runs command
+ * lines, a job of form any every worker.
+ */
+export type FormName = "function" | "command" | "any";
 
 const SIZES: Record<SizeName, Size> = { sm: Size.SM, md: Size.MD, lg: Size.LG };
 const PRIORITIES: Record<Priority, Class> = {
@@ -23,6 +29,11 @@ const PRIORITIES: Record<Priority, Class> = {
   high: Class.HIGH,
   normal: Class.NORMAL,
   low: Class.LOW,
+};
+const FORMS: Record<FormName, JobForm> = {
+  any: JobForm.JOB_FORM_UNSPECIFIED,
+  command: JobForm.COMMAND,
+  function: JobForm.FUNCTION,
 };
 const TIERS: Record<TierName, Tier> = {
   free: Tier.FREE,
@@ -49,6 +60,14 @@ export const sizeName = (v: Size): SizeName => nameOf(SIZES, v, "sm");
 export const priority = (v: unknown): Class =>
   v === undefined ? Class.CLASS_UNSPECIFIED : lookup(PRIORITIES, v, "priority", "critical, high, normal or low");
 export const priorityName = (v: Class): Priority => nameOf(PRIORITIES, v, "normal");
+/** The form of a submit: undefined is a function job of its kind when it names one, else a job any worker runs. */
+export function jobForm(v: unknown, kind: string): JobForm {
+  if (v === undefined) return kind ? JobForm.FUNCTION : JobForm.JOB_FORM_UNSPECIFIED;
+  const form = lookup(FORMS, v, "form", "function, command or any");
+  if (form === JobForm.FUNCTION && !kind) throw new InvalidArgument("form: a function job names its kind", { field: "form" });
+  return form;
+}
+export const formName = (v: JobForm): FormName => nameOf(FORMS, v, "any");
 export const tier = (v: unknown): Tier => lookup(TIERS, v, "tier", "free, bronze, silver, gold or diamond");
 export const tierName = (v: Tier): TierName | "" => (v === Tier.TIER_UNSPECIFIED ? "" : nameOf(TIERS, v, "free"));
 export const groupOrder = (v: unknown): GroupOrder =>

@@ -14,7 +14,7 @@
 export { Client } from "./client.js";
 export type { AnyKinds, ClientOptions, EvidenceOptions, JobRef, JobSpec, JobTypes, JobsOptions, ReadOptions, SubmitOptions, TenantSettings, WatchOptions } from "./client.js";
 export type { Logger, Tls, TlsOptions } from "./conn.js";
-export type { GroupOrderName, Priority, SizeName, TierName } from "./convert.js";
+export type { FormName, GroupOrderName, Priority, SizeName, TierName } from "./convert.js";
 export * from "./errors.js";
 export { REASONS, ERROR_DOMAIN } from "./reasons.js";
 export type { CodeName, Reason } from "./reasons.js";

@@ -29,6 +29,8 @@ export interface Job<T = unknown> {
   state: string;
   tenant: string;
   kind: string;
+  /** Which workers run it: function (a worker that registered its kind), command, or any. */
+  form: cv.FormName;
   pool: string;
   size: cv.SizeName;
   priority: cv.Priority;
@@ -110,6 +112,8 @@ export interface Submitted {
   state: string | undefined;
   tenant: string;
   kind: string;
+  /** The form the submit sent (a cluster below feature level 8 ignores it). */
+  form: cv.FormName;
   pool: string;
   size: cv.SizeName;
   priority: cv.Priority;
@@ -137,6 +141,7 @@ export function jobFromPb<T>(j: PbJob, withPayload: boolean): Job<T> {
     state: j.state,
     tenant: j.tenant,
     kind: j.jobType,
+    form: cv.formName(j.form),
     pool: j.pool,
     size: cv.sizeName(j.size),
     priority: cv.priorityName(j.class),

@@ -8,7 +8,7 @@
 
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { Outcome } from "./gen/types_pb.js";
+import { JobForm, Outcome } from "./gen/types_pb.js";
 import {
   JobFinishedSchema,
   Worker as WorkerService,
@@ -94,6 +94,8 @@ export class Slot {
   private offered = false;
   private startDelay = 0;
   private snoozeOk = false;
+  /** This session's leader routes by kind and takes unknown_kind (Welcome.kinds). */
+  private kindsOk = false;
   /** The live session's writer, once it is welcomed. */
   private send: ((m: Out) => void) | undefined;
   /** Ends the live session (welcomed or not) with an error. */
@@ -214,7 +216,11 @@ export class Slot {
 
   // -- one session -----------------------------------------------------
 
-  /** The Hello of a session: who the slot is, and the job it still runs. */
+  /**
+   * The Hello of a session: who the slot is, the kinds it has functions
+   * for (a function for "", the jobs of no type, needs no naming: every
+   * worker is given jobs of no form), and the job it still runs.
+   */
   private hello(): Out {
     const running = [];
     const j = this.cur;
@@ -224,7 +230,10 @@ export class Slot {
     return {
       msg: {
         case: "hello",
-        value: { workerId: this.id, size: this.w.wireSize, version: VERSION, pool: this.w.pool ?? "", running },
+        value: {
+          workerId: this.id, size: this.w.wireSize, version: VERSION, pool: this.w.pool ?? "", running,
+          kinds: this.w.kinds.filter((k) => k !== ""),
+        },
       },
     };
   }
@@ -273,6 +282,7 @@ export class Slot {
       this.offered = false;
       this.startDelay = Math.max(0, Number(w.startedDelayMs));
       this.snoozeOk = w.snooze;
+      this.kindsOk = w.kinds;
       this.w.log("info", `connected: worker=${this.id} server=${addr} leader=${w.leaderId} pool=${this.w.pool ?? "default"} ` +
         `heartbeat=${this.interval / 1000}s self_kill_after=${this.selfKill / 1000}s`);
       this.send = (msg: Out) => out.push(msg);
@@ -440,19 +450,14 @@ export class Slot {
     const j = new SlotJob(a);
     this.cur = j;
     const fn = this.w.handler(a.jobType);
-    if (fn === undefined) {
-      // No run of it can succeed here: the job fails with no retry.
-      const kinds = this.w.kinds.map((k) => `'${k}'`).join(", ") || "none";
-      const msg = `no function for kind '${a.jobType}' on this worker (worker ${this.id}, pool ${this.w.pool ?? "default"}); ` +
-        `its functions are for the kinds ${kinds}`;
-      this.w.log("warn", `job could not start: job=${a.job} ${msg}`);
+    if (fn === undefined || (a.form === JobForm.COMMAND && this.kindsOk)) {
+      const { msg, finished } = unrunnable(a, this.w, this.id, this.kindsOk);
+      this.w.log("warn", `job could not start: job=${a.job} outcome=${Outcome[finished.outcome].toLowerCase()} ${msg}`);
       if (this.startDelay === 0) {
         j.startSent = true;
         this.send?.(started(a));
       }
-      j.finished = create(JobFinishedSchema, {
-        job: a.job, attempt: a.attempt, outcome: Outcome.FAILED, exitCode: 127, stderrTail: cv.outputTail(msg), permanent: true,
-      });
+      j.finished = finished;
       this.send?.(this.report(j));
       return;
     }
@@ -522,6 +527,29 @@ export class Slot {
   halt(): void {
     this.end?.(new Drained());
   }
+}
+
+/**
+ * The end of a job this worker does not run (a function job of a kind it
+ * has no function for, a command job), and why. To a leader that routes
+ * by kind (Welcome.kinds) it is not a run of the job: outcome
+ * unknown_kind, and the cluster gives the job to a worker that runs it. A
+ * job of no form (a client of an earlier build), or any job of a leader
+ * that does not route by kind, fails with no retry, as before kinds: no
+ * run of it can succeed here.
+ */
+export function unrunnable(a: Assign, w: { kinds: string[]; pool: string | undefined }, slotId: string, kindsOk: boolean): { msg: string; finished: JobFinished } {
+  let msg: string;
+  if (a.form === JobForm.COMMAND) {
+    msg = `job ${a.job} is a command job, which this worker of functions does not run (worker ${slotId}, pool ${w.pool ?? "default"})`;
+  } else {
+    const kinds = w.kinds.map((k) => `'${k}'`).join(", ") || "none";
+    msg = `no function for kind '${a.jobType}' on this worker (worker ${slotId}, pool ${w.pool ?? "default"}); its functions are for the kinds ${kinds}`;
+  }
+  const finished = kindsOk && a.form !== JobForm.JOB_FORM_UNSPECIFIED
+    ? create(JobFinishedSchema, { job: a.job, attempt: a.attempt, outcome: Outcome.UNKNOWN_KIND, cpuMs: 0n, stderrTail: cv.outputTail(msg) })
+    : create(JobFinishedSchema, { job: a.job, attempt: a.attempt, outcome: Outcome.FAILED, exitCode: 127, stderrTail: cv.outputTail(msg), permanent: true });
+  return { msg, finished };
 }
 
 function started(a: Assign): Out {

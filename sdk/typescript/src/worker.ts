@@ -75,8 +75,15 @@ function checkPool(pool: string): void {
  *     worker.register("resize", async (job, ctx) => resize(job.payload, ctx.signal));
  *     await worker.run();     // until worker.stop() or SIGTERM
  *
- * A job whose kind has no function fails at once, with no retry, its
- * error naming the kind and the kinds the worker has.
+ * The worker tells the cluster the kinds it has functions for, and a
+ * cluster at feature level 8 gives it only jobs of those kinds (and jobs
+ * submitted with no form, which any worker runs). A job it is handed anyway
+ * that it does not run (a function job of another kind, a command job)
+ * ends its run unknown_kind: the job goes back to the queue for a worker
+ * that runs it, with no failure counted. A job of no form whose kind has
+ * no function, or any such job from a cluster below level 8, fails at
+ * once, with no retry, its error naming the kind and the kinds the worker
+ * has.
  */
 export class Worker<K extends JobTypes = AnyKinds> {
   readonly servers: string[];

@@ -16,6 +16,7 @@ import { create } from "@bufbuild/protobuf";
 import { Admin } from "../src/gen/admin_pb.js";
 import { SchedulerConfigSchema, type SchedulerConfig } from "../src/gen/types_pb.js";
 import { Client as ClientService } from "../src/gen/client_pb.js";
+import { Worker as WorkerService, type WorkerInfo } from "../src/gen/worker_pb.js";
 import { NodeConn } from "../src/conn.js";
 
 /** The repository's root (this file is dist/test/cluster.js in sdk/typescript). */
@@ -341,6 +342,12 @@ export class Cluster {
   async poolSet(name: string, fields: { subscriptionsRequired?: boolean } = {}): Promise<void> {
     const { admin, md } = await this.admin();
     await admin.poolSet({ name, ...fields }, md);
+  }
+
+  /** The workers the leader knows (barista workers; the SDK has no call for it). */
+  async workers(): Promise<WorkerInfo[]> {
+    const lead = await this.waitLeader();
+    return (await lead.node().client(WorkerService).listWorkers({}, lead.md())).workers;
   }
 
   /** Deletes ended jobs of a tenant (the SDK has no call for it). */

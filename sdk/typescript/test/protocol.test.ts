@@ -13,7 +13,7 @@ import { test } from "node:test";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { Outcome, Size } from "../src/gen/types_pb.js";
+import { JobForm, Outcome, Size } from "../src/gen/types_pb.js";
 import {
   LeaderMessageSchema,
   Worker as WorkerService,
@@ -146,6 +146,7 @@ interface WelcomeInit {
   startedDelayMs?: bigint;
   jobTypes?: boolean;
   snooze?: boolean;
+  kinds?: boolean;
   pendingCancels?: { job: bigint; attempt: number; reason: string; graceMs: bigint }[];
 }
 
@@ -164,6 +165,85 @@ function assign(job: number, kind: string, payload = "", attempt = 1): LeaderIni
 }
 
 const ack = (job: number, attempt = 1): LeaderInit => ({ case: "finishedAck", value: { job: BigInt(job), attempt } });
+
+function assignForm(job: number, kind: string, form: JobForm, payload = ""): LeaderInit {
+  return {
+    case: "assign",
+    value: { job: BigInt(job), attempt: 1, jobType: kind, form, payload: new TextEncoder().encode(payload), tenant: "acme", size: Size.SM, credit: 1n },
+  };
+}
+
+function digestResizeWorker(addr: string, id: string): Worker {
+  const w = new Worker({ servers: [addr], id, logger: quiet });
+  w.register("resize", () => "resized");
+  w.register("digest", (job, ctx) => `digest of ${String(job.payload)} on ${ctx.workerId}`);
+  return w;
+}
+
+test("the Hello names the kinds; a job the worker does not run ends unknown_kind", async () => {
+  await leaders(1, async ([lead]) => {
+    const w = digestResizeWorker(lead.addr, "proto-kinds");
+    await serving(w, async () => {
+      const s = await lead.session();
+      assert.deepEqual([s.hello.kinds, s.hello.commands], [["digest", "resize"], false]);
+      s.send(welcome({ kinds: true }));
+      await s.expect("ready");
+
+      // A function job of a kind it has no function for: not a run of the
+      // job (unknown_kind, no CPU, not permanent).
+      s.send(assignForm(7, "thumbnail", JobForm.FUNCTION));
+      assert.equal((await s.expect("started")).job, 7n);
+      let fin = await s.expect("finished");
+      assert.deepEqual([fin.job, fin.attempt, fin.outcome, fin.cpuMs, fin.exitCode, fin.permanent], [7n, 1, Outcome.UNKNOWN_KIND, 0n, 0, false]);
+      assert.equal(fin.stderrTail, "no function for kind 'thumbnail' on this worker (worker proto-kinds-1, pool default); " +
+        "its functions are for the kinds 'digest', 'resize'");
+      s.send(ack(7));
+      await s.expect("ready");
+
+      // A command job, even of a type it has a function for.
+      s.send(assignForm(8, "digest", JobForm.COMMAND));
+      await s.expect("started");
+      fin = await s.expect("finished");
+      assert.deepEqual([fin.job, fin.outcome, fin.cpuMs, fin.exitCode, fin.permanent], [8n, Outcome.UNKNOWN_KIND, 0n, 0, false]);
+      assert.equal(fin.stderrTail, "job 8 is a command job, which this worker of functions does not run (worker proto-kinds-1, pool default)");
+      s.send(ack(8));
+      await s.expect("ready");
+
+      // A job of no form (a client of an earlier build) of a kind it has
+      // no function for: failed for good, as before kinds.
+      s.send(assign(9, "thumbnail"));
+      await s.expect("started");
+      fin = await s.expect("finished");
+      assert.deepEqual([fin.job, fin.outcome, fin.exitCode, fin.permanent], [9n, Outcome.FAILED, 127, true]);
+      s.send(ack(9));
+      await s.expect("ready");
+
+      // A function job of its kind runs.
+      s.send(assignForm(10, "digest", JobForm.FUNCTION, JSON.stringify("x")));
+      await s.expect("started");
+      fin = await s.expect("finished");
+      assert.deepEqual([fin.job, fin.outcome, fin.stdoutTail], [10n, Outcome.OK, "digest of x on proto-kinds-1"]);
+      s.send(ack(10));
+    });
+  });
+});
+
+test("a leader that does not route by kind gets a job the worker does not run as a failed run, as before", async () => {
+  await leaders(1, async ([lead]) => {
+    const w = digestResizeWorker(lead.addr, "proto-old");
+    await serving(w, async () => {
+      const s = await lead.session();
+      assert.deepEqual(s.hello.kinds, ["digest", "resize"]);
+      s.send(welcome());
+      await s.expect("ready");
+      s.send(assignForm(3, "thumbnail", JobForm.FUNCTION));
+      await s.expect("started");
+      const fin = await s.expect("finished");
+      assert.deepEqual([fin.job, fin.outcome, fin.exitCode, fin.permanent], [3n, Outcome.FAILED, 127, true]);
+      s.send(ack(3));
+    });
+  });
+});
 const quiet = () => undefined;
 
 test("a snooze is reported with its delay; one outside the bounds is held to them, with a log line", async () => {

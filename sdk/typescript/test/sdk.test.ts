@@ -37,6 +37,7 @@ import {
   Unrunnable,
   Worker,
   verifyCertificate,
+  type Job,
   type Submitted,
 } from "../src/index.js";
 import { ACME_TOKEN, ADMIN_TOKEN, Cluster, Proc, ROOT, WORKER_TOKEN, freePort, sleep } from "./cluster.js";
@@ -366,6 +367,12 @@ interface TestKinds {
   hold: undefined;
 }
 
+interface KindsOfTest {
+  digest: string;
+  resize: string;
+  thumbnail: string;
+}
+
 describe("the worker", { skip, timeout: 60_000 }, () => {
   test("functions routed by kind, with their results, errors and CPU", async () => {
     const worker = new Worker<TestKinds>({
@@ -405,12 +412,15 @@ describe("the worker", { skip, timeout: 60_000 }, () => {
         assert.deepEqual([b.state, b.attempt, b.failures, b.exitCode], ["failed", 2, 2, 1]);
         assert.ok(b.error.startsWith("Error: the payload is not a photo\n    at "), b.error);
 
-        // Unrunnable, or a kind without a function: failed at once, no retry.
+        // Unrunnable, or a kind without a function in a job of no form (a
+        // client of an earlier build; any worker is given it): failed at
+        // once, no retry. (A function job of that kind is never given to
+        // this worker: "a worker is given only the kinds it registered".)
         const no = await client.submit("refuse", undefined, { cost: 1, maxAttempts: 3 });
         assert.equal((await follow(client, no)).at(-1), "failed");
         const n = await client.get(no);
         assert.deepEqual([n.state, n.attempt, n.error], ["failed", 1, "version 3 payloads are not supported"]);
-        const odd = await client.submit("thumbnail", undefined, { cost: 1, maxAttempts: 3 });
+        const odd = await client.submit("thumbnail", undefined, { cost: 1, maxAttempts: 3, form: "any" });
         assert.equal((await follow(client, odd)).at(-1), "failed");
         const o = await client.get(odd);
         assert.deepEqual([o.state, o.attempt, o.exitCode], ["failed", 1, 127]);
@@ -421,6 +431,62 @@ describe("the worker", { skip, timeout: 60_000 }, () => {
         assert.equal((await follow(client, raw)).at(-1), "failed");
         const r = await client.get(raw);
         assert.deepEqual([r.attempt, r.error], [1, `job ${raw.id}: its payload is not JSON (Unexpected token 'o', "not json" is not valid JSON)`]);
+      });
+    } finally {
+      client.close();
+    }
+  });
+
+  test("a worker is given only the kinds it registered; a job of another kind waits for a worker of its own", async () => {
+    // The jobs and workers of this test have a pool of their own, so that
+    // no other test's job or worker takes part.
+    await c.poolSet("kinds");
+    const kinds = new Worker<KindsOfTest>({ servers: c.addrs, token: WORKER_TOKEN, pool: "kinds", id: "ts-kinds" });
+    kinds.register("digest", (job, ctx) => `digest of ${job.payload} on ${ctx.workerId}`).register("resize", (job) => `resized ${job.payload}`);
+    const thumbs = new Worker<KindsOfTest>({ servers: c.addrs, token: WORKER_TOKEN, pool: "kinds", id: "ts-thumbs" });
+    thumbs.register("thumbnail", (job) => `thumbnail of ${job.payload}`);
+    const client = new Client<KindsOfTest>({ servers: c.addrs, token: ACME_TOKEN });
+    const until = async (id: number, pred: (j: Job) => boolean, timeout = 20_000): Promise<Job> => {
+      const deadline = Date.now() + timeout;
+      for (;;) {
+        const j = await client.get(id);
+        if (pred(j)) return j;
+        if (Date.now() > deadline) assert.fail(`job ${id}: ${j.state} after ${timeout} ms`);
+        await sleep(100);
+      }
+    };
+    try {
+      await running(kinds, async () => {
+        const thumb = await client.submit("thumbnail", "t.png", { pool: "kinds", cost: 1, maxAttempts: 1 });
+        const digest = await client.submit("digest", "d.txt", { pool: "kinds", cost: 1 });
+        const resize = await client.submit("resize", "r.png", { pool: "kinds", cost: 1 });
+        assert.deepEqual([thumb.form, digest.form, resize.form], ["function", "function", "function"]);
+        for (const [job, result] of [[digest, "digest of d.txt on ts-kinds-1"], [resize, "resized r.png"]] as const) {
+          const j = await until(job.id, (j) => j.done);
+          assert.deepEqual([j.state, j.result, j.workerId, j.attempt, j.form], ["completed", result, "ts-kinds-1", 1, "function"]);
+        }
+        // The worker ran the two jobs behind the thumbnail, and was never
+        // given it: it waits queued, no run, no failure.
+        await sleep(1500);
+        const t = await client.get(thumb);
+        assert.deepEqual([t.state, t.attempt, t.failures, t.workerId, t.form], ["queued", 0, 0, "", "function"]);
+        // What the cluster holds of the worker: the kinds its Hello named.
+        const seen = (await c.workers()).filter((w) => w.workerId === "ts-kinds-1").map((w) => [w.commands, w.allKinds, w.kinds]);
+        assert.deepEqual(seen, [[false, false, ["digest", "resize"]]]);
+
+        // A job of that kind submitted with no form (as a client of an
+        // earlier build does) goes to any worker: this one fails it for
+        // good, as before kinds.
+        const old = await client.submit("thumbnail", "", { pool: "kinds", cost: 1, maxAttempts: 3, form: "any" });
+        const o = await until(old.id, (j) => j.done);
+        assert.deepEqual([o.state, o.attempt, o.failures, o.exitCode, o.form], ["failed", 1, 1, 127, "any"]);
+
+        // A worker that registered thumbnail connects: the job runs there,
+        // at its first attempt.
+        await running(thumbs, async () => {
+          const j = await until(thumb.id, (j) => j.done);
+          assert.deepEqual([j.state, j.result, j.workerId, j.attempt, j.failures], ["completed", "thumbnail of t.png", "ts-thumbs-1", 1, 0]);
+        });
       });
     } finally {
       client.close();

@@ -13,7 +13,8 @@ import { test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
 import * as sdk from "../src/index.js";
 import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema, StatusSchema } from "../src/gen/rpc_status_pb.js";
-import { ReasonSchema } from "../src/gen/types_pb.js";
+import { JobForm, ReasonSchema } from "../src/gen/types_pb.js";
+import { submitRequest } from "../src/client.js";
 import { BaristaError, errorClass, fromResult, makeError } from "../src/errors.js";
 import { REASONS, type Reason } from "../src/reasons.js";
 import * as cv from "../src/convert.js";
@@ -178,5 +179,19 @@ test("the committed generated code is what make proto-typescript makes", (t) => 
     assert.deepEqual(stale, [], `run make proto: ${stale.join(", ")} differ from what the .proto files make`);
   } finally {
     rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test("a submit of a kind is a function job; form says otherwise", () => {
+  const form = (kind: string, o: sdk.SubmitOptions = {}) => submitRequest(kind, undefined, { cost: 1, ...o }).form;
+  assert.deepEqual(
+    [form("digest"), form(""), form("render", { form: "command" }), form("digest", { form: "any" })],
+    [JobForm.FUNCTION, JobForm.JOB_FORM_UNSPECIFIED, JobForm.COMMAND, JobForm.JOB_FORM_UNSPECIFIED],
+  );
+  for (const [kind, o, msg] of [
+    ["", { form: "function" }, "form: a function job names its kind"],
+    ["x", { form: "lambda" }, 'form: "lambda" (want function, command or any)'],
+  ] as const) {
+    assert.throws(() => form(kind, o as sdk.SubmitOptions), (e: unknown) => e instanceof sdk.InvalidArgument && e.field === "form" && e.rawMessage === msg);
   }
 });

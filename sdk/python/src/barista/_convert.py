@@ -25,6 +25,10 @@ MAX_OUTPUT_TAIL = 4096
 
 GROUP_ORDERS = {"fifo": cpb.GROUP_FIFO, "fair": cpb.GROUP_FAIR}
 
+# A job's forms (SPEC §3 "Kinds"): which workers run it.
+FORMS = {"any": cpb.JOB_FORM_UNSPECIFIED, "command": cpb.COMMAND, "function": cpb.FUNCTION}
+FORM_NAMES = {v: k for k, v in FORMS.items()}
+
 
 def size(value: str, what: str = "size") -> int:
     """The Size of "sm", "md" or "lg"."""
@@ -36,6 +40,24 @@ def size(value: str, what: str = "size") -> int:
 
 def size_name(value: int) -> str:
     return SIZE_NAMES.get(value, "sm")
+
+
+def job_form(value: Optional[str], kind: str) -> int:
+    """The JobForm of a submit: None is a function job of its kind when
+    it names one, else a job any worker runs; "function" needs a kind."""
+    if value is None:
+        return cpb.FUNCTION if kind else cpb.JOB_FORM_UNSPECIFIED
+    try:
+        form = FORMS[value.lower()]
+    except (KeyError, AttributeError):
+        raise InvalidArgument(f"form: {value!r} (want function, command or any)", field="form") from None
+    if form == cpb.FUNCTION and not kind:
+        raise InvalidArgument("form: a function job names its kind", field="form")
+    return form
+
+
+def form_name(value: int) -> str:
+    return FORM_NAMES.get(value, "any")
 
 
 def priority(value: Optional[str]) -> int:

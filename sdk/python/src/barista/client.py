@@ -107,9 +107,10 @@ class Client:
     @staticmethod
     def _submit_request(payload=b"", *, kind=None, tenant=None, pool=None, size="sm", cost=None, key=None, group=None,
                         priority=None, deadline=None, delay=None, expire=None, max_attempts=None, timeout=None,
-                        retry_backoff=None) -> client_pb2.SubmitRequest:
+                        retry_backoff=None, form=None) -> client_pb2.SubmitRequest:
         req = client_pb2.SubmitRequest(
-            tenant=tenant or "", job_type=kind or "", size=cv.size(size), est_cost_ms=cv.millis(cost, "cost"),
+            tenant=tenant or "", job_type=kind or "", form=cv.job_form(form, kind or ""), size=cv.size(size),
+            est_cost_ms=cv.millis(cost, "cost"),
             payload=_payload(payload), group=group or "", pool=pool or "",
             deadline_ms=cv.deadline_millis(deadline, datetime.now(timezone.utc)),
             delay_ms=cv.millis(delay, "delay"), expire_ms=cv.millis(expire, "expire"),
@@ -132,7 +133,7 @@ class Client:
         state = None
         if created:
             state = "scheduled" if req.delay_ms else "queued"
-        return Job(id=job_id, created=created, state=state, tenant=req.tenant, kind=req.job_type,
+        return Job(id=job_id, created=created, state=state, tenant=req.tenant, kind=req.job_type, form=cv.form_name(req.form),
                    pool=req.pool or "default", size=cv.size_name(req.size), priority=cv.priority_name(getattr(req, "class")),
                    group=req.group, key=req.idempotency_key if req.HasField("idempotency_key") else None,
                    max_attempts=req.max_attempts, cost=cv.opt_ms(req.est_cost_ms), timeout=cv.opt_ms(req.timeout_ms))
@@ -143,12 +144,15 @@ class Client:
                      priority: Optional[str] = None, deadline: Union[datetime, cv.Duration, None] = None,
                      delay: Optional[cv.Duration] = None, expire: Optional[cv.Duration] = None,
                      max_attempts: Optional[int] = None, timeout: Optional[cv.Duration] = None,
-                     retry_backoff: Optional[cv.Duration] = None) -> Job:
+                     retry_backoff: Optional[cv.Duration] = None, form: Optional[str] = None) -> Job:
         """Submits one job and returns it (``Job.id``; ``Job.created`` False
         when ``key`` found an existing job with the same content).
 
-        ``kind`` is the job's type (a worker of Python functions routes it
-        by it); ``size`` sm, md or lg; ``cost`` its estimated CPU (a
+        ``kind`` is the job's type: a job of a kind is a function job,
+        which only a worker that registered the kind (``@worker.job``) is
+        given; ``form`` "command" makes it a command line instead (a
+        payload ``{"argv": [...]}`` for ``barista worker``), "any" a job
+        any worker may be given (a job without a kind is one); ``size`` sm, md or lg; ``cost`` its estimated CPU (a
         timedelta or seconds; left out only while the cluster's estimate is
         auto); ``priority`` critical, high, normal or low; ``deadline`` a
         datetime or a duration from now; ``delay``, ``expire``, ``timeout``
@@ -159,7 +163,7 @@ class Client:
         """
         req = self._submit_request(payload, kind=kind, tenant=tenant, pool=pool, size=size, cost=cost, key=key,
                                    group=group, priority=priority, deadline=deadline, delay=delay, expire=expire,
-                                   max_attempts=max_attempts, timeout=timeout, retry_backoff=retry_backoff)
+                                   max_attempts=max_attempts, timeout=timeout, retry_backoff=retry_backoff, form=form)
         too_large = _too_large(req, req.ByteSize())
         if too_large is not None:
             raise too_large

@@ -31,6 +31,9 @@ class Job:
     state: Optional[str] = None
     tenant: str = ""
     kind: str = ""
+    #: which workers run it: "function" (a worker that registered its
+    #: kind), "command" (a worker that runs command lines) or "any".
+    form: str = "any"
     pool: str = ""
     size: str = "sm"
     priority: str = "normal"
@@ -75,7 +78,7 @@ class Job:
     @classmethod
     def _from_pb(cls, j, *, with_payload: bool = False) -> "Job":
         return cls(
-            id=j.job_id, state=j.state, tenant=j.tenant, kind=j.job_type, pool=j.pool,
+            id=j.job_id, state=j.state, tenant=j.tenant, kind=j.job_type, form=cv.form_name(j.form), pool=j.pool,
             size=cv.size_name(j.size), priority=cv.priority_name(getattr(j, "class")), group=j.group,
             key=j.idempotency_key or None, attempt=j.attempt, failures=j.failures, max_attempts=j.max_attempts,
             cost=cv.opt_ms(j.est_cost_ms), cost_source=j.est_source, cpu=cv.from_ms(j.cpu_ms), cpu_source=j.cpu_source,

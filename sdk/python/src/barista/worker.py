@@ -103,6 +103,7 @@ class _Slot:
         self.offered = False
         self.start_delay = 0.0
         self.snooze_ok = False  # this session's leader takes a snoozed run (Welcome.snooze)
+        self.kinds_ok = False  # this session's leader routes by kind and takes unknown_kind (Welcome.kinds)
         self._q: Optional[asyncio.Queue] = None  # the live session's events
         self.thread = SlotThread(f"barista-{worker_id}")  # runs the slot's sync functions
 
@@ -248,7 +249,11 @@ class _Slot:
         reader: Optional[asyncio.Task] = None
         ticker: Optional[asyncio.Task] = None
         try:
-            hello = worker_pb2.Hello(worker_id=self.id, size=self.w._size, version=VERSION, pool=self.w.pool or "")
+            # What it runs: the function jobs of its kinds (a function
+            # registered for "", the jobs of no type, is for jobs any
+            # worker runs, which need no naming).
+            hello = worker_pb2.Hello(worker_id=self.id, size=self.w._size, version=VERSION, pool=self.w.pool or "",
+                                     kinds=[k for k in self.w.kinds if k])
             j = self.cur
             if j is not None and not j.dropped:
                 hello.running.append(worker_pb2.RunningJob(job=j.assign.job, attempt=j.assign.attempt,
@@ -275,6 +280,7 @@ class _Slot:
             self.fold_ready, self.offered = w.finish_ready, False
             self.start_delay = max(0, w.started_delay_ms) / 1000
             self.snooze_ok = w.snooze
+            self.kinds_ok = w.kinds
             if not w.job_types:
                 # An earlier build's leader does not name a job's kind:
                 # no job could be routed. Wait for a leader that does.
@@ -457,17 +463,13 @@ class _Slot:
         j = _Job(a)
         self.cur = j
         fn = self.w._functions.get(a.job_type)
-        if fn is None:
-            # No run of it can succeed here: the job fails with no retry.
-            kinds = ", ".join(repr(k) for k in sorted(self.w._functions)) or "none"
-            msg = (f"no function for kind {a.job_type!r} on this worker (worker {self.id}, "
-                   f"pool {self.w.pool or 'default'}); its functions are for the kinds {kinds}")
-            log.warning("job could not start: job=%d %s", a.job, msg)
+        if fn is None or (a.form == cpb.COMMAND and self.kinds_ok):
+            msg, fin = unrunnable(a, self.w, self.id, self.kinds_ok)
+            log.warning("job could not start: job=%d outcome=%s %s", a.job, cpb.Outcome.Name(fin.outcome).lower(), msg)
             if self.start_delay == 0:
                 j.start_sent = True
                 await call.write(_started(a))
-            j.finished = worker_pb2.JobFinished(job=a.job, attempt=a.attempt, outcome=cpb.FAILED, exit_code=127,
-                                                stderr_tail=cv.output_tail(msg), permanent=True)
+            j.finished = fin
             await call.write(self.report(j))
             return
         j.run = Run(fn, JobContext(a, self.id), self.run_done, self.thread)
@@ -526,6 +528,28 @@ class _Slot:
         j.run._finish(Result(ok=False, error=msg, cpu_ms=cpu_ms))
 
 
+def unrunnable(a, worker: "Worker", slot_id: str, kinds_ok: bool):
+    """The end of a job this worker does not run (a function job of a
+    kind it has no function for, a command job), and why. To a leader that
+    routes by kind (Welcome.kinds) it is not a run of the job: outcome
+    unknown_kind, and the cluster gives the job to a worker that runs it.
+    A job of no form (a client of an earlier build), or any job of a leader
+    that does not route by kind, fails with no retry, as before kinds: no
+    run of it can succeed here."""
+    if a.form == cpb.COMMAND:
+        msg = (f"job {a.job} is a command job, which this worker of Python functions does not run "
+               f"(worker {slot_id}, pool {worker.pool or 'default'})")
+    else:
+        kinds = ", ".join(repr(k) for k in worker.kinds) or "none"
+        msg = (f"no function for kind {a.job_type!r} on this worker (worker {slot_id}, "
+               f"pool {worker.pool or 'default'}); its functions are for the kinds {kinds}")
+    if kinds_ok and a.form != cpb.JOB_FORM_UNSPECIFIED:
+        return msg, worker_pb2.JobFinished(job=a.job, attempt=a.attempt, outcome=cpb.UNKNOWN_KIND, cpu_ms=0,
+                                           stderr_tail=cv.output_tail(msg))
+    return msg, worker_pb2.JobFinished(job=a.job, attempt=a.attempt, outcome=cpb.FAILED, exit_code=127,
+                                       stderr_tail=cv.output_tail(msg), permanent=True)
+
+
 def _started(a) -> worker_pb2.WorkerMessage:
     return worker_pb2.WorkerMessage(started=worker_pb2.JobStarted(job=a.job, attempt=a.attempt))
 
@@ -553,8 +577,15 @@ class Worker:
 
         await worker.run()               # until stop(), SIGTERM or SIGINT
 
-    A job whose kind has no function fails at once, with no retry, its
-    error naming the kind and the kinds the worker has. With a token and
+    The worker tells the cluster the kinds it has functions for, and a
+    cluster at feature level 8 gives it only jobs of those kinds (and jobs
+    submitted with no form, which any worker runs). A job it is handed
+    anyway that it does not run (a function job of another kind, a command
+    job) ends its run ``unknown_kind``: the job goes back to the queue for
+    a worker that runs it, with no failure counted. A job of no form whose
+    kind has no function, or any such job from a cluster below level 8,
+    fails at once, with no retry, its error naming the kind and the kinds
+    the worker has. With a token and
     no ``tls``, a server that is not on this machine is refused
     (InvalidArgument) unless ``insecure_grpc=True``; the token is never
     shown (``repr``, errors, logs).
