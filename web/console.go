@@ -20,6 +20,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/evidence"
+	"github.com/baristahq/barista/internal/peertext"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
@@ -196,7 +197,7 @@ type frame struct {
 func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string) frame {
 	c := s.ensureOpenCSRF(w, r, requestCaller(r))
 	leader, _ := s.node.Leader()
-	f := frame{Title: title, Nav: nav, Node: s.node.ID(), NodeState: rpc.StateName(s.node.Raft().State()), Leader: leader,
+	f := frame{Title: title, Nav: nav, Node: s.node.ID(), NodeState: peertext.StateName(s.node.Raft().State()), Leader: leader,
 		Applied: s.node.Raft().AppliedIndex(), Now: time.Now().UTC().Format("15:04:05 UTC"),
 		Admin: c.id.Role == auth.RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != ""}
 	if wall, cluster := s.node.FSM.WallClock(); wall != 0 && wall-cluster >= 1000 {
@@ -350,9 +351,9 @@ func (s *Server) members(r *http.Request) []consoleMember {
 	peers := s.srv.Peers(ctx)
 	out := make([]consoleMember, len(peers.GetPeers()))
 	for i, m := range peers.GetPeers() {
-		f := rpc.PeerFacts(m)
+		f := peertext.Facts(m)
 		out[i] = consoleMember{pageMember: pageMember{ID: m.Id, Raft: m.RaftAddr, GRPC: m.GrpcAddr, HTTP: m.HttpAddr, Leader: m.Leader,
-			State: rpc.PeerState(m), Contact: f.Contact, Lag: f.Lag}, Applied: f.Applied}
+			State: peertext.State(m), Contact: f.Contact, Lag: f.Lag}, Applied: f.Applied}
 	}
 	return out
 }
