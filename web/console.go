@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/apiview"
 	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/evidence"
 	"github.com/baristahq/barista/internal/peertext"
@@ -410,7 +411,7 @@ func (s *Server) tenantPage(w http.ResponseWriter, r *http.Request) {
 		s.failCall(w, r, err)
 		return
 	}
-	p := tenantPage{frame: s.frame(w, r, "tenant "+name, "tenant"), Name: name, Usage: usage, Config: rpc.ReadTenant(s.node.FSM, name)}
+	p := tenantPage{frame: s.frame(w, r, "tenant "+name, "tenant"), Name: name, Usage: usage, Config: apiview.ReadTenant(s.node.FSM, name)}
 	p.CanAct = p.CSRF != ""
 	if gs, err := s.client.ListGroups(ctx, &pb.ListGroupsRequest{Tenant: name, PageSize: tenantGroupsShown}); err == nil {
 		p.Groups, p.MoreGroups = gs.Groups, gs.NextPageToken != ""
