@@ -2,16 +2,14 @@ package rpc
 
 import (
 	"context"
-	"strconv"
 	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/baristahq/barista/internal/apiview"
-	"github.com/baristahq/barista/internal/pbcodec"
+	"github.com/baristahq/barista/internal/joblist"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
@@ -53,76 +51,6 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 	})
 }
 
-// PageToken encodes where the next page of ListJobs starts.
-func PageToken(next sfq.JobID) string { return "p" + strconv.FormatUint(uint64(next), 10) }
-
-// DownToken encodes where the next page of a newest-first list starts
-// (that job, then older ones).
-func DownToken(next sfq.JobID) string { return "d" + strconv.FormatUint(uint64(next), 10) }
-
-// ParseListToken reads a ListJobs page token: "p" tokens go up, "d"
-// tokens down; a token of the other direction is refused.
-func ParseListToken(tok string, down bool) (sfq.JobID, error) {
-	if !down || tok == "" {
-		return ParsePageToken(tok)
-	}
-	v, err := strconv.ParseUint(strings.TrimPrefix(tok, "d"), 10, 64)
-	if err != nil || !strings.HasPrefix(tok, "d") || v == 0 {
-		return 0, fieldErr(codes.InvalidArgument, "page_token", "%q is not a token this server issued for a newest-first list", tok)
-	}
-	return sfq.JobID(v), nil
-}
-
-// ParsePageToken reads a PageToken.
-func ParsePageToken(tok string) (sfq.JobID, error) {
-	if tok == "" {
-		return 0, nil
-	}
-	v, err := strconv.ParseUint(strings.TrimPrefix(tok, "p"), 10, 64)
-	if err != nil || !strings.HasPrefix(tok, "p") || v == 0 {
-		return 0, fieldErr(codes.InvalidArgument, "page_token", "%q is not a token this server issued", tok)
-	}
-	return sfq.JobID(v), nil
-}
-
-// listPage reads one page of ListJobs from the state: the jobs of tenant
-// (every tenant's if empty) from ID from on, of one state unless state is
-// 0 and of one pool unless pool is "" (the caller checked that it
-// exists), at most size of them and no more than maxBytes once encoded (but
-// never none while one remains). The next page token names the first job
-// left out, so the next page starts exactly there. ok is false when the
-// tenant does not exist. With down the page goes from ID from (0: the
-// newest) down, and its token goes on downwards.
-func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, pool string, from sfq.JobID, down bool, size int, payload bool, maxBytes int) (out *pb.ListJobsResponse, ok bool) {
-	pid, _ := sc.PoolID(pool)
-	out = &pb.ListJobsResponse{}
-	total := 0
-	walk, token := sc.TenantJobs, PageToken
-	if down {
-		walk, token = sc.TenantJobsDown, DownToken
-	}
-	ok = walk(tenant, from, func(j *sfq.Job) bool {
-		if (state != 0 && j.State != state) || (pool != "" && sc.LanePool(j.Tenant) != pid) {
-			return true
-		}
-		if len(out.Jobs) == size {
-			out.NextPageToken = token(j.ID)
-			return false
-		}
-		pj := apiview.Job(sc, j, payload)
-		// The bytes this job adds to the response: field tag, length, body.
-		n := protowire.SizeTag(1) + protowire.SizeBytes(pbcodec.Size(pj))
-		if len(out.Jobs) > 0 && total+n > maxBytes {
-			out.NextPageToken = token(j.ID)
-			return false
-		}
-		total += n
-		out.Jobs = append(out.Jobs, pj)
-		return true
-	})
-	return out, ok
-}
-
 // ListJobs pages through a tenant's jobs from the newest down (or,
 // oldest_first, in ID order), optionally of one state, without their
 // payloads unless asked.
@@ -144,9 +72,9 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 		return nil, fieldErr(codes.InvalidArgument, "oldest_first", "true with newest_first: true; give one of them (newest first is the default)")
 	}
 	newest := !req.OldestFirst
-	from, err := ParseListToken(req.PageToken, newest)
+	from, err := joblist.ParseListToken(req.PageToken, newest)
 	if err != nil {
-		return nil, err
+		return nil, refusalErr(sfq.RefusalOf(err))
 	}
 	size, err := pageSize(req.PageSize)
 	if err != nil {
@@ -162,7 +90,7 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 				return
 			}
 			var ok bool
-			if out, ok = listPage(sc, tenant, state, req.Pool, from, newest, size, req.IncludePayload, maxPageBytes); !ok {
+			if out, ok = joblist.Page(sc, tenant, state, req.Pool, from, newest, size, req.IncludePayload, maxPageBytes); !ok {
 				err = tenantNotFound(tenant)
 			}
 		})

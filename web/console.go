@@ -21,6 +21,7 @@ import (
 	"github.com/baristahq/barista/internal/apiview"
 	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/evidence"
+	"github.com/baristahq/barista/internal/joblist"
 	"github.com/baristahq/barista/internal/peertext"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
@@ -511,7 +512,7 @@ func parseJobsQuery(q url.Values) (jobsQuery, error) {
 		out.ID = id
 	}
 	if out.After != "" {
-		if _, err := rpc.ParseListToken(out.After, true); err != nil {
+		if _, err := joblist.ParseListToken(out.After, true); err != nil {
 			return out, fmt.Errorf("after: %q is not a page this console issued", out.After)
 		}
 	}
@@ -630,7 +631,7 @@ func (s *Server) searchJobs(ctx context.Context, q jobsQuery) (jobs []*pb.Job, n
 			jobs = append(jobs, j)
 			if len(jobs) == q.Limit {
 				if i+1 < len(resp.Jobs) {
-					return jobs, rpc.DownToken(sfq.JobID(resp.Jobs[i+1].JobId)), scanned, nil
+					return jobs, joblist.DownToken(sfq.JobID(resp.Jobs[i+1].JobId)), scanned, nil
 				}
 				return jobs, resp.NextPageToken, scanned, nil
 			}
