@@ -11,6 +11,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/fsm/fairness"
+	"github.com/baristahq/barista/internal/apiview"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
@@ -23,17 +24,6 @@ type AdminService struct {
 	// workers holds the leader's worker sessions (a pool is not deleted
 	// while a worker of it is connected: GuardPoolDelete).
 	workers *WorkerService
-}
-
-func tenantToPB(i uint32, t *sfq.Tenant, flags fsm.TenantFlags) *pb.Tenant {
-	out := &pb.Tenant{Name: t.Name, Tier: fsm.TierToPB(t.Tier), Multiplier: t.Multiplier, Caps: fsm.CapsToPB(t.Caps),
-		ExportMetrics: flags.ExportMetrics(i), MaxClass: fsm.ClassToPB(t.MaxClass), AllowDeadlines: t.AllowDeadlines,
-		GroupCap: t.GroupCap, GroupOrder: fsm.GroupOrderToPB(t.GroupOrder), MaxGroups: t.MaxGroups, Groups: t.Groups,
-		Paused: pausedText(t.PausedBy())}
-	if at, ok := t.RateEligibleAt(); ok {
-		out.Rate, out.RateBurst, out.RateEligibleAtMs = rateText(t.Rate), t.Rate.Burst, int64(at)
-	}
-	return out
 }
 
 // upsertCommand is the command of a tenant upsert: the fields the
@@ -85,18 +75,6 @@ func upsertCommand(req *pb.UpsertTenantRequest) (*clusterpb.Command, error) {
 	return &clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: u}}, nil
 }
 
-// ReadTenant returns a live tenant's configuration in f (this node's
-// state), or nil.
-func ReadTenant(f *fsm.FSM, name string) (out *pb.Tenant) {
-	f.ReadTenants(func(sc *sfq.Scheduler, flags fsm.TenantFlags) {
-		if i, ok := sc.TenantIndex(name); ok {
-			t, _ := sc.TenantTotals(i) // its jobs in every pool
-			out = tenantToPB(i, &t, flags)
-		}
-	})
-	return out
-}
-
 // UpsertTenant creates or updates a tenant: the fields the request
 // leaves out keep their value (an update keeps its tags, usage and
 // counters too).
@@ -111,7 +89,7 @@ func (s *AdminService) UpsertTenant(ctx context.Context, req *pb.UpsertTenantReq
 	if done {
 		return resp, err
 	}
-	out := ReadTenant(s.node.FSM, req.Name)
+	out := apiview.ReadTenant(s.node.FSM, req.Name)
 	if out == nil {
 		return nil, status.Errorf(codes.Internal, "tenant %q vanished after its upsert", req.Name)
 	}
@@ -140,7 +118,7 @@ func (s *AdminService) GetTenant(ctx context.Context, req *pb.GetTenantRequest) 
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Tenant, error) {
 		return pb.NewAdminClient(cc).GetTenant(ctx, fwd)
 	}, func() (*pb.Tenant, error) {
-		out := ReadTenant(s.node.FSM, req.Name)
+		out := apiview.ReadTenant(s.node.FSM, req.Name)
 		if out == nil {
 			return nil, tenantNotFound(req.Name)
 		}
@@ -157,7 +135,7 @@ func (s *AdminService) ListTenants(ctx context.Context, req *pb.ListTenantsReque
 		out := &pb.ListTenantsResponse{}
 		s.node.FSM.ReadTenants(func(sc *sfq.Scheduler, flags fsm.TenantFlags) {
 			sc.Tenants(func(i uint32, t *sfq.Tenant) bool {
-				out.Tenants = append(out.Tenants, tenantToPB(i, t, flags))
+				out.Tenants = append(out.Tenants, apiview.Tenant(i, t, flags))
 				return true
 			})
 		})
@@ -174,16 +152,8 @@ func (s *AdminService) GetConfig(ctx context.Context, req *pb.GetConfigRequest) 
 	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SchedulerConfig, error) {
 		return pb.NewAdminClient(cc).GetConfig(ctx, &pb.GetConfigRequest{})
 	}, func() (*pb.SchedulerConfig, error) {
-		return configToPB(s.node.FSM), nil
+		return apiview.Config(s.node.FSM), nil
 	})
-}
-
-// configToPB is the configuration in force with the cluster's feature
-// level.
-func configToPB(f *fsm.FSM) *pb.SchedulerConfig {
-	p := fsm.ConfigToPB(f.Config())
-	p.FeatureLevel = f.Level()
-	return p
 }
 
 // SetConfig replaces the replicated scheduler configuration.
@@ -197,7 +167,7 @@ func (s *AdminService) SetConfig(ctx context.Context, req *pb.SetConfigRequest) 
 	}); done {
 		return resp, err
 	}
-	return configToPB(s.node.FSM), nil
+	return apiview.Config(s.node.FSM), nil
 }
 
 // DefaultTopWindow is the window of the live view.
@@ -234,7 +204,7 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 		}
 		if r.Fair.Name != "" { // the tenant is active in the class
 			for g, w := range fairness.Windows {
-				ts.Windows = append(ts.Windows, fairWindowToPB(w.Name, r.Fair.Windows[g]))
+				ts.Windows = append(ts.Windows, apiview.FairWindow(w.Name, r.Fair.Windows[g]))
 			}
 			ts.Share, ts.EntitledShare = ts.Windows[0].GetShare(), ts.Windows[0].GetEntitled()
 		}
@@ -245,9 +215,9 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 	b.node.FSM.Read(func(sc *sfq.Scheduler) {
 		for i, row := range out.Tenants {
 			if t, ok := sc.Tenant(row.Name); ok {
-				row.Paused = pausedText(t.PausedBy())
+				row.Paused = apiview.Paused(t.PausedBy())
 				if !t.Rate.None() {
-					row.Rate = fmt.Sprintf("%s burst %d", rateText(t.Rate), t.Rate.BurstOf())
+					row.Rate = fmt.Sprintf("%s burst %d", apiview.Rate(t.Rate), t.Rate.BurstOf())
 				}
 			}
 			if row.Pool != sfq.DefaultPoolName {
@@ -262,41 +232,13 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 			}
 			if t, ok := sc.Tenant(row.Name); ok && t.Groups > 0 {
 				gs, _ := sc.TopGroups(row.Name, topGroupsPerTenant)
-				row.Groups = groupUsage(&t, gs)
+				row.Groups = apiview.GroupUsage(&t, gs)
 			}
 		}
 	})
 	out.Pools = b.readPools()
-	out.FairnessErrors = fairnessErrorsToPB(b.node.FSM.FairnessErrors(fsm.DefaultErrorWindow))
+	out.FairnessErrors = apiview.FairnessErrors(b.node.FSM.FairnessErrors(fsm.DefaultErrorWindow))
 	return out
-}
-
-// fairnessErrorsToPB presents the pools' live fairness errors.
-func fairnessErrorsToPB(errs []fsm.PoolFairness) []*pb.FairnessError {
-	var out []*pb.FairnessError
-	for _, e := range errs {
-		fe := &pb.FairnessError{Pool: e.Pool, Window: e.Window, Defined: e.OK}
-		if e.OK {
-			fe.Error, fe.Tenant, fe.Class, fe.Share, fe.Entitled = e.Value, e.TenantName, fsm.ClassToPB(e.Class), e.Share, e.Entitled
-		}
-		out = append(out, fe)
-	}
-	return out
-}
-
-// fairWindowToPB presents one window of the fairness report.
-func fairWindowToPB(name string, f fairness.Figures) *pb.FairWindow {
-	w := &pb.FairWindow{Window: name, SpanMs: f.SpanMs, ChargedMs: f.ChargedMs, ClassChargedMs: f.ClassChargedMs, BusyMs: f.BusyMs}
-	if v, ok := f.Share(); ok {
-		w.Share = &v
-	}
-	if v, ok := f.Entitled(); ok {
-		w.Entitled = &v
-	}
-	if v, ok := f.Ratio(); ok {
-		w.Ratio = &v
-	}
-	return w
 }
 
 // topGroupsPerTenant is how many groups of a tenant the live view lists.

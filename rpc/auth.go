@@ -2,8 +2,6 @@ package rpc
 
 import (
 	"context"
-	"crypto/sha256"
-	"fmt"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -26,54 +24,19 @@ func IdentityFrom(ctx context.Context) auth.Identity {
 	return id
 }
 
-// Auth checks bearer tokens and method permissions.
-type Auth struct {
-	tokens map[[32]byte]auth.Identity
-	open   bool
-	admin  string // a configured admin secret, for this server's own calls
-}
+// Auth checks bearer tokens and method permissions, against the
+// configured tokens (auth.Table: Identify, Open, AdminToken).
+type Auth struct{ *auth.Table }
 
 // NewAuth builds an authenticator. With no tokens the server is open only
 // if insecureDev is set; otherwise it is an error.
 func NewAuth(tokens []auth.Token, insecureDev bool) (*Auth, error) {
-	a := &Auth{tokens: map[[32]byte]auth.Identity{}, open: len(tokens) == 0 && insecureDev}
-	if len(tokens) == 0 && !insecureDev {
-		return nil, fmt.Errorf("no tokens configured: set [[auth.tokens]] in --config or BARISTA_TOKENS, or run an open development server with --insecure-dev")
+	t, err := auth.NewTable(tokens, insecureDev)
+	if err != nil {
+		return nil, err
 	}
-	for _, t := range tokens {
-		if err := t.Validate(); err != nil {
-			return nil, err
-		}
-		key := sha256.Sum256([]byte(t.Secret))
-		if prev, dup := a.tokens[key]; dup {
-			if prev.Role == t.Role {
-				return nil, fmt.Errorf("the same secret is configured twice for role %s", t.Role)
-			}
-			return nil, fmt.Errorf("the same secret is configured for roles %s and %s", prev.Role, t.Role)
-		}
-		a.tokens[key] = auth.Identity{Role: t.Role, Tenant: t.Tenant, Worker: t.Worker}
-		if t.Role == auth.RoleAdmin && a.admin == "" {
-			a.admin = t.Secret
-		}
-	}
-	return a, nil
+	return &Auth{Table: t}, nil
 }
-
-// Identify returns the identity of a bearer secret.
-func (a *Auth) Identify(secret string) (auth.Identity, bool) {
-	if secret == "" {
-		return auth.Identity{}, false
-	}
-	id, ok := a.tokens[sha256.Sum256([]byte(secret))]
-	return id, ok
-}
-
-// Open reports whether the server runs without tokens (--insecure-dev).
-func (a *Auth) Open() bool { return a.open }
-
-// AdminToken returns a configured admin secret ("" if none), which this
-// server uses for its own calls to other members (join).
-func (a *Auth) AdminToken() string { return a.admin }
 
 // methodRoles lists who may call each service or method; a method entry
 // overrides its service's. A method of no listed service is refused.
@@ -133,7 +96,7 @@ func (a *Auth) identifyFor(method string, authorization []string) (*auth.Identit
 	if roles == nil {
 		return nil, nil
 	}
-	if a.open {
+	if a.Open() {
 		return &auth.Identity{Role: auth.RoleAdmin}, nil
 	}
 	id, err := a.Authenticate(authorization)

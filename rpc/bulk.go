@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/joblist"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
@@ -27,9 +28,9 @@ import (
 // for a request a follower forwarded, whose filter holds the bound
 // already.
 func bulkCommand(op fsm.BulkOp, tenant string, req *pb.BulkJobsRequest, now sfq.Time, resolve bool) (*clusterpb.Command, error) {
-	after, err := ParsePageToken(req.PageToken)
+	after, err := joblist.ParsePageToken(req.PageToken)
 	if err != nil {
-		return nil, err
+		return nil, refusalErr(sfq.RefusalOf(err))
 	}
 	c := &clusterpb.BulkJobs{Tenant: tenant, Jobs: req.JobIds, After: uint64(after), MaxAttempts: req.MaxAttempts,
 		RequestKey: req.RequestKey, SinceMs: req.SinceMs}
@@ -64,7 +65,7 @@ func bulkArgs(c *clusterpb.Command) *clusterpb.BulkJobs {
 func bulkResponse(b *fsm.BulkResult, c *clusterpb.BulkJobs) *pb.BulkJobsResponse {
 	out := &pb.BulkJobsResponse{Items: fsm.BulkItemsToPB(b.Items), Done: b.Done, Skipped: b.Skipped, Duplicate: b.Duplicate, Stopped: b.Stopped}
 	if b.Next != 0 {
-		out.NextPageToken = PageToken(b.Next)
+		out.NextPageToken = joblist.PageToken(b.Next)
 	}
 	if c.Filter != nil {
 		out.SubmittedFromMs = c.Filter.SubmittedFromMs

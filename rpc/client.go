@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/baristahq/barista/internal/evidencecall"
 	"github.com/baristahq/barista/internal/ratelimit"
 	"github.com/baristahq/barista/internal/watchlimit"
 	pb "github.com/baristahq/barista/proto"
@@ -29,7 +30,7 @@ type ClientService struct {
 	// watches bounds the watch streams and ends those that fall behind.
 	watches *watchlimit.Limiter
 	// evidence bounds the statements and certificates being issued.
-	evidence evidenceLimit
+	evidence evidencecall.Limit
 }
 
 // ListJobs pages: at most MaxPage jobs (defaultPage unless asked), and

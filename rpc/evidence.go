@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/evidencecall"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
@@ -20,81 +19,9 @@ import (
 
 // The evidence of fairness (SPEC §3, docs/fairness.md): usage statements
 // and certificates, which the answering node derives by replaying a
-// window of its own log (snapshot.Statement, snapshot.Certificate), and a
-// job's place in line.
-
-// Replays are bounded per node and per caller: each loads a snapshot into
-// a state machine of its own (as much memory again as the state) and
-// replays the log after it.
-const (
-	// MaxEvidenceReplays is how many statements and certificates a node
-	// issues at once; MaxEvidenceReplaysPerCaller how many of them one
-	// caller (a token's identity: its tenant, or the admin) may hold.
-	MaxEvidenceReplays          = 2
-	MaxEvidenceReplaysPerCaller = 1
-)
-
-// evidenceLimit holds the replays in progress; refused counts the
-// refusals by limit (nil: none counted).
-type evidenceLimit struct {
-	mu      sync.Mutex
-	n       int
-	caller  map[string]int
-	refused *prometheus.CounterVec
-}
-
-func (l *evidenceLimit) count(limit string) {
-	if l.refused != nil {
-		l.refused.WithLabelValues(limit).Inc()
-	}
-}
-
-func (l *evidenceLimit) acquire(who string) (release func(), err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.caller == nil {
-		l.caller = map[string]int{}
-	}
-	if l.caller[who] >= MaxEvidenceReplaysPerCaller {
-		l.count("caller")
-		return nil, status.Errorf(codes.ResourceExhausted, "this caller is already being issued %d statement or certificate on this node: ask again when it is done", MaxEvidenceReplaysPerCaller)
-	}
-	if l.n >= MaxEvidenceReplays {
-		l.count("node")
-		return nil, status.Errorf(codes.ResourceExhausted, "this node is issuing %d statements or certificates: ask again shortly, or ask another node", MaxEvidenceReplays)
-	}
-	l.n++
-	l.caller[who]++
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.n--
-		if l.caller[who]--; l.caller[who] == 0 {
-			delete(l.caller, who)
-		}
-	}, nil
-}
-
-// evidenceWindow reads a request's window.
-func evidenceWindow(w *pb.EvidenceWindow) (snapshot.WindowSpec, error) {
-	if w == nil {
-		return snapshot.WindowSpec{}, nil
-	}
-	spec := snapshot.WindowSpec{FromIndex: w.FromIndex, ToIndex: w.ToIndex, ByTime: w.ByTime, FromMs: w.FromMs, ToMs: w.ToMs}
-	switch {
-	case w.ByTime && (w.FromIndex != 0 || w.ToIndex != 0):
-		return spec, fieldErr(codes.InvalidArgument, "window", "give indexes or, with by_time, times, not both")
-	case !w.ByTime && (w.FromMs != 0 || w.ToMs != 0):
-		return spec, fieldErr(codes.InvalidArgument, "window.by_time", "from_ms and to_ms need by_time")
-	case w.FromMs < 0 || w.ToMs < 0:
-		return spec, fieldErr(codes.InvalidArgument, "window.from_ms", "negative time")
-	case w.ToIndex != 0 && w.ToIndex < w.FromIndex:
-		return spec, fieldErr(codes.InvalidArgument, "window.to_index", "%d is before from_index %d", w.ToIndex, w.FromIndex)
-	case w.ToMs != 0 && w.ToMs <= w.FromMs:
-		return spec, fieldErr(codes.InvalidArgument, "window.to_ms", "%d is not after from_ms %d", w.ToMs, w.FromMs)
-	}
-	return spec, nil
-}
+// window of its own log (snapshot.Statement, snapshot.Certificate), held
+// to the replays a node and a caller may hold (internal/evidencecall),
+// and a job's place in line.
 
 // evidenceCall scopes and checks a request, and holds a replay slot while
 // build runs.
@@ -106,13 +33,13 @@ func (s *ClientService) evidenceCall(ctx context.Context, named string, w *pb.Ev
 	if err := sfq.ValidateName("tenant", tenant); err != nil {
 		return refusalErr(sfq.RefusalOf(err))
 	}
-	spec, err := evidenceWindow(w)
+	spec, err := evidencecall.Window(w)
 	if err != nil {
-		return err
+		return refusalErr(sfq.RefusalOf(err))
 	}
 	id := IdentityFrom(ctx)
 	who := fmt.Sprintf("%d/%s", id.Role, id.Tenant)
-	release, err := s.evidence.acquire(who)
+	release, err := s.evidence.Acquire(who)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/apiview"
 	"github.com/baristahq/barista/internal/auth"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
@@ -31,25 +32,6 @@ func groupNameErr(field, name string) error {
 		return fieldErr(codes.InvalidArgument, field, "%v", err)
 	}
 	return nil
-}
-
-// groupToPB converts a group of tenant t.
-func groupToPB(t *sfq.Tenant, g *sfq.Group) *pb.Group {
-	out := &pb.Group{Tenant: t.Name, Name: g.Name, Cap: g.Cap.String(), TenantCap: g.TenantCap, Limit: sfq.CapOf(t, g),
-		Running: g.Running, Queued: g.Queued, Paused: pausedText(g.PausedBy())}
-	if at, ok := g.RateEligibleAt(); ok {
-		out.Rate, out.RateBurst, out.RateEligibleAtMs = rateText(g.Rate), g.Rate.Burst, int64(at)
-	}
-	return out
-}
-
-// groupUsage converts groups into usage rows.
-func groupUsage(t *sfq.Tenant, gs []sfq.Group) []*pb.GroupUsage {
-	out := make([]*pb.GroupUsage, len(gs))
-	for i := range gs {
-		out[i] = &pb.GroupUsage{Name: gs[i].Name, Running: gs[i].Running, Queued: gs[i].Queued, Limit: sfq.CapOf(t, &gs[i])}
-	}
-	return out
 }
 
 // setGroupCommand builds the command of a SetGroup: the admin's cap, or
@@ -90,7 +72,7 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 	s.node.FSM.Read(func(sc *sfq.Scheduler) {
 		t, _ := sc.Tenant(tenant)
 		if g, ok := sc.Group(tenant, req.Group); ok {
-			out = groupToPB(&t, &g)
+			out = apiview.Group(&t, &g)
 		} else {
 			// Nothing set and no job: the group is forgotten.
 			out = &pb.Group{Tenant: tenant, Name: req.Group, Cap: sfq.GroupCapInherit.String(), Limit: t.GroupCap}
@@ -137,7 +119,7 @@ func (s *ClientService) GetGroup(ctx context.Context, req *pb.GetGroupRequest) (
 				err = fieldErr(codes.NotFound, "group", "tenant %q has no group %q (a group without jobs or settings is forgotten)", tenant, req.Group)
 				return
 			}
-			out = groupToPB(&t, &g)
+			out = apiview.Group(&t, &g)
 		})
 		if out != nil {
 			out.Now = s.clockNow()
@@ -191,7 +173,7 @@ func (s *ClientService) ListGroups(ctx context.Context, req *pb.ListGroupsReques
 			t, _ := sc.Tenant(tenant)
 			out = &pb.ListGroupsResponse{}
 			for i := range gs {
-				out.Groups = append(out.Groups, groupToPB(&t, &gs[i]))
+				out.Groups = append(out.Groups, apiview.Group(&t, &gs[i]))
 			}
 			if more && len(gs) > 0 {
 				out.NextPageToken = groupPageToken(gs[len(gs)-1].Name)
@@ -205,22 +187,6 @@ func (s *ClientService) ListGroups(ctx context.Context, req *pb.ListGroupsReques
 		}
 		return out, err
 	})
-}
-
-// pausedText is who paused a tenant or a group, as the API shows it: "",
-// "tenant" or "admin".
-func pausedText(p sfq.PausedBy) string {
-	if p == sfq.NotPaused {
-		return ""
-	}
-	return p.String()
-}
-
-// rateText is a rate limit as the API shows it ("N/PERIOD"; the burst is
-// a field of its own).
-func rateText(r sfq.RateLimit) string {
-	r.Burst = 0
-	return r.String()
 }
 
 // parseRate reads a rate limit field ("N/PERIOD", "none" or empty) and its
@@ -274,9 +240,9 @@ func (s *ClientService) Pause(ctx context.Context, req *pb.PauseRequest) (*pb.Pa
 	s.node.FSM.Read(func(sc *sfq.Scheduler) {
 		if req.Group == "" {
 			t, _ := sc.Tenant(tenant)
-			out.Paused = pausedText(t.PausedBy())
+			out.Paused = apiview.Paused(t.PausedBy())
 		} else if g, ok := sc.Group(tenant, req.Group); ok {
-			out.Paused = pausedText(g.PausedBy())
+			out.Paused = apiview.Paused(g.PausedBy())
 		}
 	})
 	return out, nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/baristahq/barista/internal/evidencecall"
 	"github.com/baristahq/barista/internal/statemetrics"
 	"github.com/baristahq/barista/raftnode"
 )
@@ -81,7 +82,7 @@ func newWorkerMetrics() *metrics {
 		evidenceRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "barista_evidence_refused_total",
 			Help: fmt.Sprintf("Usage statements and certificates this node refused for its bounds, by limit (caller: the caller was issued %d already; node: the node was issuing %d).",
-				MaxEvidenceReplaysPerCaller, MaxEvidenceReplays)}, []string{"limit"}),
+				evidencecall.MaxReplaysPerCaller, evidencecall.MaxReplays)}, []string{"limit"}),
 	}
 	m.evidenceRefused.WithLabelValues("caller")
 	m.evidenceRefused.WithLabelValues("node")

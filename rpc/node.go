@@ -2,19 +2,17 @@ package rpc
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/peertext"
 	"github.com/baristahq/barista/proto/clusterpb"
 )
 
@@ -43,12 +41,12 @@ func (s *NodeService) Status(ctx context.Context, req *clusterpb.StatusRequest) 
 	id, raftAddr := s.node.Leader()
 	resp := &clusterpb.StatusResponse{
 		NodeId:              s.node.ID(),
-		State:               StateName(r.State()),
+		State:               peertext.StateName(r.State()),
 		LeaderId:            id,
 		LeaderRaftAddr:      raftAddr,
 		AppliedIndex:        r.AppliedIndex(),
 		LastLogIndex:        r.LastIndex(),
-		StateHash:           stateHashText(hash, req.GetSkipHash()),
+		StateHash:           peertext.HashText(hash, req.GetSkipHash()),
 		RaftAddr:            s.node.Config().RaftAddr,
 		GrpcAddr:            s.node.Config().GRPCAddr,
 		ClusterTimeMs:       int64(clock),
@@ -68,27 +66,6 @@ func (s *NodeService) Status(ctx context.Context, req *clusterpb.StatusRequest) 
 	fmt.Sscan(stats["commit_index"], &resp.CommitIndex)
 	fmt.Sscan(stats["term"], &resp.Term)
 	return resp, nil
-}
-
-func stateHashText(hash [32]byte, skipped bool) string {
-	if skipped {
-		return ""
-	}
-	return hex.EncodeToString(hash[:])
-}
-
-// StateName names a Raft state as Status does: leader, follower,
-// candidate or shutdown.
-func StateName(s raft.RaftState) string {
-	switch s {
-	case raft.Leader:
-		return "leader"
-	case raft.Follower:
-		return "follower"
-	case raft.Candidate:
-		return "candidate"
-	}
-	return "shutdown"
 }
 
 // Apply proposes commands through the leader.
@@ -217,45 +194,6 @@ func (b *base) leaderPeers(ctx context.Context) (*clusterpb.ListPeersResponse, e
 		md.Append("authorization", "Bearer "+b.selfToken)
 	}
 	return clusterpb.NewNodeClient(cc).ListPeers(metadata.NewOutgoingContext(ctx, md), &clusterpb.ListPeersRequest{})
-}
-
-// PeerText is how a person is shown a member's facts: its applied index,
-// last contact and lag, "unknown" where the answering node could not
-// learn it ("-" where it does not apply: the leader's own contact and
-// lag).
-type PeerText struct{ Applied, Contact, Lag string }
-
-// PeerFacts says a member's facts as PeerText.
-func PeerFacts(p *clusterpb.Peer) PeerText {
-	f := PeerText{Applied: "unknown", Contact: "unknown", Lag: "unknown"}
-	if p.AppliedKnown {
-		f.Applied = strconv.FormatUint(p.AppliedIndex, 10)
-	}
-	switch {
-	case p.Leader:
-		f.Contact, f.Lag = "-", "-"
-	case p.Known:
-		f.Contact = (time.Duration(p.LastContactMs) * time.Millisecond).String() + " ago"
-		if p.LagKnown {
-			f.Lag = strconv.FormatUint(p.Lag, 10)
-		}
-	}
-	return f
-}
-
-// PeerState names a peer's state as the leader sees it: leader,
-// follower, unreachable (not heard from within the election timeout), or
-// unknown (no leader answered, or not heard from since it started).
-func PeerState(p *clusterpb.Peer) string {
-	switch {
-	case p.Leader:
-		return "leader"
-	case !p.Known:
-		return "unknown"
-	case !p.Reachable:
-		return "unreachable"
-	}
-	return "follower"
 }
 
 // peersView is the one view of the members that every surface shows

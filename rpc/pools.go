@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/apiview"
 	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
@@ -62,18 +63,6 @@ func submitTenant(ctx context.Context, named string, pools fsm.PoolSettings) (st
 	return scopeTenant(ctx, named, true)
 }
 
-// poolToPB presents a pool with its connected workers.
-func poolToPB(p *sfq.Pool, workers int) *pb.Pool {
-	out := &pb.Pool{Name: p.Name, Weights: p.Weights.String(), SubscriptionsRequired: p.Required, Paused: p.Paused,
-		Scheduled: p.Scheduled, Queued: p.Queued, Running: p.Running, Tenants: uint32(p.Lanes), Workers: uint32(workers)}
-	// In the order the API documents (critical, high, normal, low), not
-	// the core's index order.
-	for _, c := range sfq.ClassesInOrder {
-		out.VirtualNowMs = append(out.VirtualNowMs, p.VirtualNow[c].String())
-	}
-	return out
-}
-
 // readPool returns the live pool named name in this node's state, or nil.
 func (b *base) readPool(name string) *pb.Pool {
 	var p sfq.Pool
@@ -82,7 +71,7 @@ func (b *base) readPool(name string) *pb.Pool {
 	if !ok {
 		return nil
 	}
-	out := poolToPB(&p, b.poolWorkers(p.Name))
+	out := apiview.Pool(&p, b.poolWorkers(p.Name))
 	out.Now = b.clockNow()
 	return out
 }
@@ -95,7 +84,7 @@ func (b *base) readPools() []*pb.Pool {
 	})
 	out := make([]*pb.Pool, len(ps))
 	for i := range ps {
-		out[i] = poolToPB(&ps[i], b.poolWorkers(ps[i].Name))
+		out[i] = apiview.Pool(&ps[i], b.poolWorkers(ps[i].Name))
 	}
 	return out
 }
@@ -197,18 +186,6 @@ func subscriptionCommand(tenant, pool string, burst *uint32) (*clusterpb.Command
 	return &clusterpb.Command{Cmd: &clusterpb.Command_SubscriptionSet{SubscriptionSet: &clusterpb.SubscriptionSet{Tenant: tenant, Pool: pool, Burst: burst}}}, nil
 }
 
-// subscriptionOf returns tenant's subscription in pool with its running
-// jobs there, or nil.
-func subscriptionOf(sc *sfq.Scheduler, tenant, pool string) *pb.Subscription {
-	burst, ok := sc.Subscription(tenant, pool)
-	if !ok {
-		return nil
-	}
-	l, _ := sc.Lane(tenant, pool)
-	p, _ := sc.Pool(pool)
-	return &pb.Subscription{Tenant: tenant, Pool: p.Name, Burst: burst, Running: l.Running}
-}
-
 // SubscriptionSet sets a tenant's subscription in a pool. A request
 // without burst is refused: leaving the only field out would otherwise
 // clear it (SubscriptionDelete does).
@@ -250,7 +227,7 @@ func (s *AdminService) subscriptionWrite(ctx context.Context, tenant, pool strin
 		return resp, err
 	}
 	out := &pb.SubscriptionSetResponse{Changed: res.Outcome == sfq.Changed}
-	s.node.FSM.Read(func(sc *sfq.Scheduler) { out.Subscription = subscriptionOf(sc, tenant, pool) })
+	s.node.FSM.Read(func(sc *sfq.Scheduler) { out.Subscription = apiview.Subscription(sc, tenant, pool) })
 	return out, nil
 }
 

@@ -2,66 +2,20 @@ package rpc
 
 import (
 	"context"
-	"strconv"
 	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/baristahq/barista/fsm"
-	"github.com/baristahq/barista/internal/pbcodec"
+	"github.com/baristahq/barista/internal/apiview"
+	"github.com/baristahq/barista/internal/joblist"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 )
 
 // The client service's reads: a job, the pages of a tenant's jobs, a
 // tenant's usage.
-
-// jobToPB converts a job record of sc, with its payload or without.
-func jobToPB(sc *sfq.Scheduler, j *sfq.Job, payload bool) *pb.Job {
-	out := &pb.Job{
-		JobId: uint64(j.ID), Tenant: sc.TenantName(j.Tenant), Pool: sc.PoolName(sc.LanePool(j.Tenant)), State: j.State.String(), Attempt: j.Attempt, Failures: uint32(j.Failures),
-		MaxAttempts: uint32(j.MaxAttempts), Size: fsm.SizeToPB(j.Size), EstCostMs: j.EstCostMs, CpuMs: j.CPUMs,
-		JobType: j.Type(), IdempotencyKey: j.Key(), SubmittedAtMs: int64(j.SubmittedAt), EndedAtMs: int64(j.EndedAt),
-		SubmittedWallMs: int64(j.SubmittedWall()), EndedWallMs: int64(j.EndedWall()),
-		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs, Group: j.Group(), Form: fsm.JobFormToPB(j.Form()),
-	}
-	if payload {
-		out.Payload = []byte(j.Payload())
-	}
-	if j.Attempt > 0 {
-		out.StartTagMs = j.StartTag.String()
-	}
-	if j.Result != nil && !j.Result.Pending() {
-		out.HasResult, out.ExitCode, out.StderrTail, out.StdoutTail = true, j.Result.ExitCode, j.Result.StderrTail, j.Result.StdoutTail
-		out.CpuSource, out.Failure = j.Result.CPUSource.String(), j.Result.Failure.String()
-	}
-	if j.Result != nil {
-		out.Snoozes = uint32(j.Result.Snoozes)
-	}
-	jobClassToPB(out, j)
-	return out
-}
-
-// jobClassToPB adds a job's class, deadline and estimate source.
-func jobClassToPB(out *pb.Job, j *sfq.Job) {
-	out.Class, out.EstSource, out.DeadlineAtMs = fsm.ClassToPB(j.Class), j.EstSource.String(), int64(j.DeadlineAt())
-	out.DueAtMs, out.ExpireAtMs = int64(j.DueAt()), int64(j.ExpireAt())
-}
-
-// markDeadlineMissed sets deadline_missed on the jobs still queued at or
-// past their deadline at cluster time now: whenever they are dispatched,
-// it is late. (Whether a dispatched job went late, its assigned event
-// says: reason deadline_missed.)
-func markDeadlineMissed(now sfq.Time, jobs ...*pb.Job) {
-	for _, j := range jobs {
-		if j.DeadlineAtMs != 0 && j.State == sfq.Queued.String() && int64(now) >= j.DeadlineAtMs {
-			j.DeadlineMissed = true
-		}
-	}
-}
 
 // JobNotFound is the refusal of a job that does not exist or is another
 // tenant's: the same NOT_FOUND either way.
@@ -83,11 +37,11 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 				err = JobNotFound(req.JobId)
 				return
 			}
-			out = jobToPB(sc, &j, true)
+			out = apiview.Job(sc, &j, true)
 		})
 		if out != nil {
 			clock, _ := s.node.FSM.Clock()
-			markDeadlineMissed(clock, out)
+			apiview.MarkDeadlineMissed(clock, out)
 			if out.State == sfq.Queued.String() {
 				out.Place = placeToPB(s.node.FSM, sfq.JobID(out.JobId))
 			}
@@ -95,76 +49,6 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 		}
 		return out, err
 	})
-}
-
-// PageToken encodes where the next page of ListJobs starts.
-func PageToken(next sfq.JobID) string { return "p" + strconv.FormatUint(uint64(next), 10) }
-
-// DownToken encodes where the next page of a newest-first list starts
-// (that job, then older ones).
-func DownToken(next sfq.JobID) string { return "d" + strconv.FormatUint(uint64(next), 10) }
-
-// ParseListToken reads a ListJobs page token: "p" tokens go up, "d"
-// tokens down; a token of the other direction is refused.
-func ParseListToken(tok string, down bool) (sfq.JobID, error) {
-	if !down || tok == "" {
-		return ParsePageToken(tok)
-	}
-	v, err := strconv.ParseUint(strings.TrimPrefix(tok, "d"), 10, 64)
-	if err != nil || !strings.HasPrefix(tok, "d") || v == 0 {
-		return 0, fieldErr(codes.InvalidArgument, "page_token", "%q is not a token this server issued for a newest-first list", tok)
-	}
-	return sfq.JobID(v), nil
-}
-
-// ParsePageToken reads a PageToken.
-func ParsePageToken(tok string) (sfq.JobID, error) {
-	if tok == "" {
-		return 0, nil
-	}
-	v, err := strconv.ParseUint(strings.TrimPrefix(tok, "p"), 10, 64)
-	if err != nil || !strings.HasPrefix(tok, "p") || v == 0 {
-		return 0, fieldErr(codes.InvalidArgument, "page_token", "%q is not a token this server issued", tok)
-	}
-	return sfq.JobID(v), nil
-}
-
-// listPage reads one page of ListJobs from the state: the jobs of tenant
-// (every tenant's if empty) from ID from on, of one state unless state is
-// 0 and of one pool unless pool is "" (the caller checked that it
-// exists), at most size of them and no more than maxBytes once encoded (but
-// never none while one remains). The next page token names the first job
-// left out, so the next page starts exactly there. ok is false when the
-// tenant does not exist. With down the page goes from ID from (0: the
-// newest) down, and its token goes on downwards.
-func listPage(sc *sfq.Scheduler, tenant string, state sfq.State, pool string, from sfq.JobID, down bool, size int, payload bool, maxBytes int) (out *pb.ListJobsResponse, ok bool) {
-	pid, _ := sc.PoolID(pool)
-	out = &pb.ListJobsResponse{}
-	total := 0
-	walk, token := sc.TenantJobs, PageToken
-	if down {
-		walk, token = sc.TenantJobsDown, DownToken
-	}
-	ok = walk(tenant, from, func(j *sfq.Job) bool {
-		if (state != 0 && j.State != state) || (pool != "" && sc.LanePool(j.Tenant) != pid) {
-			return true
-		}
-		if len(out.Jobs) == size {
-			out.NextPageToken = token(j.ID)
-			return false
-		}
-		pj := jobToPB(sc, j, payload)
-		// The bytes this job adds to the response: field tag, length, body.
-		n := protowire.SizeTag(1) + protowire.SizeBytes(pbcodec.Size(pj))
-		if len(out.Jobs) > 0 && total+n > maxBytes {
-			out.NextPageToken = token(j.ID)
-			return false
-		}
-		total += n
-		out.Jobs = append(out.Jobs, pj)
-		return true
-	})
-	return out, ok
 }
 
 // ListJobs pages through a tenant's jobs from the newest down (or,
@@ -188,9 +72,9 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 		return nil, fieldErr(codes.InvalidArgument, "oldest_first", "true with newest_first: true; give one of them (newest first is the default)")
 	}
 	newest := !req.OldestFirst
-	from, err := ParseListToken(req.PageToken, newest)
+	from, err := joblist.ParseListToken(req.PageToken, newest)
 	if err != nil {
-		return nil, err
+		return nil, refusalErr(sfq.RefusalOf(err))
 	}
 	size, err := pageSize(req.PageSize)
 	if err != nil {
@@ -206,13 +90,13 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 				return
 			}
 			var ok bool
-			if out, ok = listPage(sc, tenant, state, req.Pool, from, newest, size, req.IncludePayload, maxPageBytes); !ok {
+			if out, ok = joblist.Page(sc, tenant, state, req.Pool, from, newest, size, req.IncludePayload, maxPageBytes); !ok {
 				err = tenantNotFound(tenant)
 			}
 		})
 		if err == nil {
 			clock, _ := s.node.FSM.Clock()
-			markDeadlineMissed(clock, out.Jobs...)
+			apiview.MarkDeadlineMissed(clock, out.Jobs...)
 			now := s.clockNow()
 			for _, j := range out.Jobs {
 				j.Now = now
@@ -241,28 +125,7 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 	}, func() (*pb.TenantUsageResponse, error) {
 		clock, _ := s.node.FSM.Clock()
 		var out *pb.TenantUsageResponse
-		s.node.FSM.Read(func(sc *sfq.Scheduler) {
-			t, ok := sc.Tenant(tenant)
-			if !ok {
-				return
-			}
-			b := t.Billing
-			out = &pb.TenantUsageResponse{
-				Tenant: t.Name, Tier: fsm.TierToPB(t.Tier), Running: t.Running, RunningBySize: t.RunningBySize[:],
-				Queued: t.QueuedTotal(), QueuedBySize: t.Queued[:], Scheduled: t.Scheduled, InflightCpuMs: t.InflightCPUMs,
-				CpuBilledMs: b.CPUMs, ZombieCpuMs: b.ZombieCPUMs,
-				Weight:      float64(sc.Weight(&t, clock)) / float64(sfq.WeightOne),
-				FinishTagMs: t.FinishTag.String(), VirtualNowMs: sc.VirtualNow().String(), UsageMs: sc.DecayedUsage(&t, clock),
-				Submitted: b.Submitted, Dispatches: b.Dispatches, Completed: b.Completed, Failed: b.Failed,
-				Cancelled: b.Cancelled, TimedOut: b.TimedOut, Failures: b.Failures, Requeues: b.Requeues,
-			}
-			groups, n := sc.TopGroups(tenant, top)
-			out.Groups, out.GroupCount = groupUsage(&t, groups), uint32(n)
-			out.Paused = pausedText(t.PausedBy())
-			if at, ok := t.RateEligibleAt(); ok {
-				out.Rate, out.RateBurst, out.RateEligibleAtMs = rateText(t.Rate), t.Rate.Burst, int64(at)
-			}
-		})
+		s.node.FSM.Read(func(sc *sfq.Scheduler) { out = apiview.TenantUsage(sc, tenant, clock, top) })
 		if out == nil {
 			return nil, tenantNotFound(tenant)
 		}

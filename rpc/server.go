@@ -21,6 +21,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/connlimit"
+	"github.com/baristahq/barista/internal/evidencecall"
 	"github.com/baristahq/barista/internal/inflight"
 	"github.com/baristahq/barista/internal/ratelimit"
 	"github.com/baristahq/barista/internal/share"
@@ -183,7 +184,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 		Conns: opt.Conns, Gateway: func(ctx context.Context) bool { return fromGateway(ctx, gatewayKey) }}, node.Metrics.Registry)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: ratelimit.New(time.Now, b.metrics.submitsLimited),
 		forwarder: newSubmitForwarder(&b), forwardSingly: opt.ForwardSingly, watches: watches,
-		evidence: evidenceLimit{refused: b.metrics.evidenceRefused}}, &AdminService{base: b, workers: workers}, workers
+		evidence: evidencecall.Limit{Refused: b.metrics.evidenceRefused}}, &AdminService{base: b, workers: workers}, workers
 	budget := &requestBudget{
 		callers:   inflight.New("grpc_request", limits.RequestBytesPerIdentity, limits.RequestBytes, node.Metrics.Registry),
 		anonymous: inflight.New("grpc_unauthenticated_request", unauthenticatedRequestBytes, unauthenticatedRequestBytes, node.Metrics.Registry),

@@ -18,8 +18,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/apiview"
 	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/evidence"
+	"github.com/baristahq/barista/internal/joblist"
+	"github.com/baristahq/barista/internal/peertext"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
@@ -196,7 +199,7 @@ type frame struct {
 func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string) frame {
 	c := s.ensureOpenCSRF(w, r, requestCaller(r))
 	leader, _ := s.node.Leader()
-	f := frame{Title: title, Nav: nav, Node: s.node.ID(), NodeState: rpc.StateName(s.node.Raft().State()), Leader: leader,
+	f := frame{Title: title, Nav: nav, Node: s.node.ID(), NodeState: peertext.StateName(s.node.Raft().State()), Leader: leader,
 		Applied: s.node.Raft().AppliedIndex(), Now: time.Now().UTC().Format("15:04:05 UTC"),
 		Admin: c.id.Role == auth.RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != ""}
 	if wall, cluster := s.node.FSM.WallClock(); wall != 0 && wall-cluster >= 1000 {
@@ -350,9 +353,9 @@ func (s *Server) members(r *http.Request) []consoleMember {
 	peers := s.srv.Peers(ctx)
 	out := make([]consoleMember, len(peers.GetPeers()))
 	for i, m := range peers.GetPeers() {
-		f := rpc.PeerFacts(m)
+		f := peertext.Facts(m)
 		out[i] = consoleMember{pageMember: pageMember{ID: m.Id, Raft: m.RaftAddr, GRPC: m.GrpcAddr, HTTP: m.HttpAddr, Leader: m.Leader,
-			State: rpc.PeerState(m), Contact: f.Contact, Lag: f.Lag}, Applied: f.Applied}
+			State: peertext.State(m), Contact: f.Contact, Lag: f.Lag}, Applied: f.Applied}
 	}
 	return out
 }
@@ -409,7 +412,7 @@ func (s *Server) tenantPage(w http.ResponseWriter, r *http.Request) {
 		s.failCall(w, r, err)
 		return
 	}
-	p := tenantPage{frame: s.frame(w, r, "tenant "+name, "tenant"), Name: name, Usage: usage, Config: rpc.ReadTenant(s.node.FSM, name)}
+	p := tenantPage{frame: s.frame(w, r, "tenant "+name, "tenant"), Name: name, Usage: usage, Config: apiview.ReadTenant(s.node.FSM, name)}
 	p.CanAct = p.CSRF != ""
 	if gs, err := s.client.ListGroups(ctx, &pb.ListGroupsRequest{Tenant: name, PageSize: tenantGroupsShown}); err == nil {
 		p.Groups, p.MoreGroups = gs.Groups, gs.NextPageToken != ""
@@ -509,7 +512,7 @@ func parseJobsQuery(q url.Values) (jobsQuery, error) {
 		out.ID = id
 	}
 	if out.After != "" {
-		if _, err := rpc.ParseListToken(out.After, true); err != nil {
+		if _, err := joblist.ParseListToken(out.After, true); err != nil {
 			return out, fmt.Errorf("after: %q is not a page this console issued", out.After)
 		}
 	}
@@ -628,7 +631,7 @@ func (s *Server) searchJobs(ctx context.Context, q jobsQuery) (jobs []*pb.Job, n
 			jobs = append(jobs, j)
 			if len(jobs) == q.Limit {
 				if i+1 < len(resp.Jobs) {
-					return jobs, rpc.DownToken(sfq.JobID(resp.Jobs[i+1].JobId)), scanned, nil
+					return jobs, joblist.DownToken(sfq.JobID(resp.Jobs[i+1].JobId)), scanned, nil
 				}
 				return jobs, resp.NextPageToken, scanned, nil
 			}

@@ -10,8 +10,8 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/baristahq/barista/internal/peertext"
 	"github.com/baristahq/barista/proto/clusterpb"
-	"github.com/baristahq/barista/rpc"
 	"github.com/baristahq/barista/snapshot"
 )
 
@@ -28,7 +28,7 @@ func init() {
 				var peers []map[string]any
 				for _, p := range resp.Peers {
 					m := map[string]any{"id": p.Id, "raft_addr": p.RaftAddr, "grpc_addr": p.GrpcAddr,
-						"http_addr": p.HttpAddr, "voter": p.Voter, "leader": p.Leader, "state": rpc.PeerState(p)}
+						"http_addr": p.HttpAddr, "voter": p.Voter, "leader": p.Leader, "state": peertext.State(p)}
 					if p.AppliedKnown {
 						m["applied_index"] = p.AppliedIndex
 					}
@@ -44,8 +44,8 @@ func init() {
 			}
 			fmt.Fprintf(env.stdout, "%-12s %-22s %-22s %-6s %-12s %-10s %-14s %s\n", "ID", "RAFT", "GRPC", "VOTER", "STATE", "APPLIED", "LAST CONTACT", "LAG")
 			for _, p := range resp.Peers {
-				f := rpc.PeerFacts(p)
-				fmt.Fprintf(env.stdout, "%-12s %-22s %-22s %-6v %-12s %-10s %-14s %s\n", p.Id, p.RaftAddr, p.GrpcAddr, p.Voter, rpc.PeerState(p), f.Applied, f.Contact, f.Lag)
+				f := peertext.Facts(p)
+				fmt.Fprintf(env.stdout, "%-12s %-22s %-22s %-6v %-12s %-10s %-14s %s\n", p.Id, p.RaftAddr, p.GrpcAddr, p.Voter, peertext.State(p), f.Applied, f.Contact, f.Lag)
 			}
 			return nil
 		},

@@ -1,4 +1,4 @@
-package rpc
+package joblist
 
 import (
 	"fmt"
@@ -12,12 +12,12 @@ import (
 	"github.com/baristahq/barista/sfq"
 )
 
-// pages follows ListJobs tokens from the start and returns every page.
+// pages follows the page tokens from the start and returns every page.
 func pages(t interface{ Fatalf(string, ...any) }, sc *sfq.Scheduler, tenant string, state sfq.State, size int, payload bool, maxBytes int) []*pb.ListJobsResponse {
 	var out []*pb.ListJobsResponse
 	var from sfq.JobID
 	for {
-		page, ok := listPage(sc, tenant, state, "", from, false, size, payload, maxBytes)
+		page, ok := Page(sc, tenant, state, "", from, false, size, payload, maxBytes)
 		if !ok {
 			t.Fatalf("tenant %q not found", tenant)
 		}
@@ -36,7 +36,7 @@ func pages(t interface{ Fatalf(string, ...any) }, sc *sfq.Scheduler, tenant stri
 	}
 }
 
-func TestListPageBoundedByBytes(t *testing.T) {
+func TestPageBoundedByBytes(t *testing.T) {
 	sc, _ := sfq.New(sfq.DefaultConfig())
 	for _, n := range []string{"acme", "beta"} {
 		sc.UpsertTenant(sfq.TenantSpec{Name: n, Tier: sfq.Gold})
@@ -82,16 +82,16 @@ func TestListPageBoundedByBytes(t *testing.T) {
 			t.Errorf("tenant %q size %d payload %v max %d: %s, want %s", c.tenant, c.size, c.payload, c.maxBytes, got, c.want)
 		}
 	}
-	if _, ok := listPage(sc, "nobody", 0, "", 0, false, 10, false, 1000); ok {
+	if _, ok := Page(sc, "nobody", 0, "", 0, false, 10, false, 1000); ok {
 		t.Error("an unknown tenant was listed")
 	}
 }
 
-// TestListPageProperty: whatever the payload sizes, states, page size and
+// TestPageProperty: whatever the payload sizes, states, page size and
 // byte budget, following the tokens returns each of the tenant's jobs (of
 // the state asked) exactly once, in ID order; every page holds at most
 // page-size jobs and, unless it holds one, encodes within the budget.
-func TestListPageProperty(t *testing.T) {
+func TestPageProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		sc, _ := sfq.New(sfq.DefaultConfig())
 		for _, n := range []string{"a", "b"} {

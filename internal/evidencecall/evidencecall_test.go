@@ -1,4 +1,4 @@
-package rpc
+package evidencecall
 
 import (
 	"testing"
@@ -9,31 +9,31 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// TestEvidenceLimit: a caller holds at most one statement or certificate
+// TestLimit: a caller holds at most one statement or certificate
 // being issued, a node two; beyond, RESOURCE_EXHAUSTED at once, counted
 // by limit; a release gives the place back.
-func TestEvidenceLimit(t *testing.T) {
+func TestLimit(t *testing.T) {
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "refused"}, []string{"limit"})
-	l := &evidenceLimit{refused: refused}
-	a, err := l.acquire("client/acme")
+	l := &Limit{Refused: refused}
+	a, err := l.Acquire("client/acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.acquire("client/acme"); status.Code(err) != codes.ResourceExhausted {
+	if _, err := l.Acquire("client/acme"); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("acme's second: %v", err)
 	}
-	b, err := l.acquire("client/beta")
+	b, err := l.Acquire("client/beta")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.acquire("admin/"); status.Code(err) != codes.ResourceExhausted {
+	if _, err := l.Acquire("admin/"); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("a third caller: %v", err)
 	}
 	if c, n := testutil.ToFloat64(refused.WithLabelValues("caller")), testutil.ToFloat64(refused.WithLabelValues("node")); c != 1 || n != 1 {
 		t.Errorf("refused: caller %v node %v", c, n)
 	}
 	a()
-	c, err := l.acquire("admin/")
+	c, err := l.Acquire("admin/")
 	if err != nil {
 		t.Fatalf("after a release: %v", err)
 	}
