@@ -441,7 +441,9 @@ func TestWatchStreamsBounded(t *testing.T) {
 // the calls whose request bytes fit the caller's budget
 // (limits.request_bytes_per_identity, 64 MiB: 16 of them) are read, the
 // others refused RESOURCE_EXHAUSTED unread, the memory grows by less
-// than 96 MiB, and the connection is closed once its requests have not
+// than 128 MiB (twice the budget: resident memory also holds the garbage
+// a collection has not freed yet, which a loaded machine delays; without
+// the budget it grew by 800 MB), and the connection is closed once its requests have not
 // arrived within limits.request_read_timeout. The node serves other
 // callers throughout, and the caller again once that connection is gone.
 func TestGRPCStalledRequestsBounded(t *testing.T) {
@@ -459,7 +461,7 @@ func TestGRPCStalledRequestsBounded(t *testing.T) {
 		grow                      int64 // kB
 	}{
 		{"without a token", "", "16:200", 32 << 10},
-		{"with a client token", "Bearer " + acmeToken, "8:184", 96 << 10},
+		{"with a client token", "Bearer " + acmeToken, "8:184", 128 << 10},
 	} {
 		before := procStatusKB(t, pid, "VmRSS")
 		s, err := stallCalls(n.GRPCAddr, "/barista.v1.Client/Submit", tc.authorization, calls, size)
