@@ -53,7 +53,7 @@ type benchScenario struct {
 var benchScenarios = []benchScenario{
 	{"submit", "single submits from 1, 64 and 256 concurrent clients, through the leader and through a follower; and the read floor (GetJob, no Raft) at 256", benchSubmit},
 	{"submit-batch", "SubmitBatch with batches of 100 from 16 clients", benchSubmitBatch},
-	{"dispatch", "1,000 in-process workers (real gRPC streams) running 0-second jobs, with 100 tenants in one pool and in four, and 10,000 in one; then, at 100 tenants, jobs of 125-375 ms (at most 4,000 dispatches/s asked for: the latency below saturation) and, in one pool, of 250-750 ms (at most 2,000/s)", benchDispatch},
+	{"dispatch", "1,000 in-process workers (real gRPC streams) running 0-second jobs, with 100 tenants in one pool and in four, and 10,000 in one; 100 tenants' function jobs of 10 kinds, each worker running 2 or 3 of them; then, at 100 tenants, jobs of 125-375 ms (at most 4,000 dispatches/s asked for: the latency below saturation) and, in one pool, of 250-750 ms (at most 2,000/s)", benchDispatch},
 	{"latency", "48 idle in-process workers (16 of each size) and single submits, one at a time, through the leader and through a follower: each job's time from its submit's answer to its Assign at a worker", benchLatency},
 	{"failover", "kill -9 the leader of a loaded cluster: time to the next accepted submit and the next dispatch", benchFailover},
 	{"snapshot", "persist and restore of a large state (in process), a new follower's catch-up by InstallSnapshot, and a follower killed and started again until it has caught up", benchSnapshot},
@@ -247,6 +247,12 @@ func preload(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int) error 
 // preloadWith is preload with the payload of every job; with pools, job j
 // goes to pools[j % len(pools)].
 func preloadWith(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int, payload []byte, pools ...string) error {
+	return preloadShaped(ctx, cc, tenants, jobs, payload, nil, pools...)
+}
+
+// preloadShaped is preloadWith with shape, when not nil, setting what
+// else job j of the preload is (its kind and form).
+func preloadShaped(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int, payload []byte, shape func(j int, r *pb.SubmitRequest), pools ...string) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
@@ -266,7 +272,11 @@ func preloadWith(ctx context.Context, cc *grpc.ClientConn, tenants, jobs int, pa
 					if len(pools) > 0 {
 						pool = pools[j%len(pools)]
 					}
-					req.Jobs = append(req.Jobs, &pb.SubmitRequest{Tenant: benchTenant(j % tenants), Size: pb.Size_SM, EstCostMs: int64(100 + j%10*100), Payload: payload, Pool: pool})
+					r := &pb.SubmitRequest{Tenant: benchTenant(j % tenants), Size: pb.Size_SM, EstCostMs: int64(100 + j%10*100), Payload: payload, Pool: pool}
+					if shape != nil {
+						shape(j, r)
+					}
+					req.Jobs = append(req.Jobs, r)
 				}
 				resp, err := client.SubmitBatch(ctx, req)
 				if err == nil {
@@ -352,14 +362,35 @@ func fakeWorkers(ctx context.Context, servers string, n int, observe func(worker
 
 // fakeFleet is fakeWorkers with worker i of size size(i).
 func fakeFleet(ctx context.Context, servers string, n int, size func(int) pb.Size, observe func(worker.Observation), plan func(*pb.Assign) worker.FakeSpec, pools ...string) *sync.WaitGroup {
+	return fakeFleetOf(ctx, servers, n, size, nil, observe, plan, pools...)
+}
+
+// declaring is a fake runner that says it runs the kinds it has (SPEC §3
+// "Kinds"): its worker is given jobs of those kinds only.
+type declaring struct {
+	worker.FakeRunner
+	kinds []string
+}
+
+func (d declaring) Declares() (bool, []string) { return false, d.kinds }
+
+// fakeFleetOf is fakeFleet with worker i running the kinds kinds(i)
+// (kinds nil, or no kinds: every job).
+func fakeFleetOf(ctx context.Context, servers string, n int, size func(int) pb.Size, kinds func(int) []string, observe func(worker.Observation), plan func(*pb.Assign) worker.FakeSpec, pools ...string) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for i := range n {
 		pool := ""
 		if len(pools) > 0 {
 			pool = pools[i%len(pools)]
 		}
+		var runner worker.Runner = worker.FakeRunner{Plan: plan}
+		if kinds != nil {
+			if k := kinds(i); len(k) > 0 {
+				runner = declaring{worker.FakeRunner{Plan: plan}, k}
+			}
+		}
 		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: size(i), Pool: pool, Servers: strings.Split(servers, ","), Logger: slog.New(slog.DiscardHandler),
-			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: worker.FakeRunner{Plan: plan}, Observer: observe})
+			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: runner, Observer: observe})
 		if err != nil {
 			panic(err) // fixed, valid arguments
 		}

@@ -37,9 +37,14 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	var out []benchResult
 	// The same load over one pool, and over four (default and three
 	// created), with the workers and the jobs dealt evenly among them.
-	for _, run := range []struct{ tenants, pools int }{{100, 1}, {100, 4}, {10_000, 1}} {
+	// And the first load again as function jobs of 10 kinds, each worker
+	// running 2 or 3 of them (SPEC §3 "Kinds").
+	for _, run := range []struct{ tenants, pools, kinds int }{{100, 1, 0}, {100, 1, benchKinds}, {100, 4, 0}, {10_000, 1, 0}} {
 		tenants := run.tenants
 		name := fmt.Sprintf("dispatch-%d", tenants)
+		if run.kinds > 0 {
+			name += fmt.Sprintf("-kinds-%d", run.kinds)
+		}
 		var pools []string
 		if run.pools > 1 {
 			name += fmt.Sprintf("-pools-%d", run.pools)
@@ -59,7 +64,12 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			}
 		}
 		t0 := time.Now()
-		if err := preloadWith(ctx, cc, tenants, jobs, benchPayload, pools...); err != nil {
+		var shape func(int, *pb.SubmitRequest)
+		var kindsOf func(int) []string
+		if run.kinds > 0 {
+			shape, kindsOf = benchKindShape, benchWorkerKinds
+		}
+		if err := preloadShaped(ctx, cc, tenants, jobs, benchPayload, shape, pools...); err != nil {
 			return nil, err
 		}
 		loaded := time.Since(t0)
@@ -81,7 +91,7 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			return worker.FakeSpec{Duration: d, CPU: max(d, time.Duration(a.EstCostMs)*time.Millisecond)}
 		}
 		wctx, stop := context.WithCancel(ctx)
-		wg := fakeWorkers(wctx, lc.servers(), 1000, observe, plan, pools...)
+		wg := fakeFleetOf(wctx, lc.servers(), 1000, func(int) pb.Size { return pb.Size_SM }, kindsOf, observe, plan, pools...)
 		time.Sleep(3 * time.Second) // connect and warm up
 		// measure runs one window, with jobs of length on average (or of
 		// no time).
@@ -107,10 +117,10 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			sampleStages(lc.nodes[leader].http).since(stages, results)
 			prof()
 			return benchResult{Scenario: "dispatch", OpsPerS: round(float64(assigned.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
-				Params: map[string]any{"workers": 1000, "tenants": tenants, "pools": max(1, len(pools)), "queued": jobs, "seconds": window.Seconds(), "job_ms": length.Milliseconds()}, Results: results}
+				Params: map[string]any{"workers": 1000, "tenants": tenants, "pools": max(1, len(pools)), "kinds": run.kinds, "queued": jobs, "seconds": window.Seconds(), "job_ms": length.Milliseconds()}, Results: results}
 		}
 		out = append(out, measure(0, name))
-		if tenants == 100 {
+		if tenants == 100 && run.kinds == 0 {
 			lengths := []time.Duration{pacedJob}
 			if len(pools) == 0 {
 				lengths = append(lengths, 2*pacedJob)
@@ -127,4 +137,24 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		lc.stop()
 	}
 	return out, nil
+}
+
+// benchKinds is how many kinds the kinds run of bench dispatch spreads its
+// jobs over.
+const benchKinds = 10
+
+// benchKindShape makes job j a function job of kind j mod benchKinds.
+func benchKindShape(j int, r *pb.SubmitRequest) {
+	r.JobType, r.Form = fmt.Sprintf("kind-%d", j%benchKinds), pb.JobForm_FUNCTION
+}
+
+// benchWorkerKinds gives worker i 2 or 3 consecutive kinds (every kind is
+// run by about 250 of 1,000 workers).
+func benchWorkerKinds(i int) []string {
+	n := 2 + i%2
+	var out []string
+	for k := range n {
+		out = append(out, fmt.Sprintf("kind-%d", (i+k)%benchKinds))
+	}
+	return out
 }
