@@ -12,6 +12,13 @@ type routeKey struct {
 	route Route
 }
 
+// routeRef is one of a lane's entries in its pool's route heaps: the key
+// and its route lanes (which live while the lane has an entry there).
+type routeRef struct {
+	key routeKey
+	rl  *routeLanes
+}
+
 // routeLanes are the lanes of a pool that hold queued jobs of one class,
 // size and route: those without a deadline in a heap by their tag in the
 // class (a stored tag may lag a rise of the real one, never a fall: it is
@@ -52,13 +59,15 @@ func (s *Scheduler) countRoute(ti uint32, c Class, sz Size, r Route, deadline bo
 	if !deadline {
 		switch {
 		case was == 0 && n > 0:
+			// Its key until the lane is placed (syncRouteTags): its tag
+			// and tier, and no job ID, the lowest there is.
 			t := s.tenants.Get(uint64(ti))
-			rl.fifo.set(hentry{tag: t.Tag(c), tenant: rt.local})
-			rt.routeKeys = append(rt.routeKeys, k)
+			rl.fifo.set(hentry{tag: t.Tag(c), tier: t.Tier, tenant: rt.local})
+			rt.routeKeys = append(rt.routeKeys, routeRef{k, rl})
 		case was > 0 && n <= 0:
 			rl.fifo.remove(rt.local)
 			for i, x := range rt.routeKeys {
-				if x == k {
+				if x.key == k {
 					rt.routeKeys = append(rt.routeKeys[:i], rt.routeKeys[i+1:]...)
 					break
 				}
@@ -70,24 +79,58 @@ func (s *Scheduler) countRoute(ti uint32, c Class, sz Size, r Route, deadline bo
 	}
 }
 
-// lowerRouteTags brings the route heap entries of lane ti in class c down
-// to its tag when it fell (a cost correction at a finish): an entry's tag
-// must never be above the lane's.
-func (s *Scheduler) lowerRouteTags(ti uint32, c Class) {
+// syncRouteTags sets the route heap entries of lane ti in class c to the
+// lane's key there: its tag in the class (down when a cost correction
+// lowered it, up when a dispatch charged it), its tier, and the ID of the
+// oldest head in its slot of the entry's size (no candidate of the lane
+// is older). Each is a lower bound of the key of any candidate the lane
+// has for a worker (its start, max(tag, virtual_now) under the clamp; its
+// tier; its job ID), so a scan in the order of the entries' keys stops at
+// the first above the best candidate found: a stale, low entry would make
+// every scan look at the lane. place calls it on every change of the
+// lane's queues.
+func (s *Scheduler) syncRouteTags(ti uint32, c Class) {
 	rt := &s.rt[ti]
 	if len(rt.routeKeys) == 0 {
 		return
 	}
-	tag := s.tenants.Get(uint64(ti)).Tag(c)
-	p := s.pools[rt.pool]
-	for _, k := range rt.routeKeys {
-		if k.class != c {
+	t := s.tenants.Get(uint64(ti))
+	for _, r := range rt.routeKeys {
+		if r.key.class != c {
 			continue
 		}
-		if e := p.routes[k].fifo.get(rt.local); e != nil && e.tag > tag {
-			p.routes[k].fifo.set(hentry{tag: tag, tenant: rt.local})
+		want := hentry{tag: t.Tag(c), tier: t.Tier, seq: s.slotOldest(ti, c, r.key.size), tenant: rt.local}
+		if e := r.rl.fifo.get(rt.local); e != nil && *e != want {
+			r.rl.fifo.set(want)
 		}
 	}
+}
+
+// slotOldest is the ID of the oldest group head in lane ti's slot of
+// class c and size sz (0: none).
+func (s *Scheduler) slotOldest(ti uint32, c Class, sz Size) JobID {
+	sl := s.rt[ti].slot(c, sz)
+	if sl == nil || sl.byID == 0 {
+		return 0
+	}
+	x := sl.byID
+	for l := s.nodes.n[x].l[treeID]; l != 0; l = s.nodes.n[x].l[treeID] {
+		x = l
+	}
+	return s.nodes.n[x].id
+}
+
+// keyAbove reports whether route heap entry e's key is above candidate
+// b's (both of one class and size): no candidate of e's lane can come
+// before b.
+func keyAbove(e *hentry, b *candidate) bool {
+	switch {
+	case e.tag != b.tag:
+		return e.tag > b.tag
+	case e.tier != b.tier:
+		return e.tier < b.tier
+	}
+	return e.seq > b.seq
 }
 
 // frontierEntry is a node of one route heap not yet looked at in a scan:
@@ -200,8 +243,7 @@ func (s *Scheduler) fairFor(p *poolCore, c Class, sz Size, w *Runs) candidate {
 		var e frontierEntry
 		front, e = frontierPop(front)
 		h := e.heap
-		stored := h.items[e.at].tag
-		if best.ok && stored > best.tag {
+		if best.ok && keyAbove(&h.items[e.at], &best) {
 			break
 		}
 		for child := 4*e.at + 1; child <= 4*e.at+4 && int(child) < len(h.items); child++ { // a 4-ary heap (heap.go)
@@ -230,15 +272,27 @@ func (s *Scheduler) fairFor(p *poolCore, c Class, sz Size, w *Runs) candidate {
 	return best
 }
 
-// frontierKey is the stored tag of a frontier entry.
-func frontierKey(e frontierEntry) VirtualTime { return e.heap.items[e.at].tag }
+// frontierKey is the stored key of a frontier entry.
+func frontierKey(e frontierEntry) *hentry { return &e.heap.items[e.at] }
+
+// entryBefore orders route heap entries by key: tag, then higher tier,
+// then lower job ID (the heaps' own order, byTag).
+func entryBefore(a, b *hentry) bool {
+	switch {
+	case a.tag != b.tag:
+		return a.tag < b.tag
+	case a.tier != b.tier:
+		return a.tier > b.tier
+	}
+	return a.seq < b.seq
+}
 
 // frontierPush adds e to the min-heap f (by stored tag).
 func frontierPush(f []frontierEntry, e frontierEntry) []frontierEntry {
 	f = append(f, e)
 	for i := len(f) - 1; i > 0; {
 		up := (i - 1) / 2
-		if frontierKey(f[up]) <= frontierKey(f[i]) {
+		if !entryBefore(frontierKey(f[i]), frontierKey(f[up])) {
 			break
 		}
 		f[up], f[i] = f[i], f[up]
@@ -255,10 +309,10 @@ func frontierPop(f []frontierEntry) ([]frontierEntry, frontierEntry) {
 	f = f[:last]
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(f) && frontierKey(f[l]) < frontierKey(f[m]) {
+		if l < len(f) && entryBefore(frontierKey(f[l]), frontierKey(f[m])) {
 			m = l
 		}
-		if r < len(f) && frontierKey(f[r]) < frontierKey(f[m]) {
+		if r < len(f) && entryBefore(frontierKey(f[r]), frontierKey(f[m])) {
 			m = r
 		}
 		if m == i {
@@ -332,10 +386,11 @@ func (s *Scheduler) verifyRoutes(report func(string, ...any)) {
 						continue
 					}
 					e := rl.fifo.get(s.rt[ti].local)
+					t := s.tenants.Get(uint64(ti))
 					if e == nil {
 						report("pool %s: lane %d of %v is not in its heap", p.Name, ti, k)
-					} else if tag := s.tenants.Get(uint64(ti)).Tag(k.class); e.tag > tag {
-						report("pool %s: lane %d of %v is in its heap at tag %s, above its tag %s", p.Name, ti, k, e.tag, tag)
+					} else if want := (hentry{tag: t.Tag(k.class), tier: t.Tier, seq: s.slotOldest(ti, k.class, k.size), tenant: s.rt[ti].local}); *e != want {
+						report("pool %s: lane %d of %v is in its heap at %+v, its key is %+v", p.Name, ti, k, *e, want)
 					}
 				}
 			}

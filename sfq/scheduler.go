@@ -86,9 +86,10 @@ type Scheduler struct {
 type tenantRT struct {
 	// visit is the scan that last looked at the lane (pickFor), and
 	// routeKeys the (class, size, route) of which it holds queued jobs
-	// without a deadline (its entries in its pool's route heaps).
+	// without a deadline, with their route lanes (its entries in its
+	// pool's route heaps).
 	visit     uint32
-	routeKeys []routeKey
+	routeKeys []routeRef
 	// normal holds the tenant's slots of class normal (slot.go), where most
 	// work is; other those of high, critical and low (at Class-1), nil
 	// until it first queues a job of the class.

@@ -529,11 +529,11 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 			sl.dlPlaced = want
 		}
 	}
-	// The route heaps hold the lane at no tag above its own (a cost
-	// correction may have lowered it).
+	// The route heaps hold the lane at its own tag (a cost correction may
+	// have lowered it, a dispatch raised it).
 	for c := range Class(NumClasses) {
 		if classes[c] {
-			s.lowerRouteTags(ti, c)
+			s.syncRouteTags(ti, c)
 		}
 	}
 	// The idle rule's heaps: every tenant whose tag in the class is not 0
