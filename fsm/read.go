@@ -2,7 +2,9 @@ package fsm
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/baristahq/barista/fsm/fairness"
 	"github.com/baristahq/barista/sfq"
@@ -209,12 +211,23 @@ func (f *FSM) DispatchBudgetIn(pool string, size sfq.Size, now sfq.Time) (budget
 }
 
 // RunsSome reports whether worker's record says it runs only some jobs
-// (SPEC §3 "Kinds").
-func (f *FSM) RunsSome(worker string) bool {
+// (SPEC §3 "Kinds") and, if so, names what it runs: workers of the same
+// name, pool and size get the same answer from HasJobFor.
+func (f *FSM) RunsSome(worker string) (some bool, name string) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	w := f.workers[worker]
-	return w != nil && !w.Runs.All()
+	if w == nil || w.Runs.All() {
+		return false, ""
+	}
+	var b strings.Builder
+	b.WriteString(w.Pool)
+	fmt.Fprintf(&b, "\x00%d\x00%t\x00%t", w.Size, w.Runs.Commands, w.Runs.AllKinds)
+	for _, k := range w.Runs.Kinds {
+		b.WriteByte(0)
+		b.WriteString(k)
+	}
+	return true, b.String()
 }
 
 // HasJobFor reports whether a Dispatch for worker of size in pool (""

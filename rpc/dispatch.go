@@ -96,6 +96,7 @@ func (h *hub) dispatchRound() bool {
 	// round (past budgetSlots pairs, once per worker).
 	var budgets [budgetSlots]poolBudget
 	nb := 0
+	hasJob := map[string]bool{} // by what a worker of some kinds runs (RunsSome)
 	for _, s := range ready {
 		if len(cmds) == maxDispatchBatch {
 			break
@@ -125,8 +126,19 @@ func (h *hub) dispatchRound() bool {
 		// A worker that runs only some kinds is asked for only when a job
 		// it runs is there (SPEC §3 "Kinds"): the budget counts jobs of
 		// every kind.
-		restricted := f.RunsSome(s.id)
-		if (restricted && !f.HasJobFor(s.id, s.pool, s.size)) || (!restricted && used >= budget) {
+		restricted, runs := f.RunsSome(s.id)
+		if restricted {
+			// Workers that run the same kinds get the same answer: asked
+			// once a round.
+			has, asked := hasJob[runs]
+			if !asked {
+				has = f.HasJobFor(s.id, s.pool, s.size)
+				hasJob[runs] = has
+			}
+			if !has {
+				continue
+			}
+		} else if used >= budget {
 			continue
 		}
 		h.mu.Lock()
