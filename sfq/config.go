@@ -176,6 +176,13 @@ type Config struct {
 	// next snooze ends it failed, snoozed_too_often (feature level 7;
 	// default DefaultMaxSnoozes).
 	MaxSnoozes uint16
+	// ResourceReserveAfterMs is how long a job must have been blocked
+	// only by resources before it may take a resource's reservation
+	// (resource_reserve_after, feature level 8; default
+	// DefaultResourceReserveAfterMs); MaxResources bounds the declared
+	// resources (max_resources; 0: DefaultMaxResources).
+	ResourceReserveAfterMs int64
+	MaxResources           uint32
 }
 
 // Limits on configuration and input values, chosen so that no product in
@@ -209,6 +216,8 @@ func DefaultConfig() Config {
 		Estimate:           EstimateSubmitted,
 		DefaultCostMs:      DefaultCostMs,
 		MaxSnoozes:         DefaultMaxSnoozes,
+
+		ResourceReserveAfterMs: DefaultResourceReserveAfterMs,
 	}
 }
 
@@ -248,6 +257,12 @@ func (c Config) Validate() error {
 	}
 	if c.Estimate > EstimateAuto {
 		return invalidf("", "unknown estimate mode %d (want submitted or auto)", c.Estimate)
+	}
+	if c.ResourceReserveAfterMs < 0 || c.ResourceReserveAfterMs > MaxResourceReserveAfterMs {
+		return invalidf("resource_reserve_after", "%d ms (want 0 .. 7 days)", c.ResourceReserveAfterMs)
+	}
+	if c.MaxResources > MaxMaxResources {
+		return invalidf("max_resources", "%d (want 1..%d, or 0 for the default %d)", c.MaxResources, MaxMaxResources, DefaultMaxResources)
 	}
 	if c.DefaultCostMs < 1 || c.DefaultCostMs > MaxEstCostMs {
 		return invalidf("", "default_cost %d ms (want 1 ms .. a CPU-year)", c.DefaultCostMs)

@@ -174,22 +174,24 @@ func (j *Job) timesPrefix() string {
 	if !j.timed {
 		return ""
 	}
-	return j.text[:timesWidth(j.text, j.bits&jobBackoffMax != 0)]
+	t := j.afterUses()
+	return t[:timesWidth(t, j.bits&jobBackoffMax != 0)]
 }
 
 // body returns the job's text after its delay fields.
 func (j *Job) body() string {
+	t := j.afterUses()
 	if !j.timed {
-		return j.text
+		return t
 	}
-	return j.text[timesWidth(j.text, j.bits&jobBackoffMax != 0):]
+	return t[timesWidth(t, j.bits&jobBackoffMax != 0):]
 }
 
 func (j *Job) times() jobTimes {
 	if !j.timed {
 		return jobTimes{backoff: -1}
 	}
-	t := j.text
+	t := j.afterUses()
 	due, w1 := uvarintPrefix(t)
 	exp, w2 := uvarintPrefix(t[w1:])
 	bo, w3 := uvarintPrefix(t[w1+w2:])
@@ -230,7 +232,7 @@ func (j *Job) setTimes(t jobTimes) {
 	}
 	b = append(b, body...)
 	j.timed = true
-	j.text = string(b)
+	j.text = j.usesPrefix() + string(b)
 }
 
 // countsFrom is when the job's delay, expiry and deadline count from: its

@@ -173,6 +173,14 @@ func (s *Scheduler) PoolEligibleIn(pid PoolID, c Class, ws Size) (fair, deadline
 		return false, false
 	}
 	p := s.pools[pid]
+	if s.resourceGated(pid) && ws < NumSizes {
+		s.newPick()
+		deadline = s.deadlineFor(p, c, ws, &runsAllValue).ok
+		for sz := Size(0); sz <= ws && !fair; sz++ {
+			fair = s.fairFor(p, c, sz, &runsAllValue).ok
+		}
+		return fair, deadline
+	}
 	for sz := Size(0); sz <= ws && sz < NumSizes; sz++ {
 		fair = fair || p.heapA[c][sz].Len() > 0 || p.heapB[c][sz].Len() > 0
 		deadline = deadline || p.dheap[c][sz].Len() > 0
@@ -189,6 +197,9 @@ func (s *Scheduler) Eligible(ws Size) bool { return s.PoolEligible(DefaultPool, 
 func (s *Scheduler) PoolEligible(pid PoolID, ws Size) bool {
 	if int(pid) >= len(s.pools) {
 		return false
+	}
+	if s.resourceGated(pid) {
+		return s.resourcePick(s.pools[pid], ws).ok
 	}
 	for c := range Class(NumClasses) {
 		if s.pools[pid].eligibleIn(c, ws) {
@@ -240,6 +251,15 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 		return Assignment{}, false, nil // maintenance: a gate, nothing else
 	}
 	s.advance(now) // a job whose expire_at has passed is never dispatched
+	s.reserveResources(now)
+	if s.resourceGated(pid) {
+		// Its queues hold jobs that use resources: the pick that sees
+		// them, for a worker that runs every job.
+		if s.pickObserver != nil {
+			s.observePick(p, ws, nil)
+		}
+		return s.dispatchCandidate(now, p, s.pickFor(p, ws, &runsAllValue), worker)
+	}
 	return s.dispatchCandidate(now, p, s.pick(p, ws), worker)
 }
 
@@ -265,6 +285,7 @@ func (s *Scheduler) DispatchFor(now Time, pid PoolID, ws Size, worker string, w 
 		return Assignment{}, false, nil
 	}
 	s.advance(now)
+	s.reserveResources(now)
 	if s.pickObserver != nil {
 		s.observePick(p, ws, w)
 	}
@@ -284,6 +305,12 @@ func (s *Scheduler) HasJobFor(pid PoolID, ws Size, w *Runs) bool {
 		return s.PoolEligible(pid, ws)
 	}
 	return s.pickFor(s.pools[pid], ws, w).ok
+}
+
+// resourcePick is the pick of a worker of size ws that runs every job
+// in pool p, whose queues hold jobs that use resources.
+func (s *Scheduler) resourcePick(p *poolCore, ws Size) candidate {
+	return s.pickFor(p, ws, &runsAllValue)
 }
 
 // dispatchCandidate dispatches candidate c (none: nothing is eligible) to
@@ -343,9 +370,9 @@ func (s *Scheduler) dispatchCandidate(now Time, p *poolCore, c candidate, worker
 		return Assignment{}, false, preconditionf("", "", "job %d at the head of its queue is %s", j.ID, j.State)
 	}
 
-	r := s.routeOf(j)
-	part := q.of(r)
-	s.countRoute(c.tenant, c.class, c.size, r, c.deadline, -1)
+	r, u := s.routeOf(j), s.usesOf(j)
+	part := q.of(r, u)
+	s.countRoute(c.tenant, c.class, c.size, r, u, c.deadline, -1)
 	if c.deadline {
 		part.dls.popFront()
 	} else {
@@ -386,6 +413,12 @@ func (s *Scheduler) dispatchCandidate(now Time, p *poolCore, c candidate, worker
 		}
 	}
 	s.addDeadline(deadline{at: life.AckDeadline, job: jm.ID, attempt: life.Attempt, kind: InExpireAck})
+	if u != 0 {
+		// Its units are held until its run ends; a reservation it held
+		// ends.
+		s.hold(s.owner(c.tenant), u, 1, now)
+		s.unreserve(jm.ID)
+	}
 	// The dispatch changed one queue's head and raised the tenant's and
 	// the group's counters: without caps (and with its group unblocked and
 	// its tag unchanged) nothing else can change; with only size caps,

@@ -36,8 +36,10 @@ func (v *View) usesGroups() bool {
 func (v *View) Encode(e *Encoder) {
 	version := stateVersionNoGroups
 	switch {
-	case v.usesForms():
+	case v.usesResources():
 		version = stateVersion
+	case v.usesForms():
+		version = stateVersionForms
 	case v.details:
 		version = stateVersionDetails
 	case v.usesPools():
@@ -138,6 +140,11 @@ func (v *View) EncodeVersion(e *Encoder, version int) {
 	// state of version 7 has; version 8 is written for the forms of its
 	// jobs, and says it).
 	e.Bool(v.details)
+	if version < 9 {
+		return
+	}
+	// Version 9: the resources.
+	v.encodeResources(e)
 }
 
 // FitsVersion1 reports, as an error naming the first one, anything the
@@ -267,6 +274,11 @@ func encodeConfig(e *Encoder, c *Config, version int) {
 		return
 	}
 	e.Uvarint(uint64(c.MaxSnoozes))
+	if version < 9 {
+		return
+	}
+	e.Varint(c.ResourceReserveAfterMs)
+	e.Uvarint(uint64(c.MaxResources))
 }
 
 func decodeConfig(d *Decoder, version int) Config {
@@ -298,6 +310,11 @@ func decodeConfig(d *Decoder, version int) Config {
 	c.MaxSnoozes = DefaultMaxSnoozes
 	if version >= 7 {
 		c.MaxSnoozes = d.Uint16()
+	}
+	c.ResourceReserveAfterMs = DefaultResourceReserveAfterMs
+	if version >= 9 {
+		c.ResourceReserveAfterMs = d.Varint()
+		c.MaxResources = d.Uint32()
 	}
 	return c
 }
@@ -508,6 +525,9 @@ func encodeJob(e *Encoder, j *Job, version int) {
 	if version >= 8 {
 		e.Byte(byte(j.Form()))
 	}
+	if version >= 9 {
+		encodeUses(e, j.Uses())
+	}
 }
 
 func decodeJob(d *Decoder, version int) Job {
@@ -576,6 +596,11 @@ func decodeJob(d *Decoder, version int) Job {
 		j.setRouteClass(uint8(d.Enum("form", byte(FormFunction)+1)))
 		if j.Form() == FormFunction && typ == "" {
 			d.Fail("job %d is a function job with no kind", j.ID)
+		}
+	}
+	if version >= 9 {
+		if us := decodeUses(d, j.ID); len(us) > 0 {
+			j.setUses(usesKey(us))
 		}
 	}
 	return j

@@ -350,6 +350,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		}
 		tm.InflightCPUMs -= j.EstCostMs
 		gm.Running--
+		s.hold(s.owner(ti), s.usesOf(j), -1, now) // its units go back
 	}
 	if old.State == Queued && j.State != Queued {
 		tm.Queued[j.Size]--
@@ -384,13 +385,14 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 			}
 			gm.Queued++
 			s.queued++
-			s.countRoute(ti, j.Class, j.Size, s.routeOf(j), j.deadline(), 1)
+			r, u := s.routeOf(j), s.usesOf(j)
+			s.countRoute(ti, j.Class, j.Size, r, u, j.deadline(), 1)
 			if j.deadline() {
-				q.ofMut(s.routeOf(j)).deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
+				q.ofMut(r, u).deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
 			} else {
 				s.pools[rt.pool].queuedFair[j.Class]++
 				rt.queuedFair[j.Class]++
-				q.ofMut(s.routeOf(j)).fifo.pushAt(j.ID)
+				q.ofMut(r, u).fifo.pushAt(j.ID)
 			}
 		}
 	case Scheduled:
@@ -416,6 +418,7 @@ func (s *Scheduler) transition(j *Job, old Life, now Time) {
 		s.noteEnded(j)
 		rt.payload -= uint64(len(j.Payload()))
 		s.payloadAll -= uint64(len(j.Payload()))
+		s.releaseUses(s.usesOf(j)) // an ended job uses no resource
 	}
 	rt.slotMut(j.Class, j.Size)
 	s.refresh(ti, gs, q)

@@ -25,6 +25,10 @@ const (
 	// ReasonCap: it is its queue's head and a cap blocks it (Cap, Current,
 	// Limit).
 	ReasonCap
+	// ReasonResource: it is its queue's head, no cap blocks it, and a
+	// resource it uses has no room for it, or is reserved for another
+	// job (Resource).
+	ReasonResource
 	// ReasonRate: a rate limit holds it until EligibleAt.
 	ReasonRate
 	// ReasonHeld: an older job of its tenant and size, blocked by a
@@ -48,7 +52,7 @@ const (
 	numReasonKinds
 )
 
-var reasonKindNames = [numReasonKinds]string{"", "scheduled", "paused", "behind", "cap", "rate", "held", "group_turn",
+var reasonKindNames = [numReasonKinds]string{"", "scheduled", "paused", "behind", "cap", "resource", "rate", "held", "group_turn",
 	"higher_class", "no_worker", "waiting", "assigned", "running", ""}
 
 func (k ReasonKind) String() string {
@@ -77,6 +81,8 @@ type Reason struct {
 	// none Ahead is next for the workers of its own size only. Not in
 	// Format (the replay's line).
 	Larger uint64
+	// Resource (resource): the first resource, by name, that holds it.
+	Resource ResourceBlock
 	// Worker (assigned, running).
 	Worker string
 	// NoWorkerKind (no_worker): workers of the job's pool and size are
@@ -118,6 +124,19 @@ func (r Reason) Format() string {
 		field("vertex", r.Cap.String())
 		field("current", strconv.FormatInt(r.Current, 10))
 		field("limit", strconv.FormatInt(r.Limit, 10))
+	case ReasonResource:
+		rb := &r.Resource
+		field("name", rb.Resource)
+		if rb.Tenant {
+			field("tenant_held", strconv.FormatUint(rb.TenantHeld, 10))
+			field("tenant_max", strconv.FormatUint(rb.TenantMax, 10))
+		} else {
+			field("held", strconv.FormatUint(rb.Held, 10))
+			field("capacity", strconv.FormatUint(rb.Capacity, 10))
+		}
+		if rb.Reserved != 0 {
+			field("reserved", strconv.FormatUint(uint64(rb.Reserved), 10))
+		}
 	case ReasonRate:
 		field("vertex", r.Vertex)
 		field("eligible_at", ms(r.EligibleAt))
@@ -206,12 +225,20 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 		return Reason{Kind: ReasonPaused, Vertex: "group"}, nil
 	}
 	// 3. behind: its own queue's older (or more urgent) jobs.
-	head := q.fnode
-	if deadline {
-		head = q.dnode
-	}
-	if head == 0 || s.nodes.n[head].id != id {
-		return Reason{Kind: ReasonBehind, Position: s.position(q, j)}, nil
+	gated := s.resourceGated(rt.pool)
+	if gated {
+		// Jobs ahead that a resource blocks are passed over.
+		if n := s.positionPassing(q, j); n > 0 {
+			return Reason{Kind: ReasonBehind, Position: n}, nil
+		}
+	} else {
+		head := q.fnode
+		if deadline {
+			head = q.dnode
+		}
+		if head == 0 || s.nodes.n[head].id != id {
+			return Reason{Kind: ReasonBehind, Position: s.position(q, j)}, nil
+		}
 	}
 	// 4. cap: the tenant's first, then its group's, then its
 	// subscription in the pool.
@@ -225,12 +252,19 @@ func (s *Scheduler) Explain(id JobID) (Reason, error) {
 	if rt.subscribed && t.Running >= rt.burst {
 		return Reason{Kind: ReasonCap, Cap: CapSubscription, Current: int64(t.Running), Limit: int64(rt.burst)}, nil
 	}
+	// Then a resource it uses.
+	if rb, ok := s.resourceBlock(j); ok {
+		return Reason{Kind: ReasonResource, Resource: rb}, nil
+	}
 	// 5. rate: its tenant's limit, then its group's.
 	if rateBlocks(lt.Rate, lt.rateTAT, s.evalUs) {
 		return Reason{Kind: ReasonRate, Vertex: "tenant", EligibleAt: usToMs(eligibleAtUs(lt.Rate, lt.rateTAT))}, nil
 	}
 	if rateBlocks(g.Rate, g.rateTAT, s.evalUs) {
 		return Reason{Kind: ReasonRate, Vertex: "group", EligibleAt: usToMs(eligibleAtUs(g.Rate, g.rateTAT))}, nil
+	}
+	if gated {
+		return s.explainGated(p, j, t)
 	}
 	// 6. held: the candidate rule holds it behind an older blocked job.
 	if rt.heldBits&bit(j.Class, int(j.Size)) != 0 {

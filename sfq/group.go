@@ -247,9 +247,11 @@ type groupQueue struct {
 	fnode, dnode int32
 }
 
-// routeQueue is the part of a group's queue of one route.
+// routeQueue is the part of a group's queue of one route and one set of
+// uses (the resources its jobs use: resources.go; 0 for none).
 type routeQueue struct {
 	route Route
+	uses  UsesID
 	fifo  jobQueue
 	dls   *deadlineQueue // nil until the first deadline job
 }
@@ -277,32 +279,39 @@ func (q *groupQueue) part(i int) *routeQueue {
 	return &q.rest[i-1]
 }
 
-// of returns q's part of route r, or nil.
-func (q *groupQueue) of(r Route) *routeQueue {
-	if q.first.route == r {
+// of returns q's part of route r and uses u, or nil.
+func (q *groupQueue) of(r Route, u UsesID) *routeQueue {
+	if q.first.route == r && q.first.uses == u {
 		return &q.first
 	}
 	for i := range q.rest {
-		if q.rest[i].route == r {
+		if q.rest[i].route == r && q.rest[i].uses == u {
 			return &q.rest[i]
 		}
 	}
 	return nil
 }
 
-// ofMut returns q's part of route r, making it. A part is kept while its
-// queue lives (it is empty then, and costs its head's look-up only).
-func (q *groupQueue) ofMut(r Route) *routeQueue {
-	if p := q.of(r); p != nil {
+// ofMut returns q's part of route r and uses u, making it. A part is
+// kept while its queue lives (it is empty then, and costs its head's
+// look-up only), unless an empty one is taken for another.
+func (q *groupQueue) ofMut(r Route, u UsesID) *routeQueue {
+	if p := q.of(r, u); p != nil {
 		return p
 	}
-	if len(q.rest) == 0 && q.first.empty() {
-		// The one part, empty: it takes the route (most groups have
-		// jobs of one route).
-		q.first = routeQueue{route: r}
+	if q.first.empty() {
+		// The first part, empty: it takes the route and uses (most
+		// groups have jobs of one).
+		q.first = routeQueue{route: r, uses: u}
 		return &q.first
 	}
-	q.rest = append(q.rest, routeQueue{route: r})
+	for i := range q.rest {
+		if q.rest[i].empty() {
+			q.rest[i] = routeQueue{route: r, uses: u}
+			return &q.rest[i]
+		}
+	}
+	q.rest = append(q.rest, routeQueue{route: r, uses: u})
 	return &q.rest[len(q.rest)-1]
 }
 

@@ -57,6 +57,9 @@ const (
 	// jobBackoffMax: the job's delay fields end with its own retry
 	// backoff max (delay.go).
 	jobBackoffMax uint8 = 1 << 3
+	// jobUses: the job's text starts with the resources it uses
+	// (resources.go).
+	jobUses uint8 = 1 << 4
 )
 
 // deadline reports whether the job has a deadline.
@@ -230,47 +233,58 @@ type wcand struct {
 // w, or held when the candidate rule holds that size for w in class c or
 // in a higher class (a hold goes down the classes).
 func (s *Scheduler) laneFor(ti uint32, c Class, sz Size, w *Runs) (laneCands, bool) {
+	return s.laneView(ti, c, sz, w, false)
+}
+
+// laneView is laneFor, as a read when ro (it then caches nothing, and
+// may run beside other reads).
+func (s *Scheduler) laneView(ti uint32, c Class, sz Size, w *Runs, ro bool) (laneCands, bool) {
 	for _, hc := range classOrder {
 		if hc == c {
 			break
 		}
-		if _, _, held := s.laneClass(ti, hc, sz, w); held {
+		if _, _, held := s.laneClass(ti, hc, sz, w, ro); held {
 			return laneCands{}, true
 		}
 	}
-	f, d, held := s.laneClass(ti, c, sz, w)
+	f, d, held := s.laneClass(ti, c, sz, w, ro)
 	return laneCands{fifo: f, dl: d}, held
 }
 
 // laneClass applies the candidate rule to lane ti's heads of class c and
 // size sz as worker w sees them: of each group's queue, the sub-sequence
-// of the jobs w runs (SPEC §3 "Kinds"). It returns the lane's candidate
-// without a deadline and its deadline candidate, or held when the oldest
-// head w runs is blocked by a tenant-level limit. It reads the state only,
-// and allocates nothing.
-func (s *Scheduler) laneClass(ti uint32, c Class, sz Size, w *Runs) (fifo, dl wcand, held bool) {
+// of the jobs w runs (SPEC §3 "Kinds"), less the parts a resource blocks
+// (SPEC §3 "Resources": passed over unless a tenant-level limit blocks
+// them too). It returns the lane's candidate without a deadline and its
+// deadline candidate, or held when the oldest head left is blocked by a
+// tenant-level limit. It reads the state only (ro: without warming the
+// queues' caches), and allocates nothing.
+func (s *Scheduler) laneClass(ti uint32, c Class, sz Size, w *Runs, ro bool) (fifo, dl wcand, held bool) {
 	rt := &s.rt[ti]
 	sl := rt.slot(c, sz)
 	if sl == nil || sl.byID == 0 {
 		return
 	}
 	t := s.tenants.Get(uint64(ti))
-	lt := s.limitsInto(ti, &s.scratch)
+	var buf Tenant
+	lb := &s.scratch
+	if ro {
+		lb = &buf
+	}
+	lt := s.limitsInto(ti, lb)
 	gate := s.tenantGate(lt) || (rt.subscribed && t.Running >= rt.burst)
 	uf, ud := uniformBlock(lt, c, sz, gate)
 	room := inflightRoom(lt)
 	fair := t.GroupOrder == GroupFair
+	o := s.owner(ti)
 	var oldest wcand
 	oldestBlocked := false
-	consider := func(h headInfo, gs uint32, dlHead, gb bool) {
-		if !h.ok {
-			return
-		}
+	consider := func(h headInfo, gs uint32, dlHead, gb, rb bool) {
 		blocked := h.cost > room || (dlHead && ud) || (!dlHead && uf)
-		if (!gb || blocked) && (!oldest.ok || h.id < oldest.id) {
+		if (!(gb || rb) || blocked) && (!oldest.ok || h.id < oldest.id) {
 			oldest, oldestBlocked = wcand{id: h.id, ok: true}, blocked
 		}
-		if gb || h.cost > room {
+		if gb || rb || h.cost > room {
 			return
 		}
 		if dlHead {
@@ -290,53 +304,34 @@ func (s *Scheduler) laneClass(ti uint32, c Class, sz Size, w *Runs) (fifo, dl wc
 			fifo = wcand{id: h.id, group: gs, key: key, cost: h.cost, ok: true}
 		}
 	}
-	// Every group with a head in the slot has a node in its treeID (its
-	// fifo head's, else its deadline head's): walk them, each group once.
-	var stack [64]int32
-	top := 0
-	x := sl.byID
-	for x != 0 || top > 0 {
-		for x != 0 {
-			stack[top] = x
-			top++
-			x = s.nodes.n[x].l[treeID]
+	s.eachSlotQueue(ti, c, sz, func(gs uint32, q *groupQueue) {
+		gb := s.nodes.n[max(q.fnode, q.dnode)].gb
+		for i := range q.nparts() {
+			p := q.part(i)
+			if !w.runs(s, p.route) {
+				continue
+			}
+			var fh, dh headInfo
+			if ro {
+				fh, dh = s.peekHead(&p.fifo), s.peekDl(p)
+			} else {
+				fh = s.head(&p.fifo)
+				if p.dls != nil {
+					dh = s.dlHead(p.dls)
+				}
+			}
+			if fh.ok {
+				consider(fh, gs, false, gb, p.uses != 0 && s.resBlocked(p.uses, o, fh.id, !ro))
+			}
+			if dh.ok {
+				consider(dh, gs, true, gb, p.uses != 0 && s.resBlocked(p.uses, o, dh.id, !ro))
+			}
 		}
-		top--
-		x = stack[top]
-		n := &s.nodes.n[x]
-		q := s.queue(n.group, c, sz)
-		if q != nil && (x == q.fnode || q.fnode == 0) {
-			fh, dh := s.headsFor(q, w)
-			consider(fh, n.group, false, n.gb)
-			consider(dh, n.group, true, n.gb)
-		}
-		x = n.r[treeID]
-	}
+	})
 	if oldest.ok && oldestBlocked {
 		return wcand{}, wcand{}, true
 	}
 	return fifo, dl, false
-}
-
-// headsFor returns the heads of group queue q that worker w sees: the
-// oldest job without a deadline, and the deadline job with the earliest
-// (deadline_at, ID), of the parts of the routes w runs.
-func (s *Scheduler) headsFor(q *groupQueue, w *Runs) (fifo, dl headInfo) {
-	for i := range q.nparts() {
-		p := q.part(i)
-		if !w.runs(s, p.route) {
-			continue
-		}
-		if h := s.head(&p.fifo); h.ok && (!fifo.ok || h.id < fifo.id) {
-			fifo = h
-		}
-		if p.dls != nil {
-			if h := s.dlHead(p.dls); h.ok && (!dl.ok || dlBefore(dlEntry{h.at, h.id}, dlEntry{dl.at, dl.id})) {
-				dl = h
-			}
-		}
-	}
-	return fifo, dl
 }
 
 // UsesForms reports whether a job of the view has a form other than

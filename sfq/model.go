@@ -330,7 +330,7 @@ func (j *Job) setText(deadlineAt Time, group, key, typ, payload string) {
 	if deadlineAt != 0 {
 		j.bits |= jobDeadline
 	}
-	pre := j.timesPrefix()
+	pre := j.usesPrefix() + j.timesPrefix()
 	if !j.deadline() && pre == "" && group == "" && key == "" && typ == "" && payload == "" {
 		j.text = noText
 		return
@@ -475,6 +475,10 @@ type Submission struct {
 	// job, a function job of its kind (Type), or (FormAny, the zero
 	// value) any worker, as a job of a build before kinds.
 	Form JobForm
+	// Uses are the resources the job uses and how many units of each
+	// (SPEC §3 "Resources"; feature level 8): held from its dispatch
+	// until its run ends.
+	Uses []Use
 }
 
 // Limits on a deadline: at least a second, at most a year.
@@ -521,6 +525,9 @@ func (s *Submission) Validate() error {
 		return invalidf("timeout_ms", "%d is out of range (0 = none, at most a year)", s.TimeoutMs)
 	}
 	if err := s.validateDelays(); err != nil {
+		return err
+	}
+	if err := ValidateUses(s.Uses); err != nil {
 		return err
 	}
 	if s.Group != "" {

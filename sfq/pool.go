@@ -244,6 +244,9 @@ type poolCore struct {
 	// of that route there: those a worker that runs the route looks at
 	// (kinds.go).
 	routes map[routeKey]*routeLanes
+	// alts lists, per class, size and route (uses 0), the sets of uses
+	// other than none that routes holds lanes of.
+	alts map[routeKey][]UsesID
 }
 
 func newPoolCore(spec PoolSpec, def bool) *poolCore {

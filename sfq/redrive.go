@@ -227,6 +227,11 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	if own := s.tenants.Get(uint64(s.owner(ti))); !exists && j.Group() != "" && !s.groupAnywhere(ti, j.Group()) && own.Groups >= own.GroupLimit() {
 		return ch, exhaustedf(text.ReasonMaxGroups, "", "tenant %s has %d groups, its max_groups; job %d of group %q would exceed it", t.Name, own.Groups, id, j.Group())
 	}
+	for _, u := range j.Uses() {
+		if _, _, ok := s.resourceOf(u.Resource); !ok {
+			return ch, UnknownResource(u.Resource)
+		}
+	}
 	// Eligibility at the redrive's time first, as for every command that
 	// takes effect (a refused one, above, changes nothing).
 	s.advance(now)
@@ -247,6 +252,11 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 		s.groupIdle(ti, c)
 	}
 	s.forgetDead(j)
+	if key := j.usesPrefix(); key != "" {
+		if _, err := s.internUses(key); err != nil {
+			return ch, err // its resources were checked above
+		}
+	}
 	rt.payload += uint64(len(j.Payload()))
 	s.payloadAll += uint64(len(j.Payload()))
 	jm := s.jobs.Mut(uint64(id))
@@ -273,7 +283,7 @@ func (s *Scheduler) Redrive(now Time, id JobID, maxAttempts uint32) (Change, err
 	tm.Queued[jm.Size]++
 	s.queued++
 	gm.Queued++
-	s.enqueue(ti, gs, c, jm.Size, s.routeOf(jm), id, jm.deadline(), jm.DeadlineAt(), (*jobQueue).pushAt)
+	s.enqueue(ti, gs, c, jm.Size, s.routeOf(jm), s.usesOf(jm), id, jm.deadline(), jm.DeadlineAt(), (*jobQueue).pushAt)
 	s.setBlocked(ti, gs, s.groupBlocked(tm, gm))
 	s.place(ti, &placeOpts{clamp: true, touched: gs + 1, was: was}, allSlots)
 	return ch, nil

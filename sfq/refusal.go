@@ -63,7 +63,8 @@ func (r *Refusal) Is(target error) bool {
 		return target == ErrPrecondition
 	case CodeNotFound:
 		return r.Reason == text.ReasonTenantUnknown && target == ErrUnknownTenant ||
-			r.Reason == text.ReasonPoolUnknown && target == ErrUnknownPool
+			r.Reason == text.ReasonPoolUnknown && target == ErrUnknownPool ||
+			r.Reason == text.ReasonResourceUnknown && target == ErrUnknownResource
 	}
 	return false
 }

@@ -106,6 +106,11 @@ func Decode(d *Decoder) (*Scheduler, error) {
 	if version >= 8 {
 		s.details = d.Bool()
 	}
+	if version >= 9 {
+		if err := s.decodeResources(d); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
@@ -221,20 +226,32 @@ func (s *Scheduler) rebuild() error {
 			s.rt[j.Tenant].payload += uint64(len(j.Payload()))
 			s.payloadAll += uint64(len(j.Payload()))
 		}
+		var u UsesID
+		if key := j.usesPrefix(); key != "" && !j.State.Terminal() {
+			// An unfinished job's resources are declared.
+			if u, err = s.internUses(key); err != nil {
+				err = fmt.Errorf("%w: job %d (%s): %w", ErrCorrupt, j.ID, j.State, err)
+				return false
+			}
+			if j.State.Live() {
+				s.deriveHeld(s.owner(j.Tenant), u)
+			}
+		}
 		switch {
 		case j.State == Queued:
 			gs, _ := s.groupSlot(j.Tenant, j.Group())
 			q := s.queueMut(gs, j.Class, j.Size)
+			r := s.routeOf(j)
 			if !j.Lapsed {
-				s.countRoute(j.Tenant, j.Class, j.Size, s.routeOf(j), j.deadline(), 1)
+				s.countRoute(j.Tenant, j.Class, j.Size, r, u, j.deadline(), 1)
 			}
 			if j.deadline() {
 				if !j.Lapsed {
-					q.ofMut(s.routeOf(j)).deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
+					q.ofMut(r, u).deadlines().push(dlEntry{at: j.DeadlineAt(), id: j.ID})
 				}
 			} else {
 				if !j.Lapsed {
-					q.ofMut(s.routeOf(j)).fifo.pushBack(j.ID)
+					q.ofMut(r, u).fifo.pushBack(j.ID)
 				}
 				s.pool(j.Tenant).queuedFair[j.Class]++
 				s.rt[j.Tenant].queuedFair[j.Class]++

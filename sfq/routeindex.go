@@ -5,11 +5,13 @@ package sfq
 // routes only (kinds.go) looks at the lanes that may have a job for it,
 // in the order their tags rank them, and stops at the first that wins.
 
-// routeKey names one class, size and route.
+// routeKey names one class, size, route and set of uses (resources.go;
+// 0: none).
 type routeKey struct {
 	class Class
 	size  Size
 	route Route
+	uses  UsesID
 }
 
 // routeRef is one of a lane's entries in its pool's route heaps: the key
@@ -30,13 +32,13 @@ type routeLanes struct {
 	ndl   map[uint32]uint32 // lane (tenant index) -> queued jobs with a deadline
 }
 
-// countRoute adds d to the queued jobs of lane ti of class c, size sz and
-// route r (deadline jobs apart), keeping the lane's entry in the route
-// heap while it holds any.
-func (s *Scheduler) countRoute(ti uint32, c Class, sz Size, r Route, deadline bool, d int) {
+// countRoute adds d to the queued jobs of lane ti of class c, size sz,
+// route r and uses u (deadline jobs apart), keeping the lane's entry in
+// the route heap while it holds any.
+func (s *Scheduler) countRoute(ti uint32, c Class, sz Size, r Route, u UsesID, deadline bool, d int) {
 	rt := &s.rt[ti]
 	p := s.pools[rt.pool]
-	k := routeKey{c, sz, r}
+	k := routeKey{c, sz, r, u}
 	if p.routes == nil {
 		p.routes = make(map[routeKey]*routeLanes)
 	}
@@ -44,7 +46,15 @@ func (s *Scheduler) countRoute(ti uint32, c Class, sz Size, r Route, deadline bo
 	if rl == nil {
 		rl = &routeLanes{fifo: tenantHeap{order: byTag}, nfifo: map[uint32]uint32{}, ndl: map[uint32]uint32{}}
 		p.routes[k] = rl
+		if u != 0 {
+			base := routeKey{c, sz, r, 0}
+			if p.alts == nil {
+				p.alts = make(map[routeKey][]UsesID)
+			}
+			p.alts[base] = append(p.alts[base], u)
+		}
 	}
+	s.countQueuedUses(rt.pool, u, int64(d))
 	counts := rl.nfifo
 	if deadline {
 		counts = rl.ndl
@@ -76,6 +86,21 @@ func (s *Scheduler) countRoute(ti uint32, c Class, sz Size, r Route, deadline bo
 	}
 	if len(rl.nfifo) == 0 && len(rl.ndl) == 0 {
 		delete(p.routes, k)
+		if u != 0 {
+			base := routeKey{c, sz, r, 0}
+			alts := p.alts[base]
+			for i, x := range alts {
+				if x == u {
+					alts = append(alts[:i], alts[i+1:]...)
+					break
+				}
+			}
+			if len(alts) == 0 {
+				delete(p.alts, base)
+			} else {
+				p.alts[base] = alts
+			}
+		}
 	}
 }
 
@@ -154,6 +179,7 @@ type laneCands struct {
 // each size the lanes in the order of their tags, until no lane left can
 // rank before the best found.
 func (s *Scheduler) pickFor(p *poolCore, ws Size, w *Runs) candidate {
+	s.newPick()
 	for _, c := range classOrder {
 		if dl := s.deadlineFor(p, c, ws, w); dl.ok {
 			return dl
@@ -170,28 +196,41 @@ func (s *Scheduler) pickFor(p *poolCore, ws Size, w *Runs) candidate {
 }
 
 // routeList calls fn for each route w runs that p holds queued jobs of in
-// class c and size sz.
+// class c and size sz: its jobs that use no resource, and those of each
+// set of uses whose resources have room for them (resources.go).
 func (s *Scheduler) routeList(p *poolCore, c Class, sz Size, w *Runs, fn func(*routeLanes)) {
-	if rl := p.routes[routeKey{c, sz, RouteAny}]; rl != nil {
-		fn(rl)
-	}
+	s.routeUses(p, c, sz, RouteAny, fn)
 	if w.Commands {
-		if rl := p.routes[routeKey{c, sz, RouteCommand}]; rl != nil {
-			fn(rl)
-		}
+		s.routeUses(p, c, sz, RouteCommand, fn)
 	}
 	if w.AllKinds {
 		// Every kind but a few (those the worker said it does not run).
 		for i, name := range s.kindNames {
-			if rl := p.routes[routeKey{c, sz, Route(2 + i)}]; rl != nil && w.RunsKind(name) {
-				fn(rl)
+			if w.RunsKind(name) {
+				s.routeUses(p, c, sz, Route(2+i), fn)
 			}
 		}
 		return
 	}
 	for _, name := range w.Kinds {
 		if r, ok := s.kinds[name]; ok {
-			if rl := p.routes[routeKey{c, sz, r}]; rl != nil {
+			s.routeUses(p, c, sz, r, fn)
+		}
+	}
+}
+
+// routeUses calls fn with the route lanes of class c, size sz and route r
+// in pool p: those without resources, then those of each set of uses
+// that some tenant could be dispatched a job of (a resource without room
+// for its units blocks them all).
+func (s *Scheduler) routeUses(p *poolCore, c Class, sz Size, r Route, fn func(*routeLanes)) {
+	k := routeKey{c, sz, r, 0}
+	if rl := p.routes[k]; rl != nil {
+		fn(rl)
+	}
+	for _, u := range p.alts[k] {
+		if !s.capBlocked(u) {
+			if rl := p.routes[routeKey{c, sz, r, u}]; rl != nil {
 				fn(rl)
 			}
 		}
@@ -358,7 +397,7 @@ func (s *Scheduler) verifyRoutes(report func(string, ...any)) {
 	want := map[key]uint32{}
 	s.jobs.View().Each(func(_ uint64, j *Job) bool {
 		if j.State == Queued && !j.Lapsed && int(j.Tenant) < len(s.rt) {
-			want[key{uint32(s.rt[j.Tenant].pool), routeKey{j.Class, j.Size, s.routeOf(j)}, j.Tenant, j.deadline()}]++
+			want[key{uint32(s.rt[j.Tenant].pool), routeKey{j.Class, j.Size, s.routeOf(j), s.usesOf(j)}, j.Tenant, j.deadline()}]++
 		}
 		return true
 	})

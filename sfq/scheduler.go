@@ -72,6 +72,10 @@ type Scheduler struct {
 	// writer places one (limitsInto).
 	scratch Tenant
 
+	// rs holds the resources and the interned uses of jobs
+	// (resources.go).
+	rs resourceTable
+
 	// wall is the wall clock of the input being applied (SetWall): kept
 	// on the jobs it submits and ends, for display, and read by no rule.
 	wall Time
@@ -139,6 +143,9 @@ type tenantRT struct {
 	// burst is the lane's subscription burst, if subscribed.
 	burst      uint32
 	subscribed bool
+	// resHeld, on a tenant's own record, is the units of each resource
+	// its live jobs hold (in every pool).
+	resHeld []resHeld
 }
 
 // New returns an empty scheduler.

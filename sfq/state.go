@@ -29,7 +29,17 @@ package sfq
 // Version 8 is version 7 with a byte after each job: its form (which
 // workers run it: kinds.go). A state none of whose jobs has a form other
 // than FormAny is written as before.
-const stateVersion = 8
+//
+// Version 9 is version 8 with resources (resources.go): the settings
+// resource_reserve_after and max_resources after max_snoozes, the
+// resources a job uses after its form, and the resource table last. A
+// state that declares no resource, holds no job that uses one and keeps
+// both settings at their defaults is written as before.
+const stateVersion = 9
+
+// stateVersionForms is the version a state that holds nothing of
+// resources, and some job of a form, is written as.
+const stateVersionForms = 8
 
 // stateVersionDetails is the version a state that has kept a run's CPU
 // source or failure, and holds no job of a form, is written as.
@@ -75,6 +85,8 @@ type View struct {
 	// virtual_now, and the subscriptions (pool.go).
 	pools []poolPic
 	subs  []subscription
+	// res: the declared resources, by name (resources.go).
+	res []resourcePic
 }
 
 // Freeze returns an immutable View of the current state in O(chunks) time.
@@ -82,7 +94,8 @@ type View struct {
 func (s *Scheduler) Freeze() *View {
 	s.subsShared = true
 	return &View{cfg: s.cfg, vnow: s.pools[DefaultPool].vnow, nextJob: s.nextJob, tenants: s.tenants.Freeze(), jobs: s.jobs.Freeze(), types: s.types.Freeze(),
-		groups: s.groups.Freeze(), grouped: s.grouped, details: s.details, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs, pools: s.poolPics(), subs: s.subs}
+		groups: s.groups.Freeze(), grouped: s.grouped, details: s.details, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs, pools: s.poolPics(), subs: s.subs,
+		res: s.resourcePics(true)}
 }
 
 // Peek returns a View valid only until the next write, for reading while
@@ -93,7 +106,8 @@ func (s *Scheduler) Peek() *View { return s.view() }
 // scheduler's own goroutine.
 func (s *Scheduler) view() *View {
 	return &View{cfg: s.cfg, vnow: s.pools[DefaultPool].vnow, nextJob: s.nextJob, tenants: s.tenants.View(), jobs: s.jobs.View(), types: s.types.View(),
-		groups: s.groups.View(), grouped: s.grouped, details: s.details, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs, pools: s.poolPics(), subs: s.subs}
+		groups: s.groups.View(), grouped: s.grouped, details: s.details, timed: s.dl.timed, pausedAll: s.pausedAll, evalUs: s.evalUs, pools: s.poolPics(), subs: s.subs,
+		res: s.resourcePics(false)}
 }
 
 // JobCount returns the number of jobs in the view.

@@ -3,6 +3,8 @@ package sfq
 // Submit and the queueing it does: the idle rules, enqueue and unqueue.
 
 import (
+	"slices"
+
 	"github.com/baristahq/barista/internal/text"
 )
 
@@ -82,6 +84,9 @@ func (s *Scheduler) AdmitSubmit(now Time, sub *Submission, spec *TenantSpec) (Su
 			return p, err
 		}
 	}
+	if err := s.checkUses(sub.Uses); err != nil {
+		return p, err
+	}
 	var err error
 	if p.est, p.src, err = s.estimate(o, sub); err != nil {
 		return p, err
@@ -155,6 +160,16 @@ func (s *Scheduler) SubmitAdmitted(now Time, sub Submission, p SubmitPlan) (JobI
 	job.setText(deadlineAt, sub.Group, sub.Key, sub.Type, sub.Payload)
 	job.setRouteClass(uint8(sub.Form))
 	s.submitTimes(&job, now, &sub)
+	var u UsesID
+	if len(sub.Uses) > 0 {
+		// AdmitSubmit found every resource: interning cannot fail.
+		key := usesKey(SortUses(slices.Clone(sub.Uses)))
+		var err error
+		if u, err = s.internUses(key); err != nil {
+			return 0, err
+		}
+		job.setUses(key)
+	}
 	s.jobs.Put(uint64(id), job)
 	if sub.Group != "" {
 		s.grouped++
@@ -176,7 +191,7 @@ func (s *Scheduler) SubmitAdmitted(now Time, sub Submission, p SubmitPlan) (JobI
 	tm.Queued[sub.Size]++
 	s.queued++
 	s.groups.Mut(uint64(gs)).Queued++
-	s.enqueue(ti, gs, c, sub.Size, s.routeOf(&job), id, deadline, deadlineAt, (*jobQueue).pushBack)
+	s.enqueue(ti, gs, c, sub.Size, s.routeOf(&job), u, id, deadline, deadlineAt, (*jobQueue).pushBack)
 	// A new job can change the heads of its own size only (and, without
 	// caps, only its own slot's). Only the touched group can become
 	// eligible — unless a deadline job displaced an older deadline head
@@ -201,12 +216,15 @@ func (s *Scheduler) idleRule(p *poolCore, c Class) {
 // unqueue takes queued job j out of its queue q: it leaves other than by
 // its dispatch (a cancel, an expiry, a lapse).
 func (s *Scheduler) unqueue(q *groupQueue, j *Job) {
-	r := s.routeOf(j)
-	part := q.of(r)
+	r, u := s.routeOf(j), s.usesOf(j)
+	part := q.of(r, u)
 	if part == nil {
 		return
 	}
-	s.countRoute(j.Tenant, j.Class, j.Size, r, j.deadline(), -1)
+	s.countRoute(j.Tenant, j.Class, j.Size, r, u, j.deadline(), -1)
+	if u != 0 {
+		s.unreserve(j.ID) // a reservation ends when its job leaves the queue
+	}
 	if j.deadline() {
 		if part.dls != nil {
 			part.dls.remove(dlEntry{at: j.DeadlineAt(), id: j.ID})
@@ -219,11 +237,11 @@ func (s *Scheduler) unqueue(q *groupQueue, j *Job) {
 // enqueue puts queued job id (of tenant ti, group gs, class c, size) in
 // its queue, a deadline job by its deadline at, any other into the fifo
 // by push, and refreshes the queue's slot.
-func (s *Scheduler) enqueue(ti, gs uint32, c Class, size Size, r Route, id JobID, deadline bool, at Time, push func(*jobQueue, JobID)) {
+func (s *Scheduler) enqueue(ti, gs uint32, c Class, size Size, r Route, u UsesID, id JobID, deadline bool, at Time, push func(*jobQueue, JobID)) {
 	rt := &s.rt[ti]
 	q := s.queueMut(gs, c, size)
-	part := q.ofMut(r)
-	s.countRoute(ti, c, size, r, deadline, 1)
+	part := q.ofMut(r, u)
+	s.countRoute(ti, c, size, r, u, deadline, 1)
 	if deadline {
 		part.deadlines().push(dlEntry{at: at, id: id})
 	} else {

@@ -150,6 +150,7 @@ func (s *Scheduler) DeleteTenant(name string) error {
 	i, _ := s.TenantIndex(name)
 	s.advance(s.clock)
 	s.forgetEstimates(i)
+	s.dropResourceLimits(i)
 	// Its lanes first, its own record last: forgetting a group counts
 	// the names its other lanes still hold.
 	lanes := append(slices.Clone(s.rt[i].lanes), i)

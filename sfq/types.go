@@ -87,6 +87,8 @@ var (
 	ErrUnknownTenant = errors.New("unknown tenant")
 	// ErrUnknownPool marks a pool name (or ID) that does not exist.
 	ErrUnknownPool = errors.New("unknown pool")
+	// ErrUnknownResource marks a resource that is not declared.
+	ErrUnknownResource = errors.New("unknown resource")
 	// ErrPrecondition marks a command the state does not allow as it
 	// stands (a submit to a pool that requires a subscription the tenant
 	// does not have, deleting a pool that has jobs).

@@ -355,6 +355,7 @@ func (s *Scheduler) Verify() error {
 	s.verifyDelays(report)
 	s.verifyQueues(report)
 	s.verifyRoutes(report)
+	s.verifyResources(report)
 	s.verifyRates(report)
 	s.verifyDeadLetters(report)
 	if len(problems) == 0 {

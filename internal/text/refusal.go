@@ -60,6 +60,9 @@ const (
 	ReasonTenantUnknown = "TENANT_UNKNOWN"
 	// ReasonPoolUnknown: the pool does not exist.
 	ReasonPoolUnknown = "POOL_UNKNOWN"
+	// ReasonResourceUnknown: the resource a job uses, or a command
+	// names, is not declared.
+	ReasonResourceUnknown = "RESOURCE_UNKNOWN"
 	// ReasonTooLarge: the payload is larger than the cluster's limit: a
 	// permanent refusal, never worth a retry.
 	ReasonTooLarge = "TOO_LARGE"
