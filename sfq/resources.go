@@ -407,8 +407,8 @@ type useItem struct {
 // resourceTable is the scheduler's resources: by slot, with their names,
 // and the interned uses.
 type resourceTable struct {
-	res   []*resource
-	free  []ResourceID // slots not in use, lowest first when reused
+	res    []*resource
+	free   []ResourceID // slots not in use, lowest first when reused
 	byName map[string]ResourceID
 	uses   []usesEntry // by UsesID; uses[0] is "none"
 	ufree  []UsesID
