@@ -23,6 +23,10 @@ type refModel struct {
 	gtags map[groupKey]*[NumClasses]VirtualTime
 	gelig map[groupKey][NumClasses]bool
 	gnow  map[uint32]*[NumClasses]VirtualTime
+	// res is the model of resources; now the time of the command being
+	// applied.
+	res *refRes
+	now Time
 }
 
 type refTypeKey struct {
@@ -38,7 +42,7 @@ type refType struct {
 
 func newRefModel() *refModel {
 	return &refModel{ft: map[uint32]*[NumClasses]VirtualTime{}, elig: map[uint32]*[NumClasses]bool{}, types: map[refTypeKey]*refType{},
-		gtags: map[groupKey]*[NumClasses]VirtualTime{}, gelig: map[groupKey][NumClasses]bool{}, gnow: map[uint32]*[NumClasses]VirtualTime{}}
+		gtags: map[groupKey]*[NumClasses]VirtualTime{}, gelig: map[groupKey][NumClasses]bool{}, gnow: map[uint32]*[NumClasses]VirtualTime{}, res: newRefRes()}
 }
 
 func (m *refModel) groupNow(ti uint32) *[NumClasses]VirtualTime {
@@ -114,15 +118,25 @@ type refHeadKey struct {
 	class  Class
 	size   Size
 	group  string
+	// part names, when the heads are those of the parts of a queue
+	// (resources), the jobs' route and uses (refPart).
+	part string
 }
 
-func heads(s *Scheduler, runs *Runs) map[refHeadKey]*refHeads {
+func heads(s *Scheduler, runs *Runs) map[refHeadKey]*refHeads { return headsOf(s, runs, false) }
+
+// headsOf is heads, of each part of a queue (the jobs of one route and
+// one set of uses) when parts.
+func headsOf(s *Scheduler, runs *Runs, parts bool) map[refHeadKey]*refHeads {
 	out := map[refHeadKey]*refHeads{}
 	s.Jobs(0, func(j *Job) bool {
-		if j.State != Queued || !refRuns(runs, j) {
+		if j.State != Queued || j.Lapsed || !refRuns(runs, j) {
 			return true
 		}
-		k := refHeadKey{j.Tenant, j.Class, j.Size, j.Group()}
+		k := refHeadKey{j.Tenant, j.Class, j.Size, j.Group(), ""}
+		if parts {
+			k.part = refPart(j)
+		}
 		h := out[k]
 		if h == nil {
 			h = &refHeads{}
@@ -205,13 +219,18 @@ type refDecision struct {
 // and every lower one hold; otherwise the eligible fifo head with the
 // lowest ID (fifo) or group tag (fair, the model's tags) and the eligible
 // deadline head with the earliest deadline are the candidates.
-func (m *refModel) decideAll(s *Scheduler, runs *Runs) refDecision {
-	hs := heads(s, runs)
+func (m *refModel) decideAll(s *Scheduler, runs *Runs) refDecision { return m.decide(s, runs, false) }
+
+// decide is decideAll, with resources when res: the heads are those of
+// the parts of each queue, and a head a resource blocks is passed over as
+// one its group blocks is (refResBlocked).
+func (m *refModel) decide(s *Scheduler, runs *Runs, res bool) refDecision {
+	hs := headsOf(s, runs, res)
 	running := refGroupRunning(s)
 	d := refDecision{held: map[refHeadKey]bool{}, elig: map[groupKey][NumClasses]bool{}}
 	byTenant := map[refHeadKey][]*Job{} // group "": every head of a tenant, class and size
 	for k, h := range hs {
-		sk := refHeadKey{k.tenant, k.class, k.size, ""}
+		sk := refHeadKey{k.tenant, k.class, k.size, "", ""}
 		for _, j := range []*Job{h.fifo, h.dl} {
 			if j != nil {
 				byTenant[sk] = append(byTenant[sk], j)
@@ -222,7 +241,7 @@ func (m *refModel) decideAll(s *Scheduler, runs *Runs) refDecision {
 		for sz := range Size(NumSizes) {
 			held := false
 			for _, c := range Classes() {
-				sk := refHeadKey{ti, c, sz, ""}
+				sk := refHeadKey{ti, c, sz, "", ""}
 				if held {
 					d.held[sk] = true
 					continue
@@ -233,13 +252,14 @@ func (m *refModel) decideAll(s *Scheduler, runs *Runs) refDecision {
 					cp := refGroupCap(s, t, j.Group())
 					gb := cp > 0 && running[groupKey{ti, j.Group()}] >= cp
 					tb := !refPasses(t, j)
-					if gb && !tb {
+					rb := res && m.refResBlocked(s, j)
+					if (gb || rb) && !tb {
 						continue
 					}
 					if oldest == nil || j.ID < oldest.ID {
 						oldest = j
 					}
-					if gb || tb {
+					if gb || tb || rb {
 						continue
 					}
 					if j.DeadlineAt() != 0 {
@@ -284,7 +304,7 @@ func (m *refModel) decideAll(s *Scheduler, runs *Runs) refDecision {
 	// A group is eligible in a class if any of its fifo heads there
 	// passes every limit in a slot not held.
 	for k, h := range hs {
-		if h.fifo == nil || d.held[refHeadKey{k.tenant, k.class, k.size, ""}] {
+		if h.fifo == nil || d.held[refHeadKey{k.tenant, k.class, k.size, "", ""}] {
 			continue
 		}
 		t, _ := s.TenantAt(k.tenant)
@@ -342,7 +362,7 @@ func refBetter(a, b refCand) bool {
 
 // pick finds what a worker of size ws should get.
 func (m *refModel) pick(s *Scheduler, ws Size, runs *Runs) (refCand, bool) {
-	cands := m.decideAll(s, runs).cands
+	cands := m.decide(s, runs, true).cands
 	for _, c := range Classes() {
 		var dl refCand
 		hasDL := false
@@ -529,6 +549,7 @@ func (m *refModel) finished(s *Scheduler, j Job, cpu int64, completed bool, now 
 // and no setting, and clamps the groups of group_order=fair tenants that
 // went from ineligible to eligible (before the candidates are chosen).
 func (m *refModel) settle(s *Scheduler) {
+	m.resSettle(s, m.now)
 	exists := map[groupKey]bool{}
 	s.Jobs(0, func(j *Job) bool {
 		if j.State == Queued || j.State.Live() {
@@ -598,6 +619,7 @@ func (m *refModel) settle(s *Scheduler) {
 
 // check compares the model with the scheduler.
 func (m *refModel) check(t *rapid.T, s *Scheduler, what string) {
+	m.resCheck(t, s, what)
 	for c := range Class(NumClasses) {
 		if s.ClassVirtualNow(c) != m.vnow[c] {
 			t.Fatalf("after %s: %s virtual_now %s, model %s", what, c, s.ClassVirtualNow(c), m.vnow[c])

@@ -142,12 +142,21 @@ func schedulerProperties(t *rapid.T, groups []string, maxTenants, maxSteps int) 
 		cfg.Estimate = EstimateMode(rapid.IntRange(0, 1).Draw(t, "estimate"))
 		cfg.DefaultCostMs = rapid.Int64Range(1, 5000).Draw(t, "default_cost")
 		cfg.AckTimeoutMs, cfg.LeaseTimeoutMs = 5_000, 10_000
+		cfg.ResourceReserveAfterMs = rapid.Int64Range(0, 30_000).Draw(t, "reserve_after")
 		s1, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s2, _ := New(cfg)
 		w := &world{s: s1, twin: s2, model: newRefModel(), groups: groups}
+		w.model.res.after = Time(cfg.ResourceReserveAfterMs)
+		for _, name := range []string{"r1", "r2"} {
+			if rapid.Bool().Draw(t, "declare_"+name) {
+				spec := drawResourceSpec(t, name)
+				both(t, w, "declare", func(s *Scheduler) (bool, error) { return s.SetResource(w.now, spec) })
+			}
+		}
+		w.model.settle(w.s)
 		nt := rapid.IntRange(1, maxTenants).Draw(t, "tenants")
 		for i := range nt {
 			name := fmt.Sprintf("t%d", i)
@@ -204,7 +213,8 @@ func (w *world) anyJob(t *rapid.T) JobID {
 func (w *world) step(t *rapid.T, step int) {
 	s := w.s
 	m := w.model
-	action := rapid.IntRange(0, 18).Draw(t, "action")
+	m.now = w.now
+	action := rapid.IntRange(0, 19).Draw(t, "action")
 	switch action {
 	case 0, 1, 2: // submit, of any class, with or without a deadline
 		sub := Submission{
@@ -218,6 +228,7 @@ func (w *world) step(t *rapid.T, step int) {
 			Form:      JobForm(rapid.IntRange(0, 2).Draw(t, "form")),
 			// A kind's retry policy may give the job its own backoff max.
 			RetryBackoffMaxMs: rapid.SampledFrom([]int64{0, 0, 0, 7_000}).Draw(t, "backoff_max"),
+			Uses:              drawUses(t),
 		}
 		if sub.Form == FormFunction && sub.Type == "" {
 			sub.Type = "a" // a function job names its kind
@@ -230,7 +241,7 @@ func (w *world) step(t *rapid.T, step int) {
 		est, src, estOK := m.estimate(s, ti, sub)
 		_, groupExists := s.Group(sub.Tenant, sub.Group)
 		overGroups := !groupExists && sub.Group != "" && tn.Groups >= tn.GroupLimit()
-		allowed := tn.Permit(sub.Class, sub.DeadlineMs != 0) == nil && estOK && !overGroups
+		allowed := tn.Permit(sub.Class, sub.DeadlineMs != 0) == nil && estOK && !overGroups && usesAllowed(s, sub.Uses)
 		idle := sub.DeadlineMs == 0 && m.idle(s, sub.Class)
 		gidle := sub.DeadlineMs == 0 && tn.GroupOrder == GroupFair && m.groupIdle(s, ti, sub.Class)
 		id, err := both(t, w, "submit", func(s *Scheduler) (JobID, error) { return s.Submit(w.now, sub) })
@@ -267,8 +278,9 @@ func (w *world) step(t *rapid.T, step int) {
 				}
 			}
 		}
+		m.reserve(s, w.now) // a Dispatch first gives out the reservations due
 		pred, predOK := m.pick(s, size, runs)
-		cands := m.decideAll(s, runs).cands // the candidates the worker sees
+		cands := m.decide(s, runs, true).cands // the candidates the worker sees
 		var predWeight Weight
 		if predOK {
 			tn, _ := s.TenantAt(pred.tenant)
@@ -301,6 +313,19 @@ func (w *world) step(t *rapid.T, step int) {
 				t.Fatalf("assignment %+v of job %+v", a, j)
 			}
 			m.dispatched(s, pred, j.EstCostMs, predWeight)
+			m.resDispatched(a.Job)
+			// SPEC §8 rule 13: held <= capacity, and per tenant <=
+			// its limit, of each resource the job uses.
+			all, per := refHeldAll(s)
+			for _, u := range j.Uses() {
+				info, _ := s.Resource(u.Resource)
+				if all[u.Resource] > uint64(info.Capacity) {
+					t.Fatalf("dispatch of job %d raised %s held to %d over capacity %d", j.ID, u.Resource, all[u.Resource], info.Capacity)
+				}
+				if mx := refTenantMax(s, info, j.Tenant); mx != NoTenantMax && per[groupKey{s.Owner(j.Tenant), u.Resource}] > uint64(mx) {
+					t.Fatalf("dispatch of job %d raised its tenant's %s held over %d", j.ID, u.Resource, mx)
+				}
+			}
 			tn, _ := s.TenantAt(a.Tenant)
 			c := tn.Caps
 			// SPEC §8 rule 8: a group never exceeds its cap.
@@ -370,6 +395,7 @@ func (w *world) step(t *rapid.T, step int) {
 		})
 	case 10: // time passes; the leader expires what is due
 		w.now += Time(rapid.Int64Range(0, 15_000).Draw(t, "dt"))
+		m.now = w.now
 		type due struct {
 			id      JobID
 			attempt uint32
@@ -465,6 +491,26 @@ func (w *world) step(t *rapid.T, step int) {
 		if g, ok := s.Group(name, group); err == nil && ok && g.GroupSettings != set {
 			t.Fatalf("set group %q: %+v, want %+v", group, g.GroupSettings, set)
 		}
+	case 19: // a resource: declared or changed (a decrease preempts nothing), a tenant's own limit, or deleted
+		name := rapid.SampledFrom([]string{"r1", "r2"}).Draw(t, "resource")
+		switch rapid.IntRange(0, 3).Draw(t, "resource_op") {
+		case 0, 1:
+			spec := drawResourceSpec(t, name)
+			both(t, w, "set resource", func(s *Scheduler) (bool, error) { return s.SetResource(w.now, spec) })
+		case 2:
+			tenant := rapid.SampledFrom(w.tenants).Draw(t, "tenant")
+			mx := uint32(NoTenantMax)
+			if rapid.Bool().Draw(t, "own_max") {
+				mx = uint32(rapid.IntRange(0, 3).Draw(t, "own_max_n"))
+			}
+			both(t, w, "set limit", func(s *Scheduler) (bool, error) { return s.SetResourceLimit(w.now, name, tenant, mx) })
+		case 3:
+			info, ok := s.Resource(name)
+			_, err := both(t, w, "delete resource", func(s *Scheduler) (bool, error) { return true, s.DeleteResource(name) })
+			if ok && (err == nil) != (info.Users == 0) {
+				t.Fatalf("delete of resource %s used by %d jobs: %v", name, info.Users, err)
+			}
+		}
 	case 14: // freeze and remember the bytes; later writes must not change them
 		if len(w.frozen) < 3 {
 			v := s.Freeze()
@@ -508,7 +554,7 @@ func (w *world) checkReason(t *rapid.T, id JobID, r Reason) {
 		}
 		return
 	}
-	dec := w.model.decideAll(w.s, nil)
+	dec := w.model.decide(w.s, nil, true)
 	cands := dec.cands
 	isCand, higher := false, false
 	for _, c := range cands {
@@ -568,14 +614,14 @@ func (w *world) checkReason(t *rapid.T, id JobID, r Reason) {
 		if !isCand || !higher {
 			t.Fatalf("job %d: %s, but candidate=%v higher=%v", id, r.Format(), isCand, higher)
 		}
-	case ReasonBehind, ReasonCap, ReasonHeld, ReasonGroupTurn:
+	case ReasonBehind, ReasonCap, ReasonResource, ReasonHeld, ReasonGroupTurn:
 		if isCand {
 			t.Fatalf("job %d is a candidate, reason %s", id, r.Format())
 		}
 		tn, _ := w.s.TenantAt(j.Tenant)
 		gc := refGroupCap(w.s, &tn, j.Group())
 		groupBlocked := gc > 0 && refGroupRunning(w.s)[groupKey{j.Tenant, j.Group()}] >= gc
-		held := dec.held[refHeadKey{j.Tenant, j.Class, j.Size, ""}]
+		held := dec.held[refHeadKey{j.Tenant, j.Class, j.Size, "", ""}]
 		switch {
 		case r.Kind == ReasonCap && r.Cap == CapGroupRunning:
 			if !refPasses(&tn, &j) || !groupBlocked || r.Limit != int64(gc) {
@@ -584,6 +630,10 @@ func (w *world) checkReason(t *rapid.T, id JobID, r Reason) {
 		case r.Kind == ReasonCap:
 			if refPasses(&tn, &j) {
 				t.Fatalf("job %d passes its caps, reason %s", id, r.Format())
+			}
+		case r.Kind == ReasonResource:
+			if !refPasses(&tn, &j) || groupBlocked || !w.model.refResBlocked(w.s, &j) {
+				t.Fatalf("job %d: %s, but passes=%v group blocked=%v resource blocked=%v", id, r.Format(), refPasses(&tn, &j), groupBlocked, w.model.refResBlocked(w.s, &j))
 			}
 		case r.Kind == ReasonHeld:
 			if !held || !refPasses(&tn, &j) || groupBlocked {

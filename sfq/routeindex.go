@@ -402,6 +402,26 @@ func (s *Scheduler) verifyRoutes(report func(string, ...any)) {
 		return true
 	})
 	n := 0
+	for _, p := range s.pools {
+		alts := 0
+		for base, us := range p.alts {
+			alts += len(us)
+			for _, u := range us {
+				if u == 0 || p.routes[routeKey{base.class, base.size, base.route, u}] == nil {
+					report("pool %s: uses %d of %v are listed with no lanes", p.Name, u, base)
+				}
+			}
+		}
+		withUses := 0
+		for k := range p.routes {
+			if k.uses != 0 {
+				withUses++
+			}
+		}
+		if alts != withUses {
+			report("pool %s lists %d sets of uses, its route index holds %d", p.Name, alts, withUses)
+		}
+	}
 	for pid, p := range s.pools {
 		for k, rl := range p.routes {
 			if len(rl.nfifo) == 0 && len(rl.ndl) == 0 {
