@@ -18,6 +18,10 @@ type backlogShape struct {
 	// kinds spreads the jobs over function jobs of that many kinds
 	// ("kind-0", ...; 0: jobs of any worker).
 	kinds int
+	// resources declares that many resources ("res-0", ...) of capacity
+	// capacity, and half the jobs use one unit of one of them.
+	resources int
+	capacity  uint32
 }
 
 // backlogOf builds a scheduler with the given tenants (tiers cycling through
@@ -43,6 +47,11 @@ func backlogOf(tb testing.TB, tenants, jobs int, shape backlogShape) *Scheduler 
 			tb.Fatal(err)
 		}
 	}
+	for r := range shape.resources {
+		if _, err := s.SetResource(0, ResourceSpec{Name: fmt.Sprintf("res-%d", r), Capacity: shape.capacity, TenantMax: NoTenantMax}); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	var groups [10]string
 	for g := range groups {
 		groups[g] = fmt.Sprintf("group-%d", g)
@@ -61,6 +70,9 @@ func backlogOf(tb testing.TB, tenants, jobs int, shape backlogShape) *Scheduler 
 		}
 		if shape.kinds > 0 {
 			sub.Form, sub.Type = FormFunction, fmt.Sprintf("kind-%d", int(h>>28)%shape.kinds)
+		}
+		if shape.resources > 0 && h>>20%2 == 0 {
+			sub.Uses = []Use{{Resource: fmt.Sprintf("res-%d", int(h>>32)%shape.resources), Units: 1}}
 		}
 		if _, err := s.Submit(0, sub); err != nil {
 			tb.Fatal(err)
@@ -392,5 +404,21 @@ func BenchmarkDispatchKinds(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkDispatchResources is BenchmarkDispatch with half the jobs
+// using one unit of one of three resources: with room for every job
+// (capacity=1000000), and with resources that fill up after 64 units
+// each (capacity=64), after which their jobs are passed over.
+func BenchmarkDispatchResources(b *testing.B) {
+	for _, capacity := range []uint32{1_000_000, 64} {
+		for _, tenants := range []int{1_000, 100_000} {
+			b.Run(fmt.Sprintf("capacity=%d/tenants=%d", capacity, tenants), func(b *testing.B) {
+				benchDispatch(b, func() *Scheduler {
+					return backlogOf(b, tenants, 1_000_000, backlogShape{resources: 3, capacity: capacity})
+				})
+			})
+		}
 	}
 }

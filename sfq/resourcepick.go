@@ -1,5 +1,10 @@
 package sfq
 
+import (
+	"cmp"
+	"slices"
+)
+
 // The pick's view of resources (SPEC §3 "Resources"): which heads a
 // resource blocks, whose reservation stands, and when a job takes one.
 //
@@ -222,11 +227,9 @@ func (s *Scheduler) reserveCandidate(id ResourceID, r *resource, now Time) (JobI
 	cut := now - Time(s.cfg.ResourceReserveAfterMs) // blocked since before it
 	// The stairs are by k descending and time ascending: the counts of
 	// units that have lacked room since before cut are those above the
-	// first step that has not.
-	n := 0
-	for n < len(r.stairs) && r.stairs[n].at < cut {
-		n++
-	}
+	// first step that has not (found by halving: a resource that has
+	// filled up unit by unit has as many steps as units).
+	n, _ := slices.BinarySearchFunc(r.stairs, cut, func(st stair, cut Time) int { return cmp.Compare(st.at, cut) })
 	if n == 0 {
 		return 0, 0, false
 	}
