@@ -14,6 +14,7 @@ are asyncio, on grpc.aio; see docs/sdk-python.md.
 """
 
 from ._conn import MAX_MESSAGE_BYTES
+from ._version import __version__
 from ._run import JobContext, Snooze, Unrunnable
 from .client import Client
 from .errors import (
@@ -53,8 +54,6 @@ from .evidence import CertificateReport, verify_certificate
 from .models import Cancel, Event, Explanation, GroupUsage, Job, Place, Subscription, Tenant, Usage
 from .worker import Worker
 
-__version__ = "0.1.0"
-
 
 def tls_credentials(ca_file=None, cert_file=None, key_file=None):
     """TLS credentials for ``tls=``: the cluster's CA (a PEM file; None:
@@ -79,5 +78,5 @@ __all__ = [
     "MAX_MESSAGE_BYTES", "MaxClass", "MaxGroups", "NotFound", "NotLeader", "OutOfRange", "PermissionDenied", "PoolUnknown",
     "Place", "QuotaExceeded", "RateLimited", "ResourceExhausted", "Snooze", "Subscription", "SubscriptionRequired",
     "Tenant", "TenantUnknown", "TooLarge", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown",
-    "Unrunnable", "Usage", "Worker", "tls_credentials", "verify_certificate",
+    "Unrunnable", "Usage", "Worker", "__version__", "tls_credentials", "verify_certificate",
 ]
