@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-unfair test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit noisy-neighbour handoff fuzz proto proto-python proto-typescript run clean
+.PHONY: help build dist dist-check typecheck-python test test-unit test-unfair test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit noisy-neighbour handoff fuzz proto proto-python proto-typescript run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -82,6 +82,14 @@ test-upgrade: build ## this build beside the previous release (PREVIOUS_REV, a9a
 	src=$$(mktemp -d) && git archive $(PREVIOUS_REV) | tar -x -C $$src && \
 		(cd $$src && $(GO) build -o $(CURDIR)/bin/previous/barista ./cmd/barista); rc=$$?; rm -rf $$src; exit $$rc
 	BARISTA_BIN=$(CURDIR)/bin/barista BARISTA_PREVIOUS_BIN=$(CURDIR)/bin/previous/barista $(GO) test -count=1 -p 1 -timeout 10m -run 'Previous' -v ./test/
+
+# The release's artifacts (docs/releasing.md): scripts/dist.sh says what
+# each is and what it needs; nothing is downloaded.
+dist: ## the release's artifacts in dist/, built offline and reproducibly: the server for linux/amd64 and linux/arm64, the Python sdist and wheel, the TypeScript package, SHA256SUMS and MANIFEST.json (about 2 minutes)
+	scripts/dist.sh dist
+
+dist-check: ## make dist twice (the second from a copy of the tree, with an empty Go build cache) and compare every byte; then install the wheel offline into a fresh venv and run the Python example on a cluster of the release's binary (about 6 minutes)
+	scripts/dist-check.sh dist
 
 lint: ## gofmt check, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
