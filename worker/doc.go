@@ -26,7 +26,7 @@
 //		}
 //		return resize(ctx, j.Args)
 //	})
-//	w, err := worker.NewWorker(worker.Config{ID: "thumbs", MaxConcurrent: 4, Size: pb.Size_MD,
+//	w, err := worker.NewWorker(worker.Config{ID: "thumbs", MaxConcurrent: 4, Size: worker.SizeMD,
 //		Servers: servers, Dial: client.DialOptions(token, tlsCfg), Runner: kinds})
 //	go w.Run(ctx)
 //	...
@@ -48,7 +48,7 @@
 //	})
 //	a, err := worker.New(worker.Config{
 //		ID:      "thumbs-1", // a worker token's binding must cover it
-//		Size:    pb.Size_MD,
+//		Size:    worker.SizeMD,
 //		Servers: []string{"10.0.0.1:7400", "10.0.0.2:7400", "10.0.0.3:7400"},
 //		Dial:    client.DialOptions(os.Getenv("BARISTA_WORKER_TOKEN"), tlsCfg),
 //		Runner:  resize,

@@ -36,7 +36,6 @@ import (
 	"time"
 
 	"github.com/baristahq/barista/client"
-	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/worker"
 )
 
@@ -57,7 +56,7 @@ func main() {
 // countWords is the work: one job, one call.
 func countWords(ctx context.Context, job *worker.Job[CountWords]) error {
 	if len(job.Args.Text) > 1<<20 {
-		return worker.Cancel(fmt.Errorf("text of %d bytes: at most 1 MiB", len(job.Args.Text)))
+		return worker.Discard(fmt.Errorf("text of %d bytes: at most 1 MiB", len(job.Args.Text)))
 	}
 	if strings.HasPrefix(job.Args.Text, "later") && job.Attempt == 1 {
 		return worker.Snooze(2 * time.Second)
@@ -99,8 +98,9 @@ func run() int {
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	sz, ok := pb.Size_value[strings.ToUpper(*size)]
-	if !ok || sz == 0 {
+	switch sz := worker.Size(*size); sz {
+	case worker.SizeSM, worker.SizeMD, worker.SizeLG:
+	default:
 		fmt.Fprintf(os.Stderr, "--size: %q (want sm, md or lg)\n", *size)
 		return 2
 	}
@@ -121,7 +121,7 @@ func run() int {
 	worker.Register(kinds, countWords)
 	w, err := worker.NewWorker(worker.Config{
 		ID:            *id,
-		Size:          pb.Size(sz),
+		Size:          worker.Size(*size),
 		Servers:       strings.Split(*servers, ","),
 		Dial:          dial,
 		Runner:        kinds,
