@@ -87,7 +87,7 @@ func Register[T JobArgs](k *Kinds, fn func(ctx context.Context, job *Job[T]) err
 		}
 		err := fn(ctx, job)
 		if ce := (*CancelError)(nil); errors.As(err, &ce) && ctx.Err() == nil {
-			err = k.cancel(as, err)
+			err = k.cancel(ctx, as, err)
 		}
 		return FuncResult{Output: job.output, CPU: job.cpu}, err
 	}
@@ -225,8 +225,11 @@ const cancelWait = 10 * time.Second
 // cancel asks the cluster to cancel the job of as, whose function
 // returned err (a CancelError), and returns the run's error: err once the
 // cluster holds the cancel (the job then ends cancelled however the run
-// is reported), or err saying why the job ends failed instead.
-func (k *Kinds) cancel(as *pb.Assign, err error) error {
+// is reported), or err saying why the job ends failed instead. Once the
+// cluster holds it, it waits (at most cancelWait) for the cancel to reach
+// this run (runCtx ends), so that the run is reported cancelled, as a
+// cancel's run is.
+func (k *Kinds) cancel(runCtx context.Context, as *pb.Assign, err error) error {
 	k.mu.RLock()
 	c := k.canceller
 	k.mu.RUnlock()
@@ -237,6 +240,10 @@ func (k *Kinds) cancel(as *pb.Assign, err error) error {
 	defer cancel()
 	if _, cerr := c.JobCancel(ctx, as.Tenant, as.Job); cerr != nil {
 		return fmt.Errorf("%w (the cluster did not cancel the job: %v; it ends failed, with no retry)", err, cerr)
+	}
+	select {
+	case <-runCtx.Done():
+	case <-ctx.Done():
 	}
 	return err
 }

@@ -7,7 +7,7 @@
 //
 // A job of kind count-words carries {"text": "..."} and ends with the
 // output {"words": N, "lines": N}; a text of more than a million bytes
-// is cancelled (it fails with no retry), and a text that starts with
+// is discarded (it fails with no retry), and a text that starts with
 // "later" is snoozed once for 2 s (tried again without a failure
 // counted). The worker tells the cluster it runs count-words: it is given
 // only jobs of that kind (and jobs submitted with no form), never a
