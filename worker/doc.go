@@ -32,6 +32,13 @@
 //	...
 //	err = w.Stop(shutdownCtx) // finish the running jobs, take no new one
 //
+// A function ends its job for good with Discard(err) (failed, no retry:
+// no run can succeed) or Cancel(err) (cancelled, as River's JobCancel:
+// the registry asks the cluster to cancel the job through the client
+// given to Kinds.CancelWith; without one, as Discard). Config.Observer
+// hears of every run's moments (an Observation: what happened, the job,
+// its tenant and kind), and every line a slot logs names it (slot=ID-N).
+//
 // Below it, a Func runs each job as a call of a Go function in this process. It
 // gets the job's payload and a context cancelled when the job is
 // cancelled, and returns the job's result (kept as its output) or an
