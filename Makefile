@@ -40,11 +40,20 @@ test-proc: build
 # servers of bin/barista, with Debian's python3 and its packages; where
 # they are missing the target says so and passes (.ci/run installs them).
 PYTHON3 ?= /usr/bin/python3
-test-python: build ## the Python SDK's tests (pytest, under a minute) against a three-node cluster of bin/barista; skipped where python3, grpc, protobuf or pytest is missing
+test-python: build typecheck-python ## the Python SDK's tests (pytest, under a minute) against a three-node cluster of bin/barista, after mypy --strict; skipped where python3, grpc, protobuf or pytest is missing
 	@if ! $(PYTHON3) -c 'import grpc, google.protobuf, pytest' 2>/dev/null; then \
 		echo "test-python: skipped: $(PYTHON3) cannot import grpc, google.protobuf and pytest (apt-get install python3-grpcio python3-protobuf python3-pytest)"; \
 	else \
 		cd sdk/python && BARISTA_BIN=$(CURDIR)/bin/barista PYTHONDONTWRITEBYTECODE=1 $(PYTHON3) -m pytest -q -p no:cacheprovider -rs tests; \
+	fi
+
+# mypy --strict on the Python SDK (its configuration: sdk/python/pyproject.toml),
+# with Debian's mypy; a few seconds. Skipped, saying so, where mypy is missing.
+typecheck-python: ## mypy --strict on the Python SDK and a typed worker of it (tests/typed_jobs.py); skipped where python3-mypy is missing
+	@if ! $(PYTHON3) -m mypy --version >/dev/null 2>&1; then \
+		echo "typecheck-python: skipped: $(PYTHON3) has no mypy (apt-get install python3-mypy)"; \
+	else \
+		cd sdk/python && $(PYTHON3) -m mypy --cache-dir=/dev/null; \
 	fi
 
 # The TypeScript SDK's tests (sdk/typescript/test, node --test) against
@@ -180,7 +189,8 @@ proto: ## regenerate the protobuf Go code (with its reflection-free codec), the 
 # neighbours as barista._proto.X and registers its file as
 # barista/_proto/X.proto (a name no other package's files take), and from
 # sdk/python/proto/rpc_status.proto (the google.rpc status and error
-# details a refusal carries).
+# details a refusal carries). Each message module comes with its typing
+# stub (*_pb2.pyi, protoc's --pyi_out), which mypy reads.
 PY_PROTO_PKG := barista/_proto
 PY_PROTO_OUT := sdk/python/src
 WIRE_PROTOS = $(shell grep -l 'go_package = "github.com/baristahq/barista/proto;pb"' proto/*.proto)
@@ -191,8 +201,8 @@ proto-python: ## regenerate the Python SDK's protobuf and gRPC code (needs proto
 	for f in $(WIRE_PROTOS) sdk/python/proto/*.proto; do \
 		sed -E 's|^import "([a-z_]+)\.proto";|import "$(PY_PROTO_PKG)/\1.proto";|' "$$f" >"$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; \
 	done && \
-	rm -f $(PY_PROTO_OUT)/$(PY_PROTO_PKG)/*_pb2*.py && \
-	protoc -I "$$tmp" --python_out=$(PY_PROTO_OUT) "$$tmp"/$(PY_PROTO_PKG)/*.proto && \
+	rm -f $(PY_PROTO_OUT)/$(PY_PROTO_PKG)/*_pb2*.py $(PY_PROTO_OUT)/$(PY_PROTO_PKG)/*_pb2.pyi && \
+	protoc -I "$$tmp" --python_out=$(PY_PROTO_OUT) --pyi_out=$(PY_PROTO_OUT) "$$tmp"/$(PY_PROTO_PKG)/*.proto && \
 	protoc -I "$$tmp" --plugin=protoc-gen-grpc_python=$$(command -v grpc_python_plugin) --grpc_python_out=$(PY_PROTO_OUT) \
 		$$(for f in $$(grep -l "^service " $(WIRE_PROTOS)); do echo "$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; done)
 

@@ -13,6 +13,8 @@ are asyncio, on grpc.aio; see docs/sdk-python.md.
             print(ev.kind, ev.at)
 """
 
+from typing import Any, Optional
+
 from ._conn import MAX_MESSAGE_BYTES
 from ._version import __version__
 from ._run import JobContext, Snooze, Unrunnable
@@ -55,13 +57,14 @@ from .models import Cancel, Event, Explanation, GroupUsage, Job, Place, Subscrip
 from .worker import Worker
 
 
-def tls_credentials(ca_file=None, cert_file=None, key_file=None):
+def tls_credentials(ca_file: Optional[str] = None, cert_file: Optional[str] = None,
+                    key_file: Optional[str] = None) -> Any:
     """TLS credentials for ``tls=``: the cluster's CA (a PEM file; None:
     the system's roots) and, for mutual TLS, this program's certificate
     and key."""
     import grpc
 
-    def read(path):
+    def read(path: Optional[str]) -> Optional[bytes]:
         if path is None:
             return None
         with open(path, "rb") as f:
