@@ -36,13 +36,14 @@ test-examples: ## build and vet the examples module
 test-proc: build
 	@if [ -n "$(PROC_PKGS)" ]; then $(GO) test -count=1 -p 1 -timeout 20m $(PROC_PKGS); fi
 
-# The Python SDK's tests (sdk/python/tests, pytest) against three
-# servers of bin/barista, with Debian's python3 and its packages; where
-# they are missing the target says so and passes (.ci/run installs them).
+# The Python SDK's tests (sdk/python/tests, pytest with pytest-asyncio)
+# against three servers of bin/barista, with Debian's python3 and its
+# packages; where they are missing the target says so and passes
+# (.ci/run installs them).
 PYTHON3 ?= /usr/bin/python3
-test-python: build typecheck-python ## the Python SDK's tests (pytest, under a minute) against a three-node cluster of bin/barista, after mypy --strict; skipped where python3, grpc, protobuf or pytest is missing
-	@if ! $(PYTHON3) -c 'import grpc, google.protobuf, pytest' 2>/dev/null; then \
-		echo "test-python: skipped: $(PYTHON3) cannot import grpc, google.protobuf and pytest (apt-get install python3-grpcio python3-protobuf python3-pytest)"; \
+test-python: build typecheck-python ## the Python SDK's tests (pytest, under a minute) against a three-node cluster of bin/barista, after mypy --strict; skipped where python3, grpc, protobuf, pytest or pytest-asyncio is missing
+	@if ! $(PYTHON3) -c 'import grpc, google.protobuf, pytest, pytest_asyncio' 2>/dev/null; then \
+		echo "test-python: skipped: $(PYTHON3) cannot import grpc, google.protobuf, pytest and pytest_asyncio (apt-get install python3-grpcio python3-protobuf python3-pytest python3-pytest-asyncio)"; \
 	else \
 		cd sdk/python && BARISTA_BIN=$(CURDIR)/bin/barista PYTHONDONTWRITEBYTECODE=1 $(PYTHON3) -m pytest -q -p no:cacheprovider -rs tests; \
 	fi
