@@ -53,7 +53,7 @@
 //		url, err := thumbnail(ctx, req.Image) // stops when ctx is cancelled
 //		return worker.FuncResult{Output: url}, err
 //	})
-//	a, err := worker.New(worker.Config{
+//	a, err := worker.NewAgent(worker.Config{
 //		ID:      "thumbs-1", // a worker token's binding must cover it
 //		Size:    worker.SizeMD,
 //		Servers: []string{"10.0.0.1:7400", "10.0.0.2:7400", "10.0.0.3:7400"},

@@ -20,6 +20,10 @@ type Worker struct {
 	agents []*Agent
 }
 
+// NewAgent returns an agent: one slot, one session to the cluster, the
+// unit a Worker runs cfg.MaxConcurrent of. New is its former name, kept.
+func NewAgent(cfg Config) (*Agent, error) { return New(cfg) }
+
 // NewWorker returns a worker of cfg.MaxConcurrent slots (0: 1).
 func NewWorker(cfg Config) (*Worker, error) {
 	n := max(cfg.MaxConcurrent, 1)
