@@ -1053,7 +1053,11 @@ type SubmitRequest struct {
 	// form says which workers run the job (SPEC §3 "Kinds", feature level
 	// 8): a command line (COMMAND), or a function of its job_type, which
 	// must then be set (FUNCTION). Unspecified: every worker, as before.
-	Form          JobForm `protobuf:"varint,130,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"`
+	Form JobForm `protobuf:"varint,130,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"`
+	// return_job asks for the job in the answer (SubmitResponse.job): the
+	// job as the cluster holds it once the submit is applied, without its
+	// payload. A server of an earlier build ignores it and answers no job.
+	ReturnJob     bool `protobuf:"varint,140,opt,name=return_job,json=returnJob,proto3" json:"return_job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1200,11 +1204,24 @@ func (x *SubmitRequest) GetForm() JobForm {
 	return JobForm_JOB_FORM_UNSPECIFIED
 }
 
+func (x *SubmitRequest) GetReturnJob() bool {
+	if x != nil {
+		return x.ReturnJob
+	}
+	return false
+}
+
 type SubmitResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	JobId uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// created is false when the key matched an existing job.
-	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// job is the job just after the submit (the new one, or the one its key
+	// matched), without its payload, when the request asked for it
+	// (return_job); absent otherwise, and when the node could not read it
+	// back in time (a follower that forwarded the submit waits at most a
+	// second for its own state to hold it: read it with GetJob then).
+	Job           *Job `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1251,6 +1268,13 @@ func (x *SubmitResponse) GetCreated() bool {
 		return x.Created
 	}
 	return false
+}
+
+func (x *SubmitResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
 }
 
 type ReadOptions struct {
@@ -3759,7 +3783,7 @@ const file_client_proto_rawDesc = "" +
 	"\askipped\x18\x04 \x01(\x04R\askipped\x12\x1c\n" +
 	"\tduplicate\x18\x05 \x01(\bR\tduplicate\x12\x18\n" +
 	"\astopped\x18\x06 \x01(\tR\astopped\x12*\n" +
-	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\xc0\x04\n" +
+	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\xe0\x04\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +
@@ -3778,12 +3802,15 @@ const file_client_proto_rawDesc = "" +
 	"\texpire_ms\x18G \x01(\x03R\bexpireMs\x12-\n" +
 	"\x10retry_backoff_ms\x18H \x01(\x03H\x01R\x0eretryBackoffMs\x88\x01\x01\x12\x12\n" +
 	"\x04pool\x18x \x01(\tR\x04pool\x12(\n" +
-	"\x04form\x18\x82\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04formB\x12\n" +
+	"\x04form\x18\x82\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04form\x12\x1e\n" +
+	"\n" +
+	"return_job\x18\x8c\x01 \x01(\bR\treturnJobB\x12\n" +
 	"\x10_idempotency_keyB\x13\n" +
-	"\x11_retry_backoff_ms\"A\n" +
+	"\x11_retry_backoff_ms\"d\n" +
 	"\x0eSubmitResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"#\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12!\n" +
+	"\x03job\x18\x03 \x01(\v2\x0f.barista.v1.JobR\x03job\"#\n" +
 	"\vReadOptions\x12\x14\n" +
 	"\x05stale\x18\x01 \x01(\bR\x05stale\"k\n" +
 	"\rGetJobRequest\x12\x16\n" +
@@ -4106,73 +4133,74 @@ var file_client_proto_depIdxs = []int32{
 	43, // 5: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
 	44, // 6: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
 	45, // 7: barista.v1.SubmitRequest.form:type_name -> barista.v1.JobForm
-	16, // 8: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	43, // 9: barista.v1.Job.size:type_name -> barista.v1.Size
-	44, // 10: barista.v1.Job.class:type_name -> barista.v1.Class
-	9,  // 11: barista.v1.Job.place:type_name -> barista.v1.PlaceInLine
-	45, // 12: barista.v1.Job.form:type_name -> barista.v1.JobForm
-	26, // 13: barista.v1.Job.now:type_name -> barista.v1.ClockNow
-	16, // 14: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
-	18, // 15: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
-	16, // 16: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	46, // 17: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	30, // 18: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
-	26, // 19: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
-	26, // 20: barista.v1.Group.now:type_name -> barista.v1.ClockNow
-	16, // 21: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
-	16, // 22: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
-	31, // 23: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
-	14, // 24: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	37, // 25: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	43, // 26: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	44, // 27: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
-	9,  // 28: barista.v1.ExplainJobResponse.place:type_name -> barista.v1.PlaceInLine
-	26, // 29: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
-	14, // 30: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	36, // 31: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	17, // 32: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	21, // 33: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	23, // 34: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	25, // 35: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	28, // 36: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	39, // 37: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	32, // 38: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
-	33, // 39: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
-	34, // 40: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
-	19, // 41: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
-	10, // 42: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
-	12, // 43: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
-	12, // 44: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
-	12, // 45: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
-	5,  // 46: barista.v1.Client.UsageStatement:input_type -> barista.v1.UsageStatementRequest
-	7,  // 47: barista.v1.Client.FairnessCertificate:input_type -> barista.v1.FairnessCertificateRequest
-	1,  // 48: barista.v1.Client.SetKindPolicy:input_type -> barista.v1.SetKindPolicyRequest
-	2,  // 49: barista.v1.Client.ListKindPolicies:input_type -> barista.v1.ListKindPoliciesRequest
-	15, // 50: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	38, // 51: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	18, // 52: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	22, // 53: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	24, // 54: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	27, // 55: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	29, // 56: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	40, // 57: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	31, // 58: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
-	31, // 59: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
-	35, // 60: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
-	20, // 61: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
-	11, // 62: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
-	13, // 63: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
-	13, // 64: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
-	13, // 65: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
-	6,  // 66: barista.v1.Client.UsageStatement:output_type -> barista.v1.UsageStatementResponse
-	8,  // 67: barista.v1.Client.FairnessCertificate:output_type -> barista.v1.FairnessCertificateResponse
-	0,  // 68: barista.v1.Client.SetKindPolicy:output_type -> barista.v1.KindPolicy
-	3,  // 69: barista.v1.Client.ListKindPolicies:output_type -> barista.v1.ListKindPoliciesResponse
-	50, // [50:70] is the sub-list for method output_type
-	30, // [30:50] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	18, // 8: barista.v1.SubmitResponse.job:type_name -> barista.v1.Job
+	16, // 9: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
+	43, // 10: barista.v1.Job.size:type_name -> barista.v1.Size
+	44, // 11: barista.v1.Job.class:type_name -> barista.v1.Class
+	9,  // 12: barista.v1.Job.place:type_name -> barista.v1.PlaceInLine
+	45, // 13: barista.v1.Job.form:type_name -> barista.v1.JobForm
+	26, // 14: barista.v1.Job.now:type_name -> barista.v1.ClockNow
+	16, // 15: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
+	18, // 16: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
+	16, // 17: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
+	46, // 18: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	30, // 19: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	26, // 20: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
+	26, // 21: barista.v1.Group.now:type_name -> barista.v1.ClockNow
+	16, // 22: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
+	16, // 23: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
+	31, // 24: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	14, // 25: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	37, // 26: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	43, // 27: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	44, // 28: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	9,  // 29: barista.v1.ExplainJobResponse.place:type_name -> barista.v1.PlaceInLine
+	26, // 30: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
+	14, // 31: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	36, // 32: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	17, // 33: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	21, // 34: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	23, // 35: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	25, // 36: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	28, // 37: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	39, // 38: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	32, // 39: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	33, // 40: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	34, // 41: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	19, // 42: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
+	10, // 43: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
+	12, // 44: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
+	12, // 45: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
+	12, // 46: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
+	5,  // 47: barista.v1.Client.UsageStatement:input_type -> barista.v1.UsageStatementRequest
+	7,  // 48: barista.v1.Client.FairnessCertificate:input_type -> barista.v1.FairnessCertificateRequest
+	1,  // 49: barista.v1.Client.SetKindPolicy:input_type -> barista.v1.SetKindPolicyRequest
+	2,  // 50: barista.v1.Client.ListKindPolicies:input_type -> barista.v1.ListKindPoliciesRequest
+	15, // 51: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	38, // 52: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	18, // 53: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	22, // 54: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	24, // 55: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	27, // 56: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	29, // 57: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	40, // 58: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	31, // 59: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	31, // 60: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	35, // 61: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	20, // 62: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
+	11, // 63: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
+	13, // 64: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
+	13, // 65: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
+	13, // 66: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
+	6,  // 67: barista.v1.Client.UsageStatement:output_type -> barista.v1.UsageStatementResponse
+	8,  // 68: barista.v1.Client.FairnessCertificate:output_type -> barista.v1.FairnessCertificateResponse
+	0,  // 69: barista.v1.Client.SetKindPolicy:output_type -> barista.v1.KindPolicy
+	3,  // 70: barista.v1.Client.ListKindPolicies:output_type -> barista.v1.ListKindPoliciesResponse
+	51, // [51:71] is the sub-list for method output_type
+	31, // [31:51] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }

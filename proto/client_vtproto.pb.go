@@ -908,6 +908,18 @@ func (m *SubmitRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.ReturnJob {
+		i--
+		if m.ReturnJob {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0xe0
+	}
 	if m.Form != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Form))
 		i--
@@ -1048,6 +1060,16 @@ func (m *SubmitResponse) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Job != nil {
+		size, err := m.Job.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x1a
 	}
 	if m.Created {
 		i--
@@ -4077,6 +4099,18 @@ func (m *SubmitRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.ReturnJob {
+		i--
+		if m.ReturnJob {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x8
+		i--
+		dAtA[i] = 0xe0
+	}
 	if m.Form != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Form))
 		i--
@@ -4217,6 +4251,16 @@ func (m *SubmitResponse) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) 
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Job != nil {
+		size, err := m.Job.MarshalToSizedBufferVTStrict(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x1a
 	}
 	if m.Created {
 		i--
@@ -6756,6 +6800,9 @@ func (m *SubmitRequest) SizeVT() (n int) {
 	if m.Form != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.Form))
 	}
+	if m.ReturnJob {
+		n += 3
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -6771,6 +6818,10 @@ func (m *SubmitResponse) SizeVT() (n int) {
 	}
 	if m.Created {
 		n += 2
+	}
+	if m.Job != nil {
+		l = m.Job.SizeVT()
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -10217,6 +10268,26 @@ func (m *SubmitRequest) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 140:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ReturnJob", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.ReturnJob = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -10307,6 +10378,42 @@ func (m *SubmitResponse) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.Created = bool(v != 0)
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Job", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.Job == nil {
+				m.Job = &Job{}
+			}
+			if err := m.Job.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

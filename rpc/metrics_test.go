@@ -143,7 +143,7 @@ func TestMetricsLintClean(t *testing.T) {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 	want := []string{
-		"barista_applied_index", "barista_clock_ticks_total", "barista_cpu_billed_seconds_total", "barista_dispatch_latency_seconds", "barista_dispatch_stage_seconds",
+		"barista_applied_index", "barista_build_info", "barista_clock_ticks_total", "barista_cpu_billed_seconds_total", "barista_dispatch_latency_seconds", "barista_dispatch_stage_seconds",
 		"barista_dispatched_cost_seconds_total", "barista_dispatches_total", "barista_entry_commands", "barista_evidence_refused_total", "barista_expiries_total",
 		"barista_exported_tenants", "barista_fairness_error", "barista_fairness_lag_seconds", "barista_fairness_ratio", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds",
 		"barista_grpc_calls_in_progress", "barista_grpc_calls_in_progress_refused_total", "barista_grpc_request_inflight_bytes", "barista_grpc_request_inflight_refused_total",

@@ -23,6 +23,7 @@ import (
 	"github.com/baristahq/barista/internal/evidence"
 	"github.com/baristahq/barista/internal/joblist"
 	"github.com/baristahq/barista/internal/peertext"
+	"github.com/baristahq/barista/internal/version"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
@@ -194,6 +195,8 @@ type frame struct {
 	// CSRF is the session's token, which every form posts ("" without a
 	// session: the page shows no action).
 	CSRF string
+	// Version is the release of this node's build.
+	Version string
 }
 
 func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string) frame {
@@ -201,7 +204,8 @@ func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string
 	leader, _ := s.node.Leader()
 	f := frame{Title: title, Nav: nav, Node: s.node.ID(), NodeState: peertext.StateName(s.node.Raft().State()), Leader: leader,
 		Applied: s.node.Raft().AppliedIndex(), Now: time.Now().UTC().Format("15:04:05 UTC"),
-		Admin: c.id.Role == auth.RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != ""}
+		Admin: c.id.Role == auth.RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != "",
+		Version: version.Version}
 	if wall, cluster := s.node.FSM.WallClock(); wall != 0 && wall-cluster >= 1000 {
 		f.Lag = (time.Duration(wall-cluster) * time.Millisecond).Round(100 * time.Millisecond).String()
 	}

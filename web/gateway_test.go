@@ -121,7 +121,7 @@ func TestGatewayAnswers(t *testing.T) {
 		{"the key with other content", "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"1000","idempotency_key":"k1"}`, nil, 409,
 			`{"code":"ALREADY_EXISTS","message":"idempotency key \"k1\" of tenant \"acme\" was used for job 2 with different content","reason":"KEY_CONFLICT","field":"","retry_after_ms":0}`},
 		{"an unknown field", "POST", "/v1/jobs", gwAcme, `{"size":"SM","sise":"SM"}`, nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"sise: not a field of this request (it takes tenant, idempotency_key, job_type, size, est_cost_ms, payload, max_attempts, timeout_ms, class, deadline_ms, group, delay_ms, expire_ms, retry_backoff_ms, pool, form)","reason":"","field":"sise","retry_after_ms":0}`},
+			`{"code":"INVALID_ARGUMENT","message":"sise: not a field of this request (it takes tenant, idempotency_key, job_type, size, est_cost_ms, payload, max_attempts, timeout_ms, class, deadline_ms, group, delay_ms, expire_ms, retry_backoff_ms, pool, form, return_job)","reason":"","field":"sise","retry_after_ms":0}`},
 		{"a bad enum", "POST", "/v1/jobs", gwAcme, `{"size":"HUGE"}`, nil, 400,
 			`{"code":"INVALID_ARGUMENT","message":"size: \"HUGE\" is not a size (want sm, md or lg)","reason":"","field":"size","retry_after_ms":0}`},
 		{"a bad value", "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"-5"}`, nil, 400,

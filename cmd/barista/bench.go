@@ -389,7 +389,7 @@ func fakeFleetOf(ctx context.Context, servers string, n int, size func(int) pb.S
 				runner = declaring{worker.FakeRunner{Plan: plan}, k}
 			}
 		}
-		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: size(i), Pool: pool, Servers: strings.Split(servers, ","), Logger: slog.New(slog.DiscardHandler),
+		a, err := worker.New(worker.Config{ID: fmt.Sprintf("bench-%04d", i), Size: worker.Size(strings.ToLower(size(i).String())), Pool: pool, Servers: strings.Split(servers, ","), Logger: slog.New(slog.DiscardHandler),
 			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: runner, Observer: observe})
 		if err != nil {
 			panic(err) // fixed, valid arguments

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from google.protobuf.message import Message
 
 import grpc
 
-from . import _conn, errors
+from . import _conn, _payload, errors
 from . import _convert as cv
 from ._proto import admin_pb2, admin_pb2_grpc, client_pb2, client_pb2_grpc, types_pb2
 from .models import Cancel, Event, Explanation, Job, Subscription, Tenant, Usage
@@ -32,14 +34,13 @@ def _job_id(job: JobRef) -> int:
     return jid
 
 
-def _payload(payload: Union[bytes, bytearray, memoryview, str, None]) -> bytes:
-    if payload is None:
-        return b""
-    if isinstance(payload, str):
-        return payload.encode("utf-8")
-    if isinstance(payload, (bytes, bytearray, memoryview)):
-        return bytes(payload)
-    raise errors.InvalidArgument(f"payload: {type(payload).__name__} (want bytes or str)", field="payload")
+def _payload_bytes(payload: object) -> bytes:
+    """A submit's payload (barista._payload: bytes as they are, a str as
+    its text, a dataclass or any other JSON value as JSON)."""
+    try:
+        return _payload.encode(payload)
+    except _payload.PayloadError as e:
+        raise errors.InvalidArgument(f"payload: {e}", field="payload") from None
 
 
 class Client:
@@ -87,31 +88,37 @@ class Client:
     async def __aenter__(self) -> "Client":
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     # -- calls ---------------------------------------------------------
 
-    async def _client_call(self, method: str, request, *, idempotent: bool, timeout: Optional[float] = None):
-        def invoke(ch, md, t):
+    async def _client_call(self, method: str, request: Message, *, idempotent: bool, timeout: Optional[float] = None) -> Any:
+        def invoke(ch: grpc.aio.Channel, md: List[Tuple[str, str]], t: float) -> Any:
             return getattr(client_pb2_grpc.ClientStub(ch), method)(request, metadata=md, timeout=t)
         return await self._nodes.call(invoke, idempotent=idempotent, timeout=timeout)
 
-    async def _admin_call(self, method: str, request, *, idempotent: bool, timeout: Optional[float] = None):
-        def invoke(ch, md, t):
+    async def _admin_call(self, method: str, request: Message, *, idempotent: bool, timeout: Optional[float] = None) -> Any:
+        def invoke(ch: grpc.aio.Channel, md: List[Tuple[str, str]], t: float) -> Any:
             return getattr(admin_pb2_grpc.AdminStub(ch), method)(request, metadata=md, timeout=t)
         return await self._nodes.call(invoke, idempotent=idempotent, timeout=timeout)
 
     # -- jobs ----------------------------------------------------------
 
     @staticmethod
-    def _submit_request(payload=b"", *, kind=None, tenant=None, pool=None, size="sm", cost=None, key=None, group=None,
-                        priority=None, deadline=None, delay=None, expire=None, max_attempts=None, timeout=None,
-                        retry_backoff=None, form=None) -> client_pb2.SubmitRequest:
+    def _submit_request(payload: object = b"", *, kind: Optional[str] = None, tenant: Optional[str] = None,
+                        pool: Optional[str] = None, size: str = "sm", cost: Optional[cv.Duration] = None,
+                        key: Optional[str] = None, group: Optional[str] = None, priority: Optional[str] = None,
+                        deadline: Union[datetime, cv.Duration, None] = None, delay: Optional[cv.Duration] = None,
+                        expire: Optional[cv.Duration] = None, max_attempts: Optional[int] = None,
+                        timeout: Optional[cv.Duration] = None, retry_backoff: Optional[cv.Duration] = None,
+                        form: Optional[str] = None) -> client_pb2.SubmitRequest:
+        if kind is None:
+            kind = _payload.kind_of(payload)  # a dataclass that names its kind
         req = client_pb2.SubmitRequest(
             tenant=tenant or "", job_type=kind or "", form=cv.job_form(form, kind or ""), size=cv.size(size),
             est_cost_ms=cv.millis(cost, "cost"),
-            payload=_payload(payload), group=group or "", pool=pool or "",
+            payload=_payload_bytes(payload), group=group or "", pool=pool or "",
             deadline_ms=cv.deadline_millis(deadline, datetime.now(timezone.utc)),
             delay_ms=cv.millis(delay, "delay"), expire_ms=cv.millis(expire, "expire"),
             timeout_ms=cv.millis(timeout, "timeout"))
@@ -138,7 +145,7 @@ class Client:
                    group=req.group, key=req.idempotency_key if req.HasField("idempotency_key") else None,
                    max_attempts=req.max_attempts, cost=cv.opt_ms(req.est_cost_ms), timeout=cv.opt_ms(req.timeout_ms))
 
-    async def submit(self, payload: Union[bytes, str, None] = b"", *, kind: Optional[str] = None,
+    async def submit(self, payload: object = b"", *, kind: Optional[str] = None,
                      tenant: Optional[str] = None, pool: Optional[str] = None, size: str = "sm",
                      cost: Optional[cv.Duration] = None, key: Optional[str] = None, group: Optional[str] = None,
                      priority: Optional[str] = None, deadline: Union[datetime, cv.Duration, None] = None,
@@ -147,6 +154,12 @@ class Client:
                      retry_backoff: Optional[cv.Duration] = None, form: Optional[str] = None) -> Job:
         """Submits one job and returns it (``Job.id``; ``Job.created`` False
         when ``key`` found an existing job with the same content).
+
+        ``payload`` is bytes (sent as they are), a str (its UTF-8 text),
+        a dataclass (the JSON object of its fields) or any other value
+        ``json`` writes (a dict, a list, a number ...): a worker's function
+        that names the same type reads it back as one (``Worker.job``).
+        A dataclass with a class attribute ``kind`` names the job's kind.
 
         ``kind`` is the job's type: a job of a kind is a function job,
         which only a worker that registered the kind (``@worker.job``) is
@@ -170,7 +183,7 @@ class Client:
         resp = await self._client_call("Submit", req, idempotent=req.HasField("idempotency_key"))
         return self._submitted(req, resp.job_id, resp.created)
 
-    async def submit_many(self, jobs: Iterable[Mapping[str, Any]], **defaults) -> List[Union[Job, errors.BaristaError]]:
+    async def submit_many(self, jobs: Iterable[Mapping[str, Any]], **defaults: Any) -> List[Union[Job, errors.BaristaError]]:
         """Submits many jobs, up to 1,000 (and 3 MiB) a request, each one
         log entry's worth applied on its own: one result per job, in order,
         a ``Job`` or the ``BaristaError`` that refused it (a refused job
@@ -197,7 +210,7 @@ class Client:
             for i, req, res in zip(idx, chunk, resp.results):
                 err = errors.from_result(res)
                 out[i] = err if err is not None else self._submitted(req, res.job_id, res.created)
-        return out
+        return [r for r in out if r is not None]
 
     async def get(self, job: JobRef, *, tenant: Optional[str] = None, stale: bool = False) -> Job:
         """The job, with its payload. ``stale`` reads this node's state
@@ -244,7 +257,7 @@ class Client:
         return Usage._from_pb(await self._client_call("TenantUsage", req, idempotent=True))
 
     @staticmethod
-    def _window(from_index: int, to_index: int, from_ms: Optional[int], to_ms: Optional[int]):
+    def _window(from_index: int, to_index: int, from_ms: Optional[int], to_ms: Optional[int]) -> client_pb2.EvidenceWindow:
         if (from_ms is not None or to_ms is not None) and (from_index or to_index):
             raise ValueError("give log indexes or cluster times, not both")
         if from_ms is not None or to_ms is not None:
@@ -261,11 +274,13 @@ class Client:
         gives the same bytes for the same closed window."""
         req = client_pb2.UsageStatementRequest(tenant=tenant or "", window=self._window(from_index, to_index, from_ms, to_ms),
                                                format=format)
-        return (await self._client_call("UsageStatement", req, idempotent=True)).document
+        resp: client_pb2.UsageStatementResponse = await self._client_call("UsageStatement", req, idempotent=True)
+        return resp.document
 
-    async def statement(self, **window) -> Dict[str, Any]:
+    async def statement(self, **window: Any) -> Dict[str, Any]:
         """``usage_statement`` parsed from its JSON."""
-        return json.loads(await self.usage_statement(format="json", **window))
+        doc: Dict[str, Any] = json.loads(await self.usage_statement(format="json", **window))
+        return doc
 
     async def certificate(self, *, tenant: Optional[str] = None, from_index: int = 0, to_index: int = 0,
                           from_ms: Optional[int] = None, to_ms: Optional[int] = None) -> str:
@@ -273,7 +288,8 @@ class Client:
         as its JSON document, for ``barista.verify_certificate`` (or
         ``barista verify``)."""
         req = client_pb2.FairnessCertificateRequest(tenant=tenant or "", window=self._window(from_index, to_index, from_ms, to_ms))
-        return (await self._client_call("FairnessCertificate", req, idempotent=True)).document
+        resp: client_pb2.FairnessCertificateResponse = await self._client_call("FairnessCertificate", req, idempotent=True)
+        return resp.document
 
     async def watch(self, job: Optional[JobRef] = None, *, from_oldest: bool = True, from_seq: Optional[int] = None,
                     until_idle: bool = False, tenant: Optional[str] = None) -> AsyncIterator[Event]:
@@ -374,11 +390,12 @@ class Client:
             req.max_class = cv.priority(max_priority)
         if group_order is not None:
             req.group_order = cv.group_order(group_order)
-        for field, value in (("multiplier", multiplier), ("allow_deadlines", allow_deadlines),
-                             ("group_cap", group_cap), ("max_groups", max_groups), ("rate", rate),
-                             ("rate_burst", rate_burst), ("export_metrics", export_metrics)):
-            if value is not None:
-                setattr(req, field, value)
+        settings: Tuple[Tuple[str, Union[int, bool, str, None]], ...] = (
+            ("multiplier", multiplier), ("allow_deadlines", allow_deadlines), ("group_cap", group_cap),
+            ("max_groups", max_groups), ("rate", rate), ("rate_burst", rate_burst), ("export_metrics", export_metrics))
+        for field, setting in settings:
+            if setting is not None:
+                setattr(req, field, setting)
         return Tenant._from_pb(await self._admin_call("UpsertTenant", req, idempotent=True))
 
     async def get_tenant(self, name: str, *, stale: bool = False) -> Tenant:
@@ -405,7 +422,7 @@ class Client:
         return _subscription(tenant, pool, await self._admin_call("SubscriptionDelete", req, idempotent=True))
 
 
-def _subscription(tenant: str, pool: str, resp) -> Subscription:
+def _subscription(tenant: str, pool: str, resp: admin_pb2.SubscriptionSetResponse) -> Subscription:
     if resp.HasField("subscription"):
         s = resp.subscription
         return Subscription(tenant=s.tenant, pool=s.pool, burst=s.burst, running=s.running, changed=resp.changed)
@@ -426,7 +443,7 @@ def _too_large(req: client_pb2.SubmitRequest, size: int) -> Optional[errors.TooL
         code="INVALID_ARGUMENT", reason="TOO_LARGE", field="payload")
 
 
-def _chunks(reqs: List[client_pb2.SubmitRequest]):
+def _chunks(reqs: List[client_pb2.SubmitRequest]) -> Iterator[Tuple[int, int]]:
     """Cuts jobs into the chunks of a batch: at most MAX_BATCH jobs and
     MAX_BATCH_BYTES of them each; a larger job goes alone."""
     start, size = 0, 0

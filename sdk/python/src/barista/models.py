@@ -6,9 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Type, TypeVar
 
 from . import _convert as cv
+from . import _payload
+from ._proto import admin_pb2, client_pb2
+from .errors import InvalidArgument
+
+T = TypeVar("T")
 
 # The states in which a job has ended (a redrive may queue it again).
 TERMINAL_STATES = frozenset({"completed", "failed", "cancelled", "timed_out", "expired"})
@@ -75,8 +80,21 @@ class Job:
         out or expired)."""
         return self.state in TERMINAL_STATES
 
+    def args(self, cls: Type[T]) -> T:
+        """The job's payload read as a cls, as a worker's function of that
+        type reads it (a dataclass, a JSON value, str, bytes; see
+        ``Worker.job``). Needs the payload: a job from ``get``, or from
+        ``jobs`` with ``include_payload``."""
+        if self.payload is None:
+            raise InvalidArgument(f"job {self.id} was read without its payload (get reads it)", field="payload")
+        try:
+            return _payload.decode(self.payload, cls)
+        except _payload.PayloadError as e:
+            raise InvalidArgument(f"job {self.id}: its payload is not a {getattr(cls, '__name__', cls)}: {e}",
+                                  field="payload") from None
+
     @classmethod
-    def _from_pb(cls, j, *, with_payload: bool = False) -> "Job":
+    def _from_pb(cls, j: client_pb2.Job, *, with_payload: bool = False) -> "Job":
         return cls(
             id=j.job_id, state=j.state, tenant=j.tenant, kind=j.job_type, form=cv.form_name(j.form), pool=j.pool,
             size=cv.size_name(j.size), priority=cv.priority_name(getattr(j, "class")), group=j.group,
@@ -111,7 +129,7 @@ class Place:
     share: float = 0.0
 
     @classmethod
-    def _from_pb(cls, x, now) -> Optional["Place"]:
+    def _from_pb(cls, x: Optional[client_pb2.PlaceInLine], now: Optional[client_pb2.ClockNow]) -> Optional["Place"]:
         if x is None:
             return None
         return cls(ahead=x.ahead, own_ahead=x.own_ahead, complete=x.complete,
@@ -146,7 +164,7 @@ class Event:
         return self.kind in TERMINAL_STATES
 
     @classmethod
-    def _from_pb(cls, e) -> "Event":
+    def _from_pb(cls, e: client_pb2.Event) -> "Event":
         return cls(seq=e.seq, kind=e.kind, job_id=e.job_id, at=cv.wall(e.wall_ms), tenant=e.tenant, attempt=e.attempt,
                    worker_id=e.worker_id, cpu=cv.from_ms(e.cpu_ms), exit_code=e.exit_code, reason=e.reason,
                    pool=e.pool, group=e.group)
@@ -197,8 +215,9 @@ class Usage:
     group_count: int = 0
 
     @classmethod
-    def _from_pb(cls, u) -> "Usage":
-        by_size = lambda v: {name: (v[i] if i < len(v) else 0) for i, name in enumerate(("sm", "md", "lg"))}  # noqa: E731
+    def _from_pb(cls, u: client_pb2.TenantUsageResponse) -> "Usage":
+        def by_size(v: Sequence[int]) -> Dict[str, int]:
+            return {name: (v[i] if i < len(v) else 0) for i, name in enumerate(("sm", "md", "lg"))}
         return cls(
             tenant=u.tenant, tier=cv.tier_name(u.tier), running=u.running, running_by_size=by_size(u.running_by_size),
             queued=u.queued, queued_by_size=by_size(u.queued_by_size), scheduled=u.scheduled,
@@ -235,7 +254,7 @@ class Explanation:
     place: Optional[Place] = None
 
     @classmethod
-    def _from_pb(cls, x) -> "Explanation":
+    def _from_pb(cls, x: client_pb2.ExplainJobResponse) -> "Explanation":
         now = x.now if x.HasField("now") else None
         return cls(job_id=x.job_id, reason=x.reason, text=x.text, size=cv.size_name(x.size),
                    priority=cv.priority_name(getattr(x, "class")), group=x.group, position=x.position,
@@ -274,7 +293,7 @@ class Tenant:
     created: bool = False
 
     @classmethod
-    def _from_pb(cls, t) -> "Tenant":
+    def _from_pb(cls, t: admin_pb2.Tenant) -> "Tenant":
         c = t.caps
         return cls(name=t.name, tier=cv.tier_name(t.tier), multiplier=t.multiplier or 1, max_running=c.max_running,
                    max_running_sm=c.max_running_sm, max_running_md=c.max_running_md, max_running_lg=c.max_running_lg,
