@@ -304,3 +304,21 @@ func (f *FSM) ScheduleAt(serial uint64) (ScheduleInfo, bool) {
 	}
 	return f.scheduleInfo(serial, s), true
 }
+
+// SchedulesAt calls fn for each of serials under one read lock: with the
+// schedule, or ok false for one that no longer exists. fn must not call
+// the FSM again.
+func (f *FSM) SchedulesAt(serials []uint64, fn func(serial uint64, s *ScheduleInfo, ok bool)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var info ScheduleInfo
+	for _, serial := range serials {
+		s := f.schedules.Get(serial)
+		if s == nil {
+			fn(serial, nil, false)
+			continue
+		}
+		info = f.scheduleInfo(serial, s)
+		fn(serial, &info, true)
+	}
+}
