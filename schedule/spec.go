@@ -13,14 +13,13 @@
 package schedule
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/sfq"
 )
 
 // MinEvery and MaxEvery bound the D of "@every D".
@@ -41,8 +40,10 @@ type Spec struct {
 	anyHour bool
 }
 
-// ErrSpec marks a spec or zone that cannot be read.
-var ErrSpec = errors.New("invalid schedule")
+// invalid is a refusal of a spec or zone, naming the field (INVALID_ARGUMENT).
+func invalid(field, format string, args ...any) error {
+	return sfq.Refusef(sfq.CodeInvalid, "", field, format, args...)
+}
 
 // parser reads five fields (minute hour day-of-month month day-of-week)
 // and the macros (@yearly, @annually, @monthly, @weekly, @daily,
@@ -54,43 +55,43 @@ var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cr
 // are the multiples of D since the Unix epoch, whatever the zone.
 func Parse(spec, zone string) (*Spec, error) {
 	if err := fsm.ScheduleTextForm(spec, zone); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+		return nil, err
 	}
 	loc, err := LoadZone(zone)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+		return nil, invalid("zone", "%v", err)
 	}
 	s := &Spec{loc: loc}
 	if d, ok := strings.CutPrefix(spec, "@every "); ok {
 		every, err := time.ParseDuration(strings.TrimSpace(d))
 		switch {
 		case err != nil:
-			return nil, fmt.Errorf("%w: spec %q: %v", ErrSpec, spec, err)
+			return nil, invalid("spec", "%q: %v", spec, err)
 		case every < MinEvery || every > MaxEvery:
-			return nil, fmt.Errorf("%w: spec %q: the period is %s (want %s .. %s)", ErrSpec, spec, every, MinEvery, MaxEvery)
+			return nil, invalid("spec", "%q: the period is %s (want %s .. %s)", spec, every, MinEvery, MaxEvery)
 		case every%time.Millisecond != 0:
-			return nil, fmt.Errorf("%w: spec %q: the period %s is not whole milliseconds", ErrSpec, spec, every)
+			return nil, invalid("spec", "%q: the period %s is not whole milliseconds", spec, every)
 		}
 		s.every = every.Milliseconds()
 		return s, nil
 	}
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
-		return nil, fmt.Errorf("%w: spec %q: give the time zone as the schedule's zone, not in its spec", ErrSpec, spec)
+		return nil, invalid("spec", "%q: give the time zone as the schedule's zone, not in its spec", spec)
 	}
 	parsed, err := parser.Parse(spec)
 	if err != nil {
-		return nil, fmt.Errorf("%w: spec %q: %v (want five fields: minute hour day-of-month month day-of-week, a macro such as @daily, or @every D)", ErrSpec, spec, err)
+		return nil, invalid("spec", "%q: %v (want five fields: minute hour day-of-month month day-of-week, a macro such as @daily, or @every D)", spec, err)
 	}
 	cs, ok := parsed.(*cron.SpecSchedule)
 	if !ok {
-		return nil, fmt.Errorf("%w: spec %q: not a cron spec", ErrSpec, spec)
+		return nil, invalid("spec", "%q: not a cron spec", spec)
 	}
 	c := *cs
 	c.Location = loc // never the host's time.Local
 	s.cron, s.anyHour = &c, c.Hour&starBit != 0
 	// A spec whose fields no day meets (February 30) never fires.
 	if s.Next(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()) == 0 {
-		return nil, fmt.Errorf("%w: spec %q never fires", ErrSpec, spec)
+		return nil, invalid("spec", "%q never fires", spec)
 	}
 	return s, nil
 }

@@ -1,11 +1,12 @@
 package schedule
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baristahq/barista/sfq"
 )
 
 // slotsIn lists n slots of spec in zone after the local time start,
@@ -101,7 +102,7 @@ func TestParseRefusals(t *testing.T) {
 		{"", "", "spec: 0 bytes"},
 	} {
 		_, err := Parse(c.spec, c.zone)
-		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.msg) {
+		if r := sfq.RefusalOf(err); err == nil || r.Code != sfq.CodeInvalid || !strings.Contains(r.Line(), c.msg) {
 			t.Errorf("Parse(%q, %q) = %v, want one saying %q", c.spec, c.zone, err, c.msg)
 		}
 	}
