@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/baristahq/barista/client"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 )
@@ -113,5 +114,75 @@ func TestScheduleAcrossLeaderKill(t *testing.T) {
 			t.Errorf("%s: the schedule says fired %d, last slot %d, missed %d; the events %d, %d", name, got.Fired, got.LastSlotMs, got.Missed, len(s), s[len(s)-1])
 		}
 		t.Logf("%s: %d slots from %d to %d, each once", name, len(s), s[0], s[len(s)-1])
+	}
+}
+
+type reportArgs struct {
+	Day string `json:"day"`
+}
+
+func (reportArgs) Kind() string { return "report" }
+
+// TestScheduleGoClient: the Go client's typed schedules on a real node,
+// through a follower: SetSchedule of JobArgs, its fires (function jobs of
+// the kind, the arguments as their payload), RunScheduleNow retried with
+// its key, Schedules, PauseSchedule and DeleteSchedule.
+func TestScheduleGoClient(t *testing.T) {
+	c, ctx := startWithAcme(t, 3, 2*time.Minute)
+	leader := c.WaitLeader(20 * time.Second)
+	cl, err := client.New([]string{c.Followers(leader)[0].GRPCAddr}, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	s, err := cl.SetSchedule(ctx, "daily-report", "@every 1s", reportArgs{Day: "today"}, &client.ScheduleOpts{Tenant: "acme",
+		Overlap: client.OverlapAllow, CatchUp: 30 * time.Second, Job: client.InsertOpts{Size: client.SizeMD, Cost: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args reportArgs
+	if err := s.UnmarshalArgs(&args); err != nil || args.Day != "today" || s.Kind != "report" || s.CatchUp != 30*time.Second || len(s.NextSlots) != 5 {
+		t.Fatalf("set: %+v (%v)", s, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for s.Fired < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no fires: %+v", s)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if s, err = cl.GetSchedule(ctx, "acme", "daily-report"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j, err := cl.JobGet(ctx, "acme", s.LastJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Kind != "report" || j.Form != "function" || string(j.Payload) != `{"day":"today"}` || j.Size != client.SizeMD {
+		t.Fatalf("the fired job: %+v", j)
+	}
+	if s.LastSlot.IsZero() || time.Since(s.LastSlot) > 10*time.Second {
+		t.Fatalf("last slot %s", s.LastSlot)
+	}
+	if _, err := cl.PauseSchedule(ctx, "acme", "daily-report"); err != nil {
+		t.Fatal(err)
+	}
+	r1, err := cl.RunScheduleNow(ctx, "acme", "daily-report", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := cl.RunScheduleNow(ctx, "acme", "daily-report", "k1")
+	if err != nil || r1.Duplicate || !r2.Duplicate || r2.Job.ID != r1.Job.ID || r1.Job.Key != "schedule/daily-report/run/k1" {
+		t.Fatalf("run-now: %+v, %+v, %v", r1, r2, err)
+	}
+	list, err := cl.Schedules(ctx, "acme")
+	if err != nil || len(list) != 1 || !list[0].Paused {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	if err := cl.DeleteSchedule(ctx, "acme", "daily-report"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.GetSchedule(ctx, "acme", "daily-report"); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("deleted: %v", err)
 	}
 }
