@@ -20,8 +20,8 @@ import (
 // jitter), in a heap by that time; it sleeps until the first is due (or
 // the state changes), and then proposes, in one entry, every fire due at
 // that moment: the fires of many schedules due together share entries
-// (at most MaxBatch commands each), and between slots it proposes
-// nothing. It keeps nothing the state does not say: a new leader builds
+// (at most MaxBatch commands each, queued one after the other without
+// waiting), and between slots it proposes nothing. It keeps nothing the state does not say: a new leader builds
 // the heap from the replicated schedules, and a fire proposed twice (by
 // an old leader and a new one) is spent once, by Apply.
 //
@@ -247,9 +247,60 @@ type pending struct {
 	at   sfq.Time
 }
 
-// FireDue proposes, in one entry, the fires (and misses) due at cluster
-// time now, at most MaxBatch commands; more reports that more are due.
+// FireDue proposes the fires (and misses) due at cluster time now: in
+// entries of at most MaxBatch commands, each queued without waiting for
+// the one before (they apply in order), at most maxBatches of them; more
+// reports that more are due.
 func (l *Loop) FireDue(ctx context.Context, now sfq.Time) (more bool, err error) {
+	type batch struct {
+		p    leader.Pending
+		plan []pending
+	}
+	var sent []batch
+	// No check of the state before proposing, unlike a client's command:
+	// whether a slot is due, or beyond the catch-up window, is a matter of
+	// the entry's cluster time (now, or later), which the state's clock
+	// (the last entry applied) is behind. Apply checks each against it;
+	// what it refuses (a schedule changed meanwhile) the next Sync reads.
+	pctx, cancel := context.WithTimeout(ctx, proposeTimeout)
+	defer cancel()
+	for len(sent) < maxBatches {
+		cmds, plan := l.nextBatch(now)
+		if len(cmds) == 0 {
+			break
+		}
+		p, qerr := l.n.Enqueue(pctx, cmds)
+		if qerr != nil {
+			err = qerr
+			break
+		}
+		sent = append(sent, batch{p, plan})
+	}
+	more = len(l.queue) > 0 && l.queue[0].at <= now
+	for _, b := range sent {
+		res, werr := b.p.Wait(pctx)
+		if werr != nil {
+			err = werr
+			continue
+		}
+		done, _ := l.n.ClusterNow()
+		for i, r := range res {
+			l.m.observe(r, b.plan[i].at, done)
+			if r.Refused() {
+				l.log.Info("a fire was refused (its schedule changed)", "tenant", b.plan[i].it.tenant, "schedule", b.plan[i].it.name, "slot", b.plan[i].slot, "error", r.Msg)
+				l.fresh = false
+			}
+		}
+	}
+	return more, err
+}
+
+// maxBatches bounds the entries one FireDue queues at once.
+const maxBatches = 64
+
+// nextBatch takes from the queue the fires (and misses) due at now, at
+// most MaxBatch commands, and moves each schedule on to its next slot.
+func (l *Loop) nextBatch(now sfq.Time) ([]*clusterpb.Command, []pending) {
 	var cmds []*clusterpb.Command
 	var plan []pending
 	for len(l.queue) > 0 && len(cmds) < MaxBatch && l.queue[0].at <= now {
@@ -279,30 +330,7 @@ func (l *Loop) FireDue(ctx context.Context, now sfq.Time) (more bool, err error)
 		it.last = from
 		l.schedule(it, true)
 	}
-	if len(cmds) == 0 {
-		return false, nil
-	}
-	more = len(l.queue) > 0 && l.queue[0].at <= now
-	// No check of the state before proposing, unlike a client's command:
-	// whether a slot is due, or beyond the catch-up window, is a matter of
-	// the entry's cluster time (now, or later), which the state's clock
-	// (the last entry applied) is behind. Apply checks each against it;
-	// what it refuses (a schedule changed meanwhile) the next Sync reads.
-	pctx, cancel := context.WithTimeout(ctx, proposeTimeout)
-	defer cancel()
-	res, err := l.n.Propose(pctx, cmds)
-	if err != nil {
-		return more, err
-	}
-	done, _ := l.n.ClusterNow()
-	for i, r := range res {
-		l.m.observe(r, plan[i].at, done)
-		if r.Refused() {
-			l.log.Info("a fire was refused (its schedule changed)", "tenant", plan[i].it.tenant, "schedule", plan[i].it.name, "slot", plan[i].slot, "error", r.Msg)
-			l.fresh = false
-		}
-	}
-	return more, nil
+	return cmds, plan
 }
 
 // dueQueue is a heap of items by when their next slot is fired, then by

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	nethttp "net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -50,7 +51,9 @@ func benchSchedules(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		tenants, window = 100, 10*time.Second
 	}
 	n := tenants * schedulesPerTenant
-	lc, leader, cc, err := benchLeader(ctx, o, "schedules", 3, tenants)
+	// --pprof: a read of the heap profile makes the leader collect its
+	// garbage first, so that its heap in use is what it holds.
+	lc, leader, cc, err := benchLeader(ctx, o, "schedules", 3, tenants, "--pprof")
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +69,7 @@ func benchSchedules(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		return nil, err
 	}
 	res["idle_without_schedules"] = base
-	runtime.GC()
+	collect(http)
 	rss0, heap0 := rss(pid), scrapeMetrics(http, "go_memstats_heap_inuse_bytes")[0]
 	// The schedules, set right after a minute's slot so that they are
 	// all made well before the next one.
@@ -89,6 +92,7 @@ func benchSchedules(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	}
 	res["set_schedules_per_s"] = round(float64(n) / time.Since(t).Seconds())
 	time.Sleep(2 * time.Second)
+	collect(http)
 	rss1, heap1 := rss(pid), scrapeMetrics(http, "go_memstats_heap_inuse_bytes")[0]
 	res["leader_rss_bytes_per_schedule"] = round(float64(rss1-rss0) / float64(n))
 	res["leader_heap_bytes_per_schedule"] = round((heap1 - heap0) / float64(n))
@@ -107,7 +111,14 @@ func benchSchedules(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		return nil, err
 	}
 	hist0 := latencyBuckets(http)
-	slot, lateness, last, err := watchFires(ctx, cc, n)
+	ticks0 := scrapeMetrics(http, "barista_clock_ticks_total")[0]
+	// The events are read from a follower: the leader fires.
+	wc, err := lc.dial((leader + 1) % len(lc.nodes))
+	if err != nil {
+		return nil, err
+	}
+	defer wc.Close()
+	slot, lateness, last, err := watchFires(ctx, wc, n)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +130,9 @@ func benchSchedules(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	res["fires"] = n
 	res["fire_lateness_p50_ms"], res["fire_lateness_p99_ms"], res["fire_lateness_max_ms"] = p50, p99, lateness.pct(1)
 	res["all_fired_after_ms"] = last - slot
-	res["fire_minute_entries"] = st1.AppliedIndex - st0.AppliedIndex
+	// The entries from before the minute to its last fire, but the clock
+	// ticks among them.
+	res["fire_entries"] = float64(st1.AppliedIndex-st0.AppliedIndex) - (scrapeMetrics(http, "barista_clock_ticks_total")[0] - ticks0)
 	res["commit_lateness_p50_s"], res["commit_lateness_p99_s"] = histogramQuantile(hist0, latencyBuckets(http), 0.50), histogramQuantile(hist0, latencyBuckets(http), 0.99)
 	// Snapshot and restore of a state with the schedules, in process.
 	snap, err := snapshotSchedules(o, tenants, n)
@@ -131,6 +144,15 @@ func benchSchedules(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	}
 	return []benchResult{{Scenario: "schedules", P50Ms: p50, P99Ms: p99, Params: map[string]any{"schedules": n, "tenants": tenants, "spec": "* * * * *", "window": window.String()},
 		Results: res}}, nil
+}
+
+// collect makes the server at http collect its garbage (a read of its
+// heap profile, with gc=1; it runs with --pprof).
+func collect(http string) {
+	if resp, err := nethttp.Get("http://" + http + "/debug/pprof/heap?gc=1"); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 }
 
 // waitSecond sleeps until the wall clock's second within its minute is s.
@@ -264,11 +286,16 @@ func snapshotSchedules(o *benchOpts, tenants, n int) (map[string]any, error) {
 	}); err != nil {
 		return nil, err
 	}
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	t := time.Now()
 	if err := batch(n, scheduleSetCmd); err != nil {
 		return nil, err
 	}
 	applySet := time.Since(t)
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
 	idx += 60_000 // a minute later
 	if err := batch(n, func(i int) *clusterpb.Command {
 		s := scheduleSetCmd(i).GetScheduleSet()
@@ -304,7 +331,8 @@ func snapshotSchedules(o *benchOpts, tenants, n int) (map[string]any, error) {
 	if !slices.Equal(h1[:], h2[:]) || back.ScheduleCount() != n {
 		return nil, fmt.Errorf("the restored state differs (%d schedules)", back.ScheduleCount())
 	}
-	return map[string]any{"apply_schedule_set_us": round(float64(applySet.Microseconds()) / float64(n)),
+	return map[string]any{"state_heap_bytes_per_schedule": round(float64(m1.HeapInuse-m0.HeapInuse) / float64(n)),
+		"apply_schedule_set_us": round(float64(applySet.Microseconds()) / float64(n)),
 		"apply_fire_us":  round(float64(applyFire.Microseconds()) / float64(n)),
 		"snapshot_bytes": buf.Len(), "snapshot_encode_ms": persist.Milliseconds(), "snapshot_restore_ms": restore.Milliseconds()}, nil
 }
