@@ -333,6 +333,6 @@ func snapshotSchedules(o *benchOpts, tenants, n int) (map[string]any, error) {
 	}
 	return map[string]any{"state_heap_bytes_per_schedule": round(float64(m1.HeapInuse-m0.HeapInuse) / float64(n)),
 		"apply_schedule_set_us": round(float64(applySet.Microseconds()) / float64(n)),
-		"apply_fire_us":  round(float64(applyFire.Microseconds()) / float64(n)),
-		"snapshot_bytes": buf.Len(), "snapshot_encode_ms": persist.Milliseconds(), "snapshot_restore_ms": restore.Milliseconds()}, nil
+		"apply_fire_us":         round(float64(applyFire.Microseconds()) / float64(n)),
+		"snapshot_bytes":        buf.Len(), "snapshot_encode_ms": persist.Milliseconds(), "snapshot_restore_ms": restore.Milliseconds()}, nil
 }
