@@ -66,9 +66,12 @@ func edgeSubmit(ctx context.Context, req *pb.SubmitRequest, job *clusterpb.Submi
 	if err != nil {
 		return err
 	}
-	setSubmitJob(job, tenant, req)
+	apiview.SetSubmitJob(job, tenant, req)
 	if req.IdempotencyKey != nil && *req.IdempotencyKey == "" {
 		return fieldErr(codes.InvalidArgument, "idempotency_key", "given but empty (omit it to submit without deduplication)")
+	}
+	if r := apiview.ReservedKey(job.IdempotencyKey); r != nil {
+		return refusalErr(r)
 	}
 	if _, r := fsm.SubmitFields(job, cfg, level); r != nil {
 		return refusalErr(r)
@@ -78,14 +81,6 @@ func edgeSubmit(ctx context.Context, req *pb.SubmitRequest, job *clusterpb.Submi
 		return refusalErr(err.(*fsm.Refusal))
 	}
 	return nil
-}
-
-func setSubmitJob(job *clusterpb.SubmitJob, tenant string, req *pb.SubmitRequest) {
-	job.Tenant, job.IdempotencyKey, job.JobType, job.Size = tenant, req.GetIdempotencyKey(), req.JobType, req.Size
-	job.EstCostMs, job.Payload, job.MaxAttempts, job.TimeoutMs = req.EstCostMs, req.Payload, req.MaxAttempts, req.TimeoutMs
-	job.JobClass, job.DeadlineMs, job.Group = req.Class, req.DeadlineMs, req.Group
-	job.DelayMs, job.ExpireMs, job.RetryBackoffMs = req.DelayMs, req.ExpireMs, req.RetryBackoffMs
-	job.Pool, job.Form = req.Pool, req.Form
 }
 
 // levelErr refuses a command that needs a feature level above the

@@ -68,8 +68,22 @@ class ClockNow(_message.Message):
     wall_ms: int
     def __init__(self, cluster_ms: _Optional[int] = ..., wall_ms: _Optional[int] = ...) -> None: ...
 
+class DeleteScheduleRequest(_message.Message):
+    __slots__ = ["name", "tenant"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class DeleteScheduleResponse(_message.Message):
+    __slots__ = ["deleted"]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    deleted: bool
+    def __init__(self, deleted: bool = ...) -> None: ...
+
 class Event(_message.Message):
-    __slots__ = ["at_ms", "attempt", "cpu_ms", "exit_code", "group", "job_id", "kind", "pool", "reason", "seq", "tenant", "wall_ms", "worker_id"]
+    __slots__ = ["at_ms", "attempt", "cpu_ms", "exit_code", "group", "job_id", "kind", "pool", "reason", "schedule", "seq", "slot_ms", "slots", "tenant", "wall_ms", "worker_id"]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     AT_MS_FIELD_NUMBER: _ClassVar[int]
     CPU_MS_FIELD_NUMBER: _ClassVar[int]
@@ -79,7 +93,10 @@ class Event(_message.Message):
     KIND_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    SLOT_MS_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     WALL_MS_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -92,11 +109,14 @@ class Event(_message.Message):
     kind: str
     pool: str
     reason: str
+    schedule: str
     seq: int
+    slot_ms: int
+    slots: int
     tenant: str
     wall_ms: int
     worker_id: str
-    def __init__(self, seq: _Optional[int] = ..., job_id: _Optional[int] = ..., tenant: _Optional[str] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ..., at_ms: _Optional[int] = ..., worker_id: _Optional[str] = ..., cpu_ms: _Optional[int] = ..., exit_code: _Optional[int] = ..., reason: _Optional[str] = ..., wall_ms: _Optional[int] = ..., group: _Optional[str] = ..., pool: _Optional[str] = ...) -> None: ...
+    def __init__(self, seq: _Optional[int] = ..., job_id: _Optional[int] = ..., tenant: _Optional[str] = ..., attempt: _Optional[int] = ..., kind: _Optional[str] = ..., at_ms: _Optional[int] = ..., worker_id: _Optional[str] = ..., cpu_ms: _Optional[int] = ..., exit_code: _Optional[int] = ..., reason: _Optional[str] = ..., wall_ms: _Optional[int] = ..., group: _Optional[str] = ..., pool: _Optional[str] = ..., schedule: _Optional[str] = ..., slot_ms: _Optional[int] = ..., slots: _Optional[int] = ...) -> None: ...
 
 class EvidenceWindow(_message.Message):
     __slots__ = ["by_time", "from_index", "from_ms", "to_index", "to_ms"]
@@ -121,7 +141,7 @@ class ExplainJobRequest(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., job_id: _Optional[int] = ...) -> None: ...
 
 class ExplainJobResponse(_message.Message):
-    __slots__ = ["ahead", "current", "due_ms", "eligible_at_ms", "fitting_workers", "group", "group_order", "job_id", "kind", "limit", "now", "place", "position", "reason", "size", "tag_ms", "text", "vertex", "vnow_ms", "worker_id", "workers_busy"]
+    __slots__ = ["ahead", "current", "due_ms", "eligible_at_ms", "fitting_workers", "group", "group_order", "job_id", "kind", "limit", "now", "place", "position", "reason", "schedule", "schedule_run_key", "schedule_slot_ms", "size", "tag_ms", "text", "vertex", "vnow_ms", "worker_id", "workers_busy"]
     AHEAD_FIELD_NUMBER: _ClassVar[int]
     CLASS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +157,9 @@ class ExplainJobResponse(_message.Message):
     PLACE_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_RUN_KEY_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_SLOT_MS_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     TAG_MS_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -158,6 +181,9 @@ class ExplainJobResponse(_message.Message):
     place: PlaceInLine
     position: int
     reason: str
+    schedule: str
+    schedule_run_key: str
+    schedule_slot_ms: int
     size: _types_pb2.Size
     tag_ms: str
     text: str
@@ -165,7 +191,7 @@ class ExplainJobResponse(_message.Message):
     vnow_ms: str
     worker_id: str
     workers_busy: bool
-    def __init__(self, job_id: _Optional[int] = ..., reason: _Optional[str] = ..., text: _Optional[str] = ..., size: _Optional[_Union[_types_pb2.Size, str]] = ..., position: _Optional[int] = ..., vertex: _Optional[str] = ..., current: _Optional[int] = ..., limit: _Optional[int] = ..., ahead: _Optional[int] = ..., tag_ms: _Optional[str] = ..., vnow_ms: _Optional[str] = ..., worker_id: _Optional[str] = ..., due_ms: _Optional[int] = ..., eligible_at_ms: _Optional[int] = ..., group: _Optional[str] = ..., group_order: _Optional[str] = ..., fitting_workers: _Optional[int] = ..., workers_busy: bool = ..., place: _Optional[_Union[PlaceInLine, _Mapping]] = ..., kind: _Optional[str] = ..., now: _Optional[_Union[ClockNow, _Mapping]] = ..., **kwargs) -> None: ...
+    def __init__(self, job_id: _Optional[int] = ..., reason: _Optional[str] = ..., text: _Optional[str] = ..., size: _Optional[_Union[_types_pb2.Size, str]] = ..., position: _Optional[int] = ..., vertex: _Optional[str] = ..., current: _Optional[int] = ..., limit: _Optional[int] = ..., ahead: _Optional[int] = ..., tag_ms: _Optional[str] = ..., vnow_ms: _Optional[str] = ..., worker_id: _Optional[str] = ..., due_ms: _Optional[int] = ..., eligible_at_ms: _Optional[int] = ..., group: _Optional[str] = ..., group_order: _Optional[str] = ..., fitting_workers: _Optional[int] = ..., workers_busy: bool = ..., place: _Optional[_Union[PlaceInLine, _Mapping]] = ..., kind: _Optional[str] = ..., schedule: _Optional[str] = ..., schedule_slot_ms: _Optional[int] = ..., schedule_run_key: _Optional[str] = ..., now: _Optional[_Union[ClockNow, _Mapping]] = ..., **kwargs) -> None: ...
 
 class FairnessCertificateRequest(_message.Message):
     __slots__ = ["tenant", "window"]
@@ -202,6 +228,18 @@ class GetJobRequest(_message.Message):
     read: ReadOptions
     tenant: str
     def __init__(self, tenant: _Optional[str] = ..., job_id: _Optional[int] = ..., read: _Optional[_Union[ReadOptions, _Mapping]] = ...) -> None: ...
+
+class GetScheduleRequest(_message.Message):
+    __slots__ = ["name", "next", "read", "tenant"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
+    READ_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    next: int
+    read: ReadOptions
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., name: _Optional[str] = ..., read: _Optional[_Union[ReadOptions, _Mapping]] = ..., next: _Optional[int] = ...) -> None: ...
 
 class Group(_message.Message):
     __slots__ = ["cap", "limit", "name", "now", "paused", "queued", "rate", "rate_burst", "rate_eligible_at_ms", "running", "tenant", "tenant_cap"]
@@ -400,6 +438,28 @@ class ListKindPoliciesResponse(_message.Message):
     policies: _containers.RepeatedCompositeFieldContainer[KindPolicy]
     def __init__(self, policies: _Optional[_Iterable[_Union[KindPolicy, _Mapping]]] = ...) -> None: ...
 
+class ListSchedulesRequest(_message.Message):
+    __slots__ = ["next", "page_size", "page_token", "read", "tenant"]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    READ_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    next: int
+    page_size: int
+    page_token: str
+    read: ReadOptions
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., read: _Optional[_Union[ReadOptions, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., next: _Optional[int] = ...) -> None: ...
+
+class ListSchedulesResponse(_message.Message):
+    __slots__ = ["next_page_token", "schedules"]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULES_FIELD_NUMBER: _ClassVar[int]
+    next_page_token: str
+    schedules: _containers.RepeatedCompositeFieldContainer[Schedule]
+    def __init__(self, schedules: _Optional[_Iterable[_Union[Schedule, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class PauseRequest(_message.Message):
     __slots__ = ["group", "resume", "tenant"]
     GROUP_FIELD_NUMBER: _ClassVar[int]
@@ -417,6 +477,16 @@ class PauseResponse(_message.Message):
     changed: bool
     paused: str
     def __init__(self, paused: _Optional[str] = ..., changed: bool = ...) -> None: ...
+
+class PauseScheduleRequest(_message.Message):
+    __slots__ = ["name", "resume", "tenant"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    resume: bool
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., name: _Optional[str] = ..., resume: bool = ...) -> None: ...
 
 class PlaceInLine(_message.Message):
     __slots__ = ["ahead", "complete", "estimated_start_ms", "own_ahead", "rate_per_minute", "share"]
@@ -454,6 +524,76 @@ class RunJobNowResponse(_message.Message):
     state: str
     def __init__(self, state: _Optional[str] = ...) -> None: ...
 
+class RunScheduleNowRequest(_message.Message):
+    __slots__ = ["key", "name", "tenant"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    name: str
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., name: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
+
+class RunScheduleNowResponse(_message.Message):
+    __slots__ = ["created", "job_id", "key"]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    created: bool
+    job_id: int
+    key: str
+    def __init__(self, job_id: _Optional[int] = ..., created: bool = ..., key: _Optional[str] = ...) -> None: ...
+
+class Schedule(_message.Message):
+    __slots__ = ["catchup_ms", "created_at_ms", "fired", "jitter_ms", "job", "last_job_id", "last_slot_ms", "live_job_ids", "missed", "name", "next_fire_ms", "next_slots_ms", "now", "overlap", "paused", "refused", "since_ms", "skipped", "spec", "spec_error", "tenant", "version", "zone"]
+    CATCHUP_MS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    FIRED_FIELD_NUMBER: _ClassVar[int]
+    JITTER_MS_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    LAST_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_SLOT_MS_FIELD_NUMBER: _ClassVar[int]
+    LIVE_JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    MISSED_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIRE_MS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_SLOTS_MS_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    SPEC_ERROR_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ZONE_FIELD_NUMBER: _ClassVar[int]
+    catchup_ms: int
+    created_at_ms: int
+    fired: int
+    jitter_ms: int
+    job: SubmitRequest
+    last_job_id: int
+    last_slot_ms: int
+    live_job_ids: _containers.RepeatedScalarFieldContainer[int]
+    missed: int
+    name: str
+    next_fire_ms: int
+    next_slots_ms: _containers.RepeatedScalarFieldContainer[int]
+    now: ClockNow
+    overlap: _types_pb2.Overlap
+    paused: bool
+    refused: int
+    since_ms: int
+    skipped: int
+    spec: str
+    spec_error: str
+    tenant: str
+    version: int
+    zone: str
+    def __init__(self, tenant: _Optional[str] = ..., name: _Optional[str] = ..., spec: _Optional[str] = ..., zone: _Optional[str] = ..., overlap: _Optional[_Union[_types_pb2.Overlap, str]] = ..., catchup_ms: _Optional[int] = ..., jitter_ms: _Optional[int] = ..., paused: bool = ..., job: _Optional[_Union[SubmitRequest, _Mapping]] = ..., version: _Optional[int] = ..., since_ms: _Optional[int] = ..., last_slot_ms: _Optional[int] = ..., next_slots_ms: _Optional[_Iterable[int]] = ..., next_fire_ms: _Optional[int] = ..., fired: _Optional[int] = ..., skipped: _Optional[int] = ..., missed: _Optional[int] = ..., refused: _Optional[int] = ..., last_job_id: _Optional[int] = ..., live_job_ids: _Optional[_Iterable[int]] = ..., created_at_ms: _Optional[int] = ..., spec_error: _Optional[str] = ..., now: _Optional[_Union[ClockNow, _Mapping]] = ...) -> None: ...
+
 class SetGroupRequest(_message.Message):
     __slots__ = ["burst", "cap", "group", "rate", "tenant"]
     BURST_FIELD_NUMBER: _ClassVar[int]
@@ -485,6 +625,28 @@ class SetKindPolicyRequest(_message.Message):
     tenant: str
     timeout_ms: int
     def __init__(self, tenant: _Optional[str] = ..., kind: _Optional[str] = ..., max_attempts: _Optional[int] = ..., retry_backoff_ms: _Optional[int] = ..., retry_backoff_max_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., remove: bool = ...) -> None: ...
+
+class SetScheduleRequest(_message.Message):
+    __slots__ = ["catchup_ms", "jitter_ms", "job", "name", "overlap", "paused", "spec", "tenant", "zone"]
+    CATCHUP_MS_FIELD_NUMBER: _ClassVar[int]
+    JITTER_MS_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    ZONE_FIELD_NUMBER: _ClassVar[int]
+    catchup_ms: int
+    jitter_ms: int
+    job: SubmitRequest
+    name: str
+    overlap: _types_pb2.Overlap
+    paused: bool
+    spec: str
+    tenant: str
+    zone: str
+    def __init__(self, tenant: _Optional[str] = ..., name: _Optional[str] = ..., spec: _Optional[str] = ..., zone: _Optional[str] = ..., overlap: _Optional[_Union[_types_pb2.Overlap, str]] = ..., catchup_ms: _Optional[int] = ..., jitter_ms: _Optional[int] = ..., paused: bool = ..., job: _Optional[_Union[SubmitRequest, _Mapping]] = ...) -> None: ...
 
 class SubmitBatchRequest(_message.Message):
     __slots__ = ["jobs"]
