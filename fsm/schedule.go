@@ -265,10 +265,10 @@ func ScheduleJitter(tenant, name string, slot sfq.Time, jitterMs int64) int64 {
 
 // scheduleSet is what checkScheduleSet found of a ScheduleSet.
 type scheduleSet struct {
-	ti      uint32
-	serial  uint64 // of the schedule it replaces
-	exists  bool
-	rec     Schedule // the definition (counts and slots are the state's)
+	ti     uint32
+	serial uint64 // of the schedule it replaces
+	exists bool
+	rec    Schedule // the definition (counts and slots are the state's)
 }
 
 // checkScheduleSet is the check of a ScheduleSet: the tenant, the name,
