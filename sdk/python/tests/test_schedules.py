@@ -47,6 +47,13 @@ async def until(c: barista.Client, name: str, what: str, cond, timeout: float = 
         await asyncio.sleep(0.1)
 
 
+async def first_fire(c: barista.Client) -> barista.Event:
+    async for ev in c.watch(from_oldest=True):
+        if ev.kind == "schedule_fired":
+            return ev
+    raise AssertionError("the watch ended")
+
+
 def definition(s: barista.Schedule) -> barista.Schedule:
     """s without its times (each answer turns cluster times into wall
     times by its own clock, a few ms apart between answers)."""
@@ -144,6 +151,11 @@ async def test_a_schedule_fires_jobs_a_python_worker_runs(cluster) -> None:
             assert r.since is not None and r.next_slots[0] > r.since
             after = await until(c, "py-report", "a fire after the resume", lambda x: x.fired >= q.fired + 1)
             assert after.missed == 0 and after.last_slot is not None and after.last_slot > r.since
+
+        # Its fires are events of the tenant: the first, of a slot.
+        ev = await asyncio.wait_for(first_fire(c), 10)
+        assert (ev.kind, ev.schedule, ev.tenant, ev.reason) == ("schedule_fired", "py-report", "globex", "")
+        assert ev.job_id > 0 and ev.slot is not None and s.created_at is not None and ev.slot >= s.created_at
 
         await c.delete_schedule("py-report")
         with pytest.raises(barista.NotFound) as e:
