@@ -6,33 +6,22 @@ errors naming their field."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import AsyncIterator, ClassVar, List
+from typing import ClassVar, List
 
 import pytest
 
 import barista
-from cluster import ACME_TOKEN, ADMIN_TOKEN, GLOBEX_TOKEN, WORKER_TOKEN
+from cluster import ACME_TOKEN, ADMIN_TOKEN, GLOBEX_TOKEN, WORKER_TOKEN, running
 
 
 @dataclass
 class Report:
     kind: ClassVar[str] = "report-py"
     day: str
-
-
-@contextlib.asynccontextmanager
-async def running(worker: barista.Worker) -> AsyncIterator[barista.Worker]:
-    task = asyncio.get_running_loop().create_task(worker.run(handle_signals=False))
-    try:
-        yield worker
-    finally:
-        await worker.stop(grace=5)
-        await asyncio.wait_for(task, 20)
 
 
 async def until(c: barista.Client, name: str, what: str, cond, timeout: float = 20) -> barista.Schedule:
