@@ -5,24 +5,12 @@ that type fails its job for good; sync functions in worker processes
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-from typing import AsyncIterator, Dict, List
+from typing import Dict, List
 
 import barista
-from cluster import ACME_TOKEN, WORKER_TOKEN
+from cluster import ACME_TOKEN, WORKER_TOKEN, running
 from typed_jobs import Box, Crunch, Resize, crunch
-
-
-@contextlib.asynccontextmanager
-async def running(worker: barista.Worker) -> AsyncIterator[barista.Worker]:
-    task = asyncio.get_running_loop().create_task(worker.run(handle_signals=False))
-    try:
-        yield worker
-    finally:
-        await worker.stop(grace=5)
-        await asyncio.wait_for(task, 20)
 
 
 async def ended(c: barista.Client, job: barista.Job) -> barista.Job:

@@ -1,8 +1,9 @@
 """barista: the Python SDK of the barista job dispatcher.
 
-A client that submits, reads, lists, cancels, explains and watches jobs
-(and makes the admin calls a SaaS makes at sign-up), and a worker that
-runs Python functions in this process, routed by the job's kind. Both
+A client that submits, reads, lists, cancels, explains and watches jobs,
+manages schedules (periodic jobs kept in the cluster's log) and makes the
+admin calls a SaaS makes at sign-up; and a worker that runs Python
+functions in this process, routed by the job's kind. Both
 are asyncio, on grpc.aio; see docs/sdk-python.md.
 
     import barista
@@ -53,7 +54,8 @@ from .errors import (
     Unknown,
 )
 from .evidence import CertificateReport, verify_certificate
-from .models import Cancel, Event, Explanation, GroupUsage, Job, Place, Subscription, Tenant, Usage
+from .models import (Cancel, Event, Explanation, GroupUsage, Job, Overlap, Place, Schedule, ScheduleJob, Subscription,
+                     Tenant, Usage)
 from .worker import Worker
 
 
@@ -78,8 +80,9 @@ __all__ = [
     "Aborted", "AlreadyExists", "BaristaError", "Cancel", "Cancelled", "CertificateReport", "Client", "ClientClosed", "DataLoss",
     "DeadlineExceeded", "DeadlinesNotAllowed", "Event", "Explanation", "FailedPrecondition", "FeatureLevel",
     "GroupUsage", "Internal", "InvalidArgument", "Job", "JobContext", "KeyConflict", "KeyJobGone",
-    "MAX_MESSAGE_BYTES", "MaxClass", "MaxGroups", "NotFound", "NotLeader", "OutOfRange", "PermissionDenied", "PoolUnknown",
-    "Place", "QuotaExceeded", "RateLimited", "ResourceExhausted", "Snooze", "Subscription", "SubscriptionRequired",
+    "MAX_MESSAGE_BYTES", "MaxClass", "MaxGroups", "NotFound", "NotLeader", "OutOfRange", "Overlap", "PermissionDenied",
+    "PoolUnknown", "Place", "QuotaExceeded", "RateLimited", "ResourceExhausted", "Schedule", "ScheduleJob", "Snooze",
+    "Subscription", "SubscriptionRequired",
     "Tenant", "TenantUnknown", "TooLarge", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown",
     "Unrunnable", "Usage", "Worker", "__version__", "tls_credentials", "verify_certificate",
 ]

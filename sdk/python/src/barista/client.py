@@ -1,10 +1,12 @@
 """The client of a barista cluster: submit, read, list, cancel, explain,
-watch, usage, and the admin calls a SaaS makes at sign-up."""
+watch, usage, schedules, and the admin calls a SaaS makes at sign-up."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import secrets
 from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -15,7 +17,7 @@ import grpc
 from . import _conn, _payload, errors
 from . import _convert as cv
 from ._proto import admin_pb2, admin_pb2_grpc, client_pb2, client_pb2_grpc, types_pb2
-from .models import Cancel, Event, Explanation, Job, Subscription, Tenant, Usage
+from .models import Cancel, Event, Explanation, Job, Overlap, Schedule, Subscription, Tenant, Usage, overlap as overlap_pb
 
 from ._limits import MAX_BATCH, MAX_BATCH_BYTES
 
@@ -355,6 +357,120 @@ class Client:
                 break  # the node ended it (it is stopping): reconnect
             await asyncio.sleep(wait)
             wait = min(2 * wait, WATCH_BACKOFF_MAX)
+
+    # -- schedules -----------------------------------------------------
+
+    async def set_schedule(self, name: str, spec: str, payload: object = b"", *, kind: Optional[str] = None,
+                           tenant: Optional[str] = None, zone: Optional[str] = None,
+                           overlap: Union[Overlap, str] = Overlap.SKIP, catchup: Optional[cv.Duration] = None,
+                           jitter: Optional[cv.Duration] = None, paused: bool = False, pool: Optional[str] = None,
+                           size: str = "sm", cost: Optional[cv.Duration] = None, group: Optional[str] = None,
+                           priority: Optional[str] = None, deadline: Optional[cv.Duration] = None,
+                           delay: Optional[cv.Duration] = None, expire: Optional[cv.Duration] = None,
+                           max_attempts: Optional[int] = None, timeout: Optional[cv.Duration] = None,
+                           retry_backoff: Optional[cv.Duration] = None, form: Optional[str] = None) -> Schedule:
+        """Creates or replaces the schedule ``name`` (docs/schedules.md):
+        at each slot of ``spec`` — five cron fields (minute hour
+        day-of-month month day-of-week) read in ``zone`` (an IANA name;
+        None: UTC), a macro such as "@daily", or "@every D" (the multiples
+        of D since the Unix epoch) — the cluster submits a job of
+        ``payload``, as ``submit`` would, under the tenant's quotas and fair
+        share, with the key ``schedule/NAME/SLOT``. A change takes effect
+        for the slots after it; setting a schedule to what it is changes
+        nothing (so the call is sent again to another node after a failure
+        on the way).
+
+        ``payload``, ``kind`` and ``form`` and the job's options are
+        submit's (a dataclass payload names its kind), but for ``key``
+        (the schedule's) and ``deadline``, a duration from each fire.
+        ``overlap`` (an ``Overlap`` or its name) says what a slot does
+        while the previous job lives; ``catchup`` how far behind cluster
+        time a slot still fires after no leader could fire it (None: 60 s);
+        ``jitter`` spreads the fires over that long after each slot;
+        ``paused`` makes (or keeps) it paused."""
+        for what, value in (("name", name), ("spec", spec)):
+            if not isinstance(value, str) or not value:
+                raise errors.InvalidArgument(f"{what}: {value!r} (want a non-empty string)", field=what)
+        if isinstance(deadline, datetime):
+            raise errors.InvalidArgument("deadline: a schedule's job takes its deadline as a duration from each fire, "
+                                         "not a datetime", field="deadline")
+        job = self._submit_request(payload, kind=kind, pool=pool, size=size, cost=cost, group=group, priority=priority,
+                                   delay=delay, expire=expire, max_attempts=max_attempts, timeout=timeout,
+                                   retry_backoff=retry_backoff, form=form)
+        job.deadline_ms = cv.millis(deadline, "deadline")
+        req = client_pb2.SetScheduleRequest(tenant=tenant or "", name=name, spec=spec, zone=zone or "",
+                                            overlap=overlap_pb(overlap), jitter_ms=cv.millis(jitter, "jitter"),
+                                            paused=paused, job=job)
+        if catchup is not None:
+            req.catchup_ms = cv.millis(catchup, "catchup")
+        too_large = _too_large(job, req.ByteSize())
+        if too_large is not None:
+            raise too_large
+        return Schedule._from_pb(await self._client_call("SetSchedule", req, idempotent=True))
+
+    async def get_schedule(self, name: str, *, tenant: Optional[str] = None, next: int = 5,
+                           stale: bool = False) -> Schedule:
+        """A schedule with its ``next`` next slots (at most 100);
+        NotFound if there is none."""
+        req = client_pb2.GetScheduleRequest(tenant=tenant or "", name=name, next=next,
+                                            read=client_pb2.ReadOptions(stale=stale))
+        return Schedule._from_pb(await self._client_call("GetSchedule", req, idempotent=True))
+
+    async def list_schedules(self, *, tenant: Optional[str] = None, next: int = 1, stale: bool = False) -> List[Schedule]:
+        """The tenant's schedules by name (at most its ``max_schedules``),
+        each with its ``next`` next slots, fetched a page of 1,000 at a
+        time."""
+        out: List[Schedule] = []
+        token = ""
+        while True:
+            req = client_pb2.ListSchedulesRequest(tenant=tenant or "", page_size=1000, page_token=token, next=next,
+                                                  read=client_pb2.ReadOptions(stale=stale))
+            resp = await self._client_call("ListSchedules", req, idempotent=True)
+            out.extend(Schedule._from_pb(s) for s in resp.schedules)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    async def pause_schedule(self, name: str, *, tenant: Optional[str] = None) -> Schedule:
+        """Pauses a schedule: no slot fires, and none is counted missed,
+        until ``resume_schedule``."""
+        return await self._pause_schedule(name, tenant, False)
+
+    async def resume_schedule(self, name: str, *, tenant: Optional[str] = None) -> Schedule:
+        """Resumes a paused schedule: the slots after the resume fire
+        (those slept through do not)."""
+        return await self._pause_schedule(name, tenant, True)
+
+    async def _pause_schedule(self, name: str, tenant: Optional[str], resume: bool) -> Schedule:
+        req = client_pb2.PauseScheduleRequest(tenant=tenant or "", name=name, resume=resume)
+        return Schedule._from_pb(await self._client_call("PauseSchedule", req, idempotent=True))
+
+    async def run_schedule_now(self, name: str, key: Optional[str] = None, *, tenant: Optional[str] = None) -> Job:
+        """Fires a schedule once, now, whatever its spec, pause and overlap
+        policy, and returns the job it submitted (read back: ``get``'s
+        fields), with the key ``schedule/NAME/run/KEY``. ``key`` (None: a
+        random one made here) makes the call safe to send again: the same
+        key fires once, and a second call with it answers the same job
+        with ``created`` False."""
+        if key is None:
+            key = secrets.token_hex(8)
+        elif not isinstance(key, str) or not key:
+            raise errors.InvalidArgument(f"key: {key!r} (want a non-empty string, or None for one made here)", field="key")
+        req = client_pb2.RunScheduleNowRequest(tenant=tenant or "", name=name, key=key)
+        resp: client_pb2.RunScheduleNowResponse = await self._client_call("RunScheduleNow", req, idempotent=True)
+        try:
+            job = await self.get(resp.job_id, tenant=tenant)
+        except errors.BaristaError as e:
+            raise type(e)(f"schedule {name} fired job {resp.job_id}, but reading it back failed: {e.message}",
+                          code=e.code, reason=e.reason, field=e.field, metadata=e.metadata,
+                          retry_after=e.retry_after) from e
+        return dataclasses.replace(job, created=resp.created)
+
+    async def delete_schedule(self, name: str, *, tenant: Optional[str] = None) -> None:
+        """Deletes a schedule; the jobs it fired stay. NotFound if there
+        is none. Sent once."""
+        await self._client_call("DeleteSchedule", client_pb2.DeleteScheduleRequest(tenant=tenant or "", name=name),
+                                idempotent=False)
 
     # -- admin ---------------------------------------------------------
 
