@@ -13,29 +13,29 @@ import (
 	pb "github.com/baristahq/barista/proto"
 )
 
-// Schedules (SPEC §3 "Schedules", feature level 8; docs/schedules.md):
+// ScheduleList (SPEC §3 "Schedules", feature level 8; docs/schedules.md):
 // a tenant's periodic jobs, fired by the cluster's leader in cluster time,
 // exactly once per slot across any failover.
 
-// The calls of the wire, as the CLI makes them.
+// The calls of the wire (Client.Raw), as the CLI makes them.
 
-// ScheduleSet creates or replaces a schedule.
-func (c *Client) ScheduleSet(ctx context.Context, req *pb.SetScheduleRequest) (*pb.Schedule, error) {
-	return unary(ctx, c, req, pb.ClientClient.SetSchedule)
+// ScheduleSet creates or replaces a schedule; typed: ScheduleSet.
+func (r Raw) SetSchedule(ctx context.Context, req *pb.SetScheduleRequest) (*pb.Schedule, error) {
+	return unary(ctx, r.c, req, pb.ClientClient.SetSchedule)
 }
 
-// ScheduleGet reads one schedule with its next slots.
-func (c *Client) ScheduleGet(ctx context.Context, req *pb.GetScheduleRequest) (*pb.Schedule, error) {
-	return unary(ctx, c, req, pb.ClientClient.GetSchedule)
+// ScheduleGet reads one schedule with its next slots; typed: ScheduleGet.
+func (r Raw) GetSchedule(ctx context.Context, req *pb.GetScheduleRequest) (*pb.Schedule, error) {
+	return unary(ctx, r.c, req, pb.ClientClient.GetSchedule)
 }
 
-// ScheduleList pages through a tenant's schedules by name: every page,
-// as one sequence.
-func (c *Client) ScheduleList(ctx context.Context, req *pb.ListSchedulesRequest) iter.Seq2[*pb.Schedule, error] {
+// ScheduleList pages through a tenant's schedules by name (ListSchedules):
+// every page, as one sequence; typed: ScheduleList.
+func (r Raw) Schedules(ctx context.Context, req *pb.ListSchedulesRequest) iter.Seq2[*pb.Schedule, error] {
 	return func(yield func(*pb.Schedule, error) bool) {
 		page := proto.Clone(req).(*pb.ListSchedulesRequest)
 		for {
-			resp, err := unary(ctx, c, page, pb.ClientClient.ListSchedules)
+			resp, err := unary(ctx, r.c, page, pb.ClientClient.ListSchedules)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -53,20 +53,21 @@ func (c *Client) ScheduleList(ctx context.Context, req *pb.ListSchedulesRequest)
 	}
 }
 
-// SchedulePause pauses (with Resume, resumes) a schedule.
-func (c *Client) SchedulePause(ctx context.Context, req *pb.PauseScheduleRequest) (*pb.Schedule, error) {
-	return unary(ctx, c, req, pb.ClientClient.PauseSchedule)
+// SchedulePause pauses (with Resume, resumes) a schedule; typed:
+// SchedulePause and ScheduleResume.
+func (r Raw) PauseSchedule(ctx context.Context, req *pb.PauseScheduleRequest) (*pb.Schedule, error) {
+	return unary(ctx, r.c, req, pb.ClientClient.PauseSchedule)
 }
 
 // ScheduleRunNow fires a schedule once, now. With a key it may be
-// retried: the same key fires once.
-func (c *Client) ScheduleRunNow(ctx context.Context, req *pb.RunScheduleNowRequest) (*pb.RunScheduleNowResponse, error) {
-	return unary(ctx, c, req, pb.ClientClient.RunScheduleNow)
+// retried: the same key fires once. Typed: ScheduleRunNow.
+func (r Raw) RunScheduleNow(ctx context.Context, req *pb.RunScheduleNowRequest) (*pb.RunScheduleNowResponse, error) {
+	return unary(ctx, r.c, req, pb.ClientClient.RunScheduleNow)
 }
 
-// ScheduleDelete deletes a schedule (its jobs stay).
-func (c *Client) ScheduleDelete(ctx context.Context, req *pb.DeleteScheduleRequest) (*pb.DeleteScheduleResponse, error) {
-	return unary(ctx, c, req, pb.ClientClient.DeleteSchedule)
+// ScheduleDelete deletes a schedule (its jobs stay); typed: ScheduleDelete.
+func (r Raw) DeleteSchedule(ctx context.Context, req *pb.DeleteScheduleRequest) (*pb.DeleteScheduleResponse, error) {
+	return unary(ctx, r.c, req, pb.ClientClient.DeleteSchedule)
 }
 
 // Overlap says what a fire does while the schedule's previous job has not
@@ -189,14 +190,14 @@ func overlapToPB(o Overlap) (pb.Overlap, error) {
 	return 0, invalidArg(fmt.Sprintf("overlap: %q (want skip, buffer_one or allow)", o))
 }
 
-// SetSchedule creates or replaces the schedule name: at each slot of spec
+// ScheduleSet creates or replaces the schedule name: at each slot of spec
 // (five cron fields, minute hour day-of-month month day-of-week, in
 // opts.Zone; a macro such as "@daily"; or "@every D", at the multiples of
 // D since the Unix epoch) it submits a function job of kind args.Kind()
 // with args as its JSON payload, as Insert would, under the tenant's
 // quotas and fair share, with the key schedule/NAME/SLOT. A change takes
 // effect for the slots after it.
-func (c *Client) SetSchedule(ctx context.Context, name, spec string, args JobArgs, opts *ScheduleOpts) (*Schedule, error) {
+func (c *Client) ScheduleSet(ctx context.Context, name, spec string, args JobArgs, opts *ScheduleOpts) (*Schedule, error) {
 	if opts == nil {
 		opts = &ScheduleOpts{}
 	}
@@ -217,27 +218,27 @@ func (c *Client) SetSchedule(ctx context.Context, name, spec string, args JobArg
 	if opts.CatchUp != 0 {
 		req.CatchupMs = proto.Int64(opts.CatchUp.Milliseconds())
 	}
-	s, err := c.ScheduleSet(ctx, req)
+	s, err := c.Raw().SetSchedule(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	return ScheduleFromProto(s), nil
 }
 
-// GetSchedule reads tenant's schedule name ("" tenant: a client token's
+// ScheduleGet reads tenant's schedule name ("" tenant: a client token's
 // own) with its next five slots.
-func (c *Client) GetSchedule(ctx context.Context, tenant, name string) (*Schedule, error) {
-	s, err := c.ScheduleGet(ctx, &pb.GetScheduleRequest{Tenant: tenant, Name: name})
+func (c *Client) ScheduleGet(ctx context.Context, tenant, name string) (*Schedule, error) {
+	s, err := c.Raw().GetSchedule(ctx, &pb.GetScheduleRequest{Tenant: tenant, Name: name})
 	if err != nil {
 		return nil, err
 	}
 	return ScheduleFromProto(s), nil
 }
 
-// Schedules lists tenant's schedules by name, each with its next slot.
-func (c *Client) Schedules(ctx context.Context, tenant string) ([]*Schedule, error) {
+// ScheduleList lists tenant's schedules by name, each with its next slot.
+func (c *Client) ScheduleList(ctx context.Context, tenant string) ([]*Schedule, error) {
 	var out []*Schedule
-	for s, err := range c.ScheduleList(ctx, &pb.ListSchedulesRequest{Tenant: tenant}) {
+	for s, err := range c.Raw().Schedules(ctx, &pb.ListSchedulesRequest{Tenant: tenant}) {
 		if err != nil {
 			return nil, err
 		}
@@ -246,37 +247,37 @@ func (c *Client) Schedules(ctx context.Context, tenant string) ([]*Schedule, err
 	return out, nil
 }
 
-// PauseSchedule pauses a schedule: no slot fires, and none is counted
-// missed, until ResumeSchedule, after which the slots after the resume
+// SchedulePause pauses a schedule: no slot fires, and none is counted
+// missed, until ScheduleResume, after which the slots after the resume
 // fire.
-func (c *Client) PauseSchedule(ctx context.Context, tenant, name string) (*Schedule, error) {
-	return c.pauseSchedule(ctx, tenant, name, false)
+func (c *Client) SchedulePause(ctx context.Context, tenant, name string) (*Schedule, error) {
+	return c.schedulePause(ctx, tenant, name, false)
 }
 
-// ResumeSchedule resumes a paused schedule.
-func (c *Client) ResumeSchedule(ctx context.Context, tenant, name string) (*Schedule, error) {
-	return c.pauseSchedule(ctx, tenant, name, true)
+// ScheduleResume resumes a paused schedule.
+func (c *Client) ScheduleResume(ctx context.Context, tenant, name string) (*Schedule, error) {
+	return c.schedulePause(ctx, tenant, name, true)
 }
 
-func (c *Client) pauseSchedule(ctx context.Context, tenant, name string, resume bool) (*Schedule, error) {
-	s, err := c.SchedulePause(ctx, &pb.PauseScheduleRequest{Tenant: tenant, Name: name, Resume: resume})
+func (c *Client) schedulePause(ctx context.Context, tenant, name string, resume bool) (*Schedule, error) {
+	s, err := c.Raw().PauseSchedule(ctx, &pb.PauseScheduleRequest{Tenant: tenant, Name: name, Resume: resume})
 	if err != nil {
 		return nil, err
 	}
 	return ScheduleFromProto(s), nil
 }
 
-// RunScheduleNow fires a schedule once, now, whatever its spec, pause and
+// ScheduleRunNow fires a schedule once, now, whatever its spec, pause and
 // overlap policy, and returns the job it submitted. key ("": one made
 // here) makes the call safe to retry: the same key fires once, and a
 // second call with it returns the same job with Duplicate set.
-func (c *Client) RunScheduleNow(ctx context.Context, tenant, name, key string) (*InsertResult, error) {
+func (c *Client) ScheduleRunNow(ctx context.Context, tenant, name, key string) (*InsertResult, error) {
 	if key == "" {
 		var b [8]byte
 		_, _ = rand.Read(b[:]) // crypto/rand never fails
 		key = hex.EncodeToString(b[:])
 	}
-	resp, err := c.ScheduleRunNow(ctx, &pb.RunScheduleNowRequest{Tenant: tenant, Name: name, Key: key})
+	resp, err := c.Raw().RunScheduleNow(ctx, &pb.RunScheduleNowRequest{Tenant: tenant, Name: name, Key: key})
 	if err != nil {
 		return nil, err
 	}
@@ -287,8 +288,8 @@ func (c *Client) RunScheduleNow(ctx context.Context, tenant, name, key string) (
 	return &InsertResult{Job: job, Duplicate: !resp.Created}, nil
 }
 
-// DeleteSchedule deletes a schedule; the jobs it fired stay.
-func (c *Client) DeleteSchedule(ctx context.Context, tenant, name string) error {
-	_, err := c.ScheduleDelete(ctx, &pb.DeleteScheduleRequest{Tenant: tenant, Name: name})
+// ScheduleDelete deletes a schedule; the jobs it fired stay.
+func (c *Client) ScheduleDelete(ctx context.Context, tenant, name string) error {
+	_, err := c.Raw().DeleteSchedule(ctx, &pb.DeleteScheduleRequest{Tenant: tenant, Name: name})
 	return err
 }

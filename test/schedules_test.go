@@ -124,9 +124,9 @@ type reportArgs struct {
 func (reportArgs) Kind() string { return "report" }
 
 // TestScheduleGoClient: the Go client's typed schedules on a real node,
-// through a follower: SetSchedule of JobArgs, its fires (function jobs of
-// the kind, the arguments as their payload), RunScheduleNow retried with
-// its key, Schedules, PauseSchedule and DeleteSchedule.
+// through a follower: ScheduleSet of JobArgs, its fires (function jobs of
+// the kind, the arguments as their payload), ScheduleRunNow retried with
+// its key, ScheduleList, SchedulePause and ScheduleDelete.
 func TestScheduleGoClient(t *testing.T) {
 	c, ctx := startWithAcme(t, 3, 2*time.Minute)
 	leader := c.WaitLeader(20 * time.Second)
@@ -135,7 +135,7 @@ func TestScheduleGoClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	s, err := cl.SetSchedule(ctx, "daily-report", "@every 1s", reportArgs{Day: "today"}, &client.ScheduleOpts{Tenant: "acme",
+	s, err := cl.ScheduleSet(ctx, "daily-report", "@every 1s", reportArgs{Day: "today"}, &client.ScheduleOpts{Tenant: "acme",
 		Overlap: client.OverlapAllow, CatchUp: 30 * time.Second, Job: client.InsertOpts{Size: client.SizeMD, Cost: time.Second}})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestScheduleGoClient(t *testing.T) {
 			t.Fatalf("no fires: %+v", s)
 		}
 		time.Sleep(200 * time.Millisecond)
-		if s, err = cl.GetSchedule(ctx, "acme", "daily-report"); err != nil {
+		if s, err = cl.ScheduleGet(ctx, "acme", "daily-report"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -164,25 +164,25 @@ func TestScheduleGoClient(t *testing.T) {
 	if s.LastSlot.IsZero() || time.Since(s.LastSlot) > 10*time.Second {
 		t.Fatalf("last slot %s", s.LastSlot)
 	}
-	if _, err := cl.PauseSchedule(ctx, "acme", "daily-report"); err != nil {
+	if _, err := cl.SchedulePause(ctx, "acme", "daily-report"); err != nil {
 		t.Fatal(err)
 	}
-	r1, err := cl.RunScheduleNow(ctx, "acme", "daily-report", "k1")
+	r1, err := cl.ScheduleRunNow(ctx, "acme", "daily-report", "k1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := cl.RunScheduleNow(ctx, "acme", "daily-report", "k1")
+	r2, err := cl.ScheduleRunNow(ctx, "acme", "daily-report", "k1")
 	if err != nil || r1.Duplicate || !r2.Duplicate || r2.Job.ID != r1.Job.ID || r1.Job.Key != "schedule/daily-report/run/k1" {
 		t.Fatalf("run-now: %+v, %+v, %v", r1, r2, err)
 	}
-	list, err := cl.Schedules(ctx, "acme")
+	list, err := cl.ScheduleList(ctx, "acme")
 	if err != nil || len(list) != 1 || !list[0].Paused {
 		t.Fatalf("list: %+v %v", list, err)
 	}
-	if err := cl.DeleteSchedule(ctx, "acme", "daily-report"); err != nil {
+	if err := cl.ScheduleDelete(ctx, "acme", "daily-report"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.GetSchedule(ctx, "acme", "daily-report"); !errors.Is(err, client.ErrNotFound) {
+	if _, err := cl.ScheduleGet(ctx, "acme", "daily-report"); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("deleted: %v", err)
 	}
 }

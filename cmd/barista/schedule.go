@@ -103,7 +103,7 @@ slots after it. Prints the schedule (as "schedule get").`,
 			if opts.catchup != 0 {
 				req.CatchupMs = new(opts.catchup.Milliseconds())
 			}
-			s, err := withCall(opts.with, (*client.Client).ScheduleSet, req)
+			s, err := withCall(opts.with, raw(client.Raw.SetSchedule), req)
 			if err != nil {
 				return err
 			}
@@ -122,7 +122,7 @@ slots after it. Prints the schedule (as "schedule get").`,
 			if len(args) != 1 {
 				return usageError("schedule get needs NAME")
 			}
-			s, err := withCall(opts.with, (*client.Client).ScheduleGet, &pb.GetScheduleRequest{Tenant: opts.tenant, Name: args[0], Next: uint32(opts.next),
+			s, err := withCall(opts.with, raw(client.Raw.GetSchedule), &pb.GetScheduleRequest{Tenant: opts.tenant, Name: args[0], Next: uint32(opts.next),
 				Read: &pb.ReadOptions{Stale: opts.stale}})
 			if err != nil {
 				return err
@@ -140,7 +140,7 @@ slots after it. Prints the schedule (as "schedule get").`,
 			}
 			var list []*pb.Schedule
 			err := opts.with(func(cl *client.Client) error {
-				for s, err := range cl.ScheduleList(context.Background(), &pb.ListSchedulesRequest{Tenant: opts.tenant, PageSize: 1000,
+				for s, err := range cl.Raw().Schedules(context.Background(), &pb.ListSchedulesRequest{Tenant: opts.tenant, PageSize: 1000,
 					Read: &pb.ReadOptions{Stale: opts.stale}}) {
 					if err != nil {
 						return err
@@ -181,7 +181,7 @@ slots after it. Prints the schedule (as "schedule get").`,
 				if len(args) != 1 {
 					return usageError("schedule %s needs NAME", c.name)
 				}
-				s, err := withCall(opts.with, (*client.Client).SchedulePause, &pb.PauseScheduleRequest{Tenant: opts.tenant, Name: args[0], Resume: c.resume})
+				s, err := withCall(opts.with, raw(client.Raw.PauseSchedule), &pb.PauseScheduleRequest{Tenant: opts.tenant, Name: args[0], Resume: c.resume})
 				if err != nil {
 					return err
 				}
@@ -205,7 +205,7 @@ The job's key is schedule/NAME/run/KEY: with --key a resend fires once
 			if len(args) != 1 {
 				return usageError("schedule run-now needs NAME")
 			}
-			r, err := withCall(opts.with, (*client.Client).ScheduleRunNow, &pb.RunScheduleNowRequest{Tenant: opts.tenant, Name: args[0], Key: opts.key})
+			r, err := withCall(opts.with, raw(client.Raw.RunScheduleNow), &pb.RunScheduleNowRequest{Tenant: opts.tenant, Name: args[0], Key: opts.key})
 			if err != nil {
 				return err
 			}
@@ -228,7 +228,7 @@ The job's key is schedule/NAME/run/KEY: with --key a resend fires once
 			if len(args) != 1 {
 				return usageError("schedule delete needs NAME")
 			}
-			if _, err := withCall(opts.with, (*client.Client).ScheduleDelete, &pb.DeleteScheduleRequest{Tenant: opts.tenant, Name: args[0]}); err != nil {
+			if _, err := withCall(opts.with, raw(client.Raw.DeleteSchedule), &pb.DeleteScheduleRequest{Tenant: opts.tenant, Name: args[0]}); err != nil {
 				return err
 			}
 			if opts.json {
