@@ -157,6 +157,7 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /jobs/{id}/redrive", page(s.redriveAction))
 	mux.HandleFunc("POST /jobs/{id}/run-now", page(s.runNowAction))
 	mux.HandleFunc("POST /tenants/{name}/{action}", page(s.pauseAction))
+	mux.HandleFunc("POST /tenants/{name}/schedules/{schedule}/{action}", page(s.scheduleAction))
 	mux.HandleFunc("GET /workers", page(s.workersPage))
 	mux.HandleFunc("POST /workers/{id}/{action}", page(s.drainAction))
 }
@@ -370,7 +371,7 @@ func mayOpenTenant(id auth.Identity, tenant string) bool {
 }
 
 // tenantPage shows one tenant: its usage, configuration, jobs by state,
-// class and size, and its share over the last hour.
+// class and size, groups, schedules, and its share over the last hour.
 type tenantPage struct {
 	frame
 	Name   string
@@ -385,6 +386,12 @@ type tenantPage struct {
 	Groups     []*pb.Group
 	MoreGroups bool
 	CanAct     bool
+	// Schedules are the first page of the tenant's schedules by name
+	// (MoreSchedules: there are more; SchedulesErr: why none could be
+	// read).
+	Schedules     []scheduleRow
+	MoreSchedules bool
+	SchedulesErr  string
 }
 
 // tenantGroupsShown bounds the groups a tenant page lists.
@@ -421,6 +428,7 @@ func (s *Server) tenantPage(w http.ResponseWriter, r *http.Request) {
 	if gs, err := s.client.ListGroups(ctx, &pb.ListGroupsRequest{Tenant: name, PageSize: tenantGroupsShown}); err == nil {
 		p.Groups, p.MoreGroups = gs.Groups, gs.NextPageToken != ""
 	}
+	p.Schedules, p.MoreSchedules, p.SchedulesErr = s.tenantSchedules(r, name)
 	counts, _ := countJobs(s.node.FSM, name)
 	classes := sfq.Classes()
 	for _, st := range jobStates {
