@@ -36,10 +36,11 @@ import (
 // tenant. Its reads and actions are calls of this node's own services,
 // made in this process with the caller's identity and token, so that a
 // follower's console reads and acts through the leader exactly as an
-// API call to that follower would. Two things the API has no call for
-// are read from this node's replicated state (consoledata.go): counts
-// of jobs by state, class and size, and a job's events; and the share
-// chart is drawn from samples this node keeps (history.go).
+// API call to that follower would. Three things the API has no call for
+// are read from this node's replicated state: counts of jobs by state,
+// class and size, and a job's events (consoledata.go), and the jobs a
+// tenant's schedules fired (schedules.go); and the share chart is drawn
+// from samples this node keeps (history.go).
 
 //go:embed assets
 var webFiles embed.FS
