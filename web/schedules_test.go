@@ -271,3 +271,60 @@ func TestConsoleScheduleActions(t *testing.T) {
 		t.Errorf("acme resumes nightly: %d %s", r.status, errorText(r.body))
 	}
 }
+
+// BenchmarkScheduleFires: the recent fires of a tenant page when they
+// are the tenant's oldest jobs (the whole pass): 100 schedules, each run
+// 5 times, then 99,000 other jobs; beside it the page's job counts,
+// one pass over the same jobs.
+func BenchmarkScheduleFires(b *testing.B) {
+	f := fsm.NewLatest()
+	var index uint64
+	apply := func(cmds ...*clusterpb.Command) {
+		index++
+		res, err := f.ApplyEnvelope(index, &clusterpb.Envelope{Version: fsm.Version, StampMs: 1_000_000 + int64(index), Commands: cmds})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Refused() {
+				b.Fatalf("entry %d: %+v", index, r)
+			}
+		}
+	}
+	apply(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}})
+	var list []*pb.Schedule
+	for i := range 100 {
+		name := fmt.Sprintf("s%03d", i)
+		apply(scheduleSet("acme", name, "@daily", "", 0, "report"))
+		for k := range 5 {
+			apply(&clusterpb.Command{Cmd: &clusterpb.Command_ScheduleRunNow{ScheduleRunNow: &clusterpb.ScheduleRunNow{Tenant: "acme", Name: name, Key: fmt.Sprint("k", k)}}})
+		}
+		list = append(list, &pb.Schedule{Name: name, Zone: "UTC"})
+	}
+	var cmds []*clusterpb.Command
+	for range 99_000 { // 99,500 with the fires: the default max_queued is 100,000
+		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, JobType: "other"}}})
+		if len(cmds) == 1000 {
+			apply(cmds...)
+			cmds = nil
+		}
+	}
+	if c, _ := countJobs(f, "acme"); c[sfq.Queued][sfq.ClassNormal][sfq.SM] != 99_500 {
+		b.Fatalf("%d queued jobs; %v", c[sfq.Queued][sfq.ClassNormal][sfq.SM], c)
+	}
+	b.Run("fires", func(b *testing.B) {
+		for range b.N {
+			rows := scheduleRows(f, "acme", list)
+			if len(rows[99].Fires) != firesShown {
+				b.Fatalf("%d fires", len(rows[99].Fires))
+			}
+		}
+	})
+	b.Run("counts", func(b *testing.B) {
+		for range b.N {
+			if _, ok := countJobs(f, "acme"); !ok {
+				b.Fatal("no tenant acme")
+			}
+		}
+	})
+}
