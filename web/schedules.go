@@ -96,10 +96,10 @@ func scheduleRows(f *fsm.FSM, tenant string, list []*pb.Schedule) []scheduleRow 
 // not its). One pass over the tenant's jobs from the newest down, ended
 // early once every row has its fires.
 func recentFires(f *fsm.FSM, tenant string, rows []scheduleRow, at map[string]int) {
-	full := 0
 	if len(rows) == 0 {
 		return
 	}
+	full := 0
 	f.Read(func(sc *sfq.Scheduler) {
 		sc.TenantJobsDown(tenant, 0, func(j *sfq.Job) bool {
 			name, slot, run, ok := fsm.ParseScheduleKey(j.Key())
