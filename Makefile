@@ -7,7 +7,7 @@ GO ?= go
 UNIT_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -v -E '^github.com/baristahq/barista/test(/|$$)')
 PROC_PKGS := $(shell $(GO) list ./test/... 2>/dev/null)
 
-.PHONY: help build test test-unit test-unfair test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit noisy-neighbour handoff fuzz proto proto-python proto-typescript run clean
+.PHONY: help build dist dist-check typecheck-python test test-unit test-unfair test-examples test-fuzz test-proc test-python test-typescript test-typescript-run test-upgrade lint bench chaos soak ratelimit noisy-neighbour handoff fuzz proto proto-python proto-typescript run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -36,15 +36,25 @@ test-examples: ## build and vet the examples module
 test-proc: build
 	@if [ -n "$(PROC_PKGS)" ]; then $(GO) test -count=1 -p 1 -timeout 20m $(PROC_PKGS); fi
 
-# The Python SDK's tests (sdk/python/tests, pytest) against three
-# servers of bin/barista, with Debian's python3 and its packages; where
-# they are missing the target says so and passes (.ci/run installs them).
+# The Python SDK's tests (sdk/python/tests, pytest with pytest-asyncio)
+# against three servers of bin/barista, with Debian's python3 and its
+# packages; where they are missing the target says so and passes
+# (.ci/run installs them).
 PYTHON3 ?= /usr/bin/python3
-test-python: build ## the Python SDK's tests (pytest, under a minute) against a three-node cluster of bin/barista; skipped where python3, grpc, protobuf or pytest is missing
-	@if ! $(PYTHON3) -c 'import grpc, google.protobuf, pytest' 2>/dev/null; then \
-		echo "test-python: skipped: $(PYTHON3) cannot import grpc, google.protobuf and pytest (apt-get install python3-grpcio python3-protobuf python3-pytest)"; \
+test-python: build typecheck-python ## the Python SDK's tests (pytest, under a minute) against a three-node cluster of bin/barista, after mypy --strict; skipped where python3, grpc, protobuf, pytest or pytest-asyncio is missing
+	@if ! $(PYTHON3) -c 'import grpc, google.protobuf, pytest, pytest_asyncio' 2>/dev/null; then \
+		echo "test-python: skipped: $(PYTHON3) cannot import grpc, google.protobuf, pytest and pytest_asyncio (apt-get install python3-grpcio python3-protobuf python3-pytest python3-pytest-asyncio)"; \
 	else \
 		cd sdk/python && BARISTA_BIN=$(CURDIR)/bin/barista PYTHONDONTWRITEBYTECODE=1 $(PYTHON3) -m pytest -q -p no:cacheprovider -rs tests; \
+	fi
+
+# mypy --strict on the Python SDK (its configuration: sdk/python/pyproject.toml),
+# with Debian's mypy; a few seconds. Skipped, saying so, where mypy is missing.
+typecheck-python: ## mypy --strict on the Python SDK and a typed worker of it (tests/typed_jobs.py); skipped where python3-mypy is missing
+	@if ! $(PYTHON3) -m mypy --version >/dev/null 2>&1; then \
+		echo "typecheck-python: skipped: $(PYTHON3) has no mypy (apt-get install python3-mypy)"; \
+	else \
+		cd sdk/python && $(PYTHON3) -m mypy --cache-dir=/dev/null; \
 	fi
 
 # The TypeScript SDK's tests (sdk/typescript/test, node --test) against
@@ -82,6 +92,14 @@ test-upgrade: build ## this build beside the previous release (PREVIOUS_REV, a9a
 	src=$$(mktemp -d) && git archive $(PREVIOUS_REV) | tar -x -C $$src && \
 		(cd $$src && $(GO) build -o $(CURDIR)/bin/previous/barista ./cmd/barista); rc=$$?; rm -rf $$src; exit $$rc
 	BARISTA_BIN=$(CURDIR)/bin/barista BARISTA_PREVIOUS_BIN=$(CURDIR)/bin/previous/barista $(GO) test -count=1 -p 1 -timeout 10m -run 'Previous' -v ./test/
+
+# The release's artifacts (docs/releasing.md): scripts/dist.sh says what
+# each is and what it needs; nothing is downloaded.
+dist: ## the release's artifacts in dist/, built offline and reproducibly: the server for linux/amd64 and linux/arm64, the Python sdist and wheel, the TypeScript package, SHA256SUMS and MANIFEST.json (about 2 minutes)
+	scripts/dist.sh dist
+
+dist-check: ## make dist twice (the second from a copy of the tree, with an empty Go build cache) and compare every byte; then install the wheel offline into a fresh venv and run the Python example on a cluster of the release's binary (about 6 minutes)
+	scripts/dist-check.sh dist
 
 lint: ## gofmt check, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -172,7 +190,8 @@ proto: ## regenerate the protobuf Go code (with its reflection-free codec), the 
 # neighbours as barista._proto.X and registers its file as
 # barista/_proto/X.proto (a name no other package's files take), and from
 # sdk/python/proto/rpc_status.proto (the google.rpc status and error
-# details a refusal carries).
+# details a refusal carries). Each message module comes with its typing
+# stub (*_pb2.pyi, protoc's --pyi_out), which mypy reads.
 PY_PROTO_PKG := barista/_proto
 PY_PROTO_OUT := sdk/python/src
 WIRE_PROTOS = $(shell grep -l 'go_package = "github.com/baristahq/barista/proto;pb"' proto/*.proto)
@@ -183,8 +202,8 @@ proto-python: ## regenerate the Python SDK's protobuf and gRPC code (needs proto
 	for f in $(WIRE_PROTOS) sdk/python/proto/*.proto; do \
 		sed -E 's|^import "([a-z_]+)\.proto";|import "$(PY_PROTO_PKG)/\1.proto";|' "$$f" >"$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; \
 	done && \
-	rm -f $(PY_PROTO_OUT)/$(PY_PROTO_PKG)/*_pb2*.py && \
-	protoc -I "$$tmp" --python_out=$(PY_PROTO_OUT) "$$tmp"/$(PY_PROTO_PKG)/*.proto && \
+	rm -f $(PY_PROTO_OUT)/$(PY_PROTO_PKG)/*_pb2*.py $(PY_PROTO_OUT)/$(PY_PROTO_PKG)/*_pb2.pyi && \
+	protoc -I "$$tmp" --python_out=$(PY_PROTO_OUT) --pyi_out=$(PY_PROTO_OUT) "$$tmp"/$(PY_PROTO_PKG)/*.proto && \
 	protoc -I "$$tmp" --plugin=protoc-gen-grpc_python=$$(command -v grpc_python_plugin) --grpc_python_out=$(PY_PROTO_OUT) \
 		$$(for f in $$(grep -l "^service " $(WIRE_PROTOS)); do echo "$$tmp/$(PY_PROTO_PKG)/$$(basename "$$f")"; done)
 

@@ -449,7 +449,8 @@ func trackCall(ctx context.Context, method string, req, reply any, cc *grpc.Clie
 // shows a new secret comes once) or replay. A group's cap is set to a
 // value: SetGroup may be repeated. A Redrive, CancelJobs or PurgeJobs
 // with a request key is (a retry returns the first call's continuation),
-// and so is a dry run.
+// and so is a dry run. A schedule is set to a definition, and a run-now
+// with a key fires once.
 func idempotent(method string, req any) bool {
 	name := method[strings.LastIndexByte(method, '/')+1:]
 	switch r := req.(type) {
@@ -457,6 +458,8 @@ func idempotent(method string, req any) bool {
 		return r.GetRequestKey() != "" || r.GetDryRun()
 	case *pb.SubmitRequest:
 		return r.GetIdempotencyKey() != ""
+	case *pb.RunScheduleNowRequest:
+		return r.GetKey() != ""
 	case *pb.SubmitBatchRequest:
 		for _, j := range r.Jobs {
 			if j.GetIdempotencyKey() == "" {
@@ -466,7 +469,7 @@ func idempotent(method string, req any) bool {
 		return len(r.Jobs) > 0
 	}
 	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetGroup", "Pause", "SetConfig", "Drain", "Join", "WebhookGet", "WebhookStatus",
-		"PoolSet", "PoolGet", "PoolList", "SubscriptionSet", "SubscriptionDelete", "SubscriptionList"} {
+		"PoolSet", "PoolGet", "PoolList", "SubscriptionSet", "SubscriptionDelete", "SubscriptionList", "SetSchedule"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

@@ -1,6 +1,7 @@
 // Package client is the Go client of a barista cluster: the client API
-// (submit, read, list, cancel, watch, usage, explain, redrive) over gRPC,
-// for programs that import it and for the barista command line.
+// (insert, read, list, cancel, watch, explain, usage, redrive) and the
+// admin calls of tenants and pools over gRPC, in Go types, for programs
+// that import it and for the barista command line.
 //
 //	import "github.com/baristahq/barista/client"
 //
@@ -15,42 +16,60 @@
 //	if err != nil { ... }
 //	defer c.Close()
 //
-// Submit a job; an idempotency key makes the submit safe to send again
-// (the same key finds the same job). This one is a command line, which a
-// command worker ("barista worker") runs: its Form says so, and only a
-// worker that runs commands is given it:
+// Insert a job: its arguments are a Go type whose Kind names the job's
+// kind, and whose JSON is its payload; an idempotency key makes the
+// insert safe to send again (the same key finds the same job). Insert
+// returns the job from the submit's own answer:
 //
-//	key := "invoice-2291"
-//	sub, err := c.Submit(ctx, &pb.SubmitRequest{IdempotencyKey: &key, JobType: "render",
-//		Size: pb.Size_MD, EstCostMs: 90_000, Payload: []byte(`{"argv": ["render", "2291"]}`),
-//		Form: pb.JobForm_COMMAND})
+//	type Render struct{ Invoice int }
+//	func (Render) Kind() string { return "render" }
 //
-// Submit sends the request as the caller built it: a Form left unset
-// makes a job any worker may be given, as before kinds. Insert and
-// InsertMany submit typed arguments (JobArgs) as function jobs of their
-// kind, which only a worker that registered the kind runs (the package
-// worker's Kinds).
+//	r, err := c.Insert(ctx, Render{Invoice: 2291}, &client.InsertOpts{Key: "invoice-2291",
+//		Size: client.SizeMD, Cost: 90 * time.Second})
 //
-// Watch its events until it ends (with JobId set, the stream ends after
-// the job's terminal event), then read it:
+// Insert and InsertMany submit function jobs of their kind, which only a
+// worker that registered the kind runs (the package worker's Kinds).
 //
-//	err = c.Watch(ctx, &pb.WatchEventsRequest{JobId: sub.JobId, FromOldest: true}, func(ev *pb.Event) error {
-//		log.Printf("job %d: %s", ev.JobId, ev.Kind)
-//		return nil
-//	})
-//	job, err := c.GetJob(ctx, &pb.GetJobRequest{JobId: sub.JobId})
+// Follow its events until it ends (with JobID set, the events end after
+// the job's last), then read it:
 //
-// List the tenant's jobs (Jobs walks every page), ask why one waits, and
-// cancel it:
+//	for ev, err := range c.EventWatch(ctx, client.WatchOpts{JobID: r.Job.ID, FromOldest: true}) {
+//		if err != nil { ... }
+//		log.Printf("job %d: %s", ev.JobID, ev.Kind)
+//	}
+//	job, err := c.JobGet(ctx, "", r.Job.ID)
 //
-//	for j, err := range c.Jobs(ctx, &pb.ListJobsRequest{State: "queued"}) { ... }
-//	why, err := c.ExplainJob(ctx, &pb.ExplainJobRequest{JobId: id}) // why.Text: one readable paragraph
-//	_, err = c.CancelJob(ctx, &pb.CancelJobRequest{JobId: id})
+// List the tenant's jobs (JobList walks every page), ask why one waits,
+// and cancel it:
 //
-// Send dead letters (failed, timed out, expired or cancelled jobs) back to
-// their queue, by IDs or by a filter, following NextPageToken:
+//	for j, err := range c.JobList(ctx, client.JobListOpts{State: client.JobQueued}) { ... }
+//	why, err := c.JobExplain(ctx, "", id) // why.Reason, why.Text: one readable paragraph
+//	_, err = c.JobCancel(ctx, "", id)
 //
-//	resp, err := c.Redrive(ctx, &pb.BulkJobsRequest{Filter: &pb.JobFilter{States: []string{"failed"}}})
+// With an admin token, create or change a tenant (TenantUpsert sets what
+// its TenantUpdate gives, and leaves the rest), and its pools'
+// subscriptions:
+//
+//	t, err := admin.TenantUpsert(ctx, "customer-4411", client.TenantUpdate{
+//		Tier: client.Some(client.TierSilver), MaxQueued: client.Some(10_000)})
+//
+// # The protobuf API
+//
+// The calls above are typed: enums are Go constants, durations and times
+// Go types, and they are named noun first (JobGet, TenantUpsert,
+// EventWatch ...). c.Raw() is the same API in the protocol's messages
+// (package proto), every call by its gRPC name, for what the typed calls
+// do not cover (the bulk calls, groups, kind policies, usage) and for
+// code written against the messages. Send dead letters (failed, timed
+// out, expired or cancelled jobs) back to their queue, by IDs or by a
+// filter, following NextPageToken:
+//
+//	resp, err := c.Raw().Redrive(ctx, &pb.BulkJobsRequest{Filter: &pb.JobFilter{States: []string{"failed"}}})
+//
+// Raw().Submit sends a request as the caller built it: a Form left unset
+// makes a job any worker may be given, as before kinds. For
+// compatibility the Client keeps the methods of Raw whose names its typed
+// API does not take (Submit, GetJob, Watch ...).
 //
 // A client token acts on its own tenant (Tenant may stay empty); an admin
 // token names the tenant in each request.

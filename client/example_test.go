@@ -126,7 +126,7 @@ func ExampleClient_UpsertTenant() {
 		log.Fatal(err)
 	}
 	fmt.Println("tenant", t.Name, "created", t.Created)
-	if _, err := c.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "customer-4411", Pool: "gpu", Burst: proto.Uint32(2)}); err != nil {
+	if _, err := c.Raw().SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "customer-4411", Pool: "gpu", Burst: proto.Uint32(2)}); err != nil {
 		log.Fatal(err)
 	}
 
@@ -141,7 +141,7 @@ func ExampleClient_UpsertTenant() {
 	fmt.Println(t.Tier, t.Caps.GetMaxQueued())
 
 	// Leaving.
-	if _, err := c.SubscriptionDelete(ctx, &pb.SubscriptionDeleteRequest{Tenant: "customer-4411", Pool: "gpu"}); err != nil {
+	if _, err := c.Raw().SubscriptionDelete(ctx, &pb.SubscriptionDeleteRequest{Tenant: "customer-4411", Pool: "gpu"}); err != nil {
 		log.Fatal(err)
 	}
 	if _, err := c.DeleteTenant(ctx, &pb.DeleteTenantRequest{Name: "customer-4411"}); errors.Is(err, client.ErrFailedPrecondition) {

@@ -181,8 +181,12 @@ type InsertResult struct {
 
 // Insert submits one job of kind args.Kind() with args as its JSON
 // payload, a function job of that kind (only a worker that registered
-// the kind is given it; a job no connected worker runs waits), and returns the job as the cluster holds it just after (one
-// more read, from the node that answered or one at least as far along).
+// the kind is given it; a job no connected worker runs waits), and
+// returns the job as the cluster holds it just after, from the submit's
+// own answer (SubmitRequest.return_job; a server of a build before it
+// answers no job, and Insert then reads it back, one more call, from the
+// node that answered or one at least as far along). Job.Payload is the
+// payload sent.
 // A refusal is an *Error matching the sentinel of its cause
 // (ErrQuotaExceeded, ErrRateLimited with RetryAfter, ErrKeyConflict,
 // ErrTenantUnknown, ErrTooLarge) and of its code.
@@ -191,12 +195,18 @@ func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (*I
 	if err != nil {
 		return nil, err
 	}
+	req.ReturnJob = true
 	resp, err := c.Submit(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	job, err := c.JobGet(ctx, req.Tenant, resp.JobId)
-	if err != nil {
+	var job *Job
+	if resp.Job != nil && resp.Job.JobId == resp.JobId {
+		job = JobFromProto(resp.Job)
+		// The answer leaves the payload out: it is the one sent (a key
+		// that matched another payload would have been refused).
+		job.Payload = req.Payload
+	} else if job, err = c.JobGet(ctx, req.Tenant, resp.JobId); err != nil {
 		return nil, fmt.Errorf("job %d was inserted, but reading it back failed: %w", resp.JobId, err)
 	}
 	return &InsertResult{Job: job, Duplicate: !resp.Created}, nil
@@ -258,22 +268,31 @@ type Job struct {
 	Tenant string
 	Pool   string
 	Kind   string // its job_type
-	// Form says which workers run it: "function" (a worker that
-	// registered its Kind: Insert's jobs), "command" (a worker that runs
-	// command lines) or "any" (every worker: a job submitted without a
+	// Form says which workers run it: FormFunction (a worker that
+	// registered its Kind: Insert's jobs), FormCommand (a worker that runs
+	// command lines) or FormAny (every worker: a job submitted without a
 	// form, or read from a cluster below feature level 8).
-	Form  string
+	Form  Form
 	Group string
 	Key   string // its idempotency key
-	// State: scheduled, queued, assigned, running, completed, failed,
-	// cancelled, timed_out or expired.
-	State       string
-	Size        Size
-	Class       Class
-	Attempt     int // its dispatches so far
-	Failures    int // its failed or lost runs, against MaxAttempts
+	// State: JobScheduled, JobQueued, JobAssigned, JobRunning,
+	// JobCompleted, JobFailed, JobCancelled, JobTimedOut or JobExpired.
+	State JobState
+	Size  Size
+	Class Class
+	// Attempt counts its dispatches so far: 1 during its first run, and
+	// one more for each run after it (a retry, a snooze, a run after an
+	// unknown_kind or a lost lease): the next run of a job is never the
+	// same Attempt.
+	Attempt int
+	// Failures counts its failed or lost runs, against MaxAttempts: the
+	// job is retried while Failures < MaxAttempts.
+	Failures    int
 	MaxAttempts int
-	// Snoozes counts its runs snoozed in a row (worker.Snooze).
+	// Snoozes counts its runs snoozed in a row so far (worker.Snooze): 0
+	// once a run did not snooze (it completed, failed, or was cancelled),
+	// and after a redrive. At the cluster's max_snoozes (100) in a row
+	// the job ends failed, reason snoozed_too_often.
 	Snoozes int
 	// Cost is its estimate (from EstSource: submitted, ema or default);
 	// CPU the CPU its last run used.
@@ -294,8 +313,11 @@ type Job struct {
 	CPUSource string
 	Failure   string
 	Cancel    string // a cancel asked for it: requested or timeout ("none")
-	Payload   []byte
-	Proto     *pb.Job // as the cluster sent it
+	// Place is a queued job's place in line (JobGet only; nil when it has
+	// none: not queued, or held by something JobExplain names).
+	Place   *Place
+	Payload []byte
+	Proto   *pb.Job // as the cluster sent it
 }
 
 // JobFromProto converts a job as the cluster sends it.
@@ -308,8 +330,8 @@ func JobFromProto(j *pb.Job) *Job {
 		return t
 	}
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	out := &Job{ID: j.JobId, Tenant: j.Tenant, Pool: j.Pool, Kind: j.JobType, Form: formOf(j.Form), Group: j.Group, Key: j.IdempotencyKey, State: j.State,
-		Size: Size(strings.ToLower(j.Size.String())), Class: classOf(j.Class), Attempt: int(j.Attempt), Failures: int(j.Failures),
+	out := &Job{ID: j.JobId, Tenant: j.Tenant, Pool: j.Pool, Kind: j.JobType, Form: formOf(j.Form), Group: j.Group, Key: j.IdempotencyKey, State: JobState(j.State),
+		Size: sizeOf(j.Size), Class: classOf(j.Class), Place: placeOf(j.Now, j.Place), Attempt: int(j.Attempt), Failures: int(j.Failures),
 		MaxAttempts: int(j.MaxAttempts), Snoozes: int(j.Snoozes), Cost: ms(j.EstCostMs), EstSource: j.EstSource, CPU: ms(j.CpuMs),
 		Worker: j.WorkerId, DueAt: wall(j.DueAtMs), ExpireAt: wall(j.ExpireAtMs), Deadline: wall(j.DeadlineAtMs),
 		HasResult: j.HasResult, ExitCode: int(j.ExitCode), Stdout: j.StdoutTail, Stderr: j.StderrTail, CPUSource: j.CpuSource,
@@ -323,14 +345,14 @@ func JobFromProto(j *pb.Job) *Job {
 	return out
 }
 
-func formOf(f pb.JobForm) string {
+func formOf(f pb.JobForm) Form {
 	switch f {
 	case pb.JobForm_COMMAND:
-		return "command"
+		return FormCommand
 	case pb.JobForm_FUNCTION:
-		return "function"
+		return FormFunction
 	}
-	return "any"
+	return FormAny
 }
 
 func classOf(c pb.Class) Class {

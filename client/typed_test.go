@@ -101,7 +101,7 @@ func TestInsertIsAFunctionJob(t *testing.T) {
 func TestJobForm(t *testing.T) {
 	for _, c := range []struct {
 		form pb.JobForm
-		want string
+		want Form
 	}{{pb.JobForm_JOB_FORM_UNSPECIFIED, "any"}, {pb.JobForm_COMMAND, "command"}, {pb.JobForm_FUNCTION, "function"}} {
 		if got := JobFromProto(&pb.Job{Form: c.form}).Form; got != c.want {
 			t.Errorf("form %v: %q, want %q", c.form, got, c.want)

@@ -122,7 +122,9 @@ func admissionCommand(t *rapid.T, jobs uint64) *clusterpb.Command {
 	job := rapid.Uint64Range(1, jobs+1).Draw(t, "job")
 	attempt := uint32(rapid.IntRange(1, 2).Draw(t, "attempt"))
 	worker := rapid.SampledFrom([]string{"w1", "w2"}).Draw(t, "worker")
-	switch rapid.IntRange(0, 20).Draw(t, "kind") {
+	switch rapid.IntRange(0, 22).Draw(t, "kind") {
+	case 21, 22:
+		return scheduleCommand(t, tenant)
 	case 0, 1, 2, 3, 4, 5:
 		s := &clusterpb.SubmitJob{Tenant: tenant, Size: pb.Size(rapid.IntRange(0, 4).Draw(t, "size")),
 			EstCostMs:      rapid.SampledFrom([]int64{-1, 0, 1, 500, 4000}).Draw(t, "cost"),
@@ -236,6 +238,40 @@ func admissionCommand(t *rapid.T, jobs uint64) *clusterpb.Command {
 		return &clusterpb.Command{Cmd: &clusterpb.Command_KindPolicySet{KindPolicySet: c}}
 	}
 	return &clusterpb.Command{Cmd: &clusterpb.Command_Release{Release: &clusterpb.Release{Jobs: []uint64{job}}}}
+}
+
+// scheduleCommand draws a schedule command (level 8) with values on both
+// sides of every rule.
+func scheduleCommand(t *rapid.T, tenant string) *clusterpb.Command {
+	name := rapid.SampledFrom([]string{"s1", "s2", "bad/n"}).Draw(t, "sname")
+	version := rapid.Uint64Range(1, 3).Draw(t, "sversion")
+	slot := rapid.SampledFrom([]int64{1, 2_000, 50_000, 120_000, 400_000}).Draw(t, "slot")
+	switch rapid.IntRange(0, 5).Draw(t, "sop") {
+	case 0:
+		job := &clusterpb.SubmitJob{Size: pb.Size(rapid.IntRange(0, 4).Draw(t, "jsize")), EstCostMs: rapid.SampledFrom([]int64{-1, 0, 1000}).Draw(t, "jcost"),
+			JobType:        rapid.SampledFrom([]string{"", "render"}).Draw(t, "jtype"),
+			IdempotencyKey: rapid.SampledFrom([]string{"", "", "k"}).Draw(t, "jkey"),
+			Payload:        make([]byte, rapid.SampledFrom([]int{0, 30}).Draw(t, "jpayload")),
+			JobClass:       pb.Class(rapid.IntRange(0, 4).Draw(t, "jclass"))}
+		if rapid.IntRange(0, 5).Draw(t, "nojob") == 0 {
+			job = nil
+		}
+		return &clusterpb.Command{Cmd: &clusterpb.Command_ScheduleSet{ScheduleSet: &clusterpb.ScheduleSet{Tenant: tenant, Name: name,
+			Spec: rapid.SampledFrom([]string{"@every 1s", "*/5 * * * *", ""}).Draw(t, "spec"), Zone: rapid.SampledFrom([]string{"", "Europe/Berlin", "a b"}).Draw(t, "zone"),
+			Overlap: pb.Overlap(rapid.IntRange(0, 4).Draw(t, "overlap")), CatchupMs: rapid.SampledFrom([]int64{0, 500, 10_000}).Draw(t, "catchup"),
+			JitterMs: rapid.SampledFrom([]int64{0, 0, 3_000, -1}).Draw(t, "jitter"), Paused: rapid.IntRange(0, 3).Draw(t, "paused") == 0, Job: job}}}
+	case 1:
+		return &clusterpb.Command{Cmd: &clusterpb.Command_ScheduleDelete{ScheduleDelete: &clusterpb.ScheduleDelete{Tenant: tenant, Name: name}}}
+	case 2:
+		return &clusterpb.Command{Cmd: &clusterpb.Command_SchedulePause{SchedulePause: &clusterpb.SchedulePause{Tenant: tenant, Name: name, Resume: rapid.Bool().Draw(t, "sresume")}}}
+	case 3:
+		return &clusterpb.Command{Cmd: &clusterpb.Command_ScheduleMiss{ScheduleMiss: &clusterpb.ScheduleMiss{Tenant: tenant, Name: name, Version: version,
+			ThroughMs: slot, Count: rapid.Uint64Range(0, 3).Draw(t, "count")}}}
+	case 4:
+		return &clusterpb.Command{Cmd: &clusterpb.Command_ScheduleRunNow{ScheduleRunNow: &clusterpb.ScheduleRunNow{Tenant: tenant, Name: name,
+			Key: rapid.SampledFrom([]string{"r1", "r2", "", "bad/k"}).Draw(t, "runkey")}}}
+	}
+	return &clusterpb.Command{Cmd: &clusterpb.Command_ScheduleFire{ScheduleFire: &clusterpb.ScheduleFire{Tenant: tenant, Name: name, Version: version, SlotMs: slot}}}
 }
 
 // TestRefusedSubmitMakesNoTenant: under implicit_tenants a submit of an

@@ -49,6 +49,12 @@ func CheckFields(c *clusterpb.Command, cfg Config, level uint32) *Refusal {
 		_, err = poolSpec(cmd.PoolSet, sfq.PoolSpec{Name: cmd.PoolSet.Name})
 	case *clusterpb.Command_Finished:
 		err = finishedFields(cmd.Finished, level)
+	case *clusterpb.Command_ScheduleSet:
+		if _, r := scheduleRecord(cmd.ScheduleSet, cfg, level); r.Refused() {
+			return r.Refusal()
+		}
+	case *clusterpb.Command_ScheduleRunNow:
+		err = validKeyPart("key", "key", cmd.ScheduleRunNow.Key, MaxRunKeyLen)
 	}
 	if op, args, ok := BulkOf(c); ok {
 		err = ValidateBulk(op, args)
@@ -111,6 +117,18 @@ func (f *FSM) Admit(c *clusterpb.Command) Result {
 		return verdict(f.checkWorkerHello(cmd.WorkerHello))
 	case *clusterpb.Command_KindPolicySet:
 		return verdict(f.checkKindPolicySet(cmd.KindPolicySet))
+	case *clusterpb.Command_ScheduleSet:
+		return verdict(f.checkScheduleSet(cmd.ScheduleSet))
+	case *clusterpb.Command_ScheduleDelete:
+		return verdict(f.checkScheduleDelete(cmd.ScheduleDelete))
+	case *clusterpb.Command_SchedulePause:
+		return verdict(f.checkSchedulePause(cmd.SchedulePause))
+	case *clusterpb.Command_ScheduleFire:
+		return verdict(f.checkScheduleFire(cmd.ScheduleFire))
+	case *clusterpb.Command_ScheduleMiss:
+		return verdict(f.checkScheduleMiss(cmd.ScheduleMiss))
+	case *clusterpb.Command_ScheduleRunNow:
+		return verdict(f.checkScheduleRunNow(cmd.ScheduleRunNow))
 	case *clusterpb.Command_Started:
 		c := cmd.Started
 		if _, err := f.sched.CheckEvent(f.clock, sfq.JobID(c.Job), sfq.Input{Kind: sfq.InStart, Attempt: c.Attempt, Worker: c.WorkerId}); err != nil {

@@ -78,6 +78,13 @@ func (f *FSM) applySubmit(c *clusterpb.SubmitJob) Result {
 	if v.dup {
 		return r
 	}
+	return f.submitAdmitted(c, v, true)
+}
+
+// submitAdmitted is the effect of a submit checkSubmit admitted (v, not a
+// keyed resend): the implicit tenant if one is to be made, the job, its
+// key (with record, for the dedupe window) and its event.
+func (f *FSM) submitAdmitted(c *clusterpb.SubmitJob, v submitVerdict, record bool) Result {
 	var id sfq.JobID
 	var err error
 	if v.implicit {
@@ -93,7 +100,7 @@ func (f *FSM) applySubmit(c *clusterpb.SubmitJob) Result {
 	if err != nil {
 		return refuse(err)
 	}
-	if c.IdempotencyKey != "" && f.cfg.DedupeWindowMs > 0 {
+	if record && c.IdempotencyKey != "" && f.cfg.DedupeWindowMs > 0 {
 		if v.implicit {
 			v.digest = submitDigest(c)
 		}
@@ -440,6 +447,7 @@ func (f *FSM) applyTenantDelete(c *clusterpb.TenantDelete) Result {
 		f.dropTenantWebhook(i)
 		f.dropKept(i)
 		f.dropPolicies(i)
+		f.dropSchedules(i)
 		f.observe(i)
 	}
 	return Result{}

@@ -56,6 +56,9 @@ type Config struct {
 	// MaxWorkerRecords bounds the worker records a drain may make
 	// (feature level 8, level8.go; 0: none).
 	MaxWorkerRecords uint64
+	// MaxSchedules bounds the schedules of one tenant (feature level 8,
+	// schedule.go; the default at every level below).
+	MaxSchedules uint32
 }
 
 // Limits on runtime settings.
@@ -99,6 +102,7 @@ func DefaultConfig() Config {
 		// Feature level 8 (level8.go).
 		EventRetentionPerTenant: DefaultEventRetentionPerTenant,
 		MaxWorkerRecords:        DefaultMaxWorkerRecords,
+		MaxSchedules:            DefaultMaxSchedules,
 	}
 }
 

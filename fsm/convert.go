@@ -299,6 +299,10 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	c.Pools = pools
 	c.ClockTickMs = clockTickFromPB(p)
 	c.EventRetentionPerTenant, c.MaxWorkerRecords = p.EventRetentionPerTenant, p.MaxWorkerRecords
+	c.MaxSchedules = DefaultMaxSchedules
+	if p.MaxSchedules != 0 {
+		c.MaxSchedules = p.MaxSchedules
+	}
 	return c, nil
 }
 
@@ -345,6 +349,7 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 	poolSettingsToPB(c.Pools, p)
 	p.ClockTickMs = c.ClockTickMs
 	p.EventRetentionPerTenant, p.MaxWorkerRecords = c.EventRetentionPerTenant, c.MaxWorkerRecords
+	p.MaxSchedules = c.MaxSchedules
 	return p
 }
 

@@ -30,11 +30,34 @@ const (
 	EvPaused
 	EvResumed
 	EvRedriven
+	// Feature level 8: a schedule's fire submitted its job (job: the job;
+	// reason run_now for a run-now), was refused (job 0; reason: why), or
+	// slots were counted missed (job 0). Only a state of version 12 holds
+	// them (schedule.go).
+	EvScheduleFired
+	EvScheduleRefused
+	EvScheduleMissed
 	numEventKinds
 )
 
 var eventKindNames = [numEventKinds]string{"", "queued", "assigned", "started", "requeued", "completed", "failed", "cancel_requested", "cancelled", "timed_out",
-	"scheduled", "released", "expired", "paused", "resumed", "redriven"}
+	"scheduled", "released", "expired", "paused", "resumed", "redriven", "schedule_fired", "schedule_refused", "schedule_missed"}
+
+// eventKindsIn is how many event kinds an event of FSM state version v
+// may hold.
+func eventKindsIn(v int) EventKind {
+	if v < stateVersionSchedules {
+		return EvScheduleFired
+	}
+	return numEventKinds
+}
+
+// ScheduleEvent reports whether the event is a schedule's: its Worker
+// field holds the schedule's name, CPUMs the slot, and Attempt the slots
+// a miss counted.
+func (k EventKind) ScheduleEvent() bool {
+	return k == EvScheduleFired || k == EvScheduleRefused || k == EvScheduleMissed
+}
 
 func (k EventKind) String() string {
 	if k > 0 && k < numEventKinds {
@@ -91,11 +114,27 @@ const (
 	// (SPEC §3 "Kinds", §5). Only a state of version 11 holds them.
 	ReasonUnknownKind
 	ReasonReconnected
+	// The reasons of the schedule events (feature level 8): a run-now's
+	// fire, and why a fire's submit was refused (the refusal's reason;
+	// refused: another). Only a state of version 12 holds them.
+	ReasonRunNow
+	ReasonQuotaExceeded
+	ReasonKeyConflict
+	ReasonKeyJobGone
+	ReasonPoolUnknown
+	ReasonTooLarge
+	ReasonMaxClass
+	ReasonDeadlinesNotAllowed
+	ReasonMaxGroups
+	ReasonSubscriptionRequired
+	ReasonRefused
 	numReasons
 )
 
 var reasonNames = [numReasons]string{"", "ack_timeout", "lease_expired", "run_failed", "requested", "timeout", "deadline_missed", "unrunnable", "oom_killed",
-	"snoozed", "snoozed_too_often", "unknown_kind", "reconnected"}
+	"snoozed", "snoozed_too_often", "unknown_kind", "reconnected",
+	"run_now", "quota_exceeded", "key_conflict", "key_job_gone", "pool_unknown", "too_large", "max_class", "deadlines_not_allowed", "max_groups",
+	"subscription_required", "refused"}
 
 // reasonsIn is how many reasons an event of FSM state version v may hold.
 func reasonsIn(v int) Reason {
@@ -104,6 +143,8 @@ func reasonsIn(v int) Reason {
 		return ReasonOOMKilled
 	case v < stateVersionLevel8:
 		return ReasonUnknownKind
+	case v < stateVersionSchedules:
+		return ReasonRunNow
 	}
 	return numReasons
 }
@@ -184,7 +225,7 @@ func decodeEvent(d *sfq.Decoder, version int) (uint64, eventRecord) {
 	ev.Tenant = d.Uint32()
 	ev.Attempt = d.Uint32()
 	exit := d.Varint()
-	ev.Kind = EventKind(d.Enum("event kind", byte(numEventKinds)))
+	ev.Kind = EventKind(d.Enum("event kind", byte(eventKindsIn(version))))
 	ev.Reason = Reason(d.Enum("event reason", byte(reasonsIn(version))))
 	ev.ExitCode = clampExit(exit)
 	if version >= 4 {

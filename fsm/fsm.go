@@ -70,6 +70,19 @@ type FSM struct {
 	// policies are the retry policies of kinds (kinds.go; feature level
 	// 8), sorted by tenant then kind; replaced, never written in place.
 	policies []KindPolicy
+	// schedules are the tenants' schedules (schedule.go; feature level
+	// 8) by serial, the order they were made in; schedSerial is the next
+	// serial. schedIndex (tenant, name) -> serial and schedCount (the
+	// schedules of each tenant) are derived from them, rebuilt on
+	// restore. schedLog lists the serials of the schedules changed since
+	// the change numbered schedLogBase (this node's, for its leader's
+	// loop: ScheduleChanges).
+	schedules    sfq.Vector[Schedule]
+	schedSerial  uint64
+	schedIndex   map[schedRef]uint64
+	schedCount   map[uint32]uint32
+	schedLog     []uint64
+	schedLogBase uint64
 	// fair is the fairness report's ledger (fairness.go): derived from
 	// the entries applied since the state was created or loaded, in no
 	// snapshot and no hash.
@@ -128,15 +141,17 @@ func New() *FSM {
 	cfg.MaxTotalQueuedBytes = 0                              // none below Level7
 	cfg.EventRetentionPerTenant, cfg.MaxWorkerRecords = 0, 0 // none below Level8
 	return &FSM{
-		sched:     s,
-		level:     Level1,
-		cfg:       cfg,
-		workers:   map[string]*Worker{},
-		keyIndex:  newKeyIndex(),
-		nextEvent: 1,
-		nextKey:   1,
-		fatalCh:   make(chan struct{}),
-		changed:   make(chan struct{}),
+		sched:      s,
+		level:      Level1,
+		cfg:        cfg,
+		workers:    map[string]*Worker{},
+		schedIndex: map[schedRef]uint64{},
+		schedCount: map[uint32]uint32{},
+		keyIndex:   newKeyIndex(),
+		nextEvent:  1,
+		nextKey:    1,
+		fatalCh:    make(chan struct{}),
+		changed:    make(chan struct{}),
 	}
 }
 
@@ -369,6 +384,18 @@ func (f *FSM) applyCommand(c *clusterpb.Command) Result {
 		return f.applyWorkerHello(cmd.WorkerHello)
 	case *clusterpb.Command_KindPolicySet:
 		return f.applyKindPolicySet(cmd.KindPolicySet)
+	case *clusterpb.Command_ScheduleSet:
+		return f.applyScheduleSet(cmd.ScheduleSet)
+	case *clusterpb.Command_ScheduleDelete:
+		return f.applyScheduleDelete(cmd.ScheduleDelete)
+	case *clusterpb.Command_SchedulePause:
+		return f.applySchedulePause(cmd.SchedulePause)
+	case *clusterpb.Command_ScheduleFire:
+		return f.applyScheduleFire(cmd.ScheduleFire)
+	case *clusterpb.Command_ScheduleMiss:
+		return f.applyScheduleMiss(cmd.ScheduleMiss)
+	case *clusterpb.Command_ScheduleRunNow:
+		return f.applyScheduleRunNow(cmd.ScheduleRunNow)
 	}
 	return refusef(Invalid, "", "empty or unknown command")
 }

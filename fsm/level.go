@@ -138,6 +138,7 @@ func RequiredLevel(c *clusterpb.Command) (uint32, string) {
 			k, ok := ParseEventKind(n)
 			r.need(ok && k > EvTimedOut, Level5, "webhook kind "+n)
 			r.need(n == WebhookAllKinds, Level7, "webhook kinds "+n)
+			r.need(ok && k.ScheduleEvent(), Level8, "webhook kind "+n)
 		}
 	case *clusterpb.Command_WebhookDelete:
 		r.need(true, Level3, "webhook delete")
@@ -173,6 +174,8 @@ func RequiredLevel(c *clusterpb.Command) (uint32, string) {
 		r.need(l > Level1, l, what)
 		l, what = level8ConfigLevel(p)
 		r.need(l > Level1, l, what)
+		m := p.GetMaxSchedules()
+		r.need(m != 0 && m != DefaultMaxSchedules, Level8, "max_schedules")
 	case *clusterpb.Command_Redrive:
 		r.need(true, Level5, "Redrive")
 	case *clusterpb.Command_CancelJobs:
@@ -203,7 +206,7 @@ func (r *levelNeed) need(holds bool, level uint32, what string) {
 // quotas by default).
 func ConfigAtLevel(p *pb.SchedulerConfig, level uint32) {
 	if level < Level8 {
-		p.EventRetentionPerTenant, p.MaxWorkerRecords = 0, 0
+		p.EventRetentionPerTenant, p.MaxWorkerRecords, p.MaxSchedules = 0, 0, DefaultMaxSchedules
 	}
 	if level < Level7 {
 		p.ClockTickMs, p.MaxSnoozes, p.MaxTotalQueuedBytes = 0, 0, 0
@@ -339,6 +342,9 @@ func (f *FSM) fitsLevel() error {
 	runs := false
 	for _, w := range f.workers {
 		runs = runs || w.Runs != nil
+	}
+	if f.level < Level8 && (f.schedSerial > 0 || f.cfg.MaxSchedules != DefaultMaxSchedules) {
+		return fmt.Errorf("%w: at feature level %d the state holds schedules or max_schedules", sfq.ErrVerify, f.level)
 	}
 	if f.level < Level8 && (len(f.policies) > 0 || runs || f.sched.Peek().UsesForms()) {
 		return fmt.Errorf("%w: at feature level %d the state holds kinds (the forms of jobs, what workers run, or retry policies)", sfq.ErrVerify, f.level)

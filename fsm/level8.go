@@ -32,6 +32,9 @@ func (c Config) validateLevel8() error {
 	if c.EventRetentionPerTenant > maxRecordsLimit {
 		return invalidf("event_retention_per_tenant", "event_retention_per_tenant is %d (want 0 = none, or up to %d)", c.EventRetentionPerTenant, uint64(maxRecordsLimit))
 	}
+	if c.MaxSchedules < 1 || c.MaxSchedules > MaxMaxSchedules {
+		return invalidf("max_schedules", "max_schedules is %d (want 1 .. %d)", c.MaxSchedules, MaxMaxSchedules)
+	}
 	if c.MaxWorkerRecords > maxRecordsLimit {
 		return invalidf("max_worker_records", "max_worker_records is %d (want 0 = none, or up to %d)", c.MaxWorkerRecords, uint64(maxRecordsLimit))
 	}

@@ -133,6 +133,18 @@ func poolLevel(c *clusterpb.Command, r *levelNeed) {
 		r.need(true, Level8, "WorkerHello")
 	case *clusterpb.Command_KindPolicySet:
 		r.need(true, Level8, "KindPolicySet")
+	case *clusterpb.Command_ScheduleSet:
+		r.need(true, Level8, "ScheduleSet")
+	case *clusterpb.Command_ScheduleDelete:
+		r.need(true, Level8, "ScheduleDelete")
+	case *clusterpb.Command_SchedulePause:
+		r.need(true, Level8, "SchedulePause")
+	case *clusterpb.Command_ScheduleFire:
+		r.need(true, Level8, "ScheduleFire")
+	case *clusterpb.Command_ScheduleMiss:
+		r.need(true, Level8, "ScheduleMiss")
+	case *clusterpb.Command_ScheduleRunNow:
+		r.need(true, Level8, "ScheduleRunNow")
 	}
 }
 

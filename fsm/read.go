@@ -396,3 +396,11 @@ func (f *FSM) SetIndex(index uint64) {
 	f.lastIndex = index
 	f.hashValid = false
 }
+
+// HasTenant reports whether the tenant exists.
+func (f *FSM) HasTenant(name string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	_, ok := f.sched.TenantIndex(name)
+	return ok
+}

@@ -56,6 +56,9 @@ type Result struct {
 	// Assign is what the worker of a dispatch that assigned a job is
 	// told of it.
 	Assign Assignment
+	// Fire says what a ScheduleFire, ScheduleMiss or ScheduleRunNow did
+	// with its slot (schedule.go).
+	Fire FireOutcome
 }
 
 // Refused reports whether the command was refused.

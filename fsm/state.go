@@ -33,8 +33,10 @@ import (
 // byte).
 //
 // Version 11 (feature level 8) is version 10 with the settings of level
-// 8 and the events tenants keep (level8.go).
-const stateVersion = stateVersionLevel8
+// 8 and the events tenants keep (level8.go); version 12 (feature level 8,
+// a state that uses schedules) is version 11 with the schedules
+// (schedule_state.go).
+const stateVersion = stateVersionSchedules
 
 // stateVersionLevers is the version whose core state is of version 5.
 const stateVersionLevers = 7
@@ -85,24 +87,26 @@ func coreConfigVersion(v int) int {
 // Freeze makes one in time proportional to the number of table chunks;
 // Encode may then run on another goroutine while Apply goes on.
 type View struct {
-	Index      uint64
-	configured bool
-	level      uint32
-	clock      sfq.Time
-	cfg        Config
-	members    []Member
-	workers    []Worker
-	nextKey    uint64
-	keys       sfq.VectorView[keyEntry]
-	nextEvent  uint64
-	events     eventView
-	kept       keptViews
-	sched      *sfq.View
-	exported   []uint32
-	tierCarry  [sfq.NumTiers]Counters
-	webhooks   []Webhook
-	whSerial   uint64
-	policies   []KindPolicy
+	Index       uint64
+	configured  bool
+	level       uint32
+	clock       sfq.Time
+	cfg         Config
+	members     []Member
+	workers     []Worker
+	nextKey     uint64
+	keys        sfq.VectorView[keyEntry]
+	nextEvent   uint64
+	events      eventView
+	kept        keptViews
+	sched       *sfq.View
+	exported    []uint32
+	tierCarry   [sfq.NumTiers]Counters
+	webhooks    []Webhook
+	whSerial    uint64
+	policies    []KindPolicy
+	schedules   sfq.VectorView[Schedule]
+	schedSerial uint64
 }
 
 // Freeze returns an immutable View of the current state. Writes after it
@@ -118,25 +122,27 @@ func (f *FSM) Freeze() (*View, error) {
 	v.events = f.events.Freeze()
 	v.kept = f.keptFreeze()
 	v.sched = f.sched.Freeze()
+	v.schedules = f.schedules.Freeze()
 	return v, nil
 }
 
 // view copies the small tables and scalars; the caller fills the big ones.
 func (f *FSM) view() *View {
 	v := &View{
-		Index:      f.lastIndex,
-		configured: f.configured,
-		level:      f.level,
-		clock:      f.clock,
-		cfg:        f.cfg,
-		members:    slices.Clone(f.members),
-		nextKey:    f.nextKey,
-		nextEvent:  f.nextEvent,
-		exported:   f.exported,
-		tierCarry:  f.tierCarry,
-		webhooks:   f.webhooks,
-		whSerial:   f.whSerial,
-		policies:   f.policies,
+		Index:       f.lastIndex,
+		configured:  f.configured,
+		level:       f.level,
+		clock:       f.clock,
+		cfg:         f.cfg,
+		members:     slices.Clone(f.members),
+		nextKey:     f.nextKey,
+		nextEvent:   f.nextEvent,
+		exported:    f.exported,
+		tierCarry:   f.tierCarry,
+		webhooks:    f.webhooks,
+		whSerial:    f.whSerial,
+		policies:    f.policies,
+		schedSerial: f.schedSerial,
 	}
 	v.workers = make([]Worker, 0, len(f.workers))
 	for _, w := range f.workers {
@@ -167,6 +173,8 @@ func (v *View) StateVersion() int {
 		return stateVersionGroups
 	case v.level < Level6:
 		return stateVersionLevers
+	case v.level >= Level8 && v.usesSchedules():
+		return stateVersionSchedules
 	case v.level >= Level8:
 		return stateVersionLevel8
 	case v.level >= Level7:
@@ -243,6 +251,9 @@ func (v *View) Encode(e *sfq.Encoder) {
 	if version >= stateVersionLevel8 {
 		encodeConfigLevel8(e, &v.cfg)
 	}
+	if version >= stateVersionSchedules {
+		encodeConfigSchedules(e, &v.cfg)
+	}
 	e.Uvarint(uint64(len(v.members)))
 	for _, m := range v.members {
 		e.String(m.ID)
@@ -271,6 +282,9 @@ func (v *View) Encode(e *sfq.Encoder) {
 	if version >= stateVersionLevel8 {
 		encodeKept(e, v.kept, version)
 		encodePolicies(e, v.policies)
+	}
+	if version >= stateVersionSchedules {
+		encodeSchedules(e, v.schedSerial, v.schedules)
 	}
 	switch {
 	case version >= stateVersionLevel8:
@@ -325,6 +339,9 @@ func (f *FSM) Adopt(n *FSM) {
 	f.exported, f.tierCarry = n.exported, n.tierCarry
 	f.webhooks, f.whSerial = n.webhooks, n.whSerial
 	f.policies = n.policies
+	f.schedules, f.schedSerial, f.schedIndex, f.schedCount = n.schedules, n.schedSerial, n.schedIndex, n.schedCount
+	// A reader of the changes reads every schedule again.
+	f.schedLogBase, f.schedLog = f.schedLogBase+uint64(len(f.schedLog))+1, nil
 	f.fairs, f.fairSince = n.fairs, n.fairSince
 	f.hashValid = false
 	f.replaced++
@@ -366,6 +383,11 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 	}
 	if version >= stateVersionLevel8 {
 		decodeConfigLevel8(d, &f.cfg)
+	}
+	if version >= stateVersionSchedules {
+		decodeConfigSchedules(d, &f.cfg)
+	} else {
+		f.cfg.MaxSchedules = DefaultMaxSchedules
 	}
 	nm := d.Uvarint()
 	for i := uint64(0); i < nm && d.Err() == nil; i++ {
@@ -427,6 +449,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		f.decodeKept(d, version)
 		f.decodePolicies(d)
 	}
+	if version >= stateVersionSchedules && d.Err() == nil {
+		f.decodeSchedules(d)
+	}
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
@@ -481,6 +506,7 @@ func (f *FSM) Hash() ([32]byte, uint64) {
 		v := f.view()
 		v.keys, v.events, v.sched = f.keys.View(), f.events.View(), f.sched.Peek()
 		v.kept = f.keptFreeze()
+		v.schedules = f.schedules.View()
 		f.hash, f.hashIndex, f.hashValid = HashView(v), f.lastIndex, true
 	}
 	return f.hash, f.hashIndex
@@ -522,6 +548,9 @@ func (f *FSM) verifyAboveCore() error {
 		return err
 	}
 	if err := f.verifyKept(); err != nil {
+		return err
+	}
+	if err := f.verifySchedules(); err != nil {
 		return err
 	}
 	return f.verifyMetrics()

@@ -149,7 +149,7 @@ func TestWebhookSetValidation(t *testing.T) {
 		{webhookSet("acme", "/relative", false, 0, 1), Invalid, `url: scheme "", want http or https`},
 		{webhookSet("acme", "https://x.example/"+strings.Repeat("a", MaxWebhookURLLen), false, 0, 1), Invalid, "url: 2066 bytes (max 2048)"},
 		{webhookSet("acme", "https://x.example/", false, 0, 1, "queued", "gap"), Invalid,
-			`kinds: unknown event kind "gap" (want queued, assigned, started, requeued, completed, failed, cancel_requested, cancelled, timed_out, scheduled, released, expired, paused, resumed, redriven, or all alone)`},
+			`kinds: unknown event kind "gap" (want queued, assigned, started, requeued, completed, failed, cancel_requested, cancelled, timed_out, scheduled, released, expired, paused, resumed, redriven, schedule_fired, schedule_refused, schedule_missed, or all alone)`},
 		{webhookSet("acme", "https://x.example/", true, -1, 1), Invalid, "grace_ms: -1, want 0..2592000000 (30 days)"},
 		{webhookSet("acme", "https://x.example/", false, 0, 0), Invalid, "key_id: required (the leader sets it)"},
 		{webhookReplay("acme", 1), NotFound, `tenant "acme" has no webhook`},

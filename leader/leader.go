@@ -79,12 +79,14 @@ type Loops struct {
 	Workers raftnode.LeaderLoop
 	// Webhooks, if set, delivers the tenants' events.
 	Webhooks raftnode.LeaderLoop
+	// Schedules, if set, fires the tenants' schedules (package schedule).
+	Schedules raftnode.LeaderLoop
 }
 
 // Establish names every loop that runs only while node leads, in start
 // order, under one context that ends with the leadership: the clock
 // ticks, the feature level, the pruner, the deadlines, the releases and expiries of delays,
-// the worker sessions' loops, webhook delivery. A new leader-only loop is added here and nowhere else.
+// the schedules' fires, the worker sessions' loops, webhook delivery. A new leader-only loop is added here and nowhere else.
 func Establish(node *raftnode.Node, parts Loops, log hclog.Logger, reg prometheus.Registerer) {
 	n := OnRaft(node)
 	loops := []raftnode.Loop{
@@ -93,6 +95,9 @@ func Establish(node *raftnode.Node, parts Loops, log hclog.Logger, reg prometheu
 		{Name: "prune", Run: Pruner(n, node.Config().PruneInterval, log.Named("prune"))},
 		{Name: "deadlines", Run: Deadlines(n, log.Named("deadlines"), NewDeadlineMetrics(reg))},
 		{Name: "delays", Run: Delays(n, log.Named("delays"))},
+	}
+	if parts.Schedules != nil {
+		loops = append(loops, raftnode.Loop{Name: "schedules", Run: parts.Schedules})
 	}
 	if parts.Workers != nil {
 		loops = append(loops, raftnode.Loop{Name: "workers", Run: parts.Workers})

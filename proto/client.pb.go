@@ -26,6 +26,838 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Schedule is a tenant's schedule (SPEC §3 "Schedules"): its definition,
+// where its slots stand, and what its fires did. Times are cluster time
+// in ms (a person is shown them at the wall time now gives).
+type Schedule struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name   string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// spec: five cron fields (minute hour day-of-month month day-of-week),
+	// a macro (@yearly, @monthly, @weekly, @daily, @hourly, ...) or "@every
+	// D" (D >= 1 s, slots at the multiples of D since the Unix epoch).
+	Spec      string  `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	Zone      string  `protobuf:"bytes,4,opt,name=zone,proto3" json:"zone,omitempty"` // the IANA zone the cron fields read; "UTC" by default
+	Overlap   Overlap `protobuf:"varint,5,opt,name=overlap,proto3,enum=barista.v1.Overlap" json:"overlap,omitempty"`
+	CatchupMs int64   `protobuf:"varint,6,opt,name=catchup_ms,json=catchupMs,proto3" json:"catchup_ms,omitempty"`
+	JitterMs  int64   `protobuf:"varint,7,opt,name=jitter_ms,json=jitterMs,proto3" json:"jitter_ms,omitempty"`
+	Paused    bool    `protobuf:"varint,8,opt,name=paused,proto3" json:"paused,omitempty"`
+	// job is what each fire submits (tenant and idempotency key are the
+	// schedule's).
+	Job *SubmitRequest `protobuf:"bytes,9,opt,name=job,proto3" json:"job,omitempty"`
+	// version moves on at every change of the definition.
+	Version uint64 `protobuf:"varint,10,opt,name=version,proto3" json:"version,omitempty"`
+	// since_ms: slots after it fire (the version's start, or the resume).
+	SinceMs int64 `protobuf:"varint,11,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"`
+	// last_slot_ms is the newest slot spent (fired, skipped, refused or
+	// missed); 0: none yet.
+	LastSlotMs int64 `protobuf:"varint,12,opt,name=last_slot_ms,json=lastSlotMs,proto3" json:"last_slot_ms,omitempty"`
+	// next_slots_ms are the next slots after the last one spent (cluster
+	// time, before jitter), computed by the answering node; none while
+	// paused.
+	NextSlotsMs []int64 `protobuf:"varint,13,rep,packed,name=next_slots_ms,json=nextSlotsMs,proto3" json:"next_slots_ms,omitempty"`
+	// next_fire_ms is when the first of them is fired: its slot plus its
+	// jitter (0: none).
+	NextFireMs int64  `protobuf:"varint,14,opt,name=next_fire_ms,json=nextFireMs,proto3" json:"next_fire_ms,omitempty"`
+	Fired      uint64 `protobuf:"varint,15,opt,name=fired,proto3" json:"fired,omitempty"`     // slots that submitted a job, and run-nows
+	Skipped    uint64 `protobuf:"varint,16,opt,name=skipped,proto3" json:"skipped,omitempty"` // slots not fired for the overlap policy
+	Missed     uint64 `protobuf:"varint,17,opt,name=missed,proto3" json:"missed,omitempty"`   // slots further behind than catch-up, never fired
+	Refused    uint64 `protobuf:"varint,18,opt,name=refused,proto3" json:"refused,omitempty"` // fires whose submit was refused (quota, ...)
+	LastJobId  uint64 `protobuf:"varint,19,opt,name=last_job_id,json=lastJobId,proto3" json:"last_job_id,omitempty"`
+	// live_job_ids are its jobs not yet ended, as the overlap policy sees
+	// them (none under allow).
+	LiveJobIds  []uint64 `protobuf:"varint,20,rep,packed,name=live_job_ids,json=liveJobIds,proto3" json:"live_job_ids,omitempty"`
+	CreatedAtMs int64    `protobuf:"varint,21,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	// spec_error says why the answering node cannot compute the slots
+	// (empty: it can).
+	SpecError string `protobuf:"bytes,22,opt,name=spec_error,json=specError,proto3" json:"spec_error,omitempty"`
+	// now is the answering node's cluster time and wall clock.
+	Now           *ClockNow `protobuf:"bytes,23,opt,name=now,proto3" json:"now,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Schedule) Reset() {
+	*x = Schedule{}
+	mi := &file_client_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Schedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Schedule) ProtoMessage() {}
+
+func (x *Schedule) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
+func (*Schedule) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *Schedule) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *Schedule) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Schedule) GetSpec() string {
+	if x != nil {
+		return x.Spec
+	}
+	return ""
+}
+
+func (x *Schedule) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *Schedule) GetOverlap() Overlap {
+	if x != nil {
+		return x.Overlap
+	}
+	return Overlap_OVERLAP_UNSPECIFIED
+}
+
+func (x *Schedule) GetCatchupMs() int64 {
+	if x != nil {
+		return x.CatchupMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetJitterMs() int64 {
+	if x != nil {
+		return x.JitterMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *Schedule) GetJob() *SubmitRequest {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *Schedule) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Schedule) GetSinceMs() int64 {
+	if x != nil {
+		return x.SinceMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetLastSlotMs() int64 {
+	if x != nil {
+		return x.LastSlotMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetNextSlotsMs() []int64 {
+	if x != nil {
+		return x.NextSlotsMs
+	}
+	return nil
+}
+
+func (x *Schedule) GetNextFireMs() int64 {
+	if x != nil {
+		return x.NextFireMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetFired() uint64 {
+	if x != nil {
+		return x.Fired
+	}
+	return 0
+}
+
+func (x *Schedule) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *Schedule) GetMissed() uint64 {
+	if x != nil {
+		return x.Missed
+	}
+	return 0
+}
+
+func (x *Schedule) GetRefused() uint64 {
+	if x != nil {
+		return x.Refused
+	}
+	return 0
+}
+
+func (x *Schedule) GetLastJobId() uint64 {
+	if x != nil {
+		return x.LastJobId
+	}
+	return 0
+}
+
+func (x *Schedule) GetLiveJobIds() []uint64 {
+	if x != nil {
+		return x.LiveJobIds
+	}
+	return nil
+}
+
+func (x *Schedule) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *Schedule) GetSpecError() string {
+	if x != nil {
+		return x.SpecError
+	}
+	return ""
+}
+
+func (x *Schedule) GetNow() *ClockNow {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+type SetScheduleRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Tenant  string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name    string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Spec    string                 `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	Zone    string                 `protobuf:"bytes,4,opt,name=zone,proto3" json:"zone,omitempty"`
+	Overlap Overlap                `protobuf:"varint,5,opt,name=overlap,proto3,enum=barista.v1.Overlap" json:"overlap,omitempty"`
+	// catchup_ms: how far behind cluster time a slot may still fire after
+	// no leader could fire it (absent: 60 s; 1 s .. 365 days).
+	CatchupMs *int64 `protobuf:"varint,6,opt,name=catchup_ms,json=catchupMs,proto3,oneof" json:"catchup_ms,omitempty"`
+	// jitter_ms: slot T is fired at T + hash(tenant, name, T) mod jitter
+	// (0 .. 24 h); the key and the last slot still say T.
+	JitterMs int64 `protobuf:"varint,7,opt,name=jitter_ms,json=jitterMs,proto3" json:"jitter_ms,omitempty"`
+	Paused   bool  `protobuf:"varint,8,opt,name=paused,proto3" json:"paused,omitempty"`
+	// job: every field of a submit, but tenant and idempotency_key (the
+	// schedule's own).
+	Job           *SubmitRequest `protobuf:"bytes,9,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetScheduleRequest) Reset() {
+	*x = SetScheduleRequest{}
+	mi := &file_client_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetScheduleRequest) ProtoMessage() {}
+
+func (x *SetScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetScheduleRequest.ProtoReflect.Descriptor instead.
+func (*SetScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetScheduleRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetScheduleRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetScheduleRequest) GetSpec() string {
+	if x != nil {
+		return x.Spec
+	}
+	return ""
+}
+
+func (x *SetScheduleRequest) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *SetScheduleRequest) GetOverlap() Overlap {
+	if x != nil {
+		return x.Overlap
+	}
+	return Overlap_OVERLAP_UNSPECIFIED
+}
+
+func (x *SetScheduleRequest) GetCatchupMs() int64 {
+	if x != nil && x.CatchupMs != nil {
+		return *x.CatchupMs
+	}
+	return 0
+}
+
+func (x *SetScheduleRequest) GetJitterMs() int64 {
+	if x != nil {
+		return x.JitterMs
+	}
+	return 0
+}
+
+func (x *SetScheduleRequest) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *SetScheduleRequest) GetJob() *SubmitRequest {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+type GetScheduleRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name   string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Read   *ReadOptions           `protobuf:"bytes,3,opt,name=read,proto3" json:"read,omitempty"`
+	// next: how many next slots to compute (default 5, at most 100).
+	Next          uint32 `protobuf:"varint,4,opt,name=next,proto3" json:"next,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetScheduleRequest) Reset() {
+	*x = GetScheduleRequest{}
+	mi := &file_client_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetScheduleRequest) ProtoMessage() {}
+
+func (x *GetScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetScheduleRequest.ProtoReflect.Descriptor instead.
+func (*GetScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *GetScheduleRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *GetScheduleRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetScheduleRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+func (x *GetScheduleRequest) GetNext() uint32 {
+	if x != nil {
+		return x.Next
+	}
+	return 0
+}
+
+type ListSchedulesRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Tenant    string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Read      *ReadOptions           `protobuf:"bytes,2,opt,name=read,proto3" json:"read,omitempty"`
+	PageSize  uint32                 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`   // default 100, at most 1000
+	PageToken string                 `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"` // the name to start after
+	// next: how many next slots of each (default 1, at most 100).
+	Next          uint32 `protobuf:"varint,5,opt,name=next,proto3" json:"next,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSchedulesRequest) Reset() {
+	*x = ListSchedulesRequest{}
+	mi := &file_client_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSchedulesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSchedulesRequest) ProtoMessage() {}
+
+func (x *ListSchedulesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSchedulesRequest.ProtoReflect.Descriptor instead.
+func (*ListSchedulesRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ListSchedulesRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ListSchedulesRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+func (x *ListSchedulesRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSchedulesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListSchedulesRequest) GetNext() uint32 {
+	if x != nil {
+		return x.Next
+	}
+	return 0
+}
+
+type ListSchedulesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Schedules     []*Schedule            `protobuf:"bytes,1,rep,name=schedules,proto3" json:"schedules,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSchedulesResponse) Reset() {
+	*x = ListSchedulesResponse{}
+	mi := &file_client_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSchedulesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSchedulesResponse) ProtoMessage() {}
+
+func (x *ListSchedulesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSchedulesResponse.ProtoReflect.Descriptor instead.
+func (*ListSchedulesResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ListSchedulesResponse) GetSchedules() []*Schedule {
+	if x != nil {
+		return x.Schedules
+	}
+	return nil
+}
+
+func (x *ListSchedulesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type PauseScheduleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Resume        bool                   `protobuf:"varint,3,opt,name=resume,proto3" json:"resume,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseScheduleRequest) Reset() {
+	*x = PauseScheduleRequest{}
+	mi := &file_client_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseScheduleRequest) ProtoMessage() {}
+
+func (x *PauseScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseScheduleRequest.ProtoReflect.Descriptor instead.
+func (*PauseScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PauseScheduleRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *PauseScheduleRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PauseScheduleRequest) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
+}
+
+type RunScheduleNowRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name   string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// key makes the fire idempotent: 1..64 bytes of [A-Za-z0-9._:@-];
+	// empty: the node makes one (a resend of the call fires again).
+	Key           string `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunScheduleNowRequest) Reset() {
+	*x = RunScheduleNowRequest{}
+	mi := &file_client_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunScheduleNowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunScheduleNowRequest) ProtoMessage() {}
+
+func (x *RunScheduleNowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunScheduleNowRequest.ProtoReflect.Descriptor instead.
+func (*RunScheduleNowRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RunScheduleNowRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *RunScheduleNowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RunScheduleNowRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+type RunScheduleNowResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"` // false: the key had fired this job already
+	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunScheduleNowResponse) Reset() {
+	*x = RunScheduleNowResponse{}
+	mi := &file_client_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunScheduleNowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunScheduleNowResponse) ProtoMessage() {}
+
+func (x *RunScheduleNowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunScheduleNowResponse.ProtoReflect.Descriptor instead.
+func (*RunScheduleNowResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RunScheduleNowResponse) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *RunScheduleNowResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *RunScheduleNowResponse) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+type DeleteScheduleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteScheduleRequest) Reset() {
+	*x = DeleteScheduleRequest{}
+	mi := &file_client_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteScheduleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteScheduleRequest) ProtoMessage() {}
+
+func (x *DeleteScheduleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteScheduleRequest.ProtoReflect.Descriptor instead.
+func (*DeleteScheduleRequest) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DeleteScheduleRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *DeleteScheduleRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type DeleteScheduleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deleted       bool                   `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteScheduleResponse) Reset() {
+	*x = DeleteScheduleResponse{}
+	mi := &file_client_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteScheduleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteScheduleResponse) ProtoMessage() {}
+
+func (x *DeleteScheduleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteScheduleResponse.ProtoReflect.Descriptor instead.
+func (*DeleteScheduleResponse) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DeleteScheduleResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
 // KindPolicy is the retry policy of a kind: for one tenant, or every
 // tenant ("*"). A value left 0 (retry_backoff_ms absent) is not set by
 // the policy.
@@ -43,7 +875,7 @@ type KindPolicy struct {
 
 func (x *KindPolicy) Reset() {
 	*x = KindPolicy{}
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_client_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -55,7 +887,7 @@ func (x *KindPolicy) String() string {
 func (*KindPolicy) ProtoMessage() {}
 
 func (x *KindPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[0]
+	mi := &file_client_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -68,7 +900,7 @@ func (x *KindPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KindPolicy.ProtoReflect.Descriptor instead.
 func (*KindPolicy) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{0}
+	return file_client_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *KindPolicy) GetTenant() string {
@@ -130,7 +962,7 @@ type SetKindPolicyRequest struct {
 
 func (x *SetKindPolicyRequest) Reset() {
 	*x = SetKindPolicyRequest{}
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_client_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -142,7 +974,7 @@ func (x *SetKindPolicyRequest) String() string {
 func (*SetKindPolicyRequest) ProtoMessage() {}
 
 func (x *SetKindPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[1]
+	mi := &file_client_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -155,7 +987,7 @@ func (x *SetKindPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetKindPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetKindPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{1}
+	return file_client_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetKindPolicyRequest) GetTenant() string {
@@ -216,7 +1048,7 @@ type ListKindPoliciesRequest struct {
 
 func (x *ListKindPoliciesRequest) Reset() {
 	*x = ListKindPoliciesRequest{}
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -228,7 +1060,7 @@ func (x *ListKindPoliciesRequest) String() string {
 func (*ListKindPoliciesRequest) ProtoMessage() {}
 
 func (x *ListKindPoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[2]
+	mi := &file_client_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -241,7 +1073,7 @@ func (x *ListKindPoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKindPoliciesRequest.ProtoReflect.Descriptor instead.
 func (*ListKindPoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{2}
+	return file_client_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListKindPoliciesRequest) GetTenant() string {
@@ -260,7 +1092,7 @@ type ListKindPoliciesResponse struct {
 
 func (x *ListKindPoliciesResponse) Reset() {
 	*x = ListKindPoliciesResponse{}
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -272,7 +1104,7 @@ func (x *ListKindPoliciesResponse) String() string {
 func (*ListKindPoliciesResponse) ProtoMessage() {}
 
 func (x *ListKindPoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[3]
+	mi := &file_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -285,7 +1117,7 @@ func (x *ListKindPoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKindPoliciesResponse.ProtoReflect.Descriptor instead.
 func (*ListKindPoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{3}
+	return file_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListKindPoliciesResponse) GetPolicies() []*KindPolicy {
@@ -314,7 +1146,7 @@ type EvidenceWindow struct {
 
 func (x *EvidenceWindow) Reset() {
 	*x = EvidenceWindow{}
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -326,7 +1158,7 @@ func (x *EvidenceWindow) String() string {
 func (*EvidenceWindow) ProtoMessage() {}
 
 func (x *EvidenceWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[4]
+	mi := &file_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -339,7 +1171,7 @@ func (x *EvidenceWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvidenceWindow.ProtoReflect.Descriptor instead.
 func (*EvidenceWindow) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{4}
+	return file_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *EvidenceWindow) GetFromIndex() uint64 {
@@ -389,7 +1221,7 @@ type UsageStatementRequest struct {
 
 func (x *UsageStatementRequest) Reset() {
 	*x = UsageStatementRequest{}
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -401,7 +1233,7 @@ func (x *UsageStatementRequest) String() string {
 func (*UsageStatementRequest) ProtoMessage() {}
 
 func (x *UsageStatementRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[5]
+	mi := &file_client_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -414,7 +1246,7 @@ func (x *UsageStatementRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageStatementRequest.ProtoReflect.Descriptor instead.
 func (*UsageStatementRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{5}
+	return file_client_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UsageStatementRequest) GetTenant() string {
@@ -450,7 +1282,7 @@ type UsageStatementResponse struct {
 
 func (x *UsageStatementResponse) Reset() {
 	*x = UsageStatementResponse{}
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +1294,7 @@ func (x *UsageStatementResponse) String() string {
 func (*UsageStatementResponse) ProtoMessage() {}
 
 func (x *UsageStatementResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[6]
+	mi := &file_client_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +1307,7 @@ func (x *UsageStatementResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageStatementResponse.ProtoReflect.Descriptor instead.
 func (*UsageStatementResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{6}
+	return file_client_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UsageStatementResponse) GetDocument() string {
@@ -502,7 +1334,7 @@ type FairnessCertificateRequest struct {
 
 func (x *FairnessCertificateRequest) Reset() {
 	*x = FairnessCertificateRequest{}
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -514,7 +1346,7 @@ func (x *FairnessCertificateRequest) String() string {
 func (*FairnessCertificateRequest) ProtoMessage() {}
 
 func (x *FairnessCertificateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[7]
+	mi := &file_client_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -527,7 +1359,7 @@ func (x *FairnessCertificateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairnessCertificateRequest.ProtoReflect.Descriptor instead.
 func (*FairnessCertificateRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{7}
+	return file_client_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FairnessCertificateRequest) GetTenant() string {
@@ -555,7 +1387,7 @@ type FairnessCertificateResponse struct {
 
 func (x *FairnessCertificateResponse) Reset() {
 	*x = FairnessCertificateResponse{}
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +1399,7 @@ func (x *FairnessCertificateResponse) String() string {
 func (*FairnessCertificateResponse) ProtoMessage() {}
 
 func (x *FairnessCertificateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[8]
+	mi := &file_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +1412,7 @@ func (x *FairnessCertificateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairnessCertificateResponse.ProtoReflect.Descriptor instead.
 func (*FairnessCertificateResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{8}
+	return file_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FairnessCertificateResponse) GetDocument() string {
@@ -626,7 +1458,7 @@ type PlaceInLine struct {
 
 func (x *PlaceInLine) Reset() {
 	*x = PlaceInLine{}
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -638,7 +1470,7 @@ func (x *PlaceInLine) String() string {
 func (*PlaceInLine) ProtoMessage() {}
 
 func (x *PlaceInLine) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[9]
+	mi := &file_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -651,7 +1483,7 @@ func (x *PlaceInLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlaceInLine.ProtoReflect.Descriptor instead.
 func (*PlaceInLine) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{9}
+	return file_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PlaceInLine) GetAhead() uint64 {
@@ -707,7 +1539,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +1551,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[10]
+	mi := &file_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +1564,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{10}
+	return file_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PauseRequest) GetTenant() string {
@@ -766,7 +1598,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +1610,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[11]
+	mi := &file_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +1623,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{11}
+	return file_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PauseResponse) GetPaused() string {
@@ -831,7 +1663,7 @@ type BulkJobsRequest struct {
 
 func (x *BulkJobsRequest) Reset() {
 	*x = BulkJobsRequest{}
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +1675,7 @@ func (x *BulkJobsRequest) String() string {
 func (*BulkJobsRequest) ProtoMessage() {}
 
 func (x *BulkJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[12]
+	mi := &file_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +1688,7 @@ func (x *BulkJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkJobsRequest.ProtoReflect.Descriptor instead.
 func (*BulkJobsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{12}
+	return file_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BulkJobsRequest) GetTenant() string {
@@ -933,7 +1765,7 @@ type BulkJobsResponse struct {
 
 func (x *BulkJobsResponse) Reset() {
 	*x = BulkJobsResponse{}
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1777,7 @@ func (x *BulkJobsResponse) String() string {
 func (*BulkJobsResponse) ProtoMessage() {}
 
 func (x *BulkJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[13]
+	mi := &file_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1790,7 @@ func (x *BulkJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkJobsResponse.ProtoReflect.Descriptor instead.
 func (*BulkJobsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{13}
+	return file_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BulkJobsResponse) GetItems() []*BulkItem {
@@ -1053,14 +1885,18 @@ type SubmitRequest struct {
 	// form says which workers run the job (SPEC §3 "Kinds", feature level
 	// 8): a command line (COMMAND), or a function of its job_type, which
 	// must then be set (FUNCTION). Unspecified: every worker, as before.
-	Form          JobForm `protobuf:"varint,130,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"`
+	Form JobForm `protobuf:"varint,130,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"`
+	// return_job asks for the job in the answer (SubmitResponse.job): the
+	// job as the cluster holds it once the submit is applied, without its
+	// payload. A server of an earlier build ignores it and answers no job.
+	ReturnJob     bool `protobuf:"varint,140,opt,name=return_job,json=returnJob,proto3" json:"return_job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1908,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[14]
+	mi := &file_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1921,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{14}
+	return file_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SubmitRequest) GetTenant() string {
@@ -1200,18 +2036,31 @@ func (x *SubmitRequest) GetForm() JobForm {
 	return JobForm_JOB_FORM_UNSPECIFIED
 }
 
+func (x *SubmitRequest) GetReturnJob() bool {
+	if x != nil {
+		return x.ReturnJob
+	}
+	return false
+}
+
 type SubmitResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	JobId uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// created is false when the key matched an existing job.
-	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// job is the job just after the submit (the new one, or the one its key
+	// matched), without its payload, when the request asked for it
+	// (return_job); absent otherwise, and when the node could not read it
+	// back in time (a follower that forwarded the submit waits at most a
+	// second for its own state to hold it: read it with GetJob then).
+	Job           *Job `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +2072,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[15]
+	mi := &file_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +2085,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{15}
+	return file_client_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SubmitResponse) GetJobId() uint64 {
@@ -1253,6 +2102,13 @@ func (x *SubmitResponse) GetCreated() bool {
 	return false
 }
 
+func (x *SubmitResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 type ReadOptions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// stale serves the read from this node's state without asking the
@@ -1264,7 +2120,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +2132,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[16]
+	mi := &file_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +2145,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{16}
+	return file_client_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReadOptions) GetStale() bool {
@@ -1310,7 +2166,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +2178,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +2191,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{17}
+	return file_client_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetJobRequest) GetTenant() string {
@@ -1435,7 +2291,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +2303,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +2316,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{18}
+	return file_client_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Job) GetJobId() uint64 {
@@ -1739,7 +2595,7 @@ type RunJobNowRequest struct {
 
 func (x *RunJobNowRequest) Reset() {
 	*x = RunJobNowRequest{}
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +2607,7 @@ func (x *RunJobNowRequest) String() string {
 func (*RunJobNowRequest) ProtoMessage() {}
 
 func (x *RunJobNowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +2620,7 @@ func (x *RunJobNowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobNowRequest.ProtoReflect.Descriptor instead.
 func (*RunJobNowRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{19}
+	return file_client_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RunJobNowRequest) GetTenant() string {
@@ -1790,7 +2646,7 @@ type RunJobNowResponse struct {
 
 func (x *RunJobNowResponse) Reset() {
 	*x = RunJobNowResponse{}
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1802,7 +2658,7 @@ func (x *RunJobNowResponse) String() string {
 func (*RunJobNowResponse) ProtoMessage() {}
 
 func (x *RunJobNowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1815,7 +2671,7 @@ func (x *RunJobNowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobNowResponse.ProtoReflect.Descriptor instead.
 func (*RunJobNowResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{20}
+	return file_client_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RunJobNowResponse) GetState() string {
@@ -1854,7 +2710,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1866,7 +2722,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1879,7 +2735,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{21}
+	return file_client_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListJobsRequest) GetTenant() string {
@@ -1957,7 +2813,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2825,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2838,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{22}
+	return file_client_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2009,7 +2865,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2021,7 +2877,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2034,7 +2890,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{23}
+	return file_client_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -2061,7 +2917,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2073,7 +2929,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2086,7 +2942,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{24}
+	return file_client_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CancelJobResponse) GetState() string {
@@ -2124,7 +2980,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2992,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +3005,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{25}
+	return file_client_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WatchEventsRequest) GetTenant() string {
@@ -2201,7 +3057,7 @@ type ClockNow struct {
 
 func (x *ClockNow) Reset() {
 	*x = ClockNow{}
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2213,7 +3069,7 @@ func (x *ClockNow) String() string {
 func (*ClockNow) ProtoMessage() {}
 
 func (x *ClockNow) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2226,7 +3082,7 @@ func (x *ClockNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockNow.ProtoReflect.Descriptor instead.
 func (*ClockNow) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{26}
+	return file_client_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ClockNow) GetClusterMs() int64 {
@@ -2261,14 +3117,20 @@ type Event struct {
 	Group string `protobuf:"bytes,80,opt,name=group,proto3" json:"group,omitempty"`
 	// pool: the job's pool, always named ("default" included); empty on
 	// the tenant-level events (job_id 0).
-	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
+	Pool string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
+	// schedule: for the schedule events (schedule_fired, schedule_refused,
+	// schedule_missed), the schedule; slot_ms its slot (the newest one
+	// missed); slots how many were missed.
+	Schedule      string `protobuf:"bytes,140,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	SlotMs        int64  `protobuf:"varint,141,opt,name=slot_ms,json=slotMs,proto3" json:"slot_ms,omitempty"`
+	Slots         uint64 `protobuf:"varint,142,opt,name=slots,proto3" json:"slots,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2280,7 +3142,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2293,7 +3155,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{27}
+	return file_client_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2387,6 +3249,27 @@ func (x *Event) GetPool() string {
 	return ""
 }
 
+func (x *Event) GetSchedule() string {
+	if x != nil {
+		return x.Schedule
+	}
+	return ""
+}
+
+func (x *Event) GetSlotMs() int64 {
+	if x != nil {
+		return x.SlotMs
+	}
+	return 0
+}
+
+func (x *Event) GetSlots() uint64 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
+}
+
 type TenantUsageRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -2400,7 +3283,7 @@ type TenantUsageRequest struct {
 
 func (x *TenantUsageRequest) Reset() {
 	*x = TenantUsageRequest{}
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +3295,7 @@ func (x *TenantUsageRequest) String() string {
 func (*TenantUsageRequest) ProtoMessage() {}
 
 func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +3308,7 @@ func (x *TenantUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageRequest.ProtoReflect.Descriptor instead.
 func (*TenantUsageRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{28}
+	return file_client_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TenantUsageRequest) GetTenant() string {
@@ -2496,7 +3379,7 @@ type TenantUsageResponse struct {
 
 func (x *TenantUsageResponse) Reset() {
 	*x = TenantUsageResponse{}
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2508,7 +3391,7 @@ func (x *TenantUsageResponse) String() string {
 func (*TenantUsageResponse) ProtoMessage() {}
 
 func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2521,7 +3404,7 @@ func (x *TenantUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantUsageResponse.ProtoReflect.Descriptor instead.
 func (*TenantUsageResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{29}
+	return file_client_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TenantUsageResponse) GetTenant() string {
@@ -2740,7 +3623,7 @@ type GroupUsage struct {
 
 func (x *GroupUsage) Reset() {
 	*x = GroupUsage{}
-	mi := &file_client_proto_msgTypes[30]
+	mi := &file_client_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2752,7 +3635,7 @@ func (x *GroupUsage) String() string {
 func (*GroupUsage) ProtoMessage() {}
 
 func (x *GroupUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[30]
+	mi := &file_client_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2765,7 +3648,7 @@ func (x *GroupUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupUsage.ProtoReflect.Descriptor instead.
 func (*GroupUsage) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{30}
+	return file_client_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GroupUsage) GetName() string {
@@ -2823,7 +3706,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_client_proto_msgTypes[31]
+	mi := &file_client_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +3718,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[31]
+	mi := &file_client_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +3731,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{31}
+	return file_client_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Group) GetTenant() string {
@@ -2953,7 +3836,7 @@ type SetGroupRequest struct {
 
 func (x *SetGroupRequest) Reset() {
 	*x = SetGroupRequest{}
-	mi := &file_client_proto_msgTypes[32]
+	mi := &file_client_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2965,7 +3848,7 @@ func (x *SetGroupRequest) String() string {
 func (*SetGroupRequest) ProtoMessage() {}
 
 func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[32]
+	mi := &file_client_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2978,7 +3861,7 @@ func (x *SetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGroupRequest.ProtoReflect.Descriptor instead.
 func (*SetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{32}
+	return file_client_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SetGroupRequest) GetTenant() string {
@@ -3027,7 +3910,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_client_proto_msgTypes[33]
+	mi := &file_client_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3039,7 +3922,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[33]
+	mi := &file_client_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3052,7 +3935,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{33}
+	return file_client_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetGroupRequest) GetTenant() string {
@@ -3088,7 +3971,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_client_proto_msgTypes[34]
+	mi := &file_client_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3100,7 +3983,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[34]
+	mi := &file_client_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3113,7 +3996,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{34}
+	return file_client_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListGroupsRequest) GetTenant() string {
@@ -3154,7 +4037,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_client_proto_msgTypes[35]
+	mi := &file_client_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3166,7 +4049,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[35]
+	mi := &file_client_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3179,7 +4062,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{35}
+	return file_client_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*Group {
@@ -3205,7 +4088,7 @@ type SubmitBatchRequest struct {
 
 func (x *SubmitBatchRequest) Reset() {
 	*x = SubmitBatchRequest{}
-	mi := &file_client_proto_msgTypes[36]
+	mi := &file_client_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3217,7 +4100,7 @@ func (x *SubmitBatchRequest) String() string {
 func (*SubmitBatchRequest) ProtoMessage() {}
 
 func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[36]
+	mi := &file_client_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3230,7 +4113,7 @@ func (x *SubmitBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchRequest.ProtoReflect.Descriptor instead.
 func (*SubmitBatchRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{36}
+	return file_client_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SubmitBatchRequest) GetJobs() []*SubmitRequest {
@@ -3268,7 +4151,7 @@ type SubmitResult struct {
 
 func (x *SubmitResult) Reset() {
 	*x = SubmitResult{}
-	mi := &file_client_proto_msgTypes[37]
+	mi := &file_client_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3280,7 +4163,7 @@ func (x *SubmitResult) String() string {
 func (*SubmitResult) ProtoMessage() {}
 
 func (x *SubmitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[37]
+	mi := &file_client_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3293,7 +4176,7 @@ func (x *SubmitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResult.ProtoReflect.Descriptor instead.
 func (*SubmitResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{37}
+	return file_client_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SubmitResult) GetJobId() uint64 {
@@ -3354,7 +4237,7 @@ type SubmitBatchResponse struct {
 
 func (x *SubmitBatchResponse) Reset() {
 	*x = SubmitBatchResponse{}
-	mi := &file_client_proto_msgTypes[38]
+	mi := &file_client_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3366,7 +4249,7 @@ func (x *SubmitBatchResponse) String() string {
 func (*SubmitBatchResponse) ProtoMessage() {}
 
 func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[38]
+	mi := &file_client_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3379,7 +4262,7 @@ func (x *SubmitBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitBatchResponse.ProtoReflect.Descriptor instead.
 func (*SubmitBatchResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{38}
+	return file_client_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SubmitBatchResponse) GetResults() []*SubmitResult {
@@ -3399,7 +4282,7 @@ type ExplainJobRequest struct {
 
 func (x *ExplainJobRequest) Reset() {
 	*x = ExplainJobRequest{}
-	mi := &file_client_proto_msgTypes[39]
+	mi := &file_client_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3411,7 +4294,7 @@ func (x *ExplainJobRequest) String() string {
 func (*ExplainJobRequest) ProtoMessage() {}
 
 func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[39]
+	mi := &file_client_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3424,7 +4307,7 @@ func (x *ExplainJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobRequest.ProtoReflect.Descriptor instead.
 func (*ExplainJobRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{39}
+	return file_client_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ExplainJobRequest) GetTenant() string {
@@ -3485,6 +4368,12 @@ type ExplainJobResponse struct {
 	// kind (no_worker): workers of the job's pool and size are connected,
 	// but none runs its kind ("command" for a command job: SPEC §3 "Kinds").
 	Kind string `protobuf:"bytes,131,opt,name=kind,proto3" json:"kind,omitempty"`
+	// schedule names the schedule whose fire submitted the job (SPEC §3
+	// "Schedules"), and schedule_slot_ms the slot it fired (cluster time; 0
+	// for a run-now, whose key is schedule_run_key).
+	Schedule       string `protobuf:"bytes,150,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	ScheduleSlotMs int64  `protobuf:"varint,151,opt,name=schedule_slot_ms,json=scheduleSlotMs,proto3" json:"schedule_slot_ms,omitempty"`
+	ScheduleRunKey string `protobuf:"bytes,152,opt,name=schedule_run_key,json=scheduleRunKey,proto3" json:"schedule_run_key,omitempty"`
 	// now is the answering node's cluster time and wall clock: a cluster
 	// time T of this message happens at wall time now.wall_ms + (T -
 	// now.cluster_ms), the form in which a person is shown it.
@@ -3495,7 +4384,7 @@ type ExplainJobResponse struct {
 
 func (x *ExplainJobResponse) Reset() {
 	*x = ExplainJobResponse{}
-	mi := &file_client_proto_msgTypes[40]
+	mi := &file_client_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3507,7 +4396,7 @@ func (x *ExplainJobResponse) String() string {
 func (*ExplainJobResponse) ProtoMessage() {}
 
 func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[40]
+	mi := &file_client_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3520,7 +4409,7 @@ func (x *ExplainJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainJobResponse.ProtoReflect.Descriptor instead.
 func (*ExplainJobResponse) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{40}
+	return file_client_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ExplainJobResponse) GetJobId() uint64 {
@@ -3670,6 +4559,27 @@ func (x *ExplainJobResponse) GetKind() string {
 	return ""
 }
 
+func (x *ExplainJobResponse) GetSchedule() string {
+	if x != nil {
+		return x.Schedule
+	}
+	return ""
+}
+
+func (x *ExplainJobResponse) GetScheduleSlotMs() int64 {
+	if x != nil {
+		return x.ScheduleSlotMs
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetScheduleRunKey() string {
+	if x != nil {
+		return x.ScheduleRunKey
+	}
+	return ""
+}
+
 func (x *ExplainJobResponse) GetNow() *ClockNow {
 	if x != nil {
 		return x.Now
@@ -3682,7 +4592,81 @@ var File_client_proto protoreflect.FileDescriptor
 const file_client_proto_rawDesc = "" +
 	"\n" +
 	"\fclient.proto\x12\n" +
-	"barista.v1\x1a\vtypes.proto\"\xef\x01\n" +
+	"barista.v1\x1a\vtypes.proto\"\xba\x05\n" +
+	"\bSchedule\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04spec\x18\x03 \x01(\tR\x04spec\x12\x12\n" +
+	"\x04zone\x18\x04 \x01(\tR\x04zone\x12-\n" +
+	"\aoverlap\x18\x05 \x01(\x0e2\x13.barista.v1.OverlapR\aoverlap\x12\x1d\n" +
+	"\n" +
+	"catchup_ms\x18\x06 \x01(\x03R\tcatchupMs\x12\x1b\n" +
+	"\tjitter_ms\x18\a \x01(\x03R\bjitterMs\x12\x16\n" +
+	"\x06paused\x18\b \x01(\bR\x06paused\x12+\n" +
+	"\x03job\x18\t \x01(\v2\x19.barista.v1.SubmitRequestR\x03job\x12\x18\n" +
+	"\aversion\x18\n" +
+	" \x01(\x04R\aversion\x12\x19\n" +
+	"\bsince_ms\x18\v \x01(\x03R\asinceMs\x12 \n" +
+	"\flast_slot_ms\x18\f \x01(\x03R\n" +
+	"lastSlotMs\x12\"\n" +
+	"\rnext_slots_ms\x18\r \x03(\x03R\vnextSlotsMs\x12 \n" +
+	"\fnext_fire_ms\x18\x0e \x01(\x03R\n" +
+	"nextFireMs\x12\x14\n" +
+	"\x05fired\x18\x0f \x01(\x04R\x05fired\x12\x18\n" +
+	"\askipped\x18\x10 \x01(\x04R\askipped\x12\x16\n" +
+	"\x06missed\x18\x11 \x01(\x04R\x06missed\x12\x18\n" +
+	"\arefused\x18\x12 \x01(\x04R\arefused\x12\x1e\n" +
+	"\vlast_job_id\x18\x13 \x01(\x04R\tlastJobId\x12 \n" +
+	"\flive_job_ids\x18\x14 \x03(\x04R\n" +
+	"liveJobIds\x12\"\n" +
+	"\rcreated_at_ms\x18\x15 \x01(\x03R\vcreatedAtMs\x12\x1d\n" +
+	"\n" +
+	"spec_error\x18\x16 \x01(\tR\tspecError\x12&\n" +
+	"\x03now\x18\x17 \x01(\v2\x14.barista.v1.ClockNowR\x03now\"\xac\x02\n" +
+	"\x12SetScheduleRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04spec\x18\x03 \x01(\tR\x04spec\x12\x12\n" +
+	"\x04zone\x18\x04 \x01(\tR\x04zone\x12-\n" +
+	"\aoverlap\x18\x05 \x01(\x0e2\x13.barista.v1.OverlapR\aoverlap\x12\"\n" +
+	"\n" +
+	"catchup_ms\x18\x06 \x01(\x03H\x00R\tcatchupMs\x88\x01\x01\x12\x1b\n" +
+	"\tjitter_ms\x18\a \x01(\x03R\bjitterMs\x12\x16\n" +
+	"\x06paused\x18\b \x01(\bR\x06paused\x12+\n" +
+	"\x03job\x18\t \x01(\v2\x19.barista.v1.SubmitRequestR\x03jobB\r\n" +
+	"\v_catchup_ms\"\x81\x01\n" +
+	"\x12GetScheduleRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12+\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x12\n" +
+	"\x04next\x18\x04 \x01(\rR\x04next\"\xab\x01\n" +
+	"\x14ListSchedulesRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12+\n" +
+	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x12\n" +
+	"\x04next\x18\x05 \x01(\rR\x04next\"s\n" +
+	"\x15ListSchedulesResponse\x122\n" +
+	"\tschedules\x18\x01 \x03(\v2\x14.barista.v1.ScheduleR\tschedules\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Z\n" +
+	"\x14PauseScheduleRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06resume\x18\x03 \x01(\bR\x06resume\"U\n" +
+	"\x15RunScheduleNowRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\"[\n" +
+	"\x16RunScheduleNowResponse\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\"C\n" +
+	"\x15DeleteScheduleRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"2\n" +
+	"\x16DeleteScheduleResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"\xef\x01\n" +
 	"\n" +
 	"KindPolicy\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
@@ -3759,7 +4743,7 @@ const file_client_proto_rawDesc = "" +
 	"\askipped\x18\x04 \x01(\x04R\askipped\x12\x1c\n" +
 	"\tduplicate\x18\x05 \x01(\bR\tduplicate\x12\x18\n" +
 	"\astopped\x18\x06 \x01(\tR\astopped\x12*\n" +
-	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\xc0\x04\n" +
+	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\xe0\x04\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +
@@ -3778,12 +4762,15 @@ const file_client_proto_rawDesc = "" +
 	"\texpire_ms\x18G \x01(\x03R\bexpireMs\x12-\n" +
 	"\x10retry_backoff_ms\x18H \x01(\x03H\x01R\x0eretryBackoffMs\x88\x01\x01\x12\x12\n" +
 	"\x04pool\x18x \x01(\tR\x04pool\x12(\n" +
-	"\x04form\x18\x82\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04formB\x12\n" +
+	"\x04form\x18\x82\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04form\x12\x1e\n" +
+	"\n" +
+	"return_job\x18\x8c\x01 \x01(\bR\treturnJobB\x12\n" +
 	"\x10_idempotency_keyB\x13\n" +
-	"\x11_retry_backoff_ms\"A\n" +
+	"\x11_retry_backoff_ms\"d\n" +
 	"\x0eSubmitResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"#\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12!\n" +
+	"\x03job\x18\x03 \x01(\v2\x0f.barista.v1.JobR\x03job\"#\n" +
 	"\vReadOptions\x12\x14\n" +
 	"\x05stale\x18\x01 \x01(\bR\x05stale\"k\n" +
 	"\rGetJobRequest\x12\x16\n" +
@@ -3874,7 +4861,7 @@ const file_client_proto_rawDesc = "" +
 	"\bClockNow\x12\x1d\n" +
 	"\n" +
 	"cluster_ms\x18\x01 \x01(\x03R\tclusterMs\x12\x17\n" +
-	"\awall_ms\x18\x02 \x01(\x03R\x06wallMs\"\xb7\x02\n" +
+	"\awall_ms\x18\x02 \x01(\x03R\x06wallMs\"\x85\x03\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12\x16\n" +
@@ -3889,7 +4876,10 @@ const file_client_proto_rawDesc = "" +
 	" \x01(\tR\x06reason\x12\x17\n" +
 	"\awall_ms\x18\x14 \x01(\x03R\x06wallMs\x12\x14\n" +
 	"\x05group\x18P \x01(\tR\x05group\x12\x12\n" +
-	"\x04pool\x18x \x01(\tR\x04pool\"x\n" +
+	"\x04pool\x18x \x01(\tR\x04pool\x12\x1b\n" +
+	"\bschedule\x18\x8c\x01 \x01(\tR\bschedule\x12\x18\n" +
+	"\aslot_ms\x18\x8d\x01 \x01(\x03R\x06slotMs\x12\x15\n" +
+	"\x05slots\x18\x8e\x01 \x01(\x04R\x05slots\"x\n" +
 	"\x12TenantUsageRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12+\n" +
 	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1d\n" +
@@ -3984,7 +4974,7 @@ const file_client_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults\"B\n" +
 	"\x11ExplainJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\x9a\x05\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\x8d\x06\n" +
 	"\x12ExplainJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -4008,8 +4998,11 @@ const file_client_proto_rawDesc = "" +
 	"\x0ffitting_workers\x18* \x01(\rR\x0efittingWorkers\x12!\n" +
 	"\fworkers_busy\x18+ \x01(\bR\vworkersBusy\x12.\n" +
 	"\x05place\x18\x82\x01 \x01(\v2\x17.barista.v1.PlaceInLineR\x05place\x12\x13\n" +
-	"\x04kind\x18\x83\x01 \x01(\tR\x04kind\x12&\n" +
-	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now2\xd0\v\n" +
+	"\x04kind\x18\x83\x01 \x01(\tR\x04kind\x12\x1b\n" +
+	"\bschedule\x18\x96\x01 \x01(\tR\bschedule\x12)\n" +
+	"\x10schedule_slot_ms\x18\x97\x01 \x01(\x03R\x0escheduleSlotMs\x12)\n" +
+	"\x10schedule_run_key\x18\x98\x01 \x01(\tR\x0escheduleRunKey\x12&\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now2\xab\x0f\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
@@ -4033,7 +5026,13 @@ const file_client_proto_rawDesc = "" +
 	"\x0eUsageStatement\x12!.barista.v1.UsageStatementRequest\x1a\".barista.v1.UsageStatementResponse\x12f\n" +
 	"\x13FairnessCertificate\x12&.barista.v1.FairnessCertificateRequest\x1a'.barista.v1.FairnessCertificateResponse\x12I\n" +
 	"\rSetKindPolicy\x12 .barista.v1.SetKindPolicyRequest\x1a\x16.barista.v1.KindPolicy\x12]\n" +
-	"\x10ListKindPolicies\x12#.barista.v1.ListKindPoliciesRequest\x1a$.barista.v1.ListKindPoliciesResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\x10ListKindPolicies\x12#.barista.v1.ListKindPoliciesRequest\x1a$.barista.v1.ListKindPoliciesResponse\x12C\n" +
+	"\vSetSchedule\x12\x1e.barista.v1.SetScheduleRequest\x1a\x14.barista.v1.Schedule\x12C\n" +
+	"\vGetSchedule\x12\x1e.barista.v1.GetScheduleRequest\x1a\x14.barista.v1.Schedule\x12T\n" +
+	"\rListSchedules\x12 .barista.v1.ListSchedulesRequest\x1a!.barista.v1.ListSchedulesResponse\x12G\n" +
+	"\rPauseSchedule\x12 .barista.v1.PauseScheduleRequest\x1a\x14.barista.v1.Schedule\x12W\n" +
+	"\x0eRunScheduleNow\x12!.barista.v1.RunScheduleNowRequest\x1a\".barista.v1.RunScheduleNowResponse\x12W\n" +
+	"\x0eDeleteSchedule\x12!.barista.v1.DeleteScheduleRequest\x1a\".barista.v1.DeleteScheduleResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_client_proto_rawDescOnce sync.Once
@@ -4047,132 +5046,164 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_client_proto_goTypes = []any{
-	(*KindPolicy)(nil),                  // 0: barista.v1.KindPolicy
-	(*SetKindPolicyRequest)(nil),        // 1: barista.v1.SetKindPolicyRequest
-	(*ListKindPoliciesRequest)(nil),     // 2: barista.v1.ListKindPoliciesRequest
-	(*ListKindPoliciesResponse)(nil),    // 3: barista.v1.ListKindPoliciesResponse
-	(*EvidenceWindow)(nil),              // 4: barista.v1.EvidenceWindow
-	(*UsageStatementRequest)(nil),       // 5: barista.v1.UsageStatementRequest
-	(*UsageStatementResponse)(nil),      // 6: barista.v1.UsageStatementResponse
-	(*FairnessCertificateRequest)(nil),  // 7: barista.v1.FairnessCertificateRequest
-	(*FairnessCertificateResponse)(nil), // 8: barista.v1.FairnessCertificateResponse
-	(*PlaceInLine)(nil),                 // 9: barista.v1.PlaceInLine
-	(*PauseRequest)(nil),                // 10: barista.v1.PauseRequest
-	(*PauseResponse)(nil),               // 11: barista.v1.PauseResponse
-	(*BulkJobsRequest)(nil),             // 12: barista.v1.BulkJobsRequest
-	(*BulkJobsResponse)(nil),            // 13: barista.v1.BulkJobsResponse
-	(*SubmitRequest)(nil),               // 14: barista.v1.SubmitRequest
-	(*SubmitResponse)(nil),              // 15: barista.v1.SubmitResponse
-	(*ReadOptions)(nil),                 // 16: barista.v1.ReadOptions
-	(*GetJobRequest)(nil),               // 17: barista.v1.GetJobRequest
-	(*Job)(nil),                         // 18: barista.v1.Job
-	(*RunJobNowRequest)(nil),            // 19: barista.v1.RunJobNowRequest
-	(*RunJobNowResponse)(nil),           // 20: barista.v1.RunJobNowResponse
-	(*ListJobsRequest)(nil),             // 21: barista.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),            // 22: barista.v1.ListJobsResponse
-	(*CancelJobRequest)(nil),            // 23: barista.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),           // 24: barista.v1.CancelJobResponse
-	(*WatchEventsRequest)(nil),          // 25: barista.v1.WatchEventsRequest
-	(*ClockNow)(nil),                    // 26: barista.v1.ClockNow
-	(*Event)(nil),                       // 27: barista.v1.Event
-	(*TenantUsageRequest)(nil),          // 28: barista.v1.TenantUsageRequest
-	(*TenantUsageResponse)(nil),         // 29: barista.v1.TenantUsageResponse
-	(*GroupUsage)(nil),                  // 30: barista.v1.GroupUsage
-	(*Group)(nil),                       // 31: barista.v1.Group
-	(*SetGroupRequest)(nil),             // 32: barista.v1.SetGroupRequest
-	(*GetGroupRequest)(nil),             // 33: barista.v1.GetGroupRequest
-	(*ListGroupsRequest)(nil),           // 34: barista.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),          // 35: barista.v1.ListGroupsResponse
-	(*SubmitBatchRequest)(nil),          // 36: barista.v1.SubmitBatchRequest
-	(*SubmitResult)(nil),                // 37: barista.v1.SubmitResult
-	(*SubmitBatchResponse)(nil),         // 38: barista.v1.SubmitBatchResponse
-	(*ExplainJobRequest)(nil),           // 39: barista.v1.ExplainJobRequest
-	(*ExplainJobResponse)(nil),          // 40: barista.v1.ExplainJobResponse
-	(*JobFilter)(nil),                   // 41: barista.v1.JobFilter
-	(*BulkItem)(nil),                    // 42: barista.v1.BulkItem
-	(Size)(0),                           // 43: barista.v1.Size
-	(Class)(0),                          // 44: barista.v1.Class
-	(JobForm)(0),                        // 45: barista.v1.JobForm
-	(Tier)(0),                           // 46: barista.v1.Tier
+	(*Schedule)(nil),                    // 0: barista.v1.Schedule
+	(*SetScheduleRequest)(nil),          // 1: barista.v1.SetScheduleRequest
+	(*GetScheduleRequest)(nil),          // 2: barista.v1.GetScheduleRequest
+	(*ListSchedulesRequest)(nil),        // 3: barista.v1.ListSchedulesRequest
+	(*ListSchedulesResponse)(nil),       // 4: barista.v1.ListSchedulesResponse
+	(*PauseScheduleRequest)(nil),        // 5: barista.v1.PauseScheduleRequest
+	(*RunScheduleNowRequest)(nil),       // 6: barista.v1.RunScheduleNowRequest
+	(*RunScheduleNowResponse)(nil),      // 7: barista.v1.RunScheduleNowResponse
+	(*DeleteScheduleRequest)(nil),       // 8: barista.v1.DeleteScheduleRequest
+	(*DeleteScheduleResponse)(nil),      // 9: barista.v1.DeleteScheduleResponse
+	(*KindPolicy)(nil),                  // 10: barista.v1.KindPolicy
+	(*SetKindPolicyRequest)(nil),        // 11: barista.v1.SetKindPolicyRequest
+	(*ListKindPoliciesRequest)(nil),     // 12: barista.v1.ListKindPoliciesRequest
+	(*ListKindPoliciesResponse)(nil),    // 13: barista.v1.ListKindPoliciesResponse
+	(*EvidenceWindow)(nil),              // 14: barista.v1.EvidenceWindow
+	(*UsageStatementRequest)(nil),       // 15: barista.v1.UsageStatementRequest
+	(*UsageStatementResponse)(nil),      // 16: barista.v1.UsageStatementResponse
+	(*FairnessCertificateRequest)(nil),  // 17: barista.v1.FairnessCertificateRequest
+	(*FairnessCertificateResponse)(nil), // 18: barista.v1.FairnessCertificateResponse
+	(*PlaceInLine)(nil),                 // 19: barista.v1.PlaceInLine
+	(*PauseRequest)(nil),                // 20: barista.v1.PauseRequest
+	(*PauseResponse)(nil),               // 21: barista.v1.PauseResponse
+	(*BulkJobsRequest)(nil),             // 22: barista.v1.BulkJobsRequest
+	(*BulkJobsResponse)(nil),            // 23: barista.v1.BulkJobsResponse
+	(*SubmitRequest)(nil),               // 24: barista.v1.SubmitRequest
+	(*SubmitResponse)(nil),              // 25: barista.v1.SubmitResponse
+	(*ReadOptions)(nil),                 // 26: barista.v1.ReadOptions
+	(*GetJobRequest)(nil),               // 27: barista.v1.GetJobRequest
+	(*Job)(nil),                         // 28: barista.v1.Job
+	(*RunJobNowRequest)(nil),            // 29: barista.v1.RunJobNowRequest
+	(*RunJobNowResponse)(nil),           // 30: barista.v1.RunJobNowResponse
+	(*ListJobsRequest)(nil),             // 31: barista.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),            // 32: barista.v1.ListJobsResponse
+	(*CancelJobRequest)(nil),            // 33: barista.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),           // 34: barista.v1.CancelJobResponse
+	(*WatchEventsRequest)(nil),          // 35: barista.v1.WatchEventsRequest
+	(*ClockNow)(nil),                    // 36: barista.v1.ClockNow
+	(*Event)(nil),                       // 37: barista.v1.Event
+	(*TenantUsageRequest)(nil),          // 38: barista.v1.TenantUsageRequest
+	(*TenantUsageResponse)(nil),         // 39: barista.v1.TenantUsageResponse
+	(*GroupUsage)(nil),                  // 40: barista.v1.GroupUsage
+	(*Group)(nil),                       // 41: barista.v1.Group
+	(*SetGroupRequest)(nil),             // 42: barista.v1.SetGroupRequest
+	(*GetGroupRequest)(nil),             // 43: barista.v1.GetGroupRequest
+	(*ListGroupsRequest)(nil),           // 44: barista.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),          // 45: barista.v1.ListGroupsResponse
+	(*SubmitBatchRequest)(nil),          // 46: barista.v1.SubmitBatchRequest
+	(*SubmitResult)(nil),                // 47: barista.v1.SubmitResult
+	(*SubmitBatchResponse)(nil),         // 48: barista.v1.SubmitBatchResponse
+	(*ExplainJobRequest)(nil),           // 49: barista.v1.ExplainJobRequest
+	(*ExplainJobResponse)(nil),          // 50: barista.v1.ExplainJobResponse
+	(Overlap)(0),                        // 51: barista.v1.Overlap
+	(*JobFilter)(nil),                   // 52: barista.v1.JobFilter
+	(*BulkItem)(nil),                    // 53: barista.v1.BulkItem
+	(Size)(0),                           // 54: barista.v1.Size
+	(Class)(0),                          // 55: barista.v1.Class
+	(JobForm)(0),                        // 56: barista.v1.JobForm
+	(Tier)(0),                           // 57: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
-	0,  // 0: barista.v1.ListKindPoliciesResponse.policies:type_name -> barista.v1.KindPolicy
-	4,  // 1: barista.v1.UsageStatementRequest.window:type_name -> barista.v1.EvidenceWindow
-	4,  // 2: barista.v1.FairnessCertificateRequest.window:type_name -> barista.v1.EvidenceWindow
-	41, // 3: barista.v1.BulkJobsRequest.filter:type_name -> barista.v1.JobFilter
-	42, // 4: barista.v1.BulkJobsResponse.items:type_name -> barista.v1.BulkItem
-	43, // 5: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
-	44, // 6: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
-	45, // 7: barista.v1.SubmitRequest.form:type_name -> barista.v1.JobForm
-	16, // 8: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	43, // 9: barista.v1.Job.size:type_name -> barista.v1.Size
-	44, // 10: barista.v1.Job.class:type_name -> barista.v1.Class
-	9,  // 11: barista.v1.Job.place:type_name -> barista.v1.PlaceInLine
-	45, // 12: barista.v1.Job.form:type_name -> barista.v1.JobForm
-	26, // 13: barista.v1.Job.now:type_name -> barista.v1.ClockNow
-	16, // 14: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
-	18, // 15: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
-	16, // 16: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	46, // 17: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	30, // 18: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
-	26, // 19: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
-	26, // 20: barista.v1.Group.now:type_name -> barista.v1.ClockNow
-	16, // 21: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
-	16, // 22: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
-	31, // 23: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
-	14, // 24: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	37, // 25: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	43, // 26: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	44, // 27: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
-	9,  // 28: barista.v1.ExplainJobResponse.place:type_name -> barista.v1.PlaceInLine
-	26, // 29: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
-	14, // 30: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	36, // 31: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	17, // 32: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	21, // 33: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	23, // 34: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	25, // 35: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	28, // 36: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	39, // 37: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	32, // 38: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
-	33, // 39: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
-	34, // 40: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
-	19, // 41: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
-	10, // 42: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
-	12, // 43: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
-	12, // 44: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
-	12, // 45: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
-	5,  // 46: barista.v1.Client.UsageStatement:input_type -> barista.v1.UsageStatementRequest
-	7,  // 47: barista.v1.Client.FairnessCertificate:input_type -> barista.v1.FairnessCertificateRequest
-	1,  // 48: barista.v1.Client.SetKindPolicy:input_type -> barista.v1.SetKindPolicyRequest
-	2,  // 49: barista.v1.Client.ListKindPolicies:input_type -> barista.v1.ListKindPoliciesRequest
-	15, // 50: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	38, // 51: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	18, // 52: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	22, // 53: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	24, // 54: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	27, // 55: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	29, // 56: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	40, // 57: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	31, // 58: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
-	31, // 59: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
-	35, // 60: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
-	20, // 61: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
-	11, // 62: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
-	13, // 63: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
-	13, // 64: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
-	13, // 65: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
-	6,  // 66: barista.v1.Client.UsageStatement:output_type -> barista.v1.UsageStatementResponse
-	8,  // 67: barista.v1.Client.FairnessCertificate:output_type -> barista.v1.FairnessCertificateResponse
-	0,  // 68: barista.v1.Client.SetKindPolicy:output_type -> barista.v1.KindPolicy
-	3,  // 69: barista.v1.Client.ListKindPolicies:output_type -> barista.v1.ListKindPoliciesResponse
-	50, // [50:70] is the sub-list for method output_type
-	30, // [30:50] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	51, // 0: barista.v1.Schedule.overlap:type_name -> barista.v1.Overlap
+	24, // 1: barista.v1.Schedule.job:type_name -> barista.v1.SubmitRequest
+	36, // 2: barista.v1.Schedule.now:type_name -> barista.v1.ClockNow
+	51, // 3: barista.v1.SetScheduleRequest.overlap:type_name -> barista.v1.Overlap
+	24, // 4: barista.v1.SetScheduleRequest.job:type_name -> barista.v1.SubmitRequest
+	26, // 5: barista.v1.GetScheduleRequest.read:type_name -> barista.v1.ReadOptions
+	26, // 6: barista.v1.ListSchedulesRequest.read:type_name -> barista.v1.ReadOptions
+	0,  // 7: barista.v1.ListSchedulesResponse.schedules:type_name -> barista.v1.Schedule
+	10, // 8: barista.v1.ListKindPoliciesResponse.policies:type_name -> barista.v1.KindPolicy
+	14, // 9: barista.v1.UsageStatementRequest.window:type_name -> barista.v1.EvidenceWindow
+	14, // 10: barista.v1.FairnessCertificateRequest.window:type_name -> barista.v1.EvidenceWindow
+	52, // 11: barista.v1.BulkJobsRequest.filter:type_name -> barista.v1.JobFilter
+	53, // 12: barista.v1.BulkJobsResponse.items:type_name -> barista.v1.BulkItem
+	54, // 13: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
+	55, // 14: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
+	56, // 15: barista.v1.SubmitRequest.form:type_name -> barista.v1.JobForm
+	28, // 16: barista.v1.SubmitResponse.job:type_name -> barista.v1.Job
+	26, // 17: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
+	54, // 18: barista.v1.Job.size:type_name -> barista.v1.Size
+	55, // 19: barista.v1.Job.class:type_name -> barista.v1.Class
+	19, // 20: barista.v1.Job.place:type_name -> barista.v1.PlaceInLine
+	56, // 21: barista.v1.Job.form:type_name -> barista.v1.JobForm
+	36, // 22: barista.v1.Job.now:type_name -> barista.v1.ClockNow
+	26, // 23: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
+	28, // 24: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
+	26, // 25: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
+	57, // 26: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	40, // 27: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	36, // 28: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
+	36, // 29: barista.v1.Group.now:type_name -> barista.v1.ClockNow
+	26, // 30: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
+	26, // 31: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
+	41, // 32: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	24, // 33: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	47, // 34: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	54, // 35: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	55, // 36: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	19, // 37: barista.v1.ExplainJobResponse.place:type_name -> barista.v1.PlaceInLine
+	36, // 38: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
+	24, // 39: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	46, // 40: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	27, // 41: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	31, // 42: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	33, // 43: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	35, // 44: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	38, // 45: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	49, // 46: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	42, // 47: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	43, // 48: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	44, // 49: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	29, // 50: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
+	20, // 51: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
+	22, // 52: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
+	22, // 53: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
+	22, // 54: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
+	15, // 55: barista.v1.Client.UsageStatement:input_type -> barista.v1.UsageStatementRequest
+	17, // 56: barista.v1.Client.FairnessCertificate:input_type -> barista.v1.FairnessCertificateRequest
+	11, // 57: barista.v1.Client.SetKindPolicy:input_type -> barista.v1.SetKindPolicyRequest
+	12, // 58: barista.v1.Client.ListKindPolicies:input_type -> barista.v1.ListKindPoliciesRequest
+	1,  // 59: barista.v1.Client.SetSchedule:input_type -> barista.v1.SetScheduleRequest
+	2,  // 60: barista.v1.Client.GetSchedule:input_type -> barista.v1.GetScheduleRequest
+	3,  // 61: barista.v1.Client.ListSchedules:input_type -> barista.v1.ListSchedulesRequest
+	5,  // 62: barista.v1.Client.PauseSchedule:input_type -> barista.v1.PauseScheduleRequest
+	6,  // 63: barista.v1.Client.RunScheduleNow:input_type -> barista.v1.RunScheduleNowRequest
+	8,  // 64: barista.v1.Client.DeleteSchedule:input_type -> barista.v1.DeleteScheduleRequest
+	25, // 65: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	48, // 66: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	28, // 67: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	32, // 68: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	34, // 69: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	37, // 70: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	39, // 71: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	50, // 72: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	41, // 73: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	41, // 74: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	45, // 75: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	30, // 76: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
+	21, // 77: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
+	23, // 78: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
+	23, // 79: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
+	23, // 80: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
+	16, // 81: barista.v1.Client.UsageStatement:output_type -> barista.v1.UsageStatementResponse
+	18, // 82: barista.v1.Client.FairnessCertificate:output_type -> barista.v1.FairnessCertificateResponse
+	10, // 83: barista.v1.Client.SetKindPolicy:output_type -> barista.v1.KindPolicy
+	13, // 84: barista.v1.Client.ListKindPolicies:output_type -> barista.v1.ListKindPoliciesResponse
+	0,  // 85: barista.v1.Client.SetSchedule:output_type -> barista.v1.Schedule
+	0,  // 86: barista.v1.Client.GetSchedule:output_type -> barista.v1.Schedule
+	4,  // 87: barista.v1.Client.ListSchedules:output_type -> barista.v1.ListSchedulesResponse
+	0,  // 88: barista.v1.Client.PauseSchedule:output_type -> barista.v1.Schedule
+	7,  // 89: barista.v1.Client.RunScheduleNow:output_type -> barista.v1.RunScheduleNowResponse
+	9,  // 90: barista.v1.Client.DeleteSchedule:output_type -> barista.v1.DeleteScheduleResponse
+	65, // [65:91] is the sub-list for method output_type
+	39, // [39:65] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -4181,16 +5212,17 @@ func file_client_proto_init() {
 		return
 	}
 	file_types_proto_init()
-	file_client_proto_msgTypes[0].OneofWrappers = []any{}
 	file_client_proto_msgTypes[1].OneofWrappers = []any{}
-	file_client_proto_msgTypes[14].OneofWrappers = []any{}
+	file_client_proto_msgTypes[10].OneofWrappers = []any{}
+	file_client_proto_msgTypes[11].OneofWrappers = []any{}
+	file_client_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -44,6 +44,12 @@ const (
 	Client_FairnessCertificate_FullMethodName = "/barista.v1.Client/FairnessCertificate"
 	Client_SetKindPolicy_FullMethodName       = "/barista.v1.Client/SetKindPolicy"
 	Client_ListKindPolicies_FullMethodName    = "/barista.v1.Client/ListKindPolicies"
+	Client_SetSchedule_FullMethodName         = "/barista.v1.Client/SetSchedule"
+	Client_GetSchedule_FullMethodName         = "/barista.v1.Client/GetSchedule"
+	Client_ListSchedules_FullMethodName       = "/barista.v1.Client/ListSchedules"
+	Client_PauseSchedule_FullMethodName       = "/barista.v1.Client/PauseSchedule"
+	Client_RunScheduleNow_FullMethodName      = "/barista.v1.Client/RunScheduleNow"
+	Client_DeleteSchedule_FullMethodName      = "/barista.v1.Client/DeleteSchedule"
 )
 
 // ClientClient is the client API for Client service.
@@ -122,6 +128,27 @@ type ClientClient interface {
 	// ListKindPolicies lists a tenant's retry policies of kinds and those of
 	// every tenant ("*": every tenant's only, for an admin token).
 	ListKindPolicies(ctx context.Context, in *ListKindPoliciesRequest, opts ...grpc.CallOption) (*ListKindPoliciesResponse, error)
+	// SetSchedule creates or replaces a schedule of a tenant (SPEC §3
+	// "Schedules", feature level 8): periodic jobs fired in cluster time by
+	// the leader, exactly once per slot across any failover. A change takes
+	// effect for the slots after it. An admin names the tenant; a client
+	// token manages its own tenant's schedules.
+	SetSchedule(ctx context.Context, in *SetScheduleRequest, opts ...grpc.CallOption) (*Schedule, error)
+	// GetSchedule returns one schedule with its next slots, last slot and
+	// counts.
+	GetSchedule(ctx context.Context, in *GetScheduleRequest, opts ...grpc.CallOption) (*Schedule, error)
+	// ListSchedules pages through a tenant's schedules by name.
+	ListSchedules(ctx context.Context, in *ListSchedulesRequest, opts ...grpc.CallOption) (*ListSchedulesResponse, error)
+	// PauseSchedule pauses a schedule (with resume, resumes it): no slot
+	// fires while it is paused and none is counted missed; slots after the
+	// resume fire.
+	PauseSchedule(ctx context.Context, in *PauseScheduleRequest, opts ...grpc.CallOption) (*Schedule, error)
+	// RunScheduleNow fires a schedule once, now, whatever its spec, pause
+	// and overlap, with its own key: a resend with the same key fires once.
+	RunScheduleNow(ctx context.Context, in *RunScheduleNowRequest, opts ...grpc.CallOption) (*RunScheduleNowResponse, error)
+	// DeleteSchedule deletes a schedule; the jobs it fired are left as
+	// they are.
+	DeleteSchedule(ctx context.Context, in *DeleteScheduleRequest, opts ...grpc.CallOption) (*DeleteScheduleResponse, error)
 }
 
 type clientClient struct {
@@ -341,6 +368,66 @@ func (c *clientClient) ListKindPolicies(ctx context.Context, in *ListKindPolicie
 	return out, nil
 }
 
+func (c *clientClient) SetSchedule(ctx context.Context, in *SetScheduleRequest, opts ...grpc.CallOption) (*Schedule, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Schedule)
+	err := c.cc.Invoke(ctx, Client_SetSchedule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) GetSchedule(ctx context.Context, in *GetScheduleRequest, opts ...grpc.CallOption) (*Schedule, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Schedule)
+	err := c.cc.Invoke(ctx, Client_GetSchedule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) ListSchedules(ctx context.Context, in *ListSchedulesRequest, opts ...grpc.CallOption) (*ListSchedulesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSchedulesResponse)
+	err := c.cc.Invoke(ctx, Client_ListSchedules_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) PauseSchedule(ctx context.Context, in *PauseScheduleRequest, opts ...grpc.CallOption) (*Schedule, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Schedule)
+	err := c.cc.Invoke(ctx, Client_PauseSchedule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) RunScheduleNow(ctx context.Context, in *RunScheduleNowRequest, opts ...grpc.CallOption) (*RunScheduleNowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RunScheduleNowResponse)
+	err := c.cc.Invoke(ctx, Client_RunScheduleNow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clientClient) DeleteSchedule(ctx context.Context, in *DeleteScheduleRequest, opts ...grpc.CallOption) (*DeleteScheduleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteScheduleResponse)
+	err := c.cc.Invoke(ctx, Client_DeleteSchedule_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClientServer is the server API for Client service.
 // All implementations must embed UnimplementedClientServer
 // for forward compatibility.
@@ -417,6 +504,27 @@ type ClientServer interface {
 	// ListKindPolicies lists a tenant's retry policies of kinds and those of
 	// every tenant ("*": every tenant's only, for an admin token).
 	ListKindPolicies(context.Context, *ListKindPoliciesRequest) (*ListKindPoliciesResponse, error)
+	// SetSchedule creates or replaces a schedule of a tenant (SPEC §3
+	// "Schedules", feature level 8): periodic jobs fired in cluster time by
+	// the leader, exactly once per slot across any failover. A change takes
+	// effect for the slots after it. An admin names the tenant; a client
+	// token manages its own tenant's schedules.
+	SetSchedule(context.Context, *SetScheduleRequest) (*Schedule, error)
+	// GetSchedule returns one schedule with its next slots, last slot and
+	// counts.
+	GetSchedule(context.Context, *GetScheduleRequest) (*Schedule, error)
+	// ListSchedules pages through a tenant's schedules by name.
+	ListSchedules(context.Context, *ListSchedulesRequest) (*ListSchedulesResponse, error)
+	// PauseSchedule pauses a schedule (with resume, resumes it): no slot
+	// fires while it is paused and none is counted missed; slots after the
+	// resume fire.
+	PauseSchedule(context.Context, *PauseScheduleRequest) (*Schedule, error)
+	// RunScheduleNow fires a schedule once, now, whatever its spec, pause
+	// and overlap, with its own key: a resend with the same key fires once.
+	RunScheduleNow(context.Context, *RunScheduleNowRequest) (*RunScheduleNowResponse, error)
+	// DeleteSchedule deletes a schedule; the jobs it fired are left as
+	// they are.
+	DeleteSchedule(context.Context, *DeleteScheduleRequest) (*DeleteScheduleResponse, error)
 	mustEmbedUnimplementedClientServer()
 }
 
@@ -486,6 +594,24 @@ func (UnimplementedClientServer) SetKindPolicy(context.Context, *SetKindPolicyRe
 }
 func (UnimplementedClientServer) ListKindPolicies(context.Context, *ListKindPoliciesRequest) (*ListKindPoliciesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListKindPolicies not implemented")
+}
+func (UnimplementedClientServer) SetSchedule(context.Context, *SetScheduleRequest) (*Schedule, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetSchedule not implemented")
+}
+func (UnimplementedClientServer) GetSchedule(context.Context, *GetScheduleRequest) (*Schedule, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSchedule not implemented")
+}
+func (UnimplementedClientServer) ListSchedules(context.Context, *ListSchedulesRequest) (*ListSchedulesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSchedules not implemented")
+}
+func (UnimplementedClientServer) PauseSchedule(context.Context, *PauseScheduleRequest) (*Schedule, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseSchedule not implemented")
+}
+func (UnimplementedClientServer) RunScheduleNow(context.Context, *RunScheduleNowRequest) (*RunScheduleNowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RunScheduleNow not implemented")
+}
+func (UnimplementedClientServer) DeleteSchedule(context.Context, *DeleteScheduleRequest) (*DeleteScheduleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteSchedule not implemented")
 }
 func (UnimplementedClientServer) mustEmbedUnimplementedClientServer() {}
 func (UnimplementedClientServer) testEmbeddedByValue()                {}
@@ -861,6 +987,114 @@ func _Client_ListKindPolicies_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Client_SetSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetScheduleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).SetSchedule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_SetSchedule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).SetSchedule(ctx, req.(*SetScheduleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_GetSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetScheduleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).GetSchedule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_GetSchedule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).GetSchedule(ctx, req.(*GetScheduleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_ListSchedules_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSchedulesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).ListSchedules(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_ListSchedules_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).ListSchedules(ctx, req.(*ListSchedulesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_PauseSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseScheduleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).PauseSchedule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_PauseSchedule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).PauseSchedule(ctx, req.(*PauseScheduleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_RunScheduleNow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RunScheduleNowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).RunScheduleNow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_RunScheduleNow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).RunScheduleNow(ctx, req.(*RunScheduleNowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Client_DeleteSchedule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteScheduleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClientServer).DeleteSchedule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Client_DeleteSchedule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClientServer).DeleteSchedule(ctx, req.(*DeleteScheduleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Client_ServiceDesc is the grpc.ServiceDesc for Client service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -943,6 +1177,30 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListKindPolicies",
 			Handler:    _Client_ListKindPolicies_Handler,
+		},
+		{
+			MethodName: "SetSchedule",
+			Handler:    _Client_SetSchedule_Handler,
+		},
+		{
+			MethodName: "GetSchedule",
+			Handler:    _Client_GetSchedule_Handler,
+		},
+		{
+			MethodName: "ListSchedules",
+			Handler:    _Client_ListSchedules_Handler,
+		},
+		{
+			MethodName: "PauseSchedule",
+			Handler:    _Client_PauseSchedule_Handler,
+		},
+		{
+			MethodName: "RunScheduleNow",
+			Handler:    _Client_RunScheduleNow_Handler,
+		},
+		{
+			MethodName: "DeleteSchedule",
+			Handler:    _Client_DeleteSchedule_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

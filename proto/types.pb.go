@@ -259,6 +259,66 @@ func (JobForm) EnumDescriptor() ([]byte, []int) {
 }
 
 // CpuSource says how a worker measured a run's CPU.
+// Overlap says what a schedule's fire does while its previous job has
+// not ended (SPEC §3 "Schedules", feature level 8).
+type Overlap int32
+
+const (
+	// OVERLAP_UNSPECIFIED is OVERLAP_SKIP.
+	Overlap_OVERLAP_UNSPECIFIED Overlap = 0
+	// OVERLAP_SKIP: no fire while a job of the schedule is scheduled,
+	// queued, assigned or running: the slot is counted skipped.
+	Overlap_OVERLAP_SKIP Overlap = 1
+	// OVERLAP_BUFFER_ONE: no fire while a job of the schedule waits to
+	// start (scheduled or queued): at most one waits.
+	Overlap_OVERLAP_BUFFER_ONE Overlap = 2
+	// OVERLAP_ALLOW: every slot fires.
+	Overlap_OVERLAP_ALLOW Overlap = 3
+)
+
+// Enum value maps for Overlap.
+var (
+	Overlap_name = map[int32]string{
+		0: "OVERLAP_UNSPECIFIED",
+		1: "OVERLAP_SKIP",
+		2: "OVERLAP_BUFFER_ONE",
+		3: "OVERLAP_ALLOW",
+	}
+	Overlap_value = map[string]int32{
+		"OVERLAP_UNSPECIFIED": 0,
+		"OVERLAP_SKIP":        1,
+		"OVERLAP_BUFFER_ONE":  2,
+		"OVERLAP_ALLOW":       3,
+	}
+)
+
+func (x Overlap) Enum() *Overlap {
+	p := new(Overlap)
+	*p = x
+	return p
+}
+
+func (x Overlap) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Overlap) Descriptor() protoreflect.EnumDescriptor {
+	return file_types_proto_enumTypes[4].Descriptor()
+}
+
+func (Overlap) Type() protoreflect.EnumType {
+	return &file_types_proto_enumTypes[4]
+}
+
+func (x Overlap) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Overlap.Descriptor instead.
+func (Overlap) EnumDescriptor() ([]byte, []int) {
+	return file_types_proto_rawDescGZIP(), []int{4}
+}
+
 type CpuSource int32
 
 const (
@@ -292,11 +352,11 @@ func (x CpuSource) String() string {
 }
 
 func (CpuSource) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[4].Descriptor()
+	return file_types_proto_enumTypes[5].Descriptor()
 }
 
 func (CpuSource) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[4]
+	return &file_types_proto_enumTypes[5]
 }
 
 func (x CpuSource) Number() protoreflect.EnumNumber {
@@ -305,7 +365,7 @@ func (x CpuSource) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CpuSource.Descriptor instead.
 func (CpuSource) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{4}
+	return file_types_proto_rawDescGZIP(), []int{5}
 }
 
 // RunFailure says why a failed run failed, when the worker knows.
@@ -339,11 +399,11 @@ func (x RunFailure) String() string {
 }
 
 func (RunFailure) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[5].Descriptor()
+	return file_types_proto_enumTypes[6].Descriptor()
 }
 
 func (RunFailure) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[5]
+	return &file_types_proto_enumTypes[6]
 }
 
 func (x RunFailure) Number() protoreflect.EnumNumber {
@@ -352,7 +412,7 @@ func (x RunFailure) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RunFailure.Descriptor instead.
 func (RunFailure) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{5}
+	return file_types_proto_rawDescGZIP(), []int{6}
 }
 
 // Class is a job's priority class; a worker is served from the highest
@@ -396,11 +456,11 @@ func (x Class) String() string {
 }
 
 func (Class) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[6].Descriptor()
+	return file_types_proto_enumTypes[7].Descriptor()
 }
 
 func (Class) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[6]
+	return &file_types_proto_enumTypes[7]
 }
 
 func (x Class) Number() protoreflect.EnumNumber {
@@ -409,7 +469,7 @@ func (x Class) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Class.Descriptor instead.
 func (Class) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{6}
+	return file_types_proto_rawDescGZIP(), []int{7}
 }
 
 // GroupOrder chooses among the eligible heads of a tenant's groups.
@@ -446,11 +506,11 @@ func (x GroupOrder) String() string {
 }
 
 func (GroupOrder) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[7].Descriptor()
+	return file_types_proto_enumTypes[8].Descriptor()
 }
 
 func (GroupOrder) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[7]
+	return &file_types_proto_enumTypes[8]
 }
 
 func (x GroupOrder) Number() protoreflect.EnumNumber {
@@ -459,7 +519,7 @@ func (x GroupOrder) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use GroupOrder.Descriptor instead.
 func (GroupOrder) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{7}
+	return file_types_proto_rawDescGZIP(), []int{8}
 }
 
 type Policy int32
@@ -495,11 +555,11 @@ func (x Policy) String() string {
 }
 
 func (Policy) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[8].Descriptor()
+	return file_types_proto_enumTypes[9].Descriptor()
 }
 
 func (Policy) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[8]
+	return &file_types_proto_enumTypes[9]
 }
 
 func (x Policy) Number() protoreflect.EnumNumber {
@@ -508,7 +568,7 @@ func (x Policy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Policy.Descriptor instead.
 func (Policy) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{8}
+	return file_types_proto_rawDescGZIP(), []int{9}
 }
 
 type Clamp int32
@@ -544,11 +604,11 @@ func (x Clamp) String() string {
 }
 
 func (Clamp) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[9].Descriptor()
+	return file_types_proto_enumTypes[10].Descriptor()
 }
 
 func (Clamp) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[9]
+	return &file_types_proto_enumTypes[10]
 }
 
 func (x Clamp) Number() protoreflect.EnumNumber {
@@ -557,7 +617,7 @@ func (x Clamp) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Clamp.Descriptor instead.
 func (Clamp) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{9}
+	return file_types_proto_rawDescGZIP(), []int{10}
 }
 
 // Estimate says where a submit's est_cost comes from.
@@ -595,11 +655,11 @@ func (x Estimate) String() string {
 }
 
 func (Estimate) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[10].Descriptor()
+	return file_types_proto_enumTypes[11].Descriptor()
 }
 
 func (Estimate) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[10]
+	return &file_types_proto_enumTypes[11]
 }
 
 func (x Estimate) Number() protoreflect.EnumNumber {
@@ -608,7 +668,7 @@ func (x Estimate) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Estimate.Descriptor instead.
 func (Estimate) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{10}
+	return file_types_proto_rawDescGZIP(), []int{11}
 }
 
 // Reason is why the cluster refused a call, when it names a cause a
@@ -707,11 +767,11 @@ func (x Reason) String() string {
 }
 
 func (Reason) Descriptor() protoreflect.EnumDescriptor {
-	return file_types_proto_enumTypes[11].Descriptor()
+	return file_types_proto_enumTypes[12].Descriptor()
 }
 
 func (Reason) Type() protoreflect.EnumType {
-	return &file_types_proto_enumTypes[11]
+	return &file_types_proto_enumTypes[12]
 }
 
 func (x Reason) Number() protoreflect.EnumNumber {
@@ -720,7 +780,7 @@ func (x Reason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reason.Descriptor instead.
 func (Reason) EnumDescriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{11}
+	return file_types_proto_rawDescGZIP(), []int{12}
 }
 
 type Caps struct {
@@ -914,8 +974,11 @@ type SchedulerConfig struct {
 	// make (of a worker the state holds no record of) stop at this many in
 	// all (0: no bound).
 	MaxWorkerRecords uint64 `protobuf:"varint,134,opt,name=max_worker_records,json=maxWorkerRecords,proto3" json:"max_worker_records,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// max_schedules (feature level 8): the schedules one tenant may have
+	// (0: the default, 100).
+	MaxSchedules  uint32 `protobuf:"varint,150,opt,name=max_schedules,json=maxSchedules,proto3" json:"max_schedules,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SchedulerConfig) Reset() {
@@ -1221,6 +1284,13 @@ func (x *SchedulerConfig) GetMaxWorkerRecords() uint64 {
 	return 0
 }
 
+func (x *SchedulerConfig) GetMaxSchedules() uint32 {
+	if x != nil {
+		return x.MaxSchedules
+	}
+	return 0
+}
+
 // JobFilter chooses jobs of one tenant for a bulk command; every field set
 // must match. The submit-time bounds are absolute cluster times, computed
 // at the edge (a --since is turned into submitted_from_ms there).
@@ -1394,7 +1464,7 @@ const file_types_proto_rawDesc = "" +
 	"max_queued\x18\x06 \x01(\rR\tmaxQueued\x120\n" +
 	"\x14max_running_critical\x18\a \x01(\rR\x12maxRunningCritical\x12(\n" +
 	"\x10max_running_high\x18\b \x01(\rR\x0emaxRunningHigh\x120\n" +
-	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xbd\r\n" +
+	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xe3\r\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -1436,7 +1506,8 @@ const file_types_proto_rawDesc = "" +
 	"maxSnoozes\x124\n" +
 	"\x16max_total_queued_bytes\x18\x84\x01 \x01(\x04R\x13maxTotalQueuedBytes\x12<\n" +
 	"\x1aevent_retention_per_tenant\x18\x85\x01 \x01(\x04R\x17eventRetentionPerTenant\x12-\n" +
-	"\x12max_worker_records\x18\x86\x01 \x01(\x04R\x10maxWorkerRecords\"\xbc\x01\n" +
+	"\x12max_worker_records\x18\x86\x01 \x01(\x04R\x10maxWorkerRecords\x12$\n" +
+	"\rmax_schedules\x18\x96\x01 \x01(\rR\fmaxSchedules\"\xbc\x01\n" +
 	"\tJobFilter\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x14\n" +
@@ -1474,7 +1545,12 @@ const file_types_proto_rawDesc = "" +
 	"\aJobForm\x12\x18\n" +
 	"\x14JOB_FORM_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCOMMAND\x10\x01\x12\f\n" +
-	"\bFUNCTION\x10\x02*S\n" +
+	"\bFUNCTION\x10\x02*_\n" +
+	"\aOverlap\x12\x17\n" +
+	"\x13OVERLAP_UNSPECIFIED\x10\x00\x12\x10\n" +
+	"\fOVERLAP_SKIP\x10\x01\x12\x16\n" +
+	"\x12OVERLAP_BUFFER_ONE\x10\x02\x12\x11\n" +
+	"\rOVERLAP_ALLOW\x10\x03*S\n" +
 	"\tCpuSource\x12\x1a\n" +
 	"\x16CPU_SOURCE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fCPU_SOURCE_PROC\x10\x01\x12\x15\n" +
@@ -1543,30 +1619,31 @@ func file_types_proto_rawDescGZIP() []byte {
 	return file_types_proto_rawDescData
 }
 
-var file_types_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_types_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
 var file_types_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_types_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
 	(Outcome)(0),            // 2: barista.v1.Outcome
 	(JobForm)(0),            // 3: barista.v1.JobForm
-	(CpuSource)(0),          // 4: barista.v1.CpuSource
-	(RunFailure)(0),         // 5: barista.v1.RunFailure
-	(Class)(0),              // 6: barista.v1.Class
-	(GroupOrder)(0),         // 7: barista.v1.GroupOrder
-	(Policy)(0),             // 8: barista.v1.Policy
-	(Clamp)(0),              // 9: barista.v1.Clamp
-	(Estimate)(0),           // 10: barista.v1.Estimate
-	(Reason)(0),             // 11: barista.v1.Reason
-	(*Caps)(nil),            // 12: barista.v1.Caps
-	(*SchedulerConfig)(nil), // 13: barista.v1.SchedulerConfig
-	(*JobFilter)(nil),       // 14: barista.v1.JobFilter
-	(*BulkItem)(nil),        // 15: barista.v1.BulkItem
+	(Overlap)(0),            // 4: barista.v1.Overlap
+	(CpuSource)(0),          // 5: barista.v1.CpuSource
+	(RunFailure)(0),         // 6: barista.v1.RunFailure
+	(Class)(0),              // 7: barista.v1.Class
+	(GroupOrder)(0),         // 8: barista.v1.GroupOrder
+	(Policy)(0),             // 9: barista.v1.Policy
+	(Clamp)(0),              // 10: barista.v1.Clamp
+	(Estimate)(0),           // 11: barista.v1.Estimate
+	(Reason)(0),             // 12: barista.v1.Reason
+	(*Caps)(nil),            // 13: barista.v1.Caps
+	(*SchedulerConfig)(nil), // 14: barista.v1.SchedulerConfig
+	(*JobFilter)(nil),       // 15: barista.v1.JobFilter
+	(*BulkItem)(nil),        // 16: barista.v1.BulkItem
 }
 var file_types_proto_depIdxs = []int32{
-	8,  // 0: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
-	9,  // 1: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
-	10, // 2: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
+	9,  // 0: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
+	10, // 1: barista.v1.SchedulerConfig.clamp:type_name -> barista.v1.Clamp
+	11, // 2: barista.v1.SchedulerConfig.estimate:type_name -> barista.v1.Estimate
 	1,  // 3: barista.v1.SchedulerConfig.implicit_tenants:type_name -> barista.v1.Tier
 	4,  // [4:4] is the sub-list for method output_type
 	4,  // [4:4] is the sub-list for method input_type
@@ -1585,7 +1662,7 @@ func file_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_types_proto_rawDesc), len(file_types_proto_rawDesc)),
-			NumEnums:      12,
+			NumEnums:      13,
 			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,

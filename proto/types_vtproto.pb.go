@@ -126,6 +126,13 @@ func (m *SchedulerConfig) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.MaxSchedules != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxSchedules))
+		i--
+		dAtA[i] = 0x9
+		i--
+		dAtA[i] = 0xb0
+	}
 	if m.MaxWorkerRecords != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxWorkerRecords))
 		i--
@@ -636,6 +643,13 @@ func (m *SchedulerConfig) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error)
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.MaxSchedules != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxSchedules))
+		i--
+		dAtA[i] = 0x9
+		i--
+		dAtA[i] = 0xb0
 	}
 	if m.MaxWorkerRecords != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxWorkerRecords))
@@ -1204,6 +1218,9 @@ func (m *SchedulerConfig) SizeVT() (n int) {
 	}
 	if m.MaxWorkerRecords != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.MaxWorkerRecords))
+	}
+	if m.MaxSchedules != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.MaxSchedules))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -2326,6 +2343,25 @@ func (m *SchedulerConfig) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.MaxWorkerRecords |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 150:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MaxSchedules", wireType)
+			}
+			m.MaxSchedules = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.MaxSchedules |= uint32(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -1,9 +1,13 @@
 package raftnode
 
 import (
+	"runtime"
+
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/baristahq/barista/internal/version"
 )
 
 // Metrics are the node's Prometheus instruments; the registry also holds
@@ -35,8 +39,18 @@ func newMetrics() *Metrics {
 			0.000001, 4, 12),
 	}
 	m.Registry.MustRegister(m.Propose, m.ApplyBatch, m.LeaderChanges, m.SnapshotPersist, m.SnapshotFreeze, m.EntryCommands,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	return m
+}
+
+// buildInfo is the gauge barista_build_info, always 1, whose labels name
+// the node's build: version (its release), commit and goversion.
+func buildInfo() prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "barista_build_info",
+		Help:        "The node's build: its release (version), the commit it was built from and the Go release that built it; always 1.",
+		ConstLabels: prometheus.Labels{"version": version.Version, "commit": version.Commit(), "goversion": runtime.Version()}})
+	g.Set(1)
+	return g
 }
 
 // histogram makes a histogram of exponential buckets (start, factor,

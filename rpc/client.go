@@ -3,8 +3,6 @@ package rpc
 import (
 	"context"
 
-	"google.golang.org/grpc"
-
 	"github.com/baristahq/barista/internal/evidencecall"
 	"github.com/baristahq/barista/internal/ratelimit"
 	"github.com/baristahq/barista/internal/watchlimit"
@@ -52,9 +50,7 @@ func (s *ClientService) CancelJob(ctx context.Context, req *pb.CancelJobRequest)
 	}
 	fwd := &pb.CancelJobRequest{Tenant: tenant, JobId: req.JobId}
 	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_Cancel{Cancel: &clusterpb.CancelJob{Tenant: tenant, Job: req.JobId}}}
-	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.CancelJobResponse, error) {
-		return pb.NewClientClient(cc).CancelJob(ctx, fwd)
-	}); done {
+	if _, resp, done, err := write(ctx, &s.base, cmd, remote(pb.ClientClient.CancelJob, fwd)); done {
 		return resp, err
 	}
 	var out pb.CancelJobResponse

@@ -28,7 +28,7 @@ func TestClientTenantCalls(t *testing.T) {
 	if err != nil || !created.Created {
 		t.Fatalf("create: %v %v", created, err)
 	}
-	if _, err := c.SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "customer-4411", Pool: "default", Burst: proto.Uint32(2)}); err != nil {
+	if _, err := c.Raw().SubscriptionSet(ctx, &pb.SubscriptionSetRequest{Tenant: "customer-4411", Pool: "default", Burst: proto.Uint32(2)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.UpsertTenant(ctx, &pb.UpsertTenantRequest{Name: "customer-4411", Tier: pb.Tier_GOLD.Enum()}); err != nil {
@@ -42,7 +42,7 @@ func TestClientTenantCalls(t *testing.T) {
 	if err != nil || len(list.Tenants) != 1 {
 		t.Fatalf("list: %v %v", list, err)
 	}
-	if _, err := c.SubscriptionDelete(ctx, &pb.SubscriptionDeleteRequest{Tenant: "customer-4411", Pool: "default"}); err != nil {
+	if _, err := c.Raw().SubscriptionDelete(ctx, &pb.SubscriptionDeleteRequest{Tenant: "customer-4411", Pool: "default"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.DeleteTenant(ctx, &pb.DeleteTenantRequest{Name: "customer-4411"}); err != nil {

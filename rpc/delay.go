@@ -3,8 +3,6 @@ package rpc
 import (
 	"context"
 
-	"google.golang.org/grpc"
-
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
@@ -24,9 +22,7 @@ func (s *ClientService) RunJobNow(ctx context.Context, req *pb.RunJobNowRequest)
 	}
 	cmd := &clusterpb.Command{Cmd: &clusterpb.Command_Release{Release: &clusterpb.Release{Jobs: []uint64{req.JobId}, Now: true, Tenant: tenant}}}
 	fwd := &pb.RunJobNowRequest{Tenant: tenant, JobId: req.JobId}
-	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.RunJobNowResponse, error) {
-		return pb.NewClientClient(cc).RunJobNow(ctx, fwd)
-	}); done {
+	if _, resp, done, err := write(ctx, &s.base, cmd, remote(pb.ClientClient.RunJobNow, fwd)); done {
 		return resp, err
 	}
 	var out pb.RunJobNowResponse

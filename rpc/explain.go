@@ -3,7 +3,6 @@ package rpc
 import (
 	"context"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -23,9 +22,7 @@ func (s *ClientService) ExplainJob(ctx context.Context, req *pb.ExplainJobReques
 		return nil, err
 	}
 	fwd := &pb.ExplainJobRequest{Tenant: tenant, JobId: req.JobId}
-	return read(ctx, &s.base, nil, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ExplainJobResponse, error) {
-		return pb.NewClientClient(cc).ExplainJob(ctx, fwd)
-	}, func() (*pb.ExplainJobResponse, error) {
+	return read(ctx, &s.base, nil, remote(pb.ClientClient.ExplainJob, fwd), func() (*pb.ExplainJobResponse, error) {
 		var r sfq.Reason
 		var j sfq.Job
 		var t sfq.Tenant

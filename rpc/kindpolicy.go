@@ -3,7 +3,6 @@ package rpc
 import (
 	"context"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"github.com/baristahq/barista/fsm"
@@ -44,9 +43,7 @@ func (s *ClientService) SetKindPolicy(ctx context.Context, req *pb.SetKindPolicy
 	if !every {
 		fwd.Tenant = tenant
 	}
-	if _, resp, done, err := write(ctx, &s.base, cmd, func(ctx context.Context, cc *grpc.ClientConn) (*pb.KindPolicy, error) {
-		return pb.NewClientClient(cc).SetKindPolicy(ctx, fwd)
-	}); done {
+	if _, resp, done, err := write(ctx, &s.base, cmd, remote(pb.ClientClient.SetKindPolicy, fwd)); done {
 		return resp, err
 	}
 	for _, p := range s.node.FSM.KindPolicies(tenant, false) {
@@ -68,9 +65,7 @@ func (s *ClientService) ListKindPolicies(ctx context.Context, req *pb.ListKindPo
 	if !every {
 		fwd.Tenant = tenant
 	}
-	return read(ctx, &s.base, nil, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListKindPoliciesResponse, error) {
-		return pb.NewClientClient(cc).ListKindPolicies(ctx, fwd)
-	}, func() (*pb.ListKindPoliciesResponse, error) {
+	return read(ctx, &s.base, nil, remote(pb.ClientClient.ListKindPolicies, fwd), func() (*pb.ListKindPoliciesResponse, error) {
 		known := every
 		s.node.FSM.Read(func(sc *sfq.Scheduler) { _, known = sc.TenantIndex(tenant) })
 		if !every && !known {

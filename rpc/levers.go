@@ -63,9 +63,7 @@ func (s *ClientService) SetGroup(ctx context.Context, req *pb.SetGroupRequest) (
 	}
 	command := &clusterpb.Command{Cmd: &clusterpb.Command_SetGroup{SetGroup: cmd}}
 	fwd := &pb.SetGroupRequest{Tenant: tenant, Group: req.Group, Cap: req.Cap, Rate: req.Rate, Burst: req.Burst}
-	if _, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Group, error) {
-		return pb.NewClientClient(cc).SetGroup(ctx, fwd)
-	}); done {
+	if _, resp, done, err := write(ctx, &s.base, command, remote(pb.ClientClient.SetGroup, fwd)); done {
 		return resp, err
 	}
 	var out *pb.Group
@@ -105,9 +103,7 @@ func (s *ClientService) GetGroup(ctx context.Context, req *pb.GetGroupRequest) (
 		return nil, err
 	}
 	fwd := &pb.GetGroupRequest{Tenant: tenant, Group: req.Group}
-	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Group, error) {
-		return pb.NewClientClient(cc).GetGroup(ctx, fwd)
-	}, func() (out *pb.Group, err error) {
+	return read(ctx, &s.base, req.Read, remote(pb.ClientClient.GetGroup, fwd), func() (out *pb.Group, err error) {
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
 			t, ok := sc.Tenant(tenant)
 			if !ok {
@@ -161,9 +157,7 @@ func (s *ClientService) ListGroups(ctx context.Context, req *pb.ListGroupsReques
 		return nil, err
 	}
 	fwd := &pb.ListGroupsRequest{Tenant: tenant, PageSize: req.PageSize, PageToken: req.PageToken}
-	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListGroupsResponse, error) {
-		return pb.NewClientClient(cc).ListGroups(ctx, fwd)
-	}, func() (out *pb.ListGroupsResponse, err error) {
+	return read(ctx, &s.base, req.Read, remote(pb.ClientClient.ListGroups, fwd), func() (out *pb.ListGroupsResponse, err error) {
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
 			gs, more, ok := sc.SortedGroups(tenant, after, first, size)
 			if !ok {
@@ -230,9 +224,7 @@ func (s *ClientService) Pause(ctx context.Context, req *pb.PauseRequest) (*pb.Pa
 	command := &clusterpb.Command{Cmd: &clusterpb.Command_Pause{Pause: &clusterpb.Pause{Tenant: tenant, Group: req.Group, Resume: req.Resume,
 		AsTenant: IdentityFrom(ctx).Role == auth.RoleClient}}}
 	fwd := &pb.PauseRequest{Tenant: tenant, Group: req.Group, Resume: req.Resume}
-	res, resp, done, err := write(ctx, &s.base, command, func(ctx context.Context, cc *grpc.ClientConn) (*pb.PauseResponse, error) {
-		return pb.NewClientClient(cc).Pause(ctx, fwd)
-	})
+	res, resp, done, err := write(ctx, &s.base, command, remote(pb.ClientClient.Pause, fwd))
 	if done {
 		return resp, err
 	}

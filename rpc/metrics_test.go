@@ -143,7 +143,7 @@ func TestMetricsLintClean(t *testing.T) {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 	want := []string{
-		"barista_applied_index", "barista_clock_ticks_total", "barista_cpu_billed_seconds_total", "barista_dispatch_latency_seconds", "barista_dispatch_stage_seconds",
+		"barista_applied_index", "barista_build_info", "barista_clock_ticks_total", "barista_cpu_billed_seconds_total", "barista_dispatch_latency_seconds", "barista_dispatch_stage_seconds",
 		"barista_dispatched_cost_seconds_total", "barista_dispatches_total", "barista_entry_commands", "barista_evidence_refused_total", "barista_expiries_total",
 		"barista_exported_tenants", "barista_fairness_error", "barista_fairness_lag_seconds", "barista_fairness_ratio", "barista_fenced_writes_total", "barista_fsm_apply_batch_seconds",
 		"barista_grpc_calls_in_progress", "barista_grpc_calls_in_progress_refused_total", "barista_grpc_request_inflight_bytes", "barista_grpc_request_inflight_refused_total",
@@ -151,7 +151,7 @@ func TestMetricsLintClean(t *testing.T) {
 		"barista_held_reads", "barista_held_reads_refused_total", "barista_is_leader",
 		"barista_jobs_ended_total", "barista_leader_changes_total", "barista_pool_paused", "barista_pool_queued_jobs", "barista_pool_running_jobs",
 		"barista_pool_scheduled_jobs", "barista_pool_workers", "barista_queued_jobs", "barista_raft_propose_seconds",
-		"barista_run_failures_total", "barista_running_jobs", "barista_snapshot_freeze_seconds", "barista_snapshot_persist_seconds", "barista_submit_forward_calls_total", "barista_submits_forwarded_total", "barista_submits_rate_limited_total",
+		"barista_run_failures_total", "barista_running_jobs", "barista_schedule_fire_lateness_seconds", "barista_schedule_slots_proposed_total", "barista_snapshot_freeze_seconds", "barista_snapshot_persist_seconds", "barista_submit_forward_calls_total", "barista_submits_forwarded_total", "barista_submits_rate_limited_total",
 		"barista_tenant_weight", "barista_tier_cpu_billed_seconds_total", "barista_tier_dispatched_cost_seconds_total",
 		"barista_tier_dispatches_total", "barista_tier_jobs_ended_total", "barista_tier_queued_jobs", "barista_tier_run_failures_total",
 		"barista_tier_running_jobs", "barista_tier_tenants", "barista_virtual_now_seconds",

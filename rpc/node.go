@@ -13,6 +13,7 @@ import (
 
 	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/peertext"
+	"github.com/baristahq/barista/internal/version"
 	"github.com/baristahq/barista/proto/clusterpb"
 )
 
@@ -55,6 +56,7 @@ func (s *NodeService) Status(ctx context.Context, req *clusterpb.StatusRequest) 
 		LastLeaderContactMs: s.node.LastLeaderContact().Milliseconds(),
 		FeatureLevel:        s.node.FeatureLevel(),
 		ClusterFeatureLevel: s.node.FSM.Level(),
+		Version:             version.Version,
 	}
 	if wall, cluster := s.node.FSM.WallClock(); wall != 0 {
 		resp.ClusterBehindMs = int64(wall - cluster)

@@ -9,9 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/apiview"
-	"github.com/baristahq/barista/internal/auth"
 	"github.com/baristahq/barista/internal/text"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
@@ -50,17 +48,6 @@ func knownPool(sc *sfq.Scheduler, field, name string) error {
 		return unknownPool(field, name)
 	}
 	return nil
-}
-
-// submitTenant resolves the tenant of a submit: a client token's own
-// (scopeTenant: never another, whatever the cluster's default_tenant);
-// an admin's named one or, when it names none, the cluster's
-// default_tenant if one is set.
-func submitTenant(ctx context.Context, named string, pools fsm.PoolSettings) (string, error) {
-	if named == "" && pools.DefaultTenant != "" && IdentityFrom(ctx).Role != auth.RoleClient {
-		return pools.DefaultTenant, nil
-	}
-	return scopeTenant(ctx, named, true)
 }
 
 // readPool returns the live pool named name in this node's state, or nil.

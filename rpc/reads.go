@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -28,9 +27,7 @@ func (s *ClientService) GetJob(ctx context.Context, req *pb.GetJobRequest) (*pb.
 		return nil, err
 	}
 	fwd := &pb.GetJobRequest{Tenant: tenant, JobId: req.JobId}
-	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.Job, error) {
-		return pb.NewClientClient(cc).GetJob(ctx, fwd)
-	}, func() (out *pb.Job, err error) {
+	return read(ctx, &s.base, req.Read, remote(pb.ClientClient.GetJob, fwd), func() (out *pb.Job, err error) {
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
 			j, ok := sc.TenantJob(tenant, sfq.JobID(req.JobId))
 			if !ok {
@@ -82,9 +79,7 @@ func (s *ClientService) ListJobs(ctx context.Context, req *pb.ListJobsRequest) (
 	}
 	fwd := &pb.ListJobsRequest{Tenant: tenant, State: req.State, PageSize: req.PageSize, PageToken: req.PageToken, IncludePayload: req.IncludePayload,
 		NewestFirst: newest, OldestFirst: !newest, Pool: req.Pool} // newest_first for a leader of an older build
-	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.ListJobsResponse, error) {
-		return pb.NewClientClient(cc).ListJobs(ctx, fwd)
-	}, func() (out *pb.ListJobsResponse, err error) {
+	return read(ctx, &s.base, req.Read, remote(pb.ClientClient.ListJobs, fwd), func() (out *pb.ListJobsResponse, err error) {
 		s.node.FSM.Read(func(sc *sfq.Scheduler) {
 			if err = knownPool(sc, "pool", req.Pool); err != nil {
 				return
@@ -120,9 +115,7 @@ func (s *ClientService) TenantUsage(ctx context.Context, req *pb.TenantUsageRequ
 		return nil, fieldErr(codes.InvalidArgument, "top_groups", "%d, at most %d", top, MaxPage)
 	}
 	fwd := &pb.TenantUsageRequest{Tenant: tenant, TopGroups: req.TopGroups}
-	return read(ctx, &s.base, req.Read, func(ctx context.Context, cc *grpc.ClientConn) (*pb.TenantUsageResponse, error) {
-		return pb.NewClientClient(cc).TenantUsage(ctx, fwd)
-	}, func() (*pb.TenantUsageResponse, error) {
+	return read(ctx, &s.base, req.Read, remote(pb.ClientClient.TenantUsage, fwd), func() (*pb.TenantUsageResponse, error) {
 		clock, _ := s.node.FSM.Clock()
 		var out *pb.TenantUsageResponse
 		s.node.FSM.Read(func(sc *sfq.Scheduler) { out = apiview.TenantUsage(sc, tenant, clock, top) })

@@ -32,6 +32,7 @@ import (
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/raftnode"
+	"github.com/baristahq/barista/schedule"
 	"github.com/baristahq/barista/webhook"
 )
 
@@ -194,7 +195,8 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	s.GRPC.RegisterService(budgeted(&pb.Admin_ServiceDesc, budget), s.admin)
 	s.GRPC.RegisterService(budgeted(&pb.Worker_ServiceDesc, budget), workers)
 	node.SetLevelProber(levelProber{&s.base})
-	loops := leader.Loops{Workers: workers.lead}
+	loops := leader.Loops{Workers: workers.lead,
+		Schedules: schedule.Run(leader.OnRaft(node), opt.Logger.Named("schedules"), schedule.NewMetrics(node.Metrics.Registry))}
 	if opt.Webhooks != nil {
 		loops.Webhooks = opt.Webhooks.Run
 	}

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baristahq/barista/fsm"
+	"github.com/baristahq/barista/internal/apiview"
 	"github.com/baristahq/barista/internal/text"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
@@ -64,9 +66,12 @@ func edgeSubmit(ctx context.Context, req *pb.SubmitRequest, job *clusterpb.Submi
 	if err != nil {
 		return err
 	}
-	setSubmitJob(job, tenant, req)
+	apiview.SetSubmitJob(job, tenant, req)
 	if req.IdempotencyKey != nil && *req.IdempotencyKey == "" {
 		return fieldErr(codes.InvalidArgument, "idempotency_key", "given but empty (omit it to submit without deduplication)")
+	}
+	if r := apiview.ReservedKey(job.IdempotencyKey); r != nil {
+		return refusalErr(r)
 	}
 	if _, r := fsm.SubmitFields(job, cfg, level); r != nil {
 		return refusalErr(r)
@@ -76,14 +81,6 @@ func edgeSubmit(ctx context.Context, req *pb.SubmitRequest, job *clusterpb.Submi
 		return refusalErr(err.(*fsm.Refusal))
 	}
 	return nil
-}
-
-func setSubmitJob(job *clusterpb.SubmitJob, tenant string, req *pb.SubmitRequest) {
-	job.Tenant, job.IdempotencyKey, job.JobType, job.Size = tenant, req.GetIdempotencyKey(), req.JobType, req.Size
-	job.EstCostMs, job.Payload, job.MaxAttempts, job.TimeoutMs = req.EstCostMs, req.Payload, req.MaxAttempts, req.TimeoutMs
-	job.JobClass, job.DeadlineMs, job.Group = req.Class, req.DeadlineMs, req.Group
-	job.DelayMs, job.ExpireMs, job.RetryBackoffMs = req.DelayMs, req.ExpireMs, req.RetryBackoffMs
-	job.Pool, job.Form = req.Pool, req.Form
 }
 
 // levelErr refuses a command that needs a feature level above the
@@ -141,6 +138,9 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 		switch a.how {
 		case forwardSent:
 			setIndexHeader(ctx, a.index)
+			if a.err == nil && req.ReturnJob {
+				s.returnJob(ctx, job.Tenant, a.resp, a.index)
+			}
 			return a.resp, a.err
 		case forwardSingly:
 			resp, _, err := forward(ctx, &s.base, func(ctx context.Context, cc *grpc.ClientConn) (*pb.SubmitResponse, error) {
@@ -158,7 +158,44 @@ func (s *ClientService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.
 	if errs[0] != nil {
 		return nil, errs[0]
 	}
-	return &pb.SubmitResponse{JobId: uint64(out[0].job), Created: out[0].created}, nil
+	resp := &pb.SubmitResponse{JobId: uint64(out[0].job), Created: out[0].created}
+	if req.ReturnJob {
+		s.returnJob(ctx, job.Tenant, resp, 0)
+	}
+	return resp, nil
+}
+
+// returnJobWait bounds how long a follower that forwarded a submit waits
+// for its own state to hold the job it answers (return_job).
+const returnJobWait = time.Second
+
+// returnJob puts the submitted job into resp (return_job), without its
+// payload, as this node's state holds it once it has applied index (0:
+// it has: this node proposed the submit, or answered it from its state).
+// A node that has not applied index within returnJobWait leaves the job
+// out: the caller reads it itself.
+func (s *ClientService) returnJob(ctx context.Context, tenant string, resp *pb.SubmitResponse, index uint64) {
+	if index > 0 {
+		wctx, cancel := context.WithTimeout(ctx, returnJobWait)
+		err := s.node.FSM.WaitApplied(wctx, index)
+		cancel()
+		if err != nil {
+			return
+		}
+	}
+	var out *pb.Job
+	s.node.FSM.Read(func(sc *sfq.Scheduler) {
+		if j, ok := sc.TenantJob(tenant, sfq.JobID(resp.JobId)); ok {
+			out = apiview.Job(sc, &j, false)
+		}
+	})
+	if out == nil {
+		return
+	}
+	clock, _ := s.node.FSM.Clock()
+	apiview.MarkDeadlineMissed(clock, out)
+	out.Now = s.clockNow()
+	resp.Job = out
 }
 
 // SubmitBatch submits up to MaxBatch jobs: each is checked and answered

@@ -22,9 +22,13 @@ import (
 func EventToPB(ev *fsm.Event, tenant string) *pb.Event {
 	out := &pb.Event{Seq: ev.Seq, JobId: uint64(ev.Job), Tenant: tenant, Attempt: ev.Attempt, Kind: ev.Kind.String(),
 		AtMs: int64(ev.At), WallMs: int64(ev.Wall()), WorkerId: ev.Worker, CpuMs: ev.CPUMs, ExitCode: int32(ev.ExitCode)}
-	if ev.Kind.TenantLevel() {
+	switch {
+	case ev.Kind.TenantLevel():
 		out.WorkerId, out.Group = "", eventGroup(ev)
-	} else {
+	case ev.Kind.ScheduleEvent():
+		out.WorkerId, out.CpuMs, out.Attempt = "", 0, 0
+		out.Schedule, out.SlotMs, out.Slots = ev.Worker, ev.CPUMs, uint64(ev.Attempt)
+	default:
 		out.Pool = ev.PoolLabel()
 	}
 	if ev.Reason != fsm.ReasonNone {

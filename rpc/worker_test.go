@@ -659,7 +659,7 @@ func (r fixedRun) Result() worker.Result   { return r.res }
 // if any; its Run error arrives on the returned channel.
 func (n *testNode) startAgent(id, token string, runner worker.Runner, observe func(worker.Observation), extra ...grpc.DialOption) <-chan error {
 	n.t.Helper()
-	return n.startAgentWith(worker.Config{ID: id, Size: pb.Size_MD, Runner: runner, Observer: observe}, token, extra...)
+	return n.startAgentWith(worker.Config{ID: id, Size: worker.SizeMD, Runner: runner, Observer: observe}, token, extra...)
 }
 
 // startAgentWith runs an agent of cfg (its servers and connection
@@ -786,7 +786,7 @@ func TestAgentIdentity(t *testing.T) {
 	}
 	started := make(chan uint64, 1)
 	n.startAgent("gpu-1", gpu, worker.FakeRunner{}, func(o worker.Observation) {
-		if o.Kind == "started" {
+		if o.What == "started" {
 			started <- o.Job
 		}
 	})
@@ -852,7 +852,7 @@ func TestRunsEndingBeforeTheirStarted(t *testing.T) {
 			for range jobs {
 				ids = append(ids, n.submit())
 			}
-			cfg := worker.Config{ID: "w1", Size: pb.Size_MD, Runner: fixedRunner{worker.Result{CPU: time.Millisecond}}}
+			cfg := worker.Config{ID: "w1", Size: worker.SizeMD, Runner: fixedRunner{worker.Result{CPU: time.Millisecond}}}
 			workercompat.Set(&cfg, workercompat.Options{StartedAtOnce: atOnce})
 			n.startAgentWith(cfg, "")
 			waitFor(t, 20*time.Second, "every job to complete", func() bool {

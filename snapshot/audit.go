@@ -43,6 +43,8 @@ import (
 //     Key, State.
 //   - "hello": a worker's new session (WorkerHello, feature level 8; see
 //     HelloFact).
+//   - "schedule": an accepted schedule command (feature level 8; see
+//     ScheduleFact), and a "submit" of the job a fire submitted.
 type AuditFact struct {
 	Kind             string   `json:"kind"`
 	Index            uint64   `json:"index,omitempty"`
@@ -125,6 +127,9 @@ type AuditFact struct {
 	FailuresBefore uint16     `json:"failures_before,omitempty"`
 	Failures       uint16     `json:"failures,omitempty"`
 	Hello          *HelloFact `json:"hello,omitempty"`
+	// Schedule is set on a "schedule" fact (feature level 8, SPEC §8 rule
+	// 14; audit_schedule.go).
+	Schedule *ScheduleFact `json:"schedule,omitempty"`
 }
 
 // RunsFact is what a worker runs (sfq.Runs): command jobs if Commands;
@@ -479,6 +484,9 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 				}
 			}
 		})
+		for _, fact := range scheduleFacts(f, l.Index, c, r, clock) {
+			a.emit(fact)
+		}
 		if emitHello != nil {
 			fact := helloFact(f, l.Index, emitHello, held, holds)
 			a.emit(fact)

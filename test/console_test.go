@@ -163,7 +163,9 @@ func arrive(t *testing.T, ctx context.Context, mark, what, ready string) string 
 // worker running real commands: an admin signs in, finds a failed job by
 // search, reads its events and stderr, cancels a queued job; a forged
 // post without the CSRF token is refused; a job whose type and stderr
-// are markup shows them as text and runs no script; a client token sees
+// are markup shows them as text and runs no script, and so does a
+// schedule's row whose job's type is markup, run now from the tenant
+// page and listed as its recent fire; a client token sees
 // only its tenant and gets 403 for another tenant's job and for admin
 // actions. With -update-screenshot it rewrites the screenshots of every
 // page under docs/.
@@ -394,7 +396,52 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Errorf("after undrain: the page says %q, the leader %v", got, drained())
 	}
 	shot(t, ctx, "web-ui-workers.png")
-	step(t, ctx, "tenant", chromedp.Navigate(base+"/tenants/acme"), chromedp.WaitVisible(chromedp.ID("states")))
+
+	// A schedule of acme whose job's type is markup, paused: run it now
+	// from the tenant page; its job is the schedule's recent fire.
+	if _, err := acme.SetSchedule(cctx, &pb.SetScheduleRequest{Name: "nightly-report", Spec: "30 2 * * *", Zone: "Europe/Berlin", Paused: true,
+		Job: &pb.SubmitRequest{JobType: xssType, Size: pb.Size_SM, EstCostMs: 100, MaxAttempts: 1, Payload: payload(t, "sh", "-c", "echo report")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acme.SetSchedule(cctx, &pb.SetScheduleRequest{Name: "weekday-sync", Spec: "0 6 * * 1-5", Zone: "America/New_York",
+		Job: &pb.SubmitRequest{JobType: "sync-crm", Size: pb.Size_SM, EstCostMs: 100, MaxAttempts: 1, Payload: payload(t, "true")}}); err != nil {
+		t.Fatal(err)
+	}
+	const runNow = `#schedule-nightly-report form[action="/tenants/acme/schedules/nightly-report/run-now"] button`
+	waitFor(t, 30*time.Second, "the schedule on the follower's page", func() (bool, string) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(base+"/tenants/acme"), chromedp.WaitVisible(chromedp.ID("states"))); err != nil {
+			return false, err.Error()
+		}
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('`+runNow+`').length`))
+		return err == nil && n == 1, fmt.Sprint(n, " run-now buttons ", err)
+	})
+	if got := press(t, ctx, "run the schedule now", runNow, `!!document.getElementById("job-state")`); got != "" {
+		t.Fatalf("run now: %s", got)
+	}
+	if got := text(t, ctx, "#job-type"); got != xssType {
+		t.Errorf("the fired job's type: %q", got)
+	}
+	fired := eval[string](t, ctx, `location.pathname`)
+	waitFor(t, 30*time.Second, "the fire on the tenant page", func() (bool, string) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(base+"/tenants/acme"), chromedp.WaitVisible(chromedp.ID("states"))); err != nil {
+			return false, err.Error()
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#fires tr")].filter(tr => tr.cells[0].textContent == "nightly-report").map(tr => tr.querySelector("a").getAttribute("href")).join(" ")`))
+		return err == nil && got == fired, got
+	})
+	if got := eval[string](t, ctx, `[...document.querySelectorAll("#schedule-nightly-report td")].slice(0, 6).map(td => td.textContent).join("|")`); got !=
+		"nightly-report|30 2 * * *|Europe/Berlin|skip|paused|"+xssType+" (sm)" {
+		t.Errorf("the schedule's row: %q", got)
+	}
+	if got := text(t, ctx, "#schedule-nightly-report td:nth-child(9)"); got != "1" {
+		t.Errorf("fired: %q", got)
+	}
+	if got := eval[string](t, ctx, `typeof window.__pwned`); got != "undefined" {
+		t.Errorf("the tenant page ran a tenant's script (window.__pwned is %s)", got)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("script, img").length`); n != 0 {
+		t.Errorf("the tenant page has %d script or img elements", n)
+	}
 	shot(t, ctx, "web-ui-tenant.png")
 
 	// A client token sees its own tenant only. Sign out first.

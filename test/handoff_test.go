@@ -144,7 +144,7 @@ func cancelJob(t *testing.T, ctx context.Context, cl *client.Client, id uint64) 
 // returned stop is called (or the test ends).
 func startStoppableWorker(t *testing.T, servers []string, id string, runner worker.Runner) (stop func()) {
 	t.Helper()
-	w, err := worker.NewWorker(worker.Config{ID: id, Size: pb.Size_SM, Servers: servers, Runner: runner,
+	w, err := worker.NewWorker(worker.Config{ID: id, Size: worker.SizeSM, Servers: servers, Runner: runner,
 		Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func TestHandoffStopTimesOut(t *testing.T) {
 		time.Sleep(time.Hour)
 		return nil
 	})
-	w, _ := startSDKWorkerOfSize(t, addrs, "stopper", pb.Size_SM, 1, k)
+	w, _ := startSDKWorkerOfSize(t, addrs, "stopper", worker.SizeSM, 1, k)
 	job := submitKind(t, ctx, cl, "block", blockArgs{})
 	waitState(t, ctx, cl, job, "running", func(j *client.Job) bool { return j.State == "running" })
 	stopCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)

@@ -77,7 +77,7 @@ func TestKindsOnACluster(t *testing.T) {
 	c, cl, addrs, ctx := sdkCluster(t, 3)
 	cmdWorker := c.AddWorker("cmd-1", "sm")
 	cmdWorker.Start("")
-	startSDKWorkerOfSize(t, addrs, "py-1", pb.Size_SM, 1, kindsRunner("py-1", "digest", "resize"))
+	startSDKWorkerOfSize(t, addrs, "py-1", worker.SizeSM, 1, kindsRunner("py-1", "digest", "resize"))
 
 	digest := submitKind(t, ctx, cl, "digest", digestArgs{Name: "x", Ms: 50})
 	command := submitKind(t, ctx, cl, "", nil, "true")
@@ -106,7 +106,7 @@ func TestKindsOnACluster(t *testing.T) {
 
 	// A rolling deploy that adds thumbnail: the new worker connects, the
 	// old one stops. The waiting job runs; none failed.
-	startSDKWorkerOfSize(t, addrs, "py-2", pb.Size_SM, 1, kindsRunner("py-2", "digest", "resize", "thumbnail"))
+	startSDKWorkerOfSize(t, addrs, "py-2", worker.SizeSM, 1, kindsRunner("py-2", "digest", "resize", "thumbnail"))
 	j := waitState(t, ctx, cl, thumb, "an end", done)
 	if j.State != "completed" || j.Worker != "py-2" || j.Failures != 0 || j.Attempt != 1 {
 		t.Fatalf("the thumbnail job: %s on %q, attempt %d, %d failures", j.State, j.Worker, j.Attempt, j.Failures)
@@ -154,7 +154,7 @@ func (d declaresMore) Declares() (bool, []string) {
 // worker of its kind.
 func TestKindsUnknownKindRequeues(t *testing.T) {
 	c, cl, addrs, ctx := sdkCluster(t, 1)
-	startSDKWorkerOfSize(t, addrs, "flaky", pb.Size_SM, 1, declaresMore{kindsRunner("flaky", "digest"), "thumbnail"})
+	startSDKWorkerOfSize(t, addrs, "flaky", worker.SizeSM, 1, declaresMore{kindsRunner("flaky", "digest"), "thumbnail"})
 	thumb := submitKind(t, ctx, cl, "thumbnail", thumbnailArgs{Src: "b.png"})
 	var j *client.Job
 	var err error
@@ -173,7 +173,7 @@ func TestKindsUnknownKindRequeues(t *testing.T) {
 	if out, _, err := c.Run("workers", "--server", c.Servers()); err != nil || !strings.Contains(out, "kinds: digest\n") {
 		t.Fatalf("barista workers after unknown_kind: %v\n%s", err, out)
 	}
-	startSDKWorkerOfSize(t, addrs, "thumbs", pb.Size_SM, 1, kindsRunner("thumbs", "thumbnail"))
+	startSDKWorkerOfSize(t, addrs, "thumbs", worker.SizeSM, 1, kindsRunner("thumbs", "thumbnail"))
 	j = waitState(t, ctx, cl, thumb, "completed", func(j *client.Job) bool { return j.State == "completed" })
 	if j.Worker != "thumbs" || j.Failures != 0 || j.Attempt != 2 {
 		t.Fatalf("the thumbnail job: on %q, attempt %d, %d failures", j.Worker, j.Attempt, j.Failures)

@@ -84,7 +84,7 @@ func TestThisWorkerOnPreviousCluster(t *testing.T) {
 	// A worker routed by kind connects first and is given nothing.
 	kinds := worker.NewKinds()
 	worker.Register(kinds, func(context.Context, *worker.Job[sumArgs]) error { return nil })
-	startSDKWorkerOfSize(t, addrs, "kinds-1", pb.Size_MD, 1, kinds)
+	startSDKWorkerOfSize(t, addrs, "kinds-1", worker.SizeMD, 1, kinds)
 	sum, err := cl.Insert(ctx, sumArgs{A: 1, B: 2}, &client.InsertOpts{Tenant: "acme", Size: client.SizeMD, Cost: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestThisWorkerOnPreviousCluster(t *testing.T) {
 	// A Go function that snoozes: the previous leader gets a failed run
 	// and retries it; the second run completes.
 	runs := 0
-	startSDKWorkerOfSize(t, addrs, "func-1", pb.Size_SM, 1, worker.Func(func(context.Context, *pb.Assign) (worker.FuncResult, error) {
+	startSDKWorkerOfSize(t, addrs, "func-1", worker.SizeSM, 1, worker.Func(func(context.Context, *pb.Assign) (worker.FuncResult, error) {
 		runs++
 		if runs == 1 {
 			return worker.FuncResult{}, worker.Snooze(time.Second)

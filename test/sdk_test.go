@@ -76,11 +76,11 @@ func sdkCluster(t *testing.T, n int, args ...string) (*cluster.Cluster, *client.
 // stops when the test ends (if the test did not stop it).
 func startSDKWorker(t *testing.T, addrs []string, id string, slots int, runner worker.Runner) (*worker.Worker, <-chan error) {
 	t.Helper()
-	return startSDKWorkerOfSize(t, addrs, id, pb.Size_MD, slots, runner)
+	return startSDKWorkerOfSize(t, addrs, id, worker.SizeMD, slots, runner)
 }
 
 // startSDKWorkerOfSize is startSDKWorker with workers of size size.
-func startSDKWorkerOfSize(t *testing.T, addrs []string, id string, size pb.Size, slots int, runner worker.Runner) (*worker.Worker, <-chan error) {
+func startSDKWorkerOfSize(t *testing.T, addrs []string, id string, size worker.Size, slots int, runner worker.Runner) (*worker.Worker, <-chan error) {
 	t.Helper()
 	w, err := worker.NewWorker(worker.Config{ID: id, Size: size, Servers: addrs, MaxConcurrent: slots, Runner: runner,
 		Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Logger: slog.New(slog.DiscardHandler)})
@@ -430,7 +430,7 @@ func TestSDKSentinels(t *testing.T) {
 // payload: the new fields of Welcome and Assign change nothing for it.
 func TestSDKServesAnEarlierWorker(t *testing.T) {
 	_, cl, addrs, ctx := sdkCluster(t, 1)
-	cfg := worker.Config{ID: "old-1", Size: pb.Size_MD, Servers: addrs, Logger: slog.New(slog.DiscardHandler),
+	cfg := worker.Config{ID: "old-1", Size: worker.SizeMD, Servers: addrs, Logger: slog.New(slog.DiscardHandler),
 		Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
 		Runner: worker.Func(func(_ context.Context, a *pb.Assign) (worker.FuncResult, error) {
 			return worker.FuncResult{Output: "payload " + string(a.Payload)}, nil

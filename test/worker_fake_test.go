@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
 	"github.com/baristahq/barista/test/cluster"
@@ -30,7 +29,7 @@ func startFakeWorkers(t *testing.T, c *cluster.Cluster, n int, size sfq.Size, ru
 	var wg sync.WaitGroup
 	var agents []*worker.Agent
 	for i := range n {
-		a, err := worker.New(worker.Config{ID: fmt.Sprintf("fake-%s-%d", size, i), Size: fsm.SizeToPB(size), Servers: servers,
+		a, err := worker.New(worker.Config{ID: fmt.Sprintf("fake-%s-%d", size, i), Size: worker.Size(size.String()), Servers: servers,
 			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: runner, Observer: observe, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
@@ -124,7 +123,7 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 	ran := map[uint64]string{}
 	observe := func(who string) func(worker.Observation) {
 		return func(o worker.Observation) {
-			if o.Kind == "started" {
+			if o.What == "started" {
 				mu.Lock()
 				ran[o.Job] = who
 				mu.Unlock()
@@ -149,7 +148,7 @@ func TestIdleWorkersAndDrain(t *testing.T) {
 		servers = append(servers, n.GRPCAddr)
 	}
 	for _, id := range []string{"drained-0", "open-0"} {
-		a, err := worker.New(worker.Config{ID: id, Size: pb.Size_LG, Servers: servers, Observer: observe(id),
+		a, err := worker.New(worker.Config{ID: id, Size: worker.SizeLG, Servers: servers, Observer: observe(id),
 			Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, Runner: worker.FakeRunner{}})
 		if err != nil {
 			t.Fatal(err)

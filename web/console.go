@@ -23,6 +23,7 @@ import (
 	"github.com/baristahq/barista/internal/evidence"
 	"github.com/baristahq/barista/internal/joblist"
 	"github.com/baristahq/barista/internal/peertext"
+	"github.com/baristahq/barista/internal/version"
 	"github.com/baristahq/barista/internal/wire"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/rpc"
@@ -35,10 +36,11 @@ import (
 // tenant. Its reads and actions are calls of this node's own services,
 // made in this process with the caller's identity and token, so that a
 // follower's console reads and acts through the leader exactly as an
-// API call to that follower would. Two things the API has no call for
-// are read from this node's replicated state (consoledata.go): counts
-// of jobs by state, class and size, and a job's events; and the share
-// chart is drawn from samples this node keeps (history.go).
+// API call to that follower would. Three things the API has no call for
+// are read from this node's replicated state: counts of jobs by state,
+// class and size, and a job's events (consoledata.go), and the jobs a
+// tenant's schedules fired (schedules.go); and the share chart is drawn
+// from samples this node keeps (history.go).
 
 //go:embed assets
 var webFiles embed.FS
@@ -156,6 +158,7 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /jobs/{id}/redrive", page(s.redriveAction))
 	mux.HandleFunc("POST /jobs/{id}/run-now", page(s.runNowAction))
 	mux.HandleFunc("POST /tenants/{name}/{action}", page(s.pauseAction))
+	mux.HandleFunc("POST /tenants/{name}/schedules/{schedule}/{action}", page(s.scheduleAction))
 	mux.HandleFunc("GET /workers", page(s.workersPage))
 	mux.HandleFunc("POST /workers/{id}/{action}", page(s.drainAction))
 }
@@ -194,6 +197,8 @@ type frame struct {
 	// CSRF is the session's token, which every form posts ("" without a
 	// session: the page shows no action).
 	CSRF string
+	// Version is the release of this node's build.
+	Version string
 }
 
 func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string) frame {
@@ -201,7 +206,8 @@ func (s *Server) frame(w http.ResponseWriter, r *http.Request, title, nav string
 	leader, _ := s.node.Leader()
 	f := frame{Title: title, Nav: nav, Node: s.node.ID(), NodeState: peertext.StateName(s.node.Raft().State()), Leader: leader,
 		Applied: s.node.Raft().AppliedIndex(), Now: time.Now().UTC().Format("15:04:05 UTC"),
-		Admin: c.id.Role == auth.RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != ""}
+		Admin: c.id.Role == auth.RoleAdmin, Tenant: c.id.Tenant, CSRF: s.csrfToken(c.session), SignedIn: !s.auth.Open() && c.session != "",
+		Version: version.Version}
 	if wall, cluster := s.node.FSM.WallClock(); wall != 0 && wall-cluster >= 1000 {
 		f.Lag = (time.Duration(wall-cluster) * time.Millisecond).Round(100 * time.Millisecond).String()
 	}
@@ -366,7 +372,7 @@ func mayOpenTenant(id auth.Identity, tenant string) bool {
 }
 
 // tenantPage shows one tenant: its usage, configuration, jobs by state,
-// class and size, and its share over the last hour.
+// class and size, groups, schedules, and its share over the last hour.
 type tenantPage struct {
 	frame
 	Name   string
@@ -381,6 +387,12 @@ type tenantPage struct {
 	Groups     []*pb.Group
 	MoreGroups bool
 	CanAct     bool
+	// Schedules are the first page of the tenant's schedules by name
+	// (MoreSchedules: there are more; SchedulesErr: why none could be
+	// read).
+	Schedules     []scheduleRow
+	MoreSchedules bool
+	SchedulesErr  string
 }
 
 // tenantGroupsShown bounds the groups a tenant page lists.
@@ -417,6 +429,7 @@ func (s *Server) tenantPage(w http.ResponseWriter, r *http.Request) {
 	if gs, err := s.client.ListGroups(ctx, &pb.ListGroupsRequest{Tenant: name, PageSize: tenantGroupsShown}); err == nil {
 		p.Groups, p.MoreGroups = gs.Groups, gs.NextPageToken != ""
 	}
+	p.Schedules, p.MoreSchedules, p.SchedulesErr = s.tenantSchedules(r, name)
 	counts, _ := countJobs(s.node.FSM, name)
 	classes := sfq.Classes()
 	for _, st := range jobStates {

@@ -27,6 +27,13 @@ type Event struct {
 	// Group is, for the tenant-level events paused and resumed (job_id
 	// 0), the group paused or resumed; none: the whole tenant.
 	Group string `json:"group,omitempty"`
+	// Schedule, SlotMs and Slots are, for the schedule events
+	// (schedule_fired, schedule_refused, schedule_missed), the schedule,
+	// its slot (none for a run-now; the newest for a miss) and the slots
+	// a miss counts.
+	Schedule string `json:"schedule,omitempty"`
+	SlotMs   int64  `json:"slot_ms,omitempty"`
+	Slots    uint64 `json:"slots,omitempty"`
 	// FromSeq and ToSeq name the range a gap event covers: the tenant's
 	// events in it were pruned before they could be delivered. A gap's Seq
 	// is ToSeq, its place in the order.
@@ -47,10 +54,15 @@ type Payload struct {
 func eventOf(ev *fsm.Event, tenant string) Event {
 	out := Event{Seq: ev.Seq, JobID: uint64(ev.Job), Tenant: tenant, Kind: ev.Kind.String(), Attempt: ev.Attempt, AtMs: int64(ev.At),
 		WallMs: int64(ev.Wall()), WorkerID: ev.Worker, CPUMs: ev.CPUMs, ExitCode: int32(ev.ExitCode)}
-	if ev.Kind.TenantLevel() {
+	switch {
+	case ev.Kind.TenantLevel():
 		// paused, resumed: job 0; the group (empty: the whole tenant).
 		out.WorkerID, out.Group = "", ev.Worker
-	} else {
+	case ev.Kind.ScheduleEvent():
+		// The schedule, its slot and a miss's count of slots.
+		out.WorkerID, out.CPUMs, out.Attempt = "", 0, 0
+		out.Schedule, out.SlotMs, out.Slots = ev.Worker, ev.CPUMs, uint64(ev.Attempt)
+	default:
 		out.Pool = ev.PoolLabel()
 	}
 	if ev.Reason != fsm.ReasonNone {

@@ -80,8 +80,9 @@ type Config struct {
 	// or bidirectional formatting character; a worker token's binding
 	// must cover it).
 	ID string
-	// Size is the largest job size it runs; SIZE_UNSPECIFIED is sm.
-	Size pb.Size
+	// Size is the largest job size it runs: SizeSM ("", the default),
+	// SizeMD or SizeLG.
+	Size Size
 	// Pool is the pool it serves ("" or "default": the pool default): it
 	// gets jobs of that pool only. A pool the cluster does not hold is
 	// refused (NOT_FOUND): Run returns that error.
@@ -110,22 +111,11 @@ func init() {
 	workercompat.Set = func(cfg any, o workercompat.Options) { cfg.(*Config).compat = o }
 }
 
-// Observation is a moment in a job run's life on this worker.
-type Observation struct {
-	Kind    string // "assigned", "started", "finished", "killed", "cancelled"
-	Job     uint64
-	Attempt uint32
-	At      time.Time
-	CPU     time.Duration
-	Reason  string
-	// Wait is, for "assigned", the time from the Ready to its Assign.
-	Wait time.Duration
-}
-
 // Agent is a worker agent.
 type Agent struct {
-	cfg Config
-	log *slog.Logger
+	cfg  Config
+	size pb.Size // cfg.Size
+	log  *slog.Logger
 
 	mu        sync.Mutex
 	cur       *job
@@ -180,12 +170,9 @@ func New(cfg Config) (*Agent, error) {
 	if err := wire.ValidateName("worker id", cfg.ID); err != nil {
 		return nil, err
 	}
-	switch cfg.Size {
-	case pb.Size_SIZE_UNSPECIFIED:
-		cfg.Size = pb.Size_SM
-	case pb.Size_SM, pb.Size_MD, pb.Size_LG:
-	default:
-		return nil, fmt.Errorf("worker size: %v (want sm, md or lg)", cfg.Size)
+	size, err := sizeToPB(cfg.Size)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Pool != "" {
 		if err := wire.ValidatePoolName(cfg.Pool); err != nil {
@@ -205,17 +192,11 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Agent{
-		cfg: cfg, log: cfg.Logger, sentAt: map[uint64]time.Time{},
+		cfg: cfg, size: size, log: cfg.Logger, sentAt: map[uint64]time.Time{},
 		credit: uint64(time.Now().UnixNano()), interval: 5 * time.Second, selfKill: 25 * time.Second,
 		wakeReady: make(chan struct{}, 1),
 		abandon:   make(chan struct{}, 1),
 	}, nil
-}
-
-func (a *Agent) observe(kind string, j *pb.Assign, cpu time.Duration, reason string) {
-	if a.cfg.Observer != nil {
-		a.cfg.Observer(Observation{Kind: kind, Job: j.Job, Attempt: j.Attempt, At: time.Now(), CPU: cpu, Reason: reason})
-	}
 }
 
 // Drain makes the agent finish its current job and take no new one; Run
@@ -552,7 +533,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		}
 		return err
 	}
-	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: a.cfg.Size, Version: "1", Pool: a.cfg.Pool}
+	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: a.size, Version: "1", Pool: a.cfg.Pool}
 	if d, ok := a.cfg.Runner.(Declarer); ok && !a.cfg.compat.SaysNothing {
 		hello.Commands, hello.Kinds = d.Declares()
 	}
@@ -846,9 +827,7 @@ func (a *Agent) start(as *pb.Assign, send func(*pb.WorkerMessage) error) error {
 	a.cur = j
 	wait := time.Since(a.readyAt)
 	a.mu.Unlock()
-	if a.cfg.Observer != nil {
-		a.cfg.Observer(Observation{Kind: "assigned", Job: as.Job, Attempt: as.Attempt, At: time.Now(), Wait: wait})
-	}
+	a.observeWait(as, wait)
 	run, err := a.cfg.Runner.Start(as)
 	a.mu.Lock()
 	j.run = run

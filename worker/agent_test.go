@@ -181,7 +181,7 @@ func (r instantRun) Result() Result          { return r.res }
 
 func runAgent(t *testing.T, addr string, runner Runner) {
 	t.Helper()
-	a, err := New(Config{ID: "w1", Size: pb.Size_MD, Servers: []string{addr}, Runner: runner,
+	a, err := New(Config{ID: "w1", Size: SizeMD, Servers: []string{addr}, Runner: runner,
 		Dial: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}})
 	if err != nil {
 		t.Fatal(err)
@@ -472,10 +472,18 @@ func (r *welcomeRunner) Start(a *pb.Assign) (Run, error) {
 // run, and not again on a new session.
 func TestAgentFirstWelcome(t *testing.T) {
 	f := &fakeLeader{notify: make(chan struct{}, 1), welcome: &pb.Welcome{HeartbeatIntervalMs: 1000, SelfKillAfterMs: 25_000, LeaderId: "n1"}}
+	// One job a stream: the second stream's next Ready gets nothing, so
+	// that no third start races the check below.
+	var mu sync.Mutex
+	assigned := map[int]bool{}
 	f.onMsg = func(stream int, m *pb.WorkerMessage) []*pb.LeaderMessage {
 		switch x := m.Msg.(type) {
 		case *pb.WorkerMessage_Ready:
-			if stream <= 2 {
+			mu.Lock()
+			first := !assigned[stream]
+			assigned[stream] = true
+			mu.Unlock()
+			if stream <= 2 && first {
 				return []*pb.LeaderMessage{{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{Job: uint64(stream), Attempt: 1, Size: pb.Size_MD, Credit: x.Ready.Credit}}}}
 			}
 		case *pb.WorkerMessage_Finished:

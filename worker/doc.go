@@ -26,11 +26,18 @@
 //		}
 //		return resize(ctx, j.Args)
 //	})
-//	w, err := worker.NewWorker(worker.Config{ID: "thumbs", MaxConcurrent: 4, Size: pb.Size_MD,
+//	w, err := worker.NewWorker(worker.Config{ID: "thumbs", MaxConcurrent: 4, Size: worker.SizeMD,
 //		Servers: servers, Dial: client.DialOptions(token, tlsCfg), Runner: kinds})
 //	go w.Run(ctx)
 //	...
 //	err = w.Stop(shutdownCtx) // finish the running jobs, take no new one
+//
+// A function ends its job for good with Discard(err) (failed, no retry:
+// no run can succeed) or Cancel(err) (cancelled, as River's JobCancel:
+// the registry asks the cluster to cancel the job through the client
+// given to Kinds.CancelWith; without one, as Discard). Config.Observer
+// hears of every run's moments (an Observation: what happened, the job,
+// its tenant and kind), and every line a slot logs names it (slot=ID-N).
 //
 // Below it, a Func runs each job as a call of a Go function in this process. It
 // gets the job's payload and a context cancelled when the job is
@@ -46,9 +53,9 @@
 //		url, err := thumbnail(ctx, req.Image) // stops when ctx is cancelled
 //		return worker.FuncResult{Output: url}, err
 //	})
-//	a, err := worker.New(worker.Config{
+//	a, err := worker.NewAgent(worker.Config{
 //		ID:      "thumbs-1", // a worker token's binding must cover it
-//		Size:    pb.Size_MD,
+//		Size:    worker.SizeMD,
 //		Servers: []string{"10.0.0.1:7400", "10.0.0.2:7400", "10.0.0.3:7400"},
 //		Dial:    client.DialOptions(os.Getenv("BARISTA_WORKER_TOKEN"), tlsCfg),
 //		Runner:  resize,

@@ -28,7 +28,7 @@ func ExampleFunc() {
 	})
 	a, err := worker.New(worker.Config{
 		ID:      "upper-1",
-		Size:    pb.Size_SM,
+		Size:    worker.SizeSM,
 		Servers: []string{"127.0.0.1:7400"},
 		Dial:    client.DialOptions("", nil),
 		Runner:  upper,

@@ -23,7 +23,7 @@ import (
 //     job's stdout tail (its last 4 KiB, as GetJob and the console show);
 //   - an error: the run failed (exit code 1), the error's text kept as the
 //     stderr tail, and the job is retried as its max_attempts allows; an
-//     error wrapping ErrUnrunnable (Cancel's) fails the job with no retry;
+//     error wrapping ErrUnrunnable (Discard's) fails the job with no retry;
 //   - Snooze(d): the run ends snoozed, the job tried again d later
 //     without counting a failure;
 //   - after a cancel, the run ends cancelled whatever the function returns;

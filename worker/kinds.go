@@ -30,6 +30,22 @@ type JobArgs = client.JobArgs
 type Kinds struct {
 	mu  sync.RWMutex
 	fns map[string]Func
+	// canceller asks the cluster to cancel a job whose function returned
+	// Cancel (CancelWith).
+	canceller *client.Client
+}
+
+// CancelWith gives the registry a client to cancel jobs with: a job
+// whose function returns Cancel(err) is cancelled through it
+// (Client.JobCancel) before its run is reported, and ends cancelled.
+// The client's token must be allowed to cancel the jobs: an admin token,
+// or, on a worker that runs one tenant's jobs only, that tenant's client
+// token. Without one, Cancel ends the job as Discard does: failed, with
+// no retry.
+func (k *Kinds) CancelWith(c *client.Client) {
+	k.mu.Lock()
+	k.canceller = c
+	k.mu.Unlock()
 }
 
 // NewKinds returns an empty registry; Register adds to it.
@@ -41,7 +57,9 @@ func NewKinds() *Kinds { return &Kinds{fns: map[string]Func{}} }
 //   - nil: completed (the output set with Job.Output kept as the job's
 //     stdout tail);
 //   - Snooze(d): tried again d later, not counted a failure;
-//   - Cancel(err): failed with no retry;
+//   - Cancel(err): cancelled, no retry, when the registry has a client
+//     to cancel it with (CancelWith); without one, as Discard;
+//   - Discard(err): failed with no retry;
 //   - any other error: failed, retried as the job's max_attempts allow
 //     (the error's text kept as its stderr tail);
 //   - after a cancel of the job (its context ends), cancelled, whatever
@@ -62,12 +80,15 @@ func Register[T JobArgs](k *Kinds, fn func(ctx context.Context, job *Job[T]) err
 	}
 	k.fns[kind] = func(ctx context.Context, as *pb.Assign) (FuncResult, error) {
 		job := &Job[T]{ID: as.Job, Attempt: int(as.Attempt), Tenant: as.Tenant, Pool: poolOf(as.Pool), Kind: kind,
-			Size: client.Size(strings.ToLower(as.Size.String())), Cost: time.Duration(as.EstCostMs) * time.Millisecond,
+			Size: Size(strings.ToLower(as.Size.String())), Cost: time.Duration(as.EstCostMs) * time.Millisecond,
 			Timeout: time.Duration(as.TimeoutMs) * time.Millisecond, Payload: as.Payload}
 		if err := json.Unmarshal(as.Payload, &job.Args); err != nil {
-			return FuncResult{}, Cancel(fmt.Errorf("job %d: its payload is not the arguments of kind %q (%T): %v", as.Job, kind, zero, err))
+			return FuncResult{}, Discard(fmt.Errorf("job %d: its payload is not the arguments of kind %q (%T): %v", as.Job, kind, zero, err))
 		}
 		err := fn(ctx, job)
+		if ce := (*CancelError)(nil); errors.As(err, &ce) && ctx.Err() == nil {
+			err = k.cancel(ctx, as, err)
+		}
 		return FuncResult{Output: job.output, CPU: job.cpu}, err
 	}
 }
@@ -118,7 +139,7 @@ type Job[T JobArgs] struct {
 	Tenant  string
 	Pool    string
 	Kind    string
-	Size    client.Size
+	Size    Size
 	// Cost is the job's estimated CPU; Timeout ends a run that takes
 	// longer (0: none).
 	Cost, Timeout time.Duration
@@ -150,8 +171,38 @@ type SnoozeError struct{ After time.Duration }
 
 func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %s", e.After) }
 
-// Cancel returns the error that fails the job with no retry: no run of it
-// can succeed. err (nil: none) is kept as the run's stderr tail.
+// Discard returns the error that ends the job failed with no retry: no
+// run of it can succeed (its arguments are wrong, what it works on is
+// gone). err (nil: none) is kept as the run's stderr tail; the job's
+// failed event has the reason unrunnable (feature level 6; below it the
+// run is retried as any failed run).
+func Discard(err error) error {
+	if err == nil {
+		err = errors.New("the job discarded itself")
+	}
+	return &DiscardError{Err: err}
+}
+
+// DiscardError is Discard's error; it matches ErrUnrunnable.
+type DiscardError struct{ Err error }
+
+func (e *DiscardError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error and ErrUnrunnable.
+func (e *DiscardError) Unwrap() []error { return []error{e.Err, ErrUnrunnable} }
+
+// Cancel returns the error that ends the job cancelled, as a cancel of
+// the job would (River's JobCancel): no retry, its state cancelled, its
+// events cancel_requested and cancelled with the reason requested. err
+// (nil: none) is kept as the run's stderr tail.
+//
+// A worker cannot end a job cancelled by itself: the cluster ends a job
+// cancelled only when someone asked for it (a run that reports
+// cancelled unasked counts as a failed run, SPEC §3 "Job lifecycle").
+// So the registry asks, through its client (Kinds.CancelWith), before it
+// reports the run; without a client, or when that call fails, the job
+// ends as Discard ends it — failed, with no retry — and the stderr tail
+// says why. A Func that returns Cancel's error is discarded so too.
 func Cancel(err error) error {
 	if err == nil {
 		err = errors.New("the job cancelled itself")
@@ -159,10 +210,40 @@ func Cancel(err error) error {
 	return &CancelError{Err: err}
 }
 
-// CancelError is Cancel's error; it matches ErrUnrunnable.
+// CancelError is Cancel's error. It matches ErrUnrunnable, so that a job
+// that cannot be cancelled is at least not run again.
 type CancelError struct{ Err error }
 
 func (e *CancelError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the error and ErrUnrunnable.
 func (e *CancelError) Unwrap() []error { return []error{e.Err, ErrUnrunnable} }
+
+// cancelWait bounds the cancel Cancel asks of the cluster.
+const cancelWait = 10 * time.Second
+
+// cancel asks the cluster to cancel the job of as, whose function
+// returned err (a CancelError), and returns the run's error: err once the
+// cluster holds the cancel (the job then ends cancelled however the run
+// is reported), or err saying why the job ends failed instead. Once the
+// cluster holds it, it waits (at most cancelWait) for the cancel to reach
+// this run (runCtx ends), so that the run is reported cancelled, as a
+// cancel's run is.
+func (k *Kinds) cancel(runCtx context.Context, as *pb.Assign, err error) error {
+	k.mu.RLock()
+	c := k.canceller
+	k.mu.RUnlock()
+	if c == nil {
+		return fmt.Errorf("%w (the worker has no client to cancel the job with, Kinds.CancelWith: it ends failed, with no retry)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cancelWait)
+	defer cancel()
+	if _, cerr := c.JobCancel(ctx, as.Tenant, as.Job); cerr != nil {
+		return fmt.Errorf("%w (the cluster did not cancel the job: %v; it ends failed, with no retry)", err, cerr)
+	}
+	select {
+	case <-runCtx.Done():
+	case <-ctx.Done():
+	}
+	return err
+}

@@ -29,7 +29,12 @@ type refuseArgs struct{}
 
 func (refuseArgs) Kind() string { return "refuse" }
 
-// testKinds routes add, echo, nap (snoozes Ms) and refuse (Cancel).
+type dropArgs struct{}
+
+func (dropArgs) Kind() string { return "drop" }
+
+// testKinds routes add, echo, nap (snoozes Ms), refuse (Discard) and
+// drop (Cancel).
 func testKinds() *Kinds {
 	k := NewKinds()
 	Register(k, func(_ context.Context, j *Job[addArgs]) error {
@@ -45,7 +50,10 @@ func testKinds() *Kinds {
 		return Snooze(time.Duration(j.Args.Ms) * time.Millisecond)
 	})
 	Register(k, func(_ context.Context, j *Job[refuseArgs]) error {
-		return Cancel(errors.New("the invoice was deleted"))
+		return Discard(errors.New("the invoice was deleted"))
+	})
+	Register(k, func(_ context.Context, j *Job[dropArgs]) error {
+		return Cancel(errors.New("no longer wanted"))
 	})
 	return k
 }
@@ -72,7 +80,8 @@ func describeFinished(f *pb.JobFinished) string {
 // payload decoded; its output and reported CPU are the run's; a job of a
 // kind no function is registered for, or whose payload does not decode,
 // fails for good saying why; Snooze ends the run snoozed (held to 1 s ..
-// 24 h); Cancel fails the job for good.
+// 24 h); Discard fails the job for good, and so does Cancel on a registry
+// without a client to cancel the job with (CancelWith), saying so.
 func TestKindsRouteByKind(t *testing.T) {
 	welcome := &pb.Welcome{HeartbeatIntervalMs: 1000, SelfKillAfterMs: 25_000, LeaderId: "n1", JobTypes: true, Snooze: true}
 	fins := reportsWith(t, welcome, testKinds(), []*pb.Assign{
@@ -84,6 +93,7 @@ func TestKindsRouteByKind(t *testing.T) {
 		assign(6, "nap", `{"Ms": 20}`),
 		assign(7, "nap", `{"Ms": 172800000}`),
 		assign(8, "refuse", `{}`),
+		assign(9, "drop", `{}`),
 	}, nil)
 	var got []string
 	for _, f := range fins {
@@ -98,6 +108,7 @@ func TestKindsRouteByKind(t *testing.T) {
 		`6 SNOOZED exit=0 snooze=1000ms`,
 		`7 SNOOZED exit=0 snooze=86400000ms`,
 		`8 FAILED exit=1 permanent`,
+		`9 FAILED exit=1 permanent`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("reports:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -106,9 +117,10 @@ func TestKindsRouteByKind(t *testing.T) {
 		t.Errorf("add's CPU %d ms, want the 7 ms it reported", fins[0].CpuMs)
 	}
 	for i, want := range map[int]string{
-		2: `job 3 is of kind "resize", which this worker has no function for (it runs add, echo, nap, refuse)`,
+		2: `job 3 is of kind "resize", which this worker has no function for (it runs add, drop, echo, nap, refuse)`,
 		3: `job 4: its payload is not the arguments of kind "add" (worker.addArgs)`,
 		7: "the invoice was deleted",
+		8: "no longer wanted (the worker has no client to cancel the job with, Kinds.CancelWith: it ends failed, with no retry)",
 	} {
 		if !strings.Contains(fins[i].StderrTail, want) {
 			t.Errorf("job %d's stderr %q, want it to say %q", fins[i].Job, fins[i].StderrTail, want)

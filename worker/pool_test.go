@@ -60,7 +60,7 @@ func TestAgentRefused(t *testing.T) {
 		f.refuse = func(stream int, h *pb.Hello) error { return status.Error(c.code, c.msg) }
 		var logs syncBuffer
 		addr := serve(t, f)
-		a, err := New(Config{ID: "w1", Size: pb.Size_MD, Pool: "gpu", Servers: []string{addr}, Runner: instant{},
+		a, err := New(Config{ID: "w1", Size: SizeMD, Pool: "gpu", Servers: []string{addr}, Runner: instant{},
 			Dial:   []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime}))})
 		if err != nil {
@@ -150,7 +150,7 @@ func TestAgentLeaderChangeIsInfo(t *testing.T) {
 		return nil
 	}
 	var logs syncBuffer
-	a, err := New(Config{ID: "w1", Size: pb.Size_MD, Servers: []string{serve(t, f)}, Runner: instant{},
+	a, err := New(Config{ID: "w1", Size: SizeMD, Servers: []string{serve(t, f)}, Runner: instant{},
 		Dial:   []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime}))})
 	if err != nil {

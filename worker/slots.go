@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/baristahq/barista/internal/wire"
@@ -12,11 +13,16 @@ import (
 // one Agent per slot, each with a session of its own to the cluster's
 // leader, named Config.ID-1 .. Config.ID-N (Config.ID itself when N is
 // 1; a worker token's binding must cover every name, e.g. "thumbs-*").
+// Each slot's log lines name it (slot=ID-N).
 // The slots share the Runner, which must start runs concurrently (a
 // Kinds, a Func and a ProcessRunner do).
 type Worker struct {
 	agents []*Agent
 }
+
+// NewAgent returns an agent: one slot, one session to the cluster, the
+// unit a Worker runs cfg.MaxConcurrent of. New is its former name, kept.
+func NewAgent(cfg Config) (*Agent, error) { return New(cfg) }
 
 // NewWorker returns a worker of cfg.MaxConcurrent slots (0: 1).
 func NewWorker(cfg Config) (*Worker, error) {
@@ -25,6 +31,10 @@ func NewWorker(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker: MaxConcurrent %d (at most %d)", n, maxSlots)
 	}
 	w := &Worker{}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
 	for i := range n {
 		c := cfg
 		c.MaxConcurrent = 0
@@ -34,6 +44,8 @@ func NewWorker(cfg Config) (*Worker, error) {
 				return nil, fmt.Errorf("worker: slot %d: %w", i+1, err)
 			}
 		}
+		// Every line of a slot's log names it: its worker ID.
+		c.Logger = logger.With("slot", c.ID)
 		a, err := New(c)
 		if err != nil {
 			return nil, err

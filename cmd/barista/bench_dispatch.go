@@ -77,7 +77,7 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		var assigned atomic.Int64
 		var lat latencies
 		observe := func(ob worker.Observation) {
-			if ob.Kind == "assigned" && measuring.Load() {
+			if ob.What == "assigned" && measuring.Load() {
 				assigned.Add(1)
 				lat.add(ob.Wait)
 			}

@@ -38,7 +38,7 @@ func benchFailover(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	// Only an assignment whose Ready was sent after the kill counts.
 	var lastAssigned atomic.Pointer[[2]time.Time] // ready sent, assigned
 	observe := func(ob worker.Observation) {
-		if ob.Kind == "assigned" {
+		if ob.What == "assigned" {
 			lastAssigned.Store(&[2]time.Time{ob.At.Add(-ob.Wait), ob.At})
 		}
 	}

@@ -21,7 +21,7 @@ type assignTimes struct {
 }
 
 func (a *assignTimes) observe(ob worker.Observation) {
-	if ob.Kind != "assigned" {
+	if ob.What != "assigned" {
 		return
 	}
 	a.mu.Lock()

@@ -101,22 +101,28 @@ const clockTick = 10 * time.Millisecond
 func (lc *localCluster) serverCPU() time.Duration {
 	var total time.Duration
 	for _, n := range lc.nodes {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.PID()))
-		if err != nil {
-			continue
-		}
-		// The fields after the command's ")" start at field 3 (state);
-		// utime and stime are fields 14 and 15.
-		_, rest, ok := strings.Cut(string(b), ") ")
-		f := strings.Fields(rest)
-		if !ok || len(f) < 13 {
-			continue
-		}
-		user, _ := strconv.ParseInt(f[11], 10, 64)
-		sys, _ := strconv.ParseInt(f[12], 10, 64)
-		total += time.Duration(user+sys) * clockTick
+		total += procCPU(n.PID())
 	}
 	return total
+}
+
+// procCPU is the CPU time (user and system) process pid has used so far,
+// read from /proc/PID/stat (0 if it cannot be read).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's ")" start at field 3 (state);
+	// utime and stime are fields 14 and 15.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	user, _ := strconv.ParseInt(f[11], 10, 64)
+	sys, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(user+sys) * clockTick
 }
 
 // cpuPer is CPU time per operation, in µs.

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/baristahq/barista/internal/version"
 )
 
 // command is one subcommand, registered in commands under its path
@@ -92,8 +94,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		printOverview(stdout)
 		return 0
 	}
-	if args[0] == "version" || args[0] == "--version" {
-		fmt.Fprintln(stdout, "barista", version)
+	if args[0] == "--version" {
+		fmt.Fprintln(stdout, "barista", version.String())
 		return 0
 	}
 	c, path := lookup(args)
@@ -275,9 +277,6 @@ func valueName(v flag.Value) string {
 	}
 	return "VALUE"
 }
-
-// version is set by the build (-ldflags "-X main.version=...").
-var version = "dev"
 
 // openInput opens a named file, or standard input for "-".
 func openInput(path string) (io.ReadCloser, error) {

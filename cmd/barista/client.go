@@ -147,6 +147,12 @@ func withCall[Req, Resp any](with func(func(*client.Client) error) error, method
 	return resp, err
 }
 
+// raw is a call of the client's protobuf API (client.Raw) as withCall
+// takes it.
+func raw[Req, Resp any](method func(client.Raw, context.Context, Req) (Resp, error)) func(*client.Client, context.Context, Req) (Resp, error) {
+	return func(cl *client.Client, ctx context.Context, req Req) (Resp, error) { return method(cl.Raw(), ctx, req) }
+}
+
 // call runs a unary call of any service through the nodes (client.Call).
 func (c *clientFlags) call(fn func(ctx context.Context, cc grpc.ClientConnInterface) error) error {
 	return c.with(func(cl *client.Client) error { return cl.Call(context.Background(), fn) })

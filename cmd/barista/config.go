@@ -259,6 +259,8 @@ func (c *serverConfig) settings() []setting {
 			val: &intVal[uint64]{&s.EventRetentionPerTenant, 0, 1 << 40}},
 		{key: "scheduler.max_worker_records", usage: "a drain of a worker the cluster holds no record of is refused once it holds this many worker records; 0 = no bound (feature level 8)",
 			val: &intVal[uint64]{&s.MaxWorkerRecords, 0, 1 << 40}},
+		{key: "scheduler.max_schedules", usage: "the schedules one tenant may have (another value than 100 needs feature level 8)",
+			val: &intVal[uint32]{&s.MaxSchedules, 1, fsm.MaxMaxSchedules}},
 		{key: "scheduler.estimate", usage: "where a job's est_cost comes from: submitted (each submit states it), or auto (its type's moving average once 3 runs completed, else the stated cost, else default_cost)",
 			val: &parsedVal[sfq.EstimateMode]{&s.Sched.Estimate, sfq.ParseEstimateMode, sfq.EstimateMode.String, "submitted or auto"}},
 		{key: "scheduler.default_cost", usage: "est_cost under estimate=auto of a submit without one whose type has fewer than 3 completed runs",

@@ -159,7 +159,7 @@ per class. --json prints {"name", "weights", "subscriptions", "paused",
 			if err := sfq.ValidatePoolName(args[0]); err != nil {
 				return usageError("NAME: %v", err)
 			}
-			p, err := withCall(opts.with, (*client.Client).PoolGet, &pb.PoolGetRequest{Name: args[0], Read: &pb.ReadOptions{Stale: opts.stale}})
+			p, err := withCall(opts.with, raw(client.Raw.PoolGet), &pb.PoolGetRequest{Name: args[0], Read: &pb.ReadOptions{Stale: opts.stale}})
 			if err != nil {
 				return err
 			}
@@ -174,7 +174,7 @@ per class. --json prints {"name", "weights", "subscriptions", "paused",
 			if len(args) != 0 {
 				return usageError("unexpected argument %q", args[0])
 			}
-			resp, err := withCall(opts.with, (*client.Client).PoolList, &pb.PoolListRequest{Read: &pb.ReadOptions{Stale: opts.stale}})
+			resp, err := withCall(opts.with, raw(client.Raw.PoolList), &pb.PoolListRequest{Read: &pb.ReadOptions{Stale: opts.stale}})
 			if err != nil {
 				return err
 			}
@@ -211,7 +211,7 @@ name.`,
 			if err := sfq.ValidatePoolName(args[0]); err != nil {
 				return usageError("NAME: %v", err)
 			}
-			if _, err := withCall(opts.with, (*client.Client).PoolDelete, &pb.PoolDeleteRequest{Name: args[0]}); err != nil {
+			if _, err := withCall(opts.with, raw(client.Raw.PoolDelete), &pb.PoolDeleteRequest{Name: args[0]}); err != nil {
 				return err
 			}
 			if opts.json {
@@ -283,9 +283,9 @@ set) refuses the submits of a tenant without one there.`,
 			}
 			var resp *pb.SubscriptionSetResponse
 			if burst == nil {
-				resp, err = withCall(opts.with, (*client.Client).SubscriptionDelete, &pb.SubscriptionDeleteRequest{Tenant: args[0], Pool: args[1]})
+				resp, err = withCall(opts.with, raw(client.Raw.SubscriptionDelete), &pb.SubscriptionDeleteRequest{Tenant: args[0], Pool: args[1]})
 			} else {
-				resp, err = withCall(opts.with, (*client.Client).SubscriptionSet, &pb.SubscriptionSetRequest{Tenant: args[0], Pool: args[1], Burst: burst})
+				resp, err = withCall(opts.with, raw(client.Raw.SubscriptionSet), &pb.SubscriptionSetRequest{Tenant: args[0], Pool: args[1], Burst: burst})
 			}
 			if err != nil {
 				return err
@@ -336,7 +336,7 @@ prints one object per subscription: {"tenant", "pool", "burst",
 				fmt.Fprintf(env.stdout, "%-24s %-24s %10s %7s\n", "TENANT", "POOL", "BURST", "RUNNING")
 			}
 			return opts.with(func(cl *client.Client) error {
-				for s, err := range cl.Subscriptions(context.Background(), req) {
+				for s, err := range cl.Raw().Subscriptions(context.Background(), req) {
 					if err != nil {
 						return err
 					}
@@ -382,7 +382,7 @@ func runPoolSet(env *cmdEnv, opts *poolSetOpts, args []string) error {
 			return usageError("--subscriptions: %q: want optional or required", opts.subscriptions)
 		}
 	}
-	p, err := withCall(opts.with, (*client.Client).PoolSet, req)
+	p, err := withCall(opts.with, raw(client.Raw.PoolSet), req)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,8 @@ func init() {
 		usage:    "[--server ADDR] [--json]",
 		help: `Asks one node (the first of --server that answers) for its status. With
 --json prints one object with the keys node_id, state, leader_id,
-leader_addr, applied_index, state_hash, and more. The feature level is the
+leader_addr, applied_index, state_hash, version (the release of the node's
+build; docs/releasing.md), and more. The feature level is the
 cluster's, as this node applied it, and the highest its build understands
 (docs/operations.md, "Upgrades"). Cluster time is the clock of delays,
 deadlines, leases and rate limits: it runs with the leader's clock and
@@ -43,14 +44,20 @@ time").`,
 					"term": st.Term, "cluster_time_ms": st.ClusterTimeMs, "jobs": st.Jobs, "tenants": st.Tenants,
 					"last_leader_contact_ms": st.LastLeaderContactMs, "feature_level": st.FeatureLevel,
 					"cluster_feature_level": st.ClusterFeatureLevel, "cluster_behind_ms": st.ClusterBehindMs,
+					"version": st.Version,
 				})
 			}
 			leader := fmt.Sprintf("%s %s", st.LeaderId, st.LeaderAddr)
 			if st.State != "leader" && st.LeaderId != "" {
 				leader += fmt.Sprintf(" (last heard from %s ago)", time.Duration(st.LastLeaderContactMs)*time.Millisecond)
 			}
+			built := st.Version
+			if built == "" {
+				built = "before releases"
+			}
 			printTable(env.stdout, [][2]string{
 				{"node", st.NodeId + " (" + st.State + ")"},
+				{"version", built},
 				{"leader", leader},
 				{"term", fmt.Sprint(st.Term)},
 				{"applied index", fmt.Sprint(st.AppliedIndex)},

@@ -20,17 +20,23 @@ import (
 
 type submitOpts struct {
 	tenantFlags
+	jobFlags
+	key      string
+	fromFile string
+}
+
+// jobFlags are the flags that say a job: submit's, and schedule set's
+// for the job each fire submits.
+type jobFlags struct {
 	fs          *flag.FlagSet
 	size        string
 	cost        time.Duration
-	key         string
 	jobType     string
 	maxAttempts uint32
 	timeout     time.Duration
 	env         multiFlag
 	dir         string
 	payload     string
-	fromFile    string
 	class       pb.Class
 	deadline    time.Duration
 	group       string
@@ -38,6 +44,79 @@ type submitOpts struct {
 	expire      time.Duration
 	backoff     time.Duration
 	pool        string
+}
+
+// register defines the job's flags on fs.
+func (o *jobFlags) register(fs *flag.FlagSet) {
+	o.fs = fs
+	fs.StringVar(&o.size, "size", "", "container `SIZE`: sm, md or lg (required)")
+	defineFlag(fs, "cost", "estimated CPU time, a `DURATION` (required unless the cluster's estimate is auto)", costVal(&o.cost))
+	defineFlag(fs, "class", "priority `CLASS` (default normal)", classVal(&o.class))
+	defineFlag(fs, "deadline", "start the job within this `DURATION` of the submit (the tenant needs deadlines on)", deadlineVal(&o.deadline))
+	fs.StringVar(&o.jobType, "type", "", "job `TYPE` (a label)")
+	defineFlag(fs, "max-attempts", "runs allowed to fail before the job fails (`N`, 0 = the configured default)", attemptsVal(&o.maxAttempts))
+	defineFlag(fs, "timeout", "kill the job after this running `DURATION` (ends timed_out, never retried)", timeoutVal(&o.timeout))
+	fs.Var(&o.env, "env", "environment `KEY=VALUE` for the job (repeatable)")
+	fs.StringVar(&o.dir, "dir", "", "working `DIR` of the job")
+	fs.StringVar(&o.payload, "payload", "", "the job's payload, `TEXT` as given or @FILE, instead of a command")
+	fs.StringVar(&o.group, "group", "", "the job's `GROUP` in its tenant (1..128 bytes of A-Z a-z 0-9 . _ : @ -)")
+	fs.StringVar(&o.pool, "pool", "", "the job's `POOL`: only that pool's workers run it (default: the pool default; feature level 6)")
+	defineFlag(fs, "delay", "keep the job scheduled for this `DURATION` before it is queued", delayVal(&o.delay))
+	defineFlag(fs, "expire", "drop the job if it was not dispatched within this `DURATION` of the submit", expireVal(&o.expire))
+	defineFlag(fs, "retry-backoff", "wait this `DURATION` (doubling per failure) before retrying a failed run, instead of the cluster's retry_backoff", backoffVal(&o.backoff))
+}
+
+// request is the submit of the job the flags and the command args (after
+// --) say, of tenant, without a key.
+func (o *jobFlags) request(tenant string, args []string) (*pb.SubmitRequest, error) {
+	if o.pool != "" {
+		if err := sfq.ValidatePoolName(o.pool); err != nil {
+			return nil, usageError("--pool: %v", err)
+		}
+	}
+	size, err := sfq.ParseSize(o.size)
+	if err != nil {
+		return nil, usageError("--size: %v", err)
+	}
+	// The group, like every field the cluster checks, is the cluster's to
+	// refuse, in the words every other path gets.
+	var payload []byte
+	switch {
+	case o.payload != "" && len(args) > 0:
+		return nil, usageError("give either --payload or a command after --, not both")
+	case o.payload != "" && (len(o.env) > 0 || o.dir != ""):
+		return nil, usageError("--env and --dir are part of a command's payload: give them with a command after --, not with --payload")
+	case o.payload != "":
+		if payload, err = payloadArg(o.payload); err != nil {
+			return nil, err
+		}
+	case len(args) == 0:
+		return nil, usageError("give the job's command after --, e.g. -- sleep 60")
+	default:
+		spec := runner.Spec{Argv: args, Dir: o.dir, Env: map[string]string{}}
+		for _, kv := range o.env {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, usageError("--env %q: want KEY=VALUE", kv)
+			}
+			spec.Env[k] = v
+		}
+		if payload, err = runner.EncodePayload(spec); err != nil {
+			return nil, usageError("%v", err)
+		}
+	}
+	// Without --cost, 0: the server takes it only under estimate=auto
+	// and says so otherwise.
+	req := &pb.SubmitRequest{Tenant: tenant, JobType: o.jobType, Size: fsm.SizeToPB(size), EstCostMs: o.cost.Milliseconds(),
+		Payload: payload, MaxAttempts: o.maxAttempts, TimeoutMs: o.timeout.Milliseconds(),
+		Class: o.class, DeadlineMs: o.deadline.Milliseconds(), Group: o.group,
+		DelayMs: o.delay.Milliseconds(), ExpireMs: o.expire.Milliseconds(), Pool: o.pool, Form: jobForm(o.payload == "", o.jobType)}
+	set := map[string]bool{}
+	o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["retry-backoff"] {
+		req.RetryBackoffMs = new(o.backoff.Milliseconds())
+	}
+	return req, nil
 }
 
 type multiFlag []string
@@ -110,86 +189,36 @@ is reported on its line and never stops the others. It prints a summary
 (or one JSON result per line with --json) and exits 1 if any job was
 refused.`,
 		flags: func(fs *flag.FlagSet, o *submitOpts) {
-			*o = submitOpts{fs: fs}
+			*o = submitOpts{}
 			o.tenantFlags.register(fs)
-			fs.StringVar(&o.size, "size", "", "container `SIZE`: sm, md or lg (required)")
-			defineFlag(fs, "cost", "estimated CPU time, a `DURATION` (required unless the cluster's estimate is auto)", costVal(&o.cost))
-			defineFlag(fs, "class", "priority `CLASS` (default normal)", classVal(&o.class))
-			defineFlag(fs, "deadline", "start the job within this `DURATION` of the submit (the tenant needs deadlines on)", deadlineVal(&o.deadline))
+			o.jobFlags.register(fs)
 			fs.StringVar(&o.key, "key", "", "idempotency `KEY` (1..256 bytes)")
-			fs.StringVar(&o.jobType, "type", "", "job `TYPE` (a label)")
-			defineFlag(fs, "max-attempts", "runs allowed to fail before the job fails (`N`, 0 = the configured default)", attemptsVal(&o.maxAttempts))
-			defineFlag(fs, "timeout", "kill the job after this running `DURATION` (ends timed_out, never retried)", timeoutVal(&o.timeout))
-			fs.Var(&o.env, "env", "environment `KEY=VALUE` for the job (repeatable)")
-			fs.StringVar(&o.dir, "dir", "", "working `DIR` of the job")
-			fs.StringVar(&o.payload, "payload", "", "the job's payload, `TEXT` as given or @FILE, instead of a command")
 			fs.StringVar(&o.fromFile, "from-file", "", "submit every job of a JSON-lines `FILE` (- for stdin), up to 1000 jobs and 3 MiB per request")
-			fs.StringVar(&o.group, "group", "", "the job's `GROUP` in its tenant (1..128 bytes of A-Z a-z 0-9 . _ : @ -)")
-			fs.StringVar(&o.pool, "pool", "", "the job's `POOL`: only that pool's workers run it (default: the pool default; feature level 6)")
-			defineFlag(fs, "delay", "keep the job scheduled for this `DURATION` before it is queued", delayVal(&o.delay))
-			defineFlag(fs, "expire", "drop the job if it was not dispatched within this `DURATION` of the submit", expireVal(&o.expire))
-			defineFlag(fs, "retry-backoff", "wait this `DURATION` (doubling per failure) before retrying a failed run, instead of the cluster's retry_backoff", backoffVal(&o.backoff))
 		},
 		run: runSubmit,
 	}))
 }
 
 func runSubmit(env *cmdEnv, opts *submitOpts, args []string) error {
-	if opts.pool != "" {
-		if err := sfq.ValidatePoolName(opts.pool); err != nil {
-			return usageError("--pool: %v", err)
-		}
-	}
 	if opts.fromFile != "" {
+		if opts.pool != "" {
+			if err := sfq.ValidatePoolName(opts.pool); err != nil {
+				return usageError("--pool: %v", err)
+			}
+		}
 		if len(args) > 0 {
 			return usageError("--from-file takes no command")
 		}
 		return submitFile(env, opts)
 	}
+	req, err := opts.request(opts.tenant, args)
+	if err != nil {
+		return err
+	}
 	set := map[string]bool{}
 	opts.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	size, err := sfq.ParseSize(opts.size)
-	if err != nil {
-		return usageError("--size: %v", err)
-	}
-	// The group, like every field the cluster checks, is the cluster's to
-	// refuse, in the words every other path gets.
-	var payload []byte
-	switch {
-	case opts.payload != "" && len(args) > 0:
-		return usageError("give either --payload or a command after --, not both")
-	case opts.payload != "" && (len(opts.env) > 0 || opts.dir != ""):
-		return usageError("--env and --dir are part of a command's payload: give them with a command after --, not with --payload")
-	case opts.payload != "":
-		if payload, err = payloadArg(opts.payload); err != nil {
-			return err
-		}
-	case len(args) == 0:
-		return usageError("give the job's command after --, e.g. -- sleep 60")
-	default:
-		spec := runner.Spec{Argv: args, Dir: opts.dir, Env: map[string]string{}}
-		for _, kv := range opts.env {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				return usageError("--env %q: want KEY=VALUE", kv)
-			}
-			spec.Env[k] = v
-		}
-		if payload, err = runner.EncodePayload(spec); err != nil {
-			return usageError("%v", err)
-		}
-	}
-	// Without --cost, 0: the server takes it only under estimate=auto
-	// and says so otherwise.
-	req := &pb.SubmitRequest{Tenant: opts.tenant, JobType: opts.jobType, Size: fsm.SizeToPB(size), EstCostMs: opts.cost.Milliseconds(),
-		Payload: payload, MaxAttempts: opts.maxAttempts, TimeoutMs: opts.timeout.Milliseconds(),
-		Class: opts.class, DeadlineMs: opts.deadline.Milliseconds(), Group: opts.group,
-		DelayMs: opts.delay.Milliseconds(), ExpireMs: opts.expire.Milliseconds(), Pool: opts.pool, Form: jobForm(opts.payload == "", opts.jobType)}
 	if set["key"] {
 		req.IdempotencyKey = &opts.key
-	}
-	if set["retry-backoff"] {
-		req.RetryBackoffMs = new(opts.backoff.Milliseconds())
 	}
 	resp, err := withCall(opts.with, (*client.Client).Submit, req)
 	if err != nil {

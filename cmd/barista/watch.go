@@ -89,6 +89,16 @@ func eventJSON(ev *pb.Event) map[string]any {
 	if ev.Reason != "" {
 		m["reason"] = ev.Reason
 	}
+	if ev.Group != "" {
+		m["group"] = ev.Group
+	}
+	if ev.Schedule != "" {
+		// A schedule's event: its slot (cluster time), and a miss's count.
+		m["schedule"], m["cluster_slot_ms"] = ev.Schedule, ev.SlotMs
+		if ev.Slots != 0 {
+			m["slots"] = ev.Slots
+		}
+	}
 	return m
 }
 

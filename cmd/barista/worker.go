@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baristahq/barista/client"
-	"github.com/baristahq/barista/fsm"
 	"github.com/baristahq/barista/internal/workercompat"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/sfq"
@@ -207,7 +206,7 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 		return err
 	}
 	wcfg := worker.Config{
-		ID: opts.id, Size: fsm.SizeToPB(size), Pool: opts.pool, Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: slogOf(log),
+		ID: opts.id, Size: worker.Size(size.String()), Pool: opts.pool, Servers: strings.Split(opts.servers, ","), Dial: dial, Logger: slogOf(log),
 		Runner: procs,
 	}
 	workercompat.Set(&wcfg, workercompat.Options{SeparateReady: opts.sepReady, StartedAtOnce: opts.startNow})

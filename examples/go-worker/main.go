@@ -7,7 +7,7 @@
 //
 // A job of kind count-words carries {"text": "..."} and ends with the
 // output {"words": N, "lines": N}; a text of more than a million bytes
-// is cancelled (it fails with no retry), and a text that starts with
+// is discarded (it fails with no retry), and a text that starts with
 // "later" is snoozed once for 2 s (tried again without a failure
 // counted). The worker tells the cluster it runs count-words: it is given
 // only jobs of that kind (and jobs submitted with no form), never a
@@ -36,7 +36,6 @@ import (
 	"time"
 
 	"github.com/baristahq/barista/client"
-	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/worker"
 )
 
@@ -57,7 +56,7 @@ func main() {
 // countWords is the work: one job, one call.
 func countWords(ctx context.Context, job *worker.Job[CountWords]) error {
 	if len(job.Args.Text) > 1<<20 {
-		return worker.Cancel(fmt.Errorf("text of %d bytes: at most 1 MiB", len(job.Args.Text)))
+		return worker.Discard(fmt.Errorf("text of %d bytes: at most 1 MiB", len(job.Args.Text)))
 	}
 	if strings.HasPrefix(job.Args.Text, "later") && job.Attempt == 1 {
 		return worker.Snooze(2 * time.Second)
@@ -99,8 +98,9 @@ func run() int {
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	sz, ok := pb.Size_value[strings.ToUpper(*size)]
-	if !ok || sz == 0 {
+	switch sz := worker.Size(*size); sz {
+	case worker.SizeSM, worker.SizeMD, worker.SizeLG:
+	default:
 		fmt.Fprintf(os.Stderr, "--size: %q (want sm, md or lg)\n", *size)
 		return 2
 	}
@@ -121,7 +121,7 @@ func run() int {
 	worker.Register(kinds, countWords)
 	w, err := worker.NewWorker(worker.Config{
 		ID:            *id,
-		Size:          pb.Size(sz),
+		Size:          worker.Size(*size),
 		Servers:       strings.Split(*servers, ","),
 		Dial:          dial,
 		Runner:        kinds,

@@ -41,9 +41,30 @@ func ToPB(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow) *pb.Explain
 	case sfq.ReasonNoWorker:
 		out.Kind = r.NoWorkerKind
 	}
+	out.Schedule, out.ScheduleSlotMs, out.ScheduleRunKey, _ = scheduleOf(j)
 	out.Text = Text(j, t, r, now, 0)
 	out.Now = now
 	return out
+}
+
+// scheduleOf reads which schedule fired job j (SPEC §3 "Schedules"), from
+// its key: the schedule, the slot, or a run-now's key.
+func scheduleOf(j *sfq.Job) (name string, slot int64, run string, ok bool) {
+	n, t, run, ok := fsm.ParseScheduleKey(j.Key())
+	return n, int64(t), run, ok
+}
+
+// scheduleText is the sentence that says which schedule fired job j, or
+// "".
+func scheduleText(j *sfq.Job, now *pb.ClockNow) string {
+	name, slot, run, ok := scheduleOf(j)
+	switch {
+	case !ok:
+		return ""
+	case run != "":
+		return fmt.Sprintf(" Schedule %s fired it: a run-now (key %s).", name, run)
+	}
+	return fmt.Sprintf(" Schedule %s fired it, for its slot %s.", name, wire.When(now, slot))
 }
 
 // Text says a reason of a job of the pool default in one paragraph
@@ -159,6 +180,7 @@ func TextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb.ClockN
 	default:
 		fmt.Fprintf(&b, ": %s.", r.Name())
 	}
+	b.WriteString(scheduleText(j, now))
 	return b.String()
 }
 

@@ -17,7 +17,7 @@ var ladder = [][]string{
 	{"cmd"},
 	{"web"},
 	{"rpc"},
-	{"leader", "webhook"},
+	{"leader", "webhook", "schedule"},
 	{"raftnode"},
 	{"snapshot"},
 	{"fsm"},

@@ -309,6 +309,12 @@ type Command struct {
 	//	*Command_SubscriptionSet
 	//	*Command_WorkerHello
 	//	*Command_KindPolicySet
+	//	*Command_ScheduleSet
+	//	*Command_ScheduleDelete
+	//	*Command_SchedulePause
+	//	*Command_ScheduleFire
+	//	*Command_ScheduleMiss
+	//	*Command_ScheduleRunNow
 	Cmd           isCommand_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -630,6 +636,60 @@ func (x *Command) GetKindPolicySet() *KindPolicySet {
 	return nil
 }
 
+func (x *Command) GetScheduleSet() *ScheduleSet {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_ScheduleSet); ok {
+			return x.ScheduleSet
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetScheduleDelete() *ScheduleDelete {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_ScheduleDelete); ok {
+			return x.ScheduleDelete
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSchedulePause() *SchedulePause {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_SchedulePause); ok {
+			return x.SchedulePause
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetScheduleFire() *ScheduleFire {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_ScheduleFire); ok {
+			return x.ScheduleFire
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetScheduleMiss() *ScheduleMiss {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_ScheduleMiss); ok {
+			return x.ScheduleMiss
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetScheduleRunNow() *ScheduleRunNow {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_ScheduleRunNow); ok {
+			return x.ScheduleRunNow
+		}
+	}
+	return nil
+}
+
 type isCommand_Cmd interface {
 	isCommand_Cmd()
 }
@@ -765,6 +825,32 @@ type Command_KindPolicySet struct {
 	KindPolicySet *KindPolicySet `protobuf:"bytes,131,opt,name=kind_policy_set,json=kindPolicySet,proto3,oneof"`
 }
 
+type Command_ScheduleSet struct {
+	// Schedules (feature level 8, SPEC §3 "Schedules"): numbers 150 to
+	// 159.
+	ScheduleSet *ScheduleSet `protobuf:"bytes,150,opt,name=schedule_set,json=scheduleSet,proto3,oneof"`
+}
+
+type Command_ScheduleDelete struct {
+	ScheduleDelete *ScheduleDelete `protobuf:"bytes,151,opt,name=schedule_delete,json=scheduleDelete,proto3,oneof"`
+}
+
+type Command_SchedulePause struct {
+	SchedulePause *SchedulePause `protobuf:"bytes,152,opt,name=schedule_pause,json=schedulePause,proto3,oneof"`
+}
+
+type Command_ScheduleFire struct {
+	ScheduleFire *ScheduleFire `protobuf:"bytes,153,opt,name=schedule_fire,json=scheduleFire,proto3,oneof"`
+}
+
+type Command_ScheduleMiss struct {
+	ScheduleMiss *ScheduleMiss `protobuf:"bytes,154,opt,name=schedule_miss,json=scheduleMiss,proto3,oneof"`
+}
+
+type Command_ScheduleRunNow struct {
+	ScheduleRunNow *ScheduleRunNow `protobuf:"bytes,155,opt,name=schedule_run_now,json=scheduleRunNow,proto3,oneof"`
+}
+
 func (*Command_Submit) isCommand_Cmd() {}
 
 func (*Command_Dispatch) isCommand_Cmd() {}
@@ -826,6 +912,18 @@ func (*Command_SubscriptionSet) isCommand_Cmd() {}
 func (*Command_WorkerHello) isCommand_Cmd() {}
 
 func (*Command_KindPolicySet) isCommand_Cmd() {}
+
+func (*Command_ScheduleSet) isCommand_Cmd() {}
+
+func (*Command_ScheduleDelete) isCommand_Cmd() {}
+
+func (*Command_SchedulePause) isCommand_Cmd() {}
+
+func (*Command_ScheduleFire) isCommand_Cmd() {}
+
+func (*Command_ScheduleMiss) isCommand_Cmd() {}
+
+func (*Command_ScheduleRunNow) isCommand_Cmd() {}
 
 // SubmitJob queues a job. With an idempotency key, the same (tenant, key)
 // and the same content returns the existing job; different content is
@@ -3323,6 +3421,458 @@ func (x *KindPolicySet) GetTimeoutMs() int64 {
 	return 0
 }
 
+// ScheduleSet creates or replaces a tenant's schedule (SPEC §3
+// "Schedules", feature level 8): its spec and zone (checked in full by
+// the edge and the leader, which compute its slots; Apply reads neither),
+// what a fire does while its previous job lives, how far behind cluster
+// time a slot may still fire, the jitter of its fires, and the job each
+// fire submits. A change takes effect for the slots after it: the
+// schedule's version moves on, and a Fire of an older version is
+// refused.
+type ScheduleSet struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name   string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"` // 1..128 bytes of [A-Za-z0-9._:@-]
+	// spec: five cron fields, a macro (@hourly, @daily, ...) or "@every D".
+	Spec      string        `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	Zone      string        `protobuf:"bytes,4,opt,name=zone,proto3" json:"zone,omitempty"` // an IANA name; "" = UTC
+	Overlap   proto.Overlap `protobuf:"varint,5,opt,name=overlap,proto3,enum=barista.v1.Overlap" json:"overlap,omitempty"`
+	CatchupMs int64         `protobuf:"varint,6,opt,name=catchup_ms,json=catchupMs,proto3" json:"catchup_ms,omitempty"` // 0 = the default, 60 s
+	JitterMs  int64         `protobuf:"varint,7,opt,name=jitter_ms,json=jitterMs,proto3" json:"jitter_ms,omitempty"`    // 0 = none
+	Paused    bool          `protobuf:"varint,8,opt,name=paused,proto3" json:"paused,omitempty"`
+	// job is what each fire submits: every field of a submit but its tenant
+	// (the schedule's) and idempotency key (schedule/NAME/SLOT).
+	Job           *SubmitJob `protobuf:"bytes,9,opt,name=job,proto3" json:"job,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleSet) Reset() {
+	*x = ScheduleSet{}
+	mi := &file_commands_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleSet) ProtoMessage() {}
+
+func (x *ScheduleSet) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleSet.ProtoReflect.Descriptor instead.
+func (*ScheduleSet) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ScheduleSet) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ScheduleSet) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ScheduleSet) GetSpec() string {
+	if x != nil {
+		return x.Spec
+	}
+	return ""
+}
+
+func (x *ScheduleSet) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *ScheduleSet) GetOverlap() proto.Overlap {
+	if x != nil {
+		return x.Overlap
+	}
+	return proto.Overlap(0)
+}
+
+func (x *ScheduleSet) GetCatchupMs() int64 {
+	if x != nil {
+		return x.CatchupMs
+	}
+	return 0
+}
+
+func (x *ScheduleSet) GetJitterMs() int64 {
+	if x != nil {
+		return x.JitterMs
+	}
+	return 0
+}
+
+func (x *ScheduleSet) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *ScheduleSet) GetJob() *SubmitJob {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+// ScheduleDelete deletes a tenant's schedule. Its jobs are left as they
+// are.
+type ScheduleDelete struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleDelete) Reset() {
+	*x = ScheduleDelete{}
+	mi := &file_commands_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleDelete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleDelete) ProtoMessage() {}
+
+func (x *ScheduleDelete) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleDelete.ProtoReflect.Descriptor instead.
+func (*ScheduleDelete) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ScheduleDelete) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ScheduleDelete) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// SchedulePause pauses a schedule (no slot fires while it is paused, and
+// none is counted missed) or, with resume, resumes it: slots after the
+// resume fire.
+type SchedulePause struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Resume        bool                   `protobuf:"varint,3,opt,name=resume,proto3" json:"resume,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedulePause) Reset() {
+	*x = SchedulePause{}
+	mi := &file_commands_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulePause) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulePause) ProtoMessage() {}
+
+func (x *SchedulePause) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulePause.ProtoReflect.Descriptor instead.
+func (*SchedulePause) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *SchedulePause) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SchedulePause) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SchedulePause) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
+}
+
+// ScheduleFire fires one slot of a schedule: the leader proposes it when
+// cluster time reaches the slot (plus its jitter). Apply accepts it only
+// if the schedule exists at that version, is not paused, the slot is
+// after the last one spent and after the version's start, and is due;
+// it spends the slot and submits the job (or counts it skipped, or
+// refused) in the same Apply.
+type ScheduleFire struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	SlotMs        int64                  `protobuf:"varint,4,opt,name=slot_ms,json=slotMs,proto3" json:"slot_ms,omitempty"` // cluster time
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleFire) Reset() {
+	*x = ScheduleFire{}
+	mi := &file_commands_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleFire) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleFire) ProtoMessage() {}
+
+func (x *ScheduleFire) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleFire.ProtoReflect.Descriptor instead.
+func (*ScheduleFire) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ScheduleFire) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ScheduleFire) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ScheduleFire) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ScheduleFire) GetSlotMs() int64 {
+	if x != nil {
+		return x.SlotMs
+	}
+	return 0
+}
+
+// ScheduleMiss spends count slots of a schedule, the newest through_ms,
+// that fell further behind cluster time than its catch-up window while
+// no leader fired them: they are counted missed, never fired.
+type ScheduleMiss struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	ThroughMs     int64                  `protobuf:"varint,4,opt,name=through_ms,json=throughMs,proto3" json:"through_ms,omitempty"`
+	Count         uint64                 `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleMiss) Reset() {
+	*x = ScheduleMiss{}
+	mi := &file_commands_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleMiss) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleMiss) ProtoMessage() {}
+
+func (x *ScheduleMiss) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleMiss.ProtoReflect.Descriptor instead.
+func (*ScheduleMiss) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ScheduleMiss) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ScheduleMiss) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ScheduleMiss) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ScheduleMiss) GetThroughMs() int64 {
+	if x != nil {
+		return x.ThroughMs
+	}
+	return 0
+}
+
+func (x *ScheduleMiss) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// ScheduleRunNow fires a schedule once, now, whatever its spec, pause
+// and overlap: the job's key is schedule/NAME/run/KEY, so a resend with
+// the same key fires once.
+type ScheduleRunNow struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"` // 1..64 bytes of [A-Za-z0-9._:@-]
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleRunNow) Reset() {
+	*x = ScheduleRunNow{}
+	mi := &file_commands_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleRunNow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleRunNow) ProtoMessage() {}
+
+func (x *ScheduleRunNow) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleRunNow.ProtoReflect.Descriptor instead.
+func (*ScheduleRunNow) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ScheduleRunNow) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ScheduleRunNow) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ScheduleRunNow) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
 var File_commands_proto protoreflect.FileDescriptor
 
 const file_commands_proto_rawDesc = "" +
@@ -3333,7 +3883,7 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\x89\x0e\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xa2\x11\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x14.barista.v1.DispatchH\x00R\bdispatch\x12/\n" +
@@ -3373,7 +3923,13 @@ const file_commands_proto_rawDesc = "" +
 	"poolDelete\x12H\n" +
 	"\x10subscription_set\x18z \x01(\v2\x1b.barista.v1.SubscriptionSetH\x00R\x0fsubscriptionSet\x12=\n" +
 	"\fworker_hello\x18\x82\x01 \x01(\v2\x17.barista.v1.WorkerHelloH\x00R\vworkerHello\x12D\n" +
-	"\x0fkind_policy_set\x18\x83\x01 \x01(\v2\x19.barista.v1.KindPolicySetH\x00R\rkindPolicySetB\x05\n" +
+	"\x0fkind_policy_set\x18\x83\x01 \x01(\v2\x19.barista.v1.KindPolicySetH\x00R\rkindPolicySet\x12=\n" +
+	"\fschedule_set\x18\x96\x01 \x01(\v2\x17.barista.v1.ScheduleSetH\x00R\vscheduleSet\x12F\n" +
+	"\x0fschedule_delete\x18\x97\x01 \x01(\v2\x1a.barista.v1.ScheduleDeleteH\x00R\x0escheduleDelete\x12C\n" +
+	"\x0eschedule_pause\x18\x98\x01 \x01(\v2\x19.barista.v1.SchedulePauseH\x00R\rschedulePause\x12@\n" +
+	"\rschedule_fire\x18\x99\x01 \x01(\v2\x18.barista.v1.ScheduleFireH\x00R\fscheduleFire\x12@\n" +
+	"\rschedule_miss\x18\x9a\x01 \x01(\v2\x18.barista.v1.ScheduleMissH\x00R\fscheduleMiss\x12G\n" +
+	"\x10schedule_run_now\x18\x9b\x01 \x01(\v2\x1a.barista.v1.ScheduleRunNowH\x00R\x0escheduleRunNowB\x05\n" +
 	"\x03cmd\"\xaa\x04\n" +
 	"\tSubmitJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12'\n" +
@@ -3581,7 +4137,41 @@ const file_commands_proto_rawDesc = "" +
 	"\x14retry_backoff_max_ms\x18\x06 \x01(\x03R\x11retryBackoffMaxMs\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\a \x01(\x03R\ttimeoutMsB\x13\n" +
-	"\x11_retry_backoff_ms*N\n" +
+	"\x11_retry_backoff_ms\"\x8d\x02\n" +
+	"\vScheduleSet\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04spec\x18\x03 \x01(\tR\x04spec\x12\x12\n" +
+	"\x04zone\x18\x04 \x01(\tR\x04zone\x12-\n" +
+	"\aoverlap\x18\x05 \x01(\x0e2\x13.barista.v1.OverlapR\aoverlap\x12\x1d\n" +
+	"\n" +
+	"catchup_ms\x18\x06 \x01(\x03R\tcatchupMs\x12\x1b\n" +
+	"\tjitter_ms\x18\a \x01(\x03R\bjitterMs\x12\x16\n" +
+	"\x06paused\x18\b \x01(\bR\x06paused\x12'\n" +
+	"\x03job\x18\t \x01(\v2\x15.barista.v1.SubmitJobR\x03job\"<\n" +
+	"\x0eScheduleDelete\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"S\n" +
+	"\rSchedulePause\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06resume\x18\x03 \x01(\bR\x06resume\"m\n" +
+	"\fScheduleFire\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x17\n" +
+	"\aslot_ms\x18\x04 \x01(\x03R\x06slotMs\"\x89\x01\n" +
+	"\fScheduleMiss\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x1d\n" +
+	"\n" +
+	"through_ms\x18\x04 \x01(\x03R\tthroughMs\x12\x14\n" +
+	"\x05count\x18\x05 \x01(\x04R\x05count\"N\n" +
+	"\x0eScheduleRunNow\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key*N\n" +
 	"\n" +
 	"ExpireKind\x12\x16\n" +
 	"\x12EXPIRE_UNSPECIFIED\x10\x00\x12\a\n" +
@@ -3617,7 +4207,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_commands_proto_goTypes = []any{
 	(ExpireKind)(0),               // 0: barista.v1.ExpireKind
 	(GroupCapKind)(0),             // 1: barista.v1.GroupCapKind
@@ -3657,18 +4247,25 @@ var file_commands_proto_goTypes = []any{
 	(*WorkerHello)(nil),           // 35: barista.v1.WorkerHello
 	(*HeldJob)(nil),               // 36: barista.v1.HeldJob
 	(*KindPolicySet)(nil),         // 37: barista.v1.KindPolicySet
-	(proto.Size)(0),               // 38: barista.v1.Size
-	(proto.Class)(0),              // 39: barista.v1.Class
-	(proto.JobForm)(0),            // 40: barista.v1.JobForm
-	(proto.Outcome)(0),            // 41: barista.v1.Outcome
-	(proto.CpuSource)(0),          // 42: barista.v1.CpuSource
-	(proto.RunFailure)(0),         // 43: barista.v1.RunFailure
-	(proto.Tier)(0),               // 44: barista.v1.Tier
-	(*proto.Caps)(nil),            // 45: barista.v1.Caps
-	(proto.GroupOrder)(0),         // 46: barista.v1.GroupOrder
-	(*proto.SchedulerConfig)(nil), // 47: barista.v1.SchedulerConfig
-	(*proto.JobFilter)(nil),       // 48: barista.v1.JobFilter
-	(*proto.BulkItem)(nil),        // 49: barista.v1.BulkItem
+	(*ScheduleSet)(nil),           // 38: barista.v1.ScheduleSet
+	(*ScheduleDelete)(nil),        // 39: barista.v1.ScheduleDelete
+	(*SchedulePause)(nil),         // 40: barista.v1.SchedulePause
+	(*ScheduleFire)(nil),          // 41: barista.v1.ScheduleFire
+	(*ScheduleMiss)(nil),          // 42: barista.v1.ScheduleMiss
+	(*ScheduleRunNow)(nil),        // 43: barista.v1.ScheduleRunNow
+	(proto.Size)(0),               // 44: barista.v1.Size
+	(proto.Class)(0),              // 45: barista.v1.Class
+	(proto.JobForm)(0),            // 46: barista.v1.JobForm
+	(proto.Outcome)(0),            // 47: barista.v1.Outcome
+	(proto.CpuSource)(0),          // 48: barista.v1.CpuSource
+	(proto.RunFailure)(0),         // 49: barista.v1.RunFailure
+	(proto.Tier)(0),               // 50: barista.v1.Tier
+	(*proto.Caps)(nil),            // 51: barista.v1.Caps
+	(proto.GroupOrder)(0),         // 52: barista.v1.GroupOrder
+	(*proto.SchedulerConfig)(nil), // 53: barista.v1.SchedulerConfig
+	(*proto.JobFilter)(nil),       // 54: barista.v1.JobFilter
+	(*proto.BulkItem)(nil),        // 55: barista.v1.BulkItem
+	(proto.Overlap)(0),            // 56: barista.v1.Overlap
 }
 var file_commands_proto_depIdxs = []int32{
 	4,  // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
@@ -3703,33 +4300,41 @@ var file_commands_proto_depIdxs = []int32{
 	34, // 29: barista.v1.Command.subscription_set:type_name -> barista.v1.SubscriptionSet
 	35, // 30: barista.v1.Command.worker_hello:type_name -> barista.v1.WorkerHello
 	37, // 31: barista.v1.Command.kind_policy_set:type_name -> barista.v1.KindPolicySet
-	38, // 32: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	39, // 33: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	40, // 34: barista.v1.SubmitJob.form:type_name -> barista.v1.JobForm
-	38, // 35: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	9,  // 36: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	41, // 37: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	42, // 38: barista.v1.Finished.cpu_source:type_name -> barista.v1.CpuSource
-	43, // 39: barista.v1.Finished.failure:type_name -> barista.v1.RunFailure
-	0,  // 40: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	44, // 41: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	45, // 42: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	39, // 43: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	46, // 44: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
-	1,  // 45: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
-	47, // 46: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	27, // 47: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
-	48, // 48: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
-	2,  // 49: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	38, // 50: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	49, // 51: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
-	38, // 52: barista.v1.WorkerHello.size:type_name -> barista.v1.Size
-	36, // 53: barista.v1.WorkerHello.holds:type_name -> barista.v1.HeldJob
-	54, // [54:54] is the sub-list for method output_type
-	54, // [54:54] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	38, // 32: barista.v1.Command.schedule_set:type_name -> barista.v1.ScheduleSet
+	39, // 33: barista.v1.Command.schedule_delete:type_name -> barista.v1.ScheduleDelete
+	40, // 34: barista.v1.Command.schedule_pause:type_name -> barista.v1.SchedulePause
+	41, // 35: barista.v1.Command.schedule_fire:type_name -> barista.v1.ScheduleFire
+	42, // 36: barista.v1.Command.schedule_miss:type_name -> barista.v1.ScheduleMiss
+	43, // 37: barista.v1.Command.schedule_run_now:type_name -> barista.v1.ScheduleRunNow
+	44, // 38: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	45, // 39: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	46, // 40: barista.v1.SubmitJob.form:type_name -> barista.v1.JobForm
+	44, // 41: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	9,  // 42: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	47, // 43: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	48, // 44: barista.v1.Finished.cpu_source:type_name -> barista.v1.CpuSource
+	49, // 45: barista.v1.Finished.failure:type_name -> barista.v1.RunFailure
+	0,  // 46: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	50, // 47: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	51, // 48: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	45, // 49: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	52, // 50: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	1,  // 51: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	53, // 52: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	27, // 53: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	54, // 54: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
+	2,  // 55: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	44, // 56: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	55, // 57: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
+	44, // 58: barista.v1.WorkerHello.size:type_name -> barista.v1.Size
+	36, // 59: barista.v1.WorkerHello.holds:type_name -> barista.v1.HeldJob
+	56, // 60: barista.v1.ScheduleSet.overlap:type_name -> barista.v1.Overlap
+	5,  // 61: barista.v1.ScheduleSet.job:type_name -> barista.v1.SubmitJob
+	62, // [62:62] is the sub-list for method output_type
+	62, // [62:62] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -3769,6 +4374,12 @@ func file_commands_proto_init() {
 		(*Command_SubscriptionSet)(nil),
 		(*Command_WorkerHello)(nil),
 		(*Command_KindPolicySet)(nil),
+		(*Command_ScheduleSet)(nil),
+		(*Command_ScheduleDelete)(nil),
+		(*Command_SchedulePause)(nil),
+		(*Command_ScheduleFire)(nil),
+		(*Command_ScheduleMiss)(nil),
+		(*Command_ScheduleRunNow)(nil),
 	}
 	file_commands_proto_msgTypes[2].OneofWrappers = []any{}
 	file_commands_proto_msgTypes[29].OneofWrappers = []any{}
@@ -3780,7 +4391,7 @@ func file_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   35,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -483,8 +483,11 @@ type StatusResponse struct {
 	// (docs/operations.md, "Cluster time"). 0 before any entry carried a
 	// wall clock.
 	ClusterBehindMs int64 `protobuf:"varint,19,opt,name=cluster_behind_ms,json=clusterBehindMs,proto3" json:"cluster_behind_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// version is the release of this node's build (semantic versioning,
+	// docs/releasing.md); empty from builds before releases.
+	Version       string `protobuf:"bytes,20,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -648,6 +651,13 @@ func (x *StatusResponse) GetClusterBehindMs() int64 {
 		return x.ClusterBehindMs
 	}
 	return 0
+}
+
+func (x *StatusResponse) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
 }
 
 type ApplyRequest struct {
@@ -1449,7 +1459,7 @@ const file_node_proto_rawDesc = "" +
 	"\x16ForwardSubmitsResponse\x12;\n" +
 	"\aresults\x18\x01 \x03(\v2!.barista.v1.ForwardedSubmitResultR\aresults\",\n" +
 	"\rStatusRequest\x12\x1b\n" +
-	"\tskip_hash\x18\x01 \x01(\bR\bskipHash\"\x92\x05\n" +
+	"\tskip_hash\x18\x01 \x01(\bR\bskipHash\"\xac\x05\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1b\n" +
@@ -1472,7 +1482,8 @@ const file_node_proto_rawDesc = "" +
 	"\x16last_leader_contact_ms\x18\x10 \x01(\x03R\x13lastLeaderContactMs\x12#\n" +
 	"\rfeature_level\x18\x11 \x01(\rR\ffeatureLevel\x122\n" +
 	"\x15cluster_feature_level\x18\x12 \x01(\rR\x13clusterFeatureLevel\x12*\n" +
-	"\x11cluster_behind_ms\x18\x13 \x01(\x03R\x0fclusterBehindMs\"\x84\x01\n" +
+	"\x11cluster_behind_ms\x18\x13 \x01(\x03R\x0fclusterBehindMs\x12\x18\n" +
+	"\aversion\x18\x14 \x01(\tR\aversion\"\x84\x01\n" +
 	"\fApplyRequest\x12/\n" +
 	"\bcommands\x18\x01 \x03(\v2\x13.barista.v1.CommandR\bcommands\x12\x1c\n" +
 	"\tforwarded\x18\x02 \x01(\bR\tforwarded\x12%\n" +

@@ -49,41 +49,13 @@ func (rn *runner) submit(pos []string, opts options) error {
 		}
 	}
 	for _, o := range opts {
-		k, v := o.k, o.v
-		switch k {
-		case "size":
-			sub.Size, err = sfq.ParseSize(v)
-		case "cost":
-			if v != "auto" { // auto: no stated cost (estimate=auto)
-				sub.EstCostMs, err = durationMs(k, v)
-			}
-		case "class":
-			sub.Class, err = sfq.ParseClass(v)
-		case "deadline":
-			sub.DeadlineMs, err = durationMs(k, v)
-		case "key":
-			sub.Key = v
-		case "type":
-			sub.Type = v
-		case "kind":
-			sub.Type, sub.Form = v, sfq.FormFunction
-		case "max_attempts":
-			sub.MaxAttempts, err = count(k, v)
-		case "timeout":
-			sub.TimeoutMs, err = durationMs(k, v)
-		case "group":
-			sub.Group = v
-		case "delay":
-			sub.DelayMs, err = durationMs(k, v)
-		case "expire":
-			sub.ExpireMs, err = durationMs(k, v)
-		case "retry_backoff":
-			sub.RetryBackoffMs, err = durationMs(k, v)
-			sub.RetryBackoffSet = true
-		case "pool":
-			sub.Pool = v
-		default:
-			return fmt.Errorf("unknown submit key %q", k)
+		if o.k == "key" {
+			sub.Key = o.v
+			continue
+		}
+		known, err := jobOption(&sub, o.k, o.v)
+		if !known {
+			return fmt.Errorf("unknown submit key %q", o.k)
 		}
 		if err != nil {
 			return err
@@ -98,6 +70,45 @@ func (rn *runner) submit(pos []string, opts options) error {
 		}
 	}
 	return nil
+}
+
+// jobOption reads key k of a job (a submit's, a schedule's) into sub;
+// known is false for a key that is not one.
+func jobOption(sub *sfq.Submission, k, v string) (known bool, err error) {
+	switch k {
+	case "size":
+		sub.Size, err = sfq.ParseSize(v)
+	case "cost":
+		if v != "auto" { // auto: no stated cost (estimate=auto)
+			sub.EstCostMs, err = durationMs(k, v)
+		}
+	case "class":
+		sub.Class, err = sfq.ParseClass(v)
+	case "deadline":
+		sub.DeadlineMs, err = durationMs(k, v)
+	case "type":
+		sub.Type = v
+	case "kind":
+		sub.Type, sub.Form = v, sfq.FormFunction
+	case "max_attempts":
+		sub.MaxAttempts, err = count(k, v)
+	case "timeout":
+		sub.TimeoutMs, err = durationMs(k, v)
+	case "group":
+		sub.Group = v
+	case "delay":
+		sub.DelayMs, err = durationMs(k, v)
+	case "expire":
+		sub.ExpireMs, err = durationMs(k, v)
+	case "retry_backoff":
+		sub.RetryBackoffMs, err = durationMs(k, v)
+		sub.RetryBackoffSet = true
+	case "pool":
+		sub.Pool = v
+	default:
+		return false, nil
+	}
+	return true, err
 }
 
 func (rn *runner) dispatch(pos []string, opts options) error {

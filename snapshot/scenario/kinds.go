@@ -104,7 +104,7 @@ func holds(v string) ([]Held, error) {
 		j, a, ok := strings.Cut(p, "/")
 		id, err := jobID(j)
 		if !ok || err != nil {
-			return nil, fmt.Errorf("bad holds %q: want JOB/ATTEMPT,...", v)
+			return nil, fmt.Errorf("bad holds %q: want JOB/ATTEMPT[,JOB/ATTEMPT]", v)
 		}
 		n, err := strconv.ParseUint(a, 10, 32)
 		if err != nil || n == 0 {

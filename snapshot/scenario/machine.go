@@ -119,6 +119,12 @@ func (m *Machine) DeleteTenant(now sfq.Time, name string) error {
 
 // Submit implements Target.
 func (m *Machine) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
+	r, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: submitJob(sub)}})
+	return r.Job, err
+}
+
+// submitJob is the command of a submission.
+func submitJob(sub sfq.Submission) *clusterpb.SubmitJob {
 	c := &clusterpb.SubmitJob{
 		Tenant: sub.Tenant, IdempotencyKey: sub.Key, JobType: sub.Type, Size: fsm.SizeToPB(sub.Size),
 		EstCostMs: sub.EstCostMs, Payload: []byte(sub.Payload), MaxAttempts: sub.MaxAttempts, TimeoutMs: sub.TimeoutMs,
@@ -127,8 +133,7 @@ func (m *Machine) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
 	if sub.RetryBackoffSet {
 		c.RetryBackoffMs = &sub.RetryBackoffMs
 	}
-	r, err := m.apply(now, &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: c}})
-	return r.Job, err
+	return c
 }
 
 // SetGroup implements Target.

@@ -92,6 +92,14 @@ type Target interface {
 	// one.
 	SetKindPolicy(now sfq.Time, tenant string, p fsm.KindPolicy, remove bool) error
 	KindPolicy(tenant, kind string) (fsm.KindPolicy, bool)
+	// SetSchedule sets a schedule; ScheduleOp pauses, resumes, deletes or
+	// runs one now; Fire and Miss are the leader's (feature level 8,
+	// schedules.go: the state machine's alone). Schedule returns one.
+	SetSchedule(now sfq.Time, def ScheduleDef) error
+	ScheduleOp(now sfq.Time, tenant, name, op, key string) (FireResult, error)
+	Fire(now sfq.Time, tenant, name string, slot sfq.Time, version uint64) (FireResult, error)
+	Miss(now sfq.Time, tenant, name string, through sfq.Time, count, version uint64) (FireResult, error)
+	Schedule(tenant, name string) (fsm.ScheduleInfo, bool)
 	// Check verifies the target's invariants (run after every line).
 	Check() error
 	Hash() []byte
@@ -134,7 +142,7 @@ func Run(r io.Reader, t Target, w io.Writer, opt Options) (Result, error) {
 		if i := strings.IndexByte(text, '#'); i >= 0 {
 			text = text[:i]
 		}
-		fields := strings.Fields(text)
+		fields := splitFields(text)
 		if len(fields) == 0 {
 			continue
 		}
@@ -254,6 +262,10 @@ func (rn *runner) exec(f []string) error {
 		return withKV(args, rn.worker)
 	case "kind":
 		return withKV(args, rn.kind)
+	case "schedule":
+		return withKV(args, rn.schedule)
+	case "fire", "miss":
+		return withKV(args, func(pos []string, opts options) error { return rn.fire(cmd, pos, opts) })
 	case "start", "heartbeat", "finish", "cancel", "expire", "release":
 		return withKV(args, func(pos []string, opts options) error { return rn.jobEvent(cmd, pos, opts) })
 	case "redrive":
@@ -266,4 +278,31 @@ func (rn *runner) exec(f []string) error {
 		return rn.place(args)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// splitFields splits a line at spaces, but not within double quotes
+// (which it drops): spec="30 2 * * *" is one field.
+func splitFields(text string) []string {
+	var out []string
+	var b strings.Builder
+	quoted, any := false, false
+	for _, r := range text {
+		switch {
+		case r == '"':
+			quoted, any = !quoted, true
+		case !quoted && (r == ' ' || r == '\t'):
+			if any {
+				out = append(out, b.String())
+				b.Reset()
+				any = false
+			}
+		default:
+			b.WriteRune(r)
+			any = true
+		}
+	}
+	if any {
+		out = append(out, b.String())
+	}
+	return out
 }

@@ -47,7 +47,11 @@ func TestScenarios(t *testing.T) {
 				t.Errorf("second run differs:\n%s\nvs\n%s", got, again)
 			}
 			// The core alone makes the same decisions: identical dispatch and
-			// show lines (hashes and error texts differ by design).
+			// show lines (hashes and error texts differ by design). Schedules
+			// are the state machine's alone.
+			if strings.HasPrefix(name, "schedule-") {
+				return
+			}
 			core := runScriptOn(t, script, NewCore())
 			if a, b := decisions(got), decisions(core); a != b {
 				t.Errorf("the core and the state machine disagree:\n--- fsm\n%s--- core\n%s", a, b)

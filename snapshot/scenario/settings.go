@@ -15,11 +15,10 @@ func (rn *runner) at(args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("usage: at DURATION")
 	}
-	d, err := time.ParseDuration(args[0])
+	t, err := scriptTime(args[0])
 	if err != nil {
-		return fmt.Errorf("bad time %q: %v", args[0], err)
+		return err
 	}
-	t := sfq.Time(d.Milliseconds())
 	if t < rn.now {
 		return fmt.Errorf("time goes backwards: %s is before %s", args[0], time.Duration(rn.now)*time.Millisecond)
 	}

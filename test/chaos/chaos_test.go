@@ -21,7 +21,8 @@ func envOr(name, def string) string {
 // with client load, then checks the history against SPEC §8. By default
 // it is the short run of the test suite (fixed seed, 75 s of faults,
 // under two minutes in all); make chaos sets CHAOS_SEED, CHAOS_DURATION
-// and CHAOS_NODES for long runs.
+// and CHAOS_NODES for long runs. CHAOS_SCHEDULES (default 50) is the
+// number of schedules fired through the faults (SPEC §8 rule 14).
 func TestChaos(t *testing.T) {
 	seed, err := strconv.ParseUint(envOr("CHAOS_SEED", "20261129"), 10, 64)
 	if err != nil {
@@ -35,7 +36,11 @@ func TestChaos(t *testing.T) {
 	if err != nil || (nodes != 3 && nodes != 5) {
 		t.Fatalf("CHAOS_NODES: want 3 or 5, got %q", os.Getenv("CHAOS_NODES"))
 	}
-	cfg := Config{Seed: seed, Duration: dur, Nodes: nodes, SM: 3, MD: 2, LG: 1, GPU: 2, Submitters: 3}
+	schedules, err := strconv.Atoi(envOr("CHAOS_SCHEDULES", "50"))
+	if err != nil || schedules < 0 || schedules > 100 {
+		t.Fatalf("CHAOS_SCHEDULES: want 0..100, got %q", os.Getenv("CHAOS_SCHEDULES"))
+	}
+	cfg := Config{Seed: seed, Duration: dur, Nodes: nodes, SM: 3, MD: 2, LG: 1, GPU: 2, Submitters: 3, Schedules: schedules}
 	if os.Getenv("CHAOS_PARTITIONS") == "0" {
 		t.Log("partitions skipped: CHAOS_PARTITIONS=0")
 	} else if why := NetAvailable(); why != "" {

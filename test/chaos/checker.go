@@ -32,7 +32,7 @@ func Check(h *History) []Violation {
 	var out []Violation
 	for _, rule := range []func(*History) []Violation{
 		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness, checkPriority,
-		checkGroupCaps, checkPauses, checkRates, checkRedrive, checkDelays, checkSnoozes, checkPools, checkKinds,
+		checkGroupCaps, checkPauses, checkRates, checkRedrive, checkDelays, checkSnoozes, checkPools, checkKinds, checkSchedules,
 	} {
 		out = append(out, rule(h)...)
 	}

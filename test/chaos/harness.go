@@ -42,6 +42,9 @@ type Config struct {
 	// Partitions puts every process in its own network namespace and
 	// adds partitions to the fault mix (needs root and iproute2).
 	Partitions bool
+	// Schedules is the number of schedules the leader fires through the
+	// faults (schedwork.go).
+	Schedules int
 }
 
 // Timeouts of the chaos cluster: leases outlive a failover with
@@ -101,6 +104,8 @@ var tenantSpecs = []*pb.UpsertTenantRequest{
 	{Name: "mix-gold", Tier: pb.Tier_GOLD.Enum(), MaxClass: pb.Class_HIGH.Enum(), AllowDeadlines: proto.Bool(true), Caps: &pb.CapsUpdate{MaxRunningHigh: proto.Uint32(2)}, GroupCap: proto.Uint32(2)},
 	// Delayed, expiring and failing (backing off) jobs (SPEC §8 rule 9).
 	{Name: "delay-silver", Tier: pb.Tier_SILVER.Enum(), Caps: &pb.CapsUpdate{MaxRunning: proto.Uint32(2)}},
+	// The schedules' jobs (SPEC §8 rule 14; schedwork.go).
+	{Name: schedTenant, Tier: pb.Tier_SILVER.Enum()},
 	// The fairness tenants of the pool gpu: md jobs there only, no caps
 	// (the pool's weights are equal: they share it 1:1).
 	{Name: "gfair-bronze", Tier: pb.Tier_BRONZE.Enum()},
@@ -212,6 +217,7 @@ func Start(t testing.TB, cfg Config) *Run {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+	r.applyAll(ctx, "schedules", r.scheduleCommands())
 	for size, count := range map[string]int{"sm": cfg.SM, "md": cfg.MD, "lg": cfg.LG, "gpu-md": cfg.GPU} {
 		for i := 1; i <= count; i++ {
 			id := fmt.Sprintf("w-%s-%d", size, i)
@@ -279,6 +285,9 @@ func (r *Run) Execute() *Result {
 	sleepCtx(context.Background(), 5*time.Second) // a last stretch of load without faults
 	stopLoad()
 	loadWG.Wait()
+	pauseCtx, pauseDone := context.WithTimeout(context.Background(), time.Minute)
+	r.applyAll(pauseCtx, "pausing the schedules", r.pauseSchedules())
+	pauseDone()
 	// The workers stop (their running jobs' leases expire and requeue),
 	// then the cluster must converge.
 	for _, w := range r.c.Workers {

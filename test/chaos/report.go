@@ -116,6 +116,7 @@ func (r *Run) report(h *History, fenced float64) string {
 	}
 	fmt.Fprintf(&b, "levers: %s\n", leverLine(h))
 	fmt.Fprintf(&b, "kinds: %s\n", kindsLine(h))
+	fmt.Fprintf(&b, "schedules: %d; %s\n", r.cfg.Schedules, schedulesLine(h))
 	return b.String()
 }
 

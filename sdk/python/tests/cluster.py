@@ -5,6 +5,8 @@ stops, whatever the test's outcome."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -13,13 +15,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import AsyncIterator, Callable, List, Optional
 
 import json
 from types import SimpleNamespace
 
 import grpc
 
+import barista
 from barista._proto import admin_pb2, admin_pb2_grpc, client_pb2, client_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,6 +51,19 @@ token = "{WORKER_TOKEN}"
 """
 
 _ports_given = set()
+
+
+@contextlib.asynccontextmanager
+async def running(worker: barista.Worker, stop_within: float = 20) -> AsyncIterator[barista.Worker]:
+    """Runs worker for the body of the block, then stops it (a grace of
+    5 s) and checks that run() returned cleanly within stop_within
+    seconds."""
+    task = asyncio.get_running_loop().create_task(worker.run(handle_signals=False))
+    try:
+        yield worker
+    finally:
+        await worker.stop(grace=5)
+        await asyncio.wait_for(task, stop_within)
 
 
 def free_port() -> int:

@@ -1,40 +1,45 @@
 """Fixtures of the SDK's tests: a three-node cluster of bin/barista with
-tokens (one per session), its tenants, and a runner for ``async def``
-tests (each runs in an event loop of its own, bounded in time)."""
+tokens (one per session) and its tenants. ``async def`` tests run under
+pytest-asyncio (asyncio_mode auto, pyproject.toml), each in an event loop
+of its own; every test is bounded in time."""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
+from typing import Iterator, Optional
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import barista
+from cluster import ADMIN_TOKEN, ROOT, Cluster
 
-import barista  # noqa: E402
-from cluster import ADMIN_TOKEN, ROOT, Cluster  # noqa: E402
-
-ASYNC_TEST_TIMEOUT = float(os.environ.get("BARISTA_PYTEST_TIMEOUT", "90"))
+TEST_TIMEOUT = float(os.environ.get("BARISTA_PYTEST_TIMEOUT", "90"))
 
 
 def barista_bin() -> Path:
     return Path(os.environ.get("BARISTA_BIN") or ROOT / "bin" / "barista")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem):
-    """Runs an ``async def`` test in a new event loop, within
-    ASYNC_TEST_TIMEOUT seconds."""
-    fn = pyfuncitem.obj
-    if not inspect.iscoroutinefunction(fn):
-        return None
-    args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    asyncio.run(asyncio.wait_for(fn(**args), ASYNC_TEST_TIMEOUT))
-    return True
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Bounds each test to TEST_TIMEOUT seconds (SIGALRM, in the main
+    thread): a test that hangs fails, naming itself, instead of holding
+    the run."""
+    def expired(signum: int, frame: Optional[FrameType]) -> None:
+        raise TimeoutError(f"{item.nodeid} ran over {TEST_TIMEOUT:g}s")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, TEST_TIMEOUT)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 # Settings of the shared cluster: heartbeats every second, so that a run

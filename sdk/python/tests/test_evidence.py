@@ -5,13 +5,10 @@ failing lines, the same digests."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-import barista  # noqa: E402
-from barista import evidence  # noqa: E402
+import barista
+from barista import evidence
 
 VECTORS = Path(__file__).resolve().parents[3] / "internal" / "evidence" / "testdata" / "vectors"
 

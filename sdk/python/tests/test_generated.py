@@ -19,8 +19,9 @@ def test_the_generated_code_is_up_to_date(tmp_path):
     (out / "barista" / "_proto").mkdir(parents=True)
     subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "proto-python", f"PY_PROTO_OUT={out}"],
                    check=True, capture_output=True, timeout=60)
-    made = sorted(p.name for p in (out / "barista" / "_proto").glob("*.py"))
-    committed = sorted(p.name for p in (SDK_SRC / "barista" / "_proto").glob("*_pb2*.py"))
+    made = sorted(p.name for p in (out / "barista" / "_proto").glob("*_pb2*.py*"))
+    committed = sorted(p.name for p in (SDK_SRC / "barista" / "_proto").glob("*_pb2*.py*"))
+    assert any(name.endswith(".pyi") for name in made), made
     assert made == committed
     stale = [name for name in made
              if (out / "barista" / "_proto" / name).read_bytes() != (SDK_SRC / "barista" / "_proto" / name).read_bytes()]

@@ -10,7 +10,7 @@ import pytest
 import barista
 from barista import _convert as cv
 from barista import errors
-from barista._proto import client_pb2, rpc_status_pb2
+from barista._proto import client_pb2, rpc_status_pb2, types_pb2
 
 
 class FakeRpcError(grpc.RpcError):
@@ -176,3 +176,32 @@ def test_a_token_is_never_shown():
     for shown in (repr(c), str(c), repr(c._nodes), repr(w), str(w)):
         assert token not in shown
     assert repr(c) == "barista.Client(servers=['10.0.0.2:7400'])"
+
+
+def test_a_schedule_from_the_wire():
+    # Cluster times are shown at the wall time the answer's clock gives.
+    now = client_pb2.ClockNow(cluster_ms=1_000_000, wall_ms=1_700_000_000_000)
+    job = client_pb2.SubmitRequest(job_type="report", form=types_pb2.FUNCTION, size=types_pb2.MD,
+                                   est_cost_ms=1500, payload=b'{"day":"x"}', deadline_ms=60_000, retry_backoff_ms=0)
+    pb = client_pb2.Schedule(tenant="acme", name="r", spec="@every 1s", zone="UTC",
+                             overlap=types_pb2.OVERLAP_BUFFER_ONE, catchup_ms=60_000, jitter_ms=250,
+                             job=job, version=3, since_ms=990_000, last_slot_ms=999_000,
+                             next_slots_ms=[1_000_000, 1_001_000], next_fire_ms=1_000_100, fired=7, skipped=2, missed=1,
+                             refused=4, last_job_id=42, live_job_ids=[41, 42], created_at_ms=900_000, now=now)
+    s = barista.Schedule._from_pb(pb)
+    at = datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc)  # wall_ms 1,700,000,000,000
+    assert s == barista.Schedule(
+        tenant="acme", name="r", spec="@every 1s", zone="UTC", overlap=barista.Overlap.BUFFER_ONE,
+        catchup=timedelta(minutes=1), jitter=timedelta(milliseconds=250), paused=False,
+        job=barista.ScheduleJob(kind="report", form="function", size="md", cost=timedelta(milliseconds=1500),
+                                deadline=timedelta(minutes=1), retry_backoff=timedelta(0), payload=b'{"day":"x"}'),
+        version=3, since=at - timedelta(seconds=10), created_at=at - timedelta(seconds=100),
+        last_slot=at - timedelta(seconds=1), next_slots=(at, at + timedelta(seconds=1)),
+        next_fire=at + timedelta(milliseconds=100), fired=7, skipped=2, missed=1, refused=4, last_job=42, live_jobs=(41, 42))
+    assert (s.kind, s.payload, s.args(dict)) == ("report", b'{"day":"x"}', {"day": "x"})
+    # Unspecified is skip; a name or the enum is taken, anything else refused.
+    assert barista.Schedule._from_pb(client_pb2.Schedule()).overlap is barista.Overlap.SKIP
+    assert barista.Overlap.ALLOW == "allow"
+    with pytest.raises(barista.InvalidArgument) as e:
+        barista.models.overlap("never")
+    assert e.value.field == "overlap"

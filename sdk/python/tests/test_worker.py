@@ -4,7 +4,6 @@ kind, results and CPU, four slots at once, cancels."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 from datetime import timedelta
@@ -12,19 +11,7 @@ from datetime import timedelta
 import pytest
 
 import barista
-from cluster import ACME_TOKEN, WORKER_TOKEN
-
-
-@contextlib.asynccontextmanager
-async def running(worker: barista.Worker):
-    """Runs worker for the body of the block, then stops it and checks
-    that run() returned cleanly."""
-    task = asyncio.get_running_loop().create_task(worker.run(handle_signals=False))
-    try:
-        yield worker
-    finally:
-        await worker.stop(grace=5)
-        await asyncio.wait_for(task, 10)
+from cluster import ACME_TOKEN, WORKER_TOKEN, running
 
 
 async def follow(c: barista.Client, job) -> list:
@@ -63,7 +50,7 @@ async def test_python_functions_run_routed_by_kind_with_result_and_cpu(cluster):
 
     assert worker.kinds == ["broken", "greet", "refuse", "upper"]
     assert worker.worker_ids == ["py-route-1"]
-    async with barista.Client(cluster.addrs, token=ACME_TOKEN) as c, running(worker):
+    async with barista.Client(cluster.addrs, token=ACME_TOKEN) as c, running(worker, stop_within=10):
         up = await c.submit(b"shout", kind="upper", size="md", cost=1)
         hi = await c.submit(b"", kind="greet", cost=1)
         assert await follow(c, up) == ["queued", "assigned", "started", "completed"]
@@ -113,7 +100,7 @@ async def test_four_slots_run_four_jobs_at_once(cluster):
         inside.append(ctx.worker_id)
         return str(barrier.wait())
 
-    async with barista.Client(cluster.addrs, token=ACME_TOKEN) as c, running(worker):
+    async with barista.Client(cluster.addrs, token=ACME_TOKEN) as c, running(worker, stop_within=10):
         jobs = [await c.submit(b"", kind="together", cost=1, key=f"together-{i}") for i in range(4)]
         for j in jobs:
             assert (await follow(c, j))[-1] == "completed"
@@ -142,7 +129,7 @@ async def test_cancel_reaches_a_running_function(cluster):
             raise
         return "slept"
 
-    async with barista.Client(cluster.addrs, token=ACME_TOKEN) as c, running(worker):
+    async with barista.Client(cluster.addrs, token=ACME_TOKEN) as c, running(worker, stop_within=10):
         for kind in ("wait-sync", "wait-async"):
             job = await c.submit(b"", kind=kind, cost=1)
             kinds = []
@@ -168,7 +155,7 @@ async def test_snooze_runs_the_job_again_later_without_a_failure(cluster):
             raise barista.Snooze(timedelta(seconds=1))
         return "woke"
 
-    async with barista.Client(cluster.addrs, token=ACME_TOKEN) as c, running(worker):
+    async with barista.Client(cluster.addrs, token=ACME_TOKEN) as c, running(worker, stop_within=10):
         job = await c.submit(b"", kind="later", cost=1, max_attempts=1)
         events = [(ev.kind, ev.reason, ev.attempt) async for ev in c.watch(job)]
         # Snoozed, the job waits scheduled, then runs again, no failure

@@ -1,8 +1,9 @@
 """barista: the Python SDK of the barista job dispatcher.
 
-A client that submits, reads, lists, cancels, explains and watches jobs
-(and makes the admin calls a SaaS makes at sign-up), and a worker that
-runs Python functions in this process, routed by the job's kind. Both
+A client that submits, reads, lists, cancels, explains and watches jobs,
+manages schedules (periodic jobs kept in the cluster's log) and makes the
+admin calls a SaaS makes at sign-up; and a worker that runs Python
+functions in this process, routed by the job's kind. Both
 are asyncio, on grpc.aio; see docs/sdk-python.md.
 
     import barista
@@ -13,7 +14,10 @@ are asyncio, on grpc.aio; see docs/sdk-python.md.
             print(ev.kind, ev.at)
 """
 
+from typing import Any, Optional
+
 from ._conn import MAX_MESSAGE_BYTES
+from ._version import __version__
 from ._run import JobContext, Snooze, Unrunnable
 from .client import Client
 from .errors import (
@@ -50,19 +54,19 @@ from .errors import (
     Unknown,
 )
 from .evidence import CertificateReport, verify_certificate
-from .models import Cancel, Event, Explanation, GroupUsage, Job, Place, Subscription, Tenant, Usage
+from .models import (Cancel, Event, Explanation, GroupUsage, Job, Overlap, Place, Schedule, ScheduleJob, Subscription,
+                     Tenant, Usage)
 from .worker import Worker
 
-__version__ = "0.1.0"
 
-
-def tls_credentials(ca_file=None, cert_file=None, key_file=None):
+def tls_credentials(ca_file: Optional[str] = None, cert_file: Optional[str] = None,
+                    key_file: Optional[str] = None) -> Any:
     """TLS credentials for ``tls=``: the cluster's CA (a PEM file; None:
     the system's roots) and, for mutual TLS, this program's certificate
     and key."""
     import grpc
 
-    def read(path):
+    def read(path: Optional[str]) -> Optional[bytes]:
         if path is None:
             return None
         with open(path, "rb") as f:
@@ -76,8 +80,9 @@ __all__ = [
     "Aborted", "AlreadyExists", "BaristaError", "Cancel", "Cancelled", "CertificateReport", "Client", "ClientClosed", "DataLoss",
     "DeadlineExceeded", "DeadlinesNotAllowed", "Event", "Explanation", "FailedPrecondition", "FeatureLevel",
     "GroupUsage", "Internal", "InvalidArgument", "Job", "JobContext", "KeyConflict", "KeyJobGone",
-    "MAX_MESSAGE_BYTES", "MaxClass", "MaxGroups", "NotFound", "NotLeader", "OutOfRange", "PermissionDenied", "PoolUnknown",
-    "Place", "QuotaExceeded", "RateLimited", "ResourceExhausted", "Snooze", "Subscription", "SubscriptionRequired",
+    "MAX_MESSAGE_BYTES", "MaxClass", "MaxGroups", "NotFound", "NotLeader", "OutOfRange", "Overlap", "PermissionDenied",
+    "PoolUnknown", "Place", "QuotaExceeded", "RateLimited", "ResourceExhausted", "Schedule", "ScheduleJob", "Snooze",
+    "Subscription", "SubscriptionRequired",
     "Tenant", "TenantUnknown", "TooLarge", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown",
-    "Unrunnable", "Usage", "Worker", "tls_credentials", "verify_certificate",
+    "Unrunnable", "Usage", "Worker", "__version__", "tls_credentials", "verify_certificate",
 ]

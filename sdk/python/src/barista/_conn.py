@@ -14,7 +14,7 @@ import grpc
 import grpc.aio
 
 from . import errors
-from ._limits import MAX_MESSAGE_BYTES
+from ._limits import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
 
 HEADER_INDEX = "x-barista-index"
 HEADER_MIN_INDEX = "x-barista-min-index"
@@ -189,7 +189,7 @@ class Nodes:
             md.append((HEADER_MIN_INDEX, str(self.last_index)))
         return md
 
-    def note_index(self, md) -> None:
+    def note_index(self, md: Optional[Sequence[Tuple[str, str]]]) -> None:
         """Keeps the index a write's answer names (its header)."""
         for key, value in md or ():
             if key == HEADER_INDEX:

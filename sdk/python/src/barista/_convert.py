@@ -4,33 +4,35 @@ and priority names) and the wire's (milliseconds, enums)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Optional, Union
+from typing import Dict, Optional, Union
 
+from ._proto import client_pb2
 from ._proto import types_pb2 as cpb
 from .errors import InvalidArgument
 
 Duration = Union[timedelta, int, float]
 
-SIZES = {"sm": cpb.SM, "md": cpb.MD, "lg": cpb.LG}
-SIZE_NAMES = {v: k for k, v in SIZES.items()}
+SIZES: Dict[str, cpb.Size] = {"sm": cpb.SM, "md": cpb.MD, "lg": cpb.LG}
+SIZE_NAMES: Dict[int, str] = {int(v): k for k, v in SIZES.items()}
 
-PRIORITIES = {"critical": cpb.CRITICAL, "high": cpb.HIGH, "normal": cpb.NORMAL, "low": cpb.LOW}
-PRIORITY_NAMES = {v: k for k, v in PRIORITIES.items()}
+PRIORITIES: Dict[str, cpb.Class] = {"critical": cpb.CRITICAL, "high": cpb.HIGH, "normal": cpb.NORMAL, "low": cpb.LOW}
+PRIORITY_NAMES: Dict[int, str] = {int(v): k for k, v in PRIORITIES.items()}
 
-TIERS = {"free": cpb.FREE, "bronze": cpb.BRONZE, "silver": cpb.SILVER, "gold": cpb.GOLD, "diamond": cpb.DIAMOND}
-TIER_NAMES = {v: k for k, v in TIERS.items()}
+TIERS: Dict[str, cpb.Tier] = {"free": cpb.FREE, "bronze": cpb.BRONZE, "silver": cpb.SILVER, "gold": cpb.GOLD,
+                              "diamond": cpb.DIAMOND}
+TIER_NAMES: Dict[int, str] = {int(v): k for k, v in TIERS.items()}
 
 # The bound of a job's output tails (internal/text.MaxOutputTail).
 MAX_OUTPUT_TAIL = 4096
 
-GROUP_ORDERS = {"fifo": cpb.GROUP_FIFO, "fair": cpb.GROUP_FAIR}
+GROUP_ORDERS: Dict[str, cpb.GroupOrder] = {"fifo": cpb.GROUP_FIFO, "fair": cpb.GROUP_FAIR}
 
 # A job's forms (SPEC §3 "Kinds"): which workers run it.
-FORMS = {"any": cpb.JOB_FORM_UNSPECIFIED, "command": cpb.COMMAND, "function": cpb.FUNCTION}
-FORM_NAMES = {v: k for k, v in FORMS.items()}
+FORMS: Dict[str, cpb.JobForm] = {"any": cpb.JOB_FORM_UNSPECIFIED, "command": cpb.COMMAND, "function": cpb.FUNCTION}
+FORM_NAMES: Dict[int, str] = {int(v): k for k, v in FORMS.items()}
 
 
-def size(value: str, what: str = "size") -> int:
+def size(value: str, what: str = "size") -> cpb.Size:
     """The Size of "sm", "md" or "lg"."""
     try:
         return SIZES[value.lower()]
@@ -42,7 +44,7 @@ def size_name(value: int) -> str:
     return SIZE_NAMES.get(value, "sm")
 
 
-def job_form(value: Optional[str], kind: str) -> int:
+def job_form(value: Optional[str], kind: str) -> cpb.JobForm:
     """The JobForm of a submit: None is a function job of its kind when
     it names one, else a job any worker runs; "function" needs a kind."""
     if value is None:
@@ -60,7 +62,7 @@ def form_name(value: int) -> str:
     return FORM_NAMES.get(value, "any")
 
 
-def priority(value: Optional[str]) -> int:
+def priority(value: Optional[str]) -> cpb.Class:
     """The Class of a priority name; None is the normal class."""
     if value is None:
         return cpb.CLASS_UNSPECIFIED
@@ -74,7 +76,7 @@ def priority_name(value: int) -> str:
     return PRIORITY_NAMES.get(value, "normal")
 
 
-def tier(value: str) -> int:
+def tier(value: str) -> cpb.Tier:
     try:
         return TIERS[value.lower()]
     except (KeyError, AttributeError):
@@ -85,7 +87,7 @@ def tier_name(value: int) -> str:
     return TIER_NAMES.get(value, "")
 
 
-def group_order(value: str) -> int:
+def group_order(value: str) -> cpb.GroupOrder:
     try:
         return GROUP_ORDERS[value.lower()]
     except (KeyError, AttributeError):
@@ -148,7 +150,7 @@ def wall(ms: int) -> Optional[datetime]:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
-def cluster_to_wall(now, cluster_ms: int) -> Optional[datetime]:
+def cluster_to_wall(now: Optional[client_pb2.ClockNow], cluster_ms: int) -> Optional[datetime]:
     """The wall time of a cluster time of an answer, by the answer's
     ClockNow (cluster time pauses while no leader runs, so it is not a
     wall time itself); None for 0 (none) or an answer without ClockNow."""

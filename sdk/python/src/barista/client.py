@@ -1,19 +1,23 @@
 """The client of a barista cluster: submit, read, list, cancel, explain,
-watch, usage, and the admin calls a SaaS makes at sign-up."""
+watch, usage, schedules, and the admin calls a SaaS makes at sign-up."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import secrets
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from google.protobuf.message import Message
 
 import grpc
 
-from . import _conn, errors
+from . import _conn, _payload, errors
 from . import _convert as cv
 from ._proto import admin_pb2, admin_pb2_grpc, client_pb2, client_pb2_grpc, types_pb2
-from .models import Cancel, Event, Explanation, Job, Subscription, Tenant, Usage
+from .models import Cancel, Event, Explanation, Job, Overlap, Schedule, Subscription, Tenant, Usage, overlap as overlap_pb
 
 from ._limits import MAX_BATCH, MAX_BATCH_BYTES
 
@@ -32,14 +36,13 @@ def _job_id(job: JobRef) -> int:
     return jid
 
 
-def _payload(payload: Union[bytes, bytearray, memoryview, str, None]) -> bytes:
-    if payload is None:
-        return b""
-    if isinstance(payload, str):
-        return payload.encode("utf-8")
-    if isinstance(payload, (bytes, bytearray, memoryview)):
-        return bytes(payload)
-    raise errors.InvalidArgument(f"payload: {type(payload).__name__} (want bytes or str)", field="payload")
+def _payload_bytes(payload: object) -> bytes:
+    """A submit's payload (barista._payload: bytes as they are, a str as
+    its text, a dataclass or any other JSON value as JSON)."""
+    try:
+        return _payload.encode(payload)
+    except _payload.PayloadError as e:
+        raise errors.InvalidArgument(f"payload: {e}", field="payload") from None
 
 
 class Client:
@@ -87,31 +90,37 @@ class Client:
     async def __aenter__(self) -> "Client":
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     # -- calls ---------------------------------------------------------
 
-    async def _client_call(self, method: str, request, *, idempotent: bool, timeout: Optional[float] = None):
-        def invoke(ch, md, t):
+    async def _client_call(self, method: str, request: Message, *, idempotent: bool, timeout: Optional[float] = None) -> Any:
+        def invoke(ch: grpc.aio.Channel, md: List[Tuple[str, str]], t: float) -> Any:
             return getattr(client_pb2_grpc.ClientStub(ch), method)(request, metadata=md, timeout=t)
         return await self._nodes.call(invoke, idempotent=idempotent, timeout=timeout)
 
-    async def _admin_call(self, method: str, request, *, idempotent: bool, timeout: Optional[float] = None):
-        def invoke(ch, md, t):
+    async def _admin_call(self, method: str, request: Message, *, idempotent: bool, timeout: Optional[float] = None) -> Any:
+        def invoke(ch: grpc.aio.Channel, md: List[Tuple[str, str]], t: float) -> Any:
             return getattr(admin_pb2_grpc.AdminStub(ch), method)(request, metadata=md, timeout=t)
         return await self._nodes.call(invoke, idempotent=idempotent, timeout=timeout)
 
     # -- jobs ----------------------------------------------------------
 
     @staticmethod
-    def _submit_request(payload=b"", *, kind=None, tenant=None, pool=None, size="sm", cost=None, key=None, group=None,
-                        priority=None, deadline=None, delay=None, expire=None, max_attempts=None, timeout=None,
-                        retry_backoff=None, form=None) -> client_pb2.SubmitRequest:
+    def _submit_request(payload: object = b"", *, kind: Optional[str] = None, tenant: Optional[str] = None,
+                        pool: Optional[str] = None, size: str = "sm", cost: Optional[cv.Duration] = None,
+                        key: Optional[str] = None, group: Optional[str] = None, priority: Optional[str] = None,
+                        deadline: Union[datetime, cv.Duration, None] = None, delay: Optional[cv.Duration] = None,
+                        expire: Optional[cv.Duration] = None, max_attempts: Optional[int] = None,
+                        timeout: Optional[cv.Duration] = None, retry_backoff: Optional[cv.Duration] = None,
+                        form: Optional[str] = None) -> client_pb2.SubmitRequest:
+        if kind is None:
+            kind = _payload.kind_of(payload)  # a dataclass that names its kind
         req = client_pb2.SubmitRequest(
             tenant=tenant or "", job_type=kind or "", form=cv.job_form(form, kind or ""), size=cv.size(size),
             est_cost_ms=cv.millis(cost, "cost"),
-            payload=_payload(payload), group=group or "", pool=pool or "",
+            payload=_payload_bytes(payload), group=group or "", pool=pool or "",
             deadline_ms=cv.deadline_millis(deadline, datetime.now(timezone.utc)),
             delay_ms=cv.millis(delay, "delay"), expire_ms=cv.millis(expire, "expire"),
             timeout_ms=cv.millis(timeout, "timeout"))
@@ -138,7 +147,7 @@ class Client:
                    group=req.group, key=req.idempotency_key if req.HasField("idempotency_key") else None,
                    max_attempts=req.max_attempts, cost=cv.opt_ms(req.est_cost_ms), timeout=cv.opt_ms(req.timeout_ms))
 
-    async def submit(self, payload: Union[bytes, str, None] = b"", *, kind: Optional[str] = None,
+    async def submit(self, payload: object = b"", *, kind: Optional[str] = None,
                      tenant: Optional[str] = None, pool: Optional[str] = None, size: str = "sm",
                      cost: Optional[cv.Duration] = None, key: Optional[str] = None, group: Optional[str] = None,
                      priority: Optional[str] = None, deadline: Union[datetime, cv.Duration, None] = None,
@@ -147,6 +156,12 @@ class Client:
                      retry_backoff: Optional[cv.Duration] = None, form: Optional[str] = None) -> Job:
         """Submits one job and returns it (``Job.id``; ``Job.created`` False
         when ``key`` found an existing job with the same content).
+
+        ``payload`` is bytes (sent as they are), a str (its UTF-8 text),
+        a dataclass (the JSON object of its fields) or any other value
+        ``json`` writes (a dict, a list, a number ...): a worker's function
+        that names the same type reads it back as one (``Worker.job``).
+        A dataclass with a class attribute ``kind`` names the job's kind.
 
         ``kind`` is the job's type: a job of a kind is a function job,
         which only a worker that registered the kind (``@worker.job``) is
@@ -170,7 +185,7 @@ class Client:
         resp = await self._client_call("Submit", req, idempotent=req.HasField("idempotency_key"))
         return self._submitted(req, resp.job_id, resp.created)
 
-    async def submit_many(self, jobs: Iterable[Mapping[str, Any]], **defaults) -> List[Union[Job, errors.BaristaError]]:
+    async def submit_many(self, jobs: Iterable[Mapping[str, Any]], **defaults: Any) -> List[Union[Job, errors.BaristaError]]:
         """Submits many jobs, up to 1,000 (and 3 MiB) a request, each one
         log entry's worth applied on its own: one result per job, in order,
         a ``Job`` or the ``BaristaError`` that refused it (a refused job
@@ -197,7 +212,7 @@ class Client:
             for i, req, res in zip(idx, chunk, resp.results):
                 err = errors.from_result(res)
                 out[i] = err if err is not None else self._submitted(req, res.job_id, res.created)
-        return out
+        return [r for r in out if r is not None]
 
     async def get(self, job: JobRef, *, tenant: Optional[str] = None, stale: bool = False) -> Job:
         """The job, with its payload. ``stale`` reads this node's state
@@ -244,7 +259,7 @@ class Client:
         return Usage._from_pb(await self._client_call("TenantUsage", req, idempotent=True))
 
     @staticmethod
-    def _window(from_index: int, to_index: int, from_ms: Optional[int], to_ms: Optional[int]):
+    def _window(from_index: int, to_index: int, from_ms: Optional[int], to_ms: Optional[int]) -> client_pb2.EvidenceWindow:
         if (from_ms is not None or to_ms is not None) and (from_index or to_index):
             raise ValueError("give log indexes or cluster times, not both")
         if from_ms is not None or to_ms is not None:
@@ -261,11 +276,13 @@ class Client:
         gives the same bytes for the same closed window."""
         req = client_pb2.UsageStatementRequest(tenant=tenant or "", window=self._window(from_index, to_index, from_ms, to_ms),
                                                format=format)
-        return (await self._client_call("UsageStatement", req, idempotent=True)).document
+        resp: client_pb2.UsageStatementResponse = await self._client_call("UsageStatement", req, idempotent=True)
+        return resp.document
 
-    async def statement(self, **window) -> Dict[str, Any]:
+    async def statement(self, **window: Any) -> Dict[str, Any]:
         """``usage_statement`` parsed from its JSON."""
-        return json.loads(await self.usage_statement(format="json", **window))
+        doc: Dict[str, Any] = json.loads(await self.usage_statement(format="json", **window))
+        return doc
 
     async def certificate(self, *, tenant: Optional[str] = None, from_index: int = 0, to_index: int = 0,
                           from_ms: Optional[int] = None, to_ms: Optional[int] = None) -> str:
@@ -273,7 +290,8 @@ class Client:
         as its JSON document, for ``barista.verify_certificate`` (or
         ``barista verify``)."""
         req = client_pb2.FairnessCertificateRequest(tenant=tenant or "", window=self._window(from_index, to_index, from_ms, to_ms))
-        return (await self._client_call("FairnessCertificate", req, idempotent=True)).document
+        resp: client_pb2.FairnessCertificateResponse = await self._client_call("FairnessCertificate", req, idempotent=True)
+        return resp.document
 
     async def watch(self, job: Optional[JobRef] = None, *, from_oldest: bool = True, from_seq: Optional[int] = None,
                     until_idle: bool = False, tenant: Optional[str] = None) -> AsyncIterator[Event]:
@@ -340,6 +358,120 @@ class Client:
             await asyncio.sleep(wait)
             wait = min(2 * wait, WATCH_BACKOFF_MAX)
 
+    # -- schedules -----------------------------------------------------
+
+    async def set_schedule(self, name: str, spec: str, payload: object = b"", *, kind: Optional[str] = None,
+                           tenant: Optional[str] = None, zone: Optional[str] = None,
+                           overlap: Union[Overlap, str] = Overlap.SKIP, catchup: Optional[cv.Duration] = None,
+                           jitter: Optional[cv.Duration] = None, paused: bool = False, pool: Optional[str] = None,
+                           size: str = "sm", cost: Optional[cv.Duration] = None, group: Optional[str] = None,
+                           priority: Optional[str] = None, deadline: Optional[cv.Duration] = None,
+                           delay: Optional[cv.Duration] = None, expire: Optional[cv.Duration] = None,
+                           max_attempts: Optional[int] = None, timeout: Optional[cv.Duration] = None,
+                           retry_backoff: Optional[cv.Duration] = None, form: Optional[str] = None) -> Schedule:
+        """Creates or replaces the schedule ``name`` (docs/schedules.md):
+        at each slot of ``spec`` — five cron fields (minute hour
+        day-of-month month day-of-week) read in ``zone`` (an IANA name;
+        None: UTC), a macro such as "@daily", or "@every D" (the multiples
+        of D since the Unix epoch) — the cluster submits a job of
+        ``payload``, as ``submit`` would, under the tenant's quotas and fair
+        share, with the key ``schedule/NAME/SLOT``. A change takes effect
+        for the slots after it; setting a schedule to what it is changes
+        nothing (so the call is sent again to another node after a failure
+        on the way).
+
+        ``payload``, ``kind`` and ``form`` and the job's options are
+        submit's (a dataclass payload names its kind), but for ``key``
+        (the schedule's) and ``deadline``, a duration from each fire.
+        ``overlap`` (an ``Overlap`` or its name) says what a slot does
+        while the previous job lives; ``catchup`` how far behind cluster
+        time a slot still fires after no leader could fire it (None: 60 s);
+        ``jitter`` spreads the fires over that long after each slot;
+        ``paused`` makes (or keeps) it paused."""
+        for what, value in (("name", name), ("spec", spec)):
+            if not isinstance(value, str) or not value:
+                raise errors.InvalidArgument(f"{what}: {value!r} (want a non-empty string)", field=what)
+        if isinstance(deadline, datetime):
+            raise errors.InvalidArgument("deadline: a schedule's job takes its deadline as a duration from each fire, "
+                                         "not a datetime", field="deadline")
+        job = self._submit_request(payload, kind=kind, pool=pool, size=size, cost=cost, group=group, priority=priority,
+                                   delay=delay, expire=expire, max_attempts=max_attempts, timeout=timeout,
+                                   retry_backoff=retry_backoff, form=form)
+        job.deadline_ms = cv.millis(deadline, "deadline")
+        req = client_pb2.SetScheduleRequest(tenant=tenant or "", name=name, spec=spec, zone=zone or "",
+                                            overlap=overlap_pb(overlap), jitter_ms=cv.millis(jitter, "jitter"),
+                                            paused=paused, job=job)
+        if catchup is not None:
+            req.catchup_ms = cv.millis(catchup, "catchup")
+        too_large = _too_large(job, req.ByteSize())
+        if too_large is not None:
+            raise too_large
+        return Schedule._from_pb(await self._client_call("SetSchedule", req, idempotent=True))
+
+    async def get_schedule(self, name: str, *, tenant: Optional[str] = None, next: int = 5,
+                           stale: bool = False) -> Schedule:
+        """A schedule with its ``next`` next slots (at most 100);
+        NotFound if there is none."""
+        req = client_pb2.GetScheduleRequest(tenant=tenant or "", name=name, next=next,
+                                            read=client_pb2.ReadOptions(stale=stale))
+        return Schedule._from_pb(await self._client_call("GetSchedule", req, idempotent=True))
+
+    async def list_schedules(self, *, tenant: Optional[str] = None, next: int = 1, stale: bool = False) -> List[Schedule]:
+        """The tenant's schedules by name (at most its ``max_schedules``),
+        each with its ``next`` next slots, fetched a page of 1,000 at a
+        time."""
+        out: List[Schedule] = []
+        token = ""
+        while True:
+            req = client_pb2.ListSchedulesRequest(tenant=tenant or "", page_size=1000, page_token=token, next=next,
+                                                  read=client_pb2.ReadOptions(stale=stale))
+            resp = await self._client_call("ListSchedules", req, idempotent=True)
+            out.extend(Schedule._from_pb(s) for s in resp.schedules)
+            token = resp.next_page_token
+            if not token:
+                return out
+
+    async def pause_schedule(self, name: str, *, tenant: Optional[str] = None) -> Schedule:
+        """Pauses a schedule: no slot fires, and none is counted missed,
+        until ``resume_schedule``."""
+        return await self._pause_schedule(name, tenant, False)
+
+    async def resume_schedule(self, name: str, *, tenant: Optional[str] = None) -> Schedule:
+        """Resumes a paused schedule: the slots after the resume fire
+        (those slept through do not)."""
+        return await self._pause_schedule(name, tenant, True)
+
+    async def _pause_schedule(self, name: str, tenant: Optional[str], resume: bool) -> Schedule:
+        req = client_pb2.PauseScheduleRequest(tenant=tenant or "", name=name, resume=resume)
+        return Schedule._from_pb(await self._client_call("PauseSchedule", req, idempotent=True))
+
+    async def run_schedule_now(self, name: str, key: Optional[str] = None, *, tenant: Optional[str] = None) -> Job:
+        """Fires a schedule once, now, whatever its spec, pause and overlap
+        policy, and returns the job it submitted (read back: ``get``'s
+        fields), with the key ``schedule/NAME/run/KEY``. ``key`` (None: a
+        random one made here) makes the call safe to send again: the same
+        key fires once, and a second call with it answers the same job
+        with ``created`` False."""
+        if key is None:
+            key = secrets.token_hex(8)
+        elif not isinstance(key, str) or not key:
+            raise errors.InvalidArgument(f"key: {key!r} (want a non-empty string, or None for one made here)", field="key")
+        req = client_pb2.RunScheduleNowRequest(tenant=tenant or "", name=name, key=key)
+        resp: client_pb2.RunScheduleNowResponse = await self._client_call("RunScheduleNow", req, idempotent=True)
+        try:
+            job = await self.get(resp.job_id, tenant=tenant)
+        except errors.BaristaError as e:
+            raise type(e)(f"schedule {name} fired job {resp.job_id}, but reading it back failed: {e.message}",
+                          code=e.code, reason=e.reason, field=e.field, metadata=e.metadata,
+                          retry_after=e.retry_after) from e
+        return dataclasses.replace(job, created=resp.created)
+
+    async def delete_schedule(self, name: str, *, tenant: Optional[str] = None) -> None:
+        """Deletes a schedule; the jobs it fired stay. NotFound if there
+        is none. Sent once."""
+        await self._client_call("DeleteSchedule", client_pb2.DeleteScheduleRequest(tenant=tenant or "", name=name),
+                                idempotent=False)
+
     # -- admin ---------------------------------------------------------
 
     async def upsert_tenant(self, name: str, *, tier: Optional[str] = None, multiplier: Optional[int] = None,
@@ -374,11 +506,12 @@ class Client:
             req.max_class = cv.priority(max_priority)
         if group_order is not None:
             req.group_order = cv.group_order(group_order)
-        for field, value in (("multiplier", multiplier), ("allow_deadlines", allow_deadlines),
-                             ("group_cap", group_cap), ("max_groups", max_groups), ("rate", rate),
-                             ("rate_burst", rate_burst), ("export_metrics", export_metrics)):
-            if value is not None:
-                setattr(req, field, value)
+        settings: Tuple[Tuple[str, Union[int, bool, str, None]], ...] = (
+            ("multiplier", multiplier), ("allow_deadlines", allow_deadlines), ("group_cap", group_cap),
+            ("max_groups", max_groups), ("rate", rate), ("rate_burst", rate_burst), ("export_metrics", export_metrics))
+        for field, setting in settings:
+            if setting is not None:
+                setattr(req, field, setting)
         return Tenant._from_pb(await self._admin_call("UpsertTenant", req, idempotent=True))
 
     async def get_tenant(self, name: str, *, stale: bool = False) -> Tenant:
@@ -405,7 +538,7 @@ class Client:
         return _subscription(tenant, pool, await self._admin_call("SubscriptionDelete", req, idempotent=True))
 
 
-def _subscription(tenant: str, pool: str, resp) -> Subscription:
+def _subscription(tenant: str, pool: str, resp: admin_pb2.SubscriptionSetResponse) -> Subscription:
     if resp.HasField("subscription"):
         s = resp.subscription
         return Subscription(tenant=s.tenant, pool=s.pool, burst=s.burst, running=s.running, changed=resp.changed)
@@ -426,7 +559,7 @@ def _too_large(req: client_pb2.SubmitRequest, size: int) -> Optional[errors.TooL
         code="INVALID_ARGUMENT", reason="TOO_LARGE", field="payload")
 
 
-def _chunks(reqs: List[client_pb2.SubmitRequest]):
+def _chunks(reqs: List[client_pb2.SubmitRequest]) -> Iterator[Tuple[int, int]]:
     """Cuts jobs into the chunks of a batch: at most MAX_BATCH jobs and
     MAX_BATCH_BYTES of them each; a larger job goes alone."""
     start, size = 0, 0

@@ -21,11 +21,11 @@ and the command line print it.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Dict, Optional, Tuple, Type
+from typing import Any, Dict, Iterable, Optional, Tuple, Type
 
 import grpc
 
-from ._proto import rpc_status_pb2
+from ._proto import client_pb2, rpc_status_pb2
 
 # The domain of the ErrorInfo details barista sends; a reason from
 # another domain is not ours to interpret.
@@ -277,7 +277,7 @@ def _status_details(raw: bytes) -> Tuple[Optional[rpc_status_pb2.ErrorInfo], Opt
     return info, delay, field
 
 
-def _details(trailing) -> Tuple[Optional[rpc_status_pb2.ErrorInfo], Optional[timedelta], Optional[str]]:
+def _details(trailing: Optional[Iterable[Tuple[str, Any]]]) -> Tuple[Optional[rpc_status_pb2.ErrorInfo], Optional[timedelta], Optional[str]]:
     """What the status of a failed call's trailing metadata says
     (_status_details)."""
     raw = None
@@ -314,7 +314,7 @@ def is_not_leader(err: grpc.RpcError) -> bool:
     return info is not None and info.reason == REASON_NOT_LEADER
 
 
-def from_result(result) -> Optional[BaristaError]:
+def from_result(result: client_pb2.SubmitResult) -> Optional[BaristaError]:
     """The error of one refused job of a batch (a SubmitResult), read from
     its status as a single call's is: its code's or its cause's class,
     with reason, field and retry_after. None for an accepted job. A result

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, List, Mapping, Optional, Union
+from typing import Any, Iterable, List, Mapping, Optional, Union
 
 #: The certificate format this verifier reads.
 CERTIFICATE_VERSION = 1
@@ -111,11 +111,11 @@ def reason_for(cert: Mapping[str, Any], ws: str, c: Mapping[str, Any], m: Mappin
     return ""
 
 
-def _canon(parts) -> bytes:
+def _canon(parts: Iterable[Any]) -> bytes:
     return "".join(f"{p}\n" for p in parts).encode()
 
 
-def _key_parts(k: Mapping[str, Any]):
+def _key_parts(k: Mapping[str, Any]) -> List[Any]:
     return [k.get("tenant", ""), k["job"], k["class"], k["size"], k.get("deadline_at_ms", 0), k["start"], k["tier"], k.get("reason", "")]
 
 

@@ -1,14 +1,21 @@
-"""The values the client returns: jobs, events, usage, explanations and
-tenants, in Python's types (datetime in UTC, timedelta, size and priority
+"""The values the client returns: jobs, events, usage, explanations,
+tenants and schedules, in Python's types (datetime in UTC, timedelta, size and priority
 names), built from the wire's messages."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Dict, List, Optional
+from enum import Enum
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, TypeVar
 
 from . import _convert as cv
+from . import _payload
+from ._proto import admin_pb2, client_pb2
+from ._proto import types_pb2 as cpb
+from .errors import InvalidArgument
+
+T = TypeVar("T")
 
 # The states in which a job has ended (a redrive may queue it again).
 TERMINAL_STATES = frozenset({"completed", "failed", "cancelled", "timed_out", "expired"})
@@ -75,8 +82,21 @@ class Job:
         out or expired)."""
         return self.state in TERMINAL_STATES
 
+    def args(self, cls: Type[T]) -> T:
+        """The job's payload read as a cls, as a worker's function of that
+        type reads it (a dataclass, a JSON value, str, bytes; see
+        ``Worker.job``). Needs the payload: a job from ``get``, or from
+        ``jobs`` with ``include_payload``."""
+        if self.payload is None:
+            raise InvalidArgument(f"job {self.id} was read without its payload (get reads it)", field="payload")
+        try:
+            return _payload.decode(self.payload, cls)
+        except _payload.PayloadError as e:
+            raise InvalidArgument(f"job {self.id}: its payload is not a {getattr(cls, '__name__', cls)}: {e}",
+                                  field="payload") from None
+
     @classmethod
-    def _from_pb(cls, j, *, with_payload: bool = False) -> "Job":
+    def _from_pb(cls, j: client_pb2.Job, *, with_payload: bool = False) -> "Job":
         return cls(
             id=j.job_id, state=j.state, tenant=j.tenant, kind=j.job_type, form=cv.form_name(j.form), pool=j.pool,
             size=cv.size_name(j.size), priority=cv.priority_name(getattr(j, "class")), group=j.group,
@@ -111,7 +131,7 @@ class Place:
     share: float = 0.0
 
     @classmethod
-    def _from_pb(cls, x, now) -> Optional["Place"]:
+    def _from_pb(cls, x: Optional[client_pb2.PlaceInLine], now: Optional[client_pb2.ClockNow]) -> Optional["Place"]:
         if x is None:
             return None
         return cls(ahead=x.ahead, own_ahead=x.own_ahead, complete=x.complete,
@@ -123,8 +143,10 @@ class Place:
 class Event:
     """One event of a tenant's stream: ``kind`` is queued, scheduled,
     released, assigned, started, requeued, completed, failed,
-    cancel_requested, cancelled, timed_out, expired, redriven, or (for the
-    tenant itself, ``job_id`` 0) paused and resumed."""
+    cancel_requested, cancelled, timed_out, expired, redriven, (for the
+    tenant itself, ``job_id`` 0) paused and resumed, or of a schedule
+    (``schedule`` names it): schedule_fired, schedule_refused and
+    schedule_missed."""
 
     seq: int
     kind: str
@@ -138,6 +160,11 @@ class Event:
     reason: str = ""
     pool: str = ""
     group: str = ""
+    #: a schedule event's schedule, its slot (of schedule_missed: the
+    #: newest slot missed) and how many slots schedule_missed counts.
+    schedule: str = ""
+    slot: Optional[datetime] = None
+    slots: int = 0
 
     @property
     def terminal(self) -> bool:
@@ -146,10 +173,11 @@ class Event:
         return self.kind in TERMINAL_STATES
 
     @classmethod
-    def _from_pb(cls, e) -> "Event":
+    def _from_pb(cls, e: client_pb2.Event) -> "Event":
         return cls(seq=e.seq, kind=e.kind, job_id=e.job_id, at=cv.wall(e.wall_ms), tenant=e.tenant, attempt=e.attempt,
                    worker_id=e.worker_id, cpu=cv.from_ms(e.cpu_ms), exit_code=e.exit_code, reason=e.reason,
-                   pool=e.pool, group=e.group)
+                   pool=e.pool, group=e.group, schedule=e.schedule,
+                   slot=cv.wall(e.wall_ms + (e.slot_ms - e.at_ms)) if e.slot_ms and e.wall_ms else None, slots=e.slots)
 
 
 @dataclass(frozen=True)
@@ -197,8 +225,9 @@ class Usage:
     group_count: int = 0
 
     @classmethod
-    def _from_pb(cls, u) -> "Usage":
-        by_size = lambda v: {name: (v[i] if i < len(v) else 0) for i, name in enumerate(("sm", "md", "lg"))}  # noqa: E731
+    def _from_pb(cls, u: client_pb2.TenantUsageResponse) -> "Usage":
+        def by_size(v: Sequence[int]) -> Dict[str, int]:
+            return {name: (v[i] if i < len(v) else 0) for i, name in enumerate(("sm", "md", "lg"))}
         return cls(
             tenant=u.tenant, tier=cv.tier_name(u.tier), running=u.running, running_by_size=by_size(u.running_by_size),
             queued=u.queued, queued_by_size=by_size(u.queued_by_size), scheduled=u.scheduled,
@@ -233,16 +262,23 @@ class Explanation:
     fitting_workers: int = 0
     workers_busy: bool = False
     place: Optional[Place] = None
+    #: the schedule whose fire submitted the job ("": none), the slot it
+    #: fired (None for a run-now) and a run-now's key.
+    schedule: str = ""
+    schedule_slot: Optional[datetime] = None
+    schedule_run_key: str = ""
 
     @classmethod
-    def _from_pb(cls, x) -> "Explanation":
+    def _from_pb(cls, x: client_pb2.ExplainJobResponse) -> "Explanation":
         now = x.now if x.HasField("now") else None
         return cls(job_id=x.job_id, reason=x.reason, text=x.text, size=cv.size_name(x.size),
                    priority=cv.priority_name(getattr(x, "class")), group=x.group, position=x.position,
                    vertex=x.vertex, current=x.current, limit=x.limit, ahead=x.ahead, worker_id=x.worker_id,
                    due_at=cv.cluster_to_wall(now, x.due_ms), eligible_at=cv.cluster_to_wall(now, x.eligible_at_ms),
                    fitting_workers=x.fitting_workers, workers_busy=x.workers_busy,
-                   place=Place._from_pb(x.place if x.HasField("place") else None, now))
+                   place=Place._from_pb(x.place if x.HasField("place") else None, now),
+                   schedule=x.schedule, schedule_slot=cv.cluster_to_wall(now, x.schedule_slot_ms),
+                   schedule_run_key=x.schedule_run_key)
 
 
 @dataclass(frozen=True)
@@ -274,7 +310,7 @@ class Tenant:
     created: bool = False
 
     @classmethod
-    def _from_pb(cls, t) -> "Tenant":
+    def _from_pb(cls, t: admin_pb2.Tenant) -> "Tenant":
         c = t.caps
         return cls(name=t.name, tier=cv.tier_name(t.tier), multiplier=t.multiplier or 1, max_running=c.max_running,
                    max_running_sm=c.max_running_sm, max_running_md=c.max_running_md, max_running_lg=c.max_running_lg,
@@ -297,3 +333,144 @@ class Subscription:
     burst: Optional[int]
     running: int = 0
     changed: bool = False
+
+
+class Overlap(str, Enum):
+    """What a schedule's slot does while the schedule's previous job has
+    not ended (docs/schedules.md, "Overlap"). A str: ``Overlap.SKIP ==
+    "skip"``, and a call takes either."""
+
+    #: no fire while a job of the schedule is scheduled, queued, assigned
+    #: or running (the slot is counted skipped).
+    SKIP = "skip"
+    #: no fire while a job of the schedule waits to start (scheduled or
+    #: queued): one may wait while another runs.
+    BUFFER_ONE = "buffer_one"
+    #: every slot fires.
+    ALLOW = "allow"
+
+
+OVERLAPS: Dict[Overlap, cpb.Overlap] = {Overlap.SKIP: cpb.OVERLAP_SKIP, Overlap.BUFFER_ONE: cpb.OVERLAP_BUFFER_ONE,
+                                        Overlap.ALLOW: cpb.OVERLAP_ALLOW}
+
+
+def overlap(value: object) -> cpb.Overlap:
+    """The wire's Overlap of an ``Overlap`` or its name."""
+    try:
+        return OVERLAPS[Overlap(value)]
+    except ValueError:
+        raise InvalidArgument(f"overlap: {value!r} (want skip, buffer_one or allow)", field="overlap") from None
+
+
+def overlap_of(value: int) -> Overlap:
+    """The ``Overlap`` of the wire's (unspecified: skip)."""
+    for k, v in OVERLAPS.items():
+        if v == value:
+            return k
+    return Overlap.SKIP
+
+
+@dataclass(frozen=True)
+class ScheduleJob:
+    """The job each fire of a schedule submits: the options of ``submit``
+    (its tenant and key are the schedule's), and ``deadline`` as a
+    duration from the fire."""
+
+    kind: str = ""
+    form: str = "any"
+    pool: str = ""
+    size: str = "sm"
+    priority: str = "normal"
+    group: str = ""
+    cost: Optional[timedelta] = None
+    deadline: Optional[timedelta] = None
+    delay: Optional[timedelta] = None
+    expire: Optional[timedelta] = None
+    max_attempts: int = 0
+    timeout: Optional[timedelta] = None
+    #: None: the cluster's (or the kind's) backoff.
+    retry_backoff: Optional[timedelta] = None
+    payload: bytes = b""
+
+    @classmethod
+    def _from_pb(cls, r: client_pb2.SubmitRequest) -> "ScheduleJob":
+        return cls(kind=r.job_type, form=cv.form_name(r.form), pool=r.pool, size=cv.size_name(r.size),
+                   priority=cv.priority_name(getattr(r, "class")), group=r.group, cost=cv.opt_ms(r.est_cost_ms),
+                   deadline=cv.opt_ms(r.deadline_ms), delay=cv.opt_ms(r.delay_ms), expire=cv.opt_ms(r.expire_ms),
+                   max_attempts=r.max_attempts, timeout=cv.opt_ms(r.timeout_ms),
+                   retry_backoff=cv.from_ms(r.retry_backoff_ms) if r.HasField("retry_backoff_ms") else None,
+                   payload=bytes(r.payload))
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A tenant's schedule as the cluster holds it (docs/schedules.md):
+    its definition, where its slots stand and what its fires did.
+
+    Times are wall times (UTC) of the cluster times the answer gave, by
+    its clock: ``last_slot`` the newest slot spent (fired, skipped,
+    refused or missed; None: none yet), ``next_slots`` the next slots
+    (none while paused; five from ``get_schedule``, one from
+    ``list_schedules`` unless asked), ``next_fire`` when the first of them
+    fires (its slot plus its jitter). ``fired`` counts the slots that
+    submitted a job (and run-nows), ``skipped`` those the overlap policy
+    dropped, ``missed`` those further behind than ``catchup``, ``refused``
+    the fires whose submit was refused (a quota, ...). ``last_job`` is the
+    ID of the newest job it fired (0: none), ``live_jobs`` its jobs not yet
+    ended as the overlap policy sees them (none under allow).
+    ``spec_error`` says why the answering node cannot compute the slots
+    ("": it can)."""
+
+    tenant: str
+    name: str
+    spec: str
+    zone: str
+    overlap: Overlap
+    catchup: timedelta
+    jitter: Optional[timedelta]
+    paused: bool
+    job: ScheduleJob
+    version: int
+    since: Optional[datetime] = None
+    created_at: Optional[datetime] = None
+    last_slot: Optional[datetime] = None
+    next_slots: Tuple[datetime, ...] = ()
+    next_fire: Optional[datetime] = None
+    fired: int = 0
+    skipped: int = 0
+    missed: int = 0
+    refused: int = 0
+    last_job: int = 0
+    live_jobs: Tuple[int, ...] = ()
+    spec_error: str = ""
+
+    @property
+    def kind(self) -> str:
+        """The kind of the jobs it fires."""
+        return self.job.kind
+
+    @property
+    def payload(self) -> bytes:
+        """The payload of the jobs it fires."""
+        return self.job.payload
+
+    def args(self, cls: Type[T]) -> T:
+        """The payload of its jobs read as a cls, as a worker's function of
+        that type reads it (``Job.args``)."""
+        try:
+            return _payload.decode(self.job.payload, cls)
+        except _payload.PayloadError as e:
+            raise InvalidArgument(f"schedule {self.name}: its payload is not a {getattr(cls, '__name__', cls)}: {e}",
+                                  field="payload") from None
+
+    @classmethod
+    def _from_pb(cls, s: client_pb2.Schedule) -> "Schedule":
+        now = s.now if s.HasField("now") else None
+        slots = (cv.cluster_to_wall(now, t) for t in s.next_slots_ms)
+        return cls(tenant=s.tenant, name=s.name, spec=s.spec, zone=s.zone, overlap=overlap_of(s.overlap),
+                   catchup=cv.from_ms(s.catchup_ms), jitter=cv.opt_ms(s.jitter_ms), paused=s.paused,
+                   job=ScheduleJob._from_pb(s.job), version=s.version, since=cv.cluster_to_wall(now, s.since_ms),
+                   created_at=cv.cluster_to_wall(now, s.created_at_ms), last_slot=cv.cluster_to_wall(now, s.last_slot_ms),
+                   next_slots=tuple(t for t in slots if t is not None), next_fire=cv.cluster_to_wall(now, s.next_fire_ms),
+                   fired=s.fired, skipped=s.skipped, missed=s.missed, refused=s.refused, last_job=s.last_job_id,
+                   live_jobs=tuple(s.live_job_ids), spec_error=s.spec_error)

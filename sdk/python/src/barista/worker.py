@@ -13,18 +13,25 @@ import signal
 import socket
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Union
+import concurrent.futures
+import multiprocessing
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 import grpc
 import grpc.aio
 
-from . import _conn, errors
+from . import _conn, _payload, errors
 from . import _convert as cv
 from ._proto import types_pb2 as cpb
 from ._proto import worker_pb2, worker_pb2_grpc
-from ._run import JobContext, JobFunction, Result, Run, SlotThread
+from ._run import Function, JobContext, JobFunction, Result, Run, SlotThread, args_type
 
 log = logging.getLogger("barista.worker")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# A slot's session's events: ("msg", m), ("done", run), ("wake",) ...
+_Queue = asyncio.Queue[Tuple[Any, ...]]
 
 VERSION = "python-1"
 
@@ -72,7 +79,7 @@ class _Job:
 
     __slots__ = ("assign", "run", "cancelling", "finished", "dropped", "start_sent", "start_timer", "abandoned")
 
-    def __init__(self, assign):
+    def __init__(self, assign: worker_pb2.Assign):
         self.assign = assign
         self.run: Optional[Run] = None
         self.cancelling = False
@@ -104,12 +111,12 @@ class _Slot:
         self.start_delay = 0.0
         self.snooze_ok = False  # this session's leader takes a snoozed run (Welcome.snooze)
         self.kinds_ok = False  # this session's leader routes by kind and takes unknown_kind (Welcome.kinds)
-        self._q: Optional[asyncio.Queue] = None  # the live session's events
+        self._q: Optional[_Queue] = None  # the live session's events
         self.thread = SlotThread(f"barista-{worker_id}")  # runs the slot's sync functions
 
     # -- the slot's life -------------------------------------------------
 
-    def notify(self, ev) -> None:
+    def notify(self, ev: Tuple[Any, ...]) -> None:
         if self._q is not None:
             self._q.put_nowait(ev)
 
@@ -186,6 +193,7 @@ class _Slot:
         does not answer)."""
         loop = asyncio.get_running_loop()
         session = loop.create_task(self.session(addr))
+        assert self.w._draining_event is not None  # run() made it
         drained = loop.create_task(self.w._draining_event.wait())
         try:
             await asyncio.wait({session, drained}, return_when=asyncio.FIRST_COMPLETED)
@@ -246,8 +254,8 @@ class _Slot:
         ch = self.w._channel(addr)
         md = [("authorization", "Bearer " + self.w._token)] if self.w._token else None
         call = worker_pb2_grpc.WorkerStub(ch).Connect(metadata=md)
-        reader: Optional[asyncio.Task] = None
-        ticker: Optional[asyncio.Task] = None
+        reader: Optional[asyncio.Task[None]] = None
+        ticker: Optional[asyncio.Task[None]] = None
         try:
             # What it runs: the function jobs of its kinds (a function
             # registered for "", the jobs of no type, is for jobs any
@@ -290,7 +298,7 @@ class _Slot:
                      "ready_with_finished=%s started_delay=%gs", self.id, addr, w.leader_id, self.w.pool or "default",
                      self.interval, self.self_kill, self.fold_ready, self.start_delay)
 
-            q: asyncio.Queue = asyncio.Queue()
+            q: _Queue = asyncio.Queue()
             self._q = q
             reader = asyncio.get_running_loop().create_task(self._read(call, q))
             ticker = asyncio.get_running_loop().create_task(self._tick(q))
@@ -353,7 +361,7 @@ class _Slot:
                     t.cancel()
             call.cancel()
 
-    async def _read(self, call, q: asyncio.Queue) -> None:
+    async def _read(self, call: Any, q: _Queue) -> None:
         try:
             while True:
                 m = await call.read()
@@ -366,7 +374,7 @@ class _Slot:
         except BaseException as e:  # noqa: BLE001 - the session ends with it
             q.put_nowait(("end", e))
 
-    async def _tick(self, q: asyncio.Queue) -> None:
+    async def _tick(self, q: _Queue) -> None:
         while True:
             await asyncio.sleep(self.interval)
             q.put_nowait(("hb",))
@@ -378,7 +386,7 @@ class _Slot:
         self.offered = True
         return self.credit
 
-    async def offer(self, call) -> None:
+    async def offer(self, call: Any) -> None:
         """Sends Ready if the slot is free; a stopping slot that is empty
         ends its session instead."""
         if self.w._draining and self.cur is None:
@@ -412,7 +420,7 @@ class _Slot:
             del self.sent_at[s]
         return worker_pb2.WorkerMessage(heartbeat=hb)
 
-    async def handle(self, m, call) -> None:
+    async def handle(self, m: worker_pb2.LeaderMessage, call: Any) -> None:
         which = m.WhichOneof("msg")
         if which == "assign":
             await self.start(m.assign, call)
@@ -439,12 +447,12 @@ class _Slot:
         elif which in ("welcome", "redirect"):
             raise ConnectionError("unexpected Welcome or Redirect within a session")
 
-    def acked(self, f) -> None:
+    def acked(self, f: worker_pb2.FinishedAck) -> None:
         j = self.cur
         if j is not None and j.finished is not None and j.assign.job == f.job and j.assign.attempt == f.attempt:
             self.cur = None
 
-    def cancel(self, c) -> None:
+    def cancel(self, c: worker_pb2.CancelOrder) -> None:
         j = self.cur
         if (j is None or j.assign.job != c.job or j.assign.attempt != c.attempt or j.cancelling
                 or j.finished is not None or j.dropped or j.run is None):
@@ -453,7 +461,7 @@ class _Slot:
         log.info("cancelling job: job=%d attempt=%d reason=%s", c.job, c.attempt, c.reason)
         j.run.cancel(c.reason or "requested")
 
-    async def start(self, a, call) -> None:
+    async def start(self, a: worker_pb2.Assign, call: Any) -> None:
         if a.HasField("finished"):
             self.acked(a.finished)  # the Assign answers a Finished with a folded Ready
         self.offered = False
@@ -462,17 +470,22 @@ class _Slot:
             return
         j = _Job(a)
         self.cur = j
-        fn = self.w._functions.get(a.job_type)
-        if fn is None or (a.form == cpb.COMMAND and self.kinds_ok):
+        spec = self.w._functions.get(a.job_type)
+        if spec is None or (a.form == cpb.COMMAND and self.kinds_ok):
             msg, fin = unrunnable(a, self.w, self.id, self.kinds_ok)
-            log.warning("job could not start: job=%d outcome=%s %s", a.job, cpb.Outcome.Name(fin.outcome).lower(), msg)
-            if self.start_delay == 0:
-                j.start_sent = True
-                await call.write(_started(a))
-            j.finished = fin
-            await call.write(self.report(j))
+            await self.end_unstarted(j, fin, msg, call)
             return
-        j.run = Run(fn, JobContext(a, self.id), self.run_done, self.thread)
+        try:
+            args = spec.decode(bytes(a.payload))
+        except _payload.PayloadError as e:
+            # No run of it can succeed: failed, with no retry (as a Go
+            # worker's payload that does not decode).
+            msg = f"job {a.job}: its payload is not the arguments of kind {a.job_type!r} ({spec.args_name}): {e}"
+            fin = worker_pb2.JobFinished(job=a.job, attempt=a.attempt, outcome=cpb.FAILED, exit_code=1,
+                                         stderr_tail=cv.output_tail(msg), permanent=True)
+            await self.end_unstarted(j, fin, msg, call)
+            return
+        j.run = Run(spec.fn, JobContext.of(a, self.id, args), self.run_done, self.thread, self.w._pool)
         j.run.start()
         log.info("job started: job=%d attempt=%d tenant=%s kind=%s", a.job, a.attempt, a.tenant, a.job_type)
         if self.start_delay > 0:
@@ -481,10 +494,19 @@ class _Slot:
         j.start_sent = True
         await call.write(_started(a))
 
-    async def finish(self, run: Run, call) -> None:
+    async def end_unstarted(self, j: _Job, fin: worker_pb2.JobFinished, msg: str, call: Any) -> None:
+        """Reports the end of a job whose function never ran (fin)."""
+        log.warning("job could not start: job=%d outcome=%s %s", j.assign.job, cpb.Outcome.Name(fin.outcome).lower(), msg)
+        if self.start_delay == 0:
+            j.start_sent = True
+            await call.write(_started(j.assign))
+        j.finished = fin
+        await call.write(self.report(j))
+
+    async def finish(self, run: Run, call: Any) -> None:
         """Reports a run that ended (or frees the slot of a dropped one)."""
         j = self.cur
-        if j is None or j.run is not run or j.finished is not None:
+        if j is None or j.run is not run or j.finished is not None or run.result is None:
             return
         if j.dropped:
             self.cur = None  # its result is not the cluster's any more
@@ -528,7 +550,7 @@ class _Slot:
         j.run._finish(Result(ok=False, error=msg, cpu_ms=cpu_ms))
 
 
-def unrunnable(a, worker: "Worker", slot_id: str, kinds_ok: bool):
+def unrunnable(a: worker_pb2.Assign, worker: "Worker", slot_id: str, kinds_ok: bool) -> Tuple[str, worker_pb2.JobFinished]:
     """The end of a job this worker does not run (a function job of a
     kind it has no function for, a command job), and why. To a leader that
     routes by kind (Welcome.kinds) it is not a run of the job: outcome
@@ -550,7 +572,7 @@ def unrunnable(a, worker: "Worker", slot_id: str, kinds_ok: bool):
                                        stderr_tail=cv.output_tail(msg), permanent=True)
 
 
-def _started(a) -> worker_pb2.WorkerMessage:
+def _started(a: worker_pb2.Assign) -> worker_pb2.WorkerMessage:
     return worker_pb2.WorkerMessage(started=worker_pb2.JobStarted(job=a.job, attempt=a.attempt))
 
 
@@ -577,6 +599,37 @@ class Worker:
 
         await worker.run()               # until stop(), SIGTERM or SIGINT
 
+    A function reads its job's arguments as a type of the program's — a
+    dataclass, or any value JSON carries — by naming it: as the type of its
+    context, ``JobContext[T]`` (or ``args=T``). The payload is then read as
+    a T (``ctx.args``), the same type the client submitted
+    (``client.submit(T(...))``): a dataclass is built field by field, its
+    own dataclasses too; a payload that is not a T fails the job at once,
+    with no retry, saying why. A function that names no type gets the
+    payload's bytes (``ctx.args`` is ``ctx.payload``). A dataclass with a
+    class attribute ``kind: ClassVar[str]`` names its kind: ``@worker.job()``
+    and ``client.submit`` then need none.
+
+        @dataclass
+        class Resize:
+            kind: ClassVar[str] = "resize"
+            image: str
+            width: int
+
+        @worker.job()
+        def resize(ctx: barista.JobContext[Resize]) -> str:
+            return make_thumbnail(ctx.args.image, ctx.args.width)
+
+    Sync functions run in a thread of their slot, and share the process's
+    GIL: CPU-bound functions get one core between them, however many
+    slots. ``processes=N`` runs them in a pool of N worker processes
+    instead (each call in one, with its own GIL; async functions stay in
+    the event loop): the function must then be defined at a module's top
+    level (it is pickled by name), its arguments and results must pickle,
+    and it is not told of a cancel (``ctx.cancelled`` stays unset; the run
+    ends when it returns). The processes start with the worker (``spawn``:
+    each imports the function's module afresh) and stop with it.
+
     The worker tells the cluster the kinds it has functions for, and a
     cluster at feature level 8 gives it only jobs of those kinds (and jobs
     submitted with no form, which any worker runs). A job it is handed
@@ -593,7 +646,7 @@ class Worker:
 
     def __init__(self, servers: Union[str, Sequence[str]], *, token: Optional[str] = None, size: str = "sm",
                  pool: Optional[str] = None, concurrency: int = 1, tls: _conn.TLS = None, id: Optional[str] = None,
-                 insecure_grpc: bool = False):
+                 insecure_grpc: bool = False, processes: int = 0):
         self._servers = _conn.parse_servers(servers)
         self._token = token
         self._creds = _conn.channel_credentials(tls)
@@ -606,19 +659,24 @@ class Worker:
         if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
             raise errors.InvalidArgument(f"concurrency: {concurrency!r} (want 1 or more)", field="concurrency")
         self.concurrency = concurrency
+        if not isinstance(processes, int) or isinstance(processes, bool) or processes < 0:
+            raise errors.InvalidArgument(f"processes: {processes!r} (want 0, sync functions in threads, or more)",
+                                         field="processes")
+        self.processes = processes
+        self._pool: Optional[concurrent.futures.ProcessPoolExecutor] = None
         self.id = id or _default_id()
         _check_id(self.id)
-        self._functions: Dict[str, JobFunction] = {}
+        self._functions: Dict[str, Function] = {}
         self._slots = [_Slot(self, f"{self.id}-{k}") for k in range(1, concurrency + 1)]
         self._channels: Dict[str, grpc.aio.Channel] = {}
         self._draining = False
         self._draining_event: Optional[asyncio.Event] = None
-        self._tasks: List[asyncio.Task] = []
+        self._tasks: List[asyncio.Task[None]] = []
         self._running = False
         self._ran = False
         self._stopped: Optional[asyncio.Event] = None  # set when stop() gives up waiting
         self._done: Optional[asyncio.Event] = None  # set when run() returns
-        self._stop_task: Optional[asyncio.Task] = None
+        self._stop_task: Optional[asyncio.Task[None]] = None
 
     def __repr__(self) -> str:
         # Never the token.
@@ -633,23 +691,32 @@ class Worker:
     def kinds(self) -> List[str]:
         return sorted(self._functions)
 
-    def job(self, kind: str) -> Callable[[JobFunction], JobFunction]:
+    def job(self, kind: Optional[str] = None, *, args: Optional[Type[Any]] = None) -> Callable[[F], F]:
         """Registers the decorated function (``def f(ctx)`` or ``async def
-        f(ctx)``) for the jobs of ``kind``."""
-        def register(fn: JobFunction) -> JobFunction:
-            self.register(kind, fn)
+        f(ctx)``) for the jobs of ``kind`` (None: its arguments' type's
+        ``kind``), their payloads read as ``args`` (None: the type its
+        context names, ``JobContext[T]``, else the bytes)."""
+        def register(fn: F) -> F:
+            self.register(kind, fn, args=args)
             return fn
         return register
 
-    def register(self, kind: str, fn: JobFunction) -> None:
+    def register(self, kind: Optional[str], fn: JobFunction, *, args: Optional[Type[Any]] = None) -> None:
         """Registers fn for the jobs of kind (as ``@worker.job(kind)``)."""
+        if not callable(fn):
+            raise errors.InvalidArgument(f"the function for kind {kind!r} is not callable", field="kind")
+        if args is None:
+            args = args_type(fn)
+        if kind is None:
+            kind = _payload.kind_of(args) if args is not None else None
+            if kind is None:
+                raise errors.InvalidArgument(f"{getattr(fn, '__name__', fn)!r}: no kind given, and its arguments' type "
+                                             "names none (a class attribute kind)", field="kind")
         if not isinstance(kind, str):
             raise errors.InvalidArgument(f"kind: {kind!r} is not a string", field="kind")
         if kind in self._functions:
             raise errors.InvalidArgument(f"kind {kind!r} already has a function", field="kind")
-        if not callable(fn):
-            raise errors.InvalidArgument(f"the function for kind {kind!r} is not callable", field="kind")
-        self._functions[kind] = fn
+        self._functions[kind] = Function(fn, args)
 
     def _channel(self, addr: str) -> grpc.aio.Channel:
         ch = self._channels.get(addr)
@@ -659,6 +726,7 @@ class Worker:
 
     async def _sleep(self, seconds: float) -> None:
         """Sleeps, or less if the worker stops meanwhile."""
+        assert self._stopped is not None  # run() made it
         try:
             await asyncio.wait_for(self._stopped.wait(), seconds)
         except asyncio.TimeoutError:
@@ -689,7 +757,7 @@ class Worker:
         if self._draining:
             self._draining_event.set()
         loop = asyncio.get_running_loop()
-        signals: List[int] = []
+        signals: List[signal.Signals] = []
         if handle_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 try:
@@ -697,14 +765,19 @@ class Worker:
                     signals.append(sig)
                 except (NotImplementedError, RuntimeError, ValueError):
                     pass
-        log.info("worker starting: slots=%s size=%s pool=%s kinds=%s", ",".join(self.worker_ids), self.size,
-                 self.pool or "default", ",".join(self.kinds))
+        if self.processes > 0:
+            # spawn, not fork: a forked child of a process with gRPC's
+            # threads may hang.
+            self._pool = concurrent.futures.ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
+        log.info("worker starting: slots=%s size=%s pool=%s kinds=%s processes=%d", ",".join(self.worker_ids), self.size,
+                 self.pool or "default", ",".join(self.kinds), self.processes)
         self._tasks = [loop.create_task(s.serve()) for s in self._slots]
         try:
             done, _ = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_EXCEPTION)
             for t in done:
-                if not t.cancelled() and t.exception() is not None:
-                    raise t.exception()
+                exc = None if t.cancelled() else t.exception()
+                if exc is not None:
+                    raise exc
         finally:
             for t in self._tasks:
                 t.cancel()
@@ -714,6 +787,11 @@ class Worker:
             for ch in self._channels.values():
                 await ch.close()
             self._channels.clear()
+            if self._pool is not None:
+                # A call still running in a process (past the grace) is
+                # not waited for.
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
             self._stopped.set()
             self._running = False
             self._done.set()
@@ -744,6 +822,7 @@ class Worker:
         self._draining = True
         if not self._running:
             return
+        assert self._draining_event is not None and self._stopped is not None and self._done is not None  # run() made them
         self._draining_event.set()
         for s in self._slots:
             s.poke()

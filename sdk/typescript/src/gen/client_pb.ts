@@ -9,7 +9,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { BulkItem, Class, JobFilter, JobForm, Size, Tier } from "./types_pb.js";
+import type { BulkItem, Class, JobFilter, JobForm, Overlap, Size, Tier } from "./types_pb.js";
 import { file_types } from "./types_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -17,7 +17,467 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file client.proto.
  */
 export const file_client: GenFile = /*@__PURE__*/
-  fileDesc("CgxjbGllbnQucHJvdG8SCmJhcmlzdGEudjEipgEKCktpbmRQb2xpY3kSDgoGdGVuYW50GAEgASgJEgwKBGtpbmQYAiABKAkSFAoMbWF4X2F0dGVtcHRzGAMgASgNEh0KEHJldHJ5X2JhY2tvZmZfbXMYBCABKANIAIgBARIcChRyZXRyeV9iYWNrb2ZmX21heF9tcxgFIAEoAxISCgp0aW1lb3V0X21zGAYgASgDQhMKEV9yZXRyeV9iYWNrb2ZmX21zIsABChRTZXRLaW5kUG9saWN5UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDAoEa2luZBgCIAEoCRIUCgxtYXhfYXR0ZW1wdHMYAyABKA0SHQoQcmV0cnlfYmFja29mZl9tcxgEIAEoA0gAiAEBEhwKFHJldHJ5X2JhY2tvZmZfbWF4X21zGAUgASgDEhIKCnRpbWVvdXRfbXMYBiABKAMSDgoGcmVtb3ZlGAcgASgIQhMKEV9yZXRyeV9iYWNrb2ZmX21zIikKF0xpc3RLaW5kUG9saWNpZXNSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCSJEChhMaXN0S2luZFBvbGljaWVzUmVzcG9uc2USKAoIcG9saWNpZXMYASADKAsyFi5iYXJpc3RhLnYxLktpbmRQb2xpY3kiZwoORXZpZGVuY2VXaW5kb3cSEgoKZnJvbV9pbmRleBgBIAEoBBIQCgh0b19pbmRleBgCIAEoBBIPCgdieV90aW1lGAMgASgIEg8KB2Zyb21fbXMYBCABKAMSDQoFdG9fbXMYBSABKAMiYwoVVXNhZ2VTdGF0ZW1lbnRSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIqCgZ3aW5kb3cYAiABKAsyGi5iYXJpc3RhLnYxLkV2aWRlbmNlV2luZG93Eg4KBmZvcm1hdBgDIAEoCSI6ChZVc2FnZVN0YXRlbWVudFJlc3BvbnNlEhAKCGRvY3VtZW50GAEgASgJEg4KBmZvcm1hdBgCIAEoCSJYChpGYWlybmVzc0NlcnRpZmljYXRlUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSKgoGd2luZG93GAIgASgLMhouYmFyaXN0YS52MS5FdmlkZW5jZVdpbmRvdyI/ChtGYWlybmVzc0NlcnRpZmljYXRlUmVzcG9uc2USEAoIZG9jdW1lbnQYASABKAkSDgoGZGlnZXN0GAIgASgJIoUBCgtQbGFjZUluTGluZRINCgVhaGVhZBgBIAEoBBIRCglvd25fYWhlYWQYAiABKAQSEAoIY29tcGxldGUYAyABKAgSGgoSZXN0aW1hdGVkX3N0YXJ0X21zGAQgASgDEhcKD3JhdGVfcGVyX21pbnV0ZRgFIAEoARINCgVzaGFyZRgGIAEoASI9CgxQYXVzZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBWdyb3VwGAIgASgJEg4KBnJlc3VtZRgDIAEoCCIwCg1QYXVzZVJlc3BvbnNlEg4KBnBhdXNlZBgBIAEoCRIPCgdjaGFuZ2VkGAIgASgIIrsBCg9CdWxrSm9ic1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEg8KB2pvYl9pZHMYAiADKAQSJQoGZmlsdGVyGAMgASgLMhUuYmFyaXN0YS52MS5Kb2JGaWx0ZXISEAoIc2luY2VfbXMYBCABKAMSEgoKcGFnZV90b2tlbhgFIAEoCRIUCgxtYXhfYXR0ZW1wdHMYBiABKA0SEwoLcmVxdWVzdF9rZXkYByABKAkSDwoHZHJ5X3J1bhgIIAEoCCKuAQoQQnVsa0pvYnNSZXNwb25zZRIjCgVpdGVtcxgBIAMoCzIULmJhcmlzdGEudjEuQnVsa0l0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEgwKBGRvbmUYAyABKAQSDwoHc2tpcHBlZBgEIAEoBBIRCglkdXBsaWNhdGUYBSABKAgSDwoHc3RvcHBlZBgGIAEoCRIZChFzdWJtaXR0ZWRfZnJvbV9tcxgHIAEoAyKkAwoNU3VibWl0UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSHAoPaWRlbXBvdGVuY3lfa2V5GAIgASgJSACIAQESEAoIam9iX3R5cGUYAyABKAkSHgoEc2l6ZRgEIAEoDjIQLmJhcmlzdGEudjEuU2l6ZRITCgtlc3RfY29zdF9tcxgFIAEoAxIPCgdwYXlsb2FkGAYgASgMEhQKDG1heF9hdHRlbXB0cxgHIAEoDRISCgp0aW1lb3V0X21zGAggASgDEiAKBWNsYXNzGB4gASgOMhEuYmFyaXN0YS52MS5DbGFzcxITCgtkZWFkbGluZV9tcxgfIAEoAxINCgVncm91cBgoIAEoCRIQCghkZWxheV9tcxhGIAEoAxIRCglleHBpcmVfbXMYRyABKAMSHQoQcmV0cnlfYmFja29mZl9tcxhIIAEoA0gBiAEBEgwKBHBvb2wYeCABKAkSIgoEZm9ybRiCASABKA4yEy5iYXJpc3RhLnYxLkpvYkZvcm1CEgoQX2lkZW1wb3RlbmN5X2tleUITChFfcmV0cnlfYmFja29mZl9tcyIxCg5TdWJtaXRSZXNwb25zZRIOCgZqb2JfaWQYASABKAQSDwoHY3JlYXRlZBgCIAEoCCIcCgtSZWFkT3B0aW9ucxINCgVzdGFsZRgBIAEoCCJWCg1HZXRKb2JSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIOCgZqb2JfaWQYAiABKAQSJQoEcmVhZBgDIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMivwYKA0pvYhIOCgZqb2JfaWQYASABKAQSDgoGdGVuYW50GAIgASgJEg0KBXN0YXRlGAMgASgJEg8KB2F0dGVtcHQYBCABKA0SEAoIZmFpbHVyZXMYBSABKA0SFAoMbWF4X2F0dGVtcHRzGAYgASgNEh4KBHNpemUYByABKA4yEC5iYXJpc3RhLnYxLlNpemUSEwoLZXN0X2Nvc3RfbXMYCCABKAMSDgoGY3B1X21zGAkgASgDEhAKCGpvYl90eXBlGAogASgJEhcKD2lkZW1wb3RlbmN5X2tleRgLIAEoCRIXCg9zdWJtaXR0ZWRfYXRfbXMYDCABKAMSEwoLZW5kZWRfYXRfbXMYDSABKAMSEQoJd29ya2VyX2lkGA4gASgJEhEKCWV4aXRfY29kZRgPIAEoBRITCgtzdGRlcnJfdGFpbBgQIAEoCRIOCgZjYW5jZWwYESABKAkSEgoKdGltZW91dF9tcxgSIAEoAxIUCgxzdGFydF90YWdfbXMYEyABKAkSDwoHcGF5bG9hZBgUIAEoDBISCgpoYXNfcmVzdWx0GBUgASgIEhkKEXN1Ym1pdHRlZF93YWxsX21zGBYgASgDEhUKDWVuZGVkX3dhbGxfbXMYFyABKAMSEwoLc3Rkb3V0X3RhaWwYGCABKAkSEgoKY3B1X3NvdXJjZRgZIAEoCRIPCgdmYWlsdXJlGBogASgJEg8KB3Nub296ZXMYGyABKA0SIAoFY2xhc3MYHiABKA4yES5iYXJpc3RhLnYxLkNsYXNzEhYKDmRlYWRsaW5lX2F0X21zGB8gASgDEhIKCmVzdF9zb3VyY2UYICABKAkSFwoPZGVhZGxpbmVfbWlzc2VkGCEgASgIEg0KBWdyb3VwGCggASgJEhEKCWR1ZV9hdF9tcxhGIAEoAxIUCgxleHBpcmVfYXRfbXMYRyABKAMSDAoEcG9vbBh4IAEoCRInCgVwbGFjZRiCASABKAsyFy5iYXJpc3RhLnYxLlBsYWNlSW5MaW5lEiIKBGZvcm0YgwEgASgOMhMuYmFyaXN0YS52MS5Kb2JGb3JtEiEKA25vdxhfIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3ciMgoQUnVuSm9iTm93UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDgoGam9iX2lkGAIgASgEIiIKEVJ1bkpvYk5vd1Jlc3BvbnNlEg0KBXN0YXRlGAEgASgJItEBCg9MaXN0Sm9ic1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBXN0YXRlGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJEiUKBHJlYWQYBSABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zEhcKD2luY2x1ZGVfcGF5bG9hZBgGIAEoCBIUCgxuZXdlc3RfZmlyc3QYByABKAgSFAoMb2xkZXN0X2ZpcnN0GAggASgIEgwKBHBvb2wYeCABKAkiSgoQTGlzdEpvYnNSZXNwb25zZRIdCgRqb2JzGAEgAygLMg8uYmFyaXN0YS52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjIKEENhbmNlbEpvYlJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg4KBmpvYl9pZBgCIAEoBCI8ChFDYW5jZWxKb2JSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIYChBjYW5jZWxfcmVxdWVzdGVkGAIgASgIIm8KEldhdGNoRXZlbnRzUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSEAoIZnJvbV9zZXEYAiABKAQSDgoGam9iX2lkGAMgASgEEhMKC2Zyb21fb2xkZXN0GAQgASgIEhIKCnVudGlsX2lkbGUYBSABKAgiLwoIQ2xvY2tOb3cSEgoKY2x1c3Rlcl9tcxgBIAEoAxIPCgd3YWxsX21zGAIgASgDItYBCgVFdmVudBILCgNzZXEYASABKAQSDgoGam9iX2lkGAIgASgEEg4KBnRlbmFudBgDIAEoCRIPCgdhdHRlbXB0GAQgASgNEgwKBGtpbmQYBSABKAkSDQoFYXRfbXMYBiABKAMSEQoJd29ya2VyX2lkGAcgASgJEg4KBmNwdV9tcxgIIAEoAxIRCglleGl0X2NvZGUYCSABKAUSDgoGcmVhc29uGAogASgJEg8KB3dhbGxfbXMYFCABKAMSDQoFZ3JvdXAYUCABKAkSDAoEcG9vbBh4IAEoCSJfChJUZW5hbnRVc2FnZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEiUKBHJlYWQYAiABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zEhIKCnRvcF9ncm91cHMYKCABKA0ihQUKE1RlbmFudFVzYWdlUmVzcG9uc2USDgoGdGVuYW50GAEgASgJEh4KBHRpZXIYAiABKA4yEC5iYXJpc3RhLnYxLlRpZXISDwoHcnVubmluZxgDIAEoDRIXCg9ydW5uaW5nX2J5X3NpemUYBCADKA0SDgoGcXVldWVkGAUgASgNEhYKDnF1ZXVlZF9ieV9zaXplGAYgAygNEhcKD2luZmxpZ2h0X2NwdV9tcxgHIAEoAxIVCg1jcHVfYmlsbGVkX21zGAggASgDEhUKDXpvbWJpZV9jcHVfbXMYCSABKAMSDgoGd2VpZ2h0GAogASgBEhUKDWZpbmlzaF90YWdfbXMYCyABKAkSFgoOdmlydHVhbF9ub3dfbXMYDCABKAkSEAoIdXNhZ2VfbXMYDSABKAMSEQoJc3VibWl0dGVkGA4gASgEEhIKCmRpc3BhdGNoZXMYDyABKAQSEQoJY29tcGxldGVkGBAgASgEEg4KBmZhaWxlZBgRIAEoBBIRCgljYW5jZWxsZWQYEiABKAQSEQoJdGltZWRfb3V0GBMgASgEEhAKCGZhaWx1cmVzGBQgASgEEhAKCHJlcXVldWVzGBUgASgEEiYKBmdyb3VwcxgoIAMoCzIWLmJhcmlzdGEudjEuR3JvdXBVc2FnZRITCgtncm91cF9jb3VudBgpIAEoDRIOCgZwYXVzZWQYUCABKAkSDAoEcmF0ZRhRIAEoCRISCgpyYXRlX2J1cnN0GFIgASgNEhsKE3JhdGVfZWxpZ2libGVfYXRfbXMYUyABKAMSEQoJc2NoZWR1bGVkGEYgASgNEiEKA25vdxhfIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3ciSgoKR3JvdXBVc2FnZRIMCgRuYW1lGAEgASgJEg8KB3J1bm5pbmcYAiABKA0SDgoGcXVldWVkGAMgASgNEg0KBWxpbWl0GAQgASgNIugBCgVHcm91cBIOCgZ0ZW5hbnQYASABKAkSDAoEbmFtZRgCIAEoCRILCgNjYXAYAyABKAkSEgoKdGVuYW50X2NhcBgEIAEoDRINCgVsaW1pdBgFIAEoDRIPCgdydW5uaW5nGAYgASgNEg4KBnF1ZXVlZBgHIAEoDRIMCgRyYXRlGFAgASgJEhIKCnJhdGVfYnVyc3QYUSABKA0SGwoTcmF0ZV9lbGlnaWJsZV9hdF9tcxhSIAEoAxIOCgZwYXVzZWQYUyABKAkSIQoDbm93GF8gASgLMhQuYmFyaXN0YS52MS5DbG9ja05vdyJaCg9TZXRHcm91cFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBWdyb3VwGAIgASgJEgsKA2NhcBgDIAEoCRIMCgRyYXRlGFAgASgJEg0KBWJ1cnN0GFEgASgNIlcKD0dldEdyb3VwUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDQoFZ3JvdXAYAiABKAkSJQoEcmVhZBgDIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMicQoRTGlzdEdyb3Vwc1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEiUKBHJlYWQYBCABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIlAKEkxpc3RHcm91cHNSZXNwb25zZRIhCgZncm91cHMYASADKAsyES5iYXJpc3RhLnYxLkdyb3VwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI9ChJTdWJtaXRCYXRjaFJlcXVlc3QSJwoEam9icxgBIAMoCzIZLmJhcmlzdGEudjEuU3VibWl0UmVxdWVzdCKFAQoMU3VibWl0UmVzdWx0Eg4KBmpvYl9pZBgBIAEoBBIPCgdjcmVhdGVkGAIgASgIEg4KBnN0YXR1cxgGIAEoDBINCgVlcnJvchgDIAEoCRIOCgZyZWFzb24YBCABKAkSFgoOcmV0cnlfYWZ0ZXJfbXMYBSABKAMSDQoFZmllbGQYByABKAkiQAoTU3VibWl0QmF0Y2hSZXNwb25zZRIpCgdyZXN1bHRzGAEgAygLMhguYmFyaXN0YS52MS5TdWJtaXRSZXN1bHQiMwoRRXhwbGFpbkpvYlJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg4KBmpvYl9pZBgCIAEoBCLfAwoSRXhwbGFpbkpvYlJlc3BvbnNlEg4KBmpvYl9pZBgBIAEoBBIOCgZyZWFzb24YAiABKAkSDAoEdGV4dBgDIAEoCRIeCgRzaXplGAQgASgOMhAuYmFyaXN0YS52MS5TaXplEiAKBWNsYXNzGAUgASgOMhEuYmFyaXN0YS52MS5DbGFzcxIQCghwb3NpdGlvbhgGIAEoBBIOCgZ2ZXJ0ZXgYByABKAkSDwoHY3VycmVudBgIIAEoAxINCgVsaW1pdBgJIAEoAxINCgVhaGVhZBgKIAEoBBIOCgZ0YWdfbXMYCyABKAkSDwoHdm5vd19tcxgMIAEoCRIRCgl3b3JrZXJfaWQYDSABKAkSDgoGZHVlX21zGA4gASgDEhYKDmVsaWdpYmxlX2F0X21zGA8gASgDEg0KBWdyb3VwGCggASgJEhMKC2dyb3VwX29yZGVyGCkgASgJEhcKD2ZpdHRpbmdfd29ya2VycxgqIAEoDRIUCgx3b3JrZXJzX2J1c3kYKyABKAgSJwoFcGxhY2UYggEgASgLMhcuYmFyaXN0YS52MS5QbGFjZUluTGluZRINCgRraW5kGIMBIAEoCRIhCgNub3cYXyABKAsyFC5iYXJpc3RhLnYxLkNsb2NrTm93MtALCgZDbGllbnQSPwoGU3VibWl0EhkuYmFyaXN0YS52MS5TdWJtaXRSZXF1ZXN0GhouYmFyaXN0YS52MS5TdWJtaXRSZXNwb25zZRJOCgtTdWJtaXRCYXRjaBIeLmJhcmlzdGEudjEuU3VibWl0QmF0Y2hSZXF1ZXN0Gh8uYmFyaXN0YS52MS5TdWJtaXRCYXRjaFJlc3BvbnNlEjQKBkdldEpvYhIZLmJhcmlzdGEudjEuR2V0Sm9iUmVxdWVzdBoPLmJhcmlzdGEudjEuSm9iEkUKCExpc3RKb2JzEhsuYmFyaXN0YS52MS5MaXN0Sm9ic1JlcXVlc3QaHC5iYXJpc3RhLnYxLkxpc3RKb2JzUmVzcG9uc2USSAoJQ2FuY2VsSm9iEhwuYmFyaXN0YS52MS5DYW5jZWxKb2JSZXF1ZXN0Gh0uYmFyaXN0YS52MS5DYW5jZWxKb2JSZXNwb25zZRJCCgtXYXRjaEV2ZW50cxIeLmJhcmlzdGEudjEuV2F0Y2hFdmVudHNSZXF1ZXN0GhEuYmFyaXN0YS52MS5FdmVudDABEk4KC1RlbmFudFVzYWdlEh4uYmFyaXN0YS52MS5UZW5hbnRVc2FnZVJlcXVlc3QaHy5iYXJpc3RhLnYxLlRlbmFudFVzYWdlUmVzcG9uc2USSwoKRXhwbGFpbkpvYhIdLmJhcmlzdGEudjEuRXhwbGFpbkpvYlJlcXVlc3QaHi5iYXJpc3RhLnYxLkV4cGxhaW5Kb2JSZXNwb25zZRI6CghTZXRHcm91cBIbLmJhcmlzdGEudjEuU2V0R3JvdXBSZXF1ZXN0GhEuYmFyaXN0YS52MS5Hcm91cBI6CghHZXRHcm91cBIbLmJhcmlzdGEudjEuR2V0R3JvdXBSZXF1ZXN0GhEuYmFyaXN0YS52MS5Hcm91cBJLCgpMaXN0R3JvdXBzEh0uYmFyaXN0YS52MS5MaXN0R3JvdXBzUmVxdWVzdBoeLmJhcmlzdGEudjEuTGlzdEdyb3Vwc1Jlc3BvbnNlEkgKCVJ1bkpvYk5vdxIcLmJhcmlzdGEudjEuUnVuSm9iTm93UmVxdWVzdBodLmJhcmlzdGEudjEuUnVuSm9iTm93UmVzcG9uc2USPAoFUGF1c2USGC5iYXJpc3RhLnYxLlBhdXNlUmVxdWVzdBoZLmJhcmlzdGEudjEuUGF1c2VSZXNwb25zZRJECgdSZWRyaXZlEhsuYmFyaXN0YS52MS5CdWxrSm9ic1JlcXVlc3QaHC5iYXJpc3RhLnYxLkJ1bGtKb2JzUmVzcG9uc2USRwoKQ2FuY2VsSm9icxIbLmJhcmlzdGEudjEuQnVsa0pvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5CdWxrSm9ic1Jlc3BvbnNlEkYKCVB1cmdlSm9icxIbLmJhcmlzdGEudjEuQnVsa0pvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5CdWxrSm9ic1Jlc3BvbnNlElcKDlVzYWdlU3RhdGVtZW50EiEuYmFyaXN0YS52MS5Vc2FnZVN0YXRlbWVudFJlcXVlc3QaIi5iYXJpc3RhLnYxLlVzYWdlU3RhdGVtZW50UmVzcG9uc2USZgoTRmFpcm5lc3NDZXJ0aWZpY2F0ZRImLmJhcmlzdGEudjEuRmFpcm5lc3NDZXJ0aWZpY2F0ZVJlcXVlc3QaJy5iYXJpc3RhLnYxLkZhaXJuZXNzQ2VydGlmaWNhdGVSZXNwb25zZRJJCg1TZXRLaW5kUG9saWN5EiAuYmFyaXN0YS52MS5TZXRLaW5kUG9saWN5UmVxdWVzdBoWLmJhcmlzdGEudjEuS2luZFBvbGljeRJdChBMaXN0S2luZFBvbGljaWVzEiMuYmFyaXN0YS52MS5MaXN0S2luZFBvbGljaWVzUmVxdWVzdBokLmJhcmlzdGEudjEuTGlzdEtpbmRQb2xpY2llc1Jlc3BvbnNlQidaJWdpdGh1Yi5jb20vYmFyaXN0YWhxL2JhcmlzdGEvcHJvdG87cGJiBnByb3RvMw", [file_types]);
+  fileDesc("CgxjbGllbnQucHJvdG8SCmJhcmlzdGEudjEi6QMKCFNjaGVkdWxlEg4KBnRlbmFudBgBIAEoCRIMCgRuYW1lGAIgASgJEgwKBHNwZWMYAyABKAkSDAoEem9uZRgEIAEoCRIkCgdvdmVybGFwGAUgASgOMhMuYmFyaXN0YS52MS5PdmVybGFwEhIKCmNhdGNodXBfbXMYBiABKAMSEQoJaml0dGVyX21zGAcgASgDEg4KBnBhdXNlZBgIIAEoCBImCgNqb2IYCSABKAsyGS5iYXJpc3RhLnYxLlN1Ym1pdFJlcXVlc3QSDwoHdmVyc2lvbhgKIAEoBBIQCghzaW5jZV9tcxgLIAEoAxIUCgxsYXN0X3Nsb3RfbXMYDCABKAMSFQoNbmV4dF9zbG90c19tcxgNIAMoAxIUCgxuZXh0X2ZpcmVfbXMYDiABKAMSDQoFZmlyZWQYDyABKAQSDwoHc2tpcHBlZBgQIAEoBBIOCgZtaXNzZWQYESABKAQSDwoHcmVmdXNlZBgSIAEoBBITCgtsYXN0X2pvYl9pZBgTIAEoBBIUCgxsaXZlX2pvYl9pZHMYFCADKAQSFQoNY3JlYXRlZF9hdF9tcxgVIAEoAxISCgpzcGVjX2Vycm9yGBYgASgJEiEKA25vdxgXIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3ci5wEKElNldFNjaGVkdWxlUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzcGVjGAMgASgJEgwKBHpvbmUYBCABKAkSJAoHb3ZlcmxhcBgFIAEoDjITLmJhcmlzdGEudjEuT3ZlcmxhcBIXCgpjYXRjaHVwX21zGAYgASgDSACIAQESEQoJaml0dGVyX21zGAcgASgDEg4KBnBhdXNlZBgIIAEoCBImCgNqb2IYCSABKAsyGS5iYXJpc3RhLnYxLlN1Ym1pdFJlcXVlc3RCDQoLX2NhdGNodXBfbXMiZwoSR2V0U2NoZWR1bGVSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIMCgRuYW1lGAIgASgJEiUKBHJlYWQYAyABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zEgwKBG5leHQYBCABKA0iggEKFExpc3RTY2hlZHVsZXNSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIlCgRyZWFkGAIgASgLMhcuYmFyaXN0YS52MS5SZWFkT3B0aW9ucxIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCRIMCgRuZXh0GAUgASgNIlkKFUxpc3RTY2hlZHVsZXNSZXNwb25zZRInCglzY2hlZHVsZXMYASADKAsyFC5iYXJpc3RhLnYxLlNjaGVkdWxlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJEChRQYXVzZVNjaGVkdWxlUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDAoEbmFtZRgCIAEoCRIOCgZyZXN1bWUYAyABKAgiQgoVUnVuU2NoZWR1bGVOb3dSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIMCgRuYW1lGAIgASgJEgsKA2tleRgDIAEoCSJGChZSdW5TY2hlZHVsZU5vd1Jlc3BvbnNlEg4KBmpvYl9pZBgBIAEoBBIPCgdjcmVhdGVkGAIgASgIEgsKA2tleRgDIAEoCSI1ChVEZWxldGVTY2hlZHVsZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEgwKBG5hbWUYAiABKAkiKQoWRGVsZXRlU2NoZWR1bGVSZXNwb25zZRIPCgdkZWxldGVkGAEgASgIIqYBCgpLaW5kUG9saWN5Eg4KBnRlbmFudBgBIAEoCRIMCgRraW5kGAIgASgJEhQKDG1heF9hdHRlbXB0cxgDIAEoDRIdChByZXRyeV9iYWNrb2ZmX21zGAQgASgDSACIAQESHAoUcmV0cnlfYmFja29mZl9tYXhfbXMYBSABKAMSEgoKdGltZW91dF9tcxgGIAEoA0ITChFfcmV0cnlfYmFja29mZl9tcyLAAQoUU2V0S2luZFBvbGljeVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEgwKBGtpbmQYAiABKAkSFAoMbWF4X2F0dGVtcHRzGAMgASgNEh0KEHJldHJ5X2JhY2tvZmZfbXMYBCABKANIAIgBARIcChRyZXRyeV9iYWNrb2ZmX21heF9tcxgFIAEoAxISCgp0aW1lb3V0X21zGAYgASgDEg4KBnJlbW92ZRgHIAEoCEITChFfcmV0cnlfYmFja29mZl9tcyIpChdMaXN0S2luZFBvbGljaWVzUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkiRAoYTGlzdEtpbmRQb2xpY2llc1Jlc3BvbnNlEigKCHBvbGljaWVzGAEgAygLMhYuYmFyaXN0YS52MS5LaW5kUG9saWN5ImcKDkV2aWRlbmNlV2luZG93EhIKCmZyb21faW5kZXgYASABKAQSEAoIdG9faW5kZXgYAiABKAQSDwoHYnlfdGltZRgDIAEoCBIPCgdmcm9tX21zGAQgASgDEg0KBXRvX21zGAUgASgDImMKFVVzYWdlU3RhdGVtZW50UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSKgoGd2luZG93GAIgASgLMhouYmFyaXN0YS52MS5FdmlkZW5jZVdpbmRvdxIOCgZmb3JtYXQYAyABKAkiOgoWVXNhZ2VTdGF0ZW1lbnRSZXNwb25zZRIQCghkb2N1bWVudBgBIAEoCRIOCgZmb3JtYXQYAiABKAkiWAoaRmFpcm5lc3NDZXJ0aWZpY2F0ZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEioKBndpbmRvdxgCIAEoCzIaLmJhcmlzdGEudjEuRXZpZGVuY2VXaW5kb3ciPwobRmFpcm5lc3NDZXJ0aWZpY2F0ZVJlc3BvbnNlEhAKCGRvY3VtZW50GAEgASgJEg4KBmRpZ2VzdBgCIAEoCSKFAQoLUGxhY2VJbkxpbmUSDQoFYWhlYWQYASABKAQSEQoJb3duX2FoZWFkGAIgASgEEhAKCGNvbXBsZXRlGAMgASgIEhoKEmVzdGltYXRlZF9zdGFydF9tcxgEIAEoAxIXCg9yYXRlX3Blcl9taW51dGUYBSABKAESDQoFc2hhcmUYBiABKAEiPQoMUGF1c2VSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRINCgVncm91cBgCIAEoCRIOCgZyZXN1bWUYAyABKAgiMAoNUGF1c2VSZXNwb25zZRIOCgZwYXVzZWQYASABKAkSDwoHY2hhbmdlZBgCIAEoCCK7AQoPQnVsa0pvYnNSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIPCgdqb2JfaWRzGAIgAygEEiUKBmZpbHRlchgDIAEoCzIVLmJhcmlzdGEudjEuSm9iRmlsdGVyEhAKCHNpbmNlX21zGAQgASgDEhIKCnBhZ2VfdG9rZW4YBSABKAkSFAoMbWF4X2F0dGVtcHRzGAYgASgNEhMKC3JlcXVlc3Rfa2V5GAcgASgJEg8KB2RyeV9ydW4YCCABKAgirgEKEEJ1bGtKb2JzUmVzcG9uc2USIwoFaXRlbXMYASADKAsyFC5iYXJpc3RhLnYxLkJ1bGtJdGVtEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIMCgRkb25lGAMgASgEEg8KB3NraXBwZWQYBCABKAQSEQoJZHVwbGljYXRlGAUgASgIEg8KB3N0b3BwZWQYBiABKAkSGQoRc3VibWl0dGVkX2Zyb21fbXMYByABKAMiuQMKDVN1Ym1pdFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEhwKD2lkZW1wb3RlbmN5X2tleRgCIAEoCUgAiAEBEhAKCGpvYl90eXBlGAMgASgJEh4KBHNpemUYBCABKA4yEC5iYXJpc3RhLnYxLlNpemUSEwoLZXN0X2Nvc3RfbXMYBSABKAMSDwoHcGF5bG9hZBgGIAEoDBIUCgxtYXhfYXR0ZW1wdHMYByABKA0SEgoKdGltZW91dF9tcxgIIAEoAxIgCgVjbGFzcxgeIAEoDjIRLmJhcmlzdGEudjEuQ2xhc3MSEwoLZGVhZGxpbmVfbXMYHyABKAMSDQoFZ3JvdXAYKCABKAkSEAoIZGVsYXlfbXMYRiABKAMSEQoJZXhwaXJlX21zGEcgASgDEh0KEHJldHJ5X2JhY2tvZmZfbXMYSCABKANIAYgBARIMCgRwb29sGHggASgJEiIKBGZvcm0YggEgASgOMhMuYmFyaXN0YS52MS5Kb2JGb3JtEhMKCnJldHVybl9qb2IYjAEgASgIQhIKEF9pZGVtcG90ZW5jeV9rZXlCEwoRX3JldHJ5X2JhY2tvZmZfbXMiTwoOU3VibWl0UmVzcG9uc2USDgoGam9iX2lkGAEgASgEEg8KB2NyZWF0ZWQYAiABKAgSHAoDam9iGAMgASgLMg8uYmFyaXN0YS52MS5Kb2IiHAoLUmVhZE9wdGlvbnMSDQoFc3RhbGUYASABKAgiVgoNR2V0Sm9iUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDgoGam9iX2lkGAIgASgEEiUKBHJlYWQYAyABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIr8GCgNKb2ISDgoGam9iX2lkGAEgASgEEg4KBnRlbmFudBgCIAEoCRINCgVzdGF0ZRgDIAEoCRIPCgdhdHRlbXB0GAQgASgNEhAKCGZhaWx1cmVzGAUgASgNEhQKDG1heF9hdHRlbXB0cxgGIAEoDRIeCgRzaXplGAcgASgOMhAuYmFyaXN0YS52MS5TaXplEhMKC2VzdF9jb3N0X21zGAggASgDEg4KBmNwdV9tcxgJIAEoAxIQCghqb2JfdHlwZRgKIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCyABKAkSFwoPc3VibWl0dGVkX2F0X21zGAwgASgDEhMKC2VuZGVkX2F0X21zGA0gASgDEhEKCXdvcmtlcl9pZBgOIAEoCRIRCglleGl0X2NvZGUYDyABKAUSEwoLc3RkZXJyX3RhaWwYECABKAkSDgoGY2FuY2VsGBEgASgJEhIKCnRpbWVvdXRfbXMYEiABKAMSFAoMc3RhcnRfdGFnX21zGBMgASgJEg8KB3BheWxvYWQYFCABKAwSEgoKaGFzX3Jlc3VsdBgVIAEoCBIZChFzdWJtaXR0ZWRfd2FsbF9tcxgWIAEoAxIVCg1lbmRlZF93YWxsX21zGBcgASgDEhMKC3N0ZG91dF90YWlsGBggASgJEhIKCmNwdV9zb3VyY2UYGSABKAkSDwoHZmFpbHVyZRgaIAEoCRIPCgdzbm9vemVzGBsgASgNEiAKBWNsYXNzGB4gASgOMhEuYmFyaXN0YS52MS5DbGFzcxIWCg5kZWFkbGluZV9hdF9tcxgfIAEoAxISCgplc3Rfc291cmNlGCAgASgJEhcKD2RlYWRsaW5lX21pc3NlZBghIAEoCBINCgVncm91cBgoIAEoCRIRCglkdWVfYXRfbXMYRiABKAMSFAoMZXhwaXJlX2F0X21zGEcgASgDEgwKBHBvb2wYeCABKAkSJwoFcGxhY2UYggEgASgLMhcuYmFyaXN0YS52MS5QbGFjZUluTGluZRIiCgRmb3JtGIMBIAEoDjITLmJhcmlzdGEudjEuSm9iRm9ybRIhCgNub3cYXyABKAsyFC5iYXJpc3RhLnYxLkNsb2NrTm93IjIKEFJ1bkpvYk5vd1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEg4KBmpvYl9pZBgCIAEoBCIiChFSdW5Kb2JOb3dSZXNwb25zZRINCgVzdGF0ZRgBIAEoCSLRAQoPTGlzdEpvYnNSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRINCgVzdGF0ZRgCIAEoCRIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCRIlCgRyZWFkGAUgASgLMhcuYmFyaXN0YS52MS5SZWFkT3B0aW9ucxIXCg9pbmNsdWRlX3BheWxvYWQYBiABKAgSFAoMbmV3ZXN0X2ZpcnN0GAcgASgIEhQKDG9sZGVzdF9maXJzdBgIIAEoCBIMCgRwb29sGHggASgJIkoKEExpc3RKb2JzUmVzcG9uc2USHQoEam9icxgBIAMoCzIPLmJhcmlzdGEudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIyChBDYW5jZWxKb2JSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIOCgZqb2JfaWQYAiABKAQiPAoRQ2FuY2VsSm9iUmVzcG9uc2USDQoFc3RhdGUYASABKAkSGAoQY2FuY2VsX3JlcXVlc3RlZBgCIAEoCCJvChJXYXRjaEV2ZW50c1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEhAKCGZyb21fc2VxGAIgASgEEg4KBmpvYl9pZBgDIAEoBBITCgtmcm9tX29sZGVzdBgEIAEoCBISCgp1bnRpbF9pZGxlGAUgASgIIi8KCENsb2NrTm93EhIKCmNsdXN0ZXJfbXMYASABKAMSDwoHd2FsbF9tcxgCIAEoAyKLAgoFRXZlbnQSCwoDc2VxGAEgASgEEg4KBmpvYl9pZBgCIAEoBBIOCgZ0ZW5hbnQYAyABKAkSDwoHYXR0ZW1wdBgEIAEoDRIMCgRraW5kGAUgASgJEg0KBWF0X21zGAYgASgDEhEKCXdvcmtlcl9pZBgHIAEoCRIOCgZjcHVfbXMYCCABKAMSEQoJZXhpdF9jb2RlGAkgASgFEg4KBnJlYXNvbhgKIAEoCRIPCgd3YWxsX21zGBQgASgDEg0KBWdyb3VwGFAgASgJEgwKBHBvb2wYeCABKAkSEQoIc2NoZWR1bGUYjAEgASgJEhAKB3Nsb3RfbXMYjQEgASgDEg4KBXNsb3RzGI4BIAEoBCJfChJUZW5hbnRVc2FnZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEiUKBHJlYWQYAiABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zEhIKCnRvcF9ncm91cHMYKCABKA0ihQUKE1RlbmFudFVzYWdlUmVzcG9uc2USDgoGdGVuYW50GAEgASgJEh4KBHRpZXIYAiABKA4yEC5iYXJpc3RhLnYxLlRpZXISDwoHcnVubmluZxgDIAEoDRIXCg9ydW5uaW5nX2J5X3NpemUYBCADKA0SDgoGcXVldWVkGAUgASgNEhYKDnF1ZXVlZF9ieV9zaXplGAYgAygNEhcKD2luZmxpZ2h0X2NwdV9tcxgHIAEoAxIVCg1jcHVfYmlsbGVkX21zGAggASgDEhUKDXpvbWJpZV9jcHVfbXMYCSABKAMSDgoGd2VpZ2h0GAogASgBEhUKDWZpbmlzaF90YWdfbXMYCyABKAkSFgoOdmlydHVhbF9ub3dfbXMYDCABKAkSEAoIdXNhZ2VfbXMYDSABKAMSEQoJc3VibWl0dGVkGA4gASgEEhIKCmRpc3BhdGNoZXMYDyABKAQSEQoJY29tcGxldGVkGBAgASgEEg4KBmZhaWxlZBgRIAEoBBIRCgljYW5jZWxsZWQYEiABKAQSEQoJdGltZWRfb3V0GBMgASgEEhAKCGZhaWx1cmVzGBQgASgEEhAKCHJlcXVldWVzGBUgASgEEiYKBmdyb3VwcxgoIAMoCzIWLmJhcmlzdGEudjEuR3JvdXBVc2FnZRITCgtncm91cF9jb3VudBgpIAEoDRIOCgZwYXVzZWQYUCABKAkSDAoEcmF0ZRhRIAEoCRISCgpyYXRlX2J1cnN0GFIgASgNEhsKE3JhdGVfZWxpZ2libGVfYXRfbXMYUyABKAMSEQoJc2NoZWR1bGVkGEYgASgNEiEKA25vdxhfIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3ciSgoKR3JvdXBVc2FnZRIMCgRuYW1lGAEgASgJEg8KB3J1bm5pbmcYAiABKA0SDgoGcXVldWVkGAMgASgNEg0KBWxpbWl0GAQgASgNIugBCgVHcm91cBIOCgZ0ZW5hbnQYASABKAkSDAoEbmFtZRgCIAEoCRILCgNjYXAYAyABKAkSEgoKdGVuYW50X2NhcBgEIAEoDRINCgVsaW1pdBgFIAEoDRIPCgdydW5uaW5nGAYgASgNEg4KBnF1ZXVlZBgHIAEoDRIMCgRyYXRlGFAgASgJEhIKCnJhdGVfYnVyc3QYUSABKA0SGwoTcmF0ZV9lbGlnaWJsZV9hdF9tcxhSIAEoAxIOCgZwYXVzZWQYUyABKAkSIQoDbm93GF8gASgLMhQuYmFyaXN0YS52MS5DbG9ja05vdyJaCg9TZXRHcm91cFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg0KBWdyb3VwGAIgASgJEgsKA2NhcBgDIAEoCRIMCgRyYXRlGFAgASgJEg0KBWJ1cnN0GFEgASgNIlcKD0dldEdyb3VwUmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSDQoFZ3JvdXAYAiABKAkSJQoEcmVhZBgDIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMicQoRTGlzdEdyb3Vwc1JlcXVlc3QSDgoGdGVuYW50GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJEiUKBHJlYWQYBCABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIlAKEkxpc3RHcm91cHNSZXNwb25zZRIhCgZncm91cHMYASADKAsyES5iYXJpc3RhLnYxLkdyb3VwEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI9ChJTdWJtaXRCYXRjaFJlcXVlc3QSJwoEam9icxgBIAMoCzIZLmJhcmlzdGEudjEuU3VibWl0UmVxdWVzdCKFAQoMU3VibWl0UmVzdWx0Eg4KBmpvYl9pZBgBIAEoBBIPCgdjcmVhdGVkGAIgASgIEg4KBnN0YXR1cxgGIAEoDBINCgVlcnJvchgDIAEoCRIOCgZyZWFzb24YBCABKAkSFgoOcmV0cnlfYWZ0ZXJfbXMYBSABKAMSDQoFZmllbGQYByABKAkiQAoTU3VibWl0QmF0Y2hSZXNwb25zZRIpCgdyZXN1bHRzGAEgAygLMhguYmFyaXN0YS52MS5TdWJtaXRSZXN1bHQiMwoRRXhwbGFpbkpvYlJlcXVlc3QSDgoGdGVuYW50GAEgASgJEg4KBmpvYl9pZBgCIAEoBCKoBAoSRXhwbGFpbkpvYlJlc3BvbnNlEg4KBmpvYl9pZBgBIAEoBBIOCgZyZWFzb24YAiABKAkSDAoEdGV4dBgDIAEoCRIeCgRzaXplGAQgASgOMhAuYmFyaXN0YS52MS5TaXplEiAKBWNsYXNzGAUgASgOMhEuYmFyaXN0YS52MS5DbGFzcxIQCghwb3NpdGlvbhgGIAEoBBIOCgZ2ZXJ0ZXgYByABKAkSDwoHY3VycmVudBgIIAEoAxINCgVsaW1pdBgJIAEoAxINCgVhaGVhZBgKIAEoBBIOCgZ0YWdfbXMYCyABKAkSDwoHdm5vd19tcxgMIAEoCRIRCgl3b3JrZXJfaWQYDSABKAkSDgoGZHVlX21zGA4gASgDEhYKDmVsaWdpYmxlX2F0X21zGA8gASgDEg0KBWdyb3VwGCggASgJEhMKC2dyb3VwX29yZGVyGCkgASgJEhcKD2ZpdHRpbmdfd29ya2VycxgqIAEoDRIUCgx3b3JrZXJzX2J1c3kYKyABKAgSJwoFcGxhY2UYggEgASgLMhcuYmFyaXN0YS52MS5QbGFjZUluTGluZRINCgRraW5kGIMBIAEoCRIRCghzY2hlZHVsZRiWASABKAkSGQoQc2NoZWR1bGVfc2xvdF9tcxiXASABKAMSGQoQc2NoZWR1bGVfcnVuX2tleRiYASABKAkSIQoDbm93GF8gASgLMhQuYmFyaXN0YS52MS5DbG9ja05vdzKrDwoGQ2xpZW50Ej8KBlN1Ym1pdBIZLmJhcmlzdGEudjEuU3VibWl0UmVxdWVzdBoaLmJhcmlzdGEudjEuU3VibWl0UmVzcG9uc2USTgoLU3VibWl0QmF0Y2gSHi5iYXJpc3RhLnYxLlN1Ym1pdEJhdGNoUmVxdWVzdBofLmJhcmlzdGEudjEuU3VibWl0QmF0Y2hSZXNwb25zZRI0CgZHZXRKb2ISGS5iYXJpc3RhLnYxLkdldEpvYlJlcXVlc3QaDy5iYXJpc3RhLnYxLkpvYhJFCghMaXN0Sm9icxIbLmJhcmlzdGEudjEuTGlzdEpvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5MaXN0Sm9ic1Jlc3BvbnNlEkgKCUNhbmNlbEpvYhIcLmJhcmlzdGEudjEuQ2FuY2VsSm9iUmVxdWVzdBodLmJhcmlzdGEudjEuQ2FuY2VsSm9iUmVzcG9uc2USQgoLV2F0Y2hFdmVudHMSHi5iYXJpc3RhLnYxLldhdGNoRXZlbnRzUmVxdWVzdBoRLmJhcmlzdGEudjEuRXZlbnQwARJOCgtUZW5hbnRVc2FnZRIeLmJhcmlzdGEudjEuVGVuYW50VXNhZ2VSZXF1ZXN0Gh8uYmFyaXN0YS52MS5UZW5hbnRVc2FnZVJlc3BvbnNlEksKCkV4cGxhaW5Kb2ISHS5iYXJpc3RhLnYxLkV4cGxhaW5Kb2JSZXF1ZXN0Gh4uYmFyaXN0YS52MS5FeHBsYWluSm9iUmVzcG9uc2USOgoIU2V0R3JvdXASGy5iYXJpc3RhLnYxLlNldEdyb3VwUmVxdWVzdBoRLmJhcmlzdGEudjEuR3JvdXASOgoIR2V0R3JvdXASGy5iYXJpc3RhLnYxLkdldEdyb3VwUmVxdWVzdBoRLmJhcmlzdGEudjEuR3JvdXASSwoKTGlzdEdyb3VwcxIdLmJhcmlzdGEudjEuTGlzdEdyb3Vwc1JlcXVlc3QaHi5iYXJpc3RhLnYxLkxpc3RHcm91cHNSZXNwb25zZRJICglSdW5Kb2JOb3cSHC5iYXJpc3RhLnYxLlJ1bkpvYk5vd1JlcXVlc3QaHS5iYXJpc3RhLnYxLlJ1bkpvYk5vd1Jlc3BvbnNlEjwKBVBhdXNlEhguYmFyaXN0YS52MS5QYXVzZVJlcXVlc3QaGS5iYXJpc3RhLnYxLlBhdXNlUmVzcG9uc2USRAoHUmVkcml2ZRIbLmJhcmlzdGEudjEuQnVsa0pvYnNSZXF1ZXN0GhwuYmFyaXN0YS52MS5CdWxrSm9ic1Jlc3BvbnNlEkcKCkNhbmNlbEpvYnMSGy5iYXJpc3RhLnYxLkJ1bGtKb2JzUmVxdWVzdBocLmJhcmlzdGEudjEuQnVsa0pvYnNSZXNwb25zZRJGCglQdXJnZUpvYnMSGy5iYXJpc3RhLnYxLkJ1bGtKb2JzUmVxdWVzdBocLmJhcmlzdGEudjEuQnVsa0pvYnNSZXNwb25zZRJXCg5Vc2FnZVN0YXRlbWVudBIhLmJhcmlzdGEudjEuVXNhZ2VTdGF0ZW1lbnRSZXF1ZXN0GiIuYmFyaXN0YS52MS5Vc2FnZVN0YXRlbWVudFJlc3BvbnNlEmYKE0ZhaXJuZXNzQ2VydGlmaWNhdGUSJi5iYXJpc3RhLnYxLkZhaXJuZXNzQ2VydGlmaWNhdGVSZXF1ZXN0GicuYmFyaXN0YS52MS5GYWlybmVzc0NlcnRpZmljYXRlUmVzcG9uc2USSQoNU2V0S2luZFBvbGljeRIgLmJhcmlzdGEudjEuU2V0S2luZFBvbGljeVJlcXVlc3QaFi5iYXJpc3RhLnYxLktpbmRQb2xpY3kSXQoQTGlzdEtpbmRQb2xpY2llcxIjLmJhcmlzdGEudjEuTGlzdEtpbmRQb2xpY2llc1JlcXVlc3QaJC5iYXJpc3RhLnYxLkxpc3RLaW5kUG9saWNpZXNSZXNwb25zZRJDCgtTZXRTY2hlZHVsZRIeLmJhcmlzdGEudjEuU2V0U2NoZWR1bGVSZXF1ZXN0GhQuYmFyaXN0YS52MS5TY2hlZHVsZRJDCgtHZXRTY2hlZHVsZRIeLmJhcmlzdGEudjEuR2V0U2NoZWR1bGVSZXF1ZXN0GhQuYmFyaXN0YS52MS5TY2hlZHVsZRJUCg1MaXN0U2NoZWR1bGVzEiAuYmFyaXN0YS52MS5MaXN0U2NoZWR1bGVzUmVxdWVzdBohLmJhcmlzdGEudjEuTGlzdFNjaGVkdWxlc1Jlc3BvbnNlEkcKDVBhdXNlU2NoZWR1bGUSIC5iYXJpc3RhLnYxLlBhdXNlU2NoZWR1bGVSZXF1ZXN0GhQuYmFyaXN0YS52MS5TY2hlZHVsZRJXCg5SdW5TY2hlZHVsZU5vdxIhLmJhcmlzdGEudjEuUnVuU2NoZWR1bGVOb3dSZXF1ZXN0GiIuYmFyaXN0YS52MS5SdW5TY2hlZHVsZU5vd1Jlc3BvbnNlElcKDkRlbGV0ZVNjaGVkdWxlEiEuYmFyaXN0YS52MS5EZWxldGVTY2hlZHVsZVJlcXVlc3QaIi5iYXJpc3RhLnYxLkRlbGV0ZVNjaGVkdWxlUmVzcG9uc2VCJ1olZ2l0aHViLmNvbS9iYXJpc3RhaHEvYmFyaXN0YS9wcm90bztwYmIGcHJvdG8z", [file_types]);
+
+/**
+ * Schedule is a tenant's schedule (SPEC §3 "Schedules"): its definition,
+ * where its slots stand, and what its fires did. Times are cluster time
+ * in ms (a person is shown them at the wall time now gives).
+ *
+ * @generated from message barista.v1.Schedule
+ */
+export type Schedule = Message<"barista.v1.Schedule"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * spec: five cron fields (minute hour day-of-month month day-of-week),
+   * a macro (@yearly, @monthly, @weekly, @daily, @hourly, ...) or "@every
+   * D" (D >= 1 s, slots at the multiples of D since the Unix epoch).
+   *
+   * @generated from field: string spec = 3;
+   */
+  spec: string;
+
+  /**
+   * the IANA zone the cron fields read; "UTC" by default
+   *
+   * @generated from field: string zone = 4;
+   */
+  zone: string;
+
+  /**
+   * @generated from field: barista.v1.Overlap overlap = 5;
+   */
+  overlap: Overlap;
+
+  /**
+   * @generated from field: int64 catchup_ms = 6;
+   */
+  catchupMs: bigint;
+
+  /**
+   * @generated from field: int64 jitter_ms = 7;
+   */
+  jitterMs: bigint;
+
+  /**
+   * @generated from field: bool paused = 8;
+   */
+  paused: boolean;
+
+  /**
+   * job is what each fire submits (tenant and idempotency key are the
+   * schedule's).
+   *
+   * @generated from field: barista.v1.SubmitRequest job = 9;
+   */
+  job?: SubmitRequest;
+
+  /**
+   * version moves on at every change of the definition.
+   *
+   * @generated from field: uint64 version = 10;
+   */
+  version: bigint;
+
+  /**
+   * since_ms: slots after it fire (the version's start, or the resume).
+   *
+   * @generated from field: int64 since_ms = 11;
+   */
+  sinceMs: bigint;
+
+  /**
+   * last_slot_ms is the newest slot spent (fired, skipped, refused or
+   * missed); 0: none yet.
+   *
+   * @generated from field: int64 last_slot_ms = 12;
+   */
+  lastSlotMs: bigint;
+
+  /**
+   * next_slots_ms are the next slots after the last one spent (cluster
+   * time, before jitter), computed by the answering node; none while
+   * paused.
+   *
+   * @generated from field: repeated int64 next_slots_ms = 13;
+   */
+  nextSlotsMs: bigint[];
+
+  /**
+   * next_fire_ms is when the first of them is fired: its slot plus its
+   * jitter (0: none).
+   *
+   * @generated from field: int64 next_fire_ms = 14;
+   */
+  nextFireMs: bigint;
+
+  /**
+   * slots that submitted a job, and run-nows
+   *
+   * @generated from field: uint64 fired = 15;
+   */
+  fired: bigint;
+
+  /**
+   * slots not fired for the overlap policy
+   *
+   * @generated from field: uint64 skipped = 16;
+   */
+  skipped: bigint;
+
+  /**
+   * slots further behind than catch-up, never fired
+   *
+   * @generated from field: uint64 missed = 17;
+   */
+  missed: bigint;
+
+  /**
+   * fires whose submit was refused (quota, ...)
+   *
+   * @generated from field: uint64 refused = 18;
+   */
+  refused: bigint;
+
+  /**
+   * @generated from field: uint64 last_job_id = 19;
+   */
+  lastJobId: bigint;
+
+  /**
+   * live_job_ids are its jobs not yet ended, as the overlap policy sees
+   * them (none under allow).
+   *
+   * @generated from field: repeated uint64 live_job_ids = 20;
+   */
+  liveJobIds: bigint[];
+
+  /**
+   * @generated from field: int64 created_at_ms = 21;
+   */
+  createdAtMs: bigint;
+
+  /**
+   * spec_error says why the answering node cannot compute the slots
+   * (empty: it can).
+   *
+   * @generated from field: string spec_error = 22;
+   */
+  specError: string;
+
+  /**
+   * now is the answering node's cluster time and wall clock.
+   *
+   * @generated from field: barista.v1.ClockNow now = 23;
+   */
+  now?: ClockNow;
+};
+
+/**
+ * Describes the message barista.v1.Schedule.
+ * Use `create(ScheduleSchema)` to create a new message.
+ */
+export const ScheduleSchema: GenMessage<Schedule> = /*@__PURE__*/
+  messageDesc(file_client, 0);
+
+/**
+ * @generated from message barista.v1.SetScheduleRequest
+ */
+export type SetScheduleRequest = Message<"barista.v1.SetScheduleRequest"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string spec = 3;
+   */
+  spec: string;
+
+  /**
+   * @generated from field: string zone = 4;
+   */
+  zone: string;
+
+  /**
+   * @generated from field: barista.v1.Overlap overlap = 5;
+   */
+  overlap: Overlap;
+
+  /**
+   * catchup_ms: how far behind cluster time a slot may still fire after
+   * no leader could fire it (absent: 60 s; 1 s .. 365 days).
+   *
+   * @generated from field: optional int64 catchup_ms = 6;
+   */
+  catchupMs?: bigint;
+
+  /**
+   * jitter_ms: slot T is fired at T + hash(tenant, name, T) mod jitter
+   * (0 .. 24 h); the key and the last slot still say T.
+   *
+   * @generated from field: int64 jitter_ms = 7;
+   */
+  jitterMs: bigint;
+
+  /**
+   * @generated from field: bool paused = 8;
+   */
+  paused: boolean;
+
+  /**
+   * job: every field of a submit, but tenant and idempotency_key (the
+   * schedule's own).
+   *
+   * @generated from field: barista.v1.SubmitRequest job = 9;
+   */
+  job?: SubmitRequest;
+};
+
+/**
+ * Describes the message barista.v1.SetScheduleRequest.
+ * Use `create(SetScheduleRequestSchema)` to create a new message.
+ */
+export const SetScheduleRequestSchema: GenMessage<SetScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_client, 1);
+
+/**
+ * @generated from message barista.v1.GetScheduleRequest
+ */
+export type GetScheduleRequest = Message<"barista.v1.GetScheduleRequest"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: barista.v1.ReadOptions read = 3;
+   */
+  read?: ReadOptions;
+
+  /**
+   * next: how many next slots to compute (default 5, at most 100).
+   *
+   * @generated from field: uint32 next = 4;
+   */
+  next: number;
+};
+
+/**
+ * Describes the message barista.v1.GetScheduleRequest.
+ * Use `create(GetScheduleRequestSchema)` to create a new message.
+ */
+export const GetScheduleRequestSchema: GenMessage<GetScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_client, 2);
+
+/**
+ * @generated from message barista.v1.ListSchedulesRequest
+ */
+export type ListSchedulesRequest = Message<"barista.v1.ListSchedulesRequest"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: barista.v1.ReadOptions read = 2;
+   */
+  read?: ReadOptions;
+
+  /**
+   * default 100, at most 1000
+   *
+   * @generated from field: uint32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * the name to start after
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+
+  /**
+   * next: how many next slots of each (default 1, at most 100).
+   *
+   * @generated from field: uint32 next = 5;
+   */
+  next: number;
+};
+
+/**
+ * Describes the message barista.v1.ListSchedulesRequest.
+ * Use `create(ListSchedulesRequestSchema)` to create a new message.
+ */
+export const ListSchedulesRequestSchema: GenMessage<ListSchedulesRequest> = /*@__PURE__*/
+  messageDesc(file_client, 3);
+
+/**
+ * @generated from message barista.v1.ListSchedulesResponse
+ */
+export type ListSchedulesResponse = Message<"barista.v1.ListSchedulesResponse"> & {
+  /**
+   * @generated from field: repeated barista.v1.Schedule schedules = 1;
+   */
+  schedules: Schedule[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message barista.v1.ListSchedulesResponse.
+ * Use `create(ListSchedulesResponseSchema)` to create a new message.
+ */
+export const ListSchedulesResponseSchema: GenMessage<ListSchedulesResponse> = /*@__PURE__*/
+  messageDesc(file_client, 4);
+
+/**
+ * @generated from message barista.v1.PauseScheduleRequest
+ */
+export type PauseScheduleRequest = Message<"barista.v1.PauseScheduleRequest"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: bool resume = 3;
+   */
+  resume: boolean;
+};
+
+/**
+ * Describes the message barista.v1.PauseScheduleRequest.
+ * Use `create(PauseScheduleRequestSchema)` to create a new message.
+ */
+export const PauseScheduleRequestSchema: GenMessage<PauseScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_client, 5);
+
+/**
+ * @generated from message barista.v1.RunScheduleNowRequest
+ */
+export type RunScheduleNowRequest = Message<"barista.v1.RunScheduleNowRequest"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * key makes the fire idempotent: 1..64 bytes of [A-Za-z0-9._:@-];
+   * empty: the node makes one (a resend of the call fires again).
+   *
+   * @generated from field: string key = 3;
+   */
+  key: string;
+};
+
+/**
+ * Describes the message barista.v1.RunScheduleNowRequest.
+ * Use `create(RunScheduleNowRequestSchema)` to create a new message.
+ */
+export const RunScheduleNowRequestSchema: GenMessage<RunScheduleNowRequest> = /*@__PURE__*/
+  messageDesc(file_client, 6);
+
+/**
+ * @generated from message barista.v1.RunScheduleNowResponse
+ */
+export type RunScheduleNowResponse = Message<"barista.v1.RunScheduleNowResponse"> & {
+  /**
+   * @generated from field: uint64 job_id = 1;
+   */
+  jobId: bigint;
+
+  /**
+   * false: the key had fired this job already
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+
+  /**
+   * @generated from field: string key = 3;
+   */
+  key: string;
+};
+
+/**
+ * Describes the message barista.v1.RunScheduleNowResponse.
+ * Use `create(RunScheduleNowResponseSchema)` to create a new message.
+ */
+export const RunScheduleNowResponseSchema: GenMessage<RunScheduleNowResponse> = /*@__PURE__*/
+  messageDesc(file_client, 7);
+
+/**
+ * @generated from message barista.v1.DeleteScheduleRequest
+ */
+export type DeleteScheduleRequest = Message<"barista.v1.DeleteScheduleRequest"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message barista.v1.DeleteScheduleRequest.
+ * Use `create(DeleteScheduleRequestSchema)` to create a new message.
+ */
+export const DeleteScheduleRequestSchema: GenMessage<DeleteScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_client, 8);
+
+/**
+ * @generated from message barista.v1.DeleteScheduleResponse
+ */
+export type DeleteScheduleResponse = Message<"barista.v1.DeleteScheduleResponse"> & {
+  /**
+   * @generated from field: bool deleted = 1;
+   */
+  deleted: boolean;
+};
+
+/**
+ * Describes the message barista.v1.DeleteScheduleResponse.
+ * Use `create(DeleteScheduleResponseSchema)` to create a new message.
+ */
+export const DeleteScheduleResponseSchema: GenMessage<DeleteScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_client, 9);
 
 /**
  * KindPolicy is the retry policy of a kind: for one tenant, or every
@@ -63,7 +523,7 @@ export type KindPolicy = Message<"barista.v1.KindPolicy"> & {
  * Use `create(KindPolicySchema)` to create a new message.
  */
 export const KindPolicySchema: GenMessage<KindPolicy> = /*@__PURE__*/
-  messageDesc(file_client, 0);
+  messageDesc(file_client, 10);
 
 /**
  * @generated from message barista.v1.SetKindPolicyRequest
@@ -113,7 +573,7 @@ export type SetKindPolicyRequest = Message<"barista.v1.SetKindPolicyRequest"> & 
  * Use `create(SetKindPolicyRequestSchema)` to create a new message.
  */
 export const SetKindPolicyRequestSchema: GenMessage<SetKindPolicyRequest> = /*@__PURE__*/
-  messageDesc(file_client, 1);
+  messageDesc(file_client, 11);
 
 /**
  * @generated from message barista.v1.ListKindPoliciesRequest
@@ -130,7 +590,7 @@ export type ListKindPoliciesRequest = Message<"barista.v1.ListKindPoliciesReques
  * Use `create(ListKindPoliciesRequestSchema)` to create a new message.
  */
 export const ListKindPoliciesRequestSchema: GenMessage<ListKindPoliciesRequest> = /*@__PURE__*/
-  messageDesc(file_client, 2);
+  messageDesc(file_client, 12);
 
 /**
  * @generated from message barista.v1.ListKindPoliciesResponse
@@ -147,7 +607,7 @@ export type ListKindPoliciesResponse = Message<"barista.v1.ListKindPoliciesRespo
  * Use `create(ListKindPoliciesResponseSchema)` to create a new message.
  */
 export const ListKindPoliciesResponseSchema: GenMessage<ListKindPoliciesResponse> = /*@__PURE__*/
-  messageDesc(file_client, 3);
+  messageDesc(file_client, 13);
 
 /**
  * EvidenceWindow is the part of the log a statement or certificate
@@ -191,7 +651,7 @@ export type EvidenceWindow = Message<"barista.v1.EvidenceWindow"> & {
  * Use `create(EvidenceWindowSchema)` to create a new message.
  */
 export const EvidenceWindowSchema: GenMessage<EvidenceWindow> = /*@__PURE__*/
-  messageDesc(file_client, 4);
+  messageDesc(file_client, 14);
 
 /**
  * @generated from message barista.v1.UsageStatementRequest
@@ -220,7 +680,7 @@ export type UsageStatementRequest = Message<"barista.v1.UsageStatementRequest"> 
  * Use `create(UsageStatementRequestSchema)` to create a new message.
  */
 export const UsageStatementRequestSchema: GenMessage<UsageStatementRequest> = /*@__PURE__*/
-  messageDesc(file_client, 5);
+  messageDesc(file_client, 15);
 
 /**
  * @generated from message barista.v1.UsageStatementResponse
@@ -245,7 +705,7 @@ export type UsageStatementResponse = Message<"barista.v1.UsageStatementResponse"
  * Use `create(UsageStatementResponseSchema)` to create a new message.
  */
 export const UsageStatementResponseSchema: GenMessage<UsageStatementResponse> = /*@__PURE__*/
-  messageDesc(file_client, 6);
+  messageDesc(file_client, 16);
 
 /**
  * @generated from message barista.v1.FairnessCertificateRequest
@@ -267,7 +727,7 @@ export type FairnessCertificateRequest = Message<"barista.v1.FairnessCertificate
  * Use `create(FairnessCertificateRequestSchema)` to create a new message.
  */
 export const FairnessCertificateRequestSchema: GenMessage<FairnessCertificateRequest> = /*@__PURE__*/
-  messageDesc(file_client, 7);
+  messageDesc(file_client, 17);
 
 /**
  * @generated from message barista.v1.FairnessCertificateResponse
@@ -291,7 +751,7 @@ export type FairnessCertificateResponse = Message<"barista.v1.FairnessCertificat
  * Use `create(FairnessCertificateResponseSchema)` to create a new message.
  */
 export const FairnessCertificateResponseSchema: GenMessage<FairnessCertificateResponse> = /*@__PURE__*/
-  messageDesc(file_client, 8);
+  messageDesc(file_client, 18);
 
 /**
  * PlaceInLine is a queued job's place in line in its pool (SPEC §3
@@ -353,7 +813,7 @@ export type PlaceInLine = Message<"barista.v1.PlaceInLine"> & {
  * Use `create(PlaceInLineSchema)` to create a new message.
  */
 export const PlaceInLineSchema: GenMessage<PlaceInLine> = /*@__PURE__*/
-  messageDesc(file_client, 9);
+  messageDesc(file_client, 19);
 
 /**
  * @generated from message barista.v1.PauseRequest
@@ -382,7 +842,7 @@ export type PauseRequest = Message<"barista.v1.PauseRequest"> & {
  * Use `create(PauseRequestSchema)` to create a new message.
  */
 export const PauseRequestSchema: GenMessage<PauseRequest> = /*@__PURE__*/
-  messageDesc(file_client, 10);
+  messageDesc(file_client, 20);
 
 /**
  * @generated from message barista.v1.PauseResponse
@@ -408,7 +868,7 @@ export type PauseResponse = Message<"barista.v1.PauseResponse"> & {
  * Use `create(PauseResponseSchema)` to create a new message.
  */
 export const PauseResponseSchema: GenMessage<PauseResponse> = /*@__PURE__*/
-  messageDesc(file_client, 11);
+  messageDesc(file_client, 21);
 
 /**
  * BulkJobsRequest chooses a tenant's jobs for Redrive, CancelJobs or
@@ -476,7 +936,7 @@ export type BulkJobsRequest = Message<"barista.v1.BulkJobsRequest"> & {
  * Use `create(BulkJobsRequestSchema)` to create a new message.
  */
 export const BulkJobsRequestSchema: GenMessage<BulkJobsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 12);
+  messageDesc(file_client, 22);
 
 /**
  * @generated from message barista.v1.BulkJobsResponse
@@ -535,7 +995,7 @@ export type BulkJobsResponse = Message<"barista.v1.BulkJobsResponse"> & {
  * Use `create(BulkJobsResponseSchema)` to create a new message.
  */
 export const BulkJobsResponseSchema: GenMessage<BulkJobsResponse> = /*@__PURE__*/
-  messageDesc(file_client, 13);
+  messageDesc(file_client, 23);
 
 /**
  * @generated from message barista.v1.SubmitRequest
@@ -656,6 +1116,15 @@ export type SubmitRequest = Message<"barista.v1.SubmitRequest"> & {
    * @generated from field: barista.v1.JobForm form = 130;
    */
   form: JobForm;
+
+  /**
+   * return_job asks for the job in the answer (SubmitResponse.job): the
+   * job as the cluster holds it once the submit is applied, without its
+   * payload. A server of an earlier build ignores it and answers no job.
+   *
+   * @generated from field: bool return_job = 140;
+   */
+  returnJob: boolean;
 };
 
 /**
@@ -663,7 +1132,7 @@ export type SubmitRequest = Message<"barista.v1.SubmitRequest"> & {
  * Use `create(SubmitRequestSchema)` to create a new message.
  */
 export const SubmitRequestSchema: GenMessage<SubmitRequest> = /*@__PURE__*/
-  messageDesc(file_client, 14);
+  messageDesc(file_client, 24);
 
 /**
  * @generated from message barista.v1.SubmitResponse
@@ -680,6 +1149,17 @@ export type SubmitResponse = Message<"barista.v1.SubmitResponse"> & {
    * @generated from field: bool created = 2;
    */
   created: boolean;
+
+  /**
+   * job is the job just after the submit (the new one, or the one its key
+   * matched), without its payload, when the request asked for it
+   * (return_job); absent otherwise, and when the node could not read it
+   * back in time (a follower that forwarded the submit waits at most a
+   * second for its own state to hold it: read it with GetJob then).
+   *
+   * @generated from field: barista.v1.Job job = 3;
+   */
+  job?: Job;
 };
 
 /**
@@ -687,7 +1167,7 @@ export type SubmitResponse = Message<"barista.v1.SubmitResponse"> & {
  * Use `create(SubmitResponseSchema)` to create a new message.
  */
 export const SubmitResponseSchema: GenMessage<SubmitResponse> = /*@__PURE__*/
-  messageDesc(file_client, 15);
+  messageDesc(file_client, 25);
 
 /**
  * @generated from message barista.v1.ReadOptions
@@ -707,7 +1187,7 @@ export type ReadOptions = Message<"barista.v1.ReadOptions"> & {
  * Use `create(ReadOptionsSchema)` to create a new message.
  */
 export const ReadOptionsSchema: GenMessage<ReadOptions> = /*@__PURE__*/
-  messageDesc(file_client, 16);
+  messageDesc(file_client, 26);
 
 /**
  * @generated from message barista.v1.GetJobRequest
@@ -734,7 +1214,7 @@ export type GetJobRequest = Message<"barista.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_client, 17);
+  messageDesc(file_client, 27);
 
 /**
  * @generated from message barista.v1.Job
@@ -999,7 +1479,7 @@ export type Job = Message<"barista.v1.Job"> & {
  * Use `create(JobSchema)` to create a new message.
  */
 export const JobSchema: GenMessage<Job> = /*@__PURE__*/
-  messageDesc(file_client, 18);
+  messageDesc(file_client, 28);
 
 /**
  * @generated from message barista.v1.RunJobNowRequest
@@ -1021,7 +1501,7 @@ export type RunJobNowRequest = Message<"barista.v1.RunJobNowRequest"> & {
  * Use `create(RunJobNowRequestSchema)` to create a new message.
  */
 export const RunJobNowRequestSchema: GenMessage<RunJobNowRequest> = /*@__PURE__*/
-  messageDesc(file_client, 19);
+  messageDesc(file_client, 29);
 
 /**
  * @generated from message barista.v1.RunJobNowResponse
@@ -1040,7 +1520,7 @@ export type RunJobNowResponse = Message<"barista.v1.RunJobNowResponse"> & {
  * Use `create(RunJobNowResponseSchema)` to create a new message.
  */
 export const RunJobNowResponseSchema: GenMessage<RunJobNowResponse> = /*@__PURE__*/
-  messageDesc(file_client, 20);
+  messageDesc(file_client, 30);
 
 /**
  * @generated from message barista.v1.ListJobsRequest
@@ -1115,7 +1595,7 @@ export type ListJobsRequest = Message<"barista.v1.ListJobsRequest"> & {
  * Use `create(ListJobsRequestSchema)` to create a new message.
  */
 export const ListJobsRequestSchema: GenMessage<ListJobsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 21);
+  messageDesc(file_client, 31);
 
 /**
  * @generated from message barista.v1.ListJobsResponse
@@ -1140,7 +1620,7 @@ export type ListJobsResponse = Message<"barista.v1.ListJobsResponse"> & {
  * Use `create(ListJobsResponseSchema)` to create a new message.
  */
 export const ListJobsResponseSchema: GenMessage<ListJobsResponse> = /*@__PURE__*/
-  messageDesc(file_client, 22);
+  messageDesc(file_client, 32);
 
 /**
  * @generated from message barista.v1.CancelJobRequest
@@ -1162,7 +1642,7 @@ export type CancelJobRequest = Message<"barista.v1.CancelJobRequest"> & {
  * Use `create(CancelJobRequestSchema)` to create a new message.
  */
 export const CancelJobRequestSchema: GenMessage<CancelJobRequest> = /*@__PURE__*/
-  messageDesc(file_client, 23);
+  messageDesc(file_client, 33);
 
 /**
  * @generated from message barista.v1.CancelJobResponse
@@ -1188,7 +1668,7 @@ export type CancelJobResponse = Message<"barista.v1.CancelJobResponse"> & {
  * Use `create(CancelJobResponseSchema)` to create a new message.
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE__*/
-  messageDesc(file_client, 24);
+  messageDesc(file_client, 34);
 
 /**
  * @generated from message barista.v1.WatchEventsRequest
@@ -1237,7 +1717,7 @@ export type WatchEventsRequest = Message<"barista.v1.WatchEventsRequest"> & {
  * Use `create(WatchEventsRequestSchema)` to create a new message.
  */
 export const WatchEventsRequestSchema: GenMessage<WatchEventsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 25);
+  messageDesc(file_client, 35);
 
 /**
  * ClockNow pairs a node's cluster time with its wall clock when it
@@ -1264,7 +1744,7 @@ export type ClockNow = Message<"barista.v1.ClockNow"> & {
  * Use `create(ClockNowSchema)` to create a new message.
  */
 export const ClockNowSchema: GenMessage<ClockNow> = /*@__PURE__*/
-  messageDesc(file_client, 26);
+  messageDesc(file_client, 36);
 
 /**
  * @generated from message barista.v1.Event
@@ -1348,6 +1828,25 @@ export type Event = Message<"barista.v1.Event"> & {
    * @generated from field: string pool = 120;
    */
   pool: string;
+
+  /**
+   * schedule: for the schedule events (schedule_fired, schedule_refused,
+   * schedule_missed), the schedule; slot_ms its slot (the newest one
+   * missed); slots how many were missed.
+   *
+   * @generated from field: string schedule = 140;
+   */
+  schedule: string;
+
+  /**
+   * @generated from field: int64 slot_ms = 141;
+   */
+  slotMs: bigint;
+
+  /**
+   * @generated from field: uint64 slots = 142;
+   */
+  slots: bigint;
 };
 
 /**
@@ -1355,7 +1854,7 @@ export type Event = Message<"barista.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_client, 27);
+  messageDesc(file_client, 37);
 
 /**
  * @generated from message barista.v1.TenantUsageRequest
@@ -1385,7 +1884,7 @@ export type TenantUsageRequest = Message<"barista.v1.TenantUsageRequest"> & {
  * Use `create(TenantUsageRequestSchema)` to create a new message.
  */
 export const TenantUsageRequestSchema: GenMessage<TenantUsageRequest> = /*@__PURE__*/
-  messageDesc(file_client, 28);
+  messageDesc(file_client, 38);
 
 /**
  * @generated from message barista.v1.TenantUsageResponse
@@ -1564,7 +2063,7 @@ export type TenantUsageResponse = Message<"barista.v1.TenantUsageResponse"> & {
  * Use `create(TenantUsageResponseSchema)` to create a new message.
  */
 export const TenantUsageResponseSchema: GenMessage<TenantUsageResponse> = /*@__PURE__*/
-  messageDesc(file_client, 29);
+  messageDesc(file_client, 39);
 
 /**
  * GroupUsage is one group's jobs.
@@ -1602,7 +2101,7 @@ export type GroupUsage = Message<"barista.v1.GroupUsage"> & {
  * Use `create(GroupUsageSchema)` to create a new message.
  */
 export const GroupUsageSchema: GenMessage<GroupUsage> = /*@__PURE__*/
-  messageDesc(file_client, 30);
+  messageDesc(file_client, 40);
 
 /**
  * Group is one group of a tenant and what is set on it.
@@ -1690,7 +2189,7 @@ export type Group = Message<"barista.v1.Group"> & {
  * Use `create(GroupSchema)` to create a new message.
  */
 export const GroupSchema: GenMessage<Group> = /*@__PURE__*/
-  messageDesc(file_client, 31);
+  messageDesc(file_client, 41);
 
 /**
  * @generated from message barista.v1.SetGroupRequest
@@ -1734,7 +2233,7 @@ export type SetGroupRequest = Message<"barista.v1.SetGroupRequest"> & {
  * Use `create(SetGroupRequestSchema)` to create a new message.
  */
 export const SetGroupRequestSchema: GenMessage<SetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_client, 32);
+  messageDesc(file_client, 42);
 
 /**
  * @generated from message barista.v1.GetGroupRequest
@@ -1761,7 +2260,7 @@ export type GetGroupRequest = Message<"barista.v1.GetGroupRequest"> & {
  * Use `create(GetGroupRequestSchema)` to create a new message.
  */
 export const GetGroupRequestSchema: GenMessage<GetGroupRequest> = /*@__PURE__*/
-  messageDesc(file_client, 33);
+  messageDesc(file_client, 43);
 
 /**
  * @generated from message barista.v1.ListGroupsRequest
@@ -1795,7 +2294,7 @@ export type ListGroupsRequest = Message<"barista.v1.ListGroupsRequest"> & {
  * Use `create(ListGroupsRequestSchema)` to create a new message.
  */
 export const ListGroupsRequestSchema: GenMessage<ListGroupsRequest> = /*@__PURE__*/
-  messageDesc(file_client, 34);
+  messageDesc(file_client, 44);
 
 /**
  * @generated from message barista.v1.ListGroupsResponse
@@ -1819,7 +2318,7 @@ export type ListGroupsResponse = Message<"barista.v1.ListGroupsResponse"> & {
  * Use `create(ListGroupsResponseSchema)` to create a new message.
  */
 export const ListGroupsResponseSchema: GenMessage<ListGroupsResponse> = /*@__PURE__*/
-  messageDesc(file_client, 35);
+  messageDesc(file_client, 45);
 
 /**
  * @generated from message barista.v1.SubmitBatchRequest
@@ -1836,7 +2335,7 @@ export type SubmitBatchRequest = Message<"barista.v1.SubmitBatchRequest"> & {
  * Use `create(SubmitBatchRequestSchema)` to create a new message.
  */
 export const SubmitBatchRequestSchema: GenMessage<SubmitBatchRequest> = /*@__PURE__*/
-  messageDesc(file_client, 36);
+  messageDesc(file_client, 46);
 
 /**
  * @generated from message barista.v1.SubmitResult
@@ -1898,7 +2397,7 @@ export type SubmitResult = Message<"barista.v1.SubmitResult"> & {
  * Use `create(SubmitResultSchema)` to create a new message.
  */
 export const SubmitResultSchema: GenMessage<SubmitResult> = /*@__PURE__*/
-  messageDesc(file_client, 37);
+  messageDesc(file_client, 47);
 
 /**
  * @generated from message barista.v1.SubmitBatchResponse
@@ -1915,7 +2414,7 @@ export type SubmitBatchResponse = Message<"barista.v1.SubmitBatchResponse"> & {
  * Use `create(SubmitBatchResponseSchema)` to create a new message.
  */
 export const SubmitBatchResponseSchema: GenMessage<SubmitBatchResponse> = /*@__PURE__*/
-  messageDesc(file_client, 38);
+  messageDesc(file_client, 48);
 
 /**
  * @generated from message barista.v1.ExplainJobRequest
@@ -1937,7 +2436,7 @@ export type ExplainJobRequest = Message<"barista.v1.ExplainJobRequest"> & {
  * Use `create(ExplainJobRequestSchema)` to create a new message.
  */
 export const ExplainJobRequestSchema: GenMessage<ExplainJobRequest> = /*@__PURE__*/
-  messageDesc(file_client, 39);
+  messageDesc(file_client, 49);
 
 /**
  * ExplainJobResponse is a job's reason and that reason's fields; fields of
@@ -2090,6 +2589,25 @@ export type ExplainJobResponse = Message<"barista.v1.ExplainJobResponse"> & {
   kind: string;
 
   /**
+   * schedule names the schedule whose fire submitted the job (SPEC §3
+   * "Schedules"), and schedule_slot_ms the slot it fired (cluster time; 0
+   * for a run-now, whose key is schedule_run_key).
+   *
+   * @generated from field: string schedule = 150;
+   */
+  schedule: string;
+
+  /**
+   * @generated from field: int64 schedule_slot_ms = 151;
+   */
+  scheduleSlotMs: bigint;
+
+  /**
+   * @generated from field: string schedule_run_key = 152;
+   */
+  scheduleRunKey: string;
+
+  /**
    * now is the answering node's cluster time and wall clock: a cluster
    * time T of this message happens at wall time now.wall_ms + (T -
    * now.cluster_ms), the form in which a person is shown it.
@@ -2104,7 +2622,7 @@ export type ExplainJobResponse = Message<"barista.v1.ExplainJobResponse"> & {
  * Use `create(ExplainJobResponseSchema)` to create a new message.
  */
 export const ExplainJobResponseSchema: GenMessage<ExplainJobResponse> = /*@__PURE__*/
-  messageDesc(file_client, 40);
+  messageDesc(file_client, 50);
 
 /**
  * @generated from service barista.v1.Client
@@ -2336,6 +2854,75 @@ export const Client: GenService<{
     methodKind: "unary";
     input: typeof ListKindPoliciesRequestSchema;
     output: typeof ListKindPoliciesResponseSchema;
+  },
+  /**
+   * SetSchedule creates or replaces a schedule of a tenant (SPEC §3
+   * "Schedules", feature level 8): periodic jobs fired in cluster time by
+   * the leader, exactly once per slot across any failover. A change takes
+   * effect for the slots after it. An admin names the tenant; a client
+   * token manages its own tenant's schedules.
+   *
+   * @generated from rpc barista.v1.Client.SetSchedule
+   */
+  setSchedule: {
+    methodKind: "unary";
+    input: typeof SetScheduleRequestSchema;
+    output: typeof ScheduleSchema;
+  },
+  /**
+   * GetSchedule returns one schedule with its next slots, last slot and
+   * counts.
+   *
+   * @generated from rpc barista.v1.Client.GetSchedule
+   */
+  getSchedule: {
+    methodKind: "unary";
+    input: typeof GetScheduleRequestSchema;
+    output: typeof ScheduleSchema;
+  },
+  /**
+   * ListSchedules pages through a tenant's schedules by name.
+   *
+   * @generated from rpc barista.v1.Client.ListSchedules
+   */
+  listSchedules: {
+    methodKind: "unary";
+    input: typeof ListSchedulesRequestSchema;
+    output: typeof ListSchedulesResponseSchema;
+  },
+  /**
+   * PauseSchedule pauses a schedule (with resume, resumes it): no slot
+   * fires while it is paused and none is counted missed; slots after the
+   * resume fire.
+   *
+   * @generated from rpc barista.v1.Client.PauseSchedule
+   */
+  pauseSchedule: {
+    methodKind: "unary";
+    input: typeof PauseScheduleRequestSchema;
+    output: typeof ScheduleSchema;
+  },
+  /**
+   * RunScheduleNow fires a schedule once, now, whatever its spec, pause
+   * and overlap, with its own key: a resend with the same key fires once.
+   *
+   * @generated from rpc barista.v1.Client.RunScheduleNow
+   */
+  runScheduleNow: {
+    methodKind: "unary";
+    input: typeof RunScheduleNowRequestSchema;
+    output: typeof RunScheduleNowResponseSchema;
+  },
+  /**
+   * DeleteSchedule deletes a schedule; the jobs it fired are left as
+   * they are.
+   *
+   * @generated from rpc barista.v1.Client.DeleteSchedule
+   */
+  deleteSchedule: {
+    methodKind: "unary";
+    input: typeof DeleteScheduleRequestSchema;
+    output: typeof DeleteScheduleResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_client, 0);

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file types.proto.
  */
 export const file_types: GenFile = /*@__PURE__*/
-  fileDesc("Cgt0eXBlcy5wcm90bxIKYmFyaXN0YS52MSLqAQoEQ2FwcxITCgttYXhfcnVubmluZxgBIAEoDRIWCg5tYXhfcnVubmluZ19zbRgCIAEoDRIWCg5tYXhfcnVubmluZ19tZBgDIAEoDRIWCg5tYXhfcnVubmluZ19sZxgEIAEoDRIbChNtYXhfaW5mbGlnaHRfY3B1X21zGAUgASgDEhIKCm1heF9xdWV1ZWQYBiABKA0SHAoUbWF4X3J1bm5pbmdfY3JpdGljYWwYByABKA0SGAoQbWF4X3J1bm5pbmdfaGlnaBgIIAEoDRIcChRtYXhfcnVubmluZ19kZWFkbGluZRgJIAEoDSLRCAoPU2NoZWR1bGVyQ29uZmlnEhQKDHRpZXJfd2VpZ2h0cxgBIAMoDRIiCgZwb2xpY3kYAiABKA4yEi5iYXJpc3RhLnYxLlBvbGljeRIZChFyZXNlcnZlX21hcmdpbl91cxgDIAEoAxIgCgVjbGFtcBgEIAEoDjIRLmJhcmlzdGEudjEuQ2xhbXASDQoFZGVjYXkYBSABKAgSGgoSZGVjYXlfaGFsZl9saWZlX21zGAYgASgDEhUKDWRlY2F5X25vcm1fbXMYByABKAMSFgoOYWNrX3RpbWVvdXRfbXMYCCABKAMSGAoQbGVhc2VfdGltZW91dF9tcxgJIAEoAxIcChRkZWZhdWx0X21heF9hdHRlbXB0cxgKIAEoDRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYCyABKAMSGgoSc2VsZl9raWxsX2FmdGVyX21zGAwgASgDEhcKD2NhbmNlbF9ncmFjZV9tcxgNIAEoAxIYChBqb2JfcmV0ZW50aW9uX21zGA4gASgDEh0KFWV2ZW50X3JldGVudGlvbl9jb3VudBgPIAEoBBIaChJldmVudF9yZXRlbnRpb25fbXMYECABKAMSGAoQZGVkdXBlX3dpbmRvd19tcxgRIAEoAxIZChFtYXhfcGF5bG9hZF9ieXRlcxgSIAEoDRImCghlc3RpbWF0ZRgTIAEoDjIULmJhcmlzdGEudjEuRXN0aW1hdGUSFwoPZGVmYXVsdF9jb3N0X21zGBQgASgDEhUKDWZlYXR1cmVfbGV2ZWwYFSABKA0SFQoNc3VibWl0X3JhdGVfbhhkIAEoDRIdChVzdWJtaXRfcmF0ZV9wZXJpb2RfbXMYZSABKAMSFAoMc3VibWl0X2J1cnN0GGYgASgNEhgKEHJldHJ5X2JhY2tvZmZfbXMYRiABKAMSHAoUcmV0cnlfYmFja29mZl9tYXhfbXMYRyABKAMSIAoYZGVhZF9sZXR0ZXJfcmV0ZW50aW9uX21zGFogASgDEhwKFGRlYWRfbGV0dGVyX21heF9qb2JzGFsgASgEEh0KFWRlYWRfbGV0dGVyX21heF9ieXRlcxhcIAEoBBIaChJkZWZhdWx0X21heF9xdWV1ZWQYbiABKA0SGAoQbWF4X3F1ZXVlZF9ieXRlcxhvIAEoBBIRCgltYXhfcG9vbHMYeCABKA0SKgoQaW1wbGljaXRfdGVuYW50cxh5IAEoDjIQLmJhcmlzdGEudjEuVGllchIWCg5kZWZhdWx0X3RlbmFudBh6IAEoCRIWCg1jbG9ja190aWNrX21zGIIBIAEoAxIUCgttYXhfc25vb3plcxiDASABKA0SHwoWbWF4X3RvdGFsX3F1ZXVlZF9ieXRlcxiEASABKAQSIwoaZXZlbnRfcmV0ZW50aW9uX3Blcl90ZW5hbnQYhQEgASgEEhsKEm1heF93b3JrZXJfcmVjb3JkcxiGASABKAQifgoJSm9iRmlsdGVyEg4KBnN0YXRlcxgBIAMoCRIQCghqb2JfdHlwZRgCIAEoCRINCgVncm91cBgDIAEoCRIZChFzdWJtaXR0ZWRfZnJvbV9tcxgEIAEoAxIXCg9zdWJtaXR0ZWRfdG9fbXMYBSABKAMSDAoEcG9vbBgGIAEoCSJHCghCdWxrSXRlbRIOCgZqb2JfaWQYASABKAQSDAoEZG9uZRgCIAEoCBINCgVzdGF0ZRgDIAEoCRIOCgZyZWFzb24YBCABKAkqNAoEU2l6ZRIUChBTSVpFX1VOU1BFQ0lGSUVEEAASBgoCU00QARIGCgJNRBACEgYKAkxHEAMqVQoEVGllchIUChBUSUVSX1VOU1BFQ0lGSUVEEAASCAoERlJFRRABEgoKBkJST05aRRACEgoKBlNJTFZFUhADEggKBEdPTEQQBBILCgdESUFNT05EEAUqZAoHT3V0Y29tZRIXChNPVVRDT01FX1VOU1BFQ0lGSUVEEAASBgoCT0sQARIKCgZGQUlMRUQQAhINCglDQU5DRUxMRUQQAxILCgdTTk9PWkVEEAQSEAoMVU5LTk9XTl9LSU5EEAUqPgoHSm9iRm9ybRIYChRKT0JfRk9STV9VTlNQRUNJRklFRBAAEgsKB0NPTU1BTkQQARIMCghGVU5DVElPThACKlMKCUNwdVNvdXJjZRIaChZDUFVfU09VUkNFX1VOU1BFQ0lGSUVEEAASEwoPQ1BVX1NPVVJDRV9QUk9DEAESFQoRQ1BVX1NPVVJDRV9DR1JPVVAQAio5CgpSdW5GYWlsdXJlEhsKF1JVTl9GQUlMVVJFX1VOU1BFQ0lGSUVEEAASDgoKT09NX0tJTExFRBABKksKBUNsYXNzEhUKEUNMQVNTX1VOU1BFQ0lGSUVEEAASDAoIQ1JJVElDQUwQARIICgRISUdIEAISCgoGTk9STUFMEAMSBwoDTE9XEAQqSQoKR3JvdXBPcmRlchIbChdHUk9VUF9PUkRFUl9VTlNQRUNJRklFRBAAEg4KCkdST1VQX0ZJRk8QARIOCgpHUk9VUF9GQUlSEAIqPQoGUG9saWN5EhYKElBPTElDWV9VTlNQRUNJRklFRBAAEg4KClBSRUZFUl9GSVQQARILCgdSRVNFUlZFEAIqPAoFQ2xhbXASFQoRQ0xBTVBfVU5TUEVDSUZJRUQQABIOCgpBQ1RJVkFUSU9OEAESDAoIRElTUEFUQ0gQAio9CghFc3RpbWF0ZRIYChRFU1RJTUFURV9VTlNQRUNJRklFRBAAEg0KCVNVQk1JVFRFRBABEggKBEFVVE8QAiqXAgoGUmVhc29uEhYKElJFQVNPTl9VTlNQRUNJRklFRBAAEhIKDlFVT1RBX0VYQ0VFREVEEAESEAoMUkFURV9MSU1JVEVEEAISEAoMS0VZX0NPTkZMSUNUEAMSEAoMS0VZX0pPQl9HT05FEAQSEgoOVEVOQU5UX1VOS05PV04QBRIQCgxQT09MX1VOS05PV04QBhINCglUT09fTEFSR0UQBxINCglNQVhfQ0xBU1MQCBIZChVERUFETElORVNfTk9UX0FMTE9XRUQQCRIOCgpNQVhfR1JPVVBTEAoSGQoVU1VCU0NSSVBUSU9OX1JFUVVJUkVEEAsSEQoNRkVBVFVSRV9MRVZFTBAMEg4KCk5PVF9MRUFERVIQDUInWiVnaXRodWIuY29tL2JhcmlzdGFocS9iYXJpc3RhL3Byb3RvO3BiYgZwcm90bzM");
+  fileDesc("Cgt0eXBlcy5wcm90bxIKYmFyaXN0YS52MSLqAQoEQ2FwcxITCgttYXhfcnVubmluZxgBIAEoDRIWCg5tYXhfcnVubmluZ19zbRgCIAEoDRIWCg5tYXhfcnVubmluZ19tZBgDIAEoDRIWCg5tYXhfcnVubmluZ19sZxgEIAEoDRIbChNtYXhfaW5mbGlnaHRfY3B1X21zGAUgASgDEhIKCm1heF9xdWV1ZWQYBiABKA0SHAoUbWF4X3J1bm5pbmdfY3JpdGljYWwYByABKA0SGAoQbWF4X3J1bm5pbmdfaGlnaBgIIAEoDRIcChRtYXhfcnVubmluZ19kZWFkbGluZRgJIAEoDSLpCAoPU2NoZWR1bGVyQ29uZmlnEhQKDHRpZXJfd2VpZ2h0cxgBIAMoDRIiCgZwb2xpY3kYAiABKA4yEi5iYXJpc3RhLnYxLlBvbGljeRIZChFyZXNlcnZlX21hcmdpbl91cxgDIAEoAxIgCgVjbGFtcBgEIAEoDjIRLmJhcmlzdGEudjEuQ2xhbXASDQoFZGVjYXkYBSABKAgSGgoSZGVjYXlfaGFsZl9saWZlX21zGAYgASgDEhUKDWRlY2F5X25vcm1fbXMYByABKAMSFgoOYWNrX3RpbWVvdXRfbXMYCCABKAMSGAoQbGVhc2VfdGltZW91dF9tcxgJIAEoAxIcChRkZWZhdWx0X21heF9hdHRlbXB0cxgKIAEoDRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYCyABKAMSGgoSc2VsZl9raWxsX2FmdGVyX21zGAwgASgDEhcKD2NhbmNlbF9ncmFjZV9tcxgNIAEoAxIYChBqb2JfcmV0ZW50aW9uX21zGA4gASgDEh0KFWV2ZW50X3JldGVudGlvbl9jb3VudBgPIAEoBBIaChJldmVudF9yZXRlbnRpb25fbXMYECABKAMSGAoQZGVkdXBlX3dpbmRvd19tcxgRIAEoAxIZChFtYXhfcGF5bG9hZF9ieXRlcxgSIAEoDRImCghlc3RpbWF0ZRgTIAEoDjIULmJhcmlzdGEudjEuRXN0aW1hdGUSFwoPZGVmYXVsdF9jb3N0X21zGBQgASgDEhUKDWZlYXR1cmVfbGV2ZWwYFSABKA0SFQoNc3VibWl0X3JhdGVfbhhkIAEoDRIdChVzdWJtaXRfcmF0ZV9wZXJpb2RfbXMYZSABKAMSFAoMc3VibWl0X2J1cnN0GGYgASgNEhgKEHJldHJ5X2JhY2tvZmZfbXMYRiABKAMSHAoUcmV0cnlfYmFja29mZl9tYXhfbXMYRyABKAMSIAoYZGVhZF9sZXR0ZXJfcmV0ZW50aW9uX21zGFogASgDEhwKFGRlYWRfbGV0dGVyX21heF9qb2JzGFsgASgEEh0KFWRlYWRfbGV0dGVyX21heF9ieXRlcxhcIAEoBBIaChJkZWZhdWx0X21heF9xdWV1ZWQYbiABKA0SGAoQbWF4X3F1ZXVlZF9ieXRlcxhvIAEoBBIRCgltYXhfcG9vbHMYeCABKA0SKgoQaW1wbGljaXRfdGVuYW50cxh5IAEoDjIQLmJhcmlzdGEudjEuVGllchIWCg5kZWZhdWx0X3RlbmFudBh6IAEoCRIWCg1jbG9ja190aWNrX21zGIIBIAEoAxIUCgttYXhfc25vb3plcxiDASABKA0SHwoWbWF4X3RvdGFsX3F1ZXVlZF9ieXRlcxiEASABKAQSIwoaZXZlbnRfcmV0ZW50aW9uX3Blcl90ZW5hbnQYhQEgASgEEhsKEm1heF93b3JrZXJfcmVjb3JkcxiGASABKAQSFgoNbWF4X3NjaGVkdWxlcxiWASABKA0ifgoJSm9iRmlsdGVyEg4KBnN0YXRlcxgBIAMoCRIQCghqb2JfdHlwZRgCIAEoCRINCgVncm91cBgDIAEoCRIZChFzdWJtaXR0ZWRfZnJvbV9tcxgEIAEoAxIXCg9zdWJtaXR0ZWRfdG9fbXMYBSABKAMSDAoEcG9vbBgGIAEoCSJHCghCdWxrSXRlbRIOCgZqb2JfaWQYASABKAQSDAoEZG9uZRgCIAEoCBINCgVzdGF0ZRgDIAEoCRIOCgZyZWFzb24YBCABKAkqNAoEU2l6ZRIUChBTSVpFX1VOU1BFQ0lGSUVEEAASBgoCU00QARIGCgJNRBACEgYKAkxHEAMqVQoEVGllchIUChBUSUVSX1VOU1BFQ0lGSUVEEAASCAoERlJFRRABEgoKBkJST05aRRACEgoKBlNJTFZFUhADEggKBEdPTEQQBBILCgdESUFNT05EEAUqZAoHT3V0Y29tZRIXChNPVVRDT01FX1VOU1BFQ0lGSUVEEAASBgoCT0sQARIKCgZGQUlMRUQQAhINCglDQU5DRUxMRUQQAxILCgdTTk9PWkVEEAQSEAoMVU5LTk9XTl9LSU5EEAUqPgoHSm9iRm9ybRIYChRKT0JfRk9STV9VTlNQRUNJRklFRBAAEgsKB0NPTU1BTkQQARIMCghGVU5DVElPThACKl8KB092ZXJsYXASFwoTT1ZFUkxBUF9VTlNQRUNJRklFRBAAEhAKDE9WRVJMQVBfU0tJUBABEhYKEk9WRVJMQVBfQlVGRkVSX09ORRACEhEKDU9WRVJMQVBfQUxMT1cQAypTCglDcHVTb3VyY2USGgoWQ1BVX1NPVVJDRV9VTlNQRUNJRklFRBAAEhMKD0NQVV9TT1VSQ0VfUFJPQxABEhUKEUNQVV9TT1VSQ0VfQ0dST1VQEAIqOQoKUnVuRmFpbHVyZRIbChdSVU5fRkFJTFVSRV9VTlNQRUNJRklFRBAAEg4KCk9PTV9LSUxMRUQQASpLCgVDbGFzcxIVChFDTEFTU19VTlNQRUNJRklFRBAAEgwKCENSSVRJQ0FMEAESCAoESElHSBACEgoKBk5PUk1BTBADEgcKA0xPVxAEKkkKCkdyb3VwT3JkZXISGwoXR1JPVVBfT1JERVJfVU5TUEVDSUZJRUQQABIOCgpHUk9VUF9GSUZPEAESDgoKR1JPVVBfRkFJUhACKj0KBlBvbGljeRIWChJQT0xJQ1lfVU5TUEVDSUZJRUQQABIOCgpQUkVGRVJfRklUEAESCwoHUkVTRVJWRRACKjwKBUNsYW1wEhUKEUNMQU1QX1VOU1BFQ0lGSUVEEAASDgoKQUNUSVZBVElPThABEgwKCERJU1BBVENIEAIqPQoIRXN0aW1hdGUSGAoURVNUSU1BVEVfVU5TUEVDSUZJRUQQABINCglTVUJNSVRURUQQARIICgRBVVRPEAIqlwIKBlJlYXNvbhIWChJSRUFTT05fVU5TUEVDSUZJRUQQABISCg5RVU9UQV9FWENFRURFRBABEhAKDFJBVEVfTElNSVRFRBACEhAKDEtFWV9DT05GTElDVBADEhAKDEtFWV9KT0JfR09ORRAEEhIKDlRFTkFOVF9VTktOT1dOEAUSEAoMUE9PTF9VTktOT1dOEAYSDQoJVE9PX0xBUkdFEAcSDQoJTUFYX0NMQVNTEAgSGQoVREVBRExJTkVTX05PVF9BTExPV0VEEAkSDgoKTUFYX0dST1VQUxAKEhkKFVNVQlNDUklQVElPTl9SRVFVSVJFRBALEhEKDUZFQVRVUkVfTEVWRUwQDBIOCgpOT1RfTEVBREVSEA1CJ1olZ2l0aHViLmNvbS9iYXJpc3RhaHEvYmFyaXN0YS9wcm90bztwYmIGcHJvdG8z");
 
 /**
  * @generated from message barista.v1.Caps
@@ -337,6 +337,14 @@ export type SchedulerConfig = Message<"barista.v1.SchedulerConfig"> & {
    * @generated from field: uint64 max_worker_records = 134;
    */
   maxWorkerRecords: bigint;
+
+  /**
+   * max_schedules (feature level 8): the schedules one tenant may have
+   * (0: the default, 100).
+   *
+   * @generated from field: uint32 max_schedules = 150;
+   */
+  maxSchedules: number;
 };
 
 /**
@@ -607,7 +615,50 @@ export const JobFormSchema: GenEnum<JobForm> = /*@__PURE__*/
 
 /**
  * CpuSource says how a worker measured a run's CPU.
+ * Overlap says what a schedule's fire does while its previous job has
+ * not ended (SPEC §3 "Schedules", feature level 8).
  *
+ * @generated from enum barista.v1.Overlap
+ */
+export enum Overlap {
+  /**
+   * OVERLAP_UNSPECIFIED is OVERLAP_SKIP.
+   *
+   * @generated from enum value: OVERLAP_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * OVERLAP_SKIP: no fire while a job of the schedule is scheduled,
+   * queued, assigned or running: the slot is counted skipped.
+   *
+   * @generated from enum value: OVERLAP_SKIP = 1;
+   */
+  SKIP = 1,
+
+  /**
+   * OVERLAP_BUFFER_ONE: no fire while a job of the schedule waits to
+   * start (scheduled or queued): at most one waits.
+   *
+   * @generated from enum value: OVERLAP_BUFFER_ONE = 2;
+   */
+  BUFFER_ONE = 2,
+
+  /**
+   * OVERLAP_ALLOW: every slot fires.
+   *
+   * @generated from enum value: OVERLAP_ALLOW = 3;
+   */
+  ALLOW = 3,
+}
+
+/**
+ * Describes the enum barista.v1.Overlap.
+ */
+export const OverlapSchema: GenEnum<Overlap> = /*@__PURE__*/
+  enumDesc(file_types, 4);
+
+/**
  * @generated from enum barista.v1.CpuSource
  */
 export enum CpuSource {
@@ -637,7 +688,7 @@ export enum CpuSource {
  * Describes the enum barista.v1.CpuSource.
  */
 export const CpuSourceSchema: GenEnum<CpuSource> = /*@__PURE__*/
-  enumDesc(file_types, 4);
+  enumDesc(file_types, 5);
 
 /**
  * RunFailure says why a failed run failed, when the worker knows.
@@ -662,7 +713,7 @@ export enum RunFailure {
  * Describes the enum barista.v1.RunFailure.
  */
 export const RunFailureSchema: GenEnum<RunFailure> = /*@__PURE__*/
-  enumDesc(file_types, 5);
+  enumDesc(file_types, 6);
 
 /**
  * Class is a job's priority class; a worker is served from the highest
@@ -701,7 +752,7 @@ export enum Class {
  * Describes the enum barista.v1.Class.
  */
 export const ClassSchema: GenEnum<Class> = /*@__PURE__*/
-  enumDesc(file_types, 6);
+  enumDesc(file_types, 7);
 
 /**
  * GroupOrder chooses among the eligible heads of a tenant's groups.
@@ -731,7 +782,7 @@ export enum GroupOrder {
  * Describes the enum barista.v1.GroupOrder.
  */
 export const GroupOrderSchema: GenEnum<GroupOrder> = /*@__PURE__*/
-  enumDesc(file_types, 7);
+  enumDesc(file_types, 8);
 
 /**
  * @generated from enum barista.v1.Policy
@@ -757,7 +808,7 @@ export enum Policy {
  * Describes the enum barista.v1.Policy.
  */
 export const PolicySchema: GenEnum<Policy> = /*@__PURE__*/
-  enumDesc(file_types, 8);
+  enumDesc(file_types, 9);
 
 /**
  * @generated from enum barista.v1.Clamp
@@ -783,7 +834,7 @@ export enum Clamp {
  * Describes the enum barista.v1.Clamp.
  */
 export const ClampSchema: GenEnum<Clamp> = /*@__PURE__*/
-  enumDesc(file_types, 9);
+  enumDesc(file_types, 10);
 
 /**
  * Estimate says where a submit's est_cost comes from.
@@ -816,7 +867,7 @@ export enum Estimate {
  * Describes the enum barista.v1.Estimate.
  */
 export const EstimateSchema: GenEnum<Estimate> = /*@__PURE__*/
-  enumDesc(file_types, 10);
+  enumDesc(file_types, 11);
 
 /**
  * Reason is why the cluster refused a call, when it names a cause a
@@ -941,5 +992,5 @@ export enum Reason {
  * Describes the enum barista.v1.Reason.
  */
 export const ReasonSchema: GenEnum<Reason> = /*@__PURE__*/
-  enumDesc(file_types, 11);
+  enumDesc(file_types, 12);
 

@@ -114,6 +114,36 @@ class ClientStub(object):
                 request_serializer=barista_dot___proto_dot_client__pb2.ListKindPoliciesRequest.SerializeToString,
                 response_deserializer=barista_dot___proto_dot_client__pb2.ListKindPoliciesResponse.FromString,
                 )
+        self.SetSchedule = channel.unary_unary(
+                '/barista.v1.Client/SetSchedule',
+                request_serializer=barista_dot___proto_dot_client__pb2.SetScheduleRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_client__pb2.Schedule.FromString,
+                )
+        self.GetSchedule = channel.unary_unary(
+                '/barista.v1.Client/GetSchedule',
+                request_serializer=barista_dot___proto_dot_client__pb2.GetScheduleRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_client__pb2.Schedule.FromString,
+                )
+        self.ListSchedules = channel.unary_unary(
+                '/barista.v1.Client/ListSchedules',
+                request_serializer=barista_dot___proto_dot_client__pb2.ListSchedulesRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_client__pb2.ListSchedulesResponse.FromString,
+                )
+        self.PauseSchedule = channel.unary_unary(
+                '/barista.v1.Client/PauseSchedule',
+                request_serializer=barista_dot___proto_dot_client__pb2.PauseScheduleRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_client__pb2.Schedule.FromString,
+                )
+        self.RunScheduleNow = channel.unary_unary(
+                '/barista.v1.Client/RunScheduleNow',
+                request_serializer=barista_dot___proto_dot_client__pb2.RunScheduleNowRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_client__pb2.RunScheduleNowResponse.FromString,
+                )
+        self.DeleteSchedule = channel.unary_unary(
+                '/barista.v1.Client/DeleteSchedule',
+                request_serializer=barista_dot___proto_dot_client__pb2.DeleteScheduleRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_client__pb2.DeleteScheduleResponse.FromString,
+                )
 
 
 class ClientServicer(object):
@@ -291,6 +321,57 @@ class ClientServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetSchedule(self, request, context):
+        """SetSchedule creates or replaces a schedule of a tenant (SPEC §3
+        "Schedules", feature level 8): periodic jobs fired in cluster time by
+        the leader, exactly once per slot across any failover. A change takes
+        effect for the slots after it. An admin names the tenant; a client
+        token manages its own tenant's schedules.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSchedule(self, request, context):
+        """GetSchedule returns one schedule with its next slots, last slot and
+        counts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSchedules(self, request, context):
+        """ListSchedules pages through a tenant's schedules by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseSchedule(self, request, context):
+        """PauseSchedule pauses a schedule (with resume, resumes it): no slot
+        fires while it is paused and none is counted missed; slots after the
+        resume fire.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RunScheduleNow(self, request, context):
+        """RunScheduleNow fires a schedule once, now, whatever its spec, pause
+        and overlap, with its own key: a resend with the same key fires once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSchedule(self, request, context):
+        """DeleteSchedule deletes a schedule; the jobs it fired are left as
+        they are.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClientServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -393,6 +474,36 @@ def add_ClientServicer_to_server(servicer, server):
                     servicer.ListKindPolicies,
                     request_deserializer=barista_dot___proto_dot_client__pb2.ListKindPoliciesRequest.FromString,
                     response_serializer=barista_dot___proto_dot_client__pb2.ListKindPoliciesResponse.SerializeToString,
+            ),
+            'SetSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetSchedule,
+                    request_deserializer=barista_dot___proto_dot_client__pb2.SetScheduleRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_client__pb2.Schedule.SerializeToString,
+            ),
+            'GetSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSchedule,
+                    request_deserializer=barista_dot___proto_dot_client__pb2.GetScheduleRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_client__pb2.Schedule.SerializeToString,
+            ),
+            'ListSchedules': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSchedules,
+                    request_deserializer=barista_dot___proto_dot_client__pb2.ListSchedulesRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_client__pb2.ListSchedulesResponse.SerializeToString,
+            ),
+            'PauseSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseSchedule,
+                    request_deserializer=barista_dot___proto_dot_client__pb2.PauseScheduleRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_client__pb2.Schedule.SerializeToString,
+            ),
+            'RunScheduleNow': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunScheduleNow,
+                    request_deserializer=barista_dot___proto_dot_client__pb2.RunScheduleNowRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_client__pb2.RunScheduleNowResponse.SerializeToString,
+            ),
+            'DeleteSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSchedule,
+                    request_deserializer=barista_dot___proto_dot_client__pb2.DeleteScheduleRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_client__pb2.DeleteScheduleResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -741,5 +852,107 @@ class Client(object):
         return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/ListKindPolicies',
             barista_dot___proto_dot_client__pb2.ListKindPoliciesRequest.SerializeToString,
             barista_dot___proto_dot_client__pb2.ListKindPoliciesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/SetSchedule',
+            barista_dot___proto_dot_client__pb2.SetScheduleRequest.SerializeToString,
+            barista_dot___proto_dot_client__pb2.Schedule.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/GetSchedule',
+            barista_dot___proto_dot_client__pb2.GetScheduleRequest.SerializeToString,
+            barista_dot___proto_dot_client__pb2.Schedule.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListSchedules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/ListSchedules',
+            barista_dot___proto_dot_client__pb2.ListSchedulesRequest.SerializeToString,
+            barista_dot___proto_dot_client__pb2.ListSchedulesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PauseSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/PauseSchedule',
+            barista_dot___proto_dot_client__pb2.PauseScheduleRequest.SerializeToString,
+            barista_dot___proto_dot_client__pb2.Schedule.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RunScheduleNow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/RunScheduleNow',
+            barista_dot___proto_dot_client__pb2.RunScheduleNowRequest.SerializeToString,
+            barista_dot___proto_dot_client__pb2.RunScheduleNowResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Client/DeleteSchedule',
+            barista_dot___proto_dot_client__pb2.DeleteScheduleRequest.SerializeToString,
+            barista_dot___proto_dot_client__pb2.DeleteScheduleResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
