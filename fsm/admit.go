@@ -39,6 +39,10 @@ func SubmitFields(c *clusterpb.SubmitJob, cfg Config, level uint32) (sfq.Submiss
 			return sfq.Submission{}, sfq.RefusalOf(err)
 		}
 	}
+	uses, err := UsesFromPB(c.Uses) // below level 8 CheckLevel refuses any
+	if err != nil {
+		return sfq.Submission{}, sfq.RefusalOf(err)
+	}
 	limit := payloadLimitAt(cfg, level)
 	if uint64(len(c.Payload)) > uint64(limit) {
 		return sfq.Submission{}, payloadTooLarge(len(c.Payload), limit)
@@ -49,6 +53,7 @@ func SubmitFields(c *clusterpb.SubmitJob, cfg Config, level uint32) (sfq.Submiss
 		// copies them into the job and keeps nothing else of the string.
 		Payload: unsafe.String(unsafe.SliceData(c.Payload), len(c.Payload)), MaxAttempts: c.MaxAttempts, TimeoutMs: c.TimeoutMs,
 		Class: class, DeadlineMs: c.DeadlineMs, Group: c.Group, Pool: c.Pool, Form: form,
+		Uses: uses,
 	}
 	submitDelays(c, &sub)
 	if err := sub.Validate(); err != nil {

@@ -53,6 +53,10 @@ func CheckFields(c *clusterpb.Command, cfg Config, level uint32) *Refusal {
 		if _, r := scheduleRecord(cmd.ScheduleSet, cfg, level); r.Refused() {
 			return r.Refusal()
 		}
+	case *clusterpb.Command_ResourceSet:
+		if _, r := resourceFields(cmd.ResourceSet); r.Refused() {
+			return r.Refusal()
+		}
 	case *clusterpb.Command_ScheduleRunNow:
 		err = validKeyPart("key", "key", cmd.ScheduleRunNow.Key, MaxRunKeyLen)
 	}
@@ -129,6 +133,10 @@ func (f *FSM) Admit(c *clusterpb.Command) Result {
 		return verdict(f.checkScheduleMiss(cmd.ScheduleMiss))
 	case *clusterpb.Command_ScheduleRunNow:
 		return verdict(f.checkScheduleRunNow(cmd.ScheduleRunNow))
+	case *clusterpb.Command_ResourceSet:
+		return verdict(f.checkResourceSet(cmd.ResourceSet))
+	case *clusterpb.Command_ResourceDelete:
+		return f.checkResourceDelete(cmd.ResourceDelete)
 	case *clusterpb.Command_Started:
 		c := cmd.Started
 		if _, err := f.sched.CheckEvent(f.clock, sfq.JobID(c.Job), sfq.Input{Kind: sfq.InStart, Attempt: c.Attempt, Worker: c.WorkerId}); err != nil {

@@ -62,6 +62,7 @@ func submitDigest(c *clusterpb.SubmitJob) [16]byte {
 	if c.Form != pb.JobForm_JOB_FORM_UNSPECIFIED { // below level 8, normalize cleared it
 		b = append(b, 'f', byte(c.Form))
 	}
+	b = appendUsesDigest(b, c.Uses)
 	sum := sha256.Sum256(b)
 	var d [16]byte
 	copy(d[:], sum[:])

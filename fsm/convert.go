@@ -303,6 +303,7 @@ func configFromPB(p *pb.SchedulerConfig) (Config, error) {
 	if p.MaxSchedules != 0 {
 		c.MaxSchedules = p.MaxSchedules
 	}
+	resourceSettingsFromPB(p, &c)
 	return c, nil
 }
 
@@ -350,6 +351,7 @@ func ConfigToPB(c Config) *pb.SchedulerConfig {
 	p.ClockTickMs = c.ClockTickMs
 	p.EventRetentionPerTenant, p.MaxWorkerRecords = c.EventRetentionPerTenant, c.MaxWorkerRecords
 	p.MaxSchedules = c.MaxSchedules
+	resourceSettingsToPB(c, p)
 	return p
 }
 

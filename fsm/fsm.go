@@ -386,6 +386,10 @@ func (f *FSM) applyCommand(c *clusterpb.Command) Result {
 		return f.applyKindPolicySet(cmd.KindPolicySet)
 	case *clusterpb.Command_ScheduleSet:
 		return f.applyScheduleSet(cmd.ScheduleSet)
+	case *clusterpb.Command_ResourceSet:
+		return f.applyResourceSet(cmd.ResourceSet)
+	case *clusterpb.Command_ResourceDelete:
+		return f.applyResourceDelete(cmd.ResourceDelete)
 	case *clusterpb.Command_ScheduleDelete:
 		return f.applyScheduleDelete(cmd.ScheduleDelete)
 	case *clusterpb.Command_SchedulePause:

@@ -107,6 +107,7 @@ func RequiredLevel(c *clusterpb.Command) (uint32, string) {
 	what := delayLevel(c)
 	r.need(what != "", Level5, what)
 	poolLevel(c, &r)
+	resourceLevel(c, &r)
 	switch cmd := c.GetCmd().(type) {
 	case *clusterpb.Command_Submit:
 		s := cmd.Submit
@@ -176,6 +177,8 @@ func RequiredLevel(c *clusterpb.Command) (uint32, string) {
 		r.need(l > Level1, l, what)
 		m := p.GetMaxSchedules()
 		r.need(m != 0 && m != DefaultMaxSchedules, Level8, "max_schedules")
+		l, what = resourceConfigLevel(p)
+		r.need(l > Level1, l, what)
 	case *clusterpb.Command_Redrive:
 		r.need(true, Level5, "Redrive")
 	case *clusterpb.Command_CancelJobs:
@@ -207,6 +210,7 @@ func (r *levelNeed) need(holds bool, level uint32, what string) {
 func ConfigAtLevel(p *pb.SchedulerConfig, level uint32) {
 	if level < Level8 {
 		p.EventRetentionPerTenant, p.MaxWorkerRecords, p.MaxSchedules = 0, 0, DefaultMaxSchedules
+		p.ResourceReserveAfterMs, p.MaxResources = nil, 0
 	}
 	if level < Level7 {
 		p.ClockTickMs, p.MaxSnoozes, p.MaxTotalQueuedBytes = 0, 0, 0
@@ -345,6 +349,9 @@ func (f *FSM) fitsLevel() error {
 	}
 	if f.level < Level8 && (f.schedSerial > 0 || f.cfg.MaxSchedules != DefaultMaxSchedules) {
 		return fmt.Errorf("%w: at feature level %d the state holds schedules or max_schedules", sfq.ErrVerify, f.level)
+	}
+	if f.level < Level8 && f.sched.Peek().UsesResources() {
+		return fmt.Errorf("%w: at feature level %d the state holds resources (declared, used by a job, or their settings)", sfq.ErrVerify, f.level)
 	}
 	if f.level < Level8 && (len(f.policies) > 0 || runs || f.sched.Peek().UsesForms()) {
 		return fmt.Errorf("%w: at feature level %d the state holds kinds (the forms of jobs, what workers run, or retry policies)", sfq.ErrVerify, f.level)

@@ -35,8 +35,10 @@ import (
 // Version 11 (feature level 8) is version 10 with the settings of level
 // 8 and the events tenants keep (level8.go); version 12 (feature level 8,
 // a state that uses schedules) is version 11 with the schedules
-// (schedule_state.go).
-const stateVersion = stateVersionSchedules
+// (schedule_state.go); version 13 (feature level 8, a state that uses
+// resources) is version 12 with the core's configuration and state of
+// version 9 (resources.go).
+const stateVersion = stateVersionResources
 
 // stateVersionLevers is the version whose core state is of version 5.
 const stateVersionLevers = 7
@@ -71,6 +73,9 @@ const stateVersionMetrics = 3
 // coreConfigVersion is the core's encoding version of the configuration
 // in an FSM state of version v.
 func coreConfigVersion(v int) int {
+	if v >= stateVersionResources {
+		return 9
+	}
 	if v >= stateVersionLevel7 {
 		return 7
 	}
@@ -173,6 +178,8 @@ func (v *View) StateVersion() int {
 		return stateVersionGroups
 	case v.level < Level6:
 		return stateVersionLevers
+	case v.level >= Level8 && v.usesResources():
+		return stateVersionResources
 	case v.level >= Level8 && v.usesSchedules():
 		return stateVersionSchedules
 	case v.level >= Level8:
@@ -287,6 +294,8 @@ func (v *View) Encode(e *sfq.Encoder) {
 		encodeSchedules(e, v.schedSerial, v.schedules)
 	}
 	switch {
+	case version >= stateVersionResources:
+		v.sched.EncodeVersion(e, 9) // resources
 	case version >= stateVersionLevel8:
 		v.sched.EncodeVersion(e, 8) // the forms of jobs (kinds)
 	case version >= stateVersionLevel7:
@@ -463,6 +472,9 @@ func decodeState(d *sfq.Decoder) (*FSM, error) {
 		return nil, err
 	}
 	f.sched = s
+	if version < stateVersionResources && s.Peek().UsesResources() {
+		return nil, fmt.Errorf("%w: a state of version %d holds resources", sfq.ErrCorrupt, version)
+	}
 	if version < stateVersionLevel8 && s.Peek().UsesRunDetails() != (version >= stateVersionLevel7) {
 		return nil, fmt.Errorf("%w: a state of version %d holds a core state of another version", sfq.ErrCorrupt, version)
 	}

@@ -718,6 +718,9 @@ const (
 	// The node does not lead and did nothing with the call: any caller may
 	// send it again, to another node. UNAVAILABLE.
 	Reason_NOT_LEADER Reason = 13
+	// The resource a job uses, or a command names, is not declared.
+	// NOT_FOUND.
+	Reason_RESOURCE_UNKNOWN Reason = 14
 )
 
 // Enum value maps for Reason.
@@ -737,6 +740,7 @@ var (
 		11: "SUBSCRIPTION_REQUIRED",
 		12: "FEATURE_LEVEL",
 		13: "NOT_LEADER",
+		14: "RESOURCE_UNKNOWN",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":    0,
@@ -753,6 +757,7 @@ var (
 		"SUBSCRIPTION_REQUIRED": 11,
 		"FEATURE_LEVEL":         12,
 		"NOT_LEADER":            13,
+		"RESOURCE_UNKNOWN":      14,
 	}
 )
 
@@ -976,7 +981,15 @@ type SchedulerConfig struct {
 	MaxWorkerRecords uint64 `protobuf:"varint,134,opt,name=max_worker_records,json=maxWorkerRecords,proto3" json:"max_worker_records,omitempty"`
 	// max_schedules (feature level 8): the schedules one tenant may have
 	// (0: the default, 100).
-	MaxSchedules  uint32 `protobuf:"varint,150,opt,name=max_schedules,json=maxSchedules,proto3" json:"max_schedules,omitempty"`
+	MaxSchedules uint32 `protobuf:"varint,150,opt,name=max_schedules,json=maxSchedules,proto3" json:"max_schedules,omitempty"`
+	// resource_reserve_after_ms (feature level 8, SPEC §3 "Resources"): a
+	// job blocked only by a resource for longer than this much cluster time
+	// may take the resource's reservation (absent: the default, 60 s; 0 ..
+	// 7 days).
+	ResourceReserveAfterMs *int64 `protobuf:"varint,160,opt,name=resource_reserve_after_ms,json=resourceReserveAfterMs,proto3,oneof" json:"resource_reserve_after_ms,omitempty"`
+	// max_resources (feature level 8): the resources the cluster may
+	// declare (0: the default, 256; at most 4,096).
+	MaxResources  uint32 `protobuf:"varint,161,opt,name=max_resources,json=maxResources,proto3" json:"max_resources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1291,6 +1304,74 @@ func (x *SchedulerConfig) GetMaxSchedules() uint32 {
 	return 0
 }
 
+func (x *SchedulerConfig) GetResourceReserveAfterMs() int64 {
+	if x != nil && x.ResourceReserveAfterMs != nil {
+		return *x.ResourceReserveAfterMs
+	}
+	return 0
+}
+
+func (x *SchedulerConfig) GetMaxResources() uint32 {
+	if x != nil {
+		return x.MaxResources
+	}
+	return 0
+}
+
+// ResourceUse is one resource a job uses (SPEC §3 "Resources"), and how
+// many of its units it holds from its dispatch until its run ends.
+type ResourceUse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resource      string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	Units         uint32                 `protobuf:"varint,2,opt,name=units,proto3" json:"units,omitempty"` // 1 .. the resource's capacity
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceUse) Reset() {
+	*x = ResourceUse{}
+	mi := &file_types_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceUse) ProtoMessage() {}
+
+func (x *ResourceUse) ProtoReflect() protoreflect.Message {
+	mi := &file_types_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceUse.ProtoReflect.Descriptor instead.
+func (*ResourceUse) Descriptor() ([]byte, []int) {
+	return file_types_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ResourceUse) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ResourceUse) GetUnits() uint32 {
+	if x != nil {
+		return x.Units
+	}
+	return 0
+}
+
 // JobFilter chooses jobs of one tenant for a bulk command; every field set
 // must match. The submit-time bounds are absolute cluster times, computed
 // at the edge (a --since is turned into submitted_from_ms there).
@@ -1308,7 +1389,7 @@ type JobFilter struct {
 
 func (x *JobFilter) Reset() {
 	*x = JobFilter{}
-	mi := &file_types_proto_msgTypes[2]
+	mi := &file_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1401,7 @@ func (x *JobFilter) String() string {
 func (*JobFilter) ProtoMessage() {}
 
 func (x *JobFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_types_proto_msgTypes[2]
+	mi := &file_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1414,7 @@ func (x *JobFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobFilter.ProtoReflect.Descriptor instead.
 func (*JobFilter) Descriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{2}
+	return file_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *JobFilter) GetStates() []string {
@@ -1391,7 +1472,7 @@ type BulkItem struct {
 
 func (x *BulkItem) Reset() {
 	*x = BulkItem{}
-	mi := &file_types_proto_msgTypes[3]
+	mi := &file_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1484,7 @@ func (x *BulkItem) String() string {
 func (*BulkItem) ProtoMessage() {}
 
 func (x *BulkItem) ProtoReflect() protoreflect.Message {
-	mi := &file_types_proto_msgTypes[3]
+	mi := &file_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1497,7 @@ func (x *BulkItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkItem.ProtoReflect.Descriptor instead.
 func (*BulkItem) Descriptor() ([]byte, []int) {
-	return file_types_proto_rawDescGZIP(), []int{3}
+	return file_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BulkItem) GetJobId() uint64 {
@@ -1464,7 +1545,7 @@ const file_types_proto_rawDesc = "" +
 	"max_queued\x18\x06 \x01(\rR\tmaxQueued\x120\n" +
 	"\x14max_running_critical\x18\a \x01(\rR\x12maxRunningCritical\x12(\n" +
 	"\x10max_running_high\x18\b \x01(\rR\x0emaxRunningHigh\x120\n" +
-	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xe3\r\n" +
+	"\x14max_running_deadline\x18\t \x01(\rR\x12maxRunningDeadline\"\xe8\x0e\n" +
 	"\x0fSchedulerConfig\x12!\n" +
 	"\ftier_weights\x18\x01 \x03(\rR\vtierWeights\x12*\n" +
 	"\x06policy\x18\x02 \x01(\x0e2\x12.barista.v1.PolicyR\x06policy\x12*\n" +
@@ -1507,7 +1588,13 @@ const file_types_proto_rawDesc = "" +
 	"\x16max_total_queued_bytes\x18\x84\x01 \x01(\x04R\x13maxTotalQueuedBytes\x12<\n" +
 	"\x1aevent_retention_per_tenant\x18\x85\x01 \x01(\x04R\x17eventRetentionPerTenant\x12-\n" +
 	"\x12max_worker_records\x18\x86\x01 \x01(\x04R\x10maxWorkerRecords\x12$\n" +
-	"\rmax_schedules\x18\x96\x01 \x01(\rR\fmaxSchedules\"\xbc\x01\n" +
+	"\rmax_schedules\x18\x96\x01 \x01(\rR\fmaxSchedules\x12?\n" +
+	"\x19resource_reserve_after_ms\x18\xa0\x01 \x01(\x03H\x00R\x16resourceReserveAfterMs\x88\x01\x01\x12$\n" +
+	"\rmax_resources\x18\xa1\x01 \x01(\rR\fmaxResourcesB\x1c\n" +
+	"\x1a_resource_reserve_after_ms\"?\n" +
+	"\vResourceUse\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x14\n" +
+	"\x05units\x18\x02 \x01(\rR\x05units\"\xbc\x01\n" +
 	"\tJobFilter\x12\x16\n" +
 	"\x06states\x18\x01 \x03(\tR\x06states\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x14\n" +
@@ -1587,7 +1674,7 @@ const file_types_proto_rawDesc = "" +
 	"\bEstimate\x12\x18\n" +
 	"\x14ESTIMATE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tSUBMITTED\x10\x01\x12\b\n" +
-	"\x04AUTO\x10\x02*\x97\x02\n" +
+	"\x04AUTO\x10\x02*\xad\x02\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eQUOTA_EXCEEDED\x10\x01\x12\x10\n" +
@@ -1605,7 +1692,8 @@ const file_types_proto_rawDesc = "" +
 	"\x15SUBSCRIPTION_REQUIRED\x10\v\x12\x11\n" +
 	"\rFEATURE_LEVEL\x10\f\x12\x0e\n" +
 	"\n" +
-	"NOT_LEADER\x10\rB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"NOT_LEADER\x10\r\x12\x14\n" +
+	"\x10RESOURCE_UNKNOWN\x10\x0eB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_types_proto_rawDescOnce sync.Once
@@ -1620,7 +1708,7 @@ func file_types_proto_rawDescGZIP() []byte {
 }
 
 var file_types_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_types_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_types_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_types_proto_goTypes = []any{
 	(Size)(0),               // 0: barista.v1.Size
 	(Tier)(0),               // 1: barista.v1.Tier
@@ -1637,8 +1725,9 @@ var file_types_proto_goTypes = []any{
 	(Reason)(0),             // 12: barista.v1.Reason
 	(*Caps)(nil),            // 13: barista.v1.Caps
 	(*SchedulerConfig)(nil), // 14: barista.v1.SchedulerConfig
-	(*JobFilter)(nil),       // 15: barista.v1.JobFilter
-	(*BulkItem)(nil),        // 16: barista.v1.BulkItem
+	(*ResourceUse)(nil),     // 15: barista.v1.ResourceUse
+	(*JobFilter)(nil),       // 16: barista.v1.JobFilter
+	(*BulkItem)(nil),        // 17: barista.v1.BulkItem
 }
 var file_types_proto_depIdxs = []int32{
 	9,  // 0: barista.v1.SchedulerConfig.policy:type_name -> barista.v1.Policy
@@ -1657,13 +1746,14 @@ func file_types_proto_init() {
 	if File_types_proto != nil {
 		return
 	}
+	file_types_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_types_proto_rawDesc), len(file_types_proto_rawDesc)),
 			NumEnums:      13,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

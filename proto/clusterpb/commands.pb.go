@@ -315,6 +315,8 @@ type Command struct {
 	//	*Command_ScheduleFire
 	//	*Command_ScheduleMiss
 	//	*Command_ScheduleRunNow
+	//	*Command_ResourceSet
+	//	*Command_ResourceDelete
 	Cmd           isCommand_Cmd `protobuf_oneof:"cmd"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -690,6 +692,24 @@ func (x *Command) GetScheduleRunNow() *ScheduleRunNow {
 	return nil
 }
 
+func (x *Command) GetResourceSet() *ResourceSet {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_ResourceSet); ok {
+			return x.ResourceSet
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetResourceDelete() *ResourceDelete {
+	if x != nil {
+		if x, ok := x.Cmd.(*Command_ResourceDelete); ok {
+			return x.ResourceDelete
+		}
+	}
+	return nil
+}
+
 type isCommand_Cmd interface {
 	isCommand_Cmd()
 }
@@ -851,6 +871,16 @@ type Command_ScheduleRunNow struct {
 	ScheduleRunNow *ScheduleRunNow `protobuf:"bytes,155,opt,name=schedule_run_now,json=scheduleRunNow,proto3,oneof"`
 }
 
+type Command_ResourceSet struct {
+	// Resources (feature level 8, SPEC §3 "Resources"): numbers 160 to
+	// 169.
+	ResourceSet *ResourceSet `protobuf:"bytes,160,opt,name=resource_set,json=resourceSet,proto3,oneof"`
+}
+
+type Command_ResourceDelete struct {
+	ResourceDelete *ResourceDelete `protobuf:"bytes,161,opt,name=resource_delete,json=resourceDelete,proto3,oneof"`
+}
+
 func (*Command_Submit) isCommand_Cmd() {}
 
 func (*Command_Dispatch) isCommand_Cmd() {}
@@ -925,6 +955,10 @@ func (*Command_ScheduleMiss) isCommand_Cmd() {}
 
 func (*Command_ScheduleRunNow) isCommand_Cmd() {}
 
+func (*Command_ResourceSet) isCommand_Cmd() {}
+
+func (*Command_ResourceDelete) isCommand_Cmd() {}
+
 // SubmitJob queues a job. With an idempotency key, the same (tenant, key)
 // and the same content returns the existing job; different content is
 // refused (ALREADY_EXISTS).
@@ -958,7 +992,10 @@ type SubmitJob struct {
 	// form (feature level 8) says which workers run the job: unspecified,
 	// every worker; COMMAND, a worker that runs commands; FUNCTION, one that
 	// registered its job_type.
-	Form          proto.JobForm `protobuf:"varint,130,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"`
+	Form proto.JobForm `protobuf:"varint,130,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"`
+	// uses (feature level 8): the resources the job uses, each once, at
+	// most 8, with its units (SPEC §3 "Resources").
+	Uses          []*proto.ResourceUse `protobuf:"bytes,160,rep,name=uses,proto3" json:"uses,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1103,6 +1140,13 @@ func (x *SubmitJob) GetForm() proto.JobForm {
 		return x.Form
 	}
 	return proto.JobForm(0)
+}
+
+func (x *SubmitJob) GetUses() []*proto.ResourceUse {
+	if x != nil {
+		return x.Uses
+	}
+	return nil
 }
 
 // Release moves scheduled jobs to their queues at their job IDs' places.
@@ -3873,6 +3917,134 @@ func (x *ScheduleRunNow) GetKey() string {
 	return ""
 }
 
+// ResourceSet declares a resource or changes one (SPEC §3 "Resources",
+// feature level 8): its capacity and tenant_max (absent: no limit per
+// tenant); the tenants' own limits stay. A change takes effect in log
+// order; a decrease below the units held preempts nothing. With tenant,
+// it sets that tenant's own limit on the resource instead (max; absent:
+// none of its own, the resource's tenant_max applies), and capacity and
+// tenant_max are left out.
+type ResourceSet struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`                // as a pool's: [a-z0-9][a-z0-9-]{0,62}
+	Capacity      *uint32                `protobuf:"varint,2,opt,name=capacity,proto3,oneof" json:"capacity,omitempty"` // 0 .. 1,000,000; required without tenant
+	TenantMax     *uint32                `protobuf:"varint,3,opt,name=tenant_max,json=tenantMax,proto3,oneof" json:"tenant_max,omitempty"`
+	Tenant        string                 `protobuf:"bytes,4,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Max           *uint32                `protobuf:"varint,5,opt,name=max,proto3,oneof" json:"max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceSet) Reset() {
+	*x = ResourceSet{}
+	mi := &file_commands_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceSet) ProtoMessage() {}
+
+func (x *ResourceSet) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceSet.ProtoReflect.Descriptor instead.
+func (*ResourceSet) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ResourceSet) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ResourceSet) GetCapacity() uint32 {
+	if x != nil && x.Capacity != nil {
+		return *x.Capacity
+	}
+	return 0
+}
+
+func (x *ResourceSet) GetTenantMax() uint32 {
+	if x != nil && x.TenantMax != nil {
+		return *x.TenantMax
+	}
+	return 0
+}
+
+func (x *ResourceSet) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ResourceSet) GetMax() uint32 {
+	if x != nil && x.Max != nil {
+		return *x.Max
+	}
+	return 0
+}
+
+// ResourceDelete forgets a resource no unfinished job uses.
+type ResourceDelete struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceDelete) Reset() {
+	*x = ResourceDelete{}
+	mi := &file_commands_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceDelete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceDelete) ProtoMessage() {}
+
+func (x *ResourceDelete) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceDelete.ProtoReflect.Descriptor instead.
+func (*ResourceDelete) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ResourceDelete) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 var File_commands_proto protoreflect.FileDescriptor
 
 const file_commands_proto_rawDesc = "" +
@@ -3883,7 +4055,7 @@ const file_commands_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x19\n" +
 	"\bstamp_ms\x18\x02 \x01(\x03R\astampMs\x12\x17\n" +
 	"\awall_ms\x18\x03 \x01(\x03R\x06wallMs\x12/\n" +
-	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xa2\x11\n" +
+	"\bcommands\x18\x04 \x03(\v2\x13.barista.v1.CommandR\bcommands\"\xa9\x12\n" +
 	"\aCommand\x12/\n" +
 	"\x06submit\x18\x01 \x01(\v2\x15.barista.v1.SubmitJobH\x00R\x06submit\x122\n" +
 	"\bdispatch\x18\x02 \x01(\v2\x14.barista.v1.DispatchH\x00R\bdispatch\x12/\n" +
@@ -3929,8 +4101,10 @@ const file_commands_proto_rawDesc = "" +
 	"\x0eschedule_pause\x18\x98\x01 \x01(\v2\x19.barista.v1.SchedulePauseH\x00R\rschedulePause\x12@\n" +
 	"\rschedule_fire\x18\x99\x01 \x01(\v2\x18.barista.v1.ScheduleFireH\x00R\fscheduleFire\x12@\n" +
 	"\rschedule_miss\x18\x9a\x01 \x01(\v2\x18.barista.v1.ScheduleMissH\x00R\fscheduleMiss\x12G\n" +
-	"\x10schedule_run_now\x18\x9b\x01 \x01(\v2\x1a.barista.v1.ScheduleRunNowH\x00R\x0escheduleRunNowB\x05\n" +
-	"\x03cmd\"\xaa\x04\n" +
+	"\x10schedule_run_now\x18\x9b\x01 \x01(\v2\x1a.barista.v1.ScheduleRunNowH\x00R\x0escheduleRunNow\x12=\n" +
+	"\fresource_set\x18\xa0\x01 \x01(\v2\x17.barista.v1.ResourceSetH\x00R\vresourceSet\x12F\n" +
+	"\x0fresource_delete\x18\xa1\x01 \x01(\v2\x1a.barista.v1.ResourceDeleteH\x00R\x0eresourceDeleteB\x05\n" +
+	"\x03cmd\"\xd8\x04\n" +
 	"\tSubmitJob\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12'\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tR\x0eidempotencyKey\x12\x19\n" +
@@ -3950,7 +4124,8 @@ const file_commands_proto_rawDesc = "" +
 	"\texpire_ms\x18G \x01(\x03R\bexpireMs\x12-\n" +
 	"\x10retry_backoff_ms\x18H \x01(\x03H\x00R\x0eretryBackoffMs\x88\x01\x01\x12\x12\n" +
 	"\x04pool\x18x \x01(\tR\x04pool\x12(\n" +
-	"\x04form\x18\x82\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04formB\x13\n" +
+	"\x04form\x18\x82\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04form\x12,\n" +
+	"\x04uses\x18\xa0\x01 \x03(\v2\x17.barista.v1.ResourceUseR\x04usesB\x13\n" +
 	"\x11_retry_backoff_ms\"G\n" +
 	"\aRelease\x12\x12\n" +
 	"\x04jobs\x18\x01 \x03(\x04R\x04jobs\x12\x10\n" +
@@ -4171,7 +4346,19 @@ const file_commands_proto_rawDesc = "" +
 	"\x0eScheduleRunNow\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
-	"\x03key\x18\x03 \x01(\tR\x03key*N\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\"\xb9\x01\n" +
+	"\vResourceSet\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\bcapacity\x18\x02 \x01(\rH\x00R\bcapacity\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"tenant_max\x18\x03 \x01(\rH\x01R\ttenantMax\x88\x01\x01\x12\x16\n" +
+	"\x06tenant\x18\x04 \x01(\tR\x06tenant\x12\x15\n" +
+	"\x03max\x18\x05 \x01(\rH\x02R\x03max\x88\x01\x01B\v\n" +
+	"\t_capacityB\r\n" +
+	"\v_tenant_maxB\x06\n" +
+	"\x04_max\"$\n" +
+	"\x0eResourceDelete\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name*N\n" +
 	"\n" +
 	"ExpireKind\x12\x16\n" +
 	"\x12EXPIRE_UNSPECIFIED\x10\x00\x12\a\n" +
@@ -4207,7 +4394,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_commands_proto_goTypes = []any{
 	(ExpireKind)(0),               // 0: barista.v1.ExpireKind
 	(GroupCapKind)(0),             // 1: barista.v1.GroupCapKind
@@ -4253,19 +4440,22 @@ var file_commands_proto_goTypes = []any{
 	(*ScheduleFire)(nil),          // 41: barista.v1.ScheduleFire
 	(*ScheduleMiss)(nil),          // 42: barista.v1.ScheduleMiss
 	(*ScheduleRunNow)(nil),        // 43: barista.v1.ScheduleRunNow
-	(proto.Size)(0),               // 44: barista.v1.Size
-	(proto.Class)(0),              // 45: barista.v1.Class
-	(proto.JobForm)(0),            // 46: barista.v1.JobForm
-	(proto.Outcome)(0),            // 47: barista.v1.Outcome
-	(proto.CpuSource)(0),          // 48: barista.v1.CpuSource
-	(proto.RunFailure)(0),         // 49: barista.v1.RunFailure
-	(proto.Tier)(0),               // 50: barista.v1.Tier
-	(*proto.Caps)(nil),            // 51: barista.v1.Caps
-	(proto.GroupOrder)(0),         // 52: barista.v1.GroupOrder
-	(*proto.SchedulerConfig)(nil), // 53: barista.v1.SchedulerConfig
-	(*proto.JobFilter)(nil),       // 54: barista.v1.JobFilter
-	(*proto.BulkItem)(nil),        // 55: barista.v1.BulkItem
-	(proto.Overlap)(0),            // 56: barista.v1.Overlap
+	(*ResourceSet)(nil),           // 44: barista.v1.ResourceSet
+	(*ResourceDelete)(nil),        // 45: barista.v1.ResourceDelete
+	(proto.Size)(0),               // 46: barista.v1.Size
+	(proto.Class)(0),              // 47: barista.v1.Class
+	(proto.JobForm)(0),            // 48: barista.v1.JobForm
+	(*proto.ResourceUse)(nil),     // 49: barista.v1.ResourceUse
+	(proto.Outcome)(0),            // 50: barista.v1.Outcome
+	(proto.CpuSource)(0),          // 51: barista.v1.CpuSource
+	(proto.RunFailure)(0),         // 52: barista.v1.RunFailure
+	(proto.Tier)(0),               // 53: barista.v1.Tier
+	(*proto.Caps)(nil),            // 54: barista.v1.Caps
+	(proto.GroupOrder)(0),         // 55: barista.v1.GroupOrder
+	(*proto.SchedulerConfig)(nil), // 56: barista.v1.SchedulerConfig
+	(*proto.JobFilter)(nil),       // 57: barista.v1.JobFilter
+	(*proto.BulkItem)(nil),        // 58: barista.v1.BulkItem
+	(proto.Overlap)(0),            // 59: barista.v1.Overlap
 }
 var file_commands_proto_depIdxs = []int32{
 	4,  // 0: barista.v1.Envelope.commands:type_name -> barista.v1.Command
@@ -4306,35 +4496,38 @@ var file_commands_proto_depIdxs = []int32{
 	41, // 35: barista.v1.Command.schedule_fire:type_name -> barista.v1.ScheduleFire
 	42, // 36: barista.v1.Command.schedule_miss:type_name -> barista.v1.ScheduleMiss
 	43, // 37: barista.v1.Command.schedule_run_now:type_name -> barista.v1.ScheduleRunNow
-	44, // 38: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
-	45, // 39: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
-	46, // 40: barista.v1.SubmitJob.form:type_name -> barista.v1.JobForm
-	44, // 41: barista.v1.Dispatch.size:type_name -> barista.v1.Size
-	9,  // 42: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
-	47, // 43: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
-	48, // 44: barista.v1.Finished.cpu_source:type_name -> barista.v1.CpuSource
-	49, // 45: barista.v1.Finished.failure:type_name -> barista.v1.RunFailure
-	0,  // 46: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
-	50, // 47: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
-	51, // 48: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
-	45, // 49: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
-	52, // 50: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
-	1,  // 51: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
-	53, // 52: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
-	27, // 53: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
-	54, // 54: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
-	2,  // 55: barista.v1.CommandResult.code:type_name -> barista.v1.Code
-	44, // 56: barista.v1.CommandResult.size:type_name -> barista.v1.Size
-	55, // 57: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
-	44, // 58: barista.v1.WorkerHello.size:type_name -> barista.v1.Size
-	36, // 59: barista.v1.WorkerHello.holds:type_name -> barista.v1.HeldJob
-	56, // 60: barista.v1.ScheduleSet.overlap:type_name -> barista.v1.Overlap
-	5,  // 61: barista.v1.ScheduleSet.job:type_name -> barista.v1.SubmitJob
-	62, // [62:62] is the sub-list for method output_type
-	62, // [62:62] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	44, // 38: barista.v1.Command.resource_set:type_name -> barista.v1.ResourceSet
+	45, // 39: barista.v1.Command.resource_delete:type_name -> barista.v1.ResourceDelete
+	46, // 40: barista.v1.SubmitJob.size:type_name -> barista.v1.Size
+	47, // 41: barista.v1.SubmitJob.job_class:type_name -> barista.v1.Class
+	48, // 42: barista.v1.SubmitJob.form:type_name -> barista.v1.JobForm
+	49, // 43: barista.v1.SubmitJob.uses:type_name -> barista.v1.ResourceUse
+	46, // 44: barista.v1.Dispatch.size:type_name -> barista.v1.Size
+	9,  // 45: barista.v1.HeartbeatBatch.heartbeats:type_name -> barista.v1.Heartbeat
+	50, // 46: barista.v1.Finished.outcome:type_name -> barista.v1.Outcome
+	51, // 47: barista.v1.Finished.cpu_source:type_name -> barista.v1.CpuSource
+	52, // 48: barista.v1.Finished.failure:type_name -> barista.v1.RunFailure
+	0,  // 49: barista.v1.Expire.kind:type_name -> barista.v1.ExpireKind
+	53, // 50: barista.v1.TenantUpsert.tier:type_name -> barista.v1.Tier
+	54, // 51: barista.v1.TenantUpsert.caps:type_name -> barista.v1.Caps
+	47, // 52: barista.v1.TenantUpsert.max_class:type_name -> barista.v1.Class
+	55, // 53: barista.v1.TenantUpsert.group_order:type_name -> barista.v1.GroupOrder
+	1,  // 54: barista.v1.SetGroup.cap_kind:type_name -> barista.v1.GroupCapKind
+	56, // 55: barista.v1.SetConfig.config:type_name -> barista.v1.SchedulerConfig
+	27, // 56: barista.v1.WebhookAck.cursors:type_name -> barista.v1.WebhookCursor
+	57, // 57: barista.v1.BulkJobs.filter:type_name -> barista.v1.JobFilter
+	2,  // 58: barista.v1.CommandResult.code:type_name -> barista.v1.Code
+	46, // 59: barista.v1.CommandResult.size:type_name -> barista.v1.Size
+	58, // 60: barista.v1.CommandResult.items:type_name -> barista.v1.BulkItem
+	46, // 61: barista.v1.WorkerHello.size:type_name -> barista.v1.Size
+	36, // 62: barista.v1.WorkerHello.holds:type_name -> barista.v1.HeldJob
+	59, // 63: barista.v1.ScheduleSet.overlap:type_name -> barista.v1.Overlap
+	5,  // 64: barista.v1.ScheduleSet.job:type_name -> barista.v1.SubmitJob
+	65, // [65:65] is the sub-list for method output_type
+	65, // [65:65] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -4380,18 +4573,21 @@ func file_commands_proto_init() {
 		(*Command_ScheduleFire)(nil),
 		(*Command_ScheduleMiss)(nil),
 		(*Command_ScheduleRunNow)(nil),
+		(*Command_ResourceSet)(nil),
+		(*Command_ResourceDelete)(nil),
 	}
 	file_commands_proto_msgTypes[2].OneofWrappers = []any{}
 	file_commands_proto_msgTypes[29].OneofWrappers = []any{}
 	file_commands_proto_msgTypes[31].OneofWrappers = []any{}
 	file_commands_proto_msgTypes[34].OneofWrappers = []any{}
+	file_commands_proto_msgTypes[41].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

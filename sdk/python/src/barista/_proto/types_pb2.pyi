@@ -53,6 +53,7 @@ QUOTA_EXCEEDED: Reason
 RATE_LIMITED: Reason
 REASON_UNSPECIFIED: Reason
 RESERVE: Policy
+RESOURCE_UNKNOWN: Reason
 RUN_FAILURE_UNSPECIFIED: RunFailure
 SILVER: Tier
 SIZE_UNSPECIFIED: Size
@@ -115,8 +116,16 @@ class JobFilter(_message.Message):
     submitted_to_ms: int
     def __init__(self, states: _Optional[_Iterable[str]] = ..., job_type: _Optional[str] = ..., group: _Optional[str] = ..., submitted_from_ms: _Optional[int] = ..., submitted_to_ms: _Optional[int] = ..., pool: _Optional[str] = ...) -> None: ...
 
+class ResourceUse(_message.Message):
+    __slots__ = ["resource", "units"]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    UNITS_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    units: int
+    def __init__(self, resource: _Optional[str] = ..., units: _Optional[int] = ...) -> None: ...
+
 class SchedulerConfig(_message.Message):
-    __slots__ = ["ack_timeout_ms", "cancel_grace_ms", "clamp", "clock_tick_ms", "dead_letter_max_bytes", "dead_letter_max_jobs", "dead_letter_retention_ms", "decay", "decay_half_life_ms", "decay_norm_ms", "dedupe_window_ms", "default_cost_ms", "default_max_attempts", "default_max_queued", "default_tenant", "estimate", "event_retention_count", "event_retention_ms", "event_retention_per_tenant", "feature_level", "heartbeat_interval_ms", "implicit_tenants", "job_retention_ms", "lease_timeout_ms", "max_payload_bytes", "max_pools", "max_queued_bytes", "max_schedules", "max_snoozes", "max_total_queued_bytes", "max_worker_records", "policy", "reserve_margin_us", "retry_backoff_max_ms", "retry_backoff_ms", "self_kill_after_ms", "submit_burst", "submit_rate_n", "submit_rate_period_ms", "tier_weights"]
+    __slots__ = ["ack_timeout_ms", "cancel_grace_ms", "clamp", "clock_tick_ms", "dead_letter_max_bytes", "dead_letter_max_jobs", "dead_letter_retention_ms", "decay", "decay_half_life_ms", "decay_norm_ms", "dedupe_window_ms", "default_cost_ms", "default_max_attempts", "default_max_queued", "default_tenant", "estimate", "event_retention_count", "event_retention_ms", "event_retention_per_tenant", "feature_level", "heartbeat_interval_ms", "implicit_tenants", "job_retention_ms", "lease_timeout_ms", "max_payload_bytes", "max_pools", "max_queued_bytes", "max_resources", "max_schedules", "max_snoozes", "max_total_queued_bytes", "max_worker_records", "policy", "reserve_margin_us", "resource_reserve_after_ms", "retry_backoff_max_ms", "retry_backoff_ms", "self_kill_after_ms", "submit_burst", "submit_rate_n", "submit_rate_period_ms", "tier_weights"]
     ACK_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
     CLAMP_FIELD_NUMBER: _ClassVar[int]
@@ -144,12 +153,14 @@ class SchedulerConfig(_message.Message):
     MAX_PAYLOAD_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_POOLS_FIELD_NUMBER: _ClassVar[int]
     MAX_QUEUED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_RESOURCES_FIELD_NUMBER: _ClassVar[int]
     MAX_SCHEDULES_FIELD_NUMBER: _ClassVar[int]
     MAX_SNOOZES_FIELD_NUMBER: _ClassVar[int]
     MAX_TOTAL_QUEUED_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_WORKER_RECORDS_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     RESERVE_MARGIN_US_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_RESERVE_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_BACKOFF_MAX_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_BACKOFF_MS_FIELD_NUMBER: _ClassVar[int]
     SELF_KILL_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
@@ -184,12 +195,14 @@ class SchedulerConfig(_message.Message):
     max_payload_bytes: int
     max_pools: int
     max_queued_bytes: int
+    max_resources: int
     max_schedules: int
     max_snoozes: int
     max_total_queued_bytes: int
     max_worker_records: int
     policy: Policy
     reserve_margin_us: int
+    resource_reserve_after_ms: int
     retry_backoff_max_ms: int
     retry_backoff_ms: int
     self_kill_after_ms: int
@@ -197,7 +210,7 @@ class SchedulerConfig(_message.Message):
     submit_rate_n: int
     submit_rate_period_ms: int
     tier_weights: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, tier_weights: _Optional[_Iterable[int]] = ..., policy: _Optional[_Union[Policy, str]] = ..., reserve_margin_us: _Optional[int] = ..., clamp: _Optional[_Union[Clamp, str]] = ..., decay: bool = ..., decay_half_life_ms: _Optional[int] = ..., decay_norm_ms: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., lease_timeout_ms: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., self_kill_after_ms: _Optional[int] = ..., cancel_grace_ms: _Optional[int] = ..., job_retention_ms: _Optional[int] = ..., event_retention_count: _Optional[int] = ..., event_retention_ms: _Optional[int] = ..., dedupe_window_ms: _Optional[int] = ..., max_payload_bytes: _Optional[int] = ..., estimate: _Optional[_Union[Estimate, str]] = ..., default_cost_ms: _Optional[int] = ..., feature_level: _Optional[int] = ..., submit_rate_n: _Optional[int] = ..., submit_rate_period_ms: _Optional[int] = ..., submit_burst: _Optional[int] = ..., retry_backoff_ms: _Optional[int] = ..., retry_backoff_max_ms: _Optional[int] = ..., dead_letter_retention_ms: _Optional[int] = ..., dead_letter_max_jobs: _Optional[int] = ..., dead_letter_max_bytes: _Optional[int] = ..., default_max_queued: _Optional[int] = ..., max_queued_bytes: _Optional[int] = ..., max_pools: _Optional[int] = ..., implicit_tenants: _Optional[_Union[Tier, str]] = ..., default_tenant: _Optional[str] = ..., clock_tick_ms: _Optional[int] = ..., max_snoozes: _Optional[int] = ..., max_total_queued_bytes: _Optional[int] = ..., event_retention_per_tenant: _Optional[int] = ..., max_worker_records: _Optional[int] = ..., max_schedules: _Optional[int] = ...) -> None: ...
+    def __init__(self, tier_weights: _Optional[_Iterable[int]] = ..., policy: _Optional[_Union[Policy, str]] = ..., reserve_margin_us: _Optional[int] = ..., clamp: _Optional[_Union[Clamp, str]] = ..., decay: bool = ..., decay_half_life_ms: _Optional[int] = ..., decay_norm_ms: _Optional[int] = ..., ack_timeout_ms: _Optional[int] = ..., lease_timeout_ms: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., self_kill_after_ms: _Optional[int] = ..., cancel_grace_ms: _Optional[int] = ..., job_retention_ms: _Optional[int] = ..., event_retention_count: _Optional[int] = ..., event_retention_ms: _Optional[int] = ..., dedupe_window_ms: _Optional[int] = ..., max_payload_bytes: _Optional[int] = ..., estimate: _Optional[_Union[Estimate, str]] = ..., default_cost_ms: _Optional[int] = ..., feature_level: _Optional[int] = ..., submit_rate_n: _Optional[int] = ..., submit_rate_period_ms: _Optional[int] = ..., submit_burst: _Optional[int] = ..., retry_backoff_ms: _Optional[int] = ..., retry_backoff_max_ms: _Optional[int] = ..., dead_letter_retention_ms: _Optional[int] = ..., dead_letter_max_jobs: _Optional[int] = ..., dead_letter_max_bytes: _Optional[int] = ..., default_max_queued: _Optional[int] = ..., max_queued_bytes: _Optional[int] = ..., max_pools: _Optional[int] = ..., implicit_tenants: _Optional[_Union[Tier, str]] = ..., default_tenant: _Optional[str] = ..., clock_tick_ms: _Optional[int] = ..., max_snoozes: _Optional[int] = ..., max_total_queued_bytes: _Optional[int] = ..., event_retention_per_tenant: _Optional[int] = ..., max_worker_records: _Optional[int] = ..., max_schedules: _Optional[int] = ..., resource_reserve_after_ms: _Optional[int] = ..., max_resources: _Optional[int] = ...) -> None: ...
 
 class Size(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
