@@ -58,6 +58,9 @@ var (
 	ErrTenantUnknown = errors.New("unknown tenant")
 	// ErrPoolUnknown: no such pool.
 	ErrPoolUnknown = errors.New("unknown pool")
+	// ErrResourceUnknown: no such resource (a job's uses, or a resource
+	// command).
+	ErrResourceUnknown = errors.New("unknown resource")
 	// ErrTooLarge: the payload is over the cluster's max_payload_bytes,
 	// or the request over what any server takes; no retry helps.
 	ErrTooLarge = errors.New("too large")
@@ -96,6 +99,7 @@ var reasonSentinels = map[pb.Reason]error{
 	pb.Reason_SUBSCRIPTION_REQUIRED: ErrSubscriptionRequired,
 	pb.Reason_FEATURE_LEVEL:         ErrFeatureLevel,
 	pb.Reason_NOT_LEADER:            ErrNotLeader,
+	pb.Reason_RESOURCE_UNKNOWN:      ErrResourceUnknown,
 }
 
 // reasonSentinel is the sentinel of a reason's name, or nil.

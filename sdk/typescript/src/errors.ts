@@ -165,6 +165,7 @@ export const KeyJobGone = reasonClass("KeyJobGone");
 export const TenantUnknown = reasonClass("TenantUnknown");
 /** The pool does not exist. */
 export const PoolUnknown = reasonClass("PoolUnknown");
+export const ResourceUnknown = reasonClass("ResourceUnknown");
 /** The payload is over the cluster's max_payload_bytes: no retry makes it fit. */
 export const TooLarge = reasonClass("TooLarge");
 /** The job's priority is above the tenant's max_class. */
@@ -189,6 +190,7 @@ export type KeyConflict = InstanceType<typeof KeyConflict>;
 export type KeyJobGone = InstanceType<typeof KeyJobGone>;
 export type TenantUnknown = InstanceType<typeof TenantUnknown>;
 export type PoolUnknown = InstanceType<typeof PoolUnknown>;
+export type ResourceUnknown = InstanceType<typeof ResourceUnknown>;
 export type TooLarge = InstanceType<typeof TooLarge>;
 export type MaxClass = InstanceType<typeof MaxClass>;
 export type DeadlinesNotAllowed = InstanceType<typeof DeadlinesNotAllowed>;

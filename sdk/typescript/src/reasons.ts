@@ -80,6 +80,11 @@ export const REASONS = {
     className: "PoolUnknown",
     doc: "the pool does not exist",
   },
+  RESOURCE_UNKNOWN: {
+    code: "NOT_FOUND",
+    className: "ResourceUnknown",
+    doc: "the resource a job uses, or a command names, is not declared",
+  },
   TOO_LARGE: {
     code: "INVALID_ARGUMENT",
     className: "TooLarge",

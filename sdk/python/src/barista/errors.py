@@ -183,6 +183,10 @@ class PoolUnknown(NotFound):
     """The pool does not exist."""
 
 
+class ResourceUnknown(NotFound):
+    """The resource a job uses, or a command names, is not declared."""
+
+
 class TooLarge(InvalidArgument):
     """The payload is larger than the cluster's max_payload_bytes: no retry
     makes it fit."""
@@ -227,6 +231,7 @@ BY_REASON: Dict[str, Type[BaristaError]] = {
     "KEY_JOB_GONE": KeyJobGone,
     "TENANT_UNKNOWN": TenantUnknown,
     "POOL_UNKNOWN": PoolUnknown,
+    "RESOURCE_UNKNOWN": ResourceUnknown,
     "TOO_LARGE": TooLarge,
     "MAX_CLASS": MaxClass,
     "DEADLINES_NOT_ALLOWED": DeadlinesNotAllowed,
