@@ -469,7 +469,8 @@ func idempotent(method string, req any) bool {
 		return len(r.Jobs) > 0
 	}
 	for _, p := range []string{"Get", "List", "Status", "TenantUsage", "Top", "ExplainJob", "UpsertTenant", "SetGroup", "Pause", "SetConfig", "Drain", "Join", "WebhookGet", "WebhookStatus",
-		"PoolSet", "PoolGet", "PoolList", "SubscriptionSet", "SubscriptionDelete", "SubscriptionList", "SetSchedule"} {
+		"PoolSet", "PoolGet", "PoolList", "SubscriptionSet", "SubscriptionDelete", "SubscriptionList", "SetSchedule",
+		"ResourceSet", "ResourceGet", "ResourceList"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

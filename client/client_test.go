@@ -503,6 +503,10 @@ func TestIdempotentCalls(t *testing.T) {
 		{"/barista.v1.Admin/SubscriptionSet", &pb.SubscriptionSetRequest{}, true},
 		{"/barista.v1.Admin/SubscriptionDelete", &pb.SubscriptionDeleteRequest{}, true},
 		{"/barista.v1.Admin/SubscriptionList", &pb.SubscriptionListRequest{}, true},
+		{"/barista.v1.Admin/ResourceSet", &pb.ResourceSetRequest{}, true},
+		{"/barista.v1.Admin/ResourceGet", &pb.ResourceGetRequest{}, true},
+		{"/barista.v1.Admin/ResourceList", &pb.ResourceListRequest{}, true},
+		{"/barista.v1.Admin/ResourceDelete", &pb.ResourceDeleteRequest{}, false},
 	}
 	for _, tc := range cases {
 		if got := idempotent(tc.method, tc.req); got != tc.want {

@@ -138,6 +138,7 @@ const (
 	WaitPaused      WaitReason = "paused"       // its tenant, group, pool or all dispatch is paused (Vertex)
 	WaitBehind      WaitReason = "behind"       // queued jobs of its tenant ahead of it (Position)
 	WaitCap         WaitReason = "cap"          // a cap is full (Vertex, Current, Limit)
+	WaitResource    WaitReason = "resource"     // a resource it uses has no room, or is reserved (Resource)
 	WaitRate        WaitReason = "rate"         // a rate limit (Vertex, EligibleAt)
 	WaitHeld        WaitReason = "held"         // its group's head is held
 	WaitGroupTurn   WaitReason = "group_turn"   // another group of its tenant goes first (GroupOrder)

@@ -152,6 +152,20 @@ type Explanation struct {
 	// and size runs ("command" for a command job).
 	Kind  string
 	Place *Place // a queued job's place in line (nil: none)
+	// Resource: for WaitResource, the resource that holds it back and how.
+	Resource *ResourceBlock
+}
+
+// ResourceBlock says how a resource holds a job back (WaitResource): it
+// has Held of its Capacity units held and no room for the job's; or
+// (Tenant) the job's tenant holds TenantHeld units, its TenantMax; or
+// another job's reservation of it (Reserved) stands.
+type ResourceBlock struct {
+	Name                  string
+	Held, Capacity        int
+	Tenant                bool
+	TenantHeld, TenantMax int
+	Reserved              uint64
 }
 
 // JobExplain says why a job of the tenant is where it is.
@@ -173,6 +187,10 @@ func (c *Client) JobExplain(ctx context.Context, tenant string, id uint64) (*Exp
 		EligibleAt: wall(r.EligibleAtMs), Kind: r.Kind, Place: placeOf(r.Now, r.Place)}
 	if r.GroupOrder != "" {
 		out.GroupOrder = GroupOrder(r.GroupOrder)
+	}
+	if r.Resource != "" {
+		out.Resource = &ResourceBlock{Name: r.Resource, Held: int(r.Held), Capacity: int(r.Capacity), Tenant: r.TenantMax != nil,
+			TenantHeld: int(r.TenantHeld), TenantMax: int(r.GetTenantMax()), Reserved: r.ReservedJobId}
 	}
 	return out, nil
 }

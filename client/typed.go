@@ -93,6 +93,11 @@ type InsertOpts struct {
 	// RetryBackoff replaces the cluster's retry_backoff for this job (0:
 	// the cluster's; NoRetryBackoff: a failed run is requeued at once).
 	RetryBackoff time.Duration
+	// Uses are the resources the job uses (SPEC §3 "Resources"), by name,
+	// with the units of each (1 .. its capacity; at most 8 resources):
+	// held from its dispatch until its run ends. An undeclared resource
+	// is ErrResourceUnknown.
+	Uses map[string]int
 }
 
 // submitRequest builds the submit of args under opts at time now (a deadline
@@ -122,6 +127,9 @@ func submitRequest(args JobArgs, opts *InsertOpts, now time.Time) (*pb.SubmitReq
 		return nil, invalidArg(fmt.Sprintf("max_attempts: %d", opts.MaxAttempts))
 	}
 	req.MaxAttempts = uint32(min(opts.MaxAttempts, 1<<31))
+	if req.Uses, err = usesToPB(opts.Uses); err != nil {
+		return nil, err
+	}
 	if opts.Key != "" {
 		req.IdempotencyKey = proto.String(opts.Key)
 	}
@@ -275,6 +283,9 @@ type Job struct {
 	Form  Form
 	Group string
 	Key   string // its idempotency key
+	// Uses are the resources it uses, by name, with their units (nil:
+	// none).
+	Uses map[string]int
 	// State: JobScheduled, JobQueued, JobAssigned, JobRunning,
 	// JobCompleted, JobFailed, JobCancelled, JobTimedOut or JobExpired.
 	State JobState
@@ -330,7 +341,7 @@ func JobFromProto(j *pb.Job) *Job {
 		return t
 	}
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	out := &Job{ID: j.JobId, Tenant: j.Tenant, Pool: j.Pool, Kind: j.JobType, Form: formOf(j.Form), Group: j.Group, Key: j.IdempotencyKey, State: JobState(j.State),
+	out := &Job{ID: j.JobId, Tenant: j.Tenant, Pool: j.Pool, Kind: j.JobType, Form: formOf(j.Form), Group: j.Group, Key: j.IdempotencyKey, Uses: usesOf(j.Uses), State: JobState(j.State),
 		Size: sizeOf(j.Size), Class: classOf(j.Class), Place: placeOf(j.Now, j.Place), Attempt: int(j.Attempt), Failures: int(j.Failures),
 		MaxAttempts: int(j.MaxAttempts), Snoozes: int(j.Snoozes), Cost: ms(j.EstCostMs), EstSource: j.EstSource, CPU: ms(j.CpuMs),
 		Worker: j.WorkerId, DueAt: wall(j.DueAtMs), ExpireAt: wall(j.ExpireAtMs), Deadline: wall(j.DeadlineAtMs),

@@ -25,6 +25,484 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Resource is a resource's settings and what it holds now.
+type Resource struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Capacity  uint32                 `protobuf:"varint,2,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	TenantMax *uint32                `protobuf:"varint,3,opt,name=tenant_max,json=tenantMax,proto3,oneof" json:"tenant_max,omitempty"` // every tenant's limit; absent: none
+	Held      uint64                 `protobuf:"varint,4,opt,name=held,proto3" json:"held,omitempty"`                                  // the units live jobs hold (above capacity after a decrease)
+	Users     uint64                 `protobuf:"varint,5,opt,name=users,proto3" json:"users,omitempty"`                                // the unfinished jobs that use it
+	Queued    uint64                 `protobuf:"varint,6,opt,name=queued,proto3" json:"queued,omitempty"`                              // of them, those queued
+	// reserved_job_id: the job whose reservation of it stands (0: none).
+	ReservedJobId uint64 `protobuf:"varint,7,opt,name=reserved_job_id,json=reservedJobId,proto3" json:"reserved_job_id,omitempty"`
+	// tenants: the tenants with their own limit on it, by name, with the
+	// units each holds.
+	Tenants []*ResourceTenant `protobuf:"bytes,8,rep,name=tenants,proto3" json:"tenants,omitempty"`
+	Created bool              `protobuf:"varint,9,opt,name=created,proto3" json:"created,omitempty"` // set by ResourceSet: the resource is new
+	// now is the answering node's cluster time and wall clock.
+	Now           *ClockNow `protobuf:"bytes,95,opt,name=now,proto3" json:"now,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resource) Reset() {
+	*x = Resource{}
+	mi := &file_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resource) ProtoMessage() {}
+
+func (x *Resource) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resource.ProtoReflect.Descriptor instead.
+func (*Resource) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *Resource) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Resource) GetCapacity() uint32 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *Resource) GetTenantMax() uint32 {
+	if x != nil && x.TenantMax != nil {
+		return *x.TenantMax
+	}
+	return 0
+}
+
+func (x *Resource) GetHeld() uint64 {
+	if x != nil {
+		return x.Held
+	}
+	return 0
+}
+
+func (x *Resource) GetUsers() uint64 {
+	if x != nil {
+		return x.Users
+	}
+	return 0
+}
+
+func (x *Resource) GetQueued() uint64 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *Resource) GetReservedJobId() uint64 {
+	if x != nil {
+		return x.ReservedJobId
+	}
+	return 0
+}
+
+func (x *Resource) GetTenants() []*ResourceTenant {
+	if x != nil {
+		return x.Tenants
+	}
+	return nil
+}
+
+func (x *Resource) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *Resource) GetNow() *ClockNow {
+	if x != nil {
+		return x.Now
+	}
+	return nil
+}
+
+// ResourceTenant is a tenant's own limit on a resource.
+type ResourceTenant struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Max           uint32                 `protobuf:"varint,2,opt,name=max,proto3" json:"max,omitempty"`
+	Held          uint32                 `protobuf:"varint,3,opt,name=held,proto3" json:"held,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceTenant) Reset() {
+	*x = ResourceTenant{}
+	mi := &file_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceTenant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceTenant) ProtoMessage() {}
+
+func (x *ResourceTenant) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceTenant.ProtoReflect.Descriptor instead.
+func (*ResourceTenant) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ResourceTenant) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ResourceTenant) GetMax() uint32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *ResourceTenant) GetHeld() uint32 {
+	if x != nil {
+		return x.Held
+	}
+	return 0
+}
+
+type ResourceSetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`                // [a-z0-9][a-z0-9-]{0,62}
+	Capacity      *uint32                `protobuf:"varint,2,opt,name=capacity,proto3,oneof" json:"capacity,omitempty"` // 0 .. 1,000,000; required without tenant
+	TenantMax     *uint32                `protobuf:"varint,3,opt,name=tenant_max,json=tenantMax,proto3,oneof" json:"tenant_max,omitempty"`
+	Tenant        string                 `protobuf:"bytes,4,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Max           *uint32                `protobuf:"varint,5,opt,name=max,proto3,oneof" json:"max,omitempty"` // with tenant; left out: none of its own
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceSetRequest) Reset() {
+	*x = ResourceSetRequest{}
+	mi := &file_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceSetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceSetRequest) ProtoMessage() {}
+
+func (x *ResourceSetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceSetRequest.ProtoReflect.Descriptor instead.
+func (*ResourceSetRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ResourceSetRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ResourceSetRequest) GetCapacity() uint32 {
+	if x != nil && x.Capacity != nil {
+		return *x.Capacity
+	}
+	return 0
+}
+
+func (x *ResourceSetRequest) GetTenantMax() uint32 {
+	if x != nil && x.TenantMax != nil {
+		return *x.TenantMax
+	}
+	return 0
+}
+
+func (x *ResourceSetRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ResourceSetRequest) GetMax() uint32 {
+	if x != nil && x.Max != nil {
+		return *x.Max
+	}
+	return 0
+}
+
+type ResourceGetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Read          *ReadOptions           `protobuf:"bytes,2,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceGetRequest) Reset() {
+	*x = ResourceGetRequest{}
+	mi := &file_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceGetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceGetRequest) ProtoMessage() {}
+
+func (x *ResourceGetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceGetRequest.ProtoReflect.Descriptor instead.
+func (*ResourceGetRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ResourceGetRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ResourceGetRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type ResourceListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Read          *ReadOptions           `protobuf:"bytes,1,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceListRequest) Reset() {
+	*x = ResourceListRequest{}
+	mi := &file_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceListRequest) ProtoMessage() {}
+
+func (x *ResourceListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceListRequest.ProtoReflect.Descriptor instead.
+func (*ResourceListRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ResourceListRequest) GetRead() *ReadOptions {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
+type ResourceListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resources     []*Resource            `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceListResponse) Reset() {
+	*x = ResourceListResponse{}
+	mi := &file_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceListResponse) ProtoMessage() {}
+
+func (x *ResourceListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceListResponse.ProtoReflect.Descriptor instead.
+func (*ResourceListResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ResourceListResponse) GetResources() []*Resource {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+type ResourceDeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceDeleteRequest) Reset() {
+	*x = ResourceDeleteRequest{}
+	mi := &file_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceDeleteRequest) ProtoMessage() {}
+
+func (x *ResourceDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceDeleteRequest.ProtoReflect.Descriptor instead.
+func (*ResourceDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ResourceDeleteRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ResourceDeleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceDeleteResponse) Reset() {
+	*x = ResourceDeleteResponse{}
+	mi := &file_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceDeleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceDeleteResponse) ProtoMessage() {}
+
+func (x *ResourceDeleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceDeleteResponse.ProtoReflect.Descriptor instead.
+func (*ResourceDeleteResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{7}
+}
+
 type PauseDispatchRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Resume bool                   `protobuf:"varint,1,opt,name=resume,proto3" json:"resume,omitempty"`
@@ -37,7 +515,7 @@ type PauseDispatchRequest struct {
 
 func (x *PauseDispatchRequest) Reset() {
 	*x = PauseDispatchRequest{}
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -49,7 +527,7 @@ func (x *PauseDispatchRequest) String() string {
 func (*PauseDispatchRequest) ProtoMessage() {}
 
 func (x *PauseDispatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -62,7 +540,7 @@ func (x *PauseDispatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseDispatchRequest.ProtoReflect.Descriptor instead.
 func (*PauseDispatchRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{0}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PauseDispatchRequest) GetResume() bool {
@@ -89,7 +567,7 @@ type PauseDispatchResponse struct {
 
 func (x *PauseDispatchResponse) Reset() {
 	*x = PauseDispatchResponse{}
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -101,7 +579,7 @@ func (x *PauseDispatchResponse) String() string {
 func (*PauseDispatchResponse) ProtoMessage() {}
 
 func (x *PauseDispatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -114,7 +592,7 @@ func (x *PauseDispatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseDispatchResponse.ProtoReflect.Descriptor instead.
 func (*PauseDispatchResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{1}
+	return file_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PauseDispatchResponse) GetPaused() bool {
@@ -164,7 +642,7 @@ type Pool struct {
 
 func (x *Pool) Reset() {
 	*x = Pool{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -176,7 +654,7 @@ func (x *Pool) String() string {
 func (*Pool) ProtoMessage() {}
 
 func (x *Pool) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -189,7 +667,7 @@ func (x *Pool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pool.ProtoReflect.Descriptor instead.
 func (*Pool) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Pool) GetName() string {
@@ -290,7 +768,7 @@ type PoolSetRequest struct {
 
 func (x *PoolSetRequest) Reset() {
 	*x = PoolSetRequest{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -302,7 +780,7 @@ func (x *PoolSetRequest) String() string {
 func (*PoolSetRequest) ProtoMessage() {}
 
 func (x *PoolSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -315,7 +793,7 @@ func (x *PoolSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolSetRequest.ProtoReflect.Descriptor instead.
 func (*PoolSetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PoolSetRequest) GetName() string {
@@ -349,7 +827,7 @@ type PoolGetRequest struct {
 
 func (x *PoolGetRequest) Reset() {
 	*x = PoolGetRequest{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -361,7 +839,7 @@ func (x *PoolGetRequest) String() string {
 func (*PoolGetRequest) ProtoMessage() {}
 
 func (x *PoolGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -374,7 +852,7 @@ func (x *PoolGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolGetRequest.ProtoReflect.Descriptor instead.
 func (*PoolGetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PoolGetRequest) GetName() string {
@@ -400,7 +878,7 @@ type PoolListRequest struct {
 
 func (x *PoolListRequest) Reset() {
 	*x = PoolListRequest{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +890,7 @@ func (x *PoolListRequest) String() string {
 func (*PoolListRequest) ProtoMessage() {}
 
 func (x *PoolListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +903,7 @@ func (x *PoolListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolListRequest.ProtoReflect.Descriptor instead.
 func (*PoolListRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PoolListRequest) GetRead() *ReadOptions {
@@ -444,7 +922,7 @@ type PoolListResponse struct {
 
 func (x *PoolListResponse) Reset() {
 	*x = PoolListResponse{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -456,7 +934,7 @@ func (x *PoolListResponse) String() string {
 func (*PoolListResponse) ProtoMessage() {}
 
 func (x *PoolListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -469,7 +947,7 @@ func (x *PoolListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolListResponse.ProtoReflect.Descriptor instead.
 func (*PoolListResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PoolListResponse) GetPools() []*Pool {
@@ -488,7 +966,7 @@ type PoolDeleteRequest struct {
 
 func (x *PoolDeleteRequest) Reset() {
 	*x = PoolDeleteRequest{}
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -500,7 +978,7 @@ func (x *PoolDeleteRequest) String() string {
 func (*PoolDeleteRequest) ProtoMessage() {}
 
 func (x *PoolDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -513,7 +991,7 @@ func (x *PoolDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolDeleteRequest.ProtoReflect.Descriptor instead.
 func (*PoolDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PoolDeleteRequest) GetName() string {
@@ -531,7 +1009,7 @@ type PoolDeleteResponse struct {
 
 func (x *PoolDeleteResponse) Reset() {
 	*x = PoolDeleteResponse{}
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -543,7 +1021,7 @@ func (x *PoolDeleteResponse) String() string {
 func (*PoolDeleteResponse) ProtoMessage() {}
 
 func (x *PoolDeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -556,7 +1034,7 @@ func (x *PoolDeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolDeleteResponse.ProtoReflect.Descriptor instead.
 func (*PoolDeleteResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_proto_rawDescGZIP(), []int{16}
 }
 
 // Subscription is a tenant's subscription in a pool.
@@ -573,7 +1051,7 @@ type Subscription struct {
 
 func (x *Subscription) Reset() {
 	*x = Subscription{}
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -585,7 +1063,7 @@ func (x *Subscription) String() string {
 func (*Subscription) ProtoMessage() {}
 
 func (x *Subscription) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -598,7 +1076,7 @@ func (x *Subscription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscription.ProtoReflect.Descriptor instead.
 func (*Subscription) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{9}
+	return file_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Subscription) GetTenant() string {
@@ -642,7 +1120,7 @@ type SubscriptionSetRequest struct {
 
 func (x *SubscriptionSetRequest) Reset() {
 	*x = SubscriptionSetRequest{}
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +1132,7 @@ func (x *SubscriptionSetRequest) String() string {
 func (*SubscriptionSetRequest) ProtoMessage() {}
 
 func (x *SubscriptionSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +1145,7 @@ func (x *SubscriptionSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscriptionSetRequest.ProtoReflect.Descriptor instead.
 func (*SubscriptionSetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{10}
+	return file_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SubscriptionSetRequest) GetTenant() string {
@@ -701,7 +1179,7 @@ type SubscriptionDeleteRequest struct {
 
 func (x *SubscriptionDeleteRequest) Reset() {
 	*x = SubscriptionDeleteRequest{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -713,7 +1191,7 @@ func (x *SubscriptionDeleteRequest) String() string {
 func (*SubscriptionDeleteRequest) ProtoMessage() {}
 
 func (x *SubscriptionDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -726,7 +1204,7 @@ func (x *SubscriptionDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscriptionDeleteRequest.ProtoReflect.Descriptor instead.
 func (*SubscriptionDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SubscriptionDeleteRequest) GetTenant() string {
@@ -754,7 +1232,7 @@ type SubscriptionSetResponse struct {
 
 func (x *SubscriptionSetResponse) Reset() {
 	*x = SubscriptionSetResponse{}
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +1244,7 @@ func (x *SubscriptionSetResponse) String() string {
 func (*SubscriptionSetResponse) ProtoMessage() {}
 
 func (x *SubscriptionSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +1257,7 @@ func (x *SubscriptionSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscriptionSetResponse.ProtoReflect.Descriptor instead.
 func (*SubscriptionSetResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SubscriptionSetResponse) GetSubscription() *Subscription {
@@ -809,7 +1287,7 @@ type SubscriptionListRequest struct {
 
 func (x *SubscriptionListRequest) Reset() {
 	*x = SubscriptionListRequest{}
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +1299,7 @@ func (x *SubscriptionListRequest) String() string {
 func (*SubscriptionListRequest) ProtoMessage() {}
 
 func (x *SubscriptionListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +1312,7 @@ func (x *SubscriptionListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscriptionListRequest.ProtoReflect.Descriptor instead.
 func (*SubscriptionListRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SubscriptionListRequest) GetTenant() string {
@@ -882,7 +1360,7 @@ type SubscriptionListResponse struct {
 
 func (x *SubscriptionListResponse) Reset() {
 	*x = SubscriptionListResponse{}
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +1372,7 @@ func (x *SubscriptionListResponse) String() string {
 func (*SubscriptionListResponse) ProtoMessage() {}
 
 func (x *SubscriptionListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +1385,7 @@ func (x *SubscriptionListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscriptionListResponse.ProtoReflect.Descriptor instead.
 func (*SubscriptionListResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SubscriptionListResponse) GetSubscriptions() []*Subscription {
@@ -960,7 +1438,7 @@ type Tenant struct {
 
 func (x *Tenant) Reset() {
 	*x = Tenant{}
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1450,7 @@ func (x *Tenant) String() string {
 func (*Tenant) ProtoMessage() {}
 
 func (x *Tenant) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1463,7 @@ func (x *Tenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
 func (*Tenant) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Tenant) GetName() string {
@@ -1144,7 +1622,7 @@ type UpsertTenantRequest struct {
 
 func (x *UpsertTenantRequest) Reset() {
 	*x = UpsertTenantRequest{}
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1156,7 +1634,7 @@ func (x *UpsertTenantRequest) String() string {
 func (*UpsertTenantRequest) ProtoMessage() {}
 
 func (x *UpsertTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,7 +1647,7 @@ func (x *UpsertTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertTenantRequest.ProtoReflect.Descriptor instead.
 func (*UpsertTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpsertTenantRequest) GetName() string {
@@ -1275,7 +1753,7 @@ type CapsUpdate struct {
 
 func (x *CapsUpdate) Reset() {
 	*x = CapsUpdate{}
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1287,7 +1765,7 @@ func (x *CapsUpdate) String() string {
 func (*CapsUpdate) ProtoMessage() {}
 
 func (x *CapsUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1300,7 +1778,7 @@ func (x *CapsUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapsUpdate.ProtoReflect.Descriptor instead.
 func (*CapsUpdate) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CapsUpdate) GetMaxRunning() uint32 {
@@ -1375,7 +1853,7 @@ type DeleteTenantRequest struct {
 
 func (x *DeleteTenantRequest) Reset() {
 	*x = DeleteTenantRequest{}
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1865,7 @@ func (x *DeleteTenantRequest) String() string {
 func (*DeleteTenantRequest) ProtoMessage() {}
 
 func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1878,7 @@ func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteTenantRequest) GetName() string {
@@ -1418,7 +1896,7 @@ type DeleteTenantResponse struct {
 
 func (x *DeleteTenantResponse) Reset() {
 	*x = DeleteTenantResponse{}
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1430,7 +1908,7 @@ func (x *DeleteTenantResponse) String() string {
 func (*DeleteTenantResponse) ProtoMessage() {}
 
 func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1443,7 +1921,7 @@ func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTenantResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTenantResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_proto_rawDescGZIP(), []int{27}
 }
 
 type GetTenantRequest struct {
@@ -1456,7 +1934,7 @@ type GetTenantRequest struct {
 
 func (x *GetTenantRequest) Reset() {
 	*x = GetTenantRequest{}
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1946,7 @@ func (x *GetTenantRequest) String() string {
 func (*GetTenantRequest) ProtoMessage() {}
 
 func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1959,7 @@ func (x *GetTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTenantRequest.ProtoReflect.Descriptor instead.
 func (*GetTenantRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetTenantRequest) GetName() string {
@@ -1507,7 +1985,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1997,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +2010,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{21}
+	return file_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListTenantsRequest) GetRead() *ReadOptions {
@@ -1551,7 +2029,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +2041,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +2054,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{22}
+	return file_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*Tenant {
@@ -1595,7 +2073,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1607,7 +2085,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[23]
+	mi := &file_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1620,7 +2098,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{23}
+	return file_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetConfigRequest) GetRead() *ReadOptions {
@@ -1639,7 +2117,7 @@ type SetConfigRequest struct {
 
 func (x *SetConfigRequest) Reset() {
 	*x = SetConfigRequest{}
-	mi := &file_admin_proto_msgTypes[24]
+	mi := &file_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +2129,7 @@ func (x *SetConfigRequest) String() string {
 func (*SetConfigRequest) ProtoMessage() {}
 
 func (x *SetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[24]
+	mi := &file_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +2142,7 @@ func (x *SetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetConfigRequest.ProtoReflect.Descriptor instead.
 func (*SetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{24}
+	return file_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SetConfigRequest) GetConfig() *SchedulerConfig {
@@ -1684,7 +2162,7 @@ type TopRequest struct {
 
 func (x *TopRequest) Reset() {
 	*x = TopRequest{}
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +2174,7 @@ func (x *TopRequest) String() string {
 func (*TopRequest) ProtoMessage() {}
 
 func (x *TopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[25]
+	mi := &file_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +2187,7 @@ func (x *TopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopRequest.ProtoReflect.Descriptor instead.
 func (*TopRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{25}
+	return file_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TopRequest) GetRead() *ReadOptions {
@@ -1768,7 +2246,7 @@ type TenantShare struct {
 
 func (x *TenantShare) Reset() {
 	*x = TenantShare{}
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +2258,7 @@ func (x *TenantShare) String() string {
 func (*TenantShare) ProtoMessage() {}
 
 func (x *TenantShare) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[26]
+	mi := &file_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +2271,7 @@ func (x *TenantShare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantShare.ProtoReflect.Descriptor instead.
 func (*TenantShare) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{26}
+	return file_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TenantShare) GetName() string {
@@ -1932,7 +2410,7 @@ type FairWindow struct {
 
 func (x *FairWindow) Reset() {
 	*x = FairWindow{}
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1944,7 +2422,7 @@ func (x *FairWindow) String() string {
 func (*FairWindow) ProtoMessage() {}
 
 func (x *FairWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[27]
+	mi := &file_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1957,7 +2435,7 @@ func (x *FairWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairWindow.ProtoReflect.Descriptor instead.
 func (*FairWindow) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{27}
+	return file_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FairWindow) GetWindow() string {
@@ -2037,7 +2515,7 @@ type TopResponse struct {
 
 func (x *TopResponse) Reset() {
 	*x = TopResponse{}
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +2527,7 @@ func (x *TopResponse) String() string {
 func (*TopResponse) ProtoMessage() {}
 
 func (x *TopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[28]
+	mi := &file_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2540,7 @@ func (x *TopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopResponse.ProtoReflect.Descriptor instead.
 func (*TopResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{28}
+	return file_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TopResponse) GetLeaderId() string {
@@ -2142,7 +2620,7 @@ type FairnessError struct {
 
 func (x *FairnessError) Reset() {
 	*x = FairnessError{}
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2154,7 +2632,7 @@ func (x *FairnessError) String() string {
 func (*FairnessError) ProtoMessage() {}
 
 func (x *FairnessError) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[29]
+	mi := &file_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2645,7 @@ func (x *FairnessError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairnessError.ProtoReflect.Descriptor instead.
 func (*FairnessError) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{29}
+	return file_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *FairnessError) GetPool() string {
@@ -2254,7 +2732,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2266,7 +2744,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[30]
+	mi := &file_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2279,7 +2757,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{30}
+	return file_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Webhook) GetTenant() string {
@@ -2377,7 +2855,7 @@ type WebhookSetRequest struct {
 
 func (x *WebhookSetRequest) Reset() {
 	*x = WebhookSetRequest{}
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2867,7 @@ func (x *WebhookSetRequest) String() string {
 func (*WebhookSetRequest) ProtoMessage() {}
 
 func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[31]
+	mi := &file_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2880,7 @@ func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookSetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{31}
+	return file_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WebhookSetRequest) GetTenant() string {
@@ -2456,7 +2934,7 @@ type WebhookSetResponse struct {
 
 func (x *WebhookSetResponse) Reset() {
 	*x = WebhookSetResponse{}
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2468,7 +2946,7 @@ func (x *WebhookSetResponse) String() string {
 func (*WebhookSetResponse) ProtoMessage() {}
 
 func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[32]
+	mi := &file_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2481,7 +2959,7 @@ func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetResponse.ProtoReflect.Descriptor instead.
 func (*WebhookSetResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{32}
+	return file_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WebhookSetResponse) GetWebhook() *Webhook {
@@ -2522,7 +3000,7 @@ type WebhookGetRequest struct {
 
 func (x *WebhookGetRequest) Reset() {
 	*x = WebhookGetRequest{}
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +3012,7 @@ func (x *WebhookGetRequest) String() string {
 func (*WebhookGetRequest) ProtoMessage() {}
 
 func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[33]
+	mi := &file_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +3025,7 @@ func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookGetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookGetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{33}
+	return file_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *WebhookGetRequest) GetTenant() string {
@@ -2573,7 +3051,7 @@ type WebhookDeleteRequest struct {
 
 func (x *WebhookDeleteRequest) Reset() {
 	*x = WebhookDeleteRequest{}
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2585,7 +3063,7 @@ func (x *WebhookDeleteRequest) String() string {
 func (*WebhookDeleteRequest) ProtoMessage() {}
 
 func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[34]
+	mi := &file_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2598,7 +3076,7 @@ func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteRequest.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{34}
+	return file_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WebhookDeleteRequest) GetTenant() string {
@@ -2616,7 +3094,7 @@ type WebhookDeleteResponse struct {
 
 func (x *WebhookDeleteResponse) Reset() {
 	*x = WebhookDeleteResponse{}
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +3106,7 @@ func (x *WebhookDeleteResponse) String() string {
 func (*WebhookDeleteResponse) ProtoMessage() {}
 
 func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[35]
+	mi := &file_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +3119,7 @@ func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteResponse.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{35}
+	return file_admin_proto_rawDescGZIP(), []int{43}
 }
 
 type WebhookStatusRequest struct {
@@ -2653,7 +3131,7 @@ type WebhookStatusRequest struct {
 
 func (x *WebhookStatusRequest) Reset() {
 	*x = WebhookStatusRequest{}
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2665,7 +3143,7 @@ func (x *WebhookStatusRequest) String() string {
 func (*WebhookStatusRequest) ProtoMessage() {}
 
 func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[36]
+	mi := &file_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2678,7 +3156,7 @@ func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusRequest.ProtoReflect.Descriptor instead.
 func (*WebhookStatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{36}
+	return file_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *WebhookStatusRequest) GetTenant() string {
@@ -2708,7 +3186,7 @@ type WebhookStatusResponse struct {
 
 func (x *WebhookStatusResponse) Reset() {
 	*x = WebhookStatusResponse{}
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2720,7 +3198,7 @@ func (x *WebhookStatusResponse) String() string {
 func (*WebhookStatusResponse) ProtoMessage() {}
 
 func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2733,7 +3211,7 @@ func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusResponse.ProtoReflect.Descriptor instead.
 func (*WebhookStatusResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{37}
+	return file_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WebhookStatusResponse) GetWebhook() *Webhook {
@@ -2809,7 +3287,7 @@ type WebhookReplayRequest struct {
 
 func (x *WebhookReplayRequest) Reset() {
 	*x = WebhookReplayRequest{}
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2821,7 +3299,7 @@ func (x *WebhookReplayRequest) String() string {
 func (*WebhookReplayRequest) ProtoMessage() {}
 
 func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2834,7 +3312,7 @@ func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplayRequest.ProtoReflect.Descriptor instead.
 func (*WebhookReplayRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{38}
+	return file_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *WebhookReplayRequest) GetTenant() string {
@@ -2856,7 +3334,44 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\n" +
-	"barista.v1\x1a\vtypes.proto\x1a\fclient.proto\"B\n" +
+	"barista.v1\x1a\vtypes.proto\x1a\fclient.proto\"\xcf\x02\n" +
+	"\bResource\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bcapacity\x18\x02 \x01(\rR\bcapacity\x12\"\n" +
+	"\n" +
+	"tenant_max\x18\x03 \x01(\rH\x00R\ttenantMax\x88\x01\x01\x12\x12\n" +
+	"\x04held\x18\x04 \x01(\x04R\x04held\x12\x14\n" +
+	"\x05users\x18\x05 \x01(\x04R\x05users\x12\x16\n" +
+	"\x06queued\x18\x06 \x01(\x04R\x06queued\x12&\n" +
+	"\x0freserved_job_id\x18\a \x01(\x04R\rreservedJobId\x124\n" +
+	"\atenants\x18\b \x03(\v2\x1a.barista.v1.ResourceTenantR\atenants\x12\x18\n" +
+	"\acreated\x18\t \x01(\bR\acreated\x12&\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03nowB\r\n" +
+	"\v_tenant_max\"N\n" +
+	"\x0eResourceTenant\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03max\x18\x02 \x01(\rR\x03max\x12\x12\n" +
+	"\x04held\x18\x03 \x01(\rR\x04held\"\xc0\x01\n" +
+	"\x12ResourceSetRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\bcapacity\x18\x02 \x01(\rH\x00R\bcapacity\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"tenant_max\x18\x03 \x01(\rH\x01R\ttenantMax\x88\x01\x01\x12\x16\n" +
+	"\x06tenant\x18\x04 \x01(\tR\x06tenant\x12\x15\n" +
+	"\x03max\x18\x05 \x01(\rH\x02R\x03max\x88\x01\x01B\v\n" +
+	"\t_capacityB\r\n" +
+	"\v_tenant_maxB\x06\n" +
+	"\x04_max\"U\n" +
+	"\x12ResourceGetRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12+\n" +
+	"\x04read\x18\x02 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"B\n" +
+	"\x13ResourceListRequest\x12+\n" +
+	"\x04read\x18\x01 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"J\n" +
+	"\x14ResourceListResponse\x122\n" +
+	"\tresources\x18\x01 \x03(\v2\x14.barista.v1.ResourceR\tresources\"+\n" +
+	"\x15ResourceDeleteRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x18\n" +
+	"\x16ResourceDeleteResponse\"B\n" +
 	"\x14PauseDispatchRequest\x12\x16\n" +
 	"\x06resume\x18\x01 \x01(\bR\x06resume\x12\x12\n" +
 	"\x04pool\x18\x02 \x01(\tR\x04pool\"I\n" +
@@ -3115,7 +3630,7 @@ const file_admin_proto_rawDesc = "" +
 	"\bfailures\x18\t \x01(\rR\bfailures\"I\n" +
 	"\x14WebhookReplayRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x19\n" +
-	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq2\xf2\v\n" +
+	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq2\xa8\x0e\n" +
 	"\x05Admin\x12C\n" +
 	"\fUpsertTenant\x12\x1f.barista.v1.UpsertTenantRequest\x1a\x12.barista.v1.Tenant\x12Q\n" +
 	"\fDeleteTenant\x12\x1f.barista.v1.DeleteTenantRequest\x1a .barista.v1.DeleteTenantResponse\x12=\n" +
@@ -3139,7 +3654,11 @@ const file_admin_proto_rawDesc = "" +
 	"PoolDelete\x12\x1d.barista.v1.PoolDeleteRequest\x1a\x1e.barista.v1.PoolDeleteResponse\x12Z\n" +
 	"\x0fSubscriptionSet\x12\".barista.v1.SubscriptionSetRequest\x1a#.barista.v1.SubscriptionSetResponse\x12`\n" +
 	"\x12SubscriptionDelete\x12%.barista.v1.SubscriptionDeleteRequest\x1a#.barista.v1.SubscriptionSetResponse\x12]\n" +
-	"\x10SubscriptionList\x12#.barista.v1.SubscriptionListRequest\x1a$.barista.v1.SubscriptionListResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
+	"\x10SubscriptionList\x12#.barista.v1.SubscriptionListRequest\x1a$.barista.v1.SubscriptionListResponse\x12C\n" +
+	"\vResourceSet\x12\x1e.barista.v1.ResourceSetRequest\x1a\x14.barista.v1.Resource\x12C\n" +
+	"\vResourceGet\x12\x1e.barista.v1.ResourceGetRequest\x1a\x14.barista.v1.Resource\x12Q\n" +
+	"\fResourceList\x12\x1f.barista.v1.ResourceListRequest\x1a .barista.v1.ResourceListResponse\x12W\n" +
+	"\x0eResourceDelete\x12!.barista.v1.ResourceDeleteRequest\x1a\".barista.v1.ResourceDeleteResponseB'Z%github.com/baristahq/barista/proto;pbb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -3153,136 +3672,157 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_admin_proto_goTypes = []any{
-	(*PauseDispatchRequest)(nil),      // 0: barista.v1.PauseDispatchRequest
-	(*PauseDispatchResponse)(nil),     // 1: barista.v1.PauseDispatchResponse
-	(*Pool)(nil),                      // 2: barista.v1.Pool
-	(*PoolSetRequest)(nil),            // 3: barista.v1.PoolSetRequest
-	(*PoolGetRequest)(nil),            // 4: barista.v1.PoolGetRequest
-	(*PoolListRequest)(nil),           // 5: barista.v1.PoolListRequest
-	(*PoolListResponse)(nil),          // 6: barista.v1.PoolListResponse
-	(*PoolDeleteRequest)(nil),         // 7: barista.v1.PoolDeleteRequest
-	(*PoolDeleteResponse)(nil),        // 8: barista.v1.PoolDeleteResponse
-	(*Subscription)(nil),              // 9: barista.v1.Subscription
-	(*SubscriptionSetRequest)(nil),    // 10: barista.v1.SubscriptionSetRequest
-	(*SubscriptionDeleteRequest)(nil), // 11: barista.v1.SubscriptionDeleteRequest
-	(*SubscriptionSetResponse)(nil),   // 12: barista.v1.SubscriptionSetResponse
-	(*SubscriptionListRequest)(nil),   // 13: barista.v1.SubscriptionListRequest
-	(*SubscriptionListResponse)(nil),  // 14: barista.v1.SubscriptionListResponse
-	(*Tenant)(nil),                    // 15: barista.v1.Tenant
-	(*UpsertTenantRequest)(nil),       // 16: barista.v1.UpsertTenantRequest
-	(*CapsUpdate)(nil),                // 17: barista.v1.CapsUpdate
-	(*DeleteTenantRequest)(nil),       // 18: barista.v1.DeleteTenantRequest
-	(*DeleteTenantResponse)(nil),      // 19: barista.v1.DeleteTenantResponse
-	(*GetTenantRequest)(nil),          // 20: barista.v1.GetTenantRequest
-	(*ListTenantsRequest)(nil),        // 21: barista.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),       // 22: barista.v1.ListTenantsResponse
-	(*GetConfigRequest)(nil),          // 23: barista.v1.GetConfigRequest
-	(*SetConfigRequest)(nil),          // 24: barista.v1.SetConfigRequest
-	(*TopRequest)(nil),                // 25: barista.v1.TopRequest
-	(*TenantShare)(nil),               // 26: barista.v1.TenantShare
-	(*FairWindow)(nil),                // 27: barista.v1.FairWindow
-	(*TopResponse)(nil),               // 28: barista.v1.TopResponse
-	(*FairnessError)(nil),             // 29: barista.v1.FairnessError
-	(*Webhook)(nil),                   // 30: barista.v1.Webhook
-	(*WebhookSetRequest)(nil),         // 31: barista.v1.WebhookSetRequest
-	(*WebhookSetResponse)(nil),        // 32: barista.v1.WebhookSetResponse
-	(*WebhookGetRequest)(nil),         // 33: barista.v1.WebhookGetRequest
-	(*WebhookDeleteRequest)(nil),      // 34: barista.v1.WebhookDeleteRequest
-	(*WebhookDeleteResponse)(nil),     // 35: barista.v1.WebhookDeleteResponse
-	(*WebhookStatusRequest)(nil),      // 36: barista.v1.WebhookStatusRequest
-	(*WebhookStatusResponse)(nil),     // 37: barista.v1.WebhookStatusResponse
-	(*WebhookReplayRequest)(nil),      // 38: barista.v1.WebhookReplayRequest
-	(*ClockNow)(nil),                  // 39: barista.v1.ClockNow
-	(*ReadOptions)(nil),               // 40: barista.v1.ReadOptions
-	(Tier)(0),                         // 41: barista.v1.Tier
-	(*Caps)(nil),                      // 42: barista.v1.Caps
-	(Class)(0),                        // 43: barista.v1.Class
-	(GroupOrder)(0),                   // 44: barista.v1.GroupOrder
-	(*SchedulerConfig)(nil),           // 45: barista.v1.SchedulerConfig
-	(*GroupUsage)(nil),                // 46: barista.v1.GroupUsage
+	(*Resource)(nil),                  // 0: barista.v1.Resource
+	(*ResourceTenant)(nil),            // 1: barista.v1.ResourceTenant
+	(*ResourceSetRequest)(nil),        // 2: barista.v1.ResourceSetRequest
+	(*ResourceGetRequest)(nil),        // 3: barista.v1.ResourceGetRequest
+	(*ResourceListRequest)(nil),       // 4: barista.v1.ResourceListRequest
+	(*ResourceListResponse)(nil),      // 5: barista.v1.ResourceListResponse
+	(*ResourceDeleteRequest)(nil),     // 6: barista.v1.ResourceDeleteRequest
+	(*ResourceDeleteResponse)(nil),    // 7: barista.v1.ResourceDeleteResponse
+	(*PauseDispatchRequest)(nil),      // 8: barista.v1.PauseDispatchRequest
+	(*PauseDispatchResponse)(nil),     // 9: barista.v1.PauseDispatchResponse
+	(*Pool)(nil),                      // 10: barista.v1.Pool
+	(*PoolSetRequest)(nil),            // 11: barista.v1.PoolSetRequest
+	(*PoolGetRequest)(nil),            // 12: barista.v1.PoolGetRequest
+	(*PoolListRequest)(nil),           // 13: barista.v1.PoolListRequest
+	(*PoolListResponse)(nil),          // 14: barista.v1.PoolListResponse
+	(*PoolDeleteRequest)(nil),         // 15: barista.v1.PoolDeleteRequest
+	(*PoolDeleteResponse)(nil),        // 16: barista.v1.PoolDeleteResponse
+	(*Subscription)(nil),              // 17: barista.v1.Subscription
+	(*SubscriptionSetRequest)(nil),    // 18: barista.v1.SubscriptionSetRequest
+	(*SubscriptionDeleteRequest)(nil), // 19: barista.v1.SubscriptionDeleteRequest
+	(*SubscriptionSetResponse)(nil),   // 20: barista.v1.SubscriptionSetResponse
+	(*SubscriptionListRequest)(nil),   // 21: barista.v1.SubscriptionListRequest
+	(*SubscriptionListResponse)(nil),  // 22: barista.v1.SubscriptionListResponse
+	(*Tenant)(nil),                    // 23: barista.v1.Tenant
+	(*UpsertTenantRequest)(nil),       // 24: barista.v1.UpsertTenantRequest
+	(*CapsUpdate)(nil),                // 25: barista.v1.CapsUpdate
+	(*DeleteTenantRequest)(nil),       // 26: barista.v1.DeleteTenantRequest
+	(*DeleteTenantResponse)(nil),      // 27: barista.v1.DeleteTenantResponse
+	(*GetTenantRequest)(nil),          // 28: barista.v1.GetTenantRequest
+	(*ListTenantsRequest)(nil),        // 29: barista.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),       // 30: barista.v1.ListTenantsResponse
+	(*GetConfigRequest)(nil),          // 31: barista.v1.GetConfigRequest
+	(*SetConfigRequest)(nil),          // 32: barista.v1.SetConfigRequest
+	(*TopRequest)(nil),                // 33: barista.v1.TopRequest
+	(*TenantShare)(nil),               // 34: barista.v1.TenantShare
+	(*FairWindow)(nil),                // 35: barista.v1.FairWindow
+	(*TopResponse)(nil),               // 36: barista.v1.TopResponse
+	(*FairnessError)(nil),             // 37: barista.v1.FairnessError
+	(*Webhook)(nil),                   // 38: barista.v1.Webhook
+	(*WebhookSetRequest)(nil),         // 39: barista.v1.WebhookSetRequest
+	(*WebhookSetResponse)(nil),        // 40: barista.v1.WebhookSetResponse
+	(*WebhookGetRequest)(nil),         // 41: barista.v1.WebhookGetRequest
+	(*WebhookDeleteRequest)(nil),      // 42: barista.v1.WebhookDeleteRequest
+	(*WebhookDeleteResponse)(nil),     // 43: barista.v1.WebhookDeleteResponse
+	(*WebhookStatusRequest)(nil),      // 44: barista.v1.WebhookStatusRequest
+	(*WebhookStatusResponse)(nil),     // 45: barista.v1.WebhookStatusResponse
+	(*WebhookReplayRequest)(nil),      // 46: barista.v1.WebhookReplayRequest
+	(*ClockNow)(nil),                  // 47: barista.v1.ClockNow
+	(*ReadOptions)(nil),               // 48: barista.v1.ReadOptions
+	(Tier)(0),                         // 49: barista.v1.Tier
+	(*Caps)(nil),                      // 50: barista.v1.Caps
+	(Class)(0),                        // 51: barista.v1.Class
+	(GroupOrder)(0),                   // 52: barista.v1.GroupOrder
+	(*SchedulerConfig)(nil),           // 53: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),                // 54: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
-	39, // 0: barista.v1.Pool.now:type_name -> barista.v1.ClockNow
-	40, // 1: barista.v1.PoolGetRequest.read:type_name -> barista.v1.ReadOptions
-	40, // 2: barista.v1.PoolListRequest.read:type_name -> barista.v1.ReadOptions
-	2,  // 3: barista.v1.PoolListResponse.pools:type_name -> barista.v1.Pool
-	9,  // 4: barista.v1.SubscriptionSetResponse.subscription:type_name -> barista.v1.Subscription
-	40, // 5: barista.v1.SubscriptionListRequest.read:type_name -> barista.v1.ReadOptions
-	9,  // 6: barista.v1.SubscriptionListResponse.subscriptions:type_name -> barista.v1.Subscription
-	41, // 7: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
-	42, // 8: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	43, // 9: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
-	44, // 10: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
-	39, // 11: barista.v1.Tenant.now:type_name -> barista.v1.ClockNow
-	41, // 12: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
-	17, // 13: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.CapsUpdate
-	43, // 14: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
-	44, // 15: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
-	40, // 16: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	40, // 17: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
-	15, // 18: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	40, // 19: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	45, // 20: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	40, // 21: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	41, // 22: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	43, // 23: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
-	27, // 24: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
-	46, // 25: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
-	26, // 26: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	2,  // 27: barista.v1.TopResponse.pools:type_name -> barista.v1.Pool
-	29, // 28: barista.v1.TopResponse.fairness_errors:type_name -> barista.v1.FairnessError
-	43, // 29: barista.v1.FairnessError.class:type_name -> barista.v1.Class
-	39, // 30: barista.v1.Webhook.now:type_name -> barista.v1.ClockNow
-	30, // 31: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
-	40, // 32: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
-	30, // 33: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
-	16, // 34: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	18, // 35: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	20, // 36: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	21, // 37: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	23, // 38: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	24, // 39: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	25, // 40: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	31, // 41: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
-	33, // 42: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
-	34, // 43: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
-	36, // 44: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
-	38, // 45: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
-	0,  // 46: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
-	3,  // 47: barista.v1.Admin.PoolSet:input_type -> barista.v1.PoolSetRequest
-	4,  // 48: barista.v1.Admin.PoolGet:input_type -> barista.v1.PoolGetRequest
-	5,  // 49: barista.v1.Admin.PoolList:input_type -> barista.v1.PoolListRequest
-	7,  // 50: barista.v1.Admin.PoolDelete:input_type -> barista.v1.PoolDeleteRequest
-	10, // 51: barista.v1.Admin.SubscriptionSet:input_type -> barista.v1.SubscriptionSetRequest
-	11, // 52: barista.v1.Admin.SubscriptionDelete:input_type -> barista.v1.SubscriptionDeleteRequest
-	13, // 53: barista.v1.Admin.SubscriptionList:input_type -> barista.v1.SubscriptionListRequest
-	15, // 54: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	19, // 55: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	15, // 56: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	22, // 57: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	45, // 58: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	45, // 59: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	28, // 60: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	32, // 61: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
-	30, // 62: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
-	35, // 63: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
-	37, // 64: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
-	30, // 65: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
-	1,  // 66: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
-	2,  // 67: barista.v1.Admin.PoolSet:output_type -> barista.v1.Pool
-	2,  // 68: barista.v1.Admin.PoolGet:output_type -> barista.v1.Pool
-	6,  // 69: barista.v1.Admin.PoolList:output_type -> barista.v1.PoolListResponse
-	8,  // 70: barista.v1.Admin.PoolDelete:output_type -> barista.v1.PoolDeleteResponse
-	12, // 71: barista.v1.Admin.SubscriptionSet:output_type -> barista.v1.SubscriptionSetResponse
-	12, // 72: barista.v1.Admin.SubscriptionDelete:output_type -> barista.v1.SubscriptionSetResponse
-	14, // 73: barista.v1.Admin.SubscriptionList:output_type -> barista.v1.SubscriptionListResponse
-	54, // [54:74] is the sub-list for method output_type
-	34, // [34:54] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	1,  // 0: barista.v1.Resource.tenants:type_name -> barista.v1.ResourceTenant
+	47, // 1: barista.v1.Resource.now:type_name -> barista.v1.ClockNow
+	48, // 2: barista.v1.ResourceGetRequest.read:type_name -> barista.v1.ReadOptions
+	48, // 3: barista.v1.ResourceListRequest.read:type_name -> barista.v1.ReadOptions
+	0,  // 4: barista.v1.ResourceListResponse.resources:type_name -> barista.v1.Resource
+	47, // 5: barista.v1.Pool.now:type_name -> barista.v1.ClockNow
+	48, // 6: barista.v1.PoolGetRequest.read:type_name -> barista.v1.ReadOptions
+	48, // 7: barista.v1.PoolListRequest.read:type_name -> barista.v1.ReadOptions
+	10, // 8: barista.v1.PoolListResponse.pools:type_name -> barista.v1.Pool
+	17, // 9: barista.v1.SubscriptionSetResponse.subscription:type_name -> barista.v1.Subscription
+	48, // 10: barista.v1.SubscriptionListRequest.read:type_name -> barista.v1.ReadOptions
+	17, // 11: barista.v1.SubscriptionListResponse.subscriptions:type_name -> barista.v1.Subscription
+	49, // 12: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
+	50, // 13: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
+	51, // 14: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
+	52, // 15: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
+	47, // 16: barista.v1.Tenant.now:type_name -> barista.v1.ClockNow
+	49, // 17: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	25, // 18: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.CapsUpdate
+	51, // 19: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	52, // 20: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	48, // 21: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	48, // 22: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	23, // 23: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
+	48, // 24: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	53, // 25: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	48, // 26: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	49, // 27: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	51, // 28: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
+	35, // 29: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
+	54, // 30: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	34, // 31: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	10, // 32: barista.v1.TopResponse.pools:type_name -> barista.v1.Pool
+	37, // 33: barista.v1.TopResponse.fairness_errors:type_name -> barista.v1.FairnessError
+	51, // 34: barista.v1.FairnessError.class:type_name -> barista.v1.Class
+	47, // 35: barista.v1.Webhook.now:type_name -> barista.v1.ClockNow
+	38, // 36: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
+	48, // 37: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
+	38, // 38: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
+	24, // 39: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	26, // 40: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	28, // 41: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	29, // 42: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	31, // 43: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	32, // 44: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	33, // 45: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	39, // 46: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
+	41, // 47: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
+	42, // 48: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
+	44, // 49: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
+	46, // 50: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
+	8,  // 51: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
+	11, // 52: barista.v1.Admin.PoolSet:input_type -> barista.v1.PoolSetRequest
+	12, // 53: barista.v1.Admin.PoolGet:input_type -> barista.v1.PoolGetRequest
+	13, // 54: barista.v1.Admin.PoolList:input_type -> barista.v1.PoolListRequest
+	15, // 55: barista.v1.Admin.PoolDelete:input_type -> barista.v1.PoolDeleteRequest
+	18, // 56: barista.v1.Admin.SubscriptionSet:input_type -> barista.v1.SubscriptionSetRequest
+	19, // 57: barista.v1.Admin.SubscriptionDelete:input_type -> barista.v1.SubscriptionDeleteRequest
+	21, // 58: barista.v1.Admin.SubscriptionList:input_type -> barista.v1.SubscriptionListRequest
+	2,  // 59: barista.v1.Admin.ResourceSet:input_type -> barista.v1.ResourceSetRequest
+	3,  // 60: barista.v1.Admin.ResourceGet:input_type -> barista.v1.ResourceGetRequest
+	4,  // 61: barista.v1.Admin.ResourceList:input_type -> barista.v1.ResourceListRequest
+	6,  // 62: barista.v1.Admin.ResourceDelete:input_type -> barista.v1.ResourceDeleteRequest
+	23, // 63: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	27, // 64: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	23, // 65: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	30, // 66: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	53, // 67: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	53, // 68: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	36, // 69: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	40, // 70: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
+	38, // 71: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
+	43, // 72: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
+	45, // 73: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
+	38, // 74: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
+	9,  // 75: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
+	10, // 76: barista.v1.Admin.PoolSet:output_type -> barista.v1.Pool
+	10, // 77: barista.v1.Admin.PoolGet:output_type -> barista.v1.Pool
+	14, // 78: barista.v1.Admin.PoolList:output_type -> barista.v1.PoolListResponse
+	16, // 79: barista.v1.Admin.PoolDelete:output_type -> barista.v1.PoolDeleteResponse
+	20, // 80: barista.v1.Admin.SubscriptionSet:output_type -> barista.v1.SubscriptionSetResponse
+	20, // 81: barista.v1.Admin.SubscriptionDelete:output_type -> barista.v1.SubscriptionSetResponse
+	22, // 82: barista.v1.Admin.SubscriptionList:output_type -> barista.v1.SubscriptionListResponse
+	0,  // 83: barista.v1.Admin.ResourceSet:output_type -> barista.v1.Resource
+	0,  // 84: barista.v1.Admin.ResourceGet:output_type -> barista.v1.Resource
+	5,  // 85: barista.v1.Admin.ResourceList:output_type -> barista.v1.ResourceListResponse
+	7,  // 86: barista.v1.Admin.ResourceDelete:output_type -> barista.v1.ResourceDeleteResponse
+	63, // [63:87] is the sub-list for method output_type
+	39, // [39:63] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -3292,19 +3832,21 @@ func file_admin_proto_init() {
 	}
 	file_types_proto_init()
 	file_client_proto_init()
-	file_admin_proto_msgTypes[3].OneofWrappers = []any{}
-	file_admin_proto_msgTypes[10].OneofWrappers = []any{}
-	file_admin_proto_msgTypes[16].OneofWrappers = []any{}
-	file_admin_proto_msgTypes[17].OneofWrappers = []any{}
-	file_admin_proto_msgTypes[27].OneofWrappers = []any{}
-	file_admin_proto_msgTypes[31].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[0].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[2].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[11].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[18].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[24].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[25].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[35].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[39].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

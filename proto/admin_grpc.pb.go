@@ -43,6 +43,10 @@ const (
 	Admin_SubscriptionSet_FullMethodName    = "/barista.v1.Admin/SubscriptionSet"
 	Admin_SubscriptionDelete_FullMethodName = "/barista.v1.Admin/SubscriptionDelete"
 	Admin_SubscriptionList_FullMethodName   = "/barista.v1.Admin/SubscriptionList"
+	Admin_ResourceSet_FullMethodName        = "/barista.v1.Admin/ResourceSet"
+	Admin_ResourceGet_FullMethodName        = "/barista.v1.Admin/ResourceGet"
+	Admin_ResourceList_FullMethodName       = "/barista.v1.Admin/ResourceList"
+	Admin_ResourceDelete_FullMethodName     = "/barista.v1.Admin/ResourceDelete"
 )
 
 // AdminClient is the client API for Admin service.
@@ -101,6 +105,20 @@ type AdminClient interface {
 	// SubscriptionList pages through the subscriptions, of one tenant or
 	// one pool if asked.
 	SubscriptionList(ctx context.Context, in *SubscriptionListRequest, opts ...grpc.CallOption) (*SubscriptionListResponse, error)
+	// ResourceSet declares a resource or changes one: its capacity and
+	// tenant_max (left out: no limit per tenant); the tenants' own limits
+	// stay. With tenant, it sets that tenant's own limit instead (max; left
+	// out: none of its own). A decrease below the units held preempts
+	// nothing. At most the configuration's max_resources resources.
+	ResourceSet(ctx context.Context, in *ResourceSetRequest, opts ...grpc.CallOption) (*Resource, error)
+	// ResourceGet returns one resource: its settings, the units held, the
+	// jobs that use it, its reservation and the tenants' own limits.
+	ResourceGet(ctx context.Context, in *ResourceGetRequest, opts ...grpc.CallOption) (*Resource, error)
+	// ResourceList lists every resource by name.
+	ResourceList(ctx context.Context, in *ResourceListRequest, opts ...grpc.CallOption) (*ResourceListResponse, error)
+	// ResourceDelete deletes a resource no unfinished job uses
+	// (FAILED_PRECONDITION naming how many do).
+	ResourceDelete(ctx context.Context, in *ResourceDeleteRequest, opts ...grpc.CallOption) (*ResourceDeleteResponse, error)
 }
 
 type adminClient struct {
@@ -311,6 +329,46 @@ func (c *adminClient) SubscriptionList(ctx context.Context, in *SubscriptionList
 	return out, nil
 }
 
+func (c *adminClient) ResourceSet(ctx context.Context, in *ResourceSetRequest, opts ...grpc.CallOption) (*Resource, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Resource)
+	err := c.cc.Invoke(ctx, Admin_ResourceSet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ResourceGet(ctx context.Context, in *ResourceGetRequest, opts ...grpc.CallOption) (*Resource, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Resource)
+	err := c.cc.Invoke(ctx, Admin_ResourceGet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ResourceList(ctx context.Context, in *ResourceListRequest, opts ...grpc.CallOption) (*ResourceListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResourceListResponse)
+	err := c.cc.Invoke(ctx, Admin_ResourceList_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ResourceDelete(ctx context.Context, in *ResourceDeleteRequest, opts ...grpc.CallOption) (*ResourceDeleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResourceDeleteResponse)
+	err := c.cc.Invoke(ctx, Admin_ResourceDelete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -367,6 +425,20 @@ type AdminServer interface {
 	// SubscriptionList pages through the subscriptions, of one tenant or
 	// one pool if asked.
 	SubscriptionList(context.Context, *SubscriptionListRequest) (*SubscriptionListResponse, error)
+	// ResourceSet declares a resource or changes one: its capacity and
+	// tenant_max (left out: no limit per tenant); the tenants' own limits
+	// stay. With tenant, it sets that tenant's own limit instead (max; left
+	// out: none of its own). A decrease below the units held preempts
+	// nothing. At most the configuration's max_resources resources.
+	ResourceSet(context.Context, *ResourceSetRequest) (*Resource, error)
+	// ResourceGet returns one resource: its settings, the units held, the
+	// jobs that use it, its reservation and the tenants' own limits.
+	ResourceGet(context.Context, *ResourceGetRequest) (*Resource, error)
+	// ResourceList lists every resource by name.
+	ResourceList(context.Context, *ResourceListRequest) (*ResourceListResponse, error)
+	// ResourceDelete deletes a resource no unfinished job uses
+	// (FAILED_PRECONDITION naming how many do).
+	ResourceDelete(context.Context, *ResourceDeleteRequest) (*ResourceDeleteResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -436,6 +508,18 @@ func (UnimplementedAdminServer) SubscriptionDelete(context.Context, *Subscriptio
 }
 func (UnimplementedAdminServer) SubscriptionList(context.Context, *SubscriptionListRequest) (*SubscriptionListResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SubscriptionList not implemented")
+}
+func (UnimplementedAdminServer) ResourceSet(context.Context, *ResourceSetRequest) (*Resource, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResourceSet not implemented")
+}
+func (UnimplementedAdminServer) ResourceGet(context.Context, *ResourceGetRequest) (*Resource, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResourceGet not implemented")
+}
+func (UnimplementedAdminServer) ResourceList(context.Context, *ResourceListRequest) (*ResourceListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResourceList not implemented")
+}
+func (UnimplementedAdminServer) ResourceDelete(context.Context, *ResourceDeleteRequest) (*ResourceDeleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResourceDelete not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -818,6 +902,78 @@ func _Admin_SubscriptionList_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_ResourceSet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResourceSetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ResourceSet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ResourceSet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ResourceSet(ctx, req.(*ResourceSetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ResourceGet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResourceGetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ResourceGet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ResourceGet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ResourceGet(ctx, req.(*ResourceGetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ResourceList_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResourceListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ResourceList(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ResourceList_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ResourceList(ctx, req.(*ResourceListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ResourceDelete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResourceDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ResourceDelete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ResourceDelete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ResourceDelete(ctx, req.(*ResourceDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -904,6 +1060,22 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SubscriptionList",
 			Handler:    _Admin_SubscriptionList_Handler,
+		},
+		{
+			MethodName: "ResourceSet",
+			Handler:    _Admin_ResourceSet_Handler,
+		},
+		{
+			MethodName: "ResourceGet",
+			Handler:    _Admin_ResourceGet_Handler,
+		},
+		{
+			MethodName: "ResourceList",
+			Handler:    _Admin_ResourceList_Handler,
+		},
+		{
+			MethodName: "ResourceDelete",
+			Handler:    _Admin_ResourceDelete_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1889,7 +1889,12 @@ type SubmitRequest struct {
 	// return_job asks for the job in the answer (SubmitResponse.job): the
 	// job as the cluster holds it once the submit is applied, without its
 	// payload. A server of an earlier build ignores it and answers no job.
-	ReturnJob     bool `protobuf:"varint,140,opt,name=return_job,json=returnJob,proto3" json:"return_job,omitempty"`
+	ReturnJob bool `protobuf:"varint,140,opt,name=return_job,json=returnJob,proto3" json:"return_job,omitempty"`
+	// uses: the resources the job uses (SPEC §3 "Resources", feature level
+	// 8), each once, at most 8, each with 1 .. its capacity units, held from
+	// its dispatch until its run ends. An undeclared resource is NOT_FOUND
+	// (RESOURCE_UNKNOWN).
+	Uses          []*ResourceUse `protobuf:"bytes,160,rep,name=uses,proto3" json:"uses,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2041,6 +2046,13 @@ func (x *SubmitRequest) GetReturnJob() bool {
 		return x.ReturnJob
 	}
 	return false
+}
+
+func (x *SubmitRequest) GetUses() []*ResourceUse {
+	if x != nil {
+		return x.Uses
+	}
+	return nil
 }
 
 type SubmitResponse struct {
@@ -2279,8 +2291,9 @@ type Job struct {
 	Pool       string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"` // the job's pool, always named ("default" included)
 	// place: a queued job's place in line (GetJob only; absent when it has
 	// none: not queued, or held by something its reason names).
-	Place *PlaceInLine `protobuf:"bytes,130,opt,name=place,proto3" json:"place,omitempty"`
-	Form  JobForm      `protobuf:"varint,131,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"` // which workers run it (SPEC §3 "Kinds")
+	Place *PlaceInLine   `protobuf:"bytes,130,opt,name=place,proto3" json:"place,omitempty"`
+	Form  JobForm        `protobuf:"varint,131,opt,name=form,proto3,enum=barista.v1.JobForm" json:"form,omitempty"` // which workers run it (SPEC §3 "Kinds")
+	Uses  []*ResourceUse `protobuf:"bytes,160,rep,name=uses,proto3" json:"uses,omitempty"`                          // the resources it uses (SPEC §3 "Resources")
 	// now is the answering node's cluster time and wall clock: a cluster
 	// time T of this message happens at wall time now.wall_ms + (T -
 	// now.cluster_ms), the form in which a person is shown it.
@@ -2576,6 +2589,13 @@ func (x *Job) GetForm() JobForm {
 		return x.Form
 	}
 	return JobForm_JOB_FORM_UNSPECIFIED
+}
+
+func (x *Job) GetUses() []*ResourceUse {
+	if x != nil {
+		return x.Uses
+	}
+	return nil
 }
 
 func (x *Job) GetNow() *ClockNow {
@@ -4374,6 +4394,17 @@ type ExplainJobResponse struct {
 	Schedule       string `protobuf:"bytes,150,opt,name=schedule,proto3" json:"schedule,omitempty"`
 	ScheduleSlotMs int64  `protobuf:"varint,151,opt,name=schedule_slot_ms,json=scheduleSlotMs,proto3" json:"schedule_slot_ms,omitempty"`
 	ScheduleRunKey string `protobuf:"bytes,152,opt,name=schedule_run_key,json=scheduleRunKey,proto3" json:"schedule_run_key,omitempty"`
+	// resource (reason resource, SPEC §3 "Resources"): the first resource,
+	// by name, that holds the job back: it has held of its capacity units
+	// held and no room for the job's; or (tenant_max set) the job's tenant
+	// holds tenant_held units, its limit on it; or reserved_job_id, another
+	// job's reservation of it, stands.
+	Resource      string  `protobuf:"bytes,160,opt,name=resource,proto3" json:"resource,omitempty"`
+	Held          uint64  `protobuf:"varint,161,opt,name=held,proto3" json:"held,omitempty"`
+	Capacity      uint64  `protobuf:"varint,162,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	TenantHeld    uint64  `protobuf:"varint,163,opt,name=tenant_held,json=tenantHeld,proto3" json:"tenant_held,omitempty"`
+	TenantMax     *uint64 `protobuf:"varint,164,opt,name=tenant_max,json=tenantMax,proto3,oneof" json:"tenant_max,omitempty"` // set when the limit is its tenant's
+	ReservedJobId uint64  `protobuf:"varint,165,opt,name=reserved_job_id,json=reservedJobId,proto3" json:"reserved_job_id,omitempty"`
 	// now is the answering node's cluster time and wall clock: a cluster
 	// time T of this message happens at wall time now.wall_ms + (T -
 	// now.cluster_ms), the form in which a person is shown it.
@@ -4580,6 +4611,48 @@ func (x *ExplainJobResponse) GetScheduleRunKey() string {
 	return ""
 }
 
+func (x *ExplainJobResponse) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ExplainJobResponse) GetHeld() uint64 {
+	if x != nil {
+		return x.Held
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetCapacity() uint64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetTenantHeld() uint64 {
+	if x != nil {
+		return x.TenantHeld
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetTenantMax() uint64 {
+	if x != nil && x.TenantMax != nil {
+		return *x.TenantMax
+	}
+	return 0
+}
+
+func (x *ExplainJobResponse) GetReservedJobId() uint64 {
+	if x != nil {
+		return x.ReservedJobId
+	}
+	return 0
+}
+
 func (x *ExplainJobResponse) GetNow() *ClockNow {
 	if x != nil {
 		return x.Now
@@ -4743,7 +4816,7 @@ const file_client_proto_rawDesc = "" +
 	"\askipped\x18\x04 \x01(\x04R\askipped\x12\x1c\n" +
 	"\tduplicate\x18\x05 \x01(\bR\tduplicate\x12\x18\n" +
 	"\astopped\x18\x06 \x01(\tR\astopped\x12*\n" +
-	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\xe0\x04\n" +
+	"\x11submitted_from_ms\x18\a \x01(\x03R\x0fsubmittedFromMs\"\x8e\x05\n" +
 	"\rSubmitRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tH\x00R\x0eidempotencyKey\x88\x01\x01\x12\x19\n" +
@@ -4764,7 +4837,8 @@ const file_client_proto_rawDesc = "" +
 	"\x04pool\x18x \x01(\tR\x04pool\x12(\n" +
 	"\x04form\x18\x82\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04form\x12\x1e\n" +
 	"\n" +
-	"return_job\x18\x8c\x01 \x01(\bR\treturnJobB\x12\n" +
+	"return_job\x18\x8c\x01 \x01(\bR\treturnJob\x12,\n" +
+	"\x04uses\x18\xa0\x01 \x03(\v2\x17.barista.v1.ResourceUseR\x04usesB\x12\n" +
 	"\x10_idempotency_keyB\x13\n" +
 	"\x11_retry_backoff_ms\"d\n" +
 	"\x0eSubmitResponse\x12\x15\n" +
@@ -4776,7 +4850,7 @@ const file_client_proto_rawDesc = "" +
 	"\rGetJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12+\n" +
-	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xbe\t\n" +
+	"\x04read\x18\x03 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\"\xec\t\n" +
 	"\x03Job\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -4823,7 +4897,8 @@ const file_client_proto_rawDesc = "" +
 	"expireAtMs\x12\x12\n" +
 	"\x04pool\x18x \x01(\tR\x04pool\x12.\n" +
 	"\x05place\x18\x82\x01 \x01(\v2\x17.barista.v1.PlaceInLineR\x05place\x12(\n" +
-	"\x04form\x18\x83\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04form\x12&\n" +
+	"\x04form\x18\x83\x01 \x01(\x0e2\x13.barista.v1.JobFormR\x04form\x12,\n" +
+	"\x04uses\x18\xa0\x01 \x03(\v2\x17.barista.v1.ResourceUseR\x04uses\x12&\n" +
 	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now\"A\n" +
 	"\x10RunJobNowRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
@@ -4974,7 +5049,7 @@ const file_client_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x18.barista.v1.SubmitResultR\aresults\"B\n" +
 	"\x11ExplainJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
-	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\x8d\x06\n" +
+	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\"\xdb\a\n" +
 	"\x12ExplainJobResponse\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -5001,8 +5076,17 @@ const file_client_proto_rawDesc = "" +
 	"\x04kind\x18\x83\x01 \x01(\tR\x04kind\x12\x1b\n" +
 	"\bschedule\x18\x96\x01 \x01(\tR\bschedule\x12)\n" +
 	"\x10schedule_slot_ms\x18\x97\x01 \x01(\x03R\x0escheduleSlotMs\x12)\n" +
-	"\x10schedule_run_key\x18\x98\x01 \x01(\tR\x0escheduleRunKey\x12&\n" +
-	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03now2\xab\x0f\n" +
+	"\x10schedule_run_key\x18\x98\x01 \x01(\tR\x0escheduleRunKey\x12\x1b\n" +
+	"\bresource\x18\xa0\x01 \x01(\tR\bresource\x12\x13\n" +
+	"\x04held\x18\xa1\x01 \x01(\x04R\x04held\x12\x1b\n" +
+	"\bcapacity\x18\xa2\x01 \x01(\x04R\bcapacity\x12 \n" +
+	"\vtenant_held\x18\xa3\x01 \x01(\x04R\n" +
+	"tenantHeld\x12#\n" +
+	"\n" +
+	"tenant_max\x18\xa4\x01 \x01(\x04H\x00R\ttenantMax\x88\x01\x01\x12'\n" +
+	"\x0freserved_job_id\x18\xa5\x01 \x01(\x04R\rreservedJobId\x12&\n" +
+	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03nowB\r\n" +
+	"\v_tenant_max2\xab\x0f\n" +
 	"\x06Client\x12?\n" +
 	"\x06Submit\x12\x19.barista.v1.SubmitRequest\x1a\x1a.barista.v1.SubmitResponse\x12N\n" +
 	"\vSubmitBatch\x12\x1e.barista.v1.SubmitBatchRequest\x1a\x1f.barista.v1.SubmitBatchResponse\x124\n" +
@@ -5105,7 +5189,8 @@ var file_client_proto_goTypes = []any{
 	(Size)(0),                           // 54: barista.v1.Size
 	(Class)(0),                          // 55: barista.v1.Class
 	(JobForm)(0),                        // 56: barista.v1.JobForm
-	(Tier)(0),                           // 57: barista.v1.Tier
+	(*ResourceUse)(nil),                 // 57: barista.v1.ResourceUse
+	(Tier)(0),                           // 58: barista.v1.Tier
 }
 var file_client_proto_depIdxs = []int32{
 	51, // 0: barista.v1.Schedule.overlap:type_name -> barista.v1.Overlap
@@ -5124,86 +5209,88 @@ var file_client_proto_depIdxs = []int32{
 	54, // 13: barista.v1.SubmitRequest.size:type_name -> barista.v1.Size
 	55, // 14: barista.v1.SubmitRequest.class:type_name -> barista.v1.Class
 	56, // 15: barista.v1.SubmitRequest.form:type_name -> barista.v1.JobForm
-	28, // 16: barista.v1.SubmitResponse.job:type_name -> barista.v1.Job
-	26, // 17: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
-	54, // 18: barista.v1.Job.size:type_name -> barista.v1.Size
-	55, // 19: barista.v1.Job.class:type_name -> barista.v1.Class
-	19, // 20: barista.v1.Job.place:type_name -> barista.v1.PlaceInLine
-	56, // 21: barista.v1.Job.form:type_name -> barista.v1.JobForm
-	36, // 22: barista.v1.Job.now:type_name -> barista.v1.ClockNow
-	26, // 23: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
-	28, // 24: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
-	26, // 25: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
-	57, // 26: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
-	40, // 27: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
-	36, // 28: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
-	36, // 29: barista.v1.Group.now:type_name -> barista.v1.ClockNow
-	26, // 30: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
-	26, // 31: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
-	41, // 32: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
-	24, // 33: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
-	47, // 34: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
-	54, // 35: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
-	55, // 36: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
-	19, // 37: barista.v1.ExplainJobResponse.place:type_name -> barista.v1.PlaceInLine
-	36, // 38: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
-	24, // 39: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
-	46, // 40: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
-	27, // 41: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
-	31, // 42: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
-	33, // 43: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
-	35, // 44: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
-	38, // 45: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
-	49, // 46: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
-	42, // 47: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
-	43, // 48: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
-	44, // 49: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
-	29, // 50: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
-	20, // 51: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
-	22, // 52: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
-	22, // 53: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
-	22, // 54: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
-	15, // 55: barista.v1.Client.UsageStatement:input_type -> barista.v1.UsageStatementRequest
-	17, // 56: barista.v1.Client.FairnessCertificate:input_type -> barista.v1.FairnessCertificateRequest
-	11, // 57: barista.v1.Client.SetKindPolicy:input_type -> barista.v1.SetKindPolicyRequest
-	12, // 58: barista.v1.Client.ListKindPolicies:input_type -> barista.v1.ListKindPoliciesRequest
-	1,  // 59: barista.v1.Client.SetSchedule:input_type -> barista.v1.SetScheduleRequest
-	2,  // 60: barista.v1.Client.GetSchedule:input_type -> barista.v1.GetScheduleRequest
-	3,  // 61: barista.v1.Client.ListSchedules:input_type -> barista.v1.ListSchedulesRequest
-	5,  // 62: barista.v1.Client.PauseSchedule:input_type -> barista.v1.PauseScheduleRequest
-	6,  // 63: barista.v1.Client.RunScheduleNow:input_type -> barista.v1.RunScheduleNowRequest
-	8,  // 64: barista.v1.Client.DeleteSchedule:input_type -> barista.v1.DeleteScheduleRequest
-	25, // 65: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
-	48, // 66: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
-	28, // 67: barista.v1.Client.GetJob:output_type -> barista.v1.Job
-	32, // 68: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
-	34, // 69: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
-	37, // 70: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
-	39, // 71: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
-	50, // 72: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
-	41, // 73: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
-	41, // 74: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
-	45, // 75: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
-	30, // 76: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
-	21, // 77: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
-	23, // 78: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
-	23, // 79: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
-	23, // 80: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
-	16, // 81: barista.v1.Client.UsageStatement:output_type -> barista.v1.UsageStatementResponse
-	18, // 82: barista.v1.Client.FairnessCertificate:output_type -> barista.v1.FairnessCertificateResponse
-	10, // 83: barista.v1.Client.SetKindPolicy:output_type -> barista.v1.KindPolicy
-	13, // 84: barista.v1.Client.ListKindPolicies:output_type -> barista.v1.ListKindPoliciesResponse
-	0,  // 85: barista.v1.Client.SetSchedule:output_type -> barista.v1.Schedule
-	0,  // 86: barista.v1.Client.GetSchedule:output_type -> barista.v1.Schedule
-	4,  // 87: barista.v1.Client.ListSchedules:output_type -> barista.v1.ListSchedulesResponse
-	0,  // 88: barista.v1.Client.PauseSchedule:output_type -> barista.v1.Schedule
-	7,  // 89: barista.v1.Client.RunScheduleNow:output_type -> barista.v1.RunScheduleNowResponse
-	9,  // 90: barista.v1.Client.DeleteSchedule:output_type -> barista.v1.DeleteScheduleResponse
-	65, // [65:91] is the sub-list for method output_type
-	39, // [39:65] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	57, // 16: barista.v1.SubmitRequest.uses:type_name -> barista.v1.ResourceUse
+	28, // 17: barista.v1.SubmitResponse.job:type_name -> barista.v1.Job
+	26, // 18: barista.v1.GetJobRequest.read:type_name -> barista.v1.ReadOptions
+	54, // 19: barista.v1.Job.size:type_name -> barista.v1.Size
+	55, // 20: barista.v1.Job.class:type_name -> barista.v1.Class
+	19, // 21: barista.v1.Job.place:type_name -> barista.v1.PlaceInLine
+	56, // 22: barista.v1.Job.form:type_name -> barista.v1.JobForm
+	57, // 23: barista.v1.Job.uses:type_name -> barista.v1.ResourceUse
+	36, // 24: barista.v1.Job.now:type_name -> barista.v1.ClockNow
+	26, // 25: barista.v1.ListJobsRequest.read:type_name -> barista.v1.ReadOptions
+	28, // 26: barista.v1.ListJobsResponse.jobs:type_name -> barista.v1.Job
+	26, // 27: barista.v1.TenantUsageRequest.read:type_name -> barista.v1.ReadOptions
+	58, // 28: barista.v1.TenantUsageResponse.tier:type_name -> barista.v1.Tier
+	40, // 29: barista.v1.TenantUsageResponse.groups:type_name -> barista.v1.GroupUsage
+	36, // 30: barista.v1.TenantUsageResponse.now:type_name -> barista.v1.ClockNow
+	36, // 31: barista.v1.Group.now:type_name -> barista.v1.ClockNow
+	26, // 32: barista.v1.GetGroupRequest.read:type_name -> barista.v1.ReadOptions
+	26, // 33: barista.v1.ListGroupsRequest.read:type_name -> barista.v1.ReadOptions
+	41, // 34: barista.v1.ListGroupsResponse.groups:type_name -> barista.v1.Group
+	24, // 35: barista.v1.SubmitBatchRequest.jobs:type_name -> barista.v1.SubmitRequest
+	47, // 36: barista.v1.SubmitBatchResponse.results:type_name -> barista.v1.SubmitResult
+	54, // 37: barista.v1.ExplainJobResponse.size:type_name -> barista.v1.Size
+	55, // 38: barista.v1.ExplainJobResponse.class:type_name -> barista.v1.Class
+	19, // 39: barista.v1.ExplainJobResponse.place:type_name -> barista.v1.PlaceInLine
+	36, // 40: barista.v1.ExplainJobResponse.now:type_name -> barista.v1.ClockNow
+	24, // 41: barista.v1.Client.Submit:input_type -> barista.v1.SubmitRequest
+	46, // 42: barista.v1.Client.SubmitBatch:input_type -> barista.v1.SubmitBatchRequest
+	27, // 43: barista.v1.Client.GetJob:input_type -> barista.v1.GetJobRequest
+	31, // 44: barista.v1.Client.ListJobs:input_type -> barista.v1.ListJobsRequest
+	33, // 45: barista.v1.Client.CancelJob:input_type -> barista.v1.CancelJobRequest
+	35, // 46: barista.v1.Client.WatchEvents:input_type -> barista.v1.WatchEventsRequest
+	38, // 47: barista.v1.Client.TenantUsage:input_type -> barista.v1.TenantUsageRequest
+	49, // 48: barista.v1.Client.ExplainJob:input_type -> barista.v1.ExplainJobRequest
+	42, // 49: barista.v1.Client.SetGroup:input_type -> barista.v1.SetGroupRequest
+	43, // 50: barista.v1.Client.GetGroup:input_type -> barista.v1.GetGroupRequest
+	44, // 51: barista.v1.Client.ListGroups:input_type -> barista.v1.ListGroupsRequest
+	29, // 52: barista.v1.Client.RunJobNow:input_type -> barista.v1.RunJobNowRequest
+	20, // 53: barista.v1.Client.Pause:input_type -> barista.v1.PauseRequest
+	22, // 54: barista.v1.Client.Redrive:input_type -> barista.v1.BulkJobsRequest
+	22, // 55: barista.v1.Client.CancelJobs:input_type -> barista.v1.BulkJobsRequest
+	22, // 56: barista.v1.Client.PurgeJobs:input_type -> barista.v1.BulkJobsRequest
+	15, // 57: barista.v1.Client.UsageStatement:input_type -> barista.v1.UsageStatementRequest
+	17, // 58: barista.v1.Client.FairnessCertificate:input_type -> barista.v1.FairnessCertificateRequest
+	11, // 59: barista.v1.Client.SetKindPolicy:input_type -> barista.v1.SetKindPolicyRequest
+	12, // 60: barista.v1.Client.ListKindPolicies:input_type -> barista.v1.ListKindPoliciesRequest
+	1,  // 61: barista.v1.Client.SetSchedule:input_type -> barista.v1.SetScheduleRequest
+	2,  // 62: barista.v1.Client.GetSchedule:input_type -> barista.v1.GetScheduleRequest
+	3,  // 63: barista.v1.Client.ListSchedules:input_type -> barista.v1.ListSchedulesRequest
+	5,  // 64: barista.v1.Client.PauseSchedule:input_type -> barista.v1.PauseScheduleRequest
+	6,  // 65: barista.v1.Client.RunScheduleNow:input_type -> barista.v1.RunScheduleNowRequest
+	8,  // 66: barista.v1.Client.DeleteSchedule:input_type -> barista.v1.DeleteScheduleRequest
+	25, // 67: barista.v1.Client.Submit:output_type -> barista.v1.SubmitResponse
+	48, // 68: barista.v1.Client.SubmitBatch:output_type -> barista.v1.SubmitBatchResponse
+	28, // 69: barista.v1.Client.GetJob:output_type -> barista.v1.Job
+	32, // 70: barista.v1.Client.ListJobs:output_type -> barista.v1.ListJobsResponse
+	34, // 71: barista.v1.Client.CancelJob:output_type -> barista.v1.CancelJobResponse
+	37, // 72: barista.v1.Client.WatchEvents:output_type -> barista.v1.Event
+	39, // 73: barista.v1.Client.TenantUsage:output_type -> barista.v1.TenantUsageResponse
+	50, // 74: barista.v1.Client.ExplainJob:output_type -> barista.v1.ExplainJobResponse
+	41, // 75: barista.v1.Client.SetGroup:output_type -> barista.v1.Group
+	41, // 76: barista.v1.Client.GetGroup:output_type -> barista.v1.Group
+	45, // 77: barista.v1.Client.ListGroups:output_type -> barista.v1.ListGroupsResponse
+	30, // 78: barista.v1.Client.RunJobNow:output_type -> barista.v1.RunJobNowResponse
+	21, // 79: barista.v1.Client.Pause:output_type -> barista.v1.PauseResponse
+	23, // 80: barista.v1.Client.Redrive:output_type -> barista.v1.BulkJobsResponse
+	23, // 81: barista.v1.Client.CancelJobs:output_type -> barista.v1.BulkJobsResponse
+	23, // 82: barista.v1.Client.PurgeJobs:output_type -> barista.v1.BulkJobsResponse
+	16, // 83: barista.v1.Client.UsageStatement:output_type -> barista.v1.UsageStatementResponse
+	18, // 84: barista.v1.Client.FairnessCertificate:output_type -> barista.v1.FairnessCertificateResponse
+	10, // 85: barista.v1.Client.SetKindPolicy:output_type -> barista.v1.KindPolicy
+	13, // 86: barista.v1.Client.ListKindPolicies:output_type -> barista.v1.ListKindPoliciesResponse
+	0,  // 87: barista.v1.Client.SetSchedule:output_type -> barista.v1.Schedule
+	0,  // 88: barista.v1.Client.GetSchedule:output_type -> barista.v1.Schedule
+	4,  // 89: barista.v1.Client.ListSchedules:output_type -> barista.v1.ListSchedulesResponse
+	0,  // 90: barista.v1.Client.PauseSchedule:output_type -> barista.v1.Schedule
+	7,  // 91: barista.v1.Client.RunScheduleNow:output_type -> barista.v1.RunScheduleNowResponse
+	9,  // 92: barista.v1.Client.DeleteSchedule:output_type -> barista.v1.DeleteScheduleResponse
+	67, // [67:93] is the sub-list for method output_type
+	41, // [41:67] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -5216,6 +5303,7 @@ func file_client_proto_init() {
 	file_client_proto_msgTypes[10].OneofWrappers = []any{}
 	file_client_proto_msgTypes[11].OneofWrappers = []any{}
 	file_client_proto_msgTypes[24].OneofWrappers = []any{}
+	file_client_proto_msgTypes[50].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

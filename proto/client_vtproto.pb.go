@@ -1661,6 +1661,20 @@ func (m *SubmitRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.Uses) > 0 {
+		for iNdEx := len(m.Uses) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.Uses[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0xa
+			i--
+			dAtA[i] = 0x82
+		}
+	}
 	if m.ReturnJob {
 		i--
 		if m.ReturnJob {
@@ -1969,6 +1983,20 @@ func (m *Job) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.Uses) > 0 {
+		for iNdEx := len(m.Uses) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.Uses[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0xa
+			i--
+			dAtA[i] = 0x82
+		}
 	}
 	if m.Form != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Form))
@@ -3827,6 +3855,50 @@ func (m *ExplainJobResponse) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.ReservedJobId != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ReservedJobId))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0xa8
+	}
+	if m.TenantMax != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.TenantMax))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0xa0
+	}
+	if m.TenantHeld != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.TenantHeld))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0x98
+	}
+	if m.Capacity != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Capacity))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0x90
+	}
+	if m.Held != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Held))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0x88
+	}
+	if len(m.Resource) > 0 {
+		i -= len(m.Resource)
+		copy(dAtA[i:], m.Resource)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Resource)))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0x82
+	}
 	if len(m.ScheduleRunKey) > 0 {
 		i -= len(m.ScheduleRunKey)
 		copy(dAtA[i:], m.ScheduleRunKey)
@@ -5653,6 +5725,20 @@ func (m *SubmitRequest) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.Uses) > 0 {
+		for iNdEx := len(m.Uses) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.Uses[iNdEx].MarshalToSizedBufferVTStrict(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0xa
+			i--
+			dAtA[i] = 0x82
+		}
+	}
 	if m.ReturnJob {
 		i--
 		if m.ReturnJob {
@@ -5961,6 +6047,20 @@ func (m *Job) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.Uses) > 0 {
+		for iNdEx := len(m.Uses) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.Uses[iNdEx].MarshalToSizedBufferVTStrict(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0xa
+			i--
+			dAtA[i] = 0x82
+		}
 	}
 	if m.Form != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Form))
@@ -7819,6 +7919,50 @@ func (m *ExplainJobResponse) MarshalToSizedBufferVTStrict(dAtA []byte) (int, err
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.ReservedJobId != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ReservedJobId))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0xa8
+	}
+	if m.TenantMax != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.TenantMax))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0xa0
+	}
+	if m.TenantHeld != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.TenantHeld))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0x98
+	}
+	if m.Capacity != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Capacity))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0x90
+	}
+	if m.Held != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Held))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0x88
+	}
+	if len(m.Resource) > 0 {
+		i -= len(m.Resource)
+		copy(dAtA[i:], m.Resource)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Resource)))
+		i--
+		dAtA[i] = 0xa
+		i--
+		dAtA[i] = 0x82
+	}
 	if len(m.ScheduleRunKey) > 0 {
 		i -= len(m.ScheduleRunKey)
 		copy(dAtA[i:], m.ScheduleRunKey)
@@ -8708,6 +8852,12 @@ func (m *SubmitRequest) SizeVT() (n int) {
 	if m.ReturnJob {
 		n += 3
 	}
+	if len(m.Uses) > 0 {
+		for _, e := range m.Uses {
+			l = e.SizeVT()
+			n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -8902,6 +9052,12 @@ func (m *Job) SizeVT() (n int) {
 	}
 	if m.Form != 0 {
 		n += 2 + protohelpers.SizeOfVarint(uint64(m.Form))
+	}
+	if len(m.Uses) > 0 {
+		for _, e := range m.Uses {
+			l = e.SizeVT()
+			n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
 	}
 	n += len(m.unknownFields)
 	return n
@@ -9624,6 +9780,25 @@ func (m *ExplainJobResponse) SizeVT() (n int) {
 	l = len(m.ScheduleRunKey)
 	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	l = len(m.Resource)
+	if l > 0 {
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Held != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.Held))
+	}
+	if m.Capacity != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.Capacity))
+	}
+	if m.TenantHeld != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.TenantHeld))
+	}
+	if m.TenantMax != nil {
+		n += 2 + protohelpers.SizeOfVarint(uint64(*m.TenantMax))
+	}
+	if m.ReservedJobId != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.ReservedJobId))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -14275,6 +14450,40 @@ func (m *SubmitRequest) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.ReturnJob = bool(v != 0)
+		case 160:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Uses", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Uses = append(m.Uses, &ResourceUse{})
+			if err := m.Uses[len(m.Uses)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -15616,6 +15825,40 @@ func (m *Job) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 160:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Uses", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Uses = append(m.Uses, &ResourceUse{})
+			if err := m.Uses[len(m.Uses)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -20408,6 +20651,134 @@ func (m *ExplainJobResponse) UnmarshalVT(dAtA []byte) error {
 			}
 			m.ScheduleRunKey = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 160:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Resource", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Resource = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
+		case 161:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Held", wireType)
+			}
+			m.Held = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Held |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 162:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Capacity", wireType)
+			}
+			m.Capacity = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Capacity |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 163:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TenantHeld", wireType)
+			}
+			m.TenantHeld = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TenantHeld |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 164:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TenantMax", wireType)
+			}
+			var v uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.TenantMax = &v
+		case 165:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ReservedJobId", wireType)
+			}
+			m.ReservedJobId = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ReservedJobId |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

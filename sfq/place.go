@@ -50,7 +50,8 @@ type Place struct {
 // ok is false when the job has no place: it is not queued, or it cannot
 // be dispatched until something else happens (dispatch, its pool, its
 // tenant or its group paused; a cap, rate limit or the candidate rule
-// holding its tenant's jobs of its class and size; its group blocked).
+// holding its tenant's jobs of its class and size; its group blocked; a
+// resource it uses without room for it, or reserved for another job).
 // Its reason (Explain) then says what it waits for.
 //
 // Cost: O((Ahead + T + G) log T) for T tenants with eligible work of its
@@ -61,6 +62,9 @@ func (s *Scheduler) Place(id JobID, now Time, limit uint64) (pl Place, ok bool, 
 		return Place{}, false, fmt.Errorf("%w: %d", ErrUnknownJob, id)
 	}
 	if j.State != Queued || j.Lapsed {
+		return Place{}, false, nil
+	}
+	if _, blocked := s.resourceBlock(j); blocked {
 		return Place{}, false, nil
 	}
 	lane := j.Tenant

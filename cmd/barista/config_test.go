@@ -506,6 +506,7 @@ func TestConfigViewReadsTheSettings(t *testing.T) {
 		"default_max_queued": uint32(100_000), "max_queued_bytes": uint64(64 << 20),
 		"max_pools": uint32(0), "implicit_tenants": "off", "default_tenant": "none", "clock_tick": "1s", "max_snoozes": uint16(100), "max_total_queued_bytes": uint64(4 << 30),
 		"event_retention_per_tenant": uint64(10_000), "max_worker_records": uint64(100_000), "max_schedules": uint32(100),
+		"resource_reserve_after": "1m", "max_resources": uint32(0),
 	}
 	for tier := sfq.Tier(0); tier < sfq.NumTiers; tier++ {
 		want["weights."+tier.String()] = c.Sched.TierWeights[tier]

@@ -44,6 +44,7 @@ type jobFlags struct {
 	expire      time.Duration
 	backoff     time.Duration
 	pool        string
+	uses        multiFlag
 }
 
 // register defines the job's flags on fs.
@@ -61,6 +62,7 @@ func (o *jobFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.payload, "payload", "", "the job's payload, `TEXT` as given or @FILE, instead of a command")
 	fs.StringVar(&o.group, "group", "", "the job's `GROUP` in its tenant (1..128 bytes of A-Z a-z 0-9 . _ : @ -)")
 	fs.StringVar(&o.pool, "pool", "", "the job's `POOL`: only that pool's workers run it (default: the pool default; feature level 6)")
+	fs.Var(&o.uses, "uses", "the resources the job uses, `RESOURCE:UNITS[,...]` (repeatable; held from dispatch until the run ends; feature level 8)")
 	defineFlag(fs, "delay", "keep the job scheduled for this `DURATION` before it is queued", delayVal(&o.delay))
 	defineFlag(fs, "expire", "drop the job if it was not dispatched within this `DURATION` of the submit", expireVal(&o.expire))
 	defineFlag(fs, "retry-backoff", "wait this `DURATION` (doubling per failure) before retrying a failed run, instead of the cluster's retry_backoff", backoffVal(&o.backoff))
@@ -111,6 +113,9 @@ func (o *jobFlags) request(tenant string, args []string) (*pb.SubmitRequest, err
 		Payload: payload, MaxAttempts: o.maxAttempts, TimeoutMs: o.timeout.Milliseconds(),
 		Class: o.class, DeadlineMs: o.deadline.Milliseconds(), Group: o.group,
 		DelayMs: o.delay.Milliseconds(), ExpireMs: o.expire.Milliseconds(), Pool: o.pool, Form: jobForm(o.payload == "", o.jobType)}
+	if req.Uses, err = usesFlag(o.uses); err != nil {
+		return nil, err
+	}
 	set := map[string]bool{}
 	o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["retry-backoff"] {
@@ -525,4 +530,17 @@ func payloadArg(v string) ([]byte, error) {
 		return nil, usageError("--payload @%s: %v", name, err)
 	}
 	return b, nil
+}
+
+// usesFlag reads the --uses flags: RESOURCE:UNITS, each flag one or a
+// comma list (sfq.ParseUses: each resource once, at most 8, units >= 1).
+func usesFlag(flags multiFlag) ([]*pb.ResourceUse, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	uses, err := sfq.ParseUses(strings.Join(flags, ","))
+	if err != nil {
+		return nil, usageError("--uses: %v", err)
+	}
+	return fsm.UsesToPB(uses), nil
 }

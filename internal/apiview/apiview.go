@@ -21,6 +21,7 @@ func Job(sc *sfq.Scheduler, j *sfq.Job, payload bool) *pb.Job {
 		JobType: j.Type(), IdempotencyKey: j.Key(), SubmittedAtMs: int64(j.SubmittedAt), EndedAtMs: int64(j.EndedAt),
 		SubmittedWallMs: int64(j.SubmittedWall()), EndedWallMs: int64(j.EndedWall()),
 		WorkerId: j.Worker, Cancel: j.Cancel.String(), TimeoutMs: j.TimeoutMs, Group: j.Group(), Form: fsm.JobFormToPB(j.Form()),
+		Uses: fsm.UsesToPB(j.Uses()),
 	}
 	if payload {
 		out.Payload = []byte(j.Payload())

@@ -53,7 +53,7 @@ func Schedule(s *fsm.ScheduleInfo, next int, now *pb.ClockNow) *pb.Schedule {
 func SubmitRequest(j *clusterpb.SubmitJob) *pb.SubmitRequest {
 	return &pb.SubmitRequest{JobType: j.JobType, Size: j.Size, EstCostMs: j.EstCostMs, Payload: j.Payload, MaxAttempts: j.MaxAttempts,
 		TimeoutMs: j.TimeoutMs, Class: j.JobClass, DeadlineMs: j.DeadlineMs, Group: j.Group, DelayMs: j.DelayMs, ExpireMs: j.ExpireMs,
-		RetryBackoffMs: j.RetryBackoffMs, Pool: j.Pool, Form: j.Form}
+		RetryBackoffMs: j.RetryBackoffMs, Pool: j.Pool, Form: j.Form, Uses: j.Uses}
 }
 
 // SetSubmitJob fills job from a submit request of tenant.
@@ -62,7 +62,7 @@ func SetSubmitJob(job *clusterpb.SubmitJob, tenant string, req *pb.SubmitRequest
 	job.EstCostMs, job.Payload, job.MaxAttempts, job.TimeoutMs = req.EstCostMs, req.Payload, req.MaxAttempts, req.TimeoutMs
 	job.JobClass, job.DeadlineMs, job.Group = req.Class, req.DeadlineMs, req.Group
 	job.DelayMs, job.ExpireMs, job.RetryBackoffMs = req.DelayMs, req.ExpireMs, req.RetryBackoffMs
-	job.Pool, job.Form = req.Pool, req.Form
+	job.Pool, job.Form, job.Uses = req.Pool, req.Form, req.Uses
 }
 
 // ReservedKey refuses a client's own idempotency key in the namespace of

@@ -40,6 +40,14 @@ func ToPB(j *sfq.Job, t *sfq.Tenant, r sfq.Reason, now *pb.ClockNow) *pb.Explain
 		out.WorkerId = r.Worker
 	case sfq.ReasonNoWorker:
 		out.Kind = r.NoWorkerKind
+	case sfq.ReasonResource:
+		rb := &r.Resource
+		out.Resource, out.ReservedJobId = rb.Resource, uint64(rb.Reserved)
+		if rb.Tenant {
+			out.TenantHeld, out.TenantMax = rb.TenantHeld, &rb.TenantMax
+		} else {
+			out.Held, out.Capacity = rb.Held, rb.Capacity
+		}
 	}
 	out.Schedule, out.ScheduleSlotMs, out.ScheduleRunKey, _ = scheduleOf(j)
 	out.Text = Text(j, t, r, now, 0)
@@ -119,6 +127,8 @@ func TextIn(j *sfq.Job, t *sfq.Tenant, pool string, r sfq.Reason, now *pb.ClockN
 			plural(r.Position, "older job", "older jobs"), queue)
 	case sfq.ReasonCap:
 		fmt.Fprintf(&b, " is next in its queue but a cap holds it: %s.", capText(j, tenant, pool, r))
+	case sfq.ReasonResource:
+		b.WriteString(resourceText(tenant, &r.Resource))
 	case sfq.ReasonRate:
 		fmt.Fprintf(&b, " is held by the %s rate limit: it may go %s.", r.Vertex, wire.When(now, int64(r.EligibleAt)))
 	case sfq.ReasonHeld:
@@ -220,6 +230,19 @@ func capText(j *sfq.Job, tenant, pool string, r sfq.Reason) string {
 		return fmt.Sprintf("tenant %s runs %d jobs in pool %s, its subscription's burst there is %d", tenant, r.Current, poolName(pool), r.Limit)
 	}
 	return fmt.Sprintf("%s: %d of %d", r.Cap, r.Current, r.Limit)
+}
+
+// resourceText says which resource holds a job back, and how (SPEC §3
+// "Resources"): the jobs behind it in its queue are not held back by it.
+func resourceText(tenant string, rb *sfq.ResourceBlock) string {
+	const behind = " The jobs behind it in its queue go first if they can run (it keeps its place)."
+	switch {
+	case rb.Reserved != 0:
+		return fmt.Sprintf(" is next in its queue but resource %s is reserved for job %d, blocked longer (resource_reserve_after): no other job takes its units until that one is dispatched.", rb.Resource, rb.Reserved) + behind
+	case rb.Tenant:
+		return fmt.Sprintf(" is next in its queue but tenant %s holds %d units of resource %s, its limit (tenant_max %d)."+behind, tenant, rb.TenantHeld, rb.Resource, rb.TenantMax)
+	}
+	return fmt.Sprintf(" is next in its queue but resource %s has %d of its %d units held and no room for this job's; freed units go by the fair order."+behind, rb.Resource, rb.Held, rb.Capacity)
 }
 
 func msText(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }

@@ -18,7 +18,246 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file admin.proto.
  */
 export const file_admin: GenFile = /*@__PURE__*/
-  fileDesc("CgthZG1pbi5wcm90bxIKYmFyaXN0YS52MSI0ChRQYXVzZURpc3BhdGNoUmVxdWVzdBIOCgZyZXN1bWUYASABKAgSDAoEcG9vbBgCIAEoCSI4ChVQYXVzZURpc3BhdGNoUmVzcG9uc2USDgoGcGF1c2VkGAEgASgIEg8KB2NoYW5nZWQYAiABKAgi9wEKBFBvb2wSDAoEbmFtZRgBIAEoCRIPCgd3ZWlnaHRzGAIgASgJEh4KFnN1YnNjcmlwdGlvbnNfcmVxdWlyZWQYAyABKAgSDgoGcGF1c2VkGAQgASgIEhEKCXNjaGVkdWxlZBgFIAEoBBIOCgZxdWV1ZWQYBiABKAQSDwoHcnVubmluZxgHIAEoBBIPCgd0ZW5hbnRzGAggASgNEg8KB3dvcmtlcnMYCSABKA0SFgoOdmlydHVhbF9ub3dfbXMYCiADKAkSDwoHY3JlYXRlZBgLIAEoCBIhCgNub3cYXyABKAsyFC5iYXJpc3RhLnYxLkNsb2NrTm93IoABCg5Qb29sU2V0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhQKB3dlaWdodHMYAiABKAlIAIgBARIjChZzdWJzY3JpcHRpb25zX3JlcXVpcmVkGAMgASgISAGIAQFCCgoIX3dlaWdodHNCGQoXX3N1YnNjcmlwdGlvbnNfcmVxdWlyZWQiRQoOUG9vbEdldFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIlCgRyZWFkGAIgASgLMhcuYmFyaXN0YS52MS5SZWFkT3B0aW9ucyI4Cg9Qb29sTGlzdFJlcXVlc3QSJQoEcmVhZBgBIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMiMwoQUG9vbExpc3RSZXNwb25zZRIfCgVwb29scxgBIAMoCzIQLmJhcmlzdGEudjEuUG9vbCIhChFQb29sRGVsZXRlUmVxdWVzdBIMCgRuYW1lGAEgASgJIhQKElBvb2xEZWxldGVSZXNwb25zZSJMCgxTdWJzY3JpcHRpb24SDgoGdGVuYW50GAEgASgJEgwKBHBvb2wYAiABKAkSDQoFYnVyc3QYAyABKA0SDwoHcnVubmluZxgEIAEoDSJUChZTdWJzY3JpcHRpb25TZXRSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIMCgRwb29sGAIgASgJEhIKBWJ1cnN0GAMgASgNSACIAQFCCAoGX2J1cnN0IjkKGVN1YnNjcmlwdGlvbkRlbGV0ZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEgwKBHBvb2wYAiABKAkiWgoXU3Vic2NyaXB0aW9uU2V0UmVzcG9uc2USLgoMc3Vic2NyaXB0aW9uGAEgASgLMhguYmFyaXN0YS52MS5TdWJzY3JpcHRpb24SDwoHY2hhbmdlZBgCIAEoCCKFAQoXU3Vic2NyaXB0aW9uTGlzdFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEgwKBHBvb2wYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSJQoEcmVhZBgFIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMiZAoYU3Vic2NyaXB0aW9uTGlzdFJlc3BvbnNlEi8KDXN1YnNjcmlwdGlvbnMYASADKAsyGC5iYXJpc3RhLnYxLlN1YnNjcmlwdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiqAMKBlRlbmFudBIMCgRuYW1lGAEgASgJEh4KBHRpZXIYAiABKA4yEC5iYXJpc3RhLnYxLlRpZXISEgoKbXVsdGlwbGllchgDIAEoDRIeCgRjYXBzGAQgASgLMhAuYmFyaXN0YS52MS5DYXBzEg8KB2NyZWF0ZWQYBSABKAgSFgoOZXhwb3J0X21ldHJpY3MYFCABKAgSJAoJbWF4X2NsYXNzGB4gASgOMhEuYmFyaXN0YS52MS5DbGFzcxIXCg9hbGxvd19kZWFkbGluZXMYHyABKAgSEQoJZ3JvdXBfY2FwGCggASgNEisKC2dyb3VwX29yZGVyGCkgASgOMhYuYmFyaXN0YS52MS5Hcm91cE9yZGVyEhIKCm1heF9ncm91cHMYKiABKA0SDgoGZ3JvdXBzGCsgASgNEgwKBHJhdGUYUCABKAkSEgoKcmF0ZV9idXJzdBhRIAEoDRIbChNyYXRlX2VsaWdpYmxlX2F0X21zGFIgASgDEg4KBnBhdXNlZBhTIAEoCRIhCgNub3cYXyABKAsyFC5iYXJpc3RhLnYxLkNsb2NrTm93Io4EChNVcHNlcnRUZW5hbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSIwoEdGllchgCIAEoDjIQLmJhcmlzdGEudjEuVGllckgAiAEBEhcKCm11bHRpcGxpZXIYAyABKA1IAYgBARIkCgRjYXBzGAQgASgLMhYuYmFyaXN0YS52MS5DYXBzVXBkYXRlEhsKDmV4cG9ydF9tZXRyaWNzGBQgASgISAKIAQESKQoJbWF4X2NsYXNzGB4gASgOMhEuYmFyaXN0YS52MS5DbGFzc0gDiAEBEhwKD2FsbG93X2RlYWRsaW5lcxgfIAEoCEgEiAEBEhYKCWdyb3VwX2NhcBgoIAEoDUgFiAEBEjAKC2dyb3VwX29yZGVyGCkgASgOMhYuYmFyaXN0YS52MS5Hcm91cE9yZGVySAaIAQESFwoKbWF4X2dyb3VwcxgqIAEoDUgHiAEBEhEKBHJhdGUYUCABKAlICIgBARIXCgpyYXRlX2J1cnN0GFEgASgNSAmIAQFCBwoFX3RpZXJCDQoLX211bHRpcGxpZXJCEQoPX2V4cG9ydF9tZXRyaWNzQgwKCl9tYXhfY2xhc3NCEgoQX2FsbG93X2RlYWRsaW5lc0IMCgpfZ3JvdXBfY2FwQg4KDF9ncm91cF9vcmRlckINCgtfbWF4X2dyb3Vwc0IHCgVfcmF0ZUINCgtfcmF0ZV9idXJzdCLUAwoKQ2Fwc1VwZGF0ZRIYCgttYXhfcnVubmluZxgBIAEoDUgAiAEBEhsKDm1heF9ydW5uaW5nX3NtGAIgASgNSAGIAQESGwoObWF4X3J1bm5pbmdfbWQYAyABKA1IAogBARIbCg5tYXhfcnVubmluZ19sZxgEIAEoDUgDiAEBEiAKE21heF9pbmZsaWdodF9jcHVfbXMYBSABKANIBIgBARIXCgptYXhfcXVldWVkGAYgASgNSAWIAQESIQoUbWF4X3J1bm5pbmdfY3JpdGljYWwYByABKA1IBogBARIdChBtYXhfcnVubmluZ19oaWdoGAggASgNSAeIAQESIQoUbWF4X3J1bm5pbmdfZGVhZGxpbmUYCSABKA1ICIgBAUIOCgxfbWF4X3J1bm5pbmdCEQoPX21heF9ydW5uaW5nX3NtQhEKD19tYXhfcnVubmluZ19tZEIRCg9fbWF4X3J1bm5pbmdfbGdCFgoUX21heF9pbmZsaWdodF9jcHVfbXNCDQoLX21heF9xdWV1ZWRCFwoVX21heF9ydW5uaW5nX2NyaXRpY2FsQhMKEV9tYXhfcnVubmluZ19oaWdoQhcKFV9tYXhfcnVubmluZ19kZWFkbGluZSIjChNEZWxldGVUZW5hbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkiFgoURGVsZXRlVGVuYW50UmVzcG9uc2UiRwoQR2V0VGVuYW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEiUKBHJlYWQYAiABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIjsKEkxpc3RUZW5hbnRzUmVxdWVzdBIlCgRyZWFkGAEgASgLMhcuYmFyaXN0YS52MS5SZWFkT3B0aW9ucyI6ChNMaXN0VGVuYW50c1Jlc3BvbnNlEiMKB3RlbmFudHMYASADKAsyEi5iYXJpc3RhLnYxLlRlbmFudCI5ChBHZXRDb25maWdSZXF1ZXN0EiUKBHJlYWQYASABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIj8KEFNldENvbmZpZ1JlcXVlc3QSKwoGY29uZmlnGAEgASgLMhsuYmFyaXN0YS52MS5TY2hlZHVsZXJDb25maWciRgoKVG9wUmVxdWVzdBIlCgRyZWFkGAEgASgLMhcuYmFyaXN0YS52MS5SZWFkT3B0aW9ucxIRCgl3aW5kb3dfbXMYAiABKAMijAMKC1RlbmFudFNoYXJlEgwKBG5hbWUYASABKAkSHgoEdGllchgCIAEoDjIQLmJhcmlzdGEudjEuVGllchIOCgZ3ZWlnaHQYAyABKAESDgoGcXVldWVkGAQgASgNEg8KB3J1bm5pbmcYBSABKA0SEgoKZGlzcGF0Y2hlcxgGIAEoBBIaChJkaXNwYXRjaGVkX2Nvc3RfbXMYByABKAMSDQoFc2hhcmUYCCABKAESFgoOZW50aXRsZWRfc2hhcmUYCSABKAESJAoJam9iX2NsYXNzGAogASgOMhEuYmFyaXN0YS52MS5DbGFzcxInCgd3aW5kb3dzGAsgAygLMhYuYmFyaXN0YS52MS5GYWlyV2luZG93EhAKCGVsaWdpYmxlGAwgASgIEhIKCmxhZ19jcHVfbXMYDSABKAMSJgoGZ3JvdXBzGCggAygLMhYuYmFyaXN0YS52MS5Hcm91cFVzYWdlEg4KBnBhdXNlZBhQIAEoCRIMCgRyYXRlGFEgASgJEgwKBHBvb2wYeCABKAkizAEKCkZhaXJXaW5kb3cSDgoGd2luZG93GAEgASgJEg8KB3NwYW5fbXMYAiABKAMSEgoKY2hhcmdlZF9tcxgDIAEoAxIYChBjbGFzc19jaGFyZ2VkX21zGAQgASgDEg8KB2J1c3lfbXMYBSABKAMSEgoFc2hhcmUYBiABKAFIAIgBARIVCghlbnRpdGxlZBgHIAEoAUgBiAEBEhIKBXJhdGlvGAggASgBSAKIAQFCCAoGX3NoYXJlQgsKCV9lbnRpdGxlZEIICgZfcmF0aW8i/gEKC1RvcFJlc3BvbnNlEhEKCWxlYWRlcl9pZBgBIAEoCRIVCg1hcHBsaWVkX2luZGV4GAIgASgEEhcKD2NsdXN0ZXJfdGltZV9tcxgDIAEoAxIRCgl3aW5kb3dfbXMYBCABKAMSKAoHdGVuYW50cxgFIAMoCzIXLmJhcmlzdGEudjEuVGVuYW50U2hhcmUSGQoRZmFpcm5lc3Nfc2luY2VfbXMYBiABKAMSHwoFcG9vbHMYeCADKAsyEC5iYXJpc3RhLnYxLlBvb2wSMwoPZmFpcm5lc3NfZXJyb3JzGIIBIAMoCzIZLmJhcmlzdGEudjEuRmFpcm5lc3NFcnJvciKgAQoNRmFpcm5lc3NFcnJvchIMCgRwb29sGAEgASgJEg4KBndpbmRvdxgCIAEoCRIPCgdkZWZpbmVkGAMgASgIEg0KBWVycm9yGAQgASgBEg4KBnRlbmFudBgFIAEoCRIgCgVjbGFzcxgGIAEoDjIRLmJhcmlzdGEudjEuQ2xhc3MSDQoFc2hhcmUYByABKAESEAoIZW50aXRsZWQYCCABKAEiggIKB1dlYmhvb2sSDgoGdGVuYW50GAEgASgJEgsKA3VybBgCIAEoCRINCgVraW5kcxgDIAMoCRIWCg5zZWNyZXRfdmVyc2lvbhgEIAEoBBIfChdwcmV2aW91c19zZWNyZXRfdmVyc2lvbhgFIAEoBBIgChhwcmV2aW91c19zZWNyZXRfdW50aWxfbXMYBiABKAMSDgoGY3Vyc29yGAcgASgEEhMKC2Fja2VkX2F0X21zGAggASgDEhQKDGdhcF9mcm9tX3NlcRgJIAEoBBISCgpnYXBfdG9fc2VxGAogASgEEiEKA25vdxhfIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3cicwoRV2ViaG9va1NldFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEgsKA3VybBgCIAEoCRINCgVraW5kcxgDIAMoCRIOCgZyb3RhdGUYBCABKAgSFQoIZ3JhY2VfbXMYBSABKANIAIgBAUILCglfZ3JhY2VfbXMieQoSV2ViaG9va1NldFJlc3BvbnNlEiQKB3dlYmhvb2sYASABKAsyEy5iYXJpc3RhLnYxLldlYmhvb2sSDwoHY3JlYXRlZBgCIAEoCBIOCgZzZWNyZXQYAyABKAkSHAoUcHJldmlvdXNfc2VjcmV0X2tlcHQYBCABKAgiSgoRV2ViaG9va0dldFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEiUKBHJlYWQYAiABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIiYKFFdlYmhvb2tEZWxldGVSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCSIXChVXZWJob29rRGVsZXRlUmVzcG9uc2UiJgoUV2ViaG9va1N0YXR1c1JlcXVlc3QSDgoGdGVuYW50GAEgASgJIuUBChVXZWJob29rU3RhdHVzUmVzcG9uc2USJAoHd2ViaG9vaxgBIAEoCzITLmJhcmlzdGEudjEuV2ViaG9vaxIPCgdiYWNrbG9nGAIgASgEEhEKCWxlYWRlcl9pZBgDIAEoCRIVCg1kZWxpdmVyZWRfc2VxGAQgASgEEhcKD2xhc3Rfc3VjY2Vzc19tcxgFIAEoAxISCgpsYXN0X2Vycm9yGAYgASgJEhUKDWxhc3RfZXJyb3JfbXMYByABKAMSFQoNbmV4dF9yZXRyeV9tcxgIIAEoAxIQCghmYWlsdXJlcxgJIAEoDSI4ChRXZWJob29rUmVwbGF5UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSEAoIZnJvbV9zZXEYAiABKAQy8gsKBUFkbWluEkMKDFVwc2VydFRlbmFudBIfLmJhcmlzdGEudjEuVXBzZXJ0VGVuYW50UmVxdWVzdBoSLmJhcmlzdGEudjEuVGVuYW50ElEKDERlbGV0ZVRlbmFudBIfLmJhcmlzdGEudjEuRGVsZXRlVGVuYW50UmVxdWVzdBogLmJhcmlzdGEudjEuRGVsZXRlVGVuYW50UmVzcG9uc2USPQoJR2V0VGVuYW50EhwuYmFyaXN0YS52MS5HZXRUZW5hbnRSZXF1ZXN0GhIuYmFyaXN0YS52MS5UZW5hbnQSTgoLTGlzdFRlbmFudHMSHi5iYXJpc3RhLnYxLkxpc3RUZW5hbnRzUmVxdWVzdBofLmJhcmlzdGEudjEuTGlzdFRlbmFudHNSZXNwb25zZRJGCglHZXRDb25maWcSHC5iYXJpc3RhLnYxLkdldENvbmZpZ1JlcXVlc3QaGy5iYXJpc3RhLnYxLlNjaGVkdWxlckNvbmZpZxJGCglTZXRDb25maWcSHC5iYXJpc3RhLnYxLlNldENvbmZpZ1JlcXVlc3QaGy5iYXJpc3RhLnYxLlNjaGVkdWxlckNvbmZpZxI2CgNUb3ASFi5iYXJpc3RhLnYxLlRvcFJlcXVlc3QaFy5iYXJpc3RhLnYxLlRvcFJlc3BvbnNlEksKCldlYmhvb2tTZXQSHS5iYXJpc3RhLnYxLldlYmhvb2tTZXRSZXF1ZXN0Gh4uYmFyaXN0YS52MS5XZWJob29rU2V0UmVzcG9uc2USQAoKV2ViaG9va0dldBIdLmJhcmlzdGEudjEuV2ViaG9va0dldFJlcXVlc3QaEy5iYXJpc3RhLnYxLldlYmhvb2sSVAoNV2ViaG9va0RlbGV0ZRIgLmJhcmlzdGEudjEuV2ViaG9va0RlbGV0ZVJlcXVlc3QaIS5iYXJpc3RhLnYxLldlYmhvb2tEZWxldGVSZXNwb25zZRJUCg1XZWJob29rU3RhdHVzEiAuYmFyaXN0YS52MS5XZWJob29rU3RhdHVzUmVxdWVzdBohLmJhcmlzdGEudjEuV2ViaG9va1N0YXR1c1Jlc3BvbnNlEkYKDVdlYmhvb2tSZXBsYXkSIC5iYXJpc3RhLnYxLldlYmhvb2tSZXBsYXlSZXF1ZXN0GhMuYmFyaXN0YS52MS5XZWJob29rElQKDVBhdXNlRGlzcGF0Y2gSIC5iYXJpc3RhLnYxLlBhdXNlRGlzcGF0Y2hSZXF1ZXN0GiEuYmFyaXN0YS52MS5QYXVzZURpc3BhdGNoUmVzcG9uc2USNwoHUG9vbFNldBIaLmJhcmlzdGEudjEuUG9vbFNldFJlcXVlc3QaEC5iYXJpc3RhLnYxLlBvb2wSNwoHUG9vbEdldBIaLmJhcmlzdGEudjEuUG9vbEdldFJlcXVlc3QaEC5iYXJpc3RhLnYxLlBvb2wSRQoIUG9vbExpc3QSGy5iYXJpc3RhLnYxLlBvb2xMaXN0UmVxdWVzdBocLmJhcmlzdGEudjEuUG9vbExpc3RSZXNwb25zZRJLCgpQb29sRGVsZXRlEh0uYmFyaXN0YS52MS5Qb29sRGVsZXRlUmVxdWVzdBoeLmJhcmlzdGEudjEuUG9vbERlbGV0ZVJlc3BvbnNlEloKD1N1YnNjcmlwdGlvblNldBIiLmJhcmlzdGEudjEuU3Vic2NyaXB0aW9uU2V0UmVxdWVzdBojLmJhcmlzdGEudjEuU3Vic2NyaXB0aW9uU2V0UmVzcG9uc2USYAoSU3Vic2NyaXB0aW9uRGVsZXRlEiUuYmFyaXN0YS52MS5TdWJzY3JpcHRpb25EZWxldGVSZXF1ZXN0GiMuYmFyaXN0YS52MS5TdWJzY3JpcHRpb25TZXRSZXNwb25zZRJdChBTdWJzY3JpcHRpb25MaXN0EiMuYmFyaXN0YS52MS5TdWJzY3JpcHRpb25MaXN0UmVxdWVzdBokLmJhcmlzdGEudjEuU3Vic2NyaXB0aW9uTGlzdFJlc3BvbnNlQidaJWdpdGh1Yi5jb20vYmFyaXN0YWhxL2JhcmlzdGEvcHJvdG87cGJiBnByb3RvMw", [file_types, file_client]);
+  fileDesc("CgthZG1pbi5wcm90bxIKYmFyaXN0YS52MSL5AQoIUmVzb3VyY2USDAoEbmFtZRgBIAEoCRIQCghjYXBhY2l0eRgCIAEoDRIXCgp0ZW5hbnRfbWF4GAMgASgNSACIAQESDAoEaGVsZBgEIAEoBBINCgV1c2VycxgFIAEoBBIOCgZxdWV1ZWQYBiABKAQSFwoPcmVzZXJ2ZWRfam9iX2lkGAcgASgEEisKB3RlbmFudHMYCCADKAsyGi5iYXJpc3RhLnYxLlJlc291cmNlVGVuYW50Eg8KB2NyZWF0ZWQYCSABKAgSIQoDbm93GF8gASgLMhQuYmFyaXN0YS52MS5DbG9ja05vd0INCgtfdGVuYW50X21heCI7Cg5SZXNvdXJjZVRlbmFudBIOCgZ0ZW5hbnQYASABKAkSCwoDbWF4GAIgASgNEgwKBGhlbGQYAyABKA0imAEKElJlc291cmNlU2V0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhUKCGNhcGFjaXR5GAIgASgNSACIAQESFwoKdGVuYW50X21heBgDIAEoDUgBiAEBEg4KBnRlbmFudBgEIAEoCRIQCgNtYXgYBSABKA1IAogBAUILCglfY2FwYWNpdHlCDQoLX3RlbmFudF9tYXhCBgoEX21heCJJChJSZXNvdXJjZUdldFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIlCgRyZWFkGAIgASgLMhcuYmFyaXN0YS52MS5SZWFkT3B0aW9ucyI8ChNSZXNvdXJjZUxpc3RSZXF1ZXN0EiUKBHJlYWQYASABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIj8KFFJlc291cmNlTGlzdFJlc3BvbnNlEicKCXJlc291cmNlcxgBIAMoCzIULmJhcmlzdGEudjEuUmVzb3VyY2UiJQoVUmVzb3VyY2VEZWxldGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiGAoWUmVzb3VyY2VEZWxldGVSZXNwb25zZSI0ChRQYXVzZURpc3BhdGNoUmVxdWVzdBIOCgZyZXN1bWUYASABKAgSDAoEcG9vbBgCIAEoCSI4ChVQYXVzZURpc3BhdGNoUmVzcG9uc2USDgoGcGF1c2VkGAEgASgIEg8KB2NoYW5nZWQYAiABKAgi9wEKBFBvb2wSDAoEbmFtZRgBIAEoCRIPCgd3ZWlnaHRzGAIgASgJEh4KFnN1YnNjcmlwdGlvbnNfcmVxdWlyZWQYAyABKAgSDgoGcGF1c2VkGAQgASgIEhEKCXNjaGVkdWxlZBgFIAEoBBIOCgZxdWV1ZWQYBiABKAQSDwoHcnVubmluZxgHIAEoBBIPCgd0ZW5hbnRzGAggASgNEg8KB3dvcmtlcnMYCSABKA0SFgoOdmlydHVhbF9ub3dfbXMYCiADKAkSDwoHY3JlYXRlZBgLIAEoCBIhCgNub3cYXyABKAsyFC5iYXJpc3RhLnYxLkNsb2NrTm93IoABCg5Qb29sU2V0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhQKB3dlaWdodHMYAiABKAlIAIgBARIjChZzdWJzY3JpcHRpb25zX3JlcXVpcmVkGAMgASgISAGIAQFCCgoIX3dlaWdodHNCGQoXX3N1YnNjcmlwdGlvbnNfcmVxdWlyZWQiRQoOUG9vbEdldFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIlCgRyZWFkGAIgASgLMhcuYmFyaXN0YS52MS5SZWFkT3B0aW9ucyI4Cg9Qb29sTGlzdFJlcXVlc3QSJQoEcmVhZBgBIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMiMwoQUG9vbExpc3RSZXNwb25zZRIfCgVwb29scxgBIAMoCzIQLmJhcmlzdGEudjEuUG9vbCIhChFQb29sRGVsZXRlUmVxdWVzdBIMCgRuYW1lGAEgASgJIhQKElBvb2xEZWxldGVSZXNwb25zZSJMCgxTdWJzY3JpcHRpb24SDgoGdGVuYW50GAEgASgJEgwKBHBvb2wYAiABKAkSDQoFYnVyc3QYAyABKA0SDwoHcnVubmluZxgEIAEoDSJUChZTdWJzY3JpcHRpb25TZXRSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCRIMCgRwb29sGAIgASgJEhIKBWJ1cnN0GAMgASgNSACIAQFCCAoGX2J1cnN0IjkKGVN1YnNjcmlwdGlvbkRlbGV0ZVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEgwKBHBvb2wYAiABKAkiWgoXU3Vic2NyaXB0aW9uU2V0UmVzcG9uc2USLgoMc3Vic2NyaXB0aW9uGAEgASgLMhguYmFyaXN0YS52MS5TdWJzY3JpcHRpb24SDwoHY2hhbmdlZBgCIAEoCCKFAQoXU3Vic2NyaXB0aW9uTGlzdFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEgwKBHBvb2wYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSJQoEcmVhZBgFIAEoCzIXLmJhcmlzdGEudjEuUmVhZE9wdGlvbnMiZAoYU3Vic2NyaXB0aW9uTGlzdFJlc3BvbnNlEi8KDXN1YnNjcmlwdGlvbnMYASADKAsyGC5iYXJpc3RhLnYxLlN1YnNjcmlwdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiqAMKBlRlbmFudBIMCgRuYW1lGAEgASgJEh4KBHRpZXIYAiABKA4yEC5iYXJpc3RhLnYxLlRpZXISEgoKbXVsdGlwbGllchgDIAEoDRIeCgRjYXBzGAQgASgLMhAuYmFyaXN0YS52MS5DYXBzEg8KB2NyZWF0ZWQYBSABKAgSFgoOZXhwb3J0X21ldHJpY3MYFCABKAgSJAoJbWF4X2NsYXNzGB4gASgOMhEuYmFyaXN0YS52MS5DbGFzcxIXCg9hbGxvd19kZWFkbGluZXMYHyABKAgSEQoJZ3JvdXBfY2FwGCggASgNEisKC2dyb3VwX29yZGVyGCkgASgOMhYuYmFyaXN0YS52MS5Hcm91cE9yZGVyEhIKCm1heF9ncm91cHMYKiABKA0SDgoGZ3JvdXBzGCsgASgNEgwKBHJhdGUYUCABKAkSEgoKcmF0ZV9idXJzdBhRIAEoDRIbChNyYXRlX2VsaWdpYmxlX2F0X21zGFIgASgDEg4KBnBhdXNlZBhTIAEoCRIhCgNub3cYXyABKAsyFC5iYXJpc3RhLnYxLkNsb2NrTm93Io4EChNVcHNlcnRUZW5hbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSIwoEdGllchgCIAEoDjIQLmJhcmlzdGEudjEuVGllckgAiAEBEhcKCm11bHRpcGxpZXIYAyABKA1IAYgBARIkCgRjYXBzGAQgASgLMhYuYmFyaXN0YS52MS5DYXBzVXBkYXRlEhsKDmV4cG9ydF9tZXRyaWNzGBQgASgISAKIAQESKQoJbWF4X2NsYXNzGB4gASgOMhEuYmFyaXN0YS52MS5DbGFzc0gDiAEBEhwKD2FsbG93X2RlYWRsaW5lcxgfIAEoCEgEiAEBEhYKCWdyb3VwX2NhcBgoIAEoDUgFiAEBEjAKC2dyb3VwX29yZGVyGCkgASgOMhYuYmFyaXN0YS52MS5Hcm91cE9yZGVySAaIAQESFwoKbWF4X2dyb3VwcxgqIAEoDUgHiAEBEhEKBHJhdGUYUCABKAlICIgBARIXCgpyYXRlX2J1cnN0GFEgASgNSAmIAQFCBwoFX3RpZXJCDQoLX211bHRpcGxpZXJCEQoPX2V4cG9ydF9tZXRyaWNzQgwKCl9tYXhfY2xhc3NCEgoQX2FsbG93X2RlYWRsaW5lc0IMCgpfZ3JvdXBfY2FwQg4KDF9ncm91cF9vcmRlckINCgtfbWF4X2dyb3Vwc0IHCgVfcmF0ZUINCgtfcmF0ZV9idXJzdCLUAwoKQ2Fwc1VwZGF0ZRIYCgttYXhfcnVubmluZxgBIAEoDUgAiAEBEhsKDm1heF9ydW5uaW5nX3NtGAIgASgNSAGIAQESGwoObWF4X3J1bm5pbmdfbWQYAyABKA1IAogBARIbCg5tYXhfcnVubmluZ19sZxgEIAEoDUgDiAEBEiAKE21heF9pbmZsaWdodF9jcHVfbXMYBSABKANIBIgBARIXCgptYXhfcXVldWVkGAYgASgNSAWIAQESIQoUbWF4X3J1bm5pbmdfY3JpdGljYWwYByABKA1IBogBARIdChBtYXhfcnVubmluZ19oaWdoGAggASgNSAeIAQESIQoUbWF4X3J1bm5pbmdfZGVhZGxpbmUYCSABKA1ICIgBAUIOCgxfbWF4X3J1bm5pbmdCEQoPX21heF9ydW5uaW5nX3NtQhEKD19tYXhfcnVubmluZ19tZEIRCg9fbWF4X3J1bm5pbmdfbGdCFgoUX21heF9pbmZsaWdodF9jcHVfbXNCDQoLX21heF9xdWV1ZWRCFwoVX21heF9ydW5uaW5nX2NyaXRpY2FsQhMKEV9tYXhfcnVubmluZ19oaWdoQhcKFV9tYXhfcnVubmluZ19kZWFkbGluZSIjChNEZWxldGVUZW5hbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkiFgoURGVsZXRlVGVuYW50UmVzcG9uc2UiRwoQR2V0VGVuYW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEiUKBHJlYWQYAiABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIjsKEkxpc3RUZW5hbnRzUmVxdWVzdBIlCgRyZWFkGAEgASgLMhcuYmFyaXN0YS52MS5SZWFkT3B0aW9ucyI6ChNMaXN0VGVuYW50c1Jlc3BvbnNlEiMKB3RlbmFudHMYASADKAsyEi5iYXJpc3RhLnYxLlRlbmFudCI5ChBHZXRDb25maWdSZXF1ZXN0EiUKBHJlYWQYASABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIj8KEFNldENvbmZpZ1JlcXVlc3QSKwoGY29uZmlnGAEgASgLMhsuYmFyaXN0YS52MS5TY2hlZHVsZXJDb25maWciRgoKVG9wUmVxdWVzdBIlCgRyZWFkGAEgASgLMhcuYmFyaXN0YS52MS5SZWFkT3B0aW9ucxIRCgl3aW5kb3dfbXMYAiABKAMijAMKC1RlbmFudFNoYXJlEgwKBG5hbWUYASABKAkSHgoEdGllchgCIAEoDjIQLmJhcmlzdGEudjEuVGllchIOCgZ3ZWlnaHQYAyABKAESDgoGcXVldWVkGAQgASgNEg8KB3J1bm5pbmcYBSABKA0SEgoKZGlzcGF0Y2hlcxgGIAEoBBIaChJkaXNwYXRjaGVkX2Nvc3RfbXMYByABKAMSDQoFc2hhcmUYCCABKAESFgoOZW50aXRsZWRfc2hhcmUYCSABKAESJAoJam9iX2NsYXNzGAogASgOMhEuYmFyaXN0YS52MS5DbGFzcxInCgd3aW5kb3dzGAsgAygLMhYuYmFyaXN0YS52MS5GYWlyV2luZG93EhAKCGVsaWdpYmxlGAwgASgIEhIKCmxhZ19jcHVfbXMYDSABKAMSJgoGZ3JvdXBzGCggAygLMhYuYmFyaXN0YS52MS5Hcm91cFVzYWdlEg4KBnBhdXNlZBhQIAEoCRIMCgRyYXRlGFEgASgJEgwKBHBvb2wYeCABKAkizAEKCkZhaXJXaW5kb3cSDgoGd2luZG93GAEgASgJEg8KB3NwYW5fbXMYAiABKAMSEgoKY2hhcmdlZF9tcxgDIAEoAxIYChBjbGFzc19jaGFyZ2VkX21zGAQgASgDEg8KB2J1c3lfbXMYBSABKAMSEgoFc2hhcmUYBiABKAFIAIgBARIVCghlbnRpdGxlZBgHIAEoAUgBiAEBEhIKBXJhdGlvGAggASgBSAKIAQFCCAoGX3NoYXJlQgsKCV9lbnRpdGxlZEIICgZfcmF0aW8i/gEKC1RvcFJlc3BvbnNlEhEKCWxlYWRlcl9pZBgBIAEoCRIVCg1hcHBsaWVkX2luZGV4GAIgASgEEhcKD2NsdXN0ZXJfdGltZV9tcxgDIAEoAxIRCgl3aW5kb3dfbXMYBCABKAMSKAoHdGVuYW50cxgFIAMoCzIXLmJhcmlzdGEudjEuVGVuYW50U2hhcmUSGQoRZmFpcm5lc3Nfc2luY2VfbXMYBiABKAMSHwoFcG9vbHMYeCADKAsyEC5iYXJpc3RhLnYxLlBvb2wSMwoPZmFpcm5lc3NfZXJyb3JzGIIBIAMoCzIZLmJhcmlzdGEudjEuRmFpcm5lc3NFcnJvciKgAQoNRmFpcm5lc3NFcnJvchIMCgRwb29sGAEgASgJEg4KBndpbmRvdxgCIAEoCRIPCgdkZWZpbmVkGAMgASgIEg0KBWVycm9yGAQgASgBEg4KBnRlbmFudBgFIAEoCRIgCgVjbGFzcxgGIAEoDjIRLmJhcmlzdGEudjEuQ2xhc3MSDQoFc2hhcmUYByABKAESEAoIZW50aXRsZWQYCCABKAEiggIKB1dlYmhvb2sSDgoGdGVuYW50GAEgASgJEgsKA3VybBgCIAEoCRINCgVraW5kcxgDIAMoCRIWCg5zZWNyZXRfdmVyc2lvbhgEIAEoBBIfChdwcmV2aW91c19zZWNyZXRfdmVyc2lvbhgFIAEoBBIgChhwcmV2aW91c19zZWNyZXRfdW50aWxfbXMYBiABKAMSDgoGY3Vyc29yGAcgASgEEhMKC2Fja2VkX2F0X21zGAggASgDEhQKDGdhcF9mcm9tX3NlcRgJIAEoBBISCgpnYXBfdG9fc2VxGAogASgEEiEKA25vdxhfIAEoCzIULmJhcmlzdGEudjEuQ2xvY2tOb3cicwoRV2ViaG9va1NldFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEgsKA3VybBgCIAEoCRINCgVraW5kcxgDIAMoCRIOCgZyb3RhdGUYBCABKAgSFQoIZ3JhY2VfbXMYBSABKANIAIgBAUILCglfZ3JhY2VfbXMieQoSV2ViaG9va1NldFJlc3BvbnNlEiQKB3dlYmhvb2sYASABKAsyEy5iYXJpc3RhLnYxLldlYmhvb2sSDwoHY3JlYXRlZBgCIAEoCBIOCgZzZWNyZXQYAyABKAkSHAoUcHJldmlvdXNfc2VjcmV0X2tlcHQYBCABKAgiSgoRV2ViaG9va0dldFJlcXVlc3QSDgoGdGVuYW50GAEgASgJEiUKBHJlYWQYAiABKAsyFy5iYXJpc3RhLnYxLlJlYWRPcHRpb25zIiYKFFdlYmhvb2tEZWxldGVSZXF1ZXN0Eg4KBnRlbmFudBgBIAEoCSIXChVXZWJob29rRGVsZXRlUmVzcG9uc2UiJgoUV2ViaG9va1N0YXR1c1JlcXVlc3QSDgoGdGVuYW50GAEgASgJIuUBChVXZWJob29rU3RhdHVzUmVzcG9uc2USJAoHd2ViaG9vaxgBIAEoCzITLmJhcmlzdGEudjEuV2ViaG9vaxIPCgdiYWNrbG9nGAIgASgEEhEKCWxlYWRlcl9pZBgDIAEoCRIVCg1kZWxpdmVyZWRfc2VxGAQgASgEEhcKD2xhc3Rfc3VjY2Vzc19tcxgFIAEoAxISCgpsYXN0X2Vycm9yGAYgASgJEhUKDWxhc3RfZXJyb3JfbXMYByABKAMSFQoNbmV4dF9yZXRyeV9tcxgIIAEoAxIQCghmYWlsdXJlcxgJIAEoDSI4ChRXZWJob29rUmVwbGF5UmVxdWVzdBIOCgZ0ZW5hbnQYASABKAkSEAoIZnJvbV9zZXEYAiABKAQyqA4KBUFkbWluEkMKDFVwc2VydFRlbmFudBIfLmJhcmlzdGEudjEuVXBzZXJ0VGVuYW50UmVxdWVzdBoSLmJhcmlzdGEudjEuVGVuYW50ElEKDERlbGV0ZVRlbmFudBIfLmJhcmlzdGEudjEuRGVsZXRlVGVuYW50UmVxdWVzdBogLmJhcmlzdGEudjEuRGVsZXRlVGVuYW50UmVzcG9uc2USPQoJR2V0VGVuYW50EhwuYmFyaXN0YS52MS5HZXRUZW5hbnRSZXF1ZXN0GhIuYmFyaXN0YS52MS5UZW5hbnQSTgoLTGlzdFRlbmFudHMSHi5iYXJpc3RhLnYxLkxpc3RUZW5hbnRzUmVxdWVzdBofLmJhcmlzdGEudjEuTGlzdFRlbmFudHNSZXNwb25zZRJGCglHZXRDb25maWcSHC5iYXJpc3RhLnYxLkdldENvbmZpZ1JlcXVlc3QaGy5iYXJpc3RhLnYxLlNjaGVkdWxlckNvbmZpZxJGCglTZXRDb25maWcSHC5iYXJpc3RhLnYxLlNldENvbmZpZ1JlcXVlc3QaGy5iYXJpc3RhLnYxLlNjaGVkdWxlckNvbmZpZxI2CgNUb3ASFi5iYXJpc3RhLnYxLlRvcFJlcXVlc3QaFy5iYXJpc3RhLnYxLlRvcFJlc3BvbnNlEksKCldlYmhvb2tTZXQSHS5iYXJpc3RhLnYxLldlYmhvb2tTZXRSZXF1ZXN0Gh4uYmFyaXN0YS52MS5XZWJob29rU2V0UmVzcG9uc2USQAoKV2ViaG9va0dldBIdLmJhcmlzdGEudjEuV2ViaG9va0dldFJlcXVlc3QaEy5iYXJpc3RhLnYxLldlYmhvb2sSVAoNV2ViaG9va0RlbGV0ZRIgLmJhcmlzdGEudjEuV2ViaG9va0RlbGV0ZVJlcXVlc3QaIS5iYXJpc3RhLnYxLldlYmhvb2tEZWxldGVSZXNwb25zZRJUCg1XZWJob29rU3RhdHVzEiAuYmFyaXN0YS52MS5XZWJob29rU3RhdHVzUmVxdWVzdBohLmJhcmlzdGEudjEuV2ViaG9va1N0YXR1c1Jlc3BvbnNlEkYKDVdlYmhvb2tSZXBsYXkSIC5iYXJpc3RhLnYxLldlYmhvb2tSZXBsYXlSZXF1ZXN0GhMuYmFyaXN0YS52MS5XZWJob29rElQKDVBhdXNlRGlzcGF0Y2gSIC5iYXJpc3RhLnYxLlBhdXNlRGlzcGF0Y2hSZXF1ZXN0GiEuYmFyaXN0YS52MS5QYXVzZURpc3BhdGNoUmVzcG9uc2USNwoHUG9vbFNldBIaLmJhcmlzdGEudjEuUG9vbFNldFJlcXVlc3QaEC5iYXJpc3RhLnYxLlBvb2wSNwoHUG9vbEdldBIaLmJhcmlzdGEudjEuUG9vbEdldFJlcXVlc3QaEC5iYXJpc3RhLnYxLlBvb2wSRQoIUG9vbExpc3QSGy5iYXJpc3RhLnYxLlBvb2xMaXN0UmVxdWVzdBocLmJhcmlzdGEudjEuUG9vbExpc3RSZXNwb25zZRJLCgpQb29sRGVsZXRlEh0uYmFyaXN0YS52MS5Qb29sRGVsZXRlUmVxdWVzdBoeLmJhcmlzdGEudjEuUG9vbERlbGV0ZVJlc3BvbnNlEloKD1N1YnNjcmlwdGlvblNldBIiLmJhcmlzdGEudjEuU3Vic2NyaXB0aW9uU2V0UmVxdWVzdBojLmJhcmlzdGEudjEuU3Vic2NyaXB0aW9uU2V0UmVzcG9uc2USYAoSU3Vic2NyaXB0aW9uRGVsZXRlEiUuYmFyaXN0YS52MS5TdWJzY3JpcHRpb25EZWxldGVSZXF1ZXN0GiMuYmFyaXN0YS52MS5TdWJzY3JpcHRpb25TZXRSZXNwb25zZRJdChBTdWJzY3JpcHRpb25MaXN0EiMuYmFyaXN0YS52MS5TdWJzY3JpcHRpb25MaXN0UmVxdWVzdBokLmJhcmlzdGEudjEuU3Vic2NyaXB0aW9uTGlzdFJlc3BvbnNlEkMKC1Jlc291cmNlU2V0Eh4uYmFyaXN0YS52MS5SZXNvdXJjZVNldFJlcXVlc3QaFC5iYXJpc3RhLnYxLlJlc291cmNlEkMKC1Jlc291cmNlR2V0Eh4uYmFyaXN0YS52MS5SZXNvdXJjZUdldFJlcXVlc3QaFC5iYXJpc3RhLnYxLlJlc291cmNlElEKDFJlc291cmNlTGlzdBIfLmJhcmlzdGEudjEuUmVzb3VyY2VMaXN0UmVxdWVzdBogLmJhcmlzdGEudjEuUmVzb3VyY2VMaXN0UmVzcG9uc2USVwoOUmVzb3VyY2VEZWxldGUSIS5iYXJpc3RhLnYxLlJlc291cmNlRGVsZXRlUmVxdWVzdBoiLmJhcmlzdGEudjEuUmVzb3VyY2VEZWxldGVSZXNwb25zZUInWiVnaXRodWIuY29tL2JhcmlzdGFocS9iYXJpc3RhL3Byb3RvO3BiYgZwcm90bzM", [file_types, file_client]);
+
+/**
+ * Resource is a resource's settings and what it holds now.
+ *
+ * @generated from message barista.v1.Resource
+ */
+export type Resource = Message<"barista.v1.Resource"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: uint32 capacity = 2;
+   */
+  capacity: number;
+
+  /**
+   * every tenant's limit; absent: none
+   *
+   * @generated from field: optional uint32 tenant_max = 3;
+   */
+  tenantMax?: number;
+
+  /**
+   * the units live jobs hold (above capacity after a decrease)
+   *
+   * @generated from field: uint64 held = 4;
+   */
+  held: bigint;
+
+  /**
+   * the unfinished jobs that use it
+   *
+   * @generated from field: uint64 users = 5;
+   */
+  users: bigint;
+
+  /**
+   * of them, those queued
+   *
+   * @generated from field: uint64 queued = 6;
+   */
+  queued: bigint;
+
+  /**
+   * reserved_job_id: the job whose reservation of it stands (0: none).
+   *
+   * @generated from field: uint64 reserved_job_id = 7;
+   */
+  reservedJobId: bigint;
+
+  /**
+   * tenants: the tenants with their own limit on it, by name, with the
+   * units each holds.
+   *
+   * @generated from field: repeated barista.v1.ResourceTenant tenants = 8;
+   */
+  tenants: ResourceTenant[];
+
+  /**
+   * set by ResourceSet: the resource is new
+   *
+   * @generated from field: bool created = 9;
+   */
+  created: boolean;
+
+  /**
+   * now is the answering node's cluster time and wall clock.
+   *
+   * @generated from field: barista.v1.ClockNow now = 95;
+   */
+  now?: ClockNow;
+};
+
+/**
+ * Describes the message barista.v1.Resource.
+ * Use `create(ResourceSchema)` to create a new message.
+ */
+export const ResourceSchema: GenMessage<Resource> = /*@__PURE__*/
+  messageDesc(file_admin, 0);
+
+/**
+ * ResourceTenant is a tenant's own limit on a resource.
+ *
+ * @generated from message barista.v1.ResourceTenant
+ */
+export type ResourceTenant = Message<"barista.v1.ResourceTenant"> & {
+  /**
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: uint32 max = 2;
+   */
+  max: number;
+
+  /**
+   * @generated from field: uint32 held = 3;
+   */
+  held: number;
+};
+
+/**
+ * Describes the message barista.v1.ResourceTenant.
+ * Use `create(ResourceTenantSchema)` to create a new message.
+ */
+export const ResourceTenantSchema: GenMessage<ResourceTenant> = /*@__PURE__*/
+  messageDesc(file_admin, 1);
+
+/**
+ * @generated from message barista.v1.ResourceSetRequest
+ */
+export type ResourceSetRequest = Message<"barista.v1.ResourceSetRequest"> & {
+  /**
+   * [a-z0-9][a-z0-9-]{0,62}
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * 0 .. 1,000,000; required without tenant
+   *
+   * @generated from field: optional uint32 capacity = 2;
+   */
+  capacity?: number;
+
+  /**
+   * @generated from field: optional uint32 tenant_max = 3;
+   */
+  tenantMax?: number;
+
+  /**
+   * @generated from field: string tenant = 4;
+   */
+  tenant: string;
+
+  /**
+   * with tenant; left out: none of its own
+   *
+   * @generated from field: optional uint32 max = 5;
+   */
+  max?: number;
+};
+
+/**
+ * Describes the message barista.v1.ResourceSetRequest.
+ * Use `create(ResourceSetRequestSchema)` to create a new message.
+ */
+export const ResourceSetRequestSchema: GenMessage<ResourceSetRequest> = /*@__PURE__*/
+  messageDesc(file_admin, 2);
+
+/**
+ * @generated from message barista.v1.ResourceGetRequest
+ */
+export type ResourceGetRequest = Message<"barista.v1.ResourceGetRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: barista.v1.ReadOptions read = 2;
+   */
+  read?: ReadOptions;
+};
+
+/**
+ * Describes the message barista.v1.ResourceGetRequest.
+ * Use `create(ResourceGetRequestSchema)` to create a new message.
+ */
+export const ResourceGetRequestSchema: GenMessage<ResourceGetRequest> = /*@__PURE__*/
+  messageDesc(file_admin, 3);
+
+/**
+ * @generated from message barista.v1.ResourceListRequest
+ */
+export type ResourceListRequest = Message<"barista.v1.ResourceListRequest"> & {
+  /**
+   * @generated from field: barista.v1.ReadOptions read = 1;
+   */
+  read?: ReadOptions;
+};
+
+/**
+ * Describes the message barista.v1.ResourceListRequest.
+ * Use `create(ResourceListRequestSchema)` to create a new message.
+ */
+export const ResourceListRequestSchema: GenMessage<ResourceListRequest> = /*@__PURE__*/
+  messageDesc(file_admin, 4);
+
+/**
+ * @generated from message barista.v1.ResourceListResponse
+ */
+export type ResourceListResponse = Message<"barista.v1.ResourceListResponse"> & {
+  /**
+   * @generated from field: repeated barista.v1.Resource resources = 1;
+   */
+  resources: Resource[];
+};
+
+/**
+ * Describes the message barista.v1.ResourceListResponse.
+ * Use `create(ResourceListResponseSchema)` to create a new message.
+ */
+export const ResourceListResponseSchema: GenMessage<ResourceListResponse> = /*@__PURE__*/
+  messageDesc(file_admin, 5);
+
+/**
+ * @generated from message barista.v1.ResourceDeleteRequest
+ */
+export type ResourceDeleteRequest = Message<"barista.v1.ResourceDeleteRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message barista.v1.ResourceDeleteRequest.
+ * Use `create(ResourceDeleteRequestSchema)` to create a new message.
+ */
+export const ResourceDeleteRequestSchema: GenMessage<ResourceDeleteRequest> = /*@__PURE__*/
+  messageDesc(file_admin, 6);
+
+/**
+ * @generated from message barista.v1.ResourceDeleteResponse
+ */
+export type ResourceDeleteResponse = Message<"barista.v1.ResourceDeleteResponse"> & {
+};
+
+/**
+ * Describes the message barista.v1.ResourceDeleteResponse.
+ * Use `create(ResourceDeleteResponseSchema)` to create a new message.
+ */
+export const ResourceDeleteResponseSchema: GenMessage<ResourceDeleteResponse> = /*@__PURE__*/
+  messageDesc(file_admin, 7);
 
 /**
  * @generated from message barista.v1.PauseDispatchRequest
@@ -43,7 +282,7 @@ export type PauseDispatchRequest = Message<"barista.v1.PauseDispatchRequest"> & 
  * Use `create(PauseDispatchRequestSchema)` to create a new message.
  */
 export const PauseDispatchRequestSchema: GenMessage<PauseDispatchRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 0);
+  messageDesc(file_admin, 8);
 
 /**
  * @generated from message barista.v1.PauseDispatchResponse
@@ -69,7 +308,7 @@ export type PauseDispatchResponse = Message<"barista.v1.PauseDispatchResponse"> 
  * Use `create(PauseDispatchResponseSchema)` to create a new message.
  */
 export const PauseDispatchResponseSchema: GenMessage<PauseDispatchResponse> = /*@__PURE__*/
-  messageDesc(file_admin, 1);
+  messageDesc(file_admin, 9);
 
 /**
  * Pool is a pool's settings and what it holds now.
@@ -167,7 +406,7 @@ export type Pool = Message<"barista.v1.Pool"> & {
  * Use `create(PoolSchema)` to create a new message.
  */
 export const PoolSchema: GenMessage<Pool> = /*@__PURE__*/
-  messageDesc(file_admin, 2);
+  messageDesc(file_admin, 10);
 
 /**
  * @generated from message barista.v1.PoolSetRequest
@@ -201,7 +440,7 @@ export type PoolSetRequest = Message<"barista.v1.PoolSetRequest"> & {
  * Use `create(PoolSetRequestSchema)` to create a new message.
  */
 export const PoolSetRequestSchema: GenMessage<PoolSetRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 3);
+  messageDesc(file_admin, 11);
 
 /**
  * @generated from message barista.v1.PoolGetRequest
@@ -223,7 +462,7 @@ export type PoolGetRequest = Message<"barista.v1.PoolGetRequest"> & {
  * Use `create(PoolGetRequestSchema)` to create a new message.
  */
 export const PoolGetRequestSchema: GenMessage<PoolGetRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 4);
+  messageDesc(file_admin, 12);
 
 /**
  * @generated from message barista.v1.PoolListRequest
@@ -240,7 +479,7 @@ export type PoolListRequest = Message<"barista.v1.PoolListRequest"> & {
  * Use `create(PoolListRequestSchema)` to create a new message.
  */
 export const PoolListRequestSchema: GenMessage<PoolListRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 5);
+  messageDesc(file_admin, 13);
 
 /**
  * @generated from message barista.v1.PoolListResponse
@@ -257,7 +496,7 @@ export type PoolListResponse = Message<"barista.v1.PoolListResponse"> & {
  * Use `create(PoolListResponseSchema)` to create a new message.
  */
 export const PoolListResponseSchema: GenMessage<PoolListResponse> = /*@__PURE__*/
-  messageDesc(file_admin, 6);
+  messageDesc(file_admin, 14);
 
 /**
  * @generated from message barista.v1.PoolDeleteRequest
@@ -274,7 +513,7 @@ export type PoolDeleteRequest = Message<"barista.v1.PoolDeleteRequest"> & {
  * Use `create(PoolDeleteRequestSchema)` to create a new message.
  */
 export const PoolDeleteRequestSchema: GenMessage<PoolDeleteRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 7);
+  messageDesc(file_admin, 15);
 
 /**
  * @generated from message barista.v1.PoolDeleteResponse
@@ -287,7 +526,7 @@ export type PoolDeleteResponse = Message<"barista.v1.PoolDeleteResponse"> & {
  * Use `create(PoolDeleteResponseSchema)` to create a new message.
  */
 export const PoolDeleteResponseSchema: GenMessage<PoolDeleteResponse> = /*@__PURE__*/
-  messageDesc(file_admin, 8);
+  messageDesc(file_admin, 16);
 
 /**
  * Subscription is a tenant's subscription in a pool.
@@ -325,7 +564,7 @@ export type Subscription = Message<"barista.v1.Subscription"> & {
  * Use `create(SubscriptionSchema)` to create a new message.
  */
 export const SubscriptionSchema: GenMessage<Subscription> = /*@__PURE__*/
-  messageDesc(file_admin, 9);
+  messageDesc(file_admin, 17);
 
 /**
  * @generated from message barista.v1.SubscriptionSetRequest
@@ -355,7 +594,7 @@ export type SubscriptionSetRequest = Message<"barista.v1.SubscriptionSetRequest"
  * Use `create(SubscriptionSetRequestSchema)` to create a new message.
  */
 export const SubscriptionSetRequestSchema: GenMessage<SubscriptionSetRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 10);
+  messageDesc(file_admin, 18);
 
 /**
  * @generated from message barista.v1.SubscriptionDeleteRequest
@@ -377,7 +616,7 @@ export type SubscriptionDeleteRequest = Message<"barista.v1.SubscriptionDeleteRe
  * Use `create(SubscriptionDeleteRequestSchema)` to create a new message.
  */
 export const SubscriptionDeleteRequestSchema: GenMessage<SubscriptionDeleteRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 11);
+  messageDesc(file_admin, 19);
 
 /**
  * @generated from message barista.v1.SubscriptionSetResponse
@@ -403,7 +642,7 @@ export type SubscriptionSetResponse = Message<"barista.v1.SubscriptionSetRespons
  * Use `create(SubscriptionSetResponseSchema)` to create a new message.
  */
 export const SubscriptionSetResponseSchema: GenMessage<SubscriptionSetResponse> = /*@__PURE__*/
-  messageDesc(file_admin, 12);
+  messageDesc(file_admin, 20);
 
 /**
  * @generated from message barista.v1.SubscriptionListRequest
@@ -446,7 +685,7 @@ export type SubscriptionListRequest = Message<"barista.v1.SubscriptionListReques
  * Use `create(SubscriptionListRequestSchema)` to create a new message.
  */
 export const SubscriptionListRequestSchema: GenMessage<SubscriptionListRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 13);
+  messageDesc(file_admin, 21);
 
 /**
  * @generated from message barista.v1.SubscriptionListResponse
@@ -470,7 +709,7 @@ export type SubscriptionListResponse = Message<"barista.v1.SubscriptionListRespo
  * Use `create(SubscriptionListResponseSchema)` to create a new message.
  */
 export const SubscriptionListResponseSchema: GenMessage<SubscriptionListResponse> = /*@__PURE__*/
-  messageDesc(file_admin, 14);
+  messageDesc(file_admin, 22);
 
 /**
  * @generated from message barista.v1.Tenant
@@ -593,7 +832,7 @@ export type Tenant = Message<"barista.v1.Tenant"> & {
  * Use `create(TenantSchema)` to create a new message.
  */
 export const TenantSchema: GenMessage<Tenant> = /*@__PURE__*/
-  messageDesc(file_admin, 15);
+  messageDesc(file_admin, 23);
 
 /**
  * UpsertTenantRequest creates a tenant or changes one. A field left out
@@ -689,7 +928,7 @@ export type UpsertTenantRequest = Message<"barista.v1.UpsertTenantRequest"> & {
  * Use `create(UpsertTenantRequestSchema)` to create a new message.
  */
 export const UpsertTenantRequestSchema: GenMessage<UpsertTenantRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 16);
+  messageDesc(file_admin, 24);
 
 /**
  * CapsUpdate is the caps of a tenant upsert: a field left out keeps its
@@ -755,7 +994,7 @@ export type CapsUpdate = Message<"barista.v1.CapsUpdate"> & {
  * Use `create(CapsUpdateSchema)` to create a new message.
  */
 export const CapsUpdateSchema: GenMessage<CapsUpdate> = /*@__PURE__*/
-  messageDesc(file_admin, 17);
+  messageDesc(file_admin, 25);
 
 /**
  * @generated from message barista.v1.DeleteTenantRequest
@@ -772,7 +1011,7 @@ export type DeleteTenantRequest = Message<"barista.v1.DeleteTenantRequest"> & {
  * Use `create(DeleteTenantRequestSchema)` to create a new message.
  */
 export const DeleteTenantRequestSchema: GenMessage<DeleteTenantRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 18);
+  messageDesc(file_admin, 26);
 
 /**
  * @generated from message barista.v1.DeleteTenantResponse
@@ -785,7 +1024,7 @@ export type DeleteTenantResponse = Message<"barista.v1.DeleteTenantResponse"> & 
  * Use `create(DeleteTenantResponseSchema)` to create a new message.
  */
 export const DeleteTenantResponseSchema: GenMessage<DeleteTenantResponse> = /*@__PURE__*/
-  messageDesc(file_admin, 19);
+  messageDesc(file_admin, 27);
 
 /**
  * @generated from message barista.v1.GetTenantRequest
@@ -807,7 +1046,7 @@ export type GetTenantRequest = Message<"barista.v1.GetTenantRequest"> & {
  * Use `create(GetTenantRequestSchema)` to create a new message.
  */
 export const GetTenantRequestSchema: GenMessage<GetTenantRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 20);
+  messageDesc(file_admin, 28);
 
 /**
  * @generated from message barista.v1.ListTenantsRequest
@@ -824,7 +1063,7 @@ export type ListTenantsRequest = Message<"barista.v1.ListTenantsRequest"> & {
  * Use `create(ListTenantsRequestSchema)` to create a new message.
  */
 export const ListTenantsRequestSchema: GenMessage<ListTenantsRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 21);
+  messageDesc(file_admin, 29);
 
 /**
  * @generated from message barista.v1.ListTenantsResponse
@@ -841,7 +1080,7 @@ export type ListTenantsResponse = Message<"barista.v1.ListTenantsResponse"> & {
  * Use `create(ListTenantsResponseSchema)` to create a new message.
  */
 export const ListTenantsResponseSchema: GenMessage<ListTenantsResponse> = /*@__PURE__*/
-  messageDesc(file_admin, 22);
+  messageDesc(file_admin, 30);
 
 /**
  * @generated from message barista.v1.GetConfigRequest
@@ -858,7 +1097,7 @@ export type GetConfigRequest = Message<"barista.v1.GetConfigRequest"> & {
  * Use `create(GetConfigRequestSchema)` to create a new message.
  */
 export const GetConfigRequestSchema: GenMessage<GetConfigRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 23);
+  messageDesc(file_admin, 31);
 
 /**
  * @generated from message barista.v1.SetConfigRequest
@@ -875,7 +1114,7 @@ export type SetConfigRequest = Message<"barista.v1.SetConfigRequest"> & {
  * Use `create(SetConfigRequestSchema)` to create a new message.
  */
 export const SetConfigRequestSchema: GenMessage<SetConfigRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 24);
+  messageDesc(file_admin, 32);
 
 /**
  * @generated from message barista.v1.TopRequest
@@ -899,7 +1138,7 @@ export type TopRequest = Message<"barista.v1.TopRequest"> & {
  * Use `create(TopRequestSchema)` to create a new message.
  */
 export const TopRequestSchema: GenMessage<TopRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 25);
+  messageDesc(file_admin, 33);
 
 /**
  * TenantShare is one tenant in one class: a tenant has a line for each
@@ -1030,7 +1269,7 @@ export type TenantShare = Message<"barista.v1.TenantShare"> & {
  * Use `create(TenantShareSchema)` to create a new message.
  */
 export const TenantShareSchema: GenMessage<TenantShare> = /*@__PURE__*/
-  messageDesc(file_admin, 26);
+  messageDesc(file_admin, 34);
 
 /**
  * FairWindow is one window of the fairness report of a tenant and class.
@@ -1100,7 +1339,7 @@ export type FairWindow = Message<"barista.v1.FairWindow"> & {
  * Use `create(FairWindowSchema)` to create a new message.
  */
 export const FairWindowSchema: GenMessage<FairWindow> = /*@__PURE__*/
-  messageDesc(file_admin, 27);
+  messageDesc(file_admin, 35);
 
 /**
  * @generated from message barista.v1.TopResponse
@@ -1160,7 +1399,7 @@ export type TopResponse = Message<"barista.v1.TopResponse"> & {
  * Use `create(TopResponseSchema)` to create a new message.
  */
 export const TopResponseSchema: GenMessage<TopResponse> = /*@__PURE__*/
-  messageDesc(file_admin, 28);
+  messageDesc(file_admin, 36);
 
 /**
  * FairnessError is a pool's live fairness error over the report's
@@ -1218,7 +1457,7 @@ export type FairnessError = Message<"barista.v1.FairnessError"> & {
  * Use `create(FairnessErrorSchema)` to create a new message.
  */
 export const FairnessErrorSchema: GenMessage<FairnessError> = /*@__PURE__*/
-  messageDesc(file_admin, 29);
+  messageDesc(file_admin, 37);
 
 /**
  * Webhook is a tenant's registered endpoint as the replicated state holds
@@ -1303,7 +1542,7 @@ export type Webhook = Message<"barista.v1.Webhook"> & {
  * Use `create(WebhookSchema)` to create a new message.
  */
 export const WebhookSchema: GenMessage<Webhook> = /*@__PURE__*/
-  messageDesc(file_admin, 30);
+  messageDesc(file_admin, 38);
 
 /**
  * WebhookSetRequest creates a tenant's endpoint or changes it: what it
@@ -1347,7 +1586,7 @@ export type WebhookSetRequest = Message<"barista.v1.WebhookSetRequest"> & {
  * Use `create(WebhookSetRequestSchema)` to create a new message.
  */
 export const WebhookSetRequestSchema: GenMessage<WebhookSetRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 31);
+  messageDesc(file_admin, 39);
 
 /**
  * @generated from message barista.v1.WebhookSetResponse
@@ -1385,7 +1624,7 @@ export type WebhookSetResponse = Message<"barista.v1.WebhookSetResponse"> & {
  * Use `create(WebhookSetResponseSchema)` to create a new message.
  */
 export const WebhookSetResponseSchema: GenMessage<WebhookSetResponse> = /*@__PURE__*/
-  messageDesc(file_admin, 32);
+  messageDesc(file_admin, 40);
 
 /**
  * @generated from message barista.v1.WebhookGetRequest
@@ -1407,7 +1646,7 @@ export type WebhookGetRequest = Message<"barista.v1.WebhookGetRequest"> & {
  * Use `create(WebhookGetRequestSchema)` to create a new message.
  */
 export const WebhookGetRequestSchema: GenMessage<WebhookGetRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 33);
+  messageDesc(file_admin, 41);
 
 /**
  * @generated from message barista.v1.WebhookDeleteRequest
@@ -1424,7 +1663,7 @@ export type WebhookDeleteRequest = Message<"barista.v1.WebhookDeleteRequest"> & 
  * Use `create(WebhookDeleteRequestSchema)` to create a new message.
  */
 export const WebhookDeleteRequestSchema: GenMessage<WebhookDeleteRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 34);
+  messageDesc(file_admin, 42);
 
 /**
  * @generated from message barista.v1.WebhookDeleteResponse
@@ -1437,7 +1676,7 @@ export type WebhookDeleteResponse = Message<"barista.v1.WebhookDeleteResponse"> 
  * Use `create(WebhookDeleteResponseSchema)` to create a new message.
  */
 export const WebhookDeleteResponseSchema: GenMessage<WebhookDeleteResponse> = /*@__PURE__*/
-  messageDesc(file_admin, 35);
+  messageDesc(file_admin, 43);
 
 /**
  * @generated from message barista.v1.WebhookStatusRequest
@@ -1454,7 +1693,7 @@ export type WebhookStatusRequest = Message<"barista.v1.WebhookStatusRequest"> & 
  * Use `create(WebhookStatusRequestSchema)` to create a new message.
  */
 export const WebhookStatusRequestSchema: GenMessage<WebhookStatusRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 36);
+  messageDesc(file_admin, 44);
 
 /**
  * @generated from message barista.v1.WebhookStatusResponse
@@ -1526,7 +1765,7 @@ export type WebhookStatusResponse = Message<"barista.v1.WebhookStatusResponse"> 
  * Use `create(WebhookStatusResponseSchema)` to create a new message.
  */
 export const WebhookStatusResponseSchema: GenMessage<WebhookStatusResponse> = /*@__PURE__*/
-  messageDesc(file_admin, 37);
+  messageDesc(file_admin, 45);
 
 /**
  * @generated from message barista.v1.WebhookReplayRequest
@@ -1548,7 +1787,7 @@ export type WebhookReplayRequest = Message<"barista.v1.WebhookReplayRequest"> & 
  * Use `create(WebhookReplayRequestSchema)` to create a new message.
  */
 export const WebhookReplayRequestSchema: GenMessage<WebhookReplayRequest> = /*@__PURE__*/
-  messageDesc(file_admin, 38);
+  messageDesc(file_admin, 46);
 
 /**
  * @generated from service barista.v1.Admin
@@ -1759,6 +1998,52 @@ export const Admin: GenService<{
     methodKind: "unary";
     input: typeof SubscriptionListRequestSchema;
     output: typeof SubscriptionListResponseSchema;
+  },
+  /**
+   * ResourceSet declares a resource or changes one: its capacity and
+   * tenant_max (left out: no limit per tenant); the tenants' own limits
+   * stay. With tenant, it sets that tenant's own limit instead (max; left
+   * out: none of its own). A decrease below the units held preempts
+   * nothing. At most the configuration's max_resources resources.
+   *
+   * @generated from rpc barista.v1.Admin.ResourceSet
+   */
+  resourceSet: {
+    methodKind: "unary";
+    input: typeof ResourceSetRequestSchema;
+    output: typeof ResourceSchema;
+  },
+  /**
+   * ResourceGet returns one resource: its settings, the units held, the
+   * jobs that use it, its reservation and the tenants' own limits.
+   *
+   * @generated from rpc barista.v1.Admin.ResourceGet
+   */
+  resourceGet: {
+    methodKind: "unary";
+    input: typeof ResourceGetRequestSchema;
+    output: typeof ResourceSchema;
+  },
+  /**
+   * ResourceList lists every resource by name.
+   *
+   * @generated from rpc barista.v1.Admin.ResourceList
+   */
+  resourceList: {
+    methodKind: "unary";
+    input: typeof ResourceListRequestSchema;
+    output: typeof ResourceListResponseSchema;
+  },
+  /**
+   * ResourceDelete deletes a resource no unfinished job uses
+   * (FAILED_PRECONDITION naming how many do).
+   *
+   * @generated from rpc barista.v1.Admin.ResourceDelete
+   */
+  resourceDelete: {
+    methodKind: "unary";
+    input: typeof ResourceDeleteRequestSchema;
+    output: typeof ResourceDeleteResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_admin, 0);

@@ -188,6 +188,84 @@ class PoolSetRequest(_message.Message):
     weights: str
     def __init__(self, name: _Optional[str] = ..., weights: _Optional[str] = ..., subscriptions_required: bool = ...) -> None: ...
 
+class Resource(_message.Message):
+    __slots__ = ["capacity", "created", "held", "name", "now", "queued", "reserved_job_id", "tenant_max", "tenants", "users"]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_MAX_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    capacity: int
+    created: bool
+    held: int
+    name: str
+    now: _client_pb2.ClockNow
+    queued: int
+    reserved_job_id: int
+    tenant_max: int
+    tenants: _containers.RepeatedCompositeFieldContainer[ResourceTenant]
+    users: int
+    def __init__(self, name: _Optional[str] = ..., capacity: _Optional[int] = ..., tenant_max: _Optional[int] = ..., held: _Optional[int] = ..., users: _Optional[int] = ..., queued: _Optional[int] = ..., reserved_job_id: _Optional[int] = ..., tenants: _Optional[_Iterable[_Union[ResourceTenant, _Mapping]]] = ..., created: bool = ..., now: _Optional[_Union[_client_pb2.ClockNow, _Mapping]] = ...) -> None: ...
+
+class ResourceDeleteRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ResourceDeleteResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ResourceGetRequest(_message.Message):
+    __slots__ = ["name", "read"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    READ_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    read: _client_pb2.ReadOptions
+    def __init__(self, name: _Optional[str] = ..., read: _Optional[_Union[_client_pb2.ReadOptions, _Mapping]] = ...) -> None: ...
+
+class ResourceListRequest(_message.Message):
+    __slots__ = ["read"]
+    READ_FIELD_NUMBER: _ClassVar[int]
+    read: _client_pb2.ReadOptions
+    def __init__(self, read: _Optional[_Union[_client_pb2.ReadOptions, _Mapping]] = ...) -> None: ...
+
+class ResourceListResponse(_message.Message):
+    __slots__ = ["resources"]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[Resource]
+    def __init__(self, resources: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ...) -> None: ...
+
+class ResourceSetRequest(_message.Message):
+    __slots__ = ["capacity", "max", "name", "tenant", "tenant_max"]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_MAX_FIELD_NUMBER: _ClassVar[int]
+    capacity: int
+    max: int
+    name: str
+    tenant: str
+    tenant_max: int
+    def __init__(self, name: _Optional[str] = ..., capacity: _Optional[int] = ..., tenant_max: _Optional[int] = ..., tenant: _Optional[str] = ..., max: _Optional[int] = ...) -> None: ...
+
+class ResourceTenant(_message.Message):
+    __slots__ = ["held", "max", "tenant"]
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    held: int
+    max: int
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., max: _Optional[int] = ..., held: _Optional[int] = ...) -> None: ...
+
 class SetConfigRequest(_message.Message):
     __slots__ = ["config"]
     CONFIG_FIELD_NUMBER: _ClassVar[int]

@@ -115,6 +115,26 @@ class AdminStub(object):
                 request_serializer=barista_dot___proto_dot_admin__pb2.SubscriptionListRequest.SerializeToString,
                 response_deserializer=barista_dot___proto_dot_admin__pb2.SubscriptionListResponse.FromString,
                 )
+        self.ResourceSet = channel.unary_unary(
+                '/barista.v1.Admin/ResourceSet',
+                request_serializer=barista_dot___proto_dot_admin__pb2.ResourceSetRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_admin__pb2.Resource.FromString,
+                )
+        self.ResourceGet = channel.unary_unary(
+                '/barista.v1.Admin/ResourceGet',
+                request_serializer=barista_dot___proto_dot_admin__pb2.ResourceGetRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_admin__pb2.Resource.FromString,
+                )
+        self.ResourceList = channel.unary_unary(
+                '/barista.v1.Admin/ResourceList',
+                request_serializer=barista_dot___proto_dot_admin__pb2.ResourceListRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_admin__pb2.ResourceListResponse.FromString,
+                )
+        self.ResourceDelete = channel.unary_unary(
+                '/barista.v1.Admin/ResourceDelete',
+                request_serializer=barista_dot___proto_dot_admin__pb2.ResourceDeleteRequest.SerializeToString,
+                response_deserializer=barista_dot___proto_dot_admin__pb2.ResourceDeleteResponse.FromString,
+                )
 
 
 class AdminServicer(object):
@@ -278,6 +298,44 @@ class AdminServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ResourceSet(self, request, context):
+        """Resources (SPEC §3 "Resources", feature level 8): limits shared
+        across tenants (an API's concurrent calls, a licence server's seats),
+        which jobs use (SubmitRequest.uses).
+
+        ResourceSet declares a resource or changes one: its capacity and
+        tenant_max (left out: no limit per tenant); the tenants' own limits
+        stay. With tenant, it sets that tenant's own limit instead (max; left
+        out: none of its own). A decrease below the units held preempts
+        nothing. At most the configuration's max_resources resources.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResourceGet(self, request, context):
+        """ResourceGet returns one resource: its settings, the units held, the
+        jobs that use it, its reservation and the tenants' own limits.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResourceList(self, request, context):
+        """ResourceList lists every resource by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResourceDelete(self, request, context):
+        """ResourceDelete deletes a resource no unfinished job uses
+        (FAILED_PRECONDITION naming how many do).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -380,6 +438,26 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.SubscriptionList,
                     request_deserializer=barista_dot___proto_dot_admin__pb2.SubscriptionListRequest.FromString,
                     response_serializer=barista_dot___proto_dot_admin__pb2.SubscriptionListResponse.SerializeToString,
+            ),
+            'ResourceSet': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResourceSet,
+                    request_deserializer=barista_dot___proto_dot_admin__pb2.ResourceSetRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_admin__pb2.Resource.SerializeToString,
+            ),
+            'ResourceGet': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResourceGet,
+                    request_deserializer=barista_dot___proto_dot_admin__pb2.ResourceGetRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_admin__pb2.Resource.SerializeToString,
+            ),
+            'ResourceList': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResourceList,
+                    request_deserializer=barista_dot___proto_dot_admin__pb2.ResourceListRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_admin__pb2.ResourceListResponse.SerializeToString,
+            ),
+            'ResourceDelete': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResourceDelete,
+                    request_deserializer=barista_dot___proto_dot_admin__pb2.ResourceDeleteRequest.FromString,
+                    response_serializer=barista_dot___proto_dot_admin__pb2.ResourceDeleteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -728,5 +806,73 @@ class Admin(object):
         return grpc.experimental.unary_unary(request, target, '/barista.v1.Admin/SubscriptionList',
             barista_dot___proto_dot_admin__pb2.SubscriptionListRequest.SerializeToString,
             barista_dot___proto_dot_admin__pb2.SubscriptionListResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResourceSet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Admin/ResourceSet',
+            barista_dot___proto_dot_admin__pb2.ResourceSetRequest.SerializeToString,
+            barista_dot___proto_dot_admin__pb2.Resource.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResourceGet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Admin/ResourceGet',
+            barista_dot___proto_dot_admin__pb2.ResourceGetRequest.SerializeToString,
+            barista_dot___proto_dot_admin__pb2.Resource.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResourceList(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Admin/ResourceList',
+            barista_dot___proto_dot_admin__pb2.ResourceListRequest.SerializeToString,
+            barista_dot___proto_dot_admin__pb2.ResourceListResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResourceDelete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/barista.v1.Admin/ResourceDelete',
+            barista_dot___proto_dot_admin__pb2.ResourceDeleteRequest.SerializeToString,
+            barista_dot___proto_dot_admin__pb2.ResourceDeleteResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -141,8 +141,9 @@ class ExplainJobRequest(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., job_id: _Optional[int] = ...) -> None: ...
 
 class ExplainJobResponse(_message.Message):
-    __slots__ = ["ahead", "current", "due_ms", "eligible_at_ms", "fitting_workers", "group", "group_order", "job_id", "kind", "limit", "now", "place", "position", "reason", "schedule", "schedule_run_key", "schedule_slot_ms", "size", "tag_ms", "text", "vertex", "vnow_ms", "worker_id", "workers_busy"]
+    __slots__ = ["ahead", "capacity", "current", "due_ms", "eligible_at_ms", "fitting_workers", "group", "group_order", "held", "job_id", "kind", "limit", "now", "place", "position", "reason", "reserved_job_id", "resource", "schedule", "schedule_run_key", "schedule_slot_ms", "size", "tag_ms", "tenant_held", "tenant_max", "text", "vertex", "vnow_ms", "worker_id", "workers_busy"]
     AHEAD_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
     CLASS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_FIELD_NUMBER: _ClassVar[int]
     DUE_MS_FIELD_NUMBER: _ClassVar[int]
@@ -150,6 +151,7 @@ class ExplainJobResponse(_message.Message):
     FITTING_WORKERS_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     GROUP_ORDER_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -157,23 +159,29 @@ class ExplainJobResponse(_message.Message):
     PLACE_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_RUN_KEY_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_SLOT_MS_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     TAG_MS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_HELD_FIELD_NUMBER: _ClassVar[int]
+    TENANT_MAX_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     VERTEX_FIELD_NUMBER: _ClassVar[int]
     VNOW_MS_FIELD_NUMBER: _ClassVar[int]
     WORKERS_BUSY_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     ahead: int
+    capacity: int
     current: int
     due_ms: int
     eligible_at_ms: int
     fitting_workers: int
     group: str
     group_order: str
+    held: int
     job_id: int
     kind: str
     limit: int
@@ -181,17 +189,21 @@ class ExplainJobResponse(_message.Message):
     place: PlaceInLine
     position: int
     reason: str
+    reserved_job_id: int
+    resource: str
     schedule: str
     schedule_run_key: str
     schedule_slot_ms: int
     size: _types_pb2.Size
     tag_ms: str
+    tenant_held: int
+    tenant_max: int
     text: str
     vertex: str
     vnow_ms: str
     worker_id: str
     workers_busy: bool
-    def __init__(self, job_id: _Optional[int] = ..., reason: _Optional[str] = ..., text: _Optional[str] = ..., size: _Optional[_Union[_types_pb2.Size, str]] = ..., position: _Optional[int] = ..., vertex: _Optional[str] = ..., current: _Optional[int] = ..., limit: _Optional[int] = ..., ahead: _Optional[int] = ..., tag_ms: _Optional[str] = ..., vnow_ms: _Optional[str] = ..., worker_id: _Optional[str] = ..., due_ms: _Optional[int] = ..., eligible_at_ms: _Optional[int] = ..., group: _Optional[str] = ..., group_order: _Optional[str] = ..., fitting_workers: _Optional[int] = ..., workers_busy: bool = ..., place: _Optional[_Union[PlaceInLine, _Mapping]] = ..., kind: _Optional[str] = ..., schedule: _Optional[str] = ..., schedule_slot_ms: _Optional[int] = ..., schedule_run_key: _Optional[str] = ..., now: _Optional[_Union[ClockNow, _Mapping]] = ..., **kwargs) -> None: ...
+    def __init__(self, job_id: _Optional[int] = ..., reason: _Optional[str] = ..., text: _Optional[str] = ..., size: _Optional[_Union[_types_pb2.Size, str]] = ..., position: _Optional[int] = ..., vertex: _Optional[str] = ..., current: _Optional[int] = ..., limit: _Optional[int] = ..., ahead: _Optional[int] = ..., tag_ms: _Optional[str] = ..., vnow_ms: _Optional[str] = ..., worker_id: _Optional[str] = ..., due_ms: _Optional[int] = ..., eligible_at_ms: _Optional[int] = ..., group: _Optional[str] = ..., group_order: _Optional[str] = ..., fitting_workers: _Optional[int] = ..., workers_busy: bool = ..., place: _Optional[_Union[PlaceInLine, _Mapping]] = ..., kind: _Optional[str] = ..., schedule: _Optional[str] = ..., schedule_slot_ms: _Optional[int] = ..., schedule_run_key: _Optional[str] = ..., resource: _Optional[str] = ..., held: _Optional[int] = ..., capacity: _Optional[int] = ..., tenant_held: _Optional[int] = ..., tenant_max: _Optional[int] = ..., reserved_job_id: _Optional[int] = ..., now: _Optional[_Union[ClockNow, _Mapping]] = ..., **kwargs) -> None: ...
 
 class FairnessCertificateRequest(_message.Message):
     __slots__ = ["tenant", "window"]
@@ -282,7 +294,7 @@ class GroupUsage(_message.Message):
     def __init__(self, name: _Optional[str] = ..., running: _Optional[int] = ..., queued: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["attempt", "cancel", "cpu_ms", "cpu_source", "deadline_at_ms", "deadline_missed", "due_at_ms", "ended_at_ms", "ended_wall_ms", "est_cost_ms", "est_source", "exit_code", "expire_at_ms", "failure", "failures", "form", "group", "has_result", "idempotency_key", "job_id", "job_type", "max_attempts", "now", "payload", "place", "pool", "size", "snoozes", "start_tag_ms", "state", "stderr_tail", "stdout_tail", "submitted_at_ms", "submitted_wall_ms", "tenant", "timeout_ms", "worker_id"]
+    __slots__ = ["attempt", "cancel", "cpu_ms", "cpu_source", "deadline_at_ms", "deadline_missed", "due_at_ms", "ended_at_ms", "ended_wall_ms", "est_cost_ms", "est_source", "exit_code", "expire_at_ms", "failure", "failures", "form", "group", "has_result", "idempotency_key", "job_id", "job_type", "max_attempts", "now", "payload", "place", "pool", "size", "snoozes", "start_tag_ms", "state", "stderr_tail", "stdout_tail", "submitted_at_ms", "submitted_wall_ms", "tenant", "timeout_ms", "uses", "worker_id"]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
     CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -320,6 +332,7 @@ class Job(_message.Message):
     SUBMITTED_WALL_MS_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    USES_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     cancel: str
@@ -357,8 +370,9 @@ class Job(_message.Message):
     submitted_wall_ms: int
     tenant: str
     timeout_ms: int
+    uses: _containers.RepeatedCompositeFieldContainer[_types_pb2.ResourceUse]
     worker_id: str
-    def __init__(self, job_id: _Optional[int] = ..., tenant: _Optional[str] = ..., state: _Optional[str] = ..., attempt: _Optional[int] = ..., failures: _Optional[int] = ..., max_attempts: _Optional[int] = ..., size: _Optional[_Union[_types_pb2.Size, str]] = ..., est_cost_ms: _Optional[int] = ..., cpu_ms: _Optional[int] = ..., job_type: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., submitted_at_ms: _Optional[int] = ..., ended_at_ms: _Optional[int] = ..., worker_id: _Optional[str] = ..., exit_code: _Optional[int] = ..., stderr_tail: _Optional[str] = ..., cancel: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., start_tag_ms: _Optional[str] = ..., payload: _Optional[bytes] = ..., has_result: bool = ..., submitted_wall_ms: _Optional[int] = ..., ended_wall_ms: _Optional[int] = ..., stdout_tail: _Optional[str] = ..., cpu_source: _Optional[str] = ..., failure: _Optional[str] = ..., snoozes: _Optional[int] = ..., deadline_at_ms: _Optional[int] = ..., est_source: _Optional[str] = ..., deadline_missed: bool = ..., group: _Optional[str] = ..., due_at_ms: _Optional[int] = ..., expire_at_ms: _Optional[int] = ..., pool: _Optional[str] = ..., place: _Optional[_Union[PlaceInLine, _Mapping]] = ..., form: _Optional[_Union[_types_pb2.JobForm, str]] = ..., now: _Optional[_Union[ClockNow, _Mapping]] = ..., **kwargs) -> None: ...
+    def __init__(self, job_id: _Optional[int] = ..., tenant: _Optional[str] = ..., state: _Optional[str] = ..., attempt: _Optional[int] = ..., failures: _Optional[int] = ..., max_attempts: _Optional[int] = ..., size: _Optional[_Union[_types_pb2.Size, str]] = ..., est_cost_ms: _Optional[int] = ..., cpu_ms: _Optional[int] = ..., job_type: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., submitted_at_ms: _Optional[int] = ..., ended_at_ms: _Optional[int] = ..., worker_id: _Optional[str] = ..., exit_code: _Optional[int] = ..., stderr_tail: _Optional[str] = ..., cancel: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., start_tag_ms: _Optional[str] = ..., payload: _Optional[bytes] = ..., has_result: bool = ..., submitted_wall_ms: _Optional[int] = ..., ended_wall_ms: _Optional[int] = ..., stdout_tail: _Optional[str] = ..., cpu_source: _Optional[str] = ..., failure: _Optional[str] = ..., snoozes: _Optional[int] = ..., deadline_at_ms: _Optional[int] = ..., est_source: _Optional[str] = ..., deadline_missed: bool = ..., group: _Optional[str] = ..., due_at_ms: _Optional[int] = ..., expire_at_ms: _Optional[int] = ..., pool: _Optional[str] = ..., place: _Optional[_Union[PlaceInLine, _Mapping]] = ..., form: _Optional[_Union[_types_pb2.JobForm, str]] = ..., uses: _Optional[_Iterable[_Union[_types_pb2.ResourceUse, _Mapping]]] = ..., now: _Optional[_Union[ClockNow, _Mapping]] = ..., **kwargs) -> None: ...
 
 class KindPolicy(_message.Message):
     __slots__ = ["kind", "max_attempts", "retry_backoff_max_ms", "retry_backoff_ms", "tenant", "timeout_ms"]
@@ -661,7 +675,7 @@ class SubmitBatchResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[SubmitResult, _Mapping]]] = ...) -> None: ...
 
 class SubmitRequest(_message.Message):
-    __slots__ = ["deadline_ms", "delay_ms", "est_cost_ms", "expire_ms", "form", "group", "idempotency_key", "job_type", "max_attempts", "payload", "pool", "retry_backoff_ms", "return_job", "size", "tenant", "timeout_ms"]
+    __slots__ = ["deadline_ms", "delay_ms", "est_cost_ms", "expire_ms", "form", "group", "idempotency_key", "job_type", "max_attempts", "payload", "pool", "retry_backoff_ms", "return_job", "size", "tenant", "timeout_ms", "uses"]
     CLASS_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
@@ -679,6 +693,7 @@ class SubmitRequest(_message.Message):
     SIZE_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    USES_FIELD_NUMBER: _ClassVar[int]
     deadline_ms: int
     delay_ms: int
     est_cost_ms: int
@@ -695,7 +710,8 @@ class SubmitRequest(_message.Message):
     size: _types_pb2.Size
     tenant: str
     timeout_ms: int
-    def __init__(self, tenant: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., job_type: _Optional[str] = ..., size: _Optional[_Union[_types_pb2.Size, str]] = ..., est_cost_ms: _Optional[int] = ..., payload: _Optional[bytes] = ..., max_attempts: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., deadline_ms: _Optional[int] = ..., group: _Optional[str] = ..., delay_ms: _Optional[int] = ..., expire_ms: _Optional[int] = ..., retry_backoff_ms: _Optional[int] = ..., pool: _Optional[str] = ..., form: _Optional[_Union[_types_pb2.JobForm, str]] = ..., return_job: bool = ..., **kwargs) -> None: ...
+    uses: _containers.RepeatedCompositeFieldContainer[_types_pb2.ResourceUse]
+    def __init__(self, tenant: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., job_type: _Optional[str] = ..., size: _Optional[_Union[_types_pb2.Size, str]] = ..., est_cost_ms: _Optional[int] = ..., payload: _Optional[bytes] = ..., max_attempts: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., deadline_ms: _Optional[int] = ..., group: _Optional[str] = ..., delay_ms: _Optional[int] = ..., expire_ms: _Optional[int] = ..., retry_backoff_ms: _Optional[int] = ..., pool: _Optional[str] = ..., form: _Optional[_Union[_types_pb2.JobForm, str]] = ..., return_job: bool = ..., uses: _Optional[_Iterable[_Union[_types_pb2.ResourceUse, _Mapping]]] = ..., **kwargs) -> None: ...
 
 class SubmitResponse(_message.Message):
     __slots__ = ["created", "job", "job_id"]

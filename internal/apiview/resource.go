@@ -1,0 +1,21 @@
+package apiview
+
+import (
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/sfq"
+)
+
+// Resource is a resource as the API shows it (SPEC §3 "Resources"):
+// its settings, what it holds, its reservation, and the tenants' own
+// limits with the units each holds (held, by tenant name).
+func Resource(r *sfq.ResourceInfo, held func(tenant string) uint32) *pb.Resource {
+	out := &pb.Resource{Name: r.Name, Capacity: r.Capacity, Held: r.Held, Users: r.Users, Queued: r.Queued, ReservedJobId: uint64(r.Reserved)}
+	if r.TenantMax != sfq.NoTenantMax {
+		m := r.TenantMax
+		out.TenantMax = &m
+	}
+	for _, l := range r.Limits {
+		out.Tenants = append(out.Tenants, &pb.ResourceTenant{Tenant: l.Tenant, Max: l.Max, Held: held(l.Tenant)})
+	}
+	return out
+}
