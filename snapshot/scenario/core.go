@@ -130,6 +130,11 @@ func (c *Core) Submit(now sfq.Time, sub sfq.Submission) (sfq.JobID, error) {
 			return 0, err
 		}
 	}
+	if len(sub.Uses) > 0 {
+		if err := c.needResources("uses"); err != nil {
+			return 0, err
+		}
+	}
 	if c.level < kindsLevel {
 		// Below level 8 a job has no form: every worker runs it (the
 		// state machine clears it, as for a client of a later build).

@@ -37,7 +37,7 @@ func (rn *runner) submit(pos []string, opts options) error {
 		pos, form = pos[:1], sfq.FormCommand
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("usage: submit TENANT [xN] [command] size=S cost=DUR|auto [class=C deadline=DUR group=G key=K type=T|kind=K max_attempts=N timeout=DUR delay=DUR expire=DUR retry_backoff=DUR pool=P]")
+		return fmt.Errorf("usage: submit TENANT [xN] [command] size=S cost=DUR|auto [class=C deadline=DUR group=G key=K type=T|kind=K max_attempts=N timeout=DUR delay=DUR expire=DUR retry_backoff=DUR pool=P uses=R:K,...]")
 	}
 	sub := sfq.Submission{Tenant: pos[0], Form: form}
 	if opts.has("kind") && (form == sfq.FormCommand || opts.has("type")) {
@@ -105,6 +105,8 @@ func jobOption(sub *sfq.Submission, k, v string) (known bool, err error) {
 		sub.RetryBackoffSet = true
 	case "pool":
 		sub.Pool = v
+	case "uses":
+		sub.Uses, err = sfq.ParseUses(v)
 	default:
 		return false, nil
 	}

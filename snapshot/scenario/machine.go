@@ -129,7 +129,8 @@ func submitJob(sub sfq.Submission) *clusterpb.SubmitJob {
 		Tenant: sub.Tenant, IdempotencyKey: sub.Key, JobType: sub.Type, Size: fsm.SizeToPB(sub.Size),
 		EstCostMs: sub.EstCostMs, Payload: []byte(sub.Payload), MaxAttempts: sub.MaxAttempts, TimeoutMs: sub.TimeoutMs,
 		JobClass: fsm.ClassToPB(sub.Class), DeadlineMs: sub.DeadlineMs, Group: sub.Group,
-		DelayMs: sub.DelayMs, ExpireMs: sub.ExpireMs, Pool: sub.Pool, Form: fsm.JobFormToPB(sub.Form)}
+		DelayMs: sub.DelayMs, ExpireMs: sub.ExpireMs, Pool: sub.Pool, Form: fsm.JobFormToPB(sub.Form),
+		Uses: fsm.UsesToPB(sub.Uses)}
 	if sub.RetryBackoffSet {
 		c.RetryBackoffMs = &sub.RetryBackoffMs
 	}

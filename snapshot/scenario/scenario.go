@@ -100,6 +100,15 @@ type Target interface {
 	Fire(now sfq.Time, tenant, name string, slot sfq.Time, version uint64) (FireResult, error)
 	Miss(now sfq.Time, tenant, name string, through sfq.Time, count, version uint64) (FireResult, error)
 	Schedule(tenant, name string) (fsm.ScheduleInfo, bool)
+	// SetResource declares or changes a resource, SetResourceLimit sets
+	// a tenant's own limit on one (sfq.NoTenantMax: none), DeleteResource
+	// deletes one (feature level 8); Resource returns one, ResourceHeld
+	// the units a tenant holds of it.
+	SetResource(now sfq.Time, spec sfq.ResourceSpec) error
+	SetResourceLimit(now sfq.Time, name, tenant string, max uint32) error
+	DeleteResource(now sfq.Time, name string) error
+	Resource(name string) (sfq.ResourceInfo, bool)
+	ResourceHeld(name, tenant string) uint32
 	// Check verifies the target's invariants (run after every line).
 	Check() error
 	Hash() []byte
@@ -264,6 +273,8 @@ func (rn *runner) exec(f []string) error {
 		return withKV(args, rn.kind)
 	case "schedule":
 		return withKV(args, rn.schedule)
+	case "resource":
+		return withKV(args, rn.resource)
 	case "fire", "miss":
 		return withKV(args, func(pos []string, opts options) error { return rn.fire(cmd, pos, opts) })
 	case "start", "heartbeat", "finish", "cancel", "expire", "release":

@@ -71,7 +71,7 @@ func decisions(out []byte) string {
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(l, "dispatch ") || strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "tenant ") ||
 			strings.HasPrefix(l, "explain ") || strings.HasPrefix(l, "type ") || strings.HasPrefix(l, "group ") || strings.HasPrefix(l, "place ") ||
-			strings.HasPrefix(l, "worker ") || strings.HasPrefix(l, "kind ") {
+			strings.HasPrefix(l, "worker ") || strings.HasPrefix(l, "kind ") || strings.HasPrefix(l, "resource ") {
 			b.WriteString(l + "\n")
 		}
 	}

@@ -46,6 +46,11 @@ var configKeys = map[string]func(cfg *sfq.Config, k, v string) error{
 		cfg.MaxSnoozes = uint16(n)
 		return err
 	},
+	"resource_reserve_after": func(cfg *sfq.Config, k, v string) (err error) {
+		cfg.ResourceReserveAfterMs, err = durationMs(k, v)
+		return
+	},
+	"max_resources": func(cfg *sfq.Config, k, v string) (err error) { cfg.MaxResources, err = count(k, v); return },
 	"weights": func(cfg *sfq.Config, k, v string) (err error) {
 		parts := strings.Split(v, ",")
 		if len(parts) != sfq.NumTiers {

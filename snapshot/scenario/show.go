@@ -17,7 +17,7 @@ import (
 //	tenant NAME tier=T tag=MS vnow=MS running=N queued=SM/MD/LG billed_cpu=MS zombie_cpu=MS failures=N
 //	type TENANT TYPE ema=MS samples=N
 func (rn *runner) show(pos []string, opts options) error {
-	usage := fmt.Errorf("usage: show job ID | show tenant NAME [class=C] [pool=P] | show group TENANT GROUP [class=C] | show type TENANT TYPE | show pool NAME [class=C] | show worker ID | show kind TENANT|* KIND | show schedule TENANT NAME")
+	usage := fmt.Errorf("usage: show job ID | show tenant NAME [class=C] [pool=P] | show group TENANT GROUP [class=C] | show type TENANT TYPE | show pool NAME [class=C] | show worker ID | show kind TENANT|* KIND | show schedule TENANT NAME | show resource NAME")
 	if len(pos) < 1 {
 		return usage
 	}
@@ -37,6 +37,11 @@ func (rn *runner) show(pos []string, opts options) error {
 			return usage
 		}
 		return rn.showSchedule(pos[1], pos[2])
+	case "resource":
+		if len(pos) != 2 || len(opts) > 0 {
+			return usage
+		}
+		return rn.showResource(pos[1])
 	case "job":
 		if len(pos) != 2 || len(opts) > 0 {
 			return usage
