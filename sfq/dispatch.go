@@ -173,7 +173,7 @@ func (s *Scheduler) PoolEligibleIn(pid PoolID, c Class, ws Size) (fair, deadline
 		return false, false
 	}
 	p := s.pools[pid]
-	if s.resourceGated(pid) && ws < NumSizes {
+	if s.resourcesBindIn(pid) && ws < NumSizes {
 		s.newPick()
 		deadline = s.deadlineFor(p, c, ws, &runsAllValue).ok
 		for sz := Size(0); sz <= ws && !fair; sz++ {
@@ -198,7 +198,7 @@ func (s *Scheduler) PoolEligible(pid PoolID, ws Size) bool {
 	if int(pid) >= len(s.pools) {
 		return false
 	}
-	if s.resourceGated(pid) {
+	if s.resourcesBindIn(pid) {
 		return s.resourcePick(s.pools[pid], ws).ok
 	}
 	for c := range Class(NumClasses) {
@@ -252,9 +252,9 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 	}
 	s.advance(now) // a job whose expire_at has passed is never dispatched
 	s.reserveResources(now)
-	if s.resourceGated(pid) {
-		// Its queues hold jobs that use resources: the pick that sees
-		// them, for a worker that runs every job.
+	if s.resourcesBindIn(pid) {
+		// Its queues hold jobs that a resource may hold back: the pick
+		// that sees them, for a worker that runs every job.
 		if s.pickObserver != nil {
 			s.observePick(p, ws, nil)
 		}

@@ -813,6 +813,35 @@ func (s *Scheduler) resourceGated(pid PoolID) bool {
 	return int(pid) < len(s.rs.queuedUses) && s.rs.queuedUses[pid] > 0
 }
 
+// resourcesBindIn reports whether pool pid holds queued jobs that use
+// resources, and one of them may be held back by a resource: it then
+// takes the pick that sees resources (pickFor). While no queued job's
+// resource binds, no head is passed over, and the plain pick is that
+// pick.
+func (s *Scheduler) resourcesBindIn(pid PoolID) bool {
+	return s.resourceGated(pid) && s.resourcesBind()
+}
+
+// resourcesBind reports whether a resource may hold back a queued job
+// (of any pool): one that a queued job uses lacks room for its units,
+// has a limit per tenant (its tenant_max or a tenant's own), or holds a
+// reservation. It looks at each set of uses with queued jobs.
+func (s *Scheduler) resourcesBind() bool {
+	for u := 1; u < len(s.rs.uses); u++ {
+		e := &s.rs.uses[u]
+		if e.queued == 0 {
+			continue
+		}
+		for _, it := range e.items {
+			r := s.rs.res[it.res]
+			if r.held+uint64(it.units) > uint64(r.Capacity) || r.TenantMax != NoTenantMax || len(r.limits) > 0 || r.reserved != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // UsesResources reports whether pool pid holds queued jobs that use
 // resources (its eligibility is then a pick's: see PoolEligible).
 func (s *Scheduler) UsesResources(pid PoolID) bool { return s.resourceGated(pid) }

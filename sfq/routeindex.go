@@ -107,8 +107,10 @@ func (s *Scheduler) countRoute(ti uint32, c Class, sz Size, r Route, u UsesID, d
 // syncRouteTags sets the route heap entries of lane ti in class c to the
 // lane's key there: its tag in the class (down when a cost correction
 // lowered it, up when a dispatch charged it), its tier, and the ID of the
-// oldest head in its slot of the entry's size (no candidate of the lane
-// is older). Each is a lower bound of the key of any candidate the lane
+// oldest head without a deadline of the entry's route and uses in its
+// slot of the entry's size (no candidate of the lane there is older; the
+// heads of other routes and uses, a head a resource blocks among them,
+// do not lower it). Each is a lower bound of the key of any candidate the lane
 // has for a worker (its start, max(tag, virtual_now) under the clamp; its
 // tier; its job ID), so a scan in the order of the entries' keys stops at
 // the first above the best candidate found: a stale, low entry would make
@@ -124,25 +126,26 @@ func (s *Scheduler) syncRouteTags(ti uint32, c Class) {
 		if r.key.class != c {
 			continue
 		}
-		want := hentry{tag: t.Tag(c), tier: t.Tier, seq: s.slotOldest(ti, c, r.key.size), tenant: rt.local}
+		want := hentry{tag: t.Tag(c), tier: t.Tier, seq: s.partOldest(ti, r.key), tenant: rt.local}
 		if e := r.rl.fifo.get(rt.local); e != nil && *e != want {
 			r.rl.fifo.set(want)
 		}
 	}
 }
 
-// slotOldest is the ID of the oldest group head in lane ti's slot of
-// class c and size sz (0: none).
-func (s *Scheduler) slotOldest(ti uint32, c Class, sz Size) JobID {
-	sl := s.rt[ti].slot(c, sz)
-	if sl == nil || sl.byID == 0 {
-		return 0
-	}
-	x := sl.byID
-	for l := s.nodes.n[x].l[treeID]; l != 0; l = s.nodes.n[x].l[treeID] {
-		x = l
-	}
-	return s.nodes.n[x].id
+// partOldest is the ID of the oldest head without a deadline of the
+// parts of route k.route and uses k.uses in lane ti's slot of class
+// k.class and size k.size (0: none).
+func (s *Scheduler) partOldest(ti uint32, k routeKey) JobID {
+	var oldest JobID
+	s.eachSlotQueue(ti, k.class, k.size, func(_ uint32, q *groupQueue) {
+		if p := q.of(k.route, k.uses); p != nil {
+			if h := s.peekHead(&p.fifo); h.ok && (oldest == 0 || h.id < oldest) {
+				oldest = h.id
+			}
+		}
+	})
+	return oldest
 }
 
 // keyAbove reports whether route heap entry e's key is above candidate
@@ -448,7 +451,7 @@ func (s *Scheduler) verifyRoutes(report func(string, ...any)) {
 					t := s.tenants.Get(uint64(ti))
 					if e == nil {
 						report("pool %s: lane %d of %v is not in its heap", p.Name, ti, k)
-					} else if want := (hentry{tag: t.Tag(k.class), tier: t.Tier, seq: s.slotOldest(ti, k.class, k.size), tenant: s.rt[ti].local}); *e != want {
+					} else if want := (hentry{tag: t.Tag(k.class), tier: t.Tier, seq: s.partOldest(ti, k), tenant: s.rt[ti].local}); *e != want {
 						report("pool %s: lane %d of %v is in its heap at %+v, its key is %+v", p.Name, ti, k, *e, want)
 					}
 				}
