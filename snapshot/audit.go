@@ -45,6 +45,9 @@ import (
 //     HelloFact).
 //   - "schedule": an accepted schedule command (feature level 8; see
 //     ScheduleFact), and a "submit" of the job a fire submitted.
+//   - "resources": every resource after a command that changed the
+//     units one holds or its settings (feature level 8; see
+//     ResourceFact).
 type AuditFact struct {
 	Kind             string   `json:"kind"`
 	Index            uint64   `json:"index,omitempty"`
@@ -130,6 +133,12 @@ type AuditFact struct {
 	// Schedule is set on a "schedule" fact (feature level 8, SPEC §8 rule
 	// 14; audit_schedule.go).
 	Schedule *ScheduleFact `json:"schedule,omitempty"`
+	// Resources (feature level 8, SPEC §8 rule 13; audit_resource.go): a
+	// "dispatch" of a job that uses resources lists them in Uses; a
+	// "resources" fact (Index) lists every resource after a command that
+	// changed one's units held or settings.
+	Uses      []ResourceUseFact `json:"uses,omitempty"`
+	Resources []ResourceFact    `json:"resources,omitempty"`
 }
 
 // RunsFact is what a worker runs (sfq.Runs): command jobs if Commands;
@@ -319,10 +328,12 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 		}
 		var held sfq.Job
 		var holds bool
+		var mark []ResourceFact // the resources before the command
 		if h := c.GetWorkerHello(); h != nil {
 			held, holds = heldRun(f, h.WorkerId)
 		}
 		f.Read(func(s *sfq.Scheduler) {
+			mark = resourceMark(s)
 			if rel := c.GetRelease(); rel != nil {
 				dueBefore = map[uint64]sfq.Time{}
 				for _, id := range rel.Jobs {
@@ -420,7 +431,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged, BackloggedIn: backloggedIn,
 					Class: j.Class.String(), Deadline: j.HasDeadline(), DeadlineMissed: r.DeadlineMissed, Start: int64(j.StartTag), Eligible: eligible,
 					At: int64(clock), ExpireAt: int64(j.ExpireAt()),
-					Pool: pool, WorkerPool: workerPool, PoolRunning: lane.Running, Subscribed: subscribed, Burst: burst})
+					Pool: pool, WorkerPool: workerPool, PoolRunning: lane.Running, Subscribed: subscribed, Burst: burst, Uses: usesFacts(s, &j)})
 			case *clusterpb.Command_Redrive, *clusterpb.Command_CancelJobs:
 				if r.Bulk == nil {
 					return
@@ -481,6 +492,11 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 			if job != 0 && known {
 				if after, tenant, ok := jobState(s, sfq.JobID(job)); ok && after.Terminal() && !before.Terminal() {
 					a.emit(AuditFact{Kind: "terminal", Index: l.Index, Job: job, Tenant: tenant, State: after.String()})
+				}
+			}
+			if len(mark) > 0 || s.ResourceCount() > 0 {
+				if fact := resourcesFact(s, l.Index, c, mark); fact != nil {
+					a.emit(*fact)
 				}
 			}
 		})

@@ -281,3 +281,63 @@ func TestAuditKinds(t *testing.T) {
 		t.Fatalf("facts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestAuditResources: a dispatch of a job that uses resources says each
+// one's units held after it beside its capacity, and its tenant's beside
+// the limit in force; a "resources" fact follows each command that
+// changed a resource's units or settings, with the live jobs that hold
+// its units (SPEC §8 rule 13).
+func TestAuditResources(t *testing.T) {
+	dir := t.TempDir()
+	db, err := raftboltdb.NewBoltStore(filepath.Join(dir, LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(uses ...*pb.ResourceUse) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, Uses: uses}}}
+	}
+	dispatch := func(worker string) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: worker, Size: pb.Size_SM, Credit: 1}}}
+	}
+	two, one := uint32(2), uint32(1)
+	cmds := []*clusterpb.Command{
+		{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level8}}},
+		{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
+		{Cmd: &clusterpb.Command_ResourceSet{ResourceSet: &clusterpb.ResourceSet{Name: "api", Capacity: &two, TenantMax: &one}}}, // 3
+		submit(&pb.ResourceUse{Resource: "api", Units: 1}),                                                                       // job 1
+		submit(),       // job 2
+		dispatch("w1"), // 6: job 1
+		dispatch("w2"), // 7: job 2
+		{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_OK}}}, // 8
+	}
+	writeLog(t, db, cmds)
+	var got []string
+	if _, err := Audit(dir, 0, func(f AuditFact) {
+		switch f.Kind {
+		case "dispatch":
+			s := fmt.Sprintf("%d:dispatch job=%d", f.Index, f.Job)
+			for _, u := range f.Uses {
+				s += fmt.Sprintf(" %s:%d held=%d/%d tenant=%d/%d", u.Resource, u.Units, u.Held, u.Capacity, u.TenantHeld, *u.TenantMax)
+			}
+			got = append(got, s)
+		case "resources":
+			s := fmt.Sprintf("%d:resources", f.Index)
+			for _, r := range f.Resources {
+				s += fmt.Sprintf(" %s capacity=%d tenant_max=%d held=%d holders=%v", r.Name, r.Capacity, *r.TenantMax, r.Held, r.Holders)
+			}
+			got = append(got, s)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"3:resources api capacity=2 tenant_max=1 held=0 holders=[]",
+		"6:dispatch job=1 api:1 held=1/2 tenant=1/1",
+		"6:resources api capacity=2 tenant_max=1 held=1 holders=[1/1/1]",
+		"7:dispatch job=2",
+		"8:resources api capacity=2 tenant_max=1 held=0 holders=[]",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("facts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

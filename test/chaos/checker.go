@@ -18,7 +18,9 @@ import (
 // pauses and rate limits, 9 redrives, delays and expiry, 11 pools: no
 // dispatch across pools, subscription bursts; 6 to 8 are read inside
 // each pool; 12 kinds: no job to a worker that does not run it, none
-// failed for want of one, no slot stranded past a reconnect).
+// failed for want of one, no slot stranded past a reconnect; 13
+// resources: no dispatch beyond a capacity or a tenant's limit, no unit
+// held by a run that is not live; 14 schedules).
 type Violation struct {
 	Rule int
 	Msg  string
@@ -32,7 +34,7 @@ func Check(h *History) []Violation {
 	var out []Violation
 	for _, rule := range []func(*History) []Violation{
 		checkSubmits, checkTerminal, checkAttempts, checkWatchers, checkCaps, checkVirtualTime, checkHashes, checkFairness, checkPriority,
-		checkGroupCaps, checkPauses, checkRates, checkRedrive, checkDelays, checkSnoozes, checkPools, checkKinds, checkSchedules,
+		checkGroupCaps, checkPauses, checkRates, checkRedrive, checkDelays, checkSnoozes, checkPools, checkKinds, checkResources, checkSchedules,
 	} {
 		out = append(out, rule(h)...)
 	}

@@ -1,0 +1,96 @@
+package chaos
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// checkResources (13): no dispatch takes units of a resource beyond its
+// capacity, or beyond its tenant's limit in force (a decrease preempts
+// nothing: the units held may stay above a lowered capacity while runs
+// end, but no dispatch adds to them); and after each command that
+// changed a resource, the units the state counts held are those of its
+// holders (the live jobs of the job table that use it), and each holder
+// is a run the history dispatched with those units and did not end
+// since (no accepted Finished of that attempt, no terminal state, no
+// redrive, no reconnect of its worker without it).
+func checkResources(h *History) []Violation {
+	var out []Violation
+	bad := func(format string, args ...any) { out = append(out, Violation{13, fmt.Sprintf(format, args...)}) }
+	type run struct {
+		attempt uint32
+		index   uint64
+		units   map[string]uint32
+		ended   bool
+	}
+	runs := map[uint64]*run{} // job -> its last dispatched run
+	for _, f := range h.Audit {
+		switch f.Kind {
+		case "dispatch":
+			r := &run{attempt: f.Attempt, index: f.Index, units: map[string]uint32{}}
+			runs[f.Job] = r
+			for _, u := range f.Uses {
+				r.units[u.Resource] = u.Units
+				if u.Held > uint64(u.Capacity) {
+					bad("index %d: dispatching job %d raised resource %s to %d units held, its capacity %d", f.Index, f.Job, u.Resource, u.Held, u.Capacity)
+				}
+				if u.TenantMax != nil && u.TenantHeld > *u.TenantMax {
+					bad("index %d: dispatching job %d raised tenant %s to %d units of resource %s, its limit %d", f.Index, f.Job, f.Tenant, u.TenantHeld, u.Resource, *u.TenantMax)
+				}
+			}
+		case "finish":
+			if r := runs[f.Job]; r != nil && r.attempt == f.Attempt {
+				r.ended = true
+			}
+		case "terminal", "redrive":
+			if r := runs[f.Job]; r != nil {
+				r.ended = true
+			}
+		case "hello":
+			if r := runs[f.Job]; f.Hello != nil && f.Job != 0 && !f.Hello.Listed && r != nil && r.attempt == f.Attempt {
+				r.ended = true
+			}
+		case "resources":
+			for _, res := range f.Resources {
+				var sum uint64
+				for _, hd := range res.Holders {
+					job, attempt, units, ok := parseHolder(hd)
+					if !ok {
+						bad("index %d: resource %s has a holder the checker cannot read: %q", f.Index, res.Name, hd)
+						continue
+					}
+					sum += uint64(units)
+					switch r := runs[job]; {
+					case r == nil || r.attempt != attempt:
+						bad("index %d: job %d (attempt %d) holds %d units of resource %s, and that run was never dispatched", f.Index, job, attempt, units, res.Name)
+					case r.ended:
+						bad("index %d: job %d (attempt %d) holds %d units of resource %s, and that run had ended (dispatched at index %d)", f.Index, job, attempt, units, res.Name, r.index)
+					case r.units[res.Name] != units:
+						bad("index %d: job %d (attempt %d) holds %d units of resource %s, its dispatch at index %d took %d", f.Index, job, attempt, units, res.Name, r.index, r.units[res.Name])
+					}
+				}
+				if sum != res.Held {
+					bad("index %d: resource %s counts %d units held, its live jobs hold %d", f.Index, res.Name, res.Held, sum)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// parseHolder reads a holder as a "resources" fact writes it:
+// JOB/ATTEMPT/UNITS.
+func parseHolder(s string) (job uint64, attempt, units uint32, ok bool) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 {
+		return 0, 0, 0, false
+	}
+	j, err1 := strconv.ParseUint(parts[0], 10, 64)
+	a, err2 := strconv.ParseUint(parts[1], 10, 32)
+	u, err3 := strconv.ParseUint(parts[2], 10, 32)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0, 0, 0, false
+	}
+	return j, uint32(a), uint32(u), true
+}
