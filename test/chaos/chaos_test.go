@@ -22,7 +22,9 @@ func envOr(name, def string) string {
 // it is the short run of the test suite (fixed seed, 75 s of faults,
 // under two minutes in all); make chaos sets CHAOS_SEED, CHAOS_DURATION
 // and CHAOS_NODES for long runs. CHAOS_SCHEDULES (default 50) is the
-// number of schedules fired through the faults (SPEC §8 rule 14).
+// number of schedules fired through the faults (SPEC §8 rule 14);
+// CHAOS_RESOURCES=0 leaves out the three resources part of every tenant's
+// jobs use (SPEC §8 rule 13).
 func TestChaos(t *testing.T) {
 	seed, err := strconv.ParseUint(envOr("CHAOS_SEED", "20261129"), 10, 64)
 	if err != nil {
@@ -40,7 +42,7 @@ func TestChaos(t *testing.T) {
 	if err != nil || schedules < 0 || schedules > 100 {
 		t.Fatalf("CHAOS_SCHEDULES: want 0..100, got %q", os.Getenv("CHAOS_SCHEDULES"))
 	}
-	cfg := Config{Seed: seed, Duration: dur, Nodes: nodes, SM: 3, MD: 2, LG: 1, GPU: 2, Submitters: 3, Schedules: schedules}
+	cfg := Config{Seed: seed, Duration: dur, Nodes: nodes, SM: 3, MD: 2, LG: 1, GPU: 2, Submitters: 3, Schedules: schedules, Resources: os.Getenv("CHAOS_RESOURCES") != "0"}
 	if os.Getenv("CHAOS_PARTITIONS") == "0" {
 		t.Log("partitions skipped: CHAOS_PARTITIONS=0")
 	} else if why := NetAvailable(); why != "" {

@@ -45,6 +45,9 @@ type Config struct {
 	// Schedules is the number of schedules the leader fires through the
 	// faults (schedwork.go).
 	Schedules int
+	// Resources declares three resources that part of every tenant's
+	// jobs use (resources.go).
+	Resources bool
 }
 
 // Timeouts of the chaos cluster: leases outlive a failover with
@@ -217,6 +220,7 @@ func Start(t testing.TB, cfg Config) *Run {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+	r.applyAll(ctx, "resources", r.resourceCommands())
 	r.applyAll(ctx, "schedules", r.scheduleCommands())
 	for size, count := range map[string]int{"sm": cfg.SM, "md": cfg.MD, "lg": cfg.LG, "gpu-md": cfg.GPU} {
 		for i := 1; i <= count; i++ {

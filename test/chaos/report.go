@@ -117,6 +117,9 @@ func (r *Run) report(h *History, fenced float64) string {
 	fmt.Fprintf(&b, "levers: %s\n", leverLine(h))
 	fmt.Fprintf(&b, "kinds: %s\n", kindsLine(h))
 	fmt.Fprintf(&b, "schedules: %d; %s\n", r.cfg.Schedules, schedulesLine(h))
+	if r.cfg.Resources {
+		fmt.Fprintf(&b, "resources: %s\n", resourcesLine(h))
+	}
 	return b.String()
 }
 

@@ -2,8 +2,14 @@ package chaos
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/baristahq/barista/proto"
+	"github.com/baristahq/barista/proto/clusterpb"
 )
 
 // checkResources (13): no dispatch takes units of a resource beyond its
@@ -93,4 +99,64 @@ func parseHolder(s string) (job uint64, attempt, units uint32, ok bool) {
 		return 0, 0, 0, false
 	}
 	return j, uint32(a), uint32(u), true
+}
+
+// The run's resources (SPEC §3 "Resources", §8 rule 13), with
+// Config.Resources: r-one of capacity 1, r-four of capacity 4 and
+// tenant_max 2, r-eight of capacity 8. A submit's key draws what its job
+// uses: one job in 20 r-one:1, one in 10 r-four:1, one in 10 r-eight:2,
+// the rest none; every tenant's jobs, in both pools, and the jobs of
+// every fifth schedule use r-four:1.
+var runResources = []struct {
+	name      string
+	capacity  uint32
+	tenantMax *uint32
+}{{"r-one", 1, nil}, {"r-four", 4, proto.Uint32(2)}, {"r-eight", 8, nil}}
+
+// resourceCommands are the commands that declare the run's resources.
+func (r *Run) resourceCommands() []*clusterpb.Command {
+	if !r.cfg.Resources {
+		return nil
+	}
+	var cmds []*clusterpb.Command
+	for _, res := range runResources {
+		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_ResourceSet{ResourceSet: &clusterpb.ResourceSet{Name: res.name,
+			Capacity: proto.Uint32(res.capacity), TenantMax: res.tenantMax}}})
+	}
+	return cmds
+}
+
+// usesOf is what the job of a submit with key uses (nil: nothing).
+func (r *Run) usesOf(key string) []*pb.ResourceUse {
+	if !r.cfg.Resources {
+		return nil
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	switch d := h.Sum32() % 20; {
+	case d == 0:
+		return []*pb.ResourceUse{{Resource: "r-one", Units: 1}}
+	case d <= 2:
+		return []*pb.ResourceUse{{Resource: "r-four", Units: 1}}
+	case d <= 4:
+		return []*pb.ResourceUse{{Resource: "r-eight", Units: 2}}
+	}
+	return nil
+}
+
+// resourcesLine counts the dispatches of jobs that used each resource and
+// the most units each held after one.
+func resourcesLine(h *History) string {
+	n := map[string]int{}
+	top := map[string]uint64{}
+	for _, f := range h.Audit {
+		for _, u := range f.Uses {
+			n[u.Resource+" dispatches"]++
+			top[u.Resource] = max(top[u.Resource], u.Held)
+		}
+	}
+	for name, held := range top {
+		n[name+" most held"] = int(held)
+	}
+	return countLine(n)
 }

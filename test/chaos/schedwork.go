@@ -31,6 +31,9 @@ func (r *Run) scheduleCommands() []*clusterpb.Command {
 		if i%4 == 3 {
 			c.JitterMs = 700
 		}
+		if r.cfg.Resources && i%5 == 4 {
+			c.Job.Uses = []*pb.ResourceUse{{Resource: "r-four", Units: 1}}
+		}
 		cmds = append(cmds, &clusterpb.Command{Cmd: &clusterpb.Command_ScheduleSet{ScheduleSet: c}})
 	}
 	return cmds

@@ -139,6 +139,7 @@ func (r *Run) submitRequest(ctx context.Context, client int, req *pb.SubmitReque
 // until it is acknowledged or ctx ends. A job of another pool goes as the
 // admin's Submit command (Node.Apply), under the same idempotency key.
 func (r *Run) submitIn(ctx context.Context, client int, req *pb.SubmitRequest, pool string) {
+	req.Uses = r.usesOf(req.GetIdempotencyKey())
 	op := Op{Kind: "submit", Client: client, Key: req.GetIdempotencyKey(), Tenant: req.Tenant, Invoke: time.Now()}
 	tenant := req.Tenant
 	tries, err := r.retry(ctx, client, func(ctx context.Context, n *cluster.Node) error {
@@ -170,7 +171,7 @@ func (r *Run) submitIn(ctx context.Context, client int, req *pb.SubmitRequest, p
 // returns its job; a refusal is a FAILED_PRECONDITION error.
 func applySubmit(ctx context.Context, n *cluster.Node, req *pb.SubmitRequest, pool string) (uint64, error) {
 	cmd := &clusterpb.SubmitJob{Tenant: req.Tenant, IdempotencyKey: req.GetIdempotencyKey(), Size: req.Size, EstCostMs: req.EstCostMs, Payload: req.Payload,
-		JobClass: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group, MaxAttempts: req.MaxAttempts, Pool: pool, Form: req.Form}
+		JobClass: req.Class, DeadlineMs: req.DeadlineMs, Group: req.Group, MaxAttempts: req.MaxAttempts, Pool: pool, Form: req.Form, Uses: req.Uses}
 	resp, err := n.Client().Apply(ctx, &clusterpb.ApplyRequest{Commands: []*clusterpb.Command{{Cmd: &clusterpb.Command_Submit{Submit: cmd}}}})
 	if err != nil {
 		return 0, err
