@@ -256,8 +256,7 @@ func (f *FSM) PoolSettings() PoolSettings {
 // HasEligibleIn reports whether a worker of pool pool and this size would
 // get a job now (the leader proposes a Dispatch only then).
 func (f *FSM) HasEligibleIn(pool string, size sfq.Size) bool {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	defer f.lockForPick(pool)()
 	id, ok := f.sched.PoolID(pool)
 	return ok && !f.sched.PoolPaused(id) && f.sched.PoolEligible(id, size)
 }

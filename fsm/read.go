@@ -193,8 +193,7 @@ func (f *FSM) DispatchBudget(size sfq.Size, now sfq.Time) int {
 // paused the budget is 0. known is false for a pool the state does not
 // hold (never created, or deleted): its budget is 0.
 func (f *FSM) DispatchBudgetIn(pool string, size sfq.Size, now sfq.Time) (budget int, known bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	defer f.lockForPick(pool)()
 	id, ok := f.sched.PoolID(pool)
 	if !ok {
 		return 0, false
@@ -208,6 +207,20 @@ func (f *FSM) DispatchBudgetIn(pool string, size sfq.Size, now sfq.Time) (budget
 		}
 	}
 	return int(f.sched.QueuedTotal()), true
+}
+
+// lockForPick locks f for a read of pool's eligibility and returns the
+// unlock: the write lock when the pool's queued jobs use resources (its
+// eligibility is a pick's, which writes the pick's marks and the queues'
+// caches, sfq.PoolEligible), else the read lock.
+func (f *FSM) lockForPick(pool string) func() {
+	f.mu.RLock()
+	if id, ok := f.sched.PoolID(pool); !ok || !f.sched.UsesResources(id) {
+		return f.mu.RUnlock
+	}
+	f.mu.RUnlock()
+	f.mu.Lock()
+	return f.mu.Unlock
 }
 
 // RunsSome reports whether worker's record says it runs only some jobs

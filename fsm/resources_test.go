@@ -3,6 +3,8 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -337,4 +339,47 @@ func randomResourceCommand(t *rapid.T, jobs uint64) *clusterpb.Command {
 	}
 	return &clusterpb.Command{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: job, Attempt: uint32(rapid.IntRange(1, 2).Draw(t, "attempt")),
 		WorkerId: worker, Outcome: pb.Outcome(rapid.IntRange(1, 3).Draw(t, "outcome")), CpuMs: 10}}}
+}
+
+// TestResourceEligibilityConcurrentReads: while a resource binds, the
+// eligibility reads of the leader's dispatch loops (DispatchBudgetIn,
+// HasEligibleIn) run a pick, which writes its marks and caches: run side
+// by side they must not race (go test -race) and each gets the answer of
+// the pick alone.
+func TestResourceEligibilityConcurrentReads(t *testing.T) {
+	h := newHarness(t)
+	h.one(tenant("acme", pb.Tier_GOLD))
+	h.one(tenant("beta", pb.Tier_GOLD))
+	h.one(setResource("api", 1, nil))
+	for range 3 {
+		h.one(submitUses("acme", "", use("api", 1)))
+		h.one(submitUses("beta", "", use("api", 1)))
+	}
+	if r := h.one(dispatch("w1", 1)); r.Job == 0 {
+		t.Fatalf("dispatch: %+v", r)
+	}
+	h.one(submit("beta", "", 1000, "")) // one job the full resource does not hold back
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if n, known := h.f.DispatchBudgetIn("", sfq.MD, 0); n == 0 || !known {
+					errs <- fmt.Sprintf("reader %d: budget %d known %v", g, n, known)
+					return
+				}
+				if !h.f.HasEligibleIn("", sfq.MD) {
+					errs <- fmt.Sprintf("reader %d: nothing eligible", g)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
