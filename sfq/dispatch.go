@@ -260,6 +260,7 @@ func (s *Scheduler) DispatchPool(now Time, pid PoolID, ws Size, worker string) (
 		}
 		return s.dispatchCandidate(now, p, s.pickFor(p, ws, &runsAllValue), worker)
 	}
+	p.plain = true
 	return s.dispatchCandidate(now, p, s.pick(p, ws), worker)
 }
 

@@ -223,7 +223,12 @@ type poolCore struct {
 	PoolSpec
 	paused  bool
 	deleted bool
-	vnow    [NumClasses]VirtualTime
+	// plain: the pool's last pick was the plain one, which reads no
+	// route heap: their entries are then raised by the scans alone, not
+	// on every placement (syncRouteTags). A hint of cost only: no
+	// decision reads it.
+	plain bool
+	vnow  [NumClasses]VirtualTime
 	// heapA[c][s] orders lanes whose candidate without a deadline of
 	// class c and size s is eligible, by (finish tag, tier, seq). Under
 	// the dispatch clamp, heapB[c][s] holds those whose finish tag is <=

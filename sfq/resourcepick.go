@@ -224,6 +224,9 @@ func (s *Scheduler) unreserve(id JobID) {
 // its units (at most its capacity) for longer than resource_reserve_after;
 // the one blocked the longest, then the lowest job ID.
 func (s *Scheduler) reserveCandidate(id ResourceID, r *resource, now Time) (JobID, Time, bool) {
+	if !s.queuedBeyond(id, r) {
+		return 0, 0, false // no queued job lacks room in it now
+	}
 	cut := now - Time(s.cfg.ResourceReserveAfterMs) // blocked since before it
 	// The stairs are by k descending and time ascending: the counts of
 	// units that have lacked room since before cut are those above the
@@ -268,6 +271,25 @@ func (s *Scheduler) reserveCandidate(id ResourceID, r *resource, now Time) (JobI
 		})
 	}
 	return best, bestSince, best != 0
+}
+
+// queuedBeyond reports whether a queued job uses more units of resource
+// id (r) than it has free, and no more than its capacity: only such a
+// job may take its reservation.
+func (s *Scheduler) queuedBeyond(id ResourceID, r *resource) bool {
+	free := level(r.free())
+	for u := 1; u < len(s.rs.uses); u++ {
+		e := &s.rs.uses[u]
+		if e.queued == 0 {
+			continue
+		}
+		for _, it := range e.items {
+			if it.res == id && it.units > free && it.units <= r.Capacity {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // eachUsesHead calls fn with each head (without a deadline, and with one)

@@ -27,6 +27,7 @@ type routeRef struct {
 // a lower bound, as in the fair heaps), with the count of such jobs each,
 // and those with a deadline with their count.
 type routeLanes struct {
+	key   routeKey
 	fifo  tenantHeap        // by the lane's local number
 	nfifo map[uint32]uint32 // lane (tenant index) -> queued jobs without a deadline
 	ndl   map[uint32]uint32 // lane (tenant index) -> queued jobs with a deadline
@@ -44,7 +45,7 @@ func (s *Scheduler) countRoute(ti uint32, c Class, sz Size, r Route, u UsesID, d
 	}
 	rl := p.routes[k]
 	if rl == nil {
-		rl = &routeLanes{fifo: tenantHeap{order: byTag}, nfifo: map[uint32]uint32{}, ndl: map[uint32]uint32{}}
+		rl = &routeLanes{key: k, fifo: tenantHeap{order: byTag}, nfifo: map[uint32]uint32{}, ndl: map[uint32]uint32{}}
 		p.routes[k] = rl
 		if u != 0 {
 			base := routeKey{c, sz, r, 0}
@@ -104,33 +105,47 @@ func (s *Scheduler) countRoute(ti uint32, c Class, sz Size, r Route, u UsesID, d
 	}
 }
 
-// syncRouteTags sets the route heap entries of lane ti in class c to the
-// lane's key there: its tag in the class (down when a cost correction
-// lowered it, up when a dispatch charged it), its tier, and the ID of the
-// oldest head without a deadline of the entry's route and uses in its
-// slot of the entry's size (no candidate of the lane there is older; the
-// heads of other routes and uses, a head a resource blocks among them,
-// do not lower it). Each is a lower bound of the key of any candidate the lane
-// has for a worker (its start, max(tag, virtual_now) under the clamp; its
-// tier; its job ID), so a scan in the order of the entries' keys stops at
-// the first above the best candidate found: a stale, low entry would make
-// every scan look at the lane. place calls it on every change of the
-// lane's queues.
+// syncRouteTags keeps the route heap entries of lane ti in class c at or
+// below the lane's key there (routeEntryKey): an entry above it is set
+// to it at once (a cost correction lowered the tag, an older head came
+// back); one below it (a dispatch charged the tag, a head left) too
+// while the pool's picks scan the heaps, else it is left for a scan to
+// raise (the plain pick reads none of them). Each entry is so a lower bound of the key of
+// any candidate the lane has there for a worker (its start, max(tag,
+// virtual_now) under the clamp; its tier; its job ID), and a scan in the
+// order of the entries' keys stops at the first above the best candidate
+// found; a scan that meets an entry below its key looks at the lane by
+// its key, and raises the entry when it ends (fairFor), so a low entry
+// is looked at once, not by every scan. place calls it on every change
+// of the lane's queues.
 func (s *Scheduler) syncRouteTags(ti uint32, c Class) {
 	rt := &s.rt[ti]
 	if len(rt.routeKeys) == 0 {
 		return
 	}
-	t := s.tenants.Get(uint64(ti))
+	eager := !s.pools[rt.pool].plain
 	for _, r := range rt.routeKeys {
 		if r.key.class != c {
 			continue
 		}
-		want := hentry{tag: t.Tag(c), tier: t.Tier, seq: s.partOldest(ti, r.key), tenant: rt.local}
-		if e := r.rl.fifo.get(rt.local); e != nil && *e != want {
+		e := r.rl.fifo.get(rt.local)
+		if e == nil {
+			continue
+		}
+		if want := s.routeEntryKey(ti, r.key); want != *e && (eager || entryBefore(&want, e)) {
 			r.rl.fifo.set(want)
 		}
 	}
+}
+
+// routeEntryKey is lane ti's key in the route heap of k: its tag in the
+// class, its tier, and the ID of the oldest head without a deadline of
+// the parts of k's route and uses in its slot of k's size (no candidate
+// of the lane there is older; the heads of other routes and uses, a head
+// a resource blocks among them, do not lower it).
+func (s *Scheduler) routeEntryKey(ti uint32, k routeKey) hentry {
+	t := s.tenants.Get(uint64(ti))
+	return hentry{tag: t.Tag(k.class), tier: t.Tier, seq: s.partOldest(ti, k), tenant: s.rt[ti].local}
 }
 
 // partOldest is the ID of the oldest head without a deadline of the
@@ -161,11 +176,21 @@ func keyAbove(e *hentry, b *candidate) bool {
 	return e.seq > b.seq
 }
 
-// frontierEntry is a node of one route heap not yet looked at in a scan:
-// the heap's items below it are keyed no lower.
+// frontierEntry is a node of one route heap not yet looked at in a scan
+// (the heap's items below it are keyed no lower), with its key; or, when
+// exact, a lane of that heap at its key (routeEntryKey).
 type frontierEntry struct {
-	heap *tenantHeap
-	at   int32
+	rl    *routeLanes
+	at    int32
+	exact bool
+	key   hentry
+}
+
+// routeFix is a route heap entry a scan found below its lane's key: old,
+// to be raised to key.
+type routeFix struct {
+	rl       *routeLanes
+	old, key hentry
 }
 
 // laneCands are the candidates of one lane for a worker (laneFor).
@@ -183,6 +208,7 @@ type laneCands struct {
 // rank before the best found.
 func (s *Scheduler) pickFor(p *poolCore, ws Size, w *Runs) candidate {
 	s.newPick()
+	p.plain = false
 	for _, c := range classOrder {
 		if dl := s.deadlineFor(p, c, ws, w); dl.ok {
 			return dl
@@ -276,22 +302,34 @@ func (s *Scheduler) fairFor(p *poolCore, c Class, sz Size, w *Runs) candidate {
 	front := s.frontier[:0]
 	s.routeList(p, c, sz, w, func(rl *routeLanes) {
 		if rl.fifo.Len() > 0 {
-			front = frontierPush(front, frontierEntry{heap: &rl.fifo, at: 0})
+			front = frontierPush(front, frontierEntry{rl: rl, at: 0, key: rl.fifo.items[0]})
 		}
 	})
 	s.nextVisit()
+	fixes := s.routeFixes[:0]
 	var best candidate
 	for len(front) > 0 {
 		var e frontierEntry
 		front, e = frontierPop(front)
-		h := e.heap
-		if best.ok && keyAbove(&h.items[e.at], &best) {
+		if best.ok && keyAbove(&e.key, &best) {
 			break
 		}
-		for child := 4*e.at + 1; child <= 4*e.at+4 && int(child) < len(h.items); child++ { // a 4-ary heap (heap.go)
-			front = frontierPush(front, frontierEntry{heap: h, at: child})
+		ti := p.lane(e.key.tenant)
+		if !e.exact {
+			h := &e.rl.fifo
+			for child := 4*e.at + 1; child <= 4*e.at+4 && int(child) < len(h.items); child++ { // a 4-ary heap (heap.go)
+				front = frontierPush(front, frontierEntry{rl: e.rl, at: child, key: h.items[child]})
+			}
+			if want := s.routeEntryKey(ti, e.rl.key); want != e.key {
+				// Below the lane's key (syncRouteTags): raised once the
+				// scan ends, and looked at now by its key.
+				fixes = append(fixes, routeFix{rl: e.rl, old: e.key, key: want})
+				if s.rt[ti].visit != s.visitGen {
+					front = frontierPush(front, frontierEntry{rl: e.rl, exact: true, key: want})
+				}
+				continue
+			}
 		}
-		ti := p.lane(h.items[e.at].tenant)
 		if s.rt[ti].visit == s.visitGen {
 			continue
 		}
@@ -311,11 +349,14 @@ func (s *Scheduler) fairFor(p *poolCore, c Class, sz Size, w *Runs) candidate {
 		}
 	}
 	s.frontier = front[:0]
+	for _, f := range fixes {
+		if e := f.rl.fifo.get(f.old.tenant); e != nil && *e == f.old {
+			f.rl.fifo.set(f.key)
+		}
+	}
+	s.routeFixes = fixes[:0]
 	return best
 }
-
-// frontierKey is the stored key of a frontier entry.
-func frontierKey(e frontierEntry) *hentry { return &e.heap.items[e.at] }
 
 // entryBefore orders route heap entries by key: tag, then higher tier,
 // then lower job ID (the heaps' own order, byTag).
@@ -329,12 +370,12 @@ func entryBefore(a, b *hentry) bool {
 	return a.seq < b.seq
 }
 
-// frontierPush adds e to the min-heap f (by stored tag).
+// frontierPush adds e to the min-heap f (by key).
 func frontierPush(f []frontierEntry, e frontierEntry) []frontierEntry {
 	f = append(f, e)
 	for i := len(f) - 1; i > 0; {
 		up := (i - 1) / 2
-		if !entryBefore(frontierKey(f[i]), frontierKey(f[up])) {
+		if !entryBefore(&f[i].key, &f[up].key) {
 			break
 		}
 		f[up], f[i] = f[i], f[up]
@@ -343,7 +384,7 @@ func frontierPush(f []frontierEntry, e frontierEntry) []frontierEntry {
 	return f
 }
 
-// frontierPop takes the entry of the lowest stored tag from f.
+// frontierPop takes the entry of the lowest key from f.
 func frontierPop(f []frontierEntry) ([]frontierEntry, frontierEntry) {
 	top := f[0]
 	last := len(f) - 1
@@ -351,10 +392,10 @@ func frontierPop(f []frontierEntry) ([]frontierEntry, frontierEntry) {
 	f = f[:last]
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(f) && entryBefore(frontierKey(f[l]), frontierKey(f[m])) {
+		if l < len(f) && entryBefore(&f[l].key, &f[m].key) {
 			m = l
 		}
-		if r < len(f) && entryBefore(frontierKey(f[r]), frontierKey(f[m])) {
+		if r < len(f) && entryBefore(&f[r].key, &f[m].key) {
 			m = r
 		}
 		if m == i {
@@ -448,11 +489,10 @@ func (s *Scheduler) verifyRoutes(report func(string, ...any)) {
 						continue
 					}
 					e := rl.fifo.get(s.rt[ti].local)
-					t := s.tenants.Get(uint64(ti))
 					if e == nil {
 						report("pool %s: lane %d of %v is not in its heap", p.Name, ti, k)
-					} else if want := (hentry{tag: t.Tag(k.class), tier: t.Tier, seq: s.partOldest(ti, k), tenant: s.rt[ti].local}); *e != want {
-						report("pool %s: lane %d of %v is in its heap at %+v, its key is %+v", p.Name, ti, k, *e, want)
+					} else if want := s.routeEntryKey(ti, k); e.tenant != want.tenant || entryBefore(&want, e) {
+						report("pool %s: lane %d of %v is in its heap at %+v, above its key %+v", p.Name, ti, k, *e, want)
 					}
 				}
 			}

@@ -31,7 +31,10 @@ type Scheduler struct {
 	// picks so that a pick allocates nothing.
 	visitGen uint32
 	frontier []frontierEntry
-	rt       []tenantRT
+	// routeFixes are the route heap entries a scan found below their
+	// lane's key, raised when it ends (fairFor).
+	routeFixes []routeFix
+	rt         []tenantRT
 	// payloadAll is the payload bytes of every unfinished job: the sum
 	// of the lanes' payload.
 	payloadAll uint64
