@@ -530,10 +530,14 @@ func (s *Scheduler) place(ti uint32, o *placeOpts, mask uint16) {
 		}
 	}
 	// The route heaps hold the lane at its own tag (a cost correction may
-	// have lowered it, a dispatch raised it).
-	for c := range Class(NumClasses) {
-		if classes[c] {
-			s.syncRouteTags(ti, c)
+	// have lowered it, a dispatch raised it), or below it: a Submit or a
+	// Dispatch (fast) only raises its keys, which a pool that takes the
+	// plain pick leaves to its scans (syncRouteTags).
+	if !o.fast || !s.pools[rt.pool].plain {
+		for c := range Class(NumClasses) {
+			if classes[c] {
+				s.syncRouteTags(ti, c)
+			}
 		}
 	}
 	// The idle rule's heaps: every tenant whose tag in the class is not 0
