@@ -113,6 +113,39 @@ func setFactAt(h *History, kind string, index uint64, fn func(f *snapshot.AuditF
 	}
 }
 
+// brokenCase is one way of breaking a rule: break_ changes a valid
+// history, and a violation of the rule must mention want.
+type brokenCase struct {
+	name   string
+	want   string
+	break_ func(h *History)
+}
+
+// expectBroken runs each case on a fresh valid history: a violation of
+// rule mentions its want, and no rule but rule and those of also breaks.
+func expectBroken(t *testing.T, rule int, fresh func() *History, cases []brokenCase, also ...int) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := fresh()
+			c.break_(h)
+			vs := Check(h)
+			found := false
+			for _, v := range vs {
+				if v.Rule != rule && !slices.Contains(also, v.Rule) {
+					t.Errorf("unexpected %s", v)
+				}
+				if v.Rule == rule && strings.Contains(v.Msg, c.want) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("no violation of rule %d mentions %q:\n%s", rule, c.want, Report(vs))
+			}
+		})
+	}
+}
+
 func TestCheckerAcceptsAValidHistory(t *testing.T) {
 	if vs := Check(validHistory()); len(vs) != 0 {
 		t.Fatal(Report(vs))
@@ -481,11 +514,7 @@ func TestCheckerAcceptsKinds(t *testing.T) {
 // TestCheckerCatchesBrokenKinds: each way of breaking SPEC §8 rule 12 is
 // a violation of rule 12 naming it.
 func TestCheckerCatchesBrokenKinds(t *testing.T) {
-	cases := []struct {
-		name   string
-		want   string
-		break_ func(h *History)
-	}{
+	expectBroken(t, 12, func() *History { return withKinds(validHistory()) }, []brokenCase{
 		{"function job to a worker without its kind", "index 64: job 20 (a function job of kind digest) dispatched to worker py, which runs no command jobs and the kinds [resize]", func(h *History) {
 			setFactAt(h, "dispatch", 64, func(f *snapshot.AuditFact) { f.Runs = &snapshot.RunsFact{Kinds: []string{"resize"}} })
 		}},
@@ -518,24 +547,5 @@ func TestCheckerCatchesBrokenKinds(t *testing.T) {
 		{"started job not counted", "started, its failures went from 0 to 0, not counted as a lost lease", func(h *History) {
 			setFactAt(h, "hello", 67, func(f *snapshot.AuditFact) { f.Failures = 0 })
 		}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			h := withKinds(validHistory())
-			c.break_(h)
-			vs := Check(h)
-			found := false
-			for _, v := range vs {
-				if v.Rule != 12 {
-					t.Errorf("unexpected %s", v)
-				}
-				if strings.Contains(v.Msg, c.want) {
-					found = true
-				}
-			}
-			if !found {
-				t.Fatalf("no violation of rule 12 mentions %q:\n%s", c.want, Report(vs))
-			}
-		})
-	}
+	})
 }

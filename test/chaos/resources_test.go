@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/baristahq/barista/snapshot"
@@ -47,67 +46,35 @@ func TestCheckerAcceptsResources(t *testing.T) {
 // TestCheckerCatchesBrokenResources: each way of breaking SPEC §8 rule 13
 // is a violation of rule 13 naming it.
 func TestCheckerCatchesBrokenResources(t *testing.T) {
-	at := func(h *History, index uint64, kind string) *snapshot.AuditFact {
-		for i := range h.Audit {
-			if h.Audit[i].Index == index && h.Audit[i].Kind == kind {
-				return &h.Audit[i]
-			}
-		}
-		t.Fatalf("no %s fact at index %d", kind, index)
-		return nil
-	}
-	cases := []struct {
-		name   string
-		want   string
-		break_ func(h *History)
-	}{
+	expectBroken(t, 13, resourceHistory, []brokenCase{
 		{"a dispatch beyond the capacity", "index 3: dispatching job 2 raised resource api to 3 units held, its capacity 2", func(h *History) {
-			at(h, 3, "dispatch").Uses[0].Held = 3
+			setFactAt(h, "dispatch", 3, func(f *snapshot.AuditFact) { f.Uses[0].Held = 3 })
 		}},
 		{"a dispatch beyond the tenant's limit", "index 3: dispatching job 2 raised tenant b to 2 units of resource api, its limit 1", func(h *History) {
-			at(h, 3, "dispatch").Uses[0].TenantHeld = 2
+			setFactAt(h, "dispatch", 3, func(f *snapshot.AuditFact) { f.Uses[0].TenantHeld = 2 })
 		}},
 		{"a unit held by a run that ended", "index 4: job 1 (attempt 1) holds 1 units of resource api, and that run had ended (dispatched at index 2)", func(h *History) {
-			r := at(h, 4, "resources")
-			r.Resources[0].Held, r.Resources[0].Holders = 2, []string{"1/1/1", "2/1/1"}
+			setFactAt(h, "resources", 4, func(f *snapshot.AuditFact) {
+				f.Resources[0].Held, f.Resources[0].Holders = 2, []string{"1/1/1", "2/1/1"}
+			})
 		}},
 		{"a unit held by a run never dispatched", "index 3: job 7 (attempt 1) holds 1 units of resource api, and that run was never dispatched", func(h *History) {
-			at(h, 3, "resources").Resources[0].Holders[1] = "7/1/1"
+			setFactAt(h, "resources", 3, func(f *snapshot.AuditFact) { f.Resources[0].Holders[1] = "7/1/1" })
 		}},
 		{"a unit held by an older attempt", "index 3: job 2 (attempt 2) holds 1 units of resource api, and that run was never dispatched", func(h *History) {
-			at(h, 3, "resources").Resources[0].Holders[1] = "2/2/1"
+			setFactAt(h, "resources", 3, func(f *snapshot.AuditFact) { f.Resources[0].Holders[1] = "2/2/1" })
 		}},
 		{"more units held than the dispatch took", "index 3: job 2 (attempt 1) holds 2 units of resource api, its dispatch at index 3 took 1", func(h *History) {
-			r := at(h, 3, "resources")
-			r.Resources[0].Held, r.Resources[0].Holders[1] = 3, "2/1/2"
+			setFactAt(h, "resources", 3, func(f *snapshot.AuditFact) { f.Resources[0].Held, f.Resources[0].Holders[1] = 3, "2/1/2" })
 		}},
 		{"a unit held past its worker's reconnect without it", "index 5: job 2 (attempt 1) holds 1 units of resource api, and that run had ended (dispatched at index 3)", func(h *History) {
 			h.Audit = append(h.Audit[:8], append([]snapshot.AuditFact{{Kind: "hello", Index: 5, Job: 2, Attempt: 1, Worker: "w", FailuresBefore: 0, Failures: 1, Hello: &snapshot.HelloFact{Before: "running", State: "queued"}}}, h.Audit[8:]...)...)
 		}},
 		{"a count no live job accounts for", "index 5: resource api counts 2 units held, its live jobs hold 1", func(h *History) {
-			at(h, 5, "resources").Resources[0].Held = 2
+			setFactAt(h, "resources", 5, func(f *snapshot.AuditFact) { f.Resources[0].Held = 2 })
 		}},
 		{"a unit kept after the run ended", "index 4: resource api counts 2 units held, its live jobs hold 1", func(h *History) {
-			at(h, 4, "resources").Resources[0].Held = 2
+			setFactAt(h, "resources", 4, func(f *snapshot.AuditFact) { f.Resources[0].Held = 2 })
 		}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			h := resourceHistory()
-			c.break_(h)
-			vs := Check(h)
-			found := false
-			for _, v := range vs {
-				if v.Rule != 13 {
-					t.Errorf("unexpected %s", v)
-				}
-				if strings.Contains(v.Msg, c.want) {
-					found = true
-				}
-			}
-			if !found {
-				t.Fatalf("no violation of rule 13 mentions %q:\n%s", c.want, Report(vs))
-			}
-		})
-	}
+	})
 }
