@@ -210,12 +210,12 @@ func (f *FSM) DispatchBudgetIn(pool string, size sfq.Size, now sfq.Time) (budget
 }
 
 // lockForPick locks f for a read of pool's eligibility and returns the
-// unlock: the write lock when the pool's queued jobs use resources (its
-// eligibility is a pick's, which writes the pick's marks and the queues'
-// caches, sfq.PoolEligible), else the read lock.
+// unlock: the write lock while a resource may hold back one of the pool's
+// queued jobs (its eligibility is then a pick's, which writes the pick's
+// marks and the queues' caches: sfq.EligibleWrites), else the read lock.
 func (f *FSM) lockForPick(pool string) func() {
 	f.mu.RLock()
-	if id, ok := f.sched.PoolID(pool); !ok || !f.sched.UsesResources(id) {
+	if id, ok := f.sched.PoolID(pool); !ok || !f.sched.EligibleWrites(id) {
 		return f.mu.RUnlock
 	}
 	f.mu.RUnlock()

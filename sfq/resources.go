@@ -846,6 +846,12 @@ func (s *Scheduler) resourcesBind() bool {
 // resources (its eligibility is then a pick's: see PoolEligible).
 func (s *Scheduler) UsesResources(pid PoolID) bool { return s.resourceGated(pid) }
 
+// EligibleWrites reports whether PoolEligible and PoolEligibleIn of pool
+// pid run a pick that writes (its marks, the queues' caches, the route
+// heaps' entries): while a resource may hold back one of the pool's
+// queued jobs. Else they only read.
+func (s *Scheduler) EligibleWrites(pid PoolID) bool { return s.resourcesBindIn(pid) }
+
 // checkUses is the submit's check of its uses against the declared
 // resources: each exists (NotFound) and has at least the units
 // (Invalid: 1 <= K <= capacity).
