@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -113,25 +114,20 @@ func TestNoisyNeighbourAtAResource(t *testing.T) {
 		return out
 	}
 
-	flood1 := map[uint64]bool{}
-	for range 4 {
-		for id := range batch("flood", 100) {
-			flood1[id] = true
+	// phase floods 400 jobs of flood's, waits until they are well under
+	// way, and submits quiet's 10.
+	phase := func() (flood, quiet map[uint64]bool) {
+		flood = map[uint64]bool{}
+		for range 4 {
+			maps.Copy(flood, batch("flood", 100))
 		}
+		waitDone(flood, 8)
+		return flood, batch("quiet", 10)
 	}
-	waitDone(flood1, 8)
-	quiet1 := batch("quiet", 10)
+	flood1, quiet1 := phase()
 	events() // until every job has ended
-
 	setAPI(proto.Uint32(3))
-	flood2 := map[uint64]bool{}
-	for range 4 {
-		for id := range batch("flood", 100) {
-			flood2[id] = true
-		}
-	}
-	waitDone(flood2, 8)
-	quiet2 := batch("quiet", 10)
+	flood2, quiet2 := phase()
 	all := events()
 
 	// held replays the events of one phase: the units each tenant holds
