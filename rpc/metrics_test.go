@@ -115,7 +115,7 @@ func families(body []byte) []string {
 
 // TestMetricsLintClean: a node's metrics (its registry, which /metrics
 // serves with the HTTP side's own: web's TestMetricsPage), with a tenant
-// that ran a job, pass promlint, and hold exactly these barista families.
+// that ran a job and a resource, pass promlint, and hold exactly these barista families.
 func TestMetricsLintClean(t *testing.T) {
 	n := startTestNode(t, nil, nil)
 	n.submit()
@@ -132,6 +132,8 @@ func TestMetricsLintClean(t *testing.T) {
 	// moves on (each entry is stamped with it), so that the fairness
 	// ratio is defined.
 	n.submit()
+	capacity := uint32(4)
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_ResourceSet{ResourceSet: &clusterpb.ResourceSet{Name: "api", Capacity: &capacity}}})
 	n.clockMoves()
 	body := scrape(t, promhttp.HandlerFor(n.node.Metrics.Registry, promhttp.HandlerOpts{}), false)
 
@@ -151,6 +153,7 @@ func TestMetricsLintClean(t *testing.T) {
 		"barista_held_reads", "barista_held_reads_refused_total", "barista_is_leader",
 		"barista_jobs_ended_total", "barista_leader_changes_total", "barista_pool_paused", "barista_pool_queued_jobs", "barista_pool_running_jobs",
 		"barista_pool_scheduled_jobs", "barista_pool_workers", "barista_queued_jobs", "barista_raft_propose_seconds",
+		"barista_resource_capacity", "barista_resource_queued_jobs", "barista_resource_units_held",
 		"barista_run_failures_total", "barista_running_jobs", "barista_schedule_fire_lateness_seconds", "barista_schedule_slots_proposed_total", "barista_snapshot_freeze_seconds", "barista_snapshot_persist_seconds", "barista_submit_forward_calls_total", "barista_submits_forwarded_total", "barista_submits_rate_limited_total",
 		"barista_tenant_weight", "barista_tier_cpu_billed_seconds_total", "barista_tier_dispatched_cost_seconds_total",
 		"barista_tier_dispatches_total", "barista_tier_jobs_ended_total", "barista_tier_queued_jobs", "barista_tier_run_failures_total",
@@ -276,6 +279,55 @@ barista_exported_tenants 1
 # TYPE barista_running_jobs gauge
 barista_running_jobs{tenant="c"} 1
 `+tiers, 3)
+}
+
+// TestMetricsResources: every declared resource has its units held, its
+// capacity (below the units held after a decrease) and its queued jobs,
+// a resource no job uses has zeros, and the page passes promlint.
+func TestMetricsResources(t *testing.T) {
+	n := startTestNode(t, nil, nil)
+	capacity := func(c uint32) *uint32 { return &c }
+	set := func(name string, c uint32) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_ResourceSet{ResourceSet: &clusterpb.ResourceSet{Name: name, Capacity: capacity(c)}}}
+	}
+	job := func(uses ...*pb.ResourceUse) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 1000, Uses: uses}}}
+	}
+	api := &pb.ResourceUse{Resource: "api", Units: 2}
+	n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "acme", Tier: pb.Tier_GOLD}}},
+		set("api", 4), set("licence", 2))
+	n.propose(job(api), job(api), job(api), job())
+	// The first api job goes (2 units held, two api jobs queued), then
+	// the capacity goes down to 1 under it.
+	if r := n.propose(&clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: "w1", Size: pb.Size_SM, Credit: 1}}}); len(r) != 1 || r[0].Err() != nil || r[0].Job == 0 {
+		t.Fatalf("dispatch: %+v", r)
+	}
+	n.propose(set("api", 1))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(statemetrics.New(n.node, 10))
+	want := `# HELP barista_resource_capacity Capacity of a resource in units, by resource (below units_held after a decrease, which preempts nothing).
+# TYPE barista_resource_capacity gauge
+barista_resource_capacity{resource="api"} 1
+barista_resource_capacity{resource="licence"} 2
+# HELP barista_resource_queued_jobs Queued jobs that use a resource (waiting for its units, or for a worker), by resource.
+# TYPE barista_resource_queued_jobs gauge
+barista_resource_queued_jobs{resource="api"} 2
+barista_resource_queued_jobs{resource="licence"} 0
+# HELP barista_resource_units_held Units of a resource that live (assigned or running) jobs hold, by resource.
+# TYPE barista_resource_units_held gauge
+barista_resource_units_held{resource="api"} 2
+barista_resource_units_held{resource="licence"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "barista_resource_capacity", "barista_resource_queued_jobs", "barista_resource_units_held"); err != nil {
+		t.Error(err)
+	}
+	problems, err := promlint.New(bytes.NewReader(scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), false))).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
 }
 
 // TestMetricsPools: a tenant active in two pools has a fairness ratio and

@@ -1,5 +1,5 @@
 // Package statemetrics is the Prometheus collectors of a node's /metrics
-// page over its replicated state: every live tenant's, tier's and pool's
+// page over its replicated state: every live tenant's, tier's, pool's and resource's
 // jobs, counters, weights and fairness, read at scrape time (Collector),
 // and the leader's connected workers per pool (PoolWorkers). It reads the
 // node (raftnode) and serves nothing: rpc registers both on the node's
@@ -19,12 +19,13 @@ import (
 // reports the same values for the same applied index (given the same
 // metrics.max_tenants).
 //
-// Cardinality is bounded by the tenants and pools an admin allows, never
-// by load: per-tenant series exist for every live tenant while there are
-// at most maxTenants of them, and beyond that only for the tenants marked
-// export_metrics; the per-tier aggregates always exist; the per-pool
-// gauges exist for every live pool (at most max_pools); the fairness
-// series of a tenant with its own series are per pool and class it is
+// Cardinality is bounded by the tenants, pools and resources an admin
+// allows, never by load: per-tenant series exist for every live tenant
+// while there are at most maxTenants of them, and beyond that only for
+// the tenants marked export_metrics; the per-tier aggregates always
+// exist; the per-pool gauges exist for every live pool (at most
+// max_pools), the per-resource ones for every declared resource (at most
+// max_resources); the fairness series of a tenant with its own series are per pool and class it is
 // active in (at most max_pools × 4 classes of them). A counter series
 // either exists with its whole value or not at all (see fsm.Metrics), so
 // none ever decreases.
@@ -70,6 +71,14 @@ var (
 	descPoolPaused    = prometheus.NewDesc("barista_pool_paused", "1 if dispatch in the pool is paused (barista pool pause), by pool.", []string{"pool"}, nil)
 )
 
+// Per-resource gauges, for every declared resource (at most the cluster's
+// max_resources).
+var (
+	descResHeld     = prometheus.NewDesc("barista_resource_units_held", "Units of a resource that live (assigned or running) jobs hold, by resource.", []string{"resource"}, nil)
+	descResCapacity = prometheus.NewDesc("barista_resource_capacity", "Capacity of a resource in units, by resource (below units_held after a decrease, which preempts nothing).", []string{"resource"}, nil)
+	descResQueued   = prometheus.NewDesc("barista_resource_queued_jobs", "Queued jobs that use a resource (waiting for its units, or for a worker), by resource.", []string{"resource"}, nil)
+)
+
 // Per-tier aggregates, always present for every tier.
 var (
 	descTierTenants    = prometheus.NewDesc("barista_tier_tenants", "Live tenants by tier.", []string{"tier"}, nil)
@@ -92,7 +101,8 @@ var (
 // Describe sends every family the collector reports.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descRunning, descDispatches, descCost, descCPU, descEnded, descFailures, descWeight,
-		descFairRatio, descFairLag, descFairError, descPoolQueued, descPoolRunning, descPoolScheduled, descPoolPaused, descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
+		descFairRatio, descFairLag, descFairError, descPoolQueued, descPoolRunning, descPoolScheduled, descPoolPaused,
+		descResHeld, descResCapacity, descResQueued, descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
 		descExported, descApplied, descLeader, descVnow} {
 		ch <- d
 	}
@@ -171,8 +181,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	var pools []sfq.Pool
+	var resources []sfq.ResourceInfo
 	c.node.FSM.Read(func(sc *sfq.Scheduler) {
 		sc.Pools(func(p sfq.Pool) bool { pools = append(pools, p); return true })
+		resources = resourcesOf(sc)
 	})
 	for _, e := range c.node.FSM.FairnessErrors(fsm.DefaultErrorWindow) {
 		if e.OK {
@@ -189,6 +201,23 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descPoolPaused, paused, p.Name)
 	}
+	for _, r := range resources {
+		gauge(descResHeld, float64(r.Held), r.Name)
+		gauge(descResCapacity, float64(r.Capacity), r.Name)
+		gauge(descResQueued, float64(r.Queued), r.Name)
+	}
+}
+
+// resourcesOf returns a picture of every declared resource of sc, by
+// name.
+func resourcesOf(sc *sfq.Scheduler) []sfq.ResourceInfo {
+	var out []sfq.ResourceInfo
+	for _, name := range sc.ResourceNames() {
+		if info, ok := sc.Resource(name); ok {
+			out = append(out, info)
+		}
+	}
+	return out
 }
 
 // descPoolWorkers is the leader's count of each pool's connected workers.
