@@ -37,13 +37,20 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	var out []benchResult
 	// The same load over one pool, and over four (default and three
 	// created), with the workers and the jobs dealt evenly among them.
-	// And the first load again as function jobs of 10 kinds, each worker
-	// running 2 or 3 of them (SPEC §3 "Kinds").
-	for _, run := range []struct{ tenants, pools, kinds int }{{100, 1, 0}, {100, 1, benchKinds}, {100, 4, 0}, {10_000, 1, 0}} {
+	// The first load again with half its jobs using one unit of one of
+	// three resources, each with room for every job (SPEC §3 "Resources":
+	// what using resources costs when none binds), run right after it so
+	// that the pair sees the same machine. And the first load as function
+	// jobs of 10 kinds, each worker running 2 or 3 of them (SPEC §3
+	// "Kinds").
+	for _, run := range []struct{ tenants, pools, kinds, resources int }{{100, 1, 0, 0}, {100, 1, 0, benchResources}, {100, 1, benchKinds, 0}, {100, 4, 0, 0}, {10_000, 1, 0, 0}} {
 		tenants := run.tenants
 		name := fmt.Sprintf("dispatch-%d", tenants)
 		if run.kinds > 0 {
 			name += fmt.Sprintf("-kinds-%d", run.kinds)
+		}
+		if run.resources > 0 {
+			name += fmt.Sprintf("-resources-%d", run.resources)
 		}
 		var pools []string
 		if run.pools > 1 {
@@ -63,11 +70,21 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 				return nil, fmt.Errorf("pool %s: %w", p, err)
 			}
 		}
+		for i := range run.resources {
+			capacity := uint32(benchResourceCapacity)
+			if _, err := pb.NewAdminClient(cc).ResourceSet(ctx, &pb.ResourceSetRequest{Name: benchResource(i), Capacity: &capacity}); err != nil {
+				lc.stop()
+				return nil, fmt.Errorf("resource %s: %w", benchResource(i), err)
+			}
+		}
 		t0 := time.Now()
 		var shape func(int, *pb.SubmitRequest)
 		var kindsOf func(int) []string
 		if run.kinds > 0 {
 			shape, kindsOf = benchKindShape, benchWorkerKinds
+		}
+		if run.resources > 0 {
+			shape = benchResourceShape
 		}
 		if err := preloadShaped(ctx, cc, tenants, jobs, benchPayload, shape, pools...); err != nil {
 			return nil, err
@@ -117,10 +134,10 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			sampleStages(lc.nodes[leader].http).since(stages, results)
 			prof()
 			return benchResult{Scenario: "dispatch", OpsPerS: round(float64(assigned.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
-				Params: map[string]any{"workers": 1000, "tenants": tenants, "pools": max(1, len(pools)), "kinds": run.kinds, "queued": jobs, "seconds": window.Seconds(), "job_ms": length.Milliseconds()}, Results: results}
+				Params: map[string]any{"workers": 1000, "tenants": tenants, "pools": max(1, len(pools)), "kinds": run.kinds, "resources": run.resources, "queued": jobs, "seconds": window.Seconds(), "job_ms": length.Milliseconds()}, Results: results}
 		}
 		out = append(out, measure(0, name))
-		if tenants == 100 && run.kinds == 0 {
+		if tenants == 100 && run.kinds == 0 && run.resources == 0 {
 			lengths := []time.Duration{pacedJob}
 			if len(pools) == 0 {
 				lengths = append(lengths, 2*pacedJob)
@@ -157,4 +174,24 @@ func benchWorkerKinds(i int) []string {
 		out = append(out, fmt.Sprintf("kind-%d", (i+k)%benchKinds))
 	}
 	return out
+}
+
+// benchResources is how many resources the resources run of bench dispatch
+// declares; benchResourceCapacity is the capacity of each, the most a
+// resource may have: 1,000 workers never hold that many units, so no
+// resource binds and the run measures what using resources costs.
+const (
+	benchResources        = 3
+	benchResourceCapacity = 1_000_000
+)
+
+// benchResource names resource i of the resources run.
+func benchResource(i int) string { return fmt.Sprintf("bench-r%d", i) }
+
+// benchResourceShape makes every even job use one unit of one of the
+// benchResources resources (by turns); odd jobs use none.
+func benchResourceShape(j int, r *pb.SubmitRequest) {
+	if j%2 == 0 {
+		r.Uses = []*pb.ResourceUse{{Resource: benchResource(j / 2 % benchResources), Units: 1}}
+	}
 }
