@@ -2239,7 +2239,10 @@ type TenantShare struct {
 	// pool: the pool of the line's share, always named ("default"
 	// included): a tenant active in two pools has lines in each, every
 	// figure of the line, queued and running included, within that pool.
-	Pool          string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
+	Pool string `protobuf:"bytes,120,opt,name=pool,proto3" json:"pool,omitempty"`
+	// resources: what the tenant holds of each resource it holds units of
+	// or has its own limit on, by resource name, on its first line.
+	Resources     []*TenantResource `protobuf:"bytes,160,rep,name=resources,proto3" json:"resources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2393,6 +2396,13 @@ func (x *TenantShare) GetPool() string {
 	return ""
 }
 
+func (x *TenantShare) GetResources() []*TenantResource {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
 // FairWindow is one window of the fairness report of a tenant and class.
 type FairWindow struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -2509,8 +2519,11 @@ type TopResponse struct {
 	// fairness_errors: each pool's live fairness error (SPEC §3 "Evidence
 	// of fairness"), by pool name.
 	FairnessErrors []*FairnessError `protobuf:"bytes,130,rep,name=fairness_errors,json=fairnessErrors,proto3" json:"fairness_errors,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// resources: every declared resource with its units held and its
+	// queued jobs, by name.
+	Resources     []*Resource `protobuf:"bytes,160,rep,name=resources,proto3" json:"resources,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TopResponse) Reset() {
@@ -2599,6 +2612,75 @@ func (x *TopResponse) GetFairnessErrors() []*FairnessError {
 	return nil
 }
 
+func (x *TopResponse) GetResources() []*Resource {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+// TenantResource is what a tenant holds of a resource, and its limit in
+// force there (absent: none).
+type TenantResource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resource      string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	Held          uint32                 `protobuf:"varint,2,opt,name=held,proto3" json:"held,omitempty"`
+	Max           *uint32                `protobuf:"varint,3,opt,name=max,proto3,oneof" json:"max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TenantResource) Reset() {
+	*x = TenantResource{}
+	mi := &file_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantResource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantResource) ProtoMessage() {}
+
+func (x *TenantResource) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantResource.ProtoReflect.Descriptor instead.
+func (*TenantResource) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *TenantResource) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *TenantResource) GetHeld() uint32 {
+	if x != nil {
+		return x.Held
+	}
+	return 0
+}
+
+func (x *TenantResource) GetMax() uint32 {
+	if x != nil && x.Max != nil {
+		return *x.Max
+	}
+	return 0
+}
+
 // FairnessError is a pool's live fairness error over the report's
 // 10-minute window: the largest difference between a tenant's share of
 // its class's charged CPU and its entitled share, among the tenants with
@@ -2620,7 +2702,7 @@ type FairnessError struct {
 
 func (x *FairnessError) Reset() {
 	*x = FairnessError{}
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +2714,7 @@ func (x *FairnessError) String() string {
 func (*FairnessError) ProtoMessage() {}
 
 func (x *FairnessError) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[37]
+	mi := &file_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +2727,7 @@ func (x *FairnessError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairnessError.ProtoReflect.Descriptor instead.
 func (*FairnessError) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{37}
+	return file_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *FairnessError) GetPool() string {
@@ -2732,7 +2814,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2744,7 +2826,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[38]
+	mi := &file_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2757,7 +2839,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{38}
+	return file_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Webhook) GetTenant() string {
@@ -2855,7 +2937,7 @@ type WebhookSetRequest struct {
 
 func (x *WebhookSetRequest) Reset() {
 	*x = WebhookSetRequest{}
-	mi := &file_admin_proto_msgTypes[39]
+	mi := &file_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2867,7 +2949,7 @@ func (x *WebhookSetRequest) String() string {
 func (*WebhookSetRequest) ProtoMessage() {}
 
 func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[39]
+	mi := &file_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2880,7 +2962,7 @@ func (x *WebhookSetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookSetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{39}
+	return file_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WebhookSetRequest) GetTenant() string {
@@ -2934,7 +3016,7 @@ type WebhookSetResponse struct {
 
 func (x *WebhookSetResponse) Reset() {
 	*x = WebhookSetResponse{}
-	mi := &file_admin_proto_msgTypes[40]
+	mi := &file_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2946,7 +3028,7 @@ func (x *WebhookSetResponse) String() string {
 func (*WebhookSetResponse) ProtoMessage() {}
 
 func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[40]
+	mi := &file_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2959,7 +3041,7 @@ func (x *WebhookSetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSetResponse.ProtoReflect.Descriptor instead.
 func (*WebhookSetResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{40}
+	return file_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *WebhookSetResponse) GetWebhook() *Webhook {
@@ -3000,7 +3082,7 @@ type WebhookGetRequest struct {
 
 func (x *WebhookGetRequest) Reset() {
 	*x = WebhookGetRequest{}
-	mi := &file_admin_proto_msgTypes[41]
+	mi := &file_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3012,7 +3094,7 @@ func (x *WebhookGetRequest) String() string {
 func (*WebhookGetRequest) ProtoMessage() {}
 
 func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[41]
+	mi := &file_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3025,7 +3107,7 @@ func (x *WebhookGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookGetRequest.ProtoReflect.Descriptor instead.
 func (*WebhookGetRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{41}
+	return file_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WebhookGetRequest) GetTenant() string {
@@ -3051,7 +3133,7 @@ type WebhookDeleteRequest struct {
 
 func (x *WebhookDeleteRequest) Reset() {
 	*x = WebhookDeleteRequest{}
-	mi := &file_admin_proto_msgTypes[42]
+	mi := &file_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3145,7 @@ func (x *WebhookDeleteRequest) String() string {
 func (*WebhookDeleteRequest) ProtoMessage() {}
 
 func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[42]
+	mi := &file_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3158,7 @@ func (x *WebhookDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteRequest.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{42}
+	return file_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *WebhookDeleteRequest) GetTenant() string {
@@ -3094,7 +3176,7 @@ type WebhookDeleteResponse struct {
 
 func (x *WebhookDeleteResponse) Reset() {
 	*x = WebhookDeleteResponse{}
-	mi := &file_admin_proto_msgTypes[43]
+	mi := &file_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3106,7 +3188,7 @@ func (x *WebhookDeleteResponse) String() string {
 func (*WebhookDeleteResponse) ProtoMessage() {}
 
 func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[43]
+	mi := &file_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3119,7 +3201,7 @@ func (x *WebhookDeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleteResponse.ProtoReflect.Descriptor instead.
 func (*WebhookDeleteResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{43}
+	return file_admin_proto_rawDescGZIP(), []int{44}
 }
 
 type WebhookStatusRequest struct {
@@ -3131,7 +3213,7 @@ type WebhookStatusRequest struct {
 
 func (x *WebhookStatusRequest) Reset() {
 	*x = WebhookStatusRequest{}
-	mi := &file_admin_proto_msgTypes[44]
+	mi := &file_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3143,7 +3225,7 @@ func (x *WebhookStatusRequest) String() string {
 func (*WebhookStatusRequest) ProtoMessage() {}
 
 func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[44]
+	mi := &file_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3156,7 +3238,7 @@ func (x *WebhookStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusRequest.ProtoReflect.Descriptor instead.
 func (*WebhookStatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{44}
+	return file_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WebhookStatusRequest) GetTenant() string {
@@ -3186,7 +3268,7 @@ type WebhookStatusResponse struct {
 
 func (x *WebhookStatusResponse) Reset() {
 	*x = WebhookStatusResponse{}
-	mi := &file_admin_proto_msgTypes[45]
+	mi := &file_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3198,7 +3280,7 @@ func (x *WebhookStatusResponse) String() string {
 func (*WebhookStatusResponse) ProtoMessage() {}
 
 func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[45]
+	mi := &file_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3211,7 +3293,7 @@ func (x *WebhookStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookStatusResponse.ProtoReflect.Descriptor instead.
 func (*WebhookStatusResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{45}
+	return file_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *WebhookStatusResponse) GetWebhook() *Webhook {
@@ -3287,7 +3369,7 @@ type WebhookReplayRequest struct {
 
 func (x *WebhookReplayRequest) Reset() {
 	*x = WebhookReplayRequest{}
-	mi := &file_admin_proto_msgTypes[46]
+	mi := &file_admin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3299,7 +3381,7 @@ func (x *WebhookReplayRequest) String() string {
 func (*WebhookReplayRequest) ProtoMessage() {}
 
 func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[46]
+	mi := &file_admin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3312,7 +3394,7 @@ func (x *WebhookReplayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookReplayRequest.ProtoReflect.Descriptor instead.
 func (*WebhookReplayRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{46}
+	return file_admin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *WebhookReplayRequest) GetTenant() string {
@@ -3527,7 +3609,7 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"TopRequest\x12+\n" +
 	"\x04read\x18\x01 \x01(\v2\x17.barista.v1.ReadOptionsR\x04read\x12\x1b\n" +
-	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\xa8\x04\n" +
+	"\twindow_ms\x18\x02 \x01(\x03R\bwindowMs\"\xe3\x04\n" +
 	"\vTenantShare\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x10.barista.v1.TierR\x04tier\x12\x16\n" +
@@ -3549,7 +3631,8 @@ const file_admin_proto_rawDesc = "" +
 	"\x06groups\x18( \x03(\v2\x16.barista.v1.GroupUsageR\x06groups\x12\x16\n" +
 	"\x06paused\x18P \x01(\tR\x06paused\x12\x12\n" +
 	"\x04rate\x18Q \x01(\tR\x04rate\x12\x12\n" +
-	"\x04pool\x18x \x01(\tR\x04pool\"\x97\x02\n" +
+	"\x04pool\x18x \x01(\tR\x04pool\x129\n" +
+	"\tresources\x18\xa0\x01 \x03(\v2\x1a.barista.v1.TenantResourceR\tresources\"\x97\x02\n" +
 	"\n" +
 	"FairWindow\x12\x16\n" +
 	"\x06window\x18\x01 \x01(\tR\x06window\x12\x17\n" +
@@ -3563,7 +3646,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x05ratio\x18\b \x01(\x01H\x02R\x05ratio\x88\x01\x01B\b\n" +
 	"\x06_shareB\v\n" +
 	"\t_entitledB\b\n" +
-	"\x06_ratio\"\xe0\x02\n" +
+	"\x06_ratio\"\x95\x03\n" +
 	"\vTopResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12#\n" +
 	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12&\n" +
@@ -3572,7 +3655,13 @@ const file_admin_proto_rawDesc = "" +
 	"\atenants\x18\x05 \x03(\v2\x17.barista.v1.TenantShareR\atenants\x12*\n" +
 	"\x11fairness_since_ms\x18\x06 \x01(\x03R\x0ffairnessSinceMs\x12&\n" +
 	"\x05pools\x18x \x03(\v2\x10.barista.v1.PoolR\x05pools\x12C\n" +
-	"\x0ffairness_errors\x18\x82\x01 \x03(\v2\x19.barista.v1.FairnessErrorR\x0efairnessErrors\"\xde\x01\n" +
+	"\x0ffairness_errors\x18\x82\x01 \x03(\v2\x19.barista.v1.FairnessErrorR\x0efairnessErrors\x123\n" +
+	"\tresources\x18\xa0\x01 \x03(\v2\x14.barista.v1.ResourceR\tresources\"_\n" +
+	"\x0eTenantResource\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x12\n" +
+	"\x04held\x18\x02 \x01(\rR\x04held\x12\x15\n" +
+	"\x03max\x18\x03 \x01(\rH\x00R\x03max\x88\x01\x01B\x06\n" +
+	"\x04_max\"\xde\x01\n" +
 	"\rFairnessError\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x16\n" +
 	"\x06window\x18\x02 \x01(\tR\x06window\x12\x18\n" +
@@ -3672,7 +3761,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_admin_proto_goTypes = []any{
 	(*Resource)(nil),                  // 0: barista.v1.Resource
 	(*ResourceTenant)(nil),            // 1: barista.v1.ResourceTenant
@@ -3711,118 +3800,121 @@ var file_admin_proto_goTypes = []any{
 	(*TenantShare)(nil),               // 34: barista.v1.TenantShare
 	(*FairWindow)(nil),                // 35: barista.v1.FairWindow
 	(*TopResponse)(nil),               // 36: barista.v1.TopResponse
-	(*FairnessError)(nil),             // 37: barista.v1.FairnessError
-	(*Webhook)(nil),                   // 38: barista.v1.Webhook
-	(*WebhookSetRequest)(nil),         // 39: barista.v1.WebhookSetRequest
-	(*WebhookSetResponse)(nil),        // 40: barista.v1.WebhookSetResponse
-	(*WebhookGetRequest)(nil),         // 41: barista.v1.WebhookGetRequest
-	(*WebhookDeleteRequest)(nil),      // 42: barista.v1.WebhookDeleteRequest
-	(*WebhookDeleteResponse)(nil),     // 43: barista.v1.WebhookDeleteResponse
-	(*WebhookStatusRequest)(nil),      // 44: barista.v1.WebhookStatusRequest
-	(*WebhookStatusResponse)(nil),     // 45: barista.v1.WebhookStatusResponse
-	(*WebhookReplayRequest)(nil),      // 46: barista.v1.WebhookReplayRequest
-	(*ClockNow)(nil),                  // 47: barista.v1.ClockNow
-	(*ReadOptions)(nil),               // 48: barista.v1.ReadOptions
-	(Tier)(0),                         // 49: barista.v1.Tier
-	(*Caps)(nil),                      // 50: barista.v1.Caps
-	(Class)(0),                        // 51: barista.v1.Class
-	(GroupOrder)(0),                   // 52: barista.v1.GroupOrder
-	(*SchedulerConfig)(nil),           // 53: barista.v1.SchedulerConfig
-	(*GroupUsage)(nil),                // 54: barista.v1.GroupUsage
+	(*TenantResource)(nil),            // 37: barista.v1.TenantResource
+	(*FairnessError)(nil),             // 38: barista.v1.FairnessError
+	(*Webhook)(nil),                   // 39: barista.v1.Webhook
+	(*WebhookSetRequest)(nil),         // 40: barista.v1.WebhookSetRequest
+	(*WebhookSetResponse)(nil),        // 41: barista.v1.WebhookSetResponse
+	(*WebhookGetRequest)(nil),         // 42: barista.v1.WebhookGetRequest
+	(*WebhookDeleteRequest)(nil),      // 43: barista.v1.WebhookDeleteRequest
+	(*WebhookDeleteResponse)(nil),     // 44: barista.v1.WebhookDeleteResponse
+	(*WebhookStatusRequest)(nil),      // 45: barista.v1.WebhookStatusRequest
+	(*WebhookStatusResponse)(nil),     // 46: barista.v1.WebhookStatusResponse
+	(*WebhookReplayRequest)(nil),      // 47: barista.v1.WebhookReplayRequest
+	(*ClockNow)(nil),                  // 48: barista.v1.ClockNow
+	(*ReadOptions)(nil),               // 49: barista.v1.ReadOptions
+	(Tier)(0),                         // 50: barista.v1.Tier
+	(*Caps)(nil),                      // 51: barista.v1.Caps
+	(Class)(0),                        // 52: barista.v1.Class
+	(GroupOrder)(0),                   // 53: barista.v1.GroupOrder
+	(*SchedulerConfig)(nil),           // 54: barista.v1.SchedulerConfig
+	(*GroupUsage)(nil),                // 55: barista.v1.GroupUsage
 }
 var file_admin_proto_depIdxs = []int32{
 	1,  // 0: barista.v1.Resource.tenants:type_name -> barista.v1.ResourceTenant
-	47, // 1: barista.v1.Resource.now:type_name -> barista.v1.ClockNow
-	48, // 2: barista.v1.ResourceGetRequest.read:type_name -> barista.v1.ReadOptions
-	48, // 3: barista.v1.ResourceListRequest.read:type_name -> barista.v1.ReadOptions
+	48, // 1: barista.v1.Resource.now:type_name -> barista.v1.ClockNow
+	49, // 2: barista.v1.ResourceGetRequest.read:type_name -> barista.v1.ReadOptions
+	49, // 3: barista.v1.ResourceListRequest.read:type_name -> barista.v1.ReadOptions
 	0,  // 4: barista.v1.ResourceListResponse.resources:type_name -> barista.v1.Resource
-	47, // 5: barista.v1.Pool.now:type_name -> barista.v1.ClockNow
-	48, // 6: barista.v1.PoolGetRequest.read:type_name -> barista.v1.ReadOptions
-	48, // 7: barista.v1.PoolListRequest.read:type_name -> barista.v1.ReadOptions
+	48, // 5: barista.v1.Pool.now:type_name -> barista.v1.ClockNow
+	49, // 6: barista.v1.PoolGetRequest.read:type_name -> barista.v1.ReadOptions
+	49, // 7: barista.v1.PoolListRequest.read:type_name -> barista.v1.ReadOptions
 	10, // 8: barista.v1.PoolListResponse.pools:type_name -> barista.v1.Pool
 	17, // 9: barista.v1.SubscriptionSetResponse.subscription:type_name -> barista.v1.Subscription
-	48, // 10: barista.v1.SubscriptionListRequest.read:type_name -> barista.v1.ReadOptions
+	49, // 10: barista.v1.SubscriptionListRequest.read:type_name -> barista.v1.ReadOptions
 	17, // 11: barista.v1.SubscriptionListResponse.subscriptions:type_name -> barista.v1.Subscription
-	49, // 12: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
-	50, // 13: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
-	51, // 14: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
-	52, // 15: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
-	47, // 16: barista.v1.Tenant.now:type_name -> barista.v1.ClockNow
-	49, // 17: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
+	50, // 12: barista.v1.Tenant.tier:type_name -> barista.v1.Tier
+	51, // 13: barista.v1.Tenant.caps:type_name -> barista.v1.Caps
+	52, // 14: barista.v1.Tenant.max_class:type_name -> barista.v1.Class
+	53, // 15: barista.v1.Tenant.group_order:type_name -> barista.v1.GroupOrder
+	48, // 16: barista.v1.Tenant.now:type_name -> barista.v1.ClockNow
+	50, // 17: barista.v1.UpsertTenantRequest.tier:type_name -> barista.v1.Tier
 	25, // 18: barista.v1.UpsertTenantRequest.caps:type_name -> barista.v1.CapsUpdate
-	51, // 19: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
-	52, // 20: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
-	48, // 21: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
-	48, // 22: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
+	52, // 19: barista.v1.UpsertTenantRequest.max_class:type_name -> barista.v1.Class
+	53, // 20: barista.v1.UpsertTenantRequest.group_order:type_name -> barista.v1.GroupOrder
+	49, // 21: barista.v1.GetTenantRequest.read:type_name -> barista.v1.ReadOptions
+	49, // 22: barista.v1.ListTenantsRequest.read:type_name -> barista.v1.ReadOptions
 	23, // 23: barista.v1.ListTenantsResponse.tenants:type_name -> barista.v1.Tenant
-	48, // 24: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
-	53, // 25: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
-	48, // 26: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
-	49, // 27: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
-	51, // 28: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
+	49, // 24: barista.v1.GetConfigRequest.read:type_name -> barista.v1.ReadOptions
+	54, // 25: barista.v1.SetConfigRequest.config:type_name -> barista.v1.SchedulerConfig
+	49, // 26: barista.v1.TopRequest.read:type_name -> barista.v1.ReadOptions
+	50, // 27: barista.v1.TenantShare.tier:type_name -> barista.v1.Tier
+	52, // 28: barista.v1.TenantShare.job_class:type_name -> barista.v1.Class
 	35, // 29: barista.v1.TenantShare.windows:type_name -> barista.v1.FairWindow
-	54, // 30: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
-	34, // 31: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
-	10, // 32: barista.v1.TopResponse.pools:type_name -> barista.v1.Pool
-	37, // 33: barista.v1.TopResponse.fairness_errors:type_name -> barista.v1.FairnessError
-	51, // 34: barista.v1.FairnessError.class:type_name -> barista.v1.Class
-	47, // 35: barista.v1.Webhook.now:type_name -> barista.v1.ClockNow
-	38, // 36: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
-	48, // 37: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
-	38, // 38: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
-	24, // 39: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
-	26, // 40: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
-	28, // 41: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
-	29, // 42: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
-	31, // 43: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
-	32, // 44: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
-	33, // 45: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
-	39, // 46: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
-	41, // 47: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
-	42, // 48: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
-	44, // 49: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
-	46, // 50: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
-	8,  // 51: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
-	11, // 52: barista.v1.Admin.PoolSet:input_type -> barista.v1.PoolSetRequest
-	12, // 53: barista.v1.Admin.PoolGet:input_type -> barista.v1.PoolGetRequest
-	13, // 54: barista.v1.Admin.PoolList:input_type -> barista.v1.PoolListRequest
-	15, // 55: barista.v1.Admin.PoolDelete:input_type -> barista.v1.PoolDeleteRequest
-	18, // 56: barista.v1.Admin.SubscriptionSet:input_type -> barista.v1.SubscriptionSetRequest
-	19, // 57: barista.v1.Admin.SubscriptionDelete:input_type -> barista.v1.SubscriptionDeleteRequest
-	21, // 58: barista.v1.Admin.SubscriptionList:input_type -> barista.v1.SubscriptionListRequest
-	2,  // 59: barista.v1.Admin.ResourceSet:input_type -> barista.v1.ResourceSetRequest
-	3,  // 60: barista.v1.Admin.ResourceGet:input_type -> barista.v1.ResourceGetRequest
-	4,  // 61: barista.v1.Admin.ResourceList:input_type -> barista.v1.ResourceListRequest
-	6,  // 62: barista.v1.Admin.ResourceDelete:input_type -> barista.v1.ResourceDeleteRequest
-	23, // 63: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
-	27, // 64: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
-	23, // 65: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
-	30, // 66: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
-	53, // 67: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
-	53, // 68: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
-	36, // 69: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
-	40, // 70: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
-	38, // 71: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
-	43, // 72: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
-	45, // 73: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
-	38, // 74: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
-	9,  // 75: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
-	10, // 76: barista.v1.Admin.PoolSet:output_type -> barista.v1.Pool
-	10, // 77: barista.v1.Admin.PoolGet:output_type -> barista.v1.Pool
-	14, // 78: barista.v1.Admin.PoolList:output_type -> barista.v1.PoolListResponse
-	16, // 79: barista.v1.Admin.PoolDelete:output_type -> barista.v1.PoolDeleteResponse
-	20, // 80: barista.v1.Admin.SubscriptionSet:output_type -> barista.v1.SubscriptionSetResponse
-	20, // 81: barista.v1.Admin.SubscriptionDelete:output_type -> barista.v1.SubscriptionSetResponse
-	22, // 82: barista.v1.Admin.SubscriptionList:output_type -> barista.v1.SubscriptionListResponse
-	0,  // 83: barista.v1.Admin.ResourceSet:output_type -> barista.v1.Resource
-	0,  // 84: barista.v1.Admin.ResourceGet:output_type -> barista.v1.Resource
-	5,  // 85: barista.v1.Admin.ResourceList:output_type -> barista.v1.ResourceListResponse
-	7,  // 86: barista.v1.Admin.ResourceDelete:output_type -> barista.v1.ResourceDeleteResponse
-	63, // [63:87] is the sub-list for method output_type
-	39, // [39:63] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	55, // 30: barista.v1.TenantShare.groups:type_name -> barista.v1.GroupUsage
+	37, // 31: barista.v1.TenantShare.resources:type_name -> barista.v1.TenantResource
+	34, // 32: barista.v1.TopResponse.tenants:type_name -> barista.v1.TenantShare
+	10, // 33: barista.v1.TopResponse.pools:type_name -> barista.v1.Pool
+	38, // 34: barista.v1.TopResponse.fairness_errors:type_name -> barista.v1.FairnessError
+	0,  // 35: barista.v1.TopResponse.resources:type_name -> barista.v1.Resource
+	52, // 36: barista.v1.FairnessError.class:type_name -> barista.v1.Class
+	48, // 37: barista.v1.Webhook.now:type_name -> barista.v1.ClockNow
+	39, // 38: barista.v1.WebhookSetResponse.webhook:type_name -> barista.v1.Webhook
+	49, // 39: barista.v1.WebhookGetRequest.read:type_name -> barista.v1.ReadOptions
+	39, // 40: barista.v1.WebhookStatusResponse.webhook:type_name -> barista.v1.Webhook
+	24, // 41: barista.v1.Admin.UpsertTenant:input_type -> barista.v1.UpsertTenantRequest
+	26, // 42: barista.v1.Admin.DeleteTenant:input_type -> barista.v1.DeleteTenantRequest
+	28, // 43: barista.v1.Admin.GetTenant:input_type -> barista.v1.GetTenantRequest
+	29, // 44: barista.v1.Admin.ListTenants:input_type -> barista.v1.ListTenantsRequest
+	31, // 45: barista.v1.Admin.GetConfig:input_type -> barista.v1.GetConfigRequest
+	32, // 46: barista.v1.Admin.SetConfig:input_type -> barista.v1.SetConfigRequest
+	33, // 47: barista.v1.Admin.Top:input_type -> barista.v1.TopRequest
+	40, // 48: barista.v1.Admin.WebhookSet:input_type -> barista.v1.WebhookSetRequest
+	42, // 49: barista.v1.Admin.WebhookGet:input_type -> barista.v1.WebhookGetRequest
+	43, // 50: barista.v1.Admin.WebhookDelete:input_type -> barista.v1.WebhookDeleteRequest
+	45, // 51: barista.v1.Admin.WebhookStatus:input_type -> barista.v1.WebhookStatusRequest
+	47, // 52: barista.v1.Admin.WebhookReplay:input_type -> barista.v1.WebhookReplayRequest
+	8,  // 53: barista.v1.Admin.PauseDispatch:input_type -> barista.v1.PauseDispatchRequest
+	11, // 54: barista.v1.Admin.PoolSet:input_type -> barista.v1.PoolSetRequest
+	12, // 55: barista.v1.Admin.PoolGet:input_type -> barista.v1.PoolGetRequest
+	13, // 56: barista.v1.Admin.PoolList:input_type -> barista.v1.PoolListRequest
+	15, // 57: barista.v1.Admin.PoolDelete:input_type -> barista.v1.PoolDeleteRequest
+	18, // 58: barista.v1.Admin.SubscriptionSet:input_type -> barista.v1.SubscriptionSetRequest
+	19, // 59: barista.v1.Admin.SubscriptionDelete:input_type -> barista.v1.SubscriptionDeleteRequest
+	21, // 60: barista.v1.Admin.SubscriptionList:input_type -> barista.v1.SubscriptionListRequest
+	2,  // 61: barista.v1.Admin.ResourceSet:input_type -> barista.v1.ResourceSetRequest
+	3,  // 62: barista.v1.Admin.ResourceGet:input_type -> barista.v1.ResourceGetRequest
+	4,  // 63: barista.v1.Admin.ResourceList:input_type -> barista.v1.ResourceListRequest
+	6,  // 64: barista.v1.Admin.ResourceDelete:input_type -> barista.v1.ResourceDeleteRequest
+	23, // 65: barista.v1.Admin.UpsertTenant:output_type -> barista.v1.Tenant
+	27, // 66: barista.v1.Admin.DeleteTenant:output_type -> barista.v1.DeleteTenantResponse
+	23, // 67: barista.v1.Admin.GetTenant:output_type -> barista.v1.Tenant
+	30, // 68: barista.v1.Admin.ListTenants:output_type -> barista.v1.ListTenantsResponse
+	54, // 69: barista.v1.Admin.GetConfig:output_type -> barista.v1.SchedulerConfig
+	54, // 70: barista.v1.Admin.SetConfig:output_type -> barista.v1.SchedulerConfig
+	36, // 71: barista.v1.Admin.Top:output_type -> barista.v1.TopResponse
+	41, // 72: barista.v1.Admin.WebhookSet:output_type -> barista.v1.WebhookSetResponse
+	39, // 73: barista.v1.Admin.WebhookGet:output_type -> barista.v1.Webhook
+	44, // 74: barista.v1.Admin.WebhookDelete:output_type -> barista.v1.WebhookDeleteResponse
+	46, // 75: barista.v1.Admin.WebhookStatus:output_type -> barista.v1.WebhookStatusResponse
+	39, // 76: barista.v1.Admin.WebhookReplay:output_type -> barista.v1.Webhook
+	9,  // 77: barista.v1.Admin.PauseDispatch:output_type -> barista.v1.PauseDispatchResponse
+	10, // 78: barista.v1.Admin.PoolSet:output_type -> barista.v1.Pool
+	10, // 79: barista.v1.Admin.PoolGet:output_type -> barista.v1.Pool
+	14, // 80: barista.v1.Admin.PoolList:output_type -> barista.v1.PoolListResponse
+	16, // 81: barista.v1.Admin.PoolDelete:output_type -> barista.v1.PoolDeleteResponse
+	20, // 82: barista.v1.Admin.SubscriptionSet:output_type -> barista.v1.SubscriptionSetResponse
+	20, // 83: barista.v1.Admin.SubscriptionDelete:output_type -> barista.v1.SubscriptionSetResponse
+	22, // 84: barista.v1.Admin.SubscriptionList:output_type -> barista.v1.SubscriptionListResponse
+	0,  // 85: barista.v1.Admin.ResourceSet:output_type -> barista.v1.Resource
+	0,  // 86: barista.v1.Admin.ResourceGet:output_type -> barista.v1.Resource
+	5,  // 87: barista.v1.Admin.ResourceList:output_type -> barista.v1.ResourceListResponse
+	7,  // 88: barista.v1.Admin.ResourceDelete:output_type -> barista.v1.ResourceDeleteResponse
+	65, // [65:89] is the sub-list for method output_type
+	41, // [41:65] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -3839,14 +3931,15 @@ func file_admin_proto_init() {
 	file_admin_proto_msgTypes[24].OneofWrappers = []any{}
 	file_admin_proto_msgTypes[25].OneofWrappers = []any{}
 	file_admin_proto_msgTypes[35].OneofWrappers = []any{}
-	file_admin_proto_msgTypes[39].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[37].OneofWrappers = []any{}
+	file_admin_proto_msgTypes[40].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -211,7 +211,8 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 		out.Tenants = append(out.Tenants, ts)
 	}
 	// The groups of each tenant that has named ones, those with the most
-	// queued jobs first, on the tenant's first line.
+	// queued jobs first, and what it holds of each resource, on the
+	// tenant's first line; and every resource.
 	b.node.FSM.Read(func(sc *sfq.Scheduler) {
 		for i, row := range out.Tenants {
 			if t, ok := sc.Tenant(row.Name); ok {
@@ -234,6 +235,12 @@ func topView(b *base, window time.Duration) *pb.TopResponse {
 				gs, _ := sc.TopGroups(row.Name, topGroupsPerTenant)
 				row.Groups = apiview.GroupUsage(&t, gs)
 			}
+			if o, ok := sc.TenantIndex(row.Name); ok && sc.ResourceCount() > 0 {
+				row.Resources = apiview.TenantResources(sc.TenantResources(o))
+			}
+		}
+		for _, name := range sc.ResourceNames() {
+			out.Resources = append(out.Resources, resourceOf(sc, name))
 		}
 	})
 	out.Pools = b.readPools()

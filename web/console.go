@@ -110,6 +110,8 @@ var consoleTmpl = template.Must(template.New("console").Funcs(template.FuncMap{
 	"add": func(a, b int) int { return a + b },
 	// seg escapes a name for one path segment ("/" included).
 	"seg": url.PathEscape,
+	// opt shows an optional limit, "-" being none.
+	"opt": LimitText,
 	"inc": func(n int) int { return n + 1 },
 	// share shows a statement's share ("-": undefined).
 	"share": func(f *evidence.Fixed) string {
@@ -280,6 +282,18 @@ type overviewPage struct {
 	// name their pool (there are other pools than default).
 	Pools      []PoolTopJSON
 	PoolColumn bool
+	// Resources are the declared resources (an admin's: empty for a
+	// client token); Holdings what each tenant shown holds of them.
+	Resources []ResourceTopJSON
+	Holdings  []holdingRow
+}
+
+// holdingRow is what one tenant holds of one resource, and its limit in
+// force there ("-": none).
+type holdingRow struct {
+	Tenant, Resource string
+	Held             uint32
+	Max              string
 }
 
 type legendItem struct{ Name, Color string }
@@ -312,6 +326,12 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		p.Pools = p.Top.Pools
 	}
 	p.PoolColumn = len(p.Pools) > 0 || slices.ContainsFunc(p.Top.Tenants, func(t TenantTopJSON) bool { return t.Pool != sfq.DefaultPoolName })
+	p.Resources = p.Top.Resources
+	for _, t := range p.Top.Tenants {
+		for _, u := range t.Resources {
+			p.Holdings = append(p.Holdings, holdingRow{Tenant: t.Name, Resource: u.Resource, Held: u.Held, Max: LimitText(u.Max)})
+		}
+	}
 	var dispatches uint64
 	var order []string
 	for _, t := range p.Top.Tenants {

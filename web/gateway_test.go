@@ -121,7 +121,7 @@ func TestGatewayAnswers(t *testing.T) {
 		{"the key with other content", "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"1000","idempotency_key":"k1"}`, nil, 409,
 			`{"code":"ALREADY_EXISTS","message":"idempotency key \"k1\" of tenant \"acme\" was used for job 2 with different content","reason":"KEY_CONFLICT","field":"","retry_after_ms":0}`},
 		{"an unknown field", "POST", "/v1/jobs", gwAcme, `{"size":"SM","sise":"SM"}`, nil, 400,
-			`{"code":"INVALID_ARGUMENT","message":"sise: not a field of this request (it takes tenant, idempotency_key, job_type, size, est_cost_ms, payload, max_attempts, timeout_ms, class, deadline_ms, group, delay_ms, expire_ms, retry_backoff_ms, pool, form, return_job)","reason":"","field":"sise","retry_after_ms":0}`},
+			`{"code":"INVALID_ARGUMENT","message":"sise: not a field of this request (it takes tenant, idempotency_key, job_type, size, est_cost_ms, payload, max_attempts, timeout_ms, class, deadline_ms, group, delay_ms, expire_ms, retry_backoff_ms, pool, form, return_job, uses)","reason":"","field":"sise","retry_after_ms":0}`},
 		{"a bad enum", "POST", "/v1/jobs", gwAcme, `{"size":"HUGE"}`, nil, 400,
 			`{"code":"INVALID_ARGUMENT","message":"size: \"HUGE\" is not a size (want sm, md or lg)","reason":"","field":"size","retry_after_ms":0}`},
 		{"a bad value", "POST", "/v1/jobs", gwAcme, `{"size":"SM","est_cost_ms":"-5"}`, nil, 400,
@@ -150,7 +150,7 @@ func TestGatewayAnswers(t *testing.T) {
 			`Place in line: 0 jobs go before it on the workers of size lg (0 of its own tenant's).",` +
 			`"size":"LG","class":"NORMAL","position":"0","vertex":"","current":"0","limit":"0","ahead":"0","tag_ms":"","vnow_ms":"","worker_id":"",` +
 			`"due_ms":"0","eligible_at_ms":"0","group":"","group_order":"","fitting_workers":0,"workers_busy":false,` +
-			`"place":{"ahead":"0","own_ahead":"0","complete":true,"estimated_start_ms":"0","rate_per_minute":0,"share":0.5},"kind":"","schedule":"","schedule_slot_ms":"0","schedule_run_key":""}`},
+			`"place":{"ahead":"0","own_ahead":"0","complete":true,"estimated_start_ms":"0","rate_per_minute":0,"share":0.5},"kind":"","schedule":"","schedule_slot_ms":"0","schedule_run_key":"","resource":"","held":"0","capacity":"0","tenant_held":"0","reserved_job_id":"0"}`},
 		{"a statement in a format there is none of", "GET", "/v1/usage/statement?format=xml", gwAcme, "", nil, 400,
 			`{"code":"INVALID_ARGUMENT","message":"format: \"xml\" (want json or csv)","reason":"","field":"format","retry_after_ms":0}`},
 		{"a certificate of another tenant", "GET", "/v1/usage/certificate?tenant=beta", gwAcme, "", nil, 403,

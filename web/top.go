@@ -1,6 +1,8 @@
 package web
 
 import (
+	"strconv"
+
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 )
@@ -19,6 +21,31 @@ type TopJSON struct {
 	// FairnessErrors are the pools' live fairness errors (10-minute
 	// window), by pool name.
 	FairnessErrors []FairnessErrorJSON `json:"fairness_errors"`
+	// Resources are every declared resource, by name (an admin's: empty
+	// for a client token).
+	Resources []ResourceTopJSON `json:"resources"`
+}
+
+// ResourceTopJSON is one resource in the live view: its capacity and
+// tenant_max (null: none), the units live jobs hold, its unfinished jobs
+// (users) and of them the queued, and the job holding its reservation
+// (0: none).
+type ResourceTopJSON struct {
+	Name      string  `json:"name"`
+	Capacity  uint32  `json:"capacity"`
+	TenantMax *uint32 `json:"tenant_max"`
+	Held      uint64  `json:"held"`
+	Users     uint64  `json:"users"`
+	Queued    uint64  `json:"queued"`
+	Reserved  uint64  `json:"reserved_job_id"`
+}
+
+// TenantResourceJSON is what a tenant holds of a resource, and its limit
+// in force there (null: none).
+type TenantResourceJSON struct {
+	Resource string  `json:"resource"`
+	Held     uint32  `json:"held"`
+	Max      *uint32 `json:"max"`
 }
 
 // FairnessErrorJSON is a pool's live fairness error: error, and the
@@ -74,6 +101,9 @@ type TenantTopJSON struct {
 	// limit) are left out when the tenant has none.
 	Paused string `json:"paused,omitempty"`
 	Rate   string `json:"rate,omitempty"`
+	// Resources is what the tenant holds of each resource it holds units
+	// of or has its own limit on, on its first line.
+	Resources []TenantResourceJSON `json:"resources,omitempty"`
 }
 
 // FairWindowJSON is one window of the fairness report; share, entitled
@@ -108,7 +138,11 @@ func GroupUsageToJSON(gs []*pb.GroupUsage) []GroupUsageJSON {
 
 func topJSON(t *pb.TopResponse) TopJSON {
 	out := TopJSON{LeaderID: t.LeaderId, AppliedIndex: t.AppliedIndex, WindowMs: t.WindowMs, FairnessSinceMs: t.FairnessSinceMs, Tenants: []TenantTopJSON{},
-		Pools: []PoolTopJSON{}}
+		Pools: []PoolTopJSON{}, Resources: []ResourceTopJSON{}}
+	for _, r := range t.Resources {
+		out.Resources = append(out.Resources, ResourceTopJSON{Name: r.Name, Capacity: r.Capacity, TenantMax: r.TenantMax, Held: r.Held, Users: r.Users,
+			Queued: r.Queued, Reserved: r.ReservedJobId})
+	}
 	for _, p := range t.Pools {
 		subs := "optional"
 		if p.SubscriptionsRequired {
@@ -137,6 +171,9 @@ func topJSON(t *pb.TopResponse) TopJSON {
 		row := TenantTopJSON{Name: r.Name, Pool: r.Pool, Tier: tier.String(), Class: class.String(), Weight: r.Weight, Queued: r.Queued,
 			Running: r.Running, Dispatches1m: r.Dispatches, DispatchedCost1m: r.DispatchedCostMs, Share: r.Share, EntitledShare: r.EntitledShare,
 			Eligible: r.Eligible, Fairness: []FairWindowJSON{}, Groups: GroupUsageToJSON(r.Groups), Paused: r.Paused, Rate: r.Rate}
+		for _, u := range r.Resources {
+			row.Resources = append(row.Resources, TenantResourceJSON{Resource: u.Resource, Held: u.Held, Max: u.Max})
+		}
 		if r.Eligible {
 			lag := float64(r.LagCpuMs) / 1000
 			row.LagCPUSeconds = &lag
@@ -151,6 +188,14 @@ func topJSON(t *pb.TopResponse) TopJSON {
 		out.Tenants = append(out.Tenants, row)
 	}
 	return out
+}
+
+// LimitText is a limit, or "-" for none.
+func LimitText(m *uint32) string {
+	if m == nil {
+		return "-"
+	}
+	return strconv.FormatUint(uint64(*m), 10)
 }
 
 // TopToJSON converts a Top response (the CLI uses it).

@@ -162,7 +162,8 @@ func visibleTop(t *pb.TopResponse, id auth.Identity) *pb.TopResponse {
 		}
 	}
 	// The pools' jobs and workers are every tenant's: an admin's to see.
-	t.Tenants, t.Pools = own, nil
+	// So are the resources' (their holders and tenants' limits).
+	t.Tenants, t.Pools, t.Resources = own, nil, nil
 	// A pool's fairness error is the pool's; the row it is in names
 	// another tenant only to an admin.
 	for i, e := range t.FairnessErrors {

@@ -53,7 +53,13 @@ cluster has pools besides default (docs/scheduling.md, "Pools"), each
 line names its POOL: a tenant active in two pools has lines in each, its
 share, entitlement, ratio and lag, and its queued and running jobs,
 those of the pool, and a table of the pools
-follows, with their jobs and connected workers. The windows
+follows, with their jobs and connected workers. Once resources are
+declared (docs/resources.md), a tenant's first line is followed by what
+it holds of each resource it holds units of or has its own limit on
+("holds api 2/3": 2 units held, its limit 3), and a table of the
+resources follows: capacity, tenant_max, units held, queued jobs that
+use it, unfinished jobs that use it, and the job holding its
+reservation. The windows
 cover cluster time since the node started or last loaded a snapshot at
 most. --once prints one view and exits; with --json it prints one
 object:
@@ -64,11 +70,13 @@ object:
    "entitled_share", "ratio", "eligible", "lag_cpu_s", "fairness":
    [{"window", "span_ms", "charged_ms", "class_charged_ms", "busy_ms",
    "share", "entitled", "ratio"}], "groups": [{"name", "running",
-   "queued", "limit"}]}],
+   "queued", "limit"}], "resources": [{"resource", "held", "max"}]}],
    "pools": [{"name", "weights", "subscriptions", "paused", "scheduled",
    "queued", "running", "workers"}],
    "fairness_errors": [{"pool", "window", "error", "tenant", "class",
-   "share", "entitled"}]}
+   "share", "entitled"}],
+   "resources": [{"name", "capacity", "tenant_max", "held", "users",
+   "queued", "reserved_job_id"}]}
 
 (share, entitled_share and ratio are the 1 min window's, share and
 entitled_share 0 when undefined; shares are fractions; in "fairness",
@@ -179,12 +187,47 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 			}
 			fmt.Fprintf(w, "  group %-20.20s %25d %7d  %s\n", groupName(g.Name), g.Queued, g.Running, limit)
 		}
+		if len(r.Resources) > 0 {
+			fmt.Fprintf(w, "  holds %s\n", tenantResourcesText(r.Resources))
+		}
 	}
-	if !pools {
-		return
+	if pools {
+		renderTopPools(w, j.Pools)
 	}
+	if len(j.Resources) > 0 {
+		fmt.Fprintf(w, "\n%-20s %8s %10s %8s %7s %7s  %s\n", "RESOURCE", "CAPACITY", "TENANT_MAX", "HELD", "QUEUED", "USERS", "RESERVED")
+		for _, r := range j.Resources {
+			fmt.Fprintf(w, "%-20s %8d %10s %8d %7d %7d  %s\n", r.Name, r.Capacity, web.LimitText(r.TenantMax), r.Held, r.Queued, r.Users, jobOrNone(r.Reserved))
+		}
+	}
+}
+
+// tenantResourcesText says what a tenant holds of each resource: "api
+// 2/3" (units held, its limit), or "db 1" without a limit.
+func tenantResourcesText(rs []web.TenantResourceJSON) string {
+	var parts []string
+	for _, r := range rs {
+		s := fmt.Sprintf("%s %d", r.Resource, r.Held)
+		if r.Max != nil {
+			s += fmt.Sprintf("/%d", *r.Max)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// jobOrNone is a job ID, or "-" for none.
+func jobOrNone(id uint64) string {
+	if id == 0 {
+		return "-"
+	}
+	return fmt.Sprint(id)
+}
+
+// renderTopPools prints the table of the pools.
+func renderTopPools(w io.Writer, ps []web.PoolTopJSON) {
 	fmt.Fprintf(w, "\n%-20s %-13s %-6s %9s %7s %7s %7s  %s\n", "POOL", "SUBSCRIPTIONS", "PAUSED", "SCHEDULED", "QUEUED", "RUNNING", "WORKERS", "WEIGHTS")
-	for _, p := range j.Pools {
+	for _, p := range ps {
 		paused := "no"
 		if p.Paused {
 			paused = "yes"

@@ -74,3 +74,40 @@ func TestRenderTopPools(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderTopResources: a tenant's first line is followed by what it
+// holds of each resource (with its limit, when it has one), and the
+// resources follow with capacity, tenant_max, held, queued, users and
+// reservation; held may exceed capacity after a decrease.
+func TestRenderTopResources(t *testing.T) {
+	u := func(v uint32) *uint32 { return &v }
+	top := &pb.TopResponse{LeaderId: "n1", AppliedIndex: 9, WindowMs: 60_000, Tenants: []*pb.TenantShare{
+		{Name: "acme", Pool: "default", Tier: pb.Tier_GOLD, Weight: 8, Queued: 4, Running: 3, JobClass: pb.Class_NORMAL,
+			Resources: []*pb.TenantResource{{Resource: "api", Held: 2, Max: u(3)}, {Resource: "licence", Held: 1}}},
+	}, Pools: []*pb.Pool{{Name: "default", Weights: "default", Queued: 4, Running: 3}},
+		Resources: []*pb.Resource{
+			{Name: "api", Capacity: 4, TenantMax: u(3), Held: 2, Users: 5, Queued: 3, ReservedJobId: 17},
+			{Name: "licence", Capacity: 0, Held: 1, Users: 1},
+		}}
+	var b bytes.Buffer
+	renderTop(&b, top)
+	lines := strings.Split(b.String(), "\n")
+	want := []string{
+		"TENANT               TIER     CLASS     WEIGHT  QUEUED RUNNING   DISP   SHARE ENTITLED   R/1M  R/10M   R/1H      LAG  share (#) vs entitled (|)",
+		"acme                 gold     normal         8       4       3      0    0.0%        -      -      -      -        -  [                              ]",
+		"  holds api 2/3 · licence 1",
+		"",
+		"RESOURCE             CAPACITY TENANT_MAX     HELD  QUEUED   USERS  RESERVED",
+		"api                         4          3        2       3       5  17",
+		"licence                     0          -        1       0       1  -",
+		"",
+	}
+	if len(lines) != 4+len(want) {
+		t.Fatalf("top:\n%s", b.String())
+	}
+	for i, w := range want {
+		if lines[4+i] != w {
+			t.Errorf("line %d:\n got %q\nwant %q", 4+i, lines[4+i], w)
+		}
+	}
+}

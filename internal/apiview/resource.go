@@ -19,3 +19,18 @@ func Resource(r *sfq.ResourceInfo, held func(tenant string) uint32) *pb.Resource
 	}
 	return out
 }
+
+// TenantResources is what a tenant holds of each resource, with its
+// limit in force there (absent: none), as the API shows it.
+func TenantResources(uses []sfq.TenantResourceUse) []*pb.TenantResource {
+	var out []*pb.TenantResource
+	for _, u := range uses {
+		r := &pb.TenantResource{Resource: u.Resource, Held: u.Held}
+		if u.Max != sfq.NoTenantMax {
+			m := u.Max
+			r.Max = &m
+		}
+		out = append(out, r)
+	}
+	return out
+}

@@ -370,8 +370,18 @@ class Tenant(_message.Message):
     tier: _types_pb2.Tier
     def __init__(self, name: _Optional[str] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., multiplier: _Optional[int] = ..., caps: _Optional[_Union[_types_pb2.Caps, _Mapping]] = ..., created: bool = ..., export_metrics: bool = ..., max_class: _Optional[_Union[_types_pb2.Class, str]] = ..., allow_deadlines: bool = ..., group_cap: _Optional[int] = ..., group_order: _Optional[_Union[_types_pb2.GroupOrder, str]] = ..., max_groups: _Optional[int] = ..., groups: _Optional[int] = ..., rate: _Optional[str] = ..., rate_burst: _Optional[int] = ..., rate_eligible_at_ms: _Optional[int] = ..., paused: _Optional[str] = ..., now: _Optional[_Union[_client_pb2.ClockNow, _Mapping]] = ...) -> None: ...
 
+class TenantResource(_message.Message):
+    __slots__ = ["held", "max", "resource"]
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    held: int
+    max: int
+    resource: str
+    def __init__(self, resource: _Optional[str] = ..., held: _Optional[int] = ..., max: _Optional[int] = ...) -> None: ...
+
 class TenantShare(_message.Message):
-    __slots__ = ["dispatched_cost_ms", "dispatches", "eligible", "entitled_share", "groups", "job_class", "lag_cpu_ms", "name", "paused", "pool", "queued", "rate", "running", "share", "tier", "weight", "windows"]
+    __slots__ = ["dispatched_cost_ms", "dispatches", "eligible", "entitled_share", "groups", "job_class", "lag_cpu_ms", "name", "paused", "pool", "queued", "rate", "resources", "running", "share", "tier", "weight", "windows"]
     DISPATCHED_COST_MS_FIELD_NUMBER: _ClassVar[int]
     DISPATCHES_FIELD_NUMBER: _ClassVar[int]
     ELIGIBLE_FIELD_NUMBER: _ClassVar[int]
@@ -384,6 +394,7 @@ class TenantShare(_message.Message):
     POOL_FIELD_NUMBER: _ClassVar[int]
     QUEUED_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
     SHARE_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
@@ -401,12 +412,13 @@ class TenantShare(_message.Message):
     pool: str
     queued: int
     rate: str
+    resources: _containers.RepeatedCompositeFieldContainer[TenantResource]
     running: int
     share: float
     tier: _types_pb2.Tier
     weight: float
     windows: _containers.RepeatedCompositeFieldContainer[FairWindow]
-    def __init__(self, name: _Optional[str] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., weight: _Optional[float] = ..., queued: _Optional[int] = ..., running: _Optional[int] = ..., dispatches: _Optional[int] = ..., dispatched_cost_ms: _Optional[int] = ..., share: _Optional[float] = ..., entitled_share: _Optional[float] = ..., job_class: _Optional[_Union[_types_pb2.Class, str]] = ..., windows: _Optional[_Iterable[_Union[FairWindow, _Mapping]]] = ..., eligible: bool = ..., lag_cpu_ms: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[_client_pb2.GroupUsage, _Mapping]]] = ..., paused: _Optional[str] = ..., rate: _Optional[str] = ..., pool: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., weight: _Optional[float] = ..., queued: _Optional[int] = ..., running: _Optional[int] = ..., dispatches: _Optional[int] = ..., dispatched_cost_ms: _Optional[int] = ..., share: _Optional[float] = ..., entitled_share: _Optional[float] = ..., job_class: _Optional[_Union[_types_pb2.Class, str]] = ..., windows: _Optional[_Iterable[_Union[FairWindow, _Mapping]]] = ..., eligible: bool = ..., lag_cpu_ms: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[_client_pb2.GroupUsage, _Mapping]]] = ..., paused: _Optional[str] = ..., rate: _Optional[str] = ..., pool: _Optional[str] = ..., resources: _Optional[_Iterable[_Union[TenantResource, _Mapping]]] = ...) -> None: ...
 
 class TopRequest(_message.Message):
     __slots__ = ["read", "window_ms"]
@@ -417,13 +429,14 @@ class TopRequest(_message.Message):
     def __init__(self, read: _Optional[_Union[_client_pb2.ReadOptions, _Mapping]] = ..., window_ms: _Optional[int] = ...) -> None: ...
 
 class TopResponse(_message.Message):
-    __slots__ = ["applied_index", "cluster_time_ms", "fairness_errors", "fairness_since_ms", "leader_id", "pools", "tenants", "window_ms"]
+    __slots__ = ["applied_index", "cluster_time_ms", "fairness_errors", "fairness_since_ms", "leader_id", "pools", "resources", "tenants", "window_ms"]
     APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     FAIRNESS_ERRORS_FIELD_NUMBER: _ClassVar[int]
     FAIRNESS_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     POOLS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
     TENANTS_FIELD_NUMBER: _ClassVar[int]
     WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
     applied_index: int
@@ -432,9 +445,10 @@ class TopResponse(_message.Message):
     fairness_since_ms: int
     leader_id: str
     pools: _containers.RepeatedCompositeFieldContainer[Pool]
+    resources: _containers.RepeatedCompositeFieldContainer[Resource]
     tenants: _containers.RepeatedCompositeFieldContainer[TenantShare]
     window_ms: int
-    def __init__(self, leader_id: _Optional[str] = ..., applied_index: _Optional[int] = ..., cluster_time_ms: _Optional[int] = ..., window_ms: _Optional[int] = ..., tenants: _Optional[_Iterable[_Union[TenantShare, _Mapping]]] = ..., fairness_since_ms: _Optional[int] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., fairness_errors: _Optional[_Iterable[_Union[FairnessError, _Mapping]]] = ...) -> None: ...
+    def __init__(self, leader_id: _Optional[str] = ..., applied_index: _Optional[int] = ..., cluster_time_ms: _Optional[int] = ..., window_ms: _Optional[int] = ..., tenants: _Optional[_Iterable[_Union[TenantShare, _Mapping]]] = ..., fairness_since_ms: _Optional[int] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., fairness_errors: _Optional[_Iterable[_Union[FairnessError, _Mapping]]] = ..., resources: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ...) -> None: ...
 
 class UpsertTenantRequest(_message.Message):
     __slots__ = ["allow_deadlines", "caps", "export_metrics", "group_cap", "group_order", "max_class", "max_groups", "multiplier", "name", "rate", "rate_burst", "tier"]
