@@ -262,6 +262,11 @@ class Cluster:
         stub, md = self.admin()
         stub.PoolSet(admin_pb2.PoolSetRequest(name=name, **fields), metadata=md, timeout=5)
 
+    def resource_set(self, name: str, **fields) -> None:
+        """Declares or changes a resource (the SDK has no call for it)."""
+        stub, md = self.admin()
+        stub.ResourceSet(admin_pb2.ResourceSetRequest(name=name, **fields), metadata=md, timeout=5)
+
     def purge(self, tenant: str, *job_ids: int) -> None:
         """Deletes ended jobs of a tenant (the SDK has no call for it)."""
         lead = self.wait_leader()

@@ -92,7 +92,7 @@ def test_every_cause_is_a_subclass_of_its_code():
     assert {name: cls.__mro__[1].__name__ for name, cls in errors.BY_REASON.items()} == {
         "QUOTA_EXCEEDED": "ResourceExhausted", "RATE_LIMITED": "ResourceExhausted", "MAX_GROUPS": "ResourceExhausted",
         "KEY_CONFLICT": "AlreadyExists", "KEY_JOB_GONE": "NotFound", "TENANT_UNKNOWN": "NotFound",
-        "POOL_UNKNOWN": "NotFound", "TOO_LARGE": "InvalidArgument", "MAX_CLASS": "PermissionDenied",
+        "POOL_UNKNOWN": "NotFound", "RESOURCE_UNKNOWN": "NotFound", "TOO_LARGE": "InvalidArgument", "MAX_CLASS": "PermissionDenied",
         "DEADLINES_NOT_ALLOWED": "PermissionDenied", "SUBSCRIPTION_REQUIRED": "FailedPrecondition",
         "FEATURE_LEVEL": "FailedPrecondition", "NOT_LEADER": "Unavailable"}
 

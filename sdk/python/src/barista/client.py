@@ -114,7 +114,7 @@ class Client:
                         deadline: Union[datetime, cv.Duration, None] = None, delay: Optional[cv.Duration] = None,
                         expire: Optional[cv.Duration] = None, max_attempts: Optional[int] = None,
                         timeout: Optional[cv.Duration] = None, retry_backoff: Optional[cv.Duration] = None,
-                        form: Optional[str] = None) -> client_pb2.SubmitRequest:
+                        form: Optional[str] = None, uses: Optional[Mapping[str, int]] = None) -> client_pb2.SubmitRequest:
         if kind is None:
             kind = _payload.kind_of(payload)  # a dataclass that names its kind
         req = client_pb2.SubmitRequest(
@@ -135,6 +135,8 @@ class Client:
             req.max_attempts = max_attempts
         if retry_backoff is not None:
             req.retry_backoff_ms = cv.millis(retry_backoff, "retry_backoff")
+        if uses:
+            req.uses.extend(_uses(uses))
         return req
 
     @staticmethod
@@ -145,7 +147,8 @@ class Client:
         return Job(id=job_id, created=created, state=state, tenant=req.tenant, kind=req.job_type, form=cv.form_name(req.form),
                    pool=req.pool or "default", size=cv.size_name(req.size), priority=cv.priority_name(getattr(req, "class")),
                    group=req.group, key=req.idempotency_key if req.HasField("idempotency_key") else None,
-                   max_attempts=req.max_attempts, cost=cv.opt_ms(req.est_cost_ms), timeout=cv.opt_ms(req.timeout_ms))
+                   max_attempts=req.max_attempts, cost=cv.opt_ms(req.est_cost_ms), timeout=cv.opt_ms(req.timeout_ms),
+                   uses={u.resource: u.units for u in req.uses})
 
     async def submit(self, payload: object = b"", *, kind: Optional[str] = None,
                      tenant: Optional[str] = None, pool: Optional[str] = None, size: str = "sm",
@@ -153,7 +156,8 @@ class Client:
                      priority: Optional[str] = None, deadline: Union[datetime, cv.Duration, None] = None,
                      delay: Optional[cv.Duration] = None, expire: Optional[cv.Duration] = None,
                      max_attempts: Optional[int] = None, timeout: Optional[cv.Duration] = None,
-                     retry_backoff: Optional[cv.Duration] = None, form: Optional[str] = None) -> Job:
+                     retry_backoff: Optional[cv.Duration] = None, form: Optional[str] = None,
+                     uses: Optional[Mapping[str, int]] = None) -> Job:
         """Submits one job and returns it (``Job.id``; ``Job.created`` False
         when ``key`` found an existing job with the same content).
 
@@ -171,14 +175,18 @@ class Client:
         timedelta or seconds; left out only while the cluster's estimate is
         auto); ``priority`` critical, high, normal or low; ``deadline`` a
         datetime or a duration from now; ``delay``, ``expire``, ``timeout``
-        and ``retry_backoff`` durations. With a ``key`` the submit is sent
+        and ``retry_backoff`` durations. ``uses`` names the resources the
+        job holds units of while it runs (``{"openai": 1}``: at most 8, each
+        at least 1 unit; docs/resources.md): it is dispatched only when
+        each has room for it. With a ``key`` the submit is sent
         again to another node when one fails: the key finds the same job.
         Without one it is sent once, and an Unavailable error means the job
         may or may not exist.
         """
         req = self._submit_request(payload, kind=kind, tenant=tenant, pool=pool, size=size, cost=cost, key=key,
                                    group=group, priority=priority, deadline=deadline, delay=delay, expire=expire,
-                                   max_attempts=max_attempts, timeout=timeout, retry_backoff=retry_backoff, form=form)
+                                   max_attempts=max_attempts, timeout=timeout, retry_backoff=retry_backoff, form=form,
+                                   uses=uses)
         too_large = _too_large(req, req.ByteSize())
         if too_large is not None:
             raise too_large
@@ -543,6 +551,18 @@ def _subscription(tenant: str, pool: str, resp: admin_pb2.SubscriptionSetRespons
         s = resp.subscription
         return Subscription(tenant=s.tenant, pool=s.pool, burst=s.burst, running=s.running, changed=resp.changed)
     return Subscription(tenant=tenant, pool=pool, burst=None, changed=resp.changed)
+
+
+def _uses(uses: Mapping[str, int]) -> List[types_pb2.ResourceUse]:
+    """The resources a job uses, sorted by name; a unit count below 1 (or
+    not an int) is refused here, the rest by the cluster."""
+    out = []
+    for name in sorted(uses):
+        units = uses[name]
+        if not isinstance(name, str) or isinstance(units, bool) or not isinstance(units, int) or units < 1:
+            raise errors.InvalidArgument(f"uses: {name!r}: {units!r} (want a resource name and at least 1 unit)", field="uses")
+        out.append(types_pb2.ResourceUse(resource=name, units=units))
+    return out
 
 
 def _too_large(req: client_pb2.SubmitRequest, size: int) -> Optional[errors.TooLarge]:

@@ -75,6 +75,9 @@ class Job:
     payload: Optional[bytes] = None
     #: a queued job's place in line (from ``get``; None when it has none).
     place: Optional["Place"] = None
+    #: the resources the job uses and the units of each, by name
+    #: (docs/resources.md); empty: none.
+    uses: Dict[str, int] = field(default_factory=dict, hash=False)
 
     @property
     def done(self) -> bool:
@@ -109,7 +112,8 @@ class Job:
             expire_at=cv.cluster_to_wall(j.now if j.HasField("now") else None, j.expire_at_ms),
             worker_id=j.worker_id, exit_code=j.exit_code, result=j.stdout_tail, error=j.stderr_tail,
             failure=j.failure, snoozes=j.snoozes, cancel=j.cancel or "none", payload=bytes(j.payload) if with_payload else None,
-            place=Place._from_pb(j.place if j.HasField("place") else None, j.now if j.HasField("now") else None))
+            place=Place._from_pb(j.place if j.HasField("place") else None, j.now if j.HasField("now") else None),
+            uses={u.resource: u.units for u in j.uses})
 
 
 @dataclass(frozen=True)
