@@ -116,6 +116,12 @@ export interface SubmitOptions {
    * earlier build submits.
    */
   form?: cv.FormName;
+  /**
+   * The resources it holds units of while it runs (`{openai: 1}`: at most
+   * 8, each at least 1 unit; docs/resources.md): it is dispatched only
+   * when each has room for it.
+   */
+  uses?: Record<string, number>;
 }
 
 /** One job of submitMany: its kind, its payload (typed by the kind) and its options. */
@@ -206,7 +212,22 @@ export function submitRequest(kind: string, payload: unknown, o: SubmitOptions =
     maxAttempts: uint(o.maxAttempts, "maxAttempts") ?? 0,
     idempotencyKey: o.key,
     retryBackoffMs: o.retryBackoff === undefined ? undefined : cv.millis(o.retryBackoff, "retryBackoff"),
+    uses: usesOf(o.uses),
   });
+}
+
+/** The resources a job uses, sorted by name; fewer than 1 unit (or not an integer) is refused here, the rest by the cluster. */
+function usesOf(uses: Record<string, number> | undefined): { resource: string; units: number }[] {
+  if (uses === undefined) return [];
+  return Object.keys(uses)
+    .sort()
+    .map((resource) => {
+      const units = uses[resource];
+      if (typeof units !== "number" || !Number.isInteger(units) || units < 1 || units > 0xffffffff) {
+        throw new InvalidArgument(`uses: ${JSON.stringify(resource)}: ${String(units)} (want at least 1 unit)`, { field: "uses" });
+      }
+      return { resource, units };
+    });
 }
 
 function submitted(req: SubmitRequest, r: { jobId: bigint; created: boolean }): Submitted {
@@ -222,6 +243,7 @@ function submitted(req: SubmitRequest, r: { jobId: bigint; created: boolean }): 
     priority: cv.priorityName(req.class),
     group: req.group,
     key: req.idempotencyKey,
+    uses: Object.fromEntries(req.uses.map((u) => [u.resource, u.units])),
   };
 }
 

@@ -71,6 +71,8 @@ export interface Job<T = unknown> {
   readonly done: boolean;
   /** A queued job's place in line (from `get`; undefined when it has none). */
   place: Place | undefined;
+  /** The resources it uses and the units of each, by name (docs/resources.md); empty: none. */
+  uses: Record<string, number>;
 }
 
 /**
@@ -119,6 +121,8 @@ export interface Submitted {
   priority: cv.Priority;
   group: string;
   key: string | undefined;
+  /** The resources the submit named, and the units of each. */
+  uses: Record<string, number>;
 }
 
 function payloadGetter<T>(raw: Uint8Array | undefined): () => T {
@@ -170,6 +174,7 @@ export function jobFromPb<T>(j: PbJob, withPayload: boolean): Job<T> {
     cancel: j.cancel || "none",
     raw,
     place: placeFromPb(j.place, j.now),
+    uses: Object.fromEntries(j.uses.map((u) => [u.resource, u.units])),
   };
   Object.defineProperty(job, "payload", { get: payload, enumerable: false });
   Object.defineProperty(job, "done", { get: () => TERMINAL_STATES.has(job.state), enumerable: false });

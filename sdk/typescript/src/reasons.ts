@@ -80,11 +80,6 @@ export const REASONS = {
     className: "PoolUnknown",
     doc: "the pool does not exist",
   },
-  RESOURCE_UNKNOWN: {
-    code: "NOT_FOUND",
-    className: "ResourceUnknown",
-    doc: "the resource a job uses, or a command names, is not declared",
-  },
   TOO_LARGE: {
     code: "INVALID_ARGUMENT",
     className: "TooLarge",
@@ -119,6 +114,11 @@ export const REASONS = {
     code: "UNAVAILABLE",
     className: "NotLeader",
     doc: "the node does not lead and did nothing with the call: the SDK asks another node itself; a caller sees it only when no node could serve the call",
+  },
+  RESOURCE_UNKNOWN: {
+    code: "NOT_FOUND",
+    className: "ResourceUnknown",
+    doc: "the resource a job uses, or a command names, is not declared",
   },
 } as const satisfies Record<ReasonName, ReasonRow>;
 

@@ -344,6 +344,12 @@ export class Cluster {
     await admin.poolSet({ name, ...fields }, md);
   }
 
+  /** Declares or changes a resource (the SDK has no call for it). */
+  async resourceSet(name: string, capacity: number): Promise<void> {
+    const { admin, md } = await this.admin();
+    await admin.resourceSet({ name, capacity }, md);
+  }
+
   /** The workers the leader knows (barista workers; the SDK has no call for it). */
   async workers(): Promise<WorkerInfo[]> {
     const lead = await this.waitLeader();

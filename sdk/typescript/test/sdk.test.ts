@@ -106,6 +106,28 @@ describe("the client", { skip, timeout: 60_000 }, () => {
     }
   });
 
+  test("a job with uses reads back its uses", async () => {
+    await c.resourceSet("ts-api", 4);
+    await c.resourceSet("ts-db", 2);
+    await c.poolSet("ts-idle"); // no workers: the jobs stay queued
+    const admin = new Client({ servers: c.addrs, token: ADMIN_TOKEN });
+    try {
+      await admin.upsertTenant("ts-llm", { tier: "free" });
+      const job = await admin.submit("summarize", "doc-17", { tenant: "ts-llm", pool: "ts-idle", cost: 20_000, uses: { "ts-db": 2, "ts-api": 1 } });
+      assert.deepEqual(job.uses, { "ts-api": 1, "ts-db": 2 });
+      const got = await admin.get(job.id, { tenant: "ts-llm" });
+      assert.deepEqual([got.state, got.uses], ["queued", { "ts-api": 1, "ts-db": 2 }]);
+      const plain = await admin.submit("plain", undefined, { tenant: "ts-llm", pool: "ts-idle", cost: 1 });
+      assert.deepEqual((await admin.get(plain.id, { tenant: "ts-llm" })).uses, {});
+      const e = await refused(admin.submit("x", undefined, { tenant: "ts-llm", pool: "ts-idle", cost: 1, uses: { "ts-api": 0 } }), InvalidArgument);
+      assert.deepEqual([e.field, e.rawMessage], ["uses", 'uses: "ts-api": 0 (want at least 1 unit)']);
+      await admin.cancel(job, { tenant: "ts-llm" });
+      await admin.cancel(plain, { tenant: "ts-llm" });
+    } finally {
+      await admin.close();
+    }
+  });
+
   test("jobs lists every page, explain says why, usage counts", async () => {
     const admin = new Client({ servers: c.addrs, token: ADMIN_TOKEN });
     try {
