@@ -33,7 +33,11 @@ type WorkerMessage struct {
 	//	*WorkerMessage_Started
 	//	*WorkerMessage_Heartbeat
 	//	*WorkerMessage_Finished
-	Msg           isWorkerMessage_Msg `protobuf_oneof:"msg"`
+	//	*WorkerMessage_End
+	Msg isWorkerMessage_Msg `protobuf_oneof:"msg"`
+	// slot names the slot of a multiplexed stream the message belongs to
+	// (1..1024; see Hello.mux). 0 on a stream of one session.
+	Slot          uint32 `protobuf:"varint,15,opt,name=slot,proto3" json:"slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -120,6 +124,22 @@ func (x *WorkerMessage) GetFinished() *JobFinished {
 	return nil
 }
 
+func (x *WorkerMessage) GetEnd() *SlotEnd {
+	if x != nil {
+		if x, ok := x.Msg.(*WorkerMessage_End); ok {
+			return x.End
+		}
+	}
+	return nil
+}
+
+func (x *WorkerMessage) GetSlot() uint32 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
 type isWorkerMessage_Msg interface {
 	isWorkerMessage_Msg()
 }
@@ -144,6 +164,10 @@ type WorkerMessage_Finished struct {
 	Finished *JobFinished `protobuf:"bytes,5,opt,name=finished,proto3,oneof"`
 }
 
+type WorkerMessage_End struct {
+	End *SlotEnd `protobuf:"bytes,6,opt,name=end,proto3,oneof"`
+}
+
 func (*WorkerMessage_Hello) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Ready) isWorkerMessage_Msg() {}
@@ -153,6 +177,8 @@ func (*WorkerMessage_Started) isWorkerMessage_Msg() {}
 func (*WorkerMessage_Heartbeat) isWorkerMessage_Msg() {}
 
 func (*WorkerMessage_Finished) isWorkerMessage_Msg() {}
+
+func (*WorkerMessage_End) isWorkerMessage_Msg() {}
 
 type LeaderMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -165,7 +191,11 @@ type LeaderMessage struct {
 	//	*LeaderMessage_HeartbeatAck
 	//	*LeaderMessage_Reject
 	//	*LeaderMessage_FinishedAck
-	Msg           isLeaderMessage_Msg `protobuf_oneof:"msg"`
+	//	*LeaderMessage_End
+	Msg isLeaderMessage_Msg `protobuf_oneof:"msg"`
+	// slot names the slot of a multiplexed stream the message is for
+	// (1..1024; see Hello.mux). 0 on a stream of one session.
+	Slot          uint32 `protobuf:"varint,15,opt,name=slot,proto3" json:"slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -270,6 +300,22 @@ func (x *LeaderMessage) GetFinishedAck() *FinishedAck {
 	return nil
 }
 
+func (x *LeaderMessage) GetEnd() *SlotEnd {
+	if x != nil {
+		if x, ok := x.Msg.(*LeaderMessage_End); ok {
+			return x.End
+		}
+	}
+	return nil
+}
+
+func (x *LeaderMessage) GetSlot() uint32 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
 type isLeaderMessage_Msg interface {
 	isLeaderMessage_Msg()
 }
@@ -302,6 +348,10 @@ type LeaderMessage_FinishedAck struct {
 	FinishedAck *FinishedAck `protobuf:"bytes,7,opt,name=finished_ack,json=finishedAck,proto3,oneof"`
 }
 
+type LeaderMessage_End struct {
+	End *SlotEnd `protobuf:"bytes,8,opt,name=end,proto3,oneof"`
+}
+
 func (*LeaderMessage_Welcome) isLeaderMessage_Msg() {}
 
 func (*LeaderMessage_Redirect) isLeaderMessage_Msg() {}
@@ -315,6 +365,59 @@ func (*LeaderMessage_HeartbeatAck) isLeaderMessage_Msg() {}
 func (*LeaderMessage_Reject) isLeaderMessage_Msg() {}
 
 func (*LeaderMessage_FinishedAck) isLeaderMessage_Msg() {}
+
+func (*LeaderMessage_End) isLeaderMessage_Msg() {}
+
+// SlotEnd ends one slot's session on a multiplexed stream, the others
+// going on. From the leader: the session ended, status (a serialized
+// google.rpc.Status) saying why, as the end of a stream of one session
+// would (empty: it ended normally). From the worker: the slot leaves the
+// stream; the leader ends its session and answers with a SlotEnd, after
+// which nothing more of that session comes, so the slot may send a new
+// Hello.
+type SlotEnd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        []byte                 `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SlotEnd) Reset() {
+	*x = SlotEnd{}
+	mi := &file_worker_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlotEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlotEnd) ProtoMessage() {}
+
+func (x *SlotEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlotEnd.ProtoReflect.Descriptor instead.
+func (*SlotEnd) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SlotEnd) GetStatus() []byte {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
 
 // Hello opens a session. running lists the job the worker is still
 // running (after a reconnect): its lease resumes if the cluster still
@@ -332,15 +435,22 @@ type Hello struct {
 	// routes by it): commands says it runs command jobs, kinds names the
 	// function kinds it registered (at most 1,000, each a job type). A
 	// worker that says neither runs every job, as before.
-	Commands      bool     `protobuf:"varint,6,opt,name=commands,proto3" json:"commands,omitempty"`
-	Kinds         []string `protobuf:"bytes,7,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	Commands bool     `protobuf:"varint,6,opt,name=commands,proto3" json:"commands,omitempty"`
+	Kinds    []string `protobuf:"bytes,7,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// mux, on a stream's first Hello, asks for a multiplexed stream: every
+	// message carries the slot it belongs to (WorkerMessage.slot, 1..1024)
+	// and each slot is a session of its own, opened by its own Hello and
+	// ended by a SlotEnd or the stream's end. A leader that multiplexes
+	// says Welcome.mux; one of an earlier build ignores both and serves the
+	// stream as the first slot's session alone.
+	Mux           bool `protobuf:"varint,8,opt,name=mux,proto3" json:"mux,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_worker_proto_msgTypes[2]
+	mi := &file_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +462,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[2]
+	mi := &file_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -365,7 +475,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{2}
+	return file_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Hello) GetWorkerId() string {
@@ -417,6 +527,13 @@ func (x *Hello) GetKinds() []string {
 	return nil
 }
 
+func (x *Hello) GetMux() bool {
+	if x != nil {
+		return x.Mux
+	}
+	return false
+}
+
 type RunningJob struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Job     uint64                 `protobuf:"varint,1,opt,name=job,proto3" json:"job,omitempty"`
@@ -431,7 +548,7 @@ type RunningJob struct {
 
 func (x *RunningJob) Reset() {
 	*x = RunningJob{}
-	mi := &file_worker_proto_msgTypes[3]
+	mi := &file_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -443,7 +560,7 @@ func (x *RunningJob) String() string {
 func (*RunningJob) ProtoMessage() {}
 
 func (x *RunningJob) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[3]
+	mi := &file_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -456,7 +573,7 @@ func (x *RunningJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunningJob.ProtoReflect.Descriptor instead.
 func (*RunningJob) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{3}
+	return file_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RunningJob) GetJob() uint64 {
@@ -497,7 +614,7 @@ type Ready struct {
 
 func (x *Ready) Reset() {
 	*x = Ready{}
-	mi := &file_worker_proto_msgTypes[4]
+	mi := &file_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -509,7 +626,7 @@ func (x *Ready) String() string {
 func (*Ready) ProtoMessage() {}
 
 func (x *Ready) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[4]
+	mi := &file_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -522,7 +639,7 @@ func (x *Ready) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ready.ProtoReflect.Descriptor instead.
 func (*Ready) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{4}
+	return file_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Ready) GetCredit() uint64 {
@@ -542,7 +659,7 @@ type JobStarted struct {
 
 func (x *JobStarted) Reset() {
 	*x = JobStarted{}
-	mi := &file_worker_proto_msgTypes[5]
+	mi := &file_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +671,7 @@ func (x *JobStarted) String() string {
 func (*JobStarted) ProtoMessage() {}
 
 func (x *JobStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[5]
+	mi := &file_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +684,7 @@ func (x *JobStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStarted.ProtoReflect.Descriptor instead.
 func (*JobStarted) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{5}
+	return file_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobStarted) GetJob() uint64 {
@@ -598,7 +715,7 @@ type JobHeartbeat struct {
 
 func (x *JobHeartbeat) Reset() {
 	*x = JobHeartbeat{}
-	mi := &file_worker_proto_msgTypes[6]
+	mi := &file_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +727,7 @@ func (x *JobHeartbeat) String() string {
 func (*JobHeartbeat) ProtoMessage() {}
 
 func (x *JobHeartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[6]
+	mi := &file_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +740,7 @@ func (x *JobHeartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobHeartbeat.ProtoReflect.Descriptor instead.
 func (*JobHeartbeat) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{6}
+	return file_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobHeartbeat) GetJob() uint64 {
@@ -699,7 +816,7 @@ type JobFinished struct {
 
 func (x *JobFinished) Reset() {
 	*x = JobFinished{}
-	mi := &file_worker_proto_msgTypes[7]
+	mi := &file_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +828,7 @@ func (x *JobFinished) String() string {
 func (*JobFinished) ProtoMessage() {}
 
 func (x *JobFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[7]
+	mi := &file_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +841,7 @@ func (x *JobFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobFinished.ProtoReflect.Descriptor instead.
 func (*JobFinished) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{7}
+	return file_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobFinished) GetJob() uint64 {
@@ -847,14 +964,17 @@ type Welcome struct {
 	// runs (feature level 8): its Assigns carry the job's form, it takes a
 	// Finished of outcome UNKNOWN_KIND, and it counts the jobs this Hello
 	// did not list as not held (SPEC §5, reconcile on reconnect).
-	Kinds         bool `protobuf:"varint,9,opt,name=kinds,proto3" json:"kinds,omitempty"`
+	Kinds bool `protobuf:"varint,9,opt,name=kinds,proto3" json:"kinds,omitempty"`
+	// mux says this leader serves the stream's slots as sessions of their
+	// own (Hello.mux).
+	Mux           bool `protobuf:"varint,10,opt,name=mux,proto3" json:"mux,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_worker_proto_msgTypes[8]
+	mi := &file_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +986,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[8]
+	mi := &file_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +999,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{8}
+	return file_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Welcome) GetHeartbeatIntervalMs() int64 {
@@ -945,6 +1065,13 @@ func (x *Welcome) GetKinds() bool {
 	return false
 }
 
+func (x *Welcome) GetMux() bool {
+	if x != nil {
+		return x.Mux
+	}
+	return false
+}
+
 // Redirect tells a worker that reached a follower where the leader is.
 type Redirect struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -956,7 +1083,7 @@ type Redirect struct {
 
 func (x *Redirect) Reset() {
 	*x = Redirect{}
-	mi := &file_worker_proto_msgTypes[9]
+	mi := &file_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1095,7 @@ func (x *Redirect) String() string {
 func (*Redirect) ProtoMessage() {}
 
 func (x *Redirect) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[9]
+	mi := &file_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1108,7 @@ func (x *Redirect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redirect.ProtoReflect.Descriptor instead.
 func (*Redirect) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{9}
+	return file_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Redirect) GetLeaderId() string {
@@ -1029,7 +1156,7 @@ type Assign struct {
 
 func (x *Assign) Reset() {
 	*x = Assign{}
-	mi := &file_worker_proto_msgTypes[10]
+	mi := &file_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1168,7 @@ func (x *Assign) String() string {
 func (*Assign) ProtoMessage() {}
 
 func (x *Assign) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[10]
+	mi := &file_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1181,7 @@ func (x *Assign) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assign.ProtoReflect.Descriptor instead.
 func (*Assign) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{10}
+	return file_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Assign) GetJob() uint64 {
@@ -1156,7 +1283,7 @@ type CancelOrder struct {
 
 func (x *CancelOrder) Reset() {
 	*x = CancelOrder{}
-	mi := &file_worker_proto_msgTypes[11]
+	mi := &file_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1168,7 +1295,7 @@ func (x *CancelOrder) String() string {
 func (*CancelOrder) ProtoMessage() {}
 
 func (x *CancelOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[11]
+	mi := &file_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1181,7 +1308,7 @@ func (x *CancelOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelOrder.ProtoReflect.Descriptor instead.
 func (*CancelOrder) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{11}
+	return file_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CancelOrder) GetJob() uint64 {
@@ -1223,7 +1350,7 @@ type HeartbeatAck struct {
 
 func (x *HeartbeatAck) Reset() {
 	*x = HeartbeatAck{}
-	mi := &file_worker_proto_msgTypes[12]
+	mi := &file_worker_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1362,7 @@ func (x *HeartbeatAck) String() string {
 func (*HeartbeatAck) ProtoMessage() {}
 
 func (x *HeartbeatAck) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[12]
+	mi := &file_worker_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1375,7 @@ func (x *HeartbeatAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatAck.ProtoReflect.Descriptor instead.
 func (*HeartbeatAck) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{12}
+	return file_worker_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HeartbeatAck) GetSeq() uint64 {
@@ -1271,7 +1398,7 @@ type Reject struct {
 
 func (x *Reject) Reset() {
 	*x = Reject{}
-	mi := &file_worker_proto_msgTypes[13]
+	mi := &file_worker_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1410,7 @@ func (x *Reject) String() string {
 func (*Reject) ProtoMessage() {}
 
 func (x *Reject) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[13]
+	mi := &file_worker_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1423,7 @@ func (x *Reject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reject.ProtoReflect.Descriptor instead.
 func (*Reject) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{13}
+	return file_worker_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Reject) GetJob() uint64 {
@@ -1332,7 +1459,7 @@ type FinishedAck struct {
 
 func (x *FinishedAck) Reset() {
 	*x = FinishedAck{}
-	mi := &file_worker_proto_msgTypes[14]
+	mi := &file_worker_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +1471,7 @@ func (x *FinishedAck) String() string {
 func (*FinishedAck) ProtoMessage() {}
 
 func (x *FinishedAck) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[14]
+	mi := &file_worker_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +1484,7 @@ func (x *FinishedAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishedAck.ProtoReflect.Descriptor instead.
 func (*FinishedAck) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{14}
+	return file_worker_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FinishedAck) GetJob() uint64 {
@@ -1382,7 +1509,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_worker_proto_msgTypes[15]
+	mi := &file_worker_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1521,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[15]
+	mi := &file_worker_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1534,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{15}
+	return file_worker_proto_rawDescGZIP(), []int{16}
 }
 
 type WorkerInfo struct {
@@ -1437,7 +1564,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_worker_proto_msgTypes[16]
+	mi := &file_worker_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1449,7 +1576,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[16]
+	mi := &file_worker_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1462,7 +1589,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{16}
+	return file_worker_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WorkerInfo) GetWorkerId() string {
@@ -1566,7 +1693,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_worker_proto_msgTypes[17]
+	mi := &file_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1705,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[17]
+	mi := &file_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1718,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{17}
+	return file_worker_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*WorkerInfo {
@@ -1621,7 +1748,7 @@ type DrainRequest struct {
 
 func (x *DrainRequest) Reset() {
 	*x = DrainRequest{}
-	mi := &file_worker_proto_msgTypes[18]
+	mi := &file_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1760,7 @@ func (x *DrainRequest) String() string {
 func (*DrainRequest) ProtoMessage() {}
 
 func (x *DrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[18]
+	mi := &file_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1773,7 @@ func (x *DrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
 func (*DrainRequest) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{18}
+	return file_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DrainRequest) GetWorkerId() string {
@@ -1678,7 +1805,7 @@ type DrainResponse struct {
 
 func (x *DrainResponse) Reset() {
 	*x = DrainResponse{}
-	mi := &file_worker_proto_msgTypes[19]
+	mi := &file_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +1817,7 @@ func (x *DrainResponse) String() string {
 func (*DrainResponse) ProtoMessage() {}
 
 func (x *DrainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[19]
+	mi := &file_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +1830,7 @@ func (x *DrainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainResponse.ProtoReflect.Descriptor instead.
 func (*DrainResponse) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{19}
+	return file_worker_proto_rawDescGZIP(), []int{20}
 }
 
 var File_worker_proto protoreflect.FileDescriptor
@@ -1711,14 +1838,16 @@ var File_worker_proto protoreflect.FileDescriptor
 const file_worker_proto_rawDesc = "" +
 	"\n" +
 	"\fworker.proto\x12\n" +
-	"barista.v1\x1a\vtypes.proto\"\x91\x02\n" +
+	"barista.v1\x1a\vtypes.proto\"\xce\x02\n" +
 	"\rWorkerMessage\x12)\n" +
 	"\x05hello\x18\x01 \x01(\v2\x11.barista.v1.HelloH\x00R\x05hello\x12)\n" +
 	"\x05ready\x18\x02 \x01(\v2\x11.barista.v1.ReadyH\x00R\x05ready\x122\n" +
 	"\astarted\x18\x03 \x01(\v2\x16.barista.v1.JobStartedH\x00R\astarted\x128\n" +
 	"\theartbeat\x18\x04 \x01(\v2\x18.barista.v1.JobHeartbeatH\x00R\theartbeat\x125\n" +
-	"\bfinished\x18\x05 \x01(\v2\x17.barista.v1.JobFinishedH\x00R\bfinishedB\x05\n" +
-	"\x03msg\"\x89\x03\n" +
+	"\bfinished\x18\x05 \x01(\v2\x17.barista.v1.JobFinishedH\x00R\bfinished\x12'\n" +
+	"\x03end\x18\x06 \x01(\v2\x13.barista.v1.SlotEndH\x00R\x03end\x12\x12\n" +
+	"\x04slot\x18\x0f \x01(\rR\x04slotB\x05\n" +
+	"\x03msg\"\xc6\x03\n" +
 	"\rLeaderMessage\x12/\n" +
 	"\awelcome\x18\x01 \x01(\v2\x13.barista.v1.WelcomeH\x00R\awelcome\x122\n" +
 	"\bredirect\x18\x02 \x01(\v2\x14.barista.v1.RedirectH\x00R\bredirect\x12,\n" +
@@ -1726,8 +1855,12 @@ const file_worker_proto_rawDesc = "" +
 	"\x06cancel\x18\x04 \x01(\v2\x17.barista.v1.CancelOrderH\x00R\x06cancel\x12?\n" +
 	"\rheartbeat_ack\x18\x05 \x01(\v2\x18.barista.v1.HeartbeatAckH\x00R\fheartbeatAck\x12,\n" +
 	"\x06reject\x18\x06 \x01(\v2\x12.barista.v1.RejectH\x00R\x06reject\x12<\n" +
-	"\ffinished_ack\x18\a \x01(\v2\x17.barista.v1.FinishedAckH\x00R\vfinishedAckB\x05\n" +
-	"\x03msg\"\xdc\x01\n" +
+	"\ffinished_ack\x18\a \x01(\v2\x17.barista.v1.FinishedAckH\x00R\vfinishedAck\x12'\n" +
+	"\x03end\x18\b \x01(\v2\x13.barista.v1.SlotEndH\x00R\x03end\x12\x12\n" +
+	"\x04slot\x18\x0f \x01(\rR\x04slotB\x05\n" +
+	"\x03msg\"!\n" +
+	"\aSlotEnd\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\fR\x06status\"\xee\x01\n" +
 	"\x05Hello\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12$\n" +
 	"\x04size\x18\x02 \x01(\x0e2\x10.barista.v1.SizeR\x04size\x120\n" +
@@ -1735,7 +1868,8 @@ const file_worker_proto_rawDesc = "" +
 	"\aversion\x18\x04 \x01(\tR\aversion\x12\x12\n" +
 	"\x04pool\x18\x05 \x01(\tR\x04pool\x12\x1a\n" +
 	"\bcommands\x18\x06 \x01(\bR\bcommands\x12\x14\n" +
-	"\x05kinds\x18\a \x03(\tR\x05kinds\"k\n" +
+	"\x05kinds\x18\a \x03(\tR\x05kinds\x12\x10\n" +
+	"\x03mux\x18\b \x01(\bR\x03mux\"k\n" +
 	"\n" +
 	"RunningJob\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\x04R\x03job\x12\x18\n" +
@@ -1770,7 +1904,7 @@ const file_worker_proto_rawDesc = "" +
 	"\n" +
 	"cpu_source\x18\v \x01(\x0e2\x15.barista.v1.CpuSourceR\tcpuSource\x120\n" +
 	"\afailure\x18\f \x01(\x0e2\x16.barista.v1.RunFailureR\afailure\x12\x1b\n" +
-	"\tsnooze_ms\x18\r \x01(\x03R\bsnoozeMs\"\xe1\x02\n" +
+	"\tsnooze_ms\x18\r \x01(\x03R\bsnoozeMs\"\xf3\x02\n" +
 	"\aWelcome\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x01 \x01(\x03R\x13heartbeatIntervalMs\x12+\n" +
 	"\x12self_kill_after_ms\x18\x02 \x01(\x03R\x0fselfKillAfterMs\x12@\n" +
@@ -1780,7 +1914,9 @@ const file_worker_proto_rawDesc = "" +
 	"\x10started_delay_ms\x18\x06 \x01(\x03R\x0estartedDelayMs\x12\x1b\n" +
 	"\tjob_types\x18\a \x01(\bR\bjobTypes\x12\x16\n" +
 	"\x06snooze\x18\b \x01(\bR\x06snooze\x12\x14\n" +
-	"\x05kinds\x18\t \x01(\bR\x05kinds\"H\n" +
+	"\x05kinds\x18\t \x01(\bR\x05kinds\x12\x10\n" +
+	"\x03mux\x18\n" +
+	" \x01(\bR\x03mux\"H\n" +
 	"\bRedirect\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12\x1f\n" +
 	"\vleader_addr\x18\x02 \x01(\tR\n" +
@@ -1856,69 +1992,72 @@ func file_worker_proto_rawDescGZIP() []byte {
 	return file_worker_proto_rawDescData
 }
 
-var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_worker_proto_goTypes = []any{
 	(*WorkerMessage)(nil),       // 0: barista.v1.WorkerMessage
 	(*LeaderMessage)(nil),       // 1: barista.v1.LeaderMessage
-	(*Hello)(nil),               // 2: barista.v1.Hello
-	(*RunningJob)(nil),          // 3: barista.v1.RunningJob
-	(*Ready)(nil),               // 4: barista.v1.Ready
-	(*JobStarted)(nil),          // 5: barista.v1.JobStarted
-	(*JobHeartbeat)(nil),        // 6: barista.v1.JobHeartbeat
-	(*JobFinished)(nil),         // 7: barista.v1.JobFinished
-	(*Welcome)(nil),             // 8: barista.v1.Welcome
-	(*Redirect)(nil),            // 9: barista.v1.Redirect
-	(*Assign)(nil),              // 10: barista.v1.Assign
-	(*CancelOrder)(nil),         // 11: barista.v1.CancelOrder
-	(*HeartbeatAck)(nil),        // 12: barista.v1.HeartbeatAck
-	(*Reject)(nil),              // 13: barista.v1.Reject
-	(*FinishedAck)(nil),         // 14: barista.v1.FinishedAck
-	(*ListWorkersRequest)(nil),  // 15: barista.v1.ListWorkersRequest
-	(*WorkerInfo)(nil),          // 16: barista.v1.WorkerInfo
-	(*ListWorkersResponse)(nil), // 17: barista.v1.ListWorkersResponse
-	(*DrainRequest)(nil),        // 18: barista.v1.DrainRequest
-	(*DrainResponse)(nil),       // 19: barista.v1.DrainResponse
-	(Size)(0),                   // 20: barista.v1.Size
-	(Outcome)(0),                // 21: barista.v1.Outcome
-	(CpuSource)(0),              // 22: barista.v1.CpuSource
-	(RunFailure)(0),             // 23: barista.v1.RunFailure
-	(JobForm)(0),                // 24: barista.v1.JobForm
+	(*SlotEnd)(nil),             // 2: barista.v1.SlotEnd
+	(*Hello)(nil),               // 3: barista.v1.Hello
+	(*RunningJob)(nil),          // 4: barista.v1.RunningJob
+	(*Ready)(nil),               // 5: barista.v1.Ready
+	(*JobStarted)(nil),          // 6: barista.v1.JobStarted
+	(*JobHeartbeat)(nil),        // 7: barista.v1.JobHeartbeat
+	(*JobFinished)(nil),         // 8: barista.v1.JobFinished
+	(*Welcome)(nil),             // 9: barista.v1.Welcome
+	(*Redirect)(nil),            // 10: barista.v1.Redirect
+	(*Assign)(nil),              // 11: barista.v1.Assign
+	(*CancelOrder)(nil),         // 12: barista.v1.CancelOrder
+	(*HeartbeatAck)(nil),        // 13: barista.v1.HeartbeatAck
+	(*Reject)(nil),              // 14: barista.v1.Reject
+	(*FinishedAck)(nil),         // 15: barista.v1.FinishedAck
+	(*ListWorkersRequest)(nil),  // 16: barista.v1.ListWorkersRequest
+	(*WorkerInfo)(nil),          // 17: barista.v1.WorkerInfo
+	(*ListWorkersResponse)(nil), // 18: barista.v1.ListWorkersResponse
+	(*DrainRequest)(nil),        // 19: barista.v1.DrainRequest
+	(*DrainResponse)(nil),       // 20: barista.v1.DrainResponse
+	(Size)(0),                   // 21: barista.v1.Size
+	(Outcome)(0),                // 22: barista.v1.Outcome
+	(CpuSource)(0),              // 23: barista.v1.CpuSource
+	(RunFailure)(0),             // 24: barista.v1.RunFailure
+	(JobForm)(0),                // 25: barista.v1.JobForm
 }
 var file_worker_proto_depIdxs = []int32{
-	2,  // 0: barista.v1.WorkerMessage.hello:type_name -> barista.v1.Hello
-	4,  // 1: barista.v1.WorkerMessage.ready:type_name -> barista.v1.Ready
-	5,  // 2: barista.v1.WorkerMessage.started:type_name -> barista.v1.JobStarted
-	6,  // 3: barista.v1.WorkerMessage.heartbeat:type_name -> barista.v1.JobHeartbeat
-	7,  // 4: barista.v1.WorkerMessage.finished:type_name -> barista.v1.JobFinished
-	8,  // 5: barista.v1.LeaderMessage.welcome:type_name -> barista.v1.Welcome
-	9,  // 6: barista.v1.LeaderMessage.redirect:type_name -> barista.v1.Redirect
-	10, // 7: barista.v1.LeaderMessage.assign:type_name -> barista.v1.Assign
-	11, // 8: barista.v1.LeaderMessage.cancel:type_name -> barista.v1.CancelOrder
-	12, // 9: barista.v1.LeaderMessage.heartbeat_ack:type_name -> barista.v1.HeartbeatAck
-	13, // 10: barista.v1.LeaderMessage.reject:type_name -> barista.v1.Reject
-	14, // 11: barista.v1.LeaderMessage.finished_ack:type_name -> barista.v1.FinishedAck
-	20, // 12: barista.v1.Hello.size:type_name -> barista.v1.Size
-	3,  // 13: barista.v1.Hello.running:type_name -> barista.v1.RunningJob
-	21, // 14: barista.v1.JobFinished.outcome:type_name -> barista.v1.Outcome
-	22, // 15: barista.v1.JobFinished.cpu_source:type_name -> barista.v1.CpuSource
-	23, // 16: barista.v1.JobFinished.failure:type_name -> barista.v1.RunFailure
-	11, // 17: barista.v1.Welcome.pending_cancels:type_name -> barista.v1.CancelOrder
-	20, // 18: barista.v1.Assign.size:type_name -> barista.v1.Size
-	14, // 19: barista.v1.Assign.finished:type_name -> barista.v1.FinishedAck
-	24, // 20: barista.v1.Assign.form:type_name -> barista.v1.JobForm
-	20, // 21: barista.v1.WorkerInfo.size:type_name -> barista.v1.Size
-	16, // 22: barista.v1.ListWorkersResponse.workers:type_name -> barista.v1.WorkerInfo
-	0,  // 23: barista.v1.Worker.Connect:input_type -> barista.v1.WorkerMessage
-	15, // 24: barista.v1.Worker.ListWorkers:input_type -> barista.v1.ListWorkersRequest
-	18, // 25: barista.v1.Worker.Drain:input_type -> barista.v1.DrainRequest
-	1,  // 26: barista.v1.Worker.Connect:output_type -> barista.v1.LeaderMessage
-	17, // 27: barista.v1.Worker.ListWorkers:output_type -> barista.v1.ListWorkersResponse
-	19, // 28: barista.v1.Worker.Drain:output_type -> barista.v1.DrainResponse
-	26, // [26:29] is the sub-list for method output_type
-	23, // [23:26] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	3,  // 0: barista.v1.WorkerMessage.hello:type_name -> barista.v1.Hello
+	5,  // 1: barista.v1.WorkerMessage.ready:type_name -> barista.v1.Ready
+	6,  // 2: barista.v1.WorkerMessage.started:type_name -> barista.v1.JobStarted
+	7,  // 3: barista.v1.WorkerMessage.heartbeat:type_name -> barista.v1.JobHeartbeat
+	8,  // 4: barista.v1.WorkerMessage.finished:type_name -> barista.v1.JobFinished
+	2,  // 5: barista.v1.WorkerMessage.end:type_name -> barista.v1.SlotEnd
+	9,  // 6: barista.v1.LeaderMessage.welcome:type_name -> barista.v1.Welcome
+	10, // 7: barista.v1.LeaderMessage.redirect:type_name -> barista.v1.Redirect
+	11, // 8: barista.v1.LeaderMessage.assign:type_name -> barista.v1.Assign
+	12, // 9: barista.v1.LeaderMessage.cancel:type_name -> barista.v1.CancelOrder
+	13, // 10: barista.v1.LeaderMessage.heartbeat_ack:type_name -> barista.v1.HeartbeatAck
+	14, // 11: barista.v1.LeaderMessage.reject:type_name -> barista.v1.Reject
+	15, // 12: barista.v1.LeaderMessage.finished_ack:type_name -> barista.v1.FinishedAck
+	2,  // 13: barista.v1.LeaderMessage.end:type_name -> barista.v1.SlotEnd
+	21, // 14: barista.v1.Hello.size:type_name -> barista.v1.Size
+	4,  // 15: barista.v1.Hello.running:type_name -> barista.v1.RunningJob
+	22, // 16: barista.v1.JobFinished.outcome:type_name -> barista.v1.Outcome
+	23, // 17: barista.v1.JobFinished.cpu_source:type_name -> barista.v1.CpuSource
+	24, // 18: barista.v1.JobFinished.failure:type_name -> barista.v1.RunFailure
+	12, // 19: barista.v1.Welcome.pending_cancels:type_name -> barista.v1.CancelOrder
+	21, // 20: barista.v1.Assign.size:type_name -> barista.v1.Size
+	15, // 21: barista.v1.Assign.finished:type_name -> barista.v1.FinishedAck
+	25, // 22: barista.v1.Assign.form:type_name -> barista.v1.JobForm
+	21, // 23: barista.v1.WorkerInfo.size:type_name -> barista.v1.Size
+	17, // 24: barista.v1.ListWorkersResponse.workers:type_name -> barista.v1.WorkerInfo
+	0,  // 25: barista.v1.Worker.Connect:input_type -> barista.v1.WorkerMessage
+	16, // 26: barista.v1.Worker.ListWorkers:input_type -> barista.v1.ListWorkersRequest
+	19, // 27: barista.v1.Worker.Drain:input_type -> barista.v1.DrainRequest
+	1,  // 28: barista.v1.Worker.Connect:output_type -> barista.v1.LeaderMessage
+	18, // 29: barista.v1.Worker.ListWorkers:output_type -> barista.v1.ListWorkersResponse
+	20, // 30: barista.v1.Worker.Drain:output_type -> barista.v1.DrainResponse
+	28, // [28:31] is the sub-list for method output_type
+	25, // [25:28] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }
@@ -1933,6 +2072,7 @@ func file_worker_proto_init() {
 		(*WorkerMessage_Started)(nil),
 		(*WorkerMessage_Heartbeat)(nil),
 		(*WorkerMessage_Finished)(nil),
+		(*WorkerMessage_End)(nil),
 	}
 	file_worker_proto_msgTypes[1].OneofWrappers = []any{
 		(*LeaderMessage_Welcome)(nil),
@@ -1942,6 +2082,7 @@ func file_worker_proto_init() {
 		(*LeaderMessage_HeartbeatAck)(nil),
 		(*LeaderMessage_Reject)(nil),
 		(*LeaderMessage_FinishedAck)(nil),
+		(*LeaderMessage_End)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1949,7 +2090,7 @@ func file_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file worker.proto.
  */
 export const file_worker: GenFile = /*@__PURE__*/
-  fileDesc("Cgx3b3JrZXIucHJvdG8SCmJhcmlzdGEudjEi5QEKDVdvcmtlck1lc3NhZ2USIgoFaGVsbG8YASABKAsyES5iYXJpc3RhLnYxLkhlbGxvSAASIgoFcmVhZHkYAiABKAsyES5iYXJpc3RhLnYxLlJlYWR5SAASKQoHc3RhcnRlZBgDIAEoCzIWLmJhcmlzdGEudjEuSm9iU3RhcnRlZEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmJhcmlzdGEudjEuSm9iSGVhcnRiZWF0SAASKwoIZmluaXNoZWQYBSABKAsyFy5iYXJpc3RhLnYxLkpvYkZpbmlzaGVkSABCBQoDbXNnIsMCCg1MZWFkZXJNZXNzYWdlEiYKB3dlbGNvbWUYASABKAsyEy5iYXJpc3RhLnYxLldlbGNvbWVIABIoCghyZWRpcmVjdBgCIAEoCzIULmJhcmlzdGEudjEuUmVkaXJlY3RIABIkCgZhc3NpZ24YAyABKAsyEi5iYXJpc3RhLnYxLkFzc2lnbkgAEikKBmNhbmNlbBgEIAEoCzIXLmJhcmlzdGEudjEuQ2FuY2VsT3JkZXJIABIxCg1oZWFydGJlYXRfYWNrGAUgASgLMhguYmFyaXN0YS52MS5IZWFydGJlYXRBY2tIABIkCgZyZWplY3QYBiABKAsyEi5iYXJpc3RhLnYxLlJlamVjdEgAEi8KDGZpbmlzaGVkX2FjaxgHIAEoCzIXLmJhcmlzdGEudjEuRmluaXNoZWRBY2tIAEIFCgNtc2ciowEKBUhlbGxvEhEKCXdvcmtlcl9pZBgBIAEoCRIeCgRzaXplGAIgASgOMhAuYmFyaXN0YS52MS5TaXplEicKB3J1bm5pbmcYAyADKAsyFi5iYXJpc3RhLnYxLlJ1bm5pbmdKb2ISDwoHdmVyc2lvbhgEIAEoCRIMCgRwb29sGAUgASgJEhAKCGNvbW1hbmRzGAYgASgIEg0KBWtpbmRzGAcgAygJIkwKClJ1bm5pbmdKb2ISCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0SDgoGY3B1X21zGAMgASgDEhAKCGZpbmlzaGVkGAQgASgIIhcKBVJlYWR5Eg4KBmNyZWRpdBgBIAEoBCIqCgpKb2JTdGFydGVkEgsKA2pvYhgBIAEoBBIPCgdhdHRlbXB0GAIgASgNIkkKDEpvYkhlYXJ0YmVhdBILCgNqb2IYASABKAQSDwoHYXR0ZW1wdBgCIAEoDRIOCgZjcHVfbXMYAyABKAMSCwoDc2VxGAQgASgEIsgCCgtKb2JGaW5pc2hlZBILCgNqb2IYASABKAQSDwoHYXR0ZW1wdBgCIAEoDRIkCgdvdXRjb21lGAMgASgOMhMuYmFyaXN0YS52MS5PdXRjb21lEg4KBmNwdV9tcxgEIAEoAxIRCglleGl0X2NvZGUYBSABKAUSEwoLc3RkZXJyX3RhaWwYBiABKAkSEwoLc3Rkb3V0X3RhaWwYByABKAkSFAoMcmVhZHlfY3JlZGl0GAggASgEEhgKEHN0YXJ0X3VucmVwb3J0ZWQYCSABKAgSEQoJcGVybWFuZW50GAogASgIEikKCmNwdV9zb3VyY2UYCyABKA4yFS5iYXJpc3RhLnYxLkNwdVNvdXJjZRInCgdmYWlsdXJlGAwgASgOMhYuYmFyaXN0YS52MS5SdW5GYWlsdXJlEhEKCXNub296ZV9tcxgNIAEoAyLrAQoHV2VsY29tZRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYASABKAMSGgoSc2VsZl9raWxsX2FmdGVyX21zGAIgASgDEjAKD3BlbmRpbmdfY2FuY2VscxgDIAMoCzIXLmJhcmlzdGEudjEuQ2FuY2VsT3JkZXISEQoJbGVhZGVyX2lkGAQgASgJEhQKDGZpbmlzaF9yZWFkeRgFIAEoCBIYChBzdGFydGVkX2RlbGF5X21zGAYgASgDEhEKCWpvYl90eXBlcxgHIAEoCBIOCgZzbm9vemUYCCABKAgSDQoFa2luZHMYCSABKAgiMgoIUmVkaXJlY3QSEQoJbGVhZGVyX2lkGAEgASgJEhMKC2xlYWRlcl9hZGRyGAIgASgJIo4CCgZBc3NpZ24SCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0SEgoKdGltZW91dF9tcxgDIAEoAxIPCgdwYXlsb2FkGAQgASgMEg4KBnRlbmFudBgFIAEoCRIeCgRzaXplGAYgASgOMhAuYmFyaXN0YS52MS5TaXplEg4KBmNyZWRpdBgHIAEoBBITCgtlc3RfY29zdF9tcxgIIAEoAxIpCghmaW5pc2hlZBgJIAEoCzIXLmJhcmlzdGEudjEuRmluaXNoZWRBY2sSEAoIam9iX3R5cGUYCiABKAkSDAoEcG9vbBgLIAEoCRIhCgRmb3JtGAwgASgOMhMuYmFyaXN0YS52MS5Kb2JGb3JtIk0KC0NhbmNlbE9yZGVyEgsKA2pvYhgBIAEoBBIPCgdhdHRlbXB0GAIgASgNEg4KBnJlYXNvbhgDIAEoCRIQCghncmFjZV9tcxgEIAEoAyIbCgxIZWFydGJlYXRBY2sSCwoDc2VxGAEgASgEIjYKBlJlamVjdBILCgNqb2IYASABKAQSDwoHYXR0ZW1wdBgCIAEoDRIOCgZyZWFzb24YAyABKAkiKwoLRmluaXNoZWRBY2sSCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0iFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IoACCgpXb3JrZXJJbmZvEhEKCXdvcmtlcl9pZBgBIAEoCRIeCgRzaXplGAIgASgOMhAuYmFyaXN0YS52MS5TaXplEg0KBXN0YXRlGAMgASgJEgsKA2pvYhgEIAEoBBIPCgdhdHRlbXB0GAUgASgNEhkKEWxhc3RfaGVhcnRiZWF0X21zGAYgASgDEg8KB2RyYWluZWQYByABKAgSEQoJY29ubmVjdGVkGAggASgIEgwKBHBvb2wYCSABKAkSEAoIY29tbWFuZHMYCiABKAgSDQoFa2luZHMYCyADKAkSEQoJYWxsX2tpbmRzGAwgASgIEhEKCW5vdF9raW5kcxgNIAMoCSJRChNMaXN0V29ya2Vyc1Jlc3BvbnNlEicKB3dvcmtlcnMYASADKAsyFi5iYXJpc3RhLnYxLldvcmtlckluZm8SEQoJbGVhZGVyX2lkGAIgASgJIkIKDERyYWluUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdW5kcmFpbhgCIAEoCBIOCgZjcmVhdGUYAyABKAgiDwoNRHJhaW5SZXNwb25zZTLbAQoGV29ya2VyEkMKB0Nvbm5lY3QSGS5iYXJpc3RhLnYxLldvcmtlck1lc3NhZ2UaGS5iYXJpc3RhLnYxLkxlYWRlck1lc3NhZ2UoATABEk4KC0xpc3RXb3JrZXJzEh4uYmFyaXN0YS52MS5MaXN0V29ya2Vyc1JlcXVlc3QaHy5iYXJpc3RhLnYxLkxpc3RXb3JrZXJzUmVzcG9uc2USPAoFRHJhaW4SGC5iYXJpc3RhLnYxLkRyYWluUmVxdWVzdBoZLmJhcmlzdGEudjEuRHJhaW5SZXNwb25zZUInWiVnaXRodWIuY29tL2JhcmlzdGFocS9iYXJpc3RhL3Byb3RvO3BiYgZwcm90bzM", [file_types]);
+  fileDesc("Cgx3b3JrZXIucHJvdG8SCmJhcmlzdGEudjEilwIKDVdvcmtlck1lc3NhZ2USIgoFaGVsbG8YASABKAsyES5iYXJpc3RhLnYxLkhlbGxvSAASIgoFcmVhZHkYAiABKAsyES5iYXJpc3RhLnYxLlJlYWR5SAASKQoHc3RhcnRlZBgDIAEoCzIWLmJhcmlzdGEudjEuSm9iU3RhcnRlZEgAEi0KCWhlYXJ0YmVhdBgEIAEoCzIYLmJhcmlzdGEudjEuSm9iSGVhcnRiZWF0SAASKwoIZmluaXNoZWQYBSABKAsyFy5iYXJpc3RhLnYxLkpvYkZpbmlzaGVkSAASIgoDZW5kGAYgASgLMhMuYmFyaXN0YS52MS5TbG90RW5kSAASDAoEc2xvdBgPIAEoDUIFCgNtc2ci9QIKDUxlYWRlck1lc3NhZ2USJgoHd2VsY29tZRgBIAEoCzITLmJhcmlzdGEudjEuV2VsY29tZUgAEigKCHJlZGlyZWN0GAIgASgLMhQuYmFyaXN0YS52MS5SZWRpcmVjdEgAEiQKBmFzc2lnbhgDIAEoCzISLmJhcmlzdGEudjEuQXNzaWduSAASKQoGY2FuY2VsGAQgASgLMhcuYmFyaXN0YS52MS5DYW5jZWxPcmRlckgAEjEKDWhlYXJ0YmVhdF9hY2sYBSABKAsyGC5iYXJpc3RhLnYxLkhlYXJ0YmVhdEFja0gAEiQKBnJlamVjdBgGIAEoCzISLmJhcmlzdGEudjEuUmVqZWN0SAASLwoMZmluaXNoZWRfYWNrGAcgASgLMhcuYmFyaXN0YS52MS5GaW5pc2hlZEFja0gAEiIKA2VuZBgIIAEoCzITLmJhcmlzdGEudjEuU2xvdEVuZEgAEgwKBHNsb3QYDyABKA1CBQoDbXNnIhkKB1Nsb3RFbmQSDgoGc3RhdHVzGAEgASgMIrABCgVIZWxsbxIRCgl3b3JrZXJfaWQYASABKAkSHgoEc2l6ZRgCIAEoDjIQLmJhcmlzdGEudjEuU2l6ZRInCgdydW5uaW5nGAMgAygLMhYuYmFyaXN0YS52MS5SdW5uaW5nSm9iEg8KB3ZlcnNpb24YBCABKAkSDAoEcG9vbBgFIAEoCRIQCghjb21tYW5kcxgGIAEoCBINCgVraW5kcxgHIAMoCRILCgNtdXgYCCABKAgiTAoKUnVubmluZ0pvYhILCgNqb2IYASABKAQSDwoHYXR0ZW1wdBgCIAEoDRIOCgZjcHVfbXMYAyABKAMSEAoIZmluaXNoZWQYBCABKAgiFwoFUmVhZHkSDgoGY3JlZGl0GAEgASgEIioKCkpvYlN0YXJ0ZWQSCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0iSQoMSm9iSGVhcnRiZWF0EgsKA2pvYhgBIAEoBBIPCgdhdHRlbXB0GAIgASgNEg4KBmNwdV9tcxgDIAEoAxILCgNzZXEYBCABKAQiyAIKC0pvYkZpbmlzaGVkEgsKA2pvYhgBIAEoBBIPCgdhdHRlbXB0GAIgASgNEiQKB291dGNvbWUYAyABKA4yEy5iYXJpc3RhLnYxLk91dGNvbWUSDgoGY3B1X21zGAQgASgDEhEKCWV4aXRfY29kZRgFIAEoBRITCgtzdGRlcnJfdGFpbBgGIAEoCRITCgtzdGRvdXRfdGFpbBgHIAEoCRIUCgxyZWFkeV9jcmVkaXQYCCABKAQSGAoQc3RhcnRfdW5yZXBvcnRlZBgJIAEoCBIRCglwZXJtYW5lbnQYCiABKAgSKQoKY3B1X3NvdXJjZRgLIAEoDjIVLmJhcmlzdGEudjEuQ3B1U291cmNlEicKB2ZhaWx1cmUYDCABKA4yFi5iYXJpc3RhLnYxLlJ1bkZhaWx1cmUSEQoJc25vb3plX21zGA0gASgDIvgBCgdXZWxjb21lEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgBIAEoAxIaChJzZWxmX2tpbGxfYWZ0ZXJfbXMYAiABKAMSMAoPcGVuZGluZ19jYW5jZWxzGAMgAygLMhcuYmFyaXN0YS52MS5DYW5jZWxPcmRlchIRCglsZWFkZXJfaWQYBCABKAkSFAoMZmluaXNoX3JlYWR5GAUgASgIEhgKEHN0YXJ0ZWRfZGVsYXlfbXMYBiABKAMSEQoJam9iX3R5cGVzGAcgASgIEg4KBnNub296ZRgIIAEoCBINCgVraW5kcxgJIAEoCBILCgNtdXgYCiABKAgiMgoIUmVkaXJlY3QSEQoJbGVhZGVyX2lkGAEgASgJEhMKC2xlYWRlcl9hZGRyGAIgASgJIo4CCgZBc3NpZ24SCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0SEgoKdGltZW91dF9tcxgDIAEoAxIPCgdwYXlsb2FkGAQgASgMEg4KBnRlbmFudBgFIAEoCRIeCgRzaXplGAYgASgOMhAuYmFyaXN0YS52MS5TaXplEg4KBmNyZWRpdBgHIAEoBBITCgtlc3RfY29zdF9tcxgIIAEoAxIpCghmaW5pc2hlZBgJIAEoCzIXLmJhcmlzdGEudjEuRmluaXNoZWRBY2sSEAoIam9iX3R5cGUYCiABKAkSDAoEcG9vbBgLIAEoCRIhCgRmb3JtGAwgASgOMhMuYmFyaXN0YS52MS5Kb2JGb3JtIk0KC0NhbmNlbE9yZGVyEgsKA2pvYhgBIAEoBBIPCgdhdHRlbXB0GAIgASgNEg4KBnJlYXNvbhgDIAEoCRIQCghncmFjZV9tcxgEIAEoAyIbCgxIZWFydGJlYXRBY2sSCwoDc2VxGAEgASgEIjYKBlJlamVjdBILCgNqb2IYASABKAQSDwoHYXR0ZW1wdBgCIAEoDRIOCgZyZWFzb24YAyABKAkiKwoLRmluaXNoZWRBY2sSCwoDam9iGAEgASgEEg8KB2F0dGVtcHQYAiABKA0iFAoSTGlzdFdvcmtlcnNSZXF1ZXN0IoACCgpXb3JrZXJJbmZvEhEKCXdvcmtlcl9pZBgBIAEoCRIeCgRzaXplGAIgASgOMhAuYmFyaXN0YS52MS5TaXplEg0KBXN0YXRlGAMgASgJEgsKA2pvYhgEIAEoBBIPCgdhdHRlbXB0GAUgASgNEhkKEWxhc3RfaGVhcnRiZWF0X21zGAYgASgDEg8KB2RyYWluZWQYByABKAgSEQoJY29ubmVjdGVkGAggASgIEgwKBHBvb2wYCSABKAkSEAoIY29tbWFuZHMYCiABKAgSDQoFa2luZHMYCyADKAkSEQoJYWxsX2tpbmRzGAwgASgIEhEKCW5vdF9raW5kcxgNIAMoCSJRChNMaXN0V29ya2Vyc1Jlc3BvbnNlEicKB3dvcmtlcnMYASADKAsyFi5iYXJpc3RhLnYxLldvcmtlckluZm8SEQoJbGVhZGVyX2lkGAIgASgJIkIKDERyYWluUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDwoHdW5kcmFpbhgCIAEoCBIOCgZjcmVhdGUYAyABKAgiDwoNRHJhaW5SZXNwb25zZTLbAQoGV29ya2VyEkMKB0Nvbm5lY3QSGS5iYXJpc3RhLnYxLldvcmtlck1lc3NhZ2UaGS5iYXJpc3RhLnYxLkxlYWRlck1lc3NhZ2UoATABEk4KC0xpc3RXb3JrZXJzEh4uYmFyaXN0YS52MS5MaXN0V29ya2Vyc1JlcXVlc3QaHy5iYXJpc3RhLnYxLkxpc3RXb3JrZXJzUmVzcG9uc2USPAoFRHJhaW4SGC5iYXJpc3RhLnYxLkRyYWluUmVxdWVzdBoZLmJhcmlzdGEudjEuRHJhaW5SZXNwb25zZUInWiVnaXRodWIuY29tL2JhcmlzdGFocS9iYXJpc3RhL3Byb3RvO3BiYgZwcm90bzM", [file_types]);
 
 /**
  * @generated from message barista.v1.WorkerMessage
@@ -54,7 +54,21 @@ export type WorkerMessage = Message<"barista.v1.WorkerMessage"> & {
      */
     value: JobFinished;
     case: "finished";
+  } | {
+    /**
+     * @generated from field: barista.v1.SlotEnd end = 6;
+     */
+    value: SlotEnd;
+    case: "end";
   } | { case: undefined; value?: undefined };
+
+  /**
+   * slot names the slot of a multiplexed stream the message belongs to
+   * (1..1024; see Hello.mux). 0 on a stream of one session.
+   *
+   * @generated from field: uint32 slot = 15;
+   */
+  slot: number;
 };
 
 /**
@@ -113,7 +127,21 @@ export type LeaderMessage = Message<"barista.v1.LeaderMessage"> & {
      */
     value: FinishedAck;
     case: "finishedAck";
+  } | {
+    /**
+     * @generated from field: barista.v1.SlotEnd end = 8;
+     */
+    value: SlotEnd;
+    case: "end";
   } | { case: undefined; value?: undefined };
+
+  /**
+   * slot names the slot of a multiplexed stream the message is for
+   * (1..1024; see Hello.mux). 0 on a stream of one session.
+   *
+   * @generated from field: uint32 slot = 15;
+   */
+  slot: number;
 };
 
 /**
@@ -122,6 +150,31 @@ export type LeaderMessage = Message<"barista.v1.LeaderMessage"> & {
  */
 export const LeaderMessageSchema: GenMessage<LeaderMessage> = /*@__PURE__*/
   messageDesc(file_worker, 1);
+
+/**
+ * SlotEnd ends one slot's session on a multiplexed stream, the others
+ * going on. From the leader: the session ended, status (a serialized
+ * google.rpc.Status) saying why, as the end of a stream of one session
+ * would (empty: it ended normally). From the worker: the slot leaves the
+ * stream; the leader ends its session and answers with a SlotEnd, after
+ * which nothing more of that session comes, so the slot may send a new
+ * Hello.
+ *
+ * @generated from message barista.v1.SlotEnd
+ */
+export type SlotEnd = Message<"barista.v1.SlotEnd"> & {
+  /**
+   * @generated from field: bytes status = 1;
+   */
+  status: Uint8Array;
+};
+
+/**
+ * Describes the message barista.v1.SlotEnd.
+ * Use `create(SlotEndSchema)` to create a new message.
+ */
+export const SlotEndSchema: GenMessage<SlotEnd> = /*@__PURE__*/
+  messageDesc(file_worker, 2);
 
 /**
  * Hello opens a session. running lists the job the worker is still
@@ -177,6 +230,18 @@ export type Hello = Message<"barista.v1.Hello"> & {
    * @generated from field: repeated string kinds = 7;
    */
   kinds: string[];
+
+  /**
+   * mux, on a stream's first Hello, asks for a multiplexed stream: every
+   * message carries the slot it belongs to (WorkerMessage.slot, 1..1024)
+   * and each slot is a session of its own, opened by its own Hello and
+   * ended by a SlotEnd or the stream's end. A leader that multiplexes
+   * says Welcome.mux; one of an earlier build ignores both and serves the
+   * stream as the first slot's session alone.
+   *
+   * @generated from field: bool mux = 8;
+   */
+  mux: boolean;
 };
 
 /**
@@ -184,7 +249,7 @@ export type Hello = Message<"barista.v1.Hello"> & {
  * Use `create(HelloSchema)` to create a new message.
  */
 export const HelloSchema: GenMessage<Hello> = /*@__PURE__*/
-  messageDesc(file_worker, 2);
+  messageDesc(file_worker, 3);
 
 /**
  * @generated from message barista.v1.RunningJob
@@ -219,7 +284,7 @@ export type RunningJob = Message<"barista.v1.RunningJob"> & {
  * Use `create(RunningJobSchema)` to create a new message.
  */
 export const RunningJobSchema: GenMessage<RunningJob> = /*@__PURE__*/
-  messageDesc(file_worker, 3);
+  messageDesc(file_worker, 4);
 
 /**
  * Ready offers one credit: the worker is free for one job.
@@ -238,7 +303,7 @@ export type Ready = Message<"barista.v1.Ready"> & {
  * Use `create(ReadySchema)` to create a new message.
  */
 export const ReadySchema: GenMessage<Ready> = /*@__PURE__*/
-  messageDesc(file_worker, 4);
+  messageDesc(file_worker, 5);
 
 /**
  * @generated from message barista.v1.JobStarted
@@ -260,7 +325,7 @@ export type JobStarted = Message<"barista.v1.JobStarted"> & {
  * Use `create(JobStartedSchema)` to create a new message.
  */
 export const JobStartedSchema: GenMessage<JobStarted> = /*@__PURE__*/
-  messageDesc(file_worker, 5);
+  messageDesc(file_worker, 6);
 
 /**
  * JobHeartbeat renews the lease of the running job (job 0: an idle slot
@@ -295,7 +360,7 @@ export type JobHeartbeat = Message<"barista.v1.JobHeartbeat"> & {
  * Use `create(JobHeartbeatSchema)` to create a new message.
  */
 export const JobHeartbeatSchema: GenMessage<JobHeartbeat> = /*@__PURE__*/
-  messageDesc(file_worker, 6);
+  messageDesc(file_worker, 7);
 
 /**
  * @generated from message barista.v1.JobFinished
@@ -406,7 +471,7 @@ export type JobFinished = Message<"barista.v1.JobFinished"> & {
  * Use `create(JobFinishedSchema)` to create a new message.
  */
 export const JobFinishedSchema: GenMessage<JobFinished> = /*@__PURE__*/
-  messageDesc(file_worker, 7);
+  messageDesc(file_worker, 8);
 
 /**
  * Welcome accepts a session: the intervals come from the replicated
@@ -480,6 +545,14 @@ export type Welcome = Message<"barista.v1.Welcome"> & {
    * @generated from field: bool kinds = 9;
    */
   kinds: boolean;
+
+  /**
+   * mux says this leader serves the stream's slots as sessions of their
+   * own (Hello.mux).
+   *
+   * @generated from field: bool mux = 10;
+   */
+  mux: boolean;
 };
 
 /**
@@ -487,7 +560,7 @@ export type Welcome = Message<"barista.v1.Welcome"> & {
  * Use `create(WelcomeSchema)` to create a new message.
  */
 export const WelcomeSchema: GenMessage<Welcome> = /*@__PURE__*/
-  messageDesc(file_worker, 8);
+  messageDesc(file_worker, 9);
 
 /**
  * Redirect tells a worker that reached a follower where the leader is.
@@ -511,7 +584,7 @@ export type Redirect = Message<"barista.v1.Redirect"> & {
  * Use `create(RedirectSchema)` to create a new message.
  */
 export const RedirectSchema: GenMessage<Redirect> = /*@__PURE__*/
-  messageDesc(file_worker, 9);
+  messageDesc(file_worker, 10);
 
 /**
  * @generated from message barista.v1.Assign
@@ -597,7 +670,7 @@ export type Assign = Message<"barista.v1.Assign"> & {
  * Use `create(AssignSchema)` to create a new message.
  */
 export const AssignSchema: GenMessage<Assign> = /*@__PURE__*/
-  messageDesc(file_worker, 10);
+  messageDesc(file_worker, 11);
 
 /**
  * CancelOrder asks the worker to stop a job: SIGTERM, then SIGKILL after
@@ -635,7 +708,7 @@ export type CancelOrder = Message<"barista.v1.CancelOrder"> & {
  * Use `create(CancelOrderSchema)` to create a new message.
  */
 export const CancelOrderSchema: GenMessage<CancelOrder> = /*@__PURE__*/
-  messageDesc(file_worker, 11);
+  messageDesc(file_worker, 12);
 
 /**
  * HeartbeatAck says the heartbeats up to seq are replicated: the worker's
@@ -655,7 +728,7 @@ export type HeartbeatAck = Message<"barista.v1.HeartbeatAck"> & {
  * Use `create(HeartbeatAckSchema)` to create a new message.
  */
 export const HeartbeatAckSchema: GenMessage<HeartbeatAck> = /*@__PURE__*/
-  messageDesc(file_worker, 12);
+  messageDesc(file_worker, 13);
 
 /**
  * Reject fences an attempt off: kill it at once (SIGKILL) and drop its
@@ -685,7 +758,7 @@ export type Reject = Message<"barista.v1.Reject"> & {
  * Use `create(RejectSchema)` to create a new message.
  */
 export const RejectSchema: GenMessage<Reject> = /*@__PURE__*/
-  messageDesc(file_worker, 13);
+  messageDesc(file_worker, 14);
 
 /**
  * FinishedAck says the worker's Finished is applied (or was a repeat):
@@ -710,7 +783,7 @@ export type FinishedAck = Message<"barista.v1.FinishedAck"> & {
  * Use `create(FinishedAckSchema)` to create a new message.
  */
 export const FinishedAckSchema: GenMessage<FinishedAck> = /*@__PURE__*/
-  messageDesc(file_worker, 14);
+  messageDesc(file_worker, 15);
 
 /**
  * @generated from message barista.v1.ListWorkersRequest
@@ -723,7 +796,7 @@ export type ListWorkersRequest = Message<"barista.v1.ListWorkersRequest"> & {
  * Use `create(ListWorkersRequestSchema)` to create a new message.
  */
 export const ListWorkersRequestSchema: GenMessage<ListWorkersRequest> = /*@__PURE__*/
-  messageDesc(file_worker, 15);
+  messageDesc(file_worker, 16);
 
 /**
  * @generated from message barista.v1.WorkerInfo
@@ -812,7 +885,7 @@ export type WorkerInfo = Message<"barista.v1.WorkerInfo"> & {
  * Use `create(WorkerInfoSchema)` to create a new message.
  */
 export const WorkerInfoSchema: GenMessage<WorkerInfo> = /*@__PURE__*/
-  messageDesc(file_worker, 16);
+  messageDesc(file_worker, 17);
 
 /**
  * @generated from message barista.v1.ListWorkersResponse
@@ -834,7 +907,7 @@ export type ListWorkersResponse = Message<"barista.v1.ListWorkersResponse"> & {
  * Use `create(ListWorkersResponseSchema)` to create a new message.
  */
 export const ListWorkersResponseSchema: GenMessage<ListWorkersResponse> = /*@__PURE__*/
-  messageDesc(file_worker, 17);
+  messageDesc(file_worker, 18);
 
 /**
  * @generated from message barista.v1.DrainRequest
@@ -864,7 +937,7 @@ export type DrainRequest = Message<"barista.v1.DrainRequest"> & {
  * Use `create(DrainRequestSchema)` to create a new message.
  */
 export const DrainRequestSchema: GenMessage<DrainRequest> = /*@__PURE__*/
-  messageDesc(file_worker, 18);
+  messageDesc(file_worker, 19);
 
 /**
  * @generated from message barista.v1.DrainResponse
@@ -877,7 +950,7 @@ export type DrainResponse = Message<"barista.v1.DrainResponse"> & {
  * Use `create(DrainResponseSchema)` to create a new message.
  */
 export const DrainResponseSchema: GenMessage<DrainResponse> = /*@__PURE__*/
-  messageDesc(file_worker, 19);
+  messageDesc(file_worker, 20);
 
 /**
  * @generated from service barista.v1.Worker
