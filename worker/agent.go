@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,6 +148,10 @@ type Agent struct {
 	// runs), and stopped is closed when that Run returns.
 	stop    context.CancelFunc
 	stopped chan struct{}
+	// mux, when set, gives the agent its stream: slot of the stream its
+	// Worker shares with the leader.
+	mux  *muxDialer
+	slot uint32
 }
 
 // job is the agent's one job slot.
@@ -514,11 +517,6 @@ func silenceLimit(interval, selfKill time.Duration) time.Duration {
 
 // session runs one stream.
 func (a *Agent) session(ctx context.Context, addr string) error {
-	cc, err := grpc.NewClient(addr, slices.Concat(a.cfg.Dial, wire.StaticWindows)...)
-	if err != nil {
-		return err
-	}
-	defer cc.Close()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// A server that cannot answer (down, or cut off one way) must not hold
@@ -526,13 +524,20 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	var handshakeExpired atomic.Bool
 	hs := time.AfterFunc(handshakeTimeout, func() { handshakeExpired.Store(true); cancel() })
 	defer hs.Stop()
-	stream, err := pb.NewWorkerClient(cc).Connect(sctx)
+	var stream leaderStream
+	var err error
+	if a.mux != nil {
+		stream, err = a.mux.open(sctx, addr, a.slot)
+	} else {
+		stream, err = openPlain(sctx, addr, a.cfg.Dial)
+	}
 	if err != nil {
 		if handshakeExpired.Load() {
 			return fmt.Errorf("no answer from %s within %s", addr, handshakeTimeout)
 		}
 		return err
 	}
+	defer stream.Close()
 	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: a.size, Version: "1", Pool: a.cfg.Pool}
 	if d, ok := a.cfg.Runner.(Declarer); ok && !a.cfg.compat.SaysNothing {
 		hello.Commands, hello.Kinds = d.Declares()
