@@ -243,3 +243,55 @@ func TestManySlotsFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerSlotsCLI: barista worker --slots 4 runs four command jobs at
+// once, as workers cli-1 .. cli-4, on one gRPC connection to the leader.
+func TestWorkerSlotsCLI(t *testing.T) {
+	c := cluster.Start(t, 1)
+	setupTenants(t, c, map[string]pb.Tier{"acme": pb.Tier_GOLD})
+	leader := c.WaitLeader(10 * time.Second)
+	metrics := "http://" + leader.HTTPAddr + "/metrics"
+	var ids []uint64
+	for range 4 {
+		ids = append(ids, submitJob(t, c, 0, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100, Payload: payload(t, "sleep", "3")}))
+	}
+	before, err := cluster.Scrape(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.AddWorker("cli", "sm")
+	w.Args = []string{"--slots", "4"}
+	w.Start(leader.GRPCAddr)
+	var resp *pb.ListWorkersResponse
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err = pb.NewWorkerClient(leader.Conn()).ListWorkers(context.Background(), &pb.ListWorkersRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		var busy []string
+		for _, wi := range resp.Workers {
+			if wi.State == "busy" {
+				busy = append(busy, wi.WorkerId)
+			}
+		}
+		if fmt.Sprint(busy) == "[cli-1 cli-2 cli-3 cli-4]" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("busy workers %v, want [cli-1 cli-2 cli-3 cli-4]", busy)
+		}
+	}
+	after, err := cluster.Scrape(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const conns = `barista_connections{listener="grpc"}`
+	if got, want := after[conns], before[conns]+1; got != want {
+		t.Fatalf("the leader holds %v gRPC connections, want %v (%v before the worker, and its one)", got, want, before[conns])
+	}
+	cl := pb.NewClientClient(leader.Conn())
+	for _, id := range ids {
+		if j := waitJob(t, cl, id, time.Minute, "completed", func(j *pb.Job) bool { return j.State == "completed" || j.State == "failed" }); j.State != "completed" || j.Attempt != 1 {
+			t.Fatalf("job %d: %s at attempt %d, want completed at 1", id, j.State, j.Attempt)
+		}
+	}
+}

@@ -152,6 +152,9 @@ type Agent struct {
 	// Worker shares with the leader.
 	mux  *muxDialer
 	slot uint32
+	// firstWelcome, when set, is shared by the slots of a Worker: the
+	// runner's FirstWelcome is called once for them all.
+	firstWelcome *sync.Once
 }
 
 // job is the agent's one job slot.
@@ -594,8 +597,17 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		return errLeaderWithoutKinds
 	}
 	if fw, ok := a.cfg.Runner.(FirstWelcome); ok && firstWelcome {
-		if err := fw.FirstWelcome(); err != nil {
-			a.log.Warn("cannot clear what an earlier agent of this worker ID left running", "error", err)
+		clear := func() {
+			if err := fw.FirstWelcome(); err != nil {
+				a.log.Warn("cannot clear what an earlier agent of this worker ID left running", "error", err)
+			}
+		}
+		if a.firstWelcome != nil {
+			// The slots of a Worker share the runner: it clears once,
+			// before any slot offers itself (so before any run of it).
+			a.firstWelcome.Do(clear)
+		} else {
+			clear()
 		}
 	}
 

@@ -41,6 +41,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if n > 1 {
 		mux = newMuxDialer(cfg.Dial, logger)
 	}
+	once := &sync.Once{}
 	for i := range n {
 		c := cfg
 		c.MaxConcurrent = 0
@@ -56,7 +57,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.mux, a.slot = mux, uint32(i+1)
+		a.mux, a.slot, a.firstWelcome = mux, uint32(i+1), once
 		w.agents = append(w.agents, a)
 	}
 	return w, nil
@@ -103,6 +104,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return err
 	})
+}
+
+// Drain drains every slot as Agent.Drain does: each finishes its job and
+// takes no new one; Run returns once all have.
+func (w *Worker) Drain() {
+	for _, a := range w.agents {
+		a.Drain()
+	}
 }
 
 // Stop stops every slot as Agent.Stop does: no new job, the running
