@@ -503,6 +503,12 @@ func (a *Agent) killCurrent(reason string) {
 	a.poke()
 }
 
+// silent is a session's end for want of an answer from the server: its
+// stream may be dead while it looks open.
+type silent struct{ error }
+
+func (e silent) Unwrap() error { return e.error }
+
 // handshakeTimeout bounds the wait for a server's Welcome or Redirect.
 const handshakeTimeout = 3 * time.Second
 
@@ -519,7 +525,7 @@ func silenceLimit(interval, selfKill time.Duration) time.Duration {
 }
 
 // session runs one stream.
-func (a *Agent) session(ctx context.Context, addr string) error {
+func (a *Agent) session(ctx context.Context, addr string) (err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// A server that cannot answer (down, or cut off one way) must not hold
@@ -528,7 +534,6 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	hs := time.AfterFunc(handshakeTimeout, func() { handshakeExpired.Store(true); cancel() })
 	defer hs.Stop()
 	var stream leaderStream
-	var err error
 	if a.mux != nil {
 		stream, err = a.mux.open(sctx, addr, a.slot)
 	} else {
@@ -536,11 +541,11 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	}
 	if err != nil {
 		if handshakeExpired.Load() {
-			return fmt.Errorf("no answer from %s within %s", addr, handshakeTimeout)
+			return silent{fmt.Errorf("no answer from %s within %s", addr, handshakeTimeout)}
 		}
 		return err
 	}
-	defer stream.Close()
+	defer func() { stream.Close(err) }()
 	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: a.size, Version: "1", Pool: a.cfg.Pool}
 	if d, ok := a.cfg.Runner.(Declarer); ok && !a.cfg.compat.SaysNothing {
 		hello.Commands, hello.Kinds = d.Declares()
@@ -560,7 +565,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	first, err := stream.Recv()
 	if err != nil {
 		if handshakeExpired.Load() {
-			return fmt.Errorf("no answer from %s within %s", addr, handshakeTimeout)
+			return silent{fmt.Errorf("no answer from %s within %s", addr, handshakeTimeout)}
 		}
 		return err
 	}
@@ -695,7 +700,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 				// The stream may look open while the leader is gone or cut
 				// off: reconnect (perhaps to a new leader) well before the
 				// self-kill deadline.
-				return fmt.Errorf("no heartbeat acknowledged for %s (limit %s)", quiet.Round(time.Millisecond), silence)
+				return silent{fmt.Errorf("no heartbeat acknowledged for %s (limit %s)", quiet.Round(time.Millisecond), silence)}
 			}
 			if err := a.heartbeat(send); err != nil {
 				return err

@@ -2,10 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -23,8 +25,9 @@ import (
 type leaderStream interface {
 	Send(*pb.WorkerMessage) error
 	Recv() (*pb.LeaderMessage, error)
-	// Close ends the agent's use of the stream.
-	Close()
+	// Close ends the agent's use of the stream; err is why its session
+	// ended (nil: it did not fail).
+	Close(err error)
 }
 
 // plainStream is a stream of one session on a connection of its own.
@@ -33,7 +36,7 @@ type plainStream struct {
 	cc *grpc.ClientConn
 }
 
-func (p *plainStream) Close() { p.cc.Close() }
+func (p *plainStream) Close(error) { p.cc.Close() }
 
 // openPlain opens a stream of one session to addr; it ends with ctx.
 func openPlain(ctx context.Context, addr string, dial []grpc.DialOption) (leaderStream, error) {
@@ -95,6 +98,7 @@ type muxConn struct {
 	// done is closed when the stream ends, err saying why.
 	decided  chan struct{}
 	done     chan struct{}
+	lastRecv atomic.Int64 // when the last message came (Unix nanoseconds)
 	mux      bool
 	redirect *pb.LeaderMessage
 	err      error
@@ -236,6 +240,7 @@ func (c *muxConn) read() {
 			c.end(err)
 			return
 		}
+		c.lastRecv.Store(time.Now().UnixNano())
 		c.route(m)
 	}
 }
@@ -366,9 +371,17 @@ func (s *muxSlot) Recv() (*pb.LeaderMessage, error) {
 
 // Close leaves the stream: a slot whose session the leader has not ended
 // sends SlotEnd, and the slot is free again once the leader answers. The
-// last slot to leave closes the stream.
-func (s *muxSlot) Close() {
+// last slot to leave closes the stream, and so does a slot whose session
+// ended for want of an answer when nothing has come on the stream for a
+// handshake's time (the stream looks open, but its server is gone or cut
+// off: every slot reconnects).
+func (s *muxSlot) Close(err error) {
 	c := s.c
+	var quiet silent
+	if errors.As(err, &quiet) && time.Since(time.Unix(0, c.lastRecv.Load())) > handshakeTimeout {
+		c.d.log.Warn("nothing from the server on the slots' stream: closing it", "server", c.addr, "slot", s.slot, "error", err)
+		defer c.close()
+	}
 	c.mu.Lock()
 	owned := c.owner == s
 	switch {
@@ -424,4 +437,4 @@ func (r *redirectOnly) Recv() (*pb.LeaderMessage, error) {
 	return r.m, nil
 }
 
-func (r *redirectOnly) Close() {}
+func (r *redirectOnly) Close(error) {}

@@ -1,11 +1,13 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,6 +92,10 @@ type muxLeader struct {
 	got     []string // "stream slot what"
 	script  func(stream int, m *pb.WorkerMessage) []*pb.LeaderMessage
 	end     chan struct{} // a receive ends the current stream
+	// mute, if set, says which streams answer nothing after their
+	// Welcomes (a server gone with its stream looking open).
+	mute      func(stream int) bool
+	welcomeMs int64 // the Welcomes' heartbeat interval (0: 1,000 ms)
 }
 
 func (l *muxLeader) Connect(s grpc.BidiStreamingServer[pb.WorkerMessage, pb.LeaderMessage]) error {
@@ -130,13 +136,16 @@ func (l *muxLeader) Connect(s grpc.BidiStreamingServer[pb.WorkerMessage, pb.Lead
 		l.got = append(l.got, fmt.Sprintf("%d %d %s", n, m.Slot, what))
 		l.mu.Unlock()
 		var out []*pb.LeaderMessage
+		if l.mute != nil && l.mute(n) && m.GetHello() == nil {
+			continue
+		}
 		if l.script != nil {
 			out = l.script(n, m)
 		}
 		if out == nil {
 			switch x := m.Msg.(type) {
 			case *pb.WorkerMessage_Hello:
-				out = append(out, &pb.LeaderMessage{Msg: &pb.LeaderMessage_Welcome{Welcome: &pb.Welcome{HeartbeatIntervalMs: 1000, SelfKillAfterMs: 25_000, Mux: true, FinishReady: true}}})
+				out = append(out, &pb.LeaderMessage{Msg: &pb.LeaderMessage_Welcome{Welcome: &pb.Welcome{HeartbeatIntervalMs: cmp.Or(l.welcomeMs, 1000), SelfKillAfterMs: 25_000, Mux: true, FinishReady: true}}})
 			case *pb.WorkerMessage_Ready:
 				out = append(out, &pb.LeaderMessage{Msg: &pb.LeaderMessage_Assign{Assign: &pb.Assign{Job: uint64(100*n) + uint64(m.Slot), Attempt: 1, TimeoutMs: 60_000, Size: pb.Size_MD, Credit: x.Ready.Credit}}})
 			case *pb.WorkerMessage_Finished:
@@ -225,5 +234,27 @@ func TestWorkerSlotsShareAStream(t *testing.T) {
 	l.mu.Unlock()
 	if streams != 2 {
 		t.Fatalf("%d streams, want 2", streams)
+	}
+}
+
+// TestWorkerSlotsLeaveASilentStream: a stream whose server stops
+// answering (it looks open) is given up: the slots' heartbeats go
+// unacknowledged, the slots leave it (a slot that says Hello on it again
+// gets no answer within the handshake's time, and closes it), and every
+// slot joins one new stream.
+func TestWorkerSlotsLeaveASilentStream(t *testing.T) {
+	l := &muxLeader{end: make(chan struct{}), welcomeMs: 200}
+	var muted atomic.Bool
+	l.mute = func(n int) bool { return n == 1 && muted.Load() }
+	runWorker(t, serve(t, l), 3, instant{})
+	l.waitFor(t, "three hellos on stream 1", func(g []string) bool { return count(g, "1 3 hello w-3") == 1 && count(g, "1 1 hello w-1") == 1 })
+	muted.Store(true)
+	got := l.waitFor(t, "three hellos on stream 2", func(g []string) bool {
+		return count(g, "2 1 hello w-1") == 1 && count(g, "2 2 hello w-2") == 1 && count(g, "2 3 hello w-3") == 1
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.streams != 2 {
+		t.Fatalf("%d streams, want 2; messages:\n%s", l.streams, strings.Join(got, "\n"))
 	}
 }
