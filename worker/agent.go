@@ -668,6 +668,15 @@ func (a *Agent) session(ctx context.Context, addr string) (err error) {
 	}()
 	hb := time.NewTicker(a.interval)
 	defer hb.Stop()
+	beat := hb.C
+	if a.mux != nil {
+		// The slots of a Worker beat together, so that their heartbeats
+		// go out on the shared stream in one write (and reach the leader
+		// in one read): the first beat waits for the Worker's next tick.
+		first := time.NewTimer(a.mux.untilBeat(a.interval))
+		defer first.Stop()
+		beat = first.C
+	}
 	silence := silenceLimit(a.interval, a.selfKill)
 	for {
 		a.mu.Lock()
@@ -692,7 +701,11 @@ func (a *Agent) session(ctx context.Context, addr string) (err error) {
 			if err := a.handle(m, send); err != nil {
 				return err
 			}
-		case <-hb.C:
+		case <-beat:
+			if beat != hb.C {
+				hb.Reset(a.interval)
+				beat = hb.C
+			}
 			a.mu.Lock()
 			quiet := time.Since(a.contact)
 			a.mu.Unlock()

@@ -76,13 +76,26 @@ type muxDialer struct {
 	dial []grpc.DialOption
 	log  *slog.Logger
 
+	// born is when the dialer was made: the slots' heartbeats go at
+	// born + k * interval (untilBeat), each process at its own phase.
+	born time.Time
+
 	mu    sync.Mutex
 	conns map[string]*muxConn
 	plain map[string]time.Time // address -> when its leader did not multiplex
 }
 
 func newMuxDialer(dial []grpc.DialOption, log *slog.Logger) *muxDialer {
-	return &muxDialer{dial: dial, log: log, conns: map[string]*muxConn{}, plain: map[string]time.Time{}}
+	return &muxDialer{dial: dial, log: log, born: time.Now(), conns: map[string]*muxConn{}, plain: map[string]time.Time{}}
+}
+
+// untilBeat is the time from now to the slots' next heartbeat, of
+// interval.
+func (d *muxDialer) untilBeat(interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return time.Second
+	}
+	return interval - time.Since(d.born)%interval
 }
 
 // muxConn is one shared stream.
