@@ -11,9 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -374,35 +372,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// ErrRefused is matched (errors.Is) by the error Run returns when the
-// cluster refuses the worker in a way no retry can change.
-var ErrRefused = errors.New("the cluster refuses this worker")
-
-// RefusedError is Run's error when the cluster refuses the worker for
-// good: which worker, the server that said so, and its status.
-type RefusedError struct {
-	Worker, Server string
-	Err            error // a gRPC status error
-}
-
-func (e *RefusedError) Error() string {
-	st := status.Convert(e.Err)
-	return fmt.Sprintf("worker %q: %s refuses it: %s (%s)", e.Worker, e.Server, st.Message(), code.Code(st.Code()).String())
-}
-
-// Unwrap returns the status error and ErrRefused.
-func (e *RefusedError) Unwrap() []error { return []error{e.Err, ErrRefused} }
-
-// refusal reports whether a session's error is a refusal no retry can
-// change (Run).
-func refusal(err error) bool {
-	switch status.Code(err) {
-	case codes.Unauthenticated, codes.PermissionDenied, codes.NotFound, codes.InvalidArgument:
-		return true
-	}
-	return false
-}
-
 // poolName names the agent's pool in its log.
 func (a *Agent) poolName() string {
 	if a.cfg.Pool == "" {
@@ -439,10 +408,6 @@ func (a *Agent) nextServer(i int) string {
 	}
 	return addr
 }
-
-type redirectError struct{ id, addr string }
-
-func (e *redirectError) Error() string { return "redirected to " + e.id + " at " + e.addr }
 
 // watchdog kills the job when contact is older than self_kill_after,
 // whether or not a stream is up. After a pause of the agent itself (its
@@ -503,26 +468,8 @@ func (a *Agent) killCurrent(reason string) {
 	a.poke()
 }
 
-// silent is a session's end for want of an answer from the server: its
-// stream may be dead while it looks open.
-type silent struct{ error }
-
-func (e silent) Unwrap() error { return e.error }
-
 // handshakeTimeout bounds the wait for a server's Welcome or Redirect.
 const handshakeTimeout = 3 * time.Second
-
-// silenceLimit is how long a session may go without an acknowledged
-// heartbeat before the worker gives up on it: four heartbeats (at least a
-// second), and at most half the self-kill deadline, so that a worker cut
-// off from a leader finds the next one before it kills its job.
-func silenceLimit(interval, selfKill time.Duration) time.Duration {
-	limit := max(4*interval, time.Second)
-	if selfKill > 0 {
-		limit = min(limit, selfKill/2)
-	}
-	return limit
-}
 
 // session runs one stream.
 func (a *Agent) session(ctx context.Context, addr string) (err error) {
