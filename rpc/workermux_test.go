@@ -173,4 +173,17 @@ func TestMuxStreamSlots(t *testing.T) {
 	}
 	// Every slot's session ended with the stream.
 	waitFor(t, 5*time.Second, "no session left", func() bool { return n.srv.workers.connectedNow("") == 0 })
+	// A slot past the bound ends its stream too, its Hello unanswered.
+	w = n.openMux(testWorker)
+	w.hello(1025, "w-1025")
+	select {
+	case m := <-w.msgs:
+		t.Fatalf("slot 1025 was answered: %v", m)
+	case err := <-w.ended:
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "slot 1025: every message of a multiplexed stream names its slot, 1..1024") {
+			t.Fatalf("slot 1025: stream ended %v, want INVALID_ARGUMENT naming the slot", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end")
+	}
 }
