@@ -20,9 +20,10 @@ import (
 	"github.com/baristahq/barista/worker"
 )
 
-// benchSlots measures, for each shape of 1,000 slots: the leader's gRPC
-// connections and its CPU over a window with every slot idle, then the
-// dispatch rate and latency of 0-second jobs.
+// benchSlots measures, for each shape of 1,000 slots: the leader's CPU
+// over a window before the workers connect, its gRPC connections and CPU
+// over a window with every slot idle, then the dispatch rate and latency
+// of 0-second jobs.
 func benchSlots(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	const slots, tenants = 1000, 100
 	jobs, window := 1_000_000, 20*time.Second
@@ -36,6 +37,12 @@ func benchSlots(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The idle leader's own CPU, before any worker.
+		time.Sleep(2 * time.Second)
+		pid := lc.nodes[leader].PID()
+		cpu0, start := procCPU(pid), time.Now()
+		time.Sleep(window)
+		bareCPU, bareFor := procCPU(pid)-cpu0, time.Since(start)
 		var measuring atomic.Bool
 		var assigned atomic.Int64
 		var lat latencies
@@ -61,8 +68,7 @@ func benchSlots(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		time.Sleep(2 * time.Second) // the Hellos' entries are behind
 		http := lc.nodes[leader].http
 		conns := scrapeMetrics(http, `barista_connections{listener="grpc"}`)[0]
-		pid := lc.nodes[leader].PID()
-		cpu0, start := procCPU(pid), time.Now()
+		cpu0, start = procCPU(pid), time.Now()
 		time.Sleep(window)
 		idleCPU, idleFor := procCPU(pid)-cpu0, time.Since(start)
 
@@ -79,13 +85,14 @@ func benchSlots(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		measuring.Store(false)
 		elapsed, busyCPU := time.Since(start), procCPU(pid)-cpu0
 		results := map[string]any{
-			"unit":                         "dispatches/s of 0-second jobs; latency from the slot's Ready (or the Finished that carries it) to its Assign",
-			"leader_grpc_connections":      conns,
-			"leader_idle_cpu_pct_of_core":  round(100 * idleCPU.Seconds() / idleFor.Seconds()),
-			"leader_idle_cpu_ms_per_min":   round(float64(idleCPU.Milliseconds()) / idleFor.Minutes()),
-			"leader_cpu_us_per_dispatch":   cpuPer(busyCPU, assigned.Load()),
-			"leader_busy_cpu_pct_of_core":  round(100 * busyCPU.Seconds() / elapsed.Seconds()),
-			"worker_streams_to_the_leader": slots / per,
+			"unit":                                     "dispatches/s of 0-second jobs; latency from the slot's Ready (or the Finished that carries it) to its Assign",
+			"leader_grpc_connections":                  conns,
+			"leader_idle_cpu_pct_of_core":              round(100 * idleCPU.Seconds() / idleFor.Seconds()),
+			"leader_idle_cpu_ms_per_min":               round(float64(idleCPU.Milliseconds()) / idleFor.Minutes()),
+			"leader_cpu_ms_per_min_before_the_workers": round(float64(bareCPU.Milliseconds()) / bareFor.Minutes()),
+			"leader_cpu_us_per_dispatch":               cpuPer(busyCPU, assigned.Load()),
+			"leader_busy_cpu_pct_of_core":              round(100 * busyCPU.Seconds() / elapsed.Seconds()),
+			"worker_streams_to_the_leader":             slots / per,
 		}
 		sampleRaft(http).since(before, results)
 		out = append(out, benchResult{Scenario: "slots", OpsPerS: round(float64(assigned.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
