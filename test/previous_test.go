@@ -107,13 +107,14 @@ func TestThisWorkerOnPreviousCluster(t *testing.T) {
 
 	w.Kill()
 
-	// A Go worker of three slots: the previous leader does not multiplex a
-	// stream, so each slot has a stream and a connection of its own, as
-	// before, and the three run at once.
+	// A Go worker of three sm slots (the job of kind sum, md, stays
+	// queued): the previous leader does not multiplex a stream, so each
+	// slot has a stream and a connection of its own, as before, and the
+	// three run at once.
 	var held sync.WaitGroup
 	held.Add(3)
 	release := make(chan struct{})
-	sw, counted := startCountedWorker(t, addrs, "slots", 3, worker.Func(func(ctx context.Context, a *pb.Assign) (worker.FuncResult, error) {
+	sw, counted := startCountedWorker(t, addrs, "slots", worker.SizeSM, 3, worker.Func(func(ctx context.Context, a *pb.Assign) (worker.FuncResult, error) {
 		held.Done()
 		select {
 		case <-release:
@@ -133,7 +134,7 @@ func TestThisWorkerOnPreviousCluster(t *testing.T) {
 	close(release)
 	for _, id := range slotJobs {
 		if j := waitJob(t, pcl, id, time.Minute, "completed", func(j *pb.Job) bool { return j.State == "completed" || j.State == "failed" }); j.State != "completed" || !strings.HasPrefix(j.WorkerId, "slots-") {
-			t.Fatalf("a job of the three slots: %s on %q, want completed on a slot", j.State, j.WorkerId)
+			t.Fatalf("a job of the three slots: %s on %q (exit %d, failure %q, stderr %q, stdout %q, attempt %d), want completed on a slot", j.State, j.WorkerId, j.ExitCode, j.Failure, j.StderrTail, j.StdoutTail, j.Attempt)
 		}
 	}
 	if err := sw.Stop(ctx); err != nil {

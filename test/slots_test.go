@@ -65,12 +65,12 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// startCountedWorker runs a worker of slots slots named id against every
-// node of addrs, its connections counted.
-func startCountedWorker(t *testing.T, addrs []string, id string, slots int, runner worker.Runner) (*worker.Worker, *connCounter) {
+// startCountedWorker runs a worker of slots slots of size size named id
+// against every node of addrs, its connections counted.
+func startCountedWorker(t *testing.T, addrs []string, id string, size worker.Size, slots int, runner worker.Runner) (*worker.Worker, *connCounter) {
 	t.Helper()
 	cc := &connCounter{open: map[string]int{}}
-	w, err := worker.NewWorker(worker.Config{ID: id, Size: worker.SizeMD, Servers: addrs, MaxConcurrent: slots, Runner: runner,
+	w, err := worker.NewWorker(worker.Config{ID: id, Size: size, Servers: addrs, MaxConcurrent: slots, Runner: runner,
 		Dial:   []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(cc.dial)},
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -155,7 +155,7 @@ func TestManySlotsOneConnection(t *testing.T) {
 	h := newHolder()
 	kinds := worker.NewKinds()
 	h.register(kinds)
-	w, cc := startCountedWorker(t, addrs, "many", slots, kinds)
+	w, cc := startCountedWorker(t, addrs, "many", worker.SizeMD, slots, kinds)
 	waitRunning(t, h, slots)
 	waitHeld(t, cc, leader.GRPCAddr)
 	if busy, all := busySessions(t, leader); busy != slots || all != slots || w.Busy() != slots {
@@ -208,7 +208,7 @@ func TestManySlotsFailover(t *testing.T) {
 			return ctx.Err()
 		}
 	})
-	_, cc := startCountedWorker(t, addrs, "fo", slots, kinds)
+	_, cc := startCountedWorker(t, addrs, "fo", worker.SizeMD, slots, kinds)
 	for deadline := time.Now().Add(30 * time.Second); running.Load() != slots; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d runs started, want %d", running.Load(), slots)
