@@ -216,8 +216,18 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 		Runner: procs,
 	}
 	workercompat.Set(&wcfg, workercompat.Options{SeparateReady: opts.sepReady, StartedAtOnce: opts.startNow})
-	wcfg.MaxConcurrent = opts.slots
-	a, err := worker.NewWorker(wcfg)
+	// One slot is an agent, as before; more are a Worker's slots (ID-1 ..
+	// ID-N, one stream to the leader).
+	var a interface {
+		Run(context.Context) error
+		Drain()
+	}
+	if opts.slots > 1 {
+		wcfg.MaxConcurrent = opts.slots
+		a, err = worker.NewWorker(wcfg)
+	} else {
+		a, err = worker.New(wcfg)
+	}
 	if err != nil {
 		return usageError("%v", err)
 	}
