@@ -187,3 +187,41 @@ func TestMuxStreamSlots(t *testing.T) {
 		t.Fatal("the stream did not end")
 	}
 }
+
+// TestMuxSlotInboxBounded: a slot with slotInbox messages waiting to be
+// handled is ended RESOURCE_EXHAUSTED at the next (its session reads the
+// waiting ones, then the error); the stream and its other slots go on,
+// and the slot's later messages are dropped.
+func TestMuxSlotInboxBounded(t *testing.T) {
+	m := &muxStream{slots: map[uint32]*slotStream{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	full := &slotStream{m: m, slot: 1, ctx: ctx, cancel: cancel, in: make(chan *pb.WorkerMessage, slotInbox)}
+	other := &slotStream{m: m, slot: 2, ctx: ctx, cancel: cancel, in: make(chan *pb.WorkerMessage, slotInbox)}
+	m.slots[1], m.slots[2] = full, other
+	hb := func(slot uint32) *pb.WorkerMessage {
+		return &pb.WorkerMessage{Slot: slot, Msg: &pb.WorkerMessage_Heartbeat{Heartbeat: &pb.JobHeartbeat{Seq: 1}}}
+	}
+	for range slotInbox + 2 {
+		if err := m.route(nil, hb(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.route(nil, hb(2)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		_, err := full.Recv()
+		if err != nil {
+			if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "slot 1 has 64 messages waiting to be handled") {
+				t.Fatalf("slot 1 ended %v, want RESOURCE_EXHAUSTED naming it", err)
+			}
+			break
+		}
+		n++
+	}
+	if n != slotInbox || m.slots[1] != nil || m.slots[2] != other || len(other.in) != 1 {
+		t.Fatalf("slot 1 read %d messages (want %d) and is open: %v; slot 2 has %d waiting (want 1)", n, slotInbox, m.slots[1] != nil, len(other.in))
+	}
+}
