@@ -54,6 +54,7 @@ var benchScenarios = []benchScenario{
 	{"submit", "single submits from 1, 64 and 256 concurrent clients, through the leader and through a follower; and the read floor (GetJob, no Raft) at 256", benchSubmit},
 	{"submit-batch", "SubmitBatch with batches of 100 from 16 clients", benchSubmitBatch},
 	{"dispatch", "1,000 in-process workers (real gRPC streams) running 0-second jobs, with 100 tenants in one pool and in four, and 10,000 in one; 100 tenants' function jobs of 10 kinds, each worker running 2 or 3 of them; then, at 100 tenants, jobs of 125-375 ms (at most 4,000 dispatches/s asked for: the latency below saturation) and, in one pool, of 250-750 ms (at most 2,000/s)", benchDispatch},
+	{"slots", "1,000 worker slots as 1,000 workers of one slot (a stream each), 10 of 100 and one of 1,000 (one stream): the leader's gRPC connections and CPU with every slot idle, then 0-second jobs' dispatch rate and latency", benchSlots},
 	{"latency", "48 idle in-process workers (16 of each size) and single submits, one at a time, through the leader and through a follower: each job's time from its submit's answer to its Assign at a worker", benchLatency},
 	{"failover", "kill -9 the leader of a loaded cluster: time to the next accepted submit and the next dispatch", benchFailover},
 	{"snapshot", "persist and restore of a large state (in process), a new follower's catch-up by InstallSnapshot, and a follower killed and started again until it has caught up", benchSnapshot},
