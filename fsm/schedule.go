@@ -542,6 +542,22 @@ const (
 	FireMissed              // a Miss spent it
 )
 
+// String names the outcome as events, metrics and replay do ("" for
+// FireNone).
+func (o FireOutcome) String() string {
+	switch o {
+	case FireFired:
+		return "fired"
+	case FireSkipped:
+		return "skipped"
+	case FireRefused:
+		return "refused"
+	case FireMissed:
+		return "missed"
+	}
+	return ""
+}
+
 // applyScheduleFire spends a slot: it is skipped if the overlap policy
 // says so, else the job is submitted (key schedule/NAME/SLOT), or its
 // refusal counted. Whatever became of the job, the slot is spent.

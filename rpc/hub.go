@@ -31,6 +31,9 @@ type session struct {
 	done  chan struct{}
 	once  sync.Once
 	since time.Time
+	// mux: the session is a slot of a multiplexed stream (its Welcome
+	// says so).
+	mux bool
 
 	// Guarded by hub.mu.
 	credit  uint64
@@ -386,7 +389,7 @@ func (h *hub) welcome(s *session, hello *pb.Hello) {
 	f := h.node.State()
 	cfg := f.Config()
 	welcome := &pb.Welcome{HeartbeatIntervalMs: cfg.HeartbeatIntervalMs, SelfKillAfterMs: cfg.SelfKillAfterMs, LeaderId: h.id,
-		FinishReady: true, StartedDelayMs: startedDelayMs(cfg), JobTypes: true, Snooze: true, Kinds: f.Level() >= fsm.Level8}
+		FinishReady: true, StartedDelayMs: startedDelayMs(cfg), JobTypes: true, Snooze: true, Kinds: f.Level() >= fsm.Level8, Mux: s.mux}
 	var rejects []*pb.LeaderMessage
 	for _, r := range hello.Running {
 		j, _, ok := f.Job(sfq.JobID(r.Job))

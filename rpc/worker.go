@@ -75,13 +75,33 @@ func (s *WorkerService) lead(ctx context.Context) {
 	h.run(func() { s.setHub(nil) })
 }
 
-// Connect serves one worker's stream.
+// Connect serves one worker's stream: one session, or, when its first
+// Hello says mux, a session per slot (workermux.go).
 func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage, pb.LeaderMessage]) error {
-	ctx := stream.Context()
 	first, err := stream.Recv()
 	if err != nil {
 		return err
 	}
+	if first.GetHello().GetMux() && s.currentHub(stream.Context()) != nil {
+		return s.serveMux(stream, first)
+	}
+	// A follower answers a multiplexed stream as a stream of one session:
+	// it redirects the worker (or refuses it) as a whole.
+	return s.serve(stream, first, false)
+}
+
+// workerStream is what a session reads and writes: a worker's whole
+// stream, or one slot of a multiplexed one.
+type workerStream interface {
+	Context() context.Context
+	Send(*pb.LeaderMessage) error
+	Recv() (*pb.WorkerMessage, error)
+}
+
+// serve runs the session that first opens, on stream (a slot of a
+// multiplexed stream when mux is set, which its Welcome says).
+func (s *WorkerService) serve(stream workerStream, first *pb.WorkerMessage, mux bool) error {
+	ctx := stream.Context()
 	hello := first.GetHello()
 	if hello == nil {
 		return status.Error(codes.InvalidArgument, "the first message must be Hello")
@@ -113,6 +133,7 @@ func (s *WorkerService) Connect(stream grpc.BidiStreamingServer[pb.WorkerMessage
 		return err
 	}
 	defer h.close(sess)
+	sess.mux = mux
 	if recorded, err := h.hello(ctx, sess, hello); err != nil {
 		s.log.Info("worker session refused", "worker", hello.WorkerId, "pool", poolName(pool), "error", err)
 		return err

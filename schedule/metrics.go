@@ -41,17 +41,9 @@ func (m *Metrics) observe(r fsm.Result, at, done sfq.Time) {
 	if m == nil {
 		return
 	}
-	outcome := "stale"
-	switch {
-	case r.Refused() || r.Outcome == sfq.Duplicate:
-	case r.Fire == fsm.FireFired:
-		outcome = "fired"
-	case r.Fire == fsm.FireSkipped:
-		outcome = "skipped"
-	case r.Fire == fsm.FireRefused:
-		outcome = "refused"
-	case r.Fire == fsm.FireMissed:
-		outcome = "missed"
+	outcome := r.Fire.String()
+	if outcome == "" || r.Refused() || r.Outcome == sfq.Duplicate {
+		outcome = "stale"
 	}
 	n := 1.0
 	if outcome == "missed" {

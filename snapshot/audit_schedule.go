@@ -50,7 +50,7 @@ func scheduleFacts(f *fsm.FSM, index uint64, c *clusterpb.Command, r fsm.Result,
 		tenant, name, sf.Op = x.ScheduleDelete.Tenant, x.ScheduleDelete.Name, "delete"
 	case *clusterpb.Command_ScheduleFire:
 		tenant, name, sf.Op, sf.Slot = x.ScheduleFire.Tenant, x.ScheduleFire.Name, "fire", x.ScheduleFire.SlotMs
-		sf.Outcome = map[fsm.FireOutcome]string{fsm.FireFired: "fired", fsm.FireSkipped: "skipped", fsm.FireRefused: "refused"}[r.Fire]
+		sf.Outcome = r.Fire.String()
 	case *clusterpb.Command_ScheduleMiss:
 		tenant, name, sf.Op, sf.Slot, sf.Count = x.ScheduleMiss.Tenant, x.ScheduleMiss.Name, "miss", x.ScheduleMiss.ThroughMs, x.ScheduleMiss.Count
 	case *clusterpb.Command_ScheduleRunNow:

@@ -3,6 +3,8 @@ package test
 import (
 	"context"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,6 +106,40 @@ func TestThisWorkerOnPreviousCluster(t *testing.T) {
 	}
 
 	w.Kill()
+
+	// A Go worker of three sm slots (the job of kind sum, md, stays
+	// queued): the previous leader does not multiplex a stream, so each
+	// slot has a stream and a connection of its own, as before, and the
+	// three run at once.
+	var held sync.WaitGroup
+	held.Add(3)
+	release := make(chan struct{})
+	sw, counted := startCountedWorker(t, addrs, "slots", worker.SizeSM, 3, worker.Func(func(ctx context.Context, a *pb.Assign) (worker.FuncResult, error) {
+		held.Done()
+		select {
+		case <-release:
+			return worker.FuncResult{Output: "held"}, nil
+		case <-ctx.Done():
+			return worker.FuncResult{}, ctx.Err()
+		}
+	}))
+	var slotJobs []uint64
+	for range 3 {
+		slotJobs = append(slotJobs, submitJob(t, c, 0, &pb.SubmitRequest{Tenant: "acme", Size: pb.Size_SM, EstCostMs: 100}))
+	}
+	held.Wait()
+	if all, to := counted.held(addrs[0]); all != 3 || to != 3 {
+		t.Fatalf("a worker of three slots on the previous leader holds %d connections (%d to it), want 3", all, to)
+	}
+	close(release)
+	for _, id := range slotJobs {
+		if j := waitJob(t, pcl, id, time.Minute, "completed", func(j *pb.Job) bool { return j.State == "completed" || j.State == "failed" }); j.State != "completed" || !strings.HasPrefix(j.WorkerId, "slots-") {
+			t.Fatalf("a job of the three slots: %s on %q (exit %d, failure %q, stderr %q, stdout %q, attempt %d), want completed on a slot", j.State, j.WorkerId, j.ExitCode, j.Failure, j.StderrTail, j.StdoutTail, j.Attempt)
+		}
+	}
+	if err := sw.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	// A Go function that snoozes: the previous leader gets a failed run
 	// and retries it; the second run completes.

@@ -85,7 +85,9 @@ func TestScheduleAcrossLeaderKill(t *testing.T) {
 	slots, at, missed := scheduleFires(t, ctx, cl, "acme")
 	for name, p := range periods {
 		s := slots[name]
-		if len(s) < 5 {
+		// Cluster time stands still while no leader runs, so the test's
+		// 13 s of sleep are 10 to 13 s of slots: at least 3 of every3's.
+		if len(s) < 3 {
 			t.Fatalf("%s fired %d slots: %v", name, len(s), s)
 		}
 		for i := range s {

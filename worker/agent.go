@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -149,6 +146,13 @@ type Agent struct {
 	// runs), and stopped is closed when that Run returns.
 	stop    context.CancelFunc
 	stopped chan struct{}
+	// mux, when set, gives the agent its stream: slot of the stream its
+	// Worker shares with the leader.
+	mux  *muxDialer
+	slot uint32
+	// firstWelcome, when set, is shared by the slots of a Worker: the
+	// runner's FirstWelcome is called once for them all.
+	firstWelcome *sync.Once
 }
 
 // job is the agent's one job slot.
@@ -368,35 +372,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// ErrRefused is matched (errors.Is) by the error Run returns when the
-// cluster refuses the worker in a way no retry can change.
-var ErrRefused = errors.New("the cluster refuses this worker")
-
-// RefusedError is Run's error when the cluster refuses the worker for
-// good: which worker, the server that said so, and its status.
-type RefusedError struct {
-	Worker, Server string
-	Err            error // a gRPC status error
-}
-
-func (e *RefusedError) Error() string {
-	st := status.Convert(e.Err)
-	return fmt.Sprintf("worker %q: %s refuses it: %s (%s)", e.Worker, e.Server, st.Message(), code.Code(st.Code()).String())
-}
-
-// Unwrap returns the status error and ErrRefused.
-func (e *RefusedError) Unwrap() []error { return []error{e.Err, ErrRefused} }
-
-// refusal reports whether a session's error is a refusal no retry can
-// change (Run).
-func refusal(err error) bool {
-	switch status.Code(err) {
-	case codes.Unauthenticated, codes.PermissionDenied, codes.NotFound, codes.InvalidArgument:
-		return true
-	}
-	return false
-}
-
 // poolName names the agent's pool in its log.
 func (a *Agent) poolName() string {
 	if a.cfg.Pool == "" {
@@ -433,10 +408,6 @@ func (a *Agent) nextServer(i int) string {
 	}
 	return addr
 }
-
-type redirectError struct{ id, addr string }
-
-func (e *redirectError) Error() string { return "redirected to " + e.id + " at " + e.addr }
 
 // watchdog kills the job when contact is older than self_kill_after,
 // whether or not a stream is up. After a pause of the agent itself (its
@@ -500,25 +471,8 @@ func (a *Agent) killCurrent(reason string) {
 // handshakeTimeout bounds the wait for a server's Welcome or Redirect.
 const handshakeTimeout = 3 * time.Second
 
-// silenceLimit is how long a session may go without an acknowledged
-// heartbeat before the worker gives up on it: four heartbeats (at least a
-// second), and at most half the self-kill deadline, so that a worker cut
-// off from a leader finds the next one before it kills its job.
-func silenceLimit(interval, selfKill time.Duration) time.Duration {
-	limit := max(4*interval, time.Second)
-	if selfKill > 0 {
-		limit = min(limit, selfKill/2)
-	}
-	return limit
-}
-
 // session runs one stream.
-func (a *Agent) session(ctx context.Context, addr string) error {
-	cc, err := grpc.NewClient(addr, slices.Concat(a.cfg.Dial, wire.StaticWindows)...)
-	if err != nil {
-		return err
-	}
-	defer cc.Close()
+func (a *Agent) session(ctx context.Context, addr string) (err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// A server that cannot answer (down, or cut off one way) must not hold
@@ -526,13 +480,19 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	var handshakeExpired atomic.Bool
 	hs := time.AfterFunc(handshakeTimeout, func() { handshakeExpired.Store(true); cancel() })
 	defer hs.Stop()
-	stream, err := pb.NewWorkerClient(cc).Connect(sctx)
+	var stream leaderStream
+	if a.mux != nil {
+		stream, err = a.mux.open(sctx, addr, a.slot)
+	} else {
+		stream, err = openPlain(sctx, addr, a.cfg.Dial)
+	}
 	if err != nil {
 		if handshakeExpired.Load() {
-			return fmt.Errorf("no answer from %s within %s", addr, handshakeTimeout)
+			return silent{fmt.Errorf("no answer from %s within %s", addr, handshakeTimeout)}
 		}
 		return err
 	}
+	defer func() { stream.Close(err) }()
 	hello := &pb.Hello{WorkerId: a.cfg.ID, Size: a.size, Version: "1", Pool: a.cfg.Pool}
 	if d, ok := a.cfg.Runner.(Declarer); ok && !a.cfg.compat.SaysNothing {
 		hello.Commands, hello.Kinds = d.Declares()
@@ -552,7 +512,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	first, err := stream.Recv()
 	if err != nil {
 		if handshakeExpired.Load() {
-			return fmt.Errorf("no answer from %s within %s", addr, handshakeTimeout)
+			return silent{fmt.Errorf("no answer from %s within %s", addr, handshakeTimeout)}
 		}
 		return err
 	}
@@ -589,8 +549,17 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 		return errLeaderWithoutKinds
 	}
 	if fw, ok := a.cfg.Runner.(FirstWelcome); ok && firstWelcome {
-		if err := fw.FirstWelcome(); err != nil {
-			a.log.Warn("cannot clear what an earlier agent of this worker ID left running", "error", err)
+		clear := func() {
+			if err := fw.FirstWelcome(); err != nil {
+				a.log.Warn("cannot clear what an earlier agent of this worker ID left running", "error", err)
+			}
+		}
+		if a.firstWelcome != nil {
+			// The slots of a Worker share the runner: it clears once,
+			// before any slot offers itself (so before any run of it).
+			a.firstWelcome.Do(clear)
+		} else {
+			clear()
 		}
 	}
 
@@ -646,6 +615,15 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 	}()
 	hb := time.NewTicker(a.interval)
 	defer hb.Stop()
+	beat := hb.C
+	if a.mux != nil {
+		// The slots of a Worker beat together, so that their heartbeats
+		// go out on the shared stream in one write (and reach the leader
+		// in one read): the first beat waits for the Worker's next tick.
+		first := time.NewTimer(a.mux.untilBeat(a.interval))
+		defer first.Stop()
+		beat = first.C
+	}
 	silence := silenceLimit(a.interval, a.selfKill)
 	for {
 		a.mu.Lock()
@@ -670,7 +648,11 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 			if err := a.handle(m, send); err != nil {
 				return err
 			}
-		case <-hb.C:
+		case <-beat:
+			if beat != hb.C {
+				hb.Reset(a.interval)
+				beat = hb.C
+			}
 			a.mu.Lock()
 			quiet := time.Since(a.contact)
 			a.mu.Unlock()
@@ -678,7 +660,7 @@ func (a *Agent) session(ctx context.Context, addr string) error {
 				// The stream may look open while the leader is gone or cut
 				// off: reconnect (perhaps to a new leader) well before the
 				// self-kill deadline.
-				return fmt.Errorf("no heartbeat acknowledged for %s (limit %s)", quiet.Round(time.Millisecond), silence)
+				return silent{fmt.Errorf("no heartbeat acknowledged for %s (limit %s)", quiet.Round(time.Millisecond), silence)}
 			}
 			if err := a.heartbeat(send); err != nil {
 				return err

@@ -146,7 +146,7 @@ func (f *fakeLeader) waitFor(t *testing.T, what string, cond func([]string) bool
 	}
 }
 
-func serve(t *testing.T, f *fakeLeader) string {
+func serve(t *testing.T, f pb.WorkerServer) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -10,10 +10,12 @@ import (
 )
 
 // Worker runs up to Config.MaxConcurrent jobs at once in this process:
-// one Agent per slot, each with a session of its own to the cluster's
-// leader, named Config.ID-1 .. Config.ID-N (Config.ID itself when N is
-// 1; a worker token's binding must cover every name, e.g. "thumbs-*").
-// Each slot's log lines name it (slot=ID-N).
+// one Agent per slot, each a session of its own at the cluster's leader,
+// named Config.ID-1 .. Config.ID-N (Config.ID itself when N is 1; a
+// worker token's binding must cover every name, e.g. "thumbs-*"). The
+// slots share one connection and one stream to the leader (Hello.mux);
+// a leader of an earlier build, which does not multiplex, gets a stream
+// per slot. Each slot's log lines name it (slot=ID-N).
 // The slots share the Runner, which must start runs concurrently (a
 // Kinds, a Func and a ProcessRunner do).
 type Worker struct {
@@ -35,6 +37,11 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	var mux *muxDialer
+	if n > 1 {
+		mux = newMuxDialer(cfg.Dial, logger)
+	}
+	once := &sync.Once{}
 	for i := range n {
 		c := cfg
 		c.MaxConcurrent = 0
@@ -50,15 +57,17 @@ func NewWorker(cfg Config) (*Worker, error) {
 		if err != nil {
 			return nil, err
 		}
+		a.mux, a.slot, a.firstWelcome = mux, uint32(i+1), once
 		w.agents = append(w.agents, a)
 	}
 	return w, nil
 }
 
-// maxSlots bounds MaxConcurrent: each slot holds a connection to the
-// cluster, which takes limits.connections_per_address (256) from one
-// source network.
-const maxSlots = 200
+// maxSlots bounds MaxConcurrent: the slots a leader serves on one
+// stream. (A leader of an earlier build gets a connection per slot, and
+// takes at most limits.connections_per_address, 256 by default, from one
+// source network.)
+const maxSlots = maxStreamSlots
 
 // IDs returns the worker IDs of the slots, in order.
 func (w *Worker) IDs() []string {
@@ -95,6 +104,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return err
 	})
+}
+
+// Drain drains every slot as Agent.Drain does: each finishes its job and
+// takes no new one; Run returns once all have.
+func (w *Worker) Drain() {
+	for _, a := range w.agents {
+		a.Drain()
+	}
 }
 
 // Stop stops every slot as Agent.Stop does: no new job, the running

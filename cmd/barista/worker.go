@@ -38,15 +38,20 @@ type workerOpts struct {
 	runAs     string
 	jobEnv    multiFlag
 	cgroup    cgroupOpts
+	slots     int
 }
 
 func init() {
 	register("worker", typed(&spec[workerOpts]{
-		synopsis: "Run a worker agent: one job at a time as a child process",
-		usage:    "--size sm|md|lg [--pool NAME] [--server ADDRS] [--id ID] [--token-file FILE] [--run-as USER] [--log-dir DIR] [--work-dir DIR] [--cgroup-parent DIR] [--require-cgroup] [--memory-max SIZE=BYTES,...]",
+		synopsis: "Run a worker agent: one job at a time (or --slots N at once) as child processes",
+		usage:    "--size sm|md|lg [--slots N] [--pool NAME] [--server ADDRS] [--id ID] [--token-file FILE] [--run-as USER] [--log-dir DIR] [--work-dir DIR] [--cgroup-parent DIR] [--require-cgroup] [--memory-max SIZE=BYTES,...]",
 		help: `Connects to the cluster (any node; a follower redirects it to the leader)
 and runs one job at a time, of its pool only (--pool, default the pool
-default; docs/workers.md, "Pools"). A job's payload is a JSON command line:
+default; docs/workers.md, "Pools"). --slots N runs up to N jobs at once
+(1..1,024): slots ID-1 .. ID-N, each a worker of its own to the cluster
+(a token's worker_id binding must cover them: "ID-*"), all on one
+connection and one stream to the leader (a leader of an earlier build
+gets a stream per slot). A job's payload is a JSON command line:
 
   {"argv": ["python3", "train.py", "--epochs", "3"], "env": {"SEED": "7"}, "dir": "/srv/jobs"}
 
@@ -96,6 +101,7 @@ it and retries with backoff until an admin creates the pool.`,
 			fs.StringVar(&o.pool, "pool", "default", "the pool `NAME` this worker serves: it runs jobs of that pool only")
 			host, _ := os.Hostname()
 			fs.StringVar(&o.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "unique worker `ID`")
+			numFlag(fs, &o.slots, "slots", 1, 1, 1024, "run up to `N` jobs at once: slots ID-1..ID-N, on one connection to the leader")
 			if f := fs.Lookup("token"); f != nil {
 				f.Value = &givenVal{Value: f.Value, given: &o.tokenFlag}
 			}
@@ -210,7 +216,18 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 		Runner: procs,
 	}
 	workercompat.Set(&wcfg, workercompat.Options{SeparateReady: opts.sepReady, StartedAtOnce: opts.startNow})
-	a, err := worker.New(wcfg)
+	// One slot is an agent, as before; more are a Worker's slots (ID-1 ..
+	// ID-N, one stream to the leader).
+	var a interface {
+		Run(context.Context) error
+		Drain()
+	}
+	if opts.slots > 1 {
+		wcfg.MaxConcurrent = opts.slots
+		a, err = worker.NewWorker(wcfg)
+	} else {
+		a, err = worker.New(wcfg)
+	}
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -231,7 +248,7 @@ func runWorker(env *cmdEnv, opts *workerOpts, args []string) error {
 	if pcfg.User != nil {
 		runAs = pcfg.User.String()
 	}
-	log.Info("worker starting", "id", opts.id, "size", size, "pool", opts.pool, "servers", opts.servers, "log_dir", opts.logDir, "work_dir", opts.workDir, "jobs_run_as", runAs)
+	log.Info("worker starting", "id", opts.id, "slots", opts.slots, "size", size, "pool", opts.pool, "servers", opts.servers, "log_dir", opts.logDir, "work_dir", opts.workDir, "jobs_run_as", runAs)
 	return a.Run(ctx)
 }
 

@@ -5,6 +5,11 @@
 //   - Marshal writes the bytes proto.MarshalOptions{Deterministic: true}
 //     writes (fields in number order; barista's messages have no maps),
 //     and refuses a proto3 string that is not valid UTF-8, as it does.
+//     The one difference is the worker stream's WorkerMessage and
+//     LeaderMessage, whose slot is numbered after their oneof: protobuf
+//     writes a oneof after the plain fields, the generated code in number
+//     order — the same fields and length, decoded alike. No replicated
+//     command is laid out so (a test says which messages are).
 //   - Unmarshal accepts exactly what proto.Unmarshal accepts and yields an
 //     equal message. The generated decoder does not check UTF-8, so the
 //     string fields are checked on the wire afterwards; where the

@@ -155,18 +155,12 @@ func (rn *runner) fire(cmd string, pos []string, opts options) error {
 
 // emitFire prints what a fire, miss or run-now did.
 func (rn *runner) emitFire(cmd, tenant, name string, slot sfq.Time, r FireResult) error {
-	outcome := "spent" // a slot spent already: nothing changed
+	outcome := r.Fire.String()
 	switch {
 	case r.Outcome == sfq.Duplicate && cmd == "run-now":
 		outcome = "again" // the key fired its job already
-	case r.Fire == fsm.FireFired:
-		outcome = "fired"
-	case r.Fire == fsm.FireSkipped:
-		outcome = "skipped"
-	case r.Fire == fsm.FireRefused:
-		outcome = "refused"
-	case r.Fire == fsm.FireMissed:
-		outcome = "missed"
+	case outcome == "":
+		outcome = "spent" // a slot spent already: nothing changed
 	}
 	line := map[string]any{cmd: tenant + "/" + name, "outcome": outcome}
 	text := fmt.Sprintf("%s %s/%s", cmd, tenant, name)

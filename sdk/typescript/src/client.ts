@@ -3,6 +3,7 @@
  * watch, usage, and the admin calls a SaaS makes at sign-up.
  */
 
+import { randomBytes } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Admin, CapsUpdateSchema, UpsertTenantRequestSchema } from "./gen/admin_pb.js";
@@ -20,6 +21,7 @@ import {
   eventFromPb,
   explanationFromPb,
   jobFromPb,
+  scheduleFromPb,
   subscriptionFromPb,
   tenantFromPb,
   usageFromPb,
@@ -27,6 +29,7 @@ import {
   type Event,
   type Explanation,
   type Job,
+  type Schedule,
   type Submitted,
   type Subscription,
   type Tenant,
@@ -122,6 +125,33 @@ export interface SubmitOptions {
    * when each has room for it.
    */
   uses?: Record<string, number>;
+}
+
+/**
+ * A schedule's options (docs/schedules.md) and those of the job each fire
+ * submits (submit's, but for key: each job's key is schedule/NAME/SLOT;
+ * and deadline, which is deadlineAfter, from each fire).
+ */
+export interface ScheduleOptions extends Omit<SubmitOptions, "key" | "deadline"> {
+  /** The IANA zone the cron fields read (default UTC; not used by "@every"). */
+  zone?: string;
+  /** skip (default), buffer_one or allow. */
+  overlap?: cv.OverlapName;
+  /** How late (ms) a slot still fires after a time without a leader (default 60 s). */
+  catchup?: number;
+  /** Slot T fires at T plus a share of this, fixed for that slot (ms; default none). */
+  jitter?: number;
+  /** The schedule is made (or stays) paused. */
+  paused?: boolean;
+  /** Each job's deadline, this long after its fire (ms). */
+  deadlineAfter?: number;
+}
+
+/** The job a run-now fired: created is false when its key had fired it already. */
+export interface RunNow {
+  job: number;
+  created: boolean;
+  key: string;
 }
 
 /** One job of submitMany: its kind, its payload (typed by the kind) and its options. */
@@ -517,6 +547,89 @@ export class Client<K extends JobTypes = AnyKinds> {
       await sleep(wait, opts.signal);
       wait = Math.min(2 * wait, WATCH_BACKOFF_MAX);
     }
+  }
+
+  // -- schedules -------------------------------------------------------
+
+  /**
+   * Creates or replaces the schedule name (docs/schedules.md): at each
+   * slot of spec (five cron fields in opts.zone, a macro such as "@daily",
+   * or "@every D" at the multiples of D since the Unix epoch) the cluster
+   * submits a job of kind with payload, under the tenant's quotas and fair
+   * share, with the key schedule/NAME/SLOT, once per slot whichever node
+   * leads. A change takes effect for the slots after it. Sent again to
+   * another node after a failure on the way: it sets values.
+   */
+  async setSchedule<N extends keyof K & string>(name: string, spec: string, kind: N, payload: K[N], opts: ScheduleOptions = {}): Promise<Schedule<K[N]>> {
+    const job = submitRequest(kind, payload, { ...opts, key: undefined, deadline: undefined });
+    job.tenant = "";
+    job.deadlineMs = cv.millis(opts.deadlineAfter, "deadlineAfter");
+    const req = {
+      tenant: opts.tenant ?? "",
+      name,
+      spec,
+      zone: opts.zone ?? "",
+      overlap: cv.overlap(opts.overlap),
+      catchupMs: opts.catchup === undefined ? undefined : cv.millis(opts.catchup, "catchup"),
+      jitterMs: cv.millis(opts.jitter, "jitter"),
+      paused: opts.paused ?? false,
+      job,
+    };
+    return scheduleFromPb(await this.nodes.call((node, o) => node.client(ClientService).setSchedule(req, o), { idempotent: true }));
+  }
+
+  /** A schedule, with its next slots (next: how many, default 5). */
+  async getSchedule<T = unknown>(name: string, opts: ReadOptions & { next?: number } = {}): Promise<Schedule<T>> {
+    const req = { tenant: opts.tenant ?? "", name, next: uint(opts.next, "next") ?? 0, read: { stale: opts.stale ?? false } };
+    return scheduleFromPb(await this.nodes.call((node, o) => node.client(ClientService).getSchedule(req, o), { idempotent: true }));
+  }
+
+  /** The tenant's schedules by name, fetched a page at a time. */
+  async *schedules<T = unknown>(opts: ReadOptions & { pageSize?: number } = {}): AsyncGenerator<Schedule<T>> {
+    let pageToken = "";
+    for (;;) {
+      const req = { tenant: opts.tenant ?? "", pageSize: uint(opts.pageSize, "pageSize") ?? 100, pageToken, read: { stale: opts.stale ?? false } };
+      const resp = await this.nodes.call((node, o) => node.client(ClientService).listSchedules(req, o), { idempotent: true });
+      for (const s of resp.schedules) yield scheduleFromPb<T>(s);
+      pageToken = resp.nextPageToken;
+      if (!pageToken) return;
+    }
+  }
+
+  /** Pauses a schedule: no slot fires, and none is counted missed, until resumeSchedule. */
+  async pauseSchedule(name: string, opts: { tenant?: string } = {}): Promise<Schedule> {
+    return this.pauseOrResume(name, opts.tenant ?? "", false);
+  }
+
+  /** Resumes a schedule: the slots after the resume fire. */
+  async resumeSchedule(name: string, opts: { tenant?: string } = {}): Promise<Schedule> {
+    return this.pauseOrResume(name, opts.tenant ?? "", true);
+  }
+
+  private async pauseOrResume(name: string, tenant: string, resume: boolean): Promise<Schedule> {
+    const req = { tenant, name, resume };
+    return scheduleFromPb(await this.nodes.call((node, o) => node.client(ClientService).pauseSchedule(req, o), { idempotent: true }));
+  }
+
+  /**
+   * Fires a schedule once, now, whatever its spec, pause and overlap
+   * policy. The key (made here when none is given, before the first try)
+   * makes it safe to retry: the same key fires once, and answers the same
+   * job with created false.
+   */
+  async runScheduleNow(name: string, opts: { tenant?: string; key?: string } = {}): Promise<RunNow> {
+    if (opts.key !== undefined && (typeof opts.key !== "string" || opts.key === "")) {
+      throw new InvalidArgument(`key: ${JSON.stringify(opts.key)} (want a non-empty string)`, { field: "key" });
+    }
+    const req = { tenant: opts.tenant ?? "", name, key: opts.key ?? randomBytes(8).toString("hex") };
+    const resp = await this.nodes.call((node, o) => node.client(ClientService).runScheduleNow(req, o), { idempotent: true });
+    return { job: cv.num(resp.jobId, "job_id"), created: resp.created, key: resp.key };
+  }
+
+  /** Deletes a schedule; the jobs it fired stay. Sent once. */
+  async deleteSchedule(name: string, opts: { tenant?: string } = {}): Promise<void> {
+    const req = { tenant: opts.tenant ?? "", name };
+    await this.nodes.call((node, o) => node.client(ClientService).deleteSchedule(req, o), { idempotent: false });
   }
 
   // -- admin -----------------------------------------------------------

@@ -4,7 +4,7 @@
  * IDs, enums, bytes).
  */
 
-import { Class, GroupOrder, JobForm, Size, Tier } from "./gen/types_pb.js";
+import { Class, GroupOrder, JobForm, Overlap, Size, Tier } from "./gen/types_pb.js";
 import type { ClockNow } from "./gen/client_pb.js";
 import { InvalidArgument, Internal } from "./errors.js";
 
@@ -22,6 +22,14 @@ export type GroupOrderName = "fifo" | "fair";
  * lines, a job of form any every worker.
  */
 export type FormName = "function" | "command" | "any";
+/**
+ * What a schedule's slot does while its previous job has not ended
+ * (docs/schedules.md): skip (no fire while one waits or runs),
+ * buffer_one (no fire while one waits to start), allow (every slot fires).
+ */
+export type OverlapName = "skip" | "buffer_one" | "allow";
+
+const OVERLAPS: Record<OverlapName, Overlap> = { skip: Overlap.SKIP, buffer_one: Overlap.BUFFER_ONE, allow: Overlap.ALLOW };
 
 const SIZES: Record<SizeName, Size> = { sm: Size.SM, md: Size.MD, lg: Size.LG };
 const PRIORITIES: Record<Priority, Class> = {
@@ -72,6 +80,9 @@ export const tier = (v: unknown): Tier => lookup(TIERS, v, "tier", "free, bronze
 export const tierName = (v: Tier): TierName | "" => (v === Tier.TIER_UNSPECIFIED ? "" : nameOf(TIERS, v, "free"));
 export const groupOrder = (v: unknown): GroupOrder =>
   lookup({ fifo: GroupOrder.GROUP_FIFO, fair: GroupOrder.GROUP_FAIR }, v, "group_order", "fifo or fair");
+export const overlap = (v: unknown): Overlap =>
+  v === undefined ? Overlap.UNSPECIFIED : lookup(OVERLAPS, v, "overlap", "skip, buffer_one or allow");
+export const overlapName = (v: Overlap): OverlapName => nameOf(OVERLAPS, v, "skip");
 export const groupOrderName = (v: GroupOrder): GroupOrderName => (v === GroupOrder.GROUP_FAIR ? "fair" : "fifo");
 
 /**

@@ -12,14 +12,14 @@
  */
 
 export { Client } from "./client.js";
-export type { AnyKinds, ClientOptions, EvidenceOptions, JobRef, JobSpec, JobTypes, JobsOptions, ReadOptions, SubmitOptions, TenantSettings, WatchOptions } from "./client.js";
+export type { AnyKinds, ClientOptions, EvidenceOptions, JobRef, JobSpec, JobTypes, JobsOptions, ReadOptions, RunNow, ScheduleOptions, SubmitOptions, TenantSettings, WatchOptions } from "./client.js";
 export type { Logger, Tls, TlsOptions } from "./conn.js";
-export type { FormName, GroupOrderName, Priority, SizeName, TierName } from "./convert.js";
+export type { FormName, GroupOrderName, OverlapName, Priority, SizeName, TierName } from "./convert.js";
 export * from "./errors.js";
 export { REASONS, ERROR_DOMAIN } from "./reasons.js";
 export type { CodeName, Reason } from "./reasons.js";
 export { TERMINAL_STATES } from "./models.js";
-export type { Cancel, Event, Explanation, GroupUsage, Job, Place, Submitted, Subscription, Tenant, Usage } from "./models.js";
+export type { Cancel, Event, Explanation, GroupUsage, Job, Place, Schedule, Submitted, Subscription, Tenant, Usage } from "./models.js";
 export { CERTIFICATE_REASONS, CERTIFICATE_VERSION, certificateDigest, verifyCertificate } from "./evidence.js";
 export type { Certificate, CertificateFailure, CertificateKey, CertificateLine, CertificateReport } from "./evidence.js";
 export { Worker, STOP_REPORT_WAIT } from "./worker.js";

@@ -11,6 +11,7 @@ import type {
   ExplainJobResponse,
   Job as PbJob,
   PlaceInLine,
+  Schedule as PbSchedule,
   TenantUsageResponse,
 } from "./gen/client_pb.js";
 import * as cv from "./convert.js";
@@ -203,6 +204,10 @@ export interface Event {
   group: string;
   /** Whether the event ends its job (for now: a redrive may queue it again). */
   terminal: boolean;
+  /** schedule_fired, schedule_refused, schedule_missed: the schedule, its slot (cluster ms) and, for a miss, how many slots. */
+  schedule: string;
+  slotMs: number;
+  slots: number;
 }
 
 export function eventFromPb(e: PbEvent): Event {
@@ -220,6 +225,9 @@ export function eventFromPb(e: PbEvent): Event {
     pool: e.pool,
     group: e.group,
     terminal: TERMINAL_STATES.has(e.kind),
+    schedule: e.schedule,
+    slotMs: Number(e.slotMs),
+    slots: Number(e.slots),
   };
 }
 
@@ -253,6 +261,10 @@ export interface Explanation {
   fittingWorkers: number;
   workersBusy: boolean;
   place: Place | undefined;
+  /** The schedule that fired the job ("": none), its slot (cluster ms; 0 for a run-now) and a run-now's key. */
+  schedule: string;
+  scheduleSlotMs: number;
+  scheduleRunKey: string;
 }
 
 export function explanationFromPb(x: ExplainJobResponse): Explanation {
@@ -274,6 +286,9 @@ export function explanationFromPb(x: ExplainJobResponse): Explanation {
     fittingWorkers: x.fittingWorkers,
     workersBusy: x.workersBusy,
     place: placeFromPb(x.place, x.now),
+    schedule: x.schedule,
+    scheduleSlotMs: Number(x.scheduleSlotMs),
+    scheduleRunKey: x.scheduleRunKey,
   };
 }
 
@@ -408,4 +423,74 @@ export function subscriptionFromPb(tenant: string, pool: string, r: Subscription
   const s = r.subscription;
   if (s) return { tenant: s.tenant, pool: s.pool, burst: s.burst, running: s.running, changed: r.changed };
   return { tenant, pool, burst: undefined, running: 0, changed: r.changed };
+}
+
+/** A schedule as the cluster holds it (docs/schedules.md); times are wall times, by the answer's clock. */
+export interface Schedule<T = unknown> {
+  tenant: string;
+  name: string;
+  /** Five cron fields, a macro or "@every D". */
+  spec: string;
+  /** The IANA zone the cron fields read. */
+  zone: string;
+  overlap: cv.OverlapName;
+  /** How late (ms) a slot still fires after a time without a leader. */
+  catchup: number;
+  /** Slot T fires at T plus a fixed share of this (ms). */
+  jitter: number;
+  paused: boolean;
+  /** The kind and payload of the job each fire submits. */
+  kind: string;
+  payload: () => T;
+  size: cv.SizeName;
+  /** Moves on with every change of the schedule. */
+  version: number;
+  /** The newest slot spent (undefined: none yet). */
+  lastSlot: Date | undefined;
+  /** The next slots, as the answering node computes them. */
+  nextSlots: Date[];
+  /** When the next slot fires (with its jitter). */
+  nextFire: Date | undefined;
+  /** Slots that submitted a job (and run-nows). */
+  fired: number;
+  /** Slots the overlap policy skipped. */
+  skipped: number;
+  /** Slots further behind than catchup: never fired. */
+  missed: number;
+  /** Fires whose submit was refused (the tenant's quota, ...). */
+  refused: number;
+  /** The newest job it fired (0: none). */
+  lastJob: number;
+  /** Its jobs the overlap policy still sees. */
+  liveJobs: number[];
+  /** Why the answering node cannot compute its slots ("": it can). */
+  specError: string;
+}
+
+export function scheduleFromPb<T>(x: PbSchedule): Schedule<T> {
+  const at = (ms: bigint) => cv.clusterToWall(x.now, ms);
+  return {
+    tenant: x.tenant,
+    name: x.name,
+    spec: x.spec,
+    zone: x.zone,
+    overlap: cv.overlapName(x.overlap),
+    catchup: Number(x.catchupMs),
+    jitter: Number(x.jitterMs),
+    paused: x.paused,
+    kind: x.job?.jobType ?? "",
+    payload: payloadGetter<T>(x.job?.payload),
+    size: cv.sizeName(x.job?.size ?? 0),
+    version: cv.num(x.version, "version"),
+    lastSlot: at(x.lastSlotMs),
+    nextSlots: x.nextSlotsMs.map(at).filter((d): d is Date => d !== undefined),
+    nextFire: at(x.nextFireMs),
+    fired: Number(x.fired),
+    skipped: Number(x.skipped),
+    missed: Number(x.missed),
+    refused: Number(x.refused),
+    lastJob: cv.num(x.lastJobId, "last_job_id"),
+    liveJobs: x.liveJobIds.map((id) => cv.num(id, "live_job_ids")),
+    specError: x.specError,
+  };
 }

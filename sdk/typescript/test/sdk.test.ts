@@ -515,6 +515,59 @@ describe("the worker", { skip, timeout: 60_000 }, () => {
     }
   });
 
+  test("a schedule fires its job, which a worker runs; pause, run-now with a key, list and delete", async () => {
+    const worker = new Worker<{ report: { day: string } }>({ servers: c.addrs, token: WORKER_TOKEN, size: "sm", id: "ts-sched" });
+    worker.register("report", (job) => `report for ${job.payload.day}`);
+    const client = new Client<{ report: { day: string } }>({ servers: c.addrs, token: ACME_TOKEN });
+    try {
+      await running(worker, async () => {
+        const s = await client.setSchedule("ts-every", "@every 1s", "report", { day: "today" }, { cost: 1, overlap: "allow" });
+        assert.deepEqual(
+          [s.tenant, s.name, s.spec, s.zone, s.overlap, s.catchup, s.jitter, s.paused, s.kind, s.payload(), s.size, s.fired, s.specError],
+          ["acme", "ts-every", "@every 1s", "UTC", "allow", 60_000, 0, false, "report", { day: "today" }, "sm", 0, ""],
+        );
+        assert.equal(s.nextSlots.length, 5);
+        assert.equal(s.nextSlots[1].getTime() - s.nextSlots[0].getTime(), 1000);
+        // Its first fire's job, run by the worker.
+        let got = s;
+        for (let i = 0; i < 100 && got.lastJob === 0; i++) {
+          await sleep(100);
+          got = await client.getSchedule("ts-every");
+        }
+        assert.ok(got.fired >= 1 && got.lastJob > 0, `fired ${got.fired}, last job ${got.lastJob}`);
+        assert.deepEqual(await follow(client, got.lastJob), ["queued", "schedule_fired", "assigned", "started", "completed"]);
+        const j = await client.get(got.lastJob);
+        assert.equal(j.result, "report for today");
+        const why = await client.explain(got.lastJob);
+        assert.equal(why.schedule, "ts-every");
+        assert.equal(j.key, `schedule/ts-every/${why.scheduleSlotMs}`);
+
+        const paused = await client.pauseSchedule("ts-every");
+        assert.equal(paused.paused, true);
+        const a = await client.runScheduleNow("ts-every", { key: "deploy-1" });
+        const b = await client.runScheduleNow("ts-every", { key: "deploy-1" });
+        assert.deepEqual([a.created, b.created, b.job], [true, false, a.job]);
+        assert.equal((await client.get(a.job)).key, "schedule/ts-every/run/deploy-1");
+        const whyNow = await client.explain(a.job);
+        assert.deepEqual([whyNow.schedule, whyNow.scheduleSlotMs, whyNow.scheduleRunKey], ["ts-every", 0, "deploy-1"]);
+        const fresh = await client.runScheduleNow("ts-every");
+        assert.ok(fresh.created && fresh.job !== a.job);
+        assert.equal((await client.resumeSchedule("ts-every")).paused, false);
+
+        const names: string[] = [];
+        for await (const x of client.schedules()) names.push(x.name);
+        assert.ok(names.includes("ts-every"), names.join(","));
+        await client.deleteSchedule("ts-every");
+        await refused(client.getSchedule("ts-every"), NotFound);
+        const bad = await refused(client.setSchedule("ts-bad", "61 * * * *", "report", { day: "x" }, { cost: 1 }), InvalidArgument);
+        assert.equal(bad.field, "spec");
+        await refused(client.setSchedule("ts-bad", "@daily", "report", { day: "x" }, { cost: 1, overlap: "sometimes" as never }), InvalidArgument);
+      });
+    } finally {
+      client.close();
+    }
+  });
+
   test("four slots run four jobs at once", async () => {
     const worker = new Worker<TestKinds>({ servers: c.addrs, token: WORKER_TOKEN, concurrency: 4, id: "ts-four" });
     // Each run waits for the three others: the jobs end only if four run at the same time.

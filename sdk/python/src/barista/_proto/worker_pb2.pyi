@@ -75,9 +75,10 @@ class HeartbeatAck(_message.Message):
     def __init__(self, seq: _Optional[int] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ["commands", "kinds", "pool", "running", "size", "version", "worker_id"]
+    __slots__ = ["commands", "kinds", "mux", "pool", "running", "size", "version", "worker_id"]
     COMMANDS_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
+    MUX_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -85,12 +86,13 @@ class Hello(_message.Message):
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     commands: bool
     kinds: _containers.RepeatedScalarFieldContainer[str]
+    mux: bool
     pool: str
     running: _containers.RepeatedCompositeFieldContainer[RunningJob]
     size: _types_pb2.Size
     version: str
     worker_id: str
-    def __init__(self, worker_id: _Optional[str] = ..., size: _Optional[_Union[_types_pb2.Size, str]] = ..., running: _Optional[_Iterable[_Union[RunningJob, _Mapping]]] = ..., version: _Optional[str] = ..., pool: _Optional[str] = ..., commands: bool = ..., kinds: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, worker_id: _Optional[str] = ..., size: _Optional[_Union[_types_pb2.Size, str]] = ..., running: _Optional[_Iterable[_Union[RunningJob, _Mapping]]] = ..., version: _Optional[str] = ..., pool: _Optional[str] = ..., commands: bool = ..., kinds: _Optional[_Iterable[str]] = ..., mux: bool = ...) -> None: ...
 
 class JobFinished(_message.Message):
     __slots__ = ["attempt", "cpu_ms", "cpu_source", "exit_code", "failure", "job", "outcome", "permanent", "ready_credit", "snooze_ms", "start_unreported", "stderr_tail", "stdout_tail"]
@@ -143,22 +145,26 @@ class JobStarted(_message.Message):
     def __init__(self, job: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class LeaderMessage(_message.Message):
-    __slots__ = ["assign", "cancel", "finished_ack", "heartbeat_ack", "redirect", "reject", "welcome"]
+    __slots__ = ["assign", "cancel", "end", "finished_ack", "heartbeat_ack", "redirect", "reject", "slot", "welcome"]
     ASSIGN_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
     FINISHED_ACK_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_ACK_FIELD_NUMBER: _ClassVar[int]
     REDIRECT_FIELD_NUMBER: _ClassVar[int]
     REJECT_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     assign: Assign
     cancel: CancelOrder
+    end: SlotEnd
     finished_ack: FinishedAck
     heartbeat_ack: HeartbeatAck
     redirect: Redirect
     reject: Reject
+    slot: int
     welcome: Welcome
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., redirect: _Optional[_Union[Redirect, _Mapping]] = ..., assign: _Optional[_Union[Assign, _Mapping]] = ..., cancel: _Optional[_Union[CancelOrder, _Mapping]] = ..., heartbeat_ack: _Optional[_Union[HeartbeatAck, _Mapping]] = ..., reject: _Optional[_Union[Reject, _Mapping]] = ..., finished_ack: _Optional[_Union[FinishedAck, _Mapping]] = ...) -> None: ...
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., redirect: _Optional[_Union[Redirect, _Mapping]] = ..., assign: _Optional[_Union[Assign, _Mapping]] = ..., cancel: _Optional[_Union[CancelOrder, _Mapping]] = ..., heartbeat_ack: _Optional[_Union[HeartbeatAck, _Mapping]] = ..., reject: _Optional[_Union[Reject, _Mapping]] = ..., finished_ack: _Optional[_Union[FinishedAck, _Mapping]] = ..., end: _Optional[_Union[SlotEnd, _Mapping]] = ..., slot: _Optional[int] = ...) -> None: ...
 
 class ListWorkersRequest(_message.Message):
     __slots__ = []
@@ -208,13 +214,20 @@ class RunningJob(_message.Message):
     job: int
     def __init__(self, job: _Optional[int] = ..., attempt: _Optional[int] = ..., cpu_ms: _Optional[int] = ..., finished: bool = ...) -> None: ...
 
+class SlotEnd(_message.Message):
+    __slots__ = ["status"]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: bytes
+    def __init__(self, status: _Optional[bytes] = ...) -> None: ...
+
 class Welcome(_message.Message):
-    __slots__ = ["finish_ready", "heartbeat_interval_ms", "job_types", "kinds", "leader_id", "pending_cancels", "self_kill_after_ms", "snooze", "started_delay_ms"]
+    __slots__ = ["finish_ready", "heartbeat_interval_ms", "job_types", "kinds", "leader_id", "mux", "pending_cancels", "self_kill_after_ms", "snooze", "started_delay_ms"]
     FINISH_READY_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPES_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    MUX_FIELD_NUMBER: _ClassVar[int]
     PENDING_CANCELS_FIELD_NUMBER: _ClassVar[int]
     SELF_KILL_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
     SNOOZE_FIELD_NUMBER: _ClassVar[int]
@@ -224,11 +237,12 @@ class Welcome(_message.Message):
     job_types: bool
     kinds: bool
     leader_id: str
+    mux: bool
     pending_cancels: _containers.RepeatedCompositeFieldContainer[CancelOrder]
     self_kill_after_ms: int
     snooze: bool
     started_delay_ms: int
-    def __init__(self, heartbeat_interval_ms: _Optional[int] = ..., self_kill_after_ms: _Optional[int] = ..., pending_cancels: _Optional[_Iterable[_Union[CancelOrder, _Mapping]]] = ..., leader_id: _Optional[str] = ..., finish_ready: bool = ..., started_delay_ms: _Optional[int] = ..., job_types: bool = ..., snooze: bool = ..., kinds: bool = ...) -> None: ...
+    def __init__(self, heartbeat_interval_ms: _Optional[int] = ..., self_kill_after_ms: _Optional[int] = ..., pending_cancels: _Optional[_Iterable[_Union[CancelOrder, _Mapping]]] = ..., leader_id: _Optional[str] = ..., finish_ready: bool = ..., started_delay_ms: _Optional[int] = ..., job_types: bool = ..., snooze: bool = ..., kinds: bool = ..., mux: bool = ...) -> None: ...
 
 class WorkerInfo(_message.Message):
     __slots__ = ["all_kinds", "attempt", "commands", "connected", "drained", "job", "kinds", "last_heartbeat_ms", "not_kinds", "pool", "size", "state", "worker_id"]
@@ -261,15 +275,19 @@ class WorkerInfo(_message.Message):
     def __init__(self, worker_id: _Optional[str] = ..., size: _Optional[_Union[_types_pb2.Size, str]] = ..., state: _Optional[str] = ..., job: _Optional[int] = ..., attempt: _Optional[int] = ..., last_heartbeat_ms: _Optional[int] = ..., drained: bool = ..., connected: bool = ..., pool: _Optional[str] = ..., commands: bool = ..., kinds: _Optional[_Iterable[str]] = ..., all_kinds: bool = ..., not_kinds: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class WorkerMessage(_message.Message):
-    __slots__ = ["finished", "heartbeat", "hello", "ready", "started"]
+    __slots__ = ["end", "finished", "heartbeat", "hello", "ready", "slot", "started"]
+    END_FIELD_NUMBER: _ClassVar[int]
     FINISHED_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     HELLO_FIELD_NUMBER: _ClassVar[int]
     READY_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
     STARTED_FIELD_NUMBER: _ClassVar[int]
+    end: SlotEnd
     finished: JobFinished
     heartbeat: JobHeartbeat
     hello: Hello
     ready: Ready
+    slot: int
     started: JobStarted
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., ready: _Optional[_Union[Ready, _Mapping]] = ..., started: _Optional[_Union[JobStarted, _Mapping]] = ..., heartbeat: _Optional[_Union[JobHeartbeat, _Mapping]] = ..., finished: _Optional[_Union[JobFinished, _Mapping]] = ...) -> None: ...
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., ready: _Optional[_Union[Ready, _Mapping]] = ..., started: _Optional[_Union[JobStarted, _Mapping]] = ..., heartbeat: _Optional[_Union[JobHeartbeat, _Mapping]] = ..., finished: _Optional[_Union[JobFinished, _Mapping]] = ..., end: _Optional[_Union[SlotEnd, _Mapping]] = ..., slot: _Optional[int] = ...) -> None: ...
