@@ -53,15 +53,17 @@ retry_backoff = "0s"
 """
 
 
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory):
+def _serving(directory: Path, scheduler: str = "", tenants: bool = False) -> Iterator[Cluster]:
+    """A three-node cluster in directory for the body of a fixture: its
+    nodes' logs printed if it fails, its processes stopped at the end."""
     binary = barista_bin()
     if not binary.exists():
         pytest.skip(f"{binary} is missing: run make build")
-    c = Cluster(binary, tmp_path_factory.mktemp("cluster"), 3, scheduler=SCHEDULER)
+    c = Cluster(binary, directory, 3, scheduler=scheduler)
     try:
         c.start()
-        asyncio.run(_tenants(c.addrs))
+        if tenants:
+            asyncio.run(_tenants(c.addrs))
         yield c
     except BaseException:
         print(c.logs(), file=sys.stderr)
@@ -70,7 +72,18 @@ def cluster(tmp_path_factory):
         c.stop()
 
 
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    yield from _serving(tmp_path_factory.mktemp("cluster"), SCHEDULER, tenants=True)
+
+
 async def _tenants(addrs):
     async with barista.Client(addrs, token=ADMIN_TOKEN) as admin:
         await admin.upsert_tenant("acme", tier="gold")
         await admin.upsert_tenant("globex", tier="silver")
+
+
+@pytest.fixture
+def own_cluster(tmp_path):
+    """A three-node cluster of the test's own, for a test that kills a node."""
+    yield from _serving(tmp_path / "failover")

@@ -4,32 +4,12 @@ it: no job lost, none made twice, no event missed or seen twice."""
 from __future__ import annotations
 
 import asyncio
-import sys
-
-import pytest
 
 import barista
-from cluster import ACME_TOKEN, ADMIN_TOKEN, Cluster
-from conftest import barista_bin
+from cluster import ACME_TOKEN, ADMIN_TOKEN
 
 JOBS = 300
 SENDERS = 8
-
-
-@pytest.fixture
-def own_cluster(tmp_path):
-    binary = barista_bin()
-    if not binary.exists():
-        pytest.skip(f"{binary} is missing: run make build")
-    c = Cluster(binary, tmp_path / "failover", 3)
-    try:
-        c.start()
-        yield c
-    except BaseException:
-        print(c.logs(), file=sys.stderr)
-        raise
-    finally:
-        c.stop()
 
 
 async def test_kill_9_of_the_leader_during_300_keyed_submits(own_cluster):

@@ -2,7 +2,8 @@
 process (a gRPC server whose every message the test writes): snoozes,
 redirects, rejects, the self-kill, Started held back with a Ready
 folded into the Finished, cancels pending at Welcome, and a reconnect
-that resumes the run."""
+that resumes the run; the slots of a Worker on one stream, and a stream
+each against a leader that does not multiplex."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import grpc
 import grpc.aio
 
 import barista
+from barista._proto import rpc_status_pb2
 from barista._proto import types_pb2 as cpb
 from barista._proto import worker_pb2 as wpb
 from barista._proto import worker_pb2_grpc
@@ -27,6 +29,7 @@ class Session:
         self.inbox: asyncio.Queue = asyncio.Queue()
         self.outbox: asyncio.Queue = asyncio.Queue()
         self.hello = None
+        self.slot = 0  # the slot of the first Hello (a multiplexed stream's)
 
     def send(self, **msg) -> None:
         self.outbox.put_nowait(wpb.LeaderMessage(**msg))
@@ -58,7 +61,7 @@ class ScriptedLeader(worker_pb2_grpc.WorkerServicer):
     async def Connect(self, request_iterator, context):
         s = Session()
         first = await context.read()
-        s.hello = first.hello
+        s.hello, s.slot = first.hello, first.slot
         self.sessions.put_nowait(s)
 
         async def read():
@@ -344,3 +347,77 @@ async def test_a_started_held_back_goes_to_the_next_leader():
             assert (fin.job, fin.outcome, fin.start_unreported) == (15, cpb.OK, False)
             s2.send(finished_ack=wpb.FinishedAck(job=15, attempt=1))
             await s2.expect("ready")
+
+
+async def slot_messages(s: Session, n: int, kinds=("hello", "ready"), timeout: float = 5.0) -> list:
+    """The next n messages of the worker on s of kinds, as (slot, kind,
+    message), in the order they came."""
+    got = []
+    while len(got) < n:
+        m = await asyncio.wait_for(s.inbox.get(), timeout)
+        assert m is not None, "the worker ended the stream"
+        which = m.WhichOneof("msg")
+        if which in kinds:
+            got.append((m.slot, which, getattr(m, which)))
+    return got
+
+
+async def test_the_slots_of_a_worker_share_one_stream():
+    """Three slots: one stream, a Hello (with mux) per slot, each slot's
+    messages stamped with its slot; a slot the leader ends says Hello
+    again on the same stream; when the stream breaks, every slot moves to
+    one new stream."""
+    async with leaders() as (lead,):
+        w = barista.Worker([lead.addr], id="proto-mux", concurrency=3)
+        w.register("x", lambda ctx: None)
+        async with serving(w):
+            s = await lead.session()
+            assert s.hello.mux and s.slot in (1, 2, 3) and s.hello.worker_id == f"proto-mux-{s.slot}"
+            s.send(welcome=welcome(mux=True), slot=s.slot)
+            got = await slot_messages(s, 3)
+            hellos = {k: m for k, kind, m in got if kind == "hello"}
+            assert sorted(hellos) == sorted({1, 2, 3} - {s.slot})
+            assert all(m.mux and m.worker_id == f"proto-mux-{k}" for k, m in hellos.items())
+            assert [(k, kind) for k, kind, _ in got if kind == "ready"] == [(s.slot, "ready")]
+            for k in hellos:
+                s.send(welcome=welcome(mux=True), slot=k)
+            assert sorted(k for k, _, _ in await slot_messages(s, 2, kinds=("ready",))) == sorted(hellos)
+            # The leader ends slot 2's session (another session of its ID):
+            # slot 2 says Hello again, on this stream.
+            st = rpc_status_pb2.Status(code=grpc.StatusCode.ABORTED.value[0], message="worker proto-mux-2 is connected")
+            s.send(end=wpb.SlotEnd(status=st.SerializeToString()), slot=2)
+            [(k, kind, hello)] = await slot_messages(s, 1, kinds=("hello",))
+            assert (k, hello.worker_id, hello.mux) == (2, "proto-mux-2", True)
+            s.send(welcome=welcome(mux=True), slot=2)
+            assert [(k, kind) for k, kind, _ in await slot_messages(s, 1, kinds=("ready",))] == [(2, "ready")]
+            # The stream breaks: the three reconnect on one new stream.
+            s.close()
+            s2 = await lead.session()
+            s2.send(welcome=welcome(mux=True), slot=s2.slot)
+            got = await slot_messages(s2, 2, kinds=("hello",))
+            assert sorted([s2.slot] + [k for k, _, _ in got]) == [1, 2, 3]
+            assert lead.sessions.empty()
+
+
+async def test_slots_against_a_leader_that_does_not_multiplex_open_a_stream_each():
+    """A leader of an earlier build answers the first slot's Hello (mux)
+    with a Welcome that does not say mux: the stream is that slot's, and
+    every other slot opens a stream of its own."""
+    async with leaders() as (lead,):
+        w = barista.Worker([lead.addr], id="proto-plain", concurrency=3)
+        w.register("x", lambda ctx: None)
+        async with serving(w):
+            first = await lead.session()
+            assert first.hello.mux
+            first.send(welcome=welcome())
+            await first.expect("ready")
+            others = [await lead.session(), await lead.session()]
+            ids = sorted(s.hello.worker_id for s in [first, *others])
+            assert ids == ["proto-plain-1", "proto-plain-2", "proto-plain-3"]
+            assert [(s.hello.mux, s.slot) for s in others] == [(False, 0), (False, 0)]
+            for s in others:
+                s.send(welcome=welcome())
+                ready = await s.expect("ready")
+                assert ready.credit > 0
+            await asyncio.sleep(0.3)
+            assert lead.sessions.empty()

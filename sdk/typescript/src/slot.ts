@@ -6,27 +6,24 @@
  * rejects, and the self-kill of a run cut off from the cluster.
  */
 
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { JobForm, Outcome } from "./gen/types_pb.js";
 import {
   JobFinishedSchema,
-  Worker as WorkerService,
   type Assign,
   type CancelOrder,
   type FinishedAck,
   type JobFinished,
   type LeaderMessage,
-  type WorkerMessageSchema,
 } from "./gen/worker_pb.js";
 import * as cv from "./convert.js";
 import { fromError, isNotLeader, makeError } from "./errors.js";
 import { MAX_SNOOZE_MS, MIN_SNOOZE_MS } from "./limits.js";
+import { Silent, type LeaderStream, type Out } from "./mux.js";
 import { Run, workerJob } from "./run.js";
-import { Queue, sleep } from "./util.js";
+import { sleep } from "./util.js";
 import type { Worker } from "./worker.js";
-
-type Out = MessageInitShape<typeof WorkerMessageSchema>;
 
 /** The reconnect backoff (ms): 100 ms doubling to 2 s, from the start again after a session that got its Welcome. */
 export const MIN_BACKOFF = 100;
@@ -101,7 +98,8 @@ export class Slot {
   /** Ends the live session (welcomed or not) with an error. */
   private end: ((err: Error) => void) | undefined;
 
-  constructor(private readonly w: Worker, readonly id: string) {}
+  /** k: the slot's number on a shared stream, 1..N. */
+  constructor(private readonly w: Worker, readonly id: string, readonly k: number) {}
 
   private doneDraining(): boolean {
     return this.w.draining && this.cur === undefined;
@@ -240,25 +238,28 @@ export class Slot {
 
   private async session(addr: string): Promise<void> {
     const node = this.w.node(addr);
-    const out = new Queue<Out>();
     const abort = new AbortController();
     let endErr: Error | undefined;
+    let stream: LeaderStream | undefined;
     this.end = (err: Error) => {
       if (endErr === undefined) endErr = err;
-      abort.abort();
+      abort.abort(err);
+      stream?.interrupt(err);
     };
     const headers: Record<string, string> = this.w.token ? { authorization: "Bearer " + this.w.token } : {};
     let ticker: NodeJS.Timeout | undefined;
+    let failed: unknown;
     try {
       if (this.doneDraining()) throw new Drained();
-      const stream = node.client(WorkerService).connect(out, { headers, signal: abort.signal, timeoutMs: 0 });
-      const it = stream[Symbol.asyncIterator]();
-      out.push(this.hello());
+      stream = await this.w.open(node, this.k, headers, abort.signal);
+      if (endErr !== undefined) throw endErr;
+      const s = stream;
+      s.send(this.hello());
       let timer: NodeJS.Timeout | undefined;
       const first = await Promise.race([
-        it.next(),
+        s.next(),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer from ${addr} within ${HANDSHAKE_TIMEOUT / 1000}s`)), HANDSHAKE_TIMEOUT);
+          timer = setTimeout(() => reject(new Silent(`no answer from ${addr} within ${HANDSHAKE_TIMEOUT / 1000}s`)), HANDSHAKE_TIMEOUT);
         }),
       ]).finally(() => clearTimeout(timer));
       if (first.done) throw new Error(`${addr} closed the stream at Hello`);
@@ -285,36 +286,42 @@ export class Slot {
       this.kindsOk = w.kinds;
       this.w.log("info", `connected: worker=${this.id} server=${addr} leader=${w.leaderId} pool=${this.w.pool ?? "default"} ` +
         `heartbeat=${this.interval / 1000}s self_kill_after=${this.selfKill / 1000}s`);
-      this.send = (msg: Out) => out.push(msg);
+      this.send = (msg: Out) => s.send(msg);
 
       for (const c of w.pendingCancels) this.cancel(c);
       this.resume();
 
       const silence = silenceLimit(this.interval, this.selfKill);
-      ticker = setInterval(() => {
+      // The slots of a shared stream beat together, at the Worker's
+      // phase, so that their heartbeats leave in one go.
+      const untilBeat = () => this.w.untilBeat(this.interval);
+      const beat = () => {
         const quiet = performance.now() - this.contact;
         if (quiet > silence) {
           // The stream may look open while the leader is gone or cut
           // off: reconnect well before the self-kill.
-          this.end?.(new Error(`no heartbeat acknowledged for ${(quiet / 1000).toFixed(1)}s (limit ${silence / 1000}s)`));
+          this.end?.(new Silent(`no heartbeat acknowledged for ${(quiet / 1000).toFixed(1)}s (limit ${silence / 1000}s)`));
           return;
         }
         this.send?.(this.heartbeat());
-      }, this.interval);
+        ticker = setTimeout(beat, untilBeat());
+      };
+      ticker = setTimeout(beat, untilBeat());
 
       this.poke();
       for (;;) {
-        const r = await it.next();
+        const r = await s.next();
         if (r.done) throw new Error("the leader closed the stream");
         this.handle(r.value);
       }
     } catch (e) {
-      throw endErr ?? e;
+      failed = endErr ?? e;
+      throw failed;
     } finally {
-      clearInterval(ticker);
+      clearTimeout(ticker);
       this.send = undefined;
       this.end = undefined;
-      out.end();
+      stream?.close(failed instanceof Drained ? undefined : failed);
       abort.abort();
     }
   }

@@ -1,7 +1,8 @@
 /**
  * A worker that runs functions of this process, routed by the job's kind:
  * `concurrency` slots, each a session of its own with the cluster's
- * leader (see slot.ts), run until stop() or SIGTERM.
+ * leader (see slot.ts), all on one stream per server address (mux.ts),
+ * run until stop() or SIGTERM.
  */
 
 import { hostname } from "node:os";
@@ -11,7 +12,8 @@ import type { AnyKinds, JobTypes } from "./client.js";
 import * as cv from "./convert.js";
 import { InvalidArgument } from "./errors.js";
 import type { Handler } from "./run.js";
-import { Slot } from "./slot.js";
+import { Dialer, MAX_SLOTS, openPlain, type LeaderStream } from "./mux.js";
+import { HANDSHAKE_TIMEOUT, Slot } from "./slot.js";
 import { within } from "./util.js";
 
 /**
@@ -30,7 +32,10 @@ export interface WorkerOptions<K extends JobTypes = AnyKinds> {
   pool?: string;
   /** The largest job size it runs (default sm). */
   size?: cv.SizeName;
-  /** The jobs it runs at once (default 1): slots ID-1 .. ID-N, each a worker of its own to the cluster. */
+  /**
+   * The jobs it runs at once (default 1, at most 1,024): slots ID-1 .. ID-N,
+   * each a worker of its own to the cluster, on one stream per server address.
+   */
   concurrency?: number;
   /** The worker's ID (default HOST-PID); its slots are ID-1 .. ID-N. */
   id?: string;
@@ -98,6 +103,7 @@ export class Worker<K extends JobTypes = AnyKinds> {
   private readonly conns = new Map<string, NodeConn>();
   /** The slots: one session each (the one place that decides how slots map to sessions). */
   private readonly slots: Slot[];
+  private readonly dialer: Dialer | undefined;
   private drainingFlag = false;
   private readonly stopCtrl = new AbortController();
   private readonly drainCtrl = new AbortController();
@@ -113,11 +119,15 @@ export class Worker<K extends JobTypes = AnyKinds> {
     if (opts.pool !== undefined && opts.pool !== "default") checkPool(opts.pool);
     this.pool = opts.pool === undefined || opts.pool === "default" ? undefined : opts.pool;
     const n = opts.concurrency ?? 1;
-    if (!Number.isSafeInteger(n) || n < 1) throw new InvalidArgument(`concurrency: ${n} (want 1 or more)`, { field: "concurrency" });
+    if (!Number.isSafeInteger(n) || n < 1 || n > MAX_SLOTS) {
+      throw new InvalidArgument(`concurrency: ${n} (want 1 to ${MAX_SLOTS})`, { field: "concurrency" });
+    }
     this.id = opts.id ?? `${hostname().split(".")[0] || "node"}-${process.pid}`;
     checkId(this.id);
     this.log = opts.logger ?? defaultLogger;
-    this.slots = Array.from({ length: n }, (_, k) => new Slot(this as Worker, `${this.id}-${k + 1}`));
+    this.slots = Array.from({ length: n }, (_, k) => new Slot(this as Worker, `${this.id}-${k + 1}`, k + 1));
+    // The slots of a worker of many share a stream per server address.
+    this.dialer = n > 1 ? new Dialer(HANDSHAKE_TIMEOUT, this.log) : undefined;
     for (const [kind, fn] of Object.entries(opts.kinds ?? {})) {
       if (fn !== undefined) this.register(kind as keyof K & string, fn as Handler<K[keyof K & string]>);
     }
@@ -192,6 +202,21 @@ export class Worker<K extends JobTypes = AnyKinds> {
   }
 
   /**
+   * Slot k's stream to node: its slot of the shared stream, or a stream of
+   * its own for a worker of one slot; the wait for it ends when signal
+   * aborts.
+   */
+  open(node: NodeConn, k: number, headers: Record<string, string>, signal: AbortSignal): Promise<LeaderStream> {
+    if (this.dialer === undefined) return Promise.resolve(openPlain(node, headers));
+    return this.dialer.open(node, k, headers, signal);
+  }
+
+  /** The time (ms) to the slots' next heartbeat of interval: at once for all slots of a shared stream. */
+  untilBeat(interval: number): number {
+    return this.dialer !== undefined ? this.dialer.untilBeat(interval) : interval;
+  }
+
+  /**
    * Serves jobs until stop(). With handleSignals (the default), SIGTERM
    * and SIGINT stop the worker gracefully with `grace`: it takes no new
    * job, lets the running ones finish, and fails (for a retry elsewhere)
@@ -243,6 +268,7 @@ export class Worker<K extends JobTypes = AnyKinds> {
         }
         this.drainCtrl.abort();
         this.stopCtrl.abort();
+        this.dialer?.close();
         for (const c of this.conns.values()) c.close();
         this.conns.clear();
         this.log("info", "worker stopped");

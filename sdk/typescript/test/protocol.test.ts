@@ -3,14 +3,16 @@
  * process (a gRPC server whose every message the test writes): snoozes,
  * redirects, rejects, the self-kill, Started held back with a Ready folded
  * into the Finished, cancels pending at Welcome, and a reconnect that
- * resumes the run.
+ * resumes the run; the slots of a Worker on one stream, and a stream each
+ * against a leader that does not multiplex.
  */
 
 import assert from "node:assert/strict";
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { StatusSchema } from "../src/gen/rpc_status_pb.js";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { JobForm, Outcome, Size } from "../src/gen/types_pb.js";
@@ -31,10 +33,11 @@ type LeaderInit = MessageInitShape<typeof LeaderMessageSchema>["msg"];
 class Session {
   readonly inbox = new Queue<WorkerMessage | null>();
   readonly outbox = new Queue<LeaderMessage | null>();
-  constructor(readonly hello: Hello) {}
+  /** slot: the first Hello's (a multiplexed stream's). */
+  constructor(readonly hello: Hello, readonly slot = 0) {}
 
-  send(msg: LeaderInit): void {
-    this.outbox.push(create(LeaderMessageSchema, { msg }));
+  send(msg: LeaderInit, slot = 0): void {
+    this.outbox.push(create(LeaderMessageSchema, { msg, slot }));
   }
 
   /** Ends the stream from the leader's side. */
@@ -81,7 +84,7 @@ class ScriptedLeader {
     const it = reqs[Symbol.asyncIterator]();
     const first = await it.next();
     if (first.done || first.value.msg.case !== "hello") return;
-    const s = new Session(first.value.msg.value);
+    const s = new Session(first.value.msg.value, first.value.slot);
     this.sessions.push(s);
     void (async () => {
       try {
@@ -140,6 +143,7 @@ async function serving(w: Worker<any>, body: () => Promise<void>): Promise<void>
 }
 
 interface WelcomeInit {
+  mux?: boolean;
   heartbeatIntervalMs?: bigint;
   selfKillAfterMs?: bigint;
   finishReady?: boolean;
@@ -474,6 +478,84 @@ test("a Started held back goes to the next leader", async () => {
       assert.deepEqual([fin.job, fin.outcome, fin.startUnreported], [15n, Outcome.OK, false]);
       s2.send(ack(15));
       await s2.expect("ready");
+    });
+  });
+});
+
+/** The next n messages of the worker on s of kinds, as [slot, kind, message], in the order they came. */
+async function slotMessages(s: Session, n: number, kinds = ["hello", "ready"]): Promise<[number, string, WorkerMessage][]> {
+  const got: [number, string, WorkerMessage][] = [];
+  while (got.length < n) {
+    let timer: NodeJS.Timeout | undefined;
+    const r = await Promise.race([
+      s.inbox.next(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no ${kinds.join(" or ")} within 5 s`)), 5000);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    assert.ok(!r.done && r.value !== null, "the worker ended the stream");
+    const m = r.value as WorkerMessage;
+    if (kinds.includes(m.msg.case ?? "")) got.push([m.slot, m.msg.case as string, m]);
+  }
+  return got;
+}
+
+test("the slots of a worker share one stream; a slot the leader ends says Hello again on it; a break moves all to one new stream", async () => {
+  await leaders(1, async ([lead]) => {
+    const w = new Worker({ servers: [lead.addr], id: "proto-mux", concurrency: 3, logger: quiet });
+    w.register("x", () => "");
+    await serving(w, async () => {
+      const s = await lead.session();
+      assert.ok(s.hello.mux && [1, 2, 3].includes(s.slot));
+      assert.equal(s.hello.workerId, `proto-mux-${s.slot}`);
+      s.send(welcome({ mux: true }), s.slot);
+      const got = await slotMessages(s, 3);
+      const hellos = got.filter(([, kind]) => kind === "hello");
+      const others = [1, 2, 3].filter((k) => k !== s.slot);
+      assert.deepEqual(hellos.map(([k]) => k).sort(), others);
+      for (const [k, , m] of hellos) {
+        const h = m.msg.value as Hello;
+        assert.deepEqual([h.mux, h.workerId], [true, `proto-mux-${k}`]);
+      }
+      assert.deepEqual(got.filter(([, kind]) => kind === "ready").map(([k]) => k), [s.slot]);
+      for (const k of others) s.send(welcome({ mux: true }), k);
+      assert.deepEqual((await slotMessages(s, 2, ["ready"])).map(([k]) => k).sort(), others);
+      // The leader ends slot 2's session (another session of its ID): it
+      // says Hello again, on this stream.
+      const st = toBinary(StatusSchema, create(StatusSchema, { code: 10, message: "worker proto-mux-2 is connected" }));
+      s.send({ case: "end", value: { status: st } }, 2);
+      const [[k, , again]] = await slotMessages(s, 1, ["hello"]);
+      assert.deepEqual([k, (again.msg.value as Hello).workerId, (again.msg.value as Hello).mux], [2, "proto-mux-2", true]);
+      s.send(welcome({ mux: true }), 2);
+      assert.deepEqual((await slotMessages(s, 1, ["ready"])).map(([k]) => k), [2]);
+      // The stream breaks: the three reconnect on one new stream.
+      s.close();
+      const s2 = await lead.session();
+      s2.send(welcome({ mux: true }), s2.slot);
+      const hellos2 = await slotMessages(s2, 2, ["hello"]);
+      assert.deepEqual([s2.slot, ...hellos2.map(([k]) => k)].sort(), [1, 2, 3]);
+      await assert.rejects(lead.session(300));
+    });
+  });
+});
+
+test("slots against a leader that does not multiplex open a stream each", async () => {
+  await leaders(1, async ([lead]) => {
+    const w = new Worker({ servers: [lead.addr], id: "proto-plain", concurrency: 3, logger: quiet });
+    w.register("x", () => "");
+    await serving(w, async () => {
+      const first = await lead.session();
+      assert.equal(first.hello.mux, true);
+      first.send(welcome());
+      await first.expect("ready");
+      const others = [await lead.session(), await lead.session()];
+      assert.deepEqual([first, ...others].map((s) => s.hello.workerId).sort(), ["proto-plain-1", "proto-plain-2", "proto-plain-3"]);
+      assert.deepEqual(others.map((s) => [s.hello.mux, s.slot]), [[false, 0], [false, 0]]);
+      for (const s of others) {
+        s.send(welcome());
+        assert.ok((await s.expect("ready")).credit > 0n);
+      }
+      await assert.rejects(lead.session(300));
     });
   });
 });

@@ -1,6 +1,7 @@
 """A worker that runs Python functions in this process, routed by the
-job's kind, with the worker protocol of docs/workers.md: one stream per
-slot to the leader, Ready with a credit, Assign, Started, heartbeats with
+job's kind, with the worker protocol of docs/workers.md: a session per
+slot with the leader (the slots of a Worker of many sharing one stream,
+_mux.py), Ready with a credit, Assign, Started, heartbeats with
 the CPU so far, Finished; cancel orders, rejects, redirects to the
 leader, and the self-kill of a run cut off from the cluster."""
 
@@ -20,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, T
 import grpc
 import grpc.aio
 
-from . import _conn, _payload, errors
+from . import _conn, _mux, _payload, errors
 from . import _convert as cv
 from ._proto import types_pb2 as cpb
 from ._proto import worker_pb2, worker_pb2_grpc
@@ -93,9 +94,10 @@ class _Job:
 class _Slot:
     """One slot: one session at a time with the leader, one job at most."""
 
-    def __init__(self, worker: "Worker", worker_id: str):
+    def __init__(self, worker: "Worker", worker_id: str, k: int):
         self.w = worker
         self.id = worker_id
+        self.k = k  # the slot's number on a shared stream, 1..N
         self.cur: Optional[_Job] = None
         self.credit = time.time_ns()
         self.seq = 0
@@ -251,11 +253,10 @@ class _Slot:
     # -- one session -----------------------------------------------------
 
     async def session(self, addr: str) -> None:
-        ch = self.w._channel(addr)
-        md = [("authorization", "Bearer " + self.w._token)] if self.w._token else None
-        call = worker_pb2_grpc.WorkerStub(ch).Connect(metadata=md)
+        call = await self.w._open(addr, self.k)
         reader: Optional[asyncio.Task[None]] = None
         ticker: Optional[asyncio.Task[None]] = None
+        failed: Optional[BaseException] = None
         try:
             # What it runs: the function jobs of its kinds (a function
             # registered for "", the jobs of no type, is for jobs any
@@ -271,7 +272,7 @@ class _Slot:
                 await asyncio.wait_for(call.write(worker_pb2.WorkerMessage(hello=hello)), HANDSHAKE_TIMEOUT)
                 first = await asyncio.wait_for(call.read(), HANDSHAKE_TIMEOUT)
             except asyncio.TimeoutError:
-                raise asyncio.TimeoutError(f"no answer from {addr} within {HANDSHAKE_TIMEOUT:g}s") from None
+                raise _mux.Silent(f"no answer from {addr} within {HANDSHAKE_TIMEOUT:g}s") from None
             if first is grpc.aio.EOF:
                 raise ConnectionError(f"{addr} closed the stream at Hello")
             which = first.WhichOneof("msg")
@@ -343,7 +344,7 @@ class _Slot:
                     if quiet > silence:
                         # The stream may look open while the leader is gone
                         # or cut off: reconnect well before the self-kill.
-                        raise ConnectionError(f"no heartbeat acknowledged for {quiet:.1f}s (limit {silence:g}s)")
+                        raise _mux.Silent(f"no heartbeat acknowledged for {quiet:.1f}s (limit {silence:g}s)")
                     await call.write(self.heartbeat())
                 elif kind == "start_due":
                     j = self.cur
@@ -354,12 +355,15 @@ class _Slot:
                     await self.finish(ev[1], call)
                 elif kind == "wake":
                     await self.offer(call)
+        except BaseException as e:
+            failed = e
+            raise
         finally:
             self._q = None
             for t in (reader, ticker):
                 if t is not None:
                     t.cancel()
-            call.cancel()
+            call.close(None if isinstance(failed, _Drained) else failed)
 
     async def _read(self, call: Any, q: _Queue) -> None:
         try:
@@ -375,8 +379,11 @@ class _Slot:
             q.put_nowait(("end", e))
 
     async def _tick(self, q: _Queue) -> None:
+        d = self.w._dialer
         while True:
-            await asyncio.sleep(self.interval)
+            # The slots of a shared stream beat together, at the Worker's
+            # phase, so that their heartbeats leave in one go.
+            await asyncio.sleep(d.until_beat(self.interval) if d is not None else self.interval)
             q.put_nowait(("hb",))
 
     # -- messages --------------------------------------------------------
@@ -583,9 +590,11 @@ def _default_id() -> str:
 
 class Worker:
     """A worker that runs Python functions in this process: ``concurrency``
-    slots, each a session of its own with the cluster's leader (worker IDs
-    ``ID-1`` .. ``ID-N``; ``id`` defaults to ``HOST-PID``), serving the
-    jobs of ``pool`` (None: the pool default) up to ``size``.
+    slots (1 to 1,024), each a session of its own with the cluster's
+    leader (worker IDs ``ID-1`` .. ``ID-N``; ``id`` defaults to
+    ``HOST-PID``), all on one stream per server address (a stream each
+    against a leader of an earlier build), serving the jobs of ``pool``
+    (None: the pool default) up to ``size``.
 
         worker = barista.Worker(["n1:7400", "n2:7400"], token=token, size="md", concurrency=4)
 
@@ -656,8 +665,9 @@ class Worker:
         if pool is not None and pool != "default":
             _check_pool(pool)
         self.pool = pool if pool not in (None, "default") else None
-        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-            raise errors.InvalidArgument(f"concurrency: {concurrency!r} (want 1 or more)", field="concurrency")
+        if (not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1
+                or concurrency > _mux.MAX_SLOTS):
+            raise errors.InvalidArgument(f"concurrency: {concurrency!r} (want 1 to {_mux.MAX_SLOTS})", field="concurrency")
         self.concurrency = concurrency
         if not isinstance(processes, int) or isinstance(processes, bool) or processes < 0:
             raise errors.InvalidArgument(f"processes: {processes!r} (want 0, sync functions in threads, or more)",
@@ -667,8 +677,10 @@ class Worker:
         self.id = id or _default_id()
         _check_id(self.id)
         self._functions: Dict[str, Function] = {}
-        self._slots = [_Slot(self, f"{self.id}-{k}") for k in range(1, concurrency + 1)]
+        self._slots = [_Slot(self, f"{self.id}-{k}", k) for k in range(1, concurrency + 1)]
         self._channels: Dict[str, grpc.aio.Channel] = {}
+        # The slots of a worker of many share a stream per server address.
+        self._dialer = _mux.Dialer(self._connect, HANDSHAKE_TIMEOUT) if concurrency > 1 else None
         self._draining = False
         self._draining_event: Optional[asyncio.Event] = None
         self._tasks: List[asyncio.Task[None]] = []
@@ -723,6 +735,18 @@ class Worker:
         if ch is None:
             ch = self._channels[addr] = _conn.open_channel(addr, self._creds)
         return ch
+
+    def _connect(self, addr: str) -> Any:
+        """Opens a stream (the Connect call) to addr."""
+        md = [("authorization", "Bearer " + self._token)] if self._token else None
+        return worker_pb2_grpc.WorkerStub(self._channel(addr)).Connect(metadata=md)
+
+    async def _open(self, addr: str, k: int) -> _mux.Stream:
+        """Slot k's stream to addr: its slot of the shared stream, or a
+        stream of its own for a worker of one slot."""
+        if self._dialer is None:
+            return _mux.PlainStream(self._connect(addr))
+        return await self._dialer.open(addr, k)
 
     async def _sleep(self, seconds: float) -> None:
         """Sleeps, or less if the worker stops meanwhile."""
@@ -784,6 +808,8 @@ class Worker:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             for sig in signals:
                 loop.remove_signal_handler(sig)
+            if self._dialer is not None:
+                self._dialer.close()
             for ch in self._channels.values():
                 await ch.close()
             self._channels.clear()
