@@ -48,7 +48,7 @@ func TestResourcesAtTheEdge(t *testing.T) {
 	if got, want := resourceText(r), "openai capacity=0 tenant_max=3 held=0 users=0 queued=0 reserved=0 created=true"; got != want {
 		t.Errorf("ResourceSet: %s, want %s", got, want)
 	}
-	if r, err = n.admin.ResourceSet(ctx, &pb.ResourceSetRequest{Name: "openai", Tenant: "acme", Max: u32(2)}); err != nil {
+	if _, err = n.admin.ResourceSet(ctx, &pb.ResourceSetRequest{Name: "openai", Tenant: "acme", Max: u32(2)}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = n.acme.Submit(ctx, &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000, Uses: []*pb.ResourceUse{{Resource: "openai", Units: 1}}})

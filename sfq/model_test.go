@@ -123,10 +123,8 @@ type refHeadKey struct {
 	part string
 }
 
-func heads(s *Scheduler, runs *Runs) map[refHeadKey]*refHeads { return headsOf(s, runs, false) }
-
-// headsOf is heads, of each part of a queue (the jobs of one route and
-// one set of uses) when parts.
+// headsOf returns the heads of every group, class and size, and of each
+// part of a queue (the jobs of one route and one set of uses) when parts.
 func headsOf(s *Scheduler, runs *Runs, parts bool) map[refHeadKey]*refHeads {
 	out := map[refHeadKey]*refHeads{}
 	s.Jobs(0, func(j *Job) bool {
