@@ -378,7 +378,7 @@ func TestHTTPAPI(t *testing.T) {
 
 	// Each class of error: its status and exact message.
 	a.expect("an unknown field", a.do("POST", "/v1/jobs", acmeToken, `{"size":"LG","est_cost_ms":"1000","priority":"high"}`),
-		400, "INVALID_ARGUMENT", `priority: not a field of this request (it takes tenant, idempotency_key, job_type, size, est_cost_ms, payload, max_attempts, timeout_ms, class, deadline_ms, group, delay_ms, expire_ms, retry_backoff_ms, pool, form, return_job)`)
+		400, "INVALID_ARGUMENT", `priority: not a field of this request (it takes tenant, idempotency_key, job_type, size, est_cost_ms, payload, max_attempts, timeout_ms, class, deadline_ms, group, delay_ms, expire_ms, retry_backoff_ms, pool, form, return_job, uses)`)
 	a.expect("a field out of range", a.do("POST", "/v1/jobs", acmeToken, `{"size":"LG","est_cost_ms":"1000","max_attempts":5000}`),
 		400, "INVALID_ARGUMENT", "max_attempts: 5000, at most 1000")
 	a.expect("an unknown query parameter", a.do("GET", "/v1/jobs?sate=queued", acmeToken, ""),
