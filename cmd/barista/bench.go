@@ -321,7 +321,8 @@ func drive(conns []*grpc.ClientConn, clients int, d time.Duration, op func(cc *g
 		go func() {
 			defer wg.Done()
 			cc := conns[w%len(conns)]
-			for i := 0; time.Now().Before(deadline); i++ {
+			// Each client makes one call at least, however late it starts.
+			for i := 0; i == 0 || time.Now().Before(deadline); i++ {
 				t := time.Now()
 				if err := op(cc, w, i); err != nil {
 					failed.Add(1)
