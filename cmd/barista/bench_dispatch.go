@@ -90,15 +90,7 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			return nil, err
 		}
 		loaded := time.Since(t0)
-		var measuring atomic.Bool
-		var assigned atomic.Int64
-		var lat latencies
-		observe := func(ob worker.Observation) {
-			if ob.What == "assigned" && measuring.Load() {
-				assigned.Add(1)
-				lat.add(ob.Wait)
-			}
-		}
+		var aw assignWatch
 		var paced atomic.Int64 // the mean length of a job, or 0: no time
 		plan := func(a *pb.Assign) worker.FakeSpec {
 			var d time.Duration
@@ -108,7 +100,7 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			return worker.FakeSpec{Duration: d, CPU: max(d, time.Duration(a.EstCostMs)*time.Millisecond)}
 		}
 		wctx, stop := context.WithCancel(ctx)
-		wg := fakeFleetOf(wctx, lc.servers(), 1000, func(int) pb.Size { return pb.Size_SM }, kindsOf, observe, plan, pools...)
+		wg := fakeFleetOf(wctx, lc.servers(), 1000, func(int) pb.Size { return pb.Size_SM }, kindsOf, aw.observe, plan, pools...)
 		time.Sleep(3 * time.Second) // connect and warm up
 		// measure runs one window, with jobs of length on average (or of
 		// no time).
@@ -117,23 +109,23 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			if length > 0 {
 				time.Sleep(2 * time.Second) // every worker on the new lengths
 			}
-			assigned.Store(0)
-			lat.reset()
-			measuring.Store(true)
+			aw.assigned.Store(0)
+			aw.lat.reset()
+			aw.measuring.Store(true)
 			prof := profileWindow(o, lc, leader, name, window-time.Second)
 			before, stages := sampleRaft(lc.nodes[leader].http), sampleStages(lc.nodes[leader].http)
 			cpu0 := lc.serverCPU()
 			start := time.Now()
 			time.Sleep(window)
-			measuring.Store(false)
+			aw.measuring.Store(false)
 			elapsed := time.Since(start)
 			cpu := lc.serverCPU() - cpu0
 			results := map[string]any{"unit": "dispatches/s; latency from the worker's Ready (or the Finished that carries it) to its Assign", "preload_jobs_per_s": round(float64(jobs) / loaded.Seconds()),
-				"cluster_cpu_us_per_dispatch": cpuPer(cpu, assigned.Load())}
+				"cluster_cpu_us_per_dispatch": cpuPer(cpu, aw.assigned.Load())}
 			sampleRaft(lc.nodes[leader].http).since(before, results)
 			sampleStages(lc.nodes[leader].http).since(stages, results)
 			prof()
-			return benchResult{Scenario: "dispatch", OpsPerS: round(float64(assigned.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
+			return benchResult{Scenario: "dispatch", OpsPerS: round(float64(aw.assigned.Load()) / elapsed.Seconds()), P50Ms: aw.lat.pct(0.5), P99Ms: aw.lat.pct(0.99),
 				Params: map[string]any{"workers": 1000, "tenants": tenants, "pools": max(1, len(pools)), "kinds": run.kinds, "resources": run.resources, "queued": jobs, "seconds": window.Seconds(), "job_ms": length.Milliseconds()}, Results: results}
 		}
 		out = append(out, measure(0, name))

@@ -18,12 +18,30 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baristahq/barista/web"
+	"github.com/baristahq/barista/worker"
 )
 
 // latencies collects durations from many goroutines.
+// assignWatch counts the Assigns a bench's workers observe while
+// measuring is set, and their latencies.
+type assignWatch struct {
+	measuring atomic.Bool
+	assigned  atomic.Int64
+	lat       latencies
+}
+
+// observe is the workers' Observer.
+func (a *assignWatch) observe(ob worker.Observation) {
+	if ob.What == "assigned" && a.measuring.Load() {
+		a.assigned.Add(1)
+		a.lat.add(ob.Wait)
+	}
+}
+
 type latencies struct {
 	mu sync.Mutex
 	d  []time.Duration

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -43,20 +42,12 @@ func benchSlots(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		cpu0, start := procCPU(pid), time.Now()
 		time.Sleep(window)
 		bareCPU, bareFor := procCPU(pid)-cpu0, time.Since(start)
-		var measuring atomic.Bool
-		var assigned atomic.Int64
-		var lat latencies
-		observe := func(ob worker.Observation) {
-			if ob.What == "assigned" && measuring.Load() {
-				assigned.Add(1)
-				lat.add(ob.Wait)
-			}
-		}
+		var aw assignWatch
 		plan := func(a *pb.Assign) worker.FakeSpec {
 			return worker.FakeSpec{CPU: time.Duration(a.EstCostMs) * time.Millisecond}
 		}
 		wctx, stop := context.WithCancel(ctx)
-		wg, err := slotFleet(wctx, lc.servers(), slots, per, observe, plan)
+		wg, err := slotFleet(wctx, lc.servers(), slots, per, aw.observe, plan)
 		if err == nil {
 			err = waitSessions(ctx, cc, slots)
 		}
@@ -78,11 +69,11 @@ func benchSlots(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			return nil, err
 		}
 		time.Sleep(2 * time.Second) // every slot busy
-		measuring.Store(true)
+		aw.measuring.Store(true)
 		before := sampleRaft(http)
 		cpu0, start = procCPU(pid), time.Now()
 		time.Sleep(window)
-		measuring.Store(false)
+		aw.measuring.Store(false)
 		elapsed, busyCPU := time.Since(start), procCPU(pid)-cpu0
 		results := map[string]any{
 			"unit":                                     "dispatches/s of 0-second jobs; latency from the slot's Ready (or the Finished that carries it) to its Assign",
@@ -90,12 +81,12 @@ func benchSlots(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			"leader_idle_cpu_pct_of_core":              round(100 * idleCPU.Seconds() / idleFor.Seconds()),
 			"leader_idle_cpu_ms_per_min":               round(float64(idleCPU.Milliseconds()) / idleFor.Minutes()),
 			"leader_cpu_ms_per_min_before_the_workers": round(float64(bareCPU.Milliseconds()) / bareFor.Minutes()),
-			"leader_cpu_us_per_dispatch":               cpuPer(busyCPU, assigned.Load()),
+			"leader_cpu_us_per_dispatch":               cpuPer(busyCPU, aw.assigned.Load()),
 			"leader_busy_cpu_pct_of_core":              round(100 * busyCPU.Seconds() / elapsed.Seconds()),
 			"worker_streams_to_the_leader":             slots / per,
 		}
 		sampleRaft(http).since(before, results)
-		out = append(out, benchResult{Scenario: "slots", OpsPerS: round(float64(assigned.Load()) / elapsed.Seconds()), P50Ms: lat.pct(0.5), P99Ms: lat.pct(0.99),
+		out = append(out, benchResult{Scenario: "slots", OpsPerS: round(float64(aw.assigned.Load()) / elapsed.Seconds()), P50Ms: aw.lat.pct(0.5), P99Ms: aw.lat.pct(0.99),
 			Params: map[string]any{"slots": slots, "workers": slots / per, "slots_per_worker": per, "tenants": tenants, "queued": jobs, "seconds": window.Seconds()}, Results: results})
 		stop()
 		wg.Wait()
