@@ -48,8 +48,37 @@ func TestNothingRefusedOrUnchangedIsLogged(t *testing.T) {
 	must(err)
 	_, err = cl.CancelJob(ctx, &pb.CancelJobRequest{Tenant: "acme", JobId: ended.JobId})
 	must(err)
+	sched := &pb.SetScheduleRequest{Tenant: "acme", Name: "nightly", Spec: "30 2 * * *", Job: &pb.SubmitRequest{Size: pb.Size_SM, EstCostMs: 1000}}
+	_, err = cl.SetSchedule(ctx, sched)
+	must(err)
+	_, err = cl.PauseSchedule(ctx, &pb.PauseScheduleRequest{Tenant: "acme", Name: "nightly"})
+	must(err)
+	sched.Paused = true // as it is now
+	res := &pb.ResourceSetRequest{Name: "api", Capacity: proto.Uint32(4)}
+	_, err = admin.ResourceSet(ctx, res)
+	must(err)
 	_, index := n.node.FSM.Clock()
 
+	for range 10 {
+		// Schedules and resources: set to what they are, paused when
+		// paused, or refused (a bad spec, an unknown resource's delete).
+		if _, err := cl.SetSchedule(ctx, sched); err != nil {
+			t.Fatalf("a schedule set to what it is: %v", err)
+		}
+		if _, err := cl.PauseSchedule(ctx, &pb.PauseScheduleRequest{Tenant: "acme", Name: "nightly"}); err != nil {
+			t.Fatalf("a pause of a paused schedule: %v", err)
+		}
+		bad := &pb.SetScheduleRequest{Tenant: "acme", Name: "bad", Spec: "61 * * * *", Job: sched.Job}
+		if _, err := cl.SetSchedule(ctx, bad); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("a bad spec: %v", err)
+		}
+		if _, err := admin.ResourceSet(ctx, res); err != nil {
+			t.Fatalf("a resource set to what it is: %v", err)
+		}
+		if _, err := admin.ResourceDelete(ctx, &pb.ResourceDeleteRequest{Name: "nothing"}); status.Code(err) != codes.NotFound {
+			t.Fatalf("a delete of no resource: %v", err)
+		}
+	}
 	for range 30 {
 		p, err := cl.Pause(ctx, &pb.PauseRequest{Tenant: "acme"})
 		if err != nil || p.Changed || p.Paused == "" {
