@@ -31,11 +31,14 @@ type benchOpts struct {
 	dir     string
 	pprof   bool
 	profile string
+	only    string // dispatch: the variants to run, by name, comma-separated
+	repeat  int    // dispatch: how many times to run them, in turns
 }
 
 // benchResult is one measured variant of a scenario.
 type benchResult struct {
 	Scenario string         `json:"scenario"`
+	Variant  string         `json:"variant,omitempty"`
 	OpsPerS  float64        `json:"ops_per_s,omitempty"`
 	P50Ms    float64        `json:"p50_ms,omitempty"`
 	P99Ms    float64        `json:"p99_ms,omitempty"`
@@ -70,18 +73,24 @@ func init() {
 	}
 	register("bench", typed(&spec[benchOpts]{
 		synopsis: "Measure throughput, latency, failover and snapshots on a local cluster",
-		usage:    "SCENARIO... | all [--quick] [--json] [--profile DIR]",
+		usage:    "SCENARIO... | all [--quick] [--json] [--profile DIR] [--only VARIANT,...] [--repeat N]",
 		help: "Starts a cluster of server processes on loopback (fsync on) and drives it from\n" +
 			"this process; prints a table per scenario, or with --json one object per\n" +
 			"measured variant (scenario, ops_per_s, p50_ms, p99_ms, p999_ms, params,\n" +
 			"results). --quick makes every scenario finish in about 30 s; without it\n" +
-			"the sizes of BENCHMARKS.md are used (1,000,000 jobs, 100,000 tenants).\n\nScenarios:\n" + help.String(),
+			"the sizes of BENCHMARKS.md are used (1,000,000 jobs, 100,000 tenants).\n\n" +
+			"To compare two variants of dispatch on a noisy machine, run them in turns\n" +
+			"and read the medians printed at the end, e.g.\n" +
+			"  barista bench dispatch --quick --only dispatch-100,dispatch-100-resources-3 --repeat 5\n\n" +
+			"Scenarios:\n" + help.String(),
 		flags: func(fs *flag.FlagSet, o *benchOpts) {
 			fs.BoolVar(&o.quick, "quick", false, "small sizes and short runs (about 30 s per scenario)")
 			fs.BoolVar(&o.json, "json", false, "print one JSON object per result")
 			fs.StringVar(&o.dir, "dir", "", "keep the clusters' data and logs under `DIR` (default: a temporary directory)")
 			fs.BoolVar(&o.pprof, "pprof", false, "start the servers with --pprof")
 			fs.StringVar(&o.profile, "profile", "", "write CPU profiles of every server and of this process for each measured variant to `DIR` (implies --pprof)")
+			fs.StringVar(&o.only, "only", "", "dispatch: run only these variants (`NAMES`, comma-separated: "+strings.Join(dispatchVariantNames(), ", ")+"); no paced phase unless named")
+			fs.IntVar(&o.repeat, "repeat", 1, "dispatch: run the variants `N` times, in turns, and print each one's medians")
 		},
 		run: runBench,
 	}))
@@ -97,6 +106,12 @@ func runBench(env *cmdEnv, opts *benchOpts, args []string) error {
 	if len(args) == 0 {
 		return usageError("name a scenario (or all)")
 	}
+	if opts.repeat < 1 || opts.repeat > 100 {
+		return usageError("--repeat %d: give 1..100", opts.repeat)
+	}
+	if err := checkDispatchVariants(opts.only); err != nil {
+		return usageError("--only: %v", err)
+	}
 	var todo []benchScenario
 	for _, a := range args {
 		found := false
@@ -108,6 +123,11 @@ func runBench(env *cmdEnv, opts *benchOpts, args []string) error {
 		}
 		if !found {
 			return usageError("unknown scenario %q", a)
+		}
+	}
+	for _, s := range todo {
+		if s.name != "dispatch" && (opts.only != "" || opts.repeat > 1) {
+			return usageError("--only and --repeat are for the dispatch scenario alone (not %s)", s.name)
 		}
 	}
 	if opts.dir == "" {
@@ -128,6 +148,9 @@ func runBench(env *cmdEnv, opts *benchOpts, args []string) error {
 		if err != nil {
 			return fmt.Errorf("bench %s: %w", s.name, err)
 		}
+		if opts.repeat > 1 {
+			res = append(res, benchMedians(res)...)
+		}
 		for _, r := range res {
 			if opts.json {
 				printJSON(env.stdout, r)
@@ -142,12 +165,72 @@ func runBench(env *cmdEnv, opts *benchOpts, args []string) error {
 	return nil
 }
 
+// benchMedians gives, for each variant measured more than once, a result
+// of the medians of its runs: ops/s, p50, p99 and each numeric result.
+// Its params are the first run's, with runs set to how many there were.
+func benchMedians(res []benchResult) []benchResult {
+	var order []string
+	by := map[string][]benchResult{}
+	for _, r := range res {
+		if r.Variant == "" {
+			continue
+		}
+		if _, ok := by[r.Variant]; !ok {
+			order = append(order, r.Variant)
+		}
+		by[r.Variant] = append(by[r.Variant], r)
+	}
+	var out []benchResult
+	for _, v := range order {
+		runs := by[v]
+		if len(runs) < 2 {
+			continue
+		}
+		med := func(f func(benchResult) (float64, bool)) (float64, bool) {
+			var xs []float64
+			for _, r := range runs {
+				if x, ok := f(r); ok {
+					xs = append(xs, x)
+				}
+			}
+			if len(xs) == 0 {
+				return 0, false
+			}
+			sort.Float64s(xs)
+			if len(xs)%2 == 1 {
+				return xs[len(xs)/2], true
+			}
+			return round((xs[len(xs)/2-1] + xs[len(xs)/2]) / 2), true
+		}
+		m := benchResult{Scenario: runs[0].Scenario + "-median", Variant: v, Params: map[string]any{"runs": len(runs)}, Results: map[string]any{}}
+		for k, x := range runs[0].Params {
+			m.Params[k] = x
+		}
+		m.OpsPerS, _ = med(func(r benchResult) (float64, bool) { return r.OpsPerS, true })
+		m.P50Ms, _ = med(func(r benchResult) (float64, bool) { return r.P50Ms, true })
+		m.P99Ms, _ = med(func(r benchResult) (float64, bool) { return r.P99Ms, true })
+		for k, x := range runs[0].Results {
+			if _, ok := x.(float64); !ok {
+				continue
+			}
+			if x, ok := med(func(r benchResult) (float64, bool) { f, ok := r.Results[k].(float64); return f, ok }); ok {
+				m.Results[k] = x
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 func printBench(env *cmdEnv, r benchResult) {
 	var params []string
 	for k, v := range r.Params {
 		params = append(params, fmt.Sprintf("%s=%v", k, v))
 	}
 	sort.Strings(params)
+	if r.Variant != "" {
+		params = append([]string{r.Variant}, params...)
+	}
 	line := fmt.Sprintf("   %-40s", strings.Join(params, " "))
 	if r.OpsPerS > 0 {
 		line += fmt.Sprintf(" %10.0f ops/s", r.OpsPerS)

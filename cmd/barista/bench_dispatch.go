@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,18 +45,18 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	// that the pair sees the same machine. And the first load as function
 	// jobs of 10 kinds, each worker running 2 or 3 of them (SPEC §3
 	// "Kinds").
-	for _, run := range []struct{ tenants, pools, kinds, resources int }{{100, 1, 0, 0}, {100, 1, 0, benchResources}, {100, 1, benchKinds, 0}, {100, 4, 0, 0}, {10_000, 1, 0, 0}} {
+	var runs []dispatchVariant
+	for _, v := range dispatchVariants {
+		if o.only == "" || slices.ContainsFunc(strings.Split(o.only, ","), func(n string) bool { return n == v.name() || strings.HasPrefix(n, v.name()+"-paced-") }) {
+			runs = append(runs, v)
+		}
+	}
+	for i := range o.repeat * len(runs) {
+		run := runs[i%len(runs)]
 		tenants := run.tenants
-		name := fmt.Sprintf("dispatch-%d", tenants)
-		if run.kinds > 0 {
-			name += fmt.Sprintf("-kinds-%d", run.kinds)
-		}
-		if run.resources > 0 {
-			name += fmt.Sprintf("-resources-%d", run.resources)
-		}
+		name := run.name()
 		var pools []string
 		if run.pools > 1 {
-			name += fmt.Sprintf("-pools-%d", run.pools)
 			pools = append(pools, sfq.DefaultPoolName)
 			for i := 1; i < run.pools; i++ {
 				pools = append(pools, fmt.Sprintf("bench-%d", i))
@@ -125,7 +127,7 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 			sampleRaft(lc.nodes[leader].http).since(before, results)
 			sampleStages(lc.nodes[leader].http).since(stages, results)
 			prof()
-			return benchResult{Scenario: "dispatch", OpsPerS: round(float64(aw.assigned.Load()) / elapsed.Seconds()), P50Ms: aw.lat.pct(0.5), P99Ms: aw.lat.pct(0.99),
+			return benchResult{Scenario: "dispatch", Variant: name, OpsPerS: round(float64(aw.assigned.Load()) / elapsed.Seconds()), P50Ms: aw.lat.pct(0.5), P99Ms: aw.lat.pct(0.99),
 				Params: map[string]any{"workers": 1000, "tenants": tenants, "pools": max(1, len(pools)), "kinds": run.kinds, "resources": run.resources, "queued": jobs, "seconds": window.Seconds(), "job_ms": length.Milliseconds()}, Results: results}
 		}
 		out = append(out, measure(0, name))
@@ -135,7 +137,11 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 				lengths = append(lengths, 2*pacedJob)
 			}
 			for _, length := range lengths {
-				r := measure(length, fmt.Sprintf("%s-paced-%dms", name, length.Milliseconds()))
+				paced := fmt.Sprintf("%s-paced-%dms", name, length.Milliseconds())
+				if o.only != "" && !slices.Contains(strings.Split(o.only, ","), paced) {
+					continue
+				}
+				r := measure(length, paced)
 				r.Results["offered_at_most_per_s"] = round(1000 / length.Seconds())
 				out = append(out, r)
 			}
@@ -146,6 +152,53 @@ func benchDispatch(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		lc.stop()
 	}
 	return out, nil
+}
+
+// dispatchVariant is one load of bench dispatch: tenants in pools, their
+// jobs of kinds or using resources.
+type dispatchVariant struct{ tenants, pools, kinds, resources int }
+
+// dispatchVariants are bench dispatch's loads, in the order they run.
+var dispatchVariants = []dispatchVariant{{100, 1, 0, 0}, {100, 1, 0, benchResources}, {100, 1, benchKinds, 0}, {100, 4, 0, 0}, {10_000, 1, 0, 0}}
+
+// name is the variant's name, as --only takes it.
+func (v dispatchVariant) name() string {
+	name := fmt.Sprintf("dispatch-%d", v.tenants)
+	if v.kinds > 0 {
+		name += fmt.Sprintf("-kinds-%d", v.kinds)
+	}
+	if v.resources > 0 {
+		name += fmt.Sprintf("-resources-%d", v.resources)
+	}
+	if v.pools > 1 {
+		name += fmt.Sprintf("-pools-%d", v.pools)
+	}
+	return name
+}
+
+// dispatchVariantNames lists the names --only takes: every variant, and
+// the paced phases of the 100-tenant ones.
+func dispatchVariantNames() []string {
+	var out []string
+	for _, v := range dispatchVariants {
+		out = append(out, v.name())
+	}
+	return append(out, fmt.Sprintf("dispatch-100-paced-%dms", pacedJob.Milliseconds()), fmt.Sprintf("dispatch-100-paced-%dms", 2*pacedJob.Milliseconds()),
+		fmt.Sprintf("dispatch-100-pools-4-paced-%dms", pacedJob.Milliseconds()))
+}
+
+// checkDispatchVariants refuses an --only that names no variant.
+func checkDispatchVariants(only string) error {
+	if only == "" {
+		return nil
+	}
+	known := dispatchVariantNames()
+	for _, n := range strings.Split(only, ",") {
+		if !slices.Contains(known, n) {
+			return fmt.Errorf("no variant %q (there are %s)", n, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 // benchKinds is how many kinds the kinds run of bench dispatch spreads its
