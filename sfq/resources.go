@@ -427,11 +427,14 @@ type ResourceInfo struct {
 	ResourceSpec
 	// Held is the units live jobs hold; Users the unfinished jobs that
 	// use it; Queued those of them queued; Reserved the job that holds
-	// its reservation while it stands (0: none).
-	Held     uint64
-	Users    uint64
-	Queued   uint64
-	Reserved JobID
+	// its reservation while it stands (0: none), and ReservedSince when
+	// that job was blocked since (the reservation's rank: of two that
+	// stand, the one blocked longer, then the lower job ID, goes first).
+	Held          uint64
+	Users         uint64
+	Queued        uint64
+	Reserved      JobID
+	ReservedSince Time
 	// Limits are the tenants' own limits, by tenant name.
 	Limits []TenantResourceLimit
 }
@@ -625,6 +628,9 @@ func (s *Scheduler) Resource(name string) (ResourceInfo, bool) {
 		return ResourceInfo{}, false
 	}
 	info := ResourceInfo{ResourceSpec: r.ResourceSpec, Held: r.held, Users: r.users, Reserved: s.standingHolder(r, false)}
+	if info.Reserved != 0 {
+		info.ReservedSince = r.rank
+	}
 	for u := range s.rs.uses {
 		for _, it := range s.rs.uses[u].items {
 			if it.res == id {

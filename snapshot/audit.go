@@ -136,9 +136,13 @@ type AuditFact struct {
 	// Resources (feature level 8, SPEC §8 rule 13; audit_resource.go): a
 	// "dispatch" of a job that uses resources lists them in Uses; a
 	// "resources" fact (Index) lists every resource after a command that
-	// changed one's units held or settings.
-	Uses      []ResourceUseFact `json:"uses,omitempty"`
-	Resources []ResourceFact    `json:"resources,omitempty"`
+	// changed one's units held or settings. A "dispatch" also lists in
+	// Reservations the reservations that stood at its pick, as
+	// "RESOURCE/JOB/SINCE" (SINCE: when that job was blocked since, in
+	// cluster ms).
+	Uses         []ResourceUseFact `json:"uses,omitempty"`
+	Resources    []ResourceFact    `json:"resources,omitempty"`
+	Reservations []string          `json:"reservations,omitempty"`
 }
 
 // RunsFact is what a worker runs (sfq.Runs): command jobs if Commands;
@@ -382,7 +386,14 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 			}
 		})
 		one := &clusterpb.Envelope{Version: env.Version, StampMs: env.StampMs, WallMs: env.WallMs, Commands: []*clusterpb.Command{c}}
+		var reservations []string // those that stood at a Dispatch's pick
+		if c.GetDispatch() != nil {
+			f.SetPickObserver(func(s *sfq.Scheduler, _ sfq.PoolID, _ sfq.Size, _ *sfq.Runs) { reservations = standingReservations(s) })
+		}
 		out, err := f.ApplyEnvelope(l.Index, one)
+		if c.GetDispatch() != nil {
+			f.SetPickObserver(nil)
+		}
 		if err != nil {
 			return err
 		}
@@ -431,7 +442,7 @@ func (a *auditor) entry(f *fsm.FSM, l *raft.Log) error {
 					MaxInflightCPUMs: t.Caps.MaxInflightCPUMs, Backlogged: backlogged, BackloggedIn: backloggedIn,
 					Class: j.Class.String(), Deadline: j.HasDeadline(), DeadlineMissed: r.DeadlineMissed, Start: int64(j.StartTag), Eligible: eligible,
 					At: int64(clock), ExpireAt: int64(j.ExpireAt()),
-					Pool: pool, WorkerPool: workerPool, PoolRunning: lane.Running, Subscribed: subscribed, Burst: burst, Uses: usesFacts(s, &j)})
+					Pool: pool, WorkerPool: workerPool, PoolRunning: lane.Running, Subscribed: subscribed, Burst: burst, Uses: usesFacts(s, &j), Reservations: reservations})
 			case *clusterpb.Command_Redrive, *clusterpb.Command_CancelJobs:
 				if r.Bulk == nil {
 					return

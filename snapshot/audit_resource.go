@@ -3,6 +3,7 @@ package snapshot
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/baristahq/barista/proto/clusterpb"
 	"github.com/baristahq/barista/sfq"
@@ -114,4 +115,16 @@ func resourcesFact(s *sfq.Scheduler, index uint64, c *clusterpb.Command, mark []
 		})
 	}
 	return &AuditFact{Kind: "resources", Index: index, Resources: after}
+}
+
+// standingReservations lists the reservations that stand in s, by
+// resource name, as "RESOURCE/JOB/SINCE".
+func standingReservations(s *sfq.Scheduler) []string {
+	var out []string
+	for _, name := range s.ResourceNames() {
+		if info, ok := s.Resource(name); ok && info.Reserved != 0 {
+			out = append(out, name+"/"+strconv.FormatUint(uint64(info.Reserved), 10)+"/"+strconv.FormatInt(int64(info.ReservedSince), 10))
+		}
+	}
+	return out
 }

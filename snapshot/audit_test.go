@@ -13,6 +13,7 @@ import (
 	"github.com/baristahq/barista/fsm"
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // writeLog stores cmds in db as entries 1, 2, ..., one a second of
@@ -336,6 +337,65 @@ func TestAuditResources(t *testing.T) {
 		"6:resources api capacity=2 tenant_max=1 held=1 holders=[1/1/1]",
 		"7:dispatch job=2",
 		"8:resources api capacity=2 tenant_max=1 held=0 holders=[]",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("facts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestAuditReservations: a dispatch says which reservations stood at its
+// pick (what SPEC §8 rule 13's "while a reservation stands no other job
+// takes units of it" is checked against). api has 2 units and
+// resource_reserve_after is 2 s (entry i is at i-1 s of cluster time).
+// Job 2 needs both units and is blocked from its submit at 6 s; at 11 s
+// it takes the reservation, so job 4 gets none of the unit job 1 freed,
+// and the dispatch at 13 s gives job 2 both units while its reservation
+// stands.
+func TestAuditReservations(t *testing.T) {
+	dir := t.TempDir()
+	db, err := raftboltdb.NewBoltStore(filepath.Join(dir, LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(units uint32) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Submit{Submit: &clusterpb.SubmitJob{Tenant: "a", Size: pb.Size_SM, EstCostMs: 1000, Uses: []*pb.ResourceUse{{Resource: "api", Units: units}}}}}
+	}
+	dispatch := func(worker string) *clusterpb.Command {
+		return &clusterpb.Command{Cmd: &clusterpb.Command_Dispatch{Dispatch: &clusterpb.Dispatch{WorkerId: worker, Size: pb.Size_SM, Credit: 1}}}
+	}
+	cfg := fsm.ConfigToPB(fsm.DefaultConfig())
+	cfg.ResourceReserveAfterMs = proto.Int64(2000)
+	two := uint32(2)
+	cmds := []*clusterpb.Command{
+		{Cmd: &clusterpb.Command_SetFeatureLevel{SetFeatureLevel: &clusterpb.SetFeatureLevel{Level: fsm.Level8}}},
+		{Cmd: &clusterpb.Command_SetConfig{SetConfig: &clusterpb.SetConfig{Config: cfg}}},
+		{Cmd: &clusterpb.Command_TenantUpsert{TenantUpsert: &clusterpb.TenantUpsert{Name: "a", Tier: pb.Tier_GOLD}}},
+		{Cmd: &clusterpb.Command_ResourceSet{ResourceSet: &clusterpb.ResourceSet{Name: "api", Capacity: &two}}},
+		submit(1),      // 5 (4 s): job 1
+		dispatch("w1"), // 6 (5 s): job 1 takes a unit
+		submit(2),      // 7 (6 s): job 2, blocked since 6 s
+		submit(1),      // 8 (7 s): job 3
+		dispatch("w2"), // 9 (8 s): blocked 2 s, not longer: job 3 takes the last unit
+		{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 1, Attempt: 1, WorkerId: "w1", Outcome: pb.Outcome_OK}}}, // 10 (9 s)
+		submit(1),      // 11 (10 s): job 4
+		dispatch("w3"), // 12 (11 s): job 2 blocked 5 s takes the reservation; job 4 gets nothing
+		{Cmd: &clusterpb.Command_Finished{Finished: &clusterpb.Finished{Job: 3, Attempt: 1, WorkerId: "w2", Outcome: pb.Outcome_OK}}}, // 13 (12 s)
+		dispatch("w3"), // 14 (13 s): job 2, with the reservation it holds
+		dispatch("w1"), // 15 (14 s): nothing has room
+	}
+	writeLog(t, db, cmds)
+	var got []string
+	if _, err := Audit(dir, 0, func(f AuditFact) {
+		if f.Kind == "dispatch" {
+			got = append(got, fmt.Sprintf("%d:dispatch job=%d reservations=%v", f.Index, f.Job, f.Reservations))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"6:dispatch job=1 reservations=[]",
+		"9:dispatch job=3 reservations=[]",
+		"14:dispatch job=2 reservations=[api/2/6000]",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("facts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -220,6 +220,7 @@ func Start(t testing.TB, cfg Config) *Run {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
+	r.setReserveAfter(ctx)
 	r.applyAll(ctx, "resources", r.resourceCommands())
 	r.applyAll(ctx, "schedules", r.scheduleCommands())
 	for size, count := range map[string]int{"sm": cfg.SM, "md": cfg.MD, "lg": cfg.LG, "gpu-md": cfg.GPU} {

@@ -1,15 +1,18 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/baristahq/barista/proto"
 	"github.com/baristahq/barista/proto/clusterpb"
+	"github.com/baristahq/barista/test/cluster"
 )
 
 // checkResources (13): no dispatch takes units of a resource beyond its
@@ -36,6 +39,20 @@ func checkResources(h *History) []Violation {
 		case "dispatch":
 			r := &run{attempt: f.Attempt, index: f.Index, units: map[string]uint32{}}
 			runs[f.Job] = r
+			stood := map[string]reservation{}
+			for _, rv := range f.Reservations {
+				res, v, ok := parseReservation(rv)
+				if !ok {
+					bad("index %d: a reservation the checker cannot read: %q", f.Index, rv)
+					continue
+				}
+				stood[res] = v
+			}
+			for _, u := range f.Uses {
+				if v, ok := stood[u.Resource]; ok && v.job != f.Job && !outranks(stood, f.Job, v) {
+					bad("index %d: dispatching job %d took %d units of resource %s while job %d's reservation of it stood (blocked since %d)", f.Index, f.Job, u.Units, u.Resource, v.job, v.since)
+				}
+			}
 			for _, u := range f.Uses {
 				r.units[u.Resource] = u.Units
 				if u.Held > uint64(u.Capacity) {
@@ -85,6 +102,41 @@ func checkResources(h *History) []Violation {
 	return out
 }
 
+// reservation is one that stood at a dispatch's pick: its job and since
+// when that job was blocked (its rank).
+type reservation struct {
+	job   uint64
+	since int64
+}
+
+// outranks reports whether job holds a reservation among stood ranked
+// before v (blocked longer, then a lower job ID): the one exception to
+// "while a reservation stands no other job takes units of it", which
+// keeps two reservations from waiting on each other (docs/resources.md).
+func outranks(stood map[string]reservation, job uint64, v reservation) bool {
+	for _, o := range stood {
+		if o.job == job && (o.since < v.since || (o.since == v.since && job < v.job)) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseReservation reads a reservation as a "dispatch" fact writes it:
+// RESOURCE/JOB/SINCE.
+func parseReservation(s string) (string, reservation, bool) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 {
+		return "", reservation{}, false
+	}
+	j, err1 := strconv.ParseUint(parts[1], 10, 64)
+	since, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", reservation{}, false
+	}
+	return parts[0], reservation{job: j, since: since}, true
+}
+
 // parseHolder reads a holder as a "resources" fact writes it:
 // JOB/ATTEMPT/UNITS.
 func parseHolder(s string) (job uint64, attempt, units uint32, ok bool) {
@@ -112,6 +164,30 @@ var runResources = []struct {
 	capacity  uint32
 	tenantMax *uint32
 }{{"r-one", 1, nil}, {"r-four", 4, proto.Uint32(2)}, {"r-eight", 8, nil}}
+
+// runReserveAfter is the run's resource_reserve_after: short, so that
+// jobs r-one and r-eight block take their reservations within the run
+// (the second half of rule 13).
+const runReserveAfter = 250 * time.Millisecond
+
+// setReserveAfter sets the run's resource_reserve_after.
+func (r *Run) setReserveAfter(ctx context.Context) {
+	if !r.cfg.Resources {
+		return
+	}
+	if _, err := r.retry(ctx, 0, func(ctx context.Context, n *cluster.Node) error {
+		admin := pb.NewAdminClient(n.Conn())
+		cfg, err := admin.GetConfig(ctx, &pb.GetConfigRequest{})
+		if err != nil {
+			return err
+		}
+		cfg.ResourceReserveAfterMs = proto.Int64(runReserveAfter.Milliseconds())
+		_, err = admin.SetConfig(ctx, &pb.SetConfigRequest{Config: cfg})
+		return err
+	}); err != nil {
+		r.t.Fatalf("resource_reserve_after: %v", err)
+	}
+}
 
 // resourceCommands are the commands that declare the run's resources.
 func (r *Run) resourceCommands() []*clusterpb.Command {
@@ -149,10 +225,24 @@ func (r *Run) usesOf(key string) []*pb.ResourceUse {
 func resourcesLine(h *History) string {
 	n := map[string]int{}
 	top := map[string]uint64{}
+	seen := map[string]bool{}
 	for _, f := range h.Audit {
 		for _, u := range f.Uses {
 			n[u.Resource+" dispatches"]++
 			top[u.Resource] = max(top[u.Resource], u.Held)
+		}
+		for _, rv := range f.Reservations {
+			res, v, ok := parseReservation(rv)
+			if !ok {
+				continue
+			}
+			if !seen[rv] {
+				seen[rv] = true
+				n[res+" reservations"]++
+			}
+			if v.job == f.Job {
+				n[res+" dispatches of its reserved job"]++
+			}
 		}
 	}
 	for name, held := range top {

@@ -9,7 +9,10 @@ import (
 // resourceHistory is a valid history of one resource, api (capacity 2,
 // tenant_max 1): job 1 of tenant a and job 2 of tenant b each take a
 // unit; job 1 finishes, its unit goes back; the capacity falls to 0 while
-// job 2 holds its unit (a decrease preempts nothing).
+// job 2 holds its unit (a decrease preempts nothing). Job 1 held the
+// reservation of api at its pick; at job 2's, job 9 held api's and job 2
+// db's, ranked before it (blocked since 400 against 500), so job 2 may
+// take api's units.
 func resourceHistory() *History {
 	one := uint32(1)
 	res := func(index uint64, capacity uint32, held uint64, holders ...string) snapshot.AuditFact {
@@ -20,11 +23,14 @@ func resourceHistory() *History {
 			Uses: []snapshot.ResourceUseFact{{Resource: "api", Units: 1, Held: held, Capacity: 2, TenantHeld: 1, TenantMax: &one}}}
 	}
 	h := &History{Nodes: []NodeFinal{{ID: "n1", Index: 10, Hash: "h"}}, AuditIndex: 10, AuditHash: "h"}
+	first, second := dispatch(2, 1, "a", 1), dispatch(3, 2, "b", 2)
+	first.Reservations = []string{"api/1/300"}
+	second.Reservations = []string{"api/9/500", "db/2/400"}
 	h.Audit = []snapshot.AuditFact{
 		res(1, 2, 0),
-		dispatch(2, 1, "a", 1),
+		first,
 		res(2, 2, 1, "1/1/1"),
-		dispatch(3, 2, "b", 2),
+		second,
 		res(3, 2, 2, "1/1/1", "2/1/1"),
 		{Kind: "finish", Index: 4, Job: 1, Tenant: "a", Attempt: 1, Outcome: "ok"},
 		{Kind: "terminal", Index: 4, Job: 1, Tenant: "a", State: "succeeded"},
@@ -75,6 +81,15 @@ func TestCheckerCatchesBrokenResources(t *testing.T) {
 		}},
 		{"a unit kept after the run ended", "index 4: resource api counts 2 units held, its live jobs hold 1", func(h *History) {
 			setFactAt(h, "resources", 4, func(f *snapshot.AuditFact) { f.Resources[0].Held = 2 })
+		}},
+		{"units taken past another job's reservation", "index 3: dispatching job 2 took 1 units of resource api while job 9's reservation of it stood (blocked since 500)", func(h *History) {
+			setFactAt(h, "dispatch", 3, func(f *snapshot.AuditFact) { f.Reservations = []string{"api/9/500"} })
+		}},
+		{"units taken past a reservation ranked before the job's own", "index 3: dispatching job 2 took 1 units of resource api while job 9's reservation of it stood (blocked since 500)", func(h *History) {
+			setFactAt(h, "dispatch", 3, func(f *snapshot.AuditFact) { f.Reservations = []string{"api/9/500", "db/2/600"} })
+		}},
+		{"units taken past a reservation of the same rank and a lower job", "index 3: dispatching job 2 took 1 units of resource api while job 1's reservation of it stood (blocked since 500)", func(h *History) {
+			setFactAt(h, "dispatch", 3, func(f *snapshot.AuditFact) { f.Reservations = []string{"api/1/500", "db/2/500"} })
 		}},
 	})
 }
