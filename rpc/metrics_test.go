@@ -153,7 +153,7 @@ func TestMetricsLintClean(t *testing.T) {
 		"barista_held_reads", "barista_held_reads_refused_total", "barista_is_leader",
 		"barista_jobs_ended_total", "barista_leader_changes_total", "barista_pool_paused", "barista_pool_queued_jobs", "barista_pool_running_jobs",
 		"barista_pool_scheduled_jobs", "barista_pool_workers", "barista_queued_jobs", "barista_raft_propose_seconds",
-		"barista_resource_capacity", "barista_resource_queued_jobs", "barista_resource_units_held",
+		"barista_resource_blocked_jobs", "barista_resource_capacity", "barista_resource_queued_jobs", "barista_resource_units_held",
 		"barista_run_failures_total", "barista_running_jobs", "barista_schedule_fire_lateness_seconds", "barista_schedule_slots_proposed_total", "barista_snapshot_freeze_seconds", "barista_snapshot_persist_seconds", "barista_submit_forward_calls_total", "barista_submits_forwarded_total", "barista_submits_rate_limited_total",
 		"barista_tenant_weight", "barista_tier_cpu_billed_seconds_total", "barista_tier_dispatched_cost_seconds_total",
 		"barista_tier_dispatches_total", "barista_tier_jobs_ended_total", "barista_tier_queued_jobs", "barista_tier_run_failures_total",
@@ -282,8 +282,9 @@ barista_running_jobs{tenant="c"} 1
 }
 
 // TestMetricsResources: every declared resource has its units held, its
-// capacity (below the units held after a decrease) and its queued jobs,
-// a resource no job uses has zeros, and the page passes promlint.
+// capacity (below the units held after a decrease), its queued jobs and
+// those it blocks (both api jobs need 2 units of 1), a resource no job
+// uses has zeros, and the page passes promlint.
 func TestMetricsResources(t *testing.T) {
 	n := startTestNode(t, nil, nil)
 	capacity := func(c uint32) *uint32 { return &c }
@@ -305,7 +306,11 @@ func TestMetricsResources(t *testing.T) {
 	n.propose(set("api", 1))
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(statemetrics.New(n.node, 10))
-	want := `# HELP barista_resource_capacity Capacity of a resource in units, by resource (below units_held after a decrease, which preempts nothing).
+	want := `# HELP barista_resource_blocked_jobs Queued jobs a resource holds back now (their units do not fit in its free units, or another job's reservation of it stands), by resource.
+# TYPE barista_resource_blocked_jobs gauge
+barista_resource_blocked_jobs{resource="api"} 2
+barista_resource_blocked_jobs{resource="licence"} 0
+# HELP barista_resource_capacity Capacity of a resource in units, by resource (below units_held after a decrease, which preempts nothing).
 # TYPE barista_resource_capacity gauge
 barista_resource_capacity{resource="api"} 1
 barista_resource_capacity{resource="licence"} 2
@@ -318,7 +323,7 @@ barista_resource_queued_jobs{resource="licence"} 0
 barista_resource_units_held{resource="api"} 2
 barista_resource_units_held{resource="licence"} 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "barista_resource_capacity", "barista_resource_queued_jobs", "barista_resource_units_held"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "barista_resource_blocked_jobs", "barista_resource_capacity", "barista_resource_queued_jobs", "barista_resource_units_held"); err != nil {
 		t.Error(err)
 	}
 	problems, err := promlint.New(bytes.NewReader(scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), false))).Lint()

@@ -435,6 +435,10 @@ type ResourceInfo struct {
 	Queued        uint64
 	Reserved      JobID
 	ReservedSince Time
+	// Blocked is, of Queued, the jobs the resource holds back now: those
+	// whose units do not fit in its free units, and while a reservation
+	// stands every other (a tenant's own limit is not counted).
+	Blocked uint64
 	// Limits are the tenants' own limits, by tenant name.
 	Limits []TenantResourceLimit
 }
@@ -631,10 +635,26 @@ func (s *Scheduler) Resource(name string) (ResourceInfo, bool) {
 	if info.Reserved != 0 {
 		info.ReservedSince = r.rank
 	}
+	var holderUses UsesID // the uses of the job whose reservation stands
+	if j := s.jobs.Get(uint64(info.Reserved)); info.Reserved != 0 && j != nil {
+		holderUses = s.usesOf(j)
+	}
 	for u := range s.rs.uses {
-		for _, it := range s.rs.uses[u].items {
-			if it.res == id {
-				info.Queued += s.rs.uses[u].queued
+		e := &s.rs.uses[u]
+		for _, it := range e.items {
+			if it.res != id {
+				continue
+			}
+			info.Queued += e.queued
+			switch {
+			case r.held+uint64(it.units) > uint64(r.Capacity):
+				info.Blocked += e.queued
+			case info.Reserved != 0:
+				n := e.queued
+				if UsesID(u) == holderUses && n > 0 {
+					n-- // the holder itself, which has room
+				}
+				info.Blocked += n
 			}
 		}
 	}

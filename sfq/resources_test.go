@@ -185,8 +185,10 @@ func TestResourceReservation(t *testing.T) {
 	if got := w.dispatch(); got != 0 {
 		t.Fatalf("with the reservation standing: got %d, want none", got)
 	}
-	if info, _ := w.s.Resource("lic"); info.Reserved != big {
-		t.Fatalf("reserved by %d, want %d", info.Reserved, big)
+	// Queued: the big job (3 units, 1 free) and 4 small ones, which fit
+	// but are held back by the reservation: all 5 are blocked.
+	if info, _ := w.s.Resource("lic"); info.Reserved != big || info.Queued != 5 || info.Blocked != 5 {
+		t.Fatalf("reserved by %d (want %d), queued %d blocked %d (want 5 and 5)", info.Reserved, big, info.Queued, info.Blocked)
 	}
 	r, _ := w.s.Explain(small[next])
 	if r.Kind != ReasonResource || r.Resource.Reserved != big {
@@ -194,10 +196,14 @@ func TestResourceReservation(t *testing.T) {
 	}
 	w.finish(small[next-2])
 	w.finish(small[next-1])
+	// 3 free units: the big job has room and waits only for a worker.
+	if info, _ := w.s.Resource("lic"); info.Reserved != big || info.Queued != 5 || info.Blocked != 4 {
+		t.Fatalf("with room for the holder: reserved by %d, queued %d blocked %d (want 5 and 4)", info.Reserved, info.Queued, info.Blocked)
+	}
 	if got := w.dispatch(); got != big {
 		t.Fatalf("got %d, want the big job %d", got, big)
 	}
-	if info, _ := w.s.Resource("lic"); info.Reserved != 0 || info.Held != 3 {
+	if info, _ := w.s.Resource("lic"); info.Reserved != 0 || info.Held != 3 || info.Queued != 4 || info.Blocked != 4 {
 		t.Fatalf("after its dispatch: %+v", info)
 	}
 }

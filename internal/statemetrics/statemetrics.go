@@ -77,6 +77,7 @@ var (
 	descResHeld     = prometheus.NewDesc("barista_resource_units_held", "Units of a resource that live (assigned or running) jobs hold, by resource.", []string{"resource"}, nil)
 	descResCapacity = prometheus.NewDesc("barista_resource_capacity", "Capacity of a resource in units, by resource (below units_held after a decrease, which preempts nothing).", []string{"resource"}, nil)
 	descResQueued   = prometheus.NewDesc("barista_resource_queued_jobs", "Queued jobs that use a resource (waiting for its units, or for a worker), by resource.", []string{"resource"}, nil)
+	descResBlocked  = prometheus.NewDesc("barista_resource_blocked_jobs", "Queued jobs a resource holds back now (their units do not fit in its free units, or another job's reservation of it stands), by resource.", []string{"resource"}, nil)
 )
 
 // Per-tier aggregates, always present for every tier.
@@ -102,7 +103,7 @@ var (
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descRunning, descDispatches, descCost, descCPU, descEnded, descFailures, descWeight,
 		descFairRatio, descFairLag, descFairError, descPoolQueued, descPoolRunning, descPoolScheduled, descPoolPaused,
-		descResHeld, descResCapacity, descResQueued, descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
+		descResHeld, descResCapacity, descResQueued, descResBlocked, descTierTenants, descTierQueued, descTierRunning, descTierDispatches, descTierCost, descTierCPU, descTierEnded, descTierFailures,
 		descExported, descApplied, descLeader, descVnow} {
 		ch <- d
 	}
@@ -205,6 +206,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descResHeld, float64(r.Held), r.Name)
 		gauge(descResCapacity, float64(r.Capacity), r.Name)
 		gauge(descResQueued, float64(r.Queued), r.Name)
+		gauge(descResBlocked, float64(r.Blocked), r.Name)
 	}
 }
 
