@@ -130,6 +130,12 @@ func (b *base) catchUp(ctx context.Context, leaderIndex bool) error {
 	return nil
 }
 
+// CatchUp waits until this node's state has applied every entry the
+// leader had applied when asked (or the index ctx's caller names): what
+// a read of this node's own state needs to show at least what a read
+// served by the leader just showed. A leader returns at once.
+func (s *ClientService) CatchUp(ctx context.Context) error { return s.catchUp(ctx, true) }
+
 // leaderReadIndex asks the leader for the index its state has applied,
 // with the caller's authorization (or this server's own token).
 func (b *base) leaderReadIndex(ctx context.Context) (uint64, error) {

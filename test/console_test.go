@@ -286,8 +286,9 @@ func TestConsoleInChromium(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		// The job is read from the leader, its events from the node that
-		// serves the page, which may not have applied the end yet.
+		// The job and its events show the end together: the page reads
+		// the events once the serving node has applied what the leader
+		// had when it read the job.
 		evs := eval[string](t, ctx, `[...document.querySelectorAll("#events span.ev")].map(e => e.textContent).join(" ")`)
 		return got == "completed" && strings.HasSuffix(evs, " completed"), got + ": " + evs
 	})

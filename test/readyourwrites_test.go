@@ -135,6 +135,12 @@ func TestReadYourWritesOnAFollower(t *testing.T) {
 				t.Fatalf("round %d: GET %s on follower %s right after the submit: %d %s", i, path, f.ID, resp.StatusCode, b)
 			}
 		}
+		// The console's job page reads the job from the leader and its
+		// events from this node: they show the submit too.
+		page := httpGet(t, hc, base+"/jobs/"+sub.JobID)
+		if !strings.Contains(page, `<span class="ev queued">queued</span>`) {
+			t.Fatalf("round %d: the console's page of job %s on follower %s right after the submit shows no queued event:\n%s", i, sub.JobID, f.ID, page)
+		}
 		if err := firstHTTPEvent(ctx, base+"/v1/events?tenant=acme&job_id="+sub.JobID+"&from_oldest=true", sub.JobID); err != nil {
 			t.Fatalf("round %d: GET /v1/events on follower %s right after the submit: %v", i, f.ID, err)
 		}
@@ -226,4 +232,19 @@ func firstHTTPEvent(ctx context.Context, url, id string) error {
 		return fmt.Errorf("status %d, first line %q", resp.StatusCode, line)
 	}
 	return nil
+}
+
+// httpGet returns the body of a GET of url that answers 200.
+func httpGet(t *testing.T, hc *http.Client, url string) string {
+	t.Helper()
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v\n%s", url, resp.StatusCode, err, b)
+	}
+	return string(b)
 }

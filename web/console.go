@@ -690,6 +690,9 @@ type jobPage struct {
 	// MoreEvents: more events than shown; Pruned: events before the
 	// oldest retained one may be gone.
 	MoreEvents, Pruned bool
+	// EventsErr: this node could not catch up with the leader before
+	// reading the events (they may trail the job).
+	EventsErr string
 	// Payload is the payload's first payloadShown bytes as text;
 	// PayloadBytes its whole length.
 	Payload      string
@@ -748,6 +751,12 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		p.ExplainErr = rpc.StatusLine(err)
 	} else {
 		p.Explain = ex
+	}
+	// The job was read from the leader, its events are read from this
+	// node's state: once that has applied what the leader had, so that
+	// the events show at least what the job does.
+	if err := s.client.CatchUp(ctx); err != nil {
+		p.EventsErr = rpc.StatusLine(err)
 	}
 	evs, more, pruned := jobEvents(s.node.FSM, sfq.JobID(jobID), sfq.Time(j.SubmittedAtMs), sfq.Time(j.EndedAtMs))
 	for i := range evs {
