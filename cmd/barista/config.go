@@ -71,7 +71,7 @@ func defaultServerConfig() serverConfig {
 	n.RaftAddr, n.GRPCAddr, n.HTTPAddr = "127.0.0.1:7440", "127.0.0.1:7400", "127.0.0.1:7480"
 	return serverConfig{Node: n, LogLevel: "info", BootstrapWait: 30 * time.Second, TLS: raftnode.TLSFiles{Cluster: raftnode.DefaultClusterName},
 		MetricsMaxTenants: rpc.DefaultMetricsMaxTenants, Webhooks: defaultWebhookConfig(), Limits: rpc.DefaultLimits(), WebLimits: web.DefaultLimits(),
-		Conns: connlimit.Config{Max: 4096, PerAddress: 256, Reserve: 64, PerIdentity: 512, UnauthenticatedCalls: 256, FirstRequest: 5 * time.Second, UnauthenticatedIdle: 30 * time.Second}}
+		Conns: connlimit.Config{Max: 4096, PerAddress: 256, Reserve: 64, PerIdentity: 512, UnauthenticatedCalls: 256, FirstRequest: 5 * time.Second, UnauthenticatedIdle: 30 * time.Second, AcceptRate: 256}}
 }
 
 // setting is one server setting, declared once: its configuration file
@@ -170,6 +170,8 @@ func (c *serverConfig) settings() []setting {
 			val: &intVal[int]{&c.Conns.PerIdentity, 0, 10_000_000}},
 		{key: "limits.unauthenticated_calls", flag: "max-unauthenticated-calls", usage: "calls without a token (health checks and watches) in progress at once, a sixteenth of them (at least 4) from one source network; more are refused RESOURCE_EXHAUSTED (0: no bound)",
 			val: &intVal[int]{&c.Conns.UnauthenticatedCalls, 0, 10_000_000}},
+		{key: "limits.unauthenticated_accept_rate", flag: "unauthenticated-accept-rate", usage: "new connections a second from source networks that hold no connection which has made a call with a token, a sixteenth of them (at least 4) from one network, each with a burst of a second's worth; more are closed as accepted, before any handshake (a network holding a connection with a token's call, and loopback, are not bounded so; 0: no bound)",
+			val: &intVal[int]{&c.Conns.AcceptRate, 0, 10_000_000}},
 		{key: "limits.connections_reserve", flag: "connections-reserve", usage: "the last places of max-connections on a listener, kept for addresses without a connection to it (health probes, new clients)",
 			val: &intVal[int]{&c.Conns.Reserve, 0, 10_000_000}},
 		{key: "limits.first_request_timeout", flag: "first-request-timeout", usage: "a connection that has not sent its first request this long after it was accepted (TLS and HTTP/2 handshakes included) is closed",

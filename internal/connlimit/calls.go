@@ -188,6 +188,9 @@ func (l *Limiter) authenticate(c *conn, identity string) error {
 		c.identity = identity
 	}
 	c.authed = true
+	if c.counted {
+		l.authedByNet[c.net]++
+	}
 	l.dropAnon(c)
 	return nil
 }

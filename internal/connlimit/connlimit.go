@@ -60,6 +60,11 @@ type Config struct {
 	// with a token may stay after its last call began or ended, and how
 	// long a call without a token may last (0: no bound).
 	UnauthenticatedIdle time.Duration
+	// AcceptRate bounds the new connections a second admitted from
+	// networks that hold no connection which has made a call with a
+	// token (0: no bound), a sixteenth of them (at least 4) from one
+	// network (acceptrate.go).
+	AcceptRate int
 	// Registerer, if set, gets the metrics.
 	Registerer prometheus.Registerer
 }
@@ -92,6 +97,15 @@ type Limiter struct {
 	anonCalls      int
 	anonCallsByNet map[netip.Prefix]int
 	seq            uint64 // numbers the admitted connections, oldest first
+	// authedByNet counts the connections that have made a call with a
+	// token, by network; acceptAll and acceptByNet are the accept rate's
+	// buckets (acceptrate.go); now and exempt are the clock and the
+	// addresses the accept rate leaves alone (loopback), apart for tests.
+	authedByNet map[netip.Prefix]int
+	acceptAll   bucket
+	acceptByNet map[netip.Prefix]*bucket
+	now         func() time.Time
+	exempt      func(netip.Addr) bool
 	// pending counts connections that have not sent a request yet: the
 	// interceptors look a connection up only while there are some.
 	pending atomic.Int64
@@ -112,18 +126,24 @@ const (
 	// ReasonUnauthenticated: the connection was closed to make room for
 	// a new one, or the new one refused, past Config.Unauthenticated.
 	ReasonUnauthenticated = "unauthenticated"
+	// ReasonAcceptRate: a new connection from a network holding none with
+	// a token's call, past Config.AcceptRate.
+	ReasonAcceptRate = "accept_rate"
 )
 
 // New returns a limiter.
 func New(cfg Config) *Limiter {
 	l := &Limiter{cfg: cfg, byAddr: map[netip.Prefix]int{}, conns: map[connKey]*conn{}, anon: map[netip.Prefix]map[*conn]struct{}{},
 		byIdentity: map[string]int{}, anonCallsByNet: map[netip.Prefix]int{},
+		authedByNet: map[netip.Prefix]int{}, acceptByNet: map[netip.Prefix]*bucket{}, now: time.Now, exempt: netip.Addr.IsLoopback,
+		acceptAll: bucket{tokens: float64(cfg.AcceptRate), at: time.Now()},
 		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "barista_connections",
 			Help: "Client connections this server holds, by listener (grpc, http); at most limits.connections together."}, []string{"listener"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "barista_connections_refused_total",
 			Help: "Client connections closed as soon as accepted, by listener and reason: total (limits.connections), " +
 				"per_address (limits.connections_per_address), reserve (the last limits.connections_reserve places, kept for addresses without a connection), " +
-				"unauthenticated (past limits.connections_unauthenticated: the new connection of a network holding some of those places, or the oldest one without a token's call of the network holding the most, which a connection of a network holding none replaced)."},
+				"unauthenticated (past limits.connections_unauthenticated: the new connection of a network holding some of those places, or the oldest one without a token's call of the network holding the most, which a connection of a network holding none replaced), " +
+				"accept_rate (past limits.unauthenticated_accept_rate: a new connection of a network holding none with a token's call)."},
 			[]string{"listener", "reason"}),
 		idle: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "barista_connections_closed_idle_total",
 			Help: "Client connections closed because they sent no request within limits.first_request_timeout of being accepted, " +
@@ -150,7 +170,7 @@ func New(cfg Config) *Limiter {
 func (l *Limiter) Listen(name string, ln net.Listener) net.Listener {
 	l.open.WithLabelValues(name)
 	l.idle.WithLabelValues(name)
-	for _, r := range []string{ReasonTotal, ReasonPerAddress, ReasonReserve, ReasonUnauthenticated} {
+	for _, r := range []string{ReasonTotal, ReasonPerAddress, ReasonReserve, ReasonUnauthenticated, ReasonAcceptRate} {
 		l.refused.WithLabelValues(name, r)
 	}
 	return &listener{Listener: ln, l: l, name: name, byAddr: map[netip.Prefix]int{}}
@@ -223,6 +243,8 @@ func (l *Limiter) admit(ln *listener, c net.Conn) *conn {
 		reason = ReasonTotal
 	case l.total >= l.cfg.Max-l.cfg.Reserve && ln.byAddr[addr] > 0:
 		reason = ReasonReserve
+	case l.acceptRefused(addr, key.remote.Addr()):
+		reason = ReasonAcceptRate
 	case l.anonN >= l.cfg.unauthenticatedPlaces():
 		if victim = l.evictable(addr); victim == nil {
 			reason = ReasonUnauthenticated
@@ -274,6 +296,11 @@ func (l *Limiter) uncountLocked(c *conn) {
 		delete(l.conns, c.key)
 	}
 	l.dropAnon(c)
+	if c.authed {
+		if l.authedByNet[c.net]--; l.authedByNet[c.net] <= 0 {
+			delete(l.authedByNet, c.net)
+		}
+	}
 	if c.identity != "" {
 		if l.byIdentity[c.identity]--; l.byIdentity[c.identity] <= 0 {
 			delete(l.byIdentity, c.identity)
