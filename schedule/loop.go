@@ -295,8 +295,13 @@ func (l *Loop) FireDue(ctx context.Context, now sfq.Time) (more bool, err error)
 	return more, err
 }
 
-// maxBatches bounds the entries one FireDue queues at once.
-const maxBatches = 64
+// maxBatches bounds the entries one FireDue queues at once: two keep
+// the log busy while the next is built, and let another tenant's write
+// in after at most two of them (bench schedules: 100,000 fires of one
+// second, a bystander's submits wait at most 63-81 ms, against 299 ms
+// with 64 queued at once; the last fire 808-837 ms after the slot,
+// against 726 ms).
+const maxBatches = 2
 
 // nextBatch takes from the queue the fires (and misses) due at now, at
 // most MaxBatch commands, and moves each schedule on to its next slot.

@@ -62,7 +62,7 @@ var benchScenarios = []benchScenario{
 	{"failover", "kill -9 the leader of a loaded cluster: time to the next accepted submit and the next dispatch", benchFailover},
 	{"snapshot", "persist and restore of a large state (in process), a new follower's catch-up by InstallSnapshot, and a follower killed and started again until it has caught up", benchSnapshot},
 	{"memory", "resident bytes per queued job of a server, without a payload and with a 34-byte one", benchMemory},
-	{"schedules", "100,000 schedules of 1,000 tenants, every minute at the same second: the leader's memory per schedule, its CPU and entries per minute idle between slots (beside the cluster before them), the lateness of one minute's fires and the entries they took, and the snapshot and restore of a state with them", benchSchedules},
+	{"schedules", "100,000 schedules of 1,000 tenants, every minute at the same second: the leader's memory per schedule, its CPU and entries per minute idle between slots (beside the cluster before them), the lateness of one minute's fires and the entries they took, another tenant's submits before and during them, and the snapshot and restore of a state with them", benchSchedules},
 	{"clock", "what clock ticks cost: an idle cluster for a minute with clock_tick 1s and 1h (entries, log bytes and server CPU per minute), and one under one client's submits, whose leader commits no tick", benchIdle},
 }
 

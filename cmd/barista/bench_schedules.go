@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -53,7 +54,9 @@ func benchSchedules(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	n := tenants * schedulesPerTenant
 	// --pprof: a read of the heap profile makes the leader collect its
 	// garbage first, so that its heap in use is what it holds.
-	lc, leader, cc, err := benchLeader(ctx, o, "schedules", 3, tenants, "--pprof")
+	// One tenant more than the schedules': the bystander, which has none
+	// and submits through the minute's fires.
+	lc, leader, cc, err := benchLeader(ctx, o, "schedules", 3, tenants+1, "--pprof")
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +113,7 @@ func benchSchedules(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	t0 := time.Now()
 	hist0 := latencyBuckets(http)
 	ticks0 := scrapeMetrics(http, "barista_clock_ticks_total")[0]
 	// The events are read from a follower: the leader fires.
@@ -118,21 +122,30 @@ func benchSchedules(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 		return nil, err
 	}
 	defer wc.Close()
+	by := startBystander(ctx, cc, benchTenant(tenants))
 	slot, lateness, last, err := watchFires(ctx, wc, n)
 	if err != nil {
+		by.stop()
 		return nil, err
 	}
+	time.Sleep(time.Second)
+	if err := by.stop(); err != nil {
+		return nil, fmt.Errorf("the bystander's submits: %w", err)
+	}
+	quiet, during := by.split(time.UnixMilli(slot), time.UnixMilli(last))
+	res["bystander_submits_quiet"], res["bystander_submits_during_fires"] = quiet, during
 	st1, err := lc.status(leader)
 	if err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
 	p50, p99 := lateness.pct(0.50), lateness.pct(0.99)
 	res["fires"] = n
 	res["fire_lateness_p50_ms"], res["fire_lateness_p99_ms"], res["fire_lateness_max_ms"] = p50, p99, lateness.pct(1)
 	res["all_fired_after_ms"] = last - slot
 	// The entries from before the minute to its last fire, but the clock
-	// ticks among them.
-	res["fire_entries"] = float64(st1.AppliedIndex-st0.AppliedIndex) - (scrapeMetrics(http, "barista_clock_ticks_total")[0] - ticks0)
+	// ticks among them, and the bystander's submits (an entry each).
+	res["fire_entries"] = float64(st1.AppliedIndex-st0.AppliedIndex) - (scrapeMetrics(http, "barista_clock_ticks_total")[0] - ticks0) - float64(by.answered(t0, t1))
 	res["commit_lateness_p50_s"], res["commit_lateness_p99_s"] = histogramQuantile(hist0, latencyBuckets(http), 0.50), histogramQuantile(hist0, latencyBuckets(http), 0.99)
 	// Snapshot and restore of a state with the schedules, in process.
 	snap, err := snapshotSchedules(o, tenants, n)
@@ -144,6 +157,84 @@ func benchSchedules(ctx context.Context, o *benchOpts) ([]benchResult, error) {
 	}
 	return []benchResult{{Scenario: "schedules", P50Ms: p50, P99Ms: p99, Params: map[string]any{"schedules": n, "tenants": tenants, "spec": "* * * * *", "window": window.String()},
 		Results: res}}, nil
+}
+
+// bystander is a tenant without schedules that submits through the
+// leader, one submit at a time, while the minute's schedules fire: what
+// the fires, which share the leader's proposals, do to another tenant's
+// submits.
+type bystander struct {
+	cancel context.CancelFunc
+	done   chan error
+	mu     sync.Mutex
+	at     []time.Time // when each submit was sent
+	lat    []time.Duration
+}
+
+// startBystander starts tenant's submits on cc.
+func startBystander(ctx context.Context, cc *grpc.ClientConn, tenant string) *bystander {
+	ctx, cancel := context.WithCancel(ctx)
+	b := &bystander{cancel: cancel, done: make(chan error, 1)}
+	cl := pb.NewClientClient(cc)
+	go func() {
+		for ctx.Err() == nil {
+			t := time.Now()
+			_, err := cl.Submit(ctx, &pb.SubmitRequest{Tenant: tenant, JobType: "bystander", Size: pb.Size_SM, EstCostMs: 1000, Payload: benchPayload})
+			if err != nil {
+				if ctx.Err() == nil {
+					b.done <- err
+					return
+				}
+				break
+			}
+			b.mu.Lock()
+			b.at, b.lat = append(b.at, t), append(b.lat, time.Since(t))
+			b.mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+		}
+		b.done <- nil
+	}()
+	return b
+}
+
+// answered counts the submits answered between from and to.
+func (b *bystander) answered(from, to time.Time) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for i, t := range b.at {
+		if end := t.Add(b.lat[i]); end.After(from) && !end.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// stop ends the submits and returns the first that failed.
+func (b *bystander) stop() error {
+	b.cancel()
+	return <-b.done
+}
+
+// split gives the count, p50, p99 and max of the submits answered
+// before from (quiet) and of those in progress at some time from from to
+// to (during the fires).
+func (b *bystander) split(from, to time.Time) (quiet, during map[string]any) {
+	var q, d latencies
+	b.mu.Lock()
+	for i, t := range b.at {
+		switch end := t.Add(b.lat[i]); {
+		case end.Before(from):
+			q.add(b.lat[i])
+		case !t.After(to):
+			d.add(b.lat[i])
+		}
+	}
+	b.mu.Unlock()
+	sum := func(l *latencies) map[string]any {
+		return map[string]any{"submits": len(l.d), "p50_ms": l.pct(0.5), "p99_ms": l.pct(0.99), "max_ms": l.pct(1)}
+	}
+	return sum(&q), sum(&d)
 }
 
 // collect makes the server at http collect its garbage (a read of its
