@@ -19,7 +19,9 @@ import (
 // accept; 16 networks take the 64 of the second and a seventeenth is
 // refused; a second later each network has 4 again. A network that holds
 // a connection which made a call with a token is not bounded (its new
-// connections take no tokens), and is again once that connection closes. Loopback is not bounded by default.
+// connections take no tokens), and is again once that connection closes.
+// (The limiter's clock and exemptions are set before it listens: the
+// accept loop reads them.)
 func TestAcceptRate(t *testing.T) {
 	l := New(Config{Max: 1000, PerAddress: 1000, Unauthenticated: 1000, FirstRequest: time.Minute, AcceptRate: 64, Registerer: prometheus.NewRegistry()})
 	var mu sync.Mutex
@@ -61,14 +63,20 @@ func TestAcceptRate(t *testing.T) {
 		waitFor(t, "the connection from "+src+" admitted or refused", func() bool { return refused() > r0 || admittedN() > a0 })
 		return admittedN() > a0
 	}
-	for i := range 4 {
-		if !dial("127.0.1.1") {
-			t.Fatalf("the network's connection %d refused", i+1)
+	// fourThenNoMore checks that src's network gets 4 connections now,
+	// and not a fifth.
+	fourThenNoMore := func(src, when string) {
+		t.Helper()
+		for i := range 4 {
+			if !dial(src) {
+				t.Fatalf("%s: the network's connection %d refused", when, i+1)
+			}
+		}
+		if dial(src) {
+			t.Fatalf("%s: the network's fifth connection in a second admitted", when)
 		}
 	}
-	if dial("127.0.1.2") {
-		t.Fatal("the network's fifth connection in a second admitted")
-	}
+	fourThenNoMore("127.0.1.1", "at first")
 	for n := range 15 {
 		for i := range 4 {
 			if !dial(fmt.Sprintf("127.0.%d.1", 10+n)) {
@@ -82,14 +90,7 @@ func TestAcceptRate(t *testing.T) {
 	mu.Lock()
 	clock = clock.Add(time.Second)
 	mu.Unlock()
-	for i := range 4 {
-		if !dial("127.0.1.3") {
-			t.Fatalf("a second later, the network's connection %d refused", i+1)
-		}
-	}
-	if dial("127.0.1.3") {
-		t.Fatal("a second later, the network's fifth connection admitted")
-	}
+	fourThenNoMore("127.0.1.3", "a second later")
 	// A connection of 127.0.10.0/24 makes a call with a token: its
 	// network's new connections are admitted whatever the rate.
 	var authed net.Conn
@@ -114,14 +115,7 @@ func TestAcceptRate(t *testing.T) {
 	// Once that connection closes, the network has its second's 4 again,
 	// not one more.
 	authed.Close()
-	for i := range 4 {
-		if !dial("127.0.10.8") {
-			t.Fatalf("once its connection with a token's call closed: the network's connection %d refused", i+1)
-		}
-	}
-	if dial("127.0.10.8") {
-		t.Fatal("once its connection with a token's call closed, the network's fifth connection in a second admitted")
-	}
+	fourThenNoMore("127.0.10.8", "once its connection with a token's call closed")
 	if got := testutil.ToFloat64(l.refused.WithLabelValues("test", ReasonAcceptRate)); got != 4 {
 		t.Errorf("%v refused for the accept rate, want 4", got)
 	}
@@ -130,16 +124,9 @@ func TestAcceptRate(t *testing.T) {
 // TestAcceptRateSparesLoopback: a loopback address is not bounded by the
 // accept rate (by default).
 func TestAcceptRateSparesLoopback(t *testing.T) {
-	l := New(Config{Max: 1000, PerAddress: 1000, Unauthenticated: 1000, FirstRequest: time.Minute, AcceptRate: 16, Registerer: prometheus.NewRegistry()})
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := l.Listen("test", raw)
-	defer ln.Close()
-	accepted := acceptAll(ln)
+	l, addr, accepted := limitedListener(t, Config{Max: 1000, PerAddress: 1000, Unauthenticated: 1000, FirstRequest: time.Minute, AcceptRate: 16, Registerer: prometheus.NewRegistry()})
 	for range 40 {
-		dialFrom(t, "127.0.0.5", raw.Addr().String())
+		dialFrom(t, "127.0.0.5", addr)
 		c := <-accepted
 		defer c.Close()
 	}

@@ -282,6 +282,20 @@ func TestUnauthenticatedIdle(t *testing.T) {
 
 // acceptAll accepts every connection of ln onto a channel, until ln
 // closes.
+// limitedListener is a loopback listener of a new Limiter of cfg, closed
+// when the test ends: the limiter, its address and what it admits.
+func limitedListener(t *testing.T, cfg Config) (*Limiter, string, <-chan net.Conn) {
+	t.Helper()
+	l := New(cfg)
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := l.Listen("test", raw)
+	t.Cleanup(func() { ln.Close() })
+	return l, raw.Addr().String(), acceptAll(ln)
+}
+
 func acceptAll(ln net.Listener) <-chan net.Conn {
 	out := make(chan net.Conn, 100)
 	go func() {
@@ -304,15 +318,7 @@ func acceptAll(ln net.Listener) <-chan net.Conn {
 // connection that makes a call with a token leaves those places (and is
 // never closed for them).
 func TestUnauthenticatedPlaces(t *testing.T) {
-	l := New(Config{Max: 8, PerAddress: 8, Reserve: 0, Unauthenticated: 4, FirstRequest: time.Minute, Registerer: prometheus.NewRegistry()})
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := l.Listen("test", raw)
-	defer ln.Close()
-	accepted := acceptAll(ln)
-	addr := raw.Addr().String()
+	l, addr, accepted := limitedListener(t, Config{Max: 8, PerAddress: 8, Reserve: 0, Unauthenticated: 4, FirstRequest: time.Minute, Registerer: prometheus.NewRegistry()})
 	refused := func() float64 { return testutil.ToFloat64(l.refused.WithLabelValues("test", ReasonUnauthenticated)) }
 	var flood []net.Conn
 	for i := range 3 {
