@@ -87,6 +87,12 @@ func (f *FSM) checkWorkerDrain(c *clusterpb.WorkerDrain) Result {
 func (f *FSM) CountWorkers(prefix string, limit int) int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if prefix == "" {
+		if limit > 0 {
+			return min(len(f.workers), limit)
+		}
+		return len(f.workers)
+	}
 	n := 0
 	for id := range f.workers {
 		if strings.HasPrefix(id, prefix) {

@@ -57,6 +57,10 @@ type Limits struct {
 	// a token (its session, or a drain that would make its record) is
 	// refused past it (workerbind.go).
 	WorkerRecordsPerBinding int
+	// WorkerRecordsUnbound bounds, on the leader, the worker records past
+	// which a worker token bound to no ID may make no new one: a session
+	// of a new ID is refused while the state holds this many (workerbind.go).
+	WorkerRecordsUnbound int
 }
 
 // Defaults and bounds of Limits.
@@ -87,7 +91,7 @@ func DefaultLimits() Limits {
 		RequestBytes: DefaultRequestBytes, RequestBytesPerIdentity: DefaultRequestBytesPerIdentity, RequestReadTimeout: DefaultRequestReadTimeout,
 		StreamsPerConnection: DefaultStreamsPerConnection, ConnectionIdle: DefaultConnectionIdle, WriteRate: DefaultWriteRate,
 		CallsPerIdentity: DefaultCallsPerIdentity, HeldReadsPerIdentity: DefaultHeldReadsPerIdentity, HeldReads: DefaultHeldReads,
-		WorkerRecordsPerBinding: DefaultWorkerRecordsPerBinding}
+		WorkerRecordsPerBinding: DefaultWorkerRecordsPerBinding, WorkerRecordsUnbound: DefaultWorkerRecordsUnbound}
 }
 
 // withDefaults gives each zero field its default.
@@ -106,6 +110,7 @@ func (l Limits) withDefaults() Limits {
 	orDefault(&l.HeldReadsPerIdentity, d.HeldReadsPerIdentity)
 	orDefault(&l.HeldReads, d.HeldReads)
 	orDefault(&l.WorkerRecordsPerBinding, d.WorkerRecordsPerBinding)
+	orDefault(&l.WorkerRecordsUnbound, d.WorkerRecordsUnbound)
 	l.MaxMessageBytes = min(max(l.MaxMessageBytes, MinMessageBytes), fsm.MaxMessageBytes)
 	return l
 }

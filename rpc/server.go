@@ -180,7 +180,7 @@ func NewServer(node *raftnode.Node, opt Options) *Server {
 	s := &Server{GRPC: grpc.NewServer(sopts...), Health: health.NewServer(), leader: b.leader, base: b, auth: opt.Auth, limits: limits, conns: opt.Conns}
 	s.gatewayKey = gatewayKey
 	workers = newWorkerService(b)
-	workers.bindings = newBindingRecords(limits.WorkerRecordsPerBinding, node.FSM)
+	workers.bindings = newBindingRecords(limits.WorkerRecordsPerBinding, limits.WorkerRecordsUnbound, node.FSM)
 	watches := watchlimit.New(watchlimit.Config{Streams: limits.WatchStreams, PerIdentity: limits.WatchStreamsPerIdentity, Stall: limits.WatchStall,
 		Conns: opt.Conns, Gateway: func(ctx context.Context) bool { return fromGateway(ctx, gatewayKey) }}, node.Metrics.Registry)
 	s.client, s.admin, s.workers = &ClientService{base: b, workers: workers, submits: ratelimit.New(time.Now, b.metrics.submitsLimited),

@@ -549,3 +549,38 @@ func TestBulkChargedToWriteRate(t *testing.T) {
 		t.Errorf("beta's write beside it: %v", err)
 	}
 }
+
+// TestWorkerRecordsOfAnUnboundToken: a worker token bound to no ID makes a
+// record with each session of a new worker ID (the leader records what
+// it runs); with limits.worker_records_unbound = 3, its fourth new ID is
+// refused RESOURCE_EXHAUSTED naming the limit, while an ID the state
+// knows still connects. (Before, a leaked fleet token could make records
+// without bound.)
+func TestWorkerRecordsOfAnUnboundToken(t *testing.T) {
+	c := startWithTokens(t, 1, "\n[limits]\nworker_records_unbound = 3\n")
+	n := c.Nodes[0]
+	// The sessions end with the subtest (their streams close).
+	t.Run("three new IDs", func(t *testing.T) {
+		for i := range 3 {
+			if err := workerSession(t, n.GRPCAddr, workerToken, fmt.Sprintf("fleet-%d", i+1)); err != nil {
+				t.Fatalf("new worker ID %d: %v", i+1, err)
+			}
+		}
+	})
+	err := workerSession(t, n.GRPCAddr, workerToken, "fleet-4")
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "limits.worker_records_unbound") {
+		t.Errorf("a fourth new worker ID: %v; want RESOURCE_EXHAUSTED naming limits.worker_records_unbound", err)
+	}
+	// A known ID connects again once the leader has seen its stream end.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := workerSession(t, n.GRPCAddr, workerToken, "fleet-2")
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.Aborted || time.Now().After(deadline) {
+			t.Fatalf("a known worker ID's new session: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -203,6 +203,8 @@ func (c *serverConfig) settings() []setting {
 			val: &intVal[int]{&c.WebLimits.HTTPHeldReadsPerIdentity, 1, 1_000_000}},
 		{key: "limits.worker_records_per_binding", flag: "max-worker-records-per-binding", usage: "worker records the leader lets a worker token bound to a prefix of IDs (\"gpu-*\") make: past it, a session or a drain of a new ID of the binding is refused RESOURCE_EXHAUSTED",
 			val: &intVal[int]{&c.Limits.WorkerRecordsPerBinding, 1, 100_000_000}},
+		{key: "limits.worker_records_unbound", flag: "max-worker-records-unbound", usage: "worker records in all past which the leader lets a worker token bound to no ID make no new one: a session of a new worker ID with such a token is refused RESOURCE_EXHAUSTED while the cluster holds this many records",
+			val: &intVal[int]{&c.Limits.WorkerRecordsUnbound, 1, 100_000_000}},
 		{key: "limits.calls_per_identity", flag: "max-calls-per-identity", usage: "unary gRPC calls of one caller (a token's role, tenant and worker binding) in progress on this server; more are refused RESOURCE_EXHAUSTED",
 			val: &intVal[int]{&c.Limits.CallsPerIdentity, 1, 10_000_000}},
 		{key: "limits.held_reads_per_identity", flag: "max-held-reads-per-identity", usage: "reads of one caller this server holds until it has applied the caller's last write (a stale read or a watch naming an index); more are refused RESOURCE_EXHAUSTED at once",
